@@ -1,0 +1,27 @@
+# QA Judge: one command to run the demo, one to run the tests (see README).
+PYTHON ?= python3.11
+VENV := .venv
+PY := $(VENV)/bin/python
+
+.PHONY: venv run test test-sqlite test-postgres lint bench
+
+$(VENV)/.installed: requirements.txt
+	@command -v $(PYTHON) >/dev/null || { echo "need $(PYTHON) on PATH"; exit 1; }
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements.txt
+	touch $@
+
+venv: $(VENV)/.installed
+
+run: venv
+	$(PY) manage.py rundemo
+
+test: venv
+	bash scripts/test.sh
+
+lint: venv
+	$(VENV)/bin/ruff check .
+
+bench: venv
+	$(PY) -m bench $(if $(B),--only $(B),)

@@ -1,0 +1,122 @@
+"""Validation of an item's kind-specific content and gold answer.
+
+Pure functions (no database) shared by the importers, the REST API and the demo data, so an
+item is checked the same way wherever it enters.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+MC_ROLES = ("A", "B", "C", "D")
+AB_CHOICES = ("A", "B")
+ANSWER_KINDS = ("human", "model")
+AB_SETTINGS = ("HH", "HM")
+TEXT_LEVELS = ("Ele", "Int", "Adv")
+
+
+class ItemContentError(ValueError):
+    """Content that does not fit its task kind; `field` names the offending field."""
+
+    def __init__(self, field: str, message: str):
+        self.field = field
+        super().__init__(f"{field}: {message}")
+
+
+def _require_str(content: dict, field: str, *, allow_empty: bool = False) -> str:
+    if field not in content:
+        raise ItemContentError(field, "is missing")
+    value = content[field]
+    if not isinstance(value, str):
+        raise ItemContentError(field, f"must be a string, got {type(value).__name__}")
+    if not allow_empty and not value.strip():
+        raise ItemContentError(field, "must not be empty")
+    return value
+
+
+def _optional_span(content: dict, field: str) -> None:
+    value = content.get(field)
+    if value is None:
+        return
+    if (
+        not isinstance(value, list)
+        or len(value) != 2
+        or not all(isinstance(v, int) and not isinstance(v, bool) for v in value)
+    ):
+        raise ItemContentError(field, "must be [start, end] with two integers, or null")
+
+
+def _validate_likert(content: dict) -> None:
+    _require_str(content, "passage", allow_empty=True)
+    _require_str(content, "question")
+    refs = content.get("references")
+    if not isinstance(refs, list) or not refs or not all(isinstance(r, str) for r in refs):
+        raise ItemContentError("references", "must be a non-empty list of strings")
+    _require_str(content, "candidate", allow_empty=True)
+
+
+def _validate_answer(content: dict, field: str) -> None:
+    answer = content.get(field)
+    if not isinstance(answer, dict):
+        raise ItemContentError(field, "must be an object {text, kind, upvotes}")
+    if not isinstance(answer.get("text"), str) or not answer["text"].strip():
+        raise ItemContentError(f"{field}.text", "must be a non-empty string")
+    if answer.get("kind") not in ANSWER_KINDS:
+        raise ItemContentError(f"{field}.kind", f"must be one of {', '.join(ANSWER_KINDS)}")
+    upvotes = answer.get("upvotes")
+    if upvotes is not None and (not isinstance(upvotes, int) or isinstance(upvotes, bool)):
+        raise ItemContentError(f"{field}.upvotes", "must be an integer or null")
+
+
+def _validate_ab(content: dict) -> None:
+    _require_str(content, "question")
+    evidence = content.get("evidence", [])
+    if not isinstance(evidence, list) or not all(isinstance(e, str) for e in evidence):
+        raise ItemContentError("evidence", "must be a list of strings")
+    _validate_answer(content, "answer_a")
+    _validate_answer(content, "answer_b")
+    if content.get("setting") not in AB_SETTINGS:
+        raise ItemContentError("setting", f"must be one of {', '.join(AB_SETTINGS)}")
+
+
+def _validate_mc(content: dict) -> None:
+    _require_str(content, "paragraph")
+    _require_str(content, "question")
+    answers = content.get("answers")
+    if (
+        not isinstance(answers, list)
+        or len(answers) != 4
+        or not all(isinstance(a, str) and a.strip() for a in answers)
+    ):
+        raise ItemContentError("answers", "must be four non-empty strings in role order A–D")
+    _optional_span(content, "critical_span")
+    _optional_span(content, "distractor_span")
+
+
+_VALIDATORS = {"likert": _validate_likert, "ab": _validate_ab, "mc": _validate_mc}
+
+
+def validate_item_content(kind: str, content: Any) -> None:
+    """Raise ItemContentError naming the first field that does not fit `kind`."""
+    if kind not in _VALIDATORS:
+        raise ItemContentError("kind", f"unknown task kind {kind!r}")
+    if not isinstance(content, dict):
+        raise ItemContentError("content", "must be an object")
+    _VALIDATORS[kind](content)
+
+
+def validate_gold(kind: str, gold: Any) -> None:
+    """Gold answers: likert {"score": 1..5}, ab {"choice": A|B}, mc {"choice": A..D}."""
+    if gold is None:
+        return
+    if not isinstance(gold, dict):
+        raise ItemContentError("gold", "must be an object or null")
+    if kind == "likert":
+        score = gold.get("score")
+        if not isinstance(score, (int, float)) or isinstance(score, bool) or not 1 <= score <= 5:
+            raise ItemContentError("gold.score", "must be a number from 1 to 5")
+    elif kind == "ab":
+        if gold.get("choice") not in AB_CHOICES:
+            raise ItemContentError("gold.choice", "must be A or B")
+    elif kind == "mc":
+        if gold.get("choice") not in MC_ROLES:
+            raise ItemContentError("gold.choice", "must be one of A, B, C, D")

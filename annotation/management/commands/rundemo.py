@@ -1,0 +1,100 @@
+"""Run the whole product locally: web server, Celery worker and Celery beat, with demo data.
+
+    python manage.py rundemo [--port 8000]
+
+Uses the embedded defaults (SQLite file and filesystem broker under var/), so nothing else has to
+run. Ctrl-C stops every process it started.
+"""
+from __future__ import annotations
+
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import time
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+from django.core.management.base import BaseCommand
+
+
+class Command(BaseCommand):
+    help = "Start web server, Celery worker and beat with demo data; Ctrl-C stops them all."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--host", default="127.0.0.1")
+        parser.add_argument("--port", type=int, default=8000)
+        parser.add_argument(
+            "--no-demo", action="store_true", help="Do not load the demo projects."
+        )
+
+    def handle(self, *args, host: str, port: int, no_demo: bool, **options):
+        settings.VAR_DIR.mkdir(parents=True, exist_ok=True)
+        call_command("migrate", interactive=False, verbosity=0)
+        if not no_demo:
+            from annotation.services.demo import demo_data_load
+
+            projects = demo_data_load()
+            self.stdout.write(f"Demo data: {len(projects)} projects ready.")
+        password = self._ensure_admin()
+
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        python = sys.executable
+        commands = {
+            "web": [python, "manage.py", "runserver", f"{host}:{port}", "--noreload"],
+            "worker": [
+                python, "-m", "celery", "-A", "worker", "worker",
+                "-Q", "default,gpu", "--concurrency", "1", "--loglevel", "INFO",
+            ],
+            "beat": [
+                python, "-m", "celery", "-A", "worker", "beat", "--loglevel", "INFO",
+                "--schedule", settings.QAJ_BEAT_SCHEDULE_FILE,
+            ],
+        }
+        processes = {
+            name: subprocess.Popen(cmd, cwd=settings.BASE_DIR, env=env)
+            for name, cmd in commands.items()
+        }
+        url = f"http://{host}:{port}/"
+        self.stdout.write(
+            self.style.SUCCESS(
+                f"\nQA Judge is running at {url}\n"
+                f"Admin: {url}admin/  user: admin  password: {password}\n"
+                "Press Ctrl-C to stop the web server, the worker and beat.\n"
+            )
+        )
+        try:
+            while all(p.poll() is None for p in processes.values()):
+                time.sleep(0.5)
+            dead = [name for name, p in processes.items() if p.poll() is not None]
+            self.stderr.write(f"{', '.join(dead)} stopped unexpectedly; stopping the rest.")
+        except KeyboardInterrupt:
+            self.stdout.write("Stopping ...")
+        finally:
+            for process in processes.values():
+                if process.poll() is None:
+                    process.send_signal(signal.SIGTERM)
+            for process in processes.values():
+                try:
+                    process.wait(timeout=15)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+
+    def _ensure_admin(self) -> str:
+        """Create (once) the demo admin; its password is kept in var/ so reruns print it."""
+        password_file = settings.VAR_DIR / "admin-password.txt"
+        user_model = get_user_model()
+        if password_file.exists() and user_model.objects.filter(username="admin").exists():
+            return password_file.read_text().strip()
+        password = secrets.token_urlsafe(12)
+        user, _ = user_model.objects.get_or_create(
+            username="admin", defaults={"is_staff": True, "is_superuser": True}
+        )
+        user.is_staff = user.is_superuser = True
+        user.set_password(password)
+        user.save()
+        password_file.write_text(password + "\n")
+        password_file.chmod(0o600)
+        return password

@@ -1,0 +1,43 @@
+"""Annotation data model. One module per concept; import everything public from here."""
+from .crowd import (
+    Assignment,
+    AssignmentItem,
+    AssignmentStatus,
+    Hit,
+    HitItem,
+    HitStatus,
+    InhouseLink,
+    Worker,
+    WorkerQualification,
+    WorkerStatus,
+)
+from .item import Item
+from .judgment import AppendOnlyError, Judgment
+from .project import DEFAULT_AB_ASPECTS, DEFAULT_LIKERT_LABELS, ExperimentMode, Project, TaskKind
+from .stage import Provider, Stage, StageKind, StageStatus, StageTransition
+
+__all__ = [
+    "AppendOnlyError",
+    "Assignment",
+    "AssignmentItem",
+    "AssignmentStatus",
+    "DEFAULT_AB_ASPECTS",
+    "DEFAULT_LIKERT_LABELS",
+    "ExperimentMode",
+    "Hit",
+    "HitItem",
+    "HitStatus",
+    "InhouseLink",
+    "Item",
+    "Judgment",
+    "Project",
+    "Provider",
+    "Stage",
+    "StageKind",
+    "StageStatus",
+    "StageTransition",
+    "TaskKind",
+    "Worker",
+    "WorkerQualification",
+    "WorkerStatus",
+]

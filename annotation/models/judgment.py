@@ -1,0 +1,72 @@
+from __future__ import annotations
+
+from django.db import models
+
+from .crowd import Assignment, Worker
+from .item import Item
+from .stage import Stage
+
+
+class AppendOnlyError(Exception):
+    """Raised when code tries to change or delete a stored judgment."""
+
+
+class JudgmentQuerySet(models.QuerySet):
+    def update(self, **kwargs):
+        raise AppendOnlyError("Judgments are append-only; they cannot be updated.")
+
+    def delete(self):
+        raise AppendOnlyError("Judgments are append-only; they cannot be deleted.")
+
+
+class Judgment(models.Model):
+    """One worker's answer to one item in one stage. Append-only.
+
+    value columns by kind:
+      likert: score (1–5; imported binary judgments are mapped onto the project's scale)
+      ab:     choice ("A"/"B" in item order, whatever order was shown), difficult,
+              justification, aspects (list), extra["aspect_preferences"]
+      mc:     choice (role letter A–D, whatever order was shown), choices (validity judging:
+              every role marked correct; [] means "no correct answer"),
+              extra["guess_choice"] (pilot: answer before reading), extra["is_correct"]
+    """
+
+    item = models.ForeignKey(Item, on_delete=models.PROTECT, related_name="judgments")
+    worker = models.ForeignKey(Worker, on_delete=models.PROTECT, related_name="judgments")
+    stage = models.ForeignKey(Stage, on_delete=models.PROTECT, related_name="judgments")
+    assignment = models.ForeignKey(
+        Assignment, null=True, blank=True, on_delete=models.PROTECT, related_name="judgments"
+    )
+    score = models.FloatField(null=True, blank=True)
+    choice = models.CharField(max_length=10, blank=True)
+    choices = models.JSONField(default=list, blank=True)
+    difficult = models.BooleanField(null=True, blank=True)
+    justification = models.TextField(blank=True)
+    aspects = models.JSONField(default=list, blank=True)
+    extra = models.JSONField(default=dict, blank=True)
+    presented_order = models.JSONField(default=list, blank=True)
+    time_spent_ms = models.PositiveIntegerField(null=True, blank=True)
+    client_started_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    objects = JudgmentQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["worker", "item", "stage"], name="one_judgment_per_worker_item_stage"
+            )
+        ]
+        indexes = [models.Index(fields=["stage", "item"], name="judgment_stage_item_idx")]
+
+    def __str__(self) -> str:
+        return f"Judgment {self.pk} of {self.item_id} by {self.worker_id}"
+
+    def save(self, *args, **kwargs):
+        if self.pk is not None and not kwargs.get("force_insert"):
+            raise AppendOnlyError("Judgments are append-only; they cannot be updated.")
+        super().save(*args, **kwargs)
+
+    def delete(self, *args, **kwargs):
+        raise AppendOnlyError("Judgments are append-only; they cannot be deleted.")

@@ -1,0 +1,127 @@
+from __future__ import annotations
+
+from decimal import Decimal
+
+from django.conf import settings
+from django.db import models
+
+
+class TaskKind(models.TextChoices):
+    LIKERT = "likert", "Likert correctness (MOCHA)"
+    AB = "ab", "A/B preference with justification (long-form QA)"
+    MC = "mc", "STARC multiple choice (OneStopQA)"
+
+
+class ExperimentMode(models.TextChoices):
+    """STARC experiment modes (only meaningful for multiple-choice projects)."""
+
+    QA = "qa", "QA: paragraph, question, answers; feedback after confirming"
+    GUESSING = "guessing", "Guessing: no paragraph; answer and paragraph afterwards"
+    VALIDITY = "validity", "Validity judging: one, several or no correct answers"
+    PILOT = "pilot", "Pilot: guess, read the paragraph, answer again with it hidden"
+
+
+DEFAULT_LIKERT_LABELS = [
+    "Completely wrong",
+    "Mostly wrong",
+    "Half right",
+    "Mostly right",
+    "Perfect answer",
+]
+DEFAULT_AB_ASPECTS = [
+    "factuality",
+    "completeness",
+    "relevance",
+    "ease of understanding",
+    "conciseness",
+    "specificity",
+    "grammar",
+    "examples",
+    "structure",
+]
+
+
+def default_redundancy() -> dict[str, int]:
+    # MOCHA: one judgment per training candidate, more on dev/test to measure agreement.
+    return {"train": 1, "dev": 3, "test": 3, "default": 1}
+
+
+class Project(models.Model):
+    """One study: a task kind, its instructions and the settings every stage inherits."""
+
+    slug = models.SlugField(max_length=80, unique=True)
+    title = models.CharField(max_length=200)
+    kind = models.CharField(max_length=10, choices=TaskKind.choices)
+    instructions = models.TextField(blank=True, help_text="Shown above every task page.")
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="owned_projects",
+    )
+    shared_with = models.ManyToManyField(
+        settings.AUTH_USER_MODEL, blank=True, related_name="shared_projects"
+    )
+
+    # Settings every kind uses.
+    items_per_hit = models.PositiveSmallIntegerField(
+        default=10, help_text="Items in one HIT / assignment (MOCHA: up to 10 sharing a passage)."
+    )
+    redundancy = models.JSONField(
+        default=default_redundancy,
+        blank=True,
+        help_text='Judgments wanted per item, by split, e.g. {"train": 1, "dev": 3, "default": 1}.',
+    )
+    reward_per_hit = models.DecimalField(max_digits=8, decimal_places=2, default=Decimal("0.40"))
+    budget_cap = models.DecimalField(
+        max_digits=10, decimal_places=2, null=True, blank=True,
+        help_text="Publishing refuses to spend more than this (rewards + fees + bonuses).",
+    )
+    qualification_threshold = models.FloatField(
+        default=0.8, help_text="Share of qualification items a worker must get right."
+    )
+    qualification_tolerance = models.FloatField(
+        default=0.0, help_text="Likert: an answer within this distance of the gold score is right."
+    )
+    assignment_timeout_minutes = models.PositiveIntegerField(
+        default=60, help_text="Items of an abandoned assignment are released after this."
+    )
+    gold_rate = models.FloatField(
+        default=0.0, help_text="Share of gold/attention items mixed into each assignment."
+    )
+
+    # Kind-specific settings.
+    scale_labels = models.JSONField(default=list, blank=True, help_text="Likert labels, 1 first.")
+    justification_min_length = models.PositiveIntegerField(default=0)
+    aspects = models.JSONField(default=list, blank=True, help_text="A/B aspect checkboxes.")
+    aspect_preferences = models.JSONField(
+        default=list, blank=True, help_text="A/B per-aspect preferences, e.g. coherence."
+    )
+    experiment_mode = models.CharField(
+        max_length=10, choices=ExperimentMode.choices, default=ExperimentMode.QA, blank=True
+    )
+    bonus_per_correct = models.DecimalField(
+        max_digits=6, decimal_places=2, default=Decimal("0.00"),
+        help_text="STARC QA and guessing: optional bonus per correct answer.",
+    )
+
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.title} ({self.get_kind_display()})"
+
+    def save(self, *args, **kwargs):
+        if self.kind == TaskKind.LIKERT and not self.scale_labels:
+            self.scale_labels = list(DEFAULT_LIKERT_LABELS)
+        if self.kind == TaskKind.AB and not self.aspects:
+            self.aspects = list(DEFAULT_AB_ASPECTS)
+        super().save(*args, **kwargs)
+
+    def redundancy_for(self, split: str) -> int:
+        values = self.redundancy or {}
+        return int(values.get(split, values.get("default", 1)))

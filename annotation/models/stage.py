@@ -1,0 +1,99 @@
+from __future__ import annotations
+
+from decimal import Decimal
+
+from django.conf import settings
+from django.db import models
+
+from .item import Item
+from .project import Project
+
+
+class StageKind(models.TextChoices):
+    PRACTICE = "practice", "Practice"
+    QUALIFICATION = "qualification", "Qualification"
+    TRIAL = "trial", "Trial"
+    FULL = "full", "Full collection"
+    PILOT = "pilot", "Pilot"
+    IMPORTED = "imported", "Imported judgments"
+
+
+class StageStatus(models.TextChoices):
+    DRAFT = "draft", "Draft"
+    PUBLISHED = "published", "Published"
+    COLLECTING = "collecting", "Collecting"
+    REVIEWING = "reviewing", "Reviewing"
+    CLOSED = "closed", "Closed"
+
+
+class Provider(models.TextChoices):
+    MTURK = "mturk", "Mechanical Turk"
+    PROLIFIC = "prolific", "Prolific"
+    INHOUSE = "inhouse", "In-house link"
+    IMPORT = "import", "Imported"
+
+
+class Stage(models.Model):
+    """A release of items to workers: qualification → trial → full collection (MOCHA app. D)."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="stages")
+    kind = models.CharField(max_length=20, choices=StageKind.choices)
+    name = models.CharField(max_length=100)
+    order = models.PositiveSmallIntegerField(default=0)
+    status = models.CharField(
+        max_length=20, choices=StageStatus.choices, default=StageStatus.DRAFT
+    )
+    provider = models.CharField(max_length=20, choices=Provider.choices, default=Provider.INHOUSE)
+    items = models.ManyToManyField(
+        Item, blank=True, related_name="stages",
+        help_text="Items released in this stage; empty means every non-excluded item.",
+    )
+    judgments_per_item = models.PositiveSmallIntegerField(
+        null=True, blank=True, help_text="Overrides the project's per-split redundancy."
+    )
+    requires_stage = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="unlocks",
+        help_text="Only workers who passed this (qualification) stage may work here.",
+    )
+    agreement_threshold = models.FloatField(
+        null=True, blank=True,
+        help_text="Publishing needs the required stage's Krippendorff's alpha to reach this.",
+    )
+    reward_per_hit = models.DecimalField(
+        max_digits=8, decimal_places=2, null=True, blank=True,
+        help_text="Overrides the project's reward per HIT.",
+    )
+    settings = models.JSONField(
+        default=dict, blank=True, help_text="Provider options (lifetime, duration, keywords ...)."
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["project", "order", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.project.slug} / {self.name}"
+
+    @property
+    def reward(self) -> Decimal:
+        return self.reward_per_hit if self.reward_per_hit is not None else self.project.reward_per_hit
+
+
+class StageTransition(models.Model):
+    """Log of every stage status change (and overridden guards), append-only."""
+
+    stage = models.ForeignKey(Stage, on_delete=models.CASCADE, related_name="transitions")
+    from_status = models.CharField(max_length=20, choices=StageStatus.choices)
+    to_status = models.CharField(max_length=20, choices=StageStatus.choices)
+    reason = models.TextField(blank=True)
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.stage}: {self.from_status} → {self.to_status}"

@@ -1,0 +1,178 @@
+"""Settings shared by every environment.
+
+Everything a deployment changes comes from environment variables; the defaults need no
+server at all (SQLite file, filesystem Celery broker, local artifact folder) so that a fresh
+clone runs with one command.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import dj_database_url
+
+BASE_DIR = Path(__file__).resolve().parent.parent.parent
+VAR_DIR = Path(os.environ.get("QAJ_VAR_DIR", BASE_DIR / "var"))
+
+
+def env_bool(name: str, default: bool) -> bool:
+    value = os.environ.get(name)
+    if value is None:
+        return default
+    return value.strip().lower() in {"1", "true", "yes", "on"}
+
+
+def env_list(name: str, default: str = "") -> list[str]:
+    return [part.strip() for part in os.environ.get(name, default).split(",") if part.strip()]
+
+
+SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "dev-only-insecure-key-change-me")
+DEBUG = env_bool("DJANGO_DEBUG", False)
+ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1],testserver")
+CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS")
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "rest_framework.authtoken",
+    "drf_spectacular",
+    "annotation.apps.AnnotationConfig",
+    "metrics_app.apps.MetricsAppConfig",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "config.urls"
+WSGI_APPLICATION = "config.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+DATABASES = {
+    "default": dj_database_url.parse(
+        os.environ.get("DATABASE_URL", f"sqlite:///{VAR_DIR / 'qajudge.sqlite3'}"),
+        conn_max_age=int(os.environ.get("DATABASE_CONN_MAX_AGE", "60")),
+    )
+}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # Web server and Celery worker write to the same file; wait for the lock instead of failing.
+    DATABASES["default"].setdefault("OPTIONS", {})["timeout"] = 30
+    DATABASES["default"]["CONN_MAX_AGE"] = 0
+# Parallel test runs (several developers, or SQLite + PostgreSQL passes) must not share a test
+# database; QAJ_TEST_DB_NAME pins the name for a run and for the worker processes it starts.
+if os.environ.get("QAJ_TEST_DB_NAME"):
+    DATABASES["default"]["TEST"] = {"NAME": os.environ["QAJ_TEST_DB_NAME"]}
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = Path(os.environ.get("DJANGO_STATIC_ROOT", VAR_DIR / "staticfiles"))
+
+LOGIN_URL = "admin:login"
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.SessionAuthentication",
+        "rest_framework.authentication.TokenAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
+    "PAGE_SIZE": 100,
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "QA Judge API",
+    "DESCRIPTION": "Projects, items, judgments, reports and metric scoring for QA Judge.",
+    "VERSION": "0.1.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+}
+
+# --- Celery -----------------------------------------------------------------------------------
+# The default broker is kombu's filesystem transport so that a fresh clone needs no server;
+# CELERY_BROKER_URL=redis://... or amqp://... switches to a real broker.
+CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "filesystem://")
+QAJ_BROKER_DIR = Path(
+    os.environ.get("QAJ_BROKER_DIR", VAR_DIR / "broker")
+)
+CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
+QAJ_BEAT_SCHEDULE_FILE = str(VAR_DIR / "celerybeat-schedule")
+
+# --- Artifacts (trained models) ----------------------------------------------------------------
+# A local folder by default; s3://bucket/prefix stores model versions in S3 through boto3.
+QAJ_ARTIFACT_ROOT = os.environ.get("QAJ_ARTIFACT_ROOT", str(VAR_DIR / "artifacts"))
+
+# --- Crowd providers --------------------------------------------------------------------------
+# Public HTTPS base URL that MTurk/Prolific send workers to (the task pages live under it).
+QAJ_PUBLIC_BASE_URL = os.environ.get("QAJ_PUBLIC_BASE_URL", "http://127.0.0.1:8000")
+# MTurk uses the sandbox unless production is asked for explicitly.
+MTURK_PRODUCTION = env_bool("MTURK_PRODUCTION", False)
+MTURK_ENDPOINT_URL = os.environ.get("MTURK_ENDPOINT_URL", "")
+PROLIFIC_API_URL = os.environ.get("PROLIFIC_API_URL", "https://api.prolific.com/api/v1/")
+PROLIFIC_API_TOKEN = os.environ.get("PROLIFIC_API_TOKEN", "")
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": os.environ.get("QAJ_LOG_LEVEL", "INFO")},
+    "loggers": {"django.db.backends": {"level": "WARNING"}},
+}
+
+# Celery settings proper (read by worker/celery.py through the CELERY_ namespace).
+if CELERY_BROKER_URL.startswith("filesystem://"):
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "data_folder_in": str(QAJ_BROKER_DIR / "queue"),
+        "data_folder_out": str(QAJ_BROKER_DIR / "queue"),
+        "processed_folder": str(QAJ_BROKER_DIR / "processed"),
+        "store_processed": False,
+    }
+# Late acks + reject on worker loss: a task whose worker dies is redelivered; the task code makes
+# redelivery safe (idempotency tokens, status checks before side effects).
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_TASK_DEFAULT_QUEUE = "default"
+CELERY_TASK_ROUTES = {"worker.tasks.lerc.*": {"queue": "gpu"}}
+CELERY_BEAT_SCHEDULE_FILENAME = QAJ_BEAT_SCHEDULE_FILE
+# Periodic jobs; each area adds its entries here (name -> {"task": ..., "schedule": seconds}).
+CELERY_BEAT_SCHEDULE: dict[str, dict] = {}

@@ -1,0 +1,37 @@
+"""Fixtures shared by the whole suite.
+
+Real data lives in ../shared/data beside the checkout (QAJ_SHARED_DATA overrides). Tests that
+need it skip with a reason when it is absent, except under CI=true, where they fail: CI always
+has it, so a skip there would hide a broken path.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+IN_CI = os.environ.get("CI", "").lower() == "true"
+
+
+def shared_data_path() -> Path:
+    return Path(os.environ.get("QAJ_SHARED_DATA", REPO_ROOT.parent / "shared" / "data"))
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    """The folder of real annotation data (onestopqa/, lfqa_experts/, ...)."""
+    path = shared_data_path()
+    if not path.is_dir():
+        if IN_CI:
+            pytest.fail(f"shared data folder {path} is missing in CI")
+        pytest.skip(f"shared data folder {path} is absent")
+    return path
+
+
+@pytest.fixture
+def researcher(django_user_model):
+    return django_user_model.objects.create_user(
+        username="researcher", password="pw-researcher-1", is_staff=True
+    )

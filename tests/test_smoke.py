@@ -1,0 +1,17 @@
+"""The site boots: settings load, migrations apply, the landing page and schema answer."""
+import pytest
+
+
+@pytest.mark.django_db
+def test_landing_page_renders(client):
+    response = client.get("/")
+    assert response.status_code == 200
+    assert b"QA Judge" in response.content
+
+
+@pytest.mark.django_db
+def test_openapi_schema_is_served(client, researcher):
+    client.force_login(researcher)
+    response = client.get("/api/schema/")
+    assert response.status_code == 200
+    assert b"openapi" in response.content

@@ -1,0 +1,1 @@
+"""Celery tasks, one module per area (imported here so every worker registers them all)."""
