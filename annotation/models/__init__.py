@@ -14,6 +14,7 @@ from .crowd import (
 from .item import Item
 from .judgment import AppendOnlyError, Judgment
 from .project import DEFAULT_AB_ASPECTS, DEFAULT_LIKERT_LABELS, ExperimentMode, Project, TaskKind
+from .provider_calls import ProviderCall, ProviderCallStatus
 from .stage import Provider, Stage, StageKind, StageStatus, StageTransition
 
 __all__ = [
@@ -32,6 +33,8 @@ __all__ = [
     "Judgment",
     "Project",
     "Provider",
+    "ProviderCall",
+    "ProviderCallStatus",
     "Stage",
     "StageKind",
     "StageStatus",
