@@ -8,8 +8,11 @@ PY := $(VENV)/bin/python
 $(VENV)/.installed: requirements.txt
 	@command -v $(PYTHON) >/dev/null || { echo "need $(PYTHON) on PATH"; exit 1; }
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -r requirements.txt
+	@mkdir -p var
+	@echo "installing pinned requirements into $(VENV) (log: var/pip-install.log) ..."
+	@$(PY) -m pip install --upgrade pip > var/pip-install.log 2>&1 && \
+	  $(PY) -m pip install -r requirements.txt >> var/pip-install.log 2>&1 || \
+	  { tail -30 var/pip-install.log; exit 1; }
 	touch $@
 
 venv: $(VENV)/.installed
