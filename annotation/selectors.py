@@ -1,0 +1,253 @@
+"""Reads shared by the admin, the REST API and the pages: who may see which project, and
+progress counts per project and stage.
+
+Progress functions take a page of objects and answer with a fixed number of grouped queries
+(never one query per row), so admin change lists and API lists stay O(1) in queries.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from django.db.models import Count, Q, QuerySet
+
+from .models import (
+    Assignment,
+    AssignmentStatus,
+    InhouseLink,
+    Item,
+    Judgment,
+    Project,
+    Stage,
+    StageKind,
+    Worker,
+)
+
+# Practice and qualification answers test the workers, not the items: they do not count towards
+# the judgments an item still needs.
+NON_DATA_STAGE_KINDS = (StageKind.PRACTICE, StageKind.QUALIFICATION)
+
+
+# --- Visibility ---------------------------------------------------------------------------------
+
+
+def projects_visible_to(user) -> QuerySet[Project]:
+    """Projects `user` may see: all for a superuser, otherwise the ones they own or that are
+    shared with them; none for anonymous or inactive users."""
+    if user is None or not user.is_authenticated or not user.is_active:
+        return Project.objects.none()
+    if user.is_superuser:
+        return Project.objects.all()
+    # A subquery on the through table rather than a join, so no row is duplicated and callers
+    # can annotate and aggregate without distinct().
+    shared = Project.shared_with.through.objects.filter(user_id=user.pk).values("project_id")
+    return Project.objects.filter(Q(owner_id=user.pk) | Q(pk__in=shared))
+
+
+def project_is_visible_to(*, project: Project, user) -> bool:
+    return projects_visible_to(user).filter(pk=project.pk).exists()
+
+
+def workers_visible_to(user) -> QuerySet[Worker]:
+    """Workers who have worked on (or hold a link to) a project visible to `user`."""
+    if user is not None and user.is_authenticated and user.is_active and user.is_superuser:
+        return Worker.objects.all()
+    projects = projects_visible_to(user).values("pk")
+    return Worker.objects.filter(
+        Q(pk__in=Assignment.objects.filter(stage__project__in=projects).values("worker_id"))
+        | Q(pk__in=Judgment.objects.filter(item__project__in=projects).values("worker_id"))
+        | Q(pk__in=InhouseLink.objects.filter(project__in=projects).values("worker_id"))
+    )
+
+
+# --- Items and judgments ------------------------------------------------------------------------
+
+
+def items_in_stage(*, stage: Stage) -> QuerySet[Item]:
+    """Items released in a stage: its explicit items, or every non-excluded project item when
+    the stage names none (see Stage.items)."""
+    if stage.items.exists():
+        return stage.items.filter(excluded=False)
+    return Item.objects.filter(project_id=stage.project_id, excluded=False)
+
+
+def item_list(*, project: Project, filters: dict | None = None) -> QuerySet[Item]:
+    """A project's items, filtered by dataset, split, source, domain, text_level and stage."""
+    filters = filters or {}
+    queryset = Item.objects.filter(project=project).select_related("project")
+    for name in ("dataset", "split", "source", "domain", "text_level"):
+        if filters.get(name):
+            queryset = queryset.filter(**{name: filters[name]})
+    stage = filters.get("stage")
+    if stage is not None:
+        queryset = queryset.filter(pk__in=items_in_stage(stage=stage).values("pk"))
+    return queryset.order_by("id")
+
+
+def judgment_list(*, project: Project, filters: dict | None = None) -> QuerySet[Judgment]:
+    """A project's judgments, oldest first, filtered by stage, worker, split, dataset and id."""
+    filters = filters or {}
+    queryset = Judgment.objects.filter(item__project=project).select_related(
+        "item", "worker", "stage"
+    )
+    if filters.get("stage") is not None:
+        queryset = queryset.filter(stage=filters["stage"])
+    if filters.get("worker"):
+        queryset = queryset.filter(worker__external_id=filters["worker"])
+    for name in ("dataset", "split", "source"):
+        if filters.get(name):
+            queryset = queryset.filter(**{f"item__{name}": filters[name]})
+    if filters.get("item"):
+        queryset = queryset.filter(item__external_id=filters["item"])
+    if filters.get("after_id") is not None:
+        # Cursor for incremental pulls: only judgments stored after the last one seen.
+        queryset = queryset.filter(pk__gt=filters["after_id"])
+    return queryset.order_by("id")
+
+
+# --- Progress -----------------------------------------------------------------------------------
+
+
+@dataclass
+class Progress:
+    """Counts for one project or stage: items released, judgments collected (data stages) and
+    wanted (redundancy per split, or the stage's override), assignments by status."""
+
+    items: int = 0
+    judgments: int = 0
+    wanted: int = 0
+    assignments: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def percent(self) -> int:
+        if not self.wanted:
+            return 0
+        return min(100, round(100 * self.judgments / self.wanted))
+
+    @property
+    def assignments_total(self) -> int:
+        return sum(self.assignments.values())
+
+    def assignments_summary(self) -> str:
+        labels = dict(AssignmentStatus.choices)
+        return ", ".join(
+            f"{count} {labels.get(status, status).split(' ')[0].lower()}"
+            for status, count in sorted(self.assignments.items())
+            if count
+        )
+
+    def as_dict(self) -> dict:
+        return {
+            "items": self.items,
+            "judgments": self.judgments,
+            "wanted": self.wanted,
+            "percent": self.percent,
+            "assignments": dict(self.assignments),
+        }
+
+
+def project_progress(*, projects: Sequence[Project]) -> dict[int, Progress]:
+    """Progress per project id, in three grouped queries whatever the number of projects."""
+    by_id = {p.pk: p for p in projects}
+    result = {pk: Progress() for pk in by_id}
+    if not by_id:
+        return result
+    item_rows = (
+        Item.objects.filter(project_id__in=by_id, excluded=False)
+        .values("project_id", "split")
+        .annotate(n=Count("id"))
+        .order_by()
+    )
+    for row in item_rows:
+        progress = result[row["project_id"]]
+        progress.items += row["n"]
+        progress.wanted += row["n"] * by_id[row["project_id"]].redundancy_for(row["split"])
+    judgment_rows = (
+        Judgment.objects.filter(item__project_id__in=by_id, item__excluded=False)
+        .exclude(stage__kind__in=NON_DATA_STAGE_KINDS)
+        .values("item__project_id")
+        .annotate(n=Count("id"))
+        .order_by()
+    )
+    for row in judgment_rows:
+        result[row["item__project_id"]].judgments = row["n"]
+    assignment_rows = (
+        Assignment.objects.filter(stage__project_id__in=by_id)
+        .values("stage__project_id", "status")
+        .annotate(n=Count("id"))
+        .order_by()
+    )
+    for row in assignment_rows:
+        result[row["stage__project_id"]].assignments[row["status"]] = row["n"]
+    return result
+
+
+def stage_progress(*, stages: Sequence[Stage]) -> dict[int, Progress]:
+    """Progress per stage id in at most four grouped queries. `stages` should come with
+    `select_related("project")` (the project's redundancy decides what is wanted)."""
+    by_id = {s.pk: s for s in stages}
+    result = {pk: Progress() for pk in by_id}
+    if not by_id:
+        return result
+
+    def add_items(stage: Stage, split: str, n: int) -> None:
+        per_item = stage.judgments_per_item or stage.project.redundancy_for(split)
+        result[stage.pk].items += n
+        result[stage.pk].wanted += n * per_item
+
+    explicit: set[int] = set()
+    through = Stage.items.through
+    for row in (
+        through.objects.filter(stage_id__in=by_id, item__excluded=False)
+        .values("stage_id", "item__split")
+        .annotate(n=Count("id"))
+        .order_by()
+    ):
+        explicit.add(row["stage_id"])
+        add_items(by_id[row["stage_id"]], row["item__split"], row["n"])
+
+    # Stages that name no items release every non-excluded item of their project.
+    implicit = [s for s in stages if s.pk not in explicit]
+    if implicit:
+        per_project: dict[int, list[tuple[str, int]]] = defaultdict(list)
+        for row in (
+            Item.objects.filter(project_id__in={s.project_id for s in implicit}, excluded=False)
+            .values("project_id", "split")
+            .annotate(n=Count("id"))
+            .order_by()
+        ):
+            per_project[row["project_id"]].append((row["split"], row["n"]))
+        for stage in implicit:
+            for split, n in per_project.get(stage.project_id, []):
+                add_items(stage, split, n)
+
+    for row in (
+        Judgment.objects.filter(stage_id__in=by_id)
+        .values("stage_id")
+        .annotate(n=Count("id"))
+        .order_by()
+    ):
+        result[row["stage_id"]].judgments = row["n"]
+    for row in (
+        Assignment.objects.filter(stage_id__in=by_id)
+        .values("stage_id", "status")
+        .annotate(n=Count("id"))
+        .order_by()
+    ):
+        result[row["stage_id"]].assignments[row["status"]] = row["n"]
+    return result
+
+
+def stages_with_progress(*, project: Project) -> list[tuple[Stage, Progress]]:
+    stages = list(Stage.objects.filter(project=project).select_related("project"))
+    progress = stage_progress(stages=stages)
+    return [(stage, progress[stage.pk]) for stage in stages]
+
+
+def attach_progress(objects: Iterable, progress: dict[int, Progress]) -> list:
+    """Set `obj.progress` on each object (for templates, admin columns and serializers)."""
+    objects = list(objects)
+    for obj in objects:
+        obj.progress = progress.get(obj.pk, Progress())
+    return objects

@@ -1,0 +1,360 @@
+"""Admin pages: every model loads, filters narrow, progress counts are right and cheap, judgments
+are read-only, workers can be blocked, and researchers see only their own or shared projects."""
+from __future__ import annotations
+
+import pytest
+from django.contrib import admin
+from django.urls import reverse
+
+from annotation.models import (
+    AssignmentStatus,
+    Judgment,
+    Project,
+    StageKind,
+    StageTransition,
+    TaskKind,
+    Worker,
+    WorkerStatus,
+)
+from metrics_app.models import MetricScore, Report
+from tests.factories import (
+    make_assignment,
+    make_hit,
+    make_inhouse_link,
+    make_item,
+    make_judgment,
+    make_project,
+    make_qualification,
+    make_stage,
+    make_user,
+    make_worker,
+)
+
+pytestmark = pytest.mark.django_db
+
+
+def admin_url(model, view: str, *args) -> str:
+    return reverse(f"admin:{model._meta.app_label}_{model._meta.model_name}_{view}", args=args)
+
+
+@pytest.fixture
+def superuser():
+    return make_user("root", superuser=True)
+
+
+@pytest.fixture
+def world():
+    """One project of each kind with a row of every model, owned by `alice`."""
+    alice = make_user("alice")
+    rows = {"alice": alice}
+    for kind in TaskKind.values:
+        project = make_project(kind, owner=alice, slug=f"p-{kind}")
+        items = [make_item(project, split=split) for split in ("dev", "dev", "train")]
+        stage = make_stage(project)
+        worker = make_worker()
+        hit = make_hit(stage, items=items)
+        assignment = make_assignment(stage, worker=worker, hit=hit, items=items)
+        judgment = make_judgment(item=items[0], stage=stage, worker=worker, assignment=assignment)
+        rows[kind] = {
+            "project": project, "items": items, "stage": stage, "worker": worker, "hit": hit,
+            "assignment": assignment, "judgment": judgment,
+            "qualification": make_qualification(worker=worker, stage=stage),
+            "link": make_inhouse_link(worker=worker, project=project),
+            "transition": StageTransition.objects.create(
+                stage=stage, from_status="draft", to_status="collecting", user=alice
+            ),
+            "score": MetricScore.objects.create(
+                item=items[0], metric="bleu1", version="1", value=0.5
+            ),
+            "report": Report.objects.create(project=project, kind="agreement", data={}),
+        }
+    return rows
+
+
+def object_of(world, model):
+    key = {
+        "project": "project", "item": "items", "stage": "stage", "worker": "worker",
+        "hit": "hit", "assignment": "assignment", "judgment": "judgment",
+        "workerqualification": "qualification", "inhouselink": "link",
+        "stagetransition": "transition", "metricscore": "score", "report": "report",
+    }[model._meta.model_name]
+    value = world[TaskKind.MC][key]
+    return value[0] if isinstance(value, list) else value
+
+
+REGISTERED = sorted(
+    (m for m in admin.site._registry if m._meta.app_label in {"annotation", "metrics_app"}),
+    key=lambda m: m._meta.label,
+)
+EXPECTED = {
+    "annotation.Project", "annotation.Item", "annotation.Stage", "annotation.StageTransition",
+    "annotation.Hit", "annotation.Assignment", "annotation.Worker",
+    "annotation.WorkerQualification", "annotation.InhouseLink", "annotation.Judgment",
+    "metrics_app.MetricScore", "metrics_app.Report",
+}
+
+
+def test_every_model_is_registered():
+    assert EXPECTED <= {m._meta.label for m in REGISTERED}
+
+
+@pytest.mark.parametrize("model", REGISTERED, ids=lambda m: m._meta.label)
+def test_changelist_and_change_form_load(client, superuser, world, model):
+    if model._meta.label not in EXPECTED:
+        pytest.skip("registered by another area")
+    client.force_login(superuser)
+    response = client.get(admin_url(model, "changelist"))
+    assert response.status_code == 200
+    assert response.context["cl"].result_count >= 1
+    obj = object_of(world, model)
+    response = client.get(admin_url(model, "change", obj.pk))
+    assert response.status_code == 200
+    assert str(obj.pk) in response.content.decode()
+
+
+@pytest.mark.parametrize("model", [Project, Worker], ids=lambda m: m._meta.label)
+def test_add_form_loads(client, superuser, model):
+    client.force_login(superuser)
+    assert client.get(admin_url(model, "add")).status_code == 200
+
+
+def test_item_filters_by_split_dataset_and_stage(client, superuser, world):
+    client.force_login(superuser)
+    project = world[TaskKind.LIKERT]["project"]
+    make_item(project, split="test", dataset="other")
+    response = client.get(admin_url(project.items.model, "changelist"), {"split": "train"})
+    assert {i.split for i in response.context["cl"].result_list} == {"train"}
+    assert response.context["cl"].result_count == 3  # one train item per project
+    response = client.get(admin_url(project.items.model, "changelist"), {"dataset": "other"})
+    assert [i.dataset for i in response.context["cl"].result_list] == ["other"]
+
+    stage = make_stage(project)
+    stage.items.add(world[TaskKind.LIKERT]["items"][1])
+    response = client.get(admin_url(project.items.model, "changelist"), {"stage": stage.pk})
+    assert list(response.context["cl"].result_list) == [world[TaskKind.LIKERT]["items"][1]]
+    # A stage naming no items releases all of its project's non-excluded items.
+    implicit = world[TaskKind.LIKERT]["stage"]
+    response = client.get(admin_url(project.items.model, "changelist"), {"stage": implicit.pk})
+    assert response.context["cl"].result_count == 4
+
+
+def test_judgment_filters(client, superuser, world):
+    client.force_login(superuser)
+    response = client.get(admin_url(Judgment, "changelist"), {"item__split": "train"})
+    assert list(response.context["cl"].result_list) == []
+    project = world[TaskKind.AB]["project"]
+    response = client.get(admin_url(Judgment, "changelist"), {"item__project__id__exact": project.pk})
+    assert [j.pk for j in response.context["cl"].result_list] == [world[TaskKind.AB]["judgment"].pk]
+
+
+def test_project_progress_counts(client, superuser):
+    project = make_project(TaskKind.LIKERT, redundancy={"dev": 3, "train": 1, "default": 1})
+    items = [make_item(project, split="dev") for _ in range(4)] + [make_item(project, split="train")]
+    make_item(project, split="dev", excluded=True)
+    stage = make_stage(project)
+    practice = make_stage(project, kind=StageKind.PRACTICE)
+    for item in items[:2]:
+        for _ in range(2):
+            make_judgment(item=item, stage=stage)
+    make_judgment(item=items[0], stage=practice)  # practice answers do not count
+    make_assignment(stage, status=AssignmentStatus.SUBMITTED)
+    make_assignment(stage, status=AssignmentStatus.SUBMITTED)
+    make_assignment(stage, status=AssignmentStatus.IN_PROGRESS)
+    client.force_login(superuser)
+    response = client.get(admin_url(Project, "changelist"))
+    row = response.context["cl"].result_list[0]
+    assert (row.progress.items, row.progress.judgments, row.progress.wanted) == (5, 4, 13)
+    assert row.progress.assignments == {"submitted": 2, "in_progress": 1}
+    html = response.content.decode()
+    assert "4 / 13 (31%)" in html
+    assert "2 submitted" in html
+
+    response = client.get(admin_url(Project, "change", project.pk))
+    html = response.content.decode()
+    assert "Progress per stage" in html
+    assert "4 / 13 (31%)" in html  # full stage names no items: all 5 released
+    assert "1 / 13 (8%)" in html  # the practice stage's own count
+
+    response = client.get(admin_url(practice._meta.model, "changelist"))
+    progress = {s.pk: s.progress for s in response.context["cl"].result_list}
+    assert progress[stage.pk].judgments == 4
+    assert progress[practice.pk].judgments == 1
+
+
+@pytest.mark.parametrize("model", [Project, "annotation.Stage", "annotation.Item",
+                                   "annotation.Worker", "annotation.Judgment",
+                                   "annotation.Assignment", "annotation.Hit"])
+def test_changelist_query_count_does_not_grow_with_rows(client, superuser, model,
+                                                        django_assert_max_num_queries):
+    from django.apps import apps
+
+    model = apps.get_model(model) if isinstance(model, str) else model
+    client.force_login(superuser)
+
+    def populate(n):
+        for _ in range(n):
+            project = make_project(TaskKind.AB)
+            stage = make_stage(project)
+            items = [make_item(project) for _ in range(2)]
+            assignment = make_assignment(stage, items=items, hit=make_hit(stage, items=items))
+            make_judgment(item=items[0], stage=stage, worker=assignment.worker,
+                          assignment=assignment)
+
+    populate(2)
+    with django_assert_max_num_queries(14):
+        assert client.get(admin_url(model, "changelist")).status_code == 200
+    populate(10)
+    with django_assert_max_num_queries(14):
+        response = client.get(admin_url(model, "changelist"))
+    assert response.context["cl"].result_count >= 12
+
+
+def test_judgment_admin_is_read_only(client, superuser, world):
+    client.force_login(superuser)
+    judgment = world[TaskKind.LIKERT]["judgment"]
+    response = client.get(admin_url(Judgment, "change", judgment.pk))
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert 'name="_save"' not in html
+    assert 'name="score"' not in html
+    assert client.get(admin_url(Judgment, "add")).status_code == 403
+    assert client.post(admin_url(Judgment, "change", judgment.pk), {"score": 5}).status_code == 403
+    assert client.get(admin_url(Judgment, "delete", judgment.pk)).status_code == 403
+    response = client.get(admin_url(Judgment, "changelist"))
+    assert "delete_selected" not in response.content.decode()
+    judgment.refresh_from_db()
+    assert judgment.score == 3
+
+
+def test_block_and_unblock_actions(client, superuser, world):
+    client.force_login(superuser)
+    workers = [world[TaskKind.LIKERT]["worker"], world[TaskKind.AB]["worker"]]
+    url = admin_url(Worker, "changelist")
+    response = client.post(url, {
+        "action": "block_workers", "_selected_action": [w.pk for w in workers],
+        "reason": "failed attention checks",
+    })
+    assert response.status_code == 302
+    for worker in workers:
+        worker.refresh_from_db()
+        assert worker.status == WorkerStatus.BLOCKED
+        assert worker.blocked_reason == "failed attention checks"
+    assert Worker.objects.get(pk=world[TaskKind.MC]["worker"].pk).status == WorkerStatus.ACTIVE
+
+    client.post(url, {"action": "unblock_workers", "_selected_action": [workers[0].pk]})
+    workers[0].refresh_from_db()
+    workers[1].refresh_from_db()
+    assert (workers[0].status, workers[0].blocked_reason) == (WorkerStatus.ACTIVE, "")
+    assert workers[1].status == WorkerStatus.BLOCKED
+
+
+def test_item_admin_validates_content_naming_the_field(client, superuser, world):
+    client.force_login(superuser)
+    project = world[TaskKind.AB]["project"]
+    response = client.post(admin_url(project.items.model, "add"), {
+        "project": project.pk, "external_id": "new-1", "content": '{"question": "Why?"}',
+        "gold": "null", "metadata": "{}",
+    })
+    assert response.status_code == 200
+    errors = response.context["adminform"].form.errors
+    assert "answer_a" in errors["content"][0]
+    assert not project.items.filter(external_id="new-1").exists()
+
+
+# --- Per-researcher visibility ------------------------------------------------------------------
+
+
+@pytest.fixture
+def two_researchers(world):
+    bob = make_user("bob")
+    bob_project = make_project(TaskKind.LIKERT, owner=bob, slug="bob-project")
+    bob_item = make_item(bob_project)
+    bob_stage = make_stage(bob_project)
+    bob_worker = make_worker()
+    bob_judgment = make_judgment(item=bob_item, stage=bob_stage, worker=bob_worker)
+    shared = make_project(TaskKind.MC, owner=bob, slug="bob-shared", shared_with=[world["alice"]])
+    return {"alice": world["alice"], "bob": bob, "bob_project": bob_project, "bob_item": bob_item,
+            "bob_stage": bob_stage, "bob_worker": bob_worker, "bob_judgment": bob_judgment,
+            "shared": shared}
+
+
+def test_researcher_sees_only_own_and_shared_projects(client, world, two_researchers):
+    client.force_login(two_researchers["alice"])
+    response = client.get(admin_url(Project, "changelist"))
+    assert response.status_code == 200
+    slugs = {p.slug for p in response.context["cl"].result_list}
+    assert slugs == {"p-likert", "p-ab", "p-mc", "bob-shared"}
+
+    other = two_researchers["bob_project"]
+    response = client.get(admin_url(Project, "change", other.pk))
+    assert response.status_code == 302  # the admin redirects for objects outside the queryset
+    assert client.get(admin_url(Project, "change", two_researchers["shared"].pk)).status_code == 200
+
+
+@pytest.mark.parametrize("key,model_name", [
+    ("bob_item", "item"), ("bob_stage", "stage"), ("bob_worker", "worker"),
+    ("bob_judgment", "judgment"),
+])
+def test_researcher_cannot_reach_other_projects_rows(client, two_researchers, key, model_name):
+    from django.apps import apps
+
+    model = apps.get_model("annotation", model_name)
+    obj = two_researchers[key]
+    client.force_login(two_researchers["alice"])
+    response = client.get(admin_url(model, "changelist"))
+    assert response.status_code == 200
+    assert obj.pk not in {row.pk for row in response.context["cl"].result_list}
+    assert client.get(admin_url(model, "change", obj.pk)).status_code == 302
+    client.force_login(two_researchers["bob"])
+    response = client.get(admin_url(model, "changelist"))
+    assert obj.pk in {row.pk for row in response.context["cl"].result_list}
+
+
+def test_researcher_cannot_block_workers_of_other_projects(client, two_researchers):
+    client.force_login(two_researchers["alice"])
+    worker = two_researchers["bob_worker"]
+    client.post(admin_url(Worker, "changelist"),
+                {"action": "block_workers", "_selected_action": [worker.pk]})
+    worker.refresh_from_db()
+    assert worker.status == WorkerStatus.ACTIVE
+
+
+def test_researcher_creates_project_as_owner_and_cannot_pick_others_projects(
+    client, two_researchers
+):
+    alice = two_researchers["alice"]
+    client.force_login(alice)
+    response = client.post(admin_url(Project, "add"), {
+        "title": "Mine", "slug": "mine", "kind": "likert", "instructions": "",
+        "items_per_hit": 10, "redundancy": '{"default": 1}', "reward_per_hit": "0.40",
+        "qualification_threshold": 0.8, "qualification_tolerance": 0,
+        "assignment_timeout_minutes": 60, "gold_rate": 0, "scale_labels": "[]",
+        "justification_min_length": 0, "aspects": "[]", "aspect_preferences": "[]",
+        "experiment_mode": "qa", "bonus_per_correct": "0",
+        "stages-TOTAL_FORMS": 0, "stages-INITIAL_FORMS": 0,
+    })
+    assert response.status_code == 302, response.context["adminform"].form.errors
+    assert Project.objects.get(slug="mine").owner == alice
+
+    response = client.post(admin_url(two_researchers["bob_item"]._meta.model, "add"), {
+        "project": two_researchers["bob_project"].pk, "external_id": "sneaky",
+        "content": "{}", "gold": "null", "metadata": "{}",
+    })
+    assert response.status_code == 200
+    assert "project" in response.context["adminform"].form.errors
+
+
+def test_staff_without_projects_sees_empty_lists(client, world):
+    carol = make_user("carol")
+    client.force_login(carol)
+    for model in (Project, Judgment, Worker):
+        response = client.get(admin_url(model, "changelist"))
+        assert response.status_code == 200
+        assert response.context["cl"].result_count == 0
+
+
+def test_non_staff_user_is_sent_to_login(client, world):
+    client.force_login(make_user("dave", staff=False))
+    response = client.get(admin_url(Project, "changelist"))
+    assert response.status_code == 302
+    assert "/login/" in response["Location"]
