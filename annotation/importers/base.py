@@ -1,0 +1,235 @@
+"""Records every importer yields, their validation, and the error every importer raises.
+
+Importers are pure parsers: they read a file, build `ItemRecord`s (with their
+`JudgmentRecord`s) and validate them with `annotation.domain.item_content`; they never touch the
+database. `annotation.services.imports.import_records` writes them.
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from annotation.domain.item_content import (
+    AB_CHOICES,
+    MC_ROLES,
+    ItemContentError,
+    validate_gold,
+    validate_item_content,
+)
+
+# Name of the IMPORTED stage that receives judgments when a record names none.
+DEFAULT_IMPORT_STAGE = "imported"
+KNOWN_SPLITS = {"train": "train", "dev": "dev", "validation": "dev", "val": "dev", "test": "test"}
+
+
+class ImportFormatError(ValueError):
+    """A file or record that cannot be imported. The message names file, record and field."""
+
+    def __init__(self, path: str | Path, message: str, *, record: Any = None, field: str = ""):
+        self.path = str(path)
+        self.record = record
+        self.field = field
+        where = self.path
+        if record is not None:
+            where += f": record {record}"
+        if field:
+            where += f": field {field!r}"
+        super().__init__(f"{where}: {message}")
+
+
+@dataclass
+class JudgmentRecord:
+    """One worker's answer. `worker` is the worker's external id (provider `import`)."""
+
+    worker: str
+    stage: str = DEFAULT_IMPORT_STAGE
+    score: float | None = None
+    choice: str = ""
+    choices: list = field(default_factory=list)
+    difficult: bool | None = None
+    justification: str = ""
+    aspects: list = field(default_factory=list)
+    extra: dict = field(default_factory=dict)
+    presented_order: list = field(default_factory=list)
+    time_spent_ms: int | None = None
+
+    VALUE_FIELDS = (
+        "score", "choice", "choices", "difficult", "justification", "aspects", "extra",
+        "presented_order", "time_spent_ms",
+    )
+
+    def values(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self.VALUE_FIELDS}
+
+
+@dataclass
+class ItemRecord:
+    """One item with its optional judgments, as it will be stored."""
+
+    external_id: str
+    kind: str
+    content: dict
+    dataset: str = ""
+    source: str = ""
+    split: str = ""
+    domain: str = ""
+    text_level: str = ""
+    group_key: str = ""
+    gold: dict | None = None
+    is_gold_check: bool = False
+    is_practice: bool = False
+    excluded: bool = False
+    exclusion_reason: str = ""
+    metadata: dict = field(default_factory=dict)
+    judgments: list[JudgmentRecord] = field(default_factory=list)
+
+    # Fields that must match when the external id already exists in the project: they define
+    # what was judged. Flags (excluded, practice, ...) may be changed by researchers afterwards.
+    IDENTITY_FIELDS = (
+        "content", "gold", "dataset", "source", "split", "domain", "text_level",
+    )
+    COLUMN_FIELDS = (
+        "dataset", "source", "split", "domain", "text_level", "group_key", "content", "gold",
+        "is_gold_check", "is_practice", "excluded", "exclusion_reason", "metadata",
+    )
+
+    def columns(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self.COLUMN_FIELDS}
+
+
+def text_key(text: str) -> str:
+    """Short stable key of a text, used as group_key so items sharing a passage share a HIT."""
+    return hashlib.sha1(text.encode("utf-8")).hexdigest()[:16]
+
+
+def split_from_path(path: Path, explicit: str | None) -> str:
+    """The split given on the command line, else one read from the file name (dev.json → dev)."""
+    if explicit is not None:
+        return explicit
+    return KNOWN_SPLITS.get(path.stem.lower(), "")
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _check_judgment(kind: str, judgment: JudgmentRecord) -> None:
+    """Raise ItemContentError (field prefixed with `judgments`) when a value does not fit."""
+    if not isinstance(judgment.worker, str) or not judgment.worker.strip():
+        raise ItemContentError("worker", "must be a non-empty string")
+    if not isinstance(judgment.stage, str) or not judgment.stage.strip():
+        raise ItemContentError("stage", "must be a non-empty string")
+    score = judgment.score
+    if score is not None and (not isinstance(score, (int, float)) or isinstance(score, bool)):
+        raise ItemContentError("score", f"must be a number, got {type(score).__name__}")
+    if not isinstance(judgment.choice, str):
+        raise ItemContentError("choice", f"must be a string, got {type(judgment.choice).__name__}")
+    if kind == "likert":
+        if score is None or not 1 <= score <= 5:
+            raise ItemContentError("score", "must be a number from 1 to 5")
+    elif kind == "ab":
+        if judgment.choice not in AB_CHOICES:
+            raise ItemContentError("choice", "must be A or B")
+    elif kind == "mc":
+        if judgment.choice not in ("", *MC_ROLES):
+            raise ItemContentError("choice", "must be one of A, B, C, D (or empty)")
+        if not isinstance(judgment.choices, list) or not set(judgment.choices) <= set(MC_ROLES):
+            raise ItemContentError("choices", "must be a list of role letters A–D")
+    for name in ("choices", "aspects", "presented_order"):
+        if not isinstance(getattr(judgment, name), list):
+            raise ItemContentError(name, "must be a list")
+    if judgment.difficult is not None and not isinstance(judgment.difficult, bool):
+        raise ItemContentError("difficult", "must be true, false or null")
+    if not isinstance(judgment.justification, str):
+        raise ItemContentError("justification", "must be a string")
+    if not isinstance(judgment.extra, dict):
+        raise ItemContentError("extra", "must be an object")
+    spent = judgment.time_spent_ms
+    if spent is not None and (not _is_int(spent) or spent < 0):
+        raise ItemContentError("time_spent_ms", "must be a non-negative integer or null")
+
+
+_STRING_COLUMNS = (
+    "dataset", "source", "split", "domain", "text_level", "group_key", "exclusion_reason",
+)
+
+
+def validate_record(record: ItemRecord, *, path: str | Path, index: Any) -> ItemRecord:
+    """Check one record; raise ImportFormatError naming file, record and field."""
+    label = record.external_id if isinstance(record.external_id, str) and record.external_id else index
+    try:
+        if not isinstance(record.external_id, str) or not record.external_id.strip():
+            raise ItemContentError("external_id", "must be a non-empty string")
+        if len(record.external_id) > 255:
+            raise ItemContentError("external_id", "must be at most 255 characters")
+        for name in _STRING_COLUMNS:
+            if not isinstance(getattr(record, name), str):
+                raise ItemContentError(name, "must be a string")
+        for name in ("is_gold_check", "is_practice", "excluded"):
+            if not isinstance(getattr(record, name), bool):
+                raise ItemContentError(name, "must be true or false")
+        if not isinstance(record.metadata, dict):
+            raise ItemContentError("metadata", "must be an object")
+        try:
+            validate_item_content(record.kind, record.content)
+        except ItemContentError as exc:
+            raise ItemContentError(f"content.{exc.field}", str(exc).split(": ", 1)[1]) from None
+        validate_gold(record.kind, record.gold)
+        seen: set[tuple[str, str]] = set()
+        for position, judgment in enumerate(record.judgments):
+            try:
+                _check_judgment(record.kind, judgment)
+            except ItemContentError as exc:
+                message = str(exc).split(": ", 1)[1]
+                raise ItemContentError(f"judgments[{position}].{exc.field}", message) from None
+            key = (judgment.worker, judgment.stage)
+            if key in seen:
+                raise ItemContentError(
+                    f"judgments[{position}].worker",
+                    f"worker {judgment.worker!r} judges this item twice in stage {judgment.stage!r}",
+                )
+            seen.add(key)
+    except ItemContentError as exc:
+        raise ImportFormatError(
+            path, str(exc).split(": ", 1)[1], record=label, field=exc.field
+        ) from None
+    return record
+
+
+def require_file(path: Path) -> Path:
+    if not path.exists():
+        raise ImportFormatError(path, "file not found")
+    if not path.is_file():
+        raise ImportFormatError(path, "is not a file")
+    return path
+
+
+def load_json(path: Path) -> Any:
+    """The parsed JSON document, or ImportFormatError naming the line and column."""
+    import json
+
+    require_file(path)
+    try:
+        with path.open(encoding="utf-8") as handle:
+            return json.load(handle)
+    except json.JSONDecodeError as exc:
+        raise ImportFormatError(
+            path, f"malformed JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
+        ) from None
+    except UnicodeDecodeError as exc:
+        raise ImportFormatError(path, f"not UTF-8 text: {exc.reason}") from None
+
+
+def expect(value: Any, types: type | tuple[type, ...], *, path: Path, record: Any, field: str,
+           what: str) -> Any:
+    """`value` when it has one of `types` (bool never counts as a number), else an error."""
+    ok = isinstance(value, types)
+    if isinstance(value, bool) and bool not in (types if isinstance(types, tuple) else (types,)):
+        ok = False
+    if not ok:
+        raise ImportFormatError(
+            path, f"must be {what}, got {type(value).__name__}", record=record, field=field
+        )
+    return value

@@ -1,0 +1,156 @@
+"""The canonical JSON Lines format: one item per line, with optional judgments, for every kind.
+
+    {"external_id": "q17-c2", "dataset": "narrativeqa", "split": "dev",
+     "content": {...kind-specific...}, "gold": {"score": 4.0},
+     "judgments": [{"worker": "w1", "score": 4}, {"worker": "w2", "score": 5}]}
+
+A line may carry a single `"judgment": {...}` (or null) instead of `"judgments"`: that is the
+layout `export_data --format jsonl` writes (one line per judgment), so an export imports back.
+Lines that repeat an external id must repeat the same item fields; their judgments are merged.
+See docs/DATA_FORMATS.md for every field.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from .base import (
+    DEFAULT_IMPORT_STAGE,
+    ImportFormatError,
+    ItemRecord,
+    JudgmentRecord,
+    require_file,
+    validate_record,
+)
+
+KIND = None  # the project's kind; a line may repeat it in "kind"
+
+ITEM_FIELDS = {
+    "external_id", "dataset", "source", "split", "domain", "text_level", "group_key", "content",
+    "gold", "is_gold_check", "is_practice", "excluded", "exclusion_reason", "metadata",
+}
+# Written by export_data for people reading the file; ignored on import.
+INFORMATIONAL_ITEM_FIELDS = {"kind", "project"}
+JUDGMENT_FIELDS = {"worker", "stage", *JudgmentRecord.VALUE_FIELDS}
+INFORMATIONAL_JUDGMENT_FIELDS = {"worker_provider", "stage_kind", "created_at"}
+
+_DEFAULTS: dict[str, Any] = {
+    "dataset": "", "source": "", "split": "", "domain": "", "text_level": "", "group_key": "",
+    "gold": None, "is_gold_check": False, "is_practice": False, "excluded": False,
+    "exclusion_reason": "", "metadata": {},
+}
+
+
+def _judgment(raw: Any, *, path: Path, record: Any, field: str) -> JudgmentRecord:
+    if not isinstance(raw, dict):
+        raise ImportFormatError(path, "must be an object", record=record, field=field)
+    unknown = set(raw) - JUDGMENT_FIELDS - INFORMATIONAL_JUDGMENT_FIELDS
+    if unknown:
+        raise ImportFormatError(
+            path, f"unknown field(s) {', '.join(sorted(unknown))}", record=record, field=field
+        )
+    if "worker" not in raw:
+        raise ImportFormatError(path, "is missing", record=record, field=f"{field}.worker")
+    values = {name: raw[name] for name in JUDGMENT_FIELDS if name in raw}
+    for name in ("choices", "aspects", "presented_order"):
+        if values.get(name) is None:
+            values.pop(name, None)
+    if values.get("extra") is None:
+        values.pop("extra", None)
+    for name in ("choice", "justification"):
+        if values.get(name) is None:
+            values[name] = ""
+    values.setdefault("stage", DEFAULT_IMPORT_STAGE)
+    return JudgmentRecord(**values)
+
+
+def parse_line(raw: Any, *, kind: str, path: Path, line: int, split: str | None) -> ItemRecord:
+    record_label = f"line {line}"
+    if not isinstance(raw, dict):
+        raise ImportFormatError(path, "must be a JSON object", record=record_label, field="line")
+    external_id = raw.get("external_id")
+    if isinstance(external_id, str) and external_id:
+        record_label = f"line {line} ({external_id})"
+    unknown = set(raw) - ITEM_FIELDS - INFORMATIONAL_ITEM_FIELDS - {"judgments", "judgment"}
+    if unknown:
+        raise ImportFormatError(
+            path, f"unknown field(s) {', '.join(sorted(unknown))}", record=record_label,
+            field=sorted(unknown)[0],
+        )
+    for required in ("external_id", "content"):
+        if required not in raw:
+            raise ImportFormatError(path, "is missing", record=record_label, field=required)
+    if "kind" in raw and raw["kind"] != kind:
+        raise ImportFormatError(
+            path, f"is {raw['kind']!r} but the project's kind is {kind!r}",
+            record=record_label, field="kind",
+        )
+    if "judgments" in raw and "judgment" in raw:
+        raise ImportFormatError(
+            path, "give either judgments (a list) or judgment (one), not both",
+            record=record_label, field="judgment",
+        )
+    columns = {name: raw.get(name, default) for name, default in _DEFAULTS.items()}
+    for name in ("dataset", "source", "split", "domain", "text_level", "group_key",
+                 "exclusion_reason"):
+        if columns[name] is None:
+            columns[name] = ""
+    if columns["metadata"] is None:
+        columns["metadata"] = {}
+    if split is not None and not columns["split"]:
+        columns["split"] = split
+    raw_judgments = raw.get("judgments", [])
+    if "judgment" in raw:
+        raw_judgments = [] if raw["judgment"] is None else [raw["judgment"]]
+        field_name = "judgment"
+    else:
+        field_name = "judgments"
+    if not isinstance(raw_judgments, list):
+        raise ImportFormatError(path, "must be a list", record=record_label, field="judgments")
+    judgments = [
+        _judgment(
+            entry, path=path, record=record_label,
+            field=field_name if field_name == "judgment" else f"judgments[{position}]",
+        )
+        for position, entry in enumerate(raw_judgments)
+    ]
+    record = ItemRecord(
+        external_id=external_id, kind=kind, content=raw["content"], judgments=judgments,
+        **columns,
+    )
+    return validate_record(record, path=path, index=record_label)
+
+
+def parse(path: Path, *, kind: str, split: str | None = None) -> list[ItemRecord]:
+    path = Path(path)
+    require_file(path)
+    records: dict[str, ItemRecord] = {}
+    merged: dict[str, int] = {}
+    with path.open(encoding="utf-8") as handle:
+        for line_number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                raw = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ImportFormatError(
+                    path, f"malformed JSON at column {exc.colno}: {exc.msg}",
+                    record=f"line {line_number}", field="line",
+                ) from None
+            record = parse_line(raw, kind=kind, path=path, line=line_number, split=split)
+            previous = records.get(record.external_id)
+            if previous is None:
+                records[record.external_id] = record
+                continue
+            if previous.columns() != record.columns():
+                raise ImportFormatError(
+                    path, "repeats an external id with different item fields",
+                    record=f"line {line_number} ({record.external_id})", field="external_id",
+                )
+            previous.judgments.extend(record.judgments)
+            merged[record.external_id] = line_number
+    for external_id, line_number in merged.items():
+        # Merged lines may give one worker two judgments of the item in one stage.
+        validate_record(records[external_id], path=path, index=f"line {line_number}")
+    return list(records.values())

@@ -1,0 +1,169 @@
+"""Expert A/B judgments of long-form answers (Xu et al. 2023): a folder of JSON files, one per
+expert, named `<Domain>_<expert>_....json`, each a list of
+`{q_id, question_text, answer1, answer2, answer1_label, BetterAnswer, DifficultToChoose,
+comments, annotator, lead_time, id, annotation_id, created_at}`.
+
+Items are deduplicated across experts by (question, answer1, answer2): 260 judgments of 140
+answer pairs. (`q_id` cannot be the key: in the History files several questions share one.)
+
+`answer1_label` = setting + what answer 1 is + upvotes, e.g. `HMH[9]`, `HHh[15][2]`:
+- `HM`: human vs model (GPT-3 text-davinci-002). `HMH[n]`: answer 1 is the human answer
+  (n upvotes), answer 2 the model's; `HMM[n]`: answer 1 is the model's, answer 2 the human
+  answer with n upvotes.
+- `HH`: two human answers. `HHH[x][y]`: answer 1 is the higher-voted one; `HHh[x][y]`: answer 1
+  is the lower-voted one. The brackets give the upvotes of the higher-voted answer, then of the
+  lower-voted one, in both cases. (Read this way, the labels reproduce the preference rates of
+  the paper's Table 2 per domain; in 3 of the 70 H/H pairs the recorded counts contradict the
+  letter, e.g. `HHh[5][10]` — the letter is kept, the counts are stored as recorded.)
+Answer A of the item is answer1, B is answer2. Judgments: choice A/B from BetterAnswer,
+difficult from DifficultToChoose, justification = comments, time_spent_ms = lead_time × 1000,
+worker `lfqa-expert-<annotator>`. `<br />` in the texts becomes a line break.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from .base import (
+    ImportFormatError,
+    ItemRecord,
+    JudgmentRecord,
+    expect,
+    load_json,
+    text_key,
+    validate_record,
+)
+
+KIND = "ab"
+LABEL_PATTERN = re.compile(r"^(HH|HM)([HhM])((?:\[-?\d+\])+)$")
+MODEL_NAME = "text-davinci-002"
+
+
+def parse_label(label: str) -> dict[str, Any]:
+    """`answer1_label` → setting, answer_a/answer_b kind+upvotes, and which answer is which."""
+    match = LABEL_PATTERN.match(label.strip()) if isinstance(label, str) else None
+    if not match:
+        raise ValueError(f"{label!r} is not like HMH[9], HMM[9], HHH[9][2] or HHh[9][2]")
+    setting, role, brackets = match.groups()
+    votes = [int(v) for v in re.findall(r"-?\d+", brackets)]
+    if setting == "HM":
+        if role not in "HM" or len(votes) != 1:
+            raise ValueError(f"{label!r}: HM labels are HMH[n] or HMM[n]")
+        human = {"kind": "human", "upvotes": votes[0]}
+        model = {"kind": "model", "upvotes": None}
+        a, b = (human, model) if role == "H" else (model, human)
+        return {"setting": "HM", "answer_a": a, "answer_b": b,
+                "model_answer": "B" if role == "H" else "A"}
+    if role not in "Hh" or len(votes) != 2:
+        raise ValueError(f"{label!r}: HH labels are HHH[x][y] or HHh[x][y]")
+    higher = {"kind": "human", "upvotes": votes[0]}
+    lower = {"kind": "human", "upvotes": votes[1]}
+    a, b = (higher, lower) if role == "H" else (lower, higher)
+    return {"setting": "HH", "answer_a": a, "answer_b": b,
+            "higher_voted": "A" if role == "H" else "B"}
+
+
+def _text(value: str) -> str:
+    return re.sub(r"<br\s*/?>", "\n", value).strip()
+
+
+def _yes_no(value: Any) -> bool | None:
+    if value is None:
+        return None
+    normalized = str(value).strip().rstrip(".").lower()
+    if normalized in ("yes", "true"):
+        return True
+    if normalized in ("no", "false"):
+        return False
+    raise ValueError(f"{value!r} is not Yes./No.")
+
+
+def parse(path: Path, *, kind: str = KIND, split: str | None = None) -> list[ItemRecord]:
+    path = Path(path)
+    if not path.exists():
+        raise ImportFormatError(path, "folder not found")
+    files = sorted(path.glob("*.json")) if path.is_dir() else [path]
+    if not files:
+        raise ImportFormatError(path, "holds no .json files")
+    items: dict[tuple, ItemRecord] = {}
+    for file in files:
+        domain = file.stem.split("_")[0]
+        document = load_json(file)
+        expect(document, list, path=file, record=None, field="(top level)", what="a list")
+        for index, raw in enumerate(document):
+            _add(items, file, domain, index, raw, split)
+    records = list(items.values())
+    for record in records:
+        validate_record(record, path=path, index=record.external_id)
+    return records
+
+
+def _add(items: dict, file: Path, domain: str, index: int, raw: Any, split: str | None) -> None:
+    label = f"{index} (id {raw.get('id')})" if isinstance(raw, dict) else index
+    expect(raw, dict, path=file, record=label, field="(record)", what="an object")
+
+    def text(name: str) -> str:
+        if name not in raw:
+            raise ImportFormatError(file, "is missing", record=label, field=name)
+        return expect(raw[name], str, path=file, record=label, field=name, what="a string")
+
+    question, answer1, answer2 = text("question_text"), text("answer1"), text("answer2")
+    try:
+        parsed = parse_label(raw.get("answer1_label"))
+    except ValueError as exc:
+        raise ImportFormatError(file, str(exc), record=label, field="answer1_label") from None
+    better = text("BetterAnswer").strip()
+    if better not in ("Answer A", "Answer B"):
+        raise ImportFormatError(file, f"{better!r} is not 'Answer A' or 'Answer B'",
+                                record=label, field="BetterAnswer")
+    try:
+        difficult = _yes_no(raw.get("DifficultToChoose"))
+    except ValueError as exc:
+        raise ImportFormatError(file, str(exc), record=label, field="DifficultToChoose") from None
+    lead_time = raw.get("lead_time")
+    if lead_time is not None:
+        expect(lead_time, (int, float), path=file, record=label, field="lead_time",
+               what="a number of seconds")
+    annotator = raw.get("annotator")
+    if annotator is None:
+        annotator = file.stem.split("_")[1] if "_" in file.stem else file.stem
+    judgment = JudgmentRecord(
+        worker=f"lfqa-expert-{annotator}",
+        choice=better[-1],
+        difficult=difficult,
+        justification=(raw.get("comments") or "").strip(),
+        time_spent_ms=None if lead_time is None else round(lead_time * 1000),
+        extra={
+            key: raw[key] for key in ("id", "annotation_id", "created_at") if key in raw
+        } | {"file": file.name},
+    )
+    key = (question, answer1, answer2)
+    record = items.get(key)
+    if record is None:
+        setting = parsed["setting"]
+        metadata = {"q_id": raw.get("q_id"), "answer1_label": raw["answer1_label"]}
+        metadata.update({k: parsed[k] for k in ("higher_voted", "model_answer") if k in parsed})
+        record = ItemRecord(
+            external_id=f"lfqa-{domain.lower()}-{text_key(chr(31).join(key))[:12]}",
+            kind=KIND,
+            content={
+                "question": _text(question),
+                "evidence": [],
+                "answer_a": {"text": _text(answer1), **parsed["answer_a"]},
+                "answer_b": {"text": _text(answer2), **parsed["answer_b"]},
+                "setting": setting,
+            },
+            dataset="lfqa",
+            source="human" if setting == "HH" else MODEL_NAME,
+            split=split or "",
+            domain=domain,
+            metadata=metadata,
+        )
+        items[key] = record
+    elif record.metadata["answer1_label"] != raw["answer1_label"]:
+        raise ImportFormatError(
+            file, f"differs from {record.metadata['answer1_label']!r} given for the same pair",
+            record=label, field="answer1_label",
+        )
+    record.judgments.append(judgment)

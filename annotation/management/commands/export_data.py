@@ -1,0 +1,51 @@
+"""Export a project's judgments (one row each) or per-item aggregates.
+
+    python manage.py export_data SLUG --format jsonl|csv [--output FILE] [--aggregate]
+                                 [--stage NAME] [--no-progress]
+
+Writes to standard output unless --output is given. Columns: docs/DATA_FORMATS.md.
+"""
+from __future__ import annotations
+
+from django.core.management.base import BaseCommand, CommandError
+
+from annotation.models import Project
+from annotation.services.exports import EXPORT_FORMATS, export_write
+
+
+class Command(BaseCommand):
+    help = "Export judgments (or per-item aggregates) of a project as JSON Lines or CSV."
+
+    def add_arguments(self, parser):
+        parser.add_argument("project", help="project slug")
+        parser.add_argument("--format", default="jsonl", choices=EXPORT_FORMATS)
+        parser.add_argument("--output", help="file to write (default: standard output)")
+        parser.add_argument("--aggregate", action="store_true",
+                            help="one row per item: number of judgments, mean score, choice counts")
+        parser.add_argument("--stage", help="only judgments of the stage with this name")
+        parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+    def handle(self, *args, project: str, **options):
+        instance = Project.objects.filter(slug=project).first()
+        if instance is None:
+            raise CommandError(f"project {project!r} does not exist")
+        stage = None
+        if options["stage"]:
+            stage = instance.stages.filter(name=options["stage"]).order_by("id").first()
+            if stage is None:
+                names = ", ".join(instance.stages.values_list("name", flat=True)) or "none"
+                raise CommandError(
+                    f"project {project!r} has no stage {options['stage']!r} (stages: {names})"
+                )
+        progress = False if options["no_progress"] else None
+        kwargs = dict(project=instance, fmt=options["format"], aggregate=options["aggregate"],
+                      stage=stage, progress=progress)
+        if options["output"]:
+            with open(options["output"], "w", encoding="utf-8", newline="") as handle:
+                count = export_write(out=handle, **kwargs)
+            self.stderr.write(f"{count} rows written to {options['output']}")
+        else:
+            try:
+                export_write(out=self.stdout, **kwargs)
+            except BrokenPipeError:  # `export_data ... | head`: the reader has seen enough
+                pass

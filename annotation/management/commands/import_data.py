@@ -1,0 +1,84 @@
+"""Import items (and their judgments) from a file into a project.
+
+    python manage.py import_data FORMAT PATH --project SLUG [--create --kind K --title T]
+                                 [--split S] [--keep-existing-items] [--no-progress]
+
+Formats: see docs/DATA_FORMATS.md. The import is atomic (a bad record stops it and nothing is
+written) and idempotent (importing the same file again creates nothing and says so).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+from django.db import transaction
+
+from annotation.importers import FORMAT_MODULES, ImportFormatError, importer_for
+from annotation.models import Project, TaskKind
+from annotation.services.imports import ImportConflictError, import_records
+
+
+class Command(BaseCommand):
+    help = "Import a data file (jsonl, mocha, onestopqa, lfqa-experts, evouna, ...) into a project."
+
+    def add_arguments(self, parser):
+        parser.add_argument("format", help=f"one of: {', '.join(FORMAT_MODULES)}")
+        parser.add_argument("path", help="the file (or, for lfqa-experts, the folder)")
+        parser.add_argument("--project", required=True, help="slug of the target project")
+        parser.add_argument("--create", action="store_true",
+                            help="create the project when it does not exist")
+        parser.add_argument("--kind", choices=TaskKind.values,
+                            help="task kind of a created project (default: the format's)")
+        parser.add_argument("--title", help="title of a created project (default: the slug)")
+        parser.add_argument("--split", help="split of every item (default: from the file name)")
+        parser.add_argument(
+            "--keep-existing-items", action="store_true",
+            help="attach judgments to items whose external id exists even if their texts differ",
+        )
+        parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+    def handle(self, *args, **options):
+        format_name = options["format"]
+        try:
+            importer = importer_for(format_name)
+        except ValueError as exc:
+            raise CommandError(str(exc)) from None
+        path = Path(options["path"])
+        if not path.exists():
+            raise CommandError(f"{path}: file not found")
+
+        slug = options["project"]
+        project = Project.objects.filter(slug=slug).first()
+        kind = options["kind"] or (project.kind if project else importer.KIND)
+        if project is None and not options["create"]:
+            raise CommandError(f"project {slug!r} does not exist; pass --create to create it")
+        if kind is None:
+            raise CommandError(f"--kind is required to create a project from {format_name}")
+        if project is not None and options["kind"] and options["kind"] != project.kind:
+            raise CommandError(f"project {slug!r} is of kind {project.kind!r}, not {kind!r}")
+        if importer.KIND is not None and importer.KIND != kind:
+            raise CommandError(
+                f"format {format_name} holds {importer.KIND} items; project {slug!r} is {kind}"
+            )
+
+        try:
+            records = importer.parse(path, kind=kind, split=options["split"])
+        except ImportFormatError as exc:
+            raise CommandError(f"nothing imported: {exc}") from None
+
+        progress = False if options["no_progress"] else None
+        try:
+            with transaction.atomic():
+                if project is None:
+                    project = Project.objects.create(
+                        slug=slug, kind=kind, title=options["title"] or slug
+                    )
+                    self.stdout.write(f"Created project {slug!r} ({kind}).")
+                summary = import_records(
+                    project=project, records=records, progress=progress,
+                    keep_existing_items=options["keep_existing_items"],
+                    description=f"importing {path.name}",
+                )
+        except ImportConflictError as exc:
+            raise CommandError(f"nothing imported: {path}: {exc}") from None
+        self.stdout.write(f"{format_name} {path} → project {slug!r}: {summary.as_text()}")

@@ -1,0 +1,248 @@
+"""Writing imported records: items, workers, IMPORTED stages and judgments, in one transaction.
+
+`import_records` is idempotent: an item whose external id already exists with the same content is
+left alone, a judgment that already exists (same worker, item and stage) with the same value is
+skipped, so importing a file twice creates nothing the second time. An existing external id with
+different content, or an existing judgment with a different value, stops the import with
+`ImportConflictError` and nothing is written.
+"""
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from django.db import transaction
+from tqdm import tqdm
+
+from annotation.importers.base import ItemRecord, JudgmentRecord
+from annotation.models import (
+    Item,
+    Judgment,
+    Project,
+    Provider,
+    Stage,
+    StageKind,
+    StageStatus,
+    Worker,
+)
+
+CHUNK_SIZE = 2000
+# Below this many records a progress bar is noise.
+PROGRESS_MIN_RECORDS = 2000
+
+
+class ImportConflictError(ValueError):
+    """A record disagrees with what the project already holds."""
+
+
+@dataclass
+class ImportSummary:
+    items_created: int = 0
+    items_unchanged: int = 0
+    judgments_created: int = 0
+    judgments_unchanged: int = 0
+    workers_created: int = 0
+    stages_created: list[str] = field(default_factory=list)
+
+    @property
+    def created_anything(self) -> bool:
+        return bool(self.items_created or self.judgments_created or self.workers_created)
+
+    def as_text(self) -> str:
+        text = (
+            f"items: {self.items_created} created, {self.items_unchanged} already present; "
+            f"judgments: {self.judgments_created} created, "
+            f"{self.judgments_unchanged} already present; "
+            f"workers: {self.workers_created} created"
+        )
+        if not self.created_anything:
+            text += " — nothing new: this data was imported before"
+        return text
+
+
+def _comparable(value):
+    """JSON values compared across databases: 5 == 5.0, dict key order ignored."""
+    if isinstance(value, dict):
+        return {key: _comparable(val) for key, val in value.items()}
+    if isinstance(value, list):
+        return [_comparable(val) for val in value]
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    return value
+
+
+def _item_identity(source) -> dict:
+    return {name: _comparable(getattr(source, name)) for name in ItemRecord.IDENTITY_FIELDS}
+
+
+def _judgment_value(source) -> dict:
+    return {name: _comparable(getattr(source, name)) for name in JudgmentRecord.VALUE_FIELDS}
+
+
+def _chunks(sequence: list, size: int):
+    for start in range(0, len(sequence), size):
+        yield sequence[start:start + size]
+
+
+def import_stage_get_or_create(*, project: Project, name: str) -> tuple[Stage, bool]:
+    """The project's IMPORTED stage called `name` (provider import), created closed on first use."""
+    stage = Stage.objects.filter(project=project, kind=StageKind.IMPORTED, name=name).first()
+    if stage is not None:
+        return stage, False
+    order = Stage.objects.filter(project=project).count()
+    stage = Stage.objects.create(
+        project=project, kind=StageKind.IMPORTED, name=name, provider=Provider.IMPORT,
+        status=StageStatus.CLOSED, order=order,
+    )
+    return stage, True
+
+
+def import_workers_get_or_create(*, external_ids: Iterable[str]) -> tuple[dict[str, Worker], int]:
+    """Workers with provider `import` by external id, creating the missing ones in bulk."""
+    wanted = sorted(set(external_ids))
+    workers: dict[str, Worker] = {}
+    for chunk in _chunks(wanted, CHUNK_SIZE):
+        for worker in Worker.objects.filter(provider=Provider.IMPORT, external_id__in=chunk):
+            workers[worker.external_id] = worker
+    missing = [external_id for external_id in wanted if external_id not in workers]
+    if missing:
+        Worker.objects.bulk_create(
+            [Worker(provider=Provider.IMPORT, external_id=external_id) for external_id in missing],
+            batch_size=CHUNK_SIZE,
+        )
+        for chunk in _chunks(missing, CHUNK_SIZE):
+            for worker in Worker.objects.filter(provider=Provider.IMPORT, external_id__in=chunk):
+                workers[worker.external_id] = worker
+    return workers, len(missing)
+
+
+@transaction.atomic
+def import_records(
+    *,
+    project: Project,
+    records: Iterable[ItemRecord],
+    keep_existing_items: bool = False,
+    progress: bool | None = None,
+    description: str = "importing",
+) -> ImportSummary:
+    """Store validated records (items with optional judgments) in `project`, all or nothing.
+
+    keep_existing_items: an existing external id whose content differs is kept as it is and the
+    record's judgments are attached to it (e.g. in-lab responses onto OneStopQA items imported
+    from the dataset file, whose texts differ in punctuation) instead of being an error.
+    """
+    records = list(records)
+    summary = ImportSummary()
+    for record in records:
+        if record.kind != project.kind:
+            raise ImportConflictError(
+                f"record {record.external_id}: kind {record.kind!r} does not fit project "
+                f"{project.slug!r} of kind {project.kind!r}"
+            )
+    seen: set[str] = set()
+    for record in records:
+        if record.external_id in seen:
+            raise ImportConflictError(f"record {record.external_id}: external id appears twice")
+        seen.add(record.external_id)
+
+    show = len(records) >= PROGRESS_MIN_RECORDS if progress is None else progress
+    bar = tqdm(total=len(records), desc=description, unit="item", file=sys.stderr,
+               disable=not show)
+
+    stage_names = sorted({j.stage for record in records for j in record.judgments})
+    stages: dict[str, Stage] = {}
+    for name in stage_names:
+        stages[name], created = import_stage_get_or_create(project=project, name=name)
+        if created:
+            summary.stages_created.append(name)
+    workers, summary.workers_created = import_workers_get_or_create(
+        external_ids=(j.worker for record in records for j in record.judgments)
+    )
+
+    try:
+        for chunk in _chunks(records, CHUNK_SIZE):
+            _import_chunk(project, chunk, stages, workers, summary, keep_existing_items)
+            bar.update(len(chunk))
+    finally:
+        bar.close()
+    return summary
+
+
+def _import_chunk(
+    project: Project,
+    chunk: list[ItemRecord],
+    stages: dict[str, Stage],
+    workers: dict[str, Worker],
+    summary: ImportSummary,
+    keep_existing_items: bool,
+) -> None:
+    existing = {
+        item.external_id: item
+        for item in Item.objects.filter(
+            project=project, external_id__in=[r.external_id for r in chunk]
+        ).only("id", "external_id", *ItemRecord.IDENTITY_FIELDS)
+    }
+    new_items = []
+    for record in chunk:
+        item = existing.get(record.external_id)
+        if item is None:
+            new_items.append(Item(project=project, external_id=record.external_id,
+                                  **record.columns()))
+            continue
+        if not keep_existing_items and _item_identity(item) != _item_identity(record):
+            differing = [
+                name for name in ItemRecord.IDENTITY_FIELDS
+                if _comparable(getattr(item, name)) != _comparable(getattr(record, name))
+            ]
+            raise ImportConflictError(
+                f"record {record.external_id}: an item with this external id already exists in "
+                f"project {project.slug!r} with different {', '.join(differing)}; "
+                "give it another external id or import into another project"
+            )
+        summary.items_unchanged += 1
+    if new_items:
+        created = Item.objects.bulk_create(new_items, batch_size=CHUNK_SIZE)
+        summary.items_created += len(created)
+        if any(item.pk is None for item in created):
+            # Backends without RETURNING: read the ids back.
+            ids = dict(
+                Item.objects.filter(
+                    project=project, external_id__in=[i.external_id for i in created]
+                ).values_list("external_id", "id")
+            )
+            for item in created:
+                item.pk = ids[item.external_id]
+        existing.update({item.external_id: item for item in created})
+
+    judged = [(record, j) for record in chunk for j in record.judgments]
+    if not judged:
+        return
+    item_ids = [existing[record.external_id].pk for record in chunk if record.judgments]
+    stored = {
+        (judgment.worker_id, judgment.item_id, judgment.stage_id): judgment
+        for judgment in Judgment.objects.filter(
+            item_id__in=item_ids, stage__in=list(stages.values())
+        ).only("id", "worker_id", "item_id", "stage_id", *JudgmentRecord.VALUE_FIELDS)
+    }
+    new_judgments = []
+    for record, judgment in judged:
+        item = existing[record.external_id]
+        worker = workers[judgment.worker]
+        stage = stages[judgment.stage]
+        previous = stored.get((worker.pk, item.pk, stage.pk))
+        if previous is not None:
+            if _judgment_value(previous) != _judgment_value(judgment):
+                raise ImportConflictError(
+                    f"record {record.external_id}: worker {judgment.worker!r} already has a "
+                    f"different judgment of this item in stage {judgment.stage!r} "
+                    "(judgments are append-only)"
+                )
+            summary.judgments_unchanged += 1
+            continue
+        new_judgments.append(
+            Judgment(item_id=item.pk, worker=worker, stage=stage, **judgment.values())
+        )
+    if new_judgments:
+        Judgment.objects.bulk_create(new_judgments, batch_size=CHUNK_SIZE)
+        summary.judgments_created += len(new_judgments)
