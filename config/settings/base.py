@@ -6,6 +6,7 @@ clone runs with one command.
 """
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -110,9 +111,11 @@ STATIC_ROOT = Path(os.environ.get("DJANGO_STATIC_ROOT", VAR_DIR / "staticfiles")
 LOGIN_URL = "admin:login"
 
 REST_FRAMEWORK = {
+    # Token first: DRF takes the WWW-Authenticate header from the first class, so a request
+    # without credentials gets 401 + "WWW-Authenticate: Token" rather than a bare 403.
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.SessionAuthentication",
         "rest_framework.authentication.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
@@ -124,6 +127,16 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Projects, items, judgments, reports and metric scoring for QA Judge.",
     "VERSION": "0.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # Several models have a `kind` or `status` field with different choices: name each enum.
+    "ENUM_NAME_OVERRIDES": {
+        "TaskKindEnum": "annotation.models.TaskKind",
+        "StageKindEnum": "annotation.models.StageKind",
+        "StageStatusEnum": "annotation.models.StageStatus",
+        "ProviderEnum": "annotation.models.Provider",
+        "ExperimentModeEnum": "annotation.models.ExperimentMode",
+        "ModelKindEnum": "metrics_app.models.ModelKind",
+        "ModelStatusEnum": "metrics_app.models.ModelStatus",
+    },
 }
 
 # --- Celery -----------------------------------------------------------------------------------
@@ -176,3 +189,17 @@ CELERY_TASK_ROUTES = {"worker.tasks.lerc.*": {"queue": "gpu"}}
 CELERY_BEAT_SCHEDULE_FILENAME = QAJ_BEAT_SCHEDULE_FILE
 # Periodic jobs; each area adds its entries here (name -> {"task": ..., "schedule": seconds}).
 CELERY_BEAT_SCHEDULE: dict[str, dict] = {}
+# LERC: retrain when a project gathered this many new judgments; a version "training" without a
+# progress heartbeat for QAJ_LERC_STALE_AFTER_SECONDS lost its worker and is marked failed.
+QAJ_LERC_MIN_NEW_JUDGMENTS = int(os.environ.get("QAJ_LERC_MIN_NEW_JUDGMENTS", "500"))
+QAJ_LERC_STALE_AFTER_SECONDS = int(os.environ.get("QAJ_LERC_STALE_AFTER_SECONDS", "1800"))
+QAJ_LERC_BACKBONE = os.environ.get("QAJ_LERC_BACKBONE", "")  # "" = packaged MiniLM
+# JSON of TrainConfig fields every new version starts from, e.g. '{"epochs": 2}'.
+QAJ_LERC_TRAIN_OPTIONS = json.loads(os.environ.get("QAJ_LERC_TRAIN_OPTIONS", "{}") or "{}")
+CELERY_BEAT_SCHEDULE["lerc-refresh"] = {
+    "task": "worker.tasks.lerc.lerc_refresh",
+    "schedule": float(os.environ.get("QAJ_LERC_REFRESH_SECONDS", "3600")),
+}
+CELERY_BEAT_SCHEDULE["lerc-fail-stale"] = {
+    "task": "worker.tasks.lerc.lerc_fail_stale", "schedule": 300.0,
+}

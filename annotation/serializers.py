@@ -1,0 +1,248 @@
+"""Serializers of the REST API (annotation/apis.py). Names are unique because drf-spectacular
+turns each into an OpenAPI component."""
+from __future__ import annotations
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from .domain.item_content import ItemContentError, validate_gold, validate_item_content
+from .models import Item, Judgment, Project, Stage
+
+# --- Projects -----------------------------------------------------------------------------------
+
+PROJECT_SETTING_FIELDS = (
+    "instructions", "items_per_hit", "redundancy", "reward_per_hit", "budget_cap",
+    "qualification_threshold", "qualification_tolerance", "assignment_timeout_minutes",
+    "gold_rate", "scale_labels", "justification_min_length", "aspects", "aspect_preferences",
+    "experiment_mode", "bonus_per_correct",
+)
+
+
+class ProgressSerializer(serializers.Serializer):
+    items = serializers.IntegerField(help_text="Items released (not excluded).")
+    judgments = serializers.IntegerField(help_text="Judgments collected in data stages.")
+    wanted = serializers.IntegerField(help_text="Judgments wanted (redundancy per split).")
+    percent = serializers.IntegerField()
+    assignments = serializers.DictField(
+        child=serializers.IntegerField(), help_text="Assignments by status."
+    )
+
+
+class ProjectOutputSerializer(serializers.ModelSerializer):
+    owner = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    shared_with = serializers.SlugRelatedField(slug_field="username", many=True, read_only=True)
+    progress = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Project
+        fields = (
+            "id", "slug", "title", "kind", "owner", "shared_with", *PROJECT_SETTING_FIELDS,
+            "progress", "created_at", "updated_at",
+        )
+
+    @extend_schema_field(ProgressSerializer)
+    def get_progress(self, obj: Project) -> dict:
+        progress = getattr(obj, "progress", None)
+        return progress.as_dict() if progress is not None else None
+
+
+def _validate_redundancy(value):
+    if not isinstance(value, dict) or not all(
+        isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool) and v >= 1
+        for k, v in value.items()
+    ):
+        raise serializers.ValidationError(
+            'must map split names to positive integers, e.g. {"dev": 3, "default": 1}'
+        )
+    return value
+
+
+def _validate_str_list(value):
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise serializers.ValidationError("must be a list of strings")
+    return value
+
+
+class ProjectWriteSerializer(serializers.ModelSerializer):
+    shared_with = serializers.ListField(
+        child=serializers.CharField(), required=False,
+        help_text="Usernames the project is shared with (only the owner may change this).",
+    )
+
+    class Meta:
+        model = Project
+        fields = ("slug", "title", "kind", "shared_with", *PROJECT_SETTING_FIELDS)
+
+    def validate_redundancy(self, value):
+        return _validate_redundancy(value)
+
+    def validate_scale_labels(self, value):
+        return _validate_str_list(value)
+
+    def validate_aspects(self, value):
+        return _validate_str_list(value)
+
+    def validate_aspect_preferences(self, value):
+        return _validate_str_list(value)
+
+    def validate_qualification_threshold(self, value):
+        if not 0 <= value <= 1:
+            raise serializers.ValidationError("must be between 0 and 1")
+        return value
+
+    def validate_gold_rate(self, value):
+        if not 0 <= value <= 1:
+            raise serializers.ValidationError("must be between 0 and 1")
+        return value
+
+    def validate_shared_with(self, value):
+        from django.contrib.auth import get_user_model
+
+        known = set(
+            get_user_model().objects.filter(username__in=value).values_list("username", flat=True)
+        )
+        missing = sorted(set(value) - known)
+        if missing:
+            raise serializers.ValidationError(f"unknown users: {', '.join(missing)}")
+        return value
+
+
+class ProjectCreateInputSerializer(ProjectWriteSerializer):
+    class Meta(ProjectWriteSerializer.Meta):
+        pass
+
+
+class ProjectUpdateInputSerializer(ProjectWriteSerializer):
+    class Meta(ProjectWriteSerializer.Meta):
+        fields = ("title", "shared_with", *PROJECT_SETTING_FIELDS)
+
+
+# --- Items --------------------------------------------------------------------------------------
+
+ITEM_COLUMNS = ("dataset", "source", "split", "domain", "text_level", "group_key")
+
+
+class ItemOutputSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Item
+        fields = (
+            "id", "external_id", *ITEM_COLUMNS, "content", "gold", "is_gold_check",
+            "is_practice", "excluded", "exclusion_reason", "metadata", "created_at",
+        )
+
+
+class ItemInputSerializer(serializers.ModelSerializer):
+    """One item; `content` and `gold` are checked against the project's kind (from context)."""
+
+    content = serializers.JSONField(
+        help_text="Kind-specific fields; see docs/DATA_FORMATS.md and the Item model."
+    )
+    gold = serializers.JSONField(required=False, allow_null=True)
+    metadata = serializers.JSONField(required=False)
+
+    class Meta:
+        model = Item
+        fields = (
+            "external_id", *ITEM_COLUMNS, "content", "gold", "is_gold_check", "is_practice",
+            "excluded", "exclusion_reason", "metadata",
+        )
+        # Uniqueness per project is checked by the service (the project is not an input).
+        validators: list = []
+
+    def validate_metadata(self, value):
+        if not isinstance(value, dict):
+            raise serializers.ValidationError("must be an object")
+        return value
+
+    def validate(self, attrs):
+        kind = self.context["project"].kind
+        errors = {}
+        try:
+            validate_item_content(kind, attrs.get("content"))
+        except ItemContentError as error:
+            errors["content"] = [str(error)]
+        try:
+            validate_gold(kind, attrs.get("gold"))
+        except ItemContentError as error:
+            errors["gold"] = [str(error)]
+        if errors:
+            raise serializers.ValidationError(errors)
+        return attrs
+
+
+class ItemBulkInputSerializer(serializers.Serializer):
+    items = ItemInputSerializer(many=True, allow_empty=False, max_length=5000)
+
+
+class ItemBulkOutputSerializer(serializers.Serializer):
+    created = serializers.IntegerField()
+    external_ids = serializers.ListField(child=serializers.CharField())
+
+
+class ItemFilterSerializer(serializers.Serializer):
+    dataset = serializers.CharField(required=False)
+    split = serializers.CharField(required=False)
+    source = serializers.CharField(required=False)
+    domain = serializers.CharField(required=False)
+    text_level = serializers.CharField(required=False)
+    stage = serializers.IntegerField(
+        required=False, min_value=1, help_text="Id of a stage: items released in it."
+    )
+
+
+# --- Stages -------------------------------------------------------------------------------------
+
+
+class StageOutputSerializer(serializers.ModelSerializer):
+    reward = serializers.DecimalField(max_digits=8, decimal_places=2, read_only=True)
+    explicit_item_count = serializers.SerializerMethodField()
+    progress = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Stage
+        fields = (
+            "id", "name", "kind", "order", "status", "provider", "judgments_per_item",
+            "requires_stage", "agreement_threshold", "reward", "settings",
+            "explicit_item_count", "progress", "created_at", "updated_at",
+        )
+
+    @extend_schema_field(OpenApiTypes.INT)
+    def get_explicit_item_count(self, obj: Stage) -> int:
+        """Items the stage names itself (0: every non-excluded project item)."""
+        return getattr(obj, "explicit_item_count", 0)
+
+    @extend_schema_field(ProgressSerializer)
+    def get_progress(self, obj: Stage) -> dict:
+        progress = getattr(obj, "progress", None)
+        return progress.as_dict() if progress is not None else None
+
+
+# --- Judgments ----------------------------------------------------------------------------------
+
+
+class JudgmentOutputSerializer(serializers.ModelSerializer):
+    item_external_id = serializers.CharField(source="item.external_id", read_only=True)
+    worker = serializers.CharField(source="worker.external_id", read_only=True)
+    worker_provider = serializers.CharField(source="worker.provider", read_only=True)
+    stage_kind = serializers.CharField(source="stage.kind", read_only=True)
+
+    class Meta:
+        model = Judgment
+        fields = (
+            "id", "item", "item_external_id", "worker", "worker_provider", "stage", "stage_kind",
+            "assignment", "score", "choice", "choices", "difficult", "justification", "aspects",
+            "extra", "presented_order", "time_spent_ms", "client_started_at", "created_at",
+        )
+
+
+class JudgmentFilterSerializer(serializers.Serializer):
+    stage = serializers.IntegerField(required=False, min_value=1, help_text="Stage id.")
+    worker = serializers.CharField(required=False, help_text="Worker external id.")
+    item = serializers.CharField(required=False, help_text="Item external id.")
+    dataset = serializers.CharField(required=False)
+    split = serializers.CharField(required=False)
+    source = serializers.CharField(required=False)
+    after_id = serializers.IntegerField(
+        required=False, min_value=0, help_text="Only judgments with a larger id (incremental pulls)."
+    )
