@@ -1,0 +1,145 @@
+"""The interface every crowd provider implements (MTurk, Prolific, in-house links).
+
+Providers translate between local rows (Stage, Hit, Assignment, Worker) and one platform's API.
+They do not decide anything: which items go out, who is approved or paid, is decided by the
+services in `annotation/services/` (stages, review, qualification), which call these methods
+through `provider_call_run` so every side effect is recorded and done at most once.
+"""
+from __future__ import annotations
+
+import abc
+import dataclasses
+import datetime as dt
+from collections.abc import Iterable, Iterator
+from decimal import Decimal
+from typing import Any
+
+from django.conf import settings
+from django.urls import NoReverseMatch, reverse
+
+
+class SubmissionStatus:
+    SUBMITTED = "submitted"
+    APPROVED = "approved"
+    REJECTED = "rejected"
+    RETURNED = "returned"
+    ACTIVE = "active"
+
+
+@dataclasses.dataclass(frozen=True)
+class Submission:
+    """One worker's assignment as the provider sees it."""
+
+    external_id: str  # MTurk AssignmentId, Prolific submission id (= SESSION_ID)
+    worker_external_id: str
+    hit_external_id: str
+    status: str  # a SubmissionStatus value
+    submitted_at: dt.datetime | None = None
+    raw: dict[str, Any] = dataclasses.field(default_factory=dict, compare=False)
+
+
+@dataclasses.dataclass
+class PublishReport:
+    created: int = 0
+    already_created: int = 0
+    failed: int = 0
+    errors: list[str] = dataclasses.field(default_factory=list)
+
+    @property
+    def complete(self) -> bool:
+        return self.failed == 0
+
+
+class CrowdProvider(abc.ABC):
+    """One crowd platform. Methods take model instances; ids come back as strings."""
+
+    name: str = ""
+
+    # --- money ------------------------------------------------------------------------------
+    def fee_rate(self, *, max_assignments: int) -> Decimal:
+        """Commission on rewards of a HIT with this many assignments."""
+        return Decimal("0")
+
+    def bonus_fee_rate(self) -> Decimal:
+        return Decimal("0")
+
+    def balance(self) -> Decimal | None:
+        """Money available on the account, when the provider says."""
+        return None
+
+    # --- publishing ---------------------------------------------------------------------------
+    @abc.abstractmethod
+    def publish_stage(self, *, stage) -> PublishReport:
+        """Create the stage's pending HITs/study on the provider (idempotent, resumable)."""
+
+    def expire_stage(self, *, stage) -> None:
+        """Stop new workers from starting (expire HITs / stop the study)."""
+        return None
+
+    def extend_stage(self, *, stage, seconds: int) -> None:
+        """Keep the stage open `seconds` longer."""
+        return None
+
+    # --- submissions --------------------------------------------------------------------------
+    @abc.abstractmethod
+    def list_submissions(self, *, stage) -> Iterator[Submission]:
+        """Every submission of the stage, paging through the provider's whole list."""
+
+    @abc.abstractmethod
+    def approve(self, *, assignment, feedback: str = "") -> dict:
+        ...
+
+    @abc.abstractmethod
+    def reject(self, *, assignment, reason: str) -> dict:
+        ...
+
+    @abc.abstractmethod
+    def bonus(self, *, assignment, amount: Decimal, reason: str, token: str) -> dict:
+        """Pay `amount` once; `token` identifies this payment across retries."""
+
+    # --- workers --------------------------------------------------------------------------------
+    def block(self, *, worker, reason: str) -> dict:
+        return {}
+
+    def unblock(self, *, worker, reason: str) -> dict:
+        return {}
+
+    def notify(self, *, workers: Iterable, subject: str, message: str) -> dict:
+        return {}
+
+    def grant_qualification(self, *, stage, worker, value: int, passed: bool) -> dict:
+        """Record a qualification result where the provider can enforce it."""
+        return {}
+
+
+def task_url(route: str, *, stage, fallback: str) -> str:
+    """Absolute URL of a task page under the public base URL (the task pages are another
+    helper's; a fallback path keeps publishing possible before their routes exist)."""
+    try:
+        path = reverse(route, args=[stage.pk])
+    except NoReverseMatch:
+        path = fallback.format(stage_id=stage.pk)
+    return settings.QAJ_PUBLIC_BASE_URL.rstrip("/") + path
+
+
+def stage_title(stage) -> str:
+    return stage.settings.get("title") or f"{stage.project.title}: {stage.name}"
+
+
+def stage_description(stage) -> str:
+    return stage.settings.get("description") or (
+        stage.project.get_kind_display() + " — judge the quality of answers to questions."
+    )
+
+
+def stage_setting_store(stage, key: str, value: str) -> None:
+    """Store a provider id in `stage.settings` without overwriting concurrent edits of others."""
+    from django.db import transaction
+
+    from annotation.models import Stage
+
+    with transaction.atomic():
+        fresh = Stage.objects.select_for_update().get(pk=stage.pk)
+        fresh.settings = {**(fresh.settings or {}), key: value}
+        fresh.save(update_fields=["settings", "updated_at"])
+    stage.settings = {**(stage.settings or {}), key: value}

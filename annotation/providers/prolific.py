@@ -1,0 +1,340 @@
+"""Prolific through its REST API (`PROLIFIC_API_URL`, `Authorization: Token PROLIFIC_API_TOKEN`).
+
+One stage = one study. Participants arrive on the task page with PROLIFIC_PID, STUDY_ID and
+SESSION_ID (the submission id) in the URL and are sent back with the stage's completion code.
+Passing a qualification adds the participant to a participant group; later studies allow only
+that group. Prolific has no idempotency tokens, so every call that spends money or creates
+something is recorded in `ProviderCall` first, and a retried create first looks for what the
+lost attempt may have made (a study with our internal name, a bonus already set up).
+"""
+from __future__ import annotations
+
+import logging
+import random
+import secrets
+import time
+from collections.abc import Iterable, Iterator
+from decimal import Decimal
+from typing import Any
+
+from django.conf import settings
+from django.utils.dateparse import parse_datetime
+
+from annotation.models import HitStatus, Provider, StageKind
+from annotation.services.provider_calls import ProviderCallRefused, new_token, provider_call_run
+
+from .base import (
+    CrowdProvider,
+    PublishReport,
+    Submission,
+    SubmissionStatus,
+    stage_description,
+    stage_setting_store,
+    stage_title,
+    task_url,
+)
+
+logger = logging.getLogger(__name__)
+
+STATUS_MAP = {
+    "AWAITING REVIEW": SubmissionStatus.SUBMITTED,
+    "APPROVED": SubmissionStatus.APPROVED,
+    "REJECTED": SubmissionStatus.REJECTED,
+    "RETURNED": SubmissionStatus.RETURNED,
+    "TIMED-OUT": SubmissionStatus.RETURNED,
+    "ACTIVE": SubmissionStatus.ACTIVE,
+}
+# Prolific asks for a rejection message of at least 100 characters.
+MIN_REJECTION_MESSAGE = 100
+REJECTION_SUFFIX = (
+    " Your submission did not meet the quality requirements stated in the study instructions"
+    " (answers checked against known items and time spent per item)."
+)
+
+
+class ProlificError(Exception):
+    pass
+
+
+class ProlificProvider(CrowdProvider):
+    name = Provider.PROLIFIC
+
+    def __init__(self, client=None, *, sleep=time.sleep):
+        self._client = client
+        self._sleep = sleep
+        self.retries_done = 0
+
+    @property
+    def client(self):
+        if self._client is None:
+            import httpx
+
+            self._client = httpx.Client(
+                base_url=settings.PROLIFIC_API_URL,
+                headers={"Authorization": f"Token {settings.PROLIFIC_API_TOKEN}"},
+                timeout=float(getattr(settings, "PROLIFIC_TIMEOUT", 30)),
+            )
+        return self._client
+
+    def request(self, method: str, path: str, **kwargs) -> dict[str, Any]:
+        """One API call with retries on 429, 5xx and transport errors."""
+        import httpx
+
+        attempts = int(getattr(settings, "PROLIFIC_MAX_ATTEMPTS", 8))
+        base = float(getattr(settings, "PROLIFIC_RETRY_BASE_SECONDS", 0.5))
+        for attempt in range(attempts):
+            retry_after = None
+            try:
+                response = self.client.request(method, path, **kwargs)
+            except httpx.TransportError as exc:
+                error: Exception = exc
+            else:
+                if response.status_code < 400:
+                    return response.json() if response.content else {}
+                if response.status_code != 429 and response.status_code < 500:
+                    raise ProviderCallRefused(
+                        f"Prolific {method} {path}: {response.status_code} {response.text[:500]}"
+                    )
+                error = ProlificError(f"{response.status_code} {response.text[:200]}")
+                retry_after = response.headers.get("Retry-After")
+            if attempt + 1 >= attempts:
+                raise error
+            self.retries_done += 1
+            delay = min(20.0, base * (2**attempt)) * (0.5 + random.random() / 2)
+            if retry_after and retry_after.replace(".", "", 1).isdigit():
+                delay = max(delay, min(float(retry_after), 60.0))
+            logger.info("Prolific %s %s: %s; retry in %.2fs", method, path, error, delay)
+            self._sleep(delay)
+        raise AssertionError("unreachable")
+
+    def pages(self, path: str, **params) -> Iterator[dict[str, Any]]:
+        """Every result of a paged list (follows `_links.next.href`)."""
+        url: str | None = path
+        query: dict[str, Any] | None = params or None
+        while url:
+            page = self.request("GET", url, params=query)
+            yield from page.get("results", [])
+            url = ((page.get("_links") or {}).get("next") or {}).get("href")
+            query = None  # the next link carries its own query string
+
+    # --- money ---------------------------------------------------------------------------------
+    def fee_rate(self, *, max_assignments: int) -> Decimal:
+        return Decimal(str(getattr(settings, "PROLIFIC_FEE_RATE", "0.333")))
+
+    def bonus_fee_rate(self) -> Decimal:
+        return self.fee_rate(max_assignments=1)
+
+    # --- publishing ---------------------------------------------------------------------------
+    def study_payload(self, *, stage, places: int, internal_name: str) -> dict[str, Any]:
+        options = stage.settings or {}
+        url = task_url("annotation:task-prolific", stage=stage,
+                       fallback="/task/prolific/{stage_id}/")
+        url += "?PROLIFIC_PID={{%PROLIFIC_PID%}}&STUDY_ID={{%STUDY_ID%}}&SESSION_ID={{%SESSION_ID%}}"
+        payload: dict[str, Any] = {
+            "name": stage_title(stage)[:120],
+            "internal_name": internal_name,
+            "description": stage_description(stage),
+            "external_study_url": url,
+            "prolific_id_option": "url_parameters",
+            "completion_codes": [{
+                "code": options["prolific_completion_code"],
+                "code_type": "COMPLETED",
+                "actions": [{"action": "MANUALLY_REVIEW"}],
+            }],
+            "total_available_places": places,
+            "estimated_completion_time": int(options.get("estimated_minutes", 10)),
+            "reward": int((stage.reward * 100).to_integral_value()),  # cents
+            "device_compatibility": options.get("devices", ["desktop", "tablet", "mobile"]),
+        }
+        filters = list(options.get("prolific_filters", []))
+        required = stage.requires_stage
+        if required is not None and required.kind == StageKind.QUALIFICATION:
+            filters.append({
+                "filter_id": "participant_group_allowlist",
+                "selected_values": [self.ensure_participant_group(required)],
+            })
+        if filters:
+            payload["filters"] = filters
+        if options.get("prolific_project_id"):
+            payload["project"] = options["prolific_project_id"]
+        return payload
+
+    def publish_stage(self, *, stage) -> PublishReport:
+        report = PublishReport()
+        hits = list(stage.hits.all())
+        places = sum(hit.max_assignments for hit in hits) or 1
+        if not stage.settings.get("prolific_completion_code"):
+            stage_setting_store(stage, "prolific_completion_code",
+                                 secrets.token_hex(4).upper())
+        call = _ensure_token(stage, "prolific_study_token")
+
+        def create(token: str) -> dict:
+            # A lost response may have created the study already: look for our internal name.
+            for study in self.pages("studies/"):
+                if study.get("internal_name") == token:
+                    return {"id": study["id"], "duplicate": True}
+            study = self.request("POST", "studies/", json=self.study_payload(
+                stage=stage, places=places, internal_name=token))
+            return {"id": study["id"]}
+
+        try:
+            created = provider_call_run(
+                provider=Provider.PROLIFIC, operation="CreateStudy",
+                key=f"prolific:study-create:{stage.pk}", token=call, call_fn=create,
+                stage=stage, request={"places": places},
+            )
+            study_id = created["id"]
+            stage_setting_store(stage, "prolific_study_id", study_id)
+            provider_call_run(
+                provider=Provider.PROLIFIC, operation="PublishStudy",
+                key=f"prolific:study-publish:{stage.pk}",
+                call_fn=lambda token: self._publish(study_id), stage=stage,
+            )
+        except Exception as exc:
+            report.failed = len(hits) or 1
+            report.errors.append(str(exc))
+            return report
+        pending = stage.hits.filter(status=HitStatus.PENDING)
+        report.created = pending.update(status=HitStatus.OPEN, hit_type_id=study_id)
+        report.already_created = len(hits) - report.created
+        return report
+
+    def _publish(self, study_id: str) -> dict:
+        study = self.request("GET", f"studies/{study_id}/")
+        if study.get("status") not in (None, "UNPUBLISHED"):
+            return {"status": study["status"]}  # published by a lost earlier attempt
+        return self.request("POST", f"studies/{study_id}/transition/", json={"action": "PUBLISH"})
+
+    def expire_stage(self, *, stage) -> None:
+        study_id = stage.settings.get("prolific_study_id")
+        if study_id:
+            self.request("POST", f"studies/{study_id}/transition/", json={"action": "STOP"})
+            stage.hits.filter(status=HitStatus.OPEN).update(status=HitStatus.EXPIRED)
+
+    def extend_stage(self, *, stage, seconds: int) -> None:
+        # Prolific studies have no expiry; "extend" reopens a paused study.
+        study_id = stage.settings.get("prolific_study_id")
+        if study_id:
+            self.request("POST", f"studies/{study_id}/transition/", json={"action": "START"})
+
+    # --- submissions ---------------------------------------------------------------------------
+    def list_submissions(self, *, stage) -> Iterator[Submission]:
+        study_id = stage.settings.get("prolific_study_id")
+        if not study_id:
+            return
+        for raw in self.pages(f"studies/{study_id}/submissions/"):
+            yield Submission(
+                external_id=raw["id"],
+                worker_external_id=raw["participant_id"],
+                hit_external_id=study_id,
+                status=STATUS_MAP.get(raw.get("status", ""), SubmissionStatus.ACTIVE),
+                submitted_at=parse_datetime(raw["completed_at"]) if raw.get("completed_at")
+                else None,
+                raw={"study_code": raw.get("study_code", "")},
+            )
+
+    def _transition(self, assignment, body: dict, wanted: str) -> dict:
+        try:
+            return self.request(
+                "POST", f"submissions/{assignment.external_id}/transition/", json=body
+            )
+        except ProviderCallRefused:
+            # A retry after a lost response: the first attempt may have done it.
+            current = self.request("GET", f"submissions/{assignment.external_id}/")
+            if current.get("status") == wanted:
+                return {"already": True}
+            raise
+
+    def approve(self, *, assignment, feedback: str = "") -> dict:
+        return self._transition(assignment, {"action": "APPROVE"}, "APPROVED")
+
+    def reject(self, *, assignment, reason: str) -> dict:
+        message = reason if len(reason) >= MIN_REJECTION_MESSAGE else reason + REJECTION_SUFFIX
+        body = {"action": "REJECT", "message": message,
+                "rejection_category": "LOW_EFFORT"}
+        return self._transition(assignment, body, "REJECTED")
+
+    def bonus(self, *, assignment, amount: Decimal, reason: str, token: str) -> dict:
+        """Set up a one-line bulk bonus, then pay it (two recorded calls)."""
+        study_id = assignment.stage.settings.get("prolific_study_id", "")
+        setup = provider_call_run(
+            provider=Provider.PROLIFIC, operation="SetUpBonus",
+            key=f"prolific:bonus-setup:{token}",
+            call_fn=lambda _token: self.request("POST", "submissions/bonus-payments/", json={
+                "study_id": study_id,
+                "csv_bonuses": f"{assignment.worker.external_id},{amount:.2f}",
+            }),
+            assignment=assignment, amount=amount,
+        )
+        bonus_id = setup["id"]
+
+        def pay(_token: str) -> dict:
+            try:
+                return self.request("POST", f"bulk-bonus-payments/{bonus_id}/pay/") or {}
+            except ProviderCallRefused as exc:
+                if "already" in str(exc).lower():
+                    return {"already": True}
+                raise
+
+        return provider_call_run(
+            provider=Provider.PROLIFIC, operation="PayBonus",
+            key=f"prolific:bonus-pay:{bonus_id}", call_fn=pay, assignment=assignment,
+            amount=amount,
+        ) | {"bonus_id": bonus_id}
+
+    # --- participants ------------------------------------------------------------------------------
+    def ensure_participant_group(self, stage) -> str:
+        group_id = stage.settings.get("prolific_participant_group_id")
+        if group_id:
+            return group_id
+        body: dict[str, Any] = {"name": f"QA Judge {stage.project.slug} {stage.name} passed"}
+        if getattr(settings, "PROLIFIC_WORKSPACE_ID", ""):
+            body["workspace_id"] = settings.PROLIFIC_WORKSPACE_ID
+        response = provider_call_run(
+            provider=Provider.PROLIFIC, operation="CreateParticipantGroup",
+            key=f"prolific:group-create:{stage.pk}",
+            call_fn=lambda _token: self.request("POST", "participant-groups/", json=body),
+            stage=stage,
+        )
+        stage_setting_store(stage, "prolific_participant_group_id", response["id"])
+        return response["id"]
+
+    def grant_qualification(self, *, stage, worker, value: int, passed: bool) -> dict:
+        if not passed:
+            return {"skipped": "failed"}  # Prolific never lets a participant retake a study
+        group_id = self.ensure_participant_group(stage)
+        self.request("POST", f"participant-groups/{group_id}/participants/",
+                     json={"participant_ids": [worker.external_id]})
+        return {"group": group_id}
+
+    def block(self, *, worker, reason: str) -> dict:
+        group_id = getattr(settings, "PROLIFIC_BLOCKLIST_GROUP_ID", "")
+        if not group_id:
+            return {"local_only": True}
+        self.request("POST", f"participant-groups/{group_id}/participants/",
+                     json={"participant_ids": [worker.external_id]})
+        return {"group": group_id}
+
+    def unblock(self, *, worker, reason: str) -> dict:
+        group_id = getattr(settings, "PROLIFIC_BLOCKLIST_GROUP_ID", "")
+        if not group_id:
+            return {"local_only": True}
+        self.request("DELETE", f"participant-groups/{group_id}/participants/",
+                     json={"participant_ids": [worker.external_id]})
+        return {"group": group_id}
+
+    def notify(self, *, workers: Iterable, subject: str, message: str) -> dict:
+        sent = 0
+        for worker in workers:
+            self.request("POST", "messages/", json={
+                "recipient_id": worker.external_id, "body": f"{subject}\n\n{message}"})
+            sent += 1
+        return {"sent": sent}
+
+
+def _ensure_token(stage, key: str) -> str:
+    token = stage.settings.get(key)
+    if not token:
+        token = new_token(f"qaj-study-{stage.pk}")
+        stage_setting_store(stage, key, token)
+    return token

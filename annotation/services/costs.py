@@ -1,0 +1,111 @@
+"""What a stage will cost before anything is spent.
+
+rewards = reward per HIT × assignments; the provider's fee on top (MTurk: 20%, 40% for a HIT
+with 10 or more assignments — computed per HIT, so one big HIT does not change the others);
+bonuses = the stage's bonus budget (or, for STARC with a bonus per correct answer, the most
+that can be paid: every judgment correct) plus the provider's fee on bonuses.
+"""
+from __future__ import annotations
+
+import dataclasses
+from decimal import ROUND_HALF_UP, Decimal
+
+from annotation.models import Stage, StageStatus
+
+CENT = Decimal("0.01")
+
+
+@dataclasses.dataclass(frozen=True)
+class StageCostEstimate:
+    provider: str
+    n_hits: int
+    n_assignments: int
+    n_judgments: int
+    reward_per_hit: Decimal
+    rewards: Decimal
+    fees: Decimal
+    hits_in_40pct_tier: int
+    bonus_budget: Decimal
+    bonus_fees: Decimal
+    total: Decimal
+    balance: Decimal | None = None
+
+    @property
+    def covered_by_balance(self) -> bool | None:
+        return None if self.balance is None else self.balance >= self.total
+
+    def as_text(self) -> str:
+        tier = f", {self.hits_in_40pct_tier} HITs at the 40% fee" if self.hits_in_40pct_tier else ""
+        balance = "" if self.balance is None else f"; balance ${self.balance}"
+        return (
+            f"{self.n_hits} HITs × reward ${self.reward_per_hit} = {self.n_assignments} "
+            f"assignments ({self.n_judgments} judgments): rewards ${self.rewards} + fees "
+            f"${self.fees}{tier} + bonus budget ${self.bonus_budget} (+ fees ${self.bonus_fees})"
+            f" = ${self.total}{balance}"
+        )
+
+
+def _money(value: Decimal) -> Decimal:
+    return value.quantize(CENT, rounding=ROUND_HALF_UP)
+
+
+def stage_cost_estimate(*, stage: Stage, with_balance: bool = False) -> StageCostEstimate:
+    """Cost of the stage's HITs (built, or as `stage_hit_plan` would build them)."""
+    from annotation.providers import get_provider
+
+    from .stages import stage_hit_plan
+
+    provider = get_provider(stage.provider)
+    hits = list(stage.hits.all())
+    if hits:
+        groups = [(hit.max_assignments, hit.items.count(), hit.reward) for hit in hits]
+    else:
+        groups = [(plan.max_assignments, len(plan.items), stage.reward)
+                  for plan in stage_hit_plan(stage=stage)]
+    rewards = fees = Decimal("0")
+    n_assignments = n_judgments = in_tier = 0
+    for max_assignments, n_items, reward in groups:
+        rate = provider.fee_rate(max_assignments=max_assignments)
+        rewards += reward * max_assignments
+        fees += reward * max_assignments * rate
+        n_assignments += max_assignments
+        n_judgments += max_assignments * n_items
+        in_tier += rate >= Decimal("0.40")
+    budget = (stage.settings or {}).get("bonus_budget")
+    if budget is not None:
+        bonus_budget = Decimal(str(budget))
+    else:
+        bonus_budget = stage.project.bonus_per_correct * n_judgments
+    bonus_fees = bonus_budget * provider.bonus_fee_rate()
+    total = rewards + fees + bonus_budget + bonus_fees
+    balance = None
+    if with_balance:
+        try:
+            balance = provider.balance()
+        except Exception:  # the estimate is still useful without the balance
+            balance = None
+    return StageCostEstimate(
+        provider=stage.provider,
+        n_hits=len(groups),
+        n_assignments=n_assignments,
+        n_judgments=n_judgments,
+        reward_per_hit=_money(stage.reward),
+        rewards=_money(rewards),
+        fees=_money(fees),
+        hits_in_40pct_tier=in_tier,
+        bonus_budget=_money(bonus_budget),
+        bonus_fees=_money(bonus_fees),
+        total=_money(total),
+        balance=balance,
+    )
+
+
+def project_committed_cost(*, project, exclude_stage: Stage | None = None) -> Decimal:
+    """Estimated cost of every stage of the project already published (the money committed)."""
+    total = Decimal("0")
+    stages = project.stages.exclude(status=StageStatus.DRAFT)
+    if exclude_stage is not None:
+        stages = stages.exclude(pk=exclude_stage.pk)
+    for other in stages:
+        total += stage_cost_estimate(stage=other).total
+    return total

@@ -1,0 +1,424 @@
+"""Reconciling providers with local data, reviewing work and paying for it.
+
+`provider_sync` pages through every submission the provider knows for a stage and matches it
+with the local assignment (by MTurk AssignmentId / Prolific submission id). Nothing submitted is
+ever lost or silently approved: a submission without a local assignment or without local
+judgments becomes a FLAGGED assignment for the researcher; decisions made on the provider
+(MTurk's auto-approval) are mirrored locally.
+
+`stage_auto_review` approves submitted work after the stage's delay when it passes the rules
+(gold/attention accuracy, minimum time per item, no straight-lining), rejects with the reasons
+when `auto_reject` is on (otherwise holds it for the researcher), pays the STARC bonus per
+correct answer, and blocks workers after repeated rejections. Each provider side effect goes
+through `provider_call_run` with a fixed key, so a rerun never approves, pays or blocks twice.
+"""
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import statistics
+from collections import Counter
+from decimal import Decimal
+
+from django.db import transaction
+from django.db.models import Count, Sum
+from django.utils import timezone
+
+from annotation.models import (
+    Assignment,
+    AssignmentStatus,
+    Hit,
+    ProviderCall,
+    ProviderCallStatus,
+    Stage,
+    StageKind,
+    StageStatus,
+    TaskKind,
+    Worker,
+    WorkerQualification,
+    WorkerStatus,
+)
+from annotation.providers import SubmissionStatus, get_provider
+from annotation.providers.base import Submission
+
+from .provider_calls import new_token, provider_call_run
+from .qualification import answer_is_correct, qualification_grade, qualification_grant
+
+DEFAULT_RULES = {
+    "approve_after_seconds": 0,  # wait this long after submission before auto-approving
+    "min_gold_accuracy": 0.5,  # on gold/attention items, when the assignment has any
+    "min_seconds_per_item": 2.0,  # mean time per item below this looks like clicking through
+    "straightline_min_items": 5,  # straight-lining is only judged on this many items or more
+    "max_same_answer_share": 1.0,  # every answer identical = straight-lining
+    "auto_reject": False,  # False: failing work is held for the researcher instead
+    "block_after_rejections": 0,  # block a worker after this many rejections (0: never)
+}
+FLAG_NO_LOCAL = "Submitted on {provider} but no local assignment exists: check and decide by hand."
+FLAG_NO_JUDGMENTS = "Submitted on {provider} but no judgments were saved here: decide by hand."
+
+
+class ReviewError(Exception):
+    pass
+
+
+@dataclasses.dataclass
+class SyncReport:
+    listed: int = 0
+    matched: int = 0
+    flagged: int = 0
+    mirrored: int = 0
+    ignored: int = 0
+
+
+@dataclasses.dataclass
+class ReviewDecision:
+    action: str  # "approve" | "reject" | "hold"
+    reasons: list[str]
+    metrics: dict
+
+
+@dataclasses.dataclass
+class ReviewReport:
+    graded: int = 0
+    granted: int = 0
+    approved: int = 0
+    rejected: int = 0
+    held: int = 0
+    bonuses: int = 0
+    blocked: int = 0
+    errors: list[str] = dataclasses.field(default_factory=list)
+
+
+def stage_rules(stage: Stage) -> dict:
+    return {**DEFAULT_RULES, **((stage.settings or {}).get("review") or {})}
+
+
+# --- sync --------------------------------------------------------------------------------------
+
+
+def provider_sync(*, stage: Stage) -> SyncReport:
+    """Match every provider submission of the stage with local data (see the module doc)."""
+    provider = get_provider(stage.provider)
+    hits = {hit.external_id: hit for hit in stage.hits.exclude(external_id="")}
+    report = SyncReport()
+    for submission in provider.list_submissions(stage=stage):
+        report.listed += 1
+        if submission.status in (SubmissionStatus.ACTIVE, SubmissionStatus.RETURNED):
+            report.ignored += 1
+            continue
+        outcome = _sync_one(stage=stage, submission=submission,
+                            hit=hits.get(submission.hit_external_id))
+        setattr(report, outcome, getattr(report, outcome) + 1)
+    return report
+
+
+@transaction.atomic
+def _sync_one(*, stage: Stage, submission: Submission, hit: Hit | None) -> str:
+    worker, _ = Worker.objects.get_or_create(
+        provider=stage.provider, external_id=submission.worker_external_id
+    )
+    assignment = (
+        Assignment.objects.select_for_update()
+        .filter(stage=stage, external_id=submission.external_id).first()
+    )
+    provider_name = stage.get_provider_display()
+    if assignment is None:
+        Assignment.objects.create(
+            stage=stage, hit=hit, worker=worker, external_id=submission.external_id,
+            status=AssignmentStatus.FLAGGED, submitted_at=submission.submitted_at,
+            review_note=FLAG_NO_LOCAL.format(provider=provider_name)
+            + _decided_note(submission),
+        )
+        return "flagged"
+    if assignment.worker_id != worker.pk:
+        return _flag(assignment, f"{provider_name} says worker {worker.external_id} submitted "
+                                 f"this, but it belongs to {assignment.worker}.")
+    has_judgments = assignment.judgments.exists()
+    decided = {SubmissionStatus.APPROVED: AssignmentStatus.APPROVED,
+               SubmissionStatus.REJECTED: AssignmentStatus.REJECTED}
+    if submission.status in decided:
+        if not has_judgments:
+            if assignment.status == AssignmentStatus.FLAGGED:
+                return "matched"
+            return _flag(assignment, FLAG_NO_JUDGMENTS.format(provider=provider_name)
+                         + _decided_note(submission))
+        if assignment.status != decided[submission.status]:
+            # Decided on the provider (MTurk auto-approval, a decision made there by hand).
+            assignment.status = decided[submission.status]
+            assignment.reviewed_at = assignment.reviewed_at or timezone.now()
+            assignment.submitted_at = assignment.submitted_at or submission.submitted_at
+            assignment.review_note = (assignment.review_note + f" Decided on {provider_name}.")\
+                .strip()
+            assignment.save(update_fields=["status", "reviewed_at", "submitted_at", "review_note"])
+            return "mirrored"
+        return "matched"
+    # Submitted on the provider, not yet decided there.
+    if assignment.status in (AssignmentStatus.APPROVED, AssignmentStatus.REJECTED,
+                             AssignmentStatus.FLAGGED):
+        return "matched"  # decided here; the review retries the provider call if it failed
+    if not has_judgments or assignment.status != AssignmentStatus.SUBMITTED:
+        return _flag(assignment, FLAG_NO_JUDGMENTS.format(provider=provider_name))
+    if assignment.submitted_at is None:
+        assignment.submitted_at = submission.submitted_at or timezone.now()
+        assignment.save(update_fields=["submitted_at"])
+    return "matched"
+
+
+def _decided_note(submission: Submission) -> str:
+    if submission.status in (SubmissionStatus.APPROVED, SubmissionStatus.REJECTED):
+        return f" The provider already marked it {submission.status}."
+    return ""
+
+
+def _flag(assignment: Assignment, note: str) -> str:
+    assignment.status = AssignmentStatus.FLAGGED
+    assignment.review_note = (assignment.review_note + " " + note).strip()
+    assignment.save(update_fields=["status", "review_note"])
+    return "flagged"
+
+
+# --- decisions on one assignment --------------------------------------------------------------
+
+
+def assignment_review_rules(*, assignment: Assignment) -> ReviewDecision:
+    """Apply the stage's rules to a submitted assignment (no writes)."""
+    stage = assignment.stage
+    rules = stage_rules(stage)
+    judgments = list(assignment.judgments.select_related("item", "item__project"))
+    if not judgments:
+        return ReviewDecision("hold", ["no judgments saved"], {})
+    reasons: list[str] = []
+    metrics: dict = {"n": len(judgments)}
+    if stage.kind != StageKind.QUALIFICATION:  # qualification takers are paid either way
+        checks = [j for j in judgments if j.item.is_gold_check and j.item.gold]
+        if checks:
+            tolerance = stage.project.qualification_tolerance
+            accuracy = sum(bool(answer_is_correct(item=j.item, judgment=j, tolerance=tolerance))
+                           for j in checks) / len(checks)
+            metrics["gold_accuracy"] = accuracy
+            if accuracy < rules["min_gold_accuracy"]:
+                reasons.append(f"accuracy on check items {accuracy:.0%} is below "
+                               f"{rules['min_gold_accuracy']:.0%}")
+        times = [j.time_spent_ms for j in judgments if j.time_spent_ms is not None]
+        if times:
+            mean_seconds = statistics.fmean(times) / 1000
+            metrics["seconds_per_item"] = mean_seconds
+            if mean_seconds < rules["min_seconds_per_item"]:
+                reasons.append(f"{mean_seconds:.1f} s per item is below the minimum of "
+                               f"{rules['min_seconds_per_item']} s")
+        if len(judgments) >= rules["straightline_min_items"]:
+            values = [j.score if stage.project.kind == TaskKind.LIKERT else j.choice
+                      for j in judgments]
+            share = Counter(values).most_common(1)[0][1] / len(values)
+            metrics["same_answer_share"] = share
+            if share >= rules["max_same_answer_share"]:
+                reasons.append(f"the same answer on {share:.0%} of {len(values)} items")
+    if reasons:
+        return ReviewDecision("reject" if rules["auto_reject"] else "hold", reasons, metrics)
+    return ReviewDecision("approve", [], metrics)
+
+
+def assignment_approve(*, assignment: Assignment, feedback: str = "",
+                       allow_flagged: bool = False) -> Assignment:
+    allowed = {AssignmentStatus.SUBMITTED, AssignmentStatus.APPROVED}
+    if allow_flagged:
+        allowed.add(AssignmentStatus.FLAGGED)
+    if assignment.status not in allowed:
+        raise ReviewError(f"{assignment} is {assignment.get_status_display()}; cannot approve")
+    provider = get_provider(assignment.stage.provider)
+    provider_call_run(
+        provider=assignment.stage.provider, operation="ApproveAssignment",
+        key=f"{assignment.stage.provider}:approve:{assignment.pk}",
+        call_fn=lambda _token: provider.approve(assignment=assignment, feedback=feedback),
+        stage=assignment.stage, assignment=assignment, worker=assignment.worker,
+    )
+    assignment.status = AssignmentStatus.APPROVED
+    assignment.reviewed_at = assignment.reviewed_at or timezone.now()
+    assignment.save(update_fields=["status", "reviewed_at"])
+    return assignment
+
+
+def assignment_reject(*, assignment: Assignment, reason: str,
+                      allow_flagged: bool = False) -> Assignment:
+    if not reason.strip():
+        raise ReviewError("a rejection needs a reason the worker can read")
+    allowed = {AssignmentStatus.SUBMITTED, AssignmentStatus.REJECTED}
+    if allow_flagged:
+        allowed.add(AssignmentStatus.FLAGGED)
+    if assignment.status not in allowed:
+        raise ReviewError(f"{assignment} is {assignment.get_status_display()}; cannot reject")
+    provider = get_provider(assignment.stage.provider)
+    provider_call_run(
+        provider=assignment.stage.provider, operation="RejectAssignment",
+        key=f"{assignment.stage.provider}:reject:{assignment.pk}",
+        call_fn=lambda _token: provider.reject(assignment=assignment, reason=reason),
+        stage=assignment.stage, assignment=assignment, worker=assignment.worker,
+        request={"reason": reason},
+    )
+    assignment.status = AssignmentStatus.REJECTED
+    assignment.reviewed_at = assignment.reviewed_at or timezone.now()
+    assignment.review_note = (assignment.review_note + f" Rejected: {reason}").strip()
+    assignment.save(update_fields=["status", "reviewed_at", "review_note"])
+    return assignment
+
+
+def assignment_bonus_pay(*, assignment: Assignment, amount: Decimal, reason: str,
+                         key: str | None = None) -> Assignment:
+    """Pay a bonus once. `key` names the bonus (e.g. "per-correct"); the same key never pays
+    twice, whatever happens to the request; the default key is the amount and reason, so a
+    double-clicked admin action pays once too."""
+    amount = Decimal(amount).quantize(Decimal("0.01"))
+    if amount <= 0:
+        raise ReviewError("a bonus must be positive")
+    if assignment.status != AssignmentStatus.APPROVED:
+        raise ReviewError("only approved assignments get bonuses")
+    stage = assignment.stage
+    key = key or f"manual:{amount}:{abs(hash(reason)) % 10**8}"
+    provider = get_provider(stage.provider)
+    provider_call_run(
+        provider=stage.provider, operation="SendBonus",
+        key=f"{stage.provider}:bonus:{assignment.pk}:{key}"[:200],
+        token=new_token(f"qaj-bonus-{assignment.pk}"),
+        call_fn=lambda token: provider.bonus(
+            assignment=assignment, amount=amount, reason=reason, token=token),
+        stage=stage, assignment=assignment, worker=assignment.worker, amount=amount,
+        request={"reason": reason},
+    )
+    # The paid total is recomputed from the recorded calls, so it cannot drift on retries.
+    paid = ProviderCall.objects.filter(
+        assignment=assignment, operation="SendBonus", status=ProviderCallStatus.SUCCEEDED
+    ).aggregate(total=Sum("amount"))["total"] or Decimal("0")
+    assignment.bonus_paid = paid
+    assignment.save(update_fields=["bonus_paid"])
+    return assignment
+
+
+def correct_answer_bonus(*, assignment: Assignment) -> Decimal:
+    """STARC: the project's bonus per correct answer times the correct answers."""
+    per = assignment.stage.project.bonus_per_correct
+    if not per or per <= 0:
+        return Decimal("0")
+    correct = 0
+    for judgment in assignment.judgments.select_related("item", "item__project"):
+        verdict = judgment.extra.get("is_correct") if judgment.extra else None
+        if verdict is None:
+            verdict = answer_is_correct(item=judgment.item, judgment=judgment)
+        correct += bool(verdict)
+    return per * correct
+
+
+def worker_block_everywhere(*, worker: Worker, reason: str) -> Worker:
+    """Block locally (no new assignments) and on the worker's provider (CreateWorkerBlock)."""
+    from .workers import worker_block
+
+    worker = worker_block(worker=worker, reason=reason)
+    provider = get_provider(worker.provider)
+    provider_call_run(
+        provider=worker.provider, operation="BlockWorker",
+        key=f"{worker.provider}:block:{worker.pk}:{new_token('b')}",
+        call_fn=lambda _token: provider.block(worker=worker, reason=reason),
+        worker=worker, request={"reason": reason},
+    )
+    return worker
+
+
+def worker_unblock_everywhere(*, worker: Worker, reason: str = "") -> Worker:
+    from .workers import worker_unblock
+
+    provider = get_provider(worker.provider)
+    provider_call_run(
+        provider=worker.provider, operation="UnblockWorker",
+        key=f"{worker.provider}:unblock:{worker.pk}:{new_token('u')}",
+        call_fn=lambda _token: provider.unblock(worker=worker, reason=reason or "unblocked"),
+        worker=worker,
+    )
+    return worker_unblock(worker=worker)
+
+
+def workers_notify(*, workers: list[Worker], subject: str, message: str) -> dict:
+    by_provider: dict[str, list[Worker]] = {}
+    for worker in workers:
+        by_provider.setdefault(worker.provider, []).append(worker)
+    return {
+        name: get_provider(name).notify(workers=group, subject=subject, message=message)
+        for name, group in by_provider.items()
+    }
+
+
+# --- the periodic review of a stage ----------------------------------------------------------
+
+
+def stage_auto_review(*, stage: Stage, now: dt.datetime | None = None) -> ReviewReport:
+    """Grade qualifications, grant them, approve/reject/hold, pay bonuses, block (see module)."""
+    now = now or timezone.now()
+    rules = stage_rules(stage)
+    report = ReviewReport()
+    submitted = stage.assignments.filter(status=AssignmentStatus.SUBMITTED).select_related(
+        "worker", "stage", "stage__project")
+    if stage.kind == StageKind.QUALIFICATION:
+        for assignment in submitted:
+            if not assignment.judgments.exists():
+                continue
+            existed = WorkerQualification.objects.filter(
+                worker=assignment.worker, stage=stage).exists()
+            qualification_grade(assignment=assignment)
+            report.graded += not existed
+        for qualification in WorkerQualification.objects.filter(
+                stage=stage, granted_externally=False).select_related("worker", "stage"):
+            try:
+                qualification_grant(qualification=qualification)
+                report.granted += 1
+            except Exception as exc:  # retried on the next run
+                report.errors.append(f"grant {qualification.worker}: {exc}")
+    cutoff = now - dt.timedelta(seconds=float(rules["approve_after_seconds"]))
+    for assignment in submitted.filter(submitted_at__lte=cutoff):
+        decision = assignment_review_rules(assignment=assignment)
+        try:
+            if decision.action == "approve":
+                assignment_approve(assignment=assignment)
+                report.approved += 1
+                bonus = correct_answer_bonus(assignment=assignment)
+                if bonus > 0:
+                    assignment_bonus_pay(assignment=assignment, amount=bonus,
+                                         reason="Bonus for correct answers", key="per-correct")
+                    report.bonuses += 1
+            elif decision.action == "reject":
+                assignment_reject(assignment=assignment, reason="; ".join(decision.reasons))
+                report.rejected += 1
+            else:
+                note = "Held for review: " + "; ".join(decision.reasons)
+                if note not in assignment.review_note:
+                    assignment.review_note = (assignment.review_note + " " + note).strip()
+                    assignment.save(update_fields=["review_note"])
+                report.held += 1
+        except Exception as exc:  # one failing call must not stop the others; retried later
+            report.errors.append(f"{assignment}: {exc}")
+    threshold = int(rules["block_after_rejections"])
+    if threshold > 0:
+        offenders = (
+            Assignment.objects.filter(stage__project_id=stage.project_id,
+                                      status=AssignmentStatus.REJECTED,
+                                      worker__status=WorkerStatus.ACTIVE)
+            .values("worker").annotate(n=Count("pk")).filter(n__gte=threshold)
+        )
+        for row in offenders:
+            worker = Worker.objects.get(pk=row["worker"])
+            try:
+                worker_block_everywhere(worker=worker, reason=f"{row['n']} rejected assignments")
+                report.blocked += 1
+            except Exception as exc:
+                report.errors.append(f"block {worker}: {exc}")
+    return report
+
+
+def stage_sync_and_review(*, stage: Stage) -> tuple[SyncReport, ReviewReport]:
+    """What the periodic task does for one stage."""
+    from .stages import stage_collection_complete, stage_transition
+
+    sync = provider_sync(stage=stage)
+    review = stage_auto_review(stage=stage)
+    stage.refresh_from_db()
+    if stage.status == StageStatus.COLLECTING and stage_collection_complete(stage=stage):
+        stage_transition(stage=stage, to_status=StageStatus.REVIEWING,
+                         reason="every HIT has all its assignments submitted")
+    return sync, review

@@ -1,0 +1,375 @@
+"""Stages: which items go out, as which HITs, and the status machine
+
+    draft → published → collecting → reviewing → closed
+
+Every status change goes through `stage_transition`, which refuses illegal moves and logs each
+one (with the user and reason) in `StageTransition`. `stage_publish` checks the guards (the
+agreement of the previous stage, the budget cap, the account balance), builds the HITs locally
+in one transaction, commits, and only then creates them on the provider one by one — each HIT's
+idempotency token is stored before its call, so publishing can be interrupted and resumed.
+"""
+from __future__ import annotations
+
+import dataclasses
+import random
+from collections import defaultdict
+from decimal import Decimal
+
+from django.db import transaction
+from django.db.models import Q
+
+from annotation.models import (
+    Hit,
+    HitItem,
+    HitStatus,
+    Item,
+    Judgment,
+    Provider,
+    Stage,
+    StageKind,
+    StageStatus,
+    StageTransition,
+    TaskKind,
+)
+from annotation.providers import PublishReport, get_provider
+
+from .costs import StageCostEstimate, project_committed_cost, stage_cost_estimate
+
+ALLOWED_TRANSITIONS: dict[str, set[str]] = {
+    StageStatus.DRAFT: {StageStatus.PUBLISHED, StageStatus.CLOSED},
+    StageStatus.PUBLISHED: {StageStatus.COLLECTING, StageStatus.CLOSED},
+    StageStatus.COLLECTING: {StageStatus.REVIEWING, StageStatus.CLOSED},
+    StageStatus.REVIEWING: {StageStatus.COLLECTING, StageStatus.CLOSED},
+    StageStatus.CLOSED: set(),
+}
+MTURK_MAX_ASSIGNMENTS_20PCT = 9  # 10 or more assignments on one HIT costs a 40% fee
+DEFAULT_QUALIFICATION_ITEMS = 10
+DEFAULT_TRIAL_ITEMS = 200
+DATA_STAGE_KINDS = (StageKind.TRIAL, StageKind.FULL, StageKind.PILOT)
+
+
+class StageError(Exception):
+    """A stage action that cannot be done; the message says why."""
+
+
+class IllegalTransition(StageError):
+    pass
+
+
+class GuardFailed(StageError):
+    pass
+
+
+class BudgetExceeded(StageError):
+    pass
+
+
+@dataclasses.dataclass(frozen=True)
+class HitPlan:
+    items: list[Item]
+    max_assignments: int
+    split: str
+
+
+@dataclasses.dataclass
+class StagePublishResult:
+    stage: Stage
+    estimate: StageCostEstimate
+    report: PublishReport
+    n_hits: int
+
+
+# --- status machine ------------------------------------------------------------------------
+
+
+@transaction.atomic
+def stage_transition(*, stage: Stage, to_status: str, user=None, reason: str = "") -> Stage:
+    fresh = Stage.objects.select_for_update().get(pk=stage.pk)
+    if to_status not in ALLOWED_TRANSITIONS[fresh.status]:
+        raise IllegalTransition(
+            f"{stage} cannot go from {fresh.status} to {to_status}; allowed: "
+            f"{', '.join(sorted(ALLOWED_TRANSITIONS[fresh.status])) or 'none'}"
+        )
+    StageTransition.objects.create(
+        stage=fresh, from_status=fresh.status, to_status=to_status, reason=reason,
+        user=user if getattr(user, "pk", None) else None,
+    )
+    fresh.status = to_status
+    fresh.save(update_fields=["status", "updated_at"])
+    stage.status = to_status
+    return stage
+
+
+# --- which items, which HITs -----------------------------------------------------------------
+
+
+def _released_elsewhere(stage: Stage):
+    """Items already released in another data stage of the project (trial, pilot, full)."""
+    return Item.objects.filter(
+        stages__project_id=stage.project_id, stages__kind__in=DATA_STAGE_KINDS
+    ).exclude(stages=stage).values("pk")
+
+
+def stage_items_choose(*, stage: Stage) -> list[Item]:
+    """The stage's items: the explicit ones, or chosen by kind (and then stored on the stage).
+
+    qualification: N items with gold answers (gold/attention items first), default 10;
+    trial: `settings["n_items"]` (default 200) random remaining items, seeded by the stage;
+    full: every remaining item; practice: the practice items.
+    """
+    explicit = list(stage.items.filter(excluded=False).order_by("id"))
+    if explicit:
+        return explicit
+    options = stage.settings or {}
+    base = Item.objects.filter(project_id=stage.project_id, excluded=False)
+    if stage.kind == StageKind.QUALIFICATION:
+        n = int(options.get("n_items", DEFAULT_QUALIFICATION_ITEMS))
+        chosen = list(base.filter(gold__isnull=False).order_by("-is_gold_check", "id")[:n])
+        if len(chosen) < n:
+            raise StageError(
+                f"a qualification needs {n} items with gold answers; the project has {len(chosen)}"
+            )
+    elif stage.kind == StageKind.PRACTICE:
+        chosen = list(base.filter(is_practice=True).order_by("id"))
+    else:
+        remaining = list(
+            base.filter(is_practice=False, is_gold_check=False)
+            .exclude(pk__in=_released_elsewhere(stage)).order_by("id")
+        )
+        if stage.kind in (StageKind.TRIAL, StageKind.PILOT) or "n_items" in options:
+            n = int(options.get("n_items", DEFAULT_TRIAL_ITEMS))
+            if n < len(remaining):
+                remaining = sorted(random.Random(stage.pk).sample(remaining, n),
+                                   key=lambda item: item.pk)
+        chosen = remaining
+    if not chosen:
+        raise StageError(f"{stage} has no items to release")
+    stage.items.set(chosen)
+    return chosen
+
+
+def _assignments_for(stage: Stage, split: str) -> int:
+    if stage.judgments_per_item:
+        return int(stage.judgments_per_item)
+    return stage.project.redundancy_for(split)
+
+
+def stage_hit_plan(*, stage: Stage) -> list[HitPlan]:
+    """Group the stage's items into HITs (without writing HITs).
+
+    Likert items sharing a passage (`group_key`) share HITs, so the passage is read once; every
+    HIT holds items of one split so that its assignments match the split's redundancy. A
+    qualification is one HIT with all its items, taken by up to `settings["max_workers"]`.
+    """
+    items = stage_items_choose(stage=stage)
+    options = stage.settings or {}
+    if stage.kind == StageKind.QUALIFICATION:
+        workers = int(options.get("max_workers", MTURK_MAX_ASSIGNMENTS_20PCT))
+        plans = [HitPlan(items=items, max_assignments=workers, split="")]
+    else:
+        per_hit = max(1, int(options.get("items_per_hit") or stage.project.items_per_hit))
+        groups: dict[tuple[str, str], list[Item]] = defaultdict(list)
+        for item in items:
+            key = item.group_key if stage.project.kind == TaskKind.LIKERT else ""
+            groups[(item.split, key)].append(item)
+        plans = []
+        for (split, _key), members in groups.items():
+            for start in range(0, len(members), per_hit):
+                plans.append(HitPlan(items=members[start:start + per_hit],
+                                     max_assignments=_assignments_for(stage, split), split=split))
+    if stage.provider == Provider.MTURK and not options.get("allow_40pct_fee_tier"):
+        too_many = [plan for plan in plans if plan.max_assignments > MTURK_MAX_ASSIGNMENTS_20PCT]
+        if too_many:
+            raise StageError(
+                f"{len(too_many)} HITs would need {too_many[0].max_assignments} assignments; "
+                f"MTurk charges 40% instead of 20% from 10 assignments on — lower the redundancy "
+                f'or opt in with settings {{"allow_40pct_fee_tier": true}}'
+            )
+    return plans
+
+
+@transaction.atomic
+def stage_hits_build(*, stage: Stage) -> list[Hit]:
+    """Create the stage's HITs locally (status pending). Idempotent: existing HITs are kept."""
+    existing = list(stage.hits.all())
+    if existing:
+        return existing
+    hits = []
+    for plan in stage_hit_plan(stage=stage):
+        hit = Hit.objects.create(
+            stage=stage, provider=stage.provider, max_assignments=plan.max_assignments,
+            reward=stage.reward, status=HitStatus.PENDING,
+        )
+        HitItem.objects.bulk_create(
+            [HitItem(hit=hit, item=item, position=i) for i, item in enumerate(plan.items)]
+        )
+        hits.append(hit)
+    return hits
+
+
+# --- guards ------------------------------------------------------------------------------------
+
+
+def agreement_stage_for(stage: Stage) -> Stage | None:
+    """The stage whose agreement gates this one: `settings["agreement_stage_id"]`, else the
+    closest earlier trial/pilot/full stage of the project, else the required stage."""
+    options = stage.settings or {}
+    if options.get("agreement_stage_id"):
+        return Stage.objects.filter(pk=options["agreement_stage_id"]).first()
+    earlier = (
+        Stage.objects.filter(project_id=stage.project_id, kind__in=DATA_STAGE_KINDS)
+        .filter(Q(order__lt=stage.order) | Q(order=stage.order, pk__lt=stage.pk))
+        .exclude(pk=stage.pk).order_by("-order", "-pk").first()
+    )
+    return earlier or stage.requires_stage
+
+
+def stage_alpha(*, stage: Stage, level: str | None = None) -> float | None:
+    """Krippendorff's alpha of the stage's judgments (None when too few to compute)."""
+    kind = stage.project.kind
+    level = level or (stage.settings or {}).get(
+        "agreement_level", "interval" if kind == TaskKind.LIKERT else "nominal"
+    )
+    rows = list(Judgment.objects.filter(stage=stage).values_list("worker_id", "item_id", "score",
+                                                                 "choice"))
+    if not rows:
+        return None
+    workers = sorted({r[0] for r in rows})
+    items = sorted({r[1] for r in rows})
+    w_index = {w: i for i, w in enumerate(workers)}
+    i_index = {it: j for j, it in enumerate(items)}
+    codes: dict[str, float] = {}
+    matrix = [[float("nan")] * len(items) for _ in workers]
+    for worker_id, item_id, score, choice in rows:
+        if kind == TaskKind.LIKERT:
+            value = score
+        else:
+            value = codes.setdefault(choice, float(len(codes))) if choice else None
+        if value is not None:
+            matrix[w_index[worker_id]][i_index[item_id]] = float(value)
+    pairable = sum(
+        1 for j in range(len(items))
+        if sum(1 for i in range(len(workers)) if matrix[i][j] == matrix[i][j]) >= 2
+    )
+    if pairable == 0:
+        return None
+    return _krippendorff(matrix, level)
+
+
+def _krippendorff(matrix: list[list[float]], level: str) -> float | None:
+    try:  # the agreement module's implementation when it is there
+        from metrics_app.agreement import krippendorff_alpha  # type: ignore[attr-defined]
+
+        value = krippendorff_alpha(matrix, level=level)
+    except (ImportError, AttributeError, TypeError):
+        import krippendorff
+        import numpy as np
+
+        data = np.array(matrix, dtype=float)
+        if len({v for v in data[~np.isnan(data)].tolist()}) < 2:
+            return 1.0  # every judgment identical: perfect agreement
+        value = krippendorff.alpha(reliability_data=data, level_of_measurement=level)
+    if value is None or value != value:
+        return None
+    return float(value)
+
+
+def agreement_guard(*, stage: Stage, override_reason: str | None = None) -> str:
+    """Refuse (GuardFailed) unless the gating stage's alpha reaches the threshold or the
+    researcher gave a reason to override; returns the note to log with the transition."""
+    if stage.agreement_threshold is None:
+        return ""
+    gate = agreement_stage_for(stage)
+    alpha = stage_alpha(stage=gate) if gate is not None else None
+    shown = "n/a" if alpha is None else f"{alpha:.3f}"
+    if alpha is not None and alpha >= stage.agreement_threshold:
+        return f"agreement guard passed: alpha {shown} of {gate} ≥ {stage.agreement_threshold}"
+    if override_reason and override_reason.strip():
+        return (
+            f"agreement guard OVERRIDDEN: alpha {shown} of {gate} < {stage.agreement_threshold}; "
+            f"reason: {override_reason.strip()}"
+        )
+    raise GuardFailed(
+        f"Krippendorff's alpha of {gate or 'the previous stage'} is {shown}, below the required "
+        f"{stage.agreement_threshold}; publish with an override reason to go ahead anyway"
+    )
+
+
+def budget_guard(*, stage: Stage, estimate: StageCostEstimate) -> None:
+    cap = stage.project.budget_cap
+    if cap is not None:
+        committed = project_committed_cost(project=stage.project, exclude_stage=stage)
+        if committed + estimate.total > cap:
+            raise BudgetExceeded(
+                f"publishing costs ${estimate.total} on top of ${committed} already committed; "
+                f"the project's budget cap is ${cap}"
+            )
+    if estimate.balance is not None and estimate.balance < estimate.total:
+        raise BudgetExceeded(
+            f"the {stage.get_provider_display()} balance ${estimate.balance} does not cover "
+            f"${estimate.total}"
+        )
+
+
+# --- publish, close ----------------------------------------------------------------------------
+
+
+def stage_publish(*, stage: Stage, user=None, override_reason: str | None = None,
+                  check_balance: bool = True) -> StagePublishResult:
+    """Publish a draft stage (or resume publishing one whose HITs are not all created)."""
+    stage.refresh_from_db()
+    if stage.status == StageStatus.DRAFT:
+        if stage.requires_stage is not None and stage.requires_stage.status == StageStatus.DRAFT:
+            raise GuardFailed(f"{stage.requires_stage} must be published first")
+        note = agreement_guard(stage=stage, override_reason=override_reason)
+        hits = stage_hits_build(stage=stage)
+        estimate = stage_cost_estimate(stage=stage, with_balance=check_balance)
+        budget_guard(stage=stage, estimate=estimate)
+        reason = "; ".join(part for part in (estimate.as_text(), note) if part)
+        stage_transition(stage=stage, to_status=StageStatus.PUBLISHED, user=user, reason=reason)
+    elif stage.status in (StageStatus.PUBLISHED, StageStatus.COLLECTING):
+        hits = list(stage.hits.all())
+        estimate = stage_cost_estimate(stage=stage)
+    else:
+        raise IllegalTransition(f"{stage} is {stage.status}; only a draft can be published")
+    report = stage_hits_create(stage=stage)
+    if report.complete and stage.status == StageStatus.PUBLISHED:
+        stage_transition(stage=stage, to_status=StageStatus.COLLECTING, user=user,
+                         reason=f"{len(hits)} HITs live on {stage.get_provider_display()}")
+    return StagePublishResult(stage=stage, estimate=estimate, report=report, n_hits=len(hits))
+
+
+def stage_hits_create(*, stage: Stage) -> PublishReport:
+    """Create every pending HIT of the stage on its provider (resumable; the benchmark calls
+    this directly to publish many HITs against a throttling server)."""
+    return get_provider(stage.provider).publish_stage(stage=stage)
+
+
+def stage_close(*, stage: Stage, user=None, reason: str = "") -> Stage:
+    """Stop the stage on the provider (expire HITs / stop the study) and close it."""
+    if stage.status != StageStatus.DRAFT:
+        get_provider(stage.provider).expire_stage(stage=stage)
+    return stage_transition(stage=stage, to_status=StageStatus.CLOSED, user=user, reason=reason)
+
+
+def stage_extend(*, stage: Stage, seconds: int, user=None) -> Stage:
+    get_provider(stage.provider).extend_stage(stage=stage, seconds=seconds)
+    if stage.status == StageStatus.REVIEWING:
+        stage_transition(stage=stage, to_status=StageStatus.COLLECTING, user=user,
+                         reason=f"extended by {seconds} s")
+    return stage
+
+
+def stage_collection_complete(*, stage: Stage) -> bool:
+    """Every HIT got all its assignments submitted (or the stage has none left open)."""
+    from annotation.models import AssignmentStatus
+
+    wanted = sum(stage.hits.values_list("max_assignments", flat=True))
+    done = stage.assignments.exclude(
+        status__in=[AssignmentStatus.IN_PROGRESS, AssignmentStatus.RETURNED]
+    ).count()
+    return wanted > 0 and done >= wanted
+
+
+def stage_reward_total(*, stage: Stage) -> Decimal:
+    return sum((hit.reward * hit.max_assignments for hit in stage.hits.all()), Decimal("0"))

@@ -1,0 +1,65 @@
+"""Fixtures for provider tests: stubbed boto3 clients, the local MTurk-protocol server and the
+local Prolific fake, each installed as the provider the services get from `get_provider`."""
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+
+from annotation.models import Provider, StageKind, StageStatus, TaskKind
+from annotation.providers import override_provider
+from tests.factories import make_item, make_project, make_stage
+
+
+@pytest.fixture(autouse=True)
+def fast_retries(settings):
+    settings.MTURK_RETRY_BASE_SECONDS = 0.001
+    settings.PROLIFIC_RETRY_BASE_SECONDS = 0.001
+    settings.QAJ_PUBLIC_BASE_URL = "https://qaj.example.org"
+
+
+@pytest.fixture
+def aws_env(monkeypatch):
+    """Dummy credentials for the standard AWS chain (never real ones)."""
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIDTESTTESTTEST")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "test-secret")
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
+    monkeypatch.delenv("AWS_SESSION_TOKEN", raising=False)
+
+
+@pytest.fixture
+def mturk_server(settings, aws_env):
+    from annotation.providers.mturk import MTurkProvider
+
+    from .mturk_server import MTurkServer
+
+    with MTurkServer() as server:
+        settings.MTURK_ENDPOINT_URL = server.url
+        settings.MTURK_READ_TIMEOUT = 5
+        provider = MTurkProvider()  # a real boto3 client, pointed at the server by settings
+        with override_provider(Provider.MTURK, provider):
+            server.provider = provider
+            yield server
+
+
+@pytest.fixture
+def likert_study(db):
+    """A Likert project with 12 gold items (qualification) and 30 passage-grouped items."""
+    project = make_project(TaskKind.LIKERT, reward_per_hit=Decimal("0.40"), items_per_hit=5,
+                           redundancy={"dev": 2, "train": 1, "default": 1})
+    gold = [make_item(project, gold={"score": 1 + i % 5}, is_gold_check=True, split="dev",
+                      group_key="gold") for i in range(12)]
+    items = [make_item(project, split="dev" if i < 20 else "train", group_key=f"p{i // 5}")
+             for i in range(30)]
+    return project, gold, items
+
+
+def make_stages(project, provider: str):
+    qualification = make_stage(project, kind=StageKind.QUALIFICATION, status=StageStatus.DRAFT,
+                               provider=provider, order=1, settings={"max_workers": 6})
+    trial = make_stage(project, kind=StageKind.TRIAL, status=StageStatus.DRAFT, provider=provider,
+                       order=2, requires_stage=qualification, judgments_per_item=3,
+                       settings={"n_items": 10})
+    full = make_stage(project, kind=StageKind.FULL, status=StageStatus.DRAFT, provider=provider,
+                      order=3, requires_stage=qualification, agreement_threshold=0.5)
+    return qualification, trial, full

@@ -1,0 +1,410 @@
+"""A local server speaking MTurk's requester protocol (JSON 1.1 over HTTP, 2017-01-17).
+
+    with MTurkServer(throttle_rate=0.1) as server:
+        client = boto3.client("mturk", endpoint_url=server.url, region_name="us-east-1")
+
+It implements the operations QA Judge uses, keeps the state a requester can observe (HITs,
+assignments, bonuses, blocks, qualification types and scores, notifications), honours
+UniqueRequestToken like MTurk (a repeated token gets an error naming the existing HIT; a repeated
+bonus token pays nothing), and injects faults: random or scheduled throttling ("Rate exceeded")
+and lost responses (the operation is done, then the connection is closed without an answer).
+
+Workers are simulated through Python methods (`worker_accept`, `worker_submit`) that enforce the
+HIT type's QualificationRequirements and worker blocks the way MTurk does.
+
+Run standalone for the publishing benchmark: `python tests/providers/mturk_server.py --port 8443`.
+"""
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import random
+import socket
+import string
+import threading
+import time
+from collections import defaultdict
+from decimal import Decimal
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+TARGET_PREFIX = "MTurkRequesterServiceV20170117."
+APPROVAL_RATE = "000000000000000000L0"
+LOCALE = "00000000000000000071"
+
+
+COMPARATORS = {
+    "GreaterThanOrEqualTo": lambda v, wanted: v >= wanted[0],
+    "GreaterThan": lambda v, wanted: v > wanted[0],
+    "LessThan": lambda v, wanted: v < wanted[0],
+    "LessThanOrEqualTo": lambda v, wanted: v <= wanted[0],
+    "EqualTo": lambda v, wanted: v == wanted[0],
+    "NotEqualTo": lambda v, wanted: v != wanted[0],
+    "In": lambda v, wanted: v in wanted,
+}
+
+
+class MTurkError(Exception):
+    def __init__(self, message: str, code: str = "RequestError", status: int = 400):
+        super().__init__(message)
+        self.code = code
+        self.status = status
+
+
+def _new_id(rng: random.Random, n: int = 30) -> str:
+    return "".join(rng.choices(string.ascii_uppercase + string.digits, k=n))
+
+
+class MTurkState:
+    def __init__(self, *, seed: int = 0, balance: str = "10000.00"):
+        self.lock = threading.RLock()
+        self.rng = random.Random(seed)
+        self.balance = Decimal(balance)
+        self.hit_types: dict[str, dict] = {}
+        self.hits: dict[str, dict] = {}
+        self.hit_tokens: dict[str, str] = {}
+        self.assignments: dict[str, dict] = {}
+        self.bonuses: list[dict] = []
+        self.bonus_tokens: set[str] = set()
+        self.blocks: dict[str, str] = {}
+        self.qualification_types: dict[str, dict] = {}
+        self.scores: dict[tuple[str, str], int] = {}
+        self.notifications: list[dict] = []
+        self.worker_locale: dict[str, str] = defaultdict(lambda: "US")
+        self.worker_approval_rate: dict[str, int] = defaultdict(lambda: 100)
+        self.calls: list[str] = []
+
+    # --- operations (names as in the API) ---------------------------------------------------
+    def CreateHITType(self, p: dict) -> dict:
+        key = json.dumps(p, sort_keys=True)
+        for type_id, stored in self.hit_types.items():
+            if stored["_key"] == key:
+                return {"HITTypeId": type_id}
+        type_id = _new_id(self.rng)
+        self.hit_types[type_id] = {**p, "_key": key}
+        return {"HITTypeId": type_id}
+
+    def CreateHITWithHITType(self, p: dict) -> dict:
+        token = p.get("UniqueRequestToken")
+        if token and token in self.hit_tokens:
+            raise MTurkError(
+                f'The HIT with ID "{self.hit_tokens[token]}" already exists. '
+                "(AWS.MechanicalTurk.HitAlreadyExists: UniqueRequestToken was already used)"
+            )
+        if p["HITTypeId"] not in self.hit_types:
+            raise MTurkError(f"HIT type {p['HITTypeId']} does not exist")
+        hit_type = self.hit_types[p["HITTypeId"]]
+        hit_id = _new_id(self.rng)
+        now = time.time()
+        hit = {
+            "HITId": hit_id, "HITTypeId": p["HITTypeId"], "HITGroupId": p["HITTypeId"],
+            "CreationTime": now, "Title": hit_type["Title"],
+            "Description": hit_type["Description"], "Question": p["Question"],
+            "Keywords": hit_type.get("Keywords", ""), "HITStatus": "Assignable",
+            "MaxAssignments": p["MaxAssignments"], "Reward": hit_type["Reward"],
+            "AutoApprovalDelayInSeconds": hit_type["AutoApprovalDelayInSeconds"],
+            "Expiration": now + p["LifetimeInSeconds"],
+            "AssignmentDurationInSeconds": hit_type["AssignmentDurationInSeconds"],
+            "RequesterAnnotation": p.get("RequesterAnnotation", ""),
+            "QualificationRequirements": hit_type.get("QualificationRequirements", []),
+        }
+        self.hits[hit_id] = hit
+        if token:
+            self.hit_tokens[token] = hit_id
+        return {"HIT": self._hit_view(hit)}
+
+    def _hit_view(self, hit: dict) -> dict:
+        counts = self._counts(hit["HITId"])
+        return {**hit, "NumberOfAssignmentsPending": counts["pending"],
+                "NumberOfAssignmentsAvailable": hit["MaxAssignments"] - counts["taken"],
+                "NumberOfAssignmentsCompleted": counts["completed"]}
+
+    def _counts(self, hit_id: str) -> dict:
+        mine = [a for a in self.assignments.values() if a["HITId"] == hit_id]
+        return {
+            "taken": sum(a["AssignmentStatus"] != "Returned" for a in mine),
+            "pending": sum(a["AssignmentStatus"] in ("Accepted", "Submitted") for a in mine),
+            "completed": sum(a["AssignmentStatus"] in ("Approved", "Rejected") for a in mine),
+        }
+
+    def GetHIT(self, p: dict) -> dict:
+        if p["HITId"] not in self.hits:
+            raise MTurkError(f"Hit {p['HITId']} does not exist. (AWS.MechanicalTurk.HitDoesNotExist)")
+        return {"HIT": self._hit_view(self.hits[p["HITId"]])}
+
+    def ListHITs(self, p: dict) -> dict:
+        return self._page([self._hit_view(h) for h in self.hits.values()], p, "HITs")
+
+    def _page(self, rows: list, p: dict, name: str) -> dict:
+        start = int(p.get("NextToken") or 0)
+        size = int(p.get("MaxResults") or 10)
+        page = rows[start:start + size]
+        out: dict[str, Any] = {name: page, "NumResults": len(page)}
+        if start + size < len(rows):
+            out["NextToken"] = str(start + size)
+        return out
+
+    def UpdateExpirationForHIT(self, p: dict) -> dict:
+        hit = self.GetHIT(p)["HIT"]
+        self.hits[hit["HITId"]]["Expiration"] = float(p["ExpireAt"])
+        return {}
+
+    def ListAssignmentsForHIT(self, p: dict) -> dict:
+        self.GetHIT(p)
+        statuses = set(p.get("AssignmentStatuses") or ["Submitted", "Approved", "Rejected"])
+        rows = [a for a in self.assignments.values()
+                if a["HITId"] == p["HITId"] and a["AssignmentStatus"] in statuses]
+        return self._page(rows, p, "Assignments")
+
+    def GetAssignment(self, p: dict) -> dict:
+        assignment = self.assignments.get(p["AssignmentId"])
+        if assignment is None:
+            raise MTurkError(f"Assignment {p['AssignmentId']} does not exist.")
+        return {"Assignment": assignment, "HIT": self._hit_view(self.hits[assignment["HITId"]])}
+
+    def _decide(self, p: dict, status: str) -> dict:
+        assignment = self.GetAssignment(p)["Assignment"]
+        if assignment["AssignmentStatus"] != "Submitted":
+            raise MTurkError(
+                f"This operation can be called with a status of: Submitted "
+                f"(assignment is {assignment['AssignmentStatus']})"
+            )
+        assignment["AssignmentStatus"] = status
+        assignment[f"{'Approval' if status == 'Approved' else 'Rejection'}Time"] = time.time()
+        if p.get("RequesterFeedback"):
+            assignment["RequesterFeedback"] = p["RequesterFeedback"]
+        if status == "Approved":
+            self.balance -= Decimal(self.hits[assignment["HITId"]]["Reward"])
+        return {}
+
+    def ApproveAssignment(self, p: dict) -> dict:
+        return self._decide(p, "Approved")
+
+    def RejectAssignment(self, p: dict) -> dict:
+        return self._decide(p, "Rejected")
+
+    def SendBonus(self, p: dict) -> dict:
+        token = p.get("UniqueRequestToken")
+        if token and token in self.bonus_tokens:
+            raise MTurkError(f"The UniqueRequestToken {token} has already been used; "
+                             "the bonus was already sent (request ID 1)")
+        assignment = self.GetAssignment(p)["Assignment"]
+        if assignment["WorkerId"] != p["WorkerId"]:
+            raise MTurkError("The worker did not work on this assignment.")
+        if assignment["AssignmentStatus"] not in ("Approved", "Submitted"):
+            raise MTurkError("Bonuses can only be paid for approved or submitted assignments.")
+        if token:
+            self.bonus_tokens.add(token)
+        self.bonuses.append({"WorkerId": p["WorkerId"], "AssignmentId": p["AssignmentId"],
+                             "BonusAmount": p["BonusAmount"], "Reason": p["Reason"],
+                             "GrantTime": time.time()})
+        self.balance -= Decimal(p["BonusAmount"])
+        return {}
+
+    def ListBonusPayments(self, p: dict) -> dict:
+        rows = [b for b in self.bonuses if b["AssignmentId"] == p.get("AssignmentId")]
+        return self._page(rows, p, "BonusPayments")
+
+    def CreateWorkerBlock(self, p: dict) -> dict:
+        self.blocks[p["WorkerId"]] = p["Reason"]
+        return {}
+
+    def DeleteWorkerBlock(self, p: dict) -> dict:
+        self.blocks.pop(p["WorkerId"], None)
+        return {}
+
+    def NotifyWorkers(self, p: dict) -> dict:
+        self.notifications.append(p)
+        return {"NotifyWorkersFailureStatuses": []}
+
+    def GetAccountBalance(self, p: dict) -> dict:
+        return {"AvailableBalance": f"{self.balance:.2f}", "OnHoldBalance": "0.00"}
+
+    def CreateQualificationType(self, p: dict) -> dict:
+        if any(q["Name"] == p["Name"] for q in self.qualification_types.values()):
+            raise MTurkError("A QualificationType with this name already exists.")
+        type_id = _new_id(self.rng)
+        self.qualification_types[type_id] = {
+            "QualificationTypeId": type_id, "Name": p["Name"],
+            "Description": p["Description"], "QualificationTypeStatus":
+            p["QualificationTypeStatus"], "IsRequestable": False, "CreationTime": time.time(),
+        }
+        return {"QualificationType": self.qualification_types[type_id]}
+
+    def ListQualificationTypes(self, p: dict) -> dict:
+        query = (p.get("Query") or "").lower()
+        rows = [q for q in self.qualification_types.values() if query in q["Name"].lower()]
+        return self._page(rows, p, "QualificationTypes")
+
+    def AssociateQualificationWithWorker(self, p: dict) -> dict:
+        if p["QualificationTypeId"] not in self.qualification_types:
+            raise MTurkError("QualificationType does not exist.")
+        self.scores[(p["QualificationTypeId"], p["WorkerId"])] = int(p.get("IntegerValue", 1))
+        return {}
+
+    # --- simulated workers ----------------------------------------------------------------------
+    def requirements_met(self, worker_id: str, hit_id: str) -> bool:
+        if worker_id in self.blocks:
+            return False
+        for req in self.hits[hit_id]["QualificationRequirements"]:
+            type_id, comparator = req["QualificationTypeId"], req["Comparator"]
+            if type_id == APPROVAL_RATE:
+                value = self.worker_approval_rate[worker_id]
+            elif type_id == LOCALE:
+                countries = {v["Country"] for v in req.get("LocaleValues", [])}
+                if (self.worker_locale[worker_id] in countries) != (comparator != "NotIn"):
+                    return False
+                continue
+            else:
+                value = self.scores.get((type_id, worker_id))
+            if comparator == "Exists" and value is None:
+                return False
+            if comparator == "DoesNotExist":
+                if value is not None:
+                    return False
+                continue
+            if comparator in COMPARATORS and (
+                value is None or not COMPARATORS[comparator](value, req.get("IntegerValues") or [0])
+            ):
+                return False
+        return True
+
+    def worker_accept(self, hit_id: str, worker_id: str) -> str:
+        with self.lock:
+            hit = self.hits[hit_id]
+            if hit["Expiration"] < time.time():
+                raise MTurkError("This HIT has expired.")
+            if not self.requirements_met(worker_id, hit_id):
+                raise MTurkError(f"Worker {worker_id} does not meet the qualification requirements")
+            mine = [a for a in self.assignments.values()
+                    if a["HITId"] == hit_id and a["AssignmentStatus"] != "Returned"]
+            if any(a["WorkerId"] == worker_id for a in mine):
+                raise MTurkError("A worker can take a HIT only once.")
+            if len(mine) >= hit["MaxAssignments"]:
+                raise MTurkError("No assignments are available for this HIT.")
+            assignment_id = _new_id(self.rng)
+            self.assignments[assignment_id] = {
+                "AssignmentId": assignment_id, "WorkerId": worker_id, "HITId": hit_id,
+                "AssignmentStatus": "Accepted", "AcceptTime": time.time(),
+                "Answer": "",
+            }
+            return assignment_id
+
+    def worker_submit(self, assignment_id: str, answer: str = "<QuestionFormAnswers/>") -> None:
+        with self.lock:
+            assignment = self.assignments[assignment_id]
+            assignment["AssignmentStatus"] = "Submitted"
+            assignment["SubmitTime"] = time.time()
+            assignment["Answer"] = answer
+
+
+class MTurkServer:
+    """The HTTP front of `MTurkState` with fault injection. Use as a context manager."""
+
+    def __init__(self, *, port: int = 0, throttle_rate: float = 0.0, seed: int = 0):
+        self.state = MTurkState(seed=seed)
+        self.throttle_rate = throttle_rate
+        self.throttle_next: dict[str, int] = defaultdict(int)
+        self.lose_response_next: dict[str, int] = defaultdict(int)
+        self.stats: dict[str, int] = defaultdict(int)
+        self._fault_rng = random.Random(seed + 1)
+        self._ids = itertools.count(1)
+        handler = self._handler_class()
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", port), handler)
+        self.httpd.daemon_threads = True
+        self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        host, port = self.httpd.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def start(self) -> MTurkServer:
+        self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+    def __enter__(self) -> MTurkServer:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def _handler_class(self):
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args) -> None:  # quiet
+                pass
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                body = json.loads(self.rfile.read(length) or b"{}")
+                target = self.headers.get("X-Amz-Target", "")
+                if not target.startswith(TARGET_PREFIX):
+                    return self._reply(400, {"__type": "UnknownOperationException",
+                                             "Message": f"bad target {target!r}"})
+                if "AWS4-HMAC-SHA256" not in self.headers.get("Authorization", ""):
+                    return self._reply(403, {"__type": "MissingAuthenticationTokenException",
+                                             "Message": "requests must be signed"})
+                operation = target[len(TARGET_PREFIX):]
+                server.stats[f"requests:{operation}"] += 1
+                with server.state.lock:
+                    if server.throttle_next[operation] > 0 or (
+                        server.throttle_rate and server._fault_rng.random() < server.throttle_rate
+                    ):
+                        server.throttle_next[operation] = max(0, server.throttle_next[operation] - 1)
+                        server.stats["throttled"] += 1
+                        return self._reply(400, {"__type": "ThrottlingException",
+                                                 "Message": "Rate exceeded"})
+                    method = getattr(server.state, operation, None)
+                    if method is None:
+                        return self._reply(400, {"__type": "UnknownOperationException",
+                                                 "Message": operation})
+                    try:
+                        result = method(body)
+                        server.state.calls.append(operation)
+                    except MTurkError as exc:
+                        return self._reply(exc.status, {"__type": exc.code, "Message": str(exc)})
+                    if server.lose_response_next[operation] > 0:
+                        server.lose_response_next[operation] -= 1
+                        server.stats["lost_responses"] += 1
+                        self.close_connection = True
+                        try:
+                            self.connection.shutdown(socket.SHUT_RDWR)
+                        except OSError:
+                            pass
+                        return None
+                return self._reply(200, result)
+
+            def _reply(self, status: int, payload: dict) -> None:
+                data = json.dumps(payload, default=str).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/x-amz-json-1.1")
+                self.send_header("x-amzn-RequestId", f"req-{next(server._ids)}")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        return Handler
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--port", type=int, default=8443)
+    parser.add_argument("--throttle-rate", type=float, default=0.0)
+    args = parser.parse_args()
+    server = MTurkServer(port=args.port, throttle_rate=args.throttle_rate)
+    print(f"MTurk-protocol server on {server.url}", flush=True)
+    server.httpd.serve_forever()
+
+
+if __name__ == "__main__":
+    main()

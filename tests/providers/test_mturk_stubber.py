@@ -1,0 +1,257 @@
+"""Every MTurk call QA Judge makes, through botocore's Stubber: the parameters are validated
+against botocore's real MTurk service model, and the responses against its output shapes."""
+from __future__ import annotations
+
+import datetime as dt
+from decimal import Decimal
+
+import boto3
+import pytest
+from botocore.stub import ANY, Stubber
+
+from annotation.models import AssignmentStatus, HitStatus, ProviderCall, ProviderCallStatus
+from annotation.providers.mturk import (
+    APPROVAL_RATE_QUALIFICATION,
+    LOCALE_QUALIFICATION,
+    SANDBOX_ENDPOINT,
+    MTurkProvider,
+    mturk_client,
+    mturk_endpoint,
+)
+from annotation.services.stages import stage_hits_build
+from tests.factories import make_assignment, make_hit, make_worker
+
+from .conftest import make_stages
+
+pytestmark = [pytest.mark.mturk, pytest.mark.django_db]
+
+HIT_ID = "3AQN9REUTFGXCRWFMSQJUBH1UH4DYO"
+
+
+@pytest.fixture
+def stubbed():
+    client = boto3.client("mturk", region_name="us-east-1", aws_access_key_id="x",
+                          aws_secret_access_key="y", endpoint_url=SANDBOX_ENDPOINT)
+    stubber = Stubber(client)
+    stubber.activate()
+    sleeps: list[float] = []
+    provider = MTurkProvider(client=client, sleep=sleeps.append)
+    provider.sleeps = sleeps
+    yield provider, stubber
+    stubber.assert_no_pending_responses()
+    stubber.deactivate()
+
+
+def test_sandbox_is_the_default_endpoint(settings, aws_env):
+    settings.MTURK_ENDPOINT_URL = ""
+    settings.MTURK_PRODUCTION = False
+    assert mturk_endpoint() == SANDBOX_ENDPOINT
+    assert mturk_client().meta.endpoint_url == SANDBOX_ENDPOINT
+    settings.MTURK_PRODUCTION = True
+    assert mturk_endpoint() == "https://mturk-requester.us-east-1.amazonaws.com"
+    settings.MTURK_ENDPOINT_URL = "http://127.0.0.1:9"
+    assert mturk_client().meta.endpoint_url == "http://127.0.0.1:9"
+
+
+def test_qualification_stage_hit_type_and_hits(stubbed, likert_study):
+    provider, stubber = stubbed
+    project, gold, _items = likert_study
+    qualification, _trial, _full = make_stages(project, "mturk")
+    stage_hits_build(stage=qualification)
+    stubber.add_response(
+        "create_qualification_type",
+        {"QualificationType": {"QualificationTypeId": "QT1", "Name": "n"}},
+        {"Name": ANY, "Keywords": ANY, "Description": ANY, "QualificationTypeStatus": "Active"},
+    )
+    stubber.add_response(
+        "create_hit_type", {"HITTypeId": "HT1"},
+        {
+            "AutoApprovalDelayInSeconds": 3 * 86400,
+            "AssignmentDurationInSeconds": 3600,
+            "Reward": "0.40",
+            "Title": ANY,
+            "Keywords": ANY,
+            "Description": ANY,
+            "QualificationRequirements": [
+                {"QualificationTypeId": APPROVAL_RATE_QUALIFICATION,
+                 "Comparator": "GreaterThanOrEqualTo", "IntegerValues": [95],
+                 "ActionsGuarded": "Accept"},
+                {"QualificationTypeId": LOCALE_QUALIFICATION, "Comparator": "In",
+                 "LocaleValues": [{"Country": "US"}], "ActionsGuarded": "Accept"},
+                {"QualificationTypeId": "QT1", "Comparator": "DoesNotExist",
+                 "ActionsGuarded": "DiscoverPreviewAndAccept"},
+            ],
+        },
+    )
+    hit = qualification.hits.get()
+    expected_question = (
+        '<ExternalQuestion xmlns="http://mechanicalturk.amazonaws.com/'
+        'AWSMechanicalTurkDataSchemas/2006-07-14/ExternalQuestion.xsd">'
+        f"<ExternalURL>https://qaj.example.org/task/mturk/{qualification.pk}/</ExternalURL>"
+        "<FrameHeight>0</FrameHeight></ExternalQuestion>"
+    )
+
+    def expect_create(params):
+        # The token is stored on the HIT before the call.
+        hit.refresh_from_db()
+        assert params["UniqueRequestToken"] == hit.unique_request_token != ""
+        return params
+
+    stubber.add_response(
+        "create_hit_with_hit_type",
+        {"HIT": {"HITId": HIT_ID, "HITTypeId": "HT1",
+                 "Expiration": dt.datetime(2030, 1, 1, tzinfo=dt.UTC)}},
+        {"HITTypeId": "HT1", "MaxAssignments": 6, "LifetimeInSeconds": 7 * 86400,
+         "Question": expected_question, "RequesterAnnotation": ANY, "UniqueRequestToken": ANY},
+    )
+    report = provider.publish_stage(stage=qualification)
+    assert (report.created, report.failed) == (1, 0)
+    hit.refresh_from_db()
+    assert hit.external_id == HIT_ID and hit.status == HitStatus.OPEN
+    assert hit.hit_type_id == "HT1"
+    qualification.refresh_from_db()
+    assert qualification.settings["mturk_hit_type_id"] == "HT1"
+    assert qualification.settings["mturk_qualification_type_id"] == "QT1"
+    call = ProviderCall.objects.get(hit=hit)
+    assert call.status == ProviderCallStatus.SUCCEEDED and call.token == hit.unique_request_token
+    # Publishing again calls nothing (no pending responses are queued).
+    again = provider.publish_stage(stage=qualification)
+    assert again.created == 0
+
+
+def test_trial_requires_the_qualification_score(stubbed, likert_study):
+    provider, _stubber = stubbed
+    project, _gold, _items = likert_study
+    qualification, trial, _full = make_stages(project, "mturk")
+    qualification.settings["mturk_qualification_type_id"] = "QT9"
+    qualification.save()
+    trial.settings.update({"locales": [], "min_approval_rate": 0})
+    requirements = provider.qualification_requirements(trial)
+    assert requirements == [{
+        "QualificationTypeId": "QT9", "Comparator": "GreaterThanOrEqualTo",
+        "IntegerValues": [80], "ActionsGuarded": "DiscoverPreviewAndAccept",
+    }]
+
+
+def test_throttling_is_retried_with_backoff_and_same_token(stubbed, likert_study):
+    provider, stubber = stubbed
+    project, _gold, items = likert_study
+    _q, trial, _f = make_stages(project, "mturk")
+    hit = make_hit(trial, items=items[:2], max_assignments=3)
+    for _ in range(3):
+        stubber.add_client_error("create_hit_with_hit_type", service_error_code="ThrottlingException",
+                                 service_message="Rate exceeded", http_status_code=400)
+    stubber.add_response("create_hit_with_hit_type", {"HIT": {"HITId": HIT_ID}},
+                         {"HITTypeId": "HT1", "MaxAssignments": 3, "LifetimeInSeconds": ANY,
+                          "Question": "<q/>", "RequesterAnnotation": ANY,
+                          "UniqueRequestToken": ANY})
+    assert provider.create_hit(hit=hit, hit_type_id="HT1", question="<q/>") is True
+    assert len(provider.sleeps) == 3
+    assert provider.sleeps[0] < provider.sleeps[2]  # exponential
+    hit.refresh_from_db()
+    assert hit.external_id == HIT_ID
+
+
+def test_duplicate_token_finds_the_existing_hit(stubbed, likert_study):
+    provider, stubber = stubbed
+    project, _gold, items = likert_study
+    _q, trial, _f = make_stages(project, "mturk")
+    hit = make_hit(trial, items=items[:2], max_assignments=2, unique_request_token="tok-1")
+    stubber.add_client_error(
+        "create_hit_with_hit_type", service_error_code="RequestError",
+        service_message=f'The HIT with ID "{HIT_ID}" already exists. (HitAlreadyExists)')
+    stubber.add_response("get_hit", {"HIT": {"HITId": HIT_ID, "RequesterAnnotation": "tok-1"}},
+                         {"HITId": HIT_ID})
+    assert provider.create_hit(hit=hit, hit_type_id="HT1", question="<q/>") is False
+    hit.refresh_from_db()
+    assert hit.external_id == HIT_ID and hit.status == HitStatus.OPEN
+
+
+def test_list_assignments_pages_through_next_token(stubbed, likert_study):
+    provider, stubber = stubbed
+    project, _gold, _items = likert_study
+    statuses = ["Submitted", "Approved", "Rejected"]
+    page = {"HITId": HIT_ID, "MaxResults": 100, "AssignmentStatuses": statuses}
+    stubber.add_response("list_assignments_for_hit", {
+        "NextToken": "p2", "NumResults": 1,
+        "Assignments": [{"AssignmentId": "A1", "WorkerId": "W1", "HITId": HIT_ID,
+                         "AssignmentStatus": "Submitted",
+                         "SubmitTime": dt.datetime(2026, 1, 1, tzinfo=dt.UTC)}]}, page)
+    stubber.add_response("list_assignments_for_hit", {
+        "NumResults": 1,
+        "Assignments": [{"AssignmentId": "A2", "WorkerId": "W2", "HITId": HIT_ID,
+                         "AssignmentStatus": "Approved"}]}, {**page, "NextToken": "p2"})
+    rows = list(provider.list_hit_assignments(hit_external_id=HIT_ID))
+    assert [(r.external_id, r.status) for r in rows] == [("A1", "submitted"), ("A2", "approved")]
+    assert rows[0].submitted_at.year == 2026
+
+
+def test_approve_reject_bonus_block_notify_expire_balance_grant(stubbed, likert_study):
+    provider, stubber = stubbed
+    project, _gold, items = likert_study
+    qualification, trial, _f = make_stages(project, "mturk")
+    worker = make_worker(provider="mturk", external_id="W1")
+    assignment = make_assignment(trial, worker=worker, external_id="A1",
+                                 status=AssignmentStatus.SUBMITTED)
+    stubber.add_response("approve_assignment", {},
+                         {"AssignmentId": "A1", "RequesterFeedback": "Thanks"})
+    provider.approve(assignment=assignment, feedback="Thanks")
+    stubber.add_response("reject_assignment", {},
+                         {"AssignmentId": "A1", "RequesterFeedback": "too fast"})
+    provider.reject(assignment=assignment, reason="too fast")
+    stubber.add_response("send_bonus", {}, {
+        "WorkerId": "W1", "BonusAmount": "0.25", "AssignmentId": "A1",
+        "Reason": "correct answers", "UniqueRequestToken": "bonus-tok"})
+    provider.bonus(assignment=assignment, amount=Decimal("0.25"), reason="correct answers",
+                   token="bonus-tok")
+    stubber.add_response("create_worker_block", {}, {"WorkerId": "W1", "Reason": "spam"})
+    provider.block(worker=worker, reason="spam")
+    stubber.add_response("delete_worker_block", {}, {"WorkerId": "W1", "Reason": "appeal"})
+    provider.unblock(worker=worker, reason="appeal")
+    stubber.add_response("notify_workers", {"NotifyWorkersFailureStatuses": []},
+                         {"Subject": "New HITs", "MessageText": "Trial is open",
+                          "WorkerIds": ["W1"]})
+    assert provider.notify(workers=[worker], subject="New HITs", message="Trial is open") == {
+        "sent": 1, "failures": []}
+    hit = make_hit(trial, items=items[:1], external_id=HIT_ID, status=HitStatus.OPEN)
+    stubber.add_response("update_expiration_for_hit", {}, {"HITId": HIT_ID, "ExpireAt": ANY})
+    provider.extend_stage(stage=trial, seconds=3600)
+    hit.refresh_from_db()
+    assert hit.expires_at > dt.datetime.now(dt.UTC)
+    stubber.add_response("update_expiration_for_hit", {}, {"HITId": HIT_ID, "ExpireAt": ANY})
+    provider.expire_stage(stage=trial)
+    hit.refresh_from_db()
+    assert hit.status == HitStatus.EXPIRED
+    stubber.add_response("get_account_balance", {"AvailableBalance": "10000.00"}, {})
+    assert provider.balance() == Decimal("10000.00")
+    qualification.settings["mturk_qualification_type_id"] = "QT1"
+    qualification.save()
+    stubber.add_response("associate_qualification_with_worker", {}, {
+        "QualificationTypeId": "QT1", "WorkerId": "W1", "IntegerValue": 90,
+        "SendNotification": False})
+    provider.grant_qualification(stage=qualification, worker=worker, value=90, passed=True)
+
+
+def test_approve_after_lost_response_is_not_an_error(stubbed, likert_study):
+    provider, stubber = stubbed
+    project, _gold, _items = likert_study
+    _q, trial, _f = make_stages(project, "mturk")
+    assignment = make_assignment(trial, external_id="A1", status=AssignmentStatus.SUBMITTED)
+    stubber.add_client_error("approve_assignment", service_error_code="RequestError",
+                             service_message="This operation can be called with a status of: "
+                                             "Submitted")
+    stubber.add_response("get_assignment", {"Assignment": {"AssignmentId": "A1",
+                                                           "AssignmentStatus": "Approved"}},
+                         {"AssignmentId": "A1"})
+    assert provider.approve(assignment=assignment) == {"already": True}
+
+
+def test_bonus_with_used_token_does_not_pay_again(stubbed, likert_study):
+    provider, stubber = stubbed
+    project, _gold, _items = likert_study
+    _q, trial, _f = make_stages(project, "mturk")
+    assignment = make_assignment(trial, external_id="A1", status=AssignmentStatus.APPROVED)
+    stubber.add_client_error("send_bonus", service_error_code="RequestError",
+                             service_message="The UniqueRequestToken t1 has already been used")
+    assert provider.bonus(assignment=assignment, amount=Decimal("1.00"), reason="r",
+                          token="t1") == {"duplicate": True}
