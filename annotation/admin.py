@@ -8,11 +8,16 @@ come from `annotation.selectors` in a fixed number of grouped queries per page.
 """
 from __future__ import annotations
 
+import io
+import tempfile
+import zipfile
+
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.helpers import ActionForm
 from django.db.models import Count, IntegerField, OuterRef, Subquery, Value
 from django.db.models.functions import Coalesce
+from django.http import FileResponse
 from django.utils.html import format_html, format_html_join
 
 from .domain.item_content import ItemContentError, validate_gold, validate_item_content
@@ -52,6 +57,32 @@ def count_of(model, fk: str) -> Coalesce:
         .values("n")
     )
     return Coalesce(Subquery(subquery, output_field=IntegerField()), Value(0))
+
+
+def export_response(projects: list[Project], fmt: str) -> FileResponse:
+    """The judgments of one project as a file, or of several as a zip of one file each.
+    Written to a temporary file first: a large project never sits in memory."""
+    from .services.exports import export_write
+
+    spool = tempfile.TemporaryFile()
+
+    def write(project: Project, binary) -> None:
+        text = io.TextIOWrapper(binary, encoding="utf-8", newline="")
+        export_write(project=project, out=text, fmt=fmt, progress=False)
+        text.flush()
+        text.detach()  # keep `binary` open
+
+    if len(projects) == 1:
+        write(projects[0], spool)
+        filename = f"{projects[0].slug}-judgments.{fmt}"
+    else:
+        with zipfile.ZipFile(spool, "w", zipfile.ZIP_DEFLATED) as archive:
+            for project in projects:
+                with archive.open(f"{project.slug}-judgments.{fmt}", "w") as member:
+                    write(project, member)
+        filename = f"judgments-{len(projects)}-projects.zip"
+    spool.seek(0)
+    return FileResponse(spool, as_attachment=True, filename=filename)
 
 
 def progress_cell(progress) -> str:
@@ -157,6 +188,7 @@ class ProjectAdmin(ProjectScopedAdmin):
     filter_horizontal = ("shared_with",)
     readonly_fields = ("progress_table", "created_at", "updated_at")
     inlines = (StageInline,)
+    actions = ("export_jsonl", "export_csv")
     fieldsets = (
         (None, {"fields": ("title", "slug", "kind", "instructions", "owner", "shared_with")}),
         ("Progress", {"fields": ("progress_table",)}),
@@ -185,6 +217,21 @@ class ProjectAdmin(ProjectScopedAdmin):
         if not request.user.is_superuser:
             fields.append("owner")
         return fields
+
+    def _export(self, request, queryset, fmt: str):
+        projects = list(queryset.order_by("slug"))
+        if not projects:
+            self.message_user(request, "No project selected.", messages.WARNING)
+            return None
+        return export_response(projects, fmt)
+
+    @admin.action(description="Export judgments of selected projects (JSON Lines)")
+    def export_jsonl(self, request, queryset):
+        return self._export(request, queryset, "jsonl")
+
+    @admin.action(description="Export judgments of selected projects (CSV)")
+    def export_csv(self, request, queryset):
+        return self._export(request, queryset, "csv")
 
     def get_actions(self, request):
         actions = super().get_actions(request)

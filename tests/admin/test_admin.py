@@ -358,3 +358,56 @@ def test_non_staff_user_is_sent_to_login(client, world):
     response = client.get(admin_url(Project, "changelist"))
     assert response.status_code == 302
     assert "/login/" in response["Location"]
+
+
+# --- Export actions -----------------------------------------------------------------------------
+
+
+def _download(response) -> bytes:
+    return b"".join(response.streaming_content)
+
+
+def test_export_action_one_project_jsonl(client, superuser, world):
+    import json
+
+    client.force_login(superuser)
+    project = world[TaskKind.LIKERT]["project"]
+    response = client.post(admin_url(Project, "changelist"), {
+        "action": "export_jsonl", "_selected_action": [project.pk],
+    })
+    assert response.status_code == 200
+    assert f'{project.slug}-judgments.jsonl' in response["Content-Disposition"]
+    rows = [json.loads(line) for line in _download(response).decode().splitlines()]
+    judged = [r for r in rows if r["judgment"] is not None]
+    assert len(judged) == Judgment.objects.filter(item__project=project).count() == 1
+    assert {r["external_id"] for r in rows} == {i.external_id for i in world["likert"]["items"]}
+    assert all(r["project"] == project.slug for r in rows)
+
+
+def test_export_action_several_projects_csv_zip(client, superuser, world):
+    import csv
+    import io
+    import zipfile
+
+    client.force_login(superuser)
+    projects = [world[k]["project"] for k in (TaskKind.AB, TaskKind.MC)]
+    response = client.post(admin_url(Project, "changelist"), {
+        "action": "export_csv", "_selected_action": [p.pk for p in projects],
+    })
+    assert response.status_code == 200
+    archive = zipfile.ZipFile(io.BytesIO(_download(response)))
+    assert sorted(archive.namelist()) == sorted(f"{p.slug}-judgments.csv" for p in projects)
+    for project in projects:
+        rows = list(csv.DictReader(io.StringIO(
+            archive.read(f"{project.slug}-judgments.csv").decode())))
+        assert len(rows) == 3  # 3 items, one of them judged once
+        assert {r["project"] for r in rows} == {project.slug}
+
+
+def test_researcher_cannot_export_other_projects(client, two_researchers):
+    client.force_login(two_researchers["alice"])
+    response = client.post(admin_url(Project, "changelist"), {
+        "action": "export_jsonl", "_selected_action": [two_researchers["bob_project"].pk],
+    })
+    # Nothing of Bob's is selectable: the admin answers with its "no items selected" redirect.
+    assert response.status_code == 302
