@@ -38,10 +38,18 @@ class JudgmentFrame:
     aspects: list
     extra: list
     stage_names: dict[int, str]
+    stage_kinds: dict[int, str]
+    presented_order: list
+    choices: list
     # item columns, aligned with `item_table_ids`; `item_pos` maps each judgment to its row
     item_table_ids: np.ndarray
     item_pos: np.ndarray
     items: dict[str, np.ndarray] = field(default_factory=dict)
+
+    def data_mask(self) -> np.ndarray:
+        """Judgments of data stages (not practice or qualification)."""
+        non_data = {pk for pk, kind in self.stage_kinds.items() if kind in NON_DATA_STAGE_KINDS}
+        return ~np.isin(self.stage_id, list(non_data))
 
     def __len__(self) -> int:
         return len(self.id)
@@ -106,7 +114,7 @@ def load_judgments(
     rich = kind != TaskKind.LIKERT  # A/B and MC reports read aspects, difficulty, pilot guesses
     fields = ["id", "item_id", "worker_id", "stage_id", "score", "choice", "time_spent_ms"]
     if rich:
-        fields += ["difficult", "aspects", "extra"]
+        fields += ["difficult", "aspects", "extra", "presented_order", "choices"]
     rows = list(queryset.order_by("id").values_list(*fields))
     columns = list(zip(*rows, strict=True)) if rows else [()] * len(fields)
 
@@ -132,7 +140,7 @@ def load_judgments(
              "is_practice", "gold", "metadata", "external_id"], start=1
         )
     }
-    stage_names = dict(Stage.objects.filter(project=project).values_list("id", "name"))
+    stages = list(Stage.objects.filter(project=project).values_list("id", "name", "kind"))
     return JudgmentFrame(
         kind=kind,
         id=ints(columns[0]),
@@ -145,7 +153,10 @@ def load_judgments(
         difficult=np.array(columns[7], dtype=object) if rich else np.full(len(rows), None),
         aspects=list(columns[8]) if rich else [],
         extra=list(columns[9]) if rich else [],
-        stage_names=stage_names,
+        stage_names={pk: name for pk, name, _kind in stages},
+        stage_kinds={pk: kind for pk, _name, kind in stages},
+        presented_order=list(columns[10]) if rich else [],
+        choices=list(columns[11]) if rich else [],
         item_table_ids=item_ids,
         item_pos=np.searchsorted(item_ids, item_id),
         items=items,

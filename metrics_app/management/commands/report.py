@@ -1,0 +1,76 @@
+"""Print a project's analytics report.
+
+    python manage.py report SLUG --json [--stage NAME] [--group-by FIELD] [--refresh]
+
+One JSON object with the keys agreement, workers, likert, lfqa, starc (see
+metrics_app/reports/project.py). Served from the report cache unless judgments arrived since.
+"""
+from __future__ import annotations
+
+import json
+
+from django.core.management.base import BaseCommand, CommandError
+
+from annotation.models import Project
+from metrics_app.reports.data import GROUP_FIELDS
+from metrics_app.reports.project import cached_project_report
+
+
+class Command(BaseCommand):
+    help = "Agreement, worker, Likert, long-form A/B and STARC report of a project."
+
+    def add_arguments(self, parser):
+        parser.add_argument("slug")
+        parser.add_argument("--json", action="store_true", help="print one JSON object")
+        parser.add_argument("--stage", help="only this stage (its name)")
+        parser.add_argument("--group-by", choices=GROUP_FIELDS, help="agreement groups")
+        parser.add_argument("--refresh", action="store_true", help="ignore the cache")
+
+    def handle(self, *args, **options):
+        project = Project.objects.filter(slug=options["slug"]).first()
+        if project is None:
+            raise CommandError(f"project {options['slug']!r} does not exist")
+        stage = None
+        if options["stage"]:
+            stage = project.stages.filter(name=options["stage"]).first()
+            if stage is None:
+                names = ", ".join(project.stages.values_list("name", flat=True)) or "none"
+                raise CommandError(f"no stage {options['stage']!r} (stages: {names})")
+        report = cached_project_report(
+            project=project, stage=stage, group_by=options["group_by"],
+            refresh=options["refresh"],
+        )
+        if options["json"]:
+            self.stdout.write(json.dumps(report, ensure_ascii=False))
+            return
+        self.stdout.write(_summary(report))
+
+
+def _fmt(value) -> str:
+    return "—" if value is None else f"{value:.3f}" if isinstance(value, float) else str(value)
+
+
+def _summary(report: dict) -> str:
+    lines = [f"Project {report['project']} ({report['kind']}), "
+             f"{report['n_judgments']} judgments"]
+    lines.append("Agreement:")
+    for group, row in report["agreement"].items():
+        lines.append(
+            f"  {group:<30} α={_fmt(row['krippendorff_alpha'])} "
+            f"κ={_fmt(row.get('fleiss_kappa'))} items={row['n_items']} "
+            f"judgments={row['n_judgments']}"
+        )
+    flagged = [w for w in report["workers"] if w["flags"]]
+    lines.append(f"Workers: {len(report['workers'])}, flagged {len(flagged)}")
+    for w in flagged[:20]:
+        lines.append(f"  {w['external_id']}: {', '.join(w['flags'])}")
+    if report["lfqa"]:
+        lines.append("Long-form A/B by domain:")
+        for domain, row in report["lfqa"]["by_domain"].items():
+            lines.append(f"  {domain:<12} H/H {_fmt(row['prefer_higher_voted_hh'])} "
+                         f"H/M {_fmt(row['prefer_model_hm'])} κ {_fmt(row['fleiss_kappa'])}")
+    if report["starc"]:
+        lines.append("STARC accuracy:")
+        for key, value in report["starc"]["accuracy"].items():
+            lines.append(f"  {key:<20} {_fmt(value)}")
+    return "\n".join(lines)

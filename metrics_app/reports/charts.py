@@ -1,0 +1,151 @@
+"""Server-side charts for the dashboard: matplotlib (Agg backend) rendered to inline SVG, drawn
+from the report dict only (no database access), so a cached report renders without queries."""
+from __future__ import annotations
+
+import io
+
+PALETTE = ["#2b6cb0", "#dd6b20", "#38a169", "#c53030", "#805ad5", "#d69e2e", "#319795"]
+
+
+def _figure(width: float = 6.0, height: float = 3.0):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+
+    # Figure() rather than pyplot: no global state shared between request threads.
+    fig = Figure(figsize=(width, height), dpi=100)
+    fig.set_layout_engine("constrained")
+    return fig
+
+
+def _svg(fig) -> str:
+    buffer = io.StringIO()
+    fig.savefig(buffer, format="svg")
+    text = buffer.getvalue()
+    return text[text.index("<svg"):]  # drop the XML prolog so it can be inlined in HTML
+
+
+def likert_histograms(likert: dict) -> str | None:
+    """Grouped bars: share of each score per dataset."""
+    groups = likert.get("distribution") or {}
+    if not groups:
+        return None
+    fig = _figure(7, 3)
+    ax = fig.add_subplot()
+    names = list(groups)[:7]
+    scores = list(next(iter(groups.values()))["shares"])
+    width = 0.8 / len(names)
+    for i, name in enumerate(names):
+        shares = [groups[name]["shares"].get(s) or 0 for s in scores]
+        ax.bar([k + i * width for k in range(len(scores))], shares, width,
+               label=f"{name} (n={groups[name]['n']})", color=PALETTE[i % len(PALETTE)])
+    ax.set_xticks([k + 0.4 - width / 2 for k in range(len(scores))], scores)
+    ax.set_xlabel("score")
+    ax.set_ylabel("share of judgments")
+    ax.legend(fontsize=8, frameon=False)
+    ax.spines[["top", "right"]].set_visible(False)
+    return _svg(fig)
+
+
+def agreement_chart(agreement: dict) -> str | None:
+    """α per group with its bootstrap 95% CI as horizontal error bars."""
+    rows = [(name, row) for name, row in agreement.items()
+            if row.get("krippendorff_alpha") is not None]
+    if not rows:
+        return None
+    rows = rows[:25]
+    fig = _figure(7, 0.9 + 0.3 * len(rows))
+    ax = fig.add_subplot()
+    ys = list(range(len(rows)))[::-1]
+    for y, (_name, row) in zip(ys, rows, strict=True):
+        alpha = row["krippendorff_alpha"]
+        ci = row.get("alpha_ci") or {}
+        if ci.get("low") is not None:
+            ax.plot([ci["low"], ci["high"]], [y, y], color="#718096", linewidth=2)
+        ax.plot([alpha], [y], "o", color=PALETTE[0])
+    ax.set_yticks(ys, [name for name, _row in rows], fontsize=8)
+    ax.axvline(0.8, color="#38a169", linestyle=":", linewidth=1)
+    ax.axvline(0.667, color="#d69e2e", linestyle=":", linewidth=1)
+    ax.set_xlabel("Krippendorff's α (dots) with 95% bootstrap CI; dotted: 0.667 and 0.8")
+    ax.spines[["top", "right"]].set_visible(False)
+    return _svg(fig)
+
+
+def worker_scatter(workers: list[dict], *, kind: str) -> str | None:
+    """Agreement with the others against median seconds per item; flagged workers in red."""
+    points = [w for w in workers
+              if w.get("agreement_with_others") is not None and w.get("median_time_s")]
+    if not points:
+        return None
+    fig = _figure(7, 3.5)
+    ax = fig.add_subplot()
+    for w in points:
+        color = PALETTE[3] if w["flags"] else PALETTE[0]
+        ax.scatter(w["median_time_s"], w["agreement_with_others"], color=color, s=18)
+        if w["flags"]:
+            ax.annotate(w["external_id"][:14], (w["median_time_s"], w["agreement_with_others"]),
+                        fontsize=7, xytext=(3, 3), textcoords="offset points")
+    ax.set_xscale("log")
+    ax.set_xlabel("median seconds per item (log)")
+    ax.set_ylabel("mean |score − others' mean|" if kind == "likert"
+                  else "share of others choosing the same")
+    if kind == "likert":
+        ax.invert_yaxis()  # better agreement up, like the nominal plot
+    ax.spines[["top", "right"]].set_visible(False)
+    return _svg(fig)
+
+
+def starc_choice_bars(starc: dict) -> str | None:
+    """Stacked A/B/C/D choice rates per source/level (and before reading in the pilot)."""
+    blocks = [("", starc.get("choice_rates") or {})]
+    if starc.get("before_reading"):
+        blocks.insert(0, ("before: ", starc["before_reading"]["choice_rates"]))
+    bars = [(prefix + key, rates) for prefix, rates_by_key in blocks
+            for key, rates in rates_by_key.items() if rates.get("n")]
+    if not bars:
+        return None
+    fig = _figure(7, 0.9 + 0.32 * len(bars))
+    ax = fig.add_subplot()
+    ys = list(range(len(bars)))[::-1]
+    left = [0.0] * len(bars)
+    for i, role in enumerate("ABCD"):
+        widths = [rates.get(role) or 0 for _key, rates in bars]
+        ax.barh(ys, widths, left=left, color=PALETTE[i], label=role)
+        left = [a + b for a, b in zip(left, widths, strict=True)]
+    ax.set_yticks(ys, [f"{key} (n={rates['n']})" for key, rates in bars], fontsize=8)
+    ax.set_xlim(0, 1)
+    ax.set_xlabel("share of answers (A correct, B misreading, C distractor, D unsupported)")
+    ax.legend(ncols=4, fontsize=8, frameon=False, loc="lower right")
+    ax.spines[["top", "right"]].set_visible(False)
+    return _svg(fig)
+
+
+def lfqa_bars(lfqa: dict) -> str | None:
+    rows = lfqa.get("by_domain") or {}
+    if not rows:
+        return None
+    fig = _figure(7, 3)
+    ax = fig.add_subplot()
+    names = list(rows)
+    xs = range(len(names))
+    ax.bar([x - 0.2 for x in xs], [rows[n]["prefer_higher_voted_hh"] or 0 for n in names], 0.4,
+           label="H/H: prefers higher-voted", color=PALETTE[0])
+    ax.bar([x + 0.2 for x in xs], [rows[n]["prefer_model_hm"] or 0 for n in names], 0.4,
+           label="H/M: prefers model", color=PALETTE[1])
+    ax.set_xticks(list(xs), names, fontsize=8)
+    ax.set_ylim(0, 1)
+    ax.axhline(0.5, color="#718096", linestyle=":", linewidth=1)
+    ax.legend(fontsize=8, frameon=False)
+    ax.spines[["top", "right"]].set_visible(False)
+    return _svg(fig)
+
+
+def dashboard_charts(report: dict) -> dict[str, str | None]:
+    return {
+        "agreement": agreement_chart(report["agreement"]),
+        "likert": likert_histograms(report["likert"]) if report["likert"] else None,
+        "workers": worker_scatter(report["workers"], kind=report["kind"]),
+        "starc": starc_choice_bars(report["starc"]) if report["starc"] else None,
+        "lfqa": lfqa_bars(report["lfqa"]) if report["lfqa"] else None,
+    }

@@ -1,0 +1,103 @@
+"""Long-form QA A/B analytics (Xu et al. 2023, Table 2): per domain, how often experts prefer
+the higher-voted human answer in H/H pairs and the model answer in H/M pairs, Fleiss' κ over
+the items every expert of the domain judged, the "difficult to choose" rate and aspect counts."""
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+
+from annotation.models import Item
+
+from ..agreement import fleiss_kappa_from_counts
+from .data import JudgmentFrame
+
+
+def _target_side(setting: str, a_kind: str, a_up, b_kind: str, b_up, metadata: dict) -> str:
+    """The answer the preference share counts: the higher-voted human answer in H/H, the model
+    answer in H/M; "" when it cannot be told (equal or unknown upvotes)."""
+    if setting == "HM":
+        if a_kind == "model" and b_kind != "model":
+            return "A"
+        if b_kind == "model" and a_kind != "model":
+            return "B"
+        return ""
+    if setting == "HH":
+        # An importer's explicit record wins: in the long-form QA release a few pairs carry
+        # upvote counts that contradict which answer the label calls higher-voted.
+        if (metadata or {}).get("higher_voted") in ("A", "B"):
+            return metadata["higher_voted"]
+        if a_up is not None and b_up is not None and a_up != b_up:
+            return "A" if a_up > b_up else "B"
+        return ""
+    return ""
+
+
+def _share(hits: list[bool]) -> float | None:
+    return float(np.mean(hits)) if hits else None
+
+
+def lfqa_report(frame: JudgmentFrame) -> dict:
+    mask = frame.data_mask() & (frame.choice != "")
+    item_info = {
+        row[0]: row[1:]
+        for row in Item.objects.filter(pk__in=frame.item_table_ids.tolist()).values_list(
+            "id", "content__setting", "content__answer_a__kind", "content__answer_a__upvotes",
+            "content__answer_b__kind", "content__answer_b__upvotes", "metadata",
+        )
+    }
+    target = {pk: _target_side(*info) for pk, info in item_info.items()}
+    setting = {pk: info[0] for pk, info in item_info.items()}
+    domains = frame.item_column("domain").astype(str) if len(frame) else np.array([], dtype=str)
+    by_domain: dict[str, dict] = {}
+    totals = {"hh": [], "hm": [], "difficult": [], "aspects": Counter()}
+    for domain in sorted(set(domains[mask])):
+        dmask = mask & (domains == domain)
+        idx = np.nonzero(dmask)[0]
+        hh, hm, difficult, aspects = [], [], [], Counter()
+        for j in idx:
+            item_id = int(frame.item_id[j])
+            side = target.get(item_id, "")
+            if side and setting.get(item_id) == "HH":
+                hh.append(frame.choice[j] == side)
+            elif side and setting.get(item_id) == "HM":
+                hm.append(frame.choice[j] == side)
+            if frame.difficult[j] is not None:
+                difficult.append(bool(frame.difficult[j]))
+            aspects.update(frame.aspects[j] or [])
+        experts = len(set(frame.worker_id[idx].tolist()))
+        counts, _domain_values = frame.counts(dmask)
+        # Table 2 computes κ over the pairs all experts of the domain judged.
+        fleiss = fleiss_kappa_from_counts(counts, n_raters=experts) if experts >= 2 else None
+        by_domain[domain or "(none)"] = {
+            "n_experts": experts,
+            "n_items": int(len(counts)),
+            "n_judgments": int(len(idx)),
+            "prefer_higher_voted_hh": _share(hh),
+            "n_hh": len(hh),
+            "prefer_model_hm": _share(hm),
+            "n_hm": len(hm),
+            "fleiss_kappa": fleiss.kappa if fleiss else None,
+            "fleiss_n_items": fleiss.n_items if fleiss else 0,
+            "difficult_rate": _share(difficult),
+            "aspect_counts": dict(aspects.most_common()),
+        }
+        totals["hh"] += hh
+        totals["hm"] += hm
+        totals["difficult"] += difficult
+        totals["aspects"].update(aspects)
+
+    def macro(key: str) -> float | None:
+        values = [row[key] for row in by_domain.values() if row[key] is not None]
+        return float(np.mean(values)) if values else None
+
+    return {
+        "by_domain": by_domain,
+        # Table 2's "Average" row is the unweighted mean over domains.
+        "average": {"prefer_higher_voted_hh": macro("prefer_higher_voted_hh"),
+                    "prefer_model_hm": macro("prefer_model_hm")},
+        "overall": {"prefer_higher_voted_hh": _share(totals["hh"]),
+                    "prefer_model_hm": _share(totals["hm"]),
+                    "difficult_rate": _share(totals["difficult"]),
+                    "aspect_counts": dict(totals["aspects"].most_common())},
+    }

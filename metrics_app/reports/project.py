@@ -1,0 +1,124 @@
+"""The project report behind `manage.py report`, the REST endpoint and the dashboard, and its
+cache in `Report` (valid while no newer judgment exists)."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from django.db.models import Max
+
+from annotation.models import Judgment, Project, Stage, TaskKind
+
+from ..models import Report
+from .agreement import agreement_report
+from .data import load_judgments
+from .likert import likert_report
+from .lfqa import lfqa_report
+from .starc import starc_report
+from .workers import worker_report
+
+REPORT_KIND = "project"
+
+
+def _clean(value):
+    """numpy scalars → Python, NaN/inf → None, so the result is strict JSON."""
+    if isinstance(value, dict):
+        return {str(k): _clean(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_clean(v) for v in value]
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and (math.isnan(value) or math.isinf(value)):
+        return None
+    return value
+
+
+def project_report(
+    *, project: Project, stage: Stage | None = None, group_by: str | None = None
+) -> dict:
+    """Every analysis of a project (or one stage) as one JSON-ready dict with the keys
+    `agreement`, `workers`, `likert`, `lfqa`, `starc` (empty dicts for other task kinds)."""
+    # Practice/qualification judgments are loaded too: workers are scored on them; every
+    # item-level analysis masks them out.
+    frame = load_judgments(project=project, stage=stage, include_non_data_stages=True)
+    report = {
+        "project": project.slug,
+        "kind": project.kind,
+        "stage": stage.name if stage else None,
+        "group_by": group_by,
+        "judgment_watermark": frame.watermark,
+        "n_judgments": int(frame.data_mask().sum()) if len(frame) else 0,
+        "agreement": agreement_report(frame, group_by=group_by),
+        "workers": worker_report(frame, tolerance=project.qualification_tolerance),
+        "likert": likert_report(frame) if project.kind == TaskKind.LIKERT else {},
+        "lfqa": lfqa_report(frame) if project.kind == TaskKind.AB else {},
+        "starc": starc_report(frame, experiment_mode=project.experiment_mode)
+        if project.kind == TaskKind.MC else {},
+    }
+    return _clean(report)
+
+
+def judgment_watermark(*, project: Project, stage: Stage | None = None) -> int:
+    queryset = Judgment.objects.filter(item__project=project)
+    if stage is not None:
+        queryset = queryset.filter(stage=stage)
+    return queryset.aggregate(top=Max("id"))["top"] or 0
+
+
+def cached_project_report(
+    *, project: Project, stage: Stage | None = None, group_by: str | None = None,
+    refresh: bool = False,
+) -> dict:
+    """`project_report` from the `Report` cache when no judgment arrived since it was computed
+    (judgments are append-only, so the highest id is a complete change marker)."""
+    if not refresh:
+        cached = _cached_row(project=project, stage=stage, group_by=group_by)
+        if cached is not None and cached.judgment_watermark == judgment_watermark(
+            project=project, stage=stage
+        ):
+            return cached.data
+    return report_refresh(project=project, stage=stage, group_by=group_by)
+
+
+def _cached_row(*, project: Project, stage: Stage | None, group_by: str | None) -> Report | None:
+    # Compared in Python: JSON equality lookups differ between SQLite and PostgreSQL.
+    for row in Report.objects.filter(project=project, stage=stage, kind=REPORT_KIND):
+        if row.params == {"group_by": group_by}:
+            return row
+    return None
+
+
+def report_refresh(
+    *, project: Project, stage: Stage | None = None, group_by: str | None = None
+) -> dict:
+    """Recompute and store the report (one row per project, stage and parameters)."""
+    data = project_report(project=project, stage=stage, group_by=group_by)
+    params = {"group_by": group_by}
+    row = _cached_row(project=project, stage=stage, group_by=group_by)
+    if row is not None:
+        row.data = data
+        row.judgment_watermark = data["judgment_watermark"]
+        row.save(update_fields=["data", "judgment_watermark", "computed_at"])
+    else:
+        Report.objects.create(
+            project=project, stage=stage, kind=REPORT_KIND, params=params, data=data,
+            judgment_watermark=data["judgment_watermark"],
+        )
+    return data
+
+
+def stale_report_projects() -> list[int]:
+    """Ids of projects whose project-wide report is missing or older than their judgments."""
+    latest = dict(
+        Judgment.objects.values_list("item__project").annotate(top=Max("id")).values_list(
+            "item__project", "top"
+        )
+    )
+    cached = {
+        project_id: watermark
+        for project_id, watermark, params in Report.objects.filter(
+            kind=REPORT_KIND, stage=None
+        ).values_list("project_id", "judgment_watermark", "params")
+        if params == {"group_by": None}
+    }
+    return sorted(pk for pk, top in latest.items() if cached.get(pk, -1) < top)

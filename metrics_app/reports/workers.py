@@ -1,0 +1,171 @@
+"""Per-worker quality: agreement with the others, accuracy on gold/practice items, speed,
+straight-lining. Everything is computed in one vectorised pass over the judgments."""
+from __future__ import annotations
+
+import numpy as np
+
+from annotation.models import TaskKind, Worker
+
+from ..agreement import alpha_without_each, krippendorff_alpha_from_counts
+from .data import JudgmentFrame
+
+# A worker giving the same answer this often (with enough judgments) is flagged.
+STRAIGHT_LINING_SHARE = 0.9
+STRAIGHT_LINING_MIN_JUDGMENTS = 10
+# Gold accuracy below this, on at least this many gold items, is flagged.
+GOLD_ACCURACY_FLOOR = 0.6
+GOLD_MIN_ITEMS = 3
+
+
+def _correct(frame: JudgmentFrame, tolerance: float) -> np.ndarray:
+    """Per judgment: 1 right, 0 wrong, NaN when the item has no gold label."""
+    gold = frame.items["gold"][frame.item_pos] if len(frame) else np.array([], dtype=object)
+    out = np.full(len(frame), np.nan)
+    for j, label in enumerate(gold):
+        if not label:
+            continue
+        if frame.kind == TaskKind.LIKERT:
+            if label.get("score") is not None and not np.isnan(frame.score[j]):
+                out[j] = float(abs(frame.score[j] - float(label["score"])) <= tolerance)
+        elif label.get("choice") and frame.choice[j]:
+            out[j] = float(frame.choice[j] == label["choice"])
+    return out
+
+
+def _grouped_mean(index: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
+    ok = ~np.isnan(values)
+    total = np.bincount(index[ok], weights=values[ok], minlength=n)
+    count = np.bincount(index[ok], minlength=n)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(count > 0, total / np.maximum(count, 1), np.nan), count
+
+
+def shown_position(frame: JudgmentFrame) -> np.ndarray:
+    """A/B and MC: the position on screen of the chosen option (straight-lining by position:
+    always clicking the first option looks random in item order when the order is shuffled)."""
+    out = np.array(frame.choice, dtype=object)
+    for j, order in enumerate(frame.presented_order):
+        if order and frame.choice[j] in order:
+            out[j] = f"pos{order.index(frame.choice[j])}"
+    return out
+
+
+def worker_report(frame: JudgmentFrame, *, tolerance: float = 0.0) -> list[dict]:
+    """One row per worker, sorted by agreement contribution (most harmful first)."""
+    if len(frame) == 0:
+        return []
+    worker_ids, w_index = np.unique(frame.worker_id, return_inverse=True)
+    n_workers = len(worker_ids)
+    data = frame.data_mask()
+    has, value_index, domain = frame.coded_values()
+    use = data & has
+    level = frame.default_level()
+
+    counts = np.zeros((len(frame.item_table_ids), len(domain)), dtype=np.int64)
+    np.add.at(counts, (frame.item_pos[use], value_index[use]), 1)
+    alpha_all = krippendorff_alpha_from_counts(counts, domain, level)
+    alpha_without = np.full(n_workers, np.nan)
+    if alpha_all is not None:
+        alpha_without = alpha_without_each(
+            counts.astype(float), domain, frame.item_pos[use], value_index[use], w_index[use],
+            level,
+        )
+        alpha_without = np.concatenate(
+            [alpha_without, np.full(n_workers - len(alpha_without), np.nan)]
+        )
+
+    # Agreement with the other judgments of the same items.
+    others = counts[frame.item_pos] - np.eye(len(domain), dtype=np.int64)[value_index] * use[:, None]
+    n_others = others.sum(axis=1)
+    with_others = use & (n_others > 0)
+    agree = np.full(len(frame), np.nan)
+    if frame.kind == TaskKind.LIKERT:
+        # Likert: mean absolute distance to the others' mean score (0 = always agrees).
+        others_mean = (others @ domain) / np.maximum(n_others, 1)
+        agree[with_others] = np.abs(frame.score[with_others] - others_mean[with_others])
+    else:
+        # Nominal: share of the other judgments choosing the same answer.
+        same = others[np.arange(len(frame)), value_index]
+        agree[with_others] = same[with_others] / n_others[with_others]
+    agreement, n_shared = _grouped_mean(w_index, agree, n_workers)
+
+    correct = _correct(frame, tolerance)
+    is_gold = frame.items["is_gold_check"][frame.item_pos].astype(bool)
+    is_practice = frame.items["is_practice"][frame.item_pos].astype(bool)
+    gold_acc, n_gold = _grouped_mean(w_index, np.where(is_gold, correct, np.nan), n_workers)
+    practice_acc, n_practice = _grouped_mean(
+        w_index, np.where(is_practice, correct, np.nan), n_workers
+    )
+    labelled_acc, n_labelled = _grouped_mean(
+        w_index, np.where(data & ~is_practice, correct, np.nan), n_workers
+    )
+
+    if frame.kind == TaskKind.LIKERT:
+        answer = np.where(has, frame.score, np.nan).astype(object)
+    else:
+        answer = shown_position(frame)
+    info = {
+        pk: (external_id, name, status)
+        for pk, external_id, name, status in Worker.objects.filter(
+            pk__in=worker_ids.tolist()
+        ).values_list("pk", "external_id", "display_name", "status")
+    }
+    order = np.argsort(w_index, kind="stable")
+    bounds = np.searchsorted(w_index[order], np.arange(n_workers + 1))
+    rows = []
+    for w in range(n_workers):
+        idx = order[bounds[w]:bounds[w + 1]]
+        idx = idx[data[idx]]  # speed and straight-lining on real work, not practice
+        times = frame.time_ms[idx]
+        times = times[~np.isnan(times)]
+        answers = [a for a in answer[idx] if a is not None and a == a and a != ""]
+        modal_share = None
+        if answers:
+            _values, freq = np.unique(np.array(answers, dtype=str), return_counts=True)
+            modal_share = float(freq.max() / len(answers))
+        n_judgments = int(len(idx))
+        without = alpha_without[w]
+        row = {
+            "worker_id": int(worker_ids[w]),
+            "external_id": info.get(int(worker_ids[w]), ("", "", ""))[0],
+            "name": info.get(int(worker_ids[w]), ("", "", ""))[1],
+            "status": info.get(int(worker_ids[w]), ("", "", ""))[2],
+            "n_judgments": n_judgments,
+            "n_items_shared": int(n_shared[w]),
+            "agreement_with_others": None if np.isnan(agreement[w]) else float(agreement[w]),
+            "agreement_measure": "mean_abs_diff" if frame.kind == TaskKind.LIKERT
+            else "share_agreeing",
+            "alpha_without": None if np.isnan(without) else float(without),
+            # > 0: α is higher with this worker than without (the worker helps agreement).
+            "alpha_contribution": None if np.isnan(without) or alpha_all is None
+            else float(alpha_all - without),
+            "gold_accuracy": None if n_gold[w] == 0 else float(gold_acc[w]),
+            "n_gold": int(n_gold[w]),
+            "practice_accuracy": None if n_practice[w] == 0 else float(practice_acc[w]),
+            "n_practice": int(n_practice[w]),
+            "accuracy": None if n_labelled[w] == 0 else float(labelled_acc[w]),
+            "n_labelled": int(n_labelled[w]),
+            "median_time_s": float(np.median(times) / 1000) if len(times) else None,
+            "modal_answer_share": modal_share,
+        }
+        row["flags"] = _flags(row)
+        rows.append(row)
+    rows.sort(key=lambda r: (r["alpha_contribution"] is None, r["alpha_contribution"] or 0.0))
+    return rows
+
+
+def _flags(row: dict) -> list[str]:
+    flags = []
+    if (row["modal_answer_share"] or 0) >= STRAIGHT_LINING_SHARE and (
+        row["n_judgments"] >= STRAIGHT_LINING_MIN_JUDGMENTS
+    ):
+        flags.append("straight-lining")
+    if row["gold_accuracy"] is not None and row["n_gold"] >= GOLD_MIN_ITEMS and (
+        row["gold_accuracy"] < GOLD_ACCURACY_FLOOR
+    ):
+        flags.append("low gold accuracy")
+    if row["practice_accuracy"] is not None and row["practice_accuracy"] < 1.0:
+        flags.append("failed practice")
+    if row["alpha_contribution"] is not None and row["alpha_contribution"] < -0.02:
+        flags.append("lowers agreement")
+    return flags
