@@ -12,8 +12,8 @@ from annotation.models import Judgment, Project, Stage, TaskKind
 from ..models import Report
 from .agreement import agreement_report
 from .data import load_judgments
-from .likert import likert_report
 from .lfqa import lfqa_report
+from .likert import likert_report
 from .starc import starc_report
 from .workers import worker_report
 
