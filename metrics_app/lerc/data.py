@@ -1,0 +1,177 @@
+"""Examples, tokenization and batching for LERC.
+
+Input layout (the paper's):  [CLS] passage [SEP] question [SEP] reference [SEP] candidate [SEP]
+Token types: 0 for [CLS] passage [SEP] question [SEP], 1 for reference [SEP] candidate [SEP], so
+the context/question segment and the answers segment are told apart as in BERT sentence pairs.
+Only the passage is shortened (from its end) to fit `max_length`: the question and both answers
+are what is being judged, so cutting them would change the judged input.
+"""
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+
+class InputTooLong(ValueError):
+    """Question + reference + candidate alone exceed the maximum length."""
+
+
+@dataclass(frozen=True)
+class LercExample:
+    """One judged candidate. `score` is the gold (mean human) score; None when only scoring."""
+
+    question: str
+    references: tuple[str, ...]
+    candidate: str
+    passage: str = ""
+    score: float | None = None
+    id: str = ""
+    dataset: str = ""
+    group: str = ""
+
+
+@dataclass(frozen=True)
+class PairExample:
+    """A/B pair: `label` is the probability that answer A is preferred (1.0, 0.0 or a share)."""
+
+    question: str
+    answer_a: str
+    answer_b: str
+    label: float | None = None
+    id: str = ""
+    dataset: str = ""
+    group: str = ""
+
+
+@dataclass(frozen=True)
+class McExample:
+    """MC pre-training example: 0 = first answer correct, 1 = second, 2 = both correct."""
+
+    passage: str
+    question: str
+    answer1: str
+    answer2: str
+    label: int
+
+
+@dataclass
+class Encoded:
+    input_ids: list[int]
+    token_type_ids: list[int]
+    meta: dict = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.input_ids)
+
+
+def _ids(tokenizer, text: str) -> list[int]:
+    return tokenizer(text or "", add_special_tokens=False)["input_ids"]
+
+
+def encode_quadruple(tokenizer, *, passage: str, question: str, reference: str, candidate: str,
+                     max_length: int) -> Encoded:
+    """[CLS] p [SEP] q [SEP] a [SEP] â [SEP], cutting only the passage's end to fit."""
+    cls, sep = tokenizer.cls_token_id, tokenizer.sep_token_id
+    p, q, a, c = (_ids(tokenizer, t) for t in (passage, question, reference, candidate))
+    fixed = len(q) + len(a) + len(c) + 5
+    if fixed > max_length:
+        raise InputTooLong(
+            f"question, reference and candidate take {fixed} tokens, over the maximum "
+            f"{max_length}; they are never truncated"
+        )
+    p = p[: max_length - fixed]
+    first = [cls, *p, sep, *q, sep]
+    second = [*a, sep, *c, sep]
+    return Encoded(first + second, [0] * len(first) + [1] * len(second),
+                   {"passage_tokens_kept": len(p)})
+
+
+def encode_pair(tokenizer, *, question: str, answer: str, max_length: int) -> Encoded:
+    """[CLS] question [SEP] answer [SEP] for the pairwise scorer; long answers (long-form QA) are
+    cut from their end, the question never."""
+    cls, sep = tokenizer.cls_token_id, tokenizer.sep_token_id
+    q, a = _ids(tokenizer, question), _ids(tokenizer, answer)
+    if len(q) + 3 > max_length:
+        raise InputTooLong(f"question takes {len(q)} tokens, over the maximum {max_length}")
+    a = a[: max_length - len(q) - 3]
+    first = [cls, *q, sep]
+    second = [*a, sep]
+    return Encoded(first + second, [0] * len(first) + [1] * len(second))
+
+
+def expand_references(examples: Iterable[LercExample]) -> list[LercExample]:
+    """Training: one example per reference (several references each become a target)."""
+    expanded = []
+    for example in examples:
+        for reference in example.references:
+            expanded.append(
+                LercExample(question=example.question, references=(reference,),
+                            candidate=example.candidate, passage=example.passage,
+                            score=example.score, id=example.id, dataset=example.dataset,
+                            group=example.group)
+            )
+    return expanded
+
+
+def mc_pretraining_examples(
+    items: Iterable[tuple[str, str, str, Sequence[str]]], *, seed: int = 0
+) -> list[McExample]:
+    """3-way examples from multiple-choice items (passage, question, correct, wrong answers).
+
+    For each wrong answer: (correct, wrong) → first correct, (wrong, correct) → second correct;
+    and per question (correct, correct) → both correct, made by duplicating the correct answer
+    as the paper does for datasets with a single correct answer.
+    """
+    examples = []
+    for passage, question, correct, wrong_answers in items:
+        for wrong in wrong_answers:
+            examples.append(McExample(passage, question, correct, wrong, 0))
+            examples.append(McExample(passage, question, wrong, correct, 1))
+        examples.append(McExample(passage, question, correct, correct, 2))
+    random.Random(seed).shuffle(examples)
+    return examples
+
+
+def length_sorted_batches(lengths: Sequence[int], batch_size: int) -> list[list[int]]:
+    """Indices grouped into batches of similar length (longest first), so padding is small.
+    Callers put the scores back at these indices, which restores the input order."""
+    order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
+    return [order[start:start + batch_size] for start in range(0, len(order), batch_size)]
+
+
+def sequential_batches(count: int, batch_size: int) -> list[list[int]]:
+    return [list(range(start, min(start + batch_size, count)))
+            for start in range(0, count, batch_size)]
+
+
+def collate(encoded: Sequence[Encoded], pad_id: int):
+    """Pad a batch to its own longest input: (input_ids, attention_mask, token_type_ids)."""
+    import torch
+
+    width = max(len(e) for e in encoded)
+    input_ids = torch.full((len(encoded), width), pad_id, dtype=torch.long)
+    token_types = torch.zeros((len(encoded), width), dtype=torch.long)
+    mask = torch.zeros((len(encoded), width), dtype=torch.long)
+    for row, e in enumerate(encoded):
+        n = len(e)
+        input_ids[row, :n] = torch.tensor(e.input_ids, dtype=torch.long)
+        token_types[row, :n] = torch.tensor(e.token_type_ids, dtype=torch.long)
+        mask[row, :n] = 1
+    return input_ids, mask, token_types
+
+
+def normalize_answer(text: str) -> str:
+    """SQuAD normalisation (lower case, no punctuation, articles or extra spaces), used to drop
+    candidates that exactly match a reference: they need no learned judge."""
+    import re
+    import string
+
+    text = "".join(ch for ch in (text or "").lower() if ch not in set(string.punctuation))
+    text = re.sub(r"\b(a|an|the)\b", " ", text)
+    return " ".join(text.split())
+
+
+def is_exact_match(candidate: str, references: Iterable[str]) -> bool:
+    normalized = normalize_answer(candidate)
+    return any(normalized == normalize_answer(reference) for reference in references)

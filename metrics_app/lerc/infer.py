@@ -1,0 +1,123 @@
+"""Scoring with a trained LERC model (batched, under torch.inference_mode).
+
+Inputs are sorted by token length and padded per batch, then the scores are put back in input
+order (as COMET's `predict(length_batching=True)`); `length_sorted=False` scores in input order
+(with batch_size=1 that is the one-at-a-time baseline the benchmark compares against).
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+import torch
+
+from .data import (
+    Encoded,
+    InputTooLong,
+    LercExample,
+    PairExample,
+    collate,
+    encode_pair,
+    encode_quadruple,
+    length_sorted_batches,
+    sequential_batches,
+)
+from .model import ClsHeadModel, load_model
+
+
+def pick_device(name: str = "auto") -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(name)
+
+
+def autocast_context(device: torch.device, bf16: bool):
+    """bf16 autocast on CUDA (when the GPU supports it); full precision on CPU, where bf16
+    matmuls are slow on most machines."""
+    enabled = bool(bf16 and device.type == "cuda" and torch.cuda.is_bf16_supported())
+    return torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=enabled)
+
+
+def score_encoded(model: ClsHeadModel, encoded: Sequence[Encoded], *, pad_id: int,
+                  batch_size: int = 64, device: torch.device | None = None,
+                  length_sorted: bool = True, bf16: bool = True) -> list[float]:
+    """One scalar per encoded input, in input order."""
+    device = device or next(model.parameters()).device
+    scores = [0.0] * len(encoded)
+    batches = (length_sorted_batches([len(e) for e in encoded], batch_size) if length_sorted
+               else sequential_batches(len(encoded), batch_size))
+    was_training = model.training
+    model.eval()
+    with torch.inference_mode(), autocast_context(device, bf16):
+        for indices in batches:
+            input_ids, mask, types = collate([encoded[i] for i in indices], pad_id)
+            values = model(input_ids.to(device), mask.to(device), types.to(device))
+            for index, value in zip(indices, values.float().cpu().tolist(), strict=True):
+                scores[index] = value
+    model.train(was_training)
+    return scores
+
+
+def predict_scores(model: ClsHeadModel, tokenizer, examples: Sequence[LercExample], *,
+                   max_length: int, batch_size: int = 64, length_sorted: bool = True,
+                   bf16: bool = True) -> list[float | None]:
+    """A score per example: the maximum over its references (regression model), or the scalar
+    of (question, candidate) (pairwise model). None when an input cannot fit `max_length`."""
+    encoded: list[Encoded] = []
+    owner: list[int] = []
+    for index, example in enumerate(examples):
+        try:
+            if model.input_kind == "pair":
+                encoded.append(encode_pair(tokenizer, question=example.question,
+                                           answer=example.candidate, max_length=max_length))
+                owner.append(index)
+                continue
+            for reference in example.references or ("",):
+                encoded.append(encode_quadruple(
+                    tokenizer, passage=example.passage, question=example.question,
+                    reference=reference, candidate=example.candidate, max_length=max_length))
+                owner.append(index)
+        except InputTooLong:
+            continue
+    raw = score_encoded(model, encoded, pad_id=tokenizer.pad_token_id, batch_size=batch_size,
+                        length_sorted=length_sorted, bf16=bf16)
+    best: list[float | None] = [None] * len(examples)
+    for index, value in zip(owner, raw, strict=True):
+        if best[index] is None or value > best[index]:
+            best[index] = value
+    return best
+
+
+def predict_pairs(model: ClsHeadModel, tokenizer, pairs: Sequence[PairExample], *,
+                  max_length: int, batch_size: int = 64, bf16: bool = True
+                  ) -> list[tuple[float, float]]:
+    """(score of A, score of B) per pair."""
+    encoded = []
+    for pair in pairs:
+        for answer in (pair.answer_a, pair.answer_b):
+            encoded.append(encode_pair(tokenizer, question=pair.question, answer=answer,
+                                       max_length=max_length))
+    raw = score_encoded(model, encoded, pad_id=tokenizer.pad_token_id, batch_size=batch_size,
+                        bf16=bf16)
+    return [(raw[2 * i], raw[2 * i + 1]) for i in range(len(pairs))]
+
+
+class LercScorer:
+    """A loaded model folder, ready to score. Cheap to keep around in a worker process."""
+
+    def __init__(self, folder: str | os.PathLike, *, device: str = "auto", batch_size: int = 64):
+        self.device = pick_device(device)
+        self.model, self.tokenizer, self.meta = load_model(folder, device=self.device)
+        self.max_length = int(self.meta.get("train_config", {}).get("max_length", 512))
+        self.batch_size = batch_size
+        self.kind = "pairwise" if self.model.input_kind == "pair" else "regression"
+
+    def score(self, examples: Sequence[LercExample], *, length_sorted: bool = True,
+              batch_size: int | None = None) -> list[float | None]:
+        return predict_scores(self.model, self.tokenizer, examples, max_length=self.max_length,
+                              batch_size=batch_size or self.batch_size,
+                              length_sorted=length_sorted)
+
+    def score_pairs(self, pairs: Sequence[PairExample]) -> list[tuple[float, float]]:
+        return predict_pairs(self.model, self.tokenizer, pairs, max_length=self.max_length,
+                             batch_size=self.batch_size)

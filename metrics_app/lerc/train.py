@@ -1,0 +1,441 @@
+"""Training LERC: `train(cfg, train_examples, val_examples, progress=...) -> metrics`.
+
+Regression (LERC proper): MSE between the [CLS] head and the gold 1–5 score; one training
+example per reference. Pairwise (A/B projects): Bradley–Terry cross-entropy on s(A) − s(B).
+Optional pre-training: 3-way classification on multiple-choice items (first / second / both
+correct). AdamW without decay on biases and LayerNorm, linear warmup then linear decay,
+gradient accumulation and clipping, seeded; the epoch with the best validation metric
+(Pearson, or pairwise accuracy) is kept. A checkpoint after every epoch lets a killed job resume.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import random
+import shutil
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+PAPER_LEARNING_RATES = (1e-5, 2e-5, 3e-5)
+KIND_REGRESSION = "regression"
+KIND_PAIRWISE = "pairwise"
+
+
+class TrainingCancelled(Exception):
+    """The cancel check asked training to stop."""
+
+
+@dataclass
+class TrainConfig:
+    """Hyperparameters; the defaults are the paper's (batch 32, 3 epochs, lr in
+    {1e-5, 2e-5, 3e-5})."""
+
+    output_dir: str = ""
+    kind: str = KIND_REGRESSION
+    backbone: str = ""  # a local Hugging Face folder; "" = the packaged MiniLM
+    backbone_config: dict | None = None  # random init from this config (tiny test models)
+    batch_size: int = 32
+    epochs: int = 3
+    learning_rate: float = 2e-5
+    tune_learning_rate: bool = False  # try every PAPER_LEARNING_RATES, keep the best on val
+    max_length: int = 512
+    warmup_ratio: float = 0.1
+    weight_decay: float = 0.01
+    grad_accumulation: int = 1
+    max_grad_norm: float = 1.0
+    dropout: float | None = None  # None keeps the backbone's
+    seed: int = 42
+    eval_batch_size: int = 64
+    device: str = "auto"
+    bf16: bool = True
+    pretrain_epochs: int = 0  # multiple-choice pre-training epochs (0 = none)
+    pretrain_learning_rate: float = 2e-5
+    max_train_examples: int | None = None  # cap (benchmarks on small machines)
+    progress_every: int = 10  # optimizer steps between progress reports
+    extra: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> TrainConfig:
+        known = {f.name for f in fields(cls)}
+        unknown = set(data) - known
+        if unknown:
+            raise ValueError(f"unknown training options: {', '.join(sorted(unknown))}")
+        return cls(**data)
+
+    def model_class_name(self) -> str:
+        return "PairwiseScorer" if self.kind == KIND_PAIRWISE else "LercRegressor"
+
+
+ProgressCallback = Callable[[dict], None]
+CancelCheck = Callable[[], bool]
+
+
+# ---- statistics -----------------------------------------------------------------------------
+
+
+def pearson(predictions: Sequence[float | None], gold: Sequence[float]) -> float | None:
+    """Pearson r over the pairs where a prediction exists; None when undefined."""
+    from scipy.stats import pearsonr
+
+    pairs = [(p, g) for p, g in zip(predictions, gold, strict=True) if p is not None]
+    if len(pairs) < 2:
+        return None
+    xs, ys = zip(*pairs, strict=True)
+    if len(set(xs)) < 2 or len(set(ys)) < 2:
+        return None
+    value = float(pearsonr(xs, ys).statistic)
+    return None if math.isnan(value) else value
+
+
+def pairwise_accuracy(scores: Sequence[tuple[float, float]], labels: Sequence[float]
+                      ) -> float | None:
+    """Share of decided pairs (label ≠ 0.5) where the preferred answer scores higher."""
+    decided = [(a > b) == (label > 0.5) for (a, b), label in zip(scores, labels, strict=True)
+               if label != 0.5]
+    return sum(decided) / len(decided) if decided else None
+
+
+# ---- helpers ----------------------------------------------------------------------------------
+
+
+def _seed_everything(seed: int) -> None:
+    import numpy as np
+    import torch
+
+    random.seed(seed)
+    np.random.seed(seed % (2**32))
+    torch.manual_seed(seed)
+
+
+def _optimizer(model, lr: float, weight_decay: float):
+    """AdamW; biases and LayerNorm weights get no weight decay (as in BERT)."""
+    import torch
+    from torch import nn
+
+    no_decay: set[int] = set()
+    for module in model.modules():
+        if isinstance(module, nn.LayerNorm) or "norm" in type(module).__name__.lower():
+            no_decay.update(id(p) for p in module.parameters(recurse=False))
+    for name, parameter in model.named_parameters():
+        if name.endswith("bias"):
+            no_decay.add(id(parameter))
+    params = [p for p in model.parameters() if p.requires_grad]
+    groups = [
+        {"params": [p for p in params if id(p) not in no_decay], "weight_decay": weight_decay},
+        {"params": [p for p in params if id(p) in no_decay], "weight_decay": 0.0},
+    ]
+    return torch.optim.AdamW(groups, lr=lr)
+
+
+def _fingerprint(cfg: TrainConfig, lr: float, n_train: int) -> str:
+    data = cfg.to_dict()
+    for volatile in ("output_dir", "progress_every", "device", "eval_batch_size"):
+        data.pop(volatile, None)
+    data.update(lr=lr, n_train=n_train)
+    return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _encode_training_set(cfg: TrainConfig, tokenizer, examples) -> tuple[list, list, int]:
+    """(inputs, targets, skipped): regression → one encoded input per reference; pairwise →
+    (encoded A, encoded B) per pair."""
+    from .data import InputTooLong, encode_pair, encode_quadruple, expand_references
+
+    inputs, targets, skipped = [], [], 0
+    if cfg.kind == KIND_PAIRWISE:
+        for pair in examples:
+            try:
+                inputs.append((
+                    encode_pair(tokenizer, question=pair.question, answer=pair.answer_a,
+                                max_length=cfg.max_length),
+                    encode_pair(tokenizer, question=pair.question, answer=pair.answer_b,
+                                max_length=cfg.max_length),
+                ))
+            except InputTooLong:
+                skipped += 1
+                continue
+            targets.append(float(pair.label))
+        return inputs, targets, skipped
+    for example in expand_references(examples):
+        try:
+            inputs.append(encode_quadruple(
+                tokenizer, passage=example.passage, question=example.question,
+                reference=example.references[0], candidate=example.candidate,
+                max_length=cfg.max_length))
+        except InputTooLong:
+            skipped += 1
+            continue
+        targets.append(float(example.score))
+    return inputs, targets, skipped
+
+
+def evaluate(model, tokenizer, cfg: TrainConfig, examples) -> dict[str, Any]:
+    """Validation metrics: Pearson (overall and per dataset) or pairwise accuracy."""
+    from .infer import predict_pairs, predict_scores
+
+    if not examples:
+        return {}
+    if cfg.kind == KIND_PAIRWISE:
+        scores = predict_pairs(model, tokenizer, examples, max_length=cfg.max_length,
+                               batch_size=cfg.eval_batch_size, bf16=cfg.bf16)
+        return {"pairwise_accuracy": pairwise_accuracy(scores, [e.label for e in examples]),
+                "n": len(examples)}
+    predictions = predict_scores(model, tokenizer, examples, max_length=cfg.max_length,
+                                 batch_size=cfg.eval_batch_size, bf16=cfg.bf16)
+    gold = [e.score for e in examples]
+    result: dict[str, Any] = {"pearson": pearson(predictions, gold), "n": len(examples)}
+    datasets = sorted({e.dataset for e in examples if e.dataset})
+    if len(datasets) > 1:
+        result["pearson_by_dataset"] = {
+            name: pearson([p for p, e in zip(predictions, examples, strict=True)
+                           if e.dataset == name],
+                          [e.score for e in examples if e.dataset == name])
+            for name in datasets
+        }
+    return result
+
+
+def validation_metric_name(kind: str) -> str:
+    return "pairwise_accuracy" if kind == KIND_PAIRWISE else "pearson"
+
+
+def _better(value: float | None, best: float | None) -> bool:
+    if value is None:
+        return best is None
+    return best is None or value > best
+
+
+# ---- the loops --------------------------------------------------------------------------------
+
+
+def _pretrain_mc(model, tokenizer, cfg: TrainConfig, mc_examples, device,
+                 progress: ProgressCallback | None, should_cancel: CancelCheck | None) -> dict:
+    """3-way multiple-choice pre-training of the encoder (its own head and optimizer)."""
+    import torch
+    from torch import nn
+
+    from .data import InputTooLong, collate, encode_quadruple
+    from .infer import autocast_context
+
+    encoded, labels = [], []
+    for ex in mc_examples:
+        try:
+            encoded.append(encode_quadruple(tokenizer, passage=ex.passage, question=ex.question,
+                                            reference=ex.answer1, candidate=ex.answer2,
+                                            max_length=cfg.max_length))
+            labels.append(ex.label)
+        except InputTooLong:
+            continue
+    if not encoded:
+        return {}
+    optimizer = _optimizer(model, cfg.pretrain_learning_rate, cfg.weight_decay)
+    loss_fn = nn.CrossEntropyLoss()
+    generator = torch.Generator().manual_seed(cfg.seed)
+    model.train()
+    correct = total = 0
+    for epoch in range(cfg.pretrain_epochs):
+        order = torch.randperm(len(encoded), generator=generator).tolist()
+        for step, start in enumerate(range(0, len(order), cfg.batch_size), start=1):
+            if should_cancel and should_cancel():
+                raise TrainingCancelled("cancelled during pre-training")
+            batch = order[start:start + cfg.batch_size]
+            input_ids, mask, types = collate([encoded[i] for i in batch], tokenizer.pad_token_id)
+            target = torch.tensor([labels[i] for i in batch], device=device)
+            with autocast_context(device, cfg.bf16):
+                logits = model.mc_logits(input_ids.to(device), mask.to(device), types.to(device))
+                loss = loss_fn(logits.float(), target)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.max_grad_norm)
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+            if epoch == cfg.pretrain_epochs - 1:
+                correct += int((logits.argmax(-1) == target).sum())
+                total += len(batch)
+            if progress and step % cfg.progress_every == 0:
+                progress({"phase": "pretrain", "epoch": epoch + 1,
+                          "epochs": cfg.pretrain_epochs, "step": step, "loss": float(loss)})
+    return {"pretrain_examples": len(encoded),
+            "pretrain_train_accuracy": correct / total if total else None}
+
+
+def _train_one(cfg: TrainConfig, lr: float, run_dir: Path, train_examples, val_examples,
+               progress: ProgressCallback | None, should_cancel: CancelCheck | None,
+               mc_examples) -> dict[str, Any]:
+    import torch
+    from torch import nn
+    from transformers import get_linear_schedule_with_warmup
+
+    from .data import collate
+    from .infer import autocast_context, pick_device
+    from .model import build_encoder, model_class, save_model
+
+    _seed_everything(cfg.seed)
+    device = pick_device(cfg.device)
+    encoder, tokenizer = build_encoder(cfg.backbone, cfg.backbone_config)
+    model = model_class(cfg.model_class_name())(encoder).to(device)
+    if cfg.dropout is not None:
+        for module in model.modules():
+            if isinstance(module, nn.Dropout):
+                module.p = cfg.dropout
+
+    inputs, targets, skipped = _encode_training_set(cfg, tokenizer, train_examples)
+    if not inputs:
+        raise ValueError("no training examples (after dropping inputs longer than max_length)")
+    optimizer = _optimizer(model, lr, cfg.weight_decay)
+    micro_batches = math.ceil(len(inputs) / cfg.batch_size)
+    steps_per_epoch = math.ceil(micro_batches / cfg.grad_accumulation)
+    total_steps = steps_per_epoch * cfg.epochs
+    scheduler = get_linear_schedule_with_warmup(
+        optimizer, int(cfg.warmup_ratio * total_steps), total_steps)
+
+    run_dir.mkdir(parents=True, exist_ok=True)
+    checkpoint_dir, best_dir = run_dir / "checkpoint", run_dir / "model"
+    fingerprint = _fingerprint(cfg, lr, len(inputs))
+    history: list[dict] = []
+    best_value: float | None = None
+    best_epoch = 0
+    start_epoch = 0
+    global_step = 0
+    pretrain: dict = {}
+    resumed_from = None
+    state_file = checkpoint_dir / "state.pt"
+    if state_file.is_file():
+        state = torch.load(state_file, map_location=device, weights_only=False)
+        if state.get("fingerprint") == fingerprint:
+            model.load_state_dict(state["model"])
+            optimizer.load_state_dict(state["optimizer"])
+            scheduler.load_state_dict(state["scheduler"])
+            start_epoch, global_step = state["epoch"], state["global_step"]
+            history, best_value, best_epoch = state["history"], state["best"], state["best_epoch"]
+            pretrain = state.get("pretrain", {})
+            resumed_from = start_epoch
+    if resumed_from is None and mc_examples and cfg.pretrain_epochs:
+        pretrain = _pretrain_mc(model, tokenizer, cfg, mc_examples, device, progress,
+                                should_cancel)
+
+    metric_name = validation_metric_name(cfg.kind)
+    mse, bt = nn.MSELoss(), nn.BCEWithLogitsLoss()
+    pad = tokenizer.pad_token_id
+    model.train()
+    for epoch in range(start_epoch, cfg.epochs):
+        started = time.monotonic()
+        # Per-epoch generator: a resumed run sees the same order as an uninterrupted one.
+        generator = torch.Generator().manual_seed(cfg.seed * 1000 + epoch)
+        order = torch.randperm(len(inputs), generator=generator).tolist()
+        running, seen = 0.0, 0
+        optimizer.zero_grad(set_to_none=True)
+        for micro, start in enumerate(range(0, len(order), cfg.batch_size), start=1):
+            batch = order[start:start + cfg.batch_size]
+            target = torch.tensor([targets[i] for i in batch], dtype=torch.float, device=device)
+            with autocast_context(device, cfg.bf16):
+                if cfg.kind == KIND_PAIRWISE:
+                    encoded = [inputs[i][0] for i in batch] + [inputs[i][1] for i in batch]
+                    ids, mask, types = collate(encoded, pad)
+                    scores = model(ids.to(device), mask.to(device), types.to(device)).float()
+                    loss = bt(scores[: len(batch)] - scores[len(batch):], target)
+                else:
+                    ids, mask, types = collate([inputs[i] for i in batch], pad)
+                    scores = model(ids.to(device), mask.to(device), types.to(device)).float()
+                    loss = mse(scores, target)
+            (loss / cfg.grad_accumulation).backward()
+            running += float(loss.detach()) * len(batch)
+            seen += len(batch)
+            if micro % cfg.grad_accumulation == 0 or micro == micro_batches:
+                torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.max_grad_norm)
+                optimizer.step()
+                scheduler.step()
+                optimizer.zero_grad(set_to_none=True)
+                global_step += 1
+                if should_cancel and should_cancel():
+                    raise TrainingCancelled(f"cancelled at epoch {epoch + 1}, step {global_step}")
+                step_in_epoch = global_step - epoch * steps_per_epoch
+                if progress and (global_step % cfg.progress_every == 0
+                                 or step_in_epoch == steps_per_epoch):
+                    progress({"phase": "train", "epoch": epoch + 1, "epochs": cfg.epochs,
+                              "step": step_in_epoch, "steps_per_epoch": steps_per_epoch,
+                              "global_step": global_step, "total_steps": total_steps,
+                              "loss": running / seen, "learning_rate": lr})
+        train_seconds = time.monotonic() - started
+        if progress:
+            progress({"phase": "validate", "epoch": epoch + 1, "epochs": cfg.epochs,
+                      "step": steps_per_epoch, "steps_per_epoch": steps_per_epoch,
+                      "global_step": global_step, "total_steps": total_steps,
+                      "loss": running / seen, "learning_rate": lr})
+        val = evaluate(model, tokenizer, cfg, val_examples)
+        value = val.get(metric_name)
+        history.append({"epoch": epoch + 1, "train_loss": running / seen,
+                        f"val_{metric_name}": value, "train_seconds": round(train_seconds, 3),
+                        "seconds": round(time.monotonic() - started, 3)})
+        if _better(value, best_value) or not val_examples:
+            best_value, best_epoch = value, epoch + 1
+            tmp = run_dir / "model.tmp"
+            shutil.rmtree(tmp, ignore_errors=True)
+            save_model(model, tokenizer, tmp, train_config=cfg.to_dict(),
+                       extra={"epoch": epoch + 1, "learning_rate": lr, metric_name: value})
+            shutil.rmtree(best_dir, ignore_errors=True)
+            tmp.rename(best_dir)
+        _save_checkpoint(checkpoint_dir, {
+            "fingerprint": fingerprint, "model": model.state_dict(),
+            "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
+            "epoch": epoch + 1, "global_step": global_step, "history": history,
+            "best": best_value, "best_epoch": best_epoch, "pretrain": pretrain,
+        })
+    return {
+        "validation_metric": metric_name, f"val_{metric_name}": best_value,
+        "best_epoch": best_epoch, "learning_rate": lr, "history": history,
+        "epoch_seconds": [h["train_seconds"] for h in history],
+        "train_inputs": len(inputs), "skipped_too_long": skipped,
+        "val_examples": len(val_examples), "device": str(device),
+        "resumed_from_epoch": resumed_from, **pretrain, "model_dir": str(best_dir),
+    }
+
+
+def _save_checkpoint(folder: Path, state: dict) -> None:
+    """Atomic: a kill during the write leaves the previous checkpoint intact."""
+    import torch
+
+    folder.mkdir(parents=True, exist_ok=True)
+    tmp = folder / "state.pt.tmp"
+    torch.save(state, tmp)
+    tmp.replace(folder / "state.pt")
+
+
+def train(cfg: TrainConfig, train_examples, val_examples, progress: ProgressCallback | None = None,
+          should_cancel: CancelCheck | None = None, mc_examples=None) -> dict[str, Any]:
+    """Train, keep the best epoch, write it to `<output_dir>/model`, return the metrics.
+
+    Re-running with the same config and output folder resumes from the last finished epoch.
+    """
+    if not cfg.output_dir:
+        raise ValueError("TrainConfig.output_dir is required")
+    if cfg.kind not in (KIND_REGRESSION, KIND_PAIRWISE):
+        raise ValueError(f"unknown kind {cfg.kind!r}")
+    train_examples = list(train_examples)
+    if cfg.max_train_examples:
+        train_examples = train_examples[: cfg.max_train_examples]
+    output = Path(cfg.output_dir)
+    output.mkdir(parents=True, exist_ok=True)
+    rates = PAPER_LEARNING_RATES if cfg.tune_learning_rate else (cfg.learning_rate,)
+    runs = []
+    for lr in rates:
+        run_dir = output / "runs" / f"lr-{lr:g}" if len(rates) > 1 else output / "run"
+        runs.append(_train_one(cfg, lr, run_dir, train_examples, list(val_examples), progress,
+                               should_cancel, mc_examples))
+    metric = f"val_{runs[0]['validation_metric']}"
+    best = runs[0]
+    for run in runs[1:]:
+        if _better(run[metric], best[metric]):
+            best = run
+    final = output / "model"
+    shutil.rmtree(final, ignore_errors=True)
+    shutil.copytree(best["model_dir"], final)
+    result = {**best, "model_dir": str(final), "train_examples": len(train_examples)}
+    if len(runs) > 1:
+        result["learning_rate_search"] = {f"{r['learning_rate']:g}": r[metric] for r in runs}
+    return result

@@ -1,0 +1,115 @@
+"""Training without Django: a tiny random BERT overfits a fixture, round-trips through disk,
+resumes from its checkpoint, learns a preference with the Bradley–Terry loss."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from metrics_app.lerc.data import PairExample
+from metrics_app.lerc.infer import LercScorer
+from metrics_app.lerc.model import read_meta
+from metrics_app.lerc.train import (
+    TrainConfig,
+    TrainingCancelled,
+    _optimizer,
+    pairwise_accuracy,
+    pearson,
+    train,
+)
+
+from .conftest import toy_examples
+
+
+def test_tiny_bert_overfits_saves_reloads_and_scores_the_same(tmp_path, tiny_options):
+    examples = toy_examples(24)
+    seen = []
+    cfg = TrainConfig.from_dict({**tiny_options, "output_dir": str(tmp_path)})
+    metrics = train(cfg, examples, examples, progress=seen.append)
+
+    assert metrics["val_pearson"] > 0.9
+    assert metrics["best_epoch"] == max(
+        metrics["history"], key=lambda h: h["val_pearson"] or -1)["epoch"]
+    assert {"epoch", "step", "loss"} <= set(seen[0])
+    assert read_meta(metrics["model_dir"])["model_class"] == "LercRegressor"
+
+    gold = [e.score for e in examples]
+    first = LercScorer(metrics["model_dir"]).score(examples)
+    again = LercScorer(metrics["model_dir"]).score(examples)
+    assert pearson(first, gold) == pytest.approx(metrics["val_pearson"], abs=1e-4)
+    assert again == pytest.approx(first, abs=1e-5)
+    one_by_one = LercScorer(metrics["model_dir"]).score(examples, length_sorted=False,
+                                                         batch_size=1)
+    assert one_by_one == pytest.approx(first, abs=1e-4)  # sorting restores the input order
+
+
+def test_multiple_references_score_with_the_maximum(tmp_path, tiny_options):
+    examples = toy_examples(24)
+    cfg = TrainConfig.from_dict({**tiny_options, "output_dir": str(tmp_path), "epochs": 2})
+    scorer = LercScorer(train(cfg, examples, examples)["model_dir"])
+    from dataclasses import replace
+
+    single = [replace(e, references=(r,)) for e in examples[:6] for r in (e.references[0], "zzz")]
+    both = [replace(e, references=(e.references[0], "zzz")) for e in examples[:6]]
+    separate = scorer.score(single)
+    combined = scorer.score(both)
+    for i, value in enumerate(combined):
+        assert value == pytest.approx(max(separate[2 * i], separate[2 * i + 1]), abs=1e-5)
+
+
+def test_killed_training_resumes_from_its_last_epoch(tmp_path, tiny_options):
+    examples = toy_examples(16)
+    options = {**tiny_options, "output_dir": str(tmp_path), "epochs": 4}
+
+    def die_in_epoch_three(info):
+        if info.get("epoch") == 3:
+            raise KeyboardInterrupt("worker killed")
+
+    with pytest.raises(KeyboardInterrupt):
+        train(TrainConfig.from_dict(options), examples, examples, progress=die_in_epoch_three)
+    resumed = train(TrainConfig.from_dict(options), examples, examples)
+    assert resumed["resumed_from_epoch"] == 2
+    assert [h["epoch"] for h in resumed["history"]] == [1, 2, 3, 4]
+
+    fresh = train(TrainConfig.from_dict({**options, "output_dir": str(tmp_path / "fresh")}),
+                  examples, examples)
+    # Same seeds and per-epoch shuffles: the resumed run ends where an uninterrupted one does.
+    assert resumed["history"][-1]["train_loss"] == pytest.approx(
+        fresh["history"][-1]["train_loss"], rel=1e-3)
+
+
+def test_cancel_check_stops_training(tmp_path, tiny_options):
+    cfg = TrainConfig.from_dict({**tiny_options, "output_dir": str(tmp_path)})
+    with pytest.raises(TrainingCancelled):
+        train(cfg, toy_examples(16), [], should_cancel=lambda: True)
+
+
+def test_pairwise_bradley_terry_learns_a_preference(tmp_path, tiny_options):
+    pairs = []
+    for i in range(16):
+        good, bad = f"because of reason {i} explained well", f"no idea {i}"
+        # Alternate sides so the model cannot just learn "A wins".
+        pairs.append(PairExample(question=f"Why {i}?", answer_a=good, answer_b=bad, label=1.0)
+                     if i % 2 else
+                     PairExample(question=f"Why {i}?", answer_a=bad, answer_b=good, label=0.0))
+    cfg = TrainConfig.from_dict({**tiny_options, "output_dir": str(tmp_path), "kind": "pairwise",
+                                 "epochs": 8})
+    metrics = train(cfg, pairs, pairs)
+    assert metrics["val_pairwise_accuracy"] == 1.0
+    scorer = LercScorer(metrics["model_dir"])
+    assert scorer.kind == "pairwise"
+    scores = scorer.score_pairs(pairs)
+    assert pairwise_accuracy(scores, [p.label for p in pairs]) == 1.0
+
+
+def test_no_weight_decay_on_bias_and_layernorm(tiny_options):
+    from metrics_app.lerc.model import LercRegressor, build_encoder
+
+    encoder, _ = build_encoder("", tiny_options["backbone_config"])
+    model = LercRegressor(encoder)
+    decayed, undecayed = _optimizer(model, 1e-3, 0.01).param_groups
+    names = {id(p): n for n, p in model.named_parameters()}
+    assert all(not names[id(p)].endswith("bias") and "LayerNorm" not in names[id(p)]
+               for p in decayed["params"])
+    assert any("LayerNorm" in names[id(p)] for p in undecayed["params"])
+    assert undecayed["weight_decay"] == 0.0 and decayed["weight_decay"] == 0.01
+    assert isinstance(decayed["params"][0], torch.nn.Parameter)
