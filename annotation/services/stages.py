@@ -23,7 +23,6 @@ from annotation.models import (
     HitItem,
     HitStatus,
     Item,
-    Judgment,
     Provider,
     Stage,
     StageKind,
@@ -225,53 +224,12 @@ def agreement_stage_for(stage: Stage) -> Stage | None:
 
 
 def stage_alpha(*, stage: Stage, level: str | None = None) -> float | None:
-    """Krippendorff's alpha of the stage's judgments (None when too few to compute)."""
-    kind = stage.project.kind
-    level = level or (stage.settings or {}).get(
-        "agreement_level", "interval" if kind == TaskKind.LIKERT else "nominal"
-    )
-    rows = list(Judgment.objects.filter(stage=stage).values_list("worker_id", "item_id", "score",
-                                                                 "choice"))
-    if not rows:
-        return None
-    workers = sorted({r[0] for r in rows})
-    items = sorted({r[1] for r in rows})
-    w_index = {w: i for i, w in enumerate(workers)}
-    i_index = {it: j for j, it in enumerate(items)}
-    codes: dict[str, float] = {}
-    matrix = [[float("nan")] * len(items) for _ in workers]
-    for worker_id, item_id, score, choice in rows:
-        if kind == TaskKind.LIKERT:
-            value = score
-        else:
-            value = codes.setdefault(choice, float(len(codes))) if choice else None
-        if value is not None:
-            matrix[w_index[worker_id]][i_index[item_id]] = float(value)
-    pairable = sum(
-        1 for j in range(len(items))
-        if sum(1 for i in range(len(workers)) if matrix[i][j] == matrix[i][j]) >= 2
-    )
-    if pairable == 0:
-        return None
-    return _krippendorff(matrix, level)
+    """Krippendorff's alpha of the stage's judgments (None when too few to compute); the
+    agreement module's `stage_agreement` (interval for Likert, nominal otherwise)."""
+    from metrics_app.agreement import stage_agreement
 
-
-def _krippendorff(matrix: list[list[float]], level: str) -> float | None:
-    try:  # the agreement module's implementation when it is there
-        from metrics_app.agreement import krippendorff_alpha  # type: ignore[attr-defined]
-
-        value = krippendorff_alpha(matrix, level=level)
-    except (ImportError, AttributeError, TypeError):
-        import krippendorff
-        import numpy as np
-
-        data = np.array(matrix, dtype=float)
-        if len({v for v in data[~np.isnan(data)].tolist()}) < 2:
-            return 1.0  # every judgment identical: perfect agreement
-        value = krippendorff.alpha(reliability_data=data, level_of_measurement=level)
-    if value is None or value != value:
-        return None
-    return float(value)
+    level = level or (stage.settings or {}).get("agreement_level")
+    return stage_agreement(stage=stage, level=level)
 
 
 def agreement_guard(*, stage: Stage, override_reason: str | None = None) -> str:
