@@ -7,11 +7,13 @@ the user neither owns nor shares answers 404 (not 403: its existence is not disc
 from __future__ import annotations
 
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db import IntegrityError
 from django.db.models import Count
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema
 from rest_framework import generics, serializers, status
 from rest_framework.exceptions import PermissionDenied
+from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.parsers import JSONParser
 from rest_framework.response import Response
 
@@ -62,9 +64,15 @@ def with_progress(project: Project) -> Project:
     return project
 
 
+class ApiPagination(LimitOffsetPagination):
+    default_limit = 100
+    max_limit = 1000
+
+
 class JsonApiMixin:
     # JSON only: item content and settings are nested objects that form encoding cannot carry.
     parser_classes = (JSONParser,)
+    pagination_class = ApiPagination
 
 
 class ProjectScopedMixin(JsonApiMixin):
@@ -112,6 +120,8 @@ class ProjectListCreateApi(JsonApiMixin, generics.ListAPIView):
             project = project_create(owner=request.user, **serializer.validated_data)
         except DjangoValidationError as error:
             raise django_to_drf(error) from error
+        except IntegrityError as error:  # a concurrent request took the slug
+            raise serializers.ValidationError({"slug": ["already exists"]}) from error
         project = visible_projects(request).get(pk=project.pk)
         return Response(
             ProjectOutputSerializer(with_progress(project)).data, status=status.HTTP_201_CREATED

@@ -9,6 +9,24 @@ from rest_framework import serializers
 from .domain.item_content import ItemContentError, validate_gold, validate_item_content
 from .models import Item, Judgment, Project, Stage
 
+MAX_DB_INT = 2**63 - 1
+
+
+def reject_null_characters(value):
+    """PostgreSQL cannot store NUL in text or jsonb: refuse it here with a 400, not a 500."""
+    if isinstance(value, str):
+        if "\x00" in value:
+            raise serializers.ValidationError("must not contain NUL characters")
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            reject_null_characters(key)
+            reject_null_characters(item)
+    elif isinstance(value, list):
+        for item in value:
+            reject_null_characters(item)
+    return value
+
+
 # --- Projects -----------------------------------------------------------------------------------
 
 PROJECT_SETTING_FIELDS = (
@@ -49,19 +67,19 @@ class ProjectOutputSerializer(serializers.ModelSerializer):
 
 def _validate_redundancy(value):
     if not isinstance(value, dict) or not all(
-        isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool) and v >= 1
+        isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= 1000
         for k, v in value.items()
     ):
         raise serializers.ValidationError(
-            'must map split names to positive integers, e.g. {"dev": 3, "default": 1}'
+            'must map split names to integers from 1 to 1000, e.g. {"dev": 3, "default": 1}'
         )
-    return value
+    return reject_null_characters(value)
 
 
 def _validate_str_list(value):
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise serializers.ValidationError("must be a list of strings")
-    return value
+    return reject_null_characters(value)
 
 
 class ProjectWriteSerializer(serializers.ModelSerializer):
@@ -153,7 +171,13 @@ class ItemInputSerializer(serializers.ModelSerializer):
     def validate_metadata(self, value):
         if not isinstance(value, dict):
             raise serializers.ValidationError("must be an object")
-        return value
+        return reject_null_characters(value)
+
+    def validate_content(self, value):
+        return reject_null_characters(value)
+
+    def validate_gold(self, value):
+        return reject_null_characters(value)
 
     def validate(self, attrs):
         kind = self.context["project"].kind
@@ -187,7 +211,8 @@ class ItemFilterSerializer(serializers.Serializer):
     domain = serializers.CharField(required=False)
     text_level = serializers.CharField(required=False)
     stage = serializers.IntegerField(
-        required=False, min_value=1, help_text="Id of a stage: items released in it."
+        required=False, min_value=1, max_value=MAX_DB_INT,
+        help_text="Id of a stage: items released in it.",
     )
 
 
@@ -237,12 +262,15 @@ class JudgmentOutputSerializer(serializers.ModelSerializer):
 
 
 class JudgmentFilterSerializer(serializers.Serializer):
-    stage = serializers.IntegerField(required=False, min_value=1, help_text="Stage id.")
+    stage = serializers.IntegerField(
+        required=False, min_value=1, max_value=MAX_DB_INT, help_text="Stage id."
+    )
     worker = serializers.CharField(required=False, help_text="Worker external id.")
     item = serializers.CharField(required=False, help_text="Item external id.")
     dataset = serializers.CharField(required=False)
     split = serializers.CharField(required=False)
     source = serializers.CharField(required=False)
     after_id = serializers.IntegerField(
-        required=False, min_value=0, help_text="Only judgments with a larger id (incremental pulls)."
+        required=False, min_value=0, max_value=MAX_DB_INT,
+        help_text="Only judgments with a larger id (incremental pulls).",
     )

@@ -381,6 +381,35 @@ def test_unsupported_content_type_is_415(api, project):
     assert response.status_code == 415
 
 
+def test_hostile_input_is_a_400_not_a_500(api, project):
+    content = {**item_content("likert"), "candidate": "nul \x00 here"}
+    response = api.post("/api/projects/mocha-dev/items/",
+                        {"external_id": "q1", "content": content}, format="json")
+    assert response.status_code == 400 and "content" in response.json()
+    response = api.post("/api/projects/mocha-dev/items/",
+                        {"external_id": "q\x00", "content": item_content("likert")},
+                        format="json")
+    assert response.status_code == 400 and "external_id" in response.json()
+    response = api.get("/api/projects/mocha-dev/judgments/", {"after_id": 2**70})
+    assert response.status_code == 400 and "after_id" in response.json()
+    response = api.post("/api/projects/", {"slug": "r", "title": "R", "kind": "ab",
+                                           "redundancy": {"dev": 10**9}}, format="json")
+    assert response.status_code == 400 and "redundancy" in response.json()
+    response = api.post("/api/projects/mocha-dev/items/", data="{not json",
+                        content_type="application/json")
+    assert response.status_code == 400 and "JSON parse error" in response.json()["detail"]
+    assert not project.items.exists()
+
+
+def test_page_size_is_capped(api, project):
+    for _ in range(3):
+        make_item(project)
+    response = api.get("/api/projects/mocha-dev/items/", {"limit": 10**30, "offset": 1})
+    assert response.status_code == 200
+    body = response.json()
+    assert body["count"] == 3 and len(body["results"]) == 2
+
+
 # --- Query counts -------------------------------------------------------------------------------
 
 
