@@ -189,6 +189,18 @@ CELERY_TASK_ROUTES = {"worker.tasks.lerc.*": {"queue": "gpu"}}
 CELERY_BEAT_SCHEDULE_FILENAME = QAJ_BEAT_SCHEDULE_FILE
 # Periodic jobs; each area adds its entries here (name -> {"task": ..., "schedule": seconds}).
 CELERY_BEAT_SCHEDULE: dict[str, dict] = {}
+# Annotator pages: idle in-house/Prolific assignments give their items back (every 5 minutes).
+CELERY_BEAT_SCHEDULE["release-abandoned-assignments"] = {
+    "task": "worker.tasks.assignments.release_abandoned_assignments", "schedule": 300.0,
+}
+# Where finished Prolific participants are sent (`?cc=<stage.settings.prolific_completion_code>`)
+# and which turkSubmitTo origins task pages may post a finished HIT to.
+PROLIFIC_COMPLETION_URL = os.environ.get(
+    "PROLIFIC_COMPLETION_URL", "https://app.prolific.com/submissions/complete"
+)
+QAJ_MTURK_SUBMIT_HOSTS = env_list(
+    "QAJ_MTURK_SUBMIT_HOSTS", "https://www.mturk.com,https://workersandbox.mturk.com"
+)
 # LERC: retrain when a project gathered this many new judgments; a version "training" without a
 # progress heartbeat for QAJ_LERC_STALE_AFTER_SECONDS lost its worker and is marked failed.
 QAJ_LERC_MIN_NEW_JUDGMENTS = int(os.environ.get("QAJ_LERC_MIN_NEW_JUDGMENTS", "500"))

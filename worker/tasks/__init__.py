@@ -1,1 +1,2 @@
 """Celery tasks, one module per area (imported here so every worker registers them all)."""
+from . import assignments  # noqa: E402,F401

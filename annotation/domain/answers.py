@@ -1,0 +1,205 @@
+"""Validation of one annotator answer and its mapping from the order shown to item order.
+
+Pure functions (no database). The task page never sends role letters: a multiple-choice page
+that posted "A" would tell anyone reading it which answer is correct (role A is always the
+correct one in STARC). The page sends the *shown* label instead (A/B for the two long-form
+answers, a–d for the four choices) and `presented_order` — stored per assignment item — maps
+it back: `presented_order[i]` is the item-order letter shown at position i.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+AB_SHOWN = ("A", "B")
+MC_SHOWN = ("a", "b", "c", "d")
+VALIDITY_CHOICES = ("one", "several", "none")
+MAX_JUSTIFICATION_LENGTH = 10_000
+MAX_TIME_SPENT_MS = 24 * 3600 * 1000
+
+
+class AnswerError(ValueError):
+    """An answer that cannot be stored; `messages` are shown next to the item."""
+
+    def __init__(self, messages: list[str]):
+        self.messages = messages
+        super().__init__("; ".join(messages))
+
+
+@dataclass
+class AnswerRules:
+    """The project settings an answer is checked against."""
+
+    kind: str
+    mode: str = ""
+    justification_min_length: int = 0
+    aspects: list[str] = field(default_factory=list)
+    aspect_preferences: list[str] = field(default_factory=list)
+    scale_size: int = 5
+
+
+def _shown_to_role(shown: Any, *, labels: tuple[str, ...], presented_order: list[str],
+                   what: str) -> str:
+    if not isinstance(shown, str) or shown not in labels:
+        raise AnswerError([f"Choose {what}."])
+    order = presented_order or [label.upper() for label in labels]
+    return order[labels.index(shown)]
+
+
+def _client_timing(answer: dict) -> dict[str, Any]:
+    timing: dict[str, Any] = {}
+    spent = answer.get("time_spent_ms")
+    if isinstance(spent, (int, float)) and not isinstance(spent, bool) and spent >= 0:
+        timing["time_spent_ms"] = int(min(spent, MAX_TIME_SPENT_MS))
+    started = answer.get("client_started_at")
+    if isinstance(started, str) and len(started) <= 40:
+        try:
+            parsed = datetime.fromisoformat(started.replace("Z", "+00:00"))
+        except ValueError:
+            parsed = None
+        if parsed is not None:
+            timing["client_started_at"] = parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+    return timing
+
+
+def _clean_likert(answer: dict, rules: AnswerRules) -> dict[str, Any]:
+    score = answer.get("score")
+    if isinstance(score, str) and score.strip().isdigit():
+        score = int(score)
+    if not isinstance(score, int) or isinstance(score, bool) or not 1 <= score <= rules.scale_size:
+        raise AnswerError([f"Pick a score from 1 to {rules.scale_size}."])
+    return {"score": float(score)}
+
+
+def _clean_ab(answer: dict, rules: AnswerRules, presented_order: list[str]) -> dict[str, Any]:
+    errors: list[str] = []
+    fields: dict[str, Any] = {}
+    try:
+        fields["choice"] = _shown_to_role(
+            answer.get("shown_choice"), labels=AB_SHOWN, presented_order=presented_order,
+            what="the better answer (A or B)",
+        )
+    except AnswerError as exc:
+        errors += exc.messages
+    difficult = answer.get("difficult")
+    if not isinstance(difficult, bool):
+        errors.append("Say whether the choice was difficult (yes or no).")
+    fields["difficult"] = difficult
+    justification = answer.get("justification", "")
+    if not isinstance(justification, str):
+        justification = ""
+    justification = justification.strip()
+    if len(justification) < rules.justification_min_length:
+        errors.append(
+            f"Write a justification of at least {rules.justification_min_length} characters "
+            f"({len(justification)} so far)."
+        )
+    elif len(justification) > MAX_JUSTIFICATION_LENGTH:
+        errors.append(f"Keep the justification under {MAX_JUSTIFICATION_LENGTH} characters.")
+    fields["justification"] = justification
+    aspects = answer.get("aspects", [])
+    if not isinstance(aspects, list) or not all(isinstance(a, str) for a in aspects):
+        errors.append("Aspects must be a list of names.")
+    elif set(aspects) - set(rules.aspects):
+        errors.append("Unknown aspect: " + ", ".join(sorted(set(aspects) - set(rules.aspects))))
+    else:
+        # Stored in the project's order so equal selections compare equal.
+        fields["aspects"] = [a for a in rules.aspects if a in aspects]
+    prefs = answer.get("aspect_preferences", {}) or {}
+    cleaned_prefs: dict[str, str] = {}
+    if not isinstance(prefs, dict):
+        errors.append("Aspect preferences must be an object.")
+    else:
+        for name, shown in prefs.items():
+            if name not in rules.aspect_preferences:
+                errors.append(f"Unknown aspect preference: {name}.")
+            elif shown == "same":
+                cleaned_prefs[name] = "same"
+            elif shown in ("", None):
+                continue
+            else:
+                try:
+                    cleaned_prefs[name] = _shown_to_role(
+                        shown, labels=AB_SHOWN, presented_order=presented_order,
+                        what=f"A, B or 'same' for {name}",
+                    )
+                except AnswerError as exc:
+                    errors += exc.messages
+    if errors:
+        raise AnswerError(errors)
+    fields["extra"] = {"aspect_preferences": cleaned_prefs} if cleaned_prefs else {}
+    return fields
+
+
+def _clean_mc(answer: dict, rules: AnswerRules, presented_order: list[str],
+              *, locked_guess: str | None = None) -> dict[str, Any]:
+    if rules.mode == "validity":
+        validity = answer.get("validity")
+        if validity not in VALIDITY_CHOICES:
+            raise AnswerError(
+                ["Say whether the question has one correct answer, more than one, or none."]
+            )
+        shown = answer.get("shown_choices", [])
+        if validity == "one" and not shown and answer.get("shown_choice"):
+            shown = [answer["shown_choice"]]
+        if not isinstance(shown, list) or len(set(shown)) != len(shown):
+            raise AnswerError(["Mark each correct answer once."])
+        roles = [
+            _shown_to_role(s, labels=MC_SHOWN, presented_order=presented_order, what="an answer")
+            for s in shown
+        ]
+        if validity == "one" and len(roles) != 1:
+            raise AnswerError(["Pick the one correct answer."])
+        if validity == "several" and len(roles) < 2:
+            raise AnswerError(["Mark all the correct answers (at least two)."])
+        if validity == "none":
+            roles = []
+        return {
+            "choice": roles[0] if validity == "one" else "",
+            "choices": sorted(roles),
+            "extra": {"validity": validity},
+        }
+    fields: dict[str, Any] = {
+        "choice": _shown_to_role(
+            answer.get("shown_choice"), labels=MC_SHOWN, presented_order=presented_order,
+            what="an answer (a, b, c or d)",
+        ),
+        "extra": {},
+    }
+    if rules.mode == "pilot":
+        guess = locked_guess
+        if guess is None:
+            guess = _shown_to_role(
+                answer.get("shown_guess"), labels=MC_SHOWN, presented_order=presented_order,
+                what="your guess before reading (a, b, c or d)",
+            )
+        fields["extra"]["guess_choice"] = guess
+    return fields
+
+
+def clean_answer(*, rules: AnswerRules, answer: Any, presented_order: list[str],
+                 locked_guess: str | None = None) -> dict[str, Any]:
+    """Judgment fields for one answer (item order), or AnswerError with readable messages."""
+    if not isinstance(answer, dict):
+        raise AnswerError(["This item has no answer."])
+    if rules.kind == "likert":
+        fields = _clean_likert(answer, rules)
+    elif rules.kind == "ab":
+        fields = _clean_ab(answer, rules, presented_order)
+    elif rules.kind == "mc":
+        fields = _clean_mc(answer, rules, presented_order, locked_guess=locked_guess)
+    else:
+        raise AnswerError([f"Unknown task kind {rules.kind!r}."])
+    fields.update(_client_timing(answer))
+    return fields
+
+
+def clean_guess(*, answer: Any, presented_order: list[str]) -> str:
+    """Pilot page 1: the guess before reading, as a role letter."""
+    if not isinstance(answer, dict):
+        raise AnswerError(["Choose your best guess (a, b, c or d)."])
+    return _shown_to_role(
+        answer.get("shown_guess", answer.get("shown_choice")), labels=MC_SHOWN,
+        presented_order=presented_order, what="your best guess (a, b, c or d)",
+    )

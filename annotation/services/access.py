@@ -1,0 +1,216 @@
+"""Who may open a task page: signed in-house links, MTurk and Prolific URL parameters, and the
+signed assignment token the page carries in its JSON calls.
+
+Annotator pages never rely on the session cookie: inside MTurk's third-party iframe browsers
+may drop it. The page instead carries a token signed with the site's secret that names the
+assignment and its worker; the JSON endpoints require it in a custom header, which a foreign
+site cannot set on a cross-origin request (so it also stands in for the CSRF cookie).
+"""
+from __future__ import annotations
+
+import re
+import secrets
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.core import signing
+from django.db import IntegrityError, transaction
+from django.urls import reverse
+from django.utils import timezone
+
+from annotation.models import (
+    Assignment,
+    Hit,
+    InhouseLink,
+    Project,
+    Provider,
+    Stage,
+    Worker,
+)
+
+from .assignments import OPEN_STAGE_STATUSES, AssignmentRefused
+
+LINK_SALT = "qaj.inhouse-link"
+ASSIGNMENT_SALT = "qaj.assignment"
+MTURK_PREVIEW_ID = "ASSIGNMENT_ID_NOT_AVAILABLE"
+_EXTERNAL_ID = re.compile(r"^[A-Za-z0-9_\-]{1,128}$")
+
+
+class AccessDenied(AssignmentRefused):
+    """A link or URL that does not grant access; `message` is shown on the refusal page."""
+
+    code = "access_denied"
+
+
+class LinkInvalid(AccessDenied):
+    code = "link_invalid"
+
+
+class LinkRevoked(AccessDenied):
+    code = "link_revoked"
+
+
+class LinkExpired(AccessDenied):
+    code = "link_expired"
+
+
+# --- In-house links -----------------------------------------------------------------------------
+
+
+@transaction.atomic
+def inhouse_link_create(*, worker: Worker, project: Project, stage: Stage | None = None,
+                        expires_at: datetime | None = None) -> tuple[InhouseLink, str]:
+    """A personal, revocable link (no password) for an in-house annotator; returns the link and
+    its URL path (prefix `settings.QAJ_PUBLIC_BASE_URL` to send it)."""
+    if stage is not None and stage.project_id != project.pk:
+        raise ValueError("The stage belongs to another project.")
+    link = InhouseLink.objects.create(
+        worker=worker, project=project, stage=stage, expires_at=expires_at,
+        nonce=secrets.token_urlsafe(24),
+    )
+    return link, inhouse_link_path(link=link)
+
+
+def inhouse_link_path(*, link: InhouseLink) -> str:
+    token = signing.Signer(salt=LINK_SALT).sign(link.nonce)
+    return reverse("annotation:task-link", kwargs={"token": token})
+
+
+def inhouse_link_resolve(*, token: str) -> InhouseLink:
+    """The link a token names; LinkInvalid (tampered/unknown), LinkRevoked or LinkExpired."""
+    try:
+        nonce = signing.Signer(salt=LINK_SALT).unsign(token)
+    except signing.BadSignature:
+        raise LinkInvalid("This link is not valid. Check that you copied all of it.") from None
+    link = InhouseLink.objects.select_related("worker", "project", "stage").filter(
+        nonce=nonce
+    ).first()
+    if link is None:
+        raise LinkInvalid("This link is not valid.")
+    if link.revoked:
+        raise LinkRevoked("This link has been revoked by the researcher.")
+    if link.expires_at is not None and link.expires_at <= timezone.now():
+        raise LinkExpired("This link has expired. Ask the researcher for a new one.")
+    return link
+
+
+@transaction.atomic
+def inhouse_link_revoke(*, link: InhouseLink) -> InhouseLink:
+    link.revoked = True
+    link.save(update_fields=["revoked"])
+    return link
+
+
+def inhouse_link_stage(*, link: InhouseLink) -> Stage:
+    """The stage a link opens: its own, or the project's latest open in-house stage."""
+    if link.stage is not None:
+        return link.stage
+    stage = (
+        Stage.objects.filter(project=link.project, provider=Provider.INHOUSE,
+                             status__in=OPEN_STAGE_STATUSES)
+        .order_by("-order", "-pk").first()
+    )
+    if stage is None:
+        raise AccessDenied("There is no open task for this link at the moment.")
+    return stage
+
+
+# --- Crowd providers ----------------------------------------------------------------------------
+
+
+def _external_id(value: str, what: str) -> str:
+    value = (value or "").strip()
+    if not _EXTERNAL_ID.match(value):
+        raise AccessDenied(f"The task link is incomplete: {what} is missing or malformed.")
+    return value
+
+
+def worker_for(*, provider: str, external_id: str) -> Worker:
+    """The worker with this provider id, created on first sight."""
+    worker = Worker.objects.filter(provider=provider, external_id=external_id).first()
+    if worker is not None:
+        return worker
+    try:
+        with transaction.atomic():
+            return Worker.objects.create(provider=provider, external_id=external_id)
+    except IntegrityError:  # created concurrently by a double-loaded page
+        return Worker.objects.get(provider=provider, external_id=external_id)
+
+
+@dataclass
+class MturkAccess:
+    hit: Hit
+    assignment_id: str
+    worker: Worker | None  # None in preview mode
+    preview: bool
+
+
+def mturk_access_check(*, stage: Stage, assignment_id: str, hit_id: str,
+                       worker_id: str) -> MturkAccess:
+    """Check ExternalQuestion parameters against the stored HIT (and assignment, when known)."""
+    hit_id = _external_id(hit_id, "hitId")
+    hit = Hit.objects.filter(stage=stage, external_id=hit_id).first()
+    if hit is None:
+        raise AccessDenied("This HIT is not part of this task.")
+    if (assignment_id or "").strip() == MTURK_PREVIEW_ID:
+        return MturkAccess(hit=hit, assignment_id="", worker=None, preview=True)
+    assignment_id = _external_id(assignment_id, "assignmentId")
+    worker_ext = _external_id(worker_id, "workerId")
+    existing = Assignment.objects.filter(external_id=assignment_id).select_related(
+        "worker", "hit"
+    ).first()
+    if existing is not None and (
+        existing.hit_id != hit.pk or existing.worker.provider != Provider.MTURK
+        or existing.worker.external_id != worker_ext
+    ):
+        raise AccessDenied("This assignment belongs to another worker or HIT.")
+    worker = worker_for(provider=Provider.MTURK, external_id=worker_ext)
+    return MturkAccess(hit=hit, assignment_id=assignment_id, worker=worker, preview=False)
+
+
+@dataclass
+class ProlificAccess:
+    worker: Worker
+    session_id: str
+
+
+def prolific_access_check(*, stage: Stage, pid: str, study_id: str,
+                          session_id: str) -> ProlificAccess:
+    """Check PROLIFIC_PID / STUDY_ID / SESSION_ID; the study must be this stage's study when the
+    stage names one, and a known session must belong to the same participant."""
+    pid = _external_id(pid, "PROLIFIC_PID")
+    study_id = _external_id(study_id, "STUDY_ID")
+    session_id = _external_id(session_id, "SESSION_ID")
+    expected = (stage.settings or {}).get("prolific_study_id")
+    if expected and expected != study_id:
+        raise AccessDenied("This link belongs to another Prolific study.")
+    existing = Assignment.objects.filter(stage=stage, external_id=session_id).select_related(
+        "worker"
+    ).first()
+    if existing is not None and (
+        existing.worker.provider != Provider.PROLIFIC or existing.worker.external_id != pid
+    ):
+        raise AccessDenied("This session belongs to another participant.")
+    return ProlificAccess(worker=worker_for(provider=Provider.PROLIFIC, external_id=pid),
+                          session_id=session_id)
+
+
+# --- Assignment tokens --------------------------------------------------------------------------
+
+
+def assignment_token_make(*, assignment: Assignment) -> str:
+    return signing.dumps({"a": assignment.pk, "w": assignment.worker_id}, salt=ASSIGNMENT_SALT)
+
+
+def assignment_token_resolve(*, token: str) -> Assignment:
+    """The assignment a page token names; AccessDenied when tampered or not matching."""
+    try:
+        data = signing.loads(token or "", salt=ASSIGNMENT_SALT)
+    except signing.BadSignature:
+        raise AccessDenied("This page's access token is not valid. Reload the task.") from None
+    assignment = Assignment.objects.select_related("stage__project", "worker", "hit").filter(
+        pk=data.get("a"), worker_id=data.get("w")
+    ).first()
+    if assignment is None:
+        raise AccessDenied("This assignment does not exist.")
+    return assignment

@@ -1,0 +1,694 @@
+"""Assignments: which items a worker gets, autosave, per-item confirmation and the final submit.
+
+Every write the task pages make goes through here; the views only check who is asking.
+
+Redundancy: an item in a stage wants `stage.judgments_per_item` judgments, or the project's
+per-split redundancy. What it already has is its judgments in the stage plus the in-progress,
+not-yet-timed-out assignments holding it without a judgment. Two allocators racing for the last
+slot are kept apart by row locks on the items (`SELECT ... FOR UPDATE SKIP LOCKED` on
+PostgreSQL; SQLite serialises writers, and we take its write lock first), and the deficit is
+recomputed *after* the lock so a slot taken by a transaction that committed in between is seen.
+"""
+from __future__ import annotations
+
+import random
+import secrets
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.db import IntegrityError, connection, transaction
+from django.db.models import (
+    Case,
+    Count,
+    Exists,
+    F,
+    IntegerField,
+    OuterRef,
+    QuerySet,
+    Subquery,
+    Value,
+    When,
+)
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+
+from annotation.domain.answers import AnswerError, AnswerRules, clean_answer, clean_guess
+from annotation.models import (
+    Assignment,
+    AssignmentItem,
+    AssignmentStatus,
+    ExperimentMode,
+    Hit,
+    Item,
+    Judgment,
+    Stage,
+    StageKind,
+    StageStatus,
+    TaskKind,
+    Worker,
+    WorkerQualification,
+    WorkerStatus,
+)
+
+OPEN_STAGE_STATUSES = (StageStatus.PUBLISHED, StageStatus.COLLECTING)
+FINISHED_STATUSES = (AssignmentStatus.SUBMITTED, AssignmentStatus.APPROVED,
+                     AssignmentStatus.REJECTED)
+MAX_DRAFT_BYTES = 200_000
+# Server-owned part of the draft (pilot guesses locked before the paragraph is shown); the
+# page's autosave can never overwrite it.
+SERVER_DRAFT_KEY = "_server"
+# MC modes in which each item is confirmed on its own before the next one is shown.
+CONFIRM_MODES = (ExperimentMode.QA, ExperimentMode.GUESSING, ExperimentMode.PILOT)
+
+
+# --- Refusals -----------------------------------------------------------------------------------
+
+
+class AssignmentRefused(Exception):
+    """The worker may not have (or continue) this assignment; `message` is shown to them."""
+
+    code = "refused"
+
+    def __init__(self, message: str, *, assignment: Assignment | None = None):
+        self.message = message
+        self.assignment = assignment
+        super().__init__(message)
+
+
+class WorkerBlocked(AssignmentRefused):
+    code = "blocked"
+
+
+class QualificationRequired(AssignmentRefused):
+    code = "qualification_required"
+
+
+class StageNotOpen(AssignmentRefused):
+    code = "stage_not_open"
+
+
+class NoItemsAvailable(AssignmentRefused):
+    code = "no_items"
+
+
+class ForeignAssignment(AssignmentRefused):
+    code = "foreign_assignment"
+
+
+class AssignmentClosed(AssignmentRefused):
+    """Submitted (the page shows the completion again) or returned/expired (refused)."""
+
+    code = "closed"
+
+    @property
+    def finished(self) -> bool:
+        return self.assignment is not None and self.assignment.status in FINISHED_STATUSES
+
+
+class SubmissionInvalid(ValueError):
+    """Answers that cannot be stored: `errors` maps item id (or "__all__") to messages."""
+
+    def __init__(self, errors: dict[str, list[str]]):
+        self.errors = errors
+        super().__init__(f"{len(errors)} item(s) need attention")
+
+
+# --- Helpers ------------------------------------------------------------------------------------
+
+
+def answer_rules(project) -> AnswerRules:
+    return AnswerRules(
+        kind=project.kind,
+        mode=project.experiment_mode if project.kind == TaskKind.MC else "",
+        justification_min_length=project.justification_min_length,
+        aspects=list(project.aspects or []),
+        aspect_preferences=list(project.aspect_preferences or []),
+        scale_size=len(project.scale_labels or []) or 5,
+    )
+
+
+def _cutoff(project, now: datetime | None = None) -> datetime:
+    return (now or timezone.now()) - timedelta(minutes=project.assignment_timeout_minutes)
+
+
+def _live_assignments(stage: Stage, now: datetime | None = None) -> QuerySet[Assignment]:
+    """In-progress assignments of the stage that have not timed out."""
+    return Assignment.objects.annotate(
+        seen=Coalesce("last_seen_at", "started_at")
+    ).filter(stage=stage, status=AssignmentStatus.IN_PROGRESS, seen__gte=_cutoff(stage.project, now))
+
+
+def stage_items(stage: Stage) -> QuerySet[Item]:
+    """Items released in the stage: its own list, or every non-excluded project item."""
+    if stage.items.exists():
+        qs = stage.items.all()
+    else:
+        qs = Item.objects.filter(project_id=stage.project_id)
+    return qs.filter(excluded=False)
+
+
+def _annotate_deficit(qs: QuerySet[Item], stage: Stage) -> QuerySet[Item]:
+    judged = (
+        Judgment.objects.filter(stage=stage, item=OuterRef("pk"))
+        .order_by().values("item").annotate(n=Count("pk")).values("n")
+    )
+    live_ids = _live_assignments(stage).values("pk")
+    held = (
+        AssignmentItem.objects.filter(item=OuterRef("pk"), assignment_id__in=live_ids)
+        .filter(~Exists(Judgment.objects.filter(
+            assignment_id=OuterRef("assignment_id"), item_id=OuterRef("item_id"))))
+        .order_by().values("item").annotate(n=Count("pk")).values("n")
+    )
+    if stage.judgments_per_item:
+        target = Value(int(stage.judgments_per_item), output_field=IntegerField())
+    else:
+        redundancy = stage.project.redundancy or {}
+        default = stage.project.redundancy_for("")
+        whens = [When(split=split, then=Value(int(n))) for split, n in redundancy.items()
+                 if split != "default"]
+        target = Case(*whens, default=Value(default), output_field=IntegerField()) if whens \
+            else Value(default, output_field=IntegerField())
+    return qs.annotate(
+        n_judged=Coalesce(Subquery(judged, output_field=IntegerField()), 0),
+        n_held=Coalesce(Subquery(held, output_field=IntegerField()), 0),
+        target=target,
+    ).annotate(deficit=F("target") - F("n_judged") - F("n_held"))
+
+
+def _not_seen_by(qs: QuerySet[Item], stage: Stage, worker: Worker) -> QuerySet[Item]:
+    judged = Judgment.objects.filter(stage=stage, worker=worker).values("item_id")
+    held = AssignmentItem.objects.filter(
+        assignment__stage=stage, assignment__worker=worker,
+        assignment__status=AssignmentStatus.IN_PROGRESS,
+    ).values("item_id")
+    return qs.exclude(pk__in=judged).exclude(pk__in=held)
+
+
+def _lock(ids: list[int]) -> list[int]:
+    """Lock item rows, skipping rows another allocator holds (PostgreSQL); no-op elsewhere."""
+    if not ids:
+        return []
+    qs = Item.objects.filter(pk__in=ids).order_by("pk")
+    if connection.features.has_select_for_update_skip_locked:
+        qs = qs.select_for_update(skip_locked=True)
+    return list(qs.values_list("pk", flat=True))
+
+
+def _take_sqlite_write_lock(stage: Stage) -> None:
+    """SQLite allows one writer; take the lock before reading counts so two allocators queue up
+    instead of both reading the same counts (or dead-locking on the upgrade)."""
+    if connection.vendor == "sqlite":
+        Stage.objects.filter(pk=stage.pk).update(updated_at=F("updated_at"))
+
+
+# --- Picking items ------------------------------------------------------------------------------
+
+
+@transaction.atomic
+def items_pick_next(*, stage: Stage, worker: Worker, limit: int) -> list[Item]:
+    """The next `limit` items for `worker` in `stage`: practice items first, then the items
+    furthest from their redundancy target (Likert: one passage group), with gold/attention items
+    mixed in at `project.gold_rate`. Must run inside the transaction that stores the choice (it
+    does when called from `assignment_start`) so the row locks cover the write."""
+    _take_sqlite_write_lock(stage)
+    project = stage.project
+    available = _not_seen_by(stage_items(stage), stage, worker)
+    picked: list[Item] = []
+
+    # Practice items: every worker does them, first, whatever the redundancy.
+    practice = list(available.filter(is_practice=True).order_by("pk")[:limit])
+    picked += practice
+    room = limit - len(picked)
+    if room <= 0:
+        return picked
+
+    if stage.kind in (StageKind.PRACTICE, StageKind.QUALIFICATION):
+        # Qualification and practice stages test workers on the same items: no redundancy cap.
+        return picked + list(available.filter(is_practice=False).order_by("pk")[:room])
+
+    n_gold = 0
+    if project.gold_rate > 0 and room > 1:
+        # Randomised rounding keeps the long-run share at gold_rate even for small HITs.
+        expected = room * project.gold_rate
+        n_gold = min(room - 1, int(expected) + (random.random() < expected - int(expected)))
+    regular = _pick_regular(
+        stage=stage,
+        available=available.filter(is_practice=False, is_gold_check=False),
+        room=room - n_gold,
+    )
+    gold: list[Item] = []
+    if n_gold and regular:
+        gold_qs = available.filter(is_gold_check=True, is_practice=False)
+        groups = {item.group_key for item in regular if item.group_key}
+        # Likert gold items from the same passage keep the page indistinguishable.
+        same_group = list(gold_qs.filter(group_key__in=groups)) if groups else []
+        pool = same_group or ([] if project.kind == TaskKind.LIKERT and groups
+                              else list(gold_qs))
+        gold = random.sample(pool, min(n_gold, len(pool)))
+    mixed = list(regular)
+    for item in gold:
+        mixed.insert(random.randint(0, len(mixed)), item)
+    return picked + mixed
+
+
+def _pick_regular(*, stage: Stage, available: QuerySet[Item], room: int) -> list[Item]:
+    likert_groups = stage.project.kind == TaskKind.LIKERT
+    for _attempt in range(5):
+        ranked = _annotate_deficit(available, stage).filter(deficit__gt=0).order_by(
+            "-deficit", "pk"
+        )
+        first = ranked.values("pk", "group_key").first()
+        if first is None:
+            return []
+        if likert_groups and first["group_key"]:
+            candidates = list(ranked.filter(group_key=first["group_key"])
+                              .values_list("pk", flat=True)[:room])
+        else:
+            candidates = list(ranked.values_list("pk", flat=True)[: room * 3])
+        locked = _lock(candidates)
+        # Recount after locking: a slot taken by a transaction that committed since our first
+        # read is visible to this new statement.
+        fresh = list(
+            _annotate_deficit(Item.objects.filter(pk__in=locked), stage)
+            .filter(deficit__gt=0).order_by("-deficit", "pk")[:room]
+        )
+        if fresh:
+            return fresh
+    return []
+
+
+# --- Starting -----------------------------------------------------------------------------------
+
+
+def _check_worker(*, stage: Stage, worker: Worker) -> None:
+    if worker.status == WorkerStatus.BLOCKED:
+        raise WorkerBlocked("Your account can no longer take tasks in this study.")
+    if stage.requires_stage_id and not WorkerQualification.objects.filter(
+        worker=worker, stage_id=stage.requires_stage_id, passed=True
+    ).exists():
+        raise QualificationRequired(
+            "This task needs a qualification you have not passed yet."
+        )
+
+
+def _presented_order(kind: str) -> list[str]:
+    if kind == TaskKind.AB:
+        letters = ["A", "B"]
+    elif kind == TaskKind.MC:
+        letters = ["A", "B", "C", "D"]
+    else:
+        return []
+    random.SystemRandom().shuffle(letters)
+    return letters
+
+
+def _create(*, stage: Stage, worker: Worker, items: list[Item], hit: Hit | None,
+            external_id: str) -> Assignment:
+    assignment = Assignment.objects.create(
+        stage=stage, worker=worker, hit=hit, external_id=external_id,
+        last_seen_at=timezone.now(),
+    )
+    AssignmentItem.objects.bulk_create([
+        AssignmentItem(assignment=assignment, item=item, position=position,
+                       presented_order=_presented_order(stage.project.kind))
+        for position, item in enumerate(items)
+    ])
+    return assignment
+
+
+def _reopen(assignment: Assignment, worker: Worker) -> Assignment:
+    if assignment.worker_id != worker.pk:
+        raise ForeignAssignment("This assignment belongs to another worker.")
+    if assignment.status != AssignmentStatus.IN_PROGRESS:
+        message = (
+            "You have already submitted this assignment."
+            if assignment.status in FINISHED_STATUSES
+            else "This assignment was returned or has expired; it can no longer be worked on."
+        )
+        raise AssignmentClosed(message, assignment=assignment)
+    return assignment
+
+
+@transaction.atomic
+def assignment_start(*, stage: Stage, worker: Worker, hit: Hit | None = None,
+                     external_id: str = "") -> Assignment:
+    """The worker's assignment in `stage`: the existing one for `external_id` (an MTurk
+    assignmentId or a Prolific session), the worker's unfinished in-house one, or a new one with
+    the HIT's items (`hit`) or the next items picked for them."""
+    if stage.status not in OPEN_STAGE_STATUSES:
+        raise StageNotOpen("This task is not open at the moment.")
+    _check_worker(stage=stage, worker=worker)
+
+    if hit is not None:
+        if hit.stage_id != stage.pk:
+            raise ForeignAssignment("This HIT belongs to another task.")
+        # One allocation per HIT at a time, so a double-loaded page creates one assignment.
+        Hit.objects.select_for_update().filter(pk=hit.pk).first()
+        _take_sqlite_write_lock(stage)
+    else:
+        _take_sqlite_write_lock(stage)
+
+    if external_id:
+        existing = Assignment.objects.filter(stage=stage, external_id=external_id)
+        if hit is not None:
+            existing = existing.filter(hit=hit)
+        found = existing.order_by("pk").first()
+        if found is not None:
+            return _reopen(found, worker)
+    elif hit is None:
+        unfinished = _live_assignments(stage).filter(worker=worker, hit__isnull=True)\
+            .order_by("-pk").first()
+        if unfinished is not None:
+            return unfinished
+
+    if hit is not None:
+        items = list(hit.items.order_by("hititem__position"))
+        if Judgment.objects.filter(stage=stage, worker=worker, item__in=items).exists():
+            raise AssignmentClosed("You have already judged the items of this HIT.")
+        if Assignment.objects.filter(hit=hit, worker=worker).exclude(
+            status=AssignmentStatus.RETURNED
+        ).exists():
+            raise AssignmentClosed("You already have an assignment for this HIT.")
+    else:
+        limit = int(stage.settings.get("items_per_assignment") or stage.project.items_per_hit)
+        items = items_pick_next(stage=stage, worker=worker, limit=limit)
+    if not items:
+        raise NoItemsAvailable("There are no more items for you in this task. Thank you!")
+    return _create(stage=stage, worker=worker, items=items, hit=hit, external_id=external_id)
+
+
+@transaction.atomic
+def assignment_release_abandoned(*, now: datetime | None = None) -> int:
+    """Mark in-progress assignments idle for longer than their project's timeout RETURNED, which
+    frees their items for other workers. Assignments tied to a provider HIT are left to the
+    provider sync (MTurk has its own assignment duration)."""
+    now = now or timezone.now()
+    from annotation.models import Project
+
+    released = 0
+    timeouts = Project.objects.filter(
+        stages__assignments__status=AssignmentStatus.IN_PROGRESS
+    ).values_list("assignment_timeout_minutes", flat=True).distinct()
+    for minutes in set(timeouts):
+        released += Assignment.objects.annotate(seen=Coalesce("last_seen_at", "started_at")).filter(
+            status=AssignmentStatus.IN_PROGRESS,
+            hit__isnull=True,
+            stage__project__assignment_timeout_minutes=minutes,
+            seen__lt=now - timedelta(minutes=minutes),
+        ).update(status=AssignmentStatus.RETURNED)
+    return released
+
+
+# --- Working on it ------------------------------------------------------------------------------
+
+
+def _locked_open(assignment: Assignment) -> Assignment:
+    fresh = Assignment.objects.select_for_update().select_related("stage__project").get(
+        pk=assignment.pk
+    )
+    if fresh.status != AssignmentStatus.IN_PROGRESS:
+        raise AssignmentClosed(
+            "This assignment was already submitted." if fresh.status in FINISHED_STATUSES
+            else "This assignment was returned or has expired; reload the page for new items.",
+            assignment=fresh,
+        )
+    return fresh
+
+
+@transaction.atomic
+def assignment_save_draft(*, assignment: Assignment, draft: dict) -> Assignment:
+    """Autosave the page's partial answers (and keep the assignment alive)."""
+    import json
+
+    if not isinstance(draft, dict):
+        raise SubmissionInvalid({"__all__": ["The draft must be an object."]})
+    if len(json.dumps(draft)) > MAX_DRAFT_BYTES:
+        raise SubmissionInvalid({"__all__": ["The draft is too large."]})
+    assignment = _locked_open(assignment)
+    own = {key: value for key, value in draft.items() if key != SERVER_DRAFT_KEY}
+    if SERVER_DRAFT_KEY in (assignment.draft or {}):
+        own[SERVER_DRAFT_KEY] = assignment.draft[SERVER_DRAFT_KEY]
+    assignment.draft = own
+    assignment.last_seen_at = timezone.now()
+    assignment.save(update_fields=["draft", "last_seen_at"])
+    return assignment
+
+
+def assignment_touch(*, assignment: Assignment) -> None:
+    """The page was (re)opened: keep the assignment alive and note when items were first shown."""
+    now = timezone.now()
+    Assignment.objects.filter(pk=assignment.pk).update(last_seen_at=now)
+    AssignmentItem.objects.filter(assignment=assignment, first_shown_at__isnull=True).update(
+        first_shown_at=now
+    )
+
+
+def _assignment_item(assignment: Assignment, item_id: Any) -> AssignmentItem:
+    try:
+        item_id = int(item_id)
+    except (TypeError, ValueError):
+        raise SubmissionInvalid({"__all__": ["Unknown item."]}) from None
+    row = AssignmentItem.objects.select_related("item").filter(
+        assignment=assignment, item_id=item_id
+    ).first()
+    if row is None:
+        raise SubmissionInvalid({"__all__": ["This item is not part of your assignment."]})
+    return row
+
+
+def _server_state(assignment: Assignment) -> dict:
+    return dict((assignment.draft or {}).get(SERVER_DRAFT_KEY) or {})
+
+
+def _is_correct(item: Item, fields: dict) -> bool | None:
+    if not item.gold or item.project.kind != TaskKind.MC:
+        return None
+    return fields.get("choice") == item.gold.get("choice")
+
+
+def _judgment(assignment: Assignment, row: AssignmentItem, fields: dict,
+              client_meta: dict | None) -> Judgment:
+    extra = dict(fields.pop("extra", {}) or {})
+    correct = _is_correct(row.item, fields)
+    if correct is not None:
+        extra["is_correct"] = correct
+    if client_meta:
+        extra["client_meta"] = client_meta
+    return Judgment(
+        item=row.item, worker_id=assignment.worker_id, stage_id=assignment.stage_id,
+        assignment=assignment, presented_order=list(row.presented_order or []),
+        extra=extra, **fields,
+    )
+
+
+def _clean_client_meta(client_meta: Any) -> dict:
+    if not isinstance(client_meta, dict):
+        return {}
+    return {str(k)[:40]: (v if isinstance(v, (int, float, bool)) else str(v)[:300])
+            for k, v in list(client_meta.items())[:20]}
+
+
+@transaction.atomic
+def assignment_record_guess(*, assignment: Assignment, item: Item | int, answer: dict) -> str:
+    """Pilot page 1: lock the guess made before reading (returns it as a role letter). The
+    paragraph is only revealed after this, and the guess cannot be changed afterwards."""
+    assignment = _locked_open(assignment)
+    row = _assignment_item(assignment, getattr(item, "pk", item))
+    state = _server_state(assignment)
+    guesses = dict(state.get("guesses") or {})
+    key = str(row.item_id)
+    if key not in guesses:
+        try:
+            guesses[key] = clean_guess(answer=answer, presented_order=row.presented_order)
+        except AnswerError as exc:
+            raise SubmissionInvalid({key: exc.messages}) from None
+        state["guesses"] = guesses
+        assignment.draft = {**(assignment.draft or {}), SERVER_DRAFT_KEY: state}
+        assignment.last_seen_at = timezone.now()
+        assignment.save(update_fields=["draft", "last_seen_at"])
+    return guesses[key]
+
+
+@transaction.atomic
+def assignment_confirm_item(*, assignment: Assignment, item: Item | int, answer: dict,
+                            client_meta: dict | None = None) -> Judgment:
+    """Store one item's judgment before the rest of the assignment (STARC QA, guessing and
+    pilot modes show feedback or the next page after it). Idempotent: a second confirmation of
+    the same item returns the first judgment unchanged."""
+    assignment = _locked_open(assignment)
+    row = _assignment_item(assignment, getattr(item, "pk", item))
+    existing = Judgment.objects.filter(assignment=assignment, item_id=row.item_id).first()
+    if existing is not None:
+        return existing
+    locked_guess = (_server_state(assignment).get("guesses") or {}).get(str(row.item_id))
+    try:
+        fields = clean_answer(rules=answer_rules(assignment.stage.project), answer=answer,
+                              presented_order=row.presented_order, locked_guess=locked_guess)
+    except AnswerError as exc:
+        raise SubmissionInvalid({str(row.item_id): exc.messages}) from None
+    judgment = _judgment(assignment, row, fields, _clean_client_meta(client_meta))
+    try:
+        with transaction.atomic():
+            judgment.save(force_insert=True)
+    except IntegrityError:
+        # The same worker judged this item in this stage through another assignment.
+        raise SubmissionInvalid(
+            {str(row.item_id): ["You have already judged this item."]}
+        ) from None
+    Assignment.objects.filter(pk=assignment.pk).update(last_seen_at=timezone.now())
+    return judgment
+
+
+@transaction.atomic
+def assignment_submit(*, assignment: Assignment, answers: list[dict],
+                      client_meta: dict | None = None) -> list[Judgment]:
+    """Store the judgments of every item of the assignment at once and mark it submitted.
+
+    `answers` holds one dict per item (`{"item": id, ...}`, shown labels, see
+    `annotation.domain.answers`); items already confirmed one by one may be left out. Either
+    every remaining item is valid and all are stored, or nothing is (SubmissionInvalid names
+    each item that needs attention). A second submit stores nothing and returns the judgments
+    of the first.
+    """
+    locked = Assignment.objects.select_for_update().select_related("stage__project").get(
+        pk=assignment.pk
+    )
+    if locked.status in FINISHED_STATUSES:
+        return list(locked.judgments.order_by("pk"))
+    assignment = _locked_open(locked)
+    project = assignment.stage.project
+    rules = answer_rules(project)
+    rows = list(AssignmentItem.objects.select_related("item__project")
+                .filter(assignment=assignment).order_by("position"))
+    by_id = {row.item_id: row for row in rows}
+    done = set(Judgment.objects.filter(assignment=assignment).values_list("item_id", flat=True))
+
+    if not isinstance(answers, list):
+        raise SubmissionInvalid({"__all__": ["Answers must be a list."]})
+    given: dict[int, dict] = {}
+    errors: dict[str, list[str]] = {}
+    for answer in answers:
+        item_id = answer.get("item") if isinstance(answer, dict) else None
+        try:
+            item_id = int(item_id)
+        except (TypeError, ValueError):
+            errors.setdefault("__all__", []).append("An answer names no item.")
+            continue
+        if item_id not in by_id:
+            errors.setdefault("__all__", []).append(
+                f"Item {item_id} is not part of this assignment."
+            )
+            continue
+        if item_id in given:
+            errors.setdefault(str(item_id), []).append("This item was answered twice.")
+            continue
+        given[item_id] = answer
+
+    guesses = _server_state(assignment).get("guesses") or {}
+    judgments: list[Judgment] = []
+    meta = _clean_client_meta(client_meta)
+    for row in rows:
+        if row.item_id in done:
+            continue
+        if row.item_id not in given:
+            errors.setdefault(str(row.item_id), []).append("Answer this item.")
+            continue
+        try:
+            fields = clean_answer(rules=rules, answer=given[row.item_id],
+                                  presented_order=row.presented_order,
+                                  locked_guess=guesses.get(str(row.item_id)))
+        except AnswerError as exc:
+            errors.setdefault(str(row.item_id), []).extend(exc.messages)
+            continue
+        judgments.append(_judgment(assignment, row, fields, meta))
+    if errors:
+        raise SubmissionInvalid(errors)
+    try:
+        with transaction.atomic():
+            for judgment in judgments:
+                judgment.save(force_insert=True)
+    except IntegrityError:
+        # A concurrent submit of the same assignment won (SQLite has no row lock to wait on).
+        fresh = Assignment.objects.get(pk=assignment.pk)
+        if fresh.status in FINISHED_STATUSES or Judgment.objects.filter(
+            assignment=assignment
+        ).count() == len(rows):
+            return list(Judgment.objects.filter(assignment=assignment).order_by("pk"))
+        raise SubmissionInvalid(
+            {"__all__": ["Some of these items were already judged by you in this stage."]}
+        ) from None
+
+    assignment.status = AssignmentStatus.SUBMITTED
+    assignment.submitted_at = timezone.now()
+    assignment.last_seen_at = assignment.submitted_at
+    assignment.completion_code = _completion_code(assignment.stage)
+    assignment.save(update_fields=["status", "submitted_at", "last_seen_at", "completion_code"])
+    return list(Judgment.objects.filter(assignment=assignment).order_by("pk"))
+
+
+def _completion_code(stage: Stage) -> str:
+    # Prolific checks the study's own completion code; elsewhere a per-assignment code lets a
+    # worker prove the submission.
+    code = (stage.settings or {}).get("prolific_completion_code")
+    return str(code) if code else secrets.token_hex(4).upper()
+
+
+def assignment_feedback(*, assignment: Assignment, item_id: int) -> dict[str, Any]:
+    """What the page may show after an item was confirmed (never before): for STARC QA and
+    guessing, whether the answer was right and which shown option is correct, plus the
+    paragraph; nothing for qualification stages, whose scoring is never revealed."""
+    row = AssignmentItem.objects.select_related("item__project", "assignment__stage").get(
+        assignment=assignment, item_id=item_id
+    )
+    judgment = Judgment.objects.filter(assignment=assignment, item_id=item_id).first()
+    if judgment is None:
+        return {}
+    item = row.item
+    project = item.project
+    feedback: dict[str, Any] = {"confirmed": True}
+    if project.kind != TaskKind.MC:
+        return feedback
+    mode = project.experiment_mode
+    if mode in (ExperimentMode.GUESSING, ExperimentMode.QA):
+        feedback["paragraph"] = item.content.get("paragraph", "")
+    reveal = (mode in (ExperimentMode.QA, ExperimentMode.GUESSING)
+              and row.assignment.stage.kind != StageKind.QUALIFICATION and item.gold)
+    if reveal:
+        order = row.presented_order or ["A", "B", "C", "D"]
+        correct_role = item.gold.get("choice")
+        if correct_role in order:
+            feedback["correct_shown"] = "abcd"[order.index(correct_role)]
+            feedback["is_correct"] = judgment.choice == correct_role
+    return feedback
+
+
+def pilot_paragraph(*, assignment: Assignment, item_id: int) -> str | None:
+    """Pilot page 2: the paragraph, only once the guess is locked and before the answer."""
+    state = _server_state(Assignment.objects.get(pk=assignment.pk))
+    if str(item_id) not in (state.get("guesses") or {}):
+        return None
+    row = AssignmentItem.objects.select_related("item").get(assignment=assignment,
+                                                            item_id=item_id)
+    return row.item.content.get("paragraph", "")
+
+
+__all__ = [
+    "AssignmentClosed",
+    "AssignmentRefused",
+    "ForeignAssignment",
+    "NoItemsAvailable",
+    "QualificationRequired",
+    "StageNotOpen",
+    "SubmissionInvalid",
+    "WorkerBlocked",
+    "assignment_confirm_item",
+    "assignment_feedback",
+    "assignment_record_guess",
+    "assignment_release_abandoned",
+    "assignment_save_draft",
+    "assignment_start",
+    "assignment_submit",
+    "assignment_touch",
+    "items_pick_next",
+    "pilot_paragraph",
+]

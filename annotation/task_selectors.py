@@ -1,0 +1,113 @@
+"""What a task page shows: the assignment's items in the order and form the worker sees them.
+
+Only fields a worker may see go in here. Gold answers, answer roles (role A is the correct MC
+answer), human/model labels of long-form answers, practice/qualification scoring and other
+workers' judgments are never part of it; feedback appears only for items already confirmed
+(`assignment_feedback`).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from django.urls import reverse
+
+from .domain.answers import AB_SHOWN, MC_SHOWN
+from .models import Assignment, AssignmentItem, ExperimentMode, Item, Judgment, Stage, TaskKind
+from .services.assignments import SERVER_DRAFT_KEY, assignment_feedback
+
+
+def item_view(item: Item, presented_order: list[str], *, kind: str, mode: str) -> dict[str, Any]:
+    content = item.content or {}
+    view: dict[str, Any] = {"id": item.pk, "is_practice": item.is_practice}
+    if kind == TaskKind.LIKERT:
+        view.update(
+            passage=content.get("passage", ""),
+            question=content.get("question", ""),
+            references=list(content.get("references") or []),
+            candidate=content.get("candidate", ""),
+        )
+    elif kind == TaskKind.AB:
+        order = presented_order or ["A", "B"]
+        answers = {"A": content.get("answer_a") or {}, "B": content.get("answer_b") or {}}
+        view.update(
+            question=content.get("question", ""),
+            evidence=list(content.get("evidence") or []),
+            shown=[{"label": AB_SHOWN[i], "text": answers[role].get("text", "")}
+                   for i, role in enumerate(order)],
+        )
+    elif kind == TaskKind.MC:
+        order = presented_order or ["A", "B", "C", "D"]
+        answers = list(content.get("answers") or [])
+        roles = "ABCD"
+        view.update(
+            question=content.get("question", ""),
+            # Guessing and pilot: the paragraph is fetched only after the guess is confirmed.
+            paragraph=content.get("paragraph", "") if mode in (ExperimentMode.QA,
+                                                               ExperimentMode.VALIDITY) else "",
+            options=[{"label": MC_SHOWN[i], "text": answers[roles.index(role)]}
+                     for i, role in enumerate(order)],
+        )
+    return view
+
+
+def task_items(*, assignment: Assignment) -> list[dict[str, Any]]:
+    project = assignment.stage.project
+    rows = AssignmentItem.objects.select_related("item").filter(
+        assignment=assignment
+    ).order_by("position")
+    return [item_view(row.item, row.presented_order, kind=project.kind,
+                       mode=project.experiment_mode) for row in rows]
+
+
+def passage_blocks(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Likert: consecutive items sharing a passage are shown under it once."""
+    blocks: list[dict[str, Any]] = []
+    for number, item in enumerate(items, start=1):
+        item["number"] = number
+        if blocks and blocks[-1]["passage"] == item["passage"]:
+            blocks[-1]["items"].append(item)
+        else:
+            blocks.append({"passage": item["passage"], "items": [item]})
+    return blocks
+
+
+def task_page_config(*, assignment: Assignment | None, stage: Stage, items: list[dict],
+                     token: str = "", preview: bool = False,
+                     complete_url: str = "") -> dict[str, Any]:
+    """The JSON the page script reads (ids, rules, endpoints, the worker's own draft)."""
+    project = stage.project
+    confirmed: dict[str, dict] = {}
+    locked_guesses: dict[str, str] = {}
+    draft: dict[str, Any] = {}
+    if assignment is not None:
+        draft = {k: v for k, v in (assignment.draft or {}).items() if k != SERVER_DRAFT_KEY}
+        for item_id in Judgment.objects.filter(assignment=assignment).values_list(
+            "item_id", flat=True
+        ):
+            confirmed[str(item_id)] = assignment_feedback(assignment=assignment, item_id=item_id)
+        server = (assignment.draft or {}).get(SERVER_DRAFT_KEY) or {}
+        orders = dict(AssignmentItem.objects.filter(assignment=assignment).values_list(
+            "item_id", "presented_order"))
+        for item_id, role in (server.get("guesses") or {}).items():
+            order = orders.get(int(item_id)) or ["A", "B", "C", "D"]
+            locked_guesses[item_id] = MC_SHOWN[order.index(role)]
+    return {
+        "kind": project.kind,
+        "mode": project.experiment_mode if project.kind == TaskKind.MC else "",
+        "preview": preview,
+        "token": token,
+        "items": [item["id"] for item in items],
+        "practice": [item["id"] for item in items if item.get("is_practice")],
+        "justification_min_length": project.justification_min_length,
+        "scale_size": len(project.scale_labels or []) or 5,
+        "draft": draft,
+        "confirmed": confirmed,
+        "locked_guesses": locked_guesses,
+        "endpoints": {
+            "autosave": reverse("annotation:task-autosave"),
+            "confirm": reverse("annotation:task-confirm"),
+            "submit": reverse("annotation:task-submit"),
+        },
+        "complete_url": complete_url,
+        "storage_key": f"qaj-draft-{assignment.pk}" if assignment is not None else "",
+    }

@@ -1,0 +1,334 @@
+"""Annotator task pages (in-house link, MTurk ExternalQuestion, Prolific) and the JSON calls
+their script makes. Views check who is asking and call the services; nothing else.
+
+Framing: task pages may be framed by MTurk's worker sites only (CSP frame-ancestors, with
+X-Frame-Options lifted for these views alone); every other page keeps X-Frame-Options DENY.
+"""
+from __future__ import annotations
+
+import json
+from functools import wraps
+from urllib.parse import urlencode, urlsplit
+
+from django.conf import settings
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import get_object_or_404, render
+from django.urls import reverse
+from django.utils import timezone
+from django.views.decorators.cache import never_cache
+from django.views.decorators.clickjacking import xframe_options_exempt
+from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_GET, require_POST
+
+from .domain.answers import MC_SHOWN
+from .models import Assignment, AssignmentItem, InhouseLink, Provider, Stage, TaskKind
+from .services import access
+from .services.assignments import (
+    AssignmentClosed,
+    AssignmentRefused,
+    NoItemsAvailable,
+    SubmissionInvalid,
+    assignment_confirm_item,
+    assignment_feedback,
+    assignment_record_guess,
+    assignment_save_draft,
+    assignment_start,
+    assignment_submit,
+    assignment_touch,
+    pilot_paragraph,
+)
+from .task_selectors import item_view, passage_blocks, task_items, task_page_config
+
+MTURK_FRAME_ANCESTORS = (
+    "https://*.mturk.com https://workersandbox.mturk.com https://worker.mturk.com"
+)
+DEFAULT_MTURK_SUBMIT_HOSTS = ("https://www.mturk.com", "https://workersandbox.mturk.com")
+TOKEN_HEADER = "HTTP_X_ASSIGNMENT_TOKEN"
+MAX_BODY_BYTES = 1_000_000
+
+
+def _submit_hosts() -> list[str]:
+    hosts = getattr(settings, "QAJ_MTURK_SUBMIT_HOSTS", None) or DEFAULT_MTURK_SUBMIT_HOSTS
+    return [h.rstrip("/") for h in hosts]
+
+
+def _csp() -> str:
+    form_action = " ".join(["'self'", *_submit_hosts()])
+    return (
+        "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+        "connect-src 'self'; object-src 'none'; base-uri 'none'; "
+        f"form-action {form_action}; frame-ancestors 'self' {MTURK_FRAME_ANCESTORS}"
+    )
+
+
+def task_page(view):
+    """Task page headers: frameable by MTurk only, strict CSP, never cached."""
+
+    @wraps(view)
+    def wrapped(request, *args, **kwargs):
+        response = view(request, *args, **kwargs)
+        response["Content-Security-Policy"] = _csp()
+        response["Referrer-Policy"] = "same-origin"
+        response["X-Content-Type-Options"] = "nosniff"
+        return response
+
+    return xframe_options_exempt(never_cache(wrapped))
+
+
+def _refuse(request: HttpRequest, exc: AssignmentRefused, *, status: int = 403) -> HttpResponse:
+    if isinstance(exc, NoItemsAvailable):
+        status = 200
+    return render(request, "annotation/task/refused.html",
+                  {"message": exc.message, "code": exc.code,
+                   "title": "Nothing more to do" if status == 200 else "This page is not available"},
+                  status=status)
+
+
+def _complete_url(assignment: Assignment, *, turk_submit_to: str = "") -> str:
+    url = reverse("annotation:task-complete",
+                  kwargs={"token": access.assignment_token_make(assignment=assignment)})
+    if turk_submit_to:
+        url += "?" + urlencode({"turkSubmitTo": turk_submit_to})
+    return url
+
+
+def _render_task(request: HttpRequest, *, stage: Stage, assignment: Assignment | None,
+                 items: list[dict] | None = None, preview: bool = False,
+                 turk_submit_to: str = "") -> HttpResponse:
+    project = stage.project
+    token = ""
+    complete_url = ""
+    if assignment is not None:
+        assignment_touch(assignment=assignment)
+        items = task_items(assignment=assignment)
+        token = access.assignment_token_make(assignment=assignment)
+        complete_url = _complete_url(assignment, turk_submit_to=turk_submit_to)
+    items = items or []
+    config = task_page_config(assignment=assignment, stage=stage, items=items, token=token,
+                              preview=preview, complete_url=complete_url)
+    for number, item in enumerate(items, start=1):
+        item.setdefault("number", number)
+    context = {
+        "project": project,
+        "stage": stage,
+        "kind": project.kind,
+        "mode": config["mode"],
+        "items": items,
+        "blocks": passage_blocks(items) if project.kind == TaskKind.LIKERT else [],
+        "total": len(items),
+        "labels": project.scale_labels,
+        "aspects": project.aspects,
+        "aspect_preferences": project.aspect_preferences,
+        "min_length": project.justification_min_length,
+        "preview": preview,
+        "config": config,
+        "is_practice_stage": stage.kind == "practice",
+    }
+    return render(request, "annotation/task/page.html", context)
+
+
+def _start(request: HttpRequest, *, stage: Stage, turk_submit_to: str = "",
+           **start_kwargs) -> HttpResponse:
+    try:
+        assignment = assignment_start(stage=stage, **start_kwargs)
+    except AssignmentClosed as exc:
+        if exc.finished:
+            return _completion(request, exc.assignment, turk_submit_to=turk_submit_to)
+        return _refuse(request, exc)
+    except AssignmentRefused as exc:
+        return _refuse(request, exc)
+    return _render_task(request, stage=stage, assignment=assignment,
+                        turk_submit_to=turk_submit_to)
+
+
+# --- Pages --------------------------------------------------------------------------------------
+
+
+@require_GET
+@task_page
+def task_link(request: HttpRequest, token: str) -> HttpResponse:
+    """In-house annotator: a signed personal link; each visit continues the unfinished
+    assignment or starts the next one."""
+    try:
+        link = access.inhouse_link_resolve(token=token)
+        stage = access.inhouse_link_stage(link=link)
+    except AssignmentRefused as exc:
+        return _refuse(request, exc)
+    return _start(request, stage=stage, worker=link.worker)
+
+
+def _turk_submit_to(value: str) -> str:
+    value = (value or "").strip().rstrip("/")
+    return value if value in _submit_hosts() else ""
+
+
+@require_GET
+@task_page
+def task_mturk(request: HttpRequest, stage_id: int) -> HttpResponse:
+    stage = get_object_or_404(Stage.objects.select_related("project"), pk=stage_id)
+    params = request.GET
+    turk_submit_to = _turk_submit_to(params.get("turkSubmitTo", ""))
+    try:
+        checked = access.mturk_access_check(
+            stage=stage, assignment_id=params.get("assignmentId", ""),
+            hit_id=params.get("hitId", ""), worker_id=params.get("workerId", ""),
+        )
+    except AssignmentRefused as exc:
+        return _refuse(request, exc)
+    if checked.preview:
+        first = checked.hit.items.order_by("hititem__position").first()
+        if first is None:
+            raise Http404("empty HIT")
+        order = {TaskKind.AB: ["A", "B"], TaskKind.MC: ["A", "B", "C", "D"]}.get(
+            stage.project.kind, [])
+        item = item_view(first, order, kind=stage.project.kind,
+                          mode=stage.project.experiment_mode)
+        return _render_task(request, stage=stage, assignment=None, items=[item], preview=True)
+    if params.get("turkSubmitTo") and not turk_submit_to:
+        return _refuse(request, access.AccessDenied(
+            "The turkSubmitTo address is not an MTurk address."))
+    return _start(request, stage=stage, worker=checked.worker, hit=checked.hit,
+                  external_id=checked.assignment_id, turk_submit_to=turk_submit_to)
+
+
+@require_GET
+@task_page
+def task_prolific(request: HttpRequest, stage_id: int) -> HttpResponse:
+    stage = get_object_or_404(Stage.objects.select_related("project"), pk=stage_id)
+    try:
+        checked = access.prolific_access_check(
+            stage=stage, pid=request.GET.get("PROLIFIC_PID", ""),
+            study_id=request.GET.get("STUDY_ID", ""),
+            session_id=request.GET.get("SESSION_ID", ""),
+        )
+    except AssignmentRefused as exc:
+        return _refuse(request, exc)
+    return _start(request, stage=stage, worker=checked.worker, external_id=checked.session_id)
+
+
+def prolific_completion_url(stage: Stage) -> str:
+    base = getattr(settings, "PROLIFIC_COMPLETION_URL",
+                   "https://app.prolific.com/submissions/complete")
+    code = (stage.settings or {}).get("prolific_completion_code", "")
+    return f"{base}?{urlencode({'cc': code})}"
+
+
+def _completion(request: HttpRequest, assignment: Assignment, *,
+                turk_submit_to: str = "") -> HttpResponse:
+    provider = assignment.worker.provider
+    context = {"assignment": assignment, "project": assignment.stage.project,
+               "provider": provider, "code": assignment.completion_code}
+    if provider == Provider.MTURK and assignment.hit_id:
+        context["mturk_action"] = (
+            f"{turk_submit_to}/mturk/externalSubmit" if turk_submit_to else ""
+        )
+    elif provider == Provider.PROLIFIC:
+        context["redirect_url"] = prolific_completion_url(assignment.stage)
+    else:
+        link = InhouseLink.objects.filter(
+            worker=assignment.worker, project=assignment.stage.project, revoked=False
+        ).order_by("-pk").first()
+        if link is not None and (link.expires_at is None or link.expires_at > timezone.now()):
+            context["next_url"] = access.inhouse_link_path(link=link)
+    return render(request, "annotation/task/complete.html", context)
+
+
+@require_GET
+@task_page
+def task_complete(request: HttpRequest, token: str) -> HttpResponse:
+    try:
+        assignment = access.assignment_token_resolve(token=token)
+    except AssignmentRefused as exc:
+        return _refuse(request, exc)
+    if assignment.submitted_at is None:
+        return _refuse(request, access.AccessDenied("This assignment has not been submitted."))
+    return _completion(request, assignment,
+                       turk_submit_to=_turk_submit_to(request.GET.get("turkSubmitTo", "")))
+
+
+# --- JSON calls ---------------------------------------------------------------------------------
+
+
+def _json_error(message: str, *, status: int, errors: dict | None = None) -> JsonResponse:
+    return JsonResponse({"ok": False, "message": message, "errors": errors or {}},
+                        status=status)
+
+
+def task_api(view):
+    """JSON endpoints: POST only, a JSON body, the signed assignment token in the
+    X-Assignment-Token header (a custom header a foreign origin cannot send without CORS, so it
+    replaces the CSRF cookie that MTurk's third-party iframe may not carry) and, when the browser
+    says where the request comes from, our own origin."""
+
+    @csrf_exempt
+    @require_POST
+    @task_page
+    @wraps(view)
+    def wrapped(request: HttpRequest) -> HttpResponse:
+        origin = request.headers.get("Origin")
+        if origin and origin != "null":
+            if urlsplit(origin).netloc != request.get_host():
+                return _json_error("Cross-origin request refused.", status=403)
+        try:
+            assignment = access.assignment_token_resolve(token=request.META.get(TOKEN_HEADER, ""))
+        except AssignmentRefused as exc:
+            return _json_error(exc.message, status=403)
+        if len(request.body) > MAX_BODY_BYTES:
+            return _json_error("Request too large.", status=413)
+        try:
+            body = json.loads(request.body or b"{}")
+        except (ValueError, UnicodeDecodeError):
+            return _json_error("The request body is not valid JSON.", status=400)
+        if not isinstance(body, dict):
+            return _json_error("The request body must be a JSON object.", status=400)
+        try:
+            return view(request, assignment, body)
+        except SubmissionInvalid as exc:
+            return _json_error("Some answers need attention.", status=400, errors=exc.errors)
+        except AssignmentClosed as exc:
+            if exc.finished:
+                return JsonResponse({"ok": True, "already_submitted": True,
+                                     "complete_url": _complete_url(exc.assignment)})
+            return _json_error(exc.message, status=409)
+        except AssignmentRefused as exc:
+            return _json_error(exc.message, status=403)
+
+    return wrapped
+
+
+@task_api
+def task_autosave(request: HttpRequest, assignment: Assignment, body: dict) -> HttpResponse:
+    assignment = assignment_save_draft(assignment=assignment, draft=body.get("draft"))
+    return JsonResponse({"ok": True, "saved_at": assignment.last_seen_at.isoformat()})
+
+
+@task_api
+def task_confirm(request: HttpRequest, assignment: Assignment, body: dict) -> HttpResponse:
+    item_id = body.get("item")
+    answer = body.get("answer") if isinstance(body.get("answer"), dict) else {}
+    if body.get("step") == "guess":
+        role = assignment_record_guess(assignment=assignment, item=item_id, answer=answer)
+        order = AssignmentItem.objects.get(assignment=assignment, item_id=item_id)\
+            .presented_order or ["A", "B", "C", "D"]
+        return JsonResponse({
+            "ok": True,
+            "guess_shown": MC_SHOWN[order.index(role)],
+            "paragraph": pilot_paragraph(assignment=assignment, item_id=item_id),
+        })
+    judgment = assignment_confirm_item(assignment=assignment, item=item_id, answer=answer,
+                                       client_meta=body.get("client_meta"))
+    return JsonResponse({"ok": True, "feedback": assignment_feedback(
+        assignment=assignment, item_id=judgment.item_id)})
+
+
+@task_api
+def task_submit(request: HttpRequest, assignment: Assignment, body: dict) -> HttpResponse:
+    turk_submit_to = _turk_submit_to(str(body.get("turkSubmitTo") or ""))
+    judgments = assignment_submit(assignment=assignment, answers=body.get("answers") or [],
+                                  client_meta=body.get("client_meta"))
+    assignment.refresh_from_db(fields=["status", "completion_code", "submitted_at"])
+    return JsonResponse({
+        "ok": True,
+        "n_judgments": len(judgments),
+        "complete_url": _complete_url(assignment, turk_submit_to=turk_submit_to),
+    })

@@ -1,0 +1,649 @@
+// Task page: keyboard answering, autosave (server + this browser), per-item timers, inline
+// validation, STARC step flows and the final submit. Plain JavaScript, no build step.
+//
+// The page never knows which answer is correct: it sends the labels it *shows* (A/B, a–d) and
+// the server maps them back through the order it stored for this assignment.
+(function () {
+  "use strict";
+
+  const cfg = JSON.parse(document.getElementById("task-config").textContent);
+  const form = document.getElementById("task-form");
+  const itemEls = Array.from(document.querySelectorAll("[data-item]"));
+  const byId = {};
+  itemEls.forEach((el) => { byId[el.dataset.item] = el; });
+  const ids = itemEls.map((el) => el.dataset.item);
+  const kind = cfg.kind;
+  const mode = cfg.mode;
+  const CONFIRM_MODES = ["qa", "guessing", "pilot"];
+  const stepped = kind === "mc";
+  const confirmMode = stepped && CONFIRM_MODES.includes(mode);
+  const progressEl = document.getElementById("progress");
+  const saveStatus = document.getElementById("save-status");
+  const formErrors = document.getElementById("form-errors");
+  const submitRow = document.getElementById("submit-row");
+  const submitButton = document.getElementById("submit-button");
+
+  // --- State ----------------------------------------------------------------------------------
+  // answers: item id -> answer fields (shown labels); timers: item id -> {ms, started};
+  // steps: pilot page per item ("guess" | "read" | "answer").
+  let state = { answers: {}, timers: {}, steps: {}, current: 0, saved_at: "" };
+  const confirmed = Object.assign({}, cfg.confirmed || {});
+  const lockedGuesses = Object.assign({}, cfg.locked_guesses || {});
+
+  function loadDraft() {
+    let best = cfg.draft && cfg.draft.answers ? cfg.draft : null;
+    try {
+      const local = cfg.storage_key && JSON.parse(localStorage.getItem(cfg.storage_key) || "null");
+      if (local && local.answers && (!best || (local.saved_at || "") > (best.saved_at || ""))) {
+        best = local;
+      }
+    } catch (e) { /* storage unavailable (third-party iframe): the server copy is enough */ }
+    if (best) {
+      state.answers = best.answers || {};
+      state.timers = best.timers || {};
+      state.steps = best.steps || {};
+      state.current = best.current || 0;
+      state.saved_at = best.saved_at || "";
+    }
+  }
+
+  // --- Timers ---------------------------------------------------------------------------------
+  let activeId = null;
+  let activeSince = null;
+
+  function timer(id) {
+    if (!state.timers[id]) state.timers[id] = { ms: 0, started: new Date().toISOString() };
+    return state.timers[id];
+  }
+  function stopTimer() {
+    if (activeId !== null && activeSince !== null) {
+      timer(activeId).ms += Math.round(performance.now() - activeSince);
+    }
+    activeSince = null;
+  }
+  function setActive(id) {
+    if (cfg.preview || id === activeId && activeSince !== null) return;
+    stopTimer();
+    activeId = id;
+    timer(id);
+    activeSince = document.hidden ? null : performance.now();
+  }
+  function spentMs(id) {
+    const t = timer(id);
+    let ms = t.ms;
+    if (id === activeId && activeSince !== null) ms += performance.now() - activeSince;
+    return Math.round(ms);
+  }
+  document.addEventListener("visibilitychange", () => {
+    if (document.hidden) stopTimer();
+    else if (activeId !== null) activeSince = performance.now();
+  });
+
+  // --- Reading and writing the form -----------------------------------------------------------
+  function checkedValue(el, name) {
+    const input = el.querySelector(`input[name="${name}"]:checked`);
+    return input ? input.value : null;
+  }
+
+  function readItem(id) {
+    const el = byId[id];
+    const prev = state.answers[id] || {};
+    if (kind === "likert") {
+      const v = checkedValue(el, `score-${id}`);
+      return { score: v === null ? null : parseInt(v, 10) };
+    }
+    if (kind === "ab") {
+      const difficult = checkedValue(el, `difficult-${id}`);
+      const prefs = {};
+      el.querySelectorAll("input[data-aspect]:checked").forEach((i) => { prefs[i.dataset.aspect] = i.value; });
+      return {
+        shown_choice: checkedValue(el, `choice-${id}`),
+        difficult: difficult === null ? null : difficult === "yes",
+        justification: el.querySelector("textarea").value,
+        aspects: Array.from(el.querySelectorAll(`input[name="aspects-${id}"]:checked`)).map((i) => i.value),
+        aspect_preferences: prefs,
+      };
+    }
+    // Multiple choice.
+    if (mode === "validity") {
+      return {
+        validity: checkedValue(el, `validity-${id}`),
+        shown_choices: Array.from(el.querySelectorAll(`input[name="opt-${id}"]:checked`)).map((i) => i.value),
+      };
+    }
+    const chosen = checkedValue(el, `opt-${id}`);
+    if (mode === "pilot") {
+      const step = pilotStep(id);
+      if (step === "guess") return Object.assign({}, prev, { shown_guess: chosen });
+      if (step === "answer") return Object.assign({}, prev, { shown_choice: chosen });
+      return prev;
+    }
+    return { shown_choice: chosen };
+  }
+
+  function setChecked(el, name, value) {
+    el.querySelectorAll(`input[name="${name}"]`).forEach((i) => { i.checked = i.value === value; });
+  }
+
+  function applyItem(id, a) {
+    const el = byId[id];
+    if (!a) return;
+    if (kind === "likert") {
+      if (a.score) setChecked(el, `score-${id}`, String(a.score));
+    } else if (kind === "ab") {
+      if (a.shown_choice) setChecked(el, `choice-${id}`, a.shown_choice);
+      if (a.difficult !== null && a.difficult !== undefined) setChecked(el, `difficult-${id}`, a.difficult ? "yes" : "no");
+      el.querySelector("textarea").value = a.justification || "";
+      el.querySelectorAll(`input[name="aspects-${id}"]`).forEach((i) => { i.checked = (a.aspects || []).includes(i.value); });
+      Object.entries(a.aspect_preferences || {}).forEach(([aspect, v]) => {
+        el.querySelectorAll("input[data-aspect]").forEach((i) => { if (i.dataset.aspect === aspect) i.checked = i.value === v; });
+      });
+      updateCount(el);
+    } else if (mode === "validity") {
+      if (a.validity) setChecked(el, `validity-${id}`, a.validity);
+      el.querySelectorAll(`input[name="opt-${id}"]`).forEach((i) => { i.checked = (a.shown_choices || []).includes(i.value); });
+      syncValidity(el);
+    } else if (mode === "pilot") {
+      const step = pilotStep(id);
+      const v = step === "guess" ? a.shown_guess : step === "answer" ? a.shown_choice : null;
+      if (v) setChecked(el, `opt-${id}`, v);
+    } else if (a.shown_choice) {
+      setChecked(el, `opt-${id}`, a.shown_choice);
+    }
+  }
+
+  // --- Validation (the server checks the same rules again) ------------------------------------
+  function problems(id) {
+    const a = readItem(id);
+    const out = [];
+    if (kind === "likert") {
+      if (!a.score) out.push(`Pick a score from 1 to ${cfg.scale_size}.`);
+    } else if (kind === "ab") {
+      if (!a.shown_choice) out.push("Choose the better answer (A or B).");
+      if (a.difficult === null) out.push("Say whether the choice was difficult (yes or no).");
+      const n = a.justification.trim().length;
+      if (n < cfg.justification_min_length) {
+        out.push(`Write a justification of at least ${cfg.justification_min_length} characters (${n} so far).`);
+      }
+    } else if (mode === "validity") {
+      if (!a.validity) out.push("Say whether the question has one correct answer, more than one, or none.");
+      else if (a.validity === "one" && a.shown_choices.length !== 1) out.push("Pick the one correct answer.");
+      else if (a.validity === "several" && a.shown_choices.length < 2) out.push("Mark all the correct answers (at least two).");
+    } else if (mode === "pilot" && pilotStep(id) === "guess") {
+      if (!a.shown_guess) out.push("Choose your best guess (a, b, c or d).");
+    } else if (!a.shown_choice) {
+      out.push("Choose an answer (a, b, c or d).");
+    }
+    return out;
+  }
+
+  function showError(id, messages) {
+    const el = byId[id];
+    const err = el.querySelector(".error");
+    if (messages && messages.length) {
+      err.textContent = messages.join(" ");
+      err.hidden = false;
+      el.classList.add("has-error");
+    } else {
+      err.textContent = "";
+      err.hidden = true;
+      el.classList.remove("has-error");
+    }
+  }
+
+  function itemName(id) {
+    const legend = byId[id].querySelector("legend, h2");
+    return legend ? legend.firstChild.textContent.trim() : `Item ${id}`;
+  }
+
+  function showSummary(badIds, extra) {
+    formErrors.textContent = "";
+    if (!badIds.length && !extra) { formErrors.hidden = true; return; }
+    const p = document.createElement("p");
+    p.textContent = extra || (badIds.length === 1 ? "1 item needs attention:" : `${badIds.length} items need attention:`);
+    formErrors.appendChild(p);
+    if (badIds.length) {
+      const ul = document.createElement("ul");
+      badIds.forEach((id) => {
+        const li = document.createElement("li");
+        const link = document.createElement("a");
+        link.href = `#item-${id}`;
+        link.textContent = itemName(id);
+        link.addEventListener("click", (ev) => { ev.preventDefault(); focusItem(id); });
+        li.appendChild(link);
+        ul.appendChild(li);
+      });
+      formErrors.appendChild(ul);
+    }
+    formErrors.hidden = false;
+    formErrors.setAttribute("tabindex", "-1");
+    formErrors.focus();
+  }
+
+  // --- Progress -------------------------------------------------------------------------------
+  function isDone(id) {
+    if (confirmed[id]) return true;
+    return problems(id).length === 0;
+  }
+  function updateProgress() {
+    if (stepped) {
+      progressEl.textContent = `Question ${Math.min(state.current + 1, ids.length)} of ${ids.length}`;
+    } else {
+      const n = ids.filter(isDone).length;
+      progressEl.textContent = `${n} of ${ids.length} answered`;
+    }
+  }
+
+  // --- Autosave -------------------------------------------------------------------------------
+  let saveTimer = null;
+  let retryTimer = null;
+
+  function snapshot() {
+    ids.forEach((id) => {
+      if (!confirmed[id]) state.answers[id] = Object.assign({}, state.answers[id] || {}, readItem(id));
+      if (state.timers[id]) state.timers[id].ms_now = spentMs(id);
+    });
+    state.saved_at = new Date().toISOString();
+    return state;
+  }
+
+  function saveLocal() {
+    try { if (cfg.storage_key) localStorage.setItem(cfg.storage_key, JSON.stringify(state)); } catch (e) { /* ignore */ }
+  }
+
+  function post(url, body) {
+    return fetch(url, {
+      method: "POST",
+      credentials: "same-origin",
+      headers: { "Content-Type": "application/json", "X-Assignment-Token": cfg.token },
+      body: JSON.stringify(body),
+    }).then((r) => r.json().catch(() => ({ ok: false, message: `Server error (${r.status}).` }))
+      .then((data) => ({ status: r.status, data })));
+  }
+
+  function scheduleSave() {
+    if (cfg.preview) return;
+    snapshot();
+    saveLocal();
+    updateProgress();
+    saveStatus.textContent = "Saving…";
+    clearTimeout(saveTimer);
+    saveTimer = setTimeout(saveNow, 600);
+  }
+
+  function saveNow() {
+    clearTimeout(retryTimer);
+    snapshot();
+    saveLocal();
+    return post(cfg.endpoints.autosave, { draft: state }).then(({ status, data }) => {
+      if (data.ok) {
+        saveStatus.textContent = "All answers saved";
+        saveStatus.classList.remove("offline");
+      } else if (status === 409 || status === 403) {
+        saveStatus.textContent = data.message;
+      } else {
+        throw new Error(data.message);
+      }
+    }).catch(() => {
+      saveStatus.textContent = "Connection problem — your answers are kept in this browser; retrying…";
+      saveStatus.classList.add("offline");
+      retryTimer = setTimeout(saveNow, 5000);
+    });
+  }
+
+  // --- A/B helpers ----------------------------------------------------------------------------
+  function updateCount(el) {
+    const ta = el.querySelector("textarea");
+    const count = el.querySelector(".count");
+    if (!ta || !count) return;
+    const n = ta.value.trim().length;
+    const min = cfg.justification_min_length;
+    count.textContent = min ? `${n} / ${min} characters${n < min ? ` — ${min - n} more needed` : " ✓"}` : `${n} characters`;
+    count.classList.toggle("short", n < min);
+  }
+
+  // --- Multiple choice: steps, confirmation, feedback -----------------------------------------
+  function syncValidity(el) {
+    const id = el.dataset.item;
+    const v = checkedValue(el, `validity-${id}`);
+    const options = el.querySelector(".options");
+    options.hidden = v === "none";
+    if (v === "none") el.querySelectorAll(`input[name="opt-${id}"]`).forEach((i) => { i.checked = false; });
+    el.querySelector(".options-legend").textContent =
+      v === "several" ? "Mark every correct answer" : v === "one" ? "Select the correct answer" : "Mark the correct answer(s)";
+  }
+
+  function pilotStep(id) {
+    if (confirmed[id]) return "done";
+    if (!lockedGuesses[id]) return "guess";
+    return state.steps[id] === "answer" ? "answer" : "read";
+  }
+
+  function setInputsDisabled(el, disabled) {
+    el.querySelectorAll("input").forEach((i) => { i.disabled = disabled; });
+  }
+
+  function renderPilot(id) {
+    const el = byId[id];
+    const step = pilotStep(id);
+    const label = el.querySelector("[data-step-label]");
+    const paragraph = el.querySelector(".paragraph");
+    const questionBlock = el.querySelector(".question-block");
+    const read = el.querySelector(".pilot-read");
+    const confirmBtn = el.querySelector(".confirm");
+    const legend = el.querySelector(".options-legend");
+    read.hidden = step !== "read";
+    questionBlock.hidden = step === "read";
+    paragraph.hidden = step !== "read";
+    if (step === "guess") {
+      label.textContent = "Page 1 of 3: guess the answer without the paragraph.";
+      legend.textContent = "Your best guess";
+      confirmBtn.textContent = "Confirm guess";
+    } else if (step === "read") {
+      label.textContent = "Page 2 of 3: read the paragraph.";
+      if (!paragraph.textContent.trim()) fetchParagraph(id);
+    } else if (step === "answer") {
+      label.textContent = "Page 3 of 3: answer the question (the paragraph is hidden).";
+      legend.textContent = "Your answer";
+      confirmBtn.textContent = "Confirm answer";
+    } else {
+      label.textContent = "Answer saved.";
+    }
+  }
+
+  function fetchParagraph(id) {
+    const a = state.answers[id] || {};
+    post(cfg.endpoints.confirm, { item: Number(id), step: "guess", answer: { shown_guess: a.shown_guess || lockedGuesses[id] } })
+      .then(({ data }) => { if (data.ok) setParagraph(byId[id], data.paragraph); });
+  }
+
+  function setParagraph(el, text) {
+    const paragraph = el.querySelector(".paragraph");
+    paragraph.textContent = "";
+    (text || "").split(/\n\s*\n/).forEach((chunk) => {
+      const p = document.createElement("p");
+      p.textContent = chunk;
+      paragraph.appendChild(p);
+    });
+  }
+
+  function renderFeedback(id) {
+    const el = byId[id];
+    const fb = confirmed[id];
+    if (!fb) return;
+    setInputsDisabled(el, true);
+    const box = el.querySelector(".feedback");
+    box.textContent = "";
+    const p = document.createElement("p");
+    if (fb.is_correct === true) {
+      p.textContent = "Correct!";
+      box.className = "feedback right";
+    } else if (fb.is_correct === false) {
+      p.textContent = `Not quite. The correct answer is (${fb.correct_shown}).`;
+      box.className = "feedback wrong";
+    } else {
+      p.textContent = "Your answer is saved.";
+      box.className = "feedback";
+    }
+    box.appendChild(p);
+    if (fb.correct_shown) {
+      el.querySelectorAll(".option").forEach((o) => o.classList.toggle("correct", o.dataset.label === fb.correct_shown));
+    }
+    if (fb.paragraph && (mode === "guessing")) {
+      setParagraph(el, fb.paragraph);
+      el.querySelector(".paragraph").hidden = false;
+    }
+    box.hidden = false;
+    const confirmBtn = el.querySelector(".confirm");
+    if (confirmBtn) confirmBtn.hidden = true;
+    const next = el.querySelector(".next");
+    const last = ids.indexOf(id) === ids.length - 1;
+    if (next) next.hidden = last;
+  }
+
+  function showStep(index, focus) {
+    state.current = Math.max(0, Math.min(index, ids.length - 1));
+    ids.forEach((id, i) => { byId[id].hidden = i !== state.current; });
+    const id = ids[state.current];
+    const el = byId[id];
+    if (mode === "pilot") renderPilot(id);
+    if (confirmed[id]) renderFeedback(id);
+    const prev = el.querySelector(".prev");
+    if (prev) prev.hidden = state.current === 0;
+    const last = state.current === ids.length - 1;
+    const next = el.querySelector(".next");
+    if (mode === "validity" && next) next.hidden = last;
+    if (submitRow) {
+      const ready = mode === "validity" ? last : ids.every((x) => confirmed[x]);
+      submitRow.hidden = !ready;
+    }
+    setActive(id);
+    updateProgress();
+    if (focus) {
+      const heading = el.querySelector("h2");
+      const target = confirmed[id] ? (el.querySelector(".next:not([hidden])") || submitButton) :
+        (el.querySelector(".read-done:not([hidden])") || el.querySelector("input:checked") || el.querySelector("input"));
+      (target && target.offsetParent !== null ? target : heading).focus();
+    }
+  }
+
+  function confirmCurrent() {
+    const id = ids[state.current];
+    const el = byId[id];
+    if (confirmed[id]) return;
+    const msgs = problems(id);
+    showError(id, msgs);
+    if (msgs.length) { const first = el.querySelector("input:not([disabled])"); if (first) first.focus(); return; }
+    const answer = Object.assign(readItem(id), { time_spent_ms: spentMs(id), client_started_at: timer(id).started });
+    const step = mode === "pilot" && pilotStep(id) === "guess" ? "guess" : "final";
+    const button = el.querySelector(".confirm");
+    button.disabled = true;
+    post(cfg.endpoints.confirm, { item: Number(id), step, answer, client_meta: clientMeta() }).then(({ status, data }) => {
+      button.disabled = false;
+      if (!data.ok) {
+        showError(id, (data.errors && data.errors[id]) || [data.message || `Could not save (${status}).`]);
+        return;
+      }
+      showError(id, []);
+      if (step === "guess") {
+        lockedGuesses[id] = data.guess_shown;
+        state.answers[id] = Object.assign({}, state.answers[id] || {}, { shown_guess: data.guess_shown });
+        state.steps[id] = "read";
+        setParagraph(el, data.paragraph);
+        el.querySelectorAll(`input[name="opt-${id}"]`).forEach((i) => { i.checked = false; });
+        renderPilot(id);
+        el.querySelector(".read-done").focus();
+      } else {
+        confirmed[id] = data.feedback || { confirmed: true };
+        renderFeedback(id);
+        if (mode === "pilot") renderPilot(id);
+        showStep(state.current, true);
+      }
+      scheduleSave();
+    }).catch(() => {
+      button.disabled = false;
+      showError(id, ["Connection problem — your answer is kept here. Try again in a moment."]);
+    });
+  }
+
+  // --- Submit ---------------------------------------------------------------------------------
+  function clientMeta() {
+    return { viewport: `${window.innerWidth}x${window.innerHeight}`, tz_offset_min: new Date().getTimezoneOffset() };
+  }
+
+  function submitAll() {
+    if (cfg.preview) return;
+    const pending = ids.filter((id) => !confirmed[id]);
+    const bad = [];
+    pending.forEach((id) => { const m = problems(id); showError(id, m); if (m.length) bad.push(id); });
+    if (bad.length) {
+      showSummary(bad);
+      if (stepped) showStep(ids.indexOf(bad[0]), false);
+      return;
+    }
+    showSummary([]);
+    snapshot();
+    saveLocal();
+    const answers = pending.map((id) => Object.assign({ item: Number(id) }, readItem(id), {
+      time_spent_ms: spentMs(id), client_started_at: timer(id).started,
+    }));
+    submitButton.disabled = true;
+    submitButton.textContent = "Submitting…";
+    post(cfg.endpoints.submit, { answers, client_meta: clientMeta() }).then(({ status, data }) => {
+      if (data.ok) {
+        try { localStorage.removeItem(cfg.storage_key); } catch (e) { /* ignore */ }
+        window.location.assign(data.complete_url || cfg.complete_url);
+        return;
+      }
+      submitButton.disabled = false;
+      submitButton.textContent = "Submit";
+      const errs = data.errors || {};
+      const badIds = Object.keys(errs).filter((k) => byId[k]);
+      badIds.forEach((k) => showError(k, errs[k]));
+      showSummary(badIds, badIds.length ? null : (errs.__all__ || [data.message || `Server error (${status}).`]).join(" "));
+    }).catch(() => {
+      submitButton.disabled = false;
+      submitButton.textContent = "Submit";
+      showSummary([], "Connection problem — nothing was lost. Check your connection and press Submit again.");
+    });
+  }
+
+  // --- Focus and keys -------------------------------------------------------------------------
+  function itemOf(node) {
+    const el = node && node.closest ? node.closest("[data-item]") : null;
+    return el ? el.dataset.item : null;
+  }
+
+  function focusItem(id) {
+    const el = byId[id];
+    if (stepped) { showStep(ids.indexOf(id), true); return; }
+    const target = el.querySelector("input:checked") || el.querySelector("input, textarea");
+    el.scrollIntoView({ block: "center" });
+    if (target) target.focus();
+  }
+
+  function isTyping(target) {
+    return target && (target.tagName === "TEXTAREA" || (target.tagName === "INPUT" && /^(text|search|email|number)$/.test(target.type)));
+  }
+
+  document.addEventListener("keydown", (ev) => {
+    if (cfg.preview || ev.altKey || ev.ctrlKey || ev.metaKey || isTyping(ev.target)) return;
+    const key = ev.key.toLowerCase();
+    if (kind === "likert") {
+      const n = parseInt(key, 10);
+      if (!(n >= 1 && n <= cfg.scale_size)) return;
+      const id = itemOf(document.activeElement) || activeId || ids.find((x) => !isDone(x)) || ids[0];
+      const el = byId[id];
+      const radio = el.querySelector(`input[name="score-${id}"][value="${n}"]`);
+      if (!radio) return;
+      ev.preventDefault();
+      radio.checked = true;
+      radio.dispatchEvent(new Event("change", { bubbles: true }));
+      const nextId = ids[ids.indexOf(id) + 1];
+      if (nextId) focusItem(nextId); else submitButton.focus();
+    } else if (kind === "ab") {
+      if (key !== "a" && key !== "b") return;
+      const id = itemOf(document.activeElement) || activeId || ids[0];
+      const radio = byId[id].querySelector(`input[name="choice-${id}"][value="${key.toUpperCase()}"]`);
+      if (!radio) return;
+      ev.preventDefault();
+      radio.checked = true;
+      radio.focus();
+      radio.dispatchEvent(new Event("change", { bubbles: true }));
+    } else if (stepped) {
+      const id = ids[state.current];
+      const el = byId[id];
+      if (confirmed[id] || (mode === "pilot" && pilotStep(id) === "read")) return;
+      if (["a", "b", "c", "d"].includes(key)) {
+        const input = el.querySelector(`input[name="opt-${id}"][value="${key}"]`);
+        if (!input || input.disabled || input.closest("[hidden]")) return;
+        ev.preventDefault();
+        input.checked = input.type === "checkbox" ? !input.checked : true;
+        input.focus();
+        input.dispatchEvent(new Event("change", { bubbles: true }));
+      } else if (mode === "validity" && ["1", "2", "3"].includes(key)) {
+        const value = { 1: "one", 2: "several", 3: "none" }[key];
+        const input = el.querySelector(`input[name="validity-${id}"][value="${value}"]`);
+        ev.preventDefault();
+        input.checked = true;
+        input.focus();
+        input.dispatchEvent(new Event("change", { bubbles: true }));
+      }
+    }
+  });
+
+  // Enter inside a step confirms it (or goes on) instead of submitting the whole form.
+  form.addEventListener("keydown", (ev) => {
+    if (!stepped || ev.key !== "Enter" || ev.target.tagName === "BUTTON" || ev.target.tagName === "TEXTAREA") return;
+    ev.preventDefault();
+    const el = byId[ids[state.current]];
+    const action = el.querySelector(".confirm:not([hidden])") || el.querySelector(".read-done:not([hidden])") ||
+      el.querySelector(".next:not([hidden])") || (submitRow && !submitRow.hidden ? submitButton : null);
+    if (action && action.offsetParent !== null) action.click();
+  });
+
+  form.addEventListener("submit", (ev) => { ev.preventDefault(); submitAll(); });
+
+  form.addEventListener("focusin", (ev) => { const id = itemOf(ev.target); if (id) setActive(id); });
+
+  form.addEventListener("change", (ev) => {
+    const id = itemOf(ev.target);
+    if (!id) return;
+    setActive(id);
+    const el = byId[id];
+    if (mode === "validity" && ev.target.name === `validity-${id}`) syncValidity(el);
+    if (el.classList.contains("has-error")) showError(id, problems(id));
+    scheduleSave();
+  });
+
+  form.addEventListener("input", (ev) => {
+    const id = itemOf(ev.target);
+    if (!id || ev.target.tagName !== "TEXTAREA") return;
+    updateCount(byId[id]);
+    if (byId[id].classList.contains("has-error")) showError(id, problems(id));
+    scheduleSave();
+  });
+
+  form.addEventListener("click", (ev) => {
+    const button = ev.target.closest("button");
+    if (!button || !stepped) return;
+    if (button.classList.contains("confirm")) confirmCurrent();
+    else if (button.classList.contains("next")) {
+      const id = ids[state.current];
+      if (mode === "validity") {
+        const msgs = problems(id);
+        showError(id, msgs);
+        if (msgs.length) return;
+      }
+      showStep(state.current + 1, true);
+      scheduleSave();
+    } else if (button.classList.contains("prev")) {
+      showStep(state.current - 1, true);
+    } else if (button.classList.contains("read-done")) {
+      const id = ids[state.current];
+      state.steps[id] = "answer";
+      renderPilot(id);
+      const first = byId[id].querySelector("input");
+      if (first) first.focus();
+      scheduleSave();
+    }
+  });
+
+  // --- Start ----------------------------------------------------------------------------------
+  if (cfg.preview) {
+    form.querySelectorAll("input, textarea, button").forEach((i) => { i.disabled = true; });
+    if (stepped) ids.forEach((id) => { byId[id].hidden = false; });
+    return;
+  }
+  loadDraft();
+  ids.forEach((id) => applyItem(id, confirmed[id] ? null : state.answers[id]));
+  document.querySelectorAll(".ab-item").forEach(updateCount);
+  if (stepped) {
+    const firstOpen = confirmMode ? ids.findIndex((id) => !confirmed[id]) : -1;
+    showStep(firstOpen >= 0 ? firstOpen : Math.min(state.current, ids.length - 1), false);
+    ids.forEach((id) => { if (confirmed[id]) renderFeedback(id); });
+  } else {
+    updateProgress();
+  }
+  window.addEventListener("pagehide", () => { snapshot(); saveLocal(); });
+})();

@@ -1,0 +1,339 @@
+"""Assignment services: which items a worker gets, refusals, timeouts, submit and confirm."""
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from annotation.models import (
+    Assignment,
+    AssignmentStatus,
+    ExperimentMode,
+    Judgment,
+    StageKind,
+    StageStatus,
+    TaskKind,
+    WorkerStatus,
+)
+from annotation.services.assignments import (
+    SERVER_DRAFT_KEY,
+    AssignmentClosed,
+    ForeignAssignment,
+    NoItemsAvailable,
+    QualificationRequired,
+    StageNotOpen,
+    SubmissionInvalid,
+    WorkerBlocked,
+    assignment_confirm_item,
+    assignment_feedback,
+    assignment_record_guess,
+    assignment_release_abandoned,
+    assignment_save_draft,
+    assignment_start,
+    assignment_submit,
+    items_pick_next,
+)
+from tests.annotator.conftest import make_task
+from tests.factories import (
+    make_hit,
+    make_item,
+    make_judgment,
+    make_qualification,
+    make_stage,
+    make_worker,
+)
+
+pytestmark = pytest.mark.django_db
+
+
+def shown_label(row_order: list[str], role: str, labels: str) -> str:
+    return labels[row_order.index(role)]
+
+
+def ab_answer(assignment, item, *, role="A", text="Answer A explains the cause much better."):
+    order = assignment.assignmentitem_set.get(item=item).presented_order
+    return {"item": item.pk, "shown_choice": shown_label(order, role, "AB"), "difficult": False,
+            "justification": text, "aspects": ["factuality"], "time_spent_ms": 1234,
+            "client_started_at": "2026-01-01T10:00:00Z"}
+
+
+# --- Picking ------------------------------------------------------------------------------------
+
+
+def test_redundancy_counts_judgments_and_held_items():
+    project, stage, items = make_task(TaskKind.AB, redundancy={"dev": 2, "default": 1})
+    first = assignment_start(stage=stage, worker=make_worker())
+    second = assignment_start(stage=stage, worker=make_worker())
+    assert set(first.items.all()) == set(items) == set(second.items.all())
+    with pytest.raises(NoItemsAvailable):
+        assignment_start(stage=stage, worker=make_worker())
+
+
+def test_items_furthest_from_target_come_first_and_never_twice():
+    project, stage, items = make_task(TaskKind.AB, n_items=3, redundancy={"default": 3})
+    make_judgment(item=items[0], stage=stage)
+    make_judgment(item=items[0], stage=stage)
+    make_judgment(item=items[1], stage=stage)
+    worker = make_worker()
+    assert items_pick_next(stage=stage, worker=worker, limit=3) == [items[2], items[1], items[0]]
+    make_judgment(item=items[2], stage=stage, worker=worker)
+    assert items[2] not in items_pick_next(stage=stage, worker=worker, limit=3)
+
+
+def test_stage_override_of_redundancy_and_split_targets():
+    project, stage, items = make_task(TaskKind.AB, n_items=2, redundancy={"train": 1, "dev": 2})
+    items[0].split = "train"
+    items[0].save(update_fields=["split"])
+    make_judgment(item=items[0], stage=stage)
+    make_judgment(item=items[1], stage=stage)
+    assert items_pick_next(stage=stage, worker=make_worker(), limit=5) == [items[1]]
+    stage.judgments_per_item = 1
+    stage.save(update_fields=["judgments_per_item"])
+    assert items_pick_next(stage=stage, worker=make_worker(), limit=5) == []
+
+
+def test_likert_items_sharing_a_passage_stay_together():
+    project, stage, group_a = make_task(TaskKind.LIKERT, n_items=3, group="p1", items_per_hit=10)
+    group_b = [make_item(project, group_key="p2") for _ in range(4)]
+    for item in group_a:  # passage p2 is now furthest from its target
+        make_judgment(item=item, stage=stage)
+    picked = items_pick_next(stage=stage, worker=make_worker(), limit=10)
+    assert set(picked) == set(group_b)  # one passage only, not topped up from p1
+    picked = items_pick_next(stage=stage, worker=make_worker(), limit=2)
+    assert len(picked) == 2 and {item.group_key for item in picked} == {"p2"}
+
+
+def test_practice_items_come_first_and_gold_is_mixed_in():
+    project, stage, items = make_task(TaskKind.MC, n_items=4, gold_rate=0.5)
+    practice = make_item(project, is_practice=True)
+    gold = [make_item(project, is_gold_check=True, gold={"choice": "A"}) for _ in range(5)]
+    picked = items_pick_next(stage=stage, worker=make_worker(), limit=5)
+    assert picked[0] == practice
+    assert sum(item in gold for item in picked) == 2
+    assert sum(item in items for item in picked) == 2
+
+
+def test_qualification_stage_gives_every_worker_the_same_items():
+    project, _, items = make_task(TaskKind.LIKERT, n_items=3, redundancy={"default": 1})
+    qual = make_stage(project, kind=StageKind.QUALIFICATION, status=StageStatus.PUBLISHED)
+    for _ in range(3):
+        assert set(assignment_start(stage=qual, worker=make_worker()).items.all()) == set(items)
+
+
+# --- Refusals -----------------------------------------------------------------------------------
+
+
+def test_refusals_blocked_unqualified_and_closed_stage():
+    project, stage, _ = make_task(TaskKind.LIKERT)
+    blocked = make_worker(status=WorkerStatus.BLOCKED)
+    with pytest.raises(WorkerBlocked):
+        assignment_start(stage=stage, worker=blocked)
+
+    qual = make_stage(project, kind=StageKind.QUALIFICATION)
+    stage.requires_stage = qual
+    stage.save(update_fields=["requires_stage"])
+    worker = make_worker()
+    with pytest.raises(QualificationRequired):
+        assignment_start(stage=stage, worker=worker)
+    make_qualification(worker=worker, stage=qual, passed=False)
+    with pytest.raises(QualificationRequired):
+        assignment_start(stage=stage, worker=worker)
+    passed = make_worker()
+    make_qualification(worker=passed, stage=qual, passed=True)
+    assert assignment_start(stage=stage, worker=passed).items.count() == 3
+
+    stage.status = StageStatus.DRAFT
+    stage.save(update_fields=["status"])
+    with pytest.raises(StageNotOpen):
+        assignment_start(stage=stage, worker=passed)
+
+
+def test_hit_assignment_is_reused_per_external_id_and_refused_to_others():
+    project, stage, items = make_task(TaskKind.LIKERT)
+    hit = make_hit(stage, items=items[:2], external_id="HIT1")
+    worker = make_worker()
+    first = assignment_start(stage=stage, worker=worker, hit=hit, external_id="ASG1")
+    assert list(first.items.order_by("assignmentitem__position")) == items[:2]
+    assert assignment_start(stage=stage, worker=worker, hit=hit, external_id="ASG1") == first
+    with pytest.raises(ForeignAssignment):
+        assignment_start(stage=stage, worker=make_worker(), hit=hit, external_id="ASG1")
+    assignment_submit(assignment=first, answers=[{"item": i.pk, "score": 3} for i in items[:2]])
+    with pytest.raises(AssignmentClosed) as exc:
+        assignment_start(stage=stage, worker=worker, hit=hit, external_id="ASG1")
+    assert exc.value.finished
+
+
+def test_inhouse_worker_resumes_the_unfinished_assignment():
+    _, stage, _ = make_task(TaskKind.LIKERT)
+    worker = make_worker()
+    first = assignment_start(stage=stage, worker=worker)
+    assert assignment_start(stage=stage, worker=worker) == first
+
+
+def test_abandoned_assignments_are_released_after_the_timeout():
+    project, stage, items = make_task(TaskKind.AB, redundancy={"default": 1},
+                                      assignment_timeout_minutes=30)
+    idle = assignment_start(stage=stage, worker=make_worker())
+    with pytest.raises(NoItemsAvailable):
+        assignment_start(stage=stage, worker=make_worker())
+    assert assignment_release_abandoned(now=timezone.now() + timedelta(minutes=10)) == 0
+    assert assignment_release_abandoned(now=timezone.now() + timedelta(minutes=31)) == 1
+    idle.refresh_from_db()
+    assert idle.status == AssignmentStatus.RETURNED
+    assert set(assignment_start(stage=stage, worker=make_worker()).items.all()) == set(items)
+    with pytest.raises(AssignmentClosed):
+        assignment_submit(assignment=idle, answers=[])
+
+
+def test_expired_but_unreleased_assignment_frees_its_items():
+    project, stage, items = make_task(TaskKind.AB, redundancy={"default": 1},
+                                      assignment_timeout_minutes=30)
+    idle = assignment_start(stage=stage, worker=make_worker())
+    Assignment.objects.filter(pk=idle.pk).update(
+        last_seen_at=timezone.now() - timedelta(minutes=45),
+        started_at=timezone.now() - timedelta(minutes=45),
+    )
+    assert set(items_pick_next(stage=stage, worker=make_worker(), limit=5)) == set(items)
+
+
+# --- Drafts and submit --------------------------------------------------------------------------
+
+
+def test_submit_maps_shown_order_to_item_order_and_is_idempotent():
+    project, stage, items = make_task(TaskKind.AB)
+    assignment = assignment_start(stage=stage, worker=make_worker())
+    answers = [ab_answer(assignment, item, role="B") for item in items]
+    judgments = assignment_submit(assignment=assignment, answers=answers,
+                                  client_meta={"viewport": "1280x800"})
+    assert [j.choice for j in judgments] == ["B", "B", "B"]
+    for judgment in judgments:
+        row = assignment.assignmentitem_set.get(item=judgment.item)
+        assert judgment.presented_order == row.presented_order
+        assert sorted(judgment.presented_order) == ["A", "B"]
+        assert judgment.time_spent_ms == 1234 and judgment.client_started_at is not None
+        assert judgment.aspects == ["factuality"] and judgment.difficult is False
+        assert judgment.extra["client_meta"] == {"viewport": "1280x800"}
+    assignment.refresh_from_db()
+    assert assignment.status == AssignmentStatus.SUBMITTED
+    assert assignment.completion_code and assignment.submitted_at
+    again = assignment_submit(assignment=assignment, answers=answers)
+    assert [j.pk for j in again] == [j.pk for j in judgments]
+    assert Judgment.objects.count() == 3
+
+
+def test_submit_rejects_incomplete_or_invalid_answers_and_stores_nothing():
+    project, stage, items = make_task(TaskKind.AB, justification_min_length=30)
+    other_item = make_item(project)
+    assignment = assignment_start(stage=stage, worker=make_worker())
+    answers = [ab_answer(assignment, items[0], text="too short"),
+               {**ab_answer(assignment, items[1]), "aspects": ["vibes"], "difficult": None},
+               {"item": other_item.pk, "shown_choice": "A"}]
+    with pytest.raises(SubmissionInvalid) as exc:
+        assignment_submit(assignment=assignment, answers=answers)
+    errors = exc.value.errors
+    assert "at least 30 characters (9 so far)" in " ".join(errors[str(items[0].pk)])
+    assert any("Unknown aspect: vibes" in m for m in errors[str(items[1].pk)])
+    assert any("difficult" in m for m in errors[str(items[1].pk)])
+    assert errors[str(items[2].pk)] == ["Answer this item."]
+    assert "not part of this assignment" in errors["__all__"][0]
+    assert Judgment.objects.count() == 0
+    assignment.refresh_from_db()
+    assert assignment.status == AssignmentStatus.IN_PROGRESS
+
+
+@pytest.mark.parametrize("score", [0, 6, 2.5, "x", None, True])
+def test_likert_scores_outside_the_scale_are_refused(score):
+    _, stage, items = make_task(TaskKind.LIKERT, n_items=1)
+    assignment = assignment_start(stage=stage, worker=make_worker())
+    with pytest.raises(SubmissionInvalid) as exc:
+        assignment_submit(assignment=assignment, answers=[{"item": items[0].pk, "score": score}])
+    assert exc.value.errors[str(items[0].pk)] == ["Pick a score from 1 to 5."]
+
+
+def test_draft_autosave_keeps_server_state_and_refuses_after_submit():
+    project, stage, items = make_task(TaskKind.MC, mode=ExperimentMode.PILOT, n_items=1)
+    assignment = assignment_start(stage=stage, worker=make_worker())
+    order = assignment.assignmentitem_set.get().presented_order
+    assignment_record_guess(assignment=assignment, item=items[0],
+                            answer={"shown_guess": shown_label(order, "C", "abcd")})
+    assignment_save_draft(assignment=assignment,
+                          draft={"answers": {"1": {}}, SERVER_DRAFT_KEY: {"guesses": {}}})
+    assignment.refresh_from_db()
+    assert assignment.draft["answers"] == {"1": {}}
+    assert assignment.draft[SERVER_DRAFT_KEY]["guesses"] == {str(items[0].pk): "C"}
+    # A second guess cannot replace the locked one.
+    assert assignment_record_guess(assignment=assignment, item=items[0],
+                                   answer={"shown_guess": shown_label(order, "A", "abcd")}) == "C"
+    judgment = assignment_confirm_item(
+        assignment=assignment, item=items[0],
+        answer={"shown_choice": shown_label(order, "A", "abcd"),
+                "shown_guess": shown_label(order, "A", "abcd")},
+    )
+    assert judgment.choice == "A" and judgment.extra["guess_choice"] == "C"
+    assert judgment.extra["is_correct"] is True
+    assignment_submit(assignment=assignment, answers=[])
+    with pytest.raises(AssignmentClosed):
+        assignment_save_draft(assignment=assignment, draft={})
+
+
+def test_qa_mode_confirm_gives_feedback_only_after_answering():
+    _, stage, items = make_task(TaskKind.MC, mode=ExperimentMode.QA, n_items=2)
+    assignment = assignment_start(stage=stage, worker=make_worker())
+    assert assignment_feedback(assignment=assignment, item_id=items[0].pk) == {}
+    order = assignment.assignmentitem_set.get(item=items[0]).presented_order
+    wrong = shown_label(order, "D", "abcd")
+    judgment = assignment_confirm_item(assignment=assignment, item=items[0],
+                                       answer={"shown_choice": wrong})
+    assert judgment.choice == "D" and judgment.extra["is_correct"] is False
+    again = assignment_confirm_item(assignment=assignment, item=items[0],
+                                    answer={"shown_choice": shown_label(order, "A", "abcd")})
+    assert again.pk == judgment.pk and again.choice == "D"
+    feedback = assignment_feedback(assignment=assignment, item_id=items[0].pk)
+    assert feedback["is_correct"] is False
+    assert feedback["correct_shown"] == shown_label(order, "A", "abcd")
+    with pytest.raises(SubmissionInvalid) as exc:
+        assignment_submit(assignment=assignment, answers=[])
+    assert exc.value.errors == {str(items[1].pk): ["Answer this item."]}
+    order2 = assignment.assignmentitem_set.get(item=items[1]).presented_order
+    judgments = assignment_submit(
+        assignment=assignment,
+        answers=[{"item": items[1].pk, "shown_choice": shown_label(order2, "B", "abcd")}],
+    )
+    assert [j.choice for j in judgments] == ["D", "B"]
+
+
+def test_qualification_stage_never_reveals_the_scoring():
+    project, _, items = make_task(TaskKind.MC, mode=ExperimentMode.QA, n_items=1)
+    qual = make_stage(project, kind=StageKind.QUALIFICATION, status=StageStatus.PUBLISHED)
+    assignment = assignment_start(stage=qual, worker=make_worker())
+    assignment_confirm_item(assignment=assignment, item=items[0], answer={"shown_choice": "a"})
+    feedback = assignment_feedback(assignment=assignment, item_id=items[0].pk)
+    assert "correct_shown" not in feedback and "is_correct" not in feedback
+
+
+@pytest.mark.parametrize("validity,shown,expected_choice,expected_choices", [
+    ("one", ["b"], "X", ["X"]),
+    ("several", ["a", "c"], "", None),
+    ("none", [], "", []),
+])
+def test_validity_judging_maps_marked_answers_to_roles(validity, shown, expected_choice,
+                                                       expected_choices):
+    _, stage, items = make_task(TaskKind.MC, mode=ExperimentMode.VALIDITY, n_items=1)
+    assignment = assignment_start(stage=stage, worker=make_worker())
+    order = assignment.assignmentitem_set.get().presented_order
+    [judgment] = assignment_submit(assignment=assignment, answers=[
+        {"item": items[0].pk, "validity": validity, "shown_choices": shown}])
+    roles = sorted(order["abcd".index(s)] for s in shown)
+    assert judgment.choices == roles
+    assert judgment.choice == (roles[0] if validity == "one" else "")
+    assert judgment.extra["validity"] == validity
+
+
+def test_validity_judging_refuses_inconsistent_marks():
+    _, stage, items = make_task(TaskKind.MC, mode=ExperimentMode.VALIDITY, n_items=1)
+    assignment = assignment_start(stage=stage, worker=make_worker())
+    with pytest.raises(SubmissionInvalid) as exc:
+        assignment_submit(assignment=assignment, answers=[
+            {"item": items[0].pk, "validity": "several", "shown_choices": ["a"]}])
+    assert "at least two" in exc.value.errors[str(items[0].pk)][0]
