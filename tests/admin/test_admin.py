@@ -411,3 +411,51 @@ def test_researcher_cannot_export_other_projects(client, two_researchers):
     })
     # Nothing of Bob's is selectable: the admin answers with its "no items selected" redirect.
     assert response.status_code == 302
+
+
+# --- Visibility of every scoped model, autocomplete, researcher query counts --------------------
+
+
+def test_every_scoped_admin_hides_other_researchers_rows(client, world):
+    """Bob owns nothing of `world`: each admin changelist is empty for him and every change
+    page of Alice's rows is unreachable; Alice sees each of her rows."""
+    bob = make_user("bob")
+    for model in EXPECTED:
+        from django.apps import apps
+
+        model = apps.get_model(model)
+        obj = object_of(world, model)
+        client.force_login(bob)
+        response = client.get(admin_url(model, "changelist"))
+        assert response.status_code == 200, model
+        assert response.context["cl"].result_count == 0, model
+        assert client.get(admin_url(model, "change", obj.pk)).status_code == 302, model
+        client.force_login(world["alice"])
+        response = client.get(admin_url(model, "changelist"))
+        assert obj.pk in {row.pk for row in response.context["cl"].result_list}, model
+        assert client.get(admin_url(model, "change", obj.pk)).status_code == 200, model
+
+
+def test_autocomplete_only_offers_visible_projects(client, two_researchers):
+    client.force_login(two_researchers["alice"])
+    response = client.get("/admin/autocomplete/", {
+        "app_label": "annotation", "model_name": "item", "field_name": "project", "term": "",
+    })
+    assert response.status_code == 200
+    ids = {int(r["id"]) for r in response.json()["results"]}
+    assert two_researchers["shared"].pk in ids
+    assert two_researchers["bob_project"].pk not in ids
+
+
+def test_researcher_changelists_have_bounded_queries(client, world, django_assert_max_num_queries):
+    alice = world["alice"]
+    for _ in range(8):
+        project = make_project(TaskKind.LIKERT, owner=alice)
+        stage = make_stage(project)
+        item = make_item(project)
+        make_judgment(item=item, stage=stage, assignment=make_assignment(stage, items=[item]))
+    client.force_login(alice)
+    for model in (Project, Judgment, Worker, world["likert"]["stage"]._meta.model):
+        with django_assert_max_num_queries(14):
+            response = client.get(admin_url(model, "changelist"))
+        assert response.context["cl"].result_count >= 8
