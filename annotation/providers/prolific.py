@@ -76,8 +76,11 @@ class ProlificProvider(CrowdProvider):
             )
         return self._client
 
-    def request(self, method: str, path: str, **kwargs) -> dict[str, Any]:
-        """One API call with retries on 429, 5xx and transport errors."""
+    def request(self, method: str, path: str, *, retry_lost: bool = True,
+                **kwargs) -> dict[str, Any]:
+        """One API call with retries on 429 and 5xx (never processed or safe to repeat) and on
+        transport errors unless `retry_lost` is False: a lost response to a create may mean the
+        thing exists, and the caller must look for it before trying again."""
         import httpx
 
         attempts = int(getattr(settings, "PROLIFIC_MAX_ATTEMPTS", 8))
@@ -87,6 +90,8 @@ class ProlificProvider(CrowdProvider):
             try:
                 response = self.client.request(method, path, **kwargs)
             except httpx.TransportError as exc:
+                if not retry_lost:
+                    raise
                 error: Exception = exc
             else:
                 if response.status_code < 400:
@@ -169,13 +174,23 @@ class ProlificProvider(CrowdProvider):
         call = _ensure_token(stage, "prolific_study_token")
 
         def create(token: str) -> dict:
-            # A lost response may have created the study already: look for our internal name.
-            for study in self.pages("studies/"):
-                if study.get("internal_name") == token:
-                    return {"id": study["id"], "duplicate": True}
-            study = self.request("POST", "studies/", json=self.study_payload(
-                stage=stage, places=places, internal_name=token))
-            return {"id": study["id"]}
+            import httpx
+
+            attempts = int(getattr(settings, "PROLIFIC_MAX_ATTEMPTS", 8))
+            for attempt in range(attempts):
+                # A lost response may have created the study: look for our internal name first.
+                for study in self.pages("studies/"):
+                    if study.get("internal_name") == token:
+                        return {"id": study["id"], "duplicate": True}
+                try:
+                    study = self.request("POST", "studies/", retry_lost=False, json=(
+                        self.study_payload(stage=stage, places=places, internal_name=token)))
+                    return {"id": study["id"]}
+                except httpx.TransportError:
+                    if attempt + 1 >= attempts:
+                        raise
+                    self.retries_done += 1
+            raise AssertionError("unreachable")
 
         try:
             created = provider_call_run(
@@ -203,7 +218,14 @@ class ProlificProvider(CrowdProvider):
         study = self.request("GET", f"studies/{study_id}/")
         if study.get("status") not in (None, "UNPUBLISHED"):
             return {"status": study["status"]}  # published by a lost earlier attempt
-        return self.request("POST", f"studies/{study_id}/transition/", json={"action": "PUBLISH"})
+        try:
+            return self.request("POST", f"studies/{study_id}/transition/",
+                                json={"action": "PUBLISH"})
+        except ProviderCallRefused:
+            # Our own retry after a lost response finds the study published already.
+            if self.request("GET", f"studies/{study_id}/").get("status") == "ACTIVE":
+                return {"status": "ACTIVE"}
+            raise
 
     def expire_stage(self, *, stage) -> None:
         study_id = stage.settings.get("prolific_study_id")

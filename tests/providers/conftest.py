@@ -63,3 +63,17 @@ def make_stages(project, provider: str):
     full = make_stage(project, kind=StageKind.FULL, status=StageStatus.DRAFT, provider=provider,
                       order=3, requires_stage=qualification, agreement_threshold=0.5)
     return qualification, trial, full
+
+
+@pytest.fixture
+def prolific_server(settings):
+    from annotation.providers.prolific import ProlificProvider
+
+    from .prolific_server import ProlificServer
+
+    with ProlificServer(token="prolific-test-token") as server:
+        settings.PROLIFIC_API_URL = server.url
+        settings.PROLIFIC_API_TOKEN = "prolific-test-token"
+        with override_provider(Provider.PROLIFIC, ProlificProvider()) as provider:
+            server.provider = provider
+            yield server

@@ -12,11 +12,12 @@ from annotation.models import Assignment, AssignmentItem, AssignmentStatus, Judg
 
 
 def submit_locally(*, stage, hit, worker_external_id: str, external_id: str, scores=None,
-                   choices=None, seconds_per_item: float = 6.0) -> Assignment:
+                   choices=None, seconds_per_item: float = 6.0, items=None) -> Assignment:
     worker, _ = Worker.objects.get_or_create(provider=stage.provider,
                                              external_id=worker_external_id)
-    items = list(hit.items.order_by("hititem__position")) if hit is not None else list(
-        stage.items.order_by("id")[: stage.project.items_per_hit])
+    if items is None:
+        items = list(hit.items.order_by("hititem__position")) if hit is not None else list(
+            stage.items.order_by("id")[: stage.project.items_per_hit])
     assignment = Assignment.objects.create(
         stage=stage, hit=hit, worker=worker, external_id=external_id,
         status=AssignmentStatus.SUBMITTED, submitted_at=timezone.now(),

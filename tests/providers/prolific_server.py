@@ -1,0 +1,292 @@
+"""A local fake of Prolific's REST API (the endpoints QA Judge uses), over HTTP on 127.0.0.1.
+
+    with ProlificServer(token="t") as server:
+        settings.PROLIFIC_API_URL = server.url   # ends in /api/v1/
+
+Lists are paged with `_links.next.href` (small pages, so paging is exercised). Faults: scheduled
+429 "rate limited" answers and lost responses (the action is done, the connection is closed
+without an answer). Participants are simulated by `participant_start` / `participant_complete`,
+which enforce the study's allow-list filter, places and one submission per participant.
+"""
+from __future__ import annotations
+
+import itertools
+import json
+import re
+import socket
+import threading
+import time
+from collections import defaultdict
+from decimal import Decimal
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlparse
+
+PAGE_SIZE = 2
+MIN_REJECTION_MESSAGE = 100
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, detail: str):
+        super().__init__(detail)
+        self.status = status
+
+
+class ProlificState:
+    def __init__(self):
+        self.lock = threading.RLock()
+        self.ids = itertools.count(1)
+        self.studies: dict[str, dict] = {}
+        self.submissions: dict[str, dict] = {}
+        self.bonuses: dict[str, dict] = {}
+        self.payments: list[dict] = []
+        self.groups: dict[str, set[str]] = {}
+        self.messages: list[dict] = []
+
+    def new_id(self, prefix: str) -> str:
+        return f"{prefix}{next(self.ids):022x}"
+
+    # --- participants -------------------------------------------------------------------------
+    def participant_start(self, study_id: str, pid: str) -> str:
+        with self.lock:
+            study = self.studies[study_id]
+            if study["status"] != "ACTIVE":
+                raise ApiError(400, "study is not active")
+            for flt in study.get("filters", []):
+                if flt["filter_id"] == "participant_group_allowlist" and not any(
+                    pid in self.groups.get(g, set()) for g in flt["selected_values"]
+                ):
+                    raise ApiError(403, f"participant {pid} is not eligible")
+            mine = [s for s in self.submissions.values() if s["study_id"] == study_id]
+            if any(s["participant_id"] == pid for s in mine):
+                raise ApiError(400, "participant already took part")
+            if len([s for s in mine if s["status"] != "RETURNED"]) >= study[
+                    "total_available_places"]:
+                raise ApiError(400, "study is full")
+            submission_id = self.new_id("s")
+            self.submissions[submission_id] = {
+                "id": submission_id, "study_id": study_id, "participant_id": pid,
+                "status": "ACTIVE", "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                "completed_at": None, "study_code": "",
+            }
+            return submission_id
+
+    def participant_complete(self, submission_id: str, code: str) -> None:
+        with self.lock:
+            submission = self.submissions[submission_id]
+            submission["status"] = "AWAITING REVIEW"
+            submission["study_code"] = code
+            submission["completed_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+    # --- API ------------------------------------------------------------------------------------
+    def handle(self, method: str, path: str, query: dict, body: dict) -> dict | list:
+        routes = [
+            ("GET", r"studies/", self.list_studies),
+            ("POST", r"studies/", self.create_study),
+            ("GET", r"studies/(?P<sid>\w+)/", self.get_study),
+            ("POST", r"studies/(?P<sid>\w+)/transition/", self.transition_study),
+            ("GET", r"studies/(?P<sid>\w+)/submissions/", self.list_submissions),
+            ("GET", r"submissions/(?P<sub>\w+)/", self.get_submission),
+            ("POST", r"submissions/(?P<sub>\w+)/transition/", self.transition_submission),
+            ("POST", r"submissions/bonus-payments/", self.set_up_bonus),
+            ("POST", r"bulk-bonus-payments/(?P<bid>\w+)/pay/", self.pay_bonus),
+            ("POST", r"participant-groups/", self.create_group),
+            ("POST", r"participant-groups/(?P<gid>\w+)/participants/", self.add_to_group),
+            ("DELETE", r"participant-groups/(?P<gid>\w+)/participants/", self.remove_from_group),
+            ("POST", r"messages/", self.send_message),
+        ]
+        for verb, pattern, fn in routes:
+            match = re.fullmatch(pattern, path)
+            if verb == method and match:
+                return fn(query=query, body=body, **match.groupdict())
+        raise ApiError(404, f"no route {method} {path}")
+
+    def _page(self, rows: list, query: dict, base: str) -> dict:
+        offset = int(query.get("offset", ["0"])[0])
+        page = rows[offset:offset + PAGE_SIZE]
+        next_href = f"{base}?offset={offset + PAGE_SIZE}" if offset + PAGE_SIZE < len(rows) \
+            else None
+        return {"results": page, "_links": {"next": {"href": next_href}},
+                "meta": {"count": len(rows)}}
+
+    def list_studies(self, *, query, body):
+        return self._page(list(self.studies.values()), query, self.base_url + "studies/")
+
+    def create_study(self, *, query, body):
+        required = ["name", "description", "external_study_url", "prolific_id_option",
+                    "completion_codes", "total_available_places", "estimated_completion_time",
+                    "reward"]
+        missing = [k for k in required if k not in body]
+        if missing:
+            raise ApiError(400, f"missing fields: {missing}")
+        for placeholder in ("{{%PROLIFIC_PID%}}", "{{%STUDY_ID%}}", "{{%SESSION_ID%}}"):
+            if placeholder not in body["external_study_url"]:
+                raise ApiError(400, f"external_study_url lacks {placeholder}")
+        if not isinstance(body["reward"], int) or body["reward"] <= 0:
+            raise ApiError(400, "reward must be a positive number of cents")
+        study_id = self.new_id("st")
+        self.studies[study_id] = {**body, "id": study_id, "status": "UNPUBLISHED"}
+        return self.studies[study_id]
+
+    def get_study(self, *, query, body, sid):
+        if sid not in self.studies:
+            raise ApiError(404, "study not found")
+        return self.studies[sid]
+
+    def transition_study(self, *, query, body, sid):
+        study = self.get_study(query=query, body=body, sid=sid)
+        action = body.get("action")
+        target = {"PUBLISH": "ACTIVE", "START": "ACTIVE", "PAUSE": "PAUSED",
+                  "STOP": "COMPLETED"}.get(action)
+        if target is None:
+            raise ApiError(400, f"unknown action {action}")
+        if action == "PUBLISH" and study["status"] != "UNPUBLISHED":
+            raise ApiError(400, "study already published")
+        study["status"] = target
+        return study
+
+    def list_submissions(self, *, query, body, sid):
+        rows = [s for s in self.submissions.values() if s["study_id"] == sid]
+        return self._page(rows, query, self.base_url + f"studies/{sid}/submissions/")
+
+    def get_submission(self, *, query, body, sub):
+        if sub not in self.submissions:
+            raise ApiError(404, "submission not found")
+        return self.submissions[sub]
+
+    def transition_submission(self, *, query, body, sub):
+        submission = self.get_submission(query=query, body=body, sub=sub)
+        if submission["status"] != "AWAITING REVIEW":
+            raise ApiError(400, f"submission is {submission['status']}")
+        if body.get("action") == "APPROVE":
+            submission["status"] = "APPROVED"
+        elif body.get("action") == "REJECT":
+            if len(body.get("message", "")) < MIN_REJECTION_MESSAGE:
+                raise ApiError(400, "message must be at least 100 characters")
+            if not body.get("rejection_category"):
+                raise ApiError(400, "rejection_category is required")
+            submission["status"] = "REJECTED"
+            submission["rejection_message"] = body["message"]
+        else:
+            raise ApiError(400, "unknown action")
+        return submission
+
+    def set_up_bonus(self, *, query, body):
+        rows = [line.split(",") for line in body["csv_bonuses"].strip().splitlines()]
+        bonus_id = self.new_id("b")
+        self.bonuses[bonus_id] = {"id": bonus_id, "study": body["study_id"], "paid": False,
+                                  "rows": [(pid, Decimal(amount)) for pid, amount in rows]}
+        return {"id": bonus_id, "amount": str(sum(a for _p, a in self.bonuses[bonus_id]["rows"]))}
+
+    def pay_bonus(self, *, query, body, bid):
+        bonus = self.bonuses.get(bid)
+        if bonus is None:
+            raise ApiError(404, "bonus not found")
+        if bonus["paid"]:
+            raise ApiError(400, "this bonus has already been paid")
+        bonus["paid"] = True
+        for pid, amount in bonus["rows"]:
+            self.payments.append({"participant_id": pid, "amount": amount, "bonus": bid})
+        return {}
+
+    def create_group(self, *, query, body):
+        group_id = self.new_id("g")
+        self.groups[group_id] = set()
+        return {"id": group_id, "name": body.get("name", "")}
+
+    def add_to_group(self, *, query, body, gid):
+        self.groups.setdefault(gid, set()).update(body["participant_ids"])
+        return {"results": sorted(self.groups[gid])}
+
+    def remove_from_group(self, *, query, body, gid):
+        self.groups.setdefault(gid, set()).difference_update(body["participant_ids"])
+        return {"results": sorted(self.groups[gid])}
+
+    def send_message(self, *, query, body):
+        self.messages.append(body)
+        return {}
+
+
+class ProlificServer:
+    def __init__(self, *, token: str = "test-token"):
+        self.token = token
+        self.state = ProlificState()
+        self.rate_limit_next: dict[str, int] = defaultdict(int)
+        self.lose_response_next: dict[str, int] = defaultdict(int)
+        self.stats: dict[str, int] = defaultdict(int)
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
+        self.httpd.daemon_threads = True
+        self.state.base_url = self.url
+
+    @property
+    def url(self) -> str:
+        host, port = self.httpd.server_address[:2]
+        return f"http://{host}:{port}/api/v1/"
+
+    def __enter__(self) -> ProlificServer:
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+    def _handler_class(self):
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args) -> None:
+                pass
+
+            def _serve(self, method: str) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                raw = self.rfile.read(length) if length else b""
+                if self.headers.get("Authorization") != f"Token {server.token}":
+                    return self._reply(401, {"error": "invalid token"})
+                parsed = urlparse(self.path)
+                path = parsed.path.removeprefix("/api/v1/")
+                key = f"{method} {re.sub(r'/[a-z]+[0-9a-f]{22}/', '/<id>/', '/' + path)[1:]}"
+                server.stats[key] += 1
+                with server.state.lock:
+                    if server.rate_limit_next[key] > 0:
+                        server.rate_limit_next[key] -= 1
+                        server.stats["rate_limited"] += 1
+                        return self._reply(429, {"error": "Request was throttled."},
+                                           headers={"Retry-After": "0"})
+                    try:
+                        result = server.state.handle(method, path, parse_qs(parsed.query),
+                                                     json.loads(raw or b"{}"))
+                    except ApiError as exc:
+                        return self._reply(exc.status, {"error": {"detail": str(exc)}})
+                    if server.lose_response_next[key] > 0:
+                        server.lose_response_next[key] -= 1
+                        server.stats["lost_responses"] += 1
+                        self.close_connection = True
+                        try:
+                            self.connection.shutdown(socket.SHUT_RDWR)
+                        except OSError:
+                            pass
+                        return None
+                return self._reply(200 if method != "POST" else 201, result)
+
+            def do_GET(self) -> None:
+                self._serve("GET")
+
+            def do_POST(self) -> None:
+                self._serve("POST")
+
+            def do_DELETE(self) -> None:
+                self._serve("DELETE")
+
+            def _reply(self, status: int, payload, headers=None) -> None:
+                data = json.dumps(payload, default=str).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                for name, value in (headers or {}).items():
+                    self.send_header(name, value)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        return Handler
