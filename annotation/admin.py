@@ -125,18 +125,26 @@ class ProjectScopedAdmin(admin.ModelAdmin):
         return self._is_staff(request)
 
     def _scoped_choices(self, request, model):
-        if request.user.is_superuser:
+        # select_related: the choices' labels (str(item), str(stage)) name the project, which
+        # would otherwise cost one query per selected option.
+        if model not in (Project, Item, Stage, Hit, Assignment, Worker):
             return None
+        if model in (Item, Stage):
+            queryset = model.objects.select_related("project")
+        elif model in (Hit, Assignment):
+            queryset = model.objects.select_related("stage__project")
+        else:
+            queryset = model._default_manager.all()
+        if request.user.is_superuser:
+            return queryset
         visible = projects_visible_to(request.user).values("pk")
         if model is Project:
-            return Project.objects.filter(pk__in=visible)
+            return queryset.filter(pk__in=visible)
         if model in (Item, Stage):
-            return model.objects.filter(project__in=visible)
+            return queryset.filter(project__in=visible)
         if model in (Hit, Assignment):
-            return model.objects.filter(stage__project__in=visible)
-        if model is Worker:
-            return workers_visible_to(request.user)
-        return None
+            return queryset.filter(stage__project__in=visible)
+        return workers_visible_to(request.user)  # model is Worker
 
     def formfield_for_foreignkey(self, db_field, request, **kwargs):
         queryset = self._scoped_choices(request, db_field.related_model)

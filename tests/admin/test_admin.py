@@ -459,3 +459,15 @@ def test_researcher_changelists_have_bounded_queries(client, world, django_asser
         with django_assert_max_num_queries(14):
             response = client.get(admin_url(model, "changelist"))
         assert response.context["cl"].result_count >= 8
+
+
+def test_stage_change_form_with_many_items_has_bounded_queries(client, superuser,
+                                                               django_assert_max_num_queries):
+    project = make_project(TaskKind.MC)
+    stage = make_stage(project)
+    stage.items.add(*[make_item(project) for _ in range(40)])
+    client.force_login(superuser)
+    with django_assert_max_num_queries(20):
+        response = client.get(admin_url(stage._meta.model, "change", stage.pk))
+    assert response.status_code == 200
+    assert "40 items" in response.content.decode()
