@@ -23,6 +23,6 @@ app.autodiscover_tasks(["worker"], related_name="tasks")
 def _prepare_filesystem_broker(sender: Celery, **kwargs) -> None:
     """kombu's filesystem transport needs its folders to exist before anyone sends."""
     options = sender.conf.broker_transport_options or {}
-    for key in ("data_folder_in", "data_folder_out", "processed_folder"):
+    for key in ("data_folder_in", "data_folder_out", "processed_folder", "control_folder"):
         if options.get(key):
             Path(options[key]).mkdir(parents=True, exist_ok=True)

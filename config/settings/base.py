@@ -176,6 +176,8 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
         "data_folder_in": str(QAJ_BROKER_DIR / "queue"),
         "data_folder_out": str(QAJ_BROKER_DIR / "queue"),
         "processed_folder": str(QAJ_BROKER_DIR / "processed"),
+        # Exchange bindings; kombu's default is ./control in the working directory.
+        "control_folder": str(QAJ_BROKER_DIR / "control"),
         "store_processed": False,
     }
 # Late acks + reject on worker loss: a task whose worker dies is redelivered; the task code makes
