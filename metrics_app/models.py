@@ -118,3 +118,6 @@ class Report(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} report for {self.project.slug}"
+
+
+from .scoring_models import ScoringJob, ScoringStatus  # noqa: E402,F401  (own module, same app)

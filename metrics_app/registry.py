@@ -76,6 +76,20 @@ def get_metric(name: str, **options) -> Metric:
     return entry.instance
 
 
+def metric_accepts_option(name: str, option: str) -> bool:
+    """Whether the factory of `name` takes the keyword `option` (e.g. `model` for LERC), so
+    callers pass a command-line option only to the metrics that understand it."""
+    import inspect
+
+    _load_builtin_metrics()
+    if name not in _REGISTRY:
+        return False
+    parameters = inspect.signature(_REGISTRY[name].factory).parameters
+    return option in parameters or any(
+        p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()
+    )
+
+
 _BUILTIN_MODULES = ("metrics_app.qa_metrics", "metrics_app.lerc_metric")
 
 

@@ -1,0 +1,102 @@
+"""Score a JSONL file with registered metrics, no project needed.
+
+    python manage.py score --metric f1,bleu1,meteor --input in.jsonl --output out.jsonl
+
+Each input line: {"id", "passage" (optional), "question", "references": [..], "candidate"}.
+Each output line: {"id", <metric>: value, ...} in input order (null where a metric could not
+score the line). A progress bar goes to stderr.
+"""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+
+from metrics_app.registry import MetricInput, metric_names
+from metrics_app.services.scoring import DEFAULT_BATCH_SIZE, score_inputs
+
+
+def parse_input_line(line: str, number: int) -> MetricInput:
+    """One JSONL line → MetricInput; CommandError names the line and field on bad input."""
+    try:
+        row = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise CommandError(f"line {number}: not valid JSON ({exc.msg})") from exc
+    if not isinstance(row, dict):
+        raise CommandError(f"line {number}: expected a JSON object")
+    for field in ("id", "question", "references", "candidate"):
+        if field not in row:
+            raise CommandError(f"line {number}: missing field {field!r}")
+    if not isinstance(row["id"], (str, int)) or isinstance(row["id"], bool):
+        raise CommandError(f"line {number}: field 'id' must be a string or integer")
+    for field in ("question", "candidate", "passage"):
+        if field in row and not isinstance(row[field], str):
+            raise CommandError(f"line {number}: field {field!r} must be a string")
+    refs = row["references"]
+    if isinstance(refs, str):
+        refs = [refs]
+    if not isinstance(refs, list) or not all(isinstance(r, str) for r in refs):
+        raise CommandError(f"line {number}: field 'references' must be a list of strings")
+    return MetricInput(id=str(row["id"]), question=row["question"], references=refs,
+                       candidate=row["candidate"], passage=row.get("passage") or "")
+
+
+def read_inputs(path: Path) -> tuple[list, list[MetricInput]]:
+    ids, inputs = [], []
+    with path.open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            metric_input = parse_input_line(line, number)
+            ids.append(json.loads(line)["id"])
+            inputs.append(metric_input)
+    return ids, inputs
+
+
+class Command(BaseCommand):
+    help = "Score a JSONL file of candidates with one or more registered metrics."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--metric", required=True,
+                            help="Metric name(s), comma-separated, e.g. f1,bleu1,meteor.")
+        parser.add_argument("--input", required=True, type=Path)
+        parser.add_argument("--output", required=True, type=Path)
+        parser.add_argument("--model", default=None,
+                            help="Model version, passed to metrics that take one (e.g. lerc).")
+        parser.add_argument("--batch-size", type=int, default=DEFAULT_BATCH_SIZE)
+        parser.add_argument("--no-progress", action="store_true")
+
+    def handle(self, *args, **options):
+        from tqdm import tqdm
+
+        names = [n.strip() for n in options["metric"].split(",") if n.strip()]
+        known = metric_names()
+        unknown = [n for n in names if n not in known]
+        if not names or unknown:
+            raise CommandError(
+                f"unknown metric(s): {', '.join(unknown) or '(none given)'}; "
+                f"known metrics: {', '.join(known)}"
+            )
+        if not options["input"].is_file():
+            raise CommandError(f"input file {options['input']} does not exist")
+        ids, inputs = read_inputs(options["input"])
+        bar = tqdm(total=len(inputs) * len(names), file=sys.stderr, unit="score",
+                   disable=options["no_progress"], desc="scoring")
+        try:
+            runs = score_inputs(metric_names=names, inputs=inputs, model=options["model"],
+                                batch_size=options["batch_size"], progress=bar.update)
+        finally:
+            bar.close()
+        for run in runs.values():
+            if run.error:
+                self.stderr.write(f"warning: {run.name} not computed: {run.error}")
+        options["output"].parent.mkdir(parents=True, exist_ok=True)
+        with options["output"].open("w", encoding="utf-8") as out:
+            for index, row_id in enumerate(ids):
+                row = {"id": row_id}
+                for name in names:
+                    row[name] = runs[name].values[index]
+                out.write(json.dumps(row, ensure_ascii=False) + "\n")
+        self.stderr.write(f"wrote {len(ids)} lines to {options['output']}")

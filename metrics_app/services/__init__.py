@@ -1,0 +1,1 @@
+"""Writes of the metrics app (services: `<entity>_<action>`, keyword-only)."""

@@ -1,0 +1,263 @@
+"""Metric evaluation report of a project: correlations with the human gold score per group,
+minimal pairs, and A/B pairwise accuracy with baselines. Reads cached `MetricScore`s (it never
+scores anything itself) and caches the result as a `Report` (kind `metric_eval`).
+
+Human gold score of a Likert item = mean of its judgments (optionally z-normalized per
+annotator first); an item without judgments falls back to its imported `gold["score"]` (MOCHA
+files carry the mean human score). When several versions of a metric were stored, the most
+recently stored version is evaluated.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+
+from django.db import transaction
+from django.db.models import Max
+
+from annotation.models import Item, Judgment, Project, TaskKind
+
+from .. import metric_eval
+from ..models import MetricScore, Report
+from ..selectors import item_gold_scores, judgment_rows
+
+REPORT_KIND = "metric_eval"
+DEFAULT_PARAMS = {"znormalize": False, "drop_exact_matches": False, "drop_number_pairs": False,
+                  "n_resamples": 1000}
+
+
+def normalize_params(params: dict | None) -> dict:
+    merged = dict(DEFAULT_PARAMS)
+    for key, value in (params or {}).items():
+        if key in DEFAULT_PARAMS:
+            merged[key] = int(value) if key == "n_resamples" else bool(value)
+    return merged
+
+
+def project_metric_versions(*, project: Project) -> dict[str, str]:
+    """metric name → the version stored most recently for this project."""
+    latest: dict[str, str] = {}
+    rows = (MetricScore.objects.filter(item__project=project)
+            .values("metric", "version").annotate(last=Max("id")).order_by("last"))
+    for row in rows:
+        latest[row["metric"]] = row["version"]
+    return dict(sorted(latest.items()))
+
+
+def _scores(*, project: Project, versions: dict[str, str]) -> dict[str, dict[tuple[int, str], float | None]]:
+    result: dict[str, dict[tuple[int, str], float | None]] = defaultdict(dict)
+    for name, version in versions.items():
+        rows = MetricScore.objects.filter(item__project=project, metric=name, version=version)
+        for item_id, side, value in rows.values_list("item_id", "side", "value"):
+            result[name][(item_id, side)] = value
+    return result
+
+
+def _kept_likert_items(*, project: Project, params: dict) -> list[dict]:
+    items = list(project.items.filter(is_practice=False, excluded=False)
+                 .values("id", "dataset", "source", "content", "gold", "metadata"))
+    kept = []
+    for item in items:
+        content = item["content"] or {}
+        refs = content.get("references") or []
+        candidate = content.get("candidate", "")
+        if params["drop_exact_matches"] and metric_eval.is_exact_match(candidate, refs):
+            continue
+        if (params["drop_number_pairs"]
+                and (item["dataset"] or "").lower() in metric_eval.SPAN_DATASETS
+                and metric_eval.is_number_pair(candidate, refs)):
+            continue
+        kept.append(item)
+    return kept
+
+
+def _correlation_section(*, project, params, versions, scores) -> tuple[dict, list[str], dict]:
+    items = _kept_likert_items(project=project, params=params)
+    gold = item_gold_scores(project=project, znormalize=params["znormalize"])
+    for item in items:
+        if item["id"] not in gold and isinstance(item["gold"], dict) \
+                and isinstance(item["gold"].get("score"), (int, float)):
+            gold[item["id"]] = float(item["gold"]["score"])
+    groups: dict[str, list[int]] = defaultdict(list)
+    for item in items:
+        if item["id"] not in gold:
+            continue
+        groups["overall"].append(item["id"])
+        if item["dataset"]:
+            groups[f"dataset:{item['dataset']}"].append(item["id"])
+        if item["source"]:
+            groups[f"source:{item['source']}"].append(item["id"])
+    order = ["overall"] + sorted(g for g in groups if g != "overall")
+    section: dict[str, dict] = {}
+    for name in versions:
+        section[name] = {}
+        for group in order:
+            pairs = [(scores[name].get((item_id, "")), gold[item_id]) for item_id in groups[group]]
+            pairs = [(m, h) for m, h in pairs if m is not None]
+            section[name][group] = metric_eval.correlations(
+                [m for m, _ in pairs], [h for _, h in pairs], n_resamples=params["n_resamples"],
+            )
+    best = {}
+    for group in order:
+        ranked = [(section[name][group]["pearson"], name) for name in versions
+                  if section[name][group]["pearson"] is not None]
+        best[group] = max(ranked)[1] if ranked else None
+    return section, [g for g in order if groups[g]], best
+
+
+def _minimal_pair_section(*, project, versions, scores) -> dict | None:
+    members: dict[str, dict[int, dict]] = defaultdict(dict)
+    for item in project.items.filter(metadata__has_key="minimal_pair").values(
+            "id", "dataset", "gold", "metadata"):
+        meta = item["metadata"] or {}
+        members[str(meta.get("minimal_pair"))][int(meta.get("pair_role", 0))] = item
+    pairs = []
+    for pair_id, roles in members.items():
+        if 1 not in roles or 2 not in roles:
+            continue
+        first, second = roles[1], roles[2]
+        g1 = (first["gold"] or {}).get("score")
+        g2 = (second["gold"] or {}).get("score")
+        # Role 1 holds the better candidate (MOCHA: score1 > score2); the gold scores decide
+        # when present, so a pair stored the other way round is still read correctly.
+        if g1 is not None and g2 is not None and g2 > g1:
+            first, second = second, first
+        pairs.append((pair_id, first["dataset"] or "", first["id"], second["id"]))
+    if not pairs:
+        return None
+    section: dict[str, dict] = {}
+    datasets = sorted({dataset for _, dataset, _, _ in pairs})
+    for name in versions:
+        section[name] = {}
+        for group in ["overall"] + datasets:
+            chosen = [p for p in pairs if group == "overall" or p[1] == group]
+            section[name][group] = metric_eval.minimal_pair_accuracy(
+                (scores[name].get((better, "")), scores[name].get((worse, "")))
+                for _, _, better, worse in chosen
+            )
+    return section
+
+
+def _pairwise_section(*, project, versions, scores) -> dict | None:
+    items = {
+        row["id"]: row for row in project.items.filter(is_practice=False, excluded=False)
+        .values("id", "domain", "content")
+    }
+    comparisons = []  # (item_id, group keys, choice, kind_a, kind_b, len_a, len_b)
+    for row in judgment_rows(project=project):
+        item = items.get(row.item_id)
+        if item is None or row.choice not in ("A", "B"):
+            continue
+        content = item["content"] or {}
+        a, b = content.get("answer_a") or {}, content.get("answer_b") or {}
+        keys = ["overall"]
+        if content.get("setting"):
+            keys.append(f"setting:{content['setting']}")
+        if item["domain"]:
+            keys.append(f"domain:{item['domain']}")
+        comparisons.append((row.item_id, keys, row.choice, a.get("kind", ""), b.get("kind", ""),
+                            len((a.get("text") or "").split()), len((b.get("text") or "").split())))
+    if not comparisons:
+        return None
+    order = ["overall"] + sorted({k for c in comparisons for k in c[1] if k != "overall"})
+
+    def subset(group):
+        return [c for c in comparisons if group in c[1]]
+
+    baselines = {"random": {}, "always_human": {}, "longer_answer": {}}
+    metrics: dict[str, dict] = {name: {} for name in versions}
+    for group in order:
+        chosen = subset(group)
+        baselines["random"][group] = metric_eval.random_accuracy(len(chosen))
+        baselines["always_human"][group] = metric_eval.always_human_accuracy(
+            (c[3], c[4], c[2]) for c in chosen)
+        baselines["longer_answer"][group] = metric_eval.pairwise_accuracy(
+            (c[5], c[6], c[2]) for c in chosen)
+        for name in versions:
+            metrics[name][group] = metric_eval.pairwise_accuracy(
+                (scores[name].get((c[0], "A")), scores[name].get((c[0], "B")), c[2])
+                for c in chosen
+            )
+    return {"groups": order, "baselines": baselines, "metrics": metrics,
+            "unit": "judgment (each expert's choice is one comparison)"}
+
+
+def metric_evaluation_build(*, project: Project, params: dict | None = None,
+                            metric_names: Sequence[str] | None = None) -> dict:
+    """The full report as JSON-ready data (see module docstring)."""
+    params = normalize_params(params)
+    versions = project_metric_versions(project=project)
+    if metric_names is not None:
+        versions = {name: v for name, v in versions.items() if name in set(metric_names)}
+    scores = _scores(project=project, versions=versions)
+    report: dict = {
+        "project": project.slug, "kind": project.kind, "params": params,
+        "human_score": "z-normalized mean" if params["znormalize"] else "mean",
+        "metrics": versions,
+    }
+    if project.kind == TaskKind.LIKERT:
+        correlations, groups, best = _correlation_section(
+            project=project, params=params, versions=versions, scores=scores)
+        report.update(correlations=correlations, groups=groups, best=best)
+        minimal_pairs = _minimal_pair_section(project=project, versions=versions, scores=scores)
+        if minimal_pairs is not None:
+            report["minimal_pairs"] = minimal_pairs
+    if project.kind == TaskKind.AB:
+        pairwise = _pairwise_section(project=project, versions=versions, scores=scores)
+        if pairwise is not None:
+            report["pairwise"] = pairwise
+    return report
+
+
+def _watermarks(project: Project) -> tuple[int, int]:
+    judgment = Judgment.objects.filter(item__project=project).aggregate(m=Max("id"))["m"] or 0
+    score = MetricScore.objects.filter(item__project=project).aggregate(m=Max("id"))["m"] or 0
+    return judgment, score
+
+
+@transaction.atomic
+def metric_report_refresh(*, project: Project, params: dict | None = None) -> Report:
+    """Recompute and cache the report for these parameters (replacing the older copy)."""
+    params = normalize_params(params)
+    judgment_mark, score_mark = _watermarks(project)
+    data = metric_evaluation_build(project=project, params=params)
+    data["score_watermark"] = score_mark
+    Report.objects.filter(project=project, kind=REPORT_KIND, params=params).delete()
+    return Report.objects.create(project=project, kind=REPORT_KIND, params=params, data=data,
+                                 judgment_watermark=judgment_mark)
+
+
+def metric_report_cached(*, project: Project, params: dict | None = None) -> tuple[Report | None, bool]:
+    """(cached report or None, is_stale): stale when judgments or scores were added since."""
+    params = normalize_params(params)
+    report = (Report.objects.filter(project=project, kind=REPORT_KIND, params=params)
+              .order_by("-computed_at").first())
+    if report is None:
+        return None, True
+    judgment_mark, score_mark = _watermarks(project)
+    stale = (judgment_mark > report.judgment_watermark
+             or score_mark > report.data.get("score_watermark", 0))
+    return report, stale
+
+
+def scatter_points(*, project: Project, metric: str, znormalize: bool = False,
+                   limit: int = 4000) -> tuple[list[float], list[float]]:
+    """(metric values, human gold scores) of the project's Likert items for a scatter plot,
+    an evenly spaced subset when there are more than `limit`."""
+    versions = project_metric_versions(project=project)
+    if metric not in versions:
+        return [], []
+    gold = item_gold_scores(project=project, znormalize=znormalize)
+    for item_id, item_gold in Item.objects.filter(project=project).values_list("id", "gold"):
+        if item_id not in gold and isinstance(item_gold, dict) \
+                and isinstance(item_gold.get("score"), (int, float)):
+            gold[item_id] = float(item_gold["score"])
+    rows = MetricScore.objects.filter(
+        item__project=project, metric=metric, version=versions[metric], side="",
+        item__excluded=False, item__is_practice=False, value__isnull=False,
+    ).values_list("item_id", "value")
+    points = [(value, gold[item_id]) for item_id, value in rows if item_id in gold]
+    if len(points) > limit:
+        step = len(points) / limit
+        points = [points[int(i * step)] for i in range(limit)]
+    return [p[0] for p in points], [p[1] for p in points]

@@ -1,0 +1,256 @@
+"""Scoring items with registered metrics, in batches, with cached results.
+
+Works for any name in `metrics_app.registry` (the baselines, BERTScore, LERC ...). A project's
+scores are cached in `MetricScore` per item, metric, version and side: rerunning skips what is
+already scored at the current version. The web never calls these directly: the metrics page and
+the API create a `ScoringJob` whose Celery task (`worker/tasks/metrics.py`) runs it.
+"""
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from django.db import transaction
+from django.utils import timezone
+
+from annotation.models import Item, Project, TaskKind
+
+from ..models import MetricScore
+from ..registry import MetricInput, MetricUnavailable, get_metric, metric_accepts_option
+from ..scoring_models import ScoringJob, ScoringStatus
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_BATCH_SIZE = 256
+# Model-based metrics that want the GPU workers (see CELERY_TASK_ROUTES and docs).
+GPU_METRIC_PREFIXES = ("lerc",)
+
+Progress = Callable[[int], None]
+
+
+def metric_queue(name: str) -> str:
+    return "gpu" if name.startswith(GPU_METRIC_PREFIXES) else "default"
+
+
+def build_metric(name: str, *, model: str | None = None):
+    """The registered metric; `model` (a model version) goes only to metrics that take it."""
+    if model and metric_accepts_option(name, "model"):
+        return get_metric(name, model=model)
+    return get_metric(name)
+
+
+def close_metric(metric) -> None:
+    close = getattr(metric, "close", None)
+    if callable(close):
+        close()
+
+
+@dataclass
+class MetricRun:
+    """Scores of one metric over a list of inputs (None where it could not score)."""
+
+    name: str
+    version: str = ""
+    values: list[float | None] = field(default_factory=list)
+    error: str = ""
+
+
+def score_inputs(
+    *,
+    metric_names: Sequence[str],
+    inputs: Sequence[MetricInput],
+    model: str | None = None,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    progress: Progress | None = None,
+) -> dict[str, MetricRun]:
+    """Score `inputs` with every metric, batch by batch. A metric that cannot run here (e.g.
+    METEOR without Java) is reported in `error` and the others still run."""
+    runs: dict[str, MetricRun] = {}
+    for name in metric_names:
+        run = MetricRun(name=name)
+        runs[name] = run
+        metric = None
+        try:
+            metric = build_metric(name, model=model)
+            run.version = metric.version
+            for start in range(0, len(inputs), batch_size):
+                batch = inputs[start: start + batch_size]
+                values = metric.score_batch(batch)
+                if len(values) != len(batch):
+                    raise RuntimeError(f"{name} returned {len(values)} scores for {len(batch)}")
+                run.values.extend(values)
+                if progress:
+                    progress(len(batch))
+        except MetricUnavailable as exc:
+            run.error = str(exc)
+            if progress:
+                progress(len(inputs) - len(run.values))
+            run.values = [None] * len(inputs)
+        finally:
+            if metric is not None:
+                close_metric(metric)
+    return runs
+
+
+def item_metric_inputs(item: Item, kind: str) -> list[tuple[str, MetricInput]]:
+    """(side, input) pairs for an item: one for Likert ("" side), one per answer for A/B.
+
+    A/B items score each answer as the candidate; their references are the item's optional
+    `content["references"]` (none → reference-based metrics leave them unscored)."""
+    content = item.content or {}
+    if kind == TaskKind.LIKERT:
+        return [("", MetricInput(
+            id=str(item.pk), question=content.get("question", ""),
+            references=list(content.get("references") or []),
+            candidate=content.get("candidate", ""), passage=content.get("passage", ""),
+        ))]
+    if kind == TaskKind.AB:
+        references = list(content.get("references") or [])
+        passage = "\n".join(content.get("evidence") or [])
+        return [
+            (side, MetricInput(
+                id=f"{item.pk}:{side}", question=content.get("question", ""),
+                references=references, candidate=(content.get(key) or {}).get("text", ""),
+                passage=passage,
+            ))
+            for side, key in (("A", "answer_a"), ("B", "answer_b"))
+        ]
+    return []
+
+
+def project_metric_inputs(*, project: Project) -> list[tuple[int, str, MetricInput]]:
+    """(item id, side, input) for every scorable item of the project (practice items and
+    items excluded from collection are left out)."""
+    rows = []
+    items = project.items.filter(is_practice=False, excluded=False).only("id", "content")
+    for item in items.order_by("id").iterator(chunk_size=2000):
+        for side, metric_input in item_metric_inputs(item, project.kind):
+            rows.append((item.pk, side, metric_input))
+    return rows
+
+
+def project_score_metrics(
+    *,
+    project: Project,
+    metric_names: Sequence[str],
+    model: str | None = None,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    progress: Progress | None = None,
+) -> dict[str, dict]:
+    """Score the project's items with each metric and cache the scores; items already scored
+    at the metric's current version are skipped. Returns per metric {version, scored, cached,
+    unscorable, error}."""
+    rows = project_metric_inputs(project=project)
+    summary: dict[str, dict] = {}
+    for name in metric_names:
+        detail = {"version": "", "scored": 0, "cached": 0, "unscorable": 0, "error": ""}
+        summary[name] = detail
+        metric = None
+        try:
+            metric = build_metric(name, model=model)
+            version = metric.version
+            detail["version"] = version
+            done = set(
+                MetricScore.objects.filter(item__project=project, metric=name, version=version)
+                .values_list("item_id", "side")
+            )
+            todo = [row for row in rows if (row[0], row[1]) not in done]
+            detail["cached"] = len(rows) - len(todo)
+            if progress and detail["cached"]:
+                progress(detail["cached"])
+            for start in range(0, len(todo), batch_size):
+                batch = todo[start: start + batch_size]
+                values = metric.score_batch([row[2] for row in batch])
+                MetricScore.objects.bulk_create(
+                    [MetricScore(item_id=item_id, side=side, metric=name, version=version,
+                                 value=value)
+                     for (item_id, side, _input), value in zip(batch, values, strict=True)],
+                    ignore_conflicts=True,  # a concurrent run may have stored the same score
+                )
+                detail["scored"] += len(batch)
+                detail["unscorable"] += sum(value is None for value in values)
+                if progress:
+                    progress(len(batch))
+        except MetricUnavailable as exc:
+            detail["error"] = str(exc)
+            logger.warning("metric %s unavailable: %s", name, exc)
+            if progress:
+                progress(len(rows) - detail["scored"] - detail["cached"])
+        finally:
+            if metric is not None:
+                close_metric(metric)
+    return summary
+
+
+# --- jobs -------------------------------------------------------------------------------------
+
+
+def scoring_jobs_create(
+    *, project: Project, metric_names: Sequence[str], user=None, model: str | None = None
+) -> list[ScoringJob]:
+    """Queue scoring of `metric_names` on the project: one job per Celery queue (model-based
+    metrics such as LERC go to `gpu`), enqueued once the transaction commits."""
+    unknown = [name for name in metric_names if not _is_registered(name)]
+    if unknown:
+        raise ValueError(f"unknown metric(s): {', '.join(unknown)}")
+    by_queue: dict[str, list[str]] = {}
+    for name in metric_names:
+        by_queue.setdefault(metric_queue(name), []).append(name)
+    jobs = []
+    with transaction.atomic():
+        for queue, names in by_queue.items():
+            job = ScoringJob.objects.create(
+                project=project, metrics=names, queue=queue, requested_by=user,
+                options={"model": model} if model else {},
+            )
+            jobs.append(job)
+            transaction.on_commit(lambda job=job: _enqueue(job))
+    return jobs
+
+
+def _is_registered(name: str) -> bool:
+    from ..registry import metric_names
+
+    return name in metric_names()
+
+
+def _enqueue(job: ScoringJob) -> None:
+    from worker.tasks.metrics import score_project
+
+    result = score_project.apply_async(args=[job.pk], queue=job.queue)
+    ScoringJob.objects.filter(pk=job.pk).update(task_id=result.id or "")
+
+
+def scoring_job_run(*, job_id: int) -> ScoringJob:
+    """Run a queued job: score, record progress as it goes, then refresh the project's cached
+    metric report. Failures are stored on the job (and re-raised for Celery's log)."""
+    from .metric_evaluation import metric_report_refresh
+
+    job = ScoringJob.objects.select_related("project").get(pk=job_id)
+    job.status = ScoringStatus.RUNNING
+    job.started_at = timezone.now()
+    job.total = len(project_metric_inputs(project=job.project)) * len(job.metrics)
+    job.done = 0
+    job.save(update_fields=["status", "started_at", "total", "done"])
+
+    def progress(n: int) -> None:
+        job.done = min(job.total, job.done + n)
+        job.save(update_fields=["done"])
+
+    try:
+        job.detail = project_score_metrics(
+            project=job.project, metric_names=job.metrics,
+            model=(job.options or {}).get("model"), progress=progress,
+        )
+        metric_report_refresh(project=job.project)
+    except Exception as exc:
+        job.status = ScoringStatus.FAILED
+        job.error = f"{type(exc).__name__}: {exc}"
+        job.finished_at = timezone.now()
+        job.save(update_fields=["status", "error", "finished_at", "detail"])
+        raise
+    job.status = ScoringStatus.DONE
+    job.finished_at = timezone.now()
+    job.save(update_fields=["status", "detail", "finished_at"])
+    return job

@@ -1,0 +1,15 @@
+"""Metric scoring tasks (thin: an id in, a service call).
+
+`score_project` runs on the queue chosen when it is enqueued: `default` for the baselines,
+`gpu` for model-based metrics such as LERC (`metrics_app.services.scoring.metric_queue`).
+"""
+from __future__ import annotations
+
+from celery import shared_task
+
+
+@shared_task(name="metrics.score_project", acks_late=True)
+def score_project(job_id: int) -> None:
+    from metrics_app.services.scoring import scoring_job_run
+
+    scoring_job_run(job_id=job_id)
