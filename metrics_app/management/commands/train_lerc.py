@@ -1,0 +1,103 @@
+"""Train a LERC model version on a project's judgments.
+
+    python manage.py train_lerc --project mocha [--project other] [--holdout narrativeqa]
+        [--backbone /models/bert-base-uncased] [--epochs 3] [--lr 2e-5] [--tune-lr]
+        [--max-examples 2000] [--sync]
+
+Without --sync the version is queued for a GPU worker (queue `gpu`) and its number printed;
+with --sync it trains in this process and prints the metrics and the promotion decision.
+"""
+from __future__ import annotations
+
+import json
+
+from django.core.management.base import BaseCommand, CommandError
+
+from annotation.models import Project, TaskKind
+from metrics_app.models import ModelKind
+from metrics_app.services.lerc import (
+    LercError,
+    model_version_create,
+    model_version_enqueue,
+    model_version_train,
+)
+
+
+class Command(BaseCommand):
+    help = "Queue (or with --sync run) LERC training on projects' judgments."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--project", action="append", required=True,
+                            help="Project slug; repeat to train on several projects.")
+        parser.add_argument("--holdout", default="",
+                            help="Dataset held out as the test set (out-of-dataset setting).")
+        parser.add_argument("--backbone", default="",
+                            help="Local Hugging Face model folder (default: packaged MiniLM).")
+        parser.add_argument("--epochs", type=int)
+        parser.add_argument("--lr", type=float, help="Learning rate (paper: 1e-5, 2e-5, 3e-5).")
+        parser.add_argument("--tune-lr", action="store_true",
+                            help="Try 1e-5, 2e-5 and 3e-5; keep the best on validation.")
+        parser.add_argument("--batch-size", type=int)
+        parser.add_argument("--max-length", type=int)
+        parser.add_argument("--max-examples", type=int, help="Cap the training examples.")
+        parser.add_argument("--split", choices=["auto", "item", "group"], default="auto",
+                            help="Splits from the items' split field, or by passage groups.")
+        parser.add_argument("--znormalize", action="store_true",
+                            help="Z-normalize each annotator's scores before averaging.")
+        parser.add_argument("--options", default="{}",
+                            help="JSON of further TrainConfig fields.")
+        parser.add_argument("--sync", action="store_true", help="Train here and now.")
+
+    def handle(self, *args, **options):
+        projects = []
+        for slug in options["project"]:
+            project = Project.objects.filter(slug=slug).first()
+            if project is None:
+                raise CommandError(f"no project with slug {slug!r}")
+            projects.append(project)
+        kinds = {p.kind for p in projects}
+        if len(kinds) != 1 or kinds - {TaskKind.LIKERT, TaskKind.AB}:
+            raise CommandError("train on Likert projects (LERC) or on A/B projects (pairwise), "
+                               "not a mix and not multiple-choice projects")
+        kind = ModelKind.PAIRWISE if kinds == {TaskKind.AB} else ModelKind.REGRESSION
+        try:
+            train_options = json.loads(options["options"])
+        except json.JSONDecodeError as exc:
+            raise CommandError(f"--options is not JSON: {exc}") from exc
+        for flag, field in (("epochs", "epochs"), ("lr", "learning_rate"),
+                            ("batch_size", "batch_size"), ("max_length", "max_length"),
+                            ("max_examples", "max_train_examples")):
+            if options[flag] is not None:
+                train_options[field] = options[flag]
+        if options["tune_lr"]:
+            train_options["tune_learning_rate"] = True
+        try:
+            version = model_version_create(
+                projects=projects, kind=kind, backbone=options["backbone"],
+                train_options=train_options, holdout_dataset=options["holdout"],
+                split_mode=options["split"], znormalize=options["znormalize"],
+                reason="train_lerc command",
+            )
+        except LercError as exc:
+            raise CommandError(str(exc)) from exc
+        label = f"{version.name} v{version.number}"
+        if not options["sync"]:
+            task_id = model_version_enqueue(model_version=version)
+            self.stdout.write(f"queued {label} (task {task_id}) on the gpu queue")
+            return
+        self.stdout.write(f"training {label} here ...")
+        try:
+            version = model_version_train(model_version=version)
+        except Exception as exc:
+            raise CommandError(f"{label} failed: {exc}") from exc
+        self.stdout.write(f"{label}: {version.status}")
+        summary = {
+            "validation": version.metrics.get("validation"),
+            "test": version.metrics.get("test"),
+            "promotion": version.metrics.get("promotion_decision"),
+            "timings": version.metrics.get("timings"),
+            "data": {k: version.data_snapshot.get(k) for k in
+                     ("judgment_count", "max_judgment_id", "judgment_ids_sha256", "examples")},
+            "artifact": version.artifact_uri,
+        }
+        self.stdout.write(json.dumps(summary, indent=2, default=str))

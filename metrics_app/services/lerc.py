@@ -1,0 +1,679 @@
+"""LERC on the platform: datasets from gathered judgments, model versions, training, promotion,
+refresh and stuck-job safety. The training itself is `metrics_app.lerc` (no Django there).
+
+Life of a version: queued → training → evaluated → promoted | rejected; failed on an error or a
+lost worker; cancelled on request. Every transition is logged in ModelVersionEvent.
+
+Promotion rule: a new version is promoted only if its validation metric (Pearson, or pairwise
+accuracy for A/B) is at least the promoted version's measured on the SAME validation judgments
+(the incumbent is re-scored on the newcomer's validation set, so growing data never compares
+apples with oranges). The test split / held-out dataset is reported, never used to decide.
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import socket
+import time
+import traceback
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import Max
+from django.utils import timezone
+
+from annotation.models import Item, Judgment, Project, TaskKind
+
+from ..aggregation import mean_by_item
+from ..lerc.data import LercExample, PairExample, is_exact_match
+from ..lerc.train import (
+    KIND_PAIRWISE,
+    KIND_REGRESSION,
+    TrainConfig,
+    TrainingCancelled,
+    pairwise_accuracy,
+    pearson,
+    validation_metric_name,
+)
+from ..models import ModelKind, ModelStatus, ModelVersion, ModelVersionEvent
+from ..selectors import NON_DATA_STAGE_KINDS, judgment_rows
+from .lerc_artifacts import artifact_local_path, artifact_store, work_dir
+
+logger = logging.getLogger(__name__)
+
+NAME_BY_KIND = {ModelKind.REGRESSION: "lerc", ModelKind.PAIRWISE: "lerc-ab"}
+TASK_KIND_BY_MODEL_KIND = {ModelKind.REGRESSION: TaskKind.LIKERT, ModelKind.PAIRWISE: TaskKind.AB}
+IN_FLIGHT = (ModelStatus.QUEUED, ModelStatus.TRAINING)
+VAL_SPLITS = {"dev", "val", "valid", "validation"}
+SPLIT_MODES = ("auto", "item", "group")
+
+
+class LercError(Exception):
+    """A LERC request that cannot be carried out; the message says why."""
+
+
+# ---- datasets ---------------------------------------------------------------------------------
+
+
+@dataclass
+class LercDataset:
+    kind: str
+    train: list = field(default_factory=list)
+    val: list = field(default_factory=list)
+    test: list = field(default_factory=list)
+    snapshot: dict = field(default_factory=dict)
+
+
+def _group_bucket(group: str, seed: int) -> float:
+    """Deterministic position in [0, 1) of a passage/question group."""
+    digest = hashlib.sha256(f"{seed}:{group}".encode()).hexdigest()
+    return int(digest[:12], 16) / float(16**12)
+
+
+def _item_group(item: Item) -> str:
+    """Items sharing a passage (or, without one, a question) share a group and thus a split."""
+    if item.group_key:
+        return f"key:{item.group_key}"
+    content = item.content or {}
+    text = content.get("passage") or content.get("question") or ""
+    return "text:" + hashlib.sha256(text.strip().lower().encode()).hexdigest()[:16]
+
+
+def _data_watermark(project: Project) -> int:
+    return (
+        Judgment.objects.filter(item__project=project)
+        .exclude(stage__kind__in=NON_DATA_STAGE_KINDS)
+        .aggregate(m=Max("id"))["m"] or 0
+    )
+
+
+def lerc_dataset_build(
+    *,
+    projects: list[Project],
+    kind: str = ModelKind.REGRESSION,
+    watermarks: dict[str, int] | None = None,
+    holdout_dataset: str = "",
+    split_mode: str = "auto",
+    znormalize: bool = False,
+    val_fraction: float = 0.1,
+    test_fraction: float = 0.1,
+    seed: int = 0,
+) -> LercDataset:
+    """Training, validation and test examples from the projects' judgments.
+
+    Only judgments with id ≤ the project's watermark are read (judgments are append-only, so a
+    watermark pins the exact set). Gold = mean score (optionally z-normalized per annotator);
+    A/B gold = share of judgments preferring A. Candidates that exactly match a reference are
+    dropped. Splits: the item's split field ("item"), or passage/question groups hashed into
+    train/val/test ("group") so no passage lands in two splits; "auto" uses the split field when
+    the items carry train and dev splits. With `holdout_dataset` that dataset is the test set
+    (out-of-dataset setting) and is never trained or validated on.
+    """
+    if split_mode not in SPLIT_MODES:
+        raise LercError(f"split mode must be one of {', '.join(SPLIT_MODES)}")
+    watermarks = dict(watermarks or {})
+    dataset = LercDataset(kind=kind)
+    seen_ids: list[int] = []
+    per_project: dict[str, dict] = {}
+    dropped = {"exact_match": 0, "excluded": 0, "no_gold": 0}
+    for project in projects:
+        watermark = watermarks.get(str(project.id))
+        if watermark is None:
+            watermark = _data_watermark(project)
+            watermarks[str(project.id)] = watermark
+        rows = [r for r in judgment_rows(project=project) if r.id <= watermark]
+        if kind == ModelKind.PAIRWISE:
+            rows = [r for r in rows if r.choice in ("A", "B")]
+        else:
+            rows = [r for r in rows if r.score is not None]
+        items = {item.id: item for item in Item.objects.filter(id__in={r.item_id for r in rows})}
+        used_items = {}
+        for item_id, item in items.items():
+            if item.excluded or item.is_practice:
+                dropped["excluded"] += 1
+                continue
+            content = item.content or {}
+            if kind == ModelKind.REGRESSION and is_exact_match(
+                content.get("candidate", ""), content.get("references", [])
+            ):
+                dropped["exact_match"] += 1
+                continue
+            used_items[item_id] = item
+        rows = [r for r in rows if r.item_id in used_items]
+        seen_ids.extend(r.id for r in rows)
+        per_project[project.slug] = {
+            "id": project.id, "watermark": watermark, "judgments": len(rows),
+            "items": len({r.item_id for r in rows}),
+        }
+        if kind == ModelKind.PAIRWISE:
+            gold = mean_by_item((r.worker_id, r.item_id, 1.0 if r.choice == "A" else 0.0)
+                                for r in rows)
+        else:
+            gold = mean_by_item(((r.worker_id, r.item_id, r.score) for r in rows),
+                                znormalize=znormalize)
+        has_splits = {i.split.lower() for i in used_items.values()}
+        use_item_split = split_mode == "item" or (
+            split_mode == "auto" and "train" in has_splits and has_splits & VAL_SPLITS
+        )
+        for item_id in sorted(gold):
+            item = used_items[item_id]
+            example = _example(kind, item, gold[item_id], project)
+            if holdout_dataset:
+                if item.dataset == holdout_dataset:
+                    dataset.test.append(example)
+                    continue
+                if use_item_split and item.split.lower() == "test":
+                    continue  # another dataset's test split: never trained on
+            split = item.split.lower()
+            if use_item_split and split in ({"train", "test"} | VAL_SPLITS):
+                target = "val" if split in VAL_SPLITS else split
+            else:
+                position = _group_bucket(example.group, seed)
+                target = ("test" if position < test_fraction and not holdout_dataset
+                          else "val" if position < test_fraction + val_fraction else "train")
+            getattr(dataset, target).append(example)
+    seen_ids.sort()
+    dataset.snapshot = {
+        "watermarks": watermarks,
+        "judgment_count": len(seen_ids),
+        "max_judgment_id": seen_ids[-1] if seen_ids else 0,
+        "judgment_ids_sha256": hashlib.sha256(
+            ",".join(map(str, seen_ids)).encode()).hexdigest(),
+        "projects": per_project,
+        "examples": {"train": len(dataset.train), "val": len(dataset.val),
+                     "test": len(dataset.test)},
+        "dropped_items": dropped,
+        "holdout_dataset": holdout_dataset,
+        "split_mode": split_mode,
+        "znormalize": znormalize,
+    }
+    return dataset
+
+
+def _example(kind: str, item: Item, gold: float, project: Project):
+    content = item.content or {}
+    group = f"{project.id}:{_item_group(item)}"
+    if kind == ModelKind.PAIRWISE:
+        return PairExample(question=content.get("question", ""),
+                           answer_a=content["answer_a"]["text"],
+                           answer_b=content["answer_b"]["text"], label=gold,
+                           id=str(item.id), dataset=item.dataset, group=group)
+    return LercExample(question=content.get("question", ""),
+                       references=tuple(content.get("references") or ("",)),
+                       candidate=content.get("candidate", ""), passage=content.get("passage", ""),
+                       score=gold, id=str(item.id), dataset=item.dataset, group=group)
+
+
+# ---- versions ---------------------------------------------------------------------------------
+
+
+def _event(model_version: ModelVersion, event: str, detail: str = "", user=None) -> None:
+    ModelVersionEvent.objects.create(model_version=model_version, event=event, detail=detail,
+                                     user=user)
+
+
+def default_train_options() -> dict[str, Any]:
+    """Training options every new version starts from (QAJ_LERC_TRAIN_OPTIONS)."""
+    return dict(getattr(settings, "QAJ_LERC_TRAIN_OPTIONS", {}) or {})
+
+
+def model_version_create(
+    *,
+    projects: list[Project],
+    kind: str = ModelKind.REGRESSION,
+    backbone: str = "",
+    train_options: dict | None = None,
+    holdout_dataset: str = "",
+    split_mode: str = "auto",
+    znormalize: bool = False,
+    user=None,
+    reason: str = "",
+) -> ModelVersion:
+    """A queued version pinned to the judgments that exist now (per-project watermarks)."""
+    if not projects:
+        raise LercError("at least one project is needed")
+    wanted = TASK_KIND_BY_MODEL_KIND[kind]
+    wrong = [p.slug for p in projects if p.kind != wanted]
+    if wrong:
+        raise LercError(f"{kind} models train on {wanted} projects; not: {', '.join(wrong)}")
+    options = {**default_train_options(), **(train_options or {})}
+    options["kind"] = KIND_PAIRWISE if kind == ModelKind.PAIRWISE else KIND_REGRESSION
+    backbone = backbone or options.pop("backbone", "") or getattr(settings, "QAJ_LERC_BACKBONE", "")
+    options.pop("backbone", None)
+    options.pop("output_dir", None)
+    try:
+        TrainConfig.from_dict(options)
+    except (TypeError, ValueError) as exc:
+        raise LercError(str(exc)) from exc
+    name = NAME_BY_KIND[kind]
+    config = {
+        "train": options,
+        "data": {"holdout_dataset": holdout_dataset, "split_mode": split_mode,
+                 "znormalize": znormalize},
+    }
+    snapshot = {"watermarks": {str(p.id): _data_watermark(p) for p in projects}}
+    for _attempt in range(5):
+        try:
+            with transaction.atomic():
+                number = (ModelVersion.objects.filter(name=name).aggregate(m=Max("number"))["m"]
+                          or 0) + 1
+                version = ModelVersion.objects.create(
+                    name=name, number=number, kind=kind, backbone=backbone or "packaged MiniLM",
+                    config=config, data_snapshot=snapshot, status=ModelStatus.QUEUED,
+                )
+                version.projects.set(projects)
+                _event(version, "created", reason or f"projects: {', '.join(p.slug for p in projects)}",
+                       user)
+                return version
+        except IntegrityError:
+            continue  # two creators took the same number; take the next
+    raise LercError("could not allocate a version number")
+
+
+def model_version_enqueue(*, model_version: ModelVersion, task: str = "train") -> str:
+    """Send the version's training (or evaluation) to the gpu queue once the transaction
+    commits; returns the task id."""
+    from worker.tasks import lerc as lerc_tasks
+
+    task_id = str(uuid.uuid4())
+    model_version.task_id = task_id
+    model_version.save(update_fields=["task_id"])
+    target = lerc_tasks.lerc_train if task == "train" else lerc_tasks.lerc_evaluate
+    transaction.on_commit(lambda: target.apply_async(args=[model_version.id], task_id=task_id))
+    return task_id
+
+
+def _train_config(model_version: ModelVersion, output_dir) -> TrainConfig:
+    options = dict(model_version.config.get("train", {}))
+    backbone = "" if model_version.backbone == "packaged MiniLM" else model_version.backbone
+    return TrainConfig.from_dict({**options, "backbone": backbone, "output_dir": str(output_dir)})
+
+
+def _dataset_for(model_version: ModelVersion) -> LercDataset:
+    data = model_version.config.get("data", {})
+    return lerc_dataset_build(
+        projects=list(model_version.projects.order_by("id")),
+        kind=model_version.kind,
+        watermarks=model_version.data_snapshot.get("watermarks"),
+        holdout_dataset=data.get("holdout_dataset", ""),
+        split_mode=data.get("split_mode", "auto"),
+        znormalize=data.get("znormalize", False),
+    )
+
+
+def _stale_after() -> int:
+    return int(getattr(settings, "QAJ_LERC_STALE_AFTER_SECONDS", 1800))
+
+
+def _heartbeat_age(model_version: ModelVersion) -> float | None:
+    beat = (model_version.progress or {}).get("heartbeat")
+    if beat:
+        from django.utils.dateparse import parse_datetime
+
+        parsed = parse_datetime(beat)
+        if parsed:
+            return (timezone.now() - parsed).total_seconds()
+    if model_version.started_at:
+        return (timezone.now() - model_version.started_at).total_seconds()
+    return None
+
+
+class _ProgressReporter:
+    """Saves training progress (and a heartbeat) to the version; answers the cancel check.
+    Both touch the database at most every `interval` seconds."""
+
+    def __init__(self, model_version: ModelVersion, interval: float = 2.0):
+        self.pk = model_version.pk
+        self.interval = interval
+        self._last_save = 0.0
+        self._last_check = 0.0
+        self._cancel = False
+        self.worker = f"{socket.gethostname()}:{os.getpid()}"
+
+    def __call__(self, info: dict, force: bool = False) -> None:
+        now = time.monotonic()
+        if not force and now - self._last_save < self.interval and info.get("phase") == "train":
+            return
+        self._last_save = now
+        progress = {**info, "heartbeat": timezone.now().isoformat(), "worker": self.worker}
+        ModelVersion.objects.filter(pk=self.pk).update(progress=progress)
+
+    def should_cancel(self) -> bool:
+        now = time.monotonic()
+        if now - self._last_check >= self.interval:
+            self._last_check = now
+            self._cancel = ModelVersion.objects.filter(pk=self.pk, cancel_requested=True).exists()
+        return self._cancel
+
+
+def model_version_train(*, model_version: ModelVersion) -> ModelVersion:
+    """Train, evaluate and promote-or-reject one version. Safe to run again for the same
+    version (Celery redelivers a task whose worker died): finished versions are left alone, a
+    version another live worker is training is left alone, and a version whose worker died
+    resumes from its last epoch checkpoint."""
+    from ..lerc.train import train
+
+    with transaction.atomic():
+        version = ModelVersion.objects.select_for_update().get(pk=model_version.pk)
+        if version.status not in IN_FLIGHT:
+            logger.info("%s is %s; nothing to train", version, version.status)
+            return version
+        if version.status == ModelStatus.TRAINING:
+            age = _heartbeat_age(version)
+            if age is not None and age < _stale_after():
+                logger.info("%s is being trained elsewhere (heartbeat %.0fs ago)", version, age)
+                return version
+            _event(version, "resumed", "redelivered after its worker stopped")
+        if version.cancel_requested:
+            return _finish_cancelled(version, "cancelled before training started")
+        version.status = ModelStatus.TRAINING
+        version.started_at = version.started_at or timezone.now()
+        version.error = ""
+        version.progress = {"phase": "preparing", "heartbeat": timezone.now().isoformat()}
+        version.save(update_fields=["status", "started_at", "error", "progress"])
+        if not version.events.filter(event="training started").exists():
+            _event(version, "training started")
+    reporter = _ProgressReporter(version)
+    try:
+        dataset = _dataset_for(version)
+        if not dataset.train:
+            raise LercError("no training examples in the selected judgments")
+        key = f"{version.name}-v{version.number}"
+        output = work_dir(key)
+        cfg = _train_config(version, output)
+        started = time.monotonic()
+        result = train(cfg, dataset.train, dataset.val, progress=reporter,
+                       should_cancel=reporter.should_cancel)
+        train_seconds = time.monotonic() - started
+        reporter({"phase": "evaluating"}, force=True)
+        from pathlib import Path
+
+        uri = artifact_store(Path(result["model_dir"]), key)
+        scorer = _scorer_for_path(result["model_dir"])
+        started_eval = time.monotonic()
+        evaluation = {
+            "validation": _evaluate(scorer, version.kind, dataset.val),
+            "test": _evaluate(scorer, version.kind, dataset.test),
+        }
+        metrics = {
+            **evaluation,
+            "training": {k: v for k, v in result.items() if k != "model_dir"},
+            "timings": {"train_seconds": round(train_seconds, 2),
+                        "epoch_seconds": result.get("epoch_seconds"),
+                        "evaluate_seconds": round(time.monotonic() - started_eval, 2)},
+        }
+    except TrainingCancelled as exc:
+        return _finish_cancelled(ModelVersion.objects.get(pk=version.pk), str(exc))
+    except Exception as exc:
+        _fail(version, f"{type(exc).__name__}: {exc}", traceback.format_exc())
+        raise
+    with transaction.atomic():
+        version = ModelVersion.objects.select_for_update().get(pk=version.pk)
+        version.data_snapshot = dataset.snapshot
+        version.metrics = metrics
+        version.artifact_uri = uri
+        version.status = ModelStatus.EVALUATED
+        version.finished_at = timezone.now()
+        version.progress = {**(version.progress or {}), "phase": "done",
+                            "heartbeat": timezone.now().isoformat()}
+        version.save(update_fields=["data_snapshot", "metrics", "artifact_uri", "status",
+                                    "finished_at", "progress"])
+        _event(version, "evaluated", _metric_summary(version))
+    return model_version_decide(model_version=version, val_examples=dataset.val)
+
+
+def _finish_cancelled(version: ModelVersion, detail: str) -> ModelVersion:
+    version.status = ModelStatus.CANCELLED
+    version.finished_at = timezone.now()
+    version.save(update_fields=["status", "finished_at"])
+    _event(version, "cancelled", detail)
+    return version
+
+
+def _fail(version: ModelVersion, error: str, trace: str = "") -> None:
+    ModelVersion.objects.filter(pk=version.pk).update(
+        status=ModelStatus.FAILED, error=(error + "\n\n" + trace).strip(),
+        finished_at=timezone.now())
+    _event(version, "failed", error)
+
+
+def _metric_summary(version: ModelVersion) -> str:
+    name = validation_metric_name(KIND_PAIRWISE if version.kind == ModelKind.PAIRWISE
+                                  else KIND_REGRESSION)
+    value = (version.metrics.get("validation") or {}).get(name)
+    return f"validation {name} = {value if value is None else round(value, 4)}"
+
+
+_SCORERS: dict[str, Any] = {}
+
+
+def _scorer_for_path(path: str):
+    """Loaded models are cached per process (a worker scores many batches with one model)."""
+    from ..lerc.infer import LercScorer
+
+    if path not in _SCORERS:
+        if len(_SCORERS) >= 3:
+            _SCORERS.pop(next(iter(_SCORERS)))
+        _SCORERS[path] = LercScorer(path)
+    return _SCORERS[path]
+
+
+def model_version_scorer(model_version: ModelVersion):
+    """A LercScorer for a trained version (downloading it from S3 once if needed)."""
+    return _scorer_for_path(str(artifact_local_path(model_version.artifact_uri)))
+
+
+def _evaluate(scorer, kind: str, examples: list) -> dict[str, Any]:
+    if not examples:
+        return {}
+    if kind == ModelKind.PAIRWISE:
+        scores = scorer.score_pairs(examples)
+        return {"pairwise_accuracy": pairwise_accuracy(scores, [e.label for e in examples]),
+                "n": len(examples)}
+    predictions = scorer.score(examples)
+    gold = [e.score for e in examples]
+    result: dict[str, Any] = {"pearson": pearson(predictions, gold), "n": len(examples)}
+    by_dataset = {}
+    for name in sorted({e.dataset for e in examples}):
+        chosen = [i for i, e in enumerate(examples) if e.dataset == name]
+        by_dataset[name or "(none)"] = pearson([predictions[i] for i in chosen],
+                                               [gold[i] for i in chosen])
+    result["pearson_by_dataset"] = by_dataset
+    # Accuracy with "score ≥ 3 means correct" (binary judgments mapped onto 1–5).
+    decided = [(p >= 3) == (g >= 3) for p, g in zip(predictions, gold, strict=True)
+               if p is not None]
+    result["accuracy_at_3"] = sum(decided) / len(decided) if decided else None
+    return result
+
+
+# ---- promotion --------------------------------------------------------------------------------
+
+
+def promoted_model_version(*, name: str = "lerc") -> ModelVersion | None:
+    return ModelVersion.objects.filter(name=name, status=ModelStatus.PROMOTED).first()
+
+
+def model_version_decide(*, model_version: ModelVersion, val_examples: list | None = None
+                         ) -> ModelVersion:
+    """Apply the promotion rule to an evaluated version (see the module docstring)."""
+    version = ModelVersion.objects.get(pk=model_version.pk)
+    if version.status != ModelStatus.EVALUATED:
+        return version
+    metric = validation_metric_name(KIND_PAIRWISE if version.kind == ModelKind.PAIRWISE
+                                    else KIND_REGRESSION)
+    candidate = (version.metrics.get("validation") or {}).get(metric)
+    incumbent = promoted_model_version(name=version.name)
+    if val_examples is None:
+        val_examples = _dataset_for(version).val
+    decision: dict[str, Any] = {"metric": metric, "candidate": candidate,
+                                "validation_judgments_sha256":
+                                    version.data_snapshot.get("judgment_ids_sha256"),
+                                "validation_examples": len(val_examples)}
+    if incumbent is None:
+        promote, why = candidate is not None, "no promoted version yet"
+        if candidate is None:
+            why = f"validation {metric} could not be computed"
+    else:
+        incumbent_value = _evaluate(model_version_scorer(incumbent), version.kind,
+                                    val_examples).get(metric)
+        decision.update(incumbent=f"v{incumbent.number}", incumbent_value=incumbent_value)
+        promote = candidate is not None and (incumbent_value is None
+                                             or candidate >= incumbent_value)
+        why = (f"{metric} {candidate} vs v{incumbent.number}'s {incumbent_value} on the same "
+               f"{len(val_examples)} validation examples")
+    decision["promoted"] = promote
+    version.metrics = {**version.metrics, "promotion_decision": decision}
+    version.save(update_fields=["metrics"])
+    if promote:
+        return model_version_promote(model_version=version, reason=f"automatic: {why}")
+    version.status = ModelStatus.REJECTED
+    version.save(update_fields=["status"])
+    _event(version, "rejected", f"automatic: {why}")
+    return version
+
+
+@transaction.atomic
+def model_version_promote(*, model_version: ModelVersion, user=None, reason: str = ""
+                          ) -> ModelVersion:
+    """Make this the served version of its name; the previous one goes back to evaluated."""
+    version = ModelVersion.objects.select_for_update().get(pk=model_version.pk)
+    if version.status == ModelStatus.PROMOTED:
+        return version
+    if version.status not in (ModelStatus.EVALUATED, ModelStatus.REJECTED) or not version.artifact_uri:
+        raise LercError(f"v{version.number} is {version.status}; only trained versions "
+                        "(evaluated or rejected) can be promoted")
+    for previous in ModelVersion.objects.select_for_update().filter(
+        name=version.name, status=ModelStatus.PROMOTED
+    ):
+        previous.status = ModelStatus.EVALUATED
+        previous.save(update_fields=["status"])
+        _event(previous, "demoted", f"replaced by v{version.number}", user)
+    version.status = ModelStatus.PROMOTED
+    version.promoted_at = timezone.now()
+    version.save(update_fields=["status", "promoted_at"])
+    _event(version, "promoted", reason or ("by hand" if user else ""), user)
+    return version
+
+
+@transaction.atomic
+def model_version_rollback(*, name: str = "lerc", user=None) -> ModelVersion:
+    """Serve again the version that was promoted before the current one."""
+    current = promoted_model_version(name=name)
+    if current is None:
+        raise LercError(f"no promoted {name} version to roll back from")
+    earlier = (ModelVersionEvent.objects.filter(
+        event="promoted", model_version__name=name,
+        model_version__status__in=(ModelStatus.EVALUATED, ModelStatus.REJECTED),
+    ).exclude(model_version=current).select_related("model_version").order_by("-created_at", "-id")
+        .first())
+    if earlier is None:
+        raise LercError(f"{name} v{current.number} is the only version ever promoted")
+    _event(current, "rolled back", f"back to v{earlier.model_version.number}", user)
+    return model_version_promote(model_version=earlier.model_version, user=user,
+                                 reason=f"rollback from v{current.number}")
+
+
+def model_version_cancel(*, model_version: ModelVersion, user=None) -> ModelVersion:
+    """Queued: cancelled at once. Training: the loop stops at its next cancel check."""
+    with transaction.atomic():
+        version = ModelVersion.objects.select_for_update().get(pk=model_version.pk)
+        if version.status not in IN_FLIGHT:
+            raise LercError(f"v{version.number} is {version.status}; nothing to cancel")
+        version.cancel_requested = True
+        version.save(update_fields=["cancel_requested"])
+        _event(version, "cancel requested", "", user)
+        if version.status == ModelStatus.QUEUED:
+            return _finish_cancelled(version, "cancelled while queued")
+    return version
+
+
+# ---- safety and refresh -----------------------------------------------------------------------
+
+
+def model_versions_fail_stale(*, stale_after_seconds: int | None = None) -> list[ModelVersion]:
+    """Versions 'training' without a heartbeat for too long lost their worker (killed, machine
+    gone): mark them failed so nothing stays 'training' forever. A redelivered task for a
+    failed version does nothing; retrain by creating a new version."""
+    limit = stale_after_seconds if stale_after_seconds is not None else _stale_after()
+    failed = []
+    for version in ModelVersion.objects.filter(status=ModelStatus.TRAINING):
+        age = _heartbeat_age(version)
+        if age is None or age < limit:
+            continue
+        with transaction.atomic():
+            locked = ModelVersion.objects.select_for_update().get(pk=version.pk)
+            if locked.status != ModelStatus.TRAINING:
+                continue
+            locked.status = ModelStatus.FAILED
+            locked.error = (f"worker lost: no progress heartbeat for {age:.0f}s "
+                            f"(last worker {(locked.progress or {}).get('worker', '?')})")
+            locked.finished_at = timezone.now()
+            locked.save(update_fields=["status", "error", "finished_at"])
+            _event(locked, "failed", locked.error)
+        failed.append(locked)
+    return failed
+
+
+def lerc_refresh_due(*, min_new_judgments: int) -> list[tuple[Project, ModelKind, int]]:
+    """(project, model kind, new judgments) for projects that gathered at least
+    `min_new_judgments` data judgments since the last version trained on them.
+
+    "Since" counts from the latest version that includes the project, whatever its outcome:
+    counting from the promoted one would retrain after every rejection on every beat.
+    """
+    due = []
+    for kind, task_kind in TASK_KIND_BY_MODEL_KIND.items():
+        for project in Project.objects.filter(kind=task_kind).order_by("id"):
+            latest = (ModelVersion.objects.filter(name=NAME_BY_KIND[kind], projects=project)
+                      .exclude(status=ModelStatus.CANCELLED).order_by("-created_at", "-id").first())
+            if latest is not None and latest.status in IN_FLIGHT:
+                continue
+            since = int(((latest.data_snapshot or {}).get("watermarks") or {})
+                        .get(str(project.id), 0)) if latest else 0
+            new = (Judgment.objects.filter(item__project=project, id__gt=since)
+                   .exclude(stage__kind__in=NON_DATA_STAGE_KINDS).count())
+            if new >= min_new_judgments:
+                due.append((project, kind, new))
+    return due
+
+
+def lerc_refresh(*, min_new_judgments: int | None = None) -> list[ModelVersion]:
+    """Create and enqueue a training version for every project that is due."""
+    if min_new_judgments is None:
+        min_new_judgments = int(getattr(settings, "QAJ_LERC_MIN_NEW_JUDGMENTS", 500))
+    created = []
+    for project, kind, new in lerc_refresh_due(min_new_judgments=min_new_judgments):
+        with transaction.atomic():
+            version = model_version_create(projects=[project], kind=kind,
+                                           reason=f"refresh: {new} new judgments in {project.slug}")
+            model_version_enqueue(model_version=version)
+        created.append(version)
+    return created
+
+
+def model_version_for_label(label: str | int | None, *, name: str = "lerc") -> ModelVersion:
+    """A version by label ("3", "v3", "lerc-ab:v2"), or the promoted one when label is empty."""
+    if label in (None, ""):
+        version = promoted_model_version(name=name)
+        if version is None:
+            raise LercError(f"no {name} version is promoted yet: train one with "
+                            "`manage.py train_lerc --project SLUG` or pass --model VERSION")
+        return version
+    text = str(label)
+    if ":" in text:
+        name, text = text.split(":", 1)
+    try:
+        number = int(text.lower().lstrip("v"))
+    except ValueError:
+        raise LercError(f"model version {label!r} is not like 3, v3 or lerc:v3") from None
+    version = ModelVersion.objects.filter(name=name, number=number).first()
+    if version is None:
+        raise LercError(f"there is no {name} v{number}")
+    if not version.artifact_uri:
+        raise LercError(f"{name} v{number} is {version.status} and has no trained model")
+    return version
+

@@ -1,0 +1,247 @@
+"""The platform side: datasets from judgments, versions, the promotion rule, refresh, cancel
+and stuck-job safety."""
+from __future__ import annotations
+
+import shutil
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from annotation.models import StageKind, TaskKind
+from metrics_app.models import ModelStatus, ModelVersion
+from metrics_app.registry import MetricInput, MetricUnavailable, get_metric
+from metrics_app.services.lerc import (
+    LercError,
+    lerc_dataset_build,
+    lerc_refresh_due,
+    model_version_cancel,
+    model_version_create,
+    model_version_decide,
+    model_version_promote,
+    model_version_rollback,
+    model_version_train,
+    model_versions_fail_stale,
+)
+from tests.factories import make_item, make_judgment, make_project, make_stage, make_worker
+
+from .conftest import toy_examples
+
+pytestmark = pytest.mark.django_db
+
+
+def likert_project_from_toy(n: int = 24, *, dev_copies: bool = True):
+    """Train items from the toy fixture; dev items repeat their contents (the tiny model only
+    has to memorise), so a trained version has a high validation Pearson."""
+    project = make_project(kind=TaskKind.LIKERT)
+    stage = make_stage(project)
+    worker = make_worker()
+    for split in ("train", "dev") if dev_copies else ("train",):
+        for example in toy_examples(n):
+            item = make_item(project, split=split, dataset="toy", content={
+                "passage": example.passage, "question": example.question,
+                "references": list(example.references), "candidate": example.candidate,
+            })
+            make_judgment(item=item, stage=stage, worker=worker, score=example.score)
+    return project, stage
+
+
+@pytest.fixture
+def lerc_settings(settings, tmp_path, tiny_options):
+    settings.QAJ_ARTIFACT_ROOT = str(tmp_path / "artifacts")
+    settings.QAJ_LERC_TRAIN_OPTIONS = {**tiny_options, "epochs": 10}
+    return settings
+
+
+def test_dataset_gold_mean_drops_exact_matches_and_pins_judgments():
+    project = make_project(kind=TaskKind.LIKERT)
+    stage = make_stage(project)
+    practice = make_stage(project, kind=StageKind.PRACTICE)
+    item = make_item(project, split="train", content={
+        "passage": "p", "question": "q?", "references": ["on the mat"], "candidate": "a rug"})
+    exact = make_item(project, split="train", content={
+        "passage": "p", "question": "q?", "references": ["on the mat"], "candidate": "On the mat."})
+    j1 = make_judgment(item=item, stage=stage, score=2)
+    j2 = make_judgment(item=item, stage=stage, score=4)
+    make_judgment(item=exact, stage=stage, score=5)
+    make_judgment(item=item, stage=practice, score=1)  # practice never counts
+
+    dataset = lerc_dataset_build(projects=[project], split_mode="item")
+    assert [(e.candidate, e.score) for e in dataset.train] == [("a rug", 3.0)]
+    assert dataset.snapshot["dropped_items"]["exact_match"] == 1
+    assert dataset.snapshot["judgment_count"] == 2
+    assert dataset.snapshot["max_judgment_id"] == j2.id
+
+    pinned = dict(dataset.snapshot["watermarks"])
+    make_judgment(item=item, stage=stage, score=5)  # arrives later
+    again = lerc_dataset_build(projects=[project], watermarks=pinned, split_mode="item")
+    assert again.snapshot["judgment_ids_sha256"] == dataset.snapshot["judgment_ids_sha256"]
+    assert again.train[0].score == 3.0
+    assert lerc_dataset_build(projects=[project], split_mode="item").train[0].score == pytest.approx(11 / 3)
+    assert j1.id < j2.id
+
+
+def test_group_split_never_puts_a_passage_in_two_splits():
+    project = make_project(kind=TaskKind.LIKERT)
+    stage = make_stage(project)
+    for passage in range(40):
+        for candidate in range(3):
+            item = make_item(project, split="", content={
+                "passage": f"passage {passage}", "question": f"q{candidate}?",
+                "references": ["ref"], "candidate": f"cand {candidate}"})
+            make_judgment(item=item, stage=stage, score=3)
+    dataset = lerc_dataset_build(projects=[project], split_mode="group", val_fraction=0.2,
+                                 test_fraction=0.2)
+    splits = {name: {e.passage for e in getattr(dataset, name)} for name in ("train", "val", "test")}
+    assert all(splits.values())
+    assert not (splits["train"] & splits["val"] or splits["train"] & splits["test"]
+                or splits["val"] & splits["test"])
+
+
+def test_holdout_dataset_is_only_the_test_set():
+    project = make_project(kind=TaskKind.LIKERT)
+    stage = make_stage(project)
+    for dataset_name, split in (("nq", "train"), ("nq", "dev"), ("tq", "train"), ("tq", "dev")):
+        for i in range(3):
+            item = make_item(project, dataset=dataset_name, split=split, content={
+                "passage": "", "question": f"{dataset_name} {split} {i}?",
+                "references": ["x"], "candidate": f"y{i}"})
+            make_judgment(item=item, stage=stage, score=2)
+    dataset = lerc_dataset_build(projects=[project], holdout_dataset="tq")
+    assert {e.dataset for e in dataset.test} == {"tq"} and len(dataset.test) == 6
+    assert {e.dataset for e in dataset.train + dataset.val} == {"nq"}
+
+
+def test_train_promotes_first_version_then_rule_compares_on_same_judgments(lerc_settings,
+                                                                           researcher):
+    project, _stage = likert_project_from_toy()
+    v1 = model_version_create(projects=[project])
+    v1 = model_version_train(model_version=v1)
+    assert v1.status == ModelStatus.PROMOTED, v1.error
+    pearson_v1 = v1.metrics["validation"]["pearson"]
+    assert pearson_v1 > 0.8
+    assert v1.metrics["promotion_decision"]["promoted"] is True
+    # A third of the toy candidates copy their reference: exact matches are dropped.
+    assert v1.data_snapshot["judgment_count"] == 32
+    assert v1.data_snapshot["dropped_items"]["exact_match"] == 16
+    assert v1.progress["phase"] == "done" and v1.started_at and v1.finished_at
+    assert {"created", "training started", "evaluated", "promoted"} <= set(
+        v1.events.values_list("event", flat=True))
+
+    # Candidates carrying v1's very model: the incumbent is re-scored on the candidate's
+    # validation judgments, so only the candidate's own number decides.
+    def candidate_with(pearson_value):
+        version = model_version_create(projects=[project])
+        version.status = ModelStatus.EVALUATED
+        version.artifact_uri = v1.artifact_uri
+        version.data_snapshot = v1.data_snapshot
+        version.metrics = {"validation": {"pearson": pearson_value}}
+        version.save()
+        return model_version_decide(model_version=version)
+
+    worse = candidate_with(pearson_v1 - 0.05)
+    assert worse.status == ModelStatus.REJECTED
+    decision = worse.metrics["promotion_decision"]
+    assert decision["incumbent"] == f"v{v1.number}"
+    assert decision["incumbent_value"] == pytest.approx(pearson_v1, abs=1e-4)
+
+    equal = candidate_with(decision["incumbent_value"])
+    assert equal.status == ModelStatus.PROMOTED  # "at least as good"
+    v1.refresh_from_db()
+    assert v1.status == ModelStatus.EVALUATED
+
+    # By hand: promote the rejected one, then roll back; both logged with the user.
+    model_version_promote(model_version=worse, user=researcher, reason="looks fine to me")
+    back = model_version_rollback(user=researcher)
+    assert back.pk == equal.pk and back.status == ModelStatus.PROMOTED
+    assert worse.events.filter(event="rolled back", user=researcher).exists()
+    assert worse.events.filter(event="promoted", user=researcher).exists()
+
+    metric = get_metric("lerc")
+    assert metric.version == f"v{equal.number}"
+    scores = metric.score_batch([MetricInput(id="1", question="What color is thing 0?",
+                                             references=["red"], candidate="red",
+                                             passage="Thing 0 is red.")])
+    assert isinstance(scores[0], float)
+    model_version_promote(model_version=v1, user=researcher)
+    with pytest.raises(MetricUnavailable, match="changed from"):
+        metric.score_batch([MetricInput(id="1", question="q", references=["r"], candidate="c")])
+    metric.close()
+    pinned = get_metric("lerc", model=f"v{v1.number}")
+    assert pinned.version == f"v{v1.number}"
+
+
+def test_lerc_metric_without_promoted_version_says_what_to_do():
+    with pytest.raises(MetricUnavailable, match="no lerc version is promoted"):
+        get_metric("lerc", model=None, model_version=None)
+    with pytest.raises(MetricUnavailable, match="there is no lerc v99"):
+        get_metric("lerc", model="v99")
+
+
+def test_refresh_due_counts_from_latest_version_and_skips_in_flight(lerc_settings):
+    project = make_project(kind=TaskKind.LIKERT)
+    stage = make_stage(project)
+    items = [make_item(project) for _ in range(4)]
+    for item in items[:3]:
+        make_judgment(item=item, stage=stage, score=4)
+    assert [(p.pk, n) for p, _kind, n in lerc_refresh_due(min_new_judgments=3)] == [
+        (project.pk, 3)]
+    version = model_version_create(projects=[project])
+    assert lerc_refresh_due(min_new_judgments=3) == []  # queued: in flight
+    version.status = ModelStatus.REJECTED
+    version.save(update_fields=["status"])
+    assert lerc_refresh_due(min_new_judgments=1) == []  # nothing new since its snapshot
+    make_judgment(item=items[3], stage=stage, score=2)
+    assert [n for _p, _k, n in lerc_refresh_due(min_new_judgments=1)] == [1]
+
+
+def test_stale_training_is_failed_fresh_is_kept():
+    project = make_project(kind=TaskKind.LIKERT)
+    stale = model_version_create(projects=[project])
+    fresh = model_version_create(projects=[project])
+    old = (timezone.now() - timedelta(hours=2)).isoformat()
+    ModelVersion.objects.filter(pk=stale.pk).update(
+        status=ModelStatus.TRAINING, progress={"heartbeat": old, "worker": "gpu1:42"})
+    ModelVersion.objects.filter(pk=fresh.pk).update(
+        status=ModelStatus.TRAINING, progress={"heartbeat": timezone.now().isoformat()})
+    failed = model_versions_fail_stale(stale_after_seconds=600)
+    assert [v.pk for v in failed] == [stale.pk]
+    stale.refresh_from_db()
+    fresh.refresh_from_db()
+    assert stale.status == ModelStatus.FAILED and "gpu1:42" in stale.error
+    assert fresh.status == ModelStatus.TRAINING
+    # A redelivered task for the failed version does nothing.
+    assert model_version_train(model_version=stale).status == ModelStatus.FAILED
+
+
+def test_cancel_queued_and_refuse_wrong_project_kind():
+    project = make_project(kind=TaskKind.LIKERT)
+    version = model_version_create(projects=[project])
+    assert model_version_cancel(model_version=version).status == ModelStatus.CANCELLED
+    assert model_version_train(model_version=version).status == ModelStatus.CANCELLED
+    with pytest.raises(LercError, match="pairwise models train on ab projects"):
+        model_version_create(projects=[project], kind="pairwise")
+    with pytest.raises(LercError, match="unknown training options"):
+        model_version_create(projects=[project], train_options={"epoch": 3})
+
+
+def test_failed_training_is_recorded(lerc_settings):
+    project = make_project(kind=TaskKind.LIKERT)  # no judgments at all
+    version = model_version_create(projects=[project])
+    with pytest.raises(LercError):
+        model_version_train(model_version=version)
+    version.refresh_from_db()
+    assert version.status == ModelStatus.FAILED and "no training examples" in version.error
+
+
+def test_missing_artifact_is_a_clear_metric_error(lerc_settings):
+    project, _ = likert_project_from_toy(6)
+    lerc_settings.QAJ_LERC_TRAIN_OPTIONS = {**lerc_settings.QAJ_LERC_TRAIN_OPTIONS, "epochs": 1}
+    version = model_version_train(model_version=model_version_create(projects=[project]))
+    shutil.rmtree(version.artifact_uri)
+    from metrics_app.services import lerc as lerc_services
+
+    lerc_services._SCORERS.clear()
+    with pytest.raises(MetricUnavailable, match="missing on this machine"):
+        get_metric("lerc").score_batch([MetricInput(id="1", question="q", references=["r"],
+                                                    candidate="c")])
