@@ -172,6 +172,24 @@ class ReadOnlyAdmin(ProjectScopedAdmin):
         return False
 
 
+class StageFilter(admin.SimpleListFilter):
+    """Rows of one stage. Unlike RelatedOnlyFieldListFilter it loads the stages' projects in
+    the same query (a stage's label names its project)."""
+
+    title = "stage"
+    parameter_name = "stage"
+
+    def lookups(self, request, model_admin):
+        present = model_admin.get_queryset(request).order_by().values("stage_id")
+        stages = Stage.objects.filter(pk__in=present).select_related("project")
+        return [(s.pk, str(s)) for s in stages]
+
+    def queryset(self, request, queryset):
+        if self.value():
+            return queryset.filter(stage_id=self.value())
+        return queryset
+
+
 # --- Projects -----------------------------------------------------------------------------------
 
 
@@ -470,7 +488,9 @@ class AssignmentAdmin(ProjectScopedAdmin):
         "__str__", "worker", "stage", "status", "n_items", "n_judgments", "started_at",
         "submitted_at", "bonus_paid",
     )
-    list_filter = ("status", "stage__kind", "stage__provider")
+    list_filter = (
+        "status", StageFilter, "stage__kind", "stage__provider",
+    )
     list_select_related = ("worker", "stage__project")
     search_fields = ("external_id", "worker__external_id", "worker__display_name")
     autocomplete_fields = ("stage", "hit", "worker")
@@ -574,7 +594,8 @@ class JudgmentAdmin(ReadOnlyAdmin):
         "created_at",
     )
     list_filter = (
-        ("item__project", admin.RelatedOnlyFieldListFilter), "stage__kind", "stage__status",
+        ("item__project", admin.RelatedOnlyFieldListFilter),
+        StageFilter, "stage__kind", "stage__status",
         "worker__provider", "item__dataset", "item__split", "item__source", "difficult",
     )
     list_select_related = ("item__project", "worker", "stage__project")

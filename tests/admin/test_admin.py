@@ -145,6 +145,11 @@ def test_judgment_filters(client, superuser, world):
     project = world[TaskKind.AB]["project"]
     response = client.get(admin_url(Judgment, "changelist"), {"item__project__id__exact": project.pk})
     assert [j.pk for j in response.context["cl"].result_list] == [world[TaskKind.AB]["judgment"].pk]
+    stage = world[TaskKind.MC]["stage"]
+    response = client.get(admin_url(Judgment, "changelist"), {"stage": stage.pk})
+    assert [j.pk for j in response.context["cl"].result_list] == [world[TaskKind.MC]["judgment"].pk]
+    response = client.get(admin_url(Judgment, "changelist"), {"stage__kind": "pilot"})
+    assert response.context["cl"].result_count == 0
 
 
 def test_project_progress_counts(client, superuser):
