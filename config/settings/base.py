@@ -161,6 +161,15 @@ MTURK_PRODUCTION = env_bool("MTURK_PRODUCTION", False)
 MTURK_ENDPOINT_URL = os.environ.get("MTURK_ENDPOINT_URL", "")
 PROLIFIC_API_URL = os.environ.get("PROLIFIC_API_URL", "https://api.prolific.com/api/v1/")
 PROLIFIC_API_TOKEN = os.environ.get("PROLIFIC_API_TOKEN", "")
+# Provider retries (throttling, 5xx, lost responses): attempts and the first backoff in seconds.
+MTURK_MAX_ATTEMPTS = int(os.environ.get("MTURK_MAX_ATTEMPTS", "8"))
+MTURK_RETRY_BASE_SECONDS = float(os.environ.get("MTURK_RETRY_BASE_SECONDS", "0.5"))
+PROLIFIC_MAX_ATTEMPTS = int(os.environ.get("PROLIFIC_MAX_ATTEMPTS", "8"))
+PROLIFIC_RETRY_BASE_SECONDS = float(os.environ.get("PROLIFIC_RETRY_BASE_SECONDS", "0.5"))
+PROLIFIC_WORKSPACE_ID = os.environ.get("PROLIFIC_WORKSPACE_ID", "")
+# A participant group used as a block list on Prolific (blocking is local-only without it).
+PROLIFIC_BLOCKLIST_GROUP_ID = os.environ.get("PROLIFIC_BLOCKLIST_GROUP_ID", "")
+PROLIFIC_FEE_RATE = os.environ.get("PROLIFIC_FEE_RATE", "0.333")
 
 LOGGING = {
     "version": 1,
@@ -191,6 +200,11 @@ CELERY_TASK_ROUTES = {"worker.tasks.lerc.*": {"queue": "gpu"}}
 CELERY_BEAT_SCHEDULE_FILENAME = QAJ_BEAT_SCHEDULE_FILE
 # Periodic jobs; each area adds its entries here (name -> {"task": ..., "schedule": seconds}).
 CELERY_BEAT_SCHEDULE: dict[str, dict] = {}
+# Crowd providers: reconcile, review and pay every live stage (annotation/services/review.py).
+CELERY_BEAT_SCHEDULE["providers-sync"] = {
+    "task": "worker.tasks.providers.providers_sync_all",
+    "schedule": float(os.environ.get("QAJ_PROVIDER_SYNC_SECONDS", "300")),
+}
 # Annotator pages: idle in-house/Prolific assignments give their items back (every 5 minutes).
 CELERY_BEAT_SCHEDULE["release-abandoned-assignments"] = {
     "task": "worker.tasks.assignments.release_abandoned_assignments", "schedule": 300.0,

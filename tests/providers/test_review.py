@@ -1,0 +1,269 @@
+"""Review rules, qualification grading, payments done at most once, and the Celery tasks."""
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+from django.conf import settings as django_settings
+
+from annotation.models import (
+    AssignmentStatus,
+    ProviderCall,
+    ProviderCallStatus,
+    StageKind,
+    StageStatus,
+    TaskKind,
+    WorkerQualification,
+    WorkerStatus,
+)
+from annotation.providers import CrowdProvider, PublishReport, override_provider
+from annotation.services.provider_calls import provider_call_run
+from annotation.services.qualification import qualification_grade
+from annotation.services.review import (
+    ReviewError,
+    assignment_approve,
+    assignment_bonus_pay,
+    assignment_review_rules,
+    correct_answer_bonus,
+    stage_auto_review,
+    worker_block_everywhere,
+    workers_notify,
+)
+from tests.factories import (
+    make_assignment,
+    make_item,
+    make_judgment,
+    make_project,
+    make_stage,
+    make_worker,
+)
+
+pytestmark = pytest.mark.django_db
+
+
+class RecordingProvider(CrowdProvider):
+    """Counts side effects; `lose_next` makes the next call do its work and then fail the way a
+    lost response (or a worker killed right after the call) does."""
+
+    name = "inhouse"
+
+    def __init__(self):
+        self.done: list[tuple] = []
+        self.tokens: dict[str, int] = {}
+        self.lose_next = 0
+
+    def _record(self, entry, token=None):
+        if token is not None and token in self.tokens:
+            return {"duplicate": True}  # the provider deduplicates its tokens
+        self.done.append(entry)
+        if token is not None:
+            self.tokens[token] = len(self.done)
+        if self.lose_next:
+            self.lose_next -= 1
+            raise ConnectionError("response lost")
+        return {}
+
+    def publish_stage(self, *, stage):
+        return PublishReport()
+
+    def list_submissions(self, *, stage):
+        return iter(())
+
+    def approve(self, *, assignment, feedback=""):
+        return self._record(("approve", assignment.pk))
+
+    def reject(self, *, assignment, reason):
+        return self._record(("reject", assignment.pk, reason))
+
+    def bonus(self, *, assignment, amount, reason, token):
+        return self._record(("bonus", assignment.pk, str(amount)), token=token)
+
+    def block(self, *, worker, reason):
+        return self._record(("block", worker.external_id))
+
+    def notify(self, *, workers, subject, message):
+        return self._record(("notify", tuple(w.external_id for w in workers)))
+
+
+@pytest.fixture
+def recording():
+    provider = RecordingProvider()
+    with override_provider("inhouse", provider):
+        yield provider
+
+
+def likert_assignment(stage, scores, seconds=5.0, gold_checks=0, worker=None):
+    worker = worker or make_worker()
+    items = [make_item(stage.project, is_gold_check=n < gold_checks, gold={"score": 3})
+             for n in range(len(scores))]
+    assignment = make_assignment(stage, worker=worker, items=items,
+                                 status=AssignmentStatus.SUBMITTED)
+    for item, score in zip(items, scores, strict=True):
+        make_judgment(item=item, stage=stage, worker=worker, assignment=assignment, score=score,
+                      time_spent_ms=int(seconds * 1000))
+    assignment.submitted_at = assignment.started_at
+    assignment.save()
+    return assignment
+
+
+def test_rules_approve_good_work_and_name_each_problem(db):
+    stage = make_stage(make_project(TaskKind.LIKERT))
+    good = likert_assignment(stage, [3, 4, 2, 5, 3], gold_checks=2)
+    assert assignment_review_rules(assignment=good).action == "approve"
+    straight = likert_assignment(stage, [4, 4, 4, 4, 4, 4])
+    decision = assignment_review_rules(assignment=straight)
+    assert decision.action == "hold" and "same answer on 100%" in decision.reasons[0]
+    fast = likert_assignment(stage, [1, 2, 3], seconds=0.5)
+    assert "0.5 s per item" in assignment_review_rules(assignment=fast).reasons[0]
+    wrong_gold = likert_assignment(stage, [1, 5, 3], gold_checks=2)
+    reasons = assignment_review_rules(assignment=wrong_gold).reasons
+    assert reasons == ["accuracy on check items 0% is below 50%"]
+    stage.settings = {"review": {"auto_reject": True}}
+    stage.save()
+    assert assignment_review_rules(assignment=wrong_gold).action == "reject"
+    empty = make_assignment(stage, status=AssignmentStatus.SUBMITTED)
+    assert assignment_review_rules(assignment=empty).action == "hold"
+
+
+def test_qualification_grading_tolerance_threshold_and_no_retake(db):
+    project = make_project(TaskKind.LIKERT, qualification_tolerance=1.0,
+                           qualification_threshold=0.8)
+    stage = make_stage(project, kind=StageKind.QUALIFICATION)
+    items = [make_item(project, gold={"score": 3}) for _ in range(5)]
+    worker = make_worker()
+    first = make_assignment(stage, worker=worker, items=items, status=AssignmentStatus.SUBMITTED)
+    for item, score in zip(items, [4, 2, 3, 5, 1], strict=True):  # within 1: 3 of 5 = 60%
+        make_judgment(item=item, stage=stage, worker=worker, assignment=first, score=score)
+    result = qualification_grade(assignment=first)
+    assert (result.passed, result.score, result.n_items) == (False, 0.6, 5)
+    retake = make_assignment(stage, worker=worker, items=items, status=AssignmentStatus.SUBMITTED)
+    assert qualification_grade(assignment=retake).pk == result.pk  # the first result stands
+    assert WorkerQualification.objects.filter(worker=worker).count() == 1
+
+
+def test_mc_qualification_counts_unanswered_items_as_wrong(db):
+    project = make_project(TaskKind.MC)
+    stage = make_stage(project, kind=StageKind.QUALIFICATION)
+    items = [make_item(project, gold={"choice": "A"}) for _ in range(5)]
+    worker = make_worker()
+    assignment = make_assignment(stage, worker=worker, items=items)
+    for item in items[:4]:
+        make_judgment(item=item, stage=stage, worker=worker, assignment=assignment, choice="A")
+    result = qualification_grade(assignment=assignment)
+    assert (result.passed, result.score) == (True, 0.8)
+
+
+def test_bonus_survives_a_lost_response_and_redelivery_without_paying_twice(recording):
+    stage = make_stage(make_project(TaskKind.LIKERT))
+    assignment = likert_assignment(stage, [3, 4, 2])
+    assignment_approve(assignment=assignment)
+    recording.lose_next = 1
+    with pytest.raises(ConnectionError):
+        assignment_bonus_pay(assignment=assignment, amount=Decimal("0.20"), reason="r", key="k")
+    call = ProviderCall.objects.get(operation="SendBonus")
+    assert call.status == ProviderCallStatus.PENDING and call.attempts == 1
+    # The task is redelivered: the same token goes out again and the provider deduplicates it.
+    assignment_bonus_pay(assignment=assignment, amount=Decimal("0.20"), reason="r", key="k")
+    assignment_bonus_pay(assignment=assignment, amount=Decimal("0.20"), reason="r", key="k")
+    assert [d for d in recording.done if d[0] == "bonus"] == [("bonus", assignment.pk, "0.20")]
+    call.refresh_from_db()
+    assert (call.status, call.attempts) == (ProviderCallStatus.SUCCEEDED, 2)
+    assignment.refresh_from_db()
+    assert assignment.bonus_paid == Decimal("0.20")
+    # A different bonus is a different payment.
+    assignment_bonus_pay(assignment=assignment, amount=Decimal("0.10"), reason="extra")
+    assignment.refresh_from_db()
+    assert assignment.bonus_paid == Decimal("0.30")
+
+
+def test_succeeded_calls_are_never_repeated():
+    calls = []
+    for _ in range(3):
+        provider_call_run(provider="mturk", operation="Op", key="same-key",
+                          call_fn=lambda token: calls.append(token) or {"ok": 1})
+    assert len(calls) == 1
+
+
+def test_flagged_and_unsubmitted_work_is_not_approved(recording):
+    stage = make_stage(make_project(TaskKind.LIKERT))
+    flagged = likert_assignment(stage, [1, 2, 3])
+    flagged.status = AssignmentStatus.FLAGGED
+    flagged.save()
+    with pytest.raises(ReviewError):
+        assignment_approve(assignment=flagged)
+    report = stage_auto_review(stage=stage)
+    assert report.approved == 0 and recording.done == []
+    assignment_approve(assignment=flagged, allow_flagged=True)  # the researcher decides
+    assert recording.done == [("approve", flagged.pk)]
+
+
+def test_starc_bonus_per_correct_answer_paid_once_by_review(recording):
+    project = make_project(TaskKind.MC, bonus_per_correct=Decimal("0.05"))
+    stage = make_stage(project)
+    worker = make_worker()
+    items = [make_item(project, gold={"choice": "A"}) for _ in range(4)]
+    assignment = make_assignment(stage, worker=worker, items=items,
+                                 status=AssignmentStatus.SUBMITTED)
+    for item, choice in zip(items, "AABA", strict=True):
+        make_judgment(item=item, stage=stage, worker=worker, assignment=assignment,
+                      choice=choice, time_spent_ms=9000)
+    assignment.submitted_at = assignment.started_at
+    assignment.save()
+    assert correct_answer_bonus(assignment=assignment) == Decimal("0.15")
+    first = stage_auto_review(stage=stage)
+    again = stage_auto_review(stage=stage)
+    assert (first.approved, first.bonuses, again.approved, again.bonuses) == (1, 1, 0, 0)
+    assert [d[0] for d in recording.done] == ["approve", "bonus"]
+    assignment.refresh_from_db()
+    assert assignment.bonus_paid == Decimal("0.15")
+
+
+def test_approval_waits_for_the_configured_delay(recording):
+    stage = make_stage(make_project(TaskKind.LIKERT),
+                       settings={"review": {"approve_after_seconds": 3600}})
+    assignment = likert_assignment(stage, [3, 4, 2])
+    assert stage_auto_review(stage=stage).approved == 0
+    from datetime import timedelta
+
+    later = assignment.submitted_at + timedelta(hours=2)
+    assert stage_auto_review(stage=stage, now=later).approved == 1
+
+
+def test_repeated_rejections_block_the_worker(recording):
+    stage = make_stage(make_project(TaskKind.LIKERT),
+                       settings={"review": {"auto_reject": True, "block_after_rejections": 2}})
+    worker = make_worker()
+    for _ in range(2):
+        likert_assignment(stage, [2, 2, 2, 2, 2], worker=worker)  # straight-lining
+    report = stage_auto_review(stage=stage)
+    assert (report.rejected, report.blocked) == (2, 1)
+    worker.refresh_from_db()
+    assert worker.status == WorkerStatus.BLOCKED
+    assert ("block", worker.external_id) in recording.done
+
+
+def test_block_and_notify(recording):
+    workers = [make_worker() for _ in range(2)]
+    worker_block_everywhere(worker=workers[0], reason="spam")
+    workers[0].refresh_from_db()
+    assert workers[0].status == WorkerStatus.BLOCKED and workers[0].blocked_reason == "spam"
+    workers_notify(workers=workers, subject="s", message="m")
+    assert recording.done[-1] == ("notify", tuple(w.external_id for w in workers))
+
+
+def test_celery_tasks_and_beat_entry(recording, researcher):
+    from worker.tasks import providers as tasks
+
+    assert django_settings.CELERY_BEAT_SCHEDULE["providers-sync"]["task"] == \
+        "worker.tasks.providers.providers_sync_all"
+    project = make_project(TaskKind.LIKERT, items_per_hit=2, redundancy={"default": 1})
+    for _ in range(4):
+        make_item(project)
+    stage = make_stage(project, status=StageStatus.DRAFT)
+    out = tasks.stage_publish.run(stage.pk, researcher.pk)
+    assert out["status"] == StageStatus.COLLECTING
+    assignment = likert_assignment(stage, [1, 2, 3])
+    first = tasks.stage_sync.run(stage.pk)
+    second = tasks.stage_sync.run(stage.pk)  # a redelivered task
+    assert (first["approved"], second["approved"]) == (1, 0)
+    assert recording.done.count(("approve", assignment.pk)) == 1

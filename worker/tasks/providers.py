@@ -1,0 +1,74 @@
+"""Crowd-provider jobs: publish a stage, sync and review it, grant qualifications, pay bonuses.
+
+Tasks take ids and call services. They are safe to run twice (Celery redelivers a task whose
+worker died, CELERY_TASK_ACKS_LATE): every provider side effect goes through
+`provider_call_run`, so a redelivered task finds the calls that succeeded and repeats only the
+unfinished ones with their original idempotency tokens.
+"""
+from __future__ import annotations
+
+import logging
+from decimal import Decimal
+
+from celery import shared_task
+
+logger = logging.getLogger(__name__)
+
+
+@shared_task(name="worker.tasks.providers.stage_publish")
+def stage_publish(stage_id: int, user_id: int | None = None,
+                  override_reason: str | None = None) -> dict:
+    from django.contrib.auth import get_user_model
+
+    from annotation.models import Stage
+    from annotation.services.stages import stage_publish as publish
+
+    user = get_user_model().objects.filter(pk=user_id).first() if user_id else None
+    result = publish(stage=Stage.objects.get(pk=stage_id), user=user,
+                     override_reason=override_reason)
+    return {"created": result.report.created, "failed": result.report.failed,
+            "status": result.stage.status}
+
+
+@shared_task(name="worker.tasks.providers.stage_sync")
+def stage_sync(stage_id: int) -> dict:
+    from annotation.models import Stage
+    from annotation.services.review import stage_sync_and_review
+
+    sync, review = stage_sync_and_review(stage=Stage.objects.get(pk=stage_id))
+    if review.errors:
+        logger.warning("review of stage %s: %s", stage_id, "; ".join(review.errors[:10]))
+    return {"listed": sync.listed, "flagged": sync.flagged, "approved": review.approved,
+            "rejected": review.rejected, "bonuses": review.bonuses, "errors": len(review.errors)}
+
+
+@shared_task(name="worker.tasks.providers.providers_sync_all")
+def providers_sync_all() -> int:
+    """Beat entry: queue a sync of every stage that is live on a provider."""
+    from annotation.models import Stage, StageStatus
+
+    ids = list(Stage.objects.filter(
+        status__in=[StageStatus.PUBLISHED, StageStatus.COLLECTING, StageStatus.REVIEWING],
+        provider__in=["mturk", "prolific", "inhouse"],
+    ).values_list("pk", flat=True))
+    for stage_id in ids:
+        stage_sync.delay(stage_id)
+    return len(ids)
+
+
+@shared_task(name="worker.tasks.providers.qualification_grant")
+def qualification_grant(qualification_id: int) -> None:
+    from annotation.models import WorkerQualification
+    from annotation.services.qualification import qualification_grant as grant
+
+    grant(qualification=WorkerQualification.objects.select_related("worker", "stage")
+          .get(pk=qualification_id))
+
+
+@shared_task(name="worker.tasks.providers.assignment_bonus")
+def assignment_bonus(assignment_id: int, amount: str, reason: str, key: str) -> None:
+    from annotation.models import Assignment
+    from annotation.services.review import assignment_bonus_pay
+
+    assignment_bonus_pay(assignment=Assignment.objects.get(pk=assignment_id),
+                         amount=Decimal(amount), reason=reason, key=key)
