@@ -402,10 +402,16 @@ def assignment_release_abandoned(*, now: datetime | None = None) -> int:
 # --- Working on it ------------------------------------------------------------------------------
 
 
+def _lock_assignment(pk: int) -> Assignment:
+    """The assignment row, locked for this transaction. SQLite has no row locks and would let two
+    transactions read and then dead-lock on the write: a no-op write takes its lock first."""
+    if connection.vendor == "sqlite":
+        Assignment.objects.filter(pk=pk).update(last_seen_at=F("last_seen_at"))
+    return Assignment.objects.select_for_update().select_related("stage__project").get(pk=pk)
+
+
 def _locked_open(assignment: Assignment) -> Assignment:
-    fresh = Assignment.objects.select_for_update().select_related("stage__project").get(
-        pk=assignment.pk
-    )
+    fresh = _lock_assignment(assignment.pk)
     if fresh.status != AssignmentStatus.IN_PROGRESS:
         raise AssignmentClosed(
             "This assignment was already submitted." if fresh.status in FINISHED_STATUSES
@@ -550,9 +556,7 @@ def assignment_submit(*, assignment: Assignment, answers: list[dict],
     each item that needs attention). A second submit stores nothing and returns the judgments
     of the first.
     """
-    locked = Assignment.objects.select_for_update().select_related("stage__project").get(
-        pk=assignment.pk
-    )
+    locked = _lock_assignment(assignment.pk)
     if locked.status in FINISHED_STATUSES:
         return list(locked.judgments.order_by("pk"))
     assignment = _locked_open(locked)

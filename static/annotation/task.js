@@ -492,7 +492,8 @@
     post(cfg.endpoints.submit, { answers, client_meta: clientMeta() }).then(({ status, data }) => {
       if (data.ok) {
         try { localStorage.removeItem(cfg.storage_key); } catch (e) { /* ignore */ }
-        window.location.assign(data.complete_url || cfg.complete_url);
+        // The page's own URL carries turkSubmitTo for MTurk; the server's copy is the fallback.
+        window.location.assign(cfg.complete_url || data.complete_url);
         return;
       }
       submitButton.disabled = false;

@@ -1,0 +1,353 @@
+"""Task pages and their JSON calls through the Django test client: who may open what, framing
+headers, validation messages, idempotent submit, and that no gold answer ever reaches a page."""
+from __future__ import annotations
+
+import json
+import re
+from datetime import timedelta
+
+import pytest
+from django.test import override_settings
+from django.urls import reverse
+from django.utils import timezone
+
+from annotation.models import (
+    Assignment,
+    AssignmentStatus,
+    ExperimentMode,
+    Item,
+    Judgment,
+    Provider,
+    StageKind,
+    StageStatus,
+    TaskKind,
+)
+from annotation.services.access import (
+    assignment_token_make,
+    inhouse_link_create,
+    inhouse_link_revoke,
+)
+from tests.annotator.conftest import make_task
+from tests.factories import make_hit, make_judgment, make_stage, make_worker
+
+pytestmark = pytest.mark.django_db
+
+GOLD_SENTINEL = "GOLD-SENTINEL-7f3a"
+OTHER_SENTINEL = "OTHER-WORKER-SENTINEL-91c2"
+TASK_KINDS = [(TaskKind.LIKERT, ""), (TaskKind.AB, ""), (TaskKind.MC, ExperimentMode.QA),
+              (TaskKind.MC, ExperimentMode.GUESSING), (TaskKind.MC, ExperimentMode.VALIDITY),
+              (TaskKind.MC, ExperimentMode.PILOT)]
+
+
+def page_config(response) -> dict:
+    match = re.search(rb'<script id="task-config" type="application/json">(.*?)</script>',
+                      response.content, re.S)
+    assert match, "the task page carries its JSON config"
+    return json.loads(match.group(1))
+
+
+def api(client, name: str, token: str, body: dict, **headers):
+    return client.post(reverse(f"annotation:{name}"), data=json.dumps(body),
+                       content_type="application/json", HTTP_X_ASSIGNMENT_TOKEN=token, **headers)
+
+
+def open_link(client, project, **link_kwargs):
+    worker = make_worker()
+    link, path = inhouse_link_create(worker=worker, project=project, **link_kwargs)
+    return client.get(path), worker, link
+
+
+# --- In-house links -----------------------------------------------------------------------------
+
+
+def test_inhouse_link_opens_the_task_and_reload_continues_the_same_assignment(client):
+    project, stage, items = make_task(TaskKind.LIKERT)
+    response, worker, link = open_link(client, project)
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert "0 of 3 answered" in html and html.count("Completely wrong") >= 3
+    assert html.count("I got all of the ingredients") == 1 + 1  # passage once + worked example
+    again = client.get(reverse("annotation:task-link", kwargs={"token": response.wsgi_request
+                                                               .resolver_match.kwargs["token"]}))
+    assert page_config(again)["token"] == page_config(response)["token"]
+    assert Assignment.objects.filter(worker=worker).count() == 1
+
+
+def test_tampered_revoked_and_expired_links_are_refused(client):
+    project, _, _ = make_task(TaskKind.LIKERT)
+    worker = make_worker()
+    link, path = inhouse_link_create(worker=worker, project=project)
+    tampered = path.rstrip("/")[:-3] + "xyz/"
+    response = client.get(tampered)
+    assert response.status_code == 403 and b"not valid" in response.content
+    inhouse_link_revoke(link=link)
+    response = client.get(path)
+    assert response.status_code == 403 and b"revoked" in response.content
+    _, expired_path = inhouse_link_create(worker=worker, project=project,
+                                          expires_at=timezone.now() - timedelta(minutes=1))
+    response = client.get(expired_path)
+    assert response.status_code == 403 and b"expired" in response.content
+    assert not Assignment.objects.exists()
+
+
+def test_blocked_worker_and_closed_stage_get_a_clear_refusal(client):
+    project, stage, _ = make_task(TaskKind.AB)
+    worker = make_worker(status="blocked")
+    _, path = inhouse_link_create(worker=worker, project=project, stage=stage)
+    response = client.get(path)
+    assert response.status_code == 403 and b"can no longer take tasks" in response.content
+    stage.status = StageStatus.CLOSED
+    stage.save(update_fields=["status"])
+    response, _, _ = open_link(client, project, stage=stage)
+    assert response.status_code == 403 and b"not open" in response.content
+
+
+# --- Headers ------------------------------------------------------------------------------------
+
+
+def test_task_pages_may_be_framed_by_mturk_only_and_other_pages_not_at_all(client):
+    project, _, _ = make_task(TaskKind.LIKERT)
+    response, _, _ = open_link(client, project)
+    csp = response["Content-Security-Policy"]
+    assert "frame-ancestors 'self' https://*.mturk.com https://workersandbox.mturk.com" in csp
+    assert "script-src 'self'" in csp and "unsafe-inline" not in csp
+    assert "X-Frame-Options" not in response
+    assert client.get("/")["X-Frame-Options"] == "DENY"
+
+
+# --- MTurk --------------------------------------------------------------------------------------
+
+
+def mturk_url(stage, **params):
+    from urllib.parse import urlencode
+
+    return reverse("annotation:task-mturk", kwargs={"stage_id": stage.pk}) + "?" + urlencode(params)
+
+
+def test_mturk_preview_shows_the_first_item_read_only_without_an_assignment(client):
+    project, stage, items = make_task(TaskKind.MC, mode=ExperimentMode.QA)
+    make_hit(stage, items=items, external_id="HITP")
+    response = client.get(mturk_url(stage, assignmentId="ASSIGNMENT_ID_NOT_AVAILABLE",
+                                    hitId="HITP"))
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert "Accept the HIT to begin" in html
+    assert items[0].content["question"] in html
+    assert 'class="sub options" disabled' in html
+    assert page_config(response)["preview"] is True and page_config(response)["token"] == ""
+    assert not Assignment.objects.exists()
+
+
+def test_mturk_parameters_must_match_the_stored_hit_and_assignment(client):
+    project, stage, items = make_task(TaskKind.LIKERT)
+    make_hit(stage, items=items, external_id="HIT1")
+    ok = client.get(mturk_url(stage, assignmentId="ASG1", hitId="HIT1", workerId="W1",
+                              turkSubmitTo="https://workersandbox.mturk.com"))
+    assert ok.status_code == 200
+    assignment = Assignment.objects.get(external_id="ASG1")
+    assert assignment.worker.provider == Provider.MTURK and assignment.hit.external_id == "HIT1"
+    foreign = client.get(mturk_url(stage, assignmentId="ASG1", hitId="HIT1", workerId="W2"))
+    assert foreign.status_code == 403 and b"another worker" in foreign.content
+    unknown = client.get(mturk_url(stage, assignmentId="ASG2", hitId="NOPE", workerId="W1"))
+    assert unknown.status_code == 403
+    missing = client.get(mturk_url(stage, assignmentId="ASG3", hitId="HIT1"))
+    assert missing.status_code == 403 and b"workerId" in missing.content
+    evil = client.get(mturk_url(stage, assignmentId="ASG4", hitId="HIT1", workerId="W3",
+                                turkSubmitTo="https://evil.example"))
+    assert evil.status_code == 403
+
+
+def test_mturk_completion_posts_back_to_turk_submit_to_and_reopening_shows_it_again(client):
+    project, stage, items = make_task(TaskKind.LIKERT)
+    make_hit(stage, items=items, external_id="HIT1")
+    url = mturk_url(stage, assignmentId="ASG1", hitId="HIT1", workerId="W1",
+                    turkSubmitTo="https://workersandbox.mturk.com")
+    config = page_config(client.get(url))
+    response = api(client, "task-submit", config["token"],
+                   {"answers": [{"item": i, "score": 4} for i in config["items"]]})
+    assert response.status_code == 200
+    assert response.json()["complete_url"] in config["complete_url"]
+    done = client.get(config["complete_url"])
+    html = done.content.decode()
+    assert 'action="https://workersandbox.mturk.com/mturk/externalSubmit"' in html
+    assert 'name="assignmentId" value="ASG1"' in html
+    assert "form-action 'self' https://www.mturk.com https://workersandbox.mturk.com" in \
+        done["Content-Security-Policy"]
+    reopened = client.get(url)
+    assert reopened.status_code == 200 and b"mturk/externalSubmit" in reopened.content
+    assert Judgment.objects.count() == 3
+
+
+# --- Prolific -----------------------------------------------------------------------------------
+
+
+@override_settings(PROLIFIC_COMPLETION_URL="https://prolific.test/complete")
+def test_prolific_session_checks_and_completion_redirect(client):
+    project, stage, items = make_task(TaskKind.AB)
+    stage.settings = {"prolific_study_id": "STUDY1", "prolific_completion_code": "C0DE42"}
+    stage.save(update_fields=["settings"])
+    base = reverse("annotation:task-prolific", kwargs={"stage_id": stage.pk})
+    wrong = client.get(f"{base}?PROLIFIC_PID=P1&STUDY_ID=OTHER&SESSION_ID=S1")
+    assert wrong.status_code == 403 and b"another Prolific study" in wrong.content
+    response = client.get(f"{base}?PROLIFIC_PID=P1&STUDY_ID=STUDY1&SESSION_ID=S1")
+    config = page_config(response)
+    stolen = client.get(f"{base}?PROLIFIC_PID=P2&STUDY_ID=STUDY1&SESSION_ID=S1")
+    assert stolen.status_code == 403
+    assignment = Assignment.objects.get(external_id="S1")
+    answers = []
+    for row in assignment.assignmentitem_set.all():
+        answers.append({"item": row.item_id, "shown_choice": "A", "difficult": True,
+                        "justification": "A is more complete and more accurate."})
+    done = api(client, "task-submit", config["token"], {"answers": answers})
+    page = client.get(done.json()["complete_url"]).content.decode()
+    assert 'href="https://prolific.test/complete?cc=C0DE42"' in page
+    assignment.refresh_from_db()
+    assert assignment.completion_code == "C0DE42"
+
+
+# --- JSON calls ---------------------------------------------------------------------------------
+
+
+def test_json_calls_need_the_signed_token_and_our_origin(client):
+    project, stage, items = make_task(TaskKind.LIKERT)
+    response, _, _ = open_link(client, project)
+    token = page_config(response)["token"]
+    assert api(client, "task-autosave", "", {"draft": {}}).status_code == 403
+    assert api(client, "task-autosave", token[:-2] + "xx", {"draft": {}}).status_code == 403
+    cross = api(client, "task-autosave", token, {"draft": {}}, HTTP_ORIGIN="https://evil.example")
+    assert cross.status_code == 403
+    ok = api(client, "task-autosave", token, {"draft": {"answers": {"1": {"score": 2}}}},
+             HTTP_ORIGIN="http://testserver")
+    assert ok.status_code == 200 and ok.json()["ok"]
+    assert client.get(reverse("annotation:task-autosave")).status_code == 405
+    bad_json = client.post(reverse("annotation:task-submit"), data="{nope",
+                           content_type="application/json", HTTP_X_ASSIGNMENT_TOKEN=token)
+    assert bad_json.status_code == 400
+
+
+def test_autosaved_draft_comes_back_on_reload(client):
+    project, _, items = make_task(TaskKind.AB)
+    response, worker, link = open_link(client, project)
+    token = page_config(response)["token"]
+    draft = {"answers": {str(items[0].pk): {"shown_choice": "B", "justification": "half"}},
+             "saved_at": "2026-01-01T00:00:00Z"}
+    assert api(client, "task-autosave", token, {"draft": draft}).status_code == 200
+    reloaded = client.get(response.wsgi_request.path)
+    assert page_config(reloaded)["draft"] == draft
+
+
+def test_submit_validation_messages_then_success_then_idempotent_resubmit(client):
+    project, stage, items = make_task(TaskKind.AB, justification_min_length=25)
+    response, _, _ = open_link(client, project)
+    config = page_config(response)
+    token = config["token"]
+    answers = [{"item": i, "shown_choice": "A", "difficult": False, "justification": "short"}
+               for i in config["items"]]
+    bad = api(client, "task-submit", token, {"answers": answers[:2]})
+    assert bad.status_code == 400
+    errors = bad.json()["errors"]
+    assert errors[str(config["items"][0])] == [
+        "Write a justification of at least 25 characters (5 so far)."]
+    assert errors[str(config["items"][2])] == ["Answer this item."]
+    assert Judgment.objects.count() == 0
+    for answer in answers:
+        answer["justification"] = "<script>alert(1)</script> A names the actual mechanism."
+    good = api(client, "task-submit", token, {"answers": answers})
+    assert good.status_code == 200 and good.json()["n_judgments"] == 3
+    again = api(client, "task-submit", token, {"answers": answers})
+    assert again.status_code == 200 and again.json()["n_judgments"] == 3
+    assert Judgment.objects.count() == 3
+    assert Judgment.objects.first().justification.startswith("<script>")  # stored verbatim
+    complete = client.get(good.json()["complete_url"])
+    assert b"your answers are saved" in complete.content
+    assert b"Continue with more items" in complete.content
+    late = api(client, "task-autosave", token, {"draft": {}})
+    assert late.status_code == 200 and late.json()["already_submitted"]
+
+
+def test_item_text_is_escaped_on_the_page(client):
+    project, stage, items = make_task(TaskKind.LIKERT, n_items=1)
+    Item.objects.filter(pk=items[0].pk).update(content={
+        **items[0].content, "question": "<script>alert('x')</script>?"})
+    response, _, _ = open_link(client, project)
+    assert b"<script>alert" not in response.content
+    assert b"&lt;script&gt;alert" in response.content
+
+
+def test_another_assignments_items_are_refused(client):
+    project, stage, items = make_task(TaskKind.LIKERT, redundancy={"default": 1}, n_items=4,
+                                      items_per_hit=2, group="")
+    first, _, _ = open_link(client, project)
+    second, _, _ = open_link(client, project)
+    mine, theirs = page_config(first), page_config(second)
+    assert not set(mine["items"]) & set(theirs["items"])
+    response = api(client, "task-submit", mine["token"], {"answers": [
+        {"item": i, "score": 3} for i in mine["items"] + theirs["items"][:1]]})
+    assert response.status_code == 400
+    assert "not part of this assignment" in response.json()["errors"]["__all__"][0]
+    confirm = api(client, "task-confirm", mine["token"],
+                  {"item": theirs["items"][0], "answer": {"score": 2}})
+    assert confirm.status_code == 400
+
+
+# --- No gold before answering -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind,mode", TASK_KINDS)
+def test_no_gold_or_scoring_in_any_page_or_json_before_answering(client, kind, mode):
+    project, stage, items = make_task(kind, mode=mode)
+    for item in items:
+        Item.objects.filter(pk=item.pk).update(gold={**item.gold, "note": GOLD_SENTINEL})
+    # Another worker's judgment must not show up either.
+    make_judgment(item=items[0], stage=stage, justification=OTHER_SENTINEL,
+                  extra={"note": OTHER_SENTINEL})
+    response, worker, _ = open_link(client, project)
+    html = response.content.decode()
+    config = page_config(response)
+    for forbidden in (GOLD_SENTINEL, OTHER_SENTINEL, "is_correct", "correct_shown", '"gold"', "data-role",
+                      '"kind": "human"', '"kind": "model"'):
+        assert forbidden not in html, forbidden
+    if kind == TaskKind.MC and mode in (ExperimentMode.GUESSING, ExperimentMode.PILOT):
+        # The paragraph is part of the experiment: only shown after the guess.
+        assert items[0].content["paragraph"] not in html
+    token = config["token"]
+    saved = api(client, "task-autosave", token, {"draft": {"answers": {}}})
+    assert GOLD_SENTINEL not in saved.content.decode()
+    if kind == TaskKind.MC and mode != ExperimentMode.VALIDITY:
+        first = config["items"][0]
+        if mode == ExperimentMode.PILOT:
+            guess = api(client, "task-confirm", token,
+                        {"item": first, "step": "guess", "answer": {"shown_guess": "a"}})
+            body = guess.json()
+            assert set(body) == {"ok", "guess_shown", "paragraph"}
+        confirmed = api(client, "task-confirm", token,
+                        {"item": first, "answer": {"shown_choice": "b"}}).json()
+        assert GOLD_SENTINEL not in json.dumps(confirmed)
+        if mode in (ExperimentMode.QA, ExperimentMode.GUESSING):
+            # After answering the worker is told which shown option was right; nothing more.
+            assert set(confirmed["feedback"]) <= {"confirmed", "paragraph", "correct_shown",
+                                                  "is_correct"}
+        # Reloading shows the feedback for the confirmed item only.
+        reloaded = page_config(client.get(response.wsgi_request.path))
+        assert list(reloaded["confirmed"]) == [str(first)]
+
+
+def test_qualification_page_never_reveals_scoring_even_after_answering(client):
+    project, _, items = make_task(TaskKind.MC, mode=ExperimentMode.QA, n_items=2)
+    qual = make_stage(project, kind=StageKind.QUALIFICATION, status=StageStatus.PUBLISHED)
+    response, _, _ = open_link(client, project, stage=qual)
+    config = page_config(response)
+    confirmed = api(client, "task-confirm", config["token"],
+                    {"item": config["items"][0], "answer": {"shown_choice": "a"}}).json()
+    assert confirmed["ok"] and "correct_shown" not in confirmed["feedback"]
+    assert "is_correct" not in confirmed["feedback"]
+
+
+def test_completion_page_needs_a_submitted_assignment(client):
+    project, stage, items = make_task(TaskKind.LIKERT)
+    response, _, _ = open_link(client, project)
+    assignment = Assignment.objects.get()
+    token = assignment_token_make(assignment=assignment)
+    page = client.get(reverse("annotation:task-complete", kwargs={"token": token}))
+    assert page.status_code == 403
+    assert assignment.status == AssignmentStatus.IN_PROGRESS
