@@ -385,8 +385,33 @@ class ItemAdmin(ProjectScopedAdmin):
 # --- Stages -------------------------------------------------------------------------------------
 
 
+class StageAdminForm(forms.ModelForm):
+    class Meta:
+        model = Stage
+        fields = (
+            "project", "kind", "name", "order", "status", "provider", "items",
+            "judgments_per_item", "requires_stage", "agreement_threshold", "reward_per_hit",
+            "settings",
+        )
+
+    def clean(self):
+        cleaned = super().clean()
+        project = cleaned.get("project")
+        if project is None:
+            return cleaned
+        foreign = [i for i in cleaned.get("items") or [] if i.project_id != project.pk]
+        if foreign:
+            self.add_error("items", f"{len(foreign)} item(s) belong to another project, "
+                                    f"e.g. {foreign[0]}")
+        required = cleaned.get("requires_stage")
+        if required is not None and required.project_id != project.pk:
+            self.add_error("requires_stage", "must be a stage of the same project")
+        return cleaned
+
+
 @admin.register(Stage)
 class StageAdmin(ProjectScopedAdmin):
+    form = StageAdminForm
     list_display = (
         "name", "project", "kind", "status", "provider", "order", "item_count",
         "judgment_progress", "assignment_summary",
