@@ -1,0 +1,67 @@
+"""Every field of every write endpoint, given values of the wrong type or size, answers 400
+naming that field (never a 5xx), and nothing is stored."""
+from __future__ import annotations
+
+import pytest
+from rest_framework.test import APIClient
+
+from annotation.models import Item, Project, TaskKind
+from annotation.serializers import (
+    ItemInputSerializer,
+    ProjectCreateInputSerializer,
+    ProjectUpdateInputSerializer,
+)
+from tests.factories import item_content, make_project, make_user
+
+pytestmark = pytest.mark.django_db
+
+HOSTILE_VALUES = [
+    None, [], {}, [1, 2], {"a": {"b": None}}, "x" * 300, -1, 2**70, 1.5e308, True, "\x00",
+    "<script>alert(1)</script>",
+]
+
+
+@pytest.fixture
+def api():
+    client = APIClient()
+    client.force_authenticate(make_user("alice"))
+    return client
+
+
+def base_project():
+    return {"slug": "fresh", "title": "Fresh", "kind": "likert"}
+
+
+def base_item():
+    return {"external_id": "q1", "content": item_content(TaskKind.LIKERT)}
+
+
+CASES = (
+    [("project-create", name) for name in ProjectCreateInputSerializer().fields]
+    + [("project-update", name) for name in ProjectUpdateInputSerializer().fields]
+    + [("item-create", name) for name in ItemInputSerializer().fields]
+)
+
+
+@pytest.mark.parametrize("endpoint,field", CASES)
+def test_wrong_values_never_cause_server_errors(api, endpoint, field):
+    project = make_project(TaskKind.LIKERT, slug="mine", owner=api.handler._force_user)
+    projects_before = Project.objects.count()
+    for value in HOSTILE_VALUES:
+        if endpoint == "project-create":
+            response = api.post("/api/projects/", {**base_project(), field: value}, format="json")
+        elif endpoint == "project-update":
+            response = api.patch("/api/projects/mine/", {field: value}, format="json")
+        else:
+            response = api.post("/api/projects/mine/items/", {**base_item(), field: value},
+                                format="json")
+        assert response.status_code < 500, (field, value, response.content[:300])
+        if response.status_code == 400:
+            assert field in response.json(), (field, value, response.json())
+        elif response.status_code in (200, 201):
+            # Accepted (e.g. a long instructions text): clean up so the next value starts fresh.
+            Project.objects.exclude(pk=project.pk).delete()
+            Item.objects.filter(project=project).delete()
+        else:
+            pytest.fail(f"{field}={value!r}: unexpected {response.status_code}")
+    assert Project.objects.count() == projects_before
