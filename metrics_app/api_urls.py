@@ -3,4 +3,12 @@ from django.urls import path  # noqa: F401
 
 app_name = "metrics-api"
 
-urlpatterns: list = []
+from . import apis  # noqa: E402
+
+urlpatterns: list = [
+    path("projects/<slug:slug>/metric-report/", apis.MetricReportApi.as_view(),
+         name="metric-report"),
+    path("projects/<slug:slug>/scoring-jobs/", apis.ScoringJobListCreateApi.as_view(),
+         name="scoring-jobs"),
+    path("score/", apis.MetricScoreApi.as_view(), name="metric-score"),
+]

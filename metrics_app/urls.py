@@ -3,4 +3,12 @@ from django.urls import path  # noqa: F401
 
 app_name = "metrics"
 
-urlpatterns: list = []
+from . import metric_views  # noqa: E402
+
+urlpatterns: list = [
+    path("<slug:slug>/metrics/", metric_views.project_metrics, name="project-metrics"),
+    path("<slug:slug>/metrics/compute/", metric_views.project_metrics_compute,
+         name="project-metrics-compute"),
+    path("<slug:slug>/metrics/scatter/<str:metric>.png", metric_views.project_metric_scatter,
+         name="metric-scatter"),
+]

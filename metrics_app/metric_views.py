@@ -1,0 +1,174 @@
+"""The metrics page of a project: which automatic metric tracks the annotators best.
+
+Reads the cached metric report (never scores in the request); the "compute" button queues a
+ScoringJob for the Celery workers. Scatter plots are rendered server-side with matplotlib (Agg).
+"""
+from __future__ import annotations
+
+import io
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_POST
+
+from annotation.models import Project, TaskKind
+from annotation.selectors import projects_visible_to
+
+from .registry import metric_description, metric_names
+from .scoring_models import ScoringJob, ScoringStatus
+from .services.metric_evaluation import (
+    metric_report_cached,
+    normalize_params,
+    project_metric_versions,
+    scatter_points,
+)
+from .services.scoring import scoring_jobs_create
+
+STATS = {"pearson": "Pearson r", "spearman": "Spearman ρ", "kendall": "Kendall τ"}
+DEFAULT_METRICS = ("em", "f1", "bleu1", "bleu4", "rougeL", "meteor", "length")
+
+
+def _visible_project(request, slug: str) -> Project:
+    project = projects_visible_to(request.user).filter(slug=slug).first()
+    if project is None:
+        raise Http404("No such project")
+    return project
+
+
+def _params_from(query) -> dict:
+    return normalize_params({
+        "znormalize": query.get("znormalize") == "1",
+        "drop_exact_matches": query.get("drop_exact_matches") == "1",
+        "drop_number_pairs": query.get("drop_number_pairs") == "1",
+    })
+
+
+def _correlation_table(data: dict, stat: str) -> dict:
+    groups = data.get("groups") or []
+    rows = []
+    best: dict[str, str | None] = {}
+    for group in groups:
+        values = [(cells[group][stat], name) for name, cells in data["correlations"].items()
+                  if group in cells and cells[group][stat] is not None]
+        best[group] = max(values)[1] if values else None
+    for name, cells in data.get("correlations", {}).items():
+        row = {"name": name, "version": data["metrics"].get(name, ""), "cells": []}
+        for group in groups:
+            cell = cells.get(group) or {}
+            row["cells"].append({
+                "value": cell.get(stat), "ci": (cell.get("ci") or {}).get(stat) or [None, None],
+                "n": cell.get("n", 0), "best": best.get(group) == name,
+            })
+        rows.append(row)
+    n_by_group = []
+    for group in groups:
+        ns = [cells[group]["n"] for cells in data["correlations"].values() if group in cells]
+        n_by_group.append(max(ns) if ns else 0)
+    return {"groups": list(zip(groups, n_by_group, strict=True)), "rows": rows}
+
+
+def _accuracy_rows(section: dict, groups: list[str], labels: dict | None = None) -> list[dict]:
+    rows = []
+    for name, cells in section.items():
+        values = [cells.get(g, {}).get("accuracy") for g in groups]
+        rows.append({"name": (labels or {}).get(name, name), "cells": [
+            {"value": cells.get(g, {}).get("accuracy"), "n": cells.get(g, {}).get("n", 0)}
+            for g in groups
+        ], "raw": values})
+    # Highlight the best value per column.
+    for index in range(len(groups)):
+        column = [r["cells"][index]["value"] for r in rows if r["cells"][index]["value"] is not None]
+        top = max(column) if column else None
+        for r in rows:
+            r["cells"][index]["best"] = top is not None and r["cells"][index]["value"] == top
+    return rows
+
+
+@login_required
+def project_metrics(request, slug: str):
+    project = _visible_project(request, slug)
+    params = _params_from(request.GET)
+    stat = request.GET.get("stat", "pearson")
+    if stat not in STATS:
+        stat = "pearson"
+    report, stale = metric_report_cached(project=project, params=params)
+    data = report.data if report else {}
+    jobs = list(ScoringJob.objects.filter(project=project)[:5])
+    running = any(job.status in (ScoringStatus.QUEUED, ScoringStatus.RUNNING) for job in jobs)
+    context = {
+        "project": project, "params": params, "stat": stat, "stats": STATS,
+        "report": report, "stale": stale, "data": data, "jobs": jobs, "running": running,
+        "available": [{"name": n, "description": metric_description(n),
+                       "checked": n in DEFAULT_METRICS} for n in metric_names()],
+        "stored": project_metric_versions(project=project),
+        "is_likert": project.kind == TaskKind.LIKERT,
+    }
+    if data.get("correlations"):
+        context["table"] = _correlation_table(data, stat)
+    if data.get("minimal_pairs"):
+        groups = list(next(iter(data["minimal_pairs"].values())).keys())
+        context["minimal_pairs"] = {"groups": groups,
+                                    "rows": _accuracy_rows(data["minimal_pairs"], groups)}
+    if data.get("pairwise"):
+        pairwise = data["pairwise"]
+        labels = {"random": "Random (baseline)", "always_human": "Always human (baseline)",
+                  "longer_answer": "Longer answer (baseline)"}
+        merged = {**pairwise["baselines"], **pairwise["metrics"]}
+        context["pairwise"] = {"groups": pairwise["groups"],
+                               "rows": _accuracy_rows(merged, pairwise["groups"], labels),
+                               "unit": pairwise.get("unit", "")}
+    query = request.GET.copy()
+    query.pop("stat", None)
+    context["query_without_stat"] = query.urlencode()
+    return render(request, "metrics_app/metrics.html", context)
+
+
+@login_required
+@require_POST
+def project_metrics_compute(request, slug: str):
+    project = _visible_project(request, slug)
+    known = set(metric_names())
+    names = [n for n in request.POST.getlist("metric") if n in known]
+    target = reverse("metrics:project-metrics", args=[project.slug])
+    if not names:
+        messages.error(request, "Choose at least one metric to compute.")
+        return redirect(target)
+    jobs = scoring_jobs_create(project=project, metric_names=names, user=request.user)
+    messages.success(request, f"Queued {', '.join(names)} ({len(jobs)} job(s)); this page "
+                              "refreshes until they finish.")
+    return redirect(target)
+
+
+@login_required
+def project_metric_scatter(request, slug: str, metric: str):
+    """PNG scatter of one metric against the human gold score (jittered: scores are discrete)."""
+    project = _visible_project(request, slug)
+    znormalize = request.GET.get("znormalize") == "1"
+    xs, ys = scatter_points(project=project, metric=metric, znormalize=znormalize)
+    if not xs:
+        raise Http404("No scores for this metric")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import numpy as np
+    from matplotlib.figure import Figure
+
+    rng = np.random.default_rng(0)
+    y = np.asarray(ys) + rng.uniform(-0.12, 0.12, len(ys)) * (0 if znormalize else 1)
+    figure = Figure(figsize=(3.6, 2.8), dpi=110)
+    axes = figure.subplots()
+    axes.scatter(xs, y, s=6, alpha=0.25 if len(xs) > 500 else 0.6, color="#0b57d0",
+                 edgecolors="none")
+    axes.set_xlabel(metric)
+    axes.set_ylabel("human score (z)" if znormalize else "human score")
+    axes.set_title(f"{metric} vs human (n={len(xs)})", fontsize=9)
+    axes.tick_params(labelsize=8)
+    figure.tight_layout()
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png")
+    response = HttpResponse(buffer.getvalue(), content_type="image/png")
+    response["Cache-Control"] = "private, max-age=60"
+    return response

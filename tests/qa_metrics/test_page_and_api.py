@@ -1,0 +1,130 @@
+"""The metrics page (login, visibility, table, compute button, scatter) and the REST API."""
+from __future__ import annotations
+
+import pytest
+from django.urls import reverse
+from rest_framework.test import APIClient
+
+from annotation.models import TaskKind
+from metrics_app.scoring_models import ScoringJob
+from metrics_app.services.metric_evaluation import metric_report_refresh
+from metrics_app.services.scoring import project_score_metrics
+from tests.factories import make_item, make_judgment, make_project, make_stage, make_user
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def scored_project():
+    owner = make_user("owner")
+    project = make_project(kind=TaskKind.LIKERT, owner=owner, slug="judged")
+    stage = make_stage(project)
+    answers = [("on a mat", 5, "gpt2"), ("under the table", 1, "gpt2"), ("on the rug", 3, "mhpg"),
+               ("a mat", 4, "mhpg"), ("in the kitchen", 2, "gpt2"), ("mat", 4, "mhpg")]
+    for candidate, score, source in answers:
+        item = make_item(project, source=source, dataset="narrativeqa", content={
+            "passage": "The cat sat on the mat.", "question": "Where did the cat sit?",
+            "references": ["on the mat"], "candidate": candidate})
+        make_judgment(item=item, stage=stage, score=score)
+    project_score_metrics(project=project, metric_names=["f1", "length"])
+    metric_report_refresh(project=project, params={"n_resamples": 50})
+    metric_report_refresh(project=project)
+    return project
+
+
+def test_page_needs_login_and_visibility(client, scored_project):
+    url = reverse("metrics:project-metrics", args=[scored_project.slug])
+    assert client.get(url).status_code == 302
+    client.force_login(make_user("stranger"))
+    assert client.get(url).status_code == 404
+    assert client.get(reverse("metrics:metric-scatter", args=[scored_project.slug, "f1"])
+                      ).status_code == 404
+
+
+def test_page_shows_correlations_with_best_metric_highlighted(client, scored_project):
+    client.force_login(scored_project.owner)
+    response = client.get(reverse("metrics:project-metrics", args=[scored_project.slug]))
+    html = response.content.decode()
+    assert response.status_code == 200
+    assert 'id="correlations"' in html
+    for group in ("overall", "dataset:narrativeqa", "source:gpt2", "source:mhpg"):
+        assert group in html
+    report = response.context["data"]
+    best = max(("f1", "length"), key=lambda m: report["correlations"][m]["overall"]["pearson"])
+    assert response.context["table"]["rows"][["f1", "length"].index(best)]["cells"][0]["best"]
+    assert 'class="best"' in html
+    assert html.count("<img") == 2   # one scatter per stored metric
+    spearman = client.get(reverse("metrics:project-metrics", args=[scored_project.slug]),
+                          {"stat": "spearman"})
+    assert spearman.context["stat"] == "spearman"
+
+
+def test_scatter_is_a_png(client, scored_project):
+    client.force_login(scored_project.owner)
+    response = client.get(reverse("metrics:metric-scatter", args=[scored_project.slug, "f1"]))
+    assert response.status_code == 200 and response["Content-Type"] == "image/png"
+    assert response.content[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_compute_button_queues_a_job_and_never_scores_in_the_request(
+        client, scored_project, monkeypatch, django_capture_on_commit_callbacks):
+    from worker.tasks import metrics as metric_tasks
+
+    sent = []
+    monkeypatch.setattr(metric_tasks.score_project, "apply_async",
+                        lambda args, queue: sent.append((args, queue)) or
+                        type("R", (), {"id": "t1"})())
+    client.force_login(scored_project.owner)
+    url = reverse("metrics:project-metrics-compute", args=[scored_project.slug])
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(url, {"metric": ["em", "rougeL", "not-a-metric"]})
+    assert response.status_code == 302
+    job = ScoringJob.objects.get()
+    assert job.metrics == ["em", "rougeL"] and job.status == "queued"
+    assert sent == [([job.pk], "default")]
+    page = client.get(reverse("metrics:project-metrics", args=[scored_project.slug]))
+    assert page.context["running"] and b'http-equiv="refresh"' in page.content
+    assert client.get(url).status_code == 405
+
+
+def test_report_api(scored_project):
+    api = APIClient()
+    url = reverse("metrics-api:metric-report", args=[scored_project.slug])
+    assert api.get(url).status_code == 401
+    api.force_authenticate(make_user("other"))
+    assert api.get(url).status_code == 404
+    api.force_authenticate(scored_project.owner)
+    body = api.get(url, {"n_resamples": 50}).json()
+    assert body["stale"] is False
+    overall = body["report"]["correlations"]["f1"]["overall"]
+    assert set(overall) >= {"pearson", "spearman", "kendall", "n", "ci"} and overall["n"] == 6
+
+
+def test_score_api_scores_a_small_batch_and_limits_its_size():
+    api = APIClient()
+    url = reverse("metrics-api:metric-score")
+    item = {"id": "1", "question": "q", "references": ["on the mat"], "candidate": "on a mat"}
+    assert api.post(url, {"metrics": ["f1"], "items": [item]}, format="json").status_code == 401
+    api.force_authenticate(make_user())
+    body = api.post(url, {"metrics": ["f1", "length"], "items": [item]}, format="json").json()
+    assert body["results"] == [{"id": "1", "f1": 1.0, "length": 3.0}]
+    assert body["versions"]["f1"] == "squad-v1"
+    too_many = api.post(url, {"metrics": ["f1"], "items": [item] * 101}, format="json")
+    assert too_many.status_code == 400 and "items" in too_many.json()
+    bad = api.post(url, {"metrics": ["bogus"], "items": [item]}, format="json")
+    assert bad.status_code == 400 and "bogus" in str(bad.json())
+    missing = api.post(url, {"metrics": ["f1"], "items": [{"id": "1"}]}, format="json")
+    assert missing.status_code == 400 and "candidate" in str(missing.json())
+
+
+def test_scoring_jobs_api(scored_project, monkeypatch):
+    from worker.tasks import metrics as metric_tasks
+
+    monkeypatch.setattr(metric_tasks.score_project, "apply_async",
+                        lambda args, queue: type("R", (), {"id": "t"})())
+    api = APIClient()
+    api.force_authenticate(scored_project.owner)
+    url = reverse("metrics-api:scoring-jobs", args=[scored_project.slug])
+    created = api.post(url, {"metrics": ["bleu1"]}, format="json")
+    assert created.status_code == 202 and created.json()[0]["metrics"] == ["bleu1"]
+    assert api.get(url).json()[0]["status"] == "queued"

@@ -1,0 +1,161 @@
+"""Scoring pipeline: cached MetricScores, jobs with progress, queues, the score command."""
+from __future__ import annotations
+
+import json
+from io import StringIO
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from annotation.models import TaskKind
+from metrics_app.models import MetricScore
+from metrics_app.scoring_models import ScoringJob, ScoringStatus
+from metrics_app.services import scoring
+from tests.factories import make_item, make_project
+
+pytestmark = pytest.mark.django_db
+
+
+def _likert(project, candidate, references, **fields):
+    content = {"passage": "", "question": "q?", "references": references, "candidate": candidate}
+    return make_item(project, content=content, **fields)
+
+
+def test_project_scores_are_cached_per_item_metric_version_and_side():
+    project = make_project(kind=TaskKind.LIKERT)
+    a = _likert(project, "on a mat", ["on the mat"])
+    b = _likert(project, "Röntgen", ["Wilhelm Conrad Röntgen", "Röntgen"])
+    _likert(project, "practice", ["x"], is_practice=True)
+    _likert(project, "excluded", ["x"], excluded=True)
+    ticks = []
+    summary = scoring.project_score_metrics(project=project, metric_names=["em", "f1", "length"],
+                                            batch_size=1, progress=ticks.append)
+    assert summary["em"] == {"version": "squad-v1", "scored": 2, "cached": 0, "unscorable": 0,
+                             "error": ""}
+    assert sum(ticks) == 6 and len(ticks) == 6   # batch of one: a tick per item and metric
+    values = {(s.item_id, s.metric): s.value for s in MetricScore.objects.all()}
+    assert values == {(a.pk, "em"): 1.0, (a.pk, "f1"): 1.0, (a.pk, "length"): 3.0,
+                      (b.pk, "em"): 1.0, (b.pk, "f1"): 1.0, (b.pk, "length"): 1.0}
+    again = scoring.project_score_metrics(project=project, metric_names=["em"])
+    assert again["em"]["scored"] == 0 and again["em"]["cached"] == 2
+    assert MetricScore.objects.count() == 6
+
+
+def test_ab_items_score_each_answer_as_a_side():
+    project = make_project(kind=TaskKind.AB)
+    item = make_item(project)
+    scoring.project_score_metrics(project=project, metric_names=["length", "f1"])
+    rows = {(s.metric, s.side): s.value for s in MetricScore.objects.filter(item=item)}
+    assert rows[("length", "A")] == 2.0 and rows[("length", "B")] == 4.0
+    # no references on these A/B items: reference-based metrics cannot score them
+    assert rows[("f1", "A")] is None and rows[("f1", "B")] is None
+
+
+def test_jobs_split_by_queue_and_run_with_progress(monkeypatch, django_capture_on_commit_callbacks):
+    project = make_project(kind=TaskKind.LIKERT)
+    for i in range(3):
+        _likert(project, f"answer {i}", [f"answer {i}"])
+    sent = []
+
+    def fake_apply_async(args, queue):
+        sent.append((args, queue))
+        scoring.scoring_job_run(job_id=args[0])   # what the worker would do
+        return type("R", (), {"id": f"task-{args[0]}"})()
+
+    from worker.tasks import metrics as metric_tasks
+
+    monkeypatch.setattr(metric_tasks.score_project, "apply_async", fake_apply_async)
+    monkeypatch.setattr(scoring, "_is_registered", lambda name: True)
+    monkeypatch.setattr(scoring, "project_score_metrics",
+                        _fake_scores_for_lerc(scoring.project_score_metrics))
+    with django_capture_on_commit_callbacks(execute=True):
+        jobs = scoring.scoring_jobs_create(project=project, metric_names=["em", "length", "lerc"])
+    assert sorted(job.queue for job in jobs) == ["default", "gpu"]
+    assert sorted(q for _, q in sent) == ["default", "gpu"]
+    default = ScoringJob.objects.get(queue="default")
+    assert default.status == ScoringStatus.DONE
+    assert (default.done, default.total, default.percent) == (6, 6, 100)
+    assert default.detail["em"]["scored"] == 3 and default.task_id.startswith("task-")
+    # the job refreshed the cached report
+    from metrics_app.models import Report
+    assert Report.objects.filter(project=project, kind="metric_eval").exists()
+
+
+def _fake_scores_for_lerc(real):
+    # LERC is another area's metric; here only the routing matters.
+    def wrapper(*, project, metric_names, **kwargs):
+        if metric_names == ["lerc"]:
+            return {"lerc": {"version": "fake", "scored": 0, "cached": 0, "unscorable": 0,
+                             "error": ""}}
+        return real(project=project, metric_names=metric_names, **kwargs)
+    return wrapper
+
+
+def test_failed_job_records_the_error(monkeypatch):
+    project = make_project(kind=TaskKind.LIKERT)
+    job = ScoringJob.objects.create(project=project, metrics=["em"])
+
+    def boom(**kwargs):
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(scoring, "project_score_metrics", boom)
+    with pytest.raises(RuntimeError):
+        scoring.scoring_job_run(job_id=job.pk)
+    job.refresh_from_db()
+    assert job.status == ScoringStatus.FAILED and "disk full" in job.error
+
+
+def test_unknown_metric_is_refused():
+    project = make_project(kind=TaskKind.LIKERT)
+    with pytest.raises(ValueError, match="nope"):
+        scoring.scoring_jobs_create(project=project, metric_names=["em", "nope"])
+
+
+# --- the score command ----------------------------------------------------------------------
+
+
+def test_score_command_end_to_end(tmp_path):
+    rows = [
+        {"id": "a", "question": "Where?", "references": ["on the mat."], "candidate": "on a mat"},
+        {"id": 2, "passage": "Röntgen found X-rays.", "question": "Who?",
+         "references": ["Wilhelm Conrad Röntgen", "Röntgen"], "candidate": "Wilhelm Röntgen"},
+        {"id": "empty", "question": "q", "references": ["x"], "candidate": ""},
+    ]
+    source = tmp_path / "in.jsonl"
+    source.write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in rows) + "\n\n",
+                      encoding="utf-8")
+    target = tmp_path / "out" / "scores.jsonl"
+    err = StringIO()
+    call_command("score", "--metric", "em,f1,bleu1,rougeL,length", "--input", str(source),
+                 "--output", str(target), "--model", "v1", stderr=err)
+    out = [json.loads(line) for line in target.read_text(encoding="utf-8").splitlines()]
+    assert [r["id"] for r in out] == ["a", 2, "empty"]
+    assert set(out[0]) == {"id", "em", "f1", "bleu1", "rougeL", "length"}
+    assert out[0]["em"] == 1.0 and out[0]["rougeL"] == pytest.approx(2 / 3)
+    assert out[1]["f1"] == pytest.approx(0.8) and out[1]["length"] == 2.0
+    assert out[2] == {"id": "empty", "em": 0.0, "f1": 0.0, "bleu1": 0.0, "rougeL": 0.0,
+                      "length": 0.0}
+    assert "wrote 3 lines" in err.getvalue()
+
+
+@pytest.mark.parametrize("line,message", [
+    ('{"id": 1, "question": "q", "candidate": "c"}', "line 2: missing field 'references'"),
+    ('{"id": 1, "question": "q", "references": "x", "candidate": 5}',
+     "line 2: field 'candidate' must be a string"),
+    ('{"id": 1, "question": "q", "references": [1], "candidate": "c"}',
+     "line 2: field 'references' must be a list of strings"),
+    ("{not json", "line 2: not valid JSON"),
+])
+def test_score_command_names_the_bad_line_and_field(tmp_path, line, message):
+    source = tmp_path / "in.jsonl"
+    good = '{"id": 0, "question": "q", "references": ["r"], "candidate": "c"}'
+    source.write_text(good + "\n" + line + "\n", encoding="utf-8")
+    with pytest.raises(CommandError, match=message.replace("(", r"\(")):
+        call_command("score", "--metric", "f1", "--input", str(source),
+                     "--output", str(tmp_path / "o.jsonl"), "--no-progress")
+
+
+def test_score_command_refuses_unknown_metrics(tmp_path):
+    with pytest.raises(CommandError, match="unknown metric.*bogus.*known metrics"):
+        call_command("score", "--metric", "f1,bogus", "--input", str(tmp_path / "x"),
+                     "--output", str(tmp_path / "o"))
