@@ -20,6 +20,14 @@ from django.db.models.functions import Coalesce
 from django.http import FileResponse
 from django.utils.html import format_html, format_html_join
 
+from .admin_actions import (
+    ASSIGNMENT_ACTIONS,
+    STAGE_ACTIONS,
+    WORKER_ACTIONS,
+    ProviderActionForm,
+    ProviderBannerMixin,
+    WorkerHistoryMixin,
+)
 from .domain.item_content import ItemContentError, validate_gold, validate_item_content
 from .models import (
     Assignment,
@@ -410,8 +418,10 @@ class StageAdminForm(forms.ModelForm):
 
 
 @admin.register(Stage)
-class StageAdmin(ProjectScopedAdmin):
+class StageAdmin(ProviderBannerMixin, ProjectScopedAdmin):
     form = StageAdminForm
+    action_form = ProviderActionForm
+    actions = STAGE_ACTIONS
     list_display = (
         "name", "project", "kind", "status", "provider", "order", "item_count",
         "judgment_progress", "assignment_summary",
@@ -507,8 +517,10 @@ class AssignmentItemInline(admin.TabularInline):
 
 
 @admin.register(Assignment)
-class AssignmentAdmin(ProjectScopedAdmin):
+class AssignmentAdmin(ProviderBannerMixin, ProjectScopedAdmin):
     project_path = "stage__project"
+    action_form = ProviderActionForm
+    actions = ASSIGNMENT_ACTIONS
     list_display = (
         "__str__", "worker", "stage", "status", "n_items", "n_judgments", "started_at",
         "submitted_at", "bonus_paid",
@@ -545,16 +557,16 @@ class BlockActionForm(ActionForm):
 
 
 @admin.register(Worker)
-class WorkerAdmin(ProjectScopedAdmin):
+class WorkerAdmin(WorkerHistoryMixin, ProjectScopedAdmin):
     list_display = (
         "__str__", "provider", "external_id", "status", "n_assignments", "n_judgments",
         "created_at",
     )
     list_filter = ("provider", "status")
     search_fields = ("external_id", "display_name", "email")
-    readonly_fields = ("created_at",)
+    readonly_fields = ("created_at", "provider_history")
     action_form = BlockActionForm
-    actions = ("block_workers", "unblock_workers")
+    actions = ("block_workers", "unblock_workers", *WORKER_ACTIONS)
 
     def get_queryset(self, request):
         queryset = admin.ModelAdmin.get_queryset(self, request)

@@ -1,0 +1,289 @@
+"""Admin actions for crowd providers: cost, publish, sync, close (stages); approve, reject,
+bonus (assignments); block, unblock, notify through the provider (workers); and the loud banner
+when MTurk production is on. Each action calls one service; wired in `annotation/admin.py`.
+"""
+from __future__ import annotations
+
+from decimal import Decimal, InvalidOperation
+
+from django import forms
+from django.contrib import admin, messages
+from django.contrib.admin.helpers import ActionForm
+from django.db.models import Avg, Count, Sum
+from django.utils.html import format_html
+
+from .models import Assignment, AssignmentStatus, Judgment, WorkerQualification
+
+
+class ProviderActionForm(ActionForm):
+    reason = forms.CharField(
+        required=False, label="Reason / message",
+        widget=forms.TextInput(attrs={"size": 40}),
+        help_text="Rejection reason, bonus reason, block reason, or agreement-guard override.",
+    )
+    amount = forms.CharField(required=False, label="Bonus $",
+                             widget=forms.TextInput(attrs={"size": 6}))
+
+
+def mturk_production_on() -> bool:
+    from .providers.mturk import mturk_is_production
+
+    return mturk_is_production()
+
+
+class ProviderBannerMixin:
+    """Shows a red banner on every page of the admin it is mixed into while MTurk production
+    is on: publishing then spends real money."""
+
+    def _production_banner(self, request) -> None:
+        if mturk_production_on():
+            messages.error(request, "MTurk PRODUCTION is ON (MTURK_PRODUCTION=true): publishing "
+                                    "an MTurk stage creates real HITs and spends real money.")
+
+    def changelist_view(self, request, extra_context=None):
+        self._production_banner(request)
+        return super().changelist_view(request, extra_context)
+
+    def changeform_view(self, request, object_id=None, form_url="", extra_context=None):
+        if request.method == "GET":
+            self._production_banner(request)
+        return super().changeform_view(request, object_id, form_url, extra_context)
+
+
+def _reason(request) -> str:
+    return request.POST.get("reason", "").strip()
+
+
+def _report(modeladmin, request, done: list[str], failed: list[str]) -> None:
+    for line in done:
+        modeladmin.message_user(request, line, messages.SUCCESS)
+    for line in failed:
+        modeladmin.message_user(request, line, messages.ERROR)
+
+
+# --- stages ------------------------------------------------------------------------------------
+
+
+@admin.action(description="Estimate cost (and provider balance)")
+def estimate_cost(modeladmin, request, queryset):
+    from .services.costs import stage_cost_estimate
+
+    done, failed = [], []
+    for stage in queryset:
+        try:
+            estimate = stage_cost_estimate(stage=stage, with_balance=True)
+        except Exception as exc:
+            failed.append(f"{stage}: {exc}")
+            continue
+        cap = stage.project.budget_cap
+        done.append(f"{stage}: {estimate.as_text()}"
+                    + (f" (project budget cap ${cap})" if cap is not None else ""))
+    _report(modeladmin, request, done, failed)
+
+
+@admin.action(description="Publish (guards: agreement, budget, balance; reason overrides "
+                          "the agreement guard)")
+def publish_stages(modeladmin, request, queryset):
+    from .services.stages import stage_publish
+
+    done, failed = [], []
+    for stage in queryset:
+        try:
+            result = stage_publish(stage=stage, user=request.user,
+                                   override_reason=_reason(request) or None)
+        except Exception as exc:
+            failed.append(f"{stage}: not published — {exc}")
+            continue
+        line = (f"{stage}: {result.stage.get_status_display()}; {result.report.created} HITs "
+                f"created, {result.report.already_created} already there; "
+                f"{result.estimate.as_text()}")
+        (failed if result.report.failed else done).append(
+            line + (f"; {result.report.failed} failed (publish again to retry): "
+                    f"{'; '.join(result.report.errors[:3])}" if result.report.failed else ""))
+    _report(modeladmin, request, done, failed)
+
+
+@admin.action(description="Publish in the background (Celery)")
+def publish_stages_background(modeladmin, request, queryset):
+    from worker.tasks.providers import stage_publish
+
+    for stage in queryset:
+        stage_publish.delay(stage.pk, request.user.pk, _reason(request) or None)
+    modeladmin.message_user(request, f"Queued {len(queryset)} stage(s) for publishing.")
+
+
+@admin.action(description="Sync with provider and review now")
+def sync_stages(modeladmin, request, queryset):
+    from .services.review import stage_sync_and_review
+
+    done, failed = [], []
+    for stage in queryset:
+        try:
+            sync, review = stage_sync_and_review(stage=stage)
+        except Exception as exc:
+            failed.append(f"{stage}: sync failed — {exc}")
+            continue
+        done.append(
+            f"{stage}: {sync.listed} submissions ({sync.flagged} flagged, {sync.mirrored} "
+            f"decided on the provider); approved {review.approved}, rejected {review.rejected}, "
+            f"held {review.held}, bonuses {review.bonuses}, qualifications graded "
+            f"{review.graded}, blocked {review.blocked}")
+        failed.extend(f"{stage}: {error}" for error in review.errors[:5])
+    _report(modeladmin, request, done, failed)
+
+
+@admin.action(description="Close (expire HITs / stop the study)")
+def close_stages(modeladmin, request, queryset):
+    from .services.stages import stage_close
+
+    done, failed = [], []
+    for stage in queryset:
+        try:
+            stage_close(stage=stage, user=request.user, reason=_reason(request))
+            done.append(f"{stage}: closed")
+        except Exception as exc:
+            failed.append(f"{stage}: {exc}")
+    _report(modeladmin, request, done, failed)
+
+
+@admin.action(description="Extend by one day")
+def extend_stages(modeladmin, request, queryset):
+    from .services.stages import stage_extend
+
+    for stage in queryset:
+        stage_extend(stage=stage, seconds=86400, user=request.user)
+    modeladmin.message_user(request, f"Extended {len(queryset)} stage(s) by one day.")
+
+
+STAGE_ACTIONS = (estimate_cost, publish_stages, publish_stages_background, sync_stages,
+                 close_stages, extend_stages)
+
+
+# --- assignments ---------------------------------------------------------------------------------
+
+
+@admin.action(description="Approve (pays the reward)")
+def approve_assignments(modeladmin, request, queryset):
+    from .services.review import assignment_approve
+
+    done, failed = 0, []
+    for assignment in queryset.select_related("stage", "worker"):
+        try:
+            assignment_approve(assignment=assignment, feedback=_reason(request),
+                               allow_flagged=True)
+            done += 1
+        except Exception as exc:
+            failed.append(f"{assignment}: {exc}")
+    _report(modeladmin, request, [f"Approved {done} assignment(s)."] if done else [], failed)
+
+
+@admin.action(description="Reject (the reason is sent to the worker)")
+def reject_assignments(modeladmin, request, queryset):
+    from .services.review import assignment_reject
+
+    reason = _reason(request)
+    if not reason:
+        modeladmin.message_user(request, "Type a reason the worker can read, then reject.",
+                                messages.ERROR)
+        return
+    done, failed = 0, []
+    for assignment in queryset.select_related("stage", "worker"):
+        try:
+            assignment_reject(assignment=assignment, reason=reason, allow_flagged=True)
+            done += 1
+        except Exception as exc:
+            failed.append(f"{assignment}: {exc}")
+    _report(modeladmin, request, [f"Rejected {done} assignment(s)."] if done else [], failed)
+
+
+@admin.action(description="Pay a bonus (amount and reason above; paid once)")
+def bonus_assignments(modeladmin, request, queryset):
+    from .services.review import assignment_bonus_pay
+
+    try:
+        amount = Decimal(request.POST.get("amount", "").strip())
+    except InvalidOperation:
+        modeladmin.message_user(request, "Type the bonus amount in dollars.", messages.ERROR)
+        return
+    reason = _reason(request) or "Bonus"
+    done, failed = 0, []
+    for assignment in queryset.select_related("stage", "worker"):
+        try:
+            assignment_bonus_pay(assignment=assignment, amount=amount, reason=reason)
+            done += 1
+        except Exception as exc:
+            failed.append(f"{assignment}: {exc}")
+    _report(modeladmin, request, [f"Paid ${amount} to {done} assignment(s)."] if done else [],
+            failed)
+
+
+ASSIGNMENT_ACTIONS = (approve_assignments, reject_assignments, bonus_assignments)
+
+
+# --- workers -------------------------------------------------------------------------------------
+
+
+@admin.action(description="Block on the provider too (MTurk CreateWorkerBlock)")
+def block_on_provider(modeladmin, request, queryset):
+    from .services.review import worker_block_everywhere
+
+    reason = _reason(request) or f"Blocked by {request.user}"
+    done, failed = 0, []
+    for worker in queryset:
+        try:
+            worker_block_everywhere(worker=worker, reason=reason)
+            done += 1
+        except Exception as exc:
+            failed.append(f"{worker}: {exc}")
+    _report(modeladmin, request, [f"Blocked {done} worker(s) here and on the provider."]
+            if done else [], failed)
+
+
+@admin.action(description="Unblock on the provider too")
+def unblock_on_provider(modeladmin, request, queryset):
+    from .services.review import worker_unblock_everywhere
+
+    for worker in queryset:
+        worker_unblock_everywhere(worker=worker, reason=_reason(request))
+    modeladmin.message_user(request, f"Unblocked {len(queryset)} worker(s).")
+
+
+@admin.action(description="Send a message (reason field) through the provider")
+def notify_workers(modeladmin, request, queryset):
+    from .services.review import workers_notify
+
+    message = _reason(request)
+    if not message:
+        modeladmin.message_user(request, "Type the message first.", messages.ERROR)
+        return
+    workers_notify(workers=list(queryset), subject="Message from the researchers",
+                   message=message)
+    modeladmin.message_user(request, f"Messaged {len(queryset)} worker(s).")
+
+
+WORKER_ACTIONS = (block_on_provider, unblock_on_provider, notify_workers)
+
+
+class WorkerHistoryMixin:
+    """A worker's history and statistics on their admin page."""
+
+    @admin.display(description="History and statistics")
+    def provider_history(self, obj):
+        if obj is None or obj.pk is None:
+            return "–"
+        by_status = dict(Assignment.objects.filter(worker=obj).values_list("status")
+                         .annotate(n=Count("pk")).values_list("status", "n"))
+        judgments = Judgment.objects.filter(worker=obj).aggregate(
+            n=Count("pk"), ms=Avg("time_spent_ms"))
+        bonus = Assignment.objects.filter(worker=obj).aggregate(total=Sum("bonus_paid"))["total"]
+        quals = ", ".join(
+            f"{q.stage.name}: {'passed' if q.passed else 'failed'} ({q.score:.0%})"
+            for q in WorkerQualification.objects.filter(worker=obj).select_related("stage"))
+        statuses = ", ".join(f"{AssignmentStatus(k).label}: {v}" for k, v in
+                             sorted(by_status.items())) or "none"
+        seconds = f"{judgments['ms'] / 1000:.1f} s" if judgments["ms"] else "–"
+        return format_html(
+            "Assignments — {}<br>Judgments: {} (mean time per item {})<br>Bonuses paid: ${}"
+            "<br>Qualifications: {}",
+            statuses, judgments["n"], seconds, bonus or Decimal("0.00"), quals or "none",
+        )

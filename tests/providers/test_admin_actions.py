@@ -1,0 +1,115 @@
+"""Provider actions in the admin: cost, publish, sync, close; approve, reject, bonus; block on
+the provider; the production banner; the worker history."""
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+from django.urls import reverse
+
+from annotation.models import AssignmentStatus, StageStatus, TaskKind, WorkerStatus
+from tests.factories import (
+    make_assignment,
+    make_item,
+    make_judgment,
+    make_project,
+    make_stage,
+    make_user,
+    make_worker,
+)
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def admin_client_(client):
+    client.force_login(make_user(superuser=True))
+    return client
+
+
+def act(client, model: str, action: str, ids, **fields):
+    url = reverse(f"admin:annotation_{model}_changelist")
+    data = {"action": action, "_selected_action": [str(i) for i in ids], "index": "0", **fields}
+    return client.post(url, data, follow=True)
+
+
+def messages_of(response) -> list[str]:
+    return [str(m) for m in response.context["messages"]]
+
+
+def test_production_banner_only_when_production(admin_client_, settings):
+    url = reverse("admin:annotation_stage_changelist")
+    settings.MTURK_ENDPOINT_URL = ""
+    settings.MTURK_PRODUCTION = False
+    assert b"MTurk PRODUCTION is ON" not in admin_client_.get(url).content
+    settings.MTURK_PRODUCTION = True
+    assert b"MTurk PRODUCTION is ON" in admin_client_.get(url).content
+    stage = make_stage(make_project())
+    change = reverse("admin:annotation_stage_change", args=[stage.pk])
+    assert b"MTurk PRODUCTION is ON" in admin_client_.get(change).content
+
+
+def test_estimate_publish_sync_close_from_the_admin(admin_client_):
+    project = make_project(TaskKind.LIKERT, items_per_hit=2, redundancy={"default": 2},
+                           reward_per_hit=Decimal("0.50"), budget_cap=Decimal("100"))
+    for _ in range(4):
+        make_item(project)
+    stage = make_stage(project, status=StageStatus.DRAFT)
+    response = act(admin_client_, "stage", "estimate_cost", [stage.pk])
+    assert any("rewards $2.00" in m and "budget cap $100" in m for m in messages_of(response))
+    response = act(admin_client_, "stage", "publish_stages", [stage.pk])
+    assert any("2 HITs created" in m for m in messages_of(response))
+    stage.refresh_from_db()
+    assert stage.status == StageStatus.COLLECTING and stage.hits.count() == 2
+    response = act(admin_client_, "stage", "sync_stages", [stage.pk])
+    assert any("0 submissions" in m for m in messages_of(response))
+    response = act(admin_client_, "stage", "close_stages", [stage.pk], reason="enough")
+    stage.refresh_from_db()
+    assert stage.status == StageStatus.CLOSED
+    assert stage.transitions.last().reason == "enough"
+
+
+def test_publish_refusal_is_shown(admin_client_):
+    project = make_project(TaskKind.LIKERT, budget_cap=Decimal("0.10"))
+    make_item(project)
+    stage = make_stage(project, status=StageStatus.DRAFT)
+    response = act(admin_client_, "stage", "publish_stages", [stage.pk])
+    assert any("not published" in m and "budget cap" in m for m in messages_of(response))
+    stage.refresh_from_db()
+    assert stage.status == StageStatus.DRAFT
+
+
+def test_approve_reject_bonus_actions(admin_client_):
+    project = make_project(TaskKind.LIKERT)
+    stage = make_stage(project)
+    item = make_item(project)
+    ok, bad = (make_assignment(stage, items=[item], status=AssignmentStatus.SUBMITTED)
+               for _ in range(2))
+    make_judgment(item=item, stage=stage, worker=ok.worker, assignment=ok)
+    response = act(admin_client_, "assignment", "reject_assignments", [bad.pk])
+    assert any("Type a reason" in m for m in messages_of(response))
+    act(admin_client_, "assignment", "reject_assignments", [bad.pk], reason="off-topic")
+    act(admin_client_, "assignment", "approve_assignments", [ok.pk])
+    for _ in range(2):  # a double click pays once
+        act(admin_client_, "assignment", "bonus_assignments", [ok.pk], amount="0.25",
+            reason="thanks")
+    ok.refresh_from_db()
+    bad.refresh_from_db()
+    assert (ok.status, bad.status) == (AssignmentStatus.APPROVED, AssignmentStatus.REJECTED)
+    assert ok.bonus_paid == Decimal("0.25")
+    page = admin_client_.get(reverse("admin:annotation_worker_change", args=[ok.worker.pk]))
+    assert b"Bonuses paid: $0.25" in page.content and b"Approved: 1" in page.content
+
+
+@pytest.mark.mturk
+def test_block_on_mturk_from_the_admin(admin_client_, mturk_server):
+    worker = make_worker(provider="mturk", external_id="A1WORKER")
+    act(admin_client_, "worker", "block_on_provider", [worker.pk], reason="copy-paste answers")
+    worker.refresh_from_db()
+    assert worker.status == WorkerStatus.BLOCKED
+    assert mturk_server.state.blocks == {"A1WORKER": "copy-paste answers"}
+    act(admin_client_, "worker", "unblock_on_provider", [worker.pk])
+    worker.refresh_from_db()
+    assert worker.status == WorkerStatus.ACTIVE and mturk_server.state.blocks == {}
+    act(admin_client_, "worker", "notify_workers", [worker.pk], reason="New HITs are up")
+    assert mturk_server.state.notifications[0]["WorkerIds"] == ["A1WORKER"]
