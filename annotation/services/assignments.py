@@ -627,6 +627,10 @@ def assignment_submit(*, assignment: Assignment, answers: list[dict],
     assignment.last_seen_at = assignment.submitted_at
     assignment.completion_code = _completion_code(assignment.stage)
     assignment.save(update_fields=["status", "submitted_at", "last_seen_at", "completion_code"])
+    # Qualification stages are graded at once (annotation/services/qualification.py).
+    from .qualification import qualification_grade_on_submit
+
+    qualification_grade_on_submit(assignment=assignment)
     return list(Judgment.objects.filter(assignment=assignment).order_by("pk"))
 
 

@@ -194,6 +194,13 @@ def stage_hits_build(*, stage: Stage) -> list[Hit]:
     if existing:
         return existing
     hits = []
+    if stage.kind == StageKind.QUALIFICATION and not (stage.settings or {}).get(
+        "items_per_assignment"
+    ):
+        # Prolific and in-house pages pick items per assignment: a qualification takes all.
+        stage.settings = {**(stage.settings or {}), "items_per_assignment": stage.items.count()
+                          or len(stage_items_choose(stage=stage))}
+        stage.save(update_fields=["settings", "updated_at"])
     for plan in stage_hit_plan(stage=stage):
         hit = Hit.objects.create(
             stage=stage, provider=stage.provider, max_assignments=plan.max_assignments,

@@ -22,7 +22,13 @@ from annotation.services.stages import stage_publish
 
 from .conftest import make_stages
 from .mturk_server import MTurkError
-from .workers_sim import submit_locally
+from .workers_sim import (
+    gold_score,
+    gold_then_wrong,
+    mturk_worker_submits,
+    scores_cycle,
+    wrong_score,
+)
 
 pytestmark = [pytest.mark.mturk, pytest.mark.django_db]
 
@@ -48,7 +54,7 @@ def assert_local_matches_server(server, stage):
 
 
 def test_qualification_trial_review_on_the_mturk_protocol(mturk_server, likert_study,
-                                                          researcher):
+                                                          researcher, client):
     server, state = mturk_server, mturk_server.state
     project, gold, _items = likert_study
     qualification, trial, _full = make_stages(project, "mturk")
@@ -65,25 +71,24 @@ def test_qualification_trial_review_on_the_mturk_protocol(mturk_server, likert_s
     qual_type = qualification.settings["mturk_qualification_type_id"]
     assert qual_type in state.qualification_types
 
-    gold_scores = [g.gold["score"] for g in gold[:10]]
-    answers = {
-        "WPASS1": gold_scores,
-        "WPASS2": gold_scores,
-        "WPASS3": gold_scores[:8] + [5 if s != 5 else 1 for s in gold_scores[8:]],  # 80%
-        "WFAIL": [5 if s != 5 else 1 for s in gold_scores],  # all wrong
-    }
-    for worker_id, scores in answers.items():
+    answers = {"WPASS1": gold_score, "WPASS2": gold_score, "WPASS3": gold_then_wrong(8),
+               "WFAIL": wrong_score}
+    for worker_id, answer_for in answers.items():
+        # The worker accepts the HIT on MTurk, which opens our ExternalQuestion page.
         assignment_id = state.worker_accept(qual_hit.external_id, worker_id)
-        submit_locally(stage=qualification, hit=qual_hit, worker_external_id=worker_id,
-                       external_id=assignment_id, scores=scores)
-        state.worker_submit(assignment_id)
+        mturk_worker_submits(client, stage=qualification, hit_id=qual_hit.external_id,
+                             worker_id=worker_id, assignment_id=assignment_id,
+                             answer_for=answer_for)
+        state.worker_submit(assignment_id)  # the page posts to turkSubmitTo
+    # Graded on submit, so a passing worker can go on at once; granted on MTurk by the sync.
+    assert WorkerQualification.objects.filter(stage=qualification, passed=True).count() == 3
     # A worker whose answers never reached us (submitted on MTurk only): flagged, never approved.
     lost_id = state.worker_accept(qual_hit.external_id, "WLOST")
     state.worker_submit(lost_id)
 
     sync, review = stage_sync_and_review(stage=qualification)
     assert (sync.listed, sync.flagged) == (5, 1)
-    assert (review.graded, review.granted, review.approved) == (4, 4, 4)
+    assert (review.graded, review.granted, review.approved) == (0, 4, 4)
     results = dict(WorkerQualification.objects.filter(stage=qualification)
                    .values_list("worker__external_id", "passed"))
     assert results == {"WPASS1": True, "WPASS2": True, "WPASS3": True, "WFAIL": False}
@@ -113,15 +118,23 @@ def test_qualification_trial_review_on_the_mturk_protocol(mturk_server, likert_s
     assert not state.requirements_met("WFAIL", first)
     assert not state.requirements_met("WNEW", first)  # never took the qualification
 
-    good_scores = [3, 4, 2, 5, 1]
     done = {}
-    for worker_id, scores, seconds in [("WPASS1", good_scores, 8.0), ("WPASS3", good_scores, 6.0),
-                                       ("WPASS2", [3], 0.5)]:  # straight-lining, too fast
+    for worker_id, answer_for, seconds in [
+        ("WPASS1", scores_cycle([3, 4, 2, 5, 1]), 8.0),
+        ("WPASS3", scores_cycle([2, 4, 3, 5, 1]), 6.0),
+        ("WPASS2", scores_cycle([3]), 0.5),  # too fast (and straight-lining)
+    ]:
         assignment_id = state.worker_accept(first, worker_id)
-        done[worker_id] = submit_locally(stage=trial, hit=hits[0], worker_external_id=worker_id,
-                                         external_id=assignment_id, scores=scores,
-                                         seconds_per_item=seconds)
+        done[worker_id] = mturk_worker_submits(
+            client, stage=trial, hit_id=first, worker_id=worker_id,
+            assignment_id=assignment_id, answer_for=answer_for, seconds=seconds)
         state.worker_submit(assignment_id)
+    # Our page refuses the failed worker too, whatever the provider let through.
+    from django.urls import reverse
+
+    refused = client.get(reverse("annotation:task-mturk", kwargs={"stage_id": trial.pk}),
+                         {"assignmentId": "FORGED", "hitId": first, "workerId": "WFAIL"})
+    assert refused.status_code == 403
     sync, review = stage_sync_and_review(stage=trial)
     assert (sync.listed, sync.matched, sync.flagged) == (3, 3, 0)
     assert (review.approved, review.rejected, review.blocked) == (2, 1, 1)
@@ -157,7 +170,7 @@ def test_qualification_trial_review_on_the_mturk_protocol(mturk_server, likert_s
 
 
 def test_mturk_auto_approval_is_mirrored_and_missing_judgments_flagged(mturk_server, likert_study,
-                                                                       researcher):
+                                                                       researcher, client):
     state = mturk_server.state
     project, _gold, _items = likert_study
     _q, trial, _f = make_stages(project, "mturk")
@@ -166,8 +179,8 @@ def test_mturk_auto_approval_is_mirrored_and_missing_judgments_flagged(mturk_ser
     stage_publish(stage=trial, user=researcher)
     hit = trial.hits.first()
     approved_id = state.worker_accept(hit.external_id, "W1")
-    submit_locally(stage=trial, hit=hit, worker_external_id="W1", external_id=approved_id,
-                   scores=[1, 2, 3, 4, 5])
+    mturk_worker_submits(client, stage=trial, hit_id=hit.external_id, worker_id="W1",
+                         assignment_id=approved_id, answer_for=scores_cycle([1, 2, 3, 4, 5]))
     state.worker_submit(approved_id)
     state.assignments[approved_id]["AssignmentStatus"] = "Approved"  # MTurk's auto-approval
     empty_id = state.worker_accept(hit.external_id, "W2")

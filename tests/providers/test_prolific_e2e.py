@@ -18,12 +18,13 @@ from annotation.services.stages import stage_publish
 
 from .conftest import make_stages
 from .prolific_server import ApiError
-from .workers_sim import submit_locally
+from .workers_sim import gold_score, prolific_participant_submits, scores_cycle, wrong_score
 
 pytestmark = [pytest.mark.prolific, pytest.mark.django_db]
 
 
-def test_qualification_trial_review_on_prolific(prolific_server, likert_study, researcher):
+def test_qualification_trial_review_on_prolific(prolific_server, likert_study, researcher,
+                                                client):
     server, state = prolific_server, prolific_server.state
     project, gold, _items = likert_study
     qualification, trial, _full = make_stages(project, "prolific")
@@ -45,13 +46,13 @@ def test_qualification_trial_review_on_prolific(prolific_server, likert_study, r
     code = qualification.settings["prolific_completion_code"]
     assert study["completion_codes"][0]["code"] == code
 
-    gold_items = list(qualification.items.order_by("id"))
-    gold_scores = [i.gold["score"] for i in gold_items]
-    wrong = [5 if s != 5 else 1 for s in gold_scores]
-    for pid, scores in [("P1", gold_scores), ("P2", gold_scores), ("P3", wrong)]:
-        session = state.participant_start(study["id"], pid)
-        submit_locally(stage=qualification, hit=None, worker_external_id=pid,
-                       external_id=session, scores=scores, items=gold_items)
+    for pid, answer_for in [("P1", gold_score), ("P2", gold_score), ("P3", wrong_score)]:
+        session = state.participant_start(study["id"], pid)  # Prolific sends them to our page
+        assignment = prolific_participant_submits(
+            client, stage=qualification, pid=pid, study_id=study["id"], session_id=session,
+            answer_for=answer_for)
+        assert assignment.items.count() == 10  # the whole qualification on one page
+        assert assignment.completion_code == code
         state.participant_complete(session, code)
     lost = state.participant_start(study["id"], "P4")  # completed on Prolific only
     state.participant_complete(lost, code)
@@ -59,7 +60,7 @@ def test_qualification_trial_review_on_prolific(prolific_server, likert_study, r
 
     sync, review = stage_sync_and_review(stage=qualification)
     assert sync.listed == 5 and sync.flagged == 1 and sync.ignored == 1  # 3 pages of 2
-    assert (review.graded, review.granted, review.approved) == (3, 3, 3)
+    assert (review.graded, review.granted, review.approved) == (0, 3, 3)
     passed = set(WorkerQualification.objects.filter(stage=qualification, passed=True)
                  .values_list("worker__external_id", flat=True))
     assert passed == {"P1", "P2"}
@@ -79,13 +80,13 @@ def test_qualification_trial_review_on_prolific(prolific_server, likert_study, r
     with pytest.raises(ApiError, match="not eligible"):
         state.participant_start(trial_study["id"], "P3")
     trial_code = trial.settings["prolific_completion_code"]
-    items = list(trial.items.order_by("id"))[:5]
     done = {}
-    for pid, scores, seconds in [("P1", [1, 3, 5, 2, 4], 7.0), ("P2", [3], 0.4)]:
+    for pid, answer_for, seconds in [("P1", scores_cycle([1, 3, 5, 2, 4]), 7.0),
+                                     ("P2", scores_cycle([3]), 0.4)]:
         session = state.participant_start(trial_study["id"], pid)
-        done[pid] = submit_locally(stage=trial, hit=None, worker_external_id=pid,
-                                   external_id=session, scores=scores, items=items,
-                                   seconds_per_item=seconds)
+        done[pid] = prolific_participant_submits(
+            client, stage=trial, pid=pid, study_id=trial_study["id"], session_id=session,
+            answer_for=answer_for, seconds=seconds)
         state.participant_complete(session, trial_code)
     server.rate_limit_next["POST submissions/<id>/transition/"] = 1
     sync, review = stage_sync_and_review(stage=trial)

@@ -1,34 +1,85 @@
-"""Simulated workers for the provider end-to-end tests.
-
-`submit_locally` writes what the task page writes when a worker submits (an assignment with the
-HIT's items and one judgment per item); the end-to-end tests use the real task pages where they
-exist (see test_mturk_e2e.py).
-"""
+"""Simulated workers that open the real task pages (Django test client) and submit, the way a
+worker's browser does: GET the page the provider sends them to, read the page's JSON config,
+POST the answers to the submit endpoint with the page's signed assignment token."""
 from __future__ import annotations
 
-from django.utils import timezone
+import json
+import re
+from collections.abc import Callable
+from urllib.parse import urlencode
 
-from annotation.models import Assignment, AssignmentItem, AssignmentStatus, Judgment, Worker
+from django.urls import reverse
+
+from annotation.models import Assignment
 
 
-def submit_locally(*, stage, hit, worker_external_id: str, external_id: str, scores=None,
-                   choices=None, seconds_per_item: float = 6.0, items=None) -> Assignment:
-    worker, _ = Worker.objects.get_or_create(provider=stage.provider,
-                                             external_id=worker_external_id)
-    if items is None:
-        items = list(hit.items.order_by("hititem__position")) if hit is not None else list(
-            stage.items.order_by("id")[: stage.project.items_per_hit])
-    assignment = Assignment.objects.create(
-        stage=stage, hit=hit, worker=worker, external_id=external_id,
-        status=AssignmentStatus.SUBMITTED, submitted_at=timezone.now(),
-    )
-    for position, item in enumerate(items):
-        AssignmentItem.objects.create(assignment=assignment, item=item, position=position)
-        value = {}
-        if scores is not None:
-            value["score"] = scores[position % len(scores)]
-        if choices is not None:
-            value["choice"] = choices[position % len(choices)]
-        Judgment.objects.create(item=item, worker=worker, stage=stage, assignment=assignment,
-                                time_spent_ms=int(seconds_per_item * 1000), **value)
-    return assignment
+def page_config(response) -> dict:
+    match = re.search(rb'<script id="task-config" type="application/json">(.*?)</script>',
+                      response.content, re.S)
+    assert match, f"no task page ({response.status_code}): {response.content[:300]!r}"
+    return json.loads(match.group(1))
+
+
+def _submit(client, response, answer_for: Callable[[int], dict], seconds: float) -> None:
+    config = page_config(response)
+    answers = [{"item": item_id, "time_spent_ms": int(seconds * 1000), **answer_for(item_id)}
+               for item_id in config["items"]]
+    done = client.post(reverse("annotation:task-submit"), data=json.dumps({"answers": answers}),
+                       content_type="application/json", HTTP_X_ASSIGNMENT_TOKEN=config["token"])
+    assert done.status_code == 200, done.content[:500]
+
+
+def mturk_worker_submits(client, *, stage, hit_id: str, worker_id: str, assignment_id: str,
+                         answer_for: Callable[[int], dict], seconds: float = 6.0) -> Assignment:
+    query = urlencode({"assignmentId": assignment_id, "hitId": hit_id, "workerId": worker_id,
+                       "turkSubmitTo": "https://workersandbox.mturk.com"})
+    url = reverse("annotation:task-mturk", kwargs={"stage_id": stage.pk}) + "?" + query
+    response = client.get(url)
+    assert response.status_code == 200, response.content[:500]
+    _submit(client, response, answer_for, seconds)
+    return Assignment.objects.get(stage=stage, external_id=assignment_id)
+
+
+def prolific_participant_submits(client, *, stage, pid: str, study_id: str, session_id: str,
+                                 answer_for: Callable[[int], dict],
+                                 seconds: float = 6.0) -> Assignment:
+    query = urlencode({"PROLIFIC_PID": pid, "STUDY_ID": study_id, "SESSION_ID": session_id})
+    url = reverse("annotation:task-prolific", kwargs={"stage_id": stage.pk}) + "?" + query
+    response = client.get(url)
+    assert response.status_code == 200, response.content[:500]
+    _submit(client, response, answer_for, seconds)
+    return Assignment.objects.get(stage=stage, external_id=session_id)
+
+
+def gold_score(item_id: int) -> dict:
+    from annotation.models import Item
+
+    return {"score": Item.objects.get(pk=item_id).gold["score"]}
+
+
+def wrong_score(item_id: int) -> dict:
+    from annotation.models import Item
+
+    score = Item.objects.get(pk=item_id).gold["score"]
+    return {"score": 1 if score != 1 else 5}
+
+
+def gold_then_wrong(n_right: int) -> Callable[[int], dict]:
+    state = {"n": 0}
+
+    def answer(item_id: int) -> dict:
+        state["n"] += 1
+        return gold_score(item_id) if state["n"] <= n_right else wrong_score(item_id)
+
+    return answer
+
+
+def scores_cycle(scores: list[int]) -> Callable[[int], dict]:
+    state = {"n": 0}
+
+    def answer(_item_id: int) -> dict:
+        value = scores[state["n"] % len(scores)]
+        state["n"] += 1
+        return {"score": value}
+
+    return answer
