@@ -226,12 +226,8 @@
     return problems(id).length === 0;
   }
   function updateProgress() {
-    if (stepped) {
-      progressEl.textContent = `Question ${Math.min(state.current + 1, ids.length)} of ${ids.length}`;
-    } else {
-      const n = ids.filter(isDone).length;
-      progressEl.textContent = `${n} of ${ids.length} answered`;
-    }
+    const n = ids.filter(isDone).length;
+    progressEl.textContent = `${n} of ${ids.length} answered`;
   }
 
   // --- Autosave -------------------------------------------------------------------------------

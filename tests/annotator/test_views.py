@@ -69,7 +69,7 @@ def test_inhouse_link_opens_the_task_and_reload_continues_the_same_assignment(cl
     assert html.count("I got all of the ingredients") == 1 + 1  # passage once + worked example
     again = client.get(reverse("annotation:task-link", kwargs={"token": response.wsgi_request
                                                                .resolver_match.kwargs["token"]}))
-    assert page_config(again)["token"] == page_config(response)["token"]
+    assert page_config(again)["storage_key"] == page_config(response)["storage_key"]
     assert Assignment.objects.filter(worker=worker).count() == 1
 
 

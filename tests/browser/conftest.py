@@ -72,8 +72,10 @@ def phone_page(browser):
     context.close()
 
 
-def screenshot(page, name: str) -> Path:
+def screenshot(page, name: str, *, top: bool = False) -> Path:
     SCREENSHOT_DIR.mkdir(parents=True, exist_ok=True)
     path = SCREENSHOT_DIR / f"{name}.png"
+    if top:
+        page.evaluate("window.scrollTo(0, 0)")
     page.screenshot(path=str(path), full_page=False)
     return path

@@ -1,0 +1,234 @@
+"""The task pages in a real browser (Debian's chromium through Playwright), keyboard only.
+
+Each test completes an assignment the way a worker would and checks what was stored. The pages
+are also photographed at laptop and phone widths (test-artifacts/screenshots/).
+"""
+from __future__ import annotations
+
+from urllib.parse import urlencode
+
+import pytest
+from django.urls import reverse
+
+from annotation.models import Assignment, ExperimentMode, Item, Judgment, TaskKind
+from annotation.services.access import inhouse_link_create
+from tests.annotator.conftest import make_task
+from tests.browser.conftest import screenshot
+from tests.factories import make_hit, make_worker
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+GOLD_SENTINEL = "GOLD-SENTINEL-b41e"
+
+
+def task_with_sentinel_gold(kind: str, **kwargs):
+    project, stage, items = make_task(kind, **kwargs)
+    for item in items:
+        Item.objects.filter(pk=item.pk).update(gold={**item.gold, "note": GOLD_SENTINEL})
+    return project, stage, items
+
+
+def open_inhouse(page, live_server, project, **link_kwargs) -> str:
+    worker = make_worker(display_name="Test annotator")
+    _, path = inhouse_link_create(worker=worker, project=project, **link_kwargs)
+    url = live_server.url + path
+    page.goto(url)
+    assert GOLD_SENTINEL not in page.content()
+    return url
+
+
+def tab_to(page, selector: str, limit: int = 40) -> None:
+    """Press Tab until the focused element matches `selector` (keyboard-only navigation)."""
+    for _ in range(limit):
+        if page.evaluate("(s) => document.activeElement && document.activeElement.matches(s)",
+                         selector):
+            return
+        page.keyboard.press("Tab")
+    raise AssertionError(f"Tab never reached {selector}")
+
+
+def finish(page) -> None:
+    page.wait_for_url("**/task/complete/**")
+    assert "your answers are saved" in page.content()
+
+
+def phone_shot(phone_page, url: str, name: str) -> None:
+    phone_page.goto(url)
+    screenshot(phone_page, f"{name}-360")
+
+
+def test_likert_hit_with_the_keyboard_only(live_server, page, phone_page):
+    project, stage, items = task_with_sentinel_gold(TaskKind.LIKERT, group="p1")
+    url = open_inhouse(page, live_server, project)
+    assert page.locator(".passage").count() == 1  # the shared passage is shown once
+    page.keyboard.press("4")  # answers the first item and moves on
+    page.keyboard.press("2")
+    expect_text(page, "#progress", "2 of 3 answered")
+    screenshot(page, "likert-1280", top=True)
+    phone_shot(phone_page, url, "likert")
+    page.keyboard.press("5")
+    assert page.evaluate("document.activeElement.id") == "submit-button"
+    page.keyboard.press("Enter")
+    finish(page)
+    judgments = Judgment.objects.order_by("item_id")
+    assert [j.score for j in judgments] == [4.0, 2.0, 5.0]
+    assert all(j.time_spent_ms is not None and j.client_started_at for j in judgments)
+
+
+def expect_text(page, selector: str, text: str) -> None:
+    page.wait_for_function(
+        "([s, t]) => document.querySelector(s) && document.querySelector(s).textContent.includes(t)",
+        arg=[selector, text],
+    )
+
+
+def test_ab_with_validation_messages_keyboard_only(live_server, page, phone_page):
+    project, stage, items = task_with_sentinel_gold(TaskKind.AB, n_items=2,
+                                                    justification_min_length=30)
+    url = open_inhouse(page, live_server, project)
+    assignment = Assignment.objects.get()
+    for n, item in enumerate(items):
+        page.keyboard.press("b")
+        assert page.evaluate("document.activeElement.value") == "B"
+        page.keyboard.press("Tab")  # → "difficult" yes/no
+        page.keyboard.press("Space")
+        page.keyboard.press("Tab")  # → justification
+        page.keyboard.type("Too short." if n == 0 else
+                           "Answer B names the physical cause; the other answer is wrong.")
+        page.keyboard.press("Tab")  # → first aspect
+        page.keyboard.press("Space")
+        if n == 0:
+            expect_text(page, f"#count-{item.pk}", "more needed")
+            screenshot(page, "ab-1280", top=True)
+            phone_shot(phone_page, url, "ab")
+            tab_to(page, f'#item-{items[1].pk} input[type="radio"]')
+    tab_to(page, "#submit-button")
+    page.keyboard.press("Enter")
+    # Inline message next to the item and a summary linking to it; nothing stored.
+    expect_text(page, f"#err-{items[0].pk}", "at least 30 characters (10 so far)")
+    assert page.locator("#form-errors").is_visible()
+    assert Judgment.objects.count() == 0
+    page.focus(f"#justification-{items[0].pk}")
+    page.keyboard.type(" B is also easier to follow and cites an example.")
+    tab_to(page, "#submit-button")
+    page.keyboard.press("Enter")
+    finish(page)
+    for judgment in Judgment.objects.order_by("item_id"):
+        row = assignment.assignmentitem_set.get(item=judgment.item)
+        # Shown "B" is stored in item order through the randomized order shown.
+        assert judgment.choice == row.presented_order[1]
+        assert judgment.presented_order == row.presented_order
+        assert judgment.difficult is True and judgment.aspects == ["factuality"]
+    assert Judgment.objects.count() == 2
+
+
+@pytest.mark.parametrize("mode", [ExperimentMode.QA, ExperimentMode.GUESSING,
+                                  ExperimentMode.VALIDITY, ExperimentMode.PILOT])
+def test_starc_modes_with_the_keyboard_only(live_server, page, phone_page, mode):
+    project, stage, items = task_with_sentinel_gold(TaskKind.MC, mode=mode, n_items=2)
+    url = open_inhouse(page, live_server, project)
+    assignment = Assignment.objects.get()
+    if mode in (ExperimentMode.GUESSING, ExperimentMode.PILOT):
+        assert items[0].content["paragraph"] not in page.content()
+    for n, item in enumerate(items):
+        expect_text(page, "#progress", f"{n} of 2 answered")
+        assert page.locator(f"#item-{item.pk}").is_visible()  # one question at a time
+        box = f"#item-{item.pk}"
+        if mode == ExperimentMode.VALIDITY:
+            page.keyboard.press("1")  # one correct answer
+            page.keyboard.press("c")
+            if n == 0:
+                screenshot(page, f"mc-{mode}-1280")
+                phone_shot(phone_page, url, f"mc-{mode}")
+            page.keyboard.press("Enter")  # next question / submit
+            continue
+        if mode == ExperimentMode.PILOT:
+            page.keyboard.press("a")  # page 1: guess
+            if n == 0:
+                screenshot(page, f"mc-{mode}-1280")
+            page.keyboard.press("Enter")
+            page.locator(f"{box} .paragraph").wait_for(state="visible")  # page 2: read
+            assert item.content["paragraph"] in page.inner_text(f"{box} .paragraph")
+            page.keyboard.press("Enter")
+            page.locator(f"{box} .paragraph").wait_for(state="hidden")  # page 3: answer
+        page.keyboard.press("c")
+        page.keyboard.press("Enter")
+        page.locator(f"{box} .feedback").wait_for(state="visible")
+        if mode == ExperimentMode.GUESSING:
+            assert item.content["paragraph"] in page.inner_text(f"{box} .paragraph")
+        if n == 0 and mode != ExperimentMode.PILOT:
+            screenshot(page, f"mc-{mode}-1280")
+            phone_shot(phone_page, url, f"mc-{mode}")
+        page.keyboard.press("Enter")  # next question (or submit on the last)
+    finish(page)
+    judgments = list(Judgment.objects.order_by("item_id"))
+    assert len(judgments) == 2
+    for judgment in judgments:
+        order = assignment.assignmentitem_set.get(item=judgment.item).presented_order
+        expected_role = order[2]  # shown "c"
+        if mode == ExperimentMode.VALIDITY:
+            assert judgment.choices == [expected_role] and judgment.extra["validity"] == "one"
+        else:
+            assert judgment.choice == expected_role
+            assert judgment.extra["is_correct"] is (expected_role == "A")
+        if mode == ExperimentMode.PILOT:
+            assert judgment.extra["guess_choice"] == order[0]  # shown "a"
+        assert judgment.time_spent_ms is not None
+
+
+def test_reload_mid_hit_keeps_answers(live_server, page):
+    project, stage, items = make_task(TaskKind.AB, n_items=2)
+    url = open_inhouse(page, live_server, project)
+    page.keyboard.press("a")
+    page.focus(f"#justification-{items[0].pk}")
+    page.keyboard.type("Half-written justification")
+    expect_text(page, "#save-status", "All answers saved")
+    # The server copy survives even when this browser's storage is gone.
+    page.evaluate("localStorage.clear()")
+    page.goto(url)
+    assert page.input_value(f"#justification-{items[0].pk}") == "Half-written justification"
+    assert page.is_checked(f'#item-{items[0].pk} input[value="A"]')
+    assert Assignment.objects.count() == 1
+
+
+def test_mturk_preview_then_hit_then_second_visit_shows_completion(live_server, page,
+                                                                   settings):
+    settings.QAJ_MTURK_SUBMIT_HOSTS = [live_server.url]
+    project, stage, items = task_with_sentinel_gold(TaskKind.LIKERT, group="p1")
+    make_hit(stage, items=items, external_id="HITB1")
+    base = live_server.url + reverse("annotation:task-mturk", kwargs={"stage_id": stage.pk})
+    page.goto(base + "?" + urlencode({"assignmentId": "ASSIGNMENT_ID_NOT_AVAILABLE",
+                                      "hitId": "HITB1"}))
+    assert "Accept the HIT to begin" in page.content()
+    assert page.locator(".likert-item").count() == 1
+    assert page.is_disabled(".likert-item input >> nth=0")
+    screenshot(page, "mturk-preview-1280")
+    assert not Assignment.objects.exists()
+
+    posted: list[str] = []
+
+    def external_submit(route):
+        posted.append(route.request.post_data or "")
+        route.fulfill(status=200, body="MTurk got it")
+
+    page.route("**/mturk/externalSubmit", external_submit)
+    url = base + "?" + urlencode({"assignmentId": "ASGB1", "hitId": "HITB1",
+                                  "workerId": "WB1", "turkSubmitTo": live_server.url})
+    page.goto(url)
+    assert GOLD_SENTINEL not in page.content()
+    for key in "345":
+        page.keyboard.press(key)
+    page.keyboard.press("Enter")
+    page.wait_for_url("**/mturk/externalSubmit")
+    assert "assignmentId=ASGB1" in posted[0]
+    assert Judgment.objects.count() == 3
+
+    page.goto(url)  # the worker comes back: completion again, nothing new stored
+    page.wait_for_url("**/mturk/externalSubmit")
+    assert len(posted) == 2 and Judgment.objects.count() == 3
+
+    other = base + "?" + urlencode({"assignmentId": "ASGB1", "hitId": "HITB1",
+                                    "workerId": "INTRUDER", "turkSubmitTo": live_server.url})
+    response = page.goto(other)
+    assert response.status == 403
+    assert "belongs to another worker" in page.content()
