@@ -213,7 +213,7 @@ class ProjectAdmin(ProjectScopedAdmin):
     project_path = ""
     list_display = (
         "title", "slug", "kind", "owner", "item_count", "judgment_progress",
-        "assignment_summary", "created_at",
+        "assignment_summary", "dashboard_link", "created_at",
     )
     list_filter = ("kind", "experiment_mode")
     list_select_related = ("owner",)
@@ -283,6 +283,13 @@ class ProjectAdmin(ProjectScopedAdmin):
         if not change and obj.owner_id is None:
             obj.owner = request.user
         super().save_model(request, obj, form, change)
+
+    @admin.display(description="Reports")
+    def dashboard_link(self, obj):
+        from django.urls import reverse
+
+        return format_html('<a href="{}">dashboard</a>',
+                           reverse("metrics:project-dashboard", args=[obj.slug]))
 
     @admin.display(description="Items")
     def item_count(self, obj):

@@ -3,9 +3,11 @@ from django.urls import path  # noqa: F401
 
 app_name = "metrics-api"
 
-from . import apis  # noqa: E402
+from . import apis, apis_reports  # noqa: E402
 
 urlpatterns: list = [
+    path("projects/<slug:slug>/report/", apis_reports.ProjectReportApi.as_view(),
+         name="project-report"),
     path("projects/<slug:slug>/metric-report/", apis.MetricReportApi.as_view(),
          name="metric-report"),
     path("projects/<slug:slug>/scoring-jobs/", apis.ScoringJobListCreateApi.as_view(),

@@ -231,3 +231,8 @@ CELERY_BEAT_SCHEDULE["lerc-refresh"] = {
 CELERY_BEAT_SCHEDULE["lerc-fail-stale"] = {
     "task": "worker.tasks.lerc.lerc_fail_stale", "schedule": 300.0,
 }
+# Reports: recompute agreement/worker/STARC/long-form reports of projects with new judgments.
+CELERY_BEAT_SCHEDULE["reports-refresh-stale"] = {
+    "task": "worker.tasks.reports.reports_refresh_stale",
+    "schedule": float(os.environ.get("QAJ_REPORT_REFRESH_SECONDS", "120")),
+}

@@ -70,12 +70,12 @@ def agreement_report(
     report = {"all": group_agreement(frame, base)}
     fields = [group_by] if group_by else list(GROUP_FIELDS)
     for field in fields:
-        column = frame.item_column(field)[base] if len(frame) else np.array([], dtype=object)
-        values = sorted({str(v) for v in column})
-        if group_by is None and len(values) < 2:
+        labels, codes = frame.codes(field)
+        present = np.unique(codes[base]) if len(frame) else np.array([], dtype=np.int64)
+        if group_by is None and len(present) < 2:
             continue  # one group equals "all"
-        full_column = np.array([str(v) for v in frame.item_column(field)], dtype=object)
-        for value in values:
-            mask = base & (full_column == value)
-            report[f"{field}={value or '(none)'}"] = group_agreement(frame, mask)
+        for code in present:
+            report[f"{field}={labels[code] or '(none)'}"] = group_agreement(
+                frame, base & (codes == code)
+            )
     return report

@@ -20,8 +20,12 @@ def _figure(width: float = 6.0, height: float = 3.0):
 
 
 def _svg(fig) -> str:
+    import matplotlib
+
     buffer = io.StringIO()
-    fig.savefig(buffer, format="svg")
+    # Text as <text> elements rather than glyph paths: smaller, faster, selectable.
+    with matplotlib.rc_context({"svg.fonttype": "none"}):
+        fig.savefig(buffer, format="svg")
     text = buffer.getvalue()
     return text[text.index("<svg"):]  # drop the XML prolog so it can be inlined in HTML
 
@@ -58,12 +62,14 @@ def agreement_chart(agreement: dict) -> str | None:
     fig = _figure(7, 0.9 + 0.3 * len(rows))
     ax = fig.add_subplot()
     ys = list(range(len(rows)))[::-1]
-    for y, (_name, row) in zip(ys, rows, strict=True):
-        alpha = row["krippendorff_alpha"]
-        ci = row.get("alpha_ci") or {}
-        if ci.get("low") is not None:
-            ax.plot([ci["low"], ci["high"]], [y, y], color="#718096", linewidth=2)
-        ax.plot([alpha], [y], "o", color=PALETTE[0])
+    alphas = [row["krippendorff_alpha"] for _name, row in rows]
+    lows = [(row.get("alpha_ci") or {}).get("low") for _name, row in rows]
+    highs = [(row.get("alpha_ci") or {}).get("high") for _name, row in rows]
+    # One errorbar artist for all groups (one per group is slow to render).
+    xerr = [[a - lo if lo is not None else 0 for a, lo in zip(alphas, lows, strict=True)],
+            [hi - a if hi is not None else 0 for a, hi in zip(alphas, highs, strict=True)]]
+    ax.errorbar(alphas, ys, xerr=xerr, fmt="o", color=PALETTE[0], ecolor="#718096",
+                elinewidth=2, capsize=0)
     ax.set_yticks(ys, [name for name, _row in rows], fontsize=8)
     ax.axvline(0.8, color="#38a169", linestyle=":", linewidth=1)
     ax.axvline(0.667, color="#d69e2e", linestyle=":", linewidth=1)
@@ -80,12 +86,18 @@ def worker_scatter(workers: list[dict], *, kind: str) -> str | None:
         return None
     fig = _figure(7, 3.5)
     ax = fig.add_subplot()
-    for w in points:
-        color = PALETTE[3] if w["flags"] else PALETTE[0]
-        ax.scatter(w["median_time_s"], w["agreement_with_others"], color=color, s=18)
-        if w["flags"]:
-            ax.annotate(w["external_id"][:14], (w["median_time_s"], w["agreement_with_others"]),
-                        fontsize=7, xytext=(3, 3), textcoords="offset points")
+    flagged = [w for w in points if w["flags"]]
+    calm = [w for w in points if not w["flags"]]
+    for group, color, label in ((calm, PALETTE[0], "ok"), (flagged, PALETTE[3], "flagged")):
+        if group:
+            ax.scatter([w["median_time_s"] for w in group],
+                       [w["agreement_with_others"] for w in group], color=color, s=18,
+                       label=f"{label} ({len(group)})")
+    # Label the most suspicious few only; the table below lists everyone.
+    for w in flagged[:12]:
+        ax.annotate(w["external_id"][:14], (w["median_time_s"], w["agreement_with_others"]),
+                    fontsize=7, xytext=(3, 3), textcoords="offset points")
+    ax.legend(fontsize=8, frameon=False)
     ax.set_xscale("log")
     ax.set_xlabel("median seconds per item (log)")
     ax.set_ylabel("mean |score − others' mean|" if kind == "likert"
@@ -116,7 +128,8 @@ def starc_choice_bars(starc: dict) -> str | None:
     ax.set_yticks(ys, [f"{key} (n={rates['n']})" for key, rates in bars], fontsize=8)
     ax.set_xlim(0, 1)
     ax.set_xlabel("share of answers (A correct, B misreading, C distractor, D unsupported)")
-    ax.legend(ncols=4, fontsize=8, frameon=False, loc="lower right")
+    # Legend above the bars, never over them.
+    ax.legend(ncols=4, fontsize=8, frameon=False, loc="lower center", bbox_to_anchor=(0.5, 1.0))
     ax.spines[["top", "right"]].set_visible(False)
     return _svg(fig)
 

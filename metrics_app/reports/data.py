@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+from django.db import connection
+from django.db.models import Q
 
 from annotation.models import Item, Judgment, Project, Stage, TaskKind
 
@@ -48,8 +50,11 @@ class JudgmentFrame:
 
     def data_mask(self) -> np.ndarray:
         """Judgments of data stages (not practice or qualification)."""
+        if "_data_mask" in self.__dict__:
+            return self.__dict__["_data_mask"].copy()
         non_data = {pk for pk, kind in self.stage_kinds.items() if kind in NON_DATA_STAGE_KINDS}
-        return ~np.isin(self.stage_id, list(non_data))
+        self.__dict__["_data_mask"] = ~np.isin(self.stage_id, list(non_data))
+        return self.__dict__["_data_mask"].copy()
 
     def __len__(self) -> int:
         return len(self.id)
@@ -57,6 +62,25 @@ class JudgmentFrame:
     @property
     def watermark(self) -> int:
         return int(self.id.max()) if len(self.id) else 0
+
+    def codes(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        """(sorted distinct values as str, code per judgment) of an item field or "stage";
+        computed on the item table once, then indexed per judgment."""
+        cache = self.__dict__.setdefault("_codes", {})
+        if name not in cache:
+            if name == "stage":
+                ids = np.array(sorted(self.stage_names), dtype=np.int64)
+                labels_per_id = np.array([self.stage_names[i] for i in ids], dtype=str)
+                labels, inverse = np.unique(labels_per_id, return_inverse=True)
+                cache[name] = (labels, inverse[np.searchsorted(ids, self.stage_id)]
+                               if len(ids) else np.zeros(0, dtype=np.int64))
+            else:
+                values = np.array(["" if v is None else str(v) for v in self.items[name]],
+                                  dtype=str)
+                labels, inverse = np.unique(values, return_inverse=True)
+                cache[name] = (labels, inverse[self.item_pos] if len(values)
+                               else np.zeros(len(self), dtype=np.int64))
+        return cache[name]
 
     def item_column(self, name: str) -> np.ndarray:
         """An item attribute per judgment (dataset, source, ...; "stage" is the stage name)."""
@@ -71,6 +95,11 @@ class JudgmentFrame:
 
     def coded_values(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(mask of judgments with a value, value index into the domain, numeric domain)."""
+        if "_coded" not in self.__dict__:
+            self.__dict__["_coded"] = self._coded_values()
+        return self.__dict__["_coded"]
+
+    def _coded_values(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         if self.kind == TaskKind.LIKERT:
             has = ~np.isnan(self.score)
             domain = np.union1d(LIKERT_DOMAIN, np.unique(self.score[has]))
@@ -85,8 +114,9 @@ class JudgmentFrame:
         """(items × values counts over the judgments in `mask`, numeric domain)."""
         has, index, domain = self.coded_values()
         keep = has if mask is None else has & mask
-        counts = np.zeros((len(self.item_table_ids), len(domain)), dtype=np.int64)
-        np.add.at(counts, (self.item_pos[keep], index[keep]), 1)
+        flat = np.bincount(self.item_pos[keep] * len(domain) + index[keep],
+                           minlength=len(self.item_table_ids) * len(domain))
+        counts = flat.reshape(len(self.item_table_ids), len(domain))
         return counts[counts.sum(axis=1) > 0], domain
 
     def alpha(self, *, level: Level | None = None, mask: np.ndarray | None = None) -> float | None:
@@ -112,52 +142,78 @@ def load_judgments(
         queryset = queryset.exclude(stage__kind__in=NON_DATA_STAGE_KINDS)
     kind = project.kind
     rich = kind != TaskKind.LIKERT  # A/B and MC reports read aspects, difficulty, pilot guesses
-    fields = ["id", "item_id", "worker_id", "stage_id", "score", "choice", "time_spent_ms"]
-    if rich:
-        fields += ["difficult", "aspects", "extra", "presented_order", "choices"]
-    rows = list(queryset.order_by("id").values_list(*fields))
-    columns = list(zip(*rows, strict=True)) if rows else [()] * len(fields)
+    # Likert needs one query, and every statistic is order-free: no ORDER BY (sorting 120,000
+    # rows costs more than reading them). A/B and MC read several column sets that must line
+    # up row by row, so those queries are ordered by id.
+    queryset = queryset.order_by("id") if rich else queryset.order_by()
+    numeric = ["id", "item_id", "worker_id", "stage_id", "score", "time_spent_ms"]
+    # One float matrix straight from the cursor (None becomes NaN); ids stay exact below 2**53.
+    table = np.array(_fetch_plain(queryset.values_list(*numeric)), dtype=float).reshape(
+        -1, len(numeric)
+    )
+    n_rows = len(table)
+    choice = (
+        np.array([c for (c,) in _fetch_plain(queryset.values_list("choice"))], dtype=str)
+        if kind != TaskKind.LIKERT and n_rows else np.full(n_rows, "", dtype=str)
+    )
+    rich_fields = ["difficult", "aspects", "extra", "presented_order", "choices"]
+    rich_columns = (
+        list(zip(*queryset.values_list(*rich_fields), strict=True)) if rich and n_rows
+        else [[None] * n_rows, [], [], [], []]
+    )
 
     def ints(values) -> np.ndarray:
         return np.fromiter(values, dtype=np.int64, count=len(values))
 
-    def floats(values) -> np.ndarray:
-        return np.array([np.nan if v is None else v for v in values], dtype=float)
-
-    item_id = ints(columns[1])
-    item_table = list(
-        Item.objects.filter(project=project).order_by("id").values_list(
-            "id", "dataset", "source", "split", "domain", "text_level", "is_gold_check",
-            "is_practice", "gold", "metadata", "external_id",
-        )
-    )
-    item_cols = list(zip(*item_table, strict=True)) if item_table else [()] * 11
+    item_id = table[:, 1].astype(np.int64)
+    item_fields = ["id", "dataset", "source", "split", "domain", "text_level", "is_gold_check",
+                   "is_practice", "external_id"]
+    item_queryset = Item.objects.filter(project=project).order_by("id")
+    item_table = _fetch_plain(item_queryset.values_list(*item_fields))
+    item_cols = list(zip(*item_table, strict=True)) if item_table else [()] * len(item_fields)
     item_ids = ints(item_cols[0])
     items = {
-        name: np.array(item_cols[i], dtype=object)
-        for i, name in enumerate(
-            ["dataset", "source", "split", "domain", "text_level", "is_gold_check",
-             "is_practice", "gold", "metadata", "external_id"], start=1
-        )
+        name: np.array(item_cols[i], dtype=object if i < 6 or i == 8 else bool)
+        for i, name in enumerate(item_fields) if i > 0
     }
+    # gold and metadata are JSON: decoding 40,000 of them would dominate a Likert report that
+    # only needs the gold of gold-check and practice items.
+    labelled = item_queryset if rich else item_queryset.filter(
+        Q(is_gold_check=True) | Q(is_practice=True)
+    )
+    items["gold"] = np.full(len(item_ids), None, dtype=object)
+    items["metadata"] = np.full(len(item_ids), None, dtype=object)
+    for pk, gold, metadata in labelled.values_list("id", "gold", "metadata"):
+        position = np.searchsorted(item_ids, pk)
+        items["gold"][position] = gold
+        items["metadata"][position] = metadata
     stages = list(Stage.objects.filter(project=project).values_list("id", "name", "kind"))
     return JudgmentFrame(
         kind=kind,
-        id=ints(columns[0]),
+        id=table[:, 0].astype(np.int64),
         item_id=item_id,
-        worker_id=ints(columns[2]),
-        stage_id=ints(columns[3]),
-        score=floats(columns[4]),
-        choice=np.array(columns[5], dtype=str) if rows else np.array([], dtype=str),
-        time_ms=floats(columns[6]),
-        difficult=np.array(columns[7], dtype=object) if rich else np.full(len(rows), None),
-        aspects=list(columns[8]) if rich else [],
-        extra=list(columns[9]) if rich else [],
+        worker_id=table[:, 2].astype(np.int64),
+        stage_id=table[:, 3].astype(np.int64),
+        score=table[:, 4],
+        choice=choice,
+        time_ms=table[:, 5],
+        difficult=np.array(rich_columns[0], dtype=object),
+        aspects=list(rich_columns[1]),
+        extra=list(rich_columns[2]),
         stage_names={pk: name for pk, name, _kind in stages},
         stage_kinds={pk: kind for pk, _name, kind in stages},
-        presented_order=list(columns[10]) if rich else [],
-        choices=list(columns[11]) if rich else [],
+        presented_order=list(rich_columns[3]),
+        choices=list(rich_columns[4]),
         item_table_ids=item_ids,
         item_pos=np.searchsorted(item_ids, item_id),
         items=items,
     )
+
+
+def _fetch_plain(queryset) -> list[tuple]:
+    """Rows of a values_list over plain columns (ints, floats, strings, booleans) straight from
+    the cursor, skipping Django's per-value converters (most of the time for 120,000 rows)."""
+    sql, params = queryset.query.sql_with_params()
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall()

@@ -26,7 +26,8 @@ def likert_report(frame: JudgmentFrame) -> dict:
     _has, _index, domain = frame.coded_values()
     report = {"all": _distribution(scores, domain), "distribution": {}, "by_source": {}}
     for field, key in (("dataset", "distribution"), ("source", "by_source")):
-        column = frame.item_column(field)[mask].astype(str)
-        for value in sorted(set(column)):
-            report[key][value or "(none)"] = _distribution(scores[column == value], domain)
+        labels, codes = frame.codes(field)
+        codes = codes[mask]
+        for code in np.unique(codes):
+            report[key][labels[code] or "(none)"] = _distribution(scores[codes == code], domain)
     return report

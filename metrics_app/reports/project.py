@@ -122,3 +122,30 @@ def stale_report_projects() -> list[int]:
         if params == {"group_by": None}
     }
     return sorted(pk for pk, top in latest.items() if cached.get(pk, -1) < top)
+
+
+CHARTS_KIND = "project-charts"
+
+
+def dashboard_data(
+    *, project: Project, stage: Stage | None = None, group_by: str | None = None
+) -> tuple[dict, dict]:
+    """(report, chart SVGs) for the dashboard; the charts are cached beside the report with
+    the same watermark, so a page view after the Celery refresh renders nothing."""
+    from .charts import dashboard_charts
+
+    report = cached_project_report(project=project, stage=stage, group_by=group_by)
+    params = {"group_by": group_by}
+    rows = [r for r in Report.objects.filter(project=project, stage=stage, kind=CHARTS_KIND)
+            if r.params == params]
+    if rows and rows[0].judgment_watermark == report["judgment_watermark"]:
+        return report, rows[0].data
+    charts = dashboard_charts(report)
+    if rows:
+        rows[0].data = charts
+        rows[0].judgment_watermark = report["judgment_watermark"]
+        rows[0].save(update_fields=["data", "judgment_watermark", "computed_at"])
+    else:
+        Report.objects.create(project=project, stage=stage, kind=CHARTS_KIND, params=params,
+                              data=charts, judgment_watermark=report["judgment_watermark"])
+    return report, charts

@@ -24,6 +24,9 @@ PROBLEM_AFTER_A = 0.50
 TOO_EASY_AFTER_A = 0.95
 DISTRACTOR_AFTER = 0.30
 LEVEL_GAP = 0.30
+# A share over fewer answers than this says nothing about a question (the in-lab experiment has
+# one answer per question and level); such questions are not flagged.
+MIN_ANSWERS_FOR_FLAGS = 3
 
 
 def _rates(choices: list[str]) -> dict:
@@ -139,9 +142,11 @@ def _question_flags(frame: JudgmentFrame, idx: np.ndarray, after: list[str],
     flags: dict[str, list[str]] = {}
     for key, entry in per_question.items():
         found = []
-        if entry["before"] and _rates(entry["before"])["A"] > GUESSABLE_BEFORE_A:
+        if len(entry["before"]) >= MIN_ANSWERS_FOR_FLAGS and (
+            _rates(entry["before"])["A"] > GUESSABLE_BEFORE_A
+        ):
             found.append("guessable")
-        if entry["after"]:
+        if len(entry["after"]) >= MIN_ANSWERS_FOR_FLAGS:
             rates = _rates(entry["after"])
             if rates["A"] < PROBLEM_AFTER_A:
                 found.append("question or answers problem")
@@ -151,7 +156,9 @@ def _question_flags(frame: JudgmentFrame, idx: np.ndarray, after: list[str],
                 found.append("distractor problem")
         ele = [v for lvl, vs in entry["levels"].items() if lvl in ELEMENTARY for v in vs]
         adv = [v for lvl, vs in entry["levels"].items() if lvl in ADVANCED for v in vs]
-        if ele and adv and abs(np.mean(ele) - np.mean(adv)) > LEVEL_GAP:
+        if len(ele) >= MIN_ANSWERS_FOR_FLAGS and len(adv) >= MIN_ANSWERS_FOR_FLAGS and (
+            abs(np.mean(ele) - np.mean(adv)) > LEVEL_GAP
+        ):
             found.append("caters to one level")
         if found:
             flags[key] = found

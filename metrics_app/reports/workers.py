@@ -21,7 +21,8 @@ def _correct(frame: JudgmentFrame, tolerance: float) -> np.ndarray:
     """Per judgment: 1 right, 0 wrong, NaN when the item has no gold label."""
     gold = frame.items["gold"][frame.item_pos] if len(frame) else np.array([], dtype=object)
     out = np.full(len(frame), np.nan)
-    for j, label in enumerate(gold):
+    for j in np.nonzero(gold != None)[0]:  # noqa: E711 (elementwise comparison)
+        label = gold[j]
         if not label:
             continue
         if frame.kind == TaskKind.LIKERT:
@@ -137,8 +138,9 @@ def worker_report(frame: JudgmentFrame, *, tolerance: float = 0.0) -> list[dict]
             else "share_agreeing",
             "alpha_without": None if np.isnan(without) else float(without),
             # > 0: α is higher with this worker than without (the worker helps agreement).
+            # None when the worker shares no item with anyone (removing them changes nothing).
             "alpha_contribution": None if np.isnan(without) or alpha_all is None
-            else float(alpha_all - without),
+            or n_shared[w] == 0 else float(alpha_all - without),
             "gold_accuracy": None if n_gold[w] == 0 else float(gold_acc[w]),
             "n_gold": int(n_gold[w]),
             "practice_accuracy": None if n_practice[w] == 0 else float(practice_acc[w]),

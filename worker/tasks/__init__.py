@@ -3,3 +3,4 @@ from . import assignments  # noqa: E402,F401
 from . import metrics  # noqa: E402,F401
 from . import lerc  # noqa: E402,F401
 from . import providers  # noqa: E402,F401
+from . import reports  # noqa: E402,F401

@@ -1,0 +1,28 @@
+"""Number formatting for the dashboard: missing values show as an em dash."""
+from __future__ import annotations
+
+from django import template
+
+register = template.Library()
+
+
+@register.filter
+def num(value, digits: int = 3) -> str:
+    if value is None or value == "":
+        return "—"
+    try:
+        return f"{float(value):.{int(digits)}f}"
+    except (TypeError, ValueError):
+        return str(value)
+
+
+@register.filter
+def pct(value) -> str:
+    if value is None or value == "":
+        return "—"
+    return f"{100 * float(value):.1f}%"
+
+
+@register.filter
+def get(mapping, key):
+    return (mapping or {}).get(key)

@@ -1,0 +1,83 @@
+"""Researcher dashboard of a project: agreement, workers, score distributions, long-form A/B
+and STARC analytics, with server-rendered charts. Login required; only projects the user owns
+or that are shared with them (all for superusers) — others answer 404."""
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.utils.safestring import mark_safe
+from django.views.decorators.http import require_POST
+
+from annotation.models import Judgment, Project, Worker
+from annotation.selectors import projects_visible_to
+
+from .reports.data import GROUP_FIELDS
+from .reports.project import dashboard_data
+
+WORKER_SORTS = {
+    "contribution": ("alpha_contribution", False),
+    "agreement": ("agreement_with_others", False),
+    "gold": ("gold_accuracy", False),
+    "speed": ("median_time_s", False),
+    "straight": ("modal_answer_share", True),
+    "judgments": ("n_judgments", True),
+}
+
+
+def _visible_project(request: HttpRequest, slug: str) -> Project:
+    return get_object_or_404(projects_visible_to(request.user), slug=slug)
+
+
+@login_required
+def project_dashboard(request: HttpRequest, slug: str) -> HttpResponse:
+    project = _visible_project(request, slug)
+    stage = None
+    if request.GET.get("stage"):
+        stage = project.stages.filter(pk=request.GET["stage"]).first()
+        if stage is None:
+            raise Http404("no such stage")
+    group_by = request.GET.get("group_by") or None
+    if group_by not in (None, *GROUP_FIELDS):
+        raise Http404("unknown group")
+    report, charts = dashboard_data(project=project, stage=stage, group_by=group_by)
+    sort = request.GET.get("sort", "contribution")
+    key, descending = WORKER_SORTS.get(sort, WORKER_SORTS["contribution"])
+    workers = sorted(
+        report["workers"],
+        key=lambda w: (w[key] is None, -(w[key] or 0) if descending else (w[key] or 0)),
+    )
+    return render(request, "metrics_app/dashboard.html", {
+        "project": project,
+        "stage": stage,
+        "stages": project.stages.all(),
+        "group_by": group_by,
+        "group_fields": GROUP_FIELDS,
+        "report": report,
+        "workers": workers,
+        "sort": sort,
+        "sorts": list(WORKER_SORTS),
+        # matplotlib escapes every text it writes into the SVG.
+        "charts": {name: mark_safe(svg) if svg else None for name, svg in charts.items()},
+    })
+
+
+@login_required
+@require_POST
+def worker_block_view(request: HttpRequest, slug: str, worker_id: int) -> HttpResponse:
+    """Block a worker who judged items of this project (annotation.services.workers)."""
+    from annotation.services.workers import worker_block
+
+    project = _visible_project(request, slug)
+    if not request.user.is_staff:
+        raise Http404("researchers only")
+    worked_here = Judgment.objects.filter(item__project=project, worker_id=worker_id).exists()
+    worker = get_object_or_404(Worker, pk=worker_id) if worked_here else None
+    if worker is None:
+        raise Http404("worker did not work on this project")
+    reason = (request.POST.get("reason") or "").strip() or f"blocked from the {slug} dashboard"
+    worker_block(worker=worker, reason=reason)
+    messages.success(request, f"Blocked {worker}.")
+    return redirect(reverse("metrics:project-dashboard", args=[slug]) + "#workers")

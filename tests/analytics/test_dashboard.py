@@ -1,0 +1,124 @@
+"""Dashboard page, report API, block action and the Celery refresh task."""
+from __future__ import annotations
+
+import pytest
+from django.urls import reverse
+
+from annotation.models import StageKind, TaskKind, WorkerStatus
+from metrics_app.models import Report
+from tests.factories import (
+    make_item,
+    make_judgment,
+    make_project,
+    make_stage,
+    make_user,
+    make_worker,
+)
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def ab_project():
+    owner = make_user("owner")
+    project = make_project(TaskKind.AB, owner=owner, slug="ab-dash", title="A/B dashboard")
+    stage = make_stage(project, kind=StageKind.TRIAL, name="trial")
+    workers = [make_worker(external_id=f"expert-{i}") for i in range(3)]
+    for n in range(6):
+        item = make_item(project, domain="Biology" if n < 3 else "History")
+        for i, worker in enumerate(workers):
+            make_judgment(item=item, stage=stage, worker=worker,
+                          choice="A" if (n + (i == 2)) % 2 else "B", difficult=bool(i),
+                          aspects=["factuality"] if i == 0 else [], time_spent_ms=1000 * (i + 1))
+    return project, owner, workers
+
+
+def test_dashboard_renders_tables_and_inline_charts(client, ab_project):
+    project, owner, _workers = ab_project
+    client.force_login(owner)
+    response = client.get(reverse("metrics:project-dashboard", args=[project.slug]))
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert "A/B dashboard" in html and "domain=Biology" in html
+    assert html.count("<svg") >= 3  # agreement, long-form bars, worker scatter
+    assert "expert-2" in html and "Long-form A/B preferences by domain" in html
+    # The charts are cached with the report; a second view renders nothing new.
+    assert Report.objects.filter(project=project, kind="project-charts").count() == 1
+    again = client.get(reverse("metrics:project-dashboard", args=[project.slug]),
+                       {"sort": "speed", "group_by": "domain"})
+    assert again.status_code == 200
+
+
+def test_dashboard_and_api_hide_other_researchers_projects(client, ab_project):
+    project, _owner, _workers = ab_project
+    client.force_login(make_user("stranger"))
+    assert client.get(reverse("metrics:project-dashboard", args=[project.slug])).status_code == 404
+    assert client.get(reverse("metrics-api:project-report", args=[project.slug])).status_code == 404
+    client.logout()
+    page = client.get(reverse("metrics:project-dashboard", args=[project.slug]))
+    assert page.status_code == 302  # to the login page
+    assert client.get(reverse("metrics-api:project-report", args=[project.slug])).status_code in (
+        401, 403)
+
+
+def test_report_api_for_owner_shared_user_and_superuser(client, ab_project):
+    project, owner, _workers = ab_project
+    colleague = make_user("colleague")
+    project.shared_with.add(colleague)
+    url = reverse("metrics-api:project-report", args=[project.slug])
+    for user in (owner, colleague, make_user("root", superuser=True)):
+        client.force_login(user)
+        response = client.get(url, {"stage": "trial", "group_by": "domain"})
+        assert response.status_code == 200
+        data = response.json()
+        assert set(data["agreement"]) == {"all", "domain=Biology", "domain=History"}
+        assert data["agreement"]["all"]["n_judgments"] == 18
+        assert data["lfqa"]["by_domain"]["Biology"]["n_experts"] == 3
+    assert client.get(url, {"group_by": "colour"}).status_code == 400
+    assert client.get(url, {"stage": "nope"}).status_code == 404
+
+
+def test_block_action_blocks_a_worker_of_this_project_only(client, ab_project):
+    project, owner, workers = ab_project
+    client.force_login(owner)
+    url = reverse("metrics:worker-block", args=[project.slug, workers[2].pk])
+    assert client.get(url).status_code == 405
+    response = client.post(url, {"reason": "lowers agreement"})
+    assert response.status_code == 302
+    workers[2].refresh_from_db()
+    assert workers[2].status == WorkerStatus.BLOCKED
+    assert workers[2].blocked_reason == "lowers agreement"
+    outsider = make_worker()
+    other = reverse("metrics:worker-block", args=[project.slug, outsider.pk])
+    assert client.post(other).status_code == 404
+    outsider.refresh_from_db()
+    assert outsider.status == WorkerStatus.ACTIVE
+
+
+def test_refresh_task_recomputes_stale_projects(ab_project, settings):
+    settings.CELERY_TASK_ALWAYS_EAGER = True
+    from worker.celery import app
+
+    app.conf.task_always_eager = True
+    try:
+        from worker.tasks.reports import reports_refresh_stale
+
+        project, _owner, workers = ab_project
+        assert reports_refresh_stale() == [project.pk]
+        assert Report.objects.filter(project=project, kind="project").count() == 1
+        assert Report.objects.filter(project=project, kind="project-charts").count() == 1
+        assert reports_refresh_stale() == []
+        make_judgment(item=make_item(project), stage=project.stages.first(), worker=workers[0])
+        assert reports_refresh_stale() == [project.pk]
+        report = Report.objects.get(project=project, kind="project")
+        assert report.data["agreement"]["all"]["n_judgments"] == 19
+    finally:
+        app.conf.task_always_eager = False
+
+
+def test_admin_project_list_links_to_the_dashboard(client, ab_project):
+    project, owner, _workers = ab_project
+    client.force_login(owner)
+    response = client.get(reverse("admin:annotation_project_changelist"))
+    assert response.status_code == 200
+    assert reverse("metrics:project-dashboard", args=[project.slug]) in response.content.decode()

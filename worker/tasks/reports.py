@@ -1,0 +1,30 @@
+"""Report tasks (thin: ids in, a report service call). Beat runs `reports_refresh_stale`; it
+recomputes the project report and dashboard charts of every project whose judgments moved past
+the cached watermark, one task per project so a big project does not hold up the others."""
+from __future__ import annotations
+
+from celery import shared_task
+
+
+@shared_task(name="worker.tasks.reports.report_refresh", acks_late=True)
+def report_refresh(project_id: int) -> int:
+    from annotation.models import Project
+    from metrics_app.reports.project import dashboard_data
+    from metrics_app.reports.project import report_refresh as refresh
+
+    project = Project.objects.filter(pk=project_id).first()
+    if project is None:
+        return 0
+    report = refresh(project=project)
+    dashboard_data(project=project)
+    return report["judgment_watermark"]
+
+
+@shared_task(name="worker.tasks.reports.reports_refresh_stale")
+def reports_refresh_stale() -> list[int]:
+    from metrics_app.reports.project import stale_report_projects
+
+    project_ids = stale_report_projects()
+    for project_id in project_ids:
+        report_refresh.delay(project_id)
+    return project_ids
