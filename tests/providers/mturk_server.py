@@ -74,6 +74,7 @@ class MTurkState:
         self.worker_locale: dict[str, str] = defaultdict(lambda: "US")
         self.worker_approval_rate: dict[str, int] = defaultdict(lambda: 100)
         self.calls: list[str] = []
+        self.page_limit = 100  # lower it to force paging (MTurk pages at most 100)
 
     # --- operations (names as in the API) ---------------------------------------------------
     def CreateHITType(self, p: dict) -> dict:
@@ -138,7 +139,7 @@ class MTurkState:
 
     def _page(self, rows: list, p: dict, name: str) -> dict:
         start = int(p.get("NextToken") or 0)
-        size = int(p.get("MaxResults") or 10)
+        size = min(int(p.get("MaxResults") or 10), self.page_limit)
         page = rows[start:start + size]
         out: dict[str, Any] = {name: page, "NumResults": len(page)}
         if start + size < len(rows):

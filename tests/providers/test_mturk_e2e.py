@@ -18,7 +18,7 @@ from annotation.models import (
     WorkerStatus,
 )
 from annotation.services.review import assignment_bonus_pay, stage_sync_and_review
-from annotation.services.stages import stage_publish
+from annotation.services.stages import GuardFailed, stage_publish
 
 from .conftest import make_stages
 from .mturk_server import MTurkError
@@ -56,8 +56,8 @@ def assert_local_matches_server(server, stage):
 def test_qualification_trial_review_on_the_mturk_protocol(mturk_server, likert_study,
                                                           researcher, client):
     server, state = mturk_server, mturk_server.state
-    project, gold, _items = likert_study
-    qualification, trial, _full = make_stages(project, "mturk")
+    project, _gold, _items = likert_study
+    qualification, trial, full = make_stages(project, "mturk")
     trial.settings.update({"review": {"auto_reject": True, "block_after_rejections": 1,
                                       "min_seconds_per_item": 2.0}})
     trial.save()
@@ -167,6 +167,25 @@ def test_qualification_trial_review_on_the_mturk_protocol(mturk_server, likert_s
     assert ProviderCall.objects.count() == calls_before
     assert_local_matches_server(server, trial)
     assert_local_matches_server(server, qualification)
+
+    # --- full collection: held back by the trial's agreement until overridden (logged) -------
+    full.agreement_threshold = 0.99
+    full.save()
+    with pytest.raises(GuardFailed, match="below the required 0.99"):
+        stage_publish(stage=full, user=researcher)
+    result = stage_publish(stage=full, user=researcher, override_reason="trial was tiny")
+    assert result.report.failed == 0 and result.stage.status == StageStatus.COLLECTING
+    assert "OVERRIDDEN" in full.transitions.get(to_status="published").reason
+    full_items = set(full.items.values_list("pk", flat=True))
+    trial_items = set(trial.items.values_list("pk", flat=True))
+    assert not full_items & trial_items
+    assert full_items | trial_items == {i.pk for i in _items}
+    requirement = {"QualificationTypeId": qual_type, "Comparator": "GreaterThanOrEqualTo",
+                   "IntegerValues": [80], "ActionsGuarded": "DiscoverPreviewAndAccept"}
+    for hit in full.hits.all():
+        assert requirement in state.hits[hit.external_id]["QualificationRequirements"]
+        assert state.hits[hit.external_id]["MaxAssignments"] == project.redundancy_for(
+            hit.items.first().split)
 
 
 def test_mturk_auto_approval_is_mirrored_and_missing_judgments_flagged(mturk_server, likert_study,

@@ -1,0 +1,48 @@
+"""Provider faults during the sync: throttled and lost pages while paging through many
+assignments; every submission is reconciled exactly once."""
+from __future__ import annotations
+
+import pytest
+
+from annotation.models import Assignment, AssignmentStatus, StageKind, StageStatus
+from annotation.services.review import provider_sync, stage_sync_and_review
+from annotation.services.stages import stage_publish
+from tests.factories import make_stage
+
+from .workers_sim import mturk_worker_submits, scores_cycle
+
+pytestmark = [pytest.mark.mturk, pytest.mark.django_db]
+
+
+def test_sync_pages_through_throttled_and_lost_pages(mturk_server, likert_study, researcher,
+                                                     client):
+    server, state = mturk_server, mturk_server.state
+    project, _gold, _items = likert_study
+    stage = make_stage(project, kind=StageKind.TRIAL, status=StageStatus.DRAFT,
+                       provider="mturk", judgments_per_item=7,
+                       settings={"n_items": 5, "locales": []})
+    stage_publish(stage=stage, user=researcher)
+    hit = stage.hits.first()
+    ids = []
+    for n in range(7):
+        assignment_id = state.worker_accept(hit.external_id, f"W{n}")
+        if n < 6:  # the seventh worker's answers never reached us
+            mturk_worker_submits(client, stage=stage, hit_id=hit.external_id,
+                                 worker_id=f"W{n}", assignment_id=assignment_id,
+                                 answer_for=scores_cycle([1, 2, 3, 4, 5]))
+        state.worker_submit(assignment_id)
+        ids.append(assignment_id)
+    state.page_limit = 2  # 4 pages
+    server.throttle_next["ListAssignmentsForHIT"] = 2
+    server.lose_response_next["ListAssignmentsForHIT"] = 1
+    report = provider_sync(stage=stage)
+    assert (report.listed, report.matched, report.flagged) == (7, 6, 1)
+    assert server.stats["requests:ListAssignmentsForHIT"] >= 4 + 3
+    assert Assignment.objects.filter(stage=stage).count() == 7  # nothing created twice
+    assert Assignment.objects.get(external_id=ids[-1]).status == AssignmentStatus.FLAGGED
+    # Review over the same data: six approvals on MTurk, the flagged one left alone.
+    _sync, review = stage_sync_and_review(stage=stage)
+    assert review.approved == 6
+    approved = {aid for aid, a in state.assignments.items() if a["AssignmentStatus"] == "Approved"}
+    assert approved == set(ids[:6])
+    assert state.assignments[ids[-1]]["AssignmentStatus"] == "Submitted"
