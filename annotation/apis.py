@@ -10,7 +10,8 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import IntegrityError
 from django.db.models import Count
 from django.shortcuts import get_object_or_404
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import generics, serializers, status
 from rest_framework.exceptions import PermissionDenied
 from rest_framework.pagination import LimitOffsetPagination
@@ -48,6 +49,34 @@ def django_to_drf(error: DjangoValidationError) -> serializers.ValidationError:
     if hasattr(error, "message_dict"):
         return serializers.ValidationError(error.message_dict)
     return serializers.ValidationError({"non_field_errors": error.messages})
+
+
+class ErrorDetailSerializer(serializers.Serializer):
+    detail = serializers.CharField()
+
+
+_ERRORS = {
+    400: OpenApiResponse(
+        OpenApiTypes.OBJECT,
+        description="Invalid input: each offending field (or query parameter) maps to its "
+        "messages; bulk item errors are keyed by the item's index.",
+    ),
+    401: OpenApiResponse(ErrorDetailSerializer, description="No or invalid credentials."),
+    403: OpenApiResponse(
+        ErrorDetailSerializer,
+        description="Not allowed (e.g. missing CSRF token with session auth, or changing "
+        "the sharing of a project you do not own).",
+    ),
+    404: OpenApiResponse(
+        ErrorDetailSerializer, description="No such project among yours, or no such object."
+    ),
+    415: OpenApiResponse(ErrorDetailSerializer, description="The body must be JSON."),
+}
+
+
+def with_errors(ok: dict, *codes: int) -> dict:
+    """Success responses plus the documented error responses (401 and 403 always)."""
+    return {**ok, **{code: _ERRORS[code] for code in sorted({401, 403, *codes})}}
 
 
 def visible_projects(request):
@@ -102,7 +131,10 @@ class ProjectListCreateApi(JsonApiMixin, generics.ListAPIView):
     def get_queryset(self):
         return visible_projects(self.request)
 
-    @extend_schema(summary="Projects you own or that are shared with you")
+    @extend_schema(
+        summary="Projects you own or that are shared with you",
+        responses=with_errors({200: ProjectOutputSerializer(many=True)}, 400),
+    )
     def get(self, request, *args, **kwargs):
         page = self.paginate_queryset(self.get_queryset())
         attach_progress(page, project_progress(projects=page))
@@ -111,7 +143,7 @@ class ProjectListCreateApi(JsonApiMixin, generics.ListAPIView):
     @extend_schema(
         summary="Create a project (you become its owner)",
         request=ProjectCreateInputSerializer,
-        responses={201: ProjectOutputSerializer},
+        responses=with_errors({201: ProjectOutputSerializer}, 400, 415),
     )
     def post(self, request, *args, **kwargs):
         serializer = ProjectCreateInputSerializer(data=request.data)
@@ -138,14 +170,17 @@ class ProjectDetailApi(JsonApiMixin, generics.RetrieveAPIView):
     def get_queryset(self):
         return visible_projects(self.request)
 
-    @extend_schema(summary="A project with its progress counts")
+    @extend_schema(
+        summary="A project with its progress counts",
+        responses=with_errors({200: ProjectOutputSerializer}, 404),
+    )
     def get(self, request, *args, **kwargs):
         return Response(ProjectOutputSerializer(with_progress(self.get_object())).data)
 
     @extend_schema(
         summary="Change a project's title, sharing or settings (the kind never changes)",
         request=ProjectUpdateInputSerializer,
-        responses={200: ProjectOutputSerializer},
+        responses=with_errors({200: ProjectOutputSerializer}, 400, 404, 415),
     )
     def patch(self, request, *args, **kwargs):
         project = self.get_object()
@@ -188,14 +223,18 @@ class ItemListCreateApi(ProjectScopedMixin, generics.ListAPIView):
             filters["stage"] = stage
         return item_list(project=self.get_project(), filters=filters)
 
-    @extend_schema(summary="Items of a project", parameters=[ItemFilterSerializer])
+    @extend_schema(
+        summary="Items of a project",
+        parameters=[ItemFilterSerializer],
+        responses=with_errors({200: ItemOutputSerializer(many=True)}, 400, 404),
+    )
     def get(self, request, *args, **kwargs):
         return super().get(request, *args, **kwargs)
 
     @extend_schema(
         summary="Add one item (content validated against the project's kind)",
         request=ItemInputSerializer,
-        responses={201: ItemOutputSerializer},
+        responses=with_errors({201: ItemOutputSerializer}, 400, 404, 415),
     )
     def post(self, request, *args, **kwargs):
         project = self.get_project()
@@ -216,7 +255,7 @@ class ItemBulkCreateApi(ProjectScopedMixin, generics.GenericAPIView):
     @extend_schema(
         summary="Add many items at once: all or nothing",
         request=ItemBulkInputSerializer,
-        responses={201: ItemBulkOutputSerializer},
+        responses=with_errors({201: ItemBulkOutputSerializer}, 400, 404, 415),
     )
     def post(self, request, *args, **kwargs):
         project = self.get_project()
@@ -241,7 +280,9 @@ class ItemDetailApi(ProjectScopedMixin, generics.RetrieveAPIView):
             return Item.objects.none()
         return Item.objects.filter(project=self.get_project())
 
-    @extend_schema(summary="One item of a project")
+    @extend_schema(
+        summary="One item of a project", responses=with_errors({200: ItemOutputSerializer}, 404)
+    )
     def get(self, request, *args, **kwargs):
         return super().get(request, *args, **kwargs)
 
@@ -266,7 +307,10 @@ class StageListApi(StageQuerysetMixin, generics.ListAPIView):
 
     serializer_class = StageOutputSerializer
 
-    @extend_schema(summary="Stages of a project with their progress")
+    @extend_schema(
+        summary="Stages of a project with their progress",
+        responses=with_errors({200: StageOutputSerializer(many=True)}, 400, 404),
+    )
     def get(self, request, *args, **kwargs):
         page = self.paginate_queryset(self.get_queryset())
         attach_progress(page, stage_progress(stages=page))
@@ -279,7 +323,10 @@ class StageDetailApi(StageQuerysetMixin, generics.RetrieveAPIView):
     serializer_class = StageOutputSerializer
     lookup_url_kwarg = "stage_id"
 
-    @extend_schema(summary="One stage with its progress")
+    @extend_schema(
+        summary="One stage with its progress",
+        responses=with_errors({200: StageOutputSerializer}, 404),
+    )
     def get(self, request, *args, **kwargs):
         stage = self.get_object()
         stage.progress = stage_progress(stages=[stage])[stage.pk]
@@ -306,8 +353,11 @@ class JudgmentListApi(ProjectScopedMixin, generics.ListAPIView):
             filters["stage"] = stage
         return judgment_list(project=self.get_project(), filters=filters)
 
-    @extend_schema(summary="Judgments of a project, oldest first",
-                   parameters=[JudgmentFilterSerializer])
+    @extend_schema(
+        summary="Judgments of a project, oldest first",
+        parameters=[JudgmentFilterSerializer],
+        responses=with_errors({200: JudgmentOutputSerializer(many=True)}, 400, 404),
+    )
     def get(self, request, *args, **kwargs):
         return super().get(request, *args, **kwargs)
 
