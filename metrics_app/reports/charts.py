@@ -47,7 +47,7 @@ def likert_histograms(likert: dict) -> str | None:
     ax.set_xticks([k + 0.4 - width / 2 for k in range(len(scores))], scores)
     ax.set_xlabel("score")
     ax.set_ylabel("share of judgments")
-    ax.legend(fontsize=8, frameon=False)
+    ax.legend(fontsize=8, frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     ax.spines[["top", "right"]].set_visible(False)
     return _svg(fig)
 

@@ -18,6 +18,13 @@ from .starc import starc_report
 from .workers import worker_report
 
 REPORT_KIND = "project"
+# Bump when the report's content or definitions change: cached reports of another version are
+# recomputed even though no judgment arrived.
+REPORT_VERSION = 3
+
+
+def _params(group_by: str | None) -> dict:
+    return {"group_by": group_by, "version": REPORT_VERSION}
 
 
 def _clean(value):
@@ -83,7 +90,7 @@ def cached_project_report(
 def _cached_row(*, project: Project, stage: Stage | None, group_by: str | None) -> Report | None:
     # Compared in Python: JSON equality lookups differ between SQLite and PostgreSQL.
     for row in Report.objects.filter(project=project, stage=stage, kind=REPORT_KIND):
-        if row.params == {"group_by": group_by}:
+        if row.params == _params(group_by):
             return row
     return None
 
@@ -93,13 +100,21 @@ def report_refresh(
 ) -> dict:
     """Recompute and store the report (one row per project, stage and parameters)."""
     data = project_report(project=project, stage=stage, group_by=group_by)
-    params = {"group_by": group_by}
+    params = _params(group_by)
     row = _cached_row(project=project, stage=stage, group_by=group_by)
     if row is not None:
         row.data = data
         row.judgment_watermark = data["judgment_watermark"]
         row.save(update_fields=["data", "judgment_watermark", "computed_at"])
     else:
+        # Reports of an older REPORT_VERSION for the same parameters are replaced, not kept.
+        outdated = [
+            r.pk for r in Report.objects.filter(
+                project=project, stage=stage, kind__in=[REPORT_KIND, CHARTS_KIND]
+            )
+            if (r.params or {}).get("group_by") == group_by and r.params != params
+        ]
+        Report.objects.filter(pk__in=outdated).delete()
         Report.objects.create(
             project=project, stage=stage, kind=REPORT_KIND, params=params, data=data,
             judgment_watermark=data["judgment_watermark"],
@@ -119,7 +134,7 @@ def stale_report_projects() -> list[int]:
         for project_id, watermark, params in Report.objects.filter(
             kind=REPORT_KIND, stage=None
         ).values_list("project_id", "judgment_watermark", "params")
-        if params == {"group_by": None}
+        if params == _params(None)
     }
     return sorted(pk for pk, top in latest.items() if cached.get(pk, -1) < top)
 
@@ -135,7 +150,7 @@ def dashboard_data(
     from .charts import dashboard_charts
 
     report = cached_project_report(project=project, stage=stage, group_by=group_by)
-    params = {"group_by": group_by}
+    params = _params(group_by)
     rows = [r for r in Report.objects.filter(project=project, stage=stage, kind=CHARTS_KIND)
             if r.params == params]
     if rows and rows[0].judgment_watermark == report["judgment_watermark"]:

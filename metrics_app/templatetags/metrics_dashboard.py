@@ -11,7 +11,8 @@ def num(value, digits: int = 3) -> str:
     if value is None or value == "":
         return "—"
     try:
-        return f"{float(value):.{int(digits)}f}"
+        text = f"{float(value):.{int(digits)}f}"
+        return text[1:] if text.startswith("-") and float(text) == 0 else text
     except (TypeError, ValueError):
         return str(value)
 

@@ -221,3 +221,14 @@ def test_empty_project_report_is_valid_json():
     assert report["agreement"]["all"]["n_items"] == 0
     assert report["agreement"]["all"]["krippendorff_alpha"] is None
     assert report["workers"] == [] and report["starc"]["accuracy"] == {}
+
+
+def test_report_of_an_older_version_is_recomputed(likert_project):
+    project, _matrix = likert_project
+    cached_project_report(project=project)
+    row = Report.objects.get(project=project, kind="project")
+    Report.objects.filter(pk=row.pk).update(params={"group_by": None, "version": 0},
+                                            data={"stale": True})
+    fresh = cached_project_report(project=project)
+    assert "stale" not in fresh and fresh["agreement"]["all"]["n_judgments"] == 90
+    assert Report.objects.filter(project=project, kind="project").count() == 1
