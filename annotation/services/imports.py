@@ -8,11 +8,15 @@ different content, or an existing judgment with a different value, stops the imp
 """
 from __future__ import annotations
 
+import io
+import json
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import datetime
 
-from django.db import transaction
+from django.db import connection, models, transaction
+from django.utils import timezone
 from tqdm import tqdm
 
 from annotation.importers.base import ItemRecord, JudgmentRecord
@@ -72,10 +76,6 @@ def _comparable(value):
     return value
 
 
-def _item_identity(source) -> dict:
-    return {name: _comparable(getattr(source, name)) for name in ItemRecord.IDENTITY_FIELDS}
-
-
 def _judgment_value(source) -> dict:
     return {name: _comparable(getattr(source, name)) for name in JudgmentRecord.VALUE_FIELDS}
 
@@ -83,6 +83,68 @@ def _judgment_value(source) -> dict:
 def _chunks(sequence: list, size: int):
     for start in range(0, len(sequence), size):
         yield sequence[start:start + size]
+
+
+def _copy_value(value, is_json: bool) -> str:
+    """One value in PostgreSQL COPY's CSV format: NULL is a bare empty field, anything else is
+    quoted (so an empty string stays an empty string)."""
+    if value is None:
+        return ""
+    if is_json:
+        text = json.dumps(value, ensure_ascii=False)
+    elif isinstance(value, bool):
+        text = "t" if value else "f"
+    elif isinstance(value, datetime):
+        text = value.isoformat()
+    else:
+        text = str(value)
+    return '"' + text.replace('"', '""') + '"'
+
+
+def _insert(model: type[models.Model], rows: list[dict]) -> list[int] | None:
+    """Insert rows (dicts of field attname → value). Returns their ids in order when the
+    backend hands them back, else None.
+
+    On PostgreSQL the rows go through COPY: building tens of thousands of model instances and
+    compiling them through bulk_create costs several times more than the database's own work.
+    Other backends use bulk_create.
+    """
+    if not rows:
+        return []
+    names = list(rows[0])
+    if connection.vendor != "postgresql":
+        created = model.objects.bulk_create([model(**row) for row in rows], batch_size=CHUNK_SIZE)
+        ids = [obj.pk for obj in created]
+        return None if any(pk is None for pk in ids) else ids
+    fields = [model._meta.get_field(name) for name in names]
+    is_json = [isinstance(f, models.JSONField) for f in fields]
+    buffer = io.StringIO()
+    for row in rows:
+        buffer.write(",".join(
+            _copy_value(row[name], flag) for name, flag in zip(names, is_json, strict=True)
+        ))
+        buffer.write("\n")
+    buffer.seek(0)
+    columns = ", ".join(connection.ops.quote_name(f.column) for f in fields)
+    table = connection.ops.quote_name(model._meta.db_table)
+    with connection.cursor() as cursor:
+        cursor.cursor.copy_expert(f"COPY {table} ({columns}) FROM STDIN WITH (FORMAT csv)", buffer)
+    return None
+
+
+def _item_ids(project: Project, external_ids: list[str]) -> dict[str, int]:
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"SELECT external_id, id FROM {Item._meta.db_table} "
+                "WHERE project_id = %s AND external_id = ANY(%s)",
+                [project.pk, external_ids],
+            )
+            return dict(cursor.fetchall())
+    return dict(
+        Item.objects.filter(project=project, external_id__in=external_ids)
+        .values_list("external_id", "id")
+    )
 
 
 def import_stage_get_or_create(*, project: Project, name: str) -> tuple[Stage, bool]:
@@ -160,9 +222,12 @@ def import_records(
         external_ids=(j.worker for record in records for j in record.judgments)
     )
 
+    # A project without items needs no look-ups of existing items and judgments.
+    fresh_project = not Item.objects.filter(project=project).exists()
     try:
         for chunk in _chunks(records, CHUNK_SIZE):
-            _import_chunk(project, chunk, stages, workers, summary, keep_existing_items)
+            _import_chunk(project, chunk, stages, workers, summary, keep_existing_items,
+                          fresh_project)
             bar.update(len(chunk))
     finally:
         bar.close()
@@ -176,63 +241,66 @@ def _import_chunk(
     workers: dict[str, Worker],
     summary: ImportSummary,
     keep_existing_items: bool,
+    fresh_project: bool,
 ) -> None:
-    existing = {
-        item.external_id: item
-        for item in Item.objects.filter(
+    identity = ItemRecord.IDENTITY_FIELDS
+    existing: dict[str, dict] = {}
+    if not fresh_project:
+        for values in Item.objects.filter(
             project=project, external_id__in=[r.external_id for r in chunk]
-        ).only("id", "external_id", *ItemRecord.IDENTITY_FIELDS)
-    }
+        ).values("id", "external_id", *identity):
+            existing[values["external_id"]] = values
+    now = timezone.now()
     new_items = []
     for record in chunk:
         item = existing.get(record.external_id)
         if item is None:
-            new_items.append(Item(project=project, external_id=record.external_id,
-                                  **record.columns()))
+            new_items.append({"project_id": project.pk, "external_id": record.external_id,
+                              "created_at": now, **record.columns()})
             continue
-        if not keep_existing_items and _item_identity(item) != _item_identity(record):
-            differing = [
-                name for name in ItemRecord.IDENTITY_FIELDS
-                if _comparable(getattr(item, name)) != _comparable(getattr(record, name))
-            ]
+        differing = [
+            name for name in identity
+            if _comparable(item[name]) != _comparable(getattr(record, name))
+        ]
+        if differing and not keep_existing_items:
             raise ImportConflictError(
                 f"record {record.external_id}: an item with this external id already exists in "
                 f"project {project.slug!r} with different {', '.join(differing)}; "
                 "give it another external id or import into another project"
             )
         summary.items_unchanged += 1
+    item_ids = {external_id: item["id"] for external_id, item in existing.items()}
     if new_items:
-        created = Item.objects.bulk_create(new_items, batch_size=CHUNK_SIZE)
-        summary.items_created += len(created)
-        if any(item.pk is None for item in created):
-            # Backends without RETURNING: read the ids back.
-            ids = dict(
-                Item.objects.filter(
-                    project=project, external_id__in=[i.external_id for i in created]
-                ).values_list("external_id", "id")
+        ids = _insert(Item, new_items)
+        summary.items_created += len(new_items)
+        if ids is None:
+            item_ids.update(_item_ids(project, [row["external_id"] for row in new_items]))
+        else:
+            item_ids.update(
+                (row["external_id"], pk) for row, pk in zip(new_items, ids, strict=True)
             )
-            for item in created:
-                item.pk = ids[item.external_id]
-        existing.update({item.external_id: item for item in created})
 
     judged = [(record, j) for record in chunk for j in record.judgments]
     if not judged:
         return
-    item_ids = [existing[record.external_id].pk for record in chunk if record.judgments]
-    stored = {
-        (judgment.worker_id, judgment.item_id, judgment.stage_id): judgment
-        for judgment in Judgment.objects.filter(
-            item_id__in=item_ids, stage__in=list(stages.values())
-        ).only("id", "worker_id", "item_id", "stage_id", *JudgmentRecord.VALUE_FIELDS)
-    }
+    # Only items that existed before this import can already have judgments.
+    stored = {}
+    earlier = [item["id"] for item in existing.values()]
+    if earlier:
+        value_fields = JudgmentRecord.VALUE_FIELDS
+        for values in Judgment.objects.filter(
+            item_id__in=earlier, stage__in=list(stages.values())
+        ).values("worker_id", "item_id", "stage_id", *value_fields):
+            key = (values["worker_id"], values["item_id"], values["stage_id"])
+            stored[key] = {name: _comparable(values[name]) for name in value_fields}
     new_judgments = []
     for record, judgment in judged:
-        item = existing[record.external_id]
+        item_id = item_ids[record.external_id]
         worker = workers[judgment.worker]
         stage = stages[judgment.stage]
-        previous = stored.get((worker.pk, item.pk, stage.pk))
+        previous = stored.get((worker.pk, item_id, stage.pk))
         if previous is not None:
-            if _judgment_value(previous) != _judgment_value(judgment):
+            if previous != _judgment_value(judgment):
                 raise ImportConflictError(
                     f"record {record.external_id}: worker {judgment.worker!r} already has a "
                     f"different judgment of this item in stage {judgment.stage!r} "
@@ -240,9 +308,8 @@ def _import_chunk(
                 )
             summary.judgments_unchanged += 1
             continue
-        new_judgments.append(
-            Judgment(item_id=item.pk, worker=worker, stage=stage, **judgment.values())
-        )
+        new_judgments.append({"item_id": item_id, "worker_id": worker.pk, "stage_id": stage.pk,
+                              "created_at": now, **judgment.values()})
     if new_judgments:
-        Judgment.objects.bulk_create(new_judgments, batch_size=CHUNK_SIZE)
+        _insert(Judgment, new_judgments)
         summary.judgments_created += len(new_judgments)
