@@ -2,11 +2,12 @@
 they are read-only; researchers see only rows of projects visible to them."""
 from __future__ import annotations
 
-from django.contrib import admin
+from django.contrib import admin, messages
+from django.utils.html import format_html
 
 from annotation.admin import ReadOnlyAdmin
 
-from .models import MetricScore, Report
+from .models import MetricScore, ModelVersion, ModelVersionEvent, Report
 
 
 @admin.register(MetricScore)
@@ -24,3 +25,104 @@ class ReportAdmin(ReadOnlyAdmin):
     list_filter = ("kind", ("project", admin.RelatedOnlyFieldListFilter))
     list_select_related = ("project", "stage__project")
     search_fields = ("kind", "project__slug", "project__title")
+
+
+# --- LERC model versions ----------------------------------------------------------------------
+
+
+class ModelVersionEventInline(admin.TabularInline):
+    model = ModelVersionEvent
+    extra = 0
+    can_delete = False
+    fields = ("created_at", "event", "detail", "user")
+    readonly_fields = fields
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(ModelVersion)
+class ModelVersionAdmin(ReadOnlyAdmin):
+    """Model versions with their training progress. Cancel is open to whoever sees the version;
+    promote and roll back change the metric served to everyone, so superusers only."""
+
+    project_path = "projects"
+    list_display = ("__str__", "kind", "status", "progress_bar", "validation_metric",
+                    "backbone", "created_at", "promoted_at")
+    list_filter = ("name", "kind", "status")
+    search_fields = ("name", "backbone", "projects__slug")
+    readonly_fields = ("progress_bar", "validation_metric")
+    inlines = [ModelVersionEventInline]
+    actions = ["cancel_training", "promote_version", "rollback_promoted"]
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).distinct()
+
+    @admin.display(description="Progress")
+    def progress_bar(self, obj):
+        progress = obj.progress or {}
+        epochs, epoch = progress.get("epochs"), progress.get("epoch")
+        if not epochs or not epoch:
+            return progress.get("phase", "—")
+        per_epoch = progress.get("steps_per_epoch") or 1
+        done = (epoch - 1) * per_epoch + progress.get("step", 0)
+        loss = progress.get("loss")
+        return format_html(
+            '<progress max="{}" value="{}"></progress> {} · epoch {}/{} · step {}/{} · loss {}',
+            epochs * per_epoch, done, progress.get("phase", ""), epoch, epochs,
+            progress.get("step", 0), per_epoch, "—" if loss is None else f"{loss:.3f}",
+        )
+
+    @admin.display(description="Validation")
+    def validation_metric(self, obj):
+        validation = (obj.metrics or {}).get("validation") or {}
+        for key in ("pearson", "pairwise_accuracy"):
+            if validation.get(key) is not None:
+                return f"{key} {validation[key]:.3f} (n={validation.get('n')})"
+        return "—"
+
+    def _run(self, request, queryset, action, **kwargs):
+        from .services.lerc import LercError
+
+        for version in queryset:
+            try:
+                action(model_version=version, user=request.user, **kwargs)
+                self.message_user(request, f"{version.name} v{version.number}: done")
+            except LercError as exc:
+                self.message_user(request, str(exc), level=messages.ERROR)
+
+    @admin.action(description="Cancel training")
+    def cancel_training(self, request, queryset):
+        from .services.lerc import model_version_cancel
+
+        self._run(request, queryset, model_version_cancel)
+
+    @admin.action(description="Promote (serve this version)")
+    def promote_version(self, request, queryset):
+        from .services.lerc import model_version_promote
+
+        if not request.user.is_superuser:
+            self.message_user(request, "Only superusers promote model versions.", messages.ERROR)
+            return
+        if queryset.count() != 1:
+            self.message_user(request, "Select exactly one version to promote.", messages.ERROR)
+            return
+        self._run(request, queryset, model_version_promote, reason="by hand in the admin")
+
+    @admin.action(description="Roll back to the previously promoted version")
+    def rollback_promoted(self, request, queryset):
+        from .services.lerc import LercError, model_version_rollback
+
+        if not request.user.is_superuser:
+            self.message_user(request, "Only superusers roll back model versions.",
+                              messages.ERROR)
+            return
+        for name in sorted(set(queryset.values_list("name", flat=True))):
+            try:
+                version = model_version_rollback(name=name, user=request.user)
+                self.message_user(request, f"{name}: v{version.number} is served again")
+            except LercError as exc:
+                self.message_user(request, str(exc), level=messages.ERROR)

@@ -565,15 +565,15 @@ def model_version_rollback(*, name: str = "lerc", user=None) -> ModelVersion:
     current = promoted_model_version(name=name)
     if current is None:
         raise LercError(f"no promoted {name} version to roll back from")
-    earlier = (ModelVersionEvent.objects.filter(
-        event="promoted", model_version__name=name,
-        model_version__status__in=(ModelStatus.EVALUATED, ModelStatus.REJECTED),
-    ).exclude(model_version=current).select_related("model_version").order_by("-created_at", "-id")
-        .first())
+    # promoted_at is set at every promotion: the latest other one was served just before.
+    earlier = (ModelVersion.objects.filter(
+        name=name, promoted_at__isnull=False,
+        status__in=(ModelStatus.EVALUATED, ModelStatus.REJECTED),
+    ).exclude(pk=current.pk).order_by("-promoted_at", "-id").first())
     if earlier is None:
         raise LercError(f"{name} v{current.number} is the only version ever promoted")
-    _event(current, "rolled back", f"back to v{earlier.model_version.number}", user)
-    return model_version_promote(model_version=earlier.model_version, user=user,
+    _event(current, "rolled back", f"back to v{earlier.number}", user)
+    return model_version_promote(model_version=earlier, user=user,
                                  reason=f"rollback from v{current.number}")
 
 

@@ -55,3 +55,13 @@ def _one_torch_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="session")
+def trained_model_dir(tmp_path_factory) -> str:
+    """A tiny trained model folder (quality irrelevant) for serving tests."""
+    from metrics_app.lerc.train import TrainConfig, train
+
+    output = tmp_path_factory.mktemp("lerc-served")
+    cfg = TrainConfig.from_dict({**TINY_TRAIN_OPTIONS, "epochs": 1, "output_dir": str(output)})
+    return train(cfg, toy_examples(8), [])["model_dir"]

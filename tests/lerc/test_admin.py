@@ -1,0 +1,75 @@
+"""ModelVersion admin: progress bar, cancel, promote and rollback actions."""
+from __future__ import annotations
+
+import pytest
+from django.urls import reverse
+from django.utils import timezone
+
+from annotation.models import TaskKind
+from metrics_app.models import ModelStatus, ModelVersion
+from metrics_app.services.lerc import model_version_create
+from tests.factories import make_project, make_user
+
+pytestmark = pytest.mark.django_db
+
+CHANGELIST = "admin:metrics_app_modelversion_changelist"
+
+
+def _trained(project, status=ModelStatus.EVALUATED):
+    version = model_version_create(projects=[project])
+    ModelVersion.objects.filter(pk=version.pk).update(
+        status=status, artifact_uri="/nowhere", metrics={"validation": {"pearson": 0.5, "n": 9}},
+        promoted_at=timezone.now() if status == ModelStatus.PROMOTED else None)
+    version.refresh_from_db()
+    return version
+
+
+def test_changelist_shows_progress_bar(client):
+    admin_user = make_user(superuser=True)
+    project = make_project(kind=TaskKind.LIKERT, owner=admin_user)
+    version = model_version_create(projects=[project])
+    ModelVersion.objects.filter(pk=version.pk).update(status=ModelStatus.TRAINING, progress={
+        "phase": "train", "epoch": 2, "epochs": 3, "step": 5, "steps_per_epoch": 10,
+        "loss": 0.4321})
+    client.force_login(admin_user)
+    page = client.get(reverse(CHANGELIST)).content.decode()
+    assert '<progress max="30" value="15"></progress>' in page
+    assert "epoch 2/3" in page and "loss 0.432" in page
+
+
+def test_promote_rollback_and_cancel_actions(client):
+    admin_user = make_user(superuser=True)
+    project = make_project(kind=TaskKind.LIKERT, owner=admin_user)
+    v1, v2 = _trained(project, ModelStatus.PROMOTED), _trained(project)
+    queued = model_version_create(projects=[project])
+    client.force_login(admin_user)
+    url = reverse(CHANGELIST)
+
+    client.post(url, {"action": "promote_version", "_selected_action": [v2.pk]})
+    v1.refresh_from_db()
+    v2.refresh_from_db()
+    assert (v1.status, v2.status) == (ModelStatus.EVALUATED, ModelStatus.PROMOTED)
+    assert v2.events.filter(event="promoted", user=admin_user).exists()
+
+    client.post(url, {"action": "rollback_promoted", "_selected_action": [v2.pk]})
+    v1.refresh_from_db()
+    assert v1.status == ModelStatus.PROMOTED
+
+    client.post(url, {"action": "cancel_training", "_selected_action": [queued.pk]})
+    queued.refresh_from_db()
+    assert queued.status == ModelStatus.CANCELLED
+
+
+def test_researcher_cannot_promote_and_sees_only_own_projects(client):
+    researcher = make_user()
+    mine = make_project(kind=TaskKind.LIKERT, owner=researcher)
+    other = make_project(kind=TaskKind.LIKERT)
+    own_version, other_version = _trained(mine), _trained(other)
+    client.force_login(researcher)
+    page = client.get(reverse(CHANGELIST)).content.decode()
+    assert f"lerc v{own_version.number} " in page
+    assert f"lerc v{other_version.number} " not in page
+    client.post(reverse(CHANGELIST), {"action": "promote_version",
+                                      "_selected_action": [own_version.pk]})
+    own_version.refresh_from_db()
+    assert own_version.status == ModelStatus.EVALUATED
