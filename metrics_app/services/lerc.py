@@ -102,13 +102,15 @@ def lerc_dataset_build(
     val_fraction: float = 0.1,
     test_fraction: float = 0.1,
     seed: int = 0,
+    drop_exact_match: bool = True,
 ) -> LercDataset:
     """Training, validation and test examples from the projects' judgments.
 
     Only judgments with id ≤ the project's watermark are read (judgments are append-only, so a
     watermark pins the exact set). Gold = mean score (optionally z-normalized per annotator);
     A/B gold = share of judgments preferring A. Candidates that exactly match a reference are
-    dropped. Splits: the item's split field ("item"), or passage/question groups hashed into
+    dropped (unless `drop_exact_match=False`, to evaluate against EM on whole splits).
+    Splits: the item's split field ("item"), or passage/question groups hashed into
     train/val/test ("group") so no passage lands in two splits; "auto" uses the split field when
     the items carry train and dev splits. With `holdout_dataset` that dataset is the test set
     (out-of-dataset setting) and is never trained or validated on.
@@ -137,7 +139,7 @@ def lerc_dataset_build(
                 dropped["excluded"] += 1
                 continue
             content = item.content or {}
-            if kind == ModelKind.REGRESSION and is_exact_match(
+            if drop_exact_match and kind == ModelKind.REGRESSION and is_exact_match(
                 content.get("candidate", ""), content.get("references", [])
             ):
                 dropped["exact_match"] += 1
