@@ -94,7 +94,7 @@ def _complete_url(assignment: Assignment, *, turk_submit_to: str = "") -> str:
 
 def _render_task(request: HttpRequest, *, stage: Stage, assignment: Assignment | None,
                  items: list[dict] | None = None, preview: bool = False,
-                 turk_submit_to: str = "") -> HttpResponse:
+                 turk_submit_to: str = "", total: int | None = None) -> HttpResponse:
     project = stage.project
     token = ""
     complete_url = ""
@@ -115,7 +115,7 @@ def _render_task(request: HttpRequest, *, stage: Stage, assignment: Assignment |
         "mode": config["mode"],
         "items": items,
         "blocks": passage_blocks(items) if project.kind == TaskKind.LIKERT else [],
-        "total": len(items),
+        "total": total or len(items),
         "labels": project.scale_labels,
         "aspects": project.aspects,
         "aspect_preferences": project.aspect_preferences,
@@ -183,7 +183,8 @@ def task_mturk(request: HttpRequest, stage_id: int) -> HttpResponse:
             stage.project.kind, [])
         item = item_view(first, order, kind=stage.project.kind,
                           mode=stage.project.experiment_mode)
-        return _render_task(request, stage=stage, assignment=None, items=[item], preview=True)
+        return _render_task(request, stage=stage, assignment=None, items=[item], preview=True,
+                            total=checked.hit.items.count())
     if params.get("turkSubmitTo") and not turk_submit_to:
         return _refuse(request, access.AccessDenied(
             "The turkSubmitTo address is not an MTurk address."))

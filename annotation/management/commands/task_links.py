@@ -1,0 +1,83 @@
+"""Print task-page links for open stages: a personal in-house link, and a simulated MTurk HIT.
+
+    python manage.py task_links [--project SLUG ...] [--worker NAME] [--base-url URL] [--no-mturk]
+
+The in-house link is what a researcher sends an expert (signed, revocable in the admin). The
+simulated MTurk URL opens the same page the way MTurk's ExternalQuestion iframe would, with a
+local HIT (provider "in-house", so no provider sync ever touches it) and a made-up worker id;
+its preview URL shows what a worker sees before accepting.
+"""
+from __future__ import annotations
+
+import secrets
+from urllib.parse import urlencode
+
+from django.conf import settings
+from django.core.management.base import BaseCommand
+from django.db import transaction
+from django.urls import reverse
+
+from annotation.models import Hit, HitItem, Project, Provider, Stage, Worker
+from annotation.services.access import inhouse_link_create
+from annotation.services.assignments import OPEN_STAGE_STATUSES, items_pick_next
+
+
+class Command(BaseCommand):
+    help = "Print in-house and simulated-MTurk task links for every open stage."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--project", action="append", default=[],
+                            help="Project slug (repeatable); default: every project.")
+        parser.add_argument("--worker", default="demo-annotator",
+                            help="External id of the in-house annotator the links are for.")
+        parser.add_argument("--base-url", default="",
+                            help="Public base URL (default: settings.QAJ_PUBLIC_BASE_URL).")
+        parser.add_argument("--no-mturk", action="store_true",
+                            help="Do not create simulated MTurk HITs.")
+
+    def handle(self, *args, project: list[str], worker: str, base_url: str, no_mturk: bool,
+               **options):
+        base = (base_url or settings.QAJ_PUBLIC_BASE_URL).rstrip("/")
+        projects = Project.objects.order_by("slug")
+        if project:
+            projects = projects.filter(slug__in=project)
+        annotator, _ = Worker.objects.get_or_create(
+            provider=Provider.INHOUSE, external_id=worker, defaults={"display_name": worker}
+        )
+        for proj in projects:
+            stages = proj.stages.filter(status__in=OPEN_STAGE_STATUSES).order_by("order", "pk")
+            if not stages.exists():
+                continue
+            self.stdout.write(self.style.MIGRATE_HEADING(f"{proj.title} [{proj.slug}]"))
+            for stage in stages:
+                _, path = inhouse_link_create(worker=annotator, project=proj, stage=stage)
+                self.stdout.write(f"  {stage.name}: in-house  {base}{path}")
+                if not no_mturk:
+                    hit = self._simulated_hit(stage)
+                    if hit is None:
+                        self.stdout.write("    (no items left for a simulated HIT)")
+                        continue
+                    page = base + reverse("annotation:task-mturk", kwargs={"stage_id": stage.pk})
+                    preview = {"assignmentId": "ASSIGNMENT_ID_NOT_AVAILABLE",
+                               "hitId": hit.external_id}
+                    accepted = {"assignmentId": f"SIMASG{secrets.token_hex(6).upper()}",
+                                "hitId": hit.external_id,
+                                "workerId": f"SIMWORKER{secrets.token_hex(3).upper()}"}
+                    self.stdout.write(f"    MTurk preview   {page}?{urlencode(preview)}")
+                    self.stdout.write(f"    MTurk accepted  {page}?{urlencode(accepted)}")
+
+    @transaction.atomic
+    def _simulated_hit(self, stage: Stage) -> Hit | None:
+        picker, _ = Worker.objects.get_or_create(provider=Provider.INHOUSE,
+                                                 external_id="simulated-hit-builder")
+        items = items_pick_next(stage=stage, worker=picker, limit=stage.project.items_per_hit)
+        if not items:
+            return None
+        hit = Hit.objects.create(
+            stage=stage, provider=Provider.INHOUSE, reward=stage.reward,
+            external_id=f"SIMHIT{secrets.token_hex(6).upper()}", max_assignments=1,
+        )
+        HitItem.objects.bulk_create(
+            [HitItem(hit=hit, item=item, position=n) for n, item in enumerate(items)]
+        )
+        return hit
