@@ -6,10 +6,12 @@ items × 3 judgments loads in a fraction of a second and every report is array a
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import chain
 
 import numpy as np
 from django.db import connection
-from django.db.models import Q
+from django.db.models import FloatField, Q, Value
+from django.db.models.functions import Coalesce
 
 from annotation.models import Item, Judgment, Project, Stage, TaskKind
 
@@ -21,6 +23,7 @@ from ..agreement import (
 )
 from ..selectors import NON_DATA_STAGE_KINDS
 
+MISSING = -1e300  # stands for NULL in the numeric query
 GROUP_FIELDS = ("dataset", "split", "source", "domain", "text_level", "stage")
 LIKERT_DOMAIN = np.arange(1.0, 6.0)
 CHOICE_DOMAIN = np.array(["A", "B", "C", "D"])
@@ -146,11 +149,17 @@ def load_judgments(
     # rows costs more than reading them). A/B and MC read several column sets that must line
     # up row by row, so those queries are ordered by id.
     queryset = queryset.order_by("id") if rich else queryset.order_by()
-    numeric = ["id", "item_id", "worker_id", "stage_id", "score", "time_spent_ms"]
-    # One float matrix straight from the cursor (None becomes NaN); ids stay exact below 2**53.
-    table = np.array(_fetch_plain(queryset.values_list(*numeric)), dtype=float).reshape(
-        -1, len(numeric)
+    # One float matrix straight from the cursor; ids stay exact below 2**53. NULLs come back
+    # as a sentinel so np.fromiter can read the flat rows (much faster than np.array on tuples).
+    rows = _fetch_plain(queryset.annotate(
+        _score=Coalesce("score", Value(MISSING, output_field=FloatField())),
+        _time=Coalesce("time_spent_ms", Value(-1)),
+    ).values_list("id", "item_id", "worker_id", "stage_id", "_score", "_time"))
+    table = np.fromiter(chain.from_iterable(rows), dtype=float, count=6 * len(rows)).reshape(
+        -1, 6
     )
+    table[table[:, 4] == MISSING, 4] = np.nan
+    table[table[:, 5] < 0, 5] = np.nan
     n_rows = len(table)
     choice = (
         np.array([c for (c,) in _fetch_plain(queryset.values_list("choice"))], dtype=str)
