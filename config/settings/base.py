@@ -189,6 +189,12 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
         "control_folder": str(QAJ_BROKER_DIR / "control"),
         "store_processed": False,
     }
+elif CELERY_BROKER_URL.startswith(("redis://", "rediss://")):
+    # Late-acked tasks not acknowledged within this time are delivered again: keep it above the
+    # longest LERC training (a second delivery of a live job is a no-op, see docs/DEPLOYMENT.md).
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "visibility_timeout": int(os.environ.get("QAJ_BROKER_VISIBILITY_TIMEOUT", "3600")),
+    }
 # Late acks + reject on worker loss: a task whose worker dies is redelivered; the task code makes
 # redelivery safe (idempotency tokens, status checks before side effects).
 CELERY_TASK_ACKS_LATE = True
