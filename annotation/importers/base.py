@@ -158,7 +158,7 @@ _STRING_COLUMNS = (
 
 def validate_record(record: ItemRecord, *, path: str | Path, index: Any) -> ItemRecord:
     """Check one record; raise ImportFormatError naming file, record and field."""
-    label = record.external_id if isinstance(record.external_id, str) and record.external_id else index
+    label = index
     try:
         if not isinstance(record.external_id, str) or not record.external_id.strip():
             raise ItemContentError("external_id", "must be a non-empty string")

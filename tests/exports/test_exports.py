@@ -1,0 +1,150 @@
+"""export_data: one row per judgment or per item, JSON Lines or CSV; export → import round-trips."""
+from __future__ import annotations
+
+import copy
+import csv
+import io
+import json
+
+import pytest
+from django.core.management.base import CommandError
+
+from annotation.models import (
+    Item,
+    Judgment,
+    Project,
+    Provider,
+    Stage,
+    StageKind,
+    StageStatus,
+    Worker,
+)
+from tests.importers.helpers import (
+    AB_ROW,
+    LIKERT_ROW,
+    MC_ROW,
+    run_export,
+    run_import,
+    write_jsonl,
+)
+
+pytestmark = pytest.mark.django_db
+
+# Fields that legitimately change when judgments move into another project via import.
+VOLATILE = {"project", "created_at", "worker_provider", "stage_kind"}
+
+
+def _normalized(jsonl: str) -> list[dict]:
+    rows = []
+    for line in jsonl.splitlines():
+        row = json.loads(line)
+        for key in VOLATILE:
+            row.pop(key, None)
+            if row.get("judgment"):
+                row["judgment"].pop(key, None)
+        rows.append(row)
+    return rows
+
+
+def _project_with_everything(tmp_path, kind: str, row: dict) -> Project:
+    unjudged = copy.deepcopy(row) | {"external_id": "unjudged", "judgments": []}
+    run_import("jsonl", str(write_jsonl(tmp_path / f"{kind}.jsonl", [row, unjudged])),
+               "--project", f"src-{kind}", "--create", "--kind", kind)
+    project = Project.objects.get(slug=f"src-{kind}")
+    # Judgments collected on the platform (in-house full stage), not only imported ones.
+    stage = Stage.objects.create(project=project, kind=StageKind.FULL, name="full",
+                                 provider=Provider.INHOUSE, status=StageStatus.PUBLISHED)
+    worker = Worker.objects.create(provider=Provider.INHOUSE, external_id="expert-7")
+    value = {"likert": {"score": 2}, "ab": {"choice": "B", "difficult": True,
+                                            "justification": "B is concise."},
+             "mc": {"choice": "A", "presented_order": ["D", "C", "B", "A"]}}[kind]
+    Judgment.objects.create(item=project.items.get(external_id=row["external_id"]),
+                            worker=worker, stage=stage, time_spent_ms=4000, **value)
+    return project
+
+
+@pytest.mark.parametrize(("kind", "row"), [("likert", LIKERT_ROW), ("ab", AB_ROW),
+                                           ("mc", MC_ROW)])
+def test_export_import_round_trip(tmp_path, kind, row):
+    project = _project_with_everything(tmp_path, kind, row)
+    first = run_export(project.slug)
+    n_judgments = Judgment.objects.filter(item__project=project).count()
+    assert len(first.splitlines()) == n_judgments + 1  # + the unjudged item, once
+    exported = tmp_path / "export.jsonl"
+    exported.write_text(first)
+    run_import("jsonl", str(exported), "--project", "copy", "--create", "--kind", kind)
+    copy_project = Project.objects.get(slug="copy")
+    assert copy_project.items.count() == project.items.count()
+    assert Judgment.objects.filter(item__project=copy_project).count() == n_judgments
+    assert set(copy_project.stages.values_list("name", "kind")) == {
+        ("imported", StageKind.IMPORTED), ("full", StageKind.IMPORTED),
+    }
+    second = run_export("copy")
+    assert _normalized(second) == _normalized(first)
+    # Importing the export again into the copy changes nothing.
+    output = run_import("jsonl", str(exported), "--project", "copy")
+    assert "nothing new" in output
+
+
+def test_round_trip_of_real_expert_data(shared_data, tmp_path):
+    run_import("lfqa-experts", str(shared_data / "lfqa_experts"), "--project", "lfqa",
+               "--create")
+    path = tmp_path / "lfqa.jsonl"
+    run_export_to = run_export("lfqa", "--output", str(path))
+    assert run_export_to == ""  # nothing on stdout when --output is given
+    run_import("jsonl", str(path), "--project", "lfqa-copy", "--create", "--kind", "ab")
+    assert Item.objects.filter(project__slug="lfqa-copy").count() == 140
+    assert Judgment.objects.filter(item__project__slug="lfqa-copy").count() == 260
+    assert _normalized(run_export("lfqa-copy")) == _normalized(path.read_text())
+
+
+def test_csv_has_one_row_per_judgment(tmp_path):
+    project = _project_with_everything(tmp_path, "ab", AB_ROW)
+    rows = list(csv.DictReader(io.StringIO(run_export(project.slug, "--format", "csv"))))
+    assert len(rows) == 3  # two judgments of the judged item, one row for the unjudged item
+    by_worker = {r["worker"]: r for r in rows}
+    assert by_worker["e1"]["choice"] == "A" and by_worker["e1"]["difficult"] == "false"
+    assert json.loads(by_worker["e1"]["presented_order"]) == ["B", "A"]
+    assert by_worker["expert-7"]["stage"] == "full"
+    assert by_worker["expert-7"]["worker_provider"] == "inhouse"
+    assert by_worker["expert-7"]["justification"] == "B is concise."
+    assert json.loads(by_worker["e1"]["content"])["answer_a"]["upvotes"] == 12
+    assert by_worker[""]["external_id"] == "unjudged" and by_worker[""]["choice"] == ""
+
+
+def test_aggregate_likert_mean_and_count(tmp_path):
+    project = _project_with_everything(tmp_path, "likert", LIKERT_ROW)
+    rows = {r["external_id"]: r for r in map(json.loads, run_export(
+        project.slug, "--aggregate").splitlines())}
+    assert rows["q1-c1"]["n_judgments"] == 3
+    assert rows["q1-c1"]["mean_score"] == pytest.approx((4 + 5 + 2) / 3, abs=1e-6)
+    assert rows["unjudged"]["n_judgments"] == 0 and rows["unjudged"]["mean_score"] is None
+    table = list(csv.DictReader(io.StringIO(run_export(project.slug, "--aggregate",
+                                                       "--format", "csv"))))
+    assert {r["external_id"]: r["n_judgments"] for r in table} == {"q1-c1": "3", "unjudged": "0"}
+
+
+def test_aggregate_choice_counts_leave_out_practice(tmp_path):
+    project = _project_with_everything(tmp_path, "mc", MC_ROW)
+    practice = Stage.objects.create(project=project, kind=StageKind.PRACTICE, name="practice")
+    Judgment.objects.create(item=project.items.get(external_id="mc-1"), stage=practice,
+                            worker=Worker.objects.get(external_id="expert-7"), choice="D")
+    table = list(csv.DictReader(io.StringIO(run_export(project.slug, "--aggregate",
+                                                       "--format", "csv"))))
+    judged = next(r for r in table if r["external_id"] == "mc-1")
+    assert (judged["count_A"], judged["count_B"], judged["count_C"], judged["count_D"]) == (
+        "1", "1", "0", "0",
+    )
+    assert judged["n_judgments"] == "2"
+    # The per-judgment export keeps everything, practice included.
+    assert len(run_export(project.slug).splitlines()) == 3 + 1
+
+
+def test_stage_filter_and_errors(tmp_path):
+    project = _project_with_everything(tmp_path, "likert", LIKERT_ROW)
+    rows = [json.loads(line) for line in run_export(project.slug, "--stage", "full").splitlines()]
+    assert [r["judgment"]["worker"] for r in rows] == ["expert-7"]
+    with pytest.raises(CommandError, match="no stage 'nope'"):
+        run_export(project.slug, "--stage", "nope")
+    with pytest.raises(CommandError, match="project 'ghost' does not exist"):
+        run_export("ghost")

@@ -1,0 +1,45 @@
+"""The demo data: each kind present with ten or more items, workable, loaded idempotently."""
+from __future__ import annotations
+
+import pytest
+
+from annotation.domain.item_content import validate_gold, validate_item_content
+from annotation.models import Item, Provider, StageKind, StageStatus, Worker
+from annotation.services.demo import demo_data_load
+
+from .helpers import db_state
+
+pytestmark = pytest.mark.django_db
+
+
+def test_demo_has_every_kind_and_is_idempotent():
+    projects = demo_data_load()
+    state = db_state()
+    again = demo_data_load()
+    assert db_state() == state
+    assert [p.pk for p in again] == [p.pk for p in projects]
+    kinds = {p.kind for p in projects}
+    assert kinds == {"likert", "ab", "mc"}
+    modes = {p.experiment_mode for p in projects if p.kind == "mc"}
+    assert "qa" in modes
+    for project in projects:
+        items = project.items.all()
+        assert items.count() >= 10, project.slug
+        for item in items:
+            validate_item_content(project.kind, item.content)
+            validate_gold(project.kind, item.gold)
+        if project.kind != "ab":
+            assert items.exclude(gold=None).exists(), project.slug
+        full = project.stages.get(kind=StageKind.FULL)
+        assert full.status == StageStatus.PUBLISHED and full.provider == Provider.INHOUSE
+    assert Worker.objects.filter(provider=Provider.INHOUSE).count() >= 3
+
+
+def test_demo_mc_spans_point_at_text():
+    demo_data_load()
+    for item in Item.objects.filter(project__slug="demo-mc-qa"):
+        paragraph = item.content["paragraph"]
+        for name in ("critical_span", "distractor_span"):
+            start, end = item.content[name]
+            assert 0 <= start < end <= len(paragraph)
+            assert paragraph[start:end].strip() == paragraph[start:end]
