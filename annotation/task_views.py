@@ -61,12 +61,48 @@ def _csp() -> str:
     )
 
 
+DEFAULT_RATE_LIMITS = {"page": (600, 60), "api": (240, 60)}
+
+
+def rate_limited(request: HttpRequest, *, scope: str, key: str) -> bool:
+    """Fixed-window request counter in the Django cache (per process with the default local
+    memory cache; configure a shared cache such as Redis to make it global). Limits per scope
+    come from `QAJ_TASK_RATE_LIMITS` = {"page": (requests, seconds), "api": (...)}."""
+    from django.core.cache import cache
+
+    limits = {**DEFAULT_RATE_LIMITS, **(getattr(settings, "QAJ_TASK_RATE_LIMITS", None) or {})}
+    allowed, window = limits[scope]
+    bucket = int(timezone.now().timestamp() // window)
+    cache_key = f"qaj-rate:{scope}:{key}:{bucket}"
+    if cache.add(cache_key, 1, timeout=window + 1):
+        return False
+    try:
+        return cache.incr(cache_key) > allowed
+    except ValueError:  # expired between add and incr
+        return False
+
+
+def _too_many(request: HttpRequest) -> HttpResponse:
+    response = render(request, "annotation/task/refused.html", {
+        "title": "Slow down", "code": "rate_limited",
+        "message": "Too many requests in a short time. Wait a minute and reload the page.",
+    }, status=429)
+    response["Retry-After"] = "60"
+    return response
+
+
 def task_page(view):
-    """Task page headers: frameable by MTurk only, strict CSP, never cached."""
+    """Task page headers: frameable by MTurk only, strict CSP, never cached; rate-limited per
+    client address and page."""
 
     @wraps(view)
     def wrapped(request, *args, **kwargs):
-        response = view(request, *args, **kwargs)
+        if request.method == "GET" and rate_limited(
+            request, scope="page", key=f"{request.META.get('REMOTE_ADDR', '')}:{request.path}"
+        ):
+            response = _too_many(request)
+        else:
+            response = view(request, *args, **kwargs)
         response["Content-Security-Policy"] = _csp()
         response["Referrer-Policy"] = "same-origin"
         response["X-Content-Type-Options"] = "nosniff"
@@ -274,6 +310,11 @@ def task_api(view):
             assignment = access.assignment_token_resolve(token=request.META.get(TOKEN_HEADER, ""))
         except AssignmentRefused as exc:
             return _json_error(exc.message, status=403)
+        if rate_limited(request, scope="api", key=str(assignment.pk)):
+            response = _json_error("Too many requests; wait a minute and try again.",
+                                   status=429)
+            response["Retry-After"] = "60"
+            return response
         if len(request.body) > MAX_BODY_BYTES:
             return _json_error("Request too large.", status=413)
         try:

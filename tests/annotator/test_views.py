@@ -351,3 +351,19 @@ def test_completion_page_needs_a_submitted_assignment(client):
     page = client.get(reverse("annotation:task-complete", kwargs={"token": token}))
     assert page.status_code == 403
     assert assignment.status == AssignmentStatus.IN_PROGRESS
+
+
+@override_settings(QAJ_TASK_RATE_LIMITS={"page": (3, 60), "api": (2, 60)})
+def test_task_pages_and_json_calls_are_rate_limited(client):
+    from django.core.cache import cache
+
+    cache.clear()
+    project, _, _ = make_task(TaskKind.LIKERT)
+    worker = make_worker()
+    _, path = inhouse_link_create(worker=worker, project=project)
+    statuses = [client.get(path).status_code for _ in range(4)]
+    assert statuses == [200, 200, 200, 429]
+    token = assignment_token_make(assignment=Assignment.objects.get())
+    calls = [api(client, "task-autosave", token, {"draft": {}}).status_code for _ in range(3)]
+    assert calls == [200, 200, 429]
+    cache.clear()
