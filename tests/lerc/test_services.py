@@ -245,3 +245,25 @@ def test_missing_artifact_is_a_clear_metric_error(lerc_settings):
     with pytest.raises(MetricUnavailable, match="missing on this machine"):
         get_metric("lerc").score_batch([MetricInput(id="1", question="q", references=["r"],
                                                     candidate="c")])
+
+
+def test_train_lerc_command_sync_and_queued(lerc_settings, capsys):
+    import json
+
+    from django.core.management import call_command
+
+    project, _ = likert_project_from_toy(6)
+    options = json.dumps({"backbone_config": lerc_settings.QAJ_LERC_TRAIN_OPTIONS[
+        "backbone_config"], "max_length": 64, "batch_size": 4})
+    call_command("train_lerc", "--project", project.slug, "--epochs", "1", "--lr", "1e-3",
+                 "--options", options, "--sync")
+    out = capsys.readouterr().out
+    assert "lerc v1: promoted" in out
+    assert '"judgment_count": 8' in out  # 12 judged items minus 4 exact matches
+    version = ModelVersion.objects.get(number=1)
+    assert version.config["train"]["epochs"] == 1
+    assert version.config["train"]["learning_rate"] == 1e-3
+
+    call_command("train_lerc", "--project", project.slug)
+    assert "queued lerc v2" in capsys.readouterr().out
+    assert ModelVersion.objects.get(number=2).status == ModelStatus.QUEUED
