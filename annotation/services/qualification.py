@@ -93,18 +93,10 @@ def qualification_grant(*, qualification: WorkerQualification) -> WorkerQualific
 
 
 def qualification_grade_on_submit(*, assignment: Assignment) -> WorkerQualification | None:
-    """Called by `assignment_submit` for qualification stages: grade at once (so a passing
-    worker can start the trial right away) and grant on the provider after the commit. The
-    grant is also retried by the periodic sync, so a broker that is down loses nothing."""
+    """Called by `assignment_submit` for qualification stages: grade at once, so a passing
+    worker can start the trial on our pages right away. The provider-side grant is a network
+    call and is left to the periodic sync (`stage_auto_review`), keeping the submit request
+    free of provider and broker calls."""
     if assignment.stage.kind != StageKind.QUALIFICATION:
         return None
-    qualification = qualification_grade(assignment=assignment)
-    if not qualification.granted_externally and assignment.stage.provider in ("mturk",
-                                                                              "prolific"):
-        def enqueue() -> None:
-            from worker.tasks.providers import qualification_grant as grant_task
-
-            grant_task.delay(qualification.pk)
-
-        transaction.on_commit(enqueue, robust=True)
-    return qualification
+    return qualification_grade(assignment=assignment)

@@ -143,12 +143,21 @@ def _sync_one(*, stage: Stage, submission: Submission, hit: Hit | None) -> str:
             return _flag(assignment, FLAG_NO_JUDGMENTS.format(provider=provider_name)
                          + _decided_note(submission))
         if assignment.status != decided[submission.status]:
-            # Decided on the provider (MTurk auto-approval, a decision made there by hand).
+            # Our own call whose answer was lost (the worker running it died), or a decision
+            # made on the provider (MTurk's auto-approval, a decision made there by hand).
+            operation = ("ApproveAssignment" if submission.status == SubmissionStatus.APPROVED
+                         else "RejectAssignment")
+            ours = ProviderCall.objects.filter(assignment=assignment, operation=operation,
+                                               status=ProviderCallStatus.PENDING)
+            if ours.update(status=ProviderCallStatus.SUCCEEDED, completed_at=timezone.now(),
+                           response={"confirmed_by_sync": submission.status}):
+                note = "Our decision, confirmed by the sync."
+            else:
+                note = f"Decided on {provider_name}."
             assignment.status = decided[submission.status]
             assignment.reviewed_at = assignment.reviewed_at or timezone.now()
             assignment.submitted_at = assignment.submitted_at or submission.submitted_at
-            assignment.review_note = (assignment.review_note + f" Decided on {provider_name}.")\
-                .strip()
+            assignment.review_note = (assignment.review_note + " " + note).strip()
             assignment.save(update_fields=["status", "reviewed_at", "submitted_at", "review_note"])
             return "mirrored"
         return "matched"
@@ -377,11 +386,6 @@ def stage_auto_review(*, stage: Stage, now: dt.datetime | None = None) -> Review
             if decision.action == "approve":
                 assignment_approve(assignment=assignment)
                 report.approved += 1
-                bonus = correct_answer_bonus(assignment=assignment)
-                if bonus > 0:
-                    assignment_bonus_pay(assignment=assignment, amount=bonus,
-                                         reason="Bonus for correct answers", key="per-correct")
-                    report.bonuses += 1
             elif decision.action == "reject":
                 assignment_reject(assignment=assignment, reason="; ".join(decision.reasons))
                 report.rejected += 1
@@ -393,6 +397,23 @@ def stage_auto_review(*, stage: Stage, now: dt.datetime | None = None) -> Review
                 report.held += 1
         except Exception as exc:  # one failing call must not stop the others; retried later
             report.errors.append(f"{assignment}: {exc}")
+    if stage.project.bonus_per_correct and stage.project.bonus_per_correct > 0:
+        # Separate from approving, so an approval confirmed later (lost answer, MTurk's own
+        # auto-approval) still gets its bonus — once: the key names this bonus.
+        paid = ProviderCall.objects.filter(
+            assignment__stage=stage, operation="SendBonus", key__endswith=":per-correct",
+            status=ProviderCallStatus.SUCCEEDED).values("assignment_id")
+        for assignment in stage.assignments.filter(status=AssignmentStatus.APPROVED).exclude(
+                pk__in=paid).select_related("worker", "stage", "stage__project"):
+            bonus = correct_answer_bonus(assignment=assignment)
+            if bonus <= 0:
+                continue
+            try:
+                assignment_bonus_pay(assignment=assignment, amount=bonus,
+                                     reason="Bonus for correct answers", key="per-correct")
+                report.bonuses += 1
+            except Exception as exc:
+                report.errors.append(f"bonus {assignment}: {exc}")
     threshold = int(rules["block_after_rejections"])
     if threshold > 0:
         offenders = (

@@ -301,7 +301,13 @@ class MTurkState:
 
 
 class MTurkServer:
-    """The HTTP front of `MTurkState` with fault injection. Use as a context manager."""
+    """The HTTP front of `MTurkState` with fault injection. Use as a context manager.
+
+    throttle_rate / throttle_next[op]: answer "Rate exceeded" instead of doing the operation;
+    lose_response_next[op]: do the operation, then drop the connection without an answer;
+    stall_after[op] = Event(): do the operation, set `stalled`, answer only once the event is
+    set (so a test can kill the calling process while it waits).
+    """
 
     def __init__(self, *, port: int = 0, throttle_rate: float = 0.0, seed: int = 0):
         self.state = MTurkState(seed=seed)
@@ -309,6 +315,8 @@ class MTurkServer:
         self.throttle_next: dict[str, int] = defaultdict(int)
         self.lose_response_next: dict[str, int] = defaultdict(int)
         self.stats: dict[str, int] = defaultdict(int)
+        self.stall_after: dict[str, threading.Event] = {}
+        self.stalled = threading.Event()
         self._fault_rng = random.Random(seed + 1)
         self._ids = itertools.count(1)
         handler = self._handler_class()
@@ -389,7 +397,15 @@ class MTurkServer:
                         except OSError:
                             pass
                         return None
-                return self._reply(200, result)
+                stall = server.stall_after.pop(operation, None)
+                if stall is not None:
+                    # Done, but the answer waits: the caller can be killed in the meantime.
+                    server.stalled.set()
+                    stall.wait(60)
+                try:
+                    return self._reply(200, result)
+                except OSError:  # the caller is gone
+                    return None
 
             def _reply(self, status: int, payload: dict) -> None:
                 data = json.dumps(payload, default=str).encode()
