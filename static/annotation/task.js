@@ -643,4 +643,5 @@
     updateProgress();
   }
   window.addEventListener("pagehide", () => { snapshot(); saveLocal(); });
+  window.addEventListener("online", () => { if (saveStatus.classList.contains("offline")) saveNow(); });
 })();

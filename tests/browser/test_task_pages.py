@@ -232,3 +232,91 @@ def test_mturk_preview_then_hit_then_second_visit_shows_completion(live_server, 
     response = page.goto(other)
     assert response.status == 403
     assert "belongs to another worker" in page.content()
+
+
+A11Y_CHECK = """() => {
+  const problems = [];
+  for (const el of document.querySelectorAll('input, textarea, select')) {
+    if (el.type === 'hidden') continue;
+    if (!el.labels || el.labels.length === 0) problems.push('unlabelled ' + (el.id || el.name));
+  }
+  const ids = [...document.querySelectorAll('[id]')].map((e) => e.id);
+  const dupes = ids.filter((id, i) => ids.indexOf(id) !== i);
+  if (dupes.length) problems.push('duplicate ids ' + dupes.join(','));
+  for (const el of document.querySelectorAll('[aria-describedby]')) {
+    for (const id of el.getAttribute('aria-describedby').split(' ')) {
+      if (!document.getElementById(id)) problems.push('dangling aria-describedby ' + id);
+    }
+  }
+  if (document.documentElement.scrollWidth > window.innerWidth + 1) {
+    problems.push('horizontal overflow ' + document.documentElement.scrollWidth);
+  }
+  return problems;
+}"""
+
+FOCUS_OUTLINE = """() => {
+  const el = document.activeElement;
+  const target = el.closest('label') && el.matches('input') ? el : el;
+  const style = getComputedStyle(target);
+  return style.outlineStyle !== 'none' && parseFloat(style.outlineWidth) >= 2;
+}"""
+
+
+@pytest.mark.parametrize("kind,mode", [(TaskKind.LIKERT, ""), (TaskKind.AB, ""),
+                                       (TaskKind.MC, ExperimentMode.VALIDITY),
+                                       (TaskKind.MC, ExperimentMode.PILOT)])
+def test_labels_focus_and_phone_width(live_server, browser, kind, mode):
+    project, stage, items = make_task(kind, mode=mode, aspect_preferences=["coherence"]
+                                      if kind == TaskKind.AB else [])
+    _, path = inhouse_link_create(worker=make_worker(), project=project)
+    for viewport in ({"width": 1280, "height": 800}, {"width": 360, "height": 740}):
+        context = browser.new_context(viewport=viewport)
+        page = context.new_page()
+        page.goto(live_server.url + path)
+        assert page.evaluate(A11Y_CHECK) == []
+        page.keyboard.press("Tab")
+        page.keyboard.press("Tab")
+        assert page.evaluate(FOCUS_OUTLINE), "keyboard focus must be visible"
+        context.close()
+
+
+def test_dropped_connection_keeps_answers_and_saves_when_back(live_server, browser):
+    project, stage, items = make_task(TaskKind.LIKERT, group="p1")
+    _, path = inhouse_link_create(worker=make_worker(), project=project)
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    page = context.new_page()
+    page.goto(live_server.url + path)
+    context.set_offline(True)
+    page.keyboard.press("3")
+    expect_text(page, "#save-status", "Connection problem")
+    context.set_offline(False)
+    expect_text(page, "#save-status", "All answers saved")  # the retry went through
+    assignment = Assignment.objects.get()
+    assert assignment.draft["answers"][str(items[0].pk)]["score"] == 3
+    page.goto(live_server.url + path)
+    assert page.is_checked(f"#score-{items[0].pk}-3")
+    context.close()
+
+
+def test_pilot_reload_after_the_guess_resumes_on_the_reading_page(live_server, page):
+    project, stage, items = make_task(TaskKind.MC, mode=ExperimentMode.PILOT, n_items=1)
+    url = open_inhouse(page, live_server, project)
+    page.keyboard.press("d")
+    page.keyboard.press("Enter")
+    box = f"#item-{items[0].pk}"
+    page.locator(f"{box} .paragraph").wait_for(state="visible")
+    page.goto(url)
+    # The locked guess cannot be redone: the page opens on the reading page again.
+    page.locator(f"{box} .paragraph").wait_for(state="visible")
+    assert items[0].content["paragraph"] in page.inner_text(f"{box} .paragraph")
+    assert not page.locator(f"{box} .question-block").is_visible()
+    page.focus(f"{box} .read-done")
+    page.keyboard.press("Enter")
+    page.keyboard.press("b")
+    page.keyboard.press("Enter")
+    page.locator(f"{box} .feedback").wait_for(state="visible")
+    page.keyboard.press("Enter")
+    finish(page)
+    judgment = Judgment.objects.get()
+    order = Assignment.objects.get().assignmentitem_set.get().presented_order
+    assert judgment.extra["guess_choice"] == order[3] and judgment.choice == order[1]
