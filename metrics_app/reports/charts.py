@@ -7,7 +7,10 @@ import io
 PALETTE = ["#2b6cb0", "#dd6b20", "#38a169", "#c53030", "#805ad5", "#d69e2e", "#319795"]
 
 
-def _figure(width: float = 6.0, height: float = 3.0):
+def _figure(width: float = 6.0, height: float = 3.0, *, left: float = 0.7, right: float = 0.2,
+            top: float = 0.3, bottom: float = 0.6):
+    """A figure with fixed margins in inches (a layout engine measures every text twice and
+    costs more than drawing the chart)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -15,8 +18,14 @@ def _figure(width: float = 6.0, height: float = 3.0):
 
     # Figure() rather than pyplot: no global state shared between request threads.
     fig = Figure(figsize=(width, height), dpi=100)
-    fig.set_layout_engine("constrained")
+    fig.subplots_adjust(left=left / width, right=1 - right / width, top=1 - top / height,
+                        bottom=bottom / height)
     return fig
+
+
+def _label_margin(labels: list[str], fontsize: float = 8) -> float:
+    """Inches needed left of the axes for y tick labels of this length."""
+    return 0.25 + 0.6 * fontsize / 72 * max((len(label) for label in labels), default=4)
 
 
 def _svg(fig) -> str:
@@ -35,7 +44,7 @@ def likert_histograms(likert: dict) -> str | None:
     groups = likert.get("distribution") or {}
     if not groups:
         return None
-    fig = _figure(7, 3)
+    fig = _figure(7, 3, right=2.2)
     ax = fig.add_subplot()
     names = list(groups)[:7]
     scores = list(next(iter(groups.values()))["shares"])
@@ -59,7 +68,7 @@ def agreement_chart(agreement: dict) -> str | None:
     if not rows:
         return None
     rows = rows[:25]
-    fig = _figure(7, 0.9 + 0.3 * len(rows))
+    fig = _figure(7, 0.9 + 0.3 * len(rows), left=_label_margin([n for n, _r in rows]))
     ax = fig.add_subplot()
     ys = list(range(len(rows)))[::-1]
     alphas = [row["krippendorff_alpha"] for _name, row in rows]
@@ -84,7 +93,7 @@ def worker_scatter(workers: list[dict], *, kind: str) -> str | None:
               if w.get("agreement_with_others") is not None and w.get("median_time_s")]
     if not points:
         return None
-    fig = _figure(7, 3.5)
+    fig = _figure(7, 3.5, left=0.8)
     ax = fig.add_subplot()
     flagged = [w for w in points if w["flags"]]
     calm = [w for w in points if not w["flags"]]
@@ -124,7 +133,8 @@ def starc_choice_bars(starc: dict) -> str | None:
             for key, rates in rates_by_key.items() if rates.get("n")]
     if not bars:
         return None
-    fig = _figure(7, 0.9 + 0.32 * len(bars))
+    fig = _figure(7, 1.1 + 0.32 * len(bars), top=0.5,
+                  left=_label_margin([f"{key} (n={rates['n']})" for key, rates in bars]))
     ax = fig.add_subplot()
     ys = list(range(len(bars)))[::-1]
     left = [0.0] * len(bars)
