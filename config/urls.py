@@ -11,3 +11,5 @@ urlpatterns = [
     path("", include("annotation.urls")),
     path("metrics/", include("metrics_app.urls")),
 ]
+
+handler404 = "config.views.page_not_found"

@@ -127,6 +127,12 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Projects, items, judgments, reports and metric scoring for QA Judge.",
     "VERSION": "0.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # Path parameters as Django's converters match them: a value outside the pattern never
+    # reaches a view (the URL resolver answers 404), so the schema must not promise it.
+    "PATH_CONVERTER_OVERRIDES": {
+        "slug": {"type": "string", "pattern": "^[-a-zA-Z0-9_]+$"},
+        "int": {"type": "integer", "minimum": 0},
+    },
     # Several models have a `kind` or `status` field with different choices: name each enum.
     "ENUM_NAME_OVERRIDES": {
         "TaskKindEnum": "annotation.models.TaskKind",

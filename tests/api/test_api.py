@@ -453,3 +453,15 @@ def test_schema_and_docs_are_served(client, alice):
     client.force_login(alice)
     assert client.get("/api/schema/").status_code == 200
     assert client.get("/api/docs/").status_code == 200
+
+
+def test_unrouted_api_urls_answer_json_404(api, project):
+    for url in ("/api/projects/not%20a%20slug/", "/api/projects/mocha-dev/stages/-1/",
+                "/api/nothing-here/"):
+        response = api.get(url)
+        assert response.status_code == 404
+        assert response["Content-Type"] == "application/json"
+        assert response.json() == {"detail": "Not found."}
+    response = APIClient().get("/no-such-page/")
+    assert response.status_code == 404
+    assert response["Content-Type"].startswith("text/html")
