@@ -119,13 +119,19 @@ def _check_judgment(kind: str, judgment: JudgmentRecord) -> None:
     """Raise ItemContentError (field prefixed with `judgments`) when a value does not fit."""
     if not isinstance(judgment.worker, str) or not judgment.worker.strip():
         raise ItemContentError("worker", "must be a non-empty string")
+    if len(judgment.worker) > 255:
+        raise ItemContentError("worker", "must be at most 255 characters")
     if not isinstance(judgment.stage, str) or not judgment.stage.strip():
         raise ItemContentError("stage", "must be a non-empty string")
+    if len(judgment.stage) > 100:
+        raise ItemContentError("stage", "must be at most 100 characters")
     score = judgment.score
     if score is not None and (not isinstance(score, (int, float)) or isinstance(score, bool)):
         raise ItemContentError("score", f"must be a number, got {type(score).__name__}")
     if not isinstance(judgment.choice, str):
         raise ItemContentError("choice", f"must be a string, got {type(judgment.choice).__name__}")
+    if len(judgment.choice) > 10:
+        raise ItemContentError("choice", "must be at most 10 characters")
     if kind == "likert":
         if score is None or not 1 <= score <= 5:
             raise ItemContentError("score", "must be a number from 1 to 5")
@@ -135,7 +141,9 @@ def _check_judgment(kind: str, judgment: JudgmentRecord) -> None:
     elif kind == "mc":
         if judgment.choice not in ("", *MC_ROLES):
             raise ItemContentError("choice", "must be one of A, B, C, D (or empty)")
-        if not isinstance(judgment.choices, list) or not set(judgment.choices) <= set(MC_ROLES):
+        if not isinstance(judgment.choices, list) or not all(
+            isinstance(c, str) and c in MC_ROLES for c in judgment.choices
+        ):
             raise ItemContentError("choices", "must be a list of role letters A–D")
     for name in ("choices", "aspects", "presented_order"):
         if not isinstance(getattr(judgment, name), list):
@@ -151,9 +159,11 @@ def _check_judgment(kind: str, judgment: JudgmentRecord) -> None:
         raise ItemContentError("time_spent_ms", "must be a non-negative integer or null")
 
 
-_STRING_COLUMNS = (
-    "dataset", "source", "split", "domain", "text_level", "group_key", "exclusion_reason",
-)
+# Column widths of annotation.models.Item: longer values are an import error, not a crash.
+_STRING_COLUMNS = {
+    "dataset": 100, "source": 100, "split": 20, "domain": 100, "text_level": 20,
+    "group_key": 64, "exclusion_reason": 200,
+}
 
 
 def validate_record(record: ItemRecord, *, path: str | Path, index: Any) -> ItemRecord:
@@ -164,9 +174,11 @@ def validate_record(record: ItemRecord, *, path: str | Path, index: Any) -> Item
             raise ItemContentError("external_id", "must be a non-empty string")
         if len(record.external_id) > 255:
             raise ItemContentError("external_id", "must be at most 255 characters")
-        for name in _STRING_COLUMNS:
+        for name, width in _STRING_COLUMNS.items():
             if not isinstance(getattr(record, name), str):
                 raise ItemContentError(name, "must be a string")
+            if len(getattr(record, name)) > width:
+                raise ItemContentError(name, f"must be at most {width} characters")
         for name in ("is_gold_check", "is_practice", "excluded"):
             if not isinstance(getattr(record, name), bool):
                 raise ItemContentError(name, "must be true or false")

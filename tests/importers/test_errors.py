@@ -69,6 +69,8 @@ def test_malformed_json_document(tmp_path):
         (lambda r: r.update(judgments={"worker": "w1"}), "judgments"),
         (lambda r: r["judgments"][0].update(time_spent_ms=-5), "judgments[0].time_spent_ms"),
         (lambda r: r.update(colour="red"), "colour"),
+        (lambda r: r.update(dataset="x" * 101), "dataset"),
+        (lambda r: r["judgments"][0].update(stage=""), "judgments[0].stage"),
     ],
 )
 def test_wrong_field_types_name_the_field(tmp_path, change, field):

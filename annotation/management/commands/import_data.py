@@ -67,13 +67,13 @@ class Command(BaseCommand):
             raise CommandError(f"nothing imported: {exc}") from None
 
         progress = False if options["no_progress"] else None
+        created = project is None
         try:
             with transaction.atomic():
-                if project is None:
+                if created:
                     project = Project.objects.create(
                         slug=slug, kind=kind, title=options["title"] or slug
                     )
-                    self.stdout.write(f"Created project {slug!r} ({kind}).")
                 summary = import_records(
                     project=project, records=records, progress=progress,
                     keep_existing_items=options["keep_existing_items"],
@@ -81,4 +81,6 @@ class Command(BaseCommand):
                 )
         except ImportConflictError as exc:
             raise CommandError(f"nothing imported: {path}: {exc}") from None
+        if created:
+            self.stdout.write(f"Created project {slug!r} ({kind}).")
         self.stdout.write(f"{format_name} {path} → project {slug!r}: {summary.as_text()}")
