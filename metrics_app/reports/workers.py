@@ -102,15 +102,25 @@ def worker_report(frame: JudgmentFrame, *, tolerance: float = 0.0) -> list[dict]
     )
 
     if frame.kind == TaskKind.LIKERT:
-        answer = np.where(has, frame.score, np.nan).astype(object)
+        answer_code = np.where(has, value_index, -1)
     else:
-        answer = shown_position(frame)
+        shown = shown_position(frame).astype(str)
+        labels, answer_code = np.unique(shown, return_inverse=True)
+        answer_code = np.where(shown == "", -1, answer_code.reshape(-1))
     info = {
         pk: (external_id, name, status)
         for pk, external_id, name, status in Worker.objects.filter(
             pk__in=worker_ids.tolist()
         ).values_list("pk", "external_id", "display_name", "status")
     }
+    # Straight-lining: share of each worker's most frequent answer (data stages only), from one
+    # bincount over (worker, answer) pairs.
+    answered = data & (answer_code >= 0)
+    n_codes = int(answer_code.max(initial=0)) + 1
+    per_answer = np.bincount(w_index[answered] * n_codes + answer_code[answered],
+                             minlength=n_workers * n_codes).reshape(n_workers, n_codes)
+    n_answered = per_answer.sum(axis=1)
+    modal = np.where(n_answered > 0, per_answer.max(axis=1) / np.maximum(n_answered, 1), np.nan)
     order = np.argsort(w_index, kind="stable")
     bounds = np.searchsorted(w_index[order], np.arange(n_workers + 1))
     rows = []
@@ -119,11 +129,7 @@ def worker_report(frame: JudgmentFrame, *, tolerance: float = 0.0) -> list[dict]
         idx = idx[data[idx]]  # speed and straight-lining on real work, not practice
         times = frame.time_ms[idx]
         times = times[~np.isnan(times)]
-        answers = [a for a in answer[idx] if a is not None and a == a and a != ""]
-        modal_share = None
-        if answers:
-            _values, freq = np.unique(np.array(answers, dtype=str), return_counts=True)
-            modal_share = float(freq.max() / len(answers))
+        modal_share = None if np.isnan(modal[w]) else float(modal[w])
         n_judgments = int(len(idx))
         without = alpha_without[w]
         row = {
