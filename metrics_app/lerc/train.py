@@ -259,7 +259,7 @@ def _pretrain_mc(model, tokenizer, cfg: TrainConfig, mc_examples, device,
                 total += len(batch)
             if progress and step % cfg.progress_every == 0:
                 progress({"phase": "pretrain", "epoch": epoch + 1,
-                          "epochs": cfg.pretrain_epochs, "step": step, "loss": float(loss)})
+                          "epochs": cfg.pretrain_epochs, "step": step, "loss": float(loss.detach())})
     return {"pretrain_examples": len(encoded),
             "pretrain_train_accuracy": correct / total if total else None}
 

@@ -210,6 +210,44 @@ def _example(kind: str, item: Item, gold: float, project: Project):
                        score=gold, id=str(item.id), dataset=item.dataset, group=group)
 
 
+def mc_pretraining_build(*, projects: list[Project], seed: int = 0) -> list:
+    """3-way pre-training examples from multiple-choice projects' items (role A is correct)."""
+    from ..lerc.data import mc_pretraining_examples
+
+    rows = []
+    for item in Item.objects.filter(project__in=projects, project__kind=TaskKind.MC,
+                                    is_practice=False).order_by("id"):
+        content = item.content or {}
+        answers = content.get("answers") or []
+        if len(answers) >= 2:
+            rows.append((content.get("paragraph", ""), content.get("question", ""), answers[0],
+                         answers[1:]))
+    return mc_pretraining_examples(rows, seed=seed)
+
+
+def minimal_pair_accuracy(scorer, projects: list[Project]) -> dict[str, Any]:
+    """How often the model scores a minimal pair's better candidate (role 1) higher; a tie
+    counts half. Pairs come from items with metadata {"minimal_pair", "pair_role"}."""
+    items = [i for i in Item.objects.filter(project__in=projects, project__kind=TaskKind.LIKERT)
+             .order_by("id") if (i.metadata or {}).get("minimal_pair") and
+             (i.metadata or {}).get("pair_role") in (1, 2)]
+    pairs: dict[str, dict[int, int]] = {}
+    for index, item in enumerate(items):
+        pairs.setdefault(item.metadata["minimal_pair"], {})[item.metadata["pair_role"]] = index
+    complete = {key: roles for key, roles in pairs.items() if len(roles) == 2}
+    if not complete:
+        return {"accuracy": None, "n": 0}
+    scores = scorer.score([_example(ModelKind.REGRESSION, item, 0.0, item.project)
+                           for item in items])
+    points = []
+    for roles in complete.values():
+        better, worse = scores[roles[1]], scores[roles[2]]
+        if better is None or worse is None:
+            continue
+        points.append(1.0 if better > worse else 0.5 if better == worse else 0.0)
+    return {"accuracy": sum(points) / len(points) if points else None, "n": len(points)}
+
+
 # ---- versions ---------------------------------------------------------------------------------
 
 
@@ -232,6 +270,7 @@ def model_version_create(
     holdout_dataset: str = "",
     split_mode: str = "auto",
     znormalize: bool = False,
+    pretrain_projects: list[Project] | None = None,
     user=None,
     reason: str = "",
 ) -> ModelVersion:
@@ -251,11 +290,16 @@ def model_version_create(
         TrainConfig.from_dict(options)
     except (TypeError, ValueError) as exc:
         raise LercError(str(exc)) from exc
+    if pretrain_projects and any(p.kind != TaskKind.MC for p in pretrain_projects):
+        raise LercError("pre-training uses multiple-choice (mc) projects")
+    if pretrain_projects and not options.get("pretrain_epochs"):
+        options["pretrain_epochs"] = 1
     name = NAME_BY_KIND[kind]
     config = {
         "train": options,
         "data": {"holdout_dataset": holdout_dataset, "split_mode": split_mode,
-                 "znormalize": znormalize},
+                 "znormalize": znormalize,
+                 "pretrain_projects": [p.slug for p in pretrain_projects or []]},
     }
     snapshot = {"watermarks": {str(p.id): _data_watermark(p) for p in projects}}
     for _attempt in range(5):
@@ -388,8 +432,13 @@ def model_version_train(*, model_version: ModelVersion) -> ModelVersion:
         output = work_dir(key)
         cfg = _train_config(version, output)
         started = time.monotonic()
+        mc_examples = None
+        pretrain_slugs = version.config.get("data", {}).get("pretrain_projects") or []
+        if pretrain_slugs and cfg.pretrain_epochs:
+            mc_examples = mc_pretraining_build(
+                projects=list(Project.objects.filter(slug__in=pretrain_slugs)), seed=cfg.seed)
         result = train(cfg, dataset.train, dataset.val, progress=reporter,
-                       should_cancel=reporter.should_cancel)
+                       should_cancel=reporter.should_cancel, mc_examples=mc_examples)
         train_seconds = time.monotonic() - started
         reporter({"phase": "evaluating"}, force=True)
         from pathlib import Path
@@ -401,6 +450,10 @@ def model_version_train(*, model_version: ModelVersion) -> ModelVersion:
             "validation": _evaluate(scorer, version.kind, dataset.val),
             "test": _evaluate(scorer, version.kind, dataset.test),
         }
+        if version.kind == ModelKind.REGRESSION:
+            pairs = minimal_pair_accuracy(scorer, list(version.projects.all()))
+            if pairs["n"]:
+                evaluation["minimal_pairs"] = pairs
         metrics = {
             **evaluation,
             "training": {k: v for k, v in result.items() if k != "model_dir"},

@@ -267,3 +267,26 @@ def test_train_lerc_command_sync_and_queued(lerc_settings, capsys):
     call_command("train_lerc", "--project", project.slug)
     assert "queued lerc v2" in capsys.readouterr().out
     assert ModelVersion.objects.get(number=2).status == ModelStatus.QUEUED
+
+
+def test_mc_pretraining_and_minimal_pairs_in_a_trained_version(lerc_settings):
+    project, _ = likert_project_from_toy(6)
+    for pair in ("p1", "p2"):
+        for role, candidate in ((1, "red"), (2, "blue")):
+            make_item(project, split="test", metadata={"minimal_pair": pair, "pair_role": role},
+                      content={"passage": "Thing 0 is red.", "question": "What color is it?",
+                               "references": ["scarlet"], "candidate": candidate})
+    mc_project = make_project(kind=TaskKind.MC)
+    make_item(mc_project)
+    make_item(mc_project)
+    version = model_version_create(projects=[project], pretrain_projects=[mc_project],
+                                   train_options={"epochs": 1})
+    assert version.config["train"]["pretrain_epochs"] == 1
+    version = model_version_train(model_version=version)
+    assert version.status == ModelStatus.PROMOTED, version.error
+    # Two MC items × (3 wrong answers × 2 orders + 1 "both correct").
+    assert version.metrics["training"]["pretrain_examples"] == 14
+    assert version.metrics["minimal_pairs"]["n"] == 2
+    assert 0.0 <= version.metrics["minimal_pairs"]["accuracy"] <= 1.0
+    with pytest.raises(LercError, match="multiple-choice"):
+        model_version_create(projects=[project], pretrain_projects=[project])

@@ -2,7 +2,7 @@
 
     python manage.py train_lerc --project mocha [--project other] [--holdout narrativeqa]
         [--backbone /models/bert-base-uncased] [--epochs 3] [--lr 2e-5] [--tune-lr]
-        [--max-examples 2000] [--sync]
+        [--max-examples 2000] [--pretrain-project onestopqa --pretrain-epochs 1] [--sync]
 
 Without --sync the version is queued for a GPU worker (queue `gpu`) and its number printed;
 with --sync it trains in this process and prints the metrics and the promotion decision.
@@ -46,6 +46,9 @@ class Command(BaseCommand):
                             help="Z-normalize each annotator's scores before averaging.")
         parser.add_argument("--options", default="{}",
                             help="JSON of further TrainConfig fields.")
+        parser.add_argument("--pretrain-project", action="append", default=[],
+                            help="Multiple-choice project for 3-way pre-training (repeatable).")
+        parser.add_argument("--pretrain-epochs", type=int)
         parser.add_argument("--sync", action="store_true", help="Train here and now.")
 
     def handle(self, *args, **options):
@@ -69,6 +72,11 @@ class Command(BaseCommand):
                             ("max_examples", "max_train_examples")):
             if options[flag] is not None:
                 train_options[field] = options[flag]
+        if options["pretrain_epochs"] is not None:
+            train_options["pretrain_epochs"] = options["pretrain_epochs"]
+        pretrain = list(Project.objects.filter(slug__in=options["pretrain_project"]))
+        if len(pretrain) != len(set(options["pretrain_project"])):
+            raise CommandError("unknown --pretrain-project slug")
         if options["tune_lr"]:
             train_options["tune_learning_rate"] = True
         try:
@@ -76,7 +84,7 @@ class Command(BaseCommand):
                 projects=projects, kind=kind, backbone=options["backbone"],
                 train_options=train_options, holdout_dataset=options["holdout"],
                 split_mode=options["split"], znormalize=options["znormalize"],
-                reason="train_lerc command",
+                pretrain_projects=pretrain, reason="train_lerc command",
             )
         except LercError as exc:
             raise CommandError(str(exc)) from exc
