@@ -26,6 +26,7 @@ from .admin_actions import (
     WORKER_ACTIONS,
     ProviderActionForm,
     ProviderBannerMixin,
+    StageProviderMixin,
     WorkerHistoryMixin,
 )
 from .domain.item_content import ItemContentError, validate_gold, validate_item_content
@@ -425,7 +426,7 @@ class StageAdminForm(forms.ModelForm):
 
 
 @admin.register(Stage)
-class StageAdmin(ProviderBannerMixin, ProjectScopedAdmin):
+class StageAdmin(StageProviderMixin, ProjectScopedAdmin):
     form = StageAdminForm
     action_form = ProviderActionForm
     actions = STAGE_ACTIONS
@@ -439,7 +440,7 @@ class StageAdmin(ProviderBannerMixin, ProjectScopedAdmin):
     list_select_related = ("project",)
     search_fields = ("name", "project__slug", "project__title")
     autocomplete_fields = ("project", "requires_stage", "items")
-    readonly_fields = ("progress_summary", "created_at", "updated_at")
+    readonly_fields = ("progress_summary", "cost_estimate", "created_at", "updated_at")
 
     def get_changelist_instance(self, request):
         changelist = super().get_changelist_instance(request)

@@ -12,7 +12,7 @@ from django.contrib.admin.helpers import ActionForm
 from django.db.models import Avg, Count, Sum
 from django.utils.html import format_html
 
-from .models import Assignment, AssignmentStatus, Judgment, WorkerQualification
+from .models import Assignment, AssignmentStatus, Judgment, ProviderCall, WorkerQualification
 
 
 class ProviderActionForm(ActionForm):
@@ -48,6 +48,55 @@ class ProviderBannerMixin:
         if request.method == "GET":
             self._production_banner(request)
         return super().changeform_view(request, object_id, form_url, extra_context)
+
+
+class StageProviderMixin(ProviderBannerMixin):
+    """Stage pages: the banner, and the cost of the stage before anything is spent."""
+
+    def get_readonly_fields(self, request, obj=None):
+        fields = tuple(super().get_readonly_fields(request, obj))
+        # Status changes go through the actions (the logged status machine), not the form.
+        return fields + ("status",) if obj is not None and obj.pk else fields
+
+    @admin.display(description="Cost estimate")
+    def cost_estimate(self, obj):
+        from .services.costs import stage_cost_estimate
+
+        if obj is None or obj.pk is None:
+            return "–"
+        try:
+            return stage_cost_estimate(stage=obj).as_text()
+        except Exception as exc:  # e.g. no items yet, or a plan MTurk would refuse
+            return f"cannot estimate: {exc}"
+
+
+@admin.register(ProviderCall)
+class ProviderCallAdmin(admin.ModelAdmin):
+    """Every outbound provider call (read-only): what was sent, its token, and its outcome —
+    a PENDING row is a call whose answer never came; the next sync or retry settles it."""
+
+    list_display = ("created_at", "provider", "operation", "status", "stage", "assignment",
+                    "worker", "amount", "attempts", "error")
+    list_filter = ("provider", "operation", "status")
+    search_fields = ("key", "token", "assignment__external_id", "worker__external_id")
+    list_select_related = ("stage__project", "assignment", "worker")
+
+    def get_queryset(self, request):
+        from .selectors import projects_visible_to
+
+        queryset = super().get_queryset(request)
+        if not request.user.is_superuser:
+            queryset = queryset.filter(stage__project__in=projects_visible_to(request.user))
+        return queryset
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
 
 
 def _reason(request) -> str:

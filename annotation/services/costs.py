@@ -61,7 +61,7 @@ def stage_cost_estimate(*, stage: Stage, with_balance: bool = False) -> StageCos
         groups = [(hit.max_assignments, hit.items.count(), hit.reward) for hit in hits]
     else:
         groups = [(plan.max_assignments, len(plan.items), stage.reward)
-                  for plan in stage_hit_plan(stage=stage)]
+                  for plan in stage_hit_plan(stage=stage, store=False)]
     rewards = fees = Decimal("0")
     n_assignments = n_judgments = in_tier = 0
     for max_assignments, n_items, reward in groups:

@@ -109,12 +109,12 @@ def _released_elsewhere(stage: Stage):
     ).exclude(stages=stage).values("pk")
 
 
-def stage_items_choose(*, stage: Stage) -> list[Item]:
+def stage_items_choose(*, stage: Stage, store: bool = True) -> list[Item]:
     """The stage's items: the explicit ones, or chosen by kind (and then stored on the stage).
 
     qualification: N items with gold answers (gold/attention items first), default 10;
     trial: `settings["n_items"]` (default 200) random remaining items, seeded by the stage;
-    full: every remaining item; practice: the practice items.
+    full: every remaining item; practice: the practice items. `store=False` only looks.
     """
     explicit = list(stage.items.filter(excluded=False).order_by("id"))
     if explicit:
@@ -143,7 +143,8 @@ def stage_items_choose(*, stage: Stage) -> list[Item]:
         chosen = remaining
     if not chosen:
         raise StageError(f"{stage} has no items to release")
-    stage.items.set(chosen)
+    if store:
+        stage.items.set(chosen)
     return chosen
 
 
@@ -153,14 +154,14 @@ def _assignments_for(stage: Stage, split: str) -> int:
     return stage.project.redundancy_for(split)
 
 
-def stage_hit_plan(*, stage: Stage) -> list[HitPlan]:
+def stage_hit_plan(*, stage: Stage, store: bool = True) -> list[HitPlan]:
     """Group the stage's items into HITs (without writing HITs).
 
     Likert items sharing a passage (`group_key`) share HITs, so the passage is read once; every
     HIT holds items of one split so that its assignments match the split's redundancy. A
     qualification is one HIT with all its items, taken by up to `settings["max_workers"]`.
     """
-    items = stage_items_choose(stage=stage)
+    items = stage_items_choose(stage=stage, store=store)
     options = stage.settings or {}
     if stage.kind == StageKind.QUALIFICATION:
         workers = int(options.get("max_workers", MTURK_MAX_ASSIGNMENTS_20PCT))

@@ -113,3 +113,29 @@ def test_block_on_mturk_from_the_admin(admin_client_, mturk_server):
     assert worker.status == WorkerStatus.ACTIVE and mturk_server.state.blocks == {}
     act(admin_client_, "worker", "notify_workers", [worker.pk], reason="New HITs are up")
     assert mturk_server.state.notifications[0]["WorkerIds"] == ["A1WORKER"]
+
+
+def test_stage_page_shows_cost_and_status_is_not_editable(admin_client_):
+    project = make_project(TaskKind.LIKERT, items_per_hit=2, redundancy={"default": 3},
+                           reward_per_hit=Decimal("1.00"))
+    for _ in range(4):
+        make_item(project)
+    stage = make_stage(project, status=StageStatus.DRAFT, provider="mturk")
+    url = reverse("admin:annotation_stage_change", args=[stage.pk])
+    page = admin_client_.get(url).content.decode()
+    assert "rewards $6.00" in page and "fees $1.20" in page  # 2 HITs × 3 × $1 + 20%
+    assert not stage.items.exists()  # looking does not choose the stage's items
+    assert 'name="status"' not in page
+    calls = admin_client_.get(reverse("admin:annotation_providercall_changelist"))
+    assert calls.status_code == 200
+
+
+def test_provider_calls_are_listed_read_only(admin_client_):
+    from annotation.models import ProviderCall
+
+    call = ProviderCall.objects.create(provider="mturk", operation="SendBonus", key="k1",
+                                       token="t1", amount=Decimal("0.10"))
+    listing = admin_client_.get(reverse("admin:annotation_providercall_changelist"))
+    assert b"SendBonus" in listing.content
+    change = admin_client_.get(reverse("admin:annotation_providercall_change", args=[call.pk]))
+    assert change.status_code == 200 and b'name="token"' not in change.content
