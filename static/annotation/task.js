@@ -349,6 +349,7 @@
 
   function fetchParagraph(id) {
     const a = state.answers[id] || {};
+    setParagraph(byId[id], "Loading the paragraph…");
     post(cfg.endpoints.confirm, { item: Number(id), step: "guess", answer: { shown_guess: a.shown_guess || lockedGuesses[id] } })
       .then(({ data }) => { if (data.ok) setParagraph(byId[id], data.paragraph); });
   }

@@ -53,7 +53,7 @@ def browser():
 @pytest.fixture
 def page(browser):
     context = browser.new_context(viewport=LAPTOP)
-    context.set_default_timeout(10_000)
+    context.set_default_timeout(20_000)
     page = context.new_page()
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
@@ -66,7 +66,7 @@ def page(browser):
 @pytest.fixture
 def phone_page(browser):
     context = browser.new_context(viewport=PHONE, is_mobile=True, has_touch=True)
-    context.set_default_timeout(10_000)
+    context.set_default_timeout(20_000)
     page = context.new_page()
     yield page
     context.close()

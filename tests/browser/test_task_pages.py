@@ -308,7 +308,7 @@ def test_pilot_reload_after_the_guess_resumes_on_the_reading_page(live_server, p
     page.goto(url)
     # The locked guess cannot be redone: the page opens on the reading page again.
     page.locator(f"{box} .paragraph").wait_for(state="visible")
-    assert items[0].content["paragraph"] in page.inner_text(f"{box} .paragraph")
+    expect_text(page, f"{box} .paragraph", items[0].content["paragraph"])
     assert not page.locator(f"{box} .question-block").is_visible()
     page.focus(f"{box} .read-done")
     page.keyboard.press("Enter")
