@@ -255,3 +255,59 @@ def test_bonus_with_used_token_does_not_pay_again(stubbed, likert_study):
                              service_message="The UniqueRequestToken t1 has already been used")
     assert provider.bonus(assignment=assignment, amount=Decimal("1.00"), reason="r",
                           token="t1") == {"duplicate": True}
+
+
+def test_duplicate_token_without_id_in_message_pages_list_hits(stubbed, likert_study):
+    provider, stubber = stubbed
+    project, _gold, items = likert_study
+    _q, trial, _f = make_stages(project, "mturk")
+    hit = make_hit(trial, items=items[:1], unique_request_token="tok-7")
+    stubber.add_client_error("create_hit_with_hit_type", service_error_code="RequestError",
+                             service_message="UniqueRequestToken was already used")
+    stubber.add_response("list_hits", {"NextToken": "n2", "HITs": [
+        {"HITId": "OTHER", "RequesterAnnotation": "tok-1"}]}, {"MaxResults": 100})
+    stubber.add_response("list_hits", {"HITs": [
+        {"HITId": HIT_ID, "RequesterAnnotation": "tok-7"}]}, {"MaxResults": 100,
+                                                             "NextToken": "n2"})
+    assert provider.create_hit(hit=hit, hit_type_id="HT1", question="<q/>") is False
+    hit.refresh_from_db()
+    assert hit.external_id == HIT_ID
+
+
+def test_existing_qualification_type_is_found_by_name(stubbed, likert_study):
+    provider, stubber = stubbed
+    project, _gold, _items = likert_study
+    qualification, _t, _f = make_stages(project, "mturk")
+    name = f"QA Judge {project.slug} {qualification.name} #{qualification.pk}"
+    stubber.add_client_error("create_qualification_type", service_error_code="RequestError",
+                             service_message="A QualificationType with this name already "
+                                             "exists.")
+    stubber.add_response("list_qualification_types", {"QualificationTypes": [
+        {"QualificationTypeId": "QTX", "Name": name}]},
+        {"Query": name, "MustBeRequestable": False, "MustBeOwnedByCaller": True,
+         "MaxResults": 100})
+    assert provider.ensure_qualification_type(qualification) == "QTX"
+    qualification.refresh_from_db()
+    assert qualification.settings["mturk_qualification_type_id"] == "QTX"
+
+
+def test_rate_exceeded_under_another_code_is_retried_and_refusals_are_not(stubbed, likert_study):
+    provider, stubber = stubbed
+    project, _gold, items = likert_study
+    _q, trial, _f = make_stages(project, "mturk")
+    hit = make_hit(trial, items=items[:1])
+    stubber.add_client_error("create_hit_with_hit_type", service_error_code="RequestError",
+                             service_message="Rate exceeded")
+    stubber.add_client_error("create_hit_with_hit_type", service_error_code="ServiceFault",
+                             service_message="internal", http_status_code=500)
+    stubber.add_client_error("create_hit_with_hit_type", service_error_code="RequestError",
+                             service_message="Reward is below the minimum")
+    from annotation.services.provider_calls import ProviderCallRefused
+
+    with pytest.raises(ProviderCallRefused, match="below the minimum"):
+        provider.create_hit(hit=hit, hit_type_id="HT1", question="<q/>")
+    assert len(provider.sleeps) == 2
+    call = ProviderCall.objects.get(hit=hit)
+    assert call.status == ProviderCallStatus.FAILED and "below the minimum" in call.error
+    hit.refresh_from_db()
+    assert hit.status == HitStatus.PENDING and hit.external_id == ""
