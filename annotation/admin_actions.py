@@ -204,8 +204,33 @@ def extend_stages(modeladmin, request, queryset):
     modeladmin.message_user(request, f"Extended {len(queryset)} stage(s) by one day.")
 
 
+@admin.action(description="In-house: create annotators (names, comma-separated, in the "
+                          "reason field) and their personal links")
+def create_inhouse_links(modeladmin, request, queryset):
+    from django.conf import settings
+    from django.utils.text import slugify
+
+    from .models import Provider, Worker
+    from .services.access import inhouse_link_create
+
+    names = [name.strip() for name in _reason(request).split(",") if name.strip()]
+    if not names:
+        modeladmin.message_user(request, "Type the annotators' names, comma-separated.",
+                                messages.ERROR)
+        return
+    base = settings.QAJ_PUBLIC_BASE_URL.rstrip("/")
+    for stage in queryset.select_related("project"):
+        for name in names:
+            worker, _ = Worker.objects.get_or_create(
+                provider=Provider.INHOUSE, external_id=slugify(name)[:200] or name[:200],
+                defaults={"display_name": name})
+            _link, path = inhouse_link_create(worker=worker, project=stage.project, stage=stage)
+            # Shown once, to be sent to the annotator; it works until revoked or expired.
+            modeladmin.message_user(request, f"{stage} — {name}: {base}{path}", messages.SUCCESS)
+
+
 STAGE_ACTIONS = (estimate_cost, publish_stages, publish_stages_background, sync_stages,
-                 close_stages, extend_stages)
+                 close_stages, extend_stages, create_inhouse_links)
 
 
 # --- assignments ---------------------------------------------------------------------------------

@@ -139,3 +139,22 @@ def test_provider_calls_are_listed_read_only(admin_client_):
     assert b"SendBonus" in listing.content
     change = admin_client_.get(reverse("admin:annotation_providercall_change", args=[call.pk]))
     assert change.status_code == 200 and b'name="token"' not in change.content
+
+
+def test_inhouse_annotators_and_links_from_the_admin(admin_client_, client, settings):
+    settings.QAJ_PUBLIC_BASE_URL = "https://qaj.example.org"
+    project = make_project(TaskKind.LIKERT, items_per_hit=2)
+    for _ in range(2):
+        make_item(project)
+    stage = make_stage(project, status=StageStatus.COLLECTING)
+    response = act(admin_client_, "stage", "create_inhouse_links", [stage.pk],
+                   reason="Ada Lovelace, Alan Turing")
+    links = [m.split(": ", 1)[1] for m in messages_of(response) if "https://" in m]
+    assert len(links) == 2 and all(u.startswith("https://qaj.example.org/task/link/")
+                                   for u in links)
+    from annotation.models import Worker
+
+    ada = Worker.objects.get(external_id="ada-lovelace")
+    assert ada.display_name == "Ada Lovelace" and ada.provider == "inhouse"
+    page = client.get(links[0].removeprefix("https://qaj.example.org"))
+    assert page.status_code == 200
