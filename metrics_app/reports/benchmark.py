@@ -1,7 +1,7 @@
 """Benchmark of the project report: a Likert project of 40,000 items × 3 judgments (MOCHA
 scale) must give its report and dashboard charts in under 2 seconds.
 
-    python scripts/bench_report.py [--items 40000] [--judgments 3]
+    make bench B=reports        (bench/reports.py)
 
 `build_benchmark_project` writes the rows with bulk_create (minutes would go into per-row
 services otherwise); `time_project_report` measures cold report, charts and a cache hit.

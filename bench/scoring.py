@@ -1,0 +1,126 @@
+"""Metric scoring on real EVOUNA answers (NQ + TQ; question, `/`-split golden answers,
+candidate).
+
+1. `manage.py score --metric f1,bleu1,rougeL,meteor` on 10,000 candidates (JSONL in, JSONL out,
+   as a researcher runs it; METEOR runs the packaged Java jar). Items/s reported.
+2. LERC inference on 2,000 of them with the packaged MiniLM encoder and a regression head
+   (untrained weights score as fast as trained ones): length-sorted dynamic batches of 64
+   (`metrics_app.lerc.infer`, the default) vs one input at a time in input order, as the
+   original LERC scripts did. Same inputs, same model, `torch.inference_mode`; the two score
+   lists must agree. Target: batched ≥ 3× faster. torch runs with 1 thread (see
+   `runner.torch_threads`; BENCH_TORCH_THREADS to change).
+"""
+from __future__ import annotations
+
+import json
+import time
+
+from .runner import Benchmark, Context, Outcome, torch_threads
+
+METRICS = "f1,bleu1,rougeL,meteor"
+# Quick mode (the smoke test) leaves out METEOR: its Java process alone takes 10-60 s to start
+# on a busy 2-core host, which says nothing about the plumbing.
+QUICK_METRICS = "f1,bleu1,rougeL"
+
+
+def evouna_rows(ctx: Context) -> list[dict]:
+    from annotation.importers import evouna
+
+    rows = []
+    for name in ("evouna_nq.json", "evouna_tq.json"):
+        for record in evouna.parse(ctx.data_dir / "open_qa_judgments" / name):
+            content = record.content
+            if record.excluded or not content.get("candidate") or not content.get("references"):
+                continue
+            rows.append({"id": record.external_id, "question": content["question"],
+                         "references": content["references"], "candidate": content["candidate"]})
+    return rows
+
+
+def time_score_command(ctx: Context, rows: list[dict], metrics: str) -> tuple[float, dict]:
+    from django.core.management import call_command
+
+    source, target = ctx.work_dir / "score-in.jsonl", ctx.work_dir / "score-out.jsonl"
+    with source.open("w", encoding="utf-8") as handle:
+        for row in rows:
+            handle.write(json.dumps(row) + "\n")
+    started = time.perf_counter()
+    call_command("score", "--metric", metrics, "--input", str(source), "--output", str(target),
+                 "--no-progress", stderr=open("/dev/null", "w"))
+    seconds = time.perf_counter() - started
+    scored = {name: 0 for name in metrics.split(",")}
+    with target.open(encoding="utf-8") as handle:
+        for line in handle:
+            row = json.loads(line)
+            for name in scored:
+                scored[name] += row.get(name) is not None
+    return seconds, scored
+
+
+def time_lerc(rows: list[dict], *, batch_size: int = 64) -> dict:
+    import torch
+
+    from metrics_app.lerc.data import LercExample
+    from metrics_app.lerc.infer import predict_scores
+    from metrics_app.lerc.model import build_encoder, model_class
+
+    torch.manual_seed(0)
+    torch.set_num_threads(torch_threads())
+    encoder, tokenizer = build_encoder("")
+    model = model_class("LercRegressor")(encoder)
+    examples = [LercExample(question=r["question"], references=tuple(r["references"]),
+                            candidate=r["candidate"]) for r in rows]
+    kwargs = dict(max_length=512, bf16=False)
+    predict_scores(model, tokenizer, examples[:8], batch_size=8, **kwargs)  # warm-up
+    started = time.perf_counter()
+    batched = predict_scores(model, tokenizer, examples, batch_size=batch_size,
+                             length_sorted=True, **kwargs)
+    batched_s = time.perf_counter() - started
+    started = time.perf_counter()
+    single = predict_scores(model, tokenizer, examples, batch_size=1, length_sorted=False,
+                            **kwargs)
+    single_s = time.perf_counter() - started
+    pairs = [(a, b) for a, b in zip(batched, single, strict=True) if a is not None]
+    return {
+        "batched_s": round(batched_s, 2), "one_at_a_time_s": round(single_s, 2),
+        "batched_items_per_s": round(len(rows) / batched_s, 1),
+        "one_at_a_time_items_per_s": round(len(rows) / single_s, 1),
+        "speedup": round(single_s / batched_s, 2),
+        "inputs_encoded": sum(len(r["references"]) for r in rows),
+        "max_abs_score_difference": max(abs(a - b) for a, b in pairs) if pairs else None,
+        "batch_size": batch_size, "torch_threads": torch.get_num_threads(),
+    }
+
+
+def run(ctx: Context) -> Outcome:
+    rows = evouna_rows(ctx)
+    n_score = ctx.size(10_000, 40)
+    n_lerc = ctx.size(2_000, 24)
+    score_rows = rows[:n_score]
+    # Every 7th answer for LERC: a spread of systems and answer lengths, not one system's.
+    lerc_rows = rows[::7][:n_lerc]
+    metrics = QUICK_METRICS if ctx.quick else METRICS
+    score_s, scored = time_score_command(ctx, score_rows, metrics)
+    lerc = time_lerc(lerc_rows)
+    outcome = Outcome(inputs={"score_candidates": len(score_rows), "metrics": metrics,
+                              "lerc_items": len(lerc_rows), "lerc_model": "MiniLM-L6 (packaged)",
+                              "data": "EVOUNA NQ+TQ answers"})
+    outcome.numbers = {"score_command_s": round(score_s, 2),
+                       "score_items_per_s": round(len(score_rows) / score_s, 1),
+                       "scored_per_metric": scored, "lerc": lerc}
+    outcome.check("score: every metric scored every candidate",
+                  all(v == len(score_rows) for v in scored.values()),
+                  ", ".join(f"{k} {v}" for k, v in scored.items()))
+    outcome.check("LERC batched ≥ 3× faster than one at a time", lerc["speedup"] >= 3,
+                  f"{lerc['speedup']}× ({lerc['batched_items_per_s']} vs "
+                  f"{lerc['one_at_a_time_items_per_s']} items/s)")
+    diff = lerc["max_abs_score_difference"]
+    outcome.check("LERC batched scores = one-at-a-time scores",
+                  diff is not None and diff < 1e-3, f"max |Δ| = {diff}")
+    return outcome
+
+
+BENCHMARK = Benchmark(
+    name="scoring", title="Metric scoring (score command; LERC batched vs one at a time)",
+    target="items/s reported; LERC length-sorted batches ≥ 3× faster than one at a time", run=run,
+)
