@@ -53,7 +53,8 @@ def _correlation_table(data: dict, stat: str) -> dict:
     for group in groups:
         values = [(cells[group][stat], name) for name, cells in data["correlations"].items()
                   if group in cells and cells[group][stat] is not None]
-        best[group] = max(values)[1] if values else None
+        # no star when every metric ties (or only one metric has a value)
+        best[group] = max(values)[1] if len({v for v, _ in values}) > 1 else None
     for name, cells in data.get("correlations", {}).items():
         row = {"name": name, "version": data["metrics"].get(name, ""), "cells": []}
         for group in groups:
@@ -71,19 +72,24 @@ def _correlation_table(data: dict, stat: str) -> dict:
 
 
 def _accuracy_rows(section: dict, groups: list[str], labels: dict | None = None) -> list[dict]:
+    """Table rows; per column the best *metric* is starred (baselines in `labels` never are),
+    and nothing is starred when every metric ties."""
+    labels = labels or {}
     rows = []
     for name, cells in section.items():
-        values = [cells.get(g, {}).get("accuracy") for g in groups]
-        rows.append({"name": (labels or {}).get(name, name), "cells": [
-            {"value": cells.get(g, {}).get("accuracy"), "n": cells.get(g, {}).get("n", 0)}
+        rows.append({"name": labels.get(name, name), "baseline": name in labels, "cells": [
+            {"value": cells.get(g, {}).get("accuracy"), "n": cells.get(g, {}).get("n", 0),
+             "best": False}
             for g in groups
-        ], "raw": values})
-    # Highlight the best value per column.
+        ]})
     for index in range(len(groups)):
-        column = [r["cells"][index]["value"] for r in rows if r["cells"][index]["value"] is not None]
-        top = max(column) if column else None
+        column = [r["cells"][index]["value"] for r in rows
+                  if not r["baseline"] and r["cells"][index]["value"] is not None]
+        if len(set(column)) < 2:
+            continue
+        top = max(column)
         for r in rows:
-            r["cells"][index]["best"] = top is not None and r["cells"][index]["value"] == top
+            r["cells"][index]["best"] = not r["baseline"] and r["cells"][index]["value"] == top
     return rows
 
 
@@ -94,7 +100,7 @@ def project_metrics(request, slug: str):
     stat = request.GET.get("stat", "pearson")
     if stat not in STATS:
         stat = "pearson"
-    report, stale = metric_report_cached(project=project, params=params)
+    report, stale = metric_report_cached(project=project, params=params, any_resamples=True)
     data = report.data if report else {}
     jobs = list(ScoringJob.objects.filter(project=project)[:5])
     running = any(job.status in (ScoringStatus.QUEUED, ScoringStatus.RUNNING) for job in jobs)
@@ -147,7 +153,7 @@ def project_metric_scatter(request, slug: str, metric: str):
     """PNG scatter of one metric against the human gold score (jittered: scores are discrete)."""
     project = _visible_project(request, slug)
     znormalize = request.GET.get("znormalize") == "1"
-    xs, ys = scatter_points(project=project, metric=metric, znormalize=znormalize)
+    xs, ys, total = scatter_points(project=project, metric=metric, znormalize=znormalize)
     if not xs:
         raise Http404("No scores for this metric")
     import matplotlib
@@ -164,7 +170,8 @@ def project_metric_scatter(request, slug: str, metric: str):
                  edgecolors="none")
     axes.set_xlabel(metric)
     axes.set_ylabel("human score (z)" if znormalize else "human score")
-    axes.set_title(f"{metric} vs human (n={len(xs)})", fontsize=9)
+    shown = f"n={total}" if total == len(xs) else f"{len(xs)} of n={total} shown"
+    axes.set_title(f"{metric} vs human ({shown})", fontsize=9)
     axes.tick_params(labelsize=8)
     figure.tight_layout()
     buffer = io.BytesIO()

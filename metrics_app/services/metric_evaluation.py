@@ -227,11 +227,20 @@ def metric_report_refresh(*, project: Project, params: dict | None = None) -> Re
                                  judgment_watermark=judgment_mark)
 
 
-def metric_report_cached(*, project: Project, params: dict | None = None) -> tuple[Report | None, bool]:
-    """(cached report or None, is_stale): stale when judgments or scores were added since."""
+def metric_report_cached(*, project: Project, params: dict | None = None,
+                         any_resamples: bool = False) -> tuple[Report | None, bool]:
+    """(cached report or None, is_stale): stale when judgments or scores were added since.
+    any_resamples: accept the newest report with the same options whatever its number of
+    bootstrap resamples (the page shows what exists rather than nothing)."""
     params = normalize_params(params)
-    report = (Report.objects.filter(project=project, kind=REPORT_KIND, params=params)
-              .order_by("-computed_at").first())
+    reports = Report.objects.filter(project=project, kind=REPORT_KIND)
+    report = reports.filter(params=params).order_by("-computed_at").first()
+    if report is None and any_resamples:
+        for candidate in reports.order_by("-computed_at"):
+            other = normalize_params(candidate.params)
+            if all(other[k] == params[k] for k in params if k != "n_resamples"):
+                report = candidate
+                break
     if report is None:
         return None, True
     judgment_mark, score_mark = _watermarks(project)
@@ -241,12 +250,12 @@ def metric_report_cached(*, project: Project, params: dict | None = None) -> tup
 
 
 def scatter_points(*, project: Project, metric: str, znormalize: bool = False,
-                   limit: int = 4000) -> tuple[list[float], list[float]]:
-    """(metric values, human gold scores) of the project's Likert items for a scatter plot,
-    an evenly spaced subset when there are more than `limit`."""
+                   limit: int = 4000) -> tuple[list[float], list[float], int]:
+    """(metric values, human gold scores, number of points) of the project's Likert items for
+    a scatter plot; an evenly spaced subset of the points when there are more than `limit`."""
     versions = project_metric_versions(project=project)
     if metric not in versions:
-        return [], []
+        return [], [], 0
     gold = item_gold_scores(project=project, znormalize=znormalize)
     for item_id, item_gold in Item.objects.filter(project=project).values_list("id", "gold"):
         if item_id not in gold and isinstance(item_gold, dict) \
@@ -257,7 +266,8 @@ def scatter_points(*, project: Project, metric: str, znormalize: bool = False,
         item__excluded=False, item__is_practice=False, value__isnull=False,
     ).values_list("item_id", "value")
     points = [(value, gold[item_id]) for item_id, value in rows if item_id in gold]
-    if len(points) > limit:
-        step = len(points) / limit
+    total = len(points)
+    if total > limit:
+        step = total / limit
         points = [points[int(i * step)] for i in range(limit)]
-    return [p[0] for p in points], [p[1] for p in points]
+    return [p[0] for p in points], [p[1] for p in points], total

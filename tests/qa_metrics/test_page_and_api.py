@@ -128,3 +128,24 @@ def test_scoring_jobs_api(scored_project, monkeypatch):
     created = api.post(url, {"metrics": ["bleu1"]}, format="json")
     assert created.status_code == 202 and created.json()[0]["metrics"] == ["bleu1"]
     assert api.get(url).json()[0]["status"] == "queued"
+
+
+def test_page_falls_back_to_a_report_with_other_resamples_and_never_stars_ties(client):
+    owner = make_user("owner2")
+    project = make_project(kind=TaskKind.LIKERT, owner=owner)
+    stage = make_stage(project)
+    for index, (candidate, score) in enumerate([("x y", 1), ("on the mat", 5), ("On the mat!", 4)]):
+        item = make_item(project, content={"passage": "", "question": f"q{index}",
+                                           "references": ["on the mat"], "candidate": candidate})
+        make_judgment(item=item, stage=stage, score=score)
+    project_score_metrics(project=project, metric_names=["em", "f1"])
+    metric_report_refresh(project=project, params={"n_resamples": 0})
+    client.force_login(owner)
+    page = client.get(reverse("metrics:project-metrics", args=[project.slug]))
+    assert page.context["report"] is not None and "computed without bootstrap" in \
+        page.content.decode()
+    # em and f1 give the same ranking here: equal correlations → no best metric starred
+    cells = [row["cells"][0] for row in page.context["table"]["rows"]]
+    values = [cell["value"] for cell in cells]
+    assert values[0] == pytest.approx(values[1])
+    assert not any(cell["best"] for cell in cells)
