@@ -8,12 +8,12 @@ different content, or an existing judgment with a different value, stops the imp
 """
 from __future__ import annotations
 
+import csv
 import io
 import json
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import datetime
 
 from django.db import connection, models, transaction
 from django.utils import timezone
@@ -85,22 +85,6 @@ def _chunks(sequence: list, size: int):
         yield sequence[start:start + size]
 
 
-def _copy_value(value, is_json: bool) -> str:
-    """One value in PostgreSQL COPY's CSV format: NULL is a bare empty field, anything else is
-    quoted (so an empty string stays an empty string)."""
-    if value is None:
-        return ""
-    if is_json:
-        text = json.dumps(value, ensure_ascii=False)
-    elif isinstance(value, bool):
-        text = "t" if value else "f"
-    elif isinstance(value, datetime):
-        text = value.isoformat()
-    else:
-        text = str(value)
-    return '"' + text.replace('"', '""') + '"'
-
-
 def _insert(model: type[models.Model], rows: list[dict]) -> list[int] | None:
     """Insert rows (dicts of field attname → value). Returns their ids in order when the
     backend hands them back, else None.
@@ -116,19 +100,35 @@ def _insert(model: type[models.Model], rows: list[dict]) -> list[int] | None:
         created = model.objects.bulk_create([model(**row) for row in rows], batch_size=CHUNK_SIZE)
         ids = [obj.pk for obj in created]
         return None if any(pk is None for pk in ids) else ids
+    # Columns the rows leave out (e.g. a field added later) get their model defaults, as
+    # bulk_create would give them: COPY only knows database defaults.
+    defaults = {
+        f.attname: f.get_default() for f in model._meta.concrete_fields
+        if not f.primary_key and f.attname not in names
+    }
+    names += list(defaults)
     fields = [model._meta.get_field(name) for name in names]
-    is_json = [isinstance(f, models.JSONField) for f in fields]
+    json_columns = [i for i, f in enumerate(fields) if isinstance(f, models.JSONField)]
     buffer = io.StringIO()
+    # CSV with every value quoted; NULL is the empty string, and FORCE_NULL makes a (quoted)
+    # empty value NULL in the nullable columns, none of which can hold an empty string.
+    writer = csv.writer(buffer, quoting=csv.QUOTE_ALL, lineterminator="\n")
+    dumps = json.dumps
     for row in rows:
-        buffer.write(",".join(
-            _copy_value(row[name], flag) for name, flag in zip(names, is_json, strict=True)
-        ))
-        buffer.write("\n")
+        values = [row[name] if name in row else defaults[name] for name in names]
+        for i in json_columns:
+            if values[i] is not None:
+                values[i] = dumps(values[i], ensure_ascii=False)
+        writer.writerow(["" if v is None else v for v in values])
     buffer.seek(0)
-    columns = ", ".join(connection.ops.quote_name(f.column) for f in fields)
-    table = connection.ops.quote_name(model._meta.db_table)
+    quote = connection.ops.quote_name
+    columns = ", ".join(quote(f.column) for f in fields)
+    nullable = ", ".join(quote(f.column) for f in fields if f.null)
+    options = "FORMAT csv" + (f", FORCE_NULL ({nullable})" if nullable else "")
     with connection.cursor() as cursor:
-        cursor.cursor.copy_expert(f"COPY {table} ({columns}) FROM STDIN WITH (FORMAT csv)", buffer)
+        cursor.cursor.copy_expert(
+            f"COPY {quote(model._meta.db_table)} ({columns}) FROM STDIN WITH ({options})", buffer
+        )
     return None
 
 
