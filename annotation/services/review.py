@@ -21,13 +21,14 @@ from collections import Counter
 from decimal import Decimal
 
 from django.db import transaction
-from django.db.models import Count, Sum
+from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
 from annotation.models import (
     Assignment,
     AssignmentStatus,
     Hit,
+    HitStatus,
     ProviderCall,
     ProviderCallStatus,
     Stage,
@@ -432,12 +433,22 @@ def stage_auto_review(*, stage: Stage, now: dt.datetime | None = None) -> Review
     return report
 
 
+def stage_hits_mark_done(*, stage: Stage) -> int:
+    """HITs whose every assignment is approved or rejected are done."""
+    decided = Count("assignments", filter=Q(assignments__status__in=[
+        AssignmentStatus.APPROVED, AssignmentStatus.REJECTED]))
+    ids = [hit.pk for hit in stage.hits.exclude(status=HitStatus.DONE).annotate(n=decided)
+           if hit.n >= hit.max_assignments]
+    return Hit.objects.filter(pk__in=ids).update(status=HitStatus.DONE)
+
+
 def stage_sync_and_review(*, stage: Stage) -> tuple[SyncReport, ReviewReport]:
     """What the periodic task does for one stage."""
     from .stages import stage_collection_complete, stage_transition
 
     sync = provider_sync(stage=stage)
     review = stage_auto_review(stage=stage)
+    stage_hits_mark_done(stage=stage)
     stage.refresh_from_db()
     if stage.status == StageStatus.COLLECTING and stage_collection_complete(stage=stage):
         stage_transition(stage=stage, to_status=StageStatus.REVIEWING,

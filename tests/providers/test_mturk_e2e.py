@@ -144,6 +144,9 @@ def test_qualification_trial_review_on_the_mturk_protocol(mturk_server, likert_s
     feedback = state.assignments[rejected.external_id]["RequesterFeedback"]
     assert "s per item is below the minimum" in feedback
     assert "WPASS2" in state.blocks
+    hits[0].refresh_from_db()
+    assert hits[0].status == HitStatus.DONE  # 3 of 3 assignments decided
+    assert all(h.status == HitStatus.OPEN for h in hits[1:])
     assert Worker.objects.get(external_id="WPASS2").status == WorkerStatus.BLOCKED
 
     # --- a bonus, retried after a lost response: paid once ----------------------------------------
