@@ -203,10 +203,13 @@ def assignment_review_rules(*, assignment: Assignment) -> ReviewDecision:
         checks = [j for j in judgments if j.item.is_gold_check and j.item.gold]
         if checks:
             tolerance = stage.project.qualification_tolerance
-            accuracy = sum(bool(answer_is_correct(item=j.item, judgment=j, tolerance=tolerance))
-                           for j in checks) / len(checks)
+            right = sum(bool(answer_is_correct(item=j.item, judgment=j, tolerance=tolerance))
+                        for j in checks)
+            accuracy = right / len(checks)
             metrics["gold_accuracy"] = accuracy
-            if accuracy < rules["min_gold_accuracy"]:
+            # Prolific allows rejecting for attention checks only after two failed ones.
+            enough = stage.provider != "prolific" or len(checks) - right >= 2
+            if accuracy < rules["min_gold_accuracy"] and enough:
                 reasons.append(f"accuracy on check items {accuracy:.0%} is below "
                                f"{rules['min_gold_accuracy']:.0%}")
         times = [j.time_spent_ms for j in judgments if j.time_spent_ms is not None]

@@ -267,3 +267,16 @@ def test_celery_tasks_and_beat_entry(recording, researcher):
     second = tasks.stage_sync.run(stage.pk)  # a redelivered task
     assert (first["approved"], second["approved"]) == (1, 0)
     assert recording.done.count(("approve", assignment.pk)) == 1
+
+
+def test_prolific_needs_two_failed_checks_before_a_check_rejection(db):
+    stage = make_stage(make_project(TaskKind.LIKERT), provider="prolific",
+                       settings={"review": {"auto_reject": True}})
+    one_wrong = likert_assignment(stage, [1, 4, 2], gold_checks=1)  # 1 check, failed
+    assert assignment_review_rules(assignment=one_wrong).action == "approve"
+    two_wrong = likert_assignment(stage, [1, 5, 2], gold_checks=2)  # 2 checks, both failed
+    assert assignment_review_rules(assignment=two_wrong).action == "reject"
+    mturk_stage = make_stage(stage.project, provider="mturk",
+                             settings={"review": {"auto_reject": True}})
+    assert assignment_review_rules(
+        assignment=likert_assignment(mturk_stage, [1, 4, 2], gold_checks=1)).action == "reject"
