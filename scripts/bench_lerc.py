@@ -5,7 +5,7 @@
 1. Imports ../shared/data/open_qa_judgments/evouna_{nq,tq}.json with `import_data evouna` into
    a project of a separate SQLite database (var/bench-lerc.sqlite3) as gathered judgments
    (true → 5, false → 1).
-2. Splits by question (no question in two splits): 70% train, 10% validation, 20% test, by a
+2. Splits by question (no question in two splits): 80% train, 10% validation, 10% test, by a
    hash of the question text (`lerc_dataset_build(split_mode="group")`).
 3. Trains the default backbone (the packaged MiniLM) on CPU with capped training examples and
    epochs; the best epoch is chosen on validation Pearson. Nothing is tuned on the test split:
@@ -64,12 +64,15 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data" /
                         "open_qa_judgments")
     parser.add_argument("--db", type=Path, default=REPO / "var" / "bench-lerc.sqlite3")
-    parser.add_argument("--max-train", type=int, default=3000)
-    parser.add_argument("--max-val", type=int, default=800)
+    parser.add_argument("--max-train", type=int, default=1000)
+    parser.add_argument("--max-val", type=int, default=300)
+    parser.add_argument("--max-threshold-val", type=int, default=600,
+                        help="validation items used to pick the em/f1/bertscore thresholds")
+    parser.add_argument("--test-fraction", type=float, default=0.1)
     parser.add_argument("--epochs", type=int, default=2)
     parser.add_argument("--lr", type=float, default=3e-5)
     parser.add_argument("--max-length", type=int, default=256)
-    parser.add_argument("--throughput-items", type=int, default=300)
+    parser.add_argument("--throughput-items", type=int, default=200)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--skip-bertscore", action="store_true")
     parser.add_argument("--max-test", type=int, help="smoke runs only: cap the test split")
@@ -97,7 +100,8 @@ def main() -> None:
         print(f"imported in {time.monotonic() - started:.0f}s", file=sys.stderr)
     project = Project.objects.get(slug=slug)
 
-    split = {"split_mode": "group", "val_fraction": 0.1, "test_fraction": 0.2, "seed": 0}
+    split = {"split_mode": "group", "val_fraction": 0.1, "test_fraction": args.test_fraction,
+             "seed": 0}
     training = lerc_dataset_build(projects=[project], **split)
     whole = lerc_dataset_build(projects=[project], drop_exact_match=False, **split)
     rng = random.Random(0)
@@ -157,6 +161,8 @@ def main() -> None:
                                  candidate=e.candidate, passage=e.passage)
                      for e in test_examples]
     val_whole = list(whole.val)
+    rng.shuffle(val_whole)
+    val_whole = val_whole[: args.max_threshold_val]
     val_inputs = [MetricInput(id=e.id, question=e.question, references=list(e.references),
                               candidate=e.candidate, passage=e.passage) for e in val_whole]
     val_gold = [e.score for e in val_whole]

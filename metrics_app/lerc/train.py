@@ -55,6 +55,7 @@ class TrainConfig:
     pretrain_epochs: int = 0  # multiple-choice pre-training epochs (0 = none)
     pretrain_learning_rate: float = 2e-5
     max_train_examples: int | None = None  # cap (benchmarks on small machines)
+    group_by_length: bool = True  # batches of similar length (less padding), in random order
     progress_every: int = 10  # optimizer steps between progress reports
     extra: dict = field(default_factory=dict)
 
@@ -327,11 +328,10 @@ def _train_one(cfg: TrainConfig, lr: float, run_dir: Path, train_examples, val_e
         started = time.monotonic()
         # Per-epoch generator: a resumed run sees the same order as an uninterrupted one.
         generator = torch.Generator().manual_seed(cfg.seed * 1000 + epoch)
-        order = torch.randperm(len(inputs), generator=generator).tolist()
+        batches = _epoch_batches(cfg, inputs, generator)
         running, seen = 0.0, 0
         optimizer.zero_grad(set_to_none=True)
-        for micro, start in enumerate(range(0, len(order), cfg.batch_size), start=1):
-            batch = order[start:start + cfg.batch_size]
+        for micro, batch in enumerate(batches, start=1):
             target = torch.tensor([targets[i] for i in batch], dtype=torch.float, device=device)
             with autocast_context(device, cfg.bf16):
                 if cfg.kind == KIND_PAIRWISE:
@@ -394,6 +394,29 @@ def _train_one(cfg: TrainConfig, lr: float, run_dir: Path, train_examples, val_e
         "val_examples": len(val_examples), "device": str(device),
         "resumed_from_epoch": resumed_from, **pretrain, "model_dir": str(best_dir),
     }
+
+
+def _epoch_batches(cfg: TrainConfig, inputs: list, generator) -> list[list[int]]:
+    """A shuffled epoch. With group_by_length, chunks of 50 batches are sorted by length and
+    cut into batches, whose order is shuffled again: far less padding, still random."""
+    import torch
+
+    order = torch.randperm(len(inputs), generator=generator).tolist()
+    size = cfg.batch_size
+    if not cfg.group_by_length:
+        return [order[i:i + size] for i in range(0, len(order), size)]
+
+    def length(index: int) -> int:
+        item = inputs[index]
+        return max(len(item[0]), len(item[1])) if isinstance(item, tuple) else len(item)
+
+    chunk = size * 50
+    batches = []
+    for start in range(0, len(order), chunk):
+        part = sorted(order[start:start + chunk], key=length, reverse=True)
+        batches.extend(part[i:i + size] for i in range(0, len(part), size))
+    shuffled = torch.randperm(len(batches), generator=generator).tolist()
+    return [batches[i] for i in shuffled]
 
 
 def _save_checkpoint(folder: Path, state: dict) -> None:

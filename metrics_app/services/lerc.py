@@ -403,6 +403,10 @@ def model_version_train(*, model_version: ModelVersion) -> ModelVersion:
     resumes from its last epoch checkpoint."""
     from ..lerc.train import train
 
+    current = ModelVersion.objects.get(pk=model_version.pk)
+    if current.status == ModelStatus.EVALUATED and "promotion_decision" not in current.metrics:
+        # The worker died between the evaluation and the promotion decision.
+        return model_version_decide(model_version=current)
     with transaction.atomic():
         version = ModelVersion.objects.select_for_update().get(pk=model_version.pk)
         if version.status not in IN_FLIGHT:
@@ -573,8 +577,13 @@ def model_version_decide(*, model_version: ModelVersion, val_examples: list | No
         if candidate is None:
             why = f"validation {metric} could not be computed"
     else:
-        incumbent_value = _evaluate(model_version_scorer(incumbent), version.kind,
-                                    val_examples).get(metric)
+        try:
+            incumbent_value = _evaluate(model_version_scorer(incumbent), version.kind,
+                                        val_examples).get(metric)
+        except FileNotFoundError as exc:
+            # The served model is gone: it cannot be compared, and serving it fails anyway.
+            incumbent_value = None
+            decision["incumbent_error"] = str(exc)
         decision.update(incumbent=f"v{incumbent.number}", incumbent_value=incumbent_value)
         promote = candidate is not None and (incumbent_value is None
                                              or candidate >= incumbent_value)

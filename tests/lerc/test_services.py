@@ -139,6 +139,13 @@ def test_train_promotes_first_version_then_rule_compares_on_same_judgments(lerc_
         version.save()
         return model_version_decide(model_version=version)
 
+    # A worker that died between evaluation and decision: the redelivered task decides.
+    undecided = model_version_create(projects=[project])
+    ModelVersion.objects.filter(pk=undecided.pk).update(
+        status=ModelStatus.EVALUATED, artifact_uri=v1.artifact_uri,
+        data_snapshot=v1.data_snapshot, metrics={"validation": {"pearson": -1.0}})
+    assert model_version_train(model_version=undecided).status == ModelStatus.REJECTED
+
     worse = candidate_with(pearson_v1 - 0.05)
     assert worse.status == ModelStatus.REJECTED
     decision = worse.metrics["promotion_decision"]
