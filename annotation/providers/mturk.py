@@ -148,8 +148,8 @@ class MTurkProvider(CrowdProvider):
         return self._client
 
     # --- the one retry loop ------------------------------------------------------------------
-    def call(self, operation: str, **params) -> dict[str, Any]:
-        attempts = int(getattr(settings, "MTURK_MAX_ATTEMPTS", 8))
+    def call(self, operation: str, *, attempts: int | None = None, **params) -> dict[str, Any]:
+        attempts = attempts or int(getattr(settings, "MTURK_MAX_ATTEMPTS", 8))
         base = float(getattr(settings, "MTURK_RETRY_BASE_SECONDS", 0.5))
         for attempt in range(attempts):
             try:
@@ -173,7 +173,8 @@ class MTurkProvider(CrowdProvider):
         return Decimal("0.20")
 
     def balance(self) -> Decimal | None:
-        response = self.call("get_account_balance")
+        # Informational: a short try, so an unreachable endpoint does not hold up the admin.
+        response = self.call("get_account_balance", attempts=2)
         return Decimal(response["AvailableBalance"])
 
     # --- HIT type, qualification type, HITs -----------------------------------------------------

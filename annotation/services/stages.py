@@ -288,9 +288,10 @@ def stage_publish(*, stage: Stage, user=None, override_reason: str | None = None
         if stage.requires_stage is not None and stage.requires_stage.status == StageStatus.DRAFT:
             raise GuardFailed(f"{stage.requires_stage} must be published first")
         note = agreement_guard(stage=stage, override_reason=override_reason)
-        hits = stage_hits_build(stage=stage)
+        # Checked on the plan before any HIT row exists, so a refused stage stays editable.
         estimate = stage_cost_estimate(stage=stage, with_balance=check_balance)
         budget_guard(stage=stage, estimate=estimate)
+        hits = stage_hits_build(stage=stage)
         reason = "; ".join(part for part in (estimate.as_text(), note) if part)
         stage_transition(stage=stage, to_status=StageStatus.PUBLISHED, user=user, reason=reason)
     elif stage.status in (StageStatus.PUBLISHED, StageStatus.COLLECTING):

@@ -141,7 +141,7 @@ def test_budget_cap_refuses_publishing(likert_study, researcher):
         stage_publish(stage=qualification, user=researcher)
     qualification.refresh_from_db()
     assert qualification.status == StageStatus.DRAFT
-    assert not qualification.transitions.exists()
+    assert not qualification.transitions.exists() and not qualification.hits.exists()
     project.budget_cap = Decimal("100.00")
     project.save()
     result = stage_publish(stage=qualification, user=researcher)
