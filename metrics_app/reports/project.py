@@ -14,13 +14,14 @@ from .agreement import agreement_report
 from .data import load_judgments
 from .lfqa import lfqa_report
 from .likert import likert_report
+from .stages import stages_report
 from .starc import starc_report
 from .workers import worker_report
 
 REPORT_KIND = "project"
 # Bump when the report's content or definitions change: cached reports of another version are
 # recomputed even though no judgment arrived.
-REPORT_VERSION = 4
+REPORT_VERSION = 5
 
 
 def _params(group_by: str | None) -> dict:
@@ -56,6 +57,7 @@ def project_report(
         "judgment_watermark": frame.watermark,
         "n_judgments": int(frame.data_mask().sum()) if len(frame) else 0,
         "agreement": agreement_report(frame, group_by=group_by),
+        "stages": stages_report(frame, project=project),
         "workers": worker_report(frame, tolerance=project.qualification_tolerance),
         "likert": likert_report(frame) if project.kind == TaskKind.LIKERT else {},
         "lfqa": lfqa_report(frame) if project.kind == TaskKind.AB else {},

@@ -232,3 +232,23 @@ def test_report_of_an_older_version_is_recomputed(likert_project):
     fresh = cached_project_report(project=project)
     assert "stale" not in fresh and fresh["agreement"]["all"]["n_judgments"] == 90
     assert Report.objects.filter(project=project, kind="project").count() == 1
+
+
+def test_stages_section_shows_the_agreement_guard(likert_project):
+    project, matrix = likert_project
+    trial = project.stages.get(name="trial")
+    full = make_stage(project, kind=StageKind.FULL, name="full", order=5,
+                      agreement_threshold=0.99, requires_stage=trial)
+    report = project_report(project=project)
+    rows = {row["name"]: row for row in report["stages"]}
+    assert rows["trial"]["n_judgments"] == 90 and rows["trial"]["n_workers"] == 3
+    expected = krippendorff.alpha(matrix, level_of_measurement="interval",
+                                  value_domain=[1, 2, 3, 4, 5])
+    assert rows["trial"]["krippendorff_alpha"] == pytest.approx(expected)
+    assert rows["trial"]["gate"] is None
+    gate = rows["full"]["gate"]
+    assert gate["stage"] == "trial" and gate["alpha"] == pytest.approx(expected)
+    assert gate["passes"] is False and rows["full"]["n_judgments"] == 0
+    # A report narrowed to the full stage still finds the trial's α in the database.
+    narrowed = project_report(project=project, stage=full)
+    assert narrowed["stages"][1]["gate"]["alpha"] == pytest.approx(expected)

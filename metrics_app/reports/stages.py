@@ -1,0 +1,52 @@
+"""Per-stage summary: judgments, agreement, and whether each gated stage's agreement guard
+would pass (the trial → full decision at a glance)."""
+from __future__ import annotations
+
+import numpy as np
+
+from annotation.models import Project, Stage
+
+from .data import JudgmentFrame
+
+
+def stages_report(frame: JudgmentFrame, *, project: Project) -> list[dict]:
+    from annotation.services.stages import agreement_stage_for
+
+    from ..agreement import stage_agreement
+
+    alphas: dict[int, float | None] = {}
+
+    def alpha_of(stage: Stage) -> float | None:
+        if stage.pk not in alphas:
+            in_frame = frame.stage_id == stage.pk
+            # The frame may hold one stage only (a stage-narrowed report): ask the database.
+            alphas[stage.pk] = frame.alpha(mask=in_frame) if in_frame.any() else (
+                stage_agreement(stage=stage)
+            )
+        return alphas[stage.pk]
+
+    rows = []
+    for stage in project.stages.all().order_by("order", "pk"):
+        mask = frame.stage_id == stage.pk
+        row = {
+            "id": stage.pk,
+            "name": stage.name,
+            "kind": stage.kind,
+            "status": stage.status,
+            "n_judgments": int(mask.sum()),
+            "n_items": int(len(np.unique(frame.item_id[mask]))),
+            "n_workers": int(len(np.unique(frame.worker_id[mask]))),
+            "krippendorff_alpha": alpha_of(stage) if mask.any() else None,
+            "gate": None,
+        }
+        if stage.agreement_threshold is not None:
+            gating = agreement_stage_for(stage)
+            alpha = alpha_of(gating) if gating is not None else None
+            row["gate"] = {
+                "stage": gating.name if gating is not None else None,
+                "alpha": alpha,
+                "threshold": stage.agreement_threshold,
+                "passes": alpha is not None and alpha >= stage.agreement_threshold,
+            }
+        rows.append(row)
+    return rows
