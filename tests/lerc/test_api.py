@@ -55,3 +55,20 @@ def test_batch_scoring_endpoint_uses_promoted_lerc(trained_model_dir):
 
     too_many = client.post(url, {"metrics": ["lerc"], "items": ITEMS * 200}, format="json")
     assert too_many.status_code == 400
+
+
+def test_score_project_task_caches_lerc_scores(trained_model_dir):
+    from metrics_app.models import MetricScore
+    from tests.factories import make_item
+    from worker.tasks.lerc import lerc_score_project
+
+    version = _served(trained_model_dir)
+    project = make_project(kind=TaskKind.LIKERT)
+    items = [make_item(project) for _ in range(3)]
+    summary = lerc_score_project.run(project.pk)
+    assert summary["lerc"]["scored"] == 3 and summary["lerc"]["error"] == ""
+    stored = MetricScore.objects.filter(item__project=project, metric="lerc",
+                                        version=f"v{version.number}")
+    assert sorted(stored.values_list("item_id", flat=True)) == [i.pk for i in items]
+    assert all(isinstance(value, float) for value in stored.values_list("value", flat=True))
+    assert lerc_score_project.run(project.pk)["lerc"]["cached"] == 3
