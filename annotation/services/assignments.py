@@ -251,20 +251,50 @@ def items_pick_next(*, stage: Stage, worker: Worker, limit: int) -> list[Item]:
     return picked + mixed
 
 
+def _ranked(stage: Stage, available: QuerySet[Item]) -> list[tuple[int, str]]:
+    """(pk, group_key) of the available items still short of their target, furthest first.
+    Grouped counts and arithmetic in Python: one pass over the stage's items instead of two
+    correlated subqueries per item (seconds on PostgreSQL at 20,000 items)."""
+    rows = list(available.order_by().values_list("pk", "split", "group_key"))
+    if not rows:
+        return []
+    judged = dict(
+        Judgment.objects.filter(stage=stage).order_by().values("item_id")
+        .annotate(n=Count("pk")).values_list("item_id", "n")
+    )
+    held = dict(
+        AssignmentItem.objects.filter(assignment_id__in=_live_assignments(stage).values("pk"))
+        .filter(~Exists(Judgment.objects.filter(
+            assignment_id=OuterRef("assignment_id"), item_id=OuterRef("item_id"))))
+        .order_by().values("item_id").annotate(n=Count("pk")).values_list("item_id", "n")
+    )
+    fixed = stage.judgments_per_item
+    ranked = []
+    for pk, split, group_key in rows:
+        target = fixed or stage.project.redundancy_for(split)
+        deficit = target - judged.get(pk, 0) - held.get(pk, 0)
+        if deficit > 0:
+            ranked.append((-deficit, pk, group_key))
+    ranked.sort()
+    return [(pk, group_key) for _, pk, group_key in ranked]
+
+
 def _pick_regular(*, stage: Stage, available: QuerySet[Item], room: int) -> list[Item]:
     likert_groups = stage.project.kind == TaskKind.LIKERT
+    tried: set[int] = set()
+    tried_groups: set[str] = set()
     for _attempt in range(5):
-        ranked = _annotate_deficit(available, stage).filter(deficit__gt=0).order_by(
-            "-deficit", "pk"
-        )
-        first = ranked.values("pk", "group_key").first()
-        if first is None:
+        ranked = [(pk, g) for pk, g in _ranked(stage, available)
+                  if pk not in tried and not (likert_groups and g and g in tried_groups)]
+        if not ranked:
             return []
-        if likert_groups and first["group_key"]:
-            candidates = list(ranked.filter(group_key=first["group_key"])
-                              .values_list("pk", flat=True)[:room])
+        first_group = ranked[0][1]
+        if likert_groups and first_group:
+            candidates = [pk for pk, g in ranked if g == first_group][:room]
+            tried_groups.add(first_group)
         else:
-            candidates = list(ranked.values_list("pk", flat=True)[: room * 3])
+            candidates = [pk for pk, _ in ranked[: room * 3]]
+        tried.update(candidates)
         locked = _lock(candidates)
         # Recount after locking: a slot taken by a transaction that committed since our first
         # read is visible to this new statement.
