@@ -159,3 +159,16 @@ def test_score_command_refuses_unknown_metrics(tmp_path):
     with pytest.raises(CommandError, match="unknown metric.*bogus.*known metrics"):
         call_command("score", "--metric", "f1,bogus", "--input", str(tmp_path / "x"),
                      "--output", str(tmp_path / "o"))
+
+
+def test_celery_task_runs_the_job_by_id():
+    from worker.tasks.metrics import score_project
+
+    project = make_project(kind=TaskKind.LIKERT)
+    _likert(project, "on a mat", ["on the mat"])
+    job = ScoringJob.objects.create(project=project, metrics=["f1", "length"])
+    assert score_project.name == "metrics.score_project"
+    score_project.apply(args=[job.pk]).get()   # in-process, as a worker would run it
+    job.refresh_from_db()
+    assert job.status == ScoringStatus.DONE and job.done == job.total == 2
+    assert MetricScore.objects.filter(item__project=project).count() == 2
