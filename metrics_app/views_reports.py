@@ -43,6 +43,13 @@ def project_dashboard(request: HttpRequest, slug: str) -> HttpResponse:
     if group_by not in (None, *GROUP_FIELDS):
         raise Http404("unknown group")
     report, charts = dashboard_data(project=project, stage=stage, group_by=group_by)
+    # Worker status is not part of the judgment watermark: read it fresh so a block shows at
+    # once even when the report itself comes from the cache.
+    status = dict(Worker.objects.filter(
+        pk__in=[w["worker_id"] for w in report["workers"]]
+    ).values_list("pk", "status"))
+    report["workers"] = [{**w, "status": status.get(w["worker_id"], w["status"])}
+                         for w in report["workers"]]
     sort = request.GET.get("sort", "contribution")
     key, descending = WORKER_SORTS.get(sort, WORKER_SORTS["contribution"])
     workers = sorted(

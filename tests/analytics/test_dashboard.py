@@ -81,6 +81,8 @@ def test_report_api_for_owner_shared_user_and_superuser(client, ab_project):
 def test_block_action_blocks_a_worker_of_this_project_only(client, ab_project):
     project, owner, workers = ab_project
     client.force_login(owner)
+    page = client.get(reverse("metrics:project-dashboard", args=[project.slug])).content.decode()
+    assert page.count('class="block"') == 3
     url = reverse("metrics:worker-block", args=[project.slug, workers[2].pk])
     assert client.get(url).status_code == 405
     response = client.post(url, {"reason": "lowers agreement"})
@@ -88,6 +90,9 @@ def test_block_action_blocks_a_worker_of_this_project_only(client, ab_project):
     workers[2].refresh_from_db()
     assert workers[2].status == WorkerStatus.BLOCKED
     assert workers[2].blocked_reason == "lowers agreement"
+    # The dashboard (its report cached before the block) shows the worker as blocked at once.
+    page = client.get(reverse("metrics:project-dashboard", args=[project.slug])).content.decode()
+    assert page.count('class="block"') == 2
     outsider = make_worker()
     other = reverse("metrics:worker-block", args=[project.slug, outsider.pk])
     assert client.post(other).status_code == 404
