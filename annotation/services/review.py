@@ -8,7 +8,7 @@ judgments becomes a FLAGGED assignment for the researcher; decisions made on the
 
 `stage_auto_review` approves submitted work after the stage's delay when it passes the rules
 (gold/attention accuracy, minimum time per item, no straight-lining), rejects with the reasons
-when `auto_reject` is on (otherwise holds it for the researcher), pays the STARC bonus per
+when `auto_reject` is on (otherwise flags it for the researcher), pays the STARC bonus per
 correct answer, and blocks workers after repeated rejections. Each provider side effect goes
 through `provider_call_run` with a fixed key, so a rerun never approves, pays or blocks twice.
 """
@@ -394,10 +394,8 @@ def stage_auto_review(*, stage: Stage, now: dt.datetime | None = None) -> Review
                 assignment_reject(assignment=assignment, reason="; ".join(decision.reasons))
                 report.rejected += 1
             else:
-                note = "Held for review: " + "; ".join(decision.reasons)
-                if note not in assignment.review_note:
-                    assignment.review_note = (assignment.review_note + " " + note).strip()
-                    assignment.save(update_fields=["review_note"])
+                # Every submission ends approved, rejected or flagged: this one needs a human.
+                _flag(assignment, "Held for review: " + "; ".join(decision.reasons))
                 report.held += 1
         except Exception as exc:  # one failing call must not stop the others; retried later
             report.errors.append(f"{assignment}: {exc}")

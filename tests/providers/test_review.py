@@ -280,3 +280,15 @@ def test_prolific_needs_two_failed_checks_before_a_check_rejection(db):
                              settings={"review": {"auto_reject": True}})
     assert assignment_review_rules(
         assignment=likert_assignment(mturk_stage, [1, 4, 2], gold_checks=1)).action == "reject"
+
+
+def test_work_failing_the_rules_is_flagged_for_the_researcher(recording):
+    stage = make_stage(make_project(TaskKind.LIKERT))
+    fast = likert_assignment(stage, [1, 2, 3], seconds=0.3)
+    report = stage_auto_review(stage=stage)
+    assert (report.approved, report.rejected, report.held) == (0, 0, 1)
+    fast.refresh_from_db()
+    assert fast.status == AssignmentStatus.FLAGGED
+    assert "Held for review: 0.3 s per item" in fast.review_note
+    assert recording.done == []
+    assert stage_auto_review(stage=stage).held == 0  # decided once; the researcher takes over
