@@ -1,6 +1,7 @@
 """Demo projects written for QA Judge (no third-party data): one per task kind, plus a STARC
 pilot, each with a published in-house "full" stage and a few in-house demo workers.
 
+Each demo worker gets a personal in-house link per project (`demo_links()` lists them).
 `demo_data_load()` is idempotent: it goes through the same import service as real data, so
 running it again finds everything in place and creates nothing.
 """
@@ -14,6 +15,7 @@ from django.db import transaction
 from annotation.importers.base import ItemRecord, text_key, validate_record
 from annotation.models import (
     ExperimentMode,
+    InhouseLink,
     Project,
     Provider,
     Stage,
@@ -428,8 +430,10 @@ def demo_workers_ensure() -> list[Worker]:
 @transaction.atomic
 def demo_data_load() -> list[Project]:
     """Create (once) the demo projects, their items, a published in-house full stage each,
-    and the demo in-house workers. Returns the demo projects."""
-    demo_workers_ensure()
+    and the demo in-house workers with a personal link each. Returns the demo projects."""
+    from annotation.services.access import inhouse_link_create
+
+    workers = demo_workers_ensure()
     projects = []
     for spec in DEMO_PROJECTS:
         project, created = Project.objects.get_or_create(
@@ -446,10 +450,27 @@ def demo_data_load() -> list[Project]:
         # keep_existing_items: a researcher may have edited a demo item; never fail on it.
         import_records(project=project, records=records, keep_existing_items=True,
                        progress=False)
-        if not project.stages.filter(kind=StageKind.FULL).exists():
-            Stage.objects.create(
+        stage = project.stages.filter(kind=StageKind.FULL).order_by("id").first()
+        if stage is None:
+            stage = Stage.objects.create(
                 project=project, kind=StageKind.FULL, name="full", order=1,
                 provider=Provider.INHOUSE, status=StageStatus.PUBLISHED, judgments_per_item=3,
             )
+        for worker in workers:
+            if not InhouseLink.objects.filter(worker=worker, project=project, stage=stage,
+                                              revoked=False).exists():
+                inhouse_link_create(worker=worker, project=project, stage=stage)
         projects.append(project)
     return projects
+
+
+def demo_links() -> list[tuple[Project, Worker, str]]:
+    """(project, worker, URL path) of every live personal link of the demo workers."""
+    from annotation.services.access import inhouse_link_path
+
+    links = InhouseLink.objects.filter(
+        project__slug__in=[spec.slug for spec in DEMO_PROJECTS],
+        worker__external_id__in=[external_id for external_id, _ in DEMO_WORKERS],
+        worker__provider=Provider.INHOUSE, revoked=False,
+    ).select_related("project", "worker").order_by("project__slug", "worker__external_id")
+    return [(link.project, link.worker, inhouse_link_path(link=link)) for link in links]

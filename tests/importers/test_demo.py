@@ -43,3 +43,21 @@ def test_demo_mc_spans_point_at_text():
             start, end = item.content[name]
             assert 0 <= start < end <= len(paragraph)
             assert paragraph[start:end].strip() == paragraph[start:end]
+
+
+def test_demo_workers_have_working_links(client):
+    demo_data_load()
+    demo_data_load()
+    from annotation.services.demo import DEMO_PROJECTS, DEMO_WORKERS, demo_links
+
+    links = demo_links()
+    assert len(links) == len(DEMO_PROJECTS) * len(DEMO_WORKERS)  # once, despite two loads
+    project, _worker, path = next(link for link in links if link[0].kind == "likert")
+    response = client.get(path, follow=True)
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert project.title in page
+    # The page serves demo items to work on, not just the instructions.
+    questions = {item.content["question"] for item in project.items.all()}
+    assert any(question.replace("'", "&#x27;") in page or question in page
+               for question in questions)
