@@ -8,16 +8,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from decimal import Decimal
 
-from annotation.models import AssignmentStatus, HitStatus, Provider
+from annotation.models import HitStatus, Provider
 
-from .base import CrowdProvider, PublishReport, Submission, SubmissionStatus
-
-LOCAL_STATUS = {
-    AssignmentStatus.SUBMITTED: SubmissionStatus.SUBMITTED,
-    AssignmentStatus.FLAGGED: SubmissionStatus.SUBMITTED,
-    AssignmentStatus.APPROVED: SubmissionStatus.APPROVED,
-    AssignmentStatus.REJECTED: SubmissionStatus.REJECTED,
-}
+from .base import CrowdProvider, PublishReport, Submission
 
 
 class InhouseProvider(CrowdProvider):
@@ -40,17 +33,8 @@ class InhouseProvider(CrowdProvider):
         stage.hits.filter(status=HitStatus.EXPIRED).update(status=HitStatus.OPEN)
 
     def list_submissions(self, *, stage) -> Iterator[Submission]:
-        # The local rows are the truth: nothing to reconcile against.
-        for assignment in stage.assignments.filter(status__in=list(LOCAL_STATUS)).select_related(
-            "worker", "hit"
-        ):
-            yield Submission(
-                external_id=assignment.external_id or f"local-{assignment.pk}",
-                worker_external_id=assignment.worker.external_id,
-                hit_external_id=assignment.hit.external_id if assignment.hit else "",
-                status=LOCAL_STATUS[assignment.status],
-                submitted_at=assignment.submitted_at,
-            )
+        """Nothing to reconcile: the local assignments are the only record."""
+        return iter(())
 
     def approve(self, *, assignment, feedback: str = "") -> dict:
         return {"local": True}

@@ -76,7 +76,8 @@ def test_inhouse_expert_link_review_and_bonus(client, researcher):
     assignment = expert.assignments.get()
     assert assignment.status == AssignmentStatus.SUBMITTED
     sync, review = stage_sync_and_review(stage=stage)
-    assert (sync.listed, review.approved) == (1, 1)
+    assert (sync.listed, sync.flagged, review.approved) == (0, 0, 1)
+    assert expert.assignments.count() == 1
     assignment.refresh_from_db()
     assert assignment.status == AssignmentStatus.APPROVED
     assignment_bonus_pay(assignment=assignment, amount=Decimal("5.00"), reason="expert rate")
