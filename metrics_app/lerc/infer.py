@@ -60,9 +60,11 @@ def score_encoded(model: ClsHeadModel, encoded: Sequence[Encoded], *, pad_id: in
 
 def predict_scores(model: ClsHeadModel, tokenizer, examples: Sequence[LercExample], *,
                    max_length: int, batch_size: int = 64, length_sorted: bool = True,
-                   bf16: bool = True) -> list[float | None]:
-    """A score per example: the maximum over its references (regression model), or the scalar
-    of (question, candidate) (pairwise model). None when an input cannot fit `max_length`."""
+                   bf16: bool = True, max_references: int | None = None
+                   ) -> list[float | None]:
+    """A score per example: the maximum over its references (the first `max_references` when
+    given), or the scalar of (question, candidate) for a pairwise model. None when an input
+    cannot fit `max_length`."""
     encoded: list[Encoded] = []
     owner: list[int] = []
     for index, example in enumerate(examples):
@@ -72,7 +74,7 @@ def predict_scores(model: ClsHeadModel, tokenizer, examples: Sequence[LercExampl
                                            answer=example.candidate, max_length=max_length))
                 owner.append(index)
                 continue
-            for reference in example.references or ("",):
+            for reference in (example.references or ("",))[:max_references]:
                 encoded.append(encode_quadruple(
                     tokenizer, passage=example.passage, question=example.question,
                     reference=reference, candidate=example.candidate, max_length=max_length))
@@ -113,10 +115,11 @@ class LercScorer:
         self.kind = "pairwise" if self.model.input_kind == "pair" else "regression"
 
     def score(self, examples: Sequence[LercExample], *, length_sorted: bool = True,
-              batch_size: int | None = None) -> list[float | None]:
+              batch_size: int | None = None, max_references: int | None = None
+              ) -> list[float | None]:
         return predict_scores(self.model, self.tokenizer, examples, max_length=self.max_length,
                               batch_size=batch_size or self.batch_size,
-                              length_sorted=length_sorted)
+                              length_sorted=length_sorted, max_references=max_references)
 
     def score_pairs(self, pairs: Sequence[PairExample]) -> list[tuple[float, float]]:
         return predict_pairs(self.model, self.tokenizer, pairs, max_length=self.max_length,

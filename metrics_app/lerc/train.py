@@ -16,7 +16,7 @@ import random
 import shutil
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +56,7 @@ class TrainConfig:
     pretrain_learning_rate: float = 2e-5
     max_train_examples: int | None = None  # cap (benchmarks on small machines)
     group_by_length: bool = True  # batches of similar length (less padding), in random order
+    max_references: int | None = None  # train on the first N references only (None = all)
     progress_every: int = 10  # optimizer steps between progress reports
     extra: dict = field(default_factory=dict)
 
@@ -163,6 +164,9 @@ def _encode_training_set(cfg: TrainConfig, tokenizer, examples) -> tuple[list, l
                 continue
             targets.append(float(pair.label))
         return inputs, targets, skipped
+    if cfg.max_references:
+        examples = [replace(e, references=e.references[: cfg.max_references])
+                    for e in examples]
     for example in expand_references(examples):
         try:
             inputs.append(encode_quadruple(

@@ -54,6 +54,7 @@ def test_multiple_references_score_with_the_maximum(tmp_path, tiny_options):
     combined = scorer.score(both)
     for i, value in enumerate(combined):
         assert value == pytest.approx(max(separate[2 * i], separate[2 * i + 1]), abs=1e-5)
+    assert scorer.score(both, max_references=1) == pytest.approx(separate[0::2], abs=1e-5)
 
 
 def test_killed_training_resumes_from_its_last_epoch(tmp_path, tiny_options):
