@@ -13,7 +13,6 @@ from __future__ import annotations
 import dataclasses
 import random
 from collections import defaultdict
-from decimal import Decimal
 
 from django.db import transaction
 from django.db.models import Q
@@ -337,6 +336,3 @@ def stage_collection_complete(*, stage: Stage) -> bool:
     ).count()
     return wanted > 0 and done >= wanted
 
-
-def stage_reward_total(*, stage: Stage) -> Decimal:
-    return sum((hit.reward * hit.max_assignments for hit in stage.hits.all()), Decimal("0"))
