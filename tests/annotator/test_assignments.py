@@ -200,6 +200,7 @@ def test_expired_but_unreleased_assignment_frees_its_items():
 # --- Drafts and submit --------------------------------------------------------------------------
 
 
+@pytest.mark.reliability
 def test_submit_maps_shown_order_to_item_order_and_is_idempotent():
     project, stage, items = make_task(TaskKind.AB)
     assignment = assignment_start(stage=stage, worker=make_worker())
@@ -222,6 +223,7 @@ def test_submit_maps_shown_order_to_item_order_and_is_idempotent():
     assert Judgment.objects.count() == 3
 
 
+@pytest.mark.reliability
 def test_submit_rejects_incomplete_or_invalid_answers_and_stores_nothing():
     project, stage, items = make_task(TaskKind.AB, justification_min_length=30)
     other_item = make_item(project)
@@ -242,6 +244,7 @@ def test_submit_rejects_incomplete_or_invalid_answers_and_stores_nothing():
     assert assignment.status == AssignmentStatus.IN_PROGRESS
 
 
+@pytest.mark.reliability
 @pytest.mark.parametrize("score", [0, 6, 2.5, "x", None, True])
 def test_likert_scores_outside_the_scale_are_refused(score):
     _, stage, items = make_task(TaskKind.LIKERT, n_items=1)
@@ -337,3 +340,52 @@ def test_validity_judging_refuses_inconsistent_marks():
         assignment_submit(assignment=assignment, answers=[
             {"item": items[0].pk, "validity": "several", "shown_choices": ["a"]}])
     assert "at least two" in exc.value.errors[str(items[0].pk)][0]
+
+
+def test_ab_aspect_preferences_are_stored_in_item_order():
+    _, stage, items = make_task(TaskKind.AB, n_items=1,
+                                aspect_preferences=["coherence", "factuality"])
+    assignment = assignment_start(stage=stage, worker=make_worker())
+    order = assignment.assignmentitem_set.get().presented_order
+    answer = {**ab_answer(assignment, items[0]),
+              "aspect_preferences": {"coherence": shown_label(order, "B", "AB"),
+                                     "factuality": "same"}}
+    [judgment] = assignment_submit(assignment=assignment, answers=[answer])
+    assert judgment.extra["aspect_preferences"] == {"coherence": "B", "factuality": "same"}
+
+
+@pytest.mark.reliability
+def test_unknown_aspect_preference_and_oversized_justification_are_refused():
+    _, stage, items = make_task(TaskKind.AB, n_items=1, aspect_preferences=["coherence"])
+    assignment = assignment_start(stage=stage, worker=make_worker())
+    answer = {**ab_answer(assignment, items[0], text="x" * 10_001),
+              "aspect_preferences": {"humour": "A"}}
+    with pytest.raises(SubmissionInvalid) as exc:
+        assignment_submit(assignment=assignment, answers=[answer])
+    messages = " ".join(exc.value.errors[str(items[0].pk)])
+    assert "under 10000 characters" in messages and "Unknown aspect preference: humour" in messages
+
+
+@pytest.mark.reliability
+def test_oversized_draft_is_refused():
+    _, stage, _ = make_task(TaskKind.AB, n_items=1)
+    assignment = assignment_start(stage=stage, worker=make_worker())
+    with pytest.raises(SubmissionInvalid):
+        assignment_save_draft(assignment=assignment, draft={"answers": {"1": "x" * 300_000}})
+
+
+def test_release_task_calls_the_service():
+    from worker.tasks.assignments import release_abandoned_assignments
+
+    project, stage, _ = make_task(TaskKind.AB, assignment_timeout_minutes=1)
+    idle = assignment_start(stage=stage, worker=make_worker())
+    Assignment.objects.filter(pk=idle.pk).update(
+        last_seen_at=timezone.now() - timedelta(minutes=5))
+    assert release_abandoned_assignments() == 1
+    idle.refresh_from_db()
+    assert idle.status == AssignmentStatus.RETURNED
+
+
+def test_release_task_is_scheduled_by_beat(settings):
+    entry = settings.CELERY_BEAT_SCHEDULE["release-abandoned-assignments"]
+    assert entry["task"] == "worker.tasks.assignments.release_abandoned_assignments"

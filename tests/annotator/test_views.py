@@ -73,6 +73,7 @@ def test_inhouse_link_opens_the_task_and_reload_continues_the_same_assignment(cl
     assert Assignment.objects.filter(worker=worker).count() == 1
 
 
+@pytest.mark.reliability
 def test_tampered_revoked_and_expired_links_are_refused(client):
     project, _, _ = make_task(TaskKind.LIKERT)
     worker = make_worker()
@@ -105,6 +106,7 @@ def test_blocked_worker_and_closed_stage_get_a_clear_refusal(client):
 # --- Headers ------------------------------------------------------------------------------------
 
 
+@pytest.mark.reliability
 def test_task_pages_may_be_framed_by_mturk_only_and_other_pages_not_at_all(client):
     project, _, _ = make_task(TaskKind.LIKERT)
     response, _, _ = open_link(client, project)
@@ -138,6 +140,7 @@ def test_mturk_preview_shows_the_first_item_read_only_without_an_assignment(clie
     assert not Assignment.objects.exists()
 
 
+@pytest.mark.reliability
 def test_mturk_parameters_must_match_the_stored_hit_and_assignment(client):
     project, stage, items = make_task(TaskKind.LIKERT)
     make_hit(stage, items=items, external_id="HIT1")
@@ -208,6 +211,7 @@ def test_prolific_session_checks_and_completion_redirect(client):
 # --- JSON calls ---------------------------------------------------------------------------------
 
 
+@pytest.mark.reliability
 def test_json_calls_need_the_signed_token_and_our_origin(client):
     project, stage, items = make_task(TaskKind.LIKERT)
     response, _, _ = open_link(client, project)
@@ -236,6 +240,7 @@ def test_autosaved_draft_comes_back_on_reload(client):
     assert page_config(reloaded)["draft"] == draft
 
 
+@pytest.mark.reliability
 def test_submit_validation_messages_then_success_then_idempotent_resubmit(client):
     project, stage, items = make_task(TaskKind.AB, justification_min_length=25)
     response, _, _ = open_link(client, project)
@@ -265,6 +270,7 @@ def test_submit_validation_messages_then_success_then_idempotent_resubmit(client
     assert late.status_code == 200 and late.json()["already_submitted"]
 
 
+@pytest.mark.reliability
 def test_item_text_is_escaped_on_the_page(client):
     project, stage, items = make_task(TaskKind.LIKERT, n_items=1)
     Item.objects.filter(pk=items[0].pk).update(content={
@@ -274,6 +280,7 @@ def test_item_text_is_escaped_on_the_page(client):
     assert b"&lt;script&gt;alert" in response.content
 
 
+@pytest.mark.reliability
 def test_another_assignments_items_are_refused(client):
     project, stage, items = make_task(TaskKind.LIKERT, redundancy={"default": 1}, n_items=4,
                                       items_per_hit=2, group="")
@@ -293,6 +300,7 @@ def test_another_assignments_items_are_refused(client):
 # --- No gold before answering -------------------------------------------------------------------
 
 
+@pytest.mark.reliability
 @pytest.mark.parametrize("kind,mode", TASK_KINDS)
 def test_no_gold_or_scoring_in_any_page_or_json_before_answering(client, kind, mode):
     project, stage, items = make_task(kind, mode=mode)
@@ -332,6 +340,7 @@ def test_no_gold_or_scoring_in_any_page_or_json_before_answering(client, kind, m
         assert list(reloaded["confirmed"]) == [str(first)]
 
 
+@pytest.mark.reliability
 def test_qualification_page_never_reveals_scoring_even_after_answering(client):
     project, _, items = make_task(TaskKind.MC, mode=ExperimentMode.QA, n_items=2)
     qual = make_stage(project, kind=StageKind.QUALIFICATION, status=StageStatus.PUBLISHED)
@@ -353,6 +362,7 @@ def test_completion_page_needs_a_submitted_assignment(client):
     assert assignment.status == AssignmentStatus.IN_PROGRESS
 
 
+@pytest.mark.reliability
 @override_settings(QAJ_TASK_RATE_LIMITS={"page": (3, 60), "api": (2, 60)})
 def test_task_pages_and_json_calls_are_rate_limited(client):
     from django.core.cache import cache

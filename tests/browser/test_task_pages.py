@@ -320,3 +320,25 @@ def test_pilot_reload_after_the_guess_resumes_on_the_reading_page(live_server, p
     judgment = Judgment.objects.get()
     order = Assignment.objects.get().assignmentitem_set.get().presented_order
     assert judgment.extra["guess_choice"] == order[3] and judgment.choice == order[1]
+
+
+def test_prolific_participant_is_sent_back_with_the_completion_code(live_server, page,
+                                                                     settings):
+    settings.PROLIFIC_COMPLETION_URL = live_server.url + "/prolific-complete"
+    project, stage, items = make_task(TaskKind.LIKERT, group="p1")
+    stage.settings = {"prolific_study_id": "STUDYB", "prolific_completion_code": "CODEB7"}
+    stage.save(update_fields=["settings"])
+    landed: list[str] = []
+    page.route("**/prolific-complete*",
+               lambda route: (landed.append(route.request.url),
+                              route.fulfill(status=200, body="back on Prolific")))
+    page.goto(live_server.url + reverse("annotation:task-prolific", kwargs={"stage_id": stage.pk})
+              + "?" + urlencode({"PROLIFIC_PID": "PB1", "STUDY_ID": "STUDYB",
+                                 "SESSION_ID": "SB1"}))
+    for key in "123":
+        page.keyboard.press(key)
+    page.keyboard.press("Enter")
+    page.wait_for_url("**/prolific-complete*")
+    assert landed and landed[0].endswith("?cc=CODEB7")
+    assert Assignment.objects.get(external_id="SB1").completion_code == "CODEB7"
+    assert [j.score for j in Judgment.objects.order_by("item_id")] == [1.0, 2.0, 3.0]
