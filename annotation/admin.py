@@ -440,7 +440,8 @@ class StageAdmin(StageProviderMixin, ProjectScopedAdmin):
     list_select_related = ("project",)
     search_fields = ("name", "project__slug", "project__title")
     autocomplete_fields = ("project", "requires_stage", "items")
-    readonly_fields = ("progress_summary", "cost_estimate", "created_at", "updated_at")
+    readonly_fields = ("progress_summary", "cost_estimate", "agreement_report", "created_at",
+                       "updated_at")
 
     def get_changelist_instance(self, request):
         changelist = super().get_changelist_instance(request)

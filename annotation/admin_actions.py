@@ -70,6 +70,23 @@ class StageProviderMixin(ProviderBannerMixin):
             return f"cannot estimate: {exc}"
 
 
+    @admin.display(description="Agreement report")
+    def agreement_report(self, obj):
+        from django.urls import NoReverseMatch, reverse
+
+        if obj is None or obj.pk is None:
+            return "–"
+        try:
+            url = reverse("metrics:project-dashboard", kwargs={"slug": obj.project.slug})
+        except NoReverseMatch:
+            return "–"
+        gate = ""
+        if obj.agreement_threshold is not None:
+            gate = f" (publishing needs α ≥ {obj.agreement_threshold} on the previous stage)"
+        return format_html('<a href="{}?stage={}">Agreement and workers for this stage</a>{}',
+                           url, obj.pk, gate)
+
+
 @admin.register(ProviderCall)
 class ProviderCallAdmin(admin.ModelAdmin):
     """Every outbound provider call (read-only): what was sent, its token, and its outcome —

@@ -126,6 +126,7 @@ def test_stage_page_shows_cost_and_status_is_not_editable(admin_client_):
     assert "rewards $6.00" in page and "fees $1.20" in page  # 2 HITs × 3 × $1 + 20%
     assert not stage.items.exists()  # looking does not choose the stage's items
     assert 'name="status"' not in page
+    assert f'/dashboard/?stage={stage.pk}"' in page  # the agreement report of this stage
     calls = admin_client_.get(reverse("admin:annotation_providercall_changelist"))
     assert calls.status_code == 200
 
