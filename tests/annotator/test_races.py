@@ -91,3 +91,22 @@ def test_concurrent_double_submits_over_http_store_one_set_of_judgments(live_ser
     assert all(status == 200 and data["ok"] for status, data in results), results
     assert Judgment.objects.filter(assignment=assignment).count() == 3
     assert Judgment.objects.count() == 3
+
+
+def test_concurrent_page_requests_never_overshoot_redundancy(live_server):
+    from annotation.services.access import inhouse_link_create
+
+    project, stage, items = make_task(TaskKind.LIKERT, n_items=6, items_per_hit=3,
+                                      redundancy={"default": 1}, group="")
+    paths = [inhouse_link_create(worker=make_worker(), project=project)[1]
+             for _ in range(N_WORKERS)]
+
+    def open_page(i):
+        return httpx.get(live_server.url + paths[i], timeout=60).status_code
+
+    statuses = _race(open_page, N_WORKERS)
+    assert set(statuses) <= {200}, statuses  # a task page, or the "nothing more" page
+    held = Counter(AssignmentItem.objects.filter(assignment__stage=stage)
+                   .values_list("item_id", flat=True))
+    assert max(held.values()) == 1, held
+    assert sum(held.values()) <= len(items)
