@@ -46,3 +46,31 @@ def test_sync_pages_through_throttled_and_lost_pages(mturk_server, likert_study,
     approved = {aid for aid, a in state.assignments.items() if a["AssignmentStatus"] == "Approved"}
     assert approved == set(ids[:6])
     assert state.assignments[ids[-1]]["AssignmentStatus"] == "Submitted"
+
+
+def test_create_hit_timing_out_is_retried_without_a_duplicate(mturk_server, likert_study,
+                                                              researcher, settings):
+    import threading
+
+    server, state = mturk_server, mturk_server.state
+    settings.MTURK_READ_TIMEOUT = 1
+    from annotation.providers import override_provider
+    from annotation.providers.mturk import MTurkProvider
+
+    project, _gold, _items = likert_study
+    stage = make_stage(project, kind=StageKind.TRIAL, status=StageStatus.DRAFT,
+                       provider="mturk", judgments_per_item=2,
+                       settings={"n_items": 4, "locales": []})
+    release = threading.Event()
+    server.stall_after["CreateHITWithHITType"] = release  # made, but answered too late
+    try:
+        with override_provider("mturk", MTurkProvider()):  # a client with the 1 s timeout
+            result = stage_publish(stage=stage, user=researcher)
+    finally:
+        release.set()
+    hits = list(stage.hits.all())
+    assert result.report.failed == 0 and result.report.already_created == 1
+    remote = [h for h in state.hits.values()
+              if h["HITTypeId"] == stage.settings["mturk_hit_type_id"]]
+    assert len(remote) == len(hits) and {h["HITId"] for h in remote} == {
+        h.external_id for h in hits}
