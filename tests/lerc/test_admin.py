@@ -35,6 +35,9 @@ def test_changelist_shows_progress_bar(client):
     page = client.get(reverse(CHANGELIST)).content.decode()
     assert '<progress max="30" value="15"></progress>' in page
     assert "epoch 2/3" in page and "loss 0.432" in page
+    detail = client.get(reverse("admin:metrics_app_modelversion_change", args=[version.pk]))
+    assert detail.status_code == 200
+    assert "created" in detail.content.decode()  # the event log inline
 
 
 def test_promote_rollback_and_cancel_actions(client):
