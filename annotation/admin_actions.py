@@ -246,8 +246,32 @@ def create_inhouse_links(modeladmin, request, queryset):
             modeladmin.message_user(request, f"{stage} — {name}: {base}{path}", messages.SUCCESS)
 
 
+@admin.action(description="Message the workers who passed the required qualification "
+                          "(reason field)")
+def notify_qualified_workers(modeladmin, request, queryset):
+    from .models import Worker, WorkerStatus
+    from .services.review import workers_notify
+
+    message = _reason(request)
+    if not message:
+        modeladmin.message_user(request, "Type the message first.", messages.ERROR)
+        return
+    for stage in queryset:
+        if stage.requires_stage_id is None:
+            modeladmin.message_user(request, f"{stage} requires no qualification.",
+                                    messages.ERROR)
+            continue
+        workers = list(Worker.objects.filter(
+            qualifications__stage_id=stage.requires_stage_id, qualifications__passed=True,
+            status=WorkerStatus.ACTIVE))
+        workers_notify(workers=workers, subject=f"New work: {stage.project.title}",
+                       message=message)
+        modeladmin.message_user(request, f"{stage}: messaged {len(workers)} qualified "
+                                         f"worker(s).", messages.SUCCESS)
+
+
 STAGE_ACTIONS = (estimate_cost, publish_stages, publish_stages_background, sync_stages,
-                 close_stages, extend_stages, create_inhouse_links)
+                 close_stages, extend_stages, create_inhouse_links, notify_qualified_workers)
 
 
 # --- assignments ---------------------------------------------------------------------------------

@@ -159,3 +159,26 @@ def test_inhouse_annotators_and_links_from_the_admin(admin_client_, client, sett
     assert ada.display_name == "Ada Lovelace" and ada.provider == "inhouse"
     page = client.get(links[0].removeprefix("https://qaj.example.org"))
     assert page.status_code == 200
+
+
+@pytest.mark.mturk
+def test_qualified_workers_are_told_about_the_trial(admin_client_, mturk_server):
+    from annotation.models import StageKind, WorkerQualification
+
+    project = make_project(TaskKind.LIKERT)
+    qualification = make_stage(project, kind=StageKind.QUALIFICATION, provider="mturk")
+    trial = make_stage(project, kind=StageKind.TRIAL, provider="mturk",
+                       requires_stage=qualification)
+    for worker_id, passed in [("WP1", True), ("WP2", True), ("WF", False)]:
+        WorkerQualification.objects.create(
+            worker=make_worker(provider="mturk", external_id=worker_id), stage=qualification,
+            passed=passed, score=1.0 if passed else 0.2)
+    blocked = make_worker(provider="mturk", external_id="WB", status=WorkerStatus.BLOCKED)
+    WorkerQualification.objects.create(worker=blocked, stage=qualification, passed=True,
+                                       score=1.0)
+    response = act(admin_client_, "stage", "notify_qualified_workers", [trial.pk],
+                   reason="The trial is open: 200 answers to judge.")
+    assert any("messaged 2 qualified" in m for m in messages_of(response))
+    sent = mturk_server.state.notifications
+    assert len(sent) == 1 and sorted(sent[0]["WorkerIds"]) == ["WP1", "WP2"]
+    assert sent[0]["MessageText"] == "The trial is open: 200 answers to judge."
