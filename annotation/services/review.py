@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import hashlib
 import statistics
 from collections import Counter
 from decimal import Decimal
@@ -286,7 +287,8 @@ def assignment_bonus_pay(*, assignment: Assignment, amount: Decimal, reason: str
     if assignment.status != AssignmentStatus.APPROVED:
         raise ReviewError("only approved assignments get bonuses")
     stage = assignment.stage
-    key = key or f"manual:{amount}:{abs(hash(reason)) % 10**8}"
+    # hashlib, not hash(): str hashes differ between processes (two web workers, a retry).
+    key = key or f"manual:{amount}:{hashlib.sha256(reason.encode()).hexdigest()[:16]}"
     provider = get_provider(stage.provider)
     provider_call_run(
         provider=stage.provider, operation="SendBonus",

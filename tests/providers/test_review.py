@@ -292,3 +292,19 @@ def test_work_failing_the_rules_is_flagged_for_the_researcher(recording):
     assert "Held for review: 0.3 s per item" in fast.review_note
     assert recording.done == []
     assert stage_auto_review(stage=stage).held == 0  # decided once; the researcher takes over
+
+
+def test_default_bonus_key_is_the_same_in_every_process(recording):
+    import subprocess
+    import sys
+
+    stage = make_stage(make_project(TaskKind.LIKERT))
+    assignment = likert_assignment(stage, [3, 4, 2])
+    assignment_approve(assignment=assignment)
+    assignment_bonus_pay(assignment=assignment, amount=Decimal("0.40"), reason="great work")
+    key = ProviderCall.objects.get(operation="SendBonus").key
+    # Another process (another web worker) computes the same key for the same bonus.
+    code = ("import hashlib; print(hashlib.sha256('great work'.encode()).hexdigest()[:16])")
+    other = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           env={"PYTHONHASHSEED": "123"}, check=True).stdout.strip()
+    assert key.endswith(f":manual:0.40:{other}")
