@@ -138,10 +138,90 @@ class ProjectUpdateInputSerializer(ProjectWriteSerializer):
 
 # --- Items --------------------------------------------------------------------------------------
 
+_STR = {"type": "string"}
+_ANSWER = {
+    "type": "object",
+    "required": ["text", "kind"],
+    "properties": {
+        "text": _STR,
+        "kind": {"type": "string", "enum": ["human", "model"]},
+        "upvotes": {"type": "integer", "nullable": True},
+    },
+}
+_SPAN = {
+    "type": "array", "items": {"type": "integer"}, "minItems": 2, "maxItems": 2,
+    "nullable": True, "description": "[start, end] character offsets in the paragraph.",
+}
+ITEM_CONTENT_SCHEMA = {
+    "description": "Kind-specific content; must fit the project's kind.",
+    "anyOf": [
+        {
+            "title": "likert",
+            "type": "object",
+            "required": ["passage", "question", "references", "candidate"],
+            "properties": {
+                "passage": _STR, "question": _STR, "candidate": _STR,
+                "references": {"type": "array", "items": _STR, "minItems": 1},
+            },
+        },
+        {
+            "title": "ab",
+            "type": "object",
+            "required": ["question", "answer_a", "answer_b", "setting"],
+            "properties": {
+                "question": _STR,
+                "evidence": {"type": "array", "items": _STR},
+                "answer_a": _ANSWER,
+                "answer_b": _ANSWER,
+                "setting": {"type": "string", "enum": ["HH", "HM"]},
+            },
+        },
+        {
+            "title": "mc",
+            "type": "object",
+            "required": ["paragraph", "question", "answers"],
+            "properties": {
+                "paragraph": _STR, "question": _STR,
+                "answers": {
+                    "type": "array", "items": _STR, "minItems": 4, "maxItems": 4,
+                    "description": "Role order: A correct, B misreading, C distractor, "
+                    "D unsupported.",
+                },
+                "critical_span": _SPAN,
+                "distractor_span": _SPAN,
+            },
+        },
+    ],
+}
+ITEM_GOLD_SCHEMA = {
+    "description": "Gold answer: likert {score: 1-5}; ab {choice: A|B}; mc {choice: A-D}.",
+    "nullable": True,
+    "anyOf": [
+        {"type": "object", "required": ["score"],
+         "properties": {"score": {"type": "number", "minimum": 1, "maximum": 5}}},
+        {"type": "object", "required": ["choice"],
+         "properties": {"choice": {"type": "string", "enum": ["A", "B", "C", "D"]}}},
+    ],
+}
+
+
+@extend_schema_field(ITEM_CONTENT_SCHEMA)
+class ItemContentField(serializers.JSONField):
+    pass
+
+
+@extend_schema_field(ITEM_GOLD_SCHEMA)
+class ItemGoldField(serializers.JSONField):
+    pass
+
+
 ITEM_COLUMNS = ("dataset", "source", "split", "domain", "text_level", "group_key")
 
 
 class ItemOutputSerializer(serializers.ModelSerializer):
+    content = ItemContentField(read_only=True)
+    gold = ItemGoldField(read_only=True)
+
     class Meta:
         model = Item
         fields = (
@@ -153,10 +233,10 @@ class ItemOutputSerializer(serializers.ModelSerializer):
 class ItemInputSerializer(serializers.ModelSerializer):
     """One item; `content` and `gold` are checked against the project's kind (from context)."""
 
-    content = serializers.JSONField(
+    content = ItemContentField(
         help_text="Kind-specific fields; see docs/DATA_FORMATS.md and the Item model."
     )
-    gold = serializers.JSONField(required=False, allow_null=True)
+    gold = ItemGoldField(required=False, allow_null=True)
     metadata = serializers.JSONField(required=False)
 
     class Meta:

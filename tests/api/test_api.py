@@ -447,6 +447,13 @@ def test_schema_validates_without_warnings(tmp_path):
     for path in ("/api/projects/{project_slug}/items/bulk/",
                  "/api/projects/{project_slug}/judgments/"):
         assert path in text
+    import yaml
+
+    schema = yaml.safe_load(text)
+    content = schema["components"]["schemas"]["ItemInput"]["properties"]["content"]
+    assert [branch["title"] for branch in content["anyOf"]] == ["likert", "ab", "mc"]
+    item_post = schema["paths"]["/api/projects/{project_slug}/items/"]["post"]["responses"]
+    assert {"201", "400", "401", "403", "404", "415"} <= set(item_post)
 
 
 def test_schema_and_docs_are_served(client, alice):
