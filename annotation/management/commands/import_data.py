@@ -65,6 +65,10 @@ class Command(BaseCommand):
             records = importer.parse(path, kind=kind, split=options["split"])
         except ImportFormatError as exc:
             raise CommandError(f"nothing imported: {exc}") from None
+        except UnicodeDecodeError as exc:  # every format is read as UTF-8 text
+            raise CommandError(
+                f"nothing imported: {path}: not UTF-8 text (byte {exc.start}: {exc.reason})"
+            ) from None
 
         progress = False if options["no_progress"] else None
         created = project is None
