@@ -100,11 +100,13 @@ def test_every_model_is_registered():
 
 @pytest.mark.parametrize("model", REGISTERED, ids=lambda m: m._meta.label)
 def test_changelist_and_change_form_load(client, superuser, world, model):
-    if model._meta.label not in EXPECTED:
-        pytest.skip("registered by another area")
     client.force_login(superuser)
     response = client.get(admin_url(model, "changelist"))
     assert response.status_code == 200
+    if model._meta.label not in EXPECTED:
+        # Registered by another area (providers, LERC, scoring): its own tests fill it with
+        # rows; here the empty changelist must still render.
+        return
     assert response.context["cl"].result_count >= 1
     obj = object_of(world, model)
     response = client.get(admin_url(model, "change", obj.pk))
