@@ -65,19 +65,12 @@ class ImportSummary:
         return text
 
 
-def _comparable(value):
-    """JSON values compared across databases: 5 == 5.0, dict key order ignored."""
-    if isinstance(value, dict):
-        return {key: _comparable(val) for key, val in value.items()}
-    if isinstance(value, list):
-        return [_comparable(val) for val in value]
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return float(value)
-    return value
+# Stored and incoming values are compared with plain ==, which already treats 5 and 5.0 as
+# equal and ignores the key order of dicts (jsonb reorders keys).
 
 
 def _judgment_value(source) -> dict:
-    return {name: _comparable(getattr(source, name)) for name in JudgmentRecord.VALUE_FIELDS}
+    return {name: getattr(source, name) for name in JudgmentRecord.VALUE_FIELDS}
 
 
 def _chunks(sequence: list, size: int):
@@ -116,12 +109,16 @@ def _insert(model: type[models.Model], rows: list[dict]) -> list[int] | None:
     # CSV with every value quoted; NULL is the empty string, and FORCE_NULL makes a (quoted)
     # empty value NULL in the nullable columns, none of which can hold an empty string.
     writer = csv.writer(buffer, quoting=csv.QUOTE_ALL, lineterminator="\n")
-    dumps = json.dumps
+    encode = json.JSONEncoder(ensure_ascii=False).encode
     for row in rows:
         values = [row[name] if name in row else defaults[name] for name in names]
         for i in json_columns:
-            if values[i] is not None:
-                values[i] = dumps(values[i], ensure_ascii=False)
+            value = values[i]
+            if value is not None:
+                # Most judgments carry empty lists and objects: skip the encoder for them.
+                values[i] = ("[]" if isinstance(value, list) else "{}") if (
+                    not value and isinstance(value, (list, dict))
+                ) else encode(value)
         writer.writerow(["" if v is None else v for v in values])
     buffer.seek(0)
     quote = connection.ops.quote_name
@@ -296,7 +293,7 @@ def _import_chunk(
             continue
         differing = [
             name for name in identity
-            if _comparable(item[name]) != _comparable(getattr(record, name))
+            if item[name] != getattr(record, name)
         ]
         if differing and not keep_existing_items:
             raise ImportConflictError(
@@ -328,13 +325,15 @@ def _import_chunk(
             item_id__in=earlier, stage__in=list(stages.values())
         ).values("worker_id", "item_id", "stage_id", *value_fields):
             key = (values["worker_id"], values["item_id"], values["stage_id"])
-            stored[key] = {name: _comparable(values[name]) for name in value_fields}
+            stored[key] = {name: values[name] for name in value_fields}
     new_judgments = []
+    worker_ids = {external_id: worker.pk for external_id, worker in workers.items()}
+    stage_ids = {name: stage.pk for name, stage in stages.items()}
     for record, judgment in judged:
         item_id = item_ids[record.external_id]
-        worker = workers[judgment.worker]
-        stage = stages[judgment.stage]
-        previous = stored.get((worker.pk, item_id, stage.pk))
+        worker_id = worker_ids[judgment.worker]
+        stage_id = stage_ids[judgment.stage]
+        previous = stored.get((worker_id, item_id, stage_id))
         if previous is not None:
             if previous != _judgment_value(judgment):
                 raise ImportConflictError(
@@ -344,7 +343,7 @@ def _import_chunk(
                 )
             summary.judgments_unchanged += 1
             continue
-        new_judgments.append({"item_id": item_id, "worker_id": worker.pk, "stage_id": stage.pk,
+        new_judgments.append({"item_id": item_id, "worker_id": worker_id, "stage_id": stage_id,
                               "created_at": now, **judgment.values()})
     if new_judgments:
         _insert(Judgment, new_judgments)
