@@ -254,6 +254,34 @@ A11Y_CHECK = """() => {
   return problems;
 }"""
 
+CONTRAST_CHECK = """() => {
+  // WCAG 2 contrast of every visible text against its nearest opaque background (AA: 4.5).
+  const parse = (c) => (c.match(/[\\d.]+/g) || []).map(Number);
+  const lum = ([r, g, b]) => {
+    const f = (v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); };
+    return 0.2126 * f(r) + 0.7152 * f(g) + 0.0722 * f(b);
+  };
+  const background = (el) => {
+    for (; el; el = el.parentElement) {
+      const c = parse(getComputedStyle(el).backgroundColor);
+      if (c.length === 3 || (c.length === 4 && c[3] > 0.9)) return c;
+    }
+    return [255, 255, 255];
+  };
+  const worst = [];
+  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    const el = node.parentElement;
+    if (!node.textContent.trim() || !el || el.closest('[hidden], [disabled], script')) continue;
+    if (el.offsetParent === null && getComputedStyle(el).position !== 'fixed') continue;
+    const fg = parse(getComputedStyle(el).color), bg = background(el);
+    const [a, b] = [lum(fg) + 0.05, lum(bg) + 0.05];
+    const ratio = Math.max(a, b) / Math.min(a, b);
+    if (ratio < 4.5) worst.push(`${node.textContent.trim().slice(0, 30)}: ${ratio.toFixed(2)}`);
+  }
+  return worst;
+}"""
+
 FOCUS_OUTLINE = """() => {
   const el = document.activeElement;
   const target = el.closest('label') && el.matches('input') ? el : el;
@@ -274,6 +302,7 @@ def test_labels_focus_and_phone_width(live_server, browser, kind, mode):
         page = context.new_page()
         page.goto(live_server.url + path)
         assert page.evaluate(A11Y_CHECK) == []
+        assert page.evaluate(CONTRAST_CHECK) == []
         page.keyboard.press("Tab")
         page.keyboard.press("Tab")
         assert page.evaluate(FOCUS_OUTLINE), "keyboard focus must be visible"
