@@ -8,6 +8,7 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from annotation.apis import with_errors
 from annotation.models import Project
 from annotation.selectors import projects_visible_to
 
@@ -46,7 +47,7 @@ class MetricReportApi(APIView):
                                                max_value=5000)
         refresh = serializers.BooleanField(required=False, default=False)
 
-    @extend_schema(parameters=[InputSerializer], responses={200: dict})
+    @extend_schema(parameters=[InputSerializer], responses=with_errors({200: dict}, 400, 404))
     def get(self, request, slug: str):
         project = _project_for(request, slug)
         params = self.InputSerializer(data=request.query_params)
@@ -81,13 +82,14 @@ class ScoringJobListCreateApi(APIView):
         def validate_metrics(self, value):
             return _validate_metric_names(value)
 
-    @extend_schema(responses={200: ScoringJobSerializer(many=True)})
+    @extend_schema(responses=with_errors({200: ScoringJobSerializer(many=True)}, 404))
     def get(self, request, slug: str):
         project = _project_for(request, slug)
         jobs = ScoringJob.objects.filter(project=project)[:20]
         return Response(ScoringJobSerializer(jobs, many=True).data)
 
-    @extend_schema(request=InputSerializer, responses={202: ScoringJobSerializer(many=True)})
+    @extend_schema(request=InputSerializer,
+                   responses=with_errors({202: ScoringJobSerializer(many=True)}, 400, 404, 415))
     def post(self, request, slug: str):
         project = _project_for(request, slug)
         data = self.InputSerializer(data=request.data)
@@ -128,7 +130,7 @@ class MetricScoreApi(APIView):
             rows.is_valid(raise_exception=True)
             return rows.validated_data
 
-    @extend_schema(request=InputSerializer, responses={200: dict})
+    @extend_schema(request=InputSerializer, responses=with_errors({200: dict}, 400, 415))
     def post(self, request):
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)

@@ -8,6 +8,7 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from annotation.apis import with_errors
 from annotation.selectors import projects_visible_to
 
 from .reports.data import GROUP_FIELDS
@@ -26,7 +27,7 @@ class ProjectReportApi(APIView):
     @extend_schema(
         parameters=[OpenApiParameter("stage", str), OpenApiParameter("group_by", str,
                                                                       enum=list(GROUP_FIELDS))],
-        responses={200: dict},
+        responses=with_errors({200: dict}, 400, 404),
     )
     def get(self, request, slug: str):
         # Not visible and not existing look the same: 404.
