@@ -14,6 +14,8 @@ from annotation.services.exports import EXPORT_FORMATS, export_write
 
 
 class Command(BaseCommand):
+    # Data commands need the models only: skip the URL/admin checks (seconds on a busy machine).
+    requires_system_checks: list[str] = []
     help = "Export judgments (or per-item aggregates) of a project as JSON Lines or CSV."
 
     def add_arguments(self, parser):

@@ -19,6 +19,8 @@ from annotation.services.imports import ImportConflictError, import_records
 
 
 class Command(BaseCommand):
+    # Data commands need the models only: skip the URL/admin checks (seconds on a busy machine).
+    requires_system_checks: list[str] = []
     help = "Import a data file (jsonl, mocha, onestopqa, lfqa-experts, evouna, ...) into a project."
 
     def add_arguments(self, parser):
