@@ -231,11 +231,10 @@ def items_pick_next(*, stage: Stage, worker: Worker, limit: int) -> list[Item]:
         # Randomised rounding keeps the long-run share at gold_rate even for small HITs.
         expected = room * project.gold_rate
         n_gold = min(room - 1, int(expected) + (random.random() < expected - int(expected)))
-    regular = _pick_regular(
-        stage=stage,
-        available=available.filter(is_practice=False, is_gold_check=False),
-        room=room - n_gold,
-    )
+    regular_qs = available.filter(is_practice=False, is_gold_check=False)
+    if (stage.settings or {}).get("latin_square"):
+        regular_qs = _latin_square(stage=stage, worker=worker, available=regular_qs)
+    regular = _pick_regular(stage=stage, available=regular_qs, room=room - n_gold)
     gold: list[Item] = []
     if n_gold and regular:
         gold_qs = available.filter(is_gold_check=True, is_practice=False)
@@ -249,6 +248,40 @@ def items_pick_next(*, stage: Stage, worker: Worker, limit: int) -> list[Item]:
     for item in gold:
         mixed.insert(random.randint(0, len(mixed)), item)
     return picked + mixed
+
+
+LEVEL_ORDER = ("Ele", "Int", "Adv")
+
+
+def _condition_rows(qs: QuerySet[Item]) -> list[tuple[int, str, tuple]]:
+    """(pk, text level, question key): a STARC question is the same across its text levels;
+    items without article/paragraph/question metadata are their own question."""
+    rows = qs.order_by().values_list(
+        "pk", "text_level", "metadata__article", "metadata__paragraph", "metadata__question"
+    )
+    return [(pk, level, (a, p, q) if q is not None else ("item", pk))
+            for pk, level, a, p, q in rows]
+
+
+def _latin_square(*, stage: Stage, worker: Worker, available: QuerySet[Item]) -> QuerySet[Item]:
+    """STARC conditions (question x text level) in a Latin square: participant list
+    L = worker id mod number of levels sees question i at level (i + L) mod n, and never the
+    same question at two levels (stage.settings["latin_square"] = true)."""
+    everything = _condition_rows(stage_items(stage))
+    levels = sorted({level for _, level, _ in everything},
+                    key=lambda v: (LEVEL_ORDER.index(v) if v in LEVEL_ORDER else 99, v))
+    if len(levels) < 2:
+        return available
+    index = {key: i for i, key in enumerate(sorted({key for _, _, key in everything}, key=str))}
+    mine = set(Judgment.objects.filter(stage=stage, worker=worker).values_list("item_id", flat=True))
+    mine |= set(AssignmentItem.objects.filter(
+        assignment__stage=stage, assignment__worker=worker,
+        assignment__status=AssignmentStatus.IN_PROGRESS).values_list("item_id", flat=True))
+    seen = {key for pk, _, key in everything if pk in mine}
+    shift = worker.pk % len(levels)
+    allowed = [pk for pk, level, key in _condition_rows(available)
+               if key not in seen and level == levels[(index[key] + shift) % len(levels)]]
+    return available.filter(pk__in=allowed)
 
 
 def _ranked(stage: Stage, available: QuerySet[Item]) -> list[tuple[int, str]]:

@@ -389,3 +389,30 @@ def test_release_task_calls_the_service():
 def test_release_task_is_scheduled_by_beat(settings):
     entry = settings.CELERY_BEAT_SCHEDULE["release-abandoned-assignments"]
     assert entry["task"] == "worker.tasks.assignments.release_abandoned_assignments"
+
+
+def test_latin_square_rotates_text_levels_and_never_repeats_a_question():
+    project, stage, _ = make_task(TaskKind.MC, n_items=0, items_per_hit=10,
+                                  redundancy={"default": 5})
+    stage.settings = {"latin_square": True}
+    stage.save(update_fields=["settings"])
+    items = {}
+    for question in range(4):
+        for level in ("Ele", "Adv"):
+            items[question, level] = make_item(
+                project, text_level=level,
+                metadata={"article": 1, "paragraph": 1, "question": question})
+    first, second = make_worker(), make_worker()
+    got = {w: items_pick_next(stage=stage, worker=w, limit=10) for w in (first, second)}
+    for picked in got.values():
+        questions = [item.metadata["question"] for item in picked]
+        assert sorted(questions) == [0, 1, 2, 3]  # every question once, at one level
+        levels = [item.text_level for item in picked]
+        assert levels.count("Ele") == levels.count("Adv") == 2  # balanced within a list
+    assert not set(got[first]) & set(got[second])  # the two lists are complementary
+    # A worker who saw a question at one level never gets it at its other level.
+    mine = next(item for item in got[first] if item.metadata["question"] == 0)
+    other = items[0, "Adv" if mine.text_level == "Ele" else "Ele"]
+    make_judgment(item=other, stage=stage, worker=first)
+    later = items_pick_next(stage=stage, worker=first, limit=10)
+    assert mine not in later and len(later) == 3
