@@ -320,6 +320,11 @@ def _train_one(cfg: TrainConfig, lr: float, run_dir: Path, train_examples, val_e
             history, best_value, best_epoch = state["history"], state["best"], state["best_epoch"]
             pretrain = state.get("pretrain", {})
             resumed_from = start_epoch
+    if resumed_from is None and cfg.kind == KIND_REGRESSION:
+        # Start the head at the mean gold score: from a zero bias, the first epochs of a short
+        # run go to learning the offset of the 1–5 scale rather than the judgments.
+        with torch.no_grad():
+            model.head.bias.fill_(sum(targets) / len(targets))
     if resumed_from is None and mc_examples and cfg.pretrain_epochs:
         pretrain = _pretrain_mc(model, tokenizer, cfg, mc_examples, device, progress,
                                 should_cancel)

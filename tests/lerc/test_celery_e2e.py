@@ -98,6 +98,13 @@ class WorkerProcess:
             cwd=REPO_ROOT, env=self.env, stdout=handle, stderr=subprocess.STDOUT,
             start_new_session=True,
         )
+        # Redis routes a message only once the worker has declared its queue binding: publish
+        # after "ready", or the message is dropped (the test database flush removes bindings).
+        deadline = time.monotonic() + 180
+        while " ready." not in self.log.read_text(errors="replace"):
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"the worker did not start:\n{self.tail()}")
+            time.sleep(0.3)
         return self
 
     def kill(self, sig=signal.SIGKILL) -> None:
