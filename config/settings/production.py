@@ -13,3 +13,8 @@ SECURE_HSTS_PRELOAD = True
 SESSION_COOKIE_SECURE = True
 CSRF_COOKIE_SECURE = True
 SECURE_CONTENT_TYPE_NOSNIFF = True
+SESSION_COOKIE_HTTPONLY = True
+SECURE_REFERRER_POLICY = "same-origin"
+X_FRAME_OPTIONS = "DENY"
+# A strict CSP on every page that does not set its own (task pages allow MTurk to frame them).
+MIDDLEWARE = [*MIDDLEWARE, "config.security.DefaultCSPMiddleware"]  # noqa: F405
