@@ -146,6 +146,7 @@ def test_starc_modes_with_the_keyboard_only(live_server, page, phone_page, mode)
             page.keyboard.press("a")  # page 1: guess
             if n == 0:
                 screenshot(page, f"mc-{mode}-1280")
+                phone_shot(phone_page, url, f"mc-{mode}")
             page.keyboard.press("Enter")
             page.locator(f"{box} .paragraph").wait_for(state="visible")  # page 2: read
             assert item.content["paragraph"] in page.inner_text(f"{box} .paragraph")
