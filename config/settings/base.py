@@ -240,6 +240,10 @@ CELERY_BEAT_SCHEDULE["lerc-refresh"] = {
     "task": "worker.tasks.lerc.lerc_refresh",
     "schedule": float(os.environ.get("QAJ_LERC_REFRESH_SECONDS", "3600")),
 }
+# Scoring jobs created while the broker was down are sent once it is back.
+CELERY_BEAT_SCHEDULE["metrics-enqueue-pending-scoring"] = {
+    "task": "metrics.enqueue_pending_scoring", "schedule": 120.0,
+}
 CELERY_BEAT_SCHEDULE["lerc-fail-stale"] = {
     "task": "worker.tasks.lerc.lerc_fail_stale", "schedule": 300.0,
 }

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import timedelta
 
 from django.db import transaction
 from django.utils import timezone
@@ -215,11 +216,29 @@ def _is_registered(name: str) -> bool:
     return name in metric_names()
 
 
-def _enqueue(job: ScoringJob) -> None:
+def _enqueue(job: ScoringJob) -> bool:
     from worker.tasks.metrics import score_project
 
-    result = score_project.apply_async(args=[job.pk], queue=job.queue)
+    try:
+        result = score_project.apply_async(args=[job.pk], queue=job.queue)
+    except Exception:
+        # Broker unreachable: the job is stored and the request answered; it stays queued
+        # without a task id until scoring_jobs_enqueue_pending (beat) sends it.
+        logger.warning("scoring job %s not sent (broker unavailable); will retry", job.pk,
+                       exc_info=True)
+        return False
     ScoringJob.objects.filter(pk=job.pk).update(task_id=result.id or "")
+    return True
+
+
+def scoring_jobs_enqueue_pending(*, older_than_seconds: int = 60) -> int:
+    """Send queued jobs that never reached the broker (it was down when they were created);
+    returns how many were sent. Jobs younger than `older_than_seconds` may still be on their
+    way (the task id is written just after sending), so they are left alone."""
+    cutoff = timezone.now() - timedelta(seconds=older_than_seconds)
+    pending = ScoringJob.objects.filter(status=ScoringStatus.QUEUED, task_id="",
+                                        created_at__lte=cutoff).order_by("id")
+    return sum(_enqueue(job) for job in pending)
 
 
 def scoring_job_run(*, job_id: int) -> ScoringJob:

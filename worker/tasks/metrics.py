@@ -13,3 +13,11 @@ def score_project(job_id: int) -> None:
     from metrics_app.services.scoring import scoring_job_run
 
     scoring_job_run(job_id=job_id)
+
+
+@shared_task(name="metrics.enqueue_pending_scoring")
+def enqueue_pending_scoring() -> int:
+    """Beat: send scoring jobs created while the broker was unreachable."""
+    from metrics_app.services.scoring import scoring_jobs_enqueue_pending
+
+    return scoring_jobs_enqueue_pending()
