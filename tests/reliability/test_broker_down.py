@@ -1,0 +1,89 @@
+"""Broker unavailable (CELERY_BROKER_URL pointing at a closed port): workers' judgments are
+still accepted (nothing on the submit path talks to the broker), a researcher's scoring request
+is stored and answered instead of failing, and the job is sent once the broker is back."""
+from __future__ import annotations
+
+import json
+import socket
+from datetime import timedelta
+
+import pytest
+from django.urls import reverse
+from django.utils import timezone
+from rest_framework.test import APIClient
+
+from annotation.models import Judgment, TaskKind
+from annotation.services.access import assignment_token_make
+from annotation.services.assignments import assignment_start
+from metrics_app.scoring_models import ScoringJob, ScoringStatus
+from metrics_app.services.scoring import scoring_jobs_enqueue_pending
+from tests.annotator.conftest import make_task
+from tests.factories import make_worker
+from worker.celery import app as celery_app
+
+pytestmark = [pytest.mark.reliability, pytest.mark.django_db(transaction=True)]
+
+
+def _closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]  # closed again when the socket is: nobody listens
+
+
+def _use_broker(url: str, transport_options: dict) -> None:
+    celery_app.conf.broker_url = url
+    celery_app.conf.broker_transport_options = transport_options
+    celery_app.conf.broker_connection_timeout = 1
+    celery_app._pool = None  # connections are pooled per broker URL
+    celery_app.amqp._producer_pool = None
+
+
+@pytest.fixture
+def broker_down():
+    saved = (celery_app.conf.broker_url, dict(celery_app.conf.broker_transport_options or {}))
+    _use_broker(f"redis://127.0.0.1:{_closed_port()}/0", {})
+    yield
+    _use_broker(*saved)
+
+
+def test_broker_down_judgments_accepted_and_scoring_jobs_sent_when_it_returns(
+        client, broker_down, researcher, monkeypatch):
+    with pytest.raises(Exception):  # noqa: B017 - kombu's OperationalError: really unreachable
+        with celery_app.connection_for_write() as connection:
+            connection.ensure_connection(max_retries=1)
+
+    project, stage, items = make_task(TaskKind.LIKERT, n_items=3, owner=researcher)
+    assignment = assignment_start(stage=stage, worker=make_worker())
+    response = client.post(
+        reverse("annotation:task-submit"), content_type="application/json",
+        data=json.dumps({"answers": [{"item": item.pk, "score": 3} for item in items]}),
+        HTTP_X_ASSIGNMENT_TOKEN=assignment_token_make(assignment=assignment))
+    assert response.status_code == 200 and response.json()["ok"], response.content
+    assert Judgment.objects.filter(assignment=assignment).count() == 3
+
+    api = APIClient()
+    api.force_authenticate(researcher)
+    response = api.post(f"/api/metrics/projects/{project.slug}/scoring-jobs/",
+                        {"metrics": ["em"]}, format="json")
+    assert response.status_code == 202, response.content
+    job = ScoringJob.objects.get(project=project)
+    assert (job.status, job.task_id) == (ScoringStatus.QUEUED, "")
+
+    # Still down: the periodic re-send leaves the job waiting, without raising.
+    ScoringJob.objects.filter(pk=job.pk).update(created_at=timezone.now() - timedelta(hours=1))
+    assert scoring_jobs_enqueue_pending() == 0
+
+    # The broker is back: the job is sent, exactly once.
+    sent = []
+    monkeypatch.setattr("worker.tasks.metrics.score_project.apply_async",
+                        lambda *args, **kwargs: sent.append(kwargs) or type("R", (), {"id": "t1"}))
+    assert scoring_jobs_enqueue_pending() == 1
+    assert scoring_jobs_enqueue_pending() == 0
+    job.refresh_from_db()
+    assert job.task_id == "t1" and sent == [{"args": [job.pk], "queue": job.queue}]
+
+
+def test_pending_scoring_jobs_are_resent_by_beat(settings):
+    entry = settings.CELERY_BEAT_SCHEDULE["metrics-enqueue-pending-scoring"]
+    assert entry["task"] == "metrics.enqueue_pending_scoring"
+    assert "metrics.enqueue_pending_scoring" in celery_app.tasks
