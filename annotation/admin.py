@@ -209,8 +209,24 @@ class StageInline(admin.TabularInline):
     show_change_link = True
 
 
+class ProgressColumnsMixin:
+    """List columns over the `progress` a changelist attaches to each project or stage."""
+
+    @admin.display(description="Items")
+    def item_count(self, obj):
+        return obj.progress.items
+
+    @admin.display(description="Judgments / wanted")
+    def judgment_progress(self, obj):
+        return progress_cell(obj.progress)
+
+    @admin.display(description="Assignments")
+    def assignment_summary(self, obj):
+        return obj.progress.assignments_summary() or "–"
+
+
 @admin.register(Project)
-class ProjectAdmin(ProjectScopedAdmin):
+class ProjectAdmin(ProgressColumnsMixin, ProjectScopedAdmin):
     project_path = ""
     list_display = (
         "title", "slug", "kind", "owner", "item_count", "judgment_progress",
@@ -291,18 +307,6 @@ class ProjectAdmin(ProjectScopedAdmin):
 
         return format_html('<a href="{}">dashboard</a>',
                            reverse("metrics:project-dashboard", args=[obj.slug]))
-
-    @admin.display(description="Items")
-    def item_count(self, obj):
-        return obj.progress.items
-
-    @admin.display(description="Judgments / wanted")
-    def judgment_progress(self, obj):
-        return progress_cell(obj.progress)
-
-    @admin.display(description="Assignments")
-    def assignment_summary(self, obj):
-        return obj.progress.assignments_summary() or "–"
 
     @admin.display(description="Progress per stage")
     def progress_table(self, obj):
@@ -426,7 +430,7 @@ class StageAdminForm(forms.ModelForm):
 
 
 @admin.register(Stage)
-class StageAdmin(StageProviderMixin, ProjectScopedAdmin):
+class StageAdmin(ProgressColumnsMixin, StageProviderMixin, ProjectScopedAdmin):
     form = StageAdminForm
     action_form = ProviderActionForm
     actions = STAGE_ACTIONS
@@ -449,18 +453,6 @@ class StageAdmin(StageProviderMixin, ProjectScopedAdmin):
             changelist.result_list, stage_progress(stages=list(changelist.result_list))
         )
         return changelist
-
-    @admin.display(description="Items")
-    def item_count(self, obj):
-        return obj.progress.items
-
-    @admin.display(description="Judgments / wanted")
-    def judgment_progress(self, obj):
-        return progress_cell(obj.progress)
-
-    @admin.display(description="Assignments")
-    def assignment_summary(self, obj):
-        return obj.progress.assignments_summary() or "–"
 
     @admin.display(description="Progress")
     def progress_summary(self, obj):
