@@ -59,6 +59,8 @@ class Command(BaseCommand):
                 "--schedule", settings.QAJ_BEAT_SCHEDULE_FILE,
             ],
         }
+        # `kill`/`timeout` send SIGTERM, not SIGINT: stop the children the same way as Ctrl-C.
+        signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
         processes = {
             name: subprocess.Popen(cmd, cwd=settings.BASE_DIR, env=env)
             for name, cmd in commands.items()
@@ -104,3 +106,7 @@ class Command(BaseCommand):
         password_file.write_text(password + "\n")
         password_file.chmod(0o600)
         return password
+
+
+def _raise_keyboard_interrupt(signum, frame):
+    raise KeyboardInterrupt
