@@ -8,13 +8,12 @@ import json
 
 import pytest
 import schemathesis
-from schemathesis import checks
 from django.core.wsgi import get_wsgi_application
 from drf_spectacular.generators import SchemaGenerator
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from rest_framework.authtoken.models import Token
-from schemathesis import GenerationMode
+from schemathesis import GenerationMode, checks
 
 from annotation.models import TaskKind
 from tests.factories import item_content, make_item, make_project, make_stage, make_user
