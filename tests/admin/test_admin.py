@@ -285,6 +285,7 @@ def two_researchers(world):
             "shared": shared}
 
 
+@pytest.mark.reliability
 def test_researcher_sees_only_own_and_shared_projects(client, world, two_researchers):
     client.force_login(two_researchers["alice"])
     response = client.get(admin_url(Project, "changelist"))
@@ -302,6 +303,7 @@ def test_researcher_sees_only_own_and_shared_projects(client, world, two_researc
     ("bob_item", "item"), ("bob_stage", "stage"), ("bob_worker", "worker"),
     ("bob_judgment", "judgment"),
 ])
+@pytest.mark.reliability
 def test_researcher_cannot_reach_other_projects_rows(client, two_researchers, key, model_name):
     from django.apps import apps
 
@@ -360,6 +362,7 @@ def test_staff_without_projects_sees_empty_lists(client, world):
         assert response.context["cl"].result_count == 0
 
 
+@pytest.mark.reliability
 def test_non_staff_user_is_sent_to_login(client, world):
     client.force_login(make_user("dave", staff=False))
     response = client.get(admin_url(Project, "changelist"))
@@ -411,6 +414,7 @@ def test_export_action_several_projects_csv_zip(client, superuser, world):
         assert {r["project"] for r in rows} == {project.slug}
 
 
+@pytest.mark.reliability
 def test_researcher_cannot_export_other_projects(client, two_researchers):
     client.force_login(two_researchers["alice"])
     response = client.post(admin_url(Project, "changelist"), {
@@ -423,6 +427,7 @@ def test_researcher_cannot_export_other_projects(client, two_researchers):
 # --- Visibility of every scoped model, autocomplete, researcher query counts --------------------
 
 
+@pytest.mark.reliability
 def test_every_scoped_admin_hides_other_researchers_rows(client, world):
     """Bob owns nothing of `world`: each admin changelist is empty for him and every change
     page of Alice's rows is unreachable; Alice sees each of her rows."""

@@ -54,6 +54,7 @@ def project(alice):
     "/api/projects/", "/api/projects/mocha-dev/", "/api/projects/mocha-dev/items/",
     "/api/projects/mocha-dev/judgments/", "/api/projects/mocha-dev/stages/",
 ])
+@pytest.mark.reliability
 def test_unauthenticated_requests_are_refused(project, url):
     response = APIClient().get(url)
     assert response.status_code == 401
@@ -79,6 +80,7 @@ def test_session_authentication(client, alice, project):
     assert response.json()["owner"] == "alice"
 
 
+@pytest.mark.reliability
 def test_session_writes_need_csrf(alice):
     client = APIClient(enforce_csrf_checks=True)
     client.force_login(alice)
@@ -92,6 +94,7 @@ def test_session_writes_need_csrf(alice):
 # --- Visibility ---------------------------------------------------------------------------------
 
 
+@pytest.mark.reliability
 def test_lists_show_only_own_and_shared_projects(api, alice, bob, project):
     make_project(TaskKind.AB, owner=bob, slug="bobs")
     make_project(TaskKind.MC, owner=bob, slug="bobs-shared", shared_with=[alice])
@@ -99,6 +102,7 @@ def test_lists_show_only_own_and_shared_projects(api, alice, bob, project):
     assert {p["slug"] for p in response.json()["results"]} == {"mocha-dev", "bobs-shared"}
 
 
+@pytest.mark.reliability
 @pytest.mark.parametrize("suffix", ["", "items/", "items/bulk/", "judgments/", "stages/"])
 def test_other_researchers_project_is_404(api, bob, suffix):
     other = make_project(TaskKind.LIKERT, owner=bob, slug="bobs")
@@ -114,6 +118,7 @@ def test_other_researchers_project_is_404(api, bob, suffix):
     assert other.title != "mine now"
 
 
+@pytest.mark.reliability
 def test_other_projects_items_and_stages_are_404_by_id(api, bob, project):
     other = make_project(TaskKind.LIKERT, owner=bob, slug="bobs")
     item = make_item(other)

@@ -13,7 +13,7 @@ from annotation.serializers import (
 )
 from tests.factories import item_content, make_project, make_user
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.reliability, pytest.mark.django_db]
 
 HOSTILE_VALUES = [
     None, [], {}, [1, 2], {"a": {"b": None}}, "x" * 300, -1, 2**70, 1.5e308, True, "\x00",

@@ -310,6 +310,7 @@ def test_labels_focus_and_phone_width(live_server, browser, kind, mode):
         context.close()
 
 
+@pytest.mark.reliability
 def test_dropped_connection_keeps_answers_and_saves_when_back(live_server, browser):
     project, stage, items = make_task(TaskKind.LIKERT, group="p1")
     _, path = inhouse_link_create(worker=make_worker(), project=project)

@@ -63,6 +63,7 @@ def _project_with_everything(tmp_path, kind: str, row: dict) -> Project:
     return project
 
 
+@pytest.mark.reliability
 @pytest.mark.parametrize(("kind", "row"), [("likert", LIKERT_ROW), ("ab", AB_ROW),
                                            ("mc", MC_ROW)])
 def test_export_import_round_trip(tmp_path, kind, row):

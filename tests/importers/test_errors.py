@@ -12,7 +12,7 @@ from annotation.models import Judgment, Project
 
 from .helpers import AB_ROW, LIKERT_ROW, MC_ROW, db_state, run_import, write_jsonl
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.reliability, pytest.mark.django_db]
 
 
 def _fails(*args: str, match: str) -> str:

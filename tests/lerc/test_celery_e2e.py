@@ -223,6 +223,7 @@ def test_judgments_refresh_train_promote_and_score(workers, redis_url, tmp_path)
                      passage=e.passage) for e in examples]), abs=1e-4)
 
 
+@pytest.mark.reliability
 def test_killed_worker_leaves_no_version_training(workers, redis_url):
     from metrics_app.services.lerc import model_version_create
     from worker.tasks.lerc import lerc_fail_stale, lerc_train

@@ -6,7 +6,7 @@ import pytest
 
 from .bench_publish import publish_benchmark
 
-pytestmark = [pytest.mark.mturk, pytest.mark.django_db]
+pytestmark = [pytest.mark.mturk, pytest.mark.reliability, pytest.mark.django_db]
 
 
 def test_publishing_many_hits_under_throttling():

@@ -153,6 +153,7 @@ def test_mc_qualification_counts_unanswered_items_as_wrong(db):
     assert (result.passed, result.score) == (True, 0.8)
 
 
+@pytest.mark.reliability
 def test_bonus_survives_a_lost_response_and_redelivery_without_paying_twice(recording):
     stage = make_stage(make_project(TaskKind.LIKERT))
     assignment = likert_assignment(stage, [3, 4, 2])
@@ -197,6 +198,7 @@ def test_flagged_and_unsubmitted_work_is_not_approved(recording):
     assert recording.done == [("approve", flagged.pk)]
 
 
+@pytest.mark.reliability
 def test_starc_bonus_per_correct_answer_paid_once_by_review(recording):
     project = make_project(TaskKind.MC, bonus_per_correct=Decimal("0.05"))
     stage = make_stage(project)

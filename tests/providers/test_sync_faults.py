@@ -11,7 +11,7 @@ from tests.factories import make_stage
 
 from .workers_sim import mturk_worker_submits, scores_cycle
 
-pytestmark = [pytest.mark.mturk, pytest.mark.django_db]
+pytestmark = [pytest.mark.mturk, pytest.mark.reliability, pytest.mark.django_db]
 
 
 def test_sync_pages_through_throttled_and_lost_pages(mturk_server, likert_study, researcher,

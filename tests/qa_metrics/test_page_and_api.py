@@ -32,6 +32,7 @@ def scored_project():
     return project
 
 
+@pytest.mark.reliability
 def test_page_needs_login_and_visibility(client, scored_project):
     url = reverse("metrics:project-metrics", args=[scored_project.slug])
     assert client.get(url).status_code == 302
