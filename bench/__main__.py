@@ -70,6 +70,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="use this database instead of creating a throwaway one")
     parser.add_argument("--data-dir", type=Path, default=Path(
         os.environ.get("QAJ_SHARED_DATA", REPO.parent / "shared" / "data")))
+    parser.add_argument("--profile", type=Path, default=None, metavar="DIR",
+                        help="profile each benchmark with pyinstrument into DIR")
     parser.add_argument("--list", action="store_true", help="list the benchmarks and exit")
     args = parser.parse_args(argv)
 
@@ -111,15 +113,15 @@ def main(argv: list[str] | None = None) -> int:
             results = []
             for benchmark in benchmarks:
                 print(f"--- {benchmark.name}: {benchmark.title}", flush=True)
-                result = run_one(benchmark, ctx)
+                result = run_one(benchmark, ctx, profile_dir=args.profile)
                 results.append(result)
                 print(f"    {result.status} in {result.seconds:.0f} s", flush=True)
                 if result.error:
                     print(result.error, file=sys.stderr)
+                # Written after every benchmark: an interrupted run keeps what it measured.
+                write_document(document_path, merge_results(results_path, [result], machine))
     print()
     print(table(results))
-    document = merge_results(results_path, results, machine)
-    write_document(document_path, document)
     print(f"\nwrote {results_path} and {document_path}")
     # Misses are results (named in the table and the document); only a crash fails the command.
     return 1 if any(r.status == "error" for r in results) else 0

@@ -36,6 +36,10 @@ def _numbers_block(numbers: dict) -> str:
     return "```json\n" + json.dumps(numbers, indent=2, default=str) + "\n```"
 
 
+def _cell(text: str) -> str:
+    return str(text).replace("|", "\\|")
+
+
 def render(document: dict) -> str:
     machine = document.get("machine", {})
     lines = [
@@ -64,11 +68,13 @@ def render(document: dict) -> str:
             mark = "✅" if c["passed"] else ("–" if c["passed"] is None else "❌ miss")
             lines.append(
                 f"| {b['name'] if n == 0 else ''} | {b['status'] if n == 0 else ''} | "
-                f"{c['target']} {mark} | {c['measured']} | "
+                f"{_cell(c['target'])} {mark} | {_cell(c['measured'])} | "
                 f"{str(b['seconds']) + ' s' if n == 0 else ''} | "
                 f"{' / '.join(str(x) for x in b.get('load_before', [])) if n == 0 else ''} |"
             )
-    lines.append("")
+    total = sum(b.get("seconds", 0) for b in document.get("benchmarks", []))
+    lines += ["", f"Sum of the benchmarks' wall times: {total / 60:.1f} min (plus about 15 s "
+              "to create and migrate the database).", ""]
     for b in document.get("benchmarks", []):
         lines += [f"### {b['name']}: {b['title']}", ""]
         lines += [f"Run {b['started_at']} on {b['database']}"

@@ -129,9 +129,18 @@ def machine_info() -> dict[str, Any]:
     return info
 
 
-def run_one(benchmark: Benchmark, ctx: Context) -> Result:
+def run_one(benchmark: Benchmark, ctx: Context, *, profile_dir: Path | None = None) -> Result:
+    """Run one benchmark; with `profile_dir`, under pyinstrument, writing `<name>.txt` and
+    `<name>.html` there (the load benchmark's server work happens in gunicorn's processes and
+    is not in that profile)."""
     started_at = datetime.now(UTC).isoformat(timespec="seconds")
     load_before = load_average()
+    profiler = None
+    if profile_dir is not None:
+        from pyinstrument import Profiler
+
+        profiler = Profiler(interval=0.005)
+        profiler.start()
     started = time.perf_counter()
     outcome, error = Outcome(), ""
     try:
@@ -139,6 +148,12 @@ def run_one(benchmark: Benchmark, ctx: Context) -> Result:
     except Exception:  # noqa: BLE001 - one broken benchmark must not hide the others' numbers
         error = traceback.format_exc(limit=8)
     seconds = round(time.perf_counter() - started, 1)
+    if profiler is not None:
+        profiler.stop()
+        profile_dir.mkdir(parents=True, exist_ok=True)
+        (profile_dir / f"{benchmark.name}.txt").write_text(
+            profiler.output_text(unicode=False, color=False))
+        (profile_dir / f"{benchmark.name}.html").write_text(profiler.output_html())
     if error:
         status, passed = "error", False
     elif outcome.skipped:

@@ -130,3 +130,22 @@ def test_quick_run_of_every_benchmark_end_to_end(tmp_path, shared_data):
     document = (tmp_path / "PERFORMANCE.md").read_text()
     assert "quick mode: plumbing only" in document
     assert all(f"### {name}" in document for name in registry.names())
+
+
+def test_profile_option_writes_a_pyinstrument_profile_naming_the_slow_function(tmp_path):
+    def slow_part():
+        total = 0
+        for i in range(2_000_000):
+            total += i * i
+        return total
+
+    def run(ctx):
+        outcome = Outcome(numbers={"total": slow_part()})
+        outcome.check("ran", True, "yes")
+        return outcome
+
+    result = run_one(Benchmark("prof", "P", "t", run), _ctx(tmp_path),
+                     profile_dir=tmp_path / "profiles")
+    assert result.status == "pass"
+    assert "slow_part" in (tmp_path / "profiles" / "prof.txt").read_text()
+    assert (tmp_path / "profiles" / "prof.html").stat().st_size > 0
