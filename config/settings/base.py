@@ -204,6 +204,9 @@ elif CELERY_BROKER_URL.startswith(("redis://", "rediss://")):
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "visibility_timeout": int(os.environ.get("QAJ_BROKER_VISIBILITY_TIMEOUT", "3600")),
     }
+    # Several deployments (or test runs) can share one Redis: a prefix keeps their queues apart.
+    if os.environ.get("QAJ_BROKER_KEY_PREFIX"):
+        CELERY_BROKER_TRANSPORT_OPTIONS["global_keyprefix"] = os.environ["QAJ_BROKER_KEY_PREFIX"]
 # Late acks + reject on worker loss: a task whose worker dies is redelivered; the task code makes
 # redelivery safe (idempotency tokens, status checks before side effects).
 CELERY_TASK_ACKS_LATE = True

@@ -5,7 +5,7 @@ promoted or rejected by the rule → `manage.py score --metric lerc` scores with
 SIGKILLed mid-training leaves no version stuck in "training".
 
 The worker shares the test database (a file with SQLite, the test database with PostgreSQL) and
-uses Redis db QAJ_TEST_REDIS_DB (default 13), which this test empties first.
+uses Redis db QAJ_TEST_REDIS_DB (default 13) under a key prefix of its own.
 """
 from __future__ import annotations
 
@@ -37,6 +37,11 @@ FINISHED = (ModelStatus.PROMOTED, ModelStatus.REJECTED, ModelStatus.FAILED,
             ModelStatus.CANCELLED)
 
 
+# Every run gets its own key prefix, so concurrent runs (SQLite and PostgreSQL passes, other
+# developers) sharing one Redis never consume each other's tasks.
+KEY_PREFIX = f"qaj-lerc-test-{uuid.uuid4().hex[:10]}:"
+
+
 @pytest.fixture
 def redis_url():
     import redis
@@ -49,9 +54,14 @@ def redis_url():
         if IN_CI:
             pytest.fail(f"Redis at {url} is required in CI: {exc}")
         pytest.skip(f"Redis at {url} is not reachable: {exc}")
-    client.flushdb()
+
+    def clean():
+        for key in client.scan_iter(f"{KEY_PREFIX}*"):
+            client.delete(key)
+
+    clean()
     yield url
-    client.flushdb()
+    clean()
 
 
 def _database_url() -> str:
@@ -82,6 +92,7 @@ class WorkerProcess:
             "DJANGO_SETTINGS_MODULE": "config.settings.test",
             "DATABASE_URL": _database_url(),
             "CELERY_BROKER_URL": redis_url,
+            "QAJ_BROKER_KEY_PREFIX": KEY_PREFIX,
             "QAJ_ARTIFACT_ROOT": str(tmp_path / "artifacts"),
             "QAJ_LERC_TRAIN_OPTIONS": json.dumps({**TINY_TRAIN_OPTIONS, "epochs": 10}),
             "OMP_NUM_THREADS": "1",
@@ -99,7 +110,7 @@ class WorkerProcess:
             start_new_session=True,
         )
         # Redis routes a message only once the worker has declared its queue binding: publish
-        # after "ready", or the message is dropped (the test database flush removes bindings).
+        # after "ready", or the message is dropped.
         deadline = time.monotonic() + 180
         while " ready." not in self.log.read_text(errors="replace"):
             if self.process.poll() is not None or time.monotonic() > deadline:
@@ -142,7 +153,9 @@ def send(task, redis_url, *args):
     """Publish through Redis explicitly (this process's Celery app keeps its own broker)."""
     from worker.celery import app
 
-    with app.connection_for_write(redis_url) as conn:
+    with app.connection_for_write(
+        redis_url, transport_options={"global_keyprefix": KEY_PREFIX}
+    ) as conn:
         task.apply_async(args=list(args), connection=conn, queue="gpu")
 
 
