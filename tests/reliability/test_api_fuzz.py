@@ -37,6 +37,20 @@ OPERATIONS = {f"{op.method.upper()} {op.path}": op
               for op in (result.ok() for result in SCHEMA.get_all_operations())}
 
 
+@pytest.fixture(autouse=True)
+def _keep_the_test_connection():
+    """Like Django's test client: requests must not close the test's database connection (the
+    WSGI handler does so at request start and end, which breaks the test transaction)."""
+    from django.core.signals import request_finished, request_started
+    from django.db import close_old_connections
+
+    request_started.disconnect(close_old_connections)
+    request_finished.disconnect(close_old_connections)
+    yield
+    request_started.connect(close_old_connections)
+    request_finished.connect(close_old_connections)
+
+
 @pytest.fixture
 def api_token():
     user = make_user("fuzzer")

@@ -29,8 +29,14 @@ PRODUCTION_SETTINGS = [
 ]
 
 
+def _clean_env() -> dict[str, str]:
+    # Browser tests set DJANGO_ALLOW_ASYNC_UNSAFE in this process; a deployment never does.
+    return {k: v for k, v in os.environ.items()
+            if k not in ("DJANGO_SECRET_KEY", "DJANGO_ALLOW_ASYNC_UNSAFE")}
+
+
 def _production(code: str, *, secret: str | None) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k != "DJANGO_SECRET_KEY"}
+    env = _clean_env()
     env["DJANGO_SETTINGS_MODULE"] = "config.settings.production"
     if secret is not None:
         env["DJANGO_SECRET_KEY"] = secret
@@ -42,7 +48,7 @@ def test_check_deploy_is_clean_for_production_settings():
     result = subprocess.run(
         [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
         cwd=REPO_ROOT, capture_output=True, text=True, timeout=120,
-        env={**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings.production",
+        env={**_clean_env(), "DJANGO_SETTINGS_MODULE": "config.settings.production",
              "DJANGO_SECRET_KEY": secrets.token_urlsafe(60)},
     )
     assert result.returncode == 0, result.stdout + result.stderr
