@@ -86,9 +86,11 @@ def task_page_config(*, assignment: Assignment | None, stage: Stage, items: list
         ):
             confirmed[str(item_id)] = assignment_feedback(assignment=assignment, item_id=item_id)
         server = (assignment.draft or {}).get(SERVER_DRAFT_KEY) or {}
+        guesses = server.get("guesses") or {}
+        # Only pilot pages lock guesses; skip the query everywhere else.
         orders = dict(AssignmentItem.objects.filter(assignment=assignment).values_list(
-            "item_id", "presented_order"))
-        for item_id, role in (server.get("guesses") or {}).items():
+            "item_id", "presented_order")) if guesses else {}
+        for item_id, role in guesses.items():
             order = orders.get(int(item_id)) or ["A", "B", "C", "D"]
             locked_guesses[item_id] = MC_SHOWN[order.index(role)]
     return {

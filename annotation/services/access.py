@@ -82,7 +82,7 @@ def inhouse_link_resolve(*, token: str) -> InhouseLink:
         nonce = signing.Signer(salt=LINK_SALT).unsign(token)
     except signing.BadSignature:
         raise LinkInvalid("This link is not valid. Check that you copied all of it.") from None
-    link = InhouseLink.objects.select_related("worker", "project", "stage").filter(
+    link = InhouseLink.objects.select_related("worker", "project", "stage__project").filter(
         nonce=nonce
     ).first()
     if link is None:

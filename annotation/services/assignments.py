@@ -302,9 +302,13 @@ def _ranked(stage: Stage, available: QuerySet[Item]) -> list[tuple[int, str]]:
         .order_by().values("item_id").annotate(n=Count("pk")).values_list("item_id", "n")
     )
     fixed = stage.judgments_per_item
+    project = stage.project
+    targets: dict[str, int] = {}  # per split: a few splits, thousands of rows
     ranked = []
     for pk, split, group_key in rows:
-        target = fixed or stage.project.redundancy_for(split)
+        target = fixed or targets.get(split)
+        if target is None:
+            target = targets[split] = project.redundancy_for(split)
         deficit = target - judged.get(pk, 0) - held.get(pk, 0)
         if deficit > 0:
             ranked.append((-deficit, pk, group_key))
@@ -422,6 +426,9 @@ def assignment_start(*, stage: Stage, worker: Worker, hit: Hit | None = None,
         unfinished = _live_assignments(stage).filter(worker=worker, hit__isnull=True)\
             .order_by("-pk").first()
         if unfinished is not None:
+            # The page reads stage and project next; reuse the objects we already hold.
+            unfinished.stage = stage
+            unfinished.worker = worker
             return unfinished
 
     if hit is not None:
@@ -622,7 +629,12 @@ def assignment_submit(*, assignment: Assignment, answers: list[dict],
     locked = _lock_assignment(assignment.pk)
     if locked.status in FINISHED_STATUSES:
         return list(locked.judgments.order_by("pk"))
-    assignment = _locked_open(locked)
+    if locked.status != AssignmentStatus.IN_PROGRESS:
+        raise AssignmentClosed(
+            "This assignment was returned or has expired; reload the page for new items.",
+            assignment=locked,
+        )
+    assignment = locked
     project = assignment.stage.project
     rules = answer_rules(project)
     rows = list(AssignmentItem.objects.select_related("item__project")
@@ -672,8 +684,8 @@ def assignment_submit(*, assignment: Assignment, answers: list[dict],
         raise SubmissionInvalid(errors)
     try:
         with transaction.atomic():
-            for judgment in judgments:
-                judgment.save(force_insert=True)
+            # One INSERT for the page (Judgment.save adds nothing to a plain insert).
+            Judgment.objects.bulk_create(judgments)
     except IntegrityError:
         # A concurrent submit of the same assignment won (SQLite has no row lock to wait on).
         fresh = Assignment.objects.get(pk=assignment.pk)
