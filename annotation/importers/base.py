@@ -189,6 +189,7 @@ def validate_record(record: ItemRecord, *, path: str | Path, index: Any) -> Item
         except ItemContentError as exc:
             raise ItemContentError(f"content.{exc.field}", str(exc).split(": ", 1)[1]) from None
         validate_gold(record.kind, record.gold)
+        _refuse_nul(record)
         seen: set[tuple[str, str]] = set()
         for position, judgment in enumerate(record.judgments):
             try:
@@ -208,6 +209,32 @@ def validate_record(record: ItemRecord, *, path: str | Path, index: Any) -> Item
             path, str(exc).split(": ", 1)[1], record=label, field=exc.field
         ) from None
     return record
+
+
+def _nul_path(value: Any, where: str) -> str | None:
+    """The field holding a NUL character, if any (PostgreSQL text and JSON cannot store it)."""
+    if isinstance(value, str):
+        return where if "\x00" in value else None
+    if isinstance(value, dict):
+        items = ((f"{where}.{k}" if where else str(k), v) for k, v in value.items())
+    elif isinstance(value, (list, tuple)):
+        items = ((f"{where}[{i}]", v) for i, v in enumerate(value))
+    else:
+        return None
+    for child_where, child in items:
+        if (found := _nul_path(child, child_where)) is not None:
+            return found
+    return None
+
+
+def _refuse_nul(record: ItemRecord) -> None:
+    fields = {"content": record.content, "gold": record.gold, "metadata": record.metadata,
+              **{name: getattr(record, name) for name in _STRING_COLUMNS}}
+    for position, judgment in enumerate(record.judgments):
+        fields[f"judgments[{position}]"] = {k: v for k, v in vars(judgment).items()}
+    for name, value in fields.items():
+        if (found := _nul_path(value, name)) is not None:
+            raise ItemContentError(found, "must not contain NUL characters (\\u0000)")
 
 
 def require_file(path: Path) -> Path:

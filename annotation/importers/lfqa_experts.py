@@ -132,7 +132,8 @@ def _add(items: dict, file: Path, domain: str, index: int, raw: Any, split: str 
         worker=f"lfqa-expert-{annotator}",
         choice=better[-1],
         difficult=difficult,
-        justification=(raw.get("comments") or "").strip(),
+        justification=(expect(raw.get("comments") or "", str, path=file, record=label,
+                              field="comments", what="a string")).strip(),
         time_spent_ms=None if lead_time is None else round(lead_time * 1000),
         extra={
             key: raw[key] for key in ("id", "annotation_id", "created_at") if key in raw
