@@ -163,3 +163,15 @@ def test_mutated_tsv_rows_fail_cleanly(tmp_path_factory):
         _check("onestopqa-responses", _write(folder, "in_lab.tsv", text), [])
 
     run()
+
+
+def test_nul_characters_are_refused_by_name_on_every_database(tmp_path):
+    """PostgreSQL cannot store NUL in text or JSON; found by the fuzzing above (a DataError from
+    COPY). Refused with a message on every database so both behave the same."""
+    row = copy.deepcopy(LIKERT_ROW)
+    row["content"]["question"] = "Where\x00?"
+    before = db_state()
+    with pytest.raises(CommandError, match=r"content\.question.*NUL"):
+        run_import("jsonl", str(_write(tmp_path, "items.jsonl", _serialise("jsonl", [row]))),
+                   "--project", "nul", "--create", "--kind", "likert")
+    assert db_state() == before
