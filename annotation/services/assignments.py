@@ -335,10 +335,11 @@ def _pick_regular(*, stage: Stage, available: QuerySet[Item], room: int) -> list
         locked = _lock(candidates)
         # Recount after locking: a slot taken by a transaction that committed since our first
         # read is visible to this new statement.
-        fresh = list(
-            _annotate_deficit(Item.objects.filter(pk__in=locked), stage)
-            .filter(deficit__gt=0).order_by("-deficit", "pk")[:room]
-        )
+        # Filtered and ordered here, not in SQL: a WHERE/ORDER BY on `deficit` makes the
+        # database evaluate both count subqueries twice per row.
+        counted = _annotate_deficit(Item.objects.filter(pk__in=locked), stage)
+        fresh = sorted((item for item in counted if item.deficit > 0),
+                       key=lambda item: (-item.deficit, item.pk))[:room]
         if fresh:
             return fresh
     return []
