@@ -214,7 +214,13 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_DEFAULT_QUEUE = "default"
-CELERY_TASK_ROUTES = {"worker.tasks.lerc.*": {"queue": "gpu"}}
+# The LERC beat checks are light and must run when every GPU worker is dead (that is what the
+# stale-job check is for): exact names win over the glob in Celery's router.
+CELERY_TASK_ROUTES = {
+    "worker.tasks.lerc.lerc_fail_stale": {"queue": "default"},
+    "worker.tasks.lerc.lerc_refresh": {"queue": "default"},
+    "worker.tasks.lerc.*": {"queue": "gpu"},
+}
 CELERY_BEAT_SCHEDULE_FILENAME = QAJ_BEAT_SCHEDULE_FILE
 # Periodic jobs; each area adds its entries here (name -> {"task": ..., "schedule": seconds}).
 CELERY_BEAT_SCHEDULE: dict[str, dict] = {}

@@ -1,4 +1,5 @@
-"""LERC tasks (routed to the `gpu` queue by CELERY_TASK_ROUTES). Thin: ids in, services do the
+"""LERC tasks (routed to the `gpu` queue by CELERY_TASK_ROUTES, except the beat checks
+`lerc_refresh` and `lerc_fail_stale`, which go to `default`). Thin: ids in, services do the
 work. Late acks + reject-on-worker-lost mean a task whose worker dies is delivered again; the
 services make that safe (a finished version is left alone, a dead one resumes or is failed)."""
 from __future__ import annotations
