@@ -7,13 +7,24 @@ workers' judgments are never part of it; feedback appears only for items already
 """
 from __future__ import annotations
 
+import random
 from typing import Any
 
 from django.urls import reverse
+from django.utils.crypto import salted_hmac
 
 from .domain.answers import AB_SHOWN, MC_SHOWN
-from .models import Assignment, AssignmentItem, ExperimentMode, Item, Judgment, Stage, TaskKind
-from .services.assignments import SERVER_DRAFT_KEY, assignment_feedback
+from .models import (
+    Assignment,
+    AssignmentItem,
+    ExperimentMode,
+    Hit,
+    Item,
+    Judgment,
+    Stage,
+    TaskKind,
+)
+from .services.assignments import SERVER_DRAFT_KEY, _presented_order, assignment_feedback
 
 
 def item_view(item: Item, presented_order: list[str], *, kind: str, mode: str) -> dict[str, Any]:
@@ -57,6 +68,28 @@ def task_items(*, assignment: Assignment) -> list[dict[str, Any]]:
     ).order_by("position")
     return [item_view(row.item, row.presented_order, kind=project.kind,
                        mode=project.experiment_mode) for row in rows]
+
+
+def preview_presented_order(*, kind: str, hit: Hit, item: Item) -> list[str]:
+    """The answer order of an MTurk preview: shuffled like a real assignment's (role A is the
+    correct STARC answer, so identity order would put it first on every preview), but stable
+    across reloads of the same HIT. The seed is an HMAC under the site secret, so a worker who
+    knows the HIT and item ids cannot recompute which shown option is which role."""
+    # The same roles assignment creation shuffles, in a canonical order before seeding.
+    roles = sorted(_presented_order(kind))
+    seed = salted_hmac("qaj.mturk-preview-order", f"{hit.external_id}:{item.pk}").hexdigest()
+    random.Random(seed).shuffle(roles)
+    return roles
+
+
+def hit_preview_items(*, hit: Hit, stage: Stage) -> list[dict[str, Any]]:
+    """The read-only preview of a HIT: its first item, answers in a seeded shuffled order."""
+    first = hit.items.order_by("hititem__position").first()
+    if first is None:
+        return []
+    project = stage.project
+    order = preview_presented_order(kind=project.kind, hit=hit, item=first)
+    return [item_view(first, order, kind=project.kind, mode=project.experiment_mode)]
 
 
 def passage_blocks(items: list[dict[str, Any]]) -> list[dict[str, Any]]:

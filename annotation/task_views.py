@@ -37,7 +37,7 @@ from .services.assignments import (
     assignment_touch,
     pilot_paragraph,
 )
-from .task_selectors import item_view, passage_blocks, task_items, task_page_config
+from .task_selectors import hit_preview_items, passage_blocks, task_items, task_page_config
 
 MTURK_FRAME_ANCESTORS = (
     "https://*.mturk.com https://workersandbox.mturk.com https://worker.mturk.com"
@@ -212,14 +212,10 @@ def task_mturk(request: HttpRequest, stage_id: int) -> HttpResponse:
     except AssignmentRefused as exc:
         return _refuse(request, exc)
     if checked.preview:
-        first = checked.hit.items.order_by("hititem__position").first()
-        if first is None:
+        items = hit_preview_items(hit=checked.hit, stage=stage)
+        if not items:
             raise Http404("empty HIT")
-        order = {TaskKind.AB: ["A", "B"], TaskKind.MC: ["A", "B", "C", "D"]}.get(
-            stage.project.kind, [])
-        item = item_view(first, order, kind=stage.project.kind,
-                          mode=stage.project.experiment_mode)
-        return _render_task(request, stage=stage, assignment=None, items=[item], preview=True,
+        return _render_task(request, stage=stage, assignment=None, items=items, preview=True,
                             total=checked.hit.items.count())
     if params.get("turkSubmitTo") and not turk_submit_to:
         return _refuse(request, access.AccessDenied(

@@ -28,7 +28,7 @@ from annotation.models import (
     Worker,
 )
 
-from .assignments import OPEN_STAGE_STATUSES, AssignmentRefused
+from .assignments import OPEN_STAGE_STATUSES, AssignmentRefused, StageNotOpen
 
 LINK_SALT = "qaj.inhouse-link"
 ASSIGNMENT_SALT = "qaj.assignment"
@@ -153,6 +153,10 @@ def mturk_access_check(*, stage: Stage, assignment_id: str, hit_id: str,
     if hit is None:
         raise AccessDenied("This HIT is not part of this task.")
     if (assignment_id or "").strip() == MTURK_PREVIEW_ID:
+        # Accepting checks the stage (assignment_start); a preview must not show more than
+        # accepting would give, so a draft or closed stage refuses the preview too.
+        if stage.status not in OPEN_STAGE_STATUSES:
+            raise StageNotOpen("This task is not open at the moment.")
         return MturkAccess(hit=hit, assignment_id="", worker=None, preview=True)
     assignment_id = _external_id(assignment_id, "assignmentId")
     worker_ext = _external_id(worker_id, "workerId")

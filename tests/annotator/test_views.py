@@ -140,6 +140,59 @@ def test_mturk_preview_shows_the_first_item_read_only_without_an_assignment(clie
     assert not Assignment.objects.exists()
 
 
+def shown_texts(response, css_class: str) -> list[str]:
+    """The answer texts of the first item, in the order the page shows them."""
+    import html as html_lib
+
+    pattern = {"option-text": r'<span class="option-text">(.*?)</span>',
+               "answer-text": r'<div class="answer-text"><p>(.*?)</p></div>'}[css_class]
+    return [html_lib.unescape(t) for t in re.findall(pattern, response.content.decode(), re.S)]
+
+
+@pytest.mark.reliability
+@pytest.mark.parametrize("kind", [TaskKind.MC, TaskKind.AB])
+def test_mturk_preview_shuffles_the_answers_stably_and_never_marks_the_correct_one(client, kind):
+    # STARC role A is the correct answer: an identity-order preview would show it as (a) on
+    # every HIT, qualification HITs included.
+    project, stage, items = make_task(kind, mode=ExperimentMode.QA if kind == TaskKind.MC else "")
+    content = items[0].content
+    if kind == TaskKind.MC:
+        roles, css = content["answers"], "option-text"
+    else:
+        roles, css = [content["answer_a"]["text"], content["answer_b"]["text"]], "answer-text"
+    positions = set()
+    for n in range(12):
+        make_hit(stage, items=items, external_id=f"HITS{n}")
+        url = mturk_url(stage, assignmentId="ASSIGNMENT_ID_NOT_AVAILABLE", hitId=f"HITS{n}")
+        response = client.get(url)
+        assert response.status_code == 200
+        shown = shown_texts(response, css)
+        assert sorted(shown) == sorted(roles)
+        assert shown_texts(client.get(url), css) == shown, "stable across reloads"
+        positions.add(shown.index(roles[0]))
+        html = response.content.decode()
+        for forbidden in ("data-role", "presented_order", "is_correct", "correct_shown",
+                          '"gold"', '"kind": "human"'):
+            assert forbidden not in html, forbidden
+    assert positions != {0}, "role A is not always shown first"
+    assert not Assignment.objects.exists()
+
+
+@pytest.mark.reliability
+@pytest.mark.parametrize("status", [StageStatus.DRAFT, StageStatus.CLOSED])
+def test_mturk_preview_of_a_stage_that_is_not_open_is_refused(client, status):
+    project, stage, items = make_task(TaskKind.MC, mode=ExperimentMode.QA)
+    make_hit(stage, items=items, external_id="HITC")
+    stage.status = status
+    stage.save(update_fields=["status"])
+    response = client.get(mturk_url(stage, assignmentId="ASSIGNMENT_ID_NOT_AVAILABLE",
+                                    hitId="HITC"))
+    assert response.status_code == 403
+    html = response.content.decode()
+    assert "not open" in html and "This page is not available" in html
+    assert items[0].content["question"] not in html
+
+
 @pytest.mark.reliability
 def test_mturk_parameters_must_match_the_stored_hit_and_assignment(client):
     project, stage, items = make_task(TaskKind.LIKERT)
