@@ -56,6 +56,16 @@ class LercError(Exception):
     """A LERC request that cannot be carried out; the message says why."""
 
 
+class TrainingElsewhere(Exception):
+    """Another machine's worker holds the version with a fresh heartbeat: look again in
+    `countdown` seconds (the Celery task retries) rather than dropping the delivery, so a job
+    whose worker died there is resumed or failed, never forgotten."""
+
+    def __init__(self, message: str, countdown: int):
+        super().__init__(message)
+        self.countdown = countdown
+
+
 # ---- datasets ---------------------------------------------------------------------------------
 
 
@@ -368,6 +378,32 @@ def _heartbeat_age(model_version: ModelVersion) -> float | None:
     return None
 
 
+def _this_worker() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's live process
+    return True
+
+
+def _worker_state(worker: str) -> str:
+    """"dead" (this host, the process is gone), "alive" (this host, running) or "elsewhere"
+    (another host, or unknown) for a heartbeat's `host:pid`. A reused pid reads as alive: the
+    safe side, the task then waits for the heartbeat to go stale."""
+    host, _sep, pid = (worker or "").rpartition(":")
+    if not host or host != socket.gethostname() or not pid.isdigit():
+        return "elsewhere"
+    if int(pid) == os.getpid():
+        return "alive"
+    return "alive" if _pid_alive(int(pid)) else "dead"
+
+
 class _ProgressReporter:
     """Saves training progress (and a heartbeat) to the version; answers the cancel check.
     Both touch the database at most every `interval` seconds."""
@@ -378,7 +414,7 @@ class _ProgressReporter:
         self._last_save = 0.0
         self._last_check = 0.0
         self._cancel = False
-        self.worker = f"{socket.gethostname()}:{os.getpid()}"
+        self.worker = _this_worker()
 
     def __call__(self, info: dict, force: bool = False) -> None:
         now = time.monotonic()
@@ -400,7 +436,13 @@ def model_version_train(*, model_version: ModelVersion) -> ModelVersion:
     """Train, evaluate and promote-or-reject one version. Safe to run again for the same
     version (Celery redelivers a task whose worker died): finished versions are left alone, a
     version another live worker is training is left alone, and a version whose worker died
-    resumes from its last epoch checkpoint."""
+    resumes from its last epoch checkpoint.
+
+    A redelivery of a version in training looks at the heartbeat's `host:pid`: on this host
+    with that process gone (a killed pool child, requeued at once by reject-on-worker-lost) it
+    resumes at once; on this host with the process alive it is a duplicate delivery and does
+    nothing; on another host with a fresh heartbeat it raises TrainingElsewhere so the task
+    looks again once the heartbeat could be stale; a stale heartbeat resumes anywhere."""
     from ..lerc.train import train
 
     current = ModelVersion.objects.get(pk=model_version.pk)
@@ -414,16 +456,28 @@ def model_version_train(*, model_version: ModelVersion) -> ModelVersion:
             return version
         if version.status == ModelStatus.TRAINING:
             age = _heartbeat_age(version)
+            owner = (version.progress or {}).get("worker", "")
             if age is not None and age < _stale_after():
-                logger.info("%s is being trained elsewhere (heartbeat %.0fs ago)", version, age)
-                return version
-            _event(version, "resumed", "redelivered after its worker stopped")
+                state = _worker_state(owner)
+                if state == "alive":
+                    logger.info("%s is being trained by %s (heartbeat %.0fs ago)", version,
+                                owner, age)
+                    return version
+                if state == "elsewhere":
+                    raise TrainingElsewhere(
+                        f"{version} is being trained by {owner or 'another worker'} "
+                        f"(heartbeat {age:.0f}s ago)",
+                        countdown=max(60, int(_stale_after() - age) + 60))
+                _event(version, "resumed", f"redelivered: its worker {owner} on this host is gone")
+            else:
+                _event(version, "resumed", "redelivered after its worker stopped")
         if version.cancel_requested:
             return _finish_cancelled(version, "cancelled before training started")
         version.status = ModelStatus.TRAINING
         version.started_at = version.started_at or timezone.now()
         version.error = ""
-        version.progress = {"phase": "preparing", "heartbeat": timezone.now().isoformat()}
+        version.progress = {"phase": "preparing", "heartbeat": timezone.now().isoformat(),
+                            "worker": _this_worker()}
         version.save(update_fields=["status", "started_at", "error", "progress"])
         if not version.events.filter(event="training started").exists():
             _event(version, "training started")

@@ -7,12 +7,17 @@ from __future__ import annotations
 from celery import shared_task
 
 
-@shared_task(name="worker.tasks.lerc.lerc_train", acks_late=True, reject_on_worker_lost=True)
-def lerc_train(model_version_id: int) -> str:
+@shared_task(bind=True, name="worker.tasks.lerc.lerc_train", acks_late=True,
+             reject_on_worker_lost=True, max_retries=None)
+def lerc_train(self, model_version_id: int) -> str:
     from metrics_app.models import ModelVersion
-    from metrics_app.services.lerc import model_version_train
+    from metrics_app.services.lerc import TrainingElsewhere, model_version_train
 
-    version = model_version_train(model_version=ModelVersion.objects.get(pk=model_version_id))
+    try:
+        version = model_version_train(model_version=ModelVersion.objects.get(pk=model_version_id))
+    except TrainingElsewhere as exc:
+        # Unbounded: every retry ends once the version is finished, failed or resumed here.
+        raise self.retry(countdown=exc.countdown) from exc
     return version.status
 
 
