@@ -147,6 +147,37 @@ def stage_items(stage: Stage) -> QuerySet[Item]:
     return qs.filter(excluded=False)
 
 
+def _mixes_in_extras(stage: Stage) -> bool:
+    # Practice and qualification stages serve exactly their own item list; data stages
+    # (trial, full, pilot, imported) get the project's practice and gold items on top of it,
+    # because publishing stores only the regular items on `stage.items`.
+    return stage.kind not in (StageKind.PRACTICE, StageKind.QUALIFICATION)
+
+
+def gold_items_for_stage(*, stage: Stage) -> QuerySet[Item]:
+    """The gold/attention-check items mixed into the stage's assignments at
+    `project.gold_rate`: the project's (not `stage.items`, which publishing fills with the
+    regular items only). MTurk HIT plans can draw from the same pool."""
+    if not _mixes_in_extras(stage):
+        return stage_items(stage).filter(is_gold_check=True, is_practice=False)
+    return Item.objects.filter(project_id=stage.project_id, excluded=False,
+                               is_gold_check=True, is_practice=False)
+
+
+def practice_items_for_stage(*, stage: Stage, worker: Worker | None = None) -> QuerySet[Item]:
+    """The practice items every worker does first. In a data stage these are the project's
+    practice items, minus those `worker` already did in another stage of the project (a
+    practice stage before the trial): practice trains the worker once."""
+    if not _mixes_in_extras(stage):
+        return stage_items(stage).filter(is_practice=True)
+    qs = Item.objects.filter(project_id=stage.project_id, excluded=False, is_practice=True)
+    if worker is not None:
+        qs = qs.exclude(pk__in=Judgment.objects.filter(
+            worker=worker, stage__project_id=stage.project_id).exclude(stage=stage)
+            .values("item_id"))
+    return qs
+
+
 def _annotate_deficit(qs: QuerySet[Item], stage: Stage) -> QuerySet[Item]:
     judged = (
         Judgment.objects.filter(stage=stage, item=OuterRef("pk"))
@@ -216,7 +247,8 @@ def items_pick_next(*, stage: Stage, worker: Worker, limit: int) -> list[Item]:
     picked: list[Item] = []
 
     # Practice items: every worker does them, first, whatever the redundancy.
-    practice = list(available.filter(is_practice=True).order_by("pk")[:limit])
+    practice_qs = _not_seen_by(practice_items_for_stage(stage=stage, worker=worker), stage, worker)
+    practice = list(practice_qs.order_by("pk")[:limit])
     picked += practice
     room = limit - len(picked)
     if room <= 0:
@@ -237,7 +269,7 @@ def items_pick_next(*, stage: Stage, worker: Worker, limit: int) -> list[Item]:
     regular = _pick_regular(stage=stage, available=regular_qs, room=room - n_gold)
     gold: list[Item] = []
     if n_gold and regular:
-        gold_qs = available.filter(is_gold_check=True, is_practice=False)
+        gold_qs = _not_seen_by(gold_items_for_stage(stage=stage), stage, worker)
         groups = {item.group_key for item in regular if item.group_key}
         # Likert gold items from the same passage keep the page indistinguishable.
         same_group = list(gold_qs.filter(group_key__in=groups)) if groups else []
@@ -773,6 +805,8 @@ __all__ = [
     "assignment_start",
     "assignment_submit",
     "assignment_touch",
+    "gold_items_for_stage",
     "items_pick_next",
+    "practice_items_for_stage",
     "pilot_paragraph",
 ]

@@ -416,3 +416,70 @@ def test_latin_square_rotates_text_levels_and_never_repeats_a_question():
     make_judgment(item=other, stage=stage, worker=first)
     later = items_pick_next(stage=stage, worker=first, limit=10)
     assert mine not in later and len(later) == 3
+
+
+# --- Published stages: practice and gold come from the project, not `stage.items` -----------
+
+
+def _published(project, kind=StageKind.TRIAL, **fields):
+    from annotation.services.stages import stage_publish
+
+    stage = make_stage(project, kind=kind, status=StageStatus.DRAFT, **fields)
+    stage_publish(stage=stage)
+    stage.refresh_from_db()
+    assert stage.status in (StageStatus.PUBLISHED, StageStatus.COLLECTING)
+    return stage
+
+
+@pytest.mark.parametrize("kind", [StageKind.TRIAL, StageKind.FULL])
+def test_published_stage_serves_practice_first_and_mixes_in_gold(kind, monkeypatch):
+    project, draft_stage, items = make_task(TaskKind.MC, n_items=8, gold_rate=0.5,
+                                            items_per_hit=5, redundancy={"default": 3})
+    draft_stage.delete()
+    practice = [make_item(project, is_practice=True) for _ in range(2)]
+    gold = [make_item(project, is_gold_check=True, gold={"choice": "A"}) for _ in range(6)]
+    stage = _published(project, kind=kind, settings={"n_items": 8})
+    # Publishing stored only the regular items on the stage.
+    assert set(stage.items.all()) == set(items)
+    monkeypatch.setattr("annotation.services.assignments.random.random", lambda: 0.99)
+
+    worker = make_worker()
+    first = list(assignment_start(stage=stage, worker=worker).items
+                 .order_by("assignmentitem__position"))
+    assert first[:2] == practice
+    # Room of 3 after the practice items: 3 x 0.5 = 1.5, rounded down by random() = 0.99.
+    assert sum(item in gold for item in first) == 1
+    assert sum(item in items for item in first) == 2
+    assignment = Assignment.objects.get(worker=worker)
+    for item in first:
+        make_judgment(item=item, stage=stage, worker=worker, assignment=assignment)
+    Assignment.objects.filter(pk=assignment.pk).update(status=AssignmentStatus.SUBMITTED)
+
+    second = items_pick_next(stage=stage, worker=worker, limit=5)
+    assert not set(second) & set(practice)  # practice once per worker
+    assert sum(item in gold for item in second) == 2  # 5 x 0.5 = 2.5 -> 2
+    assert sum(item in items for item in second) == 3
+
+
+def test_practice_done_in_a_practice_stage_is_not_repeated_in_the_trial():
+    project, draft_stage, items = make_task(TaskKind.MC, n_items=4, items_per_hit=4)
+    draft_stage.delete()
+    practice = make_item(project, is_practice=True)
+    practice_stage = _published(project, kind=StageKind.PRACTICE)
+    trial = _published(project, settings={"n_items": 4})
+    worker, newcomer = make_worker(), make_worker()
+    assert items_pick_next(stage=practice_stage, worker=worker, limit=4) == [practice]
+    make_judgment(item=practice, stage=practice_stage, worker=worker)
+    assert practice not in items_pick_next(stage=trial, worker=worker, limit=4)
+    assert items_pick_next(stage=trial, worker=newcomer, limit=4)[0] == practice
+
+
+def test_gold_items_for_stage_is_the_project_pool_for_data_stages():
+    from annotation.services.assignments import gold_items_for_stage
+
+    project, draft_stage, items = make_task(TaskKind.MC, n_items=3)
+    draft_stage.delete()
+    gold = [make_item(project, is_gold_check=True, gold={"choice": "A"}) for _ in range(2)]
+    make_item(project, is_gold_check=True, excluded=True)
+    stage = _published(project, settings={"n_items": 3})
+    assert set(gold_items_for_stage(stage=stage)) == set(gold)
