@@ -8,7 +8,7 @@
   one the human preferred, a tie counting half (long-form QA paper, Table 4), and the
   random / always-human / longer-answer baselines.
 - Study filters: `is_exact_match` (the evaluation studies drop candidates that exactly match a
-  reference) and `is_number_pair` (MOCHA drops number-vs-number pairs on span datasets).
+  reference) and `is_number_pair` (MOCHA drops number-vs-number pairs on DROP).
 
 Bootstrap speed: a resample is a vector of counts over the original items, so Pearson and
 Spearman are computed for all resamples at once as count-weighted statistics (Spearman from the
@@ -27,8 +27,10 @@ import numpy as np
 from .qa_metrics import squad_normalize
 
 CORRELATIONS = ("pearson", "spearman", "kendall")
-# MOCHA's span-extraction datasets (number-vs-number candidates are filtered there).
-SPAN_DATASETS = frozenset({"quoref", "ropes"})
+# Datasets whose number-vs-number candidates are filtered. The MOCHA paper: "We also
+# filtered out instances in DROP where the reference and the candidate are both numbers" -- only
+# DROP; its other span datasets (Quoref, ROPES) kept such pairs and had them annotated.
+NUMBER_PAIR_DATASETS = frozenset({"drop"})
 
 
 def _clean(value: float) -> float | None:
@@ -189,6 +191,6 @@ def _is_number(text: str) -> bool:
 
 
 def is_number_pair(candidate: str, references: Sequence[str]) -> bool:
-    """Candidate and a reference are both plain numbers (MOCHA filters these on span
-    datasets: such unequal pairs were always judged wrong)."""
+    """Candidate and a reference are both plain numbers (MOCHA filters these on DROP, see
+    `NUMBER_PAIR_DATASETS`: such unequal pairs were always judged wrong)."""
     return _is_number(candidate) and any(_is_number(r) for r in references)

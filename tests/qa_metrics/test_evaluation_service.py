@@ -12,6 +12,7 @@ from metrics_app.services.metric_evaluation import (
     metric_evaluation_build,
     metric_report_cached,
     metric_report_refresh,
+    scatter_points,
 )
 from metrics_app.services.scoring import project_score_metrics
 from tests.factories import make_item, make_judgment, make_project, make_stage, make_worker
@@ -54,13 +55,14 @@ def test_znormalized_gold_and_groups():
     assert report["correlations"]["f1"]["source:gpt2"]["n"] == 3
 
 
-def test_study_filters_drop_exact_matches_and_span_number_pairs():
+def test_study_filters_drop_exact_matches_and_drop_number_pairs():
     project = make_project(kind=TaskKind.LIKERT)
     stage = make_stage(project)
     specs = [("The mat.", ["on the mat", "mat"], "narrativeqa", 5),   # exact match
-             ("12", ["13"], "ropes", 1),                             # numbers, span dataset
+             ("12", ["13"], "drop", 1),                              # numbers, DROP
+             ("12", ["13"], "ropes", 2),                             # numbers, kept by MOCHA
              ("12", ["13"], "narrativeqa", 2),                       # numbers, generative
-             ("a rug", ["mat"], "ropes", 1),
+             ("a rug", ["mat"], "drop", 1),
              ("floor", ["mat"], "narrativeqa", 3)]
     for cand, refs, dataset, score in specs:
         make_judgment(item=_item(project, cand, refs, dataset=dataset), stage=stage, score=score)
@@ -70,10 +72,80 @@ def test_study_filters_drop_exact_matches_and_span_number_pairs():
         report = metric_evaluation_build(project=project, params={"n_resamples": 0, **params})
         return report["correlations"]["length"]["overall"]["n"]
 
-    assert n() == 5
-    assert n(drop_exact_matches=True) == 4
-    assert n(drop_number_pairs=True) == 4          # only the ropes pair goes
-    assert n(drop_exact_matches=True, drop_number_pairs=True) == 3
+    assert n() == 6
+    assert n(drop_exact_matches=True) == 5
+    # MOCHA filtered number-vs-number pairs in DROP only: the DROP pair goes, ROPES' stays
+    assert n(drop_number_pairs=True) == 5
+    report = metric_evaluation_build(project=project,
+                                     params={"n_resamples": 0, "drop_number_pairs": True})
+    assert report["correlations"]["length"]["dataset:drop"]["n"] == 1
+    assert report["correlations"]["length"]["dataset:ropes"]["n"] == 1
+    assert n(drop_exact_matches=True, drop_number_pairs=True) == 4
+
+
+def test_znormalized_gold_never_mixes_in_imported_raw_scores():
+    """Items with judgments get z-scores; an item with only an imported raw 1-5 mean has no
+    z-score and is left out (counted), in the table and in the scatter plot alike."""
+    project = make_project(kind=TaskKind.LIKERT)
+    stage = make_stage(project)
+    worker = make_worker()
+    judged = []
+    for cand, score in [("on the mat", 5), ("rug", 1), ("a mat", 4), ("floor", 2)]:
+        item = _item(project, cand, ["on the mat"])
+        make_judgment(item=item, stage=stage, worker=worker, score=score)
+        judged.append(item.pk)
+    imported = [_item(project, c, ["on the mat"], gold={"score": g}).pk
+                for c, g in [("mat", 5), ("the rug", 1)]]
+    project_score_metrics(project=project, metric_names=["f1"])
+
+    z = metric_evaluation_build(project=project, params={"znormalize": True, "n_resamples": 0})
+    assert z["correlations"]["f1"]["overall"]["n"] == 4
+    assert z["n_skipped_imported_gold"] == 2
+    raw = metric_evaluation_build(project=project, params={"n_resamples": 0})
+    assert raw["correlations"]["f1"]["overall"]["n"] == 6
+    assert raw["n_skipped_imported_gold"] == 0
+
+    xs, ys, total = scatter_points(project=project, metric="f1", params={"znormalize": True})
+    assert total == 4
+    assert sum(ys) == pytest.approx(0.0, abs=1e-9)   # one annotator's z-scores only
+    xs, ys, total = scatter_points(project=project, metric="f1")
+    assert total == 6 and sorted(ys) == [1, 1, 2, 4, 5, 5]
+    assert len(judged) + len(imported) == total
+
+
+def test_minimal_pairs_stay_out_of_the_correlation_groups():
+    project = make_project(kind=TaskKind.LIKERT)
+    stage = make_stage(project)
+    for cand, score in [("on the mat", 5), ("rug", 1), ("a mat", 4)]:
+        make_judgment(item=_item(project, cand, ["on the mat"], dataset="ds"), stage=stage,
+                      score=score)
+    for role, (cand, score) in enumerate([("the mat", 4), ("the kitchen", 1)], start=1):
+        _item(project, cand, ["on the mat"], dataset="ds", gold={"score": score},
+              metadata={"minimal_pair": "p1", "pair_role": role})
+    project_score_metrics(project=project, metric_names=["f1"])
+    report = metric_evaluation_build(project=project, params={"n_resamples": 0})
+    assert report["correlations"]["f1"]["overall"]["n"] == 3
+    assert report["correlations"]["f1"]["dataset:ds"]["n"] == 3
+    assert report["minimal_pairs"]["f1"]["overall"]["n"] == 1
+    assert scatter_points(project=project, metric="f1")[2] == 3
+
+
+def test_scatter_uses_the_tables_study_filters():
+    project = make_project(kind=TaskKind.LIKERT)
+    stage = make_stage(project)
+    specs = [("on the mat", ["on the mat"], "drop", 5),    # exact match
+             ("12", ["13"], "drop", 1),                    # DROP number pair
+             ("a rug", ["mat"], "drop", 2),
+             ("floor", ["mat"], "drop", 3)]
+    for cand, refs, dataset, score in specs:
+        make_judgment(item=_item(project, cand, refs, dataset=dataset), stage=stage, score=score)
+    project_score_metrics(project=project, metric_names=["length"])
+    for params, expected in [({}, 4), ({"drop_exact_matches": True}, 3),
+                             ({"drop_number_pairs": True}, 3),
+                             ({"drop_exact_matches": True, "drop_number_pairs": True}, 2)]:
+        table = metric_evaluation_build(project=project, params={"n_resamples": 0, **params})
+        assert table["correlations"]["length"]["overall"]["n"] == expected
+        assert scatter_points(project=project, metric="length", params=params)[2] == expected
 
 
 def test_items_without_judgments_fall_back_to_imported_gold_and_excluded_items_are_left_out():
