@@ -152,8 +152,9 @@ def project_metrics_compute(request, slug: str):
 def project_metric_scatter(request, slug: str, metric: str):
     """PNG scatter of one metric against the human gold score (jittered: scores are discrete)."""
     project = _visible_project(request, slug)
-    znormalize = request.GET.get("znormalize") == "1"
-    xs, ys, total = scatter_points(project=project, metric=metric, znormalize=znormalize)
+    params = _params_from(request.GET)  # the table's options: same items, filters and scale
+    znormalize = params["znormalize"]
+    xs, ys, total = scatter_points(project=project, metric=metric, params=params)
     if not xs:
         raise Http404("No scores for this metric")
     import matplotlib

@@ -4,8 +4,13 @@ scores anything itself) and caches the result as a `Report` (kind `metric_eval`)
 
 Human gold score of a Likert item = mean of its judgments (optionally z-normalized per
 annotator first); an item without judgments falls back to its imported `gold["score"]` (MOCHA
-files carry the mean human score). When several versions of a metric were stored, the most
-recently stored version is evaluated.
+files carry the mean human score) -- except when z-normalizing: an imported mean of unknown
+annotators' raw 1-5 scores has no z-score, so such items are left out (and counted in
+`n_skipped_imported_gold`) rather than mixing raw and z scales. When several versions of a
+metric were stored, the most recently stored version is evaluated.
+
+Minimal-pair items (`metadata.minimal_pair`) count only in the `minimal_pairs` section, never
+in the correlation groups. The scatter plots read the same items and gold as the table.
 """
 from __future__ import annotations
 
@@ -15,7 +20,7 @@ from collections.abc import Sequence
 from django.db import transaction
 from django.db.models import Max
 
-from annotation.models import Item, Judgment, Project, TaskKind
+from annotation.models import Judgment, Project, TaskKind
 
 from .. import metric_eval
 from ..models import MetricScore, Report
@@ -54,30 +59,58 @@ def _scores(*, project: Project, versions: dict[str, str]) -> dict[str, dict[tup
 
 
 def _kept_likert_items(*, project: Project, params: dict) -> list[dict]:
+    """The items the correlations (and scatter plots) use: data items that are not minimal
+    pairs and pass the study filters chosen in `params`."""
     items = list(project.items.filter(is_practice=False, excluded=False)
                  .values("id", "dataset", "source", "content", "gold", "metadata"))
     kept = []
     for item in items:
+        if "minimal_pair" in (item["metadata"] or {}):
+            continue  # hand-made pairs: their own section, not a sample of the dev set
         content = item["content"] or {}
         refs = content.get("references") or []
         candidate = content.get("candidate", "")
         if params["drop_exact_matches"] and metric_eval.is_exact_match(candidate, refs):
             continue
         if (params["drop_number_pairs"]
-                and (item["dataset"] or "").lower() in metric_eval.SPAN_DATASETS
+                and (item["dataset"] or "").lower() in metric_eval.NUMBER_PAIR_DATASETS
                 and metric_eval.is_number_pair(candidate, refs)):
             continue
         kept.append(item)
     return kept
 
 
-def _correlation_section(*, project, params, versions, scores) -> tuple[dict, list[str], dict]:
-    items = _kept_likert_items(project=project, params=params)
-    gold = item_gold_scores(project=project, znormalize=params["znormalize"])
+def _imported_score(gold) -> float | None:
+    if isinstance(gold, dict):
+        score = gold.get("score")
+        if isinstance(score, int | float) and not isinstance(score, bool):
+            return float(score)
+    return None
+
+
+def _human_gold(*, project: Project, items: list[dict], znormalize: bool) -> tuple[dict, int]:
+    """(item id → human gold score for `items`, number of items left out because only an
+    imported raw score exists while z-normalizing)."""
+    judged = item_gold_scores(project=project, znormalize=znormalize)
+    gold: dict[int, float] = {}
+    skipped = 0
     for item in items:
-        if item["id"] not in gold and isinstance(item["gold"], dict) \
-                and isinstance(item["gold"].get("score"), (int, float)):
-            gold[item["id"]] = float(item["gold"]["score"])
+        if item["id"] in judged:
+            gold[item["id"]] = judged[item["id"]]
+            continue
+        imported = _imported_score(item["gold"])
+        if imported is None:
+            continue
+        if znormalize:
+            skipped += 1
+        else:
+            gold[item["id"]] = imported
+    return gold, skipped
+
+
+def _correlation_section(*, project, params, versions, scores) -> tuple[dict, list[str], dict, int]:
+    items = _kept_likert_items(project=project, params=params)
+    gold, skipped = _human_gold(project=project, items=items, znormalize=params["znormalize"])
     groups: dict[str, list[int]] = defaultdict(list)
     for item in items:
         if item["id"] not in gold:
@@ -102,7 +135,7 @@ def _correlation_section(*, project, params, versions, scores) -> tuple[dict, li
         ranked = [(section[name][group]["pearson"], name) for name in versions
                   if section[name][group]["pearson"] is not None]
         best[group] = max(ranked)[1] if ranked else None
-    return section, [g for g in order if groups[g]], best
+    return section, [g for g in order if groups[g]], best, skipped
 
 
 def _minimal_pair_section(*, project, versions, scores) -> dict | None:
@@ -196,9 +229,10 @@ def metric_evaluation_build(*, project: Project, params: dict | None = None,
         "metrics": versions,
     }
     if project.kind == TaskKind.LIKERT:
-        correlations, groups, best = _correlation_section(
+        correlations, groups, best, skipped = _correlation_section(
             project=project, params=params, versions=versions, scores=scores)
-        report.update(correlations=correlations, groups=groups, best=best)
+        report.update(correlations=correlations, groups=groups, best=best,
+                      n_skipped_imported_gold=skipped)
         minimal_pairs = _minimal_pair_section(project=project, versions=versions, scores=scores)
         if minimal_pairs is not None:
             report["minimal_pairs"] = minimal_pairs
@@ -249,23 +283,24 @@ def metric_report_cached(*, project: Project, params: dict | None = None,
     return report, stale
 
 
-def scatter_points(*, project: Project, metric: str, znormalize: bool = False,
+def scatter_points(*, project: Project, metric: str, params: dict | None = None,
                    limit: int = 4000) -> tuple[list[float], list[float], int]:
     """(metric values, human gold scores, number of points) of the project's Likert items for
-    a scatter plot; an evenly spaced subset of the points when there are more than `limit`."""
+    a scatter plot -- the items and gold of the correlation table under the same `params`
+    (z-normalization, study filters, no minimal pairs); an evenly spaced subset of the points
+    when there are more than `limit`."""
+    params = normalize_params(params)
     versions = project_metric_versions(project=project)
     if metric not in versions:
         return [], [], 0
-    gold = item_gold_scores(project=project, znormalize=znormalize)
-    for item_id, item_gold in Item.objects.filter(project=project).values_list("id", "gold"):
-        if item_id not in gold and isinstance(item_gold, dict) \
-                and isinstance(item_gold.get("score"), (int, float)):
-            gold[item_id] = float(item_gold["score"])
-    rows = MetricScore.objects.filter(
+    items = _kept_likert_items(project=project, params=params)
+    gold, _ = _human_gold(project=project, items=items, znormalize=params["znormalize"])
+    values = dict(MetricScore.objects.filter(
         item__project=project, metric=metric, version=versions[metric], side="",
-        item__excluded=False, item__is_practice=False, value__isnull=False,
-    ).values_list("item_id", "value")
-    points = [(value, gold[item_id]) for item_id, value in rows if item_id in gold]
+        value__isnull=False,
+    ).values_list("item_id", "value"))
+    points = [(values[item["id"]], gold[item["id"]]) for item in items
+              if item["id"] in gold and item["id"] in values]
     total = len(points)
     if total > limit:
         step = total / limit
