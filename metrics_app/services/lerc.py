@@ -740,16 +740,23 @@ def lerc_refresh_due(*, min_new_judgments: int) -> list[tuple[Project, ModelKind
     """(project, model kind, new judgments) for projects that gathered at least
     `min_new_judgments` data judgments since the last version trained on them.
 
-    "Since" counts from the latest version that includes the project, whatever its outcome:
-    counting from the promoted one would retrain after every rejection on every beat.
+    "Since" counts from the latest version that includes the project and finished training
+    (promoted, evaluated or rejected): counting from the promoted one would retrain after every
+    rejection on every beat, and counting from a failed one (e.g. a lost worker) would wait for
+    N more judgments before replacing a version that never trained. A project whose newest
+    version is in flight is skipped.
     """
     due = []
+    trained = (ModelStatus.PROMOTED, ModelStatus.EVALUATED, ModelStatus.REJECTED)
     for kind, task_kind in TASK_KIND_BY_MODEL_KIND.items():
         for project in Project.objects.filter(kind=task_kind).order_by("id"):
-            latest = (ModelVersion.objects.filter(name=NAME_BY_KIND[kind], projects=project)
-                      .exclude(status=ModelStatus.CANCELLED).order_by("-created_at", "-id").first())
-            if latest is not None and latest.status in IN_FLIGHT:
+            versions = (ModelVersion.objects.filter(name=NAME_BY_KIND[kind], projects=project)
+                        .exclude(status=ModelStatus.CANCELLED))
+            newest = versions.order_by("-created_at", "-id").first()
+            if newest is not None and newest.status in IN_FLIGHT:
                 continue
+            latest = (versions.filter(status__in=trained).order_by("-created_at", "-id")
+                      .first())
             since = int(((latest.data_snapshot or {}).get("watermarks") or {})
                         .get(str(project.id), 0)) if latest else 0
             new = (Judgment.objects.filter(item__project=project, id__gt=since)

@@ -297,3 +297,20 @@ def test_mc_pretraining_and_minimal_pairs_in_a_trained_version(lerc_settings):
     assert 0.0 <= version.metrics["minimal_pairs"]["accuracy"] <= 1.0
     with pytest.raises(LercError, match="multiple-choice"):
         model_version_create(projects=[project], pretrain_projects=[project])
+
+
+def test_refresh_after_a_failed_version_counts_from_the_last_trained_one(lerc_settings):
+    project = make_project(kind=TaskKind.LIKERT)
+    stage = make_stage(project)
+    items = [make_item(project) for _ in range(5)]
+    for item in items[:3]:
+        make_judgment(item=item, stage=stage, score=4)
+    trained = model_version_create(projects=[project])
+    ModelVersion.objects.filter(pk=trained.pk).update(status=ModelStatus.REJECTED)
+    for item in items[3:]:
+        make_judgment(item=item, stage=stage, score=2)
+    # Its worker was lost: it pinned all 5 judgments but never trained on them.
+    lost = model_version_create(projects=[project])
+    ModelVersion.objects.filter(pk=lost.pk).update(status=ModelStatus.FAILED)
+    assert [n for _p, _k, n in lerc_refresh_due(min_new_judgments=2)] == [2]
+    assert lerc_refresh_due(min_new_judgments=3) == []
