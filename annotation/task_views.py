@@ -1,8 +1,10 @@
 """Annotator task pages (in-house link, MTurk ExternalQuestion, Prolific) and the JSON calls
 their script makes. Views check who is asking and call the services; nothing else.
 
-Framing: task pages may be framed by MTurk's worker sites only (CSP frame-ancestors, with
-X-Frame-Options lifted for these views alone); every other page keeps X-Frame-Options DENY.
+Framing: MTurk task pages (the ExternalQuestion page, its refusals and an MTurk assignment's
+completion page) may be framed by MTurk's worker sites only (CSP frame-ancestors, with
+X-Frame-Options lifted for these responses alone); in-house and Prolific task pages, the JSON
+calls and every other page refuse framing (frame-ancestors 'none', X-Frame-Options DENY).
 """
 from __future__ import annotations
 
@@ -16,7 +18,6 @@ from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.cache import never_cache
-from django.views.decorators.clickjacking import xframe_options_exempt
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST
 
@@ -39,9 +40,10 @@ from .services.assignments import (
 )
 from .task_selectors import hit_preview_items, passage_blocks, task_items, task_page_config
 
-MTURK_FRAME_ANCESTORS = (
-    "https://*.mturk.com https://workersandbox.mturk.com https://worker.mturk.com"
-)
+# The worker sites that show an ExternalQuestion in their iframe (production and sandbox).
+# Not "https://*.mturk.com": that includes the requester sites; not www.mturk.com either, which
+# only receives the externalSubmit form post (see DEFAULT_MTURK_SUBMIT_HOSTS).
+MTURK_FRAME_ANCESTORS = "https://worker.mturk.com https://workersandbox.mturk.com"
 DEFAULT_MTURK_SUBMIT_HOSTS = ("https://www.mturk.com", "https://workersandbox.mturk.com")
 TOKEN_HEADER = "HTTP_X_ASSIGNMENT_TOKEN"
 MAX_BODY_BYTES = 1_000_000
@@ -52,12 +54,13 @@ def _submit_hosts() -> list[str]:
     return [h.rstrip("/") for h in hosts]
 
 
-def _csp() -> str:
+def _csp(*, mturk_frame: bool) -> str:
     form_action = " ".join(["'self'", *_submit_hosts()])
+    frame_ancestors = MTURK_FRAME_ANCESTORS if mturk_frame else "'none'"
     return (
         "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
         "connect-src 'self'; object-src 'none'; base-uri 'none'; "
-        f"form-action {form_action}; frame-ancestors 'self' {MTURK_FRAME_ANCESTORS}"
+        f"form-action {form_action}; frame-ancestors {frame_ancestors}"
     )
 
 
@@ -91,9 +94,21 @@ def _too_many(request: HttpRequest) -> HttpResponse:
     return response
 
 
-def task_page(view):
-    """Task page headers: frameable by MTurk only, strict CSP, never cached; rate-limited per
-    client address and page."""
+MTURK_FRAME_ATTR = "qaj_mturk_frame"
+
+
+def _mturk_frameable(response: HttpResponse) -> HttpResponse:
+    """Mark a response as shown inside MTurk's iframe (see `task_page`)."""
+    setattr(response, MTURK_FRAME_ATTR, True)
+    return response
+
+
+def task_page(view=None, *, mturk: bool = False):
+    """Task page headers: strict CSP, never cached; rate-limited per client address and page.
+    Only MTurk pages (`mturk=True`, or a response marked by `_mturk_frameable`) may be framed,
+    and only by MTurk's worker sites; everything else gets frame-ancestors 'none' + DENY."""
+    if view is None:
+        return lambda v: task_page(v, mturk=mturk)
 
     @wraps(view)
     def wrapped(request, *args, **kwargs):
@@ -103,12 +118,17 @@ def task_page(view):
             response = _too_many(request)
         else:
             response = view(request, *args, **kwargs)
-        response["Content-Security-Policy"] = _csp()
+        mturk_frame = mturk or getattr(response, MTURK_FRAME_ATTR, False)
+        response["Content-Security-Policy"] = _csp(mturk_frame=mturk_frame)
+        if mturk_frame:
+            response.xframe_options_exempt = True
+        else:
+            response["X-Frame-Options"] = "DENY"
         response["Referrer-Policy"] = "same-origin"
         response["X-Content-Type-Options"] = "nosniff"
         return response
 
-    return xframe_options_exempt(never_cache(wrapped))
+    return never_cache(wrapped)
 
 
 def _refuse(request: HttpRequest, exc: AssignmentRefused, *, status: int = 403) -> HttpResponse:
@@ -199,7 +219,7 @@ def _turk_submit_to(value: str) -> str:
 
 
 @require_GET
-@task_page
+@task_page(mturk=True)
 def task_mturk(request: HttpRequest, stage_id: int) -> HttpResponse:
     stage = get_object_or_404(Stage.objects.select_related("project"), pk=stage_id)
     params = request.GET
@@ -263,7 +283,11 @@ def _completion(request: HttpRequest, assignment: Assignment, *,
         ).order_by("-pk").first()
         if link is not None and (link.expires_at is None or link.expires_at > timezone.now()):
             context["next_url"] = access.inhouse_link_path(link=link)
-    return render(request, "annotation/task/complete.html", context)
+    response = render(request, "annotation/task/complete.html", context)
+    if provider == Provider.MTURK:
+        # Shown inside MTurk's iframe after the submit (it posts the form to externalSubmit).
+        _mturk_frameable(response)
+    return response
 
 
 @require_GET

@@ -106,14 +106,56 @@ def test_blocked_worker_and_closed_stage_get_a_clear_refusal(client):
 # --- Headers ------------------------------------------------------------------------------------
 
 
+MTURK_WORKER_FRAMING = "frame-ancestors https://worker.mturk.com https://workersandbox.mturk.com"
+
+
+def frame_ancestors(response) -> str:
+    return re.search(r"frame-ancestors [^;]*", response["Content-Security-Policy"]).group(0)
+
+
+def assert_not_frameable(response):
+    assert frame_ancestors(response) == "frame-ancestors 'none'"
+    assert response["X-Frame-Options"] == "DENY"
+
+
+def assert_mturk_frameable(response):
+    # Exactly MTurk's worker sites: not *.mturk.com (requester sites), not 'self'.
+    assert frame_ancestors(response) == MTURK_WORKER_FRAMING
+    assert "X-Frame-Options" not in response
+
+
 @pytest.mark.reliability
 def test_task_pages_may_be_framed_by_mturk_only_and_other_pages_not_at_all(client):
-    project, _, _ = make_task(TaskKind.LIKERT)
+    project, stage, items = make_task(TaskKind.LIKERT)
     response, _, _ = open_link(client, project)
     csp = response["Content-Security-Policy"]
-    assert "frame-ancestors 'self' https://*.mturk.com https://workersandbox.mturk.com" in csp
     assert "script-src 'self'" in csp and "unsafe-inline" not in csp
-    assert "X-Frame-Options" not in response
+    assert_not_frameable(response)
+    token = page_config(response)["token"]
+    assert_not_frameable(api(client, "task-autosave", token, {"draft": {}}))
+    done = api(client, "task-submit", token,
+               {"answers": [{"item": i, "score": 3} for i in page_config(response)["items"]]})
+    assert_not_frameable(client.get(done.json()["complete_url"]))  # in-house completion
+    prolific = client.get(reverse("annotation:task-prolific", kwargs={"stage_id": stage.pk})
+                          + "?PROLIFIC_PID=P1&STUDY_ID=S&SESSION_ID=S1")
+    assert prolific.status_code == 200
+    assert_not_frameable(prolific)
+
+    make_hit(stage, items=items, external_id="HITF")
+    preview = client.get(mturk_url(stage, assignmentId="ASSIGNMENT_ID_NOT_AVAILABLE",
+                                   hitId="HITF"))
+    assert_mturk_frameable(preview)
+    assert_mturk_frameable(client.get(mturk_url(stage, assignmentId="X", hitId="NOPE",
+                                                workerId="W1")))  # refusal inside MTurk
+    accepted = client.get(mturk_url(stage, assignmentId="ASGF", hitId="HITF", workerId="WF",
+                                    turkSubmitTo="https://workersandbox.mturk.com"))
+    assert accepted.status_code == 200
+    assert_mturk_frameable(accepted)
+    config = page_config(accepted)
+    done = api(client, "task-submit", config["token"],
+               {"answers": [{"item": i, "score": 3} for i in config["items"]]})
+    assert_not_frameable(done)
+    assert_mturk_frameable(client.get(done.json()["complete_url"]))  # MTurk completion
     assert client.get("/")["X-Frame-Options"] == "DENY"
 
 

@@ -13,12 +13,13 @@ import sys
 import pytest
 from django.conf import settings
 from django.test import override_settings
+from django.urls import reverse
 
 from annotation.models import TaskKind
 from annotation.services.access import inhouse_link_create
 from tests.annotator.conftest import make_task
 from tests.conftest import REPO_ROOT
-from tests.factories import make_worker
+from tests.factories import make_hit, make_worker
 
 pytestmark = pytest.mark.reliability
 
@@ -111,7 +112,7 @@ def _production_headers():
 
 @pytest.mark.django_db
 def test_every_page_has_a_csp_and_only_task_pages_may_be_framed_by_mturk(client, researcher):
-    project, _stage, _items = make_task(TaskKind.LIKERT, owner=researcher)
+    project, stage, items = make_task(TaskKind.LIKERT, owner=researcher)
     _link, task_path = inhouse_link_create(worker=make_worker(), project=project)
     with _production_headers():
         for path in ("/admin/login/", "/api/schema/"):
@@ -126,7 +127,15 @@ def test_every_page_has_a_csp_and_only_task_pages_may_be_framed_by_mturk(client,
         client.logout()
         task = client.get(task_path)
         assert task.status_code == 200
-        assert "X-Frame-Options" not in task
+        # In-house task pages are never framed; MTurk's are, by its worker sites only.
+        assert task["X-Frame-Options"] == "DENY"
         csp = task["Content-Security-Policy"]
-        assert re.search(r"frame-ancestors 'self' https://\*\.mturk\.com", csp), csp
+        assert "frame-ancestors 'none'" in csp, csp
+        make_hit(stage, items=items, external_id="HITSEC")
+        mturk = client.get(reverse("annotation:task-mturk", kwargs={"stage_id": stage.pk})
+                           + "?assignmentId=ASSIGNMENT_ID_NOT_AVAILABLE&hitId=HITSEC")
+        assert mturk.status_code == 200
+        assert "X-Frame-Options" not in mturk
+        assert re.search(r"frame-ancestors https://worker\.mturk\.com "
+                         r"https://workersandbox\.mturk\.com(;|$)", mturk["Content-Security-Policy"])
         assert "'unsafe-inline'" not in csp
