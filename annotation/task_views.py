@@ -9,6 +9,7 @@ calls and every other page refuse framing (frame-ancestors 'none', X-Frame-Optio
 from __future__ import annotations
 
 import json
+import logging
 from functools import wraps
 from urllib.parse import urlencode, urlsplit
 
@@ -48,6 +49,8 @@ DEFAULT_MTURK_SUBMIT_HOSTS = ("https://www.mturk.com", "https://workersandbox.mt
 TOKEN_HEADER = "HTTP_X_ASSIGNMENT_TOKEN"
 MAX_BODY_BYTES = 1_000_000
 
+logger = logging.getLogger(__name__)
+
 
 def _submit_hosts() -> list[str]:
     hosts = getattr(settings, "QAJ_MTURK_SUBMIT_HOSTS", None) or DEFAULT_MTURK_SUBMIT_HOSTS
@@ -69,20 +72,33 @@ DEFAULT_RATE_LIMITS = {"page": (600, 60), "api": (240, 60)}
 
 def rate_limited(request: HttpRequest, *, scope: str, key: str) -> bool:
     """Fixed-window request counter in the Django cache (per process with the default local
-    memory cache; configure a shared cache such as Redis to make it global). Limits per scope
-    come from `QAJ_TASK_RATE_LIMITS` = {"page": (requests, seconds), "api": (...)}."""
+    memory cache; production uses Redis when QAJ_CACHE_URL/REDIS_URL is set, which makes it
+    global). Limits per scope come from `QAJ_TASK_RATE_LIMITS` = {"page": (requests, seconds),
+    "api": (...)}. `key` names the bucket: the worker and the client address (`_rate_key`)."""
     from django.core.cache import cache
 
     limits = {**DEFAULT_RATE_LIMITS, **(getattr(settings, "QAJ_TASK_RATE_LIMITS", None) or {})}
     allowed, window = limits[scope]
     bucket = int(timezone.now().timestamp() // window)
     cache_key = f"qaj-rate:{scope}:{key}:{bucket}"
-    if cache.add(cache_key, 1, timeout=window + 1):
-        return False
     try:
+        if cache.add(cache_key, 1, timeout=window + 1):
+            return False
         return cache.incr(cache_key) > allowed
     except ValueError:  # expired between add and incr
         return False
+    except Exception:  # noqa: BLE001 - the cache server is down
+        # Fail open: a worker's answers matter more than the limit while the cache is away.
+        logger.warning("rate limit cache unavailable", exc_info=True)
+        return False
+
+
+def _rate_key(request: HttpRequest, *, identity: str) -> str:
+    """The bucket of a request: the worker it names plus the client address. Behind a proxy
+    every worker has the proxy's address, so the address alone would put a whole stage's
+    workers into one bucket; requests naming nobody fall back to address + path."""
+    address = access.request_client_address(meta=request.META)
+    return f"{identity or request.path}:{address}"
 
 
 def _too_many(request: HttpRequest) -> HttpResponse:
@@ -104,7 +120,7 @@ def _mturk_frameable(response: HttpResponse) -> HttpResponse:
 
 
 def task_page(view=None, *, mturk: bool = False):
-    """Task page headers: strict CSP, never cached; rate-limited per client address and page.
+    """Task page headers: strict CSP, never cached; rate-limited per worker and client address.
     Only MTurk pages (`mturk=True`, or a response marked by `_mturk_frameable`) may be framed,
     and only by MTurk's worker sites; everything else gets frame-ancestors 'none' + DENY."""
     if view is None:
@@ -112,8 +128,10 @@ def task_page(view=None, *, mturk: bool = False):
 
     @wraps(view)
     def wrapped(request, *args, **kwargs):
+        identity = access.request_worker_identity(query=request.GET,
+                                                  token=str(kwargs.get("token") or ""))
         if request.method == "GET" and rate_limited(
-            request, scope="page", key=f"{request.META.get('REMOTE_ADDR', '')}:{request.path}"
+            request, scope="page", key=_rate_key(request, identity=identity)
         ):
             response = _too_many(request)
         else:
@@ -330,7 +348,8 @@ def task_api(view):
             assignment = access.assignment_token_resolve(token=request.META.get(TOKEN_HEADER, ""))
         except AssignmentRefused as exc:
             return _json_error(exc.message, status=403)
-        if rate_limited(request, scope="api", key=str(assignment.pk)):
+        if rate_limited(request, scope="api",
+                        key=_rate_key(request, identity=f"assignment:{assignment.pk}")):
             response = _json_error("Too many requests; wait a minute and try again.",
                                    status=429)
             response["Retry-After"] = "60"
@@ -392,5 +411,6 @@ def task_submit(request: HttpRequest, assignment: Assignment, body: dict) -> Htt
     return JsonResponse({
         "ok": True,
         "n_judgments": len(judgments),
+        "refused": getattr(judgments, "refused", {}),  # late submit: answers not stored
         "complete_url": _complete_url(assignment, turk_submit_to=turk_submit_to),
     })

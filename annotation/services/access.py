@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import re
 import secrets
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
+from django.conf import settings
 from django.core import signing
 from django.db import IntegrityError, transaction
 from django.urls import reverse
@@ -218,3 +221,45 @@ def assignment_token_resolve(*, token: str) -> Assignment:
     if assignment is None:
         raise AccessDenied("This assignment does not exist.")
     return assignment
+
+
+# --- Rate-limit keys ----------------------------------------------------------------------------
+
+
+def request_client_address(*, meta: Mapping[str, Any]) -> str:
+    """The client's address for rate limiting. REMOTE_ADDR, unless
+    `settings.QAJ_TRUSTED_PROXY_HEADER` names the header our own reverse proxy sets (e.g.
+    "X-Forwarded-For" or "X-Real-IP"; off by default, because without such a proxy any client
+    can send the header). Then the rightmost entry: the one our proxy appended; entries before
+    it are whatever the client claimed."""
+    header = (getattr(settings, "QAJ_TRUSTED_PROXY_HEADER", "") or "").strip()
+    if header:
+        key = header.upper().replace("-", "_")
+        if not key.startswith("HTTP_"):
+            key = f"HTTP_{key}"
+        entries = [e.strip() for e in str(meta.get(key, "")).split(",") if e.strip()]
+        if entries:
+            return entries[-1][:64]
+    return str(meta.get("REMOTE_ADDR", ""))
+
+
+def request_worker_identity(*, query: Mapping[str, str], token: str = "") -> str:
+    """Who a task request says it is, without a database query: the in-house link nonce or the
+    assignment a signed token names, else an MTurk workerId or Prolific PROLIFIC_PID. For rate
+    limiting only (the URL parameters are unverified; access is checked by the views). Empty
+    when the request names nobody (an MTurk preview, a malformed link)."""
+    if token:
+        try:
+            return "link:" + signing.Signer(salt=LINK_SALT).unsign(token)
+        except signing.BadSignature:
+            pass
+        try:
+            data = signing.loads(token, salt=ASSIGNMENT_SALT)
+        except signing.BadSignature:
+            return ""
+        return f"assignment:{data.get('a')}" if isinstance(data, dict) else ""
+    for name, prefix in (("workerId", "mturk"), ("PROLIFIC_PID", "prolific")):
+        value = (query.get(name) or "").strip()
+        if _EXTERNAL_ID.match(value):
+            return f"{prefix}:{value}"
+    return ""
