@@ -12,7 +12,7 @@ from annotation.apis import with_errors
 from annotation.models import Project
 from annotation.selectors import projects_visible_to
 
-from .registry import MetricInput, metric_names
+from .registry import MetricInput, metric_names, metric_sync_ok
 from .scoring_models import ScoringJob
 from .services.metric_evaluation import metric_report_cached, metric_report_refresh
 from .services.scoring import score_inputs, scoring_jobs_create
@@ -101,9 +101,24 @@ class ScoringJobListCreateApi(APIView):
                         status=status.HTTP_202_ACCEPTED)
 
 
+def _validate_sync_metric_names(value: list[str]) -> list[str]:
+    """Only cheap metrics run inside the request; model-based ones (BERTScore, LERC) and
+    METEOR (a Java process) would hold the web worker for seconds to minutes."""
+    value = _validate_metric_names(value)
+    heavy = [name for name in value if not metric_sync_ok(name)]
+    if heavy:
+        cheap = [name for name in metric_names() if metric_sync_ok(name)]
+        raise serializers.ValidationError(
+            f"{', '.join(heavy)} cannot be computed in a request; queue a scoring job "
+            f"(POST /api/metrics/projects/<slug>/scoring-jobs/ or `manage.py score`). "
+            f"Metrics available here: {', '.join(cheap)}")
+    return value
+
+
 class MetricScoreApi(APIView):
-    """POST a small batch (at most 100 candidates) and get the scores back at once. Larger
-    inputs belong in `manage.py score` or a project scoring job."""
+    """POST a small batch (at most 100 candidates) and get the scores back at once. Only cheap
+    metrics (em, f1, bleu1, bleu4, rougeL, length) run here; model-based metrics and METEOR
+    are refused (400) and belong in a project scoring job or `manage.py score`."""
 
     class ItemSerializer(serializers.Serializer):
         id = serializers.CharField(max_length=255)
@@ -123,7 +138,7 @@ class MetricScoreApi(APIView):
         items = serializers.ListField(min_length=1, max_length=MAX_BATCH_ITEMS)
 
         def validate_metrics(self, value):
-            return _validate_metric_names(value)
+            return _validate_sync_metric_names(value)
 
         def validate_items(self, value):
             rows = MetricScoreApi.ItemSerializer(data=value, many=True)

@@ -139,8 +139,9 @@ class TokenF1(_PairMetric):
         return [token_f1(c, r) for c, r in zip(cands, refs, strict=True)]
 
 
-register_metric("em", "Exact match after SQuAD normalization (max over references)")(ExactMatch)
-register_metric("f1", "SQuAD token F1 (max over references)")(TokenF1)
+register_metric("em", "Exact match after SQuAD normalization (max over references)",
+                sync_ok=True)(ExactMatch)
+register_metric("f1", "SQuAD token F1 (max over references)", sync_ok=True)(TokenF1)
 
 
 # --- MS-COCO caption metrics (pycocoevalcap) --------------------------------------------------
@@ -274,13 +275,16 @@ class CocoMeteor(_PairMetric):
             self.close()
 
 
-register_metric("bleu1", "BLEU-1 (MS-COCO code, ? . ! removed; max over references)")(
+register_metric("bleu1", "BLEU-1 (MS-COCO code, ? . ! removed; max over references)",
+                sync_ok=True)(
     lambda: CocoBleu(1)
 )
-register_metric("bleu4", "BLEU-4 (MS-COCO code, ? . ! removed; max over references)")(
+register_metric("bleu4", "BLEU-4 (MS-COCO code, ? . ! removed; max over references)",
+                sync_ok=True)(
     lambda: CocoBleu(4)
 )
-register_metric("rougeL", "ROUGE-L (MS-COCO code, ? . ! removed; max over references)")(
+register_metric("rougeL", "ROUGE-L (MS-COCO code, ? . ! removed; max over references)",
+                sync_ok=True)(
     CocoRougeL
 )
 register_metric("meteor", "METEOR 1.5 (MS-COCO jar on Java, ? . ! removed; max over references)")(
@@ -304,7 +308,8 @@ class AnswerLength:
         pass
 
 
-register_metric("length", "Answer length in whitespace tokens (references unused)")(AnswerLength)
+register_metric("length", "Answer length in whitespace tokens (references unused)",
+                sync_ok=True)(AnswerLength)
 
 
 # --- BERTScore and conditional BERTScore -----------------------------------------------------

@@ -3,11 +3,15 @@
 A metric is registered under a name with a factory; the factory runs on first use, so heavy
 imports (torch, transformers, Java) happen only in the process that scores. Every score the
 platform stores carries the metric's name and `version`.
+
+`sync_ok=True` marks a metric cheap enough to compute inside a web request (pure-Python string
+work, no model load, no subprocess); every other metric is scored only in Celery jobs.
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Protocol, Sequence
+from typing import Protocol
 
 
 @dataclass(frozen=True)
@@ -37,17 +41,18 @@ class Metric(Protocol):
 class _Entry:
     factory: Callable[..., Metric]
     description: str
+    sync_ok: bool = False
     instance: Metric | None = field(default=None)
 
 
 _REGISTRY: dict[str, _Entry] = {}
 
 
-def register_metric(name: str, description: str = "") -> Callable:
+def register_metric(name: str, description: str = "", *, sync_ok: bool = False) -> Callable:
     """Decorator for a factory `() -> Metric` (or `(**options) -> Metric`)."""
 
     def decorator(factory: Callable[..., Metric]) -> Callable[..., Metric]:
-        _REGISTRY[name] = _Entry(factory=factory, description=description)
+        _REGISTRY[name] = _Entry(factory=factory, description=description, sync_ok=sync_ok)
         return factory
 
     return decorator
@@ -61,6 +66,13 @@ def metric_names() -> list[str]:
 def metric_description(name: str) -> str:
     _load_builtin_metrics()
     return _REGISTRY[name].description
+
+
+def metric_sync_ok(name: str) -> bool:
+    """Whether `name` may be computed synchronously in a web request (see module docstring)."""
+    _load_builtin_metrics()
+    entry = _REGISTRY.get(name)
+    return bool(entry and entry.sync_ok)
 
 
 def get_metric(name: str, **options) -> Metric:

@@ -118,6 +118,31 @@ def test_score_api_scores_a_small_batch_and_limits_its_size():
     assert missing.status_code == 400 and "candidate" in str(missing.json())
 
 
+@pytest.mark.parametrize("metric", ["bertscore", "conditional_bertscore", "meteor", "lerc"])
+def test_score_api_refuses_heavy_metrics_and_points_at_scoring_jobs(metric, monkeypatch):
+    from metrics_app.services import scoring
+
+    def never(*args, **kwargs):
+        raise AssertionError("a heavy metric was built inside the request")
+
+    monkeypatch.setattr(scoring, "get_metric", never)
+    api = APIClient()
+    api.force_authenticate(make_user())
+    item = {"id": "1", "question": "q", "references": ["on the mat"], "candidate": "on a mat"}
+    response = api.post(reverse("metrics-api:metric-score"),
+                        {"metrics": ["f1", metric], "items": [item]}, format="json")
+    assert response.status_code == 400
+    message = str(response.json()["metrics"])
+    assert metric in message and "scoring job" in message and "f1" in message
+
+
+def test_only_string_metrics_are_marked_cheap():
+    from metrics_app.registry import metric_names, metric_sync_ok
+
+    assert {n for n in metric_names() if metric_sync_ok(n)} == {
+        "em", "f1", "bleu1", "bleu4", "rougeL", "length"}
+
+
 def test_scoring_jobs_api(scored_project, monkeypatch):
     from worker.tasks import metrics as metric_tasks
 
