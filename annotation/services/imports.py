@@ -28,6 +28,7 @@ from annotation.models import (
     Stage,
     StageKind,
     StageStatus,
+    TaskKind,
     Worker,
 )
 
@@ -181,10 +182,22 @@ def _item_ids(project: Project, external_ids: list[str]) -> dict[str, int]:
 
 
 def import_stage_get_or_create(*, project: Project, name: str) -> tuple[Stage, bool]:
-    """The project's IMPORTED stage called `name` (provider import), created closed on first use."""
+    """The project's IMPORTED stage called `name` (provider import), created closed on first use.
+
+    A stage of that name collected on the platform itself is refused: its judgments are already
+    in the project (an export of it re-imported here would store every judgment a second time,
+    under new `import` workers), so they can only go into another project.
+    """
     stage = Stage.objects.filter(project=project, kind=StageKind.IMPORTED, name=name).first()
     if stage is not None:
         return stage, False
+    collected = Stage.objects.filter(project=project, name=name).first()
+    if collected is not None:
+        raise ImportConflictError(
+            f"stage {name!r} of project {project.slug!r} was collected on the platform "
+            f"({collected.get_kind_display()} stage); its judgments are already here. Import "
+            "an export of it into another project, or rename the stage in the file"
+        )
     order = Stage.objects.filter(project=project).count()
     stage = Stage.objects.create(
         project=project, kind=StageKind.IMPORTED, name=name, provider=Provider.IMPORT,
@@ -212,6 +225,28 @@ def import_workers_get_or_create(*, external_ids: Iterable[str]) -> tuple[dict[s
     return workers, len(missing)
 
 
+def _fit_likert_scale(*, project: Project, records: list[ItemRecord]) -> None:
+    """Put Likert judgments on the project's own scale (1 to the number of its labels).
+
+    Binary correctness judgments (EVOUNA's true/false, marked extra.binary) become the top of
+    the scale or 1, so a 3-point project stores 3/1 rather than MOCHA's 5/1; any other score
+    outside the scale stops the import, naming the record and the worker.
+    """
+    if project.kind != TaskKind.LIKERT:
+        return
+    top = len(project.scale_labels or []) or 5
+    for record in records:
+        for judgment in record.judgments:
+            binary = judgment.extra.get("binary") if isinstance(judgment.extra, dict) else None
+            if isinstance(binary, bool):
+                judgment.score = float(top) if binary else 1.0
+            elif judgment.score is not None and not 1 <= judgment.score <= top:
+                raise ImportConflictError(
+                    f"record {record.external_id}: field score: worker {judgment.worker!r} gave "
+                    f"{judgment.score:g}, outside project {project.slug!r}'s scale 1-{top}"
+                )
+
+
 @transaction.atomic
 def import_records(
     *,
@@ -235,6 +270,7 @@ def import_records(
                 f"record {record.external_id}: kind {record.kind!r} does not fit project "
                 f"{project.slug!r} of kind {project.kind!r}"
             )
+    _fit_likert_scale(project=project, records=records)
     seen: set[str] = set()
     for record in records:
         if record.external_id in seen:
