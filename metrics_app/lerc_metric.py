@@ -1,6 +1,7 @@
 """`lerc` (and `lerc_ab`) in the metric registry: scores with a trained LERC model version.
 
-Without options the metric follows the promoted version: its `version` label ("v3") is looked
+Without options the metric follows the promoted version (with `project=`, the most recently
+promoted version trained on that project, if any; promotion is scoped by project set): its `version` label ("v3") is looked
 up when read and each `score_batch` uses the version promoted at that moment, so a long-running
 process picks up a newly promoted model on its next run; a promotion in the middle of a run
 stops the run rather than storing one model's scores under another's label. `model="v2"` (or `model_version=`) pins a version (`score --model v2`).
@@ -14,10 +15,11 @@ from .registry import MetricInput, MetricUnavailable, register_metric
 
 
 class LercMetric:
-    def __init__(self, *, name: str, model_name: str, label: str | None = None):
+    def __init__(self, *, name: str, model_name: str, label: str | None = None, project=None):
         self.name = name
         self.model_name = model_name
         self.label = label
+        self.project = project
         self._pinned = None
         self._reported = None
         self._resolve()  # fail early with a clear message
@@ -26,7 +28,8 @@ class LercMetric:
         from .services.lerc import LercError, model_version_for_label
 
         try:
-            self._pinned = model_version_for_label(self.label, name=self.model_name)
+            self._pinned = model_version_for_label(self.label, name=self.model_name,
+                                                   project=self.project)
         except LercError as exc:
             raise MetricUnavailable(str(exc)) from exc
         return self._pinned
@@ -71,10 +74,14 @@ class LercMetric:
 
 
 @register_metric("lerc", "LERC learned metric (1–5), the promoted model version unless --model")
-def lerc_factory(model: str | None = None, model_version: str | None = None) -> LercMetric:
-    return LercMetric(name="lerc", model_name="lerc", label=model or model_version)
+def lerc_factory(model: str | None = None, model_version: str | None = None,
+                 project=None) -> LercMetric:
+    return LercMetric(name="lerc", model_name="lerc", label=model or model_version,
+                      project=project)
 
 
 @register_metric("lerc_ab", "Pairwise LERC (Bradley–Terry) scalar per answer, for A/B projects")
-def lerc_ab_factory(model: str | None = None, model_version: str | None = None) -> LercMetric:
-    return LercMetric(name="lerc_ab", model_name="lerc-ab", label=model or model_version)
+def lerc_ab_factory(model: str | None = None, model_version: str | None = None,
+                    project=None) -> LercMetric:
+    return LercMetric(name="lerc_ab", model_name="lerc-ab", label=model or model_version,
+                      project=project)

@@ -8,6 +8,11 @@ Promotion rule: a new version is promoted only if its validation metric (Pearson
 accuracy for A/B) is at least the promoted version's measured on the SAME validation judgments
 (the incumbent is re-scored on the newcomer's validation set, so growing data never compares
 apples with oranges). The test split / held-out dataset is reported, never used to decide.
+
+Promotion is scoped by project set: a version competes with, and replaces, only the promoted
+version trained on the same set of projects (the refresh trains per project, so project B's
+model never replaces project A's after being compared on B's judgments alone). The `lerc`
+metric for a project serves the most recently promoted version whose projects include it.
 """
 from __future__ import annotations
 
@@ -606,8 +611,32 @@ def _evaluate(scorer, kind: str, examples: list) -> dict[str, Any]:
 # ---- promotion --------------------------------------------------------------------------------
 
 
-def promoted_model_version(*, name: str = "lerc") -> ModelVersion | None:
-    return ModelVersion.objects.filter(name=name, status=ModelStatus.PROMOTED).first()
+def _project_set(version: ModelVersion) -> frozenset[int]:
+    return frozenset(version.projects.values_list("id", flat=True))
+
+
+def _scope_label(project_ids) -> str:
+    slugs = Project.objects.filter(id__in=project_ids).order_by("slug").values_list("slug",
+                                                                                     flat=True)
+    return ", ".join(slugs) or "no project"
+
+
+def promoted_model_version(*, name: str = "lerc", project: Project | None = None,
+                           projects=None) -> ModelVersion | None:
+    """The served version: for exactly the project set `projects` (ids or projects; the
+    promotion scope); else for `project` the most recently promoted one trained on it, or,
+    when none was (a new project scored out of domain, as LERC is meant to be used), the most
+    recently promoted one of the name."""
+    promoted = (ModelVersion.objects.filter(name=name, status=ModelStatus.PROMOTED)
+                .order_by("-promoted_at", "-id"))
+    if projects is not None:
+        wanted = frozenset(getattr(p, "id", p) for p in projects)
+        return next((v for v in promoted if _project_set(v) == wanted), None)
+    if project is not None:
+        own = promoted.filter(projects=project).first()
+        if own is not None:
+            return own
+    return promoted.first()
 
 
 def model_version_decide(*, model_version: ModelVersion, val_examples: list | None = None
@@ -619,7 +648,7 @@ def model_version_decide(*, model_version: ModelVersion, val_examples: list | No
     metric = validation_metric_name(KIND_PAIRWISE if version.kind == ModelKind.PAIRWISE
                                     else KIND_REGRESSION)
     candidate = (version.metrics.get("validation") or {}).get(metric)
-    incumbent = promoted_model_version(name=version.name)
+    incumbent = promoted_model_version(name=version.name, projects=_project_set(version))
     if val_examples is None:
         val_examples = _dataset_for(version).val
     decision: dict[str, Any] = {"metric": metric, "candidate": candidate,
@@ -657,16 +686,20 @@ def model_version_decide(*, model_version: ModelVersion, val_examples: list | No
 @transaction.atomic
 def model_version_promote(*, model_version: ModelVersion, user=None, reason: str = ""
                           ) -> ModelVersion:
-    """Make this the served version of its name; the previous one goes back to evaluated."""
+    """Make this the served version of its name for its project set; the version promoted for
+    the same set goes back to evaluated (other project sets keep theirs)."""
     version = ModelVersion.objects.select_for_update().get(pk=model_version.pk)
     if version.status == ModelStatus.PROMOTED:
         return version
     if version.status not in (ModelStatus.EVALUATED, ModelStatus.REJECTED) or not version.artifact_uri:
         raise LercError(f"v{version.number} is {version.status}; only trained versions "
                         "(evaluated or rejected) can be promoted")
+    scope = _project_set(version)
     for previous in ModelVersion.objects.select_for_update().filter(
         name=version.name, status=ModelStatus.PROMOTED
     ):
+        if _project_set(previous) != scope:
+            continue
         previous.status = ModelStatus.EVALUATED
         previous.save(update_fields=["status"])
         _event(previous, "demoted", f"replaced by v{version.number}", user)
@@ -678,18 +711,31 @@ def model_version_promote(*, model_version: ModelVersion, user=None, reason: str
 
 
 @transaction.atomic
-def model_version_rollback(*, name: str = "lerc", user=None) -> ModelVersion:
-    """Serve again the version that was promoted before the current one."""
-    current = promoted_model_version(name=name)
+def model_version_rollback(*, name: str = "lerc", user=None,
+                           model_version: ModelVersion | None = None) -> ModelVersion:
+    """Serve again the version that was promoted before the current one, within a project
+    set: `model_version`'s, or the only set with a promoted version of `name`."""
+    if model_version is not None:
+        name, scope = model_version.name, _project_set(model_version)
+    else:
+        scopes = {_project_set(v) for v in ModelVersion.objects.filter(
+            name=name, status=ModelStatus.PROMOTED)}
+        if len(scopes) > 1:
+            raise LercError(f"{name} has promoted versions for {len(scopes)} project sets; "
+                            "roll back one of them by choosing a version of that set")
+        scope = next(iter(scopes), frozenset())
+    current = promoted_model_version(name=name, projects=scope)
     if current is None:
-        raise LercError(f"no promoted {name} version to roll back from")
+        raise LercError(f"no promoted {name} version to roll back from"
+                        + (f" for projects {_scope_label(scope)}" if scope else ""))
     # promoted_at is set at every promotion: the latest other one was served just before.
-    earlier = (ModelVersion.objects.filter(
+    earlier = next((v for v in ModelVersion.objects.filter(
         name=name, promoted_at__isnull=False,
         status__in=(ModelStatus.EVALUATED, ModelStatus.REJECTED),
-    ).exclude(pk=current.pk).order_by("-promoted_at", "-id").first())
+    ).exclude(pk=current.pk).order_by("-promoted_at", "-id") if _project_set(v) == scope), None)
     if earlier is None:
-        raise LercError(f"{name} v{current.number} is the only version ever promoted")
+        raise LercError(f"{name} v{current.number} is the only version ever promoted for "
+                        f"projects {_scope_label(scope)}")
     _event(current, "rolled back", f"back to v{earlier.number}", user)
     return model_version_promote(model_version=earlier, user=user,
                                  reason=f"rollback from v{current.number}")
@@ -780,10 +826,12 @@ def lerc_refresh(*, min_new_judgments: int | None = None) -> list[ModelVersion]:
     return created
 
 
-def model_version_for_label(label: str | int | None, *, name: str = "lerc") -> ModelVersion:
-    """A version by label ("3", "v3", "lerc-ab:v2"), or the promoted one when label is empty."""
+def model_version_for_label(label: str | int | None, *, name: str = "lerc",
+                            project: Project | None = None) -> ModelVersion:
+    """A version by label ("3", "v3", "lerc-ab:v2"), or when label is empty the promoted one
+    (for `project`: the most recently promoted one trained on it, see promoted_model_version)."""
     if label in (None, ""):
-        version = promoted_model_version(name=name)
+        version = promoted_model_version(name=name, project=project)
         if version is None:
             raise LercError(f"no {name} version is promoted yet: train one with "
                             "`manage.py train_lerc --project SLUG` or pass --model VERSION")

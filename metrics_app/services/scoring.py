@@ -34,11 +34,15 @@ def metric_queue(name: str) -> str:
     return "gpu" if name.startswith(GPU_METRIC_PREFIXES) else "default"
 
 
-def build_metric(name: str, *, model: str | None = None):
-    """The registered metric; `model` (a model version) goes only to metrics that take it."""
+def build_metric(name: str, *, model: str | None = None, project: Project | None = None):
+    """The registered metric; `model` (a model version) and `project` (LERC serves the version
+    promoted for that project) go only to metrics that take them."""
+    options = {}
     if model and metric_accepts_option(name, "model"):
-        return get_metric(name, model=model)
-    return get_metric(name)
+        options["model"] = model
+    if project is not None and metric_accepts_option(name, "project"):
+        options["project"] = project
+    return get_metric(name, **options) if options else get_metric(name)
 
 
 def close_metric(metric) -> None:
@@ -149,7 +153,7 @@ def project_score_metrics(
         summary[name] = detail
         metric = None
         try:
-            metric = build_metric(name, model=model)
+            metric = build_metric(name, model=model, project=project)
             version = metric.version
             detail["version"] = version
             done = set(
