@@ -12,6 +12,7 @@ import os
 import sys
 import tempfile
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 from .runner import REPO
@@ -111,6 +112,9 @@ def main(argv: list[str] | None = None) -> int:
             ctx = Context(quick=args.quick, work_dir=scratch, data_dir=args.data_dir,
                           database_url=url, vendor=vendor)
             results = []
+            run = {"id": datetime.now(UTC).isoformat(timespec="seconds"),
+                   "benchmarks": [b.name for b in benchmarks], "wall_s": 0.0,
+                   "quick": args.quick}
             for benchmark in benchmarks:
                 print(f"--- {benchmark.name}: {benchmark.title}", flush=True)
                 result = run_one(benchmark, ctx, profile_dir=args.profile)
@@ -119,7 +123,9 @@ def main(argv: list[str] | None = None) -> int:
                 if result.error:
                     print(result.error, file=sys.stderr)
                 # Written after every benchmark: an interrupted run keeps what it measured.
-                write_document(document_path, merge_results(results_path, [result], machine))
+                run["wall_s"] = round(time.perf_counter() - started, 1)
+                write_document(document_path,
+                               merge_results(results_path, [result], machine, run))
     print()
     print(table(results))
     print(f"\nwrote {results_path} and {document_path}")

@@ -334,7 +334,7 @@ def run(ctx: Context) -> Outcome:
                   f"{page_rps} / {bare_rps} req/s = {ratio}")
     outcome.check("zero errors", errors == 0, f"{errors} errors")
     outcome.check("every acknowledged judgment in the database",
-                  acknowledged["judgments"] > 0 and in_db >= acknowledged["judgments"],
+                  acknowledged["judgments"] > 0 and in_db == acknowledged["judgments"],
                   f"{in_db} in DB / {acknowledged['judgments']} acknowledged")
     if acknowledged["exhausted"]:
         outcome.notes.append(f"{acknowledged['exhausted']} annotators ran out of items")

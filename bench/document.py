@@ -75,6 +75,15 @@ def render(document: dict) -> str:
     total = sum(b.get("seconds", 0) for b in document.get("benchmarks", []))
     lines += ["", f"Sum of the benchmarks' wall times: {total / 60:.1f} min (plus about 15 s "
               "to create and migrate the database).", ""]
+    run = document.get("last_run")
+    if run:
+        others = [b["name"] for b in document.get("benchmarks", [])
+                  if b.get("run_id") != run.get("id")]
+        lines += [f"Last run {run['id']}: {', '.join(run['benchmarks'])} in one process, "
+                  f"{run['wall_s'] / 60:.1f} min wall time including database setup"
+                  + (" (quick mode)" if run.get("quick") else "") + "."
+                  + (f" Merged from earlier runs: {', '.join(others)}." if others else
+                     " Every row above comes from this run."), ""]
     for b in document.get("benchmarks", []):
         lines += [f"### {b['name']}: {b['title']}", ""]
         lines += [f"Run {b['started_at']} on {b['database']}"

@@ -203,9 +203,12 @@ def table(results: Sequence[Result]) -> str:
     return "\n".join(lines)
 
 
-def merge_results(path: Path, results: Sequence[Result], machine: dict) -> dict:
+def merge_results(path: Path, results: Sequence[Result], machine: dict,
+                  run: dict | None = None) -> dict:
     """results.json keeps the latest result of every benchmark: a run of one (`B=name`)
-    replaces that benchmark's entry and keeps the others."""
+    replaces that benchmark's entry and keeps the others. `run` describes the invocation that
+    produced `results` ({"id", "benchmarks", "wall_s"}); each entry keeps its run id, so the
+    document can tell numbers measured side by side from ones merged from earlier runs."""
     previous: dict = {}
     if path.is_file():
         try:
@@ -214,13 +217,14 @@ def merge_results(path: Path, results: Sequence[Result], machine: dict) -> dict:
             previous = {}
     by_name = {b["name"]: b for b in previous.get("benchmarks", []) if isinstance(b, dict)}
     for result in results:
-        by_name[result.name] = asdict(result)
+        by_name[result.name] = asdict(result) | ({"run_id": run["id"]} if run else {})
     from . import registry
 
     order = {name: n for n, name in enumerate(registry.names())}
     document = {
         "written_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "machine": machine,
+        "last_run": run or previous.get("last_run"),
         "benchmarks": sorted(by_name.values(), key=lambda b: order.get(b["name"], 99)),
     }
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -73,8 +73,10 @@ def test_a_single_benchmark_run_replaces_its_entry_and_keeps_the_others(tmp_path
             return outcome
         return run_one(Benchmark(name, name, "t", run), ctx)
 
-    merge_results(path, [make("reports", 1), make("publishing", 2)], {"cpus": 2})
-    document = merge_results(path, [make("reports", 9)], {"cpus": 2})
+    first_run = {"id": "run-1", "benchmarks": ["reports", "publishing"], "wall_s": 60.0}
+    merge_results(path, [make("reports", 1), make("publishing", 2)], {"cpus": 2}, first_run)
+    second_run = {"id": "run-2", "benchmarks": ["reports"], "wall_s": 30.0}
+    document = merge_results(path, [make("reports", 9)], {"cpus": 2}, second_run)
     on_disk = json.loads(path.read_text())
     assert on_disk == json.loads(json.dumps(document, default=str))
     by_name = {b["name"]: b for b in on_disk["benchmarks"]}
@@ -86,6 +88,11 @@ def test_a_single_benchmark_run_replaces_its_entry_and_keeps_the_others(tmp_path
     text = render(on_disk)
     assert "## Method" in text and "❌ miss" in text and "value small" in text
     assert "Reports:" in text  # the benchmark module's docstring explains how it is measured
+    # Numbers measured in another run than the last are named as such.
+    assert on_disk["last_run"] == second_run
+    assert (by_name["reports"]["run_id"], by_name["publishing"]["run_id"]) == ("run-2", "run-1")
+    assert "Last run run-2: reports in one process, 0.5 min" in text
+    assert "Merged from earlier runs: publishing." in text
 
 
 def test_every_registered_benchmark_has_a_docstring_and_a_target():
@@ -129,6 +136,8 @@ def test_quick_run_of_every_benchmark_end_to_end(tmp_path, shared_data):
     assert by_name["lerc_training"]["numbers"]["cpu"]["examples_per_s"] > 0
     document = (tmp_path / "PERFORMANCE.md").read_text()
     assert "quick mode: plumbing only" in document
+    assert results["last_run"]["benchmarks"] == registry.names()
+    assert "Every row above comes from this run." in document
     assert all(f"### {name}" in document for name in registry.names())
 
 
