@@ -18,6 +18,7 @@ from annotation.models import AssignmentItem, Judgment, TaskKind
 from annotation.services.access import assignment_token_make
 from annotation.services.assignments import NoItemsAvailable, assignment_start
 from tests.annotator.conftest import make_task
+from tests.conftest import IN_CI
 from tests.factories import make_worker
 
 pytestmark = [pytest.mark.reliability, pytest.mark.django_db(transaction=True)]
@@ -29,7 +30,8 @@ N_WORKERS = 8
 def _shared_database():
     # Threads and the live server need one database they all see; in-memory SQLite is private.
     if connection.vendor == "sqlite" and not os.environ.get("QAJ_TEST_DB_NAME"):
-        pytest.skip("needs a file-based SQLite test database (QAJ_TEST_DB_NAME) or PostgreSQL")
+        (pytest.fail if IN_CI else pytest.skip)(
+            "needs a file-based SQLite test database (QAJ_TEST_DB_NAME) or PostgreSQL")
 
 
 def _race(fn, n: int) -> list:

@@ -22,6 +22,7 @@ from annotation.models import (
 )
 from annotation.services.review import stage_sync_and_review
 from annotation.services.stages import stage_publish
+from tests.conftest import IN_CI
 from tests.factories import make_stage
 
 from .workers_sim import gold_score, mturk_worker_submits
@@ -82,7 +83,8 @@ def _kill_when_stalled(server, operation: str, stage_id: int) -> None:
 @pytest.fixture(autouse=True)
 def _shared_database():
     if connection.vendor == "sqlite" and not os.environ.get("QAJ_TEST_DB_NAME"):
-        pytest.skip("needs a file-based SQLite test database (QAJ_TEST_DB_NAME) or PostgreSQL")
+        (pytest.fail if IN_CI else pytest.skip)(
+            "needs a file-based SQLite test database (QAJ_TEST_DB_NAME) or PostgreSQL")
 
 
 def test_sync_killed_during_approval_and_bonus_repeats_nothing(mturk_server, likert_study,
