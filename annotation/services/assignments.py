@@ -178,12 +178,16 @@ def practice_items_for_stage(*, stage: Stage, worker: Worker | None = None) -> Q
     return qs
 
 
-def _annotate_deficit(qs: QuerySet[Item], stage: Stage) -> QuerySet[Item]:
+def _annotate_deficit(qs: QuerySet[Item], stage: Stage,
+                      exclude_assignment_id: int | None = None) -> QuerySet[Item]:
     judged = (
         Judgment.objects.filter(stage=stage, item=OuterRef("pk"))
         .order_by().values("item").annotate(n=Count("pk")).values("n")
     )
-    live_ids = _live_assignments(stage).values("pk")
+    live = _live_assignments(stage)
+    if exclude_assignment_id is not None:
+        live = live.exclude(pk=exclude_assignment_id)
+    live_ids = live.values("pk")
     held = (
         AssignmentItem.objects.filter(item=OuterRef("pk"), assignment_id__in=live_ids)
         .filter(~Exists(Judgment.objects.filter(
@@ -454,7 +458,12 @@ def assignment_start(*, stage: Stage, worker: Worker, hit: Hit | None = None,
             existing = existing.filter(hit=hit)
         found = existing.order_by("pk").first()
         if found is not None:
-            return _reopen(found, worker)
+            found.stage = stage
+            reopened = _reopen(found, worker)
+            if _is_late(reopened):
+                # Reopening brings it back to life; remember that its items were free meanwhile.
+                _flag_late(reopened)
+            return reopened
     elif hit is None:
         unfinished = _live_assignments(stage).filter(worker=worker, hit__isnull=True)\
             .order_by("-pk").first()
@@ -513,15 +522,81 @@ def _lock_assignment(pk: int) -> Assignment:
     return Assignment.objects.select_for_update().select_related("stage__project").get(pk=pk)
 
 
-def _locked_open(assignment: Assignment) -> Assignment:
+# Server state key: when the assignment was first seen timed out. Kept so that an autosave that
+# brings it back to life does not hide that its items may have gone to other workers meanwhile.
+LATE_KEY = "timed_out_at"
+TIMED_OUT_MESSAGE = ("This assignment timed out and its items may have gone to other workers. "
+                     "Submit your answers now: those still needed will be kept.")
+
+
+def _is_late(assignment: Assignment, now: datetime | None = None) -> bool:
+    """Timed out (released by the beat task, flagged earlier, or idle past the project's
+    timeout) while its items were free for others. Assignments of a provider HIT follow the
+    provider's own duration and are never late here."""
+    if assignment.hit_id is not None:
+        return False
+    if assignment.status == AssignmentStatus.RETURNED or _server_state(assignment).get(LATE_KEY):
+        return True
+    seen = assignment.last_seen_at or assignment.started_at
+    return (assignment.status == AssignmentStatus.IN_PROGRESS
+            and seen < _cutoff(assignment.stage.project, now))
+
+
+def _flag_late(assignment: Assignment) -> None:
+    state = _server_state(assignment)
+    if state.get(LATE_KEY):
+        return
+    state[LATE_KEY] = timezone.now().isoformat()
+    assignment.draft = {**(assignment.draft or {}), SERVER_DRAFT_KEY: state}
+    Assignment.objects.filter(pk=assignment.pk).update(draft=assignment.draft)
+
+
+def _locked_open(assignment: Assignment, *, allow_late: bool = False) -> Assignment:
+    """The assignment, locked, if it can still be worked on. `allow_late`: a timed-out
+    assignment (not a HIT's) may still save its draft and give answers; the answers are checked
+    against the redundancy when they are stored (`_filled_since_timeout`)."""
     fresh = _lock_assignment(assignment.pk)
-    if fresh.status != AssignmentStatus.IN_PROGRESS:
+    if fresh.status in FINISHED_STATUSES:
+        raise AssignmentClosed("This assignment was already submitted.", assignment=fresh)
+    if fresh.status != AssignmentStatus.IN_PROGRESS and not (allow_late and _is_late(fresh)):
         raise AssignmentClosed(
-            "This assignment was already submitted." if fresh.status in FINISHED_STATUSES
+            TIMED_OUT_MESSAGE if fresh.status == AssignmentStatus.RETURNED and fresh.hit_id is None
             else "This assignment was returned or has expired; reload the page for new items.",
             assignment=fresh,
         )
+    if fresh.status == AssignmentStatus.IN_PROGRESS and _is_late(fresh):
+        _flag_late(fresh)
     return fresh
+
+
+def _filled_since_timeout(*, assignment: Assignment, rows: list[AssignmentItem]) -> set[int]:
+    """Items of a late assignment that no longer need a judgment in the stage: other workers
+    were given (or judged) them after the timeout and reached the target. Practice and gold
+    items, and qualification/practice stages, have no cap. The item rows are locked (waiting,
+    not skipping: the answer is already given) and the deficit counted after the lock, as
+    `items_pick_next` does, so a late submit and an allocator never both take the last slot."""
+    stage = assignment.stage
+    if not _mixes_in_extras(stage):
+        return set()
+    ids = [row.item_id for row in rows if not (row.item.is_practice or row.item.is_gold_check)]
+    if not ids:
+        return set()
+    _take_sqlite_write_lock(stage)
+    if connection.features.has_select_for_update:
+        list(Item.objects.select_for_update().filter(pk__in=ids).order_by("pk")
+             .values_list("pk", flat=True))
+    counted = _annotate_deficit(Item.objects.filter(pk__in=ids), stage,
+                                exclude_assignment_id=assignment.pk)
+    return {item.pk for item in counted if item.deficit <= 0}
+
+
+def _filled_message(rows: list[AssignmentItem]) -> str:
+    numbers = ", ".join(str(row.position + 1) for row in rows)
+    which = f"item {numbers}" if len(rows) == 1 else f"items {numbers}"
+    return (f"Your assignment timed out, and {which} has since been judged by enough other "
+            f"workers, so your answer to it could not be stored." if len(rows) == 1 else
+            f"Your assignment timed out, and {which} have since been judged by enough other "
+            f"workers, so your answers to them could not be stored.")
 
 
 @transaction.atomic
@@ -533,7 +608,7 @@ def assignment_save_draft(*, assignment: Assignment, draft: dict) -> Assignment:
         raise SubmissionInvalid({"__all__": ["The draft must be an object."]})
     if len(json.dumps(draft)) > MAX_DRAFT_BYTES:
         raise SubmissionInvalid({"__all__": ["The draft is too large."]})
-    assignment = _locked_open(assignment)
+    assignment = _locked_open(assignment, allow_late=True)
     own = {key: value for key, value in draft.items() if key != SERVER_DRAFT_KEY}
     if SERVER_DRAFT_KEY in (assignment.draft or {}):
         own[SERVER_DRAFT_KEY] = assignment.draft[SERVER_DRAFT_KEY]
@@ -601,7 +676,7 @@ def _clean_client_meta(client_meta: Any) -> dict:
 def assignment_record_guess(*, assignment: Assignment, item: Item | int, answer: dict) -> str:
     """Pilot page 1: lock the guess made before reading (returns it as a role letter). The
     paragraph is only revealed after this, and the guess cannot be changed afterwards."""
-    assignment = _locked_open(assignment)
+    assignment = _locked_open(assignment, allow_late=True)
     row = _assignment_item(assignment, getattr(item, "pk", item))
     state = _server_state(assignment)
     guesses = dict(state.get("guesses") or {})
@@ -624,11 +699,13 @@ def assignment_confirm_item(*, assignment: Assignment, item: Item | int, answer:
     """Store one item's judgment before the rest of the assignment (STARC QA, guessing and
     pilot modes show feedback or the next page after it). Idempotent: a second confirmation of
     the same item returns the first judgment unchanged."""
-    assignment = _locked_open(assignment)
+    assignment = _locked_open(assignment, allow_late=True)
     row = _assignment_item(assignment, getattr(item, "pk", item))
     existing = Judgment.objects.filter(assignment=assignment, item_id=row.item_id).first()
     if existing is not None:
         return existing
+    if _is_late(assignment) and _filled_since_timeout(assignment=assignment, rows=[row]):
+        raise AssignmentClosed(_filled_message([row]), assignment=assignment)
     locked_guess = (_server_state(assignment).get("guesses") or {}).get(str(row.item_id))
     try:
         fields = clean_answer(rules=answer_rules(assignment.stage.project), answer=answer,
@@ -648,9 +725,21 @@ def assignment_confirm_item(*, assignment: Assignment, item: Item | int, answer:
     return judgment
 
 
+class SubmittedJudgments(list):
+    """`assignment_submit`'s result: the assignment's judgments; after a late submit also
+    `refused` (item id -> message) for the answers that could not be stored because other
+    workers filled those items after the timeout, and `message` saying so."""
+
+    def __init__(self, judgments, *, refused: dict[str, list[str]] | None = None,
+                 message: str = ""):
+        super().__init__(judgments)
+        self.refused = refused or {}
+        self.message = message
+
+
 @transaction.atomic
 def assignment_submit(*, assignment: Assignment, answers: list[dict],
-                      client_meta: dict | None = None) -> list[Judgment]:
+                      client_meta: dict | None = None) -> SubmittedJudgments:
     """Store the judgments of every item of the assignment at once and mark it submitted.
 
     `answers` holds one dict per item (`{"item": id, ...}`, shown labels, see
@@ -658,11 +747,17 @@ def assignment_submit(*, assignment: Assignment, answers: list[dict],
     every remaining item is valid and all are stored, or nothing is (SubmissionInvalid names
     each item that needs attention). A second submit stores nothing and returns the judgments
     of the first.
+
+    A late submit (the assignment timed out, so its items were free for others) stores the
+    answers to the items that still need judgments and refuses, by item, those others have
+    filled meanwhile (`SubmittedJudgments.refused`); if none can be stored it is refused
+    (AssignmentClosed) naming the items.
     """
     locked = _lock_assignment(assignment.pk)
     if locked.status in FINISHED_STATUSES:
-        return list(locked.judgments.order_by("pk"))
-    if locked.status != AssignmentStatus.IN_PROGRESS:
+        return SubmittedJudgments(locked.judgments.order_by("pk"))
+    late = _is_late(locked)
+    if locked.status != AssignmentStatus.IN_PROGRESS and not late:
         raise AssignmentClosed(
             "This assignment was returned or has expired; reload the page for new items.",
             assignment=locked,
@@ -696,11 +791,15 @@ def assignment_submit(*, assignment: Assignment, answers: list[dict],
             continue
         given[item_id] = answer
 
+    filled = _filled_since_timeout(
+        assignment=assignment, rows=[row for row in rows if row.item_id not in done]
+    ) if late else set()
+    filled_rows = [row for row in rows if row.item_id in filled]
     guesses = _server_state(assignment).get("guesses") or {}
     judgments: list[Judgment] = []
     meta = _clean_client_meta(client_meta)
     for row in rows:
-        if row.item_id in done:
+        if row.item_id in done or row.item_id in filled:
             continue
         if row.item_id not in given:
             errors.setdefault(str(row.item_id), []).append("Answer this item.")
@@ -715,6 +814,10 @@ def assignment_submit(*, assignment: Assignment, answers: list[dict],
         judgments.append(_judgment(assignment, row, fields, meta))
     if errors:
         raise SubmissionInvalid(errors)
+    message = _filled_message(filled_rows) if filled_rows else ""
+    if filled_rows and not judgments and not done:
+        raise AssignmentClosed(message + " Nothing was stored; thank you for your time.",
+                               assignment=assignment)
     try:
         with transaction.atomic():
             # One INSERT for the page (Judgment.save adds nothing to a plain insert).
@@ -725,7 +828,8 @@ def assignment_submit(*, assignment: Assignment, answers: list[dict],
         if fresh.status in FINISHED_STATUSES or Judgment.objects.filter(
             assignment=assignment
         ).count() == len(rows):
-            return list(Judgment.objects.filter(assignment=assignment).order_by("pk"))
+            return SubmittedJudgments(Judgment.objects.filter(assignment=assignment)
+                                      .order_by("pk"))
         raise SubmissionInvalid(
             {"__all__": ["Some of these items were already judged by you in this stage."]}
         ) from None
@@ -734,12 +838,22 @@ def assignment_submit(*, assignment: Assignment, answers: list[dict],
     assignment.submitted_at = timezone.now()
     assignment.last_seen_at = assignment.submitted_at
     assignment.completion_code = _completion_code(assignment.stage)
-    assignment.save(update_fields=["status", "submitted_at", "last_seen_at", "completion_code"])
+    fields = ["status", "submitted_at", "last_seen_at", "completion_code"]
+    if late:
+        # The researcher sees in review why the assignment has fewer judgments than items.
+        note = "Submitted after the timeout. " + message if message else \
+            "Submitted after the timeout; every answer was still needed."
+        assignment.review_note = "\n".join(p for p in (assignment.review_note, note) if p)
+        fields.append("review_note")
+    assignment.save(update_fields=fields)
     # Qualification stages are graded at once (annotation/services/qualification.py).
     from .qualification import qualification_grade_on_submit
 
     qualification_grade_on_submit(assignment=assignment)
-    return list(Judgment.objects.filter(assignment=assignment).order_by("pk"))
+    return SubmittedJudgments(
+        Judgment.objects.filter(assignment=assignment).order_by("pk"),
+        refused={str(row.item_id): [message] for row in filled_rows}, message=message,
+    )
 
 
 def _completion_code(stage: Stage) -> str:
@@ -796,6 +910,7 @@ __all__ = [
     "QualificationRequired",
     "StageNotOpen",
     "SubmissionInvalid",
+    "SubmittedJudgments",
     "WorkerBlocked",
     "assignment_confirm_item",
     "assignment_feedback",

@@ -273,6 +273,7 @@
     saveLocal();
     return post(cfg.endpoints.autosave, { draft: state }).then(({ status, data }) => {
       if (data.ok) {
+        lastSaved = Date.now();
         saveStatus.textContent = "All answers saved";
         saveStatus.classList.remove("offline");
       } else if (status === 409 || status === 403) {
@@ -285,6 +286,24 @@
       saveStatus.classList.add("offline");
       retryTimer = setTimeout(saveNow, 5000);
     });
+  }
+
+  // --- Heartbeat ------------------------------------------------------------------------------
+  // Reading a long passage changes no input, and an assignment idle for the project's timeout
+  // loses its items to other workers. While the page is visible (and someone is at it) an
+  // autosave every few minutes keeps it; a tab left open and untouched for long stops pinging.
+  const HEARTBEAT_MS = 2 * 60 * 1000;
+  const IDLE_LIMIT_MS = 30 * 60 * 1000;
+  let lastSaved = Date.now();
+  let lastActivity = Date.now();
+  ["keydown", "pointerdown", "pointermove", "wheel", "scroll", "touchstart"].forEach((type) => {
+    window.addEventListener(type, () => { lastActivity = Date.now(); }, { passive: true, capture: true });
+  });
+  function heartbeat() {
+    if (cfg.preview || document.visibilityState !== "visible") return;
+    if (Date.now() - lastActivity > IDLE_LIMIT_MS) return;
+    if (Date.now() - lastSaved < HEARTBEAT_MS * 0.9) return; // an autosave just did it
+    saveNow();
   }
 
   // --- A/B helpers ----------------------------------------------------------------------------
@@ -490,7 +509,22 @@
       if (data.ok) {
         try { localStorage.removeItem(cfg.storage_key); } catch (e) { /* ignore */ }
         // The page's own URL carries turkSubmitTo for MTurk; the server's copy is the fallback.
-        window.location.assign(cfg.complete_url || data.complete_url);
+        const done = cfg.complete_url || data.complete_url;
+        // A late submit: items other workers filled after the timeout were not stored. Say
+        // which before leaving the page.
+        const refused = Object.keys(data.refused || {}).filter((k) => byId[k]);
+        if (refused.length) {
+          refused.forEach((k) => showError(k, data.refused[k]));
+          showSummary(refused, `${data.refused[refused[0]][0]} Your other answers are saved.`);
+          const link = document.createElement("a");
+          link.href = done;
+          link.className = "continue";
+          link.textContent = "Continue";
+          formErrors.appendChild(link);
+          if (submitRow) submitRow.hidden = true;
+          return;
+        }
+        window.location.assign(done);
         return;
       }
       submitButton.disabled = false;
@@ -644,5 +678,7 @@
     updateProgress();
   }
   window.addEventListener("pagehide", () => { snapshot(); saveLocal(); });
+  setInterval(heartbeat, HEARTBEAT_MS);
+  document.addEventListener("visibilitychange", heartbeat);
   window.addEventListener("online", () => { if (saveStatus.classList.contains("offline")) saveNow(); });
 })();

@@ -373,3 +373,24 @@ def test_prolific_participant_is_sent_back_with_the_completion_code(live_server,
     assert landed and landed[0].endswith("?cc=CODEB7")
     assert Assignment.objects.get(external_id="SB1").completion_code == "CODEB7"
     assert [j.score for j in Judgment.objects.order_by("item_id")] == [1.0, 2.0, 3.0]
+
+
+def test_visible_page_sends_a_heartbeat_without_any_input(live_server, page):
+    """A worker reading a long passage changes no input; the page still keeps the assignment
+    alive (page.clock fast-forwards the page's timers, not the server's clock)."""
+    import time
+
+    project, stage, items = make_task(TaskKind.LIKERT, group="p1")
+    page.clock.install()
+    open_inhouse(page, live_server, project)
+    assignment = Assignment.objects.get()
+    first_seen = assignment.last_seen_at
+    assert assignment.draft == {}
+    page.clock.fast_forward("02:30")
+    for _ in range(100):
+        assignment.refresh_from_db()
+        if assignment.last_seen_at != first_seen:
+            break
+        time.sleep(0.1)
+    assert assignment.last_seen_at > first_seen
+    assert "answers" in assignment.draft  # the ping is an autosave of the (empty) draft

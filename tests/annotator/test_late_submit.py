@@ -1,0 +1,217 @@
+"""Timed-out assignments: answers given after the timeout are kept when their items still need
+judgments and refused, by item, when other workers filled them meanwhile — never lost silently,
+never beyond the redundancy."""
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from annotation.models import (
+    Assignment,
+    AssignmentStatus,
+    ExperimentMode,
+    Judgment,
+    StageKind,
+    StageStatus,
+    TaskKind,
+)
+from annotation.services.assignments import (
+    AssignmentClosed,
+    assignment_confirm_item,
+    assignment_release_abandoned,
+    assignment_save_draft,
+    assignment_start,
+    assignment_submit,
+)
+from tests.annotator.conftest import make_task
+from tests.factories import make_hit, make_item, make_stage, make_worker
+
+pytestmark = pytest.mark.django_db
+
+
+def _idle(assignment, minutes=45):
+    past = timezone.now() - timedelta(minutes=minutes)
+    Assignment.objects.filter(pk=assignment.pk).update(last_seen_at=past, started_at=past)
+
+
+def _answers(items, score=4):
+    return [{"item": item.pk, "score": score} for item in items]
+
+
+def _judgments_per_item(stage):
+    counts: dict[int, int] = {}
+    for item_id in Judgment.objects.filter(stage=stage).values_list("item_id", flat=True):
+        counts[item_id] = counts.get(item_id, 0) + 1
+    return counts
+
+
+@pytest.mark.parametrize("released_by_beat", [False, True])
+def test_late_submit_keeps_needed_answers_and_refuses_filled_items_by_name(released_by_beat):
+    project, stage, items = make_task(TaskKind.LIKERT, n_items=3, group="",
+                                      redundancy={"default": 1}, assignment_timeout_minutes=30)
+    late = assignment_start(stage=stage, worker=make_worker())
+    _idle(late)
+    if released_by_beat:
+        assert assignment_release_abandoned() == 1
+    # Another worker is given the freed items and judges the first two.
+    other = assignment_start(stage=stage, worker=make_worker())
+    assert set(other.items.all()) == set(items)
+    assignment_confirm_item(assignment=other, item=items[0], answer={"score": 2})
+    assignment_confirm_item(assignment=other, item=items[1], answer={"score": 2})
+    # Held by the other's live assignment, not judged: still taken.
+    # Give the third back: the other worker's assignment times out too.
+    _idle(other)
+
+    judgments = assignment_submit(assignment=late, answers=_answers(items))
+    assert [j.item_id for j in judgments] == [items[2].pk]
+    assert set(judgments.refused) == {str(items[0].pk), str(items[1].pk)}
+    assert "items 1, 2" in judgments.message and "could not be stored" in judgments.message
+    late.refresh_from_db()
+    assert late.status == AssignmentStatus.SUBMITTED and late.completion_code
+    assert "items 1, 2" in late.review_note
+    assert max(_judgments_per_item(stage).values()) == 1  # never beyond the redundancy
+    # Idempotent: a second submit returns the stored judgments.
+    assert [j.pk for j in assignment_submit(assignment=late, answers=_answers(items))] == \
+        [j.pk for j in judgments]
+
+
+def test_late_submit_with_every_item_still_needed_is_accepted_whole():
+    project, stage, items = make_task(TaskKind.LIKERT, n_items=3, group="",
+                                      redundancy={"default": 2}, assignment_timeout_minutes=30)
+    late = assignment_start(stage=stage, worker=make_worker())
+    _idle(late)
+    assignment_release_abandoned()
+    judgments = assignment_submit(assignment=late, answers=_answers(items))
+    assert len(judgments) == 3 and judgments.refused == {}
+    late.refresh_from_db()
+    assert late.status == AssignmentStatus.SUBMITTED
+
+
+def test_late_submit_of_only_filled_items_is_refused_naming_them():
+    project, stage, items = make_task(TaskKind.LIKERT, n_items=2, group="",
+                                      redundancy={"default": 1}, assignment_timeout_minutes=30)
+    late = assignment_start(stage=stage, worker=make_worker())
+    _idle(late)
+    other = assignment_start(stage=stage, worker=make_worker())  # live: holds both items
+    with pytest.raises(AssignmentClosed) as exc:
+        assignment_submit(assignment=late, answers=_answers(items))
+    assert "items 1, 2" in exc.value.message and not exc.value.finished
+    assert Judgment.objects.count() == 0
+    assignment_submit(assignment=other, answers=_answers(items))
+    assert Judgment.objects.count() == 2
+
+
+def test_autosave_revives_a_timed_out_assignment_but_submit_still_rechecks():
+    project, stage, items = make_task(TaskKind.LIKERT, n_items=2, group="",
+                                      redundancy={"default": 1}, assignment_timeout_minutes=30)
+    late = assignment_start(stage=stage, worker=make_worker())
+    _idle(late)
+    other = assignment_start(stage=stage, worker=make_worker())
+    # The late page autosaves: the draft is kept and the assignment is live again...
+    assignment_save_draft(assignment=late, draft={"answers": {"x": 1}})
+    late.refresh_from_db()
+    assert late.draft["answers"] == {"x": 1} and late.status == AssignmentStatus.IN_PROGRESS
+    # ...but the items went to `other` meanwhile: the submit sees it.
+    with pytest.raises(AssignmentClosed):
+        assignment_submit(assignment=late, answers=_answers(items))
+    assert len(assignment_submit(assignment=other, answers=_answers(items))) == 2
+
+
+def test_returned_assignment_can_still_autosave_its_draft():
+    project, stage, items = make_task(TaskKind.LIKERT, n_items=1, assignment_timeout_minutes=30)
+    late = assignment_start(stage=stage, worker=make_worker())
+    _idle(late)
+    assignment_release_abandoned()
+    assignment_save_draft(assignment=late, draft={"answers": {"1": {"score": 3}}})
+    late.refresh_from_db()
+    assert late.status == AssignmentStatus.RETURNED and late.draft["answers"]
+
+
+def test_late_confirm_of_a_filled_item_is_refused_and_of_a_needed_item_kept():
+    project, stage, items = make_task(TaskKind.MC, mode=ExperimentMode.QA, n_items=2,
+                                      redundancy={"default": 1}, assignment_timeout_minutes=30)
+    late = assignment_start(stage=stage, worker=make_worker())
+    _idle(late)
+    other = assignment_start(stage=stage, worker=make_worker())
+    assignment_confirm_item(assignment=other, item=items[0], answer={"shown_choice": "a"})
+    _idle(other)  # items[1] is free again
+    with pytest.raises(AssignmentClosed) as exc:
+        assignment_confirm_item(assignment=late, item=items[0], answer={"shown_choice": "b"})
+    assert "item 1 " in exc.value.message
+    judgment = assignment_confirm_item(assignment=late, item=items[1],
+                                       answer={"shown_choice": "b"})
+    assert judgment.pk and Judgment.objects.filter(item=items[1]).count() == 1
+
+
+def test_practice_and_gold_answers_are_kept_after_the_timeout():
+    project, stage, items = make_task(TaskKind.LIKERT, n_items=1, group="", items_per_hit=2,
+                                      redundancy={"default": 1}, assignment_timeout_minutes=30)
+    practice = make_item(project, is_practice=True)
+    late = assignment_start(stage=stage, worker=make_worker())
+    assert set(late.items.all()) == {practice, items[0]}
+    _idle(late)
+    other = assignment_start(stage=stage, worker=make_worker())
+    assignment_submit(assignment=other, answers=_answers([practice, items[0]]))
+    judgments = assignment_submit(assignment=late, answers=_answers([practice, items[0]]))
+    assert [j.item_id for j in judgments] == [practice.pk]
+    assert set(judgments.refused) == {str(items[0].pk)}
+
+
+def test_hit_assignments_follow_the_provider_and_are_never_late():
+    project, stage, items = make_task(TaskKind.LIKERT, n_items=2, redundancy={"default": 1},
+                                      assignment_timeout_minutes=30)
+    hit = make_hit(stage, items=items, external_id="HIT1")
+    first = assignment_start(stage=stage, worker=make_worker(), hit=hit, external_id="A1")
+    _idle(first)
+    assert len(assignment_submit(assignment=first, answers=_answers(items))) == 2
+
+
+def test_qualification_stage_has_no_cap_after_the_timeout():
+    project, _, items = make_task(TaskKind.LIKERT, n_items=1, redundancy={"default": 1},
+                                  assignment_timeout_minutes=30)
+    qual = make_stage(project, kind=StageKind.QUALIFICATION, status=StageStatus.PUBLISHED)
+    late = assignment_start(stage=qual, worker=make_worker())
+    _idle(late)
+    other = assignment_start(stage=qual, worker=make_worker())
+    assignment_submit(assignment=other, answers=_answers(items))
+    assert len(assignment_submit(assignment=late, answers=_answers(items))) == 1
+
+
+def test_reopening_a_timed_out_session_remembers_it_was_late():
+    project, stage, items = make_task(TaskKind.LIKERT, n_items=1, redundancy={"default": 1},
+                                      assignment_timeout_minutes=30)
+    worker = make_worker()
+    late = assignment_start(stage=stage, worker=worker, external_id="SESSION-1")
+    _idle(late)
+    other = assignment_start(stage=stage, worker=make_worker())
+    assignment_submit(assignment=other, answers=_answers(items))
+    # The participant comes back: the page is served again (last_seen_at moves on)...
+    assert assignment_start(stage=stage, worker=worker, external_id="SESSION-1") == late
+    Assignment.objects.filter(pk=late.pk).update(last_seen_at=timezone.now())
+    # ...and the submit still knows the item was filled meanwhile.
+    with pytest.raises(AssignmentClosed):
+        assignment_submit(assignment=late, answers=_answers(items))
+    assert Judgment.objects.count() == 1
+
+
+def test_submit_endpoint_names_the_refused_items(client):
+    from django.urls import reverse
+
+    from annotation.services.access import assignment_token_make
+
+    project, stage, items = make_task(TaskKind.LIKERT, n_items=2, group="",
+                                      redundancy={"default": 1}, assignment_timeout_minutes=30)
+    late = assignment_start(stage=stage, worker=make_worker())
+    _idle(late)
+    other = assignment_start(stage=stage, worker=make_worker())
+    assignment_confirm_item(assignment=other, item=items[0], answer={"score": 1})
+    _idle(other)
+    response = client.post(reverse("annotation:task-submit"),
+                           data={"answers": _answers(items)}, content_type="application/json",
+                           HTTP_X_ASSIGNMENT_TOKEN=assignment_token_make(assignment=late))
+    data = response.json()
+    assert response.status_code == 200 and data["ok"] and data["n_judgments"] == 1
+    assert list(data["refused"]) == [str(items[0].pk)]
+    assert "item 1" in data["refused"][str(items[0].pk)][0]
