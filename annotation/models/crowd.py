@@ -48,6 +48,12 @@ class WorkerQualification(models.Model):
     granted_externally = models.BooleanField(
         default=False, help_text="The provider-side qualification was granted."
     )
+    assignment = models.ForeignKey(
+        "Assignment", null=True, blank=True, on_delete=models.SET_NULL,
+        related_name="qualification_results",
+        help_text="The assignment graded. A result counts on the provider only once the "
+                  "provider has confirmed that assignment (see Assignment.provider_confirmed_at).",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -136,6 +142,12 @@ class Assignment(models.Model):
     last_seen_at = models.DateTimeField(null=True, blank=True)
     submitted_at = models.DateTimeField(null=True, blank=True)
     reviewed_at = models.DateTimeField(null=True, blank=True)
+    provider_confirmed_at = models.DateTimeField(
+        null=True, blank=True,
+        help_text="When the provider sync found this assignment in the provider's own list "
+                  "(same id, same worker). MTurk and Prolific work is approved, paid or "
+                  "counted for a qualification only once confirmed.",
+    )
 
     class Meta:
         ordering = ["-started_at", "id"]

@@ -66,6 +66,11 @@ class Stage(models.Model):
     settings = models.JSONField(
         default=dict, blank=True, help_text="Provider options (lifetime, duration, keywords ...)."
     )
+    reconciled_at = models.DateTimeField(
+        null=True, blank=True,
+        help_text="Set by the provider sync once a closed stage can receive no more "
+                  "submissions and every one is decided; until then the sync goes on.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

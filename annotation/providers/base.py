@@ -54,6 +54,14 @@ class CrowdProvider(abc.ABC):
     """One crowd platform. Methods take model instances; ids come back as strings."""
 
     name: str = ""
+    # True where the provider keeps its own list of submissions (MTurk, Prolific): a local
+    # assignment is approved, paid or counted for a qualification only once the sync found it
+    # in that list (`Assignment.provider_confirmed_at`). The task pages cannot tell a real
+    # assignment id from a made-up one; the provider's list can.
+    confirms_submissions: bool = False
+    # How long the provider deduplicates an idempotency token (MTurk: 24 hours); past this a
+    # retry must look for what the first attempt did before calling again.
+    token_dedup_window: dt.timedelta | None = None
 
     # --- money ------------------------------------------------------------------------------
     def fee_rate(self, *, max_assignments: int) -> Decimal:
@@ -62,6 +70,14 @@ class CrowdProvider(abc.ABC):
 
     def bonus_fee_rate(self) -> Decimal:
         return Decimal("0")
+
+    def assignment_fee(self, *, reward: Decimal, max_assignments: int) -> Decimal:
+        """Commission on one assignment of a HIT with this many assignments."""
+        return reward * self.fee_rate(max_assignments=max_assignments)
+
+    def bonus_fee(self, *, amount: Decimal) -> Decimal:
+        """Commission on one bonus payment."""
+        return amount * self.bonus_fee_rate()
 
     def balance(self) -> Decimal | None:
         """Money available on the account, when the provider says."""
@@ -111,6 +127,24 @@ class CrowdProvider(abc.ABC):
         """Record a qualification result where the provider can enforce it."""
         return {}
 
+    # --- reconciliation ------------------------------------------------------------------------
+    def confirmation_deadline(self, *, assignment) -> dt.datetime | None:
+        """When a locally submitted assignment must have shown up in the provider's list; past
+        it, an assignment the provider never listed is flagged (a forged or lost id). None: no
+        deadline yet (or no confirmation needed)."""
+        return None
+
+    def accepts_no_more_submissions(self, *, stage, now: dt.datetime,
+                                    active_listed: int) -> tuple[bool, str]:
+        """Whether a closed stage can still receive submissions on the provider; the reason is
+        shown while it can. `active_listed`: submissions the last sync saw still in progress."""
+        return True, ""
+
+    def bonus_payments(self, *, assignment) -> list[tuple[Decimal, str]] | None:
+        """(amount, reason) of every bonus the provider has paid for the assignment, where the
+        provider can list them (None: it cannot)."""
+        return None
+
 
 def task_url(route: str, *, stage, fallback: str) -> str:
     """Absolute URL of a task page under the public base URL (the task pages are another
@@ -130,6 +164,22 @@ def stage_description(stage) -> str:
     return stage.settings.get("description") or (
         stage.project.get_kind_display() + " — judge the quality of answers to questions."
     )
+
+
+def call_token_is_stale(*, key: str, window: dt.timedelta | None,
+                        margin: dt.timedelta = dt.timedelta(hours=1)) -> bool:
+    """Whether the recorded, not yet successful call `key` was first made so long ago that the
+    provider may have forgotten its idempotency token (MTurk keeps it 24 hours): a retry must
+    then look for what the first attempt did instead of trusting the token."""
+    if window is None:
+        return False
+    from django.utils import timezone
+
+    from annotation.models import ProviderCall, ProviderCallStatus
+
+    return ProviderCall.objects.filter(
+        key=key, created_at__lt=timezone.now() - (window - margin)
+    ).exclude(status=ProviderCallStatus.SUCCEEDED).exists()
 
 
 def stage_setting_store(stage, key: str, value: str) -> None:

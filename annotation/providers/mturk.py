@@ -8,11 +8,14 @@ Retries are ours rather than botocore's (botocore's are switched off) so there i
 place that decides what is safe to repeat: throttling ("Rate exceeded"), 5xx faults and lost
 connections are retried with exponential backoff and the SAME parameters — including the
 UniqueRequestToken, which MTurk deduplicates — so a retried CreateHIT or SendBonus never creates a
-second HIT or pays twice.
+second HIT or pays twice. MTurk remembers a token for 24 hours only: a call first made longer
+ago than that (23 hours, to be safe) looks for its result (ListHITs / ListBonusPayments) before
+it is repeated.
 """
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import logging
 import random
 import re
@@ -25,7 +28,14 @@ from xml.sax.saxutils import escape
 from django.conf import settings
 from django.utils import timezone
 
-from annotation.models import Hit, HitStatus, Provider, StageKind
+from annotation.models import (
+    Hit,
+    HitStatus,
+    Provider,
+    ProviderCall,
+    ProviderCallStatus,
+    StageKind,
+)
 from annotation.services.provider_calls import (
     ProviderCallRefused,
     new_token,
@@ -37,6 +47,7 @@ from .base import (
     PublishReport,
     Submission,
     SubmissionStatus,
+    call_token_is_stale,
     stage_description,
     stage_setting_store,
     stage_title,
@@ -57,6 +68,9 @@ EXTERNAL_QUESTION_SCHEMA = (
 HIT_ID_RE = re.compile(r"\b([A-Z0-9]{20,40})\b")
 THROTTLE_CODES = {"ThrottlingException", "Throttling", "TooManyRequestsException"}
 MAX_NOTIFY_RECIPIENTS = 100  # NotifyWorkers accepts at most 100 worker ids per call
+TOKEN_DEDUP_WINDOW = dt.timedelta(hours=24)  # how long MTurk remembers a UniqueRequestToken
+DEFAULT_LIFETIME_SECONDS = 7 * 86400
+MIN_COMMISSION = Decimal("0.01")  # MTurk's minimum fee per assignment and per bonus payment
 
 STATUS_MAP = {
     "Submitted": SubmissionStatus.SUBMITTED,
@@ -124,6 +138,20 @@ def is_duplicate_token(exc: Exception) -> bool:
     )
 
 
+def assignment_duration_seconds(stage) -> int:
+    """How long a worker has for an assignment once accepted (the HIT type's duration)."""
+    return int((stage.settings or {}).get("assignment_duration_seconds",
+                                          stage.project.assignment_timeout_minutes * 60))
+
+
+def lifetime_seconds(stage) -> int:
+    return int((stage.settings or {}).get("lifetime_seconds", DEFAULT_LIFETIME_SECONDS))
+
+
+def _digest(*parts: str) -> str:
+    return hashlib.sha256("\x00".join(parts).encode()).hexdigest()[:20]
+
+
 def external_question_xml(url: str, frame_height: int) -> str:
     return (
         f'<ExternalQuestion xmlns="{EXTERNAL_QUESTION_SCHEMA}">'
@@ -135,6 +163,8 @@ def external_question_xml(url: str, frame_height: int) -> str:
 
 class MTurkProvider(CrowdProvider):
     name = Provider.MTURK
+    confirms_submissions = True
+    token_dedup_window = TOKEN_DEDUP_WINDOW
 
     def __init__(self, client=None, *, sleep=time.sleep):
         self._client = client
@@ -171,6 +201,17 @@ class MTurkProvider(CrowdProvider):
 
     def bonus_fee_rate(self) -> Decimal:
         return Decimal("0.20")
+
+    def assignment_fee(self, *, reward: Decimal, max_assignments: int) -> Decimal:
+        # MTurk charges at least $0.01 per assignment (and per bonus payment).
+        if reward <= 0:
+            return Decimal("0")
+        return max(MIN_COMMISSION, reward * self.fee_rate(max_assignments=max_assignments))
+
+    def bonus_fee(self, *, amount: Decimal) -> Decimal:
+        if amount <= 0:
+            return Decimal("0")
+        return max(MIN_COMMISSION, amount * self.bonus_fee_rate())
 
     def balance(self) -> Decimal | None:
         # Informational: a short try, so an unreachable endpoint does not hold up the admin.
@@ -221,19 +262,30 @@ class MTurkProvider(CrowdProvider):
         if type_id:
             return type_id
         name = f"QA Judge {stage.project.slug} {stage.name} #{stage.pk}"[:120]
-        try:
-            response = self.call(
-                "create_qualification_type",
-                Name=name,
-                Keywords="qa judge, qualification",
-                Description=f"Result of the qualification for {stage.project.title}"[:2000],
-                QualificationTypeStatus="Active",
-            )
-            type_id = response["QualificationType"]["QualificationTypeId"]
-        except Exception as exc:
-            if not is_duplicate_token(exc):
-                raise
-            type_id = self._find_qualification_type(name)
+
+        def create(_token: str) -> dict:
+            try:
+                response = self.call(
+                    "create_qualification_type",
+                    Name=name,
+                    Keywords="qa judge, qualification",
+                    Description=f"Result of the qualification for {stage.project.title}"[:2000],
+                    QualificationTypeStatus="Active",
+                )
+                return {"QualificationTypeId":
+                        response["QualificationType"]["QualificationTypeId"]}
+            except Exception as exc:
+                if not is_duplicate_token(exc):
+                    raise
+                # Made by an earlier attempt whose answer was lost: the name is ours.
+                return {"QualificationTypeId": self._find_qualification_type(name),
+                        "found_by": "ListQualificationTypes"}
+
+        type_id = provider_call_run(
+            provider=Provider.MTURK, operation="CreateQualificationType",
+            key=f"mturk:qualification-type:{stage.pk}", call_fn=create, stage=stage,
+            request={"Name": name},
+        )["QualificationTypeId"]
         stage_setting_store(stage, "mturk_qualification_type_id", type_id)
         return type_id
 
@@ -258,18 +310,22 @@ class MTurkProvider(CrowdProvider):
         options = stage.settings or {}
         params = {
             "AutoApprovalDelayInSeconds": int(options.get("auto_approval_delay_seconds", 3 * 86400)),
-            "AssignmentDurationInSeconds": int(
-                options.get("assignment_duration_seconds",
-                            stage.project.assignment_timeout_minutes * 60)
-            ),
+            "AssignmentDurationInSeconds": assignment_duration_seconds(stage),
             "Reward": f"{Decimal(str(stage.reward)):.2f}",
             "Title": stage_title(stage)[:128],
             "Keywords": options.get("keywords", "question answering, reading, evaluation, judgment"),
             "Description": stage_description(stage)[:2000],
             "QualificationRequirements": self.qualification_requirements(stage),
         }
-        # CreateHITType is idempotent on MTurk's side: the same parameters give the same id.
-        type_id = self.call("create_hit_type", **params)["HITTypeId"]
+        # CreateHITType is idempotent on MTurk's side: the same parameters give the same id, so
+        # a retry of a lost answer is harmless; the row records what was asked for.
+        type_id = provider_call_run(
+            provider=Provider.MTURK, operation="CreateHITType",
+            key=f"mturk:hit-type:{stage.pk}",
+            call_fn=lambda _token: {"HITTypeId": self.call("create_hit_type", **params)[
+                "HITTypeId"]},
+            stage=stage, request={"Reward": params["Reward"], "Title": params["Title"]},
+        )["HITTypeId"]
         stage_setting_store(stage, "mturk_hit_type_id", type_id)
         return type_id
 
@@ -298,10 +354,20 @@ class MTurkProvider(CrowdProvider):
             # Stored (and committed, outside a transaction) BEFORE the call.
             hit.unique_request_token = new_token(f"qaj-hit-{hit.pk}")
             hit.save(update_fields=["unique_request_token"])
-        lifetime = int(hit.stage.settings.get("lifetime_seconds", 7 * 86400))
+        lifetime = lifetime_seconds(hit.stage)
         duplicate = {"seen": False}
+        key = f"mturk:hit-create:{hit.pk}"
+        # MTurk forgets a token after 24 hours: a first attempt older than that may have made
+        # the HIT without MTurk recognising the token any more, so look before creating.
+        stale = call_token_is_stale(key=key, window=self.token_dedup_window)
 
         def create(token: str) -> dict:
+            if stale:
+                found = self._find_hit_by_annotation(token)
+                if found is not None:
+                    duplicate["seen"] = True
+                    return {"HITId": found["HITId"], "Expiration": found.get("Expiration"),
+                            "duplicate": True, "found_by": "ListHITs"}
             try:
                 response = self.call(
                     "create_hit_with_hit_type",
@@ -325,7 +391,7 @@ class MTurkProvider(CrowdProvider):
         response = provider_call_run(
             provider=Provider.MTURK,
             operation="CreateHITWithHITType",
-            key=f"mturk:hit-create:{hit.pk}",
+            key=key,
             token=hit.unique_request_token,
             call_fn=create,
             stage=hit.stage,
@@ -350,20 +416,41 @@ class MTurkProvider(CrowdProvider):
                 continue
             if found.get("RequesterAnnotation") in (token, None, ""):
                 return found["HITId"]
+        found = self._find_hit_by_annotation(token)
+        if found is None:
+            raise ProviderCallRefused(f"MTurk reports token {token} used but no HIT has it")
+        return found["HITId"]
+
+    def _find_hit_by_annotation(self, token: str) -> dict | None:
+        """The HIT whose RequesterAnnotation is `token` (every HIT we create carries its
+        token there), paging through ListHITs; None when there is none."""
         params: dict[str, Any] = {"MaxResults": 100}
         while True:
             page = self.call("list_hits", **params)
             for found in page.get("HITs", []):
                 if found.get("RequesterAnnotation") == token:
-                    return found["HITId"]
+                    return found
             if not page.get("NextToken"):
-                raise ProviderCallRefused(f"MTurk reports token {token} used but no HIT has it")
+                return None
             params["NextToken"] = page["NextToken"]
+
+    def _update_expiration(self, hit: Hit, when: dt.datetime, why: str) -> None:
+        # Recorded like every side effect; each expire/extend is its own call (a new key), and
+        # repeating one is harmless (it sets the same time again).
+        def update(_token: str) -> dict:
+            self.call("update_expiration_for_hit", HITId=hit.external_id, ExpireAt=when)
+            return {"ExpireAt": when.isoformat()}
+
+        provider_call_run(
+            provider=Provider.MTURK, operation="UpdateExpirationForHIT",
+            key=f"mturk:expiration:{hit.pk}:{why}:{new_token('x')}", call_fn=update,
+            stage=hit.stage, hit=hit, request={"ExpireAt": when.isoformat(), "why": why},
+        )
 
     def expire_stage(self, *, stage) -> None:
         past = timezone.now() - dt.timedelta(minutes=1)  # a time in the past expires at once
         for hit in stage.hits.filter(status=HitStatus.OPEN).exclude(external_id=""):
-            self.call("update_expiration_for_hit", HITId=hit.external_id, ExpireAt=past)
+            self._update_expiration(hit, past, "expire")
             hit.status = HitStatus.EXPIRED
             hit.expires_at = past
             hit.save(update_fields=["status", "expires_at"])
@@ -373,7 +460,7 @@ class MTurkProvider(CrowdProvider):
         for hit in stage.hits.filter(status__in=[HitStatus.OPEN, HitStatus.EXPIRED]).exclude(
             external_id=""
         ):
-            self.call("update_expiration_for_hit", HITId=hit.external_id, ExpireAt=until)
+            self._update_expiration(hit, until, "extend")
             hit.status = HitStatus.OPEN
             hit.expires_at = until
             hit.save(update_fields=["status", "expires_at"])
@@ -402,6 +489,49 @@ class MTurkProvider(CrowdProvider):
                 )
             if not page.get("NextToken"):
                 return
+            params["NextToken"] = page["NextToken"]
+
+    # --- reconciliation ------------------------------------------------------------------------
+    def confirmation_deadline(self, *, assignment) -> dt.datetime | None:
+        """A real submission is listed by MTurk as soon as the worker submits; the last moment
+        one can still be submitted is the HIT's expiry plus the assignment duration."""
+        stage = assignment.stage
+        duration = dt.timedelta(seconds=assignment_duration_seconds(stage))
+        hit = assignment.hit
+        if hit is not None and hit.expires_at is not None:
+            return hit.expires_at + duration
+        start = assignment.submitted_at or assignment.started_at
+        if start is None:
+            return None
+        return start + dt.timedelta(seconds=lifetime_seconds(stage)) + duration
+
+    def accepts_no_more_submissions(self, *, stage, now: dt.datetime,
+                                    active_listed: int) -> tuple[bool, str]:
+        """No HIT can take a new submission once it has expired and the assignment duration
+        has run out for the workers who accepted just before."""
+        hits = list(stage.hits.exclude(external_id="").values_list("external_id", "expires_at"))
+        unknown = [external_id for external_id, expires in hits if expires is None]
+        if unknown:
+            return False, f"expiry of HIT {unknown[0]} unknown"
+        if not hits:
+            return True, ""
+        last = max(expires for _id, expires in hits) + dt.timedelta(
+            seconds=assignment_duration_seconds(stage))
+        if now < last:
+            return False, (f"workers who accepted before the HITs expired can submit until "
+                           f"{last:%Y-%m-%d %H:%M} UTC")
+        return True, ""
+
+    def bonus_payments(self, *, assignment) -> list[tuple[Decimal, str]]:
+        params: dict[str, Any] = {"AssignmentId": assignment.external_id, "MaxResults": 100}
+        payments: list[tuple[Decimal, str]] = []
+        while True:
+            page = self.call("list_bonus_payments", **params)
+            payments += [(Decimal(str(row["BonusAmount"])), row.get("Reason", ""))
+                         for row in page.get("BonusPayments", [])
+                         if row.get("WorkerId") in (None, assignment.worker.external_id)]
+            if not page.get("NextToken"):
+                return payments
             params["NextToken"] = page["NextToken"]
 
     def _assignment_status(self, assignment_id: str) -> str:
@@ -467,17 +597,34 @@ class MTurkProvider(CrowdProvider):
         return {"unblocked": worker.external_id}
 
     def notify(self, *, workers: Iterable, subject: str, message: str) -> dict:
-        ids = [w.external_id for w in workers]
+        """NotifyWorkers in batches of 100, each a recorded call whose key is the message and
+        its recipients: a retried or double-clicked notify sends nothing twice (the same text
+        to the same workers is sent once; change the text to send again)."""
+        ids = sorted({w.external_id for w in workers})
+        subject, message = subject[:200], message[:4096]
         failures: list[dict] = []
+        already = 0
         for start in range(0, len(ids), MAX_NOTIFY_RECIPIENTS):
-            response = self.call(
-                "notify_workers",
-                Subject=subject[:200],
-                MessageText=message[:4096],
-                WorkerIds=ids[start:start + MAX_NOTIFY_RECIPIENTS],
+            batch = ids[start:start + MAX_NOTIFY_RECIPIENTS]
+            key = f"mturk:notify:{_digest(subject, message, *batch)}"
+            if ProviderCall.objects.filter(key=key,
+                                           status=ProviderCallStatus.SUCCEEDED).exists():
+                already += len(batch)
+                continue
+
+            def send(_token: str, batch=batch) -> dict:
+                response = self.call("notify_workers", Subject=subject, MessageText=message,
+                                     WorkerIds=batch)
+                return {"failures": response.get("NotifyWorkersFailureStatuses", [])}
+
+            response = provider_call_run(
+                provider=Provider.MTURK, operation="NotifyWorkers", key=key, call_fn=send,
+                request={"Subject": subject, "WorkerIds": batch,
+                         "message_sha256": _digest(message)},
             )
-            failures.extend(response.get("NotifyWorkersFailureStatuses", []))
-        return {"sent": len(ids) - len(failures), "failures": failures}
+            failures.extend(response.get("failures", []))
+        return {"sent": len(ids) - len(failures) - already, "failures": failures,
+                "already_sent": already}
 
     def grant_qualification(self, *, stage, worker, value: int, passed: bool) -> dict:
         type_id = self.ensure_qualification_type(stage)

@@ -9,6 +9,8 @@ lost attempt may have made (a study with our internal name, a bonus already set 
 """
 from __future__ import annotations
 
+import datetime as dt
+import hashlib
 import logging
 import random
 import secrets
@@ -20,7 +22,7 @@ from typing import Any
 from django.conf import settings
 from django.utils.dateparse import parse_datetime
 
-from annotation.models import HitStatus, Provider, StageKind
+from annotation.models import HitStatus, Provider, ProviderCall, ProviderCallStatus, StageKind
 from annotation.services.provider_calls import ProviderCallRefused, new_token, provider_call_run
 
 from .base import (
@@ -58,6 +60,7 @@ class ProlificError(Exception):
 
 class ProlificProvider(CrowdProvider):
     name = Provider.PROLIFIC
+    confirms_submissions = True
 
     def __init__(self, client=None, *, sleep=time.sleep):
         self._client = client
@@ -227,17 +230,27 @@ class ProlificProvider(CrowdProvider):
                 return {"status": "ACTIVE"}
             raise
 
+    def _study_transition(self, stage, study_id: str, action: str) -> None:
+        # Recorded like every side effect; each stop/start is its own call (a new key).
+        provider_call_run(
+            provider=Provider.PROLIFIC, operation=f"StudyTransition{action.title()}",
+            key=f"prolific:study-{action.lower()}:{stage.pk}:{new_token('t')}",
+            call_fn=lambda _token: self.request(
+                "POST", f"studies/{study_id}/transition/", json={"action": action}),
+            stage=stage, request={"study_id": study_id, "action": action},
+        )
+
     def expire_stage(self, *, stage) -> None:
         study_id = stage.settings.get("prolific_study_id")
         if study_id:
-            self.request("POST", f"studies/{study_id}/transition/", json={"action": "STOP"})
+            self._study_transition(stage, study_id, "STOP")
             stage.hits.filter(status=HitStatus.OPEN).update(status=HitStatus.EXPIRED)
 
     def extend_stage(self, *, stage, seconds: int) -> None:
         # Prolific studies have no expiry; "extend" reopens a paused study.
         study_id = stage.settings.get("prolific_study_id")
         if study_id:
-            self.request("POST", f"studies/{study_id}/transition/", json={"action": "START"})
+            self._study_transition(stage, study_id, "START")
 
     # --- submissions ---------------------------------------------------------------------------
     def list_submissions(self, *, stage) -> Iterator[Submission]:
@@ -254,6 +267,30 @@ class ProlificProvider(CrowdProvider):
                 else None,
                 raw={"study_code": raw.get("study_code", "")},
             )
+
+    # --- reconciliation ------------------------------------------------------------------------
+    def confirmation_deadline(self, *, assignment) -> dt.datetime | None:
+        """Prolific lists a session from the moment the participant starts, and as AWAITING
+        REVIEW once they complete; a local submission still not listed as completed after
+        `settings["prolific_confirm_grace_seconds"]` (default a day) is flagged."""
+        start = assignment.submitted_at or assignment.started_at
+        if start is None:
+            return None
+        grace = int((assignment.stage.settings or {}).get("prolific_confirm_grace_seconds",
+                                                          86400))
+        return start + dt.timedelta(seconds=grace)
+
+    def accepts_no_more_submissions(self, *, stage, now: dt.datetime,
+                                    active_listed: int) -> tuple[bool, str]:
+        """A stopped study takes no new participants; those already in it can still complete
+        (Prolific lists them as ACTIVE until they complete, return or time out)."""
+        if not (stage.settings or {}).get("prolific_study_id"):
+            return True, ""
+        if stage.hits.filter(status=HitStatus.OPEN).exists():
+            return False, "the study was not stopped"
+        if active_listed:
+            return False, f"{active_listed} participant(s) still active on Prolific"
+        return True, ""
 
     def _transition(self, assignment, body: dict, wanted: str) -> dict:
         try:
@@ -346,12 +383,25 @@ class ProlificProvider(CrowdProvider):
         return {"group": group_id}
 
     def notify(self, *, workers: Iterable, subject: str, message: str) -> dict:
-        sent = 0
+        """One message per participant, each a recorded call keyed by the text and the
+        recipient: a retried notify sends nothing twice (change the text to send again)."""
+        body = f"{subject}\n\n{message}"
+        digest = hashlib.sha256(body.encode()).hexdigest()[:20]
+        sent = already = 0
         for worker in workers:
-            self.request("POST", "messages/", json={
-                "recipient_id": worker.external_id, "body": f"{subject}\n\n{message}"})
+            key = f"prolific:message:{digest}:{worker.pk}"
+            if ProviderCall.objects.filter(key=key,
+                                           status=ProviderCallStatus.SUCCEEDED).exists():
+                already += 1
+                continue
+            provider_call_run(
+                provider=Provider.PROLIFIC, operation="SendMessage", key=key,
+                call_fn=lambda _token, worker=worker: self.request("POST", "messages/", json={
+                    "recipient_id": worker.external_id, "body": body}),
+                worker=worker, request={"message_sha256": digest},
+            )
             sent += 1
-        return {"sent": sent}
+        return {"sent": sent, "already_sent": already}
 
 
 def _ensure_token(stage, key: str) -> str:

@@ -1,9 +1,13 @@
 """What a stage will cost before anything is spent.
 
 rewards = reward per HIT × assignments; the provider's fee on top (MTurk: 20%, 40% for a HIT
-with 10 or more assignments — computed per HIT, so one big HIT does not change the others);
-bonuses = the stage's bonus budget (or, for STARC with a bonus per correct answer, the most
-that can be paid: every judgment correct) plus the provider's fee on bonuses.
+with 10 or more assignments — computed per HIT, so one big HIT does not change the others — and
+at least $0.01 per assignment); bonuses = the stage's bonus budget (or, for STARC with a bonus
+per correct answer, the most that can be paid: every judgment correct, one payment per
+assignment) plus the provider's fee on bonuses (MTurk: 20%, at least $0.01 per payment).
+
+The balance (`with_balance=True`) is informational: when the provider cannot be asked, the
+estimate says "balance unknown: <reason>" and publishing is not held up by it.
 """
 from __future__ import annotations
 
@@ -29,6 +33,7 @@ class StageCostEstimate:
     bonus_fees: Decimal
     total: Decimal
     balance: Decimal | None = None
+    balance_error: str = ""  # why the balance could not be read (asked for, not known)
 
     @property
     def covered_by_balance(self) -> bool | None:
@@ -36,7 +41,12 @@ class StageCostEstimate:
 
     def as_text(self) -> str:
         tier = f", {self.hits_in_40pct_tier} HITs at the 40% fee" if self.hits_in_40pct_tier else ""
-        balance = "" if self.balance is None else f"; balance ${self.balance}"
+        if self.balance is not None:
+            balance = f"; balance ${self.balance}"
+        elif self.balance_error:
+            balance = f"; balance unknown: {self.balance_error}"
+        else:
+            balance = ""
         return (
             f"{self.n_hits} HITs × reward ${self.reward_per_hit} = {self.n_assignments} "
             f"assignments ({self.n_judgments} judgments): rewards ${self.rewards} + fees "
@@ -64,26 +74,29 @@ def stage_cost_estimate(*, stage: Stage, with_balance: bool = False) -> StageCos
                   for plan in stage_hit_plan(stage=stage, store=False)]
     rewards = fees = Decimal("0")
     n_assignments = n_judgments = in_tier = 0
+    per_correct = stage.project.bonus_per_correct or Decimal("0")
+    per_correct_fees = Decimal("0")
     for max_assignments, n_items, reward in groups:
         rate = provider.fee_rate(max_assignments=max_assignments)
         rewards += reward * max_assignments
-        fees += reward * max_assignments * rate
+        fees += provider.assignment_fee(reward=reward,
+                                        max_assignments=max_assignments) * max_assignments
         n_assignments += max_assignments
         n_judgments += max_assignments * n_items
         in_tier += rate >= Decimal("0.40")
+        # One per-correct bonus payment per assignment, at most every item right.
+        per_correct_fees += provider.bonus_fee(amount=per_correct * n_items) * max_assignments
     budget = (stage.settings or {}).get("bonus_budget")
     if budget is not None:
         bonus_budget = Decimal(str(budget))
+        bonus_fees = provider.bonus_fee(amount=bonus_budget)
     else:
-        bonus_budget = stage.project.bonus_per_correct * n_judgments
-    bonus_fees = bonus_budget * provider.bonus_fee_rate()
+        bonus_budget = per_correct * n_judgments
+        bonus_fees = per_correct_fees
     total = rewards + fees + bonus_budget + bonus_fees
-    balance = None
+    balance, balance_error = None, ""
     if with_balance:
-        try:
-            balance = provider.balance()
-        except Exception:  # the estimate is still useful without the balance
-            balance = None
+        balance, balance_error = _balance(provider)
     return StageCostEstimate(
         provider=stage.provider,
         n_hits=len(groups),
@@ -97,7 +110,21 @@ def stage_cost_estimate(*, stage: Stage, with_balance: bool = False) -> StageCos
         bonus_fees=_money(bonus_fees),
         total=_money(total),
         balance=balance,
+        balance_error=balance_error,
     )
+
+
+def _balance(provider) -> tuple[Decimal | None, str]:
+    """The provider's balance, or why it is unknown. Any failure is reported rather than
+    raised: the estimate (and publishing) goes on without the balance, saying so."""
+    try:
+        return provider.balance(), ""
+    except Exception as exc:  # shown to the researcher, never hidden
+        response = getattr(exc, "response", None) or {}
+        error = response.get("Error", {}) if isinstance(response, dict) else {}
+        detail = (f"{error.get('Code')}: {error.get('Message', '')}" if error.get("Code")
+                  else f"{type(exc).__name__}: {exc}")
+        return None, detail.strip()[:300]
 
 
 def project_committed_cost(*, project, exclude_stage: Stage | None = None) -> Decimal:

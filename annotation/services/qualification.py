@@ -6,6 +6,12 @@ of the gold score. Passing needs at least `project.qualification_threshold` of t
 (unanswered items count as wrong). The result is stored once per worker and stage — a failing
 worker cannot retake — and granted on the provider (`qualification_grant`), where MTurk's
 qualification value (the score in percent) also keeps failing workers out of the trial.
+
+On MTurk and Prolific a result counts only once the provider has confirmed the assignment it
+was graded from (the sync found it in the provider's own list): the task page cannot tell a
+made-up assignment id from a real one, so a forged failing submission in someone else's
+worker id must neither be granted on the provider nor stand in the way of that worker's own,
+confirmed result, which replaces it.
 """
 from __future__ import annotations
 
@@ -34,19 +40,75 @@ def answer_is_correct(*, item: Item, judgment: Judgment, tolerance: float = 0.0)
     return bool(judgment.choice) and judgment.choice == gold.get("choice")
 
 
+class QualificationUnconfirmed(Exception):
+    """The result was graded from an assignment the provider has not confirmed."""
+
+
+def assignment_provider_confirmed(assignment: Assignment | None) -> bool:
+    """Whether the assignment is known to the provider (always true for providers that keep no
+    list of their own: in-house links, imports)."""
+    from annotation.providers import get_provider
+
+    if assignment is None:
+        return False
+    if assignment.provider_confirmed_at is not None:
+        return True
+    return not get_provider(assignment.stage.provider).confirms_submissions
+
+
+def qualification_source_confirmed(qualification: WorkerQualification) -> bool:
+    """Whether the result may be granted on the provider: its assignment is confirmed (results
+    stored before results named their assignment: any confirmed assignment of the worker in
+    the stage)."""
+    from annotation.providers import get_provider
+
+    if not get_provider(qualification.stage.provider).confirms_submissions:
+        return True
+    if qualification.assignment_id is not None:
+        return qualification.assignment.provider_confirmed_at is not None
+    return Assignment.objects.filter(worker=qualification.worker, stage=qualification.stage,
+                                     provider_confirmed_at__isnull=False).exists()
+
+
 def qualification_grade(*, assignment: Assignment) -> WorkerQualification:
     """Grade a submitted qualification assignment (local only; no provider call).
 
     Idempotent: a worker's first result stands, so grading again (a redelivered task, a second
-    qualification assignment) returns it unchanged.
+    qualification assignment) returns it unchanged — unless that first result came from an
+    assignment the provider has not confirmed and this one is confirmed: then this one's
+    result replaces it (before it was granted anywhere).
     """
     stage = assignment.stage
     if stage.kind != StageKind.QUALIFICATION:
         raise ValueError(f"{stage} is not a qualification stage")
     existing = WorkerQualification.objects.filter(worker=assignment.worker, stage=stage).first()
     if existing is not None:
+        replace = (
+            existing.assignment_id not in (None, assignment.pk)
+            and not existing.granted_externally
+            and assignment_provider_confirmed(assignment)
+            and not assignment_provider_confirmed(existing.assignment)
+        )
+        if not replace:
+            return existing
+        passed, score, n_items = _grade(assignment)
+        existing.passed, existing.score, existing.n_items = passed, score, n_items
+        existing.assignment = assignment
+        existing.save(update_fields=["passed", "score", "n_items", "assignment"])
         return existing
-    project = stage.project
+    passed, score, n_items = _grade(assignment)
+    try:
+        with transaction.atomic():
+            return WorkerQualification.objects.create(
+                worker=assignment.worker, stage=stage, passed=passed, score=score,
+                n_items=n_items, assignment=assignment,
+            )
+    except IntegrityError:  # graded concurrently: the first result stands
+        return WorkerQualification.objects.get(worker=assignment.worker, stage=stage)
+
+
+def _grade(assignment: Assignment) -> tuple[bool, float, int]:
+    project = assignment.stage.project
     items = [item for item in assignment.items.select_related("project") if item.gold]
     judgments = {j.item_id: j for j in assignment.judgments.all()}
     correct = sum(
@@ -56,14 +118,7 @@ def qualification_grade(*, assignment: Assignment) -> WorkerQualification:
     )
     score = correct / len(items) if items else 0.0
     passed = bool(items) and score >= project.qualification_threshold - 1e-9
-    try:
-        with transaction.atomic():
-            return WorkerQualification.objects.create(
-                worker=assignment.worker, stage=stage, passed=passed, score=score,
-                n_items=len(items),
-            )
-    except IntegrityError:  # graded concurrently: the first result stands
-        return WorkerQualification.objects.get(worker=assignment.worker, stage=stage)
+    return passed, score, len(items)
 
 
 def qualification_grant(*, qualification: WorkerQualification) -> WorkerQualification:
@@ -73,6 +128,10 @@ def qualification_grant(*, qualification: WorkerQualification) -> WorkerQualific
 
     if qualification.granted_externally:
         return qualification
+    if not qualification_source_confirmed(qualification):
+        raise QualificationUnconfirmed(
+            f"{qualification.worker}'s result comes from an assignment "
+            f"{qualification.stage.get_provider_display()} has not confirmed; not granted")
     stage = qualification.stage
     provider = get_provider(stage.provider)
     value = round(qualification.score * 100)

@@ -4,7 +4,15 @@
 with the local assignment (by MTurk AssignmentId / Prolific submission id). Nothing submitted is
 ever lost or silently approved: a submission without a local assignment or without local
 judgments becomes a FLAGGED assignment for the researcher; decisions made on the provider
-(MTurk's auto-approval) are mirrored locally.
+(MTurk's auto-approval) are mirrored locally. A local assignment found in the provider's list
+(same id, same worker) is marked confirmed (`provider_confirmed_at`): on MTurk and Prolific only
+confirmed work is approved, paid, or graded into a qualification the provider is told about —
+the task page accepts any assignment id, the provider's list does not. A local submission the
+provider still has not listed when no real one could arrive any more (MTurk: the HIT's expiry
+plus the assignment duration) is flagged, never retried for ever.
+
+Closed stages are synced too (`stage_reconcile_mark`) until no more submissions can arrive and
+every one is decided; then `Stage.reconciled_at` is set and the periodic sync leaves them.
 
 `stage_auto_review` approves submitted work after the stage's delay when it passes the rules
 (gold/attention accuracy, minimum time per item, no straight-lining), rejects with the reasons
@@ -41,10 +49,16 @@ from annotation.models import (
     WorkerStatus,
 )
 from annotation.providers import SubmissionStatus, get_provider
-from annotation.providers.base import Submission
+from annotation.providers.base import Submission, call_token_is_stale
 
 from .provider_calls import new_token, provider_call_run
-from .qualification import answer_is_correct, qualification_grade, qualification_grant
+from .qualification import (
+    answer_is_correct,
+    assignment_provider_confirmed,
+    qualification_grade,
+    qualification_grant,
+    qualification_source_confirmed,
+)
 
 DEFAULT_RULES = {
     "approve_after_seconds": 0,  # wait this long after submission before auto-approving
@@ -57,6 +71,13 @@ DEFAULT_RULES = {
 }
 FLAG_NO_LOCAL = "Submitted on {provider} but no local assignment exists: check and decide by hand."
 FLAG_NO_JUDGMENTS = "Submitted on {provider} but no judgments were saved here: decide by hand."
+FLAG_NEVER_LISTED = (
+    "Submitted here, but {provider} never listed this assignment for this worker (a made-up or "
+    "lost assignment id): nothing was approved, paid or granted for it."
+)
+# Our own calls on an assignment whose outcome is still unknown keep a closed stage syncing.
+ASSIGNMENT_OPERATIONS = ("ApproveAssignment", "RejectAssignment", "SendBonus", "SetUpBonus",
+                         "PayBonus")
 
 
 class ReviewError(Exception):
@@ -70,6 +91,9 @@ class SyncReport:
     flagged: int = 0
     mirrored: int = 0
     ignored: int = 0
+    active: int = 0  # still being worked on at the provider (Prolific ACTIVE)
+    reconciled: bool = False  # this sync marked a closed stage fully reconciled
+    open_reason: str = ""  # why a closed stage is not reconciled yet
 
 
 @dataclasses.dataclass
@@ -88,6 +112,8 @@ class ReviewReport:
     held: int = 0
     bonuses: int = 0
     blocked: int = 0
+    unconfirmed: int = 0  # submitted here, not (yet) listed by the provider: waiting
+    never_listed: int = 0  # ... and flagged: the provider never listed them in time
     errors: list[str] = dataclasses.field(default_factory=list)
 
 
@@ -107,6 +133,7 @@ def provider_sync(*, stage: Stage) -> SyncReport:
         report.listed += 1
         if submission.status in (SubmissionStatus.ACTIVE, SubmissionStatus.RETURNED):
             report.ignored += 1
+            report.active += submission.status == SubmissionStatus.ACTIVE
             continue
         outcome = _sync_one(stage=stage, submission=submission,
                             hit=hits.get(submission.hit_external_id))
@@ -128,13 +155,21 @@ def _sync_one(*, stage: Stage, submission: Submission, hit: Hit | None) -> str:
         Assignment.objects.create(
             stage=stage, hit=hit, worker=worker, external_id=submission.external_id,
             status=AssignmentStatus.FLAGGED, submitted_at=submission.submitted_at,
+            provider_confirmed_at=timezone.now(),  # it is the provider's own record
             review_note=FLAG_NO_LOCAL.format(provider=provider_name)
             + _decided_note(submission),
         )
         return "flagged"
     if assignment.worker_id != worker.pk:
+        if assignment.status == AssignmentStatus.FLAGGED:
+            return "matched"
         return _flag(assignment, f"{provider_name} says worker {worker.external_id} submitted "
                                  f"this, but it belongs to {assignment.worker}.")
+    if assignment.provider_confirmed_at is None:
+        # The provider knows this assignment and this worker: the work may now be approved,
+        # paid and counted (see the module docstring).
+        assignment.provider_confirmed_at = timezone.now()
+        assignment.save(update_fields=["provider_confirmed_at"])
     has_judgments = assignment.judgments.exists()
     decided = {SubmissionStatus.APPROVED: AssignmentStatus.APPROVED,
                SubmissionStatus.REJECTED: AssignmentStatus.REJECTED}
@@ -232,6 +267,15 @@ def assignment_review_rules(*, assignment: Assignment) -> ReviewDecision:
     return ReviewDecision("approve", [], metrics)
 
 
+def _require_confirmed(assignment: Assignment, action: str) -> None:
+    """Refuse to approve, reject or pay work the provider never listed (see the module doc)."""
+    if not assignment_provider_confirmed(assignment):
+        raise ReviewError(
+            f"{assignment}: {assignment.stage.get_provider_display()} has not listed this "
+            f"assignment for this worker (yet); cannot {action} it — the sync confirms real "
+            f"submissions")
+
+
 def assignment_approve(*, assignment: Assignment, feedback: str = "",
                        allow_flagged: bool = False) -> Assignment:
     allowed = {AssignmentStatus.SUBMITTED, AssignmentStatus.APPROVED}
@@ -239,6 +283,7 @@ def assignment_approve(*, assignment: Assignment, feedback: str = "",
         allowed.add(AssignmentStatus.FLAGGED)
     if assignment.status not in allowed:
         raise ReviewError(f"{assignment} is {assignment.get_status_display()}; cannot approve")
+    _require_confirmed(assignment, "approve")
     provider = get_provider(assignment.stage.provider)
     provider_call_run(
         provider=assignment.stage.provider, operation="ApproveAssignment",
@@ -261,6 +306,7 @@ def assignment_reject(*, assignment: Assignment, reason: str,
         allowed.add(AssignmentStatus.FLAGGED)
     if assignment.status not in allowed:
         raise ReviewError(f"{assignment} is {assignment.get_status_display()}; cannot reject")
+    _require_confirmed(assignment, "reject")
     provider = get_provider(assignment.stage.provider)
     provider_call_run(
         provider=assignment.stage.provider, operation="RejectAssignment",
@@ -286,16 +332,24 @@ def assignment_bonus_pay(*, assignment: Assignment, amount: Decimal, reason: str
         raise ReviewError("a bonus must be positive")
     if assignment.status != AssignmentStatus.APPROVED:
         raise ReviewError("only approved assignments get bonuses")
+    _require_confirmed(assignment, "pay a bonus for")
     stage = assignment.stage
     # hashlib, not hash(): str hashes differ between processes (two web workers, a retry).
     key = key or f"manual:{amount}:{hashlib.sha256(reason.encode()).hexdigest()[:16]}"
+    call_key = f"{stage.provider}:bonus:{assignment.pk}:{key}"[:200]
     provider = get_provider(stage.provider)
+    # A payment first tried longer ago than the provider remembers its token (MTurk: 24 h) is
+    # looked up before it is sent again: the first attempt may have paid.
+    stale = call_token_is_stale(key=call_key, window=provider.token_dedup_window)
+
+    def pay(token: str) -> dict:
+        if stale and _bonus_paid_by_earlier_attempt(provider, assignment, amount, reason):
+            return {"paid_by_earlier_attempt": f"{amount:.2f}", "found_by": "ListBonusPayments"}
+        return provider.bonus(assignment=assignment, amount=amount, reason=reason, token=token)
+
     provider_call_run(
-        provider=stage.provider, operation="SendBonus",
-        key=f"{stage.provider}:bonus:{assignment.pk}:{key}"[:200],
-        token=new_token(f"qaj-bonus-{assignment.pk}"),
-        call_fn=lambda token: provider.bonus(
-            assignment=assignment, amount=amount, reason=reason, token=token),
+        provider=stage.provider, operation="SendBonus", key=call_key,
+        token=new_token(f"qaj-bonus-{assignment.pk}"), call_fn=pay,
         stage=stage, assignment=assignment, worker=assignment.worker, amount=amount,
         request={"reason": reason},
     )
@@ -306,6 +360,24 @@ def assignment_bonus_pay(*, assignment: Assignment, amount: Decimal, reason: str
     assignment.bonus_paid = paid
     assignment.save(update_fields=["bonus_paid"])
     return assignment
+
+
+def _bonus_paid_by_earlier_attempt(provider, assignment: Assignment, amount: Decimal,
+                                   reason: str) -> bool:
+    """Whether the provider lists more payments of this amount and reason for the assignment
+    than we have recorded as paid — then the call in doubt is one of them."""
+    listed = provider.bonus_payments(assignment=assignment)
+    if listed is None:
+        return False
+    reason = reason[:1024]
+    remote = sum(1 for paid, why in listed if paid == amount and why == reason)
+    recorded = sum(
+        1 for call in ProviderCall.objects.filter(
+            assignment=assignment, operation="SendBonus", status=ProviderCallStatus.SUCCEEDED,
+            amount=amount)
+        if (call.request or {}).get("reason", "")[:1024] == reason
+    )
+    return remote > recorded
 
 
 def correct_answer_bonus(*, assignment: Assignment) -> Decimal:
@@ -368,8 +440,20 @@ def stage_auto_review(*, stage: Stage, now: dt.datetime | None = None) -> Review
     now = now or timezone.now()
     rules = stage_rules(stage)
     report = ReviewReport()
+    provider = get_provider(stage.provider)
     submitted = stage.assignments.filter(status=AssignmentStatus.SUBMITTED).select_related(
-        "worker", "stage", "stage__project")
+        "worker", "stage", "stage__project", "hit")
+    if provider.confirms_submissions:
+        # Only work the provider has listed is reviewed; the rest waits for the sync, or is
+        # flagged once a real submission could no longer be missing from the provider's list.
+        for assignment in submitted.filter(provider_confirmed_at__isnull=True):
+            deadline = provider.confirmation_deadline(assignment=assignment)
+            if deadline is None or now < deadline:
+                report.unconfirmed += 1
+                continue
+            _flag_never_listed(assignment)
+            report.never_listed += 1
+        submitted = submitted.filter(provider_confirmed_at__isnull=False)
     if stage.kind == StageKind.QUALIFICATION:
         for assignment in submitted:
             if not assignment.judgments.exists():
@@ -379,7 +463,10 @@ def stage_auto_review(*, stage: Stage, now: dt.datetime | None = None) -> Review
             qualification_grade(assignment=assignment)
             report.graded += not existed
         for qualification in WorkerQualification.objects.filter(
-                stage=stage, granted_externally=False).select_related("worker", "stage"):
+                stage=stage, granted_externally=False).select_related(
+                "worker", "stage", "assignment"):
+            if not qualification_source_confirmed(qualification):
+                continue  # granted once the provider confirms its assignment (or never)
             try:
                 qualification_grant(qualification=qualification)
                 report.granted += 1
@@ -407,8 +494,10 @@ def stage_auto_review(*, stage: Stage, now: dt.datetime | None = None) -> Review
         paid = ProviderCall.objects.filter(
             assignment__stage=stage, operation="SendBonus", key__endswith=":per-correct",
             status=ProviderCallStatus.SUCCEEDED).values("assignment_id")
-        for assignment in stage.assignments.filter(status=AssignmentStatus.APPROVED).exclude(
-                pk__in=paid).select_related("worker", "stage", "stage__project"):
+        approved = stage.assignments.filter(status=AssignmentStatus.APPROVED).exclude(pk__in=paid)
+        if provider.confirms_submissions:
+            approved = approved.filter(provider_confirmed_at__isnull=False)
+        for assignment in approved.select_related("worker", "stage", "stage__project"):
             bonus = correct_answer_bonus(assignment=assignment)
             if bonus <= 0:
                 continue
@@ -436,6 +525,49 @@ def stage_auto_review(*, stage: Stage, now: dt.datetime | None = None) -> Review
     return report
 
 
+@transaction.atomic
+def _flag_never_listed(assignment: Assignment) -> None:
+    """Flag a local submission the provider never listed, and drop the qualification result
+    graded from it (unless already granted): it must not stand in the way of the worker whose
+    id it carries (see annotation/services/qualification.py)."""
+    fresh = Assignment.objects.select_for_update().get(pk=assignment.pk)
+    if fresh.status != AssignmentStatus.SUBMITTED or fresh.provider_confirmed_at is not None:
+        return  # confirmed or decided meanwhile
+    WorkerQualification.objects.filter(assignment=fresh, granted_externally=False).delete()
+    _flag(fresh, FLAG_NEVER_LISTED.format(provider=fresh.stage.get_provider_display()))
+    assignment.status, assignment.review_note = fresh.status, fresh.review_note
+
+
+def stage_reconcile_mark(*, stage: Stage, sync: SyncReport, review: ReviewReport,
+                         now: dt.datetime | None = None) -> str:
+    """After a sync of a CLOSED stage: set `reconciled_at` once no submission can arrive any
+    more and every one is decided (approved, rejected or flagged, no call of ours in doubt).
+    Returns why the stage is not reconciled yet ("" once it is)."""
+    now = now or timezone.now()
+    if stage.status != StageStatus.CLOSED:
+        return "the stage is not closed"
+    if stage.reconciled_at is not None:
+        return ""
+    reason = ""
+    if review.errors:
+        reason = f"{len(review.errors)} review error(s), e.g. {review.errors[0]}"
+    elif stage.assignments.filter(status=AssignmentStatus.SUBMITTED).exists():
+        reason = "submitted assignments are not decided yet"
+    elif ProviderCall.objects.filter(assignment__stage=stage, status=ProviderCallStatus.PENDING,
+                                     operation__in=ASSIGNMENT_OPERATIONS).exists():
+        reason = "a provider call on an assignment has no known outcome yet"
+    else:
+        done, why = get_provider(stage.provider).accepts_no_more_submissions(
+            stage=stage, now=now, active_listed=sync.active)
+        reason = "" if done else why or "the provider may still receive submissions"
+    if not reason:
+        Stage.objects.filter(pk=stage.pk, reconciled_at__isnull=True).update(reconciled_at=now)
+        stage.reconciled_at = now
+        sync.reconciled = True
+    sync.open_reason = reason
+    return reason
+
+
 def stage_hits_mark_done(*, stage: Stage) -> int:
     """HITs whose every assignment is approved or rejected are done."""
     decided = Count("assignments", filter=Q(assignments__status__in=[
@@ -456,4 +588,6 @@ def stage_sync_and_review(*, stage: Stage) -> tuple[SyncReport, ReviewReport]:
     if stage.status == StageStatus.COLLECTING and stage_collection_complete(stage=stage):
         stage_transition(stage=stage, to_status=StageStatus.REVIEWING,
                          reason="every HIT has all its assignments submitted")
+    elif stage.status == StageStatus.CLOSED:
+        stage_reconcile_mark(stage=stage, sync=sync, review=review)
     return sync, review

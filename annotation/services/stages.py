@@ -11,8 +11,9 @@ idempotency token is stored before its call, so publishing can be interrupted an
 from __future__ import annotations
 
 import dataclasses
+import math
 import random
-from collections import defaultdict
+from collections import Counter, defaultdict
 
 from django.db import transaction
 from django.db.models import Q
@@ -31,6 +32,7 @@ from annotation.models import (
 )
 from annotation.providers import PublishReport, get_provider
 
+from .assignments import gold_items_for_stage
 from .costs import StageCostEstimate, project_committed_cost, stage_cost_estimate
 
 ALLOWED_TRANSITIONS: dict[str, set[str]] = {
@@ -42,6 +44,8 @@ ALLOWED_TRANSITIONS: dict[str, set[str]] = {
 }
 MTURK_MAX_ASSIGNMENTS_20PCT = 9  # 10 or more assignments on one HIT costs a 40% fee
 DEFAULT_QUALIFICATION_ITEMS = 10
+DEFAULT_QUALIFICATION_WORKERS = 50  # settings["max_workers"]: how many take the qualification
+MAX_GOLD_RATE = 0.9  # at least one regular item in every HIT
 DEFAULT_TRIAL_ITEMS = 200
 DATA_STAGE_KINDS = (StageKind.TRIAL, StageKind.FULL, StageKind.PILOT)
 
@@ -153,28 +157,107 @@ def _assignments_for(stage: Stage, split: str) -> int:
     return stage.project.redundancy_for(split)
 
 
+def stage_gold_rate(stage: Stage) -> float:
+    """Share of gold/attention items in each HIT: `settings["gold_rate"]`, else the project's."""
+    rate = (stage.settings or {}).get("gold_rate")
+    rate = stage.project.gold_rate if rate is None else rate
+    return min(max(float(rate or 0.0), 0.0), MAX_GOLD_RATE)
+
+
+def _random_round(expected: float, rng: random.Random) -> int:
+    # Randomised rounding keeps the long-run share at the rate even for small HITs (as
+    # items_pick_next does for the pages that pick items themselves).
+    whole = int(expected)
+    return whole + (rng.random() < expected - whole)
+
+
+def qualification_hit_sizes(*, workers: int, provider: str, allow_40pct: bool) -> list[int]:
+    """Assignments per qualification HIT for `workers` takers: MTurk HITs of at most 9 (the 20%
+    fee tier), as even as possible; one HIT (one Prolific study with that many places)
+    elsewhere, or on MTurk when the researcher opted into the 40% tier."""
+    workers = max(1, workers)
+    if provider != Provider.MTURK or allow_40pct:
+        return [workers]
+    n_hits = math.ceil(workers / MTURK_MAX_ASSIGNMENTS_20PCT)
+    base, extra = divmod(workers, n_hits)
+    return [base + 1] * extra + [base] * (n_hits - extra)
+
+
+class _GoldMixer:
+    """Adds the project's gold/attention items to the HITs of a data stage at the stage's gold
+    rate, the way `items_pick_next` (annotation/services/assignments.py) mixes them into the
+    assignments it picks: gold takes slots of the HIT, a Likert HIT only gets gold from its own
+    passage, and the gold items are inserted at random positions. The least used gold items
+    go first, so each is repeated in as few HITs as possible (a worker judges an item once per
+    stage). Seeded by the stage, so the estimate and the published HITs agree."""
+
+    def __init__(self, stage: Stage):
+        self.rate = stage_gold_rate(stage)
+        self.likert = stage.project.kind == TaskKind.LIKERT
+        self.pool = list(gold_items_for_stage(stage=stage).order_by("pk")) if self.rate else []
+        self.rng = random.Random(f"gold-{stage.pk}")
+        self.used: Counter[int] = Counter()
+
+    def slots(self, per_hit: int) -> int:
+        """Gold items in a full HIT of `per_hit` items."""
+        if not self.pool or per_hit < 2:
+            return 0
+        return min(per_hit - 1, _random_round(per_hit * self.rate, self.rng))
+
+    def mix(self, regular: list[Item], n_gold: int, full: bool) -> list[Item]:
+        if not n_gold or not regular:
+            return regular
+        if not full:  # a short last HIT gets gold in proportion to its regular items
+            n_gold = min(n_gold, _random_round(len(regular) * self.rate / (1 - self.rate),
+                                               self.rng))
+        groups = {item.group_key for item in regular if item.group_key}
+        same_group = [g for g in self.pool if g.group_key in groups] if groups else []
+        pool = same_group or ([] if self.likert and groups else self.pool)
+        if not pool or not n_gold:
+            return regular
+        order = {item.pk: self.rng.random() for item in pool}
+        chosen = sorted(pool, key=lambda g: (self.used[g.pk], order[g.pk]))[:n_gold]
+        mixed = list(regular)
+        for item in chosen:
+            self.used[item.pk] += 1
+            mixed.insert(self.rng.randint(0, len(mixed)), item)
+        return mixed
+
+
 def stage_hit_plan(*, stage: Stage, store: bool = True) -> list[HitPlan]:
     """Group the stage's items into HITs (without writing HITs).
 
     Likert items sharing a passage (`group_key`) share HITs, so the passage is read once; every
-    HIT holds items of one split so that its assignments match the split's redundancy. A
-    qualification is one HIT with all its items, taken by up to `settings["max_workers"]`.
+    HIT holds items of one split so that its assignments match the split's redundancy, plus the
+    project's gold/attention items at the gold rate (`stage_gold_rate`). A qualification is HITs
+    with all its items, taken by `settings["max_workers"]` workers in all (default 50): on MTurk
+    split into HITs of at most 9 assignments (`qualification_hit_sizes`).
     """
     items = stage_items_choose(stage=stage, store=store)
     options = stage.settings or {}
     if stage.kind == StageKind.QUALIFICATION:
-        workers = int(options.get("max_workers", MTURK_MAX_ASSIGNMENTS_20PCT))
-        plans = [HitPlan(items=items, max_assignments=workers, split="")]
+        workers = int(options.get("max_workers", DEFAULT_QUALIFICATION_WORKERS))
+        sizes = qualification_hit_sizes(workers=workers, provider=stage.provider,
+                                        allow_40pct=bool(options.get("allow_40pct_fee_tier")))
+        plans = [HitPlan(items=items, max_assignments=size, split="") for size in sizes]
     else:
         per_hit = max(1, int(options.get("items_per_hit") or stage.project.items_per_hit))
+        gold = _GoldMixer(stage) if stage.kind != StageKind.PRACTICE else None
         groups: dict[tuple[str, str], list[Item]] = defaultdict(list)
         for item in items:
             key = item.group_key if stage.project.kind == TaskKind.LIKERT else ""
             groups[(item.split, key)].append(item)
         plans = []
         for (split, _key), members in groups.items():
-            for start in range(0, len(members), per_hit):
-                plans.append(HitPlan(items=members[start:start + per_hit],
+            start = 0
+            while start < len(members):
+                n_gold = gold.slots(per_hit) if gold else 0
+                room = per_hit - n_gold
+                regular = members[start:start + room]
+                start += room
+                hit_items = gold.mix(regular, n_gold, full=len(regular) == room) if gold \
+                    else regular
+                plans.append(HitPlan(items=hit_items,
                                      max_assignments=_assignments_for(stage, split), split=split))
     if stage.provider == Provider.MTURK and not options.get("allow_40pct_fee_tier"):
         too_many = [plan for plan in plans if plan.max_assignments > MTURK_MAX_ASSIGNMENTS_20PCT]
@@ -333,6 +416,9 @@ def stage_collection_complete(*, stage: Stage) -> bool:
     wanted = sum(stage.hits.values_list("max_assignments", flat=True))
     done = stage.assignments.exclude(
         status__in=[AssignmentStatus.IN_PROGRESS, AssignmentStatus.RETURNED]
-    ).count()
-    return wanted > 0 and done >= wanted
+    )
+    if get_provider(stage.provider).confirms_submissions:
+        # Submissions the provider never listed (a made-up assignment id) fill no HIT.
+        done = done.filter(provider_confirmed_at__isnull=False)
+    return wanted > 0 and done.count() >= wanted
 

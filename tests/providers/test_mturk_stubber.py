@@ -212,7 +212,11 @@ def test_approve_reject_bonus_block_notify_expire_balance_grant(stubbed, likert_
                          {"Subject": "New HITs", "MessageText": "Trial is open",
                           "WorkerIds": ["W1"]})
     assert provider.notify(workers=[worker], subject="New HITs", message="Trial is open") == {
-        "sent": 1, "failures": []}
+        "sent": 1, "failures": [], "already_sent": 0}
+    # A retried notify (redelivered task, double click) sends nothing: no response is queued.
+    assert provider.notify(workers=[worker], subject="New HITs", message="Trial is open") == {
+        "sent": 0, "failures": [], "already_sent": 1}
+    assert ProviderCall.objects.get(operation="NotifyWorkers").request["WorkerIds"] == ["W1"]
     hit = make_hit(trial, items=items[:1], external_id=HIT_ID, status=HitStatus.OPEN)
     stubber.add_response("update_expiration_for_hit", {}, {"HITId": HIT_ID, "ExpireAt": ANY})
     provider.extend_stage(stage=trial, seconds=3600)

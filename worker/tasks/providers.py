@@ -39,18 +39,25 @@ def stage_sync(stage_id: int) -> dict:
     if review.errors:
         logger.warning("review of stage %s: %s", stage_id, "; ".join(review.errors[:10]))
     return {"listed": sync.listed, "flagged": sync.flagged, "approved": review.approved,
-            "rejected": review.rejected, "bonuses": review.bonuses, "errors": len(review.errors)}
+            "rejected": review.rejected, "bonuses": review.bonuses, "errors": len(review.errors),
+            "never_listed": review.never_listed, "reconciled": sync.reconciled}
 
 
 @shared_task(name="worker.tasks.providers.providers_sync_all")
 def providers_sync_all() -> int:
-    """Beat entry: queue a sync of every stage that is live on a provider."""
+    """Beat entry: queue a sync of every stage that is live on a provider, and of every closed
+    stage not yet fully reconciled (workers who accepted before the HITs expired can still
+    submit, and MTurk auto-approves what stays undecided: `Stage.reconciled_at` is set by the
+    sync once nothing more can arrive and every submission is decided)."""
+    from django.db.models import Q
+
     from annotation.models import Stage, StageStatus
 
     ids = list(Stage.objects.filter(
-        status__in=[StageStatus.PUBLISHED, StageStatus.COLLECTING, StageStatus.REVIEWING],
+        Q(status__in=[StageStatus.PUBLISHED, StageStatus.COLLECTING, StageStatus.REVIEWING])
+        | Q(status=StageStatus.CLOSED, reconciled_at__isnull=True),
         provider__in=["mturk", "prolific", "inhouse"],
-    ).values_list("pk", flat=True))
+    ).order_by("pk").values_list("pk", flat=True))
     for stage_id in ids:
         stage_sync.delay(stage_id)
     return len(ids)
