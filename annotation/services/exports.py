@@ -17,8 +17,10 @@ from typing import IO, Any
 from django.db.models import F
 from tqdm import tqdm
 
+from annotation.domain.answers import VALIDITY_CHOICES
 from annotation.domain.item_content import AB_CHOICES, MC_ROLES
-from annotation.models import Item, Judgment, Project, Stage, StageKind
+from annotation.models import ExperimentMode, Item, Judgment, Project, Stage, StageKind
+from metrics_app.aggregation import majority_by_item
 
 CHUNK_SIZE = 2000
 PROGRESS_MIN_ITEMS = 2000
@@ -35,7 +37,8 @@ JUDGMENT_COLUMNS = (
     "difficult", "justification", "aspects", "extra", "presented_order", "time_spent_ms",
     "created_at",
 )
-AGGREGATE_COLUMNS = ("n_judgments", "n_workers", "mean_score", "score_std", "choice_counts")
+AGGREGATE_COLUMNS = ("n_judgments", "n_workers", "mean_score", "score_std", "choice_counts",
+                     "majority", "majority_tie", "validity_counts")
 _JUDGMENT_VALUES = {
     "worker": "worker__external_id",
     "worker_provider": "worker__provider",
@@ -111,11 +114,46 @@ def judgment_rows(*, project: Project, stage: Stage | None = None,
             bar.update(len(chunk))
 
 
+def _validity(judgment: dict) -> str | None:
+    """"one" / "several" / "none" of a validity-judging MC judgment (from `extra.validity`, or
+    from `choices` for rows imported without it)."""
+    validity = (judgment["extra"] or {}).get("validity")
+    if validity in VALIDITY_CHOICES:
+        return validity
+    choices = judgment["choices"] or []
+    if len(choices) >= 2:
+        return "several"
+    if choices or judgment["choice"]:
+        return "one"
+    return "none"
+
+
+def _label(judgment: dict, *, validity_mode: bool) -> str | None:
+    """The label a judgment votes for: its choice, or in validity judging "several"/"none"."""
+    if validity_mode:
+        validity = _validity(judgment)
+        if validity != "one":
+            return validity
+        return judgment["choice"] or next(iter(judgment["choices"] or []), None)
+    return judgment["choice"] or None
+
+
+def _marked_roles(judgment: dict, *, validity_mode: bool) -> list[str]:
+    """Roles a judgment marks as correct: in validity judging every role in `choices`."""
+    if validity_mode and judgment["choices"]:
+        return list(judgment["choices"])
+    return [judgment["choice"]] if judgment["choice"] else []
+
+
 def aggregate_rows(*, project: Project, stage: Stage | None = None,
                    progress: bool | None = None) -> Iterator[dict[str, Any]]:
     """One row per item: item columns + number of judgments and workers, mean score and its
-    population standard deviation (Likert), choice counts (A/B and MC)."""
+    population standard deviation (Likert); for A/B and MC the choice counts and the majority
+    label (None on a tie, `majority_tie` true). In validity-judging MC projects each role
+    counts the judges who marked it correct, `validity_counts` counts one/several/none, and
+    the majority is over role / "several" / "none"."""
     roles = AB_CHOICES if project.kind == "ab" else MC_ROLES
+    validity_mode = project.kind == "mc" and project.experiment_mode == ExperimentMode.VALIDITY
     with _progress(project, progress) as bar:
         for chunk in _item_chunks(project):
             judgments = _judgments_by_item([i["id"] for i in chunk], stage=stage,
@@ -129,11 +167,22 @@ def aggregate_rows(*, project: Project, stage: Stage | None = None,
                     "n_workers": len({j["worker"] for j in item_judgments}),
                     "mean_score": round(fmean(scores), 6) if scores else None,
                     "score_std": round(pstdev(scores), 6) if scores else None,
-                    "choice_counts": None,
+                    "choice_counts": None, "majority": None, "majority_tie": None,
+                    "validity_counts": None,
                 }
                 if project.kind != "likert":
-                    counts = Counter(j["choice"] for j in item_judgments if j["choice"])
+                    counts = Counter(role for j in item_judgments
+                                     for role in _marked_roles(j, validity_mode=validity_mode))
                     row["choice_counts"] = {role: counts.get(role, 0) for role in roles}
+                    labels = [(item["id"], label) for j in item_judgments
+                              if (label := _label(j, validity_mode=validity_mode))]
+                    majority = majority_by_item(labels).get(item["id"])
+                    if majority is not None:
+                        row["majority"], row["majority_tie"] = majority[0], majority[1]
+                    if validity_mode:
+                        validity = Counter(_validity(j) for j in item_judgments)
+                        row["validity_counts"] = {v: validity.get(v, 0)
+                                                  for v in VALIDITY_CHOICES}
                 yield row
             bar.update(len(chunk))
 
@@ -169,20 +218,25 @@ def csv_columns(*, project: Project, aggregate: bool) -> list[str]:
     columns = ["project", "kind", *ITEM_COLUMNS]
     if not aggregate:
         return columns + list(JUDGMENT_COLUMNS)
-    columns += [c for c in AGGREGATE_COLUMNS if c != "choice_counts"]
+    columns += [c for c in AGGREGATE_COLUMNS if c not in ("choice_counts", "validity_counts")]
     if project.kind != "likert":
         roles = AB_CHOICES if project.kind == "ab" else MC_ROLES
         columns += [f"count_{role}" for role in roles]
+    if project.kind == "mc" and project.experiment_mode == ExperimentMode.VALIDITY:
+        columns += [f"validity_{v}" for v in VALIDITY_CHOICES]
     return columns
 
 
 def _flatten(row: dict[str, Any]) -> dict[str, Any]:
-    flat = {key: value for key, value in row.items() if key not in ("judgment", "choice_counts")}
+    flat = {key: value for key, value in row.items()
+            if key not in ("judgment", "choice_counts", "validity_counts")}
     if "judgment" in row:
         judgment = row["judgment"] or {}
         flat.update({name: judgment.get(name) for name in JUDGMENT_COLUMNS})
     if row.get("choice_counts"):
         flat.update({f"count_{role}": n for role, n in row["choice_counts"].items()})
+    if row.get("validity_counts"):
+        flat.update({f"validity_{v}": n for v, n in row["validity_counts"].items()})
     return flat
 
 

@@ -149,3 +149,59 @@ def test_stage_filter_and_errors(tmp_path):
         run_export(project.slug, "--stage", "nope")
     with pytest.raises(CommandError, match="project 'ghost' does not exist"):
         run_export("ghost")
+
+
+def _choice_project(kind, judgments, *, mode=None):
+    """One item with the given judgment fields (one worker each) in a data stage."""
+    from tests.factories import make_item, make_project, make_stage, make_worker
+
+    project = make_project(kind=kind, **({"experiment_mode": mode} if mode else {}))
+    item = make_item(project, external_id="it")
+    stage = make_stage(project)
+    for fields in judgments:
+        Judgment.objects.create(item=item, stage=stage, worker=make_worker(), **fields)
+    return project
+
+
+def _aggregate(project, fmt="jsonl"):
+    out = run_export(project.slug, "--aggregate", "--format", fmt)
+    if fmt == "csv":
+        return list(csv.DictReader(io.StringIO(out)))
+    return [json.loads(line) for line in out.splitlines()]
+
+
+def test_aggregate_majority_and_tie_for_ab_and_mc():
+    ab = _choice_project("ab", [{"choice": "B"}, {"choice": "B"}, {"choice": "A"}])
+    [row] = _aggregate(ab)
+    assert (row["majority"], row["majority_tie"]) == ("B", False)
+    assert row["choice_counts"] == {"A": 1, "B": 2}
+    [table] = _aggregate(ab, "csv")
+    assert (table["majority"], table["majority_tie"]) == ("B", "false")
+
+    tied = _choice_project("mc", [{"choice": "A"}, {"choice": "C"}])
+    [row] = _aggregate(tied)
+    assert row["majority"] is None and row["majority_tie"] is True
+    [table] = _aggregate(tied, "csv")
+    assert (table["majority"], table["majority_tie"]) == ("", "true")
+
+    likert = _choice_project("likert", [{"score": 4}])
+    [row] = _aggregate(likert)
+    assert row["majority"] is None and row["majority_tie"] is None
+
+
+def test_aggregate_counts_validity_judgments():
+    """Validity judging: "several" marks count for every role marked, "none" is counted, and the
+    majority is over role / several / none (these judgments have an empty `choice`)."""
+    project = _choice_project("mc", [
+        {"choice": "", "choices": ["A", "B"], "extra": {"validity": "several"}},
+        {"choice": "", "choices": ["A", "C"], "extra": {"validity": "several"}},
+        {"choice": "", "choices": [], "extra": {"validity": "none"}},
+        {"choice": "A", "choices": ["A"], "extra": {"validity": "one"}},
+    ], mode="validity")
+    [row] = _aggregate(project)
+    assert row["choice_counts"] == {"A": 3, "B": 1, "C": 1, "D": 0}
+    assert row["validity_counts"] == {"one": 1, "several": 2, "none": 1}
+    assert (row["majority"], row["majority_tie"]) == ("several", False)
+    [table] = _aggregate(project, "csv")
+    assert (table["count_A"], table["validity_several"], table["validity_none"]) == (
+        "3", "2", "1")
