@@ -17,6 +17,7 @@ for a correlation) is returned as None rather than NaN, so it serialises to JSON
 """
 from __future__ import annotations
 
+import numbers
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -411,23 +412,54 @@ def _paired(a, b) -> tuple[np.ndarray, np.ndarray]:
     return a[keep], b[keep]
 
 
+def _label_key(value):
+    """One key per label: numbers by value (int 1, float 1.0 and numpy 1 are the same label;
+    `str()` would make "1" and "1.0" two labels), anything else as itself."""
+    if isinstance(value, bool | np.bool_):
+        return value
+    if isinstance(value, numbers.Number):
+        number = float(value)
+        return int(number) if number.is_integer() else number
+    return value
+
+
+def _sorted_labels(keys) -> list:
+    keys = set(keys)
+    if all(isinstance(k, numbers.Number) and not isinstance(k, bool) for k in keys):
+        return sorted(keys)
+    return sorted(keys, key=lambda k: (type(k).__name__, str(k)))
+
+
 def cohen_kappa(
     a, b, *, weights: Literal["quadratic", "linear"] | None = None, labels: Sequence | None = None
 ) -> float | None:
-    """Cohen's κ between two annotators (scikit-learn), unweighted or weighted. For weighted κ
-    pass the full ordered scale as `labels` so unused scale points keep their distances."""
+    """Cohen's κ between two annotators (scikit-learn), unweighted or weighted. Numeric labels
+    are compared by value. Weighted κ needs the full ordered scale as `labels` (e.g. 1-5):
+    the distances between categories come from their positions on the scale, so a scale made
+    of the observed labels only would shrink or stretch them. Values off the scale raise."""
     from sklearn.metrics import cohen_kappa_score
 
     a, b = _paired(a, b)
-    if len(set(a.tolist()) | set(b.tolist())) < 2:
-        return None  # a single label overall: chance agreement is 1, κ undefined
+    a = [_label_key(v) for v in a.tolist()]
+    b = [_label_key(v) for v in b.tolist()]
+    observed = set(a) | set(b)
     if weights is not None:
-        a, b = a.astype(float), b.astype(float)
+        if labels is None:
+            raise ValueError("weighted Cohen's kappa needs the full ordered scale as `labels`")
+        scale = [_label_key(v) for v in labels]
+        off_scale = observed - set(scale)
+        if off_scale:
+            raise ValueError(f"values not on the scale {scale}: {_sorted_labels(off_scale)}")
     else:
-        a, b = a.astype(str), b.astype(str)
-        labels = None if labels is None else [str(x) for x in labels]
+        scale = _sorted_labels(observed | {_label_key(v) for v in (labels or [])})
+    if len(observed) < 2:
+        return None  # a single label overall: chance agreement is 1, κ undefined
+    code = {label: index for index, label in enumerate(scale)}
     with np.errstate(invalid="ignore", divide="ignore"):
-        return _none_if_nan(cohen_kappa_score(a, b, weights=weights, labels=labels))
+        return _none_if_nan(cohen_kappa_score(
+            [code[v] for v in a], [code[v] for v in b], weights=weights,
+            labels=list(range(len(scale))),
+        ))
 
 
 def pearson(a, b) -> float | None:

@@ -172,6 +172,37 @@ def test_cohen_kappa_hand_and_references():
     )
 
 
+def test_cohen_kappa_compares_numeric_labels_by_value():
+    from sklearn.metrics import cohen_kappa_score
+
+    ints = [1, 2, 3, 1, 2, 3, 3, 1]
+    mixed = [1.0, 2, 3.0, 2.0, 2, np.int64(3), 1.0, 1]   # same values, other number types
+    expected = cohen_kappa_score(ints, [1, 2, 3, 2, 2, 3, 1, 1])
+    assert ag.cohen_kappa(ints, mixed) == pytest.approx(expected)
+    assert ag.cohen_kappa([1, 2, 1, 2], [1.0, 2.0, 1.0, 2.0]) == pytest.approx(1.0)
+
+
+def test_weighted_cohen_kappa_uses_the_full_scale():
+    # Only 1, 2 and 5 of a 1-5 scale observed: 2 and 5 are three steps apart on the scale,
+    # one step apart among the observed labels; the weights must come from the 1-5 scale.
+    x = [1, 2, 5, 2, 1, 5, 2, 2, 1, 5]
+    y = [2, 2, 5, 1, 1, 2, 2, 5, 1, 5]
+    table = to_table(np.column_stack([x, y]), bins=np.arange(0.5, 6))[0]
+    assert table.shape == (5, 5)
+    expected = cohens_kappa(table, wt="quadratic").kappa
+    assert ag.cohen_kappa(x, y, weights="quadratic", labels=[1, 2, 3, 4, 5]) == pytest.approx(
+        expected)
+    assert ag.cohen_kappa(x, [float(v) for v in y], weights="quadratic",
+                          labels=[1.0, 2.0, 3.0, 4.0, 5.0]) == pytest.approx(expected)
+    observed_only = cohens_kappa(to_table(np.column_stack([x, y]),
+                                          bins=[0.5, 1.5, 2.5, 5.5])[0], wt="quadratic").kappa
+    assert observed_only != pytest.approx(expected)  # why the scale matters
+    with pytest.raises(ValueError, match="full ordered scale"):
+        ag.cohen_kappa(x, y, weights="quadratic")
+    with pytest.raises(ValueError, match="not on the scale"):
+        ag.cohen_kappa(x, y, weights="quadratic", labels=[1, 2, 3])
+
+
 def test_two_annotator_statistics_drop_missing_pairs():
     a = [1, 2, 3, 4, 5, nan, 2]
     b = [2, 2, 3, 5, 4, 3, nan]
