@@ -8,10 +8,14 @@ export PYTHONUNBUFFERED=1
 mkdir -p var test-artifacts
 
 # Browser tests drive Debian's chromium; CI installs it, developers get the same step.
-if ! command -v chromium >/dev/null 2>&1; then
-  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+if ! command -v chromium >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
+  # root installs directly; another user through passwordless sudo when it is there.
+  as_root=""
+  [ "$(id -u)" = 0 ] || { sudo -n true 2>/dev/null && as_root="sudo -n"; }
+  if [ "$(id -u)" = 0 ] || [ -n "$as_root" ]; then
     echo "installing chromium with apt-get ..."
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+    $as_root apt-get update -qq && \
+      $as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
   fi
 fi
 if ! command -v chromium >/dev/null 2>&1 && [ "${CI:-}" = "true" ]; then
