@@ -1,17 +1,20 @@
 """The project report behind `manage.py report`, the REST endpoint and the dashboard, and its
-cache in `Report` (valid while no newer judgment exists)."""
+cache in `Report` (valid while no newer judgment exists and the items are unchanged; worker
+status is read fresh on every cache hit)."""
 from __future__ import annotations
 
+import hashlib
 import math
 
 import numpy as np
-from django.db.models import Max
+from django.db.models import Max, TextField
+from django.db.models.functions import Cast
 
-from annotation.models import Judgment, Project, Stage, TaskKind
+from annotation.models import Item, Judgment, Project, Stage, TaskKind, Worker
 
 from ..models import Report
 from .agreement import agreement_report
-from .data import load_judgments
+from .data import _fetch_plain, load_judgments
 from .lfqa import lfqa_report
 from .likert import likert_report
 from .stages import stages_report
@@ -74,18 +77,50 @@ def judgment_watermark(*, project: Project, stage: Stage | None = None) -> int:
     return queryset.aggregate(top=Max("id"))["top"] or 0
 
 
+# Item columns the reports read: editing one (gold, practice flag, exclusion, grouping fields)
+# changes the report without adding a judgment.
+ITEM_FINGERPRINT_FIELDS = ("dataset", "source", "split", "domain", "text_level",
+                           "is_gold_check", "is_practice", "excluded")
+
+
+def item_fingerprint(*, project: Project) -> str:
+    """Hash of the project's items as the reports see them. Items carry no `updated_at`, so
+    the cache compares this hash; JSON columns are read as text (no decoding), which keeps it
+    to one light query even for 40,000 items."""
+    queryset = (Item.objects.filter(project=project).order_by("id")
+                .annotate(_gold=Cast("gold", TextField()), _meta=Cast("metadata", TextField()))
+                .values_list("id", *ITEM_FINGERPRINT_FIELDS, "_gold", "_meta"))
+    digest = hashlib.blake2b(digest_size=16)
+    for row in _fetch_plain(queryset):
+        digest.update(repr(row).encode())
+    return digest.hexdigest()
+
+
+def with_current_worker_status(report: dict) -> dict:
+    """The report with each worker's status read now: blocking a worker adds no judgment, so a
+    cached report would show them active until the next judgment arrives."""
+    workers = report.get("workers") or []
+    if not workers:
+        return report
+    status = dict(Worker.objects.filter(pk__in=[w["worker_id"] for w in workers])
+                  .values_list("pk", "status"))
+    return {**report, "workers": [{**w, "status": status.get(w["worker_id"], w["status"])}
+                                  for w in workers]}
+
+
 def cached_project_report(
     *, project: Project, stage: Stage | None = None, group_by: str | None = None,
     refresh: bool = False,
 ) -> dict:
-    """`project_report` from the `Report` cache when no judgment arrived since it was computed
-    (judgments are append-only, so the highest id is a complete change marker)."""
+    """`project_report` from the `Report` cache when no judgment arrived and no item changed
+    since it was computed (judgments are append-only, so the highest id is a complete change
+    marker for them; items are compared by `item_fingerprint`)."""
     if not refresh:
         cached = _cached_row(project=project, stage=stage, group_by=group_by)
-        if cached is not None and cached.judgment_watermark == judgment_watermark(
-            project=project, stage=stage
-        ):
-            return cached.data
+        if (cached is not None
+                and cached.judgment_watermark == judgment_watermark(project=project, stage=stage)
+                and cached.data.get("item_fingerprint") == item_fingerprint(project=project)):
+            return with_current_worker_status(cached.data)
     return report_refresh(project=project, stage=stage, group_by=group_by)
 
 
@@ -101,7 +136,10 @@ def report_refresh(
     *, project: Project, stage: Stage | None = None, group_by: str | None = None
 ) -> dict:
     """Recompute and store the report (one row per project, stage and parameters)."""
+    # Taken before reading: an item edited meanwhile makes the next read recompute.
+    fingerprint = item_fingerprint(project=project)
     data = project_report(project=project, stage=stage, group_by=group_by)
+    data["item_fingerprint"] = fingerprint
     params = _params(group_by)
     row = _cached_row(project=project, stage=stage, group_by=group_by)
     if row is not None:
@@ -142,6 +180,7 @@ def stale_report_projects() -> list[int]:
 
 
 CHARTS_KIND = "project-charts"
+_CHARTS_FINGERPRINT = "_item_fingerprint"  # stored beside the SVGs, never returned as a chart
 
 
 def dashboard_data(
@@ -155,14 +194,17 @@ def dashboard_data(
     params = _params(group_by)
     rows = [r for r in Report.objects.filter(project=project, stage=stage, kind=CHARTS_KIND)
             if r.params == params]
-    if rows and rows[0].judgment_watermark == report["judgment_watermark"]:
-        return report, rows[0].data
+    fingerprint = report.get("item_fingerprint")
+    if (rows and rows[0].judgment_watermark == report["judgment_watermark"]
+            and rows[0].data.get(_CHARTS_FINGERPRINT) == fingerprint):
+        return report, {k: v for k, v in rows[0].data.items() if k != _CHARTS_FINGERPRINT}
     charts = dashboard_charts(report)
+    stored = {**charts, _CHARTS_FINGERPRINT: fingerprint}
     if rows:
-        rows[0].data = charts
+        rows[0].data = stored
         rows[0].judgment_watermark = report["judgment_watermark"]
         rows[0].save(update_fields=["data", "judgment_watermark", "computed_at"])
     else:
         Report.objects.create(project=project, stage=stage, kind=CHARTS_KIND, params=params,
-                              data=charts, judgment_watermark=report["judgment_watermark"])
+                              data=stored, judgment_watermark=report["judgment_watermark"])
     return report, charts

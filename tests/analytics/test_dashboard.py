@@ -127,3 +127,20 @@ def test_admin_project_list_links_to_the_dashboard(client, ab_project):
     response = client.get(reverse("admin:annotation_project_changelist"))
     assert response.status_code == 200
     assert reverse("metrics:project-dashboard", args=[project.slug]) in response.content.decode()
+
+
+def test_report_api_shows_a_block_at_once_though_the_report_is_cached(client, ab_project):
+    from annotation.services.workers import worker_block
+
+    project, owner, workers = ab_project
+    client.force_login(owner)
+    url = reverse("metrics-api:project-report", args=[project.slug])
+    before = {w["worker_id"]: w["status"] for w in client.get(url).json()["workers"]}
+    assert before[workers[2].pk] == WorkerStatus.ACTIVE
+    computed = Report.objects.get(project=project, kind="project", stage=None).computed_at
+    worker_block(worker=workers[2], reason="random answers")
+    after = {w["worker_id"]: w["status"] for w in client.get(url).json()["workers"]}
+    assert after[workers[2].pk] == WorkerStatus.BLOCKED
+    assert after[workers[0].pk] == WorkerStatus.ACTIVE
+    # served from the cache (no judgment arrived), only the status is read fresh
+    assert Report.objects.get(project=project, kind="project", stage=None).computed_at == computed

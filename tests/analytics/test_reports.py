@@ -197,6 +197,37 @@ def test_report_cache_follows_the_judgment_watermark(likert_project):
     assert Report.objects.filter(project=project).count() == 1
 
 
+@pytest.mark.parametrize("change", [
+    {"is_practice": True}, {"excluded": True}, {"gold": {"score": 5}}, {"dataset": "other"},
+])
+def test_report_cache_follows_item_changes(likert_project, change):
+    """Editing items adds no judgment; the cache must still notice (a practice or gold item
+    changes worker accuracy, a regrouped item the distributions)."""
+    project, _matrix = likert_project
+    first = cached_project_report(project=project)
+    assert cached_project_report(project=project)["item_fingerprint"] == first["item_fingerprint"]
+    item = project.items.order_by("id").first()
+    project.items.filter(pk=item.pk).update(**change)
+    second = cached_project_report(project=project)
+    assert second["item_fingerprint"] != first["item_fingerprint"]
+    if "dataset" in change:
+        assert "other" in second["likert"]["distribution"]
+
+
+def test_dashboard_charts_follow_item_changes(likert_project):
+    from metrics_app.reports.project import dashboard_data
+
+    project, _matrix = likert_project
+    report, charts = dashboard_data(project=project)
+    assert "_item_fingerprint" not in charts
+    project.items.filter(pk=project.items.order_by("id").first().pk).update(is_practice=True)
+    again, fresh = dashboard_data(project=project)
+    assert again["item_fingerprint"] != report["item_fingerprint"]
+    stored = Report.objects.get(project=project, kind="project-charts")
+    assert stored.data["_item_fingerprint"] == again["item_fingerprint"]
+    assert set(fresh) == set(charts)
+
+
 def test_report_command_json_stage_and_errors(likert_project):
     project, _matrix = likert_project
     out = io.StringIO()
