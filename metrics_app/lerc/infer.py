@@ -64,23 +64,26 @@ def predict_scores(model: ClsHeadModel, tokenizer, examples: Sequence[LercExampl
                    ) -> list[float | None]:
     """A score per example: the maximum over its references (the first `max_references` when
     given), or the scalar of (question, candidate) for a pairwise model. None when an input
-    cannot fit `max_length`."""
+    cannot fit `max_length` (per reference: the references that fit are still scored)."""
     encoded: list[Encoded] = []
     owner: list[int] = []
     for index, example in enumerate(examples):
-        try:
-            if model.input_kind == "pair":
+        if model.input_kind == "pair":
+            try:
                 encoded.append(encode_pair(tokenizer, question=example.question,
                                            answer=example.candidate, max_length=max_length))
-                owner.append(index)
+            except InputTooLong:
                 continue
-            for reference in (example.references or ("",))[:max_references]:
+            owner.append(index)
+            continue
+        for reference in (example.references or ("",))[:max_references]:
+            try:
                 encoded.append(encode_quadruple(
                     tokenizer, passage=example.passage, question=example.question,
                     reference=reference, candidate=example.candidate, max_length=max_length))
-                owner.append(index)
-        except InputTooLong:
-            continue
+            except InputTooLong:
+                continue  # one over-long reference must not drop the others
+            owner.append(index)
     raw = score_encoded(model, encoded, pad_id=tokenizer.pad_token_id, batch_size=batch_size,
                         length_sorted=length_sorted, bf16=bf16)
     best: list[float | None] = [None] * len(examples)
@@ -92,16 +95,25 @@ def predict_scores(model: ClsHeadModel, tokenizer, examples: Sequence[LercExampl
 
 def predict_pairs(model: ClsHeadModel, tokenizer, pairs: Sequence[PairExample], *,
                   max_length: int, batch_size: int = 64, bf16: bool = True
-                  ) -> list[tuple[float, float]]:
-    """(score of A, score of B) per pair."""
-    encoded = []
-    for pair in pairs:
-        for answer in (pair.answer_a, pair.answer_b):
-            encoded.append(encode_pair(tokenizer, question=pair.question, answer=answer,
-                                       max_length=max_length))
+                  ) -> list[tuple[float | None, float | None]]:
+    """(score of A, score of B) per pair; (None, None) for a pair whose question alone cannot
+    fit `max_length` (answers are cut, the question never)."""
+    encoded, owner = [], []
+    for index, pair in enumerate(pairs):
+        try:
+            both = [encode_pair(tokenizer, question=pair.question, answer=answer,
+                                max_length=max_length)
+                    for answer in (pair.answer_a, pair.answer_b)]
+        except InputTooLong:
+            continue
+        encoded.extend(both)
+        owner.append(index)
     raw = score_encoded(model, encoded, pad_id=tokenizer.pad_token_id, batch_size=batch_size,
-                        bf16=bf16)
-    return [(raw[2 * i], raw[2 * i + 1]) for i in range(len(pairs))]
+                        bf16=bf16) if encoded else []
+    result: list[tuple[float | None, float | None]] = [(None, None)] * len(pairs)
+    for position, index in enumerate(owner):
+        result[index] = (raw[2 * position], raw[2 * position + 1])
+    return result
 
 
 class LercScorer:
@@ -121,6 +133,7 @@ class LercScorer:
                               batch_size=batch_size or self.batch_size,
                               length_sorted=length_sorted, max_references=max_references)
 
-    def score_pairs(self, pairs: Sequence[PairExample]) -> list[tuple[float, float]]:
+    def score_pairs(self, pairs: Sequence[PairExample]
+                    ) -> list[tuple[float | None, float | None]]:
         return predict_pairs(self.model, self.tokenizer, pairs, max_length=self.max_length,
                              batch_size=self.batch_size)

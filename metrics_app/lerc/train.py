@@ -54,10 +54,13 @@ class TrainConfig:
     bf16: bool = True
     pretrain_epochs: int = 0  # multiple-choice pre-training epochs (0 = none)
     pretrain_learning_rate: float = 2e-5
-    max_train_examples: int | None = None  # cap (benchmarks on small machines)
+    max_train_examples: int | None = None  # seeded random subset (benchmarks on small machines)
     group_by_length: bool = True  # batches of similar length (less padding), in random order
     max_references: int | None = None  # train on the first N references only (None = all)
     progress_every: int = 10  # optimizer steps between progress reports
+    # ...and at most this many seconds between reports (checked every micro-batch), so slow
+    # steps (big batches, accumulation, CPU) still send the heartbeat the stale check reads.
+    heartbeat_seconds: float = 60.0
     extra: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
@@ -96,11 +99,12 @@ def pearson(predictions: Sequence[float | None], gold: Sequence[float]) -> float
     return None if math.isnan(value) else value
 
 
-def pairwise_accuracy(scores: Sequence[tuple[float, float]], labels: Sequence[float]
-                      ) -> float | None:
-    """Share of decided pairs (label ≠ 0.5) where the preferred answer scores higher."""
+def pairwise_accuracy(scores: Sequence[tuple[float | None, float | None]],
+                      labels: Sequence[float]) -> float | None:
+    """Share of decided pairs (label ≠ 0.5) where the preferred answer scores higher; pairs
+    that could not be scored (None) are left out."""
     decided = [(a > b) == (label > 0.5) for (a, b), label in zip(scores, labels, strict=True)
-               if label != 0.5]
+               if label != 0.5 and a is not None and b is not None]
     return sum(decided) / len(decided) if decided else None
 
 
@@ -138,7 +142,8 @@ def _optimizer(model, lr: float, weight_decay: float):
 
 def _fingerprint(cfg: TrainConfig, lr: float, n_train: int) -> str:
     data = cfg.to_dict()
-    for volatile in ("output_dir", "progress_every", "device", "eval_batch_size"):
+    for volatile in ("output_dir", "progress_every", "heartbeat_seconds", "device",
+                     "eval_batch_size"):
         data.pop(volatile, None)
     data.update(lr=lr, n_train=n_train)
     return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()
@@ -244,6 +249,7 @@ def _pretrain_mc(model, tokenizer, cfg: TrainConfig, mc_examples, device,
     generator = torch.Generator().manual_seed(cfg.seed)
     model.train()
     correct = total = 0
+    last_report = time.monotonic()
     for epoch in range(cfg.pretrain_epochs):
         order = torch.randperm(len(encoded), generator=generator).tolist()
         for step, start in enumerate(range(0, len(order), cfg.batch_size), start=1):
@@ -262,7 +268,9 @@ def _pretrain_mc(model, tokenizer, cfg: TrainConfig, mc_examples, device,
             if epoch == cfg.pretrain_epochs - 1:
                 correct += int((logits.argmax(-1) == target).sum())
                 total += len(batch)
-            if progress and step % cfg.progress_every == 0:
+            if progress and (step % cfg.progress_every == 0
+                             or time.monotonic() - last_report >= cfg.heartbeat_seconds):
+                last_report = time.monotonic()
                 progress({"phase": "pretrain", "epoch": epoch + 1,
                           "epochs": cfg.pretrain_epochs, "step": step, "loss": float(loss.detach())})
     return {"pretrain_examples": len(encoded),
@@ -289,6 +297,8 @@ def _train_one(cfg: TrainConfig, lr: float, run_dir: Path, train_examples, val_e
             if isinstance(module, nn.Dropout):
                 module.p = cfg.dropout
 
+    if progress:
+        progress({"phase": "encoding", "epochs": cfg.epochs, "learning_rate": lr})
     inputs, targets, skipped = _encode_training_set(cfg, tokenizer, train_examples)
     if not inputs:
         raise ValueError("no training examples (after dropping inputs longer than max_length)")
@@ -333,6 +343,7 @@ def _train_one(cfg: TrainConfig, lr: float, run_dir: Path, train_examples, val_e
     mse, bt = nn.MSELoss(), nn.BCEWithLogitsLoss()
     pad = tokenizer.pad_token_id
     model.train()
+    last_report = time.monotonic()
     for epoch in range(start_epoch, cfg.epochs):
         started = time.monotonic()
         # Per-epoch generator: a resumed run sees the same order as an uninterrupted one.
@@ -355,7 +366,8 @@ def _train_one(cfg: TrainConfig, lr: float, run_dir: Path, train_examples, val_e
             (loss / cfg.grad_accumulation).backward()
             running += float(loss.detach()) * len(batch)
             seen += len(batch)
-            if micro % cfg.grad_accumulation == 0 or micro == micro_batches:
+            stepped = micro % cfg.grad_accumulation == 0 or micro == micro_batches
+            if stepped:
                 torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.max_grad_norm)
                 optimizer.step()
                 scheduler.step()
@@ -363,13 +375,15 @@ def _train_one(cfg: TrainConfig, lr: float, run_dir: Path, train_examples, val_e
                 global_step += 1
                 if should_cancel and should_cancel():
                     raise TrainingCancelled(f"cancelled at epoch {epoch + 1}, step {global_step}")
-                step_in_epoch = global_step - epoch * steps_per_epoch
-                if progress and (global_step % cfg.progress_every == 0
-                                 or step_in_epoch == steps_per_epoch):
-                    progress({"phase": "train", "epoch": epoch + 1, "epochs": cfg.epochs,
-                              "step": step_in_epoch, "steps_per_epoch": steps_per_epoch,
-                              "global_step": global_step, "total_steps": total_steps,
-                              "loss": running / seen, "learning_rate": lr})
+            step_in_epoch = global_step - epoch * steps_per_epoch
+            due = stepped and (global_step % cfg.progress_every == 0
+                               or step_in_epoch == steps_per_epoch)
+            if progress and (due or time.monotonic() - last_report >= cfg.heartbeat_seconds):
+                last_report = time.monotonic()
+                progress({"phase": "train", "epoch": epoch + 1, "epochs": cfg.epochs,
+                          "step": step_in_epoch, "steps_per_epoch": steps_per_epoch,
+                          "global_step": global_step, "total_steps": total_steps,
+                          "micro_batch": micro, "loss": running / seen, "learning_rate": lr})
         train_seconds = time.monotonic() - started
         if progress:
             progress({"phase": "validate", "epoch": epoch + 1, "epochs": cfg.epochs,
@@ -377,6 +391,12 @@ def _train_one(cfg: TrainConfig, lr: float, run_dir: Path, train_examples, val_e
                       "global_step": global_step, "total_steps": total_steps,
                       "loss": running / seen, "learning_rate": lr})
         val = evaluate(model, tokenizer, cfg, val_examples)
+        last_report = time.monotonic()
+        if progress:
+            progress({"phase": "validated", "epoch": epoch + 1, "epochs": cfg.epochs,
+                      "step": steps_per_epoch, "steps_per_epoch": steps_per_epoch,
+                      "global_step": global_step, "total_steps": total_steps,
+                      "loss": running / seen, "learning_rate": lr})
         value = val.get(metric_name)
         history.append({"epoch": epoch + 1, "train_loss": running / seen,
                         f"val_{metric_name}": value, "train_seconds": round(train_seconds, 3),
@@ -438,6 +458,17 @@ def _save_checkpoint(folder: Path, state: dict) -> None:
     tmp.replace(folder / "state.pt")
 
 
+def capped_examples(cfg: TrainConfig, examples) -> list:
+    """At most `cfg.max_train_examples` examples: a seeded random subset kept in input order.
+    The first N in item-id order would be the oldest items (often one dataset or one batch of
+    annotation)."""
+    examples = list(examples)
+    if not cfg.max_train_examples or len(examples) <= cfg.max_train_examples:
+        return examples
+    chosen = random.Random(cfg.seed).sample(range(len(examples)), cfg.max_train_examples)
+    return [examples[i] for i in sorted(chosen)]
+
+
 def train(cfg: TrainConfig, train_examples, val_examples, progress: ProgressCallback | None = None,
           should_cancel: CancelCheck | None = None, mc_examples=None) -> dict[str, Any]:
     """Train, keep the best epoch, write it to `<output_dir>/model`, return the metrics.
@@ -448,9 +479,7 @@ def train(cfg: TrainConfig, train_examples, val_examples, progress: ProgressCall
         raise ValueError("TrainConfig.output_dir is required")
     if cfg.kind not in (KIND_REGRESSION, KIND_PAIRWISE):
         raise ValueError(f"unknown kind {cfg.kind!r}")
-    train_examples = list(train_examples)
-    if cfg.max_train_examples:
-        train_examples = train_examples[: cfg.max_train_examples]
+    train_examples = capped_examples(cfg, train_examples)
     output = Path(cfg.output_dir)
     output.mkdir(parents=True, exist_ok=True)
     rates = PAPER_LEARNING_RATES if cfg.tune_learning_rate else (cfg.learning_rate,)

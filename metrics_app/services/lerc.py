@@ -20,6 +20,7 @@ import hashlib
 import logging
 import os
 import socket
+import statistics
 import time
 import traceback
 import uuid
@@ -122,7 +123,10 @@ def lerc_dataset_build(
     """Training, validation and test examples from the projects' judgments.
 
     Only judgments with id ≤ the project's watermark are read (judgments are append-only, so a
-    watermark pins the exact set). Gold = mean score (optionally z-normalized per annotator);
+    watermark pins the exact set). Gold = mean score (optionally z-normalized per annotator:
+    the mean of the annotators' z-scores is mapped back onto the 1–5 scale with the project's
+    pooled mean and standard deviation of the raw scores, z · std + mean, so `lerc` still
+    scores on 1–5 and "≥ 3 means correct" keeps its meaning);
     A/B gold = share of judgments preferring A. Candidates that exactly match a reference are
     dropped (unless `drop_exact_match=False`, to evaluate against EM on whole splits).
     Splits: the item's split field ("item"), or passage/question groups hashed into
@@ -172,6 +176,13 @@ def lerc_dataset_build(
         else:
             gold = mean_by_item(((r.worker_id, r.item_id, r.score) for r in rows),
                                 znormalize=znormalize)
+            if znormalize and rows:
+                raw = [float(r.score) for r in rows]
+                pooled_mean = statistics.fmean(raw)
+                pooled_std = statistics.pstdev(raw) if len(raw) > 1 else 0.0
+                gold = {item_id: z * pooled_std + pooled_mean for item_id, z in gold.items()}
+                per_project[project.slug]["znormalize_scale"] = {
+                    "mean": pooled_mean, "std": pooled_std}
         has_splits = {i.split.lower() for i in used_items.values()}
         use_item_split = split_mode == "item" or (
             split_mode == "auto" and "train" in has_splits and has_splits & VAL_SPLITS
@@ -240,12 +251,32 @@ def mc_pretraining_build(*, projects: list[Project], seed: int = 0) -> list:
     return mc_pretraining_examples(rows, seed=seed)
 
 
-def minimal_pair_accuracy(scorer, projects: list[Project]) -> dict[str, Any]:
+def _held_out(item: Item, train_ids: set[str], train_groups: set[str]) -> bool:
+    """Whether an item is outside training: not a training example; judged items that are not
+    training examples are validation/test; unjudged ones count when their split field is
+    validation/test, or, without one, when no training example shares their passage group."""
+    if str(item.id) in train_ids:
+        return False
+    split = (item.split or "").lower()
+    if split == "train":
+        return False
+    if split in VAL_SPLITS or split == "test":
+        return True
+    return f"{item.project_id}:{_item_group(item)}" not in train_groups
+
+
+def minimal_pair_accuracy(scorer, projects: list[Project], trained_on: list | None = None
+                          ) -> dict[str, Any]:
     """How often the model scores a minimal pair's better candidate (role 1) higher; a tie
-    counts half. Pairs come from items with metadata {"minimal_pair", "pair_role"}."""
+    counts half. Pairs come from items with metadata {"minimal_pair", "pair_role"}; with
+    `trained_on` (the training examples) only pairs whose both items are held out (validation
+    or test, see _held_out) count: a pair the model was trained on measures memory."""
+    train_ids = {e.id for e in trained_on or []}
+    train_groups = {e.group for e in trained_on or []}
     items = [i for i in Item.objects.filter(project__in=projects, project__kind=TaskKind.LIKERT)
              .order_by("id") if (i.metadata or {}).get("minimal_pair") and
-             (i.metadata or {}).get("pair_role") in (1, 2)]
+             (i.metadata or {}).get("pair_role") in (1, 2)
+             and (trained_on is None or _held_out(i, train_ids, train_groups))]
     pairs: dict[str, dict[int, int]] = {}
     for index, item in enumerate(items):
         pairs.setdefault(item.metadata["minimal_pair"], {})[item.metadata["pair_role"]] = index
@@ -488,7 +519,12 @@ def model_version_train(*, model_version: ModelVersion) -> ModelVersion:
             _event(version, "training started")
     reporter = _ProgressReporter(version)
     try:
+        # Heartbeats around the phases outside the training loop (reading judgments,
+        # evaluating), so a long one on a big project is not mistaken for a lost worker.
+        reporter({"phase": "building data"}, force=True)
         dataset = _dataset_for(version)
+        reporter({"phase": "data built", "examples": dataset.snapshot.get("examples")},
+                 force=True)
         if not dataset.train:
             raise LercError("no training examples in the selected judgments")
         key = f"{version.name}-v{version.number}"
@@ -509,12 +545,13 @@ def model_version_train(*, model_version: ModelVersion) -> ModelVersion:
         uri = artifact_store(Path(result["model_dir"]), key)
         scorer = _scorer_for_path(result["model_dir"])
         started_eval = time.monotonic()
-        evaluation = {
-            "validation": _evaluate(scorer, version.kind, dataset.val),
-            "test": _evaluate(scorer, version.kind, dataset.test),
-        }
+        evaluation = {"validation": _evaluate(scorer, version.kind, dataset.val)}
+        reporter({"phase": "evaluating", "split": "test"}, force=True)
+        evaluation["test"] = _evaluate(scorer, version.kind, dataset.test)
         if version.kind == ModelKind.REGRESSION:
-            pairs = minimal_pair_accuracy(scorer, list(version.projects.all()))
+            reporter({"phase": "evaluating", "split": "minimal pairs"}, force=True)
+            pairs = minimal_pair_accuracy(scorer, list(version.projects.all()),
+                                          trained_on=dataset.train)
             if pairs["n"]:
                 evaluation["minimal_pairs"] = pairs
         metrics = {
@@ -531,6 +568,14 @@ def model_version_train(*, model_version: ModelVersion) -> ModelVersion:
         raise
     with transaction.atomic():
         version = ModelVersion.objects.select_for_update().get(pk=version.pk)
+        # While this worker evaluated, the stale check may have failed the version (a slow
+        # evaluation without heartbeat) or someone asked to cancel it: those win.
+        if version.status != ModelStatus.TRAINING:
+            logger.info("%s became %s during evaluation; result dropped", version,
+                        version.status)
+            return version
+        if version.cancel_requested:
+            return _finish_cancelled(version, "cancelled during evaluation")
         version.data_snapshot = dataset.snapshot
         version.metrics = metrics
         version.artifact_uri = uri

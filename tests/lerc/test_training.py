@@ -29,7 +29,8 @@ def test_tiny_bert_overfits_saves_reloads_and_scores_the_same(tmp_path, tiny_opt
     assert metrics["val_pearson"] > 0.9
     assert metrics["best_epoch"] == max(
         metrics["history"], key=lambda h: h["val_pearson"] or -1)["epoch"]
-    assert {"epoch", "step", "loss"} <= set(seen[0])
+    assert seen[0]["phase"] == "encoding"
+    assert {"epoch", "step", "loss"} <= set(next(p for p in seen if p["phase"] == "train"))
     assert read_meta(metrics["model_dir"])["model_class"] == "LercRegressor"
 
     gold = [e.score for e in examples]
