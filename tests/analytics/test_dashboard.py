@@ -144,3 +144,59 @@ def test_report_api_shows_a_block_at_once_though_the_report_is_cached(client, ab
     assert after[workers[0].pk] == WorkerStatus.ACTIVE
     # served from the cache (no judgment arrived), only the status is read fresh
     assert Report.objects.get(project=project, kind="project", stage=None).computed_at == computed
+
+
+def _section(html: str, section_id: str) -> str:
+    start = html.index(f'<section id="{section_id}">')
+    return html[start:html.index("</section>", start)]
+
+
+def test_dashboard_renders_a_likert_project_with_its_histogram(client):
+    owner = make_user("likert-owner")
+    project = make_project(TaskKind.LIKERT, owner=owner, slug="likert-dash")
+    stage = make_stage(project, name="full")
+    workers = [make_worker(external_id=f"rater-{i}") for i in range(3)]
+    for n in range(8):
+        item = make_item(project, dataset="narrativeqa" if n < 4 else "drop")
+        for i, worker in enumerate(workers):
+            make_judgment(item=item, stage=stage, worker=worker, score=1 + (n + i) % 5,
+                          time_spent_ms=3000)
+    client.force_login(owner)
+    response = client.get(reverse("metrics:project-dashboard", args=[project.slug]))
+    assert response.status_code == 200
+    likert = _section(response.content.decode(), "likert")
+    assert "Score distribution" in likert and "<svg" in likert  # the histogram
+    assert "narrativeqa" in likert and "drop" in likert
+
+
+def test_dashboard_renders_a_starc_project_with_choice_bars(client):
+    owner = make_user("starc-owner")
+    project = make_project(TaskKind.MC, owner=owner, slug="starc-dash")
+    stage = make_stage(project, name="full")
+    people = [make_worker(external_id=f"reader-{i}") for i in range(4)]
+    for question in ("q1", "q2"):
+        for level in ("Ele", "Adv"):
+            item = make_item(project, external_id=f"{question}_{level}", text_level=level,
+                             dataset="onestopqa", gold={"choice": "A"})
+            for i, person in enumerate(people):
+                make_judgment(item=item, stage=stage, worker=person, choice="ABCA"[i])
+    client.force_login(owner)
+    response = client.get(reverse("metrics:project-dashboard", args=[project.slug]))
+    assert response.status_code == 200
+    starc = _section(response.content.decode(), "starc")
+    assert "STARC: accuracy and answer choices" in starc
+    assert "<svg" in starc  # the stacked A-D choice-rate bars
+    assert "onestopqa/Ele" in starc and "onestopqa/Adv" in starc
+
+
+def test_lfqa_difficult_rate_and_aspect_counts_per_domain(ab_project):
+    from metrics_app.reports.project import project_report
+
+    project, _owner, _workers = ab_project
+    lfqa = project_report(project=project)["lfqa"]
+    for domain in ("Biology", "History"):
+        # experts 1 and 2 mark every pair difficult, expert 0 none; expert 0 names factuality
+        assert lfqa["by_domain"][domain]["difficult_rate"] == pytest.approx(2 / 3)
+        assert lfqa["by_domain"][domain]["aspect_counts"] == {"factuality": 3}
+    assert lfqa["overall"]["difficult_rate"] == pytest.approx(2 / 3)
+    assert lfqa["overall"]["aspect_counts"] == {"factuality": 6}

@@ -106,3 +106,28 @@ def test_report_command_prints_the_paper_numbers(shared_data):
     call_command("report", "lfqa-cmd", "--json", "--group-by", "domain", stdout=narrowed)
     keys = set(json.loads(narrowed.getvalue())["agreement"])
     assert keys == {"all"} | {f"domain={d}" for d in LFQA_TABLE_2}
+
+
+def test_lfqa_difficult_rate_and_aspects_from_the_raw_files(shared_data):
+    """The "difficult to choose" rate per domain, counted independently from the expert files
+    (DifficultToChoose "Yes."/"No.", domain = file name prefix)."""
+    from collections import Counter
+
+    yes, total = Counter(), Counter()
+    for path in sorted((shared_data / "lfqa_experts").glob("*.json")):
+        domain = path.stem.split("_")[0]
+        for record in json.loads(path.read_text()):
+            total[domain] += 1
+            yes[domain] += record["DifficultToChoose"].strip().rstrip(".").lower() == "yes"
+    assert sum(total.values()) == 260 and sum(yes.values()) == 76
+
+    project = _import("lfqa-experts", shared_data / "lfqa_experts", "lfqa-difficult")
+    report = project_report(project=project)["lfqa"]
+    for domain in total:
+        row = report["by_domain"][domain]
+        assert row["n_judgments"] == total[domain], domain
+        assert row["difficult_rate"] == pytest.approx(yes[domain] / total[domain]), domain
+        # The study's files record no aspect labels: counted as none, not invented.
+        assert row["aspect_counts"] == {}
+    assert report["overall"]["difficult_rate"] == pytest.approx(76 / 260)
+    assert report["overall"]["aspect_counts"] == {}
