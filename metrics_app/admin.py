@@ -8,6 +8,7 @@ from django.utils.html import format_html
 from annotation.admin import ReadOnlyAdmin
 
 from .models import MetricScore, ModelVersion, ModelVersionEvent, Report
+from .scoring_models import ScoringJob
 
 
 @admin.register(MetricScore)
@@ -25,6 +26,23 @@ class ReportAdmin(ReadOnlyAdmin):
     list_filter = ("kind", ("project", admin.RelatedOnlyFieldListFilter))
     list_select_related = ("project", "stage__project")
     search_fields = ("kind", "project__slug", "project__title")
+
+
+@admin.register(ScoringJob)
+class ScoringJobAdmin(ReadOnlyAdmin):
+    """Scoring runs with their progress; queued from the metrics page or API, run in Celery."""
+
+    list_display = ("__str__", "status", "progress_bar", "queue", "requested_by", "created_at",
+                    "finished_at")
+    list_filter = ("status", "queue", ("project", admin.RelatedOnlyFieldListFilter))
+    list_select_related = ("project", "requested_by")
+    search_fields = ("project__slug", "project__title", "task_id")
+    readonly_fields = ("progress_bar",)
+
+    @admin.display(description="Progress")
+    def progress_bar(self, obj):
+        return format_html('<progress max="100" value="{}"></progress> {} / {} ({}%)',
+                           obj.percent, obj.done, obj.total, obj.percent)
 
 
 # --- LERC model versions ----------------------------------------------------------------------

@@ -94,8 +94,22 @@ EXPECTED = {
 }
 
 
+# Shown only as inlines of their parent's admin page.
+INLINE_ONLY = {"annotation.HitItem", "annotation.AssignmentItem",
+               "metrics_app.ModelVersionEvent"}
+
+
 def test_every_model_is_registered():
-    assert EXPECTED <= {m._meta.label for m in REGISTERED}
+    from django.apps import apps
+
+    every = {m._meta.label for app in ("annotation", "metrics_app")
+             for m in apps.get_app_config(app).get_models()}
+    registered = {m._meta.label for m in REGISTERED}
+    assert EXPECTED <= registered
+    assert every - INLINE_ONLY == registered
+    inlines = {inline.model._meta.label for model_admin in admin.site._registry.values()
+               for inline in model_admin.inlines}
+    assert INLINE_ONLY <= inlines
 
 
 @pytest.mark.parametrize("model", REGISTERED, ids=lambda m: m._meta.label)
