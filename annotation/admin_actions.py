@@ -408,10 +408,22 @@ def notify_workers(modeladmin, request, queryset):
 
 
 def _already_sent(results: dict) -> str:
-    """A notify is recorded per message and recipients: the same text is sent once."""
-    already = sum(int((r or {}).get("already_sent", 0)) for r in results.values())
-    return (f" ({already} had this exact message already and were not sent it again)"
-            if already else "")
+    """A notify is recorded per message and recipients and sent at most once: say what was
+    not sent again, or is in doubt, or failed."""
+    total = {name: sum(int((r or {}).get(name, 0)) for r in results.values())
+             for name in ("already_sent", "in_doubt")}
+    errors = [e for r in results.values() for e in (r or {}).get("errors", [])]
+    notes = []
+    if total["already_sent"]:
+        notes.append(f"{total['already_sent']} had this exact message already and were not "
+                     f"sent it again")
+    if total["in_doubt"]:
+        notes.append(f"{total['in_doubt']} may have it already (an earlier answer was lost); "
+                     f"not sent again")
+    if errors:
+        notes.append(f"failed or unconfirmed for some (never sent twice): "
+                     f"{'; '.join(errors[:3])}")
+    return f" ({'; '.join(notes)})" if notes else ""
 
 
 WORKER_ACTIONS = (block_on_provider, unblock_on_provider, notify_workers)

@@ -178,14 +178,18 @@ class MTurkProvider(CrowdProvider):
         return self._client
 
     # --- the one retry loop ------------------------------------------------------------------
-    def call(self, operation: str, *, attempts: int | None = None, **params) -> dict[str, Any]:
+    def call(self, operation: str, *, attempts: int | None = None,
+             retry_transient: bool = True, **params) -> dict[str, Any]:
+        """`retry_transient=False`: retry throttling only (never processed), for calls without
+        an idempotency token whose repetition would show (NotifyWorkers)."""
         attempts = attempts or int(getattr(settings, "MTURK_MAX_ATTEMPTS", 8))
         base = float(getattr(settings, "MTURK_RETRY_BASE_SECONDS", 0.5))
         for attempt in range(attempts):
             try:
                 return getattr(self.client, operation)(**params)
             except Exception as exc:
-                if attempt + 1 >= attempts or not (is_throttling(exc) or is_transient(exc)):
+                retryable = is_throttling(exc) or (retry_transient and is_transient(exc))
+                if attempt + 1 >= attempts or not retryable:
                     raise
                 self.retries_done += 1
                 delay = min(20.0, base * (2**attempt)) * (0.5 + random.random() / 2)
@@ -598,33 +602,51 @@ class MTurkProvider(CrowdProvider):
 
     def notify(self, *, workers: Iterable, subject: str, message: str) -> dict:
         """NotifyWorkers in batches of 100, each a recorded call whose key is the message and
-        its recipients: a retried or double-clicked notify sends nothing twice (the same text
-        to the same workers is sent once; change the text to send again)."""
+        its recipients, sent at most once: a retried or double-clicked notify sends nothing
+        twice (the same text to the same workers is sent once; change the text to send
+        again), and a batch whose answer was lost is not sent again either ("in_doubt":
+        NotifyWorkers has no idempotency token, and a message twice is worse than a lost one).
+        """
         ids = sorted({w.external_id for w in workers})
         subject, message = subject[:200], message[:4096]
-        failures: list[dict] = []
-        already = 0
+        out: dict[str, Any] = {"sent": 0, "failures": [], "already_sent": 0, "in_doubt": 0,
+                               "errors": []}
         for start in range(0, len(ids), MAX_NOTIFY_RECIPIENTS):
             batch = ids[start:start + MAX_NOTIFY_RECIPIENTS]
             key = f"mturk:notify:{_digest(subject, message, *batch)}"
-            if ProviderCall.objects.filter(key=key,
-                                           status=ProviderCallStatus.SUCCEEDED).exists():
-                already += len(batch)
+            previous = ProviderCall.objects.filter(key=key).first()
+            if previous is not None and previous.status == ProviderCallStatus.SUCCEEDED:
+                out["already_sent"] += len(batch)
+                continue
+            if previous is not None and previous.status == ProviderCallStatus.PENDING \
+                    and previous.attempts:
+                out["in_doubt"] += len(batch)
                 continue
 
             def send(_token: str, batch=batch) -> dict:
-                response = self.call("notify_workers", Subject=subject, MessageText=message,
-                                     WorkerIds=batch)
+                try:
+                    response = self.call("notify_workers", retry_transient=False,
+                                         Subject=subject, MessageText=message, WorkerIds=batch)
+                except Exception as exc:
+                    if is_throttling(exc) or not is_transient(exc):
+                        # Refused or never processed: not sent, may be sent again later.
+                        raise ProviderCallRefused(error_message(exc)) from exc
+                    raise  # lost on the way back: in doubt, never repeated
                 return {"failures": response.get("NotifyWorkersFailureStatuses", [])}
 
-            response = provider_call_run(
-                provider=Provider.MTURK, operation="NotifyWorkers", key=key, call_fn=send,
-                request={"Subject": subject, "WorkerIds": batch,
-                         "message_sha256": _digest(message)},
-            )
-            failures.extend(response.get("failures", []))
-        return {"sent": len(ids) - len(failures) - already, "failures": failures,
-                "already_sent": already}
+            try:
+                response = provider_call_run(
+                    provider=Provider.MTURK, operation="NotifyWorkers", key=key, call_fn=send,
+                    request={"Subject": subject, "WorkerIds": batch,
+                             "message_sha256": _digest(message)},
+                )
+            except Exception as exc:  # reported; the other batches still go out
+                out["errors"].append(f"{len(batch)} worker(s) from {batch[0]}: "
+                                     f"{error_message(exc)}")
+                continue
+            out["failures"].extend(response.get("failures", []))
+            out["sent"] += len(batch) - len(response.get("failures", []))
+        return out
 
     def grant_qualification(self, *, stage, worker, value: int, passed: bool) -> dict:
         type_id = self.ensure_qualification_type(stage)
@@ -645,4 +667,9 @@ def _parse_time(value) -> dt.datetime | None:
         return value if timezone.is_aware(value) else timezone.make_aware(value, dt.UTC)
     if isinstance(value, int | float):
         return dt.datetime.fromtimestamp(value, tz=dt.UTC)
+    if isinstance(value, str):  # a datetime stored in a ProviderCall response
+        try:
+            return _parse_time(dt.datetime.fromisoformat(value))
+        except ValueError:
+            return None
     return None

@@ -384,24 +384,40 @@ class ProlificProvider(CrowdProvider):
 
     def notify(self, *, workers: Iterable, subject: str, message: str) -> dict:
         """One message per participant, each a recorded call keyed by the text and the
-        recipient: a retried notify sends nothing twice (change the text to send again)."""
+        recipient, sent at most once: a retried notify sends nothing twice (change the text to
+        send again), and a message whose answer was lost is not repeated ("in_doubt")."""
+        import httpx
+
         body = f"{subject}\n\n{message}"
         digest = hashlib.sha256(body.encode()).hexdigest()[:20]
-        sent = already = 0
+        out: dict[str, Any] = {"sent": 0, "already_sent": 0, "in_doubt": 0, "errors": []}
         for worker in workers:
             key = f"prolific:message:{digest}:{worker.pk}"
-            if ProviderCall.objects.filter(key=key,
-                                           status=ProviderCallStatus.SUCCEEDED).exists():
-                already += 1
+            previous = ProviderCall.objects.filter(key=key).first()
+            if previous is not None and previous.status == ProviderCallStatus.SUCCEEDED:
+                out["already_sent"] += 1
                 continue
-            provider_call_run(
-                provider=Provider.PROLIFIC, operation="SendMessage", key=key,
-                call_fn=lambda _token, worker=worker: self.request("POST", "messages/", json={
-                    "recipient_id": worker.external_id, "body": body}),
-                worker=worker, request={"message_sha256": digest},
-            )
-            sent += 1
-        return {"sent": sent, "already_sent": already}
+            if previous is not None and previous.status == ProviderCallStatus.PENDING \
+                    and previous.attempts:
+                out["in_doubt"] += 1
+                continue
+
+            def send(_token: str, worker=worker) -> dict:
+                try:
+                    return self.request("POST", "messages/", retry_lost=False, json={
+                        "recipient_id": worker.external_id, "body": body})
+                except ProlificError as exc:  # rate limited or failing: not sent
+                    raise ProviderCallRefused(str(exc)) from exc
+
+            try:
+                provider_call_run(provider=Provider.PROLIFIC, operation="SendMessage", key=key,
+                                  call_fn=send, worker=worker,
+                                  request={"message_sha256": digest})
+            except (ProviderCallRefused, httpx.TransportError) as exc:
+                out["errors"].append(f"{worker.external_id}: {exc or type(exc).__name__}")
+                continue
+            out["sent"] += 1
+        return out
 
 
 def _ensure_token(stage, key: str) -> str:

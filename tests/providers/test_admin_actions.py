@@ -182,3 +182,86 @@ def test_qualified_workers_are_told_about_the_trial(admin_client_, mturk_server)
     sent = mturk_server.state.notifications
     assert len(sent) == 1 and sorted(sent[0]["WorkerIds"]) == ["WP1", "WP2"]
     assert sent[0]["MessageText"] == "The trial is open: 200 answers to judge."
+
+
+@pytest.fixture
+def celery_app():
+    from worker.celery import app
+
+    saved = (app.conf.broker_url, app.conf.task_always_eager)
+    yield app
+    app.conf.broker_url, app.conf.task_always_eager = saved
+
+
+def test_publish_in_the_background_with_the_broker_down_says_so(admin_client_, celery_app):
+    project = make_project(TaskKind.LIKERT, items_per_hit=2)
+    for _ in range(2):
+        make_item(project)
+    stage = make_stage(project, status=StageStatus.DRAFT)
+    celery_app.conf.broker_url = "amqp://guest:guest@127.0.0.1:1//"  # nothing listens there
+    response = act(admin_client_, "stage", "publish_stages_background", [stage.pk])
+    assert response.status_code == 200
+    shown = messages_of(response)
+    assert any("not queued — the task broker is unreachable" in m and "Connection refused" in m
+               and 'use "Publish" to publish now' in m for m in shown), shown
+    assert not any(m.startswith("Queued") for m in shown)
+    stage.refresh_from_db()
+    assert stage.status == StageStatus.DRAFT
+
+
+def test_publish_in_the_background_queues_the_task(admin_client_, celery_app):
+    project = make_project(TaskKind.LIKERT, items_per_hit=2)
+    for _ in range(2):
+        make_item(project)
+    stage = make_stage(project, status=StageStatus.DRAFT)
+    celery_app.conf.task_always_eager = True  # the task runs here instead of on a worker
+    response = act(admin_client_, "stage", "publish_stages_background", [stage.pk])
+    assert any(m.startswith("Queued 1 stage(s)") for m in messages_of(response))
+    stage.refresh_from_db()
+    assert stage.status == StageStatus.COLLECTING
+
+
+def test_unknown_balance_is_a_warning_in_the_admin(admin_client_):
+    from annotation.providers import override_provider
+    from annotation.providers.inhouse import InhouseProvider
+
+    class Unreachable(InhouseProvider):
+        def balance(self):
+            raise ConnectionError("no route to the provider")
+
+    project = make_project(TaskKind.LIKERT, items_per_hit=2)
+    make_item(project)
+    stage = make_stage(project, status=StageStatus.DRAFT)
+    with override_provider("inhouse", Unreachable()):
+        shown = messages_of(act(admin_client_, "stage", "estimate_cost", [stage.pk]))
+        assert any("balance unknown: ConnectionError: no route to the provider" in m
+                   and "was NOT checked" in m for m in shown), shown
+        shown = messages_of(act(admin_client_, "stage", "publish_stages", [stage.pk]))
+    assert any("balance unknown" in m and "was NOT checked" in m for m in shown), shown
+    stage.refresh_from_db()
+    assert stage.status == StageStatus.COLLECTING  # published all the same
+
+
+@pytest.mark.mturk
+def test_a_repeated_notify_is_not_sent_twice(admin_client_, mturk_server):
+    workers = [make_worker(provider="mturk", external_id=f"WN{n}") for n in range(2)]
+    ids = [w.pk for w in workers]
+    act(admin_client_, "worker", "notify_workers", ids, reason="New HITs are up")
+    response = act(admin_client_, "worker", "notify_workers", ids, reason="New HITs are up")
+    assert len(mturk_server.state.notifications) == 1
+    assert any("2 had this exact message already" in m for m in messages_of(response))
+    act(admin_client_, "worker", "notify_workers", ids, reason="More HITs are up")
+    assert len(mturk_server.state.notifications) == 2
+
+
+@pytest.mark.mturk
+def test_a_notify_whose_answer_was_lost_is_not_sent_again(admin_client_, mturk_server):
+    worker = make_worker(provider="mturk", external_id="WLOSTN")
+    mturk_server.lose_response_next["NotifyWorkers"] = 1  # delivered, then the answer is lost
+    response = act(admin_client_, "worker", "notify_workers", [worker.pk], reason="Hello")
+    shown = messages_of(response)
+    assert any("failed or unconfirmed for some" in m for m in shown), shown
+    response = act(admin_client_, "worker", "notify_workers", [worker.pk], reason="Hello")
+    assert any("may have it already" in m for m in messages_of(response))
+    assert len(mturk_server.state.notifications) == 1
+    assert mturk_server.stats["requests:NotifyWorkers"] == 1  # never repeated

@@ -109,6 +109,13 @@ def test_qualification_stage_hit_type_and_hits(stubbed, likert_study):
     hit.refresh_from_db()
     assert hit.external_id == HIT_ID and hit.status == HitStatus.OPEN
     assert hit.hit_type_id == "HT1"
+    assert hit.expires_at == dt.datetime(2030, 1, 1, tzinfo=dt.UTC)  # MTurk's, not a guess
+    # Every outbound call is recorded, the HIT type and qualification type included.
+    assert list(ProviderCall.objects.filter(stage=qualification).order_by("pk").values_list(
+        "operation", "status")) == [
+        ("CreateQualificationType", ProviderCallStatus.SUCCEEDED),
+        ("CreateHITType", ProviderCallStatus.SUCCEEDED),
+        ("CreateHITWithHITType", ProviderCallStatus.SUCCEEDED)]
     qualification.refresh_from_db()
     assert qualification.settings["mturk_hit_type_id"] == "HT1"
     assert qualification.settings["mturk_qualification_type_id"] == "QT1"
@@ -211,11 +218,11 @@ def test_approve_reject_bonus_block_notify_expire_balance_grant(stubbed, likert_
     stubber.add_response("notify_workers", {"NotifyWorkersFailureStatuses": []},
                          {"Subject": "New HITs", "MessageText": "Trial is open",
                           "WorkerIds": ["W1"]})
-    assert provider.notify(workers=[worker], subject="New HITs", message="Trial is open") == {
-        "sent": 1, "failures": [], "already_sent": 0}
+    sent = {"sent": 1, "failures": [], "already_sent": 0, "in_doubt": 0, "errors": []}
+    assert provider.notify(workers=[worker], subject="New HITs", message="Trial is open") == sent
     # A retried notify (redelivered task, double click) sends nothing: no response is queued.
     assert provider.notify(workers=[worker], subject="New HITs", message="Trial is open") == {
-        "sent": 0, "failures": [], "already_sent": 1}
+        **sent, "sent": 0, "already_sent": 1}
     assert ProviderCall.objects.get(operation="NotifyWorkers").request["WorkerIds"] == ["W1"]
     hit = make_hit(trial, items=items[:1], external_id=HIT_ID, status=HitStatus.OPEN)
     stubber.add_response("update_expiration_for_hit", {}, {"HITId": HIT_ID, "ExpireAt": ANY})
@@ -226,6 +233,8 @@ def test_approve_reject_bonus_block_notify_expire_balance_grant(stubbed, likert_
     provider.expire_stage(stage=trial)
     hit.refresh_from_db()
     assert hit.status == HitStatus.EXPIRED
+    assert [c.request["why"] for c in ProviderCall.objects.filter(
+        operation="UpdateExpirationForHIT", hit=hit).order_by("pk")] == ["extend", "expire"]
     stubber.add_response("get_account_balance", {"AvailableBalance": "10000.00"}, {})
     assert provider.balance() == Decimal("10000.00")
     qualification.settings["mturk_qualification_type_id"] = "QT1"

@@ -49,9 +49,19 @@ def test_prolific_stop_restart_message_block(prolific_server, likert_study, rese
     assert set(stage.hits.values_list("status", flat=True)) == {HitStatus.EXPIRED}
     get_provider("prolific").extend_stage(stage=stage, seconds=60)
     assert study["status"] == "ACTIVE"
+    assert [c.request["action"] for c in ProviderCall.objects.filter(
+        stage=stage, operation__startswith="StudyTransition").order_by("pk")] == ["STOP", "START"]
     workers = [make_worker(provider="prolific", external_id=f"P{n}") for n in range(2)]
     workers_notify(workers=workers, subject="Thanks", message="More soon")
     assert [m["recipient_id"] for m in state.messages] == ["P0", "P1"]
+    # A retried notify (double click, redelivered task) sends nothing twice.
+    prolific_server.lose_response_next["POST messages/"] = 1
+    others = [make_worker(provider="prolific", external_id=f"Q{n}") for n in range(2)]
+    first = workers_notify(workers=others, subject="Thanks", message="More soon")["prolific"]
+    assert (first["sent"], len(first["errors"])) == (1, 1)  # Q0's answer was lost, Q1 sent
+    again = workers_notify(workers=workers + others, subject="Thanks", message="More soon")
+    assert again == {"prolific": {"sent": 0, "already_sent": 3, "in_doubt": 1, "errors": []}}
+    assert [m["recipient_id"] for m in state.messages] == ["P0", "P1", "Q0", "Q1"]
     worker_block_everywhere(worker=workers[0], reason="bot")  # no block list configured
     call = ProviderCall.objects.get(operation="BlockWorker")
     assert call.response == {"local_only": True}

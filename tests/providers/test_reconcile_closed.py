@@ -1,0 +1,162 @@
+"""Closed stages keep being reconciled: a worker who accepted a HIT before it expired can still
+submit, and MTurk auto-approves what stays undecided, so the periodic sync goes on for a closed
+stage until no HIT can receive more and every submission is decided (`Stage.reconciled_at`).
+Local MTurk-protocol server, real boto3 client."""
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+from django.utils import timezone
+
+from annotation.models import (
+    Assignment,
+    AssignmentStatus,
+    HitStatus,
+    StageKind,
+    StageStatus,
+)
+from annotation.services.review import stage_sync_and_review
+from annotation.services.stages import stage_close, stage_publish
+from tests.factories import make_stage
+
+from .workers_sim import mturk_worker_submits, scores_cycle
+
+pytestmark = [pytest.mark.mturk, pytest.mark.django_db]
+
+
+@pytest.fixture
+def queued(monkeypatch):
+    """The stage ids the beat entry queues (instead of sending them to the broker)."""
+    from worker.tasks import providers as tasks
+
+    ids: list[int] = []
+    monkeypatch.setattr(tasks.stage_sync, "delay", ids.append)
+    return ids
+
+
+def _beat(queued) -> set[int]:
+    from worker.tasks.providers import providers_sync_all
+
+    queued.clear()
+    providers_sync_all.run()
+    return set(queued)
+
+
+def test_closed_stage_is_synced_until_every_hit_is_decided(mturk_server, likert_study,
+                                                           researcher, client, queued):
+    state = mturk_server.state
+    project, _gold, items = likert_study
+    stage = make_stage(project, kind=StageKind.TRIAL, status=StageStatus.DRAFT,
+                       provider="mturk", judgments_per_item=3,
+                       settings={"locales": [], "assignment_duration_seconds": 1800})
+    stage.items.set(items[:5])  # one passage: one HIT
+    stage_publish(stage=stage, user=researcher)
+    hit = stage.hits.get()
+    # W1 submits on our page and on MTurk; W2 and W3 accept before the stage is closed.
+    w1 = state.worker_accept(hit.external_id, "W1")
+    mturk_worker_submits(client, stage=stage, hit_id=hit.external_id, worker_id="W1",
+                         assignment_id=w1, answer_for=scores_cycle([1, 2, 3, 4, 5]))
+    state.worker_submit(w1)
+    w2 = state.worker_accept(hit.external_id, "W2")
+    w3 = state.worker_accept(hit.external_id, "W3")
+
+    # Closed straight from collecting, before any sync ran.
+    stage_close(stage=stage, user=researcher, reason="enough data")
+    stage.refresh_from_db()
+    hit.refresh_from_db()
+    assert stage.status == StageStatus.CLOSED and hit.status == HitStatus.EXPIRED
+    assert stage.pk in _beat(queued)
+
+    # The closed stage is still reviewed: W1's work is approved on MTurk.
+    sync, review = stage_sync_and_review(stage=stage)
+    assert (sync.listed, review.approved) == (1, 1)
+    assert state.assignments[w1]["AssignmentStatus"] == "Approved"
+    stage.refresh_from_db()
+    assert stage.reconciled_at is None and "can submit until" in sync.open_reason
+    assert stage.pk in _beat(queued)
+
+    # After the close: W2 submits on MTurk (our page is closed, so no local data) and MTurk
+    # auto-approves W3's submission before we look.
+    state.worker_submit(w2)
+    state.worker_submit(w3)
+    state.assignments[w3]["AssignmentStatus"] = "Approved"
+    sync, review = stage_sync_and_review(stage=stage)
+    assert (sync.listed, sync.flagged) == (3, 2)
+    for late in (w2, w3):
+        local = Assignment.objects.get(external_id=late)
+        assert local.status == AssignmentStatus.FLAGGED
+        assert "no local assignment" in local.review_note
+    assert "already marked it approved" in Assignment.objects.get(external_id=w3).review_note
+    stage.refresh_from_db()
+    assert stage.reconciled_at is None  # the assignment duration has not run out yet
+
+    # The HIT expired long enough ago that nobody who accepted it can still submit.
+    hit.expires_at = timezone.now() - dt.timedelta(seconds=1801)
+    hit.save(update_fields=["expires_at"])
+    sync, _review = stage_sync_and_review(stage=stage)
+    stage.refresh_from_db()
+    assert sync.reconciled and stage.reconciled_at is not None
+    assert stage.pk not in _beat(queued)  # the beat leaves it alone from now on
+    # Every submission on MTurk is accounted for locally.
+    remote = {aid for aid, a in state.assignments.items() if a["AssignmentStatus"] != "Accepted"}
+    local = dict(Assignment.objects.filter(stage=stage).values_list("external_id", "status"))
+    assert remote == set(local) and set(local.values()) <= {AssignmentStatus.APPROVED,
+                                                            AssignmentStatus.FLAGGED}
+
+
+def test_closed_stage_waits_for_undecided_work_and_calls_in_doubt(mturk_server, likert_study,
+                                                                  researcher, client):
+    from annotation.models import ProviderCall, ProviderCallStatus
+
+    state = mturk_server.state
+    project, _gold, items = likert_study
+    stage = make_stage(project, kind=StageKind.TRIAL, status=StageStatus.DRAFT,
+                       provider="mturk", judgments_per_item=2,
+                       settings={"locales": [], "review": {"approve_after_seconds": 3600}})
+    stage.items.set(items[:5])
+    stage_publish(stage=stage, user=researcher)
+    hit = stage.hits.get()
+    w1 = state.worker_accept(hit.external_id, "W1")
+    assignment = mturk_worker_submits(client, stage=stage, hit_id=hit.external_id,
+                                      worker_id="W1", assignment_id=w1,
+                                      answer_for=scores_cycle([1, 2, 3, 4, 5]))
+    state.worker_submit(w1)
+    stage_close(stage=stage, user=researcher)
+    hit.refresh_from_db()
+    hit.expires_at = timezone.now() - dt.timedelta(days=1)
+    hit.save(update_fields=["expires_at"])
+    sync, _review = stage_sync_and_review(stage=stage)
+    # Submitted but not yet due for approval: the stage stays open for the sync.
+    assert not sync.reconciled and sync.open_reason == "submitted assignments are not decided yet"
+    # Approved, but our ApproveAssignment's outcome unknown (a lost answer): still open.
+    ProviderCall.objects.create(provider="mturk", operation="ApproveAssignment",
+                                key="approve-in-doubt", token="t", assignment=assignment)
+    Assignment.objects.filter(pk=assignment.pk).update(status=AssignmentStatus.APPROVED)
+    sync, _review = stage_sync_and_review(stage=stage)
+    assert not sync.reconciled and "no known outcome" in sync.open_reason
+    ProviderCall.objects.filter(key="approve-in-doubt").update(
+        status=ProviderCallStatus.SUCCEEDED)
+    sync, _review = stage_sync_and_review(stage=stage)
+    assert sync.reconciled
+
+
+@pytest.mark.prolific
+def test_closed_prolific_study_is_reconciled_once_nobody_is_active(prolific_server, likert_study,
+                                                                   researcher, client):
+    state = prolific_server.state
+    project, _gold, _items = likert_study
+    stage = make_stage(project, kind=StageKind.TRIAL, status=StageStatus.DRAFT,
+                       provider="prolific", judgments_per_item=2, settings={"n_items": 4})
+    stage_publish(stage=stage, user=researcher)
+    stage.refresh_from_db()
+    study_id = stage.settings["prolific_study_id"]
+    working = state.participant_start(study_id, "P1")
+    stage_close(stage=stage, user=researcher)
+    sync, _review = stage_sync_and_review(stage=stage)
+    assert not sync.reconciled and "still active on Prolific" in sync.open_reason
+    # P1 completes after the stop, on Prolific only: flagged, and then nothing is pending.
+    state.participant_complete(working, stage.settings["prolific_completion_code"])
+    sync, _review = stage_sync_and_review(stage=stage)
+    assert sync.flagged == 1 and sync.reconciled
+    assert Assignment.objects.get(external_id=working).status == AssignmentStatus.FLAGGED
