@@ -138,9 +138,15 @@ class ModelVersionAdmin(ReadOnlyAdmin):
             self.message_user(request, "Only superusers roll back model versions.",
                               messages.ERROR)
             return
-        for name in sorted(set(queryset.values_list("name", flat=True))):
-            try:
-                version = model_version_rollback(name=name, user=request.user)
-                self.message_user(request, f"{name}: v{version.number} is served again")
-            except LercError as exc:
-                self.message_user(request, str(exc), level=messages.ERROR)
+        # Promotion is per project set: the selected version names the set to roll back (two
+        # versions of one set would roll it back twice).
+        if queryset.count() != 1:
+            self.message_user(request, "Select one version of the project set to roll back.",
+                              messages.ERROR)
+            return
+        selected = queryset.get()
+        try:
+            version = model_version_rollback(model_version=selected, user=request.user)
+            self.message_user(request, f"{selected.name}: v{version.number} is served again")
+        except LercError as exc:
+            self.message_user(request, str(exc), level=messages.ERROR)

@@ -76,3 +76,23 @@ def test_researcher_cannot_promote_and_sees_only_own_projects(client):
                                       "_selected_action": [own_version.pk]})
     own_version.refresh_from_db()
     assert own_version.status == ModelStatus.EVALUATED
+
+
+def test_rollback_in_the_admin_rolls_back_only_the_selected_versions_project_set(client):
+    admin_user = make_user(superuser=True)
+    first, second = (make_project(kind=TaskKind.LIKERT, owner=admin_user) for _ in range(2))
+    a1, a2 = _trained(first, ModelStatus.PROMOTED), _trained(first)
+    b1 = _trained(second, ModelStatus.PROMOTED)
+    client.force_login(admin_user)
+    url = reverse(CHANGELIST)
+    client.post(url, {"action": "promote_version", "_selected_action": [a2.pk]})
+    client.post(url, {"action": "rollback_promoted", "_selected_action": [a2.pk, b1.pk]})
+    for version in (a1, a2, b1):
+        version.refresh_from_db()
+    assert (a1.status, a2.status, b1.status) == (
+        ModelStatus.EVALUATED, ModelStatus.PROMOTED, ModelStatus.PROMOTED), "two: refused"
+    client.post(url, {"action": "rollback_promoted", "_selected_action": [a2.pk]})
+    for version in (a1, a2, b1):
+        version.refresh_from_db()
+    assert a1.status == ModelStatus.PROMOTED and a2.status != ModelStatus.PROMOTED
+    assert b1.status == ModelStatus.PROMOTED  # the other project's model is untouched
