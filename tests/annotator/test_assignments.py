@@ -483,3 +483,25 @@ def test_gold_items_for_stage_is_the_project_pool_for_data_stages():
     make_item(project, is_gold_check=True, excluded=True)
     stage = _published(project, settings={"n_items": 3})
     assert set(gold_items_for_stage(stage=stage)) == set(gold)
+
+
+def test_ranking_in_sql_returns_the_top_deficits_only():
+    from annotation.services.assignments import _ranked, stage_items
+
+    project, stage, items = make_task(TaskKind.AB, n_items=6, items_per_hit=2,
+                                      redundancy={"train": 4, "default": 2})
+    for item in items[:2]:
+        item.split = "train"
+        item.save(update_fields=["split"])
+    make_judgment(item=items[0], stage=stage)  # train: 4 - 1 = 3
+    make_judgment(item=items[2], stage=stage)  # dev: 2 - 1 = 1
+    make_judgment(item=items[3], stage=stage)
+    make_judgment(item=items[3], stage=stage)  # dev: filled
+    held = assignment_start(stage=stage, worker=make_worker())  # holds the top two
+    assert set(held.items.all()) == {items[1], items[0]}
+    available = stage_items(stage).filter(
+        is_practice=False, is_gold_check=False)
+    # train 4-0-1=3 (items[1]), train 4-1-1=2 (items[0]), dev 2 (items[4], items[5]), dev 1.
+    ranked = [pk for pk, _ in _ranked(stage, available, limit=10)]
+    assert ranked == [items[1].pk, items[0].pk, items[4].pk, items[5].pk, items[2].pk]
+    assert [pk for pk, _ in _ranked(stage, available, limit=2)] == ranked[:2]
