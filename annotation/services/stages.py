@@ -198,11 +198,16 @@ class _GoldMixer:
         self.rng = random.Random(f"gold-{stage.pk}")
         self.used: Counter[int] = Counter()
 
-    def slots(self, per_hit: int) -> int:
-        """Gold items in a full HIT of `per_hit` items."""
-        if not self.pool or per_hit < 2:
+    def slots(self, per_hit: int, group_key: str) -> int:
+        """Gold items in a full HIT of `per_hit` items of the Likert passage `group_key` (""
+        for other kinds): none when no gold item could go with it, so its HITs stay full."""
+        if self.likert and group_key:
+            available = sum(g.group_key == group_key for g in self.pool)
+        else:
+            available = len(self.pool)
+        if not available or per_hit < 2:
             return 0
-        return min(per_hit - 1, _random_round(per_hit * self.rate, self.rng))
+        return min(per_hit - 1, available, _random_round(per_hit * self.rate, self.rng))
 
     def mix(self, regular: list[Item], n_gold: int, full: bool) -> list[Item]:
         if not n_gold or not regular:
@@ -211,8 +216,10 @@ class _GoldMixer:
             n_gold = min(n_gold, _random_round(len(regular) * self.rate / (1 - self.rate),
                                                self.rng))
         groups = {item.group_key for item in regular if item.group_key}
-        same_group = [g for g in self.pool if g.group_key in groups] if groups else []
-        pool = same_group or ([] if self.likert and groups else self.pool)
+        taken = {item.pk for item in regular}  # explicit stage items may include gold items
+        candidates = [g for g in self.pool if g.pk not in taken]
+        same_group = [g for g in candidates if g.group_key in groups] if groups else []
+        pool = same_group or ([] if self.likert and groups else candidates)
         if not pool or not n_gold:
             return regular
         order = {item.pk: self.rng.random() for item in pool}
@@ -248,10 +255,10 @@ def stage_hit_plan(*, stage: Stage, store: bool = True) -> list[HitPlan]:
             key = item.group_key if stage.project.kind == TaskKind.LIKERT else ""
             groups[(item.split, key)].append(item)
         plans = []
-        for (split, _key), members in groups.items():
+        for (split, key), members in groups.items():
             start = 0
             while start < len(members):
-                n_gold = gold.slots(per_hit) if gold else 0
+                n_gold = gold.slots(per_hit, key) if gold else 0
                 room = per_hit - n_gold
                 regular = members[start:start + room]
                 start += room

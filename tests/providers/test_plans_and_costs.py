@@ -240,3 +240,12 @@ def test_balance_error_of_any_kind_is_named(db):
         estimate = stage_cost_estimate(stage=stage, with_balance=True)
     assert estimate.balance_error == "ConnectionError: endpoint unreachable"
     assert estimate.as_text().endswith("; balance unknown: ConnectionError: endpoint unreachable")
+
+
+def test_a_passage_without_gold_keeps_full_hits(db):
+    project = make_project(TaskKind.LIKERT, items_per_hit=5, gold_rate=0.4)
+    for _ in range(10):
+        make_item(project, group_key="nogold", split="dev")
+    make_item(project, group_key="other", is_gold_check=True, gold={"score": 2})
+    stage = make_stage(project, kind=StageKind.FULL, status=StageStatus.DRAFT)
+    assert [len(plan.items) for plan in stage_hit_plan(stage=stage, store=False)] == [5, 5]
