@@ -12,7 +12,14 @@ from django.contrib.admin.helpers import ActionForm
 from django.db.models import Avg, Count, Sum
 from django.utils.html import format_html
 
-from .models import Assignment, AssignmentStatus, Judgment, ProviderCall, WorkerQualification
+from .models import (
+    Assignment,
+    AssignmentStatus,
+    Judgment,
+    ProviderCall,
+    StageStatus,
+    WorkerQualification,
+)
 
 
 class ProviderActionForm(ActionForm):
@@ -220,11 +227,19 @@ def sync_stages(modeladmin, request, queryset):
         except Exception as exc:
             failed.append(f"{stage}: sync failed — {exc}")
             continue
-        done.append(
+        line = (
             f"{stage}: {sync.listed} submissions ({sync.flagged} flagged, {sync.mirrored} "
             f"decided on the provider); approved {review.approved}, rejected {review.rejected}, "
             f"held {review.held}, bonuses {review.bonuses}, qualifications graded "
             f"{review.graded}, blocked {review.blocked}")
+        if review.unconfirmed or review.never_listed:
+            line += (f"; {review.unconfirmed} submitted here but not listed by the provider yet "
+                     f"(not approved or paid), {review.never_listed} flagged as never listed")
+        if sync.reconciled:
+            line += "; closed stage fully reconciled (no longer synced)"
+        elif sync.open_reason and stage.status == StageStatus.CLOSED:
+            line += f"; closed, still synced: {sync.open_reason}"
+        done.append(line)
         failed.extend(f"{stage}: {error}" for error in review.errors[:5])
     _report(modeladmin, request, done, failed)
 

@@ -67,6 +67,10 @@ def test_estimate_publish_sync_close_from_the_admin(admin_client_):
     stage.refresh_from_db()
     assert stage.status == StageStatus.CLOSED
     assert stage.transitions.last().reason == "enough"
+    response = act(admin_client_, "stage", "sync_stages", [stage.pk])
+    assert any("closed stage fully reconciled" in m for m in messages_of(response))
+    stage.refresh_from_db()
+    assert stage.reconciled_at is not None
 
 
 def test_publish_refusal_is_shown(admin_client_):
