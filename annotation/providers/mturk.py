@@ -512,8 +512,10 @@ class MTurkProvider(CrowdProvider):
     def accepts_no_more_submissions(self, *, stage, now: dt.datetime,
                                     active_listed: int) -> tuple[bool, str]:
         """No HIT can take a new submission once it has expired and the assignment duration
-        has run out for the workers who accepted just before."""
-        hits = list(stage.hits.exclude(external_id="").values_list("external_id", "expires_at"))
+        has run out for the workers who accepted just before (a HIT whose every assignment is
+        decided has no room left whatever its expiry)."""
+        hits = list(stage.hits.exclude(external_id="").exclude(status=HitStatus.DONE)
+                    .values_list("external_id", "expires_at"))
         unknown = [external_id for external_id, expires in hits if expires is None]
         if unknown:
             return False, f"expiry of HIT {unknown[0]} unknown"
