@@ -39,6 +39,7 @@ from .models import (
     Item,
     Judgment,
     Project,
+    Provider,
     Stage,
     StageTransition,
     Worker,
@@ -524,16 +525,25 @@ class AssignmentAdmin(ProviderBannerMixin, ProjectScopedAdmin):
     actions = ASSIGNMENT_ACTIONS
     list_display = (
         "__str__", "worker", "stage", "status", "n_items", "n_judgments", "started_at",
-        "submitted_at", "bonus_paid",
+        "submitted_at", "provider_confirmed", "bonus_paid",
     )
     list_filter = (
         "status", StageFilter, "stage__kind", "stage__provider",
+        ("provider_confirmed_at", admin.EmptyFieldListFilter),
     )
     list_select_related = ("worker", "stage__project")
     search_fields = ("external_id", "worker__external_id", "worker__display_name")
     autocomplete_fields = ("stage", "hit", "worker")
-    readonly_fields = ("started_at",)
+    # Set only by the provider sync: approving and paying depend on it.
+    readonly_fields = ("started_at", "provider_confirmed_at")
     inlines = (AssignmentItemInline,)
+
+    @admin.display(boolean=True, description="confirmed by provider",
+                   ordering="provider_confirmed_at")
+    def provider_confirmed(self, obj: Assignment) -> bool | None:
+        if obj.stage.provider not in (Provider.MTURK, Provider.PROLIFIC):
+            return None
+        return obj.provider_confirmed_at is not None
 
     def get_queryset(self, request):
         return super().get_queryset(request).annotate(

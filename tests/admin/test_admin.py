@@ -515,3 +515,23 @@ def test_stage_form_refuses_items_and_required_stage_of_another_project(client, 
     assert "another project" in errors["items"][0]
     assert "same project" in errors["requires_stage"][0]
     assert not stage.items.exists()
+
+
+def test_assignment_provider_confirmation_is_shown_filterable_and_read_only(client, superuser):
+    from django.utils import timezone
+
+    from annotation.models import Assignment, Provider
+
+    project = make_project(TaskKind.LIKERT)
+    stage = make_stage(project, provider=Provider.MTURK)
+    confirmed = make_assignment(stage, worker=make_worker(provider=Provider.MTURK))
+    unconfirmed = make_assignment(stage, worker=make_worker(provider=Provider.MTURK))
+    Assignment.objects.filter(pk=confirmed.pk).update(provider_confirmed_at=timezone.now())
+    client.force_login(superuser)
+    page = client.get(admin_url(Assignment, "changelist")).content.decode()
+    assert "confirmed by provider" in page.lower()
+    waiting = client.get(admin_url(Assignment, "changelist"),
+                         {"provider_confirmed_at__isempty": "1"}).context["cl"].result_list
+    assert [a.pk for a in waiting] == [unconfirmed.pk]
+    form = client.get(admin_url(Assignment, "change", unconfirmed.pk)).content.decode()
+    assert 'name="provider_confirmed_at' not in form  # only the provider sync sets it
