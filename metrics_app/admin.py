@@ -8,7 +8,7 @@ from django.utils.html import format_html
 from annotation.admin import ReadOnlyAdmin
 
 from .models import MetricScore, ModelVersion, ModelVersionEvent, Report
-from .scoring_models import ScoringJob
+from .scoring_models import ItemScoringJob, ScoringJob
 
 
 @admin.register(MetricScore)
@@ -38,6 +38,30 @@ class ScoringJobAdmin(ReadOnlyAdmin):
     list_select_related = ("project", "requested_by")
     search_fields = ("project__slug", "project__title", "task_id")
     readonly_fields = ("progress_bar",)
+
+    @admin.display(description="Progress")
+    def progress_bar(self, obj):
+        return format_html('<progress max="100" value="{}"></progress> {} / {} ({}%)',
+                           obj.percent, obj.done, obj.total, obj.percent)
+
+
+@admin.register(ItemScoringJob)
+class ItemScoringJobAdmin(ReadOnlyAdmin):
+    """Scoring of items posted to `POST /api/metrics/score/` with heavy metrics (no project):
+    each researcher sees the jobs they created, superusers all."""
+
+    list_display = ("__str__", "status", "progress_bar", "queue", "requested_by", "created_at",
+                    "finished_at")
+    list_filter = ("status", "queue")
+    list_select_related = ("requested_by",)
+    search_fields = ("task_id", "requested_by__username")
+    readonly_fields = ("progress_bar",)
+
+    def get_queryset(self, request):
+        queryset = admin.ModelAdmin.get_queryset(self, request)  # no project to scope by
+        if request.user.is_superuser:
+            return queryset
+        return queryset.filter(requested_by=request.user)
 
     @admin.display(description="Progress")
     def progress_bar(self, obj):

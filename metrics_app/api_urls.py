@@ -13,4 +13,5 @@ urlpatterns: list = [
     path("projects/<slug:slug>/scoring-jobs/", apis.ScoringJobListCreateApi.as_view(),
          name="scoring-jobs"),
     path("score/", apis.MetricScoreApi.as_view(), name="metric-score"),
+    path("score-jobs/<int:job_id>/", apis.ItemScoringJobDetailApi.as_view(), name="score-job"),
 ]

@@ -1,10 +1,13 @@
 """REST API of automatic metrics: the metric report of a project, scoring jobs, and scoring a
-small posted batch. One class per operation; each validates, calls a service, serializes."""
+posted batch (in the request for cheap metrics, else as a job). One class per operation; each
+validates, calls a service, serializes."""
 from __future__ import annotations
 
 from django.shortcuts import get_object_or_404
+from django.urls import reverse
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
+from rest_framework.parsers import JSONParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -13,11 +16,17 @@ from annotation.models import Project
 from annotation.selectors import projects_visible_to
 
 from .registry import MetricInput, metric_names, metric_sync_ok
-from .scoring_models import ScoringJob
+from .scoring_models import ItemScoringJob, ScoringJob, ScoringStatus
 from .services.metric_evaluation import metric_report_cached, metric_report_refresh
-from .services.scoring import score_inputs, scoring_jobs_create
+from .services.scoring import (
+    ITEM_JOB_MAX_ITEMS,
+    item_scoring_job_create,
+    score_inputs,
+    scoring_jobs_create,
+)
 
-MAX_BATCH_ITEMS = 100
+MAX_BATCH_ITEMS = 100  # cheap metrics, scored inside the request
+MAX_JOB_ITEMS = ITEM_JOB_MAX_ITEMS  # any metric, stored as an ItemScoringJob run in Celery
 MAX_TEXT_CHARS = 20_000  # per field; passages longer than this belong in a batch job
 
 
@@ -101,24 +110,16 @@ class ScoringJobListCreateApi(APIView):
                         status=status.HTTP_202_ACCEPTED)
 
 
-def _validate_sync_metric_names(value: list[str]) -> list[str]:
-    """Only cheap metrics run inside the request; model-based ones (BERTScore, LERC) and
-    METEOR (a Java process) would hold the web worker for seconds to minutes."""
-    value = _validate_metric_names(value)
-    heavy = [name for name in value if not metric_sync_ok(name)]
-    if heavy:
-        cheap = [name for name in metric_names() if metric_sync_ok(name)]
-        raise serializers.ValidationError(
-            f"{', '.join(heavy)} cannot be computed in a request; queue a scoring job "
-            f"(POST /api/metrics/projects/<slug>/scoring-jobs/ or `manage.py score`). "
-            f"Metrics available here: {', '.join(cheap)}")
-    return value
-
-
 class MetricScoreApi(APIView):
-    """POST a small batch (at most 100 candidates) and get the scores back at once. Only cheap
-    metrics (em, f1, bleu1, bleu4, rougeL, length) run here; model-based metrics and METEOR
-    are refused (400) and belong in a project scoring job or `manage.py score`."""
+    """POST a batch of candidates with `metrics`. When every metric is cheap (em, f1, bleu1,
+    bleu4, rougeL, length) the scores come back at once (200; at most 100 items). Any other
+    metric (LERC, BERTScore, METEOR: a model load or a Java process) is never computed in the
+    request: the items are stored as a scoring job run in Celery (202; at most 1,000 items),
+    read back at `GET /api/metrics/score-jobs/<id>/`."""
+
+    # JSON only: items are nested objects that form encoding cannot carry (and 1,000 of them
+    # would exceed DATA_UPLOAD_MAX_NUMBER_FIELDS before DRF could answer).
+    parser_classes = (JSONParser,)
 
     class ItemSerializer(serializers.Serializer):
         id = serializers.CharField(max_length=255)
@@ -135,26 +136,60 @@ class MetricScoreApi(APIView):
         metrics = serializers.ListField(child=serializers.CharField(max_length=50),
                                         min_length=1, max_length=10)
         model = serializers.CharField(required=False, allow_blank=True, max_length=50)
-        items = serializers.ListField(min_length=1, max_length=MAX_BATCH_ITEMS)
+        items = serializers.ListField(
+            min_length=1, max_length=MAX_JOB_ITEMS,
+            help_text=f"At most {MAX_BATCH_ITEMS} items when every metric is cheap (scored in "
+                      f"the request), at most {MAX_JOB_ITEMS} otherwise (a scoring job).",
+            error_messages={"max_length": f"At most {MAX_JOB_ITEMS} items per request (a "
+                                          f"scoring job); at most {MAX_BATCH_ITEMS} when "
+                                          f"every metric is scored in the request."})
 
         def validate_metrics(self, value):
-            return _validate_sync_metric_names(value)
+            return _validate_metric_names(value)
 
         def validate_items(self, value):
             rows = MetricScoreApi.ItemSerializer(data=value, many=True)
             rows.is_valid(raise_exception=True)
             return rows.validated_data
 
-    @extend_schema(request=InputSerializer, responses=with_errors({200: dict}, 400, 415))
+        def validate(self, attrs):
+            in_request = all(metric_sync_ok(name) for name in attrs["metrics"])
+            if in_request and len(attrs["items"]) > MAX_BATCH_ITEMS:
+                raise serializers.ValidationError({"items": [
+                    f"At most {MAX_BATCH_ITEMS} items are scored in the request with "
+                    f"{', '.join(attrs['metrics'])} (got {len(attrs['items'])}); split the "
+                    f"batch or use `manage.py score`."]})
+            return attrs
+
+    class OutputSerializer(serializers.Serializer):
+        versions = serializers.DictField(child=serializers.CharField())
+        errors = serializers.DictField(child=serializers.CharField())
+        results = serializers.ListField(child=serializers.DictField())
+
+    class OutputAcceptedSerializer(serializers.Serializer):
+        id = serializers.IntegerField()
+        status = serializers.CharField()
+        url = serializers.CharField(help_text="GET it for progress and, once finished, scores.")
+
+    @extend_schema(request=InputSerializer,
+                   responses=with_errors({200: OutputSerializer, 202: OutputAcceptedSerializer},
+                                         400, 415))
     def post(self, request):
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
+        names = data.validated_data["metrics"]
+        model = data.validated_data.get("model") or None
         items = data.validated_data["items"]
         inputs = [MetricInput(id=row["id"], question=row["question"],
                               references=list(row["references"]), candidate=row["candidate"],
                               passage=row.get("passage") or "") for row in items]
-        runs = score_inputs(metric_names=data.validated_data["metrics"], inputs=inputs,
-                            model=data.validated_data.get("model") or None)
+        if not all(metric_sync_ok(name) for name in names):
+            job = item_scoring_job_create(metric_names=names, inputs=inputs, user=request.user,
+                                          model=model)
+            url = reverse("metrics-api:score-job", args=[job.pk])
+            return Response({"id": job.pk, "status": job.status, "url": url},
+                            status=status.HTTP_202_ACCEPTED, headers={"Location": url})
+        runs = score_inputs(metric_names=names, inputs=inputs, model=model)
         results = []
         for index, row in enumerate(items):
             result = {"id": row["id"]}
@@ -166,3 +201,46 @@ class MetricScoreApi(APIView):
             "errors": {name: run.error for name, run in runs.items() if run.error},
             "results": results,
         })
+
+
+class ScoringProgressSerializer(serializers.Serializer):
+    done = serializers.IntegerField(help_text="Inputs scored so far, over all metrics.")
+    total = serializers.IntegerField(help_text="Items × metrics.")
+
+
+class ItemScoringJobDetailApi(APIView):
+    """GET a scoring job created by `POST /api/metrics/score/`: status, progress and, once
+    finished, one result per posted item in input order (`{"id", metric: value, ...}`; null
+    where a metric could not score). `failed` jobs carry the reason in `error`. Only the user
+    who created the job (or a superuser) can read it."""
+
+    class OutputSerializer(serializers.Serializer):
+        id = serializers.IntegerField()
+        status = serializers.CharField(help_text="queued, running, done or failed.")
+        metrics = serializers.ListField(child=serializers.CharField())
+        model = serializers.CharField(allow_null=True)
+        progress = ScoringProgressSerializer()
+        versions = serializers.DictField(child=serializers.CharField())
+        results = serializers.ListField(child=serializers.DictField(), allow_null=True)
+        error = serializers.CharField(allow_blank=True)
+        created_at = serializers.DateTimeField()
+        started_at = serializers.DateTimeField(allow_null=True)
+        finished_at = serializers.DateTimeField(allow_null=True)
+
+    @extend_schema(responses=with_errors({200: OutputSerializer}, 404))
+    def get(self, request, job_id: int):
+        jobs = ItemScoringJob.objects.all()
+        if not request.user.is_superuser:
+            jobs = jobs.filter(requested_by=request.user)
+        job = get_object_or_404(jobs.defer("items"), pk=job_id)
+        finished = job.status in (ScoringStatus.DONE, ScoringStatus.FAILED)
+        return Response(self.OutputSerializer({
+            "id": job.pk, "status": job.status, "metrics": job.metrics,
+            "model": (job.options or {}).get("model"),
+            "progress": {"done": job.done, "total": job.total},
+            "versions": {name: (detail or {}).get("version", "")
+                         for name, detail in (job.detail or {}).items()},
+            "results": job.results if finished else None,
+            "error": job.error, "created_at": job.created_at, "started_at": job.started_at,
+            "finished_at": job.finished_at,
+        }).data)

@@ -48,3 +48,45 @@ class ScoringJob(models.Model):
     @property
     def percent(self) -> int:
         return int(100 * self.done / self.total) if self.total else (100 if self.status == "done" else 0)
+
+
+class ItemScoringJob(models.Model):
+    """Scoring of posted items (no project) with metrics too heavy for a web request: `POST
+    /api/metrics/score/` stores the items, a Celery task scores them, the requester reads the
+    results at `GET /api/metrics/score-jobs/<id>/`."""
+
+    metrics = models.JSONField(default=list, help_text="Metric names to compute.")
+    options = models.JSONField(default=dict, blank=True, help_text="e.g. a model version.")
+    queue = models.CharField(max_length=50, default="default")
+    status = models.CharField(
+        max_length=20, choices=ScoringStatus.choices, default=ScoringStatus.QUEUED
+    )
+    done = models.PositiveIntegerField(default=0, help_text="Inputs scored so far (all metrics).")
+    total = models.PositiveIntegerField(default=0)
+    items = models.JSONField(
+        default=list, blank=True,
+        help_text="The posted inputs: {id, question, references, candidate, passage}.",
+    )
+    results = models.JSONField(
+        null=True, blank=True, help_text="[{id, metric: value, ...}] in input order, once run."
+    )
+    detail = models.JSONField(default=dict, blank=True, help_text="Per metric: version, error.")
+    error = models.TextField(blank=True)
+    task_id = models.CharField(max_length=255, blank=True)
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"scoring {', '.join(self.metrics)} on {len(self.items)} items ({self.status})"
+
+    @property
+    def percent(self) -> int:
+        return int(100 * self.done / self.total) if self.total else (100 if self.status == "done" else 0)

@@ -3,13 +3,14 @@
 Works for any name in `metrics_app.registry` (the baselines, BERTScore, LERC ...). A project's
 scores are cached in `MetricScore` per item, metric, version and side: rerunning skips what is
 already scored at the current version. The web never calls these directly: the metrics page and
-the API create a `ScoringJob` whose Celery task (`worker/tasks/metrics.py`) runs it.
+the API create a `ScoringJob` whose Celery task (`worker/tasks/metrics.py`) runs it; posted
+items (no project) that need a heavy metric become an `ItemScoringJob`, run the same way.
 """
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import timedelta
 
 from django.db import transaction
@@ -19,11 +20,13 @@ from annotation.models import Item, Project, TaskKind
 
 from ..models import MetricScore
 from ..registry import MetricInput, MetricUnavailable, get_metric, metric_accepts_option
-from ..scoring_models import ScoringJob, ScoringStatus
+from ..scoring_models import ItemScoringJob, ScoringJob, ScoringStatus
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_BATCH_SIZE = 256
+# Most items one ItemScoringJob holds (they are stored in the job row and scored in one task).
+ITEM_JOB_MAX_ITEMS = 1000
 # Model-based metrics that want the GPU workers (see CELERY_TASK_ROUTES and docs).
 GPU_METRIC_PREFIXES = ("lerc",)
 
@@ -220,29 +223,34 @@ def _is_registered(name: str) -> bool:
     return name in metric_names()
 
 
-def _enqueue(job: ScoringJob) -> bool:
-    from worker.tasks.metrics import score_project
+def _enqueue(job: ScoringJob | ItemScoringJob) -> bool:
+    from worker.tasks.metrics import score_items, score_project
 
+    task = score_items if isinstance(job, ItemScoringJob) else score_project
     try:
-        result = score_project.apply_async(args=[job.pk], queue=job.queue)
+        result = task.apply_async(args=[job.pk], queue=job.queue)
     except Exception:
         # Broker unreachable: the job is stored and the request answered; it stays queued
         # without a task id until scoring_jobs_enqueue_pending (beat) sends it.
-        logger.warning("scoring job %s not sent (broker unavailable); will retry", job.pk,
-                       exc_info=True)
+        logger.warning("%s %s not sent (broker unavailable); will retry",
+                       type(job).__name__, job.pk, exc_info=True)
         return False
-    ScoringJob.objects.filter(pk=job.pk).update(task_id=result.id or "")
+    type(job).objects.filter(pk=job.pk).update(task_id=result.id or "")
     return True
 
 
 def scoring_jobs_enqueue_pending(*, older_than_seconds: int = 60) -> int:
-    """Send queued jobs that never reached the broker (it was down when they were created);
-    returns how many were sent. Jobs younger than `older_than_seconds` may still be on their
-    way (the task id is written just after sending), so they are left alone."""
+    """Send queued jobs (project `ScoringJob`s and `ItemScoringJob`s) that never reached the
+    broker (it was down when they were created); returns how many were sent. Jobs younger than
+    `older_than_seconds` may still be on their way (the task id is written just after
+    sending), so they are left alone."""
     cutoff = timezone.now() - timedelta(seconds=older_than_seconds)
-    pending = ScoringJob.objects.filter(status=ScoringStatus.QUEUED, task_id="",
-                                        created_at__lte=cutoff).order_by("id")
-    return sum(_enqueue(job) for job in pending)
+    sent = 0
+    for model in (ScoringJob, ItemScoringJob):
+        pending = model.objects.filter(status=ScoringStatus.QUEUED, task_id="",
+                                       created_at__lte=cutoff).order_by("id")
+        sent += sum(_enqueue(job) for job in pending)
+    return sent
 
 
 def scoring_job_run(*, job_id: int) -> ScoringJob:
@@ -276,4 +284,80 @@ def scoring_job_run(*, job_id: int) -> ScoringJob:
     job.status = ScoringStatus.DONE
     job.finished_at = timezone.now()
     job.save(update_fields=["status", "detail", "finished_at"])
+    return job
+
+
+# --- jobs over posted items (no project) ------------------------------------------------------
+
+
+def item_scoring_job_create(
+    *, metric_names: Sequence[str], inputs: Sequence[MetricInput], user,
+    model: str | None = None,
+) -> ItemScoringJob:
+    """Store posted inputs and queue their scoring: one job, on `gpu` if any metric wants it
+    (that worker runs the cheap ones too), enqueued once the transaction commits. If the
+    broker is down the job stays queued for `scoring_jobs_enqueue_pending`."""
+    unknown = [name for name in metric_names if not _is_registered(name)]
+    if unknown:
+        raise ValueError(f"unknown metric(s): {', '.join(unknown)}")
+    if not 1 <= len(inputs) <= ITEM_JOB_MAX_ITEMS:
+        raise ValueError(f"a scoring job holds 1 to {ITEM_JOB_MAX_ITEMS} items, not {len(inputs)}")
+    queues = {metric_queue(name) for name in metric_names}
+    with transaction.atomic():
+        job = ItemScoringJob.objects.create(
+            metrics=list(metric_names), queue="gpu" if "gpu" in queues else "default",
+            options={"model": model} if model else {}, requested_by=user,
+            items=[asdict(metric_input) for metric_input in inputs],
+            total=len(inputs) * len(metric_names),
+        )
+        transaction.on_commit(lambda: _enqueue(job))
+    return job
+
+
+def _metric_error(name: str, message: str) -> str:
+    return message if message.startswith(name) else f"{name}: {message}"
+
+
+def item_scoring_job_run(*, job_id: int, batch_size: int = DEFAULT_BATCH_SIZE) -> ItemScoringJob:
+    """Score a job's items with `score_inputs`, batch by batch, recording progress; store the
+    results in input order. A metric that cannot run (e.g. METEOR without Java, a LERC model
+    that does not load) ends the job `failed` with its message in `error`; the other metrics'
+    scores are kept in `results` (that metric's are null). A job already finished (a
+    redelivered task) is left as it is."""
+    job = ItemScoringJob.objects.get(pk=job_id)
+    if job.status in (ScoringStatus.DONE, ScoringStatus.FAILED):
+        return job
+    inputs = [MetricInput(**row) for row in job.items]
+    job.status = ScoringStatus.RUNNING
+    job.started_at = timezone.now()
+    job.total = len(inputs) * len(job.metrics)
+    job.done = 0
+    job.save(update_fields=["status", "started_at", "total", "done"])
+
+    def progress(n: int) -> None:
+        job.done = min(job.total, job.done + n)
+        job.save(update_fields=["done"])
+
+    try:
+        runs = score_inputs(metric_names=job.metrics, inputs=inputs,
+                            model=(job.options or {}).get("model"), batch_size=batch_size,
+                            progress=progress)
+    except Exception as exc:
+        job.status = ScoringStatus.FAILED
+        job.error = f"{type(exc).__name__}: {exc}"
+        job.finished_at = timezone.now()
+        job.save(update_fields=["status", "error", "finished_at"])
+        raise
+    job.results = [
+        {"id": metric_input.id,
+         **{name: (run.values[index] if run.values else None) for name, run in runs.items()}}
+        for index, metric_input in enumerate(inputs)
+    ]
+    job.detail = {name: {"version": run.version, "error": run.error} for name, run in runs.items()}
+    errors = [_metric_error(name, run.error) for name, run in runs.items() if run.error]
+    job.error = "; ".join(errors)
+    job.status = ScoringStatus.FAILED if errors else ScoringStatus.DONE
+    job.done = job.total
+    job.finished_at = timezone.now()
+    job.save(update_fields=["results", "detail", "error", "status", "done", "finished_at"])
     return job

@@ -1,7 +1,8 @@
 """Metric scoring tasks (thin: an id in, a service call).
 
-`score_project` runs on the queue chosen when it is enqueued: `default` for the baselines,
-`gpu` for model-based metrics such as LERC (`metrics_app.services.scoring.metric_queue`).
+`score_project` and `score_items` run on the queue chosen when they are enqueued: `default` for
+the baselines, `gpu` for model-based metrics such as LERC
+(`metrics_app.services.scoring.metric_queue`).
 """
 from __future__ import annotations
 
@@ -17,7 +18,16 @@ def score_project(job_id: int) -> None:
 
 @shared_task(name="metrics.enqueue_pending_scoring")
 def enqueue_pending_scoring() -> int:
-    """Beat: send scoring jobs created while the broker was unreachable."""
+    """Beat: send scoring jobs (project and posted items) created while the broker was
+    unreachable."""
     from metrics_app.services.scoring import scoring_jobs_enqueue_pending
 
     return scoring_jobs_enqueue_pending()
+
+
+@shared_task(name="metrics.score_items", acks_late=True)
+def score_items(job_id: int) -> None:
+    """Score the posted items of an `ItemScoringJob` (queue chosen when it is enqueued)."""
+    from metrics_app.services.scoring import item_scoring_job_run
+
+    item_scoring_job_run(job_id=job_id)
