@@ -1,5 +1,5 @@
-"""Serving: the synchronous batch endpoint refuses LERC (a model load in a web request); the
-project scoring task caches LERC scores per version."""
+"""Serving: the batch endpoint queues LERC as a job scored in Celery (never a model load in a
+web request); the project scoring task caches LERC scores per version."""
 from __future__ import annotations
 
 import pytest
@@ -30,19 +30,71 @@ def _served(model_dir, status=ModelStatus.PROMOTED):
     return version
 
 
-def test_batch_scoring_endpoint_refuses_lerc_in_the_request(trained_model_dir):
-    """LERC loads a model: the synchronous endpoint refuses it (400) and points at scoring
-    jobs, which score with the promoted version in Celery (tested below)."""
-    _served(trained_model_dir)
+def test_batch_scoring_endpoint_queues_lerc_as_a_job_scored_in_celery(trained_model_dir,
+                                                                      monkeypatch):
+    """LERC loads a model: the endpoint never scores it in the request but stores a job (202)
+    whose Celery task scores the items with the promoted version, as the registry does."""
+    from metrics_app.registry import MetricInput, get_metric
+    from metrics_app.scoring_models import ItemScoringJob
+    from metrics_app.services import scoring
+    from worker.tasks.metrics import score_items
+
+    version = _served(trained_model_dir)
     client = APIClient()
     url = reverse("metrics-api:metric-score")
     assert client.post(url, {"metrics": ["lerc"], "items": ITEMS}, format="json"
                        ).status_code == 401
 
+    owner = make_user()
+    client.force_authenticate(owner)
+    with monkeypatch.context() as patched:  # nothing model-based is built in the request
+        patched.setattr(scoring, "get_metric", lambda *a, **k: pytest.fail("built in request"))
+        response = client.post(url, {"metrics": ["lerc", "f1"], "items": ITEMS}, format="json")
+    assert response.status_code == 202, response.content
+    body = response.json()
+    job = ItemScoringJob.objects.get(pk=body["id"])
+    assert body == {"id": job.pk, "status": "queued",
+                    "url": reverse("metrics-api:score-job", args=[job.pk])}
+    assert (job.queue, job.requested_by, job.total) == ("gpu", owner, 4)
+    queued = client.get(body["url"]).json()
+    assert queued["status"] == "queued" and queued["results"] is None
+    assert queued["progress"] == {"done": 0, "total": 4}
+
+    score_items.run(job.pk)
+
+    done = client.get(body["url"]).json()
+    assert done["status"] == "done" and done["error"] == "", done
+    assert done["progress"] == {"done": 4, "total": 4}
+    assert done["metrics"] == ["lerc", "f1"] and done["model"] is None
+    assert done["versions"]["lerc"] == f"v{version.number}"
+    inputs = [MetricInput(id=row["id"], question=row["question"],
+                          references=row["references"], candidate=row["candidate"],
+                          passage=row.get("passage", "")) for row in ITEMS]
+    direct = get_metric("lerc").score_batch(inputs)
+    assert [row["id"] for row in done["results"]] == ["a", "b"]
+    assert [row["lerc"] for row in done["results"]] == pytest.approx(direct, abs=1e-5)
+    assert [row["f1"] for row in done["results"]] == get_metric("f1").score_batch(inputs)
+
+    client.force_authenticate(make_user("someone-else"))
+    assert client.get(body["url"]).status_code == 404
+
+
+def test_lerc_job_whose_model_cannot_load_ends_failed_with_the_reason(tmp_path):
+    from metrics_app.scoring_models import ItemScoringJob
+    from worker.tasks.metrics import score_items
+
+    _served(str(tmp_path / "missing-model"))
+    client = APIClient()
     client.force_authenticate(make_user())
-    response = client.post(url, {"metrics": ["lerc"], "items": ITEMS}, format="json")
-    assert response.status_code == 400
-    assert "lerc" in str(response.json()) and "scoring job" in str(response.json())
+    body = client.post(reverse("metrics-api:metric-score"),
+                       {"metrics": ["lerc", "em"], "items": ITEMS}, format="json").json()
+    score_items.run(body["id"])
+    failed = client.get(body["url"]).json()
+    assert failed["status"] == "failed" and failed["error"].startswith("lerc"), failed
+    assert "missing-model" in failed["error"]
+    # The other metric's scores are kept; LERC's are null.
+    assert [(row["lerc"], row["em"]) for row in failed["results"]] == [(None, 1.0), (None, 0.0)]
+    assert ItemScoringJob.objects.get(pk=body["id"]).finished_at is not None
 
 
 def test_score_project_task_caches_lerc_scores(trained_model_dir):

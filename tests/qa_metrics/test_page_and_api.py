@@ -119,7 +119,9 @@ def test_score_api_scores_a_small_batch_and_limits_its_size():
 
 
 @pytest.mark.parametrize("metric", ["bertscore", "conditional_bertscore", "meteor", "lerc"])
-def test_score_api_refuses_heavy_metrics_and_points_at_scoring_jobs(metric, monkeypatch):
+def test_score_api_queues_heavy_metrics_as_a_job_instead_of_scoring_in_the_request(
+        metric, monkeypatch):
+    from metrics_app.scoring_models import ItemScoringJob
     from metrics_app.services import scoring
 
     def never(*args, **kwargs):
@@ -131,9 +133,10 @@ def test_score_api_refuses_heavy_metrics_and_points_at_scoring_jobs(metric, monk
     item = {"id": "1", "question": "q", "references": ["on the mat"], "candidate": "on a mat"}
     response = api.post(reverse("metrics-api:metric-score"),
                         {"metrics": ["f1", metric], "items": [item]}, format="json")
-    assert response.status_code == 400
-    message = str(response.json()["metrics"])
-    assert metric in message and "scoring job" in message and "f1" in message
+    assert response.status_code == 202, response.content
+    job = ItemScoringJob.objects.get(pk=response.json()["id"])
+    assert job.metrics == ["f1", metric] and job.items[0]["candidate"] == "on a mat"
+    assert job.queue == ("gpu" if metric.startswith("lerc") else "default")
 
 
 def test_only_string_metrics_are_marked_cheap():
