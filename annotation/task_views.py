@@ -29,9 +29,11 @@ from .services.assignments import (
     AssignmentClosed,
     AssignmentRefused,
     NoItemsAvailable,
+    ReturnRequested,
     SubmissionInvalid,
     assignment_confirm_item,
     assignment_feedback,
+    assignment_page_state,
     assignment_record_guess,
     assignment_save_draft,
     assignment_start,
@@ -150,12 +152,13 @@ def task_page(view=None, *, mturk: bool = False):
 
 
 def _refuse(request: HttpRequest, exc: AssignmentRefused, *, status: int = 403) -> HttpResponse:
+    title = "This page is not available"
     if isinstance(exc, NoItemsAvailable):
-        status = 200
+        status, title = 200, "Nothing more to do"
+    elif isinstance(exc, ReturnRequested):
+        status, title = 200, "Please return this study on Prolific"
     return render(request, "annotation/task/refused.html",
-                  {"message": exc.message, "code": exc.code,
-                   "title": "Nothing more to do" if status == 200 else "This page is not available"},
-                  status=status)
+                  {"message": exc.message, "code": exc.code, "title": title}, status=status)
 
 
 def _complete_url(assignment: Assignment, *, turk_submit_to: str = "") -> str:
@@ -180,6 +183,11 @@ def _render_task(request: HttpRequest, *, stage: Stage, assignment: Assignment |
     items = items or []
     config = task_page_config(assignment=assignment, stage=stage, items=items, token=token,
                               preview=preview, complete_url=complete_url)
+    if assignment is not None:
+        # Refused late confirms count as settled; comprehension checks awaiting a 2nd attempt.
+        page_state = assignment_page_state(assignment=assignment)
+        config["confirmed"].update(page_state["settled"])
+        config["retry"] = page_state["retry"]
     for number, item in enumerate(items, start=1):
         item.setdefault("number", number)
     context = {
@@ -324,8 +332,9 @@ def task_complete(request: HttpRequest, token: str) -> HttpResponse:
 # --- JSON calls ---------------------------------------------------------------------------------
 
 
-def _json_error(message: str, *, status: int, errors: dict | None = None) -> JsonResponse:
-    return JsonResponse({"ok": False, "message": message, "errors": errors or {}},
+def _json_error(message: str, *, status: int, errors: dict | None = None,
+                **extra) -> JsonResponse:
+    return JsonResponse({"ok": False, "message": message, "errors": errors or {}, **extra},
                         status=status)
 
 
@@ -370,6 +379,8 @@ def task_api(view):
             if exc.finished:
                 return JsonResponse({"ok": True, "already_submitted": True,
                                      "complete_url": _complete_url(exc.assignment)})
+            if isinstance(exc, ReturnRequested):
+                return _json_error(exc.message, status=409, return_study=exc.message)
             return _json_error(exc.message, status=409)
         except AssignmentRefused as exc:
             return _json_error(exc.message, status=403)
@@ -396,10 +407,11 @@ def task_confirm(request: HttpRequest, assignment: Assignment, body: dict) -> Ht
             "guess_shown": MC_SHOWN[order.index(role)],
             "paragraph": pilot_paragraph(assignment=assignment, item_id=item_id),
         })
-    judgment = assignment_confirm_item(assignment=assignment, item=item_id, answer=answer,
-                                       client_meta=body.get("client_meta"))
+    # None: a late item others filled, or a comprehension check to answer again (feedback).
+    assignment_confirm_item(assignment=assignment, item=item_id, answer=answer,
+                            client_meta=body.get("client_meta"))
     return JsonResponse({"ok": True, "feedback": assignment_feedback(
-        assignment=assignment, item_id=judgment.item_id)})
+        assignment=assignment, item_id=int(item_id))})
 
 
 @task_api
@@ -407,6 +419,11 @@ def task_submit(request: HttpRequest, assignment: Assignment, body: dict) -> Htt
     turk_submit_to = _turk_submit_to(str(body.get("turkSubmitTo") or ""))
     judgments = assignment_submit(assignment=assignment, answers=body.get("answers") or [],
                                   client_meta=body.get("client_meta"))
+    if judgments.retry:  # Prolific comprehension check wrong once: nothing submitted
+        return _json_error(judgments.message, status=400, errors=judgments.retry, retry=True)
+    if judgments.return_requested:
+        return _json_error(judgments.return_requested, status=409,
+                           return_study=judgments.return_requested)
     assignment.refresh_from_db(fields=["status", "completion_code", "submitted_at"])
     return JsonResponse({
         "ok": True,

@@ -41,6 +41,7 @@ from annotation.models import (
     Hit,
     Item,
     Judgment,
+    Provider,
     Stage,
     StageKind,
     StageStatus,
@@ -59,6 +60,20 @@ MAX_DRAFT_BYTES = 200_000
 SERVER_DRAFT_KEY = "_server"
 # MC modes in which each item is confirmed on its own before the next one is shown.
 CONFIRM_MODES = (ExperimentMode.QA, ExperimentMode.GUESSING, ExperimentMode.PILOT)
+# Prolific comprehension checks (the practice items with a gold answer of a Prolific stage):
+# Prolific requires a second attempt after a wrong answer, and a participant who fails twice is
+# asked to return the study and must not be rejected for it. Server draft state keys:
+ATTEMPTS_KEY = "attempts"  # item id -> [the first, wrong, attempt]
+RETURN_KEY = "return_requested"  # when the participant was asked to return the study
+# Late confirms refused because others filled the item meanwhile (item id -> message): the page
+# counts them as settled and the submit no longer asks for them.
+REFUSED_KEY = "refused"
+RETRY_MESSAGE = ("That answer was not right. Read the question again and answer it once more: "
+                 "you have one more attempt.")
+RETURN_MESSAGE = ("Your answer to the comprehension question was not right again, so you cannot "
+                  "continue with this study. Please return the study on Prolific (\"Stop without "
+                  "completing\" / return your submission): you will not be rejected for this. "
+                  "There is no completion code.")
 
 
 # --- Refusals -----------------------------------------------------------------------------------
@@ -103,6 +118,13 @@ class AssignmentClosed(AssignmentRefused):
     @property
     def finished(self) -> bool:
         return self.assignment is not None and self.assignment.status in FINISHED_STATUSES
+
+
+class ReturnRequested(AssignmentClosed):
+    """A Prolific participant failed a comprehension check twice: nothing more is served and
+    the page asks them to return the study (no completion code)."""
+
+    code = "return_requested"
 
 
 class SubmissionInvalid(ValueError):
@@ -461,6 +483,10 @@ def assignment_start(*, stage: Stage, worker: Worker, hit: Hit | None = None,
     if stage.status not in OPEN_STAGE_STATUSES:
         raise StageNotOpen("This task is not open at the moment.")
     _check_worker(stage=stage, worker=worker)
+    if stage.provider == Provider.PROLIFIC and Assignment.objects.filter(
+        stage=stage, worker=worker, **{f"draft__{SERVER_DRAFT_KEY}__has_key": RETURN_KEY}
+    ).exists():
+        raise ReturnRequested(RETURN_MESSAGE)
 
     if hit is not None:
         if hit.stage_id != stage.pk:
@@ -575,6 +601,7 @@ def _locked_open(assignment: Assignment, *, allow_late: bool = False) -> Assignm
     assignment (not a HIT's) may still save its draft and give answers; the answers are checked
     against the redundancy when they are stored (`_filled_since_timeout`)."""
     fresh = _lock_assignment(assignment.pk)
+    _refuse_if_return_requested(fresh)
     if fresh.status in FINISHED_STATUSES:
         raise AssignmentClosed("This assignment was already submitted.", assignment=fresh)
     if fresh.status != AssignmentStatus.IN_PROGRESS and not (allow_late and _is_late(fresh)):
@@ -663,6 +690,91 @@ def _server_state(assignment: Assignment) -> dict:
     return dict((assignment.draft or {}).get(SERVER_DRAFT_KEY) or {})
 
 
+def _save_server_state(assignment: Assignment, state: dict) -> None:
+    assignment.draft = {**(assignment.draft or {}), SERVER_DRAFT_KEY: state}
+    assignment.last_seen_at = timezone.now()
+    assignment.save(update_fields=["draft", "last_seen_at"])
+
+
+def _refuse_if_return_requested(assignment: Assignment) -> None:
+    # Checked before anything else: the assignment is RETURNED, which would otherwise pass as
+    # a late one that may still be worked on.
+    if _server_state(assignment).get(RETURN_KEY):
+        raise ReturnRequested(RETURN_MESSAGE, assignment=assignment)
+
+
+def _is_comprehension_check(assignment: Assignment, item: Item) -> bool:
+    # Qualification stages never reveal their scoring, so they keep a single attempt.
+    stage = assignment.stage
+    return (stage.provider == Provider.PROLIFIC and stage.kind != StageKind.QUALIFICATION
+            and item.is_practice and bool(item.gold))
+
+
+def _attempt_record(fields: dict) -> dict:
+    """A JSON copy of a cleaned answer, kept with the judgment as `extra["attempts"]`."""
+    import json
+
+    from django.core.serializers.json import DjangoJSONEncoder
+
+    record = json.loads(json.dumps(fields, cls=DjangoJSONEncoder))
+    record["answered_at"] = timezone.now().isoformat()
+    return record
+
+
+def _comprehension_outcome(assignment: Assignment, state: dict, row: AssignmentItem,
+                           judgment: Judgment, record: dict) -> str:
+    """"ok", "retry" (a first wrong answer: recorded in `state`, not stored as a judgment) or
+    "failed" (wrong twice) for an answer to a Prolific comprehension check; "ok" for any other
+    item. The first attempt is attached to the judgment of the second."""
+    if not _is_comprehension_check(assignment, row.item):
+        return "ok"
+    from .qualification import answer_is_correct
+
+    key = str(row.item_id)
+    attempts = dict(state.get(ATTEMPTS_KEY) or {})
+    earlier = list(attempts.get(key) or [])
+    if earlier:
+        judgment.extra = {**(judgment.extra or {}), "attempts": earlier}
+    tolerance = assignment.stage.project.qualification_tolerance
+    if answer_is_correct(item=row.item, judgment=judgment, tolerance=tolerance) is not False:
+        return "ok"
+    if earlier:
+        return "failed"
+    attempts[key] = [record]
+    state[ATTEMPTS_KEY] = attempts
+    return "retry"
+
+
+def _return_request(assignment: Assignment, state: dict, rows: list[AssignmentItem]) -> None:
+    """Failed twice: the participant is asked to return the study. RETURNED frees the items
+    they still held at once; review never rejects them (see `assignment_review_rules`)."""
+    state[RETURN_KEY] = timezone.now().isoformat()
+    numbers = ", ".join(str(row.position + 1) for row in rows)
+    note = (f"Asked to return the study: failed the comprehension check twice (item {numbers}). "
+            "Not to be rejected for it; excluded from analysis.")
+    assignment.review_note = "\n".join(p for p in (assignment.review_note, note) if p)
+    assignment.status = AssignmentStatus.RETURNED
+    assignment.draft = {**(assignment.draft or {}), SERVER_DRAFT_KEY: state}
+    assignment.last_seen_at = timezone.now()
+    assignment.save(update_fields=["draft", "review_note", "status", "last_seen_at"])
+
+
+def assignment_page_state(*, assignment: Assignment) -> dict[str, dict]:
+    """What a reloaded page needs beyond its judgments: `settled` (item id -> feedback) for
+    late confirms refused because others filled the item, and `retry` (item id -> message) for
+    comprehension checks answered wrong once. Never the gold answer."""
+    # `assignment` as just loaded by the page view (no extra query on the hot path).
+    state = _server_state(assignment)
+    judged = {str(pk) for pk in Judgment.objects.filter(assignment=assignment)
+              .values_list("item_id", flat=True)} if state.get(ATTEMPTS_KEY) else set()
+    return {
+        "settled": {key: {"refused": message, "settled": True}
+                    for key, message in (state.get(REFUSED_KEY) or {}).items()},
+        "retry": {key: RETRY_MESSAGE for key in (state.get(ATTEMPTS_KEY) or {})
+                  if key not in judged},
+    }
+
+
 def _is_correct(item: Item, fields: dict) -> bool | None:
     if not item.gold or item.project.kind != TaskKind.MC:
         return None
@@ -714,33 +826,55 @@ def assignment_record_guess(*, assignment: Assignment, item: Item | int, answer:
 
 @transaction.atomic
 def assignment_confirm_item(*, assignment: Assignment, item: Item | int, answer: dict,
-                            client_meta: dict | None = None) -> Judgment:
+                            client_meta: dict | None = None) -> Judgment | None:
     """Store one item's judgment before the rest of the assignment (STARC QA, guessing and
     pilot modes show feedback or the next page after it). Idempotent: a second confirmation of
-    the same item returns the first judgment unchanged."""
+    the same item returns the first judgment unchanged.
+
+    Returns None, storing no judgment, when (a) a late assignment's item was filled by others
+    meanwhile (recorded as refused: settled for the page and the submit), or (b) a Prolific
+    comprehension check was answered wrong the first time (the attempt is recorded; the next
+    answer is the judgment). A second wrong answer is stored and the participant is asked to
+    return the study (`ReturnRequested` from then on). `assignment_feedback` says which."""
     assignment = _locked_open(assignment, allow_late=True)
     row = _assignment_item(assignment, getattr(item, "pk", item))
     existing = Judgment.objects.filter(assignment=assignment, item_id=row.item_id).first()
     if existing is not None:
         return existing
+    state = _server_state(assignment)
+    key = str(row.item_id)
+    if key in (state.get(REFUSED_KEY) or {}):
+        return None
     if _is_late(assignment) and _filled_since_timeout(assignment=assignment, rows=[row]):
-        raise AssignmentClosed(_filled_message([row]), assignment=assignment)
-    locked_guess = (_server_state(assignment).get("guesses") or {}).get(str(row.item_id))
+        # Recorded rather than raised: the page shows the item as no longer needed, so the
+        # worker can still submit the rest, and the submit does not ask for it again.
+        state[REFUSED_KEY] = {**(state.get(REFUSED_KEY) or {}), key: _filled_message([row])}
+        _save_server_state(assignment, state)
+        return None
+    locked_guess = (state.get("guesses") or {}).get(key)
     try:
         fields = clean_answer(rules=answer_rules(assignment.stage.project), answer=answer,
                               presented_order=row.presented_order, locked_guess=locked_guess)
     except AnswerError as exc:
-        raise SubmissionInvalid({str(row.item_id): exc.messages}) from None
+        raise SubmissionInvalid({key: exc.messages}) from None
+    record = _attempt_record(fields)
     judgment = _judgment(assignment, row, fields, _clean_client_meta(client_meta))
+    outcome = _comprehension_outcome(assignment, state, row, judgment, record)
+    if outcome == "retry":
+        _save_server_state(assignment, state)
+        return None
     try:
         with transaction.atomic():
             judgment.save(force_insert=True)
     except IntegrityError:
         # The same worker judged this item in this stage through another assignment.
         raise SubmissionInvalid(
-            {str(row.item_id): ["You have already judged this item."]}
+            {key: ["You have already judged this item."]}
         ) from None
-    Assignment.objects.filter(pk=assignment.pk).update(last_seen_at=timezone.now())
+    if outcome == "failed":
+        _return_request(assignment, state, [row])
+    else:
+        Assignment.objects.filter(pk=assignment.pk).update(last_seen_at=timezone.now())
     return judgment
 
 
@@ -750,10 +884,16 @@ class SubmittedJudgments(list):
     workers filled those items after the timeout, and `message` saying so."""
 
     def __init__(self, judgments, *, refused: dict[str, list[str]] | None = None,
-                 message: str = ""):
+                 message: str = "", retry: dict[str, list[str]] | None = None,
+                 return_requested: str = ""):
         super().__init__(judgments)
         self.refused = refused or {}
         self.message = message
+        # Prolific comprehension checks: not submitted. `retry` (item id -> message): answered
+        # wrong once, answer again; `return_requested`: wrong twice, the message asking the
+        # participant to return the study.
+        self.retry = retry or {}
+        self.return_requested = return_requested
 
 
 @transaction.atomic
@@ -770,11 +910,17 @@ def assignment_submit(*, assignment: Assignment, answers: list[dict],
     A late submit (the assignment timed out, so its items were free for others) stores the
     answers to the items that still need judgments and refuses, by item, those others have
     filled meanwhile (`SubmittedJudgments.refused`); if none can be stored it is refused
-    (AssignmentClosed) naming the items.
+    (AssignmentClosed) naming the items. Items whose late confirm was refused that way
+    (`assignment_confirm_item`) are settled and need no answer.
+
+    On Prolific, a comprehension check answered wrong for the first time stores nothing and
+    returns `retry`; answered wrong again, only the comprehension checks are stored and the
+    participant is asked to return the study (`return_requested`; not submitted, no code).
     """
     locked = _lock_assignment(assignment.pk)
     if locked.status in FINISHED_STATUSES:
         return SubmittedJudgments(locked.judgments.order_by("pk"))
+    _refuse_if_return_requested(locked)
     late = _is_late(locked)
     if locked.status != AssignmentStatus.IN_PROGRESS and not late:
         raise AssignmentClosed(
@@ -810,12 +956,16 @@ def assignment_submit(*, assignment: Assignment, answers: list[dict],
             continue
         given[item_id] = answer
 
-    filled = _filled_since_timeout(
-        assignment=assignment, rows=[row for row in rows if row.item_id not in done]
+    state = _server_state(assignment)
+    # Refused at a late confirm: settled, whatever the count says now.
+    filled = {int(key) for key in (state.get(REFUSED_KEY) or {})} - done
+    filled |= _filled_since_timeout(
+        assignment=assignment, rows=[row for row in rows if row.item_id not in done | filled]
     ) if late else set()
     filled_rows = [row for row in rows if row.item_id in filled]
-    guesses = _server_state(assignment).get("guesses") or {}
+    guesses = state.get("guesses") or {}
     judgments: list[Judgment] = []
+    checks: list[tuple[AssignmentItem, Judgment, dict]] = []
     meta = _clean_client_meta(client_meta)
     for row in rows:
         if row.item_id in done or row.item_id in filled:
@@ -830,9 +980,36 @@ def assignment_submit(*, assignment: Assignment, answers: list[dict],
         except AnswerError as exc:
             errors.setdefault(str(row.item_id), []).extend(exc.messages)
             continue
+        record = _attempt_record(fields) if _is_comprehension_check(assignment, row.item) \
+            else {}
         judgments.append(_judgment(assignment, row, fields, meta))
+        if record:
+            checks.append((row, judgments[-1], record))
     if errors:
         raise SubmissionInvalid(errors)
+    outcomes = {row.item_id: _comprehension_outcome(assignment, state, row, judgment, record)
+                for row, judgment, record in checks}
+    failed_rows = [row for row, _, _ in checks if outcomes[row.item_id] == "failed"]
+    if failed_rows:
+        # Only the comprehension checks are kept: the rest of the work of a participant asked
+        # to return is never used and must not take redundancy slots from others.
+        kept = [judgment for _, judgment, _ in checks]
+        try:
+            with transaction.atomic():
+                Judgment.objects.bulk_create(kept)
+        except IntegrityError:
+            raise SubmissionInvalid(
+                {"__all__": ["Some of these items were already judged by you in this stage."]}
+            ) from None
+        _return_request(assignment, state, failed_rows)
+        return SubmittedJudgments(Judgment.objects.filter(assignment=assignment).order_by("pk"),
+                                  return_requested=RETURN_MESSAGE)
+    retry = {str(item_id): [RETRY_MESSAGE] for item_id, outcome in outcomes.items()
+             if outcome == "retry"}
+    if retry:
+        # Nothing is stored: the page keeps every answer and the participant submits again.
+        _save_server_state(assignment, state)
+        return SubmittedJudgments([], retry=retry, message=RETRY_MESSAGE)
     message = _filled_message(filled_rows) if filled_rows else ""
     if filled_rows and not judgments and not done:
         raise AssignmentClosed(message + " Nothing was stored; thank you for your time.",
@@ -890,11 +1067,20 @@ def assignment_feedback(*, assignment: Assignment, item_id: int) -> dict[str, An
         assignment=assignment, item_id=item_id
     )
     judgment = Judgment.objects.filter(assignment=assignment, item_id=item_id).first()
+    state = _server_state(row.assignment)
     if judgment is None:
+        refused = (state.get(REFUSED_KEY) or {}).get(str(item_id))
+        if refused:
+            return {"refused": refused, "settled": True}
+        if str(item_id) in (state.get(ATTEMPTS_KEY) or {}):
+            # Right or wrong only: the correct answer is not shown before the last attempt.
+            return {"retry": True, "is_correct": False, "message": RETRY_MESSAGE}
         return {}
     item = row.item
     project = item.project
     feedback: dict[str, Any] = {"confirmed": True}
+    if state.get(RETURN_KEY):
+        feedback["return_study"] = RETURN_MESSAGE
     if project.kind != TaskKind.MC:
         return feedback
     mode = project.experiment_mode
@@ -927,12 +1113,14 @@ __all__ = [
     "ForeignAssignment",
     "NoItemsAvailable",
     "QualificationRequired",
+    "ReturnRequested",
     "StageNotOpen",
     "SubmissionInvalid",
     "SubmittedJudgments",
     "WorkerBlocked",
     "assignment_confirm_item",
     "assignment_feedback",
+    "assignment_page_state",
     "assignment_record_guess",
     "assignment_release_abandoned",
     "assignment_save_draft",

@@ -38,6 +38,7 @@ from annotation.models import (
     AssignmentStatus,
     Hit,
     HitStatus,
+    Provider,
     ProviderCall,
     ProviderCallStatus,
     Stage,
@@ -75,6 +76,8 @@ FLAG_NEVER_LISTED = (
     "Submitted here, but {provider} never listed this assignment for this worker (a made-up or "
     "lost assignment id): nothing was approved, paid or granted for it."
 )
+ASKED_TO_RETURN = ("asked to return: failed the comprehension check twice (Prolific: never "
+                   "rejected for this; excluded from analysis)")
 # Our own calls on an assignment whose outcome is still unknown keep a closed stage syncing.
 ASSIGNMENT_OPERATIONS = ("ApproveAssignment", "RejectAssignment", "SendBonus", "SetUpBonus",
                          "PayBonus")
@@ -235,6 +238,16 @@ def assignment_review_rules(*, assignment: Assignment) -> ReviewDecision:
         return ReviewDecision("hold", ["no judgments saved"], {})
     reasons: list[str] = []
     metrics: dict = {"n": len(judgments)}
+    if stage.provider == Provider.PROLIFIC and stage.kind != StageKind.QUALIFICATION:
+        # Prolific: a participant who failed a comprehension check (a practice item; two
+        # attempts, services/assignments.py) is asked to return the study and must never be
+        # rejected for it, whatever else the rules find: held, and excluded from analysis.
+        tolerance = stage.project.qualification_tolerance
+        failed = [j for j in judgments if j.item.is_practice and answer_is_correct(
+            item=j.item, judgment=j, tolerance=tolerance) is False]
+        if failed:
+            metrics["comprehension_failed"] = len(failed)
+            return ReviewDecision("hold", [ASKED_TO_RETURN], metrics)
     if stage.kind != StageKind.QUALIFICATION:  # qualification takers are paid either way
         checks = [j for j in judgments if j.item.is_gold_check and j.item.gold]
         if checks:

@@ -391,7 +391,11 @@
     const box = el.querySelector(".feedback");
     box.textContent = "";
     const p = document.createElement("p");
-    if (fb.is_correct === true) {
+    if (fb.refused) {
+      // A late confirm refused because others filled the item: settled, nothing to answer.
+      p.textContent = `No longer needed. ${fb.refused}`;
+      box.className = "feedback settled";
+    } else if (fb.is_correct === true) {
       p.textContent = "Correct!";
       box.className = "feedback right";
     } else if (fb.is_correct === false) {
@@ -457,9 +461,19 @@
     post(cfg.endpoints.confirm, { item: Number(id), step, answer, client_meta: clientMeta() }).then(({ status, data }) => {
       button.disabled = false;
       if (!data.ok) {
+        if (data.return_study) { askToReturn(data.return_study); return; }
         showError(id, (data.errors && data.errors[id]) || [data.message || `Could not save (${status}).`]);
         return;
       }
+      const fb = data.feedback || {};
+      if (fb.retry) {
+        // Prolific comprehension check answered wrong once: one more attempt, no answer shown.
+        showError(id, [fb.message]);
+        el.querySelectorAll(`input[name="opt-${id}"]`).forEach((i) => { i.checked = false; });
+        scheduleSave();
+        return;
+      }
+      if (fb.return_study) { askToReturn(fb.return_study); return; }
       showError(id, []);
       if (step === "guess") {
         lockedGuesses[id] = data.guess_shown;
@@ -480,6 +494,16 @@
       button.disabled = false;
       showError(id, ["Connection problem — your answer is kept here. Try again in a moment."]);
     });
+  }
+
+  // Prolific: a comprehension check failed twice. No completion code; nothing more to do here.
+  function askToReturn(message) {
+    try { localStorage.removeItem(cfg.storage_key); } catch (e) { /* ignore */ }
+    form.hidden = true;
+    const box = document.getElementById("return-notice");
+    box.querySelector("p").textContent = message;
+    box.hidden = false;
+    box.focus();
   }
 
   // --- Submit ---------------------------------------------------------------------------------
@@ -527,6 +551,7 @@
         window.location.assign(done);
         return;
       }
+      if (data.return_study) { askToReturn(data.return_study); return; }
       submitButton.disabled = false;
       submitButton.textContent = "Submit";
       const errs = data.errors || {};
@@ -669,6 +694,7 @@
   }
   loadDraft();
   ids.forEach((id) => applyItem(id, confirmed[id] ? null : state.answers[id]));
+  Object.entries(cfg.retry || {}).forEach(([id, message]) => { if (byId[id]) showError(id, [message]); });
   document.querySelectorAll(".ab-item").forEach(updateCount);
   if (stepped) {
     const firstOpen = confirmMode ? ids.findIndex((id) => !confirmed[id]) : -1;

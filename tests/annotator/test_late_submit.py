@@ -20,6 +20,7 @@ from annotation.models import (
 from annotation.services.assignments import (
     AssignmentClosed,
     assignment_confirm_item,
+    assignment_feedback,
     assignment_release_abandoned,
     assignment_save_draft,
     assignment_start,
@@ -137,12 +138,54 @@ def test_late_confirm_of_a_filled_item_is_refused_and_of_a_needed_item_kept():
     other = assignment_start(stage=stage, worker=make_worker())
     assignment_confirm_item(assignment=other, item=items[0], answer={"shown_choice": "a"})
     _idle(other)  # items[1] is free again
-    with pytest.raises(AssignmentClosed) as exc:
-        assignment_confirm_item(assignment=late, item=items[0], answer={"shown_choice": "b"})
-    assert "item 1 " in exc.value.message
+    # Refused, and recorded so the page counts the item as settled ("no longer needed").
+    assert assignment_confirm_item(assignment=late, item=items[0],
+                                   answer={"shown_choice": "b"}) is None
+    feedback = assignment_feedback(assignment=late, item_id=items[0].pk)
+    assert feedback["settled"] and "item 1 " in feedback["refused"]
+    assert "correct_shown" not in feedback
     judgment = assignment_confirm_item(assignment=late, item=items[1],
                                        answer={"shown_choice": "b"})
     assert judgment.pk and Judgment.objects.filter(item=items[1]).count() == 1
+    assert Judgment.objects.filter(item=items[0]).count() == 1
+
+
+def test_submit_accepts_a_confirm_page_whose_remaining_item_was_refused_late():
+    project, stage, items = make_task(TaskKind.MC, mode=ExperimentMode.QA, n_items=2,
+                                      redundancy={"default": 1}, assignment_timeout_minutes=30)
+    late = assignment_start(stage=stage, worker=make_worker())
+    _idle(late)
+    assignment_confirm_item(assignment=late, item=items[0], answer={"shown_choice": "a"})
+    _idle(late)
+    other = assignment_start(stage=stage, worker=make_worker())  # holds items[1]
+    assert list(other.items.all()) == [items[1]]
+    assert assignment_confirm_item(assignment=late, item=items[1],
+                                   answer={"shown_choice": "b"}) is None
+    # The slot frees up again (the other worker times out too): the refusal still settles
+    # the item, so the page's submit, which sends no answer for it, is accepted.
+    _idle(other)
+    judgments = assignment_submit(assignment=late, answers=[])
+    assert [j.item_id for j in judgments] == [items[0].pk]
+    assert list(judgments.refused) == [str(items[1].pk)]
+    late.refresh_from_db()
+    assert late.status == AssignmentStatus.SUBMITTED and late.completion_code
+
+
+def test_task_page_lists_a_refused_late_confirm_as_settled(client):
+    from annotation.services.access import inhouse_link_create
+    from tests.annotator.test_views import page_config
+
+    project, stage, items = make_task(TaskKind.MC, mode=ExperimentMode.QA, n_items=2,
+                                      redundancy={"default": 1}, assignment_timeout_minutes=30)
+    worker = make_worker()
+    late = assignment_start(stage=stage, worker=worker)
+    _idle(late)
+    other = assignment_start(stage=stage, worker=make_worker())
+    assignment_confirm_item(assignment=other, item=items[0], answer={"shown_choice": "a"})
+    assignment_confirm_item(assignment=late, item=items[0], answer={"shown_choice": "b"})
+    _, path = inhouse_link_create(worker=worker, project=project, stage=stage)
+    config = page_config(client.get(path))
+    assert config["confirmed"][str(items[0].pk)]["settled"] is True
 
 
 def test_practice_and_gold_answers_are_kept_after_the_timeout():

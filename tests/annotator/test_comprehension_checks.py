@@ -1,0 +1,198 @@
+"""Prolific comprehension checks (a Prolific stage's practice items): a wrong answer gets one
+more attempt, kept on the assignment; after a second wrong answer the participant is asked to
+return the study, nothing more is served, and review never rejects them for it. Other
+providers keep a single attempt."""
+from __future__ import annotations
+
+import pytest
+from django.urls import reverse
+
+from annotation.domain.answers import MC_SHOWN
+from annotation.models import (
+    AssignmentItem,
+    AssignmentStatus,
+    ExperimentMode,
+    Judgment,
+    Provider,
+    StageStatus,
+    TaskKind,
+)
+from annotation.services.access import assignment_token_make
+from annotation.services.assignments import (
+    ReturnRequested,
+    SubmissionInvalid,
+    assignment_confirm_item,
+    assignment_feedback,
+    assignment_page_state,
+    assignment_save_draft,
+    assignment_start,
+    assignment_submit,
+)
+from annotation.services.review import ASKED_TO_RETURN, assignment_review_rules
+from tests.annotator.conftest import make_task
+from tests.factories import make_item, make_stage, make_worker
+
+pytestmark = pytest.mark.django_db
+
+
+def _task(kind=TaskKind.MC, *, provider=Provider.PROLIFIC, **fields):
+    """A stage of `provider` whose assignments start with one practice item (gold: role A for
+    MC, score 4 for Likert) followed by one regular item."""
+    if kind == TaskKind.MC:
+        fields.setdefault("mode", ExperimentMode.QA)
+    project, _, items = make_task(kind, n_items=1, items_per_hit=2, group="", **fields)
+    practice = make_item(project, is_practice=True, gold=items[0].gold,
+                         content=dict(items[0].content))
+    stage = make_stage(project, status=StageStatus.PUBLISHED, provider=provider)
+    worker = make_worker(provider=provider)
+    assignment = assignment_start(stage=stage, worker=worker, external_id="SESSION-1")
+    assert [row.item_id for row in AssignmentItem.objects.filter(assignment=assignment)
+            .order_by("position")] == [practice.pk, items[0].pk]
+    return stage, worker, assignment, practice, items[0]
+
+
+def _shown(assignment, item, role: str) -> str:
+    order = AssignmentItem.objects.get(assignment=assignment, item=item).presented_order
+    return MC_SHOWN[order.index(role)]
+
+
+def _confirm(assignment, item, role):
+    return assignment_confirm_item(assignment=assignment, item=item,
+                                   answer={"shown_choice": _shown(assignment, item, role)})
+
+
+def test_a_wrong_comprehension_answer_gets_a_second_attempt_kept_with_the_judgment():
+    stage, worker, assignment, practice, regular = _task()
+    assert _confirm(assignment, practice, "B") is None
+    assert not Judgment.objects.exists()
+    feedback = assignment_feedback(assignment=assignment, item_id=practice.pk)
+    # Right or wrong only: the correct answer is not revealed before the last attempt.
+    assert feedback == {"retry": True, "is_correct": False, "message": feedback["message"]}
+    # The attempt survives a reload and the page's autosave.
+    assignment_save_draft(assignment=assignment, draft={"answers": {}})
+    assignment.refresh_from_db()
+    assert list(assignment_page_state(assignment=assignment)["retry"]) == [str(practice.pk)]
+    assert assignment_start(stage=stage, worker=worker, external_id="SESSION-1") == assignment
+
+    judgment = _confirm(assignment, practice, "A")
+    assert judgment.extra["is_correct"] is True
+    assert [attempt["choice"] for attempt in judgment.extra["attempts"]] == ["B"]
+    assignment.refresh_from_db()
+    assert assignment_page_state(assignment=assignment)["retry"] == {}
+    _confirm(assignment, regular, "C")
+    assert len(assignment_submit(assignment=assignment, answers=[])) == 2
+    assignment.refresh_from_db()
+    assert assignment.status == AssignmentStatus.SUBMITTED
+
+
+def test_failing_twice_asks_the_participant_to_return_and_serves_nothing_more():
+    stage, worker, assignment, practice, regular = _task()
+    assert _confirm(assignment, practice, "B") is None
+    judgment = _confirm(assignment, practice, "C")  # the second answer is the judgment
+    assert judgment.choice == "C" and judgment.extra["is_correct"] is False
+    assert [attempt["choice"] for attempt in judgment.extra["attempts"]] == ["B"]
+    assert assignment_feedback(assignment=assignment, item_id=practice.pk)["return_study"]
+    assignment.refresh_from_db()
+    assert assignment.status == AssignmentStatus.RETURNED and not assignment.completion_code
+    assert "Asked to return" in assignment.review_note
+    with pytest.raises(ReturnRequested):
+        _confirm(assignment, regular, "A")
+    with pytest.raises(ReturnRequested):
+        assignment_submit(assignment=assignment, answers=[])
+    with pytest.raises(ReturnRequested):
+        assignment_save_draft(assignment=assignment, draft={})
+    for session in ("SESSION-1", "SESSION-2"):  # a reload, or a new session
+        with pytest.raises(ReturnRequested):
+            assignment_start(stage=stage, worker=worker, external_id=session)
+    assert Judgment.objects.count() == 1
+
+
+def test_other_providers_keep_a_single_attempt():
+    stage, worker, assignment, practice, regular = _task(provider=Provider.INHOUSE)
+    judgment = _confirm(assignment, practice, "B")
+    assert judgment.extra["is_correct"] is False and "attempts" not in judgment.extra
+    _confirm(assignment, regular, "A")
+    assert len(assignment_submit(assignment=assignment, answers=[])) == 2
+
+
+def test_submit_without_per_item_confirm_gives_a_second_attempt_then_asks_to_return():
+    stage, worker, assignment, practice, regular = _task(TaskKind.LIKERT)
+    answers = [{"item": practice.pk, "score": 1}, {"item": regular.pk, "score": 3}]
+    first = assignment_submit(assignment=assignment, answers=answers)
+    assert list(first) == [] and list(first.retry) == [str(practice.pk)]
+    assert not Judgment.objects.exists()
+    assignment.refresh_from_db()
+    assert assignment.status == AssignmentStatus.IN_PROGRESS and not assignment.completion_code
+
+    answers[0]["score"] = 2
+    second = assignment_submit(assignment=assignment, answers=answers)
+    assert second.return_requested and not second.retry
+    # Only the comprehension check is stored; the regular item is freed for others.
+    [judgment] = Judgment.objects.all()
+    assert judgment.item == practice and judgment.score == 2
+    assert [attempt["score"] for attempt in judgment.extra["attempts"]] == [1]
+    assignment.refresh_from_db()
+    assert assignment.status == AssignmentStatus.RETURNED and not assignment.completion_code
+
+
+def test_a_right_second_answer_at_submit_completes_the_assignment():
+    stage, worker, assignment, practice, regular = _task(TaskKind.LIKERT)
+    answers = [{"item": practice.pk, "score": 5}, {"item": regular.pk, "score": 3}]
+    assert assignment_submit(assignment=assignment, answers=answers).retry
+    answers[0]["score"] = 4
+    judgments = assignment_submit(assignment=assignment, answers=answers)
+    assert len(judgments) == 2 and not judgments.retry
+    assert judgments[0].extra["attempts"][0]["score"] == 5
+
+
+def test_review_never_rejects_a_prolific_submission_for_failed_comprehension_checks():
+    # Submitted on an in-house stage (one attempt), then reviewed as in-house and as Prolific.
+    stage, worker, assignment, practice, regular = _task(provider=Provider.INHOUSE)
+    for item in (practice, regular):
+        item.is_gold_check = True
+        item.save(update_fields=["is_gold_check"])
+    _confirm(assignment, practice, "B")
+    _confirm(assignment, regular, "B")
+    assignment_submit(assignment=assignment, answers=[])
+    stage.settings = {"review": {"auto_reject": True}}
+    stage.save(update_fields=["settings"])
+    assignment.refresh_from_db()
+    assert assignment_review_rules(assignment=assignment).action == "reject"
+    stage.provider = Provider.PROLIFIC
+    stage.save(update_fields=["provider"])
+    assignment.refresh_from_db()
+    decision = assignment_review_rules(assignment=assignment)
+    assert decision.action == "hold" and decision.reasons == [ASKED_TO_RETURN]
+
+
+def test_confirm_and_submit_endpoints_retry_then_ask_to_return(client):
+    stage, worker, assignment, practice, regular = _task()
+    headers = {"HTTP_X_ASSIGNMENT_TOKEN": assignment_token_make(assignment=assignment)}
+
+    def confirm(role):
+        return client.post(reverse("annotation:task-confirm"), content_type="application/json",
+                           data={"item": practice.pk,
+                                 "answer": {"shown_choice": _shown(assignment, practice, role)}},
+                           **headers)
+
+    first = confirm("B").json()
+    assert first["ok"] and first["feedback"]["retry"] and "correct_shown" not in first["feedback"]
+    second = confirm("D").json()
+    assert second["ok"] and "return the study on Prolific" in second["feedback"]["return_study"]
+    submit = client.post(reverse("annotation:task-submit"), content_type="application/json",
+                         data={"answers": []}, **headers)
+    assert submit.status_code == 409 and submit.json()["return_study"]
+    page = client.get(reverse("annotation:task-prolific", kwargs={"stage_id": stage.pk}),
+                      {"PROLIFIC_PID": worker.external_id, "STUDY_ID": "S1",
+                       "SESSION_ID": "SESSION-1"})
+    body = page.content.decode()
+    assert page.status_code == 200 and "Please return this study on Prolific" in body
+    assert "completion code is" not in body and 'id="task-config"' not in body
+
+
+def test_invalid_answers_are_not_counted_as_attempts():
+    stage, worker, assignment, practice, regular = _task()
+    with pytest.raises(SubmissionInvalid):
+        assignment_confirm_item(assignment=assignment, item=practice, answer={})
+    assignment.refresh_from_db()
+    assert assignment_page_state(assignment=assignment)["retry"] == {}
