@@ -3,22 +3,33 @@ lost responses: one study per stage, an allow-list for qualified participants, p
 every submission, approve/reject, a bonus paid once."""
 from __future__ import annotations
 
+import json
 from decimal import Decimal
 
 import pytest
+from django.urls import reverse
 
 from annotation.models import (
     Assignment,
     AssignmentStatus,
+    Judgment,
+    StageKind,
     StageStatus,
     WorkerQualification,
 )
 from annotation.services.review import assignment_bonus_pay, stage_sync_and_review
 from annotation.services.stages import stage_publish
+from tests.factories import make_item, make_stage
 
 from .conftest import make_stages
 from .prolific_server import ApiError
-from .workers_sim import gold_score, prolific_participant_submits, scores_cycle, wrong_score
+from .workers_sim import (
+    gold_score,
+    page_config,
+    prolific_participant_submits,
+    scores_cycle,
+    wrong_score,
+)
 
 pytestmark = [pytest.mark.prolific, pytest.mark.django_db]
 
@@ -104,3 +115,61 @@ def test_qualification_trial_review_on_prolific(prolific_server, likert_study, r
         ("P1", Decimal("0.50"))]
     good.refresh_from_db()
     assert good.bonus_paid == Decimal("0.50")
+
+
+def test_comprehension_check_second_attempt_and_return_on_prolific(prolific_server,
+                                                                   likert_study, researcher,
+                                                                   client):
+    """A practice item is the study's comprehension check: one participant fails it once and
+    passes on the second attempt; another fails twice, is asked to return the study (no
+    completion code), returns it on Prolific, and is never rejected."""
+    state = prolific_server.state
+    project, _gold, _items = likert_study
+    practice = make_item(project, gold={"score": 3}, is_practice=True, group_key="practice")
+    stage = make_stage(project, kind=StageKind.TRIAL, status=StageStatus.DRAFT,
+                       provider="prolific", judgments_per_item=1,
+                       settings={"n_items": 5, "review": {"auto_reject": True}})
+    stage_publish(stage=stage, user=researcher)
+    stage.refresh_from_db()
+    study = state.studies[stage.settings["prolific_study_id"]]
+    code = stage.settings["prolific_completion_code"]
+
+    def open_page(pid, session):
+        return client.get(reverse("annotation:task-prolific", kwargs={"stage_id": stage.pk}),
+                          {"PROLIFIC_PID": pid, "STUDY_ID": study["id"], "SESSION_ID": session})
+
+    def submit(config, practice_score):
+        answers = [{"item": item_id, "time_spent_ms": 6000,
+                    "score": practice_score if item_id == practice.pk else 1 + item_id % 5}
+                   for item_id in config["items"]]
+        return client.post(reverse("annotation:task-submit"), data=json.dumps({"answers": answers}),
+                           content_type="application/json",
+                           HTTP_X_ASSIGNMENT_TOKEN=config["token"])
+
+    sessions = {}
+    for pid, second_score in [("P1", 3), ("P2", 5)]:
+        sessions[pid] = session = state.participant_start(study["id"], pid)
+        config = page_config(open_page(pid, session))
+        assert config["items"][0] == practice.pk
+        first = submit(config, 1)
+        assert first.status_code == 400 and list(first.json()["errors"]) == [str(practice.pk)]
+        # A reload keeps the attempt: the page says a second attempt is under way.
+        assert list(page_config(open_page(pid, session))["retry"]) == [str(practice.pk)]
+        second = submit(config, second_score)
+        if pid == "P1":
+            assert second.status_code == 200
+            state.participant_complete(session, code)
+        else:
+            assert second.status_code == 409 and second.json()["return_study"]
+            page = open_page(pid, session).content.decode()
+            assert "return this study on Prolific" in page and code not in page
+            state.submissions[session]["status"] = "RETURNED"  # the participant returns it
+
+    sync, review = stage_sync_and_review(stage=stage)
+    assert (review.approved, review.rejected) == (1, 0)
+    assert state.submissions[sessions["P1"]]["status"] == "APPROVED"
+    assert state.submissions[sessions["P2"]]["status"] == "RETURNED"
+    returned = Assignment.objects.get(external_id=sessions["P2"])
+    assert returned.status == AssignmentStatus.RETURNED and not returned.completion_code
+    assert list(Judgment.objects.filter(assignment=returned).values_list("item_id", flat=True)) \
+        == [practice.pk]
