@@ -499,6 +499,11 @@
   // Prolific: a comprehension check failed twice. No completion code; nothing more to do here.
   function askToReturn(message) {
     try { localStorage.removeItem(cfg.storage_key); } catch (e) { /* ignore */ }
+    // Nothing more to save: the preview flag stops the autosave, the heartbeat and the keys.
+    cfg.preview = true;
+    clearTimeout(saveTimer);
+    clearTimeout(retryTimer);
+    saveStatus.textContent = "";
     form.hidden = true;
     const box = document.getElementById("return-notice");
     box.querySelector("p").textContent = message;

@@ -394,3 +394,75 @@ def test_visible_page_sends_a_heartbeat_without_any_input(live_server, page):
         time.sleep(0.1)
     assert assignment.last_seen_at > first_seen
     assert "answers" in assignment.draft  # the ping is an autosave of the (empty) draft
+
+
+def test_prolific_comprehension_check_retry_then_return_message(live_server, page):
+    """A wrong answer to a Prolific comprehension check: told it was not right (no correct
+    answer shown) and asked again; wrong again: asked to return the study, no code."""
+    from annotation.models import AssignmentItem, Provider
+    from annotation.services.assignments import RETRY_MESSAGE
+    from tests.factories import make_item
+
+    project, stage, items = task_with_sentinel_gold(TaskKind.MC, mode=ExperimentMode.QA,
+                                                    n_items=1, items_per_hit=2)
+    practice = make_item(project, is_practice=True, gold={"choice": "A", "note": GOLD_SENTINEL},
+                         content=dict(items[0].content))
+    stage.provider = Provider.PROLIFIC
+    stage.save(update_fields=["provider"])
+    page.goto(live_server.url + reverse("annotation:task-prolific", kwargs={"stage_id": stage.pk})
+              + "?" + urlencode({"PROLIFIC_PID": "PC1", "STUDY_ID": "STUDYC",
+                                 "SESSION_ID": "SC1"}))
+    order = AssignmentItem.objects.get(item=practice).presented_order
+    wrong = [label for label, role in zip("abcd", order, strict=True) if role != "A"]
+    box = f"#item-{practice.pk}"
+    page.keyboard.press(wrong[0])
+    page.keyboard.press("Enter")
+    expect_text(page, f"{box} .error", RETRY_MESSAGE)
+    assert page.locator(f"{box} .feedback").is_hidden()
+    assert page.locator(f"{box} .option.correct").count() == 0
+    assert GOLD_SENTINEL not in page.content()
+    page.keyboard.press(wrong[1])
+    page.keyboard.press("Enter")
+    page.locator("#return-notice").wait_for(state="visible")
+    assert "return the study on Prolific" in page.inner_text("#return-notice")
+    assert page.locator("#task-form").is_hidden()
+    screenshot(page, "prolific-return-1280")
+    page.reload()
+    assert "Please return this study on Prolific" in page.content()
+    assert 'id="completion-code"' not in page.content()
+    assert 'id="prolific-return"' not in page.content()
+    assert list(Judgment.objects.values_list("item_id", flat=True)) == [practice.pk]
+
+
+def test_late_confirm_refused_item_is_settled_and_submit_appears(live_server, page):
+    """A late per-item confirm refused because others filled the item: shown as no longer
+    needed, and Submit becomes available for the rest."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from annotation.services.assignments import assignment_confirm_item, assignment_start
+
+    project, stage, items = make_task(TaskKind.MC, mode=ExperimentMode.QA, n_items=2,
+                                      redundancy={"default": 1}, assignment_timeout_minutes=30)
+    open_inhouse(page, live_server, project)
+    late = Assignment.objects.get()
+    past = timezone.now() - timedelta(minutes=45)
+    Assignment.objects.filter(pk=late.pk).update(last_seen_at=past, started_at=past)
+    other = assignment_start(stage=stage, worker=make_worker())
+    assignment_confirm_item(assignment=other, item=items[0], answer={"shown_choice": "a"})
+    Assignment.objects.filter(pk=other.pk).update(last_seen_at=past)  # items[1] free again
+    page.keyboard.press("c")
+    page.keyboard.press("Enter")
+    expect_text(page, f"#item-{items[0].pk} .feedback", "No longer needed")
+    page.keyboard.press("Enter")  # next question
+    page.keyboard.press("c")
+    page.keyboard.press("Enter")
+    page.locator(f"#item-{items[1].pk} .feedback").wait_for(state="visible")
+    page.locator("#submit-row").wait_for(state="visible")
+    page.keyboard.press("Enter")  # submit
+    page.locator("#form-errors a.continue").wait_for(state="visible")
+    late.refresh_from_db()
+    assert late.status == "submitted"
+    assert list(Judgment.objects.filter(assignment=late).values_list("item_id", flat=True)) \
+        == [items[1].pk]
