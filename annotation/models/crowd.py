@@ -108,6 +108,9 @@ class HitItem(models.Model):
         ordering = ["hit", "position"]
         constraints = [models.UniqueConstraint(fields=["hit", "item"], name="hit_item_unique")]
 
+    def __str__(self) -> str:
+        return f"item {self.item_id} at {self.position} in HIT {self.hit_id}"
+
 
 class AssignmentStatus(models.TextChoices):
     IN_PROGRESS = "in_progress", "In progress"
@@ -173,6 +176,9 @@ class AssignmentItem(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["assignment", "item"], name="assignment_item_unique")
         ]
+
+    def __str__(self) -> str:
+        return f"item {self.item_id} at {self.position} in assignment {self.assignment_id}"
 
 
 class InhouseLink(models.Model):
