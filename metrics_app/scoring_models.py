@@ -14,10 +14,9 @@ class ScoringStatus(models.TextChoices):
     FAILED = "failed", "Failed"
 
 
-class ScoringJob(models.Model):
-    """Progress and outcome of scoring a project with some metrics in a Celery task."""
+class ScoringJobBase(models.Model):
+    """What every scoring job records: its metrics and queue, status and progress, timings."""
 
-    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="scoring_jobs")
     metrics = models.JSONField(default=list, help_text="Metric names to compute.")
     options = models.JSONField(default=dict, blank=True, help_text="e.g. a model version.")
     queue = models.CharField(max_length=50, default="default")
@@ -26,43 +25,45 @@ class ScoringJob(models.Model):
     )
     done = models.PositiveIntegerField(default=0, help_text="Inputs scored so far (all metrics).")
     total = models.PositiveIntegerField(default=0)
-    detail = models.JSONField(
-        default=dict, blank=True,
-        help_text="Per metric: version, scored, cached, unscorable, error.",
-    )
     error = models.TextField(blank=True)
     task_id = models.CharField(max_length=255, blank=True)
-    requested_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
-    )
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
+        abstract = True
         ordering = ["-created_at", "-id"]
-
-    def __str__(self) -> str:
-        return f"scoring {', '.join(self.metrics)} on {self.project.slug} ({self.status})"
 
     @property
     def percent(self) -> int:
         return int(100 * self.done / self.total) if self.total else (100 if self.status == "done" else 0)
 
 
-class ItemScoringJob(models.Model):
+class ScoringJob(ScoringJobBase):
+    """Progress and outcome of scoring a project with some metrics in a Celery task."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="scoring_jobs")
+    detail = models.JSONField(
+        default=dict, blank=True,
+        help_text="Per metric: version, scored, cached, unscorable, error.",
+    )
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+
+    class Meta(ScoringJobBase.Meta):
+        pass
+
+    def __str__(self) -> str:
+        return f"scoring {', '.join(self.metrics)} on {self.project.slug} ({self.status})"
+
+
+class ItemScoringJob(ScoringJobBase):
     """Scoring of posted items (no project) with metrics too heavy for a web request: `POST
     /api/metrics/score/` stores the items, a Celery task scores them, the requester reads the
     results at `GET /api/metrics/score-jobs/<id>/`."""
 
-    metrics = models.JSONField(default=list, help_text="Metric names to compute.")
-    options = models.JSONField(default=dict, blank=True, help_text="e.g. a model version.")
-    queue = models.CharField(max_length=50, default="default")
-    status = models.CharField(
-        max_length=20, choices=ScoringStatus.choices, default=ScoringStatus.QUEUED
-    )
-    done = models.PositiveIntegerField(default=0, help_text="Inputs scored so far (all metrics).")
-    total = models.PositiveIntegerField(default=0)
     items = models.JSONField(
         default=list, blank=True,
         help_text="The posted inputs: {id, question, references, candidate, passage}.",
@@ -71,22 +72,13 @@ class ItemScoringJob(models.Model):
         null=True, blank=True, help_text="[{id, metric: value, ...}] in input order, once run."
     )
     detail = models.JSONField(default=dict, blank=True, help_text="Per metric: version, error.")
-    error = models.TextField(blank=True)
-    task_id = models.CharField(max_length=255, blank=True)
     requested_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
         related_name="+",
     )
-    created_at = models.DateTimeField(auto_now_add=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
 
-    class Meta:
-        ordering = ["-created_at", "-id"]
+    class Meta(ScoringJobBase.Meta):
+        pass
 
     def __str__(self) -> str:
         return f"scoring {', '.join(self.metrics)} on {len(self.items)} items ({self.status})"
-
-    @property
-    def percent(self) -> int:
-        return int(100 * self.done / self.total) if self.total else (100 if self.status == "done" else 0)

@@ -20,7 +20,7 @@ from annotation.models import Item, Project, TaskKind
 
 from ..models import MetricScore
 from ..registry import MetricInput, MetricUnavailable, get_metric, metric_accepts_option
-from ..scoring_models import ItemScoringJob, ScoringJob, ScoringStatus
+from ..scoring_models import ItemScoringJob, ScoringJob, ScoringJobBase, ScoringStatus
 
 logger = logging.getLogger(__name__)
 
@@ -253,21 +253,29 @@ def scoring_jobs_enqueue_pending(*, older_than_seconds: int = 60) -> int:
     return sent
 
 
-def scoring_job_run(*, job_id: int) -> ScoringJob:
-    """Run a queued job: score, record progress as it goes, then refresh the project's cached
-    metric report. Failures are stored on the job (and re-raised for Celery's log)."""
-    from .metric_evaluation import metric_report_refresh
-
-    job = ScoringJob.objects.select_related("project").get(pk=job_id)
+def _job_start(job: ScoringJobBase, *, n_inputs: int) -> Progress:
+    """Mark a job running over `n_inputs` inputs × its metrics; returns the progress callback
+    that saves how many are done (what the admin's and the API's progress show)."""
     job.status = ScoringStatus.RUNNING
     job.started_at = timezone.now()
-    job.total = len(project_metric_inputs(project=job.project)) * len(job.metrics)
+    job.total = n_inputs * len(job.metrics)
     job.done = 0
     job.save(update_fields=["status", "started_at", "total", "done"])
 
     def progress(n: int) -> None:
         job.done = min(job.total, job.done + n)
         job.save(update_fields=["done"])
+
+    return progress
+
+
+def scoring_job_run(*, job_id: int) -> ScoringJob:
+    """Run a queued job: score, record progress as it goes, then refresh the project's cached
+    metric report. Failures are stored on the job (and re-raised for Celery's log)."""
+    from .metric_evaluation import metric_report_refresh
+
+    job = ScoringJob.objects.select_related("project").get(pk=job_id)
+    progress = _job_start(job, n_inputs=len(project_metric_inputs(project=job.project)))
 
     try:
         job.detail = project_score_metrics(
@@ -328,15 +336,7 @@ def item_scoring_job_run(*, job_id: int, batch_size: int = DEFAULT_BATCH_SIZE) -
     if job.status in (ScoringStatus.DONE, ScoringStatus.FAILED):
         return job
     inputs = [MetricInput(**row) for row in job.items]
-    job.status = ScoringStatus.RUNNING
-    job.started_at = timezone.now()
-    job.total = len(inputs) * len(job.metrics)
-    job.done = 0
-    job.save(update_fields=["status", "started_at", "total", "done"])
-
-    def progress(n: int) -> None:
-        job.done = min(job.total, job.done + n)
-        job.save(update_fields=["done"])
+    progress = _job_start(job, n_inputs=len(inputs))
 
     try:
         runs = score_inputs(metric_names=job.metrics, inputs=inputs,
