@@ -23,6 +23,9 @@ if ! command -v chromium >/dev/null 2>&1 && [ "${CI:-}" = "true" ]; then
   exit 1
 fi
 
+echo "=== lint (ruff) ==="
+.venv/bin/ruff check .
+
 run_id="$$"
 status=0
 
