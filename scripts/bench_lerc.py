@@ -80,6 +80,9 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--skip-bertscore", action="store_true")
     parser.add_argument("--max-test", type=int, help="smoke runs only: cap the test split")
+    parser.add_argument("--model-dir", type=Path,
+                        help="evaluate this trained model folder (e.g. var/bench-lerc-model/"
+                             "model of an earlier run) instead of training one")
     args = parser.parse_args()
 
     args.db.parent.mkdir(parents=True, exist_ok=True)
@@ -122,7 +125,8 @@ def main() -> None:
     output = REPO / "var" / "bench-lerc-model"
     import shutil
 
-    shutil.rmtree(output, ignore_errors=True)
+    if args.model_dir is None:
+        shutil.rmtree(output, ignore_errors=True)
     cfg = TrainConfig(output_dir=str(output), epochs=args.epochs, learning_rate=args.lr,
                       max_length=args.max_length, batch_size=32, device="cpu",
                       progress_every=5, max_references=args.train_references)
@@ -134,7 +138,13 @@ def main() -> None:
             print(json.dumps(info), file=sys.stderr)
 
     started = time.monotonic()
-    result = train(cfg, train_examples, val_examples, progress=progress)
+    if args.model_dir is None:
+        result = train(cfg, train_examples, val_examples, progress=progress)
+    else:  # the same split and caps; the saved model says how its training went
+        saved = json.loads((args.model_dir / "lerc.json").read_text())
+        result = {"model_dir": str(args.model_dir), "best_epoch": saved.get("epoch"),
+                  "val_pearson": saved.get("pearson"), "epoch_seconds": None,
+                  "train_inputs": None, "reused": True}
     train_seconds = time.monotonic() - started
 
     scorer = LercScorer(result["model_dir"], device="cpu")

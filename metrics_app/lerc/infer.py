@@ -19,10 +19,15 @@ from .data import (
     collate,
     encode_pair,
     encode_quadruple,
+    is_exact_match,
     length_sorted_batches,
     sequential_batches,
 )
 from .model import ClsHeadModel, load_model
+
+# The top of MOCHA's 1–5 scale, which regression models are trained on (z-normalized gold is
+# mapped back onto it).
+EXACT_MATCH_SCORE = 5.0
 
 
 def pick_device(name: str = "auto") -> torch.device:
@@ -127,11 +132,25 @@ class LercScorer:
         self.kind = "pairwise" if self.model.input_kind == "pair" else "regression"
 
     def score(self, examples: Sequence[LercExample], *, length_sorted: bool = True,
-              batch_size: int | None = None, max_references: int | None = None
-              ) -> list[float | None]:
-        return predict_scores(self.model, self.tokenizer, examples, max_length=self.max_length,
-                              batch_size=batch_size or self.batch_size,
-                              length_sorted=length_sorted, max_references=max_references)
+              batch_size: int | None = None, max_references: int | None = None,
+              exact_match_score: float | None = EXACT_MATCH_SCORE) -> list[float | None]:
+        """Scores in input order. A candidate that exactly matches a reference after SQuAD
+        normalization gets `exact_match_score` without running the model: MOCHA never sent
+        such candidates to annotators (they are correct by construction), so training data
+        built from its protocol holds none, and the model has not learned to score them
+        (on EVOUNA test questions they scored lower than paraphrases). None runs the model
+        on them too."""
+        if self.kind != "regression" or exact_match_score is None:
+            matched = [False] * len(examples)
+        else:
+            matched = [is_exact_match(e.candidate, e.references[:max_references])
+                       for e in examples]
+        rest = [e for e, exact in zip(examples, matched, strict=True) if not exact]
+        predicted = iter(predict_scores(
+            self.model, self.tokenizer, rest, max_length=self.max_length,
+            batch_size=batch_size or self.batch_size, length_sorted=length_sorted,
+            max_references=max_references))
+        return [exact_match_score if exact else next(predicted) for exact in matched]
 
     def score_pairs(self, pairs: Sequence[PairExample]
                     ) -> list[tuple[float | None, float | None]]:
