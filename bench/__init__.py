@@ -2,7 +2,7 @@
 
     make bench                 # every benchmark, ~10-15 minutes on a 2-core machine
     make bench B=reports       # one benchmark (comma-separate several)
-    .venv/bin/python -m bench --quick --output-dir /tmp/b   # tiny inputs (the smoke test)
+    .venv/bin/python -m bench --quick --output-dir var/bench-quick   # tiny inputs (the smoke test)
     .venv/bin/python -m bench --only reports --profile var/profiles   # pyinstrument profiles
 
 Each benchmark is a module here exposing `BENCHMARK` (a `runner.Benchmark`); the runner makes a
