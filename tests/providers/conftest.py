@@ -28,6 +28,29 @@ def aws_env(monkeypatch):
 
 
 @pytest.fixture
+def stubbed():
+    """(provider, stubber): an MTurkProvider on a boto3 client under botocore's Stubber, so
+    every call's parameters are checked against the real MTurk service model; registered as
+    the MTurk provider; retry sleeps recorded in `provider.sleeps` instead of slept."""
+    import boto3
+    from botocore.stub import Stubber
+
+    from annotation.providers.mturk import SANDBOX_ENDPOINT, MTurkProvider
+
+    client = boto3.client("mturk", region_name="us-east-1", aws_access_key_id="x",
+                          aws_secret_access_key="y", endpoint_url=SANDBOX_ENDPOINT)
+    stubber = Stubber(client)
+    stubber.activate()
+    sleeps: list[float] = []
+    provider = MTurkProvider(client=client, sleep=sleeps.append)
+    provider.sleeps = sleeps
+    with override_provider(Provider.MTURK, provider):
+        yield provider, stubber
+    stubber.assert_no_pending_responses()
+    stubber.deactivate()
+
+
+@pytest.fixture
 def mturk_server(settings, aws_env):
     from annotation.providers.mturk import MTurkProvider
 

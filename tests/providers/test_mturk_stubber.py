@@ -5,16 +5,14 @@ from __future__ import annotations
 import datetime as dt
 from decimal import Decimal
 
-import boto3
 import pytest
-from botocore.stub import ANY, Stubber
+from botocore.stub import ANY
 
 from annotation.models import AssignmentStatus, HitStatus, ProviderCall, ProviderCallStatus
 from annotation.providers.mturk import (
     APPROVAL_RATE_QUALIFICATION,
     LOCALE_QUALIFICATION,
     SANDBOX_ENDPOINT,
-    MTurkProvider,
     mturk_client,
     mturk_endpoint,
 )
@@ -26,20 +24,6 @@ from .conftest import make_stages
 pytestmark = [pytest.mark.mturk, pytest.mark.django_db]
 
 HIT_ID = "3AQN9REUTFGXCRWFMSQJUBH1UH4DYO"
-
-
-@pytest.fixture
-def stubbed():
-    client = boto3.client("mturk", region_name="us-east-1", aws_access_key_id="x",
-                          aws_secret_access_key="y", endpoint_url=SANDBOX_ENDPOINT)
-    stubber = Stubber(client)
-    stubber.activate()
-    sleeps: list[float] = []
-    provider = MTurkProvider(client=client, sleep=sleeps.append)
-    provider.sleeps = sleeps
-    yield provider, stubber
-    stubber.assert_no_pending_responses()
-    stubber.deactivate()
 
 
 def test_sandbox_is_the_default_endpoint(settings, aws_env):

@@ -7,14 +7,11 @@ from __future__ import annotations
 import datetime as dt
 from decimal import Decimal
 
-import boto3
 import pytest
-from botocore.stub import ANY, Stubber
+from botocore.stub import ANY
 from django.utils import timezone
 
 from annotation.models import AssignmentStatus, HitStatus, ProviderCall, ProviderCallStatus
-from annotation.providers import override_provider
-from annotation.providers.mturk import SANDBOX_ENDPOINT, MTurkProvider
 from annotation.services.review import assignment_bonus_pay
 from tests.factories import make_assignment, make_hit, make_worker
 
@@ -24,19 +21,6 @@ pytestmark = [pytest.mark.mturk, pytest.mark.django_db]
 
 HIT_ID = "3AQN9REUTFGXCRWFMSQJUBH1UH4DYO"
 EXPIRES = dt.datetime(2030, 1, 1, tzinfo=dt.UTC)
-
-
-@pytest.fixture
-def stubbed():
-    client = boto3.client("mturk", region_name="us-east-1", aws_access_key_id="x",
-                          aws_secret_access_key="y", endpoint_url=SANDBOX_ENDPOINT)
-    stubber = Stubber(client)
-    stubber.activate()
-    provider = MTurkProvider(client=client, sleep=lambda _s: None)
-    with override_provider("mturk", provider):
-        yield provider, stubber
-    stubber.assert_no_pending_responses()
-    stubber.deactivate()
 
 
 def call_in_doubt(key: str, *, hours_ago: float, **fields) -> ProviderCall:
