@@ -24,7 +24,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from .qa_metrics import squad_normalize
+from .text_match import is_exact_match as is_exact_match
 
 CORRELATIONS = ("pearson", "spearman", "kendall")
 # Datasets whose number-vs-number candidates are filtered. The MOCHA paper: "We also
@@ -178,12 +178,6 @@ def random_accuracy(n: int) -> dict:
 # --- study filters ------------------------------------------------------------------------------
 
 _NUMBER = re.compile(r"^[-+]?(\d+(\.\d*)?|\.\d+)$")
-
-
-def is_exact_match(candidate: str, references: Sequence[str]) -> bool:
-    """The candidate equals a reference after SQuAD normalization."""
-    normalized = squad_normalize(candidate)
-    return any(normalized == squad_normalize(reference) for reference in references)
 
 
 def _is_number(text: str) -> bool:

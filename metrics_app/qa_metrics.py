@@ -24,30 +24,16 @@ that needs them, so importing this module (the registry does) costs nothing.
 """
 from __future__ import annotations
 
-import re
 import shutil
-import string
 import subprocess
 import threading
-from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from .registry import MetricInput, MetricUnavailable, register_metric
+from .text_match import contains_answer, exact_match, token_f1
 
-# --- text normalization -----------------------------------------------------------------------
-
-_ARTICLES = re.compile(r"\b(a|an|the)\b", re.UNICODE)
-_PUNCTUATION = set(string.punctuation)
-
-
-def squad_normalize(text: str) -> str:
-    """SQuAD answer normalization: lowercase, drop punctuation and articles, fold whitespace."""
-    text = text.lower()
-    text = "".join(ch for ch in text if ch not in _PUNCTUATION)
-    text = _ARTICLES.sub(" ", text)
-    return " ".join(text.split())
-
+# --- text normalization: one definition for the project, in text_match ------------------------
 
 def remove_mocha_punctuation(text: str) -> str:
     """MOCHA's baseline preprocessing: drop `?`, `.` and `!` (nothing else)."""
@@ -58,25 +44,6 @@ def _coco_clean(text: str) -> str:
     # The COCO scorers split on single spaces and METEOR reads one line per segment with `|||`
     # as field separator: fold every whitespace run (newlines included) to one space.
     return " ".join(remove_mocha_punctuation(text).replace("|||", " ").split())
-
-
-def exact_match(candidate: str, reference: str) -> float:
-    return float(squad_normalize(candidate) == squad_normalize(reference))
-
-
-def token_f1(candidate: str, reference: str) -> float:
-    """SQuAD token F1 on normalized tokens; if either side is empty, 1 only if both are."""
-    cand_tokens = squad_normalize(candidate).split()
-    ref_tokens = squad_normalize(reference).split()
-    if not cand_tokens or not ref_tokens:
-        return float(cand_tokens == ref_tokens)
-    common = Counter(cand_tokens) & Counter(ref_tokens)
-    overlap = sum(common.values())
-    if overlap == 0:
-        return 0.0
-    precision = overlap / len(cand_tokens)
-    recall = overlap / len(ref_tokens)
-    return 2 * precision * recall / (precision + recall)
 
 
 def max_over_references(
@@ -142,6 +109,21 @@ class TokenF1(_PairMetric):
 register_metric("em", "Exact match after SQuAD normalization (max over references)",
                 sync_ok=True)(ExactMatch)
 register_metric("f1", "SQuAD token F1 (max over references)", sync_ok=True)(TokenF1)
+
+
+class ContainsReference(_PairMetric):
+    """1 when a reference (SQuAD-normalized) occurs in the answer as whole words: the rule
+    answer-correctness studies use for long generated answers."""
+
+    name = "contains"
+    version = "squad-v1"
+
+    def pair_scores(self, cands, refs, owners):
+        return [contains_answer(c, r) for c, r in zip(cands, refs, strict=True)]
+
+
+register_metric("contains", "Reference contained in the answer after SQuAD normalization "
+                "(max over references)", sync_ok=True)(ContainsReference)
 
 
 # --- MS-COCO caption metrics (pycocoevalcap) --------------------------------------------------

@@ -143,7 +143,7 @@ def test_only_string_metrics_are_marked_cheap():
     from metrics_app.registry import metric_names, metric_sync_ok
 
     assert {n for n in metric_names() if metric_sync_ok(n)} == {
-        "em", "f1", "bleu1", "bleu4", "rougeL", "length"}
+        "em", "f1", "contains", "bleu1", "bleu4", "rougeL", "length"}
 
 
 def test_scoring_jobs_api(scored_project, monkeypatch):

@@ -20,10 +20,10 @@ from annotation.models import Item, Judgment, Project, TaskKind
 from annotation.services.imports import import_records
 from metrics_app import metric_eval
 from metrics_app.models import MetricScore
-from metrics_app.qa_metrics import squad_normalize
 from metrics_app.registry import MetricInput, get_metric
 from metrics_app.services.metric_evaluation import metric_evaluation_build
 from metrics_app.services.scoring import project_score_metrics
+from metrics_app.text_match import squad_normalize
 from tests.factories import make_project
 
 pytestmark = [pytest.mark.django_db, pytest.mark.slow]

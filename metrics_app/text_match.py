@@ -1,0 +1,62 @@
+"""Answer-string matching: the one definition of SQuAD normalization, exact match, token
+precision/recall/F1 and "the reference is contained in the answer". Pure Python, no Django, no
+heavy imports: the baseline metrics (`qa_metrics`), the LERC data code and its lexical features
+all use these functions, so "exact match" means the same thing everywhere.
+"""
+from __future__ import annotations
+
+import re
+import string
+from collections import Counter
+from collections.abc import Iterable
+
+_ARTICLES = re.compile(r"\b(a|an|the)\b", re.UNICODE)
+_PUNCTUATION = set(string.punctuation)
+
+
+def squad_normalize(text: str | None) -> str:
+    """SQuAD answer normalization: lowercase, drop punctuation and articles, fold whitespace."""
+    text = (text or "").lower()
+    text = "".join(ch for ch in text if ch not in _PUNCTUATION)
+    text = _ARTICLES.sub(" ", text)
+    return " ".join(text.split())
+
+
+def exact_match(candidate: str, reference: str) -> float:
+    return float(squad_normalize(candidate) == squad_normalize(reference))
+
+
+def is_exact_match(candidate: str, references: Iterable[str]) -> bool:
+    normalized = squad_normalize(candidate)
+    return any(normalized == squad_normalize(reference) for reference in references)
+
+
+def token_prf(candidate: str, reference: str) -> tuple[float, float, float]:
+    """(precision, recall, F1) of normalized tokens, as the SQuAD script counts them; when
+    either side is empty all three are 1 if both are, else 0."""
+    cand_tokens = squad_normalize(candidate).split()
+    ref_tokens = squad_normalize(reference).split()
+    if not cand_tokens or not ref_tokens:
+        same = float(cand_tokens == ref_tokens)
+        return same, same, same
+    overlap = sum((Counter(cand_tokens) & Counter(ref_tokens)).values())
+    if overlap == 0:
+        return 0.0, 0.0, 0.0
+    precision = overlap / len(cand_tokens)
+    recall = overlap / len(ref_tokens)
+    return precision, recall, 2 * precision * recall / (precision + recall)
+
+
+def token_f1(candidate: str, reference: str) -> float:
+    """SQuAD token F1 on normalized tokens; if either side is empty, 1 only if both are."""
+    return token_prf(candidate, reference)[2]
+
+
+def contains_answer(candidate: str, reference: str) -> float:
+    """1 when the normalized reference occurs in the normalized candidate as whole words (the
+    "reference contained in the answer" rule used to judge long generated answers), else 0.
+    An empty reference is never contained."""
+    ref = squad_normalize(reference)
+    if not ref:
+        return 0.0
+    return float(f" {ref} " in f" {squad_normalize(candidate)} ")
