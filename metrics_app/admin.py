@@ -96,7 +96,7 @@ class ModelVersionAdmin(ReadOnlyAdmin):
                     "backbone", "created_at", "promoted_at")
     list_filter = ("name", "kind", "status")
     search_fields = ("name", "backbone", "projects__slug")
-    readonly_fields = ("progress_bar", "validation_metric")
+    readonly_fields = ("progress_bar", "validation_metric", "card")
     inlines = [ModelVersionEventInline]
     actions = ["cancel_training", "promote_version", "rollback_promoted"]
 
@@ -125,6 +125,12 @@ class ModelVersionAdmin(ReadOnlyAdmin):
             if validation.get(key) is not None:
                 return f"{key} {validation[key]:.3f} (n={validation.get('n')})"
         return "—"
+
+    @admin.display(description="Model card")
+    def card(self, obj):
+        from .services.lerc import model_card
+
+        return format_html('<pre style="white-space: pre-wrap">{}</pre>', model_card(obj))
 
     def _run(self, request, queryset, action, **kwargs):
         from .services.lerc import LercError

@@ -15,8 +15,10 @@ from .registry import MetricInput, MetricUnavailable, register_metric
 
 
 class LercMetric:
-    def __init__(self, *, name: str, model_name: str, label: str | None = None, project=None):
+    def __init__(self, *, name: str, model_name: str, label: str | None = None, project=None,
+                 output: str = "score"):
         self.name = name
+        self.output = output  # "score" (1–5) or "probability" (P(correct), calibrated)
         self.model_name = model_name
         self.label = label
         self.project = project
@@ -70,6 +72,8 @@ class LercMetric:
                         candidate=i.candidate, passage=i.passage, id=i.id)
             for i in inputs
         ]
+        if self.output == "probability":
+            return [d["probability"] for d in scorer.score_details(examples)]
         return scorer.score(examples)
 
 
@@ -78,6 +82,14 @@ def lerc_factory(model: str | None = None, model_version: str | None = None,
                  project=None) -> LercMetric:
     return LercMetric(name="lerc", model_name="lerc", label=model or model_version,
                       project=project)
+
+
+@register_metric("lerc_prob", "LERC's calibrated probability that the answer is correct (0–1; "
+                 "versions trained since the calibrated judge; None for older ones)")
+def lerc_prob_factory(model: str | None = None, model_version: str | None = None,
+                      project=None) -> LercMetric:
+    return LercMetric(name="lerc_prob", model_name="lerc", label=model or model_version,
+                      project=project, output="probability")
 
 
 @register_metric("lerc_ab", "Pairwise LERC (Bradley–Terry) scalar per answer, for A/B projects")

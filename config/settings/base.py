@@ -246,8 +246,27 @@ QAJ_MTURK_SUBMIT_HOSTS = env_list(
 QAJ_LERC_MIN_NEW_JUDGMENTS = int(os.environ.get("QAJ_LERC_MIN_NEW_JUDGMENTS", "500"))
 QAJ_LERC_STALE_AFTER_SECONDS = int(os.environ.get("QAJ_LERC_STALE_AFTER_SECONDS", "1800"))
 QAJ_LERC_BACKBONE = os.environ.get("QAJ_LERC_BACKBONE", "")  # "" = packaged MiniLM
-# JSON of TrainConfig fields every new version starts from, e.g. '{"epochs": 2}'.
-QAJ_LERC_TRAIN_OPTIONS = json.loads(os.environ.get("QAJ_LERC_TRAIN_OPTIONS", "{}") or "{}")
+# TrainConfig fields every new version starts from (JSON in the variable; keys given there
+# replace these). The defaults are sized for a CPU: all 23,499 EVOUNA judgments train in well
+# under an hour on 2 cores (docs/LERC.md), validation and test are capped so evaluation stays
+# minutes, and the learning rate is the top of the paper's grid (few steps on small data).
+QAJ_LERC_TRAIN_OPTIONS = {
+    "epochs": 1, "learning_rate": 3e-5, "max_length": 256, "max_val_examples": 2000,
+    "max_test_examples": 3000,
+    **json.loads(os.environ.get("QAJ_LERC_TRAIN_OPTIONS", "{}") or "{}"),
+}
+# A new version is promoted only if, on the same validation judgments, its Pearson with the
+# human scores beats every one of these baselines (those that can run here) and is at least the
+# promoted version's. Comma-separated metric names; empty turns the floor off.
+QAJ_LERC_PROMOTION_BASELINES = [
+    name.strip() for name in
+    os.environ.get("QAJ_LERC_PROMOTION_BASELINES", "f1,bertscore,meteor").split(",")
+    if name.strip()
+]
+# Beat retrains on judgments gathered on the platform; imported judgments count only when this
+# is true (a re-import must not start a CPU training run).
+QAJ_LERC_REFRESH_COUNTS_IMPORTS = os.environ.get(
+    "QAJ_LERC_REFRESH_COUNTS_IMPORTS", "false").lower() == "true"
 CELERY_BEAT_SCHEDULE["lerc-refresh"] = {
     "task": "worker.tasks.lerc.lerc_refresh",
     "schedule": float(os.environ.get("QAJ_LERC_REFRESH_SECONDS", "3600")),

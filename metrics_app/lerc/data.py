@@ -5,12 +5,19 @@ Token types: 0 for [CLS] passage [SEP] question [SEP], 1 for reference [SEP] can
 the context/question segment and the answers segment are told apart as in BERT sentence pairs.
 Only the passage is shortened (from its end) to fit `max_length`: the question and both answers
 are what is being judged, so cutting them would change the judged input.
+
+"joined" references (`encode_joined`, the default since model format 2): every reference alias
+in one segment, "a1 / a2 / …", so one input judges a candidate against all of them; there the
+candidate's end is cut when nothing else fits (a judge must score every answer it is given).
 """
 from __future__ import annotations
 
 import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+
+from ..text_match import is_exact_match as is_exact_match
+from ..text_match import squad_normalize
 
 
 class InputTooLong(ValueError):
@@ -87,6 +94,51 @@ def encode_quadruple(tokenizer, *, passage: str, question: str, reference: str, 
                    {"passage_tokens_kept": len(p)})
 
 
+REFERENCE_SEPARATOR = " / "
+
+
+def join_references(tokenizer, references: Sequence[str], max_tokens: int) -> list[int]:
+    """Token ids of every reference alias in one segment, "a / b / c", stopping before the
+    alias that would pass `max_tokens` (the first alias is always kept, cut if it must be).
+    One input per candidate however many aliases a question lists (TriviaQA lists about 14),
+    and the model sees all of them at once."""
+    separator = _ids(tokenizer, REFERENCE_SEPARATOR.strip())
+    joined: list[int] = []
+    for reference in references:
+        ids = _ids(tokenizer, reference)
+        if not ids:
+            continue
+        extra = ([*separator, *ids] if joined else ids)
+        if joined and len(joined) + len(extra) > max_tokens:
+            break
+        joined.extend(extra)
+    return joined[:max_tokens]
+
+
+def encode_joined(tokenizer, *, passage: str, question: str, references: Sequence[str],
+                  candidate: str, max_length: int, max_reference_tokens: int = 64) -> Encoded:
+    """[CLS] p [SEP] q [SEP] a1 / a2 / … [SEP] â [SEP] (token types as in encode_quadruple).
+
+    To fit `max_length` the passage is cut first, then the candidate from its end: a long
+    generated answer states its answer early, and a judge must still score it rather than skip
+    it. Only a question too long on its own raises InputTooLong."""
+    cls, sep = tokenizer.cls_token_id, tokenizer.sep_token_id
+    p, q, c = (_ids(tokenizer, t) for t in (passage, question, candidate))
+    a = join_references(tokenizer, references, max_reference_tokens)
+    room_for_candidate = max_length - len(q) - len(a) - 5
+    if room_for_candidate < min(len(c), 8):
+        raise InputTooLong(
+            f"question and references take {len(q) + len(a) + 5} tokens, leaving no room for "
+            f"the candidate within the maximum {max_length}")
+    cut = max(0, len(c) - room_for_candidate)
+    c = c[: len(c) - cut] if cut else c
+    p = p[: max(0, max_length - len(q) - len(a) - len(c) - 5)]
+    first = [cls, *p, sep, *q, sep]
+    second = [*a, sep, *c, sep]
+    return Encoded(first + second, [0] * len(first) + [1] * len(second),
+                   {"passage_tokens_kept": len(p), "candidate_tokens_cut": cut})
+
+
 def encode_pair(tokenizer, *, question: str, answer: str, max_length: int) -> Encoded:
     """[CLS] question [SEP] answer [SEP] for the pairwise scorer; long answers (long-form QA) are
     cut from their end, the question never."""
@@ -161,17 +213,6 @@ def collate(encoded: Sequence[Encoded], pad_id: int):
     return input_ids, mask, token_types
 
 
-def normalize_answer(text: str) -> str:
-    """SQuAD normalisation (lower case, no punctuation, articles or extra spaces), used to drop
-    candidates that exactly match a reference: they need no learned judge."""
-    import re
-    import string
-
-    text = "".join(ch for ch in (text or "").lower() if ch not in set(string.punctuation))
-    text = re.sub(r"\b(a|an|the)\b", " ", text)
-    return " ".join(text.split())
-
-
-def is_exact_match(candidate: str, references: Iterable[str]) -> bool:
-    normalized = normalize_answer(candidate)
-    return any(normalized == normalize_answer(reference) for reference in references)
+# One definition of normalization and exact match for the whole project (re-exported here for
+# the LERC code that imported them from this module).
+normalize_answer = squad_normalize

@@ -11,12 +11,14 @@ from collections.abc import Sequence
 
 import torch
 
+from .calibration import Calibrator
 from .data import (
     Encoded,
     InputTooLong,
     LercExample,
     PairExample,
     collate,
+    encode_joined,
     encode_pair,
     encode_quadruple,
     is_exact_match,
@@ -65,14 +67,28 @@ def score_encoded(model: ClsHeadModel, encoded: Sequence[Encoded], *, pad_id: in
 
 def predict_scores(model: ClsHeadModel, tokenizer, examples: Sequence[LercExample], *,
                    max_length: int, batch_size: int = 64, length_sorted: bool = True,
-                   bf16: bool = True, max_references: int | None = None
+                   bf16: bool = True, max_references: int | None = None,
+                   reference_mode: str = "each", max_reference_tokens: int = 64
                    ) -> list[float | None]:
-    """A score per example: the maximum over its references (the first `max_references` when
-    given), or the scalar of (question, candidate) for a pairwise model. None when an input
-    cannot fit `max_length` (per reference: the references that fit are still scored)."""
+    """A score per example: with `reference_mode="joined"` the scalar of one input holding
+    every reference alias; with "each" the maximum over its references (the first
+    `max_references` when given); for a pairwise model the scalar of (question, candidate).
+    None when an input cannot fit `max_length` (per reference: the references that fit are
+    still scored)."""
     encoded: list[Encoded] = []
     owner: list[int] = []
     for index, example in enumerate(examples):
+        if model.input_kind != "pair" and reference_mode == "joined":
+            try:
+                encoded.append(encode_joined(
+                    tokenizer, passage=example.passage, question=example.question,
+                    references=(example.references or ("",))[:max_references],
+                    candidate=example.candidate, max_length=max_length,
+                    max_reference_tokens=max_reference_tokens))
+            except InputTooLong:
+                continue
+            owner.append(index)
+            continue
         if model.input_kind == "pair":
             try:
                 encoded.append(encode_pair(tokenizer, question=example.question,
@@ -127,30 +143,70 @@ class LercScorer:
     def __init__(self, folder: str | os.PathLike, *, device: str = "auto", batch_size: int = 64):
         self.device = pick_device(device)
         self.model, self.tokenizer, self.meta = load_model(folder, device=self.device)
-        self.max_length = int(self.meta.get("train_config", {}).get("max_length", 512))
+        train_config = self.meta.get("train_config", {})
+        self.max_length = int(train_config.get("max_length", 512))
+        # Folders written before the joined layout existed carry no reference_mode: "each".
+        self.reference_mode = train_config.get("reference_mode", "each")
+        self.max_reference_tokens = int(train_config.get("max_reference_tokens", 64))
         self.batch_size = batch_size
         self.kind = "pairwise" if self.model.input_kind == "pair" else "regression"
+        self.calibrator = Calibrator.load(folder) if self.kind == "regression" else None
 
     def score(self, examples: Sequence[LercExample], *, length_sorted: bool = True,
               batch_size: int | None = None, max_references: int | None = None,
-              exact_match_score: float | None = EXACT_MATCH_SCORE) -> list[float | None]:
-        """Scores in input order. A candidate that exactly matches a reference after SQuAD
-        normalization gets `exact_match_score` without running the model: MOCHA never sent
-        such candidates to annotators (they are correct by construction), so training data
-        built from its protocol holds none, and the model has not learned to score them
-        (on EVOUNA test questions they scored lower than paraphrases). None runs the model
-        on them too."""
-        if self.kind != "regression" or exact_match_score is None:
-            matched = [False] * len(examples)
-        else:
-            matched = [is_exact_match(e.candidate, e.references[:max_references])
-                       for e in examples]
-        rest = [e for e, exact in zip(examples, matched, strict=True) if not exact]
-        predicted = iter(predict_scores(
+              exact_match_score: float | None = EXACT_MATCH_SCORE,
+              calibrated: bool = True) -> list[float | None]:
+        """1–5 scores in input order (see `score_details`)."""
+        return [d["score"] for d in self.score_details(
+            examples, length_sorted=length_sorted, batch_size=batch_size,
+            max_references=max_references, exact_match_score=exact_match_score,
+            calibrated=calibrated)]
+
+    def score_details(self, examples: Sequence[LercExample], *, length_sorted: bool = True,
+                      batch_size: int | None = None, max_references: int | None = None,
+                      exact_match_score: float | None = EXACT_MATCH_SCORE,
+                      calibrated: bool = True) -> list[dict]:
+        """Per example {"score": 1–5, "probability": P(correct) or None, "raw": the encoder's
+        output}, in input order.
+
+        With a calibrated judge in the folder (every model trained since model format 2), the
+        score and probability come from it (`calibration.py`). Two answers need no model: an
+        empty candidate is wrong (score 1, probability 0), and a candidate that exactly matches
+        a reference after SQuAD normalization gets `exact_match_score` (probability 1) — MOCHA
+        never sent such candidates to annotators (they are correct by construction), so
+        training data built from its protocol holds none and the encoder has not learned them.
+        `exact_match_score=None` runs the model on both, and `calibrated=False` returns the
+        encoder's own output as the score (both used to inspect the raw encoder)."""
+        rule: list[tuple[float, float] | None] = [None] * len(examples)
+        if self.kind == "regression" and exact_match_score is not None:
+            for index, e in enumerate(examples):
+                if not (e.candidate or "").strip():
+                    rule[index] = (1.0, 0.0)
+                elif is_exact_match(e.candidate, e.references[:max_references]):
+                    rule[index] = (exact_match_score, 1.0)
+        rest = [e for e, fixed in zip(examples, rule, strict=True) if fixed is None]
+        raw = predict_scores(
             self.model, self.tokenizer, rest, max_length=self.max_length,
             batch_size=batch_size or self.batch_size, length_sorted=length_sorted,
-            max_references=max_references))
-        return [exact_match_score if exact else next(predicted) for exact in matched]
+            max_references=max_references, reference_mode=self.reference_mode,
+            max_reference_tokens=self.max_reference_tokens)
+        if self.calibrator is not None and calibrated and rest:
+            references = [(e.references or ("",))[:max_references] for e in rest]
+            candidates = [e.candidate for e in rest]
+            probabilities = self.calibrator.probabilities(raw, candidates, references)
+            scores = self.calibrator.scores(raw, candidates, references, probabilities)
+        else:
+            probabilities = [None] * len(rest)
+            scores = raw
+        computed = iter(zip(raw, scores, probabilities, strict=True))
+        details = []
+        for fixed in rule:
+            if fixed is not None:
+                details.append({"score": fixed[0], "probability": fixed[1], "raw": None})
+            else:
+                value, score, probability = next(computed)
+                details.append({"score": score, "probability": probability, "raw": value})
+        return details
 
     def score_pairs(self, pairs: Sequence[PairExample]
                     ) -> list[tuple[float | None, float | None]]:

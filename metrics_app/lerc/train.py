@@ -55,8 +55,15 @@ class TrainConfig:
     pretrain_epochs: int = 0  # multiple-choice pre-training epochs (0 = none)
     pretrain_learning_rate: float = 2e-5
     max_train_examples: int | None = None  # seeded random subset (benchmarks on small machines)
+    max_val_examples: int | None = None  # the same for validation (epoch choice, calibration)
+    max_test_examples: int | None = None  # the same for the test split the service reports
+    calibrate: bool = True  # fit the calibrated judge on validation (regression models)
     group_by_length: bool = True  # batches of similar length (less padding), in random order
     max_references: int | None = None  # train on the first N references only (None = all)
+    # "joined": all reference aliases in one input (one input per candidate; the default);
+    # "each": one input per alias, the maximum over aliases when scoring (the paper's layout).
+    reference_mode: str = "joined"
+    max_reference_tokens: int = 64  # "joined": aliases after this many tokens are left out
     progress_every: int = 10  # optimizer steps between progress reports
     # ...and at most this many seconds between reports (checked every micro-batch), so slow
     # steps (big batches, accumulation, CPU) still send the heartbeat the stale check reads.
@@ -152,7 +159,13 @@ def _fingerprint(cfg: TrainConfig, lr: float, n_train: int) -> str:
 def _encode_training_set(cfg: TrainConfig, tokenizer, examples) -> tuple[list, list, int]:
     """(inputs, targets, skipped): regression → one encoded input per reference; pairwise →
     (encoded A, encoded B) per pair."""
-    from .data import InputTooLong, encode_pair, encode_quadruple, expand_references
+    from .data import (
+        InputTooLong,
+        encode_joined,
+        encode_pair,
+        encode_quadruple,
+        expand_references,
+    )
 
     inputs, targets, skipped = [], [], 0
     if cfg.kind == KIND_PAIRWISE:
@@ -172,6 +185,18 @@ def _encode_training_set(cfg: TrainConfig, tokenizer, examples) -> tuple[list, l
     if cfg.max_references:
         examples = [replace(e, references=e.references[: cfg.max_references])
                     for e in examples]
+    if cfg.reference_mode == "joined":
+        for example in examples:
+            try:
+                inputs.append(encode_joined(
+                    tokenizer, passage=example.passage, question=example.question,
+                    references=example.references, candidate=example.candidate,
+                    max_length=cfg.max_length, max_reference_tokens=cfg.max_reference_tokens))
+            except InputTooLong:
+                skipped += 1
+                continue
+            targets.append(float(example.score))
+        return inputs, targets, skipped
     for example in expand_references(examples):
         try:
             inputs.append(encode_quadruple(
@@ -197,7 +222,9 @@ def evaluate(model, tokenizer, cfg: TrainConfig, examples) -> dict[str, Any]:
         return {"pairwise_accuracy": pairwise_accuracy(scores, [e.label for e in examples]),
                 "n": len(examples)}
     predictions = predict_scores(model, tokenizer, examples, max_length=cfg.max_length,
-                                 batch_size=cfg.eval_batch_size, bf16=cfg.bf16)
+                                 batch_size=cfg.eval_batch_size, bf16=cfg.bf16,
+                                 reference_mode=cfg.reference_mode,
+                                 max_reference_tokens=cfg.max_reference_tokens)
     gold = [e.score for e in examples]
     result: dict[str, Any] = {"pearson": pearson(predictions, gold), "n": len(examples)}
     datasets = sorted({e.dataset for e in examples if e.dataset})
@@ -458,15 +485,38 @@ def _save_checkpoint(folder: Path, state: dict) -> None:
     tmp.replace(folder / "state.pt")
 
 
-def capped_examples(cfg: TrainConfig, examples) -> list:
-    """At most `cfg.max_train_examples` examples: a seeded random subset kept in input order.
-    The first N in item-id order would be the oldest items (often one dataset or one batch of
-    annotation)."""
+def capped_examples(cfg: TrainConfig, examples, cap: int | None = -1) -> list:
+    """At most `cap` (default `cfg.max_train_examples`) examples: a seeded random subset kept in
+    input order. The first N in item-id order would be the oldest items (often one dataset or
+    one batch of annotation)."""
+    cap = cfg.max_train_examples if cap == -1 else cap
     examples = list(examples)
-    if not cfg.max_train_examples or len(examples) <= cfg.max_train_examples:
+    if not cap or len(examples) <= cap:
         return examples
-    chosen = random.Random(cfg.seed).sample(range(len(examples)), cfg.max_train_examples)
+    chosen = random.Random(cfg.seed).sample(range(len(examples)), cap)
     return [examples[i] for i in sorted(chosen)]
+
+
+def calibrate_model(cfg: TrainConfig, model_dir: str | Path, val_examples) -> dict[str, Any]:
+    """Fit the calibrated judge (`calibration.py`) on the validation examples' raw scores and
+    write it beside the weights. Returns the fit report (without per-example predictions)."""
+    from .calibration import fit_calibrator
+    from .infer import predict_scores
+    from .model import load_model
+
+    model, tokenizer, _meta = load_model(model_dir, device="cpu")
+    raw = predict_scores(model, tokenizer, val_examples, max_length=cfg.max_length,
+                         batch_size=cfg.eval_batch_size, bf16=cfg.bf16,
+                         reference_mode=cfg.reference_mode,
+                         max_reference_tokens=cfg.max_reference_tokens)
+    calibrator, report = fit_calibrator(
+        raw, [e.candidate for e in val_examples], [e.references for e in val_examples],
+        [e.score for e in val_examples], [e.group or e.question for e in val_examples],
+        seed=cfg.seed)
+    if calibrator is not None:
+        calibrator.save(model_dir)
+    report.pop("cv_probabilities", None)
+    return report
 
 
 def train(cfg: TrainConfig, train_examples, val_examples, progress: ProgressCallback | None = None,
@@ -480,6 +530,7 @@ def train(cfg: TrainConfig, train_examples, val_examples, progress: ProgressCall
     if cfg.kind not in (KIND_REGRESSION, KIND_PAIRWISE):
         raise ValueError(f"unknown kind {cfg.kind!r}")
     train_examples = capped_examples(cfg, train_examples)
+    val_examples = capped_examples(cfg, val_examples, cfg.max_val_examples)
     output = Path(cfg.output_dir)
     output.mkdir(parents=True, exist_ok=True)
     rates = PAPER_LEARNING_RATES if cfg.tune_learning_rate else (cfg.learning_rate,)
@@ -496,7 +547,12 @@ def train(cfg: TrainConfig, train_examples, val_examples, progress: ProgressCall
     final = output / "model"
     shutil.rmtree(final, ignore_errors=True)
     shutil.copytree(best["model_dir"], final)
-    result = {**best, "model_dir": str(final), "train_examples": len(train_examples)}
+    result = {**best, "model_dir": str(final), "train_examples": len(train_examples),
+              "val_examples": len(val_examples)}
+    if cfg.kind == KIND_REGRESSION and cfg.calibrate and val_examples:
+        if progress:
+            progress({"phase": "calibrating", "examples": len(val_examples)})
+        result["calibration"] = calibrate_model(cfg, final, val_examples)
     if len(runs) > 1:
         result["learning_rate_search"] = {f"{r['learning_rate']:g}": r[metric] for r in runs}
     return result

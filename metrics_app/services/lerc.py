@@ -17,6 +17,7 @@ metric for a project serves the most recently promoted version whose projects in
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
 import socket
@@ -32,15 +33,17 @@ from django.db import IntegrityError, transaction
 from django.db.models import Max
 from django.utils import timezone
 
-from annotation.models import Item, Judgment, Project, TaskKind
+from annotation.models import Item, Judgment, Project, StageKind, TaskKind
 
 from ..aggregation import mean_by_item
 from ..lerc.data import LercExample, PairExample, is_exact_match
+from ..lerc.evaluation import compare_with_baselines, decision_report
 from ..lerc.train import (
     KIND_PAIRWISE,
     KIND_REGRESSION,
     TrainConfig,
     TrainingCancelled,
+    capped_examples,
     pairwise_accuracy,
     pearson,
     validation_metric_name,
@@ -542,12 +545,19 @@ def model_version_train(*, model_version: ModelVersion) -> ModelVersion:
         reporter({"phase": "evaluating"}, force=True)
         from pathlib import Path
 
-        uri = artifact_store(Path(result["model_dir"]), key)
+        uri = None
         scorer = _scorer_for_path(result["model_dir"])
         started_eval = time.monotonic()
-        evaluation = {"validation": _evaluate(scorer, version.kind, dataset.val)}
+        val_examples = capped_examples(cfg, dataset.val, cfg.max_val_examples)
+        test_examples = capped_examples(cfg, dataset.test, cfg.max_test_examples)
+        evaluation = {"validation": _evaluate(scorer, version.kind, val_examples)}
         reporter({"phase": "evaluating", "split": "test"}, force=True)
-        evaluation["test"] = _evaluate(scorer, version.kind, dataset.test)
+        evaluation["test"] = _evaluate(scorer, version.kind, test_examples)
+        if version.kind == ModelKind.REGRESSION and _promotion_baselines():
+            reporter({"phase": "evaluating", "split": "baselines"}, force=True)
+            evaluation["baselines"] = compare_with_baselines(
+                scorer.score(val_examples), scorer.score(test_examples), val_examples,
+                test_examples, baselines=_promotion_baselines())
         if version.kind == ModelKind.REGRESSION:
             reporter({"phase": "evaluating", "split": "minimal pairs"}, force=True)
             pairs = minimal_pair_accuracy(scorer, list(version.projects.all()),
@@ -556,11 +566,16 @@ def model_version_train(*, model_version: ModelVersion) -> ModelVersion:
                 evaluation["minimal_pairs"] = pairs
         metrics = {
             **evaluation,
+            "examples": {"train": result.get("train_examples"), "validation": len(val_examples),
+                         "test": len(test_examples),
+                         "available": dataset.snapshot.get("examples")},
             "training": {k: v for k, v in result.items() if k != "model_dir"},
             "timings": {"train_seconds": round(train_seconds, 2),
                         "epoch_seconds": result.get("epoch_seconds"),
                         "evaluate_seconds": round(time.monotonic() - started_eval, 2)},
         }
+        write_model_card(Path(result["model_dir"]), version, metrics, dataset.snapshot)
+        uri = artifact_store(Path(result["model_dir"]), key)
     except TrainingCancelled as exc:
         return _finish_cancelled(ModelVersion.objects.get(pk=version.pk), str(exc))
     except Exception as exc:
@@ -586,7 +601,7 @@ def model_version_train(*, model_version: ModelVersion) -> ModelVersion:
         version.save(update_fields=["data_snapshot", "metrics", "artifact_uri", "status",
                                     "finished_at", "progress"])
         _event(version, "evaluated", _metric_summary(version))
-    return model_version_decide(model_version=version, val_examples=dataset.val)
+    return model_version_decide(model_version=version, val_examples=val_examples)
 
 
 def _finish_cancelled(version: ModelVersion, detail: str) -> ModelVersion:
@@ -646,10 +661,10 @@ def _evaluate(scorer, kind: str, examples: list) -> dict[str, Any]:
         by_dataset[name or "(none)"] = pearson([predictions[i] for i in chosen],
                                                [gold[i] for i in chosen])
     result["pearson_by_dataset"] = by_dataset
-    # Accuracy with "score ≥ 3 means correct" (binary judgments mapped onto 1–5).
-    decided = [(p >= 3) == (g >= 3) for p, g in zip(predictions, gold, strict=True)
-               if p is not None]
-    result["accuracy_at_3"] = sum(decided) / len(decided) if decided else None
+    # "score ≥ 3 means correct" (binary judgments are 1 or 5): accuracy, κ, AUC.
+    decision = decision_report(predictions, gold, 3.0, bootstrap=0)
+    result["accuracy_at_3"] = decision.get("accuracy")
+    result.update({key: decision.get(key) for key in ("kappa", "roc_auc", "f1")})
     return result
 
 
@@ -695,7 +710,8 @@ def model_version_decide(*, model_version: ModelVersion, val_examples: list | No
     candidate = (version.metrics.get("validation") or {}).get(metric)
     incumbent = promoted_model_version(name=version.name, projects=_project_set(version))
     if val_examples is None:
-        val_examples = _dataset_for(version).val
+        cfg = _train_config(version, "")
+        val_examples = capped_examples(cfg, _dataset_for(version).val, cfg.max_val_examples)
     decision: dict[str, Any] = {"metric": metric, "candidate": candidate,
                                 "validation_judgments_sha256":
                                     version.data_snapshot.get("judgment_ids_sha256"),
@@ -717,6 +733,16 @@ def model_version_decide(*, model_version: ModelVersion, val_examples: list | No
                                              or candidate >= incumbent_value)
         why = (f"{metric} {candidate} vs v{incumbent.number}'s {incumbent_value} on the same "
                f"{len(val_examples)} validation examples")
+    floor = _baseline_floor(version, metric)
+    if floor is not None:
+        decision["floor"] = floor
+        if promote and not floor["passed"]:
+            promote = False
+            why = (f"{metric} {candidate} does not beat the best baseline, "
+                   f"{floor['best']} at {floor['best_value']}, on the same "
+                   f"{len(val_examples)} validation examples")
+        elif promote:
+            why += f"; beats the best baseline {floor['best']} ({floor['best_value']})"
     decision["promoted"] = promote
     version.metrics = {**version.metrics, "promotion_decision": decision}
     version.save(update_fields=["metrics"])
@@ -726,6 +752,82 @@ def model_version_decide(*, model_version: ModelVersion, val_examples: list | No
     version.save(update_fields=["status"])
     _event(version, "rejected", f"automatic: {why}")
     return version
+
+
+def _promotion_baselines() -> list[str]:
+    return list(getattr(settings, "QAJ_LERC_PROMOTION_BASELINES", []) or [])
+
+
+def _baseline_floor(version: ModelVersion, metric: str) -> dict | None:
+    """The promotion floor: the version's validation metric must beat every baseline metric
+    measured on the same validation examples (`metrics["baselines"]`, computed after training).
+    None when no floor applies (A/B models, or QAJ_LERC_PROMOTION_BASELINES empty)."""
+    if version.kind != ModelKind.REGRESSION or not _promotion_baselines():
+        return None
+    candidate = (version.metrics.get("validation") or {}).get(metric)
+    measured = (version.metrics.get("baselines") or {}).get("validation") or {}
+    values = {name: (measured.get(name) or {}).get(metric) for name in _promotion_baselines()
+              if name in measured}
+    values = {name: value for name, value in values.items() if value is not None}
+    if not values:
+        return {"passed": candidate is not None, "best": None, "best_value": None,
+                "baselines": {}, "note": "no baseline could be measured on validation"}
+    best = max(values, key=values.get)
+    return {"passed": candidate is not None and candidate > values[best], "best": best,
+            "best_value": values[best], "baselines": values,
+            "unavailable": (version.metrics.get("baselines") or {}).get("unavailable", {})}
+
+
+def model_card(version: ModelVersion) -> str:
+    """A Markdown model card: data, options, timings and every number against the baselines."""
+    metrics = version.metrics or {}
+    lines = [f"# {version.name} v{version.number}", "",
+             f"- status: {version.status}; backbone: {version.backbone}",
+             f"- projects: {', '.join(p.slug for p in version.projects.order_by('slug'))}",
+             f"- examples: {json.dumps(metrics.get('examples', {}))}",
+             f"- training options: {json.dumps(version.config.get('train', {}), sort_keys=True)}",
+             f"- data options: {json.dumps(version.config.get('data', {}), sort_keys=True)}",
+             f"- timings: {json.dumps(metrics.get('timings', {}))}",
+             f"- calibration: {json.dumps((metrics.get('training') or {}).get('calibration'))}",
+             ""]
+    comparison = metrics.get("baselines") or {}
+    for split in ("validation", "test"):
+        rows = comparison.get(split) or {}
+        if not rows:
+            continue
+        lines += [f"## {split.capitalize()}: {version.name} against the baselines", "",
+                  "| metric | threshold | accuracy | κ | ROC AUC | Pearson | n |",
+                  "| --- | --- | --- | --- | --- | --- | --- |"]
+        for name, row in rows.items():
+            cells = [_fmt(comparison.get("thresholds", {}).get(name))] + [
+                _fmt(row.get(key)) for key in ("accuracy", "kappa", "roc_auc", "pearson")]
+            lines.append(f"| {name} | " + " | ".join(cells) + f" | {row.get('n')} |")
+        lines.append("")
+    if comparison.get("unavailable"):
+        lines += [f"Baselines not measured: {json.dumps(comparison['unavailable'])}", ""]
+    decision = metrics.get("promotion_decision")
+    if decision:
+        lines += ["## Promotion decision", "", "```", json.dumps(decision, indent=2), "```", ""]
+    return "\n".join(lines)
+
+
+def _fmt(value) -> str:
+    return "–" if value is None else f"{value:.3f}" if isinstance(value, float) else str(value)
+
+
+def write_model_card(folder, version: ModelVersion, metrics: dict, snapshot: dict) -> None:
+    """MODEL_CARD.md and model_card.json beside the weights, so an artifact describes itself
+    (the admin renders the same card from the database, with the promotion decision)."""
+    from pathlib import Path
+
+    folder = Path(folder)
+    shown = ModelVersion(name=version.name, number=version.number, kind=version.kind,
+                         backbone=version.backbone, config=version.config, metrics=metrics,
+                         status=version.status, id=version.id)
+    (folder / "MODEL_CARD.md").write_text(model_card(shown))
+    (folder / "model_card.json").write_text(json.dumps(
+        {"name": version.name, "number": version.number, "config": version.config,
+         "data_snapshot": snapshot, "metrics": metrics}, indent=2, default=str))
 
 
 @transaction.atomic
@@ -829,7 +931,8 @@ def model_versions_fail_stale(*, stale_after_seconds: int | None = None) -> list
 
 def lerc_refresh_due(*, min_new_judgments: int) -> list[tuple[Project, ModelKind, int]]:
     """(project, model kind, new judgments) for projects that gathered at least
-    `min_new_judgments` data judgments since the last version trained on them.
+    `min_new_judgments` data judgments since the last version trained on them. Judgments in
+    imported stages do not count unless QAJ_LERC_REFRESH_COUNTS_IMPORTS is true.
 
     "Since" counts from the latest version that includes the project and finished training
     (promoted, evaluated or rejected): counting from the promoted one would retrain after every
@@ -850,8 +953,13 @@ def lerc_refresh_due(*, min_new_judgments: int) -> list[tuple[Project, ModelKind
                       .first())
             since = int(((latest.data_snapshot or {}).get("watermarks") or {})
                         .get(str(project.id), 0)) if latest else 0
-            new = (Judgment.objects.filter(item__project=project, id__gt=since)
-                   .exclude(stage__kind__in=NON_DATA_STAGE_KINDS).count())
+            new = Judgment.objects.filter(item__project=project, id__gt=since).exclude(
+                stage__kind__in=NON_DATA_STAGE_KINDS)
+            if not getattr(settings, "QAJ_LERC_REFRESH_COUNTS_IMPORTS", False):
+                # Imported judgments were gathered elsewhere (and a re-import of the same file
+                # adds none): only work collected here makes a refresh due.
+                new = new.exclude(stage__kind=StageKind.IMPORTED)
+            new = new.count()
             if new >= min_new_judgments:
                 due.append((project, kind, new))
     return due

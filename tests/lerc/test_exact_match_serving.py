@@ -19,7 +19,8 @@ EXAMPLES = [
 def test_exact_matches_score_the_top_of_the_scale_and_the_rest_the_model(trained_model_dir):
     scorer = LercScorer(trained_model_dir, device="cpu")
     model_only = predict_scores(scorer.model, scorer.tokenizer, EXAMPLES,
-                                max_length=scorer.max_length)
+                                max_length=scorer.max_length,
+                                reference_mode=scorer.reference_mode)
     served = scorer.score(EXAMPLES)
     assert served[1] == served[3] == EXACT_MATCH_SCORE
     assert served[0] == model_only[0] and served[2] == model_only[2]

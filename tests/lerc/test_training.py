@@ -34,20 +34,25 @@ def test_tiny_bert_overfits_saves_reloads_and_scores_the_same(tmp_path, tiny_opt
     assert read_meta(metrics["model_dir"])["model_class"] == "LercRegressor"
 
     gold = [e.score for e in examples]
-    # The model's own scores (serving gives exact copies the top score without it).
-    first = LercScorer(metrics["model_dir"]).score(examples, exact_match_score=None)
-    again = LercScorer(metrics["model_dir"]).score(examples, exact_match_score=None)
+    # The encoder's own scores (serving gives exact copies the top score without it, and
+    # passes the rest through the calibrated judge fitted on validation).
+    raw = {"exact_match_score": None, "calibrated": False}
+    first = LercScorer(metrics["model_dir"]).score(examples, **raw)
+    again = LercScorer(metrics["model_dir"]).score(examples, **raw)
     assert pearson(first, gold) == pytest.approx(metrics["val_pearson"], abs=1e-4)
     assert again == pytest.approx(first, abs=1e-5)
     one_by_one = LercScorer(metrics["model_dir"]).score(examples, length_sorted=False,
-                                                         batch_size=1, exact_match_score=None)
+                                                         batch_size=1, **raw)
     assert one_by_one == pytest.approx(first, abs=1e-4)  # sorting restores the input order
 
 
-def test_multiple_references_score_with_the_maximum(tmp_path, tiny_options):
+def test_multiple_references_score_with_the_maximum_in_the_each_layout(tmp_path, tiny_options):
+    """The paper's layout (`reference_mode="each"`): one input per reference, the maximum."""
     examples = toy_examples(24)
-    cfg = TrainConfig.from_dict({**tiny_options, "output_dir": str(tmp_path), "epochs": 2})
+    cfg = TrainConfig.from_dict({**tiny_options, "output_dir": str(tmp_path), "epochs": 2,
+                                 "reference_mode": "each", "calibrate": False})
     scorer = LercScorer(train(cfg, examples, examples)["model_dir"])
+    assert scorer.reference_mode == "each"
     from dataclasses import replace
 
     single = [replace(e, references=(r,)) for e in examples[:6] for r in (e.references[0], "zzz")]

@@ -39,7 +39,13 @@ class Command(BaseCommand):
                             help="Try 1e-5, 2e-5 and 3e-5; keep the best on validation.")
         parser.add_argument("--batch-size", type=int)
         parser.add_argument("--max-length", type=int)
-        parser.add_argument("--max-examples", type=int, help="Cap the training examples.")
+        parser.add_argument("--max-examples", type=int,
+                            help="Cap the training examples (a seeded random subset).")
+        parser.add_argument("--max-val-examples", type=int,
+                            help="Cap the validation examples (epoch choice, calibration, "
+                                 "promotion); default from QAJ_LERC_TRAIN_OPTIONS.")
+        parser.add_argument("--max-test-examples", type=int,
+                            help="Cap the test examples that are reported.")
         parser.add_argument("--split", choices=["auto", "item", "group"], default="auto",
                             help="Splits from the items' split field, or by passage groups.")
         parser.add_argument("--znormalize", action="store_true",
@@ -69,7 +75,9 @@ class Command(BaseCommand):
             raise CommandError(f"--options is not JSON: {exc}") from exc
         for flag, field in (("epochs", "epochs"), ("lr", "learning_rate"),
                             ("batch_size", "batch_size"), ("max_length", "max_length"),
-                            ("max_examples", "max_train_examples")):
+                            ("max_examples", "max_train_examples"),
+                            ("max_val_examples", "max_val_examples"),
+                            ("max_test_examples", "max_test_examples")):
             if options[flag] is not None:
                 train_options[field] = options[flag]
         if options["pretrain_epochs"] is not None:
@@ -102,10 +110,13 @@ class Command(BaseCommand):
         summary = {
             "validation": version.metrics.get("validation"),
             "test": version.metrics.get("test"),
+            "baselines": (version.metrics.get("baselines") or {}).get("test"),
             "promotion": version.metrics.get("promotion_decision"),
+            # The counts actually trained, validated and tested (after the caps).
+            "examples": version.metrics.get("examples"),
             "timings": version.metrics.get("timings"),
             "data": {k: version.data_snapshot.get(k) for k in
-                     ("judgment_count", "max_judgment_id", "judgment_ids_sha256", "examples")},
+                     ("judgment_count", "max_judgment_id", "judgment_ids_sha256")},
             "artifact": version.artifact_uri,
         }
         self.stdout.write(json.dumps(summary, indent=2, default=str))

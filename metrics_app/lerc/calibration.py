@@ -1,0 +1,164 @@
+"""The calibrated judge stacked on the learned score.
+
+A fine-tuned encoder alone decides "correct / incorrect" no better than token F1 with a tuned
+threshold on answers it never saw: its raw score is uncalibrated (its scale drifts with the
+training data's share of correct answers) and it misses what simple string facts say reliably
+(the reference stated inside a long answer, a different number, a refusal). The calibrator is a
+logistic regression over the encoder's raw score and the lexical features of `features.py`,
+fitted on the validation judgments (never on training or test ones), which gives
+
+- `probability`: P(the answer is judged correct), calibrated on held-out judgments;
+- `score` on the 1–5 scale: 1 + 4·probability when the gold is binary (correct at ≥ 3 then
+  means probability ≥ 0.5), or a ridge regression of the gold onto the same inputs, clipped to
+  1–5, when the gold is graded (MOCHA's mean Likert scores).
+
+The regularisation strength is chosen by cross-validation on the validation judgments, grouped by
+question so that no question is both fitted and predicted; the same cross-fitted predictions give
+honest validation numbers for the promotion rule. Saved as plain JSON beside the weights
+(`calibration.json`): no pickle, readable in a model card.
+"""
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from .features import FEATURE_NAMES, lexical_features
+
+CALIBRATION_FILE = "calibration.json"
+CORRECT_AT = 3.0  # gold ≥ 3 on the 1–5 scale counts as correct (binary judgments are 1 or 5)
+C_GRID = (0.01, 0.1, 1.0, 10.0)
+MIN_EXAMPLES_PER_CLASS = 5
+
+
+@dataclass
+class Calibrator:
+    """A fitted logistic (and, for graded gold, ridge) model over [raw score, *features]."""
+
+    input_names: list[str]
+    mean: list[float]
+    scale: list[float]
+    coef: list[float]
+    intercept: float
+    raw_fill: float  # the raw score used when the encoder could not score an input
+    c: float
+    score_map: str = "probability"  # or "linear" (graded gold)
+    linear_coef: list[float] = field(default_factory=list)
+    linear_intercept: float = 0.0
+    threshold: float = 0.5
+    fitted_on: dict = field(default_factory=dict)
+
+    # ---- use -------------------------------------------------------------------------------
+
+    def _rows(self, raw: Sequence[float | None], candidates: Sequence[str],
+              references: Sequence[Sequence[str]]) -> list[list[float]]:
+        rows = []
+        for value, candidate, refs in zip(raw, candidates, references, strict=True):
+            row = [self.raw_fill if value is None else float(value),
+                   *lexical_features(candidate, refs)]
+            rows.append([(x - m) / s for x, m, s in zip(row, self.mean, self.scale,
+                                                        strict=True)])
+        return rows
+
+    def probabilities(self, raw, candidates, references) -> list[float]:
+        return [_sigmoid(self.intercept + sum(w * x for w, x in zip(self.coef, row, strict=True)))
+                for row in self._rows(raw, candidates, references)]
+
+    def scores(self, raw, candidates, references, probabilities=None) -> list[float]:
+        """1–5 scores (see the module docstring)."""
+        if self.score_map == "linear":
+            return [min(5.0, max(1.0, self.linear_intercept + sum(
+                w * x for w, x in zip(self.linear_coef, row, strict=True))))
+                for row in self._rows(raw, candidates, references)]
+        probabilities = probabilities or self.probabilities(raw, candidates, references)
+        return [1.0 + 4.0 * p for p in probabilities]
+
+    # ---- storage ---------------------------------------------------------------------------
+
+    def save(self, folder: str | Path) -> Path:
+        path = Path(folder) / CALIBRATION_FILE
+        path.write_text(json.dumps(asdict(self), indent=2, sort_keys=True))
+        return path
+
+    @classmethod
+    def load(cls, folder: str | Path) -> Calibrator | None:
+        path = Path(folder) / CALIBRATION_FILE
+        if not path.is_file():
+            return None
+        return cls(**json.loads(path.read_text()))
+
+
+def _sigmoid(z: float) -> float:
+    if z >= 0:
+        return 1.0 / (1.0 + math.exp(-z))
+    e = math.exp(z)
+    return e / (1.0 + e)
+
+
+def is_binary(gold: Sequence[float]) -> bool:
+    return len({float(g) for g in gold}) <= 2
+
+
+def fit_calibrator(raw: Sequence[float | None], candidates: Sequence[str],
+                   references: Sequence[Sequence[str]], gold: Sequence[float],
+                   groups: Sequence[str], *, seed: int = 0) -> tuple[Calibrator | None, dict]:
+    """(calibrator, report). The report holds the cross-fitted validation predictions'
+    numbers (`cv_accuracy`, `cv_log_loss`, ...) and `cv_probabilities` in input order. None (with
+    the reason in the report) when the judgments hold too few of either class."""
+    import numpy as np
+    from sklearn.linear_model import LogisticRegression, Ridge
+    from sklearn.model_selection import GroupKFold
+
+    labels = np.array([float(g) >= CORRECT_AT for g in gold], dtype=int)
+    positives = int(labels.sum())
+    negatives = len(labels) - positives
+    if min(positives, negatives) < MIN_EXAMPLES_PER_CLASS:
+        return None, {"skipped": f"{positives} correct and {negatives} incorrect validation "
+                                 f"judgments; at least {MIN_EXAMPLES_PER_CLASS} of each needed"}
+    known = [float(v) for v in raw if v is not None]
+    raw_fill = float(np.median(known)) if known else 0.0
+    matrix = np.array([[raw_fill if v is None else float(v), *lexical_features(c, r)]
+                       for v, c, r in zip(raw, candidates, references, strict=True)])
+    mean = matrix.mean(axis=0)
+    scale = matrix.std(axis=0)
+    scale[scale == 0] = 1.0
+    x = (matrix - mean) / scale
+    group_ids = np.unique(np.asarray(groups), return_inverse=True)[1]
+    folds = min(5, len(set(group_ids.tolist())))
+    splits = list(GroupKFold(n_splits=folds).split(x, labels, group_ids)) if folds >= 2 else []
+
+    def cross_fitted(c: float) -> np.ndarray:
+        predictions = np.full(len(labels), labels.mean())
+        for fit_rows, predict_rows in splits:
+            if len(set(labels[fit_rows].tolist())) < 2:
+                continue
+            model = LogisticRegression(C=c, max_iter=2000).fit(x[fit_rows], labels[fit_rows])
+            predictions[predict_rows] = model.predict_proba(x[predict_rows])[:, 1]
+        return predictions
+
+    def log_loss(p: np.ndarray) -> float:
+        p = np.clip(p, 1e-6, 1 - 1e-6)
+        return float(-np.mean(labels * np.log(p) + (1 - labels) * np.log(1 - p)))
+
+    candidates_c = {c: cross_fitted(c) for c in C_GRID} if splits else {}
+    best_c = min(candidates_c, key=lambda c: log_loss(candidates_c[c])) if candidates_c else 1.0
+    final = LogisticRegression(C=best_c, max_iter=2000).fit(x, labels)
+    binary = is_binary(gold)
+    calibrator = Calibrator(
+        input_names=["raw_score", *FEATURE_NAMES], mean=mean.tolist(), scale=scale.tolist(),
+        coef=final.coef_[0].tolist(), intercept=float(final.intercept_[0]),
+        raw_fill=raw_fill, c=best_c, score_map="probability" if binary else "linear",
+        fitted_on={"examples": len(labels), "correct": positives, "incorrect": negatives},
+    )
+    if not binary:
+        ridge = Ridge(alpha=1.0).fit(x, np.asarray(gold, dtype=float))
+        calibrator.linear_coef = ridge.coef_.tolist()
+        calibrator.linear_intercept = float(ridge.intercept_)
+    report: dict = {"c": best_c, "folds": folds}
+    if candidates_c:
+        cv = candidates_c[best_c]
+        report.update(cv_accuracy=float(((cv >= 0.5) == labels).mean()),
+                      cv_log_loss=log_loss(cv), cv_probabilities=cv.tolist())
+    return calibrator, report

@@ -1,0 +1,148 @@
+"""How well a score decides "correct / incorrect" against human labels. Pure (numpy, scipy,
+scikit-learn), no Django: the LERC protocol benchmark and model cards both use it.
+
+A metric is judged the way answer-correctness papers report it: accuracy and Cohen's κ at a
+threshold chosen on validation judgments (never on the ones measured), ROC AUC (threshold-free)
+and Pearson with the 1–5 gold, each with a percentile bootstrap interval over items.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+CORRECT_AT = 3.0
+
+
+def labels_of(gold: Sequence[float], correct_at: float = CORRECT_AT) -> list[int]:
+    return [int(float(g) >= correct_at) for g in gold]
+
+
+def best_threshold(scores: Sequence[float | None], labels: Sequence[int]) -> float:
+    """The threshold t maximising the accuracy of "score ≥ t means correct" (ties: the lowest
+    such t). Unscored inputs (None) are left out."""
+    import numpy as np
+
+    pairs = [(float(s), int(y)) for s, y in zip(scores, labels, strict=True) if s is not None]
+    if not pairs:
+        return 0.5
+    values = np.array([p[0] for p in pairs])
+    ys = np.array([p[1] for p in pairs])
+    order = np.argsort(values, kind="stable")
+    values, ys = values[order], ys[order]
+    # Threshold at each distinct value: predicted correct = values ≥ t.
+    distinct, first = np.unique(values, return_index=True)
+    negatives_below = np.concatenate([[0], np.cumsum(1 - ys)])[first]  # true negatives
+    positives_from = ys.sum() - np.concatenate([[0], np.cumsum(ys)])[first]  # true positives
+    accuracy = (negatives_below + positives_from) / len(ys)
+    # "Everything incorrect" (a threshold above the maximum) is a candidate too.
+    if (1 - ys).sum() / len(ys) > accuracy.max():
+        return float(distinct[-1]) + 1.0
+    return float(distinct[int(np.argmax(accuracy))])
+
+
+def _decision(scores, labels, gold, threshold) -> dict:
+    import numpy as np
+    from scipy.stats import pearsonr
+    from sklearn.metrics import cohen_kappa_score, f1_score, roc_auc_score
+
+    s = np.asarray(scores, dtype=float)
+    y = np.asarray(labels, dtype=int)
+    predicted = (s >= threshold).astype(int)
+    result = {"accuracy": float((predicted == y).mean())}
+    result["kappa"] = (float(cohen_kappa_score(y, predicted))
+                       if len(set(y.tolist()) | set(predicted.tolist())) > 1 else 0.0)
+    result["f1"] = float(f1_score(y, predicted, zero_division=0.0))
+    result["roc_auc"] = float(roc_auc_score(y, s)) if len(set(y.tolist())) > 1 else None
+    g = np.asarray(gold, dtype=float)
+    result["pearson"] = (float(pearsonr(s, g).statistic)
+                         if s.std() > 0 and g.std() > 0 else None)
+    return result
+
+
+def decision_report(scores: Sequence[float | None], gold: Sequence[float], threshold: float, *,
+                    bootstrap: int = 1000, seed: int = 0, correct_at: float = CORRECT_AT
+                    ) -> dict:
+    """Accuracy, κ, F1 (of "correct"), ROC AUC and Pearson of `scores` against `gold` at
+    `threshold`, with 95% percentile bootstrap intervals (`<name>_ci`) over items. Inputs the
+    metric could not score (None) are left out and counted in `unscored`."""
+    import numpy as np
+
+    kept = [(float(s), float(g)) for s, g in zip(scores, gold, strict=True) if s is not None]
+    result: dict = {"n": len(kept), "unscored": len(scores) - len(kept),
+                    "threshold": threshold}
+    if len(kept) < 2:
+        return result
+    s = np.array([k[0] for k in kept])
+    g = np.array([k[1] for k in kept])
+    y = (g >= correct_at).astype(int)
+    result.update(_decision(s, y, g, threshold))
+    result["positive_rate"] = float(y.mean())
+    if bootstrap:
+        rng = np.random.default_rng(seed)
+        draws: dict[str, list[float]] = {}
+        for _ in range(bootstrap):
+            rows = rng.integers(0, len(s), len(s))
+            for name, value in _decision(s[rows], y[rows], g[rows], threshold).items():
+                if value is not None:
+                    draws.setdefault(name, []).append(value)
+        for name, values in draws.items():
+            if len(values) >= bootstrap // 2:
+                low, high = np.percentile(values, [2.5, 97.5])
+                result[f"{name}_ci"] = [float(low), float(high)]
+    return result
+
+
+def baseline_scores(names: Sequence[str], examples) -> dict[str, list[float | None] | str]:
+    """{metric: scores in example order, or the reason it could not run} for registered
+    baseline metrics (max over references)."""
+    from ..registry import MetricInput, MetricUnavailable, get_metric
+
+    inputs = [MetricInput(id=str(i), question=e.question, references=list(e.references),
+                          candidate=e.candidate, passage=e.passage)
+              for i, e in enumerate(examples)]
+    results: dict[str, list[float | None] | str] = {}
+    for name in names:
+        try:
+            metric = get_metric(name)
+            try:
+                results[name] = metric.score_batch(inputs)
+            finally:
+                metric.close()
+        except MetricUnavailable as exc:
+            results[name] = f"unavailable: {exc}"
+        except KeyError as exc:  # a misspelt name in QAJ_LERC_PROMOTION_BASELINES
+            results[name] = f"unknown metric: {exc.args[0]}"
+    return results
+
+
+def compare_with_baselines(judge_val: Sequence[float | None], judge_test: Sequence[float | None],
+                           val, test, *, baselines: Sequence[str], judge_threshold: float = 3.0,
+                           bootstrap: int = 200) -> dict:
+    """The judge's 1–5 scores and each baseline, on validation and test examples (LercExample
+    with gold `score`): every baseline's threshold is tuned on validation; the judge keeps its
+    own (≥ 3). {"validation": {name: report}, "test": {...}, "thresholds": {...}}."""
+    val_gold = [e.score for e in val]
+    test_gold = [e.score for e in test]
+    val_scores = baseline_scores(baselines, val) if val else {}
+    test_scores = baseline_scores(baselines, test) if test else {}
+    out: dict = {"validation": {}, "test": {}, "thresholds": {"lerc": judge_threshold},
+                 "unavailable": {}}
+    if val:
+        out["validation"]["lerc"] = decision_report(judge_val, val_gold, judge_threshold,
+                                                    bootstrap=bootstrap)
+    if test:
+        out["test"]["lerc"] = decision_report(judge_test, test_gold, judge_threshold,
+                                              bootstrap=bootstrap)
+    for name in baselines:
+        scored = val_scores.get(name)
+        if isinstance(scored, str) or (not val and isinstance(test_scores.get(name), str)):
+            out["unavailable"][name] = scored if isinstance(scored, str) else test_scores[name]
+            continue
+        threshold = best_threshold(scored, labels_of(val_gold)) if val else 0.5
+        out["thresholds"][name] = threshold
+        if val:
+            out["validation"][name] = decision_report(scored, val_gold, threshold,
+                                                      bootstrap=bootstrap)
+        if test and not isinstance(test_scores.get(name), str):
+            out["test"][name] = decision_report(test_scores[name], test_gold, threshold,
+                                                bootstrap=bootstrap)
+    return out
