@@ -155,15 +155,25 @@ def baseline_scores(examples, cache: Path, names) -> dict[str, dict[str, float |
 
 def train_run(run: dict, args) -> dict:
     """Train (or reuse) the run's model; returns the training result."""
-    from metrics_app.lerc.train import TrainConfig, train
+    from metrics_app.lerc.train import TrainConfig, calibrate_model, capped_examples, train
     from metrics_app.text_match import is_exact_match
 
     folder = args.out / run["name"]
     result_file = folder / "train-result.json"
-    if result_file.is_file() and not args.fresh:
-        return json.loads(result_file.read_text())
-    # MOCHA's protocol: candidates equal to a reference are never judged, so never trained on.
+    # MOCHA's protocol: candidates equal to a reference are never judged, so never trained on;
+    # validation leaves them out too (as `lerc_dataset_build` does), so the calibrated judge is
+    # fitted on the answers it will actually judge (the served rule scores exact matches).
     train_examples = [e for e in run["train"] if not is_exact_match(e.candidate, e.references)]
+    val_examples = [e for e in run["val"] if not is_exact_match(e.candidate, e.references)]
+    if result_file.is_file() and not args.fresh:
+        result = json.loads(result_file.read_text())
+        if result.get("calibrated_on") != "validation without exact matches":
+            cfg = TrainConfig.from_dict({**result["config"], "output_dir": str(folder)})
+            result["calibration"] = calibrate_model(
+                cfg, result["model_dir"], capped_examples(cfg, val_examples, args.max_val))
+            result["calibrated_on"] = "validation without exact matches"
+            result_file.write_text(json.dumps(result, indent=2, default=str))
+        return result
     cfg = TrainConfig(output_dir=str(folder), epochs=args.epochs, learning_rate=args.lr,
                       max_length=args.max_length, device="cpu", progress_every=50,
                       max_train_examples=run.get("cap") or args.cap,
@@ -177,7 +187,8 @@ def train_run(run: dict, args) -> dict:
             print(run["name"], json.dumps(info), file=sys.stderr, flush=True)
 
     started = time.monotonic()
-    result = train(cfg, train_examples, run["val"], progress=progress)
+    result = train(cfg, train_examples, val_examples, progress=progress)
+    result["calibrated_on"] = "validation without exact matches"
     result["total_seconds"] = round(time.monotonic() - started, 1)
     result["config"] = cfg.to_dict()
     result_file.write_text(json.dumps(result, indent=2, default=str))
@@ -221,12 +232,15 @@ def evaluate_run(run: dict, result: dict, baselines: dict, args) -> dict:
         threshold = best_threshold([values.get(e.id) for e in val], val_labels)
         out["metrics"][name] = report([values.get(e.id) for e in test], threshold)
     # The lexical judge alone: the calibrator with a constant encoder score.
-    lexical, _ = fit_calibrator([0.0] * len(val), [e.candidate for e in val],
-                                [e.references for e in val], [e.score for e in val],
-                                [e.group for e in val])
+    hard_val = [e for e in val if not is_exact_match(e.candidate, e.references)]
+    lexical, _ = fit_calibrator([0.0] * len(hard_val), [e.candidate for e in hard_val],
+                                [e.references for e in hard_val], [e.score for e in hard_val],
+                                [e.group for e in hard_val])
     if lexical is not None:
         probabilities = lexical.probabilities([0.0] * len(test), [e.candidate for e in test],
                                               [e.references for e in test])
+        probabilities = [1.0 if is_exact_match(e.candidate, e.references) else p
+                         for e, p in zip(test, probabilities, strict=True)]
         out["metrics"]["lexical_judge"] = report(probabilities, 0.5)
     return out
 
