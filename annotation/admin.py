@@ -43,6 +43,7 @@ from .models import (
     Stage,
     StageTransition,
     Worker,
+    WorkerBlock,
     WorkerQualification,
 )
 from .selectors import (
@@ -57,10 +58,10 @@ from .selectors import (
 from .services.workers import worker_block, worker_unblock
 
 
-def count_of(model, fk: str) -> Coalesce:
+def count_of(model, fk: str, **filters) -> Coalesce:
     """A correlated COUNT subquery: several counts on one row without join fan-out."""
     subquery = (
-        model.objects.filter(**{fk: OuterRef("pk")})
+        model.objects.filter(**{fk: OuterRef("pk")}, **filters)
         .order_by()
         .values(fk)
         .annotate(n=Count("pk"))
@@ -567,6 +568,23 @@ class BlockActionForm(ActionForm):
     )
 
 
+class WorkerBlockInline(admin.TabularInline):
+    """The blocks on a worker: a researcher sees their own, a superuser everyone's."""
+
+    model = WorkerBlock
+    extra = 0
+    fields = ("researcher", "reason", "created_at")
+    readonly_fields = fields
+    can_delete = False
+
+    def get_queryset(self, request):
+        queryset = super().get_queryset(request).select_related("researcher")
+        return queryset if request.user.is_superuser else queryset.filter(researcher=request.user)
+
+    def has_add_permission(self, request, obj=None):
+        return False  # blocks are set with the Block action, which says where they apply
+
+
 @admin.register(Worker)
 class WorkerAdmin(WorkerHistoryMixin, ProjectScopedAdmin):
     list_display = (
@@ -578,14 +596,20 @@ class WorkerAdmin(WorkerHistoryMixin, ProjectScopedAdmin):
     readonly_fields = ("created_at", "provider_history")
     action_form = BlockActionForm
     actions = ("block_workers", "unblock_workers", *WORKER_ACTIONS)
+    inlines = [WorkerBlockInline]
 
     def get_queryset(self, request):
         queryset = admin.ModelAdmin.get_queryset(self, request)
         if not request.user.is_superuser:
             queryset = queryset.filter(pk__in=workers_visible_to(request.user).values("pk"))
+        if request.user.is_superuser:
+            return queryset.annotate(n_assignments=count_of(Assignment, "worker"),
+                                     n_judgments=count_of(Judgment, "worker"))
+        # A researcher sees the totals of their own projects only, not other studies' work.
+        visible = projects_visible_to(request.user).values("pk")
         return queryset.annotate(
-            n_assignments=count_of(Assignment, "worker"), n_judgments=count_of(Judgment, "worker")
-        )
+            n_assignments=count_of(Assignment, "worker", stage__project__in=visible),
+            n_judgments=count_of(Judgment, "worker", item__project__in=visible))
 
     def has_delete_permission(self, request, obj=None):
         # Workers are shared across projects and their judgments are kept forever.
@@ -603,14 +627,18 @@ class WorkerAdmin(WorkerHistoryMixin, ProjectScopedAdmin):
     def block_workers(self, request, queryset):
         reason = request.POST.get("reason", "").strip() or f"Blocked by {request.user} in the admin"
         for worker in queryset:
-            worker_block(worker=worker, reason=reason)
-        self.message_user(request, f"Blocked {len(queryset)} worker(s).", messages.SUCCESS)
+            worker_block(worker=worker, reason=reason, by=request.user)
+        scope = ("in every project" if request.user.is_superuser
+                 else "in your projects (owned or shared with you)")
+        self.message_user(request, f"Blocked {len(queryset)} worker(s) {scope}.",
+                          messages.SUCCESS)
 
     @admin.action(description="Unblock selected workers")
     def unblock_workers(self, request, queryset):
         for worker in queryset:
-            worker_unblock(worker=worker)
-        self.message_user(request, f"Unblocked {len(queryset)} worker(s).", messages.SUCCESS)
+            worker_unblock(worker=worker, by=request.user)
+        self.message_user(request, f"Lifted your block on {len(queryset)} worker(s).",
+                          messages.SUCCESS)
 
 
 @admin.register(WorkerQualification)

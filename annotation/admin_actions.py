@@ -392,7 +392,7 @@ def block_on_provider(modeladmin, request, queryset):
     done, failed = 0, []
     for worker in queryset:
         try:
-            worker_block_everywhere(worker=worker, reason=reason)
+            worker_block_everywhere(worker=worker, reason=reason, by=request.user)
             done += 1
         except Exception as exc:
             failed.append(f"{worker}: {exc}")
@@ -405,7 +405,7 @@ def unblock_on_provider(modeladmin, request, queryset):
     from .services.review import worker_unblock_everywhere
 
     for worker in queryset:
-        worker_unblock_everywhere(worker=worker, reason=_reason(request))
+        worker_unblock_everywhere(worker=worker, reason=_reason(request), by=request.user)
     modeladmin.message_user(request, f"Unblocked {len(queryset)} worker(s).")
 
 

@@ -22,6 +22,8 @@ from .models import (
     Stage,
     StageKind,
     Worker,
+    WorkerBlock,
+    WorkerStatus,
 )
 
 # Practice and qualification answers test the workers, not the items: they do not count towards
@@ -59,6 +61,29 @@ def workers_visible_to(user) -> QuerySet[Worker]:
         | Q(pk__in=Judgment.objects.filter(item__project__in=projects).values("worker_id"))
         | Q(pk__in=InhouseLink.objects.filter(project__in=projects).values("worker_id"))
     )
+
+
+def _researchers_of(project: Project) -> QuerySet:
+    """Owner and sharers of a project: the researchers whose blocks apply to it."""
+    shared = Project.shared_with.through.objects.filter(project_id=project.pk).values("user_id")
+    return (WorkerBlock.objects.filter(Q(researcher_id=project.owner_id)
+                                       | Q(researcher_id__in=shared))
+            .values("worker_id"))
+
+
+def blocked_worker_ids_for(project: Project) -> set[int]:
+    """Ids of the workers blocked for `project`: blocked globally (a superuser's block,
+    `Worker.status`) or by a researcher who owns the project or has it shared with them
+    (`WorkerBlock`). Another researcher's block never reaches this project."""
+    return set(Worker.objects.filter(
+        Q(status=WorkerStatus.BLOCKED) | Q(pk__in=_researchers_of(project))
+    ).values_list("pk", flat=True))
+
+
+def worker_is_blocked_for(*, worker: Worker, project: Project) -> bool:
+    if worker.status == WorkerStatus.BLOCKED:
+        return True
+    return _researchers_of(project).filter(worker_id=worker.pk).exists()
 
 
 # --- Items and judgments ------------------------------------------------------------------------

@@ -247,7 +247,10 @@ def _turk_submit_to(value: str) -> str:
 @require_GET
 @task_page(mturk=True)
 def task_mturk(request: HttpRequest, stage_id: int) -> HttpResponse:
-    stage = get_object_or_404(Stage.objects.select_related("project"), pk=stage_id)
+    # Each entry point serves only its own provider's stages: an in-house or Prolific stage is
+    # not reachable through a made-up MTurk URL (ids are small integers), and nothing is created.
+    stage = get_object_or_404(Stage.objects.select_related("project"), pk=stage_id,
+                              provider=Provider.MTURK)
     params = request.GET
     turk_submit_to = _turk_submit_to(params.get("turkSubmitTo", ""))
     try:
@@ -273,7 +276,8 @@ def task_mturk(request: HttpRequest, stage_id: int) -> HttpResponse:
 @require_GET
 @task_page
 def task_prolific(request: HttpRequest, stage_id: int) -> HttpResponse:
-    stage = get_object_or_404(Stage.objects.select_related("project"), pk=stage_id)
+    stage = get_object_or_404(Stage.objects.select_related("project"), pk=stage_id,
+                              provider=Provider.PROLIFIC)
     try:
         checked = access.prolific_access_check(
             stage=stage, pid=request.GET.get("PROLIFIC_PID", ""),
@@ -355,8 +359,9 @@ def task_api(view):
                 return _json_error("Cross-origin request refused.", status=403)
         try:
             assignment = access.assignment_token_resolve(token=request.META.get(TOKEN_HEADER, ""))
+            access.assignment_access_recheck(assignment=assignment)
         except AssignmentRefused as exc:
-            return _json_error(exc.message, status=403)
+            return _json_error(exc.message, status=403, code=exc.code)
         if rate_limited(request, scope="api",
                         key=_rate_key(request, identity=f"assignment:{assignment.pk}")):
             response = _json_error("Too many requests; wait a minute and try again.",

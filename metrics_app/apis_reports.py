@@ -4,7 +4,6 @@ from __future__ import annotations
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
-from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -17,8 +16,6 @@ from .reports.project import cached_project_report
 
 class ProjectReportApi(APIView):
     """GET /api/metrics/projects/<slug>/report/?stage=<name>&group_by=<field>"""
-
-    permission_classes = [IsAuthenticated]
 
     class FilterSerializer(serializers.Serializer):
         stage = serializers.CharField(required=False)

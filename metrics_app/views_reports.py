@@ -15,7 +15,7 @@ from annotation.models import Judgment, Project, Worker
 from annotation.selectors import projects_visible_to
 
 from .reports.data import GROUP_FIELDS
-from .reports.project import dashboard_data
+from .reports.project import dashboard_data, with_current_worker_status
 
 WORKER_SORTS = {
     "contribution": ("alpha_contribution", False),
@@ -45,11 +45,7 @@ def project_dashboard(request: HttpRequest, slug: str) -> HttpResponse:
     report, charts = dashboard_data(project=project, stage=stage, group_by=group_by)
     # Worker status is not part of the judgment watermark: read it fresh so a block shows at
     # once even when the report itself comes from the cache.
-    status = dict(Worker.objects.filter(
-        pk__in=[w["worker_id"] for w in report["workers"]]
-    ).values_list("pk", "status"))
-    report["workers"] = [{**w, "status": status.get(w["worker_id"], w["status"])}
-                         for w in report["workers"]]
+    report = with_current_worker_status(report, project=project)
     sort = request.GET.get("sort", "contribution")
     key, descending = WORKER_SORTS.get(sort, WORKER_SORTS["contribution"])
     workers = sorted(
@@ -85,6 +81,8 @@ def worker_block_view(request: HttpRequest, slug: str, worker_id: int) -> HttpRe
     if worker is None:
         raise Http404("worker did not work on this project")
     reason = (request.POST.get("reason") or "").strip() or f"blocked from the {slug} dashboard"
-    worker_block(worker=worker, reason=reason)
-    messages.success(request, f"Blocked {worker}.")
+    worker_block(worker=worker, reason=reason, by=request.user)
+    scope = ("in every project" if request.user.is_superuser
+             else "in your projects (owned or shared with you)")
+    messages.success(request, f"Blocked {worker} {scope}.")
     return redirect(reverse("metrics:project-dashboard", args=[slug]) + "#workers")

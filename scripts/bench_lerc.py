@@ -245,6 +245,36 @@ def evaluate_run(run: dict, result: dict, baselines: dict, args) -> dict:
     return out
 
 
+def markdown(summary: dict) -> str:
+    """The results as the tables of docs/LERC.md."""
+    lines = []
+    names = ("lerc", "lexical_judge", "f1", "contains", "meteor", "bertscore")
+    for run_name, run in (summary.get("runs") or {}).items():
+        lines += [f"### {run_name}: train {run['n_train']}, validation {run['n_val']}, test "
+                  f"{run['n_test']} ({run['n_test_exact_match_fails']} where exact match fails)",
+                  "", "| metric | accuracy | κ | ROC AUC | Pearson | accuracy, EM fails | "
+                  "κ, EM fails |", "| --- | --- | --- | --- | --- | --- | --- |"]
+        for name in names:
+            row = run["metrics"].get(name)
+            if not row:
+                continue
+            cells = []
+            for part, key in (("all", "accuracy"), ("all", "kappa"), ("all", "roc_auc"),
+                              ("all", "pearson"), ("exact_match_fails", "accuracy"),
+                              ("exact_match_fails", "kappa")):
+                value, ci = row[part].get(key), row[part].get(f"{key}_ci")
+                cells.append("–" if value is None else f"{value:.3f}" + (
+                    f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci and key in ("accuracy", "kappa")
+                    else ""))
+            label = {"lerc": "**LERC (served judge)**", "lexical_judge": "lexical judge alone",
+                     "contains": "reference in answer"}.get(name, name)
+            lines.append(f"| {label} | " + " | ".join(cells) + " |")
+        lines += ["", f"Training {run.get('train_seconds')} s (best epoch "
+                  f"{run.get('best_epoch')}); scoring {run.get('scoring_items_per_second')} "
+                  "answers/s.", ""]
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path,
@@ -262,7 +292,12 @@ def main() -> None:
     parser.add_argument("--bootstrap", type=int, default=1000)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--fresh", action="store_true", help="retrain finished runs")
+    parser.add_argument("--markdown", action="store_true",
+                        help="print the tables of the saved results and stop")
     args = parser.parse_args()
+    if args.markdown:
+        print(markdown(json.loads((args.out / "results.json").read_text())))
+        return
 
     import torch
 

@@ -8,6 +8,7 @@ from .crowd import (
     HitStatus,
     InhouseLink,
     Worker,
+    WorkerBlock,
     WorkerQualification,
     WorkerStatus,
 )
@@ -41,6 +42,7 @@ __all__ = [
     "StageTransition",
     "TaskKind",
     "Worker",
+    "WorkerBlock",
     "WorkerQualification",
     "WorkerStatus",
 ]

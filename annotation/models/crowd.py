@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from django.conf import settings
 from django.db import models
 
 from .item import Item
@@ -35,6 +36,29 @@ class Worker(models.Model):
 
     def __str__(self) -> str:
         return self.display_name or f"{self.provider}:{self.external_id}"
+
+
+class WorkerBlock(models.Model):
+    """A researcher's block: the worker gets no assignment (and no live page accepts their work)
+    in any project that researcher owns or that is shared with them. Other researchers' projects
+    are unaffected. A global block, for every project, is `Worker.status = BLOCKED`, which only
+    superusers set."""
+
+    worker = models.ForeignKey(Worker, on_delete=models.CASCADE, related_name="blocks")
+    researcher = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
+                                   related_name="worker_blocks")
+    reason = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["worker", "researcher"],
+                                    name="worker_block_once_per_researcher")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.worker} blocked by {self.researcher}"
 
 
 class WorkerQualification(models.Model):

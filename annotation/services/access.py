@@ -18,6 +18,7 @@ from typing import Any
 from django.conf import settings
 from django.core import signing
 from django.db import IntegrityError, transaction
+from django.db.models import Q
 from django.urls import reverse
 from django.utils import timezone
 
@@ -30,8 +31,15 @@ from annotation.models import (
     Stage,
     Worker,
 )
+from annotation.selectors import worker_is_blocked_for
 
-from .assignments import OPEN_STAGE_STATUSES, AssignmentRefused, StageNotOpen
+from .assignments import (
+    FINISHED_STATUSES,
+    OPEN_STAGE_STATUSES,
+    AssignmentRefused,
+    StageNotOpen,
+    WorkerBlocked,
+)
 
 LINK_SALT = "qaj.inhouse-link"
 ASSIGNMENT_SALT = "qaj.assignment"
@@ -105,8 +113,11 @@ def inhouse_link_revoke(*, link: InhouseLink) -> InhouseLink:
 
 
 def inhouse_link_stage(*, link: InhouseLink) -> Stage:
-    """The stage a link opens: its own, or the project's latest open in-house stage."""
+    """The stage a link opens: its own, or the project's latest open in-house stage. A link is an
+    in-house entry point: a stage published on MTurk or Prolific is never opened through it."""
     if link.stage is not None:
+        if link.stage.provider != Provider.INHOUSE:
+            raise AccessDenied("This link does not open a task.")
         return link.stage
     stage = (
         Stage.objects.filter(project=link.project, provider=Provider.INHOUSE,
@@ -205,14 +216,30 @@ def prolific_access_check(*, stage: Stage, pid: str, study_id: str,
 # --- Assignment tokens --------------------------------------------------------------------------
 
 
+class TokenExpired(AccessDenied):
+    code = "token_expired"
+
+
+def assignment_token_max_age() -> int:
+    """Seconds a page's token stays valid (QAJ_TASK_TOKEN_MAX_AGE_SECONDS, default 24 hours):
+    longer than any assignment is worked on; a page left open longer is reloaded, which issues a
+    new token after the live checks of assignment_start, and restores the saved draft."""
+    return int(getattr(settings, "QAJ_TASK_TOKEN_MAX_AGE_SECONDS", 24 * 3600))
+
+
 def assignment_token_make(*, assignment: Assignment) -> str:
     return signing.dumps({"a": assignment.pk, "w": assignment.worker_id}, salt=ASSIGNMENT_SALT)
 
 
 def assignment_token_resolve(*, token: str) -> Assignment:
-    """The assignment a page token names; AccessDenied when tampered or not matching."""
+    """The assignment a page token names; AccessDenied when tampered or not matching,
+    TokenExpired when older than `assignment_token_max_age()`."""
     try:
-        data = signing.loads(token or "", salt=ASSIGNMENT_SALT)
+        data = signing.loads(token or "", salt=ASSIGNMENT_SALT,
+                             max_age=assignment_token_max_age())
+    except signing.SignatureExpired:
+        raise TokenExpired("This page has been open too long. Reload it to go on: your saved "
+                           "answers come back.") from None
     except signing.BadSignature:
         raise AccessDenied("This page's access token is not valid. Reload the task.") from None
     assignment = Assignment.objects.select_related("stage__project", "worker", "hit").filter(
@@ -221,6 +248,35 @@ def assignment_token_resolve(*, token: str) -> Assignment:
     if assignment is None:
         raise AccessDenied("This assignment does not exist.")
     return assignment
+
+
+def assignment_access_recheck(*, assignment: Assignment) -> None:
+    """The permission a page was opened with must still hold when it saves, confirms or
+    submits: the stage is still open, the worker is not blocked for this project, and an
+    in-house worker still holds a live link to it. Raises the refusal the page shows; nothing
+    is stored. A finished assignment is left to the caller (a repeated submit answers with the
+    completion again, idempotently)."""
+    if assignment.status in FINISHED_STATUSES:
+        return
+    stage = assignment.stage
+    if stage.status not in OPEN_STAGE_STATUSES:
+        raise StageNotOpen("The researcher has closed this task, so these answers can no "
+                           "longer be saved. Thank you for your work.")
+    if worker_is_blocked_for(worker=assignment.worker, project=stage.project):
+        raise WorkerBlocked("Your account can no longer take part in this study, so these "
+                            "answers cannot be saved.")
+    if assignment.worker.provider == Provider.INHOUSE:
+        # In-house workers reach pages through their links only: once every link they held for
+        # this stage is revoked or expired, their open pages stop saving too.
+        now = timezone.now()
+        links = list(InhouseLink.objects.filter(
+            Q(stage__isnull=True) | Q(stage=stage), worker=assignment.worker,
+            project=stage.project).values_list("revoked", "expires_at"))
+        live = [1 for revoked, expires in links
+                if not revoked and (expires is None or expires > now)]
+        if links and not live:
+            raise LinkRevoked("Your link to this study has been revoked or has expired, so "
+                              "these answers cannot be saved. Ask the researcher for a new link.")
 
 
 # --- Rate-limit keys ----------------------------------------------------------------------------

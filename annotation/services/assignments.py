@@ -48,8 +48,8 @@ from annotation.models import (
     TaskKind,
     Worker,
     WorkerQualification,
-    WorkerStatus,
 )
+from annotation.selectors import worker_is_blocked_for
 
 OPEN_STAGE_STATUSES = (StageStatus.PUBLISHED, StageStatus.COLLECTING)
 FINISHED_STATUSES = (AssignmentStatus.SUBMITTED, AssignmentStatus.APPROVED,
@@ -426,7 +426,7 @@ def _pick_regular(*, stage: Stage, available: QuerySet[Item], room: int) -> list
 
 
 def _check_worker(*, stage: Stage, worker: Worker) -> None:
-    if worker.status == WorkerStatus.BLOCKED:
+    if worker_is_blocked_for(worker=worker, project=stage.project):
         raise WorkerBlocked("Your account can no longer take tasks in this study.")
     if stage.requires_stage_id and not WorkerQualification.objects.filter(
         worker=worker, stage_id=stage.requires_stage_id, passed=True
@@ -482,20 +482,19 @@ def assignment_start(*, stage: Stage, worker: Worker, hit: Hit | None = None,
     the HIT's items (`hit`) or the next items picked for them."""
     if stage.status not in OPEN_STAGE_STATUSES:
         raise StageNotOpen("This task is not open at the moment.")
+    if hit is not None and hit.stage_id != stage.pk:
+        raise ForeignAssignment("This HIT belongs to another task.")
+    # Locks before any read: SQLite cannot upgrade a transaction that has read to a writer
+    # while another writer waits ("database is locked"), so the write lock comes first.
+    if hit is not None:
+        # One allocation per HIT at a time, so a double-loaded page creates one assignment.
+        Hit.objects.select_for_update().filter(pk=hit.pk).first()
+    _take_sqlite_write_lock(stage)
     _check_worker(stage=stage, worker=worker)
     if stage.provider == Provider.PROLIFIC and Assignment.objects.filter(
         stage=stage, worker=worker, **{f"draft__{SERVER_DRAFT_KEY}__has_key": RETURN_KEY}
     ).exists():
         raise ReturnRequested(RETURN_MESSAGE)
-
-    if hit is not None:
-        if hit.stage_id != stage.pk:
-            raise ForeignAssignment("This HIT belongs to another task.")
-        # One allocation per HIT at a time, so a double-loaded page creates one assignment.
-        Hit.objects.select_for_update().filter(pk=hit.pk).first()
-        _take_sqlite_write_lock(stage)
-    else:
-        _take_sqlite_write_lock(stage)
 
     if external_id:
         existing = Assignment.objects.filter(stage=stage, external_id=external_id)
@@ -526,6 +525,15 @@ def assignment_start(*, stage: Stage, worker: Worker, hit: Hit | None = None,
             status=AssignmentStatus.RETURNED
         ).exists():
             raise AssignmentClosed("You already have an assignment for this HIT.")
+        # Never more local assignments than the HIT has on MTurk (counted under the HIT's row
+        # lock taken above): made-up assignmentId/workerId pairs cannot multiply its items.
+        # Returned ones free their slot, and so do flagged ones the provider never listed; an
+        # unconfirmed one is released by the sweep once MTurk's own duration is over.
+        taken = Assignment.objects.filter(hit=hit).exclude(
+            status__in=(AssignmentStatus.RETURNED, AssignmentStatus.FLAGGED)).count()
+        if taken >= hit.max_assignments:
+            raise NoItemsAvailable("This HIT has no assignments left. Please return it; "
+                                   "other HITs of this task may still be available.")
     else:
         limit = int(stage.settings.get("items_per_assignment") or stage.project.items_per_hit)
         items = items_pick_next(stage=stage, worker=worker, limit=limit)
@@ -537,8 +545,8 @@ def assignment_start(*, stage: Stage, worker: Worker, hit: Hit | None = None,
 @transaction.atomic
 def assignment_release_abandoned(*, now: datetime | None = None) -> int:
     """Mark in-progress assignments idle for longer than their project's timeout RETURNED, which
-    frees their items for other workers. Assignments tied to a provider HIT are left to the
-    provider sync (MTurk has its own assignment duration)."""
+    frees their items for other workers. Assignments tied to a provider HIT follow MTurk's own
+    assignment duration instead (`_release_expired_hit_assignments`)."""
     now = now or timezone.now()
     from annotation.models import Project
 
@@ -552,6 +560,31 @@ def assignment_release_abandoned(*, now: datetime | None = None) -> int:
             hit__isnull=True,
             stage__project__assignment_timeout_minutes=minutes,
             seen__lt=now - timedelta(minutes=minutes),
+        ).update(status=AssignmentStatus.RETURNED)
+    released += _release_expired_hit_assignments(now=now)
+    return released
+
+
+# After MTurk's assignment duration nobody can submit the assignment there any more; the margin
+# covers a submit on its way when the duration ends.
+HIT_ASSIGNMENT_GRACE = timedelta(minutes=10)
+
+
+def _release_expired_hit_assignments(*, now: datetime) -> int:
+    """HIT assignments still in progress after the HIT type's assignment duration (+ grace) that
+    the provider never confirmed: MTurk has returned or abandoned them (or they never existed
+    there: a made-up assignmentId). Releasing them frees their slot of the HIT."""
+    from annotation.providers.mturk import assignment_duration_seconds
+
+    released = 0
+    stages = Stage.objects.filter(
+        assignments__status=AssignmentStatus.IN_PROGRESS, assignments__hit__isnull=False,
+    ).select_related("project").distinct()
+    for stage in stages:
+        cutoff = now - timedelta(seconds=assignment_duration_seconds(stage)) - HIT_ASSIGNMENT_GRACE
+        released += Assignment.objects.filter(
+            stage=stage, status=AssignmentStatus.IN_PROGRESS, hit__isnull=False,
+            provider_confirmed_at__isnull=True, started_at__lt=cutoff,
         ).update(status=AssignmentStatus.RETURNED)
     return released
 

@@ -47,10 +47,10 @@ from annotation.models import (
     TaskKind,
     Worker,
     WorkerQualification,
-    WorkerStatus,
 )
 from annotation.providers import SubmissionStatus, get_provider
 from annotation.providers.base import Submission, call_token_is_stale
+from annotation.selectors import blocked_worker_ids_for
 
 from .provider_calls import new_token, provider_call_run
 from .qualification import (
@@ -407,11 +407,13 @@ def correct_answer_bonus(*, assignment: Assignment) -> Decimal:
     return per * correct
 
 
-def worker_block_everywhere(*, worker: Worker, reason: str) -> Worker:
-    """Block locally (no new assignments) and on the worker's provider (CreateWorkerBlock)."""
+def worker_block_everywhere(*, worker: Worker, reason: str, by=None) -> Worker:
+    """Block here (for `by`'s projects, or globally: see services/workers.py) and on the
+    worker's provider (CreateWorkerBlock: MTurk blocks are per requester account, the account
+    of the study that blocks)."""
     from .workers import worker_block
 
-    worker = worker_block(worker=worker, reason=reason)
+    worker = worker_block(worker=worker, reason=reason, by=by)
     provider = get_provider(worker.provider)
     provider_call_run(
         provider=worker.provider, operation="BlockWorker",
@@ -422,7 +424,7 @@ def worker_block_everywhere(*, worker: Worker, reason: str) -> Worker:
     return worker
 
 
-def worker_unblock_everywhere(*, worker: Worker, reason: str = "") -> Worker:
+def worker_unblock_everywhere(*, worker: Worker, reason: str = "", by=None) -> Worker:
     from .workers import worker_unblock
 
     provider = get_provider(worker.provider)
@@ -432,7 +434,7 @@ def worker_unblock_everywhere(*, worker: Worker, reason: str = "") -> Worker:
         call_fn=lambda _token: provider.unblock(worker=worker, reason=reason or "unblocked"),
         worker=worker,
     )
-    return worker_unblock(worker=worker)
+    return worker_unblock(worker=worker, by=by)
 
 
 def workers_notify(*, workers: list[Worker], subject: str, message: str) -> dict:
@@ -524,14 +526,16 @@ def stage_auto_review(*, stage: Stage, now: dt.datetime | None = None) -> Review
     if threshold > 0:
         offenders = (
             Assignment.objects.filter(stage__project_id=stage.project_id,
-                                      status=AssignmentStatus.REJECTED,
-                                      worker__status=WorkerStatus.ACTIVE)
+                                      status=AssignmentStatus.REJECTED)
+            .exclude(worker_id__in=blocked_worker_ids_for(stage.project))
             .values("worker").annotate(n=Count("pk")).filter(n__gte=threshold)
         )
         for row in offenders:
             worker = Worker.objects.get(pk=row["worker"])
             try:
-                worker_block_everywhere(worker=worker, reason=f"{row['n']} rejected assignments")
+                # The study's own rule: it blocks for the project's researcher, not globally.
+                worker_block_everywhere(worker=worker, reason=f"{row['n']} rejected assignments",
+                                        by=stage.project.owner)
                 report.blocked += 1
             except Exception as exc:
                 report.errors.append(f"block {worker}: {exc}")

@@ -1,26 +1,45 @@
 """Writes on workers. Blocking is one function so that provider code can extend it (e.g. also
-block the worker on MTurk) without the admin or the API changing."""
+block the worker on MTurk) without the admin or the API changing.
+
+Who a block stops: a superuser's block (or one with no researcher, as automatic rules on an
+ownerless project set) is global, `Worker.status = BLOCKED`; a staff researcher's block is a
+`WorkerBlock` that applies to the projects that researcher owns or that are shared with them
+(`annotation.selectors.blocked_worker_ids_for`), never to other researchers' studies.
+"""
 from __future__ import annotations
 
 from django.db import transaction
 
-from annotation.models import Worker, WorkerStatus
+from annotation.models import Worker, WorkerBlock, WorkerStatus
+
+
+def _is_global(by) -> bool:
+    return by is None or getattr(by, "is_superuser", False)
 
 
 @transaction.atomic
-def worker_block(*, worker: Worker, reason: str) -> Worker:
-    """Mark a worker blocked: they get no new assignments. Blocking again updates the reason."""
+def worker_block(*, worker: Worker, reason: str, by=None) -> Worker:
+    """Block a worker: globally when `by` is a superuser or None, else for `by`'s projects.
+    Blocking again updates the reason."""
     worker = Worker.objects.select_for_update().get(pk=worker.pk)
-    worker.status = WorkerStatus.BLOCKED
-    worker.blocked_reason = reason.strip()
-    worker.save(update_fields=["status", "blocked_reason"])
+    if _is_global(by):
+        worker.status = WorkerStatus.BLOCKED
+        worker.blocked_reason = reason.strip()
+        worker.save(update_fields=["status", "blocked_reason"])
+    else:
+        WorkerBlock.objects.update_or_create(worker=worker, researcher=by,
+                                             defaults={"reason": reason.strip()})
     return worker
 
 
 @transaction.atomic
-def worker_unblock(*, worker: Worker) -> Worker:
-    """Let a blocked worker take assignments again; unblocking an active worker is a no-op."""
+def worker_unblock(*, worker: Worker, by=None) -> Worker:
+    """Lift the block `by` set (a superuser or None: the global one); a no-op when there is
+    none."""
     worker = Worker.objects.select_for_update().get(pk=worker.pk)
+    if not _is_global(by):
+        WorkerBlock.objects.filter(worker=worker, researcher=by).delete()
+        return worker
     if worker.status == WorkerStatus.ACTIVE and not worker.blocked_reason:
         return worker
     worker.status = WorkerStatus.ACTIVE

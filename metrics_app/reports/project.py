@@ -10,7 +10,8 @@ import numpy as np
 from django.db.models import Max, TextField
 from django.db.models.functions import Cast
 
-from annotation.models import Item, Judgment, Project, Stage, TaskKind, Worker
+from annotation.models import Item, Judgment, Project, Stage, TaskKind
+from annotation.selectors import blocked_worker_ids_for
 
 from ..models import Report
 from .agreement import agreement_report
@@ -96,16 +97,16 @@ def item_fingerprint(*, project: Project) -> str:
     return digest.hexdigest()
 
 
-def with_current_worker_status(report: dict) -> dict:
-    """The report with each worker's status read now: blocking a worker adds no judgment, so a
+def with_current_worker_status(report: dict, *, project: Project) -> dict:
+    """The report with each worker's status for this project read now ("blocked" when blocked
+    globally or by one of the project's researchers): blocking a worker adds no judgment, so a
     cached report would show them active until the next judgment arrives."""
     workers = report.get("workers") or []
     if not workers:
         return report
-    status = dict(Worker.objects.filter(pk__in=[w["worker_id"] for w in workers])
-                  .values_list("pk", "status"))
-    return {**report, "workers": [{**w, "status": status.get(w["worker_id"], w["status"])}
-                                  for w in workers]}
+    blocked = blocked_worker_ids_for(project)
+    return {**report, "workers": [
+        {**w, "status": "blocked" if w["worker_id"] in blocked else "active"} for w in workers]}
 
 
 def cached_project_report(
@@ -120,8 +121,9 @@ def cached_project_report(
         if (cached is not None
                 and cached.judgment_watermark == judgment_watermark(project=project, stage=stage)
                 and cached.data.get("item_fingerprint") == item_fingerprint(project=project)):
-            return with_current_worker_status(cached.data)
-    return report_refresh(project=project, stage=stage, group_by=group_by)
+            return with_current_worker_status(cached.data, project=project)
+    return with_current_worker_status(
+        report_refresh(project=project, stage=stage, group_by=group_by), project=project)
 
 
 def _cached_row(*, project: Project, stage: Stage | None, group_by: str | None) -> Report | None:

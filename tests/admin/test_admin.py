@@ -95,7 +95,7 @@ EXPECTED = {
 
 
 # Shown only as inlines of their parent's admin page.
-INLINE_ONLY = {"annotation.HitItem", "annotation.AssignmentItem",
+INLINE_ONLY = {"annotation.HitItem", "annotation.AssignmentItem", "annotation.WorkerBlock",
                "metrics_app.ModelVersionEvent"}
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from annotation.models import StageKind, TaskKind, WorkerStatus
+from annotation.models import StageKind, TaskKind, WorkerBlock, WorkerStatus
+from annotation.selectors import blocked_worker_ids_for
 from metrics_app.models import Report
 from tests.factories import (
     make_item,
@@ -88,8 +89,11 @@ def test_block_action_blocks_a_worker_of_this_project_only(client, ab_project):
     response = client.post(url, {"reason": "lowers agreement"})
     assert response.status_code == 302
     workers[2].refresh_from_db()
-    assert workers[2].status == WorkerStatus.BLOCKED
-    assert workers[2].blocked_reason == "lowers agreement"
+    # A researcher's block applies to their projects, not globally (#13).
+    assert workers[2].status == WorkerStatus.ACTIVE
+    block = WorkerBlock.objects.get(worker=workers[2])
+    assert (block.researcher, block.reason) == (owner, "lowers agreement")
+    assert workers[2].pk in blocked_worker_ids_for(project)
     # The dashboard (its report cached before the block) shows the worker as blocked at once.
     page = client.get(reverse("metrics:project-dashboard", args=[project.slug])).content.decode()
     assert page.count('class="block"') == 2
@@ -98,6 +102,7 @@ def test_block_action_blocks_a_worker_of_this_project_only(client, ab_project):
     assert client.post(other).status_code == 404
     outsider.refresh_from_db()
     assert outsider.status == WorkerStatus.ACTIVE
+    assert not WorkerBlock.objects.filter(worker=outsider).exists()
 
 
 def test_refresh_task_recomputes_stale_projects(ab_project, settings):

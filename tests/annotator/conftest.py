@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from annotation.models import ExperimentMode, StageStatus, TaskKind
+from annotation.models import ExperimentMode, Provider, StageStatus, TaskKind
 from tests.factories import (
     item_content,
     item_gold,
@@ -26,7 +26,8 @@ LIKERT_QA = [
 ]
 
 
-def make_task(kind: str, *, n_items: int = 3, mode: str = "", group: str = "", **project_fields):
+def make_task(kind: str, *, n_items: int = 3, mode: str = "", group: str = "",
+              provider: str = Provider.INHOUSE, **project_fields):
     project_fields.setdefault("items_per_hit", n_items)
     if kind == TaskKind.MC:
         project_fields.setdefault("experiment_mode", mode or ExperimentMode.QA)
@@ -41,7 +42,7 @@ def make_task(kind: str, *, n_items: int = 3, mode: str = "", group: str = "", *
             content["passage"] = SHARED_PASSAGE
             content["question"], content["references"], content["candidate"] = LIKERT_QA[n % 3]
         items.append(make_item(project, gold=item_gold(kind), group_key=group, content=content))
-    stage = make_stage(project, status=StageStatus.PUBLISHED)
+    stage = make_stage(project, status=StageStatus.PUBLISHED, provider=provider)
     return project, stage, items
 
 

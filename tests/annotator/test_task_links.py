@@ -7,14 +7,16 @@ import re
 import pytest
 from django.core.management import call_command
 
-from annotation.models import Assignment, Hit, Provider, TaskKind
+from annotation.models import Assignment, Hit, Provider, StageStatus, TaskKind
 from tests.annotator.conftest import make_task
+from tests.factories import make_stage
 
 pytestmark = pytest.mark.django_db
 
 
 def test_task_links_open_the_task_in_house_and_as_a_simulated_mturk_worker(client):
     project, stage, items = make_task(TaskKind.LIKERT, group="p1")
+    make_stage(project, provider=Provider.MTURK, status=StageStatus.PUBLISHED)
     out = io.StringIO()
     call_command("task_links", "--base-url", "http://testserver", stdout=out)
     urls = re.findall(r"http://testserver(\S+)", out.getvalue())

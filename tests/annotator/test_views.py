@@ -136,12 +136,16 @@ def test_task_pages_may_be_framed_by_mturk_only_and_other_pages_not_at_all(clien
     done = api(client, "task-submit", token,
                {"answers": [{"item": i, "score": 3} for i in page_config(response)["items"]]})
     assert_not_frameable(client.get(done.json()["complete_url"]))  # in-house completion
-    prolific = client.get(reverse("annotation:task-prolific", kwargs={"stage_id": stage.pk})
+    prolific_stage = make_stage(project, provider=Provider.PROLIFIC,
+                                status=StageStatus.PUBLISHED)
+    prolific = client.get(reverse("annotation:task-prolific",
+                                  kwargs={"stage_id": prolific_stage.pk})
                           + "?PROLIFIC_PID=P1&STUDY_ID=S&SESSION_ID=S1")
     assert prolific.status_code == 200
     assert_not_frameable(prolific)
 
-    make_hit(stage, items=items, external_id="HITF")
+    stage = make_stage(project, provider=Provider.MTURK, status=StageStatus.PUBLISHED)
+    make_hit(stage, items=items, external_id="HITF", max_assignments=3)
     preview = client.get(mturk_url(stage, assignmentId="ASSIGNMENT_ID_NOT_AVAILABLE",
                                    hitId="HITF"))
     assert_mturk_frameable(preview)
@@ -169,7 +173,7 @@ def mturk_url(stage, **params):
 
 
 def test_mturk_preview_shows_the_first_item_read_only_without_an_assignment(client):
-    project, stage, items = make_task(TaskKind.MC, mode=ExperimentMode.QA)
+    project, stage, items = make_task(TaskKind.MC, mode=ExperimentMode.QA, provider=Provider.MTURK)
     make_hit(stage, items=items, external_id="HITP")
     response = client.get(mturk_url(stage, assignmentId="ASSIGNMENT_ID_NOT_AVAILABLE",
                                     hitId="HITP"))
@@ -196,7 +200,7 @@ def shown_texts(response, css_class: str) -> list[str]:
 def test_mturk_preview_shuffles_the_answers_stably_and_never_marks_the_correct_one(client, kind):
     # STARC role A is the correct answer: an identity-order preview would show it as (a) on
     # every HIT, qualification HITs included.
-    project, stage, items = make_task(kind, mode=ExperimentMode.QA if kind == TaskKind.MC else "")
+    project, stage, items = make_task(kind, mode=ExperimentMode.QA if kind == TaskKind.MC else "", provider=Provider.MTURK)
     content = items[0].content
     if kind == TaskKind.MC:
         roles, css = content["answers"], "option-text"
@@ -223,7 +227,7 @@ def test_mturk_preview_shuffles_the_answers_stably_and_never_marks_the_correct_o
 @pytest.mark.reliability
 @pytest.mark.parametrize("status", [StageStatus.DRAFT, StageStatus.CLOSED])
 def test_mturk_preview_of_a_stage_that_is_not_open_is_refused(client, status):
-    project, stage, items = make_task(TaskKind.MC, mode=ExperimentMode.QA)
+    project, stage, items = make_task(TaskKind.MC, mode=ExperimentMode.QA, provider=Provider.MTURK)
     make_hit(stage, items=items, external_id="HITC")
     stage.status = status
     stage.save(update_fields=["status"])
@@ -237,7 +241,7 @@ def test_mturk_preview_of_a_stage_that_is_not_open_is_refused(client, status):
 
 @pytest.mark.reliability
 def test_mturk_parameters_must_match_the_stored_hit_and_assignment(client):
-    project, stage, items = make_task(TaskKind.LIKERT)
+    project, stage, items = make_task(TaskKind.LIKERT, provider=Provider.MTURK)
     make_hit(stage, items=items, external_id="HIT1")
     ok = client.get(mturk_url(stage, assignmentId="ASG1", hitId="HIT1", workerId="W1",
                               turkSubmitTo="https://workersandbox.mturk.com"))
@@ -256,7 +260,7 @@ def test_mturk_parameters_must_match_the_stored_hit_and_assignment(client):
 
 
 def test_mturk_completion_posts_back_to_turk_submit_to_and_reopening_shows_it_again(client):
-    project, stage, items = make_task(TaskKind.LIKERT)
+    project, stage, items = make_task(TaskKind.LIKERT, provider=Provider.MTURK)
     make_hit(stage, items=items, external_id="HIT1")
     url = mturk_url(stage, assignmentId="ASG1", hitId="HIT1", workerId="W1",
                     turkSubmitTo="https://workersandbox.mturk.com")
@@ -281,7 +285,7 @@ def test_mturk_completion_posts_back_to_turk_submit_to_and_reopening_shows_it_ag
 
 @override_settings(PROLIFIC_COMPLETION_URL="https://prolific.test/complete")
 def test_prolific_session_checks_and_completion_redirect(client):
-    project, stage, items = make_task(TaskKind.AB)
+    project, stage, items = make_task(TaskKind.AB, provider=Provider.PROLIFIC)
     stage.settings = {"prolific_study_id": "STUDY1", "prolific_completion_code": "C0DE42"}
     stage.save(update_fields=["settings"])
     base = reverse("annotation:task-prolific", kwargs={"stage_id": stage.pk})

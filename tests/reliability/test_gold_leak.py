@@ -25,6 +25,7 @@ from annotation.models import (
     Hit,
     Item,
     Judgment,
+    Provider,
     StageKind,
     TaskKind,
 )
@@ -125,22 +126,26 @@ def api(client, name: str, token: str, body: dict):
 @pytest.mark.parametrize("kind,mode", TASK_KINDS)
 def test_no_real_gold_in_any_page_or_json_of_any_provider(client, kind, mode):
     project, stage, items = make_task(kind, mode=mode, n_items=N_ITEMS,
-                                      redundancy={"default": 10})
+                                      redundancy={"default": 10}, provider=Provider.MTURK)
+    # Each entry point serves only its own provider's stages: one stage per provider.
+    prolific_stage = make_stage(project, provider=Provider.PROLIFIC, status=stage.status)
+    inhouse_stage = make_stage(project, provider=Provider.INHOUSE, status=stage.status)
     leak_role = plant_gold(kind, items)
     items = [Item.objects.get(pk=item.pk) for item in items]
     by_id = {item.pk: item for item in items}
     make_judgment(item=items[0], stage=stage, justification=OTHER_WORKER,
                   extra={"note": OTHER_WORKER})
     # A qualification stage too: its HITs are where a leaked answer is worth most.
-    qualification = make_stage(project, kind=StageKind.QUALIFICATION, status=stage.status)
-    make_hit(stage, items=items, external_id="HIT-LEAK")
+    qualification = make_stage(project, kind=StageKind.QUALIFICATION, status=stage.status,
+                               provider=Provider.MTURK)
+    make_hit(stage, items=items, external_id="HIT-LEAK", max_assignments=3)
     make_hit(qualification, items=items, external_id="HIT-QUAL")
     for n in range(N_PREVIEWS):
         make_hit(stage, items=items, external_id=f"HIT-PREVIEW-{n}")
 
     mturk = reverse("annotation:task-mturk", kwargs={"stage_id": stage.pk})
-    prolific = reverse("annotation:task-prolific", kwargs={"stage_id": stage.pk})
-    _, inhouse = inhouse_link_create(worker=make_worker(), project=project, stage=stage)
+    prolific = reverse("annotation:task-prolific", kwargs={"stage_id": prolific_stage.pk})
+    _, inhouse = inhouse_link_create(worker=make_worker(), project=project, stage=inhouse_stage)
     pages = {
         "mturk preview": mturk + "?" + urlencode(
             {"assignmentId": "ASSIGNMENT_ID_NOT_AVAILABLE", "hitId": "HIT-LEAK"}),
@@ -197,7 +202,8 @@ def test_no_real_gold_in_any_page_or_json_of_any_provider(client, kind, mode):
         done = client.get(submitted.json()["complete_url"])
         assert done.status_code == 200
         assert_clean(done.content.decode(), f"{name} completion page")
-    assert Judgment.objects.filter(stage=stage).count() == 1 + 3 * N_ITEMS
+    assert Judgment.objects.filter(
+        stage__in=[stage, prolific_stage, inhouse_stage]).count() == 1 + 3 * N_ITEMS
     if leak_role:
         # A correct/preferred role pinned to one position (identity order) would show here; by
         # chance all in one place: about 2^-17 for A/B, far less for STARC.

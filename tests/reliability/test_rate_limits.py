@@ -16,7 +16,7 @@ from django.core.cache import cache
 from django.test import override_settings
 from django.urls import reverse
 
-from annotation.models import TaskKind
+from annotation.models import Provider, TaskKind
 from tests.annotator.conftest import make_task
 from tests.conftest import REPO_ROOT
 from tests.factories import make_hit
@@ -63,7 +63,7 @@ def autosave(client, token: str, **extra):
 
 @override_settings(QAJ_TASK_RATE_LIMITS=LIMITS)
 def test_two_mturk_workers_on_one_address_and_path_have_their_own_page_buckets(client):
-    project, stage, items = make_task(TaskKind.LIKERT)
+    project, stage, items = make_task(TaskKind.LIKERT, provider=Provider.MTURK)
     for worker_id in ("W1", "W2"):
         make_hit(stage, items=items, external_id=f"HIT-{worker_id}")
     first = [mturk_get(client, stage, "W1").status_code for _ in range(4)]
@@ -76,7 +76,7 @@ def test_two_mturk_workers_on_one_address_and_path_have_their_own_page_buckets(c
 
 @override_settings(QAJ_TASK_RATE_LIMITS=LIMITS)
 def test_two_prolific_participants_on_one_address_have_their_own_page_buckets(client):
-    project, stage, items = make_task(TaskKind.AB)
+    project, stage, items = make_task(TaskKind.AB, provider=Provider.PROLIFIC)
     assert [prolific_get(client, stage, "P1").status_code for _ in range(4)] == \
         [200, 200, 200, 429]
     assert prolific_get(client, stage, "P2").status_code == 200
@@ -84,7 +84,7 @@ def test_two_prolific_participants_on_one_address_have_their_own_page_buckets(cl
 
 @override_settings(QAJ_TASK_RATE_LIMITS=LIMITS)
 def test_json_calls_are_limited_per_assignment_not_per_proxy_address(client):
-    project, stage, items = make_task(TaskKind.LIKERT, n_items=4, items_per_hit=2)
+    project, stage, items = make_task(TaskKind.LIKERT, n_items=4, items_per_hit=2, provider=Provider.PROLIFIC)
     tokens = [token_of(prolific_get(client, stage, pid)) for pid in ("P1", "P2")]
     assert [autosave(client, tokens[0]).status_code for _ in range(3)] == [200, 200, 429]
     assert autosave(client, tokens[1]).status_code == 200
@@ -92,7 +92,7 @@ def test_json_calls_are_limited_per_assignment_not_per_proxy_address(client):
 
 @override_settings(QAJ_TASK_RATE_LIMITS=LIMITS)
 def test_forwarded_for_is_ignored_unless_the_proxy_header_is_trusted(client):
-    project, stage, items = make_task(TaskKind.LIKERT)
+    project, stage, items = make_task(TaskKind.LIKERT, provider=Provider.MTURK)
     make_hit(stage, items=items, external_id="HIT-W1")
     statuses = [mturk_get(client, stage, "W1", HTTP_X_FORWARDED_FOR=f"192.0.2.{n}").status_code
                 for n in range(4)]
@@ -101,7 +101,7 @@ def test_forwarded_for_is_ignored_unless_the_proxy_header_is_trusted(client):
 
 @override_settings(QAJ_TASK_RATE_LIMITS=LIMITS, QAJ_TRUSTED_PROXY_HEADER="X-Forwarded-For")
 def test_trusted_proxy_header_gives_each_client_address_its_own_bucket(client):
-    project, stage, items = make_task(TaskKind.LIKERT)
+    project, stage, items = make_task(TaskKind.LIKERT, provider=Provider.MTURK)
     make_hit(stage, items=items, external_id="HIT-W1")
     # The proxy appends the address it saw; what the client put before it is ignored.
     statuses = [mturk_get(client, stage, "W1",
@@ -113,7 +113,7 @@ def test_trusted_proxy_header_gives_each_client_address_its_own_bucket(client):
 
 
 def test_an_unavailable_cache_does_not_take_the_task_pages_down(client):
-    project, stage, items = make_task(TaskKind.LIKERT)
+    project, stage, items = make_task(TaskKind.LIKERT, provider=Provider.MTURK)
     make_hit(stage, items=items, external_id="HIT-W1")
     with mock.patch.object(cache, "add", side_effect=ConnectionError("cache down")):
         response = mturk_get(client, stage, "W1")

@@ -15,11 +15,11 @@ from django.conf import settings
 from django.test import override_settings
 from django.urls import reverse
 
-from annotation.models import TaskKind
+from annotation.models import Provider, TaskKind
 from annotation.services.access import inhouse_link_create
 from tests.annotator.conftest import make_task
 from tests.conftest import REPO_ROOT
-from tests.factories import make_hit, make_worker
+from tests.factories import make_hit, make_stage, make_worker
 
 pytestmark = pytest.mark.reliability
 
@@ -131,8 +131,9 @@ def test_every_page_has_a_csp_and_only_task_pages_may_be_framed_by_mturk(client,
         assert task["X-Frame-Options"] == "DENY"
         csp = task["Content-Security-Policy"]
         assert "frame-ancestors 'none'" in csp, csp
-        make_hit(stage, items=items, external_id="HITSEC")
-        mturk = client.get(reverse("annotation:task-mturk", kwargs={"stage_id": stage.pk})
+        mturk_stage = make_stage(project, provider=Provider.MTURK, status=stage.status)
+        make_hit(mturk_stage, items=items, external_id="HITSEC")
+        mturk = client.get(reverse("annotation:task-mturk", kwargs={"stage_id": mturk_stage.pk})
                            + "?assignmentId=ASSIGNMENT_ID_NOT_AVAILABLE&hitId=HITSEC")
         assert mturk.status_code == 200
         assert "X-Frame-Options" not in mturk

@@ -1,11 +1,13 @@
-"""Print task-page links for open stages: a personal in-house link, and a simulated MTurk HIT.
+"""Print task-page links for open stages, each through its own provider's entry point.
 
     python manage.py task_links [--project SLUG ...] [--worker NAME] [--base-url URL] [--no-mturk]
 
-The in-house link is what a researcher sends an expert (signed, revocable in the admin). The
-simulated MTurk URL opens the same page the way MTurk's ExternalQuestion iframe would, with a
-local HIT (provider "in-house", so no provider sync ever touches it) and a made-up worker id;
-its preview URL shows what a worker sees before accepting.
+An in-house stage gets a personal in-house link (what a researcher sends an expert: signed,
+revocable in the admin). An MTurk stage gets a simulated HIT: the page the way MTurk's
+ExternalQuestion iframe opens it, with a local HIT row (provider "in-house", so no provider sync
+ever touches it) and a made-up worker id, plus its preview URL. A Prolific stage gets the URL
+Prolific would open, with a made-up participant. Entry points serve only their own provider's
+stages, so an in-house stage has no MTurk URL.
 """
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ from annotation.services.assignments import OPEN_STAGE_STATUSES, items_pick_next
 
 
 class Command(BaseCommand):
-    help = "Print in-house and simulated-MTurk task links for every open stage."
+    help = "Print a task link for every open stage (in-house, simulated MTurk or Prolific)."
 
     def add_arguments(self, parser):
         parser.add_argument("--project", action="append", default=[],
@@ -50,12 +52,21 @@ class Command(BaseCommand):
                 continue
             self.stdout.write(self.style.MIGRATE_HEADING(f"{proj.title} [{proj.slug}]"))
             for stage in stages:
-                _, path = inhouse_link_create(worker=annotator, project=proj, stage=stage)
-                self.stdout.write(f"  {stage.name}: in-house  {base}{path}")
-                if not no_mturk:
+                if stage.provider == Provider.INHOUSE:
+                    _, path = inhouse_link_create(worker=annotator, project=proj, stage=stage)
+                    self.stdout.write(f"  {stage.name}: in-house  {base}{path}")
+                elif stage.provider == Provider.PROLIFIC:
+                    page = base + reverse("annotation:task-prolific",
+                                          kwargs={"stage_id": stage.pk})
+                    params = {"PROLIFIC_PID": f"SIMPID{secrets.token_hex(4).upper()}",
+                              "STUDY_ID": (stage.settings or {}).get("prolific_study_id")
+                              or "SIMSTUDY",
+                              "SESSION_ID": f"SIMSESSION{secrets.token_hex(4).upper()}"}
+                    self.stdout.write(f"  {stage.name}: Prolific  {page}?{urlencode(params)}")
+                elif stage.provider == Provider.MTURK and not no_mturk:
                     hit = self._simulated_hit(stage)
                     if hit is None:
-                        self.stdout.write("    (no items left for a simulated HIT)")
+                        self.stdout.write(f"  {stage.name}: (no items left for a simulated HIT)")
                         continue
                     page = base + reverse("annotation:task-mturk", kwargs={"stage_id": stage.pk})
                     preview = {"assignmentId": "ASSIGNMENT_ID_NOT_AVAILABLE",
@@ -63,8 +74,8 @@ class Command(BaseCommand):
                     accepted = {"assignmentId": f"SIMASG{secrets.token_hex(6).upper()}",
                                 "hitId": hit.external_id,
                                 "workerId": f"SIMWORKER{secrets.token_hex(3).upper()}"}
-                    self.stdout.write(f"    MTurk preview   {page}?{urlencode(preview)}")
-                    self.stdout.write(f"    MTurk accepted  {page}?{urlencode(accepted)}")
+                    self.stdout.write(f"  {stage.name}: MTurk preview   {page}?{urlencode(preview)}")
+                    self.stdout.write(f"  {stage.name}: MTurk accepted  {page}?{urlencode(accepted)}")
 
     @transaction.atomic
     def _simulated_hit(self, stage: Stage) -> Hit | None:
