@@ -81,9 +81,9 @@ def blocked_worker_ids_for(project: Project) -> set[int]:
 
 
 def worker_is_blocked_for(*, worker: Worker, project: Project) -> bool:
-    if worker.status == WorkerStatus.BLOCKED:
-        return True
-    return _researchers_of(project).filter(worker_id=worker.pk).exists()
+    """One query, read fresh: a block set while the worker's page was open counts at once."""
+    return Worker.objects.filter(pk=worker.pk).filter(
+        Q(status=WorkerStatus.BLOCKED) | Q(pk__in=_researchers_of(project))).exists()
 
 
 # --- Items and judgments ------------------------------------------------------------------------

@@ -1,0 +1,230 @@
+"""Who may submit (issue #13, points 1-5): each entry point serves only its own provider's
+stages, an open page loses its permission with the link/worker/stage, MTurk pages respect the
+HIT's MaxAssignments, a researcher's block stays in their projects, and the API is for staff."""
+from __future__ import annotations
+
+from datetime import timedelta
+from urllib.parse import urlencode
+
+import pytest
+from django.test import override_settings
+from django.urls import reverse
+from django.utils import timezone
+from rest_framework.test import APIClient
+
+from annotation.models import (
+    Assignment,
+    Judgment,
+    Provider,
+    StageStatus,
+    TaskKind,
+    Worker,
+    WorkerBlock,
+    WorkerStatus,
+)
+from annotation.services.access import inhouse_link_create, inhouse_link_revoke
+from annotation.services.assignments import (
+    NoItemsAvailable,
+    WorkerBlocked,
+    assignment_release_abandoned,
+    assignment_start,
+)
+from tests.annotator.conftest import make_task
+from tests.annotator.test_views import api, page_config
+from tests.factories import make_hit, make_judgment, make_stage, make_user, make_worker
+
+pytestmark = [pytest.mark.django_db, pytest.mark.reliability]
+
+
+def _answers(config, score=4):
+    return {"answers": [{"item": i, "score": score} for i in config["items"]]}
+
+
+# --- 1. entry points --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("entry, provider", [
+    ("task-prolific", Provider.INHOUSE), ("task-prolific", Provider.MTURK),
+    ("task-mturk", Provider.INHOUSE), ("task-mturk", Provider.PROLIFIC),
+])
+def test_an_entry_point_never_serves_another_providers_stage(client, entry, provider):
+    project, stage, items = make_task(TaskKind.LIKERT, provider=provider)
+    make_hit(stage, items=items, external_id="HIT1", provider=Provider.MTURK)
+    params = ({"PROLIFIC_PID": "anyone", "STUDY_ID": "x", "SESSION_ID": "y"}
+              if entry == "task-prolific" else
+              {"assignmentId": "A1", "hitId": "HIT1", "workerId": "W1"})
+    workers_before = Worker.objects.count()
+    response = client.get(reverse(f"annotation:{entry}", kwargs={"stage_id": stage.pk})
+                          + "?" + urlencode(params))
+    assert response.status_code == 404
+    assert Worker.objects.count() == workers_before
+    assert not Assignment.objects.exists()
+
+
+def test_an_inhouse_link_pinned_to_a_crowd_stage_opens_nothing(client):
+    project, stage, items = make_task(TaskKind.LIKERT, provider=Provider.PROLIFIC)
+    _link, path = inhouse_link_create(worker=make_worker(), project=project, stage=stage)
+    response = client.get(path)
+    assert response.status_code == 403 and b"does not open a task" in response.content
+    assert not Assignment.objects.exists()
+
+
+# --- 2. an open page re-checks its permission -------------------------------------------------
+
+
+def _open_inhouse(client):
+    project, stage, items = make_task(TaskKind.LIKERT, owner=make_user())
+    worker = make_worker()
+    link, path = inhouse_link_create(worker=worker, project=project, stage=stage)
+    config = page_config(client.get(path))
+    return project, stage, worker, link, config
+
+
+@pytest.mark.parametrize("change, message", [
+    ("revoke link", b"revoked"),
+    ("block worker", b"can no longer take part"),
+    ("close stage", b"closed this task"),
+])
+def test_autosave_and_submit_refuse_once_the_permission_is_gone(client, change, message):
+    project, stage, worker, link, config = _open_inhouse(client)
+    assert api(client, "task-autosave", config["token"], {"draft": {"a": 1}}).status_code == 200
+    if change == "revoke link":
+        inhouse_link_revoke(link=link)
+    elif change == "block worker":
+        from annotation.services.workers import worker_block
+
+        worker_block(worker=worker, reason="spam", by=project.owner)
+    else:
+        stage.status = StageStatus.CLOSED
+        stage.save(update_fields=["status"])
+    saved = api(client, "task-autosave", config["token"], {"draft": {"a": 2}})
+    submitted = api(client, "task-submit", config["token"], _answers(config))
+    for response in (saved, submitted):
+        assert response.status_code == 403
+        assert message in response.content and response.json()["ok"] is False
+    assert not Judgment.objects.exists()
+    assert Assignment.objects.get().draft == {"a": 1}
+
+
+def test_a_page_token_expires(client):
+    _project, _stage, _worker, _link, config = _open_inhouse(client)
+    with override_settings(QAJ_TASK_TOKEN_MAX_AGE_SECONDS=-1):
+        response = api(client, "task-submit", config["token"], _answers(config))
+    assert response.status_code == 403 and response.json()["code"] == "token_expired"
+    assert "Reload" in response.json()["message"]
+    assert not Judgment.objects.exists()
+
+
+def test_a_submitted_assignment_still_answers_a_repeated_submit_after_the_stage_closes(client):
+    _project, stage, _worker, _link, config = _open_inhouse(client)
+    assert api(client, "task-submit", config["token"], _answers(config)).status_code == 200
+    stage.status = StageStatus.CLOSED
+    stage.save(update_fields=["status"])
+    count = Judgment.objects.count()
+    again = api(client, "task-submit", config["token"], _answers(config))
+    assert again.status_code == 200 and again.json()["ok"]
+    assert Judgment.objects.count() == count
+
+
+# --- 3. MaxAssignments ------------------------------------------------------------------------
+
+
+def _mturk_url(stage, assignment_id, worker_id, hit_id="HITMAX"):
+    return (reverse("annotation:task-mturk", kwargs={"stage_id": stage.pk}) + "?"
+            + urlencode({"assignmentId": assignment_id, "hitId": hit_id,
+                         "workerId": worker_id}))
+
+
+def test_made_up_assignments_never_exceed_the_hits_max_assignments(client):
+    project, stage, items = make_task(TaskKind.LIKERT, provider=Provider.MTURK)
+    hit = make_hit(stage, items=items, external_id="HITMAX", max_assignments=2)
+    pages = [client.get(_mturk_url(stage, f"FAKE{n}", f"W{n}")) for n in range(5)]
+    assert Assignment.objects.filter(hit=hit).count() == 2
+    for page in pages[2:]:
+        assert b"no assignments left" in page.content
+        assert b"task-config" not in page.content  # no task, no token
+    # MTurk's own duration passes with no submission the provider ever listed: the sweep
+    # releases the unconfirmed assignments, which frees the slots.
+    Assignment.objects.filter(hit=hit).update(started_at=timezone.now() - timedelta(days=2))
+    assert assignment_release_abandoned() == 2
+    assert client.get(_mturk_url(stage, "REAL1", "WREAL")).status_code == 200
+    assert client.get(_mturk_url(stage, "REAL2", "WREAL2")).status_code == 200
+    with pytest.raises(NoItemsAvailable):
+        assignment_start(stage=stage, worker=make_worker(provider=Provider.MTURK), hit=hit,
+                         external_id="FAKE-X")
+
+
+# --- 4. blocks stay with the researcher who set them ------------------------------------------
+
+
+def test_a_researchers_block_does_not_reach_another_researchers_projects(client):
+    alice, bob = make_user("alice"), make_user("bob")
+    alice_project, alice_stage, alice_items = make_task(TaskKind.AB, owner=alice)
+    bob_project, bob_stage, _ = make_task(TaskKind.AB, owner=bob)
+    worker = make_worker()
+    make_judgment(item=alice_items[0], stage=alice_stage, worker=worker)
+    client.force_login(alice)
+    url = reverse("metrics:worker-block", args=[alice_project.slug, worker.pk])
+    assert client.post(url, {"reason": "random answers"}).status_code == 302
+    worker.refresh_from_db()
+    assert worker.status == WorkerStatus.ACTIVE
+    assert WorkerBlock.objects.get(worker=worker).researcher == alice
+    with pytest.raises(WorkerBlocked):
+        assignment_start(stage=make_stage(alice_project, status=StageStatus.PUBLISHED),
+                         worker=worker)
+    assert assignment_start(stage=bob_stage, worker=worker).worker == worker
+    # A superuser's block is global.
+    from annotation.services.workers import worker_block
+
+    worker_block(worker=worker, reason="fraud", by=make_user("root", superuser=True))
+    with pytest.raises(WorkerBlocked):
+        assignment_start(stage=make_stage(bob_project, status=StageStatus.PUBLISHED),
+                         worker=worker)
+
+
+def test_the_worker_admin_shows_a_researcher_only_their_projects_totals(client):
+    alice, bob = make_user("alice"), make_user("bob")
+    _p, alice_stage, alice_items = make_task(TaskKind.AB, owner=alice)
+    _q, bob_stage, bob_items = make_task(TaskKind.AB, owner=bob)
+    worker = make_worker()
+    make_judgment(item=alice_items[0], stage=alice_stage, worker=worker)
+    for item in bob_items:
+        make_judgment(item=item, stage=bob_stage, worker=worker)
+    client.force_login(alice)
+    page = client.get(reverse("admin:annotation_worker_changelist"))
+    assert page.status_code == 200
+    row = page.context["cl"].result_list.get(pk=worker.pk)
+    assert row.n_judgments == 1
+    client.force_login(bob)
+    row = client.get(reverse("admin:annotation_worker_changelist")).context["cl"]\
+        .result_list.get(pk=worker.pk)
+    assert row.n_judgments == len(bob_items)
+
+
+# --- 5. the researcher API is for staff -------------------------------------------------------
+
+
+def test_a_non_staff_token_cannot_create_import_or_score():
+    from rest_framework.authtoken.models import Token
+
+    outsider = make_user("outsider", staff=False)
+    project, _stage, _items = make_task(TaskKind.LIKERT, owner=outsider)
+    api_client = APIClient()
+    api_client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=outsider)}")
+    attempts = [
+        api_client.get("/api/projects/"),
+        api_client.post("/api/projects/", {"slug": "x", "title": "X", "kind": "likert"},
+                        format="json"),
+        api_client.post(f"/api/projects/{project.slug}/items/bulk/", {"items": []},
+                        format="json"),
+        api_client.post("/api/metrics/score/", {"metrics": ["f1"], "items": []},
+                        format="json"),
+        api_client.get(f"/api/metrics/projects/{project.slug}/report/"),
+    ]
+    for response in attempts:
+        assert response.status_code == 403, response.content
+        assert "staff" in response.json()["detail"]
+    staff = APIClient()
+    staff.force_authenticate(make_user("researcher2"))
+    assert staff.get("/api/projects/").status_code == 200
+    assert APIClient().get("/api/projects/").status_code == 401
