@@ -86,6 +86,57 @@ def worker_is_blocked_for(*, worker: Worker, project: Project) -> bool:
         Q(status=WorkerStatus.BLOCKED) | Q(pk__in=_researchers_of(project))).exists()
 
 
+# --- Which judgments count ---------------------------------------------------------------------
+
+# Work the study did not accept: rejected on review, returned (a participant asked to return the
+# study, or an assignment the provider says was returned), or flagged because the provider never
+# listed the submission. Accepted and still-pending work (in progress, submitted, approved)
+# counts, and so do judgments without an assignment (imported ones).
+NOT_COUNTED_ASSIGNMENT_STATUSES = (AssignmentStatus.REJECTED, AssignmentStatus.RETURNED,
+                                   AssignmentStatus.FLAGGED)
+
+
+def judgments_that_count(queryset: QuerySet[Judgment] | None = None, *,
+                         project: Project | None = None, data_stages_only: bool = True,
+                         include_rejected: bool = False) -> QuerySet[Judgment]:
+    """THE counting rule, used by exports, aggregates, reports, dashboards, stage gates and LERC
+    datasets. A judgment counts when
+
+    - its stage holds data: not practice, not qualification (those test the workers; they are
+      kept apart and read with `data_stages_only=False` for worker-quality numbers);
+    - its assignment was not rejected, returned or flagged (NOT_COUNTED_ASSIGNMENT_STATUSES);
+    - its worker is not blocked for the project (`blocked_worker_ids_for`: a global block or one
+      by the project's owner or a researcher it is shared with).
+
+    `include_rejected=True` drops the last two conditions (audits: `export_data
+    --include-rejected`). Without `project` the blocked-worker condition needs `queryset` to be
+    one project's judgments; the project is then read from the caller's filter.
+    """
+    queryset = Judgment.objects.all() if queryset is None else queryset
+    if project is not None:
+        queryset = queryset.filter(item__project=project)
+    if data_stages_only:
+        queryset = queryset.exclude(stage__kind__in=NON_DATA_STAGE_KINDS)
+    if include_rejected:
+        return queryset
+    queryset = queryset.exclude(assignment__status__in=NOT_COUNTED_ASSIGNMENT_STATUSES)
+    if project is not None:
+        blocked = blocked_worker_ids_for(project)
+        if blocked:
+            queryset = queryset.exclude(worker_id__in=blocked)
+    return queryset
+
+
+def counting_fingerprint(*, project: Project) -> str:
+    """What the counting rule depends on besides the judgments themselves, which are
+    append-only: the not-counted assignments and the blocked workers. Cached reports compare it,
+    since rejecting work or blocking a worker adds no judgment."""
+    excluded = Judgment.objects.filter(
+        item__project=project, assignment__status__in=NOT_COUNTED_ASSIGNMENT_STATUSES
+    ).values_list("assignment_id", flat=True).distinct().order_by("assignment_id")
+    return f"{sorted(blocked_worker_ids_for(project))}:{list(excluded)}"
+
+
 # --- Items and judgments ------------------------------------------------------------------------
 
 

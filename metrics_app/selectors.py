@@ -3,13 +3,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from annotation.models import Judgment, Project, Stage, StageKind
+from annotation.models import Project, Stage
+from annotation.selectors import NON_DATA_STAGE_KINDS as NON_DATA_STAGE_KINDS
+from annotation.selectors import judgments_that_count
 
 from .aggregation import mean_by_item
-
-# Practice and qualification answers test the workers, not the items: they never count towards
-# an item's gold label.
-NON_DATA_STAGE_KINDS = (StageKind.PRACTICE, StageKind.QUALIFICATION)
 
 
 @dataclass(frozen=True)
@@ -31,12 +29,12 @@ class JudgmentRow:
 def judgment_rows(
     *, project: Project, stage: Stage | None = None, include_non_data_stages: bool = False
 ) -> list[JudgmentRow]:
-    """Every judgment of a project (or one stage) as light rows, ordered by id."""
-    queryset = Judgment.objects.filter(item__project=project)
+    """The judgments that count (`annotation.selectors.judgments_that_count`) of a project (or
+    one stage) as light rows, ordered by id."""
+    queryset = judgments_that_count(
+        project=project, data_stages_only=stage is None and not include_non_data_stages)
     if stage is not None:
         queryset = queryset.filter(stage=stage)
-    elif not include_non_data_stages:
-        queryset = queryset.exclude(stage__kind__in=NON_DATA_STAGE_KINDS)
     fields = [f for f in JudgmentRow.__dataclass_fields__]
     return [JudgmentRow(*values) for values in queryset.order_by("id").values_list(*fields)]
 

@@ -33,7 +33,8 @@ ITEM_FIELDS = {
 # Written by export_data for people reading the file; ignored on import.
 INFORMATIONAL_ITEM_FIELDS = {"kind", "project"}
 JUDGMENT_FIELDS = {"worker", "stage", *JudgmentRecord.VALUE_FIELDS}
-INFORMATIONAL_JUDGMENT_FIELDS = {"worker_provider", "stage_kind", "created_at"}
+INFORMATIONAL_JUDGMENT_FIELDS = {"worker_provider", "stage_kind", "created_at", "assignment_id",
+                                 "hit_id", "provider_assignment_id", "assignment_status"}
 
 _DEFAULTS: dict[str, Any] = {
     "dataset": "", "source": "", "split": "", "domain": "", "text_level": "", "group_key": "",

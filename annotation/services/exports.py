@@ -19,14 +19,13 @@ from tqdm import tqdm
 
 from annotation.domain.answers import VALIDITY_CHOICES
 from annotation.domain.item_content import AB_CHOICES, MC_ROLES
-from annotation.models import ExperimentMode, Item, Judgment, Project, Stage, StageKind
+from annotation.models import ExperimentMode, Item, Judgment, Project, Stage
+from annotation.selectors import judgments_that_count
 from metrics_app.aggregation import majority_by_item
 
 CHUNK_SIZE = 2000
 PROGRESS_MIN_ITEMS = 2000
 EXPORT_FORMATS = ("jsonl", "csv")
-# Practice and qualification answers test workers, not items: aggregates leave them out.
-NON_DATA_STAGE_KINDS = (StageKind.PRACTICE, StageKind.QUALIFICATION)
 
 ITEM_COLUMNS = (
     "external_id", "dataset", "source", "split", "domain", "text_level", "group_key", "content",
@@ -35,7 +34,7 @@ ITEM_COLUMNS = (
 JUDGMENT_COLUMNS = (
     "worker", "worker_provider", "stage", "stage_kind", "score", "choice", "choices",
     "difficult", "justification", "aspects", "extra", "presented_order", "time_spent_ms",
-    "created_at",
+    "created_at", "assignment_id", "hit_id", "provider_assignment_id", "assignment_status",
 )
 AGGREGATE_COLUMNS = ("n_judgments", "n_workers", "mean_score", "score_std", "choice_counts",
                      "majority", "majority_tie", "validity_counts")
@@ -54,6 +53,12 @@ _JUDGMENT_VALUES = {
     "presented_order": "presented_order",
     "time_spent_ms": "time_spent_ms",
     "created_at": "created_at",
+    # Which piece of paid work a judgment came from, and where its review stands: a reader of
+    # the export can check that only accepted work was used (empty for imported judgments).
+    "assignment_id": "assignment_id",
+    "hit_id": "assignment__hit__external_id",
+    "provider_assignment_id": "assignment__external_id",
+    "assignment_status": "assignment__status",
 }
 
 
@@ -72,13 +77,15 @@ def _item_chunks(project: Project) -> Iterator[list[dict]]:
         last_id = chunk[-1]["id"]
 
 
-def _judgments_by_item(item_ids: list[int], *, stage: Stage | None,
-                       data_stages_only: bool) -> dict[int, list[dict]]:
-    queryset = Judgment.objects.filter(item_id__in=item_ids)
+def _judgments_by_item(item_ids: list[int], *, project: Project, stage: Stage | None,
+                       data_stages_only: bool, include_rejected: bool) -> dict[int, list[dict]]:
+    """The judgments of these items that count (`judgments_that_count`), or every one of them
+    with `include_rejected` (audits)."""
+    queryset = judgments_that_count(
+        Judgment.objects.filter(item_id__in=item_ids), project=project,
+        data_stages_only=data_stages_only and stage is None, include_rejected=include_rejected)
     if stage is not None:
         queryset = queryset.filter(stage=stage)
-    elif data_stages_only:
-        queryset = queryset.exclude(stage__kind__in=NON_DATA_STAGE_KINDS)
     grouped: dict[int, list[dict]] = defaultdict(list)
     for row in queryset.order_by("item_id", "id").values("item_id", **{
         f"j_{name}": F(path) for name, path in _JUDGMENT_VALUES.items()
@@ -95,16 +102,20 @@ def _item_part(project: Project, item: dict) -> dict[str, Any]:
 
 
 def judgment_rows(*, project: Project, stage: Stage | None = None,
-                  progress: bool | None = None) -> Iterator[dict[str, Any]]:
-    """One row per judgment: {project, kind, item columns..., "judgment": {...}}.
+                  progress: bool | None = None,
+                  include_rejected: bool = False) -> Iterator[dict[str, Any]]:
+    """One row per judgment: {project, kind, item columns..., "judgment": {...}}. Practice and
+    qualification judgments are included (their `stage_kind` says so); rejected, returned or
+    flagged work and blocked workers' judgments only with `include_rejected`.
 
     Without `stage`, an item nobody judged yet appears once with "judgment": null, so the export
     is a complete copy of the project's items.
     """
     with _progress(project, progress) as bar:
         for chunk in _item_chunks(project):
-            judgments = _judgments_by_item([i["id"] for i in chunk], stage=stage,
-                                           data_stages_only=False)
+            judgments = _judgments_by_item([i["id"] for i in chunk], project=project,
+                                           stage=stage, data_stages_only=False,
+                                           include_rejected=include_rejected)
             for item in chunk:
                 item_judgments = judgments.get(item["id"], [])
                 if not item_judgments and stage is None:
@@ -146,7 +157,8 @@ def _marked_roles(judgment: dict, *, validity_mode: bool) -> list[str]:
 
 
 def aggregate_rows(*, project: Project, stage: Stage | None = None,
-                   progress: bool | None = None) -> Iterator[dict[str, Any]]:
+                   progress: bool | None = None,
+                   include_rejected: bool = False) -> Iterator[dict[str, Any]]:
     """One row per item: item columns + number of judgments and workers, mean score and its
     population standard deviation (Likert); for A/B and MC the choice counts and the majority
     label (None on a tie, `majority_tie` true). In validity-judging MC projects each role
@@ -156,8 +168,9 @@ def aggregate_rows(*, project: Project, stage: Stage | None = None,
     validity_mode = project.kind == "mc" and project.experiment_mode == ExperimentMode.VALIDITY
     with _progress(project, progress) as bar:
         for chunk in _item_chunks(project):
-            judgments = _judgments_by_item([i["id"] for i in chunk], stage=stage,
-                                           data_stages_only=True)
+            judgments = _judgments_by_item([i["id"] for i in chunk], project=project,
+                                           stage=stage, data_stages_only=True,
+                                           include_rejected=include_rejected)
             for item in chunk:
                 item_judgments = judgments.get(item["id"], [])
                 scores = [j["score"] for j in item_judgments if j["score"] is not None]
@@ -241,12 +254,15 @@ def _flatten(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def export_write(*, project: Project, out: IO[str], fmt: str = "jsonl", aggregate: bool = False,
-                 stage: Stage | None = None, progress: bool | None = None) -> int:
-    """Write the export to `out`; returns the number of rows written."""
+                 stage: Stage | None = None, progress: bool | None = None,
+                 include_rejected: bool = False) -> int:
+    """Write the export to `out`; returns the number of rows written. Only judgments that count
+    (`annotation.selectors.judgments_that_count`) unless `include_rejected`."""
     if fmt not in EXPORT_FORMATS:
         raise ValueError(f"unknown export format {fmt!r}; use {' or '.join(EXPORT_FORMATS)}")
     produce = aggregate_rows if aggregate else judgment_rows
-    rows = produce(project=project, stage=stage, progress=progress)
+    rows = produce(project=project, stage=stage, progress=progress,
+                   include_rejected=include_rejected)
     count = 0
     if fmt == "jsonl":
         for row in rows:

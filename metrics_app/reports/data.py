@@ -13,7 +13,8 @@ from django.db import connection
 from django.db.models import FloatField, Q, Value
 from django.db.models.functions import Coalesce
 
-from annotation.models import Item, Judgment, Project, Stage, TaskKind
+from annotation.models import Item, Project, Stage, TaskKind
+from annotation.selectors import NON_DATA_STAGE_KINDS, judgments_that_count
 
 from ..agreement import (
     FleissResult,
@@ -21,7 +22,6 @@ from ..agreement import (
     fleiss_kappa_from_counts,
     krippendorff_alpha_from_counts,
 )
-from ..selectors import NON_DATA_STAGE_KINDS
 
 MISSING = -1e300  # stands for NULL in the numeric query
 GROUP_FIELDS = ("dataset", "split", "source", "domain", "text_level", "stage")
@@ -136,13 +136,13 @@ def load_judgments(
 ) -> JudgmentFrame:
     """Every judgment of a project (or one stage) with its item's grouping columns.
 
-    Practice and qualification stages are left out unless asked for (they test workers, not
-    items), as in `metrics_app.selectors.judgment_rows`."""
-    queryset = Judgment.objects.filter(item__project=project)
+    Only judgments that count (`annotation.selectors.judgments_that_count`: no rejected,
+    returned or flagged work, no blocked worker); practice and qualification stages are left out
+    unless asked for (they test workers, not items)."""
+    queryset = judgments_that_count(
+        project=project, data_stages_only=stage is None and not include_non_data_stages)
     if stage is not None:
         queryset = queryset.filter(stage=stage)
-    elif not include_non_data_stages:
-        queryset = queryset.exclude(stage__kind__in=NON_DATA_STAGE_KINDS)
     kind = project.kind
     rich = kind != TaskKind.LIKERT  # A/B and MC reports read aspects, difficulty, pilot guesses
     # Likert needs one query, and every statistic is order-free: no ORDER BY (sorting 120,000

@@ -11,7 +11,7 @@ from django.db.models import Max, TextField
 from django.db.models.functions import Cast
 
 from annotation.models import Item, Judgment, Project, Stage, TaskKind
-from annotation.selectors import blocked_worker_ids_for
+from annotation.selectors import blocked_worker_ids_for, counting_fingerprint
 
 from ..models import Report
 from .agreement import agreement_report
@@ -87,13 +87,16 @@ ITEM_FINGERPRINT_FIELDS = ("dataset", "source", "split", "domain", "text_level",
 def item_fingerprint(*, project: Project) -> str:
     """Hash of the project's items as the reports see them. Items carry no `updated_at`, so
     the cache compares this hash; JSON columns are read as text (no decoding), which keeps it
-    to one light query even for 40,000 items."""
+    to one light query even for 40,000 items. It also covers what decides which judgments count
+    (`counting_fingerprint`): rejecting work or blocking a worker adds no judgment but changes
+    every number."""
     queryset = (Item.objects.filter(project=project).order_by("id")
                 .annotate(_gold=Cast("gold", TextField()), _meta=Cast("metadata", TextField()))
                 .values_list("id", *ITEM_FINGERPRINT_FIELDS, "_gold", "_meta"))
     digest = hashlib.blake2b(digest_size=16)
     for row in _fetch_plain(queryset):
         digest.update(repr(row).encode())
+    digest.update(counting_fingerprint(project=project).encode())
     return digest.hexdigest()
 
 

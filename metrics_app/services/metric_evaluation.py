@@ -21,6 +21,7 @@ from django.db import transaction
 from django.db.models import Max
 
 from annotation.models import Judgment, Project, TaskKind
+from annotation.selectors import counting_fingerprint
 
 from .. import metric_eval
 from ..models import MetricScore, Report
@@ -256,6 +257,7 @@ def metric_report_refresh(*, project: Project, params: dict | None = None) -> Re
     judgment_mark, score_mark = _watermarks(project)
     data = metric_evaluation_build(project=project, params=params)
     data["score_watermark"] = score_mark
+    data["counting_fingerprint"] = counting_fingerprint(project=project)
     Report.objects.filter(project=project, kind=REPORT_KIND, params=params).delete()
     return Report.objects.create(project=project, kind=REPORT_KIND, params=params, data=data,
                                  judgment_watermark=judgment_mark)
@@ -279,7 +281,9 @@ def metric_report_cached(*, project: Project, params: dict | None = None,
         return None, True
     judgment_mark, score_mark = _watermarks(project)
     stale = (judgment_mark > report.judgment_watermark
-             or score_mark > report.data.get("score_watermark", 0))
+             or score_mark > report.data.get("score_watermark", 0)
+             # Rejected work or a blocked worker changes the human side without a new judgment.
+             or report.data.get("counting_fingerprint") != counting_fingerprint(project=project))
     return report, stale
 
 

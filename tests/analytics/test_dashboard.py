@@ -134,21 +134,24 @@ def test_admin_project_list_links_to_the_dashboard(client, ab_project):
     assert reverse("metrics:project-dashboard", args=[project.slug]) in response.content.decode()
 
 
-def test_report_api_shows_a_block_at_once_though_the_report_is_cached(client, ab_project):
+def test_a_block_takes_the_workers_judgments_out_of_the_cached_report_at_once(client, ab_project):
+    """Blocked workers' judgments do not count (`judgments_that_count`): blocking adds no
+    judgment, yet the cached report is recomputed without them (#13)."""
     from annotation.services.workers import worker_block
 
     project, owner, workers = ab_project
     client.force_login(owner)
     url = reverse("metrics-api:project-report", args=[project.slug])
-    before = {w["worker_id"]: w["status"] for w in client.get(url).json()["workers"]}
-    assert before[workers[2].pk] == WorkerStatus.ACTIVE
+    before = client.get(url).json()
+    assert {w["worker_id"]: w["status"] for w in before["workers"]}[workers[2].pk] == \
+        WorkerStatus.ACTIVE
     computed = Report.objects.get(project=project, kind="project", stage=None).computed_at
-    worker_block(worker=workers[2], reason="random answers")
-    after = {w["worker_id"]: w["status"] for w in client.get(url).json()["workers"]}
-    assert after[workers[2].pk] == WorkerStatus.BLOCKED
-    assert after[workers[0].pk] == WorkerStatus.ACTIVE
-    # served from the cache (no judgment arrived), only the status is read fresh
-    assert Report.objects.get(project=project, kind="project", stage=None).computed_at == computed
+    worker_block(worker=workers[2], reason="random answers", by=owner)
+    after = client.get(url).json()
+    assert workers[2].pk not in {w["worker_id"] for w in after["workers"]}
+    assert {w["worker_id"] for w in after["workers"]} == {workers[0].pk, workers[1].pk}
+    assert after["agreement"]["all"]["n_judgments"] < before["agreement"]["all"]["n_judgments"]
+    assert Report.objects.get(project=project, kind="project", stage=None).computed_at > computed
 
 
 def _section(html: str, section_id: str) -> str:

@@ -26,6 +26,9 @@ class Command(BaseCommand):
                             help="one row per item: number of judgments, mean score, choice counts")
         parser.add_argument("--stage", help="only judgments of the stage with this name")
         parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+        parser.add_argument("--include-rejected", action="store_true",
+                            help="audit export: also rejected, returned and flagged work and "
+                                 "blocked workers' judgments (assignment_status says which)")
 
     def handle(self, *args, project: str, **options):
         instance = Project.objects.filter(slug=project).first()
@@ -41,7 +44,8 @@ class Command(BaseCommand):
                 )
         progress = False if options["no_progress"] else None
         kwargs = dict(project=instance, fmt=options["format"], aggregate=options["aggregate"],
-                      stage=stage, progress=progress)
+                      stage=stage, progress=progress,
+                      include_rejected=options["include_rejected"])
         if options["output"]:
             with open(options["output"], "w", encoding="utf-8", newline="") as handle:
                 count = export_write(out=handle, **kwargs)

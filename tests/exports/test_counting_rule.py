@@ -1,0 +1,114 @@
+"""Only accepted work counts (issue #13, point 8): one rule (`judgments_that_count`) decides
+which judgments reach exports, aggregates, reports, stage gates and LERC datasets."""
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+from django.core.management import call_command
+
+from annotation.models import AssignmentStatus, StageKind, TaskKind
+from annotation.selectors import judgments_that_count
+from annotation.services.exports import export_write
+from annotation.services.workers import worker_block
+from metrics_app.agreement import stage_agreement
+from metrics_app.reports.project import cached_project_report
+from metrics_app.services.lerc import lerc_dataset_build
+from tests.factories import (
+    make_assignment,
+    make_item,
+    make_judgment,
+    make_project,
+    make_stage,
+    make_user,
+    make_worker,
+)
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def study():
+    """A Likert project: three honest workers score 4 on every item, one worker's assignment
+    was rejected (score 1), one worker is blocked (score 1), and a qualification judgment
+    (score 2) tests a worker rather than an item."""
+    owner = make_user("owner")
+    project = make_project(TaskKind.LIKERT, owner=owner, slug="study")
+    full = make_stage(project, name="full")
+    qualification = make_stage(project, kind=StageKind.QUALIFICATION, name="qual")
+    items = [make_item(project, split="train", content={
+        "passage": "p", "question": f"q{i}?", "references": ["r"], "candidate": f"c{i}"})
+        for i in range(4)]
+    honest = [make_worker() for _ in range(3)]
+    rejected_worker, blocked_worker = make_worker(), make_worker()
+    for worker in honest:
+        assignment = make_assignment(full, worker=worker, items=items, status=AssignmentStatus.APPROVED)
+        for item in items:
+            make_judgment(item=item, stage=full, worker=worker, score=4, assignment=assignment)
+    rejected = make_assignment(full, worker=rejected_worker, items=items, status=AssignmentStatus.REJECTED)
+    blocked = make_assignment(full, worker=blocked_worker, items=items, status=AssignmentStatus.SUBMITTED)
+    for item in items:
+        make_judgment(item=item, stage=full, worker=rejected_worker, score=1, assignment=rejected)
+        make_judgment(item=item, stage=full, worker=blocked_worker, score=1, assignment=blocked)
+    make_judgment(item=items[0], stage=qualification, worker=honest[0], score=2)
+    worker_block(worker=blocked_worker, reason="bot", by=owner)
+    return {"project": project, "full": full, "items": items, "owner": owner,
+            "rejected": rejected, "rejected_worker": rejected_worker,
+            "blocked_worker": blocked_worker}
+
+
+def test_the_rule_keeps_accepted_data_work_only(study):
+    counted = judgments_that_count(project=study["project"])
+    assert counted.count() == 12
+    assert set(counted.values_list("score", flat=True)) == {4}
+    assert judgments_that_count(project=study["project"], include_rejected=True).count() == 20
+    assert judgments_that_count(project=study["project"], data_stages_only=False).count() == 13
+
+
+def test_exports_and_aggregates_count_only_accepted_work_and_say_whose_work_it_was(study):
+    out = io.StringIO()
+    export_write(project=study["project"], out=out)
+    rows = [json.loads(line) for line in out.getvalue().splitlines()]
+    judgments = [r["judgment"] for r in rows if r["judgment"]]
+    assert len(judgments) == 13  # 12 counted + the qualification judgment, marked as such
+    assert {j["assignment_status"] for j in judgments if j["stage_kind"] == "full"} == {
+        AssignmentStatus.APPROVED}
+    assert all(j["assignment_id"] for j in judgments if j["stage_kind"] == "full")
+    assert {"hit_id", "provider_assignment_id"} <= set(judgments[0])
+
+    aggregate = io.StringIO()
+    export_write(project=study["project"], out=aggregate, aggregate=True)
+    for row in map(json.loads, aggregate.getvalue().splitlines()):
+        assert row["n_judgments"] == 3 and row["mean_score"] == 4
+
+    audit = io.StringIO()
+    call_command("export_data", "study", "--include-rejected", "--no-progress", stdout=audit)
+    statuses = [json.loads(line)["judgment"]["assignment_status"]
+                for line in audit.getvalue().splitlines()]
+    assert statuses.count(AssignmentStatus.REJECTED) == 4
+    assert len(statuses) == 21
+
+
+def test_reports_stage_gates_and_lerc_data_use_the_same_rule(study):
+    report = cached_project_report(project=study["project"])
+    assert report["agreement"]["all"]["n_judgments"] == 12
+    workers = {w["worker_id"] for w in report["workers"]}
+    assert study["rejected_worker"].pk not in workers
+    assert study["blocked_worker"].pk not in workers
+    # Three workers who all agree: α is undefined or perfect, never dragged down by the 1s.
+    alpha = stage_agreement(stage=study["full"])
+    assert alpha is None or alpha == pytest.approx(1.0)
+    dataset = lerc_dataset_build(projects=[study["project"]], split_mode="item")
+    assert {e.score for e in dataset.train} == {4.0}
+    assert dataset.snapshot["judgment_count"] == 12
+
+
+def test_rejecting_work_after_the_fact_refreshes_the_cached_report(study):
+    before = cached_project_report(project=study["project"])
+    approved = study["project"].stages.get(name="full").assignments.filter(
+        status=AssignmentStatus.APPROVED).first()
+    type(approved).objects.filter(pk=approved.pk).update(status=AssignmentStatus.REJECTED)
+    after = cached_project_report(project=study["project"])
+    assert after["agreement"]["all"]["n_judgments"] == before["agreement"]["all"][
+        "n_judgments"] - 4
