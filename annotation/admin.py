@@ -495,8 +495,10 @@ class HitAdmin(ProjectScopedAdmin):
     list_filter = ("provider", "status", "stage__kind")
     list_select_related = ("stage__project",)
     search_fields = ("external_id", "hit_type_id", "stage__name", "stage__project__slug")
-    autocomplete_fields = ("stage",)
-    readonly_fields = ("created_at",)
+    # What MTurk holds (id, reward, assignments, expiry, status) changes through the actions
+    # that call it (publish, extend, expire, sync), never by typing here.
+    readonly_fields = ("stage", "provider", "external_id", "hit_type_id", "unique_request_token",
+                       "max_assignments", "reward", "status", "expires_at", "created_at")
     inlines = (HitItemInline,)
 
     def get_queryset(self, request):
@@ -514,9 +516,17 @@ class HitAdmin(ProjectScopedAdmin):
 
 
 class AssignmentItemInline(admin.TabularInline):
+    """What the worker was shown, in order: a record, never edited (the presented order maps
+    the labels a page sent back to the items' answers)."""
+
     model = AssignmentItem
     extra = 0
-    autocomplete_fields = ("item",)
+    fields = ("item", "position", "presented_order", "first_shown_at")
+    readonly_fields = fields
+    can_delete = False
+
+    def has_add_permission(self, request, obj=None):
+        return False
 
 
 @admin.register(Assignment)
@@ -534,10 +544,16 @@ class AssignmentAdmin(ProviderBannerMixin, ProjectScopedAdmin):
     )
     list_select_related = ("worker", "stage__project")
     search_fields = ("external_id", "worker__external_id", "worker__display_name")
-    autocomplete_fields = ("stage", "hit", "worker")
-    # Set only by the provider sync: approving and paying depend on it.
-    readonly_fields = ("started_at", "provider_confirmed_at")
+    # Money and provider state change only through the actions, which call the provider:
+    # an edited "Approved" or bonus would say "changed successfully" while MTurk still shows
+    # Submitted and no bonus, and no sync would repair it. Only the researcher's note is typed.
+    readonly_fields = ("stage", "hit", "worker", "external_id", "status", "draft", "bonus_paid",
+                       "completion_code", "started_at", "last_seen_at", "submitted_at",
+                       "reviewed_at", "provider_confirmed_at")
     inlines = (AssignmentItemInline,)
+
+    def has_add_permission(self, request, obj=None):
+        return False  # assignments start when a worker opens a task page
 
     @admin.display(boolean=True, description="confirmed by provider",
                    ordering="provider_confirmed_at")

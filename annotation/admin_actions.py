@@ -127,6 +127,15 @@ def _reason(request) -> str:
     return request.POST.get("reason", "").strip()
 
 
+def _outcome(verb: str, done: int, already: int, already_text: str) -> list[str]:
+    """"Approved 3 assignment(s); 4 already approved." — what was done and what was found
+    already done, so a repeated action never claims work it did not do."""
+    parts = [f"{verb} {done} assignment(s)"] if done else [f"{verb} no assignment"]
+    if already:
+        parts.append(f"{already} {already_text}")
+    return ["; ".join(parts) + "."]
+
+
 def _report(modeladmin, request, done: list[str], failed: list[str]) -> None:
     for line in done:
         modeladmin.message_user(request, line, messages.SUCCESS)
@@ -176,9 +185,11 @@ def publish_stages(modeladmin, request, queryset):
         except Exception as exc:
             failed.append(f"{stage}: not published — {exc}")
             continue
+        # HITs published earlier are not visited again, so count them from the plan.
+        already = max(result.report.already_created,
+                      result.n_hits - result.report.created - result.report.failed)
         line = (f"{stage}: {result.stage.get_status_display()}; {result.report.created} HITs "
-                f"created, {result.report.already_created} already there; "
-                f"{result.estimate.as_text()}")
+                f"created, {already} already there; {result.estimate.as_text()}")
         _warn_balance_unknown(modeladmin, request, stage, result.estimate)
         (failed if result.report.failed else done).append(
             line + (f"; {result.report.failed} failed (publish again to retry): "
@@ -230,8 +241,9 @@ def sync_stages(modeladmin, request, queryset):
         line = (
             f"{stage}: {sync.listed} submissions ({sync.flagged} flagged, {sync.mirrored} "
             f"decided on the provider); approved {review.approved}, rejected {review.rejected}, "
-            f"held {review.held}, bonuses {review.bonuses}, qualifications graded "
-            f"{review.graded}, blocked {review.blocked}")
+            f"held {review.held}, bonuses {review.bonuses}, qualifications graded now "
+            f"{review.graded} (the rest were graded at submit), granted on the provider "
+            f"{review.granted}, blocked {review.blocked}")
         if review.unconfirmed or review.never_listed:
             line += (f"; {review.unconfirmed} submitted here but not listed by the provider yet "
                      f"(not approved or paid), {review.never_listed} flagged as never listed")
@@ -327,15 +339,19 @@ STAGE_ACTIONS = (estimate_cost, publish_stages, publish_stages_background, sync_
 def approve_assignments(modeladmin, request, queryset):
     from .services.review import assignment_approve
 
-    done, failed = 0, []
+    done, already, failed = 0, 0, []
     for assignment in queryset.select_related("stage", "worker"):
+        if assignment.status == AssignmentStatus.APPROVED:
+            already += 1  # nothing to send
+            continue
         try:
             assignment_approve(assignment=assignment, feedback=_reason(request),
                                allow_flagged=True)
             done += 1
         except Exception as exc:
             failed.append(f"{assignment}: {exc}")
-    _report(modeladmin, request, [f"Approved {done} assignment(s)."] if done else [], failed)
+    _report(modeladmin, request, _outcome("Approved", done, already, "already approved"),
+            failed)
 
 
 @admin.action(description="Reject (the reason is sent to the worker)")
@@ -347,19 +363,23 @@ def reject_assignments(modeladmin, request, queryset):
         modeladmin.message_user(request, "Type a reason the worker can read, then reject.",
                                 messages.ERROR)
         return
-    done, failed = 0, []
+    done, already, failed = 0, 0, []
     for assignment in queryset.select_related("stage", "worker"):
+        if assignment.status == AssignmentStatus.REJECTED:
+            already += 1
+            continue
         try:
             assignment_reject(assignment=assignment, reason=reason, allow_flagged=True)
             done += 1
         except Exception as exc:
             failed.append(f"{assignment}: {exc}")
-    _report(modeladmin, request, [f"Rejected {done} assignment(s)."] if done else [], failed)
+    _report(modeladmin, request, _outcome("Rejected", done, already, "already rejected"),
+            failed)
 
 
 @admin.action(description="Pay a bonus (amount and reason above; paid once)")
 def bonus_assignments(modeladmin, request, queryset):
-    from .services.review import assignment_bonus_pay
+    from .services.review import assignment_bonus_pay, bonus_already_paid
 
     try:
         amount = Decimal(request.POST.get("amount", "").strip())
@@ -367,15 +387,19 @@ def bonus_assignments(modeladmin, request, queryset):
         modeladmin.message_user(request, "Type the bonus amount in dollars.", messages.ERROR)
         return
     reason = _reason(request) or "Bonus"
-    done, failed = 0, []
+    done, already, failed = 0, 0, []
     for assignment in queryset.select_related("stage", "worker"):
+        if bonus_already_paid(assignment=assignment, amount=amount, reason=reason):
+            already += 1  # the same bonus (amount and reason) is never paid twice
+            continue
         try:
             assignment_bonus_pay(assignment=assignment, amount=amount, reason=reason)
             done += 1
         except Exception as exc:
             failed.append(f"{assignment}: {exc}")
-    _report(modeladmin, request, [f"Paid ${amount} to {done} assignment(s)."] if done else [],
-            failed)
+    _report(modeladmin, request,
+            _outcome(f"Paid a ${amount} bonus on", done, already,
+                     "had this bonus already (not paid again)"), failed)
 
 
 ASSIGNMENT_ACTIONS = (approve_assignments, reject_assignments, bonus_assignments)

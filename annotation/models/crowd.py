@@ -142,7 +142,9 @@ class AssignmentStatus(models.TextChoices):
     APPROVED = "approved", "Approved"
     REJECTED = "rejected", "Rejected"
     RETURNED = "returned", "Returned / abandoned"
-    FLAGGED = "flagged", "Flagged (provider and local data disagree)"
+    # Held for a person to look at: the review note says why (a review rule held it, or the
+    # provider never listed the submission).
+    FLAGGED = "flagged", "Flagged for review (see the note)"
 
 
 class Assignment(models.Model):

@@ -296,6 +296,8 @@ def assignment_approve(*, assignment: Assignment, feedback: str = "",
         allowed.add(AssignmentStatus.FLAGGED)
     if assignment.status not in allowed:
         raise ReviewError(f"{assignment} is {assignment.get_status_display()}; cannot approve")
+    if assignment.status == AssignmentStatus.APPROVED:
+        return assignment  # approved before: nothing is sent again
     _require_confirmed(assignment, "approve")
     provider = get_provider(assignment.stage.provider)
     provider_call_run(
@@ -319,6 +321,8 @@ def assignment_reject(*, assignment: Assignment, reason: str,
         allowed.add(AssignmentStatus.FLAGGED)
     if assignment.status not in allowed:
         raise ReviewError(f"{assignment} is {assignment.get_status_display()}; cannot reject")
+    if assignment.status == AssignmentStatus.REJECTED:
+        return assignment  # rejected before: nothing is sent, the note is not added again
     _require_confirmed(assignment, "reject")
     provider = get_provider(assignment.stage.provider)
     provider_call_run(
@@ -335,6 +339,23 @@ def assignment_reject(*, assignment: Assignment, reason: str,
     return assignment
 
 
+def bonus_call_key(*, assignment: Assignment, amount: Decimal, reason: str,
+                   key: str | None = None) -> str:
+    """The idempotency key of a bonus: `key` names it (e.g. "per-correct"); by default the
+    amount and reason, so a double-clicked admin action pays once."""
+    amount = Decimal(amount).quantize(Decimal("0.01"))
+    # hashlib, not hash(): str hashes differ between processes (two web workers, a retry).
+    key = key or f"manual:{amount}:{hashlib.sha256(reason.encode()).hexdigest()[:16]}"
+    return f"{assignment.stage.provider}:bonus:{assignment.pk}:{key}"[:200]
+
+
+def bonus_already_paid(*, assignment: Assignment, amount: Decimal, reason: str,
+                       key: str | None = None) -> bool:
+    return ProviderCall.objects.filter(
+        key=bonus_call_key(assignment=assignment, amount=amount, reason=reason, key=key),
+        status=ProviderCallStatus.SUCCEEDED).exists()
+
+
 def assignment_bonus_pay(*, assignment: Assignment, amount: Decimal, reason: str,
                          key: str | None = None) -> Assignment:
     """Pay a bonus once. `key` names the bonus (e.g. "per-correct"); the same key never pays
@@ -347,9 +368,7 @@ def assignment_bonus_pay(*, assignment: Assignment, amount: Decimal, reason: str
         raise ReviewError("only approved assignments get bonuses")
     _require_confirmed(assignment, "pay a bonus for")
     stage = assignment.stage
-    # hashlib, not hash(): str hashes differ between processes (two web workers, a retry).
-    key = key or f"manual:{amount}:{hashlib.sha256(reason.encode()).hexdigest()[:16]}"
-    call_key = f"{stage.provider}:bonus:{assignment.pk}:{key}"[:200]
+    call_key = bonus_call_key(assignment=assignment, amount=amount, reason=reason, key=key)
     provider = get_provider(stage.provider)
     # A payment first tried longer ago than the provider remembers its token (MTurk: 24 h) is
     # looked up before it is sent again: the first attempt may have paid.

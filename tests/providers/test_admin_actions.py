@@ -269,3 +269,70 @@ def test_a_notify_whose_answer_was_lost_is_not_sent_again(admin_client_, mturk_s
     assert any("may have it already" in m for m in messages_of(response))
     assert len(mturk_server.state.notifications) == 1
     assert mturk_server.stats["requests:NotifyWorkers"] == 1  # never repeated
+
+
+@pytest.mark.reliability
+def test_money_state_is_read_only_in_the_forms(admin_client_):
+    """#13 point 9: status and bonus change only through the actions that call the provider."""
+    project = make_project(TaskKind.LIKERT)
+    stage = make_stage(project)
+    assignment = make_assignment(stage, items=[make_item(project)],
+                                 status=AssignmentStatus.SUBMITTED)
+    url = reverse("admin:annotation_assignment_change", args=[assignment.pk])
+    page = admin_client_.get(url)
+    assert page.status_code == 200
+    assert b'name="status"' not in page.content and b'name="bonus_paid"' not in page.content
+    import re
+
+    data = {"status": AssignmentStatus.APPROVED, "bonus_paid": "5.00",
+            "review_note": "looked fine"}
+    # What the browser would send back: the formset's hidden fields as the page has them.
+    for tag in re.findall(rb'<input type="hidden"[^>]*>', page.content):
+        name, value = re.search(rb'name="([^"]+)"', tag), re.search(rb'value="([^"]*)"', tag)
+        if name and value and b"__prefix__" not in name.group(1):
+            data.setdefault(name.group(1).decode(), value.group(1).decode())
+    saved = admin_client_.post(url, data)
+    assert saved.status_code == 302, saved.content[:2000]  # saved: the form was valid
+    assignment.refresh_from_db()
+    assert assignment.status == AssignmentStatus.SUBMITTED
+    assert assignment.bonus_paid == 0
+    assert assignment.review_note == "looked fine"  # the researcher's note is theirs to type
+    hit_page = admin_client_.get(reverse("admin:annotation_hit_add"))
+    assert b'name="reward"' not in hit_page.content or hit_page.status_code == 403
+
+
+def test_repeated_actions_say_what_they_did_and_what_was_done_already(admin_client_):
+    """#13 point 10: "Approved 7" / "Paid $0.25" are never claimed when nothing was sent."""
+    from annotation.models import ProviderCall
+
+    project = make_project(TaskKind.LIKERT)
+    stage = make_stage(project)
+    item = make_item(project)
+    ok, bad = (make_assignment(stage, items=[item], status=AssignmentStatus.SUBMITTED)
+               for _ in range(2))
+    make_judgment(item=item, stage=stage, worker=ok.worker, assignment=ok)
+    first = messages_of(act(admin_client_, "assignment", "approve_assignments", [ok.pk]))
+    again = messages_of(act(admin_client_, "assignment", "approve_assignments", [ok.pk]))
+    assert "Approved 1 assignment(s)." in first
+    assert "Approved no assignment; 1 already approved." in again
+    bonus = [messages_of(act(admin_client_, "assignment", "bonus_assignments", [ok.pk],
+                             amount="0.25", reason="thanks")) for _ in range(2)]
+    assert "Paid a $0.25 bonus on 1 assignment(s)." in bonus[0]
+    assert ("Paid a $0.25 bonus on no assignment; 1 had this bonus already (not paid again)."
+            in bonus[1])
+    assert ProviderCall.objects.filter(operation="SendBonus").count() == 1
+    for _ in range(2):
+        act(admin_client_, "assignment", "reject_assignments", [bad.pk], reason="off-topic")
+    bad.refresh_from_db()
+    assert bad.review_note.count("Rejected: off-topic") == 1
+    assert ProviderCall.objects.filter(operation="RejectAssignment").count() == 1
+
+
+def test_publishing_again_counts_the_hits_already_there(admin_client_):
+    project = make_project(TaskKind.LIKERT, items_per_hit=2, redundancy={"default": 1})
+    for _ in range(2):
+        make_item(project)
+    stage = make_stage(project, status=StageStatus.DRAFT)
+    act(admin_client_, "stage", "publish_stages", [stage.pk])
+    again = messages_of(act(admin_client_, "stage", "publish_stages", [stage.pk]))
+    assert any("0 HITs created, 1 already there" in m for m in again), again
