@@ -16,6 +16,7 @@ import secrets
 from datetime import datetime, timedelta
 from typing import Any
 
+from django.core.exceptions import EmptyResultSet
 from django.db import IntegrityError, connection, transaction
 from django.db.models import (
     Case,
@@ -23,7 +24,9 @@ from django.db.models import (
     Exists,
     F,
     IntegerField,
+    Min,
     OuterRef,
+    Q,
     QuerySet,
     Subquery,
     Value,
@@ -33,6 +36,7 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from annotation.domain.answers import AnswerError, AnswerRules, clean_answer, clean_guess
+from annotation.domain.design import level_for, ordered_levels, question_key
 from annotation.models import (
     Assignment,
     AssignmentItem,
@@ -182,8 +186,14 @@ def gold_items_for_stage(*, stage: Stage) -> QuerySet[Item]:
     regular items only). MTurk HIT plans can draw from the same pool."""
     if not _mixes_in_extras(stage):
         return stage_items(stage).filter(is_gold_check=True, is_practice=False)
-    return Item.objects.filter(project_id=stage.project_id, excluded=False,
-                               is_gold_check=True, is_practice=False)
+    qs = Item.objects.filter(project_id=stage.project_id, excluded=False,
+                             is_gold_check=True, is_practice=False)
+    if not (stage.settings or {}).get("reuse_earlier_items"):
+        # Not the ones a qualification released: the admitted workers answered them already.
+        qs = qs.exclude(pk__in=Item.objects.filter(
+            stages__project_id=stage.project_id, stages__kind=StageKind.QUALIFICATION)
+            .values("pk"))
+    return qs
 
 
 def practice_items_for_stage(*, stage: Stage, worker: Worker | None = None) -> QuerySet[Item]:
@@ -249,6 +259,32 @@ def _not_seen_by(qs: QuerySet[Item], stage: Stage, worker: Worker) -> QuerySet[I
     return qs.exclude(pk__in=judged).exclude(pk__in=held)
 
 
+def _refuse_hit_seen_before(*, stage: Stage, worker: Worker, items: list[Item]) -> None:
+    """A HIT's items are fixed, so the design is kept at accept: a worker who answered one of
+    its items in an earlier stage, or (Latin square) saw one of its questions at any level, is
+    asked to return it; nothing is created."""
+    earlier = _not_seen_earlier(Item.objects.filter(pk__in=[i.pk for i in items]), stage, worker)
+    if earlier.count() < len(items):
+        raise NoItemsAvailable("You have already answered part of this HIT earlier in this "
+                               "study. Please return it; other HITs may be open to you.")
+    if latin_square_on(stage):
+        seen = _questions_seen(project_id=stage.project_id, worker=worker)
+        if any(key in seen for _pk, _level, key in _condition_rows(
+                Item.objects.filter(pk__in=[i.pk for i in items]))):
+            raise NoItemsAvailable("This HIT shows a question you have already read in another "
+                                   "version. Please return it; other HITs may be open to you.")
+
+
+def _not_seen_earlier(qs: QuerySet[Item], stage: Stage, worker: Worker) -> QuerySet[Item]:
+    """Without the items the worker answered in another stage of the project (the
+    qualification they were graded on against gold, the trial): never served to them again,
+    unless the stage says `"reuse_earlier_items": true`."""
+    if (stage.settings or {}).get("reuse_earlier_items"):
+        return qs
+    return qs.exclude(pk__in=Judgment.objects.filter(
+        worker=worker, item__project_id=stage.project_id).exclude(stage=stage).values("item_id"))
+
+
 def _lock(ids: list[int]) -> list[int]:
     """Lock item rows, skipping rows another allocator holds (PostgreSQL); no-op elsewhere."""
     if not ids:
@@ -277,7 +313,7 @@ def items_pick_next(*, stage: Stage, worker: Worker, limit: int) -> list[Item]:
     does when called from `assignment_start`) so the row locks cover the write."""
     _take_sqlite_write_lock(stage)
     project = stage.project
-    available = _not_seen_by(stage_items(stage), stage, worker)
+    available = _not_seen_earlier(_not_seen_by(stage_items(stage), stage, worker), stage, worker)
     picked: list[Item] = []
 
     # Practice items: every worker does them, first, whatever the redundancy.
@@ -298,12 +334,13 @@ def items_pick_next(*, stage: Stage, worker: Worker, limit: int) -> list[Item]:
         expected = room * project.gold_rate
         n_gold = min(room - 1, int(expected) + (random.random() < expected - int(expected)))
     regular_qs = available.filter(is_practice=False, is_gold_check=False)
-    if (stage.settings or {}).get("latin_square"):
+    if latin_square_on(stage):
         regular_qs = _latin_square(stage=stage, worker=worker, available=regular_qs)
     regular = _pick_regular(stage=stage, available=regular_qs, room=room - n_gold)
     gold: list[Item] = []
     if n_gold and regular:
-        gold_qs = _not_seen_by(gold_items_for_stage(stage=stage), stage, worker)
+        gold_qs = _not_seen_earlier(
+            _not_seen_by(gold_items_for_stage(stage=stage), stage, worker), stage, worker)
         groups = {item.group_key for item in regular if item.group_key}
         # Likert gold items from the same passage keep the page indistinguishable.
         same_group = list(gold_qs.filter(group_key__in=groups)) if groups else []
@@ -316,37 +353,70 @@ def items_pick_next(*, stage: Stage, worker: Worker, limit: int) -> list[Item]:
     return picked + mixed
 
 
-LEVEL_ORDER = ("Ele", "Int", "Adv")
+def latin_square_on(stage: Stage) -> bool:
+    """Whether the stage serves STARC conditions in a Latin square: the default for every
+    multiple-choice project whose items come in more than one text level; a stage setting
+    `"latin_square": false` turns it off (then a participant may see one question at several
+    levels, which the STARC design forbids)."""
+    setting = (stage.settings or {}).get("latin_square")
+    if setting is not None:
+        return bool(setting)
+    if stage.project.kind != TaskKind.MC:
+        return False
+    levels = stage_items(stage).exclude(text_level="").values("text_level").distinct()
+    return levels.count() > 1
 
 
 def _condition_rows(qs: QuerySet[Item]) -> list[tuple[int, str, tuple]]:
-    """(pk, text level, question key): a STARC question is the same across its text levels;
-    items without article/paragraph/question metadata are their own question."""
+    """(pk, text level, question key) of each item (annotation.domain.design)."""
     rows = qs.order_by().values_list(
         "pk", "text_level", "metadata__article", "metadata__paragraph", "metadata__question"
     )
-    return [(pk, level, (a, p, q) if q is not None else ("item", pk))
+    return [(pk, level, question_key(item_id=pk, article=a, paragraph=p, question=q))
             for pk, level, a, p, q in rows]
 
 
+def _questions_seen(*, project_id: int, worker: Worker) -> set[tuple]:
+    """The STARC questions (at any level) this worker judged or holds in the project, in any
+    stage: a question seen once is never served again at another level."""
+    mine = Judgment.objects.filter(item__project_id=project_id, worker=worker).values("item_id")
+    held = AssignmentItem.objects.filter(
+        assignment__stage__project_id=project_id, assignment__worker=worker,
+        assignment__status=AssignmentStatus.IN_PROGRESS).values("item_id")
+    return {key for _pk, _level, key in _condition_rows(
+        Item.objects.filter(Q(pk__in=mine) | Q(pk__in=held)))}
+
+
+def participant_list(*, stage: Stage, worker: Worker, n_levels: int) -> int:
+    """The worker's Latin-square list: participants are dealt lists round-robin in the order
+    they first started an assignment in the stage (the first three get lists 0, 1, 2, the
+    fourth list 0 …), which keeps the levels balanced however few participants there are; worker
+    ids modulo n would not (four ids can all be even)."""
+    first = (Assignment.objects.filter(stage=stage).values("worker_id")
+             .annotate(first=Min("pk")))
+    mine = next((row["first"] for row in first if row["worker_id"] == worker.pk), None)
+    before = sum(1 for row in first if mine is None or row["first"] < mine)
+    return before % n_levels
+
+
 def _latin_square(*, stage: Stage, worker: Worker, available: QuerySet[Item]) -> QuerySet[Item]:
-    """STARC conditions (question x text level) in a Latin square: participant list
-    L = worker id mod number of levels sees question i at level (i + L) mod n, and never the
-    same question at two levels (stage.settings["latin_square"] = true)."""
+    """STARC conditions (question x text level) in a Latin square (annotation.domain.design):
+    the worker's list L sees question i at level (i + L) mod n, and never a question already
+    seen at another level in any stage of the project."""
     everything = _condition_rows(stage_items(stage))
-    levels = sorted({level for _, level, _ in everything},
-                    key=lambda v: (LEVEL_ORDER.index(v) if v in LEVEL_ORDER else 99, v))
+    levels = ordered_levels(level for _, level, _ in everything)
     if len(levels) < 2:
         return available
     index = {key: i for i, key in enumerate(sorted({key for _, _, key in everything}, key=str))}
-    mine = set(Judgment.objects.filter(stage=stage, worker=worker).values_list("item_id", flat=True))
-    mine |= set(AssignmentItem.objects.filter(
-        assignment__stage=stage, assignment__worker=worker,
-        assignment__status=AssignmentStatus.IN_PROGRESS).values_list("item_id", flat=True))
-    seen = {key for pk, _, key in everything if pk in mine}
-    shift = worker.pk % len(levels)
+    seen = _questions_seen(project_id=stage.project_id, worker=worker)
+    if connection.features.has_select_for_update:
+        # Arrivals take their list one at a time (SQLite already has its write lock).
+        Stage.objects.select_for_update().filter(pk=stage.pk).first()
+    shift = participant_list(stage=stage, worker=worker, n_levels=len(levels))
     allowed = [pk for pk, level, key in _condition_rows(available)
-               if key not in seen and level == levels[(index[key] + shift) % len(levels)]]
+               if key not in seen and key in index and level in levels
+               and levels.index(level) == level_for(question_index=index[key],
+                                                    list_index=shift, n_levels=len(levels))]
     return available.filter(pk__in=allowed)
 
 
@@ -362,9 +432,12 @@ def _ranked(stage: Stage, available: QuerySet[Item], *, limit: int) -> list[tupl
     does not depend on the planner's row estimates (a fresh stage without statistics got nested
     loops re-aggregating per item, seconds at 4,000 items). Items judged or held but not
     available sum below zero and are dropped here."""
-    avail_sql, avail_params = _sql(
-        available.order_by().annotate(qaj_target=_target(stage))
-        .values_list("id", "group_key", "qaj_target"))
+    try:
+        avail_sql, avail_params = _sql(
+            available.order_by().annotate(qaj_target=_target(stage))
+            .values_list("id", "group_key", "qaj_target"))
+    except EmptyResultSet:  # nothing can be available (e.g. every question already seen)
+        return []
     judged_sql, judged_params = _sql(
         Judgment.objects.filter(stage=stage).order_by().values_list("item_id"))
     held_sql, held_params = _sql(_held(stage).order_by().values_list("item_id"))
@@ -521,6 +594,7 @@ def assignment_start(*, stage: Stage, worker: Worker, hit: Hit | None = None,
         items = list(hit.items.order_by("hititem__position"))
         if Judgment.objects.filter(stage=stage, worker=worker, item__in=items).exists():
             raise AssignmentClosed("You have already judged the items of this HIT.")
+        _refuse_hit_seen_before(stage=stage, worker=worker, items=items)
         if Assignment.objects.filter(hit=hit, worker=worker).exclude(
             status=AssignmentStatus.RETURNED
         ).exists():

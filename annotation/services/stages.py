@@ -18,6 +18,7 @@ from collections import Counter, defaultdict
 from django.db import transaction
 from django.db.models import Q
 
+from annotation.domain.design import latin_square_list, ordered_levels, question_key
 from annotation.models import (
     Hit,
     HitItem,
@@ -106,9 +107,14 @@ def stage_transition(*, stage: Stage, to_status: str, user=None, reason: str = "
 
 
 def _released_elsewhere(stage: Stage):
-    """Items already released in another data stage of the project (trial, pilot, full)."""
+    """Items already released in another data stage of the project (trial, pilot, full) or in a
+    qualification: the workers a later stage admits answered those against gold, so they are
+    not released again unless the stage says `"reuse_earlier_items": true` (then only other
+    data stages' items are left out)."""
+    kinds = DATA_STAGE_KINDS if (stage.settings or {}).get("reuse_earlier_items") else (
+        *DATA_STAGE_KINDS, StageKind.QUALIFICATION)
     return Item.objects.filter(
-        stages__project_id=stage.project_id, stages__kind__in=DATA_STAGE_KINDS
+        stages__project_id=stage.project_id, stages__kind__in=kinds
     ).exclude(stages=stage).values("pk")
 
 
@@ -231,6 +237,25 @@ class _GoldMixer:
         return mixed
 
 
+def _latin_square_lists(stage: Stage, items: list[Item]) -> dict[int, int]:
+    """{item id: Latin-square list} when the stage serves STARC conditions in a Latin square
+    (annotation.domain.design), else {}. Each list holds every question once; MTurk HITs are
+    cut from one list, and a worker who already saw one of a HIT's questions (at any level) is
+    refused that HIT at accept (`assignment_start`)."""
+    from .assignments import latin_square_on
+
+    if not items or not latin_square_on(stage):
+        return {}
+    rows = [(item.pk, item.text_level, question_key(
+        item_id=item.pk, article=(item.metadata or {}).get("article"),
+        paragraph=(item.metadata or {}).get("paragraph"),
+        question=(item.metadata or {}).get("question"))) for item in items]
+    levels = ordered_levels(level for _, level, _ in rows)
+    index = {key: i for i, key in enumerate(sorted({key for _, _, key in rows}, key=str))}
+    return {pk: latin_square_list(question_index=index[key], level_index=levels.index(level),
+                                  n_levels=len(levels)) for pk, level, key in rows}
+
+
 def stage_hit_plan(*, stage: Stage, store: bool = True) -> list[HitPlan]:
     """Group the stage's items into HITs (without writing HITs).
 
@@ -251,8 +276,12 @@ def stage_hit_plan(*, stage: Stage, store: bool = True) -> list[HitPlan]:
         per_hit = max(1, int(options.get("items_per_hit") or stage.project.items_per_hit))
         gold = _GoldMixer(stage) if stage.kind != StageKind.PRACTICE else None
         groups: dict[tuple[str, str], list[Item]] = defaultdict(list)
+        lists = _latin_square_lists(stage, items)
         for item in items:
             key = item.group_key if stage.project.kind == TaskKind.LIKERT else ""
+            if lists:
+                # One Latin-square list per HIT: every question once, at its list's level.
+                key = f"list-{lists[item.pk]}"
             groups[(item.split, key)].append(item)
         plans = []
         for (split, key), members in groups.items():
