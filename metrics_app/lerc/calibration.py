@@ -12,9 +12,12 @@ fitted on the validation judgments (never on training or test ones), which gives
   means probability ≥ 0.5), or a ridge regression of the gold onto the same inputs, clipped to
   1–5, when the gold is graded (MOCHA's mean Likert scores).
 
-The regularisation strength is chosen by cross-validation on the validation judgments, grouped by
-question so that no question is both fitted and predicted; the same cross-fitted predictions give
-honest validation numbers for the promotion rule. Saved as plain JSON beside the weights
+Whether the encoder's score is an input at all, and the regularisation strength, are chosen by
+cross-validation on the validation judgments that holds out one answering system at a time (one
+question group when fewer than three systems are named): on EVOUNA a fine-tuned MiniLM helped on
+the answer styles it was trained on and hurt on another dataset, and leaving a system out is
+how validation data can show that. The same cross-fitted predictions give honest validation
+numbers. Saved as plain JSON beside the weights
 (`calibration.json`): no pickle, readable in a model card.
 """
 from __future__ import annotations
@@ -103,10 +106,19 @@ def is_binary(gold: Sequence[float]) -> bool:
 
 def fit_calibrator(raw: Sequence[float | None], candidates: Sequence[str],
                    references: Sequence[Sequence[str]], gold: Sequence[float],
-                   groups: Sequence[str], *, seed: int = 0) -> tuple[Calibrator | None, dict]:
-    """(calibrator, report). The report holds the cross-fitted validation predictions'
-    numbers (`cv_accuracy`, `cv_log_loss`, ...) and `cv_probabilities` in input order. None (with
-    the reason in the report) when the judgments hold too few of either class."""
+                   groups: Sequence[str], *, sources: Sequence[str] | None = None,
+                   use_encoder: bool | None = None, seed: int = 0
+                   ) -> tuple[Calibrator | None, dict]:
+    """(calibrator, report), fitted on validation judgments.
+
+    Whether the encoder's score is an input at all is decided here, on the same validation
+    judgments (`use_encoder=None`): by cross-validation that holds out one answering system at a
+    time when the judgments name at least three (`sources`), else one question group at a time.
+    The encoder is kept only if it raises that cross-validated accuracy: a learned score that
+    helps on the answer styles it was trained on but not on another system's is what fails on
+    new data. The report holds the cross-fitted numbers (`cv_accuracy`, `cv_log_loss`, and
+    `cv_probabilities` in input order) and the choice. None (with the reason in the report) when
+    the judgments hold too few of either class."""
     import numpy as np
     from sklearn.linear_model import LogisticRegression, Ridge
     from sklearn.model_selection import GroupKFold
@@ -125,40 +137,67 @@ def fit_calibrator(raw: Sequence[float | None], candidates: Sequence[str],
     scale = matrix.std(axis=0)
     scale[scale == 0] = 1.0
     x = (matrix - mean) / scale
-    group_ids = np.unique(np.asarray(groups), return_inverse=True)[1]
+    distinct_sources = set(sources or ())
+    by_system = len(distinct_sources) >= 3
+    fold_groups = list(sources) if by_system else list(groups)
+    group_ids = np.unique(np.asarray(fold_groups), return_inverse=True)[1]
     folds = min(5, len(set(group_ids.tolist())))
     splits = list(GroupKFold(n_splits=folds).split(x, labels, group_ids)) if folds >= 2 else []
 
-    def cross_fitted(c: float) -> np.ndarray:
+    def columns(with_encoder: bool) -> np.ndarray:
+        return x if with_encoder else x[:, 1:]
+
+    def cross_fitted(c: float, with_encoder: bool) -> np.ndarray:
+        inputs = columns(with_encoder)
         predictions = np.full(len(labels), labels.mean())
         for fit_rows, predict_rows in splits:
             if len(set(labels[fit_rows].tolist())) < 2:
                 continue
-            model = LogisticRegression(C=c, max_iter=2000).fit(x[fit_rows], labels[fit_rows])
-            predictions[predict_rows] = model.predict_proba(x[predict_rows])[:, 1]
+            model = LogisticRegression(C=c, max_iter=2000).fit(inputs[fit_rows],
+                                                               labels[fit_rows])
+            predictions[predict_rows] = model.predict_proba(inputs[predict_rows])[:, 1]
         return predictions
 
     def log_loss(p: np.ndarray) -> float:
         p = np.clip(p, 1e-6, 1 - 1e-6)
         return float(-np.mean(labels * np.log(p) + (1 - labels) * np.log(1 - p)))
 
-    candidates_c = {c: cross_fitted(c) for c in C_GRID} if splits else {}
-    best_c = min(candidates_c, key=lambda c: log_loss(candidates_c[c])) if candidates_c else 1.0
-    final = LogisticRegression(C=best_c, max_iter=2000).fit(x, labels)
+    def best_c(with_encoder: bool) -> tuple[float, np.ndarray | None]:
+        if not splits:
+            return 1.0, None
+        fitted = {c: cross_fitted(c, with_encoder) for c in C_GRID}
+        chosen = min(fitted, key=lambda c: log_loss(fitted[c]))
+        return chosen, fitted[chosen]
+
+    options = [False, True] if use_encoder is None else [bool(use_encoder)]
+    tried = {with_encoder: best_c(with_encoder) for with_encoder in options}
+    accuracy = {w: (None if cv is None else float(((cv >= 0.5) == labels).mean()))
+                for w, (_c, cv) in tried.items()}
+    with_encoder = options[0]
+    if len(options) == 2 and accuracy[True] is not None and accuracy[False] is not None:
+        with_encoder = accuracy[True] > accuracy[False]
+    c, cv = tried[with_encoder]
+    final = LogisticRegression(C=c, max_iter=2000).fit(columns(with_encoder), labels)
+    coef = final.coef_[0].tolist()
+    if not with_encoder:
+        coef = [0.0, *coef]  # the encoder's score stays an input name, with no weight
     binary = is_binary(gold)
     calibrator = Calibrator(
         input_names=["raw_score", *FEATURE_NAMES], mean=mean.tolist(), scale=scale.tolist(),
-        coef=final.coef_[0].tolist(), intercept=float(final.intercept_[0]),
-        raw_fill=raw_fill, c=best_c, score_map="probability" if binary else "linear",
-        fitted_on={"examples": len(labels), "correct": positives, "incorrect": negatives},
+        coef=coef, intercept=float(final.intercept_[0]),
+        raw_fill=raw_fill, c=c, score_map="probability" if binary else "linear",
+        fitted_on={"examples": len(labels), "correct": positives, "incorrect": negatives,
+                   "uses_encoder": with_encoder},
     )
     if not binary:
-        ridge = Ridge(alpha=1.0).fit(x, np.asarray(gold, dtype=float))
-        calibrator.linear_coef = ridge.coef_.tolist()
+        ridge = Ridge(alpha=1.0).fit(columns(with_encoder), np.asarray(gold, dtype=float))
+        calibrator.linear_coef = ([] if with_encoder else [0.0]) + ridge.coef_.tolist()
         calibrator.linear_intercept = float(ridge.intercept_)
-    report: dict = {"c": best_c, "folds": folds}
-    if candidates_c:
-        cv = candidates_c[best_c]
-        report.update(cv_accuracy=float(((cv >= 0.5) == labels).mean()),
-                      cv_log_loss=log_loss(cv), cv_probabilities=cv.tolist())
+    report: dict = {"c": c, "folds": folds, "uses_encoder": with_encoder,
+                    "cv_held_out": "system" if by_system else "question group",
+                    "cv_accuracy_by_inputs": {("lexical+encoder" if w else "lexical"): a
+                                              for w, a in accuracy.items()}}
+    if cv is not None:
+        report.update(cv_accuracy=accuracy[with_encoder], cv_log_loss=log_loss(cv),
+                      cv_probabilities=cv.tolist())
     return calibrator, report

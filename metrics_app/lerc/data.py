@@ -36,6 +36,7 @@ class LercExample:
     id: str = ""
     dataset: str = ""
     group: str = ""
+    source: str = ""  # the system that produced the candidate (an item's `source`)
 
 
 @dataclass(frozen=True)

@@ -236,7 +236,8 @@ def _example(kind: str, item: Item, gold: float, project: Project):
     return LercExample(question=content.get("question", ""),
                        references=tuple(content.get("references") or ("",)),
                        candidate=content.get("candidate", ""), passage=content.get("passage", ""),
-                       score=gold, id=str(item.id), dataset=item.dataset, group=group)
+                       score=gold, id=str(item.id), dataset=item.dataset, group=group,
+                       source=item.source)
 
 
 def mc_pretraining_build(*, projects: list[Project], seed: int = 0) -> list:
