@@ -466,3 +466,46 @@ def test_late_confirm_refused_item_is_settled_and_submit_appears(live_server, pa
     assert late.status == "submitted"
     assert list(Judgment.objects.filter(assignment=late).values_list("item_id", flat=True)) \
         == [items[1].pk]
+
+
+@pytest.mark.reliability
+def test_six_starc_annotators_see_one_level_per_question(live_server, browser):
+    """#13: six in-house annotators in a real browser on a STARC project with three text
+    levels; what each page showed and what was stored keep the design (one level per question
+    and participant, levels balanced)."""
+    from annotation.domain.design import design_violations
+    from tests.factories import make_item
+
+    project, stage, _ = make_task(TaskKind.MC, mode=ExperimentMode.QA, n_items=0,
+                                  items_per_hit=3, redundancy={"default": 2})
+    for question in range(3):
+        for level in ("Ele", "Int", "Adv"):
+            make_item(project, text_level=level, gold={"choice": "A"}, content={
+                "paragraph": f"Paragraph {question} written at the {level} level.",
+                "question": f"Question {question}?",
+                "answers": ["right", "misread", "distractor", "unsupported"]},
+                metadata={"article": 1, "paragraph": 1, "question": question})
+    shown = []
+    for n in range(6):
+        context = browser.new_context(viewport={"width": 1280, "height": 800})
+        context.set_default_timeout(20_000)
+        page = context.new_page()
+        open_inhouse(page, live_server, project, stage=stage)
+        assignment = Assignment.objects.filter(stage=stage).latest("pk")
+        for row in assignment.assignmentitem_set.order_by("position"):
+            box = f"#item-{row.item_id}"
+            assert page.locator(box).is_visible()
+            text = page.inner_text(box)
+            shown.append((n, row.item.metadata["question"], row.item.text_level))
+            assert f"Question {row.item.metadata['question']}?" in text
+            page.keyboard.press("a")
+            page.keyboard.press("Enter")
+            page.locator(f"{box} .feedback").wait_for(state="visible")
+            page.keyboard.press("Enter")
+        finish(page)
+        context.close()
+    stored = list(Judgment.objects.filter(stage=stage).values_list(
+        "worker_id", "item__metadata__question", "item__text_level"))
+    assert len(stored) == 18
+    assert design_violations(shown, levels=["Ele", "Int", "Adv"]) == []
+    assert design_violations(stored, levels=["Ele", "Int", "Adv"]) == []
