@@ -83,13 +83,19 @@ def test_publish_refusal_is_shown(admin_client_):
     assert stage.status == StageStatus.DRAFT
 
 
-def test_approve_reject_bonus_actions(admin_client_):
+def _two_submitted():
+    """Two submitted assignments of one item; the first holds a judgment."""
     project = make_project(TaskKind.LIKERT)
     stage = make_stage(project)
     item = make_item(project)
     ok, bad = (make_assignment(stage, items=[item], status=AssignmentStatus.SUBMITTED)
                for _ in range(2))
     make_judgment(item=item, stage=stage, worker=ok.worker, assignment=ok)
+    return ok, bad
+
+
+def test_approve_reject_bonus_actions(admin_client_):
+    ok, bad = _two_submitted()
     response = act(admin_client_, "assignment", "reject_assignments", [bad.pk])
     assert any("Type a reason" in m for m in messages_of(response))
     act(admin_client_, "assignment", "reject_assignments", [bad.pk], reason="off-topic")
@@ -305,12 +311,7 @@ def test_repeated_actions_say_what_they_did_and_what_was_done_already(admin_clie
     """#13 point 10: "Approved 7" / "Paid $0.25" are never claimed when nothing was sent."""
     from annotation.models import ProviderCall
 
-    project = make_project(TaskKind.LIKERT)
-    stage = make_stage(project)
-    item = make_item(project)
-    ok, bad = (make_assignment(stage, items=[item], status=AssignmentStatus.SUBMITTED)
-               for _ in range(2))
-    make_judgment(item=item, stage=stage, worker=ok.worker, assignment=ok)
+    ok, bad = _two_submitted()
     first = messages_of(act(admin_client_, "assignment", "approve_assignments", [ok.pk]))
     again = messages_of(act(admin_client_, "assignment", "approve_assignments", [ok.pk]))
     assert "Approved 1 assignment(s)." in first
