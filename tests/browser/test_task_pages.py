@@ -10,7 +10,7 @@ from urllib.parse import urlencode
 import pytest
 from django.urls import reverse
 
-from annotation.models import Assignment, ExperimentMode, Item, Judgment, TaskKind
+from annotation.models import Assignment, ExperimentMode, Item, Judgment, Provider, TaskKind
 from annotation.services.access import inhouse_link_create
 from tests.annotator.conftest import make_task
 from tests.browser.conftest import screenshot
@@ -195,7 +195,8 @@ def test_reload_mid_hit_keeps_answers(live_server, page):
 def test_mturk_preview_then_hit_then_second_visit_shows_completion(live_server, page,
                                                                    settings):
     settings.QAJ_MTURK_SUBMIT_HOSTS = [live_server.url]
-    project, stage, items = task_with_sentinel_gold(TaskKind.LIKERT, group="p1")
+    project, stage, items = task_with_sentinel_gold(TaskKind.LIKERT, group="p1",
+                                                    provider=Provider.MTURK)
     make_hit(stage, items=items, external_id="HITB1")
     base = live_server.url + reverse("annotation:task-mturk", kwargs={"stage_id": stage.pk})
     page.goto(base + "?" + urlencode({"assignmentId": "ASSIGNMENT_ID_NOT_AVAILABLE",
@@ -356,7 +357,7 @@ def test_pilot_reload_after_the_guess_resumes_on_the_reading_page(live_server, p
 def test_prolific_participant_is_sent_back_with_the_completion_code(live_server, page,
                                                                      settings):
     settings.PROLIFIC_COMPLETION_URL = live_server.url + "/prolific-complete"
-    project, stage, items = make_task(TaskKind.LIKERT, group="p1")
+    project, stage, items = make_task(TaskKind.LIKERT, group="p1", provider=Provider.PROLIFIC)
     stage.settings = {"prolific_study_id": "STUDYB", "prolific_completion_code": "CODEB7"}
     stage.save(update_fields=["settings"])
     landed: list[str] = []
@@ -399,7 +400,7 @@ def test_visible_page_sends_a_heartbeat_without_any_input(live_server, page):
 def test_prolific_comprehension_check_retry_then_return_message(live_server, page):
     """A wrong answer to a Prolific comprehension check: told it was not right (no correct
     answer shown) and asked again; wrong again: asked to return the study, no code."""
-    from annotation.models import AssignmentItem, Provider
+    from annotation.models import AssignmentItem
     from annotation.services.assignments import RETRY_MESSAGE
     from tests.factories import make_item
 
