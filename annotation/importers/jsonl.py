@@ -36,6 +36,9 @@ JUDGMENT_FIELDS = {"worker", "stage", *JudgmentRecord.VALUE_FIELDS}
 INFORMATIONAL_JUDGMENT_FIELDS = {"worker_provider", "stage_kind", "created_at", "assignment_id",
                                  "hit_id", "provider_assignment_id", "assignment_status"}
 
+# Review outcomes of work that does not count (annotation.selectors.judgments_that_count).
+NOT_ACCEPTED_STATUSES = frozenset({"rejected", "returned", "flagged"})
+
 _DEFAULTS: dict[str, Any] = {
     "dataset": "", "source": "", "split": "", "domain": "", "text_level": "", "group_key": "",
     "gold": None, "is_gold_check": False, "is_practice": False, "excluded": False,
@@ -115,6 +118,10 @@ def parse_line(raw: Any, *, kind: str, path: Path, line: int, split: str | None)
             field=field_name if field_name == "judgment" else f"judgments[{position}]",
         )
         for position, entry in enumerate(raw_judgments)
+        # An audit export (`export_data --include-rejected`) carries work the study did not
+        # accept: it is never imported as data.
+        if not (isinstance(entry, dict)
+                and entry.get("assignment_status") in NOT_ACCEPTED_STATUSES)
     ]
     record = ItemRecord(
         external_id=external_id, kind=kind, content=raw["content"], judgments=judgments,

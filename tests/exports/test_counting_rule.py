@@ -112,3 +112,19 @@ def test_rejecting_work_after_the_fact_refreshes_the_cached_report(study):
     after = cached_project_report(project=study["project"])
     assert after["agreement"]["all"]["n_judgments"] == before["agreement"]["all"][
         "n_judgments"] - 4
+
+
+def test_an_audit_export_never_brings_rejected_work_back_as_data(study, tmp_path):
+    audit = tmp_path / "audit.jsonl"
+    call_command("export_data", "study", "--include-rejected", "--no-progress",
+                 "--output", str(audit))
+    call_command("import_data", "jsonl", str(audit), "--project", "copy", "--create",
+                 "--kind", "likert", "--no-progress")
+    from annotation.models import Judgment
+
+    copied = Judgment.objects.filter(item__project__slug="copy")
+    assert copied.count() == 21 - 4  # the rejected assignment's four judgments stay out
+    assert not copied.filter(worker__external_id=study["rejected_worker"].external_id).exists()
+    # The blocked worker's work was submitted, not rejected: the copy keeps it (blocks belong
+    # to the researcher of the original project).
+    assert copied.filter(worker__external_id=study["blocked_worker"].external_id).count() == 4
