@@ -88,7 +88,7 @@ def system_of(example) -> str:
     return example.id.rsplit("/", 1)[-1]
 
 
-def run_definitions(examples, runs: list[str]) -> list[dict]:
+def run_definitions(examples, runs: list[str], curve_sizes=CURVE_SIZES) -> list[dict]:
     """[{name, train, val, test}] for the requested runs."""
     by_split = {"train": [], "val": [], "test": []}
     for example in examples:
@@ -112,7 +112,7 @@ def run_definitions(examples, runs: list[str]) -> list[dict]:
                 "val": [e for e in by_split["val"] if system_of(e) != system],
                 "test": [e for e in by_split["test"] if system_of(e) == system]})
     if "curve" in runs:
-        for size in CURVE_SIZES:
+        for size in curve_sizes:
             defined.append({"name": f"curve-{size}", "train": by_split["train"],
                             "val": by_split["val"], "test": by_split["test"], "cap": size})
     return defined
@@ -288,6 +288,8 @@ def main() -> None:
     parser.add_argument("--max-length", type=int, default=256)
     parser.add_argument("--max-val", type=int, default=2000,
                         help="validation judgments used per run (epoch choice, calibration)")
+    parser.add_argument("--curve-sizes", default=",".join(map(str, CURVE_SIZES)),
+                        help="training judgments of the learning-curve runs")
     parser.add_argument("--cap", type=int, default=None,
                         help="at most this many training judgments per run (seeded subset)")
     parser.add_argument("--baselines", default=",".join(BASELINES))
@@ -306,7 +308,8 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     args.out.mkdir(parents=True, exist_ok=True)
     examples = load_examples(args.data)
-    runs = run_definitions(examples, args.runs.split(","))
+    runs = run_definitions(examples, args.runs.split(","),
+                           [int(n) for n in args.curve_sizes.split(",")])
     baselines = baseline_scores(examples, args.out / "baselines.json",
                                 [b for b in args.baselines.split(",") if b])
     results_file = args.out / "results.json"
