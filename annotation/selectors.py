@@ -71,6 +71,12 @@ def _researchers_of(project: Project) -> QuerySet:
             .values("worker_id"))
 
 
+def _blocked_here(project: Project, worker_field: str = "worker") -> Q:
+    """The condition "this row's worker is blocked for `project`", as SQL (no id list)."""
+    return (Q(**{f"{worker_field}__status": WorkerStatus.BLOCKED})
+            | Q(**{f"{worker_field}_id__in": _researchers_of(project)}))
+
+
 def blocked_worker_ids_for(project: Project) -> set[int]:
     """Ids of the workers blocked for `project`: blocked globally (a superuser's block,
     `Worker.status`) or by a researcher who owns the project or has it shared with them
@@ -109,8 +115,8 @@ def judgments_that_count(queryset: QuerySet[Judgment] | None = None, *,
       by the project's owner or a researcher it is shared with).
 
     `include_rejected=True` drops the last two conditions (audits: `export_data
-    --include-rejected`). Without `project` the blocked-worker condition needs `queryset` to be
-    one project's judgments; the project is then read from the caller's filter.
+    --include-rejected`). The blocked-worker condition needs `project` (blocks depend on who
+    runs the project); every caller passes it.
     """
     queryset = Judgment.objects.all() if queryset is None else queryset
     if project is not None:
@@ -121,9 +127,7 @@ def judgments_that_count(queryset: QuerySet[Judgment] | None = None, *,
         return queryset
     queryset = queryset.exclude(assignment__status__in=NOT_COUNTED_ASSIGNMENT_STATUSES)
     if project is not None:
-        blocked = blocked_worker_ids_for(project)
-        if blocked:
-            queryset = queryset.exclude(worker_id__in=blocked)
+        queryset = queryset.exclude(_blocked_here(project))
     return queryset
 
 
@@ -131,10 +135,13 @@ def counting_fingerprint(*, project: Project) -> str:
     """What the counting rule depends on besides the judgments themselves, which are
     append-only: the not-counted assignments and the blocked workers. Cached reports compare it,
     since rejecting work or blocking a worker adds no judgment."""
-    excluded = Judgment.objects.filter(
-        item__project=project, assignment__status__in=NOT_COUNTED_ASSIGNMENT_STATUSES
-    ).values_list("assignment_id", flat=True).distinct().order_by("assignment_id")
-    return f"{sorted(blocked_worker_ids_for(project))}:{list(excluded)}"
+    judgments = Judgment.objects.filter(item__project=project)
+    excluded = judgments.filter(assignment__status__in=NOT_COUNTED_ASSIGNMENT_STATUSES)\
+        .values_list("assignment_id", flat=True).distinct().order_by("assignment_id")
+    # Only the blocked workers who worked here: a block elsewhere leaves this cache alone.
+    blocked = judgments.filter(_blocked_here(project)).values_list("worker_id", flat=True)\
+        .distinct().order_by("worker_id")
+    return f"{list(blocked)}:{list(excluded)}"
 
 
 # --- Items and judgments ------------------------------------------------------------------------
