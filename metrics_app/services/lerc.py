@@ -551,14 +551,18 @@ def model_version_train(*, model_version: ModelVersion) -> ModelVersion:
         started_eval = time.monotonic()
         val_examples = capped_examples(cfg, dataset.val, cfg.max_val_examples)
         test_examples = capped_examples(cfg, dataset.test, cfg.max_test_examples)
-        evaluation = {"validation": _evaluate(scorer, version.kind, val_examples)}
+        regression = version.kind == ModelKind.REGRESSION
+        # Scored once, used for the version's numbers and for the baseline comparison.
+        val_scores = scorer.score(val_examples) if regression and val_examples else None
+        test_scores = scorer.score(test_examples) if regression and test_examples else None
+        evaluation = {"validation": _evaluate(scorer, version.kind, val_examples, val_scores)}
         reporter({"phase": "evaluating", "split": "test"}, force=True)
-        evaluation["test"] = _evaluate(scorer, version.kind, test_examples)
-        if version.kind == ModelKind.REGRESSION and _promotion_baselines():
+        evaluation["test"] = _evaluate(scorer, version.kind, test_examples, test_scores)
+        if regression and _promotion_baselines():
             reporter({"phase": "evaluating", "split": "baselines"}, force=True)
             evaluation["baselines"] = compare_with_baselines(
-                scorer.score(val_examples), scorer.score(test_examples), val_examples,
-                test_examples, baselines=_promotion_baselines())
+                val_scores or [], test_scores or [], val_examples, test_examples,
+                baselines=_promotion_baselines())
         if version.kind == ModelKind.REGRESSION:
             reporter({"phase": "evaluating", "split": "minimal pairs"}, force=True)
             pairs = minimal_pair_accuracy(scorer, list(version.projects.all()),
@@ -646,14 +650,17 @@ def model_version_scorer(model_version: ModelVersion):
     return _scorer_for_path(str(artifact_local_path(model_version.artifact_uri)))
 
 
-def _evaluate(scorer, kind: str, examples: list) -> dict[str, Any]:
+def _evaluate(scorer, kind: str, examples: list, predictions: list | None = None
+              ) -> dict[str, Any]:
+    """Validation/test numbers; `predictions` are the scorer's scores when already computed."""
     if not examples:
         return {}
     if kind == ModelKind.PAIRWISE:
         scores = scorer.score_pairs(examples)
         return {"pairwise_accuracy": pairwise_accuracy(scores, [e.label for e in examples]),
                 "n": len(examples)}
-    predictions = scorer.score(examples)
+    if predictions is None:
+        predictions = scorer.score(examples)
     gold = [e.score for e in examples]
     result: dict[str, Any] = {"pearson": pearson(predictions, gold), "n": len(examples)}
     by_dataset = {}
