@@ -199,23 +199,14 @@ def publish_stages(modeladmin, request, queryset):
 
 @admin.action(description="Publish in the background (Celery)")
 def publish_stages_background(modeladmin, request, queryset):
-    from kombu.exceptions import OperationalError
-
-    from worker.tasks.providers import stage_publish
+    from .services.background import BrokerUnreachable
+    from .services.stages import stage_publish_enqueue
 
     queued, failed = [], []
     for stage in queryset:
         try:
-            # One connection attempt and one retry, no publish retries: with the broker down
-            # the researcher hears so within seconds instead of the request hanging (and then
-            # answering 500).
-            with stage_publish.app.connection_for_write() as connection:
-                connection.transport_options = {**(connection.transport_options or {}),
-                                                "max_retries": 1}
-                stage_publish.apply_async(
-                    args=[stage.pk, request.user.pk, _reason(request) or None],
-                    connection=connection, retry=False)
-        except (OperationalError, OSError) as exc:
+            stage_publish_enqueue(stage=stage, by=request.user, reason=_reason(request) or None)
+        except BrokerUnreachable as exc:
             failed.append(
                 f"{stage}: not queued — the task broker is unreachable ({exc}). Nothing was "
                 f"published; use \"Publish\" to publish now, or try again once the Celery "

@@ -34,6 +34,7 @@ from annotation.models import (
 from annotation.providers import PublishReport, get_provider
 
 from .assignments import gold_items_for_stage
+from .background import task_send_or_fail_fast
 from .costs import StageCostEstimate, project_committed_cost, stage_cost_estimate
 
 ALLOWED_TRANSITIONS: dict[str, set[str]] = {
@@ -422,6 +423,13 @@ def stage_publish(*, stage: Stage, user=None, override_reason: str | None = None
         stage_transition(stage=stage, to_status=StageStatus.COLLECTING, user=user,
                          reason=f"{len(hits)} HITs live on {stage.get_provider_display()}")
     return StagePublishResult(stage=stage, estimate=estimate, report=report, n_hits=len(hits))
+
+
+def stage_publish_enqueue(*, stage: Stage, by=None, reason: str | None = None):
+    """Queue `stage_publish` on a Celery worker (the admin's "publish in the background");
+    raises background.BrokerUnreachable within seconds when the broker is down."""
+    return task_send_or_fail_fast("worker.tasks.providers.stage_publish",
+                                  args=[stage.pk, getattr(by, "pk", None), reason])
 
 
 def stage_hits_create(*, stage: Stage) -> PublishReport:

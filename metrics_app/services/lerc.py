@@ -34,6 +34,7 @@ from django.db.models import Max
 from django.utils import timezone
 
 from annotation.models import Item, Judgment, Project, StageKind, TaskKind
+from annotation.services.background import task_send
 
 from ..aggregation import mean_by_item
 from ..lerc.data import LercExample, PairExample, is_exact_match
@@ -373,13 +374,11 @@ def model_version_create(
 def model_version_enqueue(*, model_version: ModelVersion, task: str = "train") -> str:
     """Send the version's training (or evaluation) to the gpu queue once the transaction
     commits; returns the task id."""
-    from worker.tasks import lerc as lerc_tasks
-
     task_id = str(uuid.uuid4())
     model_version.task_id = task_id
     model_version.save(update_fields=["task_id"])
-    target = lerc_tasks.lerc_train if task == "train" else lerc_tasks.lerc_evaluate
-    transaction.on_commit(lambda: target.apply_async(args=[model_version.id], task_id=task_id))
+    name = "worker.tasks.lerc.lerc_train" if task == "train" else "worker.tasks.lerc.lerc_evaluate"
+    transaction.on_commit(lambda: task_send(name, args=[model_version.id], task_id=task_id))
     return task_id
 
 

@@ -3,7 +3,7 @@
 Works for any name in `metrics_app.registry` (the baselines, BERTScore, LERC ...). A project's
 scores are cached in `MetricScore` per item, metric, version and side: rerunning skips what is
 already scored at the current version. The web never calls these directly: the metrics page and
-the API create a `ScoringJob` whose Celery task (`worker/tasks/metrics.py`) runs it; posted
+the API create a `ScoringJob` whose Celery task (`worker/tasks/metrics.py`, sent by name) runs it; posted
 items (no project) that need a heavy metric become an `ItemScoringJob`, run the same way.
 """
 from __future__ import annotations
@@ -17,6 +17,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from annotation.models import Item, Project, TaskKind
+from annotation.services.background import task_send
 
 from ..models import MetricScore
 from ..registry import MetricInput, MetricUnavailable, get_metric, metric_accepts_option
@@ -224,11 +225,9 @@ def _is_registered(name: str) -> bool:
 
 
 def _enqueue(job: ScoringJob | ItemScoringJob) -> bool:
-    from worker.tasks.metrics import score_items, score_project
-
-    task = score_items if isinstance(job, ItemScoringJob) else score_project
+    name = "metrics.score_items" if isinstance(job, ItemScoringJob) else "metrics.score_project"
     try:
-        result = task.apply_async(args=[job.pk], queue=job.queue)
+        result = task_send(name, args=[job.pk], queue=job.queue)
     except Exception:
         # Broker unreachable: the job is stored and the request answered; it stays queued
         # without a task id until scoring_jobs_enqueue_pending (beat) sends it.
