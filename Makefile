@@ -25,6 +25,7 @@ test: venv
 
 lint: venv
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/lint-imports
 
 bench: venv
 	$(PY) -m bench $(if $(B),--only $(B),)

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from django.db.models import Count, Q, QuerySet
 
 from .models import (
+    NON_DATA_STAGE_KINDS,
     Assignment,
     AssignmentStatus,
     InhouseLink,
@@ -20,16 +21,10 @@ from .models import (
     Judgment,
     Project,
     Stage,
-    StageKind,
     Worker,
     WorkerBlock,
     WorkerStatus,
 )
-
-# Practice and qualification answers test the workers, not the items: they do not count towards
-# the judgments an item still needs.
-NON_DATA_STAGE_KINDS = (StageKind.PRACTICE, StageKind.QUALIFICATION)
-
 
 # --- Visibility ---------------------------------------------------------------------------------
 

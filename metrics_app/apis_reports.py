@@ -8,9 +8,9 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotation.apis import with_errors
+from annotation.judgment_selectors import GROUP_FIELDS
 from annotation.selectors import projects_visible_to
 
-from .reports.data import GROUP_FIELDS
 from .reports.project import cached_project_report
 
 

@@ -11,10 +11,10 @@ from django.urls import reverse
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_POST
 
+from annotation.judgment_selectors import GROUP_FIELDS
 from annotation.models import Judgment, Project, Worker
 from annotation.selectors import projects_visible_to
 
-from .reports.data import GROUP_FIELDS
 from .reports.project import dashboard_data, with_current_worker_status
 
 WORKER_SORTS = {

@@ -26,6 +26,9 @@ fi
 echo "=== lint (ruff) ==="
 .venv/bin/ruff check .
 
+echo "=== architecture contracts (import-linter, .importlinter) ==="
+.venv/bin/lint-imports
+
 run_id="$$"
 status=0
 

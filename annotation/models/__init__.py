@@ -16,9 +16,21 @@ from .item import Item
 from .judgment import AppendOnlyError, Judgment
 from .project import DEFAULT_AB_ASPECTS, DEFAULT_LIKERT_LABELS, ExperimentMode, Project, TaskKind
 from .provider_calls import ProviderCall, ProviderCallStatus
-from .stage import Provider, Stage, StageKind, StageStatus, StageTransition
+from .stage import (
+    COLLECTION_STAGE_KINDS,
+    DATA_STAGE_KINDS,
+    NON_DATA_STAGE_KINDS,
+    Provider,
+    Stage,
+    StageKind,
+    StageStatus,
+    StageTransition,
+)
 
 __all__ = [
+    "COLLECTION_STAGE_KINDS",
+    "DATA_STAGE_KINDS",
+    "NON_DATA_STAGE_KINDS",
     "AppendOnlyError",
     "Assignment",
     "AssignmentItem",

@@ -18,6 +18,15 @@ class StageKind(models.TextChoices):
     IMPORTED = "imported", "Imported judgments"
 
 
+# Which stages hold data: the one definition. Practice and qualification answers test the
+# workers, not the items, so they never count towards an item's judgments, reports or LERC data.
+NON_DATA_STAGE_KINDS = (StageKind.PRACTICE, StageKind.QUALIFICATION)
+DATA_STAGE_KINDS = tuple(kind for kind in StageKind if kind not in NON_DATA_STAGE_KINDS)
+# The data stages that collect judgments here (imported judgments were gathered elsewhere): the
+# stages whose items a later stage may avoid re-showing.
+COLLECTION_STAGE_KINDS = tuple(kind for kind in DATA_STAGE_KINDS if kind != StageKind.IMPORTED)
+
+
 class StageStatus(models.TextChoices):
     DRAFT = "draft", "Draft"
     PUBLISHED = "published", "Published"

@@ -16,6 +16,8 @@ from decimal import ROUND_HALF_UP, Decimal
 
 from annotation.models import Stage, StageStatus
 
+from .stage_plans import stage_hit_plan
+
 CENT = Decimal("0.01")
 
 
@@ -63,7 +65,6 @@ def stage_cost_estimate(*, stage: Stage, with_balance: bool = False) -> StageCos
     """Cost of the stage's HITs (built, or as `stage_hit_plan` would build them)."""
     from annotation.providers import get_provider
 
-    from .stages import stage_hit_plan
 
     provider = get_provider(stage.provider)
     hits = list(stage.hits.all())

@@ -17,11 +17,11 @@ from typing import IO, Any
 from django.db.models import F
 from tqdm import tqdm
 
+from annotation.domain.aggregation import majority_by_item
 from annotation.domain.answers import VALIDITY_CHOICES
 from annotation.domain.item_content import AB_CHOICES, MC_ROLES
 from annotation.models import ExperimentMode, Item, Judgment, Project, Stage
 from annotation.selectors import judgments_that_count
-from metrics_app.aggregation import majority_by_item
 
 CHUNK_SIZE = 2000
 PROGRESS_MIN_ITEMS = 2000

@@ -3,16 +3,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from annotation.models import TaskKind
-
-from ..agreement import (
+from annotation.domain.agreement import (
     fleiss_kappa_ci,
     fleiss_kappa_from_counts,
     krippendorff_alpha_ci,
     krippendorff_alpha_from_counts,
     percent_agreement_from_counts,
 )
-from .data import GROUP_FIELDS, JudgmentFrame
+from annotation.judgment_selectors import GROUP_FIELDS, JudgmentFrame
+from annotation.models import TaskKind
 
 N_RESAMPLES = 1000
 

@@ -7,10 +7,9 @@ from collections import Counter
 
 import numpy as np
 
+from annotation.domain.agreement import fleiss_kappa_from_counts
+from annotation.judgment_selectors import JudgmentFrame
 from annotation.models import Item
-
-from ..agreement import fleiss_kappa_from_counts
-from .data import JudgmentFrame
 
 
 def _target_side(setting: str, a_kind: str, a_up, b_kind: str, b_up, metadata: dict) -> str:

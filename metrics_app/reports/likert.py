@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .data import JudgmentFrame
+from annotation.judgment_selectors import JudgmentFrame
 
 
 def _distribution(scores: np.ndarray, domain: np.ndarray) -> dict:

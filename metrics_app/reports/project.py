@@ -10,12 +10,12 @@ import numpy as np
 from django.db.models import Max, TextField
 from django.db.models.functions import Cast
 
+from annotation.judgment_selectors import fetch_plain_rows, load_judgments
 from annotation.models import Item, Judgment, Project, Stage, TaskKind
 from annotation.selectors import blocked_worker_ids_for, counting_fingerprint
 
 from ..models import Report
 from .agreement import agreement_report
-from .data import _fetch_plain, load_judgments
 from .lfqa import lfqa_report
 from .likert import likert_report
 from .stages import stages_report
@@ -94,7 +94,7 @@ def item_fingerprint(*, project: Project) -> str:
                 .annotate(_gold=Cast("gold", TextField()), _meta=Cast("metadata", TextField()))
                 .values_list("id", *ITEM_FINGERPRINT_FIELDS, "_gold", "_meta"))
     digest = hashlib.blake2b(digest_size=16)
-    for row in _fetch_plain(queryset):
+    for row in fetch_plain_rows(queryset):
         digest.update(repr(row).encode())
     digest.update(counting_fingerprint(project=project).encode())
     return digest.hexdigest()

@@ -4,15 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from annotation.judgment_selectors import JudgmentFrame, stage_agreement
 from annotation.models import Project, Stage
-
-from .data import JudgmentFrame
+from annotation.services.stages import agreement_stage_for
 
 
 def stages_report(frame: JudgmentFrame, *, project: Project) -> list[dict]:
-    from annotation.services.stages import agreement_stage_for
-
-    from ..agreement import stage_agreement
 
     alphas: dict[int, float | None] = {}
 

@@ -8,9 +8,8 @@ from collections import defaultdict
 
 import numpy as np
 
+from annotation.judgment_selectors import JudgmentFrame
 from annotation.models import ExperimentMode
-
-from .data import JudgmentFrame
 
 ROLES = ("A", "B", "C", "D")
 # Table 5's RACE "All" column weights the levels by the RACE test set's question counts.

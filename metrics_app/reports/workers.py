@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from annotation.domain.agreement import alpha_without_each, krippendorff_alpha_from_counts
+from annotation.judgment_selectors import JudgmentFrame
 from annotation.models import TaskKind, Worker
-
-from ..agreement import alpha_without_each, krippendorff_alpha_from_counts
-from .data import JudgmentFrame
 
 # A worker giving the same answer this often (with enough judgments) is flagged.
 STRAIGHT_LINING_SHARE = 0.9

@@ -33,10 +33,10 @@ from django.db import IntegrityError, transaction
 from django.db.models import Max
 from django.utils import timezone
 
+from annotation.domain.aggregation import mean_by_item
 from annotation.models import Item, Judgment, Project, StageKind, TaskKind
 from annotation.services.background import task_send
 
-from ..aggregation import mean_by_item
 from ..lerc.data import LercExample, PairExample, is_exact_match
 from ..lerc.evaluation import compare_with_baselines, decision_report
 from ..lerc.train import (

@@ -20,12 +20,12 @@ from collections.abc import Sequence
 from django.db import transaction
 from django.db.models import Max
 
+from annotation.judgment_selectors import item_gold_scores, judgment_rows
 from annotation.models import Judgment, Project, TaskKind
 from annotation.selectors import counting_fingerprint
 
 from .. import metric_eval
 from ..models import MetricScore, Report
-from ..selectors import item_gold_scores, judgment_rows
 
 REPORT_KIND = "metric_eval"
 DEFAULT_PARAMS = {"znormalize": False, "drop_exact_matches": False, "drop_number_pairs": False,

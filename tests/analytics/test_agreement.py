@@ -8,7 +8,7 @@ from scipy.stats import pearsonr, spearmanr
 from statsmodels.stats.inter_rater import aggregate_raters, cohens_kappa, to_table
 from statsmodels.stats.inter_rater import fleiss_kappa as sm_fleiss_kappa
 
-from metrics_app import agreement as ag
+from annotation.domain import agreement as ag
 
 nan = np.nan
 

@@ -5,8 +5,8 @@ import krippendorff
 import numpy as np
 import pytest
 
+from annotation.judgment_selectors import stage_agreement
 from annotation.models import StageKind, TaskKind
-from metrics_app.agreement import stage_agreement
 from tests.factories import make_item, make_judgment, make_project, make_stage, make_worker
 
 pytestmark = pytest.mark.django_db

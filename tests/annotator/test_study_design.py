@@ -29,7 +29,7 @@ from annotation.services.assignments import (
     assignment_submit,
 )
 from annotation.services.imports import import_records
-from annotation.services.stages import stage_hit_plan, stage_items_choose
+from annotation.services.stage_plans import stage_hit_plan, stage_items_choose
 from tests.annotator.test_views import api, page_config
 from tests.factories import make_hit, make_item, make_project, make_stage, make_worker
 

@@ -8,11 +8,11 @@ import json
 import pytest
 from django.core.management import call_command
 
+from annotation.judgment_selectors import stage_agreement
 from annotation.models import AssignmentStatus, StageKind, TaskKind
 from annotation.selectors import judgments_that_count
 from annotation.services.exports import export_write
 from annotation.services.workers import worker_block
-from metrics_app.agreement import stage_agreement
 from metrics_app.reports.project import cached_project_report
 from metrics_app.services.lerc import lerc_dataset_build
 from tests.factories import (

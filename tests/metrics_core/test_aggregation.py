@@ -1,6 +1,6 @@
 import pytest
 
-from metrics_app.aggregation import majority_by_item, mean_by_item, znormalize_by_annotator
+from annotation.domain.aggregation import majority_by_item, mean_by_item, znormalize_by_annotator
 
 
 def test_mean_by_item_averages_every_judgment():

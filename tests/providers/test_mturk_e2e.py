@@ -18,7 +18,8 @@ from annotation.models import (
     WorkerStatus,
 )
 from annotation.services.review import assignment_bonus_pay, stage_sync_and_review
-from annotation.services.stages import GuardFailed, stage_publish
+from annotation.services.stage_errors import GuardFailed
+from annotation.services.stages import stage_publish
 
 from .conftest import make_stages
 from .mturk_server import MTurkError

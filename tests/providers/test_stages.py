@@ -13,13 +13,15 @@ from annotation.models import (
     TaskKind,
 )
 from annotation.services.costs import stage_cost_estimate
-from annotation.services.stages import (
+from annotation.services.stage_errors import (
     BudgetExceeded,
     GuardFailed,
     IllegalTransition,
     StageError,
+)
+from annotation.services.stage_plans import stage_hit_plan
+from annotation.services.stages import (
     stage_close,
-    stage_hit_plan,
     stage_hits_build,
     stage_publish,
     stage_transition,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from scipy.stats import pearsonr
 
+from annotation.domain.aggregation import mean_by_item
 from annotation.models import TaskKind
-from metrics_app.aggregation import mean_by_item
 from metrics_app.models import MetricScore
 from metrics_app.services.metric_evaluation import (
     metric_evaluation_build,

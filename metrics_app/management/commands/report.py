@@ -11,8 +11,8 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
+from annotation.judgment_selectors import GROUP_FIELDS
 from annotation.models import Project
-from metrics_app.reports.data import GROUP_FIELDS
 from metrics_app.reports.project import cached_project_report
 
 

@@ -506,16 +506,3 @@ def bootstrap_ci(
         value = statistic(data[:, rng.integers(0, n_items, n_items)])
         estimates[i] = np.nan if value is None else value
     return _percentile_interval(estimates, n_resamples, confidence)
-
-
-# --------------------------------------------------------------------------------------------
-# Database entry point (the stage guard of the providers uses it)
-# --------------------------------------------------------------------------------------------
-
-def stage_agreement(*, stage, level: Level | None = None) -> float | None:
-    """Krippendorff's α of one stage's judgments (interval for Likert, nominal for A/B and
-    multiple choice unless `level` says otherwise); None when undefined or no data."""
-    from .reports.data import load_judgments
-
-    frame = load_judgments(project=stage.project, stage=stage)
-    return frame.alpha(level=level)

@@ -1,4 +1,8 @@
-"""Judgments of a project loaded once into numpy columns for the report builders.
+"""The judgment loaders for statistics, all built on the counting rule
+(`annotation.selectors.judgments_that_count`): `load_judgments` reads the judgments that count of
+a project (or a stage) once into numpy columns (a `JudgmentFrame`) for agreement, reports and
+stage gates; `judgment_rows` gives them as light rows and `item_gold_scores` as a mean score per
+item, for metric evaluation and LERC datasets.
 
 Two `values_list` queries (judgments, items) instead of model instances: a project of 40,000
 items × 3 judgments loads in a fraction of a second and every report is array arithmetic.
@@ -13,15 +17,15 @@ from django.db import connection
 from django.db.models import FloatField, Q, Value
 from django.db.models.functions import Coalesce
 
-from annotation.models import Item, Project, Stage, TaskKind
-from annotation.selectors import NON_DATA_STAGE_KINDS, judgments_that_count
-
-from ..agreement import (
+from annotation.domain.aggregation import mean_by_item
+from annotation.domain.agreement import (
     FleissResult,
     Level,
     fleiss_kappa_from_counts,
     krippendorff_alpha_from_counts,
 )
+from annotation.models import NON_DATA_STAGE_KINDS, Item, Project, Stage, TaskKind
+from annotation.selectors import judgments_that_count
 
 MISSING = -1e300  # stands for NULL in the numeric query
 GROUP_FIELDS = ("dataset", "split", "source", "domain", "text_level", "stage")
@@ -151,7 +155,7 @@ def load_judgments(
     queryset = queryset.order_by("id") if rich else queryset.order_by()
     # One float matrix straight from the cursor; ids stay exact below 2**53. NULLs come back
     # as a sentinel so np.fromiter can read the flat rows (much faster than np.array on tuples).
-    rows = _fetch_plain(queryset.annotate(
+    rows = fetch_plain_rows(queryset.annotate(
         _score=Coalesce("score", Value(MISSING, output_field=FloatField())),
         _time=Coalesce("time_spent_ms", Value(-1)),
     ).values_list("id", "item_id", "worker_id", "stage_id", "_score", "_time"))
@@ -162,7 +166,7 @@ def load_judgments(
     table[table[:, 5] < 0, 5] = np.nan
     n_rows = len(table)
     choice = (
-        np.array([c for (c,) in _fetch_plain(queryset.values_list("choice"))], dtype=str)
+        np.array([c for (c,) in fetch_plain_rows(queryset.values_list("choice"))], dtype=str)
         if kind != TaskKind.LIKERT and n_rows else np.full(n_rows, "", dtype=str)
     )
     rich_fields = ["difficult", "aspects", "extra", "presented_order", "choices"]
@@ -178,7 +182,7 @@ def load_judgments(
     item_fields = ["id", "dataset", "source", "split", "domain", "text_level", "is_gold_check",
                    "is_practice", "external_id"]
     item_queryset = Item.objects.filter(project=project).order_by("id")
-    item_table = _fetch_plain(item_queryset.values_list(*item_fields))
+    item_table = fetch_plain_rows(item_queryset.values_list(*item_fields))
     item_cols = list(zip(*item_table, strict=True)) if item_table else [()] * len(item_fields)
     item_ids = ints(item_cols[0])
     items = {
@@ -219,10 +223,59 @@ def load_judgments(
     )
 
 
-def _fetch_plain(queryset) -> list[tuple]:
+def fetch_plain_rows(queryset) -> list[tuple]:
     """Rows of a values_list over plain columns (ints, floats, strings, booleans) straight from
     the cursor, skipping Django's per-value converters (most of the time for 120,000 rows)."""
     sql, params = queryset.query.sql_with_params()
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         return cursor.fetchall()
+
+
+def stage_agreement(*, stage: Stage, level: Level | None = None) -> float | None:
+    """Krippendorff's α of one stage's judgments (interval for Likert, nominal for A/B and
+    multiple choice unless `level` says otherwise); None when undefined or no data."""
+    frame = load_judgments(project=stage.project, stage=stage)
+    return frame.alpha(level=level)
+
+
+@dataclass(frozen=True)
+class JudgmentRow:
+    id: int
+    item_id: int
+    worker_id: int
+    stage_id: int
+    score: float | None
+    choice: str
+    choices: list
+    difficult: bool | None
+    aspects: list
+    extra: dict
+    presented_order: list
+    time_spent_ms: int | None
+
+
+def judgment_rows(
+    *, project: Project, stage: Stage | None = None, include_non_data_stages: bool = False
+) -> list[JudgmentRow]:
+    """The judgments that count (`annotation.selectors.judgments_that_count`) of a project (or
+    one stage) as light rows, ordered by id."""
+    queryset = judgments_that_count(
+        project=project, data_stages_only=stage is None and not include_non_data_stages)
+    if stage is not None:
+        queryset = queryset.filter(stage=stage)
+    fields = [f for f in JudgmentRow.__dataclass_fields__]
+    return [JudgmentRow(*values) for values in queryset.order_by("id").values_list(*fields)]
+
+
+def item_gold_scores(
+    *, project: Project, stage: Stage | None = None, znormalize: bool = False
+) -> dict[int, float]:
+    """Likert gold score per item id: mean of its judgments, optionally z-normalized per
+    annotator first."""
+    triples = [
+        (row.worker_id, row.item_id, row.score)
+        for row in judgment_rows(project=project, stage=stage)
+        if row.score is not None
+    ]
+    return mean_by_item(triples, znormalize=znormalize)

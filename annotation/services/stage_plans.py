@@ -1,0 +1,236 @@
+"""Which items a stage releases and how they are cut into HITs: item choice (by stage kind,
+leaving out items released in earlier stages), gold mixing, Latin-square lists and the HIT plan
+that `stage_hits_build` stores and `stage_cost_estimate` prices. Reads only; nothing is sent.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import random
+from collections import Counter, defaultdict
+
+from annotation.domain.design import latin_square_list, ordered_levels, question_key
+from annotation.models import (
+    COLLECTION_STAGE_KINDS,
+    Item,
+    Provider,
+    Stage,
+    StageKind,
+    TaskKind,
+)
+
+from .assignments import gold_items_for_stage
+from .stage_errors import StageError
+
+MTURK_MAX_ASSIGNMENTS_20PCT = 9  # 10 or more assignments on one HIT costs a 40% fee
+DEFAULT_QUALIFICATION_ITEMS = 10
+DEFAULT_QUALIFICATION_WORKERS = 50  # settings["max_workers"]: how many take the qualification
+MAX_GOLD_RATE = 0.9  # at least one regular item in every HIT
+DEFAULT_TRIAL_ITEMS = 200
+
+
+@dataclasses.dataclass(frozen=True)
+class HitPlan:
+    items: list[Item]
+    max_assignments: int
+    split: str
+
+
+def _released_elsewhere(stage: Stage):
+    """Items already released in another data stage of the project (trial, pilot, full) or in a
+    qualification: the workers a later stage admits answered those against gold, so they are
+    not released again unless the stage says `"reuse_earlier_items": true` (then only other
+    data stages' items are left out)."""
+    kinds = COLLECTION_STAGE_KINDS if (stage.settings or {}).get("reuse_earlier_items") else (
+        *COLLECTION_STAGE_KINDS, StageKind.QUALIFICATION)
+    return Item.objects.filter(
+        stages__project_id=stage.project_id, stages__kind__in=kinds
+    ).exclude(stages=stage).values("pk")
+
+
+def stage_items_choose(*, stage: Stage, store: bool = True) -> list[Item]:
+    """The stage's items: the explicit ones, or chosen by kind (and then stored on the stage).
+
+    qualification: N items with gold answers (gold/attention items first), default 10;
+    trial: `settings["n_items"]` (default 200) random remaining items, seeded by the stage;
+    full: every remaining item; practice: the practice items. `store=False` only looks.
+    """
+    explicit = list(stage.items.filter(excluded=False).order_by("id"))
+    if explicit:
+        return explicit
+    options = stage.settings or {}
+    base = Item.objects.filter(project_id=stage.project_id, excluded=False)
+    if stage.kind == StageKind.QUALIFICATION:
+        n = int(options.get("n_items", DEFAULT_QUALIFICATION_ITEMS))
+        chosen = list(base.filter(gold__isnull=False).order_by("-is_gold_check", "id")[:n])
+        if len(chosen) < n:
+            raise StageError(
+                f"a qualification needs {n} items with gold answers; the project has {len(chosen)}"
+            )
+    elif stage.kind == StageKind.PRACTICE:
+        chosen = list(base.filter(is_practice=True).order_by("id"))
+    else:
+        remaining = list(
+            base.filter(is_practice=False, is_gold_check=False)
+            .exclude(pk__in=_released_elsewhere(stage)).order_by("id")
+        )
+        if stage.kind in (StageKind.TRIAL, StageKind.PILOT) or "n_items" in options:
+            n = int(options.get("n_items", DEFAULT_TRIAL_ITEMS))
+            if n < len(remaining):
+                remaining = sorted(random.Random(stage.pk).sample(remaining, n),
+                                   key=lambda item: item.pk)
+        chosen = remaining
+    if not chosen:
+        raise StageError(f"{stage} has no items to release")
+    if store:
+        stage.items.set(chosen)
+    return chosen
+
+
+def _assignments_for(stage: Stage, split: str) -> int:
+    if stage.judgments_per_item:
+        return int(stage.judgments_per_item)
+    return stage.project.redundancy_for(split)
+
+
+def stage_gold_rate(stage: Stage) -> float:
+    """Share of gold/attention items in each HIT: `settings["gold_rate"]`, else the project's."""
+    rate = (stage.settings or {}).get("gold_rate")
+    rate = stage.project.gold_rate if rate is None else rate
+    return min(max(float(rate or 0.0), 0.0), MAX_GOLD_RATE)
+
+
+def _random_round(expected: float, rng: random.Random) -> int:
+    # Randomised rounding keeps the long-run share at the rate even for small HITs (as
+    # items_pick_next does for the pages that pick items themselves).
+    whole = int(expected)
+    return whole + (rng.random() < expected - whole)
+
+
+def qualification_hit_sizes(*, workers: int, provider: str, allow_40pct: bool) -> list[int]:
+    """Assignments per qualification HIT for `workers` takers: MTurk HITs of at most 9 (the 20%
+    fee tier), as even as possible; one HIT (one Prolific study with that many places)
+    elsewhere, or on MTurk when the researcher opted into the 40% tier."""
+    workers = max(1, workers)
+    if provider != Provider.MTURK or allow_40pct:
+        return [workers]
+    n_hits = math.ceil(workers / MTURK_MAX_ASSIGNMENTS_20PCT)
+    base, extra = divmod(workers, n_hits)
+    return [base + 1] * extra + [base] * (n_hits - extra)
+
+
+class _GoldMixer:
+    """Adds the project's gold/attention items to the HITs of a data stage at the stage's gold
+    rate, the way `items_pick_next` (annotation/services/assignments.py) mixes them into the
+    assignments it picks: gold takes slots of the HIT, a Likert HIT only gets gold from its own
+    passage, and the gold items are inserted at random positions. The least used gold items
+    go first, so each is repeated in as few HITs as possible (a worker judges an item once per
+    stage). Seeded by the stage, so the estimate and the published HITs agree."""
+
+    def __init__(self, stage: Stage):
+        self.rate = stage_gold_rate(stage)
+        self.likert = stage.project.kind == TaskKind.LIKERT
+        self.pool = list(gold_items_for_stage(stage=stage).order_by("pk")) if self.rate else []
+        self.rng = random.Random(f"gold-{stage.pk}")
+        self.used: Counter[int] = Counter()
+
+    def slots(self, per_hit: int, group_key: str) -> int:
+        """Gold items in a full HIT of `per_hit` items of the Likert passage `group_key` (""
+        for other kinds): none when no gold item could go with it, so its HITs stay full."""
+        if self.likert and group_key:
+            available = sum(g.group_key == group_key for g in self.pool)
+        else:
+            available = len(self.pool)
+        if not available or per_hit < 2:
+            return 0
+        return min(per_hit - 1, available, _random_round(per_hit * self.rate, self.rng))
+
+    def mix(self, regular: list[Item], n_gold: int, full: bool) -> list[Item]:
+        if not n_gold or not regular:
+            return regular
+        if not full:  # a short last HIT gets gold in proportion to its regular items
+            n_gold = min(n_gold, _random_round(len(regular) * self.rate / (1 - self.rate),
+                                               self.rng))
+        groups = {item.group_key for item in regular if item.group_key}
+        taken = {item.pk for item in regular}  # explicit stage items may include gold items
+        candidates = [g for g in self.pool if g.pk not in taken]
+        same_group = [g for g in candidates if g.group_key in groups] if groups else []
+        pool = same_group or ([] if self.likert and groups else candidates)
+        if not pool or not n_gold:
+            return regular
+        order = {item.pk: self.rng.random() for item in pool}
+        chosen = sorted(pool, key=lambda g: (self.used[g.pk], order[g.pk]))[:n_gold]
+        mixed = list(regular)
+        for item in chosen:
+            self.used[item.pk] += 1
+            mixed.insert(self.rng.randint(0, len(mixed)), item)
+        return mixed
+
+
+def _latin_square_lists(stage: Stage, items: list[Item]) -> dict[int, int]:
+    """{item id: Latin-square list} when the stage serves STARC conditions in a Latin square
+    (annotation.domain.design), else {}. Each list holds every question once; MTurk HITs are
+    cut from one list, and a worker who already saw one of a HIT's questions (at any level) is
+    refused that HIT at accept (`assignment_start`)."""
+    from .assignments import latin_square_on
+
+    if not items or not latin_square_on(stage):
+        return {}
+    rows = [(item.pk, item.text_level, question_key(
+        item_id=item.pk, article=(item.metadata or {}).get("article"),
+        paragraph=(item.metadata or {}).get("paragraph"),
+        question=(item.metadata or {}).get("question"))) for item in items]
+    levels = ordered_levels(level for _, level, _ in rows)
+    index = {key: i for i, key in enumerate(sorted({key for _, _, key in rows}, key=str))}
+    return {pk: latin_square_list(question_index=index[key], level_index=levels.index(level),
+                                  n_levels=len(levels)) for pk, level, key in rows}
+
+
+def stage_hit_plan(*, stage: Stage, store: bool = True) -> list[HitPlan]:
+    """Group the stage's items into HITs (without writing HITs).
+
+    Likert items sharing a passage (`group_key`) share HITs, so the passage is read once; every
+    HIT holds items of one split so that its assignments match the split's redundancy, plus the
+    project's gold/attention items at the gold rate (`stage_gold_rate`). A qualification is HITs
+    with all its items, taken by `settings["max_workers"]` workers in all (default 50): on MTurk
+    split into HITs of at most 9 assignments (`qualification_hit_sizes`).
+    """
+    items = stage_items_choose(stage=stage, store=store)
+    options = stage.settings or {}
+    if stage.kind == StageKind.QUALIFICATION:
+        workers = int(options.get("max_workers", DEFAULT_QUALIFICATION_WORKERS))
+        sizes = qualification_hit_sizes(workers=workers, provider=stage.provider,
+                                        allow_40pct=bool(options.get("allow_40pct_fee_tier")))
+        plans = [HitPlan(items=items, max_assignments=size, split="") for size in sizes]
+    else:
+        per_hit = max(1, int(options.get("items_per_hit") or stage.project.items_per_hit))
+        gold = _GoldMixer(stage) if stage.kind != StageKind.PRACTICE else None
+        groups: dict[tuple[str, str], list[Item]] = defaultdict(list)
+        lists = _latin_square_lists(stage, items)
+        for item in items:
+            key = item.group_key if stage.project.kind == TaskKind.LIKERT else ""
+            if lists:
+                # One Latin-square list per HIT: every question once, at its list's level.
+                key = f"list-{lists[item.pk]}"
+            groups[(item.split, key)].append(item)
+        plans = []
+        for (split, key), members in groups.items():
+            start = 0
+            while start < len(members):
+                n_gold = gold.slots(per_hit, key) if gold else 0
+                room = per_hit - n_gold
+                regular = members[start:start + room]
+                start += room
+                hit_items = gold.mix(regular, n_gold, full=len(regular) == room) if gold \
+                    else regular
+                plans.append(HitPlan(items=hit_items,
+                                     max_assignments=_assignments_for(stage, split), split=split))
+    if stage.provider == Provider.MTURK and not options.get("allow_40pct_fee_tier"):
+        too_many = [plan for plan in plans if plan.max_assignments > MTURK_MAX_ASSIGNMENTS_20PCT]
+        if too_many:
+            raise StageError(
+                f"{len(too_many)} HITs would need {too_many[0].max_assignments} assignments; "
+                f"MTurk charges 40% instead of 20% from 10 assignments on — lower the redundancy "
+                f'or opt in with settings {{"allow_40pct_fee_tier": true}}'
+            )
+    return plans
