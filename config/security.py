@@ -1,5 +1,5 @@
 """Security headers for every page that does not set its own (task pages set a CSP that lets
-MTurk frame them, see annotation/task_views.py)."""
+MTurk frame them, see annotation/views/task_pages.py)."""
 from __future__ import annotations
 
 DEFAULT_CSP = (

@@ -6,9 +6,9 @@ from django.contrib import admin, messages
 from django.utils.html import format_html
 
 from annotation.admin import ReadOnlyAdmin
+from metrics_app.models import ItemScoringJob, ScoringJob
 
 from .models import MetricScore, ModelVersion, ModelVersionEvent, Report
-from .scoring_models import ItemScoringJob, ScoringJob
 
 
 @admin.register(MetricScore)

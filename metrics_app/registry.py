@@ -102,7 +102,7 @@ def metric_accepts_option(name: str, option: str) -> bool:
     )
 
 
-_BUILTIN_MODULES = ("metrics_app.qa_metrics", "metrics_app.lerc_metric")
+_BUILTIN_MODULES = ("metrics_app.metrics.baselines", "metrics_app.metrics.learned")
 
 
 def _load_builtin_metrics() -> None:

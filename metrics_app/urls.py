@@ -3,15 +3,15 @@ from django.urls import path  # noqa: F401
 
 app_name = "metrics"
 
-from . import metric_views, views_reports  # noqa: E402
+from .views import dashboard, metrics_page  # noqa: E402
 
 urlpatterns: list = [
-    path("<slug:slug>/dashboard/", views_reports.project_dashboard, name="project-dashboard"),
+    path("<slug:slug>/dashboard/", dashboard.project_dashboard, name="project-dashboard"),
     path("<slug:slug>/dashboard/workers/<int:worker_id>/block/",
-         views_reports.worker_block_view, name="worker-block"),
-    path("<slug:slug>/metrics/", metric_views.project_metrics, name="project-metrics"),
-    path("<slug:slug>/metrics/compute/", metric_views.project_metrics_compute,
+         dashboard.worker_block_view, name="worker-block"),
+    path("<slug:slug>/metrics/", metrics_page.project_metrics, name="project-metrics"),
+    path("<slug:slug>/metrics/compute/", metrics_page.project_metrics_compute,
          name="project-metrics-compute"),
-    path("<slug:slug>/metrics/scatter/<str:metric>.png", metric_views.project_metric_scatter,
+    path("<slug:slug>/metrics/scatter/<str:metric>.png", metrics_page.project_metric_scatter,
          name="metric-scatter"),
 ]

@@ -53,7 +53,7 @@ CURVE_SIZES = (1000, 2000, 5000)
 
 
 def question_bucket(question: str) -> float:
-    from metrics_app.text_match import squad_normalize
+    from metrics_app.domain.text_match import squad_normalize
 
     digest = hashlib.sha256(f"evouna:{squad_normalize(question)}".encode()).hexdigest()
     return int(digest[:12], 16) / float(16**12)
@@ -156,8 +156,8 @@ def baseline_scores(examples, cache: Path, names) -> dict[str, dict[str, float |
 
 def train_run(run: dict, args) -> dict:
     """Train (or reuse) the run's model; returns the training result."""
+    from metrics_app.domain.text_match import is_exact_match
     from metrics_app.lerc.train import TrainConfig, calibrate_model, capped_examples, train
-    from metrics_app.text_match import is_exact_match
 
     folder = args.out / run["name"]
     result_file = folder / "train-result.json"
@@ -197,10 +197,10 @@ def train_run(run: dict, args) -> dict:
 
 
 def evaluate_run(run: dict, result: dict, baselines: dict, args) -> dict:
+    from metrics_app.domain.text_match import is_exact_match
     from metrics_app.lerc.calibration import fit_calibrator
     from metrics_app.lerc.evaluation import best_threshold, decision_report, labels_of
     from metrics_app.lerc.infer import LercScorer
-    from metrics_app.text_match import is_exact_match
 
     test, val = run["test"], run["val"]
     scorer = LercScorer(result["model_dir"], device="cpu")

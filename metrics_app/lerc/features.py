@@ -11,7 +11,7 @@ import math
 import re
 from collections.abc import Sequence
 
-from ..text_match import contains_answer, squad_normalize, token_prf
+from metrics_app.domain.text_match import contains_answer, squad_normalize, token_prf
 
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 # Words with which generated answers decline or hedge; such answers are judged wrong far more

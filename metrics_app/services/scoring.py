@@ -18,10 +18,10 @@ from django.utils import timezone
 
 from annotation.models import Item, Project, TaskKind
 from annotation.services.background import task_send
+from metrics_app.models import ItemScoringJob, ScoringJob, ScoringJobBase, ScoringStatus
 
 from ..models import MetricScore
 from ..registry import MetricInput, MetricUnavailable, get_metric, metric_accepts_option
-from ..scoring_models import ItemScoringJob, ScoringJob, ScoringJobBase, ScoringStatus
 
 logger = logging.getLogger(__name__)
 
@@ -271,7 +271,7 @@ def _job_start(job: ScoringJobBase, *, n_inputs: int) -> Progress:
 def scoring_job_run(*, job_id: int) -> ScoringJob:
     """Run a queued job: score, record progress as it goes, then refresh the project's cached
     metric report. Failures are stored on the job (and re-raised for Celery's log)."""
-    from .metric_evaluation import metric_report_refresh
+    from metrics_app.services.meta_evaluation_report import metric_report_refresh
 
     job = ScoringJob.objects.select_related("project").get(pk=job_id)
     progress = _job_start(job, n_inputs=len(project_metric_inputs(project=job.project)))

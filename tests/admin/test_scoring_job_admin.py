@@ -5,7 +5,7 @@ import pytest
 from django.urls import reverse
 
 from annotation.models import TaskKind
-from metrics_app.scoring_models import ScoringJob, ScoringStatus
+from metrics_app.models import ScoringJob, ScoringStatus
 from tests.factories import make_project, make_user
 
 pytestmark = pytest.mark.django_db

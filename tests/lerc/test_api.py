@@ -34,8 +34,8 @@ def test_batch_scoring_endpoint_queues_lerc_as_a_job_scored_in_celery(trained_mo
                                                                       monkeypatch):
     """LERC loads a model: the endpoint never scores it in the request but stores a job (202)
     whose Celery task scores the items with the promoted version, as the registry does."""
+    from metrics_app.models import ItemScoringJob
     from metrics_app.registry import MetricInput, get_metric
-    from metrics_app.scoring_models import ItemScoringJob
     from metrics_app.services import scoring
     from worker.tasks.metrics import score_items
 
@@ -80,7 +80,7 @@ def test_batch_scoring_endpoint_queues_lerc_as_a_job_scored_in_celery(trained_mo
 
 
 def test_lerc_job_whose_model_cannot_load_ends_failed_with_the_reason(tmp_path):
-    from metrics_app.scoring_models import ItemScoringJob
+    from metrics_app.models import ItemScoringJob
     from worker.tasks.metrics import score_items
 
     _served(str(tmp_path / "missing-model"))

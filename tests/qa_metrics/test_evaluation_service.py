@@ -8,7 +8,7 @@ from scipy.stats import pearsonr
 from annotation.domain.aggregation import mean_by_item
 from annotation.models import TaskKind
 from metrics_app.models import MetricScore
-from metrics_app.services.metric_evaluation import (
+from metrics_app.services.meta_evaluation_report import (
     metric_evaluation_build,
     metric_report_cached,
     metric_report_refresh,

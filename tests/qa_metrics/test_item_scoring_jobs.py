@@ -10,8 +10,8 @@ from django.urls import reverse
 from django.utils import timezone
 from rest_framework.test import APIClient
 
+from metrics_app.models import ItemScoringJob, ScoringStatus
 from metrics_app.registry import MetricInput, get_metric
-from metrics_app.scoring_models import ItemScoringJob, ScoringStatus
 from metrics_app.services.scoring import (
     item_scoring_job_create,
     item_scoring_job_run,

@@ -5,19 +5,19 @@ import numpy as np
 import pytest
 from scipy.stats import kendalltau, pearsonr, spearmanr
 
-from metrics_app import metric_eval
+from metrics_app.domain import meta_evaluation
 
 
 def test_correlations_match_scipy_and_intervals_cover_the_estimate():
     rng = np.random.default_rng(1)
     human = rng.integers(1, 6, 300).astype(float)
     metric = human + rng.normal(0, 1.5, 300)
-    result = metric_eval.correlations(metric, human, n_resamples=300, kendall_resamples=100)
+    result = meta_evaluation.correlations(metric, human, n_resamples=300, kendall_resamples=100)
     assert result["n"] == 300
     assert result["pearson"] == pytest.approx(pearsonr(metric, human).statistic)
     assert result["spearman"] == pytest.approx(spearmanr(metric, human).statistic)
     assert result["kendall"] == pytest.approx(kendalltau(metric, human).statistic)
-    for name in metric_eval.CORRELATIONS:
+    for name in meta_evaluation.CORRELATIONS:
         low, high = result["ci"][name]
         assert low < result[name] < high
         assert high - low < 0.3
@@ -29,35 +29,35 @@ def test_bootstrap_ranks_from_counts_equal_spearman_of_the_explicit_resample():
     y = rng.integers(1, 6, 50).astype(float)
     idx = rng.integers(0, 50, 50)
     counts = np.bincount(idx, minlength=50)[None, :].astype(float)
-    rx = metric_eval._resample_ranks(x, counts)
-    ry = metric_eval._resample_ranks(y, counts)
-    ours = metric_eval._weighted_pearson(rx, ry, counts)[0]
+    rx = meta_evaluation._resample_ranks(x, counts)
+    ry = meta_evaluation._resample_ranks(y, counts)
+    ours = meta_evaluation._weighted_pearson(rx, ry, counts)[0]
     assert ours == pytest.approx(spearmanr(x[idx], y[idx]).statistic)
-    assert metric_eval._weighted_pearson(x, y, counts)[0] == pytest.approx(
+    assert meta_evaluation._weighted_pearson(x, y, counts)[0] == pytest.approx(
         pearsonr(x[idx], y[idx]).statistic)
 
 
 def test_constant_or_tiny_inputs_give_none():
-    assert metric_eval.correlations([1, 1, 1, 1], [1, 2, 3, 4])["pearson"] is None
-    assert metric_eval.correlations([1, 2], [1, 2])["spearman"] is None
+    assert meta_evaluation.correlations([1, 1, 1, 1], [1, 2, 3, 4])["pearson"] is None
+    assert meta_evaluation.correlations([1, 2], [1, 2])["spearman"] is None
     with pytest.raises(ValueError):
-        metric_eval.correlations([1, 2, 3], [1, 2])
+        meta_evaluation.correlations([1, 2, 3], [1, 2])
 
 
 def test_minimal_pair_accuracy_counts_ties_half_and_skips_missing():
-    result = metric_eval.minimal_pair_accuracy([(0.9, 0.1), (0.5, 0.5), (0.1, 0.9), (None, 1)])
+    result = meta_evaluation.minimal_pair_accuracy([(0.9, 0.1), (0.5, 0.5), (0.1, 0.9), (None, 1)])
     assert result == {"accuracy": pytest.approx((1 + 0.5) / 3), "n": 3, "ties": 1, "wins": 1}
-    assert metric_eval.minimal_pair_accuracy([])["accuracy"] is None
+    assert meta_evaluation.minimal_pair_accuracy([])["accuracy"] is None
 
 
 def test_pairwise_and_baselines():
     comparisons = [(10, 5, "A"), (3, 8, "A"), (4, 4, "B"), (1, 2, "B"), (None, 2, "A")]
-    assert metric_eval.pairwise_accuracy(comparisons) == {
+    assert meta_evaluation.pairwise_accuracy(comparisons) == {
         "accuracy": pytest.approx((2 + 0.5) / 4), "n": 4, "ties": 1}
-    human = metric_eval.always_human_accuracy(
+    human = meta_evaluation.always_human_accuracy(
         [("human", "model", "A"), ("model", "human", "A"), ("human", "human", "A")])
     assert human == {"accuracy": 0.5, "n": 2, "ties": 0}   # H/H does not count
-    assert metric_eval.random_accuracy(7)["accuracy"] == 0.5
+    assert meta_evaluation.random_accuracy(7)["accuracy"] == 0.5
 
 
 @pytest.mark.parametrize("candidate,references,exact,numbers", [
@@ -68,5 +68,5 @@ def test_pairwise_and_baselines():
     ("twelve", ["12"], False, False),
 ])
 def test_study_filters(candidate, references, exact, numbers):
-    assert metric_eval.is_exact_match(candidate, references) is exact
-    assert metric_eval.is_number_pair(candidate, references) is numbers
+    assert meta_evaluation.is_exact_match(candidate, references) is exact
+    assert meta_evaluation.is_number_pair(candidate, references) is numbers

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from metrics_app import qa_metrics, text_match
+from metrics_app.domain import text_match
+from metrics_app.metrics import baselines
 from metrics_app.registry import MetricInput, MetricUnavailable, get_metric, metric_names
 from metrics_app.services.scoring import score_inputs
 
@@ -57,7 +58,7 @@ def test_length_counts_whitespace_tokens():
 
 
 def _coco_reference(scorer, cand, ref):
-    clean = qa_metrics.remove_mocha_punctuation
+    clean = baselines.remove_mocha_punctuation
     return scorer.compute_score({0: [clean(ref)]}, {0: [clean(cand)]})
 
 
@@ -119,7 +120,7 @@ def test_empty_and_punctuation_only_candidates_score_zero(name):
 def test_meteor_matches_pycocoevalcap_and_handles_unicode_and_empty():
     from pycocoevalcap.meteor.meteor import Meteor
 
-    metric = qa_metrics.CocoMeteor()
+    metric = baselines.CocoMeteor()
     inputs = [mi(c, [r]) for c, r in EXAMPLES] + [
         mi("Wilhelm Röntgen", ["Wilhelm Conrad Röntgen", "Röntgen"]),
         mi("Wilhelm Rontgen", ["Wilhelm Conrad Rontgen", "Rontgen"]),
@@ -144,8 +145,8 @@ def test_meteor_matches_pycocoevalcap_and_handles_unicode_and_empty():
 
 
 def test_meteor_without_java_is_unavailable_and_the_batch_continues(monkeypatch):
-    monkeypatch.setattr(qa_metrics.shutil, "which", lambda name: None)
-    meteor = qa_metrics.CocoMeteor()
+    monkeypatch.setattr(baselines.shutil, "which", lambda name: None)
+    meteor = baselines.CocoMeteor()
     with pytest.raises(MetricUnavailable, match="Java"):
         meteor.score_batch([mi("a", ["a"])])
     runs = score_inputs(metric_names=["meteor", "f1"], inputs=[mi("a b", ["a b"])])
@@ -159,21 +160,21 @@ def test_greedy_match_f1_hand_computed():
     cand = torch.tensor([[1.0, 0.0], [0.0, 1.0]])
     ref = torch.tensor([[1.0, 0.0]])
     # precision: (1 + 0) / 2 = 0.5; recall: 1 → F1 = 2/3
-    assert qa_metrics.greedy_match_f1(cand, ref) == pytest.approx(2 / 3)
-    assert qa_metrics.greedy_match_f1(cand, torch.zeros((0, 2))) == 0.0
+    assert baselines.greedy_match_f1(cand, ref) == pytest.approx(2 / 3)
+    assert baselines.greedy_match_f1(cand, torch.zeros((0, 2))) == 0.0
 
 
 @pytest.mark.slow
 def test_bertscore_matches_bert_score_package_with_the_local_minilm():
     from bert_score import score as bert_score
 
-    model_dir = qa_metrics.default_model_dir()
+    model_dir = baselines.default_model_dir()
     assert model_dir.is_dir() and "site-packages" in str(model_dir)
     cands = ["a fencing master who kidnapped Richard", "Röntgen", ""]
     refs = ["a fencing master who kidnapped Norman", "Wilhelm Conrad Röntgen", "x"]
     ours = get_metric("bertscore").score_batch([mi(c, [r]) for c, r in zip(cands, refs, strict=False)])
     _, _, expected = bert_score(cands[:2], refs[:2], model_type=str(model_dir),
-                                num_layers=qa_metrics.DEFAULT_BERTSCORE_LAYER)
+                                num_layers=baselines.DEFAULT_BERTSCORE_LAYER)
     assert ours[:2] == pytest.approx(expected.tolist(), abs=1e-5)
     assert ours[2] == 0.0
     same = get_metric("bertscore").score_batch([mi("the same answer", ["the same answer"])])

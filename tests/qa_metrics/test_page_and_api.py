@@ -6,8 +6,8 @@ from django.urls import reverse
 from rest_framework.test import APIClient
 
 from annotation.models import TaskKind
-from metrics_app.scoring_models import ScoringJob
-from metrics_app.services.metric_evaluation import metric_report_refresh
+from metrics_app.models import ScoringJob
+from metrics_app.services.meta_evaluation_report import metric_report_refresh
 from metrics_app.services.scoring import project_score_metrics
 from tests.factories import make_item, make_judgment, make_project, make_stage, make_user
 
@@ -121,7 +121,7 @@ def test_score_api_scores_a_small_batch_and_limits_its_size():
 @pytest.mark.parametrize("metric", ["bertscore", "conditional_bertscore", "meteor", "lerc"])
 def test_score_api_queues_heavy_metrics_as_a_job_instead_of_scoring_in_the_request(
         metric, monkeypatch):
-    from metrics_app.scoring_models import ItemScoringJob
+    from metrics_app.models import ItemScoringJob
     from metrics_app.services import scoring
 
     def never(*args, **kwargs):

@@ -18,12 +18,12 @@ from django.core.management import call_command
 from annotation.importers import evouna
 from annotation.models import Item, Judgment, Project, TaskKind
 from annotation.services.imports import import_records
-from metrics_app import metric_eval
+from metrics_app.domain import meta_evaluation
+from metrics_app.domain.text_match import squad_normalize
 from metrics_app.models import MetricScore
 from metrics_app.registry import MetricInput, get_metric
-from metrics_app.services.metric_evaluation import metric_evaluation_build
+from metrics_app.services.meta_evaluation_report import metric_evaluation_build
 from metrics_app.services.scoring import project_score_metrics
-from metrics_app.text_match import squad_normalize
 from tests.factories import make_project
 
 pytestmark = [pytest.mark.django_db, pytest.mark.slow]
@@ -62,8 +62,8 @@ def test_minimal_pairs_from_the_mocha_sample(shared_data):
                 ])
                 expected.append((s1, s2))
             expected_all.extend(expected)
-            assert section[name][dataset] == metric_eval.minimal_pair_accuracy(expected)
-        assert section[name]["overall"] == metric_eval.minimal_pair_accuracy(expected_all)
+            assert section[name][dataset] == meta_evaluation.minimal_pair_accuracy(expected)
+        assert section[name]["overall"] == meta_evaluation.minimal_pair_accuracy(expected_all)
         assert section[name]["overall"]["n"] == sum(len(p) for p in raw.values())
     # Neither candidate of any pair matches the reference exactly: every em pair is a tie.
     em = section["em"]["overall"]

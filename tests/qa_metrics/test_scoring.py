@@ -8,8 +8,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from annotation.models import TaskKind
-from metrics_app.models import MetricScore
-from metrics_app.scoring_models import ScoringJob, ScoringStatus
+from metrics_app.models import MetricScore, ScoringJob, ScoringStatus
 from metrics_app.services import scoring
 from tests.factories import make_item, make_project
 

@@ -15,7 +15,7 @@ from rest_framework.test import APIClient
 from annotation.models import Judgment, TaskKind
 from annotation.services.access import assignment_token_make
 from annotation.services.assignments import assignment_start
-from metrics_app.scoring_models import ScoringJob, ScoringStatus
+from metrics_app.models import ScoringJob, ScoringStatus
 from metrics_app.services.scoring import scoring_jobs_enqueue_pending
 from tests.annotator.conftest import make_task
 from tests.factories import make_worker

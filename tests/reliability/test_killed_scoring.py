@@ -8,8 +8,7 @@ import signal
 import pytest
 
 from annotation.models import TaskKind
-from metrics_app.models import MetricScore
-from metrics_app.scoring_models import ScoringJob, ScoringStatus
+from metrics_app.models import MetricScore, ScoringJob, ScoringStatus
 from tests.factories import item_content, make_item, make_project
 from tests.lerc.test_celery_e2e import redis_url, send, wait_for, workers  # noqa: F401
 from worker.tasks.metrics import score_project

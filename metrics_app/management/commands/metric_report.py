@@ -15,7 +15,7 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation.models import Project
-from metrics_app.services.metric_evaluation import (
+from metrics_app.services.meta_evaluation_report import (
     metric_report_cached,
     metric_report_refresh,
 )

@@ -16,16 +16,15 @@ from django.views.decorators.http import require_POST
 
 from annotation.models import Project, TaskKind
 from annotation.selectors import projects_visible_to
-
-from .registry import metric_description, metric_names
-from .scoring_models import ScoringJob, ScoringStatus
-from .services.metric_evaluation import (
+from metrics_app.models import ScoringJob, ScoringStatus
+from metrics_app.registry import metric_description, metric_names
+from metrics_app.services.meta_evaluation_report import (
     metric_report_cached,
     normalize_params,
     project_metric_versions,
     scatter_points,
 )
-from .services.scoring import scoring_jobs_create
+from metrics_app.services.scoring import scoring_jobs_create
 
 STATS = {"pearson": "Pearson r", "spearman": "Spearman ρ", "kendall": "Kendall τ"}
 DEFAULT_METRICS = ("em", "f1", "bleu1", "bleu4", "rougeL", "meteor", "length")

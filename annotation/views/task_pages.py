@@ -22,10 +22,10 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST
 
-from .domain.answers import MC_SHOWN
-from .models import Assignment, AssignmentItem, InhouseLink, Provider, Stage, TaskKind
-from .services import access
-from .services.assignments import (
+from annotation.domain.answers import MC_SHOWN
+from annotation.models import Assignment, AssignmentItem, InhouseLink, Provider, Stage, TaskKind
+from annotation.services import access
+from annotation.services.assignments import (
     AssignmentClosed,
     AssignmentRefused,
     NoItemsAvailable,
@@ -41,7 +41,12 @@ from .services.assignments import (
     assignment_touch,
     pilot_paragraph,
 )
-from .task_selectors import hit_preview_items, passage_blocks, task_items, task_page_config
+from annotation.task_selectors import (
+    hit_preview_items,
+    passage_blocks,
+    task_items,
+    task_page_config,
+)
 
 # The worker sites that show an ExternalQuestion in their iframe (production and sandbox).
 # Not "https://*.mturk.com": that includes the requester sites; not www.mturk.com either, which

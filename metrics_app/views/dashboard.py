@@ -14,8 +14,7 @@ from django.views.decorators.http import require_POST
 from annotation.judgment_selectors import GROUP_FIELDS
 from annotation.models import Judgment, Project, Worker
 from annotation.selectors import projects_visible_to
-
-from .reports.project import dashboard_data, with_current_worker_status
+from metrics_app.reports.project import dashboard_data, with_current_worker_status
 
 WORKER_SORTS = {
     "contribution": ("alpha_contribution", False),

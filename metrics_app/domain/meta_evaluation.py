@@ -24,7 +24,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from .text_match import is_exact_match as is_exact_match
+from metrics_app.domain.text_match import is_exact_match as is_exact_match
 
 CORRELATIONS = ("pearson", "spearman", "kendall")
 # Datasets whose number-vs-number candidates are filtered. The MOCHA paper: "We also

@@ -23,9 +23,8 @@ from django.db.models import Max
 from annotation.judgment_selectors import item_gold_scores, judgment_rows
 from annotation.models import Judgment, Project, TaskKind
 from annotation.selectors import counting_fingerprint
-
-from .. import metric_eval
-from ..models import MetricScore, Report
+from metrics_app.domain import meta_evaluation
+from metrics_app.models import MetricScore, Report
 
 REPORT_KIND = "metric_eval"
 DEFAULT_PARAMS = {"znormalize": False, "drop_exact_matches": False, "drop_number_pairs": False,
@@ -71,11 +70,11 @@ def _kept_likert_items(*, project: Project, params: dict) -> list[dict]:
         content = item["content"] or {}
         refs = content.get("references") or []
         candidate = content.get("candidate", "")
-        if params["drop_exact_matches"] and metric_eval.is_exact_match(candidate, refs):
+        if params["drop_exact_matches"] and meta_evaluation.is_exact_match(candidate, refs):
             continue
         if (params["drop_number_pairs"]
-                and (item["dataset"] or "").lower() in metric_eval.NUMBER_PAIR_DATASETS
-                and metric_eval.is_number_pair(candidate, refs)):
+                and (item["dataset"] or "").lower() in meta_evaluation.NUMBER_PAIR_DATASETS
+                and meta_evaluation.is_number_pair(candidate, refs)):
             continue
         kept.append(item)
     return kept
@@ -128,7 +127,7 @@ def _correlation_section(*, project, params, versions, scores) -> tuple[dict, li
         for group in order:
             pairs = [(scores[name].get((item_id, "")), gold[item_id]) for item_id in groups[group]]
             pairs = [(m, h) for m, h in pairs if m is not None]
-            section[name][group] = metric_eval.correlations(
+            section[name][group] = meta_evaluation.correlations(
                 [m for m, _ in pairs], [h for _, h in pairs], n_resamples=params["n_resamples"],
             )
     best = {}
@@ -165,7 +164,7 @@ def _minimal_pair_section(*, project, versions, scores) -> dict | None:
         section[name] = {}
         for group in ["overall"] + datasets:
             chosen = [p for p in pairs if group == "overall" or p[1] == group]
-            section[name][group] = metric_eval.minimal_pair_accuracy(
+            section[name][group] = meta_evaluation.minimal_pair_accuracy(
                 (scores[name].get((better, "")), scores[name].get((worse, "")))
                 for _, _, better, worse in chosen
             )
@@ -202,13 +201,13 @@ def _pairwise_section(*, project, versions, scores) -> dict | None:
     metrics: dict[str, dict] = {name: {} for name in versions}
     for group in order:
         chosen = subset(group)
-        baselines["random"][group] = metric_eval.random_accuracy(len(chosen))
-        baselines["always_human"][group] = metric_eval.always_human_accuracy(
+        baselines["random"][group] = meta_evaluation.random_accuracy(len(chosen))
+        baselines["always_human"][group] = meta_evaluation.always_human_accuracy(
             (c[3], c[4], c[2]) for c in chosen)
-        baselines["longer_answer"][group] = metric_eval.pairwise_accuracy(
+        baselines["longer_answer"][group] = meta_evaluation.pairwise_accuracy(
             (c[5], c[6], c[2]) for c in chosen)
         for name in versions:
-            metrics[name][group] = metric_eval.pairwise_accuracy(
+            metrics[name][group] = meta_evaluation.pairwise_accuracy(
                 (scores[name].get((c[0], "A")), scores[name].get((c[0], "B")), c[2])
                 for c in chosen
             )

@@ -1,33 +1,10 @@
+"""Trained LERC model versions (every one kept) and the log of what happened to each."""
 from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
 
-from annotation.models import Item, Project, Stage
-
-
-class MetricScore(models.Model):
-    """Cached automatic score of one item by one metric at one version."""
-
-    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="metric_scores")
-    metric = models.CharField(max_length=50)
-    version = models.CharField(max_length=50, help_text="Metric implementation or model version.")
-    value = models.FloatField(null=True, help_text="Null when the metric could not score it.")
-    side = models.CharField(
-        max_length=1, blank=True, help_text="A/B items: which answer was scored (A or B)."
-    )
-    created_at = models.DateTimeField(auto_now_add=True)
-
-    class Meta:
-        constraints = [
-            models.UniqueConstraint(
-                fields=["item", "metric", "version", "side"], name="metric_score_unique"
-            )
-        ]
-        indexes = [models.Index(fields=["metric", "version"], name="metric_score_metric_idx")]
-
-    def __str__(self) -> str:
-        return f"{self.metric}@{self.version} item {self.item_id} = {self.value}"
+from annotation.models import Project
 
 
 class ModelStatus(models.TextChoices):
@@ -98,26 +75,3 @@ class ModelVersionEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.model_version}: {self.event}"
-
-
-class Report(models.Model):
-    """A computed report (agreement, metric evaluation ...) cached until judgments change."""
-
-    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="reports")
-    stage = models.ForeignKey(Stage, null=True, blank=True, on_delete=models.CASCADE)
-    kind = models.CharField(max_length=50)
-    params = models.JSONField(default=dict, blank=True)
-    data = models.JSONField(default=dict)
-    judgment_watermark = models.BigIntegerField(
-        default=0, help_text="Highest judgment id included; newer judgments make it stale."
-    )
-    computed_at = models.DateTimeField(auto_now=True)
-
-    class Meta:
-        ordering = ["-computed_at"]
-
-    def __str__(self) -> str:
-        return f"{self.kind} report for {self.project.slug}"
-
-
-from .scoring_models import ScoringJob, ScoringStatus  # noqa: E402,F401  (own module, same app)

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .lerc.data import LercExample
-from .registry import MetricInput, MetricUnavailable, register_metric
+from metrics_app.lerc.data import LercExample
+from metrics_app.registry import MetricInput, MetricUnavailable, register_metric
 
 
 class LercMetric:
@@ -27,7 +27,7 @@ class LercMetric:
         self._resolve()  # fail early with a clear message
 
     def _resolve(self):
-        from .services.lerc import LercError, model_version_for_label
+        from metrics_app.services.lerc import LercError, model_version_for_label
 
         try:
             self._pinned = model_version_for_label(self.label, name=self.model_name,
@@ -51,7 +51,7 @@ class LercMetric:
         self._reported = None
 
     def score_batch(self, inputs: Sequence[MetricInput]) -> list[float | None]:
-        from .services.lerc import model_version_scorer
+        from metrics_app.services.lerc import model_version_scorer
 
         if self.label is None:
             # Follow the promoted version, but never store scores of one model under another's

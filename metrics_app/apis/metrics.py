@@ -14,11 +14,10 @@ from rest_framework.views import APIView
 from annotation.apis import with_errors
 from annotation.models import Project
 from annotation.selectors import projects_visible_to
-
-from .registry import MetricInput, metric_names, metric_sync_ok
-from .scoring_models import ItemScoringJob, ScoringJob, ScoringStatus
-from .services.metric_evaluation import metric_report_cached, metric_report_refresh
-from .services.scoring import (
+from metrics_app.models import ItemScoringJob, ScoringJob, ScoringStatus
+from metrics_app.registry import MetricInput, metric_names, metric_sync_ok
+from metrics_app.services.meta_evaluation_report import metric_report_cached, metric_report_refresh
+from metrics_app.services.scoring import (
     ITEM_JOB_MAX_ITEMS,
     item_scoring_job_create,
     score_inputs,

@@ -1,6 +1,6 @@
 """Answer-string matching: the one definition of SQuAD normalization, exact match, token
 precision/recall/F1 and "the reference is contained in the answer". Pure Python, no Django, no
-heavy imports: the baseline metrics (`qa_metrics`), the LERC data code and its lexical features
+heavy imports: the baseline metrics (`metrics_app.metrics.baselines`), the LERC data code and its lexical features
 all use these functions, so "exact match" means the same thing everywhere.
 """
 from __future__ import annotations

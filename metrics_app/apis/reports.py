@@ -10,8 +10,7 @@ from rest_framework.views import APIView
 from annotation.apis import with_errors
 from annotation.judgment_selectors import GROUP_FIELDS
 from annotation.selectors import projects_visible_to
-
-from .reports.project import cached_project_report
+from metrics_app.reports.project import cached_project_report
 
 
 class ProjectReportApi(APIView):

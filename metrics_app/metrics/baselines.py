@@ -30,8 +30,8 @@ import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from .registry import MetricInput, MetricUnavailable, register_metric
-from .text_match import contains_answer, exact_match, token_f1
+from metrics_app.domain.text_match import contains_answer, exact_match, token_f1
+from metrics_app.registry import MetricInput, MetricUnavailable, register_metric
 
 # --- text normalization: one definition for the project, in text_match ------------------------
 

@@ -1,7 +1,7 @@
 """Annotator pages. Views stay thin: they check access, call services, render templates."""
 from django.shortcuts import render
 
-from .models import Project
+from annotation.models import Project
 
 
 def home(request):

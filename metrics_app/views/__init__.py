@@ -1,0 +1,2 @@
+"""Researcher pages of metrics_app: the project dashboard (`dashboard`) and the metrics page
+(`metrics_page`)."""
