@@ -241,6 +241,8 @@ def project_progress(*, projects: Sequence[Project]) -> dict[int, Progress]:
         progress = result[row["project_id"]]
         progress.items += row["n"]
         progress.wanted += row["n"] * by_id[row["project_id"]].redundancy_for(row["split"])
+    # Collection progress counts every judgment gathered in data stages, rejected work included
+    # (it was collected and paid for); what counts for statistics is `judgments_that_count`.
     judgment_rows = (
         Judgment.objects.filter(item__project_id__in=by_id, item__excluded=False)
         .exclude(stage__kind__in=NON_DATA_STAGE_KINDS)
