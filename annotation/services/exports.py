@@ -111,17 +111,27 @@ def judgment_rows(*, project: Project, stage: Stage | None = None,
     Without `stage`, an item nobody judged yet appears once with "judgment": null, so the export
     is a complete copy of the project's items.
     """
+    for item, item_judgments in _items_with_judgments(
+            project=project, stage=stage, progress=progress, data_stages_only=False,
+            include_rejected=include_rejected):
+        if not item_judgments and stage is None:
+            yield {**_item_part(project, item), "judgment": None}
+        for judgment in item_judgments:
+            yield {**_item_part(project, item), "judgment": judgment}
+
+
+def _items_with_judgments(*, project: Project, stage: Stage | None, progress: bool | None,
+                          data_stages_only: bool, include_rejected: bool
+                          ) -> Iterator[tuple[dict, list[dict]]]:
+    """Every item of the project in id order with its judgments, a chunk at a time, advancing
+    the progress bar per chunk."""
     with _progress(project, progress) as bar:
         for chunk in _item_chunks(project):
             judgments = _judgments_by_item([i["id"] for i in chunk], project=project,
-                                           stage=stage, data_stages_only=False,
+                                           stage=stage, data_stages_only=data_stages_only,
                                            include_rejected=include_rejected)
             for item in chunk:
-                item_judgments = judgments.get(item["id"], [])
-                if not item_judgments and stage is None:
-                    yield {**_item_part(project, item), "judgment": None}
-                for judgment in item_judgments:
-                    yield {**_item_part(project, item), "judgment": judgment}
+                yield item, judgments.get(item["id"], [])
             bar.update(len(chunk))
 
 
@@ -166,38 +176,33 @@ def aggregate_rows(*, project: Project, stage: Stage | None = None,
     the majority is over role / "several" / "none"."""
     roles = AB_CHOICES if project.kind == "ab" else MC_ROLES
     validity_mode = project.kind == "mc" and project.experiment_mode == ExperimentMode.VALIDITY
-    with _progress(project, progress) as bar:
-        for chunk in _item_chunks(project):
-            judgments = _judgments_by_item([i["id"] for i in chunk], project=project,
-                                           stage=stage, data_stages_only=True,
-                                           include_rejected=include_rejected)
-            for item in chunk:
-                item_judgments = judgments.get(item["id"], [])
-                scores = [j["score"] for j in item_judgments if j["score"] is not None]
-                row = {
-                    **_item_part(project, item),
-                    "n_judgments": len(item_judgments),
-                    "n_workers": len({j["worker"] for j in item_judgments}),
-                    "mean_score": round(fmean(scores), 6) if scores else None,
-                    "score_std": round(pstdev(scores), 6) if scores else None,
-                    "choice_counts": None, "majority": None, "majority_tie": None,
-                    "validity_counts": None,
-                }
-                if project.kind != "likert":
-                    counts = Counter(role for j in item_judgments
-                                     for role in _marked_roles(j, validity_mode=validity_mode))
-                    row["choice_counts"] = {role: counts.get(role, 0) for role in roles}
-                    labels = [(item["id"], label) for j in item_judgments
-                              if (label := _label(j, validity_mode=validity_mode))]
-                    majority = majority_by_item(labels).get(item["id"])
-                    if majority is not None:
-                        row["majority"], row["majority_tie"] = majority[0], majority[1]
-                    if validity_mode:
-                        validity = Counter(_validity(j) for j in item_judgments)
-                        row["validity_counts"] = {v: validity.get(v, 0)
-                                                  for v in VALIDITY_CHOICES}
-                yield row
-            bar.update(len(chunk))
+    for item, item_judgments in _items_with_judgments(
+            project=project, stage=stage, progress=progress, data_stages_only=True,
+            include_rejected=include_rejected):
+        scores = [j["score"] for j in item_judgments if j["score"] is not None]
+        row = {
+            **_item_part(project, item),
+            "n_judgments": len(item_judgments),
+            "n_workers": len({j["worker"] for j in item_judgments}),
+            "mean_score": round(fmean(scores), 6) if scores else None,
+            "score_std": round(pstdev(scores), 6) if scores else None,
+            "choice_counts": None, "majority": None, "majority_tie": None,
+            "validity_counts": None,
+        }
+        if project.kind != "likert":
+            counts = Counter(role for j in item_judgments
+                             for role in _marked_roles(j, validity_mode=validity_mode))
+            row["choice_counts"] = {role: counts.get(role, 0) for role in roles}
+            labels = [(item["id"], label) for j in item_judgments
+                      if (label := _label(j, validity_mode=validity_mode))]
+            majority = majority_by_item(labels).get(item["id"])
+            if majority is not None:
+                row["majority"], row["majority_tie"] = majority[0], majority[1]
+            if validity_mode:
+                validity = Counter(_validity(j) for j in item_judgments)
+                row["validity_counts"] = {v: validity.get(v, 0)
+                                          for v in VALIDITY_CHOICES}
+        yield row
 
 
 class _progress:
