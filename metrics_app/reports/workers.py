@@ -59,10 +59,62 @@ def worker_report(frame: JudgmentFrame, *, tolerance: float = 0.0) -> list[dict]
     data = frame.data_mask()
     has, value_index, domain = frame.coded_values()
     use = data & has
-    level = frame.default_level()
 
     counts = np.zeros((len(frame.item_table_ids), len(domain)), dtype=np.int64)
     np.add.at(counts, (frame.item_pos[use], value_index[use]), 1)
+    alpha_all, alpha_without = _alpha_without_each_worker(
+        frame, counts, domain, use, value_index, w_index, n_workers)
+    agreement, n_shared = _agreement_with_others(frame, counts, domain, use, value_index,
+                                                 w_index, n_workers)
+    accuracies = _accuracies(frame, tolerance, data, w_index, n_workers)
+    modal = _modal_answer_share(frame, has, value_index, data, w_index, n_workers)
+    info = {
+        pk: (external_id, name, status)
+        for pk, external_id, name, status in Worker.objects.filter(
+            pk__in=worker_ids.tolist()
+        ).values_list("pk", "external_id", "display_name", "status")
+    }
+    order = np.argsort(w_index, kind="stable")
+    bounds = np.searchsorted(w_index[order], np.arange(n_workers + 1))
+    rows = []
+    for w in range(n_workers):
+        idx = order[bounds[w]:bounds[w + 1]]
+        idx = idx[data[idx]]  # speed and straight-lining on real work, not practice
+        times = frame.time_ms[idx]
+        times = times[~np.isnan(times)]
+        without = alpha_without[w]
+        external_id, name, status = info.get(int(worker_ids[w]), ("", "", ""))
+        row = {
+            "worker_id": int(worker_ids[w]),
+            "external_id": external_id,
+            "name": name,
+            "status": status,
+            "n_judgments": int(len(idx)),
+            "n_items_shared": int(n_shared[w]),
+            "agreement_with_others": None if np.isnan(agreement[w]) else float(agreement[w]),
+            "agreement_measure": "mean_abs_diff" if frame.kind == TaskKind.LIKERT
+            else "share_agreeing",
+            "alpha_without": None if np.isnan(without) else float(without),
+            # > 0: α is higher with this worker than without (the worker helps agreement).
+            # None when the worker shares no item with anyone (removing them changes nothing).
+            "alpha_contribution": None if np.isnan(without) or alpha_all is None
+            or n_shared[w] == 0 else float(alpha_all - without),
+            **{key: values[w] for key, values in accuracies.items()},
+            "median_time_s": float(np.median(times) / 1000) if len(times) else None,
+            "modal_answer_share": None if np.isnan(modal[w]) else float(modal[w]),
+        }
+        row["flags"] = _flags(row)
+        rows.append(row)
+    rows.sort(key=lambda r: (r["alpha_contribution"] is None, r["alpha_contribution"] or 0.0))
+    return rows
+
+
+def _alpha_without_each_worker(frame: JudgmentFrame, counts: np.ndarray, domain: np.ndarray,
+                               use: np.ndarray, value_index: np.ndarray, w_index: np.ndarray,
+                               n_workers: int) -> tuple[float | None, np.ndarray]:
+    """α of all data judgments, and α with each worker's judgments left out (NaN where
+    undefined)."""
+    level = frame.default_level()
     alpha_all = krippendorff_alpha_from_counts(counts, domain, level)
     alpha_without = np.full(n_workers, np.nan)
     if alpha_all is not None:
@@ -73,8 +125,14 @@ def worker_report(frame: JudgmentFrame, *, tolerance: float = 0.0) -> list[dict]
         alpha_without = np.concatenate(
             [alpha_without, np.full(n_workers - len(alpha_without), np.nan)]
         )
+    return alpha_all, alpha_without
 
-    # Agreement with the other judgments of the same items.
+
+def _agreement_with_others(frame: JudgmentFrame, counts: np.ndarray, domain: np.ndarray,
+                           use: np.ndarray, value_index: np.ndarray, w_index: np.ndarray,
+                           n_workers: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per worker: agreement with the other judgments of the same items, and how many of the
+    worker's judgments had others to compare with."""
     others = counts[frame.item_pos] - np.eye(len(domain), dtype=np.int64)[value_index] * use[:, None]
     n_others = others.sum(axis=1)
     with_others = use & (n_others > 0)
@@ -87,78 +145,43 @@ def worker_report(frame: JudgmentFrame, *, tolerance: float = 0.0) -> list[dict]
         # Nominal: share of the other judgments choosing the same answer.
         same = others[np.arange(len(frame)), value_index]
         agree[with_others] = same[with_others] / n_others[with_others]
-    agreement, n_shared = _grouped_mean(w_index, agree, n_workers)
+    return _grouped_mean(w_index, agree, n_workers)
 
+
+def _accuracies(frame: JudgmentFrame, tolerance: float, data: np.ndarray, w_index: np.ndarray,
+                n_workers: int) -> dict[str, list]:
+    """Per worker: accuracy (and count) on gold checks, practice items and every labelled
+    data item; accuracy None where there were none."""
     correct = _correct(frame, tolerance)
     is_gold = frame.items["is_gold_check"][frame.item_pos].astype(bool)
     is_practice = frame.items["is_practice"][frame.item_pos].astype(bool)
-    gold_acc, n_gold = _grouped_mean(w_index, np.where(is_gold, correct, np.nan), n_workers)
-    practice_acc, n_practice = _grouped_mean(
-        w_index, np.where(is_practice, correct, np.nan), n_workers
-    )
-    labelled_acc, n_labelled = _grouped_mean(
-        w_index, np.where(data & ~is_practice, correct, np.nan), n_workers
-    )
+    out: dict[str, list] = {}
+    for name, count_name, mask in (("gold_accuracy", "n_gold", is_gold),
+                                   ("practice_accuracy", "n_practice", is_practice),
+                                   ("accuracy", "n_labelled", data & ~is_practice)):
+        accuracy, n = _grouped_mean(w_index, np.where(mask, correct, np.nan), n_workers)
+        out[name] = [None if n[w] == 0 else float(accuracy[w]) for w in range(n_workers)]
+        out[count_name] = [int(n[w]) for w in range(n_workers)]
+    return out
 
+
+def _modal_answer_share(frame: JudgmentFrame, has: np.ndarray, value_index: np.ndarray,
+                        data: np.ndarray, w_index: np.ndarray, n_workers: int) -> np.ndarray:
+    """Straight-lining: the share of each worker's most frequent answer in data stages (by
+    value for Likert, by on-screen position for A/B and MC), from one bincount over (worker,
+    answer) pairs; NaN for a worker with no answer."""
     if frame.kind == TaskKind.LIKERT:
         answer_code = np.where(has, value_index, -1)
     else:
         shown = shown_position(frame).astype(str)
-        labels, answer_code = np.unique(shown, return_inverse=True)
+        _labels, answer_code = np.unique(shown, return_inverse=True)
         answer_code = np.where(shown == "", -1, answer_code.reshape(-1))
-    info = {
-        pk: (external_id, name, status)
-        for pk, external_id, name, status in Worker.objects.filter(
-            pk__in=worker_ids.tolist()
-        ).values_list("pk", "external_id", "display_name", "status")
-    }
-    # Straight-lining: share of each worker's most frequent answer (data stages only), from one
-    # bincount over (worker, answer) pairs.
     answered = data & (answer_code >= 0)
     n_codes = int(answer_code.max(initial=0)) + 1
     per_answer = np.bincount(w_index[answered] * n_codes + answer_code[answered],
                              minlength=n_workers * n_codes).reshape(n_workers, n_codes)
     n_answered = per_answer.sum(axis=1)
-    modal = np.where(n_answered > 0, per_answer.max(axis=1) / np.maximum(n_answered, 1), np.nan)
-    order = np.argsort(w_index, kind="stable")
-    bounds = np.searchsorted(w_index[order], np.arange(n_workers + 1))
-    rows = []
-    for w in range(n_workers):
-        idx = order[bounds[w]:bounds[w + 1]]
-        idx = idx[data[idx]]  # speed and straight-lining on real work, not practice
-        times = frame.time_ms[idx]
-        times = times[~np.isnan(times)]
-        modal_share = None if np.isnan(modal[w]) else float(modal[w])
-        n_judgments = int(len(idx))
-        without = alpha_without[w]
-        row = {
-            "worker_id": int(worker_ids[w]),
-            "external_id": info.get(int(worker_ids[w]), ("", "", ""))[0],
-            "name": info.get(int(worker_ids[w]), ("", "", ""))[1],
-            "status": info.get(int(worker_ids[w]), ("", "", ""))[2],
-            "n_judgments": n_judgments,
-            "n_items_shared": int(n_shared[w]),
-            "agreement_with_others": None if np.isnan(agreement[w]) else float(agreement[w]),
-            "agreement_measure": "mean_abs_diff" if frame.kind == TaskKind.LIKERT
-            else "share_agreeing",
-            "alpha_without": None if np.isnan(without) else float(without),
-            # > 0: α is higher with this worker than without (the worker helps agreement).
-            # None when the worker shares no item with anyone (removing them changes nothing).
-            "alpha_contribution": None if np.isnan(without) or alpha_all is None
-            or n_shared[w] == 0 else float(alpha_all - without),
-            "gold_accuracy": None if n_gold[w] == 0 else float(gold_acc[w]),
-            "n_gold": int(n_gold[w]),
-            "practice_accuracy": None if n_practice[w] == 0 else float(practice_acc[w]),
-            "n_practice": int(n_practice[w]),
-            "accuracy": None if n_labelled[w] == 0 else float(labelled_acc[w]),
-            "n_labelled": int(n_labelled[w]),
-            "median_time_s": float(np.median(times) / 1000) if len(times) else None,
-            "modal_answer_share": modal_share,
-        }
-        row["flags"] = _flags(row)
-        rows.append(row)
-    rows.sort(key=lambda r: (r["alpha_contribution"] is None, r["alpha_contribution"] or 0.0))
-    return rows
+    return np.where(n_answered > 0, per_answer.max(axis=1) / np.maximum(n_answered, 1), np.nan)
 
 
 def _flags(row: dict) -> list[str]:
