@@ -149,6 +149,36 @@ def load_judgments(
         queryset = queryset.filter(stage=stage)
     kind = project.kind
     rich = kind != TaskKind.LIKERT  # A/B and MC reports read aspects, difficulty, pilot guesses
+    table, choice, rich_columns = _judgment_columns(queryset, kind=kind, rich=rich)
+    item_id = table[:, 1].astype(np.int64)
+    item_ids, items = _item_columns(project, rich=rich)
+    stages = list(Stage.objects.filter(project=project).values_list("id", "name", "kind"))
+    return JudgmentFrame(
+        kind=kind,
+        id=table[:, 0].astype(np.int64),
+        item_id=item_id,
+        worker_id=table[:, 2].astype(np.int64),
+        stage_id=table[:, 3].astype(np.int64),
+        score=table[:, 4],
+        choice=choice,
+        time_ms=table[:, 5],
+        difficult=np.array(rich_columns[0], dtype=object),
+        aspects=list(rich_columns[1]),
+        extra=list(rich_columns[2]),
+        stage_names={pk: name for pk, name, _kind in stages},
+        stage_kinds={pk: kind for pk, _name, kind in stages},
+        presented_order=list(rich_columns[3]),
+        choices=list(rich_columns[4]),
+        item_table_ids=item_ids,
+        item_pos=np.searchsorted(item_ids, item_id),
+        items=items,
+    )
+
+
+def _judgment_columns(queryset, *, kind: str, rich: bool) -> tuple[np.ndarray, np.ndarray, list]:
+    """The judgments as a float table (id, item, worker, stage, score, time; NaN for NULL),
+    their choices, and for A/B and MC the JSON columns (difficult, aspects, extra, presented
+    order, choices)."""
     # Likert needs one query, and every statistic is order-free: no ORDER BY (sorting 120,000
     # rows costs more than reading them). A/B and MC read several column sets that must line
     # up row by row, so those queries are ordered by id.
@@ -174,17 +204,17 @@ def load_judgments(
         list(zip(*queryset.values_list(*rich_fields), strict=True)) if rich and n_rows
         else [[None] * n_rows, [], [], [], []]
     )
+    return table, choice, rich_columns
 
-    def ints(values) -> np.ndarray:
-        return np.fromiter(values, dtype=np.int64, count=len(values))
 
-    item_id = table[:, 1].astype(np.int64)
+def _item_columns(project: Project, *, rich: bool) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """The project's item ids (sorted) and their grouping columns, flags, gold and metadata."""
     item_fields = ["id", "dataset", "source", "split", "domain", "text_level", "is_gold_check",
                    "is_practice", "external_id"]
     item_queryset = Item.objects.filter(project=project).order_by("id")
     item_table = fetch_plain_rows(item_queryset.values_list(*item_fields))
     item_cols = list(zip(*item_table, strict=True)) if item_table else [()] * len(item_fields)
-    item_ids = ints(item_cols[0])
+    item_ids = np.fromiter(item_cols[0], dtype=np.int64, count=len(item_cols[0]))
     items = {
         name: np.array(item_cols[i], dtype=object if i < 6 or i == 8 else bool)
         for i, name in enumerate(item_fields) if i > 0
@@ -200,27 +230,7 @@ def load_judgments(
         position = np.searchsorted(item_ids, pk)
         items["gold"][position] = gold
         items["metadata"][position] = metadata
-    stages = list(Stage.objects.filter(project=project).values_list("id", "name", "kind"))
-    return JudgmentFrame(
-        kind=kind,
-        id=table[:, 0].astype(np.int64),
-        item_id=item_id,
-        worker_id=table[:, 2].astype(np.int64),
-        stage_id=table[:, 3].astype(np.int64),
-        score=table[:, 4],
-        choice=choice,
-        time_ms=table[:, 5],
-        difficult=np.array(rich_columns[0], dtype=object),
-        aspects=list(rich_columns[1]),
-        extra=list(rich_columns[2]),
-        stage_names={pk: name for pk, name, _kind in stages},
-        stage_kinds={pk: kind for pk, _name, kind in stages},
-        presented_order=list(rich_columns[3]),
-        choices=list(rich_columns[4]),
-        item_table_ids=item_ids,
-        item_pos=np.searchsorted(item_ids, item_id),
-        items=items,
-    )
+    return item_ids, items
 
 
 def fetch_plain_rows(queryset) -> list[tuple]:
