@@ -338,6 +338,15 @@ def _import_chunk(
                 "give it another external id or import into another project"
             )
         summary.items_unchanged += 1
+    item_ids = _insert_items(project, existing, new_items, summary)
+    judged = [(record, j) for record in chunk for j in record.judgments]
+    if judged:
+        _insert_judgments(judged, existing, item_ids, stages, workers, summary, now)
+
+
+def _insert_items(project: Project, existing: dict[str, dict], new_items: list[dict],
+                  summary: ImportSummary) -> dict[str, int]:
+    """Insert the chunk's new items; the item id of every record of the chunk by external id."""
     item_ids = {external_id: item["id"] for external_id, item in existing.items()}
     if new_items:
         ids = _insert(Item, new_items)
@@ -348,10 +357,14 @@ def _import_chunk(
             item_ids.update(
                 (row["external_id"], pk) for row, pk in zip(new_items, ids, strict=True)
             )
+    return item_ids
 
-    judged = [(record, j) for record in chunk for j in record.judgments]
-    if not judged:
-        return
+
+def _insert_judgments(judged: list[tuple[ItemRecord, JudgmentRecord]], existing: dict[str, dict],
+                      item_ids: dict[str, int], stages: dict[str, Stage],
+                      workers: dict[str, Worker], summary: ImportSummary, now) -> None:
+    """Insert the chunk's judgments; one that is already stored must be identical (judgments
+    are append-only), anything else is an ImportConflictError."""
     # Only items that existed before this import can already have judgments.
     stored = {}
     earlier = [item["id"] for item in existing.values()]
