@@ -128,7 +128,24 @@ def _add(items: dict, file: Path, domain: str, index: int, raw: Any, split: str 
     annotator = raw.get("annotator")
     if annotator is None:
         annotator = file.stem.split("_")[1] if "_" in file.stem else file.stem
-    judgment = JudgmentRecord(
+    judgment = _judgment(raw, file, label, annotator=annotator, better=better,
+                         difficult=difficult, lead_time=lead_time)
+    key = (question, answer1, answer2)
+    record = items.get(key)
+    if record is None:
+        items[key] = record = _item(raw, key, parsed=parsed, domain=domain, split=split)
+    elif record.metadata["answer1_label"] != raw["answer1_label"]:
+        raise ImportFormatError(
+            file, f"differs from {record.metadata['answer1_label']!r} given for the same pair",
+            record=label, field="answer1_label",
+        )
+    record.judgments.append(judgment)
+
+
+def _judgment(raw: dict, file: Path, label, *, annotator: str, better: str,
+              difficult: bool | None, lead_time) -> JudgmentRecord:
+    """One expert's preference as a judgment of the pair."""
+    return JudgmentRecord(
         worker=f"lfqa-expert-{annotator}",
         choice=better[-1],
         difficult=difficult,
@@ -139,32 +156,28 @@ def _add(items: dict, file: Path, domain: str, index: int, raw: Any, split: str 
             key: raw[key] for key in ("id", "annotation_id", "created_at") if key in raw
         } | {"file": file.name},
     )
-    key = (question, answer1, answer2)
-    record = items.get(key)
-    if record is None:
-        setting = parsed["setting"]
-        metadata = {"q_id": raw.get("q_id"), "answer1_label": raw["answer1_label"]}
-        metadata.update({k: parsed[k] for k in ("higher_voted", "model_answer") if k in parsed})
-        record = ItemRecord(
-            external_id=f"lfqa-{domain.lower()}-{text_key(chr(31).join(key))[:12]}",
-            kind=KIND,
-            content={
-                "question": _text(question),
-                "evidence": [],
-                "answer_a": {"text": _text(answer1), **parsed["answer_a"]},
-                "answer_b": {"text": _text(answer2), **parsed["answer_b"]},
-                "setting": setting,
-            },
-            dataset="lfqa",
-            source="human" if setting == "HH" else MODEL_NAME,
-            split=split or "",
-            domain=domain,
-            metadata=metadata,
-        )
-        items[key] = record
-    elif record.metadata["answer1_label"] != raw["answer1_label"]:
-        raise ImportFormatError(
-            file, f"differs from {record.metadata['answer1_label']!r} given for the same pair",
-            record=label, field="answer1_label",
-        )
-    record.judgments.append(judgment)
+
+
+def _item(raw: dict, key: tuple[str, str, str], *, parsed: dict, domain: str,
+          split: str | None) -> ItemRecord:
+    """The A/B item of a (question, answer 1, answer 2) pair, first seen in `raw`."""
+    question, answer1, answer2 = key
+    setting = parsed["setting"]
+    metadata = {"q_id": raw.get("q_id"), "answer1_label": raw["answer1_label"]}
+    metadata.update({k: parsed[k] for k in ("higher_voted", "model_answer") if k in parsed})
+    return ItemRecord(
+        external_id=f"lfqa-{domain.lower()}-{text_key(chr(31).join(key))[:12]}",
+        kind=KIND,
+        content={
+            "question": _text(question),
+            "evidence": [],
+            "answer_a": {"text": _text(answer1), **parsed["answer_a"]},
+            "answer_b": {"text": _text(answer2), **parsed["answer_b"]},
+            "setting": setting,
+        },
+        dataset="lfqa",
+        source="human" if setting == "HH" else MODEL_NAME,
+        split=split or "",
+        domain=domain,
+        metadata=metadata,
+    )
