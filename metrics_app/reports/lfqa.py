@@ -36,7 +36,27 @@ def _share(hits: list[bool]) -> float | None:
     return float(np.mean(hits)) if hits else None
 
 
+def _preferences(frame: JudgmentFrame, idx: np.ndarray, target: dict[int, str],
+                 setting: dict[int, str]) -> tuple[list, list, list, Counter]:
+    """For the judgments `idx`: whether each chose the target side of human-human (HH) and
+    human-model (HM) pairs, the difficulty flags given, and the aspects named."""
+    hh, hm, difficult, aspects = [], [], [], Counter()
+    for j in idx:
+        item_id = int(frame.item_id[j])
+        side = target.get(item_id, "")
+        if side and setting.get(item_id) == "HH":
+            hh.append(frame.choice[j] == side)
+        elif side and setting.get(item_id) == "HM":
+            hm.append(frame.choice[j] == side)
+        if frame.difficult[j] is not None:
+            difficult.append(bool(frame.difficult[j]))
+        aspects.update(frame.aspects[j] or [])
+    return hh, hm, difficult, aspects
+
+
 def lfqa_report(frame: JudgmentFrame) -> dict:
+    """Table 2 of the long-form QA paper per domain: how often experts prefer the higher-voted
+    human answer (HH) and the model answer (HM), Fleiss' κ, difficulty and aspects."""
     mask = frame.data_mask() & (frame.choice != "")
     item_info = {
         row[0]: row[1:]
@@ -53,17 +73,7 @@ def lfqa_report(frame: JudgmentFrame) -> dict:
     for domain in sorted(set(domains[mask])):
         dmask = mask & (domains == domain)
         idx = np.nonzero(dmask)[0]
-        hh, hm, difficult, aspects = [], [], [], Counter()
-        for j in idx:
-            item_id = int(frame.item_id[j])
-            side = target.get(item_id, "")
-            if side and setting.get(item_id) == "HH":
-                hh.append(frame.choice[j] == side)
-            elif side and setting.get(item_id) == "HM":
-                hm.append(frame.choice[j] == side)
-            if frame.difficult[j] is not None:
-                difficult.append(bool(frame.difficult[j]))
-            aspects.update(frame.aspects[j] or [])
+        hh, hm, difficult, aspects = _preferences(frame, idx, target, setting)
         experts = len(set(frame.worker_id[idx].tolist()))
         counts, _domain_values = frame.counts(dmask)
         # Table 2 computes κ over the pairs all experts of the domain judged.
