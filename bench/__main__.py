@@ -59,7 +59,7 @@ def throwaway_database(scratch: Path, given: str = ""):
         admin.close()
 
 
-def main(argv: list[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
     parser.add_argument("--only", default="", help="comma-separated benchmark names")
     parser.add_argument("--quick", action="store_true",
@@ -74,6 +74,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", type=Path, default=None, metavar="DIR",
                         help="profile each benchmark with pyinstrument into DIR")
     parser.add_argument("--list", action="store_true", help="list the benchmarks and exit")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
     args = parser.parse_args(argv)
 
     from . import registry

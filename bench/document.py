@@ -85,25 +85,31 @@ def render(document: dict) -> str:
                   + (f" Merged from earlier runs: {', '.join(others)}." if others else
                      " Every row above comes from this run."), ""]
     for b in document.get("benchmarks", []):
-        lines += [f"### {b['name']}: {b['title']}", ""]
-        lines += [f"Run {b['started_at']} on {b['database']}"
-                  + (" (**quick mode: plumbing only**)" if b.get("quick") else "")
-                  + f"; load average before {b.get('load_before')}, after "
-                  f"{b.get('load_after')}.", ""]
-        if b.get("notes"):
-            lines += [f"- {note}" for note in b["notes"]] + [""]
-        if b.get("error"):
-            lines += ["Error:", "", "```", b["error"].strip()[-1500:], "```", ""]
-        lines += ["Inputs:", "", _numbers_block(b.get("inputs", {})), "",
-                  "Numbers:", "", _numbers_block(b.get("numbers", {})), ""]
-        doc = _module_doc(b["name"]) if b["name"] in registry.MODULES else ""
-        if doc:
-            lines += ["<details><summary>How it is measured</summary>", "", doc, "",
-                      "</details>", ""]
+        lines += _benchmark_section(b)
     findings = REPO / "bench" / "FINDINGS.md"
     if findings.is_file():
         lines += [findings.read_text().strip(), ""]
     return "\n".join(lines)
+
+
+def _benchmark_section(b: dict) -> list[str]:
+    """One benchmark's section: when and where it ran, notes, error, inputs, numbers, method."""
+    lines = [f"### {b['name']}: {b['title']}", ""]
+    lines += [f"Run {b['started_at']} on {b['database']}"
+              + (" (**quick mode: plumbing only**)" if b.get("quick") else "")
+              + f"; load average before {b.get('load_before')}, after "
+              f"{b.get('load_after')}.", ""]
+    if b.get("notes"):
+        lines += [f"- {note}" for note in b["notes"]] + [""]
+    if b.get("error"):
+        lines += ["Error:", "", "```", b["error"].strip()[-1500:], "```", ""]
+    lines += ["Inputs:", "", _numbers_block(b.get("inputs", {})), "",
+              "Numbers:", "", _numbers_block(b.get("numbers", {})), ""]
+    doc = _module_doc(b["name"]) if b["name"] in registry.MODULES else ""
+    if doc:
+        lines += ["<details><summary>How it is measured</summary>", "", doc, "",
+                  "</details>", ""]
+    return lines
 
 
 def write_document(path: Path, document: dict) -> None:
