@@ -24,7 +24,8 @@ from .models import (
     Stage,
     TaskKind,
 )
-from .services.assignments import SERVER_DRAFT_KEY, _presented_order, assignment_feedback
+from .services.assignments import SERVER_DRAFT_KEY, assignment_feedback
+from .services.assignments.lifecycle import _presented_order
 
 
 def item_view(item: Item, presented_order: list[str], *, kind: str, mode: str) -> dict[str, Any]:

@@ -442,7 +442,7 @@ def test_published_stage_serves_practice_first_and_mixes_in_gold(kind, monkeypat
     stage = _published(project, kind=kind, settings={"n_items": 8})
     # Publishing stored only the regular items on the stage.
     assert set(stage.items.all()) == set(items)
-    monkeypatch.setattr("annotation.services.assignments.random.random", lambda: 0.99)
+    monkeypatch.setattr("annotation.services.assignments.picking.random.random", lambda: 0.99)
 
     worker = make_worker()
     first = list(assignment_start(stage=stage, worker=worker).items
@@ -487,7 +487,7 @@ def test_gold_items_for_stage_is_the_project_pool_for_data_stages():
 
 
 def test_ranking_in_sql_returns_the_top_deficits_only():
-    from annotation.services.assignments import _ranked, stage_items
+    from annotation.services.assignments.picking import _ranked, stage_items
 
     project, stage, items = make_task(TaskKind.AB, n_items=6, items_per_hit=2,
                                       redundancy={"train": 4, "default": 2})

@@ -1,0 +1,101 @@
+"""Prolific comprehension checks: the practice items with a gold answer of a Prolific stage.
+
+Prolific requires a second attempt after a wrong answer, and a participant who fails twice is
+asked to return the study and must not be rejected for it."""
+from __future__ import annotations
+
+from django.utils import timezone
+
+from annotation.models import (
+    Assignment,
+    AssignmentItem,
+    AssignmentStatus,
+    Item,
+    Judgment,
+    Provider,
+    StageKind,
+)
+
+from .errors import ReturnRequested
+from .state import SERVER_DRAFT_KEY, _server_state
+
+# Prolific comprehension checks (the practice items with a gold answer of a Prolific stage):
+# Prolific requires a second attempt after a wrong answer, and a participant who fails twice is
+# asked to return the study and must not be rejected for it. Server draft state keys:
+ATTEMPTS_KEY = "attempts"  # item id -> [the first, wrong, attempt]
+
+
+RETURN_KEY = "return_requested"  # when the participant was asked to return the study
+
+
+RETRY_MESSAGE = ("That answer was not right. Read the question again and answer it once more: "
+                 "you have one more attempt.")
+
+
+RETURN_MESSAGE = ("Your answer to the comprehension question was not right again, so you cannot "
+                  "continue with this study. Please return the study on Prolific (\"Stop without "
+                  "completing\" / return your submission): you will not be rejected for this. "
+                  "There is no completion code.")
+
+
+def _refuse_if_return_requested(assignment: Assignment) -> None:
+    # Checked before anything else: the assignment is RETURNED, which would otherwise pass as
+    # a late one that may still be worked on.
+    if _server_state(assignment).get(RETURN_KEY):
+        raise ReturnRequested(RETURN_MESSAGE, assignment=assignment)
+
+
+def _is_comprehension_check(assignment: Assignment, item: Item) -> bool:
+    # Qualification stages never reveal their scoring, so they keep a single attempt.
+    stage = assignment.stage
+    return (stage.provider == Provider.PROLIFIC and stage.kind != StageKind.QUALIFICATION
+            and item.is_practice and bool(item.gold))
+
+
+def _attempt_record(fields: dict) -> dict:
+    """A JSON copy of a cleaned answer, kept with the judgment as `extra["attempts"]`."""
+    import json
+
+    from django.core.serializers.json import DjangoJSONEncoder
+
+    record = json.loads(json.dumps(fields, cls=DjangoJSONEncoder))
+    record["answered_at"] = timezone.now().isoformat()
+    return record
+
+
+def _comprehension_outcome(assignment: Assignment, state: dict, row: AssignmentItem,
+                           judgment: Judgment, record: dict) -> str:
+    """"ok", "retry" (a first wrong answer: recorded in `state`, not stored as a judgment) or
+    "failed" (wrong twice) for an answer to a Prolific comprehension check; "ok" for any other
+    item. The first attempt is attached to the judgment of the second."""
+    if not _is_comprehension_check(assignment, row.item):
+        return "ok"
+    from annotation.services.qualification import answer_is_correct
+
+    key = str(row.item_id)
+    attempts = dict(state.get(ATTEMPTS_KEY) or {})
+    earlier = list(attempts.get(key) or [])
+    if earlier:
+        judgment.extra = {**(judgment.extra or {}), "attempts": earlier}
+    tolerance = assignment.stage.project.qualification_tolerance
+    if answer_is_correct(item=row.item, judgment=judgment, tolerance=tolerance) is not False:
+        return "ok"
+    if earlier:
+        return "failed"
+    attempts[key] = [record]
+    state[ATTEMPTS_KEY] = attempts
+    return "retry"
+
+
+def _return_request(assignment: Assignment, state: dict, rows: list[AssignmentItem]) -> None:
+    """Failed twice: the participant is asked to return the study. RETURNED frees the items
+    they still held at once; review never rejects them (see `assignment_review_rules`)."""
+    state[RETURN_KEY] = timezone.now().isoformat()
+    numbers = ", ".join(str(row.position + 1) for row in rows)
+    note = (f"Asked to return the study: failed the comprehension check twice (item {numbers}). "
+            "Not to be rejected for it; excluded from analysis.")
+    assignment.review_note = "\n".join(p for p in (assignment.review_note, note) if p)
+    assignment.status = AssignmentStatus.RETURNED
+    assignment.draft = {**(assignment.draft or {}), SERVER_DRAFT_KEY: state}
+    assignment.last_seen_at = timezone.now()
+    assignment.save(update_fields=["draft", "review_note", "status", "last_seen_at"])

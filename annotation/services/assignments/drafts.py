@@ -1,0 +1,74 @@
+"""Work in progress: the page's autosaved draft, the server-owned state shown back to the page,
+and pilot guesses locked before the paragraph is shown."""
+from __future__ import annotations
+
+from django.db import transaction
+from django.utils import timezone
+
+from annotation.domain.answers import AnswerError, clean_guess
+from annotation.models import (
+    Assignment,
+    Item,
+    Judgment,
+)
+
+from .comprehension import ATTEMPTS_KEY, RETRY_MESSAGE
+from .errors import SubmissionInvalid
+from .lifecycle import _assignment_item, _locked_open
+from .state import MAX_DRAFT_BYTES, REFUSED_KEY, SERVER_DRAFT_KEY, _server_state
+
+
+@transaction.atomic
+def assignment_save_draft(*, assignment: Assignment, draft: dict) -> Assignment:
+    """Autosave the page's partial answers (and keep the assignment alive)."""
+    import json
+
+    if not isinstance(draft, dict):
+        raise SubmissionInvalid({"__all__": ["The draft must be an object."]})
+    if len(json.dumps(draft)) > MAX_DRAFT_BYTES:
+        raise SubmissionInvalid({"__all__": ["The draft is too large."]})
+    assignment = _locked_open(assignment, allow_late=True)
+    own = {key: value for key, value in draft.items() if key != SERVER_DRAFT_KEY}
+    if SERVER_DRAFT_KEY in (assignment.draft or {}):
+        own[SERVER_DRAFT_KEY] = assignment.draft[SERVER_DRAFT_KEY]
+    assignment.draft = own
+    assignment.last_seen_at = timezone.now()
+    assignment.save(update_fields=["draft", "last_seen_at"])
+    return assignment
+
+
+def assignment_page_state(*, assignment: Assignment) -> dict[str, dict]:
+    """What a reloaded page needs beyond its judgments: `settled` (item id -> feedback) for
+    late confirms refused because others filled the item, and `retry` (item id -> message) for
+    comprehension checks answered wrong once. Never the gold answer."""
+    # `assignment` as just loaded by the page view (no extra query on the hot path).
+    state = _server_state(assignment)
+    judged = {str(pk) for pk in Judgment.objects.filter(assignment=assignment)
+              .values_list("item_id", flat=True)} if state.get(ATTEMPTS_KEY) else set()
+    return {
+        "settled": {key: {"refused": message, "settled": True}
+                    for key, message in (state.get(REFUSED_KEY) or {}).items()},
+        "retry": {key: RETRY_MESSAGE for key in (state.get(ATTEMPTS_KEY) or {})
+                  if key not in judged},
+    }
+
+
+@transaction.atomic
+def assignment_record_guess(*, assignment: Assignment, item: Item | int, answer: dict) -> str:
+    """Pilot page 1: lock the guess made before reading (returns it as a role letter). The
+    paragraph is only revealed after this, and the guess cannot be changed afterwards."""
+    assignment = _locked_open(assignment, allow_late=True)
+    row = _assignment_item(assignment, getattr(item, "pk", item))
+    state = _server_state(assignment)
+    guesses = dict(state.get("guesses") or {})
+    key = str(row.item_id)
+    if key not in guesses:
+        try:
+            guesses[key] = clean_guess(answer=answer, presented_order=row.presented_order)
+        except AnswerError as exc:
+            raise SubmissionInvalid({key: exc.messages}) from None
+        state["guesses"] = guesses
+        assignment.draft = {**(assignment.draft or {}), SERVER_DRAFT_KEY: state}
+        assignment.last_seen_at = timezone.now()
+        assignment.save(update_fields=["draft", "last_seen_at"])
+    return guesses[key]

@@ -1,0 +1,64 @@
+"""Why an assignment action is refused: the refusals the task pages turn into messages."""
+from __future__ import annotations
+
+from annotation.models import (
+    Assignment,
+)
+
+from .state import FINISHED_STATUSES
+
+
+class AssignmentRefused(Exception):
+    """The worker may not have (or continue) this assignment; `message` is shown to them."""
+
+    code = "refused"
+
+    def __init__(self, message: str, *, assignment: Assignment | None = None):
+        self.message = message
+        self.assignment = assignment
+        super().__init__(message)
+
+
+class WorkerBlocked(AssignmentRefused):
+    code = "blocked"
+
+
+class QualificationRequired(AssignmentRefused):
+    code = "qualification_required"
+
+
+class StageNotOpen(AssignmentRefused):
+    code = "stage_not_open"
+
+
+class NoItemsAvailable(AssignmentRefused):
+    code = "no_items"
+
+
+class ForeignAssignment(AssignmentRefused):
+    code = "foreign_assignment"
+
+
+class AssignmentClosed(AssignmentRefused):
+    """Submitted (the page shows the completion again) or returned/expired (refused)."""
+
+    code = "closed"
+
+    @property
+    def finished(self) -> bool:
+        return self.assignment is not None and self.assignment.status in FINISHED_STATUSES
+
+
+class ReturnRequested(AssignmentClosed):
+    """A Prolific participant failed a comprehension check twice: nothing more is served and
+    the page asks them to return the study (no completion code)."""
+
+    code = "return_requested"
+
+
+class SubmissionInvalid(ValueError):
+    """Answers that cannot be stored: `errors` maps item id (or "__all__") to messages."""
+
+    def __init__(self, errors: dict[str, list[str]]):
+        self.errors = errors
+        super().__init__(f"{len(errors)} item(s) need attention")

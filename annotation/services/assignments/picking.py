@@ -1,0 +1,374 @@
+"""Which items a worker gets.
+
+Redundancy: an item in a stage wants `stage.judgments_per_item` judgments, or the project's
+per-split redundancy. What it already has is its judgments in the stage plus the in-progress,
+not-yet-timed-out assignments holding it without a judgment. Two allocators racing for the last
+slot are kept apart by row locks on the items (`SELECT ... FOR UPDATE SKIP LOCKED` on
+PostgreSQL; SQLite serialises writers, and we take its write lock first), and the deficit is
+recomputed *after* the lock so a slot taken by a transaction that committed in between is seen.
+"""
+from __future__ import annotations
+
+import random
+
+from django.core.exceptions import EmptyResultSet
+from django.db import connection, transaction
+from django.db.models import (
+    Case,
+    Count,
+    Exists,
+    F,
+    IntegerField,
+    Min,
+    OuterRef,
+    Q,
+    QuerySet,
+    Subquery,
+    Value,
+    When,
+)
+from django.db.models.functions import Coalesce
+
+from annotation.domain.design import level_for, ordered_levels, question_key
+from annotation.models import (
+    Assignment,
+    AssignmentItem,
+    AssignmentStatus,
+    Item,
+    Judgment,
+    Stage,
+    StageKind,
+    TaskKind,
+    Worker,
+)
+
+from .errors import NoItemsAvailable
+from .state import _live_assignments
+
+
+def stage_items(stage: Stage) -> QuerySet[Item]:
+    """Items released in the stage: its own list, or every non-excluded project item."""
+    if stage.items.exists():
+        qs = stage.items.all()
+    else:
+        qs = Item.objects.filter(project_id=stage.project_id)
+    return qs.filter(excluded=False)
+
+
+def _mixes_in_extras(stage: Stage) -> bool:
+    # Practice and qualification stages serve exactly their own item list; data stages
+    # (trial, full, pilot, imported) get the project's practice and gold items on top of it,
+    # because publishing stores only the regular items on `stage.items`.
+    return stage.kind not in (StageKind.PRACTICE, StageKind.QUALIFICATION)
+
+
+def gold_items_for_stage(*, stage: Stage) -> QuerySet[Item]:
+    """The gold/attention-check items mixed into the stage's assignments at
+    `project.gold_rate`: the project's (not `stage.items`, which publishing fills with the
+    regular items only). MTurk HIT plans can draw from the same pool."""
+    if not _mixes_in_extras(stage):
+        return stage_items(stage).filter(is_gold_check=True, is_practice=False)
+    qs = Item.objects.filter(project_id=stage.project_id, excluded=False,
+                             is_gold_check=True, is_practice=False)
+    if not (stage.settings or {}).get("reuse_earlier_items"):
+        # Not the ones a qualification released: the admitted workers answered them already.
+        qs = qs.exclude(pk__in=Item.objects.filter(
+            stages__project_id=stage.project_id, stages__kind=StageKind.QUALIFICATION)
+            .values("pk"))
+    return qs
+
+
+def practice_items_for_stage(*, stage: Stage, worker: Worker | None = None) -> QuerySet[Item]:
+    """The practice items every worker does first. In a data stage these are the project's
+    practice items, minus those `worker` already did in another stage of the project (a
+    practice stage before the trial): practice trains the worker once."""
+    if not _mixes_in_extras(stage):
+        return stage_items(stage).filter(is_practice=True)
+    qs = Item.objects.filter(project_id=stage.project_id, excluded=False, is_practice=True)
+    if worker is not None:
+        qs = qs.exclude(pk__in=Judgment.objects.filter(
+            worker=worker, stage__project_id=stage.project_id).exclude(stage=stage)
+            .values("item_id"))
+    return qs
+
+
+def _target(stage: Stage):
+    """The redundancy target of an item as an expression: the stage's fixed number, or the
+    project's per-split redundancy."""
+    if stage.judgments_per_item:
+        return Value(int(stage.judgments_per_item), output_field=IntegerField())
+    redundancy = stage.project.redundancy or {}
+    default = stage.project.redundancy_for("")
+    whens = [When(split=split, then=Value(int(n))) for split, n in redundancy.items()
+             if split != "default"]
+    return Case(*whens, default=Value(default), output_field=IntegerField()) if whens \
+        else Value(default, output_field=IntegerField())
+
+
+def _held(stage: Stage, exclude_assignment_id: int | None = None) -> QuerySet[AssignmentItem]:
+    """Items held by live assignments without a judgment yet (one row per hold)."""
+    live = _live_assignments(stage)
+    if exclude_assignment_id is not None:
+        live = live.exclude(pk=exclude_assignment_id)
+    return AssignmentItem.objects.filter(assignment_id__in=live.values("pk")).filter(
+        ~Exists(Judgment.objects.filter(
+            assignment_id=OuterRef("assignment_id"), item_id=OuterRef("item_id"))))
+
+
+def _annotate_deficit(qs: QuerySet[Item], stage: Stage,
+                      exclude_assignment_id: int | None = None) -> QuerySet[Item]:
+    judged = (
+        Judgment.objects.filter(stage=stage, item=OuterRef("pk"))
+        .order_by().values("item").annotate(n=Count("pk")).values("n")
+    )
+    held = (
+        _held(stage, exclude_assignment_id).filter(item=OuterRef("pk"))
+        .order_by().values("item").annotate(n=Count("pk")).values("n")
+    )
+    return qs.annotate(
+        n_judged=Coalesce(Subquery(judged, output_field=IntegerField()), 0),
+        n_held=Coalesce(Subquery(held, output_field=IntegerField()), 0),
+        target=_target(stage),
+    ).annotate(deficit=F("target") - F("n_judged") - F("n_held"))
+
+
+def _not_seen_by(qs: QuerySet[Item], stage: Stage, worker: Worker) -> QuerySet[Item]:
+    judged = Judgment.objects.filter(stage=stage, worker=worker).values("item_id")
+    held = AssignmentItem.objects.filter(
+        assignment__stage=stage, assignment__worker=worker,
+        assignment__status=AssignmentStatus.IN_PROGRESS,
+    ).values("item_id")
+    return qs.exclude(pk__in=judged).exclude(pk__in=held)
+
+
+def _refuse_hit_seen_before(*, stage: Stage, worker: Worker, items: list[Item]) -> None:
+    """A HIT's items are fixed, so the design is kept at accept: a worker who answered one of
+    its items in an earlier stage, or (Latin square) saw one of its questions at any level, is
+    asked to return it; nothing is created."""
+    earlier = _not_seen_earlier(Item.objects.filter(pk__in=[i.pk for i in items]), stage, worker)
+    if earlier.count() < len(items):
+        raise NoItemsAvailable("You have already answered part of this HIT earlier in this "
+                               "study. Please return it; other HITs may be open to you.")
+    if latin_square_on(stage):
+        seen = _questions_seen(project_id=stage.project_id, worker=worker)
+        if any(key in seen for _pk, _level, key in _condition_rows(
+                Item.objects.filter(pk__in=[i.pk for i in items]))):
+            raise NoItemsAvailable("This HIT shows a question you have already read in another "
+                                   "version. Please return it; other HITs may be open to you.")
+
+
+def _not_seen_earlier(qs: QuerySet[Item], stage: Stage, worker: Worker) -> QuerySet[Item]:
+    """Without the items the worker answered in another stage of the project (the
+    qualification they were graded on against gold, the trial): never served to them again,
+    unless the stage says `"reuse_earlier_items": true`."""
+    if (stage.settings or {}).get("reuse_earlier_items"):
+        return qs
+    return qs.exclude(pk__in=Judgment.objects.filter(
+        worker=worker, item__project_id=stage.project_id).exclude(stage=stage).values("item_id"))
+
+
+def _lock(ids: list[int]) -> list[int]:
+    """Lock item rows, skipping rows another allocator holds (PostgreSQL); no-op elsewhere."""
+    if not ids:
+        return []
+    qs = Item.objects.filter(pk__in=ids).order_by("pk")
+    if connection.features.has_select_for_update_skip_locked:
+        qs = qs.select_for_update(skip_locked=True)
+    return list(qs.values_list("pk", flat=True))
+
+
+def _take_sqlite_write_lock(stage: Stage) -> None:
+    """SQLite allows one writer; take the lock before reading counts so two allocators queue up
+    instead of both reading the same counts (or dead-locking on the upgrade)."""
+    if connection.vendor == "sqlite":
+        Stage.objects.filter(pk=stage.pk).update(updated_at=F("updated_at"))
+
+
+@transaction.atomic
+def items_pick_next(*, stage: Stage, worker: Worker, limit: int) -> list[Item]:
+    """The next `limit` items for `worker` in `stage`: practice items first, then the items
+    furthest from their redundancy target (Likert: one passage group), with gold/attention items
+    mixed in at `project.gold_rate`. Must run inside the transaction that stores the choice (it
+    does when called from `assignment_start`) so the row locks cover the write."""
+    _take_sqlite_write_lock(stage)
+    project = stage.project
+    available = _not_seen_earlier(_not_seen_by(stage_items(stage), stage, worker), stage, worker)
+    picked: list[Item] = []
+
+    # Practice items: every worker does them, first, whatever the redundancy.
+    practice_qs = _not_seen_by(practice_items_for_stage(stage=stage, worker=worker), stage, worker)
+    practice = list(practice_qs.order_by("pk")[:limit])
+    picked += practice
+    room = limit - len(picked)
+    if room <= 0:
+        return picked
+
+    if stage.kind in (StageKind.PRACTICE, StageKind.QUALIFICATION):
+        # Qualification and practice stages test workers on the same items: no redundancy cap.
+        return picked + list(available.filter(is_practice=False).order_by("pk")[:room])
+
+    n_gold = 0
+    if project.gold_rate > 0 and room > 1:
+        # Randomised rounding keeps the long-run share at gold_rate even for small HITs.
+        expected = room * project.gold_rate
+        n_gold = min(room - 1, int(expected) + (random.random() < expected - int(expected)))
+    regular_qs = available.filter(is_practice=False, is_gold_check=False)
+    if latin_square_on(stage):
+        regular_qs = _latin_square(stage=stage, worker=worker, available=regular_qs)
+    regular = _pick_regular(stage=stage, available=regular_qs, room=room - n_gold)
+    gold: list[Item] = []
+    if n_gold and regular:
+        gold_qs = _not_seen_earlier(
+            _not_seen_by(gold_items_for_stage(stage=stage), stage, worker), stage, worker)
+        groups = {item.group_key for item in regular if item.group_key}
+        # Likert gold items from the same passage keep the page indistinguishable.
+        same_group = list(gold_qs.filter(group_key__in=groups)) if groups else []
+        pool = same_group or ([] if project.kind == TaskKind.LIKERT and groups
+                              else list(gold_qs))
+        gold = random.sample(pool, min(n_gold, len(pool)))
+    mixed = list(regular)
+    for item in gold:
+        mixed.insert(random.randint(0, len(mixed)), item)
+    return picked + mixed
+
+
+def latin_square_on(stage: Stage) -> bool:
+    """Whether the stage serves STARC conditions in a Latin square: the default for every
+    multiple-choice project whose items come in more than one text level; a stage setting
+    `"latin_square": false` turns it off (then a participant may see one question at several
+    levels, which the STARC design forbids)."""
+    setting = (stage.settings or {}).get("latin_square")
+    if setting is not None:
+        return bool(setting)
+    if stage.project.kind != TaskKind.MC:
+        return False
+    levels = stage_items(stage).exclude(text_level="").values("text_level").distinct()
+    return levels.count() > 1
+
+
+def _condition_rows(qs: QuerySet[Item]) -> list[tuple[int, str, tuple]]:
+    """(pk, text level, question key) of each item (annotation.domain.design)."""
+    rows = qs.order_by().values_list(
+        "pk", "text_level", "metadata__article", "metadata__paragraph", "metadata__question"
+    )
+    return [(pk, level, question_key(item_id=pk, article=a, paragraph=p, question=q))
+            for pk, level, a, p, q in rows]
+
+
+def _questions_seen(*, project_id: int, worker: Worker) -> set[tuple]:
+    """The STARC questions (at any level) this worker judged or holds in the project, in any
+    stage: a question seen once is never served again at another level."""
+    mine = Judgment.objects.filter(item__project_id=project_id, worker=worker).values("item_id")
+    held = AssignmentItem.objects.filter(
+        assignment__stage__project_id=project_id, assignment__worker=worker,
+        assignment__status=AssignmentStatus.IN_PROGRESS).values("item_id")
+    return {key for _pk, _level, key in _condition_rows(
+        Item.objects.filter(Q(pk__in=mine) | Q(pk__in=held)))}
+
+
+def participant_list(*, stage: Stage, worker: Worker, n_levels: int) -> int:
+    """The worker's Latin-square list: participants are dealt lists round-robin in the order
+    they first started an assignment in the stage (the first three get lists 0, 1, 2, the
+    fourth list 0 …), which keeps the levels balanced however few participants there are; worker
+    ids modulo n would not (four ids can all be even)."""
+    first = (Assignment.objects.filter(stage=stage).values("worker_id")
+             .annotate(first=Min("pk")))
+    mine = next((row["first"] for row in first if row["worker_id"] == worker.pk), None)
+    before = sum(1 for row in first if mine is None or row["first"] < mine)
+    return before % n_levels
+
+
+def _latin_square(*, stage: Stage, worker: Worker, available: QuerySet[Item]) -> QuerySet[Item]:
+    """STARC conditions (question x text level) in a Latin square (annotation.domain.design):
+    the worker's list L sees question i at level (i + L) mod n, and never a question already
+    seen at another level in any stage of the project."""
+    everything = _condition_rows(stage_items(stage))
+    levels = ordered_levels(level for _, level, _ in everything)
+    if len(levels) < 2:
+        return available
+    index = {key: i for i, key in enumerate(sorted({key for _, _, key in everything}, key=str))}
+    seen = _questions_seen(project_id=stage.project_id, worker=worker)
+    if connection.features.has_select_for_update:
+        # Arrivals take their list one at a time (SQLite already has its write lock).
+        Stage.objects.select_for_update().filter(pk=stage.pk).first()
+    shift = participant_list(stage=stage, worker=worker, n_levels=len(levels))
+    allowed = [pk for pk, level, key in _condition_rows(available)
+               if key not in seen and key in index and level in levels
+               and levels.index(level) == level_for(question_index=index[key],
+                                                    list_index=shift, n_levels=len(levels))]
+    return available.filter(pk__in=allowed)
+
+
+def _sql(qs: QuerySet) -> tuple[str, tuple]:
+    return qs.query.get_compiler(using=qs.db).as_sql()
+
+
+def _ranked(stage: Stage, available: QuerySet[Item], *, limit: int) -> list[tuple[int, str]]:
+    """(pk, group_key) of the `limit` available items furthest from their target (deficit > 0),
+    furthest first, ranked in the database: one row per available item carrying its target,
+    one row (-1) per judgment in the stage and per live hold, summed per item, ORDER BY the sum
+    with a LIMIT. A UNION + GROUP BY rather than joins or correlated count subqueries: its cost
+    does not depend on the planner's row estimates (a fresh stage without statistics got nested
+    loops re-aggregating per item, seconds at 4,000 items). Items judged or held but not
+    available sum below zero and are dropped here."""
+    try:
+        avail_sql, avail_params = _sql(
+            available.order_by().annotate(qaj_target=_target(stage))
+            .values_list("id", "group_key", "qaj_target"))
+    except EmptyResultSet:  # nothing can be available (e.g. every question already seen)
+        return []
+    judged_sql, judged_params = _sql(
+        Judgment.objects.filter(stage=stage).order_by().values_list("item_id"))
+    held_sql, held_params = _sql(_held(stage).order_by().values_list("item_id"))
+    sql = f"""
+        SELECT item_id, MAX(group_key), SUM(w) AS deficit FROM (
+            SELECT a.id AS item_id, a.group_key AS group_key, a.qaj_target AS w
+              FROM ({avail_sql}) a
+            UNION ALL SELECT j.item_id, NULL, -1 FROM ({judged_sql}) j
+            UNION ALL SELECT h.item_id, NULL, -1 FROM ({held_sql}) h
+        ) counts
+        GROUP BY item_id
+        ORDER BY deficit DESC, item_id
+        LIMIT %s"""
+    with connection.cursor() as cursor:
+        cursor.execute(sql, (*avail_params, *judged_params, *held_params, int(limit)))
+        return [(pk, group_key) for pk, group_key, deficit in cursor.fetchall() if deficit > 0]
+
+
+def _pick_regular(*, stage: Stage, available: QuerySet[Item], room: int) -> list[Item]:
+    likert_groups = stage.project.kind == TaskKind.LIKERT
+    tried: set[int] = set()
+    tried_groups: set[str] = set()
+    for _attempt in range(5):
+        # Each attempt reads only a few ranked rows; items locked by another allocator or
+        # filled meanwhile are excluded from the next, wider, read.
+        pool = available.exclude(pk__in=tried) if tried else available
+        if tried_groups:
+            pool = pool.exclude(group_key__in=tried_groups)
+        ranked = _ranked(stage, pool, limit=1 if likert_groups else room * 3)
+        if not ranked:
+            return []
+        first_group = ranked[0][1]
+        if likert_groups and first_group:
+            # One passage per assignment: all its available items (a passage has a handful);
+            # the recount below keeps the `room` furthest from their target.
+            candidates = list(pool.filter(group_key=first_group).order_by("pk")
+                              .values_list("pk", flat=True))
+            tried_groups.add(first_group)
+        elif likert_groups:
+            candidates = [pk for pk, _ in _ranked(stage, pool.filter(group_key=""),
+                                                  limit=room * 3)]
+        else:
+            candidates = [pk for pk, _ in ranked]
+        tried.update(candidates)
+        locked = _lock(candidates)
+        # Recount after locking: a slot taken by a transaction that committed since our first
+        # read is visible to this new statement.
+        # Filtered and ordered here, not in SQL: a WHERE/ORDER BY on `deficit` makes the
+        # database evaluate both count subqueries twice per row.
+        counted = _annotate_deficit(Item.objects.filter(pk__in=locked), stage)
+        fresh = sorted((item for item in counted if item.deficit > 0),
+                       key=lambda item: (-item.deficit, item.pk))[:room]
+        if fresh:
+            return fresh
+    return []

@@ -1,0 +1,408 @@
+"""Turning answers into judgments: per-item confirmation (STARC), the final submit (all or
+nothing, idempotent) and the feedback and pilot paragraph shown after an answer."""
+from __future__ import annotations
+
+import secrets
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from annotation.domain.answers import AnswerError, clean_answer
+from annotation.models import (
+    Assignment,
+    AssignmentItem,
+    AssignmentStatus,
+    ExperimentMode,
+    Item,
+    Judgment,
+    Stage,
+    StageKind,
+    TaskKind,
+)
+
+from .comprehension import (
+    ATTEMPTS_KEY,
+    RETRY_MESSAGE,
+    RETURN_KEY,
+    RETURN_MESSAGE,
+    _attempt_record,
+    _comprehension_outcome,
+    _is_comprehension_check,
+    _refuse_if_return_requested,
+    _return_request,
+)
+from .errors import AssignmentClosed, SubmissionInvalid
+from .lifecycle import (
+    _assignment_item,
+    _filled_message,
+    _filled_since_timeout,
+    _is_late,
+    _lock_assignment,
+    _locked_open,
+)
+from .state import FINISHED_STATUSES, REFUSED_KEY, _save_server_state, _server_state, answer_rules
+
+
+def _is_correct(item: Item, fields: dict) -> bool | None:
+    if not item.gold or item.project.kind != TaskKind.MC:
+        return None
+    return fields.get("choice") == item.gold.get("choice")
+
+
+def _judgment(assignment: Assignment, row: AssignmentItem, fields: dict,
+              client_meta: dict | None) -> Judgment:
+    extra = dict(fields.pop("extra", {}) or {})
+    correct = _is_correct(row.item, fields)
+    if correct is not None:
+        extra["is_correct"] = correct
+    if client_meta:
+        extra["client_meta"] = client_meta
+    return Judgment(
+        item=row.item, worker_id=assignment.worker_id, stage_id=assignment.stage_id,
+        assignment=assignment, presented_order=list(row.presented_order or []),
+        extra=extra, **fields,
+    )
+
+
+def _clean_client_meta(client_meta: Any) -> dict:
+    if not isinstance(client_meta, dict):
+        return {}
+    return {str(k)[:40]: (v if isinstance(v, (int, float, bool)) else str(v)[:300])
+            for k, v in list(client_meta.items())[:20]}
+
+
+@transaction.atomic
+def assignment_confirm_item(*, assignment: Assignment, item: Item | int, answer: dict,
+                            client_meta: dict | None = None) -> Judgment | None:
+    """Store one item's judgment before the rest of the assignment (STARC QA, guessing and
+    pilot modes show feedback or the next page after it). Idempotent: a second confirmation of
+    the same item returns the first judgment unchanged.
+
+    Returns None, storing no judgment, when (a) a late assignment's item was filled by others
+    meanwhile (recorded as refused: settled for the page and the submit), or (b) a Prolific
+    comprehension check was answered wrong the first time (the attempt is recorded; the next
+    answer is the judgment). A second wrong answer is stored and the participant is asked to
+    return the study (`ReturnRequested` from then on). `assignment_feedback` says which."""
+    assignment = _locked_open(assignment, allow_late=True)
+    row = _assignment_item(assignment, getattr(item, "pk", item))
+    existing = Judgment.objects.filter(assignment=assignment, item_id=row.item_id).first()
+    if existing is not None:
+        return existing
+    state = _server_state(assignment)
+    key = str(row.item_id)
+    if key in (state.get(REFUSED_KEY) or {}):
+        return None
+    if _is_late(assignment) and _filled_since_timeout(assignment=assignment, rows=[row]):
+        # Recorded rather than raised: the page shows the item as no longer needed, so the
+        # worker can still submit the rest, and the submit does not ask for it again.
+        state[REFUSED_KEY] = {**(state.get(REFUSED_KEY) or {}), key: _filled_message([row])}
+        _save_server_state(assignment, state)
+        return None
+    locked_guess = (state.get("guesses") or {}).get(key)
+    try:
+        fields = clean_answer(rules=answer_rules(assignment.stage.project), answer=answer,
+                              presented_order=row.presented_order, locked_guess=locked_guess)
+    except AnswerError as exc:
+        raise SubmissionInvalid({key: exc.messages}) from None
+    record = _attempt_record(fields)
+    judgment = _judgment(assignment, row, fields, _clean_client_meta(client_meta))
+    outcome = _comprehension_outcome(assignment, state, row, judgment, record)
+    if outcome == "retry":
+        _save_server_state(assignment, state)
+        return None
+    try:
+        with transaction.atomic():
+            judgment.save(force_insert=True)
+    except IntegrityError:
+        # The same worker judged this item in this stage through another assignment.
+        raise SubmissionInvalid(
+            {key: ["You have already judged this item."]}
+        ) from None
+    if outcome == "failed":
+        _return_request(assignment, state, [row])
+    else:
+        Assignment.objects.filter(pk=assignment.pk).update(last_seen_at=timezone.now())
+    return judgment
+
+
+class SubmittedJudgments(list):
+    """`assignment_submit`'s result: the assignment's judgments; after a late submit also
+    `refused` (item id -> message) for the answers that could not be stored because other
+    workers filled those items after the timeout, and `message` saying so."""
+
+    def __init__(self, judgments, *, refused: dict[str, list[str]] | None = None,
+                 message: str = "", retry: dict[str, list[str]] | None = None,
+                 return_requested: str = ""):
+        super().__init__(judgments)
+        self.refused = refused or {}
+        self.message = message
+        # Prolific comprehension checks: not submitted. `retry` (item id -> message): answered
+        # wrong once, answer again; `return_requested`: wrong twice, the message asking the
+        # participant to return the study.
+        self.retry = retry or {}
+        self.return_requested = return_requested
+
+
+@transaction.atomic
+def assignment_submit(*, assignment: Assignment, answers: list[dict],
+                      client_meta: dict | None = None) -> SubmittedJudgments:
+    """Store the judgments of every item of the assignment at once and mark it submitted.
+
+    `answers` holds one dict per item (`{"item": id, ...}`, shown labels, see
+    `annotation.domain.answers`); items already confirmed one by one may be left out. Either
+    every remaining item is valid and all are stored, or nothing is (SubmissionInvalid names
+    each item that needs attention). A second submit stores nothing and returns the judgments
+    of the first.
+
+    A late submit (the assignment timed out, so its items were free for others) stores the
+    answers to the items that still need judgments and refuses, by item, those others have
+    filled meanwhile (`SubmittedJudgments.refused`); if none can be stored it is refused
+    (AssignmentClosed) naming the items. Items whose late confirm was refused that way
+    (`assignment_confirm_item`) are settled and need no answer.
+
+    On Prolific, a comprehension check answered wrong for the first time stores nothing and
+    returns `retry`; answered wrong again, only the comprehension checks are stored and the
+    participant is asked to return the study (`return_requested`; not submitted, no code).
+    """
+    locked = _lock_assignment(assignment.pk)
+    if locked.status in FINISHED_STATUSES:
+        return SubmittedJudgments(locked.judgments.order_by("pk"))
+    late = _submittable(locked)
+    assignment = locked
+    rows = list(AssignmentItem.objects.select_related("item__project")
+                .filter(assignment=assignment).order_by("position"))
+    done = set(Judgment.objects.filter(assignment=assignment).values_list("item_id", flat=True))
+    given, errors = _answers_by_item(answers, {row.item_id for row in rows})
+    state = _server_state(assignment)
+    filled = _settled_elsewhere(assignment, state, rows, done=done, late=late)
+    judgments, checks = _judgments_of(assignment, rows, given, errors, state=state,
+                                      skip=done | filled, client_meta=client_meta)
+    answered_checks = _comprehension_checks_settle(assignment, state, checks)
+    if answered_checks is not None:
+        return answered_checks
+    filled_rows = [row for row in rows if row.item_id in filled]
+    message = _filled_message(filled_rows) if filled_rows else ""
+    if filled_rows and not judgments and not done:
+        raise AssignmentClosed(message + " Nothing was stored; thank you for your time.",
+                               assignment=assignment)
+    if not _judgments_store(assignment, judgments, n_items=len(rows)):
+        # A concurrent submit of the same assignment won: its judgments are the answer.
+        return SubmittedJudgments(Judgment.objects.filter(assignment=assignment).order_by("pk"))
+    _mark_submitted(assignment, late=late, message=message)
+    # Qualification stages are graded at once (annotation/services/qualification.py).
+    from annotation.services.qualification import qualification_grade_on_submit
+
+    qualification_grade_on_submit(assignment=assignment)
+    return SubmittedJudgments(
+        Judgment.objects.filter(assignment=assignment).order_by("pk"),
+        refused={str(row.item_id): [message] for row in filled_rows}, message=message,
+    )
+
+
+def _submittable(assignment: Assignment) -> bool:
+    """Refuse a submit to an assignment that was returned, expired or whose participant was
+    asked to return the study; True when the submit comes after the timeout (late)."""
+    _refuse_if_return_requested(assignment)
+    late = _is_late(assignment)
+    if assignment.status != AssignmentStatus.IN_PROGRESS and not late:
+        raise AssignmentClosed(
+            "This assignment was returned or has expired; reload the page for new items.",
+            assignment=assignment,
+        )
+    return late
+
+
+def _answers_by_item(answers: Any, item_ids: set[int]
+                     ) -> tuple[dict[int, dict], dict[str, list[str]]]:
+    """The answers keyed by item id, and the errors of answers that name no item of the
+    assignment or answer one twice."""
+    if not isinstance(answers, list):
+        raise SubmissionInvalid({"__all__": ["Answers must be a list."]})
+    given: dict[int, dict] = {}
+    errors: dict[str, list[str]] = {}
+    for answer in answers:
+        item_id = answer.get("item") if isinstance(answer, dict) else None
+        try:
+            item_id = int(item_id)
+        except (TypeError, ValueError):
+            errors.setdefault("__all__", []).append("An answer names no item.")
+            continue
+        if item_id not in item_ids:
+            errors.setdefault("__all__", []).append(
+                f"Item {item_id} is not part of this assignment."
+            )
+            continue
+        if item_id in given:
+            errors.setdefault(str(item_id), []).append("This item was answered twice.")
+            continue
+        given[item_id] = answer
+    return given, errors
+
+
+def _settled_elsewhere(assignment: Assignment, state: dict, rows: list[AssignmentItem], *,
+                       done: set[int], late: bool) -> set[int]:
+    """Items that need no answer any more: refused at a late confirm, or (late submit) filled
+    by other workers since the timeout."""
+    # Refused at a late confirm: settled, whatever the count says now.
+    filled = {int(key) for key in (state.get(REFUSED_KEY) or {})} - done
+    filled |= _filled_since_timeout(
+        assignment=assignment, rows=[row for row in rows if row.item_id not in done | filled]
+    ) if late else set()
+    return filled
+
+
+def _judgments_of(assignment: Assignment, rows: list[AssignmentItem], given: dict[int, dict],
+                  errors: dict[str, list[str]], *, state: dict, skip: set[int],
+                  client_meta: dict | None
+                  ) -> tuple[list[Judgment], list[tuple[AssignmentItem, Judgment, dict]]]:
+    """The unsaved judgments of every item still to answer, and the comprehension checks among
+    them; SubmissionInvalid naming every item that needs attention."""
+    rules = answer_rules(assignment.stage.project)
+    guesses = state.get("guesses") or {}
+    judgments: list[Judgment] = []
+    checks: list[tuple[AssignmentItem, Judgment, dict]] = []
+    meta = _clean_client_meta(client_meta)
+    for row in rows:
+        if row.item_id in skip:
+            continue
+        if row.item_id not in given:
+            errors.setdefault(str(row.item_id), []).append("Answer this item.")
+            continue
+        try:
+            fields = clean_answer(rules=rules, answer=given[row.item_id],
+                                  presented_order=row.presented_order,
+                                  locked_guess=guesses.get(str(row.item_id)))
+        except AnswerError as exc:
+            errors.setdefault(str(row.item_id), []).extend(exc.messages)
+            continue
+        record = _attempt_record(fields) if _is_comprehension_check(assignment, row.item) \
+            else {}
+        judgments.append(_judgment(assignment, row, fields, meta))
+        if record:
+            checks.append((row, judgments[-1], record))
+    if errors:
+        raise SubmissionInvalid(errors)
+    return judgments, checks
+
+
+def _comprehension_checks_settle(assignment: Assignment, state: dict,
+                                 checks: list[tuple[AssignmentItem, Judgment, dict]]
+                                 ) -> SubmittedJudgments | None:
+    """Prolific comprehension checks: a second wrong answer stores only the checks and asks the
+    participant to return the study; a first wrong one stores nothing and asks again. None when
+    every check passed (the submit goes on)."""
+    outcomes = {row.item_id: _comprehension_outcome(assignment, state, row, judgment, record)
+                for row, judgment, record in checks}
+    failed_rows = [row for row, _, _ in checks if outcomes[row.item_id] == "failed"]
+    if failed_rows:
+        # Only the comprehension checks are kept: the rest of the work of a participant asked
+        # to return is never used and must not take redundancy slots from others.
+        kept = [judgment for _, judgment, _ in checks]
+        try:
+            with transaction.atomic():
+                Judgment.objects.bulk_create(kept)
+        except IntegrityError:
+            raise SubmissionInvalid(
+                {"__all__": ["Some of these items were already judged by you in this stage."]}
+            ) from None
+        _return_request(assignment, state, failed_rows)
+        return SubmittedJudgments(Judgment.objects.filter(assignment=assignment).order_by("pk"),
+                                  return_requested=RETURN_MESSAGE)
+    retry = {str(item_id): [RETRY_MESSAGE] for item_id, outcome in outcomes.items()
+             if outcome == "retry"}
+    if retry:
+        # Nothing is stored: the page keeps every answer and the participant submits again.
+        _save_server_state(assignment, state)
+        return SubmittedJudgments([], retry=retry, message=RETRY_MESSAGE)
+    return None
+
+
+def _judgments_store(assignment: Assignment, judgments: list[Judgment], *, n_items: int) -> bool:
+    """Insert the judgments in one statement. False when a concurrent submit of the same
+    assignment won (SQLite has no row lock to wait on); any other clash is refused."""
+    try:
+        with transaction.atomic():
+            # One INSERT for the page (Judgment.save adds nothing to a plain insert).
+            Judgment.objects.bulk_create(judgments)
+    except IntegrityError:
+        fresh = Assignment.objects.get(pk=assignment.pk)
+        if fresh.status in FINISHED_STATUSES or Judgment.objects.filter(
+            assignment=assignment
+        ).count() == n_items:
+            return False
+        raise SubmissionInvalid(
+            {"__all__": ["Some of these items were already judged by you in this stage."]}
+        ) from None
+    return True
+
+
+def _mark_submitted(assignment: Assignment, *, late: bool, message: str) -> None:
+    """Status submitted, with its completion code; a late submit says so in the review note."""
+    assignment.status = AssignmentStatus.SUBMITTED
+    assignment.submitted_at = timezone.now()
+    assignment.last_seen_at = assignment.submitted_at
+    assignment.completion_code = _completion_code(assignment.stage)
+    fields = ["status", "submitted_at", "last_seen_at", "completion_code"]
+    if late:
+        # The researcher sees in review why the assignment has fewer judgments than items.
+        note = "Submitted after the timeout. " + message if message else \
+            "Submitted after the timeout; every answer was still needed."
+        assignment.review_note = "\n".join(p for p in (assignment.review_note, note) if p)
+        fields.append("review_note")
+    assignment.save(update_fields=fields)
+
+
+def _completion_code(stage: Stage) -> str:
+    # Prolific checks the study's own completion code; elsewhere a per-assignment code lets a
+    # worker prove the submission.
+    code = (stage.settings or {}).get("prolific_completion_code")
+    return str(code) if code else secrets.token_hex(4).upper()
+
+
+def assignment_feedback(*, assignment: Assignment, item_id: int) -> dict[str, Any]:
+    """What the page may show after an item was confirmed (never before): for STARC QA and
+    guessing, whether the answer was right and which shown option is correct, plus the
+    paragraph; nothing for qualification stages, whose scoring is never revealed."""
+    row = AssignmentItem.objects.select_related("item__project", "assignment__stage").get(
+        assignment=assignment, item_id=item_id
+    )
+    judgment = Judgment.objects.filter(assignment=assignment, item_id=item_id).first()
+    state = _server_state(row.assignment)
+    if judgment is None:
+        refused = (state.get(REFUSED_KEY) or {}).get(str(item_id))
+        if refused:
+            return {"refused": refused, "settled": True}
+        if str(item_id) in (state.get(ATTEMPTS_KEY) or {}):
+            # Right or wrong only: the correct answer is not shown before the last attempt.
+            return {"retry": True, "is_correct": False, "message": RETRY_MESSAGE}
+        return {}
+    item = row.item
+    project = item.project
+    feedback: dict[str, Any] = {"confirmed": True}
+    if state.get(RETURN_KEY):
+        feedback["return_study"] = RETURN_MESSAGE
+    if project.kind != TaskKind.MC:
+        return feedback
+    mode = project.experiment_mode
+    if mode in (ExperimentMode.GUESSING, ExperimentMode.QA):
+        feedback["paragraph"] = item.content.get("paragraph", "")
+    reveal = (mode in (ExperimentMode.QA, ExperimentMode.GUESSING)
+              and row.assignment.stage.kind != StageKind.QUALIFICATION and item.gold)
+    if reveal:
+        order = row.presented_order or ["A", "B", "C", "D"]
+        correct_role = item.gold.get("choice")
+        if correct_role in order:
+            feedback["correct_shown"] = "abcd"[order.index(correct_role)]
+            feedback["is_correct"] = judgment.choice == correct_role
+    return feedback
+
+
+def pilot_paragraph(*, assignment: Assignment, item_id: int) -> str | None:
+    """Pilot page 2: the paragraph, only once the guess is locked and before the answer."""
+    state = _server_state(Assignment.objects.get(pk=assignment.pk))
+    if str(item_id) not in (state.get("guesses") or {}):
+        return None
+    row = AssignmentItem.objects.select_related("item").get(assignment=assignment,
+                                                            item_id=item_id)
+    return row.item.content.get("paragraph", "")
