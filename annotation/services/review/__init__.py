@@ -1,0 +1,62 @@
+"""Reconciling providers with local data, reviewing work and paying for it: `sync` (what the
+provider knows, matched with local assignments), `decisions` (approve, reject, bonus, block,
+notify: one assignment or worker at a time, each provider side effect once), `auto_review` (the
+periodic review of a stage by its rules)."""
+from .auto_review import stage_auto_review, stage_sync_and_review
+from .decisions import (
+    ASKED_TO_RETURN,
+    ASSIGNMENT_OPERATIONS,
+    DEFAULT_RULES,
+    ReviewDecision,
+    ReviewError,
+    ReviewReport,
+    assignment_approve,
+    assignment_bonus_pay,
+    assignment_reject,
+    assignment_review_rules,
+    bonus_already_paid,
+    bonus_call_key,
+    correct_answer_bonus,
+    stage_rules,
+    worker_block_everywhere,
+    worker_unblock_everywhere,
+    workers_notify,
+)
+from .sync import (
+    FLAG_NEVER_LISTED,
+    FLAG_NO_JUDGMENTS,
+    FLAG_NO_LOCAL,
+    SyncReport,
+    provider_sync,
+    stage_hits_mark_done,
+    stage_reconcile_mark,
+)
+
+__all__ = [
+    "ASKED_TO_RETURN",
+    "ASSIGNMENT_OPERATIONS",
+    "DEFAULT_RULES",
+    "FLAG_NEVER_LISTED",
+    "FLAG_NO_JUDGMENTS",
+    "FLAG_NO_LOCAL",
+    "ReviewDecision",
+    "ReviewError",
+    "ReviewReport",
+    "SyncReport",
+    "assignment_approve",
+    "assignment_bonus_pay",
+    "assignment_reject",
+    "assignment_review_rules",
+    "bonus_already_paid",
+    "bonus_call_key",
+    "correct_answer_bonus",
+    "provider_sync",
+    "stage_auto_review",
+    "stage_hits_mark_done",
+    "stage_reconcile_mark",
+    "stage_rules",
+    "stage_sync_and_review",
+    "worker_block_everywhere",
+    "worker_unblock_everywhere",
+    "workers_notify",
+]

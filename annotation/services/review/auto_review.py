@@ -1,0 +1,182 @@
+"""The periodic review of a stage: `stage_auto_review` approves submitted work after the stage's
+delay when it passes the rules (gold/attention accuracy, minimum time per item, no
+straight-lining), rejects with the reasons when `auto_reject` is on (otherwise flags it for the
+researcher), pays the STARC bonus per correct answer, and blocks workers after repeated
+rejections; `stage_sync_and_review` syncs first."""
+from __future__ import annotations
+
+import datetime as dt
+
+from django.db.models import Count
+from django.utils import timezone
+
+from annotation.models import (
+    Assignment,
+    AssignmentStatus,
+    ProviderCall,
+    ProviderCallStatus,
+    Stage,
+    StageKind,
+    StageStatus,
+    Worker,
+    WorkerQualification,
+)
+from annotation.providers import get_provider
+from annotation.selectors import blocked_worker_ids_for
+from annotation.services.qualification import (
+    qualification_grade,
+    qualification_grant,
+    qualification_source_confirmed,
+)
+
+from .decisions import (
+    ReviewReport,
+    assignment_approve,
+    assignment_bonus_pay,
+    assignment_reject,
+    assignment_review_rules,
+    correct_answer_bonus,
+    stage_rules,
+    worker_block_everywhere,
+)
+from .sync import (
+    SyncReport,
+    _flag,
+    _flag_never_listed,
+    provider_sync,
+    stage_hits_mark_done,
+    stage_reconcile_mark,
+)
+
+
+def stage_auto_review(*, stage: Stage, now: dt.datetime | None = None) -> ReviewReport:
+    """Grade qualifications, grant them, approve/reject/hold, pay bonuses, block (see module)."""
+    now = now or timezone.now()
+    rules = stage_rules(stage)
+    report = ReviewReport()
+    provider = get_provider(stage.provider)
+    submitted = stage.assignments.filter(status=AssignmentStatus.SUBMITTED).select_related(
+        "worker", "stage", "stage__project", "hit")
+    if provider.confirms_submissions:
+        submitted = _confirmed_only(submitted, provider, now=now, report=report)
+    if stage.kind == StageKind.QUALIFICATION:
+        _qualifications_grade_and_grant(stage, submitted, report)
+    cutoff = now - dt.timedelta(seconds=float(rules["approve_after_seconds"]))
+    _decide(submitted.filter(submitted_at__lte=cutoff), report)
+    if stage.project.bonus_per_correct and stage.project.bonus_per_correct > 0:
+        _pay_correct_answer_bonuses(stage, provider, report)
+    threshold = int(rules["block_after_rejections"])
+    if threshold > 0:
+        _block_repeated_rejections(stage, threshold, report)
+    return report
+
+
+def _confirmed_only(submitted, provider, *, now: dt.datetime, report: ReviewReport):
+    """Only work the provider has listed is reviewed; the rest waits for the sync, or is
+    flagged once a real submission could no longer be missing from the provider's list."""
+    for assignment in submitted.filter(provider_confirmed_at__isnull=True):
+        deadline = provider.confirmation_deadline(assignment=assignment)
+        if deadline is None or now < deadline:
+            report.unconfirmed += 1
+            continue
+        _flag_never_listed(assignment)
+        report.never_listed += 1
+    return submitted.filter(provider_confirmed_at__isnull=False)
+
+
+def _qualifications_grade_and_grant(stage: Stage, submitted, report: ReviewReport) -> None:
+    """Grade every submitted qualification, then grant those whose assignment the provider
+    confirmed (a grant that fails is retried on the next run)."""
+    for assignment in submitted:
+        if not assignment.judgments.exists():
+            continue
+        existed = WorkerQualification.objects.filter(
+            worker=assignment.worker, stage=stage).exists()
+        qualification_grade(assignment=assignment)
+        report.graded += not existed
+    for qualification in WorkerQualification.objects.filter(
+            stage=stage, granted_externally=False).select_related(
+            "worker", "stage", "assignment"):
+        if not qualification_source_confirmed(qualification):
+            continue  # granted once the provider confirms its assignment (or never)
+        try:
+            qualification_grant(qualification=qualification)
+            report.granted += 1
+        except Exception as exc:  # retried on the next run
+            report.errors.append(f"grant {qualification.worker}: {exc}")
+
+
+def _decide(due, report: ReviewReport) -> None:
+    """Approve, reject or hold every submission past the review delay by the stage's rules."""
+    for assignment in due:
+        decision = assignment_review_rules(assignment=assignment)
+        try:
+            if decision.action == "approve":
+                assignment_approve(assignment=assignment)
+                report.approved += 1
+            elif decision.action == "reject":
+                assignment_reject(assignment=assignment, reason="; ".join(decision.reasons))
+                report.rejected += 1
+            else:
+                # Every submission ends approved, rejected or flagged: this one needs a human.
+                _flag(assignment, "Held for review: " + "; ".join(decision.reasons))
+                report.held += 1
+        except Exception as exc:  # one failing call must not stop the others; retried later
+            report.errors.append(f"{assignment}: {exc}")
+
+
+def _pay_correct_answer_bonuses(stage: Stage, provider, report: ReviewReport) -> None:
+    """The STARC bonus per correct answer of every approved assignment not paid it yet."""
+    # Separate from approving, so an approval confirmed later (lost answer, MTurk's own
+    # auto-approval) still gets its bonus — once: the key names this bonus.
+    paid = ProviderCall.objects.filter(
+        assignment__stage=stage, operation="SendBonus", key__endswith=":per-correct",
+        status=ProviderCallStatus.SUCCEEDED).values("assignment_id")
+    approved = stage.assignments.filter(status=AssignmentStatus.APPROVED).exclude(pk__in=paid)
+    if provider.confirms_submissions:
+        approved = approved.filter(provider_confirmed_at__isnull=False)
+    for assignment in approved.select_related("worker", "stage", "stage__project"):
+        bonus = correct_answer_bonus(assignment=assignment)
+        if bonus <= 0:
+            continue
+        try:
+            assignment_bonus_pay(assignment=assignment, amount=bonus,
+                                 reason="Bonus for correct answers", key="per-correct")
+            report.bonuses += 1
+        except Exception as exc:
+            report.errors.append(f"bonus {assignment}: {exc}")
+
+
+def _block_repeated_rejections(stage: Stage, threshold: int, report: ReviewReport) -> None:
+    """Block, for the project's researcher, workers with `threshold` or more rejections."""
+    offenders = (
+        Assignment.objects.filter(stage__project_id=stage.project_id,
+                                  status=AssignmentStatus.REJECTED)
+        .exclude(worker_id__in=blocked_worker_ids_for(stage.project))
+        .values("worker").annotate(n=Count("pk")).filter(n__gte=threshold)
+    )
+    for row in offenders:
+        worker = Worker.objects.get(pk=row["worker"])
+        try:
+            # The study's own rule: it blocks for the project's researcher, not globally.
+            worker_block_everywhere(worker=worker, reason=f"{row['n']} rejected assignments",
+                                    by=stage.project.owner)
+            report.blocked += 1
+        except Exception as exc:
+            report.errors.append(f"block {worker}: {exc}")
+
+
+def stage_sync_and_review(*, stage: Stage) -> tuple[SyncReport, ReviewReport]:
+    """What the periodic task does for one stage."""
+    from annotation.services.stages import stage_collection_complete, stage_transition
+
+    sync = provider_sync(stage=stage)
+    review = stage_auto_review(stage=stage)
+    stage_hits_mark_done(stage=stage)
+    stage.refresh_from_db()
+    if stage.status == StageStatus.COLLECTING and stage_collection_complete(stage=stage):
+        stage_transition(stage=stage, to_status=StageStatus.REVIEWING,
+                         reason="every HIT has all its assignments submitted")
+    elif stage.status == StageStatus.CLOSED:
+        stage_reconcile_mark(stage=stage, sync=sync, review=review)
+    return sync, review

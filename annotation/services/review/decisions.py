@@ -1,0 +1,317 @@
+"""Decisions on one assignment or worker: the review rules, approve, reject, bonus, block and
+notify. Each provider side effect goes through `provider_call_run` with a fixed key, so a rerun
+never approves, pays or blocks twice."""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import statistics
+from collections import Counter
+from decimal import Decimal
+
+from django.db.models import Sum
+from django.utils import timezone
+
+from annotation.models import (
+    Assignment,
+    AssignmentStatus,
+    Provider,
+    ProviderCall,
+    ProviderCallStatus,
+    Stage,
+    StageKind,
+    TaskKind,
+    Worker,
+)
+from annotation.providers import get_provider
+from annotation.providers.base import call_token_is_stale
+from annotation.services.provider_calls import new_token, provider_call_run
+from annotation.services.qualification import (
+    answer_is_correct,
+    assignment_provider_confirmed,
+)
+
+DEFAULT_RULES = {
+    "approve_after_seconds": 0,  # wait this long after submission before auto-approving
+    "min_gold_accuracy": 0.5,  # on gold/attention items, when the assignment has any
+    "min_seconds_per_item": 2.0,  # mean time per item below this looks like clicking through
+    "straightline_min_items": 5,  # straight-lining is only judged on this many items or more
+    "max_same_answer_share": 1.0,  # every answer identical = straight-lining
+    "auto_reject": False,  # False: failing work is held for the researcher instead
+    "block_after_rejections": 0,  # block a worker after this many rejections (0: never)
+}
+
+
+ASKED_TO_RETURN = ("asked to return: failed the comprehension check twice (Prolific: never "
+                   "rejected for this; excluded from analysis)")
+
+
+# Our own calls on an assignment whose outcome is still unknown keep a closed stage syncing.
+ASSIGNMENT_OPERATIONS = ("ApproveAssignment", "RejectAssignment", "SendBonus", "SetUpBonus",
+                         "PayBonus")
+
+
+class ReviewError(Exception):
+    pass
+
+
+@dataclasses.dataclass
+class ReviewDecision:
+    action: str  # "approve" | "reject" | "hold"
+    reasons: list[str]
+    metrics: dict
+
+
+@dataclasses.dataclass
+class ReviewReport:
+    graded: int = 0
+    granted: int = 0
+    approved: int = 0
+    rejected: int = 0
+    held: int = 0
+    bonuses: int = 0
+    blocked: int = 0
+    unconfirmed: int = 0  # submitted here, not (yet) listed by the provider: waiting
+    never_listed: int = 0  # ... and flagged: the provider never listed them in time
+    errors: list[str] = dataclasses.field(default_factory=list)
+
+
+def stage_rules(stage: Stage) -> dict:
+    return {**DEFAULT_RULES, **((stage.settings or {}).get("review") or {})}
+
+
+def assignment_review_rules(*, assignment: Assignment) -> ReviewDecision:
+    """Apply the stage's rules to a submitted assignment (no writes)."""
+    stage = assignment.stage
+    rules = stage_rules(stage)
+    judgments = list(assignment.judgments.select_related("item", "item__project"))
+    if not judgments:
+        return ReviewDecision("hold", ["no judgments saved"], {})
+    reasons: list[str] = []
+    metrics: dict = {"n": len(judgments)}
+    if stage.provider == Provider.PROLIFIC and stage.kind != StageKind.QUALIFICATION:
+        # Prolific: a participant who failed a comprehension check (a practice item; two
+        # attempts, services/assignments.py) is asked to return the study and must never be
+        # rejected for it, whatever else the rules find: held, and excluded from analysis.
+        tolerance = stage.project.qualification_tolerance
+        failed = [j for j in judgments if j.item.is_practice and answer_is_correct(
+            item=j.item, judgment=j, tolerance=tolerance) is False]
+        if failed:
+            metrics["comprehension_failed"] = len(failed)
+            return ReviewDecision("hold", [ASKED_TO_RETURN], metrics)
+    if stage.kind != StageKind.QUALIFICATION:  # qualification takers are paid either way
+        checks = [j for j in judgments if j.item.is_gold_check and j.item.gold]
+        if checks:
+            tolerance = stage.project.qualification_tolerance
+            right = sum(bool(answer_is_correct(item=j.item, judgment=j, tolerance=tolerance))
+                        for j in checks)
+            accuracy = right / len(checks)
+            metrics["gold_accuracy"] = accuracy
+            # Prolific allows rejecting for attention checks only after two failed ones.
+            enough = stage.provider != "prolific" or len(checks) - right >= 2
+            if accuracy < rules["min_gold_accuracy"] and enough:
+                reasons.append(f"accuracy on check items {accuracy:.0%} is below "
+                               f"{rules['min_gold_accuracy']:.0%}")
+        times = [j.time_spent_ms for j in judgments if j.time_spent_ms is not None]
+        if times:
+            mean_seconds = statistics.fmean(times) / 1000
+            metrics["seconds_per_item"] = mean_seconds
+            if mean_seconds < rules["min_seconds_per_item"]:
+                reasons.append(f"{mean_seconds:.1f} s per item is below the minimum of "
+                               f"{rules['min_seconds_per_item']} s")
+        if len(judgments) >= rules["straightline_min_items"]:
+            values = [j.score if stage.project.kind == TaskKind.LIKERT else j.choice
+                      for j in judgments]
+            share = Counter(values).most_common(1)[0][1] / len(values)
+            metrics["same_answer_share"] = share
+            if share >= rules["max_same_answer_share"]:
+                reasons.append(f"the same answer on {share:.0%} of {len(values)} items")
+    if reasons:
+        return ReviewDecision("reject" if rules["auto_reject"] else "hold", reasons, metrics)
+    return ReviewDecision("approve", [], metrics)
+
+
+def _require_confirmed(assignment: Assignment, action: str) -> None:
+    """Refuse to approve, reject or pay work the provider never listed (see the module doc)."""
+    if not assignment_provider_confirmed(assignment):
+        raise ReviewError(
+            f"{assignment}: {assignment.stage.get_provider_display()} has not listed this "
+            f"assignment for this worker (yet); cannot {action} it — the sync confirms real "
+            f"submissions")
+
+
+def assignment_approve(*, assignment: Assignment, feedback: str = "",
+                       allow_flagged: bool = False) -> Assignment:
+    allowed = {AssignmentStatus.SUBMITTED, AssignmentStatus.APPROVED}
+    if allow_flagged:
+        allowed.add(AssignmentStatus.FLAGGED)
+    if assignment.status not in allowed:
+        raise ReviewError(f"{assignment} is {assignment.get_status_display()}; cannot approve")
+    if assignment.status == AssignmentStatus.APPROVED:
+        return assignment  # approved before: nothing is sent again
+    _require_confirmed(assignment, "approve")
+    provider = get_provider(assignment.stage.provider)
+    provider_call_run(
+        provider=assignment.stage.provider, operation="ApproveAssignment",
+        key=f"{assignment.stage.provider}:approve:{assignment.pk}",
+        call_fn=lambda _token: provider.approve(assignment=assignment, feedback=feedback),
+        stage=assignment.stage, assignment=assignment, worker=assignment.worker,
+    )
+    assignment.status = AssignmentStatus.APPROVED
+    assignment.reviewed_at = assignment.reviewed_at or timezone.now()
+    assignment.save(update_fields=["status", "reviewed_at"])
+    return assignment
+
+
+def assignment_reject(*, assignment: Assignment, reason: str,
+                      allow_flagged: bool = False) -> Assignment:
+    if not reason.strip():
+        raise ReviewError("a rejection needs a reason the worker can read")
+    allowed = {AssignmentStatus.SUBMITTED, AssignmentStatus.REJECTED}
+    if allow_flagged:
+        allowed.add(AssignmentStatus.FLAGGED)
+    if assignment.status not in allowed:
+        raise ReviewError(f"{assignment} is {assignment.get_status_display()}; cannot reject")
+    if assignment.status == AssignmentStatus.REJECTED:
+        return assignment  # rejected before: nothing is sent, the note is not added again
+    _require_confirmed(assignment, "reject")
+    provider = get_provider(assignment.stage.provider)
+    provider_call_run(
+        provider=assignment.stage.provider, operation="RejectAssignment",
+        key=f"{assignment.stage.provider}:reject:{assignment.pk}",
+        call_fn=lambda _token: provider.reject(assignment=assignment, reason=reason),
+        stage=assignment.stage, assignment=assignment, worker=assignment.worker,
+        request={"reason": reason},
+    )
+    assignment.status = AssignmentStatus.REJECTED
+    assignment.reviewed_at = assignment.reviewed_at or timezone.now()
+    assignment.review_note = (assignment.review_note + f" Rejected: {reason}").strip()
+    assignment.save(update_fields=["status", "reviewed_at", "review_note"])
+    return assignment
+
+
+def bonus_call_key(*, assignment: Assignment, amount: Decimal, reason: str,
+                   key: str | None = None) -> str:
+    """The idempotency key of a bonus: `key` names it (e.g. "per-correct"); by default the
+    amount and reason, so a double-clicked admin action pays once."""
+    amount = Decimal(amount).quantize(Decimal("0.01"))
+    # hashlib, not hash(): str hashes differ between processes (two web workers, a retry).
+    key = key or f"manual:{amount}:{hashlib.sha256(reason.encode()).hexdigest()[:16]}"
+    return f"{assignment.stage.provider}:bonus:{assignment.pk}:{key}"[:200]
+
+
+def bonus_already_paid(*, assignment: Assignment, amount: Decimal, reason: str,
+                       key: str | None = None) -> bool:
+    return ProviderCall.objects.filter(
+        key=bonus_call_key(assignment=assignment, amount=amount, reason=reason, key=key),
+        status=ProviderCallStatus.SUCCEEDED).exists()
+
+
+def assignment_bonus_pay(*, assignment: Assignment, amount: Decimal, reason: str,
+                         key: str | None = None) -> Assignment:
+    """Pay a bonus once. `key` names the bonus (e.g. "per-correct"); the same key never pays
+    twice, whatever happens to the request; the default key is the amount and reason, so a
+    double-clicked admin action pays once too."""
+    amount = Decimal(amount).quantize(Decimal("0.01"))
+    if amount <= 0:
+        raise ReviewError("a bonus must be positive")
+    if assignment.status != AssignmentStatus.APPROVED:
+        raise ReviewError("only approved assignments get bonuses")
+    _require_confirmed(assignment, "pay a bonus for")
+    stage = assignment.stage
+    call_key = bonus_call_key(assignment=assignment, amount=amount, reason=reason, key=key)
+    provider = get_provider(stage.provider)
+    # A payment first tried longer ago than the provider remembers its token (MTurk: 24 h) is
+    # looked up before it is sent again: the first attempt may have paid.
+    stale = call_token_is_stale(key=call_key, window=provider.token_dedup_window)
+
+    def pay(token: str) -> dict:
+        if stale and _bonus_paid_by_earlier_attempt(provider, assignment, amount, reason):
+            return {"paid_by_earlier_attempt": f"{amount:.2f}", "found_by": "ListBonusPayments"}
+        return provider.bonus(assignment=assignment, amount=amount, reason=reason, token=token)
+
+    provider_call_run(
+        provider=stage.provider, operation="SendBonus", key=call_key,
+        token=new_token(f"qaj-bonus-{assignment.pk}"), call_fn=pay,
+        stage=stage, assignment=assignment, worker=assignment.worker, amount=amount,
+        request={"reason": reason},
+    )
+    # The paid total is recomputed from the recorded calls, so it cannot drift on retries.
+    paid = ProviderCall.objects.filter(
+        assignment=assignment, operation="SendBonus", status=ProviderCallStatus.SUCCEEDED
+    ).aggregate(total=Sum("amount"))["total"] or Decimal("0")
+    assignment.bonus_paid = paid
+    assignment.save(update_fields=["bonus_paid"])
+    return assignment
+
+
+def _bonus_paid_by_earlier_attempt(provider, assignment: Assignment, amount: Decimal,
+                                   reason: str) -> bool:
+    """Whether the provider lists more payments of this amount and reason for the assignment
+    than we have recorded as paid — then the call in doubt is one of them."""
+    listed = provider.bonus_payments(assignment=assignment)
+    if listed is None:
+        return False
+    reason = reason[:1024]
+    remote = sum(1 for paid, why in listed if paid == amount and why == reason)
+    recorded = sum(
+        1 for call in ProviderCall.objects.filter(
+            assignment=assignment, operation="SendBonus", status=ProviderCallStatus.SUCCEEDED,
+            amount=amount)
+        if (call.request or {}).get("reason", "")[:1024] == reason
+    )
+    return remote > recorded
+
+
+def correct_answer_bonus(*, assignment: Assignment) -> Decimal:
+    """STARC: the project's bonus per correct answer times the correct answers."""
+    per = assignment.stage.project.bonus_per_correct
+    if not per or per <= 0:
+        return Decimal("0")
+    correct = 0
+    for judgment in assignment.judgments.select_related("item", "item__project"):
+        verdict = judgment.extra.get("is_correct") if judgment.extra else None
+        if verdict is None:
+            verdict = answer_is_correct(item=judgment.item, judgment=judgment)
+        correct += bool(verdict)
+    return per * correct
+
+
+def worker_block_everywhere(*, worker: Worker, reason: str, by=None) -> Worker:
+    """Block here (for `by`'s projects, or globally: see services/workers.py) and on the
+    worker's provider (CreateWorkerBlock: MTurk blocks are per requester account, the account
+    of the study that blocks)."""
+    from annotation.services.workers import worker_block
+
+    worker = worker_block(worker=worker, reason=reason, by=by)
+    provider = get_provider(worker.provider)
+    provider_call_run(
+        provider=worker.provider, operation="BlockWorker",
+        key=f"{worker.provider}:block:{worker.pk}:{new_token('b')}",
+        call_fn=lambda _token: provider.block(worker=worker, reason=reason),
+        worker=worker, request={"reason": reason},
+    )
+    return worker
+
+
+def worker_unblock_everywhere(*, worker: Worker, reason: str = "", by=None) -> Worker:
+    from annotation.services.workers import worker_unblock
+
+    provider = get_provider(worker.provider)
+    provider_call_run(
+        provider=worker.provider, operation="UnblockWorker",
+        key=f"{worker.provider}:unblock:{worker.pk}:{new_token('u')}",
+        call_fn=lambda _token: provider.unblock(worker=worker, reason=reason or "unblocked"),
+        worker=worker,
+    )
+    return worker_unblock(worker=worker, by=by)
+
+
+def workers_notify(*, workers: list[Worker], subject: str, message: str) -> dict:
+    by_provider: dict[str, list[Worker]] = {}
+    for worker in workers:
+        by_provider.setdefault(worker.provider, []).append(worker)
+    return {
+        name: get_provider(name).notify(workers=group, subject=subject, message=message)
+        for name, group in by_provider.items()
+    }

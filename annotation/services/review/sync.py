@@ -1,0 +1,221 @@
+"""Reconciling providers with local data, reviewing work and paying for it.
+
+`provider_sync` pages through every submission the provider knows for a stage and matches it
+with the local assignment (by MTurk AssignmentId / Prolific submission id). Nothing submitted is
+ever lost or silently approved: a submission without a local assignment or without local
+judgments becomes a FLAGGED assignment for the researcher; decisions made on the provider
+(MTurk's auto-approval) are mirrored locally. A local assignment found in the provider's list
+(same id, same worker) is marked confirmed (`provider_confirmed_at`): on MTurk and Prolific only
+confirmed work is approved, paid, or graded into a qualification the provider is told about —
+the task page accepts any assignment id, the provider's list does not. A local submission the
+provider still has not listed when no real one could arrive any more (MTurk: the HIT's expiry
+plus the assignment duration) is flagged, never retried for ever.
+
+Closed stages are synced too (`stage_reconcile_mark`) until no more submissions can arrive and
+every one is decided; then `Stage.reconciled_at` is set and the periodic sync leaves them."""
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+
+from django.db import transaction
+from django.db.models import Count, Q
+from django.utils import timezone
+
+from annotation.models import (
+    Assignment,
+    AssignmentStatus,
+    Hit,
+    HitStatus,
+    ProviderCall,
+    ProviderCallStatus,
+    Stage,
+    StageStatus,
+    Worker,
+    WorkerQualification,
+)
+from annotation.providers import SubmissionStatus, get_provider
+from annotation.providers.base import Submission
+
+from .decisions import ASSIGNMENT_OPERATIONS, ReviewReport
+
+FLAG_NO_LOCAL = "Submitted on {provider} but no local assignment exists: check and decide by hand."
+
+
+FLAG_NO_JUDGMENTS = "Submitted on {provider} but no judgments were saved here: decide by hand."
+
+
+FLAG_NEVER_LISTED = (
+    "Submitted here, but {provider} never listed this assignment for this worker (a made-up or "
+    "lost assignment id): nothing was approved, paid or granted for it."
+)
+
+
+@dataclasses.dataclass
+class SyncReport:
+    listed: int = 0
+    matched: int = 0
+    flagged: int = 0
+    mirrored: int = 0
+    ignored: int = 0
+    active: int = 0  # still being worked on at the provider (Prolific ACTIVE)
+    reconciled: bool = False  # this sync marked a closed stage fully reconciled
+    open_reason: str = ""  # why a closed stage is not reconciled yet
+
+
+def provider_sync(*, stage: Stage) -> SyncReport:
+    """Match every provider submission of the stage with local data (see the module doc)."""
+    provider = get_provider(stage.provider)
+    hits = {hit.external_id: hit for hit in stage.hits.exclude(external_id="")}
+    report = SyncReport()
+    for submission in provider.list_submissions(stage=stage):
+        report.listed += 1
+        if submission.status in (SubmissionStatus.ACTIVE, SubmissionStatus.RETURNED):
+            report.ignored += 1
+            report.active += submission.status == SubmissionStatus.ACTIVE
+            continue
+        outcome = _sync_one(stage=stage, submission=submission,
+                            hit=hits.get(submission.hit_external_id))
+        setattr(report, outcome, getattr(report, outcome) + 1)
+    return report
+
+
+@transaction.atomic
+def _sync_one(*, stage: Stage, submission: Submission, hit: Hit | None) -> str:
+    worker, _ = Worker.objects.get_or_create(
+        provider=stage.provider, external_id=submission.worker_external_id
+    )
+    assignment = (
+        Assignment.objects.select_for_update()
+        .filter(stage=stage, external_id=submission.external_id).first()
+    )
+    provider_name = stage.get_provider_display()
+    if assignment is None:
+        Assignment.objects.create(
+            stage=stage, hit=hit, worker=worker, external_id=submission.external_id,
+            status=AssignmentStatus.FLAGGED, submitted_at=submission.submitted_at,
+            provider_confirmed_at=timezone.now(),  # it is the provider's own record
+            review_note=FLAG_NO_LOCAL.format(provider=provider_name)
+            + _decided_note(submission),
+        )
+        return "flagged"
+    if assignment.worker_id != worker.pk:
+        if assignment.status == AssignmentStatus.FLAGGED:
+            return "matched"
+        return _flag(assignment, f"{provider_name} says worker {worker.external_id} submitted "
+                                 f"this, but it belongs to {assignment.worker}.")
+    if assignment.provider_confirmed_at is None:
+        # The provider knows this assignment and this worker: the work may now be approved,
+        # paid and counted (see the module docstring).
+        assignment.provider_confirmed_at = timezone.now()
+        assignment.save(update_fields=["provider_confirmed_at"])
+    has_judgments = assignment.judgments.exists()
+    decided = {SubmissionStatus.APPROVED: AssignmentStatus.APPROVED,
+               SubmissionStatus.REJECTED: AssignmentStatus.REJECTED}
+    if submission.status in decided:
+        if not has_judgments:
+            if assignment.status == AssignmentStatus.FLAGGED:
+                return "matched"
+            return _flag(assignment, FLAG_NO_JUDGMENTS.format(provider=provider_name)
+                         + _decided_note(submission))
+        if assignment.status != decided[submission.status]:
+            _mirror_decision(assignment, submission, decided[submission.status],
+                             provider_name=provider_name)
+            return "mirrored"
+        return "matched"
+    # Submitted on the provider, not yet decided there.
+    if assignment.status in (AssignmentStatus.APPROVED, AssignmentStatus.REJECTED,
+                             AssignmentStatus.FLAGGED):
+        return "matched"  # decided here; the review retries the provider call if it failed
+    if not has_judgments or assignment.status != AssignmentStatus.SUBMITTED:
+        return _flag(assignment, FLAG_NO_JUDGMENTS.format(provider=provider_name))
+    if assignment.submitted_at is None:
+        assignment.submitted_at = submission.submitted_at or timezone.now()
+        assignment.save(update_fields=["submitted_at"])
+    return "matched"
+
+
+def _mirror_decision(assignment: Assignment, submission: Submission, status: str, *,
+                     provider_name: str) -> None:
+    """Take over a decision the provider holds: our own call whose answer was lost (the
+    worker running it died), or a decision made on the provider (MTurk's auto-approval, a
+    decision made there by hand)."""
+    operation = ("ApproveAssignment" if submission.status == SubmissionStatus.APPROVED
+                 else "RejectAssignment")
+    ours = ProviderCall.objects.filter(assignment=assignment, operation=operation,
+                                       status=ProviderCallStatus.PENDING)
+    if ours.update(status=ProviderCallStatus.SUCCEEDED, completed_at=timezone.now(),
+                   response={"confirmed_by_sync": submission.status}):
+        note = "Our decision, confirmed by the sync."
+    else:
+        note = f"Decided on {provider_name}."
+    assignment.status = status
+    assignment.reviewed_at = assignment.reviewed_at or timezone.now()
+    assignment.submitted_at = assignment.submitted_at or submission.submitted_at
+    assignment.review_note = (assignment.review_note + " " + note).strip()
+    assignment.save(update_fields=["status", "reviewed_at", "submitted_at", "review_note"])
+
+
+def _decided_note(submission: Submission) -> str:
+    if submission.status in (SubmissionStatus.APPROVED, SubmissionStatus.REJECTED):
+        return f" The provider already marked it {submission.status}."
+    return ""
+
+
+def _flag(assignment: Assignment, note: str) -> str:
+    assignment.status = AssignmentStatus.FLAGGED
+    assignment.review_note = (assignment.review_note + " " + note).strip()
+    assignment.save(update_fields=["status", "review_note"])
+    return "flagged"
+
+
+@transaction.atomic
+def _flag_never_listed(assignment: Assignment) -> None:
+    """Flag a local submission the provider never listed, and drop the qualification result
+    graded from it (unless already granted): it must not stand in the way of the worker whose
+    id it carries (see annotation/services/qualification.py)."""
+    fresh = Assignment.objects.select_for_update().get(pk=assignment.pk)
+    if fresh.status != AssignmentStatus.SUBMITTED or fresh.provider_confirmed_at is not None:
+        return  # confirmed or decided meanwhile
+    WorkerQualification.objects.filter(assignment=fresh, granted_externally=False).delete()
+    _flag(fresh, FLAG_NEVER_LISTED.format(provider=fresh.stage.get_provider_display()))
+    assignment.status, assignment.review_note = fresh.status, fresh.review_note
+
+
+def stage_reconcile_mark(*, stage: Stage, sync: SyncReport, review: ReviewReport,
+                         now: dt.datetime | None = None) -> str:
+    """After a sync of a CLOSED stage: set `reconciled_at` once no submission can arrive any
+    more and every one is decided (approved, rejected or flagged, no call of ours in doubt).
+    Returns why the stage is not reconciled yet ("" once it is)."""
+    now = now or timezone.now()
+    if stage.status != StageStatus.CLOSED:
+        return "the stage is not closed"
+    if stage.reconciled_at is not None:
+        return ""
+    reason = ""
+    if review.errors:
+        reason = f"{len(review.errors)} review error(s), e.g. {review.errors[0]}"
+    elif stage.assignments.filter(status=AssignmentStatus.SUBMITTED).exists():
+        reason = "submitted assignments are not decided yet"
+    elif ProviderCall.objects.filter(assignment__stage=stage, status=ProviderCallStatus.PENDING,
+                                     operation__in=ASSIGNMENT_OPERATIONS).exists():
+        reason = "a provider call on an assignment has no known outcome yet"
+    else:
+        done, why = get_provider(stage.provider).accepts_no_more_submissions(
+            stage=stage, now=now, active_listed=sync.active)
+        reason = "" if done else why or "the provider may still receive submissions"
+    if not reason:
+        Stage.objects.filter(pk=stage.pk, reconciled_at__isnull=True).update(reconciled_at=now)
+        stage.reconciled_at = now
+        sync.reconciled = True
+    sync.open_reason = reason
+    return reason
+
+
+def stage_hits_mark_done(*, stage: Stage) -> int:
+    """HITs whose every assignment is approved or rejected are done."""
+    decided = Count("assignments", filter=Q(assignments__status__in=[
+        AssignmentStatus.APPROVED, AssignmentStatus.REJECTED]))
+    ids = [hit.pk for hit in stage.hits.exclude(status=HitStatus.DONE).annotate(n=decided)
+           if hit.n >= hit.max_assignments]
+    return Hit.objects.filter(pk__in=ids).update(status=HitStatus.DONE)
