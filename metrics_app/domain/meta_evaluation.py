@@ -2,13 +2,16 @@
 
 - `correlations`: Pearson, Spearman and Kendall between a metric and the human gold score,
   with percentile bootstrap intervals (items resampled with replacement).
-- `minimal_pair_accuracy`: share of minimal pairs where the metric scores the better candidate
+- `minimal_pairs`: which items form a minimal pair and which of the two is the better one;
+  `minimal_pair_accuracy`: share of minimal pairs where the metric scores the better candidate
   higher, a tie counting half (MOCHA).
 - `pairwise_accuracy`: share of A/B comparisons where the metric's higher-scored answer is the
   one the human preferred, a tie counting half (long-form QA paper, Table 4), and the
-  random / always-human / longer-answer baselines.
-- Study filters: `is_exact_match` (the evaluation studies drop candidates that exactly match a
-  reference) and `is_number_pair` (MOCHA drops number-vs-number pairs on DROP).
+  random / always-human / longer-answer baselines. LERC's validation and promotion count
+  training pairs with it too (`lerc.train.pairwise_accuracy_of_labels`).
+- Pearson is `annotation.domain.agreement.pearson` everywhere (None when undefined); exact match
+  and SQuAD normalization are `metrics_app.domain.text_match`.
+- Study filters: `is_number_pair` (MOCHA drops number-vs-number pairs on DROP).
 
 Bootstrap speed: a resample is a vector of counts over the original items, so Pearson and
 Spearman are computed for all resamples at once as count-weighted statistics (Spearman from the
@@ -24,7 +27,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from metrics_app.domain.text_match import is_exact_match as is_exact_match
+from annotation.domain.agreement import pearson
 
 CORRELATIONS = ("pearson", "spearman", "kendall")
 # Datasets whose number-vs-number candidates are filtered. The MOCHA paper: "We also
@@ -83,7 +86,7 @@ def correlations(
 ) -> dict:
     """{n, pearson, spearman, kendall, ci: {pearson: [low, high], ...}}; a correlation is None
     when either side is constant (or fewer than 3 items)."""
-    from scipy.stats import kendalltau, pearsonr, spearmanr
+    from scipy.stats import kendalltau, spearmanr
 
     x = np.asarray(metric_values, dtype=float)
     y = np.asarray(human_values, dtype=float)
@@ -95,7 +98,7 @@ def correlations(
                     "n_resamples": n_resamples, "confidence": confidence}
     if n < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
         return result
-    result["pearson"] = _clean(pearsonr(x, y).statistic)
+    result["pearson"] = pearson(x, y)
     result["spearman"] = _clean(spearmanr(x, y).statistic)
     result["kendall"] = _clean(kendalltau(x, y).statistic)
     if n_resamples <= 0:
@@ -123,6 +126,36 @@ def correlations(
     result["ci"]["kendall"] = _percentile(kendall_est, confidence)
     result["kendall_resamples"] = len(kendall_est)
     return result
+
+
+def minimal_pairs(items: Iterable[dict]) -> list[tuple[str, dict, dict]]:
+    """The complete minimal pairs among `items` (dicts with "metadata" and "gold"): two items
+    whose metadata names the same `minimal_pair`, one with `pair_role` 1 and one with 2, as
+    (pair key, better item, worse item) in order of first appearance. Role 1 holds the better
+    candidate (MOCHA: score1 > score2); the gold scores decide when both are present, so a pair
+    stored the other way round is still read correctly."""
+    members: dict[str, dict[int, dict]] = {}
+    for item in items:
+        meta = item.get("metadata") or {}
+        if "minimal_pair" not in meta:
+            continue
+        try:
+            role = int(meta.get("pair_role", 0))
+        except (TypeError, ValueError):
+            continue
+        if role in (1, 2):
+            members.setdefault(str(meta["minimal_pair"]), {})[role] = item
+    pairs = []
+    for key, roles in members.items():
+        if len(roles) < 2:
+            continue
+        better, worse = roles[1], roles[2]
+        gold_better = (better.get("gold") or {}).get("score")
+        gold_worse = (worse.get("gold") or {}).get("score")
+        if gold_better is not None and gold_worse is not None and gold_worse > gold_better:
+            better, worse = worse, better
+        pairs.append((key, better, worse))
+    return pairs
 
 
 def minimal_pair_accuracy(pairs: Iterable[tuple[float | None, float | None]]) -> dict:

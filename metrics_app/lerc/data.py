@@ -16,7 +16,6 @@ import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from metrics_app.domain.text_match import is_exact_match as is_exact_match
 from metrics_app.domain.text_match import squad_normalize
 
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from annotation.domain.agreement import pearson
+
 CORRECT_AT = 3.0
 
 
@@ -41,7 +43,6 @@ def best_threshold(scores: Sequence[float | None], labels: Sequence[int]) -> flo
 
 def _decision(scores, labels, gold, threshold) -> dict:
     import numpy as np
-    from scipy.stats import pearsonr
     from sklearn.metrics import cohen_kappa_score, f1_score, roc_auc_score
 
     s = np.asarray(scores, dtype=float)
@@ -52,9 +53,7 @@ def _decision(scores, labels, gold, threshold) -> dict:
                        if len(set(y.tolist()) | set(predicted.tolist())) > 1 else 0.0)
     result["f1"] = float(f1_score(y, predicted, zero_division=0.0))
     result["roc_auc"] = float(roc_auc_score(y, s)) if len(set(y.tolist())) > 1 else None
-    g = np.asarray(gold, dtype=float)
-    result["pearson"] = (float(pearsonr(s, g).statistic)
-                         if s.std() > 0 and g.std() > 0 else None)
+    result["pearson"] = pearson(s, np.asarray(gold, dtype=float))
     return result
 
 

@@ -11,6 +11,8 @@ from collections.abc import Sequence
 
 import torch
 
+from metrics_app.domain.text_match import is_exact_match
+
 from .calibration import Calibrator
 from .data import (
     Encoded,
@@ -21,7 +23,6 @@ from .data import (
     encode_joined,
     encode_pair,
     encode_quadruple,
-    is_exact_match,
     length_sorted_batches,
     sequential_batches,
 )

@@ -20,6 +20,8 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from annotation.domain.agreement import pearson
+
 PAPER_LEARNING_RATES = (1e-5, 2e-5, 3e-5)
 KIND_REGRESSION = "regression"
 KIND_PAIRWISE = "pairwise"
@@ -92,27 +94,17 @@ CancelCheck = Callable[[], bool]
 # ---- statistics -----------------------------------------------------------------------------
 
 
-def pearson(predictions: Sequence[float | None], gold: Sequence[float]) -> float | None:
-    """Pearson r over the pairs where a prediction exists; None when undefined."""
-    from scipy.stats import pearsonr
+def pairwise_accuracy_of_labels(scores: Sequence[tuple[float | None, float | None]],
+                                labels: Sequence[float]) -> float | None:
+    """`meta_evaluation.pairwise_accuracy` (a tie in score counts half) on training pairs,
+    whose label is 1 when answer A was preferred, 0 when B was and 0.5 for no preference
+    (left out)."""
+    from metrics_app.domain.meta_evaluation import pairwise_accuracy
 
-    pairs = [(p, g) for p, g in zip(predictions, gold, strict=True) if p is not None]
-    if len(pairs) < 2:
-        return None
-    xs, ys = zip(*pairs, strict=True)
-    if len(set(xs)) < 2 or len(set(ys)) < 2:
-        return None
-    value = float(pearsonr(xs, ys).statistic)
-    return None if math.isnan(value) else value
-
-
-def pairwise_accuracy(scores: Sequence[tuple[float | None, float | None]],
-                      labels: Sequence[float]) -> float | None:
-    """Share of decided pairs (label ≠ 0.5) where the preferred answer scores higher; pairs
-    that could not be scored (None) are left out."""
-    decided = [(a > b) == (label > 0.5) for (a, b), label in zip(scores, labels, strict=True)
-               if label != 0.5 and a is not None and b is not None]
-    return sum(decided) / len(decided) if decided else None
+    return pairwise_accuracy(
+        (a, b, "A" if label > 0.5 else "B")
+        for (a, b), label in zip(scores, labels, strict=True) if label != 0.5
+    )["accuracy"]
 
 
 # ---- helpers ----------------------------------------------------------------------------------
@@ -219,7 +211,7 @@ def evaluate(model, tokenizer, cfg: TrainConfig, examples) -> dict[str, Any]:
     if cfg.kind == KIND_PAIRWISE:
         scores = predict_pairs(model, tokenizer, examples, max_length=cfg.max_length,
                                batch_size=cfg.eval_batch_size, bf16=cfg.bf16)
-        return {"pairwise_accuracy": pairwise_accuracy(scores, [e.label for e in examples]),
+        return {"pairwise_accuracy": pairwise_accuracy_of_labels(scores, [e.label for e in examples]),
                 "n": len(examples)}
     predictions = predict_scores(model, tokenizer, examples, max_length=cfg.max_length,
                                  batch_size=cfg.eval_batch_size, bf16=cfg.bf16,

@@ -34,10 +34,13 @@ from django.db.models import Max
 from django.utils import timezone
 
 from annotation.domain.aggregation import mean_by_item
+from annotation.domain.agreement import pearson
 from annotation.models import Item, Judgment, Project, StageKind, TaskKind
 from annotation.services.background import task_send
 
-from ..lerc.data import LercExample, PairExample, is_exact_match
+from ..domain.meta_evaluation import minimal_pair_accuracy, minimal_pairs
+from ..domain.text_match import is_exact_match
+from ..lerc.data import LercExample, PairExample
 from ..lerc.evaluation import compare_with_baselines, decision_report
 from ..lerc.train import (
     KIND_PAIRWISE,
@@ -45,8 +48,7 @@ from ..lerc.train import (
     TrainConfig,
     TrainingCancelled,
     capped_examples,
-    pairwise_accuracy,
-    pearson,
+    pairwise_accuracy_of_labels,
     validation_metric_name,
 )
 from ..models import ModelKind, ModelStatus, ModelVersion, ModelVersionEvent
@@ -270,33 +272,26 @@ def _held_out(item: Item, train_ids: set[str], train_groups: set[str]) -> bool:
     return f"{item.project_id}:{_item_group(item)}" not in train_groups
 
 
-def minimal_pair_accuracy(scorer, projects: list[Project], trained_on: list | None = None
-                          ) -> dict[str, Any]:
-    """How often the model scores a minimal pair's better candidate (role 1) higher; a tie
-    counts half. Pairs come from items with metadata {"minimal_pair", "pair_role"}; with
+def lerc_minimal_pair_accuracy(scorer, projects: list[Project], trained_on: list | None = None
+                               ) -> dict[str, Any]:
+    """How often the model scores a minimal pair's better candidate higher
+    (`meta_evaluation.minimal_pairs` and `minimal_pair_accuracy`: a tie counts half); with
     `trained_on` (the training examples) only pairs whose both items are held out (validation
     or test, see _held_out) count: a pair the model was trained on measures memory."""
     train_ids = {e.id for e in trained_on or []}
     train_groups = {e.group for e in trained_on or []}
     items = [i for i in Item.objects.filter(project__in=projects, project__kind=TaskKind.LIKERT)
-             .order_by("id") if (i.metadata or {}).get("minimal_pair") and
-             (i.metadata or {}).get("pair_role") in (1, 2)
+             .order_by("id") if "minimal_pair" in (i.metadata or {})
              and (trained_on is None or _held_out(i, train_ids, train_groups))]
-    pairs: dict[str, dict[int, int]] = {}
-    for index, item in enumerate(items):
-        pairs.setdefault(item.metadata["minimal_pair"], {})[item.metadata["pair_role"]] = index
-    complete = {key: roles for key, roles in pairs.items() if len(roles) == 2}
-    if not complete:
+    index = {item.pk: position for position, item in enumerate(items)}
+    pairs = minimal_pairs({"id": i.pk, "metadata": i.metadata, "gold": i.gold} for i in items)
+    if not pairs:
         return {"accuracy": None, "n": 0}
     scores = scorer.score([_example(ModelKind.REGRESSION, item, 0.0, item.project)
                            for item in items])
-    points = []
-    for roles in complete.values():
-        better, worse = scores[roles[1]], scores[roles[2]]
-        if better is None or worse is None:
-            continue
-        points.append(1.0 if better > worse else 0.5 if better == worse else 0.0)
-    return {"accuracy": sum(points) / len(points) if points else None, "n": len(points)}
+    result = minimal_pair_accuracy(
+        (scores[index[better["id"]]], scores[index[worse["id"]]]) for _, better, worse in pairs)
+    return {"accuracy": result["accuracy"], "n": result["n"]}
 
 
 # ---- versions ---------------------------------------------------------------------------------
@@ -564,7 +559,7 @@ def model_version_train(*, model_version: ModelVersion) -> ModelVersion:
                 baselines=_promotion_baselines())
         if version.kind == ModelKind.REGRESSION:
             reporter({"phase": "evaluating", "split": "minimal pairs"}, force=True)
-            pairs = minimal_pair_accuracy(scorer, list(version.projects.all()),
+            pairs = lerc_minimal_pair_accuracy(scorer, list(version.projects.all()),
                                           trained_on=dataset.train)
             if pairs["n"]:
                 evaluation["minimal_pairs"] = pairs
@@ -656,7 +651,7 @@ def _evaluate(scorer, kind: str, examples: list, predictions: list | None = None
         return {}
     if kind == ModelKind.PAIRWISE:
         scores = scorer.score_pairs(examples)
-        return {"pairwise_accuracy": pairwise_accuracy(scores, [e.label for e in examples]),
+        return {"pairwise_accuracy": pairwise_accuracy_of_labels(scores, [e.label for e in examples]),
                 "n": len(examples)}
     if predictions is None:
         predictions = scorer.score(examples)

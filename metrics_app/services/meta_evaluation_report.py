@@ -24,6 +24,7 @@ from annotation.judgment_selectors import item_gold_scores, judgment_rows
 from annotation.models import Judgment, Project, TaskKind
 from annotation.selectors import counting_fingerprint
 from metrics_app.domain import meta_evaluation
+from metrics_app.domain.text_match import is_exact_match
 from metrics_app.models import MetricScore, Report
 
 REPORT_KIND = "metric_eval"
@@ -70,7 +71,7 @@ def _kept_likert_items(*, project: Project, params: dict) -> list[dict]:
         content = item["content"] or {}
         refs = content.get("references") or []
         candidate = content.get("candidate", "")
-        if params["drop_exact_matches"] and meta_evaluation.is_exact_match(candidate, refs):
+        if params["drop_exact_matches"] and is_exact_match(candidate, refs):
             continue
         if (params["drop_number_pairs"]
                 and (item["dataset"] or "").lower() in meta_evaluation.NUMBER_PAIR_DATASETS
@@ -139,23 +140,10 @@ def _correlation_section(*, project, params, versions, scores) -> tuple[dict, li
 
 
 def _minimal_pair_section(*, project, versions, scores) -> dict | None:
-    members: dict[str, dict[int, dict]] = defaultdict(dict)
-    for item in project.items.filter(metadata__has_key="minimal_pair").values(
-            "id", "dataset", "gold", "metadata"):
-        meta = item["metadata"] or {}
-        members[str(meta.get("minimal_pair"))][int(meta.get("pair_role", 0))] = item
-    pairs = []
-    for pair_id, roles in members.items():
-        if 1 not in roles or 2 not in roles:
-            continue
-        first, second = roles[1], roles[2]
-        g1 = (first["gold"] or {}).get("score")
-        g2 = (second["gold"] or {}).get("score")
-        # Role 1 holds the better candidate (MOCHA: score1 > score2); the gold scores decide
-        # when present, so a pair stored the other way round is still read correctly.
-        if g1 is not None and g2 is not None and g2 > g1:
-            first, second = second, first
-        pairs.append((pair_id, first["dataset"] or "", first["id"], second["id"]))
+    items = project.items.filter(metadata__has_key="minimal_pair").values(
+        "id", "dataset", "gold", "metadata")
+    pairs = [(key, better["dataset"] or "", better["id"], worse["id"])
+             for key, better, worse in meta_evaluation.minimal_pairs(items)]
     if not pairs:
         return None
     section: dict[str, dict] = {}

@@ -11,12 +11,17 @@ from annotation.models import TaskKind
 from metrics_app.lerc.data import LercExample, PairExample
 from metrics_app.lerc.infer import predict_pairs, predict_scores
 from metrics_app.lerc.model import build_encoder, model_class
-from metrics_app.lerc.train import TrainConfig, capped_examples, pairwise_accuracy, train
+from metrics_app.lerc.train import (
+    TrainConfig,
+    capped_examples,
+    pairwise_accuracy_of_labels,
+    train,
+)
 from metrics_app.models import ModelStatus, ModelVersion
 from metrics_app.services import lerc as lerc_services
 from metrics_app.services.lerc import (
     lerc_dataset_build,
-    minimal_pair_accuracy,
+    lerc_minimal_pair_accuracy,
     model_version_create,
     model_version_train,
 )
@@ -43,7 +48,7 @@ def test_an_over_long_question_leaves_its_pair_unscored_not_the_evaluation():
     assert all(isinstance(v, float) for pair in (scores[0], scores[2]) for v in pair)
     alone = predict_pairs(model, tokenizer, [pairs[0], pairs[2]], max_length=64)
     assert [*scores[0], *scores[2]] == pytest.approx([*alone[0], *alone[1]], abs=1e-5)
-    assert pairwise_accuracy(scores, [p.label for p in pairs]) is not None
+    assert pairwise_accuracy_of_labels(scores, [p.label for p in pairs]) is not None
 
 
 def test_an_over_long_reference_is_skipped_the_others_still_score():
@@ -154,9 +159,9 @@ def test_minimal_pairs_count_only_held_out_items():
             make_judgment(item=item, stage=stage, worker=annotator, score=3 + role)
     dataset = lerc_dataset_build(projects=[project], split_mode="item")
     assert len(dataset.train) == 2
-    assert minimal_pair_accuracy(FixedScorer(), [project], trained_on=dataset.train) == {
+    assert lerc_minimal_pair_accuracy(FixedScorer(), [project], trained_on=dataset.train) == {
         "accuracy": 1.0, "n": 2}
-    assert minimal_pair_accuracy(FixedScorer(), [project])["n"] == 3  # unrestricted
+    assert lerc_minimal_pair_accuracy(FixedScorer(), [project])["n"] == 3  # unrestricted
 
 
 @pytest.mark.django_db

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from annotation.domain.agreement import pearson
 from metrics_app.lerc.data import PairExample
 from metrics_app.lerc.infer import LercScorer
 from metrics_app.lerc.model import read_meta
@@ -12,8 +13,7 @@ from metrics_app.lerc.train import (
     TrainConfig,
     TrainingCancelled,
     _optimizer,
-    pairwise_accuracy,
-    pearson,
+    pairwise_accuracy_of_labels,
     train,
 )
 
@@ -106,7 +106,7 @@ def test_pairwise_bradley_terry_learns_a_preference(tmp_path, tiny_options):
     scorer = LercScorer(metrics["model_dir"])
     assert scorer.kind == "pairwise"
     scores = scorer.score_pairs(pairs)
-    assert pairwise_accuracy(scores, [p.label for p in pairs]) == 1.0
+    assert pairwise_accuracy_of_labels(scores, [p.label for p in pairs]) == 1.0
 
 
 def test_no_weight_decay_on_bias_and_layernorm(tiny_options):

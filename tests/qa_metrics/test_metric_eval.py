@@ -6,6 +6,7 @@ import pytest
 from scipy.stats import kendalltau, pearsonr, spearmanr
 
 from metrics_app.domain import meta_evaluation
+from metrics_app.domain.text_match import is_exact_match
 
 
 def test_correlations_match_scipy_and_intervals_cover_the_estimate():
@@ -50,6 +51,37 @@ def test_minimal_pair_accuracy_counts_ties_half_and_skips_missing():
     assert meta_evaluation.minimal_pair_accuracy([])["accuracy"] is None
 
 
+def test_minimal_pairs_are_complete_pairs_with_the_better_candidate_first():
+    items = [
+        {"id": 1, "metadata": {"minimal_pair": "p", "pair_role": 1}, "gold": {"score": 4}},
+        {"id": 2, "metadata": {"minimal_pair": "p", "pair_role": 2}, "gold": {"score": 2}},
+        # stored the other way round: the gold scores decide
+        {"id": 3, "metadata": {"minimal_pair": "q", "pair_role": 1}, "gold": {"score": 1}},
+        {"id": 4, "metadata": {"minimal_pair": "q", "pair_role": "2"}, "gold": {"score": 5}},
+        # no gold: role 1 is the better one
+        {"id": 5, "metadata": {"minimal_pair": 7, "pair_role": 2}, "gold": None},
+        {"id": 6, "metadata": {"minimal_pair": 7, "pair_role": 1}, "gold": None},
+        # incomplete, unknown role, not a pair
+        {"id": 7, "metadata": {"minimal_pair": "r", "pair_role": 1}, "gold": None},
+        {"id": 8, "metadata": {"minimal_pair": "s", "pair_role": "x"}, "gold": None},
+        {"id": 9, "metadata": {}, "gold": {"score": 3}},
+    ]
+    pairs = [(key, better["id"], worse["id"])
+             for key, better, worse in meta_evaluation.minimal_pairs(items)]
+    assert pairs == [("p", 1, 2), ("q", 4, 3), ("7", 6, 5)]
+
+
+def test_training_pairs_count_a_tie_half_like_the_metric_report():
+    """One definition: LERC validation and promotion measure pairwise accuracy as the metric
+    report does (a tie counts half, whichever answer was preferred)."""
+    from metrics_app.lerc.train import pairwise_accuracy_of_labels
+
+    assert pairwise_accuracy_of_labels([(0.3, 0.3)], [1.0]) == 0.5
+    assert pairwise_accuracy_of_labels([(0.3, 0.3)], [0.0]) == 0.5
+    assert pairwise_accuracy_of_labels([(0.9, 0.1), (0.2, 0.8), (0.5, 0.5)],
+                                       [1.0, 1.0, 0.5]) == 0.5  # no preference: left out
+
+
 def test_pairwise_and_baselines():
     comparisons = [(10, 5, "A"), (3, 8, "A"), (4, 4, "B"), (1, 2, "B"), (None, 2, "A")]
     assert meta_evaluation.pairwise_accuracy(comparisons) == {
@@ -68,5 +100,5 @@ def test_pairwise_and_baselines():
     ("twelve", ["12"], False, False),
 ])
 def test_study_filters(candidate, references, exact, numbers):
-    assert meta_evaluation.is_exact_match(candidate, references) is exact
+    assert is_exact_match(candidate, references) is exact
     assert meta_evaluation.is_number_pair(candidate, references) is numbers
