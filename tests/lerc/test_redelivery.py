@@ -12,12 +12,12 @@ import pytest
 from django.utils import timezone
 
 from metrics_app.models import ModelStatus, ModelVersion
-from metrics_app.services import lerc as lerc_services
 from metrics_app.services.lerc import (
     TrainingElsewhere,
     model_version_create,
     model_version_train,
 )
+from metrics_app.services.lerc import training as lerc_training
 
 from .test_services import lerc_settings, likert_project_from_toy  # noqa: F401
 
@@ -40,17 +40,17 @@ def test_killed_pool_child_on_this_host_resumes_at_once_from_its_checkpoint(
         lerc_settings, monkeypatch):  # noqa: F811
     project, _ = likert_project_from_toy(6)
     version = model_version_create(projects=[project], train_options={"epochs": 4})
-    real_call = lerc_services._ProgressReporter.__call__
+    real_call = lerc_training._ProgressReporter.__call__
 
     def killed_in_epoch_three(self, info, force=False):
         if info.get("epoch") == 3:
             raise KeyboardInterrupt("pool child killed")  # not an Exception: no cleanup runs
         return real_call(self, info, force)
 
-    monkeypatch.setattr(lerc_services._ProgressReporter, "__call__", killed_in_epoch_three)
+    monkeypatch.setattr(lerc_training._ProgressReporter, "__call__", killed_in_epoch_three)
     with pytest.raises(KeyboardInterrupt):
         model_version_train(model_version=version)
-    monkeypatch.setattr(lerc_services._ProgressReporter, "__call__", real_call)
+    monkeypatch.setattr(lerc_training._ProgressReporter, "__call__", real_call)
     # The heartbeat is seconds old, but its process is gone.
     mark_training(version, f"{socket.gethostname()}:{dead_pid()}")
 

@@ -18,13 +18,13 @@ from metrics_app.lerc.train import (
     train,
 )
 from metrics_app.models import ModelStatus, ModelVersion
-from metrics_app.services import lerc as lerc_services
 from metrics_app.services.lerc import (
     lerc_dataset_build,
     lerc_minimal_pair_accuracy,
     model_version_create,
     model_version_train,
 )
+from metrics_app.services.lerc import training as lerc_training
 from tests.factories import make_item, make_judgment, make_project, make_stage, make_worker
 
 from .conftest import TINY_BERT, toy_examples
@@ -99,13 +99,13 @@ def test_service_heartbeats_around_data_and_evaluation(lerc_settings, monkeypatc
     project, _ = likert_project_from_toy(6)
     lerc_settings.QAJ_LERC_TRAIN_OPTIONS = {**lerc_settings.QAJ_LERC_TRAIN_OPTIONS, "epochs": 1}
     phases = []
-    real_call = lerc_services._ProgressReporter.__call__
+    real_call = lerc_training._ProgressReporter.__call__
 
     def record(self, info, force=False):
         phases.append(info.get("phase"))
         return real_call(self, info, force)
 
-    monkeypatch.setattr(lerc_services._ProgressReporter, "__call__", record)
+    monkeypatch.setattr(lerc_training._ProgressReporter, "__call__", record)
     version = model_version_train(model_version=model_version_create(projects=[project]))
     assert version.status == ModelStatus.PROMOTED, version.error
     assert phases[:2] == ["building data", "data built"]
@@ -119,7 +119,7 @@ def test_a_version_failed_or_cancelled_during_evaluation_is_not_overwritten(
     project, _ = likert_project_from_toy(6)
     lerc_settings.QAJ_LERC_TRAIN_OPTIONS = {**lerc_settings.QAJ_LERC_TRAIN_OPTIONS, "epochs": 1}
     version = model_version_create(projects=[project])
-    real_store = lerc_services.artifact_store
+    real_store = lerc_training.artifact_store
 
     def store_while_something_happens(folder, key):
         if meanwhile == "cancel requested":
@@ -129,7 +129,7 @@ def test_a_version_failed_or_cancelled_during_evaluation_is_not_overwritten(
                 status=ModelStatus.FAILED, error="worker lost: no progress heartbeat")
         return real_store(folder, key)
 
-    monkeypatch.setattr(lerc_services, "artifact_store", store_while_something_happens)
+    monkeypatch.setattr(lerc_training, "artifact_store", store_while_something_happens)
     result = model_version_train(model_version=version)
     version.refresh_from_db()
     expected = (ModelStatus.CANCELLED if meanwhile == "cancel requested"

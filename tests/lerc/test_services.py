@@ -246,9 +246,9 @@ def test_missing_artifact_is_a_clear_metric_error(lerc_settings):
     lerc_settings.QAJ_LERC_TRAIN_OPTIONS = {**lerc_settings.QAJ_LERC_TRAIN_OPTIONS, "epochs": 1}
     version = model_version_train(model_version=model_version_create(projects=[project]))
     shutil.rmtree(version.artifact_uri)
-    from metrics_app.services import lerc as lerc_services
+    from metrics_app.services.lerc import evaluation as lerc_evaluation
 
-    lerc_services._SCORERS.clear()
+    lerc_evaluation._SCORERS.clear()
     with pytest.raises(MetricUnavailable, match="missing on this machine"):
         get_metric("lerc").score_batch([MetricInput(id="1", question="q", references=["r"],
                                                     candidate="c")])

@@ -7,12 +7,12 @@ import torch
 from metrics_app.lerc.model import load_model, read_meta
 from metrics_app.lerc.train import PAPER_LEARNING_RATES, TrainConfig, train
 from metrics_app.models import ModelStatus
-from metrics_app.services import lerc as lerc_services
 from metrics_app.services.lerc import (
     model_version_cancel,
     model_version_create,
     model_version_train,
 )
+from metrics_app.services.lerc import training as lerc_training
 
 from .conftest import toy_examples
 from .test_services import lerc_settings, likert_project_from_toy  # noqa: F401
@@ -63,7 +63,7 @@ def test_gradient_accumulation_matches_one_bigger_batch(tmp_path, tiny_options):
 def test_cancelling_a_version_in_training_stops_it(lerc_settings, monkeypatch):  # noqa: F811
     project, _ = likert_project_from_toy(6)
     version = model_version_create(projects=[project])
-    real_call = lerc_services._ProgressReporter.__call__
+    real_call = lerc_training._ProgressReporter.__call__
     answered = {}
 
     def cancel_once_training(self, info, force=False):
@@ -71,7 +71,7 @@ def test_cancelling_a_version_in_training_stops_it(lerc_settings, monkeypatch): 
             answered["status"] = model_version_cancel(model_version=version).status
         return real_call(self, info, force)
 
-    monkeypatch.setattr(lerc_services._ProgressReporter, "__call__", cancel_once_training)
+    monkeypatch.setattr(lerc_training._ProgressReporter, "__call__", cancel_once_training)
     result = model_version_train(model_version=version)
     # The request only flags a version in training; the training loop stops at its check.
     assert answered["status"] == ModelStatus.TRAINING

@@ -1,0 +1,258 @@
+"""LERC datasets from gathered judgments: gold per item (mean, optionally z-normalized),
+exact matches dropped, splits by item split or hashed passage/question groups, an out-of-dataset
+holdout, and the multiple-choice pre-training set."""
+from __future__ import annotations
+
+import hashlib
+import statistics
+from dataclasses import dataclass, field
+
+from django.db.models import Max
+
+from annotation.domain.aggregation import mean_by_item
+from annotation.judgment_selectors import judgment_rows
+from annotation.models import NON_DATA_STAGE_KINDS, Item, Judgment, Project, TaskKind
+from metrics_app.domain.text_match import is_exact_match
+from metrics_app.lerc.data import LercExample, PairExample
+from metrics_app.lerc.train import (
+    TrainConfig,
+)
+from metrics_app.models import ModelKind, ModelVersion
+
+from .common import LercError
+
+VAL_SPLITS = {"dev", "val", "valid", "validation"}
+
+
+SPLIT_MODES = ("auto", "item", "group")
+
+
+@dataclass
+class LercDataset:
+    kind: str
+    train: list = field(default_factory=list)
+    val: list = field(default_factory=list)
+    test: list = field(default_factory=list)
+    snapshot: dict = field(default_factory=dict)
+
+
+def _group_bucket(group: str, seed: int) -> float:
+    """Deterministic position in [0, 1) of a passage/question group."""
+    digest = hashlib.sha256(f"{seed}:{group}".encode()).hexdigest()
+    return int(digest[:12], 16) / float(16**12)
+
+
+def _item_group(item: Item) -> str:
+    """Items sharing a passage (or, without one, a question) share a group and thus a split."""
+    if item.group_key:
+        return f"key:{item.group_key}"
+    content = item.content or {}
+    text = content.get("passage") or content.get("question") or ""
+    return "text:" + hashlib.sha256(text.strip().lower().encode()).hexdigest()[:16]
+
+
+def _data_watermark(project: Project) -> int:
+    return (
+        Judgment.objects.filter(item__project=project)
+        .exclude(stage__kind__in=NON_DATA_STAGE_KINDS)
+        .aggregate(m=Max("id"))["m"] or 0
+    )
+
+
+def lerc_dataset_build(
+    *,
+    projects: list[Project],
+    kind: str = ModelKind.REGRESSION,
+    watermarks: dict[str, int] | None = None,
+    holdout_dataset: str = "",
+    split_mode: str = "auto",
+    znormalize: bool = False,
+    val_fraction: float = 0.1,
+    test_fraction: float = 0.1,
+    seed: int = 0,
+    drop_exact_match: bool = True,
+) -> LercDataset:
+    """Training, validation and test examples from the projects' judgments.
+
+    Only judgments with id ≤ the project's watermark are read (judgments are append-only, so a
+    watermark pins the exact set). Gold = mean score (optionally z-normalized per annotator:
+    the mean of the annotators' z-scores is mapped back onto the 1–5 scale with the project's
+    pooled mean and standard deviation of the raw scores, z · std + mean, so `lerc` still
+    scores on 1–5 and "≥ 3 means correct" keeps its meaning);
+    A/B gold = share of judgments preferring A. Candidates that exactly match a reference are
+    dropped (unless `drop_exact_match=False`, to evaluate against EM on whole splits).
+    Splits: the item's split field ("item"), or passage/question groups hashed into
+    train/val/test ("group") so no passage lands in two splits; "auto" uses the split field when
+    the items carry train and dev splits. With `holdout_dataset` that dataset is the test set
+    (out-of-dataset setting) and is never trained or validated on.
+    """
+    if split_mode not in SPLIT_MODES:
+        raise LercError(f"split mode must be one of {', '.join(SPLIT_MODES)}")
+    watermarks = dict(watermarks or {})
+    dataset = LercDataset(kind=kind)
+    seen_ids: list[int] = []
+    per_project: dict[str, dict] = {}
+    dropped = {"exact_match": 0, "excluded": 0, "no_gold": 0}
+    for project in projects:
+        watermark = watermarks.get(str(project.id))
+        if watermark is None:
+            watermark = _data_watermark(project)
+            watermarks[str(project.id)] = watermark
+        rows = [r for r in judgment_rows(project=project) if r.id <= watermark]
+        if kind == ModelKind.PAIRWISE:
+            rows = [r for r in rows if r.choice in ("A", "B")]
+        else:
+            rows = [r for r in rows if r.score is not None]
+        used_items = _usable_items({r.item_id for r in rows}, kind=kind,
+                                   drop_exact_match=drop_exact_match, dropped=dropped)
+        rows = [r for r in rows if r.item_id in used_items]
+        seen_ids.extend(r.id for r in rows)
+        per_project[project.slug] = {
+            "id": project.id, "watermark": watermark, "judgments": len(rows),
+            "items": len({r.item_id for r in rows}),
+        }
+        gold = _gold_by_item(rows, kind=kind, znormalize=znormalize,
+                             summary=per_project[project.slug])
+        has_splits = {i.split.lower() for i in used_items.values()}
+        use_item_split = split_mode == "item" or (
+            split_mode == "auto" and "train" in has_splits and has_splits & VAL_SPLITS
+        )
+        for item_id in sorted(gold):
+            item = used_items[item_id]
+            example = _example(kind, item, gold[item_id], project)
+            target = _split_of(item, example, use_item_split=use_item_split,
+                               holdout_dataset=holdout_dataset, seed=seed,
+                               val_fraction=val_fraction, test_fraction=test_fraction)
+            if target:
+                getattr(dataset, target).append(example)
+    seen_ids.sort()
+    dataset.snapshot = {
+        "watermarks": watermarks,
+        "judgment_count": len(seen_ids),
+        "max_judgment_id": seen_ids[-1] if seen_ids else 0,
+        "judgment_ids_sha256": hashlib.sha256(
+            ",".join(map(str, seen_ids)).encode()).hexdigest(),
+        "projects": per_project,
+        "examples": {"train": len(dataset.train), "val": len(dataset.val),
+                     "test": len(dataset.test)},
+        "dropped_items": dropped,
+        "holdout_dataset": holdout_dataset,
+        "split_mode": split_mode,
+        "znormalize": znormalize,
+    }
+    return dataset
+
+
+def _usable_items(item_ids: set[int], *, kind: str, drop_exact_match: bool,
+                  dropped: dict[str, int]) -> dict[int, Item]:
+    """The judged items that may become examples: not excluded, not practice and (Likert,
+    unless asked to keep them) not an exact match of a reference; `dropped` counts the rest."""
+    used_items = {}
+    for item_id, item in {i.id: i for i in Item.objects.filter(id__in=item_ids)}.items():
+        if item.excluded or item.is_practice:
+            dropped["excluded"] += 1
+            continue
+        content = item.content or {}
+        if drop_exact_match and kind == ModelKind.REGRESSION and is_exact_match(
+            content.get("candidate", ""), content.get("references", [])
+        ):
+            dropped["exact_match"] += 1
+            continue
+        used_items[item_id] = item
+    return used_items
+
+
+def _gold_by_item(rows: list, *, kind: str, znormalize: bool, summary: dict) -> dict[int, float]:
+    """Gold per item: the share preferring A (A/B), or the mean score, optionally
+    z-normalized per annotator and mapped back onto 1–5 (the scale goes into `summary`)."""
+    if kind == ModelKind.PAIRWISE:
+        return mean_by_item((r.worker_id, r.item_id, 1.0 if r.choice == "A" else 0.0)
+                            for r in rows)
+    gold = mean_by_item(((r.worker_id, r.item_id, r.score) for r in rows),
+                        znormalize=znormalize)
+    if znormalize and rows:
+        raw = [float(r.score) for r in rows]
+        pooled_mean = statistics.fmean(raw)
+        pooled_std = statistics.pstdev(raw) if len(raw) > 1 else 0.0
+        gold = {item_id: z * pooled_std + pooled_mean for item_id, z in gold.items()}
+        summary["znormalize_scale"] = {"mean": pooled_mean, "std": pooled_std}
+    return gold
+
+
+def _split_of(item: Item, example, *, use_item_split: bool, holdout_dataset: str, seed: int,
+              val_fraction: float, test_fraction: float) -> str:
+    """"train", "val" or "test" for an example, or "" when it must not be used (another
+    dataset's test split in the out-of-dataset setting)."""
+    if holdout_dataset:
+        if item.dataset == holdout_dataset:
+            return "test"
+        if use_item_split and item.split.lower() == "test":
+            return ""  # another dataset's test split: never trained on
+    split = item.split.lower()
+    if use_item_split and split in ({"train", "test"} | VAL_SPLITS):
+        return "val" if split in VAL_SPLITS else split
+    position = _group_bucket(example.group, seed)
+    return ("test" if position < test_fraction and not holdout_dataset
+            else "val" if position < test_fraction + val_fraction else "train")
+
+
+def _example(kind: str, item: Item, gold: float, project: Project):
+    content = item.content or {}
+    group = f"{project.id}:{_item_group(item)}"
+    if kind == ModelKind.PAIRWISE:
+        return PairExample(question=content.get("question", ""),
+                           answer_a=content["answer_a"]["text"],
+                           answer_b=content["answer_b"]["text"], label=gold,
+                           id=str(item.id), dataset=item.dataset, group=group)
+    return LercExample(question=content.get("question", ""),
+                       references=tuple(content.get("references") or ("",)),
+                       candidate=content.get("candidate", ""), passage=content.get("passage", ""),
+                       score=gold, id=str(item.id), dataset=item.dataset, group=group,
+                       source=item.source)
+
+
+def mc_pretraining_build(*, projects: list[Project], seed: int = 0) -> list:
+    """3-way pre-training examples from multiple-choice projects' items (role A is correct)."""
+    from metrics_app.lerc.data import mc_pretraining_examples
+
+    rows = []
+    for item in Item.objects.filter(project__in=projects, project__kind=TaskKind.MC,
+                                    is_practice=False).order_by("id"):
+        content = item.content or {}
+        answers = content.get("answers") or []
+        if len(answers) >= 2:
+            rows.append((content.get("paragraph", ""), content.get("question", ""), answers[0],
+                         answers[1:]))
+    return mc_pretraining_examples(rows, seed=seed)
+
+
+def _held_out(item: Item, train_ids: set[str], train_groups: set[str]) -> bool:
+    """Whether an item is outside training: not a training example; judged items that are not
+    training examples are validation/test; unjudged ones count when their split field is
+    validation/test, or, without one, when no training example shares their passage group."""
+    if str(item.id) in train_ids:
+        return False
+    split = (item.split or "").lower()
+    if split == "train":
+        return False
+    if split in VAL_SPLITS or split == "test":
+        return True
+    return f"{item.project_id}:{_item_group(item)}" not in train_groups
+
+
+def _train_config(model_version: ModelVersion, output_dir) -> TrainConfig:
+    options = dict(model_version.config.get("train", {}))
+    backbone = "" if model_version.backbone == "packaged MiniLM" else model_version.backbone
+    return TrainConfig.from_dict({**options, "backbone": backbone, "output_dir": str(output_dir)})
+
+
+def _dataset_for(model_version: ModelVersion) -> LercDataset:
+    data = model_version.config.get("data", {})
+    return lerc_dataset_build(
+        projects=list(model_version.projects.order_by("id")),
+        kind=model_version.kind,
+        watermarks=model_version.data_snapshot.get("watermarks"),
+        holdout_dataset=data.get("holdout_dataset", ""),
+        split_mode=data.get("split_mode", "auto"),
+        znormalize=data.get("znormalize", False),
+    )

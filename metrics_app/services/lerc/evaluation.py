@@ -1,0 +1,94 @@
+"""Scoring with a model version and its validation/test numbers (Pearson overall and per
+dataset, accuracy at 3, kappa, AUC, F1; pairwise accuracy for A/B; minimal pairs)."""
+from __future__ import annotations
+
+from typing import Any
+
+from annotation.domain.agreement import pearson
+from annotation.models import Item, Project, TaskKind
+from metrics_app.domain.meta_evaluation import minimal_pair_accuracy, minimal_pairs
+from metrics_app.lerc.evaluation import decision_report
+from metrics_app.lerc.train import (
+    KIND_PAIRWISE,
+    KIND_REGRESSION,
+    pairwise_accuracy_of_labels,
+    validation_metric_name,
+)
+from metrics_app.models import ModelKind, ModelVersion
+from metrics_app.services.lerc_artifacts import artifact_local_path
+
+from .datasets import _example, _held_out
+
+
+def lerc_minimal_pair_accuracy(scorer, projects: list[Project], trained_on: list | None = None
+                               ) -> dict[str, Any]:
+    """How often the model scores a minimal pair's better candidate higher
+    (`meta_evaluation.minimal_pairs` and `minimal_pair_accuracy`: a tie counts half); with
+    `trained_on` (the training examples) only pairs whose both items are held out (validation
+    or test, see _held_out) count: a pair the model was trained on measures memory."""
+    train_ids = {e.id for e in trained_on or []}
+    train_groups = {e.group for e in trained_on or []}
+    items = [i for i in Item.objects.filter(project__in=projects, project__kind=TaskKind.LIKERT)
+             .order_by("id") if "minimal_pair" in (i.metadata or {})
+             and (trained_on is None or _held_out(i, train_ids, train_groups))]
+    index = {item.pk: position for position, item in enumerate(items)}
+    pairs = minimal_pairs({"id": i.pk, "metadata": i.metadata, "gold": i.gold} for i in items)
+    if not pairs:
+        return {"accuracy": None, "n": 0}
+    scores = scorer.score([_example(ModelKind.REGRESSION, item, 0.0, item.project)
+                           for item in items])
+    result = minimal_pair_accuracy(
+        (scores[index[better["id"]]], scores[index[worse["id"]]]) for _, better, worse in pairs)
+    return {"accuracy": result["accuracy"], "n": result["n"]}
+
+
+def _metric_summary(version: ModelVersion) -> str:
+    name = validation_metric_name(KIND_PAIRWISE if version.kind == ModelKind.PAIRWISE
+                                  else KIND_REGRESSION)
+    value = (version.metrics.get("validation") or {}).get(name)
+    return f"validation {name} = {value if value is None else round(value, 4)}"
+
+
+_SCORERS: dict[str, Any] = {}
+
+
+def _scorer_for_path(path: str):
+    """Loaded models are cached per process (a worker scores many batches with one model)."""
+    from metrics_app.lerc.infer import LercScorer
+
+    if path not in _SCORERS:
+        if len(_SCORERS) >= 3:
+            _SCORERS.pop(next(iter(_SCORERS)))
+        _SCORERS[path] = LercScorer(path)
+    return _SCORERS[path]
+
+
+def model_version_scorer(model_version: ModelVersion):
+    """A LercScorer for a trained version (downloading it from S3 once if needed)."""
+    return _scorer_for_path(str(artifact_local_path(model_version.artifact_uri)))
+
+
+def _evaluate(scorer, kind: str, examples: list, predictions: list | None = None
+              ) -> dict[str, Any]:
+    """Validation/test numbers; `predictions` are the scorer's scores when already computed."""
+    if not examples:
+        return {}
+    if kind == ModelKind.PAIRWISE:
+        scores = scorer.score_pairs(examples)
+        return {"pairwise_accuracy": pairwise_accuracy_of_labels(scores, [e.label for e in examples]),
+                "n": len(examples)}
+    if predictions is None:
+        predictions = scorer.score(examples)
+    gold = [e.score for e in examples]
+    result: dict[str, Any] = {"pearson": pearson(predictions, gold), "n": len(examples)}
+    by_dataset = {}
+    for name in sorted({e.dataset for e in examples}):
+        chosen = [i for i, e in enumerate(examples) if e.dataset == name]
+        by_dataset[name or "(none)"] = pearson([predictions[i] for i in chosen],
+                                               [gold[i] for i in chosen])
+    result["pearson_by_dataset"] = by_dataset
+    # "score ≥ 3 means correct" (binary judgments are 1 or 5): accuracy, κ, AUC.
+    decision = decision_report(predictions, gold, 3.0, bootstrap=0)
+    result["accuracy_at_3"] = decision.get("accuracy")
+    result.update({key: decision.get(key) for key in ("kappa", "roc_auc", "f1")})
+    return result

@@ -1,0 +1,213 @@
+"""Which version serves, and the promotion rule: promoted only if it beats every measurable
+baseline on the same validation examples (the floor) and is at least the promoted version of the
+same project set re-measured on the same judgments; promote, roll back by hand."""
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from annotation.models import Project
+from metrics_app.lerc.train import (
+    KIND_PAIRWISE,
+    KIND_REGRESSION,
+    capped_examples,
+    validation_metric_name,
+)
+from metrics_app.models import ModelKind, ModelStatus, ModelVersion
+
+from .common import LercError, _event
+from .datasets import _dataset_for, _train_config
+from .evaluation import _evaluate, model_version_scorer
+
+
+def _project_set(version: ModelVersion) -> frozenset[int]:
+    return frozenset(version.projects.values_list("id", flat=True))
+
+
+def _scope_label(project_ids) -> str:
+    slugs = Project.objects.filter(id__in=project_ids).order_by("slug").values_list("slug",
+                                                                                     flat=True)
+    return ", ".join(slugs) or "no project"
+
+
+def promoted_model_version(*, name: str = "lerc", project: Project | None = None,
+                           projects=None) -> ModelVersion | None:
+    """The served version: for exactly the project set `projects` (ids or projects; the
+    promotion scope); else for `project` the most recently promoted one trained on it, or,
+    when none was (a new project scored out of domain, as LERC is meant to be used), the most
+    recently promoted one of the name."""
+    promoted = (ModelVersion.objects.filter(name=name, status=ModelStatus.PROMOTED)
+                .order_by("-promoted_at", "-id"))
+    if projects is not None:
+        wanted = frozenset(getattr(p, "id", p) for p in projects)
+        return next((v for v in promoted if _project_set(v) == wanted), None)
+    if project is not None:
+        own = promoted.filter(projects=project).first()
+        if own is not None:
+            return own
+    return promoted.first()
+
+
+def model_version_decide(*, model_version: ModelVersion, val_examples: list | None = None
+                         ) -> ModelVersion:
+    """Apply the promotion rule to an evaluated version (see the module docstring)."""
+    version = ModelVersion.objects.get(pk=model_version.pk)
+    if version.status != ModelStatus.EVALUATED:
+        return version
+    metric = validation_metric_name(KIND_PAIRWISE if version.kind == ModelKind.PAIRWISE
+                                    else KIND_REGRESSION)
+    candidate = (version.metrics.get("validation") or {}).get(metric)
+    incumbent = promoted_model_version(name=version.name, projects=_project_set(version))
+    if val_examples is None:
+        cfg = _train_config(version, "")
+        val_examples = capped_examples(cfg, _dataset_for(version).val, cfg.max_val_examples)
+    decision: dict[str, Any] = {"metric": metric, "candidate": candidate,
+                                "validation_judgments_sha256":
+                                    version.data_snapshot.get("judgment_ids_sha256"),
+                                "validation_examples": len(val_examples)}
+    if incumbent is None:
+        promote, why = candidate is not None, "no promoted version yet"
+        if candidate is None:
+            why = f"validation {metric} could not be computed"
+    else:
+        try:
+            incumbent_value = _evaluate(model_version_scorer(incumbent), version.kind,
+                                        val_examples).get(metric)
+        except FileNotFoundError as exc:
+            # The served model is gone: it cannot be compared, and serving it fails anyway.
+            incumbent_value = None
+            decision["incumbent_error"] = str(exc)
+        decision.update(incumbent=f"v{incumbent.number}", incumbent_value=incumbent_value)
+        promote = candidate is not None and (incumbent_value is None
+                                             or candidate >= incumbent_value)
+        why = (f"{metric} {candidate} vs v{incumbent.number}'s {incumbent_value} on the same "
+               f"{len(val_examples)} validation examples")
+    floor = _baseline_floor(version, metric)
+    if floor is not None:
+        decision["floor"] = floor
+        if promote and not floor["passed"]:
+            promote = False
+            why = (f"{metric} {candidate} does not beat the best baseline, "
+                   f"{floor['best']} at {floor['best_value']}, on the same "
+                   f"{len(val_examples)} validation examples")
+        elif promote:
+            why += f"; beats the best baseline {floor['best']} ({floor['best_value']})"
+    decision["promoted"] = promote
+    version.metrics = {**version.metrics, "promotion_decision": decision}
+    version.save(update_fields=["metrics"])
+    if promote:
+        return model_version_promote(model_version=version, reason=f"automatic: {why}")
+    version.status = ModelStatus.REJECTED
+    version.save(update_fields=["status"])
+    _event(version, "rejected", f"automatic: {why}")
+    return version
+
+
+def _promotion_baselines() -> list[str]:
+    return list(getattr(settings, "QAJ_LERC_PROMOTION_BASELINES", []) or [])
+
+
+def _baseline_floor(version: ModelVersion, metric: str) -> dict | None:
+    """The promotion floor: the version's validation metric must beat every baseline metric
+    measured on the same validation examples (`metrics["baselines"]`, computed after training).
+    None when no floor applies (A/B models, or QAJ_LERC_PROMOTION_BASELINES empty)."""
+    if version.kind != ModelKind.REGRESSION or not _promotion_baselines():
+        return None
+    candidate = (version.metrics.get("validation") or {}).get(metric)
+    measured = (version.metrics.get("baselines") or {}).get("validation") or {}
+    values = {name: (measured.get(name) or {}).get(metric) for name in _promotion_baselines()
+              if name in measured}
+    values = {name: value for name, value in values.items() if value is not None}
+    if not values:
+        return {"passed": candidate is not None, "best": None, "best_value": None,
+                "baselines": {}, "note": "no baseline could be measured on validation"}
+    best = max(values, key=values.get)
+    return {"passed": candidate is not None and candidate > values[best], "best": best,
+            "best_value": values[best], "baselines": values,
+            "unavailable": (version.metrics.get("baselines") or {}).get("unavailable", {})}
+
+
+@transaction.atomic
+def model_version_promote(*, model_version: ModelVersion, user=None, reason: str = ""
+                          ) -> ModelVersion:
+    """Make this the served version of its name for its project set; the version promoted for
+    the same set goes back to evaluated (other project sets keep theirs)."""
+    version = ModelVersion.objects.select_for_update().get(pk=model_version.pk)
+    if version.status == ModelStatus.PROMOTED:
+        return version
+    if version.status not in (ModelStatus.EVALUATED, ModelStatus.REJECTED) or not version.artifact_uri:
+        raise LercError(f"v{version.number} is {version.status}; only trained versions "
+                        "(evaluated or rejected) can be promoted")
+    scope = _project_set(version)
+    for previous in ModelVersion.objects.select_for_update().filter(
+        name=version.name, status=ModelStatus.PROMOTED
+    ):
+        if _project_set(previous) != scope:
+            continue
+        previous.status = ModelStatus.EVALUATED
+        previous.save(update_fields=["status"])
+        _event(previous, "demoted", f"replaced by v{version.number}", user)
+    version.status = ModelStatus.PROMOTED
+    version.promoted_at = timezone.now()
+    version.save(update_fields=["status", "promoted_at"])
+    _event(version, "promoted", reason or ("by hand" if user else ""), user)
+    return version
+
+
+@transaction.atomic
+def model_version_rollback(*, name: str = "lerc", user=None,
+                           model_version: ModelVersion | None = None) -> ModelVersion:
+    """Serve again the version that was promoted before the current one, within a project
+    set: `model_version`'s, or the only set with a promoted version of `name`."""
+    if model_version is not None:
+        name, scope = model_version.name, _project_set(model_version)
+    else:
+        scopes = {_project_set(v) for v in ModelVersion.objects.filter(
+            name=name, status=ModelStatus.PROMOTED)}
+        if len(scopes) > 1:
+            raise LercError(f"{name} has promoted versions for {len(scopes)} project sets; "
+                            "roll back one of them by choosing a version of that set")
+        scope = next(iter(scopes), frozenset())
+    current = promoted_model_version(name=name, projects=scope)
+    if current is None:
+        raise LercError(f"no promoted {name} version to roll back from"
+                        + (f" for projects {_scope_label(scope)}" if scope else ""))
+    # promoted_at is set at every promotion: the latest other one was served just before.
+    earlier = next((v for v in ModelVersion.objects.filter(
+        name=name, promoted_at__isnull=False,
+        status__in=(ModelStatus.EVALUATED, ModelStatus.REJECTED),
+    ).exclude(pk=current.pk).order_by("-promoted_at", "-id") if _project_set(v) == scope), None)
+    if earlier is None:
+        raise LercError(f"{name} v{current.number} is the only version ever promoted for "
+                        f"projects {_scope_label(scope)}")
+    _event(current, "rolled back", f"back to v{earlier.number}", user)
+    return model_version_promote(model_version=earlier, user=user,
+                                 reason=f"rollback from v{current.number}")
+
+
+def model_version_for_label(label: str | int | None, *, name: str = "lerc",
+                            project: Project | None = None) -> ModelVersion:
+    """A version by label ("3", "v3", "lerc-ab:v2"), or when label is empty the promoted one
+    (for `project`: the most recently promoted one trained on it, see promoted_model_version)."""
+    if label in (None, ""):
+        version = promoted_model_version(name=name, project=project)
+        if version is None:
+            raise LercError(f"no {name} version is promoted yet: train one with "
+                            "`manage.py train_lerc --project SLUG` or pass --model VERSION")
+        return version
+    text = str(label)
+    if ":" in text:
+        name, text = text.split(":", 1)
+    try:
+        number = int(text.lower().lstrip("v"))
+    except ValueError:
+        raise LercError(f"model version {label!r} is not like 3, v3 or lerc:v3") from None
+    version = ModelVersion.objects.filter(name=name, number=number).first()
+    if version is None:
+        raise LercError(f"there is no {name} v{number}")
+    if not version.artifact_uri:
+        raise LercError(f"{name} v{number} is {version.status} and has no trained model")
+    return version

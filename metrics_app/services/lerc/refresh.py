@@ -1,0 +1,87 @@
+"""Scheduled work: retrain when enough new judgments arrived (counting only work gathered here
+unless imports are asked for), and fail versions whose worker stopped beating."""
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from annotation.models import NON_DATA_STAGE_KINDS, Judgment, Project, StageKind
+from metrics_app.models import ModelKind, ModelStatus, ModelVersion
+
+from .common import IN_FLIGHT, NAME_BY_KIND, TASK_KIND_BY_MODEL_KIND, _event
+from .training import _heartbeat_age, _stale_after, model_version_create, model_version_enqueue
+
+
+def model_versions_fail_stale(*, stale_after_seconds: int | None = None) -> list[ModelVersion]:
+    """Versions 'training' without a heartbeat for too long lost their worker (killed, machine
+    gone): mark them failed so nothing stays 'training' forever. A redelivered task for a
+    failed version does nothing; retrain by creating a new version."""
+    limit = stale_after_seconds if stale_after_seconds is not None else _stale_after()
+    failed = []
+    for version in ModelVersion.objects.filter(status=ModelStatus.TRAINING):
+        age = _heartbeat_age(version)
+        if age is None or age < limit:
+            continue
+        with transaction.atomic():
+            locked = ModelVersion.objects.select_for_update().get(pk=version.pk)
+            if locked.status != ModelStatus.TRAINING:
+                continue
+            locked.status = ModelStatus.FAILED
+            locked.error = (f"worker lost: no progress heartbeat for {age:.0f}s "
+                            f"(last worker {(locked.progress or {}).get('worker', '?')})")
+            locked.finished_at = timezone.now()
+            locked.save(update_fields=["status", "error", "finished_at"])
+            _event(locked, "failed", locked.error)
+        failed.append(locked)
+    return failed
+
+
+def lerc_refresh_due(*, min_new_judgments: int) -> list[tuple[Project, ModelKind, int]]:
+    """(project, model kind, new judgments) for projects that gathered at least
+    `min_new_judgments` data judgments since the last version trained on them. Judgments in
+    imported stages do not count unless QAJ_LERC_REFRESH_COUNTS_IMPORTS is true.
+
+    "Since" counts from the latest version that includes the project and finished training
+    (promoted, evaluated or rejected): counting from the promoted one would retrain after every
+    rejection on every beat, and counting from a failed one (e.g. a lost worker) would wait for
+    N more judgments before replacing a version that never trained. A project whose newest
+    version is in flight is skipped.
+    """
+    due = []
+    trained = (ModelStatus.PROMOTED, ModelStatus.EVALUATED, ModelStatus.REJECTED)
+    for kind, task_kind in TASK_KIND_BY_MODEL_KIND.items():
+        for project in Project.objects.filter(kind=task_kind).order_by("id"):
+            versions = (ModelVersion.objects.filter(name=NAME_BY_KIND[kind], projects=project)
+                        .exclude(status=ModelStatus.CANCELLED))
+            newest = versions.order_by("-created_at", "-id").first()
+            if newest is not None and newest.status in IN_FLIGHT:
+                continue
+            latest = (versions.filter(status__in=trained).order_by("-created_at", "-id")
+                      .first())
+            since = int(((latest.data_snapshot or {}).get("watermarks") or {})
+                        .get(str(project.id), 0)) if latest else 0
+            new = Judgment.objects.filter(item__project=project, id__gt=since).exclude(
+                stage__kind__in=NON_DATA_STAGE_KINDS)
+            if not getattr(settings, "QAJ_LERC_REFRESH_COUNTS_IMPORTS", False):
+                # Imported judgments were gathered elsewhere (and a re-import of the same file
+                # adds none): only work collected here makes a refresh due.
+                new = new.exclude(stage__kind=StageKind.IMPORTED)
+            new = new.count()
+            if new >= min_new_judgments:
+                due.append((project, kind, new))
+    return due
+
+
+def lerc_refresh(*, min_new_judgments: int | None = None) -> list[ModelVersion]:
+    """Create and enqueue a training version for every project that is due."""
+    if min_new_judgments is None:
+        min_new_judgments = int(getattr(settings, "QAJ_LERC_MIN_NEW_JUDGMENTS", 500))
+    created = []
+    for project, kind, new in lerc_refresh_due(min_new_judgments=min_new_judgments):
+        with transaction.atomic():
+            version = model_version_create(projects=[project], kind=kind,
+                                           reason=f"refresh: {new} new judgments in {project.slug}")
+            model_version_enqueue(model_version=version)
+        created.append(version)
+    return created

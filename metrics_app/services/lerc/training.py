@@ -1,0 +1,388 @@
+"""Model versions and their training run: created with the judgments pinned by watermark,
+queued by task name, trained with progress and a heartbeat (a redelivered task never trains
+twice, a cancel request is honoured), evaluated, stored and decided."""
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import time
+import traceback
+import uuid
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import Max
+from django.utils import timezone
+
+from annotation.models import Project, TaskKind
+from annotation.services.background import task_send
+from metrics_app.lerc.evaluation import compare_with_baselines
+from metrics_app.lerc.train import (
+    KIND_PAIRWISE,
+    KIND_REGRESSION,
+    TrainConfig,
+    TrainingCancelled,
+    capped_examples,
+)
+from metrics_app.models import ModelKind, ModelStatus, ModelVersion
+from metrics_app.services.lerc_artifacts import artifact_store, work_dir
+
+from .common import IN_FLIGHT, NAME_BY_KIND, TASK_KIND_BY_MODEL_KIND, LercError, _event
+from .datasets import (
+    LercDataset,
+    _data_watermark,
+    _dataset_for,
+    _train_config,
+    mc_pretraining_build,
+)
+from .evaluation import _evaluate, _metric_summary, _scorer_for_path, lerc_minimal_pair_accuracy
+from .model_card import write_model_card
+from .promotion import _promotion_baselines, model_version_decide
+
+logger = logging.getLogger(__name__)
+
+
+class TrainingElsewhere(Exception):
+    """Another machine's worker holds the version with a fresh heartbeat: look again in
+    `countdown` seconds (the Celery task retries) rather than dropping the delivery, so a job
+    whose worker died there is resumed or failed, never forgotten."""
+
+    def __init__(self, message: str, countdown: int):
+        super().__init__(message)
+        self.countdown = countdown
+
+
+def default_train_options() -> dict[str, Any]:
+    """Training options every new version starts from (QAJ_LERC_TRAIN_OPTIONS)."""
+    return dict(getattr(settings, "QAJ_LERC_TRAIN_OPTIONS", {}) or {})
+
+
+def model_version_create(
+    *,
+    projects: list[Project],
+    kind: str = ModelKind.REGRESSION,
+    backbone: str = "",
+    train_options: dict | None = None,
+    holdout_dataset: str = "",
+    split_mode: str = "auto",
+    znormalize: bool = False,
+    pretrain_projects: list[Project] | None = None,
+    user=None,
+    reason: str = "",
+) -> ModelVersion:
+    """A queued version pinned to the judgments that exist now (per-project watermarks)."""
+    if not projects:
+        raise LercError("at least one project is needed")
+    wanted = TASK_KIND_BY_MODEL_KIND[kind]
+    wrong = [p.slug for p in projects if p.kind != wanted]
+    if wrong:
+        raise LercError(f"{kind} models train on {wanted} projects; not: {', '.join(wrong)}")
+    options = {**default_train_options(), **(train_options or {})}
+    options["kind"] = KIND_PAIRWISE if kind == ModelKind.PAIRWISE else KIND_REGRESSION
+    backbone = backbone or options.pop("backbone", "") or getattr(settings, "QAJ_LERC_BACKBONE", "")
+    options.pop("backbone", None)
+    options.pop("output_dir", None)
+    try:
+        TrainConfig.from_dict(options)
+    except (TypeError, ValueError) as exc:
+        raise LercError(str(exc)) from exc
+    if pretrain_projects and any(p.kind != TaskKind.MC for p in pretrain_projects):
+        raise LercError("pre-training uses multiple-choice (mc) projects")
+    if pretrain_projects and not options.get("pretrain_epochs"):
+        options["pretrain_epochs"] = 1
+    name = NAME_BY_KIND[kind]
+    config = {
+        "train": options,
+        "data": {"holdout_dataset": holdout_dataset, "split_mode": split_mode,
+                 "znormalize": znormalize,
+                 "pretrain_projects": [p.slug for p in pretrain_projects or []]},
+    }
+    snapshot = {"watermarks": {str(p.id): _data_watermark(p) for p in projects}}
+    for _attempt in range(5):
+        try:
+            with transaction.atomic():
+                number = (ModelVersion.objects.filter(name=name).aggregate(m=Max("number"))["m"]
+                          or 0) + 1
+                version = ModelVersion.objects.create(
+                    name=name, number=number, kind=kind, backbone=backbone or "packaged MiniLM",
+                    config=config, data_snapshot=snapshot, status=ModelStatus.QUEUED,
+                )
+                version.projects.set(projects)
+                _event(version, "created", reason or f"projects: {', '.join(p.slug for p in projects)}",
+                       user)
+                return version
+        except IntegrityError:
+            continue  # two creators took the same number; take the next
+    raise LercError("could not allocate a version number")
+
+
+def model_version_enqueue(*, model_version: ModelVersion, task: str = "train") -> str:
+    """Send the version's training (or evaluation) to the gpu queue once the transaction
+    commits; returns the task id."""
+    task_id = str(uuid.uuid4())
+    model_version.task_id = task_id
+    model_version.save(update_fields=["task_id"])
+    name = "worker.tasks.lerc.lerc_train" if task == "train" else "worker.tasks.lerc.lerc_evaluate"
+    transaction.on_commit(lambda: task_send(name, args=[model_version.id], task_id=task_id))
+    return task_id
+
+
+def _stale_after() -> int:
+    return int(getattr(settings, "QAJ_LERC_STALE_AFTER_SECONDS", 1800))
+
+
+def _heartbeat_age(model_version: ModelVersion) -> float | None:
+    beat = (model_version.progress or {}).get("heartbeat")
+    if beat:
+        from django.utils.dateparse import parse_datetime
+
+        parsed = parse_datetime(beat)
+        if parsed:
+            return (timezone.now() - parsed).total_seconds()
+    if model_version.started_at:
+        return (timezone.now() - model_version.started_at).total_seconds()
+    return None
+
+
+def _this_worker() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's live process
+    return True
+
+
+def _worker_state(worker: str) -> str:
+    """"dead" (this host, the process is gone), "alive" (this host, running) or "elsewhere"
+    (another host, or unknown) for a heartbeat's `host:pid`. A reused pid reads as alive: the
+    safe side, the task then waits for the heartbeat to go stale."""
+    host, _sep, pid = (worker or "").rpartition(":")
+    if not host or host != socket.gethostname() or not pid.isdigit():
+        return "elsewhere"
+    if int(pid) == os.getpid():
+        return "alive"
+    return "alive" if _pid_alive(int(pid)) else "dead"
+
+
+class _ProgressReporter:
+    """Saves training progress (and a heartbeat) to the version; answers the cancel check.
+    Both touch the database at most every `interval` seconds."""
+
+    def __init__(self, model_version: ModelVersion, interval: float = 2.0):
+        self.pk = model_version.pk
+        self.interval = interval
+        self._last_save = 0.0
+        self._last_check = 0.0
+        self._cancel = False
+        self.worker = _this_worker()
+
+    def __call__(self, info: dict, force: bool = False) -> None:
+        now = time.monotonic()
+        if not force and now - self._last_save < self.interval and info.get("phase") == "train":
+            return
+        self._last_save = now
+        progress = {**info, "heartbeat": timezone.now().isoformat(), "worker": self.worker}
+        ModelVersion.objects.filter(pk=self.pk).update(progress=progress)
+
+    def should_cancel(self) -> bool:
+        now = time.monotonic()
+        if now - self._last_check >= self.interval:
+            self._last_check = now
+            self._cancel = ModelVersion.objects.filter(pk=self.pk, cancel_requested=True).exists()
+        return self._cancel
+
+
+def model_version_train(*, model_version: ModelVersion) -> ModelVersion:
+    """Train, evaluate and promote-or-reject one version. Safe to run again for the same
+    version (Celery redelivers a task whose worker died): finished versions are left alone, a
+    version another live worker is training is left alone, and a version whose worker died
+    resumes from its last epoch checkpoint.
+
+    A redelivery of a version in training looks at the heartbeat's `host:pid`: on this host
+    with that process gone (a killed pool child, requeued at once by reject-on-worker-lost) it
+    resumes at once; on this host with the process alive it is a duplicate delivery and does
+    nothing; on another host with a fresh heartbeat it raises TrainingElsewhere so the task
+    looks again once the heartbeat could be stale; a stale heartbeat resumes anywhere."""
+    current = ModelVersion.objects.get(pk=model_version.pk)
+    if current.status == ModelStatus.EVALUATED and "promotion_decision" not in current.metrics:
+        # The worker died between the evaluation and the promotion decision.
+        return model_version_decide(model_version=current)
+    version, claimed = _claim_for_training(model_version)
+    if not claimed:
+        return version
+    reporter = _ProgressReporter(version)
+    try:
+        dataset, metrics, uri, val_examples = _train_and_evaluate(version, reporter)
+    except TrainingCancelled as exc:
+        return _finish_cancelled(ModelVersion.objects.get(pk=version.pk), str(exc))
+    except Exception as exc:
+        _fail(version, f"{type(exc).__name__}: {exc}", traceback.format_exc())
+        raise
+    with transaction.atomic():
+        version = ModelVersion.objects.select_for_update().get(pk=version.pk)
+        # While this worker evaluated, the stale check may have failed the version (a slow
+        # evaluation without heartbeat) or someone asked to cancel it: those win.
+        if version.status != ModelStatus.TRAINING:
+            logger.info("%s became %s during evaluation; result dropped", version,
+                        version.status)
+            return version
+        if version.cancel_requested:
+            return _finish_cancelled(version, "cancelled during evaluation")
+        version.data_snapshot = dataset.snapshot
+        version.metrics = metrics
+        version.artifact_uri = uri
+        version.status = ModelStatus.EVALUATED
+        version.finished_at = timezone.now()
+        version.progress = {**(version.progress or {}), "phase": "done",
+                            "heartbeat": timezone.now().isoformat()}
+        version.save(update_fields=["data_snapshot", "metrics", "artifact_uri", "status",
+                                    "finished_at", "progress"])
+        _event(version, "evaluated", _metric_summary(version))
+    return model_version_decide(model_version=version, val_examples=val_examples)
+
+
+@transaction.atomic
+def _claim_for_training(model_version: ModelVersion) -> tuple[ModelVersion, bool]:
+    """Lock the version and mark it training by this worker; (version, False) when there is
+    nothing to do here: finished, cancelled before it started, or alive in another worker."""
+    version = ModelVersion.objects.select_for_update().get(pk=model_version.pk)
+    if version.status not in IN_FLIGHT:
+        logger.info("%s is %s; nothing to train", version, version.status)
+        return version, False
+    if version.status == ModelStatus.TRAINING:
+        age = _heartbeat_age(version)
+        owner = (version.progress or {}).get("worker", "")
+        if age is not None and age < _stale_after():
+            state = _worker_state(owner)
+            if state == "alive":
+                logger.info("%s is being trained by %s (heartbeat %.0fs ago)", version,
+                            owner, age)
+                return version, False
+            if state == "elsewhere":
+                raise TrainingElsewhere(
+                    f"{version} is being trained by {owner or 'another worker'} "
+                    f"(heartbeat {age:.0f}s ago)",
+                    countdown=max(60, int(_stale_after() - age) + 60))
+            _event(version, "resumed", f"redelivered: its worker {owner} on this host is gone")
+        else:
+            _event(version, "resumed", "redelivered after its worker stopped")
+    if version.cancel_requested:
+        return _finish_cancelled(version, "cancelled before training started"), False
+    version.status = ModelStatus.TRAINING
+    version.started_at = version.started_at or timezone.now()
+    version.error = ""
+    version.progress = {"phase": "preparing", "heartbeat": timezone.now().isoformat(),
+                        "worker": _this_worker()}
+    version.save(update_fields=["status", "started_at", "error", "progress"])
+    if not version.events.filter(event="training started").exists():
+        _event(version, "training started")
+    return version, True
+
+
+def _train_and_evaluate(version: ModelVersion, reporter: _ProgressReporter
+                        ) -> tuple[LercDataset, dict, str, list]:
+    """Build the data, train, evaluate and store the weights with their model card:
+    (dataset, metrics, artifact URI, validation examples)."""
+    from metrics_app.lerc.train import train
+
+    # Heartbeats around the phases outside the training loop (reading judgments,
+    # evaluating), so a long one on a big project is not mistaken for a lost worker.
+    reporter({"phase": "building data"}, force=True)
+    dataset = _dataset_for(version)
+    reporter({"phase": "data built", "examples": dataset.snapshot.get("examples")},
+             force=True)
+    if not dataset.train:
+        raise LercError("no training examples in the selected judgments")
+    key = f"{version.name}-v{version.number}"
+    cfg = _train_config(version, work_dir(key))
+    started = time.monotonic()
+    mc_examples = None
+    pretrain_slugs = version.config.get("data", {}).get("pretrain_projects") or []
+    if pretrain_slugs and cfg.pretrain_epochs:
+        mc_examples = mc_pretraining_build(
+            projects=list(Project.objects.filter(slug__in=pretrain_slugs)), seed=cfg.seed)
+    result = train(cfg, dataset.train, dataset.val, progress=reporter,
+                   should_cancel=reporter.should_cancel, mc_examples=mc_examples)
+    train_seconds = time.monotonic() - started
+    reporter({"phase": "evaluating"}, force=True)
+    started_eval = time.monotonic()
+    val_examples = capped_examples(cfg, dataset.val, cfg.max_val_examples)
+    test_examples = capped_examples(cfg, dataset.test, cfg.max_test_examples)
+    evaluation = _evaluation(version, _scorer_for_path(result["model_dir"]), dataset,
+                             val_examples, test_examples, reporter)
+    metrics = {
+        **evaluation,
+        "examples": {"train": result.get("train_examples"), "validation": len(val_examples),
+                     "test": len(test_examples),
+                     "available": dataset.snapshot.get("examples")},
+        "training": {k: v for k, v in result.items() if k != "model_dir"},
+        "timings": {"train_seconds": round(train_seconds, 2),
+                    "epoch_seconds": result.get("epoch_seconds"),
+                    "evaluate_seconds": round(time.monotonic() - started_eval, 2)},
+    }
+    write_model_card(Path(result["model_dir"]), version, metrics, dataset.snapshot)
+    uri = artifact_store(Path(result["model_dir"]), key)
+    return dataset, metrics, uri, val_examples
+
+
+def _evaluation(version: ModelVersion, scorer, dataset: LercDataset, val_examples: list,
+                test_examples: list, reporter: _ProgressReporter) -> dict:
+    """Validation and test numbers, the promotion baselines on the same examples, and the
+    held-out minimal pairs."""
+    regression = version.kind == ModelKind.REGRESSION
+    # Scored once, used for the version's numbers and for the baseline comparison.
+    val_scores = scorer.score(val_examples) if regression and val_examples else None
+    test_scores = scorer.score(test_examples) if regression and test_examples else None
+    evaluation = {"validation": _evaluate(scorer, version.kind, val_examples, val_scores)}
+    reporter({"phase": "evaluating", "split": "test"}, force=True)
+    evaluation["test"] = _evaluate(scorer, version.kind, test_examples, test_scores)
+    if regression and _promotion_baselines():
+        reporter({"phase": "evaluating", "split": "baselines"}, force=True)
+        evaluation["baselines"] = compare_with_baselines(
+            val_scores or [], test_scores or [], val_examples, test_examples,
+            baselines=_promotion_baselines())
+    if regression:
+        reporter({"phase": "evaluating", "split": "minimal pairs"}, force=True)
+        pairs = lerc_minimal_pair_accuracy(scorer, list(version.projects.all()),
+                                           trained_on=dataset.train)
+        if pairs["n"]:
+            evaluation["minimal_pairs"] = pairs
+    return evaluation
+
+
+def _finish_cancelled(version: ModelVersion, detail: str) -> ModelVersion:
+    version.status = ModelStatus.CANCELLED
+    version.finished_at = timezone.now()
+    version.save(update_fields=["status", "finished_at"])
+    _event(version, "cancelled", detail)
+    return version
+
+
+def _fail(version: ModelVersion, error: str, trace: str = "") -> None:
+    ModelVersion.objects.filter(pk=version.pk).update(
+        status=ModelStatus.FAILED, error=(error + "\n\n" + trace).strip(),
+        finished_at=timezone.now())
+    _event(version, "failed", error)
+
+
+def model_version_cancel(*, model_version: ModelVersion, user=None) -> ModelVersion:
+    """Queued: cancelled at once. Training: the loop stops at its next cancel check."""
+    with transaction.atomic():
+        version = ModelVersion.objects.select_for_update().get(pk=model_version.pk)
+        if version.status not in IN_FLIGHT:
+            raise LercError(f"v{version.number} is {version.status}; nothing to cancel")
+        version.cancel_requested = True
+        version.save(update_fields=["cancel_requested"])
+        _event(version, "cancel requested", "", user)
+        if version.status == ModelStatus.QUEUED:
+            return _finish_cancelled(version, "cancelled while queued")
+    return version
