@@ -10,14 +10,12 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import IntegrityError
 from django.db.models import Count
 from django.shortcuts import get_object_or_404
-from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework import generics, serializers, status
 from rest_framework.exceptions import PermissionDenied
-from rest_framework.pagination import LimitOffsetPagination
-from rest_framework.parsers import JSONParser
 from rest_framework.response import Response
 
+from .api_common import JsonApiMixin, django_to_drf, with_errors
 from .models import Item, Judgment, Project, Stage
 from .selectors import (
     attach_progress,
@@ -44,41 +42,6 @@ from .services.items import ItemInputError, item_create, items_bulk_create
 from .services.projects import ProjectShareError, project_create, project_update
 
 
-def django_to_drf(error: DjangoValidationError) -> serializers.ValidationError:
-    """Model validation errors (full_clean in services) as a 400 naming the fields."""
-    if hasattr(error, "message_dict"):
-        return serializers.ValidationError(error.message_dict)
-    return serializers.ValidationError({"non_field_errors": error.messages})
-
-
-class ErrorDetailSerializer(serializers.Serializer):
-    detail = serializers.CharField()
-
-
-_ERRORS = {
-    400: OpenApiResponse(
-        OpenApiTypes.OBJECT,
-        description="Invalid input: each offending field (or query parameter) maps to its "
-        "messages; bulk item errors are keyed by the item's index.",
-    ),
-    401: OpenApiResponse(ErrorDetailSerializer, description="No or invalid credentials."),
-    403: OpenApiResponse(
-        ErrorDetailSerializer,
-        description="Not allowed (e.g. missing CSRF token with session auth, or changing "
-        "the sharing of a project you do not own).",
-    ),
-    404: OpenApiResponse(
-        ErrorDetailSerializer, description="No such project among yours, or no such object."
-    ),
-    415: OpenApiResponse(ErrorDetailSerializer, description="The body must be JSON."),
-}
-
-
-def with_errors(ok: dict, *codes: int) -> dict:
-    """Success responses plus the documented error responses (401 and 403 always)."""
-    return {**ok, **{code: _ERRORS[code] for code in sorted({401, 403, *codes})}}
-
-
 def visible_projects(request):
     return (
         projects_visible_to(request.user)
@@ -91,17 +54,6 @@ def visible_projects(request):
 def with_progress(project: Project) -> Project:
     project.progress = project_progress(projects=[project])[project.pk]
     return project
-
-
-class ApiPagination(LimitOffsetPagination):
-    default_limit = 100
-    max_limit = 1000
-
-
-class JsonApiMixin:
-    # JSON only: item content and settings are nested objects that form encoding cannot carry.
-    parser_classes = (JSONParser,)
-    pagination_class = ApiPagination
 
 
 class ProjectScopedMixin(JsonApiMixin):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.contrib import admin, messages
 from django.utils.html import format_html
 
-from annotation.admin import ReadOnlyAdmin
+from annotation.admin.base import ReadOnlyAdmin
 from metrics_app.models import ItemScoringJob, ScoringJob
 
 from .models import MetricScore, ModelVersion, ModelVersionEvent, Report

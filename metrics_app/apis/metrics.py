@@ -11,7 +11,7 @@ from rest_framework.parsers import JSONParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotation.apis import with_errors
+from annotation.api_common import with_errors
 from annotation.models import Project
 from annotation.selectors import projects_visible_to
 from metrics_app.models import ItemScoringJob, ScoringJob, ScoringStatus

@@ -7,7 +7,7 @@ from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotation.apis import with_errors
+from annotation.api_common import with_errors
 from annotation.judgment_selectors import GROUP_FIELDS
 from annotation.selectors import projects_visible_to
 from metrics_app.reports.project import cached_project_report

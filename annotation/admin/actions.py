@@ -12,7 +12,7 @@ from django.contrib.admin.helpers import ActionForm
 from django.db.models import Avg, Count, Sum
 from django.utils.html import format_html
 
-from .models import (
+from annotation.models import (
     Assignment,
     AssignmentStatus,
     Judgment,
@@ -33,7 +33,7 @@ class ProviderActionForm(ActionForm):
 
 
 def mturk_production_on() -> bool:
-    from .providers.mturk import mturk_is_production
+    from annotation.providers.mturk import mturk_is_production
 
     return mturk_is_production()
 
@@ -67,7 +67,7 @@ class StageProviderMixin(ProviderBannerMixin):
 
     @admin.display(description="Cost estimate")
     def cost_estimate(self, obj):
-        from .services.costs import stage_cost_estimate
+        from annotation.services.costs import stage_cost_estimate
 
         if obj is None or obj.pk is None:
             return "–"
@@ -106,7 +106,7 @@ class ProviderCallAdmin(admin.ModelAdmin):
     list_select_related = ("stage__project", "assignment", "worker")
 
     def get_queryset(self, request):
-        from .selectors import projects_visible_to
+        from annotation.selectors import projects_visible_to
 
         queryset = super().get_queryset(request)
         if not request.user.is_superuser:
@@ -148,7 +148,7 @@ def _report(modeladmin, request, done: list[str], failed: list[str]) -> None:
 
 @admin.action(description="Estimate cost (and provider balance)")
 def estimate_cost(modeladmin, request, queryset):
-    from .services.costs import stage_cost_estimate
+    from annotation.services.costs import stage_cost_estimate
 
     done, failed = [], []
     for stage in queryset:
@@ -175,7 +175,7 @@ def _warn_balance_unknown(modeladmin, request, stage, estimate) -> None:
 @admin.action(description="Publish (guards: agreement, budget, balance; reason overrides "
                           "the agreement guard)")
 def publish_stages(modeladmin, request, queryset):
-    from .services.stages import stage_publish
+    from annotation.services.stages import stage_publish
 
     done, failed = [], []
     for stage in queryset:
@@ -199,8 +199,8 @@ def publish_stages(modeladmin, request, queryset):
 
 @admin.action(description="Publish in the background (Celery)")
 def publish_stages_background(modeladmin, request, queryset):
-    from .services.background import BrokerUnreachable
-    from .services.stages import stage_publish_enqueue
+    from annotation.services.background import BrokerUnreachable
+    from annotation.services.stages import stage_publish_enqueue
 
     queued, failed = [], []
     for stage in queryset:
@@ -220,7 +220,7 @@ def publish_stages_background(modeladmin, request, queryset):
 
 @admin.action(description="Sync with provider and review now")
 def sync_stages(modeladmin, request, queryset):
-    from .services.review import stage_sync_and_review
+    from annotation.services.review import stage_sync_and_review
 
     done, failed = [], []
     for stage in queryset:
@@ -249,7 +249,7 @@ def sync_stages(modeladmin, request, queryset):
 
 @admin.action(description="Close (expire HITs / stop the study)")
 def close_stages(modeladmin, request, queryset):
-    from .services.stages import stage_close
+    from annotation.services.stages import stage_close
 
     done, failed = [], []
     for stage in queryset:
@@ -263,7 +263,7 @@ def close_stages(modeladmin, request, queryset):
 
 @admin.action(description="Extend by one day")
 def extend_stages(modeladmin, request, queryset):
-    from .services.stages import stage_extend
+    from annotation.services.stages import stage_extend
 
     for stage in queryset:
         stage_extend(stage=stage, seconds=86400, user=request.user)
@@ -276,8 +276,8 @@ def create_inhouse_links(modeladmin, request, queryset):
     from django.conf import settings
     from django.utils.text import slugify
 
-    from .models import Provider, Worker
-    from .services.access import inhouse_link_create
+    from annotation.models import Provider, Worker
+    from annotation.services.access import inhouse_link_create
 
     names = [name.strip() for name in _reason(request).split(",") if name.strip()]
     if not names:
@@ -298,8 +298,8 @@ def create_inhouse_links(modeladmin, request, queryset):
 @admin.action(description="Message the workers who passed the required qualification "
                           "(reason field)")
 def notify_qualified_workers(modeladmin, request, queryset):
-    from .models import Worker, WorkerStatus
-    from .services.review import workers_notify
+    from annotation.models import Worker, WorkerStatus
+    from annotation.services.review import workers_notify
 
     message = _reason(request)
     if not message:
@@ -328,7 +328,7 @@ STAGE_ACTIONS = (estimate_cost, publish_stages, publish_stages_background, sync_
 
 @admin.action(description="Approve (pays the reward)")
 def approve_assignments(modeladmin, request, queryset):
-    from .services.review import assignment_approve
+    from annotation.services.review import assignment_approve
 
     done, already, failed = 0, 0, []
     for assignment in queryset.select_related("stage", "worker"):
@@ -347,7 +347,7 @@ def approve_assignments(modeladmin, request, queryset):
 
 @admin.action(description="Reject (the reason is sent to the worker)")
 def reject_assignments(modeladmin, request, queryset):
-    from .services.review import assignment_reject
+    from annotation.services.review import assignment_reject
 
     reason = _reason(request)
     if not reason:
@@ -370,7 +370,7 @@ def reject_assignments(modeladmin, request, queryset):
 
 @admin.action(description="Pay a bonus (amount and reason above; paid once)")
 def bonus_assignments(modeladmin, request, queryset):
-    from .services.review import assignment_bonus_pay, bonus_already_paid
+    from annotation.services.review import assignment_bonus_pay, bonus_already_paid
 
     try:
         amount = Decimal(request.POST.get("amount", "").strip())
@@ -401,7 +401,7 @@ ASSIGNMENT_ACTIONS = (approve_assignments, reject_assignments, bonus_assignments
 
 @admin.action(description="Block on the provider too (MTurk CreateWorkerBlock)")
 def block_on_provider(modeladmin, request, queryset):
-    from .services.review import worker_block_everywhere
+    from annotation.services.review import worker_block_everywhere
 
     reason = _reason(request) or f"Blocked by {request.user}"
     done, failed = 0, []
@@ -417,7 +417,7 @@ def block_on_provider(modeladmin, request, queryset):
 
 @admin.action(description="Unblock on the provider too")
 def unblock_on_provider(modeladmin, request, queryset):
-    from .services.review import worker_unblock_everywhere
+    from annotation.services.review import worker_unblock_everywhere
 
     for worker in queryset:
         worker_unblock_everywhere(worker=worker, reason=_reason(request), by=request.user)
@@ -426,7 +426,7 @@ def unblock_on_provider(modeladmin, request, queryset):
 
 @admin.action(description="Send a message (reason field) through the provider")
 def notify_workers(modeladmin, request, queryset):
-    from .services.review import workers_notify
+    from annotation.services.review import workers_notify
 
     message = _reason(request)
     if not message:

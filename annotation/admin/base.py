@@ -1,0 +1,185 @@
+"""What every annotation admin shares: scoping to the projects a researcher may see
+(`ProjectScopedAdmin`), read-only admins for append-only rows, the stage filter, progress columns
+and export responses."""
+from __future__ import annotations
+
+import io
+import tempfile
+import zipfile
+
+from django.contrib import admin
+from django.db.models import Count, IntegerField, OuterRef, Subquery, Value
+from django.db.models.functions import Coalesce
+from django.http import FileResponse
+
+from ..models import (
+    Assignment,
+    Hit,
+    Item,
+    Project,
+    Stage,
+    Worker,
+)
+from ..selectors import (
+    projects_visible_to,
+    workers_visible_to,
+)
+
+
+def count_of(model, fk: str, **filters) -> Coalesce:
+    """A correlated COUNT subquery: several counts on one row without join fan-out."""
+    subquery = (
+        model.objects.filter(**{fk: OuterRef("pk")}, **filters)
+        .order_by()
+        .values(fk)
+        .annotate(n=Count("pk"))
+        .values("n")
+    )
+    return Coalesce(Subquery(subquery, output_field=IntegerField()), Value(0))
+
+
+def export_response(projects: list[Project], fmt: str) -> FileResponse:
+    """The judgments of one project as a file, or of several as a zip of one file each.
+    Written to a temporary file first: a large project never sits in memory."""
+    from annotation.services.exports import export_write
+
+    spool = tempfile.TemporaryFile()
+
+    def write(project: Project, binary) -> None:
+        text = io.TextIOWrapper(binary, encoding="utf-8", newline="")
+        export_write(project=project, out=text, fmt=fmt, progress=False)
+        text.flush()
+        text.detach()  # keep `binary` open
+
+    if len(projects) == 1:
+        write(projects[0], spool)
+        filename = f"{projects[0].slug}-judgments.{fmt}"
+    else:
+        with zipfile.ZipFile(spool, "w", zipfile.ZIP_DEFLATED) as archive:
+            for project in projects:
+                with archive.open(f"{project.slug}-judgments.{fmt}", "w") as member:
+                    write(project, member)
+        filename = f"judgments-{len(projects)}-projects.zip"
+    spool.seek(0)
+    return FileResponse(spool, as_attachment=True, filename=filename)
+
+
+def progress_cell(progress) -> str:
+    if progress is None:
+        return "–"
+    return f"{progress.judgments} / {progress.wanted} ({progress.percent}%)"
+
+
+class ProjectScopedAdmin(admin.ModelAdmin):
+    """Rows reachable from a project (`project_path`) are visible to the project's owner, the
+    researchers it is shared with and superusers. Staff need no model permissions: the project
+    is the unit of access."""
+
+    project_path = "project"
+    list_per_page = 50
+
+    def get_queryset(self, request):
+        queryset = super().get_queryset(request)
+        if request.user.is_superuser:
+            return queryset
+        lookup = f"{self.project_path}__in" if self.project_path else "pk__in"
+        return queryset.filter(**{lookup: projects_visible_to(request.user).values("pk")})
+
+    def _is_staff(self, request) -> bool:
+        return request.user.is_active and request.user.is_staff
+
+    def has_module_permission(self, request):
+        return self._is_staff(request)
+
+    def has_view_permission(self, request, obj=None):
+        return self._is_staff(request)
+
+    def has_add_permission(self, request):
+        return self._is_staff(request)
+
+    def has_change_permission(self, request, obj=None):
+        return self._is_staff(request)
+
+    def has_delete_permission(self, request, obj=None):
+        return self._is_staff(request)
+
+    def _scoped_choices(self, request, model):
+        # select_related: the choices' labels (str(item), str(stage)) name the project, which
+        # would otherwise cost one query per selected option.
+        if model not in (Project, Item, Stage, Hit, Assignment, Worker):
+            return None
+        if model in (Item, Stage):
+            queryset = model.objects.select_related("project")
+        elif model in (Hit, Assignment):
+            queryset = model.objects.select_related("stage__project")
+        else:
+            queryset = model._default_manager.all()
+        if request.user.is_superuser:
+            return queryset
+        visible = projects_visible_to(request.user).values("pk")
+        if model is Project:
+            return queryset.filter(pk__in=visible)
+        if model in (Item, Stage):
+            return queryset.filter(project__in=visible)
+        if model in (Hit, Assignment):
+            return queryset.filter(stage__project__in=visible)
+        return workers_visible_to(request.user)  # model is Worker
+
+    def formfield_for_foreignkey(self, db_field, request, **kwargs):
+        queryset = self._scoped_choices(request, db_field.related_model)
+        if queryset is not None:
+            kwargs["queryset"] = queryset
+        return super().formfield_for_foreignkey(db_field, request, **kwargs)
+
+    def formfield_for_manytomany(self, db_field, request, **kwargs):
+        queryset = self._scoped_choices(request, db_field.related_model)
+        if queryset is not None:
+            kwargs["queryset"] = queryset
+        return super().formfield_for_manytomany(db_field, request, **kwargs)
+
+
+class ReadOnlyAdmin(ProjectScopedAdmin):
+    """Append-only rows: viewable, never added, changed or deleted through the admin."""
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
+class StageFilter(admin.SimpleListFilter):
+    """Rows of one stage. Unlike RelatedOnlyFieldListFilter it loads the stages' projects in
+    the same query (a stage's label names its project)."""
+
+    title = "stage"
+    parameter_name = "stage"
+
+    def lookups(self, request, model_admin):
+        present = model_admin.get_queryset(request).order_by().values("stage_id")
+        stages = Stage.objects.filter(pk__in=present).select_related("project")
+        return [(s.pk, str(s)) for s in stages]
+
+    def queryset(self, request, queryset):
+        if self.value():
+            return queryset.filter(stage_id=self.value())
+        return queryset
+
+
+class ProgressColumnsMixin:
+    """List columns over the `progress` a changelist attaches to each project or stage."""
+
+    @admin.display(description="Items")
+    def item_count(self, obj):
+        return obj.progress.items
+
+    @admin.display(description="Judgments / wanted")
+    def judgment_progress(self, obj):
+        return progress_cell(obj.progress)
+
+    @admin.display(description="Assignments")
+    def assignment_summary(self, obj):
+        return obj.progress.assignments_summary() or "–"

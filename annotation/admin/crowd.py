@@ -1,0 +1,250 @@
+"""Admin of the crowd side: HITs, assignments, workers, qualifications, in-house links and
+judgments (read-only: append-only)."""
+from __future__ import annotations
+
+from django import forms
+from django.contrib import admin, messages
+from django.contrib.admin.helpers import ActionForm
+
+from ..models import (
+    Assignment,
+    AssignmentItem,
+    Hit,
+    HitItem,
+    InhouseLink,
+    Judgment,
+    Provider,
+    Worker,
+    WorkerBlock,
+    WorkerQualification,
+)
+from ..selectors import (
+    projects_visible_to,
+    workers_visible_to,
+)
+from ..services.workers import worker_block, worker_unblock
+from .actions import (
+    ASSIGNMENT_ACTIONS,
+    WORKER_ACTIONS,
+    ProviderActionForm,
+    ProviderBannerMixin,
+    WorkerHistoryMixin,
+)
+from .base import ProjectScopedAdmin, ReadOnlyAdmin, StageFilter, count_of
+
+
+class HitItemInline(admin.TabularInline):
+    model = HitItem
+    extra = 0
+    autocomplete_fields = ("item",)
+
+
+@admin.register(Hit)
+class HitAdmin(ProjectScopedAdmin):
+    project_path = "stage__project"
+    list_display = (
+        "__str__", "stage", "provider", "external_id", "status", "max_assignments", "reward",
+        "n_items", "n_assignments", "expires_at",
+    )
+    list_filter = ("provider", "status", "stage__kind")
+    list_select_related = ("stage__project",)
+    search_fields = ("external_id", "hit_type_id", "stage__name", "stage__project__slug")
+    # What MTurk holds (id, reward, assignments, expiry, status) changes through the actions
+    # that call it (publish, extend, expire, sync), never by typing here.
+    readonly_fields = ("stage", "provider", "external_id", "hit_type_id", "unique_request_token",
+                       "max_assignments", "reward", "status", "expires_at", "created_at")
+    inlines = (HitItemInline,)
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).annotate(
+            n_items=count_of(HitItem, "hit"), n_assignments=count_of(Assignment, "hit")
+        )
+
+    @admin.display(description="Items", ordering="n_items")
+    def n_items(self, obj):
+        return obj.n_items
+
+    @admin.display(description="Assignments", ordering="n_assignments")
+    def n_assignments(self, obj):
+        return obj.n_assignments
+
+
+class AssignmentItemInline(admin.TabularInline):
+    """What the worker was shown, in order: a record, never edited (the presented order maps
+    the labels a page sent back to the items' answers)."""
+
+    model = AssignmentItem
+    extra = 0
+    fields = ("item", "position", "presented_order", "first_shown_at")
+    readonly_fields = fields
+    can_delete = False
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(Assignment)
+class AssignmentAdmin(ProviderBannerMixin, ProjectScopedAdmin):
+    project_path = "stage__project"
+    action_form = ProviderActionForm
+    actions = ASSIGNMENT_ACTIONS
+    list_display = (
+        "__str__", "worker", "stage", "status", "n_items", "n_judgments", "started_at",
+        "submitted_at", "provider_confirmed", "bonus_paid",
+    )
+    list_filter = (
+        "status", StageFilter, "stage__kind", "stage__provider",
+        ("provider_confirmed_at", admin.EmptyFieldListFilter),
+    )
+    list_select_related = ("worker", "stage__project")
+    search_fields = ("external_id", "worker__external_id", "worker__display_name")
+    # Money and provider state change only through the actions, which call the provider:
+    # an edited "Approved" or bonus would say "changed successfully" while MTurk still shows
+    # Submitted and no bonus, and no sync would repair it. Only the researcher's note is typed.
+    readonly_fields = ("stage", "hit", "worker", "external_id", "status", "draft", "bonus_paid",
+                       "completion_code", "started_at", "last_seen_at", "submitted_at",
+                       "reviewed_at", "provider_confirmed_at")
+    inlines = (AssignmentItemInline,)
+
+    def has_add_permission(self, request, obj=None):
+        return False  # assignments start when a worker opens a task page
+
+    @admin.display(boolean=True, description="confirmed by provider",
+                   ordering="provider_confirmed_at")
+    def provider_confirmed(self, obj: Assignment) -> bool | None:
+        if obj.stage.provider not in (Provider.MTURK, Provider.PROLIFIC):
+            return None
+        return obj.provider_confirmed_at is not None
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).annotate(
+            n_items=count_of(AssignmentItem, "assignment"),
+            n_judgments=count_of(Judgment, "assignment"),
+        )
+
+    @admin.display(description="Items", ordering="n_items")
+    def n_items(self, obj):
+        return obj.n_items
+
+    @admin.display(description="Judgments", ordering="n_judgments")
+    def n_judgments(self, obj):
+        return obj.n_judgments
+
+
+class BlockActionForm(ActionForm):
+    reason = forms.CharField(
+        required=False, label="Reason (for block)",
+        widget=forms.TextInput(attrs={"size": 40}),
+    )
+
+
+class WorkerBlockInline(admin.TabularInline):
+    """The blocks on a worker: a researcher sees their own, a superuser everyone's."""
+
+    model = WorkerBlock
+    extra = 0
+    fields = ("researcher", "reason", "created_at")
+    readonly_fields = fields
+    can_delete = False
+
+    def get_queryset(self, request):
+        queryset = super().get_queryset(request).select_related("researcher")
+        return queryset if request.user.is_superuser else queryset.filter(researcher=request.user)
+
+    def has_add_permission(self, request, obj=None):
+        return False  # blocks are set with the Block action, which says where they apply
+
+
+@admin.register(Worker)
+class WorkerAdmin(WorkerHistoryMixin, ProjectScopedAdmin):
+    list_display = (
+        "__str__", "provider", "external_id", "status", "n_assignments", "n_judgments",
+        "created_at",
+    )
+    list_filter = ("provider", "status")
+    search_fields = ("external_id", "display_name", "email")
+    readonly_fields = ("created_at", "provider_history")
+    action_form = BlockActionForm
+    actions = ("block_workers", "unblock_workers", *WORKER_ACTIONS)
+    inlines = [WorkerBlockInline]
+
+    def get_queryset(self, request):
+        queryset = admin.ModelAdmin.get_queryset(self, request)
+        if not request.user.is_superuser:
+            queryset = queryset.filter(pk__in=workers_visible_to(request.user).values("pk"))
+        if request.user.is_superuser:
+            return queryset.annotate(n_assignments=count_of(Assignment, "worker"),
+                                     n_judgments=count_of(Judgment, "worker"))
+        # A researcher sees the totals of their own projects only, not other studies' work.
+        visible = projects_visible_to(request.user).values("pk")
+        return queryset.annotate(
+            n_assignments=count_of(Assignment, "worker", stage__project__in=visible),
+            n_judgments=count_of(Judgment, "worker", item__project__in=visible))
+
+    def has_delete_permission(self, request, obj=None):
+        # Workers are shared across projects and their judgments are kept forever.
+        return request.user.is_superuser
+
+    @admin.display(description="Assignments", ordering="n_assignments")
+    def n_assignments(self, obj):
+        return obj.n_assignments
+
+    @admin.display(description="Judgments", ordering="n_judgments")
+    def n_judgments(self, obj):
+        return obj.n_judgments
+
+    @admin.action(description="Block selected workers")
+    def block_workers(self, request, queryset):
+        reason = request.POST.get("reason", "").strip() or f"Blocked by {request.user} in the admin"
+        for worker in queryset:
+            worker_block(worker=worker, reason=reason, by=request.user)
+        scope = ("in every project" if request.user.is_superuser
+                 else "in your projects (owned or shared with you)")
+        self.message_user(request, f"Blocked {len(queryset)} worker(s) {scope}.",
+                          messages.SUCCESS)
+
+    @admin.action(description="Unblock selected workers")
+    def unblock_workers(self, request, queryset):
+        for worker in queryset:
+            worker_unblock(worker=worker, by=request.user)
+        self.message_user(request, f"Lifted your block on {len(queryset)} worker(s).",
+                          messages.SUCCESS)
+
+
+@admin.register(WorkerQualification)
+class WorkerQualificationAdmin(ProjectScopedAdmin):
+    project_path = "stage__project"
+    list_display = ("worker", "stage", "passed", "score", "n_items", "granted_externally",
+                    "created_at")
+    list_filter = ("passed", "granted_externally", "stage__kind")
+    list_select_related = ("worker", "stage__project")
+    search_fields = ("worker__external_id", "worker__display_name", "stage__name")
+    autocomplete_fields = ("worker", "stage")
+
+
+@admin.register(InhouseLink)
+class InhouseLinkAdmin(ProjectScopedAdmin):
+    list_display = ("worker", "project", "stage", "revoked", "expires_at", "created_at")
+    list_filter = ("revoked", ("project", admin.RelatedOnlyFieldListFilter))
+    list_select_related = ("worker", "project", "stage__project")
+    search_fields = ("worker__external_id", "worker__display_name", "project__slug")
+    autocomplete_fields = ("worker", "project", "stage")
+    readonly_fields = ("created_at",)
+
+
+@admin.register(Judgment)
+class JudgmentAdmin(ReadOnlyAdmin):
+    project_path = "item__project"
+    list_display = (
+        "id", "item", "worker", "stage", "score", "choice", "difficult", "time_spent_ms",
+        "created_at",
+    )
+    list_filter = (
+        ("item__project", admin.RelatedOnlyFieldListFilter),
+        StageFilter, "stage__kind", "stage__status",
+        "worker__provider", "item__dataset", "item__split", "item__source", "difficult",
+    )
+    list_select_related = ("item__project", "worker", "stage__project")
+    search_fields = ("item__external_id", "worker__external_id", "justification")
+    readonly_fields = [f.name for f in Judgment._meta.fields]
+    show_full_result_count = False

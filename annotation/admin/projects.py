@@ -1,0 +1,286 @@
+"""Admin of the study design: projects, items, stages and their transitions."""
+from __future__ import annotations
+
+from django import forms
+from django.contrib import admin, messages
+from django.utils.html import format_html, format_html_join
+
+from ..domain.item_content import ItemContentError, validate_gold, validate_item_content
+from ..models import (
+    Item,
+    Judgment,
+    Project,
+    Stage,
+    StageTransition,
+)
+from ..selectors import (
+    attach_progress,
+    items_in_stage,
+    project_progress,
+    projects_visible_to,
+    stage_progress,
+    stages_with_progress,
+)
+from .actions import (
+    STAGE_ACTIONS,
+    ProviderActionForm,
+    StageProviderMixin,
+)
+from .base import (
+    ProgressColumnsMixin,
+    ProjectScopedAdmin,
+    ReadOnlyAdmin,
+    count_of,
+    export_response,
+    progress_cell,
+)
+
+
+class StageInline(admin.TabularInline):
+    model = Stage
+    fields = ("name", "kind", "status", "provider", "order", "judgments_per_item")
+    extra = 0
+    show_change_link = True
+
+
+@admin.register(Project)
+class ProjectAdmin(ProgressColumnsMixin, ProjectScopedAdmin):
+    project_path = ""
+    list_display = (
+        "title", "slug", "kind", "owner", "item_count", "judgment_progress",
+        "assignment_summary", "dashboard_link", "created_at",
+    )
+    list_filter = ("kind", "experiment_mode")
+    list_select_related = ("owner",)
+    search_fields = ("title", "slug", "owner__username")
+    prepopulated_fields = {"slug": ("title",)}
+    filter_horizontal = ("shared_with",)
+    readonly_fields = ("progress_table", "created_at", "updated_at")
+    inlines = (StageInline,)
+    actions = ("export_jsonl", "export_csv")
+    fieldsets = (
+        (None, {"fields": ("title", "slug", "kind", "instructions", "owner", "shared_with")}),
+        ("Progress", {"fields": ("progress_table",)}),
+        ("Collection", {"fields": (
+            "items_per_hit", "redundancy", "reward_per_hit", "budget_cap",
+            "qualification_threshold", "qualification_tolerance",
+            "assignment_timeout_minutes", "gold_rate",
+        )}),
+        ("Kind-specific", {"fields": (
+            "scale_labels", "justification_min_length", "aspects", "aspect_preferences",
+            "experiment_mode", "bonus_per_correct",
+        )}),
+        (None, {"fields": ("created_at", "updated_at")}),
+    )
+
+    def get_changelist_instance(self, request):
+        changelist = super().get_changelist_instance(request)
+        # One page of projects, then three grouped queries for all their counts.
+        changelist.result_list = attach_progress(
+            changelist.result_list, project_progress(projects=list(changelist.result_list))
+        )
+        return changelist
+
+    def get_readonly_fields(self, request, obj=None):
+        fields = list(super().get_readonly_fields(request, obj))
+        if not request.user.is_superuser:
+            fields.append("owner")
+        return fields
+
+    def _export(self, request, queryset, fmt: str):
+        projects = list(queryset.order_by("slug"))
+        if not projects:
+            self.message_user(request, "No project selected.", messages.WARNING)
+            return None
+        return export_response(projects, fmt)
+
+    @admin.action(description="Export judgments of selected projects (JSON Lines)")
+    def export_jsonl(self, request, queryset):
+        return self._export(request, queryset, "jsonl")
+
+    @admin.action(description="Export judgments of selected projects (CSV)")
+    def export_csv(self, request, queryset):
+        return self._export(request, queryset, "csv")
+
+    def get_actions(self, request):
+        actions = super().get_actions(request)
+        # Only the owner may delete a project; the bulk action cannot tell owners apart.
+        if not request.user.is_superuser:
+            actions.pop("delete_selected", None)
+        return actions
+
+    def has_delete_permission(self, request, obj=None):
+        if request.user.is_superuser:
+            return True
+        return self._is_staff(request) and (obj is None or obj.owner_id == request.user.pk)
+
+    def save_model(self, request, obj, form, change):
+        if not change and obj.owner_id is None:
+            obj.owner = request.user
+        super().save_model(request, obj, form, change)
+
+    @admin.display(description="Reports")
+    def dashboard_link(self, obj):
+        from django.urls import reverse
+
+        return format_html('<a href="{}">dashboard</a>',
+                           reverse("metrics:project-dashboard", args=[obj.slug]))
+
+    @admin.display(description="Progress per stage")
+    def progress_table(self, obj):
+        if obj is None or obj.pk is None:
+            return "–"
+        total = project_progress(projects=[obj])[obj.pk]
+        rows = [("All data stages", "", total.items, progress_cell(total),
+                 total.assignments_summary() or "–")]
+        rows += [
+            (stage.name, stage.get_status_display(), progress.items, progress_cell(progress),
+             progress.assignments_summary() or "–")
+            for stage, progress in stages_with_progress(project=obj)
+        ]
+        body = format_html_join(
+            "", "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>", rows
+        )
+        return format_html(
+            "<table><thead><tr><th>Stage</th><th>Status</th><th>Items</th>"
+            "<th>Judgments / wanted</th><th>Assignments</th></tr></thead><tbody>{}</tbody>"
+            "</table>",
+            body,
+        )
+
+
+class ItemAdminForm(forms.ModelForm):
+    class Meta:
+        model = Item
+        fields = (
+            "project", "external_id", "dataset", "source", "split", "domain", "text_level",
+            "group_key", "content", "gold", "is_gold_check", "is_practice", "excluded",
+            "exclusion_reason", "metadata",
+        )
+
+    def clean(self):
+        cleaned = super().clean()
+        project = cleaned.get("project") or getattr(self.instance, "project", None)
+        if project is None:
+            return cleaned
+        for name, check in (("content", validate_item_content), ("gold", validate_gold)):
+            if name in cleaned:
+                try:
+                    check(project.kind, cleaned[name])
+                except ItemContentError as error:
+                    self.add_error(name, str(error))
+        return cleaned
+
+
+class ItemStageFilter(admin.SimpleListFilter):
+    """Items released in a stage (its explicit items, or all project items when it names none)."""
+
+    title = "stage"
+    parameter_name = "stage"
+
+    def lookups(self, request, model_admin):
+        stages = Stage.objects.filter(project__in=projects_visible_to(request.user).values("pk"))
+        return [(s.pk, str(s)) for s in stages.select_related("project")]
+
+    def queryset(self, request, queryset):
+        if not self.value():
+            return queryset
+        stage = Stage.objects.filter(
+            pk=self.value(), project__in=projects_visible_to(request.user).values("pk")
+        ).first()
+        if stage is None:
+            return queryset.none()
+        return queryset.filter(pk__in=items_in_stage(stage=stage).values("pk"))
+
+
+@admin.register(Item)
+class ItemAdmin(ProjectScopedAdmin):
+    form = ItemAdminForm
+    list_display = (
+        "external_id", "project", "dataset", "split", "source", "domain", "text_level",
+        "is_gold_check", "excluded", "n_judgments",
+    )
+    list_filter = (
+        ("project", admin.RelatedOnlyFieldListFilter), "dataset", "split", "source", "domain",
+        "text_level", ItemStageFilter, "is_gold_check", "is_practice", "excluded",
+    )
+    list_select_related = ("project",)
+    search_fields = ("external_id", "dataset", "source", "group_key")
+    autocomplete_fields = ("project",)
+    readonly_fields = ("created_at",)
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).annotate(n_judgments=count_of(Judgment, "item"))
+
+    @admin.display(description="Judgments", ordering="n_judgments")
+    def n_judgments(self, obj):
+        return obj.n_judgments
+
+
+class StageAdminForm(forms.ModelForm):
+    class Meta:
+        model = Stage
+        fields = (
+            "project", "kind", "name", "order", "status", "provider", "items",
+            "judgments_per_item", "requires_stage", "agreement_threshold", "reward_per_hit",
+            "settings",
+        )
+
+    def clean(self):
+        cleaned = super().clean()
+        project = cleaned.get("project")
+        if project is None:
+            return cleaned
+        foreign = [i for i in cleaned.get("items") or [] if i.project_id != project.pk]
+        if foreign:
+            self.add_error("items", f"{len(foreign)} item(s) belong to another project, "
+                                    f"e.g. {foreign[0]}")
+        required = cleaned.get("requires_stage")
+        if required is not None and required.project_id != project.pk:
+            self.add_error("requires_stage", "must be a stage of the same project")
+        return cleaned
+
+
+@admin.register(Stage)
+class StageAdmin(ProgressColumnsMixin, StageProviderMixin, ProjectScopedAdmin):
+    form = StageAdminForm
+    action_form = ProviderActionForm
+    actions = STAGE_ACTIONS
+    list_display = (
+        "name", "project", "kind", "status", "provider", "order", "item_count",
+        "judgment_progress", "assignment_summary",
+    )
+    list_filter = (
+        ("project", admin.RelatedOnlyFieldListFilter), "kind", "status", "provider",
+    )
+    list_select_related = ("project",)
+    search_fields = ("name", "project__slug", "project__title")
+    autocomplete_fields = ("project", "requires_stage", "items")
+    readonly_fields = ("progress_summary", "cost_estimate", "agreement_report", "created_at",
+                       "updated_at")
+
+    def get_changelist_instance(self, request):
+        changelist = super().get_changelist_instance(request)
+        changelist.result_list = attach_progress(
+            changelist.result_list, stage_progress(stages=list(changelist.result_list))
+        )
+        return changelist
+
+    @admin.display(description="Progress")
+    def progress_summary(self, obj):
+        if obj is None or obj.pk is None:
+            return "–"
+        progress = stage_progress(stages=[obj])[obj.pk]
+        return (
+            f"{progress.items} items; judgments {progress_cell(progress)}; "
+            f"assignments: {progress.assignments_summary() or 'none'}"
+        )
+
+
+@admin.register(StageTransition)
+class StageTransitionAdmin(ReadOnlyAdmin):
+    project_path = "stage__project"
+    list_display = ("stage", "from_status", "to_status", "user", "created_at", "reason")
+    list_filter = ("to_status", "from_status", "stage__kind")
+    list_select_related = ("stage__project", "user")
+    search_fields = ("stage__name", "stage__project__slug", "reason")

@@ -1,0 +1,56 @@
+"""API plumbing shared by the REST endpoints of both apps: the documented error responses
+(`with_errors`), model validation errors as 400s, and the one pagination and parser setup."""
+from __future__ import annotations
+
+from django.core.exceptions import ValidationError as DjangoValidationError
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiResponse
+from rest_framework import serializers
+from rest_framework.pagination import LimitOffsetPagination
+from rest_framework.parsers import JSONParser
+
+
+def django_to_drf(error: DjangoValidationError) -> serializers.ValidationError:
+    """Model validation errors (full_clean in services) as a 400 naming the fields."""
+    if hasattr(error, "message_dict"):
+        return serializers.ValidationError(error.message_dict)
+    return serializers.ValidationError({"non_field_errors": error.messages})
+
+
+class ErrorDetailSerializer(serializers.Serializer):
+    detail = serializers.CharField()
+
+
+_ERRORS = {
+    400: OpenApiResponse(
+        OpenApiTypes.OBJECT,
+        description="Invalid input: each offending field (or query parameter) maps to its "
+        "messages; bulk item errors are keyed by the item's index.",
+    ),
+    401: OpenApiResponse(ErrorDetailSerializer, description="No or invalid credentials."),
+    403: OpenApiResponse(
+        ErrorDetailSerializer,
+        description="Not allowed (e.g. missing CSRF token with session auth, or changing "
+        "the sharing of a project you do not own).",
+    ),
+    404: OpenApiResponse(
+        ErrorDetailSerializer, description="No such project among yours, or no such object."
+    ),
+    415: OpenApiResponse(ErrorDetailSerializer, description="The body must be JSON."),
+}
+
+
+def with_errors(ok: dict, *codes: int) -> dict:
+    """Success responses plus the documented error responses (401 and 403 always)."""
+    return {**ok, **{code: _ERRORS[code] for code in sorted({401, 403, *codes})}}
+
+
+class ApiPagination(LimitOffsetPagination):
+    default_limit = 100
+    max_limit = 1000
+
+
+class JsonApiMixin:
+    # JSON only: item content and settings are nested objects that form encoding cannot carry.
+    parser_classes = (JSONParser,)
+    pagination_class = ApiPagination
