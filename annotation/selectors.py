@@ -9,8 +9,9 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from decimal import Decimal
 
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Avg, Count, Q, QuerySet, Sum
 
 from .models import (
     NON_DATA_STAGE_KINDS,
@@ -23,6 +24,7 @@ from .models import (
     Stage,
     Worker,
     WorkerBlock,
+    WorkerQualification,
     WorkerStatus,
 )
 
@@ -331,3 +333,27 @@ def attach_progress(objects: Iterable, progress: dict[int, Progress]) -> list:
     for obj in objects:
         obj.progress = progress.get(obj.pk, Progress())
     return objects
+
+
+@dataclass
+class WorkerHistory:
+    assignments_by_status: dict[str, int]
+    judgments: int
+    mean_time_ms: float | None
+    bonus_paid: Decimal | None
+    qualifications: list[WorkerQualification]
+
+
+def worker_history(*, worker: Worker) -> WorkerHistory:
+    """A worker's record across projects: assignments by status, judgments and their mean
+    time, bonuses paid and qualification results (the worker's admin page)."""
+    by_status = dict(Assignment.objects.filter(worker=worker).values_list("status")
+                     .annotate(n=Count("pk")).values_list("status", "n"))
+    judgments = Judgment.objects.filter(worker=worker).aggregate(
+        n=Count("pk"), ms=Avg("time_spent_ms"))
+    bonus = Assignment.objects.filter(worker=worker).aggregate(total=Sum("bonus_paid"))["total"]
+    return WorkerHistory(
+        assignments_by_status=by_status, judgments=judgments["n"],
+        mean_time_ms=judgments["ms"], bonus_paid=bonus,
+        qualifications=list(WorkerQualification.objects.filter(worker=worker)
+                            .select_related("stage")))

@@ -9,16 +9,10 @@ from decimal import Decimal, InvalidOperation
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.helpers import ActionForm
-from django.db.models import Avg, Count, Sum
-from django.utils.html import format_html
 
 from annotation.models import (
-    Assignment,
     AssignmentStatus,
-    Judgment,
-    ProviderCall,
     StageStatus,
-    WorkerQualification,
 )
 
 
@@ -30,97 +24,6 @@ class ProviderActionForm(ActionForm):
     )
     amount = forms.CharField(required=False, label="Bonus $",
                              widget=forms.TextInput(attrs={"size": 6}))
-
-
-def mturk_production_on() -> bool:
-    from annotation.providers.mturk import mturk_is_production
-
-    return mturk_is_production()
-
-
-class ProviderBannerMixin:
-    """Shows a red banner on every page of the admin it is mixed into while MTurk production
-    is on: publishing then spends real money."""
-
-    def _production_banner(self, request) -> None:
-        if mturk_production_on():
-            messages.error(request, "MTurk PRODUCTION is ON (MTURK_PRODUCTION=true): publishing "
-                                    "an MTurk stage creates real HITs and spends real money.")
-
-    def changelist_view(self, request, extra_context=None):
-        self._production_banner(request)
-        return super().changelist_view(request, extra_context)
-
-    def changeform_view(self, request, object_id=None, form_url="", extra_context=None):
-        if request.method == "GET":
-            self._production_banner(request)
-        return super().changeform_view(request, object_id, form_url, extra_context)
-
-
-class StageProviderMixin(ProviderBannerMixin):
-    """Stage pages: the banner, and the cost of the stage before anything is spent."""
-
-    def get_readonly_fields(self, request, obj=None):
-        fields = tuple(super().get_readonly_fields(request, obj))
-        # Status changes go through the actions (the logged status machine), not the form.
-        return fields + ("status",) if obj is not None and obj.pk else fields
-
-    @admin.display(description="Cost estimate")
-    def cost_estimate(self, obj):
-        from annotation.services.costs import stage_cost_estimate
-
-        if obj is None or obj.pk is None:
-            return "–"
-        try:
-            return stage_cost_estimate(stage=obj).as_text()
-        except Exception as exc:  # e.g. no items yet, or a plan MTurk would refuse
-            return f"cannot estimate: {exc}"
-
-
-    @admin.display(description="Agreement report")
-    def agreement_report(self, obj):
-        from django.urls import NoReverseMatch, reverse
-
-        if obj is None or obj.pk is None:
-            return "–"
-        try:
-            url = reverse("metrics:project-dashboard", kwargs={"slug": obj.project.slug})
-        except NoReverseMatch:
-            return "–"
-        gate = ""
-        if obj.agreement_threshold is not None:
-            gate = f" (publishing needs α ≥ {obj.agreement_threshold} on the previous stage)"
-        return format_html('<a href="{}?stage={}">Agreement and workers for this stage</a>{}',
-                           url, obj.pk, gate)
-
-
-@admin.register(ProviderCall)
-class ProviderCallAdmin(admin.ModelAdmin):
-    """Every outbound provider call (read-only): what was sent, its token, and its outcome —
-    a PENDING row is a call whose answer never came; the next sync or retry settles it."""
-
-    list_display = ("created_at", "provider", "operation", "status", "stage", "assignment",
-                    "worker", "amount", "attempts", "error")
-    list_filter = ("provider", "operation", "status")
-    search_fields = ("key", "token", "assignment__external_id", "worker__external_id")
-    list_select_related = ("stage__project", "assignment", "worker")
-
-    def get_queryset(self, request):
-        from annotation.selectors import projects_visible_to
-
-        queryset = super().get_queryset(request)
-        if not request.user.is_superuser:
-            queryset = queryset.filter(stage__project__in=projects_visible_to(request.user))
-        return queryset
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
 
 
 def _reason(request) -> str:
@@ -274,10 +177,8 @@ def extend_stages(modeladmin, request, queryset):
                           "reason field) and their personal links")
 def create_inhouse_links(modeladmin, request, queryset):
     from django.conf import settings
-    from django.utils.text import slugify
 
-    from annotation.models import Provider, Worker
-    from annotation.services.access import inhouse_link_create
+    from annotation.services.access import inhouse_annotators_invite
 
     names = [name.strip() for name in _reason(request).split(",") if name.strip()]
     if not names:
@@ -286,11 +187,7 @@ def create_inhouse_links(modeladmin, request, queryset):
         return
     base = settings.QAJ_PUBLIC_BASE_URL.rstrip("/")
     for stage in queryset.select_related("project"):
-        for name in names:
-            worker, _ = Worker.objects.get_or_create(
-                provider=Provider.INHOUSE, external_id=slugify(name)[:200] or name[:200],
-                defaults={"display_name": name})
-            _link, path = inhouse_link_create(worker=worker, project=stage.project, stage=stage)
+        for name, path in inhouse_annotators_invite(stage=stage, names=names):
             # Shown once, to be sent to the annotator; it works until revoked or expired.
             modeladmin.message_user(request, f"{stage} — {name}: {base}{path}", messages.SUCCESS)
 
@@ -298,8 +195,7 @@ def create_inhouse_links(modeladmin, request, queryset):
 @admin.action(description="Message the workers who passed the required qualification "
                           "(reason field)")
 def notify_qualified_workers(modeladmin, request, queryset):
-    from annotation.models import Worker, WorkerStatus
-    from annotation.services.review import workers_notify
+    from annotation.services.review import stage_qualified_workers_notify
 
     message = _reason(request)
     if not message:
@@ -310,12 +206,8 @@ def notify_qualified_workers(modeladmin, request, queryset):
             modeladmin.message_user(request, f"{stage} requires no qualification.",
                                     messages.ERROR)
             continue
-        workers = list(Worker.objects.filter(
-            qualifications__stage_id=stage.requires_stage_id, qualifications__passed=True,
-            status=WorkerStatus.ACTIVE))
-        sent = workers_notify(workers=workers, subject=f"New work: {stage.project.title}",
-                              message=message)
-        modeladmin.message_user(request, f"{stage}: messaged {len(workers)} qualified "
+        n_workers, sent = stage_qualified_workers_notify(stage=stage, message=message)
+        modeladmin.message_user(request, f"{stage}: messaged {n_workers} qualified "
                                          f"worker(s){_already_sent(sent)}.", messages.SUCCESS)
 
 
@@ -459,26 +351,3 @@ def _already_sent(results: dict) -> str:
 WORKER_ACTIONS = (block_on_provider, unblock_on_provider, notify_workers)
 
 
-class WorkerHistoryMixin:
-    """A worker's history and statistics on their admin page."""
-
-    @admin.display(description="History and statistics")
-    def provider_history(self, obj):
-        if obj is None or obj.pk is None:
-            return "–"
-        by_status = dict(Assignment.objects.filter(worker=obj).values_list("status")
-                         .annotate(n=Count("pk")).values_list("status", "n"))
-        judgments = Judgment.objects.filter(worker=obj).aggregate(
-            n=Count("pk"), ms=Avg("time_spent_ms"))
-        bonus = Assignment.objects.filter(worker=obj).aggregate(total=Sum("bonus_paid"))["total"]
-        quals = ", ".join(
-            f"{q.stage.name}: {'passed' if q.passed else 'failed'} ({q.score:.0%})"
-            for q in WorkerQualification.objects.filter(worker=obj).select_related("stage"))
-        statuses = ", ".join(f"{AssignmentStatus(k).label}: {v}" for k, v in
-                             sorted(by_status.items())) or "none"
-        seconds = f"{judgments['ms'] / 1000:.1f} s" if judgments["ms"] else "–"
-        return format_html(
-            "Assignments — {}<br>Judgments: {} (mean time per item {})<br>Bonuses paid: ${}"
-            "<br>Qualifications: {}",
-            statuses, judgments["n"], seconds, bonus or Decimal("0.00"), quals or "none",
-        )

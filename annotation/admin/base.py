@@ -7,12 +7,13 @@ import io
 import tempfile
 import zipfile
 
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.db.models import Count, IntegerField, OuterRef, Subquery, Value
 from django.db.models.functions import Coalesce
 from django.http import FileResponse
+from django.utils.html import format_html
 
-from ..models import (
+from annotation.models import (
     Assignment,
     Hit,
     Item,
@@ -20,7 +21,7 @@ from ..models import (
     Stage,
     Worker,
 )
-from ..selectors import (
+from annotation.selectors import (
     projects_visible_to,
     workers_visible_to,
 )
@@ -183,3 +184,65 @@ class ProgressColumnsMixin:
     @admin.display(description="Assignments")
     def assignment_summary(self, obj):
         return obj.progress.assignments_summary() or "–"
+
+
+def mturk_production_on() -> bool:
+    from annotation.providers.mturk import mturk_is_production
+
+    return mturk_is_production()
+
+
+class ProviderBannerMixin:
+    """Shows a red banner on every page of the admin it is mixed into while MTurk production
+    is on: publishing then spends real money."""
+
+    def _production_banner(self, request) -> None:
+        if mturk_production_on():
+            messages.error(request, "MTurk PRODUCTION is ON (MTURK_PRODUCTION=true): publishing "
+                                    "an MTurk stage creates real HITs and spends real money.")
+
+    def changelist_view(self, request, extra_context=None):
+        self._production_banner(request)
+        return super().changelist_view(request, extra_context)
+
+    def changeform_view(self, request, object_id=None, form_url="", extra_context=None):
+        if request.method == "GET":
+            self._production_banner(request)
+        return super().changeform_view(request, object_id, form_url, extra_context)
+
+
+class StageProviderMixin(ProviderBannerMixin):
+    """Stage pages: the banner, and the cost of the stage before anything is spent."""
+
+    def get_readonly_fields(self, request, obj=None):
+        fields = tuple(super().get_readonly_fields(request, obj))
+        # Status changes go through the actions (the logged status machine), not the form.
+        return fields + ("status",) if obj is not None and obj.pk else fields
+
+    @admin.display(description="Cost estimate")
+    def cost_estimate(self, obj):
+        from annotation.services.costs import stage_cost_estimate
+
+        if obj is None or obj.pk is None:
+            return "–"
+        try:
+            return stage_cost_estimate(stage=obj).as_text()
+        except Exception as exc:  # e.g. no items yet, or a plan MTurk would refuse
+            return f"cannot estimate: {exc}"
+
+
+    @admin.display(description="Agreement report")
+    def agreement_report(self, obj):
+        from django.urls import NoReverseMatch, reverse
+
+        if obj is None or obj.pk is None:
+            return "–"
+        try:
+            url = reverse("metrics:project-dashboard", kwargs={"slug": obj.project.slug})
+        except NoReverseMatch:
+            return "–"
+        gate = ""
+        if obj.agreement_threshold is not None:
+            gate = f" (publishing needs α ≥ {obj.agreement_threshold} on the previous stage)"
+        return format_html('<a href="{}?stage={}">Agreement and workers for this stage</a>{}',
+                           url, obj.pk, gate)

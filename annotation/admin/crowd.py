@@ -2,35 +2,88 @@
 judgments (read-only: append-only)."""
 from __future__ import annotations
 
+from decimal import Decimal
+
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.helpers import ActionForm
+from django.utils.html import format_html
 
-from ..models import (
+from annotation.models import (
     Assignment,
     AssignmentItem,
+    AssignmentStatus,
     Hit,
     HitItem,
     InhouseLink,
     Judgment,
     Provider,
+    ProviderCall,
     Worker,
     WorkerBlock,
     WorkerQualification,
 )
-from ..selectors import (
+from annotation.selectors import (
     projects_visible_to,
+    worker_history,
     workers_visible_to,
 )
-from ..services.workers import worker_block, worker_unblock
-from .actions import (
-    ASSIGNMENT_ACTIONS,
-    WORKER_ACTIONS,
-    ProviderActionForm,
-    ProviderBannerMixin,
-    WorkerHistoryMixin,
-)
-from .base import ProjectScopedAdmin, ReadOnlyAdmin, StageFilter, count_of
+from annotation.services.workers import worker_block, worker_unblock
+
+from .actions import ASSIGNMENT_ACTIONS, WORKER_ACTIONS, ProviderActionForm
+from .base import ProjectScopedAdmin, ProviderBannerMixin, ReadOnlyAdmin, StageFilter, count_of
+
+
+@admin.register(ProviderCall)
+class ProviderCallAdmin(admin.ModelAdmin):
+    """Every outbound provider call (read-only): what was sent, its token, and its outcome —
+    a PENDING row is a call whose answer never came; the next sync or retry settles it."""
+
+    list_display = ("created_at", "provider", "operation", "status", "stage", "assignment",
+                    "worker", "amount", "attempts", "error")
+    list_filter = ("provider", "operation", "status")
+    search_fields = ("key", "token", "assignment__external_id", "worker__external_id")
+    list_select_related = ("stage__project", "assignment", "worker")
+
+    def get_queryset(self, request):
+        from annotation.selectors import projects_visible_to
+
+        queryset = super().get_queryset(request)
+        if not request.user.is_superuser:
+            queryset = queryset.filter(stage__project__in=projects_visible_to(request.user))
+        return queryset
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
+class WorkerHistoryMixin:
+    """A worker's history and statistics on their admin page."""
+
+    @admin.display(description="History and statistics")
+    def provider_history(self, obj):
+        if obj is None or obj.pk is None:
+            return "–"
+        history = worker_history(worker=obj)
+        quals = ", ".join(
+            f"{q.stage.name}: {'passed' if q.passed else 'failed'} ({q.score:.0%})"
+            for q in history.qualifications)
+        statuses = ", ".join(f"{AssignmentStatus(k).label}: {v}" for k, v in
+                             sorted(history.assignments_by_status.items())) or "none"
+        ms = history.mean_time_ms
+        seconds = f"{ms / 1000:.1f} s" if ms else "–"
+        return format_html(
+            "Assignments — {}<br>Judgments: {} (mean time per item {})<br>Bonuses paid: ${}"
+            "<br>Qualifications: {}",
+            statuses, history.judgments, seconds, history.bonus_paid or Decimal("0.00"),
+            quals or "none",
+        )
 
 
 class HitItemInline(admin.TabularInline):

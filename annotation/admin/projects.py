@@ -5,15 +5,15 @@ from django import forms
 from django.contrib import admin, messages
 from django.utils.html import format_html, format_html_join
 
-from ..domain.item_content import ItemContentError, validate_gold, validate_item_content
-from ..models import (
+from annotation.domain.item_content import ItemContentError, validate_gold, validate_item_content
+from annotation.models import (
     Item,
     Judgment,
     Project,
     Stage,
     StageTransition,
 )
-from ..selectors import (
+from annotation.selectors import (
     attach_progress,
     items_in_stage,
     project_progress,
@@ -21,15 +21,13 @@ from ..selectors import (
     stage_progress,
     stages_with_progress,
 )
-from .actions import (
-    STAGE_ACTIONS,
-    ProviderActionForm,
-    StageProviderMixin,
-)
+
+from .actions import STAGE_ACTIONS, ProviderActionForm
 from .base import (
     ProgressColumnsMixin,
     ProjectScopedAdmin,
     ReadOnlyAdmin,
+    StageProviderMixin,
     count_of,
     export_response,
     progress_cell,

@@ -82,6 +82,22 @@ def inhouse_link_create(*, worker: Worker, project: Project, stage: Stage | None
     return link, inhouse_link_path(link=link)
 
 
+@transaction.atomic
+def inhouse_annotators_invite(*, stage: Stage, names: list[str]) -> list[tuple[str, str]]:
+    """In-house annotators by name (created once, keyed by the slug of the name) with a personal
+    link to `stage` each: (name, URL path) per name, to be sent to the annotators."""
+    from django.utils.text import slugify
+
+    invited = []
+    for name in names:
+        worker, _ = Worker.objects.get_or_create(
+            provider=Provider.INHOUSE, external_id=slugify(name)[:200] or name[:200],
+            defaults={"display_name": name})
+        _link, path = inhouse_link_create(worker=worker, project=stage.project, stage=stage)
+        invited.append((name, path))
+    return invited
+
+
 def inhouse_link_path(*, link: InhouseLink) -> str:
     token = signing.Signer(salt=LINK_SALT).sign(link.nonce)
     return reverse("annotation:task-link", kwargs={"token": token})

@@ -22,6 +22,7 @@ from annotation.models import (
     StageKind,
     TaskKind,
     Worker,
+    WorkerStatus,
 )
 from annotation.providers import get_provider
 from annotation.providers.base import call_token_is_stale
@@ -305,6 +306,17 @@ def worker_unblock_everywhere(*, worker: Worker, reason: str = "", by=None) -> W
         worker=worker,
     )
     return worker_unblock(worker=worker, by=by)
+
+
+def stage_qualified_workers_notify(*, stage: Stage, message: str) -> tuple[int, dict]:
+    """Message the active workers who passed the qualification `stage` requires, about new
+    work in its project: (how many, `workers_notify`'s results)."""
+    workers = list(Worker.objects.filter(
+        qualifications__stage_id=stage.requires_stage_id, qualifications__passed=True,
+        status=WorkerStatus.ACTIVE))
+    return len(workers), workers_notify(workers=workers,
+                                        subject=f"New work: {stage.project.title}",
+                                        message=message)
 
 
 def workers_notify(*, workers: list[Worker], subject: str, message: str) -> dict:
