@@ -187,7 +187,7 @@ class ProgressColumnsMixin:
 
 
 def mturk_production_on() -> bool:
-    from annotation.providers.mturk import mturk_is_production
+    from annotation.providers.mturk_protocol import mturk_is_production
 
     return mturk_is_production()
 

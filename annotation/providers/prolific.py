@@ -23,7 +23,7 @@ from django.conf import settings
 from django.utils.dateparse import parse_datetime
 
 from annotation.models import HitStatus, Provider, ProviderCall, ProviderCallStatus, StageKind
-from annotation.services.provider_calls import ProviderCallRefused, new_token, provider_call_run
+from annotation.providers.calls import ProviderCallRefused, new_token, provider_call_run
 
 from .base import (
     CrowdProvider,

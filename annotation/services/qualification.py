@@ -25,7 +25,7 @@ from annotation.models import (
     TaskKind,
     WorkerQualification,
 )
-from annotation.services.provider_calls import provider_call_run
+from annotation.providers.calls import provider_call_run
 
 
 def answer_is_correct(*, item: Item, judgment: Judgment, tolerance: float = 0.0) -> bool | None:

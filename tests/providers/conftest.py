@@ -35,7 +35,8 @@ def stubbed():
     import boto3
     from botocore.stub import Stubber
 
-    from annotation.providers.mturk import SANDBOX_ENDPOINT, MTurkProvider
+    from annotation.providers.mturk import MTurkProvider
+    from annotation.providers.mturk_protocol import SANDBOX_ENDPOINT
 
     client = boto3.client("mturk", region_name="us-east-1", aws_access_key_id="x",
                           aws_secret_access_key="y", endpoint_url=SANDBOX_ENDPOINT)

@@ -9,7 +9,7 @@ import pytest
 from botocore.stub import ANY
 
 from annotation.models import AssignmentStatus, HitStatus, ProviderCall, ProviderCallStatus
-from annotation.providers.mturk import (
+from annotation.providers.mturk_protocol import (
     APPROVAL_RATE_QUALIFICATION,
     LOCALE_QUALIFICATION,
     SANDBOX_ENDPOINT,
@@ -299,7 +299,7 @@ def test_rate_exceeded_under_another_code_is_retried_and_refusals_are_not(stubbe
                              service_message="internal", http_status_code=500)
     stubber.add_client_error("create_hit_with_hit_type", service_error_code="RequestError",
                              service_message="Reward is below the minimum")
-    from annotation.services.provider_calls import ProviderCallRefused
+    from annotation.providers.calls import ProviderCallRefused
 
     with pytest.raises(ProviderCallRefused, match="below the minimum"):
         provider.create_hit(hit=hit, hit_type_id="HT1", question="<q/>")

@@ -17,7 +17,7 @@ from annotation.models import (
     WorkerStatus,
 )
 from annotation.providers import CrowdProvider, PublishReport, override_provider
-from annotation.services.provider_calls import provider_call_run
+from annotation.providers.calls import provider_call_run
 from annotation.services.qualification import qualification_grade
 from annotation.services.review import (
     ReviewError,

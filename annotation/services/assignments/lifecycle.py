@@ -213,7 +213,7 @@ def _release_expired_hit_assignments(*, now: datetime) -> int:
     """HIT assignments still in progress after the HIT type's assignment duration (+ grace) that
     the provider never confirmed: MTurk has returned or abandoned them (or they never existed
     there: a made-up assignmentId). Releasing them frees their slot of the HIT."""
-    from annotation.providers.mturk import assignment_duration_seconds
+    from annotation.providers.mturk_protocol import assignment_duration_seconds
 
     released = 0
     stages = Stage.objects.filter(

@@ -26,7 +26,7 @@ from annotation.models import (
 )
 from annotation.providers import get_provider
 from annotation.providers.base import call_token_is_stale
-from annotation.services.provider_calls import new_token, provider_call_run
+from annotation.providers.calls import new_token, provider_call_run
 from annotation.services.qualification import (
     answer_is_correct,
     assignment_provider_confirmed,

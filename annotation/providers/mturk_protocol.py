@@ -1,0 +1,157 @@
+"""MTurk's side of the wire, without our rows: endpoints (sandbox unless production is switched
+on), the boto3 client with adaptive retries, how its errors are classified (throttling, transient,
+duplicate token), the ExternalQuestion XML, MTurk's system qualifications and its fee rules."""
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import re
+from decimal import Decimal
+from xml.sax.saxutils import escape
+
+from django.conf import settings
+from django.utils import timezone
+
+from .base import (
+    SubmissionStatus,
+)
+
+SANDBOX_ENDPOINT = "https://mturk-requester-sandbox.us-east-1.amazonaws.com"
+
+
+PRODUCTION_ENDPOINT = "https://mturk-requester.us-east-1.amazonaws.com"
+
+
+# System qualification types (the same ids in the sandbox and in production).
+APPROVAL_RATE_QUALIFICATION = "000000000000000000L0"
+
+
+LOCALE_QUALIFICATION = "00000000000000000071"
+
+
+EXTERNAL_QUESTION_SCHEMA = (
+    "http://mechanicalturk.amazonaws.com/AWSMechanicalTurkDataSchemas/2006-07-14/"
+    "ExternalQuestion.xsd"
+)
+
+
+HIT_ID_RE = re.compile(r"\b([A-Z0-9]{20,40})\b")
+
+
+THROTTLE_CODES = {"ThrottlingException", "Throttling", "TooManyRequestsException"}
+
+
+MAX_NOTIFY_RECIPIENTS = 100  # NotifyWorkers accepts at most 100 worker ids per call
+
+
+TOKEN_DEDUP_WINDOW = dt.timedelta(hours=24)  # how long MTurk remembers a UniqueRequestToken
+
+
+DEFAULT_LIFETIME_SECONDS = 7 * 86400
+
+
+MIN_COMMISSION = Decimal("0.01")  # MTurk's minimum fee per assignment and per bonus payment
+
+
+STATUS_MAP = {
+    "Submitted": SubmissionStatus.SUBMITTED,
+    "Approved": SubmissionStatus.APPROVED,
+    "Rejected": SubmissionStatus.REJECTED,
+}
+
+
+def mturk_endpoint() -> str:
+    if settings.MTURK_ENDPOINT_URL:
+        return settings.MTURK_ENDPOINT_URL
+    return PRODUCTION_ENDPOINT if settings.MTURK_PRODUCTION else SANDBOX_ENDPOINT
+
+
+def mturk_is_production() -> bool:
+    return mturk_endpoint() == PRODUCTION_ENDPOINT
+
+
+def mturk_client():
+    import boto3
+    from botocore.config import Config
+
+    config = Config(
+        retries={"total_max_attempts": 1},  # our own retry loop, see the module docstring
+        connect_timeout=float(getattr(settings, "MTURK_CONNECT_TIMEOUT", 10)),
+        read_timeout=float(getattr(settings, "MTURK_READ_TIMEOUT", 30)),
+    )
+    return boto3.client(
+        "mturk", region_name="us-east-1", endpoint_url=mturk_endpoint(), config=config
+    )
+
+
+def is_throttling(exc: Exception) -> bool:
+    from botocore.exceptions import ClientError
+
+    if not isinstance(exc, ClientError):
+        return False
+    error = exc.response.get("Error", {})
+    return error.get("Code") in THROTTLE_CODES or "rate exceeded" in str(
+        error.get("Message", "")
+    ).lower()
+
+
+def is_transient(exc: Exception) -> bool:
+    from botocore.exceptions import ClientError, ConnectionError, HTTPClientError
+
+    if isinstance(exc, ConnectionError | HTTPClientError):
+        return True
+    if isinstance(exc, ClientError):
+        status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0)
+        return status >= 500 or exc.response.get("Error", {}).get("Code") == "ServiceFault"
+    return False
+
+
+def error_message(exc: Exception) -> str:
+    response = getattr(exc, "response", None) or {}
+    error = response.get("Error", {})
+    return f"{error.get('Code', type(exc).__name__)}: {error.get('Message', exc)}"
+
+
+def is_duplicate_token(exc: Exception) -> bool:
+    message = error_message(exc).lower()
+    return "already exists" in message or "uniquerequesttoken" in message or (
+        "already" in message and "token" in message
+    )
+
+
+def assignment_duration_seconds(stage) -> int:
+    """How long a worker has for an assignment once accepted (the HIT type's duration)."""
+    return int((stage.settings or {}).get("assignment_duration_seconds",
+                                          stage.project.assignment_timeout_minutes * 60))
+
+
+def lifetime_seconds(stage) -> int:
+    return int((stage.settings or {}).get("lifetime_seconds", DEFAULT_LIFETIME_SECONDS))
+
+
+def _digest(*parts: str) -> str:
+    return hashlib.sha256("\x00".join(parts).encode()).hexdigest()[:20]
+
+
+def external_question_xml(url: str, frame_height: int) -> str:
+    return (
+        f'<ExternalQuestion xmlns="{EXTERNAL_QUESTION_SCHEMA}">'
+        f"<ExternalURL>{escape(url)}</ExternalURL>"
+        f"<FrameHeight>{int(frame_height)}</FrameHeight>"
+        "</ExternalQuestion>"
+    )
+
+
+def _parse_time(value) -> dt.datetime | None:
+    if value is None or value == "":
+        return None
+    if isinstance(value, dt.datetime):
+        return value if timezone.is_aware(value) else timezone.make_aware(value, dt.UTC)
+    if isinstance(value, int | float):
+        return dt.datetime.fromtimestamp(value, tz=dt.UTC)
+    if isinstance(value, str):  # a datetime stored in a ProviderCall response
+        try:
+            return _parse_time(dt.datetime.fromisoformat(value))
+        except ValueError:
+            return None
+    return None
