@@ -1,8 +1,8 @@
 """Publishing: 1,000 HITs (one item each) of an MTurk stage through the real boto3 MTurk client
 and the platform's retry loop (`annotation.services.stages.stage_publish`) against the local
-MTurk-protocol server (`tests/providers/mturk_server.py`) with throttling ("Rate exceeded")
+MTurk-protocol server (`testing/mturk_server.py`) with throttling ("Rate exceeded")
 injected at random on 10% of calls and 3 lost responses (the HIT is created, the answer never
-arrives). The measurement itself is the providers' `tests.providers.bench_publish`; retry backoff
+arrives). The measurement itself is the providers' `testing.publish_benchmark`; retry backoff
 is shortened to 10 ms so the number is the platform's, not the sleep's.
 
 Target: every HIT published exactly once: all open locally with distinct HIT ids, exactly as many
@@ -14,7 +14,7 @@ from .runner import Benchmark, Context, Outcome
 
 
 def run(ctx: Context) -> Outcome:
-    from tests.providers.bench_publish import publish_benchmark
+    from testing.publish_benchmark import publish_benchmark
 
     n_hits = ctx.size(1000, 20)
     result = publish_benchmark(n_hits=n_hits, throttle_rate=0.10)

@@ -6,17 +6,13 @@ has it, so a skip there would hide a broken path.
 """
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-IN_CI = os.environ.get("CI", "").lower() == "true"
+from tests.support.paths import IN_CI, shared_data_path
 
-
-def shared_data_path() -> Path:
-    return Path(os.environ.get("QAJ_SHARED_DATA", REPO_ROOT.parent / "shared" / "data"))
+pytest_plugins = ["tests.support.celery_workers"]
 
 
 @pytest.fixture(scope="session")

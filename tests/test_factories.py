@@ -3,7 +3,7 @@ import pytest
 
 from annotation.domain.item_content import validate_gold, validate_item_content
 from annotation.models import Judgment, TaskKind
-from tests.factories import (
+from testing.factories import (
     item_gold,
     make_assignment,
     make_hit,

@@ -5,7 +5,7 @@ import pytest
 from django.db import IntegrityError, transaction
 
 from annotation.models import AppendOnlyError, Judgment
-from tests.factories import make_item, make_judgment, make_project, make_stage, make_worker
+from testing.factories import make_item, make_judgment, make_project, make_stage, make_worker
 
 pytestmark = pytest.mark.django_db
 

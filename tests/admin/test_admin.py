@@ -17,7 +17,7 @@ from annotation.models import (
     WorkerStatus,
 )
 from metrics_app.models import MetricScore, Report
-from tests.factories import (
+from testing.factories import (
     make_assignment,
     make_hit,
     make_inhouse_link,

@@ -7,7 +7,7 @@ from rest_framework.test import APIClient
 
 from annotation.models import Item, TaskKind
 from annotation.services.demo import demo_data_load
-from tests.factories import make_user
+from testing.factories import make_user
 
 pytestmark = pytest.mark.django_db
 

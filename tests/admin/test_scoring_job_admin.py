@@ -6,7 +6,7 @@ from django.urls import reverse
 
 from annotation.models import TaskKind
 from metrics_app.models import ScoringJob, ScoringStatus
-from tests.factories import make_project, make_user
+from testing.factories import make_project, make_user
 
 pytestmark = pytest.mark.django_db
 

@@ -7,7 +7,7 @@ from django.urls import reverse
 from annotation.models import StageKind, TaskKind, WorkerBlock, WorkerStatus
 from annotation.selectors import blocked_worker_ids_for
 from metrics_app.models import Report
-from tests.factories import (
+from testing.factories import (
     make_item,
     make_judgment,
     make_project,

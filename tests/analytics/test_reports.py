@@ -16,7 +16,7 @@ from metrics_app.reports.project import (
     project_report,
     stale_report_projects,
 )
-from tests.factories import make_item, make_judgment, make_project, make_stage, make_worker
+from testing.factories import make_item, make_judgment, make_project, make_stage, make_worker
 
 pytestmark = pytest.mark.django_db
 

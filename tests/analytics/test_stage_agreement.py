@@ -7,7 +7,7 @@ import pytest
 
 from annotation.judgment_selectors import stage_agreement
 from annotation.models import StageKind, TaskKind
-from tests.factories import make_item, make_judgment, make_project, make_stage, make_worker
+from testing.factories import make_item, make_judgment, make_project, make_stage, make_worker
 
 pytestmark = pytest.mark.django_db
 

@@ -34,8 +34,7 @@ from annotation.services.assignments import (
     assignment_submit,
     items_pick_next,
 )
-from tests.annotator.conftest import make_task
-from tests.factories import (
+from testing.factories import (
     make_hit,
     make_item,
     make_judgment,
@@ -43,19 +42,9 @@ from tests.factories import (
     make_stage,
     make_worker,
 )
+from tests.support.tasks import ab_answer, make_task, shown_label
 
 pytestmark = pytest.mark.django_db
-
-
-def shown_label(row_order: list[str], role: str, labels: str) -> str:
-    return labels[row_order.index(role)]
-
-
-def ab_answer(assignment, item, *, role="A", text="Answer A explains the cause much better."):
-    order = assignment.assignmentitem_set.get(item=item).presented_order
-    return {"item": item.pk, "shown_choice": shown_label(order, role, "AB"), "difficult": False,
-            "justification": text, "aspects": ["factuality"], "time_spent_ms": 1234,
-            "client_started_at": "2026-01-01T10:00:00Z"}
 
 
 # --- Picking ------------------------------------------------------------------------------------

@@ -29,8 +29,8 @@ from annotation.services.assignments import (
     assignment_submit,
 )
 from annotation.services.review import ASKED_TO_RETURN, assignment_review_rules
-from tests.annotator.conftest import make_task
-from tests.factories import make_item, make_stage, make_worker
+from testing.factories import make_item, make_stage, make_worker
+from tests.support.tasks import make_task
 
 pytestmark = pytest.mark.django_db
 

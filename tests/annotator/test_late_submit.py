@@ -26,8 +26,8 @@ from annotation.services.assignments import (
     assignment_start,
     assignment_submit,
 )
-from tests.annotator.conftest import make_task
-from tests.factories import make_hit, make_item, make_stage, make_worker
+from testing.factories import make_hit, make_item, make_stage, make_worker
+from tests.support.tasks import make_task
 
 pytestmark = pytest.mark.django_db
 
@@ -173,7 +173,7 @@ def test_submit_accepts_a_confirm_page_whose_remaining_item_was_refused_late():
 
 def test_task_page_lists_a_refused_late_confirm_as_settled(client):
     from annotation.services.access import inhouse_link_create
-    from tests.annotator.test_views import page_config
+    from tests.support.tasks import page_config
 
     project, stage, items = make_task(TaskKind.MC, mode=ExperimentMode.QA, n_items=2,
                                       redundancy={"default": 1}, assignment_timeout_minutes=30)

@@ -10,9 +10,8 @@ import pytest
 
 from annotation.models import Judgment, TaskKind
 from annotation.services.access import inhouse_link_create
-from tests.factories import make_item, make_worker
-
-from .conftest import make_task
+from testing.factories import make_item, make_worker
+from tests.support.tasks import make_task
 
 CONFIG_RE = re.compile(r'<script id="task-config" type="application/json">(.*?)</script>', re.S)
 

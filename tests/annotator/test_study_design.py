@@ -30,8 +30,8 @@ from annotation.services.assignments import (
 )
 from annotation.services.imports import import_records
 from annotation.services.stage_plans import stage_hit_plan, stage_items_choose
-from tests.annotator.test_views import api, page_config
-from tests.factories import make_hit, make_item, make_project, make_stage, make_worker
+from testing.factories import make_hit, make_item, make_project, make_stage, make_worker
+from tests.support.tasks import api, page_config
 
 pytestmark = [pytest.mark.django_db, pytest.mark.reliability]
 

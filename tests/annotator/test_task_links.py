@@ -8,8 +8,8 @@ import pytest
 from django.core.management import call_command
 
 from annotation.models import Assignment, Hit, Provider, StageStatus, TaskKind
-from tests.annotator.conftest import make_task
-from tests.factories import make_stage
+from testing.factories import make_stage
+from tests.support.tasks import make_task
 
 pytestmark = pytest.mark.django_db
 

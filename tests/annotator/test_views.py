@@ -27,8 +27,8 @@ from annotation.services.access import (
     inhouse_link_create,
     inhouse_link_revoke,
 )
-from tests.annotator.conftest import make_task
-from tests.factories import make_hit, make_judgment, make_stage, make_worker
+from testing.factories import make_hit, make_judgment, make_stage, make_worker
+from tests.support.tasks import api, make_task, page_config
 
 pytestmark = pytest.mark.django_db
 
@@ -37,18 +37,6 @@ OTHER_SENTINEL = "OTHER-WORKER-SENTINEL-91c2"
 TASK_KINDS = [(TaskKind.LIKERT, ""), (TaskKind.AB, ""), (TaskKind.MC, ExperimentMode.QA),
               (TaskKind.MC, ExperimentMode.GUESSING), (TaskKind.MC, ExperimentMode.VALIDITY),
               (TaskKind.MC, ExperimentMode.PILOT)]
-
-
-def page_config(response) -> dict:
-    match = re.search(rb'<script id="task-config" type="application/json">(.*?)</script>',
-                      response.content, re.S)
-    assert match, "the task page carries its JSON config"
-    return json.loads(match.group(1))
-
-
-def api(client, name: str, token: str, body: dict, **headers):
-    return client.post(reverse(f"annotation:{name}"), data=json.dumps(body),
-                       content_type="application/json", HTTP_X_ASSIGNMENT_TOKEN=token, **headers)
 
 
 def open_link(client, project, **link_kwargs):

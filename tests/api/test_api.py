@@ -9,7 +9,7 @@ from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from annotation.models import AssignmentStatus, Item, Project, StageKind, TaskKind
-from tests.factories import (
+from testing.factories import (
     item_content,
     item_gold,
     make_assignment,

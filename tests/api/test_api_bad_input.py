@@ -11,7 +11,7 @@ from annotation.serializers import (
     ProjectCreateInputSerializer,
     ProjectUpdateInputSerializer,
 )
-from tests.factories import item_content, make_project, make_user
+from testing.factories import item_content, make_project, make_user
 
 pytestmark = [pytest.mark.reliability, pytest.mark.django_db]
 

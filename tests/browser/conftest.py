@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import os
 import shutil
-from pathlib import Path
 
 import pytest
 
-from tests.conftest import IN_CI, REPO_ROOT
+from tests.support.paths import IN_CI
 
 # Playwright's sync API runs an event loop in this thread; Django would otherwise refuse ORM
 # calls made by the test itself (fixtures, assertions) while it is running.
@@ -22,7 +21,6 @@ CHROMIUM_ARGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
     "--disable-component-update", "--no-first-run",
 ]
-SCREENSHOT_DIR = REPO_ROOT / "test-artifacts" / "screenshots"
 LAPTOP = {"width": 1280, "height": 800}
 PHONE = {"width": 360, "height": 740}
 
@@ -72,10 +70,3 @@ def phone_page(browser):
     context.close()
 
 
-def screenshot(page, name: str, *, top: bool = False) -> Path:
-    SCREENSHOT_DIR.mkdir(parents=True, exist_ok=True)
-    path = SCREENSHOT_DIR / f"{name}.png"
-    if top:
-        page.evaluate("window.scrollTo(0, 0)")
-    page.screenshot(path=str(path), full_page=False)
-    return path

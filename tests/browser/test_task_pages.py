@@ -12,9 +12,9 @@ from django.urls import reverse
 
 from annotation.models import Assignment, ExperimentMode, Item, Judgment, Provider, TaskKind
 from annotation.services.access import inhouse_link_create
-from tests.annotator.conftest import make_task
-from tests.browser.conftest import screenshot
-from tests.factories import make_hit, make_worker
+from testing.factories import make_hit, make_worker
+from tests.support.browser import screenshot
+from tests.support.tasks import make_task
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -402,7 +402,7 @@ def test_prolific_comprehension_check_retry_then_return_message(live_server, pag
     answer shown) and asked again; wrong again: asked to return the study, no code."""
     from annotation.models import AssignmentItem
     from annotation.services.assignments import RETRY_MESSAGE
-    from tests.factories import make_item
+    from testing.factories import make_item
 
     project, stage, items = task_with_sentinel_gold(TaskKind.MC, mode=ExperimentMode.QA,
                                                     n_items=1, items_per_hit=2)
@@ -475,7 +475,7 @@ def test_six_starc_annotators_see_one_level_per_question(live_server, browser):
     levels; what each page showed and what was stored keep the design (one level per question
     and participant, levels balanced)."""
     from annotation.domain.design import design_violations
-    from tests.factories import make_item
+    from testing.factories import make_item
 
     project, stage, _ = make_task(TaskKind.MC, mode=ExperimentMode.QA, n_items=0,
                                   items_per_hit=3, redundancy={"default": 2})

@@ -15,7 +15,7 @@ from annotation.services.exports import export_write
 from annotation.services.workers import worker_block
 from metrics_app.reports.project import cached_project_report
 from metrics_app.services.lerc import lerc_dataset_build
-from tests.factories import (
+from testing.factories import (
     make_assignment,
     make_item,
     make_judgment,

@@ -19,14 +19,7 @@ from annotation.models import (
     StageStatus,
     Worker,
 )
-from tests.importers.helpers import (
-    AB_ROW,
-    LIKERT_ROW,
-    MC_ROW,
-    run_export,
-    run_import,
-    write_jsonl,
-)
+from tests.support.imports import AB_ROW, LIKERT_ROW, MC_ROW, run_export, run_import, write_jsonl
 
 pytestmark = pytest.mark.django_db
 
@@ -153,7 +146,7 @@ def test_stage_filter_and_errors(tmp_path):
 
 def _choice_project(kind, judgments, *, mode=None):
     """One item with the given judgment fields (one worker each) in a data stage."""
-    from tests.factories import make_item, make_project, make_stage, make_worker
+    from testing.factories import make_item, make_project, make_stage, make_worker
 
     project = make_project(kind=kind, **({"experiment_mode": mode} if mode else {}))
     item = make_item(project, external_id="it")

@@ -6,8 +6,7 @@ import pytest
 from annotation.domain.item_content import validate_gold, validate_item_content
 from annotation.models import Item, Provider, StageKind, StageStatus, Worker
 from annotation.services.demo import demo_data_load
-
-from .helpers import db_state
+from tests.support.imports import db_state
 
 pytestmark = pytest.mark.django_db
 

@@ -5,22 +5,12 @@ import copy
 import json
 
 import pytest
-from django.core.management.base import CommandError
 
 from annotation.importers.lfqa_experts import parse_label
 from annotation.models import Judgment, Project
-
-from .helpers import AB_ROW, LIKERT_ROW, MC_ROW, db_state, run_import, write_jsonl
+from tests.support.imports import AB_ROW, LIKERT_ROW, MC_ROW, import_fails, run_import, write_jsonl
 
 pytestmark = [pytest.mark.reliability, pytest.mark.django_db]
-
-
-def _fails(*args: str, match: str) -> str:
-    before = db_state()
-    with pytest.raises(CommandError, match=match) as info:
-        run_import(*args)
-    assert db_state() == before, "a failed import must leave the database unchanged"
-    return str(info.value)
 
 
 def test_canonical_jsonl_imports_every_kind(tmp_path):
@@ -44,7 +34,7 @@ def test_canonical_jsonl_imports_every_kind(tmp_path):
 def test_malformed_json_line(tmp_path):
     path = tmp_path / "bad.jsonl"
     path.write_text(json.dumps(LIKERT_ROW) + "\n" + '{"external_id": "x", "content": {\n')
-    message = _fails("jsonl", str(path), "--project", "p", "--create", "--kind", "likert",
+    message = import_fails("jsonl", str(path), "--project", "p", "--create", "--kind", "likert",
                      match="malformed JSON")
     assert "bad.jsonl" in message and "line 2" in message
     assert not Project.objects.filter(slug="p").exists()
@@ -53,7 +43,7 @@ def test_malformed_json_line(tmp_path):
 def test_malformed_json_document(tmp_path):
     path = tmp_path / "dev.json"
     path.write_text('{"narrativeqa": {"a": {"context": "x",}}}')
-    message = _fails("mocha", str(path), "--project", "p", "--create", match="malformed JSON")
+    message = import_fails("mocha", str(path), "--project", "p", "--create", match="malformed JSON")
     assert "dev.json" in message and "line 1" in message
 
 
@@ -78,7 +68,7 @@ def test_wrong_field_types_name_the_field(tmp_path, change, field):
     bad = copy.deepcopy(LIKERT_ROW) | {"external_id": "bad"}
     change(bad)
     path = write_jsonl(tmp_path / "items.jsonl", [good, bad])
-    message = _fails("jsonl", str(path), "--project", "p", "--create", "--kind", "likert",
+    message = import_fails("jsonl", str(path), "--project", "p", "--create", "--kind", "likert",
                      match="nothing imported")
     assert f"'{field}'" in message and "line 2" in message and "items.jsonl" in message
 
@@ -88,7 +78,7 @@ def test_error_after_valid_records_writes_nothing_into_existing_project(tmp_path
                "--project", "p", "--create", "--kind", "likert")
     rows = [copy.deepcopy(LIKERT_ROW) | {"external_id": f"n{i}"} for i in range(5)]
     rows[4]["judgments"][0]["worker"] = ""
-    message = _fails("jsonl", str(write_jsonl(tmp_path / "b.jsonl", rows)), "--project", "p",
+    message = import_fails("jsonl", str(write_jsonl(tmp_path / "b.jsonl", rows)), "--project", "p",
                      match="worker")
     assert "n4" in message
 
@@ -98,13 +88,13 @@ def test_wrong_types_in_real_formats(tmp_path):
     mocha.write_text(json.dumps({"narrativeqa": {"x1": {
         "context": "c", "question": "q?", "reference": "r", "candidate": "c", "score": 3,
         "metadata": {"source": "gpt2", "scores": ["three"]}}}}))
-    message = _fails("mocha", str(mocha), "--project", "p", "--create", match="must be a number")
+    message = import_fails("mocha", str(mocha), "--project", "p", "--create", match="must be a number")
     assert "narrativeqa/x1" in message and "metadata.scores[0]" in message
 
     evouna = tmp_path / "evouna_nq.json"
     evouna.write_text(json.dumps([{"question": "q?", "golden_answer": "a", "answer_fid": "a",
                                    "judge_fid": "yes", "improper": False}]))
-    message = _fails("evouna", str(evouna), "--project", "p", "--create", match="judge_fid")
+    message = import_fails("evouna", str(evouna), "--project", "p", "--create", match="judge_fid")
     assert "record 0" in message
 
     folder = tmp_path / "experts"
@@ -113,7 +103,7 @@ def test_wrong_types_in_real_formats(tmp_path):
         "q_id": "x", "question_text": "Why?", "answer1": "a", "answer2": "b",
         "answer1_label": "HX?", "BetterAnswer": "Answer A", "DifficultToChoose": "No.",
         "comments": "", "annotator": 1, "lead_time": 3.0, "id": 1}]))
-    message = _fails("lfqa-experts", str(folder), "--project", "p", "--create",
+    message = import_fails("lfqa-experts", str(folder), "--project", "p", "--create",
                      match="answer1_label")
     assert "Biology_1_Common20.json" in message
 
@@ -121,34 +111,34 @@ def test_wrong_types_in_real_formats(tmp_path):
     tsv.write_text("item_id\tparagraph\tquestion\toptions\tnew_options\tanswer_response\tRT\t"
                    "difficulty\tsource\tsubmission_ind\n"
                    "os1_1_1_Ele\tP.\tQ?\ta|b|c|d\t0|1|2|3\tfour\t100\tEle\tOnestop\t1\n")
-    message = _fails("onestopqa-responses", str(tsv), "--project", "p", "--create",
+    message = import_fails("onestopqa-responses", str(tsv), "--project", "p", "--create",
                      match="answer_response")
     assert "row 2" in message
 
 
 def test_unknown_format():
-    message = _fails("xml", "whatever.xml", "--project", "p", "--create",
+    message = import_fails("xml", "whatever.xml", "--project", "p", "--create",
                      match="unknown format 'xml'")
     assert "jsonl" in message and "evouna" in message
 
 
 def test_missing_file(tmp_path):
-    _fails("mocha", str(tmp_path / "nope.json"), "--project", "p", "--create",
+    import_fails("mocha", str(tmp_path / "nope.json"), "--project", "p", "--create",
            match="nope.json: file not found")
 
 
 def test_missing_project_without_create(tmp_path):
     path = write_jsonl(tmp_path / "a.jsonl", [LIKERT_ROW])
-    _fails("jsonl", str(path), "--project", "ghost", match="does not exist; pass --create")
+    import_fails("jsonl", str(path), "--project", "ghost", match="does not exist; pass --create")
 
 
 def test_format_kind_must_fit_project(tmp_path):
     Project.objects.create(slug="ab", title="A/B", kind="ab")
     path = tmp_path / "dev.json"
     path.write_text("{}")
-    _fails("mocha", str(path), "--project", "ab", match="holds likert items")
+    import_fails("mocha", str(path), "--project", "ab", match="holds likert items")
     jsonl = write_jsonl(tmp_path / "a.jsonl", [LIKERT_ROW | {"kind": "likert"}])
-    _fails("jsonl", str(jsonl), "--project", "ab", match="'kind'")
+    import_fails("jsonl", str(jsonl), "--project", "ab", match="'kind'")
 
 
 def test_same_external_id_with_other_content_is_refused(tmp_path):
@@ -156,7 +146,7 @@ def test_same_external_id_with_other_content_is_refused(tmp_path):
                "--project", "p", "--create", "--kind", "likert")
     changed = copy.deepcopy(LIKERT_ROW)
     changed["content"]["candidate"] = "under the table"
-    message = _fails("jsonl", str(write_jsonl(tmp_path / "b.jsonl", [changed])),
+    message = import_fails("jsonl", str(write_jsonl(tmp_path / "b.jsonl", [changed])),
                      "--project", "p", match="already exists")
     assert "q1-c1" in message and "content" in message
 
@@ -166,7 +156,7 @@ def test_changed_judgment_is_refused_append_only(tmp_path):
                "--project", "p", "--create", "--kind", "likert")
     changed = copy.deepcopy(LIKERT_ROW)
     changed["judgments"][0]["score"] = 1
-    _fails("jsonl", str(write_jsonl(tmp_path / "b.jsonl", [changed])), "--project", "p",
+    import_fails("jsonl", str(write_jsonl(tmp_path / "b.jsonl", [changed])), "--project", "p",
            match="different judgment")
 
 
@@ -183,7 +173,7 @@ def test_new_judgments_on_known_items_are_added(tmp_path):
 def test_duplicate_worker_in_one_stage_is_refused(tmp_path):
     row = copy.deepcopy(LIKERT_ROW)
     row["judgments"][1]["worker"] = "w1"
-    message = _fails("jsonl", str(write_jsonl(tmp_path / "a.jsonl", [row])), "--project", "p",
+    message = import_fails("jsonl", str(write_jsonl(tmp_path / "a.jsonl", [row])), "--project", "p",
                      "--create", "--kind", "likert", match="judges this item twice")
     assert "judgments[1].worker" in message
 

@@ -9,10 +9,16 @@ import sys
 import pytest
 
 from annotation.models import Judgment, Project, StageKind
-from tests.conftest import REPO_ROOT
-from tests.factories import make_item, make_judgment, make_stage
-from tests.importers.helpers import LIKERT_ROW, db_state, run_export, run_import, write_jsonl
-from tests.importers.test_errors import _fails
+from testing.factories import make_item, make_judgment, make_stage
+from tests.support.imports import (
+    LIKERT_ROW,
+    db_state,
+    import_fails,
+    run_export,
+    run_import,
+    write_jsonl,
+)
+from tests.support.paths import REPO_ROOT
 
 pytestmark = pytest.mark.django_db
 
@@ -45,7 +51,7 @@ def test_a_score_outside_the_projects_scale_is_refused(tmp_path):
     Project.objects.create(slug="three", title="3-point", kind="likert",
                            scale_labels=["Wrong", "Partly right", "Right"])
     path = write_jsonl(tmp_path / "a.jsonl", [LIKERT_ROW])  # scores 4 and 5
-    message = _fails("jsonl", str(path), "--project", "three", match="outside")
+    message = import_fails("jsonl", str(path), "--project", "three", match="outside")
     assert "q1-c1" in message and "score" in message and "1-3" in message
 
 
@@ -55,7 +61,7 @@ def test_an_export_cannot_be_imported_back_into_the_project_that_collected_it(tm
     make_judgment(item=make_item(project), stage=stage, score=4)
     exported = tmp_path / "export.jsonl"
     exported.write_text(run_export("study"))
-    message = _fails("jsonl", str(exported), "--project", "study",
+    message = import_fails("jsonl", str(exported), "--project", "study",
                      match="collected on the platform")
     assert "'full'" in message and "another project" in message
     assert Judgment.objects.filter(item__project=project).count() == 1

@@ -11,8 +11,7 @@ import pytest
 
 from annotation.models import Item, Judgment, Project, Provider, StageKind, Worker
 from annotation.services.imports import import_records
-
-from .helpers import db_state, run_import
+from tests.support.imports import db_state, run_import
 
 pytestmark = pytest.mark.django_db
 

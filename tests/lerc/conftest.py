@@ -4,32 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from metrics_app.lerc.data import LercExample
-
-TINY_BERT = {
-    "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2,
-    "intermediate_size": 64, "max_position_embeddings": 128,
-}
-# Memorise fast: high learning rate, no dropout, no warmup (tests only; never for real data).
-TINY_TRAIN_OPTIONS = {
-    "backbone_config": TINY_BERT, "batch_size": 4, "epochs": 20, "learning_rate": 1e-3,
-    "max_length": 64, "warmup_ratio": 0.0, "dropout": 0.0, "progress_every": 1,
-}
-COLORS = ["red", "blue", "green", "yellow", "black", "white", "purple", "orange"]
-
-
-def toy_examples(n: int = 24, offset: int = 0) -> list[LercExample]:
-    """Exact copy of the reference → 5, hedged → 3, another colour → 1."""
-    examples = []
-    for i in range(offset, offset + n):
-        ref = COLORS[i % 8]
-        kind = i % 3
-        candidate = [ref, f"maybe {ref} or {COLORS[(i + 1) % 8]}", COLORS[(i + 3) % 8]][kind]
-        examples.append(LercExample(
-            question=f"What color is thing {i}?", references=(ref,), candidate=candidate,
-            passage=f"Thing {i} is {ref}.", score=[5.0, 3.0, 1.0][kind], id=str(i),
-        ))
-    return examples
+from tests.support.lerc import TINY_BERT, TINY_TRAIN_OPTIONS, toy_examples
 
 
 @pytest.fixture
@@ -65,3 +40,10 @@ def trained_model_dir(tmp_path_factory) -> str:
     output = tmp_path_factory.mktemp("lerc-served")
     cfg = TrainConfig.from_dict({**TINY_TRAIN_OPTIONS, "epochs": 1, "output_dir": str(output)})
     return train(cfg, toy_examples(8), [])["model_dir"]
+
+
+@pytest.fixture
+def lerc_settings(settings, tmp_path, tiny_options):
+    settings.QAJ_ARTIFACT_ROOT = str(tmp_path / "artifacts")
+    settings.QAJ_LERC_TRAIN_OPTIONS = {**tiny_options, "epochs": 10}
+    return settings

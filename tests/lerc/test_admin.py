@@ -8,7 +8,7 @@ from django.utils import timezone
 from annotation.models import TaskKind
 from metrics_app.models import ModelStatus, ModelVersion
 from metrics_app.services.lerc import model_version_create
-from tests.factories import make_project, make_user
+from testing.factories import make_project, make_user
 
 pytestmark = pytest.mark.django_db
 

@@ -10,7 +10,7 @@ from rest_framework.test import APIClient
 from annotation.models import TaskKind
 from metrics_app.models import ModelStatus, ModelVersion
 from metrics_app.services.lerc import model_version_create
-from tests.factories import make_project, make_user
+from testing.factories import make_project, make_user
 
 pytestmark = pytest.mark.django_db
 
@@ -99,7 +99,7 @@ def test_lerc_job_whose_model_cannot_load_ends_failed_with_the_reason(tmp_path):
 
 def test_score_project_task_caches_lerc_scores(trained_model_dir):
     from metrics_app.models import MetricScore
-    from tests.factories import make_item
+    from testing.factories import make_item
     from worker.tasks.lerc import lerc_score_project
 
     version = _served(trained_model_dir)

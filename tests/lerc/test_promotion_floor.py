@@ -18,10 +18,8 @@ from metrics_app.services.lerc import (
     model_version_train,
 )
 from metrics_app.services.lerc_artifacts import artifact_local_path
-from tests.factories import make_item, make_judgment, make_project, make_stage, make_worker
-
-from .conftest import toy_examples
-from .test_services import likert_project_from_toy
+from testing.factories import make_item, make_judgment, make_project, make_stage, make_worker
+from tests.support.lerc import likert_project_from_toy, toy_examples
 
 pytestmark = pytest.mark.django_db
 

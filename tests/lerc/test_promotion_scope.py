@@ -16,14 +16,13 @@ from metrics_app.services.lerc import (
     model_version_train,
 )
 from metrics_app.services.scoring import project_score_metrics
-from tests.factories import make_project
-
-from .test_services import lerc_settings, likert_project_from_toy  # noqa: F401
+from testing.factories import make_project
+from tests.support.lerc import likert_project_from_toy
 
 pytestmark = pytest.mark.django_db
 
 
-def test_two_projects_each_keep_their_promoted_version(lerc_settings, researcher):  # noqa: F811
+def test_two_projects_each_keep_their_promoted_version(lerc_settings, researcher):
     lerc_settings.QAJ_LERC_TRAIN_OPTIONS = {**lerc_settings.QAJ_LERC_TRAIN_OPTIONS, "epochs": 2}
     project_a, _ = likert_project_from_toy(6)
     project_b, _ = likert_project_from_toy(6)

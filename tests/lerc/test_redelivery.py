@@ -18,8 +18,7 @@ from metrics_app.services.lerc import (
     model_version_train,
 )
 from metrics_app.services.lerc import training as lerc_training
-
-from .test_services import lerc_settings, likert_project_from_toy  # noqa: F401
+from tests.support.lerc import likert_project_from_toy
 
 pytestmark = pytest.mark.django_db
 
@@ -37,7 +36,7 @@ def mark_training(version, worker: str) -> None:
 
 
 def test_killed_pool_child_on_this_host_resumes_at_once_from_its_checkpoint(
-        lerc_settings, monkeypatch):  # noqa: F811
+        lerc_settings, monkeypatch):
     project, _ = likert_project_from_toy(6)
     version = model_version_create(projects=[project], train_options={"epochs": 4})
     real_call = lerc_training._ProgressReporter.__call__
@@ -60,7 +59,7 @@ def test_killed_pool_child_on_this_host_resumes_at_once_from_its_checkpoint(
     assert version.events.filter(event="resumed", detail__contains="is gone").exists()
 
 
-def test_fresh_heartbeat_on_another_host_asks_for_a_retry(lerc_settings):  # noqa: F811
+def test_fresh_heartbeat_on_another_host_asks_for_a_retry(lerc_settings):
     project, _ = likert_project_from_toy(6)
     version = model_version_create(projects=[project])
     mark_training(version, "gpu-other-machine:4242")
@@ -74,7 +73,7 @@ def test_fresh_heartbeat_on_another_host_asks_for_a_retry(lerc_settings):  # noq
     assert not version.events.filter(event="resumed").exists()
 
 
-def test_live_worker_on_this_host_is_left_alone(lerc_settings):  # noqa: F811
+def test_live_worker_on_this_host_is_left_alone(lerc_settings):
     project, _ = likert_project_from_toy(6)
     version = model_version_create(projects=[project])
     mark_training(version, f"{socket.gethostname()}:{os.getppid()}")
@@ -82,7 +81,7 @@ def test_live_worker_on_this_host_is_left_alone(lerc_settings):  # noqa: F811
     assert not version.events.filter(event="resumed").exists()
 
 
-def test_train_task_retries_instead_of_acking(lerc_settings, monkeypatch):  # noqa: F811
+def test_train_task_retries_instead_of_acking(lerc_settings, monkeypatch):
     from celery.exceptions import Retry
 
     from worker.tasks.lerc import lerc_train

@@ -25,10 +25,8 @@ from metrics_app.services.lerc import (
     model_version_train,
 )
 from metrics_app.services.lerc import training as lerc_training
-from tests.factories import make_item, make_judgment, make_project, make_stage, make_worker
-
-from .conftest import TINY_BERT, toy_examples
-from .test_services import lerc_settings, likert_project_from_toy  # noqa: F401
+from testing.factories import make_item, make_judgment, make_project, make_stage, make_worker
+from tests.support.lerc import TINY_BERT, likert_project_from_toy, toy_examples
 
 LONG = " ".join(["word"] * 200)
 
@@ -95,7 +93,7 @@ def test_heartbeat_is_time_based_not_only_every_n_steps(tmp_path, tiny_options):
 
 
 @pytest.mark.django_db
-def test_service_heartbeats_around_data_and_evaluation(lerc_settings, monkeypatch):  # noqa: F811
+def test_service_heartbeats_around_data_and_evaluation(lerc_settings, monkeypatch):
     project, _ = likert_project_from_toy(6)
     lerc_settings.QAJ_LERC_TRAIN_OPTIONS = {**lerc_settings.QAJ_LERC_TRAIN_OPTIONS, "epochs": 1}
     phases = []
@@ -115,7 +113,7 @@ def test_service_heartbeats_around_data_and_evaluation(lerc_settings, monkeypatc
 @pytest.mark.django_db
 @pytest.mark.parametrize("meanwhile", ["failed by the stale check", "cancel requested"])
 def test_a_version_failed_or_cancelled_during_evaluation_is_not_overwritten(
-        lerc_settings, monkeypatch, meanwhile):  # noqa: F811
+        lerc_settings, monkeypatch, meanwhile):
     project, _ = likert_project_from_toy(6)
     lerc_settings.QAJ_LERC_TRAIN_OPTIONS = {**lerc_settings.QAJ_LERC_TRAIN_OPTIONS, "epochs": 1}
     version = model_version_create(projects=[project])

@@ -23,34 +23,10 @@ from metrics_app.services.lerc import (
     model_version_train,
     model_versions_fail_stale,
 )
-from tests.factories import make_item, make_judgment, make_project, make_stage, make_worker
-
-from .conftest import toy_examples
+from testing.factories import make_item, make_judgment, make_project, make_stage
+from tests.support.lerc import likert_project_from_toy
 
 pytestmark = pytest.mark.django_db
-
-
-def likert_project_from_toy(n: int = 24, *, dev_copies: bool = True):
-    """Train items from the toy fixture; dev items repeat their contents (the tiny model only
-    has to memorise), so a trained version has a high validation Pearson."""
-    project = make_project(kind=TaskKind.LIKERT)
-    stage = make_stage(project)
-    worker = make_worker()
-    for split in ("train", "dev") if dev_copies else ("train",):
-        for example in toy_examples(n):
-            item = make_item(project, split=split, dataset="toy", content={
-                "passage": example.passage, "question": example.question,
-                "references": list(example.references), "candidate": example.candidate,
-            })
-            make_judgment(item=item, stage=stage, worker=worker, score=example.score)
-    return project, stage
-
-
-@pytest.fixture
-def lerc_settings(settings, tmp_path, tiny_options):
-    settings.QAJ_ARTIFACT_ROOT = str(tmp_path / "artifacts")
-    settings.QAJ_LERC_TRAIN_OPTIONS = {**tiny_options, "epochs": 10}
-    return settings
 
 
 def test_dataset_gold_mean_drops_exact_matches_and_pins_judgments():

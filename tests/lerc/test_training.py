@@ -16,8 +16,7 @@ from metrics_app.lerc.train import (
     pairwise_accuracy_of_labels,
     train,
 )
-
-from .conftest import toy_examples
+from tests.support.lerc import toy_examples
 
 
 def test_tiny_bert_overfits_saves_reloads_and_scores_the_same(tmp_path, tiny_options):

@@ -13,9 +13,7 @@ from metrics_app.services.lerc import (
     model_version_train,
 )
 from metrics_app.services.lerc import training as lerc_training
-
-from .conftest import toy_examples
-from .test_services import lerc_settings, likert_project_from_toy  # noqa: F401
+from tests.support.lerc import likert_project_from_toy, toy_examples
 
 
 def test_learning_rate_search_keeps_the_best_validation_pearson(tmp_path, tiny_options):
@@ -60,7 +58,7 @@ def test_gradient_accumulation_matches_one_bigger_batch(tmp_path, tiny_options):
 
 
 @pytest.mark.django_db
-def test_cancelling_a_version_in_training_stops_it(lerc_settings, monkeypatch):  # noqa: F811
+def test_cancelling_a_version_in_training_stops_it(lerc_settings, monkeypatch):
     project, _ = likert_project_from_toy(6)
     version = model_version_create(projects=[project])
     real_call = lerc_training._ProgressReporter.__call__

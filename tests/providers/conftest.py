@@ -6,9 +6,9 @@ from decimal import Decimal
 
 import pytest
 
-from annotation.models import Provider, StageKind, StageStatus, TaskKind
+from annotation.models import Provider, TaskKind
 from annotation.providers import override_provider
-from tests.factories import make_item, make_project, make_stage
+from testing.factories import make_item, make_project
 
 
 @pytest.fixture(autouse=True)
@@ -54,8 +54,7 @@ def stubbed():
 @pytest.fixture
 def mturk_server(settings, aws_env):
     from annotation.providers.mturk import MTurkProvider
-
-    from .mturk_server import MTurkServer
+    from testing.mturk_server import MTurkServer
 
     with MTurkServer() as server:
         settings.MTURK_ENDPOINT_URL = server.url
@@ -78,22 +77,10 @@ def likert_study(db):
     return project, gold, items
 
 
-def make_stages(project, provider: str):
-    qualification = make_stage(project, kind=StageKind.QUALIFICATION, status=StageStatus.DRAFT,
-                               provider=provider, order=1, settings={"max_workers": 6})
-    trial = make_stage(project, kind=StageKind.TRIAL, status=StageStatus.DRAFT, provider=provider,
-                       order=2, requires_stage=qualification, judgments_per_item=3,
-                       settings={"n_items": 10})
-    full = make_stage(project, kind=StageKind.FULL, status=StageStatus.DRAFT, provider=provider,
-                      order=3, requires_stage=qualification, agreement_threshold=0.5)
-    return qualification, trial, full
-
-
 @pytest.fixture
 def prolific_server(settings):
     from annotation.providers.prolific import ProlificProvider
-
-    from .prolific_server import ProlificServer
+    from testing.prolific_server import ProlificServer
 
     with ProlificServer(token="prolific-test-token") as server:
         settings.PROLIFIC_API_URL = server.url

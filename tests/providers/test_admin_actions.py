@@ -8,7 +8,7 @@ import pytest
 from django.urls import reverse
 
 from annotation.models import AssignmentStatus, StageStatus, TaskKind, WorkerStatus
-from tests.factories import (
+from testing.factories import (
     make_assignment,
     make_item,
     make_judgment,

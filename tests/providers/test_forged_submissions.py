@@ -32,7 +32,7 @@ from annotation.services.review import (
     stage_sync_and_review,
 )
 from annotation.services.stages import stage_publish
-from tests.factories import (
+from testing.factories import (
     make_assignment,
     make_item,
     make_judgment,
@@ -40,8 +40,7 @@ from tests.factories import (
     make_stage,
     make_worker,
 )
-
-from .workers_sim import gold_score, mturk_worker_submits
+from testing.workers_sim import gold_score, mturk_worker_submits
 
 pytestmark = pytest.mark.django_db
 

@@ -22,10 +22,9 @@ from annotation.models import (
 )
 from annotation.services.review import stage_sync_and_review
 from annotation.services.stages import stage_publish
-from tests.conftest import IN_CI
-from tests.factories import make_stage
-
-from .workers_sim import gold_score, mturk_worker_submits
+from testing.factories import make_stage
+from testing.workers_sim import gold_score, mturk_worker_submits
+from tests.support.paths import IN_CI
 
 pytestmark = [pytest.mark.mturk, pytest.mark.reliability, pytest.mark.integration,
               pytest.mark.django_db(transaction=True)]

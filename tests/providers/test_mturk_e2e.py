@@ -20,16 +20,15 @@ from annotation.models import (
 from annotation.services.review import assignment_bonus_pay, stage_sync_and_review
 from annotation.services.stage_errors import GuardFailed
 from annotation.services.stages import stage_publish
-
-from .conftest import make_stages
-from .mturk_server import MTurkError
-from .workers_sim import (
+from testing.mturk_server import MTurkError
+from testing.workers_sim import (
     gold_score,
     gold_then_wrong,
     mturk_worker_submits,
     scores_cycle,
     wrong_score,
 )
+from tests.support.providers import make_stages
 
 pytestmark = [pytest.mark.mturk, pytest.mark.django_db]
 

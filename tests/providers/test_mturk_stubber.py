@@ -17,9 +17,8 @@ from annotation.providers.mturk_protocol import (
     mturk_endpoint,
 )
 from annotation.services.stages import stage_hits_build
-from tests.factories import make_assignment, make_hit, make_worker
-
-from .conftest import make_stages
+from testing.factories import make_assignment, make_hit, make_worker
+from tests.support.providers import make_stages
 
 pytestmark = [pytest.mark.mturk, pytest.mark.django_db]
 

@@ -14,7 +14,7 @@ from annotation.services.costs import project_committed_cost, stage_cost_estimat
 from annotation.services.stage_errors import BudgetExceeded
 from annotation.services.stage_plans import DEFAULT_QUALIFICATION_WORKERS, stage_hit_plan
 from annotation.services.stages import stage_hits_build, stage_publish
-from tests.factories import make_item, make_project, make_stage
+from testing.factories import make_item, make_project, make_stage
 
 pytestmark = pytest.mark.django_db
 

@@ -19,17 +19,16 @@ from annotation.models import (
 )
 from annotation.services.review import assignment_bonus_pay, stage_sync_and_review
 from annotation.services.stages import stage_publish
-from tests.factories import make_item, make_stage
-
-from .conftest import make_stages
-from .prolific_server import ApiError
-from .workers_sim import (
+from testing.factories import make_item, make_stage
+from testing.prolific_server import ApiError
+from testing.workers_sim import (
     gold_score,
     page_config,
     prolific_participant_submits,
     scores_cycle,
     wrong_score,
 )
+from tests.support.providers import make_stages
 
 pytestmark = [pytest.mark.prolific, pytest.mark.django_db]
 

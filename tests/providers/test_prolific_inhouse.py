@@ -23,9 +23,8 @@ from annotation.services.review import (
     workers_notify,
 )
 from annotation.services.stages import stage_close, stage_extend, stage_publish
-from tests.factories import make_item, make_project, make_stage, make_worker
-
-from .workers_sim import _submit, scores_cycle
+from testing.factories import make_item, make_project, make_stage, make_worker
+from testing.workers_sim import _submit, scores_cycle
 
 pytestmark = pytest.mark.django_db
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from .bench_publish import publish_benchmark
+from testing.publish_benchmark import publish_benchmark
 
 pytestmark = [pytest.mark.mturk, pytest.mark.reliability, pytest.mark.django_db]
 

@@ -18,9 +18,8 @@ from annotation.models import (
 )
 from annotation.services.review import stage_sync_and_review
 from annotation.services.stages import stage_close, stage_publish
-from tests.factories import make_stage
-
-from .workers_sim import mturk_worker_submits, scores_cycle
+from testing.factories import make_stage
+from testing.workers_sim import mturk_worker_submits, scores_cycle
 
 pytestmark = [pytest.mark.mturk, pytest.mark.django_db]
 

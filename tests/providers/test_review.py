@@ -29,7 +29,7 @@ from annotation.services.review import (
     worker_block_everywhere,
     workers_notify,
 )
-from tests.factories import (
+from testing.factories import (
     make_assignment,
     make_item,
     make_judgment,

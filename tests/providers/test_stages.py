@@ -26,9 +26,8 @@ from annotation.services.stages import (
     stage_publish,
     stage_transition,
 )
-from tests.factories import make_item, make_judgment, make_project, make_stage, make_worker
-
-from .conftest import make_stages
+from testing.factories import make_item, make_judgment, make_project, make_stage, make_worker
+from tests.support.providers import make_stages
 
 pytestmark = pytest.mark.django_db
 

@@ -7,9 +7,8 @@ import pytest
 from annotation.models import Assignment, AssignmentStatus, StageKind, StageStatus
 from annotation.services.review import provider_sync, stage_sync_and_review
 from annotation.services.stages import stage_publish
-from tests.factories import make_stage
-
-from .workers_sim import mturk_worker_submits, scores_cycle
+from testing.factories import make_stage
+from testing.workers_sim import mturk_worker_submits, scores_cycle
 
 pytestmark = [pytest.mark.mturk, pytest.mark.reliability, pytest.mark.django_db]
 

@@ -13,9 +13,8 @@ from django.utils import timezone
 
 from annotation.models import AssignmentStatus, HitStatus, ProviderCall, ProviderCallStatus
 from annotation.services.review import assignment_bonus_pay
-from tests.factories import make_assignment, make_hit, make_worker
-
-from .conftest import make_stages
+from testing.factories import make_assignment, make_hit, make_worker
+from tests.support.providers import make_stages
 
 pytestmark = [pytest.mark.mturk, pytest.mark.django_db]
 

@@ -15,7 +15,7 @@ from metrics_app.services.meta_evaluation_report import (
     scatter_points,
 )
 from metrics_app.services.scoring import project_score_metrics
-from tests.factories import make_item, make_judgment, make_project, make_stage, make_worker
+from testing.factories import make_item, make_judgment, make_project, make_stage, make_worker
 
 pytestmark = pytest.mark.django_db
 

@@ -17,7 +17,7 @@ from metrics_app.services.scoring import (
     item_scoring_job_run,
     scoring_jobs_enqueue_pending,
 )
-from tests.factories import make_user
+from testing.factories import make_user
 from worker.tasks import metrics as metric_tasks
 
 pytestmark = pytest.mark.django_db

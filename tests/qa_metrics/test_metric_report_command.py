@@ -10,7 +10,7 @@ from django.core.management.base import CommandError
 
 from annotation.models import TaskKind
 from metrics_app.services.scoring import project_score_metrics
-from tests.factories import make_item, make_judgment, make_project, make_stage, make_worker
+from testing.factories import make_item, make_judgment, make_project, make_stage, make_worker
 
 pytestmark = pytest.mark.django_db
 

@@ -9,7 +9,7 @@ from annotation.models import TaskKind
 from metrics_app.models import ScoringJob
 from metrics_app.services.meta_evaluation_report import metric_report_refresh
 from metrics_app.services.scoring import project_score_metrics
-from tests.factories import make_item, make_judgment, make_project, make_stage, make_user
+from testing.factories import make_item, make_judgment, make_project, make_stage, make_user
 
 pytestmark = pytest.mark.django_db
 

@@ -24,7 +24,7 @@ from metrics_app.models import MetricScore
 from metrics_app.registry import MetricInput, get_metric
 from metrics_app.services.meta_evaluation_report import metric_evaluation_build
 from metrics_app.services.scoring import project_score_metrics
-from tests.factories import make_project
+from testing.factories import make_project
 
 pytestmark = [pytest.mark.django_db, pytest.mark.slow]
 

@@ -10,7 +10,7 @@ from django.core.management import CommandError, call_command
 from annotation.models import TaskKind
 from metrics_app.models import MetricScore, ScoringJob, ScoringStatus
 from metrics_app.services import scoring
-from tests.factories import make_item, make_project
+from testing.factories import make_item, make_project
 
 pytestmark = pytest.mark.django_db
 

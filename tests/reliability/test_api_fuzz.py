@@ -16,7 +16,7 @@ from rest_framework.authtoken.models import Token
 from schemathesis import GenerationMode, checks
 
 from annotation.models import TaskKind
-from tests.factories import item_content, make_item, make_project, make_stage, make_user
+from testing.factories import item_content, make_item, make_project, make_stage, make_user
 
 pytestmark = [pytest.mark.reliability, pytest.mark.django_db]
 

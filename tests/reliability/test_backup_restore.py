@@ -15,9 +15,9 @@ from django.db import connection
 
 from annotation.models import TaskKind
 from annotation.services.assignments import assignment_start, assignment_submit
-from tests.annotator.conftest import make_task
-from tests.conftest import IN_CI
-from tests.factories import make_worker
+from testing.factories import make_worker
+from tests.support.paths import IN_CI
+from tests.support.tasks import make_task
 
 pytestmark = [pytest.mark.reliability, pytest.mark.django_db(transaction=True)]
 

@@ -17,8 +17,8 @@ from annotation.services.access import assignment_token_make
 from annotation.services.assignments import assignment_start
 from metrics_app.models import ScoringJob, ScoringStatus
 from metrics_app.services.scoring import scoring_jobs_enqueue_pending
-from tests.annotator.conftest import make_task
-from tests.factories import make_worker
+from testing.factories import make_worker
+from tests.support.tasks import make_task
 from worker.celery import app as celery_app
 
 pytestmark = [pytest.mark.reliability, pytest.mark.django_db(transaction=True)]

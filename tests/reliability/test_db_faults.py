@@ -21,9 +21,9 @@ from django.urls import reverse
 from annotation.models import Judgment, TaskKind
 from annotation.services.access import assignment_token_make
 from annotation.services.assignments import assignment_start
-from tests.annotator.conftest import make_task
-from tests.conftest import IN_CI
-from tests.factories import make_worker
+from testing.factories import make_worker
+from tests.support.paths import IN_CI
+from tests.support.tasks import make_task
 
 pytestmark = [pytest.mark.reliability, pytest.mark.integration,
               pytest.mark.django_db(transaction=True)]

@@ -31,8 +31,8 @@ from annotation.models import (
 )
 from annotation.services.access import assignment_token_resolve, inhouse_link_create
 from annotation.task_selectors import preview_presented_order
-from tests.annotator.conftest import make_task
-from tests.factories import make_hit, make_judgment, make_stage, make_worker
+from testing.factories import make_hit, make_judgment, make_stage, make_worker
+from tests.support.tasks import make_task
 
 pytestmark = [pytest.mark.reliability, pytest.mark.django_db]
 

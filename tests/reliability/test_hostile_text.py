@@ -7,9 +7,8 @@ import pytest
 
 from annotation.models import Judgment, TaskKind
 from annotation.services.assignments import assignment_start, assignment_submit
-from tests.annotator.conftest import make_task
-from tests.annotator.test_assignments import ab_answer
-from tests.factories import make_user, make_worker
+from testing.factories import make_user, make_worker
+from tests.support.tasks import ab_answer, make_task
 
 pytestmark = [pytest.mark.reliability, pytest.mark.django_db]
 

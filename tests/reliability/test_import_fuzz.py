@@ -14,7 +14,7 @@ from django.core.management.base import CommandError
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.importers.helpers import AB_ROW, LIKERT_ROW, MC_ROW, db_state, run_import
+from tests.support.imports import AB_ROW, LIKERT_ROW, MC_ROW, db_state, run_import
 
 pytestmark = [pytest.mark.reliability, pytest.mark.django_db]
 

@@ -9,8 +9,8 @@ import pytest
 
 from annotation.models import TaskKind
 from metrics_app.models import MetricScore, ScoringJob, ScoringStatus
-from tests.factories import item_content, make_item, make_project
-from tests.lerc.test_celery_e2e import redis_url, send, wait_for, workers  # noqa: F401
+from testing.factories import item_content, make_item, make_project
+from tests.support.celery_workers import send, wait_for
 from worker.tasks.metrics import score_project
 
 pytestmark = [pytest.mark.reliability, pytest.mark.integration, pytest.mark.slow]
@@ -18,8 +18,8 @@ pytestmark = [pytest.mark.reliability, pytest.mark.integration, pytest.mark.slow
 N_ITEMS = 800
 
 
-def test_scoring_job_killed_mid_way_is_redelivered_and_scores_each_item_once(workers,  # noqa: F811
-                                                                             redis_url):  # noqa: F811
+def test_scoring_job_killed_mid_way_is_redelivered_and_scores_each_item_once(workers,
+                                                                             redis_url):
     project = make_project(TaskKind.LIKERT)
     for n in range(N_ITEMS):
         content = item_content(TaskKind.LIKERT, n)

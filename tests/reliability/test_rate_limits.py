@@ -17,9 +17,9 @@ from django.test import override_settings
 from django.urls import reverse
 
 from annotation.models import Provider, TaskKind
-from tests.annotator.conftest import make_task
-from tests.conftest import REPO_ROOT
-from tests.factories import make_hit
+from testing.factories import make_hit
+from tests.support.paths import REPO_ROOT
+from tests.support.tasks import make_task
 
 pytestmark = [pytest.mark.reliability, pytest.mark.django_db]
 

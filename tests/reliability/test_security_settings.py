@@ -17,9 +17,9 @@ from django.urls import reverse
 
 from annotation.models import Provider, TaskKind
 from annotation.services.access import inhouse_link_create
-from tests.annotator.conftest import make_task
-from tests.conftest import REPO_ROOT
-from tests.factories import make_hit, make_stage, make_worker
+from testing.factories import make_hit, make_stage, make_worker
+from tests.support.paths import REPO_ROOT
+from tests.support.tasks import make_task
 
 pytestmark = pytest.mark.reliability
 

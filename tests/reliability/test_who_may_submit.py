@@ -29,9 +29,8 @@ from annotation.services.assignments import (
     assignment_release_abandoned,
     assignment_start,
 )
-from tests.annotator.conftest import make_task
-from tests.annotator.test_views import api, page_config
-from tests.factories import make_hit, make_judgment, make_stage, make_user, make_worker
+from testing.factories import make_hit, make_judgment, make_stage, make_user, make_worker
+from tests.support.tasks import api, make_task, page_config
 
 pytestmark = [pytest.mark.django_db, pytest.mark.reliability]
 

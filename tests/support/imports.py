@@ -5,7 +5,8 @@ import json
 from io import StringIO
 from pathlib import Path
 
-from django.core.management import call_command
+import pytest
+from django.core.management import CommandError, call_command
 
 from annotation.models import Item, Judgment, Project, Stage, Worker
 
@@ -81,3 +82,11 @@ MC_ROW = {
     "judgments": [{"worker": "p1", "choice": "B", "presented_order": ["C", "A", "D", "B"],
                    "extra": {"is_correct": False}}],
 }
+
+
+def import_fails(*args: str, match: str) -> str:
+    before = db_state()
+    with pytest.raises(CommandError, match=match) as info:
+        run_import(*args)
+    assert db_state() == before, "a failed import must leave the database unchanged"
+    return str(info.value)

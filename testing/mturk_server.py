@@ -12,7 +12,7 @@ and lost responses (the operation is done, then the connection is closed without
 Workers are simulated through Python methods (`worker_accept`, `worker_submit`) that enforce the
 HIT type's QualificationRequirements and worker blocks the way MTurk does.
 
-Run standalone for the publishing benchmark: `python tests/providers/mturk_server.py --port 8443`.
+Run standalone for the publishing benchmark: `python testing/mturk_server.py --port 8443`.
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Publishing many HITs against the local MTurk-protocol server with injected throttling.
 
-    from tests.providers.bench_publish import publish_benchmark
+    from testing.publish_benchmark import publish_benchmark
     result = publish_benchmark(n_hits=1000, throttle_rate=0.10)   # needs a Django test DB
 
 Builds a project with one item per HIT, publishes an MTurk stage through the real boto3 client
@@ -23,9 +23,8 @@ def publish_benchmark(*, n_hits: int = 1000, throttle_rate: float = 0.10, seed: 
                       lost_responses: int = 3, retry_base_seconds: float = 0.01) -> dict:
     from annotation.providers.mturk import MTurkProvider
     from annotation.services.stages import stage_publish
-    from tests.factories import make_item, make_project, make_stage
-
-    from .mturk_server import MTurkServer
+    from testing.factories import make_item, make_project, make_stage
+    from testing.mturk_server import MTurkServer
 
     project = make_project(TaskKind.LIKERT, items_per_hit=1, redundancy={"default": 3},
                            reward_per_hit=Decimal("0.10"))
