@@ -5,5 +5,5 @@ DEBUG = False
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 # The tests' tiny random BERTs cannot beat token F1; the promotion floor has its own tests
-# (tests/lerc/test_promotion_floor.py), which set the baselines they compare against.
+# (tests/metrics_app/lerc/test_promotion_floor.py), which set the baselines they compare against.
 QAJ_LERC_PROMOTION_BASELINES: list[str] = []

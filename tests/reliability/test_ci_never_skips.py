@@ -12,7 +12,7 @@ from tests.support.paths import REPO_ROOT
 
 pytestmark = pytest.mark.reliability
 
-SHARED_DATABASE_TESTS = ["tests/annotator/test_races.py", "tests/providers/test_killed_sync.py"]
+SHARED_DATABASE_TESTS = ["tests/annotation/services/assignments/test_races.py", "tests/annotation/providers/test_killed_sync.py"]
 MESSAGE = "needs a file-based SQLite test database"
 
 

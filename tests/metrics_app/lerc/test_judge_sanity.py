@@ -8,15 +8,15 @@ rules must hold for any promoted model, including the first small one a new proj
 from __future__ import annotations
 
 import hashlib
-from pathlib import Path
 
 import pytest
 
 from metrics_app.lerc.data import LercExample
 from metrics_app.lerc.infer import LercScorer
 from metrics_app.lerc.train import TrainConfig, train
+from tests.support.paths import shared_data_path
 
-DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "open_qa_judgments"
+DATA = shared_data_path() / "open_qa_judgments"
 
 PROBES = [
     # (question, references, right answer, contradicting answer)

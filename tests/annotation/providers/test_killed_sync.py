@@ -8,7 +8,6 @@ import subprocess
 import sys
 import threading
 from decimal import Decimal
-from pathlib import Path
 
 import pytest
 from django.db import connection
@@ -24,12 +23,12 @@ from annotation.services.review import stage_sync_and_review
 from annotation.services.stages import stage_publish
 from testing.factories import make_stage
 from testing.workers_sim import gold_score, mturk_worker_submits
-from tests.support.paths import IN_CI
+from tests.support.paths import IN_CI, REPO_ROOT
 
 pytestmark = [pytest.mark.mturk, pytest.mark.reliability, pytest.mark.integration,
               pytest.mark.django_db(transaction=True)]
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = REPO_ROOT
 SYNC_SCRIPT = """
 import faulthandler, os, sys, django
 faulthandler.dump_traceback_later(45, exit=True)  # a hung sync shows where it hangs

@@ -1,6 +1,6 @@
 """Scoring posted items with heavy metrics: `POST /api/metrics/score/` stores an
 `ItemScoringJob` (202) instead of scoring in the request, the Celery task scores it, and only its
-creator (or a superuser) reads the results. LERC end to end: tests/lerc/test_api.py."""
+creator (or a superuser) reads the results. LERC end to end: tests/metrics_app/lerc/test_api.py."""
 from __future__ import annotations
 
 from datetime import timedelta

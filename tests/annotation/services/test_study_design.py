@@ -4,7 +4,6 @@ participants, on in-house links, Prolific and MTurk HIT plans; and items a worke
 an earlier stage (the qualification graded against gold) never come back to them."""
 from __future__ import annotations
 
-from pathlib import Path
 from urllib.parse import urlencode
 
 import pytest
@@ -31,12 +30,12 @@ from annotation.services.assignments import (
 from annotation.services.imports import import_records
 from annotation.services.stage_plans import stage_hit_plan, stage_items_choose
 from testing.factories import make_hit, make_item, make_project, make_stage, make_worker
+from tests.support.paths import shared_data_path
 from tests.support.tasks import api, page_config
 
 pytestmark = [pytest.mark.django_db, pytest.mark.reliability]
 
-ONESTOPQA = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "onestopqa" / \
-    "onestop_qa.json"
+ONESTOPQA = shared_data_path() / "onestopqa" / "onestop_qa.json"
 N_PARTICIPANTS = 6
 
 
