@@ -26,8 +26,10 @@ import threading
 import time
 from collections import defaultdict
 from decimal import Decimal
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Any
+
+from testing.http_fake import FakeApiHandler
 
 TARGET_PREFIX = "MTurkRequesterServiceV20170117."
 APPROVAL_RATE = "000000000000000000L0"
@@ -347,18 +349,7 @@ class MTurkServer:
     def _handler_class(self):
         server = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def setup(self) -> None:
-                super().setup()
-                # Headers and body go out in two writes; without this, Nagle's algorithm and
-                # delayed ACKs add ~40 ms to every request.
-                self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-            def log_message(self, *args) -> None:  # quiet
-                pass
-
+        class Handler(FakeApiHandler):
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = json.loads(self.rfile.read(length) or b"{}")

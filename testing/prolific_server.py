@@ -18,8 +18,10 @@ import threading
 import time
 from collections import defaultdict
 from decimal import Decimal
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from urllib.parse import parse_qs, urlparse
+
+from testing.http_fake import FakeApiHandler
 
 PAGE_SIZE = 2
 MIN_REJECTION_MESSAGE = 100
@@ -233,18 +235,7 @@ class ProlificServer:
     def _handler_class(self):
         server = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def setup(self) -> None:
-                super().setup()
-                # Headers and body go out in two writes; without this, Nagle's algorithm and
-                # delayed ACKs add ~40 ms to every request.
-                self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-            def log_message(self, *args) -> None:
-                pass
-
+        class Handler(FakeApiHandler):
             def _serve(self, method: str) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length) if length else b""
