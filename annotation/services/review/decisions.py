@@ -143,51 +143,51 @@ def _require_confirmed(assignment: Assignment, action: str) -> None:
 
 def assignment_approve(*, assignment: Assignment, feedback: str = "",
                        allow_flagged: bool = False) -> Assignment:
-    allowed = {AssignmentStatus.SUBMITTED, AssignmentStatus.APPROVED}
-    if allow_flagged:
-        allowed.add(AssignmentStatus.FLAGGED)
-    if assignment.status not in allowed:
-        raise ReviewError(f"{assignment} is {assignment.get_status_display()}; cannot approve")
-    if assignment.status == AssignmentStatus.APPROVED:
-        return assignment  # approved before: nothing is sent again
-    _require_confirmed(assignment, "approve")
     provider = get_provider(assignment.stage.provider)
-    provider_call_run(
-        provider=assignment.stage.provider, operation="ApproveAssignment",
-        key=f"{assignment.stage.provider}:approve:{assignment.pk}",
-        call_fn=lambda _token: provider.approve(assignment=assignment, feedback=feedback),
-        stage=assignment.stage, assignment=assignment, worker=assignment.worker,
-    )
-    assignment.status = AssignmentStatus.APPROVED
-    assignment.reviewed_at = assignment.reviewed_at or timezone.now()
-    assignment.save(update_fields=["status", "reviewed_at"])
-    return assignment
+    return _assignment_decide(
+        assignment, status=AssignmentStatus.APPROVED, verb="approve",
+        operation="ApproveAssignment", allow_flagged=allow_flagged,
+        call_fn=lambda _token: provider.approve(assignment=assignment, feedback=feedback))
 
 
 def assignment_reject(*, assignment: Assignment, reason: str,
                       allow_flagged: bool = False) -> Assignment:
     if not reason.strip():
         raise ReviewError("a rejection needs a reason the worker can read")
-    allowed = {AssignmentStatus.SUBMITTED, AssignmentStatus.REJECTED}
+    provider = get_provider(assignment.stage.provider)
+    return _assignment_decide(
+        assignment, status=AssignmentStatus.REJECTED, verb="reject",
+        operation="RejectAssignment", allow_flagged=allow_flagged,
+        call_fn=lambda _token: provider.reject(assignment=assignment, reason=reason),
+        request={"reason": reason}, note=f"Rejected: {reason}")
+
+
+def _assignment_decide(assignment: Assignment, *, status: str, verb: str, operation: str,
+                       call_fn, allow_flagged: bool, request: dict | None = None,
+                       note: str = "") -> Assignment:
+    """Approve or reject on the provider once (a repeat sends nothing and adds no note), then
+    record it; only submitted (or, when allowed, flagged) work the provider confirmed."""
+    allowed = {AssignmentStatus.SUBMITTED, status}
     if allow_flagged:
         allowed.add(AssignmentStatus.FLAGGED)
     if assignment.status not in allowed:
-        raise ReviewError(f"{assignment} is {assignment.get_status_display()}; cannot reject")
-    if assignment.status == AssignmentStatus.REJECTED:
-        return assignment  # rejected before: nothing is sent, the note is not added again
-    _require_confirmed(assignment, "reject")
-    provider = get_provider(assignment.stage.provider)
+        raise ReviewError(f"{assignment} is {assignment.get_status_display()}; cannot {verb}")
+    if assignment.status == status:
+        return assignment  # decided before: nothing is sent again
+    _require_confirmed(assignment, verb)
     provider_call_run(
-        provider=assignment.stage.provider, operation="RejectAssignment",
-        key=f"{assignment.stage.provider}:reject:{assignment.pk}",
-        call_fn=lambda _token: provider.reject(assignment=assignment, reason=reason),
+        provider=assignment.stage.provider, operation=operation,
+        key=f"{assignment.stage.provider}:{verb}:{assignment.pk}", call_fn=call_fn,
         stage=assignment.stage, assignment=assignment, worker=assignment.worker,
-        request={"reason": reason},
+        **({"request": request} if request else {}),
     )
-    assignment.status = AssignmentStatus.REJECTED
+    assignment.status = status
     assignment.reviewed_at = assignment.reviewed_at or timezone.now()
-    assignment.review_note = (assignment.review_note + f" Rejected: {reason}").strip()
-    assignment.save(update_fields=["status", "reviewed_at", "review_note"])
+    fields = ["status", "reviewed_at"]
+    if note:
+        assignment.review_note = (assignment.review_note + " " + note).strip()
+        fields.append("review_note")
+    assignment.save(update_fields=fields)
     return assignment
 
 
