@@ -463,23 +463,27 @@ def cohen_kappa(
 
 
 def pearson(a, b) -> float | None:
+    """Pearson r over the pairs where both values exist (None or NaN left out); None when
+    undefined (fewer than two pairs, or a side without variation). The one definition: metric
+    evaluation and LERC training use it too."""
     from scipy.stats import pearsonr
 
-    a, b = _paired(a, b)
-    a, b = a.astype(float), b.astype(float)
-    if len(a) < 2 or np.ptp(a) == 0 or np.ptp(b) == 0:
-        return None
-    return _none_if_nan(pearsonr(a, b).statistic)
+    return _correlation(pearsonr, a, b)
 
 
 def spearman(a, b) -> float | None:
+    """Spearman ρ, as `pearson` treats missing values and undefined cases."""
     from scipy.stats import spearmanr
 
+    return _correlation(spearmanr, a, b)
+
+
+def _correlation(statistic, a, b) -> float | None:
     a, b = _paired(a, b)
     a, b = a.astype(float), b.astype(float)
     if len(a) < 2 or np.ptp(a) == 0 or np.ptp(b) == 0:
         return None
-    return _none_if_nan(spearmanr(a, b).statistic)
+    return _none_if_nan(statistic(a, b).statistic)
 
 
 # --------------------------------------------------------------------------------------------
