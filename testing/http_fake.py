@@ -16,3 +16,17 @@ class FakeApiHandler(BaseHTTPRequestHandler):
 
     def log_message(self, *args) -> None:  # quiet
         pass
+
+    def lose_response_if_asked(self, server, key: str) -> bool:
+        """Simulate a response lost on the way back (the call took effect, the client never
+        hears so) when the test asked for it on `key`: the connection is cut."""
+        if server.lose_response_next[key] <= 0:
+            return False
+        server.lose_response_next[key] -= 1
+        server.stats["lost_responses"] += 1
+        self.close_connection = True
+        try:
+            self.connection.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        return True

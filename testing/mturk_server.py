@@ -20,7 +20,6 @@ import argparse
 import itertools
 import json
 import random
-import socket
 import string
 import threading
 import time
@@ -379,14 +378,7 @@ class MTurkServer:
                         server.state.calls.append(operation)
                     except MTurkError as exc:
                         return self._reply(exc.status, {"__type": exc.code, "Message": str(exc)})
-                    if server.lose_response_next[operation] > 0:
-                        server.lose_response_next[operation] -= 1
-                        server.stats["lost_responses"] += 1
-                        self.close_connection = True
-                        try:
-                            self.connection.shutdown(socket.SHUT_RDWR)
-                        except OSError:
-                            pass
+                    if self.lose_response_if_asked(server, operation):
                         return None
                 stall = server.stall_after.pop(operation, None)
                 if stall is not None:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import itertools
 import json
 import re
-import socket
 import threading
 import time
 from collections import defaultdict
@@ -256,14 +255,7 @@ class ProlificServer:
                                                      json.loads(raw or b"{}"))
                     except ApiError as exc:
                         return self._reply(exc.status, {"error": {"detail": str(exc)}})
-                    if server.lose_response_next[key] > 0:
-                        server.lose_response_next[key] -= 1
-                        server.stats["lost_responses"] += 1
-                        self.close_connection = True
-                        try:
-                            self.connection.shutdown(socket.SHUT_RDWR)
-                        except OSError:
-                            pass
+                    if self.lose_response_if_asked(server, key):
                         return None
                 return self._reply(200 if method != "POST" else 201, result)
 
