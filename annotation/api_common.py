@@ -1,5 +1,6 @@
 """API plumbing shared by the REST endpoints of both apps: the documented error responses
-(`with_errors`), model validation errors as 400s, and the one pagination and parser setup."""
+(`with_errors`), model validation errors as 400s, and the one pagination (`paginated_response`)
+and parser setup."""
 from __future__ import annotations
 
 from django.core.exceptions import ValidationError as DjangoValidationError
@@ -8,6 +9,7 @@ from drf_spectacular.utils import OpenApiResponse
 from rest_framework import serializers
 from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.parsers import JSONParser
+from rest_framework.response import Response
 
 
 def django_to_drf(error: DjangoValidationError) -> serializers.ValidationError:
@@ -54,3 +56,13 @@ class JsonApiMixin:
     # JSON only: item content and settings are nested objects that form encoding cannot carry.
     parser_classes = (JSONParser,)
     pagination_class = ApiPagination
+
+
+def paginated_response(*, request, view, queryset, serializer_class, on_page=None) -> Response:
+    """One page of `queryset` (limit/offset, the envelope every list answers with) serialized
+    with `serializer_class`; `on_page(page)` attaches what the rows need first (progress)."""
+    paginator = view.pagination_class()
+    page = paginator.paginate_queryset(queryset, request, view=view)
+    if on_page is not None:
+        on_page(page)
+    return paginator.get_paginated_response(serializer_class(page, many=True).data)

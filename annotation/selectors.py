@@ -357,3 +357,44 @@ def worker_history(*, worker: Worker) -> WorkerHistory:
         mean_time_ms=judgments["ms"], bonus_paid=bonus,
         qualifications=list(WorkerQualification.objects.filter(worker=worker)
                             .select_related("stage")))
+
+
+# --- What the REST API reads ----------------------------------------------------------------------
+
+
+def project_list(*, user) -> QuerySet[Project]:
+    """The projects `user` may see, newest first, with owner and sharing loaded."""
+    return (
+        projects_visible_to(user)
+        .select_related("owner")
+        .prefetch_related("shared_with")
+        .order_by("-created_at", "id")
+    )
+
+
+def project_with_progress(*, user, slug: str) -> Project | None:
+    """One visible project with its progress counts attached; None when the user may not see
+    it (or it does not exist)."""
+    project = project_list(user=user).filter(slug=slug).first()
+    if project is not None:
+        project.progress = project_progress(projects=[project])[project.pk]
+    return project
+
+
+def project_stage(*, project: Project, stage_id) -> Stage | None:
+    """A stage of this project by id; None for another project's stage or no stage."""
+    return Stage.objects.filter(project=project, pk=stage_id).first()
+
+
+def project_item(*, project: Project, item_id: int) -> Item | None:
+    return Item.objects.filter(project=project, pk=item_id).first()
+
+
+def stage_list(*, project: Project) -> QuerySet[Stage]:
+    """A project's stages in order, with their explicit item counts."""
+    return (
+        Stage.objects.filter(project=project)
+        .select_related("project")
+        .annotate(explicit_item_count=Count("items"))
+        .order_by("order", "id")
+    )
