@@ -1,7 +1,8 @@
 """Crowd providers behind one interface (`base.CrowdProvider`): MTurk, Prolific, in-house.
 
     provider = get_provider(stage.provider)
-    provider.publish_stage(stage=stage)
+    for update in provider.publish_stage(stage=stage):  # HitUpdate / HitFailure per HIT
+        ...  # annotation.services.hits records them: providers write no rows
 
 Tests replace a provider (for instance an MTurk provider holding a stubbed boto3 client) with
 `override_provider`.
@@ -11,7 +12,14 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterator
 
-from .base import CrowdProvider, PublishReport, Submission, SubmissionStatus
+from .base import (
+    CrowdProvider,
+    HitFailure,
+    HitUpdate,
+    PublishReport,
+    Submission,
+    SubmissionStatus,
+)
 
 _FACTORIES: dict[str, Callable[[], CrowdProvider]] = {}
 _OVERRIDES: dict[str, CrowdProvider] = {}
@@ -58,6 +66,8 @@ def _register_defaults() -> None:
 
 __all__ = [
     "CrowdProvider",
+    "HitFailure",
+    "HitUpdate",
     "PublishReport",
     "Submission",
     "SubmissionStatus",

@@ -38,6 +38,29 @@ class Submission:
     raw: dict[str, Any] = dataclasses.field(default_factory=dict, compare=False)
 
 
+@dataclasses.dataclass(frozen=True)
+class HitUpdate:
+    """What the provider did to one HIT. Providers do not write rows: the service that called
+    them records this on the Hit (`annotation.services.hits.hit_update_record`) as it arrives."""
+
+    hit_id: int
+    status: str
+    external_id: str | None = None  # None: unchanged
+    hit_type_id: str | None = None
+    expires_at: dt.datetime | None = None
+    unique_request_token: str | None = None  # the token a create call used, when new
+    created: bool = True  # publishing: False when the HIT existed already (a resumed publish)
+
+
+@dataclasses.dataclass(frozen=True)
+class HitFailure:
+    """A HIT (or, with `hit_id` None, `count` HITs of a study) the provider could not create."""
+
+    hit_id: int | None
+    error: str
+    count: int = 1
+
+
 @dataclasses.dataclass
 class PublishReport:
     created: int = 0
@@ -84,17 +107,21 @@ class CrowdProvider(abc.ABC):
         return None
 
     # --- publishing ---------------------------------------------------------------------------
+    # HITs whose provider ids must be stored before the create call (MTurk's UniqueRequestToken).
+    needs_request_tokens: bool = False
+
     @abc.abstractmethod
-    def publish_stage(self, *, stage) -> PublishReport:
-        """Create the stage's pending HITs/study on the provider (idempotent, resumable)."""
+    def publish_stage(self, *, stage) -> Iterator[HitUpdate | HitFailure]:
+        """Create the stage's pending HITs/study on the provider (idempotent, resumable),
+        yielding what happened to each HIT as soon as it happened."""
 
-    def expire_stage(self, *, stage) -> None:
+    def expire_stage(self, *, stage) -> Iterator[HitUpdate]:
         """Stop new workers from starting (expire HITs / stop the study)."""
-        return None
+        return iter(())
 
-    def extend_stage(self, *, stage, seconds: int) -> None:
+    def extend_stage(self, *, stage, seconds: int) -> Iterator[HitUpdate]:
         """Keep the stage open `seconds` longer."""
-        return None
+        return iter(())
 
     # --- submissions --------------------------------------------------------------------------
     @abc.abstractmethod

@@ -1,6 +1,6 @@
 """In-house annotators (experts with a signed personal link): everything happens locally.
 
-Publishing opens the stage's HITs; approving or paying is a local record (experts are paid
+Publishing opens the stage's HITs (the service records what this provider yields); approving or paying is a local record (experts are paid
 outside the platform); blocking is the local worker status, which the task pages honour.
 """
 from __future__ import annotations
@@ -10,27 +10,23 @@ from decimal import Decimal
 
 from annotation.models import HitStatus, Provider
 
-from .base import CrowdProvider, PublishReport, Submission
+from .base import CrowdProvider, HitUpdate, Submission
 
 
 class InhouseProvider(CrowdProvider):
     name = Provider.INHOUSE
 
-    def publish_stage(self, *, stage) -> PublishReport:
-        pending = stage.hits.filter(status=HitStatus.PENDING)
-        created = 0
-        for hit in pending:
-            hit.external_id = f"inhouse-{hit.pk}"
-            hit.status = HitStatus.OPEN
-            hit.save(update_fields=["external_id", "status"])
-            created += 1
-        return PublishReport(created=created)
+    def publish_stage(self, *, stage) -> Iterator[HitUpdate]:
+        for hit_id in stage.hits.filter(status=HitStatus.PENDING).values_list("pk", flat=True):
+            yield HitUpdate(hit_id=hit_id, status=HitStatus.OPEN, external_id=f"inhouse-{hit_id}")
 
-    def expire_stage(self, *, stage) -> None:
-        stage.hits.filter(status=HitStatus.OPEN).update(status=HitStatus.EXPIRED)
+    def expire_stage(self, *, stage) -> Iterator[HitUpdate]:
+        for hit_id in stage.hits.filter(status=HitStatus.OPEN).values_list("pk", flat=True):
+            yield HitUpdate(hit_id=hit_id, status=HitStatus.EXPIRED)
 
-    def extend_stage(self, *, stage, seconds: int) -> None:
-        stage.hits.filter(status=HitStatus.EXPIRED).update(status=HitStatus.OPEN)
+    def extend_stage(self, *, stage, seconds: int) -> Iterator[HitUpdate]:
+        for hit_id in stage.hits.filter(status=HitStatus.EXPIRED).values_list("pk", flat=True):
+            yield HitUpdate(hit_id=hit_id, status=HitStatus.OPEN)
 
     def list_submissions(self, *, stage) -> Iterator[Submission]:
         """Nothing to reconcile: the local assignments are the only record."""

@@ -41,7 +41,8 @@ from annotation.providers.calls import (
 
 from .base import (
     CrowdProvider,
-    PublishReport,
+    HitFailure,
+    HitUpdate,
     Submission,
     SubmissionStatus,
     call_token_is_stale,
@@ -245,31 +246,24 @@ class MTurkProvider(CrowdProvider):
         stage_setting_store(stage, "mturk_hit_type_id", type_id)
         return type_id
 
-    def publish_stage(self, *, stage) -> PublishReport:
-        report = PublishReport()
+    needs_request_tokens = True
+
+    def publish_stage(self, *, stage) -> Iterator[HitUpdate | HitFailure]:
         hit_type_id = self.ensure_hit_type(stage)
         url = task_url("annotation:task-mturk", stage=stage, fallback="/task/mturk/{stage_id}/")
         question = external_question_xml(url, int(stage.settings.get("frame_height", 0)))
         for hit in stage.hits.filter(status=HitStatus.PENDING).order_by("id"):
             try:
-                created = self.create_hit(hit=hit, hit_type_id=hit_type_id, question=question)
+                yield self.create_hit(hit=hit, hit_type_id=hit_type_id, question=question)
             except Exception as exc:
-                report.failed += 1
-                report.errors.append(f"HIT {hit.pk}: {error_message(exc)}")
                 logger.warning("CreateHIT for local HIT %s failed: %s", hit.pk, error_message(exc))
-                continue
-            if created:
-                report.created += 1
-            else:
-                report.already_created += 1
-        return report
+                yield HitFailure(hit_id=hit.pk, error=f"HIT {hit.pk}: {error_message(exc)}")
 
-    def create_hit(self, *, hit: Hit, hit_type_id: str, question: str) -> bool:
-        """Create one HIT; True when this call created it, False when it already existed."""
-        if not hit.unique_request_token:
-            # Stored (and committed, outside a transaction) BEFORE the call.
-            hit.unique_request_token = new_token(f"qaj-hit-{hit.pk}")
-            hit.save(update_fields=["unique_request_token"])
+    def create_hit(self, *, hit: Hit, hit_type_id: str, question: str) -> HitUpdate:
+        """Create one HIT (`created` False when it already existed). Its UniqueRequestToken is
+        the Hit's, which the publishing service stores before the call; a HIT without one gets
+        a new token, recorded with the call (and returned to be stored)."""
+        token = hit.unique_request_token or new_token(f"qaj-hit-{hit.pk}")
         lifetime = lifetime_seconds(hit.stage)
         duplicate = {"seen": False}
         key = f"mturk:hit-create:{hit.pk}"
@@ -308,20 +302,20 @@ class MTurkProvider(CrowdProvider):
             provider=Provider.MTURK,
             operation="CreateHITWithHITType",
             key=key,
-            token=hit.unique_request_token,
+            token=token,
             call_fn=create,
             stage=hit.stage,
             hit=hit,
             request={"HITTypeId": hit_type_id, "MaxAssignments": hit.max_assignments},
         )
-        hit.external_id = response["HITId"]
-        hit.hit_type_id = hit_type_id
-        hit.status = HitStatus.OPEN
-        hit.expires_at = _parse_time(response.get("Expiration")) or (
-            timezone.now() + dt.timedelta(seconds=lifetime)
+        return HitUpdate(
+            hit_id=hit.pk, status=HitStatus.OPEN, external_id=response["HITId"],
+            hit_type_id=hit_type_id,
+            expires_at=_parse_time(response.get("Expiration")) or (
+                timezone.now() + dt.timedelta(seconds=lifetime)),
+            unique_request_token=None if hit.unique_request_token else token,
+            created=not duplicate["seen"] and not response.get("duplicate"),
         )
-        hit.save(update_fields=["external_id", "hit_type_id", "status", "expires_at"])
-        return not duplicate["seen"] and not response.get("duplicate")
 
     def _find_hit_by_token(self, token: str, exc: Exception) -> str:
         """A retried CreateHIT whose first attempt reached MTurk: find the HIT it made."""
@@ -363,23 +357,19 @@ class MTurkProvider(CrowdProvider):
             stage=hit.stage, hit=hit, request={"ExpireAt": when.isoformat(), "why": why},
         )
 
-    def expire_stage(self, *, stage) -> None:
+    def expire_stage(self, *, stage) -> Iterator[HitUpdate]:
         past = timezone.now() - dt.timedelta(minutes=1)  # a time in the past expires at once
         for hit in stage.hits.filter(status=HitStatus.OPEN).exclude(external_id=""):
             self._update_expiration(hit, past, "expire")
-            hit.status = HitStatus.EXPIRED
-            hit.expires_at = past
-            hit.save(update_fields=["status", "expires_at"])
+            yield HitUpdate(hit_id=hit.pk, status=HitStatus.EXPIRED, expires_at=past)
 
-    def extend_stage(self, *, stage, seconds: int) -> None:
+    def extend_stage(self, *, stage, seconds: int) -> Iterator[HitUpdate]:
         until = timezone.now() + dt.timedelta(seconds=seconds)
         for hit in stage.hits.filter(status__in=[HitStatus.OPEN, HitStatus.EXPIRED]).exclude(
             external_id=""
         ):
             self._update_expiration(hit, until, "extend")
-            hit.status = HitStatus.OPEN
-            hit.expires_at = until
-            hit.save(update_fields=["status", "expires_at"])
+            yield HitUpdate(hit_id=hit.pk, status=HitStatus.OPEN, expires_at=until)
 
     # --- submissions -----------------------------------------------------------------------------
     def list_submissions(self, *, stage) -> Iterator[Submission]:

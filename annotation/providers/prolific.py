@@ -27,7 +27,8 @@ from annotation.providers.calls import ProviderCallRefused, new_token, provider_
 
 from .base import (
     CrowdProvider,
-    PublishReport,
+    HitFailure,
+    HitUpdate,
     Submission,
     SubmissionStatus,
     stage_description,
@@ -167,8 +168,7 @@ class ProlificProvider(CrowdProvider):
             payload["project"] = options["prolific_project_id"]
         return payload
 
-    def publish_stage(self, *, stage) -> PublishReport:
-        report = PublishReport()
+    def publish_stage(self, *, stage) -> Iterator[HitUpdate | HitFailure]:
         hits = list(stage.hits.all())
         places = sum(hit.max_assignments for hit in hits) or 1
         if not stage.settings.get("prolific_completion_code"):
@@ -209,13 +209,14 @@ class ProlificProvider(CrowdProvider):
                 call_fn=lambda token: self._publish(study_id), stage=stage,
             )
         except Exception as exc:
-            report.failed = len(hits) or 1
-            report.errors.append(str(exc))
-            return report
-        pending = stage.hits.filter(status=HitStatus.PENDING)
-        report.created = pending.update(status=HitStatus.OPEN, hit_type_id=study_id)
-        report.already_created = len(hits) - report.created
-        return report
+            yield HitFailure(hit_id=None, error=str(exc), count=len(hits) or 1)
+            return
+        # One study holds every HIT's places: they open together, under the study's id.
+        for hit in hits:
+            if hit.status == HitStatus.PENDING:
+                yield HitUpdate(hit_id=hit.pk, status=HitStatus.OPEN, hit_type_id=study_id)
+            else:
+                yield HitUpdate(hit_id=hit.pk, status=hit.status, created=False)
 
     def _publish(self, study_id: str) -> dict:
         study = self.request("GET", f"studies/{study_id}/")
@@ -240,17 +241,19 @@ class ProlificProvider(CrowdProvider):
             stage=stage, request={"study_id": study_id, "action": action},
         )
 
-    def expire_stage(self, *, stage) -> None:
+    def expire_stage(self, *, stage) -> Iterator[HitUpdate]:
         study_id = stage.settings.get("prolific_study_id")
         if study_id:
             self._study_transition(stage, study_id, "STOP")
-            stage.hits.filter(status=HitStatus.OPEN).update(status=HitStatus.EXPIRED)
+            for hit_id in stage.hits.filter(status=HitStatus.OPEN).values_list("pk", flat=True):
+                yield HitUpdate(hit_id=hit_id, status=HitStatus.EXPIRED)
 
-    def extend_stage(self, *, stage, seconds: int) -> None:
+    def extend_stage(self, *, stage, seconds: int) -> Iterator[HitUpdate]:
         # Prolific studies have no expiry; "extend" reopens a paused study.
         study_id = stage.settings.get("prolific_study_id")
         if study_id:
             self._study_transition(stage, study_id, "START")
+        return iter(())
 
     # --- submissions ---------------------------------------------------------------------------
     def list_submissions(self, *, stage) -> Iterator[Submission]:

@@ -30,6 +30,7 @@ from annotation.providers import PublishReport, get_provider
 
 from .background import task_send_or_fail_fast
 from .costs import StageCostEstimate, project_committed_cost, stage_cost_estimate
+from .hits import hit_updates_record, stage_hits_publish
 from .stage_errors import BudgetExceeded, GuardFailed, IllegalTransition
 from .stage_plans import stage_hit_plan, stage_items_choose
 
@@ -197,18 +198,18 @@ def stage_publish_enqueue(*, stage: Stage, by=None, reason: str | None = None):
 def stage_hits_create(*, stage: Stage) -> PublishReport:
     """Create every pending HIT of the stage on its provider (resumable; the benchmark calls
     this directly to publish many HITs against a throttling server)."""
-    return get_provider(stage.provider).publish_stage(stage=stage)
+    return stage_hits_publish(stage=stage, provider=get_provider(stage.provider))
 
 
 def stage_close(*, stage: Stage, user=None, reason: str = "") -> Stage:
     """Stop the stage on the provider (expire HITs / stop the study) and close it."""
     if stage.status != StageStatus.DRAFT:
-        get_provider(stage.provider).expire_stage(stage=stage)
+        hit_updates_record(get_provider(stage.provider).expire_stage(stage=stage))
     return stage_transition(stage=stage, to_status=StageStatus.CLOSED, user=user, reason=reason)
 
 
 def stage_extend(*, stage: Stage, seconds: int, user=None) -> Stage:
-    get_provider(stage.provider).extend_stage(stage=stage, seconds=seconds)
+    hit_updates_record(get_provider(stage.provider).extend_stage(stage=stage, seconds=seconds))
     if stage.status == StageStatus.REVIEWING:
         stage_transition(stage=stage, to_status=StageStatus.COLLECTING, user=user,
                          reason=f"extended by {seconds} s")

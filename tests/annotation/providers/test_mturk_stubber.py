@@ -16,6 +16,7 @@ from annotation.providers.mturk_protocol import (
     mturk_client,
     mturk_endpoint,
 )
+from annotation.services.hits import hit_update_record, hit_updates_record, stage_hits_publish
 from annotation.services.stages import stage_hits_build
 from testing.factories import make_assignment, make_hit, make_worker
 from tests.support.providers import make_stages
@@ -87,7 +88,7 @@ def test_qualification_stage_hit_type_and_hits(stubbed, likert_study):
         {"HITTypeId": "HT1", "MaxAssignments": 6, "LifetimeInSeconds": 7 * 86400,
          "Question": expected_question, "RequesterAnnotation": ANY, "UniqueRequestToken": ANY},
     )
-    report = provider.publish_stage(stage=qualification)
+    report = stage_hits_publish(stage=qualification, provider=provider)
     assert (report.created, report.failed) == (1, 0)
     hit.refresh_from_db()
     assert hit.external_id == HIT_ID and hit.status == HitStatus.OPEN
@@ -105,7 +106,7 @@ def test_qualification_stage_hit_type_and_hits(stubbed, likert_study):
     call = ProviderCall.objects.get(hit=hit)
     assert call.status == ProviderCallStatus.SUCCEEDED and call.token == hit.unique_request_token
     # Publishing again calls nothing (no pending responses are queued).
-    again = provider.publish_stage(stage=qualification)
+    again = stage_hits_publish(stage=qualification, provider=provider)
     assert again.created == 0
 
 
@@ -135,7 +136,9 @@ def test_throttling_is_retried_with_backoff_and_same_token(stubbed, likert_study
                          {"HITTypeId": "HT1", "MaxAssignments": 3, "LifetimeInSeconds": ANY,
                           "Question": "<q/>", "RequesterAnnotation": ANY,
                           "UniqueRequestToken": ANY})
-    assert provider.create_hit(hit=hit, hit_type_id="HT1", question="<q/>") is True
+    update = provider.create_hit(hit=hit, hit_type_id="HT1", question="<q/>")
+    assert update.created is True
+    hit_update_record(update=update)
     assert len(provider.sleeps) == 3
     assert provider.sleeps[0] < provider.sleeps[2]  # exponential
     hit.refresh_from_db()
@@ -152,7 +155,9 @@ def test_duplicate_token_finds_the_existing_hit(stubbed, likert_study):
         service_message=f'The HIT with ID "{HIT_ID}" already exists. (HitAlreadyExists)')
     stubber.add_response("get_hit", {"HIT": {"HITId": HIT_ID, "RequesterAnnotation": "tok-1"}},
                          {"HITId": HIT_ID})
-    assert provider.create_hit(hit=hit, hit_type_id="HT1", question="<q/>") is False
+    update = provider.create_hit(hit=hit, hit_type_id="HT1", question="<q/>")
+    assert update.created is False
+    hit_update_record(update=update)
     hit.refresh_from_db()
     assert hit.external_id == HIT_ID and hit.status == HitStatus.OPEN
 
@@ -209,11 +214,11 @@ def test_approve_reject_bonus_block_notify_expire_balance_grant(stubbed, likert_
     assert ProviderCall.objects.get(operation="NotifyWorkers").request["WorkerIds"] == ["W1"]
     hit = make_hit(trial, items=items[:1], external_id=HIT_ID, status=HitStatus.OPEN)
     stubber.add_response("update_expiration_for_hit", {}, {"HITId": HIT_ID, "ExpireAt": ANY})
-    provider.extend_stage(stage=trial, seconds=3600)
+    hit_updates_record(provider.extend_stage(stage=trial, seconds=3600))
     hit.refresh_from_db()
     assert hit.expires_at > dt.datetime.now(dt.UTC)
     stubber.add_response("update_expiration_for_hit", {}, {"HITId": HIT_ID, "ExpireAt": ANY})
-    provider.expire_stage(stage=trial)
+    hit_updates_record(provider.expire_stage(stage=trial))
     hit.refresh_from_db()
     assert hit.status == HitStatus.EXPIRED
     assert [c.request["why"] for c in ProviderCall.objects.filter(
@@ -265,7 +270,9 @@ def test_duplicate_token_without_id_in_message_pages_list_hits(stubbed, likert_s
     stubber.add_response("list_hits", {"HITs": [
         {"HITId": HIT_ID, "RequesterAnnotation": "tok-7"}]}, {"MaxResults": 100,
                                                              "NextToken": "n2"})
-    assert provider.create_hit(hit=hit, hit_type_id="HT1", question="<q/>") is False
+    update = provider.create_hit(hit=hit, hit_type_id="HT1", question="<q/>")
+    assert update.created is False
+    hit_update_record(update=update)
     hit.refresh_from_db()
     assert hit.external_id == HIT_ID
 

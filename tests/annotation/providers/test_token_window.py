@@ -12,6 +12,7 @@ from botocore.stub import ANY
 from django.utils import timezone
 
 from annotation.models import AssignmentStatus, HitStatus, ProviderCall, ProviderCallStatus
+from annotation.services.hits import hit_update_record
 from annotation.services.review import assignment_bonus_pay
 from testing.factories import make_assignment, make_hit, make_worker
 from tests.support.providers import make_stages
@@ -53,7 +54,9 @@ def test_old_create_hit_finds_the_hit_it_made_instead_of_creating_another(stubbe
         {"HITId": HIT_ID, "RequesterAnnotation": "tok-old", "Expiration": EXPIRES}]},
         {"MaxResults": 100, "NextToken": "n2"})
     # No create_hit_with_hit_type is queued: calling it would fail the test.
-    assert provider.create_hit(hit=pending_hit, hit_type_id="HT1", question="<q/>") is False
+    update = provider.create_hit(hit=pending_hit, hit_type_id="HT1", question="<q/>")
+    assert update.created is False
+    hit_update_record(update=update)
     pending_hit.refresh_from_db()
     assert (pending_hit.external_id, pending_hit.status) == (HIT_ID, HitStatus.OPEN)
     assert pending_hit.expires_at == EXPIRES
@@ -68,7 +71,9 @@ def test_old_create_hit_that_made_nothing_is_sent_again_with_its_token(stubbed, 
                   operation="CreateHITWithHITType", token="tok-old", hit=pending_hit)
     stubber.add_response("list_hits", {"HITs": []}, {"MaxResults": 100})
     stubber.add_response("create_hit_with_hit_type", {"HIT": {"HITId": HIT_ID}}, CREATE_PARAMS)
-    assert provider.create_hit(hit=pending_hit, hit_type_id="HT1", question="<q/>") is True
+    update = provider.create_hit(hit=pending_hit, hit_type_id="HT1", question="<q/>")
+    assert update.created is True
+    hit_update_record(update=update)
     pending_hit.refresh_from_db()
     assert pending_hit.external_id == HIT_ID
 
@@ -78,7 +83,9 @@ def test_recent_create_hit_trusts_the_token(stubbed, pending_hit):
     call_in_doubt(f"mturk:hit-create:{pending_hit.pk}", hours_ago=2,
                   operation="CreateHITWithHITType", token="tok-old", hit=pending_hit)
     stubber.add_response("create_hit_with_hit_type", {"HIT": {"HITId": HIT_ID}}, CREATE_PARAMS)
-    assert provider.create_hit(hit=pending_hit, hit_type_id="HT1", question="<q/>") is True
+    update = provider.create_hit(hit=pending_hit, hit_type_id="HT1", question="<q/>")
+    assert update.created is True
+    hit_update_record(update=update)
 
 
 @pytest.fixture
