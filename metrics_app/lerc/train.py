@@ -296,152 +296,224 @@ def _pretrain_mc(model, tokenizer, cfg: TrainConfig, mc_examples, device,
             "pretrain_train_accuracy": correct / total if total else None}
 
 
+@dataclass
+class _Run:
+    """What a training run carries from epoch to epoch, and what its checkpoint restores."""
+
+    model: Any
+    optimizer: Any
+    scheduler: Any
+    history: list[dict] = field(default_factory=list)
+    best_value: float | None = None
+    best_epoch: int = 0
+    start_epoch: int = 0
+    global_step: int = 0
+    pretrain: dict = field(default_factory=dict)
+    resumed_from: int | None = None
+    last_report: float = 0.0
+
+
 def _train_one(cfg: TrainConfig, lr: float, run_dir: Path, train_examples, val_examples,
                progress: ProgressCallback | None, should_cancel: CancelCheck | None,
                mc_examples) -> dict[str, Any]:
-    import torch
-    from torch import nn
     from transformers import get_linear_schedule_with_warmup
 
-    from .data import collate
-    from .infer import autocast_context, pick_device
-    from .model import build_encoder, model_class, save_model
+    from .infer import pick_device
 
     _seed_everything(cfg.seed)
     device = pick_device(cfg.device)
-    encoder, tokenizer = build_encoder(cfg.backbone, cfg.backbone_config)
-    model = model_class(cfg.model_class_name())(encoder).to(device)
-    if cfg.dropout is not None:
-        for module in model.modules():
-            if isinstance(module, nn.Dropout):
-                module.p = cfg.dropout
-
+    model, tokenizer = _build_model(cfg, device)
     if progress:
         progress({"phase": "encoding", "epochs": cfg.epochs, "learning_rate": lr})
     inputs, targets, skipped = _encode_training_set(cfg, tokenizer, train_examples)
     if not inputs:
         raise ValueError("no training examples (after dropping inputs longer than max_length)")
     optimizer = _optimizer(model, lr, cfg.weight_decay)
-    micro_batches = math.ceil(len(inputs) / cfg.batch_size)
-    steps_per_epoch = math.ceil(micro_batches / cfg.grad_accumulation)
-    total_steps = steps_per_epoch * cfg.epochs
+    steps = _Steps(micro_batches=math.ceil(len(inputs) / cfg.batch_size), cfg=cfg)
     scheduler = get_linear_schedule_with_warmup(
-        optimizer, int(cfg.warmup_ratio * total_steps), total_steps)
+        optimizer, int(cfg.warmup_ratio * steps.total), steps.total)
 
     run_dir.mkdir(parents=True, exist_ok=True)
     checkpoint_dir, best_dir = run_dir / "checkpoint", run_dir / "model"
     fingerprint = _fingerprint(cfg, lr, len(inputs))
-    history: list[dict] = []
-    best_value: float | None = None
-    best_epoch = 0
-    start_epoch = 0
-    global_step = 0
-    pretrain: dict = {}
-    resumed_from = None
-    state_file = checkpoint_dir / "state.pt"
-    if state_file.is_file():
-        state = torch.load(state_file, map_location=device, weights_only=False)
-        if state.get("fingerprint") == fingerprint:
-            model.load_state_dict(state["model"])
-            optimizer.load_state_dict(state["optimizer"])
-            scheduler.load_state_dict(state["scheduler"])
-            start_epoch, global_step = state["epoch"], state["global_step"]
-            history, best_value, best_epoch = state["history"], state["best"], state["best_epoch"]
-            pretrain = state.get("pretrain", {})
-            resumed_from = start_epoch
-    if resumed_from is None and cfg.kind == KIND_REGRESSION:
+    run = _Run(model=model, optimizer=optimizer, scheduler=scheduler)
+    _resume(run, checkpoint_dir / "state.pt", fingerprint, device)
+    if run.resumed_from is None:
+        _fresh_start(run, cfg, tokenizer, targets, mc_examples, device, progress, should_cancel)
+
+    metric_name = validation_metric_name(cfg.kind)
+    model.train()
+    run.last_report = time.monotonic()
+    for epoch in range(run.start_epoch, cfg.epochs):
+        started = time.monotonic()
+        loss = _train_epoch(cfg, run, epoch, inputs, targets, device, tokenizer.pad_token_id,
+                            steps, lr, progress, should_cancel)
+        train_seconds = time.monotonic() - started
+        report = {"epoch": epoch + 1, "epochs": cfg.epochs, "step": steps.per_epoch,
+                  "steps_per_epoch": steps.per_epoch, "global_step": run.global_step,
+                  "total_steps": steps.total, "loss": loss, "learning_rate": lr}
+        if progress:
+            progress({"phase": "validate", **report})
+        val = evaluate(model, tokenizer, cfg, val_examples)
+        run.last_report = time.monotonic()
+        if progress:
+            progress({"phase": "validated", **report})
+        value = val.get(metric_name)
+        run.history.append({"epoch": epoch + 1, "train_loss": loss,
+                            f"val_{metric_name}": value,
+                            "train_seconds": round(train_seconds, 3),
+                            "seconds": round(time.monotonic() - started, 3)})
+        if _better(value, run.best_value) or not val_examples:
+            run.best_value, run.best_epoch = value, epoch + 1
+            _keep_best(run, cfg, tokenizer, run_dir, best_dir, epoch=epoch + 1, lr=lr,
+                       metric_name=metric_name, value=value)
+        _checkpoint(run, checkpoint_dir, fingerprint, epoch=epoch + 1)
+    return {
+        "validation_metric": metric_name, f"val_{metric_name}": run.best_value,
+        "best_epoch": run.best_epoch, "learning_rate": lr, "history": run.history,
+        "epoch_seconds": [h["train_seconds"] for h in run.history],
+        "train_inputs": len(inputs), "skipped_too_long": skipped,
+        "val_examples": len(val_examples), "device": str(device),
+        "resumed_from_epoch": run.resumed_from, **run.pretrain, "model_dir": str(best_dir),
+    }
+
+
+@dataclass(frozen=True)
+class _Steps:
+    """Micro-batches per epoch, and the optimizer steps they make with accumulation."""
+
+    micro_batches: int
+    cfg: TrainConfig
+
+    @property
+    def per_epoch(self) -> int:
+        return math.ceil(self.micro_batches / self.cfg.grad_accumulation)
+
+    @property
+    def total(self) -> int:
+        return self.per_epoch * self.cfg.epochs
+
+
+def _build_model(cfg: TrainConfig, device):
+    """The encoder with its head on `device`, dropout set as configured; and its tokenizer."""
+    from torch import nn
+
+    from .model import build_encoder, model_class
+
+    encoder, tokenizer = build_encoder(cfg.backbone, cfg.backbone_config)
+    model = model_class(cfg.model_class_name())(encoder).to(device)
+    if cfg.dropout is not None:
+        for module in model.modules():
+            if isinstance(module, nn.Dropout):
+                module.p = cfg.dropout
+    return model, tokenizer
+
+
+def _resume(run: _Run, state_file: Path, fingerprint: str, device) -> None:
+    """Continue from the last epoch's checkpoint when it belongs to this very run."""
+    import torch
+
+    if not state_file.is_file():
+        return
+    state = torch.load(state_file, map_location=device, weights_only=False)
+    if state.get("fingerprint") != fingerprint:
+        return
+    run.model.load_state_dict(state["model"])
+    run.optimizer.load_state_dict(state["optimizer"])
+    run.scheduler.load_state_dict(state["scheduler"])
+    run.start_epoch, run.global_step = state["epoch"], state["global_step"]
+    run.history, run.best_value = state["history"], state["best"]
+    run.best_epoch = state["best_epoch"]
+    run.pretrain = state.get("pretrain", {})
+    run.resumed_from = run.start_epoch
+
+
+def _fresh_start(run: _Run, cfg: TrainConfig, tokenizer, targets: list[float], mc_examples,
+                 device, progress, should_cancel) -> None:
+    """A run from scratch: the regression head starts at the mean gold score, then the
+    optional multiple-choice pre-training."""
+    import torch
+
+    if cfg.kind == KIND_REGRESSION:
         # Start the head at the mean gold score: from a zero bias, the first epochs of a short
         # run go to learning the offset of the 1–5 scale rather than the judgments.
         with torch.no_grad():
-            model.head.bias.fill_(sum(targets) / len(targets))
-    if resumed_from is None and mc_examples and cfg.pretrain_epochs:
-        pretrain = _pretrain_mc(model, tokenizer, cfg, mc_examples, device, progress,
-                                should_cancel)
+            run.model.head.bias.fill_(sum(targets) / len(targets))
+    if mc_examples and cfg.pretrain_epochs:
+        run.pretrain = _pretrain_mc(run.model, tokenizer, cfg, mc_examples, device, progress,
+                                    should_cancel)
 
-    metric_name = validation_metric_name(cfg.kind)
+
+def _train_epoch(cfg: TrainConfig, run: _Run, epoch: int, inputs: list, targets: list[float],
+                 device, pad: int, steps: _Steps, lr: float, progress, should_cancel) -> float:
+    """One pass over the training set; the mean training loss."""
+    import torch
+    from torch import nn
+
+    from .data import collate
+    from .infer import autocast_context
+
     mse, bt = nn.MSELoss(), nn.BCEWithLogitsLoss()
-    pad = tokenizer.pad_token_id
-    model.train()
-    last_report = time.monotonic()
-    for epoch in range(start_epoch, cfg.epochs):
-        started = time.monotonic()
-        # Per-epoch generator: a resumed run sees the same order as an uninterrupted one.
-        generator = torch.Generator().manual_seed(cfg.seed * 1000 + epoch)
-        batches = _epoch_batches(cfg, inputs, generator)
-        running, seen = 0.0, 0
-        optimizer.zero_grad(set_to_none=True)
-        for micro, batch in enumerate(batches, start=1):
-            target = torch.tensor([targets[i] for i in batch], dtype=torch.float, device=device)
-            with autocast_context(device, cfg.bf16):
-                if cfg.kind == KIND_PAIRWISE:
-                    encoded = [inputs[i][0] for i in batch] + [inputs[i][1] for i in batch]
-                    ids, mask, types = collate(encoded, pad)
-                    scores = model(ids.to(device), mask.to(device), types.to(device)).float()
-                    loss = bt(scores[: len(batch)] - scores[len(batch):], target)
-                else:
-                    ids, mask, types = collate([inputs[i] for i in batch], pad)
-                    scores = model(ids.to(device), mask.to(device), types.to(device)).float()
-                    loss = mse(scores, target)
-            (loss / cfg.grad_accumulation).backward()
-            running += float(loss.detach()) * len(batch)
-            seen += len(batch)
-            stepped = micro % cfg.grad_accumulation == 0 or micro == micro_batches
-            if stepped:
-                torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.max_grad_norm)
-                optimizer.step()
-                scheduler.step()
-                optimizer.zero_grad(set_to_none=True)
-                global_step += 1
-                if should_cancel and should_cancel():
-                    raise TrainingCancelled(f"cancelled at epoch {epoch + 1}, step {global_step}")
-            step_in_epoch = global_step - epoch * steps_per_epoch
-            due = stepped and (global_step % cfg.progress_every == 0
-                               or step_in_epoch == steps_per_epoch)
-            if progress and (due or time.monotonic() - last_report >= cfg.heartbeat_seconds):
-                last_report = time.monotonic()
-                progress({"phase": "train", "epoch": epoch + 1, "epochs": cfg.epochs,
-                          "step": step_in_epoch, "steps_per_epoch": steps_per_epoch,
-                          "global_step": global_step, "total_steps": total_steps,
-                          "micro_batch": micro, "loss": running / seen, "learning_rate": lr})
-        train_seconds = time.monotonic() - started
-        if progress:
-            progress({"phase": "validate", "epoch": epoch + 1, "epochs": cfg.epochs,
-                      "step": steps_per_epoch, "steps_per_epoch": steps_per_epoch,
-                      "global_step": global_step, "total_steps": total_steps,
-                      "loss": running / seen, "learning_rate": lr})
-        val = evaluate(model, tokenizer, cfg, val_examples)
-        last_report = time.monotonic()
-        if progress:
-            progress({"phase": "validated", "epoch": epoch + 1, "epochs": cfg.epochs,
-                      "step": steps_per_epoch, "steps_per_epoch": steps_per_epoch,
-                      "global_step": global_step, "total_steps": total_steps,
-                      "loss": running / seen, "learning_rate": lr})
-        value = val.get(metric_name)
-        history.append({"epoch": epoch + 1, "train_loss": running / seen,
-                        f"val_{metric_name}": value, "train_seconds": round(train_seconds, 3),
-                        "seconds": round(time.monotonic() - started, 3)})
-        if _better(value, best_value) or not val_examples:
-            best_value, best_epoch = value, epoch + 1
-            tmp = run_dir / "model.tmp"
-            shutil.rmtree(tmp, ignore_errors=True)
-            save_model(model, tokenizer, tmp, train_config=cfg.to_dict(),
-                       extra={"epoch": epoch + 1, "learning_rate": lr, metric_name: value})
-            shutil.rmtree(best_dir, ignore_errors=True)
-            tmp.rename(best_dir)
-        _save_checkpoint(checkpoint_dir, {
-            "fingerprint": fingerprint, "model": model.state_dict(),
-            "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
-            "epoch": epoch + 1, "global_step": global_step, "history": history,
-            "best": best_value, "best_epoch": best_epoch, "pretrain": pretrain,
-        })
-    return {
-        "validation_metric": metric_name, f"val_{metric_name}": best_value,
-        "best_epoch": best_epoch, "learning_rate": lr, "history": history,
-        "epoch_seconds": [h["train_seconds"] for h in history],
-        "train_inputs": len(inputs), "skipped_too_long": skipped,
-        "val_examples": len(val_examples), "device": str(device),
-        "resumed_from_epoch": resumed_from, **pretrain, "model_dir": str(best_dir),
-    }
+    # Per-epoch generator: a resumed run sees the same order as an uninterrupted one.
+    generator = torch.Generator().manual_seed(cfg.seed * 1000 + epoch)
+    running, seen = 0.0, 0
+    run.optimizer.zero_grad(set_to_none=True)
+    for micro, batch in enumerate(_epoch_batches(cfg, inputs, generator), start=1):
+        target = torch.tensor([targets[i] for i in batch], dtype=torch.float, device=device)
+        with autocast_context(device, cfg.bf16):
+            if cfg.kind == KIND_PAIRWISE:
+                encoded = [inputs[i][0] for i in batch] + [inputs[i][1] for i in batch]
+                ids, mask, types = collate(encoded, pad)
+                scores = run.model(ids.to(device), mask.to(device), types.to(device)).float()
+                loss = bt(scores[: len(batch)] - scores[len(batch):], target)
+            else:
+                ids, mask, types = collate([inputs[i] for i in batch], pad)
+                scores = run.model(ids.to(device), mask.to(device), types.to(device)).float()
+                loss = mse(scores, target)
+        (loss / cfg.grad_accumulation).backward()
+        running += float(loss.detach()) * len(batch)
+        seen += len(batch)
+        stepped = micro % cfg.grad_accumulation == 0 or micro == steps.micro_batches
+        if stepped:
+            torch.nn.utils.clip_grad_norm_(run.model.parameters(), cfg.max_grad_norm)
+            run.optimizer.step()
+            run.scheduler.step()
+            run.optimizer.zero_grad(set_to_none=True)
+            run.global_step += 1
+            if should_cancel and should_cancel():
+                raise TrainingCancelled(f"cancelled at epoch {epoch + 1}, step {run.global_step}")
+        step_in_epoch = run.global_step - epoch * steps.per_epoch
+        due = stepped and (run.global_step % cfg.progress_every == 0
+                           or step_in_epoch == steps.per_epoch)
+        if progress and (due or time.monotonic() - run.last_report >= cfg.heartbeat_seconds):
+            run.last_report = time.monotonic()
+            progress({"phase": "train", "epoch": epoch + 1, "epochs": cfg.epochs,
+                      "step": step_in_epoch, "steps_per_epoch": steps.per_epoch,
+                      "global_step": run.global_step, "total_steps": steps.total,
+                      "micro_batch": micro, "loss": running / seen, "learning_rate": lr})
+    return running / seen
+
+
+def _keep_best(run: _Run, cfg: TrainConfig, tokenizer, run_dir: Path, best_dir: Path, *,
+               epoch: int, lr: float, metric_name: str, value) -> None:
+    """Save the model of this epoch as the best one (atomically: written beside, renamed)."""
+    from .model import save_model
+
+    tmp = run_dir / "model.tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+    save_model(run.model, tokenizer, tmp, train_config=cfg.to_dict(),
+               extra={"epoch": epoch, "learning_rate": lr, metric_name: value})
+    shutil.rmtree(best_dir, ignore_errors=True)
+    tmp.rename(best_dir)
+
+
+def _checkpoint(run: _Run, checkpoint_dir: Path, fingerprint: str, *, epoch: int) -> None:
+    _save_checkpoint(checkpoint_dir, {
+        "fingerprint": fingerprint, "model": run.model.state_dict(),
+        "optimizer": run.optimizer.state_dict(), "scheduler": run.scheduler.state_dict(),
+        "epoch": epoch, "global_step": run.global_step, "history": run.history,
+        "best": run.best_value, "best_epoch": run.best_epoch, "pretrain": run.pretrain,
+    })
 
 
 def _epoch_batches(cfg: TrainConfig, inputs: list, generator) -> list[list[int]]:
