@@ -120,8 +120,6 @@ def fit_calibrator(raw: Sequence[float | None], candidates: Sequence[str],
     `cv_probabilities` in input order) and the choice. None (with the reason in the report) when
     the judgments hold too few of either class."""
     import numpy as np
-    from sklearn.linear_model import LogisticRegression, Ridge
-    from sklearn.model_selection import GroupKFold
 
     labels = np.array([float(g) >= CORRECT_AT for g in gold], dtype=int)
     positives = int(labels.sum())
@@ -129,6 +127,34 @@ def fit_calibrator(raw: Sequence[float | None], candidates: Sequence[str],
     if min(positives, negatives) < MIN_EXAMPLES_PER_CLASS:
         return None, {"skipped": f"{positives} correct and {negatives} incorrect validation "
                                  f"judgments; at least {MIN_EXAMPLES_PER_CLASS} of each needed"}
+    x, mean, scale, raw_fill = _standardized_inputs(raw, candidates, references)
+    by_system = len(set(sources or ())) >= 3
+    splits, folds = _group_folds(x, labels, list(sources) if by_system else list(groups))
+    options = [False, True] if use_encoder is None else [bool(use_encoder)]
+    tried = {with_encoder: _best_c(x, labels, splits, with_encoder) for with_encoder in options}
+    accuracy = {w: (None if cv is None else float(((cv >= 0.5) == labels).mean()))
+                for w, (_c, cv) in tried.items()}
+    with_encoder = options[0]
+    if len(options) == 2 and accuracy[True] is not None and accuracy[False] is not None:
+        with_encoder = accuracy[True] > accuracy[False]
+    c, cv = tried[with_encoder]
+    calibrator = _final_calibrator(x, labels, gold, c=c, with_encoder=with_encoder, mean=mean,
+                                   scale=scale, raw_fill=raw_fill)
+    report: dict = {"c": c, "folds": folds, "uses_encoder": with_encoder,
+                    "cv_held_out": "system" if by_system else "question group",
+                    "cv_accuracy_by_inputs": {("lexical+encoder" if w else "lexical"): a
+                                              for w, a in accuracy.items()}}
+    if cv is not None:
+        report.update(cv_accuracy=accuracy[with_encoder], cv_log_loss=_log_loss(cv, labels),
+                      cv_probabilities=cv.tolist())
+    return calibrator, report
+
+
+def _standardized_inputs(raw, candidates, references):
+    """The encoder's raw score (median for unscored inputs) and the lexical features,
+    standardized: (inputs, mean, scale, the fill for a missing raw score)."""
+    import numpy as np
+
     known = [float(v) for v in raw if v is not None]
     raw_fill = float(np.median(known)) if known else 0.0
     matrix = np.array([[raw_fill if v is None else float(v), *lexical_features(c, r)]
@@ -136,68 +162,78 @@ def fit_calibrator(raw: Sequence[float | None], candidates: Sequence[str],
     mean = matrix.mean(axis=0)
     scale = matrix.std(axis=0)
     scale[scale == 0] = 1.0
-    x = (matrix - mean) / scale
-    distinct_sources = set(sources or ())
-    by_system = len(distinct_sources) >= 3
-    fold_groups = list(sources) if by_system else list(groups)
+    return (matrix - mean) / scale, mean, scale, raw_fill
+
+
+def _group_folds(x, labels, fold_groups: list[str]) -> tuple[list, int]:
+    """Up to five folds that never split a group (a system or a question group)."""
+    import numpy as np
+    from sklearn.model_selection import GroupKFold
+
     group_ids = np.unique(np.asarray(fold_groups), return_inverse=True)[1]
     folds = min(5, len(set(group_ids.tolist())))
     splits = list(GroupKFold(n_splits=folds).split(x, labels, group_ids)) if folds >= 2 else []
+    return splits, folds
 
-    def columns(with_encoder: bool) -> np.ndarray:
-        return x if with_encoder else x[:, 1:]
 
-    def cross_fitted(c: float, with_encoder: bool) -> np.ndarray:
-        inputs = columns(with_encoder)
-        predictions = np.full(len(labels), labels.mean())
-        for fit_rows, predict_rows in splits:
-            if len(set(labels[fit_rows].tolist())) < 2:
-                continue
-            model = LogisticRegression(C=c, max_iter=2000).fit(inputs[fit_rows],
-                                                               labels[fit_rows])
-            predictions[predict_rows] = model.predict_proba(inputs[predict_rows])[:, 1]
-        return predictions
+def _columns(x, with_encoder: bool):
+    return x if with_encoder else x[:, 1:]
 
-    def log_loss(p: np.ndarray) -> float:
-        p = np.clip(p, 1e-6, 1 - 1e-6)
-        return float(-np.mean(labels * np.log(p) + (1 - labels) * np.log(1 - p)))
 
-    def best_c(with_encoder: bool) -> tuple[float, np.ndarray | None]:
-        if not splits:
-            return 1.0, None
-        fitted = {c: cross_fitted(c, with_encoder) for c in C_GRID}
-        chosen = min(fitted, key=lambda c: log_loss(fitted[c]))
-        return chosen, fitted[chosen]
+def _cross_fitted(x, labels, splits, c: float, with_encoder: bool):
+    """Each example's probability from a model fitted on the other folds."""
+    import numpy as np
+    from sklearn.linear_model import LogisticRegression
 
-    options = [False, True] if use_encoder is None else [bool(use_encoder)]
-    tried = {with_encoder: best_c(with_encoder) for with_encoder in options}
-    accuracy = {w: (None if cv is None else float(((cv >= 0.5) == labels).mean()))
-                for w, (_c, cv) in tried.items()}
-    with_encoder = options[0]
-    if len(options) == 2 and accuracy[True] is not None and accuracy[False] is not None:
-        with_encoder = accuracy[True] > accuracy[False]
-    c, cv = tried[with_encoder]
-    final = LogisticRegression(C=c, max_iter=2000).fit(columns(with_encoder), labels)
+    inputs = _columns(x, with_encoder)
+    predictions = np.full(len(labels), labels.mean())
+    for fit_rows, predict_rows in splits:
+        if len(set(labels[fit_rows].tolist())) < 2:
+            continue
+        model = LogisticRegression(C=c, max_iter=2000).fit(inputs[fit_rows], labels[fit_rows])
+        predictions[predict_rows] = model.predict_proba(inputs[predict_rows])[:, 1]
+    return predictions
+
+
+def _log_loss(p, labels) -> float:
+    import numpy as np
+
+    p = np.clip(p, 1e-6, 1 - 1e-6)
+    return float(-np.mean(labels * np.log(p) + (1 - labels) * np.log(1 - p)))
+
+
+def _best_c(x, labels, splits, with_encoder: bool):
+    """The regularization strength of `C_GRID` with the lowest cross-fitted log loss, and its
+    cross-fitted probabilities (None without folds)."""
+    if not splits:
+        return 1.0, None
+    fitted = {c: _cross_fitted(x, labels, splits, c, with_encoder) for c in C_GRID}
+    chosen = min(fitted, key=lambda c: _log_loss(fitted[c], labels))
+    return chosen, fitted[chosen]
+
+
+def _final_calibrator(x, labels, gold, *, c: float, with_encoder: bool, mean, scale,
+                      raw_fill: float) -> Calibrator:
+    """The calibrator fitted on every validation judgment with the chosen inputs and strength
+    (and, for graded gold, the linear map onto the 1–5 scale)."""
+    import numpy as np
+    from sklearn.linear_model import LogisticRegression, Ridge
+
+    final = LogisticRegression(C=c, max_iter=2000).fit(_columns(x, with_encoder), labels)
     coef = final.coef_[0].tolist()
     if not with_encoder:
         coef = [0.0, *coef]  # the encoder's score stays an input name, with no weight
     binary = is_binary(gold)
+    positives = int(labels.sum())
     calibrator = Calibrator(
         input_names=["raw_score", *FEATURE_NAMES], mean=mean.tolist(), scale=scale.tolist(),
         coef=coef, intercept=float(final.intercept_[0]),
         raw_fill=raw_fill, c=c, score_map="probability" if binary else "linear",
-        fitted_on={"examples": len(labels), "correct": positives, "incorrect": negatives,
-                   "uses_encoder": with_encoder},
+        fitted_on={"examples": len(labels), "correct": positives,
+                   "incorrect": len(labels) - positives, "uses_encoder": with_encoder},
     )
     if not binary:
-        ridge = Ridge(alpha=1.0).fit(columns(with_encoder), np.asarray(gold, dtype=float))
+        ridge = Ridge(alpha=1.0).fit(_columns(x, with_encoder), np.asarray(gold, dtype=float))
         calibrator.linear_coef = ([] if with_encoder else [0.0]) + ridge.coef_.tolist()
         calibrator.linear_intercept = float(ridge.intercept_)
-    report: dict = {"c": c, "folds": folds, "uses_encoder": with_encoder,
-                    "cv_held_out": "system" if by_system else "question group",
-                    "cv_accuracy_by_inputs": {("lexical+encoder" if w else "lexical"): a
-                                              for w, a in accuracy.items()}}
-    if cv is not None:
-        report.update(cv_accuracy=accuracy[with_encoder], cv_log_loss=log_loss(cv),
-                      cv_probabilities=cv.tolist())
-    return calibrator, report
+    return calibrator
