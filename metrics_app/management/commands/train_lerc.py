@@ -69,19 +69,7 @@ class Command(BaseCommand):
             raise CommandError("train on Likert projects (LERC) or on A/B projects (pairwise), "
                                "not a mix and not multiple-choice projects")
         kind = ModelKind.PAIRWISE if kinds == {TaskKind.AB} else ModelKind.REGRESSION
-        try:
-            train_options = json.loads(options["options"])
-        except json.JSONDecodeError as exc:
-            raise CommandError(f"--options is not JSON: {exc}") from exc
-        for flag, field in (("epochs", "epochs"), ("lr", "learning_rate"),
-                            ("batch_size", "batch_size"), ("max_length", "max_length"),
-                            ("max_examples", "max_train_examples"),
-                            ("max_val_examples", "max_val_examples"),
-                            ("max_test_examples", "max_test_examples")):
-            if options[flag] is not None:
-                train_options[field] = options[flag]
-        if options["pretrain_epochs"] is not None:
-            train_options["pretrain_epochs"] = options["pretrain_epochs"]
+        train_options = self._train_options(options)
         pretrain = list(Project.objects.filter(slug__in=options["pretrain_project"]))
         if len(pretrain) != len(set(options["pretrain_project"])):
             raise CommandError("unknown --pretrain-project slug")
@@ -107,7 +95,28 @@ class Command(BaseCommand):
         except Exception as exc:
             raise CommandError(f"{label} failed: {exc}") from exc
         self.stdout.write(f"{label}: {version.status}")
-        summary = {
+        self.stdout.write(json.dumps(self._summary(version), indent=2, default=str))
+
+    @staticmethod
+    def _train_options(options: dict) -> dict:
+        """--options (JSON) overridden by the individual flags."""
+        try:
+            train_options = json.loads(options["options"])
+        except json.JSONDecodeError as exc:
+            raise CommandError(f"--options is not JSON: {exc}") from exc
+        for flag, field in (("epochs", "epochs"), ("lr", "learning_rate"),
+                            ("batch_size", "batch_size"), ("max_length", "max_length"),
+                            ("max_examples", "max_train_examples"),
+                            ("max_val_examples", "max_val_examples"),
+                            ("max_test_examples", "max_test_examples"),
+                            ("pretrain_epochs", "pretrain_epochs")):
+            if options[flag] is not None:
+                train_options[field] = options[flag]
+        return train_options
+
+    @staticmethod
+    def _summary(version) -> dict:
+        return {
             "validation": version.metrics.get("validation"),
             "test": version.metrics.get("test"),
             "baselines": (version.metrics.get("baselines") or {}).get("test"),
@@ -119,4 +128,3 @@ class Command(BaseCommand):
                      ("judgment_count", "max_judgment_id", "judgment_ids_sha256")},
             "artifact": version.artifact_uri,
         }
-        self.stdout.write(json.dumps(summary, indent=2, default=str))

@@ -125,13 +125,8 @@ def lerc_dataset_build(
                                val_fraction=val_fraction, test_fraction=test_fraction)
             if target:
                 getattr(dataset, target).append(example)
-    seen_ids.sort()
     dataset.snapshot = {
-        "watermarks": watermarks,
-        "judgment_count": len(seen_ids),
-        "max_judgment_id": seen_ids[-1] if seen_ids else 0,
-        "judgment_ids_sha256": hashlib.sha256(
-            ",".join(map(str, seen_ids)).encode()).hexdigest(),
+        **_judgments_pinned(seen_ids, watermarks),
         "projects": per_project,
         "examples": {"train": len(dataset.train), "val": len(dataset.val),
                      "test": len(dataset.test)},
@@ -141,6 +136,19 @@ def lerc_dataset_build(
         "znormalize": znormalize,
     }
     return dataset
+
+
+def _judgments_pinned(seen_ids: list[int], watermarks: dict[str, int]) -> dict:
+    """What pins the data set: the per-project watermarks, and the count, highest id and
+    sha256 of the judgment ids read (judgments are append-only, so these name the exact set)."""
+    seen_ids = sorted(seen_ids)
+    return {
+        "watermarks": watermarks,
+        "judgment_count": len(seen_ids),
+        "max_judgment_id": seen_ids[-1] if seen_ids else 0,
+        "judgment_ids_sha256": hashlib.sha256(
+            ",".join(map(str, seen_ids)).encode()).hexdigest(),
+    }
 
 
 def _usable_items(item_ids: set[int], *, kind: str, drop_exact_match: bool,
