@@ -10,6 +10,7 @@ from __future__ import annotations
 import abc
 import dataclasses
 import datetime as dt
+import time
 from collections.abc import Iterable, Iterator
 from decimal import Decimal
 from typing import Any
@@ -171,6 +172,17 @@ class CrowdProvider(abc.ABC):
         """(amount, reason) of every bonus the provider has paid for the assignment, where the
         provider can list them (None: it cannot)."""
         return None
+
+
+class RemoteProvider(CrowdProvider):
+    """A provider reached over the network (MTurk, Prolific): its API client is created on
+    first use unless one is given (tests pass a stubbed one), and retries sleep through `sleep`
+    (tests record the backoff instead of waiting); `retries_done` counts them."""
+
+    def __init__(self, client=None, *, sleep=time.sleep):
+        self._client = client
+        self._sleep = sleep
+        self.retries_done = 0
 
 
 def task_url(route: str, *, stage, fallback: str) -> str:

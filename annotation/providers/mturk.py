@@ -17,7 +17,6 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import random
-import time
 from collections.abc import Iterable, Iterator
 from decimal import Decimal
 from typing import Any
@@ -40,9 +39,9 @@ from annotation.providers.calls import (
 )
 
 from .base import (
-    CrowdProvider,
     HitFailure,
     HitUpdate,
+    RemoteProvider,
     Submission,
     SubmissionStatus,
     call_token_is_stale,
@@ -74,15 +73,10 @@ from .mturk_protocol import (
 logger = logging.getLogger(__name__)
 
 
-class MTurkProvider(CrowdProvider):
+class MTurkProvider(RemoteProvider):
     name = Provider.MTURK
     confirms_submissions = True
     token_dedup_window = TOKEN_DEDUP_WINDOW
-
-    def __init__(self, client=None, *, sleep=time.sleep):
-        self._client = client
-        self._sleep = sleep
-        self.retries_done = 0
 
     @property
     def client(self):

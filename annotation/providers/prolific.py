@@ -14,7 +14,6 @@ import hashlib
 import logging
 import random
 import secrets
-import time
 from collections.abc import Iterable, Iterator
 from decimal import Decimal
 from typing import Any
@@ -26,9 +25,9 @@ from annotation.models import HitStatus, Provider, ProviderCall, ProviderCallSta
 from annotation.providers.calls import ProviderCallRefused, new_token, provider_call_run
 
 from .base import (
-    CrowdProvider,
     HitFailure,
     HitUpdate,
+    RemoteProvider,
     Submission,
     SubmissionStatus,
     stage_description,
@@ -59,14 +58,9 @@ class ProlificError(Exception):
     pass
 
 
-class ProlificProvider(CrowdProvider):
+class ProlificProvider(RemoteProvider):
     name = Provider.PROLIFIC
     confirms_submissions = True
-
-    def __init__(self, client=None, *, sleep=time.sleep):
-        self._client = client
-        self._sleep = sleep
-        self.retries_done = 0
 
     @property
     def client(self):
