@@ -1,5 +1,6 @@
 """Security headers for every page that does not set its own (task pages set a CSP that lets
-MTurk frame them, see annotation/views/task_pages.py)."""
+MTurk frame them, see annotation/views/task_pages.py), and what production requires of its
+secret key (`secret_key_problem`)."""
 from __future__ import annotations
 
 DEFAULT_CSP = (
@@ -21,3 +22,21 @@ class DefaultCSPMiddleware:
         if "Content-Security-Policy" not in response:
             response["Content-Security-Policy"] = DEFAULT_CSP
         return response
+
+
+MIN_SECRET_KEY_LENGTH = 50
+MIN_SECRET_KEY_CHARACTERS = 5
+
+
+def secret_key_problem(key: str, *, dev_key: str) -> str:
+    """What makes `key` unfit for production ("" when it is fine): empty, the development key,
+    Django's generated insecure key, or too short or too uniform (Django's W009 limits)."""
+    if not key.strip():
+        return "is not set or empty"
+    if key == dev_key or key.startswith("django-insecure-"):
+        return "is the development key"
+    if len(key) < MIN_SECRET_KEY_LENGTH:
+        return f"is {len(key)} characters long; at least {MIN_SECRET_KEY_LENGTH} are needed"
+    if len(set(key)) < MIN_SECRET_KEY_CHARACTERS:
+        return f"uses fewer than {MIN_SECRET_KEY_CHARACTERS} different characters"
+    return ""

@@ -73,9 +73,20 @@ def test_production_settings_are_strict():
     assert "config.security.DefaultCSPMiddleware" in values["MIDDLEWARE"]
 
 
-def test_production_refuses_to_start_without_a_secret_key():
-    result = _production("import django; django.setup()", secret=None)
-    assert result.returncode != 0 and "DJANGO_SECRET_KEY" in result.stderr
+@pytest.mark.parametrize("secret, problem", [
+    (None, "is not set or empty"),
+    ("", "is not set or empty"),
+    ("   ", "is not set or empty"),
+    ("dev-only-insecure-key-change-me", "is the development key"),
+    ("django-insecure-" + "x7" * 30, "is the development key"),
+    ("s3cr3t-but-short", "is 16 characters long; at least 50 are needed"),
+    ("ab" * 40, "uses fewer than 5 different characters"),
+])
+def test_production_refuses_to_start_without_a_strong_secret_key(secret, problem):
+    result = _production("import django; django.setup()", secret=secret)
+    assert result.returncode != 0
+    assert f"DJANGO_SECRET_KEY {problem}" in result.stderr
+    assert "secrets.token_urlsafe" in result.stderr  # says how to make one
 
 
 # Literal secrets in code: AWS keys, private keys, or a secret-looking name assigned a string.
@@ -88,7 +99,7 @@ SECRET_PATTERNS = [
 ]
 # The one allowed literal: base.py's development key, which production.py replaces with the
 # environment's (and `check --deploy` would flag, see above).
-ALLOWED = {'SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "dev-only-insecure-key-change-me")'}
+ALLOWED = {'DEV_SECRET_KEY = "dev-only-insecure-key-change-me"  # development and tests only'}
 
 
 def test_no_literal_secrets_in_settings_or_application_code():
