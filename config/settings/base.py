@@ -43,6 +43,8 @@ INSTALLED_APPS = [
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
+    # Swagger UI served from this package, not a CDN: the docs work offline and under the CSP.
+    "drf_spectacular_sidecar",
     "annotation.apps.AnnotationConfig",
     "metrics_app.apps.MetricsAppConfig",
 ]
@@ -128,6 +130,9 @@ REST_FRAMEWORK = {
     "PAGE_SIZE": 100,
 }
 SPECTACULAR_SETTINGS = {
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
     "TITLE": "QA Judge API",
     "DESCRIPTION": "Projects, items, judgments, reports and metric scoring for QA Judge.",
     "VERSION": "0.1.0",
