@@ -8,6 +8,7 @@ it back: `presented_order[i]` is the item-order letter shown at position i.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -16,6 +17,9 @@ AB_SHOWN = ("A", "B")
 MC_SHOWN = ("a", "b", "c", "d")
 VALIDITY_CHOICES = ("one", "several", "none")
 MAX_JUSTIFICATION_LENGTH = 10_000
+ASCII_NUMBER = re.compile(r"[0-9]+")
+# C0 controls and DEL, except tab, line feed and carriage return, which pasted text carries.
+CONTROL_CHARACTER = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 MAX_TIME_SPENT_MS = 24 * 3600 * 1000
 
 
@@ -65,7 +69,9 @@ def _client_timing(answer: dict) -> dict[str, Any]:
 
 def _clean_likert(answer: dict, rules: AnswerRules) -> dict[str, Any]:
     score = answer.get("score")
-    if isinstance(score, str) and score.strip().isdigit():
+    # ASCII digits only: str.isdigit() also accepts "²" (which int() refuses) and "٥" (which
+    # int() reads as 5), and a score is typed by the page, never by hand in another script.
+    if isinstance(score, str) and ASCII_NUMBER.fullmatch(score.strip()):
         score = int(score)
     if not isinstance(score, int) or isinstance(score, bool) or not 1 <= score <= rules.scale_size:
         raise AnswerError([f"Pick a score from 1 to {rules.scale_size}."])
@@ -90,7 +96,12 @@ def _clean_ab(answer: dict, rules: AnswerRules, presented_order: list[str]) -> d
     if not isinstance(justification, str):
         justification = ""
     justification = justification.strip()
-    if len(justification) < rules.justification_min_length:
+    control = CONTROL_CHARACTER.search(justification)
+    if control:
+        # PostgreSQL text cannot hold NUL, and no keyboard types the others.
+        errors.append(f"The justification contains a control character "
+                      f"(U+{ord(control.group()):04X}); remove it.")
+    elif len(justification) < rules.justification_min_length:
         errors.append(
             f"Write a justification of at least {rules.justification_min_length} characters "
             f"({len(justification)} so far)."

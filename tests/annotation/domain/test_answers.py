@@ -1,0 +1,38 @@
+"""Answer validation refuses what a careless or hostile page could send, with a message."""
+from __future__ import annotations
+
+import pytest
+
+from annotation.domain.answers import AnswerError, AnswerRules, clean_answer
+
+LIKERT = AnswerRules(kind="likert")
+AB = AnswerRules(kind="ab", justification_min_length=5)
+
+
+@pytest.mark.parametrize("score, stored", [(4, 4.0), ("4", 4.0), (" 5 ", 5.0)])
+def test_likert_scores_as_numbers_or_ascii_digits(score, stored):
+    assert clean_answer(rules=LIKERT, answer={"score": score}, presented_order=[])["score"] == stored
+
+
+@pytest.mark.parametrize("score", ["²", "٥", "５", "4.0", "", True, 0, 6, None])
+def test_likert_scores_in_other_scripts_or_out_of_range_are_refused(score):
+    with pytest.raises(AnswerError, match="Pick a score from 1 to 5"):
+        clean_answer(rules=LIKERT, answer={"score": score}, presented_order=[])
+
+
+def ab_answer(justification: str) -> dict:
+    return {"shown_choice": "A", "difficult": False, "justification": justification}
+
+
+@pytest.mark.parametrize("character", ["\x00", "\x07", "\x1b", "\x7f"])
+def test_control_characters_in_a_justification_are_refused_by_name(character):
+    with pytest.raises(AnswerError) as refused:
+        clean_answer(rules=AB, answer=ab_answer(f"Answer A{character} is better"),
+                     presented_order=["A", "B"])
+    assert f"control character (U+{ord(character):04X})" in " ".join(refused.value.messages)
+
+
+def test_line_breaks_and_tabs_in_a_justification_are_kept():
+    fields = clean_answer(rules=AB, answer=ab_answer("A is better.\n\tIt cites the source.\r\n"),
+                          presented_order=["A", "B"])
+    assert fields["justification"] == "A is better.\n\tIt cites the source."
