@@ -51,6 +51,18 @@ def _shown_to_role(shown: Any, *, labels: tuple[str, ...], presented_order: list
     return order[labels.index(shown)]
 
 
+def item_id_of(value: Any) -> int | None:
+    """The item id a page sent: an integer, or a string of ASCII digits; None for anything
+    else (a float such as 68.5 is not silently read as item 68, a bool is not item 1)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and ASCII_NUMBER.fullmatch(value.strip()):
+        return int(value)
+    return None
+
+
 def _client_timing(answer: dict) -> dict[str, Any]:
     timing: dict[str, Any] = {}
     spent = answer.get("time_spent_ms")

@@ -13,6 +13,7 @@ from django.db.models import (
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from annotation.domain.answers import item_id_of
 from annotation.models import (
     Assignment,
     AssignmentItem,
@@ -326,10 +327,9 @@ def assignment_touch(*, assignment: Assignment) -> None:
 
 
 def _assignment_item(assignment: Assignment, item_id: Any) -> AssignmentItem:
-    try:
-        item_id = int(item_id)
-    except (TypeError, ValueError):
-        raise SubmissionInvalid({"__all__": ["Unknown item."]}) from None
+    item_id = item_id_of(item_id)
+    if item_id is None:
+        raise SubmissionInvalid({"__all__": ["Unknown item."]})
     row = AssignmentItem.objects.select_related("item").filter(
         assignment=assignment, item_id=item_id
     ).first()

@@ -8,7 +8,7 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from annotation.domain.answers import AnswerError, clean_answer
+from annotation.domain.answers import AnswerError, clean_answer, item_id_of
 from annotation.models import (
     Assignment,
     AssignmentItem,
@@ -222,10 +222,8 @@ def _answers_by_item(answers: Any, item_ids: set[int]
     given: dict[int, dict] = {}
     errors: dict[str, list[str]] = {}
     for answer in answers:
-        item_id = answer.get("item") if isinstance(answer, dict) else None
-        try:
-            item_id = int(item_id)
-        except (TypeError, ValueError):
+        item_id = item_id_of(answer.get("item")) if isinstance(answer, dict) else None
+        if item_id is None:
             errors.setdefault("__all__", []).append("An answer names no item.")
             continue
         if item_id not in item_ids:

@@ -36,3 +36,14 @@ def test_line_breaks_and_tabs_in_a_justification_are_kept():
     fields = clean_answer(rules=AB, answer=ab_answer("A is better.\n\tIt cites the source.\r\n"),
                           presented_order=["A", "B"])
     assert fields["justification"] == "A is better.\n\tIt cites the source."
+
+
+@pytest.mark.parametrize("value, item_id", [
+    (68, 68), ("68", 68), (" 7 ", 7),
+    (68.5, None), (68.0, None), ("68.5", None), (True, None), ("", None), (None, None),
+    ("٥", None), ([68], None),
+])
+def test_item_ids_are_integers_or_ascii_digits_only(value, item_id):
+    from annotation.domain.answers import item_id_of
+
+    assert item_id_of(value) == item_id

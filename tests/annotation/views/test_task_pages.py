@@ -464,3 +464,15 @@ def test_task_pages_and_json_calls_are_rate_limited(client):
     calls = [api(client, "task-autosave", token, {"draft": {}}).status_code for _ in range(3)]
     assert calls == [200, 200, 429]
     cache.clear()
+
+
+def test_a_fractional_item_id_is_refused_not_rounded_to_another_item(client):
+    project, _stage, _items = make_task(TaskKind.LIKERT)
+    page, _worker, _link = open_link(client, project)
+    config = page_config(page)
+    answers = [{"item": i, "score": 4} for i in config["items"]]
+    answers[0]["item"] = config["items"][0] + 0.5  # a float id must not become item N
+    response = api(client, "task-submit", config["token"], {"answers": answers})
+    assert response.status_code == 400
+    assert "An answer names no item." in json.dumps(response.json())
+    assert Judgment.objects.count() == 0
