@@ -51,6 +51,22 @@ class ApiPagination(LimitOffsetPagination):
     default_limit = 100
     max_limit = 1000
 
+    # DRF reads a limit or offset it cannot parse as the default: `?limit=abc` would silently
+    # answer 100 rows. A bad value is a 400 naming the parameter, like every other bad input.
+    def get_limit(self, request):
+        self._check_whole_number(request, self.limit_query_param)
+        return super().get_limit(request)
+
+    def get_offset(self, request):
+        self._check_whole_number(request, self.offset_query_param)
+        return super().get_offset(request)
+
+    @staticmethod
+    def _check_whole_number(request, name: str) -> None:
+        value = request.query_params.get(name)
+        if value is not None and not (value.isascii() and value.isdigit()):
+            raise serializers.ValidationError({name: ["must be a whole number (0 or more)"]})
+
 
 class JsonApiMixin:
     # JSON only: item content and settings are nested objects that form encoding cannot carry.

@@ -3,6 +3,7 @@ from __future__ import annotations
 from decimal import Decimal
 
 from django.conf import settings
+from django.core.validators import MinValueValidator
 from django.db import models
 
 
@@ -66,7 +67,8 @@ class Project(models.Model):
 
     # Settings every kind uses.
     items_per_hit = models.PositiveSmallIntegerField(
-        default=10, help_text="Items in one HIT / assignment (MOCHA: up to 10 sharing a passage)."
+        default=10, validators=[MinValueValidator(1)],
+        help_text="Items in one HIT / assignment (MOCHA: up to 10 sharing a passage).",
     )
     redundancy = models.JSONField(
         default=default_redundancy,

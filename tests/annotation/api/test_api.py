@@ -169,6 +169,8 @@ def test_create_project_sets_owner(api, alice, bob):
     ({"slug": "a", "title": "A", "kind": "ab", "gold_rate": 2}, "gold_rate"),
     ({"slug": "a", "title": "A", "kind": "ab", "shared_with": ["nobody"]}, "shared_with"),
     ({"slug": "a", "title": "A", "kind": "likert", "scale_labels": "bad"}, "scale_labels"),
+    # zero items per HIT would publish HITs that tell every worker there is nothing to do
+    ({"slug": "a", "title": "A", "kind": "ab", "items_per_hit": 0}, "items_per_hit"),
 ])
 def test_create_project_errors_name_the_field(api, project, payload, field):
     before = Project.objects.count()
@@ -503,3 +505,27 @@ def test_unrouted_api_urls_answer_json_404(api, project):
     response = APIClient().get("/no-such-page/")
     assert response.status_code == 404
     assert response["Content-Type"].startswith("text/html")
+
+
+@pytest.mark.parametrize("query, parameter", [
+    ("limit=abc", "limit"), ("limit=-1", "limit"), ("limit=2.5", "limit"),
+    ("offset=abc", "offset"), ("offset=-3", "offset"), ("limit=%EF%BC%95", "limit"),
+])
+def test_bad_limit_or_offset_is_a_400_naming_it_not_a_silent_default(api, project, query,
+                                                                     parameter):
+    for url in ("/api/projects/", "/api/projects/mocha-dev/items/",
+                "/api/projects/mocha-dev/stages/", "/api/projects/mocha-dev/judgments/"):
+        response = api.get(f"{url}?{query}")
+        assert response.status_code == 400, url
+        assert parameter in response.json(), url
+
+
+def test_limit_and_offset_page_through_a_list(api, project):
+    make_item(project)
+    make_item(project)
+    first = api.get("/api/projects/mocha-dev/items/?limit=1").json()
+    second = api.get("/api/projects/mocha-dev/items/?limit=1&offset=1").json()
+    assert len(first["results"]) == len(second["results"]) == 1
+    assert first["results"][0]["id"] != second["results"][0]["id"]
+    assert first["count"] == second["count"] >= 2
+
