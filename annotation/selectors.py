@@ -386,6 +386,17 @@ def project_stage(*, project: Project, stage_id) -> Stage | None:
     return Stage.objects.filter(project=project, pk=stage_id).first()
 
 
+def project_stage_by_ref(*, project: Project, ref: str) -> Stage | None:
+    """The one rule for naming a stage on the command line, in pages and in report URLs: by its
+    id (ASCII digits) or else by its name; None when the project has no such stage."""
+    ref = (ref or "").strip()
+    if ref.isascii() and ref.isdigit():
+        stage = Stage.objects.filter(project=project, pk=int(ref)).first()
+        if stage is not None:
+            return stage
+    return Stage.objects.filter(project=project, name=ref).first()
+
+
 def project_item(*, project: Project, item_id: int) -> Item | None:
     return Item.objects.filter(project=project, pk=item_id).first()
 

@@ -1,6 +1,7 @@
 """REST endpoint for a project's report (the same dict as `manage.py report --json`)."""
 from __future__ import annotations
 
+from django.http import Http404
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
@@ -9,12 +10,12 @@ from rest_framework.views import APIView
 
 from annotation.api_common import with_errors
 from annotation.judgment_selectors import GROUP_FIELDS
-from annotation.selectors import projects_visible_to
+from annotation.selectors import project_stage_by_ref, projects_visible_to
 from metrics_app.reports.project import cached_project_report
 
 
 class ProjectReportApi(APIView):
-    """GET /api/metrics/projects/<slug>/report/?stage=<name>&group_by=<field>"""
+    """GET /api/metrics/projects/<slug>/report/?stage=<name or id>&group_by=<field>"""
 
     class FilterSerializer(serializers.Serializer):
         stage = serializers.CharField(required=False)
@@ -32,7 +33,9 @@ class ProjectReportApi(APIView):
         filters.is_valid(raise_exception=True)
         stage = None
         if filters.validated_data.get("stage"):
-            stage = get_object_or_404(project.stages, name=filters.validated_data["stage"])
+            stage = project_stage_by_ref(project=project, ref=filters.validated_data["stage"])
+            if stage is None:
+                raise Http404("No such stage in this project.")
         return Response(cached_project_report(
             project=project, stage=stage, group_by=filters.validated_data.get("group_by")
         ))

@@ -13,7 +13,7 @@ from django.views.decorators.http import require_POST
 
 from annotation.judgment_selectors import GROUP_FIELDS
 from annotation.models import Judgment, Project, Worker
-from annotation.selectors import projects_visible_to
+from annotation.selectors import project_stage_by_ref, projects_visible_to
 from metrics_app.reports.project import dashboard_data, with_current_worker_status
 
 WORKER_SORTS = {
@@ -35,7 +35,7 @@ def project_dashboard(request: HttpRequest, slug: str) -> HttpResponse:
     project = _visible_project(request, slug)
     stage = None
     if request.GET.get("stage"):
-        stage = project.stages.filter(pk=request.GET["stage"]).first()
+        stage = project_stage_by_ref(project=project, ref=request.GET["stage"])
         if stage is None:
             raise Http404("no such stage")
     group_by = request.GET.get("group_by") or None

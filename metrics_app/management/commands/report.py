@@ -1,6 +1,6 @@
 """Print a project's analytics report.
 
-    python manage.py report SLUG --json [--stage NAME] [--group-by FIELD] [--refresh]
+    python manage.py report SLUG --json [--stage NAME|ID] [--group-by FIELD] [--refresh]
 
 One JSON object with the keys agreement, workers, likert, lfqa, starc (see
 metrics_app/reports/project.py). Served from the report cache unless judgments arrived since.
@@ -13,6 +13,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from annotation.judgment_selectors import GROUP_FIELDS
 from annotation.models import Project
+from annotation.selectors import project_stage_by_ref
 from metrics_app.reports.project import cached_project_report
 
 
@@ -22,7 +23,7 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("slug")
         parser.add_argument("--json", action="store_true", help="print one JSON object")
-        parser.add_argument("--stage", help="only this stage (its name)")
+        parser.add_argument("--stage", help="only this stage (its name or id)")
         parser.add_argument("--group-by", choices=GROUP_FIELDS, help="agreement groups")
         parser.add_argument("--refresh", action="store_true", help="ignore the cache")
 
@@ -32,7 +33,7 @@ class Command(BaseCommand):
             raise CommandError(f"project {options['slug']!r} does not exist")
         stage = None
         if options["stage"]:
-            stage = project.stages.filter(name=options["stage"]).first()
+            stage = project_stage_by_ref(project=project, ref=options["stage"])
             if stage is None:
                 names = ", ".join(project.stages.values_list("name", flat=True)) or "none"
                 raise CommandError(f"no stage {options['stage']!r} (stages: {names})")

@@ -1,6 +1,8 @@
 """Dashboard page, report API, block action and the Celery refresh task."""
 from __future__ import annotations
 
+import json
+
 import pytest
 from django.urls import reverse
 
@@ -208,3 +210,30 @@ def test_lfqa_difficult_rate_and_aspect_counts_per_domain(ab_project):
         assert lfqa["by_domain"][domain]["aspect_counts"] == {"factuality": 3}
     assert lfqa["overall"]["difficult_rate"] == pytest.approx(2 / 3)
     assert lfqa["overall"]["aspect_counts"] == {"factuality": 6}
+
+
+def test_a_stage_is_named_by_id_or_name_in_the_dashboard_report_api_and_cli(client, ab_project):
+    """One rule (annotation.selectors.project_stage_by_ref): id or name, everywhere."""
+    import io
+
+    from django.core.management import CommandError, call_command
+
+    project, owner, _workers = ab_project
+    stage = project.stages.get(name="trial")
+    client.force_login(owner)
+    page = reverse("metrics:project-dashboard", args=[project.slug])
+    api = reverse("metrics-api:project-report", args=[project.slug])
+    for ref in ("trial", str(stage.pk)):
+        assert client.get(page, {"stage": ref}).status_code == 200
+        response = client.get(api, {"stage": ref})
+        assert response.status_code == 200
+        assert response.json()["agreement"]["all"]["n_judgments"] == 18
+        out = io.StringIO()
+        call_command("report", project.slug, "--json", "--stage", ref, stdout=out)
+        assert json.loads(out.getvalue())["agreement"]["all"]["n_judgments"] == 18
+    for bad in ("nope", "12abc", "99999", "-1"):
+        assert client.get(page, {"stage": bad}).status_code == 404  # never a 500
+        assert client.get(api, {"stage": bad}).status_code == 404
+        with pytest.raises(CommandError, match="no stage"):
+            call_command("report", project.slug, "--json", "--stage", bad, stdout=io.StringIO())
+
