@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import subprocess
 import sys
 from unittest import mock
@@ -125,7 +126,7 @@ def _production_caches(**env) -> dict:
     clean = {k: v for k, v in os.environ.items()
              if k not in ("QAJ_CACHE_URL", "REDIS_URL", "DJANGO_ALLOW_ASYNC_UNSAFE")}
     clean.update(env, DJANGO_SETTINGS_MODULE="config.settings.production",
-                 DJANGO_SECRET_KEY="x" * 60)
+                 DJANGO_SECRET_KEY=secrets.token_urlsafe(60))
     code = ("import json, django; from django.conf import settings; django.setup(); "
             "print(json.dumps(settings.CACHES))")
     result = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, env=clean,
