@@ -30,9 +30,12 @@ pytestmark = [pytest.mark.reliability, pytest.mark.integration,
 
 N_ASSIGNMENTS = 16
 ITEMS_PER_ASSIGNMENT = 3
-MAX_ATTEMPTS = 30
-RESTARTS = 6
-RESTART_EVERY_SECONDS = 0.3
+MAX_ATTEMPTS = 60
+# Terminations keep coming every RESTART_EVERY_SECONDS for as long as the burst lasts (at most
+# MAX_RESTARTS): a submission takes a few milliseconds now, so a handful of terminations spread
+# over seconds could all land between requests and test nothing.
+MAX_RESTARTS = 400
+RESTART_EVERY_SECONDS = 0.05
 
 
 @pytest.fixture(autouse=True)
@@ -43,17 +46,19 @@ def _shared_database():
         pytest.skip("needs a file-based SQLite test database (QAJ_TEST_DB_NAME) or PostgreSQL")
 
 
-def _terminate_backends(stop: threading.Event, killed: list[int]) -> None:
-    """Drop every other connection to the test database a few times during the burst, as
+def _terminate_backends(stop: threading.Event, ready: threading.Event,
+                        killed: list[int]) -> None:
+    """Drop every other connection to the test database again and again during the burst, as
     repeated restarts would."""
     import psycopg2
 
     params = connection.get_connection_params()
     control = psycopg2.connect(**{**params, "dbname": connection.settings_dict["NAME"]})
     control.autocommit = True
+    ready.set()
     try:
         with control.cursor() as cursor:
-            for _restart in range(RESTARTS):
+            for _restart in range(MAX_RESTARTS):
                 if stop.wait(RESTART_EVERY_SECONDS):
                     break
                 cursor.execute(
@@ -103,11 +108,13 @@ def test_acknowledged_submissions_survive_dropped_database_connections(live_serv
                 time.sleep(0.1)  # the page's retry backoff, shortened
         return pk, False, statuses
 
-    stop, killed = threading.Event(), []
+    stop, ready, killed = threading.Event(), threading.Event(), []
     killer = None
     if on_postgres:
-        killer = threading.Thread(target=_terminate_backends, args=(stop, killed), daemon=True)
+        killer = threading.Thread(target=_terminate_backends, args=(stop, ready, killed),
+                                  daemon=True)
         killer.start()
+        assert ready.wait(30), "the terminating connection could not be opened"
     try:
         with ThreadPoolExecutor(max_workers=4) as pool:
             results = list(pool.map(submit, jobs))
