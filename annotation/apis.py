@@ -26,7 +26,7 @@ from .selectors import (
     project_item,
     project_list,
     project_progress,
-    project_stage,
+    project_stage_by_ref,
     project_with_progress,
     projects_visible_to,
     stage_list,
@@ -69,7 +69,7 @@ def _query_filters(request, serializer_class, project: Project) -> dict:
     serializer.is_valid(raise_exception=True)
     filters = dict(serializer.validated_data)
     if "stage" in filters:
-        stage = project_stage(project=project, stage_id=filters["stage"])
+        stage = project_stage_by_ref(project=project, ref=str(filters["stage"]))
         if stage is None:
             raise serializers.ValidationError({"stage": ["no such stage in this project"]})
         filters["stage"] = stage

@@ -381,11 +381,6 @@ def project_with_progress(*, user, slug: str) -> Project | None:
     return project
 
 
-def project_stage(*, project: Project, stage_id) -> Stage | None:
-    """A stage of this project by id; None for another project's stage or no stage."""
-    return Stage.objects.filter(project=project, pk=stage_id).first()
-
-
 def project_stage_by_ref(*, project: Project, ref: str) -> Stage | None:
     """The one rule for naming a stage on the command line, in pages and in report URLs: by its
     id (ASCII digits) or else by its name; None when the project has no such stage."""
