@@ -58,6 +58,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last, so it sees exceptions from views first: SQLite busy -> 503 + advice, not a 500.
+    "config.middleware.DatabaseBusyMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -88,8 +90,15 @@ DATABASES = {
     )
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
-    # Web server and Celery worker write to the same file; wait for the lock instead of failing.
-    DATABASES["default"].setdefault("OPTIONS", {})["timeout"] = 30
+    # Web server and Celery worker write to the same file. WAL lets pages read while a job
+    # writes; IMMEDIATE takes the write lock when a transaction begins, so a writer waits for
+    # the busy timeout instead of failing at once when two read-then-write transactions meet;
+    # long jobs compute outside transactions and write in short ones (docs/RELIABILITY.md).
+    DATABASES["default"].setdefault("OPTIONS", {}).update({
+        "timeout": int(os.environ.get("QAJ_SQLITE_BUSY_TIMEOUT", "30")),
+        "transaction_mode": "IMMEDIATE",
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+    })
     DATABASES["default"]["CONN_MAX_AGE"] = 0
 # Parallel test runs (several developers, or SQLite + PostgreSQL passes) must not share a test
 # database; QAJ_TEST_DB_NAME pins the name for a run and for the worker processes it starts.
@@ -281,6 +290,15 @@ CELERY_BEAT_SCHEDULE["lerc-refresh"] = {
 # Scoring jobs created while the broker was down are sent once it is back.
 CELERY_BEAT_SCHEDULE["metrics-enqueue-pending-scoring"] = {
     "task": "metrics.enqueue_pending_scoring", "schedule": 120.0,
+}
+# Scoring jobs hold a lease renewed every QAJ_JOB_HEARTBEAT_SECONDS; one silent for
+# QAJ_JOB_STALE_AFTER_SECONDS lost its worker and is sent again, up to QAJ_JOB_MAX_ATTEMPTS
+# runs, then failed with the reason (metrics_app/services/job_leases.py).
+QAJ_JOB_HEARTBEAT_SECONDS = float(os.environ.get("QAJ_JOB_HEARTBEAT_SECONDS", "15"))
+QAJ_JOB_STALE_AFTER_SECONDS = float(os.environ.get("QAJ_JOB_STALE_AFTER_SECONDS", "120"))
+QAJ_JOB_MAX_ATTEMPTS = int(os.environ.get("QAJ_JOB_MAX_ATTEMPTS", "3"))
+CELERY_BEAT_SCHEDULE["metrics-recover-stale-scoring"] = {
+    "task": "metrics.recover_stale_scoring", "schedule": 60.0,
 }
 CELERY_BEAT_SCHEDULE["lerc-fail-stale"] = {
     "task": "worker.tasks.lerc.lerc_fail_stale", "schedule": 300.0,

@@ -27,6 +27,13 @@ class ScoringJobBase(models.Model):
     total = models.PositiveIntegerField(default=0)
     error = models.TextField(blank=True)
     task_id = models.CharField(max_length=255, blank=True)
+    # The lease (metrics_app/services/job_leases.py): who runs the job and when it last said
+    # so. A running job whose heartbeat is older than QAJ_JOB_STALE_AFTER_SECONDS lost its
+    # worker; the beat sweep sends it again (up to QAJ_JOB_MAX_ATTEMPTS runs) or fails it.
+    lease = models.CharField(max_length=100, blank=True,
+                             help_text="Worker running the job (host:pid:token).")
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    attempts = models.PositiveSmallIntegerField(default=0, help_text="Runs started so far.")
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)

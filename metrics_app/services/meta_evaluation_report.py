@@ -237,17 +237,22 @@ def _watermarks(project: Project) -> tuple[int, int]:
     return judgment, score
 
 
-@transaction.atomic
 def metric_report_refresh(*, project: Project, params: dict | None = None) -> Report:
-    """Recompute and cache the report for these parameters (replacing the older copy)."""
+    """Recompute and cache the report for these parameters (replacing the older copy).
+
+    The computation (minutes on a big project) runs outside any transaction and only the
+    swap of the cached row is one: on SQLite a transaction holds the database's only write
+    lock, and annotators, the admin and imports must keep writing meanwhile. The watermarks
+    are read first, so judgments arriving during the computation leave the report stale."""
     params = normalize_params(params)
     judgment_mark, score_mark = _watermarks(project)
     data = metric_evaluation_build(project=project, params=params)
     data["score_watermark"] = score_mark
     data["counting_fingerprint"] = counting_fingerprint(project=project)
-    Report.objects.filter(project=project, kind=REPORT_KIND, params=params).delete()
-    return Report.objects.create(project=project, kind=REPORT_KIND, params=params, data=data,
-                                 judgment_watermark=judgment_mark)
+    with transaction.atomic():
+        Report.objects.filter(project=project, kind=REPORT_KIND, params=params).delete()
+        return Report.objects.create(project=project, kind=REPORT_KIND, params=params,
+                                     data=data, judgment_watermark=judgment_mark)
 
 
 def metric_report_cached(*, project: Project, params: dict | None = None,

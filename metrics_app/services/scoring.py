@@ -18,10 +18,11 @@ from django.utils import timezone
 
 from annotation.models import Item, Project, TaskKind
 from annotation.services.background import task_send
-from metrics_app.models import ItemScoringJob, ScoringJob, ScoringJobBase, ScoringStatus
+from metrics_app.models import ItemScoringJob, ScoringJob, ScoringStatus
 
 from ..models import MetricScore
 from ..registry import MetricInput, MetricUnavailable, get_metric, metric_accepts_option
+from .job_leases import JobLease, LeaseLost, stale_jobs_recover
 
 logger = logging.getLogger(__name__)
 
@@ -252,46 +253,47 @@ def scoring_jobs_enqueue_pending(*, older_than_seconds: int = 60) -> int:
     return sent
 
 
-def _job_start(job: ScoringJobBase, *, n_inputs: int) -> Progress:
-    """Mark a job running over `n_inputs` inputs × its metrics; returns the progress callback
-    that saves how many are done (what the admin's and the API's progress show)."""
-    job.status = ScoringStatus.RUNNING
-    job.started_at = timezone.now()
-    job.total = n_inputs * len(job.metrics)
-    job.done = 0
-    job.save(update_fields=["status", "started_at", "total", "done"])
+def _progress_recorder(lease: JobLease, *, total: int) -> Progress:
+    """Save the job's total, then return the callback that saves how many are done (what the
+    admin's and the API's progress show); each save also renews the lease."""
+    lease.update(total=total, done=0)
+    done = 0
 
     def progress(n: int) -> None:
-        job.done = min(job.total, job.done + n)
-        job.save(update_fields=["done"])
+        nonlocal done
+        done = min(total, done + n)
+        lease.update(done=done)
 
     return progress
 
 
-def scoring_job_run(*, job_id: int) -> ScoringJob:
+def scoring_job_run(*, job_id: int) -> ScoringJob | None:
     """Run a queued job: score, record progress as it goes, then refresh the project's cached
-    metric report. Failures are stored on the job (and re-raised for Celery's log)."""
+    metric report. Failures are stored on the job (and re-raised for Celery's log). A job that
+    is finished or alive in another worker (a redelivered message) is left alone (None)."""
     from metrics_app.services.meta_evaluation_report import metric_report_refresh
 
-    job = ScoringJob.objects.select_related("project").get(pk=job_id)
-    progress = _job_start(job, n_inputs=len(project_metric_inputs(project=job.project)))
-
-    try:
-        job.detail = project_score_metrics(
-            project=job.project, metric_names=job.metrics,
-            model=(job.options or {}).get("model"), progress=progress,
-        )
-        metric_report_refresh(project=job.project)
-    except Exception as exc:
-        job.status = ScoringStatus.FAILED
-        job.error = f"{type(exc).__name__}: {exc}"
-        job.finished_at = timezone.now()
-        job.save(update_fields=["status", "error", "finished_at", "detail"])
-        raise
-    job.status = ScoringStatus.DONE
-    job.finished_at = timezone.now()
-    job.save(update_fields=["status", "detail", "finished_at"])
-    return job
+    with JobLease(ScoringJob, job_id) as lease:
+        job = lease.claim()
+        if job is None:
+            return None
+        job = ScoringJob.objects.select_related("project").get(pk=job.pk)
+        try:
+            progress = _progress_recorder(
+                lease, total=len(project_metric_inputs(project=job.project)) * len(job.metrics))
+            detail = project_score_metrics(
+                project=job.project, metric_names=job.metrics,
+                model=(job.options or {}).get("model"), progress=progress,
+            )
+            metric_report_refresh(project=job.project)
+            lease.finish(status=ScoringStatus.DONE, detail=detail, error="")
+        except LeaseLost:
+            logger.warning("scoring job %s was taken over; this run stops", job_id)
+            return None
+        except Exception as exc:
+            lease.finish(status=ScoringStatus.FAILED, error=f"{type(exc).__name__}: {exc}")
+            raise
+    return ScoringJob.objects.get(pk=job_id)
 
 
 # --- jobs over posted items (no project) ------------------------------------------------------
@@ -325,38 +327,45 @@ def _metric_error(name: str, message: str) -> str:
     return message if message.startswith(name) else f"{name}: {message}"
 
 
-def item_scoring_job_run(*, job_id: int, batch_size: int = DEFAULT_BATCH_SIZE) -> ItemScoringJob:
+def item_scoring_job_run(*, job_id: int, batch_size: int = DEFAULT_BATCH_SIZE
+                         ) -> ItemScoringJob | None:
     """Score a job's items with `score_inputs`, batch by batch, recording progress; store the
     results in input order. A metric that cannot run (e.g. METEOR without Java, a LERC model
     that does not load) ends the job `failed` with its message in `error`; the other metrics'
-    scores are kept in `results` (that metric's are null). A job already finished (a
-    redelivered task) is left as it is."""
-    job = ItemScoringJob.objects.get(pk=job_id)
-    if job.status in (ScoringStatus.DONE, ScoringStatus.FAILED):
-        return job
-    inputs = [MetricInput(**row) for row in job.items]
-    progress = _job_start(job, n_inputs=len(inputs))
+    scores are kept in `results` (that metric's are null). A job that is finished or alive in
+    another worker (a redelivered message) is left alone (None)."""
+    with JobLease(ItemScoringJob, job_id) as lease:
+        job = lease.claim()
+        if job is None:
+            return None
+        inputs = [MetricInput(**row) for row in job.items]
+        try:
+            progress = _progress_recorder(lease, total=len(inputs) * len(job.metrics))
+            runs = score_inputs(metric_names=job.metrics, inputs=inputs,
+                                model=(job.options or {}).get("model"), batch_size=batch_size,
+                                progress=progress)
+            results = [
+                {"id": metric_input.id,
+                 **{name: (run.values[index] if run.values else None)
+                    for name, run in runs.items()}}
+                for index, metric_input in enumerate(inputs)
+            ]
+            errors = [_metric_error(name, run.error) for name, run in runs.items() if run.error]
+            lease.finish(
+                status=ScoringStatus.FAILED if errors else ScoringStatus.DONE,
+                results=results, error="; ".join(errors), done=len(inputs) * len(job.metrics),
+                detail={name: {"version": run.version, "error": run.error}
+                        for name, run in runs.items()},
+            )
+        except LeaseLost:
+            logger.warning("item scoring job %s was taken over; this run stops", job_id)
+            return None
+        except Exception as exc:
+            lease.finish(status=ScoringStatus.FAILED, error=f"{type(exc).__name__}: {exc}")
+            raise
+    return ItemScoringJob.objects.get(pk=job_id)
 
-    try:
-        runs = score_inputs(metric_names=job.metrics, inputs=inputs,
-                            model=(job.options or {}).get("model"), batch_size=batch_size,
-                            progress=progress)
-    except Exception as exc:
-        job.status = ScoringStatus.FAILED
-        job.error = f"{type(exc).__name__}: {exc}"
-        job.finished_at = timezone.now()
-        job.save(update_fields=["status", "error", "finished_at"])
-        raise
-    job.results = [
-        {"id": metric_input.id,
-         **{name: (run.values[index] if run.values else None) for name, run in runs.items()}}
-        for index, metric_input in enumerate(inputs)
-    ]
-    job.detail = {name: {"version": run.version, "error": run.error} for name, run in runs.items()}
-    errors = [_metric_error(name, run.error) for name, run in runs.items() if run.error]
-    job.error = "; ".join(errors)
-    job.status = ScoringStatus.FAILED if errors else ScoringStatus.DONE
-    job.done = job.total
-    job.finished_at = timezone.now()
-    job.save(update_fields=["results", "detail", "error", "status", "done", "finished_at"])
-    return job
+
+def scoring_jobs_recover_stale() -> dict[str, int]:
+    """Beat: scoring jobs whose worker died are sent again or failed (see job_leases)."""
+    return stale_jobs_recover((ScoringJob, ItemScoringJob), send=_enqueue)

@@ -66,15 +66,17 @@ def _database_url() -> str:
 
 
 class WorkerProcess:
-    """`celery -A worker worker -Q gpu` in its own process group, logging to a file."""
+    """`celery -A worker worker -Q gpu` (or `queue`) in its own process group, logging to a
+    file. `broker_url` is Redis (under this run's key prefix) or RabbitMQ."""
 
-    def __init__(self, tmp_path: Path, redis_url: str, **env):
+    def __init__(self, tmp_path: Path, broker_url: str, queue: str = "gpu", **env):
+        self.queue = queue
         self.log = tmp_path / f"worker-{uuid.uuid4().hex[:6]}.log"
         self.env = {
             **os.environ,
             "DJANGO_SETTINGS_MODULE": "config.settings.test",
             "DATABASE_URL": _database_url(),
-            "CELERY_BROKER_URL": redis_url,
+            "CELERY_BROKER_URL": broker_url,
             "QAJ_BROKER_KEY_PREFIX": KEY_PREFIX,
             "QAJ_ARTIFACT_ROOT": str(tmp_path / "artifacts"),
             "QAJ_LERC_TRAIN_OPTIONS": json.dumps({**TINY_TRAIN_OPTIONS, "epochs": 10}),
@@ -86,7 +88,7 @@ class WorkerProcess:
     def start(self) -> WorkerProcess:
         handle = self.log.open("w")
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "worker", "worker", "-Q", "gpu",
+            [sys.executable, "-m", "celery", "-A", "worker", "worker", "-Q", self.queue,
              "-c", "1", "-n", f"lerc-test-{uuid.uuid4().hex[:8]}@%h", "--without-gossip",
              "--without-mingle", "--without-heartbeat", "--loglevel", "INFO"],
             cwd=REPO_ROOT, env=self.env, stdout=handle, stderr=subprocess.STDOUT,
@@ -122,8 +124,8 @@ class WorkerProcess:
 def workers(tmp_path, redis_url, transactional_db):
     started: list[WorkerProcess] = []
 
-    def start(**env) -> WorkerProcess:
-        worker = WorkerProcess(tmp_path, redis_url, **env).start()
+    def start(broker_url: str | None = None, queue: str = "gpu", **env) -> WorkerProcess:
+        worker = WorkerProcess(tmp_path, broker_url or redis_url, queue, **env).start()
         started.append(worker)
         return worker
 
@@ -132,14 +134,14 @@ def workers(tmp_path, redis_url, transactional_db):
         worker.stop()
 
 
-def send(task, redis_url, *args):
-    """Publish through Redis explicitly (this process's Celery app keeps its own broker)."""
+def send(task, broker_url, *args, queue: str = "gpu"):
+    """Publish through `broker_url` explicitly (this process's Celery app keeps its own
+    broker); on Redis under this run's key prefix."""
     from worker.celery import app
 
-    with app.connection_for_write(
-        redis_url, transport_options={"global_keyprefix": KEY_PREFIX}
-    ) as conn:
-        task.apply_async(args=list(args), connection=conn, queue="gpu")
+    options = {"global_keyprefix": KEY_PREFIX} if broker_url.startswith("redis") else {}
+    with app.connection_for_write(broker_url, transport_options=options) as conn:
+        task.apply_async(args=list(args), connection=conn, queue=queue)
 
 
 def wait_for(predicate, worker: WorkerProcess, timeout: float, what: str):

@@ -31,3 +31,11 @@ def score_items(job_id: int) -> None:
     from metrics_app.services.scoring import item_scoring_job_run
 
     item_scoring_job_run(job_id=job_id)
+
+
+@shared_task(name="metrics.recover_stale_scoring")
+def recover_stale_scoring() -> dict:
+    """Beat: scoring jobs whose worker stopped heartbeating are sent again or failed."""
+    from metrics_app.services.scoring import scoring_jobs_recover_stale
+
+    return scoring_jobs_recover_stale()

@@ -11,8 +11,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
-from django.db import transaction
+from django.db import OperationalError, transaction
 
+from annotation.db_busy import BUSY_MESSAGE, is_database_busy
 from annotation.importers import FORMAT_MODULES, ImportFormatError, importer_for
 from annotation.models import Project, TaskKind
 from annotation.services.imports import ImportConflictError, import_records
@@ -87,6 +88,10 @@ class Command(BaseCommand):
                 )
         except ImportConflictError as exc:
             raise CommandError(f"nothing imported: {path}: {exc}") from None
+        except OperationalError as exc:
+            if not is_database_busy(exc):
+                raise
+            raise CommandError(f"nothing imported: {path}: {BUSY_MESSAGE}") from None
         if created:
             self.stdout.write(f"Created project {slug!r} ({kind}).")
         self.stdout.write(f"{format_name} {path} → project {slug!r}: {summary.as_text()}")

@@ -12,6 +12,7 @@ from rest_framework.test import APIClient
 
 from metrics_app.models import ItemScoringJob, ScoringStatus
 from metrics_app.registry import MetricInput, get_metric
+from metrics_app.services.job_leases import JobLease
 from metrics_app.services.scoring import (
     item_scoring_job_create,
     item_scoring_job_run,
@@ -70,14 +71,15 @@ def test_job_scores_in_input_order_with_progress_and_only_its_creator_reads_it()
     assert job.queue == "default" and job.total == 14
 
     seen = []
-    original = ItemScoringJob.save
+    original = JobLease.update
 
-    def record(self, *args, **kwargs):
-        seen.append((self.status, self.done))
-        return original(self, *args, **kwargs)
+    def record(self, **fields):
+        original(self, **fields)
+        stored = ItemScoringJob.objects.get(pk=job.pk)
+        seen.append((stored.status, stored.done))
 
     with pytest.MonkeyPatch.context() as patched:
-        patched.setattr(ItemScoringJob, "save", record)
+        patched.setattr(JobLease, "update", record)
         item_scoring_job_run(job_id=job.pk, batch_size=3)
     assert (ScoringStatus.RUNNING, 3) in seen and (ScoringStatus.RUNNING, 10) in seen
 
@@ -98,8 +100,11 @@ def test_job_scores_in_input_order_with_progress_and_only_its_creator_reads_it()
                               ).status_code == 404
 
     # A redelivered task leaves a finished job as it is.
-    assert item_scoring_job_run(job_id=job.pk).finished_at == ItemScoringJob.objects.get(
-        pk=job.pk).finished_at
+    finished = ItemScoringJob.objects.get(pk=job.pk)
+    assert item_scoring_job_run(job_id=job.pk) is None
+    again = ItemScoringJob.objects.get(pk=job.pk)
+    assert (again.finished_at, again.attempts, again.results) == (
+        finished.finished_at, 1, finished.results)
 
 
 def test_meteor_without_java_ends_the_job_failed_with_the_reason(monkeypatch):
