@@ -7,9 +7,12 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse
 from rest_framework import serializers
+from rest_framework.exceptions import ParseError
 from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.parsers import JSONParser
 from rest_framework.response import Response
+
+from annotation.domain.json_limits import JsonTooDeep, check_json_depth
 
 
 def django_to_drf(error: DjangoValidationError) -> serializers.ValidationError:
@@ -68,9 +71,22 @@ class ApiPagination(LimitOffsetPagination):
             raise serializers.ValidationError({name: ["must be a whole number (0 or more)"]})
 
 
+class LimitedJSONParser(JSONParser):
+    """DRF's JSON parser with a nesting limit: deeper bodies are a 400 that says so, never
+    a RecursionError (annotation/domain/json_limits.py)."""
+
+    def parse(self, stream, media_type=None, parser_context=None):
+        try:
+            return check_json_depth(super().parse(stream, media_type, parser_context))
+        except RecursionError:
+            raise ParseError(JsonTooDeep.default_message()) from None
+        except JsonTooDeep as exc:
+            raise ParseError(str(exc)) from None
+
+
 class JsonApiMixin:
     # JSON only: item content and settings are nested objects that form encoding cannot carry.
-    parser_classes = (JSONParser,)
+    parser_classes = (LimitedJSONParser,)
     pagination_class = ApiPagination
 
 

@@ -132,8 +132,21 @@ class ProjectCreateInputSerializer(ProjectWriteSerializer):
 
 
 class ProjectUpdateInputSerializer(ProjectWriteSerializer):
+    """A project's changeable fields. Anything else in the body (its slug, kind or owner, a
+    typo) is refused by name: a client must not read a 200 as "changed" when nothing was."""
+
     class Meta(ProjectWriteSerializer.Meta):
         fields = ("title", "shared_with", *PROJECT_SETTING_FIELDS)
+
+    def validate(self, attrs):
+        fixed = set(ProjectOutputSerializer.Meta.fields) - set(self.fields)
+        refused = {}
+        for name in sorted(set(self.initial_data) - set(self.fields)):
+            refused[name] = (["cannot be changed after the project is created"] if name in fixed
+                             else ["unknown field"])
+        if refused:
+            raise serializers.ValidationError(refused)
+        return super().validate(attrs)
 
 
 # --- Items --------------------------------------------------------------------------------------

@@ -8,7 +8,6 @@ calls and every other page refuse framing (frame-ancestors 'none', X-Frame-Optio
 """
 from __future__ import annotations
 
-import json
 import logging
 from functools import wraps
 from urllib.parse import urlencode, urlsplit
@@ -23,6 +22,7 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST
 
 from annotation.domain.answers import MC_SHOWN
+from annotation.domain.json_limits import JsonTooDeep, json_loads_limited
 from annotation.models import Assignment, AssignmentItem, InhouseLink, Provider, Stage, TaskKind
 from annotation.services import access
 from annotation.services.assignments import (
@@ -376,7 +376,9 @@ def task_api(view):
         if len(request.body) > MAX_BODY_BYTES:
             return _json_error("Request too large.", status=413)
         try:
-            body = json.loads(request.body or b"{}")
+            body = json_loads_limited(request.body or b"{}")
+        except JsonTooDeep as exc:
+            return _json_error(f"The request body is {exc}.", status=400)
         except (ValueError, UnicodeDecodeError):
             return _json_error("The request body is not valid JSON.", status=400)
         if not isinstance(body, dict):

@@ -58,8 +58,9 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
-    # Last, so it sees exceptions from views first: SQLite busy -> 503 + advice, not a 500.
-    "config.middleware.DatabaseBusyMiddleware",
+    # Last, so it sees exceptions from views first: a too-large body is a JSON 413 and a busy
+    # SQLite a 503 with advice, not an HTML 400 or a 500.
+    "config.middleware.ExplainedErrorsMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -135,6 +136,12 @@ REST_FRAMEWORK = {
     # Staff researchers and superusers only (annotation/permissions.py); 401 without credentials.
     "DEFAULT_PERMISSION_CLASSES": ["annotation.permissions.IsResearcher"],
     "DEFAULT_SCHEMA_CLASS": "config.schema.AutoSchema",
+    # DRF's defaults, with JSON nesting limited (a deep body is a 400, not a RecursionError).
+    "DEFAULT_PARSER_CLASSES": [
+        "annotation.api_common.LimitedJSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
     "PAGE_SIZE": 100,
 }

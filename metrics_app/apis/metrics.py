@@ -7,11 +7,15 @@ from django.shortcuts import get_object_or_404
 from django.urls import reverse
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
-from rest_framework.parsers import JSONParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotation.api_common import with_errors
+from annotation.api_common import (
+    JsonApiMixin,
+    LimitedJSONParser,
+    paginated_response,
+    with_errors,
+)
 from annotation.models import Project
 from annotation.selectors import projects_visible_to
 from metrics_app.models import ItemScoringJob, ScoringJob, ScoringStatus
@@ -78,9 +82,10 @@ class ScoringJobSerializer(serializers.ModelSerializer):
                   "error", "created_at", "started_at", "finished_at"]
 
 
-class ScoringJobListCreateApi(APIView):
-    """GET recent scoring jobs of a project; POST {"metrics": [...]} queues scoring in Celery
-    (202). Scores already stored at a metric's current version are reused."""
+class ScoringJobListCreateApi(JsonApiMixin, APIView):
+    """GET a project's scoring jobs, newest first, paginated like every list; POST
+    {"metrics": [...]} queues scoring in Celery (202). Scores already stored at a metric's
+    current version are reused."""
 
     class InputSerializer(serializers.Serializer):
         metrics = serializers.ListField(child=serializers.CharField(max_length=50),
@@ -90,11 +95,12 @@ class ScoringJobListCreateApi(APIView):
         def validate_metrics(self, value):
             return _validate_metric_names(value)
 
-    @extend_schema(responses=with_errors({200: ScoringJobSerializer(many=True)}, 404))
+    @extend_schema(responses=with_errors({200: ScoringJobSerializer(many=True)}, 400, 404))
     def get(self, request, slug: str):
         project = _project_for(request, slug)
-        jobs = ScoringJob.objects.filter(project=project)[:20]
-        return Response(ScoringJobSerializer(jobs, many=True).data)
+        return paginated_response(
+            request=request, view=self, queryset=ScoringJob.objects.filter(project=project),
+            serializer_class=ScoringJobSerializer)
 
     @extend_schema(request=InputSerializer,
                    responses=with_errors({202: ScoringJobSerializer(many=True)}, 400, 404, 415))
@@ -118,7 +124,7 @@ class MetricScoreApi(APIView):
 
     # JSON only: items are nested objects that form encoding cannot carry (and 1,000 of them
     # would exceed DATA_UPLOAD_MAX_NUMBER_FIELDS before DRF could answer).
-    parser_classes = (JSONParser,)
+    parser_classes = (LimitedJSONParser,)
 
     class ItemSerializer(serializers.Serializer):
         id = serializers.CharField(max_length=255)

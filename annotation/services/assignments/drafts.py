@@ -8,8 +8,10 @@ from django.utils import timezone
 from annotation.domain.answers import AnswerError, clean_guess
 from annotation.models import (
     Assignment,
+    ExperimentMode,
     Item,
     Judgment,
+    TaskKind,
 )
 
 from .comprehension import ATTEMPTS_KEY, RETRY_MESSAGE
@@ -59,9 +61,13 @@ def assignment_record_guess(*, assignment: Assignment, item: Item | int, answer:
     paragraph is only revealed after this, and the guess cannot be changed afterwards."""
     assignment = _locked_open(assignment, allow_late=True)
     row = _assignment_item(assignment, getattr(item, "pk", item))
+    key = str(row.item_id)
+    project = assignment.stage.project
+    if project.kind != TaskKind.MC or project.experiment_mode != ExperimentMode.PILOT:
+        raise SubmissionInvalid({key: [
+            "This task has no guess step (only multiple-choice pilot tasks do)."]})
     state = _server_state(assignment)
     guesses = dict(state.get("guesses") or {})
-    key = str(row.item_id)
     if key not in guesses:
         try:
             guesses[key] = clean_guess(answer=answer, presented_order=row.presented_order)

@@ -4,7 +4,9 @@
 
 Each input line: {"id", "passage" (optional), "question", "references": [..], "candidate"}.
 Each output line: {"id", <metric>: value, ...} in input order (null where a metric could not
-score the line). A progress bar goes to stderr.
+score the line). Ids must be unique. A metric that cannot run here (LERC without a promoted
+model, METEOR without Java) fails the command unless --allow-missing. A progress bar goes to
+stderr.
 """
 from __future__ import annotations
 
@@ -36,22 +38,38 @@ def parse_input_line(line: str, number: int) -> MetricInput:
             raise CommandError(f"line {number}: field {field!r} must be a string")
     refs = row["references"]
     if isinstance(refs, str):
-        refs = [refs]
+        raise CommandError(f"line {number}: field 'references' must be a list of strings, "
+                           f"not one string (write [{json.dumps(refs)}])")
     if not isinstance(refs, list) or not all(isinstance(r, str) for r in refs):
         raise CommandError(f"line {number}: field 'references' must be a list of strings")
+    if not refs or any(not r.strip() for r in refs):
+        raise CommandError(f"line {number}: field 'references' needs at least one reference "
+                           "and no empty ones")
     return MetricInput(id=str(row["id"]), question=row["question"], references=refs,
                        candidate=row["candidate"], passage=row.get("passage") or "")
 
 
 def read_inputs(path: Path) -> tuple[list, list[MetricInput]]:
+    """Every line parsed, or a CommandError naming the first bad one. Ids must be unique (the
+    output is matched back to the input by id)."""
     ids, inputs = [], []
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            metric_input = parse_input_line(line, number)
-            ids.append(json.loads(line)["id"])
-            inputs.append(metric_input)
+    first_line_of: dict[str, int] = {}
+    try:
+        with path.open(encoding="utf-8") as handle:
+            for number, line in enumerate(handle, start=1):
+                if not line.strip():
+                    continue
+                metric_input = parse_input_line(line, number)
+                if metric_input.id in first_line_of:
+                    raise CommandError(f"line {number}: id {metric_input.id!r} is already used "
+                                       f"on line {first_line_of[metric_input.id]}")
+                first_line_of[metric_input.id] = number
+                ids.append(json.loads(line)["id"])
+                inputs.append(metric_input)
+    except UnicodeDecodeError as exc:
+        raise CommandError(f"{path}: not UTF-8 text (byte {exc.start}: {exc.reason})") from None
+    if not inputs:
+        raise CommandError(f"{path}: no input lines")
     return ids, inputs
 
 
@@ -67,6 +85,9 @@ class Command(BaseCommand):
                             help="Model version, passed to metrics that take one (e.g. lerc).")
         parser.add_argument("--batch-size", type=int, default=DEFAULT_BATCH_SIZE)
         parser.add_argument("--no-progress", action="store_true")
+        parser.add_argument("--allow-missing", action="store_true",
+                            help="Write null for a metric that cannot run here (e.g. LERC "
+                                 "without a promoted model) instead of failing.")
 
     def handle(self, *args, **options):
         from tqdm import tqdm
@@ -89,9 +110,12 @@ class Command(BaseCommand):
                                 batch_size=options["batch_size"], progress=bar.update)
         finally:
             bar.close()
-        for run in runs.values():
-            if run.error:
-                self.stderr.write(f"warning: {run.name} not computed: {run.error}")
+        missing = [f"{run.name}: {run.error}" for run in runs.values() if run.error]
+        if missing and not options["allow_missing"]:
+            raise CommandError("nothing written; not computed: " + "; ".join(missing)
+                               + " (--allow-missing writes null for them)")
+        for message in missing:
+            self.stderr.write(f"warning: not computed: {message}")
         options["output"].parent.mkdir(parents=True, exist_ok=True)
         with options["output"].open("w", encoding="utf-8") as out:
             for index, row_id in enumerate(ids):

@@ -181,12 +181,15 @@ def test_create_project_errors_name_the_field(api, project, payload, field):
 
 
 def test_update_project(api, project):
-    response = api.patch("/api/projects/mocha-dev/", {"title": "MOCHA dev", "kind": "ab"},
-                         format="json")
+    response = api.patch("/api/projects/mocha-dev/", {"title": "MOCHA dev"}, format="json")
     assert response.status_code == 200
     project.refresh_from_db()
     assert project.title == "MOCHA dev"
-    assert project.kind == TaskKind.LIKERT  # kind is not writable: items were validated by it
+    # kind is not writable (items were validated by it): refused by name, not ignored
+    response = api.patch("/api/projects/mocha-dev/", {"title": "x", "kind": "ab"}, format="json")
+    assert response.status_code == 400 and "kind" in response.json()
+    project.refresh_from_db()
+    assert (project.title, project.kind) == ("MOCHA dev", TaskKind.LIKERT)
     response = api.patch("/api/projects/mocha-dev/", {"items_per_hit": -1}, format="json")
     assert response.status_code == 400 and "items_per_hit" in response.json()
 

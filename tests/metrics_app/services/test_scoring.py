@@ -144,6 +144,14 @@ def test_score_command_end_to_end(tmp_path):
     ('{"id": 1, "question": "q", "references": [1], "candidate": "c"}',
      "line 2: field 'references' must be a list of strings"),
     ("{not json", "line 2: not valid JSON"),
+    ('{"id": 1, "question": "q", "references": "x", "candidate": "c"}',
+     "line 2: field 'references' must be a list of strings, not one string"),
+    ('{"id": 1, "question": "q", "references": [""], "candidate": "c"}',
+     "line 2: field 'references' needs at least one reference and no empty ones"),
+    ('{"id": 1, "question": "q", "references": [], "candidate": "c"}',
+     "line 2: field 'references' needs at least one reference"),
+    ('{"id": 0, "question": "q", "references": ["r"], "candidate": "c2"}',
+     "line 2: id '0' is already used on line 1"),
 ])
 def test_score_command_names_the_bad_line_and_field(tmp_path, line, message):
     source = tmp_path / "in.jsonl"
@@ -152,6 +160,22 @@ def test_score_command_names_the_bad_line_and_field(tmp_path, line, message):
     with pytest.raises(CommandError, match=message.replace("(", r"\(")):
         call_command("score", "--metric", "f1", "--input", str(source),
                      "--output", str(tmp_path / "o.jsonl"), "--no-progress")
+
+
+def test_score_command_fails_when_a_metric_cannot_run_unless_told_to_write_nulls(tmp_path):
+    """LERC with no promoted model: nothing written and a non-zero exit, not a file of nulls."""
+    source, target = tmp_path / "in.jsonl", tmp_path / "o.jsonl"
+    source.write_text('{"id": 0, "question": "q", "references": ["r"], "candidate": "r"}\n',
+                      encoding="utf-8")
+    with pytest.raises(CommandError, match="nothing written; not computed: lerc: "):
+        call_command("score", "--metric", "f1,lerc", "--input", str(source),
+                     "--output", str(target), "--no-progress")
+    assert not target.exists()
+    err = StringIO()
+    call_command("score", "--metric", "f1,lerc", "--input", str(source), "--output",
+                 str(target), "--no-progress", "--allow-missing", stderr=err)
+    assert json.loads(target.read_text()) == {"id": 0, "f1": 1.0, "lerc": None}
+    assert "warning: not computed: lerc" in err.getvalue()
 
 
 def test_score_command_refuses_unknown_metrics(tmp_path):

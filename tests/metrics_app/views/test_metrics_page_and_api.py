@@ -156,7 +156,10 @@ def test_scoring_jobs_api(scored_project, monkeypatch):
     url = reverse("metrics-api:scoring-jobs", args=[scored_project.slug])
     created = api.post(url, {"metrics": ["bleu1"]}, format="json")
     assert created.status_code == 202 and created.json()[0]["metrics"] == ["bleu1"]
-    assert api.get(url).json()[0]["status"] == "queued"
+    listed = api.get(url).json()
+    assert listed["count"] == 1 and listed["results"][0]["status"] == "queued"
+    assert set(listed) == {"count", "next", "previous", "results"}   # like every other list
+    assert api.get(url, {"limit": "abc"}).status_code == 400
 
 
 def test_page_falls_back_to_a_report_with_other_resamples_and_never_stars_ties(client):

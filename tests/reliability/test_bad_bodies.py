@@ -1,0 +1,125 @@
+"""Bodies a careless or hostile client sends, answered with a JSON error that names the problem
+(never a 5xx, an HTML page or a silent 200), with nothing stored: JSON nested thousands of
+levels deep (API and autosave), a body over the size limit, read-only project fields in a
+PATCH, a guess step on a task that has none, and a busy SQLite database."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.core.management import CommandError, call_command
+from django.db import OperationalError
+from django.test import override_settings
+from django.urls import reverse
+from rest_framework.test import APIClient
+
+from annotation.domain.json_limits import MAX_JSON_DEPTH, json_depth, json_loads_limited
+from annotation.models import Assignment, Item, Project, TaskKind
+from annotation.services.access import inhouse_link_create
+from testing.factories import item_content, make_project, make_user, make_worker
+from tests.support.tasks import api, make_task, page_config
+
+pytestmark = [pytest.mark.reliability, pytest.mark.django_db]
+
+
+def nested(levels: int) -> str:
+    return "[" * levels + "]" * levels
+
+
+@pytest.fixture
+def researcher_api():
+    client = APIClient()
+    user = make_user("alice")
+    client.force_authenticate(user)
+    make_project(TaskKind.LIKERT, slug="mine", owner=user, title="Mine")
+    return client
+
+
+def test_json_depth_is_measured_without_recursion():
+    assert json_depth(json.loads(nested(900))) == 900
+    assert json_depth({"a": [1, {"b": []}]}) == 4 and json_depth("x") == 0
+    with pytest.raises(ValueError, match=f"nested more than {MAX_JSON_DEPTH} levels"):
+        json_loads_limited(nested(5000))
+    with pytest.raises(ValueError, match="nested more than"):
+        json_loads_limited(nested(MAX_JSON_DEPTH + 1))
+    assert json_loads_limited(nested(MAX_JSON_DEPTH)) is not None
+
+
+@pytest.mark.parametrize("levels", [3000, MAX_JSON_DEPTH + 1])
+def test_deeply_nested_json_to_the_bulk_items_api_is_a_400_that_says_so(researcher_api, levels):
+    body = '{"items": [{"external_id": "q1", "content": ' + nested(levels) + "}]}"
+    response = researcher_api.post("/api/projects/mine/items/bulk/", data=body,
+                                   content_type="application/json")
+    assert response.status_code == 400, response.content[:200]
+    assert "nested more than" in response.json()["detail"]
+    assert not Item.objects.exists()
+
+
+def test_deeply_nested_json_to_autosave_is_a_400_that_says_so(client):
+    project, _, _ = make_task(TaskKind.LIKERT)
+    _, path = inhouse_link_create(worker=make_worker(), project=project)
+    token = page_config(client.get(path))["token"]
+    response = client.post(reverse("annotation:task-autosave"),
+                           data='{"draft": ' + nested(3000) + "}",
+                           content_type="application/json", HTTP_X_ASSIGNMENT_TOKEN=token)
+    assert response.status_code == 400
+    assert "nested more than" in response.json()["message"]
+    assert not (Assignment.objects.get().draft or {}).get("draft")
+
+
+@override_settings(DATA_UPLOAD_MAX_MEMORY_SIZE=10_000)
+def test_a_body_over_the_size_limit_is_a_json_413(researcher_api):
+    items = [{"external_id": f"q{n}", "content": item_content(TaskKind.LIKERT, n)}
+             for n in range(200)]
+    response = researcher_api.post("/api/projects/mine/items/bulk/", {"items": items},
+                                   format="json")
+    assert response.status_code == 413
+    assert response["Content-Type"] == "application/json"
+    assert "larger than 10,000 bytes" in response.json()["detail"]
+    assert not Item.objects.exists()
+
+
+@pytest.mark.parametrize("field,message", [
+    ("owner", "cannot be changed after the project is created"),
+    ("kind", "cannot be changed after the project is created"),
+    ("slug", "cannot be changed after the project is created"),
+    ("titel", "unknown field"),
+])
+def test_patching_a_fixed_or_unknown_project_field_is_refused_by_name(researcher_api, field,
+                                                                      message):
+    make_user("mallory")
+    response = researcher_api.patch("/api/projects/mine/",
+                                    {field: "mallory" if field == "owner" else "ab",
+                                     "title": "Renamed"}, format="json")
+    assert response.status_code == 400
+    assert response.json() == {field: [message]}
+    project = Project.objects.get(slug="mine")
+    assert (project.title, project.kind, project.owner.username) == ("Mine", "likert", "alice")
+
+
+def test_a_guess_step_on_a_likert_task_is_refused(client):
+    project, _, items = make_task(TaskKind.LIKERT)
+    _, path = inhouse_link_create(worker=make_worker(), project=project)
+    token = page_config(client.get(path))["token"]
+    response = api(client, "task-confirm", token,
+                   {"item": items[0].pk, "step": "guess", "answer": {"shown_guess": "a"}})
+    assert response.status_code == 400
+    assert "no guess step" in json.dumps(response.json())
+    assert "guesses" not in json.dumps(Assignment.objects.get().draft or {})
+
+
+def test_a_busy_database_is_a_503_with_advice_not_a_500(researcher_api, monkeypatch, tmp_path):
+    def locked(*_args, **_kwargs):
+        raise OperationalError("database is locked")
+
+    monkeypatch.setattr("annotation.apis.project_list", locked)
+    response = researcher_api.get("/api/projects/")
+    assert response.status_code == 503 and response["Retry-After"] == "5"
+    assert "use PostgreSQL" in response.json()["detail"]
+
+    monkeypatch.setattr("annotation.management.commands.import_data.import_records", locked)
+    source = tmp_path / "items.jsonl"
+    source.write_text(json.dumps({"external_id": "q1", "content": item_content(TaskKind.LIKERT)})
+                      + "\n")
+    with pytest.raises(CommandError, match="nothing imported: .*database is busy"):
+        call_command("import_data", "jsonl", str(source), "--project", "mine", "--no-progress")
