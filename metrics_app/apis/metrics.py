@@ -18,6 +18,7 @@ from annotation.api_common import (
 )
 from annotation.models import Project
 from annotation.selectors import projects_visible_to
+from metrics_app.apis.report_schemas import MetricReportResponseSerializer
 from metrics_app.models import ItemScoringJob, ScoringJob, ScoringStatus
 from metrics_app.registry import MetricInput, metric_names, metric_sync_ok
 from metrics_app.services.meta_evaluation_report import metric_report_cached, metric_report_refresh
@@ -59,7 +60,8 @@ class MetricReportApi(APIView):
                                                max_value=5000)
         refresh = serializers.BooleanField(required=False, default=False)
 
-    @extend_schema(parameters=[InputSerializer], responses=with_errors({200: dict}, 400, 404))
+    @extend_schema(parameters=[InputSerializer],
+                   responses=with_errors({200: MetricReportResponseSerializer}, 400, 404))
     def get(self, request, slug: str):
         project = _project_for(request, slug)
         params = self.InputSerializer(data=request.query_params)

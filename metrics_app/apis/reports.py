@@ -11,6 +11,7 @@ from rest_framework.views import APIView
 from annotation.api_common import with_errors
 from annotation.judgment_selectors import GROUP_FIELDS
 from annotation.selectors import project_stage_by_ref, projects_visible_to
+from metrics_app.apis.report_schemas import ProjectReportSerializer
 from metrics_app.reports.project import cached_project_report
 
 
@@ -24,7 +25,7 @@ class ProjectReportApi(APIView):
     @extend_schema(
         parameters=[OpenApiParameter("stage", str), OpenApiParameter("group_by", str,
                                                                       enum=list(GROUP_FIELDS))],
-        responses=with_errors({200: dict}, 400, 404),
+        responses=with_errors({200: ProjectReportSerializer}, 400, 404),
     )
     def get(self, request, slug: str):
         # Not visible and not existing look the same: 404.

@@ -1,14 +1,23 @@
 """The REST API fuzzed from its own OpenAPI schema with schemathesis, in-process through the WSGI
 app with a researcher's token: no 5xx, responses conform to the schema (status codes, content
 types, bodies), and every 4xx carries a JSON body that says what is wrong. Both valid
-(positive) and schema-violating (negative) requests are generated for every operation."""
+(positive) and schema-violating (negative) requests are generated for every operation, once
+under the test settings and once under every setting production changes (its middleware and
+CSP, HTTPS behind a proxy, strict cookies, a strong key, DEBUG off)."""
 from __future__ import annotations
 
+import importlib
 import json
+import os
+import secrets
 
 import pytest
 import schemathesis
+from django.core.handlers.wsgi import WSGIHandler
+from django.core.signals import request_finished, request_started
 from django.core.wsgi import get_wsgi_application
+from django.db import close_old_connections
+from django.test import Client, override_settings
 from drf_spectacular.generators import SchemaGenerator
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -16,7 +25,16 @@ from rest_framework.authtoken.models import Token
 from schemathesis import GenerationMode, checks
 
 from annotation.models import TaskKind
-from testing.factories import item_content, make_item, make_project, make_stage, make_user
+from metrics_app.services.scoring import project_score_metrics
+from testing.factories import (
+    item_content,
+    make_item,
+    make_judgment,
+    make_project,
+    make_stage,
+    make_user,
+    make_worker,
+)
 
 pytestmark = [pytest.mark.reliability, pytest.mark.django_db]
 
@@ -41,14 +59,55 @@ OPERATIONS = {f"{op.method.upper()} {op.path}": op
 def _keep_the_test_connection():
     """Like Django's test client: requests must not close the test's database connection (the
     WSGI handler does so at request start and end, which breaks the test transaction)."""
-    from django.core.signals import request_finished, request_started
-    from django.db import close_old_connections
-
     request_started.disconnect(close_old_connections)
     request_finished.disconnect(close_old_connections)
     yield
     request_started.connect(close_old_connections)
     request_finished.connect(close_old_connections)
+
+
+def _production_overrides() -> dict:
+    """Every setting config/settings/production.py sets differently from base.py, except the
+    database (the test database stays)."""
+    os.environ.setdefault("QAJ_FUZZ_SECRET_KEY", secrets.token_urlsafe(64))
+    previous = os.environ.get("DJANGO_SECRET_KEY")
+    os.environ["DJANGO_SECRET_KEY"] = os.environ["QAJ_FUZZ_SECRET_KEY"]
+    try:
+        production = importlib.reload(importlib.import_module("config.settings.production"))
+    finally:
+        if previous is None:
+            os.environ.pop("DJANGO_SECRET_KEY")
+        else:
+            os.environ["DJANGO_SECRET_KEY"] = previous
+    base = importlib.import_module("config.settings.base")
+    names = [name for name in dir(production) if name.isupper() and name != "DATABASES"]
+    return {name: getattr(production, name) for name in names
+            if getattr(production, name) != getattr(base, name, object())}
+
+
+@pytest.fixture(params=["test-settings", "production-settings"])
+def deployment(request):
+    """The WSGI app under the test settings, or under production's with requests arriving
+    over HTTPS through the proxy (the header production trusts)."""
+    if request.param == "test-settings":
+        yield {}
+        return
+    overrides = _production_overrides()
+    assert overrides["SECURE_SSL_REDIRECT"] and not overrides.get("DEBUG", False)
+    with override_settings(**overrides):
+        # Really production's behaviour: plain HTTP is sent to HTTPS, and answers carry the CSP.
+        assert Client().get("/api/projects/").status_code == 301
+        secure = Client().get("/api/projects/", HTTP_X_FORWARDED_PROTO="https")
+        assert secure.status_code == 401 and "frame-ancestors 'none'" in secure[
+            "Content-Security-Policy"]
+        # The test client connects Django's connection closing again after each request.
+        request_started.disconnect(close_old_connections)
+        request_finished.disconnect(close_old_connections)
+        previous, SCHEMA.app = SCHEMA.app, WSGIHandler()  # middleware is read at creation
+        try:
+            yield {"X-Forwarded-Proto": "https"}
+        finally:
+            SCHEMA.app = previous
 
 
 @pytest.fixture
@@ -83,9 +142,9 @@ def test_schema_lists_every_api_operation():
 
 
 @pytest.mark.parametrize("name", sorted(OPERATIONS))
-def test_operation_never_fails_on_generated_requests(api_token, name):
+def test_operation_never_fails_on_generated_requests(api_token, deployment, name):
     operation = OPERATIONS[name]
-    auth = {"Authorization": f"Token {api_token}"}
+    auth = {"Authorization": f"Token {api_token}", **deployment}
     strategy = st.one_of(operation.as_strategy(GenerationMode.POSITIVE),
                          operation.as_strategy(GenerationMode.NEGATIVE))
 
@@ -98,3 +157,43 @@ def test_operation_never_fails_on_generated_requests(api_token, name):
         case.call_and_validate(headers=auth, checks=CHECKS)
 
     run()
+
+
+def _populated_project(kind: str, owner, slug: str, mode: str = ""):
+    extra = {"experiment_mode": mode} if mode else {}
+    project = make_project(kind, owner=owner, slug=slug, **extra)
+    stage = make_stage(project)
+    judges = [make_worker() for _ in range(3)]
+    for n in range(6):
+        item = make_item(project, content=item_content(kind, n), source=f"system-{n % 2}")
+        for j, judge in enumerate(judges):
+            answer = ({"score": 1 + (n + j) % 5} if kind == TaskKind.LIKERT
+                      else {"choice": "AB"[(n + j) % 2]} if kind == TaskKind.AB
+                      else {"choice": "ABCD"[(n * j) % 4]})
+            make_judgment(item=item, stage=stage, worker=judge, **answer)
+    if kind != TaskKind.MC:
+        project_score_metrics(project=project, metric_names=["em", "f1", "length"])
+    return project
+
+
+@pytest.mark.parametrize("kind,mode", [(TaskKind.LIKERT, ""), (TaskKind.AB, ""),
+                                       (TaskKind.MC, "qa")])
+def test_report_responses_of_real_projects_match_their_schemas(kind, mode):
+    """The fuzz mostly meets unknown slugs; here both reports of a project with judgments and
+    scores are checked against their typed schemas (every section filled in)."""
+    user = make_user("reporter")
+    project = _populated_project(kind, user, slug=f"real-{kind}")
+    auth = {"Authorization": f"Token {Token.objects.create(user=user).key}"}
+    for path, query in [("/api/metrics/projects/{slug}/report/", {}),
+                        ("/api/metrics/projects/{slug}/report/", {"group_by": "source"}),
+                        ("/api/metrics/projects/{slug}/metric-report/", {"n_resamples": "20"})]:
+        case = OPERATIONS[f"GET {path}"].Case(path_parameters={"slug": project.slug},
+                                              query=query)
+        response = case.call_and_validate(headers=auth, checks=CHECKS)
+        assert response.status_code == 200, response.text[:300]
+        body = response.json()
+        assert body.get("project") == project.slug
+        if "metric-report" in path and kind == TaskKind.LIKERT:
+            assert set(body["report"]["correlations"]) == {"em", "f1", "length"}
+        if "metric-report" in path and kind == TaskKind.AB:
+            assert body["report"]["pairwise"]["groups"][0] == "overall"

@@ -1,0 +1,102 @@
+"""Response shapes of the report endpoints, for the OpenAPI schema (and so for clients generated
+from it). The reports are built as plain dicts by the report services; these serializers only
+document them (the views never run them), and the API fuzz test checks real responses against
+them. Sections whose keys are the project's own names (metric names, groups, workers) are maps.
+"""
+from __future__ import annotations
+
+from rest_framework import serializers
+
+_NULLABLE_FLOAT = {"allow_null": True}
+
+
+class CorrelationSerializer(serializers.Serializer):
+    n = serializers.IntegerField()
+    pearson = serializers.FloatField(**_NULLABLE_FLOAT)
+    spearman = serializers.FloatField(**_NULLABLE_FLOAT)
+    kendall = serializers.FloatField(**_NULLABLE_FLOAT)
+    ci = serializers.DictField(
+        child=serializers.ListField(child=serializers.FloatField(**_NULLABLE_FLOAT),
+                                    min_length=2, max_length=2),
+        help_text="Bootstrap interval [low, high] per correlation.")
+    n_resamples = serializers.IntegerField(required=False)
+    confidence = serializers.FloatField(required=False)
+
+
+class AccuracySerializer(serializers.Serializer):
+    accuracy = serializers.FloatField(**_NULLABLE_FLOAT, help_text="Ties count half.")
+    n = serializers.IntegerField()
+    ties = serializers.IntegerField(required=False)
+
+
+class PairwiseSerializer(serializers.Serializer):
+    groups = serializers.ListField(child=serializers.CharField())
+    baselines = serializers.DictField(
+        child=serializers.DictField(child=AccuracySerializer()),
+        help_text="random, always_human, longer_answer → group → accuracy.")
+    metrics = serializers.DictField(child=serializers.DictField(child=AccuracySerializer()),
+                                    help_text="metric → group → accuracy.")
+    unit = serializers.CharField()
+
+
+class MetricReportSerializer(serializers.Serializer):
+    project = serializers.CharField()
+    kind = serializers.CharField()
+    params = serializers.DictField(help_text="The options the report was computed with.")
+    human_score = serializers.CharField(help_text='"mean" or "z-normalized mean".')
+    metrics = serializers.DictField(child=serializers.CharField(),
+                                    help_text="metric → the version whose scores were used.")
+    correlations = serializers.DictField(
+        child=serializers.DictField(child=CorrelationSerializer()), required=False,
+        help_text="Likert projects: metric → group → correlation with the human score.")
+    groups = serializers.ListField(child=serializers.CharField(), required=False)
+    best = serializers.DictField(child=serializers.CharField(allow_null=True), required=False,
+                                 help_text="group → the metric with the highest Pearson.")
+    n_skipped_imported_gold = serializers.IntegerField(required=False)
+    minimal_pairs = serializers.DictField(
+        child=serializers.DictField(child=AccuracySerializer()), required=False,
+        help_text="Likert projects with minimal pairs: metric → group → accuracy.")
+    pairwise = PairwiseSerializer(required=False, help_text="A/B projects.")
+    score_watermark = serializers.IntegerField(required=False)
+    counting_fingerprint = serializers.CharField(required=False)
+
+
+class MetricReportResponseSerializer(serializers.Serializer):
+    project = serializers.CharField()
+    stale = serializers.BooleanField(help_text="Judgments or scores arrived since computing.")
+    computed_at = serializers.DateTimeField()
+    report = MetricReportSerializer()
+
+
+class StageSummarySerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    kind = serializers.CharField()
+    status = serializers.CharField()
+    n_judgments = serializers.IntegerField()
+    n_items = serializers.IntegerField()
+    n_workers = serializers.IntegerField()
+    krippendorff_alpha = serializers.FloatField(allow_null=True)
+    gate = serializers.DictField(allow_null=True, help_text="Qualification gate, if any.")
+
+
+class ProjectReportSerializer(serializers.Serializer):
+    project = serializers.CharField()
+    kind = serializers.CharField()
+    stage = serializers.CharField(allow_null=True, help_text="null: every data stage.")
+    group_by = serializers.CharField(allow_null=True)
+    judgment_watermark = serializers.IntegerField(help_text="Highest judgment id included.")
+    n_judgments = serializers.IntegerField(help_text="Judgments that count (data stages).")
+    agreement = serializers.DictField(
+        child=serializers.DictField(),
+        help_text="group (\"all\" or a group_by value) → Krippendorff's α with its bootstrap "
+                  "interval, Fleiss' κ, percent agreement and counts.")
+    stages = serializers.ListField(child=StageSummarySerializer())
+    workers = serializers.ListField(
+        child=serializers.DictField(),
+        help_text="Per worker: judgments, agreement with the others and what removing them "
+                  "does to α, gold/practice accuracy, time, status and flags.")
+    likert = serializers.DictField(help_text="Likert projects: score distributions.")
+    lfqa = serializers.DictField(help_text="A/B projects: preferences and agreement.")
+    starc = serializers.DictField(help_text="Multiple-choice projects: accuracy by answer role.")
+    item_fingerprint = serializers.CharField(required=False)
