@@ -267,7 +267,7 @@ QAJ_MTURK_SUBMIT_HOSTS = env_list(
 # LERC: retrain when a project gathered this many new judgments; a version "training" without a
 # progress heartbeat for QAJ_LERC_STALE_AFTER_SECONDS lost its worker and is marked failed.
 QAJ_LERC_MIN_NEW_JUDGMENTS = int(os.environ.get("QAJ_LERC_MIN_NEW_JUDGMENTS", "500"))
-QAJ_LERC_STALE_AFTER_SECONDS = int(os.environ.get("QAJ_LERC_STALE_AFTER_SECONDS", "1800"))
+QAJ_LERC_STALE_AFTER_SECONDS = int(os.environ.get("QAJ_LERC_STALE_AFTER_SECONDS", "300"))
 QAJ_LERC_BACKBONE = os.environ.get("QAJ_LERC_BACKBONE", "")  # "" = packaged MiniLM
 # TrainConfig fields every new version starts from (JSON in the variable; keys given there
 # replace these). The defaults are sized for a CPU: all 23,499 EVOUNA judgments train in well
@@ -308,7 +308,7 @@ CELERY_BEAT_SCHEDULE["metrics-recover-stale-scoring"] = {
     "task": "metrics.recover_stale_scoring", "schedule": 60.0,
 }
 CELERY_BEAT_SCHEDULE["lerc-fail-stale"] = {
-    "task": "worker.tasks.lerc.lerc_fail_stale", "schedule": 300.0,
+    "task": "worker.tasks.lerc.lerc_fail_stale", "schedule": 60.0,
 }
 # Reports: recompute agreement/worker/STARC/long-form reports of projects with new judgments.
 CELERY_BEAT_SCHEDULE["reports-refresh-stale"] = {

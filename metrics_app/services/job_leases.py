@@ -71,8 +71,7 @@ class JobLease:
         self.job_id = job_id
         self.token = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"[-100:]
         self.lost = threading.Event()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._heartbeat: Heartbeat | None = None
 
     # --- claiming -----------------------------------------------------------------------------
 
@@ -106,32 +105,52 @@ class JobLease:
     # --- heartbeat ----------------------------------------------------------------------------
 
     def __enter__(self) -> JobLease:
-        self._thread = threading.Thread(target=self._beat, name=f"lease-{self.job_id}",
-                                        daemon=True)
-        self._thread.start()
+        self._heartbeat = Heartbeat(self._beat, every=heartbeat_seconds(),
+                                    name=f"lease-{self.job_id}").start()
         return self
 
     def __exit__(self, *exc_info) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=heartbeat_seconds() + 30)
+        self._heartbeat.stop()
 
-    def _beat(self) -> None:
+    def _beat(self) -> bool:
+        alive = self.model.objects.filter(
+            pk=self.job_id, lease=self.token, status=ScoringStatus.RUNNING,
+        ).update(heartbeat_at=timezone.now())
+        if not alive:
+            self.lost.set()
+        return bool(alive)
+
+
+class Heartbeat:
+    """Calls `beat()` every `every` seconds in a thread until stopped or until `beat` returns
+    False. A beat that raises (a busy or restarting database) is logged and tried again at the
+    next one. The thread uses, and closes, its own database connection."""
+
+    def __init__(self, beat: Callable[[], bool], *, every: float, name: str = "heartbeat"):
+        self.beat = beat
+        self.every = every
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+
+    def start(self) -> Heartbeat:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=self.every + 30)
+
+    def _run(self) -> None:
         try:
-            while not self._stop.wait(heartbeat_seconds()):
+            while not self._stop.wait(self.every):
                 try:
-                    alive = self.model.objects.filter(
-                        pk=self.job_id, lease=self.token, status=ScoringStatus.RUNNING,
-                    ).update(heartbeat_at=timezone.now())
-                except Exception:  # a busy or restarting database: try again next beat
-                    logger.warning("heartbeat of %s %s not written", self.model.__name__,
-                                   self.job_id, exc_info=True)
-                    continue
-                if not alive:
-                    self.lost.set()
-                    return
+                    if not self.beat():
+                        return
+                except Exception:
+                    logger.warning("%s: beat not written", self._thread.name, exc_info=True)
         finally:
-            connection.close()  # this thread's own connection
+            connection.close()
 
 
 def stale_jobs_recover(models_: Iterable[type[models.Model]],

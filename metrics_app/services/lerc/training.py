@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import threading
 import time
 import traceback
 import uuid
@@ -28,6 +29,7 @@ from metrics_app.lerc.train import (
     capped_examples,
 )
 from metrics_app.models import ModelKind, ModelStatus, ModelVersion
+from metrics_app.services.job_leases import Heartbeat, heartbeat_seconds
 from metrics_app.services.lerc_artifacts import artifact_store, work_dir
 
 from .common import IN_FLIGHT, NAME_BY_KIND, TASK_KIND_BY_MODEL_KIND, LercError, _event
@@ -131,7 +133,7 @@ def model_version_enqueue(*, model_version: ModelVersion, task: str = "train") -
 
 
 def _stale_after() -> int:
-    return int(getattr(settings, "QAJ_LERC_STALE_AFTER_SECONDS", 1800))
+    return int(getattr(settings, "QAJ_LERC_STALE_AFTER_SECONDS", 300))
 
 
 def _heartbeat_age(model_version: ModelVersion) -> float | None:
@@ -184,14 +186,28 @@ class _ProgressReporter:
         self._last_check = 0.0
         self._cancel = False
         self.worker = _this_worker()
+        self._info: dict = {}
+        self._lock = threading.Lock()  # the heartbeat thread writes the same row
 
     def __call__(self, info: dict, force: bool = False) -> None:
         now = time.monotonic()
+        self._info = info
         if not force and now - self._last_save < self.interval and info.get("phase") == "train":
             return
         self._last_save = now
-        progress = {**info, "heartbeat": timezone.now().isoformat(), "worker": self.worker}
-        ModelVersion.objects.filter(pk=self.pk).update(progress=progress)
+        self._save()
+
+    def beat(self) -> bool:
+        """The heartbeat thread: renew the heartbeat with the latest progress, also during
+        steps that report nothing for minutes (building data, evaluation)."""
+        return self._save()
+
+    def _save(self) -> bool:
+        with self._lock:
+            progress = {**self._info, "heartbeat": timezone.now().isoformat(),
+                        "worker": self.worker}
+            return bool(ModelVersion.objects.filter(pk=self.pk, status=ModelStatus.TRAINING)
+                        .update(progress=progress))
 
     def should_cancel(self) -> bool:
         now = time.monotonic()
@@ -220,6 +236,8 @@ def model_version_train(*, model_version: ModelVersion) -> ModelVersion:
     if not claimed:
         return version
     reporter = _ProgressReporter(version)
+    heartbeat = Heartbeat(reporter.beat, every=heartbeat_seconds(),
+                          name=f"lerc-v{version.number}").start()
     try:
         dataset, metrics, uri, val_examples = _train_and_evaluate(version, reporter)
     except TrainingCancelled as exc:
@@ -227,6 +245,8 @@ def model_version_train(*, model_version: ModelVersion) -> ModelVersion:
     except Exception as exc:
         _fail(version, f"{type(exc).__name__}: {exc}", traceback.format_exc())
         raise
+    finally:
+        heartbeat.stop()
     with transaction.atomic():
         version = ModelVersion.objects.select_for_update().get(pk=version.pk)
         # While this worker evaluated, the stale check may have failed the version (a slow

@@ -113,3 +113,28 @@ def test_the_heartbeat_renews_the_lease_during_one_long_step(monkeypatch):
         done = scoring.scoring_job_run(job_id=job.pk)
     assert done.status == ScoringStatus.DONE and done.attempts == 1
     assert len(set(beats)) >= 3, beats                         # renewed while the step ran
+
+
+@pytest.mark.django_db(transaction=True)
+def test_lerc_training_renews_its_heartbeat_during_a_long_silent_step(monkeypatch):
+    """Building data or evaluating reports no progress for minutes; the heartbeat thread keeps
+    the version from looking dead (the stale check would fail it)."""
+    from metrics_app.lerc.train import TrainingCancelled
+    from metrics_app.models import ModelStatus, ModelVersion
+    from metrics_app.services.lerc import training
+
+    version = training.model_version_create(projects=[_job().project])
+    beats = []
+
+    def silent_step(model_version, _reporter):
+        for _ in range(6):
+            time.sleep(0.25)
+            beats.append((ModelVersion.objects.get(pk=model_version.pk).progress or {})
+                         .get("heartbeat"))
+        raise TrainingCancelled("stopped by the test")
+
+    monkeypatch.setattr(training, "_train_and_evaluate", silent_step)
+    with override_settings(QAJ_JOB_HEARTBEAT_SECONDS=0.1):
+        finished = training.model_version_train(model_version=version)
+    assert finished.status == ModelStatus.CANCELLED
+    assert len({beat for beat in beats if beat}) >= 3, beats
