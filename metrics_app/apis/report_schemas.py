@@ -39,6 +39,66 @@ class PairwiseSerializer(serializers.Serializer):
     unit = serializers.CharField()
 
 
+class DecisionCellSerializer(serializers.Serializer):
+    n = serializers.IntegerField()
+    threshold = serializers.FloatField(help_text="Chosen on the validation items.")
+    positive_rate = serializers.FloatField(allow_null=True)
+    accuracy = serializers.FloatField(allow_null=True)
+    f1 = serializers.FloatField(allow_null=True, help_text='F1 of "correct".')
+    kappa = serializers.FloatField(allow_null=True, help_text="Cohen's κ.")
+    roc_auc = serializers.FloatField(allow_null=True)
+    ci = serializers.DictField(child=serializers.ListField(
+        child=serializers.FloatField(allow_null=True), min_length=2, max_length=2))
+    n_resamples = serializers.IntegerField()
+    confidence = serializers.FloatField()
+
+
+class DecisionSerializer(serializers.Serializer):
+    correct_at = serializers.FloatField(help_text="Mean human score counted as correct.")
+    threshold_chosen_on = serializers.CharField()
+    n_validation_items = serializers.IntegerField()
+    n_test_items = serializers.IntegerField()
+    groups = serializers.ListField(child=serializers.CharField())
+    metrics = serializers.DictField(child=serializers.DictField(child=DecisionCellSerializer()),
+                                    help_text="metric → group → decision statistics.")
+    best = serializers.DictField(child=serializers.CharField(allow_null=True),
+                                 help_text="group → the metric with the highest accuracy.")
+
+
+class WilliamsSerializer(serializers.Serializer):
+    t = serializers.FloatField(allow_null=True)
+    df = serializers.IntegerField()
+    p_two_sided = serializers.FloatField(allow_null=True)
+    p_one_sided = serializers.FloatField(allow_null=True, help_text='"a correlates higher".')
+
+
+class PairedBootstrapSerializer(serializers.Serializer):
+    difference = serializers.FloatField(allow_null=True)
+    ci = serializers.ListField(child=serializers.FloatField(allow_null=True), min_length=2,
+                               max_length=2)
+    p_not_better = serializers.FloatField(allow_null=True)
+    n = serializers.IntegerField()
+    n_resamples = serializers.IntegerField()
+    confidence = serializers.FloatField()
+
+
+class MetricPairSerializer(serializers.Serializer):
+    a = serializers.CharField()
+    b = serializers.CharField()
+    n = serializers.IntegerField()
+    pearson_a = serializers.FloatField(allow_null=True)
+    pearson_b = serializers.FloatField(allow_null=True)
+    pearson_a_b = serializers.FloatField(allow_null=True)
+    williams = WilliamsSerializer(allow_null=True)
+    bootstrap = PairedBootstrapSerializer()
+
+
+class SignificanceSerializer(serializers.Serializer):
+    group = serializers.CharField()
+    statistic = serializers.CharField()
+    pairs = serializers.ListField(child=MetricPairSerializer())
+
+
 class MetricReportSerializer(serializers.Serializer):
     project = serializers.CharField()
     kind = serializers.CharField()
@@ -57,6 +117,11 @@ class MetricReportSerializer(serializers.Serializer):
         child=serializers.DictField(child=AccuracySerializer()), required=False,
         help_text="Likert projects with minimal pairs: metric → group → accuracy.")
     pairwise = PairwiseSerializer(required=False, help_text="A/B projects.")
+    decision = DecisionSerializer(required=False, help_text="Likert projects: correct / "
+                                  "incorrect at a threshold chosen on validation items.")
+    significance = SignificanceSerializer(
+        required=False, help_text="Likert projects: Williams' test and a paired bootstrap for "
+                                  "every two metrics.")
     score_watermark = serializers.IntegerField(required=False)
     counting_fingerprint = serializers.CharField(required=False)
 

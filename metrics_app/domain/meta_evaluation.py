@@ -109,9 +109,7 @@ def correlations(
     chunk = max(1, min(n_resamples, 2_000_000 // max(n, 1)))
     for start in range(0, n_resamples, chunk):
         size = min(chunk, n_resamples - start)
-        counts = np.zeros((size, n))
-        for b in range(size):
-            counts[b] = np.bincount(rng.integers(0, n, n), minlength=n)
+        counts = _resample_counts(rng, n, size)
         pearson_est.append(_weighted_pearson(x, y, counts))
         spearman_est.append(
             _weighted_pearson(_resample_ranks(x, counts), _resample_ranks(y, counts), counts)
@@ -221,3 +219,162 @@ def is_number_pair(candidate: str, references: Sequence[str]) -> bool:
     """Candidate and a reference are both plain numbers (MOCHA filters these on DROP, see
     `NUMBER_PAIR_DATASETS`: such unequal pairs were always judged wrong)."""
     return _is_number(candidate) and any(_is_number(r) for r in references)
+
+
+# --- Deciding correct / incorrect (binary-labelled answers) -------------------------------------
+
+def _resample_counts(rng: np.random.Generator, n: int, size: int) -> np.ndarray:
+    """(size, n) multiplicities of the items in `size` bootstrap resamples."""
+    counts = np.zeros((size, n))
+    for b in range(size):
+        counts[b] = np.bincount(rng.integers(0, n, n), minlength=n)
+    return counts
+
+
+def is_validation_key(key: str, fraction: float = 0.5) -> bool:
+    """A stable, seedless assignment of a key (a question) to the validation half: the same
+    question is always on the same side, whatever else the project holds."""
+    import hashlib
+
+    digest = hashlib.sha256(key.strip().lower().encode("utf-8")).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64 < fraction
+
+
+def best_threshold(scores: Sequence[float | None], labels: Sequence[int]) -> float:
+    """The threshold t maximising the accuracy of "score ≥ t means correct" (ties: the lowest
+    such t). Unscored inputs (None) are left out."""
+    pairs = [(float(s), int(y)) for s, y in zip(scores, labels, strict=True) if s is not None]
+    if not pairs:
+        return 0.5
+    values = np.array([p[0] for p in pairs])
+    ys = np.array([p[1] for p in pairs])
+    order = np.argsort(values, kind="stable")
+    values, ys = values[order], ys[order]
+    # Threshold at each distinct value: predicted correct = values ≥ t.
+    distinct, first = np.unique(values, return_index=True)
+    negatives_below = np.concatenate([[0], np.cumsum(1 - ys)])[first]  # true negatives
+    positives_from = ys.sum() - np.concatenate([[0], np.cumsum(ys)])[first]  # true positives
+    accuracy = (negatives_below + positives_from) / len(ys)
+    # "Everything incorrect" (a threshold above the maximum) is a candidate too.
+    if (1 - ys).sum() / len(ys) > accuracy.max():
+        return float(distinct[-1]) + 1.0
+    return float(distinct[int(np.argmax(accuracy))])
+
+
+def _confusion_statistics(tp, fp, fn, tn) -> dict[str, np.ndarray]:
+    """Accuracy, F1 of "correct" and Cohen's κ from (possibly weighted) confusion counts."""
+    total = tp + fp + fn + tn
+    with np.errstate(invalid="ignore", divide="ignore"):
+        accuracy = (tp + tn) / total
+        f1 = np.where(2 * tp + fp + fn > 0, 2 * tp / (2 * tp + fp + fn), 0.0)
+        expected = ((tp + fp) * (tp + fn) + (fn + tn) * (fp + tn)) / total**2
+        kappa = np.where(expected < 1, (accuracy - expected) / (1 - expected), 0.0)
+    return {"accuracy": accuracy, "f1": f1, "kappa": kappa}
+
+
+def decision_statistics(
+    scores: Sequence[float],
+    labels: Sequence[int],
+    threshold: float,
+    *,
+    n_resamples: int = 1000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> dict:
+    """How well "score ≥ threshold means correct" matches human labels (1 correct, 0 not):
+    {n, threshold, positive_rate, accuracy, f1, kappa, roc_auc, ci: {name: [low, high]}}.
+    κ is Cohen's (as scikit-learn computes it; 0 when either side is constant); ROC AUC is
+    threshold-free (None with one class only). Intervals: percentile bootstrap over items."""
+    from sklearn.metrics import roc_auc_score
+
+    s = np.asarray(scores, dtype=float)
+    y = np.asarray(labels, dtype=int)
+    if s.shape != y.shape:
+        raise ValueError("scores and labels differ in length")
+    n = len(s)
+    result: dict = {"n": n, "threshold": threshold, "positive_rate": None, "accuracy": None,
+                    "f1": None, "kappa": None, "roc_auc": None,
+                    "ci": {name: [None, None] for name in ("accuracy", "f1", "kappa", "roc_auc")},
+                    "n_resamples": n_resamples, "confidence": confidence}
+    if n == 0:
+        return result
+    predicted = (s >= threshold).astype(float)
+    cells = np.stack([predicted * y, predicted * (1 - y), (1 - predicted) * y,
+                      (1 - predicted) * (1 - y)])            # tp, fp, fn, tn per item
+    point = _confusion_statistics(*cells.sum(axis=1))
+    result.update({name: _clean(value) for name, value in point.items()})
+    result["positive_rate"] = float(y.mean())
+    two_classes = 0 < y.sum() < n
+    if two_classes:
+        result["roc_auc"] = _clean(roc_auc_score(y, s))
+    if n_resamples <= 0 or n < 3:
+        return result
+    rng = np.random.default_rng(seed)
+    estimates: dict[str, list[np.ndarray]] = {"accuracy": [], "f1": [], "kappa": []}
+    chunk = max(1, min(n_resamples, 2_000_000 // n))
+    for start in range(0, n_resamples, chunk):
+        counts = _resample_counts(rng, n, min(chunk, n_resamples - start))
+        for name, values in _confusion_statistics(*(counts @ cells.T).T).items():
+            estimates[name].append(values)
+    for name, parts in estimates.items():
+        result["ci"][name] = _percentile(np.concatenate(parts), confidence)
+    if two_classes:   # AUC has no count-weighted shortcut here: fewer, explicit resamples
+        aucs = []
+        for _ in range(min(n_resamples, 200)):
+            rows = rng.integers(0, n, n)
+            if 0 < y[rows].sum() < n:
+                aucs.append(roc_auc_score(y[rows], s[rows]))
+        result["ci"]["roc_auc"] = _percentile(np.array(aucs), confidence)
+    return result
+
+
+# --- Is one metric better than another? ----------------------------------------------------------
+
+def williams_test(r_human_a: float, r_human_b: float, r_a_b: float, n: int) -> dict:
+    """Williams' test (Williams 1959, in Steiger 1980's form) that metric A correlates with the
+    human scores differently than metric B, on the same n items; r_a_b is the correlation of
+    the two metrics with each other. {t, df, p_two_sided, p_one_sided} where the one-sided p
+    tests "A correlates higher than B" (what MT metric papers report)."""
+    from scipy.stats import t as student_t
+
+    if n <= 3:
+        return {"t": None, "df": n - 3, "p_two_sided": None, "p_one_sided": None}
+    r12, r13, r23 = r_human_a, r_human_b, r_a_b
+    determinant = 1 - r12**2 - r13**2 - r23**2 + 2 * r12 * r13 * r23
+    denominator = (2 * (n - 1) / (n - 3) * determinant
+                   + ((r12 + r13) ** 2 / 4) * (1 - r23) ** 3)
+    if denominator <= 0:
+        return {"t": None, "df": n - 3, "p_two_sided": None, "p_one_sided": None}
+    t = (r12 - r13) * math.sqrt((n - 1) * (1 + r23) / denominator)
+    df = n - 3
+    return {"t": t, "df": df, "p_two_sided": float(2 * student_t.sf(abs(t), df)),
+            "p_one_sided": float(student_t.sf(t, df))}
+
+
+def paired_bootstrap_pearson_difference(
+    metric_a: Sequence[float], metric_b: Sequence[float], human: Sequence[float], *,
+    n_resamples: int = 1000, confidence: float = 0.95, seed: int = 0,
+) -> dict:
+    """Pearson(A, human) − Pearson(B, human) on the same items, with a paired percentile
+    bootstrap interval (both metrics see the same resample) and the share of resamples in
+    which A is not ahead (a one-sided p-value for "A correlates better")."""
+    a, b, h = (np.asarray(v, dtype=float) for v in (metric_a, metric_b, human))
+    n = len(h)
+    difference = None
+    if n >= 3 and np.ptp(a) > 0 and np.ptp(b) > 0 and np.ptp(h) > 0:
+        difference = pearson(a, h) - pearson(b, h)
+    result = {"difference": difference, "ci": [None, None], "p_not_better": None,
+              "n": n, "n_resamples": n_resamples, "confidence": confidence}
+    if difference is None or n_resamples <= 0:
+        return result
+    rng = np.random.default_rng(seed)
+    parts = []
+    chunk = max(1, min(n_resamples, 2_000_000 // n))
+    for start in range(0, n_resamples, chunk):
+        counts = _resample_counts(rng, n, min(chunk, n_resamples - start))
+        parts.append(_weighted_pearson(a, h, counts) - _weighted_pearson(b, h, counts))
+    estimates = np.concatenate(parts)
+    estimates = estimates[~np.isnan(estimates)]
+    result["ci"] = _percentile(estimates, confidence)
+    result["p_not_better"] = float((estimates <= 0).mean()) if len(estimates) else None
+    return result

@@ -10,35 +10,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from annotation.domain.agreement import pearson
+from metrics_app.domain.meta_evaluation import best_threshold
+
+__all__ = ["CORRECT_AT", "baseline_scores", "best_threshold", "compare_with_baselines",
+           "decision_report", "labels_of"]
 
 CORRECT_AT = 3.0
 
 
 def labels_of(gold: Sequence[float], correct_at: float = CORRECT_AT) -> list[int]:
     return [int(float(g) >= correct_at) for g in gold]
-
-
-def best_threshold(scores: Sequence[float | None], labels: Sequence[int]) -> float:
-    """The threshold t maximising the accuracy of "score ≥ t means correct" (ties: the lowest
-    such t). Unscored inputs (None) are left out."""
-    import numpy as np
-
-    pairs = [(float(s), int(y)) for s, y in zip(scores, labels, strict=True) if s is not None]
-    if not pairs:
-        return 0.5
-    values = np.array([p[0] for p in pairs])
-    ys = np.array([p[1] for p in pairs])
-    order = np.argsort(values, kind="stable")
-    values, ys = values[order], ys[order]
-    # Threshold at each distinct value: predicted correct = values ≥ t.
-    distinct, first = np.unique(values, return_index=True)
-    negatives_below = np.concatenate([[0], np.cumsum(1 - ys)])[first]  # true negatives
-    positives_from = ys.sum() - np.concatenate([[0], np.cumsum(ys)])[first]  # true positives
-    accuracy = (negatives_below + positives_from) / len(ys)
-    # "Everything incorrect" (a threshold above the maximum) is a candidate too.
-    if (1 - ys).sum() / len(ys) > accuracy.max():
-        return float(distinct[-1]) + 1.0
-    return float(distinct[int(np.argmax(accuracy))])
 
 
 def _decision(scores, labels, gold, threshold) -> dict:

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from django.db import transaction
 from django.db.models import Max
 
+from annotation.domain.agreement import pearson
 from annotation.judgment_selectors import item_gold_scores, judgment_rows
 from annotation.models import Judgment, Project, TaskKind
 from annotation.selectors import counting_fingerprint
@@ -63,7 +64,7 @@ def _kept_likert_items(*, project: Project, params: dict) -> list[dict]:
     """The items the correlations (and scatter plots) use: data items that are not minimal
     pairs and pass the study filters chosen in `params`."""
     items = list(project.items.filter(is_practice=False, excluded=False)
-                 .values("id", "dataset", "source", "content", "gold", "metadata"))
+                 .values("id", "dataset", "source", "split", "content", "gold", "metadata"))
     kept = []
     for item in items:
         if "minimal_pair" in (item["metadata"] or {}):
@@ -112,16 +113,7 @@ def _human_gold(*, project: Project, items: list[dict], znormalize: bool) -> tup
 def _correlation_section(*, project, params, versions, scores) -> tuple[dict, list[str], dict, int]:
     items = _kept_likert_items(project=project, params=params)
     gold, skipped = _human_gold(project=project, items=items, znormalize=params["znormalize"])
-    groups: dict[str, list[int]] = defaultdict(list)
-    for item in items:
-        if item["id"] not in gold:
-            continue
-        groups["overall"].append(item["id"])
-        if item["dataset"]:
-            groups[f"dataset:{item['dataset']}"].append(item["id"])
-        if item["source"]:
-            groups[f"source:{item['source']}"].append(item["id"])
-    order = ["overall"] + sorted(g for g in groups if g != "overall")
+    groups, order = _likert_groups(items, lambda item: item["id"] in gold)
     section: dict[str, dict] = {}
     for name in versions:
         section[name] = {}
@@ -136,7 +128,115 @@ def _correlation_section(*, project, params, versions, scores) -> tuple[dict, li
         ranked = [(section[name][group]["pearson"], name) for name in versions
                   if section[name][group]["pearson"] is not None]
         best[group] = max(ranked)[1] if ranked else None
-    return section, [g for g in order if groups[g]], best, skipped
+    return section, order, best, skipped
+
+
+VALIDATION_SPLITS = frozenset({"validation", "valid", "val", "dev"})
+CORRECT_AT = 3.0  # a mean human score of 3 or more on the 1-5 scale counts as correct
+
+
+def _likert_groups(items: list[dict], keep) -> tuple[dict[str, list[int]], list[str]]:
+    """Group name → item ids ("overall", "dataset:…", "source:…") of the items `keep` accepts,
+    and the group order (overall first, then sorted; empty groups left out)."""
+    groups: dict[str, list[int]] = defaultdict(list)
+    for item in items:
+        if not keep(item):
+            continue
+        groups["overall"].append(item["id"])
+        if item["dataset"]:
+            groups[f"dataset:{item['dataset']}"].append(item["id"])
+        if item["source"]:
+            groups[f"source:{item['source']}"].append(item["id"])
+    order = ["overall"] + sorted(g for g in groups if g != "overall")
+    return groups, [g for g in order if groups[g]]
+
+
+def _decision_section(*, project, params, versions, scores) -> dict | None:
+    """Correct / incorrect, the way answer-correctness papers judge a metric: each metric's
+    threshold is chosen on validation items (the project's validation/dev split when it has
+    one beside other items, else the half of the questions a stable hash picks) and measured on the other items:
+    accuracy, F1 and Cohen's κ at that threshold and ROC AUC, per group, with bootstrap
+    intervals. "Correct" = mean human score ≥ 3 (raw, never z-normalized). No split of the
+    questions crosses the two sides."""
+    items = _kept_likert_items(project=project, params=params)
+    gold, _skipped = _human_gold(project=project, items=items, znormalize=False)
+    if not gold or not versions:
+        return None
+    # A declared split counts only when it splits: a project that is all "dev" (MOCHA's dev
+    # set) is split by question instead.
+    on_declared = [(item.get("split") or "").lower() in VALIDATION_SPLITS
+                   for item in items if item["id"] in gold]
+    declared = any(on_declared) and not all(on_declared)
+
+    def on_validation(item) -> bool:
+        if declared:
+            return (item.get("split") or "").lower() in VALIDATION_SPLITS
+        question = (item["content"] or {}).get("question", "") or str(item["id"])
+        return meta_evaluation.is_validation_key(question)
+
+    validation = {item["id"] for item in items if item["id"] in gold and on_validation(item)}
+    groups, order = _likert_groups(
+        items, lambda item: item["id"] in gold and item["id"] not in validation)
+    if not validation or not groups["overall"]:
+        return None
+    label = {item_id: int(value >= CORRECT_AT) for item_id, value in gold.items()}
+    metrics: dict[str, dict] = {}
+    for name in versions:
+        tuning = [(scores[name].get((item_id, "")), label[item_id]) for item_id in validation]
+        threshold = meta_evaluation.best_threshold([s for s, _ in tuning], [y for _, y in tuning])
+        metrics[name] = {}
+        for group in order:
+            pairs = [(scores[name].get((item_id, "")), label[item_id])
+                     for item_id in groups[group]]
+            pairs = [(value, y) for value, y in pairs if value is not None]
+            metrics[name][group] = meta_evaluation.decision_statistics(
+                [value for value, _ in pairs], [y for _, y in pairs], threshold,
+                n_resamples=params["n_resamples"])
+    best = {}
+    for group in order:
+        ranked = [(metrics[name][group]["accuracy"], name) for name in versions
+                  if metrics[name][group]["accuracy"] is not None]
+        best[group] = max(ranked)[1] if ranked else None
+    return {
+        "correct_at": CORRECT_AT,
+        "threshold_chosen_on": ("the project's validation split" if declared
+                                else "half of the questions (stable hash), kept out of the "
+                                     "measured items"),
+        "n_validation_items": len(validation), "n_test_items": len(groups["overall"]),
+        "groups": order, "metrics": metrics, "best": best,
+    }
+
+
+def _significance_section(*, project, params, versions, scores, correlations) -> dict | None:
+    """For every two metrics, on the items both scored (overall group): is the first one's
+    Pearson with the human score higher? Williams' test and a paired bootstrap. Pairs are
+    ordered so that `a` has the higher Pearson."""
+    items = _kept_likert_items(project=project, params=params)
+    gold, _ = _human_gold(project=project, items=items, znormalize=params["znormalize"])
+    overall = {name: correlations[name].get("overall", {}).get("pearson") for name in versions}
+    ranked = sorted((name for name in versions if overall[name] is not None),
+                    key=lambda name: -overall[name])
+    if len(ranked) < 2:
+        return None
+    pairs = []
+    for i, a in enumerate(ranked):
+        for b in ranked[i + 1:]:
+            rows = [(scores[a].get((item_id, "")), scores[b].get((item_id, "")), human)
+                    for item_id, human in gold.items()]
+            rows = [r for r in rows if r[0] is not None and r[1] is not None]
+            va, vb, vh = ([r[k] for r in rows] for k in range(3))
+            if len(rows) < 4:
+                continue
+            r_ah, r_bh, r_ab = pearson(va, vh), pearson(vb, vh), pearson(va, vb)
+            williams = (meta_evaluation.williams_test(r_ah, r_bh, r_ab, len(rows))
+                        if None not in (r_ah, r_bh, r_ab) else None)
+            pairs.append({
+                "a": a, "b": b, "n": len(rows), "pearson_a": r_ah, "pearson_b": r_bh,
+                "pearson_a_b": r_ab, "williams": williams,
+                "bootstrap": meta_evaluation.paired_bootstrap_pearson_difference(
+                    va, vb, vh, n_resamples=params["n_resamples"]),
+            })
+    return {"group": "overall", "statistic": "pearson", "pairs": pairs}
 
 
 def _minimal_pair_section(*, project, versions, scores) -> dict | None:
@@ -221,6 +321,14 @@ def metric_evaluation_build(*, project: Project, params: dict | None = None,
             project=project, params=params, versions=versions, scores=scores)
         report.update(correlations=correlations, groups=groups, best=best,
                       n_skipped_imported_gold=skipped)
+        decision = _decision_section(project=project, params=params, versions=versions,
+                                     scores=scores)
+        if decision is not None:
+            report["decision"] = decision
+        significance = _significance_section(project=project, params=params, versions=versions,
+                                             scores=scores, correlations=correlations)
+        if significance is not None:
+            report["significance"] = significance
         minimal_pairs = _minimal_pair_section(project=project, versions=versions, scores=scores)
         if minimal_pairs is not None:
             report["minimal_pairs"] = minimal_pairs

@@ -175,3 +175,54 @@ def test_lfqa_pairwise_accuracy_of_length_and_baselines(shared_data):
 
 def _fmt(value: float | None) -> str:
     return "–" if value is None else f"{value:.3f}"
+
+
+def test_evouna_decision_and_significance_match_reference_implementations(shared_data):
+    """The report's correct/incorrect table and its metric comparisons, recomputed here with
+    scikit-learn and scipy from the same EVOUNA items (a subset of both files)."""
+    from scipy.stats import pearsonr
+    from sklearn.metrics import accuracy_score, cohen_kappa_score, f1_score, roc_auc_score
+
+    project = make_project(kind=TaskKind.LIKERT, slug="evouna-decision")
+    import_records(project=project, records=_evouna_subset(shared_data), progress=False)
+    names = ["em", "f1", "rougeL"]
+    project_score_metrics(project=project, metric_names=names)
+    report = metric_evaluation_build(project=project, params={"n_resamples": 50})
+    decision = report["decision"]
+
+    scores = {(s.item_id, s.metric): s.value for s in MetricScore.objects.filter(
+        item__project=project)}
+    human = {item_id: score for item_id, score in Judgment.objects.filter(
+        item__project=project).values_list("item_id", "score")}
+    items = [(item.pk, item.content["question"], item.source)
+             for item in project.items.filter(excluded=False, is_practice=False)
+             if item.pk in human]
+    validation = [i for i in items if meta_evaluation.is_validation_key(i[1])]
+    measured = [i for i in items if not meta_evaluation.is_validation_key(i[1])]
+    assert (decision["n_validation_items"], decision["n_test_items"]) == (
+        len(validation), len(measured))
+    lines = []
+    for name in names:
+        threshold = meta_evaluation.best_threshold(
+            [scores[(i[0], name)] for i in validation], [int(human[i[0]] >= 3) for i in validation])
+        y = [int(human[i[0]] >= 3) for i in measured]
+        s = [scores[(i[0], name)] for i in measured]
+        predicted = [int(v >= threshold) for v in s]
+        cell = decision["metrics"][name]["overall"]
+        assert cell["threshold"] == threshold
+        assert cell["accuracy"] == pytest.approx(accuracy_score(y, predicted))
+        assert cell["f1"] == pytest.approx(f1_score(y, predicted))
+        assert cell["kappa"] == pytest.approx(cohen_kappa_score(y, predicted))
+        assert cell["roc_auc"] == pytest.approx(roc_auc_score(y, s))
+        lines.append(f"{name:7} threshold {threshold:.3f} accuracy {cell['accuracy']:.3f} "
+                     f"kappa {cell['kappa']:.3f} auc {cell['roc_auc']:.3f}")
+    for pair in report["significance"]["pairs"]:
+        rows = [(scores[(i[0], pair["a"])], scores[(i[0], pair["b"])], human[i[0]])
+                for i in items]
+        a, b, h = zip(*rows, strict=True)
+        assert pair["pearson_a"] == pytest.approx(pearsonr(a, h).statistic)
+        assert pair["pearson_a_b"] == pytest.approx(pearsonr(a, b).statistic)
+        assert pair["bootstrap"]["difference"] == pytest.approx(
+            pearsonr(a, h).statistic - pearsonr(b, h).statistic)
+        lines.append(f"{pair['a']} vs {pair['b']}: Williams p {pair['williams']['p_one_sided']:.4f}")
+    print("\nEVOUNA subset, correct/incorrect:\n" + "\n".join(lines))

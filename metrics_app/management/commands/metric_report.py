@@ -6,7 +6,9 @@
 Per metric and group (overall, dataset:..., source:...): {pearson, spearman, kendall, n} with
 bootstrap intervals; plus `minimal_pairs` and `pairwise` (A/B) sections where the project has
 them. Uses the cached report unless it is stale or --refresh is given; scores must have been
-computed first (metrics page, API, or `score_project`).
+computed first (`score_project`, the metrics page or the API). Likert projects also get
+`decision` (accuracy, F1, Cohen's κ at a threshold chosen on validation items, ROC AUC) and
+`significance` (Williams' test and a paired bootstrap for every two metrics).
 """
 from __future__ import annotations
 
@@ -56,13 +58,18 @@ class Command(BaseCommand):
             self.stdout.write(json.dumps(data, indent=2, ensure_ascii=False))
             return
         if not data.get("metrics"):
-            self.stdout.write("No metric scores yet: compute them first (metrics page or API).")
+            self.stdout.write(
+                f"No metric scores yet for {project.slug!r}: compute them first, e.g.\n"
+                f"  python manage.py score_project {project.slug} --metric em,f1,bleu1,rougeL,"
+                "meteor,bertscore\n(or the metrics page, or the API).")
         for name, groups in data.get("correlations", {}).items():
             self.stdout.write(f"\n{name} ({data['metrics'][name]})")
             self.stdout.write(f"  {'group':32} pearson spearman kendall      n")
             for group, row in groups.items():
                 self.stdout.write(f"  {group:32} {_fmt(row['pearson'])} {_fmt(row['spearman'])}"
                                   f"  {_fmt(row['kendall'])} {row['n']:6d}")
+        self._decision(data.get("decision"))
+        self._significance(data.get("significance"))
         for name, groups in data.get("minimal_pairs", {}).items():
             cells = ", ".join(f"{g} {_fmt(r['accuracy']).strip()} (n={r['n']})"
                               for g, r in groups.items())
@@ -75,3 +82,42 @@ class Command(BaseCommand):
                 cells = ", ".join(f"{g} {_fmt(groups[g]['accuracy']).strip()}"
                                   for g in pairwise["groups"])
                 self.stdout.write(f"pairwise {name}: {cells}")
+
+    def _decision(self, decision: dict | None) -> None:
+        if not decision:
+            return
+        self.stdout.write(
+            f"\ncorrect / incorrect (mean human score ≥ {decision['correct_at']:g}); each "
+            f"metric's threshold chosen on {decision['threshold_chosen_on']} "
+            f"({decision['n_validation_items']} items), measured on the other "
+            f"{decision['n_test_items']}:")
+        self.stdout.write(f"  {'metric':12} {'group':28} threshold accuracy     f1  kappa"
+                          "  roc_auc      n")
+        for name, groups in decision["metrics"].items():
+            for group, row in groups.items():
+                self.stdout.write(
+                    f"  {name:12} {group:28} {_fmt(row['threshold'])}   {_fmt(row['accuracy'])}"
+                    f" {_fmt(row['f1'])} {_fmt(row['kappa'])}   {_fmt(row['roc_auc'])}"
+                    f" {row['n']:6d}")
+
+    def _significance(self, significance: dict | None) -> None:
+        if not significance or not significance["pairs"]:
+            return
+        self.stdout.write("\ndoes a correlate better with the human scores than b? (Pearson, "
+                          "overall; Williams' test one-sided, paired bootstrap)")
+        for pair in significance["pairs"]:
+            williams = pair["williams"] or {}
+            boot = pair["bootstrap"]
+            low, high = boot["ci"]
+            self.stdout.write(
+                f"  {pair['a']:>10} {_fmt(pair['pearson_a']).strip()} vs {pair['b']:<10} "
+                f"{_fmt(pair['pearson_b']).strip()}: Williams p = "
+                f"{_p(williams.get('p_one_sided'))}, difference "
+                f"{_fmt(boot['difference']).strip()} [{_fmt(low).strip()}, {_fmt(high).strip()}]"
+                f", bootstrap p = {_p(boot['p_not_better'])}")
+
+
+def _p(value) -> str:
+    if value is None:
+        return "–"
+    return "< 0.001" if value < 0.001 else f"{value:.3f}"

@@ -102,3 +102,75 @@ def test_pairwise_and_baselines():
 def test_study_filters(candidate, references, exact, numbers):
     assert is_exact_match(candidate, references) is exact
     assert meta_evaluation.is_number_pair(candidate, references) is numbers
+
+
+# --- correct / incorrect, and comparing two metrics ----------------------------------------------
+
+def test_decision_statistics_match_scikit_learn_and_intervals_cover_them():
+    from sklearn.metrics import accuracy_score, cohen_kappa_score, f1_score, roc_auc_score
+
+    rng = np.random.default_rng(3)
+    labels = rng.integers(0, 2, 500)
+    scores = labels * 0.4 + rng.normal(0, 0.3, 500)
+    result = meta_evaluation.decision_statistics(scores, labels, 0.2, n_resamples=300)
+    predicted = (scores >= 0.2).astype(int)
+    assert result["accuracy"] == pytest.approx(accuracy_score(labels, predicted))
+    assert result["f1"] == pytest.approx(f1_score(labels, predicted))
+    assert result["kappa"] == pytest.approx(cohen_kappa_score(labels, predicted))
+    assert result["roc_auc"] == pytest.approx(roc_auc_score(labels, scores))
+    for name in ("accuracy", "f1", "kappa", "roc_auc"):
+        low, high = result["ci"][name]
+        assert low < result[name] < high and high - low < 0.25, name
+    # One class only: κ is 0 (as scikit-learn says), AUC undefined; nothing divides by zero.
+    same = meta_evaluation.decision_statistics([0.1, 0.9, 0.5], [1, 1, 1], 0.5, n_resamples=20)
+    assert same["accuracy"] == pytest.approx(2 / 3) and same["roc_auc"] is None
+    assert same["kappa"] == pytest.approx(cohen_kappa_score([1, 1, 1], [0, 1, 1]))
+
+
+def test_validation_half_is_stable_and_about_half():
+    keys = [f"question {n}" for n in range(2000)]
+    chosen = [meta_evaluation.is_validation_key(key) for key in keys]
+    assert 0.45 < sum(chosen) / len(keys) < 0.55
+    assert chosen == [meta_evaluation.is_validation_key(key) for key in keys]
+    assert meta_evaluation.is_validation_key("Who?") == meta_evaluation.is_validation_key(" who? ")
+
+
+def _three(rng, n, rho_a, rho_b):
+    human = rng.normal(size=n)
+    a = rho_a * human + np.sqrt(1 - rho_a**2) * rng.normal(size=n)
+    b = rho_b * human + np.sqrt(1 - rho_b**2) * rng.normal(size=n)
+    return human, a, b
+
+
+def test_williams_test_holds_its_size_and_finds_a_real_difference():
+    """Under the null (both metrics equally correlated with the humans) the one-sided test
+    rejects at 5% about 5% of the time; with a real difference nearly always. Swapping the
+    metrics negates t."""
+    rng = np.random.default_rng(7)
+
+    def p_value(human, a, b):
+        r_ah, r_bh, r_ab = (pearsonr(x, y).statistic for x, y in ((a, human), (b, human), (a, b)))
+        return meta_evaluation.williams_test(r_ah, r_bh, r_ab, len(human))
+
+    null = [p_value(*_three(rng, 200, 0.5, 0.5))["p_one_sided"] for _ in range(400)]
+    assert 0.02 < np.mean(np.array(null) < 0.05) < 0.09
+    real = [p_value(*_three(rng, 200, 0.7, 0.4))["p_one_sided"] for _ in range(50)]
+    assert np.mean(np.array(real) < 0.05) > 0.95
+    forward = meta_evaluation.williams_test(0.6, 0.4, 0.5, 100)
+    backward = meta_evaluation.williams_test(0.4, 0.6, 0.5, 100)
+    assert forward["t"] == pytest.approx(-backward["t"]) and forward["df"] == 97
+    assert forward["p_two_sided"] == pytest.approx(backward["p_two_sided"])
+    assert forward["p_one_sided"] + backward["p_one_sided"] == pytest.approx(1.0)
+    assert meta_evaluation.williams_test(0.5, 0.5, 0.3, 50)["p_two_sided"] == pytest.approx(1.0)
+
+
+def test_paired_bootstrap_difference_of_correlations():
+    rng = np.random.default_rng(11)
+    human, a, b = _three(rng, 300, 0.7, 0.4)
+    result = meta_evaluation.paired_bootstrap_pearson_difference(a, b, human, n_resamples=500)
+    expected = pearsonr(a, human).statistic - pearsonr(b, human).statistic
+    assert result["difference"] == pytest.approx(expected)
+    low, high = result["ci"]
+    assert 0 < low < expected < high and result["p_not_better"] < 0.01
+    tie = meta_evaluation.paired_bootstrap_pearson_difference(a, a, human, n_resamples=100)
+    assert tie["difference"] == 0 and tie["p_not_better"] == 1.0

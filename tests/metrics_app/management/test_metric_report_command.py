@@ -86,3 +86,88 @@ def test_ab_report_has_the_pairwise_section_with_baselines():
     assert pairwise["baselines"]["always_human"]["overall"]["accuracy"] == 0.25
     assert pairwise["baselines"]["random"]["overall"]["accuracy"] == 0.5
     assert "correlations" not in report
+
+
+def _binary_project(slug: str, *, declared_split: bool):
+    """Answers judged correct (5) or not (1); `length` separates them only on the validation
+    side (long = correct there, short = correct on the measured side), so a threshold chosen
+    on the measured items would differ from the one the report must use."""
+    project = make_project(kind=TaskKind.LIKERT, slug=slug)
+    stage = make_stage(project)
+    for n in range(40):
+        validation = n < 20
+        correct = n % 2 == 0
+        words = (6 if correct else 2) if validation else (2 if correct else 6)
+        item = make_item(project, split=("dev" if validation else "test") if declared_split
+                         else "", content={"passage": "", "question": f"Question {n}?",
+                                           "references": ["x"], "candidate": "w " * words})
+        make_judgment(item=item, stage=stage, worker=make_worker(), score=5 if correct else 1)
+    project_score_metrics(project=project, metric_names=["length", "em"])
+    return project
+
+
+def test_decision_threshold_is_chosen_on_the_validation_split_and_measured_on_the_rest():
+    project = _binary_project("mr-binary", declared_split=True)
+    decision = _run(project.slug, "--resamples", "50")["decision"]
+    assert decision["threshold_chosen_on"] == "the project's validation split"
+    assert (decision["n_validation_items"], decision["n_test_items"]) == (20, 20)
+    length = decision["metrics"]["length"]["overall"]
+    assert length["threshold"] == 6.0          # what validation says: long answers are right
+    assert length["accuracy"] == 0.0 and length["n"] == 20   # and it fails on the other side
+    assert length["roc_auc"] == 0.0 and length["kappa"] == pytest.approx(-1.0)
+    assert set(decision["metrics"]) == {"length", "em"}
+
+
+def test_without_a_split_half_of_the_questions_choose_the_threshold():
+    project = _binary_project("mr-hash", declared_split=False)
+    decision = _run(project.slug, "--resamples", "0")["decision"]
+    assert decision["threshold_chosen_on"].startswith("half of the questions")
+    assert decision["n_validation_items"] + decision["n_test_items"] == 40
+    assert 10 <= decision["n_validation_items"] <= 30
+
+
+def test_significance_compares_every_two_metrics_on_the_same_items():
+    project = make_project(kind=TaskKind.LIKERT, slug="mr-sig")
+    stage = make_stage(project)
+    for n in range(30):
+        score = 1 + n % 5
+        item = make_item(project, content={
+            "passage": "", "question": f"Where is cat {n}?", "references": ["on the mat"],
+            "candidate": "on the mat " + "x " * (score * 2 + n % 3)})
+        make_judgment(item=item, stage=stage, worker=make_worker(), score=score)
+    project_score_metrics(project=project, metric_names=["length", "f1"])
+    report = _run(project.slug, "--resamples", "100")
+    assert "decision" in report, sorted(report)
+    pairs = report["significance"]["pairs"]
+    assert [(p["a"], p["b"]) for p in pairs] == [("length", "f1")]   # higher Pearson first
+    pair = pairs[0]
+    assert pair["pearson_a"] == pytest.approx(report["correlations"]["length"]["overall"]["pearson"])
+    assert pair["williams"]["p_one_sided"] < 0.05 and pair["bootstrap"]["difference"] > 0
+    text = io.StringIO()
+    call_command("metric_report", project.slug, stdout=text)
+    assert "Williams p =" in text.getvalue() and "correct / incorrect" in text.getvalue()
+
+
+def test_score_project_scores_resumes_and_explains_bad_input():
+    project = make_project(kind=TaskKind.LIKERT, slug="sp")
+    for candidate in ("on the mat", "rug", "a mat"):
+        _likert(project, candidate)
+    hint = io.StringIO()
+    call_command("metric_report", "sp", stdout=hint)
+    assert "python manage.py score_project sp --metric" in hint.getvalue()
+    out = io.StringIO()
+    call_command("score_project", "sp", "--metric", "em,f1", "--no-progress", stdout=out)
+    assert "em (squad-v1): 3 scored, 0 already stored" in out.getvalue()
+    again = io.StringIO()
+    call_command("score_project", "sp", "--metric", "em,f1,length", "--no-progress",
+                 stdout=again)
+    assert "f1 (squad-v1): 0 scored, 3 already stored" in again.getvalue()
+    assert "length (" in again.getvalue() and "next: python manage.py metric_report sp" in \
+        again.getvalue()
+    with pytest.raises(CommandError, match="no project with slug 'nope'"):
+        call_command("score_project", "nope", "--metric", "em")
+    with pytest.raises(CommandError, match="unknown metric.*bogus"):
+        call_command("score_project", "sp", "--metric", "em,bogus")
+    with pytest.raises(CommandError, match="not computed: lerc"):
+        call_command("score_project", "sp", "--metric", "lerc", "--no-progress",
+                     stdout=io.StringIO())

@@ -174,3 +174,16 @@ def test_cached_report_goes_stale_with_new_judgments_or_scores():
     report = metric_report_refresh(project=project, params={"n_resamples": 20})
     project_score_metrics(project=project, metric_names=["length"])
     assert metric_report_cached(project=project, params={"n_resamples": 20})[1] is True
+
+
+def test_scores_without_any_judgment_give_a_report_without_decision_or_significance():
+    """Scoring a project before anyone judged it (what a scoring job does) must not fail."""
+    project = make_project(kind=TaskKind.LIKERT)
+    for n in range(4):
+        make_item(project, content={"passage": "", "question": f"q{n}", "references": ["a"],
+                                    "candidate": "a" * (n + 1)})
+    project_score_metrics(project=project, metric_names=["em", "length"])
+    report = metric_evaluation_build(project=project, params={"n_resamples": 10})
+    assert report["metrics"] == {"em": "squad-v1", "length": report["metrics"]["length"]}
+    assert report["correlations"] == {"em": {}, "length": {}}
+    assert "decision" not in report and "significance" not in report

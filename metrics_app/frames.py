@@ -1,0 +1,93 @@
+"""A project's items, judgments and metric scores as pandas DataFrames, for notebooks.
+
+    from metrics_app.frames import setup, project_frames
+    setup()                                   # once per notebook (Django settings, database)
+    frames = project_frames("evouna-nq")
+    frames.items        # one row per item: ids, grouping columns, content fields, gold
+    frames.judgments    # one row per judgment, `counts` says whether it counts (the rule
+                        #   every report uses: data stages, work not rejected, worker not blocked)
+    frames.scores       # one row per item (and A/B side), one column per metric
+    frames.human        # per item: mean score of the judgments that count, n judgments
+    frames.judgments[frames.judgments.counts].groupby("worker").score.mean()
+
+`setup()` reads the same environment as `manage.py` (DATABASE_URL, or the default SQLite file);
+nothing here writes to the database. docs/ANALYSIS.md shows a session.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import pandas as pd
+
+ITEM_COLUMNS = ["id", "external_id", "dataset", "split", "source", "domain", "text_level",
+                "group_key", "is_gold_check", "is_practice", "excluded"]
+JUDGMENT_COLUMNS = ["id", "item_id", "item__external_id", "worker__external_id", "stage__name",
+                    "stage__kind", "score", "choice", "difficult", "justification",
+                    "time_spent_ms", "created_at"]
+
+
+def setup(settings_module: str = "config.settings.dev") -> None:
+    """Configure Django for a notebook or script (a no-op when it already is)."""
+    import django
+    from django.apps import apps
+
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", settings_module)
+    if not apps.ready:
+        django.setup()
+
+
+@dataclass
+class ProjectFrames:
+    items: pd.DataFrame
+    judgments: pd.DataFrame
+    scores: pd.DataFrame
+    human: pd.DataFrame
+
+
+def project_frames(slug: str) -> ProjectFrames:
+    """Every table of one project (see the module docstring); LookupError for an unknown slug."""
+    from annotation.models import Judgment, Project
+    from annotation.selectors import judgments_that_count
+    from metrics_app.models import MetricScore
+    from metrics_app.services.meta_evaluation_report import project_metric_versions
+
+    project = Project.objects.filter(slug=slug).first()
+    if project is None:
+        raise LookupError(f"no project with slug {slug!r}")
+
+    rows = list(project.items.order_by("id").values(*ITEM_COLUMNS, "content", "gold"))
+    items = pd.DataFrame(rows, columns=[*ITEM_COLUMNS, "content", "gold"])
+    content = pd.json_normalize([row["content"] or {} for row in rows], max_level=0)
+    content.columns = [name if name not in items.columns else f"content_{name}"
+                       for name in content.columns]
+    items = pd.concat([items.drop(columns=["content"]), content], axis=1)
+    items = items.rename(columns={"id": "item_id"}).set_index("item_id", drop=False)
+
+    judgments = pd.DataFrame(
+        list(Judgment.objects.filter(item__project=project).order_by("id")
+             .values(*JUDGMENT_COLUMNS)), columns=JUDGMENT_COLUMNS)
+    judgments = judgments.rename(columns={
+        "id": "judgment_id", "item__external_id": "external_id",
+        "worker__external_id": "worker", "stage__name": "stage", "stage__kind": "stage_kind"})
+    counting = set(judgments_that_count(project=project).values_list("id", flat=True))
+    judgments["counts"] = judgments["judgment_id"].isin(counting)
+
+    versions = project_metric_versions(project=project)
+    score_rows = []
+    for name, version in versions.items():
+        score_rows += [(item_id, side, name, value) for item_id, side, value in
+                       MetricScore.objects.filter(item__project=project, metric=name,
+                                                  version=version)
+                       .values_list("item_id", "side", "value")]
+    long = pd.DataFrame(score_rows, columns=["item_id", "side", "metric", "value"])
+    scores = (long.pivot_table(index=["item_id", "side"], columns="metric", values="value",
+                               aggfunc="first", dropna=False).reset_index()
+              if len(long) else pd.DataFrame(columns=["item_id", "side"]))
+    scores.columns.name = None
+
+    counted = judgments[judgments["counts"]]
+    human = (counted.groupby("item_id")
+             .agg(mean_score=("score", "mean"), n_judgments=("judgment_id", "size"))
+             if len(counted) else pd.DataFrame(columns=["mean_score", "n_judgments"]))
+    return ProjectFrames(items=items, judgments=judgments, scores=scores, human=human)

@@ -1,0 +1,74 @@
+"""Score a project's items with registered metrics, in this process (no worker needed).
+
+    python manage.py score_project SLUG --metric em,f1,meteor [--model V] [--batch-size N]
+                                   [--no-progress] [--allow-missing]
+
+Scores are stored per item, metric and version, as the metrics page's jobs store them; items
+already scored at a metric's current version are skipped, so an interrupted run resumes where
+it stopped. A metric that cannot run here (METEOR without Java, LERC without a promoted model)
+fails the command unless --allow-missing. Then `metric_report SLUG` reads them.
+"""
+from __future__ import annotations
+
+import sys
+
+from django.core.management.base import BaseCommand, CommandError
+
+from annotation.models import Project
+from metrics_app.registry import metric_names
+from metrics_app.services.scoring import (
+    DEFAULT_BATCH_SIZE,
+    project_metric_inputs,
+    project_score_metrics,
+)
+
+
+class Command(BaseCommand):
+    help = "Score a project's items with one or more metrics (resumable; no worker needed)."
+
+    def add_arguments(self, parser):
+        parser.add_argument("slug")
+        parser.add_argument("--metric", required=True,
+                            help="Metric name(s), comma-separated, e.g. em,f1,meteor.")
+        parser.add_argument("--model", default=None,
+                            help="Model version, for metrics that take one (e.g. lerc).")
+        parser.add_argument("--batch-size", type=int, default=DEFAULT_BATCH_SIZE)
+        parser.add_argument("--no-progress", action="store_true")
+        parser.add_argument("--allow-missing", action="store_true",
+                            help="Go on when a metric cannot run here instead of failing.")
+
+    def handle(self, *args, **options):
+        from tqdm import tqdm
+
+        project = Project.objects.filter(slug=options["slug"]).first()
+        if project is None:
+            raise CommandError(f"no project with slug {options['slug']!r}")
+        names = [n.strip() for n in options["metric"].split(",") if n.strip()]
+        known = metric_names()
+        unknown = [n for n in names if n not in known]
+        if not names or unknown:
+            raise CommandError(f"unknown metric(s): {', '.join(unknown) or '(none given)'}; "
+                               f"known metrics: {', '.join(known)}")
+        if options["batch_size"] < 1:
+            raise CommandError("--batch-size must be at least 1")
+        n_inputs = len(project_metric_inputs(project=project))
+        if not n_inputs:
+            raise CommandError(f"project {project.slug!r} has no items to score")
+        bar = tqdm(total=n_inputs * len(names), file=sys.stderr, unit="score",
+                   disable=options["no_progress"], desc=f"scoring {project.slug}")
+        try:
+            summary = project_score_metrics(
+                project=project, metric_names=names, model=options["model"],
+                batch_size=options["batch_size"], progress=bar.update)
+        finally:
+            bar.close()
+        for name, detail in summary.items():
+            state = (f"not computed: {detail['error']}" if detail["error"] else
+                     f"{detail['scored']} scored, {detail['cached']} already stored, "
+                     f"{detail['unscorable']} unscorable")
+            self.stdout.write(f"{name} ({detail['version'] or '?'}): {state}")
+        missing = [f"{name}: {d['error']}" for name, d in summary.items() if d["error"]]
+        if missing and not options["allow_missing"]:
+            raise CommandError("not computed: " + "; ".join(missing)
+                               + " (--allow-missing goes on without them)")
+        self.stdout.write(f"next: python manage.py metric_report {project.slug}")
