@@ -145,6 +145,35 @@ class StageSummarySerializer(serializers.Serializer):
     gate = serializers.DictField(allow_null=True, help_text="Qualification gate, if any.")
 
 
+class AnnotatorPairSerializer(serializers.Serializer):
+    a = serializers.CharField()
+    b = serializers.CharField()
+    n_shared = serializers.IntegerField()
+    cohen_kappa = serializers.FloatField(allow_null=True)
+    weighted_kappa = serializers.FloatField(allow_null=True, required=False,
+                                            help_text="Likert: quadratic weights, 1-5 scale.")
+    alpha = serializers.FloatField(allow_null=True, help_text="Krippendorff's α of the two.")
+    agreement = serializers.FloatField()
+    confusion = serializers.ListField(child=serializers.ListField(
+        child=serializers.IntegerField()), help_text="rows: a's label, columns: b's.")
+
+
+class AnnotatorAgainstOthersSerializer(serializers.Serializer):
+    n = serializers.IntegerField()
+    agreement_with_majority = serializers.FloatField(allow_null=True)
+    confusion = serializers.ListField(child=serializers.ListField(
+        child=serializers.IntegerField()), help_text="rows: the worker's label, columns: the "
+                                                     "others' majority label.")
+
+
+class AnnotatorPairsSerializer(serializers.Serializer):
+    labels = serializers.ListField(child=serializers.CharField())
+    min_shared = serializers.IntegerField()
+    n_pairs = serializers.IntegerField(help_text="Pairs sharing at least min_shared items.")
+    pairs = serializers.ListField(child=AnnotatorPairSerializer())
+    workers = serializers.DictField(child=AnnotatorAgainstOthersSerializer())
+
+
 class ProjectReportSerializer(serializers.Serializer):
     project = serializers.CharField()
     kind = serializers.CharField()
@@ -161,6 +190,7 @@ class ProjectReportSerializer(serializers.Serializer):
         child=serializers.DictField(),
         help_text="Per worker: judgments, agreement with the others and what removing them "
                   "does to α, gold/practice accuracy, time, status and flags.")
+    annotator_pairs = AnnotatorPairsSerializer(required=False)
     likert = serializers.DictField(help_text="Likert projects: score distributions.")
     lfqa = serializers.DictField(help_text="A/B projects: preferences and agreement.")
     starc = serializers.DictField(help_text="Multiple-choice projects: accuracy by answer role.")

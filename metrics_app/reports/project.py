@@ -16,6 +16,7 @@ from annotation.selectors import blocked_worker_ids_for, counting_fingerprint
 
 from ..models import Report
 from .agreement import agreement_report
+from .annotator_pairs import annotator_pairs_report
 from .lfqa import lfqa_report
 from .likert import likert_report
 from .stages import stages_report
@@ -25,7 +26,7 @@ from .workers import worker_report
 REPORT_KIND = "project"
 # Bump when the report's content or definitions change: cached reports of another version are
 # recomputed even though no judgment arrived.
-REPORT_VERSION = 5
+REPORT_VERSION = 6
 
 
 def _params(group_by: str | None) -> dict:
@@ -63,6 +64,7 @@ def project_report(
         "agreement": agreement_report(frame, group_by=group_by),
         "stages": stages_report(frame, project=project),
         "workers": worker_report(frame, tolerance=project.qualification_tolerance),
+        "annotator_pairs": annotator_pairs_report(frame),
         "likert": likert_report(frame) if project.kind == TaskKind.LIKERT else {},
         "lfqa": lfqa_report(frame) if project.kind == TaskKind.AB else {},
         "starc": starc_report(frame, experiment_mode=project.experiment_mode)

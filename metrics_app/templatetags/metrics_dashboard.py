@@ -27,3 +27,12 @@ def pct(value) -> str:
 @register.filter
 def get(mapping, key):
     return (mapping or {}).get(key)
+
+
+@register.filter
+def at(sequence, position):
+    """sequence[position], or "" past its end (the row label of a confusion matrix)."""
+    try:
+        return sequence[int(position)]
+    except (IndexError, TypeError, ValueError):
+        return ""

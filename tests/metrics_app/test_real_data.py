@@ -226,3 +226,39 @@ def test_evouna_decision_and_significance_match_reference_implementations(shared
             pearsonr(a, h).statistic - pearsonr(b, h).statistic)
         lines.append(f"{pair['a']} vs {pair['b']}: Williams p {pair['williams']['p_one_sided']:.4f}")
     print("\nEVOUNA subset, correct/incorrect:\n" + "\n".join(lines))
+
+
+def test_lfqa_annotator_pairs_match_scikit_learn_and_krippendorff(shared_data):
+    """Experts who judged the same LFQA comparisons: κ, α and confusion per pair recomputed
+    from the raw judgments with scikit-learn and the krippendorff package."""
+    import krippendorff
+    from sklearn.metrics import cohen_kappa_score
+
+    from metrics_app.reports.project import project_report
+
+    project = _import("lfqa-experts", shared_data / "lfqa_experts", "lfqa-pairs", TaskKind.AB)
+    section = project_report(project=project)["annotator_pairs"]
+    choices: dict[str, dict[int, str]] = {}
+    for item_id, worker, choice in Judgment.objects.filter(item__project=project).values_list(
+            "item_id", "worker__external_id", "choice"):
+        choices.setdefault(worker, {})[item_id] = choice
+    assert section["pairs"], "some experts judged the same comparisons"
+    assert section["labels"][:2] == ["A", "B"]
+    for pair in section["pairs"]:
+        shared = sorted(set(choices[pair["a"]]) & set(choices[pair["b"]]))
+        a = [choices[pair["a"]][i] for i in shared]
+        b = [choices[pair["b"]][i] for i in shared]
+        assert pair["n_shared"] == len(shared) >= section["min_shared"]
+        if len(set(a) | set(b)) > 1:
+            assert pair["cohen_kappa"] == pytest.approx(cohen_kappa_score(a, b))
+        code = {"A": 0.0, "B": 1.0}
+        expected_alpha = krippendorff.alpha(
+            reliability_data=[[code[v] for v in a], [code[v] for v in b]],
+            level_of_measurement="nominal", value_domain=[0.0, 1.0])
+        assert pair["alpha"] == pytest.approx(expected_alpha)
+        assert sum(map(sum, pair["confusion"])) == len(shared)
+        assert pair["confusion"][0][0] == sum(x == y == "A" for x, y in zip(a, b, strict=True))
+    for worker, row in section["workers"].items():
+        assert row["n"] == sum(map(sum, row["confusion"])) and worker in choices
+    print("\nLFQA expert pairs:", [(p["a"], p["b"], p["n_shared"], round(p["cohen_kappa"] or 0, 3))
+                                  for p in section["pairs"]])

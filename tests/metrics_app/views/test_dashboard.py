@@ -52,6 +52,20 @@ def test_dashboard_renders_tables_and_inline_charts(client, ab_project):
     assert again.status_code == 200
 
 
+def test_dashboard_shows_annotator_pairs_with_their_confusion_matrices(client, ab_project):
+    project, owner, _workers = ab_project
+    client.force_login(owner)
+    html = client.get(reverse("metrics:project-dashboard", args=[project.slug])).content.decode()
+    section = html[html.index('id="annotator-pairs"'):]
+    # expert-0 and expert-1 always agree; expert-2 always answers the other way.
+    assert "3 pairs" in section and section.count("<details>") == 3
+    assert "confusion expert-0 × expert-1" in section
+    row = section[section.index("<td>expert-0</td><td>expert-1</td>"):].split("</tr>")[0]
+    assert "<td>6</td><td>100.0%</td><td>1.000</td>" in row
+    row = section[section.index("<td>expert-0</td><td>expert-2</td>"):].split("</tr>")[0]
+    assert "<td>6</td><td>0.0%</td><td>-1.000</td>" in row
+
+
 def test_dashboard_and_api_hide_other_researchers_projects(client, ab_project):
     project, _owner, _workers = ab_project
     client.force_login(make_user("stranger"))
