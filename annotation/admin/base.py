@@ -68,6 +68,11 @@ def export_response(projects: list[Project], fmt: str) -> FileResponse:
 def progress_cell(progress) -> str:
     if progress is None:
         return "–"
+    if progress.judgments > progress.wanted:
+        # Imported studies often hold more judgments than the redundancy asks for (LFQA: 260
+        # expert judgments of 140 items); "260 / 140 (100%)" read as an error.
+        return (f"{progress.judgments} judgments, {progress.judgments - progress.wanted} "
+                f"beyond the {progress.wanted} wanted")
     return f"{progress.judgments} / {progress.wanted} ({progress.percent}%)"
 
 

@@ -110,9 +110,12 @@ class ScoringJobListCreateApi(JsonApiMixin, APIView):
         project = _project_for(request, slug)
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        jobs = scoring_jobs_create(project=project, metric_names=data.validated_data["metrics"],
-                                   user=request.user,
-                                   model=data.validated_data.get("model") or None)
+        try:
+            jobs = scoring_jobs_create(
+                project=project, metric_names=data.validated_data["metrics"],
+                user=request.user, model=data.validated_data.get("model") or None)
+        except ValueError as exc:
+            raise serializers.ValidationError({"metrics": [str(exc)]}) from None
         return Response(ScoringJobSerializer(jobs, many=True).data,
                         status=status.HTTP_202_ACCEPTED)
 

@@ -13,6 +13,9 @@ STRAIGHT_LINING_SHARE = 0.9
 STRAIGHT_LINING_MIN_JUDGMENTS = 10
 # Gold accuracy below this, on at least this many gold items, is flagged.
 GOLD_ACCURACY_FLOOR = 0.6
+# "lowers agreement" only when α without the worker is this much higher: on a dozen experts a
+# single disagreement moves α by a few hundredths, which is not a reason to look at anyone.
+LOWERS_AGREEMENT_BY = 0.05
 GOLD_MIN_ITEMS = 3
 
 
@@ -196,6 +199,8 @@ def _flags(row: dict) -> list[str]:
         flags.append("low gold accuracy")
     if row["practice_accuracy"] is not None and row["practice_accuracy"] < 1.0:
         flags.append("failed practice")
-    if row["alpha_contribution"] is not None and row["alpha_contribution"] < -0.02:
+    if row["alpha_contribution"] is not None and (
+        row["alpha_contribution"] < -LOWERS_AGREEMENT_BY
+    ):
         flags.append("lowers agreement")
     return flags

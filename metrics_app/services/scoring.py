@@ -29,6 +29,8 @@ logger = logging.getLogger(__name__)
 DEFAULT_BATCH_SIZE = 256
 # Most items one ItemScoringJob holds (they are stored in the job row and scored in one task).
 ITEM_JOB_MAX_ITEMS = 1000
+# Answer metrics need a candidate and references: Likert items and A/B answers (each side).
+SCORABLE_KINDS = (TaskKind.LIKERT, TaskKind.AB)
 # Model-based metrics that want the GPU workers (see CELERY_TASK_ROUTES and docs).
 GPU_METRIC_PREFIXES = ("lerc",)
 
@@ -204,6 +206,8 @@ def scoring_jobs_create(
     unknown = [name for name in metric_names if not _is_registered(name)]
     if unknown:
         raise ValueError(f"unknown metric(s): {', '.join(unknown)}")
+    if project.kind not in SCORABLE_KINDS:
+        raise ValueError(f"{project.kind} items have no candidate or reference answers to score")
     by_queue: dict[str, list[str]] = {}
     for name in metric_names:
         by_queue.setdefault(metric_queue(name), []).append(name)

@@ -24,7 +24,7 @@ from metrics_app.services.meta_evaluation_report import (
     project_metric_versions,
     scatter_points,
 )
-from metrics_app.services.scoring import scoring_jobs_create
+from metrics_app.services.scoring import SCORABLE_KINDS, scoring_jobs_create
 
 STATS = {"pearson": "Pearson r", "spearman": "Spearman ρ", "kendall": "Kendall τ"}
 DEFAULT_METRICS = ("em", "f1", "bleu1", "bleu4", "rougeL", "meteor", "length")
@@ -110,6 +110,7 @@ def project_metrics(request, slug: str):
                        "checked": n in DEFAULT_METRICS} for n in metric_names()],
         "stored": project_metric_versions(project=project),
         "is_likert": project.kind == TaskKind.LIKERT,
+        "scorable": project.kind in SCORABLE_KINDS,
     }
     if data.get("correlations"):
         context["table"] = _correlation_table(data, stat)
@@ -138,6 +139,10 @@ def project_metrics_compute(request, slug: str):
     known = set(metric_names())
     names = [n for n in request.POST.getlist("metric") if n in known]
     target = reverse("metrics:project-metrics", args=[project.slug])
+    if project.kind not in SCORABLE_KINDS:
+        messages.error(request, "Multiple-choice items have no candidate or reference answers "
+                                "to score.")
+        return redirect(target)
     if not names:
         messages.error(request, "Choose at least one metric to compute.")
         return redirect(target)

@@ -237,7 +237,14 @@ def test_lfqa_annotator_pairs_match_scikit_learn_and_krippendorff(shared_data):
     from metrics_app.reports.project import project_report
 
     project = _import("lfqa-experts", shared_data / "lfqa_experts", "lfqa-pairs", TaskKind.AB)
-    section = project_report(project=project)["annotator_pairs"]
+    report = project_report(project=project)
+    section = report["annotator_pairs"]
+    # "lowers agreement" means a contribution that matters, not the ±0.03 one disagreement
+    # among a dozen experts makes (four experts were flagged for that).
+    for worker in report["workers"]:
+        flagged = "lowers agreement" in worker["flags"]
+        assert flagged == (worker["alpha_contribution"] is not None
+                           and worker["alpha_contribution"] < -0.05), worker
     choices: dict[str, dict[int, str]] = {}
     for item_id, worker, choice in Judgment.objects.filter(item__project=project).values_list(
             "item_id", "worker__external_id", "choice"):

@@ -535,3 +535,16 @@ def test_assignment_provider_confirmation_is_shown_filterable_and_read_only(clie
     assert [a.pk for a in waiting] == [unconfirmed.pk]
     form = client.get(admin_url(Assignment, "change", unconfirmed.pk)).content.decode()
     assert 'name="provider_confirmed_at' not in form  # only the provider sync sets it
+
+
+def test_progress_beyond_the_wanted_judgments_says_so(client, superuser):
+    """An imported study with more judgments than the redundancy asks for (LFQA: 260 expert
+    judgments of 140 items) reads as such, not as "260 / 140 (100%)"."""
+    project = make_project(TaskKind.AB, redundancy={"default": 1})
+    stage = make_stage(project)
+    for item in [make_item(project, split="") for _ in range(2)]:
+        for _ in range(3):
+            make_judgment(item=item, stage=stage)
+    client.force_login(superuser)
+    html = client.get(admin_url(Project, "changelist")).content.decode()
+    assert "6 judgments, 4 beyond the 2 wanted" in html and "6 / 2" not in html

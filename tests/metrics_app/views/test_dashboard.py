@@ -251,3 +251,18 @@ def test_a_stage_is_named_by_id_or_name_in_the_dashboard_report_api_and_cli(clie
         with pytest.raises(CommandError, match="no stage"):
             call_command("report", project.slug, "--json", "--stage", bad, stdout=io.StringIO())
 
+
+
+def test_one_judgment_per_item_shows_why_there_is_no_agreement_instead_of_dashes(client):
+    """STARC in-lab data: every reader answers each question once at one level."""
+    owner = make_user("single-owner")
+    project = make_project(TaskKind.MC, owner=owner, slug="single-rater")
+    stage = make_stage(project, name="full")
+    for n in range(4):
+        make_judgment(item=make_item(project, gold={"choice": "A"}), stage=stage,
+                      worker=make_worker(), choice="AB"[n % 2])
+    client.force_login(owner)
+    html = client.get(reverse("metrics:project-dashboard", args=[project.slug])).content.decode()
+    agreement = _section(html, "agreement")
+    assert "agreement needs two or more per item" in agreement
+    assert "Krippendorff" not in agreement

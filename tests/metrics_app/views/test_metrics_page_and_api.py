@@ -181,3 +181,27 @@ def test_page_falls_back_to_a_report_with_other_resamples_and_never_stars_ties(c
     values = [cell["value"] for cell in cells]
     assert values[0] == pytest.approx(values[1])
     assert not any(cell["best"] for cell in cells)
+
+
+def test_a_starc_project_offers_no_answer_metrics(client):
+    owner = make_user("starc-metrics")
+    project = make_project(kind=TaskKind.MC, owner=owner, slug="starc-metrics")
+    make_item(project)
+    client.force_login(owner)
+    page = client.get(reverse("metrics:project-metrics", args=[project.slug])).content.decode()
+    assert "nothing to score here" in page and 'name="metric"' not in page
+    refused = client.post(reverse("metrics:project-metrics-compute", args=[project.slug]),
+                          {"metric": ["bleu1", "meteor"]}, follow=True)
+    assert "no candidate or reference answers" in refused.content.decode()
+    assert not ScoringJob.objects.filter(project=project).exists()
+
+
+def test_scoring_jobs_api_refuses_a_starc_project_by_name():
+    owner = make_user("starc-api")
+    project = make_project(kind=TaskKind.MC, owner=owner, slug="starc-api")
+    api = APIClient()
+    api.force_authenticate(owner)
+    response = api.post(reverse("metrics-api:scoring-jobs", args=[project.slug]),
+                        {"metrics": ["f1"]}, format="json")
+    assert response.status_code == 400
+    assert "no candidate or reference answers" in response.json()["metrics"][0]
