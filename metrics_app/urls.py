@@ -14,4 +14,5 @@ urlpatterns: list = [
          name="project-metrics-compute"),
     path("<slug:slug>/metrics/scatter/<str:metric>.png", metrics_page.project_metric_scatter,
          name="metric-scatter"),
+    path("<slug:slug>/metrics/roc.png", metrics_page.project_metric_roc, name="metric-roc"),
 ]

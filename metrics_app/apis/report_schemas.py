@@ -58,6 +58,7 @@ class DecisionSerializer(serializers.Serializer):
     threshold_chosen_on = serializers.CharField()
     n_validation_items = serializers.IntegerField()
     n_test_items = serializers.IntegerField()
+    binary_gold = serializers.BooleanField(help_text="The human scores take two values only.")
     groups = serializers.ListField(child=serializers.CharField())
     metrics = serializers.DictField(child=serializers.DictField(child=DecisionCellSerializer()),
                                     help_text="metric → group → decision statistics.")

@@ -151,17 +151,11 @@ def _likert_groups(items: list[dict], keep) -> tuple[dict[str, list[int]], list[
     return groups, [g for g in order if groups[g]]
 
 
-def _decision_section(*, project, params, versions, scores) -> dict | None:
-    """Correct / incorrect, the way answer-correctness papers judge a metric: each metric's
-    threshold is chosen on validation items (the project's validation/dev split when it has
-    one beside other items, else the half of the questions a stable hash picks) and measured on the other items:
-    accuracy, F1 and Cohen's κ at that threshold and ROC AUC, per group, with bootstrap
-    intervals. "Correct" = mean human score ≥ 3 (raw, never z-normalized). No split of the
-    questions crosses the two sides."""
+def _decision_split(*, project, params) -> tuple[list[dict], dict[int, float], set[int], bool]:
+    """(kept items, raw human gold per item, ids of the validation items, whether the project's
+    own split chose them): the one split the decision table and the ROC curves use."""
     items = _kept_likert_items(project=project, params=params)
     gold, _skipped = _human_gold(project=project, items=items, znormalize=False)
-    if not gold or not versions:
-        return None
     # A declared split counts only when it splits: a project that is all "dev" (MOCHA's dev
     # set) is split by question instead.
     on_declared = [(item.get("split") or "").lower() in VALIDATION_SPLITS
@@ -175,6 +169,19 @@ def _decision_section(*, project, params, versions, scores) -> dict | None:
         return meta_evaluation.is_validation_key(question)
 
     validation = {item["id"] for item in items if item["id"] in gold and on_validation(item)}
+    return items, gold, validation, declared
+
+
+def _decision_section(*, project, params, versions, scores) -> dict | None:
+    """Correct / incorrect, the way answer-correctness papers judge a metric: each metric's
+    threshold is chosen on validation items (the project's validation/dev split when it has
+    one beside other items, else the half of the questions a stable hash picks) and measured
+    on the other items: accuracy, F1 and Cohen's κ at that threshold and ROC AUC, per group,
+    with bootstrap intervals. "Correct" = mean human score ≥ 3 (raw, never z-normalized). No
+    question is on both sides."""
+    items, gold, validation, declared = _decision_split(project=project, params=params)
+    if not gold or not versions:
+        return None
     groups, order = _likert_groups(
         items, lambda item: item["id"] in gold and item["id"] not in validation)
     if not validation or not groups["overall"]:
@@ -203,6 +210,7 @@ def _decision_section(*, project, params, versions, scores) -> dict | None:
                                 else "half of the questions (stable hash), kept out of the "
                                      "measured items"),
         "n_validation_items": len(validation), "n_test_items": len(groups["overall"]),
+        "binary_gold": len(set(gold.values())) == 2,
         "groups": order, "metrics": metrics, "best": best,
     }
 
@@ -410,3 +418,32 @@ def scatter_points(*, project: Project, metric: str, params: dict | None = None,
         step = total / limit
         points = [points[int(i * step)] for i in range(limit)]
     return [p[0] for p in points], [p[1] for p in points], total
+
+
+def roc_curves(*, project: Project, params: dict | None = None, max_points: int = 400
+               ) -> tuple[dict[str, dict], bool]:
+    """({metric: {fpr, tpr, auc, n}} on the items the decision table measures (not the
+    validation ones), whether the human scores are binary (only two values: then a scatter
+    plot shows two bands and the ROC curve says more)). Curves are thinned to `max_points`."""
+    from sklearn.metrics import roc_auc_score, roc_curve
+
+    params = normalize_params(params)
+    items, gold, validation, _declared = _decision_split(project=project, params=params)
+    binary = len(set(gold.values())) == 2
+    measured = [item_id for item_id in gold if item_id not in validation]
+    versions = project_metric_versions(project=project)
+    scores = _scores(project=project, versions=versions)
+    curves = {}
+    for name in versions:
+        pairs = [(scores[name].get((item_id, "")), int(gold[item_id] >= CORRECT_AT))
+                 for item_id in measured]
+        pairs = [(value, label) for value, label in pairs if value is not None]
+        labels = [label for _, label in pairs]
+        if len(set(labels)) < 2:
+            continue
+        values = [value for value, _ in pairs]
+        fpr, tpr, _thresholds = roc_curve(labels, values)
+        step = max(1, len(fpr) // max_points)
+        curves[name] = {"fpr": fpr[::step].tolist() + [1.0], "tpr": tpr[::step].tolist() + [1.0],
+                        "auc": float(roc_auc_score(labels, values)), "n": len(pairs)}
+    return curves, binary

@@ -22,6 +22,7 @@ from metrics_app.services.meta_evaluation_report import (
     metric_report_cached,
     normalize_params,
     project_metric_versions,
+    roc_curves,
     scatter_points,
 )
 from metrics_app.services.scoring import SCORABLE_KINDS, scoring_jobs_create
@@ -114,6 +115,17 @@ def project_metrics(request, slug: str):
     }
     if data.get("correlations"):
         context["table"] = _correlation_table(data, stat)
+    if data.get("decision"):
+        decision = data["decision"]
+        context["decision"] = {**decision, "rows": [
+            {"name": name, **groups["overall"], "best": decision["best"].get("overall") == name}
+            for name, groups in sorted(decision["metrics"].items(),
+                                       key=lambda entry: -(entry[1]["overall"]["accuracy"] or 0))
+        ]}
+        # Two human values (EVOUNA's correct / wrong): scatter plots show two bands; ROC says more.
+        context["binary_gold"] = decision.get("binary_gold", False)
+    if data.get("significance"):
+        context["significance"] = data["significance"]["pairs"]
     if data.get("minimal_pairs"):
         groups = list(next(iter(data["minimal_pairs"].values())).keys())
         context["minimal_pairs"] = {"groups": groups,
@@ -177,6 +189,39 @@ def project_metric_scatter(request, slug: str, metric: str):
     axes.set_ylabel("human score (z)" if znormalize else "human score")
     shown = f"n={total}" if total == len(xs) else f"{len(xs)} of n={total} shown"
     axes.set_title(f"{metric} vs human ({shown})", fontsize=9)
+    axes.tick_params(labelsize=8)
+    figure.tight_layout()
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png")
+    response = HttpResponse(buffer.getvalue(), content_type="image/png")
+    response["Cache-Control"] = "private, max-age=60"
+    return response
+
+
+@login_required
+def project_metric_roc(request, slug: str):
+    """PNG of every metric's ROC curve (correct = mean human score ≥ 3) on the items the
+    correct/incorrect table measures."""
+    project = _visible_project(request, slug)
+    curves, _binary = roc_curves(project=project, params=_params_from(request.GET))
+    if not curves:
+        raise Http404("No metric scores on items judged both correct and incorrect")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(4.6, 3.6), dpi=110)
+    axes = figure.subplots()
+    axes.plot([0, 1], [0, 1], linestyle=":", color="#888888", linewidth=1)
+    ranked = sorted(curves.items(), key=lambda entry: -entry[1]["auc"])
+    for name, curve in ranked:
+        axes.plot(curve["fpr"], curve["tpr"], linewidth=1.3,
+                  label=f"{name} (AUC {curve['auc']:.3f})")
+    axes.set_xlabel("false positive rate (wrong answers accepted)", fontsize=8)
+    axes.set_ylabel("true positive rate", fontsize=8)
+    axes.set_title(f"ROC, n={next(iter(curves.values()))['n']} measured items", fontsize=9)
+    axes.legend(fontsize=7, loc="lower right")
     axes.tick_params(labelsize=8)
     figure.tight_layout()
     buffer = io.BytesIO()

@@ -9,7 +9,14 @@ from annotation.models import TaskKind
 from metrics_app.models import ScoringJob
 from metrics_app.services.meta_evaluation_report import metric_report_refresh
 from metrics_app.services.scoring import project_score_metrics
-from testing.factories import make_item, make_judgment, make_project, make_stage, make_user
+from testing.factories import (
+    make_item,
+    make_judgment,
+    make_project,
+    make_stage,
+    make_user,
+    make_worker,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -205,3 +212,30 @@ def test_scoring_jobs_api_refuses_a_starc_project_by_name():
                         {"metrics": ["f1"]}, format="json")
     assert response.status_code == 400
     assert "no candidate or reference answers" in response.json()["metrics"][0]
+
+
+def test_binary_judgments_get_the_decision_table_roc_curves_and_no_two_band_scatter(client):
+    owner = make_user("binary-owner")
+    project = make_project(kind=TaskKind.LIKERT, owner=owner, slug="binary-page")
+    stage = make_stage(project)
+    for n in range(40):
+        correct = n % 3 != 0
+        item = make_item(project, split="", content={
+            "passage": "", "question": f"Which year, question {n}?", "references": ["1901"],
+            "candidate": "1901" if correct and n % 2 else ("in 1901 or so" if correct
+                                                            else f"{1800 + n}")})
+        make_judgment(item=item, stage=stage, worker=make_worker(), score=5 if correct else 1)
+    project_score_metrics(project=project, metric_names=["f1", "length"])
+    metric_report_refresh(project=project, params={"n_resamples": 50})
+    client.force_login(owner)
+    page = client.get(reverse("metrics:project-metrics", args=[project.slug]),
+                      {"n_resamples": "50"}).content.decode()
+    assert 'id="decision-table"' in page and 'id="significance-table"' in page
+    assert reverse("metrics:metric-roc", args=[project.slug]) in page
+    assert "Metric vs. human score" not in page          # two bands say nothing here
+    roc = client.get(reverse("metrics:metric-roc", args=[project.slug]))
+    assert roc.status_code == 200 and roc["Content-Type"] == "image/png"
+    assert roc.content[:8] == b"\x89PNG\r\n\x1a\n"
+    other = make_user("stranger")
+    client.force_login(other)
+    assert client.get(reverse("metrics:metric-roc", args=[project.slug])).status_code == 404
