@@ -174,3 +174,24 @@ def test_paired_bootstrap_difference_of_correlations():
     assert 0 < low < expected < high and result["p_not_better"] < 0.01
     tie = meta_evaluation.paired_bootstrap_pearson_difference(a, a, human, n_resamples=100)
     assert tie["difference"] == 0 and tie["p_not_better"] == 1.0
+
+
+def test_weighted_auc_of_resamples_equals_scikit_learn_on_the_resampled_items():
+    from sklearn.metrics import roc_auc_score
+
+    rng = np.random.default_rng(5)
+    labels = rng.integers(0, 2, 200)
+    scores = np.round(labels * 0.3 + rng.normal(0, 0.3, 200), 1)   # many ties
+    rows = [rng.integers(0, 200, 200) for _ in range(5)]
+    counts = np.array([np.bincount(r, minlength=200) for r in rows], dtype=float)
+    expected = [roc_auc_score(labels[r], scores[r]) for r in rows]
+    assert meta_evaluation._weighted_auc(scores, labels, counts) == pytest.approx(expected)
+
+
+def test_weighted_pearson_fast_path_equals_the_general_one():
+    rng = np.random.default_rng(9)
+    x, y = rng.normal(5, 2, 300), rng.normal(-3, 1, 300)
+    counts = np.array([np.bincount(rng.integers(0, 300, 300), minlength=300) for _ in range(7)],
+                      dtype=float)
+    general = meta_evaluation._weighted_pearson(np.tile(x, (7, 1)), np.tile(y, (7, 1)), counts)
+    assert meta_evaluation._weighted_pearson(x, y, counts) == pytest.approx(general, abs=1e-12)
