@@ -34,6 +34,12 @@ def annotator_pairs_report(frame: JudgmentFrame, *, min_shared: int = MIN_SHARED
     has, index, domain = frame.coded_values()
     keep = has & frame.data_mask()
     labels = _labels(frame, has, domain)
+    if frame.kind != TaskKind.LIKERT and keep.any():
+        # Only the answers given (A/B projects never see C or D); Likert keeps its 1-5 scale.
+        present = np.unique(index[keep])
+        labels = [labels[i] for i in present]
+        domain = domain[present]
+        index = np.searchsorted(present, index)
     # item → worker → label index (the latest judgment when a worker judged an item twice)
     by_item: dict[int, dict[int, int]] = defaultdict(dict)
     for position in np.flatnonzero(keep)[np.argsort(frame.id[keep], kind="stable")]:
