@@ -102,11 +102,17 @@ def lfqa_report(frame: JudgmentFrame) -> dict:
 
     return {
         "by_domain": by_domain,
-        # Table 2's "Average" row is the unweighted mean over domains.
+        # Table 2's "Average" row is the unweighted mean over domains; "overall" pools every
+        # judgment (big domains weigh more) and is not the paper's number.
         "average": {"prefer_higher_voted_hh": macro("prefer_higher_voted_hh"),
-                    "prefer_model_hm": macro("prefer_model_hm")},
+                    "prefer_model_hm": macro("prefer_model_hm"),
+                    "difficult_rate": macro("difficult_rate")},
         "overall": {"prefer_higher_voted_hh": _share(totals["hh"]),
                     "prefer_model_hm": _share(totals["hm"]),
                     "difficult_rate": _share(totals["difficult"]),
                     "aspect_counts": dict(totals["aspects"].most_common())},
+        "definitions": {
+            "average": "unweighted mean of the domain rows: the paper's Average row (Table 2)",
+            "overall": "every judgment pooled (big domains weigh more); not the paper's row",
+        },
     }

@@ -65,6 +65,17 @@ def practice_failures(frame: JudgmentFrame) -> set[int]:
     return failed
 
 
+# What each accuracy key holds, in the JSON itself: `accuracy["RACE"]` (pooled, 0.865 in-lab) is
+# not the STARC paper's "All" column (levels weighted, 0.847).
+ACCURACY_DEFINITIONS = {
+    "accuracy": "share of trials answered with the correct role (A): per source (every trial "
+                "of the source pooled, raw) and per source/level",
+    "accuracy_weighted": "per source, the levels' accuracies weighted by the source's test-set "
+                         "question counts (RACE: Middle 1,436, High 3,498): the STARC paper's "
+                         "'All' column",
+}
+
+
 def _accuracy_block(keys: np.ndarray, levels: np.ndarray, chosen: list[str]) -> dict:
     accuracy, rates, weighted = {}, {}, {}
     by_key: dict[str, list[str]] = defaultdict(list)
@@ -87,7 +98,8 @@ def _accuracy_block(keys: np.ndarray, levels: np.ndarray, chosen: list[str]) -> 
             weighted[key] = sum(
                 weights[lvl.lower()] * accuracy[f"{key}/{lvl}"] for lvl in levels_here
             ) / total
-    return {"accuracy": accuracy, "choice_rates": rates, "accuracy_weighted": weighted}
+    return {"accuracy": accuracy, "choice_rates": rates, "accuracy_weighted": weighted,
+            "definitions": ACCURACY_DEFINITIONS}
 
 
 def starc_report(frame: JudgmentFrame, *, experiment_mode: str = "") -> dict:

@@ -84,6 +84,8 @@ def test_starc_table_5_in_lab(shared_data):
     assert accuracy["RACE"] == pytest.approx(0.865, abs=PCT)
     # OneStopQA has no level weights: its weighted figure is not reported.
     assert "Onestop" not in report["accuracy_weighted"]
+    assert "'All' column" in report["definitions"]["accuracy_weighted"]
+    assert "pooled" in report["definitions"]["accuracy"]
     rates = report["choice_rates"]["Onestop"]
     assert rates["B"] == pytest.approx(0.023, abs=PCT)
     assert rates["C"] == pytest.approx(0.019, abs=PCT)
