@@ -3,7 +3,7 @@ from django.urls import path  # noqa: F401
 
 app_name = "metrics"
 
-from .views import dashboard, metrics_page  # noqa: E402
+from .views import adjudication, dashboard, metrics_page  # noqa: E402
 
 urlpatterns: list = [
     path("<slug:slug>/dashboard/", dashboard.project_dashboard, name="project-dashboard"),
@@ -15,4 +15,7 @@ urlpatterns: list = [
     path("<slug:slug>/metrics/scatter/<str:metric>.png", metrics_page.project_metric_scatter,
          name="metric-scatter"),
     path("<slug:slug>/metrics/roc.png", metrics_page.project_metric_roc, name="metric-roc"),
+    path("<slug:slug>/adjudicate/", adjudication.adjudication_page, name="adjudicate"),
+    path("<slug:slug>/adjudicate/record/", adjudication.adjudication_submit,
+         name="adjudicate-record"),
 ]

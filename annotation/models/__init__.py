@@ -13,7 +13,7 @@ from .crowd import (
     WorkerStatus,
 )
 from .item import Item
-from .judgment import AppendOnlyError, Judgment
+from .judgment import Adjudication, AppendOnlyError, Judgment
 from .project import DEFAULT_AB_ASPECTS, DEFAULT_LIKERT_LABELS, ExperimentMode, Project, TaskKind
 from .provider_calls import ProviderCall, ProviderCallStatus
 from .stage import (
@@ -28,6 +28,7 @@ from .stage import (
 )
 
 __all__ = [
+    "Adjudication",
     "COLLECTION_STAGE_KINDS",
     "DATA_STAGE_KINDS",
     "NON_DATA_STAGE_KINDS",

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from django.conf import settings
 from django.db import models
 
 from .crowd import Assignment, Worker
@@ -70,3 +71,45 @@ class Judgment(models.Model):
 
     def delete(self, *args, **kwargs):
         raise AppendOnlyError("Judgments are append-only; they cannot be deleted.")
+
+
+class AdjudicationQuerySet(models.QuerySet):
+    def update(self, **kwargs):
+        raise AppendOnlyError("Adjudications are append-only: record a new one instead.")
+
+    def delete(self):
+        raise AppendOnlyError("Adjudications are append-only: record a new one instead.")
+
+
+class Adjudication(models.Model):
+    """A researcher's decision on an item the annotators disagree on: the item's label from now
+    on (exports and aggregates use it before the majority or the mean). Append-only: a later
+    adjudication of the same item replaces the earlier one, which stays as history."""
+
+    item = models.ForeignKey(Item, on_delete=models.PROTECT, related_name="adjudications")
+    score = models.FloatField(null=True, blank=True, help_text="Likert items: 1-5.")
+    choice = models.CharField(max_length=10, blank=True, help_text="A/B or STARC role.")
+    note = models.TextField(blank=True, help_text="Why, for the next reader.")
+    decided_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                   on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    objects = AdjudicationQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["id"]
+
+    def __str__(self) -> str:
+        return f"Adjudication of {self.item_id}: {self.label}"
+
+    def save(self, *args, **kwargs):
+        if self.pk is not None and not kwargs.get("force_insert"):
+            raise AppendOnlyError("Adjudications are append-only: record a new one instead.")
+        super().save(*args, **kwargs)
+
+    def delete(self, *args, **kwargs):
+        raise AppendOnlyError("Adjudications are append-only: record a new one instead.")
+
+    @property
+    def label(self) -> str:
+        return self.choice or (format(self.score, "g") if self.score is not None else "")

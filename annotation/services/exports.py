@@ -22,6 +22,7 @@ from annotation.domain.answers import VALIDITY_CHOICES
 from annotation.domain.item_content import AB_CHOICES, MC_ROLES
 from annotation.models import ExperimentMode, Item, Judgment, Project, Stage
 from annotation.selectors import judgments_that_count
+from annotation.services.adjudication import adjudicated_labels
 
 CHUNK_SIZE = 2000
 PROGRESS_MIN_ITEMS = 2000
@@ -37,7 +38,8 @@ JUDGMENT_COLUMNS = (
     "created_at", "assignment_id", "hit_id", "provider_assignment_id", "assignment_status",
 )
 AGGREGATE_COLUMNS = ("n_judgments", "n_workers", "mean_score", "score_std", "choice_counts",
-                     "majority", "majority_tie", "validity_counts")
+                     "majority", "majority_tie", "validity_counts", "adjudicated",
+                     "adjudication_note", "label")
 _JUDGMENT_VALUES = {
     "worker": "worker__external_id",
     "worker_provider": "worker__provider",
@@ -171,11 +173,14 @@ def aggregate_rows(*, project: Project, stage: Stage | None = None,
                    include_rejected: bool = False) -> Iterator[dict[str, Any]]:
     """One row per item: item columns + number of judgments and workers, mean score and its
     population standard deviation (Likert); for A/B and MC the choice counts and the majority
-    label (None on a tie, `majority_tie` true). In validity-judging MC projects each role
+    label (None on a tie, `majority_tie` true); `label` is the item's adjudicated answer when a
+    researcher recorded one (`adjudicated`, `adjudication_note`), else the majority / mean. In
+    validity-judging MC projects each role
     counts the judges who marked it correct, `validity_counts` counts one/several/none, and
     the majority is over role / "several" / "none"."""
     roles = AB_CHOICES if project.kind == "ab" else MC_ROLES
     validity_mode = project.kind == "mc" and project.experiment_mode == ExperimentMode.VALIDITY
+    decided = adjudicated_labels(project=project)
     for item, item_judgments in _items_with_judgments(
             project=project, stage=stage, progress=progress, data_stages_only=True,
             include_rejected=include_rejected):
@@ -202,6 +207,13 @@ def aggregate_rows(*, project: Project, stage: Stage | None = None,
                 validity = Counter(_validity(j) for j in item_judgments)
                 row["validity_counts"] = {v: validity.get(v, 0)
                                           for v in VALIDITY_CHOICES}
+        # The item's label: a researcher's adjudication when there is one, else the majority
+        # (A/B, multiple choice) or the mean score (Likert).
+        adjudication = decided.get(item["id"])
+        row["adjudicated"] = adjudication["label"] if adjudication else None
+        row["adjudication_note"] = adjudication["note"] if adjudication else None
+        row["label"] = (row["adjudicated"] if adjudication
+                        else row["mean_score"] if project.kind == "likert" else row["majority"])
         yield row
 
 

@@ -1,0 +1,113 @@
+"""Adjudication: the items annotators disagree on most, and a researcher's decision on them.
+
+The queue ranks items with at least two judgments that count (the counting rule of every
+report) by disagreement: for Likert items the spread of the scores (population standard
+deviation), for A/B and multiple-choice items the entropy of the answers (bits). A recorded
+adjudication becomes the item's label for exports and aggregates (`adjudicated_labels`); it is
+append-only, so a second decision on the same item replaces the first and both stay.
+"""
+from __future__ import annotations
+
+import math
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from statistics import pstdev
+
+from annotation.domain.answers import CONTROL_CHARACTER
+from annotation.domain.item_content import AB_CHOICES, MC_ROLES
+from annotation.models import Adjudication, Item, Project, TaskKind
+from annotation.selectors import judgments_that_count
+
+MAX_NOTE_CHARS = 2000
+
+
+class AdjudicationInvalid(ValueError):
+    """The decision does not fit the item (wrong value for its kind, a note too long)."""
+
+
+@dataclass
+class QueueItem:
+    item_id: int
+    external_id: str
+    content: dict
+    disagreement: float
+    answers: list[tuple[str, str]] = field(default_factory=list)  # (worker, answer)
+    adjudicated: Adjudication | None = None
+
+
+def _answer(kind: str, score, choice: str) -> str | None:
+    if kind == TaskKind.LIKERT:
+        return None if score is None else format(score, "g")
+    return choice or None
+
+
+def _disagreement(kind: str, answers: list[str]) -> float:
+    if kind == TaskKind.LIKERT:
+        return pstdev(float(a) for a in answers)
+    counts = Counter(answers)
+    total = len(answers)
+    return -sum(n / total * math.log2(n / total) for n in counts.values()) + 0.0
+
+
+def latest_adjudications(*, project: Project) -> dict[int, Adjudication]:
+    """item id → the item's latest adjudication."""
+    latest: dict[int, Adjudication] = {}
+    for adjudication in Adjudication.objects.filter(item__project=project).order_by("id"):
+        latest[adjudication.item_id] = adjudication
+    return latest
+
+
+def adjudication_queue(*, project: Project, limit: int = 50,
+                       include_decided: bool = False) -> list[QueueItem]:
+    """The `limit` items with the most disagreement, most first (ties: item order). Items
+    already adjudicated are left out unless `include_decided`."""
+    rows = (judgments_that_count(project=project)
+            .values_list("item_id", "worker__external_id", "score", "choice").order_by("id"))
+    answers: dict[int, list[tuple[str, str]]] = defaultdict(list)
+    for item_id, worker, score, choice in rows:
+        answer = _answer(project.kind, score, choice)
+        if answer is not None:
+            answers[item_id].append((worker, answer))
+    decided = latest_adjudications(project=project)
+    ranked = sorted(
+        ((-_disagreement(project.kind, [a for _, a in given]), item_id)
+         for item_id, given in answers.items()
+         if len(given) >= 2 and (include_decided or item_id not in decided)))
+    ranked = [(score, item_id) for score, item_id in ranked if score < 0][:limit]
+    items = Item.objects.in_bulk([item_id for _, item_id in ranked])
+    return [QueueItem(item_id=item_id, external_id=items[item_id].external_id,
+                      content=items[item_id].content or {}, disagreement=-score,
+                      answers=answers[item_id], adjudicated=decided.get(item_id))
+            for score, item_id in ranked]
+
+
+def adjudication_record(*, item: Item, value, note: str = "", user=None) -> Adjudication:
+    """Store a decision on `item`: a Likert score 1-5, or an A/B choice, or a STARC role A-D.
+    AdjudicationInvalid names what is wrong; nothing is stored then."""
+    kind = item.project.kind
+    text = str(value).strip() if value is not None else ""
+    if kind == TaskKind.LIKERT:
+        if not (text.isascii() and text.isdigit() and 1 <= int(text) <= 5):
+            raise AdjudicationInvalid("the label must be a score from 1 to 5")
+        fields = {"score": float(int(text))}
+    else:
+        allowed = AB_CHOICES if kind == TaskKind.AB else MC_ROLES
+        if text.upper() not in allowed:
+            raise AdjudicationInvalid(f"the label must be one of {', '.join(allowed)}")
+        fields = {"choice": text.upper()}
+    note = (note or "").strip()
+    if len(note) > MAX_NOTE_CHARS:
+        raise AdjudicationInvalid(f"the note is longer than {MAX_NOTE_CHARS} characters")
+    control = CONTROL_CHARACTER.search(note)
+    if control:
+        raise AdjudicationInvalid(f"the note contains a control character "
+                                  f"(U+{ord(control.group()):04X})")
+    return Adjudication.objects.create(item=item, note=note, decided_by=user, **fields)
+
+
+def adjudicated_labels(*, project: Project) -> dict[int, dict]:
+    """item id → {"label", "note", "by", "at"} of its latest adjudication (for exports)."""
+    return {item_id: {"label": a.label, "note": a.note,
+                      "by": a.decided_by.get_username() if a.decided_by else "",
+                      "at": a.created_at.isoformat()}
+            for item_id, a in latest_adjudications(project=project).items()}

@@ -1,0 +1,63 @@
+"""The adjudication queue of a project: the items its annotators disagree on most, each with
+every answer, and a form to record the item's label with a note (annotation/services/
+adjudication.py). Login required; only projects the user owns or shares (others: 404)."""
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_POST
+
+from annotation.domain.item_content import AB_CHOICES, MC_ROLES
+from annotation.models import TaskKind
+from annotation.services.adjudication import (
+    AdjudicationInvalid,
+    adjudication_queue,
+    adjudication_record,
+)
+
+from .dashboard import _visible_project
+
+QUEUE_LENGTH = 50
+
+
+def _choices(kind: str) -> list[str]:
+    if kind == TaskKind.LIKERT:
+        return ["1", "2", "3", "4", "5"]
+    return list(AB_CHOICES if kind == TaskKind.AB else MC_ROLES)
+
+
+@login_required
+def adjudication_page(request: HttpRequest, slug: str) -> HttpResponse:
+    project = _visible_project(request, slug)
+    include_decided = request.GET.get("decided") == "1"
+    queue = adjudication_queue(project=project, limit=QUEUE_LENGTH,
+                               include_decided=include_decided)
+    return render(request, "metrics_app/adjudicate.html", {
+        "project": project, "queue": queue, "choices": _choices(project.kind),
+        "include_decided": include_decided,
+        "measure": "spread of the scores (standard deviation)" if project.kind == TaskKind.LIKERT
+        else "entropy of the answers (bits)",
+    })
+
+
+@login_required
+@require_POST
+def adjudication_submit(request: HttpRequest, slug: str) -> HttpResponse:
+    project = _visible_project(request, slug)
+    item = get_object_or_404(project.items, pk=request.POST.get("item") or 0) \
+        if (request.POST.get("item") or "").isdigit() else None
+    target = reverse("metrics:adjudicate", args=[project.slug])
+    if item is None:
+        messages.error(request, "No such item in this project.")
+        return redirect(target)
+    try:
+        decision = adjudication_record(item=item, value=request.POST.get("label"),
+                                       note=request.POST.get("note", ""), user=request.user)
+    except AdjudicationInvalid as exc:
+        messages.error(request, f"{item.external_id}: {exc}.")
+        return redirect(f"{target}#item-{item.pk}")
+    messages.success(request, f"{item.external_id} is now labelled {decision.label}.")
+    return redirect(target)
