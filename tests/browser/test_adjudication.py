@@ -36,7 +36,7 @@ def test_researcher_adjudicates_a_disputed_item_and_the_export_carries_it(live_s
     page.click("input[type=submit]")
     page.click("text=items to adjudicate")
     assert page.locator("section.adjudication").count() == 1     # only the split item
-    section = page.locator("#item-%d" % disputed.pk)
+    section = page.locator(f"#item-{disputed.pk}")
     assert "q-split" in section.inner_text() and "disagreement 1.00" in section.inner_text()
     section.get_by_label("B", exact=True).check()
     section.locator("textarea[name=note]").fill("B cites the source; A does not")
