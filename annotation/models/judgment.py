@@ -12,15 +12,41 @@ class AppendOnlyError(Exception):
     """Raised when code tries to change or delete a stored judgment."""
 
 
-class JudgmentQuerySet(models.QuerySet):
+class AppendOnlyQuerySet(models.QuerySet):
+    """Bulk updates and deletes refused: rows are evidence (what a worker answered, what a
+    researcher decided) and are only ever added."""
+
+    refusal = "rows are append-only"
+
     def update(self, **kwargs):
-        raise AppendOnlyError("Judgments are append-only; they cannot be updated.")
+        raise AppendOnlyError(self.refusal)
 
     def delete(self):
-        raise AppendOnlyError("Judgments are append-only; they cannot be deleted.")
+        raise AppendOnlyError(self.refusal)
 
 
-class Judgment(models.Model):
+class AppendOnlyModel(models.Model):
+    """Saving a stored row again or deleting one raises AppendOnlyError."""
+
+    refusal = "rows are append-only"
+
+    class Meta:
+        abstract = True
+
+    def save(self, *args, **kwargs):
+        if self.pk is not None and not kwargs.get("force_insert"):
+            raise AppendOnlyError(self.refusal)
+        super().save(*args, **kwargs)
+
+    def delete(self, *args, **kwargs):
+        raise AppendOnlyError(self.refusal)
+
+
+class JudgmentQuerySet(AppendOnlyQuerySet):
+    refusal = "Judgments are append-only; they cannot be changed or deleted."
+
+
+class Judgment(AppendOnlyModel):
     """One worker's answer to one item in one stage. Append-only.
 
     value columns by kind:
@@ -51,6 +77,7 @@ class Judgment(models.Model):
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
 
     objects = JudgmentQuerySet.as_manager()
+    refusal = JudgmentQuerySet.refusal
 
     class Meta:
         ordering = ["id"]
@@ -64,24 +91,13 @@ class Judgment(models.Model):
     def __str__(self) -> str:
         return f"Judgment {self.pk} of {self.item_id} by {self.worker_id}"
 
-    def save(self, *args, **kwargs):
-        if self.pk is not None and not kwargs.get("force_insert"):
-            raise AppendOnlyError("Judgments are append-only; they cannot be updated.")
-        super().save(*args, **kwargs)
-
-    def delete(self, *args, **kwargs):
-        raise AppendOnlyError("Judgments are append-only; they cannot be deleted.")
 
 
-class AdjudicationQuerySet(models.QuerySet):
-    def update(self, **kwargs):
-        raise AppendOnlyError("Adjudications are append-only: record a new one instead.")
-
-    def delete(self):
-        raise AppendOnlyError("Adjudications are append-only: record a new one instead.")
+class AdjudicationQuerySet(AppendOnlyQuerySet):
+    refusal = "Adjudications are append-only: record a new one instead."
 
 
-class Adjudication(models.Model):
+class Adjudication(AppendOnlyModel):
     """A researcher's decision on an item the annotators disagree on: the item's label from now
     on (exports and aggregates use it before the majority or the mean). Append-only: a later
     adjudication of the same item replaces the earlier one, which stays as history."""
@@ -95,20 +111,13 @@ class Adjudication(models.Model):
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
 
     objects = AdjudicationQuerySet.as_manager()
+    refusal = AdjudicationQuerySet.refusal
 
     class Meta:
         ordering = ["id"]
 
     def __str__(self) -> str:
         return f"Adjudication of {self.item_id}: {self.label}"
-
-    def save(self, *args, **kwargs):
-        if self.pk is not None and not kwargs.get("force_insert"):
-            raise AppendOnlyError("Adjudications are append-only: record a new one instead.")
-        super().save(*args, **kwargs)
-
-    def delete(self, *args, **kwargs):
-        raise AppendOnlyError("Adjudications are append-only: record a new one instead.")
 
     @property
     def label(self) -> str:

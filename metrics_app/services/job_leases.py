@@ -23,7 +23,8 @@ import os
 import socket
 import threading
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from datetime import timedelta
 
 from django.conf import settings
@@ -151,6 +152,23 @@ class Heartbeat:
                     logger.warning("%s: beat not written", self._thread.name, exc_info=True)
         finally:
             connection.close()
+
+
+@contextmanager
+def leased_run(model: type[models.Model], job_id: int) -> Iterator[tuple[JobLease, object]]:
+    """Claim the job and run the body under its lease, heartbeat included: yields (lease, job),
+    job None when there is nothing to do here (finished, or alive in another worker). A lost
+    lease ends the run quietly (another run owns the job); any other error fails the job with
+    its message and is raised again (for Celery's log)."""
+    with JobLease(model, job_id) as lease:
+        job = lease.claim()
+        try:
+            yield lease, job
+        except LeaseLost:
+            logger.warning("%s %s was taken over; this run stops", model.__name__, job_id)
+        except Exception as exc:
+            lease.finish(status=ScoringStatus.FAILED, error=f"{type(exc).__name__}: {exc}")
+            raise
 
 
 def stale_jobs_recover(models_: Iterable[type[models.Model]],

@@ -22,7 +22,7 @@ from metrics_app.models import ItemScoringJob, ScoringJob, ScoringStatus
 
 from ..models import MetricScore
 from ..registry import MetricInput, MetricUnavailable, get_metric, metric_accepts_option
-from .job_leases import JobLease, LeaseLost, stale_jobs_recover
+from .job_leases import JobLease, leased_run, stale_jobs_recover
 
 logger = logging.getLogger(__name__)
 
@@ -274,29 +274,22 @@ def _progress_recorder(lease: JobLease, *, total: int) -> Progress:
 def scoring_job_run(*, job_id: int) -> ScoringJob | None:
     """Run a queued job: score, record progress as it goes, then refresh the project's cached
     metric report. Failures are stored on the job (and re-raised for Celery's log). A job that
-    is finished or alive in another worker (a redelivered message) is left alone (None)."""
+    is finished or alive in another worker (a redelivered message) is left alone (None); a run
+    that lost its lease stops and returns the job as the other run left it."""
     from metrics_app.services.meta_evaluation_report import metric_report_refresh
 
-    with JobLease(ScoringJob, job_id) as lease:
-        job = lease.claim()
+    with leased_run(ScoringJob, job_id) as (lease, job):
         if job is None:
             return None
         job = ScoringJob.objects.select_related("project").get(pk=job.pk)
-        try:
-            progress = _progress_recorder(
-                lease, total=len(project_metric_inputs(project=job.project)) * len(job.metrics))
-            detail = project_score_metrics(
-                project=job.project, metric_names=job.metrics,
-                model=(job.options or {}).get("model"), progress=progress,
-            )
-            metric_report_refresh(project=job.project)
-            lease.finish(status=ScoringStatus.DONE, detail=detail, error="")
-        except LeaseLost:
-            logger.warning("scoring job %s was taken over; this run stops", job_id)
-            return None
-        except Exception as exc:
-            lease.finish(status=ScoringStatus.FAILED, error=f"{type(exc).__name__}: {exc}")
-            raise
+        progress = _progress_recorder(
+            lease, total=len(project_metric_inputs(project=job.project)) * len(job.metrics))
+        detail = project_score_metrics(
+            project=job.project, metric_names=job.metrics,
+            model=(job.options or {}).get("model"), progress=progress,
+        )
+        metric_report_refresh(project=job.project)
+        lease.finish(status=ScoringStatus.DONE, detail=detail, error="")
     return ScoringJob.objects.get(pk=job_id)
 
 
@@ -338,35 +331,27 @@ def item_scoring_job_run(*, job_id: int, batch_size: int = DEFAULT_BATCH_SIZE
     that does not load) ends the job `failed` with its message in `error`; the other metrics'
     scores are kept in `results` (that metric's are null). A job that is finished or alive in
     another worker (a redelivered message) is left alone (None)."""
-    with JobLease(ItemScoringJob, job_id) as lease:
-        job = lease.claim()
+    with leased_run(ItemScoringJob, job_id) as (lease, job):
         if job is None:
             return None
         inputs = [MetricInput(**row) for row in job.items]
-        try:
-            progress = _progress_recorder(lease, total=len(inputs) * len(job.metrics))
-            runs = score_inputs(metric_names=job.metrics, inputs=inputs,
-                                model=(job.options or {}).get("model"), batch_size=batch_size,
-                                progress=progress)
-            results = [
-                {"id": metric_input.id,
-                 **{name: (run.values[index] if run.values else None)
-                    for name, run in runs.items()}}
-                for index, metric_input in enumerate(inputs)
-            ]
-            errors = [_metric_error(name, run.error) for name, run in runs.items() if run.error]
-            lease.finish(
-                status=ScoringStatus.FAILED if errors else ScoringStatus.DONE,
-                results=results, error="; ".join(errors), done=len(inputs) * len(job.metrics),
-                detail={name: {"version": run.version, "error": run.error}
-                        for name, run in runs.items()},
-            )
-        except LeaseLost:
-            logger.warning("item scoring job %s was taken over; this run stops", job_id)
-            return None
-        except Exception as exc:
-            lease.finish(status=ScoringStatus.FAILED, error=f"{type(exc).__name__}: {exc}")
-            raise
+        progress = _progress_recorder(lease, total=len(inputs) * len(job.metrics))
+        runs = score_inputs(metric_names=job.metrics, inputs=inputs,
+                            model=(job.options or {}).get("model"), batch_size=batch_size,
+                            progress=progress)
+        results = [
+            {"id": metric_input.id,
+             **{name: (run.values[index] if run.values else None)
+                for name, run in runs.items()}}
+            for index, metric_input in enumerate(inputs)
+        ]
+        errors = [_metric_error(name, run.error) for name, run in runs.items() if run.error]
+        lease.finish(
+            status=ScoringStatus.FAILED if errors else ScoringStatus.DONE,
+            results=results, error="; ".join(errors), done=len(inputs) * len(job.metrics),
+            detail={name: {"version": run.version, "error": run.error}
+                    for name, run in runs.items()},
+        )
     return ItemScoringJob.objects.get(pk=job_id)
 
 

@@ -164,6 +164,16 @@ def project_metrics_compute(request, slug: str):
     return redirect(target)
 
 
+def _png_response(figure) -> HttpResponse:
+    """A matplotlib figure as a PNG answer the browser may keep for a minute."""
+    figure.tight_layout()
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png")
+    response = HttpResponse(buffer.getvalue(), content_type="image/png")
+    response["Cache-Control"] = "private, max-age=60"
+    return response
+
+
 @login_required
 def project_metric_scatter(request, slug: str, metric: str):
     """PNG scatter of one metric against the human gold score (jittered: scores are discrete)."""
@@ -190,12 +200,7 @@ def project_metric_scatter(request, slug: str, metric: str):
     shown = f"n={total}" if total == len(xs) else f"{len(xs)} of n={total} shown"
     axes.set_title(f"{metric} vs human ({shown})", fontsize=9)
     axes.tick_params(labelsize=8)
-    figure.tight_layout()
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png")
-    response = HttpResponse(buffer.getvalue(), content_type="image/png")
-    response["Cache-Control"] = "private, max-age=60"
-    return response
+    return _png_response(figure)
 
 
 @login_required
@@ -223,9 +228,4 @@ def project_metric_roc(request, slug: str):
     axes.set_title(f"ROC, n={next(iter(curves.values()))['n']} measured items", fontsize=9)
     axes.legend(fontsize=7, loc="lower right")
     axes.tick_params(labelsize=8)
-    figure.tight_layout()
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png")
-    response = HttpResponse(buffer.getvalue(), content_type="image/png")
-    response["Cache-Control"] = "private, max-age=60"
-    return response
+    return _png_response(figure)
