@@ -116,10 +116,11 @@ def worker_scatter(workers: list[dict], *, kind: str) -> str | None:
     ax.xaxis.set_major_formatter(StrMethodFormatter("{x:g}"))
     ax.xaxis.set_minor_formatter(NullFormatter())
     ax.set_xlabel("median seconds per item (log scale)")
-    ax.set_ylabel("mean |score − others' mean|" if kind == "likert"
-                  else "share of others choosing the same")
-    if kind == "likert":
-        ax.invert_yaxis()  # better agreement up, like the nominal plot
+    # An axis that runs the usual way (it was inverted for Likert, which read as an error);
+    # the label says which direction is better.
+    ax.set_ylabel("mean |score − others' mean|\n(lower: closer to the others)" if kind == "likert"
+                  else "share of others choosing the same\n(higher: closer to the others)",
+                  fontsize=8)
     ax.spines[["top", "right"]].set_visible(False)
     return _svg(fig)
 
