@@ -126,27 +126,39 @@ class ProjectWriteSerializer(serializers.ModelSerializer):
         return value
 
 
-class ProjectCreateInputSerializer(ProjectWriteSerializer):
+class RefuseUnknownFieldsMixin:
+    """A key the serializer does not take is a 400 naming it, not silently dropped (a typo, a
+    read-only field, or `judgments` posted to an items endpoint would otherwise vanish)."""
+
+    refused_reasons: dict[str, str] = {}
+
+    def to_internal_value(self, data):
+        if isinstance(data, dict):
+            unknown = sorted(set(data) - set(self.fields))
+            if unknown:
+                raise serializers.ValidationError(
+                    {name: [self.refused_reasons.get(name, "unknown field")] for name in unknown})
+        return super().to_internal_value(data)
+
+
+class ProjectCreateInputSerializer(RefuseUnknownFieldsMixin, ProjectWriteSerializer):
+    refused_reasons = {"owner": "set by who creates the project",
+                       "id": "set by the server", "progress": "computed by the server"}
+
     class Meta(ProjectWriteSerializer.Meta):
         pass
 
 
-class ProjectUpdateInputSerializer(ProjectWriteSerializer):
+class ProjectUpdateInputSerializer(RefuseUnknownFieldsMixin, ProjectWriteSerializer):
     """A project's changeable fields. Anything else in the body (its slug, kind or owner, a
     typo) is refused by name: a client must not read a 200 as "changed" when nothing was."""
 
+    refused_reasons = {name: "cannot be changed after the project is created"
+                       for name in ("id", "slug", "kind", "owner", "progress", "created_at",
+                                    "updated_at")}
+
     class Meta(ProjectWriteSerializer.Meta):
         fields = ("title", "shared_with", *PROJECT_SETTING_FIELDS)
-
-    def validate(self, attrs):
-        fixed = set(ProjectOutputSerializer.Meta.fields) - set(self.fields)
-        refused = {}
-        for name in sorted(set(self.initial_data) - set(self.fields)):
-            refused[name] = (["cannot be changed after the project is created"] if name in fixed
-                             else ["unknown field"])
-        if refused:
-            raise serializers.ValidationError(refused)
-        return super().validate(attrs)
 
 
 # --- Items --------------------------------------------------------------------------------------
@@ -243,8 +255,14 @@ class ItemOutputSerializer(serializers.ModelSerializer):
         )
 
 
-class ItemInputSerializer(serializers.ModelSerializer):
+class ItemInputSerializer(RefuseUnknownFieldsMixin, serializers.ModelSerializer):
     """One item; `content` and `gold` are checked against the project's kind (from context)."""
+
+    refused_reasons = {
+        "judgments": "not taken by the API; import judgments with `manage.py import_data jsonl`",
+        "judgment": "not taken by the API; import judgments with `manage.py import_data jsonl`",
+        "id": "set by the server",
+    }
 
     content = ItemContentField(
         help_text="Kind-specific fields; see docs/DATA_FORMATS.md and the Item model."

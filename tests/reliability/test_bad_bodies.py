@@ -123,3 +123,26 @@ def test_a_busy_database_is_a_503_with_advice_not_a_500(researcher_api, monkeypa
                       + "\n")
     with pytest.raises(CommandError, match="nothing imported: .*database is busy"):
         call_command("import_data", "jsonl", str(source), "--project", "mine", "--no-progress")
+
+
+def test_fields_an_endpoint_does_not_take_are_refused_not_dropped(researcher_api):
+    """Posting an export row (with its judgments) to the items API would otherwise store the
+    item and silently lose the judgments."""
+    row = {"external_id": "q1", "content": item_content(TaskKind.LIKERT),
+           "judgments": [{"worker": "w1", "score": 4}]}
+    response = researcher_api.post("/api/projects/mine/items/bulk/", {"items": [row]},
+                                   format="json")
+    assert response.status_code == 400
+    assert "import_data jsonl" in json.dumps(response.json())
+    one = researcher_api.post("/api/projects/mine/items/", {**row, "judgments": None,
+                                                             "colour": "red"}, format="json")
+    assert one.status_code == 400
+    assert one.json() == {"colour": ["unknown field"], "judgments": [
+        "not taken by the API; import judgments with `manage.py import_data jsonl`"]}
+    assert not Item.objects.exists()
+    created = researcher_api.post("/api/projects/", {"slug": "p2", "title": "P2",
+                                                     "kind": "likert", "owner": "mallory"},
+                                  format="json")
+    assert created.status_code == 400
+    assert created.json() == {"owner": ["set by who creates the project"]}
+    assert not Project.objects.filter(slug="p2").exists()
