@@ -10,6 +10,7 @@ from django.contrib.admin.helpers import ActionForm
 from django.utils.html import format_html
 
 from annotation.models import (
+    Adjudication,
     Assignment,
     AssignmentItem,
     AssignmentStatus,
@@ -301,3 +302,16 @@ class JudgmentAdmin(ReadOnlyAdmin):
     search_fields = ("item__external_id", "worker__external_id", "justification")
     readonly_fields = [f.name for f in Judgment._meta.fields]
     show_full_result_count = False
+
+
+@admin.register(Adjudication)
+class AdjudicationAdmin(ReadOnlyAdmin):
+    """Decisions recorded on the adjudication page (/metrics/<slug>/adjudicate/); append-only,
+    so read-only here: a new decision is recorded on that page."""
+
+    project_path = "item__project"
+    list_display = ("id", "item", "label", "note", "decided_by", "created_at")
+    list_filter = (("item__project", admin.RelatedOnlyFieldListFilter),)
+    list_select_related = ("item__project", "decided_by")
+    search_fields = ("item__external_id", "note")
+    readonly_fields = [f.name for f in Adjudication._meta.fields]
