@@ -58,12 +58,18 @@ def test_dashboard_shows_annotator_pairs_with_their_confusion_matrices(client, a
     html = client.get(reverse("metrics:project-dashboard", args=[project.slug])).content.decode()
     section = html[html.index('id="annotator-pairs"'):]
     # expert-0 and expert-1 always agree; expert-2 always answers the other way.
-    assert "3 pairs" in section and section.count("<details>") == 3
+    pairs_table = section[:section.index("against the others")]
+    assert "3 pairs" in pairs_table and pairs_table.count("<details>") == 3
     assert "confusion expert-0 × expert-1" in section
     row = section[section.index("<td>expert-0</td><td>expert-1</td>"):].split("</tr>")[0]
     assert "<td>6</td><td>100.0%</td><td>1.000</td>" in row
     row = section[section.index("<td>expert-0</td><td>expert-2</td>"):].split("</tr>")[0]
     assert "<td>6</td><td>0.0%</td><td>-1.000</td>" in row
+    # expert-2 never sides with the majority (experts 0 and 1); for experts 0 and 1 the
+    # others tie (one agrees, one does not), so they have no majority to compare with.
+    against = section[section.index('id="against-majority"'):]
+    assert "<td>expert-2</td><td>6</td><td>0.0%</td>" in against
+    assert "<td>expert-0</td>" not in against
 
 
 def test_dashboard_and_api_hide_other_researchers_projects(client, ab_project):
