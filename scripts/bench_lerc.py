@@ -48,7 +48,8 @@ BASELINES = ("f1", "contains", "meteor", "bertscore")
 # question): about 40 minutes on 2 busy cores. It scores the first 4 aliases (NQ has 1.7 on
 # average, so NQ is unaffected); the lexical baselines use every alias.
 ALIAS_CAP = {"bertscore": 4}
-CALIBRATED_ON = "validation without exact matches; inputs chosen by leave-one-system-out CV"
+CALIBRATED_ON = ("validation without exact matches; inputs chosen by leave-one-system-out CV; "
+                 "question-aware and character features")
 CURVE_SIZES = (1000, 2000, 5000)
 
 
@@ -237,10 +238,13 @@ def evaluate_run(run: dict, result: dict, baselines: dict, args) -> dict:
     hard_val = [e for e in val if not is_exact_match(e.candidate, e.references)]
     lexical, _ = fit_calibrator([0.0] * len(hard_val), [e.candidate for e in hard_val],
                                 [e.references for e in hard_val], [e.score for e in hard_val],
-                                [e.group for e in hard_val], use_encoder=False)
+                                [e.group for e in hard_val],
+                                sources=[system_of(e) for e in hard_val],
+                                questions=[e.question for e in hard_val], use_encoder=False)
     if lexical is not None:
         probabilities = lexical.probabilities([0.0] * len(test), [e.candidate for e in test],
-                                              [e.references for e in test])
+                                              [e.references for e in test],
+                                              [e.question for e in test])
         probabilities = [1.0 if is_exact_match(e.candidate, e.references) else p
                          for e, p in zip(test, probabilities, strict=True)]
         out["metrics"]["lexical_judge"] = report(probabilities, 0.5)

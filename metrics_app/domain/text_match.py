@@ -1,5 +1,5 @@
 """Answer-string matching: the one definition of SQuAD normalization, exact match, token
-precision/recall/F1 and "the reference is contained in the answer". Pure Python, no Django, no
+precision/recall/F1, character n-grams and "the reference is contained in the answer". Pure Python, no Django, no
 heavy imports: the baseline metrics (`metrics_app.metrics.baselines`), the LERC data code and its lexical features
 all use these functions, so "exact match" means the same thing everywhere.
 """
@@ -39,12 +39,30 @@ def token_prf(candidate: str, reference: str) -> tuple[float, float, float]:
     if not cand_tokens or not ref_tokens:
         same = float(cand_tokens == ref_tokens)
         return same, same, same
-    overlap = sum((Counter(cand_tokens) & Counter(ref_tokens)).values())
+    return multiset_prf(cand_tokens, ref_tokens)
+
+
+def multiset_prf(candidate_units: Iterable[str], reference_units: Iterable[str]
+                 ) -> tuple[float, float, float]:
+    """(precision, recall, F1) of the units two texts share, counted with multiplicity (SQuAD's
+    token overlap, or character n-grams); 0 when either side has none."""
+    candidate_counts, reference_counts = Counter(candidate_units), Counter(reference_units)
+    overlap = sum((candidate_counts & reference_counts).values())
     if overlap == 0:
         return 0.0, 0.0, 0.0
-    precision = overlap / len(cand_tokens)
-    recall = overlap / len(ref_tokens)
+    precision = overlap / sum(candidate_counts.values())
+    recall = overlap / sum(reference_counts.values())
     return precision, recall, 2 * precision * recall / (precision + recall)
+
+
+def char_ngrams(text: str, n: int) -> list[str]:
+    """The character n-grams of the normalized text, padded with a space on each side (so a
+    short word still has some); none for an empty text."""
+    normalized = squad_normalize(text)
+    if not normalized:
+        return []
+    padded = f" {normalized} "
+    return [padded[i:i + n] for i in range(max(1, len(padded) - n + 1))]
 
 
 def token_f1(candidate: str, reference: str) -> float:

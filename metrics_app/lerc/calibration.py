@@ -4,7 +4,8 @@ A fine-tuned encoder alone decides "correct / incorrect" no better than token F1
 threshold on answers it never saw: its raw score is uncalibrated (its scale drifts with the
 training data's share of correct answers) and it misses what simple string facts say reliably
 (the reference stated inside a long answer, a different number, a refusal). The calibrator is a
-logistic regression over the encoder's raw score and the lexical features of `features.py`,
+logistic regression over the encoder's raw score and the lexical features of `features.py`
+(which read the question too),
 fitted on the validation judgments (never on training or test ones), which gives
 
 - `probability`: P(the answer is judged correct), calibrated on held-out judgments;
@@ -56,26 +57,33 @@ class Calibrator:
     # ---- use -------------------------------------------------------------------------------
 
     def _rows(self, raw: Sequence[float | None], candidates: Sequence[str],
-              references: Sequence[Sequence[str]]) -> list[list[float]]:
+              references: Sequence[Sequence[str]],
+              questions: Sequence[str] | None) -> list[list[float]]:
+        # A calibrator saved before a feature was added names fewer inputs; it reads only those.
+        positions = [FEATURE_NAMES.index(name) for name in self.input_names[1:]]
         rows = []
-        for value, candidate, refs in zip(raw, candidates, references, strict=True):
+        for value, candidate, refs, question in zip(raw, candidates, references,
+                                                    questions or [""] * len(raw), strict=True):
+            features = lexical_features(candidate, refs, question)
             row = [self.raw_fill if value is None else float(value),
-                   *lexical_features(candidate, refs)]
+                   *(features[i] for i in positions)]
             rows.append([(x - m) / s for x, m, s in zip(row, self.mean, self.scale,
                                                         strict=True)])
         return rows
 
-    def probabilities(self, raw, candidates, references) -> list[float]:
+    def probabilities(self, raw, candidates, references, questions=None) -> list[float]:
         return [_sigmoid(self.intercept + sum(w * x for w, x in zip(self.coef, row, strict=True)))
-                for row in self._rows(raw, candidates, references)]
+                for row in self._rows(raw, candidates, references, questions)]
 
-    def scores(self, raw, candidates, references, probabilities=None) -> list[float]:
+    def scores(self, raw, candidates, references, probabilities=None,
+               questions=None) -> list[float]:
         """1–5 scores (see the module docstring)."""
         if self.score_map == "linear":
             return [min(5.0, max(1.0, self.linear_intercept + sum(
                 w * x for w, x in zip(self.linear_coef, row, strict=True))))
-                for row in self._rows(raw, candidates, references)]
-        probabilities = probabilities or self.probabilities(raw, candidates, references)
+                for row in self._rows(raw, candidates, references, questions)]
+        probabilities = probabilities or self.probabilities(raw, candidates, references,
+                                                            questions)
         return [1.0 + 4.0 * p for p in probabilities]
 
     # ---- storage ---------------------------------------------------------------------------
@@ -107,6 +115,7 @@ def is_binary(gold: Sequence[float]) -> bool:
 def fit_calibrator(raw: Sequence[float | None], candidates: Sequence[str],
                    references: Sequence[Sequence[str]], gold: Sequence[float],
                    groups: Sequence[str], *, sources: Sequence[str] | None = None,
+                   questions: Sequence[str] | None = None,
                    use_encoder: bool | None = None, seed: int = 0
                    ) -> tuple[Calibrator | None, dict]:
     """(calibrator, report), fitted on validation judgments.
@@ -127,7 +136,7 @@ def fit_calibrator(raw: Sequence[float | None], candidates: Sequence[str],
     if min(positives, negatives) < MIN_EXAMPLES_PER_CLASS:
         return None, {"skipped": f"{positives} correct and {negatives} incorrect validation "
                                  f"judgments; at least {MIN_EXAMPLES_PER_CLASS} of each needed"}
-    x, mean, scale, raw_fill = _standardized_inputs(raw, candidates, references)
+    x, mean, scale, raw_fill = _standardized_inputs(raw, candidates, references, questions)
     by_system = len(set(sources or ())) >= 3
     splits, folds = _group_folds(x, labels, list(sources) if by_system else list(groups))
     options = [False, True] if use_encoder is None else [bool(use_encoder)]
@@ -150,15 +159,16 @@ def fit_calibrator(raw: Sequence[float | None], candidates: Sequence[str],
     return calibrator, report
 
 
-def _standardized_inputs(raw, candidates, references):
+def _standardized_inputs(raw, candidates, references, questions=None):
     """The encoder's raw score (median for unscored inputs) and the lexical features,
     standardized: (inputs, mean, scale, the fill for a missing raw score)."""
     import numpy as np
 
     known = [float(v) for v in raw if v is not None]
     raw_fill = float(np.median(known)) if known else 0.0
-    matrix = np.array([[raw_fill if v is None else float(v), *lexical_features(c, r)]
-                       for v, c, r in zip(raw, candidates, references, strict=True)])
+    matrix = np.array([[raw_fill if v is None else float(v), *lexical_features(c, r, q)]
+                       for v, c, r, q in zip(raw, candidates, references,
+                                             questions or [""] * len(raw), strict=True)])
     mean = matrix.mean(axis=0)
     scale = matrix.std(axis=0)
     scale[scale == 0] = 1.0

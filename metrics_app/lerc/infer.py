@@ -194,8 +194,9 @@ class LercScorer:
         if self.calibrator is not None and calibrated and rest:
             references = [(e.references or ("",))[:max_references] for e in rest]
             candidates = [e.candidate for e in rest]
-            probabilities = self.calibrator.probabilities(raw, candidates, references)
-            scores = self.calibrator.scores(raw, candidates, references, probabilities)
+            questions = [e.question or "" for e in rest]
+            probabilities = self.calibrator.probabilities(raw, candidates, references, questions)
+            scores = self.calibrator.scores(raw, candidates, references, probabilities, questions)
         else:
             probabilities = [None] * len(rest)
             scores = raw

@@ -576,7 +576,8 @@ def calibrate_model(cfg: TrainConfig, model_dir: str | Path, val_examples) -> di
     calibrator, report = fit_calibrator(
         raw, [e.candidate for e in val_examples], [e.references for e in val_examples],
         [e.score for e in val_examples], [e.group or e.question for e in val_examples],
-        sources=[e.source for e in val_examples], seed=cfg.seed)
+        sources=[e.source for e in val_examples],
+        questions=[e.question or "" for e in val_examples], seed=cfg.seed)
     if calibrator is not None:
         calibrator.save(model_dir)
     report.pop("cv_probabilities", None)

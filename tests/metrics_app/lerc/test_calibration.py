@@ -72,3 +72,62 @@ def test_too_few_of_a_class_gives_no_calibrator():
     rows = [(4.0, "Paris", ("Paris",), 5.0, "q", "fid")] * 50
     calibrator, report = _fit(rows)
     assert calibrator is None and "at least" in report["skipped"]
+
+
+def test_character_overlap_forgives_spelling_variants_that_token_f1_counts_as_misses():
+    from metrics_app.lerc.features import FEATURE_NAMES, lexical_features
+
+    def named(candidate, references, question=""):
+        return dict(zip(FEATURE_NAMES, lexical_features(candidate, references, question),
+                        strict=True))
+
+    variant = named("Tchaikovski", ["Tchaikovsky"], "who composed swan lake")
+    unrelated = named("Rachmaninoff", ["Tchaikovsky"], "who composed swan lake")
+    assert variant["f1"] == unrelated["f1"] == 0.0
+    assert variant["char3_f1"] > 0.6 > 0.1 > unrelated["char3_f1"]
+    assert variant["char4_recall"] > unrelated["char4_recall"]
+
+
+def test_words_taken_from_the_question_earn_no_overlap():
+    from metrics_app.lerc.features import FEATURE_NAMES, lexical_features
+
+    def named(candidate, references, question):
+        return dict(zip(FEATURE_NAMES, lexical_features(candidate, references, question),
+                        strict=True))
+
+    question = "which river flows through the city of Paris"
+    echo = named("the river through Paris", ["the Seine river"], question)
+    assert echo["f1"] > 0  # "river" is in the reference, so plain F1 counts it
+    # "river" stays (the reference holds it), "through" and "Paris" do not count for precision.
+    assert echo["precision_without_question_words"] == pytest.approx(1.0)
+    assert echo["echoes_question"] == 1.0
+    answer = named("the Seine", ["the Seine river"], question)
+    assert answer["echoes_question"] == 0.0
+    assert named("1969", ["1969"], "When did Apollo 11 land?")["numeric_question"] == 1.0
+    assert named("Armstrong", ["Armstrong"], "Who walked first?")["numeric_question"] == 0.0
+
+
+def test_a_calibrator_saved_with_fewer_features_reads_only_those(tmp_path):
+    """Models trained before the question-aware features were added keep scoring the same."""
+    from metrics_app.lerc.features import BASE_FEATURES, FEATURE_NAMES
+
+    old_names = ["raw_score", *BASE_FEATURES]
+    old = Calibrator(input_names=old_names, mean=[0.0] * len(old_names),
+                     scale=[1.0] * len(old_names), coef=[0.0, 2.0] + [0.0] * (len(old_names) - 2),
+                     intercept=-1.0, raw_fill=0.0, c=1.0)
+    old.save(tmp_path)
+    loaded = Calibrator.load(tmp_path)
+    assert len(FEATURE_NAMES) > len(BASE_FEATURES)
+    # Only token F1 carries weight: P = sigmoid(2·F1 − 1), with or without a question.
+    right, wrong = loaded.probabilities([None, None], ["Paris", "Lyon"], [("Paris",), ("Paris",)])
+    assert right == pytest.approx(0.7310585786)  # sigmoid(1)
+    assert wrong == pytest.approx(0.2689414214)  # sigmoid(-1)
+    assert loaded.probabilities([None], ["Paris"], [("Paris",)], ["where?"]) == [right]
+
+
+def test_the_fitted_calibrator_names_every_feature_and_reads_the_question():
+    calibrator, _report = _fit(_judgments(informative_encoder=False))
+    from metrics_app.lerc.features import FEATURE_NAMES
+
+    assert calibrator.input_names == ["raw_score", *FEATURE_NAMES]
+    assert len(calibrator.coef) == len(calibrator.mean) == 1 + len(FEATURE_NAMES)
