@@ -14,6 +14,38 @@ class ProjectShareError(PermissionError):
     """Only a project's owner (or a superuser) may change who it is shared with."""
 
 
+class ProjectOwnershipError(ValueError):
+    """An import named an owner or collaborator that cannot be given the project."""
+
+
+def users_by_username(usernames: Iterable[str]) -> dict[str, Any]:
+    """{username: user} for every name, or ProjectOwnershipError naming the unknown ones."""
+    usernames = set(usernames)
+    users = {u.username: u for u in get_user_model().objects.filter(username__in=usernames)}
+    missing = sorted(usernames - set(users))
+    if missing:
+        raise ProjectOwnershipError(f"unknown users: {', '.join(missing)}")
+    return users
+
+
+def project_owner_and_share(*, project: Project, owner=None, share: Iterable = ()) -> None:
+    """Give an imported project its owner and add collaborators (never removes one).
+
+    An owner is only given to a project that has none or already has that owner: taking a
+    researcher's project away is done deliberately in the admin, not as a side effect of
+    importing more data into it."""
+    if owner is not None and project.owner_id not in (None, owner.pk):
+        raise ProjectOwnershipError(
+            f"project {project.slug!r} belongs to {project.owner.get_username()!r}; change its "
+            "owner in the admin (Projects → owner), not with an import")
+    if owner is not None and project.owner_id is None:
+        project.owner = owner
+        project.save(update_fields=["owner", "updated_at"])
+    share = [user for user in share if user.pk != project.owner_id]
+    if share:
+        project.shared_with.add(*share)
+
+
 @transaction.atomic
 def project_create(
     *, owner, slug: str, title: str, kind: str, shared_with: Iterable[str] = (), **settings: Any

@@ -1,6 +1,7 @@
 """Import items (and their judgments) from a file into a project.
 
     python manage.py import_data FORMAT PATH --project SLUG [--create --kind K --title T]
+                                 [--owner USER] [--share USER ...]
                                  [--split S] [--keep-existing-items] [--no-progress]
 
 Formats: see docs/DATA_FORMATS.md. The import is atomic (a bad record stops it and nothing is
@@ -17,6 +18,11 @@ from annotation.db_busy import BUSY_MESSAGE, is_database_busy
 from annotation.importers import FORMAT_MODULES, ImportFormatError, importer_for
 from annotation.models import Project, TaskKind
 from annotation.services.imports import ImportConflictError, import_records
+from annotation.services.projects import (
+    ProjectOwnershipError,
+    project_owner_and_share,
+    users_by_username,
+)
 
 
 class Command(BaseCommand):
@@ -33,6 +39,12 @@ class Command(BaseCommand):
         parser.add_argument("--kind", choices=TaskKind.values,
                             help="task kind of a created project (default: the format's)")
         parser.add_argument("--title", help="title of a created project (default: the slug)")
+        parser.add_argument("--owner", metavar="USER",
+                            help="username of the researcher the project belongs to (given to a "
+                                 "project that has no owner yet)")
+        parser.add_argument("--share", metavar="USER", action="append", default=[],
+                            help="username of a collaborator who may see the project "
+                                 "(repeat for several; adds, never removes)")
         parser.add_argument("--split", help="split of every item (default: from the file name)")
         parser.add_argument(
             "--keep-existing-items", action="store_true",
@@ -65,6 +77,13 @@ class Command(BaseCommand):
             )
 
         try:
+            users = users_by_username([*([options["owner"]] if options["owner"] else []),
+                                       *options["share"]])
+        except ProjectOwnershipError as exc:
+            raise CommandError(f"nothing imported: {exc}") from None
+        owner = users.get(options["owner"]) if options["owner"] else None
+
+        try:
             records = importer.parse(path, kind=kind, split=options["split"])
         except ImportFormatError as exc:
             raise CommandError(f"nothing imported: {exc}") from None
@@ -81,12 +100,14 @@ class Command(BaseCommand):
                     project = Project.objects.create(
                         slug=slug, kind=kind, title=options["title"] or slug
                     )
+                project_owner_and_share(project=project, owner=owner,
+                                        share=[users[name] for name in options["share"]])
                 summary = import_records(
                     project=project, records=records, progress=progress,
                     keep_existing_items=options["keep_existing_items"],
                     description=f"importing {path.name}",
                 )
-        except ImportConflictError as exc:
+        except (ImportConflictError, ProjectOwnershipError) as exc:
             raise CommandError(f"nothing imported: {path}: {exc}") from None
         except OperationalError as exc:
             if not is_database_busy(exc):
@@ -94,4 +115,8 @@ class Command(BaseCommand):
             raise CommandError(f"nothing imported: {path}: {BUSY_MESSAGE}") from None
         if created:
             self.stdout.write(f"Created project {slug!r} ({kind}).")
+        if project.owner_id is None:
+            self.stdout.write(self.style.WARNING(
+                f"Project {slug!r} has no owner: only superusers see it. Pass --owner USERNAME "
+                "(or set the owner in the admin) so its researcher finds it."))
         self.stdout.write(f"{format_name} {path} → project {slug!r}: {summary.as_text()}")
