@@ -128,7 +128,7 @@ class ProjectDetailApi(JsonApiMixin, APIView):
         return Response(ProjectOutputSerializer(_project_with_progress(request, project_slug)).data)
 
     @extend_schema(
-        summary="Change a project's title, sharing or settings (the kind never changes)",
+        summary="Change a project's title, sharing, settings or (superusers) owner; the kind never changes",
         request=ProjectUpdateInputSerializer,
         responses=with_errors({200: ProjectOutputSerializer}, 400, 404, 415),
     )

@@ -150,15 +150,27 @@ class ProjectCreateInputSerializer(RefuseUnknownFieldsMixin, ProjectWriteSeriali
 
 
 class ProjectUpdateInputSerializer(RefuseUnknownFieldsMixin, ProjectWriteSerializer):
-    """A project's changeable fields. Anything else in the body (its slug, kind or owner, a
-    typo) is refused by name: a client must not read a 200 as "changed" when nothing was."""
+    """A project's changeable fields. Anything else in the body (its slug or kind, a typo) is
+    refused by name: a client must not read a 200 as "changed" when nothing was. The owner is
+    changed by superusers only (403 for anyone else)."""
+
+    owner = serializers.CharField(
+        required=False, help_text="Username of the new owner (superusers only).")
 
     refused_reasons = {name: "cannot be changed after the project is created"
-                       for name in ("id", "slug", "kind", "owner", "progress", "created_at",
+                       for name in ("id", "slug", "kind", "progress", "created_at",
                                     "updated_at")}
 
     class Meta(ProjectWriteSerializer.Meta):
-        fields = ("title", "shared_with", *PROJECT_SETTING_FIELDS)
+        fields = ("title", "owner", "shared_with", *PROJECT_SETTING_FIELDS)
+
+    def validate_owner(self, value):
+        from django.contrib.auth import get_user_model
+
+        user = get_user_model().objects.filter(username=value).first()
+        if user is None:
+            raise serializers.ValidationError(f"unknown user: {value}")
+        return user
 
 
 # --- Items --------------------------------------------------------------------------------------

@@ -60,12 +60,15 @@ def project_create(
 
 @transaction.atomic
 def project_update(*, project: Project, user, data: dict[str, Any]) -> Project:
-    """Change a project's title, instructions or settings. The kind never changes: items were
-    validated against it. Sharing changes are reserved to the owner."""
+    """Change a project's title, instructions, settings or (superusers only) owner. The kind
+    never changes: items were validated against it. Sharing changes are reserved to the
+    owner."""
     data = dict(data)
     usernames = data.pop("shared_with", None)
     if usernames is not None and not (user.is_superuser or project.owner_id == user.pk):
         raise ProjectShareError("only the project's owner may change who it is shared with")
+    if "owner" in data and data["owner"] != project.owner and not user.is_superuser:
+        raise ProjectShareError("only a superuser may change a project's owner")
     for name, value in data.items():
         setattr(project, name, value)
     if data:

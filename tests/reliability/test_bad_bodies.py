@@ -80,7 +80,6 @@ def test_a_body_over_the_size_limit_is_a_json_413(researcher_api):
 
 
 @pytest.mark.parametrize("field,message", [
-    ("owner", "cannot be changed after the project is created"),
     ("kind", "cannot be changed after the project is created"),
     ("slug", "cannot be changed after the project is created"),
     ("titel", "unknown field"),
@@ -89,12 +88,36 @@ def test_patching_a_fixed_or_unknown_project_field_is_refused_by_name(researcher
                                                                       message):
     make_user("mallory")
     response = researcher_api.patch("/api/projects/mine/",
-                                    {field: "mallory" if field == "owner" else "ab",
-                                     "title": "Renamed"}, format="json")
+                                    {field: "ab", "title": "Renamed"}, format="json")
     assert response.status_code == 400
     assert response.json() == {field: [message]}
     project = Project.objects.get(slug="mine")
     assert (project.title, project.kind, project.owner.username) == ("Mine", "likert", "alice")
+
+
+def test_only_a_superuser_changes_a_projects_owner(researcher_api, client):
+    make_user("mallory")
+    refused = researcher_api.patch("/api/projects/mine/", {"owner": "mallory",
+                                                           "title": "Renamed"}, format="json")
+    assert refused.status_code == 403
+    assert "only a superuser" in refused.json()["detail"]
+    # Naming the current owner is not a change, so the owner may send the project back as read.
+    same = researcher_api.patch("/api/projects/mine/", {"owner": "alice"}, format="json")
+    assert same.status_code == 200
+    project = Project.objects.get(slug="mine")
+    assert (project.title, project.owner.username) == ("Mine", "alice")
+
+    from django.contrib.auth import get_user_model
+
+    admin = get_user_model().objects.create_superuser("root", password="pw-for-tests-only")
+    client.force_login(admin)
+    unknown = client.patch("/api/projects/mine/", {"owner": "nobody"},
+                           content_type="application/json")
+    assert unknown.status_code == 400 and unknown.json() == {"owner": ["unknown user: nobody"]}
+    moved = client.patch("/api/projects/mine/", {"owner": "mallory"},
+                         content_type="application/json")
+    assert moved.status_code == 200 and moved.json()["owner"] == "mallory"
+    assert Project.objects.get(slug="mine").owner.username == "mallory"
 
 
 def test_a_guess_step_on_a_likert_task_is_refused(client):
