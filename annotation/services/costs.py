@@ -8,13 +8,23 @@ assignment) plus the provider's fee on bonuses (MTurk: 20%, at least $0.01 per p
 
 The balance (`with_balance=True`) is informational: when the provider cannot be asked, the
 estimate says "balance unknown: <reason>" and publishing is not held up by it.
+
+Effective hourly pay = reward per HIT ÷ (items per HIT × seconds per item) × 3600, with the
+seconds per item taken from the project's trial (the median over its submitted assignments of
+wall time from start to submit ÷ items, which includes reading the instructions: what the
+worker actually spends), else from the stage's stated assumption (`settings.seconds_per_item`).
+Below `QAJ_MIN_HOURLY_PAY` (USD, default 12) the estimate carries a warning.
 """
 from __future__ import annotations
 
 import dataclasses
+import statistics
 from decimal import ROUND_HALF_UP, Decimal
 
-from annotation.models import Stage, StageStatus
+from django.conf import settings
+from django.db.models import Count
+
+from annotation.models import Assignment, Stage, StageKind, StageStatus
 
 from .stage_plans import stage_hit_plan
 
@@ -36,10 +46,31 @@ class StageCostEstimate:
     total: Decimal
     balance: Decimal | None = None
     balance_error: str = ""  # why the balance could not be read (asked for, not known)
+    seconds_per_item: float | None = None
+    seconds_per_item_source: str = ""  # "trial (N assignments)" or "stated in the settings"
+    hourly_pay: Decimal | None = None
+    min_hourly_pay: Decimal | None = None
 
     @property
     def covered_by_balance(self) -> bool | None:
         return None if self.balance is None else self.balance >= self.total
+
+    @property
+    def pay_warning(self) -> str:
+        """Why the pay looks too low (or cannot be told), or ""."""
+        if self.hourly_pay is None:
+            return ("hourly pay unknown: run a trial or state settings.seconds_per_item")
+        if self.min_hourly_pay is not None and self.hourly_pay < self.min_hourly_pay:
+            return (f"effective pay ${self.hourly_pay}/h is below the floor of "
+                    f"${self.min_hourly_pay}/h (QAJ_MIN_HOURLY_PAY)")
+        return ""
+
+    def pay_text(self) -> str:
+        if self.hourly_pay is None:
+            return self.pay_warning
+        text = (f"effective pay ${self.hourly_pay}/h at {self.seconds_per_item:.0f} s per item "
+                f"({self.seconds_per_item_source})")
+        return f"{text}; WARNING: {self.pay_warning}" if self.pay_warning else text
 
     def as_text(self) -> str:
         tier = f", {self.hits_in_40pct_tier} HITs at the 40% fee" if self.hits_in_40pct_tier else ""
@@ -53,7 +84,7 @@ class StageCostEstimate:
             f"{self.n_hits} HITs × reward ${self.reward_per_hit} = {self.n_assignments} "
             f"assignments ({self.n_judgments} judgments): rewards ${self.rewards} + fees "
             f"${self.fees}{tier} + bonus budget ${self.bonus_budget} (+ fees ${self.bonus_fees})"
-            f" = ${self.total}{balance}"
+            f" = ${self.total}{balance}; {self.pay_text()}"
         )
 
 
@@ -98,6 +129,12 @@ def stage_cost_estimate(*, stage: Stage, with_balance: bool = False) -> StageCos
     balance, balance_error = None, ""
     if with_balance:
         balance, balance_error = _balance(provider)
+    seconds, source = seconds_per_item(stage=stage)
+    hourly_pay = None
+    if seconds and n_judgments:
+        items_per_assignment = n_judgments / n_assignments
+        hourly_pay = _money(rewards / n_assignments
+                            / Decimal(str(items_per_assignment * seconds)) * 3600)
     return StageCostEstimate(
         provider=stage.provider,
         n_hits=len(groups),
@@ -112,7 +149,34 @@ def stage_cost_estimate(*, stage: Stage, with_balance: bool = False) -> StageCos
         total=_money(total),
         balance=balance,
         balance_error=balance_error,
+        seconds_per_item=seconds,
+        seconds_per_item_source=source,
+        hourly_pay=hourly_pay,
+        min_hourly_pay=_money(Decimal(str(settings.QAJ_MIN_HOURLY_PAY))),
     )
+
+
+def seconds_per_item(*, stage: Stage) -> tuple[float | None, str]:
+    """(seconds a worker spends per item, where the number comes from), or (None, "")."""
+    durations = []
+    trial_work = (Assignment.objects
+                  .filter(stage__project_id=stage.project_id, stage__kind=StageKind.TRIAL,
+                          submitted_at__isnull=False)
+                  .annotate(n_items=Count("items"))
+                  .values_list("started_at", "submitted_at", "n_items"))
+    for started, submitted, n_items in trial_work:
+        if n_items and submitted > started:
+            durations.append((submitted - started).total_seconds() / n_items)
+    if durations:
+        return statistics.median(durations), f"trial median of {len(durations)} assignments"
+    stated = (stage.settings or {}).get("seconds_per_item")
+    try:
+        stated = float(stated) if stated is not None else None
+    except (TypeError, ValueError):
+        return None, ""  # not a number: the estimate says the pay is unknown
+    if stated and stated > 0:
+        return stated, "stated in the stage settings"
+    return None, ""
 
 
 def _balance(provider) -> tuple[Decimal | None, str]:

@@ -106,6 +106,10 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 if os.environ.get("QAJ_TEST_DB_NAME"):
     DATABASES["default"]["TEST"] = {"NAME": os.environ["QAJ_TEST_DB_NAME"]}
 
+# Cost estimates warn when a stage's effective hourly pay (from the trial's median time per
+# item) is below this many US dollars.
+QAJ_MIN_HOURLY_PAY = float(os.environ.get("QAJ_MIN_HOURLY_PAY", "12"))
+
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [

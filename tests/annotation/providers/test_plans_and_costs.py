@@ -235,7 +235,7 @@ def test_balance_error_of_any_kind_is_named(db):
     with override_provider("inhouse", _NoBalance(InhouseProvider())):
         estimate = stage_cost_estimate(stage=stage, with_balance=True)
     assert estimate.balance_error == "ConnectionError: endpoint unreachable"
-    assert estimate.as_text().endswith("; balance unknown: ConnectionError: endpoint unreachable")
+    assert "; balance unknown: ConnectionError: endpoint unreachable;" in estimate.as_text()
 
 
 def test_a_passage_without_gold_keeps_full_hits(db):
@@ -245,3 +245,58 @@ def test_a_passage_without_gold_keeps_full_hits(db):
     make_item(project, group_key="other", is_gold_check=True, gold={"score": 2})
     stage = make_stage(project, kind=StageKind.FULL, status=StageStatus.DRAFT)
     assert [len(plan.items) for plan in stage_hit_plan(stage=stage, store=False)] == [5, 5]
+
+
+# --- effective hourly pay ----------------------------------------------------------------------
+
+
+def _full_stage_of_five_item_hits(**settings):
+    project = make_project(TaskKind.LIKERT, reward_per_hit=Decimal("0.40"), items_per_hit=5)
+    items = [make_item(project) for _ in range(10)]
+    stage = make_stage(project, kind=StageKind.FULL, status=StageStatus.DRAFT,
+                       provider="mturk", settings=settings)
+    return project, items, stage
+
+
+def test_hourly_pay_is_unknown_until_a_trial_or_a_stated_time_says_it(db):
+    _project, _items, stage = _full_stage_of_five_item_hits()
+    estimate = stage_cost_estimate(stage=stage)
+    assert estimate.hourly_pay is None
+    assert "hourly pay unknown: run a trial or state settings.seconds_per_item" in \
+        estimate.as_text()
+    stage.settings = {"seconds_per_item": "a few"}  # not a number: still unknown, no crash
+    assert stage_cost_estimate(stage=stage).hourly_pay is None
+    stage.settings = {"seconds_per_item": 12}
+    estimate = stage_cost_estimate(stage=stage)
+    # $0.40 for 5 items × 12 s = 60 s → $24.00/h, above the default floor of $12/h.
+    assert estimate.hourly_pay == Decimal("24.00")
+    assert estimate.pay_warning == ""
+    assert "effective pay $24.00/h at 12 s per item (stated in the stage settings)" in \
+        estimate.as_text()
+
+
+def test_the_trials_median_time_per_item_sets_the_pay_and_a_low_pay_is_warned(db, settings):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from annotation.models import Assignment, AssignmentStatus
+    from testing.factories import make_assignment
+
+    project, items, stage = _full_stage_of_five_item_hits(seconds_per_item=12)
+    trial = make_stage(project, kind=StageKind.TRIAL, provider="mturk")
+    now = timezone.now()
+    for seconds in (100, 150, 400, None):  # 20, 30, 80 s per item; one still in progress
+        assignment = make_assignment(trial, items=items[:5], status=(
+            AssignmentStatus.SUBMITTED if seconds else AssignmentStatus.IN_PROGRESS))
+        Assignment.objects.filter(pk=assignment.pk).update(
+            started_at=now - timedelta(seconds=seconds or 999),
+            submitted_at=now if seconds else None)
+    estimate = stage_cost_estimate(stage=stage)
+    # The trial wins over the stated 12 s: median 30 s per item → $0.40 / 150 s → $9.60/h.
+    assert estimate.seconds_per_item == 30
+    assert estimate.seconds_per_item_source == "trial median of 3 assignments"
+    assert estimate.hourly_pay == Decimal("9.60")
+    assert "WARNING: effective pay $9.60/h is below the floor of $12.00/h" in estimate.as_text()
+    settings.QAJ_MIN_HOURLY_PAY = 9
+    assert stage_cost_estimate(stage=stage).pay_warning == ""
