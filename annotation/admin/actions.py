@@ -186,10 +186,57 @@ def create_inhouse_links(modeladmin, request, queryset):
                                 messages.ERROR)
         return
     base = settings.QAJ_PUBLIC_BASE_URL.rstrip("/")
+    rows = []
     for stage in queryset.select_related("project"):
         for name, path in inhouse_annotators_invite(stage=stage, names=names):
-            # Shown once, to be sent to the annotator; it works until revoked or expired.
-            modeladmin.message_user(request, f"{stage} — {name}: {base}{path}", messages.SUCCESS)
+            rows.append((stage.project.slug, stage.name, name, f"{base}{path}"))
+    # A file to keep and mail-merge from; the links stay listed (and re-issuable) under
+    # In-house links.
+    return links_csv_response(rows, filename="inhouse-links.csv")
+
+
+def links_csv_response(rows, *, filename: str):
+    """CSV download of (project, stage, annotator, link) rows."""
+    import csv
+
+    from django.http import HttpResponse
+
+    response = HttpResponse(content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    writer = csv.writer(response)
+    writer.writerow(["project", "stage", "annotator", "link"])
+    writer.writerows(rows)
+    return response
+
+
+def _link_row(link, path: str) -> tuple[str, str, str, str]:
+    from django.conf import settings
+
+    return (link.project.slug, link.stage.name if link.stage else "",
+            link.worker.display_name or link.worker.external_id,
+            f"{settings.QAJ_PUBLIC_BASE_URL.rstrip('/')}{path}")
+
+
+@admin.action(description="Download the selected links (CSV; revoked ones left out)")
+def download_links(modeladmin, request, queryset):
+    from annotation.services.access import inhouse_link_path
+
+    links = (queryset.filter(revoked=False).select_related("worker", "project", "stage")
+             .order_by("pk"))
+    return links_csv_response([_link_row(link, inhouse_link_path(link=link)) for link in links],
+                              filename="inhouse-links.csv")
+
+
+@admin.action(description="Revoke and re-issue the selected links (CSV of the new links)")
+def reissue_links(modeladmin, request, queryset):
+    from annotation.services.access import inhouse_link_reissue
+
+    rows = []
+    for link in (queryset.filter(revoked=False).select_related("worker", "project", "stage")
+                 .order_by("pk")):
+        new_link, path = inhouse_link_reissue(link=link)
+        rows.append(_link_row(new_link, path))
+    return links_csv_response(rows, filename="inhouse-links-reissued.csv")
 
 
 @admin.action(description="Message the workers who passed the required qualification "
@@ -211,6 +258,7 @@ def notify_qualified_workers(modeladmin, request, queryset):
                                          f"worker(s){_already_sent(sent)}.", messages.SUCCESS)
 
 
+LINK_ACTIONS = (download_links, reissue_links)
 STAGE_ACTIONS = (estimate_cost, publish_stages, publish_stages_background, sync_stages,
                  close_stages, extend_stages, create_inhouse_links, notify_qualified_workers)
 

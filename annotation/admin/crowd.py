@@ -31,7 +31,7 @@ from annotation.selectors import (
 )
 from annotation.services.workers import worker_block, worker_unblock
 
-from .actions import ASSIGNMENT_ACTIONS, WORKER_ACTIONS, ProviderActionForm
+from .actions import ASSIGNMENT_ACTIONS, LINK_ACTIONS, WORKER_ACTIONS, ProviderActionForm
 from .base import ProjectScopedAdmin, ProviderBannerMixin, ReadOnlyAdmin, StageFilter, count_of
 
 
@@ -278,12 +278,33 @@ class WorkerQualificationAdmin(ProjectScopedAdmin):
 
 @admin.register(InhouseLink)
 class InhouseLinkAdmin(ProjectScopedAdmin):
+    """Personal annotator links: download them as CSV, or revoke and re-issue a lost one."""
+
     list_display = ("worker", "project", "stage", "revoked", "expires_at", "created_at")
     list_filter = ("revoked", ("project", admin.RelatedOnlyFieldListFilter))
     list_select_related = ("worker", "project", "stage__project")
     search_fields = ("worker__external_id", "worker__display_name", "project__slug")
     autocomplete_fields = ("worker", "project", "stage")
-    readonly_fields = ("created_at",)
+    readonly_fields = ("link", "created_at")
+    exclude = ("nonce",)
+    actions = LINK_ACTIONS
+
+    def save_model(self, request, obj, form, change):
+        if not change:  # a link added by hand gets its secret like one made by the action
+            import secrets
+
+            obj.nonce = secrets.token_urlsafe(24)
+        super().save_model(request, obj, form, change)
+
+    @admin.display(description="link to send")
+    def link(self, obj):
+        from django.conf import settings
+
+        from annotation.services.access import inhouse_link_path
+
+        if obj.pk is None or obj.revoked:
+            return "—"
+        return f"{settings.QAJ_PUBLIC_BASE_URL.rstrip('/')}{inhouse_link_path(link=obj)}"
 
 
 @admin.register(Judgment)

@@ -128,6 +128,17 @@ def inhouse_link_revoke(*, link: InhouseLink) -> InhouseLink:
     return link
 
 
+@transaction.atomic
+def inhouse_link_reissue(*, link: InhouseLink) -> tuple[InhouseLink, str]:
+    """Revoke a link (lost, forwarded, leaked) and give its annotator a new one to the same
+    project and stage with the same expiry: (new link, its URL path). The annotator's work so
+    far stays theirs: it belongs to the worker, not to the link."""
+    link = InhouseLink.objects.select_for_update().get(pk=link.pk)
+    inhouse_link_revoke(link=link)
+    return inhouse_link_create(worker=link.worker, project=link.project, stage=link.stage,
+                               expires_at=link.expires_at)
+
+
 def inhouse_link_stage(*, link: InhouseLink) -> Stage:
     """The stage a link opens: its own, or the project's latest open in-house stage. A link is an
     in-house entry point: a stage published on MTurk or Prolific is never opened through it."""

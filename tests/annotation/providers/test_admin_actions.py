@@ -152,6 +152,15 @@ def test_provider_calls_are_listed_read_only(admin_client_):
     assert change.status_code == 200 and b'name="token"' not in change.content
 
 
+def _csv_rows(response) -> list[dict]:
+    import csv
+    import io
+
+    assert response["Content-Type"].startswith("text/csv")
+    assert "attachment" in response["Content-Disposition"]
+    return list(csv.DictReader(io.StringIO(response.content.decode("utf-8"))))
+
+
 def test_inhouse_annotators_and_links_from_the_admin(admin_client_, client, settings):
     settings.QAJ_PUBLIC_BASE_URL = "https://qaj.example.org"
     project = make_project(TaskKind.LIKERT, items_per_hit=2)
@@ -160,15 +169,52 @@ def test_inhouse_annotators_and_links_from_the_admin(admin_client_, client, sett
     stage = make_stage(project, status=StageStatus.COLLECTING)
     response = act(admin_client_, "stage", "create_inhouse_links", [stage.pk],
                    reason="Ada Lovelace, Alan Turing")
-    links = [m.split(": ", 1)[1] for m in messages_of(response) if "https://" in m]
-    assert len(links) == 2 and all(u.startswith("https://qaj.example.org/task/link/")
-                                   for u in links)
+    rows = _csv_rows(response)
+    assert [(r["project"], r["stage"], r["annotator"]) for r in rows] == [
+        (project.slug, stage.name, "Ada Lovelace"), (project.slug, stage.name, "Alan Turing")]
+    links = [r["link"] for r in rows]
+    assert all(u.startswith("https://qaj.example.org/task/link/") for u in links)
     from annotation.models import Worker
 
     ada = Worker.objects.get(external_id="ada-lovelace")
     assert ada.display_name == "Ada Lovelace" and ada.provider == "inhouse"
     page = client.get(links[0].removeprefix("https://qaj.example.org"))
     assert page.status_code == 200
+
+
+def test_a_lost_link_is_revoked_and_reissued_and_links_download_again(admin_client_, client,
+                                                                      settings):
+    from annotation.models import InhouseLink
+
+    settings.QAJ_PUBLIC_BASE_URL = "https://qaj.example.org"
+    project = make_project(TaskKind.LIKERT, items_per_hit=2)
+    for _ in range(2):
+        make_item(project)
+    stage = make_stage(project, status=StageStatus.COLLECTING)
+    first = _csv_rows(act(admin_client_, "stage", "create_inhouse_links", [stage.pk],
+                          reason="Ada Lovelace, Alan Turing"))
+    ada_old, alan = (r["link"].removeprefix("https://qaj.example.org") for r in first)
+    # The same links, downloaded again later from In-house links.
+    ids = list(InhouseLink.objects.order_by("pk").values_list("pk", flat=True))
+    again = _csv_rows(act(admin_client_, "inhouselink", "download_links", ids))
+    assert [r["link"] for r in again] == [r["link"] for r in first]
+
+    reissued = _csv_rows(act(admin_client_, "inhouselink", "reissue_links", ids[:1]))
+    assert [r["annotator"] for r in reissued] == ["Ada Lovelace"]
+    ada_new = reissued[0]["link"].removeprefix("https://qaj.example.org")
+    assert ada_new != ada_old
+    assert client.get(ada_old).status_code != 200  # the lost link no longer opens the task
+    assert b"revoked" in client.get(ada_old).content
+    assert client.get(ada_new).status_code == 200
+    assert client.get(alan).status_code == 200  # the others are untouched
+    new_link = InhouseLink.objects.get(revoked=False, worker__external_id="ada-lovelace")
+    assert (new_link.project, new_link.stage) == (project, stage)
+    # Revoked links are left out of a download; the change page shows the live link only.
+    listed = _csv_rows(act(admin_client_, "inhouselink", "download_links",
+                           list(InhouseLink.objects.values_list("pk", flat=True))))
+    assert sorted(r["annotator"] for r in listed) == ["Ada Lovelace", "Alan Turing"]
+    page = admin_client_.get(reverse("admin:annotation_inhouselink_change", args=[new_link.pk]))
+    assert ada_new.encode() in page.content and b'name="nonce"' not in page.content
 
 
 @pytest.mark.mturk
