@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from django import forms
 from django.contrib import admin, messages
+from django.db.models import Count
 from django.utils.html import format_html, format_html_join
 
 from annotation.domain.item_content import ItemContentError, validate_gold, validate_item_content
@@ -11,6 +12,7 @@ from annotation.models import (
     Judgment,
     Project,
     Stage,
+    StageKind,
     StageTransition,
 )
 from annotation.selectors import (
@@ -21,6 +23,8 @@ from annotation.selectors import (
     stage_progress,
     stages_with_progress,
 )
+from annotation.services.stage_errors import StageError
+from annotation.services.stage_plans import stage_items_select
 
 from .actions import STAGE_ACTIONS, ProviderActionForm
 from .base import (
@@ -216,26 +220,53 @@ class ItemAdmin(ProjectScopedAdmin):
 
 
 class StageAdminForm(forms.ModelForm):
+    """A stage's settings. Its items are chosen by filter and count (`stage_items_select`), not
+    listed one by one: a stage of 1,458 items posted as a list is refused by Django
+    (TooManyFieldsSent) and makes the page 10,000 px tall."""
+
+    item_choice = forms.ChoiceField(
+        label="Items", required=False, initial="keep",
+        choices=[("keep", "Keep the current choice"),
+                 ("kind", "Chosen by the stage's kind when published (clears the list)"),
+                 ("filter", "Choose by the filter below")],
+        help_text="Only a draft stage's items can change.")
+    item_dataset = forms.CharField(label="…dataset", required=False, max_length=100)
+    item_split = forms.CharField(label="…split", required=False, max_length=50)
+    item_source = forms.CharField(label="…answering system (source)", required=False,
+                                  max_length=100)
+    item_count = forms.IntegerField(
+        label="…how many", required=False, min_value=1,
+        help_text="A random sample of the matching items, the same every time for this stage; "
+                  "empty for all of them.")
+
     class Meta:
         model = Stage
         fields = (
-            "project", "kind", "name", "order", "status", "provider", "items",
+            "project", "kind", "name", "order", "status", "provider",
             "judgments_per_item", "requires_stage", "agreement_threshold", "reward_per_hit",
             "settings",
         )
 
     def clean(self):
         cleaned = super().clean()
-        project = cleaned.get("project")
+        project = cleaned.get("project") or getattr(self.instance, "project", None)
         if project is None:
             return cleaned
-        foreign = [i for i in cleaned.get("items") or [] if i.project_id != project.pk]
-        if foreign:
-            self.add_error("items", f"{len(foreign)} item(s) belong to another project, "
-                                    f"e.g. {foreign[0]}")
         required = cleaned.get("requires_stage")
         if required is not None and required.project_id != project.pk:
             self.add_error("requires_stage", "must be a stage of the same project")
+        others = Stage.objects.filter(project=project).exclude(pk=self.instance.pk)
+        name = cleaned.get("name")
+        if name and others.filter(name=name).exists():
+            self.add_error("name", f"the project already has a stage named {name!r}")
+        if (cleaned.get("kind") == StageKind.QUALIFICATION
+                and others.filter(kind=StageKind.QUALIFICATION).exists()):
+            self.add_error("kind", "the project already has a qualification stage; workers "
+                                   "qualify once per project (edit that stage instead)")
+        if cleaned.get("item_choice") == "filter" and not any(
+                cleaned.get(f) for f in ("item_dataset", "item_split", "item_source",
+                                         "item_count")):
+            self.add_error("item_choice", "give a dataset, split, source or number of items")
         return cleaned
 
 
@@ -253,9 +284,38 @@ class StageAdmin(ProgressColumnsMixin, StageProviderMixin, ProjectScopedAdmin):
     )
     list_select_related = ("project",)
     search_fields = ("name", "project__slug", "project__title")
-    autocomplete_fields = ("project", "requires_stage", "items")
-    readonly_fields = ("progress_summary", "cost_estimate", "agreement_report", "created_at",
-                       "updated_at")
+    autocomplete_fields = ("project", "requires_stage")
+    readonly_fields = ("chosen_items", "progress_summary", "cost_estimate", "agreement_report",
+                       "created_at", "updated_at")
+
+    def save_related(self, request, form, formsets, change):
+        super().save_related(request, form, formsets, change)
+        choice = form.cleaned_data.get("item_choice") or "keep"
+        if choice == "keep":
+            return
+        stage = form.instance
+        try:
+            n = stage_items_select(
+                stage=stage, count=form.cleaned_data.get("item_count"),
+                **({} if choice == "kind" else {
+                    "dataset": form.cleaned_data.get("item_dataset") or "",
+                    "split": form.cleaned_data.get("item_split") or "",
+                    "source": form.cleaned_data.get("item_source") or ""}))
+        except StageError as error:
+            messages.error(request, f"Items not changed: {error}")
+            return
+        messages.info(request, f"{stage}: {n} items chosen." if n else
+                      f"{stage}: items will be chosen by kind when it is published.")
+
+    @admin.display(description="Chosen items")
+    def chosen_items(self, obj):
+        if obj is None or obj.pk is None:
+            return "–"
+        n = obj.items.count()
+        if not n:
+            return "none listed: chosen by the stage's kind when it is published"
+        by_dataset = obj.items.values_list("dataset").annotate(n=Count("id")).order_by("-n")
+        return f"{n} items (" + ", ".join(f"{d or '–'}: {c}" for d, c in by_dataset[:5]) + ")"
 
     def get_changelist_instance(self, request):
         changelist = super().get_changelist_instance(request)

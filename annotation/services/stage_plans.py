@@ -16,6 +16,7 @@ from annotation.models import (
     Provider,
     Stage,
     StageKind,
+    StageStatus,
     TaskKind,
 )
 
@@ -85,6 +86,38 @@ def stage_items_choose(*, stage: Stage, store: bool = True) -> list[Item]:
     if store:
         stage.items.set(chosen)
     return chosen
+
+
+def stage_items_select(*, stage: Stage, dataset: str = "", split: str = "", source: str = "",
+                       count: int | None = None) -> int:
+    """Choose a draft stage's items by filter instead of by listing them (a stage of thousands
+    of items cannot be edited item by item): the project's data items (not excluded, practice
+    or gold checks) of that dataset, split and answering system, `count` of them sampled with
+    the stage as seed (all when None). With no filter and no count the explicit choice is
+    cleared, so the stage takes its items by kind when it is published. Returns how many items
+    the stage now lists (0 = chosen by kind)."""
+    if stage.status != StageStatus.DRAFT:
+        raise StageError(f"{stage} is {stage.get_status_display().lower()}: its items are "
+                         "fixed once it is published")
+    if not (dataset or split or source or count):
+        stage.items.clear()
+        return 0
+    if count is not None and count < 1:
+        raise StageError("the number of items must be at least 1")
+    matching = Item.objects.filter(project_id=stage.project_id, excluded=False,
+                                   is_practice=False, is_gold_check=False)
+    for field, value in (("dataset", dataset), ("split", split), ("source", source)):
+        if value:
+            matching = matching.filter(**{field: value})
+    ids = list(matching.order_by("id").values_list("id", flat=True))
+    if not ids:
+        named = ", ".join(f"{f}={v!r}" for f, v in (("dataset", dataset), ("split", split),
+                                                      ("source", source)) if v)
+        raise StageError(f"no data items of the project match {named or 'the filter'}")
+    if count is not None and count < len(ids):
+        ids = sorted(random.Random(stage.pk).sample(ids, count))
+    stage.items.set(ids)
+    return len(ids)
 
 
 def _assignments_for(stage: Stage, split: str) -> int:
