@@ -13,6 +13,7 @@ from annotation.models import (
     Project,
     Stage,
     StageKind,
+    StageStatus,
     StageTransition,
 )
 from annotation.selectors import (
@@ -312,8 +313,10 @@ class StageAdmin(ProgressColumnsMixin, StageProviderMixin, ProjectScopedAdmin):
         if obj is None or obj.pk is None:
             return "–"
         n = obj.items.count()
-        if not n:
+        if not n and obj.status == StageStatus.DRAFT:
             return "none listed: chosen by the stage's kind when it is published"
+        if not n:
+            return "not listed: the stage's kind chose them (see Progress)"
         by_dataset = obj.items.values_list("dataset").annotate(n=Count("id")).order_by("-n")
         return f"{n} items (" + ", ".join(f"{d or '–'}: {c}" for d, c in by_dataset[:5]) + ")"
 
