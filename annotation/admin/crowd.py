@@ -176,6 +176,54 @@ class AssignmentAdmin(ProviderBannerMixin, ProjectScopedAdmin):
             n_judgments=count_of(Judgment, "assignment"),
         )
 
+    def get_urls(self):
+        from django.urls import path
+
+        decide = path("<path:object_id>/decide/", self.admin_site.admin_view(self.decide_view),
+                      name="annotation_assignment_decide")
+        return [decide, *super().get_urls()]
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        from annotation.review_selectors import assignment_review
+
+        assignment = self.get_queryset(request).filter(pk=object_id).first()
+        extra_context = dict(extra_context or {})
+        if assignment is not None:
+            rows = assignment_review(assignment=assignment)
+            extra_context["review_rows"] = rows
+            extra_context["review_summary"] = _review_summary(rows)
+        return super().change_view(request, object_id, form_url, extra_context)
+
+    def decide_view(self, request, object_id):
+        """Approve, reject, pay a bonus or block the worker from the assignment's own page,
+        through the same actions as the list (the same services, the same messages)."""
+        from django.core.exceptions import PermissionDenied
+        from django.http import Http404
+        from django.shortcuts import redirect
+
+        from .actions import (
+            approve_assignments,
+            block_on_provider,
+            bonus_assignments,
+            reject_assignments,
+        )
+
+        queryset = self.get_queryset(request).filter(pk=object_id)
+        assignment = queryset.first()
+        if assignment is None:
+            raise Http404("No such assignment.")
+        if request.method != "POST" or not self.has_change_permission(request, assignment):
+            raise PermissionDenied
+        decision = request.POST.get("decision", "")
+        if decision == "block":
+            block_on_provider(self, request, Worker.objects.filter(pk=assignment.worker_id))
+        elif decision in ("approve", "reject", "bonus"):
+            {"approve": approve_assignments, "reject": reject_assignments,
+             "bonus": bonus_assignments}[decision](self, request, queryset)
+        else:
+            self.message_user(request, f"Unknown decision {decision!r}.", messages.ERROR)
+        return redirect("admin:annotation_assignment_change", assignment.pk)
+
     @admin.display(description="Items", ordering="n_items")
     def n_items(self, obj):
         return obj.n_items
@@ -183,6 +231,19 @@ class AssignmentAdmin(ProviderBannerMixin, ProjectScopedAdmin):
     @admin.display(description="Judgments", ordering="n_judgments")
     def n_judgments(self, obj):
         return obj.n_judgments
+
+
+def _review_summary(rows) -> str:
+    answered = [r for r in rows if r.answer]
+    gold = [r for r in answered if r.matches_gold is not None]
+    compared = [r for r in answered if r.agrees_with_others is not None]
+    parts = [f"{len(answered)} of {len(rows)} items answered"]
+    if gold:
+        parts.append(f"{sum(r.matches_gold for r in gold)} of {len(gold)} gold items right")
+    if compared:
+        parts.append(f"agrees with the others' most given answer on "
+                     f"{sum(r.agrees_with_others for r in compared)} of {len(compared)}")
+    return "; ".join(parts) + "."
 
 
 class BlockActionForm(ActionForm):

@@ -1,0 +1,94 @@
+"""What a researcher reads before approving or rejecting one assignment: each of its items with
+this worker's answer, the gold answer, the other workers' answers to the same item and the
+times, so a review is not blind (annotation/admin/crowd.py shows it on the assignment page)."""
+from __future__ import annotations
+
+import dataclasses
+import statistics
+from collections import Counter
+
+from annotation.models import Assignment, AssignmentItem, Judgment, TaskKind
+from annotation.selectors import judgments_that_count
+
+
+@dataclasses.dataclass(frozen=True)
+class ReviewRow:
+    position: int
+    item_id: int
+    external_id: str
+    question: str
+    answer: str  # this worker's, "" when the item was not answered
+    gold: str  # "" when the item has no gold answer
+    matches_gold: bool | None
+    others: list[tuple[str, int]]  # (answer, how many other workers gave it), most given first
+    agrees_with_others: bool | None  # the answer equals the others' most given answer
+    seconds: float | None
+    others_median_seconds: float | None
+
+
+def answer_text(kind: str, *, score=None, choice: str = "", choices=None, difficult=None,
+                justification: str = "") -> str:
+    """A judgment (or a gold answer) as the researcher reads it."""
+    if kind == TaskKind.LIKERT:
+        return "" if score is None else f"{score:g}"
+    if kind == TaskKind.MC and not choice and choices is not None:
+        return "valid: " + (", ".join(choices) if choices else "none")
+    text = choice
+    if kind == TaskKind.AB and difficult:
+        text += " (hard to choose)"
+    if justification:
+        short = justification if len(justification) <= 120 else justification[:117] + "…"
+        text += f" — “{short}”"
+    return text
+
+
+def _judgment_text(kind: str, judgment: Judgment) -> str:
+    return answer_text(kind, score=judgment.score, choice=judgment.choice,
+                       choices=judgment.choices if kind == TaskKind.MC else None,
+                       difficult=judgment.difficult, justification=judgment.justification)
+
+
+def _core(kind: str, judgment: Judgment) -> str:
+    """The part of an answer compared across workers (no justification)."""
+    if kind == TaskKind.LIKERT:
+        return "" if judgment.score is None else f"{judgment.score:g}"
+    return judgment.choice or ",".join(judgment.choices or [])
+
+
+def assignment_review(*, assignment: Assignment) -> list[ReviewRow]:
+    project = assignment.stage.project
+    kind = project.kind
+    placed = list(AssignmentItem.objects.filter(assignment=assignment)
+                  .select_related("item").order_by("position"))
+    item_ids = [p.item_id for p in placed]
+    own = {j.item_id: j for j in Judgment.objects.filter(assignment=assignment)}
+    others_by_item: dict[int, list[Judgment]] = {}
+    for judgment in (judgments_that_count(project=project)
+                     .filter(item_id__in=item_ids).exclude(worker_id=assignment.worker_id)
+                     .only("item_id", "score", "choice", "choices", "time_spent_ms")):
+        others_by_item.setdefault(judgment.item_id, []).append(judgment)
+    rows = []
+    for placement in placed:
+        item = placement.item
+        mine = own.get(item.pk)
+        others = others_by_item.get(item.pk, [])
+        counts = Counter(_core(kind, j) for j in others if _core(kind, j))
+        gold = item.gold or {}
+        gold_core = (f"{gold['score']:g}" if kind == TaskKind.LIKERT and "score" in gold
+                     else gold.get("choice", ""))
+        mine_core = _core(kind, mine) if mine else ""
+        times = [j.time_spent_ms / 1000 for j in others if j.time_spent_ms is not None]
+        rows.append(ReviewRow(
+            position=placement.position + 1, item_id=item.pk, external_id=item.external_id,
+            question=str((item.content or {}).get("question", ""))[:200],
+            answer=_judgment_text(kind, mine) if mine else "",
+            gold=gold_core,
+            matches_gold=(mine_core == gold_core) if (mine_core and gold_core) else None,
+            others=counts.most_common(),
+            agrees_with_others=(mine_core == counts.most_common(1)[0][0])
+            if (mine_core and counts) else None,
+            seconds=(mine.time_spent_ms / 1000
+                     if mine is not None and mine.time_spent_ms is not None else None),
+            others_median_seconds=statistics.median(times) if times else None,
+        ))
+    return rows
