@@ -3,9 +3,10 @@ from django.urls import path  # noqa: F401
 
 app_name = "metrics"
 
-from .views import adjudication, dashboard, metrics_page  # noqa: E402
+from .views import adjudication, cockpit, dashboard, metrics_page  # noqa: E402
 
 urlpatterns: list = [
+    path("<slug:slug>/cockpit/", cockpit.project_cockpit, name="project-cockpit"),
     path("<slug:slug>/dashboard/", dashboard.project_dashboard, name="project-dashboard"),
     path("<slug:slug>/dashboard/workers/<int:worker_id>/block/",
          dashboard.worker_block_view, name="worker-block"),

@@ -126,7 +126,8 @@ class ProjectAdmin(ProgressColumnsMixin, ProjectScopedAdmin):
     def dashboard_link(self, obj):
         from django.urls import reverse
 
-        return format_html('<a href="{}">dashboard</a>',
+        return format_html('<a href="{}">cockpit</a> · <a href="{}">dashboard</a>',
+                           reverse("metrics:project-cockpit", args=[obj.slug]),
                            reverse("metrics:project-dashboard", args=[obj.slug]))
 
     @admin.display(description="Progress per stage")

@@ -22,6 +22,7 @@ import statistics
 from decimal import ROUND_HALF_UP, Decimal
 
 from django.conf import settings
+from django.db import models
 from django.db.models import Count
 
 from annotation.models import Assignment, Stage, StageKind, StageStatus
@@ -201,3 +202,25 @@ def project_committed_cost(*, project, exclude_stage: Stage | None = None) -> De
     for other in stages:
         total += stage_cost_estimate(stage=other).total
     return total
+
+
+def stage_spent(*, stage: Stage) -> Decimal:
+    """Money paid so far on the stage: each approved assignment's reward and the provider's fee
+    on it, plus every bonus paid and its fee."""
+    from annotation.models import AssignmentStatus
+    from annotation.providers import get_provider
+
+    provider = get_provider(stage.provider)
+    spent = Decimal("0")
+    paid = (Assignment.objects.filter(stage=stage)
+            .filter(models.Q(status=AssignmentStatus.APPROVED) | models.Q(bonus_paid__gt=0))
+            .select_related("hit"))
+    for assignment in paid:
+        if assignment.status == AssignmentStatus.APPROVED:
+            reward = assignment.hit.reward if assignment.hit else stage.reward
+            max_assignments = assignment.hit.max_assignments if assignment.hit else 1
+            spent += reward + provider.assignment_fee(reward=reward,
+                                                      max_assignments=max_assignments)
+        if assignment.bonus_paid:
+            spent += assignment.bonus_paid + provider.bonus_fee(amount=assignment.bonus_paid)
+    return _money(spent)

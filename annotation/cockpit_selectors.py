@@ -1,0 +1,106 @@
+"""A study at a glance (the cockpit page): its stages in pipeline order with status, progress,
+work waiting for review, agreement against the gate, money spent and committed against the
+budget, and the next step for each. Reads only; the steps themselves are the admin actions."""
+from __future__ import annotations
+
+import dataclasses
+from decimal import Decimal
+
+from annotation.models import (
+    DATA_STAGE_KINDS,
+    AssignmentStatus,
+    Project,
+    Stage,
+    StageKind,
+    StageStatus,
+)
+from annotation.selectors import Progress, stages_with_progress
+from annotation.services.costs import stage_cost_estimate, stage_spent
+from annotation.services.stages import agreement_stage_for, stage_alpha
+
+# Pipeline order: who may work in a stage depends on the stages before it.
+PIPELINE = (StageKind.PRACTICE, StageKind.QUALIFICATION, StageKind.PILOT, StageKind.TRIAL,
+            StageKind.FULL, StageKind.IMPORTED)
+
+NEXT_STEP = {
+    StageStatus.DRAFT: "estimate the cost, then publish",
+    StageStatus.PUBLISHED: "wait for the first submissions (sync runs on schedule)",
+    StageStatus.COLLECTING: "sync and review submitted work",
+    StageStatus.REVIEWING: "review what is waiting, then close",
+    StageStatus.CLOSED: "done",
+}
+
+
+@dataclasses.dataclass
+class CockpitStage:
+    stage: Stage
+    progress: Progress
+    waiting_review: int
+    alpha: float | None
+    gate: str  # "" when the stage has no agreement gate
+    gate_open: bool | None
+    estimate: Decimal | None
+    estimate_error: str
+    spent: Decimal
+    pay: str
+    next_step: str
+
+
+@dataclasses.dataclass
+class Cockpit:
+    project: Project
+    stages: list[CockpitStage]
+    budget: Decimal | None
+    committed: Decimal  # estimates of every published stage
+    spent: Decimal
+
+    @property
+    def budget_used_percent(self) -> int | None:
+        if not self.budget:
+            return None
+        return min(100, round(100 * float(self.committed) / float(self.budget)))
+
+
+def study_cockpit(*, project: Project) -> Cockpit:
+    rows = sorted(stages_with_progress(project=project),
+                  key=lambda pair: (PIPELINE.index(pair[0].kind)
+                                    if pair[0].kind in PIPELINE else len(PIPELINE),
+                                    pair[0].order, pair[0].pk))
+    alphas: dict[int, float | None] = {}
+
+    def alpha_of(stage: Stage) -> float | None:
+        if stage.pk not in alphas:
+            alphas[stage.pk] = stage_alpha(stage=stage)
+        return alphas[stage.pk]
+
+    stages = []
+    for stage, progress in rows:
+        waiting = progress.assignments.get(AssignmentStatus.SUBMITTED, 0)
+        gate, gate_open = "", None
+        gating = (agreement_stage_for(stage) if stage.agreement_threshold is not None
+                  else None)
+        if gating is not None:  # the same stage and α the publish guard checks
+            gate_alpha = alpha_of(gating)
+            gate_open = gate_alpha is not None and gate_alpha >= stage.agreement_threshold
+            shown = "too few judgments" if gate_alpha is None else f"α = {gate_alpha:.2f}"
+            gate = f"needs α ≥ {stage.agreement_threshold:g} on “{gating.name}” ({shown})"
+        estimate, error, pay = None, "", ""
+        if stage.provider != "import":
+            try:
+                cost = stage_cost_estimate(stage=stage)
+                estimate, pay = cost.total, cost.pay_text()
+            except Exception as exc:  # no items yet, or a plan the provider would refuse
+                error = str(exc)
+        stages.append(CockpitStage(
+            stage=stage, progress=progress, waiting_review=waiting,
+            alpha=alpha_of(stage) if stage.kind in DATA_STAGE_KINDS else None,
+            gate=gate, gate_open=gate_open, estimate=estimate, estimate_error=error,
+            spent=stage_spent(stage=stage) if stage.provider != "import" else Decimal("0.00"),
+            pay=pay, next_step=("review the waiting work first" if waiting and
+                                stage.status == StageStatus.CLOSED
+                                else NEXT_STEP.get(stage.status, ""))))
+    committed = sum((s.estimate or Decimal("0")) for s in stages
+                    if s.stage.status != StageStatus.DRAFT)
+    return Cockpit(project=project, stages=stages, budget=project.budget_cap,
+                   committed=Decimal(committed), spent=sum((s.spent for s in stages),
+                                                           Decimal("0.00")))

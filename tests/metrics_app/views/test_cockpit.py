@@ -1,0 +1,82 @@
+"""The study cockpit: stages in pipeline order, progress, work waiting for review, the agreement
+gate the publish guard applies, and money spent and committed against the budget."""
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+from django.urls import reverse
+
+from annotation.cockpit_selectors import study_cockpit
+from annotation.models import Assignment, AssignmentStatus, StageKind, StageStatus, TaskKind
+from testing.factories import (
+    make_assignment,
+    make_item,
+    make_judgment,
+    make_project,
+    make_stage,
+    make_user,
+    make_worker,
+)
+
+pytestmark = pytest.mark.django_db
+
+
+def _study(owner=None):
+    """A Likert study: a collecting trial (3 workers agreeing on 2 of 4 items' scores, one
+    submitted assignment waiting, one approved with a bonus) and a draft full stage gated on
+    the trial's α."""
+    project = make_project(TaskKind.LIKERT, owner=owner, budget_cap=Decimal("50.00"),
+                           reward_per_hit=Decimal("1.00"), items_per_hit=2,
+                           redundancy={"default": 3})
+    items = [make_item(project) for _ in range(4)]
+    full = make_stage(project, kind=StageKind.FULL, name="full", status=StageStatus.DRAFT,
+                      agreement_threshold=0.5, order=2)
+    trial = make_stage(project, kind=StageKind.TRIAL, name="trial", order=1,
+                       settings={"n_items": 4})
+    trial.items.set(items)
+    for n, status in enumerate([AssignmentStatus.SUBMITTED, AssignmentStatus.APPROVED,
+                                AssignmentStatus.APPROVED]):
+        worker = make_worker()
+        assignment = make_assignment(trial, worker=worker, items=items, status=status)
+        for index, item in enumerate(items):
+            make_judgment(item=item, stage=trial, worker=worker, assignment=assignment,
+                          score=1 + index if n < 2 else 5 - index)
+    approved = Assignment.objects.filter(stage=trial, status=AssignmentStatus.APPROVED)
+    approved.filter(pk=approved.first().pk).update(bonus_paid=Decimal("0.50"))
+    return project, trial, full
+
+
+def test_the_cockpit_reads_the_study_as_its_researcher_would():
+    project, trial, full = _study()
+    cockpit = study_cockpit(project=project)
+    assert [row.stage.name for row in cockpit.stages] == ["trial", "full"]  # pipeline order
+    trial_row, full_row = cockpit.stages
+    assert trial_row.waiting_review == 1
+    assert (trial_row.progress.judgments, trial_row.progress.wanted) == (12, 12)
+    assert trial_row.alpha is not None and trial_row.alpha < 0.5
+    # In-house stages cost nothing in fees: 2 approved × $1.00 + a $0.50 bonus.
+    assert trial_row.spent == Decimal("2.50") and cockpit.spent == Decimal("2.50")
+    assert full_row.gate_open is False
+    assert full_row.gate == f"needs α ≥ 0.5 on “trial” (α = {trial_row.alpha:.2f})"
+    assert full_row.next_step == "estimate the cost, then publish"
+    assert trial_row.next_step == "sync and review submitted work"
+    assert cockpit.budget == Decimal("50.00")
+    # Only published stages are committed; the draft full stage is not.
+    assert cockpit.committed == trial_row.estimate
+
+
+def test_the_cockpit_page_shows_the_pipeline_and_is_private(client):
+    alice = make_user("alice")
+    project, trial, full = _study(owner=alice)
+    url = reverse("metrics:project-cockpit", args=[project.slug])
+    client.force_login(make_user("mallory"))
+    assert client.get(url).status_code == 404
+    client.force_login(alice)
+    page = client.get(url).content.decode()
+    assert "study cockpit" in page and "Spent <strong>$2.50</strong>" in page
+    assert "1 to review" in page and f"stage__id__exact={trial.pk}" in page
+    assert "⛔ needs α ≥ 0.5 on “trial”" in page
+    assert "budget cap <strong>$50.00</strong>" in page
+    dashboard = client.get(reverse("metrics:project-dashboard", args=[project.slug]))
+    assert url in dashboard.content.decode()
