@@ -251,9 +251,68 @@ def evaluate_run(run: dict, result: dict, baselines: dict, args) -> dict:
     return out
 
 
+def _best_baseline(metrics: dict) -> str:
+    """The baseline with the highest test accuracy (each at its validation threshold)."""
+    present = [name for name in BASELINES if name in metrics]
+    return max(present, key=lambda name: metrics[name]["all"]["accuracy"])
+
+
+def summary_markdown(summary: dict) -> str:
+    """One row per run: the served judge against the best baseline of that run."""
+    lines = ["| run | test answers | LERC accuracy | best baseline accuracy | LERC κ | "
+             "best baseline κ | gain in accuracy (points) | encoder used |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for run_name, run in (summary.get("runs") or {}).items():
+        m = run["metrics"]
+        best = _best_baseline(m)
+        lerc, base = m["lerc"], m[best]
+
+        def pair(row, key):  # all answers (those whose exact match fails)
+            return f"{row['all'][key]:.3f} ({row['exact_match_fails'][key]:.3f})"
+
+        gain = 100 * (lerc["all"]["accuracy"] - base["all"]["accuracy"])
+        gain_hard = 100 * (lerc["exact_match_fails"]["accuracy"]
+                           - base["exact_match_fails"]["accuracy"])
+        uses = (run.get("calibration") or {}).get("uses_encoder")
+        lines.append(
+            f"| {run_name} | {run['n_test']} ({run['n_test_exact_match_fails']}) | "
+            f"{pair(lerc, 'accuracy')} | {best} {pair(base, 'accuracy')} | "
+            f"{pair(lerc, 'kappa')} | {best} {pair(base, 'kappa')} | "
+            f"{gain:+.1f} ({gain_hard:+.1f}) | {'yes' if uses else 'no'} |")
+    return "\n".join(lines)
+
+
+def curve_markdown(summary: dict) -> str:
+    """Accuracy against the number of training judgments (the curve runs and `main`)."""
+    runs = summary.get("runs") or {}
+    points = sorted([run for name, run in runs.items()
+                     if name == "main" or name.startswith("curve-")],
+                    key=lambda run: run["n_train"])
+    lines = ["| training judgments | LERC accuracy | LERC κ | encoder used | "
+             "lexical judge alone | F1 | METEOR |", "| --- | --- | --- | --- | --- | --- | --- |"]
+    for run in points:
+        m = run["metrics"]
+
+        def acc(name, m=m):
+            return f"{m[name]['all']['accuracy']:.3f}" if name in m else "–"
+
+        uses = (run.get("calibration") or {}).get("uses_encoder")
+        lines.append(f"| {run['n_train']} | {acc('lerc')} | {m['lerc']['all']['kappa']:.3f} | "
+                     f"{'yes' if uses else 'no'} | {acc('lexical_judge')} | {acc('f1')} | "
+                     f"{acc('meteor')} |")
+    return "\n".join(lines)
+
+
 def markdown(summary: dict) -> str:
     """The results as the tables of docs/LERC.md."""
-    lines = []
+    lines = ["## Summary", "",
+             "Accuracy and Cohen's κ of the served judge (\"correct\" at P ≥ 0.5) against the "
+             "best baseline of each run (threshold tuned on that run's validation judgments); "
+             "in brackets, on the answers whose exact match fails.", "",
+             summary_markdown(summary), "", "## Learning curve", "",
+             "The main split (unseen questions, both datasets) with seeded subsets of the "
+             "training judgments; validation and test are the same for every point.", "",
+             curve_markdown(summary), "", "## Every run", ""]
     names = ("lerc", "lexical_judge", "f1", "contains", "meteor", "bertscore")
     for run_name, run in (summary.get("runs") or {}).items():
         lines += [f"### {run_name}: train {run['n_train']}, validation {run['n_val']}, test "
