@@ -106,6 +106,10 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 if os.environ.get("QAJ_TEST_DB_NAME"):
     DATABASES["default"]["TEST"] = {"NAME": os.environ["QAJ_TEST_DB_NAME"]}
 
+# Where `rundemo` finds the published judgments it loads as real-data demo projects (read in
+# place; a missing folder is skipped).
+QAJ_DEMO_DATA_DIR = Path(os.environ.get("QAJ_DEMO_DATA_DIR", BASE_DIR.parent / "shared" / "data"))
+
 # Cost estimates warn when a stage's effective hourly pay (from the trial's median time per
 # item) is below this many US dollars.
 QAJ_MIN_HOURLY_PAY = float(os.environ.get("QAJ_MIN_HOURLY_PAY", "12"))

@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -45,6 +46,8 @@ class Command(BaseCommand):
                     self.stdout.write(f"  {project.slug}: annotate as {worker} at "
                                       f"http://{host}:{port}{path}")
         password = self._ensure_admin()
+        if not no_demo:
+            self._load_real_data(host, port)
 
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         python = sys.executable
@@ -89,6 +92,21 @@ class Command(BaseCommand):
                     process.wait(timeout=15)
                 except subprocess.TimeoutExpired:
                     process.kill()
+
+    def _load_real_data(self, host: str, port: int) -> None:
+        """The published judgments of ../shared/data (QAJ_DEMO_DATA_DIR), so the dashboards
+        show agreement and the paper numbers at first sight."""
+        from annotation.services.demo_real_data import demo_real_data_load
+
+        admin = get_user_model().objects.get(username="admin")
+        data_dir = Path(settings.QAJ_DEMO_DATA_DIR)
+        projects, skipped = demo_real_data_load(data_dir=data_dir, owner=admin)
+        for project in projects:
+            self.stdout.write(f"  {project.slug}: {project.title} — cockpit "
+                              f"http://{host}:{port}/metrics/{project.slug}/cockpit/ · dashboard "
+                              f"http://{host}:{port}/metrics/{project.slug}/dashboard/")
+        for reason in skipped:
+            self.stdout.write(f"  skipped {reason}")
 
     def _ensure_admin(self) -> str:
         """Create (once) the demo admin; its password is kept in var/ so reruns print it."""
