@@ -97,6 +97,11 @@ def test_rundemo_serves_the_demo_and_stops_everything_on_sigterm(tmp_path):
                 assert kind.lower() in projects.text.lower(), kind
             task = client.get(link)
             assert task.status_code == 200 and 'id="task-form"' in task.text
+            # The published judgments of ../shared/data are there at first sight.
+            for slug in ("demo-lfqa-experts", "demo-onestopqa", "demo-evouna-nq"):
+                assert f"/metrics/{slug}/cockpit/" in text, slug
+            dashboard = client.get("/metrics/demo-lfqa-experts/dashboard/")
+            assert dashboard.status_code == 200 and "Fleiss" in dashboard.text
         alive = _children(demo.pid)
         assert len(alive) >= 3, "web server, worker and beat run as child processes"
     finally:
