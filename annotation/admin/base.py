@@ -84,6 +84,9 @@ class ProjectScopedAdmin(admin.ModelAdmin):
     project_path = "project"
     list_per_page = 50
 
+    class Media:
+        css = {"all": ("annotation/admin.css",)}
+
     def get_queryset(self, request):
         queryset = super().get_queryset(request)
         if request.user.is_superuser:
