@@ -227,6 +227,10 @@ def evaluate_run(run: dict, result: dict, baselines: dict, args) -> dict:
            "scoring_items_per_second": round(len(test) / scoring_seconds, 1),
            "metrics": {}}
     out["metrics"]["lerc"] = report([d["probability"] for d in details], 0.5)
+    # Every test answer's P(correct), kept for the efficiency simulation (bench/efficiency.py),
+    # which needs a metric's predictions on answers to questions it never saw.
+    (args.out / run["name"] / "test-predictions.json").write_text(json.dumps(
+        {e.id: round(d["probability"], 6) for e, d in zip(test, details, strict=True)}))
     val_labels = labels_of([e.score for e in val])
     for name in BASELINES:
         if name not in baselines:
