@@ -11,6 +11,7 @@ MODULES = {
     "scoring": "bench.scoring",
     "lerc_training": "bench.lerc_training",
     "publishing": "bench.publishing",
+    "efficiency": "bench.efficiency",
 }
 
 

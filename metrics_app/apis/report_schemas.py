@@ -195,4 +195,12 @@ class ProjectReportSerializer(serializers.Serializer):
     likert = serializers.DictField(help_text="Likert projects: score distributions.")
     lfqa = serializers.DictField(help_text="A/B projects: preferences and agreement.")
     starc = serializers.DictField(help_text="Multiple-choice projects: accuracy by answer role.")
+    estimates = serializers.DictField(
+        required=False,
+        help_text="Likert projects: per system (item source) accuracy and mean score from the "
+                  "human judgments alone (bootstrap interval), the stored LERC alone (with its "
+                  "bias against the humans) and prediction-powered (PPI++: humans + LERC on "
+                  "every item, with the effective number of human judgments it is worth); per "
+                  "pair of systems the difference and the judgments still needed to separate "
+                  "them at 95%; `assumptions` states what each interval rests on.")
     item_fingerprint = serializers.CharField(required=False)

@@ -17,6 +17,7 @@ from annotation.selectors import blocked_worker_ids_for, counting_fingerprint
 from ..models import Report
 from .agreement import agreement_report
 from .annotator_pairs import annotator_pairs_report
+from .estimates import estimates_report, metric_watermark
 from .lfqa import lfqa_report
 from .likert import likert_report
 from .stages import stages_report
@@ -26,7 +27,7 @@ from .workers import worker_report
 REPORT_KIND = "project"
 # Bump when the report's content or definitions change: cached reports of another version are
 # recomputed even though no judgment arrived.
-REPORT_VERSION = 7
+REPORT_VERSION = 8
 
 
 def _params(group_by: str | None) -> dict:
@@ -50,7 +51,8 @@ def project_report(
     *, project: Project, stage: Stage | None = None, group_by: str | None = None
 ) -> dict:
     """Every analysis of a project (or one stage) as one JSON-ready dict with the keys
-    `agreement`, `workers`, `likert`, `lfqa`, `starc` (empty dicts for other task kinds)."""
+    `agreement`, `workers`, `likert`, `lfqa`, `starc` (empty dicts for other task kinds) and
+    `estimates` (each system's accuracy from humans, LERC and both; Likert projects)."""
     # Practice/qualification judgments are loaded too: workers are scored on them; every
     # item-level analysis masks them out.
     frame = load_judgments(project=project, stage=stage, include_non_data_stages=True)
@@ -69,6 +71,7 @@ def project_report(
         "lfqa": lfqa_report(frame) if project.kind == TaskKind.AB else {},
         "starc": starc_report(frame, experiment_mode=project.experiment_mode)
         if project.kind == TaskKind.MC else {},
+        "estimates": estimates_report(frame, project=project),
     }
     return _clean(report)
 
@@ -99,6 +102,8 @@ def item_fingerprint(*, project: Project) -> str:
     for row in fetch_plain_rows(queryset):
         digest.update(repr(row).encode())
     digest.update(counting_fingerprint(project=project).encode())
+    # LERC scores feed the prediction-powered estimates: newly stored ones change the report.
+    digest.update(f"lerc:{metric_watermark(project)}".encode())
     return digest.hexdigest()
 
 

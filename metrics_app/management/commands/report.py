@@ -2,7 +2,7 @@
 
     python manage.py report SLUG --json [--stage NAME|ID] [--group-by FIELD] [--refresh]
 
-One JSON object with the keys agreement, workers, likert, lfqa, starc (see
+One JSON object with the keys agreement, workers, likert, lfqa, starc, estimates (see
 metrics_app/reports/project.py). Served from the report cache unless judgments arrived since.
 """
 from __future__ import annotations
@@ -70,8 +70,46 @@ def _summary(report: dict) -> str:
         for domain, row in report["lfqa"]["by_domain"].items():
             lines.append(f"  {domain:<12} H/H {_fmt(row['prefer_higher_voted_hh'])} "
                          f"H/M {_fmt(row['prefer_model_hm'])} κ {_fmt(row['fleiss_kappa'])}")
+    lines += _estimate_lines(report.get("estimates") or {})
     if report["starc"]:
         lines.append("STARC accuracy:")
         for key, value in report["starc"]["accuracy"].items():
             lines.append(f"  {key:<20} {_fmt(value)}")
     return "\n".join(lines)
+
+
+def _interval(row: dict | None) -> str:
+    if not row or row.get("estimate") is None:
+        return "—"
+    if row.get("low") is None:
+        return f"{row['estimate']:.3f}"
+    return f"{row['estimate']:.3f} [{row['low']:.3f}, {row['high']:.3f}]"
+
+
+def _estimate_lines(estimates: dict) -> list[str]:
+    """Each system's accuracy from humans, LERC and both, and which pairs are told apart."""
+    if not estimates.get("systems"):
+        return []
+    lines = ["System accuracy (95% intervals; human | LERC alone | prediction-powered):"]
+    for system, row in estimates["systems"].items():
+        accuracy = row["accuracy"]
+        metric = accuracy.get("metric") or {}
+        ppi = accuracy.get("ppi") or {}
+        worth = (f", worth {ppi['effective_n']:.0f} human judgments"
+                 if ppi.get("effective_n") else "")
+        lines.append(f"  {system:<20} {_interval(accuracy['human'])} | "
+                     f"{_fmt(metric.get('estimate'))} (bias {_fmt(metric.get('bias'))}) | "
+                     f"{_interval(ppi)}  [{row['n_judged']} judged of {row['n_items']}{worth}]")
+    for pair in estimates["pairs"]:
+        best = pair["accuracy"].get("ppi") or pair["accuracy"].get("human")
+        if not best or best.get("difference") is None:
+            continue
+        verdict = ("separated" if best["separated"] else
+                   f"not separated; about {best['more_judgments_needed']} more judgments"
+                   if best["more_judgments_needed"] is not None else "not separated")
+        lines.append(f"  {pair['a']} − {pair['b']}: {best['difference'] * 100:+.1f} points "
+                     f"[{best['low'] * 100:+.1f}, {best['high'] * 100:+.1f}] ({best['method']}), "
+                     f"{verdict}")
+    if estimates.get("note"):
+        lines.append(f"  {estimates['note']}")
+    return lines

@@ -1,0 +1,103 @@
+"""System estimates in the project report: humans judged a sample of two systems' answers, LERC
+scored every answer; the report, `report SLUG` and the cache must carry the estimates."""
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pytest
+from django.core.management import call_command
+
+from annotation.models import StageKind, TaskKind
+from metrics_app.models import MetricScore
+from metrics_app.reports.project import cached_project_report, project_report
+from testing.factories import make_item, make_judgment, make_project, make_stage, make_worker
+
+pytestmark = pytest.mark.django_db
+
+
+def score(item, metric, value, version="v1"):
+    MetricScore.objects.create(item=item, metric=metric, version=version, value=value)
+
+
+@pytest.fixture
+def two_systems():
+    """300 answers each of "strong" (about 85% correct) and "weak" (about 55%); humans judged
+    80 of each (two workers, who agree); LERC scored every answer (a noisy but useful P)."""
+    project = make_project(TaskKind.LIKERT, slug="systems")
+    stage = make_stage(project, kind=StageKind.FULL, name="full")
+    workers = [make_worker(external_id=f"w{i}") for i in range(2)]
+    rng = np.random.default_rng(0)
+    truth = {}
+    for system, accuracy in (("strong", 0.85), ("weak", 0.55)):
+        for n in range(300):
+            item = make_item(project, source=system)
+            correct = bool(rng.random() < accuracy)
+            truth[item.pk] = correct
+            p = float(np.clip((0.8 if correct else 0.2) + rng.normal(0, 0.15), 0.01, 0.99))
+            score(item, "lerc_prob", p)
+            score(item, "lerc", 1 + 4 * p)
+            if n < 80:
+                for worker in workers:
+                    make_judgment(item=item, stage=stage, worker=worker,
+                                  score=5 if correct else 1)
+    return project, truth
+
+
+def test_each_system_gets_human_metric_and_prediction_powered_accuracy(two_systems):
+    project, truth = two_systems
+    estimates = project_report(project=project)["estimates"]
+    assert estimates["metric"]["probability"] == "lerc_prob"
+    strong = estimates["systems"]["strong"]
+    assert (strong["n_items"], strong["n_judged"], strong["n_scored"]) == (300, 80, 300)
+    accuracy = strong["accuracy"]
+    judged_truth = np.mean([truth[i] for i in sorted(truth)[:80]])
+    assert accuracy["human"]["estimate"] == pytest.approx(judged_truth)
+    assert accuracy["human"]["low"] < accuracy["human"]["estimate"] < accuracy["human"]["high"]
+    ppi = accuracy["ppi"]
+    assert ppi["n_human"] == 80 and ppi["n_items"] == 300
+    assert ppi["high"] - ppi["low"] < accuracy["human"]["high"] - accuracy["human"]["low"]
+    assert ppi["effective_n"] > 80  # the metric's predictions are worth extra judgments
+    assert 0 < ppi["lam"] <= 1
+    assert accuracy["metric"]["n_human"] == 80 and accuracy["metric"]["bias"] is not None
+    assert strong["mean_score"]["ppi"]["estimate"] > 3  # mean 1–5 score, from `lerc`
+    [pair] = estimates["pairs"]
+    assert (pair["a"], pair["b"]) == ("strong", "weak")
+    assert pair["accuracy"]["ppi"]["difference"] > 0.15
+    assert pair["accuracy"]["ppi"]["separated"] is True
+    assert set(estimates["assumptions"]) >= {"human", "metric", "ppi"}
+
+
+def test_without_lerc_scores_only_human_estimates_and_a_note(two_systems):
+    project, _truth = two_systems
+    MetricScore.objects.all().delete()
+    estimates = project_report(project=project)["estimates"]
+    assert "ppi" not in estimates["systems"]["weak"]["accuracy"]
+    assert "score_project" in estimates["note"]
+    assert list(estimates["pairs"][0]["accuracy"]) == ["human"]
+
+
+def test_new_lerc_scores_make_the_cached_report_stale(two_systems):
+    project, _truth = two_systems
+    before = cached_project_report(project=project)["estimates"]
+    assert before["metric"]["probability_version"] == "v1"
+    for item in project.items.all():
+        score(item, "lerc_prob", 0.5, version="v2")
+    after = cached_project_report(project=project)["estimates"]
+    assert after["metric"]["probability_version"] == "v2"
+    # A constant metric explains nothing: PPI falls back to the humans' width.
+    assert after["systems"]["weak"]["accuracy"]["ppi"]["lam"] == 0
+
+
+def test_report_command_prints_system_accuracy_and_pairs(two_systems):
+    project, _truth = two_systems
+    out = io.StringIO()
+    call_command("report", project.slug, stdout=out)
+    text = out.getvalue()
+    assert "System accuracy" in text and "strong" in text
+    assert "strong − weak" in text and "separated" in text
+
+
+def test_non_likert_projects_say_why_there_are_no_estimates():
+    project = make_project(TaskKind.AB, slug="ab")
+    assert "Likert" in project_report(project=project)["estimates"]["skipped"]
