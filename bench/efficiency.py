@@ -210,14 +210,18 @@ def markdown(study: dict) -> str:
 
 
 def check_targets(study: dict, outcome: Outcome) -> None:
+    """Coverage is judged on the mean over the five systems (2,500 studies at 500 per system:
+    Monte-Carlo error ±0.9 points at 95%); one system's 500 studies carry ±1.9 points, so
+    its min–max is reported, not checked."""
     summary = study["summary"]
     for budget, row in summary.items():
         for method in ("human", "ppi", "active"):
             if method in row:
                 cell = row[method]
-                outcome.check(f"{method} coverage 93–97% at n={budget} (every system)",
-                              0.93 <= cell["min_coverage"] and cell["max_coverage"] <= 0.97,
-                              f"{cell['min_coverage']:.3f}–{cell['max_coverage']:.3f}")
+                outcome.check(f"{method} coverage 93–97% at n={budget}",
+                              0.93 <= cell["coverage"] <= 0.97,
+                              f"{cell['coverage']:.3f} (systems {cell['min_coverage']:.3f}–"
+                              f"{cell['max_coverage']:.3f})")
     if "200" in summary:
         row = summary["200"]
         outcome.check("PPI effective n ≥ 1.5 × human-only at 200 judgments",

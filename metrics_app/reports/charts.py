@@ -172,8 +172,70 @@ def lfqa_bars(lfqa: dict) -> str | None:
     return _svg(fig)
 
 
+METHOD_STYLE = {"human": ("humans alone", PALETTE[0]),
+                "ppi": ("prediction-powered", PALETTE[2])}
+
+
+def _forest(rows: list[tuple[str, dict]], *, xlabel: str, zero_line: bool) -> str:
+    """One line per row and method: point estimate and 95% interval; the metric alone (no
+    interval) as a hollow marker."""
+    labels = [name for name, _ in rows]
+    fig = _figure(7, 0.45 * len(rows) + 1.0, left=_label_margin(labels), right=1.9)
+    ax = fig.add_subplot()
+    for row_index, (_name, methods) in enumerate(rows):
+        y = len(rows) - 1 - row_index
+        for offset, (method, (label, color)) in zip((0.15, -0.15), METHOD_STYLE.items(),
+                                                     strict=True):
+            cell = methods.get(method) or {}
+            if cell.get("estimate") is None or cell.get("low") is None:
+                continue
+            ax.errorbar(cell["estimate"], y + offset,
+                        xerr=[[cell["estimate"] - cell["low"]], [cell["high"] - cell["estimate"]]],
+                        fmt="o", color=color, markersize=4, capsize=2,
+                        label=label if row_index == 0 else None)
+        metric = methods.get("metric") or {}
+        if metric.get("estimate") is not None:
+            ax.plot(metric["estimate"], y, marker="D", markersize=5, markerfacecolor="none",
+                    color=PALETTE[1], linestyle="none",
+                    label="LERC alone (no interval)" if row_index == 0 else None)
+    if zero_line:
+        ax.axvline(0, color="#718096", linestyle=":", linewidth=1)
+    ax.set_yticks(range(len(rows)), list(reversed(labels)), fontsize=8)
+    ax.set_xlabel(xlabel)
+    ax.legend(fontsize=8, frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    ax.spines[["top", "right"]].set_visible(False)
+    return _svg(fig)
+
+
+def estimates_forest(estimates: dict) -> str | None:
+    """Each system's accuracy: humans alone, LERC alone and prediction-powered."""
+    systems = estimates.get("systems") or {}
+    if not systems:
+        return None
+    return _forest([(name, row["accuracy"]) for name, row in list(systems.items())[:20]],
+                   xlabel="accuracy (share judged correct), 95% interval", zero_line=False)
+
+
+def pairs_forest(estimates: dict) -> str | None:
+    """Each pair's accuracy difference: an interval clear of 0 separates the two systems."""
+    rows = []
+    for pair in (estimates.get("pairs") or [])[:20]:
+        methods = {method: {"estimate": cell["difference"], "low": cell["low"],
+                            "high": cell["high"]}
+                   for method, cell in pair["accuracy"].items() if cell.get("difference")
+                   is not None}
+        if methods:
+            rows.append((f"{pair['a']} − {pair['b']}", methods))
+    if not rows:
+        return None
+    return _forest(rows, xlabel="difference in accuracy, 95% interval", zero_line=True)
+
+
 def dashboard_charts(report: dict) -> dict[str, str | None]:
+    estimates = report.get("estimates") or {}
     return {
+        "estimates": estimates_forest(estimates),
+        "pairs": pairs_forest(estimates),
         "agreement": agreement_chart(report["agreement"]),
         "likert": likert_histograms(report["likert"]) if report["likert"] else None,
         "workers": worker_scatter(report["workers"], kind=report["kind"]),

@@ -25,6 +25,14 @@ def pct(value) -> str:
 
 
 @register.filter
+def points(value) -> str:
+    """A difference of two shares in percentage points, signed."""
+    if value is None or value == "":
+        return "—"
+    return f"{100 * float(value):+.1f} pts"
+
+
+@register.filter
 def get(mapping, key):
     return (mapping or {}).get(key)
 

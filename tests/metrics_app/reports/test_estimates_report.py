@@ -7,11 +7,19 @@ import io
 import numpy as np
 import pytest
 from django.core.management import call_command
+from django.urls import reverse
 
 from annotation.models import StageKind, TaskKind
 from metrics_app.models import MetricScore
 from metrics_app.reports.project import cached_project_report, project_report
-from testing.factories import make_item, make_judgment, make_project, make_stage, make_worker
+from testing.factories import (
+    make_item,
+    make_judgment,
+    make_project,
+    make_stage,
+    make_user,
+    make_worker,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -24,7 +32,7 @@ def score(item, metric, value, version="v1"):
 def two_systems():
     """300 answers each of "strong" (about 85% correct) and "weak" (about 55%); humans judged
     80 of each (two workers, who agree); LERC scored every answer (a noisy but useful P)."""
-    project = make_project(TaskKind.LIKERT, slug="systems")
+    project = make_project(TaskKind.LIKERT, slug="systems", owner=make_user("owner"))
     stage = make_stage(project, kind=StageKind.FULL, name="full")
     workers = [make_worker(external_id=f"w{i}") for i in range(2)]
     rng = np.random.default_rng(0)
@@ -101,3 +109,14 @@ def test_report_command_prints_system_accuracy_and_pairs(two_systems):
 def test_non_likert_projects_say_why_there_are_no_estimates():
     project = make_project(TaskKind.AB, slug="ab")
     assert "Likert" in project_report(project=project)["estimates"]["skipped"]
+
+
+def test_dashboard_shows_the_forest_plots_and_the_verdict_per_pair(client, two_systems):
+    project, _truth = two_systems
+    client.force_login(project.owner)
+    html = client.get(reverse("metrics:project-dashboard", args=[project.slug])).content.decode()
+    section = html[html.index('id="estimates"'):html.index("</section>", html.index('id="estimates"'))]
+    assert section.count("<svg") == 2  # systems and pairs
+    assert "prediction-powered" in section and "80 / 300" in section
+    assert "strong − weak" in section and "told apart" in section
+    assert "What these intervals assume" in section
