@@ -6,6 +6,12 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from .domain.aggregation import (
+    AGGREGATION_MODELS,
+    LIKERT_MODELS,
+    NOMINAL_MODELS,
+    resolve_aggregation,
+)
 from .domain.item_content import ItemContentError, validate_gold, validate_item_content
 from .models import Item, Judgment, Project, Stage
 
@@ -33,7 +39,7 @@ PROJECT_SETTING_FIELDS = (
     "instructions", "items_per_hit", "redundancy", "reward_per_hit", "budget_cap",
     "qualification_threshold", "qualification_tolerance", "assignment_timeout_minutes",
     "gold_rate", "scale_labels", "justification_min_length", "aspects", "aspect_preferences",
-    "experiment_mode", "bonus_per_correct",
+    "experiment_mode", "bonus_per_correct", "aggregation",
 )
 
 
@@ -82,10 +88,21 @@ def _validate_str_list(value):
     return reject_null_characters(value)
 
 
+_AGGREGATION_ALLOWED = (f"Likert projects: {', '.join(LIKERT_MODELS)}; A/B and multiple-choice "
+                        f"projects: {', '.join(NOMINAL_MODELS)}")
+
+
 class ProjectWriteSerializer(serializers.ModelSerializer):
     shared_with = serializers.ListField(
         child=serializers.CharField(), required=False,
         help_text="Usernames the project is shared with (only the owner may change this).",
+    )
+    aggregation = serializers.ChoiceField(
+        choices=AGGREGATION_MODELS, required=False, allow_blank=True,
+        help_text="How an item's judgments become its label in aggregated exports and LERC "
+                  f"targets ({_AGGREGATION_ALLOWED}); empty: the kind's default (mean, majority).",
+        error_messages={"invalid_choice": '"{input}" is not an aggregation model; allowed: '
+                        + _AGGREGATION_ALLOWED},
     )
 
     class Meta:
@@ -113,6 +130,16 @@ class ProjectWriteSerializer(serializers.ModelSerializer):
         if not 0 <= value <= 1:
             raise serializers.ValidationError("must be between 0 and 1")
         return value
+
+    def validate(self, attrs):
+        attrs = super().validate(attrs)
+        kind = attrs.get("kind") or getattr(self.instance, "kind", None)
+        if "aggregation" in attrs and kind:
+            try:
+                attrs["aggregation"] = resolve_aggregation(kind, attrs["aggregation"])
+            except ValueError as error:
+                raise serializers.ValidationError({"aggregation": [str(error)]}) from None
+        return attrs
 
     def validate_shared_with(self, value):
         from django.contrib.auth import get_user_model

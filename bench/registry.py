@@ -12,6 +12,7 @@ MODULES = {
     "lerc_training": "bench.lerc_training",
     "publishing": "bench.publishing",
     "efficiency": "bench.efficiency",
+    "aggregation": "bench.aggregation",
 }
 
 

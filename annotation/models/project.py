@@ -3,8 +3,11 @@ from __future__ import annotations
 from decimal import Decimal
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator
 from django.db import models
+
+from annotation.domain.aggregation import AGGREGATION_MODELS, resolve_aggregation
 
 
 class TaskKind(models.TextChoices):
@@ -108,6 +111,16 @@ class Project(models.Model):
         help_text="STARC QA and guessing: optional bonus per correct answer.",
     )
 
+    # Analysis.
+    aggregation = models.CharField(
+        max_length=12, blank=True, default="",
+        choices=[(name, name) for name in AGGREGATION_MODELS],
+        help_text="How an item's judgments become its label (aggregated exports, LERC training "
+                  "targets): Likert projects mean (default) or median; A/B and multiple-choice "
+                  "projects majority (default), dawid_skene, mace or glad. docs/AGGREGATION.md "
+                  "compares them.",
+    )
+
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -122,7 +135,25 @@ class Project(models.Model):
             self.scale_labels = list(DEFAULT_LIKERT_LABELS)
         if self.kind == TaskKind.AB and not self.aspects:
             self.aspects = list(DEFAULT_AB_ASPECTS)
+        if not self.aggregation and self.kind in TaskKind.values:
+            self.aggregation = resolve_aggregation(self.kind, "")
+            update_fields = kwargs.get("update_fields")
+            if update_fields is not None and "aggregation" not in update_fields:
+                kwargs["update_fields"] = [*update_fields, "aggregation"]
         super().save(*args, **kwargs)
+
+    def clean(self):
+        super().clean()
+        if self.kind in TaskKind.values:
+            try:
+                resolve_aggregation(self.kind, self.aggregation)
+            except ValueError as error:
+                raise ValidationError({"aggregation": str(error)}) from None
+
+    @property
+    def aggregation_model(self) -> str:
+        """The aggregation model in use: the `aggregation` setting, or the kind's default."""
+        return resolve_aggregation(self.kind, self.aggregation)
 
     def redundancy_for(self, split: str) -> int:
         values = self.redundancy or {}

@@ -17,7 +17,13 @@ from typing import IO, Any
 from django.db.models import F
 from tqdm import tqdm
 
-from annotation.domain.aggregation import majority_by_item
+from annotation.domain.aggregation import (
+    AggregateLabel,
+    aggregate_items,
+    aggregation_kind,
+    majority_by_item,
+    resolve_aggregation,
+)
 from annotation.domain.answers import VALIDITY_CHOICES
 from annotation.domain.item_content import AB_CHOICES, MC_ROLES
 from annotation.models import ExperimentMode, Item, Judgment, Project, Stage
@@ -39,7 +45,8 @@ JUDGMENT_COLUMNS = (
 )
 AGGREGATE_COLUMNS = ("n_judgments", "n_workers", "mean_score", "score_std", "choice_counts",
                      "majority", "majority_tie", "validity_counts", "adjudicated",
-                     "adjudication_note", "label")
+                     "adjudication_note", "label", "aggregation", "aggregate_label",
+                     "confidence")
 _JUDGMENT_VALUES = {
     "worker": "worker__external_id",
     "worker_provider": "worker__provider",
@@ -168,19 +175,45 @@ def _marked_roles(judgment: dict, *, validity_mode: bool) -> list[str]:
     return [judgment["choice"]] if judgment["choice"] else []
 
 
+def _model_aggregates(*, project: Project, stage: Stage | None, include_rejected: bool,
+                      model: str, validity_mode: bool) -> dict[int, AggregateLabel]:
+    """item id → the aggregation model's label for every judged item. Read in one pass before
+    the rows: Dawid–Skene, MACE and GLAD weigh each worker by their record over the whole
+    project, so they see every judgment that counts (the same ones as the rows) at once."""
+    queryset = judgments_that_count(
+        Judgment.objects.filter(item__project=project), project=project,
+        data_stages_only=stage is None, include_rejected=include_rejected)
+    if stage is not None:
+        queryset = queryset.filter(stage=stage)
+    kind = aggregation_kind(project.kind)
+    triples = []
+    for row in queryset.order_by("id").values("worker_id", "item_id", "score", "choice",
+                                              "choices", "extra").iterator(chunk_size=CHUNK_SIZE):
+        value = row["score"] if kind == "likert" else _label(row, validity_mode=validity_mode)
+        triples.append((row["worker_id"], row["item_id"], value))
+    return aggregate_items(triples, model=model, kind=kind)
+
+
 def aggregate_rows(*, project: Project, stage: Stage | None = None,
-                   progress: bool | None = None,
-                   include_rejected: bool = False) -> Iterator[dict[str, Any]]:
+                   progress: bool | None = None, include_rejected: bool = False,
+                   aggregation: str | None = None) -> Iterator[dict[str, Any]]:
     """One row per item: item columns + number of judgments and workers, mean score and its
     population standard deviation (Likert); for A/B and MC the choice counts and the majority
-    label (None on a tie, `majority_tie` true); `label` is the item's adjudicated answer when a
-    researcher recorded one (`adjudicated`, `adjudication_note`), else the majority / mean. In
-    validity-judging MC projects each role
+    label (None on a tie, `majority_tie` true); `aggregate_label` and `confidence` by the
+    project's aggregation model (`aggregation`: the project's setting unless the argument
+    overrides it; ValueError when it does not fit the project's kind); `label` is the item's
+    adjudicated answer when a researcher recorded one (`adjudicated`, `adjudication_note`),
+    else `aggregate_label`. In validity-judging MC projects each role
     counts the judges who marked it correct, `validity_counts` counts one/several/none, and
     the majority is over role / "several" / "none"."""
     roles = AB_CHOICES if project.kind == "ab" else MC_ROLES
     validity_mode = project.kind == "mc" and project.experiment_mode == ExperimentMode.VALIDITY
+    model = (resolve_aggregation(project.kind, aggregation) if aggregation
+             else project.aggregation_model)
     decided = adjudicated_labels(project=project)
+    aggregates = _model_aggregates(project=project, stage=stage,
+                                   include_rejected=include_rejected, model=model,
+                                   validity_mode=validity_mode)
     for item, item_judgments in _items_with_judgments(
             project=project, stage=stage, progress=progress, data_stages_only=True,
             include_rejected=include_rejected):
@@ -207,13 +240,20 @@ def aggregate_rows(*, project: Project, stage: Stage | None = None,
                 validity = Counter(_validity(j) for j in item_judgments)
                 row["validity_counts"] = {v: validity.get(v, 0)
                                           for v in VALIDITY_CHOICES}
-        # The item's label: a researcher's adjudication when there is one, else the majority
-        # (A/B, multiple choice) or the mean score (Likert).
+        # The item's label: a researcher's adjudication when there is one (it always wins), else
+        # the aggregation model's label (by default the majority for A/B and multiple choice,
+        # the mean score for Likert).
+        aggregate = aggregates.get(item["id"])
+        model_label = aggregate.label if aggregate else None
+        if isinstance(model_label, float):
+            model_label = round(model_label, 6)
         adjudication = decided.get(item["id"])
         row["adjudicated"] = adjudication["label"] if adjudication else None
         row["adjudication_note"] = adjudication["note"] if adjudication else None
-        row["label"] = (row["adjudicated"] if adjudication
-                        else row["mean_score"] if project.kind == "likert" else row["majority"])
+        row["label"] = row["adjudicated"] if adjudication else model_label
+        row["aggregation"] = model
+        row["aggregate_label"] = model_label
+        row["confidence"] = round(aggregate.confidence, 6) if aggregate else None
         yield row
 
 
@@ -272,14 +312,22 @@ def _flatten(row: dict[str, Any]) -> dict[str, Any]:
 
 def export_write(*, project: Project, out: IO[str], fmt: str = "jsonl", aggregate: bool = False,
                  stage: Stage | None = None, progress: bool | None = None,
-                 include_rejected: bool = False) -> int:
+                 include_rejected: bool = False, aggregation: str | None = None) -> int:
     """Write the export to `out`; returns the number of rows written. Only judgments that count
-    (`annotation.selectors.judgments_that_count`) unless `include_rejected`."""
+    (`annotation.selectors.judgments_that_count`) unless `include_rejected`. `aggregation`
+    overrides the project's aggregation model in an aggregated export (ValueError when it does
+    not fit the project's kind, or without `aggregate`)."""
     if fmt not in EXPORT_FORMATS:
         raise ValueError(f"unknown export format {fmt!r}; use {' or '.join(EXPORT_FORMATS)}")
-    produce = aggregate_rows if aggregate else judgment_rows
-    rows = produce(project=project, stage=stage, progress=progress,
-                   include_rejected=include_rejected)
+    if aggregation and not aggregate:
+        raise ValueError("an aggregation model applies to aggregated (per-item) exports only")
+    if aggregate:
+        resolve_aggregation(project.kind, aggregation)  # a bad model fails before any output
+        rows = aggregate_rows(project=project, stage=stage, progress=progress,
+                              include_rejected=include_rejected, aggregation=aggregation)
+    else:
+        rows = judgment_rows(project=project, stage=stage, progress=progress,
+                             include_rejected=include_rejected)
     count = 0
     if fmt == "jsonl":
         for row in rows:

@@ -1,7 +1,7 @@
 """Export a project's judgments (one row each) or per-item aggregates.
 
     python manage.py export_data SLUG --format jsonl|csv [--output FILE] [--aggregate]
-                                 [--stage NAME] [--no-progress]
+                                 [--aggregation MODEL] [--stage NAME] [--no-progress]
 
 Writes to standard output unless --output is given. Columns: docs/DATA_FORMATS.md.
 """
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
+from annotation.domain.aggregation import AGGREGATION_MODELS, resolve_aggregation
 from annotation.models import Project
 from annotation.services.exports import EXPORT_FORMATS, export_write
 
@@ -23,7 +24,12 @@ class Command(BaseCommand):
         parser.add_argument("--format", default="jsonl", choices=EXPORT_FORMATS)
         parser.add_argument("--output", help="file to write (default: standard output)")
         parser.add_argument("--aggregate", action="store_true",
-                            help="one row per item: number of judgments, mean score, choice counts")
+                            help="one row per item: number of judgments, mean score, choice "
+                                 "counts, and the label and confidence of the project's "
+                                 "aggregation model")
+        parser.add_argument("--aggregation", metavar="MODEL",
+                            help="with --aggregate: this model instead of the project's setting "
+                                 f"({', '.join(AGGREGATION_MODELS)}; must fit the project's kind)")
         parser.add_argument("--stage", help="only judgments of the stage with this name")
         parser.add_argument("--no-progress", action="store_true", help="no progress bar")
         parser.add_argument("--include-rejected", action="store_true",
@@ -42,10 +48,22 @@ class Command(BaseCommand):
                 raise CommandError(
                     f"project {project!r} has no stage {options['stage']!r} (stages: {names})"
                 )
+        aggregation = options["aggregation"]
+        if aggregation is not None:
+            if not options["aggregate"]:
+                raise CommandError("--aggregation chooses the model of an --aggregate export; "
+                                   "add --aggregate")
+            try:
+                if not aggregation:
+                    raise ValueError("give a model name, e.g. --aggregation "
+                                     + resolve_aggregation(instance.kind, ""))
+                resolve_aggregation(instance.kind, aggregation)
+            except ValueError as error:
+                raise CommandError(f"--aggregation: {error}") from None
         progress = False if options["no_progress"] else None
         kwargs = dict(project=instance, fmt=options["format"], aggregate=options["aggregate"],
                       stage=stage, progress=progress,
-                      include_rejected=options["include_rejected"])
+                      include_rejected=options["include_rejected"], aggregation=aggregation)
         if options["output"]:
             with open(options["output"], "w", encoding="utf-8", newline="") as handle:
                 count = export_write(out=handle, **kwargs)

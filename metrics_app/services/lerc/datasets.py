@@ -1,4 +1,5 @@
-"""LERC datasets from gathered judgments: gold per item (mean, optionally z-normalized),
+"""LERC datasets from gathered judgments: gold per item (the project's Likert aggregation, mean
+or median, optionally z-normalized),
 exact matches dropped, splits by item split or hashed passage/question groups, an out-of-dataset
 holdout, and the multiple-choice pre-training set."""
 from __future__ import annotations
@@ -9,7 +10,12 @@ from dataclasses import dataclass, field
 
 from django.db.models import Max
 
-from annotation.domain.aggregation import mean_by_item
+from annotation.domain.aggregation import (
+    LIKERT_MODELS,
+    aggregate_items,
+    mean_by_item,
+    znormalize_by_annotator,
+)
 from annotation.judgment_selectors import judgment_rows
 from annotation.models import NON_DATA_STAGE_KINDS, Item, Judgment, Project, TaskKind
 from metrics_app.domain.text_match import is_exact_match
@@ -75,10 +81,11 @@ def lerc_dataset_build(
     """Training, validation and test examples from the projects' judgments.
 
     Only judgments with id ≤ the project's watermark are read (judgments are append-only, so a
-    watermark pins the exact set). Gold = mean score (optionally z-normalized per annotator:
-    the mean of the annotators' z-scores is mapped back onto the 1–5 scale with the project's
-    pooled mean and standard deviation of the raw scores, z · std + mean, so `lerc` still
-    scores on 1–5 and "≥ 3 means correct" keeps its meaning);
+    watermark pins the exact set). Gold = mean score, or the median when the project's
+    `aggregation` setting says so (optionally z-normalized per annotator:
+    the mean (median) of the annotators' z-scores is mapped back onto the 1–5 scale with the
+    project's pooled mean and standard deviation of the raw scores, z · std + mean, so `lerc`
+    still scores on 1–5 and "≥ 3 means correct" keeps its meaning);
     A/B gold = share of judgments preferring A. Candidates that exactly match a reference are
     dropped (unless `drop_exact_match=False`, to evaluate against EM on whole splits).
     Splits: the item's split field ("item"), or passage/question groups hashed into
@@ -112,7 +119,8 @@ def lerc_dataset_build(
             "items": len({r.item_id for r in rows}),
         }
         gold = _gold_by_item(rows, kind=kind, znormalize=znormalize,
-                             summary=per_project[project.slug])
+                             summary=per_project[project.slug],
+                             aggregation=_likert_aggregation(project))
         has_splits = {i.split.lower() for i in used_items.values()}
         use_item_split = split_mode == "item" or (
             split_mode == "auto" and "train" in has_splits and has_splits & VAL_SPLITS
@@ -170,14 +178,31 @@ def _usable_items(item_ids: set[int], *, kind: str, drop_exact_match: bool,
     return used_items
 
 
-def _gold_by_item(rows: list, *, kind: str, znormalize: bool, summary: dict) -> dict[int, float]:
-    """Gold per item: the share preferring A (A/B), or the mean score, optionally
-    z-normalized per annotator and mapped back onto 1–5 (the scale goes into `summary`)."""
+def _likert_aggregation(project: Project) -> str:
+    """The project's choice for Likert targets (mean or median); mean for other kinds."""
+    model = project.aggregation_model if project.kind == TaskKind.LIKERT else "mean"
+    return model if model in LIKERT_MODELS else "mean"
+
+
+def _gold_by_item(rows: list, *, kind: str, znormalize: bool, summary: dict,
+                  aggregation: str = "mean") -> dict[int, float]:
+    """Gold per item: the share preferring A (A/B; a soft target for the pairwise loss,
+    whatever the project's aggregation), or the mean or median score (`aggregation`),
+    optionally z-normalized per annotator and mapped back onto 1–5 (the scale goes into
+    `summary`)."""
     if kind == ModelKind.PAIRWISE:
         return mean_by_item((r.worker_id, r.item_id, 1.0 if r.choice == "A" else 0.0)
                             for r in rows)
-    gold = mean_by_item(((r.worker_id, r.item_id, r.score) for r in rows),
-                        znormalize=znormalize)
+    summary["aggregation"] = aggregation
+    if aggregation == "median":
+        triples = [(r.worker_id, r.item_id, r.score) for r in rows]
+        if znormalize:
+            triples = znormalize_by_annotator(triples)
+        gold = {item_id: aggregate.label for item_id, aggregate in
+                aggregate_items(triples, model="median", kind="likert").items()}
+    else:
+        gold = mean_by_item(((r.worker_id, r.item_id, r.score) for r in rows),
+                            znormalize=znormalize)
     if znormalize and rows:
         raw = [float(r.score) for r in rows]
         pooled_mean = statistics.fmean(raw)
