@@ -180,3 +180,31 @@ class ModelVersionAdmin(ReadOnlyAdmin):
             self.message_user(request, f"{selected.name}: v{version.number} is served again")
         except LercError as exc:
             self.message_user(request, str(exc), level=messages.ERROR)
+
+
+@admin.action(description="Route by LERC uncertainty (draft trial/full stages; budget from the "
+                          "stage's routing_budget setting)")
+def route_by_uncertainty(modeladmin, request, queryset):
+    """Added to the stage admin from here: routing reads LERC scores, which the annotation
+    layer cannot import."""
+    from annotation.services.stage_errors import StageError
+    from metrics_app.services.routing import stage_route_by_uncertainty
+
+    for stage in queryset:
+        try:
+            summary = stage_route_by_uncertainty(stage=stage)
+        except StageError as exc:
+            modeladmin.message_user(request, str(exc), messages.ERROR)
+            continue
+        modeladmin.message_user(request, f"{stage}: {summary.as_text()}", messages.SUCCESS)
+
+
+def _add_stage_routing_action() -> None:
+    from annotation.models import Stage
+
+    stage_admin = admin.site.get_model_admin(Stage)
+    if route_by_uncertainty not in stage_admin.actions:
+        stage_admin.actions = (*stage_admin.actions, route_by_uncertainty)
+
+
+_add_stage_routing_action()

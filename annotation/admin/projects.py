@@ -11,6 +11,7 @@ from annotation.models import (
     Item,
     Judgment,
     Project,
+    RoutingDraw,
     Stage,
     StageKind,
     StageStatus,
@@ -32,6 +33,7 @@ from .base import (
     ProgressColumnsMixin,
     ProjectScopedAdmin,
     ReadOnlyAdmin,
+    StageFilter,
     StageProviderMixin,
     count_of,
     export_response,
@@ -73,6 +75,7 @@ class ProjectAdmin(ProgressColumnsMixin, ProjectScopedAdmin):
             "scale_labels", "justification_min_length", "aspects", "aspect_preferences",
             "experiment_mode", "bonus_per_correct",
         )}),
+        ("Analysis", {"fields": ("aggregation",)}),
         (None, {"fields": ("created_at", "updated_at")}),
     )
 
@@ -346,3 +349,15 @@ class StageTransitionAdmin(ReadOnlyAdmin):
     list_filter = ("to_status", "from_status", "stage__kind")
     list_select_related = ("stage__project", "user")
     search_fields = ("stage__name", "stage__project__slug", "reason")
+
+
+@admin.register(RoutingDraw)
+class RoutingDrawAdmin(ReadOnlyAdmin):
+    """A routed stage's draw: which items had what chance of reaching humans. Read-only: the
+    estimates weight by these probabilities, so they are never edited."""
+
+    project_path = "stage__project"
+    list_display = ("stage", "item", "predicted", "probability", "drawn", "metric_version")
+    list_filter = ("drawn", StageFilter)
+    list_select_related = ("stage__project", "item")
+    search_fields = ("stage__name", "stage__project__slug", "item__external_id")

@@ -111,3 +111,27 @@ class StageTransition(models.Model):
 
     def __str__(self) -> str:
         return f"{self.stage}: {self.from_status} → {self.to_status}"
+
+
+class RoutingDraw(models.Model):
+    """One item of a stage's routing population: the probability it had of being sent to
+    humans and whether the seeded draw sent it (a stage with `"routing": "uncertainty"`). Kept
+    for every item of the population, drawn or not, and never edited: estimates weight each
+    human label by 1/probability (active inference), which is unbiased only with the
+    probabilities the draw really used."""
+
+    stage = models.ForeignKey(Stage, on_delete=models.CASCADE, related_name="routing_draws")
+    item = models.ForeignKey("annotation.Item", on_delete=models.CASCADE,
+                             related_name="routing_draws")
+    probability = models.FloatField(help_text="Chance of being sent to humans (0–1].")
+    drawn = models.BooleanField()
+    predicted = models.FloatField(null=True, help_text="The metric's P(correct) it was routed on.")
+    metric_version = models.CharField(max_length=100, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["stage", "item"],
+                                               name="routing_draw_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.stage}: item {self.item_id} p={self.probability:.3f} drawn={self.drawn}"

@@ -143,6 +143,19 @@ def agreement_guard(*, stage: Stage, override_reason: str | None = None) -> str:
     )
 
 
+def routing_guard(*, stage: Stage) -> None:
+    """A stage that asks for routing by uncertainty is published only with its recorded draw:
+    serving every item instead would spend the budget the routing was meant to save, and the
+    estimates would find no sampling probabilities to weight by."""
+    mode = (stage.settings or {}).get("routing", "random")
+    if mode not in ("random", "uncertainty"):
+        raise GuardFailed(f"{stage}: routing {mode!r} is not one of random, uncertainty")
+    if mode == "uncertainty" and not stage.routing_draws.exists():
+        raise GuardFailed(f"{stage} asks for routing by uncertainty but has no routing draw: "
+                          "run the 'Route by LERC uncertainty' action (or "
+                          "`manage.py route_stage`) first")
+
+
 def budget_guard(*, stage: Stage, estimate: StageCostEstimate) -> None:
     cap = stage.project.budget_cap
     if cap is not None:
@@ -169,6 +182,7 @@ def stage_publish(*, stage: Stage, user=None, override_reason: str | None = None
     if stage.status == StageStatus.DRAFT:
         if stage.requires_stage is not None and stage.requires_stage.status == StageStatus.DRAFT:
             raise GuardFailed(f"{stage.requires_stage} must be published first")
+        routing_guard(stage=stage)
         note = agreement_guard(stage=stage, override_reason=override_reason)
         # Checked on the plan before any HIT row exists, so a refused stage stays editable.
         estimate = stage_cost_estimate(stage=stage, with_balance=check_balance)

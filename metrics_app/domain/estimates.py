@@ -37,6 +37,9 @@ ASSUMPTIONS = {
     "human": "Human-labelled items are a simple random sample of the system's items; interval: "
              "Wilson score for correct/incorrect, percentile bootstrap for scores, both "
              "narrowed by the finite-population correction.",
+    "human_new_questions": "The same human labels read as a random sample of the questions "
+                           "the items come from (no finite-population correction): whether a "
+                           "result would hold on new questions like these.",
     "metric": "The metric's verdict on every item; no interval: its error is systematic, not "
               "sampling noise. Bias = metric minus humans on the items both judged.",
     "ppi": "Prediction-powered (PPI++ with the power-tuning weight λ fitted on the labelled "
@@ -244,7 +247,13 @@ def active_estimate(y_labeled: Sequence[float], labeled: Sequence[int], f_all: S
     residual = y - lam * f
     estimate = lam * float(f_all.mean()) + float((residual / p).sum()) / total
     se = math.sqrt(float((w * residual**2).sum())) / total
-    return _normal("active", estimate, se, n, total, lam=lam)
+    # What the same number of labels drawn at random (humans alone) would give: the
+    # population variance of y estimated with the same 1/π weights.
+    share = (1 / p) / (1 / p).sum()
+    var_y = float((share * y**2).sum() - ((share * y).sum()) ** 2)
+    classical = _fpc(n, total) * var_y / n
+    effective = n * classical / se**2 if se > 0 and classical > 0 else None
+    return _normal("active", estimate, se, n, total, lam=lam, effective_n=effective)
 
 
 def metric_only(f_all: Sequence[float], f_labeled: Sequence[float], y: Sequence[float], *,
@@ -269,7 +278,8 @@ def metric_only(f_all: Sequence[float], f_labeled: Sequence[float], y: Sequence[
 
 def difference(a: Estimate, b: Estimate) -> dict:
     """a − b for estimates from independent samples (different systems' items), with a normal
-    95% interval and the human judgments still needed, at the same method and the current
+    95% interval (systems answering the same questions err together, so treating them as
+    independent makes this interval wider than a paired one, never narrower) and the human judgments still needed, at the same method and the current
     difference, for the interval to exclude zero."""
     if a.estimate is None or b.estimate is None or a.se is None or b.se is None:
         return {"method": a.method, "difference": None, "low": None, "high": None,

@@ -11,7 +11,7 @@ import numpy as np
 from django.db.models import Max
 
 from annotation.judgment_selectors import JudgmentFrame
-from annotation.models import Project, TaskKind
+from annotation.models import Project, RoutingDraw, TaskKind
 
 from ..domain import estimates
 from ..models import MetricScore
@@ -21,7 +21,7 @@ CORRECT_AT = 3.0  # a mean human score of 3 or more on the 1–5 scale counts as
 PROBABILITY_METRIC, SCORE_METRIC = "lerc_prob", "lerc"
 
 
-def _latest_scores(project: Project, metric: str) -> tuple[str | None, dict[int, float]]:
+def latest_metric_scores(project: Project, metric: str) -> tuple[str | None, dict[int, float]]:
     """(version, item id → value) of the version of `metric` stored last for this project."""
     rows = MetricScore.objects.filter(item__project=project, metric=metric, side="")
     last = rows.aggregate(top=Max("id"))["top"]
@@ -52,13 +52,24 @@ def _human_means(frame: JudgmentFrame) -> dict[int, float]:
 
 
 def _quantity(*, human: dict[int, float], predicted: dict[int, float], items: list[int],
-              to_label, verdict) -> dict:
-    """The three estimates of one quantity (accuracy or mean score) over `items`."""
+              to_label, verdict, routed: dict[int, tuple[float, bool]] | None = None) -> dict:
+    """The three estimates of one quantity (accuracy or mean score) over `items`. With a
+    routing draw (`routed`: item → its probability of reaching humans and whether it was
+    drawn), labels are
+    weighted by 1/probability (active inference) instead of treated as a random sample."""
     judged = [i for i in items if i in human]
     y_all = np.array([to_label(human[i]) for i in judged], dtype=float)
+    if routed and any(i in routed for i in items):
+        return _routed_quantity(human=human, predicted=predicted, items=items,
+                                to_label=to_label, verdict=verdict, routed=routed)
     scored = [i for i in items if i in predicted]
     both = [i for i in judged if i in predicted]
-    out = {"human": estimates.human_only(y_all, n_items=len(items)).as_dict()}
+    out = {"human": estimates.human_only(y_all, n_items=len(items)).as_dict(),
+           # The same labels read as a sample of the questions the items were drawn from:
+           # what a paper's "would it hold on new questions" interval means. Once every item
+           # is judged the finite-population interval has width 0; this one does not.
+           "human_new_questions": {**estimates.human_only(y_all).as_dict(),
+                                   "method": "human_new_questions"}}
     if scored:
         f_all = np.array([predicted[i] for i in scored], dtype=float)
         y = np.array([to_label(human[i]) for i in both], dtype=float)
@@ -66,6 +77,45 @@ def _quantity(*, human: dict[int, float], predicted: dict[int, float], items: li
         out["metric"] = estimates.metric_only(verdict(f_all), verdict(f), y)
         out["ppi"] = estimates.prediction_powered(y, f, f_all).as_dict()
     return out
+
+
+def _routed_quantity(*, human, predicted, items, to_label, verdict, routed) -> dict:
+    """Estimates over the routed population plus the items judged outside it (probability 1):
+    humans alone = Horvitz–Thompson (λ = 0), prediction-powered = active inference. Unscored
+    items are predicted 0.5, as the routing counted them."""
+    population = [i for i in items if i in routed or i in human]
+    labeled = [k for k, i in enumerate(population) if i in human]
+    # A label from outside the draw (an earlier stage, or judged although not drawn) was
+    # certain to be there: probability 1.
+    pi = np.array([routed[i][0] if i in routed and (routed[i][1] or i not in human) else 1.0
+                   for i in population])
+    y = np.array([to_label(human[population[k]]) for k in labeled], dtype=float)
+    f_all = np.array([predicted.get(i, 0.5) for i in population], dtype=float)
+    out = {"human": estimates.active_estimate(y, labeled, f_all, pi, lam=0.0).as_dict(),
+           "routed": True, "population": len(population)}
+    out["human"]["method"] = "human_weighted"
+    if predicted:
+        out["metric"] = estimates.metric_only(verdict(f_all), verdict(f_all[labeled]), y)
+        out["ppi"] = estimates.active_estimate(y, labeled, f_all, pi).as_dict()
+    return out
+
+
+def _routing_probabilities(project: Project,
+                           human: dict[int, float]) -> dict[int, tuple[float, bool]]:
+    """item → (the probability it had of reaching humans, whether the draw sent it), for every
+    item of a routed stage's population. The probability is scaled by the share of the stage's
+    drawn items judged so far: they are served in random order, so the judged ones are a random
+    part of the draw."""
+    rows = list(RoutingDraw.objects.filter(stage__project=project)
+                .values_list("stage_id", "item_id", "probability", "drawn"))
+    drawn_by_stage: dict[int, list[int]] = {}
+    for stage_id, item_id, _probability, drawn in rows:
+        if drawn:
+            drawn_by_stage.setdefault(stage_id, []).append(item_id)
+    completion = {stage_id: sum(i in human for i in ids) / len(ids)
+                  for stage_id, ids in drawn_by_stage.items()}
+    return {item_id: (probability * max(completion.get(stage_id, 0.0), 1e-9), drawn)
+            for stage_id, item_id, probability, drawn in rows}
 
 
 def estimates_report(frame: JudgmentFrame, *, project: Project) -> dict:
@@ -79,8 +129,9 @@ def estimates_report(frame: JudgmentFrame, *, project: Project) -> dict:
     for item_id, source in items:
         by_system.setdefault(source or "(none)", []).append(item_id)
     human = _human_means(frame)
-    version, probability = _latest_scores(project, PROBABILITY_METRIC)
-    score_version, score = _latest_scores(project, SCORE_METRIC)
+    routed = _routing_probabilities(project, human)
+    version, probability = latest_metric_scores(project, PROBABILITY_METRIC)
+    score_version, score = latest_metric_scores(project, SCORE_METRIC)
     report = {
         "correct_at": CORRECT_AT,
         "metric": {"probability": PROBABILITY_METRIC if probability else None,
@@ -99,13 +150,13 @@ def estimates_report(frame: JudgmentFrame, *, project: Project) -> dict:
             "n_scored": sum(i in probability for i in ids),
             "accuracy": _quantity(human=human, predicted=probability, items=ids,
                                   to_label=lambda s: float(s >= CORRECT_AT),
-                                  verdict=lambda p: (p >= 0.5).astype(float)),
+                                  verdict=lambda p: (p >= 0.5).astype(float), routed=routed),
             "mean_score": _quantity(human=human, predicted=score, items=ids,
-                                    to_label=float, verdict=lambda s: s),
+                                    to_label=float, verdict=lambda s: s, routed=routed),
         }
     for a, b in combinations(sorted(by_system), 2):
         pair = {"a": a, "b": b, "accuracy": {}}
-        for method in ("human", "ppi"):
+        for method in ("human", "ppi", "human_new_questions"):
             first = report["systems"][a]["accuracy"].get(method)
             second = report["systems"][b]["accuracy"].get(method)
             if first and second:

@@ -27,7 +27,7 @@ from .workers import worker_report
 REPORT_KIND = "project"
 # Bump when the report's content or definitions change: cached reports of another version are
 # recomputed even though no judgment arrived.
-REPORT_VERSION = 8
+REPORT_VERSION = 9
 
 
 def _params(group_by: str | None) -> dict:

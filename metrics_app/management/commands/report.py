@@ -86,6 +86,11 @@ def _interval(row: dict | None) -> str:
     return f"{row['estimate']:.3f} [{row['low']:.3f}, {row['high']:.3f}]"
 
 
+def _points(cell: dict) -> str:
+    return (f"{cell['difference'] * 100:+.1f} points "
+            f"[{cell['low'] * 100:+.1f}, {cell['high'] * 100:+.1f}]")
+
+
 def _estimate_lines(estimates: dict) -> list[str]:
     """Each system's accuracy from humans, LERC and both, and which pairs are told apart."""
     if not estimates.get("systems"):
@@ -97,6 +102,9 @@ def _estimate_lines(estimates: dict) -> list[str]:
         ppi = accuracy.get("ppi") or {}
         worth = (f", worth {ppi['effective_n']:.0f} human judgments"
                  if ppi.get("effective_n") else "")
+        if row["n_judged"] and row["n_judged"] == row["n_items"]:
+            worth = (f", all judged: exact for these items; on new questions "
+                     f"{_interval(accuracy.get('human_new_questions'))}")
         lines.append(f"  {system:<20} {_interval(accuracy['human'])} | "
                      f"{_fmt(metric.get('estimate'))} (bias {_fmt(metric.get('bias'))}) | "
                      f"{_interval(ppi)}  [{row['n_judged']} judged of {row['n_items']}{worth}]")
@@ -107,9 +115,12 @@ def _estimate_lines(estimates: dict) -> list[str]:
         verdict = ("separated" if best["separated"] else
                    f"not separated; about {best['more_judgments_needed']} more judgments"
                    if best["more_judgments_needed"] is not None else "not separated")
-        lines.append(f"  {pair['a']} − {pair['b']}: {best['difference'] * 100:+.1f} points "
-                     f"[{best['low'] * 100:+.1f}, {best['high'] * 100:+.1f}] ({best['method']}), "
-                     f"{verdict}")
+        line = (f"  {pair['a']} − {pair['b']}: {_points(best)} ({best['method']}), {verdict}")
+        general = pair["accuracy"].get("human_new_questions")
+        if general and general.get("difference") is not None and best["method"] == "human":
+            line += (f"; on new questions {_points(general)}, "
+                     f"{'separated' if general['separated'] else 'not separated'}")
+        lines.append(line)
     if estimates.get("note"):
         lines.append(f"  {estimates['note']}")
     return lines

@@ -82,7 +82,7 @@ def test_without_lerc_scores_only_human_estimates_and_a_note(two_systems):
     estimates = project_report(project=project)["estimates"]
     assert "ppi" not in estimates["systems"]["weak"]["accuracy"]
     assert "score_project" in estimates["note"]
-    assert list(estimates["pairs"][0]["accuracy"]) == ["human"]
+    assert set(estimates["pairs"][0]["accuracy"]) == {"human", "human_new_questions"}
 
 
 def test_new_lerc_scores_make_the_cached_report_stale(two_systems):
@@ -104,6 +104,22 @@ def test_report_command_prints_system_accuracy_and_pairs(two_systems):
     text = out.getvalue()
     assert "System accuracy" in text and "strong" in text
     assert "strong − weak" in text and "separated" in text
+
+
+def test_every_item_judged_is_exact_for_these_items_but_not_for_new_questions():
+    project = make_project(TaskKind.LIKERT, slug="all-judged")
+    stage = make_stage(project, kind=StageKind.FULL)
+    for n in range(40):
+        make_judgment(item=make_item(project, source="only"), stage=stage,
+                      score=5 if n % 4 else 1)
+    accuracy = project_report(project=project)["estimates"]["systems"]["only"]["accuracy"]
+    assert accuracy["human"]["estimate"] == 0.75
+    assert accuracy["human"]["low"] == accuracy["human"]["high"] == 0.75
+    general = accuracy["human_new_questions"]
+    assert general["low"] < 0.75 < general["high"]
+    out = io.StringIO()
+    call_command("report", project.slug, stdout=out)
+    assert "all judged: exact for these items; on new questions 0.750 [" in out.getvalue()
 
 
 def test_non_likert_projects_say_why_there_are_no_estimates():

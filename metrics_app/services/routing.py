@@ -1,0 +1,93 @@
+"""Active routing: a draft stage's items are sent to humans with probabilities that grow with
+LERC's uncertainty, so the human budget goes where the metric is least sure, and the
+probabilities are recorded (`RoutingDraw`) so that the system estimates stay unbiased
+(active inference, Zrnic and Candès 2024; metrics_app.domain.estimates).
+
+A stage opts in with the setting `"routing": "uncertainty"` (`"random"`, the default, serves
+every item of the stage); the draw is made here, before publishing, from the stored
+`lerc_prob` scores of the promoted LERC. Items LERC has not scored count as maximally unsure
+(P = 0.5)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from django.db import transaction
+
+from annotation.models import RoutingDraw, Stage, StageKind, StageStatus, TaskKind
+from annotation.services.stage_errors import StageError
+from annotation.services.stage_plans import stage_items_choose
+
+from ..domain.estimates import routing_probabilities
+from ..reports.estimates import PROBABILITY_METRIC, latest_metric_scores
+
+ROUTING_MODES = ("random", "uncertainty")
+
+
+@dataclass(frozen=True)
+class RoutingSummary:
+    population: int
+    budget: int
+    drawn: int
+    scored: int
+    metric_version: str | None
+
+    def as_text(self) -> str:
+        return (f"{self.drawn} of {self.population} items sent to humans (expected "
+                f"{self.budget}); {self.scored} routed on LERC {self.metric_version or '—'}, "
+                f"{self.population - self.scored} unscored counted as unsure")
+
+
+def routing_mode(stage: Stage) -> str:
+    mode = (stage.settings or {}).get("routing", "random")
+    if mode not in ROUTING_MODES:
+        raise StageError(f"{stage}: routing {mode!r} is not one of {', '.join(ROUTING_MODES)}")
+    return mode
+
+
+@transaction.atomic
+def stage_route_by_uncertainty(*, stage: Stage, budget: int | None = None) -> RoutingSummary:
+    """Draw which of the stage's items go to humans (Poisson sampling, seeded by the stage),
+    record every item's probability and whether it was drawn, and make the drawn items the
+    stage's items. A draft stage may be drawn again (the new draw replaces the old one over
+    the same population); a published one never."""
+    stage = Stage.objects.select_for_update().get(pk=stage.pk)
+    if stage.status != StageStatus.DRAFT:
+        raise StageError(f"{stage} is {stage.get_status_display().lower()}: its routing draw "
+                         "is fixed once it is published")
+    if stage.kind not in (StageKind.TRIAL, StageKind.FULL, StageKind.PILOT):
+        raise StageError(f"{stage}: only trial, pilot and full stages are routed (qualification "
+                         "and practice items go to every worker)")
+    if stage.project.kind != TaskKind.LIKERT:
+        raise StageError(f"{stage}: routing by uncertainty needs LERC's P(correct), which only "
+                         "Likert correctness projects have")
+    settings = dict(stage.settings or {})
+    budget = int(budget if budget is not None else settings.get("routing_budget") or 0)
+    earlier = list(stage.routing_draws.select_related("item").order_by("item_id"))
+    population = ([draw.item for draw in earlier] if earlier
+                  else [item for item in stage_items_choose(stage=stage, store=False)
+                        if not item.is_practice and not item.is_gold_check])
+    if not population:
+        raise StageError(f"{stage} has no items to route")
+    if not 1 <= budget <= len(population):
+        raise StageError(f"{stage}: the routing budget must be between 1 and the "
+                         f"{len(population)} items of the stage, not {budget}")
+    version, predicted = latest_metric_scores(stage.project, PROBABILITY_METRIC)
+    if not predicted:
+        raise StageError(f"{stage}: no LERC scores stored for this project; score it with the "
+                         f"promoted LERC first (score_project SLUG --metric {PROBABILITY_METRIC})")
+    p = np.array([predicted.get(item.pk, 0.5) for item in population], dtype=float)
+    pi = routing_probabilities(p, budget)
+    drawn = np.random.default_rng([stage.pk, len(population), budget]).random(len(pi)) < pi
+    RoutingDraw.objects.filter(stage=stage).delete()
+    RoutingDraw.objects.bulk_create([
+        RoutingDraw(stage=stage, item=item, probability=float(prob), drawn=bool(sent),
+                    predicted=predicted.get(item.pk), metric_version=version or "")
+        for item, prob, sent in zip(population, pi, drawn, strict=True)])
+    stage.items.set([item for item, sent in zip(population, drawn, strict=True) if sent])
+    settings.update(routing="uncertainty", routing_budget=budget)
+    stage.settings = settings
+    stage.save(update_fields=["settings", "updated_at"])
+    return RoutingSummary(population=len(population), budget=budget, drawn=int(drawn.sum()),
+                          scored=sum(item.pk in predicted for item in population),
+                          metric_version=version)
