@@ -7,7 +7,9 @@ from django.db.models import Count
 from django.utils.html import format_html, format_html_join
 
 from annotation.domain.item_content import ItemContentError, validate_gold, validate_item_content
+from annotation.domain.redundancy import adaptive_redundancy
 from annotation.models import (
+    AdaptiveTarget,
     Item,
     Judgment,
     Project,
@@ -272,6 +274,15 @@ class StageAdminForm(forms.ModelForm):
                 cleaned.get(f) for f in ("item_dataset", "item_split", "item_source",
                                          "item_count")):
             self.add_error("item_choice", "give a dataset, split, source or number of items")
+        settings = cleaned.get("settings")
+        try:
+            adaptive_redundancy(settings if isinstance(settings, dict) else None)
+        except ValueError as exc:
+            self.add_error("settings", str(exc))
+        if isinstance(settings, dict) and settings.get("routing", "random") not in (
+                "random", "uncertainty"):
+            self.add_error("settings", f"routing {settings['routing']!r} is not one of random, "
+                                       "uncertainty")
         return cleaned
 
 
@@ -359,5 +370,17 @@ class RoutingDrawAdmin(ReadOnlyAdmin):
     project_path = "stage__project"
     list_display = ("stage", "item", "predicted", "probability", "drawn", "metric_version")
     list_filter = ("drawn", StageFilter)
+    list_select_related = ("stage__project", "item")
+    search_fields = ("stage__name", "stage__project__slug", "item__external_id")
+
+
+@admin.register(AdaptiveTarget)
+class AdaptiveTargetAdmin(ReadOnlyAdmin):
+    """Adaptive redundancy: how many judgments each item of such a stage is to get now.
+    Written by the submit that changes it, never by hand."""
+
+    project_path = "stage__project"
+    list_display = ("stage", "item", "target", "settled", "updated_at")
+    list_filter = ("settled", StageFilter)
     list_select_related = ("stage__project", "item")
     search_fields = ("stage__name", "stage__project__slug", "item__external_id")

@@ -20,6 +20,7 @@ from .stage import (
     COLLECTION_STAGE_KINDS,
     DATA_STAGE_KINDS,
     NON_DATA_STAGE_KINDS,
+    AdaptiveTarget,
     Provider,
     RoutingDraw,
     Stage,
@@ -29,6 +30,7 @@ from .stage import (
 )
 
 __all__ = [
+    "AdaptiveTarget",
     "Adjudication",
     "COLLECTION_STAGE_KINDS",
     "DATA_STAGE_KINDS",

@@ -135,3 +135,23 @@ class RoutingDraw(models.Model):
 
     def __str__(self) -> str:
         return f"{self.stage}: item {self.item_id} p={self.probability:.3f} drawn={self.drawn}"
+
+
+class AdaptiveTarget(models.Model):
+    """How many judgments an item of a stage with adaptive redundancy should get, updated as
+    its judgments arrive (`annotation/services/redundancy.py`); picking reads it in place of the
+    fixed redundancy. Items without a row get the setting's `min`."""
+
+    stage = models.ForeignKey(Stage, on_delete=models.CASCADE, related_name="adaptive_targets")
+    item = models.ForeignKey("annotation.Item", on_delete=models.CASCADE,
+                             related_name="adaptive_targets")
+    target = models.PositiveSmallIntegerField()
+    settled = models.BooleanField(default=False)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["stage", "item"],
+                                               name="adaptive_target_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.stage}: item {self.item_id} → {self.target}"

@@ -31,6 +31,7 @@ from annotation.providers import PublishReport, get_provider
 from .background import task_send_or_fail_fast
 from .costs import StageCostEstimate, project_committed_cost, stage_cost_estimate
 from .hits import hit_updates_record, stage_hits_publish
+from .redundancy import adaptive_redundancy_guard
 from .stage_errors import BudgetExceeded, GuardFailed, IllegalTransition
 from .stage_plans import stage_hit_plan, stage_items_choose
 
@@ -183,6 +184,7 @@ def stage_publish(*, stage: Stage, user=None, override_reason: str | None = None
         if stage.requires_stage is not None and stage.requires_stage.status == StageStatus.DRAFT:
             raise GuardFailed(f"{stage.requires_stage} must be published first")
         routing_guard(stage=stage)
+        adaptive_redundancy_guard(stage=stage)
         note = agreement_guard(stage=stage, override_reason=override_reason)
         # Checked on the plan before any HIT row exists, so a refused stage stays editable.
         estimate = stage_cost_estimate(stage=stage, with_balance=check_balance)

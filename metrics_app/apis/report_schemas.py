@@ -203,4 +203,8 @@ class ProjectReportSerializer(serializers.Serializer):
                   "every item, with the effective number of human judgments it is worth); per "
                   "pair of systems the difference and the judgments still needed to separate "
                   "them at 95%; `assumptions` states what each interval rests on.")
+    adaptive_redundancy = serializers.ListField(
+        child=serializers.DictField(), required=False,
+        help_text="Stages with adaptive redundancy: items settled by agreement or at max, "
+                  "judgments given, and judgments saved against a fixed redundancy of max.")
     item_fingerprint = serializers.CharField(required=False)

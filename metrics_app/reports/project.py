@@ -13,6 +13,7 @@ from django.db.models.functions import Cast
 from annotation.judgment_selectors import fetch_plain_rows, load_judgments
 from annotation.models import Item, Judgment, Project, Stage, TaskKind
 from annotation.selectors import blocked_worker_ids_for, counting_fingerprint
+from annotation.services.redundancy import adaptive_redundancy_summary
 
 from ..models import Report
 from .agreement import agreement_report
@@ -72,6 +73,10 @@ def project_report(
         "starc": starc_report(frame, experiment_mode=project.experiment_mode)
         if project.kind == TaskKind.MC else {},
         "estimates": estimates_report(frame, project=project),
+        "adaptive_redundancy": [
+            summary for summary in (adaptive_redundancy_summary(stage=s)
+                                    for s in project.stages.order_by("order", "pk"))
+            if summary is not None],
     }
     return _clean(report)
 

@@ -31,6 +31,7 @@ from django.db.models.functions import Coalesce
 
 from annotation.domain.design import level_for, ordered_levels, question_key
 from annotation.models import (
+    AdaptiveTarget,
     Assignment,
     AssignmentItem,
     AssignmentStatus,
@@ -42,6 +43,7 @@ from annotation.models import (
     Worker,
 )
 
+from ..redundancy import stage_adaptive_rule
 from .errors import NoItemsAvailable
 from .state import _live_assignments
 
@@ -93,8 +95,14 @@ def practice_items_for_stage(*, stage: Stage, worker: Worker | None = None) -> Q
 
 
 def _target(stage: Stage):
-    """The redundancy target of an item as an expression: the stage's fixed number, or the
-    project's per-split redundancy."""
+    """The redundancy target of an item as an expression: with adaptive redundancy the item's
+    current target (`AdaptiveTarget`, else the setting's `min`); otherwise the stage's fixed
+    number, or the project's per-split redundancy."""
+    rule = stage_adaptive_rule(stage)
+    if rule is not None:
+        current = AdaptiveTarget.objects.filter(stage=stage, item=OuterRef("pk")).values("target")
+        return Coalesce(Subquery(current[:1], output_field=IntegerField()),
+                        Value(rule.min, output_field=IntegerField()))
     if stage.judgments_per_item:
         return Value(int(stage.judgments_per_item), output_field=IntegerField())
     redundancy = stage.project.redundancy or {}

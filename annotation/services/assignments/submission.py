@@ -190,6 +190,10 @@ def assignment_submit(*, assignment: Assignment, answers: list[dict],
         # A concurrent submit of the same assignment won: its judgments are the answer.
         return SubmittedJudgments(Judgment.objects.filter(assignment=assignment).order_by("pk"))
     _mark_submitted(assignment, late=late, message=message)
+    # Adaptive redundancy: these items' targets follow their judgments (no-op otherwise).
+    from annotation.services.redundancy import adaptive_targets_update
+
+    adaptive_targets_update(stage=assignment.stage, item_ids=[row.item_id for row in rows])
     # Qualification stages are graded at once (annotation/services/qualification.py).
     from annotation.services.qualification import qualification_grade_on_submit
 

@@ -97,3 +97,17 @@ def test_duplicate_stage_names_and_a_second_qualification_are_refused(admin_clie
     _save(admin_client_, elsewhere, name="trial")
     elsewhere.refresh_from_db()
     assert elsewhere.name == "trial"
+
+
+def test_bad_adaptive_redundancy_and_routing_settings_are_refused_on_the_form(admin_client_):
+    stage = make_stage(make_project(TaskKind.LIKERT), status=StageStatus.DRAFT)
+    page = _save(admin_client_, stage,
+                 settings='{"redundancy": {"min": 5, "max": 2}}').content.decode()
+    assert "1 ≤ min ≤ max" in page
+    page = _save(admin_client_, stage, settings='{"routing": "smart"}').content.decode()
+    assert "routing &#x27;smart&#x27; is not one of random, uncertainty" in page
+    stage.refresh_from_db()
+    assert stage.settings == {}
+    _save(admin_client_, stage, settings='{"redundancy": {"min": 2, "max": 4}}')
+    stage.refresh_from_db()
+    assert stage.settings == {"redundancy": {"min": 2, "max": 4}}

@@ -1,0 +1,101 @@
+"""Adaptive redundancy of a stage (`annotation/domain/redundancy.py` has the rule): after every
+submit, the submitted items' targets are brought up to date, and picking
+(`assignments/picking.py::_target`) serves an item again only while it is below its target.
+
+Counts every judgment of the stage, as the picking deficit does (a rejected assignment's
+judgments still took a slot when they were given; its item is re-opened by review, not here).
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+
+from annotation.domain.redundancy import (
+    AdaptiveRedundancy,
+    adaptive_redundancy,
+    likert_label,
+    next_target,
+)
+from annotation.models import AdaptiveTarget, Judgment, Provider, Stage, TaskKind
+
+from .stage_errors import GuardFailed
+
+
+def stage_adaptive_rule(stage: Stage, *, strict: bool = False) -> AdaptiveRedundancy | None:
+    """The stage's rule, or None. A malformed setting raises GuardFailed naming the fault when
+    `strict` (publishing, the stage form); elsewhere it counts as no rule, so a setting broken
+    after publishing never turns a worker's task page into an error: the fixed redundancy
+    applies until it is fixed."""
+    try:
+        return adaptive_redundancy(stage.settings)
+    except ValueError as exc:
+        if strict:
+            raise GuardFailed(f"{stage}: {exc}") from exc
+        return None
+
+
+def adaptive_redundancy_guard(*, stage: Stage) -> None:
+    """Checked at publishing: a well-formed setting, and a provider that picks items per
+    worker (MTurk HITs are built with fixed items before anyone answers)."""
+    rule = stage_adaptive_rule(stage, strict=True)
+    if rule is not None and stage.provider == Provider.MTURK:
+        raise GuardFailed(f"{stage}: adaptive redundancy needs items picked per worker "
+                          "(in-house or Prolific); MTurk HITs fix their items when published")
+
+
+def adaptive_targets_update(*, stage: Stage, item_ids: Iterable[int]) -> int:
+    """Recompute the targets of these items from their judgments in the stage; returns how
+    many rows changed."""
+    rule = stage_adaptive_rule(stage)
+    ids = list(item_ids)
+    if rule is None or not ids:
+        return 0
+    likert = stage.project.kind == TaskKind.LIKERT
+    labels: dict[int, list] = defaultdict(list)
+    rows = Judgment.objects.filter(stage=stage, item_id__in=ids).values_list(
+        "item_id", "score", "choice")
+    for item_id, score, choice in rows:
+        if likert and score is not None:
+            labels[item_id].append(likert_label(score))
+        elif not likert and choice:
+            labels[item_id].append(choice)
+    existing = {t.item_id: t for t in AdaptiveTarget.objects.filter(stage=stage, item_id__in=ids)}
+    changed = 0
+    for item_id in ids:
+        target, settled = next_target(labels.get(item_id, []), rule)
+        row = existing.get(item_id)
+        if row is None:
+            AdaptiveTarget.objects.create(stage=stage, item_id=item_id, target=target,
+                                          settled=settled)
+            changed += 1
+        elif (row.target, row.settled) != (target, settled):
+            row.target, row.settled = target, settled
+            row.save(update_fields=["target", "settled", "updated_at"])
+            changed += 1
+    return changed
+
+
+def adaptive_redundancy_summary(*, stage: Stage) -> dict | None:
+    """What adaptive redundancy did in a stage: items settled by agreement, items that reached
+    `max` still disagreeing, judgments given, and judgments saved against a fixed redundancy of
+    `max` (for the items whose collection is finished)."""
+    rule = stage_adaptive_rule(stage)
+    if rule is None:
+        return None
+    targets = list(AdaptiveTarget.objects.filter(stage=stage).values_list(
+        "item_id", "target", "settled"))
+    counts = defaultdict(int)
+    for item_id in Judgment.objects.filter(stage=stage).values_list("item_id", flat=True):
+        counts[item_id] += 1
+    finished = [(i, t) for i, t, settled in targets if settled]
+    # Items that needed every judgment allowed (whether the last one settled them or not).
+    at_max = sum(1 for _i, t in finished if t >= rule.max)
+    spent = sum(counts[i] for i, _t in finished)
+    return {
+        "stage": stage.name, "min": rule.min, "max": rule.max, "agreement": rule.agreement,
+        "items_finished": len(finished), "items_settled_by_agreement": len(finished) - at_max,
+        "items_reaching_max": at_max, "items_collecting": len(targets) - len(finished),
+        "judgments_finished_items": spent,
+        "judgments_fixed_redundancy": rule.max * len(finished),
+        "judgments_saved": rule.max * len(finished) - spent,
+    }

@@ -1,0 +1,93 @@
+"""Adaptive redundancy: two judgments per item, more (up to four) only while the judges
+disagree; workers are served through the real picking and submit services, and the report says
+how many judgments were saved against four per item."""
+from __future__ import annotations
+
+import pytest
+
+from annotation.domain.redundancy import AdaptiveRedundancy, adaptive_redundancy, next_target
+from annotation.models import AdaptiveTarget, Judgment, Provider, TaskKind
+from annotation.services.assignments import NoItemsAvailable, assignment_start, assignment_submit
+from annotation.services.redundancy import adaptive_redundancy_guard
+from annotation.services.stage_errors import GuardFailed
+from metrics_app.reports.project import project_report
+from testing.factories import make_worker
+from tests.support.tasks import make_task
+
+RULE = {"min": 2, "max": 4, "agreement": 0.75}
+
+
+def test_the_rule_stops_at_agreement_and_at_max():
+    rule = AdaptiveRedundancy(min=2, max=4, agreement=0.75)
+    assert next_target([], rule) == (2, False)
+    assert next_target([True], rule) == (2, False)
+    assert next_target([True, True], rule) == (2, True)  # two agree: settled at the minimum
+    assert next_target([True, False], rule) == (3, False)
+    assert next_target([True, False, True], rule) == (4, False)  # 2/3 < 0.75
+    assert next_target([True, False, True, True], rule) == (4, True)  # 3/4 agree
+    assert next_target(["A", "B", "A", "B"], rule) == (4, True)  # at max, still split
+
+
+@pytest.mark.parametrize("setting, message", [
+    ({"redundancy": 3}, "must be an object"),
+    ({"redundancy": {"min": 3, "max": 2}}, "1 ≤ min ≤ max"),
+    ({"redundancy": {"min": 2.5}}, "whole number"),
+    ({"redundancy": {"agreement": 0.4}}, "above 0.5"),
+    ({"redundancy": {"mni": 2}}, "unknown keys: mni"),
+])
+def test_malformed_settings_are_named(setting, message):
+    with pytest.raises(ValueError, match=message):
+        adaptive_redundancy(setting)
+    assert adaptive_redundancy({}) is None
+
+
+@pytest.mark.django_db
+def test_items_get_more_judgments_only_while_judges_disagree_and_the_report_counts_the_savings():
+    project, stage, items = make_task(TaskKind.LIKERT, n_items=3, items_per_hit=1)
+    stage.settings = {"redundancy": RULE}
+    stage.save()
+    easy, split, close = items
+    # Judges agree on `easy`; on `split` they alternate; on `close` the third breaks the tie.
+    votes = {easy.pk: [True] * 4, split.pk: [True, False, True, False],
+             close.pk: [True, False, True, True]}
+    served = {item.pk: 0 for item in items}
+    for _round in range(12):
+        try:
+            assignment = assignment_start(stage=stage, worker=make_worker())
+        except NoItemsAvailable:
+            break
+        [item] = assignment.items.all()
+        vote = votes[item.pk][served[item.pk]]
+        served[item.pk] += 1
+        assignment_submit(assignment=assignment, answers=[{"item": item.pk,
+                                                           "score": 5 if vote else 1}])
+    counts = {item.pk: Judgment.objects.filter(stage=stage, item=item).count() for item in items}
+    assert counts == {easy.pk: 2, split.pk: 4, close.pk: 4}
+    targets = {t.item_id: (t.target, t.settled) for t in AdaptiveTarget.objects.filter(stage=stage)}
+    assert targets[easy.pk] == (2, True) and targets[split.pk] == (4, True)
+    [summary] = project_report(project=project)["adaptive_redundancy"]
+    assert summary["items_finished"] == 3 and summary["items_settled_by_agreement"] == 1
+    assert summary["judgments_finished_items"] == 10
+    assert summary["judgments_fixed_redundancy"] == 12 and summary["judgments_saved"] == 2
+
+
+@pytest.mark.django_db
+def test_publishing_refuses_a_bad_setting_and_mturk():
+    _project, stage, _items = make_task(TaskKind.AB, provider=Provider.MTURK)
+    stage.settings = {"redundancy": RULE}
+    with pytest.raises(GuardFailed, match="MTurk HITs fix their items"):
+        adaptive_redundancy_guard(stage=stage)
+    stage.provider = Provider.INHOUSE
+    adaptive_redundancy_guard(stage=stage)
+    stage.settings = {"redundancy": {"min": 0}}
+    with pytest.raises(GuardFailed, match="1 ≤ min"):
+        adaptive_redundancy_guard(stage=stage)
+
+
+@pytest.mark.django_db
+def test_a_setting_broken_after_publishing_falls_back_to_fixed_redundancy():
+    _project, stage, items = make_task(TaskKind.LIKERT, n_items=3, redundancy={"default": 1})
+    stage.settings = {"redundancy": {"min": "two"}}
+    stage.save()
+    first = assignment_start(stage=stage, worker=make_worker())
+    assert first.items.count() == 3  # served as if there were no adaptive setting
