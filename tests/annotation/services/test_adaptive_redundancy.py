@@ -4,6 +4,7 @@ how many judgments were saved against four per item."""
 from __future__ import annotations
 
 import pytest
+from django.urls import reverse
 
 from annotation.domain.redundancy import AdaptiveRedundancy, adaptive_redundancy, next_target
 from annotation.models import AdaptiveTarget, Judgment, Provider, TaskKind
@@ -11,7 +12,7 @@ from annotation.services.assignments import NoItemsAvailable, assignment_start, 
 from annotation.services.redundancy import adaptive_redundancy_guard
 from annotation.services.stage_errors import GuardFailed
 from metrics_app.reports.project import project_report
-from testing.factories import make_worker
+from testing.factories import make_user, make_worker
 from tests.support.tasks import make_task
 
 RULE = {"min": 2, "max": 4, "agreement": 0.75}
@@ -42,7 +43,8 @@ def test_malformed_settings_are_named(setting, message):
 
 
 @pytest.mark.django_db
-def test_items_get_more_judgments_only_while_judges_disagree_and_the_report_counts_the_savings():
+def test_items_get_more_judgments_only_while_judges_disagree_and_the_report_counts_the_savings(
+        client):
     project, stage, items = make_task(TaskKind.LIKERT, n_items=3, items_per_hit=1)
     stage.settings = {"redundancy": RULE}
     stage.save()
@@ -69,6 +71,9 @@ def test_items_get_more_judgments_only_while_judges_disagree_and_the_report_coun
     assert summary["items_finished"] == 3 and summary["items_settled_by_agreement"] == 1
     assert summary["judgments_finished_items"] == 10
     assert summary["judgments_fixed_redundancy"] == 12 and summary["judgments_saved"] == 2
+    client.force_login(make_user(superuser=True))
+    html = client.get(reverse("metrics:project-dashboard", args=[project.slug])).content.decode()
+    assert "Adaptive redundancy" in html and "2 of 12" in html
 
 
 @pytest.mark.django_db
