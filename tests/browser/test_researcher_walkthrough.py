@@ -1,0 +1,83 @@
+"""A researcher's first look at a running study, in a real browser: the landing page lists
+their project, the cockpit shows the stage and what waits for review, the dashboard shows
+which system is better with its forest plot, and the review page approves an assignment."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from annotation.models import AssignmentStatus, StageKind, TaskKind
+from metrics_app.models import MetricScore
+from testing.factories import (
+    make_assignment,
+    make_item,
+    make_judgment,
+    make_project,
+    make_stage,
+    make_worker,
+)
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+PASSWORD = "a long enough password 3"
+
+
+def _study(owner):
+    """Two systems' answers, LERC scores for all, two workers' submitted assignments over the
+    first 30 items of each system."""
+    project = make_project(TaskKind.LIKERT, owner=owner, slug="walk", title="Walkthrough study")
+    stage = make_stage(project, kind=StageKind.TRIAL, name="trial")
+    rng = np.random.default_rng(3)
+    items = []
+    for system, accuracy in (("strong", 0.9), ("weak", 0.5)):
+        for n in range(120):
+            item = make_item(project, source=system, external_id=f"{system}-{n}")
+            correct = bool(rng.random() < accuracy)
+            MetricScore.objects.create(item=item, metric="lerc_prob", version="1",
+                                       value=0.85 if correct else 0.2)
+            if n < 30:
+                items.append((item, correct))
+    for name in ("w-one", "w-two"):
+        worker = make_worker(external_id=name)
+        assignment = make_assignment(stage, worker=worker, items=[i for i, _ in items],
+                                     status=AssignmentStatus.SUBMITTED)
+        for item, correct in items:
+            make_judgment(item=item, stage=stage, worker=worker, assignment=assignment,
+                          score=5 if correct else 1, time_spent_ms=4000)
+    return project
+
+
+def test_landing_cockpit_dashboard_and_review(live_server, page):
+    from django.contrib.auth import get_user_model
+
+    owner = get_user_model().objects.create_user("walker", password=PASSWORD, is_staff=True,
+                                                 is_superuser=True)
+    project = _study(owner)
+    page.goto(f"{live_server.url}/admin/login/?next=/")
+    page.fill("#id_username", "walker")
+    page.fill("#id_password", PASSWORD)
+    page.click("input[type=submit]")
+    assert "Walkthrough study" in page.inner_text("body")
+
+    page.click("text=study cockpit")
+    page.wait_for_selector("text=2 to review")
+    assert "trial" in page.inner_text("body")
+
+    page.click("text=agreement dashboard")
+    section = page.locator("#estimates")
+    section.wait_for()
+    text = section.inner_text()
+    assert "strong − weak" in text and "told apart" in text
+    assert section.locator("svg").count() == 2  # the forest plots
+    assert "30 / 120" in text
+
+    page.goto(f"{live_server.url}/metrics/{project.slug}/cockpit/")
+    page.click("text=2 to review")
+    page.locator("#result_list tbody tr a").first.click()
+    page.wait_for_selector("text=this worker's answers beside gold")
+    page.get_by_role("button", name="Approve").click()
+    page.wait_for_load_state()
+    assert "approved" in page.inner_text("body").lower()
+    assert project.stages.get().assignments.filter(
+        status=AssignmentStatus.APPROVED).count() == 1
+    assert not page.js_errors
