@@ -212,18 +212,28 @@ def estimates_forest(estimates: dict) -> str | None:
     systems = estimates.get("systems") or {}
     if not systems:
         return None
-    return _forest([(name, row["accuracy"]) for name, row in list(systems.items())[:20]],
+    return _forest([(name, _with_spread(row["accuracy"]))
+                    for name, row in list(systems.items())[:20]],
                    xlabel="accuracy (share judged correct), 95% interval", zero_line=False)
+
+
+def _with_spread(methods: dict) -> dict:
+    """Every item judged: the humans' interval over these items has width 0, so the plot shows
+    the one for new questions like these instead (the table says which is which)."""
+    human = methods.get("human") or {}
+    general = methods.get("human_new_questions")
+    if general and human.get("low") is not None and human.get("low") == human.get("high"):
+        return {**methods, "human": general}
+    return methods
 
 
 def pairs_forest(estimates: dict) -> str | None:
     """Each pair's accuracy difference: an interval clear of 0 separates the two systems."""
     rows = []
     for pair in (estimates.get("pairs") or [])[:20]:
-        methods = {method: {"estimate": cell["difference"], "low": cell["low"],
-                            "high": cell["high"]}
-                   for method, cell in pair["accuracy"].items() if cell.get("difference")
-                   is not None}
+        methods = _with_spread({
+            method: {"estimate": cell["difference"], "low": cell["low"], "high": cell["high"]}
+            for method, cell in pair["accuracy"].items() if cell.get("difference") is not None})
         if methods:
             rows.append((f"{pair['a']} − {pair['b']}", methods))
     if not rows:

@@ -112,7 +112,8 @@ def _estimate_lines(estimates: dict) -> list[str]:
         best = pair["accuracy"].get("ppi") or pair["accuracy"].get("human")
         if not best or best.get("difference") is None:
             continue
-        verdict = ("separated" if best["separated"] else
+        verdict = ("every item judged: exact for these items" if best.get("se") == 0 else
+                   "separated" if best["separated"] else
                    f"not separated; about {best['more_judgments_needed']} more judgments"
                    if best["more_judgments_needed"] is not None else "not separated")
         line = (f"  {pair['a']} − {pair['b']}: {_points(best)} ({best['method']}), {verdict}")
