@@ -39,11 +39,20 @@ def metric_watermark(project: Project) -> int:
             .aggregate(top=Max("id"))["top"] or 0)
 
 
-def _human_means(frame: JudgmentFrame) -> dict[int, float]:
+def _human_scores(frame: JudgmentFrame, *, median: bool) -> dict[int, float]:
+    """Item id → its human score: the mean of its judgments that count, or the median when the
+    project's aggregation model says so."""
     mask = frame.data_mask() & ~np.isnan(frame.score)
     if not mask.any():
         return {}
     positions = frame.item_pos[mask]
+    if median:
+        scores = frame.score[mask]
+        order = np.argsort(positions, kind="stable")
+        groups = np.split(scores[order], np.flatnonzero(np.diff(positions[order])) + 1)
+        firsts = np.unique(positions[order])
+        return {int(frame.item_table_ids[pos]): float(np.median(group))
+                for pos, group in zip(firsts, groups, strict=True)}
     total = np.bincount(positions, weights=frame.score[mask],
                         minlength=len(frame.item_table_ids))
     count = np.bincount(positions, minlength=len(frame.item_table_ids))
@@ -128,12 +137,13 @@ def estimates_report(frame: JudgmentFrame, *, project: Project) -> dict:
     by_system: dict[str, list[int]] = {}
     for item_id, source in items:
         by_system.setdefault(source or "(none)", []).append(item_id)
-    human = _human_means(frame)
+    human = _human_scores(frame, median=project.aggregation_model == "median")
     routed = _routing_probabilities(project, human)
     version, probability = latest_metric_scores(project, PROBABILITY_METRIC)
     score_version, score = latest_metric_scores(project, SCORE_METRIC)
     report = {
         "correct_at": CORRECT_AT,
+        "aggregation": project.aggregation_model,
         "metric": {"probability": PROBABILITY_METRIC if probability else None,
                    "probability_version": version, "score": SCORE_METRIC if score else None,
                    "score_version": score_version},

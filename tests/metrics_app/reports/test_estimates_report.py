@@ -122,6 +122,23 @@ def test_every_item_judged_is_exact_for_these_items_but_not_for_new_questions():
     assert "all judged: exact for these items; on new questions 0.750 [" in out.getvalue()
 
 
+def test_the_project_aggregation_model_decides_an_items_verdict():
+    """Scores 1, 3, 3: the mean (2.33) says incorrect, the median (3) correct."""
+    project = make_project(TaskKind.LIKERT, slug="median")
+    stage = make_stage(project, kind=StageKind.FULL)
+    item = make_item(project, source="only")
+    for value in (1, 3, 3):
+        make_judgment(item=item, stage=stage, score=value)
+    by_mean = project_report(project=project)["estimates"]
+    assert by_mean["aggregation"] == "mean"
+    assert by_mean["systems"]["only"]["accuracy"]["human"]["estimate"] == 0.0
+    project.aggregation = "median"
+    project.save()
+    by_median = project_report(project=project)["estimates"]
+    assert by_median["systems"]["only"]["accuracy"]["human"]["estimate"] == 1.0
+    assert by_median["systems"]["only"]["mean_score"]["human"]["estimate"] == 3.0
+
+
 def test_non_likert_projects_say_why_there_are_no_estimates():
     project = make_project(TaskKind.AB, slug="ab")
     assert "Likert" in project_report(project=project)["estimates"]["skipped"]
