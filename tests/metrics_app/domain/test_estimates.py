@@ -124,3 +124,14 @@ def test_difference_says_whether_two_systems_are_told_apart_and_how_many_more_ju
     assert close["more_judgments_needed"] == pytest.approx(7.68 * 400 - 400, rel=0.01)
     tie = estimates.difference(a, a)
     assert tie["separated"] is False and tie["more_judgments_needed"] is None
+
+
+def test_thousands_of_scores_get_the_normal_interval_the_bootstrap_would_give():
+    rng = np.random.default_rng(6)
+    scores = rng.integers(1, 6, size=5000).astype(float)
+    many = estimates.human_only(scores)
+    half = 1.959964 * scores.std(ddof=1) / np.sqrt(5000)
+    assert many.high - many.estimate == pytest.approx(half)
+    few = estimates.human_only(scores[:1500], seed=1)  # bootstrapped
+    assert few.high - few.low == pytest.approx(
+        2 * 1.959964 * scores[:1500].std(ddof=1) / np.sqrt(1500), rel=0.1)
