@@ -17,7 +17,7 @@ from django.db import connection
 from django.db.models import FloatField, Q, Value
 from django.db.models.functions import Coalesce
 
-from annotation.domain.aggregation import mean_by_item
+from annotation.domain.aggregation import aggregate_items, mean_by_item, znormalize_by_annotator
 from annotation.domain.agreement import (
     FleissResult,
     Level,
@@ -281,11 +281,16 @@ def judgment_rows(
 def item_gold_scores(
     *, project: Project, stage: Stage | None = None, znormalize: bool = False
 ) -> dict[int, float]:
-    """Likert gold score per item id: mean of its judgments, optionally z-normalized per
-    annotator first."""
+    """Likert gold score per item id: the mean of its judgments, or the median when the
+    project's aggregation model says so; optionally z-normalized per annotator first."""
     triples = [
         (row.worker_id, row.item_id, row.score)
         for row in judgment_rows(project=project, stage=stage)
         if row.score is not None
     ]
+    if project.aggregation_model == "median":
+        if znormalize:
+            triples = znormalize_by_annotator(triples)
+        return {item: aggregate.label for item, aggregate in
+                aggregate_items(triples, model="median", kind="likert").items()}
     return mean_by_item(triples, znormalize=znormalize)

@@ -104,7 +104,8 @@ class MetricReportSerializer(serializers.Serializer):
     project = serializers.CharField()
     kind = serializers.CharField()
     params = serializers.DictField(help_text="The options the report was computed with.")
-    human_score = serializers.CharField(help_text='"mean" or "z-normalized mean".')
+    human_score = serializers.CharField(
+        help_text='"mean", "median" (the project\'s aggregation) or "z-normalized mean/median".')
     metrics = serializers.DictField(child=serializers.CharField(),
                                     help_text="metric → the version whose scores were used.")
     correlations = serializers.DictField(
@@ -125,6 +126,8 @@ class MetricReportSerializer(serializers.Serializer):
                                   "every two metrics.")
     score_watermark = serializers.IntegerField(required=False)
     counting_fingerprint = serializers.CharField(required=False)
+    aggregation = serializers.CharField(
+        required=False, help_text="The project's aggregation model the human gold used.")
 
 
 class MetricReportResponseSerializer(serializers.Serializer):

@@ -321,7 +321,8 @@ def metric_evaluation_build(*, project: Project, params: dict | None = None,
     scores = _scores(project=project, versions=versions)
     report: dict = {
         "project": project.slug, "kind": project.kind, "params": params,
-        "human_score": "z-normalized mean" if params["znormalize"] else "mean",
+        "human_score": (("z-normalized " if params["znormalize"] else "")
+                        + ("median" if project.aggregation_model == "median" else "mean")),
         "metrics": versions,
     }
     if project.kind == TaskKind.LIKERT:
@@ -365,6 +366,7 @@ def metric_report_refresh(*, project: Project, params: dict | None = None) -> Re
     data = metric_evaluation_build(project=project, params=params)
     data["score_watermark"] = score_mark
     data["counting_fingerprint"] = counting_fingerprint(project=project)
+    data["aggregation"] = project.aggregation_model
     with transaction.atomic():
         Report.objects.filter(project=project, kind=REPORT_KIND, params=params).delete()
         return Report.objects.create(project=project, kind=REPORT_KIND, params=params,
@@ -391,7 +393,9 @@ def metric_report_cached(*, project: Project, params: dict | None = None,
     stale = (judgment_mark > report.judgment_watermark
              or score_mark > report.data.get("score_watermark", 0)
              # Rejected work or a blocked worker changes the human side without a new judgment.
-             or report.data.get("counting_fingerprint") != counting_fingerprint(project=project))
+             or report.data.get("counting_fingerprint") != counting_fingerprint(project=project)
+             # The human gold is the mean or the median of an item's scores, as the project says.
+             or report.data.get("aggregation", "mean") != project.aggregation_model)
     return report, stale
 
 

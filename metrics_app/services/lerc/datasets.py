@@ -28,6 +28,8 @@ from metrics_app.models import ModelKind, ModelVersion
 from .common import LercError
 
 VAL_SPLITS = {"dev", "val", "valid", "validation"}
+# Aggregation models whose posterior is an A/B soft target.
+WORKER_MODELS = ("dawid_skene", "mace", "glad")
 
 
 SPLIT_MODES = ("auto", "item", "group")
@@ -179,18 +181,30 @@ def _usable_items(item_ids: set[int], *, kind: str, drop_exact_match: bool,
 
 
 def _likert_aggregation(project: Project) -> str:
-    """The project's choice for Likert targets (mean or median); mean for other kinds."""
-    model = project.aggregation_model if project.kind == TaskKind.LIKERT else "mean"
-    return model if model in LIKERT_MODELS else "mean"
+    """The project's choice of targets: mean or median for Likert; for A/B the worker model
+    (dawid_skene, mace, glad) whose posterior becomes the soft target, or majority (the share
+    of judges preferring A)."""
+    model = project.aggregation_model
+    if project.kind == TaskKind.LIKERT:
+        return model if model in LIKERT_MODELS else "mean"
+    return model if model in WORKER_MODELS else "majority"
 
 
 def _gold_by_item(rows: list, *, kind: str, znormalize: bool, summary: dict,
                   aggregation: str = "mean") -> dict[int, float]:
-    """Gold per item: the share preferring A (A/B; a soft target for the pairwise loss,
-    whatever the project's aggregation), or the mean or median score (`aggregation`),
+    """Gold per item: for A/B a soft target for the pairwise loss (the share preferring A, or
+    a worker model's posterior that A is better), or the mean or median score (`aggregation`),
     optionally z-normalized per annotator and mapped back onto 1–5 (the scale goes into
     `summary`)."""
     if kind == ModelKind.PAIRWISE:
+        if aggregation in WORKER_MODELS:
+            # The model's posterior that A is better: a worker it trusts counts for more than
+            # one it found guessing.
+            summary["aggregation"] = aggregation
+            posterior = aggregate_items(((r.worker_id, r.item_id, r.choice) for r in rows),
+                                        model=aggregation, kind="nominal")
+            return {item_id: (a.confidence if a.label == "A" else 1.0 - a.confidence)
+                    for item_id, a in posterior.items() if a.label is not None}
         return mean_by_item((r.worker_id, r.item_id, 1.0 if r.choice == "A" else 0.0)
                             for r in rows)
     summary["aggregation"] = aggregation

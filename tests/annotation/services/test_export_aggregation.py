@@ -216,3 +216,51 @@ def test_admin_form_shows_the_setting_and_refuses_a_misfit(client):
     assert response.status_code == 302
     project.refresh_from_db()
     assert project.aggregation == "median"
+
+
+def test_ab_lerc_targets_are_the_worker_models_posterior_when_the_project_chooses_one():
+    """Two reliable judges agree on every pair; a third always answers B. Majority gives the
+    share preferring A; Dawid–Skene gives its posterior, which discounts the constant judge."""
+    from metrics_app.models import ModelKind
+
+    project = make_project(TaskKind.AB, slug="ab-targets")
+    stage = make_stage(project)
+    judges = [make_worker(external_id=f"j{n}") for n in range(3)]
+    for n in range(12):
+        item = make_item(project, split="train", external_id=f"pair{n}")
+        truth = "A" if n % 2 else "B"
+        for judge, choice in zip(judges, (truth, truth, "B"), strict=True):
+            Judgment.objects.create(item=item, stage=stage, worker=judge, choice=choice)
+    share = lerc_dataset_build(projects=[project], kind=ModelKind.PAIRWISE, split_mode="item")
+    assert sorted({round(e.label, 3) for e in share.train}) == [0.0, 0.667]
+    project.aggregation = "dawid_skene"
+    project.save()
+    posterior = lerc_dataset_build(projects=[project], kind=ModelKind.PAIRWISE,
+                                   split_mode="item")
+    labels = sorted(e.label for e in posterior.train)
+    assert labels[0] < 0.05 and labels[-1] > 0.9  # A-pairs now near-certain, not 2/3
+    assert posterior.snapshot["projects"]["ab-targets"]["aggregation"] == "dawid_skene"
+
+
+def test_metric_report_gold_follows_the_median_setting_and_goes_stale_when_it_changes():
+    from metrics_app.services.meta_evaluation_report import (
+        metric_report_cached,
+        metric_report_refresh,
+    )
+
+    project = make_project(TaskKind.LIKERT, slug="gold-median")
+    stage = make_stage(project)
+    item = make_item(project)
+    for score in (1, 3, 3):
+        Judgment.objects.create(item=item, stage=stage, worker=make_worker(), score=score)
+    from annotation.judgment_selectors import item_gold_scores
+
+    assert item_gold_scores(project=project) == {item.pk: pytest.approx(7 / 3)}
+    report = metric_report_refresh(project=project)
+    assert report.data["human_score"] == "mean"
+    project.aggregation = "median"
+    project.save()
+    assert item_gold_scores(project=project) == {item.pk: 3.0}
+    _cached, stale = metric_report_cached(project=project)
+    assert stale is True
+    assert metric_report_refresh(project=project).data["human_score"] == "median"
