@@ -10,6 +10,7 @@ from itertools import combinations
 import numpy as np
 from django.db.models import Max
 
+from annotation.domain.aggregation import aggregate_items
 from annotation.judgment_selectors import JudgmentFrame
 from annotation.models import Project, RoutingDraw, TaskKind
 
@@ -47,12 +48,11 @@ def _human_scores(frame: JudgmentFrame, *, median: bool) -> dict[int, float]:
         return {}
     positions = frame.item_pos[mask]
     if median:
-        scores = frame.score[mask]
-        order = np.argsort(positions, kind="stable")
-        groups = np.split(scores[order], np.flatnonzero(np.diff(positions[order])) + 1)
-        firsts = np.unique(positions[order])
-        return {int(frame.item_table_ids[pos]): float(np.median(group))
-                for pos, group in zip(firsts, groups, strict=True)}
+        item_ids = frame.item_table_ids[positions]
+        triples = zip(frame.worker_id[mask].tolist(), item_ids.tolist(),
+                      frame.score[mask].tolist(), strict=True)
+        return {int(item): float(aggregate.label) for item, aggregate in
+                aggregate_items(triples, model="median", kind="likert").items()}
     total = np.bincount(positions, weights=frame.score[mask],
                         minlength=len(frame.item_table_ids))
     count = np.bincount(positions, minlength=len(frame.item_table_ids))
@@ -64,13 +64,13 @@ def _quantity(*, human: dict[int, float], predicted: dict[int, float], items: li
               to_label, verdict, routed: dict[int, tuple[float, bool]] | None = None) -> dict:
     """The three estimates of one quantity (accuracy or mean score) over `items`. With a
     routing draw (`routed`: item → its probability of reaching humans and whether it was
-    drawn), labels are
-    weighted by 1/probability (active inference) instead of treated as a random sample."""
-    judged = [i for i in items if i in human]
-    y_all = np.array([to_label(human[i]) for i in judged], dtype=float)
+    drawn), labels are weighted by 1/probability (active inference) instead of treated as a
+    random sample."""
     if routed and any(i in routed for i in items):
         return _routed_quantity(human=human, predicted=predicted, items=items,
                                 to_label=to_label, verdict=verdict, routed=routed)
+    judged = [i for i in items if i in human]
+    y_all = np.array([to_label(human[i]) for i in judged], dtype=float)
     scored = [i for i in items if i in predicted]
     both = [i for i in judged if i in predicted]
     out = {"human": estimates.human_only(y_all, n_items=len(items)).as_dict(),

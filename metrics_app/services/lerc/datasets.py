@@ -122,7 +122,7 @@ def lerc_dataset_build(
         }
         gold = _gold_by_item(rows, kind=kind, znormalize=znormalize,
                              summary=per_project[project.slug],
-                             aggregation=_likert_aggregation(project))
+                             aggregation=_target_aggregation(project))
         has_splits = {i.split.lower() for i in used_items.values()}
         use_item_split = split_mode == "item" or (
             split_mode == "auto" and "train" in has_splits and has_splits & VAL_SPLITS
@@ -180,7 +180,7 @@ def _usable_items(item_ids: set[int], *, kind: str, drop_exact_match: bool,
     return used_items
 
 
-def _likert_aggregation(project: Project) -> str:
+def _target_aggregation(project: Project) -> str:
     """The project's choice of targets: mean or median for Likert; for A/B the worker model
     (dawid_skene, mace, glad) whose posterior becomes the soft target, or majority (the share
     of judges preferring A)."""
