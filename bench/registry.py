@@ -7,6 +7,7 @@ import importlib
 MODULES = {
     "annotator_load": "bench.annotator_load",
     "reports": "bench.reports",
+    "report_scale": "bench.report_scale",
     "import_export": "bench.import_export",
     "scoring": "bench.scoring",
     "lerc_training": "bench.lerc_training",

@@ -130,9 +130,10 @@ def krippendorff_alpha_from_counts(
     counts: np.ndarray, value_domain: Sequence[float], level: Level = "interval"
 ) -> float | None:
     """Krippendorff's α from (items × values) counts — same numbers as `krippendorff_alpha`
-    on the matrix, without building it."""
-    import krippendorff
-
+    on the matrix (and as the `krippendorff` package's value_counts path, which the tests
+    compare), without building it. Items with the same counts contribute the same coincidences,
+    so they are summed per distinct pattern: a million Likert judgments have a few dozen
+    patterns, and the package's per-item V × V tensors took most of a report's time."""
     counts = np.asarray(counts)
     if counts.ndim != 2 or len(value_domain) < 2 or not (counts.sum(axis=1) >= 2).any():
         return None
@@ -141,11 +142,23 @@ def krippendorff_alpha_from_counts(
     pairable = counts[counts.sum(axis=1) >= 2]
     if (pairable.sum(axis=0) > 0).sum() < 2:
         return None
-    return _none_if_nan(
-        krippendorff.alpha(
-            value_counts=counts, value_domain=np.asarray(value_domain), level_of_measurement=level
-        )
-    )
+    patterns, freq = _count_patterns(pairable)
+    v = len(value_domain)
+    o = (freq.astype(float) @ _pattern_coincidences(patterns)).reshape(1, v, v)
+    return _none_if_nan(float(
+        _alpha_from_coincidences(o, np.asarray(value_domain, dtype=float), level)[0]))
+
+
+def _count_patterns(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct rows of an (items × values) count matrix and how often each occurs."""
+    counts = np.asarray(counts, dtype=np.int64)
+    # One integer key per row (mixed radix) — np.unique(axis=0) is far slower on 40,000 rows.
+    base = int(counts.max()) + 1 if counts.size else 1
+    if base ** counts.shape[1] < 2**62:
+        keys = counts @ (base ** np.arange(counts.shape[1], dtype=np.int64))
+        _keys, first, freq = np.unique(keys, return_index=True, return_counts=True)
+        return counts[first], freq
+    return np.unique(counts, axis=0, return_counts=True)
 
 
 def _pattern_coincidences(patterns: np.ndarray) -> np.ndarray:
@@ -200,15 +213,7 @@ def _resampled_pattern_weights(
     pattern is drawn when n items are resampled with replacement is exactly multinomial with
     the patterns' frequencies, so 40,000 Likert items with ~35 distinct patterns cost ~35
     columns instead of 40,000."""
-    counts = np.asarray(counts, dtype=np.int64)
-    # One integer key per row (mixed radix) — np.unique(axis=0) is far slower on 40,000 rows.
-    base = int(counts.max()) + 1 if counts.size else 1
-    if base ** counts.shape[1] < 2**62:
-        keys = counts @ (base ** np.arange(counts.shape[1], dtype=np.int64))
-        _keys, first, freq = np.unique(keys, return_index=True, return_counts=True)
-        patterns = counts[first]
-    else:
-        patterns, freq = np.unique(counts, axis=0, return_counts=True)
+    patterns, freq = _count_patterns(counts)
     rng = np.random.default_rng(seed)
     weights = rng.multinomial(int(freq.sum()), freq / freq.sum(), size=n_resamples)
     return patterns, weights
@@ -254,7 +259,9 @@ def alpha_without_each(
     domain = np.asarray(value_domain, dtype=float)
     v = len(domain)
     n_annotators = int(annotator_index.max()) + 1 if len(annotator_index) else 0
-    full = _pattern_coincidences(counts[counts.sum(axis=1) >= 2]).sum(axis=0)
+    patterns, freq = _count_patterns(counts[counts.sum(axis=1) >= 2])
+    full = freq.astype(float) @ _pattern_coincidences(patterns) if len(patterns) else \
+        np.zeros(v * v)
     before = counts[item_index]
     after = before.copy()
     after[np.arange(len(after)), value_index] -= 1
@@ -281,9 +288,13 @@ def alpha_without_each(
         _rows, first, inverse = np.unique(key_rows, axis=0, return_index=True,
                                           return_inverse=True)
     inverse = inverse.reshape(-1)
-    delta = (coincidences(before[first]) - coincidences(after[first]))[inverse]
-    removed = np.zeros((n_annotators, v * v))
-    np.add.at(removed, annotator_index, delta)
+    delta = coincidences(before[first]) - coincidences(after[first])
+    # How many of each (pattern, value) every annotator removes, then one matrix product:
+    # never a judgments × V² array (a million judgments made it 200 MB and most of the time).
+    per_annotator = np.bincount(
+        np.asarray(annotator_index, dtype=np.int64) * len(first) + inverse,
+        minlength=n_annotators * len(first)).reshape(n_annotators, len(first))
+    removed = per_annotator.astype(float) @ delta
     o = (full[None, :] - removed).reshape(n_annotators, v, v)
     o = np.clip(o, 0, None)  # float noise
     return _alpha_from_coincidences(o, domain, level)
@@ -460,6 +471,29 @@ def cohen_kappa(
             [code[v] for v in a], [code[v] for v in b], weights=weights,
             labels=list(range(len(scale))),
         ))
+
+
+def cohen_kappa_from_confusion(
+    confusion, *, weights: Literal["quadratic", "linear"] | None = None
+) -> float | None:
+    """Cohen's κ from a square confusion matrix whose rows and columns follow the ordered scale
+    (the two annotators' label counts): scikit-learn's formula without rebuilding the matrix
+    from label lists, for reports that already hold it (hundreds of annotator pairs). None when
+    undefined: fewer than two labels used overall, or no chance disagreement."""
+    observed = np.asarray(confusion, dtype=float)
+    n_labels = observed.shape[0]
+    used = (observed.sum(axis=0) + observed.sum(axis=1)) > 0
+    if observed.sum() == 0 or used.sum() < 2:
+        return None
+    positions = np.arange(n_labels)
+    distance = np.abs(positions[:, None] - positions[None, :]).astype(float)
+    weight = {None: (distance > 0).astype(float), "linear": distance,
+              "quadratic": distance ** 2}[weights]
+    expected = np.outer(observed.sum(axis=1), observed.sum(axis=0)) / observed.sum()
+    chance = float((weight * expected).sum())
+    if chance == 0:
+        return None
+    return 1.0 - float((weight * observed).sum()) / chance
 
 
 def pearson(a, b) -> float | None:

@@ -79,7 +79,7 @@ def _chunks(sequence: list, size: int):
         yield sequence[start:start + size]
 
 
-def _insert(model: type[models.Model], rows: list[dict]) -> list[int] | None:
+def rows_insert(model: type[models.Model], rows: list[dict]) -> list[int] | None:
     """Insert rows (dicts of field attname → value). Returns their ids in order when the
     backend hands them back, else None.
 
@@ -349,7 +349,7 @@ def _insert_items(project: Project, existing: dict[str, dict], new_items: list[d
     """Insert the chunk's new items; the item id of every record of the chunk by external id."""
     item_ids = {external_id: item["id"] for external_id, item in existing.items()}
     if new_items:
-        ids = _insert(Item, new_items)
+        ids = rows_insert(Item, new_items)
         summary.items_created += len(new_items)
         if ids is None:
             item_ids.update(_item_ids(project, [row["external_id"] for row in new_items]))
@@ -395,5 +395,5 @@ def _insert_judgments(judged: list[tuple[ItemRecord, JudgmentRecord]], existing:
         new_judgments.append({"item_id": item_id, "worker_id": worker_id, "stage_id": stage_id,
                               "created_at": now, **judgment.values()})
     if new_judgments:
-        _insert(Judgment, new_judgments)
+        rows_insert(Judgment, new_judgments)
         summary.judgments_created += len(new_judgments)

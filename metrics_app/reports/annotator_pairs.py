@@ -10,12 +10,9 @@
 """
 from __future__ import annotations
 
-from collections import Counter, defaultdict
-from itertools import combinations
-
 import numpy as np
 
-from annotation.domain.agreement import cohen_kappa, krippendorff_alpha
+from annotation.domain.agreement import cohen_kappa_from_confusion, krippendorff_alpha
 from annotation.judgment_selectors import CHOICE_DOMAIN, JudgmentFrame
 from annotation.models import TaskKind, Worker
 
@@ -40,61 +37,99 @@ def annotator_pairs_report(frame: JudgmentFrame, *, min_shared: int = MIN_SHARED
         labels = [labels[i] for i in present]
         domain = domain[present]
         index = np.searchsorted(present, index)
-    # item → worker → label index (the latest judgment when a worker judged an item twice)
-    by_item: dict[int, dict[int, int]] = defaultdict(dict)
-    for position in np.flatnonzero(keep)[np.argsort(frame.id[keep], kind="stable")]:
-        by_item[int(frame.item_pos[position])][int(frame.worker_id[position])] = int(
-            index[position])
-    shared: dict[tuple[int, int], list[tuple[int, int]]] = defaultdict(list)
-    for judged in by_item.values():
-        for a, b in combinations(sorted(judged), 2):
-            shared[(a, b)].append((judged[a], judged[b]))
-    names = dict(Worker.objects.filter(pk__in={w for pair in shared for w in pair})
-                 .values_list("pk", "external_id"))
-    chosen = sorted(((pair, rows) for pair, rows in shared.items() if len(rows) >= min_shared),
-                    key=lambda entry: (-len(entry[1]), entry[0]))
+    item, worker, label = _latest_per_item_and_worker(frame, keep, index)
+    first_pos, second_pos = _pairs_within_items(item)
+    codes, worker_code = np.unique(worker, return_inverse=True)
+    n_workers = len(codes)
+    pair_key = worker_code[first_pos] * n_workers + worker_code[second_pos]
+    keys, pair_of_row, n_shared = np.unique(pair_key, return_inverse=True, return_counts=True)
+    judged_by_several = np.bincount(item, minlength=item.max() + 1 if len(item) else 0)[item] > 1
+    names = dict(Worker.objects.filter(pk__in=codes[np.unique(worker_code[judged_by_several])]
+                                       .tolist()).values_list("pk", "external_id"))
+    # Most shared items first, then by worker ids (keys order pairs by their workers' ids).
+    eligible = np.flatnonzero(n_shared >= min_shared)
+    chosen = eligible[np.lexsort((keys[eligible], -n_shared[eligible]))]
+    rows_by_pair = np.argsort(pair_of_row, kind="stable")
+    starts = np.concatenate([[0], np.cumsum(n_shared)])
     level = frame.default_level()
     pairs = []
-    for (a, b), rows in chosen[:max_pairs]:
-        first = np.array([r[0] for r in rows])
-        second = np.array([r[1] for r in rows])
+    for pair in chosen[:max_pairs]:
+        rows = rows_by_pair[starts[pair]:starts[pair + 1]]
+        first, second = label[first_pos[rows]], label[second_pos[rows]]
+        a, b = (int(codes[k]) for k in divmod(int(keys[pair]), n_workers))
         confusion = np.zeros((len(labels), len(labels)), dtype=int)
         np.add.at(confusion, (first, second), 1)
         values_a, values_b = domain[first], domain[second]
         row = {
             "a": names.get(a, str(a)), "b": names.get(b, str(b)), "n_shared": len(rows),
-            "cohen_kappa": cohen_kappa(values_a, values_b),
+            "cohen_kappa": cohen_kappa_from_confusion(confusion),
             "alpha": krippendorff_alpha(np.vstack([values_a, values_b]), level,
                                         value_domain=domain),
             "agreement": float((first == second).mean()),
             "confusion": confusion.tolist(),
         }
         if frame.kind == TaskKind.LIKERT:
-            row["weighted_kappa"] = cohen_kappa(values_a, values_b, weights="quadratic",
-                                                labels=list(domain))
+            row["weighted_kappa"] = cohen_kappa_from_confusion(confusion, weights="quadratic")
         pairs.append(row)
     return {"labels": labels, "min_shared": min_shared, "n_pairs": len(chosen),
-            "pairs": pairs, "workers": _against_the_others(by_item, labels, names)}
+            "pairs": pairs,
+            "workers": _against_the_others(item, worker, label, len(labels), names)}
 
 
-def _against_the_others(by_item: dict[int, dict[int, int]], labels: list[str],
-                        names: dict[int, str]) -> dict[str, dict]:
-    confusions: dict[int, np.ndarray] = {}
-    for judged in by_item.values():
-        if len(judged) < 2:
-            continue
-        for worker, label in judged.items():
-            others = Counter(value for other, value in judged.items() if other != worker)
-            (top, count), *rest = others.most_common(2) + [(None, 0)]
-            if rest and rest[0][1] == count:
-                continue   # the others tie: no majority to compare with
-            confusion = confusions.setdefault(
-                worker, np.zeros((len(labels), len(labels)), dtype=int))
-            confusion[label, top] += 1
+def _latest_per_item_and_worker(frame: JudgmentFrame, keep: np.ndarray, index: np.ndarray
+                                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(item position, worker id, label index) of each worker's latest counted judgment of each
+    item, ordered by item and then worker id."""
+    positions = np.flatnonzero(keep)
+    item, worker = frame.item_pos[positions], frame.worker_id[positions]
+    order = np.lexsort((frame.id[positions], worker, item))
+    item, worker, positions = item[order], worker[order], positions[order]
+    last = np.ones(len(order), dtype=bool)
+    last[:-1] = (item[1:] != item[:-1]) | (worker[1:] != worker[:-1])
+    return item[last].astype(np.int64), worker[last].astype(np.int64), \
+        index[positions[last]].astype(np.int64)
+
+
+def _pairs_within_items(item: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Row positions (first, second) of every two judgments of the same item, the first with
+    the lower worker id (rows are sorted by item, then worker). One vectorized step per
+    distance between the two rows, so the cost follows the judgments, not the items."""
+    firsts, seconds = [], []
+    distance = 1
+    while distance < len(item):
+        same = np.flatnonzero(item[distance:] == item[:-distance])
+        if not len(same):
+            break
+        firsts.append(same)
+        seconds.append(same + distance)
+        distance += 1
+    if not firsts:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty
+    return np.concatenate(firsts), np.concatenate(seconds)
+
+
+def _against_the_others(item: np.ndarray, worker: np.ndarray, label: np.ndarray,
+                        n_labels: int, names: dict[int, str]) -> dict[str, dict]:
+    """Each worker's label against the majority label of the other workers of the same item;
+    items judged by one worker, and judgments whose others tie, are left out."""
+    if not len(item):
+        return {}
+    counts = np.zeros((item.max() + 1, n_labels), dtype=np.int64)
+    np.add.at(counts, (item, label), 1)
+    several = counts.sum(axis=1)[item] > 1
+    others = counts[item] - np.eye(n_labels, dtype=np.int64)[label]
+    top = others.argmax(axis=1)
+    ranked = np.sort(others, axis=1)
+    tie = ranked[:, -1] == ranked[:, -2] if n_labels > 1 else np.zeros(len(item), dtype=bool)
+    compared = several & ~tie
+    codes, worker_code = np.unique(worker[compared], return_inverse=True)
+    confusions = np.zeros((len(codes), n_labels, n_labels), dtype=int)
+    np.add.at(confusions, (worker_code, label[compared], top[compared]), 1)
     result = {}
-    for worker, confusion in sorted(confusions.items()):
+    for pk, confusion in zip(codes.tolist(), confusions, strict=True):
         n = int(confusion.sum())
-        result[names.get(worker, str(worker))] = {
-            "n": n, "agreement_with_majority": float(np.trace(confusion) / n) if n else None,
+        result[names.get(pk, str(pk))] = {
+            "n": n, "agreement_with_majority": float(np.trace(confusion) / n),
             "confusion": confusion.tolist()}
     return result

@@ -226,3 +226,29 @@ def test_reliability_matrix_and_label_coding():
     matrix, workers, items = ag.reliability_matrix(["w2", "w1", "w1"], [10, 10, 11], codes)
     assert list(workers) == ["w1", "w2"] and list(items) == [10, 11]
     assert matrix[0, 0] == 0 and matrix[1, 0] == 1 and np.isnan(matrix[1, 1])
+
+
+@pytest.mark.parametrize("weights", [None, "linear", "quadratic"])
+def test_cohen_kappa_from_confusion_equals_scikit_learn_on_the_labels(weights):
+    """The annotator-pairs report computes κ from the confusion matrix it already holds; it must
+    be scikit-learn's κ of the label lists behind that matrix, including unused scale points."""
+    from sklearn.metrics import cohen_kappa_score
+
+    rng = np.random.default_rng(7)
+    for _ in range(20):
+        a = rng.integers(0, 5, size=40)
+        b = np.clip(a + rng.integers(-1, 2, size=40), 0, 3)  # scale point 4 often unused by b
+        confusion = np.zeros((5, 5), dtype=int)
+        np.add.at(confusion, (a, b), 1)
+        expected = cohen_kappa_score(a, b, weights=weights, labels=list(range(5)))
+        assert ag.cohen_kappa_from_confusion(confusion, weights=weights) == pytest.approx(
+            expected)
+
+
+def test_cohen_kappa_from_confusion_is_undefined_for_one_label_or_no_pairs():
+    one_label = np.zeros((3, 3), dtype=int)
+    one_label[1, 1] = 6
+    assert ag.cohen_kappa_from_confusion(one_label) is None
+    assert ag.cohen_kappa_from_confusion(np.zeros((3, 3), dtype=int)) is None
+    disagree = np.array([[0, 3], [3, 0]])
+    assert ag.cohen_kappa_from_confusion(disagree) == pytest.approx(-1.0)
