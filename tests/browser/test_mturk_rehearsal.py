@@ -104,7 +104,8 @@ class Worker:
         self.hit_list()
         assert self.requirements_met(hit_id)
         self.row(hit_id).get_by_role("button", name="Accept").click()
-        self.page.wait_for_selector("#task-config", state="attached")
+        # Redirected to our task page; its script handles keys once the page has loaded.
+        self.page.wait_for_url("**/task/mturk/**", wait_until="load")
         assert self.page.url.startswith(self.server.state.hits[hit_id]["Question"].split(
             "<ExternalURL>")[1].split("</ExternalURL>")[0].replace("&amp;", "&"))
         config = json.loads(self.page.inner_text("#task-config"))

@@ -59,9 +59,25 @@ class Command(BaseCommand):
             server = MTurkServer(port=port, host=host, throttle_rate=throttle_rate)
         except OSError as exc:
             raise CommandError(f"Cannot listen on {host}:{port}: {exc}") from exc
+        try:  # before anything is printed: whoever reads the output may stop it at once
+            signal.signal(signal.SIGTERM, _stop)  # `kill` stops it like Ctrl-C
+        except ValueError:  # not the main thread (called from code)
+            pass
         if public_url:
             server.state.site_url = public_url.rstrip("/")
-        url = server.state.site_url
+        try:
+            self._announce(server.state.site_url)
+            server.httpd.serve_forever()
+        except KeyboardInterrupt:
+            pass
+        finally:
+            server.httpd.server_close()
+        state = server.state
+        self.stdout.write(f"Stopped: {len(state.hits)} HITs, {len(state.assignments)} assignments, "
+                  f"{len(state.scores)} qualification scores.")
+
+    def _announce(self, url: str) -> None:
+        """The server's address, the worker page and the settings QA Judge needs."""
         public_base = settings.QAJ_PUBLIC_BASE_URL.rstrip("/")
         env = rehearsal_env(server_url=url, public_base_url=public_base)
         out = self.stdout
@@ -70,8 +86,9 @@ class Command(BaseCommand):
         out.write("Start QA Judge (runserver, and Celery if you use it) with:")
         for name, value in env.items():
             out.write(f"  export {name}={value}")
-        mismatched = [name for name in ("MTURK_ENDPOINT_URL", "QAJ_PUBLIC_BASE_URL")
-                      if _setting_value(name) != env[name]]
+        mismatched = []
+        if (settings.MTURK_ENDPOINT_URL or "").rstrip("/") != url:
+            mismatched.append("MTURK_ENDPOINT_URL")
         if url not in [h.rstrip("/") for h in settings.QAJ_MTURK_SUBMIT_HOSTS]:
             mismatched.append("QAJ_MTURK_SUBMIT_HOSTS")
         if mismatched:
@@ -81,24 +98,8 @@ class Command(BaseCommand):
         out.write("HITs, assignments and qualifications live in memory: stopping the server "
                   "forgets them. Ctrl-C to stop.")
         self.stdout.flush()
-        try:
-            signal.signal(signal.SIGTERM, _stop)  # `kill` stops it like Ctrl-C
-        except ValueError:  # not the main thread (called from code)
-            pass
-        try:
-            server.httpd.serve_forever()
-        except KeyboardInterrupt:
-            pass
-        finally:
-            server.httpd.server_close()
-        state = server.state
-        out.write(f"Stopped: {len(state.hits)} HITs, {len(state.assignments)} assignments, "
-                  f"{len(state.scores)} qualification scores.")
 
 
 def _stop(_signum, _frame) -> None:
     raise KeyboardInterrupt
 
-
-def _setting_value(name: str) -> str:
-    return str(getattr(settings, name, "") or "").rstrip("/")
