@@ -10,9 +10,12 @@ bonus token pays nothing), and injects faults: random or scheduled throttling ("
 and lost responses (the operation is done, then the connection is closed without an answer).
 
 Workers are simulated through Python methods (`worker_accept`, `worker_submit`) that enforce the
-HIT type's QualificationRequirements and worker blocks the way MTurk does.
+HIT type's QualificationRequirements and worker blocks the way MTurk does, or in a browser
+through the same rules on the worker pages the server also serves (`/worker/?workerId=W`,
+accept, the ExternalQuestion page, `/mturk/externalSubmit`; `testing/mturk_worker_site.py`).
 
-Run standalone for the publishing benchmark: `python testing/mturk_server.py --port 8443`.
+Run standalone for the publishing benchmark: `python testing/mturk_server.py --port 8443`; for a
+rehearsal of a study with the worker pages: `python manage.py mturk_rehearsal`.
 """
 from __future__ import annotations
 
@@ -27,7 +30,9 @@ from collections import defaultdict
 from decimal import Decimal
 from http.server import ThreadingHTTPServer
 from typing import Any
+from urllib.parse import urlsplit
 
+from testing import mturk_worker_site as site
 from testing.http_fake import FakeApiHandler
 
 TARGET_PREFIX = "MTurkRequesterServiceV20170117."
@@ -76,6 +81,7 @@ class MTurkState:
         self.worker_approval_rate: dict[str, int] = defaultdict(lambda: 100)
         self.calls: list[str] = []
         self.page_limit = 100  # lower it to force paging (MTurk pages at most 100)
+        self.site_url = ""  # where the worker pages are served: the HIT's turkSubmitTo
 
     # --- operations (names as in the API) ---------------------------------------------------
     def CreateHITType(self, p: dict) -> dict:
@@ -274,11 +280,16 @@ class MTurkState:
 
     def worker_accept(self, hit_id: str, worker_id: str) -> str:
         with self.lock:
-            hit = self.hits[hit_id]
+            if not worker_id:
+                raise MTurkError("A worker id is needed to accept a HIT.")
+            hit = self.hits.get(hit_id)
+            if hit is None:
+                raise MTurkError(f"Hit {hit_id} does not exist.", status=404)
             if hit["Expiration"] < time.time():
                 raise MTurkError("This HIT has expired.")
             if not self.requirements_met(worker_id, hit_id):
-                raise MTurkError(f"Worker {worker_id} does not meet the qualification requirements")
+                raise MTurkError(f"Worker {worker_id} does not meet the qualification requirements",
+                                 status=403)
             mine = [a for a in self.assignments.values()
                     if a["HITId"] == hit_id and a["AssignmentStatus"] != "Returned"]
             if any(a["WorkerId"] == worker_id for a in mine):
@@ -293,12 +304,20 @@ class MTurkState:
             }
             return assignment_id
 
-    def worker_submit(self, assignment_id: str, answer: str = "<QuestionFormAnswers/>") -> None:
+    def worker_submit(self, assignment_id: str, answer: str = "<QuestionFormAnswers/>") -> dict:
         with self.lock:
-            assignment = self.assignments[assignment_id]
+            assignment = self.assignments.get(assignment_id)
+            if assignment is None:
+                raise MTurkError(f"Assignment {assignment_id!r} does not exist on this server "
+                                 "(accept the HIT first).", status=404)
+            if assignment["AssignmentStatus"] != "Accepted":
+                raise MTurkError(f"Assignment {assignment_id} is already "
+                                 f"{assignment['AssignmentStatus']}; it can be submitted once.",
+                                 status=409)
             assignment["AssignmentStatus"] = "Submitted"
             assignment["SubmitTime"] = time.time()
             assignment["Answer"] = answer
+            return assignment
 
 
 class MTurkServer:
@@ -310,7 +329,8 @@ class MTurkServer:
     set (so a test can kill the calling process while it waits).
     """
 
-    def __init__(self, *, port: int = 0, throttle_rate: float = 0.0, seed: int = 0):
+    def __init__(self, *, port: int = 0, throttle_rate: float = 0.0, seed: int = 0,
+                 host: str = "127.0.0.1"):
         self.state = MTurkState(seed=seed)
         self.throttle_rate = throttle_rate
         self.throttle_next: dict[str, int] = defaultdict(int)
@@ -321,9 +341,10 @@ class MTurkServer:
         self._fault_rng = random.Random(seed + 1)
         self._ids = itertools.count(1)
         handler = self._handler_class()
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", port), handler)
+        self.httpd = ThreadingHTTPServer((host, port), handler)
         self.httpd.daemon_threads = True
         self._thread: threading.Thread | None = None
+        self.state.site_url = self.url
 
     @property
     def url(self) -> str:
@@ -331,7 +352,9 @@ class MTurkServer:
         return f"http://{host}:{port}"
 
     def start(self) -> MTurkServer:
-        self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        # A short poll interval: stop() waits for the next poll.
+        self._thread = threading.Thread(target=self.httpd.serve_forever,
+                                        kwargs={"poll_interval": 0.05}, daemon=True)
         self._thread.start()
         return self
 
@@ -349,9 +372,74 @@ class MTurkServer:
         server = self
 
         class Handler(FakeApiHandler):
+            # --- the worker site (browser) ------------------------------------------------
+            def do_GET(self) -> None:
+                url = urlsplit(self.path)
+                query = site.form_fields(url.query.encode())
+                worker_id = query.get("workerId", "").strip()
+                if url.path in ("/", "/worker", "/worker/"):
+                    if not worker_id:
+                        return self._html(200, site.ask_worker_page())
+                    return self._html(200, site.hit_list_page(server.state, worker_id))
+                if url.path == "/worker/preview":
+                    hit = server.state.hits.get(query.get("hitId", ""))
+                    if hit is None:
+                        return self._html(404, site.error_page(
+                            f"Hit {query.get('hitId', '')!r} does not exist."))
+                    return self._redirect(site.task_url(
+                        hit, assignment_id=site.PREVIEW_ASSIGNMENT_ID))
+                return self._html(404, site.error_page(f"Nothing at {url.path}."))
+
+            def _worker_post(self, path: str, fields: dict[str, str]) -> None:
+                state = server.state
+                if path == "/worker/accept":
+                    worker_id = fields.get("workerId", "").strip()
+                    hit_id = fields.get("hitId", "")
+                    try:
+                        assignment_id = state.worker_accept(hit_id, worker_id)
+                        url = site.task_url(state.hits[hit_id], assignment_id=assignment_id,
+                                            worker_id=worker_id, turk_submit_to=state.site_url)
+                    except (MTurkError, site.WorkerSiteError) as exc:
+                        status = exc.status if exc.status != 400 else 409
+                        return self._html(status, site.error_page(str(exc),
+                                                                  worker_id=worker_id))
+                    server.stats["worker:accept"] += 1
+                    return self._redirect(url)
+                # /mturk/externalSubmit
+                assignment_id = fields.get("assignmentId", "")
+                if not assignment_id:
+                    return self._html(400, site.error_page(
+                        "The form has no assignmentId: nothing to submit."))
+                try:
+                    assignment = state.worker_submit(assignment_id, site.answer_xml(fields))
+                except MTurkError as exc:
+                    return self._html(exc.status, site.error_page(str(exc)))
+                server.stats["worker:submit"] += 1
+                return self._html(200, site.submitted_page(assignment))
+
+            def _html(self, status: int, text: str) -> None:
+                data = text.encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "text/html; charset=utf-8")
+                self.send_header("Cache-Control", "no-store")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def _redirect(self, location: str) -> None:
+                self.send_response(303)
+                self.send_header("Location", location)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            # --- the requester API (boto3) ------------------------------------------------
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
-                body = json.loads(self.rfile.read(length) or b"{}")
+                raw = self.rfile.read(length)
+                path = urlsplit(self.path).path
+                if path in ("/worker/accept", "/mturk/externalSubmit"):
+                    return self._worker_post(path, site.form_fields(raw))
+                body = json.loads(raw or b"{}")
                 target = self.headers.get("X-Amz-Target", "")
                 if not target.startswith(TARGET_PREFIX):
                     return self._reply(400, {"__type": "UnknownOperationException",

@@ -8,6 +8,9 @@ ExternalQuestion iframe opens it, with a local HIT row (provider "in-house", so 
 ever touches it) and a made-up worker id, plus its preview URL. A Prolific stage gets the URL
 Prolific would open, with a made-up participant. Entry points serve only their own provider's
 stages, so an in-house stage has no MTurk URL.
+
+A simulated HIT is a look at the page only: to rehearse publishing, accepting, submitting, sync
+and review with several workers, use `manage.py mturk_rehearsal` (docs/PROVIDERS.md).
 """
 from __future__ import annotations
 
@@ -76,6 +79,9 @@ class Command(BaseCommand):
                                 "workerId": f"SIMWORKER{secrets.token_hex(3).upper()}"}
                     self.stdout.write(f"  {stage.name}: MTurk preview   {page}?{urlencode(preview)}")
                     self.stdout.write(f"  {stage.name}: MTurk accepted  {page}?{urlencode(accepted)}")
+                    self.stdout.write(f"  {stage.name}: (a local HIT no sync touches; to "
+                                      "rehearse the stage with sync and review: "
+                                      "manage.py mturk_rehearsal)")
 
     @transaction.atomic
     def _simulated_hit(self, stage: Stage) -> Hit | None:
