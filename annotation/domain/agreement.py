@@ -513,8 +513,13 @@ def spearman(a, b) -> float | None:
 
 
 def _correlation(statistic, a, b) -> float | None:
-    a, b = _paired(a, b)
-    a, b = a.astype(float), b.astype(float)
+    # Numbers as floats: None becomes NaN, so the missing pairs drop out in one vectorized
+    # step (the per-value check of `_paired` took seconds on 23,000-item metric reports).
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if a.shape != b.shape:
+        raise ValueError("both annotators need one value per item (NaN for missing)")
+    keep = ~(np.isnan(a) | np.isnan(b))
+    a, b = a[keep], b[keep]
     if len(a) < 2 or np.ptp(a) == 0 or np.ptp(b) == 0:
         return None
     return _none_if_nan(statistic(a, b).statistic)

@@ -7,6 +7,7 @@ The task object is looked up in the configured Celery app, so routing, eager mod
 """
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from celery import current_app
@@ -35,6 +36,19 @@ def task_send(name: str, *, args: list | tuple = (), kwargs: dict | None = None,
     if kwargs:
         options["kwargs"] = kwargs
     return _task(name).apply_async(args=list(args), **options)
+
+
+def task_run_here(name: str, *, args: list | tuple = ()):
+    """Run the task called `name` in this process and return its result (raises what it
+    raises): for a command that changed the data and should leave the precomputed views ready,
+    without needing a worker."""
+    trace = logging.getLogger("celery.app.trace")
+    level = trace.level
+    trace.setLevel(logging.WARNING)  # no "Task ... succeeded" line in the command's output
+    try:
+        return _task(name).apply(args=list(args), throw=True).get()
+    finally:
+        trace.setLevel(level)
 
 
 def task_send_or_fail_fast(name: str, *, args: list | tuple = (), **options: Any):

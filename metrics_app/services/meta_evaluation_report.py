@@ -16,7 +16,9 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import dataclass
 
+import numpy as np
 from django.db import transaction
 from django.db.models import Max
 
@@ -110,9 +112,28 @@ def _human_gold(*, project: Project, items: list[dict], znormalize: bool) -> tup
     return gold, skipped
 
 
-def _correlation_section(*, project, params, versions, scores) -> tuple[dict, list[str], dict, int]:
+@dataclass
+class _StudyItems:
+    """The kept items and their human gold, read once per report (each section used to read
+    them again: three times 23,499 items and their judgments on EVOUNA)."""
+
+    items: list[dict]
+    gold: dict[int, float]       # under the report's z-normalization option
+    n_skipped: int
+    raw_gold: dict[int, float]   # never z-normalized: the decision table's labels
+
+
+def _study_items(*, project: Project, params: dict) -> _StudyItems:
     items = _kept_likert_items(project=project, params=params)
     gold, skipped = _human_gold(project=project, items=items, znormalize=params["znormalize"])
+    raw_gold = _human_gold(project=project, items=items, znormalize=False)[0] \
+        if params["znormalize"] else gold
+    return _StudyItems(items=items, gold=gold, n_skipped=skipped, raw_gold=raw_gold)
+
+
+def _correlation_section(*, params, versions, scores, study: _StudyItems
+                         ) -> tuple[dict, list[str], dict, int]:
+    items, gold, skipped = study.items, study.gold, study.n_skipped
     groups, order = _likert_groups(items, lambda item: item["id"] in gold)
     section: dict[str, dict] = {}
     for name in versions:
@@ -151,11 +172,12 @@ def _likert_groups(items: list[dict], keep) -> tuple[dict[str, list[int]], list[
     return groups, [g for g in order if groups[g]]
 
 
-def _decision_split(*, project, params) -> tuple[list[dict], dict[int, float], set[int], bool]:
+def _decision_split(*, project, params, study: _StudyItems | None = None
+                    ) -> tuple[list[dict], dict[int, float], set[int], bool]:
     """(kept items, raw human gold per item, ids of the validation items, whether the project's
     own split chose them): the one split the decision table and the ROC curves use."""
-    items = _kept_likert_items(project=project, params=params)
-    gold, _skipped = _human_gold(project=project, items=items, znormalize=False)
+    study = study or _study_items(project=project, params=params)
+    items, gold = study.items, study.raw_gold
     # A declared split counts only when it splits: a project that is all "dev" (MOCHA's dev
     # set) is split by question instead.
     on_declared = [(item.get("split") or "").lower() in VALIDATION_SPLITS
@@ -172,14 +194,16 @@ def _decision_split(*, project, params) -> tuple[list[dict], dict[int, float], s
     return items, gold, validation, declared
 
 
-def _decision_section(*, project, params, versions, scores) -> dict | None:
+def _decision_section(*, project, params, versions, scores, study: _StudyItems
+                      ) -> dict | None:
     """Correct / incorrect, the way answer-correctness papers judge a metric: each metric's
     threshold is chosen on validation items (the project's validation/dev split when it has
     one beside other items, else the half of the questions a stable hash picks) and measured
     on the other items: accuracy, F1 and Cohen's κ at that threshold and ROC AUC, per group,
     with bootstrap intervals. "Correct" = mean human score ≥ 3 (raw, never z-normalized). No
     question is on both sides."""
-    items, gold, validation, declared = _decision_split(project=project, params=params)
+    items, gold, validation, declared = _decision_split(project=project, params=params,
+                                                        study=study)
     if not gold or not versions:
         return None
     groups, order = _likert_groups(
@@ -215,35 +239,50 @@ def _decision_section(*, project, params, versions, scores) -> dict | None:
     }
 
 
-def _significance_section(*, project, params, versions, scores, correlations) -> dict | None:
+def _significance_section(*, params, versions, scores, correlations,
+                          study: _StudyItems) -> dict | None:
     """For every two metrics, on the items both scored (overall group): is the first one's
     Pearson with the human score higher? Williams' test and a paired bootstrap. Pairs are
     ordered so that `a` has the higher Pearson."""
-    items = _kept_likert_items(project=project, params=params)
-    gold, _ = _human_gold(project=project, items=items, znormalize=params["znormalize"])
+    gold = study.gold
     overall = {name: correlations[name].get("overall", {}).get("pearson") for name in versions}
     ranked = sorted((name for name in versions if overall[name] is not None),
                     key=lambda name: -overall[name])
     if len(ranked) < 2:
         return None
-    pairs = []
+    item_ids = list(gold)
+    human = np.array([gold[item_id] for item_id in item_ids], dtype=float)
+    # Each metric's scores of the gold items once, NaN where unscored (was a dict lookup per
+    # item for every one of the 21 pairs of seven metrics).
+    values = {name: np.array([scores[name].get((item_id, "")) for item_id in item_ids],
+                             dtype=float) for name in ranked}
+    # Pairs scored on the same items share one bootstrap (the usual case: every metric scored
+    # every item); a pair over a different set of items gets its own.
+    by_items: dict[bytes, list[tuple[str, str]]] = defaultdict(list)
     for i, a in enumerate(ranked):
         for b in ranked[i + 1:]:
-            rows = [(scores[a].get((item_id, "")), scores[b].get((item_id, "")), human)
-                    for item_id, human in gold.items()]
-            rows = [r for r in rows if r[0] is not None and r[1] is not None]
-            va, vb, vh = ([r[k] for r in rows] for k in range(3))
-            if len(rows) < 4:
-                continue
+            both = ~(np.isnan(values[a]) | np.isnan(values[b]))
+            if both.sum() >= 4:
+                by_items[np.packbits(both).tobytes()].append((a, b))
+    pairs = []
+    for group_pairs in by_items.values():
+        a0, b0 = group_pairs[0]
+        both = ~(np.isnan(values[a0]) | np.isnan(values[b0]))
+        bootstraps = meta_evaluation.paired_bootstrap_pearson_differences(
+            {name: values[name][both] for pair in group_pairs for name in pair}, human[both],
+            group_pairs, n_resamples=params["n_resamples"])
+        for a, b in group_pairs:
+            va, vb, vh = values[a][both], values[b][both], human[both]
             r_ah, r_bh, r_ab = pearson(va, vh), pearson(vb, vh), pearson(va, vb)
-            williams = (meta_evaluation.williams_test(r_ah, r_bh, r_ab, len(rows))
+            williams = (meta_evaluation.williams_test(r_ah, r_bh, r_ab, len(va))
                         if None not in (r_ah, r_bh, r_ab) else None)
             pairs.append({
-                "a": a, "b": b, "n": len(rows), "pearson_a": r_ah, "pearson_b": r_bh,
-                "pearson_a_b": r_ab, "williams": williams,
-                "bootstrap": meta_evaluation.paired_bootstrap_pearson_difference(
-                    va, vb, vh, n_resamples=params["n_resamples"]),
+                "a": a, "b": b, "n": len(va), "pearson_a": r_ah, "pearson_b": r_bh,
+                "pearson_a_b": r_ab, "williams": williams, "bootstrap": bootstraps[(a, b)],
             })
+    order = {pair: position for position, pair in enumerate(
+        (a, b) for i, a in enumerate(ranked) for b in ranked[i + 1:])}
+    pairs.sort(key=lambda row: order[(row["a"], row["b"])])
     return {"group": "overall", "statistic": "pearson", "pairs": pairs}
 
 
@@ -326,16 +365,17 @@ def metric_evaluation_build(*, project: Project, params: dict | None = None,
         "metrics": versions,
     }
     if project.kind == TaskKind.LIKERT:
+        study = _study_items(project=project, params=params)
         correlations, groups, best, skipped = _correlation_section(
-            project=project, params=params, versions=versions, scores=scores)
+            params=params, versions=versions, scores=scores, study=study)
         report.update(correlations=correlations, groups=groups, best=best,
                       n_skipped_imported_gold=skipped)
         decision = _decision_section(project=project, params=params, versions=versions,
-                                     scores=scores)
+                                     scores=scores, study=study)
         if decision is not None:
             report["decision"] = decision
-        significance = _significance_section(project=project, params=params, versions=versions,
-                                             scores=scores, correlations=correlations)
+        significance = _significance_section(params=params, versions=versions, scores=scores,
+                                             correlations=correlations, study=study)
         if significance is not None:
             report["significance"] = significance
         minimal_pairs = _minimal_pair_section(project=project, versions=versions, scores=scores)

@@ -38,6 +38,42 @@ def test_bootstrap_ranks_from_counts_equal_spearman_of_the_explicit_resample():
         pearsonr(x[idx], y[idx]).statistic)
 
 
+@pytest.mark.parametrize("x_levels,y_levels", [(3, 2), (50, 5), (300, 300), (1, 4)])
+def test_resampled_kendall_from_contingency_tables_equals_scipy_on_the_expanded_items(
+        x_levels, y_levels):
+    rng = np.random.default_rng(x_levels)
+    x = rng.integers(0, x_levels, 300).astype(float)
+    y = rng.integers(0, y_levels, 300).astype(float)
+    (xc, yc), freq = meta_evaluation.distinct_rows(x, y)
+    counts = meta_evaluation.resample_row_counts(rng, freq, 15)
+    expected = [kendalltau(np.repeat(xc, row.astype(int)), np.repeat(yc, row.astype(int)))
+                .statistic for row in counts]
+    np.testing.assert_allclose(meta_evaluation._resampled_kendall(xc, yc, counts), expected,
+                               atol=1e-12)
+
+
+def test_distinct_rows_keep_every_item_and_resamples_draw_n_items():
+    x = np.array([1.0, 1.0, 2.0, 2.0, 2.0, 3.0])
+    y = np.array([5.0, 5.0, 1.0, 5.0, 1.0, 1.0])
+    (xc, yc), freq = meta_evaluation.distinct_rows(x, y)
+    assert sorted(zip(xc.tolist(), yc.tolist(), freq.tolist(), strict=True)) == [
+        (1.0, 5.0, 2), (2.0, 1.0, 2), (2.0, 5.0, 1), (3.0, 1.0, 1)]
+    counts = meta_evaluation.resample_row_counts(np.random.default_rng(0), freq, 4000)
+    assert (counts.sum(axis=1) == 6).all()
+    # Each row is drawn in proportion to how many items share it.
+    np.testing.assert_allclose(counts.mean(axis=0), freq, atol=0.1)
+    # Few items per row (the items themselves are drawn) and many (multinomial over rows):
+    # both give the resampled items' multiplicities, with the binomial variance per row.
+    for n_rows, per_row in ((500, 1), (5, 400)):
+        freq = np.full(n_rows, per_row)
+        counts = meta_evaluation.resample_row_counts(np.random.default_rng(1), freq, 3000)
+        n = n_rows * per_row
+        assert (counts.sum(axis=1) == n).all()
+        share = per_row / n
+        np.testing.assert_allclose(counts.var(axis=0).mean(), n * share * (1 - share),
+                                   rtol=0.1)
+
+
 def test_constant_or_tiny_inputs_give_none():
     assert meta_evaluation.correlations([1, 1, 1, 1], [1, 2, 3, 4])["pearson"] is None
     assert meta_evaluation.correlations([1, 2], [1, 2])["spearman"] is None
@@ -195,3 +231,23 @@ def test_weighted_pearson_fast_path_equals_the_general_one():
                       dtype=float)
     general = meta_evaluation._weighted_pearson(np.tile(x, (7, 1)), np.tile(y, (7, 1)), counts)
     assert meta_evaluation._weighted_pearson(x, y, counts) == pytest.approx(general, abs=1e-12)
+
+
+def test_paired_bootstraps_of_several_metrics_share_the_resamples():
+    rng = np.random.default_rng(5)
+    human = rng.integers(1, 6, 400).astype(float)
+    metrics = {"good": human + rng.normal(0, 1, 400), "fair": human + rng.normal(0, 2, 400),
+               "noise": rng.normal(0, 1, 400)}
+    pairs = [("good", "fair"), ("fair", "good"), ("good", "noise")]
+    results = meta_evaluation.paired_bootstrap_pearson_differences(metrics, human, pairs,
+                                                                   n_resamples=400)
+    for a, b in pairs:
+        expected = pearsonr(metrics[a], human).statistic - pearsonr(metrics[b], human).statistic
+        assert results[(a, b)]["difference"] == pytest.approx(expected)
+    # The same resamples for every metric: swapping a pair mirrors its interval exactly.
+    low, high = results[("good", "fair")]["ci"]
+    assert results[("fair", "good")]["ci"] == pytest.approx([-high, -low])
+    assert low > 0 and results[("good", "noise")]["p_not_better"] == 0.0
+    single = meta_evaluation.paired_bootstrap_pearson_difference(
+        metrics["good"], metrics["fair"], human, n_resamples=400)
+    assert single["ci"] == pytest.approx([low, high])
