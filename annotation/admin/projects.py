@@ -328,8 +328,9 @@ class StageAdmin(ProgressColumnsMixin, StageProviderMixin, ProjectScopedAdmin):
                                "reward_per_hit")}),
             ("Items", {"fields": ("item_choice", "item_dataset", "item_split", "item_source",
                                   "item_count", "chosen_items")}),
-            *[(f"Settings: {group}", options | ({"description": note} if note else {}))
-              for group, options in settings_fieldsets(specs)],
+            *[(f"Settings: {group}", options | ({"description": note} if note and n == 0
+                                                else {}))
+              for n, (group, options) in enumerate(settings_fieldsets(specs))],
             ("Advanced settings", {"classes": ("collapse",),
                                    "fields": ("settings", "settings_stored")}),
             ("Progress and cost", {"fields": ("progress_summary", "cost_estimate",
