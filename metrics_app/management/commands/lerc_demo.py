@@ -1,0 +1,30 @@
+"""Queue the demo's LERC training run if no model version exists yet (rundemo calls this on
+every start; only the first one queues anything).
+
+    python manage.py lerc_demo [--base-url http://127.0.0.1:8000]
+"""
+from __future__ import annotations
+
+from django.core.management.base import BaseCommand
+from django.urls import reverse
+
+from metrics_app.services.lerc.demo import DEMO_PROJECT_SLUG, lerc_demo_training_ensure
+
+
+class Command(BaseCommand):
+    help = "Queue one small LERC training run on the demo's judgments if no model exists yet."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--base-url", default="http://127.0.0.1:8000")
+        parser.add_argument("--project", default=DEMO_PROJECT_SLUG)
+
+    def handle(self, *args, base_url: str, project: str, **options):
+        version = lerc_demo_training_ensure(project_slug=project)
+        if version is None:
+            return
+        base = base_url.rstrip("/")
+        change = reverse("admin:metrics_app_modelversion_change", args=[version.pk])
+        self.stdout.write(
+            f"LERC: {version.name} v{version.number} is training in the background worker on "
+            f"{project}'s judgments (a few minutes on a CPU); watch its progress at "
+            f"{base}{change} — once promoted, `manage.py score --metric lerc` serves it.")
