@@ -12,12 +12,15 @@ validation judgments) passed every time: validation Pearson 0.92–0.95 against 
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from django.db import transaction
 
 from annotation.models import Judgment, Project
-from metrics_app.models import ModelKind, ModelVersion
+from metrics_app.models import ModelKind, ModelStatus, ModelVersion
 
-from .training import model_version_create, model_version_enqueue
+from .common import _event
+from .training import _worker_state, model_version_create, model_version_enqueue
 
 DEMO_PROJECT_SLUG = "demo-evouna-nq"
 DEMO_TRAIN_OPTIONS = {
@@ -27,11 +30,30 @@ DEMO_TRAIN_OPTIONS = {
 DEMO_REASON = "demo: first start of rundemo (small CPU run on the EVOUNA-NQ sample)"
 
 
+@dataclass(frozen=True)
+class DemoTraining:
+    version: ModelVersion
+    resumed: bool  # False: queued now for the first time
+
+
 @transaction.atomic
-def lerc_demo_training_ensure(*, project_slug: str = DEMO_PROJECT_SLUG) -> ModelVersion | None:
-    """Queue the demo's training run on the first start; None when any model version exists
-    already (trained, training, queued or failed: a later start never retrains by itself) or
-    the demo project has no judgments."""
+def lerc_demo_training_ensure(*, project_slug: str = DEMO_PROJECT_SLUG) -> DemoTraining | None:
+    """Queue the demo's training run on the first start (no model version exists); None when
+    any version exists already (a later start never trains a new one by itself) or the demo
+    project has no judgments.
+
+    One exception: a version left "training" by a worker process of this machine that is gone
+    (the demo was stopped mid-training, and the filesystem broker had already handed the task
+    out) is sent again, and the training task resumes it (a redelivery; see
+    `model_version_train`). A version still queued keeps its message in the broker and is not
+    sent twice."""
+    interrupted = [version for version in ModelVersion.objects.filter(status=ModelStatus.TRAINING)
+                   if _worker_state((version.progress or {}).get("worker", "")) == "dead"]
+    for version in interrupted:
+        _event(version, "requeued", "rundemo started again after it stopped mid-training")
+        model_version_enqueue(model_version=version)
+    if interrupted:
+        return DemoTraining(version=interrupted[0], resumed=True)
     if ModelVersion.objects.exists():
         return None
     project = Project.objects.filter(slug=project_slug).first()
@@ -40,4 +62,4 @@ def lerc_demo_training_ensure(*, project_slug: str = DEMO_PROJECT_SLUG) -> Model
     version = model_version_create(projects=[project], kind=ModelKind.REGRESSION,
                                    train_options=DEMO_TRAIN_OPTIONS, reason=DEMO_REASON)
     model_version_enqueue(model_version=version)
-    return version
+    return DemoTraining(version=version, resumed=False)
