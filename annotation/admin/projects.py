@@ -7,7 +7,6 @@ from django.db.models import Count
 from django.utils.html import format_html, format_html_join
 
 from annotation.domain.item_content import ItemContentError, validate_gold, validate_item_content
-from annotation.domain.redundancy import adaptive_redundancy
 from annotation.models import (
     AdaptiveTarget,
     Item,
@@ -40,6 +39,11 @@ from .base import (
     count_of,
     export_response,
     progress_cell,
+)
+from .stage_settings_form import (
+    StageSettingsFormMixin,
+    settings_fieldsets,
+    stage_settings_form_class,
 )
 
 
@@ -226,10 +230,13 @@ class ItemAdmin(ProjectScopedAdmin):
         return obj.n_judgments
 
 
-class StageAdminForm(forms.ModelForm):
+class StageAdminForm(StageSettingsFormMixin, forms.ModelForm):
     """A stage's settings. Its items are chosen by filter and count (`stage_items_select`), not
     listed one by one: a stage of 1,458 items posted as a list is refused by Django
-    (TooManyFieldsSent) and makes the page 10,000 px tall."""
+    (TooManyFieldsSent) and makes the page 10,000 px tall.
+
+    Its `settings` are typed fields for the stage's task kind and provider
+    (`stage_settings_form_class`, schema in annotation/domain/stage_settings.py)."""
 
     item_choice = forms.ChoiceField(
         label="Items", required=False, initial="keep",
@@ -274,15 +281,7 @@ class StageAdminForm(forms.ModelForm):
                 cleaned.get(f) for f in ("item_dataset", "item_split", "item_source",
                                          "item_count")):
             self.add_error("item_choice", "give a dataset, split, source or number of items")
-        settings = cleaned.get("settings")
-        try:
-            adaptive_redundancy(settings if isinstance(settings, dict) else None)
-        except ValueError as exc:
-            self.add_error("settings", str(exc))
-        if isinstance(settings, dict) and settings.get("routing", "random") not in (
-                "random", "uncertainty"):
-            self.add_error("settings", f"routing {settings['routing']!r} is not one of random, "
-                                       "uncertainty")
+        self.clean_stage_settings(cleaned)
         return cleaned
 
 
@@ -302,7 +301,50 @@ class StageAdmin(ProgressColumnsMixin, StageProviderMixin, ProjectScopedAdmin):
     search_fields = ("name", "project__slug", "project__title")
     autocomplete_fields = ("project", "requires_stage")
     readonly_fields = ("chosen_items", "progress_summary", "cost_estimate", "agreement_report",
-                       "created_at", "updated_at")
+                       "settings_stored", "created_at", "updated_at")
+
+    def _kind_and_provider(self, request, obj) -> tuple[str | None, str | None]:
+        """What the settings fields are built for: the saved stage's project kind and provider;
+        on the add page the project and provider the link names (?project=ID&provider=...)."""
+        if obj is not None and obj.pk:
+            return obj.project.kind, obj.provider
+        project = Project.objects.filter(pk=request.GET.get("project") or None).first() \
+            if str(request.GET.get("project", "")).isdigit() else None
+        return (project.kind if project else None), (request.GET.get("provider") or None)
+
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        kind, provider = self._kind_and_provider(request, obj)
+        kwargs["form"] = stage_settings_form_class(self.form, kind, provider)
+        return super().get_form(request, obj, change=change, **kwargs)
+
+    def get_fieldsets(self, request, obj=None):
+        kind, provider = self._kind_and_provider(request, obj)
+        specs = stage_settings_form_class(self.form, kind, provider).setting_specs
+        note = ("" if obj is not None and obj.pk else
+                "Save the stage to see the settings of its project's kind and its provider.")
+        return [
+            (None, {"fields": ("project", "kind", "name", "order", "status", "provider",
+                               "judgments_per_item", "requires_stage", "agreement_threshold",
+                               "reward_per_hit")}),
+            ("Items", {"fields": ("item_choice", "item_dataset", "item_split", "item_source",
+                                  "item_count", "chosen_items")}),
+            *[(f"Settings: {group}", options | ({"description": note} if note and n == 0
+                                                else {}))
+              for n, (group, options) in enumerate(settings_fieldsets(specs))],
+            ("Advanced settings", {"classes": ("collapse",),
+                                   "fields": ("settings", "settings_stored")}),
+            ("Progress and cost", {"fields": ("progress_summary", "cost_estimate",
+                                              "agreement_report", "created_at", "updated_at")}),
+        ]
+
+    @admin.display(description="All stored settings (read-only)")
+    def settings_stored(self, obj):
+        import json
+
+        if obj is None or obj.pk is None:
+            return "–"
+        return format_html("<pre>{}</pre>", json.dumps(obj.settings or {}, indent=2,
+                                                       sort_keys=True, ensure_ascii=False))
 
     def save_related(self, request, form, formsets, change):
         super().save_related(request, form, formsets, change)

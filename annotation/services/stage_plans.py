@@ -10,6 +10,7 @@ import random
 from collections import Counter, defaultdict
 
 from annotation.domain.design import latin_square_list, ordered_levels, question_key
+from annotation.domain.stage_settings import MAX_GOLD_RATE
 from annotation.models import (
     COLLECTION_STAGE_KINDS,
     Item,
@@ -26,7 +27,6 @@ from .stage_errors import StageError
 MTURK_MAX_ASSIGNMENTS_20PCT = 9  # 10 or more assignments on one HIT costs a 40% fee
 DEFAULT_QUALIFICATION_ITEMS = 10
 DEFAULT_QUALIFICATION_WORKERS = 50  # settings["max_workers"]: how many take the qualification
-MAX_GOLD_RATE = 0.9  # at least one regular item in every HIT
 DEFAULT_TRIAL_ITEMS = 200
 
 

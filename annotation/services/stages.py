@@ -15,6 +15,7 @@ import dataclasses
 from django.db import transaction
 from django.db.models import Q
 
+from annotation.domain.stage_settings import ROUTING_MODES
 from annotation.judgment_selectors import stage_agreement
 from annotation.models import (
     COLLECTION_STAGE_KINDS,
@@ -149,8 +150,8 @@ def routing_guard(*, stage: Stage) -> None:
     serving every item instead would spend the budget the routing was meant to save, and the
     estimates would find no sampling probabilities to weight by."""
     mode = (stage.settings or {}).get("routing", "random")
-    if mode not in ("random", "uncertainty"):
-        raise GuardFailed(f"{stage}: routing {mode!r} is not one of random, uncertainty")
+    if mode not in ROUTING_MODES:
+        raise GuardFailed(f"{stage}: routing {mode!r} is not one of {', '.join(ROUTING_MODES)}")
     if mode == "uncertainty" and not stage.routing_draws.exists():
         raise GuardFailed(f"{stage} asks for routing by uncertainty but has no routing draw: "
                           "run the 'Route by LERC uncertainty' action (or "

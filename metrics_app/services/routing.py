@@ -14,14 +14,13 @@ from dataclasses import dataclass
 import numpy as np
 from django.db import transaction
 
+from annotation.domain.stage_settings import ROUTING_MODES
 from annotation.models import RoutingDraw, Stage, StageKind, StageStatus, TaskKind
 from annotation.services.stage_errors import StageError
 from annotation.services.stage_plans import stage_items_choose
 
 from ..domain.estimates import routing_probabilities
 from ..reports.estimates import PROBABILITY_METRIC, latest_metric_scores
-
-ROUTING_MODES = ("random", "uncertainty")
 
 
 @dataclass(frozen=True)

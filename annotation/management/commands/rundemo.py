@@ -48,6 +48,9 @@ class Command(BaseCommand):
         password = self._ensure_admin()
         if not no_demo:
             self._load_real_data(host, port)
+            # The demo's LERC model (first start only). The command lives in metrics_app, which
+            # this app may not import (docs/ARCHITECTURE.md): called by name, like task_send.
+            call_command("lerc_demo", base_url=f"http://{host}:{port}", stdout=self.stdout)
 
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         python = sys.executable

@@ -1,0 +1,397 @@
+"""The schema of `Stage.settings`: every key the code reads, its type, range, default, which task
+kinds and providers it applies to, and its help text. One place for the stage admin form (a typed
+field per key), the validation of a stage's settings (the form, the publish guards) and the key
+table in docs/PROVIDERS.md (`settings_table_markdown`, checked by a test).
+
+Pure: no Django. Keys nobody declared here are kept as they are (the admin shows them in an
+"advanced" JSON box); keys the providers write themselves (`MANAGED_KEYS`) have no field.
+Nested settings (`redundancy`, `review`) are objects; their members are declared with a dotted
+key ("review.min_gold_accuracy").
+"""
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from annotation.domain.redundancy import MAX_JUDGMENTS, adaptive_redundancy
+
+KINDS = ("likert", "ab", "mc")
+PROVIDERS = ("mturk", "prolific", "inhouse")
+ROUTING_MODES = ("random", "uncertainty")
+AGREEMENT_LEVELS = ("nominal", "ordinal", "interval")
+PROLIFIC_DEVICES = ("desktop", "tablet", "mobile")
+MAX_GOLD_RATE = 0.9  # at least one regular item in every HIT
+NO_LOCALES = "none"  # what the admin field takes for "no locale requirement" (stored as [])
+
+# Written by the providers at publish (ids of what they created there); shown, never typed.
+MANAGED_KEYS = (
+    "mturk_hit_type_id", "mturk_qualification_type_id", "prolific_study_id",
+    "prolific_participant_group_id", "prolific_study_token",
+)
+
+GROUPS = ("Items and HITs", "Adaptive redundancy", "Agreement", "Cost", "Auto-review",
+          "Crowd page", "MTurk", "Prolific")
+
+
+class StageSettingError(ValueError):
+    """A setting's value is not acceptable; the message names the key and what is wrong."""
+
+
+@dataclass(frozen=True)
+class SettingSpec:
+    key: str  # top-level key, or "object.member" for a member of an object setting
+    type: str  # int | float | decimal | bool | str | choice | str_list | json_list
+    label: str
+    help: str
+    group: str
+    default: str = ""  # what the code does when the key is absent, in words
+    minimum: float | None = None
+    maximum: float | None = None
+    above: float | None = None  # exclusive lower bound
+    choices: tuple[str, ...] = ()
+    max_length: int | None = None
+    kinds: tuple[str, ...] = KINDS
+    providers: tuple[str, ...] = PROVIDERS
+    field: bool = True  # False: validated, edited in the advanced JSON box
+
+    @property
+    def path(self) -> tuple[str, ...]:
+        return tuple(self.key.split("."))
+
+    def applies(self, *, kind: str | None, provider: str | None) -> bool:
+        return ((kind is None and self.kinds == KINDS or kind in self.kinds)
+                and (provider is None and self.providers == PROVIDERS
+                     or provider in self.providers))
+
+    def range_text(self) -> str:
+        low = (f"> {_num(self.above)}" if self.above is not None else
+               f"≥ {_num(self.minimum)}" if self.minimum is not None else "")
+        high = f"≤ {_num(self.maximum)}" if self.maximum is not None else ""
+        if self.choices:
+            return "one of " + ", ".join(self.choices)
+        return ", ".join(part for part in (low, high) if part)
+
+
+def _num(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else str(value)
+
+
+_CROWD = ("mturk", "prolific")
+SETTINGS: tuple[SettingSpec, ...] = (
+    # --- items and HITs ---
+    SettingSpec("n_items", "int", "Number of items",
+                "Items the stage releases when it chooses them by its kind: a qualification's "
+                "gold items, a trial's or pilot's random sample (seeded by the stage).",
+                "Items and HITs", "qualification 10, trial/pilot 200, full all", minimum=1),
+    SettingSpec("items_per_hit", "int", "Items per HIT",
+                "How many items one HIT (one assignment) holds.", "Items and HITs",
+                "the project's items per HIT", minimum=1),
+    SettingSpec("items_per_assignment", "int", "Items per assignment",
+                "Items a page that picks items itself (Prolific, in-house) gives one "
+                "assignment; a qualification takes all its items.", "Items and HITs",
+                "the project's items per HIT", minimum=1, providers=("prolific", "inhouse")),
+    SettingSpec("max_workers", "int", "Qualification takers",
+                "Qualification stages: how many workers take the qualification in all.",
+                "Items and HITs", "50", minimum=1),
+    SettingSpec("gold_rate", "float", "Gold item rate",
+                "Share of gold/attention items mixed into each HIT.", "Items and HITs",
+                "the project's gold rate", minimum=0.0, maximum=MAX_GOLD_RATE),
+    SettingSpec("reuse_earlier_items", "bool", "Reuse earlier items",
+                "Release items that were already in the project's qualification (other data "
+                "stages' items are never released again).", "Items and HITs", "no"),
+    SettingSpec("latin_square", "bool", "STARC Latin square",
+                "Serve each participant every question once, at one text level (the STARC "
+                "design). Off lets a participant see a question at several levels.",
+                "Items and HITs", "on when the items come in several text levels",
+                kinds=("mc",)),
+    SettingSpec("routing", "choice", "Routing",
+                "Which items reach humans: all of them (random), or a draw weighted by LERC's "
+                "uncertainty (run the 'Route by LERC uncertainty' action before publishing).",
+                "Items and HITs", "random", choices=ROUTING_MODES, kinds=("likert",)),
+    SettingSpec("routing_budget", "int", "Routing budget",
+                "Routing by uncertainty: how many items are expected to go to humans.",
+                "Items and HITs", "none (the action asks for it)", minimum=1,
+                kinds=("likert",)),
+    # --- adaptive redundancy ---
+    SettingSpec("redundancy.min", "int", "Adaptive: minimum judgments",
+                "Judgments every item gets before agreement is checked. Setting any of the "
+                "three turns adaptive redundancy on (the others take their defaults).",
+                "Adaptive redundancy", "2 (when adaptive)", minimum=1, maximum=MAX_JUDGMENTS),
+    SettingSpec("redundancy.max", "int", "Adaptive: maximum judgments",
+                "At most this many judgments per item, however much the judges disagree.",
+                "Adaptive redundancy", "5 (when adaptive)", minimum=1, maximum=MAX_JUDGMENTS),
+    SettingSpec("redundancy.agreement", "float", "Adaptive: agreement to settle",
+                "An item is settled when the most common label's share reaches this.",
+                "Adaptive redundancy", "0.75 (when adaptive)", above=0.5, maximum=1.0),
+    # --- agreement ---
+    SettingSpec("agreement_stage_id", "int", "Agreement gate stage (id)",
+                "The stage whose Krippendorff's alpha the agreement threshold checks.",
+                "Agreement", "the closest earlier trial/pilot/full stage, else the required "
+                "stage", minimum=1),
+    SettingSpec("agreement_level", "choice", "Agreement level",
+                "Measurement level of Krippendorff's alpha for the agreement gate.",
+                "Agreement", "interval for Likert, nominal otherwise",
+                choices=AGREEMENT_LEVELS),
+    # --- cost ---
+    SettingSpec("bonus_budget", "decimal", "Bonus budget",
+                "Money set aside for bonuses in the cost estimate (the provider's fee is "
+                "added).", "Cost", "STARC's bonus per correct answer × judgments", minimum=0),
+    SettingSpec("seconds_per_item", "float", "Seconds per item",
+                "Time per item the pay estimate assumes before a trial has measured it.",
+                "Cost", "unknown until a trial", above=0.0),
+    SettingSpec("allow_40pct_fee_tier", "bool", "Allow MTurk's 40% fee tier",
+                "Let HITs have 10 or more assignments (MTurk then charges 40% instead of 20%).",
+                "Cost", "no (at most 9 assignments per HIT)", providers=("mturk",)),
+    # --- auto-review ---
+    SettingSpec("review.approve_after_seconds", "int", "Approve after (seconds)",
+                "Wait this long after submission before auto-approving work that passes.",
+                "Auto-review", "0", minimum=0),
+    SettingSpec("review.min_gold_accuracy", "float", "Minimum gold accuracy",
+                "Accuracy on gold/attention items work needs to pass (when it has any).",
+                "Auto-review", "0.5", minimum=0.0, maximum=1.0),
+    SettingSpec("review.min_seconds_per_item", "float", "Minimum seconds per item",
+                "Mean time per item below this looks like clicking through.", "Auto-review",
+                "2", minimum=0.0),
+    SettingSpec("review.max_same_answer_share", "float", "Maximum same-answer share",
+                "Straight-lining: work whose most common answer reaches this share fails.",
+                "Auto-review", "1.0 (only every answer identical)", minimum=0.0, maximum=1.0),
+    SettingSpec("review.straightline_min_items", "int", "Straight-lining judged from",
+                "Straight-lining is only judged on assignments with this many items or more.",
+                "Auto-review", "5", minimum=1),
+    SettingSpec("review.auto_reject", "bool", "Reject failing work",
+                "Reject work that fails the rules (with the reasons) instead of flagging it "
+                "for you.", "Auto-review", "no (flag it)"),
+    SettingSpec("review.block_after_rejections", "int", "Block after rejections",
+                "Block a worker after this many rejections (0: never).", "Auto-review", "0",
+                minimum=0),
+    # --- what the crowd sees ---
+    SettingSpec("title", "str", "Title on the crowd platform",
+                "The HIT's or study's title.", "Crowd page", "project title: stage name",
+                max_length=120, providers=_CROWD),
+    SettingSpec("description", "str", "Description on the crowd platform",
+                "The HIT's or study's description.", "Crowd page",
+                "the project's instructions", max_length=2000, providers=_CROWD),
+    # --- MTurk ---
+    SettingSpec("lifetime_seconds", "int", "HIT lifetime (seconds)",
+                "How long the HITs stay on MTurk.", "MTurk", "604800 (7 days)",
+                minimum=60, maximum=31536000, providers=("mturk",)),
+    SettingSpec("assignment_duration_seconds", "int", "Assignment duration (seconds)",
+                "How long a worker has once they accept a HIT.", "MTurk",
+                "the project's assignment timeout", minimum=30, maximum=31536000,
+                providers=("mturk",)),
+    SettingSpec("auto_approval_delay_seconds", "int", "Auto-approval delay (seconds)",
+                "MTurk approves and pays undecided work after this; decide flagged work "
+                "before.", "MTurk", "259200 (3 days)", minimum=0, maximum=2592000,
+                providers=("mturk",)),
+    SettingSpec("keywords", "str", "Keywords",
+                "Comma-separated search keywords of the HIT type.", "MTurk",
+                "question answering, reading, evaluation, judgment", max_length=1000,
+                providers=("mturk",)),
+    SettingSpec("frame_height", "int", "Frame height (pixels)",
+                "Height of the task frame on MTurk; 0 is the full window.", "MTurk", "0",
+                minimum=0, providers=("mturk",)),
+    SettingSpec("min_approval_rate", "int", "Minimum approval rate (%)",
+                "Workers need at least this approval rate; 0 drops the requirement.", "MTurk",
+                "95", minimum=0, maximum=100, providers=("mturk",)),
+    SettingSpec("locales", "str_list", "Worker countries",
+                "ISO country codes workers must be in, comma-separated (e.g. US, CA); "
+                f"{NO_LOCALES!r} for no requirement.", "MTurk", "US", providers=("mturk",)),
+    # --- Prolific ---
+    SettingSpec("estimated_minutes", "int", "Estimated minutes",
+                "The study's estimated completion time shown to participants.", "Prolific",
+                "10", minimum=1, providers=("prolific",)),
+    SettingSpec("devices", "str_list", "Devices", "Devices participants may use.",
+                "Prolific", "desktop, tablet, mobile", choices=PROLIFIC_DEVICES,
+                providers=("prolific",)),
+    SettingSpec("prolific_project_id", "str", "Prolific project id",
+                "The Prolific project the study is created in.", "Prolific",
+                "the workspace's default", max_length=100, providers=("prolific",)),
+    SettingSpec("prolific_confirm_grace_seconds", "int", "Confirmation grace (seconds)",
+                "A submission Prolific has not listed this long after it was made is "
+                "flagged.", "Prolific", "86400 (one day)", minimum=0, providers=("prolific",)),
+    SettingSpec("prolific_completion_code", "str", "Completion code",
+                "The code participants get on completion.", "Prolific",
+                "generated at publish", max_length=50, providers=("prolific",)),
+    SettingSpec("prolific_filters", "json_list", "Prolific filters",
+                "Prolific screener filters as Prolific's API takes them (a JSON list of "
+                "objects with filter_id); edit them in the advanced box.", "Prolific", "none",
+                providers=("prolific",), field=False),
+)
+
+BY_KEY = {spec.key: spec for spec in SETTINGS}
+OBJECT_KEYS = tuple(sorted({spec.path[0] for spec in SETTINGS if len(spec.path) > 1}))
+
+
+def settings_for(*, kind: str | None, provider: str | None,
+                 fields_only: bool = True) -> list[SettingSpec]:
+    """The settings that apply to a stage of this task kind and provider (None: unknown, then
+    only the settings that apply to every kind / provider)."""
+    return [spec for spec in SETTINGS if spec.applies(kind=kind, provider=provider)
+            and (spec.field or not fields_only)]
+
+
+def value_at(settings: dict | None, key: str) -> Any:
+    """The stored value of a (dotted) key, or None."""
+    value: Any = settings or {}
+    for part in key.split("."):
+        if not isinstance(value, dict) or part not in value:
+            return None
+        value = value[part]
+    return value
+
+
+def setting_check(spec: SettingSpec, value: Any) -> Any:
+    """The value as stored, or StageSettingError naming the key and what is wrong."""
+    name = spec.key
+
+    def wrong(what: str) -> StageSettingError:
+        return StageSettingError(f"{name} {what}, not {value!r}")
+
+    if spec.type == "bool":
+        if not isinstance(value, bool):
+            raise wrong("must be true or false")
+        return value
+    if spec.type in ("int", "float", "decimal"):
+        if isinstance(value, bool):
+            raise wrong("must be a number")
+        if spec.type == "int":
+            if isinstance(value, float) and value.is_integer():
+                value = int(value)
+            if not isinstance(value, int):
+                raise wrong("must be a whole number")
+            number = float(value)
+        elif spec.type == "decimal":
+            try:
+                number = float(Decimal(str(value)))
+            except InvalidOperation:
+                raise wrong("must be an amount of money") from None
+            if isinstance(value, str):
+                value = str(Decimal(value))
+        else:
+            if not isinstance(value, int | float) or not math.isfinite(value):
+                raise wrong("must be a number")
+            number = float(value)
+        too_low = (spec.above is not None and number <= spec.above
+                   or spec.minimum is not None and number < spec.minimum)
+        too_high = spec.maximum is not None and number > spec.maximum
+        if too_low or too_high:
+            raise wrong(f"must be {spec.range_text()}")
+        return value
+    if spec.type == "choice":
+        if value not in spec.choices:
+            raise StageSettingError(f"{name} {value!r} is not one of {', '.join(spec.choices)}")
+        return value
+    if spec.type == "str":
+        if not isinstance(value, str):
+            raise wrong("must be text")
+        if spec.max_length and len(value) > spec.max_length:
+            raise StageSettingError(f"{name} is {len(value)} characters long; at most "
+                                    f"{spec.max_length}")
+        return value
+    if spec.type == "str_list":
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise wrong("must be a list of texts")
+        if spec.choices:
+            unknown = [v for v in value if v not in spec.choices]
+            if unknown:
+                raise StageSettingError(f"{name}: {', '.join(map(repr, unknown))} not among "
+                                        f"{', '.join(spec.choices)}")
+        if spec.key == "locales":
+            bad = [v for v in value if not re.fullmatch(r"[A-Z]{2}", v)]
+            if bad:
+                raise StageSettingError(f"locales: {', '.join(map(repr, bad))} are not "
+                                        "two-letter country codes like US")
+        return value
+    if spec.type == "json_list":
+        if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
+            raise wrong("must be a list of objects")
+        return value
+    raise AssertionError(f"unknown setting type {spec.type}")
+
+
+def stage_settings_errors(settings: Any) -> list[str]:
+    """Everything wrong with a stage's settings (empty when they are fine). Known keys are
+    checked whatever the kind or provider (a key that does not apply is simply unused);
+    unknown keys are kept as they are."""
+    if settings is None:
+        return []
+    if not isinstance(settings, dict):
+        return ["settings must be a JSON object like {\"n_items\": 200}"]
+    errors = []
+    for key in OBJECT_KEYS:
+        if key in settings and not isinstance(settings[key], dict):
+            if key == "redundancy":
+                continue  # adaptive_redundancy names the expected shape below
+            errors.append(f"{key} must be an object like {{\"{_member(key)}\": …}}")
+    for spec in SETTINGS:
+        value = value_at(settings, spec.key)
+        if value is None:
+            continue
+        try:
+            setting_check(spec, value)
+        except StageSettingError as exc:
+            errors.append(str(exc))
+    if not errors:
+        try:
+            adaptive_redundancy(settings)  # min ≤ max, unknown members
+        except ValueError as exc:
+            errors.append(str(exc))
+    return errors
+
+
+def _member(key: str) -> str:
+    return next(spec.path[1] for spec in SETTINGS if spec.path[0] == key)
+
+
+def stage_settings_merge(settings: dict | None, values: dict[str, Any]) -> dict:
+    """`settings` with the given (dotted) keys set, or removed where the value is None; every
+    other key, known or not, is kept. An object setting left empty is removed."""
+    merged = {key: (dict(value) if isinstance(value, dict) else value)
+              for key, value in (settings or {}).items()}
+    for key, value in values.items():
+        path = key.split(".")
+        if len(path) == 1:
+            if value is None:
+                merged.pop(key, None)
+            else:
+                merged[key] = value
+            continue
+        parent = merged.get(path[0])
+        parent = dict(parent) if isinstance(parent, dict) else {}
+        if value is None:
+            parent.pop(path[1], None)
+        else:
+            parent[path[1]] = value
+        if parent:
+            merged[path[0]] = parent
+        else:
+            merged.pop(path[0], None)
+    return merged
+
+
+def settings_without(settings: dict | None, keys: Iterable[str]) -> dict:
+    """The settings minus the given (dotted) keys: what the advanced box shows beside the
+    typed fields."""
+    return stage_settings_merge(settings, dict.fromkeys(keys))
+
+
+def settings_table_markdown() -> str:
+    """The key table of docs/PROVIDERS.md, generated from the schema."""
+    rows = ["| key | type | applies to | default | meaning |", "| --- | --- | --- | --- | --- |"]
+    for spec in SETTINGS:
+        scope = []
+        if spec.kinds != KINDS:
+            scope.append("/".join(spec.kinds) + " projects")
+        if spec.providers != PROVIDERS:
+            scope.append("/".join(spec.providers))
+        kind = spec.type + (f" ({spec.range_text()})" if spec.range_text() else "")
+        rows.append(f"| `{spec.key}` | {kind} | {', '.join(scope) or 'all'} | "
+                    f"{spec.default or '–'} | {spec.help} |")
+    for key in MANAGED_KEYS:
+        rows.append(f"| `{key}` | written at publish | {key.split('_')[0]} | – | "
+                    "the id of what the provider created; shown, not edited |")
+    return "\n".join(rows)
