@@ -55,9 +55,13 @@ def test_the_draw_favours_unsure_items_and_records_every_probability(routed_stud
     assert sum(d.probability for d in draws) == pytest.approx(150, rel=1e-6)
     drawn = [d for d in draws if d.drawn]
     assert {i.pk for i in stage.items.all()} == {d.item_id for d in drawn}
-    unsure = [d.drawn for d in draws if d.predicted == 0.5]
-    sure = [d.drawn for d in draws if d.predicted in (0.02, 0.97)]
-    assert np.mean(unsure) > 2 * np.mean(sure)  # √(p(1−p)): 0.5 against 0.14–0.17
+    unsure = [d for d in draws if d.predicted == 0.5]
+    sure = [d for d in draws if d.predicted in (0.02, 0.97)]
+    # The design: inclusion probabilities follow √(p(1−p)), 0.5 against 0.14–0.17.
+    assert np.mean([d.probability for d in unsure]) > 2 * np.mean([d.probability for d in sure])
+    # The realized draw follows it. The seed comes from the stage's id, which differs between
+    # runs and databases, so the margin is wide (about 2.3× expected; 1.5× is > 3 SD away).
+    assert np.mean([d.drawn for d in unsure]) > 1.5 * np.mean([d.drawn for d in sure])
     # Drawn again while still a draft: the same population, the same seeded draw.
     again = stage_route_by_uncertainty(stage=stage)
     assert again.drawn == summary.drawn and RoutingDraw.objects.filter(stage=stage).count() == 600
