@@ -8,6 +8,7 @@ MODULES = {
     "annotator_load": "bench.annotator_load",
     "reports": "bench.reports",
     "report_scale": "bench.report_scale",
+    "evouna_pages": "bench.evouna_pages",
     "import_export": "bench.import_export",
     "scoring": "bench.scoring",
     "lerc_training": "bench.lerc_training",
