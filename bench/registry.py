@@ -9,6 +9,7 @@ MODULES = {
     "reports": "bench.reports",
     "import_export": "bench.import_export",
     "scoring": "bench.scoring",
+    "metric_throughput": "bench.metric_throughput",
     "lerc_training": "bench.lerc_training",
     "publishing": "bench.publishing",
     "efficiency": "bench.efficiency",
