@@ -24,9 +24,11 @@ that needs them, so importing this module (the registry does) costs nothing.
 """
 from __future__ import annotations
 
+import math
 import shutil
 import subprocess
 import threading
+from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -142,23 +144,57 @@ def _nonempty_pairs(cands: list[str], refs: list[str]) -> tuple[list[int], list[
     return keep, kept_cands, kept_refs
 
 
+def _ngram_counts(words: list[str], n: int) -> list[Counter]:
+    """Counts of the 1..n-grams of `words`, one Counter per order (as pycocoevalcap's
+    `precook`, which keys every order in one dict)."""
+    return [Counter(zip(*(words[i:] for i in range(k)), strict=False))  # shorter tails end it
+            for k in range(1, n + 1)]
+
+
+def coco_sentence_bleu(cand_words: list[str], cand_counts: list[Counter],
+                       ref_words: list[str], ref_counts: list[Counter], n: int) -> float:
+    """BLEU-n of one candidate against one reference exactly as pycocoevalcap's BleuScorer
+    computes its per-segment score (`compute_score(option="closest")`: clipped n-gram matches,
+    the same 1e-15/1e-9 guards, the brevity penalty), the same float operations in the same
+    order — without its per-pair bookkeeping (it counts 1- to 4-grams even for BLEU-1)."""
+    small, tiny = 1e-9, 1e-15
+    testlen, reflen = len(cand_words), len(ref_words)
+    bleu, value = 1.0, 0.0
+    for k in range(n):
+        reference = ref_counts[k]
+        correct = sum(min(count, reference[gram]) for gram, count in cand_counts[k].items()
+                      if gram in reference)
+        guess = max(0, testlen - k)
+        bleu *= (float(correct) + tiny) / (float(guess) + small)
+        value = bleu ** (1. / (k + 1))
+    ratio = (testlen + tiny) / (reflen + small)
+    if ratio < 1:
+        value *= math.exp(1 - 1 / ratio)
+    return value
+
+
 class CocoBleu(_PairMetric):
+    """BLEU-n as pycocoevalcap's Bleu(n) scores each (candidate, reference) pair (the tests
+    compare the two on every pair), with each distinct text split and counted once."""
+
     def __init__(self, n: int):
         self.n = n
         self.name = f"bleu{n}"
         self.version = "coco1.2-mochapunct-v1"
 
     def pair_scores(self, cands, refs, owners):
-        from pycocoevalcap.bleu.bleu import Bleu
-
         values = [0.0] * len(cands)
         keep, kept_cands, kept_refs = _nonempty_pairs(cands, refs)
-        if keep:
-            gts = {i: [r] for i, r in enumerate(kept_refs)}
-            res = {i: [c] for i, c in enumerate(kept_cands)}
-            _corpus, per_n = Bleu(self.n).compute_score(gts, res, verbose=0)
-            for index, value in zip(keep, per_n[self.n - 1], strict=True):
-                values[index] = float(value)
+        counted: dict[str, tuple[list[str], list[Counter]]] = {}
+
+        def counts(text: str):
+            if text not in counted:
+                words = text.split()
+                counted[text] = (words, _ngram_counts(words, self.n))
+            return counted[text]
+
+        for index, cand, ref in zip(keep, kept_cands, kept_refs, strict=True):
+            values[index] = coco_sentence_bleu(*counts(cand), *counts(ref), self.n)
         return values
 
 

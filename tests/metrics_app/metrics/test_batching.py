@@ -106,3 +106,23 @@ def test_conditional_bertscore_batch_equals_one_at_a_time_and_the_definition(pas
             cand, _conditional_by_hand(metric, passage, item.question, r))
             for r in item.references)
         assert value == pytest.approx(expected, abs=1e-5)
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4])
+def test_bleu_equals_pycocoevalcap_exactly_on_many_pairs(n):
+    """Our BLEU counts each text's n-grams once; pycocoevalcap's BleuScorer is the definition.
+    Small vocabulary: repeated words (clipping), partial overlaps, length ratios both ways."""
+    import random
+
+    from pycocoevalcap.bleu.bleu import Bleu
+
+    rng = random.Random(n)
+    vocab = ["the", "a", "cat", "sat", "on", "mat", "Röntgen", "1901", "x"]
+    pairs = [(" ".join(rng.choices(vocab, k=rng.randint(1, 12))),
+              " ".join(rng.choices(vocab, k=rng.randint(1, 12)))) for _ in range(400)]
+    batch = [MetricInput(id=str(i), question="q", references=[r], candidate=c)
+             for i, (c, r) in enumerate(pairs)]
+    ours = baselines.CocoBleu(n).score_batch(batch)
+    _, per_n = Bleu(n).compute_score({i: [r] for i, (_, r) in enumerate(pairs)},
+                                     {i: [c] for i, (c, _) in enumerate(pairs)}, verbose=0)
+    assert ours == per_n[n - 1]
