@@ -50,6 +50,8 @@ def nq_inputs(ctx: Context) -> list:
 
 def spread(rows: list, n: int) -> list:
     """n rows spread over the whole file (every system, every answer length)."""
+    if n <= 0:
+        return []
     if n >= len(rows):
         return rows
     step = len(rows) / n
@@ -211,7 +213,7 @@ def run(ctx: Context) -> Outcome:
                               "cpus": os.cpu_count()})
     try:
         lexical = spread(rows, sizes["lexical"])
-        for name in ("em", "f1", "bleu1", "bleu4", "rougeL"):
+        for name in ("em", "f1", "bleu1", "bleu4", "rougeL") if lexical else ():
             anchor = anchor_squad(name) if name in ("em", "f1") else anchor_coco(name)
             anchor(lexical[:20])  # imports out of the clock
             ours(name, lexical[:20])
@@ -261,15 +263,25 @@ def run(ctx: Context) -> Outcome:
                       f"{got['ours_items_per_s']:,} items/s ({got['ours_s']} s; anchor "
                       f"{got['anchor_items_per_s']:,}/s, ×{got['ours_vs_anchor']}{extra})")
     # Same scores as the package (the conditional anchor is a different quantity: not checked).
+    # bert-score's own scores move by up to ~5e-4 with the batch a pair lands in: greedy
+    # matching multiplies padded positions' similarities by 0, and a 0 beats a token whose
+    # cosines with MiniLM are all negative, so a pair scored alone (or in our batches of 256
+    # items) and the same pair in one call over every pair can differ by that much.
     same = {name: numbers[name]["max_abs_difference_to_anchor"] for name in TARGETS
             if name in numbers and name != "conditional_bertscore"}
-    outcome.check("scores = the package's own (max |Δ| < 1e-4)",
-                  all(v is not None and v < 1e-4 for v in same.values()),
+    outcome.check("scores = the package's own (max |Δ| 0; BERTScore < 1e-3, padding)",
+                  all(v is not None and v < (1e-3 if name == "bertscore" else 1e-9)
+                      for name, v in same.items()),
                   ", ".join(f"{k} {v:.1g}" for k, v in same.items() if v is not None))
     if "lerc" not in numbers:
         outcome.notes.append("LERC left out (BENCH_METRIC_ITEMS lerc=0)")
         return outcome
     lerc = numbers["lerc"]
+    if lerc["torch_threads"] > 1:
+        outcome.notes.append(
+            "LERC's ratio at 2 threads is read next to the load: on a busy host the batch-1 "
+            "path's many small parallel regions wait for a descheduled thread, so much of the "
+            "ratio is one-at-a-time slowing down (bench/FINDINGS.md has the 1-thread ratio)")
     outcome.check(f"LERC batched ≥ {LERC_TARGET_SPEEDUP:g}× one at a time",
                   lerc["speedup"] >= LERC_TARGET_SPEEDUP,
                   f"{lerc['speedup']}× ({lerc['batched_items_per_s']} vs "
