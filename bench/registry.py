@@ -11,6 +11,7 @@ MODULES = {
     "evouna_pages": "bench.evouna_pages",
     "import_export": "bench.import_export",
     "scoring": "bench.scoring",
+    "metric_throughput": "bench.metric_throughput",
     "lerc_training": "bench.lerc_training",
     "publishing": "bench.publishing",
     "efficiency": "bench.efficiency",

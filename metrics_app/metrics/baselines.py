@@ -24,9 +24,11 @@ that needs them, so importing this module (the registry does) costs nothing.
 """
 from __future__ import annotations
 
+import math
 import shutil
 import subprocess
 import threading
+from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -142,23 +144,57 @@ def _nonempty_pairs(cands: list[str], refs: list[str]) -> tuple[list[int], list[
     return keep, kept_cands, kept_refs
 
 
+def _ngram_counts(words: list[str], n: int) -> list[Counter]:
+    """Counts of the 1..n-grams of `words`, one Counter per order (as pycocoevalcap's
+    `precook`, which keys every order in one dict)."""
+    return [Counter(zip(*(words[i:] for i in range(k)), strict=False))  # shorter tails end it
+            for k in range(1, n + 1)]
+
+
+def coco_sentence_bleu(cand_words: list[str], cand_counts: list[Counter],
+                       ref_words: list[str], ref_counts: list[Counter], n: int) -> float:
+    """BLEU-n of one candidate against one reference exactly as pycocoevalcap's BleuScorer
+    computes its per-segment score (`compute_score(option="closest")`: clipped n-gram matches,
+    the same 1e-15/1e-9 guards, the brevity penalty), the same float operations in the same
+    order — without its per-pair bookkeeping (it counts 1- to 4-grams even for BLEU-1)."""
+    small, tiny = 1e-9, 1e-15
+    testlen, reflen = len(cand_words), len(ref_words)
+    bleu, value = 1.0, 0.0
+    for k in range(n):
+        reference = ref_counts[k]
+        correct = sum(min(count, reference[gram]) for gram, count in cand_counts[k].items()
+                      if gram in reference)
+        guess = max(0, testlen - k)
+        bleu *= (float(correct) + tiny) / (float(guess) + small)
+        value = bleu ** (1. / (k + 1))
+    ratio = (testlen + tiny) / (reflen + small)
+    if ratio < 1:
+        value *= math.exp(1 - 1 / ratio)
+    return value
+
+
 class CocoBleu(_PairMetric):
+    """BLEU-n as pycocoevalcap's Bleu(n) scores each (candidate, reference) pair (the tests
+    compare the two on every pair), with each distinct text split and counted once."""
+
     def __init__(self, n: int):
         self.n = n
         self.name = f"bleu{n}"
         self.version = "coco1.2-mochapunct-v1"
 
     def pair_scores(self, cands, refs, owners):
-        from pycocoevalcap.bleu.bleu import Bleu
-
         values = [0.0] * len(cands)
         keep, kept_cands, kept_refs = _nonempty_pairs(cands, refs)
-        if keep:
-            gts = {i: [r] for i, r in enumerate(kept_refs)}
-            res = {i: [c] for i, c in enumerate(kept_cands)}
-            _corpus, per_n = Bleu(self.n).compute_score(gts, res, verbose=0)
-            for index, value in zip(keep, per_n[self.n - 1], strict=True):
-                values[index] = float(value)
+        counted: dict[str, tuple[list[str], list[Counter]]] = {}
+
+        def counts(text: str):
+            if text not in counted:
+                words = text.split()
+                counted[text] = (words, _ngram_counts(words, self.n))
+            return counted[text]
+
+        for index, cand, ref in zip(keep, kept_cands, kept_refs, strict=True):
+            values[index] = coco_sentence_bleu(*counts(cand), *counts(ref), self.n)
         return values
 
 
@@ -192,6 +228,12 @@ class CocoMeteor(_PairMetric):
         self._process: subprocess.Popen | None = None
         self._lock = threading.Lock()
 
+    def prepare(self) -> None:
+        """Start the Java process without waiting for it (the scoring run calls this before its
+        first metric, so the JVM boots while the others score)."""
+        with self._lock:
+            self._start()
+
     def _start(self) -> subprocess.Popen:
         if self._process is not None and self._process.poll() is None:
             return self._process
@@ -215,31 +257,54 @@ class CocoMeteor(_PairMetric):
             raise MetricUnavailable(f"meteor: could not start Java: {exc}") from exc
         return self._process
 
-    def _ask(self, process: subprocess.Popen, line: str) -> str:
-        process.stdin.write((line + "\n").encode("utf-8"))
-        process.stdin.flush()
-        answer = process.stdout.readline().decode("utf-8").strip()
-        if not answer:
-            raise MetricUnavailable("meteor: the Java METEOR process stopped answering")
-        return answer
-
     def pair_scores(self, cands, refs, owners):
         values = [0.0] * len(cands)
         keep, kept_cands, kept_refs = _nonempty_pairs(cands, refs)
         if not keep:
             return values
+        # Repeated pairs (the same answer to the same question by several systems) are asked once.
+        unique: dict[tuple[str, str], int] = {}
+        slots = [unique.setdefault((c, r), len(unique))
+                 for c, r in zip(kept_cands, kept_refs, strict=True)]
         with self._lock:
             process = self._start()
-            # The jar's protocol: SCORE ||| ref ||| hyp → statistics; EVAL ||| stats ||| ...
-            # → one score per segment, then the corpus score.
-            stats = [self._ask(process, f"SCORE ||| {r} ||| {c}")
-                     for c, r in zip(kept_cands, kept_refs, strict=True)]
-            process.stdin.write(("EVAL ||| " + " ||| ".join(stats) + "\n").encode("utf-8"))
-            process.stdin.flush()
-            for index in keep:
-                values[index] = float(process.stdout.readline().decode("utf-8").strip())
-            process.stdout.readline()  # corpus-level score, unused
+            scores = self._score_pairs(process, list(unique))
+        for index, slot in zip(keep, slots, strict=True):
+            values[index] = scores[slot]
         return values
+
+    @staticmethod
+    def _score_pairs(process: subprocess.Popen, pairs: list[tuple[str, str]]) -> list[float]:
+        """The jar's protocol: `SCORE ||| ref ||| hyp` → one line of statistics per pair;
+        `EVAL ||| stats ||| ...` → one score per segment, then the corpus score. The SCORE
+        lines are streamed from a writer thread while this thread reads the answers, so the
+        jar never waits for a round trip (it answers line by line, in order)."""
+        request = "".join(f"SCORE ||| {r} ||| {c}\n" for c, r in pairs).encode("utf-8")
+        failure: list[BaseException] = []
+
+        def write() -> None:
+            try:
+                process.stdin.write(request)
+                process.stdin.flush()
+            except OSError as exc:  # the jar died: the reader sees EOF and reports it
+                failure.append(exc)
+
+        writer = threading.Thread(target=write, name="meteor-writer", daemon=True)
+        writer.start()
+        stats = []
+        for _ in pairs:
+            line = process.stdout.readline().decode("utf-8").strip()
+            if not line:
+                writer.join(timeout=1)
+                raise MetricUnavailable("meteor: the Java METEOR process stopped answering"
+                                        + (f" ({failure[0]})" if failure else ""))
+            stats.append(line)
+        writer.join()
+        process.stdin.write(("EVAL ||| " + " ||| ".join(stats) + "\n").encode("utf-8"))
+        process.stdin.flush()
+        scores = [float(process.stdout.readline().decode("utf-8").strip()) for _ in pairs]
+        process.stdout.readline()  # corpus-level score, unused
+        return scores
 
     def close(self) -> None:
         with self._lock:
@@ -349,6 +414,25 @@ def greedy_match_f1(cand_vectors, ref_vectors) -> float:
     return 2 * precision * recall / (precision + recall)
 
 
+_BERT_SCORERS: dict = {}
+_BERT_SCORERS_LOCK = threading.Lock()
+
+
+def shared_bert_scorer(model_dir: Path, num_layers: int):
+    """bert-score's BERTScorer for (model folder, layer), loaded once per process and shared by
+    `bertscore` and `conditional_bertscore` (the model is the same weights cut after layer
+    `num_layers`; loading it is most of a small run's time)."""
+    key = (str(model_dir), num_layers)
+    with _BERT_SCORERS_LOCK:
+        if key not in _BERT_SCORERS:
+            _offline()
+            from bert_score import BERTScorer
+
+            _BERT_SCORERS[key] = BERTScorer(model_type=str(model_dir), num_layers=num_layers,
+                                            device="cpu")
+        return _BERT_SCORERS[key]
+
+
 class BertScore(_PairMetric):
     """BERTScore F1 (bert-score's BERTScorer, no idf, no baseline rescaling)."""
 
@@ -364,13 +448,7 @@ class BertScore(_PairMetric):
 
     def _get_scorer(self):
         if self._scorer is None:
-            _offline()
-            from bert_score import BERTScorer
-
-            self._scorer = BERTScorer(
-                model_type=str(self.model_dir), num_layers=self.num_layers, device="cpu",
-                batch_size=self.batch_size,
-            )
+            self._scorer = shared_bert_scorer(self.model_dir, self.num_layers)
         return self._scorer
 
     def pair_scores(self, cands, refs, owners):
@@ -391,12 +469,17 @@ class ConditionalBertScore(_PairMetric):
     the input to BERT is `[CLS] context [SEP] question [SEP] answer [SEP]`; the
     representations of the answer's tokens (candidate and reference each encoded this way)
     are greedily matched as in BERTScore and F1 is reported. The context is truncated from the
-    end when the whole does not fit the model's 512 positions."""
+    end when the whole does not fit the model's 512 positions.
+
+    Each distinct (context, question, answer) is encoded once per batch of inputs (a candidate
+    is not re-encoded for each of its references, a reference not for each system's answer),
+    in length-sorted batches padded to the longest sequence of the batch, under
+    `torch.inference_mode`."""
 
     name = "conditional_bertscore"
 
     def __init__(self, model_dir: str | None = None, num_layers: int | None = None,
-                 batch_size: int = 16):
+                 batch_size: int = 64):
         self.model_dir = _resolve_model_dir(model_dir)
         self.num_layers = num_layers or DEFAULT_BERTSCORE_LAYER
         self.batch_size = batch_size
@@ -405,48 +488,62 @@ class ConditionalBertScore(_PairMetric):
         self._model = None
 
     def _load(self):
+        """The fast tokenizer of the folder and the model shared with `bertscore` (cut after
+        layer `num_layers`, so its last hidden state is layer `num_layers`)."""
         if self._model is None:
             _offline()
-            from transformers import AutoModel, AutoTokenizer
+            from transformers import AutoTokenizer
 
             self._tokenizer = AutoTokenizer.from_pretrained(str(self.model_dir))
-            self._model = AutoModel.from_pretrained(str(self.model_dir)).eval()
+            self._model = shared_bert_scorer(self.model_dir, self.num_layers)._model.eval()
         return self._tokenizer, self._model
 
+    def _token_ids(self, texts: list[str]) -> dict[str, list[int]]:
+        """Each distinct text tokenized once (one batch call of the fast tokenizer)."""
+        tokenizer, _ = self._load()
+        distinct = list(dict.fromkeys(texts))
+        if not distinct:
+            return {}
+        ids = tokenizer(distinct, add_special_tokens=False)["input_ids"]
+        return dict(zip(distinct, ids, strict=True))
+
     def _answer_embeddings(self, texts: list[tuple[str, str, str]]) -> list:
-        """(context, question, answer) → the answer tokens' layer-L vectors, one tensor each."""
+        """(context, question, answer) → the answer tokens' layer-L vectors, one tensor each,
+        in input order (repeated triples share one tensor)."""
         import torch
 
         tokenizer, model = self._load()
         max_len = min(getattr(tokenizer, "model_max_length", 512) or 512, 512)
+        token_ids = self._token_ids([part for triple in texts for part in triple])
+        slot_of: dict[tuple[str, str, str], int] = {}
+        slots = [slot_of.setdefault(triple, len(slot_of)) for triple in texts]
         encoded, spans = [], []
-        for context, question, answer in texts:
-            ctx = tokenizer.encode(context, add_special_tokens=False)
-            q = tokenizer.encode(question, add_special_tokens=False)
-            a = tokenizer.encode(answer, add_special_tokens=False)
-            a = a[: max_len // 2]
-            q = q[: max_len // 4]
+        for context, question, answer in slot_of:
+            a = token_ids[answer][: max_len // 2]
+            q = token_ids[question][: max_len // 4]
             room = max_len - 4 - len(q) - len(a)
-            ctx = ctx[: max(room, 0)]
+            ctx = token_ids[context][: max(room, 0)]
             ids = ([tokenizer.cls_token_id] + ctx + [tokenizer.sep_token_id] + q
                    + [tokenizer.sep_token_id] + a + [tokenizer.sep_token_id])
             start = len(ids) - 1 - len(a)
             encoded.append(ids)
             spans.append((start, start + len(a)))
-        vectors = []
-        for offset in range(0, len(encoded), self.batch_size):
-            chunk = encoded[offset: offset + self.batch_size]
-            width = max(len(ids) for ids in chunk)
-            input_ids = torch.tensor(
-                [ids + [tokenizer.pad_token_id] * (width - len(ids)) for ids in chunk]
-            )
-            mask = torch.tensor([[1] * len(ids) + [0] * (width - len(ids)) for ids in chunk])
-            with torch.no_grad():
-                output = model(input_ids=input_ids, attention_mask=mask, output_hidden_states=True)
-            hidden = output.hidden_states[self.num_layers]
-            for row, (start, end) in enumerate(spans[offset: offset + len(chunk)]):
-                vectors.append(hidden[row, start:end])
-        return vectors
+        vectors: list = [None] * len(encoded)
+        order = sorted(range(len(encoded)), key=lambda i: len(encoded[i]))
+        with torch.inference_mode():
+            for offset in range(0, len(order), self.batch_size):
+                chunk = order[offset: offset + self.batch_size]
+                width = max(len(encoded[i]) for i in chunk)
+                input_ids = torch.full((len(chunk), width), tokenizer.pad_token_id)
+                mask = torch.zeros((len(chunk), width), dtype=torch.long)
+                for row, i in enumerate(chunk):
+                    input_ids[row, : len(encoded[i])] = torch.tensor(encoded[i])
+                    mask[row, : len(encoded[i])] = 1
+                hidden = model(input_ids=input_ids, attention_mask=mask).last_hidden_state
+                for row, i in enumerate(chunk):
+                    start, end = spans[i]
+                    vectors[i] = hidden[row, start:end].clone()
+        return [vectors[slot] for slot in slots]
 
     def pair_scores(self, cands, refs, owners):
         values = [0.0] * len(cands)

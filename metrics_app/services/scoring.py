@@ -58,6 +58,30 @@ def close_metric(metric) -> None:
         close()
 
 
+def prepare_metrics(metric_names: Sequence[str]) -> list:
+    """Start, in the background, what takes long to start (METEOR's Java process) before the
+    first metric scores, so it boots while the metrics before it run. Only the registry's
+    shared instances (metrics without a model or project option) are prepared; one that cannot
+    start is left alone here and reports its error when its turn comes. Returns the prepared
+    metrics: the caller closes them when the run ends, however it ends."""
+    prepared = []
+    for name in metric_names:
+        if metric_accepts_option(name, "model") or metric_accepts_option(name, "project"):
+            continue
+        try:
+            metric = get_metric(name)
+        except (KeyError, MetricUnavailable):
+            continue
+        prepare = getattr(metric, "prepare", None)
+        if callable(prepare):
+            try:
+                prepare()
+            except MetricUnavailable:
+                continue
+            prepared.append(metric)
+    return prepared
+
+
 @dataclass
 class MetricRun:
     """Scores of one metric over a list of inputs (None where it could not score)."""
@@ -79,30 +103,41 @@ def score_inputs(
     """Score `inputs` with every metric, batch by batch. A metric that cannot run here (e.g.
     METEOR without Java) is reported in `error` and the others still run."""
     runs: dict[str, MetricRun] = {}
-    for name in metric_names:
-        run = MetricRun(name=name)
-        runs[name] = run
-        metric = None
-        try:
-            metric = build_metric(name, model=model)
-            run.version = metric.version
-            for start in range(0, len(inputs), batch_size):
-                batch = inputs[start: start + batch_size]
-                values = metric.score_batch(batch)
-                if len(values) != len(batch):
-                    raise RuntimeError(f"{name} returned {len(values)} scores for {len(batch)}")
-                run.values.extend(values)
-                if progress:
-                    progress(len(batch))
-        except MetricUnavailable as exc:
-            run.error = str(exc)
-            if progress:
-                progress(len(inputs) - len(run.values))
-            run.values = [None] * len(inputs)
-        finally:
-            if metric is not None:
-                close_metric(metric)
+    prepared = prepare_metrics(metric_names) if len(metric_names) > 1 else []
+    try:
+        for name in metric_names:
+            runs[name] = _score_with(name, inputs, model=model, batch_size=batch_size,
+                                     progress=progress)
+    finally:
+        for metric in prepared:
+            close_metric(metric)
     return runs
+
+
+def _score_with(name: str, inputs: Sequence[MetricInput], *, model: str | None,
+                batch_size: int, progress: Progress | None) -> MetricRun:
+    run = MetricRun(name=name)
+    metric = None
+    try:
+        metric = build_metric(name, model=model)
+        run.version = metric.version
+        for start in range(0, len(inputs), batch_size):
+            batch = inputs[start: start + batch_size]
+            values = metric.score_batch(batch)
+            if len(values) != len(batch):
+                raise RuntimeError(f"{name} returned {len(values)} scores for {len(batch)}")
+            run.values.extend(values)
+            if progress:
+                progress(len(batch))
+    except MetricUnavailable as exc:
+        run.error = str(exc)
+        if progress:
+            progress(len(inputs) - len(run.values))
+        run.values = [None] * len(inputs)
+    finally:
+        if metric is not None:
+            close_metric(metric)
+    return run
 
 
 def item_metric_inputs(item: Item, kind: str) -> list[tuple[str, MetricInput]]:
@@ -154,6 +189,18 @@ def project_score_metrics(
     at the metric's current version are skipped. Returns per metric {version, scored, cached,
     unscorable, error}."""
     rows = project_metric_inputs(project=project)
+    prepared = prepare_metrics(metric_names) if len(metric_names) > 1 and rows else []
+    try:
+        return _project_score(project, rows, metric_names, model=model, batch_size=batch_size,
+                              progress=progress)
+    finally:
+        for metric in prepared:
+            close_metric(metric)
+
+
+def _project_score(project: Project, rows: list, metric_names: Sequence[str], *,
+                   model: str | None, batch_size: int, progress: Progress | None
+                   ) -> dict[str, dict]:
     summary: dict[str, dict] = {}
     for name in metric_names:
         detail = {"version": "", "scored": 0, "cached": 0, "unscorable": 0, "error": ""}

@@ -132,7 +132,7 @@ def test_quick_run_of_every_benchmark_end_to_end(tmp_path, shared_data):
     assert load["numbers"]["judgments_acknowledged"] > 0
     assert load["numbers"]["judgments_in_database"] == load["numbers"]["judgments_acknowledged"]
     assert by_name["import_export"]["passed"] and by_name["publishing"]["passed"]
-    assert by_name["scoring"]["numbers"]["lerc"]["max_abs_score_difference"] < 1e-3
+    assert by_name["metric_throughput"]["numbers"]["lerc"]["max_abs_score_difference"] < 1e-3
     assert by_name["lerc_training"]["numbers"]["cpu"]["examples_per_s"] > 0
     document = (tmp_path / "PERFORMANCE.md").read_text()
     assert "quick mode: plumbing only" in document

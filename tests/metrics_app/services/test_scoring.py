@@ -195,3 +195,47 @@ def test_celery_task_runs_the_job_by_id():
     job.refresh_from_db()
     assert job.status == ScoringStatus.DONE and job.done == job.total == 2
     assert MetricScore.objects.filter(item__project=project).count() == 2
+
+
+class _SlowStarter:
+    """A metric whose start-up can run in the background (as METEOR's JVM does)."""
+
+    name = "slow_starter"
+    version = "1"
+    events: list = []
+
+    def prepare(self):
+        self.events.append("prepare")
+
+    def score_batch(self, inputs):
+        self.events.append("score")
+        return [1.0] * len(inputs)
+
+    def close(self):
+        self.events.append("close")
+
+
+@pytest.mark.parametrize("how", ["inputs", "project"])
+def test_a_run_starts_slow_metrics_before_the_first_metric_and_closes_them(monkeypatch, how):
+    from metrics_app import registry
+    from metrics_app.registry import MetricInput
+
+    registry._load_builtin_metrics()
+    monkeypatch.setitem(registry._REGISTRY, "slow_starter",
+                        registry._Entry(factory=_SlowStarter, description="test"))
+    events = _SlowStarter.events = []
+    f1_scored = scoring.get_metric("f1").score_batch
+    monkeypatch.setattr(scoring.get_metric("f1"), "score_batch",
+                        lambda batch: events.append("f1") or f1_scored(batch))
+    if how == "inputs":
+        runs = scoring.score_inputs(
+            metric_names=["f1", "slow_starter"],
+            inputs=[MetricInput(id="1", question="q", references=["a b"], candidate="a b")])
+        assert runs["slow_starter"].values == [1.0] and runs["f1"].values == [1.0]
+    else:
+        project = make_project(kind=TaskKind.LIKERT)
+        _likert(project, "a b", ["a b"])
+        summary = scoring.project_score_metrics(project=project,
+                                                metric_names=["f1", "slow_starter"])
+        assert summary["slow_starter"]["scored"] == 1
+    assert events[:2] == ["prepare", "f1"] and "score" in events and events[-1] == "close"
