@@ -6,7 +6,7 @@ convention for EM/F1, applied to every metric here so they stay comparable):
 
 | name | what | implementation | several references |
 | --- | --- | --- | --- |
-| `bleu1`, `bleu4` | BLEU with N=1 / N=4, sentence level | `pycocoevalcap` Bleu (MS-COCO, as MOCHA) | max over references |
+| `bleu1`, `bleu4` | BLEU with N=1 / N=4, sentence level | `pycocoevalcap` Bleu's per-pair score (MS-COCO, as MOCHA), counted here once per text; tested equal | max over references |
 | `meteor` | METEOR 1.5 | `pycocoevalcap`'s bundled jar (needs Java) | max over references |
 | `rougeL` | ROUGE-L F (beta 1.2) | `pycocoevalcap` Rouge | max over references |
 | `em`, `f1` | exact match / token F1 | SQuAD normalization (below) | max over references |
