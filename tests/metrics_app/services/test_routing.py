@@ -117,7 +117,12 @@ def test_estimates_weight_the_routed_labels_and_cover_the_truth(routed_study):
         assert active["effective_n"] > active["n_human"]  # worth more than random labels
         items = project.items.filter(source=name).values_list("pk", flat=True)
         true_share = np.mean([truth[i] for i in items])
-        assert active["low"] <= true_share <= active["high"]
+        # The 95% interval misses the truth one time in twenty, and the draw's seed follows
+        # the stage id, which changes between runs and databases: hold the estimate to 3.29
+        # standard errors (99.9%) instead, so the test fails for a biased estimator, not luck.
+        half_width = (active["high"] - active["low"]) / 2
+        assert active["low"] < active["estimate"] < active["high"]
+        assert abs(active["estimate"] - true_share) <= half_width * 3.29 / 1.96
         # The routed sample over-represents unsure answers; the unweighted share of the
         # drawn labels is not the estimate.
         drawn = [truth[i.pk] for i in stage.items.filter(source=name)]
