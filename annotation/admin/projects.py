@@ -1,6 +1,8 @@
 """Admin of the study design: projects, items, stages and their transitions."""
 from __future__ import annotations
 
+import json
+
 from django import forms
 from django.contrib import admin, messages
 from django.db.models import Count
@@ -339,8 +341,6 @@ class StageAdmin(ProgressColumnsMixin, StageProviderMixin, ProjectScopedAdmin):
 
     @admin.display(description="All stored settings (read-only)")
     def settings_stored(self, obj):
-        import json
-
         if obj is None or obj.pk is None:
             return "–"
         return format_html("<pre>{}</pre>", json.dumps(obj.settings or {}, indent=2,

@@ -15,7 +15,7 @@ import dataclasses
 from django.db import transaction
 from django.db.models import Q
 
-from annotation.domain.stage_settings import ROUTING_MODES
+from annotation.domain.stage_settings import ROUTING_MODES, stage_settings_errors
 from annotation.judgment_selectors import stage_agreement
 from annotation.models import (
     COLLECTION_STAGE_KINDS,
@@ -145,6 +145,15 @@ def agreement_guard(*, stage: Stage, override_reason: str | None = None) -> str:
     )
 
 
+def settings_guard(*, stage: Stage) -> None:
+    """The stage's settings pass the schema the admin form uses: settings written through the
+    API or the shell skip the form, and a wrong value (an approval rate of 150, a string
+    reward) would otherwise reach the provider or fail mid-collection."""
+    errors = stage_settings_errors(stage.settings)
+    if errors:
+        raise GuardFailed(f"{stage}: settings: {'; '.join(errors)}")
+
+
 def routing_guard(*, stage: Stage) -> None:
     """A stage that asks for routing by uncertainty is published only with its recorded draw:
     serving every item instead would spend the budget the routing was meant to save, and the
@@ -184,6 +193,7 @@ def stage_publish(*, stage: Stage, user=None, override_reason: str | None = None
     if stage.status == StageStatus.DRAFT:
         if stage.requires_stage is not None and stage.requires_stage.status == StageStatus.DRAFT:
             raise GuardFailed(f"{stage.requires_stage} must be published first")
+        settings_guard(stage=stage)
         routing_guard(stage=stage)
         adaptive_redundancy_guard(stage=stage)
         note = agreement_guard(stage=stage, override_reason=override_reason)

@@ -151,6 +151,22 @@ def test_budget_cap_refuses_publishing(likert_study, researcher):
     assert "rewards $2.40" in qualification.transitions.first().reason  # 6 × $0.40
 
 
+def test_settings_written_around_the_form_are_checked_at_publishing(likert_study, researcher):
+    """The API and the shell skip the admin form: publishing checks the same schema."""
+    project, _gold, _items = likert_study
+    qualification, _t, _f = make_stages(project, "inhouse")
+    qualification.settings = {**(qualification.settings or {}), "min_approval_rate": 150}
+    qualification.save()
+    with pytest.raises(GuardFailed, match="min_approval_rate must be"):
+        stage_publish(stage=qualification, user=researcher)
+    qualification.refresh_from_db()
+    assert qualification.status == StageStatus.DRAFT and not qualification.hits.exists()
+    qualification.settings.pop("min_approval_rate")
+    qualification.save()
+    assert stage_publish(stage=qualification, user=researcher).stage.status == \
+        StageStatus.COLLECTING
+
+
 def test_required_stage_must_be_published_first(likert_study, researcher):
     project, _gold, _items = likert_study
     _q, trial, _f = make_stages(project, "inhouse")
