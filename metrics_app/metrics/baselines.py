@@ -433,38 +433,108 @@ def shared_bert_scorer(model_dir: Path, num_layers: int):
         return _BERT_SCORERS[key]
 
 
-class BertScore(_PairMetric):
-    """BERTScore F1 (bert-score's BERTScorer, no idf, no baseline rescaling)."""
+def encode_token_sequences(model, pad_token_id: int, sequences: list[list[int]],
+                           batch_size: int) -> list:
+    """Each token-id sequence's last hidden state (tokens, dim), in input order, unpadded.
+    Sequences run shortest first in batches padded to the longest of each batch, so padding
+    stays small and the encoder does little work that is thrown away."""
+    import torch
 
-    name = "bertscore"
+    vectors: list = [None] * len(sequences)
+    order = sorted(range(len(sequences)), key=lambda i: len(sequences[i]))
+    with torch.inference_mode():
+        for offset in range(0, len(order), batch_size):
+            chunk = order[offset: offset + batch_size]
+            width = max(len(sequences[i]) for i in chunk)
+            input_ids = torch.full((len(chunk), width), pad_token_id)
+            mask = torch.zeros((len(chunk), width), dtype=torch.long)
+            for row, i in enumerate(chunk):
+                input_ids[row, : len(sequences[i])] = torch.tensor(sequences[i])
+                mask[row, : len(sequences[i])] = 1
+            hidden = model(input_ids=input_ids, attention_mask=mask).last_hidden_state
+            for row, i in enumerate(chunk):
+                vectors[i] = hidden[row, : len(sequences[i])].clone()
+    return vectors
 
-    def __init__(self, model_dir: str | None = None, num_layers: int | None = None,
-                 batch_size: int = 64):
+
+class _SharedEncoder:
+    """The local model folder's fast tokenizer and the encoder shared with bert-score's scorer
+    (cut after layer `num_layers`, so its last hidden state is layer `num_layers`)."""
+
+    def __init__(self, model_dir: str | None, num_layers: int | None, batch_size: int):
         self.model_dir = _resolve_model_dir(model_dir)
         self.num_layers = num_layers or DEFAULT_BERTSCORE_LAYER
         self.batch_size = batch_size
         self.version = f"{self.model_dir.parent.name[:24]}-L{self.num_layers}-v1"
-        self._scorer = None
+        self._tokenizer = None
+        self._model = None
 
-    def _get_scorer(self):
-        if self._scorer is None:
-            self._scorer = shared_bert_scorer(self.model_dir, self.num_layers)
-        return self._scorer
+    def _load(self):
+        if self._model is None:
+            _offline()
+            from transformers import AutoTokenizer
+
+            self._tokenizer = AutoTokenizer.from_pretrained(str(self.model_dir))
+            self._model = shared_bert_scorer(self.model_dir, self.num_layers)._model.eval()
+        return self._tokenizer, self._model
+
+    def _max_length(self) -> int:
+        tokenizer, _ = self._load()
+        return min(getattr(tokenizer, "model_max_length", 512) or 512, 512)
+
+
+class BertScore(_SharedEncoder, _PairMetric):
+    """BERTScore F1 as bert-score computes it (no idf, no baseline rescaling): each text is
+    encoded as `[CLS] text [SEP]`; every token's vector is matched to its most similar token of
+    the other text ([CLS] and [SEP] included as targets), and precision and recall average
+    those maxima over the text's own tokens without [CLS] and [SEP].
+
+    Each distinct text is encoded once per batch of inputs (a candidate is not re-encoded for
+    each reference), in length-sorted batches: bert-score's own call pads its batches of pairs,
+    and its greedy matching counts a padded position as similarity 0, so a pair's score there
+    moves with its batch (by up to 0.02 on low-scoring EVOUNA pairs); here it is the score of
+    the pair alone."""
+
+    name = "bertscore"
+
+    def __init__(self, model_dir: str | None = None, num_layers: int | None = None,
+                 batch_size: int = 128):
+        super().__init__(model_dir, num_layers, batch_size)
+
+    def text_vectors(self, texts: list[str]) -> dict[str, object]:
+        """Each distinct text → its unit-length token vectors ([CLS] … [SEP])."""
+        import torch
+
+        tokenizer, model = self._load()
+        distinct = list(dict.fromkeys(texts))
+        if not distinct:
+            return {}
+        ids = tokenizer([text.strip() for text in distinct], add_special_tokens=True,
+                        truncation=True, max_length=self._max_length())["input_ids"]
+        vectors = encode_token_sequences(model, tokenizer.pad_token_id, ids, self.batch_size)
+        return {text: torch.nn.functional.normalize(v.float(), dim=-1)
+                for text, v in zip(distinct, vectors, strict=True)}
 
     def pair_scores(self, cands, refs, owners):
         values = [0.0] * len(cands)
         keep = [i for i, (c, r) in enumerate(zip(cands, refs, strict=True))
                 if c.strip() and r.strip()]
-        if keep:
-            _p, _r, f1 = self._get_scorer().score(
-                [cands[i] for i in keep], [refs[i] for i in keep], batch_size=self.batch_size
-            )
-            for index, value in zip(keep, f1.tolist(), strict=True):
-                values[index] = float(value)
+        if not keep:
+            return values
+        vectors = self.text_vectors([cands[i] for i in keep] + [refs[i] for i in keep])
+        for i in keep:
+            cand, ref = vectors[cands[i]], vectors[refs[i]]
+            if cand.shape[0] <= 2 or ref.shape[0] <= 2:
+                continue  # nothing but [CLS] [SEP]: bert-score's 0/0, which it reports as 0
+            sim = cand @ ref.T
+            precision = sim[1:-1].max(dim=1).values.mean().item()
+            recall = sim[:, 1:-1].max(dim=0).values.mean().item()
+            total = precision + recall
+            values[i] = 2 * precision * recall / total if total else 0.0
         return values
 
 
-class ConditionalBertScore(_PairMetric):
+class ConditionalBertScore(_SharedEncoder, _PairMetric):
     """Conditional BERTScore ("Evaluating Question Answering Evaluation", Chen et al. 2019):
     the input to BERT is `[CLS] context [SEP] question [SEP] answer [SEP]`; the
     representations of the answer's tokens (candidate and reference each encoded this way)
@@ -480,23 +550,7 @@ class ConditionalBertScore(_PairMetric):
 
     def __init__(self, model_dir: str | None = None, num_layers: int | None = None,
                  batch_size: int = 64):
-        self.model_dir = _resolve_model_dir(model_dir)
-        self.num_layers = num_layers or DEFAULT_BERTSCORE_LAYER
-        self.batch_size = batch_size
-        self.version = f"{self.model_dir.parent.name[:24]}-L{self.num_layers}-v1"
-        self._tokenizer = None
-        self._model = None
-
-    def _load(self):
-        """The fast tokenizer of the folder and the model shared with `bertscore` (cut after
-        layer `num_layers`, so its last hidden state is layer `num_layers`)."""
-        if self._model is None:
-            _offline()
-            from transformers import AutoTokenizer
-
-            self._tokenizer = AutoTokenizer.from_pretrained(str(self.model_dir))
-            self._model = shared_bert_scorer(self.model_dir, self.num_layers)._model.eval()
-        return self._tokenizer, self._model
+        super().__init__(model_dir, num_layers, batch_size)
 
     def _token_ids(self, texts: list[str]) -> dict[str, list[int]]:
         """Each distinct text tokenized once (one batch call of the fast tokenizer)."""
@@ -510,10 +564,8 @@ class ConditionalBertScore(_PairMetric):
     def _answer_embeddings(self, texts: list[tuple[str, str, str]]) -> list:
         """(context, question, answer) → the answer tokens' layer-L vectors, one tensor each,
         in input order (repeated triples share one tensor)."""
-        import torch
-
         tokenizer, model = self._load()
-        max_len = min(getattr(tokenizer, "model_max_length", 512) or 512, 512)
+        max_len = self._max_length()
         token_ids = self._token_ids([part for triple in texts for part in triple])
         slot_of: dict[tuple[str, str, str], int] = {}
         slots = [slot_of.setdefault(triple, len(slot_of)) for triple in texts]
@@ -528,21 +580,8 @@ class ConditionalBertScore(_PairMetric):
             start = len(ids) - 1 - len(a)
             encoded.append(ids)
             spans.append((start, start + len(a)))
-        vectors: list = [None] * len(encoded)
-        order = sorted(range(len(encoded)), key=lambda i: len(encoded[i]))
-        with torch.inference_mode():
-            for offset in range(0, len(order), self.batch_size):
-                chunk = order[offset: offset + self.batch_size]
-                width = max(len(encoded[i]) for i in chunk)
-                input_ids = torch.full((len(chunk), width), tokenizer.pad_token_id)
-                mask = torch.zeros((len(chunk), width), dtype=torch.long)
-                for row, i in enumerate(chunk):
-                    input_ids[row, : len(encoded[i])] = torch.tensor(encoded[i])
-                    mask[row, : len(encoded[i])] = 1
-                hidden = model(input_ids=input_ids, attention_mask=mask).last_hidden_state
-                for row, i in enumerate(chunk):
-                    start, end = spans[i]
-                    vectors[i] = hidden[row, start:end].clone()
+        hidden = encode_token_sequences(model, tokenizer.pad_token_id, encoded, self.batch_size)
+        vectors = [h[start:end] for h, (start, end) in zip(hidden, spans, strict=True)]
         return [vectors[slot] for slot in slots]
 
     def pair_scores(self, cands, refs, owners):

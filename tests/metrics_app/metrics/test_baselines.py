@@ -182,6 +182,26 @@ def test_bertscore_matches_bert_score_package_with_the_local_minilm():
 
 
 @pytest.mark.slow
+def test_bertscore_equals_bert_score_on_each_pair_alone():
+    """Our encoder path (distinct texts, length-sorted batches, fast tokenizer) gives each pair
+    the score bert-score's own scorer gives that pair in a call of its own (no padding)."""
+    pairs = [
+        ("The first Nobel Prize in Physics was awarded to Wilhelm Röntgen in 1901.", "Röntgen"),
+        ("röntgen", "W. C. Röntgen"),
+        ("?!", "Röntgen"),
+        ("In 1969, Apollo 11 — crewed by Armstrong, Aldrin & Collins — landed.", "July 20, 1969"),
+        ("東京 (Tokyo)", "Tokyo"),
+        ("I'm not sure; it might be 42 or 43.", "forty-two"),
+    ]
+    metric = get_metric("bertscore")
+    ours = metric.pair_scores([c for c, _ in pairs], [r for _, r in pairs], [None] * len(pairs))
+    scorer = baselines.shared_bert_scorer(metric.model_dir, metric.num_layers)
+    for (cand, ref), value in zip(pairs, ours, strict=True):
+        _, _, expected = scorer.score([cand], [ref])
+        assert value == pytest.approx(expected.item(), abs=1e-5), (cand, ref)
+
+
+@pytest.mark.slow
 def test_conditional_bertscore_is_conditioned_on_context_and_question():
     metric = get_metric("conditional_bertscore")
     base = dict(question="Who is the Frenchman de Vac?")
