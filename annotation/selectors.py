@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 
-from django.db.models import Avg, Count, Q, QuerySet, Sum
+from django.db.models import Avg, Count, Exists, OuterRef, Q, QuerySet, Sum
 
 from .models import (
     NON_DATA_STAGE_KINDS,
@@ -132,13 +132,20 @@ def counting_fingerprint(*, project: Project) -> str:
     """What the counting rule depends on besides the judgments themselves, which are
     append-only: the not-counted assignments and the blocked workers. Cached reports compare it,
     since rejecting work or blocking a worker adds no judgment."""
-    judgments = Judgment.objects.filter(item__project=project)
-    excluded = judgments.filter(assignment__status__in=NOT_COUNTED_ASSIGNMENT_STATUSES)\
-        .values_list("assignment_id", flat=True).distinct().order_by("assignment_id")
-    # Only the blocked workers who worked here: a block elsewhere leaves this cache alone.
-    blocked = judgments.filter(_blocked_here(project)).values_list("worker_id", flat=True)\
-        .distinct().order_by("worker_id")
-    return f"{list(blocked)}:{list(excluded)}"
+    # Read from the few not-counted assignments and blocked workers, each probing the judgment
+    # indexes for one judgment here, rather than by joining every judgment of the project
+    # (0.7 s at a million judgments, on every cached report read).
+    here = Judgment.objects.filter(item__project=project)
+    excluded = Assignment.objects.filter(status__in=NOT_COUNTED_ASSIGNMENT_STATUSES)\
+        .filter(Exists(here.filter(assignment_id=OuterRef("pk"))))\
+        .values_list("pk", flat=True).order_by("pk")
+    # Only the blocked workers who worked here: a block elsewhere leaves this cache alone. The
+    # blocked ids come first, as a literal list: with a subquery PostgreSQL may hash-join every
+    # judgment of the project before it learns that no one is blocked.
+    blocked_ids = sorted(blocked_worker_ids_for(project))
+    blocked = sorted(here.filter(worker_id__in=blocked_ids).order_by().distinct()
+                     .values_list("worker_id", flat=True)) if blocked_ids else []
+    return f"{blocked}:{list(excluded)}"
 
 
 # --- Items and judgments ------------------------------------------------------------------------

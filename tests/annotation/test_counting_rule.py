@@ -114,6 +114,22 @@ def test_rejecting_work_after_the_fact_refreshes_the_cached_report(study):
         "n_judgments"] - 4
 
 
+def test_blocking_a_worker_refreshes_the_cached_report_only_when_they_worked_here(study):
+    from metrics_app.reports.project import item_fingerprint
+
+    before = cached_project_report(project=study["project"])
+    fingerprint = item_fingerprint(project=study["project"])
+    worker_block(worker=make_worker(), reason="never worked here", by=study["owner"])
+    assert item_fingerprint(project=study["project"]) == fingerprint
+    honest = study["project"].stages.get(name="full").assignments.filter(
+        status=AssignmentStatus.APPROVED).first().worker
+    worker_block(worker=honest, reason="bot", by=study["owner"])
+    assert item_fingerprint(project=study["project"]) != fingerprint
+    after = cached_project_report(project=study["project"])
+    assert after["agreement"]["all"]["n_judgments"] == before["agreement"]["all"][
+        "n_judgments"] - 4
+
+
 def test_an_audit_export_never_brings_rejected_work_back_as_data(study, tmp_path):
     audit = tmp_path / "audit.jsonl"
     call_command("export_data", "study", "--include-rejected", "--no-progress",
