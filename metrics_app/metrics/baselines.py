@@ -10,7 +10,7 @@ convention for EM/F1, applied to every metric here so they stay comparable):
 | `meteor` | METEOR 1.5 | `pycocoevalcap`'s bundled jar (needs Java) | max over references |
 | `rougeL` | ROUGE-L F (beta 1.2) | `pycocoevalcap` Rouge | max over references |
 | `em`, `f1` | exact match / token F1 | SQuAD normalization (below) | max over references |
-| `bertscore` | BERTScore F1 | `bert-score` with a local model folder | max over references |
+| `bertscore` | BERTScore F1 | bert-score's definition and model (a local folder), each distinct text encoded once in length-sorted batches here; tested equal to bert-score on each pair | max over references |
 | `conditional_bertscore` | BERTScore F1 of answer tokens embedded after context and question | same model, greedy matching here | max over references |
 | `length` | candidate length in whitespace tokens | — | references unused |
 
