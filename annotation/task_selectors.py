@@ -10,6 +10,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
+from django.db.models import Exists, OuterRef
 from django.urls import reverse
 from django.utils.crypto import salted_hmac
 
@@ -62,11 +63,22 @@ def item_view(item: Item, presented_order: list[str], *, kind: str, mode: str) -
     return view
 
 
-def task_items(*, assignment: Assignment) -> list[dict[str, Any]]:
+def task_item_rows(*, assignment: Assignment) -> list[AssignmentItem]:
+    """The assignment's rows in page order with their items, each annotated `judged` (the
+    worker confirmed it already): one query for what the page shows and what it has settled."""
+    return list(AssignmentItem.objects.select_related("item").filter(assignment=assignment)
+                .annotate(judged=Exists(Judgment.objects.filter(
+                    assignment_id=OuterRef("assignment_id"), item_id=OuterRef("item_id"))))
+                .order_by("position"))
+
+
+def task_items(*, assignment: Assignment,
+               rows: list[AssignmentItem] | None = None) -> list[dict[str, Any]]:
+    """What the page shows of each item; `rows` as read by `task_item_rows` (read here if not
+    given)."""
     project = assignment.stage.project
-    rows = AssignmentItem.objects.select_related("item").filter(
-        assignment=assignment
-    ).order_by("position")
+    if rows is None:
+        rows = task_item_rows(assignment=assignment)
     return [item_view(row.item, row.presented_order, kind=project.kind,
                        mode=project.experiment_mode) for row in rows]
 
@@ -107,17 +119,20 @@ def passage_blocks(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def task_page_config(*, assignment: Assignment | None, stage: Stage, items: list[dict],
                      token: str = "", preview: bool = False,
-                     complete_url: str = "") -> dict[str, Any]:
-    """The JSON the page script reads (ids, rules, endpoints, the worker's own draft)."""
+                     complete_url: str = "", judged: list[int] | None = None) -> dict[str, Any]:
+    """The JSON the page script reads (ids, rules, endpoints, the worker's own draft).
+    `judged`: the ids of the assignment's items with a judgment, when the caller has read them
+    (`task_item_rows`); read here otherwise."""
     project = stage.project
     confirmed: dict[str, dict] = {}
     locked_guesses: dict[str, str] = {}
     draft: dict[str, Any] = {}
     if assignment is not None:
         draft = {k: v for k, v in (assignment.draft or {}).items() if k != SERVER_DRAFT_KEY}
-        for item_id in Judgment.objects.filter(assignment=assignment).values_list(
-            "item_id", flat=True
-        ):
+        if judged is None:
+            judged = list(Judgment.objects.filter(assignment=assignment)
+                          .values_list("item_id", flat=True))
+        for item_id in judged:
             confirmed[str(item_id)] = assignment_feedback(assignment=assignment, item_id=item_id)
         server = (assignment.draft or {}).get(SERVER_DRAFT_KEY) or {}
         guesses = server.get("guesses") or {}

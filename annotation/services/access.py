@@ -109,11 +109,12 @@ def inhouse_link_resolve(*, token: str) -> InhouseLink:
         nonce = signing.Signer(salt=LINK_SALT).unsign(token)
     except signing.BadSignature:
         raise LinkInvalid("This link is not valid. Check that you copied all of it.") from None
-    link = InhouseLink.objects.select_related("worker", "project", "stage__project").filter(
-        nonce=nonce
-    ).first()
-    if link is None:
-        raise LinkInvalid("This link is not valid.")
+    # `nonce` is unique: a plain lookup, no ORDER BY/LIMIT for the ORM to compile.
+    try:
+        link = InhouseLink.objects.select_related("worker", "project", "stage__project").get(
+            nonce=nonce)
+    except InhouseLink.DoesNotExist:
+        raise LinkInvalid("This link is not valid.") from None
     if link.revoked:
         raise LinkRevoked("This link has been revoked by the researcher.")
     if link.expires_at is not None and link.expires_at <= timezone.now():

@@ -44,6 +44,7 @@ from annotation.services.assignments import (
 from annotation.task_selectors import (
     hit_preview_items,
     passage_blocks,
+    task_item_rows,
     task_items,
     task_page_config,
 )
@@ -166,9 +167,9 @@ def _refuse(request: HttpRequest, exc: AssignmentRefused, *, status: int = 403) 
                   {"message": exc.message, "code": exc.code, "title": title}, status=status)
 
 
-def _complete_url(assignment: Assignment, *, turk_submit_to: str = "") -> str:
-    url = reverse("annotation:task-complete",
-                  kwargs={"token": access.assignment_token_make(assignment=assignment)})
+def _complete_url(assignment: Assignment, *, turk_submit_to: str = "", token: str = "") -> str:
+    token = token or access.assignment_token_make(assignment=assignment)
+    url = reverse("annotation:task-complete", kwargs={"token": token})
     if turk_submit_to:
         url += "?" + urlencode({"turkSubmitTo": turk_submit_to})
     return url
@@ -180,14 +181,18 @@ def _render_task(request: HttpRequest, *, stage: Stage, assignment: Assignment |
     project = stage.project
     token = ""
     complete_url = ""
+    judged = None
     if assignment is not None:
-        assignment_touch(assignment=assignment)
-        items = task_items(assignment=assignment)
+        rows = task_item_rows(assignment=assignment)
+        assignment_touch(assignment=assignment,
+                         unshown=any(row.first_shown_at is None for row in rows))
+        items = task_items(assignment=assignment, rows=rows)
+        judged = [row.item_id for row in rows if row.judged]
         token = access.assignment_token_make(assignment=assignment)
-        complete_url = _complete_url(assignment, turk_submit_to=turk_submit_to)
+        complete_url = _complete_url(assignment, turk_submit_to=turk_submit_to, token=token)
     items = items or []
     config = task_page_config(assignment=assignment, stage=stage, items=items, token=token,
-                              preview=preview, complete_url=complete_url)
+                              preview=preview, complete_url=complete_url, judged=judged)
     if assignment is not None:
         # Refused late confirms count as settled; comprehension checks awaiting a 2nd attempt.
         page_state = assignment_page_state(assignment=assignment)
@@ -217,7 +222,7 @@ def _render_task(request: HttpRequest, *, stage: Stage, assignment: Assignment |
 def _start(request: HttpRequest, *, stage: Stage, turk_submit_to: str = "",
            **start_kwargs) -> HttpResponse:
     try:
-        assignment = assignment_start(stage=stage, **start_kwargs)
+        assignment = assignment_start(stage=stage, shown=True, **start_kwargs)
     except AssignmentClosed as exc:
         if exc.finished:
             return _completion(request, exc.assignment, turk_submit_to=turk_submit_to)

@@ -80,14 +80,15 @@ def _presented_order(kind: str) -> list[str]:
 
 
 def _create(*, stage: Stage, worker: Worker, items: list[Item], hit: Hit | None,
-            external_id: str) -> Assignment:
+            external_id: str, shown: bool = False) -> Assignment:
+    now = timezone.now()
     assignment = Assignment.objects.create(
-        stage=stage, worker=worker, hit=hit, external_id=external_id,
-        last_seen_at=timezone.now(),
+        stage=stage, worker=worker, hit=hit, external_id=external_id, last_seen_at=now,
     )
     AssignmentItem.objects.bulk_create([
         AssignmentItem(assignment=assignment, item=item, position=position,
-                       presented_order=_presented_order(stage.project.kind))
+                       presented_order=_presented_order(stage.project.kind),
+                       first_shown_at=now if shown else None)
         for position, item in enumerate(items)
     ])
     return assignment
@@ -108,10 +109,12 @@ def _reopen(assignment: Assignment, worker: Worker) -> Assignment:
 
 @transaction.atomic
 def assignment_start(*, stage: Stage, worker: Worker, hit: Hit | None = None,
-                     external_id: str = "") -> Assignment:
+                     external_id: str = "", shown: bool = False) -> Assignment:
     """The worker's assignment in `stage`: the existing one for `external_id` (an MTurk
     assignmentId or a Prolific session), the worker's unfinished in-house one, or a new one with
-    the HIT's items (`hit`) or the next items picked for them."""
+    the HIT's items (`hit`) or the next items picked for them. `shown`: the caller is the task
+    page, which shows a new assignment's items at once (their `first_shown_at` is set here
+    instead of by an UPDATE right after)."""
     if stage.status not in OPEN_STAGE_STATUSES:
         raise StageNotOpen("This task is not open at the moment.")
     if hit is not None and hit.stage_id != stage.pk:
@@ -156,7 +159,8 @@ def assignment_start(*, stage: Stage, worker: Worker, hit: Hit | None = None,
         items = items_pick_next(stage=stage, worker=worker, limit=limit)
     if not items:
         raise NoItemsAvailable("There are no more items for you in this task. Thank you!")
-    return _create(stage=stage, worker=worker, items=items, hit=hit, external_id=external_id)
+    return _create(stage=stage, worker=worker, items=items, hit=hit, external_id=external_id,
+                   shown=shown)
 
 
 def _hit_items_for(*, stage: Stage, worker: Worker, hit: Hit) -> list[Item]:
@@ -317,13 +321,30 @@ def _filled_message(rows: list[AssignmentItem]) -> str:
             f"workers, so your answers to them could not be stored.")
 
 
-def assignment_touch(*, assignment: Assignment) -> None:
-    """The page was (re)opened: keep the assignment alive and note when items were first shown."""
+# A page re-opened within this interval of the last sign of life does not write it again (a
+# reload loop would otherwise UPDATE the row on every view). Capped at a tenth of the
+# project's timeout, so an assignment never looks idle for more than that before it is.
+TOUCH_INTERVAL = timedelta(seconds=60)
+
+
+def _touch_interval(project) -> timedelta:
+    return min(TOUCH_INTERVAL, timedelta(minutes=project.assignment_timeout_minutes) / 10)
+
+
+def assignment_touch(*, assignment: Assignment, unshown: bool = True) -> None:
+    """The page was (re)opened: keep the assignment alive and note when items were first shown.
+    `assignment.last_seen_at` is as loaded by the page: a sign of life younger than
+    `_touch_interval` is not written again. `unshown=False`: the caller read the assignment's
+    items and none lacks `first_shown_at`, so there is nothing to note."""
     now = timezone.now()
-    Assignment.objects.filter(pk=assignment.pk).update(last_seen_at=now)
-    AssignmentItem.objects.filter(assignment=assignment, first_shown_at__isnull=True).update(
-        first_shown_at=now
-    )
+    seen = assignment.last_seen_at
+    if seen is None or now - seen >= _touch_interval(assignment.stage.project):
+        Assignment.objects.filter(pk=assignment.pk).update(last_seen_at=now)
+        assignment.last_seen_at = now
+    if unshown:
+        AssignmentItem.objects.filter(assignment=assignment, first_shown_at__isnull=True).update(
+            first_shown_at=now
+        )
 
 
 def _assignment_item(assignment: Assignment, item_id: Any) -> AssignmentItem:

@@ -185,6 +185,16 @@ def _lock(ids: list[int]) -> list[int]:
     return list(qs.values_list("pk", flat=True))
 
 
+def _lock_available(qs: QuerySet[Item]) -> list[int]:
+    """The ids of `qs`, their item rows locked, skipping rows another allocator holds
+    (PostgreSQL: one SELECT ... FOR UPDATE OF the item table SKIP LOCKED); a plain read
+    elsewhere (SQLite holds its write lock already)."""
+    qs = qs.order_by("pk")
+    if connection.features.has_select_for_update_skip_locked:
+        qs = qs.select_for_update(skip_locked=True, of=("self",))
+    return list(qs.values_list("pk", flat=True))
+
+
 def _take_sqlite_write_lock(stage: Stage) -> None:
     """SQLite allows one writer; take the lock before reading counts so two allocators queue up
     instead of both reading the same counts (or dead-locking on the upgrade)."""
@@ -192,7 +202,9 @@ def _take_sqlite_write_lock(stage: Stage) -> None:
         Stage.objects.filter(pk=stage.pk).update(updated_at=F("updated_at"))
 
 
-@transaction.atomic
+# No savepoint of its own: the caller's transaction (assignment_start's) is all it needs, and
+# an error inside aborts that transaction anyway. Outside a transaction it opens one.
+@transaction.atomic(savepoint=False)
 def items_pick_next(*, stage: Stage, worker: Worker, limit: int) -> list[Item]:
     """The next `limit` items for `worker` in `stage`: practice items first, then the items
     furthest from their redundancy target (Likert: one passage group), with gold/attention items
@@ -358,18 +370,19 @@ def _pick_regular(*, stage: Stage, available: QuerySet[Item], room: int) -> list
             return []
         first_group = ranked[0][1]
         if likert_groups and first_group:
-            # One passage per assignment: all its available items (a passage has a handful);
-            # the recount below keeps the `room` furthest from their target.
-            candidates = list(pool.filter(group_key=first_group).order_by("pk")
-                              .values_list("pk", flat=True))
+            # One passage per assignment: all its available items (a passage has a handful),
+            # read and locked in one statement; the recount below keeps the `room` furthest
+            # from their target. The group is not tried again whatever the lock skipped.
             tried_groups.add(first_group)
-        elif likert_groups:
-            candidates = [pk for pk, _ in _ranked(stage, pool.filter(group_key=""),
-                                                  limit=room * 3)]
+            locked = _lock_available(pool.filter(group_key=first_group))
         else:
-            candidates = [pk for pk, _ in ranked]
-        tried.update(candidates)
-        locked = _lock(candidates)
+            if likert_groups:
+                candidates = [pk for pk, _ in _ranked(stage, pool.filter(group_key=""),
+                                                      limit=room * 3)]
+            else:
+                candidates = [pk for pk, _ in ranked]
+            tried.update(candidates)
+            locked = _lock(candidates)
         # Recount after locking: a slot taken by a transaction that committed since our first
         # read is visible to this new statement.
         # Filtered and ordered here, not in SQL: a WHERE/ORDER BY on `deficit` makes the

@@ -7,6 +7,7 @@ import json
 import re
 
 import pytest
+from django.db import connection
 
 from annotation.models import Judgment, TaskKind
 from annotation.services.access import inhouse_link_create
@@ -16,9 +17,15 @@ from tests.support.tasks import make_task
 CONFIG_RE = re.compile(r'<script id="task-config" type="application/json">(.*?)</script>', re.S)
 
 # Measured after the hot-path work (PostgreSQL, bench-sized stage): new page 19, reload 8,
-# submit 12 (before: 21, 12, 17 with one INSERT per item). A little headroom, no per-item growth.
-NEW_PAGE_MAX = 21
-RELOAD_MAX = 10  # +1: the live block check reads the per-researcher blocks (#13)
+# submit 12 (before: 21, 12, 17 with one INSERT per item). 2026-11-25 (#19): new page 13,
+# reload 6 (no savepoint around the picking, the group's items read and locked in one
+# statement, first_shown_at written with the rows, judged items read with the rows, no touch
+# UPDATE within `TOUCH_INTERVAL`); a reload whose touch is due writes last_seen_at: 7.
+# SQLite adds its write-lock statements (a no-op UPDATE before reading counts): new page 15,
+# reload 7, due reload 8.
+_SQLITE = connection.vendor == "sqlite"
+NEW_PAGE_MAX = 15 if _SQLITE else 13
+RELOAD_MAX = 8 if _SQLITE else 7  # includes the live block check (#13) and a due touch
 SUBMIT_MAX = 15  # +2: the live re-check of blocks and in-house links (#13)
 
 
@@ -51,3 +58,32 @@ def test_task_page_and_submit_queries_stay_bounded(client, django_assert_max_num
                                HTTP_X_ASSIGNMENT_TOKEN=config["token"])
     assert response.status_code == 200 and response.json()["n_judgments"] == per_page
     assert Judgment.objects.filter(stage=stage).count() == per_page
+
+
+@pytest.mark.django_db
+def test_reload_writes_last_seen_only_when_due(client, django_assert_max_num_queries):
+    """A reload inside the touch interval writes nothing; once it is due, last_seen_at moves
+    (and stays within the budget). A new page notes when its items were first shown."""
+    from datetime import timedelta
+
+    from annotation.models import Assignment, AssignmentItem
+    from annotation.services.assignments.lifecycle import TOUCH_INTERVAL
+
+    project, stage, _items = make_task(TaskKind.LIKERT, n_items=3, group="g-1",
+                                       items_per_hit=3, redundancy={"default": 3})
+    _, path = inhouse_link_create(worker=make_worker(), project=project, stage=stage)
+    _config(client.get(path))
+    assignment = Assignment.objects.get(stage=stage)
+    assert not AssignmentItem.objects.filter(assignment=assignment,
+                                             first_shown_at__isnull=True).exists()
+    seen = assignment.last_seen_at
+    _config(client.get(path))
+    assignment.refresh_from_db()
+    assert assignment.last_seen_at == seen
+
+    earlier = seen - TOUCH_INTERVAL - timedelta(seconds=1)
+    Assignment.objects.filter(pk=assignment.pk).update(last_seen_at=earlier)
+    with django_assert_max_num_queries(RELOAD_MAX):
+        _config(client.get(path))
+    assignment.refresh_from_db()
+    assert assignment.last_seen_at > earlier + TOUCH_INTERVAL

@@ -476,3 +476,25 @@ def test_a_fractional_item_id_is_refused_not_rounded_to_another_item(client):
     assert response.status_code == 400
     assert "An answer names no item." in json.dumps(response.json())
     assert Judgment.objects.count() == 0
+
+
+@pytest.mark.django_db
+def test_likert_scale_is_rendered_once_and_carries_each_items_id(client):
+    """The scale is rendered once per page and copied per item (annotation/templatetags/
+    task_scale.py): every item gets its own ids, and a label that spells the placeholder is
+    escaped like any other text, never replaced."""
+    from annotation.templatetags.task_scale import ITEM_PLACEHOLDER
+
+    project, stage, _items = make_task(TaskKind.LIKERT, n_items=3, group="g-1")
+    project.scale_labels = ["No", f"A {ITEM_PLACEHOLDER} label", "Yes"]
+    project.save(update_fields=["scale_labels"])
+    _, path = inhouse_link_create(worker=make_worker(), project=project, stage=stage)
+    html = client.get(path).content.decode()
+    config = json.loads(re.search(
+        r'<script id="task-config" type="application/json">(.*?)</script>', html, re.S).group(1))
+    assert len(config["items"]) == 3
+    for item_id in config["items"]:
+        for n in (1, 2, 3):
+            assert f'id="score-{item_id}-{n}" name="score-{item_id}" value="{n}"' in html
+    assert str(ITEM_PLACEHOLDER) not in html
+    assert html.count("A &lt;qaj-item-id&gt; label") == 3 + 1  # three scales, the instructions
