@@ -461,6 +461,10 @@ class _SharedEncoder:
     """The local model folder's fast tokenizer and the encoder shared with bert-score's scorer
     (cut after layer `num_layers`, so its last hidden state is layer `num_layers`)."""
 
+    # Scoring services hand these metrics at least this many items per call: each call sorts
+    # its texts by length, and a larger pool pads less.
+    items_per_call = 2048
+
     def __init__(self, model_dir: str | None, num_layers: int | None, batch_size: int):
         self.model_dir = _resolve_model_dir(model_dir)
         self.num_layers = num_layers or DEFAULT_BERTSCORE_LAYER

@@ -92,6 +92,13 @@ class MetricRun:
     error: str = ""
 
 
+def items_per_call(metric, batch_size: int) -> int:
+    """How many items one `score_batch` call of `score_inputs` gets: `batch_size`, or more for a
+    metric that asks (encoder metrics sort a call's texts by length before batching them, and a bigger call pads
+    less: BERTScore on 1,000 EVOUNA answers took 16.1 s in calls of 256 items, 12.1 s in one)."""
+    return max(batch_size, getattr(metric, "items_per_call", 0))
+
+
 def score_inputs(
     *,
     metric_names: Sequence[str],
@@ -121,8 +128,9 @@ def _score_with(name: str, inputs: Sequence[MetricInput], *, model: str | None,
     try:
         metric = build_metric(name, model=model)
         run.version = metric.version
-        for start in range(0, len(inputs), batch_size):
-            batch = inputs[start: start + batch_size]
+        step = items_per_call(metric, batch_size)
+        for start in range(0, len(inputs), step):
+            batch = inputs[start: start + step]
             values = metric.score_batch(batch)
             if len(values) != len(batch):
                 raise RuntimeError(f"{name} returned {len(values)} scores for {len(batch)}")
@@ -218,6 +226,8 @@ def _project_score(project: Project, rows: list, metric_names: Sequence[str], *,
             detail["cached"] = len(rows) - len(todo)
             if progress and detail["cached"]:
                 progress(detail["cached"])
+            # Stored batch by batch (not in `items_per_call` chunks): a killed job resumes
+            # from the last stored batch.
             for start in range(0, len(todo), batch_size):
                 batch = todo[start: start + batch_size]
                 values = metric.score_batch([row[2] for row in batch])
