@@ -8,6 +8,9 @@ rules must hold for any promoted model, including the first small one a new proj
 from __future__ import annotations
 
 import hashlib
+import json
+import shutil
+from pathlib import Path
 
 import pytest
 
@@ -15,6 +18,7 @@ from metrics_app.lerc.data import LercExample
 from metrics_app.lerc.infer import LercScorer
 from metrics_app.lerc.train import TrainConfig, train
 from tests.support.paths import shared_data_path
+from tests.support.shared_artifacts import REPO, built_once, content_key
 
 DATA = shared_data_path() / "open_qa_judgments"
 
@@ -52,16 +56,32 @@ def _examples() -> tuple[list[LercExample], list[LercExample]]:
 
 
 @pytest.fixture(scope="module")
-def judge(tmp_path_factory) -> LercScorer:
+def judge() -> LercScorer:
+    """Trained once per suite run: the two concurrent passes (SQLite, PostgreSQL) share it, as
+    training never touches the database (tests/support/shared_artifacts.py)."""
     import torch
+    import transformers
 
-    torch.set_num_threads(2)
-    train_set, val_set = _examples()
-    cfg = TrainConfig(output_dir=str(tmp_path_factory.mktemp("judge")), epochs=1,
-                      learning_rate=3e-5, max_length=128, device="cpu", seed=0)
-    result = train(cfg, train_set, val_set)
-    assert result["calibration"]["folds"] == 5
-    return LercScorer(result["model_dir"], device="cpu")
+    def build(folder: Path) -> None:
+        torch.set_num_threads(2)
+        train_set, val_set = _examples()
+        cfg = TrainConfig(output_dir=str(folder), epochs=1, learning_rate=3e-5,
+                          max_length=128, device="cpu", seed=0)
+        result = train(cfg, train_set, val_set)
+        model_dir = Path(result["model_dir"])
+        for leftover in folder.iterdir():  # epoch checkpoints: only the final model is read
+            if leftover != model_dir and leftover.is_dir():
+                shutil.rmtree(leftover)
+        (folder / "result.json").write_text(json.dumps(
+            {"folds": result["calibration"]["folds"],
+             "model_dir": str(model_dir.relative_to(folder))}))
+
+    key = content_key([REPO / "metrics_app" / "lerc", Path(__file__), DATA / "evouna_nq.json"],
+                      extra=f"torch {torch.__version__} transformers {transformers.__version__}")
+    folder = built_once("judge-sanity", key, build)
+    result = json.loads((folder / "result.json").read_text())
+    assert result["folds"] == 5
+    return LercScorer(str(folder / result["model_dir"]), device="cpu")
 
 
 def test_empty_and_exact_answers_sit_at_the_ends_of_the_scale(judge):
