@@ -76,7 +76,12 @@ def judge() -> LercScorer:
             {"folds": result["calibration"]["folds"],
              "model_dir": str(model_dir.relative_to(folder))}))
 
-    key = content_key([REPO / "metrics_app" / "lerc", Path(__file__), DATA / "evouna_nq.json"],
+    # Everything the model is built from: the LERC code and what it imports from the project,
+    # the parser that reads the examples, this file and the data.
+    sources = [REPO / "metrics_app" / "lerc", REPO / "metrics_app" / "domain",
+               REPO / "annotation" / "domain", REPO / "annotation" / "importers",
+               Path(__file__), DATA / "evouna_nq.json"]
+    key = content_key(sources,
                       extra=f"torch {torch.__version__} transformers {transformers.__version__}")
     folder = built_once("judge-sanity", key, build)
     result = json.loads((folder / "result.json").read_text())
