@@ -93,9 +93,10 @@ class MetricRun:
 
 
 def items_per_call(metric, batch_size: int) -> int:
-    """How many items one `score_batch` call of `score_inputs` gets: `batch_size`, or more for a
-    metric that asks (encoder metrics sort a call's texts by length before batching them, and a bigger call pads
-    less: BERTScore on 1,000 EVOUNA answers took 16.1 s in calls of 256 items, 12.1 s in one)."""
+    """How many items one `score_batch` call of `score_inputs` gets: `batch_size`, or more for
+    a metric that asks (encoder metrics sort a call's texts by length before batching them, and
+    a bigger call pads less: BERTScore on 1,000 EVOUNA answers took 16.1 s in calls of 256
+    items, 12.1 s in one)."""
     return max(batch_size, getattr(metric, "items_per_call", 0))
 
 
