@@ -16,6 +16,7 @@ import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from metrics_app.domain.batching import length_sorted_batches  # noqa: F401 (re-exported)
 from metrics_app.domain.text_match import squad_normalize
 
 
@@ -183,13 +184,6 @@ def mc_pretraining_examples(
         examples.append(McExample(passage, question, correct, correct, 2))
     random.Random(seed).shuffle(examples)
     return examples
-
-
-def length_sorted_batches(lengths: Sequence[int], batch_size: int) -> list[list[int]]:
-    """Indices grouped into batches of similar length (longest first), so padding is small.
-    Callers put the scores back at these indices, which restores the input order."""
-    order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
-    return [order[start:start + batch_size] for start in range(0, len(order), batch_size)]
 
 
 def sequential_batches(count: int, batch_size: int) -> list[list[int]]:

@@ -32,6 +32,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from metrics_app.domain.batching import DEFAULT_MAX_BATCH_TOKENS, length_sorted_batches
 from metrics_app.domain.text_match import contains_answer, exact_match, token_f1
 from metrics_app.registry import MetricInput, MetricUnavailable, register_metric
 
@@ -434,17 +435,17 @@ def shared_bert_scorer(model_dir: Path, num_layers: int):
 
 
 def encode_token_sequences(model, pad_token_id: int, sequences: list[list[int]],
-                           batch_size: int) -> list:
+                           batch_size: int, max_tokens: int | None = DEFAULT_MAX_BATCH_TOKENS
+                           ) -> list:
     """Each token-id sequence's last hidden state (tokens, dim), in input order, unpadded.
-    Sequences run shortest first in batches padded to the longest of each batch, so padding
-    stays small and the encoder does little work that is thrown away."""
+    Sequences run in length-sorted batches of at most `batch_size` rows and `max_tokens`
+    padded tokens (`metrics_app.domain.batching`), so padding stays small and a batch of long
+    answers stays small too."""
     import torch
 
     vectors: list = [None] * len(sequences)
-    order = sorted(range(len(sequences)), key=lambda i: len(sequences[i]))
     with torch.inference_mode():
-        for offset in range(0, len(order), batch_size):
-            chunk = order[offset: offset + batch_size]
+        for chunk in length_sorted_batches([len(s) for s in sequences], batch_size, max_tokens):
             width = max(len(sequences[i]) for i in chunk)
             input_ids = torch.full((len(chunk), width), pad_token_id)
             mask = torch.zeros((len(chunk), width), dtype=torch.long)
@@ -502,7 +503,7 @@ class BertScore(_SharedEncoder, _PairMetric):
     name = "bertscore"
 
     def __init__(self, model_dir: str | None = None, num_layers: int | None = None,
-                 batch_size: int = 128):
+                 batch_size: int = 256):
         super().__init__(model_dir, num_layers, batch_size)
 
     def text_vectors(self, texts: list[str]) -> dict[str, object]:
@@ -553,7 +554,7 @@ class ConditionalBertScore(_SharedEncoder, _PairMetric):
     name = "conditional_bertscore"
 
     def __init__(self, model_dir: str | None = None, num_layers: int | None = None,
-                 batch_size: int = 64):
+                 batch_size: int = 256):
         super().__init__(model_dir, num_layers, batch_size)
 
     def _token_ids(self, texts: list[str]) -> dict[str, list[int]]:
