@@ -19,9 +19,10 @@ database at the end. Each benchmark returns its inputs, its numbers and named ch
 the targets of the issue; the runner records the wall time and the load average before and
 after (the machine is shared by several people, so every number should be read next to the
 load). Results of the latest run of each benchmark are kept in `bench/results.json`
-(committed, so a run of one benchmark on a fresh clone keeps the others) and this file is regenerated from them. Real data comes from `../shared/data`
-where it fits (EVOUNA open-QA answers and judgments); the 40,000-item projects are synthetic
-(no real Likert set of that size is available; the full MOCHA is not in the shared data).
+(committed, so a run of one benchmark on a fresh clone keeps the others) and this file is
+regenerated from them. Real data comes from `../shared/data` where it fits (EVOUNA open-QA
+answers and judgments); the 40,000-item projects are synthetic (no real Likert set of that size
+is available; the full MOCHA is not in the shared data).
 `python -m bench --quick` runs everything on tiny inputs; `tests/bench/` does so, to keep the
 plumbing from rotting; its numbers mean nothing.
 """

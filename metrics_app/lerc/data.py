@@ -16,7 +16,6 @@ import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from metrics_app.domain.batching import length_sorted_batches  # noqa: F401 (re-exported)
 from metrics_app.domain.text_match import squad_normalize
 
 

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 import torch
 
+from metrics_app.domain.batching import length_sorted_batches
 from metrics_app.domain.text_match import is_exact_match
 
 from .calibration import Calibrator
@@ -23,7 +24,6 @@ from .data import (
     encode_joined,
     encode_pair,
     encode_quadruple,
-    length_sorted_batches,
     sequential_batches,
 )
 from .model import ClsHeadModel, load_model

@@ -42,3 +42,10 @@ def test_empty_input_and_bad_row_cap():
     assert length_sorted_batches([], 4, 1024) == []
     with pytest.raises(ValueError, match="max_rows"):
         length_sorted_batches([1, 2], 0)
+
+
+def test_length_sorted_batches_cover_every_index_once():
+    lengths = [5, 50, 7, 49, 6, 51]
+    batches = length_sorted_batches(lengths, 2)
+    assert sorted(i for b in batches for i in b) == list(range(6))
+    assert [sorted(lengths[i] for i in b) for b in batches] == [[50, 51], [7, 49], [5, 6]]

@@ -9,7 +9,6 @@ from metrics_app.lerc.data import (
     encode_pair,
     encode_quadruple,
     expand_references,
-    length_sorted_batches,
     mc_pretraining_examples,
 )
 
@@ -72,10 +71,3 @@ def test_mc_pretraining_examples_three_way():
     assert ("right", "right", 2) in labels  # "both correct" by duplicating the correct answer
     assert ("right", "w1", 0) in labels and ("w1", "right", 1) in labels
     assert len(examples) == 3 * 2 + 1
-
-
-def test_length_sorted_batches_cover_every_index_once():
-    lengths = [5, 50, 7, 49, 6, 51]
-    batches = length_sorted_batches(lengths, 2)
-    assert sorted(i for b in batches for i in b) == list(range(6))
-    assert [sorted(lengths[i] for i in b) for b in batches] == [[50, 51], [7, 49], [5, 6]]
