@@ -80,6 +80,39 @@ def load_examples(data: Path) -> list:
     return examples
 
 
+def mc_examples_from(path: Path | None) -> list:
+    """MOCHA's 3-way multiple-choice pre-training examples from a OneStopQA file (every level's
+    paragraph, answer A correct), parsed by the `onestopqa` importer; [] without a path."""
+    if path is None:
+        return []
+    from annotation.importers import onestopqa
+    from metrics_app.lerc.data import mc_pretraining_examples
+
+    rows = [(r.content["paragraph"], r.content["question"], r.content["answers"][0],
+             r.content["answers"][1:]) for r in onestopqa.parse(path)
+            if len(r.content.get("answers") or []) >= 2]
+    return mc_pretraining_examples(rows, seed=0)
+
+
+def pretrained_backbone(args) -> str:
+    """With --pretrain-mc: the packaged MiniLM after MOCHA's multiple-choice pre-training, done
+    once and kept in <out>/pretrained-mc-<examples>-e<epochs>/ for every run (and rerun) to
+    start from; "" (the packaged MiniLM) without."""
+    if args.pretrain_mc is None:
+        return ""
+    from metrics_app.lerc.train import TrainConfig, pretrain_backbone
+
+    mc_examples = mc_examples_from(args.pretrain_mc)[: args.pretrain_max]
+    folder = args.out / f"pretrained-mc-{len(mc_examples)}-e{args.pretrain_epochs}"
+    if not (folder / "pretrain.json").is_file():
+        cfg = TrainConfig(max_length=args.max_length, device="cpu", seed=0,
+                          pretrain_epochs=args.pretrain_epochs, progress_every=10)
+        summary = pretrain_backbone(cfg, mc_examples, folder, progress=lambda info: print(
+            "pretrain", json.dumps(info), file=sys.stderr, flush=True))
+        print("pretrained:", json.dumps(summary), file=sys.stderr, flush=True)
+    return str(folder)
+
+
 def split_of(example) -> str:
     bucket = question_bucket(example.question)
     return "test" if bucket < 0.1 else "val" if bucket < 0.2 else "train"
@@ -180,6 +213,7 @@ def train_run(run: dict, args) -> dict:
                       max_length=args.max_length, device="cpu", progress_every=50,
                       max_train_examples=run.get("cap") or args.cap,
                       max_val_examples=args.max_val,
+                      backbone=args.backbone,
                       seed=0)
     last = {"t": 0.0}
 
@@ -359,6 +393,11 @@ def main() -> None:
                         help="training judgments of the learning-curve runs")
     parser.add_argument("--cap", type=int, default=None,
                         help="at most this many training judgments per run (seeded subset)")
+    parser.add_argument("--pretrain-mc", type=Path, default=None,
+                        help="OneStopQA JSON: MOCHA's multiple-choice pre-training first")
+    parser.add_argument("--pretrain-epochs", type=int, default=1)
+    parser.add_argument("--pretrain-max", type=int, default=None,
+                        help="at most this many pre-training examples (a seeded subset)")
     parser.add_argument("--baselines", default=",".join(BASELINES))
     parser.add_argument("--bootstrap", type=int, default=1000)
     parser.add_argument("--threads", type=int, default=2)
@@ -375,6 +414,7 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     args.out.mkdir(parents=True, exist_ok=True)
     examples = load_examples(args.data)
+    args.backbone = pretrained_backbone(args)
     runs = run_definitions(examples, args.runs.split(","),
                            [int(n) for n in args.curve_sizes.split(",")])
     baselines = baseline_scores(examples, args.out / "baselines.json",

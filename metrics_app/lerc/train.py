@@ -296,6 +296,36 @@ def _pretrain_mc(model, tokenizer, cfg: TrainConfig, mc_examples, device,
             "pretrain_train_accuracy": correct / total if total else None}
 
 
+def pretrain_backbone(cfg: TrainConfig, mc_examples, folder: str | Path,
+                      progress: ProgressCallback | None = None) -> dict:
+    """MOCHA's multiple-choice pre-training once, kept as a backbone folder (`TrainConfig.backbone`)
+    that any number of later runs start from, instead of pre-training inside each run. Writes
+    the encoder and tokenizer to `folder` (a Hugging Face model folder) with `pretrain.json`
+    (examples, epochs, accuracy, seconds); returns that summary."""
+    import torch
+
+    from .infer import pick_device
+    from .model import build_encoder, model_class
+
+    folder = Path(folder)
+    if not mc_examples or not cfg.pretrain_epochs:
+        raise ValueError("pre-training needs multiple-choice examples and pretrain_epochs ≥ 1")
+    torch.manual_seed(cfg.seed)
+    encoder, tokenizer = build_encoder(cfg.backbone, cfg.backbone_config)
+    model = model_class(cfg.model_class_name())(encoder)
+    started = time.monotonic()
+    device = pick_device(cfg.device)
+    model.to(device)
+    summary = _pretrain_mc(model, tokenizer, cfg, mc_examples, device, progress, None)
+    summary.update(pretrain_epochs=cfg.pretrain_epochs, max_length=cfg.max_length,
+                   seconds=round(time.monotonic() - started, 1), base=cfg.backbone or "packaged")
+    folder.mkdir(parents=True, exist_ok=True)
+    model.encoder.save_pretrained(str(folder))
+    tokenizer.save_pretrained(str(folder))
+    (folder / "pretrain.json").write_text(json.dumps(summary, indent=2))
+    return summary
+
+
 @dataclass
 class _Run:
     """What a training run carries from epoch to epoch, and what its checkpoint restores."""

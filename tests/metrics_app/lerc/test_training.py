@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from annotation.domain.agreement import pearson
-from metrics_app.lerc.data import PairExample
+from metrics_app.lerc.data import PairExample, mc_pretraining_examples
 from metrics_app.lerc.infer import LercScorer
 from metrics_app.lerc.model import read_meta
 from metrics_app.lerc.train import (
@@ -14,6 +14,7 @@ from metrics_app.lerc.train import (
     TrainingCancelled,
     _optimizer,
     pairwise_accuracy_of_labels,
+    pretrain_backbone,
     train,
 )
 from tests.support.lerc import toy_examples
@@ -120,3 +121,42 @@ def test_no_weight_decay_on_bias_and_layernorm(tiny_options):
     assert any("LayerNorm" in names[id(p)] for p in undecayed["params"])
     assert undecayed["weight_decay"] == 0.0 and decayed["weight_decay"] == 0.01
     assert isinstance(decayed["params"][0], torch.nn.Parameter)
+
+
+def test_pretrained_backbone_is_kept_once_and_later_runs_start_from_it(tmp_path, tiny_options):
+    """MOCHA's multiple-choice pre-training done once (`pretrain_backbone`): the folder it
+    writes is a backbone whose encoder is the pre-trained one, and a run started from it
+    trains as usual without pre-training again."""
+    from safetensors.torch import load_file
+
+    from metrics_app.lerc.model import build_encoder
+
+    mc = mc_pretraining_examples([
+        (f"Thing {i} is {colour}.", f"What colour is thing {i}?", colour, ["grey", "pink"])
+        for i, colour in enumerate(["red", "blue", "green", "black"])])
+    cfg = TrainConfig.from_dict({**tiny_options, "pretrain_epochs": 2})
+    folder = tmp_path / "pretrained"
+    summary = pretrain_backbone(cfg, mc, folder)
+
+    assert summary["pretrain_examples"] == len(mc) == 20
+    assert summary["pretrain_epochs"] == 2 and summary["seconds"] >= 0
+    assert (folder / "pretrain.json").is_file() and (folder / "config.json").is_file()
+    encoder, _ = build_encoder(folder)
+    saved = load_file(str(folder / "model.safetensors"))
+    assert encoder.config.hidden_size == tiny_options["backbone_config"]["hidden_size"]
+    loaded = encoder.state_dict()
+    assert set(saved) <= set(loaded) and len(saved) > 10
+    for name, value in saved.items():
+        assert torch.equal(loaded[name], value), name
+    torch.manual_seed(cfg.seed)
+    fresh, _ = build_encoder("", tiny_options["backbone_config"])
+    assert any(not torch.equal(value, fresh.state_dict()[name])
+               for name, value in encoder.state_dict().items()), "pre-training changed nothing"
+
+    options = {k: v for k, v in tiny_options.items() if k != "backbone_config"}
+    run = TrainConfig.from_dict({**options, "epochs": 2, "backbone": str(folder),
+                                 "output_dir": str(tmp_path / "run")})
+    metrics = train(run, toy_examples(12), toy_examples(12))
+    assert "pretrain_examples" not in metrics and metrics["val_pearson"] is not None
+    with pytest.raises(ValueError, match="multiple-choice examples"):
+        pretrain_backbone(TrainConfig.from_dict(tiny_options), mc, tmp_path / "none")
