@@ -1,0 +1,94 @@
+"""MOCHA's multiple-choice pre-training, once, as a backbone folder for later LERC training.
+
+    python manage.py pretrain_lerc --project onestopqa --out /models/minilm-mc
+        [--max-examples 3400] [--epochs 1] [--max-length 256] [--backbone DIR]
+    python manage.py train_lerc --project evouna --backbone /models/minilm-mc
+
+`train_lerc --pretrain-project` pre-trains inside every run; this keeps the result so that
+scheduled retraining (set `QAJ_LERC_BACKBONE` to the folder) starts from it without paying
+for it again. Examples come from multiple-choice projects' items (answer A correct): for each
+wrong answer (correct, wrong) and (wrong, correct), and (correct, correct) per question.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+
+from annotation.models import Project, TaskKind
+from metrics_app.services.lerc.datasets import mc_pretraining_build
+
+
+class Command(BaseCommand):
+    help = "Pre-train the LERC encoder on multiple-choice projects once; write a backbone folder."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--project", action="append", required=True,
+                            help="Multiple-choice project slug; repeat for several.")
+        parser.add_argument("--out", required=True, type=Path,
+                            help="Folder to write (must not hold a model already).")
+        parser.add_argument("--backbone", default="",
+                            help="Local Hugging Face folder to start from (default: packaged "
+                                 "MiniLM).")
+        parser.add_argument("--epochs", type=int, default=1)
+        parser.add_argument("--max-examples", type=int,
+                            help="At most this many pre-training examples (a seeded subset).")
+        parser.add_argument("--max-length", type=int)
+        parser.add_argument("--no-progress", action="store_true")
+
+    def handle(self, *args, **options):
+        from tqdm import tqdm
+
+        from metrics_app.lerc.train import TrainConfig, pretrain_backbone
+
+        projects = []
+        for slug in options["project"]:
+            project = Project.objects.filter(slug=slug).first()
+            if project is None:
+                raise CommandError(f"no project with slug {slug!r}")
+            if project.kind != TaskKind.MC:
+                raise CommandError(f"project {slug!r} is {project.kind}, not multiple-choice")
+            projects.append(project)
+        out: Path = options["out"]
+        if (out / "config.json").exists():
+            raise CommandError(f"{out} already holds a model; choose a new folder")
+        if options["epochs"] < 1:
+            raise CommandError("--epochs must be at least 1")
+        examples = mc_pretraining_build(projects=projects)[: options["max_examples"]]
+        if not examples:
+            raise CommandError("the projects have no multiple-choice items with 2+ answers")
+        # The deployment's training options (device, batch size, max length, a test's tiny
+        # config), then this command's own.
+        defaults = dict(getattr(settings, "QAJ_LERC_TRAIN_OPTIONS", {}) or {})
+        overrides = {"pretrain_epochs": options["epochs"], "progress_every": 1}
+        if options["backbone"]:
+            overrides.update(backbone=options["backbone"], backbone_config=None)
+        if options["max_length"]:
+            overrides["max_length"] = options["max_length"]
+        try:
+            cfg = TrainConfig.from_dict({**defaults, **overrides})
+        except ValueError as exc:
+            raise CommandError(f"QAJ_LERC_TRAIN_OPTIONS: {exc}") from exc
+        batch_size = cfg.batch_size
+        steps = -(-len(examples) // batch_size) * cfg.pretrain_epochs
+        bar = tqdm(total=steps, file=sys.stderr, unit="step", desc="pre-training",
+                   disable=options["no_progress"])
+
+        def progress(info: dict) -> None:
+            done = (info["epoch"] - 1) * -(-len(examples) // batch_size) + info["step"]
+            bar.update(max(done - bar.n, 0))
+            bar.set_postfix(loss=round(info["loss"], 3))
+
+        self.stdout.write(f"pre-training on {len(examples)} examples from "
+                          f"{', '.join(p.slug for p in projects)} ...")
+        try:
+            summary = pretrain_backbone(cfg, examples, out, progress=progress)
+        finally:
+            bar.close()
+        self.stdout.write(
+            f"wrote {out}: {summary['pretrain_examples']} examples, {cfg.pretrain_epochs} "
+            f"epoch(s), last-epoch accuracy {summary['pretrain_train_accuracy']} "
+            f"(3-way, chance 0.333), {summary['seconds']} s\n"
+            f"train from it: manage.py train_lerc --project SLUG --backbone {out}")
