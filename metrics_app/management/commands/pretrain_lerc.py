@@ -87,8 +87,9 @@ class Command(BaseCommand):
             summary = pretrain_backbone(cfg, examples, out, progress=progress)
         finally:
             bar.close()
+        accuracy = summary["pretrain_train_accuracy"]
         self.stdout.write(
             f"wrote {out}: {summary['pretrain_examples']} examples, {cfg.pretrain_epochs} "
-            f"epoch(s), last-epoch accuracy {summary['pretrain_train_accuracy']} "
+            f"epoch(s), last-epoch accuracy {accuracy if accuracy is None else round(accuracy, 3)} "
             f"(3-way, chance 0.333), {summary['seconds']} s\n"
             f"train from it: manage.py train_lerc --project SLUG --backbone {out}")
