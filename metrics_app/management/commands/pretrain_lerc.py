@@ -17,7 +17,8 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from annotation.models import Project, TaskKind
+from annotation.models import TaskKind
+from metrics_app.management.projects import projects_by_slug
 from metrics_app.services.lerc.datasets import mc_pretraining_build
 
 
@@ -43,14 +44,11 @@ class Command(BaseCommand):
 
         from metrics_app.lerc.train import TrainConfig, pretrain_backbone
 
-        projects = []
-        for slug in options["project"]:
-            project = Project.objects.filter(slug=slug).first()
-            if project is None:
-                raise CommandError(f"no project with slug {slug!r}")
+        projects = projects_by_slug(options["project"])
+        for project in projects:
             if project.kind != TaskKind.MC:
-                raise CommandError(f"project {slug!r} is {project.kind}, not multiple-choice")
-            projects.append(project)
+                raise CommandError(f"project {project.slug!r} is {project.kind}, "
+                                   "not multiple-choice")
         out: Path = options["out"]
         if (out / "config.json").exists():
             raise CommandError(f"{out} already holds a model; choose a new folder")

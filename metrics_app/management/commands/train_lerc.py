@@ -14,6 +14,7 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation.models import Project, TaskKind
+from metrics_app.management.projects import projects_by_slug
 from metrics_app.models import ModelKind
 from metrics_app.services.lerc import (
     LercError,
@@ -58,12 +59,7 @@ class Command(BaseCommand):
         parser.add_argument("--sync", action="store_true", help="Train here and now.")
 
     def handle(self, *args, **options):
-        projects = []
-        for slug in options["project"]:
-            project = Project.objects.filter(slug=slug).first()
-            if project is None:
-                raise CommandError(f"no project with slug {slug!r}")
-            projects.append(project)
+        projects = projects_by_slug(options["project"])
         kinds = {p.kind for p in projects}
         if len(kinds) != 1 or kinds - {TaskKind.LIKERT, TaskKind.AB}:
             raise CommandError("train on Likert projects (LERC) or on A/B projects (pairwise), "
