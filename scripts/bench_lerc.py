@@ -86,24 +86,24 @@ def mc_examples_from(path: Path | None) -> list:
     if path is None:
         return []
     from annotation.importers import onestopqa
-    from metrics_app.lerc.data import mc_pretraining_examples
+    from metrics_app.lerc.data import mc_item_row, mc_pretraining_examples
 
-    rows = [(r.content["paragraph"], r.content["question"], r.content["answers"][0],
-             r.content["answers"][1:]) for r in onestopqa.parse(path)
-            if len(r.content.get("answers") or []) >= 2]
+    rows = [row for record in onestopqa.parse(path)
+            if (row := mc_item_row(record.content)) is not None]
     return mc_pretraining_examples(rows, seed=0)
 
 
 def pretrained_backbone(args) -> str:
     """With --pretrain-mc: the packaged MiniLM after MOCHA's multiple-choice pre-training, done
-    once and kept in <out>/pretrained-mc-<examples>-e<epochs>/ for every run (and rerun) to
+    once and kept in <out>/pretrained-mc-<examples>-e<epochs>-L<max length>/ for every run (and rerun) to
     start from; "" (the packaged MiniLM) without."""
     if args.pretrain_mc is None:
         return ""
     from metrics_app.lerc.train import TrainConfig, pretrain_backbone
 
     mc_examples = mc_examples_from(args.pretrain_mc)[: args.pretrain_max]
-    folder = args.out / f"pretrained-mc-{len(mc_examples)}-e{args.pretrain_epochs}"
+    folder = (args.out / f"pretrained-mc-{len(mc_examples)}-e{args.pretrain_epochs}"
+              f"-L{args.max_length}")
     if not (folder / "pretrain.json").is_file():
         cfg = TrainConfig(max_length=args.max_length, device="cpu", seed=0,
                           pretrain_epochs=args.pretrain_epochs, progress_every=10)

@@ -166,6 +166,17 @@ def expand_references(examples: Iterable[LercExample]) -> list[LercExample]:
     return expanded
 
 
+def mc_item_row(content: dict) -> tuple[str, str, str, list[str]] | None:
+    """(passage, question, correct, wrong answers) of a multiple-choice item's content (answer A
+    is the correct one, as OneStopQA and the MC importer store it); None with fewer than two
+    answers."""
+    answers = content.get("answers") or []
+    if len(answers) < 2:
+        return None
+    return (content.get("paragraph", ""), content.get("question", ""), answers[0],
+            list(answers[1:]))
+
+
 def mc_pretraining_examples(
     items: Iterable[tuple[str, str, str, Sequence[str]]], *, seed: int = 0
 ) -> list[McExample]:

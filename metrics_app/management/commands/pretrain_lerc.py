@@ -69,13 +69,12 @@ class Command(BaseCommand):
             cfg = TrainConfig.from_dict({**defaults, **overrides})
         except ValueError as exc:
             raise CommandError(f"QAJ_LERC_TRAIN_OPTIONS: {exc}") from exc
-        batch_size = cfg.batch_size
-        steps = -(-len(examples) // batch_size) * cfg.pretrain_epochs
-        bar = tqdm(total=steps, file=sys.stderr, unit="step", desc="pre-training",
-                   disable=options["no_progress"])
+        steps_per_epoch = -(-len(examples) // cfg.batch_size)
+        bar = tqdm(total=steps_per_epoch * cfg.pretrain_epochs, file=sys.stderr, unit="step",
+                   desc="pre-training", disable=options["no_progress"])
 
         def progress(info: dict) -> None:
-            done = (info["epoch"] - 1) * -(-len(examples) // batch_size) + info["step"]
+            done = (info["epoch"] - 1) * steps_per_epoch + info["step"]
             bar.update(max(done - bar.n, 0))
             bar.set_postfix(loss=round(info["loss"], 3))
 

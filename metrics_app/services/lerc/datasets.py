@@ -260,16 +260,11 @@ def _example(kind: str, item: Item, gold: float, project: Project):
 
 def mc_pretraining_build(*, projects: list[Project], seed: int = 0) -> list:
     """3-way pre-training examples from multiple-choice projects' items (role A is correct)."""
-    from metrics_app.lerc.data import mc_pretraining_examples
+    from metrics_app.lerc.data import mc_item_row, mc_pretraining_examples
 
-    rows = []
-    for item in Item.objects.filter(project__in=projects, project__kind=TaskKind.MC,
-                                    is_practice=False).order_by("id"):
-        content = item.content or {}
-        answers = content.get("answers") or []
-        if len(answers) >= 2:
-            rows.append((content.get("paragraph", ""), content.get("question", ""), answers[0],
-                         answers[1:]))
+    items = Item.objects.filter(project__in=projects, project__kind=TaskKind.MC,
+                                is_practice=False).order_by("id")
+    rows = [row for item in items if (row := mc_item_row(item.content or {})) is not None]
     return mc_pretraining_examples(rows, seed=seed)
 
 
