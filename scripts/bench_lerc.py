@@ -26,6 +26,10 @@ reference alias; plus the lexical judge alone (the calibrator without the encode
 show what the encoder adds. Numbers: accuracy, Cohen's κ, ROC AUC and Pearson with 95%
 bootstrap intervals, on all test answers and on those whose exact match fails.
 
+`--audit N` prints a seeded sample of N validation answers that a trained run's served judge
+decides against the human label (question, references, answer, label, P(correct), system), to
+read what its errors are (docs/LERC.md, "Why the 5-point margin is out of reach").
+
 Trained runs are kept under var/bench-lerc/<run>/ (a rerun reuses a finished one; `--fresh`
 retrains); baseline scores are cached in var/bench-lerc/baselines.json. The summary goes to
 var/bench-lerc/results.json and is printed.
@@ -289,6 +293,27 @@ def evaluate_run(run: dict, result: dict, baselines: dict, args) -> dict:
     return out
 
 
+def audit_text(run: dict, result: dict, size: int) -> str:
+    """The served judge's errors on the run's validation answers whose exact match fails (the
+    answers it is fitted on and judges; exact matches are scored by rule), as plain text."""
+    from metrics_app.domain.text_match import is_exact_match
+    from metrics_app.lerc.evaluation import judge_errors
+    from metrics_app.lerc.infer import LercScorer
+
+    val = [e for e in run["val"] if not is_exact_match(e.candidate, e.references)]
+    details = LercScorer(result["model_dir"], device="cpu").score_details(val)
+    count, sample = judge_errors(val, [d["probability"] for d in details], size)
+    lines = [f"{run['name']}: the served judge decides {count} of {len(val)} validation answers "
+             f"(exact match failing) against the human label; a seeded {len(sample)} of them:"]
+    for number, (example, probability) in enumerate(sample, 1):
+        label = "correct" if example.score >= 3 else "wrong"
+        lines += ["", f"{number}. [{system_of(example)}] human: {label}, judge P(correct) "
+                      f"{probability:.2f}", f"   Q: {example.question}",
+                  f"   references: {' / '.join(example.references)[:200]}",
+                  f"   answer: {' '.join(example.candidate.split())[:400]}"]
+    return "\n".join(lines)
+
+
 def _best_baseline(metrics: dict) -> str:
     """The baseline with the highest test accuracy (each at its validation threshold)."""
     present = [name for name in BASELINES if name in metrics]
@@ -402,6 +427,8 @@ def main() -> None:
     parser.add_argument("--bootstrap", type=int, default=1000)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--fresh", action="store_true", help="retrain finished runs")
+    parser.add_argument("--audit", type=int, default=0, metavar="N",
+                        help="print N of each trained run's validation errors and stop")
     parser.add_argument("--markdown", action="store_true",
                         help="print the tables of the saved results and stop")
     args = parser.parse_args()
@@ -428,12 +455,20 @@ def main() -> None:
     for run in runs:
         print(f"== {run['name']}: train {len(run['train'])}, val {len(run['val'])}, "
               f"test {len(run['test'])}", file=sys.stderr, flush=True)
+        if args.audit:
+            if not (args.out / run["name"] / "train-result.json").is_file():
+                print(f"{run['name']}: not trained in {args.out}; run the protocol first",
+                      file=sys.stderr)
+                continue
+            print(audit_text(run, train_run(run, args), args.audit), "\n")
+            continue
         result = train_run(run, args)
         # Read the cache again: another process may have added a slow baseline meanwhile.
         baselines = json.loads((args.out / "baselines.json").read_text())
         summary.setdefault("runs", {})[run["name"]] = evaluate_run(run, result, baselines, args)
         results_file.write_text(json.dumps(summary, indent=2, default=str))
-    print(json.dumps(summary, indent=2, default=str))
+    if not args.audit:
+        print(json.dumps(summary, indent=2, default=str))
 
 
 if __name__ == "__main__":

@@ -13,13 +13,28 @@ from annotation.domain.agreement import pearson
 from metrics_app.domain.meta_evaluation import best_threshold
 
 __all__ = ["CORRECT_AT", "baseline_scores", "best_threshold", "compare_with_baselines",
-           "decision_report", "labels_of"]
+           "decision_report", "judge_errors", "labels_of"]
 
 CORRECT_AT = 3.0
 
 
 def labels_of(gold: Sequence[float], correct_at: float = CORRECT_AT) -> list[int]:
     return [int(float(g) >= correct_at) for g in gold]
+
+
+def judge_errors(examples: Sequence, probabilities: Sequence[float | None], size: int,
+                 seed: int = 0) -> tuple[int, list]:
+    """(how many `examples` the judge decides against their human label, a seeded sample of
+    `size` of those as (example, probability) in input order), for reading what a judge gets
+    wrong. Correct means probability ≥ 0.5 and gold ≥ `CORRECT_AT`; unscored examples (None)
+    are left out, as `decision_report` leaves them out."""
+    import random
+
+    wrong = [(example, probability) for example, probability, label
+             in zip(examples, probabilities, labels_of([e.score for e in examples]), strict=True)
+             if probability is not None and (probability >= 0.5) != bool(label)]
+    chosen = sorted(random.Random(seed).sample(range(len(wrong)), min(size, len(wrong))))
+    return len(wrong), [wrong[i] for i in chosen]
 
 
 def _decision(scores, labels, gold, threshold) -> dict:
