@@ -444,6 +444,15 @@ def main() -> None:
     args.backbone = pretrained_backbone(args)
     runs = run_definitions(examples, args.runs.split(","),
                            [int(n) for n in args.curve_sizes.split(",")])
+    if args.audit:
+        # Reads trained runs only: no baselines, no training, results.json untouched.
+        for run in runs:
+            if not (args.out / run["name"] / "train-result.json").is_file():
+                print(f"{run['name']}: not trained in {args.out}; run the protocol first",
+                      file=sys.stderr)
+                continue
+            print(audit_text(run, train_run(run, args), args.audit), "\n")
+        return
     baselines = baseline_scores(examples, args.out / "baselines.json",
                                 [b for b in args.baselines.split(",") if b])
     results_file = args.out / "results.json"
@@ -455,20 +464,12 @@ def main() -> None:
     for run in runs:
         print(f"== {run['name']}: train {len(run['train'])}, val {len(run['val'])}, "
               f"test {len(run['test'])}", file=sys.stderr, flush=True)
-        if args.audit:
-            if not (args.out / run["name"] / "train-result.json").is_file():
-                print(f"{run['name']}: not trained in {args.out}; run the protocol first",
-                      file=sys.stderr)
-                continue
-            print(audit_text(run, train_run(run, args), args.audit), "\n")
-            continue
         result = train_run(run, args)
         # Read the cache again: another process may have added a slow baseline meanwhile.
         baselines = json.loads((args.out / "baselines.json").read_text())
         summary.setdefault("runs", {})[run["name"]] = evaluate_run(run, result, baselines, args)
         results_file.write_text(json.dumps(summary, indent=2, default=str))
-    if not args.audit:
-        print(json.dumps(summary, indent=2, default=str))
+    print(json.dumps(summary, indent=2, default=str))
 
 
 if __name__ == "__main__":
