@@ -238,7 +238,12 @@ def train_run(run: dict, args) -> dict:
 def evaluate_run(run: dict, result: dict, baselines: dict, args) -> dict:
     from metrics_app.domain.text_match import is_exact_match
     from metrics_app.lerc.calibration import fit_calibrator
-    from metrics_app.lerc.evaluation import best_threshold, decision_report, labels_of
+    from metrics_app.lerc.evaluation import (
+        best_threshold,
+        decision_report,
+        labels_of,
+        report_by_length,
+    )
     from metrics_app.lerc.infer import LercScorer
 
     test, val = run["test"], run["val"]
@@ -248,6 +253,7 @@ def evaluate_run(run: dict, result: dict, baselines: dict, args) -> dict:
     scoring_seconds = time.monotonic() - started
     gold = [e.score for e in test]
     non_exact = [i for i, e in enumerate(test) if not is_exact_match(e.candidate, e.references)]
+    candidates = [e.candidate for e in test]
 
     def report(scores, threshold):
         return {
@@ -255,6 +261,9 @@ def evaluate_run(run: dict, result: dict, baselines: dict, args) -> dict:
             "exact_match_fails": decision_report([scores[i] for i in non_exact],
                                                  [gold[i] for i in non_exact], threshold,
                                                  bootstrap=args.bootstrap),
+            # Where a judge loses: accuracy and false-negative rate by answer length.
+            "by_length": report_by_length(scores, gold, candidates, threshold,
+                                          bootstrap=args.bootstrap),
         }
 
     out = {"n_train": result.get("train_examples"), "n_val": len(val), "n_test": len(test),
@@ -366,7 +375,36 @@ def curve_markdown(summary: dict) -> str:
     return "\n".join(lines)
 
 
-def markdown(summary: dict) -> str:
+def length_markdown(run: dict, previous: dict | None = None) -> str:
+    """Accuracy and false-negative rate (correct answers judged incorrect) by answer length,
+    for the served judge, every baseline and, where given, the previous run's judge."""
+    from metrics_app.lerc.evaluation import LENGTH_BUCKETS
+
+    buckets = [label for label, _ in LENGTH_BUCKETS]
+    rows = [(name, run["metrics"][name]) for name in ("lerc", "lexical_judge", *BASELINES)
+            if "by_length" in run["metrics"].get(name, {})]
+    if previous and "by_length" in previous.get("metrics", {}).get("lerc", {}):
+        rows.insert(1, ("previous LERC", previous["metrics"]["lerc"]))
+    if not rows:
+        return ""
+    counts = rows[0][1]["by_length"]
+    lines = ["| metric | " + " | ".join(f"{b} words (n={counts[b]['n']}): acc / FNR"
+                                         for b in buckets) + " |",
+             "| --- | " + " | ".join("---" for _ in buckets) + " |"]
+    for name, row in rows:
+        cells = []
+        for bucket in buckets:
+            part = row["by_length"][bucket]
+            acc, fnr = part.get("accuracy"), part.get("false_negative_rate")
+            cells.append("–" if acc is None else f"{acc:.3f} / "
+                         + ("–" if fnr is None else f"{fnr:.3f}"))
+        label = {"lerc": "**LERC (served judge)**", "lexical_judge": "lexical judge alone",
+                 "contains": "reference in answer"}.get(name, name)
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def markdown(summary: dict, previous: dict | None = None) -> str:
     """The results as the tables of docs/LERC.md."""
     lines = ["## Summary", "",
              "Accuracy and Cohen's κ of the served judge (\"correct\" at P ≥ 0.5) against the "
@@ -397,6 +435,9 @@ def markdown(summary: dict) -> str:
             label = {"lerc": "**LERC (served judge)**", "lexical_judge": "lexical judge alone",
                      "contains": "reference in answer"}.get(name, name)
             lines.append(f"| {label} | " + " | ".join(cells) + " |")
+        by_length = length_markdown(run, ((previous or {}).get("runs") or {}).get(run_name))
+        if by_length:
+            lines += ["", "By answer length (accuracy / false-negative rate):", "", by_length]
         lines += ["", f"Training {run.get('train_seconds')} s (best epoch "
                   f"{run.get('best_epoch')}); scoring {run.get('scoring_items_per_second')} "
                   "answers/s.", ""]
@@ -431,9 +472,13 @@ def main() -> None:
                         help="print N of each trained run's validation errors and stop")
     parser.add_argument("--markdown", action="store_true",
                         help="print the tables of the saved results and stop")
+    parser.add_argument("--previous", type=Path, default=None,
+                        help="with --markdown: an earlier results.json whose judge is shown "
+                             "beside this one in the by-length tables")
     args = parser.parse_args()
     if args.markdown:
-        print(markdown(json.loads((args.out / "results.json").read_text())))
+        previous = json.loads(args.previous.read_text()) if args.previous else None
+        print(markdown(json.loads((args.out / "results.json").read_text()), previous))
         return
 
     import torch

@@ -12,10 +12,16 @@ from collections.abc import Sequence
 from annotation.domain.agreement import pearson
 from metrics_app.domain.meta_evaluation import best_threshold
 
-__all__ = ["CORRECT_AT", "baseline_scores", "best_threshold", "compare_with_baselines",
-           "decision_report", "judge_errors", "labels_of"]
+__all__ = ["CORRECT_AT", "LENGTH_BUCKETS", "baseline_scores", "best_threshold",
+           "compare_with_baselines", "decision_report", "judge_errors", "labels_of",
+           "length_bucket_of", "report_by_length"]
 
 CORRECT_AT = 3.0
+# Answer length in words: (label, longest length in the bucket). Short answers are where
+# lexical metrics already work; long ones that hold the right entity in a sentence, or qualify
+# it, are where a small judge loses most, so the protocol reports each bucket apart.
+LENGTH_BUCKETS: tuple[tuple[str, float], ...] = (
+    ("<=3", 3), ("4-8", 8), ("9-20", 20), (">20", float("inf")))
 
 
 def labels_of(gold: Sequence[float], correct_at: float = CORRECT_AT) -> list[int]:
@@ -50,6 +56,13 @@ def _decision(scores, labels, gold, threshold) -> dict:
     result["f1"] = float(f1_score(y, predicted, zero_division=0.0))
     result["roc_auc"] = float(roc_auc_score(y, s)) if len(set(y.tolist())) > 1 else None
     result["pearson"] = pearson(s, np.asarray(gold, dtype=float))
+    # Strictness and leniency apart: the share of correct answers judged incorrect, and of
+    # incorrect answers judged correct (None where a class is absent).
+    positives, negatives = int(y.sum()), int(len(y) - y.sum())
+    result["false_negative_rate"] = (float(((predicted == 0) & (y == 1)).sum() / positives)
+                                     if positives else None)
+    result["false_positive_rate"] = (float(((predicted == 1) & (y == 0)).sum() / negatives)
+                                     if negatives else None)
     return result
 
 
@@ -84,6 +97,26 @@ def decision_report(scores: Sequence[float | None], gold: Sequence[float], thres
                 low, high = np.percentile(values, [2.5, 97.5])
                 result[f"{name}_ci"] = [float(low), float(high)]
     return result
+
+
+def length_bucket_of(candidate: str) -> str:
+    """The `LENGTH_BUCKETS` label of an answer, by its whitespace-separated words."""
+    words = len(candidate.split())
+    return next(label for label, longest in LENGTH_BUCKETS if words <= longest)
+
+
+def report_by_length(scores: Sequence[float | None], gold: Sequence[float],
+                     candidates: Sequence[str], threshold: float, *, bootstrap: int = 200,
+                     seed: int = 0, correct_at: float = CORRECT_AT) -> dict[str, dict]:
+    """`decision_report` within each answer-length bucket: {bucket label: report}, every
+    bucket present (an empty one reports n = 0)."""
+    rows: dict[str, list[int]] = {label: [] for label, _ in LENGTH_BUCKETS}
+    for index, candidate in enumerate(candidates):
+        rows[length_bucket_of(candidate)].append(index)
+    return {label: decision_report([scores[i] for i in indices], [gold[i] for i in indices],
+                                   threshold, bootstrap=bootstrap, seed=seed,
+                                   correct_at=correct_at)
+            for label, indices in rows.items()}
 
 
 def baseline_scores(names: Sequence[str], examples) -> dict[str, list[float | None] | str]:

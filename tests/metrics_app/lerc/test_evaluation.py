@@ -20,3 +20,38 @@ def test_judge_errors_counts_disagreements_and_samples_them_reproducibly():
     assert judge_errors(examples, probabilities, size=4, seed=7)[1] == sample
     assert [p for _, p in sample] == [probabilities[int(i)] for i in ids]
     assert len(judge_errors(examples, probabilities, size=50)[1]) == 10
+
+
+def test_false_negative_and_positive_rates_separate_strictness_from_leniency():
+    from metrics_app.lerc.evaluation import decision_report
+
+    # Four correct answers (gold 5) and four wrong ones (gold 1); the judge misses one correct
+    # answer and accepts two wrong ones.
+    gold = [5, 5, 5, 5, 1, 1, 1, 1]
+    scores = [0.9, 0.8, 0.7, 0.2, 0.6, 0.7, 0.1, 0.2]
+    report = decision_report(scores, gold, 0.5, bootstrap=0)
+    assert report["false_negative_rate"] == 0.25
+    assert report["false_positive_rate"] == 0.5
+    assert report["accuracy"] == 5 / 8
+    only_correct = decision_report([0.9, 0.1], [5, 4], 0.5, bootstrap=0)
+    assert only_correct["false_negative_rate"] == 0.5 and only_correct["false_positive_rate"] is None
+
+
+def test_report_by_length_buckets_answers_by_words_and_reports_each_bucket():
+    from metrics_app.lerc.evaluation import LENGTH_BUCKETS, length_bucket_of, report_by_length
+
+    assert [length_bucket_of(" ".join(["w"] * n)) for n in (1, 3, 4, 8, 9, 20, 21)] == [
+        "<=3", "<=3", "4-8", "4-8", "9-20", "9-20", ">20"]
+    short = ["Paris", "Lyon", "1990", "no"]
+    long = [" ".join(["word"] * 25)] * 4
+    candidates = short + long
+    gold = [5, 1, 5, 1, 5, 5, 1, 1]
+    # Right on every short answer; on long ones it calls every answer wrong (too strict).
+    scores = [0.9, 0.1, 0.8, 0.2, 0.1, 0.2, 0.1, 0.3]
+    report = report_by_length(scores, gold, candidates, 0.5, bootstrap=0)
+    assert list(report) == [label for label, _ in LENGTH_BUCKETS]
+    assert report["<=3"]["n"] == 4 and report["<=3"]["accuracy"] == 1.0
+    assert report["<=3"]["false_negative_rate"] == 0.0
+    assert report[">20"]["n"] == 4 and report[">20"]["accuracy"] == 0.5
+    assert report[">20"]["false_negative_rate"] == 1.0
+    assert report["4-8"]["n"] == 0 and report["9-20"]["n"] == 0
