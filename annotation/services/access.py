@@ -37,8 +37,10 @@ from .assignments import (
     FINISHED_STATUSES,
     OPEN_STAGE_STATUSES,
     AssignmentRefused,
+    HitExpired,
     StageNotOpen,
     WorkerBlocked,
+    hit_is_expired,
 )
 
 LINK_SALT = "qaj.inhouse-link"
@@ -189,16 +191,21 @@ class MturkAccess:
 
 def mturk_access_check(*, stage: Stage, assignment_id: str, hit_id: str,
                        worker_id: str) -> MturkAccess:
-    """Check ExternalQuestion parameters against the stored HIT (and assignment, when known)."""
+    """Check ExternalQuestion parameters against the stored HIT (and assignment, when known);
+    a HIT past its expiry opens only the assignments accepted before (HitExpired)."""
     hit_id = _external_id(hit_id, "hitId")
     hit = Hit.objects.filter(stage=stage, external_id=hit_id).first()
     if hit is None:
         raise AccessDenied("This HIT is not part of this task.")
+    expired = HitExpired("This HIT has expired, so it can no longer be accepted. Please return "
+                         "it; other HITs of this task may still be available.")
     if (assignment_id or "").strip() == MTURK_PREVIEW_ID:
         # Accepting checks the stage (assignment_start); a preview must not show more than
         # accepting would give, so a draft or closed stage refuses the preview too.
         if stage.status not in OPEN_STAGE_STATUSES:
             raise StageNotOpen("This task is not open at the moment.")
+        if hit_is_expired(hit):
+            raise expired
         return MturkAccess(hit=hit, assignment_id="", worker=None, preview=True)
     assignment_id = _external_id(assignment_id, "assignmentId")
     worker_ext = _external_id(worker_id, "workerId")
@@ -210,6 +217,10 @@ def mturk_access_check(*, stage: Stage, assignment_id: str, hit_id: str,
         or existing.worker.external_id != worker_ext
     ):
         raise AccessDenied("This assignment belongs to another worker or HIT.")
+    if existing is None and hit_is_expired(hit):
+        # Accepted before the expiry: still opens (MTurk lets it be submitted until its
+        # duration ends). New after it: made up, or a stale page; nothing is created.
+        raise expired
     worker = worker_for(provider=Provider.MTURK, external_id=worker_ext)
     return MturkAccess(hit=hit, assignment_id=assignment_id, worker=worker, preview=False)
 

@@ -210,6 +210,19 @@ PROLIFIC_WORKSPACE_ID = os.environ.get("PROLIFIC_WORKSPACE_ID", "")
 # A participant group used as a block list on Prolific (blocking is local-only without it).
 PROLIFIC_BLOCKLIST_GROUP_ID = os.environ.get("PROLIFIC_BLOCKLIST_GROUP_ID", "")
 PROLIFIC_FEE_RATE = os.environ.get("PROLIFIC_FEE_RATE", "0.333")
+# Prolific sessions are verified against the study's submissions before their work counts or is
+# paid (annotation/services/assignments/verification.py): once at the task page's door (one
+# call, this timeout), and by the sync. An unverified session idle this long gives its items back.
+QAJ_PROLIFIC_VERIFY_ON_ENTRY = env_bool("QAJ_PROLIFIC_VERIFY_ON_ENTRY", True)
+PROLIFIC_VERIFY_TIMEOUT_SECONDS = float(os.environ.get("PROLIFIC_VERIFY_TIMEOUT_SECONDS", "3"))
+QAJ_PROLIFIC_UNVERIFIED_TIMEOUT_MINUTES = float(
+    os.environ.get("QAJ_PROLIFIC_UNVERIFIED_TIMEOUT_MINUTES", "45"))
+# Task-page rate limits, JSON: {"page": [requests, seconds], "api": [...], "page_address": [...],
+# "api_address": [...]} over the defaults in annotation/views/task_pages.py (docs/RELIABILITY.md).
+QAJ_TASK_RATE_LIMITS = {
+    scope: tuple(limit) for scope, limit in
+    json.loads(os.environ.get("QAJ_TASK_RATE_LIMITS", "{}") or "{}").items()
+}
 
 LOGGING = {
     "version": 1,
