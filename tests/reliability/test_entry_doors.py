@@ -124,6 +124,40 @@ def test_the_database_refuses_a_second_live_prolific_assignment_for_one_particip
                     external_id="S2")
 
 
+@pytest.mark.django_db(transaction=True)
+def test_racing_sessions_of_one_participant_create_one_assignment():
+    """Six sessions of one PROLIFIC_PID starting at the same moment (threads, each with its
+    own connection): one assignment, which every session gets back."""
+    import os
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    from django.db import connection, connections
+
+    from annotation.services.assignments import assignment_start
+    from tests.support.paths import IN_CI
+
+    if connection.vendor == "sqlite" and not os.environ.get("QAJ_TEST_DB_NAME"):
+        (pytest.fail if IN_CI else pytest.skip)(
+            "needs a file-based SQLite test database (QAJ_TEST_DB_NAME) or PostgreSQL")
+    _project, stage, _items = _prolific_stage()
+    worker = make_worker(provider=Provider.PROLIFIC, external_id="RACER")
+    barrier = threading.Barrier(6)
+
+    def start(n):
+        try:
+            barrier.wait(timeout=30)
+            return assignment_start(stage=stage, worker=worker, external_id=f"RACE{n}",
+                                    shown=True).pk
+        finally:
+            connections.close_all()
+
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        got = list(pool.map(start, range(6)))
+    assert len(set(got)) == 1
+    assert Assignment.objects.filter(stage=stage, worker=worker).count() == 1
+
+
 def test_made_up_prolific_sessions_are_refused_at_the_door_and_create_nothing(client, prolific):
     _project, stage, _items = _prolific_stage(study_id=prolific.study_id)
     for n in range(8):
