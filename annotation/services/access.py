@@ -26,6 +26,7 @@ from annotation.models import (
     Assignment,
     Hit,
     InhouseLink,
+    ParticipantVerification,
     Project,
     Provider,
     Stage,
@@ -38,6 +39,7 @@ from .assignments import (
     OPEN_STAGE_STATUSES,
     AssignmentRefused,
     HitExpired,
+    SessionNotVerified,
     StageNotOpen,
     WorkerBlocked,
     hit_is_expired,
@@ -291,12 +293,18 @@ def assignment_token_resolve(*, token: str) -> Assignment:
 
 def assignment_access_recheck(*, assignment: Assignment) -> None:
     """The permission a page was opened with must still hold when it saves, confirms or
-    submits: the stage is still open, the worker is not blocked for this project, and an
-    in-house worker still holds a live link to it. Raises the refusal the page shows; nothing
+    submits: the provider has not said the session is unknown (Prolific), the stage is still
+    open, the worker is not blocked for this project, and an in-house worker still holds a live
+    link to it. Raises the refusal the page shows; nothing
     is stored. A finished assignment is left to the caller (a repeated submit answers with the
     completion again, idempotently)."""
     if assignment.status in FINISHED_STATUSES:
         return
+    if assignment.verification == ParticipantVerification.FAILED:
+        # Made up, or replaced by the participant's verified session: nothing more is stored,
+        # late submit included (it would take redundancy slots from real work).
+        raise SessionNotVerified("Prolific does not know this session for this participant, so "
+                                 "these answers cannot be saved.")
     stage = assignment.stage
     if stage.status not in OPEN_STAGE_STATUSES:
         raise StageNotOpen("The researcher has closed this task, so these answers can no "

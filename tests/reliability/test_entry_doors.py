@@ -176,6 +176,32 @@ def test_made_up_prolific_sessions_are_refused_at_the_door_and_create_nothing(cl
         "REALPID", ParticipantVerification.VERIFIED)
 
 
+def test_a_made_up_session_under_a_real_pid_gives_way_to_the_real_session(client, prolific):
+    """Prolific is throttled when someone opens the page with a real participant's PID and a
+    made-up session (it starts unverified); when the participant arrives with their real
+    session, verified, the made-up one is released and never counts: the participant gets their
+    own assignment, not the stranger's page."""
+    _project, stage, _items = _prolific_stage(study_id=prolific.study_id)
+    real = prolific.state.participant_start(prolific.study_id, "VICTIM")
+    prolific.rate_limit_next["GET submissions/<id>/"] = 1
+    squatter = page_config(_prolific_page(client, stage, "VICTIM", f"s{777:022x}",
+                                          study=prolific.study_id))
+    assert api(client, "task-autosave", squatter["token"], {"draft": {"x": 1}}).status_code == 200
+    page = page_config(_prolific_page(client, stage, "VICTIM", real, study=prolific.study_id))
+    assert page["token"] != squatter["token"]
+    mine = Assignment.objects.get(external_id=real)
+    assert (mine.verification, mine.status, mine.draft) == (
+        ParticipantVerification.VERIFIED, AssignmentStatus.IN_PROGRESS, {})
+    released = Assignment.objects.get(external_id=f"s{777:022x}")
+    assert (released.verification, released.status) == (
+        ParticipantVerification.FAILED, AssignmentStatus.RETURNED)
+    for call, body in (("task-autosave", {"draft": {"x": 2}}),
+                       ("task-submit", _ab_answers(squatter))):
+        refused = api(client, call, squatter["token"], body)
+        assert refused.status_code == 403 and refused.json()["code"] == "session_unknown"
+    assert not Judgment.objects.filter(assignment=released).exists()
+
+
 def test_unverified_work_counts_and_is_paid_only_once_the_sync_verifies_it(client, prolific):
     """Prolific cannot answer at the door or after the submit (throttled): both sessions start
     unverified and their judgments do not count; the sync reads the study's submissions, then
