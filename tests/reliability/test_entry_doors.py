@@ -241,6 +241,26 @@ def test_unverified_work_counts_and_is_paid_only_once_the_sync_verifies_it(clien
     assert counted.count() == 3
 
 
+def test_the_admin_action_verifies_pending_sessions_with_prolific(client, prolific):
+    from testing.factories import make_user
+
+    _project, stage, _items = _prolific_stage(study_id=prolific.study_id)
+    real = prolific.state.participant_start(prolific.study_id, "REALPID")
+    prolific.rate_limit_next["GET submissions/<id>/"] = 2  # the door could not ask
+    for pid, session in (("REALPID", real), ("FAKEPID", f"s{555:022x}")):
+        assert _prolific_page(client, stage, pid, session, study=prolific.study_id)\
+            .status_code == 200
+    assert set(Assignment.objects.values_list("verification", flat=True)) == {"pending"}
+    client.force_login(make_user(superuser=True))
+    response = client.post(reverse("admin:annotation_assignment_changelist"), {
+        "action": "verify_sessions", "index": "0",
+        "_selected_action": [str(pk) for pk in Assignment.objects.values_list("pk", flat=True)],
+    }, follow=True)
+    assert "1 failed, 1 verified" in " ".join(str(m) for m in response.context["messages"])
+    assert dict(Assignment.objects.values_list("worker__external_id", "verification")) == {
+        "REALPID": ParticipantVerification.VERIFIED, "FAKEPID": ParticipantVerification.FAILED}
+
+
 def test_an_unverified_session_gives_its_items_back_after_a_short_idle_time(client, settings):
     settings.QAJ_PROLIFIC_UNVERIFIED_TIMEOUT_MINUTES = 30
     _project, stage, _items = _prolific_stage(n_items=3)
