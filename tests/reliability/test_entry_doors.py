@@ -427,3 +427,17 @@ def test_the_address_budget_follows_the_trusted_proxy_header_only_when_configure
     # A client claiming a new address each time: the proxy's rightmost entry is what counts.
     assert [get(n, f"198.51.100.{n}, 203.0.113.9") for n in range(6)] == [200] * 5 + [429]
     assert get(99, "203.0.113.10") == 200
+
+
+@pytest.mark.parametrize("raw, message", [
+    ("nope", "must be JSON like"),
+    ('{"pages": [1, 1]}', "scopes are page, api, page_address, api_address"),
+    ('{"api": [0, 60]}', "positive [requests, seconds]"),
+    ('{"api": 5}', "must be JSON like"),
+])
+def test_a_malformed_rate_limit_setting_is_refused_naming_what_is_wrong(raw, message):
+    from config.settings.base import _rate_limits
+
+    assert _rate_limits('{"page_address": [3000, 60]}') == {"page_address": (3000, 60)}
+    with pytest.raises(ValueError, match=message.replace("[", r"\[").replace("]", r"\]")):
+        _rate_limits(raw)
