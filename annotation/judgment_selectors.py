@@ -42,7 +42,7 @@ class JudgmentFrame:
     stage_id: np.ndarray
     score: np.ndarray  # float, NaN when absent
     choice: np.ndarray  # str ("" when absent)
-    time_ms: np.ndarray  # float, NaN when absent
+    time_ms: np.ndarray  # float, NaN when absent: the server's measure, else the browser's
     difficult: np.ndarray  # object: True / False / None
     aspects: list
     extra: list
@@ -197,7 +197,9 @@ def _judgment_columns(queryset, *, kind: str, rich: bool) -> tuple[np.ndarray, n
     # as a sentinel so np.fromiter can read the flat rows (much faster than np.array on tuples).
     rows = fetch_plain_rows(queryset.annotate(
         _score=Coalesce("score", Value(MISSING, output_field=FloatField())),
-        _time=Coalesce("time_spent_ms", Value(-1)),
+        # Time on the item as the server measured it (a browser can claim anything), else as
+        # the browser reported it (imported judgments, or stored before the server measured).
+        _time=Coalesce("server_time_ms", "time_spent_ms", Value(-1)),
     ).values_list("id", "item_id", "worker_id", "stage_id", "_score", "_time"))
     table = np.fromiter(chain.from_iterable(rows), dtype=float, count=6 * len(rows)).reshape(
         -1, 6

@@ -22,7 +22,8 @@ class ReviewRow:
     matches_gold: bool | None
     others: list[tuple[str, int]]  # (answer, how many other workers gave it), most given first
     agrees_with_others: bool | None  # the answer equals the others' most given answer
-    seconds: float | None
+    seconds: float | None  # as the server measured it, else as the browser reported it
+    client_seconds: float | None  # as the browser reported it
     others_median_seconds: float | None
 
 
@@ -55,6 +56,15 @@ def _core(kind: str, judgment: Judgment) -> str:
     return judgment.choice or ",".join(judgment.choices or [])
 
 
+def _seconds(judgment: Judgment | None) -> float | None:
+    """Seconds on the item: the server's measure, else the browser's (what review rules read)."""
+    if judgment is None:
+        return None
+    ms = judgment.server_time_ms if judgment.server_time_ms is not None \
+        else judgment.time_spent_ms
+    return None if ms is None else ms / 1000
+
+
 def assignment_review(*, assignment: Assignment) -> list[ReviewRow]:
     project = assignment.stage.project
     kind = project.kind
@@ -65,7 +75,8 @@ def assignment_review(*, assignment: Assignment) -> list[ReviewRow]:
     others_by_item: dict[int, list[Judgment]] = {}
     for judgment in (judgments_that_count(project=project)
                      .filter(item_id__in=item_ids).exclude(worker_id=assignment.worker_id)
-                     .only("item_id", "score", "choice", "choices", "time_spent_ms")):
+                     .only("item_id", "score", "choice", "choices", "time_spent_ms",
+                           "server_time_ms")):
         others_by_item.setdefault(judgment.item_id, []).append(judgment)
     rows = []
     for placement in placed:
@@ -77,7 +88,7 @@ def assignment_review(*, assignment: Assignment) -> list[ReviewRow]:
         gold_core = (f"{gold['score']:g}" if kind == TaskKind.LIKERT and "score" in gold
                      else gold.get("choice", ""))
         mine_core = _core(kind, mine) if mine else ""
-        times = [j.time_spent_ms / 1000 for j in others if j.time_spent_ms is not None]
+        times = [seconds for seconds in map(_seconds, others) if seconds is not None]
         rows.append(ReviewRow(
             position=placement.position + 1, item_id=item.pk, external_id=item.external_id,
             question=str((item.content or {}).get("question", ""))[:200],
@@ -87,8 +98,9 @@ def assignment_review(*, assignment: Assignment) -> list[ReviewRow]:
             others=counts.most_common(),
             agrees_with_others=(mine_core == counts.most_common(1)[0][0])
             if (mine_core and counts) else None,
-            seconds=(mine.time_spent_ms / 1000
-                     if mine is not None and mine.time_spent_ms is not None else None),
+            seconds=_seconds(mine),
+            client_seconds=(mine.time_spent_ms / 1000
+                            if mine is not None and mine.time_spent_ms is not None else None),
             others_median_seconds=statistics.median(times) if times else None,
         ))
     return rows

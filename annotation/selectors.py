@@ -15,6 +15,7 @@ from django.db.models import Avg, Count, Exists, OuterRef, Q, QuerySet, Sum
 
 from .models import (
     NON_DATA_STAGE_KINDS,
+    UNVERIFIED,
     Assignment,
     AssignmentStatus,
     InhouseLink,
@@ -107,7 +108,9 @@ def judgments_that_count(queryset: QuerySet[Judgment] | None = None, *,
 
     - its stage holds data: not practice, not qualification (those test the workers; they are
       kept apart and read with `data_stages_only=False` for worker-quality numbers);
-    - its assignment was not rejected, returned or flagged (NOT_COUNTED_ASSIGNMENT_STATUSES);
+    - its assignment was not rejected, returned or flagged (NOT_COUNTED_ASSIGNMENT_STATUSES),
+      and, on Prolific, its session was verified with the provider (`Assignment.verification`
+      not PENDING or FAILED: annotation/services/assignments/verification.py);
     - its worker is not blocked for the project (`blocked_worker_ids_for`: a global block or one
       by the project's owner or a researcher it is shared with).
 
@@ -123,6 +126,7 @@ def judgments_that_count(queryset: QuerySet[Judgment] | None = None, *,
     if include_rejected:
         return queryset
     queryset = queryset.exclude(assignment__status__in=NOT_COUNTED_ASSIGNMENT_STATUSES)
+    queryset = queryset.exclude(assignment__verification__in=UNVERIFIED)
     if project is not None:
         queryset = queryset.exclude(_blocked_here(project))
     return queryset
@@ -130,13 +134,15 @@ def judgments_that_count(queryset: QuerySet[Judgment] | None = None, *,
 
 def counting_fingerprint(*, project: Project) -> str:
     """What the counting rule depends on besides the judgments themselves, which are
-    append-only: the not-counted assignments and the blocked workers. Cached reports compare it,
-    since rejecting work or blocking a worker adds no judgment."""
+    append-only: the not-counted (or not yet verified) assignments and the blocked workers.
+    Cached reports compare it, since rejecting work, verifying a session or blocking a worker
+    adds no judgment."""
     # Read from the few not-counted assignments and blocked workers, each probing the judgment
     # indexes for one judgment here, rather than by joining every judgment of the project
     # (0.7 s at a million judgments, on every cached report read).
     here = Judgment.objects.filter(item__project=project)
-    excluded = Assignment.objects.filter(status__in=NOT_COUNTED_ASSIGNMENT_STATUSES)\
+    excluded = Assignment.objects.filter(Q(status__in=NOT_COUNTED_ASSIGNMENT_STATUSES)
+                                         | Q(verification__in=UNVERIFIED))\
         .filter(Exists(here.filter(assignment_id=OuterRef("pk"))))\
         .values_list("pk", flat=True).order_by("pk")
     # Only the blocked workers who worked here: a block elsewhere leaves this cache alone. The

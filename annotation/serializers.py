@@ -407,7 +407,8 @@ class JudgmentOutputSerializer(serializers.ModelSerializer):
         fields = (
             "id", "item", "item_external_id", "worker", "worker_provider", "stage", "stage_kind",
             "assignment", "score", "choice", "choices", "difficult", "justification", "aspects",
-            "extra", "presented_order", "time_spent_ms", "client_started_at", "created_at",
+            "extra", "presented_order", "time_spent_ms", "server_time_ms", "client_started_at",
+            "created_at",
         )
 
 

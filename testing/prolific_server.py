@@ -6,7 +6,9 @@
 Lists are paged with `_links.next.href` (small pages, so paging is exercised). Faults: scheduled
 429 "rate limited" answers and lost responses (the action is done, the connection is closed
 without an answer). Participants are simulated by `participant_start` / `participant_complete`,
-which enforce the study's allow-list filter, places and one submission per participant.
+which enforce the study's allow-list filter, places and one submission per participant; a
+session id (submission id) that `participant_start` never made is a 404 on "Retrieve a
+submission", which is how the task pages tell a real SESSION_ID from a made-up one.
 """
 from __future__ import annotations
 
@@ -149,13 +151,20 @@ class ProlificState:
         rows = [s for s in self.submissions.values() if s["study_id"] == sid]
         return self._page(rows, query, self.base_url + f"studies/{sid}/submissions/")
 
-    def get_submission(self, *, query, body, sub):
+    def _submission(self, sub: str) -> dict:
         if sub not in self.submissions:
             raise ApiError(404, "submission not found")
         return self.submissions[sub]
 
+    def get_submission(self, *, query, body, sub):
+        """"Retrieve a submission": as Prolific shows it, the participant under `participant`
+        (the study's list says `participant_id`) and the study under `study_id`."""
+        row = self._submission(sub)
+        shown = {k: v for k, v in row.items() if k != "participant_id"}
+        return {**shown, "participant": row["participant_id"], "entered_code": row["study_code"]}
+
     def transition_submission(self, *, query, body, sub):
-        submission = self.get_submission(query=query, body=body, sub=sub)
+        submission = self._submission(sub)
         if submission["status"] != "AWAITING REVIEW":
             raise ApiError(400, f"submission is {submission['status']}")
         if body.get("action") == "APPROVE":

@@ -20,8 +20,25 @@ def page_config(response) -> dict:
     return json.loads(match.group(1))
 
 
+def spend_time(config: dict, seconds_per_item: float) -> None:
+    """The simulated worker reads for `seconds_per_item` per item before answering: the page's
+    items were shown that much earlier (the server measures time on task from when it served
+    them, annotation/services/assignments/submission.py)."""
+    from datetime import timedelta
+
+    from annotation.models import AssignmentItem
+    from annotation.services.access import assignment_token_resolve
+
+    assignment = assignment_token_resolve(token=config["token"])
+    earlier = timedelta(seconds=seconds_per_item * max(1, len(config["items"])))
+    for row in AssignmentItem.objects.filter(assignment=assignment):
+        AssignmentItem.objects.filter(pk=row.pk).update(
+            first_shown_at=(row.first_shown_at or assignment.started_at) - earlier)
+
+
 def _submit(client, response, answer_for: Callable[[int], dict], seconds: float) -> None:
     config = page_config(response)
+    spend_time(config, seconds)
     answers = [{"item": item_id, "time_spent_ms": int(seconds * 1000), **answer_for(item_id)}
                for item_id in config["items"]]
     done = client.post(reverse("annotation:task-submit"), data=json.dumps({"answers": answers}),

@@ -12,6 +12,7 @@ from django.contrib.admin.helpers import ActionForm
 
 from annotation.models import (
     AssignmentStatus,
+    ParticipantVerification,
     StageStatus,
 )
 
@@ -141,6 +142,9 @@ def sync_stages(modeladmin, request, queryset):
         if review.unconfirmed or review.never_listed:
             line += (f"; {review.unconfirmed} submitted here but not listed by the provider yet "
                      f"(not approved or paid), {review.never_listed} flagged as never listed")
+        if sync.verified or sync.not_found:
+            line += (f"; participants' sessions verified {sync.verified}, not found at the "
+                     f"provider {sync.not_found} (their work never counts)")
         if sync.reconciled:
             line += "; closed stage fully reconciled (no longer synced)"
         elif sync.open_reason and stage.status == StageStatus.CLOSED:
@@ -333,7 +337,25 @@ def bonus_assignments(modeladmin, request, queryset):
                      "had this bonus already (not paid again)"), failed)
 
 
-ASSIGNMENT_ACTIONS = (approve_assignments, reject_assignments, bonus_assignments)
+@admin.action(description="Verify the participants' sessions with Prolific now")
+def verify_sessions(modeladmin, request, queryset):
+    from annotation.services.assignments import assignment_verify
+
+    counts: dict[str, int] = {}
+    pending = queryset.filter(verification=ParticipantVerification.PENDING)\
+        .select_related("stage", "worker")
+    for assignment in pending:
+        state = assignment_verify(assignment=assignment) or "pending"
+        counts[state] = counts.get(state, 0) + 1
+    skipped = queryset.count() - sum(counts.values())
+    line = ", ".join(f"{n} {state}" for state, n in sorted(counts.items())) or "nothing asked"
+    _report(modeladmin, request, [f"Sessions verified with Prolific: {line}; {skipped} not "
+                                  f"pending (not asked). Pending ones that Prolific could not "
+                                  f"answer stay pending; the sync asks again."], [])
+
+
+ASSIGNMENT_ACTIONS = (approve_assignments, reject_assignments, bonus_assignments,
+                      verify_sessions)
 
 
 # --- workers -------------------------------------------------------------------------------------

@@ -144,10 +144,10 @@ class AssignmentAdmin(ProviderBannerMixin, ProjectScopedAdmin):
     actions = ASSIGNMENT_ACTIONS
     list_display = (
         "__str__", "worker", "stage", "status", "n_items", "n_judgments", "started_at",
-        "submitted_at", "provider_confirmed", "bonus_paid",
+        "submitted_at", "provider_confirmed", "verification", "bonus_paid",
     )
     list_filter = (
-        "status", StageFilter, "stage__kind", "stage__provider",
+        "status", StageFilter, "stage__kind", "stage__provider", "verification",
         ("provider_confirmed_at", admin.EmptyFieldListFilter),
     )
     list_select_related = ("worker", "stage__project")
@@ -157,7 +157,7 @@ class AssignmentAdmin(ProviderBannerMixin, ProjectScopedAdmin):
     # Submitted and no bonus, and no sync would repair it. Only the researcher's note is typed.
     readonly_fields = ("stage", "hit", "worker", "external_id", "status", "draft", "bonus_paid",
                        "completion_code", "started_at", "last_seen_at", "submitted_at",
-                       "reviewed_at", "provider_confirmed_at")
+                       "reviewed_at", "provider_confirmed_at", "verification")
     inlines = (AssignmentItemInline,)
 
     def has_add_permission(self, request, obj=None):
@@ -372,8 +372,8 @@ class InhouseLinkAdmin(ProjectScopedAdmin):
 class JudgmentAdmin(ReadOnlyAdmin):
     project_path = "item__project"
     list_display = (
-        "id", "item", "worker", "stage", "score", "choice", "difficult", "time_spent_ms",
-        "created_at",
+        "id", "item", "worker", "stage", "score", "choice", "difficult", "server_time_ms",
+        "time_spent_ms", "created_at",
     )
     list_filter = (
         ("item__project", admin.RelatedOnlyFieldListFilter),

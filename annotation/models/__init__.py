@@ -1,5 +1,6 @@
 """Annotation data model. One module per concept; import everything public from here."""
 from .crowd import (
+    UNVERIFIED,
     Assignment,
     AssignmentItem,
     AssignmentStatus,
@@ -7,6 +8,7 @@ from .crowd import (
     HitItem,
     HitStatus,
     InhouseLink,
+    ParticipantVerification,
     Worker,
     WorkerBlock,
     WorkerQualification,
@@ -48,6 +50,8 @@ __all__ = [
     "InhouseLink",
     "Item",
     "Judgment",
+    "ParticipantVerification",
+    "UNVERIFIED",
     "Project",
     "Provider",
     "ProviderCall",

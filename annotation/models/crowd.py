@@ -147,6 +147,23 @@ class AssignmentStatus(models.TextChoices):
     FLAGGED = "flagged", "Flagged for review (see the note)"
 
 
+class ParticipantVerification(models.TextChoices):
+    """Whether the provider knows this participant's session (Prolific: the submission id from
+    SESSION_ID exists in the study's submissions, for the PROLIFIC_PID the page was opened with).
+    Work of a PENDING or FAILED session never counts (`annotation.selectors.judgments_that_count`)
+    nor is paid; a PENDING session idle for `QAJ_PROLIFIC_UNVERIFIED_TIMEOUT_MINUTES` gives its
+    items back."""
+
+    NOT_NEEDED = "", "Not needed (in-house, MTurk, imported)"
+    PENDING = "pending", "Not verified yet"
+    VERIFIED = "verified", "Verified with the provider"
+    FAILED = "failed", "Not found at the provider"
+
+
+# Sessions whose work does not count (yet).
+UNVERIFIED = (ParticipantVerification.PENDING, ParticipantVerification.FAILED)
+
+
 class Assignment(models.Model):
     """One worker's work on one group of items in one stage."""
 
@@ -177,10 +194,28 @@ class Assignment(models.Model):
                   "(same id, same worker). MTurk and Prolific work is approved, paid or "
                   "counted for a qualification only once confirmed.",
     )
+    verification = models.CharField(
+        max_length=10, choices=ParticipantVerification.choices, blank=True,
+        default=ParticipantVerification.NOT_NEEDED,
+        help_text="Prolific: whether the session was found in the study's submissions for this "
+                  "participant. Unverified work neither counts nor is paid.",
+    )
 
     class Meta:
         ordering = ["-started_at", "id"]
         indexes = [models.Index(fields=["stage", "status"], name="assignment_stage_status_idx")]
+        constraints = [
+            # One live assignment per Prolific participant and stage: a second SESSION_ID from
+            # the same PROLIFIC_PID gets the first assignment back (assignment_start), and two
+            # racing sessions cannot both create one. Only Prolific assignments carry a
+            # verification state, so in-house and MTurk work is not constrained here.
+            models.UniqueConstraint(
+                fields=["stage", "worker"],
+                condition=models.Q(status="in_progress",
+                                   verification__in=["pending", "verified"]),
+                name="one_live_prolific_assignment_per_worker_stage",
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"Assignment {self.external_id or self.pk} by {self.worker}"

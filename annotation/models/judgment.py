@@ -72,7 +72,13 @@ class Judgment(AppendOnlyModel):
     aspects = models.JSONField(default=list, blank=True)
     extra = models.JSONField(default=dict, blank=True)
     presented_order = models.JSONField(default=list, blank=True)
-    time_spent_ms = models.PositiveIntegerField(null=True, blank=True)
+    time_spent_ms = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Time on the item as the worker's browser reported it.")
+    server_time_ms = models.PositiveIntegerField(
+        null=True, blank=True,
+        help_text="Time on the item as the server measured it: from the page showing the item "
+                  "(or the previous answer of the assignment) to this answer arriving; shared "
+                  "evenly by the items of one submit. Review rules read this one.")
     client_started_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
 

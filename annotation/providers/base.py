@@ -124,6 +124,18 @@ class CrowdProvider(abc.ABC):
         """Keep the stage open `seconds` longer."""
         return iter(())
 
+    # --- participants' sessions ---------------------------------------------------------------
+    def sessions_listable(self, *, stage) -> bool:
+        """True where `list_submissions` lists every session of the stage, started or
+        submitted (Prolific with a known study): a local session missing from it is made up."""
+        return False
+
+    def session_verify(self, *, stage, worker_external_id: str, session_id: str,
+                       attempts: int | None = None, timeout: float | None = None) -> bool | None:
+        """Whether the provider knows this session for this worker in this stage: True, False,
+        or None when it cannot tell (the default: providers without sessions to verify)."""
+        return None
+
     # --- submissions --------------------------------------------------------------------------
     @abc.abstractmethod
     def list_submissions(self, *, stage) -> Iterator[Submission]:

@@ -58,6 +58,10 @@ class ProlificError(Exception):
     pass
 
 
+class ProlificNotFound(ProviderCallRefused):
+    """Prolific answered 404: the thing asked for does not exist (for this account)."""
+
+
 class ProlificProvider(RemoteProvider):
     name = Provider.PROLIFIC
     confirms_submissions = True
@@ -75,13 +79,14 @@ class ProlificProvider(RemoteProvider):
         return self._client
 
     def request(self, method: str, path: str, *, retry_lost: bool = True,
-                **kwargs) -> dict[str, Any]:
+                attempts: int | None = None, **kwargs) -> dict[str, Any]:
         """One API call with retries on 429 and 5xx (never processed or safe to repeat) and on
         transport errors unless `retry_lost` is False: a lost response to a create may mean the
-        thing exists, and the caller must look for it before trying again."""
+        thing exists, and the caller must look for it before trying again. `attempts` overrides
+        `PROLIFIC_MAX_ATTEMPTS` (a task page asks once, with a short timeout)."""
         import httpx
 
-        attempts = int(getattr(settings, "PROLIFIC_MAX_ATTEMPTS", 8))
+        attempts = attempts or int(getattr(settings, "PROLIFIC_MAX_ATTEMPTS", 8))
         base = float(getattr(settings, "PROLIFIC_RETRY_BASE_SECONDS", 0.5))
         for attempt in range(attempts):
             retry_after = None
@@ -94,6 +99,9 @@ class ProlificProvider(RemoteProvider):
             else:
                 if response.status_code < 400:
                     return response.json() if response.content else {}
+                if response.status_code == 404:
+                    raise ProlificNotFound(
+                        f"Prolific {method} {path}: 404 {response.text[:500]}")
                 if response.status_code != 429 and response.status_code < 500:
                     raise ProviderCallRefused(
                         f"Prolific {method} {path}: {response.status_code} {response.text[:500]}"
@@ -264,6 +272,34 @@ class ProlificProvider(RemoteProvider):
                 else None,
                 raw={"study_code": raw.get("study_code", "")},
             )
+
+    # --- participants' sessions --------------------------------------------------------------
+    def sessions_listable(self, *, stage) -> bool:
+        """Whether `list_submissions` lists every session of the stage (its study is known)."""
+        return bool((stage.settings or {}).get("prolific_study_id")) and bool(
+            getattr(settings, "PROLIFIC_API_TOKEN", ""))
+
+    def session_verify(self, *, stage, worker_external_id: str, session_id: str,
+                       attempts: int | None = None, timeout: float | None = None) -> bool | None:
+        """Whether Prolific knows `session_id` as a submission of this stage's study by this
+        participant (GET submissions/<id>/): True, False (no such submission, or another
+        study's or participant's), or None when it cannot tell (no study id or token, Prolific
+        unreachable or failing). Never raises."""
+        if not self.sessions_listable(stage=stage):
+            return None
+        study_id = stage.settings["prolific_study_id"]
+        kwargs: dict[str, Any] = {"timeout": timeout} if timeout else {}
+        try:
+            raw = self.request("GET", f"submissions/{session_id}/", attempts=attempts, **kwargs)
+        except ProlificNotFound:
+            return False
+        except Exception as exc:  # noqa: BLE001 - unknown, not refused: the sync tries again
+            logger.info("Prolific session %s not verified now: %s", session_id, exc)
+            return None
+        # "Retrieve a submission" names the participant `participant`; the study's submission
+        # list names it `participant_id`.
+        participant = raw.get("participant") or raw.get("participant_id")
+        return participant == worker_external_id and raw.get("study_id") == study_id
 
     # --- reconciliation ------------------------------------------------------------------------
     def confirmation_deadline(self, *, assignment) -> dt.datetime | None:

@@ -26,6 +26,7 @@ from annotation.models import (
     Assignment,
     Hit,
     InhouseLink,
+    ParticipantVerification,
     Project,
     Provider,
     Stage,
@@ -37,8 +38,11 @@ from .assignments import (
     FINISHED_STATUSES,
     OPEN_STAGE_STATUSES,
     AssignmentRefused,
+    HitExpired,
+    SessionNotVerified,
     StageNotOpen,
     WorkerBlocked,
+    hit_is_expired,
 )
 
 LINK_SALT = "qaj.inhouse-link"
@@ -189,16 +193,21 @@ class MturkAccess:
 
 def mturk_access_check(*, stage: Stage, assignment_id: str, hit_id: str,
                        worker_id: str) -> MturkAccess:
-    """Check ExternalQuestion parameters against the stored HIT (and assignment, when known)."""
+    """Check ExternalQuestion parameters against the stored HIT (and assignment, when known);
+    a HIT past its expiry opens only the assignments accepted before (HitExpired)."""
     hit_id = _external_id(hit_id, "hitId")
     hit = Hit.objects.filter(stage=stage, external_id=hit_id).first()
     if hit is None:
         raise AccessDenied("This HIT is not part of this task.")
+    expired = HitExpired("This HIT has expired, so it can no longer be accepted. Please return "
+                         "it; other HITs of this task may still be available.")
     if (assignment_id or "").strip() == MTURK_PREVIEW_ID:
         # Accepting checks the stage (assignment_start); a preview must not show more than
         # accepting would give, so a draft or closed stage refuses the preview too.
         if stage.status not in OPEN_STAGE_STATUSES:
             raise StageNotOpen("This task is not open at the moment.")
+        if hit_is_expired(hit):
+            raise expired
         return MturkAccess(hit=hit, assignment_id="", worker=None, preview=True)
     assignment_id = _external_id(assignment_id, "assignmentId")
     worker_ext = _external_id(worker_id, "workerId")
@@ -210,6 +219,10 @@ def mturk_access_check(*, stage: Stage, assignment_id: str, hit_id: str,
         or existing.worker.external_id != worker_ext
     ):
         raise AccessDenied("This assignment belongs to another worker or HIT.")
+    if existing is None and hit_is_expired(hit):
+        # Accepted before the expiry: still opens (MTurk lets it be submitted until its
+        # duration ends). New after it: made up, or a stale page; nothing is created.
+        raise expired
     worker = worker_for(provider=Provider.MTURK, external_id=worker_ext)
     return MturkAccess(hit=hit, assignment_id=assignment_id, worker=worker, preview=False)
 
@@ -280,12 +293,18 @@ def assignment_token_resolve(*, token: str) -> Assignment:
 
 def assignment_access_recheck(*, assignment: Assignment) -> None:
     """The permission a page was opened with must still hold when it saves, confirms or
-    submits: the stage is still open, the worker is not blocked for this project, and an
-    in-house worker still holds a live link to it. Raises the refusal the page shows; nothing
+    submits: the provider has not said the session is unknown (Prolific), the stage is still
+    open, the worker is not blocked for this project, and an in-house worker still holds a live
+    link to it. Raises the refusal the page shows; nothing
     is stored. A finished assignment is left to the caller (a repeated submit answers with the
     completion again, idempotently)."""
     if assignment.status in FINISHED_STATUSES:
         return
+    if assignment.verification == ParticipantVerification.FAILED:
+        # Made up, or replaced by the participant's verified session: nothing more is stored,
+        # late submit included (it would take redundancy slots from real work).
+        raise SessionNotVerified("Prolific does not know this session for this participant, so "
+                                 "these answers cannot be saved.")
     stage = assignment.stage
     if stage.status not in OPEN_STAGE_STATUSES:
         raise StageNotOpen("The researcher has closed this task, so these answers can no "

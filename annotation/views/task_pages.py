@@ -23,13 +23,23 @@ from django.views.decorators.http import require_GET, require_POST
 
 from annotation.domain.answers import MC_SHOWN
 from annotation.domain.json_limits import JsonTooDeep, json_loads_limited
-from annotation.models import Assignment, AssignmentItem, InhouseLink, Provider, Stage, TaskKind
+from annotation.models import (
+    Assignment,
+    AssignmentItem,
+    InhouseLink,
+    ParticipantVerification,
+    Provider,
+    Stage,
+    TaskKind,
+)
 from annotation.services import access
 from annotation.services.assignments import (
     AssignmentClosed,
     AssignmentRefused,
+    HitExpired,
     NoItemsAvailable,
     ReturnRequested,
+    SessionNotVerified,
     SubmissionInvalid,
     assignment_confirm_item,
     assignment_feedback,
@@ -39,7 +49,9 @@ from annotation.services.assignments import (
     assignment_start,
     assignment_submit,
     assignment_touch,
+    assignment_verify,
     pilot_paragraph,
+    prolific_session_check,
 )
 from annotation.task_selectors import (
     hit_preview_items,
@@ -75,14 +87,23 @@ def _csp(*, mturk_frame: bool) -> str:
     )
 
 
-DEFAULT_RATE_LIMITS = {"page": (600, 60), "api": (240, 60)}
+# (requests, seconds) per bucket. "page"/"api": one worker (or assignment) at one address;
+# "page_address"/"api_address": everything from one client address, whatever worker ids the
+# requests carry (a new workerId or PROLIFIC_PID on every request shares this bucket). The
+# address budgets are higher than a worker's so that a lab or classroom behind one NAT works:
+# 1,200 pages a minute is 60 annotators each loading a page every 3 s; 4,800 JSON calls a
+# minute is 60 annotators each autosaving or confirming once a second.
+DEFAULT_RATE_LIMITS = {"page": (600, 60), "api": (240, 60),
+                       "page_address": (1200, 60), "api_address": (4800, 60)}
 
 
 def rate_limited(request: HttpRequest, *, scope: str, key: str) -> bool:
     """Fixed-window request counter in the Django cache (per process with the default local
     memory cache; production uses Redis when QAJ_CACHE_URL/REDIS_URL is set, which makes it
     global). Limits per scope come from `QAJ_TASK_RATE_LIMITS` = {"page": (requests, seconds),
-    "api": (...)}. `key` names the bucket: the worker and the client address (`_rate_key`)."""
+    "api": (...), "page_address": (...), "api_address": (...)} over DEFAULT_RATE_LIMITS. `key`
+    names the bucket: the worker and the client address (`_rate_key`), or the address alone
+    (`_address_key`)."""
     from django.core.cache import cache
 
     limits = {**DEFAULT_RATE_LIMITS, **(getattr(settings, "QAJ_TASK_RATE_LIMITS", None) or {})}
@@ -107,6 +128,20 @@ def _rate_key(request: HttpRequest, *, identity: str) -> str:
     workers into one bucket; requests naming nobody fall back to address + path."""
     address = access.request_client_address(meta=request.META)
     return f"{identity or request.path}:{address}"
+
+
+def _address_key(request: HttpRequest) -> str:
+    """The bucket of everything one client address sends (the trusted proxy header's address
+    when `QAJ_TRUSTED_PROXY_HEADER` is set, else REMOTE_ADDR)."""
+    return "address:" + access.request_client_address(meta=request.META)
+
+
+def _over_limits(request: HttpRequest, *, scope: str, identity: str) -> bool:
+    """Over the worker's budget at this address, or over the address's own (higher) budget.
+    Both buckets count every request, so rotating the worker id moves nothing but the first."""
+    over_worker = rate_limited(request, scope=scope, key=_rate_key(request, identity=identity))
+    over_address = rate_limited(request, scope=f"{scope}_address", key=_address_key(request))
+    return over_worker or over_address
 
 
 def _too_many(request: HttpRequest) -> HttpResponse:
@@ -138,9 +173,7 @@ def task_page(view=None, *, mturk: bool = False):
     def wrapped(request, *args, **kwargs):
         identity = access.request_worker_identity(query=request.GET,
                                                   token=str(kwargs.get("token") or ""))
-        if request.method == "GET" and rate_limited(
-            request, scope="page", key=_rate_key(request, identity=identity)
-        ):
+        if request.method == "GET" and _over_limits(request, scope="page", identity=identity):
             response = _too_many(request)
         else:
             response = view(request, *args, **kwargs)
@@ -161,6 +194,10 @@ def _refuse(request: HttpRequest, exc: AssignmentRefused, *, status: int = 403) 
     title = "This page is not available"
     if isinstance(exc, NoItemsAvailable):
         status, title = 200, "Nothing more to do"
+    elif isinstance(exc, HitExpired):
+        status, title = 410, "This HIT has expired"
+    elif isinstance(exc, SessionNotVerified):
+        title = "This Prolific session could not be found"
     elif isinstance(exc, ReturnRequested):
         status, title = 200, "Please return this study on Prolific"
     return render(request, "annotation/task/refused.html",
@@ -296,7 +333,15 @@ def task_prolific(request: HttpRequest, stage_id: int) -> HttpResponse:
         )
     except AssignmentRefused as exc:
         return _refuse(request, exc)
-    return _start(request, stage=stage, worker=checked.worker, external_id=checked.session_id)
+    # Asked of Prolific before anything is created (a network call, outside any transaction).
+    verification = prolific_session_check(stage=stage, worker=checked.worker,
+                                          session_id=checked.session_id)
+    if verification == ParticipantVerification.FAILED:
+        return _refuse(request, SessionNotVerified(
+            "Prolific does not know this session for your participant ID in this study. Open "
+            "the study from your Prolific account; if you did, message the researcher there."))
+    return _start(request, stage=stage, worker=checked.worker, external_id=checked.session_id,
+                  verification=verification)
 
 
 def prolific_completion_url(stage: Stage) -> str:
@@ -372,8 +417,7 @@ def task_api(view):
             access.assignment_access_recheck(assignment=assignment)
         except AssignmentRefused as exc:
             return _json_error(exc.message, status=403, code=exc.code)
-        if rate_limited(request, scope="api",
-                        key=_rate_key(request, identity=f"assignment:{assignment.pk}")):
+        if _over_limits(request, scope="api", identity=f"assignment:{assignment.pk}"):
             response = _json_error("Too many requests; wait a minute and try again.",
                                    status=429)
             response["Retry-After"] = "60"
@@ -441,7 +485,11 @@ def task_submit(request: HttpRequest, assignment: Assignment, body: dict) -> Htt
     if judgments.return_requested:
         return _json_error(judgments.return_requested, status=409,
                            return_study=judgments.return_requested)
-    assignment.refresh_from_db(fields=["status", "completion_code", "submitted_at"])
+    assignment.refresh_from_db(fields=["status", "completion_code", "submitted_at",
+                                       "verification"])
+    if assignment.verification == ParticipantVerification.PENDING:
+        # One more short question to Prolific now the work is in; the sync asks otherwise.
+        assignment_verify(assignment=assignment)
     return JsonResponse({
         "ok": True,
         "n_judgments": len(judgments),

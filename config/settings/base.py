@@ -210,6 +210,31 @@ PROLIFIC_WORKSPACE_ID = os.environ.get("PROLIFIC_WORKSPACE_ID", "")
 # A participant group used as a block list on Prolific (blocking is local-only without it).
 PROLIFIC_BLOCKLIST_GROUP_ID = os.environ.get("PROLIFIC_BLOCKLIST_GROUP_ID", "")
 PROLIFIC_FEE_RATE = os.environ.get("PROLIFIC_FEE_RATE", "0.333")
+# Prolific sessions are verified against the study's submissions before their work counts or is
+# paid (annotation/services/assignments/verification.py): once at the task page's door (one
+# call, this timeout), and by the sync. An unverified session idle this long gives its items back.
+QAJ_PROLIFIC_VERIFY_ON_ENTRY = env_bool("QAJ_PROLIFIC_VERIFY_ON_ENTRY", True)
+PROLIFIC_VERIFY_TIMEOUT_SECONDS = float(os.environ.get("PROLIFIC_VERIFY_TIMEOUT_SECONDS", "3"))
+QAJ_PROLIFIC_UNVERIFIED_TIMEOUT_MINUTES = float(
+    os.environ.get("QAJ_PROLIFIC_UNVERIFIED_TIMEOUT_MINUTES", "45"))
+# Task-page rate limits, JSON: {"page": [requests, seconds], "api": [...], "page_address": [...],
+# "api_address": [...]} over the defaults in annotation/views/task_pages.py (docs/RELIABILITY.md).
+def _rate_limits(raw: str) -> dict[str, tuple[int, int]]:
+    scopes = ("page", "api", "page_address", "api_address")
+    try:
+        parsed = json.loads(raw or "{}")
+        limits = {scope: (int(value[0]), int(value[1])) for scope, value in parsed.items()}
+    except (ValueError, TypeError, IndexError, KeyError, AttributeError) as exc:
+        raise ValueError(f'QAJ_TASK_RATE_LIMITS must be JSON like {{"page_address": [1200, 60]}} '
+                         f"(requests, seconds per scope); got {raw!r}: {exc}") from None
+    unknown = sorted(set(limits) - set(scopes))
+    if unknown or any(n < 1 or seconds < 1 for n, seconds in limits.values()):
+        raise ValueError(f"QAJ_TASK_RATE_LIMITS: scopes are {', '.join(scopes)} with positive "
+                         f"[requests, seconds]; got {raw!r}")
+    return limits
+
+
+QAJ_TASK_RATE_LIMITS = _rate_limits(os.environ.get("QAJ_TASK_RATE_LIMITS", ""))
 
 LOGGING = {
     "version": 1,

@@ -3,8 +3,9 @@
 Every write the task pages make goes through here; the views only check who is asking. One module
 per job: `picking` (which items a worker gets), `lifecycle` (start, time-outs, release),
 `drafts` (autosave and pilot guesses), `comprehension` (Prolific comprehension checks),
-`submission` (per-item confirmation, the final submit, feedback); `state` holds what they share
-and `errors` the refusals.
+`submission` (per-item confirmation, the final submit, feedback), `verification` (Prolific
+sessions checked against the provider); `state` holds what they share and `errors` the
+refusals.
 """
 from .comprehension import ATTEMPTS_KEY, RETRY_MESSAGE, RETURN_KEY, RETURN_MESSAGE
 from .drafts import assignment_page_state, assignment_record_guess, assignment_save_draft
@@ -12,9 +13,11 @@ from .errors import (
     AssignmentClosed,
     AssignmentRefused,
     ForeignAssignment,
+    HitExpired,
     NoItemsAvailable,
     QualificationRequired,
     ReturnRequested,
+    SessionNotVerified,
     StageNotOpen,
     SubmissionInvalid,
     WorkerBlocked,
@@ -26,6 +29,7 @@ from .lifecycle import (
     assignment_release_abandoned,
     assignment_start,
     assignment_touch,
+    assignment_verification_failed,
 )
 from .picking import (
     gold_items_for_stage,
@@ -43,6 +47,8 @@ from .state import (
     REFUSED_KEY,
     SERVER_DRAFT_KEY,
     answer_rules,
+    hit_is_expired,
+    unverified_timeout,
 )
 from .submission import (
     SubmittedJudgments,
@@ -50,6 +56,12 @@ from .submission import (
     assignment_feedback,
     assignment_submit,
     pilot_paragraph,
+)
+from .verification import (
+    VerifyReport,
+    assignment_verify,
+    prolific_session_check,
+    stage_sessions_verify,
 )
 
 __all__ = [
@@ -59,6 +71,7 @@ __all__ = [
     "CONFIRM_MODES",
     "FINISHED_STATUSES",
     "ForeignAssignment",
+    "HitExpired",
     "HIT_ASSIGNMENT_GRACE",
     "LATE_KEY",
     "MAX_DRAFT_BYTES",
@@ -71,9 +84,11 @@ __all__ = [
     "RETURN_MESSAGE",
     "ReturnRequested",
     "SERVER_DRAFT_KEY",
+    "SessionNotVerified",
     "StageNotOpen",
     "SubmissionInvalid",
     "SubmittedJudgments",
+    "VerifyReport",
     "TIMED_OUT_MESSAGE",
     "WorkerBlocked",
     "answer_rules",
@@ -86,11 +101,17 @@ __all__ = [
     "assignment_start",
     "assignment_submit",
     "assignment_touch",
+    "assignment_verification_failed",
+    "assignment_verify",
     "gold_items_for_stage",
+    "hit_is_expired",
     "items_pick_next",
     "latin_square_on",
     "participant_list",
     "pilot_paragraph",
     "practice_items_for_stage",
+    "prolific_session_check",
     "stage_items",
+    "stage_sessions_verify",
+    "unverified_timeout",
 ]

@@ -35,6 +35,20 @@ class NoItemsAvailable(AssignmentRefused):
     code = "no_items"
 
 
+class HitExpired(AssignmentRefused):
+    """An MTurk HIT past its expiry (or expired by the researcher): nobody can accept it any
+    more, so no new assignment is made for it. An assignment accepted before still opens."""
+
+    code = "hit_expired"
+
+
+class SessionNotVerified(AssignmentRefused):
+    """The provider says this session does not exist for this participant in this study (a
+    made-up Prolific SESSION_ID, or another participant's)."""
+
+    code = "session_unknown"
+
+
 class ForeignAssignment(AssignmentRefused):
     code = "foreign_assignment"
 

@@ -21,6 +21,7 @@ from annotation.models import (
     Hit,
     Item,
     Judgment,
+    ParticipantVerification,
     Provider,
     Stage,
     TaskKind,
@@ -33,6 +34,7 @@ from .comprehension import RETURN_KEY, RETURN_MESSAGE, _refuse_if_return_request
 from .errors import (
     AssignmentClosed,
     ForeignAssignment,
+    HitExpired,
     NoItemsAvailable,
     QualificationRequired,
     ReturnRequested,
@@ -51,9 +53,11 @@ from .state import (
     FINISHED_STATUSES,
     OPEN_STAGE_STATUSES,
     SERVER_DRAFT_KEY,
-    _cutoff,
+    _idle_past_timeout,
     _live_assignments,
     _server_state,
+    _unverified_cutoff,
+    hit_is_expired,
 )
 
 
@@ -80,10 +84,11 @@ def _presented_order(kind: str) -> list[str]:
 
 
 def _create(*, stage: Stage, worker: Worker, items: list[Item], hit: Hit | None,
-            external_id: str, shown: bool = False) -> Assignment:
+            external_id: str, shown: bool = False, verification: str = "") -> Assignment:
     now = timezone.now()
     assignment = Assignment.objects.create(
         stage=stage, worker=worker, hit=hit, external_id=external_id, last_seen_at=now,
+        verification=verification,
     )
     AssignmentItem.objects.bulk_create([
         AssignmentItem(assignment=assignment, item=item, position=position,
@@ -109,24 +114,36 @@ def _reopen(assignment: Assignment, worker: Worker) -> Assignment:
 
 @transaction.atomic
 def assignment_start(*, stage: Stage, worker: Worker, hit: Hit | None = None,
-                     external_id: str = "", shown: bool = False) -> Assignment:
+                     external_id: str = "", shown: bool = False,
+                     verification: str = "") -> Assignment:
     """The worker's assignment in `stage`: the existing one for `external_id` (an MTurk
     assignmentId or a Prolific session), the worker's unfinished in-house one, or a new one with
     the HIT's items (`hit`) or the next items picked for them. `shown`: the caller is the task
     page, which shows a new assignment's items at once (their `first_shown_at` is set here
-    instead of by an UPDATE right after)."""
+    instead of by an UPDATE right after).
+
+    Prolific: one live assignment per participant and stage, whatever SESSION_ID they come
+    with (a second session gets the first one's assignment back, a participant who finished gets
+    the completion again); `verification` is what the provider said about this session at the
+    door (`ParticipantVerification`; PENDING when it could not tell)."""
     if stage.status not in OPEN_STAGE_STATUSES:
         raise StageNotOpen("This task is not open at the moment.")
     if hit is not None and hit.stage_id != stage.pk:
         raise ForeignAssignment("This HIT belongs to another task.")
+    prolific = stage.provider == Provider.PROLIFIC
+    if prolific:
+        verification = verification or ParticipantVerification.PENDING
     # Locks before any read: SQLite cannot upgrade a transaction that has read to a writer
     # while another writer waits ("database is locked"), so the write lock comes first.
     if hit is not None:
         # One allocation per HIT at a time, so a double-loaded page creates one assignment.
         Hit.objects.select_for_update().filter(pk=hit.pk).first()
     _take_sqlite_write_lock(stage)
+    if prolific:
+        # One participant's sessions start one at a time (PostgreSQL; SQLite holds its lock).
+        Worker.objects.select_for_update().filter(pk=worker.pk).first()
     _check_worker(stage=stage, worker=worker)
-    if stage.provider == Provider.PROLIFIC and Assignment.objects.filter(
+    if prolific and Assignment.objects.filter(
         stage=stage, worker=worker, **{f"draft__{SERVER_DRAFT_KEY}__has_key": RETURN_KEY}
     ).exists():
         raise ReturnRequested(RETURN_MESSAGE)
@@ -139,10 +156,15 @@ def assignment_start(*, stage: Stage, worker: Worker, hit: Hit | None = None,
         if found is not None:
             found.stage = stage
             reopened = _reopen(found, worker)
+            _verification_upgrade(reopened, verification)
             if _is_late(reopened):
                 # Reopening brings it back to life; remember that its items were free meanwhile.
                 _flag_late(reopened)
             return reopened
+        if prolific:
+            held = _participant_held(stage=stage, worker=worker, verification=verification)
+            if held is not None:
+                return held
     elif hit is None:
         unfinished = _live_assignments(stage).filter(worker=worker, hit__isnull=True)\
             .order_by("-pk").first()
@@ -160,12 +182,70 @@ def assignment_start(*, stage: Stage, worker: Worker, hit: Hit | None = None,
     if not items:
         raise NoItemsAvailable("There are no more items for you in this task. Thank you!")
     return _create(stage=stage, worker=worker, items=items, hit=hit, external_id=external_id,
-                   shown=shown)
+                   shown=shown, verification=verification if prolific else "")
+
+
+def _verification_upgrade(assignment: Assignment, verification: str) -> None:
+    """The provider has just verified the session of this (pending) assignment."""
+    if (verification == ParticipantVerification.VERIFIED
+            and assignment.verification == ParticipantVerification.PENDING):
+        Assignment.objects.filter(pk=assignment.pk).update(verification=verification)
+        assignment.verification = verification
+
+
+REPLACED_NOTE = ("Released: the participant came back with a session Prolific verified, and this "
+                 "one ({session}) was never verified.")
+
+
+def _participant_held(*, stage: Stage, worker: Worker, verification: str) -> Assignment | None:
+    """A Prolific participant arriving with a session id the stage has not seen: their live
+    assignment of the stage (a participant holds one at a time, `Assignment`'s constraint), or
+    AssignmentClosed with the finished one (the page shows its completion). None: they hold
+    nothing here, or only work under a session never verified while this one is verified
+    (someone else made up a session with their PROLIFIC_PID: released, never counted)."""
+    mine = Assignment.objects.filter(stage=stage, worker=worker).select_related("stage__project")
+    held = mine.filter(status=AssignmentStatus.IN_PROGRESS).order_by("pk").first()
+    finished = None if held is not None else \
+        mine.filter(status__in=FINISHED_STATUSES).order_by("pk").first()
+    previous = held or finished
+    if previous is None:
+        return None
+    if (verification == ParticipantVerification.VERIFIED
+            and previous.verification == ParticipantVerification.PENDING):
+        assignment_verification_failed(assignment=previous, note=REPLACED_NOTE.format(
+            session=previous.external_id or previous.pk))
+        return None
+    if held is None:
+        raise AssignmentClosed("You have already completed this study.", assignment=finished)
+    held.stage, held.worker = stage, worker
+    if _is_late(held):
+        _flag_late(held)
+    return held
+
+
+def assignment_verification_failed(*, assignment: Assignment, note: str) -> Assignment:
+    """The provider does not know this session (or it was replaced by a verified one): its work
+    never counts nor is paid. In progress: released (RETURNED) so its items go to others;
+    submitted: FLAGGED for the researcher; the note says why."""
+    fields = ["verification", "review_note"]
+    assignment.verification = ParticipantVerification.FAILED
+    if assignment.status == AssignmentStatus.IN_PROGRESS:
+        assignment.status = AssignmentStatus.RETURNED
+        fields.append("status")
+    elif assignment.status == AssignmentStatus.SUBMITTED:
+        assignment.status = AssignmentStatus.FLAGGED
+        fields.append("status")
+    assignment.review_note = "\n".join(p for p in (assignment.review_note, note) if p)
+    assignment.save(update_fields=fields)
+    return assignment
 
 
 def _hit_items_for(*, stage: Stage, worker: Worker, hit: Hit) -> list[Item]:
     """The items of the HIT the worker accepted, unless the worker judged or saw them before,
     already holds an assignment of it, or the HIT has no assignment left."""
+    if hit_is_expired(hit):
+        raise HitExpired("This HIT has expired, so it can no longer be accepted. Please return "
+                         "it; other HITs of this task may still be available.")
     items = list(hit.items.order_by("hititem__position"))
     if Judgment.objects.filter(stage=stage, worker=worker, item__in=items).exists():
         raise AssignmentClosed("You have already judged the items of this HIT.")
@@ -189,7 +269,8 @@ def _hit_items_for(*, stage: Stage, worker: Worker, hit: Hit) -> list[Item]:
 @transaction.atomic
 def assignment_release_abandoned(*, now: datetime | None = None) -> int:
     """Mark in-progress assignments idle for longer than their project's timeout RETURNED, which
-    frees their items for other workers. Assignments tied to a provider HIT follow MTurk's own
+    frees their items for other workers; sessions the provider has not verified (Prolific) after
+    `unverified_timeout()` of idleness, whatever the project's timeout. Assignments tied to a provider HIT follow MTurk's own
     assignment duration instead (`_release_expired_hit_assignments`)."""
     now = now or timezone.now()
     from annotation.models import Project
@@ -205,6 +286,11 @@ def assignment_release_abandoned(*, now: datetime | None = None) -> int:
             stage__project__assignment_timeout_minutes=minutes,
             seen__lt=now - timedelta(minutes=minutes),
         ).update(status=AssignmentStatus.RETURNED)
+    # Sessions the provider has not verified hold their items for a short while only.
+    released += Assignment.objects.annotate(seen=Coalesce("last_seen_at", "started_at")).filter(
+        status=AssignmentStatus.IN_PROGRESS, hit__isnull=True,
+        verification=ParticipantVerification.PENDING, seen__lt=_unverified_cutoff(now),
+    ).update(status=AssignmentStatus.RETURNED)
     released += _release_expired_hit_assignments(now=now)
     return released
 
@@ -258,9 +344,8 @@ def _is_late(assignment: Assignment, now: datetime | None = None) -> bool:
         return False
     if assignment.status == AssignmentStatus.RETURNED or _server_state(assignment).get(LATE_KEY):
         return True
-    seen = assignment.last_seen_at or assignment.started_at
     return (assignment.status == AssignmentStatus.IN_PROGRESS
-            and seen < _cutoff(assignment.stage.project, now))
+            and _idle_past_timeout(assignment, now))
 
 
 def _flag_late(assignment: Assignment) -> None:

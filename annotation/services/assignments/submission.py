@@ -3,9 +3,11 @@ nothing, idempotent) and the feedback and pilot paragraph shown after an answer.
 from __future__ import annotations
 
 import secrets
+from datetime import datetime
 from typing import Any
 
 from django.db import IntegrityError, transaction
+from django.db.models import Max
 from django.utils import timezone
 
 from annotation.domain.answers import AnswerError, clean_answer, item_id_of
@@ -65,6 +67,30 @@ def _judgment(assignment: Assignment, row: AssignmentItem, fields: dict,
     )
 
 
+# PositiveIntegerField's ceiling, about 24 days: a page left open longer measures no more.
+MAX_SERVER_TIME_MS = 2_000_000_000
+
+
+def _server_time_ms(assignment: Assignment, rows: list[AssignmentItem], *, n: int,
+                    answered_before: bool = True, now: datetime | None = None) -> int | None:
+    """Milliseconds per item the server saw pass for `n` answers arriving now: from the first
+    time the page showed these items (else the assignment's start), or from the assignment's
+    last stored answer when that is later (one-by-one confirmation), shared evenly by the `n`.
+    The browser's own `time_spent_ms` is kept beside it; review rules read this one, which a
+    client cannot make up."""
+    if n <= 0:
+        return None
+    now = now or timezone.now()
+    shown = [row.first_shown_at for row in rows if row.first_shown_at is not None]
+    start = min(shown) if shown else assignment.started_at
+    last = Judgment.objects.filter(assignment=assignment).aggregate(last=Max("created_at"))[
+        "last"] if answered_before else None
+    if last is not None and last > start:
+        start = last
+    elapsed = max(0, int((now - start).total_seconds() * 1000))
+    return min(MAX_SERVER_TIME_MS, elapsed // n)
+
+
 def _clean_client_meta(client_meta: Any) -> dict:
     if not isinstance(client_meta, dict):
         return {}
@@ -107,6 +133,7 @@ def assignment_confirm_item(*, assignment: Assignment, item: Item | int, answer:
         raise SubmissionInvalid({key: exc.messages}) from None
     record = _attempt_record(fields)
     judgment = _judgment(assignment, row, fields, _clean_client_meta(client_meta))
+    judgment.server_time_ms = _server_time_ms(assignment, [row], n=1)
     outcome = _comprehension_outcome(assignment, state, row, judgment, record)
     if outcome == "retry":
         _save_server_state(assignment, state)
@@ -178,6 +205,11 @@ def assignment_submit(*, assignment: Assignment, answers: list[dict],
     filled = _settled_elsewhere(assignment, state, rows, done=done, late=late)
     judgments, checks = _judgments_of(assignment, rows, given, errors, state=state,
                                       skip=done | filled, client_meta=client_meta)
+    answered = {judgment.item_id for judgment in judgments}
+    per_item = _server_time_ms(assignment, [row for row in rows if row.item_id in answered],
+                               n=len(judgments), answered_before=bool(done))
+    for judgment in judgments:
+        judgment.server_time_ms = per_item
     answered_checks = _comprehension_checks_settle(assignment, state, checks)
     if answered_checks is not None:
         return answered_checks

@@ -15,6 +15,7 @@ from django.utils import timezone
 from annotation.models import (
     Assignment,
     AssignmentStatus,
+    ParticipantVerification,
     Provider,
     ProviderCall,
     ProviderCallStatus,
@@ -113,13 +114,22 @@ def assignment_review_rules(*, assignment: Assignment) -> ReviewDecision:
             if accuracy < rules["min_gold_accuracy"] and enough:
                 reasons.append(f"accuracy on check items {accuracy:.0%} is below "
                                f"{rules['min_gold_accuracy']:.0%}")
-        times = [j.time_spent_ms for j in judgments if j.time_spent_ms is not None]
+        # The server's measure when there is one (the browser's can be made up: a submit
+        # 0.1 s after the page opened claiming an hour per item); the browser's for judgments
+        # stored without one (imported, or before the server measured).
+        server = [j.server_time_ms for j in judgments if j.server_time_ms is not None]
+        client = [j.time_spent_ms for j in judgments if j.time_spent_ms is not None]
+        if client:
+            metrics["client_seconds_per_item"] = statistics.fmean(client) / 1000
+        times = server or client
         if times:
             mean_seconds = statistics.fmean(times) / 1000
             metrics["seconds_per_item"] = mean_seconds
+            metrics["seconds_measured_by"] = "server" if server else "client"
             if mean_seconds < rules["min_seconds_per_item"]:
+                measured = "measured by the server" if server else "reported by the browser"
                 reasons.append(f"{mean_seconds:.1f} s per item is below the minimum of "
-                               f"{rules['min_seconds_per_item']} s")
+                               f"{rules['min_seconds_per_item']} s ({measured})")
         if len(judgments) >= rules["straightline_min_items"]:
             values = [j.score if stage.project.kind == TaskKind.LIKERT else j.choice
                       for j in judgments]
@@ -133,7 +143,12 @@ def assignment_review_rules(*, assignment: Assignment) -> ReviewDecision:
 
 
 def _require_confirmed(assignment: Assignment, action: str) -> None:
-    """Refuse to approve, reject or pay work the provider never listed (see the module doc)."""
+    """Refuse to approve, reject or pay work the provider never listed (see the module doc),
+    or whose participant's session the provider does not know (Prolific verification)."""
+    if assignment.verification == ParticipantVerification.FAILED:
+        raise ReviewError(
+            f"{assignment}: {assignment.stage.get_provider_display()} does not know this "
+            f"participant's session; cannot {action} it")
     if not assignment_provider_confirmed(assignment):
         raise ReviewError(
             f"{assignment}: {assignment.stage.get_provider_display()} has not listed this "

@@ -27,6 +27,7 @@ from annotation.models import (
     AssignmentStatus,
     Hit,
     HitStatus,
+    ParticipantVerification,
     ProviderCall,
     ProviderCallStatus,
     Stage,
@@ -36,6 +37,7 @@ from annotation.models import (
 )
 from annotation.providers import SubmissionStatus, get_provider
 from annotation.providers.base import Submission
+from annotation.services.assignments import stage_sessions_verify
 
 from .decisions import ASSIGNMENT_OPERATIONS, ReviewReport
 
@@ -59,6 +61,8 @@ class SyncReport:
     mirrored: int = 0
     ignored: int = 0
     active: int = 0  # still being worked on at the provider (Prolific ACTIVE)
+    verified: int = 0  # sessions found at the provider for their participant (Prolific)
+    not_found: int = 0  # sessions the provider does not list for their participant: FAILED
     reconciled: bool = False  # this sync marked a closed stage fully reconciled
     open_reason: str = ""  # why a closed stage is not reconciled yet
 
@@ -68,15 +72,28 @@ def provider_sync(*, stage: Stage) -> SyncReport:
     provider = get_provider(stage.provider)
     hits = {hit.external_id: hit for hit in stage.hits.exclude(external_id="")}
     report = SyncReport()
+    listed_since = timezone.now()
+    sessions: dict[str, str] = {}
+    returned: set[str] = set()
     for submission in provider.list_submissions(stage=stage):
         report.listed += 1
+        sessions[submission.external_id] = submission.worker_external_id
         if submission.status in (SubmissionStatus.ACTIVE, SubmissionStatus.RETURNED):
             report.ignored += 1
             report.active += submission.status == SubmissionStatus.ACTIVE
+            if submission.status == SubmissionStatus.RETURNED:
+                returned.add(submission.external_id)
             continue
         outcome = _sync_one(stage=stage, submission=submission,
                             hit=hits.get(submission.hit_external_id))
         setattr(report, outcome, getattr(report, outcome) + 1)
+    if provider.sessions_listable(stage=stage):
+        # The list is complete (paging ended without an error): verify the sessions it names
+        # and fail those it should name but does not (annotation/services/assignments/
+        # verification.py).
+        verified = stage_sessions_verify(stage=stage, listed=sessions, listed_since=listed_since,
+                                         returned=returned)
+        report.verified, report.not_found = verified.verified, verified.failed
     return report
 
 
@@ -108,7 +125,11 @@ def _sync_one(*, stage: Stage, submission: Submission, hit: Hit | None) -> str:
         # The provider knows this assignment and this worker: the work may now be approved,
         # paid and counted (see the module docstring).
         assignment.provider_confirmed_at = timezone.now()
-        assignment.save(update_fields=["provider_confirmed_at"])
+        fields = ["provider_confirmed_at"]
+        if assignment.verification == ParticipantVerification.PENDING:
+            assignment.verification = ParticipantVerification.VERIFIED
+            fields.append("verification")
+        assignment.save(update_fields=fields)
     has_judgments = assignment.judgments.exists()
     decided = {SubmissionStatus.APPROVED: AssignmentStatus.APPROVED,
                SubmissionStatus.REJECTED: AssignmentStatus.REJECTED}

@@ -64,7 +64,7 @@ def test_the_assignment_page_shows_the_review_and_decides_from_it(client):
         "this worker's answers beside gold" in page
     assert "2 of 3 items answered; 0 of 1 gold items right; agrees with the others&#x27; " \
            "most given answer on 0 of 1" in page
-    assert "differs from gold" in page and "4 (2)" in page and "0.9 (25.0)" in page
+    assert "differs from gold" in page and "4 (2)" in page and "0.9 (0.9) [25.0]" in page
     decide = reverse("admin:annotation_assignment_decide", args=[assignment.pk])
     refused = client.post(decide, {"decision": "reject"}, follow=True)
     assert "Type a reason" in refused.content.decode()

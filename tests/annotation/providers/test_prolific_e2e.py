@@ -26,6 +26,7 @@ from testing.workers_sim import (
     page_config,
     prolific_participant_submits,
     scores_cycle,
+    spend_time,
     wrong_score,
 )
 from tests.support.providers import make_stages
@@ -138,6 +139,7 @@ def test_comprehension_check_second_attempt_and_return_on_prolific(prolific_serv
                           {"PROLIFIC_PID": pid, "STUDY_ID": study["id"], "SESSION_ID": session})
 
     def submit(config, practice_score):
+        spend_time(config, 6)  # the server measures time on task from the page's first view
         answers = [{"item": item_id, "time_spent_ms": 6000,
                     "score": practice_score if item_id == practice.pk else 1 + item_id % 5}
                    for item_id in config["items"]]

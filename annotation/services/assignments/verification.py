@@ -1,0 +1,135 @@
+"""Prolific participants verified against the provider before their work counts or is paid.
+
+Anyone can open `/task/prolific/<stage>/` with a made-up PROLIFIC_PID and SESSION_ID. A session
+is real when Prolific lists it among the study's submissions for that participant. It is asked:
+
+- at the door (`prolific_session_check`): one "Retrieve a submission" call with a short timeout
+  (`PROLIFIC_VERIFY_TIMEOUT_SECONDS`, default 3) for a session not verified yet; a session
+  Prolific does not know is refused and nothing is created; when Prolific cannot tell
+  (unreachable, no study id or token) the assignment starts PENDING;
+- after a submit, the same call once more for a PENDING assignment (`assignment_verify`);
+- in the provider sync (`stage_sessions_verify`, Celery beat and the stage admin action), from
+  the study's complete submission list: listed for its participant -> VERIFIED; listed for
+  another participant, or not listed although it started before the list was read -> FAILED.
+
+PENDING and FAILED work never counts (`annotation.selectors.judgments_that_count`) nor is paid
+(approving and paying need the sync's confirmation, which verifies); a PENDING session idle for
+`QAJ_PROLIFIC_UNVERIFIED_TIMEOUT_MINUTES` (default 45) gives its items back.
+"""
+from __future__ import annotations
+
+import dataclasses
+from datetime import datetime
+
+from django.conf import settings
+from django.db import transaction
+
+from annotation.models import (
+    Assignment,
+    ParticipantVerification,
+    Provider,
+    Stage,
+    Worker,
+)
+from annotation.providers import get_provider
+
+from .lifecycle import assignment_verification_failed
+
+NOT_FOUND_NOTE = ("Prolific does not list session {session} for participant {pid} in this "
+                  "study: never counted, never paid.")
+
+
+def _entry_timeout() -> float:
+    return float(getattr(settings, "PROLIFIC_VERIFY_TIMEOUT_SECONDS", 3))
+
+
+def _ask(stage: Stage, worker: Worker, session_id: str, *, timeout: float | None = None
+         ) -> bool | None:
+    return get_provider(stage.provider).session_verify(
+        stage=stage, worker_external_id=worker.external_id, session_id=session_id,
+        attempts=1, timeout=timeout or _entry_timeout())
+
+
+def prolific_session_check(*, stage: Stage, worker: Worker, session_id: str) -> str:
+    """What Prolific says about this session at the task page's door (outside any
+    transaction: it is a network call): VERIFIED, FAILED or PENDING (cannot tell now). A
+    session already verified is not asked again. FAILED releases any local assignment of the
+    session (its items go back)."""
+    known = Assignment.objects.filter(stage=stage, external_id=session_id, worker=worker)\
+        .values_list("verification", flat=True).first()
+    if known == ParticipantVerification.VERIFIED:
+        return known
+    if not getattr(settings, "QAJ_PROLIFIC_VERIFY_ON_ENTRY", True):
+        return ParticipantVerification.PENDING
+    verified = _ask(stage, worker, session_id)
+    if verified is None:
+        return ParticipantVerification.PENDING
+    if verified:
+        return ParticipantVerification.VERIFIED
+    _record_failed(stage=stage, session_id=session_id, pid=worker.external_id)
+    return ParticipantVerification.FAILED
+
+
+@transaction.atomic
+def _record_failed(*, stage: Stage, session_id: str, pid: str) -> None:
+    for assignment in Assignment.objects.select_for_update().filter(
+            stage=stage, external_id=session_id,
+            verification=ParticipantVerification.PENDING):
+        assignment_verification_failed(assignment=assignment, note=NOT_FOUND_NOTE.format(
+            session=session_id, pid=pid))
+
+
+def assignment_verify(*, assignment: Assignment, timeout: float | None = None) -> str:
+    """Ask Prolific once about a PENDING assignment's session and record the answer (the task
+    page after a submit; the assignment admin's "Verify with Prolific"). Returns the state."""
+    if assignment.verification != ParticipantVerification.PENDING:
+        return assignment.verification
+    verified = _ask(assignment.stage, assignment.worker, assignment.external_id, timeout=timeout)
+    if verified is None:
+        return assignment.verification
+    with transaction.atomic():
+        fresh = Assignment.objects.select_for_update().get(pk=assignment.pk)
+        if fresh.verification == ParticipantVerification.PENDING:
+            if verified:
+                fresh.verification = ParticipantVerification.VERIFIED
+                fresh.save(update_fields=["verification"])
+            else:
+                assignment_verification_failed(assignment=fresh, note=NOT_FOUND_NOTE.format(
+                    session=fresh.external_id, pid=assignment.worker.external_id))
+    assignment.verification, assignment.status = fresh.verification, fresh.status
+    return fresh.verification
+
+
+@dataclasses.dataclass
+class VerifyReport:
+    verified: int = 0
+    failed: int = 0
+
+
+@transaction.atomic
+def stage_sessions_verify(*, stage: Stage, listed: dict[str, str], listed_since: datetime,
+                          returned: set[str] = frozenset()) -> VerifyReport:
+    """After the provider listed every session of the stage (`listed`: session id ->
+    participant id, read from `listed_since` on): PENDING assignments listed for their own
+    participant become VERIFIED; listed for another participant, or missing from the list
+    although they started before it was read, FAILED. Sessions the participant returned on
+    Prolific (`returned`) stay as they are: real, but not work to count."""
+    report = VerifyReport()
+    if stage.provider != Provider.PROLIFIC:
+        return report
+    pending = Assignment.objects.select_for_update().filter(
+        stage=stage, verification=ParticipantVerification.PENDING).select_related("worker")
+    for assignment in pending:
+        session = assignment.external_id
+        pid = assignment.worker.external_id
+        if session in returned:
+            continue
+        if listed.get(session) == pid:
+            assignment.verification = ParticipantVerification.VERIFIED
+            assignment.save(update_fields=["verification"])
+            report.verified += 1
+        elif session in listed or assignment.started_at < listed_since:
+            assignment_verification_failed(assignment=assignment, note=NOT_FOUND_NOTE.format(
+                session=session or "(none)", pid=pid))
+            report.failed += 1
+    return report
