@@ -224,8 +224,9 @@ class StageProviderMixin(ProviderBannerMixin):
 
     def get_readonly_fields(self, request, obj=None):
         fields = tuple(super().get_readonly_fields(request, obj))
-        # Status changes go through the actions (the logged status machine), not the form.
-        return fields + ("status",) if obj is not None and obj.pk else fields
+        # Status changes go through the actions (the logged status machine), never a form:
+        # read-only on the add page too (a new stage is a draft).
+        return fields if "status" in fields else fields + ("status",)
 
     @admin.display(description="Cost estimate")
     def cost_estimate(self, obj):

@@ -182,15 +182,14 @@ def seconds_per_item(*, stage: Stage) -> tuple[float | None, str]:
 
 def _balance(provider) -> tuple[Decimal | None, str]:
     """The provider's balance, or why it is unknown. Any failure is reported rather than
-    raised: the estimate (and publishing) goes on without the balance, saying so."""
+    raised: the estimate goes on without the balance, saying so (whether publishing may go on
+    is the readiness check's call, annotation/services/readiness.py)."""
+    from annotation.providers.base import balance_error_text
+
     try:
         return provider.balance(), ""
     except Exception as exc:  # shown to the researcher, never hidden
-        response = getattr(exc, "response", None) or {}
-        error = response.get("Error", {}) if isinstance(response, dict) else {}
-        detail = (f"{error.get('Code')}: {error.get('Message', '')}" if error.get("Code")
-                  else f"{type(exc).__name__}: {exc}")
-        return None, detail.strip()[:300]
+        return None, balance_error_text(exc)
 
 
 def project_committed_cost(*, project, exclude_stage: Stage | None = None) -> Decimal:
