@@ -13,7 +13,6 @@ from django.test import RequestFactory
 from django.urls import reverse
 
 from annotation.models import Item, Project, Stage, StageKind, StageStatus, TaskKind
-from annotation.services.stage_plans import stage_release_preview
 from annotation.services.stages import stage_hits_build
 from testing.factories import make_item, make_project, make_stage, make_user
 
@@ -153,6 +152,8 @@ def test_a_stage_whose_listed_items_are_all_excluded_is_refused_not_refilled(adm
 
 
 def test_the_stage_page_previews_exactly_the_items_publishing_releases(admin_client_):
+    from annotation.services.stage_plans import stage_release_preview
+
     project = make_project(TaskKind.LIKERT, items_per_hit=2)
     items = [make_item(project, dataset="nq" if n < 8 else "tq", group_key=f"p{n}")
              for n in range(12)]
