@@ -106,16 +106,19 @@ def study_cockpit(*, project: Project) -> Cockpit:
             gate_open = gate_alpha is not None and gate_alpha >= stage.agreement_threshold
             shown = "too few judgments" if gate_alpha is None else f"α = {gate_alpha:.2f}"
             gate = f"needs α ≥ {stage.agreement_threshold:g} on “{gating.name}” ({shown})"
+        problem, release, plans = _stage_problem(stage, readiness_cache), "", None
+        if stage.status == StageStatus.DRAFT and stage.provider != "import":
+            # One plan for the release line and the estimate (a full stage's plan is the
+            # slow part of this page).
+            preview = stage_release_preview(stage=stage)
+            release, plans = preview.as_text(), (preview.plans if not preview.error else None)
         estimate, error, pay = None, "", ""
         if stage.provider != "import":
             try:
-                cost = stage_cost_estimate(stage=stage)
+                cost = stage_cost_estimate(stage=stage, plans=plans)
                 estimate, pay = cost.total, cost.pay_text()
             except Exception as exc:  # no items yet, or a plan the provider would refuse
                 error = str(exc)
-        problem, release = _stage_problem(stage, readiness_cache), ""
-        if stage.status == StageStatus.DRAFT and stage.provider != "import":
-            release = stage_release_preview(stage=stage).as_text()
         stages.append(CockpitStage(
             stage=stage, progress=progress, waiting_review=waiting,
             alpha=alpha_of(stage) if stage.kind in DATA_STAGE_KINDS else None,

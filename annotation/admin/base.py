@@ -235,7 +235,8 @@ class StageProviderMixin(ProviderBannerMixin):
         if obj is None or obj.pk is None:
             return "–"
         try:
-            return stage_cost_estimate(stage=obj).as_text()
+            return stage_cost_estimate(stage=obj, plans=getattr(obj, "release_plans", None)
+                                       ).as_text()
         except Exception as exc:  # e.g. no items yet, or a plan MTurk would refuse
             return f"cannot estimate: {exc}"
 

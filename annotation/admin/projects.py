@@ -448,6 +448,7 @@ class StageAdmin(ProgressColumnsMixin, StageProviderMixin, ProjectScopedAdmin):
         if obj.status != StageStatus.DRAFT:
             return "published: see Chosen items and Progress"
         preview = stage_release_preview(stage=obj)
+        obj.release_plans = preview.plans or None  # the cost estimate below reuses the plan
         if preview.error:
             return format_html('<strong class="errornote">Nothing to release: {}</strong>',
                                preview.error)

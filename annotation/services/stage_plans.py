@@ -153,6 +153,7 @@ class ReleasePreview:
     n_hits: int
     how: str  # where the items come from: "listed on the stage", "chosen by kind: ..."
     error: str = ""
+    plans: list[HitPlan] = dataclasses.field(default_factory=list)  # a draft's HIT plan
 
     def counts(self, field: str) -> list[tuple[str, int]]:
         return Counter(getattr(item, field) or "–" for item in self.items).most_common()
@@ -185,10 +186,11 @@ def stage_release_preview(*, stage: Stage) -> ReleasePreview:
            f"chosen by the stage's kind ({stage.get_kind_display().lower()}) from the items "
            "no earlier stage released")
     try:
-        plans = stage_hit_plan(stage=stage, store=False)
+        chosen_items = stage_items_choose(stage=stage, store=False)
+        plans = stage_hit_plan(stage=stage, store=False, items=chosen_items)
     except StageError as error:
         return ReleasePreview(items=[], gold=[], n_hits=0, how=how, error=str(error))
-    chosen = {item.pk for item in stage_items_choose(stage=stage, store=False)}
+    chosen = {item.pk for item in chosen_items}
     items, gold, seen_ids = [], [], set()
     for plan in plans:
         for item in plan.items:
@@ -196,7 +198,7 @@ def stage_release_preview(*, stage: Stage) -> ReleasePreview:
                 continue
             seen_ids.add(item.pk)
             (items if item.pk in chosen else gold).append(item)
-    return ReleasePreview(items=items, gold=gold, n_hits=len(plans), how=how)
+    return ReleasePreview(items=items, gold=gold, n_hits=len(plans), how=how, plans=plans)
 
 
 def stage_items_select(*, stage: Stage, dataset: str = "", split: str = "", source: str = "",
@@ -325,16 +327,19 @@ def _latin_square_lists(stage: Stage, items: list[Item]) -> dict[int, int]:
                                   n_levels=len(levels)) for pk, level, key in rows}
 
 
-def stage_hit_plan(*, stage: Stage, store: bool = True) -> list[HitPlan]:
+def stage_hit_plan(*, stage: Stage, store: bool = True,
+                   items: list[Item] | None = None) -> list[HitPlan]:
     """Group the stage's items into HITs (without writing HITs).
 
     Likert items sharing a passage (`group_key`) share HITs, so the passage is read once; every
     HIT holds items of one split so that its assignments match the split's redundancy, plus the
     project's gold/attention items at the gold rate (`stage_gold_rate`). A qualification is HITs
     with all its items, taken by `settings["max_workers"]` workers in all (default 50): on MTurk
-    split into HITs of at most 9 assignments (`qualification_hit_sizes`).
+    split into HITs of at most 9 assignments (`qualification_hit_sizes`). `items`: the
+    stage's items when the caller chose them already (`stage_items_choose`).
     """
-    items = stage_items_choose(stage=stage, store=store)
+    if items is None:
+        items = stage_items_choose(stage=stage, store=store)
     options = stage.settings or {}
     if stage.kind == StageKind.QUALIFICATION:
         workers = int(options.get("max_workers", DEFAULT_QUALIFICATION_WORKERS))

@@ -274,17 +274,17 @@ def stage_publish(*, stage: Stage, user=None, override_reason: str | None = None
     refusal leaves the stage a draft, raises, and is kept in `Stage.publish_problem`."""
     stage.refresh_from_db()
     actor = actor or "stage_publish called without a user"
+    if stage.status not in (StageStatus.DRAFT, StageStatus.PUBLISHED, StageStatus.COLLECTING):
+        raise IllegalTransition(f"{stage} is {stage.status}; only a draft can be published")
     try:
         if stage.status == StageStatus.DRAFT:
             hits, estimate = _publish_draft(stage=stage, user=user, actor=actor,
                                             override_reason=override_reason,
                                             probe=check_balance)
-        elif stage.status in (StageStatus.PUBLISHED, StageStatus.COLLECTING):
+        else:  # resuming: HITs not all created yet
             _provider_ready(stage=stage, probe=check_balance)
             hits = list(stage.hits.all())
             estimate = stage_cost_estimate(stage=stage)
-        else:
-            raise IllegalTransition(f"{stage} is {stage.status}; only a draft can be published")
     except StageError as error:
         _publish_problem_record(stage, f"publish refused: {error}")
         raise

@@ -178,3 +178,13 @@ def test_an_imported_stage_is_never_published(admin_client_):
     shown = _publish(admin_client_, stage)
     assert any("an imported stage holds judgments collected elsewhere" in m for m in shown)
     _still_draft_and_nothing_sent(stage)
+
+
+def test_publishing_a_closed_stage_is_refused_without_marking_it(admin_client_):
+    stage = _stage("inhouse")
+    stage.status = StageStatus.CLOSED
+    stage.save()
+    shown = _publish(admin_client_, stage)
+    assert any("only a draft can be published" in m for m in shown), shown
+    stage.refresh_from_db()
+    assert stage.publish_problem == "" and stage.status == StageStatus.CLOSED
