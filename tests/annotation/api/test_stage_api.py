@@ -108,3 +108,17 @@ def test_the_release_preview_is_what_publishing_releases(api, project):
     hidden = make_stage(other, status=StageStatus.DRAFT)
     assert api.get(f"/api/projects/{other.slug}/stages/{hidden.pk}/release-preview/") \
         .status_code == 404
+
+
+def test_a_settings_patch_keeps_the_providers_ids_and_refuses_to_change_them(api, project):
+    stage = make_stage(project, status=StageStatus.COLLECTING, provider="prolific",
+                       settings={"prolific_study_id": "S1", "n_items": 4})
+    url = f"{_stages_url(project)}{stage.pk}/"
+    response = api.patch(url, {"settings": {"n_items": 5}}, format="json")
+    assert response.status_code == 200
+    stage.refresh_from_db()
+    assert stage.settings == {"n_items": 5, "prolific_study_id": "S1"}
+    refused = api.patch(url, {"settings": {"prolific_study_id": "S2"}}, format="json")
+    assert refused.status_code == 400 and "prolific_study_id" in refused.json()["settings"][0]
+    stage.refresh_from_db()
+    assert stage.settings["prolific_study_id"] == "S1"
