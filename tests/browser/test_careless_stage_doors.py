@@ -42,13 +42,14 @@ def test_the_careless_doors_are_refused_with_a_message_that_says_what_to_do(
     page.select_option("#id_item_choice", "filter")
     page.fill("#id_item_dataset", "squad")
     page.click("input[name=_continue]")
+    page.wait_for_selector("text=nothing would be released")
     body = page.inner_text("body")
     assert "no data items of the project match dataset='squad'" in body
     assert "This project's dataset values: nq, tq." in body
     assert not Stage.objects.filter(project=project).exists()
     page.fill("#id_item_dataset", "nq")
     page.click("input[name=_continue]")
-    page.wait_for_selector("text=Items it will release")
+    page.wait_for_selector("text=was added successfully")
     body = page.inner_text("body")
     assert "3 items (nq: 3)" in body
     stage = Stage.objects.get(project=project, name="pilot")
@@ -59,7 +60,7 @@ def test_the_careless_doors_are_refused_with_a_message_that_says_what_to_do(
     page.check(f"input[name=_selected_action][value='{stage.pk}']")
     page.select_option("select[name=action]", "publish_stages")
     page.click("button[name=index]")
-    page.wait_for_selector(".messagelist")
+    page.wait_for_selector(".messagelist >> text=not published")
     message = page.inner_text(".messagelist")
     assert "not published" in message and "PROLIFIC_API_TOKEN is not set" in message
     stage.refresh_from_db()
