@@ -30,6 +30,11 @@ urlpatterns: list = [
         name="stage-detail",
     ),
     path(
+        "projects/<slug:project_slug>/stages/<int:stage_id>/release-preview/",
+        apis.StageReleasePreviewApi.as_view(),
+        name="stage-release-preview",
+    ),
+    path(
         "projects/<slug:project_slug>/judgments/",
         apis.JudgmentListApi.as_view(),
         name="judgment-list",

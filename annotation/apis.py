@@ -43,10 +43,16 @@ from .serializers import (
     ProjectCreateInputSerializer,
     ProjectOutputSerializer,
     ProjectUpdateInputSerializer,
+    StageCreateInputSerializer,
     StageOutputSerializer,
+    StageReleasePreviewSerializer,
+    StageUpdateInputSerializer,
 )
 from .services.items import ItemInputError, item_create, items_bulk_create
 from .services.projects import ProjectShareError, project_create, project_update
+from .services.stage_errors import StageError
+from .services.stage_plans import stage_release_preview
+from .services.stages import stage_create, stage_update
 
 
 def _visible_project(request, slug: str) -> Project:
@@ -216,8 +222,16 @@ class ItemDetailApi(JsonApiMixin, APIView):
 # --- Stages -------------------------------------------------------------------------------------
 
 
+def _stage_with_progress(project: Project, stage_id: int) -> Stage:
+    stage: Stage | None = stage_list(project=project).filter(pk=stage_id).first()
+    if stage is None:
+        raise Http404("No such stage.")
+    stage.progress = stage_progress(stages=[stage])[stage.pk]
+    return stage
+
+
 class StageListApi(JsonApiMixin, APIView):
-    """A project's stages in order, each with its progress counts."""
+    """A project's stages in order, each with its progress counts; or add a (draft) stage."""
 
     @extend_schema(
         summary="Stages of a project with their progress",
@@ -230,9 +244,27 @@ class StageListApi(JsonApiMixin, APIView):
             serializer_class=StageOutputSerializer,
             on_page=lambda page: attach_progress(page, stage_progress(stages=page)))
 
+    @extend_schema(
+        summary="Add a stage: always a draft (publish it with the admin's Publish action); "
+                "`status` is refused, and an item filter matching nothing is a 400 naming it",
+        request=StageCreateInputSerializer,
+        responses=with_errors({201: StageOutputSerializer}, 400, 404, 415),
+    )
+    def post(self, request, project_slug: str):
+        project = _visible_project(request, project_slug)
+        serializer = StageCreateInputSerializer(data=request.data,
+                                                context={"project": project})
+        serializer.is_valid(raise_exception=True)
+        try:
+            stage = stage_create(project=project, **serializer.validated_data)
+        except StageError as error:
+            raise serializers.ValidationError({"items": [str(error)]}) from error
+        return Response(StageOutputSerializer(_stage_with_progress(project, stage.pk)).data,
+                        status=status.HTTP_201_CREATED)
+
 
 class StageDetailApi(JsonApiMixin, APIView):
-    """One stage with its progress counts."""
+    """One stage with its progress counts; change its settings (never its status)."""
 
     @extend_schema(
         summary="One stage with its progress",
@@ -240,11 +272,40 @@ class StageDetailApi(JsonApiMixin, APIView):
     )
     def get(self, request, project_slug: str, stage_id: int):
         project = _visible_project(request, project_slug)
-        stage: Stage | None = stage_list(project=project).filter(pk=stage_id).first()
+        return Response(StageOutputSerializer(_stage_with_progress(project, stage_id)).data)
+
+    @extend_schema(
+        summary="Change a stage's fields and (drafts) its items by filter; `status`, `kind` "
+                "and `provider` are refused by name",
+        request=StageUpdateInputSerializer,
+        responses=with_errors({200: StageOutputSerializer}, 400, 404, 415),
+    )
+    def patch(self, request, project_slug: str, stage_id: int):
+        project = _visible_project(request, project_slug)
+        stage = _stage_with_progress(project, stage_id)
+        serializer = StageUpdateInputSerializer(stage, data=request.data, partial=True,
+                                                context={"project": project})
+        serializer.is_valid(raise_exception=True)
+        try:
+            stage_update(stage=stage, data=serializer.validated_data)
+        except StageError as error:
+            raise serializers.ValidationError({"items": [str(error)]}) from error
+        return Response(StageOutputSerializer(_stage_with_progress(project, stage.pk)).data)
+
+
+class StageReleasePreviewApi(JsonApiMixin, APIView):
+    """Exactly which items publishing the stage releases (its HITs' items once built)."""
+
+    @extend_schema(
+        summary="The items a stage will release, before it is published",
+        responses=with_errors({200: StageReleasePreviewSerializer}, 404),
+    )
+    def get(self, request, project_slug: str, stage_id: int):
+        project = _visible_project(request, project_slug)
+        stage = stage_list(project=project).filter(pk=stage_id).first()
         if stage is None:
             raise Http404("No such stage.")
-        stage.progress = stage_progress(stages=[stage])[stage.pk]
-        return Response(StageOutputSerializer(stage).data)
+        return Response(StageReleasePreviewSerializer(stage_release_preview(stage=stage)).data)
 
 
 # --- Judgments ----------------------------------------------------------------------------------

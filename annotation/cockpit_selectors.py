@@ -16,6 +16,8 @@ from annotation.models import (
 )
 from annotation.selectors import Progress, stages_with_progress
 from annotation.services.costs import stage_cost_estimate, stage_spent
+from annotation.services.readiness import stage_readiness
+from annotation.services.stage_plans import stage_release_preview
 from annotation.services.stages import agreement_stage_for, stage_alpha
 
 # Pipeline order: who may work in a stage depends on the stages before it.
@@ -44,6 +46,10 @@ class CockpitStage:
     spent: Decimal
     pay: str
     next_step: str
+    # What stops the stage (the last publish's refusal, or a draft's provider not ready);
+    # "" when nothing does.
+    problem: str = ""
+    release: str = ""  # a draft: which items publishing releases (or that there are none)
 
 
 @dataclasses.dataclass
@@ -61,6 +67,21 @@ class Cockpit:
         return min(100, round(100 * float(self.committed) / float(self.budget)))
 
 
+def _stage_problem(stage: Stage, cache: dict[str, list[str]]) -> str:
+    """The last publish's refusal or failure, else (a draft) what its provider lacks, found
+    without calling the provider (publishing asks it)."""
+    if stage.publish_problem:
+        return stage.publish_problem
+    if stage.status != StageStatus.DRAFT or stage.provider == "import":
+        return ""
+    key = f"{stage.provider}:{stage.reward}"  # the provider-wide checks, once per page
+    if key not in cache:
+        readiness = stage_readiness(stage=stage)
+        cache[key] = [str(p) for p in readiness.blocking]
+    return f"{stage.get_provider_display()} not ready: {'; '.join(cache[key])}" \
+        if cache[key] else ""
+
+
 def study_cockpit(*, project: Project) -> Cockpit:
     rows = sorted(stages_with_progress(project=project),
                   key=lambda pair: (PIPELINE.index(pair[0].kind)
@@ -74,6 +95,7 @@ def study_cockpit(*, project: Project) -> Cockpit:
         return alphas[stage.pk]
 
     stages = []
+    readiness_cache: dict[str, list[str]] = {}
     for stage, progress in rows:
         waiting = progress.assignments.get(AssignmentStatus.SUBMITTED, 0)
         gate, gate_open = "", None
@@ -84,10 +106,16 @@ def study_cockpit(*, project: Project) -> Cockpit:
             gate_open = gate_alpha is not None and gate_alpha >= stage.agreement_threshold
             shown = "too few judgments" if gate_alpha is None else f"α = {gate_alpha:.2f}"
             gate = f"needs α ≥ {stage.agreement_threshold:g} on “{gating.name}” ({shown})"
+        problem, release, plans = _stage_problem(stage, readiness_cache), "", None
+        if stage.status == StageStatus.DRAFT and stage.provider != "import":
+            # One plan for the release line and the estimate (a full stage's plan is the
+            # slow part of this page).
+            preview = stage_release_preview(stage=stage)
+            release, plans = preview.as_text(), (preview.plans if not preview.error else None)
         estimate, error, pay = None, "", ""
         if stage.provider != "import":
             try:
-                cost = stage_cost_estimate(stage=stage)
+                cost = stage_cost_estimate(stage=stage, plans=plans)
                 estimate, pay = cost.total, cost.pay_text()
             except Exception as exc:  # no items yet, or a plan the provider would refuse
                 error = str(exc)
@@ -96,9 +124,11 @@ def study_cockpit(*, project: Project) -> Cockpit:
             alpha=alpha_of(stage) if stage.kind in DATA_STAGE_KINDS else None,
             gate=gate, gate_open=gate_open, estimate=estimate, estimate_error=error,
             spent=stage_spent(stage=stage) if stage.provider != "import" else Decimal("0.00"),
-            pay=pay, next_step=("review the waiting work first" if waiting and
-                                stage.status == StageStatus.CLOSED
-                                else NEXT_STEP.get(stage.status, ""))))
+            pay=pay, problem=problem, release=release,
+            next_step=("fix what the problem says, then publish again" if problem
+                       else "review the waiting work first" if waiting and
+                       stage.status == StageStatus.CLOSED
+                       else NEXT_STEP.get(stage.status, ""))))
     committed = sum((s.estimate or Decimal("0")) for s in stages
                     if s.stage.status != StageStatus.DRAFT)
     return Cockpit(project=project, stages=stages, budget=project.budget_cap,

@@ -379,8 +379,9 @@ class StageOutputSerializer(serializers.ModelSerializer):
         fields = (
             "id", "name", "kind", "order", "status", "provider", "judgments_per_item",
             "requires_stage", "agreement_threshold", "reward", "settings",
-            "explicit_item_count", "progress", "created_at", "updated_at",
+            "explicit_item_count", "publish_problem", "progress", "created_at", "updated_at",
         )
+        read_only_fields = fields
 
     @extend_schema_field(OpenApiTypes.INT)
     def get_explicit_item_count(self, obj: Stage) -> int:
@@ -391,6 +392,113 @@ class StageOutputSerializer(serializers.ModelSerializer):
     def get_progress(self, obj: Stage) -> dict:
         progress = getattr(obj, "progress", None)
         return progress.as_dict() if progress is not None else None
+
+
+class StageItemFilterSerializer(RefuseUnknownFieldsMixin, serializers.Serializer):
+    """Which items a draft stage releases, by filter: the project's data items of this dataset,
+    split and answering system, `count` of them sampled (seeded by the stage); all empty: chosen
+    by the stage's kind when it is published. A filter matching nothing is a 400 naming it."""
+
+    dataset = serializers.CharField(required=False, allow_blank=True, max_length=100)
+    split = serializers.CharField(required=False, allow_blank=True, max_length=50)
+    source = serializers.CharField(required=False, allow_blank=True, max_length=100)
+    count = serializers.IntegerField(required=False, allow_null=True, min_value=1,
+                                     max_value=1_000_000)
+
+
+_STATUS_REFUSED = ("set by the stage's lifecycle only: a new stage is a draft, and its status "
+                   "changes through Publish, Close and Extend (admin actions), which run "
+                   "every check and log who and why")
+
+
+class StageWriteSerializer(RefuseUnknownFieldsMixin, serializers.ModelSerializer):
+    """A stage's changeable fields; `status` is refused by name (never silently dropped)."""
+
+    items = StageItemFilterSerializer(required=False, help_text=(
+        "Choose the items by filter (draft stages only)."))
+    settings = serializers.JSONField(required=False)
+    refused_reasons = {"status": _STATUS_REFUSED, "id": "set by the server",
+                       "publish_problem": "written by the publish service",
+                       "progress": "computed by the server", "project": "taken from the URL"}
+
+    class Meta:
+        model = Stage
+        fields = ("name", "kind", "order", "provider", "judgments_per_item", "requires_stage",
+                  "agreement_threshold", "reward_per_hit", "settings", "items")
+        validators: list = []
+
+    def validate_settings(self, value):
+        from .domain.stage_settings import MANAGED_KEYS, stage_settings_errors
+
+        if not isinstance(value, dict):
+            raise serializers.ValidationError('must be a JSON object like {"n_items": 200}')
+        stored = getattr(self.instance, "settings", None) or {}
+        changed = sorted(k for k in MANAGED_KEYS if k in value and value[k] != stored.get(k))
+        if changed:
+            raise serializers.ValidationError(
+                f"{', '.join(changed)}: written by the provider at publish, never by hand")
+        errors = stage_settings_errors(reject_null_characters(value))
+        if errors:
+            raise serializers.ValidationError(errors)
+        # The provider's ids stay whatever the body leaves out (a PATCH replaces the rest).
+        return {**value, **{k: stored[k] for k in MANAGED_KEYS if k in stored}}
+
+    def validate(self, attrs):
+        from .services.stage_plans import stage_item_filter_errors
+
+        project = self.context["project"]
+        instance = self.instance
+        required = attrs.get("requires_stage")
+        if required is not None and required.project_id != project.pk:
+            raise serializers.ValidationError({"requires_stage": ["must be a stage of the same "
+                                                                  "project"]})
+        others = Stage.objects.filter(project=project).exclude(
+            pk=getattr(instance, "pk", None))
+        if attrs.get("name") and others.filter(name=attrs["name"]).exists():
+            raise serializers.ValidationError(
+                {"name": [f"the project already has a stage named {attrs['name']!r}"]})
+        if attrs.get("kind") == "qualification" and others.filter(
+                kind="qualification").exists():
+            raise serializers.ValidationError(
+                {"kind": ["the project already has a qualification stage"]})
+        if "items" in attrs:
+            if instance is not None and instance.status != "draft":
+                raise serializers.ValidationError({"items": [
+                    f"the stage is {instance.status}: its items are fixed once it is "
+                    "published"]})
+            errors = stage_item_filter_errors(project_id=project.pk, **attrs["items"])
+            if errors:
+                raise serializers.ValidationError({"items": errors})
+        return attrs
+
+
+class StageCreateInputSerializer(StageWriteSerializer):
+    class Meta(StageWriteSerializer.Meta):
+        extra_kwargs = {"name": {"required": True}, "kind": {"required": True}}
+
+
+class StageUpdateInputSerializer(StageWriteSerializer):
+    refused_reasons = {**StageWriteSerializer.refused_reasons,
+                       "kind": "cannot be changed after the stage is created",
+                       "provider": "cannot be changed after the stage is created"}
+
+    class Meta(StageWriteSerializer.Meta):
+        fields = tuple(f for f in StageWriteSerializer.Meta.fields
+                       if f not in ("kind", "provider"))
+
+
+class StageReleaseItemSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Item
+        fields = ("id", "external_id", "dataset", "split", "source")
+
+
+class StageReleasePreviewSerializer(serializers.Serializer):
+    items = StageReleaseItemSerializer(many=True, help_text="The data items it releases.")
+    gold = StageReleaseItemSerializer(many=True, help_text="Gold items mixed into its HITs.")
+    n_hits = serializers.IntegerField()
+    how = serializers.CharField(help_text="Where the items come from.")
+    error = serializers.CharField(help_text="Why it would release nothing (else empty).")
 
 
 # --- Judgments ----------------------------------------------------------------------------------

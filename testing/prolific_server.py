@@ -83,6 +83,7 @@ class ProlificState:
     # --- API ------------------------------------------------------------------------------------
     def handle(self, method: str, path: str, query: dict, body: dict) -> dict | list:
         routes = [
+            ("GET", r"users/me/", self.get_me),
             ("GET", r"studies/", self.list_studies),
             ("POST", r"studies/", self.create_study),
             ("GET", r"studies/(?P<sid>\w+)/", self.get_study),
@@ -110,6 +111,9 @@ class ProlificState:
             else None
         return {"results": page, "_links": {"next": {"href": next_href}},
                 "meta": {"count": len(rows)}}
+
+    def get_me(self, *, query, body):
+        return {"id": "researcher0000000000000001", "name": "Fake researcher"}
 
     def list_studies(self, *, query, body):
         return self._page(list(self.studies.values()), query, self.base_url + "studies/")

@@ -92,12 +92,27 @@ def publish_stages(modeladmin, request, queryset):
         # HITs published earlier are not visited again, so count them from the plan.
         already = max(result.report.already_created,
                       result.n_hits - result.report.created - result.report.failed)
-        line = (f"{stage}: {result.stage.get_status_display()}; {result.report.created} HITs "
-                f"created, {already} already there; {result.estimate.as_text()}")
         _warn_balance_unknown(modeladmin, request, stage, result.estimate)
-        (failed if result.report.failed else done).append(
-            line + (f"; {result.report.failed} failed (publish again to retry): "
-                    f"{'; '.join(result.report.errors[:3])}" if result.report.failed else ""))
+        if result.report.failed:
+            failed.append(f"{stage}: NOT live — {result.stage.publish_problem} "
+                          f"({result.report.created} created now, {already} already there)")
+            continue
+        done.append(f"{stage}: {result.stage.get_status_display()}; {result.report.created} "
+                    f"HITs created, {already} already there; {result.estimate.as_text()}")
+    _report(modeladmin, request, done, failed)
+
+
+@admin.action(description="Check provider readiness (credentials, endpoint, settings; asks "
+                          "the provider once, creates nothing)")
+def check_readiness(modeladmin, request, queryset):
+    from annotation.services.readiness import stage_readiness
+
+    done, failed = [], []
+    for stage in queryset:
+        readiness = stage_readiness(stage=stage, probe=True)
+        balance = f"; balance ${readiness.balance}" if readiness.balance is not None else ""
+        line = f"{stage}: {stage.get_provider_display()} {readiness.as_text()}{balance}"
+        (done if readiness.ready else failed).append(line)
     _report(modeladmin, request, done, failed)
 
 
@@ -172,9 +187,16 @@ def close_stages(modeladmin, request, queryset):
 def extend_stages(modeladmin, request, queryset):
     from annotation.services.stages import stage_extend
 
+    done, failed = [], []
     for stage in queryset:
-        stage_extend(stage=stage, seconds=86400, user=request.user)
-    modeladmin.message_user(request, f"Extended {len(queryset)} stage(s) by one day.")
+        try:
+            stage_extend(stage=stage, seconds=86400, user=request.user)
+            done.append(str(stage))
+        except Exception as exc:
+            failed.append(f"{stage}: not extended — {exc}")
+    _report(modeladmin, request,
+            [f"Extended {len(done)} stage(s) by one day: {', '.join(done)}."] if done else [],
+            failed)
 
 
 @admin.action(description="In-house: create annotators (names, comma-separated, in the "
@@ -263,7 +285,7 @@ def notify_qualified_workers(modeladmin, request, queryset):
 
 
 LINK_ACTIONS = (download_links, reissue_links)
-STAGE_ACTIONS = (estimate_cost, publish_stages, publish_stages_background, sync_stages,
+STAGE_ACTIONS = (estimate_cost, check_readiness, publish_stages, publish_stages_background, sync_stages,
                  close_stages, extend_stages, create_inhouse_links, notify_qualified_workers)
 
 

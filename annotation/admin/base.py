@@ -224,8 +224,9 @@ class StageProviderMixin(ProviderBannerMixin):
 
     def get_readonly_fields(self, request, obj=None):
         fields = tuple(super().get_readonly_fields(request, obj))
-        # Status changes go through the actions (the logged status machine), not the form.
-        return fields + ("status",) if obj is not None and obj.pk else fields
+        # Status changes go through the actions (the logged status machine), never a form:
+        # read-only on the add page too (a new stage is a draft).
+        return fields if "status" in fields else fields + ("status",)
 
     @admin.display(description="Cost estimate")
     def cost_estimate(self, obj):
@@ -234,7 +235,8 @@ class StageProviderMixin(ProviderBannerMixin):
         if obj is None or obj.pk is None:
             return "–"
         try:
-            return stage_cost_estimate(stage=obj).as_text()
+            return stage_cost_estimate(stage=obj, plans=getattr(obj, "release_plans", None)
+                                       ).as_text()
         except Exception as exc:  # e.g. no items yet, or a plan MTurk would refuse
             return f"cannot estimate: {exc}"
 

@@ -29,7 +29,12 @@ from annotation.selectors import (
     stages_with_progress,
 )
 from annotation.services.stage_errors import StageError
-from annotation.services.stage_plans import stage_items_select
+from annotation.services.stage_plans import (
+    ITEM_FILTER_FIELDS,
+    stage_item_filter_errors,
+    stage_items_select,
+    stage_release_preview,
+)
 
 from .actions import STAGE_ACTIONS, ProviderActionForm
 from .base import (
@@ -49,9 +54,17 @@ from .stage_settings_form import (
 )
 
 
+def csv_cell(value: str) -> str:
+    """A text cell a spreadsheet will not run as a formula (a leading =, +, -, @ or tab)."""
+    value = str(value or "")
+    return "'" + value if value[:1] in ("=", "+", "-", "@", "\t", "\r") else value
+
+
 class StageInline(admin.TabularInline):
     model = Stage
     fields = ("name", "kind", "status", "provider", "order", "judgments_per_item")
+    # A stage's status changes only through Publish / Close / Extend (logged, with checks).
+    readonly_fields = ("status",)
     extra = 0
     show_change_link = True
 
@@ -257,8 +270,10 @@ class StageAdminForm(StageSettingsFormMixin, forms.ModelForm):
 
     class Meta:
         model = Stage
+        # No `status`: it changes only through Publish / Close / Extend (the stage actions),
+        # which run every check and log who and why; a new stage is a draft.
         fields = (
-            "project", "kind", "name", "order", "status", "provider",
+            "project", "kind", "name", "order", "provider",
             "judgments_per_item", "requires_stage", "agreement_threshold", "reward_per_hit",
             "settings",
         )
@@ -279,12 +294,29 @@ class StageAdminForm(StageSettingsFormMixin, forms.ModelForm):
                 and others.filter(kind=StageKind.QUALIFICATION).exists()):
             self.add_error("kind", "the project already has a qualification stage; workers "
                                    "qualify once per project (edit that stage instead)")
-        if cleaned.get("item_choice") == "filter" and not any(
-                cleaned.get(f) for f in ("item_dataset", "item_split", "item_source",
-                                         "item_count")):
-            self.add_error("item_choice", "give a dataset, split, source or number of items")
+        self.check_item_filter(cleaned, project)
         self.clean_stage_settings(cleaned)
         return cleaned
+
+    def check_item_filter(self, cleaned: dict, project: Project) -> None:
+        """A filter that matches nothing is refused here, naming it, and nothing is saved:
+        saved, the stage would list no items and take its items by kind when published —
+        releasing (and using up) items nobody chose."""
+        choice = cleaned.get("item_choice") or "keep"
+        status = self.instance.status if self.instance.pk else StageStatus.DRAFT
+        if choice != "keep" and status != StageStatus.DRAFT:
+            self.add_error("item_choice", f"the stage is {self.instance.get_status_display()}"
+                                          ": its items are fixed once it is published")
+            return
+        if choice != "filter":
+            return
+        given = {field: cleaned.get(f"item_{field}") or "" for field in ITEM_FILTER_FIELDS}
+        if not any(given.values()) and not cleaned.get("item_count"):
+            self.add_error("item_choice", "give a dataset, split, source or number of items")
+            return
+        for field, messages_ in stage_item_filter_errors(project_id=project.pk,
+                                                         **given).items():
+            self.add_error(f"item_{field}", messages_)
 
 
 @admin.register(Stage)
@@ -302,7 +334,8 @@ class StageAdmin(ProgressColumnsMixin, StageProviderMixin, ProjectScopedAdmin):
     list_select_related = ("project",)
     search_fields = ("name", "project__slug", "project__title")
     autocomplete_fields = ("project", "requires_stage")
-    readonly_fields = ("chosen_items", "progress_summary", "cost_estimate", "agreement_report",
+    readonly_fields = ("status", "chosen_items", "release_preview", "provider_readiness",
+                       "progress_summary", "cost_estimate", "agreement_report",
                        "settings_stored", "created_at", "updated_at")
 
     def _kind_and_provider(self, request, obj) -> tuple[str | None, str | None]:
@@ -329,14 +362,15 @@ class StageAdmin(ProgressColumnsMixin, StageProviderMixin, ProjectScopedAdmin):
                                "judgments_per_item", "requires_stage", "agreement_threshold",
                                "reward_per_hit")}),
             ("Items", {"fields": ("item_choice", "item_dataset", "item_split", "item_source",
-                                  "item_count", "chosen_items")}),
+                                  "item_count", "chosen_items", "release_preview")}),
             *[(f"Settings: {group}", options | ({"description": note} if note and n == 0
                                                 else {}))
               for n, (group, options) in enumerate(settings_fieldsets(specs))],
             ("Advanced settings", {"classes": ("collapse",),
                                    "fields": ("settings", "settings_stored")}),
-            ("Progress and cost", {"fields": ("progress_summary", "cost_estimate",
-                                              "agreement_report", "created_at", "updated_at")}),
+            ("Progress and cost", {"fields": ("provider_readiness", "progress_summary",
+                                              "cost_estimate", "agreement_report",
+                                              "created_at", "updated_at")}),
         ]
 
     @admin.display(description="All stored settings (read-only)")
@@ -364,6 +398,84 @@ class StageAdmin(ProgressColumnsMixin, StageProviderMixin, ProjectScopedAdmin):
             return
         messages.info(request, f"{stage}: {n} items chosen." if n else
                       f"{stage}: items will be chosen by kind when it is published.")
+
+    def save_model(self, request, obj, form, change):
+        if not change:
+            obj.status = StageStatus.DRAFT  # a new stage is a draft, whatever was posted
+            obj.save()
+            return
+        # Never write `status` (or what the publish service keeps) from the form: a publish
+        # that ran while the form was open would be undone by a save of every field.
+        kept = {"id", "status", "publish_problem", "publish_problem_at", "reconciled_at",
+                "created_at"}
+        obj.save(update_fields=[f.name for f in obj._meta.concrete_fields
+                                if f.name not in kept])
+
+    def get_urls(self):
+        from django.urls import path
+
+        return [path("<int:stage_id>/release-preview.csv",
+                     self.admin_site.admin_view(self.release_preview_csv),
+                     name="annotation_stage_release_preview")] + super().get_urls()
+
+    def release_preview_csv(self, request, stage_id: int):
+        """Every item publishing the stage releases (CSV), for the stages the user may see."""
+        import csv
+
+        from django.http import Http404, HttpResponse
+
+        stage = self.get_queryset(request).filter(pk=stage_id).first()
+        if stage is None:
+            raise Http404("No such stage.")
+        preview = stage_release_preview(stage=stage)
+        response = HttpResponse(content_type="text/csv; charset=utf-8")
+        response["Content-Disposition"] = (f'attachment; filename="stage-{stage.pk}-'
+                                           'release-preview.csv"')
+        writer = csv.writer(response)
+        writer.writerow(["item_id", "external_id", "dataset", "split", "source", "role"])
+        for role, items in (("item", preview.items), ("gold", preview.gold)):
+            writer.writerows([item.pk, csv_cell(item.external_id), csv_cell(item.dataset),
+                              csv_cell(item.split), csv_cell(item.source), role]
+                             for item in items)
+        return response
+
+    @admin.display(description="Items it will release")
+    def release_preview(self, obj):
+        from django.urls import reverse
+
+        if obj is None or obj.pk is None:
+            return "– (save the stage to see exactly which items it releases)"
+        if obj.status != StageStatus.DRAFT:
+            return "published: see Chosen items and Progress"
+        preview = stage_release_preview(stage=obj)
+        obj.release_plans = preview.plans or None  # the cost estimate below reuses the plan
+        if preview.error:
+            return format_html('<strong class="errornote">Nothing to release: {}</strong>',
+                               preview.error)
+        first = ", ".join(item.external_id for item in preview.items[:10])
+        more = f" … and {len(preview.items) - 10} more" if len(preview.items) > 10 else ""
+        return format_html('{}<br>First: {}{} · <a href="{}">all of them (CSV)</a>',
+                           preview.as_text(), first, more,
+                           reverse("admin:annotation_stage_release_preview", args=[obj.pk]))
+
+    @admin.display(description="Provider readiness")
+    def provider_readiness(self, obj):
+        from annotation.services.readiness import stage_readiness
+
+        if obj is None or obj.pk is None:
+            return "–"
+        lines = []
+        if obj.publish_problem:
+            lines.append(f"Last publish: {obj.publish_problem}")
+        if obj.status == StageStatus.DRAFT or obj.publish_problem:
+            try:
+                readiness = stage_readiness(stage=obj)
+                lines.append(f"{obj.get_provider_display()}: {readiness.as_text()} (the "
+                             "provider itself is asked when you publish, or with the action "
+                             "“Check provider readiness”)")
+            except Exception as exc:  # shown, never a 500 on the stage page
+                lines.append(f"readiness unknown: {type(exc).__name__}: {exc}")
+        return format_html_join("", "<div>{}</div>", ((line,) for line in lines)) or "–"
 
     @admin.display(description="Chosen items")
     def chosen_items(self, obj):

@@ -75,6 +75,13 @@ class Stage(models.Model):
     settings = models.JSONField(
         default=dict, blank=True, help_text="Provider options (lifetime, duration, keywords ...)."
     )
+    publish_problem = models.TextField(
+        blank=True,
+        help_text="Why the last attempt to publish did not go through (a guard, a missing "
+                  "credential, HITs not created); cleared once the stage is live. Written by "
+                  "the publish service only.",
+    )
+    publish_problem_at = models.DateTimeField(null=True, blank=True)
     reconciled_at = models.DateTimeField(
         null=True, blank=True,
         help_text="Set by the provider sync once a closed stage can receive no more "
@@ -95,7 +102,9 @@ class Stage(models.Model):
 
 
 class StageTransition(models.Model):
-    """Log of every stage status change (and overridden guards), append-only."""
+    """Log of every stage status change (and overridden guards), append-only. Written only by
+    `annotation.services.stages.stage_transition`, which needs who (`user`, or `actor` for a
+    scheduled job or a command) and why (`reason`)."""
 
     stage = models.ForeignKey(Stage, on_delete=models.CASCADE, related_name="transitions")
     from_status = models.CharField(max_length=20, choices=StageStatus.choices)
@@ -103,6 +112,10 @@ class StageTransition(models.Model):
     reason = models.TextField(blank=True)
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    actor = models.CharField(
+        max_length=150, blank=True,
+        help_text="Who made the change: the user's name, or the job or command that did.",
     )
     created_at = models.DateTimeField(auto_now_add=True)
 

@@ -14,6 +14,7 @@ import time
 from collections.abc import Iterable, Iterator
 from decimal import Decimal
 from typing import Any
+from urllib.parse import urlparse
 
 from django.conf import settings
 from django.urls import NoReverseMatch, reverse
@@ -74,6 +75,59 @@ class PublishReport:
         return self.failed == 0
 
 
+@dataclasses.dataclass(frozen=True)
+class ReadinessProblem:
+    """Why a provider cannot act for a stage (`blocking`), or a note worth reading first."""
+
+    check: str  # what was checked: "credentials", "endpoint", "public URL", "balance" ...
+    message: str  # what is wrong and what to do
+    blocking: bool = True
+
+    def __str__(self) -> str:
+        return f"{self.check}: {self.message}"
+
+
+@dataclasses.dataclass
+class ProbeResult:
+    """What a provider's read-only readiness call found."""
+
+    balance: Decimal | None = None
+    balance_error: str = ""
+    problems: list[ReadinessProblem] = dataclasses.field(default_factory=list)
+
+
+def balance_error_text(exc: Exception) -> str:
+    response = getattr(exc, "response", None) or {}
+    error = response.get("Error", {}) if isinstance(response, dict) else {}
+    detail = (f"{error.get('Code')}: {error.get('Message', '')}" if error.get("Code")
+              else f"{type(exc).__name__}: {exc}")
+    return detail.strip()[:300]
+
+
+def is_url(value: str, *, schemes=("http", "https")) -> bool:
+    parsed = urlparse(value or "")
+    return parsed.scheme in schemes and bool(parsed.netloc)
+
+
+def is_local_host(url: str) -> bool:
+    host = (urlparse(url or "").hostname or "").lower()
+    return host in ("localhost", "127.0.0.1", "::1", "0.0.0.0") or host.endswith(".localhost")
+
+
+def public_url_problems(*, who: str, must_be_public: bool) -> list[ReadinessProblem]:
+    """QAJ_PUBLIC_BASE_URL, where the provider sends workers: a URL; https and not this machine
+    when real workers on the internet are sent there (`must_be_public`)."""
+    base = settings.QAJ_PUBLIC_BASE_URL or ""
+    if not is_url(base):
+        return [ReadinessProblem("public URL", f"QAJ_PUBLIC_BASE_URL={base!r} is not an http(s) "
+                                               "URL: set it to the address workers open")]
+    if must_be_public and (urlparse(base).scheme != "https" or is_local_host(base)):
+        return [ReadinessProblem(
+            "public URL", f"{who} sends workers to QAJ_PUBLIC_BASE_URL={base!r}; it must be an "
+                          "https address reachable from the internet (set QAJ_PUBLIC_BASE_URL)")]
+    return []
+
+
 class CrowdProvider(abc.ABC):
     """One crowd platform. Methods take model instances; ids come back as strings."""
 
@@ -106,6 +160,20 @@ class CrowdProvider(abc.ABC):
     def balance(self) -> Decimal | None:
         """Money available on the account, when the provider says."""
         return None
+
+    # --- readiness (annotation/services/readiness.py) -------------------------------------
+    def readiness_problems(self, *, stage) -> list[ReadinessProblem]:
+        """What stops this provider from acting for the stage, found without the network:
+        credentials, endpoint, settings. Empty when nothing does."""
+        return []
+
+    def readiness_probe(self, *, stage) -> ProbeResult:
+        """One read-only call that proves the provider answers (and its balance, where it has
+        one). The default asks for the balance and reports a failure as a note only."""
+        try:
+            return ProbeResult(balance=self.balance())
+        except Exception as exc:  # shown to the researcher, never hidden
+            return ProbeResult(balance_error=balance_error_text(exc))
 
     # --- publishing ---------------------------------------------------------------------------
     # HITs whose provider ids must be stored before the create call (MTurk's UniqueRequestToken).

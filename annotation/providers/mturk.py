@@ -41,10 +41,14 @@ from annotation.providers.calls import (
 from .base import (
     HitFailure,
     HitUpdate,
+    ProbeResult,
+    ReadinessProblem,
     RemoteProvider,
     Submission,
     SubmissionStatus,
     call_token_is_stale,
+    is_url,
+    public_url_problems,
     stage_description,
     stage_setting_store,
     stage_title,
@@ -68,6 +72,8 @@ from .mturk_protocol import (
     is_transient,
     lifetime_seconds,
     mturk_client,
+    mturk_endpoint,
+    mturk_is_production,
 )
 
 logger = logging.getLogger(__name__)
@@ -128,6 +134,38 @@ class MTurkProvider(RemoteProvider):
         # Informational: a short try, so an unreachable endpoint does not hold up the admin.
         response = self.call("get_account_balance", attempts=2)
         return Decimal(response["AvailableBalance"])
+
+    # --- readiness (annotation/services/readiness.py) -------------------------------------
+    def readiness_problems(self, *, stage) -> list[ReadinessProblem]:
+        problems = []
+        custom = settings.MTURK_ENDPOINT_URL
+        if custom and not is_url(custom):
+            problems.append(ReadinessProblem(
+                "endpoint", f"MTURK_ENDPOINT_URL={custom!r} is not an http(s) URL: unset it for "
+                            "the sandbox (MTURK_PRODUCTION=true for production)"))
+        if self._client is None and not aws_credentials_found():
+            problems.append(ReadinessProblem(
+                "credentials", "no AWS credentials found: set AWS_ACCESS_KEY_ID and "
+                               "AWS_SECRET_ACCESS_KEY (or AWS_PROFILE) for the web and worker "
+                               "processes"))
+        problems += public_url_problems(who="MTurk production",
+                                        must_be_public=mturk_is_production())
+        return problems
+
+    def readiness_probe(self, *, stage) -> ProbeResult:
+        """GetAccountBalance: proves the credentials and the endpoint, and gives the balance.
+        Throttling only leaves the balance unknown (MTurk answered); any other failure means
+        no HIT could be created either."""
+        try:
+            return ProbeResult(balance=self.balance())
+        except Exception as exc:
+            text = error_message(exc)
+            if is_throttling(exc):
+                return ProbeResult(balance_error=text)
+            return ProbeResult(balance_error=text, problems=[ReadinessProblem(
+                "MTurk answer", f"GetAccountBalance at {mturk_endpoint()} failed ({text}): check "
+                                "the AWS credentials and MTURK_PRODUCTION / MTURK_ENDPOINT_URL; "
+                                "nothing was created")])
 
     # --- HIT type, qualification type, HITs -----------------------------------------------------
     def qualification_requirements(self, stage) -> list[dict[str, Any]]:
@@ -558,3 +596,8 @@ class MTurkProvider(RemoteProvider):
         return {"QualificationTypeId": type_id, "IntegerValue": int(value)}
 
 
+def aws_credentials_found() -> bool:
+    """Whether boto3's standard chain finds credentials (environment, ~/.aws, instance role)."""
+    import boto3
+
+    return boto3.session.Session().get_credentials() is not None

@@ -17,6 +17,7 @@ import secrets
 from collections.abc import Iterable, Iterator
 from decimal import Decimal
 from typing import Any
+from urllib.parse import urlparse
 
 from django.conf import settings
 from django.utils.dateparse import parse_datetime
@@ -27,9 +28,13 @@ from annotation.providers.calls import ProviderCallRefused, new_token, provider_
 from .base import (
     HitFailure,
     HitUpdate,
+    ProbeResult,
+    ReadinessProblem,
     RemoteProvider,
     Submission,
     SubmissionStatus,
+    is_url,
+    public_url_problems,
     stage_description,
     stage_setting_store,
     stage_title,
@@ -134,6 +139,53 @@ class ProlificProvider(RemoteProvider):
 
     def bonus_fee_rate(self) -> Decimal:
         return self.fee_rate(max_assignments=1)
+
+    # --- readiness (annotation/services/readiness.py) -------------------------------------
+    def readiness_problems(self, *, stage) -> list[ReadinessProblem]:
+        problems = []
+        if self._client is None and not settings.PROLIFIC_API_TOKEN:
+            problems.append(ReadinessProblem(
+                "credentials", "PROLIFIC_API_TOKEN is not set: create an API token in Prolific "
+                               "(Settings › API token) and set it for the web and worker "
+                               "processes"))
+        url = settings.PROLIFIC_API_URL
+        if not is_url(url):
+            problems.append(ReadinessProblem(
+                "endpoint", f"PROLIFIC_API_URL={url!r} is not an http(s) URL (Prolific's is "
+                            "https://api.prolific.com/api/v1/)"))
+        real = (urlparse(url or "").hostname or "").endswith(("prolific.com", "prolific.co"))
+        problems += public_url_problems(who="Prolific", must_be_public=real)
+        if stage.reward is None or stage.reward <= 0:
+            problems.append(ReadinessProblem(
+                "reward", "Prolific pays every participant: set a reward per HIT above $0"))
+        return problems
+
+    def readiness_probe(self, *, stage) -> ProbeResult:
+        """GET users/me/ once, with a short timeout: the token is accepted and the API answers
+        (the publish path's retries would spend a minute on a wrong host)."""
+        import httpx
+
+        where = settings.PROLIFIC_API_URL
+        try:
+            response = self.client.get("users/me/", timeout=float(
+                getattr(settings, "PROLIFIC_READINESS_TIMEOUT", 10)))
+        except httpx.HTTPError as exc:
+            return ProbeResult(problems=[ReadinessProblem(
+                "Prolific answer", f"the Prolific API at {where} could not be reached "
+                                   f"({type(exc).__name__}: {exc}): check PROLIFIC_API_URL and "
+                                   "the network; nothing was created")])
+        if response.status_code in (401, 403):
+            return ProbeResult(problems=[ReadinessProblem(
+                "credentials", f"Prolific refused PROLIFIC_API_TOKEN ({response.status_code}): "
+                               "set a valid API token; nothing was created")])
+        if response.status_code == 429:
+            return ProbeResult(problems=[ReadinessProblem(
+                "Prolific answer", "rate limited (429); publishing retries", blocking=False)])
+        if response.status_code >= 400:
+            return ProbeResult(problems=[ReadinessProblem(
+                "Prolific answer", f"GET users/me/ at {where} answered {response.status_code} "
+                                   f"{response.text[:200]}; nothing was created")])
+        return ProbeResult()
 
     # --- publishing ---------------------------------------------------------------------------
     def study_payload(self, *, stage, places: int, internal_name: str) -> dict[str, Any]:

@@ -93,8 +93,10 @@ def _money(value: Decimal) -> Decimal:
     return value.quantize(CENT, rounding=ROUND_HALF_UP)
 
 
-def stage_cost_estimate(*, stage: Stage, with_balance: bool = False) -> StageCostEstimate:
-    """Cost of the stage's HITs (built, or as `stage_hit_plan` would build them)."""
+def stage_cost_estimate(*, stage: Stage, with_balance: bool = False,
+                        plans=None) -> StageCostEstimate:
+    """Cost of the stage's HITs (built, or as `stage_hit_plan` would build them; `plans`: that
+    plan when the caller has it already)."""
     from annotation.providers import get_provider
 
 
@@ -104,7 +106,8 @@ def stage_cost_estimate(*, stage: Stage, with_balance: bool = False) -> StageCos
         groups = [(hit.max_assignments, hit.items.count(), hit.reward) for hit in hits]
     else:
         groups = [(plan.max_assignments, len(plan.items), stage.reward)
-                  for plan in stage_hit_plan(stage=stage, store=False)]
+                  for plan in (plans if plans is not None
+                               else stage_hit_plan(stage=stage, store=False))]
     rewards = fees = Decimal("0")
     n_assignments = n_judgments = in_tier = 0
     per_correct = stage.project.bonus_per_correct or Decimal("0")
@@ -182,15 +185,14 @@ def seconds_per_item(*, stage: Stage) -> tuple[float | None, str]:
 
 def _balance(provider) -> tuple[Decimal | None, str]:
     """The provider's balance, or why it is unknown. Any failure is reported rather than
-    raised: the estimate (and publishing) goes on without the balance, saying so."""
+    raised: the estimate goes on without the balance, saying so (whether publishing may go on
+    is the readiness check's call, annotation/services/readiness.py)."""
+    from annotation.providers.base import balance_error_text
+
     try:
         return provider.balance(), ""
     except Exception as exc:  # shown to the researcher, never hidden
-        response = getattr(exc, "response", None) or {}
-        error = response.get("Error", {}) if isinstance(response, dict) else {}
-        detail = (f"{error.get('Code')}: {error.get('Message', '')}" if error.get("Code")
-                  else f"{type(exc).__name__}: {exc}")
-        return None, detail.strip()[:300]
+        return None, balance_error_text(exc)
 
 
 def project_committed_cost(*, project, exclude_stage: Stage | None = None) -> Decimal:

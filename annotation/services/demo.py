@@ -18,9 +18,7 @@ from annotation.models import (
     InhouseLink,
     Project,
     Provider,
-    Stage,
     StageKind,
-    StageStatus,
     TaskKind,
     Worker,
 )
@@ -452,10 +450,16 @@ def demo_data_load() -> list[Project]:
                        progress=False)
         stage = project.stages.filter(kind=StageKind.FULL).order_by("id").first()
         if stage is None:
-            stage = Stage.objects.create(
-                project=project, kind=StageKind.FULL, name="full", order=1,
-                provider=Provider.INHOUSE, status=StageStatus.PUBLISHED, judgments_per_item=3,
-            )
+            from annotation.models import StageStatus
+            from annotation.services.stages import stage_create, stage_transition
+
+            stage = stage_create(project=project, kind=StageKind.FULL, name="full", order=1,
+                                 provider=Provider.INHOUSE, judgments_per_item=3)
+            # Opened for the in-house pages (which pick items themselves: no HITs), through
+            # the logged status machine so the log explains its status.
+            stage_transition(stage=stage, to_status=StageStatus.PUBLISHED,
+                             actor="demo data (rundemo)",
+                             reason="demo stage: every item, served by personal links")
         for worker in workers:
             if not InhouseLink.objects.filter(worker=worker, project=project, stage=stage,
                                               revoked=False).exists():

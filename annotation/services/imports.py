@@ -27,7 +27,6 @@ from annotation.models import (
     Provider,
     Stage,
     StageKind,
-    StageStatus,
     TaskKind,
     Worker,
 )
@@ -199,10 +198,13 @@ def import_stage_get_or_create(*, project: Project, name: str) -> tuple[Stage, b
             "an export of it into another project, or rename the stage in the file"
         )
     order = Stage.objects.filter(project=project).count()
-    stage = Stage.objects.create(
-        project=project, kind=StageKind.IMPORTED, name=name, provider=Provider.IMPORT,
-        status=StageStatus.CLOSED, order=order,
-    )
+    from .stages import stage_close, stage_create
+
+    stage = stage_create(project=project, kind=StageKind.IMPORTED, name=name,
+                         provider=Provider.IMPORT, order=order)
+    # Closed at once, through the logged status machine: it holds judgments made elsewhere.
+    stage_close(stage=stage, actor="import_data",
+                reason="imported judgments: collected elsewhere, never published here")
     return stage, True
 
 

@@ -59,6 +59,12 @@ def stage_items_choose(*, stage: Stage, store: bool = True) -> list[Item]:
     explicit = list(stage.items.filter(excluded=False).order_by("id"))
     if explicit:
         return explicit
+    listed = stage.items.count()
+    if listed:
+        # Never fall back to choosing by kind: that would release other items (and burn them
+        # for the later stages, which do not reuse released items).
+        raise StageError(f"{stage} lists {listed} items and every one is excluded now: choose "
+                         "its items again (a filter, or by kind)")
     options = stage.settings or {}
     base = Item.objects.filter(project_id=stage.project_id, excluded=False)
     if stage.kind == StageKind.QUALIFICATION:
@@ -88,6 +94,113 @@ def stage_items_choose(*, stage: Stage, store: bool = True) -> list[Item]:
     return chosen
 
 
+ITEM_FILTER_FIELDS = ("dataset", "split", "source")
+
+
+def stage_items_matching(*, project_id: int, dataset: str = "", split: str = "",
+                         source: str = ""):
+    """The project's data items (not excluded, practice or gold checks) a stage's item filter
+    matches: what `stage_items_select` chooses from."""
+    matching = Item.objects.filter(project_id=project_id, excluded=False, is_practice=False,
+                                   is_gold_check=False)
+    for field, value in (("dataset", dataset), ("split", split), ("source", source)):
+        if value:
+            matching = matching.filter(**{field: value})
+    return matching
+
+
+def item_filter_nothing_text(*, dataset: str = "", split: str = "", source: str = "") -> str:
+    named = ", ".join(f"{f}={v!r}" for f, v in (("dataset", dataset), ("split", split),
+                                                  ("source", source)) if v)
+    return f"no data items of the project match {named or 'the filter'}"
+
+
+def item_filter_values(*, project_id: int, field: str, limit: int = 12) -> list[str]:
+    """The values a filter field takes among the project's data items (to say what exists)."""
+    values = (stage_items_matching(project_id=project_id).order_by(field)
+              .values_list(field, flat=True).distinct()[:limit + 1])
+    return [v for v in values if v][:limit]
+
+
+def stage_item_filter_errors(*, project_id: int, dataset: str = "", split: str = "",
+                             source: str = "", count: int | None = None) -> dict[str, list[str]]:
+    """{filter field: [why]} when a stage's item filter would choose nothing, else {}; the
+    admin form and the API refuse the save with it (a stage saved with no items would take its
+    items by kind when published, releasing items nobody chose)."""
+    given = {"dataset": dataset or "", "split": split or "", "source": source or ""}
+    if not any(given.values()) or stage_items_matching(project_id=project_id,
+                                                       **given).exists():
+        return {}
+    alone = [f for f, v in given.items() if v and not stage_items_matching(
+        project_id=project_id, **{f: v}).exists()]
+    errors = {}
+    for field in alone or [f for f, v in given.items() if v]:
+        known = item_filter_values(project_id=project_id, field=field)
+        errors[field] = [f"{item_filter_nothing_text(**given)}: nothing would be released. "
+                         + (f"This project's {field} values: {', '.join(known)}."
+                            if field in alone and known else
+                            "No item has all of these; loosen the filter.")]
+    return errors
+
+
+@dataclasses.dataclass
+class ReleasePreview:
+    """Exactly the items publishing the stage releases (as `stage_hits_build` will store them),
+    or why it would release none."""
+
+    items: list[Item]  # the stage's data items, in release order
+    gold: list[Item]  # gold/attention items mixed into its HITs
+    n_hits: int
+    how: str  # where the items come from: "listed on the stage", "chosen by kind: ..."
+    error: str = ""
+    plans: list[HitPlan] = dataclasses.field(default_factory=list)  # a draft's HIT plan
+
+    def counts(self, field: str) -> list[tuple[str, int]]:
+        return Counter(getattr(item, field) or "–" for item in self.items).most_common()
+
+    def as_text(self) -> str:
+        if self.error:
+            return f"nothing to release: {self.error}"
+        by = ", ".join(f"{name}: {n}" for name, n in self.counts("dataset")[:6])
+        gold = f" + {len(self.gold)} gold items mixed in" if self.gold else ""
+        return (f"{len(self.items)} items ({by}){gold} in {self.n_hits} HITs; {self.how}")
+
+
+def stage_release_preview(*, stage: Stage) -> ReleasePreview:
+    """What publishing the stage releases, computed without storing anything: a draft's plan
+    (the same seeded choice `stage_hits_build` makes), or a live stage's HITs."""
+    from annotation.models import HitItem
+
+    if stage.status != StageStatus.DRAFT and stage.hits.exists():
+        rows = (HitItem.objects.filter(hit__stage=stage).select_related("item")
+                .order_by("hit_id", "position"))
+        seen: dict[int, Item] = {}
+        for row in rows:
+            seen.setdefault(row.item_id, row.item)
+        listed = set(stage.items.values_list("pk", flat=True))
+        items = [i for i in seen.values() if i.pk in listed]
+        gold = [i for i in seen.values() if i.pk not in listed]
+        return ReleasePreview(items=items, gold=gold, n_hits=stage.hits.count(),
+                              how="the HITs already built")
+    how = ("listed on the stage" if stage.items.exists() else
+           f"chosen by the stage's kind ({stage.get_kind_display().lower()}) from the items "
+           "no earlier stage released")
+    try:
+        chosen_items = stage_items_choose(stage=stage, store=False)
+        plans = stage_hit_plan(stage=stage, store=False, items=chosen_items)
+    except StageError as error:
+        return ReleasePreview(items=[], gold=[], n_hits=0, how=how, error=str(error))
+    chosen = {item.pk for item in chosen_items}
+    items, gold, seen_ids = [], [], set()
+    for plan in plans:
+        for item in plan.items:
+            if item.pk in seen_ids:
+                continue
+            seen_ids.add(item.pk)
+            (items if item.pk in chosen else gold).append(item)
+    return ReleasePreview(items=items, gold=gold, n_hits=len(plans), how=how, plans=plans)
+
+
 def stage_items_select(*, stage: Stage, dataset: str = "", split: str = "", source: str = "",
                        count: int | None = None) -> int:
     """Choose a draft stage's items by filter instead of by listing them (a stage of thousands
@@ -104,16 +217,11 @@ def stage_items_select(*, stage: Stage, dataset: str = "", split: str = "", sour
         return 0
     if count is not None and count < 1:
         raise StageError("the number of items must be at least 1")
-    matching = Item.objects.filter(project_id=stage.project_id, excluded=False,
-                                   is_practice=False, is_gold_check=False)
-    for field, value in (("dataset", dataset), ("split", split), ("source", source)):
-        if value:
-            matching = matching.filter(**{field: value})
+    matching = stage_items_matching(project_id=stage.project_id, dataset=dataset, split=split,
+                                    source=source)
     ids = list(matching.order_by("id").values_list("id", flat=True))
     if not ids:
-        named = ", ".join(f"{f}={v!r}" for f, v in (("dataset", dataset), ("split", split),
-                                                      ("source", source)) if v)
-        raise StageError(f"no data items of the project match {named or 'the filter'}")
+        raise StageError(item_filter_nothing_text(dataset=dataset, split=split, source=source))
     if count is not None and count < len(ids):
         ids = sorted(random.Random(stage.pk).sample(ids, count))
     stage.items.set(ids)
@@ -219,16 +327,19 @@ def _latin_square_lists(stage: Stage, items: list[Item]) -> dict[int, int]:
                                   n_levels=len(levels)) for pk, level, key in rows}
 
 
-def stage_hit_plan(*, stage: Stage, store: bool = True) -> list[HitPlan]:
+def stage_hit_plan(*, stage: Stage, store: bool = True,
+                   items: list[Item] | None = None) -> list[HitPlan]:
     """Group the stage's items into HITs (without writing HITs).
 
     Likert items sharing a passage (`group_key`) share HITs, so the passage is read once; every
     HIT holds items of one split so that its assignments match the split's redundancy, plus the
     project's gold/attention items at the gold rate (`stage_gold_rate`). A qualification is HITs
     with all its items, taken by `settings["max_workers"]` workers in all (default 50): on MTurk
-    split into HITs of at most 9 assignments (`qualification_hit_sizes`).
+    split into HITs of at most 9 assignments (`qualification_hit_sizes`). `items`: the
+    stage's items when the caller chose them already (`stage_items_choose`).
     """
-    items = stage_items_choose(stage=stage, store=store)
+    if items is None:
+        items = stage_items_choose(stage=stage, store=store)
     options = stage.settings or {}
     if stage.kind == StageKind.QUALIFICATION:
         workers = int(options.get("max_workers", DEFAULT_QUALIFICATION_WORKERS))

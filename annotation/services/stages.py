@@ -3,7 +3,9 @@
     draft → published → collecting → reviewing → closed
 
 Every status change goes through `stage_transition`, which refuses illegal moves and logs each
-one (with the user and reason) in `StageTransition`. `stage_publish` checks the guards (the
+one (who and why, both required) in `StageTransition`; a new stage is a draft (`stage_create`)
+and no form, API or bulk edit writes `status` (`manage.py check --database default` names any
+stage whose status its logged transitions do not explain, annotation/checks.py). `stage_publish` checks the guards (the
 agreement of the previous stage, the budget cap, the account balance), builds the HITs locally
 in one transaction, commits, and only then creates them on the provider one by one — each HIT's
 idempotency token is stored before its call, so publishing can be interrupted and resumed.
@@ -14,6 +16,7 @@ import dataclasses
 
 from django.db import transaction
 from django.db.models import Q
+from django.utils import timezone
 
 from annotation.domain.stage_settings import ROUTING_MODES, stage_settings_errors
 from annotation.judgment_selectors import stage_agreement
@@ -32,9 +35,10 @@ from annotation.providers import PublishReport, get_provider
 from .background import task_send_or_fail_fast
 from .costs import StageCostEstimate, project_committed_cost, stage_cost_estimate
 from .hits import hit_updates_record, stage_hits_publish
+from .readiness import ProviderNotReady, stage_readiness
 from .redundancy import adaptive_redundancy_guard
-from .stage_errors import BudgetExceeded, GuardFailed, IllegalTransition
-from .stage_plans import stage_hit_plan, stage_items_choose
+from .stage_errors import BudgetExceeded, GuardFailed, IllegalTransition, StageError
+from .stage_plans import stage_hit_plan, stage_items_choose, stage_items_select
 
 ALLOWED_TRANSITIONS: dict[str, set[str]] = {
     StageStatus.DRAFT: {StageStatus.PUBLISHED, StageStatus.CLOSED},
@@ -43,6 +47,30 @@ ALLOWED_TRANSITIONS: dict[str, set[str]] = {
     StageStatus.REVIEWING: {StageStatus.COLLECTING, StageStatus.CLOSED},
     StageStatus.CLOSED: set(),
 }
+
+
+LEGACY_ACTOR_PREFIX = "migration "  # rows recorded on upgrade for stages older than the log
+
+
+def transition_log_problem(status: str, log: list[tuple[str, str, str]]) -> str:
+    """Why `status` could not be the result of the logged transitions `log` ((from, to,
+    actor) in order), or "". The log starts at draft, each row is a legal move from where the
+    previous one ended, and it ends at `status`. A row recorded on upgrade (actor "migration
+    ...") for a stage older than the log is taken as where that stage was."""
+    state = StageStatus.DRAFT
+    for from_status, to_status, actor in log:
+        if (actor or "").startswith(LEGACY_ACTOR_PREFIX):
+            state = to_status
+            continue
+        if from_status != state:
+            return f"a logged move starts at {from_status} but the stage was {state}"
+        if to_status not in ALLOWED_TRANSITIONS.get(state, set()):
+            return f"{state} → {to_status} is not a move the status machine makes"
+        state = to_status
+    if state != status:
+        how = "no transition was logged" if not log else f"its log ends at {state}"
+        return f"it is {status} but {how}"
+    return ""
 
 
 @dataclasses.dataclass
@@ -56,22 +84,73 @@ class StagePublishResult:
 # --- status machine ------------------------------------------------------------------------
 
 
+def actor_of(user) -> str:
+    return user.get_username() if getattr(user, "pk", None) else ""
+
+
 @transaction.atomic
-def stage_transition(*, stage: Stage, to_status: str, user=None, reason: str = "") -> Stage:
+def stage_transition(*, stage: Stage, to_status: str, user=None, reason: str = "",
+                     actor: str = "") -> Stage:
+    """The one place a stage's status changes: refuses illegal moves and logs who (`user`, or
+    `actor` naming the job or command) and why (`reason`) — both required."""
     fresh = Stage.objects.select_for_update().get(pk=stage.pk)
     if to_status not in ALLOWED_TRANSITIONS[fresh.status]:
         raise IllegalTransition(
             f"{stage} cannot go from {fresh.status} to {to_status}; allowed: "
             f"{', '.join(sorted(ALLOWED_TRANSITIONS[fresh.status])) or 'none'}"
         )
+    if not getattr(user, "pk", None) and actor.startswith(LEGACY_ACTOR_PREFIX):
+        raise ValueError(f"actor {actor!r} is reserved for the rows recorded on upgrade")
+    actor = actor_of(user) or actor.strip()
+    if not actor or not reason.strip():
+        raise ValueError(f"a transition of {stage} to {to_status} needs who made it (user or "
+                         "actor) and a reason")
     StageTransition.objects.create(
-        stage=fresh, from_status=fresh.status, to_status=to_status, reason=reason,
-        user=user if getattr(user, "pk", None) else None,
+        stage=fresh, from_status=fresh.status, to_status=to_status, reason=reason.strip(),
+        user=user if getattr(user, "pk", None) else None, actor=actor[:150],
     )
     fresh.status = to_status
     fresh.save(update_fields=["status", "updated_at"])
     stage.status = to_status
     return stage
+
+
+@transaction.atomic
+def stage_create(*, project, items: dict | None = None, **fields) -> Stage:
+    """A new stage: always a draft (its status then changes only through publish, close and
+    extend); `status` is refused, not ignored. `items`: a filter for `stage_items_select`."""
+    if "status" in fields and fields.pop("status") not in (None, "", StageStatus.DRAFT):
+        raise IllegalTransition("a new stage is a draft: publish it to release its items")
+    stage = Stage.objects.create(project=project, status=StageStatus.DRAFT, **fields)
+    if items is not None:
+        stage_items_select(stage=stage, **items)
+    return stage
+
+
+@transaction.atomic
+def stage_update(*, stage: Stage, data: dict) -> Stage:
+    """Change a stage's fields (never its status) and, for a draft, its items by filter."""
+    data = dict(data)
+    if "status" in data:
+        raise IllegalTransition("a stage's status changes only through publish, close and "
+                                "extend")
+    items = data.pop("items", None)
+    for name, value in data.items():
+        setattr(stage, name, value)
+    if data:
+        stage.save(update_fields=[*data, "updated_at"])
+    if items is not None:
+        stage_items_select(stage=stage, **items)
+    return stage
+
+
+def _publish_problem_record(stage: Stage, problem: str) -> None:
+    """Why the last publish did not go through, for the stage page and the cockpit ("" once
+    the stage is live). Only this service writes it."""
+    now = timezone.now() if problem else None
+    Stage.objects.filter(pk=stage.pk).update(publish_problem=problem[:4000],
+                                             publish_problem_at=now)
+    stage.publish_problem, stage.publish_problem_at = problem[:4000], now
 
 
 @transaction.atomic
@@ -187,32 +266,69 @@ def budget_guard(*, stage: Stage, estimate: StageCostEstimate) -> None:
 
 
 def stage_publish(*, stage: Stage, user=None, override_reason: str | None = None,
-                  check_balance: bool = True) -> StagePublishResult:
-    """Publish a draft stage (or resume publishing one whose HITs are not all created)."""
+                  check_balance: bool = True, actor: str = "") -> StagePublishResult:
+    """Publish a draft stage (or resume publishing one whose HITs are not all created): the one
+    path every door takes (admin actions, Celery, commands). Every check — order of stages,
+    settings, routing, redundancy, agreement gate, items, budget and the provider's readiness
+    (`check_balance`: with its read-only probe) — runs before anything is stored or sent; a
+    refusal leaves the stage a draft, raises, and is kept in `Stage.publish_problem`."""
     stage.refresh_from_db()
-    if stage.status == StageStatus.DRAFT:
-        if stage.requires_stage is not None and stage.requires_stage.status == StageStatus.DRAFT:
-            raise GuardFailed(f"{stage.requires_stage} must be published first")
-        settings_guard(stage=stage)
-        routing_guard(stage=stage)
-        adaptive_redundancy_guard(stage=stage)
-        note = agreement_guard(stage=stage, override_reason=override_reason)
-        # Checked on the plan before any HIT row exists, so a refused stage stays editable.
-        estimate = stage_cost_estimate(stage=stage, with_balance=check_balance)
-        budget_guard(stage=stage, estimate=estimate)
-        hits = stage_hits_build(stage=stage)
-        reason = "; ".join(part for part in (estimate.as_text(), note) if part)
-        stage_transition(stage=stage, to_status=StageStatus.PUBLISHED, user=user, reason=reason)
-    elif stage.status in (StageStatus.PUBLISHED, StageStatus.COLLECTING):
-        hits = list(stage.hits.all())
-        estimate = stage_cost_estimate(stage=stage)
-    else:
+    actor = actor or "stage_publish called without a user"
+    if stage.status not in (StageStatus.DRAFT, StageStatus.PUBLISHED, StageStatus.COLLECTING):
         raise IllegalTransition(f"{stage} is {stage.status}; only a draft can be published")
+    try:
+        if stage.status == StageStatus.DRAFT:
+            hits, estimate = _publish_draft(stage=stage, user=user, actor=actor,
+                                            override_reason=override_reason,
+                                            probe=check_balance)
+        else:  # resuming: HITs not all created yet
+            _provider_ready(stage=stage, probe=check_balance)
+            hits = list(stage.hits.all())
+            estimate = stage_cost_estimate(stage=stage)
+    except StageError as error:
+        _publish_problem_record(stage, f"publish refused: {error}")
+        raise
     report = stage_hits_create(stage=stage)
     if report.complete and stage.status == StageStatus.PUBLISHED:
-        stage_transition(stage=stage, to_status=StageStatus.COLLECTING, user=user,
+        stage_transition(stage=stage, to_status=StageStatus.COLLECTING, user=user, actor=actor,
                          reason=f"{len(hits)} HITs live on {stage.get_provider_display()}")
+    _publish_problem_record(stage, "" if report.complete else (
+        f"{report.failed} of {len(hits)} HITs not created on {stage.get_provider_display()} "
+        f"({'; '.join(report.errors[:3])}): nothing is served until they are; publish again "
+        "to retry"))
     return StagePublishResult(stage=stage, estimate=estimate, report=report, n_hits=len(hits))
+
+
+def _provider_ready(*, stage: Stage, probe: bool):
+    readiness = stage_readiness(stage=stage, probe=probe)
+    if not readiness.ready:
+        raise ProviderNotReady(f"{stage.get_provider_display()} is {readiness.as_text()}")
+    return readiness
+
+
+def _publish_draft(*, stage: Stage, user, actor: str, override_reason: str | None,
+                   probe: bool) -> tuple[list[Hit], StageCostEstimate]:
+    if stage.requires_stage is not None and stage.requires_stage.status == StageStatus.DRAFT:
+        raise GuardFailed(f"{stage.requires_stage} must be published first")
+    settings_guard(stage=stage)
+    routing_guard(stage=stage)
+    adaptive_redundancy_guard(stage=stage)
+    note = agreement_guard(stage=stage, override_reason=override_reason)
+    # Checked on the plan before any HIT row exists, so a refused stage stays editable; the
+    # items too: a stage with nothing to release is refused here, never published empty.
+    estimate = stage_cost_estimate(stage=stage)
+    # The provider last: its probe is a (read-only) remote call, made only for a stage that
+    # passed every local check. Nothing that creates or spends runs before it.
+    readiness = _provider_ready(stage=stage, probe=probe)
+    if probe:
+        estimate = dataclasses.replace(estimate, balance=readiness.balance,
+                                       balance_error=readiness.balance_error)
+    budget_guard(stage=stage, estimate=estimate)
+    hits = stage_hits_build(stage=stage)
+    reason = "; ".join(part for part in (estimate.as_text(), note) if part)
+    stage_transition(stage=stage, to_status=StageStatus.PUBLISHED, user=user, actor=actor,
+                     reason=reason)
+    return hits, estimate
 
 
 def stage_publish_enqueue(*, stage: Stage, by=None, reason: str | None = None):
@@ -228,17 +344,22 @@ def stage_hits_create(*, stage: Stage) -> PublishReport:
     return stage_hits_publish(stage=stage, provider=get_provider(stage.provider))
 
 
-def stage_close(*, stage: Stage, user=None, reason: str = "") -> Stage:
+def stage_close(*, stage: Stage, user=None, reason: str = "", actor: str = "") -> Stage:
     """Stop the stage on the provider (expire HITs / stop the study) and close it."""
     if stage.status != StageStatus.DRAFT:
         hit_updates_record(get_provider(stage.provider).expire_stage(stage=stage))
-    return stage_transition(stage=stage, to_status=StageStatus.CLOSED, user=user, reason=reason)
+    return stage_transition(stage=stage, to_status=StageStatus.CLOSED, user=user,
+                            actor=actor or "stage_close called without a user",
+                            reason=reason.strip() or "closed (no reason given)")
 
 
-def stage_extend(*, stage: Stage, seconds: int, user=None) -> Stage:
+def stage_extend(*, stage: Stage, seconds: int, user=None, actor: str = "") -> Stage:
+    if stage.status in (StageStatus.DRAFT, StageStatus.CLOSED):
+        raise IllegalTransition(f"{stage} is {stage.status}: only a live stage can be extended")
     hit_updates_record(get_provider(stage.provider).extend_stage(stage=stage, seconds=seconds))
     if stage.status == StageStatus.REVIEWING:
         stage_transition(stage=stage, to_status=StageStatus.COLLECTING, user=user,
+                         actor=actor or "stage_extend called without a user",
                          reason=f"extended by {seconds} s")
     return stage
 

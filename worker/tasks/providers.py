@@ -25,7 +25,8 @@ def stage_publish(stage_id: int, user_id: int | None = None,
 
     user = get_user_model().objects.filter(pk=user_id).first() if user_id else None
     result = publish(stage=Stage.objects.get(pk=stage_id), user=user,
-                     override_reason=override_reason)
+                     override_reason=override_reason,
+                     actor="Celery task worker.tasks.providers.stage_publish")
     return {"created": result.report.created, "failed": result.report.failed,
             "status": result.stage.status}
 

@@ -176,6 +176,7 @@ def stage_sync_and_review(*, stage: Stage) -> tuple[SyncReport, ReviewReport]:
     stage.refresh_from_db()
     if stage.status == StageStatus.COLLECTING and stage_collection_complete(stage=stage):
         stage_transition(stage=stage, to_status=StageStatus.REVIEWING,
+                         actor="provider sync (stage_sync_and_review)",
                          reason="every HIT has all its assignments submitted")
     elif stage.status == StageStatus.CLOSED:
         stage_reconcile_mark(stage=stage, sync=sync, review=review)

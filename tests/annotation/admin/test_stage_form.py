@@ -49,10 +49,12 @@ def test_a_published_stage_of_1500_items_saves_a_new_setting(admin_client_):
     stage.refresh_from_db()
     assert stage.settings == {"latin_square": True} and stage.agreement_threshold == 0.6
     assert stage.items.count() == 1500  # kept
-    # Its items are fixed once published: a filter is refused with a message, nothing changes.
-    refused = _save(admin_client_, stage, item_choice="filter", item_count="10")
-    assert "Items not changed" in refused.content.decode()
-    assert stage.items.count() == 1500
+    # Its items are fixed once published: a filter is refused on the form, nothing is saved.
+    refused = _save(admin_client_, stage, item_choice="filter", item_count="10",
+                    agreement_threshold="0.7")
+    assert "its items are fixed once it is published" in refused.content.decode()
+    stage.refresh_from_db()
+    assert stage.items.count() == 1500 and stage.agreement_threshold == 0.6
 
 
 def test_a_draft_stage_takes_its_items_by_filter_and_count(admin_client_):
