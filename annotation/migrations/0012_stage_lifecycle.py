@@ -2,7 +2,7 @@
 
 from django.db import migrations, models
 
-LEGACY_ACTOR = "migration 0011_stage_lifecycle"
+LEGACY_ACTOR = "migration 0012_stage_lifecycle"
 ALLOWED = {
     "draft": {"published", "closed"},
     "published": {"collecting", "closed"},

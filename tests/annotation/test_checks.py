@@ -52,19 +52,19 @@ def test_the_log_must_start_at_draft_follow_legal_moves_and_end_at_the_status():
         "closed", [("draft", "published", "a")])
     # A row recorded on upgrade for an older stage is where that stage was.
     assert transition_log_problem("collecting", [
-        ("draft", "collecting", "migration 0011_stage_lifecycle")]) == ""
+        ("draft", "collecting", "migration 0012_stage_lifecycle")]) == ""
 
 
 def test_a_row_of_a_user_is_never_taken_for_an_upgrade_row():
     project = make_project(TaskKind.LIKERT)
     stage = make_stage(project, status=StageStatus.COLLECTING)
     StageTransition.objects.create(stage=stage, from_status="draft", to_status="collecting",
-                                   actor="migration 0011_stage_lifecycle",
+                                   actor="migration 0012_stage_lifecycle",
                                    user=make_user("migration-sneaky"))
     assert "draft → collecting is not a move" in _e001()[0].msg
     with pytest.raises(ValueError, match="reserved"):
         stage_transition(stage=stage, to_status=StageStatus.CLOSED,
-                         actor="migration 0011_stage_lifecycle", reason="x")
+                         actor="migration 0012_stage_lifecycle", reason="x")
 
 
 def test_every_transition_needs_who_and_why():
