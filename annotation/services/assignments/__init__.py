@@ -7,6 +7,7 @@ per job: `picking` (which items a worker gets), `lifecycle` (start, time-outs, r
 and `errors` the refusals.
 """
 from .comprehension import ATTEMPTS_KEY, RETRY_MESSAGE, RETURN_KEY, RETURN_MESSAGE
+from .design import latin_square_on, participant_number
 from .drafts import assignment_page_state, assignment_record_guess, assignment_save_draft
 from .errors import (
     AssignmentClosed,
@@ -30,8 +31,6 @@ from .lifecycle import (
 from .picking import (
     gold_items_for_stage,
     items_pick_next,
-    latin_square_on,
-    participant_list,
     practice_items_for_stage,
     stage_items,
 )
@@ -89,7 +88,7 @@ __all__ = [
     "gold_items_for_stage",
     "items_pick_next",
     "latin_square_on",
-    "participant_list",
+    "participant_number",
     "pilot_paragraph",
     "practice_items_for_stage",
     "stage_items",
