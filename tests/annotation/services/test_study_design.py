@@ -7,7 +7,9 @@ across participants every condition (question x level) of a paragraph is covered
 a worker answered in an earlier stage never come back to them."""
 from __future__ import annotations
 
+import json
 from collections import Counter
+from pathlib import Path
 from urllib.parse import urlencode
 
 import pytest
@@ -15,7 +17,7 @@ from django.urls import reverse
 from rest_framework.test import APIClient
 
 from annotation.domain.design import balance_violations, design_violations
-from annotation.importers import onestopqa, onestopqa_responses
+from annotation.importers import jsonl, onestopqa, onestopqa_responses
 from annotation.models import (
     Assignment,
     AssignmentItem,
@@ -139,6 +141,18 @@ def test_the_design_unit_is_stored_by_the_importers_and_the_items_api(client, st
         assert response.status_code == 201, response.content
         assert response.json()["design_unit"] == unit
         assert Item.objects.get(project=project, external_id=external_id).design_unit == unit
+    # JSONL rows may name it; the admin's item form derives it when left blank.
+    row = jsonl.parse_line({"external_id": "line-1", "content": content, "design_unit": "x-1"},
+                           kind=TaskKind.MC, path=Path("items.jsonl"), line=1, split=None)
+    assert row.columns()["design_unit"] == "x-1"
+    form = {"project": project.pk, "external_id": "admin-1", "content": json.dumps(content),
+            "gold": "null", "metadata": json.dumps({"article": 8, "paragraph": 1}),
+            "design_unit": "", "dataset": "", "source": "", "split": "", "domain": "",
+            "text_level": "", "group_key": "", "exclusion_reason": ""}
+    client.force_login(admin_user)
+    response = client.post(reverse("admin:annotation_item_add"), form)
+    assert response.status_code == 302, response.content[:2000]
+    assert Item.objects.get(external_id="admin-1").design_unit == "article 8 paragraph 1"
 
 
 # --- in-house links ---------------------------------------------------------------------------
