@@ -61,6 +61,14 @@ def stage_square(stage: Stage, items: QuerySet[Item] | None = None) -> LatinSqua
     return LatinSquare(conditions_of(qs.filter(is_practice=False, is_gold_check=False)))
 
 
+def _lock_worker(worker: Worker) -> None:
+    """One allocation per worker at a time (PostgreSQL), so two pages the worker opens at once
+    in two stages of the project (or two HITs) cannot both hand out one paragraph; SQLite
+    already serialises writers. Taken after the HIT's row lock and before the stage's."""
+    if connection.features.has_select_for_update:
+        Worker.objects.select_for_update().filter(pk=worker.pk).first()
+
+
 def units_seen(*, project_id: int, worker: Worker) -> set[str]:
     """The design units this worker judged or holds in the project, in any stage (practice
     items left out)."""
@@ -94,10 +102,13 @@ def latin_square_filter(*, stage: Stage, worker: Worker, available: QuerySet[Ite
     square = stage_square(stage)
     if not square.units:
         return available
-    seen = units_seen(project_id=stage.project_id, worker=worker)
+    _lock_worker(worker)
     if connection.features.has_select_for_update:
-        # Arrivals take their number one at a time (SQLite already has its write lock).
-        Stage.objects.select_for_update().filter(pk=stage.pk).first()
+        # Arrivals take their number one at a time (SQLite already has its write lock). The
+        # stage row only: Stage's default ordering joins the project, whose row FOR UPDATE
+        # would also lock and serialise every other stage of the project.
+        Stage.objects.select_for_update().filter(pk=stage.pk).order_by().first()
+    seen = units_seen(project_id=stage.project_id, worker=worker)
     number = participant_number(stage=stage, worker=worker)
     open_ids = set(available.values_list("pk", flat=True))
     wanted = {unit: [c.item_id for c in square.preference(unit, number)
@@ -124,6 +135,7 @@ def hit_design_refusal(*, stage: Stage, worker: Worker, items: list[Item]) -> st
     units = [unit_key(item_id=pk, design_unit=unit)
              for pk, unit in Item.objects.filter(pk__in=[i.pk for i in items], is_practice=False)
              .values_list("pk", "design_unit")]
+    _lock_worker(worker)
     if len(units) != len(set(units)):
         return ("This HIT shows the same text twice, which this study does not allow. Please "
                 "return it; other HITs may be open to you.")
