@@ -10,6 +10,7 @@ recomputed *after* the lock so a slot taken by a transaction that committed in b
 from __future__ import annotations
 
 import random
+from collections import Counter
 
 from django.core.exceptions import EmptyResultSet
 from django.db import connection, transaction
@@ -245,11 +246,16 @@ def items_pick_next(*, stage: Stage, worker: Worker, limit: int) -> list[Item]:
 
 
 def _deficits(stage: Stage, ids: list[int]) -> dict[int, int]:
-    """{item id: judgments it still needs in the stage} for `ids`."""
+    """{item id: judgments it still needs in the stage} for `ids`: three plain reads (targets,
+    judgments, live holds) rather than two correlated counts per item."""
     if not ids:
         return {}
-    counted = _annotate_deficit(Item.objects.filter(pk__in=ids), stage)
-    return {item.pk: item.deficit for item in counted}
+    targets = Item.objects.filter(pk__in=ids).annotate(qaj_target=_target(stage))
+    judged = Counter(Judgment.objects.filter(stage=stage, item_id__in=ids)
+                     .values_list("item_id", flat=True))
+    held = Counter(_held(stage).filter(item_id__in=ids).values_list("item_id", flat=True))
+    return {pk: target - judged[pk] - held[pk]
+            for pk, target in targets.values_list("pk", "qaj_target")}
 
 
 def _sql(qs: QuerySet) -> tuple[str, tuple]:
