@@ -102,7 +102,9 @@ SETTINGS: tuple[SettingSpec, ...] = (
                 "the project's gold rate", minimum=0.0, maximum=MAX_GOLD_RATE),
     SettingSpec("reuse_earlier_items", "bool", "Reuse earlier items",
                 "Release items that were already in the project's qualification (other data "
-                "stages' items are never released again).", "Items and HITs", "no"),
+                "stages' items are never released again). In a STARC study a "
+                "participant still never reads a paragraph or article twice.",
+                "Items and HITs", "no"),
     SettingSpec("latin_square", "bool", "STARC Latin square",
                 "Serve each participant at most one item per paragraph (OneStopQA) or article "
                 "(RACE), conditions rotated in a Latin square (the STARC design). Off lets a "

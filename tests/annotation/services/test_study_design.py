@@ -18,6 +18,7 @@ from rest_framework.test import APIClient
 
 from annotation.domain.design import balance_violations, design_violations
 from annotation.importers import jsonl, onestopqa, onestopqa_responses
+from annotation.importers.base import ImportFormatError
 from annotation.models import (
     Assignment,
     AssignmentItem,
@@ -141,6 +142,13 @@ def test_the_design_unit_is_stored_by_the_importers_and_the_items_api(client, st
         assert response.status_code == 201, response.content
         assert response.json()["design_unit"] == unit
         assert Item.objects.get(project=project, external_id=external_id).design_unit == unit
+    # Bad input is refused naming the field.
+    response = api_client.post(url, {"external_id": "long", "content": content,
+                                     "design_unit": "x" * 101}, format="json")
+    assert response.status_code == 400 and "design_unit" in response.json()
+    with pytest.raises(ImportFormatError, match="design_unit"):
+        jsonl.parse_line({"external_id": "bad", "content": content, "design_unit": 5},
+                         kind=TaskKind.MC, path=Path("items.jsonl"), line=2, split=None)
     # JSONL rows may name it; the admin's item form derives it when left blank.
     row = jsonl.parse_line({"external_id": "line-1", "content": content, "design_unit": "x-1"},
                            kind=TaskKind.MC, path=Path("items.jsonl"), line=1, split=None)
