@@ -21,6 +21,7 @@ from annotation.models import (
 )
 
 from .assignments import gold_items_for_stage
+from .assignments.design import latin_square_on, stage_square
 from .stage_errors import StageError
 
 MTURK_MAX_ASSIGNMENTS_20PCT = 9  # 10 or more assignments on one HIT costs a 40% fee
@@ -202,22 +203,19 @@ class _GoldMixer:
 
 
 def _latin_square_lists(stage: Stage, items: list[Item]) -> dict[int, tuple[int, int]]:
-    """{item id: (Latin-square list, position in the list)} when the stage serves STARC conditions in a Latin square
-    (annotation.domain.design), else {}. The lists hold every condition (question x level)
+    """{item id: (Latin-square list, position in the list)} when the stage serves STARC
+    conditions in a Latin square (annotation.domain.design), else {}. The lists hold every condition (question x level)
     exactly once and each list at most one item per design unit (paragraph, article); MTurk HITs
     are cut from one list, and a worker who already read one of a HIT's texts (at any level, in
     any stage) is refused that HIT at accept (`assignment_start`). Within a list the datasets
     alternate (first unit of each dataset, then the second …), so every HIT cut from it mixes
     them as the list does, and consecutive units of a dataset rotate the levels."""
-    from .assignments.design import latin_square_on, stage_square
-
     if not items or not latin_square_on(stage):
         return {}
     square = stage_square(stage, Item.objects.filter(pk__in=[item.pk for item in items]))
     lists = {}
     for list_index in range(square.n_lists):
-        order = sorted(square.list_items(list_index),
-                       key=lambda pk: square.position(pk))
+        order = sorted(square.list_items(list_index), key=square.position)
         lists.update({pk: (list_index, n) for n, pk in enumerate(order)})
     return lists
 

@@ -257,6 +257,17 @@ def test_mixed_datasets_each_participant_gets_every_paragraph_and_article_once(c
                              conditions=conditions) == []
     assert balance_violations([(n, i.dataset) for n, i in shown], slack=0) == []
     assert Counter(n for n, _i in shown) == {n: 12 for n in range(4)}
+    # MTurk HIT plans of the same items: one item per text in each HIT, every condition in
+    # exactly one HIT; the lists that hold RACE articles alternate the datasets.
+    mturk = make_stage(project, provider=Provider.MTURK, status=StageStatus.DRAFT)
+    mturk.items.set(items)
+    plans = stage_hit_plan(stage=mturk, store=False)
+    assert Counter(i.pk for plan in plans for i in plan.items) == {i.pk: 1 for i in items}
+    for plan in plans:
+        assert len({i.design_unit for i in plan.items}) == len(plan.items)
+        datasets = [i.dataset for i in plan.items]
+        if "race" in datasets:
+            assert datasets[:2] in (["onestopqa", "race"], ["race", "onestopqa"])
 
 
 # --- Prolific ---------------------------------------------------------------------------------
