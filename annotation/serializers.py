@@ -279,7 +279,7 @@ class ItemGoldField(serializers.JSONField):
     pass
 
 
-ITEM_COLUMNS = ("dataset", "source", "split", "domain", "text_level", "group_key")
+ITEM_COLUMNS = ("dataset", "source", "split", "domain", "text_level", "group_key", "design_unit")
 
 
 class ItemOutputSerializer(serializers.ModelSerializer):

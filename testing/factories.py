@@ -12,6 +12,7 @@ import itertools
 from decimal import Decimal
 from typing import Any
 
+from annotation.domain.design import design_unit_for
 from annotation.models import (
     Assignment,
     AssignmentItem,
@@ -100,6 +101,9 @@ def make_item(project: Project, **fields) -> Item:
     fields.setdefault("content", item_content(project.kind, n))
     fields.setdefault("dataset", "demo")
     fields.setdefault("split", "dev")
+    if not fields.get("design_unit"):  # as the importers and the items API derive it
+        fields["design_unit"] = design_unit_for(external_id=fields["external_id"],
+                                                metadata=fields.get("metadata"))
     return Item.objects.create(project=project, **fields)
 
 

@@ -8,6 +8,7 @@ from django.contrib import admin, messages
 from django.db.models import Count
 from django.utils.html import format_html, format_html_join
 
+from annotation.domain.design import design_unit_for
 from annotation.domain.item_content import ItemContentError, validate_gold, validate_item_content
 from annotation.models import (
     AdaptiveTarget,
@@ -182,12 +183,15 @@ class ItemAdminForm(forms.ModelForm):
         model = Item
         fields = (
             "project", "external_id", "dataset", "source", "split", "domain", "text_level",
-            "group_key", "content", "gold", "is_gold_check", "is_practice", "excluded",
-            "exclusion_reason", "metadata",
+            "group_key", "design_unit", "content", "gold", "is_gold_check", "is_practice",
+            "excluded", "exclusion_reason", "metadata",
         )
 
     def clean(self):
         cleaned = super().clean()
+        if not cleaned.get("design_unit"):  # as the importers and the items API derive it
+            cleaned["design_unit"] = design_unit_for(
+                external_id=cleaned.get("external_id") or "", metadata=cleaned.get("metadata"))
         project = cleaned.get("project") or getattr(self.instance, "project", None)
         if project is None:
             return cleaned
@@ -233,7 +237,7 @@ class ItemAdmin(ProjectScopedAdmin):
         "text_level", ItemStageFilter, "is_gold_check", "is_practice", "excluded",
     )
     list_select_related = ("project",)
-    search_fields = ("external_id", "dataset", "source", "group_key")
+    search_fields = ("external_id", "dataset", "source", "group_key", "design_unit")
     autocomplete_fields = ("project",)
     readonly_fields = ("created_at",)
 

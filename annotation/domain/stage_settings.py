@@ -102,11 +102,14 @@ SETTINGS: tuple[SettingSpec, ...] = (
                 "the project's gold rate", minimum=0.0, maximum=MAX_GOLD_RATE),
     SettingSpec("reuse_earlier_items", "bool", "Reuse earlier items",
                 "Release items that were already in the project's qualification (other data "
-                "stages' items are never released again).", "Items and HITs", "no"),
+                "stages' items are never released again). In a STARC study a "
+                "participant still never reads a paragraph or article twice.",
+                "Items and HITs", "no"),
     SettingSpec("latin_square", "bool", "STARC Latin square",
-                "Serve each participant every question once, at one text level (the STARC "
-                "design). Off lets a participant see a question at several levels.",
-                "Items and HITs", "on when the items come in several text levels",
+                "Serve each participant at most one item per paragraph (OneStopQA) or article "
+                "(RACE), conditions rotated in a Latin square (the STARC design). Off lets a "
+                "participant read one text several times.",
+                "Items and HITs", "on when several items share a paragraph/article",
                 kinds=("mc",)),
     SettingSpec("routing", "choice", "Routing",
                 "Which items reach humans: all of them (random), or a draw weighted by LERC's "

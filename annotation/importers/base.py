@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from annotation.domain.design import MAX_UNIT_LENGTH, design_unit_for
 from annotation.domain.item_content import (
     AB_CHOICES,
     MC_ROLES,
@@ -77,6 +78,7 @@ class ItemRecord:
     domain: str = ""
     text_level: str = ""
     group_key: str = ""
+    design_unit: str = ""  # the STARC design unit; derived when empty (columns())
     gold: dict | None = None
     is_gold_check: bool = False
     is_practice: bool = False
@@ -91,12 +93,16 @@ class ItemRecord:
         "content", "gold", "dataset", "source", "split", "domain", "text_level",
     )
     COLUMN_FIELDS = (
-        "dataset", "source", "split", "domain", "text_level", "group_key", "content", "gold",
-        "is_gold_check", "is_practice", "excluded", "exclusion_reason", "metadata",
+        "dataset", "source", "split", "domain", "text_level", "group_key", "design_unit",
+        "content", "gold", "is_gold_check", "is_practice", "excluded", "exclusion_reason",
+        "metadata",
     )
 
     def columns(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in self.COLUMN_FIELDS}
+        columns = {name: getattr(self, name) for name in self.COLUMN_FIELDS}
+        columns["design_unit"] = self.design_unit or design_unit_for(
+            external_id=self.external_id, metadata=self.metadata)
+        return columns
 
 
 def text_key(text: str) -> str:
@@ -162,7 +168,7 @@ def _check_judgment(kind: str, judgment: JudgmentRecord) -> None:
 # Column widths of annotation.models.Item: longer values are an import error, not a crash.
 _STRING_COLUMNS = {
     "dataset": 100, "source": 100, "split": 20, "domain": 100, "text_level": 20,
-    "group_key": 64, "exclusion_reason": 200,
+    "group_key": 64, "design_unit": MAX_UNIT_LENGTH, "exclusion_reason": 200,
 }
 
 

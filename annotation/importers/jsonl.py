@@ -27,8 +27,9 @@ from .base import (
 KIND = None  # the project's kind; a line may repeat it in "kind"
 
 ITEM_FIELDS = {
-    "external_id", "dataset", "source", "split", "domain", "text_level", "group_key", "content",
-    "gold", "is_gold_check", "is_practice", "excluded", "exclusion_reason", "metadata",
+    "external_id", "dataset", "source", "split", "domain", "text_level", "group_key",
+    "design_unit", "content", "gold", "is_gold_check", "is_practice", "excluded",
+    "exclusion_reason", "metadata",
 }
 # Written by export_data for people reading the file; ignored on import.
 INFORMATIONAL_ITEM_FIELDS = {"kind", "project"}
@@ -41,7 +42,7 @@ NOT_ACCEPTED_STATUSES = frozenset({"rejected", "returned", "flagged"})
 
 _DEFAULTS: dict[str, Any] = {
     "dataset": "", "source": "", "split": "", "domain": "", "text_level": "", "group_key": "",
-    "gold": None, "is_gold_check": False, "is_practice": False, "excluded": False,
+    "design_unit": "", "gold": None, "is_gold_check": False, "is_practice": False, "excluded": False,
     "exclusion_reason": "", "metadata": {},
 }
 
@@ -97,7 +98,7 @@ def parse_line(raw: Any, *, kind: str, path: Path, line: int, split: str | None)
         )
     columns = {name: raw.get(name, default) for name, default in _DEFAULTS.items()}
     for name in ("dataset", "source", "split", "domain", "text_level", "group_key",
-                 "exclusion_reason"):
+                 "design_unit", "exclusion_reason"):
         if columns[name] is None:
             columns[name] = ""
     if columns["metadata"] is None:

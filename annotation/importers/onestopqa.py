@@ -14,7 +14,9 @@ and the original word spans are kept in item.metadata.char_segments / word_spans
 External ids follow the in-lab experiment files (`in_lab_qa.tsv`):
 `os<article>_<paragraph>_<question>_<level>`, paragraph and question counted from 1, article
 numbered as in the experiments' README (the 20 articles used there are 1–20, listed below by
-title); the 10 other articles get 21–30 in the order of the file.
+title); the 10 other articles get 21–30 in the order of the file. The design unit of the STARC
+Latin square (Item.design_unit) is the paragraph, `os<article>_<paragraph>`: its three questions
+at its three levels are nine conditions of one unit, and a participant gets one of them.
 """
 from __future__ import annotations
 
@@ -163,6 +165,7 @@ def _item(path, title, paragraph, qa, q_pos, level, external_id, number, p_index
         split=split or "",
         text_level=level,
         group_key=f"os{number}_{p_index}_{level}",
+        design_unit=f"os{number}_{p_index}",  # the paragraph, at any level: the STARC unit
         gold={"choice": "A"},
         metadata={
             "article": number,

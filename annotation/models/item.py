@@ -35,6 +35,13 @@ class Item(models.Model):
         max_length=64, blank=True, db_index=True,
         help_text="Items with the same key (e.g. a passage hash) share a HIT.",
     )
+    design_unit = models.CharField(
+        max_length=100, blank=True, db_index=True,
+        help_text="The text a participant reads (a OneStopQA paragraph at any level, a RACE "
+                  "article): in a STARC Latin square a participant never gets two items of one "
+                  "unit. Derived from the external id or metadata when not given "
+                  "(annotation.domain.design.design_unit_for); empty: the item is its own unit.",
+    )
     content = models.JSONField()
     gold = models.JSONField(null=True, blank=True)
     is_gold_check = models.BooleanField(

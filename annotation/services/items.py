@@ -7,12 +7,14 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 
+from annotation.domain.design import design_unit_for
 from annotation.domain.item_content import ItemContentError, validate_gold, validate_item_content
 from annotation.models import Item, Project
 
 ITEM_FIELDS = (
-    "external_id", "dataset", "source", "split", "domain", "text_level", "group_key", "content",
-    "gold", "is_gold_check", "is_practice", "excluded", "exclusion_reason", "metadata",
+    "external_id", "dataset", "source", "split", "domain", "text_level", "group_key",
+    "design_unit", "content", "gold", "is_gold_check", "is_practice", "excluded",
+    "exclusion_reason", "metadata",
 )
 
 
@@ -45,7 +47,10 @@ def _build(project: Project, data: dict[str, Any]) -> Item:
     if unknown:
         raise ItemInputError(sorted(unknown)[0], "is not an item field")
     item_validate(project=project, data=data)
-    return Item(project=project, **data)
+    item = Item(project=project, **data)
+    if not item.design_unit:  # the one derivation rule (annotation.domain.design)
+        item.design_unit = design_unit_for(external_id=item.external_id, metadata=item.metadata)
+    return item
 
 
 @transaction.atomic

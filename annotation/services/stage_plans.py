@@ -9,7 +9,6 @@ import math
 import random
 from collections import Counter, defaultdict
 
-from annotation.domain.design import latin_square_list, ordered_levels, question_key
 from annotation.domain.stage_settings import MAX_GOLD_RATE
 from annotation.models import (
     COLLECTION_STAGE_KINDS,
@@ -22,6 +21,7 @@ from annotation.models import (
 )
 
 from .assignments import gold_items_for_stage
+from .assignments.design import latin_square_on, stage_square
 from .stage_errors import StageError
 
 MTURK_MAX_ASSIGNMENTS_20PCT = 9  # 10 or more assignments on one HIT costs a 40% fee
@@ -294,7 +294,9 @@ class _GoldMixer:
                                                self.rng))
         groups = {item.group_key for item in regular if item.group_key}
         taken = {item.pk for item in regular}  # explicit stage items may include gold items
-        candidates = [g for g in self.pool if g.pk not in taken]
+        units = {item.design_unit for item in regular if item.design_unit}
+        # A gold item never repeats a text of its HIT (the STARC paragraph rule).
+        candidates = [g for g in self.pool if g.pk not in taken and g.design_unit not in units]
         same_group = [g for g in candidates if g.group_key in groups] if groups else []
         pool = same_group or ([] if self.likert and groups else candidates)
         if not pool or not n_gold:
@@ -308,23 +310,22 @@ class _GoldMixer:
         return mixed
 
 
-def _latin_square_lists(stage: Stage, items: list[Item]) -> dict[int, int]:
-    """{item id: Latin-square list} when the stage serves STARC conditions in a Latin square
-    (annotation.domain.design), else {}. Each list holds every question once; MTurk HITs are
-    cut from one list, and a worker who already saw one of a HIT's questions (at any level) is
-    refused that HIT at accept (`assignment_start`)."""
-    from .assignments import latin_square_on
-
+def _latin_square_lists(stage: Stage, items: list[Item]) -> dict[int, tuple[int, int]]:
+    """{item id: (Latin-square list, position in the list)} when the stage serves STARC
+    conditions in a Latin square (annotation.domain.design), else {}. The lists hold every condition (question x level)
+    exactly once and each list at most one item per design unit (paragraph, article); MTurk HITs
+    are cut from one list, and a worker who already read one of a HIT's texts (at any level, in
+    any stage) is refused that HIT at accept (`assignment_start`). Within a list the datasets
+    alternate (first unit of each dataset, then the second …), so every HIT cut from it mixes
+    them as the list does, and consecutive units of a dataset rotate the levels."""
     if not items or not latin_square_on(stage):
         return {}
-    rows = [(item.pk, item.text_level, question_key(
-        item_id=item.pk, article=(item.metadata or {}).get("article"),
-        paragraph=(item.metadata or {}).get("paragraph"),
-        question=(item.metadata or {}).get("question"))) for item in items]
-    levels = ordered_levels(level for _, level, _ in rows)
-    index = {key: i for i, key in enumerate(sorted({key for _, _, key in rows}, key=str))}
-    return {pk: latin_square_list(question_index=index[key], level_index=levels.index(level),
-                                  n_levels=len(levels)) for pk, level, key in rows}
+    square = stage_square(stage, Item.objects.filter(pk__in=[item.pk for item in items]))
+    lists = {}
+    for list_index in range(square.n_lists):
+        order = sorted(square.list_items(list_index), key=square.position)
+        lists.update({pk: (list_index, n) for n, pk in enumerate(order)})
+    return lists
 
 
 def stage_hit_plan(*, stage: Stage, store: bool = True,
@@ -351,11 +352,13 @@ def stage_hit_plan(*, stage: Stage, store: bool = True,
         gold = _GoldMixer(stage) if stage.kind != StageKind.PRACTICE else None
         groups: dict[tuple[str, str], list[Item]] = defaultdict(list)
         lists = _latin_square_lists(stage, items)
+        if lists:  # in list order; items outside the design (gold, practice) last
+            items = sorted(items, key=lambda item: lists.get(item.pk, (0, len(lists)))[1])
         for item in items:
             key = item.group_key if stage.project.kind == TaskKind.LIKERT else ""
             if lists:
-                # One Latin-square list per HIT: every question once, at its list's level.
-                key = f"list-{lists[item.pk]}"
+                # One Latin-square list per HIT: each text once, in its list's condition.
+                key = f"list-{lists[item.pk][0]}" if item.pk in lists else "outside the design"
             groups[(item.split, key)].append(item)
         plans = []
         for (split, key), members in groups.items():

@@ -470,22 +470,22 @@ def test_late_confirm_refused_item_is_settled_and_submit_appears(live_server, pa
 
 
 @pytest.mark.reliability
-def test_six_starc_annotators_see_one_level_per_question(live_server, browser):
-    """#13: six in-house annotators in a real browser on a STARC project with three text
-    levels; what each page showed and what was stored keep the design (one level per question
-    and participant, levels balanced)."""
-    from annotation.domain.design import design_violations
+def test_six_starc_annotators_read_each_paragraph_once(live_server, browser):
+    """#13, #32: six in-house annotators in a real browser on a STARC project with three
+    paragraphs at three text levels; what each page showed and what was stored keep the design
+    (one item per paragraph and participant, one at each level, conditions balanced)."""
+    from annotation.domain.design import balance_violations, design_violations
     from testing.factories import make_item
 
     project, stage, _ = make_task(TaskKind.MC, mode=ExperimentMode.QA, n_items=0,
                                   items_per_hit=3, redundancy={"default": 2})
-    for question in range(3):
+    for paragraph in range(3):
         for level in ("Ele", "Int", "Adv"):
             make_item(project, text_level=level, gold={"choice": "A"}, content={
-                "paragraph": f"Paragraph {question} written at the {level} level.",
-                "question": f"Question {question}?",
+                "paragraph": f"Paragraph {paragraph} written at the {level} level.",
+                "question": f"Question on paragraph {paragraph}?",
                 "answers": ["right", "misread", "distractor", "unsupported"]},
-                metadata={"article": 1, "paragraph": 1, "question": question})
+                metadata={"article": 1, "paragraph": paragraph, "question": 1})
     shown = []
     for n in range(6):
         context = browser.new_context(viewport={"width": 1280, "height": 800})
@@ -497,8 +497,9 @@ def test_six_starc_annotators_see_one_level_per_question(live_server, browser):
             box = f"#item-{row.item_id}"
             assert page.locator(box).is_visible()
             text = page.inner_text(box)
-            shown.append((n, row.item.metadata["question"], row.item.text_level))
-            assert f"Question {row.item.metadata['question']}?" in text
+            paragraph = row.item.metadata["paragraph"]
+            shown.append((n, paragraph, row.item.text_level))
+            assert f"Question on paragraph {paragraph}?" in text
             page.keyboard.press("a")
             page.keyboard.press("Enter")
             page.locator(f"{box} .feedback").wait_for(state="visible")
@@ -506,7 +507,9 @@ def test_six_starc_annotators_see_one_level_per_question(live_server, browser):
         finish(page)
         context.close()
     stored = list(Judgment.objects.filter(stage=stage).values_list(
-        "worker_id", "item__metadata__question", "item__text_level"))
+        "worker_id", "item__metadata__paragraph", "item__text_level"))
     assert len(stored) == 18
-    assert design_violations(shown, levels=["Ele", "Int", "Adv"]) == []
-    assert design_violations(stored, levels=["Ele", "Int", "Adv"]) == []
+    for exposures in (shown, stored):
+        assert design_violations(exposures) == []
+        assert balance_violations([(who, level) for who, _p, level in exposures], slack=0,
+                                  values=["Ele", "Int", "Adv"]) == []

@@ -8,6 +8,7 @@ sessions checked against the provider); `state` holds what they share and `error
 refusals.
 """
 from .comprehension import ATTEMPTS_KEY, RETRY_MESSAGE, RETURN_KEY, RETURN_MESSAGE
+from .design import latin_square_on, participant_number
 from .drafts import assignment_page_state, assignment_record_guess, assignment_save_draft
 from .errors import (
     AssignmentClosed,
@@ -34,8 +35,6 @@ from .lifecycle import (
 from .picking import (
     gold_items_for_stage,
     items_pick_next,
-    latin_square_on,
-    participant_list,
     practice_items_for_stage,
     stage_items,
 )
@@ -107,7 +106,7 @@ __all__ = [
     "hit_is_expired",
     "items_pick_next",
     "latin_square_on",
-    "participant_list",
+    "participant_number",
     "pilot_paragraph",
     "practice_items_for_stage",
     "prolific_session_check",

@@ -10,6 +10,7 @@ recomputed *after* the lock so a slot taken by a transaction that committed in b
 from __future__ import annotations
 
 import random
+from collections import Counter
 
 from django.core.exceptions import EmptyResultSet
 from django.db import connection, transaction
@@ -19,9 +20,7 @@ from django.db.models import (
     Exists,
     F,
     IntegerField,
-    Min,
     OuterRef,
-    Q,
     QuerySet,
     Subquery,
     Value,
@@ -29,10 +28,8 @@ from django.db.models import (
 )
 from django.db.models.functions import Coalesce
 
-from annotation.domain.design import level_for, ordered_levels, question_key
 from annotation.models import (
     AdaptiveTarget,
-    Assignment,
     AssignmentItem,
     AssignmentStatus,
     Item,
@@ -44,17 +41,9 @@ from annotation.models import (
 )
 
 from ..redundancy import stage_adaptive_rule
+from .design import hit_design_refusal, latin_square_filter, latin_square_on, units_seen
 from .errors import NoItemsAvailable
-from .state import _live_assignments
-
-
-def stage_items(stage: Stage) -> QuerySet[Item]:
-    """Items released in the stage: its own list, or every non-excluded project item."""
-    if stage.items.exists():
-        qs = stage.items.all()
-    else:
-        qs = Item.objects.filter(project_id=stage.project_id)
-    return qs.filter(excluded=False)
+from .state import _live_assignments, stage_items
 
 
 def _mixes_in_extras(stage: Stage) -> bool:
@@ -151,18 +140,16 @@ def _not_seen_by(qs: QuerySet[Item], stage: Stage, worker: Worker) -> QuerySet[I
 
 def _refuse_hit_seen_before(*, stage: Stage, worker: Worker, items: list[Item]) -> None:
     """A HIT's items are fixed, so the design is kept at accept: a worker who answered one of
-    its items in an earlier stage, or (Latin square) saw one of its questions at any level, is
+    its items in an earlier stage, or (Latin square) read one of its texts at any level, is
     asked to return it; nothing is created."""
     earlier = _not_seen_earlier(Item.objects.filter(pk__in=[i.pk for i in items]), stage, worker)
     if earlier.count() < len(items):
         raise NoItemsAvailable("You have already answered part of this HIT earlier in this "
                                "study. Please return it; other HITs may be open to you.")
     if latin_square_on(stage):
-        seen = _questions_seen(project_id=stage.project_id, worker=worker)
-        if any(key in seen for _pk, _level, key in _condition_rows(
-                Item.objects.filter(pk__in=[i.pk for i in items]))):
-            raise NoItemsAvailable("This HIT shows a question you have already read in another "
-                                   "version. Please return it; other HITs may be open to you.")
+        refusal = hit_design_refusal(stage=stage, worker=worker, items=items)
+        if refusal:
+            raise NoItemsAvailable(refusal)
 
 
 def _not_seen_earlier(qs: QuerySet[Item], stage: Stage, worker: Worker) -> QuerySet[Item]:
@@ -233,13 +220,19 @@ def items_pick_next(*, stage: Stage, worker: Worker, limit: int) -> list[Item]:
         expected = room * project.gold_rate
         n_gold = min(room - 1, int(expected) + (random.random() < expected - int(expected)))
     regular_qs = available.filter(is_practice=False, is_gold_check=False)
-    if latin_square_on(stage):
-        regular_qs = _latin_square(stage=stage, worker=worker, available=regular_qs)
+    square = latin_square_on(stage)
+    if square:
+        regular_qs = latin_square_filter(stage=stage, worker=worker, available=regular_qs,
+                                         deficits=lambda ids: _deficits(stage, ids))
     regular = _pick_regular(stage=stage, available=regular_qs, room=room - n_gold)
     gold: list[Item] = []
     if n_gold and regular:
         gold_qs = _not_seen_earlier(
             _not_seen_by(gold_items_for_stage(stage=stage), stage, worker), stage, worker)
+        if square:  # a gold item is a text read too: never one of a unit read or picked
+            read = units_seen(project_id=stage.project_id, worker=worker)
+            gold_qs = gold_qs.exclude(design_unit__in=read | {
+                item.design_unit for item in regular if item.design_unit})
         groups = {item.group_key for item in regular if item.group_key}
         # Likert gold items from the same passage keep the page indistinguishable.
         same_group = list(gold_qs.filter(group_key__in=groups)) if groups else []
@@ -252,71 +245,17 @@ def items_pick_next(*, stage: Stage, worker: Worker, limit: int) -> list[Item]:
     return picked + mixed
 
 
-def latin_square_on(stage: Stage) -> bool:
-    """Whether the stage serves STARC conditions in a Latin square: the default for every
-    multiple-choice project whose items come in more than one text level; a stage setting
-    `"latin_square": false` turns it off (then a participant may see one question at several
-    levels, which the STARC design forbids)."""
-    setting = (stage.settings or {}).get("latin_square")
-    if setting is not None:
-        return bool(setting)
-    if stage.project.kind != TaskKind.MC:
-        return False
-    levels = stage_items(stage).exclude(text_level="").values("text_level").distinct()
-    return levels.count() > 1
-
-
-def _condition_rows(qs: QuerySet[Item]) -> list[tuple[int, str, tuple]]:
-    """(pk, text level, question key) of each item (annotation.domain.design)."""
-    rows = qs.order_by().values_list(
-        "pk", "text_level", "metadata__article", "metadata__paragraph", "metadata__question"
-    )
-    return [(pk, level, question_key(item_id=pk, article=a, paragraph=p, question=q))
-            for pk, level, a, p, q in rows]
-
-
-def _questions_seen(*, project_id: int, worker: Worker) -> set[tuple]:
-    """The STARC questions (at any level) this worker judged or holds in the project, in any
-    stage: a question seen once is never served again at another level."""
-    mine = Judgment.objects.filter(item__project_id=project_id, worker=worker).values("item_id")
-    held = AssignmentItem.objects.filter(
-        assignment__stage__project_id=project_id, assignment__worker=worker,
-        assignment__status=AssignmentStatus.IN_PROGRESS).values("item_id")
-    return {key for _pk, _level, key in _condition_rows(
-        Item.objects.filter(Q(pk__in=mine) | Q(pk__in=held)))}
-
-
-def participant_list(*, stage: Stage, worker: Worker, n_levels: int) -> int:
-    """The worker's Latin-square list: participants are dealt lists round-robin in the order
-    they first started an assignment in the stage (the first three get lists 0, 1, 2, the
-    fourth list 0 …), which keeps the levels balanced however few participants there are; worker
-    ids modulo n would not (four ids can all be even)."""
-    first = (Assignment.objects.filter(stage=stage).values("worker_id")
-             .annotate(first=Min("pk")))
-    mine = next((row["first"] for row in first if row["worker_id"] == worker.pk), None)
-    before = sum(1 for row in first if mine is None or row["first"] < mine)
-    return before % n_levels
-
-
-def _latin_square(*, stage: Stage, worker: Worker, available: QuerySet[Item]) -> QuerySet[Item]:
-    """STARC conditions (question x text level) in a Latin square (annotation.domain.design):
-    the worker's list L sees question i at level (i + L) mod n, and never a question already
-    seen at another level in any stage of the project."""
-    everything = _condition_rows(stage_items(stage))
-    levels = ordered_levels(level for _, level, _ in everything)
-    if len(levels) < 2:
-        return available
-    index = {key: i for i, key in enumerate(sorted({key for _, _, key in everything}, key=str))}
-    seen = _questions_seen(project_id=stage.project_id, worker=worker)
-    if connection.features.has_select_for_update:
-        # Arrivals take their list one at a time (SQLite already has its write lock).
-        Stage.objects.select_for_update().filter(pk=stage.pk).first()
-    shift = participant_list(stage=stage, worker=worker, n_levels=len(levels))
-    allowed = [pk for pk, level, key in _condition_rows(available)
-               if key not in seen and key in index and level in levels
-               and levels.index(level) == level_for(question_index=index[key],
-                                                    list_index=shift, n_levels=len(levels))]
-    return available.filter(pk__in=allowed)
+def _deficits(stage: Stage, ids: list[int]) -> dict[int, int]:
+    """{item id: judgments it still needs in the stage} for `ids`: three plain reads (targets,
+    judgments, live holds) rather than two correlated counts per item."""
+    if not ids:
+        return {}
+    targets = Item.objects.filter(pk__in=ids).annotate(qaj_target=_target(stage))
+    judged = Counter(Judgment.objects.filter(stage=stage, item_id__in=ids)
+                     .values_list("item_id", flat=True))
+    held = Counter(_held(stage).filter(item_id__in=ids).values_list("item_id", flat=True))
+    return {pk: target - judged[pk] - held[pk]
+            for pk, target in targets.values_list("pk", "qaj_target")}
 
 
 def _sql(qs: QuerySet) -> tuple[str, tuple]:

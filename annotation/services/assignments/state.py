@@ -5,9 +5,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db.models import (
-    QuerySet,
-)
+from django.db.models import QuerySet
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
@@ -18,6 +16,7 @@ from annotation.models import (
     ExperimentMode,
     Hit,
     HitStatus,
+    Item,
     ParticipantVerification,
     Stage,
     StageStatus,
@@ -109,3 +108,12 @@ def _save_server_state(assignment: Assignment, state: dict) -> None:
     assignment.draft = {**(assignment.draft or {}), SERVER_DRAFT_KEY: state}
     assignment.last_seen_at = timezone.now()
     assignment.save(update_fields=["draft", "last_seen_at"])
+
+
+def stage_items(stage: Stage) -> QuerySet[Item]:
+    """Items released in the stage: its own list, or every non-excluded project item."""
+    if stage.items.exists():
+        qs = stage.items.all()
+    else:
+        qs = Item.objects.filter(project_id=stage.project_id)
+    return qs.filter(excluded=False)

@@ -1,17 +1,26 @@
-"""The design each participant sees (issue #13, points 6 and 7), on the real OneStopQA data:
-every STARC participant sees each question at one text level only, levels balanced across
-participants, on in-house links, Prolific and MTurk HIT plans; and items a worker answered in
-an earlier stage (the qualification graded against gold) never come back to them."""
+"""The STARC design on every door (issue #32 point 5; #13 points 6 and 7), on the real OneStopQA
+data: the design unit is the paragraph (OneStopQA) or the article (RACE), and no participant
+ever gets two items of one unit — two questions of a paragraph, or one question at two levels —
+on in-house links, Prolific and MTurk HITs, across several assignments of a stage and across
+the stages of a project; each participant's items are balanced over levels (and datasets), and
+across participants every condition (question x level) of a paragraph is covered equally. Items
+a worker answered in an earlier stage never come back to them."""
 from __future__ import annotations
 
+import json
+from collections import Counter
+from pathlib import Path
 from urllib.parse import urlencode
 
 import pytest
 from django.urls import reverse
+from rest_framework.test import APIClient
 
-from annotation.domain.design import design_violations
-from annotation.importers import onestopqa
+from annotation.domain.design import balance_violations, design_violations
+from annotation.importers import jsonl, onestopqa, onestopqa_responses
+from annotation.importers.base import ImportFormatError
 from annotation.models import (
+    Assignment,
     AssignmentItem,
     ExperimentMode,
     Item,
@@ -36,34 +45,47 @@ from tests.support.tasks import api, page_config
 pytestmark = [pytest.mark.django_db, pytest.mark.reliability]
 
 ONESTOPQA = shared_data_path() / "onestopqa" / "onestop_qa.json"
-N_PARTICIPANTS = 6
+IN_LAB = shared_data_path() / "onestopqa" / "in_lab_qa.tsv"
+LEVELS = ["Ele", "Int", "Adv"]
+N_PARAGRAPHS = 9  # 9 paragraphs x 3 questions x 3 levels = 81 conditions, 9 per paragraph
+
+
+def _natural(unit: str) -> tuple[int, int]:
+    article, paragraph = unit[2:].split("_")
+    return int(article), int(paragraph)
 
 
 @pytest.fixture
 def starc(db):
-    """A STARC QA project with the real OneStopQA items; stages release the first two
-    paragraphs of the first article: 6 questions x 3 levels = 18 conditions."""
-    project = make_project(TaskKind.MC, experiment_mode=ExperimentMode.QA, items_per_hit=6,
-                           redundancy={"default": 2})
+    """A STARC QA project with the real OneStopQA items; the stages release the first nine
+    paragraphs (articles 1 and 2): 81 items, nine conditions per paragraph."""
+    project = make_project(TaskKind.MC, experiment_mode=ExperimentMode.QA,
+                           items_per_hit=N_PARAGRAPHS, redundancy={"default": 1})
     import_records(project=project, records=onestopqa.parse(ONESTOPQA), progress=False)
-    first = Item.objects.filter(project=project, metadata__article=1,
-                                metadata__paragraph__in=[1, 2]).order_by("pk")
-    assert first.count() == 18
-    return project, list(first)
+    units = sorted(set(Item.objects.filter(project=project, metadata__article__in=[1, 2])
+                       .values_list("design_unit", flat=True)), key=_natural)[:N_PARAGRAPHS]
+    items = list(Item.objects.filter(project=project, design_unit__in=units).order_by("pk"))
+    assert len(items) == N_PARAGRAPHS * 9
+    return project, items
 
 
-def _exposures(stage):
-    rows = AssignmentItem.objects.filter(assignment__stage=stage).values_list(
-        "assignment__worker_id", "item__metadata__paragraph", "item__metadata__question",
-        "item__text_level")
-    return [(worker, (paragraph, question), level)
-            for worker, paragraph, question, level in rows]
+def _conditions(items) -> dict[str, set]:
+    """Each paragraph's full set of conditions (question, level)."""
+    full: dict[str, set] = {}
+    for item in items:
+        full.setdefault(item.design_unit, set()).add((item.metadata["question"], item.text_level))
+    return full
+
+
+def _exposures(rows):
+    """(participant, paragraph, (question, level)) of (participant, item) rows."""
+    return [(who, item.design_unit, (item.metadata["question"], item.text_level))
+            for who, item in rows]
 
 
 def _stored(stage):
-    rows = Judgment.objects.filter(stage=stage).values_list(
-        "worker_id", "item__metadata__paragraph", "item__metadata__question", "item__text_level")
-    return [(worker, (paragraph, question), level) for worker, paragraph, question, level in rows]
+    rows = Judgment.objects.filter(stage=stage).select_related("item")
+    return _exposures((j.worker_id, j.item) for j in rows)
 
 
 def _answer_all(client, config):
@@ -72,81 +94,324 @@ def _answer_all(client, config):
     assert response.status_code == 200, response.content
 
 
-def test_six_inhouse_annotators_see_each_question_at_one_level_balanced(client, starc):
+def _shown(config) -> list[Item]:
+    return list(Item.objects.filter(pk__in=config["items"]))
+
+
+def _assert_balanced(exposures, *, per_participant: int):
+    """Every participant: `per_participant` items, as many at each level and of each question."""
+    by_participant = Counter(who for who, _unit, _condition in exposures)
+    assert set(by_participant.values()) == {per_participant}
+    levels = [(who, condition[1]) for who, _unit, condition in exposures]
+    questions = [(who, condition[0]) for who, _unit, condition in exposures]
+    assert balance_violations(levels, slack=0, values=LEVELS) == []
+    assert balance_violations(questions, slack=0, values=[1, 2, 3]) == []
+
+
+# --- the stored design unit -----------------------------------------------------------------
+
+
+def test_the_design_unit_is_stored_by_the_importers_and_the_items_api(client, starc,
+                                                                      admin_user):
+    project, items = starc
+    # OneStopQA: the paragraph, at every level and for its three questions.
+    item = Item.objects.get(project=project, external_id="os21_1_2_Int")
+    assert item.design_unit == "os21_1"
+    assert set(Item.objects.filter(project=project, design_unit="os21_1")
+               .values_list("external_id", flat=True)) == {
+        f"os21_1_{q}_{level}" for q in (1, 2, 3) for level in LEVELS}
+    # The in-lab experiment file: OneStopQA paragraphs and RACE articles, from the item ids.
+    lab = make_project(TaskKind.MC)
+    import_records(project=lab, records=onestopqa_responses.parse(IN_LAB), progress=False)
+    units = dict(Item.objects.filter(project=lab).values_list("external_id", "design_unit"))
+    assert units["os2_3_3_Adv"] == "os2_3" and units["r3919_1_Middle"] == "r3919"
+    assert all(unit for unit in units.values())
+    # The items API: given, derived from metadata, or none (the item is its own unit).
+    api_client = APIClient()
+    api_client.force_authenticate(admin_user)
+    url = f"/api/projects/{project.slug}/items/"
+    content = {"paragraph": "Some text.", "question": "Why?", "answers": ["a", "b", "c", "d"],
+               "critical_span": None, "distractor_span": None}
+    for external_id, extra, unit in [
+        ("mine-1", {"design_unit": "lesson-4"}, "lesson-4"),
+        ("mine-2", {"metadata": {"article": 7, "paragraph": 2}}, "article 7 paragraph 2"),
+        ("mine-3", {}, ""),
+    ]:
+        response = api_client.post(url, {"external_id": external_id, "content": content,
+                                         **extra}, format="json")
+        assert response.status_code == 201, response.content
+        assert response.json()["design_unit"] == unit
+        assert Item.objects.get(project=project, external_id=external_id).design_unit == unit
+    # Bad input is refused naming the field.
+    response = api_client.post(url, {"external_id": "long", "content": content,
+                                     "design_unit": "x" * 101}, format="json")
+    assert response.status_code == 400 and "design_unit" in response.json()
+    with pytest.raises(ImportFormatError, match="design_unit"):
+        jsonl.parse_line({"external_id": "bad", "content": content, "design_unit": 5},
+                         kind=TaskKind.MC, path=Path("items.jsonl"), line=2, split=None)
+    # JSONL rows may name it; the admin's item form derives it when left blank.
+    row = jsonl.parse_line({"external_id": "line-1", "content": content, "design_unit": "x-1"},
+                           kind=TaskKind.MC, path=Path("items.jsonl"), line=1, split=None)
+    assert row.columns()["design_unit"] == "x-1"
+    form = {"project": project.pk, "external_id": "admin-1", "content": json.dumps(content),
+            "gold": "null", "metadata": json.dumps({"article": 8, "paragraph": 1}),
+            "design_unit": "", "dataset": "", "source": "", "split": "", "domain": "",
+            "text_level": "", "group_key": "", "exclusion_reason": ""}
+    client.force_login(admin_user)
+    response = client.post(reverse("admin:annotation_item_add"), form)
+    assert response.status_code == 302, response.content[:2000]
+    assert Item.objects.get(external_id="admin-1").design_unit == "article 8 paragraph 1"
+
+
+# --- in-house links ---------------------------------------------------------------------------
+
+
+def test_nine_inhouse_annotators_read_each_paragraph_once_balanced(client, starc):
+    """The six in-house annotators of #32 saw one paragraph at every level: now each of nine
+    annotators gets one item of each paragraph, three at each level and three of each question
+    rank, and the nine together cover each of the 81 conditions exactly once."""
     project, items = starc
     stage = make_stage(project, status=StageStatus.PUBLISHED)  # no latin_square setting: default
     stage.items.set(items)
     shown = []
-    for n in range(N_PARTICIPANTS):
+    for n in range(9):
         _link, path = inhouse_link_create(worker=make_worker(), project=project, stage=stage)
         config = page_config(client.get(path))
-        page_items = Item.objects.filter(pk__in=config["items"])
-        shown += [(n, (i.metadata["paragraph"], i.metadata["question"]), i.text_level)
-                  for i in page_items]
+        shown += [(n, item) for item in _shown(config)]
         _answer_all(client, config)
-    assert design_violations(shown, levels=["Ele", "Int", "Adv"]) == []
-    assert design_violations(_stored(stage), levels=["Ele", "Int", "Adv"]) == []
-    # Six participants on three lists: every condition judged exactly twice.
-    per_condition = {}
-    for _worker, question, level in _stored(stage):
-        per_condition[question, level] = per_condition.get((question, level), 0) + 1
-    assert len(per_condition) == 18 and set(per_condition.values()) == {2}
+    conditions = _conditions(items)
+    assert design_violations(_exposures(shown), conditions=conditions) == []
+    stored = _stored(stage)
+    assert design_violations(stored, conditions=conditions) == []
+    _assert_balanced(stored, per_participant=N_PARAGRAPHS)
+    assert Counter((unit, condition) for _w, unit, condition in stored) == {
+        (unit, c): 1 for unit, cs in conditions.items() for c in cs}
 
 
-def test_prolific_participants_get_the_same_design(client, starc):
+def test_several_assignments_and_later_stages_never_repeat_a_paragraph(client, starc):
+    """A link serves one assignment after another (three items each here); across them, and in
+    a later stage of the project — even one that reuses earlier items — an annotator never gets
+    a paragraph again."""
     project, items = starc
-    stage = make_stage(project, provider=Provider.PROLIFIC, status=StageStatus.PUBLISHED)
+    project.items_per_hit = 3
+    project.save(update_fields=["items_per_hit"])
+    trial = make_stage(project, kind=StageKind.TRIAL, status=StageStatus.PUBLISHED)
+    trial.items.set(items[:45])  # the first five paragraphs
+    full = make_stage(project, kind=StageKind.FULL, status=StageStatus.PUBLISHED,
+                      settings={"reuse_earlier_items": True})
+    full.items.set(items)
+    workers = [make_worker() for _ in range(3)]
+    got = []
+    for stage in (trial, full):
+        for worker in workers:
+            _link, path = inhouse_link_create(worker=worker, project=project, stage=stage)
+            while True:
+                response = client.get(path)
+                if b"task-config" not in response.content:
+                    assert b"Nothing more to do" in response.content
+                    break
+                config = page_config(response)
+                assert len(config["items"]) <= 3
+                got += [(worker.pk, item) for item in _shown(config)]
+                _answer_all(client, config)
+    assert Assignment.objects.filter(stage=trial).count() >= 6  # several per annotator
+    assert design_violations(_exposures(got)) == []
+    per_worker = Counter(who for who, _item in got)
+    assert set(per_worker.values()) == {N_PARAGRAPHS}  # each read all nine paragraphs once
+    trial_units = {i.design_unit for i in items[:45]}
+    for worker in workers:
+        in_full = {item.design_unit for who, item in got
+                   if who == worker.pk and Judgment.objects.filter(
+                       stage=full, worker=worker, item=item).exists()}
+        assert in_full == {i.design_unit for i in items} - trial_units
+
+
+def test_mixed_datasets_each_participant_gets_every_paragraph_and_article_once(client, db):
+    """OneStopQA paragraphs and RACE articles (the in-lab file) in one stage, as the in-lab
+    experiment: each participant's items are half OneStopQA, half RACE, one per text."""
+    project = make_project(TaskKind.MC, experiment_mode=ExperimentMode.QA, items_per_hit=12,
+                           redundancy={"default": 2})
+    import_records(project=project, records=onestopqa.parse(ONESTOPQA), progress=False)
+    race = [r for r in onestopqa_responses.parse(IN_LAB) if r.dataset == "race"]
+    for record in race:
+        record.judgments = []
+    import_records(project=project, records=race, progress=False)
+    race_units = Counter(Item.objects.filter(project=project, dataset="race")
+                         .values_list("design_unit", flat=True))
+    several = sorted(unit for unit, n in race_units.items() if n > 1)[:6]
+    os_units = ["os1_1", "os1_2", "os1_3", "os1_4", "os1_5", "os1_6"]
+    items = list(Item.objects.filter(project=project, design_unit__in=[*several, *os_units]))
+    stage = make_stage(project, status=StageStatus.PUBLISHED)
     stage.items.set(items)
-    base = reverse("annotation:task-prolific", kwargs={"stage_id": stage.pk})
-    for n in range(N_PARTICIPANTS):
-        config = page_config(client.get(base + "?" + urlencode(
-            {"PROLIFIC_PID": f"P{n}", "STUDY_ID": "S", "SESSION_ID": f"SESSION{n}"})))
+    shown = []
+    for n in range(4):
+        _link, path = inhouse_link_create(worker=make_worker(), project=project, stage=stage)
+        config = page_config(client.get(path))
+        shown += [(n, item) for item in _shown(config)]
         _answer_all(client, config)
-    assert design_violations(_stored(stage), levels=["Ele", "Int", "Adv"]) == []
-    assert len(_stored(stage)) == N_PARTICIPANTS * 6
+    conditions: dict[str, set] = {}
+    for item in items:
+        conditions.setdefault(item.design_unit, set()).add(item.pk)
+    # Each RACE article's questions are dealt in turn (2 or 3 questions, four participants).
+    assert design_violations([(n, i.design_unit, i.pk) for n, i in shown],
+                             conditions=conditions) == []
+    assert balance_violations([(n, i.dataset) for n, i in shown], slack=0) == []
+    assert Counter(n for n, _i in shown) == {n: 12 for n in range(4)}
+    # MTurk HIT plans of the same items: one item per text in each HIT, every condition in
+    # exactly one HIT; the lists that hold RACE articles alternate the datasets.
+    mturk = make_stage(project, provider=Provider.MTURK, status=StageStatus.DRAFT)
+    mturk.items.set(items)
+    plans = stage_hit_plan(stage=mturk, store=False)
+    assert Counter(i.pk for plan in plans for i in plan.items) == {i.pk: 1 for i in items}
+    for plan in plans:
+        assert len({i.design_unit for i in plan.items}) == len(plan.items)
+        datasets = [i.dataset for i in plan.items]
+        if "race" in datasets:
+            assert datasets[:2] in (["onestopqa", "race"], ["race", "onestopqa"])
 
 
-def test_mturk_hit_plans_follow_the_latin_square_and_accept_keeps_it(client, starc):
+# --- Prolific ---------------------------------------------------------------------------------
+
+
+def _prolific(client, stage, pid, session):
+    base = reverse("annotation:task-prolific", kwargs={"stage_id": stage.pk})
+    return client.get(base + "?" + urlencode(
+        {"PROLIFIC_PID": pid, "STUDY_ID": f"STUDY{stage.pk}", "SESSION_ID": session}))
+
+
+def test_prolific_participants_get_the_same_design_across_studies(client, starc):
     project, items = starc
+    first = make_stage(project, provider=Provider.PROLIFIC, status=StageStatus.PUBLISHED,
+                       settings={"items_per_assignment": 4})
+    first.items.set(items[:36])  # paragraphs 1-4
+    second = make_stage(project, provider=Provider.PROLIFIC, status=StageStatus.PUBLISHED)
+    second.items.set(items)
+    shown = []
+    for n in range(9):
+        config = page_config(_prolific(client, first, f"P{n}", f"S1-{n}"))
+        shown += [(f"P{n}", item) for item in _shown(config)]
+        _answer_all(client, config)
+    conditions = _conditions(items[:36])
+    assert design_violations(_exposures(shown), conditions=conditions) == []
+    # Four paragraphs each: levels as even as four items allow; every condition once.
+    assert balance_violations([(who, item.text_level) for who, item in shown], slack=1,
+                              values=LEVELS) == []
+    assert Counter((i.design_unit, i.metadata["question"], i.text_level) for _w, i in shown) \
+        == {(unit, q, level): 1 for unit, cs in conditions.items() for q, level in cs}
+    # A second study of the same project: the same participants get only the other paragraphs.
+    for n in range(9):
+        config = page_config(_prolific(client, second, f"P{n}", f"S2-{n}"))
+        got = _shown(config)
+        assert {i.design_unit for i in got} == {i.design_unit for i in items[36:]}
+        shown += [(f"P{n}", item) for item in got]
+        _answer_all(client, config)
+    assert design_violations(_exposures(shown)) == []
+    assert Counter(who for who, _i in shown) == {f"P{n}": N_PARAGRAPHS for n in range(9)}
+
+
+# --- MTurk ------------------------------------------------------------------------------------
+
+
+def _mturk(client, stage, hit, worker, assignment):
+    return client.get(reverse("annotation:task-mturk", kwargs={"stage_id": stage.pk}) + "?"
+                      + urlencode({"assignmentId": assignment, "hitId": hit,
+                                   "workerId": worker,
+                                   "turkSubmitTo": "https://workersandbox.mturk.com"}))
+
+
+def test_mturk_hit_plans_are_latin_square_lists_and_accept_keeps_the_design(client, starc):
+    project, items = starc
+    project.redundancy = {"default": 2}
+    project.save(update_fields=["redundancy"])
     stage = make_stage(project, provider=Provider.MTURK, status=StageStatus.DRAFT)
     stage.items.set(items)
     plans = stage_hit_plan(stage=stage, store=False)
-    assert len(plans) == 3 and all(plan.max_assignments == 2 for plan in plans)
-    # Each HIT is one list: six different questions; the three HITs hold every condition once.
+    # Nine lists of nine paragraphs; each HIT one list: every paragraph once, three items per
+    # level and per question; the nine HITs hold every condition exactly once.
+    assert len(plans) == 9 and all(plan.max_assignments == 2 for plan in plans)
     exposures = []
     for n, plan in enumerate(plans):
-        keys = [(i.metadata["paragraph"], i.metadata["question"]) for i in plan.items]
-        assert len(keys) == len(set(keys)) == 6
-        # Each HIT's assignments are two participants of that list.
-        exposures += [(f"{n}-{k}", key, i.text_level) for k in range(plan.max_assignments)
-                      for key, i in zip(keys, plan.items, strict=True)]
-    assert design_violations(exposures, levels=["Ele", "Int", "Adv"]) == []
-    # A worker who took one list's HIT cannot take another list's (same questions, other
-    # levels): the accept is refused and nothing is created.
+        assert len({i.design_unit for i in plan.items}) == len(plan.items) == N_PARAGRAPHS
+        exposures += _exposures((f"{n}-{k}", i) for k in range(plan.max_assignments)
+                                for i in plan.items)
+    assert Counter(i.pk for plan in plans for i in plan.items) == {i.pk: 1 for i in items}
+    assert design_violations(exposures, conditions=_conditions(items)) == []
+    _assert_balanced(exposures, per_participant=N_PARAGRAPHS)
+    # Workers come through the ExternalQuestion URL. One who took one list's HIT cannot take
+    # another list's (the same paragraphs in other conditions): refused, nothing created.
     stage.status = StageStatus.PUBLISHED
     stage.save(update_fields=["status"])
-    hits = [make_hit(stage, items=plan.items, external_id=f"HIT{n}", max_assignments=2)
-            for n, plan in enumerate(plans)]
-    worker = make_worker(provider=Provider.MTURK)
-    first = assignment_start(stage=stage, worker=worker, hit=hits[0], external_id="A1")
-    assignment_submit(assignment=first, answers=[{"item": i.pk, "shown_choice": "a"}
-                                                 for i in first.items.all()])
-    with pytest.raises(NoItemsAvailable, match="another version"):
-        assignment_start(stage=stage, worker=worker, hit=hits[1], external_id="A2")
+    for n, plan in enumerate(plans):
+        make_hit(stage, items=plan.items, external_id=f"HIT{n}", max_assignments=2)
+    config = page_config(_mturk(client, stage, "HIT0", "W1", "A1"))
+    _answer_all(client, config)
+    refused = _mturk(client, stage, "HIT1", "W1", "A2")
+    assert refused.status_code == 200 and b"task-config" not in refused.content
+    assert b"already read in another version" in refused.content
+    assert not Assignment.objects.filter(external_id="A2").exists()
+    # Another worker takes it; the stored judgments keep the design.
+    _answer_all(client, page_config(_mturk(client, stage, "HIT1", "W2", "A3")))
     assert design_violations(_stored(stage)) == []
+    # A later stage of the project: its HIT with a paragraph W1 read is refused too.
+    later = make_stage(project, provider=Provider.MTURK, status=StageStatus.PUBLISHED,
+                       settings={"reuse_earlier_items": True})
+    later.items.set(items)
+    make_hit(later, items=plans[2].items, external_id="HIT-LATER", max_assignments=2)
+    refused = _mturk(client, later, "HIT-LATER", "W1", "A4")
+    assert b"already read in another version" in refused.content
+    assert not Assignment.objects.filter(external_id="A4").exists()
+
+
+def test_a_hand_made_hit_with_two_items_of_one_paragraph_is_refused(client, starc):
+    project, items = starc
+    stage = make_stage(project, provider=Provider.MTURK, status=StageStatus.PUBLISHED)
+    stage.items.set(items)
+    make_hit(stage, items=items[:2], external_id="HITX", max_assignments=1)  # q1 Ele, q1 Int
+    refused = _mturk(client, stage, "HITX", "W9", "A9")
+    assert b"the same text twice" in refused.content
+    assert not AssignmentItem.objects.exists()
+
+
+# --- the researcher's choice, and gold items ----------------------------------------------------
 
 
 def test_latin_square_can_be_turned_off_explicitly(starc):
     project, items = starc
     stage = make_stage(project, status=StageStatus.PUBLISHED, settings={"latin_square": False})
-    stage.items.set(items)
+    stage.items.set(items[:18])
     project.items_per_hit = 18
     project.save(update_fields=["items_per_hit"])
     assignment = assignment_start(stage=stage, worker=make_worker())
-    assert assignment.items.count() == 18  # every level of every question: the researcher's call
+    assert assignment.items.count() == 18  # two paragraphs, nine items each: the researcher's call
 
 
-# --- 7. items of earlier stages ---------------------------------------------------------------
+def test_gold_items_never_come_from_a_paragraph_the_worker_reads(starc):
+    project, items = starc
+    project.gold_rate = 0.5
+    project.items_per_hit = 6
+    project.save(update_fields=["gold_rate", "items_per_hit"])
+    # Gold checks of the same nine paragraphs (questions 1 of each at Ele, marked as gold).
+    gold = [i for i in items if i.metadata["question"] == 1 and i.text_level == "Ele"]
+    Item.objects.filter(pk__in=[g.pk for g in gold]).update(is_gold_check=True)
+    stage = make_stage(project, status=StageStatus.PUBLISHED)
+    stage.items.set([i for i in items if i not in gold])
+    for _ in range(4):
+        worker = make_worker()
+        for _ in range(3):
+            try:
+                assignment = assignment_start(stage=stage, worker=worker)
+            except NoItemsAvailable:
+                break
+            assignment_submit(assignment=assignment, answers=[
+                {"item": i.pk, "shown_choice": "a"} for i in assignment.items.all()])
+    stored = [(j.worker_id, j.item.design_unit, j.item_id)
+              for j in Judgment.objects.select_related("item")]
+    assert any(item_id in {g.pk for g in gold} for _w, _u, item_id in stored)
+    # No repeat per participant (gold items have no redundancy target, so no balance check).
+    assert design_violations([(w, unit, unit) for w, unit, _i in stored]) == []
+
+
+# --- items of earlier stages --------------------------------------------------------------------
 
 
 def _likert_project():

@@ -380,32 +380,63 @@ def test_release_task_is_scheduled_by_beat(settings):
     assert entry["task"] == "worker.tasks.assignments.release_abandoned_assignments"
 
 
-def test_latin_square_rotates_text_levels_and_never_repeats_a_question():
+def test_latin_square_gives_one_item_per_paragraph_rotating_questions_and_levels():
     project, stage, _ = make_task(TaskKind.MC, n_items=0, items_per_hit=10,
-                                  redundancy={"default": 5})
-    items = {}  # no setting: the default for a multiple-choice project with several levels
-    for question in range(4):
-        for level in ("Ele", "Adv"):
-            items[question, level] = make_item(
-                project, text_level=level,
-                metadata={"article": 1, "paragraph": 1, "question": question})
-    first, second = make_worker(), make_worker()
-    # Lists are dealt in order of arrival (first assignment in the stage): 0, then 1.
-    got = {w: list(assignment_start(stage=stage, worker=w).items.all())
-           for w in (first, second)}
+                                  redundancy={"default": 1})
+    items = {}  # no setting: the default for a multiple-choice project sharing paragraphs
+    for paragraph in range(4):
+        for question in (1, 2):
+            for level in ("Ele", "Adv"):
+                items[paragraph, question, level] = make_item(
+                    project, text_level=level,
+                    metadata={"article": 1, "paragraph": paragraph, "question": question})
+    assert {i.design_unit for i in items.values()} == {f"article 1 paragraph {p}"
+                                                        for p in range(4)}
+    workers = [make_worker() for _ in range(4)]
+    # Participants are numbered in order of arrival (first assignment in the stage).
+    got = {w: list(assignment_start(stage=stage, worker=w).items.all()) for w in workers}
     for picked in got.values():
-        questions = [item.metadata["question"] for item in picked]
-        assert sorted(questions) == [0, 1, 2, 3]  # every question once, at one level
+        assert sorted(i.metadata["paragraph"] for i in picked) == [0, 1, 2, 3]  # each once
         levels = [item.text_level for item in picked]
         assert levels.count("Ele") == levels.count("Adv") == 2  # balanced within a list
-    assert not set(got[first]) & set(got[second])  # the two lists are complementary
-    # A worker who saw a question at one level never gets it at its other level.
-    mine = next(item for item in got[first] if item.metadata["question"] == 0)
-    other = items[0, "Adv" if mine.text_level == "Ele" else "Ele"]
-    make_judgment(item=other, stage=stage, worker=first)
-    Assignment.objects.filter(worker=first).update(status=AssignmentStatus.RETURNED)
-    later = items_pick_next(stage=stage, worker=first, limit=10)
-    assert mine not in later and len(later) == 3
+        questions = [item.metadata["question"] for item in picked]
+        assert questions.count(1) == questions.count(2) == 2
+    # The four participants together take every condition once.
+    assert sorted(i.pk for picked in got.values() for i in picked) == sorted(
+        i.pk for i in items.values())
+    # A worker who read one item of a paragraph (in any stage) never gets another of it.
+    newcomer = make_worker()
+    other = make_stage(project, status=StageStatus.PUBLISHED)
+    make_judgment(item=items[0, 1, "Ele"], stage=other, worker=newcomer)
+    Assignment.objects.filter(worker__in=workers).update(status=AssignmentStatus.RETURNED)
+    later = items_pick_next(stage=stage, worker=newcomer, limit=10)
+    assert len(later) == 3 and all(i.metadata["paragraph"] != 0 for i in later)
+
+
+def test_latin_square_falls_back_to_a_condition_still_short_when_the_own_one_is_full():
+    """A participant who returns their assignment leaves their conditions open; the next
+    arrival whose own conditions are full gets the open ones (still one item per paragraph),
+    so the stage can finish without waiting for a participant of the same list."""
+    project, stage, _ = make_task(TaskKind.MC, n_items=0, items_per_hit=10,
+                                  redundancy={"default": 1})
+    for paragraph in range(2):
+        for level in ("Ele", "Int", "Adv"):
+            make_item(project, text_level=level,
+                      metadata={"article": 1, "paragraph": paragraph, "question": 1})
+    a, b, c, d, e = [make_worker() for _ in range(5)]
+    returned = assignment_start(stage=stage, worker=a)  # participant 0 (list 0) returns it
+    Assignment.objects.filter(pk=returned.pk).update(status=AssignmentStatus.RETURNED)
+    for worker in (b, c):  # participants 1 and 2 (lists 1 and 2) finish theirs
+        done = assignment_start(stage=stage, worker=worker)
+        assignment_submit(assignment=done, answers=[{"item": i.pk, "shown_choice": "a"}
+                                                    for i in done.items.all()])
+    again = assignment_start(stage=stage, worker=d)  # participant 3: list 0, returns it too
+    assert set(again.items.all()) == set(returned.items.all())
+    Assignment.objects.filter(pk=again.pk).update(status=AssignmentStatus.RETURNED)
+    # Participant 4 is on list 1, which is full: they get list 0's open conditions.
+    late = assignment_start(stage=stage, worker=e)
+    assert set(late.items.all()) == set(returned.items.all())
+    assert sorted(i.metadata["paragraph"] for i in late.items.all()) == [0, 1]
 
 
 # --- Published stages: practice and gold come from the project, not `stage.items` -----------

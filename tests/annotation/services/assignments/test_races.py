@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 
@@ -112,3 +113,44 @@ def test_concurrent_page_requests_never_overshoot_redundancy(live_server):
                    .values_list("item_id", flat=True))
     assert max(held.values()) == 1, held
     assert sum(held.values()) <= len(items)
+
+
+def test_one_worker_opening_two_stages_at_once_never_gets_a_paragraph_twice(monkeypatch):
+    """The STARC paragraph rule under a race: the same participant starts assignments in two
+    stages of one project at the same moment (two tabs, two Prolific studies); the worker's row
+    lock makes the second allocation see the first one's paragraphs."""
+    from annotation.models import ExperimentMode, StageStatus
+    from testing.factories import make_item, make_stage
+
+    project, first, _ = make_task(TaskKind.MC, n_items=0, mode=ExperimentMode.QA,
+                                  items_per_hit=4, redundancy={"default": 2})
+    items = {(p, q, level): make_item(project, text_level=level, metadata={
+        "article": 1, "paragraph": p, "question": q})
+        for p in range(4) for q in (1, 2) for level in ("Ele", "Int", "Adv")}
+    # Two stages with different items (question 1, question 2) of the same four paragraphs.
+    first.items.set([item for (_p, q, _l), item in items.items() if q == 1])
+    second = make_stage(project, status=StageStatus.PUBLISHED)
+    second.items.set([item for (_p, q, _l), item in items.items() if q == 2])
+    worker = make_worker()
+    from annotation.services.assignments import design
+
+    read = design.units_seen
+
+    def slow_read(**kwargs):  # both allocations overlap after reading what the worker read
+        seen = read(**kwargs)
+        time.sleep(0.5)
+        return seen
+
+    monkeypatch.setattr(design, "units_seen", slow_read)
+    stages = [first, second]
+
+    def start(i):
+        try:
+            return list(assignment_start(stage=stages[i], worker=worker).items.all())
+        except NoItemsAvailable:
+            return []
+
+    got = [item for items in _race(start, 2) for item in items]
+    paragraphs = Counter(item.metadata["paragraph"] for item in got)
+    assert paragraphs and max(paragraphs.values()) == 1, paragraphs
+    assert sum(paragraphs.values()) == 4  # between them, each paragraph once

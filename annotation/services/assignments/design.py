@@ -1,0 +1,145 @@
+"""The STARC Latin square of a stage, read from the database (the rules themselves are in
+annotation.domain.design): whether a stage uses it, the square over its items, the design units a
+worker has read in the project, and the filter the picking pages and HIT accepts apply.
+
+One rule at every door: in-house links and Prolific pick items through `latin_square_filter`,
+MTurk HIT plans are cut from `stage_square(...).list_items` (annotation.services.stage_plans),
+and a HIT accept is refused by `hit_design_refusal` when the HIT repeats a unit the worker
+read. A unit once read (judged, or held by a live assignment, in any stage of the project) is
+never served to that worker again, whatever `reuse_earlier_items` says: that setting lets a
+stage release items of earlier stages again, to participants who have not read them. Practice
+items are outside the design (they should come from other texts, as STARC's practice article).
+"""
+from __future__ import annotations
+
+from django.db import connection
+from django.db.models import Count, Min, Q, QuerySet
+
+from annotation.domain.design import Condition, LatinSquare, unit_key
+from annotation.models import (
+    Assignment,
+    AssignmentItem,
+    AssignmentStatus,
+    Item,
+    Judgment,
+    Stage,
+    TaskKind,
+    Worker,
+)
+
+from .state import stage_items
+
+
+def latin_square_on(stage: Stage) -> bool:
+    """Whether the stage serves STARC conditions in a Latin square: the default for every
+    multiple-choice project where several of the stage's items share a design unit (a paragraph
+    at several levels or with several questions, an article with several questions); a stage
+    setting `"latin_square": false` turns it off (then a participant may read one paragraph
+    several times, which the STARC design forbids)."""
+    setting = (stage.settings or {}).get("latin_square")
+    if setting is not None:
+        return bool(setting)
+    if stage.project.kind != TaskKind.MC:
+        return False
+    shared = (stage_items(stage).exclude(design_unit="").order_by()
+              .values("design_unit").annotate(n=Count("pk")).filter(n__gt=1))
+    return shared.exists()
+
+
+def conditions_of(qs: QuerySet[Item]) -> list[Condition]:
+    """Each item of `qs` as a condition of the design (annotation.domain.design)."""
+    rows = qs.order_by().values_list("pk", "design_unit", "text_level", "dataset",
+                                     "metadata__question")
+    return [Condition(item_id=pk, unit=unit_key(item_id=pk, design_unit=unit), level=level,
+                      dataset=dataset, question=question)
+            for pk, unit, level, dataset, question in rows]
+
+
+def stage_square(stage: Stage, items: QuerySet[Item] | None = None) -> LatinSquare:
+    """The square over the stage's regular items (not practice or gold checks)."""
+    qs = stage_items(stage) if items is None else items
+    return LatinSquare(conditions_of(qs.filter(is_practice=False, is_gold_check=False)))
+
+
+def _lock_worker(worker: Worker) -> None:
+    """One allocation per worker at a time (PostgreSQL), so two pages the worker opens at once
+    in two stages of the project (or two HITs) cannot both hand out one paragraph; SQLite
+    already serialises writers. Taken after the HIT's row lock and before the stage's."""
+    if connection.features.has_select_for_update:
+        Worker.objects.select_for_update().filter(pk=worker.pk).first()
+
+
+def units_seen(*, project_id: int, worker: Worker) -> set[str]:
+    """The design units this worker judged or holds in the project, in any stage (practice
+    items left out)."""
+    mine = Judgment.objects.filter(item__project_id=project_id, worker=worker).values("item_id")
+    held = AssignmentItem.objects.filter(
+        assignment__stage__project_id=project_id, assignment__worker=worker,
+        assignment__status=AssignmentStatus.IN_PROGRESS).values("item_id")
+    read = Item.objects.filter(Q(pk__in=mine) | Q(pk__in=held), is_practice=False)
+    return {unit_key(item_id=pk, design_unit=unit)
+            for pk, unit in read.values_list("pk", "design_unit")}
+
+
+def participant_number(*, stage: Stage, worker: Worker) -> int:
+    """The worker's place in the square: participants are numbered in the order they first
+    started an assignment in the stage (0, 1, 2 …; a newcomer gets the next number), which
+    keeps every unit's conditions balanced however few participants there are; worker ids
+    would not (four ids can all be even)."""
+    first = (Assignment.objects.filter(stage=stage).values("worker_id")
+             .annotate(first=Min("pk")))
+    mine = next((row["first"] for row in first if row["worker_id"] == worker.pk), None)
+    return sum(1 for row in first if mine is None or row["first"] < mine)
+
+
+def latin_square_filter(*, stage: Stage, worker: Worker, available: QuerySet[Item],
+                        deficits) -> QuerySet[Item]:
+    """`available` cut to one item per design unit the worker has not read: participant p gets
+    the condition the square gives p, or, when that one already has its judgments (a
+    participant before p returned their assignment), the unit's next condition still short of
+    its target, so the stage can finish. `deficits(ids)` maps item ids to how many judgments
+    each still needs."""
+    square = stage_square(stage)
+    if not square.units:
+        return available
+    _lock_worker(worker)
+    if connection.features.has_select_for_update:
+        # Arrivals take their number one at a time (SQLite already has its write lock). The
+        # stage row only: Stage's default ordering joins the project, whose row FOR UPDATE
+        # would also lock and serialise every other stage of the project.
+        Stage.objects.select_for_update().filter(pk=stage.pk).order_by().first()
+    seen = units_seen(project_id=stage.project_id, worker=worker)
+    number = participant_number(stage=stage, worker=worker)
+    open_ids = set(available.values_list("pk", flat=True))
+    wanted = {unit: [c.item_id for c in square.preference(unit, number)
+                     if c.item_id in open_ids]
+              for unit in square.units if unit not in seen}
+    wanted = {unit: ids for unit, ids in wanted.items() if ids}
+    first_choice = {unit: ids[0] for unit, ids in wanted.items()}
+    short = deficits(list(first_choice.values()))
+    allowed = [pk for pk in first_choice.values() if short.get(pk, 0) > 0]
+    full = [unit for unit, pk in first_choice.items() if short.get(pk, 0) <= 0]
+    if full:
+        rest = deficits([pk for unit in full for pk in wanted[unit][1:]])
+        for unit in full:
+            fallback = next((pk for pk in wanted[unit][1:] if rest.get(pk, 0) > 0), None)
+            if fallback is not None:
+                allowed.append(fallback)
+    return available.filter(pk__in=allowed)
+
+
+def hit_design_refusal(*, stage: Stage, worker: Worker, items: list[Item]) -> str:
+    """Why a worker may not take a HIT under the square ("" when they may): the HIT repeats a
+    design unit within itself (a HIT plan is cut from one list, so only a hand-made HIT does)
+    or holds a unit the worker already read, at any level, in any stage of the project."""
+    units = [unit_key(item_id=pk, design_unit=unit)
+             for pk, unit in Item.objects.filter(pk__in=[i.pk for i in items], is_practice=False)
+             .values_list("pk", "design_unit")]
+    _lock_worker(worker)
+    if len(units) != len(set(units)):
+        return ("This HIT shows the same text twice, which this study does not allow. Please "
+                "return it; other HITs may be open to you.")
+    if set(units) & units_seen(project_id=stage.project_id, worker=worker):
+        return ("This HIT shows a text you have already read in another version. Please "
+                "return it; other HITs may be open to you.")
+    return ""
