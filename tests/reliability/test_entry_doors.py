@@ -373,7 +373,11 @@ def test_one_by_one_confirmation_measures_each_item_from_the_previous_answer(cli
 
 # --- 7. rate limits a rotating worker id cannot dodge ------------------------------------------
 
-LIMITS = {"page": (3, 60), "api": (2, 60), "page_address": (5, 60), "api_address": (4, 60)}
+# Hour-long windows: the counters are fixed windows aligned to the clock, so a minute-long one
+# that rolls over in the middle of a test (a loaded machine, a few seconds of requests) would
+# reset the count and let the request that must be refused through.
+LIMITS = {"page": (3, 3600), "api": (2, 3600), "page_address": (5, 3600),
+          "api_address": (4, 3600)}
 
 
 @override_settings(QAJ_TASK_RATE_LIMITS=LIMITS)
