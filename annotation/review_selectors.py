@@ -7,6 +7,7 @@ import dataclasses
 import statistics
 from collections import Counter
 
+from annotation.domain.answers import answer_matches_gold
 from annotation.models import Assignment, AssignmentItem, Judgment, TaskKind
 from annotation.selectors import judgments_that_count
 
@@ -19,7 +20,8 @@ class ReviewRow:
     question: str
     answer: str  # this worker's, "" when the item was not answered
     gold: str  # "" when the item has no gold answer
-    matches_gold: bool | None
+    matches_gold: bool | None  # `answer_matches_gold`, the project's tolerance (as the dashboard)
+    is_practice: bool
     others: list[tuple[str, int]]  # (answer, how many other workers gave it), most given first
     agrees_with_others: bool | None  # the answer equals the others' most given answer
     seconds: float | None
@@ -77,13 +79,16 @@ def assignment_review(*, assignment: Assignment) -> list[ReviewRow]:
         gold_core = (f"{gold['score']:g}" if kind == TaskKind.LIKERT and "score" in gold
                      else gold.get("choice", ""))
         mine_core = _core(kind, mine) if mine else ""
+        verdict = answer_matches_gold(
+            kind, gold, score=mine.score, choice=mine.choice,
+            tolerance=project.qualification_tolerance) if mine is not None else None
         times = [j.time_spent_ms / 1000 for j in others if j.time_spent_ms is not None]
         rows.append(ReviewRow(
             position=placement.position + 1, item_id=item.pk, external_id=item.external_id,
             question=str((item.content or {}).get("question", ""))[:200],
             answer=_judgment_text(kind, mine) if mine else "",
             gold=gold_core,
-            matches_gold=(mine_core == gold_core) if (mine_core and gold_core) else None,
+            matches_gold=verdict, is_practice=item.is_practice,
             others=counts.most_common(),
             agrees_with_others=(mine_core == counts.most_common(1)[0][0])
             if (mine_core and counts) else None,

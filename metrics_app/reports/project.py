@@ -29,7 +29,7 @@ from .workers import worker_report
 REPORT_KIND = "project"
 # Bump when the report's content or definitions change: cached reports of another version are
 # recomputed even though no judgment arrived.
-REPORT_VERSION = 10
+REPORT_VERSION = 11
 
 
 def _params(group_by: str | None) -> dict:

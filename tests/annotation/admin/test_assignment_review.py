@@ -92,3 +92,29 @@ def test_a_researcher_cannot_review_or_decide_on_another_researchers_assignment(
     assert assignment.status == AssignmentStatus.SUBMITTED
     assert client.get(decide).status_code in (403, 404)
     make_worker()  # nothing else changed: no worker blocked
+
+
+def test_gold_accuracy_is_one_definition_on_the_review_page_and_the_dashboard(client):
+    """Every item has a gold score (imported labels, no gold-check flag): the dashboard's gold
+    accuracy and the review page's summary count the same items with the same tolerance."""
+    from metrics_app.reports.project import project_report
+
+    owner = make_user()
+    project = make_project(TaskKind.LIKERT, owner=owner, qualification_tolerance=0.5)
+    stage = make_stage(project)
+    items = [make_item(project, gold={"score": score}) for score in (4.4, 2.0, 3.0)]
+    assignment = make_assignment(stage, items=items, status=AssignmentStatus.SUBMITTED)
+    for item, score in zip(items, (4, 2, 5), strict=True):  # within 0.5, exact, 2 off
+        make_judgment(item=item, stage=stage, worker=assignment.worker, assignment=assignment,
+                      score=score)
+    rows = assignment_review(assignment=assignment)
+    assert [r.matches_gold for r in rows] == [True, True, False]
+    worker_row = next(w for w in project_report(project=project)["workers"]
+                      if w["worker_id"] == assignment.worker_id)
+    assert (worker_row["gold_accuracy"], worker_row["n_gold"]) == (pytest.approx(2 / 3), 3)
+    client.force_login(owner)
+    page = client.get(reverse("admin:annotation_assignment_change",
+                              args=[assignment.pk])).content.decode()
+    assert "2 of 3 gold items right" in page
+    dashboard = client.get(reverse("metrics:project-dashboard", args=[project.slug]))
+    assert "66.7% (3)" in dashboard.content.decode()
