@@ -171,6 +171,7 @@ def estimates_report(frame: JudgmentFrame, *, project: Project) -> dict:
             second = report["systems"][b]["accuracy"].get(method)
             if first and second:
                 pair["accuracy"][method] = estimates.difference(
-                    estimates.Estimate(**first), estimates.Estimate(**second))
+                    estimates.Estimate(**first), estimates.Estimate(**second),
+                    bounds=(-1.0, 1.0))  # two shares differ by at most 100 points
         report["pairs"].append(pair)
     return report
