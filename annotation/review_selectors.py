@@ -18,6 +18,7 @@ class ReviewRow:
     item_id: int
     external_id: str
     question: str
+    judged: list[tuple[str, str]]  # what the worker judged: (label, text), e.g. the candidate
     answer: str  # this worker's, "" when the item was not answered
     gold: str  # "" when the item has no gold answer
     matches_gold: bool | None  # `answer_matches_gold`, the project's tolerance (as the dashboard)
@@ -26,6 +27,29 @@ class ReviewRow:
     agrees_with_others: bool | None  # the answer equals the others' most given answer
     seconds: float | None
     others_median_seconds: float | None
+
+
+def _clip(text, limit: int = 300) -> str:
+    text = str(text or "")
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def judged_parts(kind: str, content: dict) -> list[tuple[str, str]]:
+    """What a worker judged besides the question, as the researcher reads it: the candidate
+    and the references (Likert), the two answers (A/B), the four choices (multiple choice)."""
+    content = content or {}
+    if kind == TaskKind.LIKERT:
+        refs = content.get("references") or ([content["reference"]] if content.get("reference")
+                                             else [])
+        return [("candidate", _clip(content.get("candidate"))),
+                *((("reference" if len(refs) == 1 else f"reference {n}"), _clip(ref))
+                  for n, ref in enumerate(refs, 1))]
+    if kind == TaskKind.AB:
+        return [(f"answer {side.upper()}", _clip((content.get(f"answer_{side}") or {})
+                                                 .get("text")))
+                for side in ("a", "b")]
+    return [(letter, _clip(text, 160)) for letter, text in zip(
+        "ABCD", content.get("answers") or [], strict=False)]
 
 
 def answer_text(kind: str, *, score=None, choice: str = "", choices=None, difficult=None,
@@ -86,6 +110,7 @@ def assignment_review(*, assignment: Assignment) -> list[ReviewRow]:
         rows.append(ReviewRow(
             position=placement.position + 1, item_id=item.pk, external_id=item.external_id,
             question=str((item.content or {}).get("question", ""))[:200],
+            judged=judged_parts(kind, item.content),
             answer=_judgment_text(kind, mine) if mine else "",
             gold=gold_core,
             matches_gold=verdict, is_practice=item.is_practice,

@@ -123,6 +123,7 @@ def publish_stages_background(modeladmin, request, queryset):
 
 @admin.action(description="Sync with provider and review now")
 def sync_stages(modeladmin, request, queryset):
+    from annotation.providers import get_provider
     from annotation.services.review import stage_sync_and_review
 
     done, failed = [], []
@@ -131,6 +132,25 @@ def sync_stages(modeladmin, request, queryset):
             sync, review = stage_sync_and_review(stage=stage)
         except Exception as exc:
             failed.append(f"{stage}: sync failed — {exc}")
+            continue
+        if not get_provider(stage.provider).confirms_submissions:
+            # In-house (and imports) keep no list on a platform: there is nothing to sync, and
+            # "0 submissions … approved 4" read as a contradiction.
+            decided = review.approved + review.rejected + review.held
+            line = (f"{stage}: {stage.get_provider_display()} has no platform to sync with. "
+                    f"The stage's review rules decided {decided} submitted assignment(s): "
+                    f"approved {review.approved}, rejected {review.rejected}, held for you "
+                    f"{review.held}")
+            if review.graded:
+                line += f"; qualifications graded {review.graded}"
+            if review.blocked:
+                line += f"; workers blocked {review.blocked}"
+            line += (". Review the rest yourself from the cockpit's “to review” link "
+                     "(each assignment's page shows the answers beside gold and the others).")
+            if sync.reconciled:
+                line += " Closed stage fully reconciled (no longer synced)."
+            done.append(line)
+            failed.extend(f"{stage}: {error}" for error in review.errors[:5])
             continue
         line = (
             f"{stage}: {sync.listed} submissions ({sync.flagged} flagged, {sync.mirrored} "

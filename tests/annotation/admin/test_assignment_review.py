@@ -65,6 +65,8 @@ def test_the_assignment_page_shows_the_review_and_decides_from_it(client):
     assert "2 of 3 items answered; 0 of 1 gold items right; agrees with the others&#x27; " \
            "most given answer on 0 of 1" in page
     assert "differs from gold" in page and "4 (2)" in page and "0.9 (25.0)" in page
+    assert "<strong>candidate:</strong> Marlowe" in page
+    assert "<strong>reference:</strong> Shakespeare" in page
     decide = reverse("admin:annotation_assignment_decide", args=[assignment.pk])
     refused = client.post(decide, {"decision": "reject"}, follow=True)
     assert "Type a reason" in refused.content.decode()
@@ -118,3 +120,17 @@ def test_gold_accuracy_is_one_definition_on_the_review_page_and_the_dashboard(cl
     assert "2 of 3 gold items right" in page
     dashboard = client.get(reverse("metrics:project-dashboard", args=[project.slug]))
     assert "66.7% (3)" in dashboard.content.decode()
+
+
+def test_the_review_page_shows_what_the_worker_judged():
+    """The question alone does not say whether "2" was a fair score: the candidate and the
+    reference sit beside it."""
+    project = make_project(TaskKind.LIKERT)
+    stage = make_stage(project)
+    item = make_item(project, content={"passage": "p", "question": "Who wrote Hamlet?",
+                                       "references": ["Shakespeare"], "candidate": "Marlowe"})
+    assignment = make_assignment(stage, items=[item], status=AssignmentStatus.SUBMITTED)
+    make_judgment(item=item, stage=stage, worker=assignment.worker, assignment=assignment,
+                  score=2)
+    (row,) = assignment_review(assignment=assignment)
+    assert row.judged == [("candidate", "Marlowe"), ("reference", "Shakespeare")]
