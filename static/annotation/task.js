@@ -313,7 +313,7 @@
     if (!ta || !count) return;
     const n = ta.value.trim().length;
     const min = cfg.justification_min_length;
-    count.textContent = min ? `${n} / ${min} characters${n < min ? ` — ${min - n} more needed` : " ✓"}` : `${n} characters`;
+    count.textContent = min ? `${n} / ${min} characters${n < min ? ` — ${min - n} more needed` : " — enough"}` : `${n} characters`;
     count.classList.toggle("short", n < min);
   }
 

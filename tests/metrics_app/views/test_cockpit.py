@@ -76,7 +76,7 @@ def test_the_cockpit_page_shows_the_pipeline_and_is_private(client):
     page = client.get(url).content.decode()
     assert "study cockpit" in page and "Spent <strong>$2.50</strong>" in page
     assert "1 to review" in page and f"stage__id__exact={trial.pk}" in page
-    assert "⛔ needs α ≥ 0.5 on “trial”" in page
+    assert "gate-shut\">shut</span> needs α ≥ 0.5 on “trial”" in page
     assert "budget cap <strong>$50.00</strong>" in page
     dashboard = client.get(reverse("metrics:project-dashboard", args=[project.slug]))
     assert url in dashboard.content.decode()
