@@ -1,6 +1,6 @@
 """Run the whole product locally: web server, Celery worker and Celery beat, with demo data.
 
-    python manage.py rundemo [--port 8000]
+    python manage.py rundemo [--host 127.0.0.1] [--port 8000]     (make run PORT=8001 HOST=...)
 
 Uses the embedded defaults (SQLite file and filesystem broker under var/), so nothing else has to
 run. Ctrl-C stops every process it started.
@@ -67,8 +67,11 @@ class Command(BaseCommand):
         }
         # `kill`/`timeout` send SIGTERM, not SIGINT: stop the children the same way as Ctrl-C.
         signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
+        # Each child in its own process group: Ctrl-C in the terminal reaches this command
+        # only, which stops them in order; it used to reach beat too, which died first and
+        # was reported as "beat stopped unexpectedly".
         processes = {
-            name: subprocess.Popen(cmd, cwd=settings.BASE_DIR, env=env)
+            name: subprocess.Popen(cmd, cwd=settings.BASE_DIR, env=env, process_group=0)
             for name, cmd in commands.items()
         }
         url = f"http://{host}:{port}/"
