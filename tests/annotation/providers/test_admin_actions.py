@@ -62,6 +62,8 @@ def test_estimate_publish_sync_close_from_the_admin(admin_client_):
     stage.refresh_from_db()
     assert stage.status == StageStatus.COLLECTING and stage.hits.count() == 2
     response = act(admin_client_, "stage", "sync_stages", [stage.pk])
+    # Messages that start with a stage keep its slug's case (Django's capfirst made "Project-1").
+    assert f"<li class=\"success\">{stage}: " in response.content.decode()
     # In-house: no platform to sync with ("0 submissions … approved 4" read as a contradiction).
     assert not any("submissions" in m for m in messages_of(response))
     assert any("In-house link has no platform to sync with" in m
