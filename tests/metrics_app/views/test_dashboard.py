@@ -302,3 +302,19 @@ def test_one_judgment_per_item_shows_why_there_is_no_agreement_instead_of_dashes
     agreement = _section(html, "agreement")
     assert "agreement needs two or more per item" in agreement
     assert "Krippendorff" not in agreement
+
+
+def test_a_worker_is_named_the_same_way_in_every_table(client, ab_project):
+    """The worker table showed the display name ("Ann"), the annotator pairs and the chart the
+    id ("ann")."""
+    from annotation.models import Worker
+
+    project, owner, workers = ab_project
+    Worker.objects.filter(pk=workers[0].pk).update(external_id="ann", display_name="Ann")
+    Worker.objects.filter(pk=workers[1].pk).update(display_name="Dr. Bea Smith")
+    client.force_login(owner)
+    page = client.get(reverse("metrics:project-dashboard", args=[project.slug])).content.decode()
+    workers_table = _section(page, "workers")
+    assert "<td>ann</td>" in workers_table and "Ann" not in workers_table
+    assert "expert-1 <small>(Dr. Bea Smith)</small>" in workers_table
+    assert "<td>ann</td>" in _section(page, "annotator-pairs")
