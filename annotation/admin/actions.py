@@ -208,8 +208,11 @@ def create_inhouse_links(modeladmin, request, queryset):
     base = settings.QAJ_PUBLIC_BASE_URL.rstrip("/")
     rows = []
     for stage in queryset.select_related("project"):
-        for name, path in inhouse_annotators_invite(stage=stage, names=names):
-            rows.append((stage.project.slug, stage.name, name, f"{base}{path}"))
+        for name, path, problem in inhouse_annotators_invite(stage=stage, names=names):
+            rows.append((stage.project.slug, stage.name, name, f"{base}{path}", problem))
+            if problem:  # shown on the next admin page; the file carries it too
+                modeladmin.message_user(request, f"Link for {name}: {problem}.",
+                                        messages.WARNING)
     # A file to keep and mail-merge from; the links stay listed (and re-issuable) under
     # In-house links.
     return links_csv_response(rows, filename="inhouse-links.csv")
@@ -224,7 +227,8 @@ def links_csv_response(rows, *, filename: str):
     response = HttpResponse(content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="{filename}"'
     writer = csv.writer(response)
-    writer.writerow(["project", "stage", "annotator", "link"])
+    writer.writerow(["project", "stage", "annotator", "link", "warning"][:len(rows[0])]
+                    if rows else ["project", "stage", "annotator", "link"])
     writer.writerows(rows)
     return response
 

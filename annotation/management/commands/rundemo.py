@@ -67,6 +67,8 @@ class Command(BaseCommand):
         }
         # `kill`/`timeout` send SIGTERM, not SIGINT: stop the children the same way as Ctrl-C.
         signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
+        # And Ctrl-C even when started with SIGINT ignored (a job a shell put in the background).
+        signal.signal(signal.SIGINT, _raise_keyboard_interrupt)
         # Each child in its own process group: Ctrl-C in the terminal reaches this command
         # only, which stops them in order; it used to reach beat too, which died first and
         # was reported as "beat stopped unexpectedly".

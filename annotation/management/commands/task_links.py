@@ -28,7 +28,7 @@ from django.db import transaction
 from django.urls import reverse
 
 from annotation.models import Hit, HitItem, Project, Provider, Stage, Worker
-from annotation.services.access import inhouse_link_create
+from annotation.services.access import inhouse_link_create, stage_link_problem
 from annotation.services.assignments import OPEN_STAGE_STATUSES, items_pick_next
 
 
@@ -76,6 +76,10 @@ class Command(BaseCommand):
                 continue
             self.stdout.write(self.style.MIGRATE_HEADING(f"{proj.title} [{proj.slug}]"))
             for stage in stages:
+                problem = stage_link_problem(
+                    stage=stage, worker=annotator if stage.provider == Provider.INHOUSE else None)
+                if problem:
+                    self.stdout.write(self.style.WARNING(f"  {stage.name}: warning: {problem}"))
                 if stage.provider == Provider.INHOUSE:
                     _, path = inhouse_link_create(worker=annotator, project=proj, stage=stage)
                     self.stdout.write(f"  {stage.name}: in-house  {base}{path}")

@@ -54,6 +54,7 @@ from .state import (
     _cutoff,
     _live_assignments,
     _server_state,
+    stage_not_open_message,
 )
 
 
@@ -63,6 +64,12 @@ def _check_worker(*, stage: Stage, worker: Worker) -> None:
     if stage.requires_stage_id and not WorkerQualification.objects.filter(
         worker=worker, stage_id=stage.requires_stage_id, passed=True
     ).exists():
+        if WorkerQualification.objects.filter(worker=worker, stage_id=stage.requires_stage_id,
+                                              passed=False).exists():
+            raise QualificationRequired(
+                "This task is open to those who passed its qualification, and your "
+                "qualification result was below the pass mark, so there is nothing more for "
+                "you to do here. Thank you for taking part.")
         raise QualificationRequired(
             "This task needs a qualification you have not passed yet."
         )
@@ -116,7 +123,7 @@ def assignment_start(*, stage: Stage, worker: Worker, hit: Hit | None = None,
     page, which shows a new assignment's items at once (their `first_shown_at` is set here
     instead of by an UPDATE right after)."""
     if stage.status not in OPEN_STAGE_STATUSES:
-        raise StageNotOpen("This task is not open at the moment.")
+        raise StageNotOpen(stage_not_open_message(stage))
     if hit is not None and hit.stage_id != stage.pk:
         raise ForeignAssignment("This HIT belongs to another task.")
     # Locks before any read: SQLite cannot upgrade a transaction that has read to a writer

@@ -88,7 +88,7 @@ def test_blocked_worker_and_closed_stage_get_a_clear_refusal(client):
     stage.status = StageStatus.CLOSED
     stage.save(update_fields=["status"])
     response, _, _ = open_link(client, project, stage=stage)
-    assert response.status_code == 403 and b"not open" in response.content
+    assert response.status_code == 403 and b"This task has ended" in response.content
 
 
 # --- Headers ------------------------------------------------------------------------------------
@@ -223,7 +223,8 @@ def test_mturk_preview_of_a_stage_that_is_not_open_is_refused(client, status):
                                     hitId="HITC"))
     assert response.status_code == 403
     html = response.content.decode()
-    assert "not open" in html and "This page is not available" in html
+    assert ("has not started yet" if status == StageStatus.DRAFT else "has ended") in html
+    assert "This page is not available" in html
     assert items[0].content["question"] not in html
 
 
