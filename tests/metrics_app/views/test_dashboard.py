@@ -318,3 +318,18 @@ def test_a_worker_is_named_the_same_way_in_every_table(client, ab_project):
     assert "<td>ann</td>" in workers_table and "Ann" not in workers_table
     assert "expert-1 <small>(Dr. Bea Smith)</small>" in workers_table
     assert "<td>ann</td>" in _section(page, "annotator-pairs")
+
+
+def test_stale_reports_can_be_refreshed_in_process_before_the_first_visit(client, ab_project):
+    """rundemo precomputes the demo dashboards this way (the first LFQA visit took 18 s)."""
+    from worker.tasks.reports import reports_refresh_stale
+
+    project, owner, _workers = ab_project
+    assert reports_refresh_stale(here=True) == [project.pk]
+    computed = {r.kind: r.computed_at for r in Report.objects.filter(project=project)}
+    assert set(computed) == {"project", "project-charts"}
+    assert reports_refresh_stale(here=True) == []
+    client.force_login(owner)
+    assert client.get(reverse("metrics:project-dashboard", args=[project.slug])).status_code == 200
+    # The visit read the cache: nothing was computed again.
+    assert {r.kind: r.computed_at for r in Report.objects.filter(project=project)} == computed
