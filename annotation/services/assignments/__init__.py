@@ -26,6 +26,7 @@ from .lifecycle import (
     assignment_release_abandoned,
     assignment_start,
     assignment_touch,
+    more_work_for,
 )
 from .picking import (
     gold_items_for_stage,
@@ -88,6 +89,7 @@ __all__ = [
     "assignment_touch",
     "gold_items_for_stage",
     "items_pick_next",
+    "more_work_for",
     "latin_square_on",
     "participant_list",
     "pilot_paragraph",

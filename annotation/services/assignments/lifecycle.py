@@ -32,6 +32,7 @@ from annotation.selectors import worker_is_blocked_for
 from .comprehension import RETURN_KEY, RETURN_MESSAGE, _refuse_if_return_requested
 from .errors import (
     AssignmentClosed,
+    AssignmentRefused,
     ForeignAssignment,
     NoItemsAvailable,
     QualificationRequired,
@@ -73,6 +74,21 @@ def _check_worker(*, stage: Stage, worker: Worker) -> None:
         raise QualificationRequired(
             "This task needs a qualification you have not passed yet."
         )
+
+
+def more_work_for(*, stage: Stage, worker: Worker) -> bool:
+    """Whether `worker` would get items if they started another assignment in `stage` now
+    (reads only; the rows it locks are released with its transaction)."""
+    if stage.status not in OPEN_STAGE_STATUSES:
+        return False
+    try:
+        _check_worker(stage=stage, worker=worker)
+    except AssignmentRefused:
+        return False
+    if _live_assignments(stage).filter(worker=worker, hit__isnull=True).exists():
+        return True  # an unfinished one is waiting for them
+    with transaction.atomic():
+        return bool(items_pick_next(stage=stage, worker=worker, limit=1))
 
 
 def _presented_order(kind: str) -> list[str]:

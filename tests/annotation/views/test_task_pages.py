@@ -353,7 +353,9 @@ def test_submit_validation_messages_then_success_then_idempotent_resubmit(client
     assert Judgment.objects.first().justification.startswith("<script>")  # stored verbatim
     complete = client.get(good.json()["complete_url"])
     assert b"your answers are saved" in complete.content
-    assert b"Continue with more items" in complete.content
+    # In-house: nothing more for this annotator, so no code to hand in and no "Continue".
+    assert b"You have answered everything this task has for you" in complete.content
+    assert b"completion code" not in complete.content
     late = api(client, "task-autosave", token, {"draft": {}})
     assert late.status_code == 200 and late.json()["already_submitted"]
 
