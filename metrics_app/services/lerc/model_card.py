@@ -14,7 +14,7 @@ def _pairs(mapping) -> str:
 
     def flat(prefix: str, value):
         if isinstance(value, dict):
-            for key, inner in value.items():
+            for key, inner in sorted(value.items()):  # PostgreSQL's JSON reorders keys
                 yield from flat(f"{prefix}.{key}" if prefix else str(key), inner)
         else:
             yield f"{prefix} {_fmt(value)}"
