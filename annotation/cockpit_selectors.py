@@ -36,8 +36,8 @@ NEXT_STEP = {
 }
 # Work through an in-house link arrives on submit: nothing to sync with a platform.
 INHOUSE_NEXT_STEP = {
-    StageStatus.PUBLISHED: "send the annotators their links (task_links or the project's "
-                           "in-house links)",
+    StageStatus.PUBLISHED: "send the annotators their links (stage action “In-house: "
+                           "create annotators … and their personal links”)",
     StageStatus.COLLECTING: "review the submitted work (open “to review”; “Sync and review "
                             "now” applies the stage's review rules)",
 }
