@@ -17,8 +17,9 @@ $(VENV)/.installed: requirements.txt
 
 venv: $(VENV)/.installed
 
+# make run PORT=8001 HOST=0.0.0.0: another port or interface for the demo's web server.
 run: venv
-	$(PY) manage.py rundemo
+	$(PY) manage.py rundemo $(if $(HOST),--host $(HOST),) $(if $(PORT),--port $(PORT),)
 
 test: venv
 	bash scripts/test.sh

@@ -232,9 +232,9 @@ def _item_columns(project: Project, *, rich: bool) -> tuple[np.ndarray, dict[str
         for i, name in enumerate(item_fields) if i > 0
     }
     # gold and metadata are JSON: decoding 40,000 of them would dominate a Likert report that
-    # only needs the gold of gold-check and practice items.
+    # only needs the items with a gold answer (gold accuracy counts every one of them).
     labelled = item_queryset if rich else item_queryset.filter(
-        Q(is_gold_check=True) | Q(is_practice=True)
+        Q(is_gold_check=True) | Q(is_practice=True) | Q(gold__isnull=False)
     )
     items["gold"] = np.full(len(item_ids), None, dtype=object)
     items["metadata"] = np.full(len(item_ids), None, dtype=object)

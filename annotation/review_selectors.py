@@ -7,6 +7,7 @@ import dataclasses
 import statistics
 from collections import Counter
 
+from annotation.domain.answers import answer_matches_gold
 from annotation.models import Assignment, AssignmentItem, Judgment, TaskKind
 from annotation.selectors import judgments_that_count
 
@@ -17,14 +18,39 @@ class ReviewRow:
     item_id: int
     external_id: str
     question: str
+    judged: list[tuple[str, str]]  # what the worker judged: (label, text), e.g. the candidate
     answer: str  # this worker's, "" when the item was not answered
     gold: str  # "" when the item has no gold answer
-    matches_gold: bool | None
+    matches_gold: bool | None  # `answer_matches_gold`, the project's tolerance (as the dashboard)
+    is_practice: bool
     others: list[tuple[str, int]]  # (answer, how many other workers gave it), most given first
     agrees_with_others: bool | None  # the answer equals the others' most given answer
     seconds: float | None  # as the server measured it, else as the browser reported it
     client_seconds: float | None  # as the browser reported it
     others_median_seconds: float | None
+
+
+def _clip(text, limit: int = 300) -> str:
+    text = str(text or "")
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def judged_parts(kind: str, content: dict) -> list[tuple[str, str]]:
+    """What a worker judged besides the question, as the researcher reads it: the candidate
+    and the references (Likert), the two answers (A/B), the four choices (multiple choice)."""
+    content = content or {}
+    if kind == TaskKind.LIKERT:
+        refs = content.get("references") or ([content["reference"]] if content.get("reference")
+                                             else [])
+        return [("candidate", _clip(content.get("candidate"))),
+                *((("reference" if len(refs) == 1 else f"reference {n}"), _clip(ref))
+                  for n, ref in enumerate(refs, 1))]
+    if kind == TaskKind.AB:
+        return [(f"answer {side.upper()}", _clip((content.get(f"answer_{side}") or {})
+                                                 .get("text")))
+                for side in ("a", "b")]
+    return [(letter, _clip(text, 160)) for letter, text in zip(
+        "ABCD", content.get("answers") or [], strict=False)]
 
 
 def answer_text(kind: str, *, score=None, choice: str = "", choices=None, difficult=None,
@@ -88,13 +114,17 @@ def assignment_review(*, assignment: Assignment) -> list[ReviewRow]:
         gold_core = (f"{gold['score']:g}" if kind == TaskKind.LIKERT and "score" in gold
                      else gold.get("choice", ""))
         mine_core = _core(kind, mine) if mine else ""
+        verdict = answer_matches_gold(
+            kind, gold, score=mine.score, choice=mine.choice,
+            tolerance=project.qualification_tolerance) if mine is not None else None
         times = [seconds for seconds in map(_seconds, others) if seconds is not None]
         rows.append(ReviewRow(
             position=placement.position + 1, item_id=item.pk, external_id=item.external_id,
             question=str((item.content or {}).get("question", ""))[:200],
+            judged=judged_parts(kind, item.content),
             answer=_judgment_text(kind, mine) if mine else "",
             gold=gold_core,
-            matches_gold=(mine_core == gold_core) if (mine_core and gold_core) else None,
+            matches_gold=verdict, is_practice=item.is_practice,
             others=counts.most_common(),
             agrees_with_others=(mine_core == counts.most_common(1)[0][0])
             if (mine_core and counts) else None,

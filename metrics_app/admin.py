@@ -2,8 +2,11 @@
 they are read-only; researchers see only rows of projects visible to them."""
 from __future__ import annotations
 
+import json
+
 from django.contrib import admin, messages
 from django.utils.html import format_html
+from django.utils.safestring import mark_safe
 
 from annotation.admin.base import ReadOnlyAdmin
 from metrics_app.models import ItemScoringJob, ScoringJob
@@ -96,7 +99,17 @@ class ModelVersionAdmin(ReadOnlyAdmin):
                     "backbone", "created_at", "promoted_at")
     list_filter = ("name", "kind", "status")
     search_fields = ("name", "backbone", "projects__slug")
-    readonly_fields = ("progress_bar", "validation_metric", "card")
+    readonly_fields = ("progress_bar", "validation_metric", "card", "config_json",
+                       "metrics_json", "data_snapshot_json", "progress_json")
+    fieldsets = (
+        (None, {"fields": ("name", "number", "kind", "status", "backbone", "projects",
+                           "progress_bar", "validation_metric", "artifact_uri", "error",
+                           ("created_at", "started_at", "finished_at", "promoted_at"))}),
+        ("Model card", {"fields": ("card",)}),
+        ("Raw data (JSON)", {"classes": ("collapse",),
+                             "fields": ("config_json", "metrics_json", "data_snapshot_json",
+                                        "progress_json")}),
+    )
     inlines = [ModelVersionEventInline]
     actions = ["cancel_training", "promote_version", "rollback_promoted"]
 
@@ -128,9 +141,34 @@ class ModelVersionAdmin(ReadOnlyAdmin):
 
     @admin.display(description="Model card")
     def card(self, obj):
+        """The card rendered from its Markdown (raw HTML in it is escaped, not passed on)."""
+        from markdown_it import MarkdownIt
+
         from .services.lerc import model_card
 
-        return format_html('<pre style="white-space: pre-wrap">{}</pre>', model_card(obj))
+        html = MarkdownIt("commonmark", {"html": False}).enable("table").render(model_card(obj))
+        return mark_safe(f'<div class="model-card">{html}</div>')  # noqa: S308 (escaped above)
+
+    @staticmethod
+    def _json(value):
+        return format_html('<pre style="white-space: pre-wrap; max-height: 30em; overflow: auto">'
+                           '{}</pre>', json.dumps(value, indent=2, sort_keys=True, default=str))
+
+    @admin.display(description="Config")
+    def config_json(self, obj):
+        return self._json(obj.config)
+
+    @admin.display(description="Metrics")
+    def metrics_json(self, obj):
+        return self._json(obj.metrics)
+
+    @admin.display(description="Data snapshot")
+    def data_snapshot_json(self, obj):
+        return self._json(obj.data_snapshot)
+
+    @admin.display(description="Progress (raw)")
+    def progress_json(self, obj):
+        return self._json(obj.progress)
 
     def _run(self, request, queryset, action, **kwargs):
         from .services.lerc import LercError

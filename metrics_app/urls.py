@@ -10,6 +10,8 @@ urlpatterns: list = [
     path("<slug:slug>/dashboard/", dashboard.project_dashboard, name="project-dashboard"),
     path("<slug:slug>/dashboard/workers/<int:worker_id>/block/",
          dashboard.worker_block_view, name="worker-block"),
+    path("<slug:slug>/dashboard/workers/<int:worker_id>/unblock/",
+         dashboard.worker_unblock_view, name="worker-unblock"),
     path("<slug:slug>/metrics/", metrics_page.project_metrics, name="project-metrics"),
     path("<slug:slug>/metrics/compute/", metrics_page.project_metrics_compute,
          name="project-metrics-compute"),

@@ -139,6 +139,7 @@ def publish_stages_background(modeladmin, request, queryset):
 
 @admin.action(description="Sync with provider and review now")
 def sync_stages(modeladmin, request, queryset):
+    from annotation.providers import get_provider
     from annotation.services.review import stage_sync_and_review
 
     done, failed = [], []
@@ -147,6 +148,25 @@ def sync_stages(modeladmin, request, queryset):
             sync, review = stage_sync_and_review(stage=stage)
         except Exception as exc:
             failed.append(f"{stage}: sync failed — {exc}")
+            continue
+        if not get_provider(stage.provider).confirms_submissions:
+            # In-house (and imports) keep no list on a platform: there is nothing to sync, and
+            # "0 submissions … approved 4" read as a contradiction.
+            decided = review.approved + review.rejected + review.held
+            line = (f"{stage}: {stage.get_provider_display()} has no platform to sync with. "
+                    f"The stage's review rules decided {decided} submitted assignment(s): "
+                    f"approved {review.approved}, rejected {review.rejected}, held for you "
+                    f"{review.held}")
+            if review.graded:
+                line += f"; qualifications graded {review.graded}"
+            if review.blocked:
+                line += f"; workers blocked {review.blocked}"
+            line += (". Review the rest yourself from the cockpit's “to review” link "
+                     "(each assignment's page shows the answers beside gold and the others).")
+            if sync.reconciled:
+                line += " Closed stage fully reconciled (no longer synced)."
+            done.append(line)
+            failed.extend(f"{stage}: {error}" for error in review.errors[:5])
             continue
         line = (
             f"{stage}: {sync.listed} submissions ({sync.flagged} flagged, {sync.mirrored} "
@@ -214,8 +234,11 @@ def create_inhouse_links(modeladmin, request, queryset):
     base = settings.QAJ_PUBLIC_BASE_URL.rstrip("/")
     rows = []
     for stage in queryset.select_related("project"):
-        for name, path in inhouse_annotators_invite(stage=stage, names=names):
-            rows.append((stage.project.slug, stage.name, name, f"{base}{path}"))
+        for name, path, problem in inhouse_annotators_invite(stage=stage, names=names):
+            rows.append((stage.project.slug, stage.name, name, f"{base}{path}", problem))
+            if problem:  # shown on the next admin page; the file carries it too
+                modeladmin.message_user(request, f"Link for {name}: {problem}.",
+                                        messages.WARNING)
     # A file to keep and mail-merge from; the links stay listed (and re-issuable) under
     # In-house links.
     return links_csv_response(rows, filename="inhouse-links.csv")
@@ -230,7 +253,8 @@ def links_csv_response(rows, *, filename: str):
     response = HttpResponse(content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="{filename}"'
     writer = csv.writer(response)
-    writer.writerow(["project", "stage", "annotator", "link"])
+    writer.writerow(["project", "stage", "annotator", "link", "warning"][:len(rows[0])]
+                    if rows else ["project", "stage", "annotator", "link"])
     writer.writerows(rows)
     return response
 

@@ -235,11 +235,15 @@ class AssignmentAdmin(ProviderBannerMixin, ProjectScopedAdmin):
 
 def _review_summary(rows) -> str:
     answered = [r for r in rows if r.answer]
-    gold = [r for r in answered if r.matches_gold is not None]
+    gold = [r for r in answered if r.matches_gold is not None and not r.is_practice]
+    practice = [r for r in answered if r.matches_gold is not None and r.is_practice]
     compared = [r for r in answered if r.agrees_with_others is not None]
     parts = [f"{len(answered)} of {len(rows)} items answered"]
-    if gold:
+    if gold:  # the dashboard's gold accuracy counts the same items the same way
         parts.append(f"{sum(r.matches_gold for r in gold)} of {len(gold)} gold items right")
+    if practice:
+        parts.append(f"{sum(r.matches_gold for r in practice)} of {len(practice)} practice "
+                     f"items right")
     if compared:
         parts.append(f"agrees with the others' most given answer on "
                      f"{sum(r.agrees_with_others for r in compared)} of {len(compared)}")

@@ -226,3 +226,23 @@ def clean_guess(*, answer: Any, presented_order: list[str]) -> str:
         answer.get("shown_guess", answer.get("shown_choice")), labels=MC_SHOWN,
         presented_order=presented_order, what="your best guess (a, b, c or d)",
     )
+
+
+def answer_matches_gold(kind: str, gold: dict | None, *, score: float | None = None,
+                        choice: str = "", tolerance: float = 0.0) -> bool | None:
+    """The one definition of "right" against an item's gold answer, used by qualification
+    grading, auto-review, the assignment review page and the dashboard's gold accuracy:
+    Likert — the score is within `tolerance` of the gold score; A/B and multiple choice — the
+    choice equals the gold choice. None when the item has no gold answer of that kind; an
+    unanswered item (no score, no choice) is wrong."""
+    if not gold:
+        return None
+    if kind == "likert":
+        if gold.get("score") is None:
+            return None
+        if score is None or score != score:  # None or NaN
+            return False
+        return abs(float(score) - float(gold["score"])) <= tolerance + 1e-9
+    if not gold.get("choice"):
+        return None
+    return bool(choice) and choice == gold["choice"]

@@ -44,6 +44,7 @@ from .assignments import (
     WorkerBlocked,
     hit_is_expired,
 )
+from .assignments.state import stage_not_open_message
 
 LINK_SALT = "qaj.inhouse-link"
 ASSIGNMENT_SALT = "qaj.assignment"
@@ -73,6 +74,41 @@ class LinkExpired(AccessDenied):
 
 
 @transaction.atomic
+def stage_link_problem(*, stage: Stage, worker: Worker | None = None) -> str:
+    """Why a link to `stage` (for `worker`) would not let its holder work now, for the
+    researcher who issues it ("" when it would): a draft, reviewing or closed stage (and how
+    to reopen it), a blocked worker, a qualification the worker failed or has not taken, a
+    qualification the worker already took."""
+    from annotation.models import StageKind, StageStatus, WorkerQualification
+
+    if stage.status == StageStatus.DRAFT:
+        return f"{stage} is a draft: the link works once the stage is published"
+    if stage.status == StageStatus.REVIEWING:
+        return (f"{stage} closed itself: every HIT has all its assignments"
+                + (" (its max takers took it)" if stage.kind == StageKind.QUALIFICATION else "")
+                + "; the link shows the annotator that the task is paused until you reopen it "
+                  "(raise max takers / the stage's redundancy, then \u201cExtend by one day\u201d)")
+    if stage.status == StageStatus.CLOSED:
+        return f"{stage} is closed: the link shows the annotator that the task has ended"
+    if worker is None:
+        return ""
+    if worker_is_blocked_for(worker=worker, project=stage.project):
+        return f"{worker} is blocked for this project"
+    if stage.requires_stage_id:
+        result = WorkerQualification.objects.filter(
+            worker=worker, stage_id=stage.requires_stage_id).order_by("-pk").first()
+        if result is None:
+            return (f"{worker} has not passed the qualification {stage.requires_stage} yet: the "
+                    f"link refuses them until they do")
+        if not result.passed:
+            return (f"{worker} failed the qualification {stage.requires_stage} (score "
+                    f"{result.score:.0%}): the link will refuse them")
+    if stage.kind == StageKind.QUALIFICATION and WorkerQualification.objects.filter(
+            worker=worker, stage=stage).exists():
+        return f"{worker} has already taken this qualification (it cannot be retaken)"
+    return ""
+
+
 def inhouse_link_create(*, worker: Worker, project: Project, stage: Stage | None = None,
                         expires_at: datetime | None = None) -> tuple[InhouseLink, str]:
     """A personal, revocable link (no password) for an in-house annotator; returns the link and
@@ -87,9 +123,10 @@ def inhouse_link_create(*, worker: Worker, project: Project, stage: Stage | None
 
 
 @transaction.atomic
-def inhouse_annotators_invite(*, stage: Stage, names: list[str]) -> list[tuple[str, str]]:
+def inhouse_annotators_invite(*, stage: Stage, names: list[str]) -> list[tuple[str, str, str]]:
     """In-house annotators by name (created once, keyed by the slug of the name) with a personal
-    link to `stage` each: (name, URL path) per name, to be sent to the annotators."""
+    link to `stage` each: (name, URL path, problem) per name, to be sent to the annotators;
+    `problem` says why the link would not work now (`stage_link_problem`, "" when it would)."""
     from django.utils.text import slugify
 
     invited = []
@@ -98,7 +135,7 @@ def inhouse_annotators_invite(*, stage: Stage, names: list[str]) -> list[tuple[s
             provider=Provider.INHOUSE, external_id=slugify(name)[:200] or name[:200],
             defaults={"display_name": name})
         _link, path = inhouse_link_create(worker=worker, project=stage.project, stage=stage)
-        invited.append((name, path))
+        invited.append((name, path, stage_link_problem(stage=stage, worker=worker)))
     return invited
 
 
@@ -205,7 +242,7 @@ def mturk_access_check(*, stage: Stage, assignment_id: str, hit_id: str,
         # Accepting checks the stage (assignment_start); a preview must not show more than
         # accepting would give, so a draft or closed stage refuses the preview too.
         if stage.status not in OPEN_STAGE_STATUSES:
-            raise StageNotOpen("This task is not open at the moment.")
+            raise StageNotOpen(stage_not_open_message(stage))
         if hit_is_expired(hit):
             raise expired
         return MturkAccess(hit=hit, assignment_id="", worker=None, preview=True)

@@ -414,6 +414,13 @@ DEMO_PROJECTS = [
 ]
 
 
+def demo_project_slugs() -> list[str]:
+    """The slugs of the projects `rundemo` creates (generated and real-data demos)."""
+    from annotation.services.demo_real_data import REAL_DEMOS
+
+    return [spec.slug for spec in DEMO_PROJECTS] + [demo.slug for demo in REAL_DEMOS]
+
+
 def demo_workers_ensure() -> list[Worker]:
     workers = []
     for external_id, name in DEMO_WORKERS:

@@ -46,6 +46,19 @@ def project_owner_and_share(*, project: Project, owner=None, share: Iterable = (
         project.shared_with.add(*share)
 
 
+KIND_PHRASES = {"likert": "answer correctness", "ab": "which answer is better",
+                "mc": "reading comprehension"}
+
+
+def readable_title(slug: str, kind: str) -> str:
+    """A title annotators can read when none was given: "starc" (multiple choice) becomes
+    "Starc: reading comprehension", "rita_mocha-v2" "Rita mocha v2: answer correctness"."""
+    words = " ".join(slug.replace("-", " ").replace("_", " ").split()) or "Study"
+    words = words[0].upper() + words[1:]
+    phrase = KIND_PHRASES.get(kind)
+    return f"{words}: {phrase}" if phrase else words
+
+
 @transaction.atomic
 def project_create(
     *, owner, slug: str, title: str, kind: str, shared_with: Iterable[str] = (), **settings: Any

@@ -17,27 +17,22 @@ from __future__ import annotations
 
 from django.db import IntegrityError, transaction
 
+from annotation.domain.answers import answer_matches_gold
 from annotation.models import (
     Assignment,
     Item,
     Judgment,
     StageKind,
-    TaskKind,
     WorkerQualification,
 )
 from annotation.providers.calls import provider_call_run
 
 
 def answer_is_correct(*, item: Item, judgment: Judgment, tolerance: float = 0.0) -> bool | None:
-    """Whether a judgment matches the item's gold answer (None: the item has no gold)."""
-    gold = item.gold
-    if not gold:
-        return None
-    if item.project.kind == TaskKind.LIKERT:
-        if judgment.score is None or gold.get("score") is None:
-            return False
-        return abs(float(judgment.score) - float(gold["score"])) <= tolerance + 1e-9
-    return bool(judgment.choice) and judgment.choice == gold.get("choice")
+    """Whether a judgment matches the item's gold answer (None: the item has no gold);
+    `annotation.domain.answers.answer_matches_gold` is the definition."""
+    return answer_matches_gold(item.project.kind, item.gold, score=judgment.score,
+                               choice=judgment.choice, tolerance=tolerance)
 
 
 class QualificationUnconfirmed(Exception):

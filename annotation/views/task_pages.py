@@ -13,8 +13,9 @@ from functools import wraps
 from urllib.parse import urlencode, urlsplit
 
 from django.conf import settings
+from django.db.models import Q
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.cache import never_cache
@@ -30,6 +31,7 @@ from annotation.models import (
     ParticipantVerification,
     Provider,
     Stage,
+    StageKind,
     TaskKind,
 )
 from annotation.services import access
@@ -50,6 +52,7 @@ from annotation.services.assignments import (
     assignment_submit,
     assignment_touch,
     assignment_verify,
+    more_work_for,
     pilot_paragraph,
     prolific_session_check,
 )
@@ -363,11 +366,23 @@ def _completion(request: HttpRequest, assignment: Assignment, *,
     elif provider == Provider.PROLIFIC:
         context["redirect_url"] = prolific_completion_url(assignment.stage)
     else:
+        # In-house: no completion code (nobody to hand it to) and no stop between pages: while
+        # the stage has more for this annotator, the next items open at once.
         link = InhouseLink.objects.filter(
-            worker=assignment.worker, project=assignment.stage.project, revoked=False
-        ).order_by("-pk").first()
+            Q(stage=assignment.stage) | Q(stage__isnull=True),
+            worker=assignment.worker, project=assignment.stage.project, revoked=False,
+        ).order_by("-pk").select_related("stage").first()
         if link is not None and (link.expires_at is None or link.expires_at > timezone.now()):
-            context["next_url"] = access.inhouse_link_path(link=link)
+            try:
+                stage = access.inhouse_link_stage(link=link)
+            except AssignmentRefused:
+                stage = None
+            if stage is not None and more_work_for(stage=stage, worker=assignment.worker):
+                return redirect(access.inhouse_link_path(link=link))
+        context["finished_stage"] = assignment.stage
+        context["qualification"] = assignment.worker.qualifications.filter(
+            stage=assignment.stage).first() if assignment.stage.kind == StageKind.QUALIFICATION \
+            else None
     response = render(request, "annotation/task/complete.html", context)
     if provider == Provider.MTURK:
         # Shown inside MTurk's iframe after the submit (it posts the form to externalSubmit).

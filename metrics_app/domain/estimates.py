@@ -283,17 +283,29 @@ def metric_only(f_all: Sequence[float], f_labeled: Sequence[float], y: Sequence[
     return out
 
 
-def difference(a: Estimate, b: Estimate) -> dict:
-    """a − b for estimates from independent samples (different systems' items), with a normal
-    95% interval (systems answering the same questions err together, so treating them as
-    independent makes this interval wider than a paired one, never narrower) and the human judgments still needed, at the same method and the current
-    difference, for the interval to exclude zero."""
+def difference(a: Estimate, b: Estimate, *, bounds: tuple[float, float] | None = None) -> dict:
+    """a − b for estimates from independent samples (different systems' items), with a 95%
+    interval and the human judgments still needed, at the same method and the current
+    difference, for the interval to exclude zero.
+
+    The interval recovers each side's own interval (MOVER, Zou and Donner 2008): with Wilson
+    intervals of two shares it is Newcombe's hybrid score interval, which stays inside
+    [−1, 1], and with symmetric normal intervals it is the usual δ ± z·√(se_a² + se_b²).
+    `bounds` (for shares: (−1, 1)) clips what remains. Systems answering the same questions
+    err together, so treating them as independent makes the interval wider than a paired one,
+    never narrower."""
     if a.estimate is None or b.estimate is None or a.se is None or b.se is None:
         return {"method": a.method, "difference": None, "low": None, "high": None,
                 "separated": None, "more_judgments_needed": None}
     delta = a.estimate - b.estimate
     se = math.sqrt(a.se**2 + b.se**2)
-    low, high = delta - Z95 * se, delta + Z95 * se
+    if None not in (a.low, a.high, b.low, b.high):
+        low = delta - math.hypot(a.estimate - a.low, b.high - b.estimate)
+        high = delta + math.hypot(a.high - a.estimate, b.estimate - b.low)
+    else:
+        low, high = delta - Z95 * se, delta + Z95 * se
+    if bounds is not None:
+        low, high = max(bounds[0], low), min(bounds[1], high)
     separated = low > 0 or high < 0
     n = a.n_human + b.n_human
     more = None

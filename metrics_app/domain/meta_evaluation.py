@@ -52,8 +52,7 @@ def _weighted_pearson(x: np.ndarray, y: np.ndarray, w: np.ndarray) -> np.ndarray
         cov = (w @ (x * y)) / total - mx * my
         vx = (w @ (x * x)) / total - mx * mx
         vy = (w @ (y * y)) / total - my * my
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return cov / np.sqrt(vx * vy)
+        return _correlation(cov, vx, vy, float((x * x).mean()), float((y * y).mean()))
     total = w.sum(axis=1, keepdims=True)
     mx = (w * x).sum(axis=1, keepdims=True) / total
     my = (w * y).sum(axis=1, keepdims=True) / total
@@ -61,8 +60,17 @@ def _weighted_pearson(x: np.ndarray, y: np.ndarray, w: np.ndarray) -> np.ndarray
     cov = (w * dx * dy).sum(axis=1)
     vx = (w * dx * dx).sum(axis=1)
     vy = (w * dy * dy).sum(axis=1)
+    return _correlation(cov, vx, vy, (w * x * x).sum(axis=1), (w * y * y).sum(axis=1))
+
+
+def _correlation(cov: np.ndarray, vx: np.ndarray, vy: np.ndarray, scale_x, scale_y) -> np.ndarray:
+    """cov / √(vx·vy) inside [−1, 1]; NaN where a side is constant. A resample of one distinct
+    value has variance 0, which floating point leaves as rounding noise (±1e-17): undefined
+    there, not a correlation of 10^8 or an infinite bound on the metrics page."""
+    vx = np.where(vx > 1e-12 * (scale_x + 1e-300), vx, np.nan)
+    vy = np.where(vy > 1e-12 * (scale_y + 1e-300), vy, np.nan)
     with np.errstate(invalid="ignore", divide="ignore"):
-        return cov / np.sqrt(vx * vy)
+        return np.clip(cov / np.sqrt(vx * vy), -1.0, 1.0)
 
 
 def _resample_ranks(values: np.ndarray, counts: np.ndarray) -> np.ndarray:
@@ -78,7 +86,10 @@ def _resample_ranks(values: np.ndarray, counts: np.ndarray) -> np.ndarray:
 
 
 def _percentile(estimates: np.ndarray, confidence: float) -> list[float | None]:
-    estimates = estimates[~np.isnan(estimates)]
+    """The percentile interval of the resamples where the statistic is defined: a resample
+    with one distinct value gives NaN or ±inf (0/0, x/0), which would otherwise become a
+    missing upper bound ("[-1.00, ]" on the metrics page)."""
+    estimates = estimates[np.isfinite(estimates)]
     if len(estimates) == 0:
         return [None, None]
     alpha = (1 - confidence) / 2

@@ -60,6 +60,17 @@ def _human_scores(frame: JudgmentFrame, *, median: bool) -> dict[int, float]:
     return {int(frame.item_table_ids[i]): float(total[i] / count[i]) for i in judged}
 
 
+def clip_share(quantity: dict) -> dict:
+    """An accuracy's estimates with their interval bounds inside [0, 1]: a normal interval
+    (prediction-powered) around 0.97 ran to 104%, which a share cannot be."""
+    for cell in quantity.values():
+        if isinstance(cell, dict):
+            for bound in ("low", "high"):
+                if cell.get(bound) is not None:
+                    cell[bound] = min(1.0, max(0.0, cell[bound]))
+    return quantity
+
+
 def _quantity(*, human: dict[int, float], predicted: dict[int, float], items: list[int],
               to_label, verdict, routed: dict[int, tuple[float, bool]] | None = None) -> dict:
     """The three estimates of one quantity (accuracy or mean score) over `items`. With a
@@ -158,9 +169,10 @@ def estimates_report(frame: JudgmentFrame, *, project: Project) -> dict:
         report["systems"][system] = {
             "n_items": len(ids), "n_judged": sum(i in human for i in ids),
             "n_scored": sum(i in probability for i in ids),
-            "accuracy": _quantity(human=human, predicted=probability, items=ids,
-                                  to_label=lambda s: float(s >= CORRECT_AT),
-                                  verdict=lambda p: (p >= 0.5).astype(float), routed=routed),
+            "accuracy": clip_share(_quantity(human=human, predicted=probability, items=ids,
+                                             to_label=lambda s: float(s >= CORRECT_AT),
+                                             verdict=lambda p: (p >= 0.5).astype(float),
+                                             routed=routed)),
             "mean_score": _quantity(human=human, predicted=score, items=ids,
                                     to_label=float, verdict=lambda s: s, routed=routed),
         }
@@ -171,6 +183,7 @@ def estimates_report(frame: JudgmentFrame, *, project: Project) -> dict:
             second = report["systems"][b]["accuracy"].get(method)
             if first and second:
                 pair["accuracy"][method] = estimates.difference(
-                    estimates.Estimate(**first), estimates.Estimate(**second))
+                    estimates.Estimate(**first), estimates.Estimate(**second),
+                    bounds=(-1.0, 1.0))  # two shares differ by at most 100 points
         report["pairs"].append(pair)
     return report

@@ -8,11 +8,11 @@ import math
 
 import numpy as np
 from django.db import connection
-from django.db.models import Max, TextField
+from django.db.models import Count, Max, TextField
 from django.db.models.functions import Cast
 
 from annotation.judgment_selectors import fetch_plain_rows, load_judgments
-from annotation.models import Item, Judgment, Project, Stage, TaskKind
+from annotation.models import Item, Judgment, Project, Stage, TaskKind, Worker
 from annotation.selectors import blocked_worker_ids_for, counting_fingerprint
 from annotation.services.redundancy import adaptive_redundancy_summary
 
@@ -29,7 +29,7 @@ from .workers import worker_report
 REPORT_KIND = "project"
 # Bump when the report's content or definitions change: cached reports of another version are
 # recomputed even though no judgment arrived.
-REPORT_VERSION = 10
+REPORT_VERSION = 11
 
 
 def _params(group_by: str | None) -> dict:
@@ -127,11 +127,25 @@ def with_current_worker_status(report: dict, *, project: Project) -> dict:
     globally or by one of the project's researchers): blocking a worker adds no judgment, so a
     cached report would show them active until the next judgment arrives."""
     workers = report.get("workers") or []
-    if not workers:
-        return report
     blocked = blocked_worker_ids_for(project)
-    return {**report, "workers": [
-        {**w, "status": "blocked" if w["worker_id"] in blocked else "active"} for w in workers]}
+    rows = [{**w, "status": "blocked" if w["worker_id"] in blocked else "active"}
+            for w in workers]
+    # A blocked worker's judgments no longer count, so the report has no row for them: list
+    # them anyway (marked blocked, numbers empty), so the dashboard can unblock them.
+    listed = {w["worker_id"] for w in workers}
+    missing = blocked - listed
+    if missing:
+        template = dict.fromkeys(workers[0], None) if workers else {}
+        for pk, external_id, name, n in (
+                Worker.objects.filter(pk__in=missing, judgments__item__project=project)
+                .annotate(n=Count("judgments")).order_by("external_id")
+                .values_list("pk", "external_id", "display_name", "n")):
+            rows.append({**template, "worker_id": pk, "external_id": external_id, "name": name,
+                         "status": "blocked", "n_judgments": 0, "n_blocked_judgments": n,
+                         "flags": ["blocked: judgments not counted"]})
+    if not rows:
+        return report
+    return {**report, "workers": rows}
 
 
 def cached_project_report(

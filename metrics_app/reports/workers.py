@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from annotation.domain.agreement import alpha_without_each, krippendorff_alpha_from_counts
+from annotation.domain.answers import answer_matches_gold
 from annotation.judgment_selectors import JudgmentFrame
 from annotation.models import TaskKind, Worker
 
@@ -20,18 +21,17 @@ GOLD_MIN_ITEMS = 3
 
 
 def _correct(frame: JudgmentFrame, tolerance: float) -> np.ndarray:
-    """Per judgment: 1 right, 0 wrong, NaN when the item has no gold label."""
+    """Per judgment: 1 right, 0 wrong, NaN when the item has no gold label (the definition is
+    `answer_matches_gold`, shared with qualification grading and the assignment review)."""
     gold = frame.items["gold"][frame.item_pos] if len(frame) else np.array([], dtype=object)
     out = np.full(len(frame), np.nan)
     for j in np.nonzero(gold != None)[0]:  # noqa: E711 (elementwise comparison)
-        label = gold[j]
-        if not label:
-            continue
-        if frame.kind == TaskKind.LIKERT:
-            if label.get("score") is not None and not np.isnan(frame.score[j]):
-                out[j] = float(abs(frame.score[j] - float(label["score"])) <= tolerance)
-        elif label.get("choice") and frame.choice[j]:
-            out[j] = float(frame.choice[j] == label["choice"])
+        verdict = answer_matches_gold(
+            frame.kind, gold[j], tolerance=tolerance,
+            score=float(frame.score[j]) if frame.kind == TaskKind.LIKERT else None,
+            choice=frame.choice[j] if frame.kind != TaskKind.LIKERT else "")
+        if verdict is not None:
+            out[j] = float(verdict)
     return out
 
 
@@ -153,15 +153,15 @@ def _agreement_with_others(frame: JudgmentFrame, counts: np.ndarray, domain: np.
 
 def _accuracies(frame: JudgmentFrame, tolerance: float, data: np.ndarray, w_index: np.ndarray,
                 n_workers: int) -> dict[str, list]:
-    """Per worker: accuracy (and count) on gold checks, practice items and every labelled
-    data item; accuracy None where there were none."""
+    """Per worker: gold accuracy — the share of the worker's judgments on items with a gold
+    answer (gold checks and labelled items alike, in any stage; practice items apart) that
+    match it — and practice accuracy, each with its count; accuracy None where there were
+    none. The assignment review page counts the same way (`annotation.review_selectors`)."""
     correct = _correct(frame, tolerance)
-    is_gold = frame.items["is_gold_check"][frame.item_pos].astype(bool)
     is_practice = frame.items["is_practice"][frame.item_pos].astype(bool)
     out: dict[str, list] = {}
-    for name, count_name, mask in (("gold_accuracy", "n_gold", is_gold),
-                                   ("practice_accuracy", "n_practice", is_practice),
-                                   ("accuracy", "n_labelled", data & ~is_practice)):
+    for name, count_name, mask in (("gold_accuracy", "n_gold", ~is_practice),
+                                   ("practice_accuracy", "n_practice", is_practice)):
         accuracy, n = _grouped_mean(w_index, np.where(mask, correct, np.nan), n_workers)
         out[name] = [None if n[w] == 0 else float(accuracy[w]) for w in range(n_workers)]
         out[count_name] = [int(n[w]) for w in range(n_workers)]

@@ -44,3 +44,15 @@ def at(sequence, position):
         return sequence[int(position)]
     except (IndexError, TypeError, ValueError):
         return ""
+
+
+@register.filter
+def interval(bounds, digits: int = 3) -> str:
+    """[low, high] of a confidence interval; "" when there is none, and "no interval" spelled
+    out when only one bound is known (never "[-1.00, ]")."""
+    low, high = (list(bounds or []) + [None, None])[:2]
+    if low is None and high is None:
+        return ""
+    if low is None or high is None:
+        return "no interval (too few distinct values)"
+    return f"[{num(low, digits)}, {num(high, digits)}]"

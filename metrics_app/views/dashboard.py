@@ -9,7 +9,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.safestring import mark_safe
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_http_methods, require_POST
 
 from annotation.judgment_selectors import GROUP_FIELDS
 from annotation.models import Judgment, Project, Worker
@@ -66,22 +66,66 @@ def project_dashboard(request: HttpRequest, slug: str) -> HttpResponse:
     })
 
 
+def _worker_of_project(project: Project, worker_id: int) -> Worker:
+    if not Judgment.objects.filter(item__project=project, worker_id=worker_id).exists():
+        raise Http404("worker did not work on this project")
+    return get_object_or_404(Worker, pk=worker_id)
+
+
+def _block_scope(user) -> tuple[str, list[Project]]:
+    """Whom a block by `user` stops, in words, and the projects it reaches (annotation.services
+    .workers: a superuser's block is global, a researcher's covers their own and shared
+    projects)."""
+    if user.is_superuser:
+        return ("in every project of every researcher on this platform (you are a superuser: "
+                "your block is global)", [])
+    projects = list(projects_visible_to(user).order_by("title"))
+    return (f"in all {len(projects)} project{'s' if len(projects) != 1 else ''} you own or that "
+            f"are shared with you", projects)
+
+
 @login_required
-@require_POST
+@require_http_methods(["GET", "POST"])
 def worker_block_view(request: HttpRequest, slug: str, worker_id: int) -> HttpResponse:
-    """Block a worker who judged items of this project (annotation.services.workers)."""
+    """Block a worker who judged items of this project (annotation.services.workers), after a
+    confirmation page that says the block's scope: GET shows it, POST with confirm=1 blocks."""
     from annotation.services.workers import worker_block
 
     project = _visible_project(request, slug)
     if not request.user.is_staff:
         raise Http404("researchers only")
-    worked_here = Judgment.objects.filter(item__project=project, worker_id=worker_id).exists()
-    worker = get_object_or_404(Worker, pk=worker_id) if worked_here else None
-    if worker is None:
-        raise Http404("worker did not work on this project")
-    reason = (request.POST.get("reason") or "").strip() or f"blocked from the {slug} dashboard"
-    worker_block(worker=worker, reason=reason, by=request.user)
-    scope = ("in every project" if request.user.is_superuser
-             else "in your projects (owned or shared with you)")
-    messages.success(request, f"Blocked {worker} {scope}.")
+    worker = _worker_of_project(project, worker_id)
+    scope, projects = _block_scope(request.user)
+    reason = (request.POST.get("reason") or request.GET.get("reason") or "").strip()
+    if request.method == "GET" or request.POST.get("confirm") != "1":
+        return render(request, "metrics_app/worker_block_confirm.html", {
+            "project": project, "worker": worker, "scope": scope, "projects": projects,
+            "reason": reason or f"blocked from the {slug} dashboard"})
+    worker_block(worker=worker, reason=reason or f"blocked from the {slug} dashboard",
+                 by=request.user)
+    messages.success(request, f"Blocked {worker} {scope}. The worker stays listed on the "
+                              f"dashboard with an Unblock button.")
+    return redirect(reverse("metrics:project-dashboard", args=[slug]) + "#workers")
+
+
+@login_required
+@require_POST
+def worker_unblock_view(request: HttpRequest, slug: str, worker_id: int) -> HttpResponse:
+    """Lift the block this researcher set (a superuser: the global one), from the dashboard."""
+    from annotation.selectors import worker_is_blocked_for
+    from annotation.services.workers import worker_unblock
+
+    project = _visible_project(request, slug)
+    if not request.user.is_staff:
+        raise Http404("researchers only")
+    worker = _worker_of_project(project, worker_id)
+    worker_unblock(worker=worker, by=request.user)
+    if worker_is_blocked_for(worker=worker, project=project):
+        worker.refresh_from_db()
+        who = ("a superuser blocked them for every project" if worker.status == "blocked"
+               else "another researcher of this project blocked them")
+        messages.warning(request, f"{worker} is still blocked here: {who}; only they can lift "
+                                  f"that block.")
+    else:
+        messages.success(request, f"Unblocked {worker}.")
     return redirect(reverse("metrics:project-dashboard", args=[slug]) + "#workers")

@@ -225,9 +225,18 @@
     if (confirmed[id]) return true;
     return problems(id).length === 0;
   }
+  const submitHint = document.querySelector("#submit-row .hint");
   function updateProgress() {
     const n = ids.filter(isDone).length;
     progressEl.textContent = `${n} of ${ids.length} answered`;
+    // The hint under Submit follows the answers (it said "All items must be answered." after
+    // everything was answered).
+    if (submitHint) {
+      const left = ids.length - n;
+      submitHint.textContent = left > 0
+        ? `${left} item${left === 1 ? "" : "s"} left to answer before you can submit.`
+        : "Everything is answered: ready to submit.";
+    }
   }
 
   // --- Autosave -------------------------------------------------------------------------------
@@ -313,7 +322,7 @@
     if (!ta || !count) return;
     const n = ta.value.trim().length;
     const min = cfg.justification_min_length;
-    count.textContent = min ? `${n} / ${min} characters${n < min ? ` — ${min - n} more needed` : " ✓"}` : `${n} characters`;
+    count.textContent = min ? `${n} / ${min} characters${n < min ? ` — ${min - n} more needed` : " — enough"}` : `${n} characters`;
     count.classList.toggle("short", n < min);
   }
 

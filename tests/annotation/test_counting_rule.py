@@ -93,9 +93,12 @@ def test_exports_and_aggregates_count_only_accepted_work_and_say_whose_work_it_w
 def test_reports_stage_gates_and_lerc_data_use_the_same_rule(study):
     report = cached_project_report(project=study["project"])
     assert report["agreement"]["all"]["n_judgments"] == 12
-    workers = {w["worker_id"] for w in report["workers"]}
+    workers = {w["worker_id"]: w for w in report["workers"]}
     assert study["rejected_worker"].pk not in workers
-    assert study["blocked_worker"].pk not in workers
+    # Listed (so the dashboard can unblock them) with none of their judgments counted.
+    blocked = workers[study["blocked_worker"].pk]
+    assert (blocked["status"], blocked["n_judgments"]) == ("blocked", 0)
+    assert blocked["agreement_with_others"] is None
     # Three workers who all agree: α is undefined or perfect, never dragged down by the 1s.
     alpha = stage_agreement(stage=study["full"])
     assert alpha is None or alpha == pytest.approx(1.0)

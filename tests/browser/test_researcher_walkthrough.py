@@ -81,3 +81,60 @@ def test_landing_cockpit_dashboard_and_review(live_server, page):
     assert project.stages.get().assignments.filter(
         status=AssignmentStatus.APPROVED).count() == 1
     assert not page.js_errors
+
+
+WIDEST_ELEMENTS = """() => {
+  const width = document.documentElement.clientWidth;
+  const wide = [];
+  for (const el of document.querySelectorAll('body *')) {
+    const box = el.getBoundingClientRect();
+    if (box.right > width + 1 && getComputedStyle(el).position !== 'fixed') {
+      let scrolled = false;  // inside a box that scrolls sideways on its own: fine
+      for (let p = el.parentElement; p; p = p.parentElement) {
+        const overflow = getComputedStyle(p).overflowX;
+        if ((overflow === 'auto' || overflow === 'scroll') && p.clientWidth <= width) {
+          scrolled = true; break;
+        }
+      }
+      if (!scrolled) wide.push(el.tagName.toLowerCase() + (el.id ? '#' + el.id : '')
+                               + (el.className && typeof el.className === 'string'
+                                  ? '.' + el.className.split(' ')[0] : ''));
+    }
+  }
+  return {scrollWidth: document.documentElement.scrollWidth, width, wide: wide.slice(0, 8)};
+}"""
+
+
+def test_researcher_pages_fit_a_phone_and_the_admin_list_fits_a_laptop(live_server, browser):
+    """At 360 px the cockpit was 858 px wide and the dashboard 950 px (the page scrolled
+    sideways); at 1,280 px the admin project list cut its columns."""
+    from django.contrib.auth import get_user_model
+
+    owner = get_user_model().objects.create_user("narrow", password=PASSWORD, is_staff=True,
+                                                 is_superuser=True)
+    project = _study(owner)
+    make_project(TaskKind.AB, owner=owner, slug="demo-lfqa-experts-with-a-long-slug",
+                 title="Real data: long-form QA expert preferences")
+    for viewport, paths in (({"width": 360, "height": 740}, [f"/metrics/{project.slug}/cockpit/",
+                                     f"/metrics/{project.slug}/dashboard/",
+                                     f"/metrics/{project.slug}/metrics/"]),
+                            ({"width": 1280, "height": 800}, ["/admin/annotation/project/"])):
+        context = browser.new_context(viewport=viewport)
+        page = context.new_page()
+        page.goto(f"{live_server.url}/admin/login/?next=/")
+        page.fill("#id_username", "narrow")
+        page.fill("#id_password", PASSWORD)
+        page.click("input[type=submit]")
+        for path in paths:
+            page.goto(live_server.url + path)
+            page.wait_for_load_state("networkidle")
+            found = page.evaluate(WIDEST_ELEMENTS)
+            assert found["scrollWidth"] <= found["width"] + 1, (path, viewport, found)
+            if path.startswith("/admin/"):  # every column visible, none behind a scrollbar
+                table, box = page.evaluate("""() => [
+                    document.querySelector('#result_list').scrollWidth,
+                    document.querySelector('#changelist .results').clientWidth]""")
+                widths = page.evaluate("""() => [...document.querySelectorAll(
+                    '#result_list thead th')].map(th => th.innerText + ':' + th.offsetWidth)""")
+                assert table <= box + 1, (table, box, ' '.join(widths))
+        context.close()

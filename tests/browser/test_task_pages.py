@@ -64,9 +64,14 @@ def test_likert_hit_with_the_keyboard_only(live_server, page, phone_page):
     page.keyboard.press("4")  # answers the first item and moves on
     page.keyboard.press("2")
     expect_text(page, "#progress", "2 of 3 answered")
+    expect_text(page, "#submit-row .hint", "1 item left to answer")
+    assert page.locator(".keys").is_visible()
     screenshot(page, "likert-1280", top=True)
     phone_shot(phone_page, url, "likert")
+    # A phone has no keyboard to press 1–5 on: no keyboard hints there.
+    assert phone_page.locator(".keys").count() and phone_page.locator(".keys").is_hidden()
     page.keyboard.press("5")
+    expect_text(page, "#submit-row .hint", "Everything is answered")
     assert page.evaluate("document.activeElement.id") == "submit-button"
     page.keyboard.press("Enter")
     finish(page)

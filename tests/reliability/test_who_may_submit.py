@@ -164,7 +164,7 @@ def test_a_researchers_block_does_not_reach_another_researchers_projects(client)
     make_judgment(item=alice_items[0], stage=alice_stage, worker=worker)
     client.force_login(alice)
     url = reverse("metrics:worker-block", args=[alice_project.slug, worker.pk])
-    assert client.post(url, {"reason": "random answers"}).status_code == 302
+    assert client.post(url, {"reason": "random answers", "confirm": "1"}).status_code == 302
     worker.refresh_from_db()
     assert worker.status == WorkerStatus.ACTIVE
     assert WorkerBlock.objects.get(worker=worker).researcher == alice

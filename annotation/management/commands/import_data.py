@@ -23,6 +23,7 @@ from annotation.services.imports import ImportConflictError, import_records
 from annotation.services.projects import (
     ProjectOwnershipError,
     project_owner_and_share,
+    readable_title,
     users_by_username,
 )
 
@@ -42,7 +43,8 @@ class Command(BaseCommand):
                             help="create the project when it does not exist")
         parser.add_argument("--kind", choices=TaskKind.values,
                             help="task kind of a created project (default: the format's)")
-        parser.add_argument("--title", help="title of a created project (default: the slug)")
+        parser.add_argument("--title", help="title of a created project, shown to annotators (default: made from "
+                                 "the slug and the kind, e.g. 'Starc: reading comprehension')")
         parser.add_argument("--owner", metavar="USER",
                             help="username of the researcher the project belongs to (given to a "
                                  "project that has no owner yet)")
@@ -106,7 +108,8 @@ class Command(BaseCommand):
             with transaction.atomic():
                 if created:
                     project = Project.objects.create(
-                        slug=slug, kind=kind, title=options["title"] or slug
+                        slug=slug, kind=kind,
+                        title=options["title"] or readable_title(slug, kind),
                     )
                 project_owner_and_share(project=project, owner=owner,
                                         share=[users[name] for name in options["share"]])
@@ -122,7 +125,8 @@ class Command(BaseCommand):
                 raise
             raise CommandError(f"nothing imported: {path}: {BUSY_MESSAGE}") from None
         if created:
-            self.stdout.write(f"Created project {slug!r} ({kind}).")
+            self.stdout.write(f"Created project {slug!r} ({kind}), titled {project.title!r} "
+                              f"(what annotators see; --title or the admin changes it).")
         if project.owner_id is None:
             self.stdout.write(self.style.WARNING(
                 f"Project {slug!r} has no owner: only superusers see it. Pass --owner USERNAME "

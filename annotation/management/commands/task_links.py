@@ -1,6 +1,11 @@
 """Print task-page links for open stages, each through its own provider's entry point.
 
-    python manage.py task_links [--project SLUG ...] [--worker NAME] [--base-url URL] [--no-mturk]
+    python manage.py task_links [--project SLUG ... | --all-projects] [--worker NAME]
+                                [--base-url URL] [--no-mturk]
+
+Every link it prints is live (an in-house link admits its holder; a simulated HIT is a row in
+the stage), so by default it covers the demo projects only (those `rundemo` creates); a real
+project needs its slug (`--project SLUG`) or `--all-projects`.
 
 An in-house stage gets a personal in-house link (what a researcher sends an expert: signed,
 revocable in the admin). An MTurk stage gets a simulated HIT: the page the way MTurk's
@@ -18,12 +23,12 @@ import secrets
 from urllib.parse import urlencode
 
 from django.conf import settings
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 from django.urls import reverse
 
 from annotation.models import Hit, HitItem, Project, Provider, Stage, Worker
-from annotation.services.access import inhouse_link_create
+from annotation.services.access import inhouse_link_create, stage_link_problem
 from annotation.services.assignments import OPEN_STAGE_STATUSES, items_pick_next
 
 
@@ -32,7 +37,10 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--project", action="append", default=[],
-                            help="Project slug (repeatable); default: every project.")
+                            help="Project slug (repeatable); default: the demo projects only.")
+        parser.add_argument("--all-projects", action="store_true",
+                            help="Every project with an open stage, real studies included "
+                                 "(creates live links and simulated HITs in each).")
         parser.add_argument("--worker", default="demo-annotator",
                             help="External id of the in-house annotator the links are for.")
         parser.add_argument("--base-url", default="",
@@ -41,11 +49,24 @@ class Command(BaseCommand):
                             help="Do not create simulated MTurk HITs.")
 
     def handle(self, *args, project: list[str], worker: str, base_url: str, no_mturk: bool,
-               **options):
+               all_projects: bool, **options):
+        from annotation.services.demo import demo_project_slugs
+
+        if project and all_projects:
+            raise CommandError("give --project SLUG or --all-projects, not both")
         base = (base_url or settings.QAJ_PUBLIC_BASE_URL).rstrip("/")
         projects = Project.objects.order_by("slug")
         if project:
             projects = projects.filter(slug__in=project)
+            unknown = sorted(set(project) - set(projects.values_list("slug", flat=True)))
+            if unknown:
+                raise CommandError(f"no project with slug {', '.join(unknown)}")
+        elif not all_projects:
+            projects = projects.filter(slug__in=demo_project_slugs())
+            if not projects.exists():
+                raise CommandError("no demo projects here (manage.py rundemo creates them); "
+                                   "name a project with --project SLUG, or --all-projects "
+                                   "for every open stage of every project")
         annotator, _ = Worker.objects.get_or_create(
             provider=Provider.INHOUSE, external_id=worker, defaults={"display_name": worker}
         )
@@ -55,6 +76,10 @@ class Command(BaseCommand):
                 continue
             self.stdout.write(self.style.MIGRATE_HEADING(f"{proj.title} [{proj.slug}]"))
             for stage in stages:
+                problem = stage_link_problem(
+                    stage=stage, worker=annotator if stage.provider == Provider.INHOUSE else None)
+                if problem:
+                    self.stdout.write(self.style.WARNING(f"  {stage.name}: warning: {problem}"))
                 if stage.provider == Provider.INHOUSE:
                     _, path = inhouse_link_create(worker=annotator, project=proj, stage=stage)
                     self.stdout.write(f"  {stage.name}: in-house  {base}{path}")

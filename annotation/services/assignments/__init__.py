@@ -31,6 +31,7 @@ from .lifecycle import (
     assignment_start,
     assignment_touch,
     assignment_verification_failed,
+    more_work_for,
 )
 from .picking import (
     gold_items_for_stage,
@@ -105,6 +106,7 @@ __all__ = [
     "gold_items_for_stage",
     "hit_is_expired",
     "items_pick_next",
+    "more_work_for",
     "latin_square_on",
     "participant_number",
     "pilot_paragraph",

@@ -33,6 +33,7 @@ from annotation.selectors import worker_is_blocked_for
 from .comprehension import RETURN_KEY, RETURN_MESSAGE, _refuse_if_return_requested
 from .errors import (
     AssignmentClosed,
+    AssignmentRefused,
     ForeignAssignment,
     HitExpired,
     NoItemsAvailable,
@@ -58,6 +59,7 @@ from .state import (
     _server_state,
     _unverified_cutoff,
     hit_is_expired,
+    stage_not_open_message,
 )
 
 
@@ -67,9 +69,30 @@ def _check_worker(*, stage: Stage, worker: Worker) -> None:
     if stage.requires_stage_id and not WorkerQualification.objects.filter(
         worker=worker, stage_id=stage.requires_stage_id, passed=True
     ).exists():
+        if WorkerQualification.objects.filter(worker=worker, stage_id=stage.requires_stage_id,
+                                              passed=False).exists():
+            raise QualificationRequired(
+                "This task is open to those who passed its qualification, and your "
+                "qualification result was below the pass mark, so there is nothing more for "
+                "you to do here. Thank you for taking part.")
         raise QualificationRequired(
             "This task needs a qualification you have not passed yet."
         )
+
+
+def more_work_for(*, stage: Stage, worker: Worker) -> bool:
+    """Whether `worker` would get items if they started another assignment in `stage` now
+    (reads only; the rows it locks are released with its transaction)."""
+    if stage.status not in OPEN_STAGE_STATUSES:
+        return False
+    try:
+        _check_worker(stage=stage, worker=worker)
+    except AssignmentRefused:
+        return False
+    if _live_assignments(stage).filter(worker=worker, hit__isnull=True).exists():
+        return True  # an unfinished one is waiting for them
+    with transaction.atomic():
+        return bool(items_pick_next(stage=stage, worker=worker, limit=1))
 
 
 def _presented_order(kind: str) -> list[str]:
@@ -127,7 +150,7 @@ def assignment_start(*, stage: Stage, worker: Worker, hit: Hit | None = None,
     the completion again); `verification` is what the provider said about this session at the
     door (`ParticipantVerification`; PENDING when it could not tell)."""
     if stage.status not in OPEN_STAGE_STATUSES:
-        raise StageNotOpen("This task is not open at the moment.")
+        raise StageNotOpen(stage_not_open_message(stage))
     if hit is not None and hit.stage_id != stage.pk:
         raise ForeignAssignment("This HIT belongs to another task.")
     prolific = stage.provider == Provider.PROLIFIC

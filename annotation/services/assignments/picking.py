@@ -34,6 +34,7 @@ from annotation.models import (
     AssignmentStatus,
     Item,
     Judgment,
+    Provider,
     Stage,
     StageKind,
     TaskKind,
@@ -225,6 +226,19 @@ def items_pick_next(*, stage: Stage, worker: Worker, limit: int) -> list[Item]:
         regular_qs = latin_square_filter(stage=stage, worker=worker, available=regular_qs,
                                          deficits=lambda ids: _deficits(stage, ids))
     regular = _pick_regular(stage=stage, available=regular_qs, room=room - n_gold)
+    if (stage.provider == Provider.INHOUSE and project.kind == TaskKind.LIKERT and regular
+            and not latin_square_on(stage)):
+        # In-house pages have no HIT to keep to one passage: fill the page with further
+        # passages (each still whole and shown once) rather than one passage of one or two
+        # candidates per page, each followed by a submit.
+        for _passage in range(room):
+            if len(regular) >= room - n_gold:
+                break
+            more = _pick_regular(stage=stage, room=room - n_gold - len(regular),
+                                 available=regular_qs.exclude(pk__in=[i.pk for i in regular]))
+            if not more:
+                break
+            regular += more
     gold: list[Item] = []
     if n_gold and regular:
         gold_qs = _not_seen_earlier(

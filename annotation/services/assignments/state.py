@@ -26,6 +26,19 @@ from annotation.models import (
 OPEN_STAGE_STATUSES = (StageStatus.PUBLISHED, StageStatus.COLLECTING)
 
 
+def stage_not_open_message(stage: Stage) -> str:
+    """What an annotator reads when a stage takes no work now, by why (it said "not open at
+    the moment" whether the stage was a draft, paused with every HIT taken, or over)."""
+    if stage.status == StageStatus.DRAFT:
+        return ("This task has not started yet. Your link will work once the researcher "
+                "opens it.")
+    if stage.status == StageStatus.REVIEWING:
+        return ("This task has collected all the answers it asked for and is paused while "
+                "the researcher reviews them. Your link will work again if the researcher "
+                "reopens the task; there is nothing to do until then.")
+    return "This task has ended. Thank you \u2014 there is nothing more to do here."
+
+
 FINISHED_STATUSES = (AssignmentStatus.SUBMITTED, AssignmentStatus.APPROVED,
                      AssignmentStatus.REJECTED)
 

@@ -19,5 +19,8 @@ class LercError(Exception):
 
 
 def _event(model_version: ModelVersion, event: str, detail: str = "", user=None) -> None:
+    from .model_card import model_card_refresh
+
     ModelVersionEvent.objects.create(model_version=model_version, event=event, detail=detail,
                                      user=user)
+    model_card_refresh(model_version)  # the card on disk follows the status

@@ -7,17 +7,40 @@ import json
 from metrics_app.models import ModelVersion
 
 
+def _pairs(mapping) -> str:
+    """{"a": 1, "b": {"c": 2}} as "a 1 · b.c 2" (readable in Markdown and on the admin page)."""
+    if not isinstance(mapping, dict) or not mapping:
+        return "–" if mapping in (None, {}, "") else _fmt(mapping)
+
+    def flat(prefix: str, value):
+        if isinstance(value, dict):
+            for key, inner in sorted(value.items()):  # PostgreSQL's JSON reorders keys
+                yield from flat(f"{prefix}.{key}" if prefix else str(key), inner)
+        else:
+            yield f"{prefix} {_fmt(value)}"
+
+    return " · ".join(flat("", mapping))
+
+
 def model_card(version: ModelVersion) -> str:
-    """A Markdown model card: data, options, timings and every number against the baselines."""
+    """A Markdown model card: data, options, timings and every number against the baselines,
+    and the promotion decision; the status as of when it was written (the card on disk is
+    rewritten at every status change, `model_card_refresh`)."""
     metrics = version.metrics or {}
+    when = next((getattr(version, field) for field in ("promoted_at", "finished_at",
+                                                       "started_at", "created_at")
+                 if getattr(version, field, None)), None)
+    status = f"**{version.status}**" + (f" (as of {when:%Y-%m-%d %H:%M} UTC)" if when else "")
+    calibration = (metrics.get("training") or {}).get("calibration")
     lines = [f"# {version.name} v{version.number}", "",
-             f"- status: {version.status}; backbone: {version.backbone}",
-             f"- projects: {', '.join(p.slug for p in version.projects.order_by('slug'))}",
-             f"- examples: {json.dumps(metrics.get('examples', {}))}",
-             f"- training options: {json.dumps(version.config.get('train', {}), sort_keys=True)}",
-             f"- data options: {json.dumps(version.config.get('data', {}), sort_keys=True)}",
-             f"- timings: {json.dumps(metrics.get('timings', {}))}",
-             f"- calibration: {json.dumps((metrics.get('training') or {}).get('calibration'))}",
+             f"- status: {status}",
+             f"- backbone: {version.backbone}",
+             f"- projects: {', '.join(p.slug for p in version.projects.order_by('slug')) or '–'}",
+             f"- examples: {_pairs(metrics.get('examples', {}))}",
+             f"- training options: {_pairs(version.config.get('train', {}))}",
+             f"- data options: {_pairs(version.config.get('data', {}))}",
+             f"- timings (s): {_pairs(metrics.get('timings', {}))}",
+             f"- calibration: {_pairs(calibration) if calibration else 'none'}",
              ""]
     comparison = metrics.get("baselines") or {}
     for split in ("validation", "test"):
@@ -33,14 +56,47 @@ def model_card(version: ModelVersion) -> str:
             lines.append(f"| {name} | " + " | ".join(cells) + f" | {row.get('n')} |")
         lines.append("")
     if comparison.get("unavailable"):
-        lines += [f"Baselines not measured: {json.dumps(comparison['unavailable'])}", ""]
+        lines += [f"Baselines not measured: {_pairs(comparison['unavailable'])}", ""]
     decision = metrics.get("promotion_decision")
     if decision:
-        lines += ["## Promotion decision", "", "```", json.dumps(decision, indent=2), "```", ""]
+        verdict = "promoted" if decision.get("promoted") else "not promoted"
+        lines += ["## Promotion decision", "", f"- decision: **{verdict}**"]
+        lines += [f"- {key.replace('_', ' ')}: {_pairs(value) if isinstance(value, dict) else _fmt(value)}"
+                  for key, value in decision.items() if key != "promoted"]
+        lines.append("")
     return "\n".join(lines)
 
 
+def model_card_refresh(version: ModelVersion) -> bool:
+    """Rewrite MODEL_CARD.md in the version's local model folder from the database, so the
+    card on disk follows the status (it was written while training and still said "status:
+    training" after promotion). Runs after the surrounding transaction commits; a model kept
+    on S3 is left alone (the admin renders the current card). True when a card was written."""
+    from pathlib import Path
+
+    from django.db import transaction
+
+    from metrics_app.services.lerc_artifacts import is_s3
+
+    uri = version.artifact_uri
+    if not uri or is_s3(uri) or not Path(uri).is_dir():
+        return False
+
+    def write() -> None:
+        fresh = ModelVersion.objects.filter(pk=version.pk).first()
+        if fresh is not None:
+            try:
+                (Path(uri) / "MODEL_CARD.md").write_text(model_card(fresh))
+            except OSError:  # a read-only artifact folder: the admin still shows the card
+                pass
+
+    transaction.on_commit(write)
+    return True
+
+
 def _fmt(value) -> str:
+    if isinstance(value, list | tuple):
+        return ", ".join(_fmt(v) for v in value) or "–"
     return "–" if value is None else f"{value:.3f}" if isinstance(value, float) else str(value)
 
 

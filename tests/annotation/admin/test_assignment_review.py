@@ -65,6 +65,8 @@ def test_the_assignment_page_shows_the_review_and_decides_from_it(client):
     assert "2 of 3 items answered; 0 of 1 gold items right; agrees with the others&#x27; " \
            "most given answer on 0 of 1" in page
     assert "differs from gold" in page and "4 (2)" in page and "0.9 (0.9) [25.0]" in page
+    assert "<strong>candidate:</strong> Marlowe" in page
+    assert "<strong>reference:</strong> Shakespeare" in page
     decide = reverse("admin:annotation_assignment_decide", args=[assignment.pk])
     refused = client.post(decide, {"decision": "reject"}, follow=True)
     assert "Type a reason" in refused.content.decode()
@@ -92,3 +94,43 @@ def test_a_researcher_cannot_review_or_decide_on_another_researchers_assignment(
     assert assignment.status == AssignmentStatus.SUBMITTED
     assert client.get(decide).status_code in (403, 404)
     make_worker()  # nothing else changed: no worker blocked
+
+
+def test_gold_accuracy_is_one_definition_on_the_review_page_and_the_dashboard(client):
+    """Every item has a gold score (imported labels, no gold-check flag): the dashboard's gold
+    accuracy and the review page's summary count the same items with the same tolerance."""
+    from metrics_app.reports.project import project_report
+
+    owner = make_user()
+    project = make_project(TaskKind.LIKERT, owner=owner, qualification_tolerance=0.5)
+    stage = make_stage(project)
+    items = [make_item(project, gold={"score": score}) for score in (4.4, 2.0, 3.0)]
+    assignment = make_assignment(stage, items=items, status=AssignmentStatus.SUBMITTED)
+    for item, score in zip(items, (4, 2, 5), strict=True):  # within 0.5, exact, 2 off
+        make_judgment(item=item, stage=stage, worker=assignment.worker, assignment=assignment,
+                      score=score)
+    rows = assignment_review(assignment=assignment)
+    assert [r.matches_gold for r in rows] == [True, True, False]
+    worker_row = next(w for w in project_report(project=project)["workers"]
+                      if w["worker_id"] == assignment.worker_id)
+    assert (worker_row["gold_accuracy"], worker_row["n_gold"]) == (pytest.approx(2 / 3), 3)
+    client.force_login(owner)
+    page = client.get(reverse("admin:annotation_assignment_change",
+                              args=[assignment.pk])).content.decode()
+    assert "2 of 3 gold items right" in page
+    dashboard = client.get(reverse("metrics:project-dashboard", args=[project.slug]))
+    assert "66.7% (3)" in dashboard.content.decode()
+
+
+def test_the_review_page_shows_what_the_worker_judged():
+    """The question alone does not say whether "2" was a fair score: the candidate and the
+    reference sit beside it."""
+    project = make_project(TaskKind.LIKERT)
+    stage = make_stage(project)
+    item = make_item(project, content={"passage": "p", "question": "Who wrote Hamlet?",
+                                       "references": ["Shakespeare"], "candidate": "Marlowe"})
+    assignment = make_assignment(stage, items=[item], status=AssignmentStatus.SUBMITTED)
+    make_judgment(item=item, stage=stage, worker=assignment.worker, assignment=assignment,
+                  score=2)
+    (row,) = assignment_review(assignment=assignment)
+    assert row.judged == [("candidate", "Marlowe"), ("reference", "Shakespeare")]

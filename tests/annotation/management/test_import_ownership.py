@@ -59,3 +59,12 @@ def test_a_project_without_owner_is_named_in_a_warning(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "has no owner: only superusers see it" in out and "--owner" in out
     assert Project.objects.get(slug="study").owner is None
+
+
+def test_an_import_without_a_title_gets_a_readable_one(tmp_path, researchers):
+    """Annotators saw the slug ("starc") as the study's name."""
+    _import(tmp_path, "--owner", "alice", slug="rita_mocha-v2")
+    assert Project.objects.get(slug="rita_mocha-v2").title == \
+        "Rita mocha v2: answer correctness"
+    _import(tmp_path, "--owner", "alice", "--title", "My own title", slug="titled")
+    assert Project.objects.get(slug="titled").title == "My own title"

@@ -18,7 +18,8 @@ def test_task_links_open_the_task_in_house_and_as_a_simulated_mturk_worker(clien
     project, stage, items = make_task(TaskKind.LIKERT, group="p1")
     make_stage(project, provider=Provider.MTURK, status=StageStatus.PUBLISHED)
     out = io.StringIO()
-    call_command("task_links", "--base-url", "http://testserver", stdout=out)
+    call_command("task_links", "--base-url", "http://testserver", "--project", project.slug,
+                 stdout=out)
     urls = re.findall(r"http://testserver(\S+)", out.getvalue())
     assert len(urls) == 3, out.getvalue()
     inhouse, preview, accepted = urls
@@ -30,3 +31,28 @@ def test_task_links_open_the_task_in_house_and_as_a_simulated_mturk_worker(clien
     assert client.get(inhouse).status_code == 200
     assert Assignment.objects.filter(hit=hit, worker__provider=Provider.MTURK).count() == 1
     assert Assignment.objects.filter(hit__isnull=True).count() == 1
+
+
+def test_task_links_leave_real_projects_alone_unless_named():
+    """Documented for the demo, the command once made live links and a simulated HIT in every
+    open stage of every real project."""
+    from django.core.management.base import CommandError
+
+    from annotation.models import InhouseLink, Project
+
+    real, _stage, _items = make_task(TaskKind.LIKERT, group="p1")
+    make_stage(real, provider=Provider.MTURK, status=StageStatus.PUBLISHED)
+    with pytest.raises(CommandError, match="no demo projects here"):
+        call_command("task_links", stdout=io.StringIO())
+    demo, _stage, _items = make_task(TaskKind.LIKERT, group="p2")
+    Project.objects.filter(pk=demo.pk).update(slug="demo-likert")
+    out = io.StringIO()
+    call_command("task_links", "--base-url", "http://testserver", stdout=out)
+    assert "demo-likert" in out.getvalue() and real.slug not in out.getvalue()
+    assert not InhouseLink.objects.filter(project=real).exists()
+    assert not Hit.objects.filter(stage__project=real).exists()
+    with pytest.raises(CommandError, match="no project with slug nope"):
+        call_command("task_links", "--project", "nope", stdout=io.StringIO())
+    call_command("task_links", "--all-projects", "--base-url", "http://testserver",
+                 stdout=io.StringIO())
+    assert InhouseLink.objects.filter(project=real).exists()

@@ -88,7 +88,7 @@ def test_blocked_worker_and_closed_stage_get_a_clear_refusal(client):
     stage.status = StageStatus.CLOSED
     stage.save(update_fields=["status"])
     response, _, _ = open_link(client, project, stage=stage)
-    assert response.status_code == 403 and b"not open" in response.content
+    assert response.status_code == 403 and b"This task has ended" in response.content
 
 
 # --- Headers ------------------------------------------------------------------------------------
@@ -223,7 +223,8 @@ def test_mturk_preview_of_a_stage_that_is_not_open_is_refused(client, status):
                                     hitId="HITC"))
     assert response.status_code == 403
     html = response.content.decode()
-    assert "not open" in html and "This page is not available" in html
+    assert ("has not started yet" if status == StageStatus.DRAFT else "has ended") in html
+    assert "This page is not available" in html
     assert items[0].content["question"] not in html
 
 
@@ -352,7 +353,9 @@ def test_submit_validation_messages_then_success_then_idempotent_resubmit(client
     assert Judgment.objects.first().justification.startswith("<script>")  # stored verbatim
     complete = client.get(good.json()["complete_url"])
     assert b"your answers are saved" in complete.content
-    assert b"Continue with more items" in complete.content
+    # In-house: nothing more for this annotator, so no code to hand in and no "Continue".
+    assert b"You have answered everything this task has for you" in complete.content
+    assert b"completion code" not in complete.content
     late = api(client, "task-autosave", token, {"draft": {}})
     assert late.status_code == 200 and late.json()["already_submitted"]
 

@@ -135,3 +135,25 @@ def test_thousands_of_scores_get_the_normal_interval_the_bootstrap_would_give():
     few = estimates.human_only(scores[:1500], seed=1)  # bootstrapped
     assert few.high - few.low == pytest.approx(
         2 * 1.959964 * scores[:1500].std(ddof=1) / np.sqrt(1500), rel=0.1)
+
+
+def test_a_difference_of_two_shares_never_leaves_plus_minus_100_points():
+    """Two systems judged on two items each (2 of 2 right against 1 of 2): the normal interval
+    ran to +119 points; the interval built from the two Wilson intervals stays inside ±1 and
+    still contains the difference."""
+    a = estimates.human_only([1.0, 1.0])
+    b = estimates.human_only([1.0, 0.0])
+    result = estimates.difference(a, b, bounds=(-1.0, 1.0))
+    assert result["difference"] == pytest.approx(0.5)
+    assert -1.0 <= result["low"] < 0.5 < result["high"] <= 1.0
+    assert result["separated"] is False
+    # A symmetric interval on each side gives back the usual δ ± z·√(se_a² + se_b²).
+    c = estimates.Estimate("ppi", 0.8, 0.8 - 1.959964 * 0.03, 0.8 + 1.959964 * 0.03, 0.03, 9, 9)
+    d = estimates.Estimate("ppi", 0.6, 0.6 - 1.959964 * 0.04, 0.6 + 1.959964 * 0.04, 0.04, 9, 9)
+    normal = estimates.difference(c, d)
+    assert normal["low"] == pytest.approx(0.2 - 1.959964 * 0.05, abs=1e-6)
+    assert normal["high"] == pytest.approx(0.2 + 1.959964 * 0.05, abs=1e-6)
+    # A bound clips what a wide interval would still overstep.
+    wide = estimates.Estimate("ppi", 0.9, 0.3, 1.5, 0.3, 3, 9)
+    narrow = estimates.Estimate("ppi", 0.1, -0.5, 0.7, 0.3, 3, 9)
+    assert estimates.difference(wide, narrow, bounds=(-1.0, 1.0))["high"] == 1.0

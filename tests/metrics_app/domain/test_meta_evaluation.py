@@ -251,3 +251,20 @@ def test_paired_bootstraps_of_several_metrics_share_the_resamples():
     single = meta_evaluation.paired_bootstrap_pearson_difference(
         metrics["good"], metrics["fair"], human, n_resamples=400)
     assert single["ci"] == pytest.approx([low, high])
+
+
+def test_bootstrap_intervals_of_few_items_have_both_bounds_inside_minus_one_and_one():
+    """Five items, four of one human score: many resamples hold one distinct value, whose
+    0/0 (or rounding noise / 0) once made the lower bound infinite, shown as "[, -0.44]"."""
+    result = meta_evaluation.correlations([0.176, 0.863, 0.541, 0.3, 0.423], [3, 1, 1, 1, 1])
+    for name, (low, high) in result["ci"].items():
+        assert low is not None and high is not None, name
+        assert -1.0 <= low <= result[name] <= high <= 1.0, name
+
+
+def test_an_interval_with_a_missing_bound_is_spelled_out():
+    from metrics_app.templatetags.metrics_dashboard import interval
+
+    assert interval([-0.0742, 0.5]) == "[-0.074, 0.500]"
+    assert interval([-1.0, None], 2) == "no interval (too few distinct values)"
+    assert interval([None, None]) == "" and interval(None) == ""

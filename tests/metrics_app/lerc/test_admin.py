@@ -96,3 +96,35 @@ def test_rollback_in_the_admin_rolls_back_only_the_selected_versions_project_set
         version.refresh_from_db()
     assert a1.status == ModelStatus.PROMOTED and a2.status != ModelStatus.PROMOTED
     assert b1.status == ModelStatus.PROMOTED  # the other project's model is untouched
+
+
+def test_the_card_on_disk_follows_promotion_and_the_admin_page_reads_as_a_card(
+        client, tmp_path, django_capture_on_commit_callbacks):
+    """The card was written while training and still said "status: training" after promotion;
+    the admin page was raw JSON."""
+    from metrics_app.services.lerc import model_version_promote
+
+    admin_user = make_user(superuser=True)
+    project = make_project(kind=TaskKind.LIKERT, owner=admin_user)
+    version = _trained(project)
+    folder = tmp_path / "model"
+    folder.mkdir()
+    (folder / "MODEL_CARD.md").write_text("# lerc\n\n- status: training\n")
+    ModelVersion.objects.filter(pk=version.pk).update(artifact_uri=str(folder), metrics={
+        "validation": {"pearson": 0.5, "n": 9},
+        "promotion_decision": {"metric": "pearson", "candidate": 0.5, "promoted": True,
+                               "floor": {"best": "f1", "best_value": 0.4, "passed": True}},
+        "baselines": {"validation": {"f1": {"accuracy": 0.7, "n": 9}}}})
+    version.refresh_from_db()
+    with django_capture_on_commit_callbacks(execute=True):
+        model_version_promote(model_version=version, user=admin_user)
+    card = (folder / "MODEL_CARD.md").read_text()
+    assert "status: **promoted**" in card and "status: training" not in card
+    assert "floor: best f1 · best_value 0.400 · passed True" in card
+    client.force_login(admin_user)
+    page = client.get(reverse("admin:metrics_app_modelversion_change",
+                              args=[version.pk])).content.decode()
+    assert '<div class="model-card">' in page and "<table>" in page
+    assert "<td>f1</td>" in page and "<strong>promoted</strong>" in page
+    # The raw JSON is still there, indented and folded away.
+    assert "Raw data (JSON)" in page and '&quot;promotion_decision&quot;: {' in page

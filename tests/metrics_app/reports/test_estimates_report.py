@@ -153,3 +153,13 @@ def test_dashboard_shows_the_forest_plots_and_the_verdict_per_pair(client, two_s
     assert "prediction-powered" in section and "80 / 300" in section
     assert "strong − weak" in section and "told apart" in section
     assert "What these intervals assume" in section
+
+
+def test_an_accuracy_interval_stays_inside_zero_and_one():
+    from metrics_app.reports.estimates import clip_share
+
+    quantity = clip_share({"ppi": {"estimate": 0.97, "low": 0.9, "high": 1.04},
+                           "human": {"estimate": 0.02, "low": -0.03, "high": 0.1},
+                           "routed": True})
+    assert (quantity["ppi"]["low"], quantity["ppi"]["high"]) == (0.9, 1.0)
+    assert (quantity["human"]["low"], quantity["human"]["high"]) == (0.0, 0.1)

@@ -60,7 +60,7 @@ def test_the_cockpit_reads_the_study_as_its_researcher_would():
     assert full_row.gate_open is False
     assert full_row.gate == f"needs α ≥ 0.5 on “trial” (α = {trial_row.alpha:.2f})"
     assert full_row.next_step == "estimate the cost, then publish"
-    assert trial_row.next_step == "sync and review submitted work"
+    assert trial_row.next_step.startswith("review the submitted work (open “to review”")
     assert cockpit.budget == Decimal("50.00")
     # Only published stages are committed; the draft full stage is not.
     assert cockpit.committed == trial_row.estimate
@@ -76,7 +76,37 @@ def test_the_cockpit_page_shows_the_pipeline_and_is_private(client):
     page = client.get(url).content.decode()
     assert "study cockpit" in page and "Spent <strong>$2.50</strong>" in page
     assert "1 to review" in page and f"stage__id__exact={trial.pk}" in page
-    assert "⛔ needs α ≥ 0.5 on “trial”" in page
+    assert "gate-shut\">shut</span> needs α ≥ 0.5 on “trial”" in page
     assert "budget cap <strong>$50.00</strong>" in page
     dashboard = client.get(reverse("metrics:project-dashboard", args=[project.slug]))
     assert url in dashboard.content.decode()
+
+
+def test_the_cockpit_counts_what_counts_against_what_the_stage_will_collect(client):
+    """A rejection leaves the trial short (it showed "12 / 12"); a qualification counts takers
+    against its max takers (it showed items × redundancy, "0 / 41 on 23 items"); an imported
+    stage has no plan to exceed (the LFQA demo showed "260 / 140")."""
+    owner = make_user("owner")
+    project, trial, _full = _study(owner=owner)
+    Assignment.objects.filter(stage=trial, status=AssignmentStatus.APPROVED).update(
+        status=AssignmentStatus.REJECTED)  # both approved ones: 8 of 12 judgments no longer count
+    gold = [make_item(project, gold={"score": 3}) for _ in range(3)]
+    qualification = make_stage(project, kind=StageKind.QUALIFICATION, name="qual",
+                               status=StageStatus.DRAFT,
+                               settings={"n_items": 3, "max_workers": 15})
+    qualification.items.set(gold)
+    imported = make_stage(project, kind=StageKind.IMPORTED, name="imported", provider="import")
+    for item in gold:
+        for _ in range(3):  # three judgments per item, more than the redundancy's plan
+            make_judgment(item=item, stage=imported, worker=make_worker())
+    rows = {row.stage.name: row for row in study_cockpit(project=project).stages}
+    trial_count = rows["trial"].count
+    assert (trial_count.counted, trial_count.not_counted, trial_count.planned) == (4, 8, 12)
+    assert trial_count.percent == 33
+    assert rows["qual"].count.text() == "0 of 15 takers counted; 0 passed"
+    assert rows["imported"].count.planned is None and rows["imported"].count.percent == 100
+    assert rows["imported"].count.text() == "9 judgments counted"
+    client.force_login(owner)
+    page = client.get(reverse("metrics:project-cockpit", args=[project.slug])).content.decode()
+    assert "4 of 12 judgments counted; 8 collected but not counted" in page
+    assert "0 of 15 takers counted" in page and "9 judgments counted" in page

@@ -103,12 +103,20 @@ def test_report_api_for_owner_shared_user_and_superuser(client, ab_project):
 
 def test_block_action_blocks_a_worker_of_this_project_only(client, ab_project):
     project, owner, workers = ab_project
+    other_project = make_project(TaskKind.AB, owner=owner, slug="ab-other", title="Another")
     client.force_login(owner)
     page = client.get(reverse("metrics:project-dashboard", args=[project.slug])).content.decode()
     assert page.count('class="block"') == 3
     url = reverse("metrics:worker-block", args=[project.slug, workers[2].pk])
-    assert client.get(url).status_code == 405
-    response = client.post(url, {"reason": "lowers agreement"})
+    # One click does not block: the first step is a page that says how far the block reaches.
+    confirm = client.get(url, {"reason": "lowers agreement"})
+    assert confirm.status_code == 200
+    text = confirm.content.decode()
+    assert "in all 2 projects you own or that are shared with you" in text
+    assert other_project.title in text and 'value="lowers agreement"' in text
+    assert client.post(url, {"reason": "lowers agreement"}).status_code == 200  # no confirm
+    assert not WorkerBlock.objects.filter(worker=workers[2]).exists()
+    response = client.post(url, {"reason": "lowers agreement", "confirm": "1"})
     assert response.status_code == 302
     workers[2].refresh_from_db()
     # A researcher's block applies to their projects, not globally (#13).
@@ -116,15 +124,33 @@ def test_block_action_blocks_a_worker_of_this_project_only(client, ab_project):
     block = WorkerBlock.objects.get(worker=workers[2])
     assert (block.researcher, block.reason) == (owner, "lowers agreement")
     assert workers[2].pk in blocked_worker_ids_for(project)
-    # The dashboard (its report cached before the block) shows the worker as blocked at once.
+    # The dashboard (its report cached before the block) shows the worker as blocked at once,
+    # still listed, with an Unblock button.
     page = client.get(reverse("metrics:project-dashboard", args=[project.slug])).content.decode()
-    assert page.count('class="block"') == 2
+    workers_section = _section(page, "workers")
+    assert page.count('class="block"') == 2 and "expert-2" in workers_section
+    unblock = reverse("metrics:worker-unblock", args=[project.slug, workers[2].pk])
+    assert unblock in workers_section
+    assert client.post(unblock).status_code == 302
+    assert workers[2].pk not in blocked_worker_ids_for(project)
     outsider = make_worker()
     other = reverse("metrics:worker-block", args=[project.slug, outsider.pk])
-    assert client.post(other).status_code == 404
+    assert client.post(other, {"confirm": "1"}).status_code == 404
     outsider.refresh_from_db()
     assert outsider.status == WorkerStatus.ACTIVE
     assert not WorkerBlock.objects.filter(worker=outsider).exists()
+
+
+def test_unblocking_says_when_someone_elses_block_remains(client, ab_project):
+    from annotation.services.workers import worker_block
+
+    project, owner, workers = ab_project
+    worker_block(worker=workers[0], reason="fraud", by=make_user("root", superuser=True))
+    client.force_login(owner)
+    response = client.post(reverse("metrics:worker-unblock", args=[project.slug, workers[0].pk]),
+                           follow=True)
+    assert "still blocked here: a superuser blocked them" in response.content.decode()
+    assert workers[0].pk in blocked_worker_ids_for(project)
 
 
 def test_refresh_task_recomputes_stale_projects(ab_project, settings):
@@ -170,8 +196,12 @@ def test_a_block_takes_the_workers_judgments_out_of_the_cached_report_at_once(cl
     computed = Report.objects.get(project=project, kind="project", stage=None).computed_at
     worker_block(worker=workers[2], reason="random answers", by=owner)
     after = client.get(url).json()
-    assert workers[2].pk not in {w["worker_id"] for w in after["workers"]}
-    assert {w["worker_id"] for w in after["workers"]} == {workers[0].pk, workers[1].pk}
+    # Still listed (so the dashboard can unblock them), with no counted judgment.
+    blocked_row = {w["worker_id"]: w for w in after["workers"]}[workers[2].pk]
+    assert (blocked_row["status"], blocked_row["n_judgments"]) == ("blocked", 0)
+    assert blocked_row["n_blocked_judgments"] == 6
+    assert {w["worker_id"] for w in after["workers"]
+            if w["status"] == "active"} == {workers[0].pk, workers[1].pk}
     assert after["agreement"]["all"]["n_judgments"] < before["agreement"]["all"]["n_judgments"]
     assert Report.objects.get(project=project, kind="project", stage=None).computed_at > computed
 
@@ -272,3 +302,34 @@ def test_one_judgment_per_item_shows_why_there_is_no_agreement_instead_of_dashes
     agreement = _section(html, "agreement")
     assert "agreement needs two or more per item" in agreement
     assert "Krippendorff" not in agreement
+
+
+def test_a_worker_is_named_the_same_way_in_every_table(client, ab_project):
+    """The worker table showed the display name ("Ann"), the annotator pairs and the chart the
+    id ("ann")."""
+    from annotation.models import Worker
+
+    project, owner, workers = ab_project
+    Worker.objects.filter(pk=workers[0].pk).update(external_id="ann", display_name="Ann")
+    Worker.objects.filter(pk=workers[1].pk).update(display_name="Dr. Bea Smith")
+    client.force_login(owner)
+    page = client.get(reverse("metrics:project-dashboard", args=[project.slug])).content.decode()
+    workers_table = _section(page, "workers")
+    assert "<td>ann</td>" in workers_table and "Ann" not in workers_table
+    assert "expert-1 <small>(Dr. Bea Smith)</small>" in workers_table
+    assert "<td>ann</td>" in _section(page, "annotator-pairs")
+
+
+def test_stale_reports_can_be_refreshed_in_process_before_the_first_visit(client, ab_project):
+    """rundemo precomputes the demo dashboards this way (the first LFQA visit took 18 s)."""
+    from worker.tasks.reports import reports_refresh_stale
+
+    project, owner, _workers = ab_project
+    assert reports_refresh_stale(here=True) == [project.pk]
+    computed = {r.kind: r.computed_at for r in Report.objects.filter(project=project)}
+    assert set(computed) == {"project", "project-charts"}
+    assert reports_refresh_stale(here=True) == []
+    client.force_login(owner)
+    assert client.get(reverse("metrics:project-dashboard", args=[project.slug])).status_code == 200
+    # The visit read the cache: nothing was computed again.
+    assert {r.kind: r.computed_at for r in Report.objects.filter(project=project)} == computed

@@ -11,6 +11,7 @@ from annotation.models import (
     AssignmentStatus,
     ExperimentMode,
     Judgment,
+    Provider,
     StageKind,
     StageStatus,
     TaskKind,
@@ -88,9 +89,17 @@ def test_likert_items_sharing_a_passage_stay_together():
     for item in group_a:  # passage p2 is now furthest from its target
         make_judgment(item=item, stage=stage)
     picked = items_pick_next(stage=stage, worker=make_worker(), limit=10)
-    assert set(picked) == set(group_b)  # one passage only, not topped up from p1
+    # In-house: the page fills up with further passages, each whole and in one run (p2, the
+    # furthest from its target, first).
+    assert picked[:4] and set(picked[:4]) == set(group_b) and set(picked[4:]) == set(group_a)
     picked = items_pick_next(stage=stage, worker=make_worker(), limit=2)
     assert len(picked) == 2 and {item.group_key for item in picked} == {"p2"}
+    # A crowd page (Prolific) stays one passage, as MOCHA's HITs: not topped up from p1.
+    stage.provider = Provider.PROLIFIC
+    stage.save(update_fields=["provider"])
+    picked = items_pick_next(stage=stage, worker=make_worker(provider=Provider.PROLIFIC),
+                             limit=10)
+    assert set(picked) == set(group_b)
 
 
 def test_practice_items_come_first_and_gold_is_mixed_in():

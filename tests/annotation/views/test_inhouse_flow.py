@@ -1,0 +1,67 @@
+"""In-house Likert work: several passages per page, no completion code, and the next items
+straight after a submit (8 trial items took 6–8 cycles of Submit → code → "Continue")."""
+from __future__ import annotations
+
+import pytest
+
+from annotation.models import Judgment, StageKind, StageStatus, TaskKind
+from annotation.services.access import inhouse_link_create
+from testing.factories import make_item, make_project, make_stage, make_worker
+from tests.support.tasks import api, page_config
+
+pytestmark = pytest.mark.django_db
+
+
+def _likert_study(n_passages: int, *, items_per_hit: int):
+    project = make_project(TaskKind.LIKERT, items_per_hit=items_per_hit,
+                           redundancy={"default": 1}, gold_rate=0)
+    for n in range(n_passages):
+        make_item(project, group_key=f"passage-{n}", content={
+            "passage": f"Passage number {n}.", "question": f"Question {n}?",
+            "references": [f"answer {n}"], "candidate": f"candidate {n}"})
+    stage = make_stage(project, kind=StageKind.TRIAL, status=StageStatus.PUBLISHED)
+    return project, stage
+
+
+def _submit_all(client, response):
+    config = page_config(response)
+    answers = [{"item": item, "score": 4} for item in config["items"]]
+    result = api(client, "task-submit", config["token"], {"answers": answers})
+    assert result.status_code == 200, result.content
+    return config["items"], result.json()["complete_url"]
+
+
+def test_one_page_holds_several_passages_and_the_next_page_follows_at_once(client):
+    project, stage = _likert_study(8, items_per_hit=5)
+    worker = make_worker(external_id="ann")
+    _link, path = inhouse_link_create(worker=worker, project=project, stage=stage)
+    first_page = client.get(path)
+    first, complete_url = _submit_all(client, first_page)
+    assert len(first) == 5  # five passages of one candidate each, not one
+    after = client.get(complete_url)
+    # Straight on to the remaining three, no completion code in between.
+    assert after.status_code == 302 and after.url == path
+    second, complete_url = _submit_all(client, client.get(path))
+    assert len(second) == 3 and not set(first) & set(second)
+    done = client.get(complete_url).content.decode()
+    assert "You have answered everything this task has for you" in done
+    assert "completion code" not in done and "Continue" not in done
+    assert Judgment.objects.filter(worker=worker).count() == 8
+
+
+def test_after_the_qualification_the_page_says_what_comes_next(client):
+    project = make_project(TaskKind.LIKERT, items_per_hit=2, qualification_threshold=0.5)
+    items = [make_item(project, gold={"score": 4}) for _ in range(2)]
+    qualification = make_stage(project, kind=StageKind.QUALIFICATION, name="qual",
+                               status=StageStatus.PUBLISHED)
+    qualification.items.set(items)
+    worker = make_worker(external_id="bea")
+    _link, path = inhouse_link_create(worker=worker, project=project, stage=qualification)
+    _items, complete_url = _submit_all(client, client.get(path))
+    page = client.get(complete_url)
+    assert page.status_code == 200
+    text = page.content.decode()
+    assert "Nothing more to do" not in text and "completion code" not in text
+    # Graded at submit (4 against gold 4): the annotator learns they passed and what follows.
+    assert worker.qualifications.get(stage=qualification).passed
+    assert "You passed the qualification" in text and "link to the next part" in text
