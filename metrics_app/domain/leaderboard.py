@@ -1,0 +1,656 @@
+"""Rank systems from pairwise judgments: Bradley–Terry with ties (Davidson 1970), cluster
+bootstrap intervals, style control and robustness checks. Pure (numpy/scipy, no Django).
+
+The model. For a vote between the system shown on the left, i, and the one on the right, j,
+with d = θ_i − θ_j + γ + βᵀs (γ: the advantage of the left position, s: the difference in
+style features, left minus right) and ν the tie parameter,
+
+    P(left wins) = e^{d/2} / Z,  P(right wins) = e^{-d/2} / Z,  P(tie) = ν / Z,
+    Z = e^{d/2} + e^{-d/2} + ν.
+
+Without ties (ν = 0) it is Bradley–Terry: P(left wins) = σ(d), so θ is on the logit scale.
+Every fit is penalized maximum likelihood with a weak Gaussian prior (`RIDGE`: sd 10 logits on
+each θ, γ, β and log ν) that keeps a system that won or lost every vote finite and costs nothing
+once there are a few votes per pair; the prior also centres θ (Σθ = 0).
+
+The fit runs on counts: votes are aggregated into (left system, right system) rows × outcome,
+so 1,000,000 votes become at most K(K−1) rows. The bootstrap resamples clusters (items, or
+workers) by Poisson(1) weights on each cluster's counts and fits every round at once with a
+batched Newton method. Style covariates vary per vote, so the style-controlled fit runs on the
+votes themselves once, with cluster-robust (sandwich, by item) standard errors.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy import sparse, stats
+
+RIDGE = 0.01
+OUTCOMES = ("left", "right", "tie")
+LEFT, RIGHT, TIE = 0, 1, 2
+ELO_SCALE = 400 / np.log(10)  # an arena-style score: 1000 + ELO_SCALE · θ
+
+
+class LeaderboardError(ValueError):
+    """Votes that cannot be ranked; the message names what is wrong."""
+
+
+@dataclass
+class Votes:
+    """One row per vote: the systems shown left and right (indices into `systems`), the
+    outcome (LEFT, RIGHT or TIE), and the item and worker it belongs to (cluster codes).
+    `style` holds per-vote feature differences (left minus right), one column per name."""
+
+    systems: list[str]
+    left: np.ndarray
+    right: np.ndarray
+    outcome: np.ndarray
+    item: np.ndarray
+    worker: np.ndarray
+    style: np.ndarray | None = None
+    style_names: list[str] = field(default_factory=list)
+
+    def __post_init__(self):
+        self.left = np.asarray(self.left, dtype=np.int64)
+        self.right = np.asarray(self.right, dtype=np.int64)
+        self.outcome = np.asarray(self.outcome, dtype=np.int64)
+        self.item = np.asarray(self.item, dtype=np.int64)
+        self.worker = np.asarray(self.worker, dtype=np.int64)
+        n = len(self.left)
+        for name in ("right", "outcome", "item", "worker"):
+            if len(getattr(self, name)) != n:
+                raise LeaderboardError(f"votes: {name} has {len(getattr(self, name))} entries, "
+                                       f"left has {n}")
+        k = len(self.systems)
+        if n and (min(self.left.min(), self.right.min()) < 0
+                  or max(self.left.max(), self.right.max()) >= k):
+            raise LeaderboardError(f"votes: a system index is outside 0..{k - 1}")
+        if n and np.any(self.left == self.right):
+            raise LeaderboardError("votes: a system is compared with itself")
+        if n and not np.isin(self.outcome, (LEFT, RIGHT, TIE)).all():
+            raise LeaderboardError("votes: outcome must be 0 (left), 1 (right) or 2 (tie)")
+        if self.style is not None:
+            self.style = np.asarray(self.style, dtype=float).reshape(n, -1)
+            if self.style.shape[1] != len(self.style_names):
+                raise LeaderboardError("votes: style has "
+                                       f"{self.style.shape[1]} columns for "
+                                       f"{len(self.style_names)} names")
+
+    def __len__(self) -> int:
+        return len(self.left)
+
+    def subset(self, mask: np.ndarray) -> Votes:
+        return Votes(self.systems, self.left[mask], self.right[mask], self.outcome[mask],
+                     self.item[mask], self.worker[mask],
+                     None if self.style is None else self.style[mask], list(self.style_names))
+
+
+# --- the batched Davidson / Bradley–Terry fit ------------------------------------------------
+
+@dataclass
+class Fit:
+    """Parameters per round (B rounds): `beta` (B, P) over the design's columns, `eta` (B,)
+    = log ν (−inf without ties), `covariance` (P[+1] square, round 0) from the curvature."""
+
+    beta: np.ndarray
+    eta: np.ndarray
+    covariance: np.ndarray
+    ties: bool
+    iterations: int
+
+
+def _probabilities(d: np.ndarray, eta: np.ndarray | None):
+    half = d / 2
+    # Stabilized: divide numerator and denominator by e^{|d|/2}.
+    top = np.abs(half)
+    ew, el = np.exp(half - top), np.exp(-half - top)
+    et = np.zeros_like(d) if eta is None else np.exp(eta[..., None] - top)
+    z = ew + el + et
+    return ew / z, el / z, et / z, np.log(z) + top
+
+
+def _loglik(beta, eta, design, counts, ties, ridge):
+    d = beta @ design.T
+    pw, pl, pt, logz = _probabilities(d, eta if ties else None)
+    w, lo, t = counts[..., 0], counts[..., 1], counts[..., 2]
+    n = w + lo + t
+    ll = ((w - lo) * d / 2 - n * logz).sum(-1)
+    if ties:
+        ll = ll + (t.sum(-1) * eta)
+    penalty = ridge / 2 * (beta ** 2).sum(-1) + (ridge / 2 * eta ** 2 if ties else 0)
+    return ll - penalty
+
+
+def fit_counts(design: np.ndarray, counts: np.ndarray, *, ties: bool, ridge: float = RIDGE,
+               max_iter: int = 100, tol: float = 1e-9, start: np.ndarray | None = None) -> Fit:
+    """Penalized maximum likelihood of the Davidson model (Bradley–Terry when `ties` is False)
+    for B sets of counts at once. `design` (R, P): each row's d = design @ β; `counts`
+    (B, R, 3) or (R, 3): left wins, right wins, ties of each row (weights may be fractional)."""
+    design = np.asarray(design, dtype=float)
+    counts = np.asarray(counts, dtype=float)
+    single = counts.ndim == 2
+    if single:
+        counts = counts[None]
+    b, r, p = counts.shape[0], design.shape[0], design.shape[1]
+    if counts.shape[1:] != (r, 3):
+        raise LeaderboardError(f"counts must be (B, {r}, 3), got {counts.shape}")
+    q = p + 1 if ties else p
+    theta = np.zeros((b, q)) if start is None else np.broadcast_to(start, (b, q)).copy()
+    n = counts.sum(-1)
+    w, lo, t = counts[..., 0], counts[..., 1], counts[..., 2]
+    eye = np.eye(q) * ridge
+
+    def split(x):
+        return (x[:, :p], x[:, p]) if ties else (x, np.full(len(x), -np.inf))
+
+    current = _loglik(*split(theta), design, counts, ties, ridge)
+    iterations = 0
+    for iterations in range(1, max_iter + 1):  # noqa: B007 - reported in Fit
+        beta, eta = split(theta)
+        d = beta @ design.T
+        pw, pl, pt, _ = _probabilities(d, eta if ties else None)
+        half_diff = (pw - pl) / 2
+        g_d = (w - lo) / 2 - n * half_diff
+        h_dd = n * ((pw + pl) / 4 - half_diff ** 2)
+        grad = np.empty((b, q))
+        grad[:, :p] = g_d @ design - ridge * beta
+        hess = np.einsum("br,rp,rq->bpq", h_dd, design, design)
+        if ties:
+            grad[:, p] = (t - n * pt).sum(-1) - ridge * eta
+            h_de = -n * pt * half_diff
+            cross = h_de @ design
+            hess_full = np.empty((b, q, q))
+            hess_full[:, :p, :p] = hess
+            hess_full[:, :p, p] = cross
+            hess_full[:, p, :p] = cross
+            hess_full[:, p, p] = (n * (pt - pt ** 2)).sum(-1)
+            hess = hess_full
+        hess = hess + eye
+        step = np.linalg.solve(hess, grad[..., None])[..., 0]
+        scale = np.ones(b)
+        for _ in range(30):
+            candidate = theta + scale[:, None] * step
+            value = _loglik(*split(candidate), design, counts, ties, ridge)
+            worse = ~(value >= current - 1e-12)
+            if not worse.any():
+                break
+            scale[worse] /= 2
+        theta, current = candidate, value
+        if np.max(np.abs(scale[:, None] * step)) < tol:
+            break
+    beta, eta = split(theta)
+    d = beta[0] @ design.T
+    pw, pl, pt, _ = _probabilities(d[None], eta[:1] if ties else None)
+    fisher = _information(design, n[0], pw[0], pl[0], pt[0], ties) + eye
+    covariance = np.linalg.inv(fisher)
+    return Fit(beta=beta, eta=eta, covariance=covariance, ties=ties, iterations=iterations)
+
+
+def _information(design, n, pw, pl, pt, ties):
+    half_diff = (pw - pl) / 2
+    h_dd = n * ((pw + pl) / 4 - half_diff ** 2)
+    info = (design * h_dd[:, None]).T @ design
+    if not ties:
+        return info
+    p = design.shape[1]
+    full = np.zeros((p + 1, p + 1))
+    full[:p, :p] = info
+    cross = (-n * pt * half_diff) @ design
+    full[:p, p] = full[p, :p] = cross
+    full[p, p] = (n * (pt - pt ** 2)).sum()
+    return full
+
+
+# --- aggregation -------------------------------------------------------------------------------
+
+@dataclass
+class PairTable:
+    """Votes aggregated per (left, right) row: `rows` (R, 2) system indices, `design` (R, K+1)
+    (θ_left − θ_right and the position column), `counts` (R, 3), `row_of_vote` (n,)."""
+
+    rows: np.ndarray
+    design: np.ndarray
+    counts: np.ndarray
+    row_of_vote: np.ndarray
+
+
+def pair_table(votes: Votes, *, position: bool = True) -> PairTable:
+    k = len(votes.systems)
+    key = votes.left * k + votes.right
+    uniq, row_of_vote = np.unique(key, return_inverse=True)
+    rows = np.stack([uniq // k, uniq % k], axis=1)
+    design = np.zeros((len(uniq), k + (1 if position else 0)))
+    design[np.arange(len(uniq)), rows[:, 0]] = 1
+    design[np.arange(len(uniq)), rows[:, 1]] = -1
+    if position:
+        design[:, k] = 1
+    counts = np.zeros((len(uniq), 3))
+    np.add.at(counts, (row_of_vote, votes.outcome), 1)
+    return PairTable(rows=rows, design=design, counts=counts, row_of_vote=row_of_vote)
+
+
+def cluster_counts(table: PairTable, outcome: np.ndarray, cluster: np.ndarray) -> sparse.csr_matrix:
+    """(clusters, R·3) sparse counts of each cluster's votes per row and outcome."""
+    codes, cluster_index = np.unique(cluster, return_inverse=True)
+    cols = table.row_of_vote * 3 + outcome
+    return sparse.csr_matrix(
+        (np.ones(len(cols)), (cluster_index, cols)),
+        shape=(len(codes), len(table.rows) * 3))
+
+
+def bootstrap_counts(by_cluster: sparse.csr_matrix, rounds: int, rng: np.random.Generator,
+                     chunk: int = 25) -> np.ndarray:
+    """(rounds, R, 3) counts reweighted by Poisson(1) weights per cluster."""
+    n_clusters, width = by_cluster.shape
+    transposed = by_cluster.T.tocsr()
+    out = np.empty((rounds, width))
+    for start in range(0, rounds, chunk):
+        stop = min(rounds, start + chunk)
+        weights = rng.poisson(1.0, size=(n_clusters, stop - start)).astype(np.float32)
+        out[start:stop] = (transposed @ weights).T
+    return out.reshape(rounds, -1, 3)
+
+
+# --- the leaderboard ---------------------------------------------------------------------------
+
+def _interval(samples: np.ndarray, level: float) -> np.ndarray:
+    alpha = (1 - level) / 2
+    return np.quantile(samples, [alpha, 1 - alpha], axis=0).T
+
+
+def _ranks(theta: np.ndarray) -> np.ndarray:
+    """Rank 1 is the strongest; each system's rank = 1 + systems strictly stronger."""
+    return 1 + (theta[..., None, :] > theta[..., :, None]).sum(-1)
+
+
+def win_matrices(table: PairTable, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Empirical (wins + ties/2) / votes of row system over column system, and vote counts."""
+    wins = np.zeros((k, k))
+    total = np.zeros((k, k))
+    for (i, j), (w, lo, t) in zip(table.rows, table.counts, strict=True):
+        wins[i, j] += w + t / 2
+        wins[j, i] += lo + t / 2
+        total[i, j] += w + lo + t
+        total[j, i] += w + lo + t
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rate = np.where(total > 0, wins / total, np.nan)
+    return rate, total
+
+
+def expected_matrices(theta: np.ndarray, eta: float | None) -> tuple[np.ndarray, np.ndarray]:
+    """Model P(row beats column) and P(tie), without the position effect."""
+    d = theta[:, None] - theta[None, :]
+    pw, _pl, pt, _ = _probabilities(d, None if eta is None else np.array(eta))
+    np.fill_diagonal(pw, np.nan)
+    np.fill_diagonal(pt, np.nan)
+    return pw, pt
+
+
+def fit_table(table: PairTable, k: int, *, ties: bool, counts=None, start=None) -> Fit:
+    return fit_counts(table.design, table.counts if counts is None else counts, ties=ties,
+                      start=start)
+
+
+def leaderboard(votes: Votes, *, rounds: int = 200, level: float = 0.95, seed: int = 0,
+                ties: bool | None = None, position: bool = True, style: bool = True,
+                robustness: bool = True) -> dict:
+    """The leaderboard of `votes` as a JSON-ready dict (see the module docstring): systems
+    with strengths, bootstrap intervals by item and by worker, rank intervals, the win-rate and
+    expected-win matrices, style control and (when `robustness`) the robustness checks."""
+    if len(votes) == 0:
+        raise LeaderboardError("no votes to rank")
+    if rounds < 1:
+        raise LeaderboardError(f"rounds must be at least 1, got {rounds}")
+    if not 0 < level < 1:
+        raise LeaderboardError(f"level must be between 0 and 1, got {level}")
+    k = len(votes.systems)
+    table = pair_table(votes, position=position)
+    ties = bool((votes.outcome == TIE).any()) if ties is None else ties
+    point = fit_table(table, k, ties=ties)
+    theta = point.beta[0, :k]
+    eta = float(point.eta[0]) if ties else None
+    rng = np.random.default_rng(seed)
+    boot = {}
+    for scheme, cluster in (("item", votes.item), ("worker", votes.worker)):
+        counts = bootstrap_counts(cluster_counts(table, votes.outcome, cluster), rounds, rng)
+        start = np.concatenate([point.beta[0], point.eta[:1]]) if ties else point.beta[0]
+        fitted = fit_counts(table.design, counts, ties=ties, start=start)
+        boot[scheme] = fitted.beta[:, :k]
+    se = np.sqrt(np.diag(point.covariance)[:k])
+    order = np.argsort(-theta, kind="stable")
+    rank = _ranks(theta)
+    intervals = {s: _interval(v, level) for s, v in boot.items()}
+    rank_intervals = {s: _interval(_ranks(v), level) for s, v in boot.items()}
+    played = np.zeros((k, 3))
+    for (i, j), (w, lo, t) in zip(table.rows, table.counts, strict=True):
+        played[i] += (w, lo, t)
+        played[j] += (lo, w, t)
+    systems = []
+    for s in order:
+        systems.append({
+            "system": votes.systems[s],
+            "rank": int(rank[s]),
+            "strength": float(theta[s]),
+            "score": float(1000 + ELO_SCALE * theta[s]),
+            "se": float(se[s]),
+            "ci_item": intervals["item"][s].tolist(),
+            "ci_worker": intervals["worker"][s].tolist(),
+            "rank_interval_item": [int(round(x)) for x in rank_intervals["item"][s]],
+            "rank_interval_worker": [int(round(x)) for x in rank_intervals["worker"][s]],
+            "n_votes": int(played[s].sum()),
+            "wins": int(played[s, 0]), "losses": int(played[s, 1]), "ties": int(played[s, 2]),
+        })
+    rate, total = win_matrices(table, k)
+    expected_win, expected_tie = expected_matrices(theta, eta)
+    names = [votes.systems[s] for s in order]
+    reorder = np.ix_(order, order)
+    board = {
+        "systems": systems,
+        "model": {
+            "name": "davidson" if ties else "bradley_terry",
+            "tie_parameter": float(np.exp(eta)) if ties else None,
+            "position_effect": float(point.beta[0, k]) if position else None,
+            "level": level, "rounds": rounds, "ridge": RIDGE,
+            "n_votes": len(votes), "n_ties": int((votes.outcome == TIE).sum()),
+            "n_items": int(len(np.unique(votes.item))),
+            "n_workers": int(len(np.unique(votes.worker))),
+            "scale": "strength: log-odds (Σ = 0); score: 1000 + 400·strength/ln 10",
+        },
+        "win_rate": {"systems": names, "matrix": rate[reorder].tolist(),
+                     "n": total[reorder].astype(int).tolist()},
+        "expected": {"systems": names, "win": expected_win[reorder].tolist(),
+                     "tie": expected_tie[reorder].tolist() if ties else None},
+        "style_control": style_control(votes, ties=ties, position=position, level=level)
+        if style and votes.style is not None and votes.style.size else None,
+    }
+    if robustness:
+        board["robustness"] = {
+            "drop_to_flip_top": drop_to_flip_top(table, k, ties=ties, systems=votes.systems),
+            "position_bias": position_bias(votes),
+            "flagged_workers": flagged_workers(votes, table, point, k, ties=ties),
+            "power": adjacent_power(table, point, k, ties=ties, order=order,
+                                    systems=votes.systems),
+        }
+    return board
+
+
+# --- style control -----------------------------------------------------------------------------
+
+def style_control(votes: Votes, *, ties: bool, position: bool = True,
+                  level: float = 0.95) -> dict | None:
+    """Strengths with the style differences as covariates (each feature standardized), the
+    style coefficients (log-odds per standard deviation of the difference) with sandwich
+    standard errors clustered by item."""
+    k = len(votes.systems)
+    s = votes.style
+    keep = [c for c in range(s.shape[1]) if np.std(s[:, c]) > 0]
+    if not keep:
+        return None
+    s = s[:, keep]
+    names = [votes.style_names[c] for c in keep]
+    scale = s.std(axis=0)
+    z = s / scale
+    n = len(votes)
+    extra = 1 if position else 0
+    design = np.zeros((n, k + extra + len(keep)))
+    design[np.arange(n), votes.left] = 1
+    design[np.arange(n), votes.right] = -1
+    if position:
+        design[:, k] = 1
+    design[:, k + extra:] = z
+    counts = np.zeros((n, 3))
+    counts[np.arange(n), votes.outcome] = 1
+    fit = fit_counts(design, counts, ties=ties)
+    beta = fit.beta[0]
+    eta = fit.eta[:1] if ties else None
+    d = beta @ design.T
+    pw, pl, pt, _ = _probabilities(d[None], eta)
+    pw, pl, pt = pw[0], pl[0], pt[0]
+    # Per-vote score (gradient of the log-likelihood), summed per item cluster.
+    g_d = (counts[:, 0] - counts[:, 1]) / 2 - (pw - pl) / 2
+    scores = design * g_d[:, None]
+    if ties:
+        scores = np.column_stack([scores, counts[:, 2] - pt])
+    _, cluster = np.unique(votes.item, return_inverse=True)
+    summed = np.zeros((cluster.max() + 1, scores.shape[1]))
+    np.add.at(summed, cluster, scores)
+    meat = summed.T @ summed
+    bread = fit.covariance
+    robust = bread @ meat @ bread
+    se = np.sqrt(np.diag(robust))
+    zq = stats.norm.ppf(0.5 + level / 2)
+    coefficients = []
+    for c, name in enumerate(names):
+        col = k + extra + c
+        coefficients.append({
+            "feature": name, "coefficient": float(beta[col]), "se": float(se[col]),
+            "ci": [float(beta[col] - zq * se[col]), float(beta[col] + zq * se[col])],
+            "sd_of_difference": float(scale[c]),
+        })
+    theta = beta[:k]
+    # Differences θ_i − θ_j are identified; report each θ (Σθ = 0) with its robust interval.
+    order = np.argsort(-theta, kind="stable")
+    return {
+        "features": names,
+        "coefficients": coefficients,
+        "systems": [{"system": votes.systems[i], "strength": float(theta[i]),
+                     "score": float(1000 + ELO_SCALE * theta[i]),
+                     "ci": [float(theta[i] - zq * se[i]), float(theta[i] + zq * se[i])],
+                     "rank": int(_ranks(theta)[i])} for i in order],
+        "interval": "normal, sandwich standard errors clustered by item",
+    }
+
+
+def style_features(text_a: str, text_b: str) -> dict[str, float]:
+    """FastChat's style differences, answer A minus answer B over their sum: length in
+    characters and markdown elements (headers, list items, bold spans)."""
+    import re
+
+    def counts(text: str) -> dict[str, int]:
+        return {
+            "length": len(text),
+            "markdown_headers": len(re.findall(r"^#{1,6}\s", text, flags=re.M)),
+            "markdown_lists": len(re.findall(r"^\s*(?:[-*+]|\d+\.)\s", text, flags=re.M)),
+            "markdown_bold": len(re.findall(r"\*\*[^*\n]+\*\*|__[^_\n]+__", text)),
+        }
+
+    a, b = counts(text_a), counts(text_b)
+    return {name: (a[name] - b[name]) / (a[name] + b[name]) if a[name] + b[name] else 0.0
+            for name in a}
+
+
+# --- robustness --------------------------------------------------------------------------------
+
+def _top(theta: np.ndarray) -> int:
+    return int(np.argmax(theta))
+
+
+def drop_to_flip_top(table: PairTable, k: int, *, ties: bool, systems: list[str],
+                     max_fraction: float = 0.5) -> dict:
+    """Greedy search for few votes whose removal changes the top system (Broderick et al.;
+    Huang et al. 2025 for arenas): repeatedly remove the votes (one cell of row × outcome at a
+    time) that shrink the leader's margin over its nearest challenger most per vote, by the
+    fit's influence, and refit. The count is an upper bound on the smallest such set."""
+    counts = table.counts.copy()
+    total = counts.sum()
+    fit = fit_counts(table.design, counts, ties=ties)
+    theta = fit.beta[0, :k]
+    leader = _top(theta)
+    removed = 0
+    path: list[dict] = []
+    start = None
+    while removed <= max_fraction * total:
+        theta = fit.beta[0, :k]
+        if _top(theta) != leader:
+            return {"votes": int(removed), "share": removed / total,
+                    "original_top": systems[leader], "new_top": systems[_top(theta)],
+                    "removed": path, "method": "greedy influence, refit after each removal"}
+        # The influence of removing one vote of a cell on θ: −Cov · (its score).
+        eta = fit.eta[:1] if ties else None
+        d = fit.beta[0] @ table.design.T
+        pw, pl, pt, _ = _probabilities(d[None], eta)
+        pw, pl, pt = pw[0], pl[0], pt[0]
+        best = None
+        for c in range(k):
+            if c == leader:
+                continue
+            contrast = np.zeros(fit.covariance.shape[0])
+            contrast[leader], contrast[c] = 1, -1
+            gap = theta[leader] - theta[c]
+            direction = fit.covariance @ contrast
+            for outcome in range(3):
+                y = np.array([outcome == LEFT, outcome == RIGHT], dtype=float)
+                g_d = (y[0] - y[1]) / 2 - (pw - pl) / 2
+                score = table.design * g_d[:, None]
+                if ties:
+                    score = np.column_stack([score, (outcome == TIE) - pt])
+                # Removing a vote changes the parameters by about −Cov·score.
+                change = -(score @ direction)
+                change[counts[:, outcome] < 1] = np.inf
+                r = int(np.argmin(change))
+                if change[r] < 0:
+                    need = gap / -change[r]
+                    if best is None or need < best[0]:
+                        best = (need, r, outcome)
+        if best is None:
+            break
+        need, r, outcome = best
+        amount = max(1.0, min(counts[r, outcome], np.floor(need / 4)))
+        counts[r, outcome] -= amount
+        removed += amount
+        left, right = table.rows[r]
+        path.append({"left": systems[left], "right": systems[right],
+                     "outcome": OUTCOMES[outcome], "votes": int(amount)})
+        start = np.concatenate([fit.beta[0], fit.eta[:1]]) if ties else fit.beta[0]
+        fit = fit_counts(table.design, counts, ties=ties, start=start)
+    return {"votes": None, "share": None, "original_top": systems[leader], "new_top": None,
+            "removed": path[:50],
+            "method": f"greedy influence; no change of the top within {max_fraction:.0%}"}
+
+
+def position_bias(votes: Votes, *, min_votes: int = 5, alpha: float = 0.05) -> dict:
+    """How often the answer shown on the left wins (ties left out), overall and per worker,
+    with a two-sided binomial test against one half, Benjamini–Hochberg over workers."""
+    from statsmodels.stats.multitest import multipletests
+
+    decided = votes.outcome != TIE
+    left_wins = (votes.outcome == LEFT) & decided
+    overall_n = int(decided.sum())
+    overall = {
+        "left_win_rate": float(left_wins.sum() / overall_n) if overall_n else None,
+        "n": overall_n,
+        "p_value": float(stats.binomtest(int(left_wins.sum()), overall_n).pvalue)
+        if overall_n else None,
+    }
+    workers = np.unique(votes.worker)
+    n_w = np.bincount(np.searchsorted(workers, votes.worker[decided]), minlength=len(workers))
+    wins_w = np.bincount(np.searchsorted(workers, votes.worker[left_wins]),
+                         minlength=len(workers))
+    rows = []
+    for w, n, wins in zip(workers, n_w, wins_w, strict=True):
+        if n >= min_votes:
+            rows.append({"worker": int(w), "n": int(n), "left_win_rate": float(wins / n),
+                         "p_value": float(stats.binomtest(int(wins), int(n)).pvalue)})
+    if rows:
+        rejected, adjusted, _, _ = multipletests([r["p_value"] for r in rows], alpha=alpha,
+                                                 method="fdr_bh")
+        for row, flag, q in zip(rows, rejected, adjusted, strict=True):
+            row["q_value"] = float(q)
+            row["biased"] = bool(flag)
+    return {"overall": overall, "workers": rows, "min_votes": min_votes,
+            "test": "two-sided binomial against 1/2, Benjamini–Hochberg across workers"}
+
+
+def flagged_workers(votes: Votes, table: PairTable, fit: Fit, k: int, *, ties: bool,
+                    min_votes: int = 5, alpha: float = 0.05) -> dict:
+    """Workers whose votes the fitted model finds more surprising than chance: each worker's
+    summed surprisal (−log P of the outcome given) against its mean and variance under the
+    model, a one-sided z test, Benjamini–Hochberg across workers. Flagged, never dropped."""
+    from statsmodels.stats.multitest import multipletests
+
+    d = fit.beta[0] @ table.design.T
+    eta = fit.eta[:1] if ties else None
+    pw, pl, pt, _ = _probabilities(d[None], eta)
+    probs = np.stack([pw[0], pl[0], pt[0]], axis=1)[table.row_of_vote]
+    with np.errstate(divide="ignore"):
+        logp = np.log(np.clip(probs, 1e-300, 1))
+    surprisal = -logp[np.arange(len(votes)), votes.outcome]
+    mean = -(probs * logp).sum(1)
+    var = (probs * logp ** 2).sum(1) - mean ** 2
+    workers, index = np.unique(votes.worker, return_inverse=True)
+    n = np.bincount(index)
+    obs = np.bincount(index, weights=surprisal)
+    exp = np.bincount(index, weights=mean)
+    var_w = np.bincount(index, weights=var)
+    keep = n >= min_votes
+    z = np.where(keep & (var_w > 0), (obs - exp) / np.sqrt(np.where(var_w > 0, var_w, 1)), 0)
+    p = stats.norm.sf(z)
+    rows = []
+    if keep.any():
+        rejected, adjusted, _, _ = multipletests(p[keep], alpha=alpha, method="fdr_bh")
+        for w, nn, zz, pp, q, flag in zip(workers[keep], n[keep], z[keep], p[keep], adjusted,
+                                          rejected, strict=True):
+            rows.append({"worker": int(w), "n": int(nn), "z": float(zz), "p_value": float(pp),
+                         "q_value": float(q), "flagged": bool(flag)})
+    return {"workers": rows, "n_flagged": sum(r["flagged"] for r in rows),
+            "min_votes": min_votes,
+            "test": "summed surprisal vs the model, one-sided z, Benjamini–Hochberg; "
+                    "flagged workers stay in the fit"}
+
+
+def adjacent_power(table: PairTable, fit: Fit, k: int, *, ties: bool, order: np.ndarray,
+                   systems: list[str], alpha: float = 0.05, power: float = 0.8) -> list[dict]:
+    """For each pair of adjacent systems: the difference, its standard error, and how many
+    more direct comparisons of the two would make a two-sided level-α test reject with the
+    given power if the difference is as estimated (Sherman–Morrison on the information)."""
+    z = stats.norm.ppf(1 - alpha / 2) + stats.norm.ppf(power)
+    eta = float(fit.eta[0]) if ties else None
+    rows = []
+    for a, b in zip(order[:-1], order[1:], strict=True):
+        c = np.zeros(fit.covariance.shape[0])
+        c[a], c[b] = 1, -1
+        diff = float(fit.beta[0, a] - fit.beta[0, b])
+        v = float(c @ fit.covariance @ c)
+        pw, pl, pt, _ = _probabilities(np.array([diff]), None if eta is None else np.array(eta))
+        info = ((pw + pl) / 4 - ((pw - pl) / 2) ** 2).ravel()[0]  # one vote's information about d
+        # The variance of this difference after m more direct votes: v / (1 + m·info·v).
+        target = (diff / z) ** 2 if diff > 0 else 0.0
+        if target <= 0:
+            more = None
+        elif v <= target:
+            more = 0
+        else:
+            more = int(np.ceil((v / target - 1) / (info * v)))
+        rows.append({"higher": systems[a], "lower": systems[b], "difference": diff,
+                     "se": float(np.sqrt(v)), "separated": bool(diff > stats.norm.ppf(
+                         1 - alpha / 2) * np.sqrt(v)), "more_comparisons": more})
+    return rows
+
+
+# --- adaptive pairing --------------------------------------------------------------------------
+
+def pair_sampling_probabilities(theta: np.ndarray, covariance: np.ndarray, *,
+                                eta: float | None = None, floor: float = 0.1) -> tuple:
+    """Sampling probabilities over the K(K−1)/2 unordered pairs that favour the comparisons
+    that most reduce the variance of the adjacent differences (the ones that decide the
+    ranking): each pair's expected reduction of Σ Var(θ_(r) − θ_(r+1)) from one more vote,
+    mixed with a uniform `floor` so every pair keeps a known, positive probability."""
+    k = len(theta)
+    order = np.argsort(-theta)
+    contrasts = np.zeros((k - 1, covariance.shape[0]))
+    for r, (a, b) in enumerate(zip(order[:-1], order[1:], strict=True)):
+        contrasts[r, a], contrasts[r, b] = 1, -1
+    pairs = [(i, j) for i in range(k) for j in range(i + 1, k)]
+    gain = np.empty(len(pairs))
+    for n, (i, j) in enumerate(pairs):
+        e = np.zeros(covariance.shape[0])
+        e[i], e[j] = 1, -1
+        d = theta[i] - theta[j]
+        pw, pl, pt, _ = _probabilities(np.array([d]), None if eta is None else np.array(eta))
+        h = ((pw + pl) / 4 - ((pw - pl) / 2) ** 2).ravel()[0]
+        ce = contrasts @ covariance @ e
+        gain[n] = h * (ce ** 2).sum() / (1 + h * e @ covariance @ e)
+    share = gain / gain.sum() if gain.sum() > 0 else np.full(len(pairs), 1 / len(pairs))
+    prob = (1 - floor) * share + floor / len(pairs)
+    return np.array(pairs), prob
