@@ -14,6 +14,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 AB_SHOWN = ("A", "B")
+# A/B answers that prefer neither side, offered when a stage enables `ab_ties`; stored as the
+# judgment's choice and modelled as ties by the leaderboard.
+AB_TIE_CHOICES = ("tie", "both_good", "both_bad")
 MC_SHOWN = ("a", "b", "c", "d")
 VALIDITY_CHOICES = ("one", "several", "none")
 MAX_JUSTIFICATION_LENGTH = 10_000

@@ -27,6 +27,9 @@ import numpy as np
 from scipy import sparse, stats
 
 RIDGE = 0.01
+# A cluster bootstrap over fewer clusters than this says little (with 2 workers a quarter of
+# the rounds drop one of them entirely); the interval is then left out, with the reason.
+MIN_CLUSTERS = 5
 OUTCOMES = ("left", "right", "tie")
 LEFT, RIGHT, TIE = 0, 1, 2
 ELO_SCALE = 400 / np.log(10)  # an arena-style score: 1000 + ELO_SCALE · θ
@@ -311,17 +314,22 @@ def leaderboard(votes: Votes, *, rounds: int = 200, level: float = 0.95, seed: i
     theta = point.beta[0, :k]
     eta = float(point.eta[0]) if ties else None
     rng = np.random.default_rng(seed)
-    boot = {}
+    intervals, rank_intervals, notes = {}, {}, {}
     for scheme, cluster in (("item", votes.item), ("worker", votes.worker)):
+        n_clusters = len(np.unique(cluster))
+        if n_clusters < MIN_CLUSTERS:
+            notes[scheme] = (f"{n_clusters} {scheme}s: too few for a {scheme} bootstrap "
+                             f"(at least {MIN_CLUSTERS})")
+            continue
         counts = bootstrap_counts(cluster_counts(table, votes.outcome, cluster), rounds, rng)
+        counts = counts[counts.sum(axis=(1, 2)) > 0]  # a round that drew no cluster
         start = np.concatenate([point.beta[0], point.eta[:1]]) if ties else point.beta[0]
         fitted = fit_counts(table.design, counts, ties=ties, start=start)
-        boot[scheme] = fitted.beta[:, :k]
+        intervals[scheme] = _interval(fitted.beta[:, :k], level)
+        rank_intervals[scheme] = _interval(_ranks(fitted.beta[:, :k]), level)
     se = np.sqrt(np.diag(point.covariance)[:k])
     order = np.argsort(-theta, kind="stable")
     rank = _ranks(theta)
-    intervals = {s: _interval(v, level) for s, v in boot.items()}
-    rank_intervals = {s: _interval(_ranks(v), level) for s, v in boot.items()}
     played = np.zeros((k, 3))
     for (i, j), (w, lo, t) in zip(table.rows, table.counts, strict=True):
         played[i] += (w, lo, t)
@@ -334,10 +342,10 @@ def leaderboard(votes: Votes, *, rounds: int = 200, level: float = 0.95, seed: i
             "strength": float(theta[s]),
             "score": float(1000 + ELO_SCALE * theta[s]),
             "se": float(se[s]),
-            "ci_item": intervals["item"][s].tolist(),
-            "ci_worker": intervals["worker"][s].tolist(),
-            "rank_interval_item": [int(round(x)) for x in rank_intervals["item"][s]],
-            "rank_interval_worker": [int(round(x)) for x in rank_intervals["worker"][s]],
+            **{f"ci_{scheme}": intervals[scheme][s].tolist() if scheme in intervals else None
+               for scheme in ("item", "worker")},
+            **{f"rank_interval_{scheme}": [int(round(x)) for x in rank_intervals[scheme][s]]
+               if scheme in rank_intervals else None for scheme in ("item", "worker")},
             "n_votes": int(played[s].sum()),
             "wins": int(played[s, 0]), "losses": int(played[s, 1]), "ties": int(played[s, 2]),
         })
@@ -352,6 +360,7 @@ def leaderboard(votes: Votes, *, rounds: int = 200, level: float = 0.95, seed: i
             "tie_parameter": float(np.exp(eta)) if ties else None,
             "position_effect": float(point.beta[0, k]) if position else None,
             "level": level, "rounds": rounds, "ridge": RIDGE,
+            "bootstrap_notes": notes,
             "n_votes": len(votes), "n_ties": int((votes.outcome == TIE).sum()),
             "n_items": int(len(np.unique(votes.item))),
             "n_workers": int(len(np.unique(votes.worker))),
@@ -367,7 +376,8 @@ def leaderboard(votes: Votes, *, rounds: int = 200, level: float = 0.95, seed: i
     if robustness:
         board["robustness"] = {
             "drop_to_flip_top": drop_to_flip_top(table, k, ties=ties, systems=votes.systems),
-            "position_bias": position_bias(votes),
+            "position_bias": position_bias(votes) if position else
+            {"note": "the order shown was not recorded: no position effect is fitted"},
             "flagged_workers": flagged_workers(votes, table, point, k, ties=ties),
             "power": adjacent_power(table, point, k, ties=ties, order=order,
                                     systems=votes.systems),
@@ -520,8 +530,11 @@ def drop_to_flip_top(table: PairTable, k: int, *, ties: bool, systems: list[str]
         counts[r, outcome] -= amount
         removed += amount
         left, right = table.rows[r]
-        path.append({"left": systems[left], "right": systems[right],
-                     "outcome": OUTCOMES[outcome], "votes": int(amount)})
+        step = {"left": systems[left], "right": systems[right], "outcome": OUTCOMES[outcome]}
+        if path and {key: path[-1][key] for key in step} == step:
+            path[-1]["votes"] += int(amount)
+        else:
+            path.append({**step, "votes": int(amount)})
         start = np.concatenate([fit.beta[0], fit.eta[:1]]) if ties else fit.beta[0]
         fit = fit_counts(table.design, counts, ties=ties, start=start)
     return {"votes": None, "share": None, "original_top": systems[leader], "new_top": None,
