@@ -11,7 +11,7 @@ import numpy as np
 from annotation.domain.answers import AB_TIE_CHOICES
 from annotation.domain.item_content import answer_system
 from annotation.judgment_selectors import JudgmentFrame
-from annotation.models import Item
+from annotation.models import Item, Worker
 
 from ..domain.leaderboard import (
     LEFT,
@@ -112,7 +112,21 @@ def leaderboard_report(frame: JudgmentFrame, *, rounds: int = ROUNDS, seed: int 
             group or "(none)": _board(frame_votes(frame, mask & (values == group)),
                                       rounds=rounds, seed=seed)
             for group in groups}
+    _label_workers(report)
     return report
+
+
+def _label_workers(report: dict) -> None:
+    """Add each worker's external id beside the database id in the robustness lists."""
+    rows = []
+    for _name, board in leaderboard_boards(report):
+        robustness = board.get("robustness") or {}
+        rows += (robustness.get("flagged_workers") or {}).get("workers", [])
+        rows += (robustness.get("position_bias") or {}).get("workers", [])
+    labels = dict(Worker.objects.filter(pk__in={r["worker"] for r in rows}).values_list(
+        "id", "external_id"))
+    for row in rows:
+        row["external_id"] = labels.get(row["worker"], "")
 
 
 CSV_COLUMNS = ("category", "rank", "system", "strength", "score", "ci_item_low", "ci_item_high",

@@ -89,3 +89,6 @@ def test_report_command_json_carries_the_leaderboard(shared_data):
     call_command("report", "lfqa-board-cmd", "--json", stdout=out)
     report = json.loads(out.getvalue())
     assert report["leaderboard"]["overall"]["systems"][0]["system"] == MODEL
+    text = io.StringIO()
+    call_command("report", "lfqa-board-cmd", stdout=text)
+    assert f"1. {MODEL}" in text.getvalue() and "Leaderboard (bradley_terry, 260 votes" in text.getvalue()
