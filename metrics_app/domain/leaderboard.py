@@ -233,24 +233,43 @@ def pair_table(votes: Votes, *, position: bool = True) -> PairTable:
     return PairTable(rows=rows, design=design, counts=counts, row_of_vote=row_of_vote)
 
 
-def cluster_counts(table: PairTable, outcome: np.ndarray, cluster: np.ndarray) -> sparse.csr_matrix:
-    """(clusters, R·3) sparse counts of each cluster's votes per row and outcome."""
+@dataclass
+class ClusterCounts:
+    """Each distinct cluster signature (its counts per row and outcome, a sparse row of R·3)
+    once, with how many clusters share it. Summed Poisson(1) weights of m identical clusters
+    are Poisson(m), so the bootstrap draws one weight per signature: 500,000 items of two
+    votes have a few thousand signatures."""
+
+    signatures: sparse.csr_matrix
+    multiplicity: np.ndarray
+    n_clusters: int
+
+
+def cluster_counts(table: PairTable, outcome: np.ndarray, cluster: np.ndarray) -> ClusterCounts:
     codes, cluster_index = np.unique(cluster, return_inverse=True)
     cols = table.row_of_vote * 3 + outcome
-    return sparse.csr_matrix(
-        (np.ones(len(cols)), (cluster_index, cols)),
-        shape=(len(codes), len(table.rows) * 3))
+    matrix = sparse.csr_matrix((np.ones(len(cols)), (cluster_index, cols)),
+                               shape=(len(codes), len(table.rows) * 3))
+    matrix.sum_duplicates()
+    matrix.sort_indices()
+    # Identical rows give identical projections (same terms, same order); two random
+    # projections tell different rows apart with probability 1.
+    probe = np.random.default_rng(12345).random((matrix.shape[1], 2))
+    keys = matrix @ probe
+    _, first, multiplicity = np.unique(keys, axis=0, return_index=True, return_counts=True)
+    return ClusterCounts(signatures=matrix[first], multiplicity=multiplicity,
+                         n_clusters=len(codes))
 
 
-def bootstrap_counts(by_cluster: sparse.csr_matrix, rounds: int, rng: np.random.Generator,
-                     chunk: int = 25) -> np.ndarray:
-    """(rounds, R, 3) counts reweighted by Poisson(1) weights per cluster."""
-    n_clusters, width = by_cluster.shape
-    transposed = by_cluster.T.tocsr()
-    out = np.empty((rounds, width))
+def bootstrap_counts(by_cluster: ClusterCounts, rounds: int, rng: np.random.Generator,
+                     chunk: int = 50) -> np.ndarray:
+    """(rounds, R, 3) counts reweighted by independent Poisson(1) weights per cluster."""
+    transposed = by_cluster.signatures.T.tocsr()
+    out = np.empty((rounds, transposed.shape[0]))
+    lam = by_cluster.multiplicity.astype(float)[:, None]
     for start in range(0, rounds, chunk):
         stop = min(rounds, start + chunk)
-        weights = rng.poisson(1.0, size=(n_clusters, stop - start)).astype(np.float32)
+        weights = rng.poisson(lam, size=(len(lam), stop - start)).astype(float)
         out[start:stop] = (transposed @ weights).T
     return out.reshape(rounds, -1, 3)
 
@@ -316,12 +335,13 @@ def leaderboard(votes: Votes, *, rounds: int = 200, level: float = 0.95, seed: i
     rng = np.random.default_rng(seed)
     intervals, rank_intervals, notes = {}, {}, {}
     for scheme, cluster in (("item", votes.item), ("worker", votes.worker)):
-        n_clusters = len(np.unique(cluster))
+        by_cluster = cluster_counts(table, votes.outcome, cluster)
+        n_clusters = by_cluster.n_clusters
         if n_clusters < MIN_CLUSTERS:
             notes[scheme] = (f"{n_clusters} {scheme}s: too few for a {scheme} bootstrap "
                              f"(at least {MIN_CLUSTERS})")
             continue
-        counts = bootstrap_counts(cluster_counts(table, votes.outcome, cluster), rounds, rng)
+        counts = bootstrap_counts(by_cluster, rounds, rng)
         counts = counts[counts.sum(axis=(1, 2)) > 0]  # a round that drew no cluster
         start = np.concatenate([point.beta[0], point.eta[:1]]) if ties else point.beta[0]
         fitted = fit_counts(table.design, counts, ties=ties, start=start)
@@ -643,27 +663,56 @@ def adjacent_power(table: PairTable, fit: Fit, k: int, *, ties: bool, order: np.
 
 # --- adaptive pairing --------------------------------------------------------------------------
 
-def pair_sampling_probabilities(theta: np.ndarray, covariance: np.ndarray, *,
-                                eta: float | None = None, floor: float = 0.1) -> tuple:
-    """Sampling probabilities over the K(K−1)/2 unordered pairs that favour the comparisons
-    that most reduce the variance of the adjacent differences (the ones that decide the
-    ranking): each pair's expected reduction of Σ Var(θ_(r) − θ_(r+1)) from one more vote,
-    mixed with a uniform `floor` so every pair keeps a known, positive probability."""
+def _one_vote_information(d: np.ndarray, eta: float | None) -> np.ndarray:
+    pw, pl, _pt, _ = _probabilities(np.asarray(d, dtype=float),
+                                    None if eta is None else np.array(eta))
+    return (pw + pl) / 4 - ((pw - pl) / 2) ** 2
+
+
+def optimal_pair_weights(theta: np.ndarray, *, eta: float | None = None,
+                         iterations: int = 300) -> tuple[np.ndarray, np.ndarray]:
+    """(pairs (P, 2), weights (P,)): the share of comparisons per unordered pair that minimizes
+    the summed variance of the adjacent differences (by the order of `theta`) — an A-optimal
+    design for the contrasts that decide the ranking, by the multiplicative algorithm
+    (Silvey, Titterington and Torsney 1978)."""
+    theta = np.asarray(theta, dtype=float)
     k = len(theta)
+    pairs = np.array([(i, j) for i in range(k) for j in range(i + 1, k)])
+    x = np.zeros((len(pairs), k))
+    x[np.arange(len(pairs)), pairs[:, 0]] = 1
+    x[np.arange(len(pairs)), pairs[:, 1]] = -1
+    h = _one_vote_information(theta[pairs[:, 0]] - theta[pairs[:, 1]], eta)
     order = np.argsort(-theta)
-    contrasts = np.zeros((k - 1, covariance.shape[0]))
-    for r, (a, b) in enumerate(zip(order[:-1], order[1:], strict=True)):
-        contrasts[r, a], contrasts[r, b] = 1, -1
-    pairs = [(i, j) for i in range(k) for j in range(i + 1, k)]
-    gain = np.empty(len(pairs))
-    for n, (i, j) in enumerate(pairs):
-        e = np.zeros(covariance.shape[0])
-        e[i], e[j] = 1, -1
-        d = theta[i] - theta[j]
-        pw, pl, pt, _ = _probabilities(np.array([d]), None if eta is None else np.array(eta))
-        h = ((pw + pl) / 4 - ((pw - pl) / 2) ** 2).ravel()[0]
-        ce = contrasts @ covariance @ e
-        gain[n] = h * (ce ** 2).sum() / (1 + h * e @ covariance @ e)
-    share = gain / gain.sum() if gain.sum() > 0 else np.full(len(pairs), 1 / len(pairs))
-    prob = (1 - floor) * share + floor / len(pairs)
-    return np.array(pairs), prob
+    contrasts = np.zeros((k - 1, k))
+    contrasts[np.arange(k - 1), order[:-1]] = 1
+    contrasts[np.arange(k - 1), order[1:]] = -1
+    centring = np.ones((k, k)) / k  # fixes the level (Σθ = 0), which no contrast reads
+    w = np.full(len(pairs), 1 / len(pairs))
+    for _ in range(iterations):
+        info = (x * (w * h)[:, None]).T @ x + centring
+        inv = np.linalg.inv(info)
+        # −∂ tr(C I⁻¹ Cᵀ)/∂w_p = h_p ‖C I⁻¹ x_p‖²
+        g = h * ((x @ inv @ contrasts.T) ** 2).sum(1)
+        w = w * np.sqrt(g)
+        w /= w.sum()
+    return pairs, w
+
+
+def pair_sampling_probabilities(theta: np.ndarray, done: np.ndarray, *, batch: int,
+                                eta: float | None = None, floor: float = 0.1) -> tuple:
+    """(pairs (P, 2), probabilities (P,)) for drawing the next `batch` comparisons, given the
+    comparisons `done` so far per unordered pair (in `pairs` order): towards the optimal design
+    of `optimal_pair_weights` (each pair's shortfall against its share of the total after the
+    batch), mixed with a uniform `floor` so every pair keeps a known, positive probability.
+    Record the probabilities with each draw; the likelihood fit stays valid under this
+    adaptive design (it depends on the data only through the outcomes' probabilities)."""
+    if not 0 < floor <= 1:
+        raise LeaderboardError(f"floor must be in (0, 1], got {floor}")
+    pairs, w = optimal_pair_weights(theta, eta=eta)
+    done = np.asarray(done, dtype=float)
+    if done.shape != (len(pairs),):
+        raise LeaderboardError(f"done must have one count per pair ({len(pairs)}), "
+                               f"got shape {done.shape}")
+    shortfall = np.maximum(w * (done.sum() + batch) - done, 0)
+    share = shortfall / shortfall.sum() if shortfall.sum() > 0 else w
+    return pairs, (1 - floor) * share + floor / len(pairs)

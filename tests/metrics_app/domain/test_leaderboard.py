@@ -17,6 +17,7 @@ from metrics_app.domain.leaderboard import (
     drop_to_flip_top,
     fit_counts,
     leaderboard,
+    optimal_pair_weights,
     pair_sampling_probabilities,
     pair_table,
     style_features,
@@ -208,12 +209,39 @@ def test_bootstrap_intervals_cover_and_rank_intervals_order():
     assert board["systems"][-1]["rank_interval_item"] == [4, 4]
 
 
-def test_adaptive_pairing_prefers_close_pairs_and_keeps_a_floor():
+def test_adaptive_pairing_follows_the_adjacent_pairs_and_keeps_a_floor():
     theta = np.array([2.0, 1.9, -2.0])
-    pairs, prob = pair_sampling_probabilities(theta, np.eye(3) * 0.1, floor=0.3)
+    pairs, prob = pair_sampling_probabilities(theta, np.zeros(3), batch=100, floor=0.3)
     assert prob.sum() == pytest.approx(1)
     assert prob.min() >= 0.3 / 3 - 1e-12
-    assert tuple(pairs[np.argmax(prob)]) == (0, 1)
+    # The adjacent pairs (0, 1) and (1, 2) decide the ranking; (0, 2) is drawn least.
+    assert tuple(pairs[np.argmin(prob)]) == (0, 2)
+    assert prob[0] > 0.3 / 3 + 0.1
+    # A pair that already has more than its share is drawn only at the floor.
+    done = np.array([1000.0, 0, 0])
+    _pairs, after = pair_sampling_probabilities(theta, done, batch=100, floor=0.3)
+    assert after[0] == pytest.approx(0.1)
+    with pytest.raises(LeaderboardError, match="one count per pair"):
+        pair_sampling_probabilities(theta, np.zeros(2), batch=10)
+
+
+def test_optimal_design_beats_uniform_on_the_adjacent_differences():
+    theta = np.linspace(-2.5, 2.5, 8)
+    pairs, w = optimal_pair_weights(theta)
+    x = np.zeros((len(pairs), 8))
+    x[np.arange(len(pairs)), pairs[:, 0]] = 1
+    x[np.arange(len(pairs)), pairs[:, 1]] = -1
+    d = theta[pairs[:, 0]] - theta[pairs[:, 1]]
+    h = 1 / (1 + np.exp(-d)) * (1 - 1 / (1 + np.exp(-d)))
+    contrasts = np.diff(np.eye(8)[::-1], axis=0) * -1  # θ_(r) − θ_(r+1), best first
+
+    def total_variance(weights):
+        info = (x * (weights * h)[:, None]).T @ x + np.ones((8, 8)) / 8
+        return np.trace(contrasts @ np.linalg.inv(info) @ contrasts.T)
+
+    uniform = total_variance(np.full(len(pairs), 1 / len(pairs)))
+    assert total_variance(w) < 0.7 * uniform
+    assert w.sum() == pytest.approx(1) and (w >= 0).all()
 
 
 @pytest.mark.parametrize("change, message", [
@@ -232,3 +260,22 @@ def test_bad_votes_are_refused_with_a_clear_message(change, message):
 def test_empty_votes_are_refused():
     with pytest.raises(LeaderboardError, match="no votes"):
         leaderboard(Votes(["a", "b"], [], [], [], [], []))
+
+
+def test_cluster_bootstrap_groups_identical_clusters_without_changing_the_resampling():
+    from metrics_app.domain.leaderboard import bootstrap_counts, cluster_counts
+
+    votes = simulate([0.5, 0.0, -0.5], 3000, seed=10, per_item=2)
+    table = pair_table(votes)
+    grouped = cluster_counts(table, votes.outcome, votes.item)
+    assert grouped.n_clusters == len(np.unique(votes.item))
+    assert grouped.signatures.shape[0] < grouped.n_clusters / 5
+    assert grouped.multiplicity.sum() == grouped.n_clusters
+    draws = bootstrap_counts(grouped, 4000, np.random.default_rng(0)).reshape(4000, -1)
+    # Poisson(1) per item: each cell's mean is its count, its variance Σ over items of the
+    # item's count in that cell squared.
+    per_item = np.zeros((grouped.n_clusters, draws.shape[1]))
+    _, index = np.unique(votes.item, return_inverse=True)
+    np.add.at(per_item, (index, table.row_of_vote * 3 + votes.outcome), 1)
+    np.testing.assert_allclose(draws.mean(0), per_item.sum(0), rtol=0.03, atol=1)
+    np.testing.assert_allclose(draws.var(0), (per_item ** 2).sum(0), rtol=0.1, atol=2)
