@@ -7,18 +7,21 @@ range of about 870 points), Davidson ties
 an item effect (sd 0.3 logits on the difference), 200 workers of whom 20% are position-biased
 (they pick the left answer blindly 30% of the time).
 
-- Coverage: for 2,000, 10,000 and 50,000 comparisons, the share of 95% percentile intervals
-  (200 bootstrap rounds, resampling items, then workers) that contain each system's value,
-  over repeated arenas. The value an interval targets is the model's fit to the arena's
-  expected counts (the population value of the estimator): biased workers and item effects pull
-  every fitted strength towards zero, so the generating strengths are reported beside it.
+- Coverage: for 2,000, 10,000 and 50,000 comparisons (300, 200 and 120 arenas), the share of
+  95% percentile intervals (200 bootstrap rounds) that contain each system's value. Resampling
+  items is checked on arenas with a fixed pool of workers (the items are the sample);
+  resampling workers on arenas whose pool is itself drawn (each worker biased with probability
+  1/5); the crossed pairings are reported as numbers. The value an interval targets is the
+  model's fit to the arena's expected counts (the population value of the estimator): biased
+  workers and item effects pull every fitted strength towards zero, so coverage of the
+  generating strengths is reported beside it.
 - Adaptive pairing: comparisons drawn in batches of 200, uniformly over pairs, or from
   `pair_sampling_probabilities` (towards the design that minimizes the adjacent differences'
   variances, a 5% uniform floor). The comparisons adaptive pairing needs to reach the mean width
   of the adjacent-difference intervals that uniform pairing reaches at 20,000 comparisons; also
   for a narrower arena ([-1.5, 1.5]), with the best saving any allocation could give for each.
-- Speed: `leaderboard()` of 1,000,000 votes (200 rounds, both schemes, style control and the
-  robustness checks).
+- Speed: `leaderboard()` of 1,000,000 votes (200 rounds, both schemes, style control with a
+  per-vote length covariate, and the robustness checks), and without style and robustness.
 """
 from __future__ import annotations
 
@@ -63,8 +66,11 @@ def _outcome_probabilities(d: np.ndarray) -> np.ndarray:
 
 
 def simulate(rng: np.random.Generator, n: int, *, pair_prob: np.ndarray | None = None,
-             item_offset: int = 0, strengths: np.ndarray = STRENGTHS) -> Votes:
-    """`n` judgments of n / PER_ITEM items; pairs drawn with `pair_prob` (uniform if None)."""
+             item_offset: int = 0, strengths: np.ndarray = STRENGTHS,
+             random_workers: bool = False) -> Votes:
+    """`n` judgments of n / PER_ITEM items; pairs drawn with `pair_prob` (uniform if None).
+    The biased workers are the first fifth of the pool, or (`random_workers`) each worker is
+    biased with probability BIASED_SHARE: the pool itself is a sample."""
     n_items = max(1, n // PER_ITEM)
     pair = rng.choice(len(PAIRS), size=n_items, p=pair_prob)
     effect = rng.normal(0, ITEM_SD, n_items)
@@ -79,7 +85,10 @@ def simulate(rng: np.random.Generator, n: int, *, pair_prob: np.ndarray | None =
     p = _outcome_probabilities(d)
     u = rng.random(n)
     outcome = np.where(u < p[:, 0], LEFT, np.where(u < p[:, 0] + p[:, 1], RIGHT, TIE))
-    biased = worker < BIASED_SHARE * N_WORKERS
+    if random_workers:
+        biased = (rng.random(N_WORKERS) < BIASED_SHARE)[worker]
+    else:
+        biased = worker < BIASED_SHARE * N_WORKERS
     blind = biased & (rng.random(n) < BLIND_LEFT)
     outcome[blind] = LEFT
     return Votes([f"system-{i}" for i in range(K)], left, right, outcome,
@@ -103,33 +112,42 @@ def population_value(n: int) -> np.ndarray:
     return fit_counts(design, counts, ties=True).beta[0, :K]
 
 
+def _interval_hits(rng, votes: Votes, scheme: str, rounds: int, target: np.ndarray):
+    table = pair_table(votes)
+    point = fit_counts(table.design, table.counts, ties=True)
+    start = np.concatenate([point.beta[0], point.eta[:1]])
+    cluster = votes.item if scheme == "item" else votes.worker
+    counts = bootstrap_counts(cluster_counts(table, votes.outcome, cluster), rounds, rng)
+    theta = fit_counts(table.design, counts, ties=True, start=start).beta[:, :K]
+    lo, hi = np.quantile(theta, [0.025, 0.975], axis=0)
+    return (((lo <= target) & (target <= hi)).tolist(),
+            ((lo <= STRENGTHS) & (STRENGTHS <= hi)).tolist(), float(np.mean(hi - lo)))
+
+
 def coverage(rng, n: int, reps: int, rounds: int) -> dict:
+    """Each scheme on arenas drawn the way it assumes: the item bootstrap on arenas with a
+    fixed pool of workers (items are the sample), the worker bootstrap on arenas whose pool of
+    workers is itself drawn (each worker biased with probability 1/5). The other pairing is
+    reported too: resampling items cannot see the variation of a drawn pool, and resampling
+    workers adds it where the pool is fixed."""
     target = population_value(n)
-    hits = {"item": [], "worker": []}
-    truth_hits = {"item": [], "worker": []}
-    widths = {"item": [], "worker": []}
-    for _ in range(reps):
-        votes = simulate(rng, n)
-        table = pair_table(votes)
-        point = fit_counts(table.design, table.counts, ties=True)
-        start = np.concatenate([point.beta[0], point.eta[:1]])
-        for scheme, cluster in (("item", votes.item), ("worker", votes.worker)):
-            counts = bootstrap_counts(cluster_counts(table, votes.outcome, cluster), rounds, rng)
-            theta = fit_counts(table.design, counts, ties=True, start=start).beta[:, :K]
-            lo, hi = np.quantile(theta, [0.025, 0.975], axis=0)
-            hits[scheme] += ((lo <= target) & (target <= hi)).tolist()
-            truth_hits[scheme] += ((lo <= STRENGTHS) & (STRENGTHS <= hi)).tolist()
-            widths[scheme].append(float(np.mean(hi - lo)))
-    return {
-        "comparisons": n, "arenas": reps, "intervals_per_scheme": len(hits["item"]),
-        "coverage_item": float(np.mean(hits["item"])),
-        "coverage_worker": float(np.mean(hits["worker"])),
-        "coverage_of_generating_strengths_item": float(np.mean(truth_hits["item"])),
-        "coverage_of_generating_strengths_worker": float(np.mean(truth_hits["worker"])),
-        "mean_width_item": float(np.mean(widths["item"])),
-        "mean_width_worker": float(np.mean(widths["worker"])),
-        "population_value": [round(float(x), 4) for x in target],
-    }
+    result: dict = {"comparisons": n, "arenas": reps}
+    for scheme, random_workers, key in (("item", False, "item"),
+                                        ("worker", True, "worker"),
+                                        ("item", True, "item_on_drawn_workers"),
+                                        ("worker", False, "worker_on_fixed_workers")):
+        hits, truth, widths = [], [], []
+        for _ in range(reps if key in ("item", "worker") else max(1, reps // 3)):
+            votes = simulate(rng, n, random_workers=random_workers)
+            h, t, w = _interval_hits(rng, votes, scheme, rounds, target)
+            hits += h
+            truth += t
+            widths.append(w)
+        result[f"coverage_{key}"] = float(np.mean(hits))
+        result[f"coverage_of_generating_strengths_{key}"] = float(np.mean(truth))
+        result[f"mean_width_{key}"] = float(np.mean(widths))
+    result["population_value"] = [round(float(x), 4) for x in target]
+    return result
 
 
 def _adjacent_width(votes: Votes) -> tuple[float, np.ndarray, np.ndarray, float]:
@@ -216,7 +234,11 @@ def speed(rng, n: int, rounds: int) -> dict:
     started = time.perf_counter()
     board = leaderboard(votes, rounds=rounds)
     seconds = time.perf_counter() - started
+    started = time.perf_counter()
+    leaderboard(votes, rounds=rounds, style=False, robustness=False)
+    core = time.perf_counter() - started
     return {"votes": n, "rounds": rounds, "seconds": round(seconds, 2),
+            "seconds_without_style_and_robustness": round(core, 2),
             "top": board["systems"][0]["system"],
             "drop_to_flip_top": board["robustness"]["drop_to_flip_top"]["votes"]}
 
@@ -224,9 +246,8 @@ def speed(rng, n: int, rounds: int) -> dict:
 def run(ctx: Context) -> Outcome:
     rng = np.random.default_rng(0)
     rounds = ctx.size(200, 50)
-    sizes = [2000, 10000, 50000] if not ctx.quick else [2000]
-    reps = ctx.size(150, 10)
-    numbers: dict = {"coverage": [coverage(rng, n, reps, rounds) for n in sizes]}
+    sizes = {2000: 300, 10000: 200, 50000: 120} if not ctx.quick else {2000: 10}
+    numbers: dict = {"coverage": [coverage(rng, n, reps, rounds) for n, reps in sizes.items()]}
     numbers["adaptive"] = adaptive_vs_uniform(rng, ctx.size(20000, 4000), 200, ctx.size(5, 1))
     numbers["adaptive_narrow_arena"] = adaptive_vs_uniform(
         rng, ctx.size(20000, 4000), 200, ctx.size(5, 1), strengths=NARROW)
@@ -235,7 +256,7 @@ def run(ctx: Context) -> Outcome:
         "systems": K, "strengths": STRENGTHS.round(3).tolist(), "tie_parameter": NU,
         "item_effect_sd": ITEM_SD, "workers": N_WORKERS, "biased_worker_share": BIASED_SHARE,
         "blind_left_rate": BLIND_LEFT, "judgments_per_item": PER_ITEM,
-        "bootstrap_rounds": rounds, "arenas_per_size": reps,
+        "bootstrap_rounds": rounds, "arenas_per_size": sizes,
     }, numbers=numbers)
     for row in numbers["coverage"]:
         for scheme in ("item", "worker"):

@@ -158,7 +158,10 @@ def fit_counts(design: np.ndarray, counts: np.ndarray, *, ties: bool, ridge: flo
         h_dd = n * ((pw + pl) / 4 - half_diff ** 2)
         grad = np.empty((b, q))
         grad[:, :p] = g_d @ design - ridge * beta
-        hess = np.einsum("br,rp,rq->bpq", h_dd, design, design)
+        if b == 1:  # one fit over many rows (the style fit): a BLAS product, not einsum
+            hess = ((design * h_dd[0][:, None]).T @ design)[None]
+        else:
+            hess = np.einsum("br,rp,rq->bpq", h_dd, design, design)
         if ties:
             grad[:, p] = (t - n * pt).sum(-1) - ridge * eta
             h_de = -n * pt * half_diff
@@ -203,6 +206,13 @@ def _information(design, n, pw, pl, pt, ties):
     full[:p, p] = full[p, :p] = cross
     full[p, p] = (n * (pt - pt ** 2)).sum()
     return full
+
+
+def _centred_se(covariance: np.ndarray, k: int) -> np.ndarray:
+    """Standard errors of the centred strengths (Σθ = 0): the level of θ is fixed by the prior
+    alone, so the raw covariance carries a large variance along (1, …, 1) no contrast reads."""
+    centre = np.eye(k) - 1 / k
+    return np.sqrt(np.clip(np.diag(centre @ covariance[:k, :k] @ centre), 0, None))
 
 
 # --- aggregation -------------------------------------------------------------------------------
@@ -255,8 +265,8 @@ def cluster_counts(table: PairTable, outcome: np.ndarray, cluster: np.ndarray) -
     # Identical rows give identical projections (same terms, same order); two random
     # projections tell different rows apart with probability 1.
     probe = np.random.default_rng(12345).random((matrix.shape[1], 2))
-    keys = matrix @ probe
-    _, first, multiplicity = np.unique(keys, axis=0, return_index=True, return_counts=True)
+    keys = np.ascontiguousarray(matrix @ probe).view(np.complex128)[:, 0]
+    _, first, multiplicity = np.unique(keys, return_index=True, return_counts=True)
     return ClusterCounts(signatures=matrix[first], multiplicity=multiplicity,
                          n_clusters=len(codes))
 
@@ -347,7 +357,7 @@ def leaderboard(votes: Votes, *, rounds: int = 200, level: float = 0.95, seed: i
         fitted = fit_counts(table.design, counts, ties=ties, start=start)
         intervals[scheme] = _interval(fitted.beta[:, :k], level)
         rank_intervals[scheme] = _interval(_ranks(fitted.beta[:, :k]), level)
-    se = np.sqrt(np.diag(point.covariance)[:k])
+    se = _centred_se(point.covariance, k)
     order = np.argsort(-theta, kind="stable")
     rank = _ranks(theta)
     played = np.zeros((k, 3))
@@ -390,7 +400,8 @@ def leaderboard(votes: Votes, *, rounds: int = 200, level: float = 0.95, seed: i
                      "n": total[reorder].astype(int).tolist()},
         "expected": {"systems": names, "win": expected_win[reorder].tolist(),
                      "tie": expected_tie[reorder].tolist() if ties else None},
-        "style_control": style_control(votes, ties=ties, position=position, level=level)
+        "style_control": style_control(votes, ties=ties, position=position, level=level,
+                                       start=point)
         if style and votes.style is not None and votes.style.size else None,
     }
     if robustness:
@@ -408,7 +419,7 @@ def leaderboard(votes: Votes, *, rounds: int = 200, level: float = 0.95, seed: i
 # --- style control -----------------------------------------------------------------------------
 
 def style_control(votes: Votes, *, ties: bool, position: bool = True,
-                  level: float = 0.95) -> dict | None:
+                  level: float = 0.95, start: Fit | None = None) -> dict | None:
     """Strengths with the style differences as covariates (each feature standardized), the
     style coefficients (log-odds per standard deviation of the difference) with sandwich
     standard errors clustered by item."""
@@ -431,7 +442,11 @@ def style_control(votes: Votes, *, ties: bool, position: bool = True,
     design[:, k + extra:] = z
     counts = np.zeros((n, 3))
     counts[np.arange(n), votes.outcome] = 1
-    fit = fit_counts(design, counts, ties=ties)
+    initial = None
+    if start is not None:  # the fit without style: the style fit then needs a few steps
+        initial = np.concatenate([start.beta[0], np.zeros(len(keep)),
+                                  start.eta[:1] if ties else []])
+    fit = fit_counts(design, counts, ties=ties, start=initial, tol=1e-7)
     beta = fit.beta[0]
     eta = fit.eta[:1] if ties else None
     d = beta @ design.T
@@ -443,8 +458,9 @@ def style_control(votes: Votes, *, ties: bool, position: bool = True,
     if ties:
         scores = np.column_stack([scores, counts[:, 2] - pt])
     _, cluster = np.unique(votes.item, return_inverse=True)
-    summed = np.zeros((cluster.max() + 1, scores.shape[1]))
-    np.add.at(summed, cluster, scores)
+    members = sparse.csr_matrix((np.ones(n), (cluster, np.arange(n))),
+                                shape=(cluster.max() + 1, n))
+    summed = members @ scores
     meat = summed.T @ summed
     bread = fit.covariance
     robust = bread @ meat @ bread
@@ -459,6 +475,7 @@ def style_control(votes: Votes, *, ties: bool, position: bool = True,
             "sd_of_difference": float(scale[c]),
         })
     theta = beta[:k]
+    se = np.concatenate([_centred_se(robust, k), se[k:]])
     # Differences θ_i − θ_j are identified; report each θ (Σθ = 0) with its robust interval.
     order = np.argsort(-theta, kind="stable")
     return {
@@ -580,11 +597,14 @@ def position_bias(votes: Votes, *, min_votes: int = 5, alpha: float = 0.05) -> d
     n_w = np.bincount(np.searchsorted(workers, votes.worker[decided]), minlength=len(workers))
     wins_w = np.bincount(np.searchsorted(workers, votes.worker[left_wins]),
                          minlength=len(workers))
-    rows = []
-    for w, n, wins in zip(workers, n_w, wins_w, strict=True):
-        if n >= min_votes:
-            rows.append({"worker": int(w), "n": int(n), "left_win_rate": float(wins / n),
-                         "p_value": float(stats.binomtest(int(wins), int(n)).pvalue)})
+    # Two-sided exact binomial test against 1/2 (the distribution is symmetric, so doubling
+    # the smaller tail is binomtest's p-value), for every worker at once.
+    tails = np.minimum(stats.binom.cdf(wins_w, n_w, 0.5), stats.binom.sf(wins_w - 1, n_w, 0.5))
+    p_values = np.minimum(1.0, 2 * tails)
+    rows = [{"worker": int(w), "n": int(n), "left_win_rate": float(wins / n),
+             "p_value": float(p)}
+            for w, n, wins, p in zip(workers, n_w, wins_w, p_values, strict=True)
+            if n >= min_votes]
     if rows:
         rejected, adjusted, _, _ = multipletests([r["p_value"] for r in rows], alpha=alpha,
                                                  method="fdr_bh")

@@ -279,3 +279,22 @@ def test_cluster_bootstrap_groups_identical_clusters_without_changing_the_resamp
     np.add.at(per_item, (index, table.row_of_vote * 3 + votes.outcome), 1)
     np.testing.assert_allclose(draws.mean(0), per_item.sum(0), rtol=0.03, atol=1)
     np.testing.assert_allclose(draws.var(0), (per_item ** 2).sum(0), rtol=0.1, atol=2)
+
+
+def test_standard_errors_are_those_of_the_centred_strengths():
+    votes = simulate([0.5, 0.0, -0.5], 3000, seed=11)
+    board = leaderboard(votes, rounds=100, robustness=False)
+    for row in board["systems"]:
+        # The bootstrap spread by item and the curvature agree (about 1.96 se per half-width).
+        half = (row["ci_item"][1] - row["ci_item"][0]) / 2
+        assert 0.7 < half / (1.96 * row["se"]) < 1.4
+
+
+def test_position_bias_p_values_match_scipys_binomial_test():
+    from scipy import stats
+
+    votes = simulate([0.5, 0.0, -0.5], 600, seed=12, n_workers=6, left_bias={2: 0.3})
+    rows = leaderboard(votes, rounds=5)["robustness"]["position_bias"]["workers"]
+    for row in rows:
+        wins = round(row["left_win_rate"] * row["n"])
+        assert row["p_value"] == pytest.approx(stats.binomtest(wins, row["n"]).pvalue, rel=1e-9)
