@@ -112,6 +112,10 @@ SETTINGS: tuple[SettingSpec, ...] = (
                 "Which items reach humans: all of them (random), or a draw weighted by LERC's "
                 "uncertainty (run the 'Route by LERC uncertainty' action before publishing).",
                 "Items and HITs", "random", choices=ROUTING_MODES, kinds=("likert",)),
+    SettingSpec("ab_ties", "bool", "A/B: tie options",
+                "Offer 'Both good', 'Both bad' and 'Tie' besides answer A and B (stored as the "
+                "choice; the leaderboard models them as ties). Off keeps the paper's protocol.",
+                "Crowd page", "no", kinds=("ab",)),
     SettingSpec("routing_budget", "int", "Routing budget",
                 "Routing by uncertainty: how many items are expected to go to humans.",
                 "Items and HITs", "none (the action asks for it)", minimum=1,
