@@ -212,7 +212,7 @@ def adaptive_vs_uniform(rng, n_uniform: int, batch: int, reps: int,
                 break
             done = _pair_counts(votes)
             _pairs, prob = pair_sampling_probabilities(theta, done, batch=batch, eta=eta,
-                                                       floor=FLOOR)
+                                                       floor=FLOOR, covariance=cov[:K, :K])
             parts.append(simulate(rng, batch, pair_prob=prob, item_offset=offset,
                                   strengths=strengths))
             offset += batch

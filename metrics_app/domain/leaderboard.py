@@ -690,11 +690,13 @@ def _one_vote_information(d: np.ndarray, eta: float | None) -> np.ndarray:
 
 
 def optimal_pair_weights(theta: np.ndarray, *, eta: float | None = None,
+                         contrast_weights: np.ndarray | None = None,
                          iterations: int = 300) -> tuple[np.ndarray, np.ndarray]:
     """(pairs (P, 2), weights (P,)): the share of comparisons per unordered pair that minimizes
-    the summed variance of the adjacent differences (by the order of `theta`) — an A-optimal
-    design for the contrasts that decide the ranking, by the multiplicative algorithm
-    (Silvey, Titterington and Torsney 1978)."""
+    the (weighted) summed variance of the adjacent differences (by the order of `theta`) — an
+    A-optimal design for the contrasts that decide the ranking, by the multiplicative
+    algorithm (Silvey, Titterington and Torsney 1978). `contrast_weights` (K−1, best first)
+    weigh the adjacent differences; equal by default."""
     theta = np.asarray(theta, dtype=float)
     k = len(theta)
     pairs = np.array([(i, j) for i in range(k) for j in range(i + 1, k)])
@@ -706,6 +708,8 @@ def optimal_pair_weights(theta: np.ndarray, *, eta: float | None = None,
     contrasts = np.zeros((k - 1, k))
     contrasts[np.arange(k - 1), order[:-1]] = 1
     contrasts[np.arange(k - 1), order[1:]] = -1
+    if contrast_weights is not None:
+        contrasts = contrasts * np.sqrt(np.asarray(contrast_weights, dtype=float))[:, None]
     centring = np.ones((k, k)) / k  # fixes the level (Σθ = 0), which no contrast reads
     w = np.full(len(pairs), 1 / len(pairs))
     for _ in range(iterations):
@@ -719,16 +723,29 @@ def optimal_pair_weights(theta: np.ndarray, *, eta: float | None = None,
 
 
 def pair_sampling_probabilities(theta: np.ndarray, done: np.ndarray, *, batch: int,
-                                eta: float | None = None, floor: float = 0.1) -> tuple:
+                                eta: float | None = None, floor: float = 0.1,
+                                covariance: np.ndarray | None = None) -> tuple:
     """(pairs (P, 2), probabilities (P,)) for drawing the next `batch` comparisons, given the
     comparisons `done` so far per unordered pair (in `pairs` order): towards the optimal design
     of `optimal_pair_weights` (each pair's shortfall against its share of the total after the
     batch), mixed with a uniform `floor` so every pair keeps a known, positive probability.
+    With the fit's `covariance`, each adjacent difference is weighted by how open its order
+    still is (2Φ(−|d|/se) + 0.0001): votes go where the ranking is in doubt, not to pairs whose
+    order is settled.
     Record the probabilities with each draw; the likelihood fit stays valid under this
     adaptive design (it depends on the data only through the outcomes' probabilities)."""
     if not 0 < floor <= 1:
         raise LeaderboardError(f"floor must be in (0, 1], got {floor}")
-    pairs, w = optimal_pair_weights(theta, eta=eta)
+    weights = None
+    if covariance is not None:
+        order = np.argsort(-np.asarray(theta, dtype=float))
+        weights = []
+        for a, b in zip(order[:-1], order[1:], strict=True):
+            c = np.zeros(covariance.shape[0])
+            c[a], c[b] = 1, -1
+            se = np.sqrt(max(float(c @ covariance @ c), 1e-12))
+            weights.append(2 * stats.norm.sf(abs(theta[a] - theta[b]) / se) + 1e-4)
+    pairs, w = optimal_pair_weights(theta, eta=eta, contrast_weights=weights)
     done = np.asarray(done, dtype=float)
     if done.shape != (len(pairs),):
         raise LeaderboardError(f"done must have one count per pair ({len(pairs)}), "

@@ -298,3 +298,12 @@ def test_position_bias_p_values_match_scipys_binomial_test():
     for row in rows:
         wins = round(row["left_win_rate"] * row["n"])
         assert row["p_value"] == pytest.approx(stats.binomtest(wins, row["n"]).pvalue, rel=1e-9)
+
+
+def test_adaptive_pairing_with_the_covariance_goes_where_the_order_is_open():
+    theta = np.array([2.0, 1.9, -2.0])
+    covariance = np.eye(3) * 0.01  # se of a difference about 0.14: (0, 1) open, (1, 2) settled
+    pairs, prob = pair_sampling_probabilities(theta, np.zeros(3), batch=100, floor=0.1,
+                                              covariance=covariance)
+    assert tuple(pairs[np.argmax(prob)]) == (0, 1)
+    assert prob[list(map(tuple, pairs)).index((1, 2))] < 0.1
