@@ -228,18 +228,31 @@ class PairTable:
     row_of_vote: np.ndarray
 
 
+def factorize(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(distinct values sorted, code of each value): by counting when the values are small
+    non-negative integers (ids, pair keys; a tenth of np.unique's time on a million), else by
+    sorting."""
+    values = np.asarray(values)
+    if len(values) and values.dtype.kind in "iu" and values.min() >= 0 \
+            and values.max() < 4 * len(values) + 4096:
+        present = np.bincount(values) > 0
+        codes = np.cumsum(present) - 1
+        return np.nonzero(present)[0], codes[values]
+    return np.unique(values, return_inverse=True)
+
+
 def pair_table(votes: Votes, *, position: bool = True) -> PairTable:
     k = len(votes.systems)
     key = votes.left * k + votes.right
-    uniq, row_of_vote = np.unique(key, return_inverse=True)
+    uniq, row_of_vote = factorize(key)
     rows = np.stack([uniq // k, uniq % k], axis=1)
     design = np.zeros((len(uniq), k + (1 if position else 0)))
     design[np.arange(len(uniq)), rows[:, 0]] = 1
     design[np.arange(len(uniq)), rows[:, 1]] = -1
     if position:
         design[:, k] = 1
-    counts = np.zeros((len(uniq), 3))
-    np.add.at(counts, (row_of_vote, votes.outcome), 1)
+    counts = np.bincount(row_of_vote * 3 + votes.outcome,
+                         minlength=3 * len(uniq)).reshape(-1, 3).astype(float)
     return PairTable(rows=rows, design=design, counts=counts, row_of_vote=row_of_vote)
 
 
@@ -256,7 +269,7 @@ class ClusterCounts:
 
 
 def cluster_counts(table: PairTable, outcome: np.ndarray, cluster: np.ndarray) -> ClusterCounts:
-    codes, cluster_index = np.unique(cluster, return_inverse=True)
+    codes, cluster_index = factorize(cluster)
     cols = table.row_of_vote * 3 + outcome
     matrix = sparse.csr_matrix((np.ones(len(cols)), (cluster_index, cols)),
                                shape=(len(codes), len(table.rows) * 3))
@@ -343,10 +356,10 @@ def leaderboard(votes: Votes, *, rounds: int = 200, level: float = 0.95, seed: i
     theta = point.beta[0, :k]
     eta = float(point.eta[0]) if ties else None
     rng = np.random.default_rng(seed)
-    intervals, rank_intervals, notes = {}, {}, {}
+    intervals, rank_intervals, notes, n_clusters_of = {}, {}, {}, {}
     for scheme, cluster in (("item", votes.item), ("worker", votes.worker)):
         by_cluster = cluster_counts(table, votes.outcome, cluster)
-        n_clusters = by_cluster.n_clusters
+        n_clusters = n_clusters_of[scheme] = by_cluster.n_clusters
         if n_clusters < MIN_CLUSTERS:
             notes[scheme] = (f"{n_clusters} {scheme}s: too few for a {scheme} bootstrap "
                              f"(at least {MIN_CLUSTERS})")
@@ -392,8 +405,7 @@ def leaderboard(votes: Votes, *, rounds: int = 200, level: float = 0.95, seed: i
             "level": level, "rounds": rounds, "ridge": RIDGE,
             "bootstrap_notes": notes,
             "n_votes": len(votes), "n_ties": int((votes.outcome == TIE).sum()),
-            "n_items": int(len(np.unique(votes.item))),
-            "n_workers": int(len(np.unique(votes.worker))),
+            "n_items": n_clusters_of["item"], "n_workers": n_clusters_of["worker"],
             "scale": "strength: log-odds (Σ = 0); score: 1000 + 400·strength/ln 10",
         },
         "win_rate": {"systems": names, "matrix": rate[reorder].tolist(),
@@ -457,7 +469,7 @@ def style_control(votes: Votes, *, ties: bool, position: bool = True,
     scores = design * g_d[:, None]
     if ties:
         scores = np.column_stack([scores, counts[:, 2] - pt])
-    _, cluster = np.unique(votes.item, return_inverse=True)
+    _, cluster = factorize(votes.item)
     members = sparse.csr_matrix((np.ones(n), (cluster, np.arange(n))),
                                 shape=(cluster.max() + 1, n))
     summed = members @ scores
@@ -593,10 +605,9 @@ def position_bias(votes: Votes, *, min_votes: int = 5, alpha: float = 0.05) -> d
         "p_value": float(stats.binomtest(int(left_wins.sum()), overall_n).pvalue)
         if overall_n else None,
     }
-    workers = np.unique(votes.worker)
-    n_w = np.bincount(np.searchsorted(workers, votes.worker[decided]), minlength=len(workers))
-    wins_w = np.bincount(np.searchsorted(workers, votes.worker[left_wins]),
-                         minlength=len(workers))
+    workers, index = factorize(votes.worker)
+    n_w = np.bincount(index[decided], minlength=len(workers))
+    wins_w = np.bincount(index[left_wins], minlength=len(workers))
     # Two-sided exact binomial test against 1/2 (the distribution is symmetric, so doubling
     # the smaller tail is binomtest's p-value), for every worker at once.
     tails = np.minimum(stats.binom.cdf(wins_w, n_w, 0.5), stats.binom.sf(wins_w - 1, n_w, 0.5))
@@ -631,7 +642,7 @@ def flagged_workers(votes: Votes, table: PairTable, fit: Fit, k: int, *, ties: b
     surprisal = -logp[np.arange(len(votes)), votes.outcome]
     mean = -(probs * logp).sum(1)
     var = (probs * logp ** 2).sum(1) - mean ** 2
-    workers, index = np.unique(votes.worker, return_inverse=True)
+    workers, index = factorize(votes.worker)
     n = np.bincount(index)
     obs = np.bincount(index, weights=surprisal)
     exp = np.bincount(index, weights=mean)

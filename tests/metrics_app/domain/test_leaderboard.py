@@ -307,3 +307,13 @@ def test_adaptive_pairing_with_the_covariance_goes_where_the_order_is_open():
                                               covariance=covariance)
     assert tuple(pairs[np.argmax(prob)]) == (0, 1)
     assert prob[list(map(tuple, pairs)).index((1, 2))] < 0.1
+
+
+@pytest.mark.parametrize("values", [[5, 3, 5, 0, 3], [10**12, 7, 10**12], [-2, 4, -2]])
+def test_factorize_matches_numpy_unique(values):
+    from metrics_app.domain.leaderboard import factorize
+
+    ours = factorize(np.array(values))
+    ref = np.unique(np.array(values), return_inverse=True)
+    np.testing.assert_array_equal(ours[0], ref[0])
+    np.testing.assert_array_equal(ours[1], ref[1])
