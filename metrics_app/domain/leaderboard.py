@@ -30,6 +30,7 @@ RIDGE = 0.01
 # A cluster bootstrap over fewer clusters than this says little (with 2 workers a quarter of
 # the rounds drop one of them entirely); the interval is then left out, with the reason.
 MIN_CLUSTERS = 5
+MIN_STYLE_VOTES = 20
 OUTCOMES = ("left", "right", "tie")
 LEFT, RIGHT, TIE = 0, 1, 2
 ELO_SCALE = 400 / np.log(10)  # an arena-style score: 1000 + ELO_SCALE · θ
@@ -437,7 +438,12 @@ def style_control(votes: Votes, *, ties: bool, position: bool = True,
     standard errors clustered by item."""
     k = len(votes.systems)
     s = votes.style
-    keep = [c for c in range(s.shape[1]) if np.std(s[:, c]) > 0]
+    # A feature enters where it is present: nonzero in at least MIN_STYLE_VOTES votes over
+    # MIN_CLUSTERS items (a handful of answers with bold text would get a coefficient, and a
+    # sandwich standard error, from next to nothing).
+    keep = [c for c in range(s.shape[1])
+            if np.std(s[:, c]) > 0 and (s[:, c] != 0).sum() >= MIN_STYLE_VOTES
+            and len(np.unique(votes.item[s[:, c] != 0])) >= MIN_CLUSTERS]
     if not keep:
         return None
     s = s[:, keep]

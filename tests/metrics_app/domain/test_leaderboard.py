@@ -317,3 +317,14 @@ def test_factorize_matches_numpy_unique(values):
     ref = np.unique(np.array(values), return_inverse=True)
     np.testing.assert_array_equal(ours[0], ref[0])
     np.testing.assert_array_equal(ours[1], ref[1])
+
+
+def test_a_style_feature_present_in_a_handful_of_votes_is_left_out():
+    base = simulate([0.3, 0.0, -0.3], 2000, seed=13)
+    rare = np.zeros(len(base))
+    rare[:3] = 0.5
+    rng = np.random.default_rng(13)
+    votes = Votes(base.systems, base.left, base.right, base.outcome, base.item, base.worker,
+                  np.column_stack([rng.normal(0, 0.3, len(base)), rare]), ["length", "bold"])
+    controlled = leaderboard(votes, rounds=5, robustness=False)["style_control"]
+    assert controlled["features"] == ["length"]
