@@ -11,7 +11,7 @@ import numpy as np
 from annotation.domain.answers import AB_TIE_CHOICES
 from annotation.domain.item_content import answer_system
 from annotation.judgment_selectors import JudgmentFrame
-from annotation.models import Item, Worker
+from annotation.models import Item, Project, Worker
 
 from ..domain.leaderboard import (
     LEFT,
@@ -22,6 +22,7 @@ from ..domain.leaderboard import (
     leaderboard,
     style_features,
 )
+from ..models import MetricScore
 
 ROUNDS = 200
 STYLE_NAMES = ("length", "markdown_headers", "markdown_lists", "markdown_bold")
@@ -92,9 +93,63 @@ def _board(found: tuple[Votes | None, dict], *, rounds: int, seed: int) -> dict 
         return {"error": str(exc)}
 
 
-def leaderboard_report(frame: JudgmentFrame, *, rounds: int = ROUNDS, seed: int = 0) -> dict:
+def metric_votes(project: Project) -> dict[str, Votes]:
+    """Each automatic metric that scored both answers of the project's A/B items (the latest
+    version stored) as a judge: one vote per item for the answer it scores higher, a tie when
+    equal. Answer A counts as shown on the left (a metric sees no order)."""
+    rows = MetricScore.objects.filter(item__project=project, side__in=("A", "B"),
+                                      value__isnull=False)
+    latest: dict[str, tuple[int, str]] = {}
+    for metric, version, top in rows.values_list("metric", "version", "id").order_by("id"):
+        latest[metric] = (top, version)
+    judges = {}
+    for metric, (_top, version) in sorted(latest.items()):
+        scores: dict[int, dict[str, float]] = {}
+        for item_id, side, value in rows.filter(metric=metric, version=version).values_list(
+                "item_id", "side", "value"):
+            scores.setdefault(item_id, {})[side] = value
+        paired = {pk: s for pk, s in scores.items() if len(s) == 2}
+        items = _item_table(sorted(paired))
+        names: dict[str, int] = {}
+        left, right, outcome, item, style = [], [], [], [], []
+        for pk, s in paired.items():
+            a_system, b_system = items[pk]["systems"]
+            if a_system == b_system:
+                continue
+            left.append(names.setdefault(a_system, len(names)))
+            right.append(names.setdefault(b_system, len(names)))
+            outcome.append(TIE if s["A"] == s["B"] else LEFT if s["A"] > s["B"] else RIGHT)
+            item.append(pk)
+            style.append(items[pk]["style"])
+        if len(names) >= 2:
+            judges[f"{metric}@{version}"] = Votes(
+                list(names), left, right, outcome, item, np.zeros(len(left), dtype=np.int64),
+                np.array(style, dtype=float), list(STYLE_NAMES))
+    return judges
+
+
+def _side_by_side(human: dict | None, judges: dict[str, dict]) -> list[dict]:
+    """Per system (the human order): its rank and strength by the humans and by each judge."""
+    if not human or "systems" not in human:
+        return []
+    rows = []
+    for row in human["systems"]:
+        entry = {"system": row["system"], "human": {"rank": row["rank"],
+                                                    "strength": row["strength"]}}
+        for name, board in judges.items():
+            found = next((r for r in (board or {}).get("systems", [])
+                          if r["system"] == row["system"]), None)
+            entry[name] = ({"rank": found["rank"], "strength": found["strength"]}
+                           if found else None)
+        rows.append(entry)
+    return rows
+
+
+def leaderboard_report(frame: JudgmentFrame, *, project: Project | None = None,
+                       rounds: int = ROUNDS, seed: int = 0) -> dict:
     """Human judges' leaderboard overall, per domain and per dataset (when the project has
-    more than one), with what was left out."""
+    more than one), with what was left out; with `project`, each automatic metric that scored
+    both answers as another judge (`judges`, overall) and the rankings side by side."""
     mask = frame.data_mask() if len(frame) else np.zeros(0, dtype=bool)
     found = frame_votes(frame, mask)
     if found[0] is None:
@@ -113,6 +168,17 @@ def leaderboard_report(frame: JudgmentFrame, *, rounds: int = ROUNDS, seed: int 
                                       rounds=rounds, seed=seed)
             for group in groups}
     _label_workers(report)
+    if project is not None:
+        judges = {}
+        for name, votes in metric_votes(project).items():
+            try:
+                judges[name] = leaderboard(votes, rounds=rounds, seed=seed, position=False,
+                                           robustness=False)
+            except LeaderboardError as exc:
+                judges[name] = {"error": str(exc)}
+        if judges:
+            report["judges"] = judges
+            report["side_by_side"] = _side_by_side(report["overall"], judges)
     return report
 
 

@@ -37,8 +37,10 @@ def arena():
         a, b = names[n % 3], names[(n + 1 + n // 3 % 2) % 3]
         item = make_item(project, domain="Biology" if n % 2 else "History", content={
             "question": f"q{n}", "evidence": [], "setting": "HM",
-            "answer_a": {"text": "x" * (50 + n), "kind": "model", "upvotes": None, "system": a},
-            "answer_b": {"text": "y" * 60, "kind": "model", "upvotes": None, "system": b}})
+            "answer_a": {"text": " ".join(["x"] * (10 + n)), "kind": "model", "upvotes": None,
+                         "system": a},
+            "answer_b": {"text": " ".join(["y"] * 20), "kind": "model", "upvotes": None,
+                         "system": b}})
         p = 1 / (1 + np.exp(-(STRENGTH[a] - STRENGTH[b])))
         for i, worker in enumerate(workers):
             u = rng.random()
@@ -78,6 +80,28 @@ def test_leaderboard_api_is_private_and_only_for_ab(client, arena):
     client.force_login(likert_owner)
     response = client.get(reverse("metrics-api:project-leaderboard", args=[likert.slug]))
     assert response.status_code == 400 and "A/B" in response.content.decode()
+
+
+def test_metric_judges_side_by_side_with_the_humans(client, arena):
+    from metrics_app.services.scoring import project_score_metrics
+
+    project, owner = arena
+    client.force_login(owner)
+    url = reverse("metrics-api:project-leaderboard", args=[project.slug])
+    assert "judges" not in client.get(url).json()  # cached now, without any metric
+    project_score_metrics(project=project, metric_names=["length"])
+    board = client.get(url).json()  # the new scores make the cached report stale
+    (name, judge), = board["judges"].items()
+    assert name.startswith("length@")
+    # Answer A has 10 + n words, B 20: the length judge's votes follow n, not quality.
+    n_items = 40
+    assert judge["model"]["n_votes"] == n_items
+    assert judge["model"]["n_ties"] == 1  # n = 10: both 20 words
+    rows = {r["system"]: r for r in board["side_by_side"]}
+    assert set(rows) == set(STRENGTH) and all(name in r for r in rows.values())
+    assert rows["strong"]["human"]["rank"] == 1
+    html = client.get(reverse("metrics:project-dashboard", args=[project.slug])).content.decode()
+    assert "Humans and automatic judges side by side" in html and name in html
 
 
 def test_dashboard_shows_the_leaderboard(client, arena):
