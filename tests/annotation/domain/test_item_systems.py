@@ -42,3 +42,4 @@ def test_derived_systems_follow_setting_upvotes_and_source():
     # The importer's record of the higher-voted side wins over contradicting counts.
     assert answer_system(hh, "A", metadata={"higher_voted": "A"}) == HUMAN_HIGHER_VOTED
     assert answer_system(_content({"upvotes": 3}, {"upvotes": 3}), "A") == "human"
+
