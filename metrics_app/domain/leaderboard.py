@@ -310,6 +310,17 @@ def _ranks(theta: np.ndarray) -> np.ndarray:
     return 1 + (theta[..., None, :] > theta[..., :, None]).sum(-1)
 
 
+def _components(table: PairTable, k: int) -> list[list[int]]:
+    """The connected components of the comparison graph (systems as nodes, a pair compared at
+    least once as an edge)."""
+    from scipy.sparse.csgraph import connected_components
+
+    graph = sparse.coo_matrix((np.ones(len(table.rows)), (table.rows[:, 0], table.rows[:, 1])),
+                              shape=(k, k))
+    n, labels = connected_components(graph, directed=False)
+    return [np.nonzero(labels == c)[0].tolist() for c in range(n)]
+
+
 def win_matrices(table: PairTable, k: int) -> tuple[np.ndarray, np.ndarray]:
     """Empirical (wins + ties/2) / votes of row system over column system, and vote counts."""
     wins = np.zeros((k, k))
@@ -378,6 +389,16 @@ def leaderboard(votes: Votes, *, rounds: int = 200, level: float = 0.95, seed: i
     for (i, j), (w, lo, t) in zip(table.rows, table.counts, strict=True):
         played[i] += (w, lo, t)
         played[j] += (lo, w, t)
+    # A system that won (or lost) every decided vote has no finite maximum-likelihood
+    # strength: only the prior holds it, and every bootstrap round agrees. Its interval is open
+    # on that side (None), not the narrow band the rounds would show.
+    never_lost = (played[:, 1] == 0) & (played[:, 0] > 0)
+    never_won = (played[:, 0] == 0) & (played[:, 1] > 0)
+    for scheme in intervals:
+        intervals[scheme] = intervals[scheme].astype(object)
+        intervals[scheme][never_lost, 1] = None
+        intervals[scheme][never_won, 0] = None
+    components = _components(table, k)
     systems = []
     for s in order:
         systems.append({
@@ -386,12 +407,13 @@ def leaderboard(votes: Votes, *, rounds: int = 200, level: float = 0.95, seed: i
             "strength": float(theta[s]),
             "score": float(1000 + ELO_SCALE * theta[s]),
             "se": float(se[s]),
-            **{f"ci_{scheme}": intervals[scheme][s].tolist() if scheme in intervals else None
-               for scheme in ("item", "worker")},
+            **{f"ci_{scheme}": [None if x is None else float(x) for x in intervals[scheme][s]]
+               if scheme in intervals else None for scheme in ("item", "worker")},
             **{f"rank_interval_{scheme}": [int(round(x)) for x in rank_intervals[scheme][s]]
                if scheme in rank_intervals else None for scheme in ("item", "worker")},
             "n_votes": int(played[s].sum()),
             "wins": int(played[s, 0]), "losses": int(played[s, 1]), "ties": int(played[s, 2]),
+            "unbounded": "above" if never_lost[s] else "below" if never_won[s] else None,
         })
     rate, total = win_matrices(table, k)
     expected_win, expected_tie = expected_matrices(theta, eta)
@@ -405,6 +427,9 @@ def leaderboard(votes: Votes, *, rounds: int = 200, level: float = 0.95, seed: i
             "position_effect": float(point.beta[0, k]) if position else None,
             "level": level, "rounds": rounds, "ridge": RIDGE,
             "bootstrap_notes": notes,
+            # Systems never compared, even through others, cannot be ranked against each other.
+            "components": [[votes.systems[i] for i in c] for c in components]
+            if len(components) > 1 else None,
             "n_votes": len(votes), "n_ties": int((votes.outcome == TIE).sum()),
             "n_items": n_clusters_of["item"], "n_workers": n_clusters_of["worker"],
             "scale": "strength: log-odds (Σ = 0); score: 1000 + 400·strength/ln 10",

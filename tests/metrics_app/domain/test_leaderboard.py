@@ -328,3 +328,17 @@ def test_a_style_feature_present_in_a_handful_of_votes_is_left_out():
                   np.column_stack([rng.normal(0, 0.3, len(base)), rare]), ["length", "bold"])
     controlled = leaderboard(votes, rounds=5, robustness=False)["style_control"]
     assert controlled["features"] == ["length"]
+
+
+def test_a_system_that_never_lost_has_an_open_interval_and_components_are_named():
+    n = 20
+    unbeaten = Votes(["a", "b"], [0] * n, [1] * n, [LEFT] * n, list(range(n)), list(range(n)))
+    rows = {r["system"]: r for r in leaderboard(unbeaten, rounds=20)["systems"]}
+    assert rows["a"]["unbounded"] == "above" and rows["a"]["ci_item"][1] is None
+    assert rows["b"]["unbounded"] == "below" and rows["b"]["ci_item"][0] is None
+    assert rows["a"]["ci_item"][0] is not None
+    split = Votes(["a", "b", "c", "d"], [0, 2] * 10, [1, 3] * 10, [LEFT, RIGHT] * 10,
+                  list(range(20)), list(range(20)))
+    model = leaderboard(split, rounds=20)["model"]
+    assert model["components"] == [["a", "b"], ["c", "d"]]
+    assert leaderboard(simulate([0.5, 0, -0.5], 300), rounds=5)["model"]["components"] is None
