@@ -92,3 +92,20 @@ def test_without_judgments_every_pair_gets_the_same_share():
     stage_draw_adaptive_pairs(stage=draft, budget=15)
     probabilities = RoutingDraw.objects.filter(stage=draft).values_list("probability", flat=True)
     assert list(probabilities) == pytest.approx([0.5] * 30)
+
+
+def test_stage_admin_action_draws_and_reports(client, arena):
+    from django.urls import reverse
+
+    from testing.factories import make_user
+
+    project, draft = arena
+    draft.settings = {"pairing": "adaptive", "pairing_budget": 12}
+    draft.save(update_fields=["settings"])
+    client.force_login(make_user("root", superuser=True))
+    response = client.post(reverse("admin:annotation_stage_changelist"),
+                           {"action": "draw_adaptive_pairs", "_selected_action": [draft.pk]},
+                           follow=True)
+    assert response.status_code == 200
+    assert "paired adaptively on 120 earlier votes" in response.content.decode()
+    assert RoutingDraw.objects.filter(stage=draft).count() == 60
