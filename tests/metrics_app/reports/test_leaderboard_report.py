@@ -92,3 +92,22 @@ def test_report_command_json_carries_the_leaderboard(shared_data):
     text = io.StringIO()
     call_command("report", "lfqa-board-cmd", stdout=text)
     assert f"1. {MODEL}" in text.getvalue() and "Leaderboard (bradley_terry, 260 votes" in text.getvalue()
+
+
+def test_ties_stay_out_of_the_preference_shares_and_count_as_ties():
+    from annotation.models import StageKind, TaskKind
+    from testing.factories import make_item, make_judgment, make_project, make_stage, make_worker
+
+    project = make_project(TaskKind.AB, slug="hh-ties")
+    stage = make_stage(project, kind=StageKind.FULL)
+    item = make_item(project, domain="Law", metadata={"higher_voted": "A"}, content={
+        "question": "q", "evidence": [], "setting": "HH",
+        "answer_a": {"text": "a", "kind": "human", "upvotes": 9},
+        "answer_b": {"text": "b", "kind": "human", "upvotes": 2}})
+    for choice in ("A", "tie", "both_good", "B", "A"):
+        make_judgment(item=item, stage=stage, worker=make_worker(), choice=choice)
+    report = project_report(project=project)
+    assert report["lfqa"]["by_domain"]["Law"]["prefer_higher_voted_hh"] == pytest.approx(2 / 3)
+    board = report["leaderboard"]["overall"]
+    assert board["model"]["name"] == "davidson" and board["model"]["n_ties"] == 2
+    assert report["leaderboard"]["tie_choices"] == {"tie": 1, "both_good": 1, "both_bad": 0}
