@@ -344,11 +344,6 @@ def expected_matrices(theta: np.ndarray, eta: float | None) -> tuple[np.ndarray,
     return pw, pt
 
 
-def fit_table(table: PairTable, k: int, *, ties: bool, counts=None, start=None) -> Fit:
-    return fit_counts(table.design, table.counts if counts is None else counts, ties=ties,
-                      start=start)
-
-
 def leaderboard(votes: Votes, *, rounds: int = 200, level: float = 0.95, seed: int = 0,
                 ties: bool | None = None, position: bool = True, style: bool = True,
                 robustness: bool = True) -> dict:
@@ -364,7 +359,7 @@ def leaderboard(votes: Votes, *, rounds: int = 200, level: float = 0.95, seed: i
     k = len(votes.systems)
     table = pair_table(votes, position=position)
     ties = bool((votes.outcome == TIE).any()) if ties is None else ties
-    point = fit_table(table, k, ties=ties)
+    point = fit_counts(table.design, table.counts, ties=ties)
     theta = point.beta[0, :k]
     eta = float(point.eta[0]) if ties else None
     rng = np.random.default_rng(seed)
