@@ -210,6 +210,9 @@ _ANSWER = {
         "text": _STR,
         "kind": {"type": "string", "enum": ["human", "model"]},
         "upvotes": {"type": "integer", "nullable": True},
+        "system": {"type": "string", "maxLength": 100,
+                   "description": "The system that produced the answer (the leaderboard ranks "
+                   "systems); absent: derived from kind, upvotes and the item's source."},
     },
 }
 _SPAN = {

@@ -8,6 +8,8 @@ from .apis import metrics, reports  # noqa: E402
 urlpatterns: list = [
     path("projects/<slug:slug>/report/", reports.ProjectReportApi.as_view(),
          name="project-report"),
+    path("projects/<slug:slug>/leaderboard/", reports.ProjectLeaderboardApi.as_view(),
+         name="project-leaderboard"),
     path("projects/<slug:slug>/metric-report/", metrics.MetricReportApi.as_view(),
          name="metric-report"),
     path("projects/<slug:slug>/scoring-jobs/", metrics.ScoringJobListCreateApi.as_view(),

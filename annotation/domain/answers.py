@@ -14,6 +14,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 AB_SHOWN = ("A", "B")
+# A/B answers that prefer neither side, offered when a stage enables `ab_ties`; stored as the
+# judgment's choice and modelled as ties by the leaderboard.
+AB_TIE_CHOICES = ("tie", "both_good", "both_bad")
 MC_SHOWN = ("a", "b", "c", "d")
 VALIDITY_CHOICES = ("one", "several", "none")
 MAX_JUSTIFICATION_LENGTH = 10_000
@@ -41,6 +44,7 @@ class AnswerRules:
     aspects: list[str] = field(default_factory=list)
     aspect_preferences: list[str] = field(default_factory=list)
     scale_size: int = 5
+    ties: bool = False  # A/B: the stage offers AB_TIE_CHOICES
 
 
 def _shown_to_role(shown: Any, *, labels: tuple[str, ...], presented_order: list[str],
@@ -93,13 +97,18 @@ def _clean_likert(answer: dict, rules: AnswerRules) -> dict[str, Any]:
 def _clean_ab(answer: dict, rules: AnswerRules, presented_order: list[str]) -> dict[str, Any]:
     errors: list[str] = []
     fields: dict[str, Any] = {}
-    try:
-        fields["choice"] = _shown_to_role(
-            answer.get("shown_choice"), labels=AB_SHOWN, presented_order=presented_order,
-            what="the better answer (A or B)",
-        )
-    except AnswerError as exc:
-        errors += exc.messages
+    if rules.ties and answer.get("shown_choice") in AB_TIE_CHOICES:
+        # A tie names no side: nothing to map through the order shown.
+        fields["choice"] = answer["shown_choice"]
+    else:
+        try:
+            fields["choice"] = _shown_to_role(
+                answer.get("shown_choice"), labels=AB_SHOWN, presented_order=presented_order,
+                what="the better answer (A or B)" + (", both good, both bad or a tie"
+                                                     if rules.ties else ""),
+            )
+        except AnswerError as exc:
+            errors += exc.messages
     difficult = answer.get("difficult")
     if not isinstance(difficult, bool):
         errors.append("Say whether the choice was difficult (yes or no).")

@@ -11,6 +11,11 @@ MC_ROLES = ("A", "B", "C", "D")
 AB_CHOICES = ("A", "B")
 ANSWER_KINDS = ("human", "model")
 AB_SETTINGS = ("HH", "HM")
+MAX_SYSTEM_LENGTH = 100
+# The systems of long-form QA answers that name none (Xu et al. 2023: H/M pairs compare the
+# model with a highly-upvoted human answer, H/H pairs a highly-upvoted one with a lower-voted).
+HUMAN_HIGHER_VOTED = "human-higher-voted"
+HUMAN_LOWER_VOTED = "human-lower-voted"
 TEXT_LEVELS = ("Ele", "Int", "Adv")
 
 
@@ -65,6 +70,11 @@ def _validate_answer(content: dict, field: str) -> None:
     upvotes = answer.get("upvotes")
     if upvotes is not None and (not isinstance(upvotes, int) or isinstance(upvotes, bool)):
         raise ItemContentError(f"{field}.upvotes", "must be an integer or null")
+    system = answer.get("system")
+    if system is not None and (not isinstance(system, str) or not system.strip()
+                               or len(system) > MAX_SYSTEM_LENGTH):
+        raise ItemContentError(f"{field}.system", "must be a non-empty string of at most "
+                                                  f"{MAX_SYSTEM_LENGTH} characters, or absent")
 
 
 def _validate_ab(content: dict) -> None:
@@ -120,3 +130,26 @@ def validate_gold(kind: str, gold: Any) -> None:
     elif kind == "mc":
         if gold.get("choice") not in MC_ROLES:
             raise ItemContentError("gold.choice", "must be one of A, B, C, D")
+
+
+def answer_system(content: dict, side: str, *, source: str = "",
+                  metadata: dict | None = None) -> str:
+    """The system that produced answer `side` ("A" or "B") of an A/B item: the answer's own
+    `system` when given; otherwise a model answer is the item's `source` (or "model") and a
+    human answer is "human-higher-voted" or "human-lower-voted" by the recorded higher-voted
+    side (or the upvotes), the human answer of an H/M pair counting as the higher-voted."""
+    answer = content.get(f"answer_{side.lower()}") or {}
+    if isinstance(answer.get("system"), str) and answer["system"].strip():
+        return answer["system"].strip()
+    if answer.get("kind") == "model":
+        return source if source and source != "human" else "model"
+    if content.get("setting") == "HM":
+        return HUMAN_HIGHER_VOTED
+    other = content.get(f"answer_{'b' if side == 'A' else 'a'}") or {}
+    higher = (metadata or {}).get("higher_voted")
+    if higher not in ("A", "B"):
+        mine, theirs = answer.get("upvotes"), other.get("upvotes")
+        if mine is None or theirs is None or mine == theirs:
+            return "human"
+        return HUMAN_HIGHER_VOTED if mine > theirs else HUMAN_LOWER_VOTED
+    return HUMAN_HIGHER_VOTED if higher == side else HUMAN_LOWER_VOTED

@@ -22,6 +22,7 @@ from annotation.domain.redundancy import MAX_JUDGMENTS, adaptive_redundancy
 KINDS = ("likert", "ab", "mc")
 PROVIDERS = ("mturk", "prolific", "inhouse")
 ROUTING_MODES = ("random", "uncertainty")
+PAIRING_MODES = ("uniform", "adaptive")
 AGREEMENT_LEVELS = ("nominal", "ordinal", "interval")
 PROLIFIC_DEVICES = ("desktop", "tablet", "mobile")
 MAX_GOLD_RATE = 0.9  # at least one regular item in every HIT
@@ -115,6 +116,18 @@ SETTINGS: tuple[SettingSpec, ...] = (
                 "Which items reach humans: all of them (random), or a draw weighted by LERC's "
                 "uncertainty (run the 'Route by LERC uncertainty' action before publishing).",
                 "Items and HITs", "random", choices=ROUTING_MODES, kinds=("likert",)),
+    SettingSpec("pairing", "choice", "A/B: pairing",
+                "Which items (pairs of systems) reach the judges: all of them (uniform), or a "
+                "draw favouring the pairs that most reduce the ranking's uncertainty given the "
+                "judgments so far (run `route_stage` before publishing; probabilities "
+                "recorded).", "Items and HITs", "uniform", choices=PAIRING_MODES, kinds=("ab",)),
+    SettingSpec("pairing_budget", "int", "A/B: pairing budget",
+                "Adaptive pairing: how many items are expected to go to the judges.",
+                "Items and HITs", "none (the command asks for it)", minimum=1, kinds=("ab",)),
+    SettingSpec("ab_ties", "bool", "A/B: tie options",
+                "Offer 'Both good', 'Both bad' and 'Tie' besides answer A and B (stored as the "
+                "choice; the leaderboard models them as ties). Off keeps the paper's protocol.",
+                "Crowd page", "no", kinds=("ab",)),
     SettingSpec("routing_budget", "int", "Routing budget",
                 "Routing by uncertainty: how many items are expected to go to humans.",
                 "Items and HITs", "none (the action asks for it)", minimum=1,

@@ -15,7 +15,8 @@ answer pairs. (`q_id` cannot be the key: in the History files several questions 
   lower-voted one, in both cases. (Read this way, the labels reproduce the preference rates of
   the paper's Table 2 per domain; in 3 of the 70 H/H pairs the recorded counts contradict the
   letter, e.g. `HHh[5][10]` — the letter is kept, the counts are stored as recorded.)
-Answer A of the item is answer1, B is answer2. Judgments: choice A/B from BetterAnswer,
+Answer A of the item is answer1, B is answer2; each answer's `system` is `human-higher-voted`,
+`human-lower-voted` or `text-davinci-002` (the leaderboard ranks them). Judgments: choice A/B from BetterAnswer,
 difficult from DifficultToChoose, justification = comments, time_spent_ms = lead_time × 1000,
 worker `lfqa-expert-<annotator>`. `<br />` in the texts becomes a line break.
 """
@@ -24,6 +25,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 from typing import Any
+
+from annotation.domain.item_content import answer_system
 
 from .base import (
     ImportFormatError,
@@ -165,18 +168,24 @@ def _item(raw: dict, key: tuple[str, str, str], *, parsed: dict, domain: str,
     setting = parsed["setting"]
     metadata = {"q_id": raw.get("q_id"), "answer1_label": raw["answer1_label"]}
     metadata.update({k: parsed[k] for k in ("higher_voted", "model_answer") if k in parsed})
+    source = "human" if setting == "HH" else MODEL_NAME
+    content = {
+        "question": _text(question),
+        "evidence": [],
+        "answer_a": {"text": _text(answer1), **parsed["answer_a"]},
+        "answer_b": {"text": _text(answer2), **parsed["answer_b"]},
+        "setting": setting,
+    }
+    for side in ("A", "B"):
+        # The system each answer comes from, for the leaderboard.
+        content[f"answer_{side.lower()}"]["system"] = answer_system(
+            content, side, source=source, metadata=metadata)
     return ItemRecord(
         external_id=f"lfqa-{domain.lower()}-{text_key(chr(31).join(key))[:12]}",
         kind=KIND,
-        content={
-            "question": _text(question),
-            "evidence": [],
-            "answer_a": {"text": _text(answer1), **parsed["answer_a"]},
-            "answer_b": {"text": _text(answer2), **parsed["answer_b"]},
-            "setting": setting,
-        },
+        content=content,
         dataset="lfqa",
-        source="human" if setting == "HH" else MODEL_NAME,
+        source=source,
         split=split or "",
         domain=domain,
         metadata=metadata,

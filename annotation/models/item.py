@@ -12,8 +12,8 @@ class Item(models.Model):
 
     content per kind:
       likert: {passage, question, references: [str], candidate}
-      ab:     {question, evidence: [str], answer_a: {text, kind, upvotes},
-               answer_b: {text, kind, upvotes}, setting: "HH"|"HM"}
+      ab:     {question, evidence: [str], answer_a: {text, kind, upvotes, system?},
+               answer_b: {text, kind, upvotes, system?}, setting: "HH"|"HM"}
       mc:     {paragraph, question, answers: [A, B, C, D] (role order: A correct,
                B misreading of the critical span, C distractor span, D unsupported),
                critical_span: [start, end] | null, distractor_span: [start, end] | null}

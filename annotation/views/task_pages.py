@@ -252,6 +252,7 @@ def _render_task(request: HttpRequest, *, stage: Stage, assignment: Assignment |
         "aspects": project.aspects,
         "aspect_preferences": project.aspect_preferences,
         "min_length": project.justification_min_length,
+        "ab_ties": project.kind == TaskKind.AB and bool((stage.settings or {}).get("ab_ties")),
         "preview": preview,
         "config": config,
         "is_practice_stage": stage.kind == "practice",

@@ -197,6 +197,12 @@ class ProjectReportSerializer(serializers.Serializer):
     annotator_pairs = AnnotatorPairsSerializer(required=False)
     likert = serializers.DictField(help_text="Likert projects: score distributions.")
     lfqa = serializers.DictField(help_text="A/B projects: preferences and agreement.")
+    leaderboard = serializers.DictField(
+        required=False,
+        help_text="A/B projects: the answers' systems ranked by Bradley–Terry with ties "
+                  "(Davidson), bootstrap intervals by item and by worker, rank intervals, "
+                  "win-rate and expected-win matrices, style control, robustness; overall, "
+                  "by_domain, by_dataset (docs/LEADERBOARD.md).")
     starc = serializers.DictField(help_text="Multiple-choice projects: accuracy by answer role.")
     estimates = serializers.DictField(
         required=False,
@@ -211,3 +217,33 @@ class ProjectReportSerializer(serializers.Serializer):
         help_text="Stages with adaptive redundancy: items settled by agreement or at max, "
                   "judgments given, and judgments saved against a fixed redundancy of max.")
     item_fingerprint = serializers.CharField(required=False)
+
+
+class LeaderboardBoardSerializer(serializers.Serializer):
+    systems = serializers.ListField(
+        child=serializers.DictField(),
+        help_text="Best first: rank, system, strength (log-odds, Σ = 0), score (1000 + "
+                  "400·strength/ln 10), se, ci_item, ci_worker (95% percentile bootstrap; "
+                  "null with fewer than 5 clusters), rank_interval_item/_worker, n_votes, "
+                  "wins, losses, ties.")
+    model = serializers.DictField(help_text="davidson or bradley_terry, tie parameter, "
+                                            "position effect, counts, bootstrap notes.")
+    win_rate = serializers.DictField(help_text="Observed (wins + ties/2) / votes, row over "
+                                               "column, and vote counts.")
+    expected = serializers.DictField(help_text="Model P(row beats column) and P(tie).")
+    style_control = serializers.DictField(allow_null=True, help_text="Strengths with style "
+                                          "covariates and the style coefficients.")
+    robustness = serializers.DictField(required=False, help_text="drop_to_flip_top, "
+                                       "position_bias, flagged_workers, power.")
+
+
+class LeaderboardSerializer(serializers.Serializer):
+    judge = serializers.CharField(required=False)
+    overall = LeaderboardBoardSerializer(required=False, allow_null=True)
+    by_domain = serializers.DictField(child=LeaderboardBoardSerializer(allow_null=True),
+                                      required=False)
+    by_dataset = serializers.DictField(child=LeaderboardBoardSerializer(allow_null=True),
+                                       required=False)
+    skipped = serializers.DictField(child=serializers.IntegerField(), required=False)
+    order_recorded = serializers.BooleanField(required=False)
+    tie_choices = serializers.DictField(child=serializers.IntegerField(), required=False)

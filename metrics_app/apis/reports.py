@@ -1,8 +1,10 @@
-"""REST endpoint for a project's report (the same dict as `manage.py report --json`)."""
+"""REST endpoints for a project's report (the same dict as `manage.py report --json`) and its
+leaderboard (JSON or CSV)."""
 from __future__ import annotations
 
-from django.http import Http404
+from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
 from rest_framework.response import Response
@@ -10,8 +12,10 @@ from rest_framework.views import APIView
 
 from annotation.api_common import with_errors
 from annotation.judgment_selectors import GROUP_FIELDS
+from annotation.models import TaskKind
 from annotation.selectors import project_stage_by_ref, projects_visible_to
-from metrics_app.apis.report_schemas import ProjectReportSerializer
+from metrics_app.apis.report_schemas import LeaderboardSerializer, ProjectReportSerializer
+from metrics_app.reports.leaderboard import leaderboard_csv
 from metrics_app.reports.project import cached_project_report
 
 
@@ -40,3 +44,42 @@ class ProjectReportApi(APIView):
         return Response(cached_project_report(
             project=project, stage=stage, group_by=filters.validated_data.get("group_by")
         ))
+
+
+class ProjectLeaderboardApi(APIView):
+    """GET /api/metrics/projects/<slug>/leaderboard/?stage=<name or id>&output=csv
+
+    The `leaderboard` key of the project report (A/B projects: systems ranked from the
+    judgments); `output=csv` gives one row per system and category."""
+
+    class FilterSerializer(serializers.Serializer):
+        stage = serializers.CharField(required=False)
+        # Not `format`: DRF reads that one for content negotiation and answers 404 to csv.
+        output = serializers.ChoiceField(choices=["json", "csv"], required=False)
+
+    @extend_schema(
+        parameters=[OpenApiParameter("stage", str),
+                    OpenApiParameter("output", str, enum=["json", "csv"])],
+        responses=with_errors({(200, "application/json"): LeaderboardSerializer,
+                               (200, "text/csv"): OpenApiTypes.STR}, 400, 404),
+    )
+    def get(self, request, slug: str):
+        project = get_object_or_404(projects_visible_to(request.user), slug=slug)
+        filters = self.FilterSerializer(data=request.query_params)
+        filters.is_valid(raise_exception=True)
+        stage = None
+        if filters.validated_data.get("stage"):
+            stage = project_stage_by_ref(project=project, ref=filters.validated_data["stage"])
+            if stage is None:
+                raise Http404("No such stage in this project.")
+        if project.kind != TaskKind.AB:
+            raise serializers.ValidationError(
+                {"project": f"{project.slug} is a {project.kind} project: the leaderboard "
+                            "ranks the systems of A/B items"})
+        board = cached_project_report(project=project, stage=stage).get("leaderboard") or {}
+        if filters.validated_data.get("output") == "csv":
+            response = HttpResponse(leaderboard_csv(board), content_type="text/csv")
+            response["Content-Disposition"] = (
+                f'attachment; filename="{project.slug}-leaderboard.csv"')
+            return response
+        return Response(board)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from itertools import combinations
 
 import numpy as np
-from django.db.models import Max
+from django.db.models import Max, Q
 
 from annotation.domain.aggregation import aggregate_items
 from annotation.judgment_selectors import JudgmentFrame
@@ -34,9 +34,10 @@ def latest_metric_scores(project: Project, metric: str) -> tuple[str | None, dic
 
 
 def metric_watermark(project: Project) -> int:
-    """Changes whenever a LERC score is stored for the project (the cache compares it)."""
-    return (MetricScore.objects.filter(item__project=project,
-                                       metric__in=[PROBABILITY_METRIC, SCORE_METRIC])
+    """Changes whenever a LERC score, or an A/B answer's score (the leaderboard's metric
+    judges), is stored for the project (the cache compares it)."""
+    return (MetricScore.objects.filter(item__project=project)
+            .filter(Q(metric__in=[PROBABILITY_METRIC, SCORE_METRIC]) | ~Q(side=""))
             .aggregate(top=Max("id"))["top"] or 0)
 
 

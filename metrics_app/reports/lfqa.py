@@ -8,6 +8,7 @@ from collections import Counter
 import numpy as np
 
 from annotation.domain.agreement import fleiss_kappa_from_counts
+from annotation.domain.answers import AB_TIE_CHOICES
 from annotation.judgment_selectors import JudgmentFrame
 from annotation.models import Item
 
@@ -39,11 +40,14 @@ def _share(hits: list[bool]) -> float | None:
 def _preferences(frame: JudgmentFrame, idx: np.ndarray, target: dict[int, str],
                  setting: dict[int, str]) -> tuple[list, list, list, Counter]:
     """For the judgments `idx`: whether each chose the target side of human-human (HH) and
-    human-model (HM) pairs, the difficulty flags given, and the aspects named."""
+    human-model (HM) pairs (ties, where a stage offers them, are left out of both shares), the
+    difficulty flags given, and the aspects named."""
     hh, hm, difficult, aspects = [], [], [], Counter()
     for j in idx:
         item_id = int(frame.item_id[j])
         side = target.get(item_id, "")
+        if frame.choice[j] in AB_TIE_CHOICES:
+            side = ""
         if side and setting.get(item_id) == "HH":
             hh.append(frame.choice[j] == side)
         elif side and setting.get(item_id) == "HM":

@@ -20,6 +20,7 @@ from ..models import Report
 from .agreement import agreement_report
 from .annotator_pairs import annotator_pairs_report
 from .estimates import estimates_report, metric_watermark
+from .leaderboard import leaderboard_report
 from .lfqa import lfqa_report
 from .likert import likert_report
 from .stages import stages_report
@@ -53,7 +54,8 @@ def project_report(
     *, project: Project, stage: Stage | None = None, group_by: str | None = None
 ) -> dict:
     """Every analysis of a project (or one stage) as one JSON-ready dict with the keys
-    `agreement`, `workers`, `likert`, `lfqa`, `starc` (empty dicts for other task kinds) and
+    `agreement`, `workers`, `likert`, `lfqa`, `leaderboard` (A/B: systems ranked from the
+    judgments), `starc` (empty dicts for other task kinds) and
     `estimates` (each system's accuracy from humans, LERC and both; Likert projects)."""
     # Practice/qualification judgments are loaded too: workers are scored on them; every
     # item-level analysis masks them out.
@@ -71,6 +73,8 @@ def project_report(
         "annotator_pairs": annotator_pairs_report(frame),
         "likert": likert_report(frame) if project.kind == TaskKind.LIKERT else {},
         "lfqa": lfqa_report(frame) if project.kind == TaskKind.AB else {},
+        "leaderboard": leaderboard_report(frame, project=project)
+        if project.kind == TaskKind.AB else {},
         "starc": starc_report(frame, experiment_mode=project.experiment_mode)
         if project.kind == TaskKind.MC else {},
         "estimates": estimates_report(frame, project=project),

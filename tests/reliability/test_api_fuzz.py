@@ -184,13 +184,20 @@ def test_report_responses_of_real_projects_match_their_schemas(kind, mode):
     user = make_user("reporter")
     project = _populated_project(kind, user, slug=f"real-{kind}")
     auth = {"Authorization": f"Token {Token.objects.create(user=user).key}"}
-    for path, query in [("/api/metrics/projects/{slug}/report/", {}),
+    for path, query in ([("/api/metrics/projects/{slug}/report/", {}),
                         ("/api/metrics/projects/{slug}/report/", {"group_by": "source"}),
-                        ("/api/metrics/projects/{slug}/metric-report/", {"n_resamples": "20"})]:
+                        ("/api/metrics/projects/{slug}/metric-report/", {"n_resamples": "20"})]
+                       + ([("/api/metrics/projects/{slug}/leaderboard/", {}),
+                           ("/api/metrics/projects/{slug}/leaderboard/", {"output": "csv"})]
+                          if kind == TaskKind.AB else [])):
         case = OPERATIONS[f"GET {path}"].Case(path_parameters={"slug": project.slug},
                                               query=query)
         response = case.call_and_validate(headers=auth, checks=CHECKS)
         assert response.status_code == 200, response.text[:300]
+        if "leaderboard" in path:
+            # Systems "system-0"/"system-1" are the items' sources (the model answers).
+            assert "system-0" in (response.text if query else str(response.json()))
+            continue
         body = response.json()
         assert body.get("project") == project.slug
         if "metric-report" in path and kind == TaskKind.LIKERT:

@@ -2,6 +2,8 @@
 
     python manage.py export_data SLUG --format jsonl|csv [--output FILE] [--aggregate]
                                  [--aggregation MODEL] [--stage NAME] [--no-progress]
+    python manage.py export_data SLUG --preferences [--min-agreement X] [--include-ties]
+                                 [--include-contested] [--aggregation MODEL] [--output FILE]
 
 Writes to standard output unless --output is given. Columns: docs/DATA_FORMATS.md.
 """
@@ -12,6 +14,7 @@ from django.core.management.base import BaseCommand, CommandError
 from annotation.domain.aggregation import AGGREGATION_MODELS, resolve_aggregation
 from annotation.models import Project
 from annotation.services.exports import EXPORT_FORMATS, export_write
+from annotation.services.preference_exports import PreferenceExportError, preference_write
 
 
 class Command(BaseCommand):
@@ -32,6 +35,17 @@ class Command(BaseCommand):
                                  f"({', '.join(AGGREGATION_MODELS)}; must fit the project's kind)")
         parser.add_argument("--stage", help="only judgments of the stage with this name")
         parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+        parser.add_argument("--preferences", action="store_true",
+                            help="A/B projects: JSON Lines {prompt, chosen, rejected, metadata} "
+                                 "for preference training (DPO), items with a clear human "
+                                 "preference only")
+        parser.add_argument("--min-agreement", type=float, default=0.0, metavar="X",
+                            help="with --preferences: leave out items where fewer than this "
+                                 "share of the judgments chose the label (0-1)")
+        parser.add_argument("--include-ties", action="store_true",
+                            help="with --preferences: also items whose label is a tie")
+        parser.add_argument("--include-contested", action="store_true",
+                            help="with --preferences: also items without a clear majority")
         parser.add_argument("--include-rejected", action="store_true",
                             help="audit export: also rejected, returned and flagged work and "
                                  "blocked workers' judgments (assignment_status says which)")
@@ -49,6 +63,9 @@ class Command(BaseCommand):
                     f"project {project!r} has no stage {options['stage']!r} (stages: {names})"
                 )
         aggregation = options["aggregation"]
+        if options["preferences"]:
+            self._preferences(instance, stage, options)
+            return
         if aggregation is not None:
             if not options["aggregate"]:
                 raise CommandError("--aggregation chooses the model of an --aggregate export; "
@@ -73,3 +90,26 @@ class Command(BaseCommand):
                 export_write(out=self.stdout, **kwargs)
             except BrokenPipeError:  # `export_data ... | head`: the reader has seen enough
                 pass
+
+    def _preferences(self, instance, stage, options):
+        if options["aggregate"] or options["format"] != "jsonl":
+            raise CommandError("--preferences writes JSON Lines pairs: drop --aggregate and "
+                               "--format csv")
+        if options["aggregation"] is not None:
+            try:
+                resolve_aggregation(instance.kind, options["aggregation"])
+            except ValueError as error:
+                raise CommandError(f"--aggregation: {error}") from None
+        kwargs = dict(project=instance, stage=stage, min_agreement=options["min_agreement"],
+                      include_ties=options["include_ties"],
+                      include_contested=options["include_contested"],
+                      aggregation=options["aggregation"] or None)
+        try:
+            if options["output"]:
+                with open(options["output"], "w", encoding="utf-8") as handle:
+                    count = preference_write(out=handle, **kwargs)
+                self.stderr.write(f"{count} preference pairs written to {options['output']}")
+            else:
+                preference_write(out=self.stdout, **kwargs)
+        except PreferenceExportError as error:
+            raise CommandError(str(error)) from None

@@ -60,7 +60,8 @@ CONFIRM_MODES = (ExperimentMode.QA, ExperimentMode.GUESSING, ExperimentMode.PILO
 REFUSED_KEY = "refused"
 
 
-def answer_rules(project) -> AnswerRules:
+def answer_rules(project, stage=None) -> AnswerRules:
+    """What an answer is checked against: the project's settings, and the stage's `ab_ties`."""
     return AnswerRules(
         kind=project.kind,
         mode=project.experiment_mode if project.kind == TaskKind.MC else "",
@@ -68,6 +69,8 @@ def answer_rules(project) -> AnswerRules:
         aspects=list(project.aspects or []),
         aspect_preferences=list(project.aspect_preferences or []),
         scale_size=len(project.scale_labels or []) or 5,
+        ties=project.kind == TaskKind.AB and stage is not None
+        and bool((stage.settings or {}).get("ab_ties")),
     )
 
 

@@ -127,8 +127,9 @@ def assignment_confirm_item(*, assignment: Assignment, item: Item | int, answer:
         return None
     locked_guess = (state.get("guesses") or {}).get(key)
     try:
-        fields = clean_answer(rules=answer_rules(assignment.stage.project), answer=answer,
-                              presented_order=row.presented_order, locked_guess=locked_guess)
+        fields = clean_answer(rules=answer_rules(assignment.stage.project, assignment.stage),
+                              answer=answer, presented_order=row.presented_order,
+                              locked_guess=locked_guess)
     except AnswerError as exc:
         raise SubmissionInvalid({key: exc.messages}) from None
     record = _attempt_record(fields)
@@ -292,7 +293,7 @@ def _judgments_of(assignment: Assignment, rows: list[AssignmentItem], given: dic
                   ) -> tuple[list[Judgment], list[tuple[AssignmentItem, Judgment, dict]]]:
     """The unsaved judgments of every item still to answer, and the comprehension checks among
     them; SubmissionInvalid naming every item that needs attention."""
-    rules = answer_rules(assignment.stage.project)
+    rules = answer_rules(assignment.stage.project, assignment.stage)
     guesses = state.get("guesses") or {}
     judgments: list[Judgment] = []
     checks: list[tuple[AssignmentItem, Judgment, dict]] = []

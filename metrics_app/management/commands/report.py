@@ -2,7 +2,7 @@
 
     python manage.py report SLUG --json [--stage NAME|ID] [--group-by FIELD] [--refresh]
 
-One JSON object with the keys agreement, workers, likert, lfqa, starc, estimates (see
+One JSON object with the keys agreement, workers, likert, lfqa, leaderboard, starc, estimates (see
 metrics_app/reports/project.py). Served from the report cache unless judgments arrived since.
 """
 from __future__ import annotations
@@ -70,6 +70,15 @@ def _summary(report: dict) -> str:
         for domain, row in report["lfqa"]["by_domain"].items():
             lines.append(f"  {domain:<12} H/H {_fmt(row['prefer_higher_voted_hh'])} "
                          f"H/M {_fmt(row['prefer_model_hm'])} κ {_fmt(row['fleiss_kappa'])}")
+    board = (report.get("leaderboard") or {}).get("overall") or {}
+    if board.get("systems"):
+        lines.append(f"Leaderboard ({board['model']['name']}, {board['model']['n_votes']} votes; "
+                     "strength [95% CI by item] ranks):")
+        for row in board["systems"]:
+            ci = row["ci_item"] or [None, None]
+            ranks = row["rank_interval_item"] or ["?", "?"]
+            lines.append(f"  {row['rank']}. {row['system']:<24} {_fmt(row['strength'])} "
+                         f"[{_fmt(ci[0])}, {_fmt(ci[1])}] ranks {ranks[0]}-{ranks[1]}")
     lines += _estimate_lines(report.get("estimates") or {})
     if report["starc"]:
         lines.append("STARC accuracy:")

@@ -1,4 +1,5 @@
-"""Send a draft stage's items to humans by LERC's uncertainty (active routing).
+"""Send a draft stage's items to humans by LERC's uncertainty (active routing), or, in A/B
+projects, by adaptive pairing of the systems (metrics_app/services/pairing.py).
 
     python manage.py route_stage SLUG STAGE --budget N
 
@@ -10,9 +11,10 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
-from annotation.models import Project
+from annotation.models import Project, TaskKind
 from annotation.selectors import project_stage_by_ref
 from annotation.services.stage_errors import StageError
+from metrics_app.services.pairing import stage_draw_adaptive_pairs
 from metrics_app.services.routing import stage_route_by_uncertainty
 
 
@@ -35,7 +37,10 @@ class Command(BaseCommand):
             names = ", ".join(project.stages.values_list("name", flat=True)) or "none"
             raise CommandError(f"no stage {options['stage']!r} (stages: {names})")
         try:
-            summary = stage_route_by_uncertainty(stage=stage, budget=options["budget"])
+            if project.kind == TaskKind.AB:
+                summary = stage_draw_adaptive_pairs(stage=stage, budget=options["budget"])
+            else:
+                summary = stage_route_by_uncertainty(stage=stage, budget=options["budget"])
         except StageError as exc:
             raise CommandError(str(exc)) from exc
         self.stdout.write(f"{stage}: {summary.as_text()}")

@@ -1,0 +1,792 @@
+"""Rank systems from pairwise judgments: Bradley–Terry with ties (Davidson 1970), cluster
+bootstrap intervals, style control and robustness checks. Pure (numpy/scipy, no Django).
+
+The model. For a vote between the system shown on the left, i, and the one on the right, j,
+with d = θ_i − θ_j + γ + βᵀs (γ: the advantage of the left position, s: the difference in
+style features, left minus right) and ν the tie parameter,
+
+    P(left wins) = e^{d/2} / Z,  P(right wins) = e^{-d/2} / Z,  P(tie) = ν / Z,
+    Z = e^{d/2} + e^{-d/2} + ν.
+
+Without ties (ν = 0) it is Bradley–Terry: P(left wins) = σ(d), so θ is on the logit scale.
+Every fit is penalized maximum likelihood with a weak Gaussian prior (`RIDGE`: sd 10 logits on
+each θ, γ, β and log ν) that keeps a system that won or lost every vote finite and costs nothing
+once there are a few votes per pair; the prior also centres θ (Σθ = 0).
+
+The fit runs on counts: votes are aggregated into (left system, right system) rows × outcome,
+so 1,000,000 votes become at most K(K−1) rows. The bootstrap resamples clusters (items, or
+workers) by Poisson(1) weights on each cluster's counts and fits every round at once with a
+batched Newton method. Style covariates vary per vote, so the style-controlled fit runs on the
+votes themselves once, with cluster-robust (sandwich, by item) standard errors.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy import sparse, stats
+
+RIDGE = 0.01
+# A cluster bootstrap over fewer clusters than this says little (with 2 workers a quarter of
+# the rounds drop one of them entirely); the interval is then left out, with the reason.
+MIN_CLUSTERS = 5
+MIN_STYLE_VOTES = 20
+OUTCOMES = ("left", "right", "tie")
+LEFT, RIGHT, TIE = 0, 1, 2
+ELO_SCALE = 400 / np.log(10)  # an arena-style score: 1000 + ELO_SCALE · θ
+
+
+class LeaderboardError(ValueError):
+    """Votes that cannot be ranked; the message names what is wrong."""
+
+
+@dataclass
+class Votes:
+    """One row per vote: the systems shown left and right (indices into `systems`), the
+    outcome (LEFT, RIGHT or TIE), and the item and worker it belongs to (cluster codes).
+    `style` holds per-vote feature differences (left minus right), one column per name."""
+
+    systems: list[str]
+    left: np.ndarray
+    right: np.ndarray
+    outcome: np.ndarray
+    item: np.ndarray
+    worker: np.ndarray
+    style: np.ndarray | None = None
+    style_names: list[str] = field(default_factory=list)
+
+    def __post_init__(self):
+        self.left = np.asarray(self.left, dtype=np.int64)
+        self.right = np.asarray(self.right, dtype=np.int64)
+        self.outcome = np.asarray(self.outcome, dtype=np.int64)
+        self.item = np.asarray(self.item, dtype=np.int64)
+        self.worker = np.asarray(self.worker, dtype=np.int64)
+        n = len(self.left)
+        for name in ("right", "outcome", "item", "worker"):
+            if len(getattr(self, name)) != n:
+                raise LeaderboardError(f"votes: {name} has {len(getattr(self, name))} entries, "
+                                       f"left has {n}")
+        k = len(self.systems)
+        if n and (min(self.left.min(), self.right.min()) < 0
+                  or max(self.left.max(), self.right.max()) >= k):
+            raise LeaderboardError(f"votes: a system index is outside 0..{k - 1}")
+        if n and np.any(self.left == self.right):
+            raise LeaderboardError("votes: a system is compared with itself")
+        if n and not np.isin(self.outcome, (LEFT, RIGHT, TIE)).all():
+            raise LeaderboardError("votes: outcome must be 0 (left), 1 (right) or 2 (tie)")
+        if self.style is not None:
+            self.style = np.asarray(self.style, dtype=float).reshape(n, -1)
+            if self.style.shape[1] != len(self.style_names):
+                raise LeaderboardError("votes: style has "
+                                       f"{self.style.shape[1]} columns for "
+                                       f"{len(self.style_names)} names")
+
+    def __len__(self) -> int:
+        return len(self.left)
+
+    def subset(self, mask: np.ndarray) -> Votes:
+        return Votes(self.systems, self.left[mask], self.right[mask], self.outcome[mask],
+                     self.item[mask], self.worker[mask],
+                     None if self.style is None else self.style[mask], list(self.style_names))
+
+
+# --- the batched Davidson / Bradley–Terry fit ------------------------------------------------
+
+@dataclass
+class Fit:
+    """Parameters per round (B rounds): `beta` (B, P) over the design's columns, `eta` (B,)
+    = log ν (−inf without ties), `covariance` (P[+1] square, round 0) from the curvature."""
+
+    beta: np.ndarray
+    eta: np.ndarray
+    covariance: np.ndarray
+    ties: bool
+    iterations: int
+
+
+def _probabilities(d: np.ndarray, eta: np.ndarray | None):
+    half = d / 2
+    # Stabilized: divide numerator and denominator by e^{|d|/2}.
+    top = np.abs(half)
+    ew, el = np.exp(half - top), np.exp(-half - top)
+    et = np.zeros_like(d) if eta is None else np.exp(eta[..., None] - top)
+    z = ew + el + et
+    return ew / z, el / z, et / z, np.log(z) + top
+
+
+def _loglik(beta, eta, design, counts, ties, ridge):
+    d = beta @ design.T
+    pw, pl, pt, logz = _probabilities(d, eta if ties else None)
+    w, lo, t = counts[..., 0], counts[..., 1], counts[..., 2]
+    n = w + lo + t
+    ll = ((w - lo) * d / 2 - n * logz).sum(-1)
+    if ties:
+        ll = ll + (t.sum(-1) * eta)
+    penalty = ridge / 2 * (beta ** 2).sum(-1) + (ridge / 2 * eta ** 2 if ties else 0)
+    return ll - penalty
+
+
+def fit_counts(design: np.ndarray, counts: np.ndarray, *, ties: bool, ridge: float = RIDGE,
+               max_iter: int = 100, tol: float = 1e-9, start: np.ndarray | None = None) -> Fit:
+    """Penalized maximum likelihood of the Davidson model (Bradley–Terry when `ties` is False)
+    for B sets of counts at once. `design` (R, P): each row's d = design @ β; `counts`
+    (B, R, 3) or (R, 3): left wins, right wins, ties of each row (weights may be fractional)."""
+    design = np.asarray(design, dtype=float)
+    counts = np.asarray(counts, dtype=float)
+    single = counts.ndim == 2
+    if single:
+        counts = counts[None]
+    b, r, p = counts.shape[0], design.shape[0], design.shape[1]
+    if counts.shape[1:] != (r, 3):
+        raise LeaderboardError(f"counts must be (B, {r}, 3), got {counts.shape}")
+    q = p + 1 if ties else p
+    theta = np.zeros((b, q)) if start is None else np.broadcast_to(start, (b, q)).copy()
+    n = counts.sum(-1)
+    w, lo, t = counts[..., 0], counts[..., 1], counts[..., 2]
+    eye = np.eye(q) * ridge
+
+    def split(x):
+        return (x[:, :p], x[:, p]) if ties else (x, np.full(len(x), -np.inf))
+
+    current = _loglik(*split(theta), design, counts, ties, ridge)
+    iterations = 0
+    for iterations in range(1, max_iter + 1):  # noqa: B007 - reported in Fit
+        beta, eta = split(theta)
+        d = beta @ design.T
+        pw, pl, pt, _ = _probabilities(d, eta if ties else None)
+        half_diff = (pw - pl) / 2
+        g_d = (w - lo) / 2 - n * half_diff
+        h_dd = n * ((pw + pl) / 4 - half_diff ** 2)
+        grad = np.empty((b, q))
+        grad[:, :p] = g_d @ design - ridge * beta
+        if b == 1:  # one fit over many rows (the style fit): a BLAS product, not einsum
+            hess = ((design * h_dd[0][:, None]).T @ design)[None]
+        else:
+            hess = np.einsum("br,rp,rq->bpq", h_dd, design, design)
+        if ties:
+            grad[:, p] = (t - n * pt).sum(-1) - ridge * eta
+            h_de = -n * pt * half_diff
+            cross = h_de @ design
+            hess_full = np.empty((b, q, q))
+            hess_full[:, :p, :p] = hess
+            hess_full[:, :p, p] = cross
+            hess_full[:, p, :p] = cross
+            hess_full[:, p, p] = (n * (pt - pt ** 2)).sum(-1)
+            hess = hess_full
+        hess = hess + eye
+        step = np.linalg.solve(hess, grad[..., None])[..., 0]
+        scale = np.ones(b)
+        for _ in range(30):
+            candidate = theta + scale[:, None] * step
+            value = _loglik(*split(candidate), design, counts, ties, ridge)
+            worse = ~(value >= current - 1e-12)
+            if not worse.any():
+                break
+            scale[worse] /= 2
+        theta, current = candidate, value
+        if np.max(np.abs(scale[:, None] * step)) < tol:
+            break
+    beta, eta = split(theta)
+    d = beta[0] @ design.T
+    pw, pl, pt, _ = _probabilities(d[None], eta[:1] if ties else None)
+    fisher = _information(design, n[0], pw[0], pl[0], pt[0], ties) + eye
+    covariance = np.linalg.inv(fisher)
+    return Fit(beta=beta, eta=eta, covariance=covariance, ties=ties, iterations=iterations)
+
+
+def _information(design, n, pw, pl, pt, ties):
+    half_diff = (pw - pl) / 2
+    h_dd = n * ((pw + pl) / 4 - half_diff ** 2)
+    info = (design * h_dd[:, None]).T @ design
+    if not ties:
+        return info
+    p = design.shape[1]
+    full = np.zeros((p + 1, p + 1))
+    full[:p, :p] = info
+    cross = (-n * pt * half_diff) @ design
+    full[:p, p] = full[p, :p] = cross
+    full[p, p] = (n * (pt - pt ** 2)).sum()
+    return full
+
+
+def _centred_se(covariance: np.ndarray, k: int) -> np.ndarray:
+    """Standard errors of the centred strengths (Σθ = 0): the level of θ is fixed by the prior
+    alone, so the raw covariance carries a large variance along (1, …, 1) no contrast reads."""
+    centre = np.eye(k) - 1 / k
+    return np.sqrt(np.clip(np.diag(centre @ covariance[:k, :k] @ centre), 0, None))
+
+
+# --- aggregation -------------------------------------------------------------------------------
+
+@dataclass
+class PairTable:
+    """Votes aggregated per (left, right) row: `rows` (R, 2) system indices, `design` (R, K+1)
+    (θ_left − θ_right and the position column), `counts` (R, 3), `row_of_vote` (n,)."""
+
+    rows: np.ndarray
+    design: np.ndarray
+    counts: np.ndarray
+    row_of_vote: np.ndarray
+
+
+def factorize(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(distinct values sorted, code of each value): by counting when the values are small
+    non-negative integers (ids, pair keys; a tenth of np.unique's time on a million), else by
+    sorting."""
+    values = np.asarray(values)
+    if len(values) and values.dtype.kind in "iu" and values.min() >= 0 \
+            and values.max() < 4 * len(values) + 4096:
+        present = np.bincount(values) > 0
+        codes = np.cumsum(present) - 1
+        return np.nonzero(present)[0], codes[values]
+    return np.unique(values, return_inverse=True)
+
+
+def pair_table(votes: Votes, *, position: bool = True) -> PairTable:
+    k = len(votes.systems)
+    key = votes.left * k + votes.right
+    uniq, row_of_vote = factorize(key)
+    rows = np.stack([uniq // k, uniq % k], axis=1)
+    design = np.zeros((len(uniq), k + (1 if position else 0)))
+    design[np.arange(len(uniq)), rows[:, 0]] = 1
+    design[np.arange(len(uniq)), rows[:, 1]] = -1
+    if position:
+        design[:, k] = 1
+    counts = np.bincount(row_of_vote * 3 + votes.outcome,
+                         minlength=3 * len(uniq)).reshape(-1, 3).astype(float)
+    return PairTable(rows=rows, design=design, counts=counts, row_of_vote=row_of_vote)
+
+
+@dataclass
+class ClusterCounts:
+    """Each distinct cluster signature (its counts per row and outcome, a sparse row of R·3)
+    once, with how many clusters share it. Summed Poisson(1) weights of m identical clusters
+    are Poisson(m), so the bootstrap draws one weight per signature: 500,000 items of two
+    votes have a few thousand signatures."""
+
+    signatures: sparse.csr_matrix
+    multiplicity: np.ndarray
+    n_clusters: int
+
+
+def cluster_counts(table: PairTable, outcome: np.ndarray, cluster: np.ndarray) -> ClusterCounts:
+    codes, cluster_index = factorize(cluster)
+    cols = table.row_of_vote * 3 + outcome
+    matrix = sparse.csr_matrix((np.ones(len(cols)), (cluster_index, cols)),
+                               shape=(len(codes), len(table.rows) * 3))
+    matrix.sum_duplicates()
+    matrix.sort_indices()
+    # Identical rows give identical projections (same terms, same order); two random
+    # projections tell different rows apart with probability 1.
+    probe = np.random.default_rng(12345).random((matrix.shape[1], 2))
+    keys = np.ascontiguousarray(matrix @ probe).view(np.complex128)[:, 0]
+    _, first, multiplicity = np.unique(keys, return_index=True, return_counts=True)
+    return ClusterCounts(signatures=matrix[first], multiplicity=multiplicity,
+                         n_clusters=len(codes))
+
+
+def bootstrap_counts(by_cluster: ClusterCounts, rounds: int, rng: np.random.Generator,
+                     chunk: int = 50) -> np.ndarray:
+    """(rounds, R, 3) counts reweighted by independent Poisson(1) weights per cluster."""
+    transposed = by_cluster.signatures.T.tocsr()
+    out = np.empty((rounds, transposed.shape[0]))
+    lam = by_cluster.multiplicity.astype(float)[:, None]
+    for start in range(0, rounds, chunk):
+        stop = min(rounds, start + chunk)
+        weights = rng.poisson(lam, size=(len(lam), stop - start)).astype(float)
+        out[start:stop] = (transposed @ weights).T
+    return out.reshape(rounds, -1, 3)
+
+
+# --- the leaderboard ---------------------------------------------------------------------------
+
+def _interval(samples: np.ndarray, level: float) -> np.ndarray:
+    alpha = (1 - level) / 2
+    return np.quantile(samples, [alpha, 1 - alpha], axis=0).T
+
+
+def _ranks(theta: np.ndarray) -> np.ndarray:
+    """Rank 1 is the strongest; each system's rank = 1 + systems strictly stronger."""
+    return 1 + (theta[..., None, :] > theta[..., :, None]).sum(-1)
+
+
+def _components(table: PairTable, k: int) -> list[list[int]]:
+    """The connected components of the comparison graph (systems as nodes, a pair compared at
+    least once as an edge)."""
+    from scipy.sparse.csgraph import connected_components
+
+    graph = sparse.coo_matrix((np.ones(len(table.rows)), (table.rows[:, 0], table.rows[:, 1])),
+                              shape=(k, k))
+    n, labels = connected_components(graph, directed=False)
+    return [np.nonzero(labels == c)[0].tolist() for c in range(n)]
+
+
+def win_matrices(table: PairTable, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Empirical (wins + ties/2) / votes of row system over column system, and vote counts."""
+    wins = np.zeros((k, k))
+    total = np.zeros((k, k))
+    for (i, j), (w, lo, t) in zip(table.rows, table.counts, strict=True):
+        wins[i, j] += w + t / 2
+        wins[j, i] += lo + t / 2
+        total[i, j] += w + lo + t
+        total[j, i] += w + lo + t
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rate = np.where(total > 0, wins / total, np.nan)
+    return rate, total
+
+
+def expected_matrices(theta: np.ndarray, eta: float | None) -> tuple[np.ndarray, np.ndarray]:
+    """Model P(row beats column) and P(tie), without the position effect."""
+    d = theta[:, None] - theta[None, :]
+    pw, _pl, pt, _ = _probabilities(d, None if eta is None else np.array(eta))
+    np.fill_diagonal(pw, np.nan)
+    np.fill_diagonal(pt, np.nan)
+    return pw, pt
+
+
+def leaderboard(votes: Votes, *, rounds: int = 200, level: float = 0.95, seed: int = 0,
+                ties: bool | None = None, position: bool = True, style: bool = True,
+                robustness: bool = True) -> dict:
+    """The leaderboard of `votes` as a JSON-ready dict (see the module docstring): systems
+    with strengths, bootstrap intervals by item and by worker, rank intervals, the win-rate and
+    expected-win matrices, style control and (when `robustness`) the robustness checks."""
+    if len(votes) == 0:
+        raise LeaderboardError("no votes to rank")
+    if rounds < 1:
+        raise LeaderboardError(f"rounds must be at least 1, got {rounds}")
+    if not 0 < level < 1:
+        raise LeaderboardError(f"level must be between 0 and 1, got {level}")
+    k = len(votes.systems)
+    table = pair_table(votes, position=position)
+    ties = bool((votes.outcome == TIE).any()) if ties is None else ties
+    point = fit_counts(table.design, table.counts, ties=ties)
+    theta = point.beta[0, :k]
+    eta = float(point.eta[0]) if ties else None
+    rng = np.random.default_rng(seed)
+    intervals, rank_intervals, notes, n_clusters_of = {}, {}, {}, {}
+    for scheme, cluster in (("item", votes.item), ("worker", votes.worker)):
+        by_cluster = cluster_counts(table, votes.outcome, cluster)
+        n_clusters = n_clusters_of[scheme] = by_cluster.n_clusters
+        if n_clusters < MIN_CLUSTERS:
+            notes[scheme] = (f"{n_clusters} {scheme}s: too few for a {scheme} bootstrap "
+                             f"(at least {MIN_CLUSTERS})")
+            continue
+        counts = bootstrap_counts(by_cluster, rounds, rng)
+        counts = counts[counts.sum(axis=(1, 2)) > 0]  # a round that drew no cluster
+        start = np.concatenate([point.beta[0], point.eta[:1]]) if ties else point.beta[0]
+        fitted = fit_counts(table.design, counts, ties=ties, start=start)
+        intervals[scheme] = _interval(fitted.beta[:, :k], level)
+        rank_intervals[scheme] = _interval(_ranks(fitted.beta[:, :k]), level)
+    se = _centred_se(point.covariance, k)
+    order = np.argsort(-theta, kind="stable")
+    rank = _ranks(theta)
+    played = np.zeros((k, 3))
+    for (i, j), (w, lo, t) in zip(table.rows, table.counts, strict=True):
+        played[i] += (w, lo, t)
+        played[j] += (lo, w, t)
+    # A system that won (or lost) every decided vote has no finite maximum-likelihood
+    # strength: only the prior holds it, and every bootstrap round agrees. Its interval is open
+    # on that side (None), not the narrow band the rounds would show.
+    never_lost = (played[:, 1] == 0) & (played[:, 0] > 0)
+    never_won = (played[:, 0] == 0) & (played[:, 1] > 0)
+    for scheme in intervals:
+        intervals[scheme] = intervals[scheme].astype(object)
+        intervals[scheme][never_lost, 1] = None
+        intervals[scheme][never_won, 0] = None
+    components = _components(table, k)
+    systems = []
+    for s in order:
+        systems.append({
+            "system": votes.systems[s],
+            "rank": int(rank[s]),
+            "strength": float(theta[s]),
+            "score": float(1000 + ELO_SCALE * theta[s]),
+            "se": float(se[s]),
+            **{f"ci_{scheme}": [None if x is None else float(x) for x in intervals[scheme][s]]
+               if scheme in intervals else None for scheme in ("item", "worker")},
+            **{f"rank_interval_{scheme}": [int(round(x)) for x in rank_intervals[scheme][s]]
+               if scheme in rank_intervals else None for scheme in ("item", "worker")},
+            "n_votes": int(played[s].sum()),
+            "wins": int(played[s, 0]), "losses": int(played[s, 1]), "ties": int(played[s, 2]),
+            "unbounded": "above" if never_lost[s] else "below" if never_won[s] else None,
+        })
+    rate, total = win_matrices(table, k)
+    expected_win, expected_tie = expected_matrices(theta, eta)
+    names = [votes.systems[s] for s in order]
+    reorder = np.ix_(order, order)
+    board = {
+        "systems": systems,
+        "model": {
+            "name": "davidson" if ties else "bradley_terry",
+            "tie_parameter": float(np.exp(eta)) if ties else None,
+            "position_effect": float(point.beta[0, k]) if position else None,
+            "level": level, "rounds": rounds, "ridge": RIDGE,
+            "bootstrap_notes": notes,
+            # Systems never compared, even through others, cannot be ranked against each other.
+            "components": [[votes.systems[i] for i in c] for c in components]
+            if len(components) > 1 else None,
+            "n_votes": len(votes), "n_ties": int((votes.outcome == TIE).sum()),
+            "n_items": n_clusters_of["item"], "n_workers": n_clusters_of["worker"],
+            "scale": "strength: log-odds (Σ = 0); score: 1000 + 400·strength/ln 10",
+        },
+        "win_rate": {"systems": names, "matrix": rate[reorder].tolist(),
+                     "n": total[reorder].astype(int).tolist()},
+        "expected": {"systems": names, "win": expected_win[reorder].tolist(),
+                     "tie": expected_tie[reorder].tolist() if ties else None},
+        "style_control": style_control(votes, ties=ties, position=position, level=level,
+                                       start=point)
+        if style and votes.style is not None and votes.style.size else None,
+    }
+    if robustness:
+        board["robustness"] = {
+            "drop_to_flip_top": drop_to_flip_top(table, k, ties=ties, systems=votes.systems),
+            "position_bias": position_bias(votes) if position else
+            {"note": "the order shown was not recorded: no position effect is fitted"},
+            "flagged_workers": flagged_workers(votes, table, point, k, ties=ties),
+            "power": adjacent_power(table, point, k, ties=ties, order=order,
+                                    systems=votes.systems),
+        }
+    return board
+
+
+# --- style control -----------------------------------------------------------------------------
+
+def style_control(votes: Votes, *, ties: bool, position: bool = True,
+                  level: float = 0.95, start: Fit | None = None) -> dict | None:
+    """Strengths with the style differences as covariates (each feature standardized), the
+    style coefficients (log-odds per standard deviation of the difference) with sandwich
+    standard errors clustered by item."""
+    k = len(votes.systems)
+    s = votes.style
+    # A feature enters where it is present: nonzero in at least MIN_STYLE_VOTES votes over
+    # MIN_CLUSTERS items (a handful of answers with bold text would get a coefficient, and a
+    # sandwich standard error, from next to nothing).
+    keep = [c for c in range(s.shape[1])
+            if np.std(s[:, c]) > 0 and (s[:, c] != 0).sum() >= MIN_STYLE_VOTES
+            and len(np.unique(votes.item[s[:, c] != 0])) >= MIN_CLUSTERS]
+    if not keep:
+        return None
+    s = s[:, keep]
+    names = [votes.style_names[c] for c in keep]
+    scale = s.std(axis=0)
+    z = s / scale
+    n = len(votes)
+    extra = 1 if position else 0
+    design = np.zeros((n, k + extra + len(keep)))
+    design[np.arange(n), votes.left] = 1
+    design[np.arange(n), votes.right] = -1
+    if position:
+        design[:, k] = 1
+    design[:, k + extra:] = z
+    counts = np.zeros((n, 3))
+    counts[np.arange(n), votes.outcome] = 1
+    initial = None
+    if start is not None:  # the fit without style: the style fit then needs a few steps
+        initial = np.concatenate([start.beta[0], np.zeros(len(keep)),
+                                  start.eta[:1] if ties else []])
+    fit = fit_counts(design, counts, ties=ties, start=initial, tol=1e-7)
+    beta = fit.beta[0]
+    eta = fit.eta[:1] if ties else None
+    d = beta @ design.T
+    pw, pl, pt, _ = _probabilities(d[None], eta)
+    pw, pl, pt = pw[0], pl[0], pt[0]
+    # Per-vote score (gradient of the log-likelihood), summed per item cluster.
+    g_d = (counts[:, 0] - counts[:, 1]) / 2 - (pw - pl) / 2
+    scores = design * g_d[:, None]
+    if ties:
+        scores = np.column_stack([scores, counts[:, 2] - pt])
+    _, cluster = factorize(votes.item)
+    members = sparse.csr_matrix((np.ones(n), (cluster, np.arange(n))),
+                                shape=(cluster.max() + 1, n))
+    summed = members @ scores
+    meat = summed.T @ summed
+    bread = fit.covariance
+    robust = bread @ meat @ bread
+    se = np.sqrt(np.diag(robust))
+    zq = stats.norm.ppf(0.5 + level / 2)
+    coefficients = []
+    for c, name in enumerate(names):
+        col = k + extra + c
+        coefficients.append({
+            "feature": name, "coefficient": float(beta[col]), "se": float(se[col]),
+            "ci": [float(beta[col] - zq * se[col]), float(beta[col] + zq * se[col])],
+            "sd_of_difference": float(scale[c]),
+        })
+    theta = beta[:k]
+    se = np.concatenate([_centred_se(robust, k), se[k:]])
+    # Differences θ_i − θ_j are identified; report each θ (Σθ = 0) with its robust interval.
+    order = np.argsort(-theta, kind="stable")
+    return {
+        "features": names,
+        "coefficients": coefficients,
+        "systems": [{"system": votes.systems[i], "strength": float(theta[i]),
+                     "score": float(1000 + ELO_SCALE * theta[i]),
+                     "ci": [float(theta[i] - zq * se[i]), float(theta[i] + zq * se[i])],
+                     "rank": int(_ranks(theta)[i])} for i in order],
+        "interval": "normal, sandwich standard errors clustered by item",
+    }
+
+
+def style_features(text_a: str, text_b: str) -> dict[str, float]:
+    """FastChat's style differences, answer A minus answer B over their sum: length in
+    characters and markdown elements (headers, list items, bold spans)."""
+    import re
+
+    def counts(text: str) -> dict[str, int]:
+        return {
+            "length": len(text),
+            "markdown_headers": len(re.findall(r"^#{1,6}\s", text, flags=re.M)),
+            "markdown_lists": len(re.findall(r"^\s*(?:[-*+]|\d+\.)\s", text, flags=re.M)),
+            "markdown_bold": len(re.findall(r"\*\*[^*\n]+\*\*|__[^_\n]+__", text)),
+        }
+
+    a, b = counts(text_a), counts(text_b)
+    return {name: (a[name] - b[name]) / (a[name] + b[name]) if a[name] + b[name] else 0.0
+            for name in a}
+
+
+# --- robustness --------------------------------------------------------------------------------
+
+def _top(theta: np.ndarray) -> int:
+    return int(np.argmax(theta))
+
+
+def drop_to_flip_top(table: PairTable, k: int, *, ties: bool, systems: list[str],
+                     max_fraction: float = 0.5) -> dict:
+    """Greedy search for few votes whose removal changes the top system (Broderick et al.;
+    Huang et al. 2025 for arenas): repeatedly remove the votes (one cell of row × outcome at a
+    time) that shrink the leader's margin over its nearest challenger most per vote, by the
+    fit's influence, and refit. The count is an upper bound on the smallest such set."""
+    counts = table.counts.copy()
+    total = counts.sum()
+    fit = fit_counts(table.design, counts, ties=ties)
+    theta = fit.beta[0, :k]
+    leader = _top(theta)
+    removed = 0
+    path: list[dict] = []
+    start = None
+    while removed <= max_fraction * total:
+        theta = fit.beta[0, :k]
+        if _top(theta) != leader:
+            return {"votes": int(removed), "share": removed / total,
+                    "original_top": systems[leader], "new_top": systems[_top(theta)],
+                    "removed": path, "method": "greedy influence, refit after each removal"}
+        # The influence of removing one vote of a cell on θ: −Cov · (its score).
+        eta = fit.eta[:1] if ties else None
+        d = fit.beta[0] @ table.design.T
+        pw, pl, pt, _ = _probabilities(d[None], eta)
+        pw, pl, pt = pw[0], pl[0], pt[0]
+        best = None
+        for c in range(k):
+            if c == leader:
+                continue
+            contrast = np.zeros(fit.covariance.shape[0])
+            contrast[leader], contrast[c] = 1, -1
+            gap = theta[leader] - theta[c]
+            direction = fit.covariance @ contrast
+            for outcome in range(3):
+                y = np.array([outcome == LEFT, outcome == RIGHT], dtype=float)
+                g_d = (y[0] - y[1]) / 2 - (pw - pl) / 2
+                score = table.design * g_d[:, None]
+                if ties:
+                    score = np.column_stack([score, (outcome == TIE) - pt])
+                # Removing a vote changes the parameters by about −Cov·score.
+                change = -(score @ direction)
+                change[counts[:, outcome] < 1] = np.inf
+                r = int(np.argmin(change))
+                if change[r] < 0:
+                    need = gap / -change[r]
+                    if best is None or need < best[0]:
+                        best = (need, r, outcome)
+        if best is None:
+            break
+        need, r, outcome = best
+        amount = max(1.0, min(counts[r, outcome], np.floor(need / 4)))
+        counts[r, outcome] -= amount
+        removed += amount
+        left, right = table.rows[r]
+        step = {"left": systems[left], "right": systems[right], "outcome": OUTCOMES[outcome]}
+        if path and {key: path[-1][key] for key in step} == step:
+            path[-1]["votes"] += int(amount)
+        else:
+            path.append({**step, "votes": int(amount)})
+        start = np.concatenate([fit.beta[0], fit.eta[:1]]) if ties else fit.beta[0]
+        fit = fit_counts(table.design, counts, ties=ties, start=start)
+    return {"votes": None, "share": None, "original_top": systems[leader], "new_top": None,
+            "removed": path[:50],
+            "method": f"greedy influence; no change of the top within {max_fraction:.0%}"}
+
+
+def position_bias(votes: Votes, *, min_votes: int = 5, alpha: float = 0.05) -> dict:
+    """How often the answer shown on the left wins (ties left out), overall and per worker,
+    with a two-sided binomial test against one half, Benjamini–Hochberg over workers."""
+    from statsmodels.stats.multitest import multipletests
+
+    decided = votes.outcome != TIE
+    left_wins = (votes.outcome == LEFT) & decided
+    overall_n = int(decided.sum())
+    overall = {
+        "left_win_rate": float(left_wins.sum() / overall_n) if overall_n else None,
+        "n": overall_n,
+        "p_value": float(stats.binomtest(int(left_wins.sum()), overall_n).pvalue)
+        if overall_n else None,
+    }
+    workers, index = factorize(votes.worker)
+    n_w = np.bincount(index[decided], minlength=len(workers))
+    wins_w = np.bincount(index[left_wins], minlength=len(workers))
+    # Two-sided exact binomial test against 1/2 (the distribution is symmetric, so doubling
+    # the smaller tail is binomtest's p-value), for every worker at once.
+    tails = np.minimum(stats.binom.cdf(wins_w, n_w, 0.5), stats.binom.sf(wins_w - 1, n_w, 0.5))
+    p_values = np.minimum(1.0, 2 * tails)
+    rows = [{"worker": int(w), "n": int(n), "left_win_rate": float(wins / n),
+             "p_value": float(p)}
+            for w, n, wins, p in zip(workers, n_w, wins_w, p_values, strict=True)
+            if n >= min_votes]
+    if rows:
+        rejected, adjusted, _, _ = multipletests([r["p_value"] for r in rows], alpha=alpha,
+                                                 method="fdr_bh")
+        for row, flag, q in zip(rows, rejected, adjusted, strict=True):
+            row["q_value"] = float(q)
+            row["biased"] = bool(flag)
+    return {"overall": overall, "workers": rows, "min_votes": min_votes,
+            "test": "two-sided binomial against 1/2, Benjamini–Hochberg across workers"}
+
+
+def flagged_workers(votes: Votes, table: PairTable, fit: Fit, k: int, *, ties: bool,
+                    min_votes: int = 5, alpha: float = 0.05) -> dict:
+    """Workers whose votes the fitted model finds more surprising than chance: each worker's
+    summed surprisal (−log P of the outcome given) against its mean and variance under the
+    model, a one-sided z test, Benjamini–Hochberg across workers. Flagged, never dropped."""
+    from statsmodels.stats.multitest import multipletests
+
+    d = fit.beta[0] @ table.design.T
+    eta = fit.eta[:1] if ties else None
+    pw, pl, pt, _ = _probabilities(d[None], eta)
+    probs = np.stack([pw[0], pl[0], pt[0]], axis=1)[table.row_of_vote]
+    with np.errstate(divide="ignore"):
+        logp = np.log(np.clip(probs, 1e-300, 1))
+    surprisal = -logp[np.arange(len(votes)), votes.outcome]
+    mean = -(probs * logp).sum(1)
+    var = (probs * logp ** 2).sum(1) - mean ** 2
+    workers, index = factorize(votes.worker)
+    n = np.bincount(index)
+    obs = np.bincount(index, weights=surprisal)
+    exp = np.bincount(index, weights=mean)
+    var_w = np.bincount(index, weights=var)
+    keep = n >= min_votes
+    z = np.where(keep & (var_w > 0), (obs - exp) / np.sqrt(np.where(var_w > 0, var_w, 1)), 0)
+    p = stats.norm.sf(z)
+    rows = []
+    if keep.any():
+        rejected, adjusted, _, _ = multipletests(p[keep], alpha=alpha, method="fdr_bh")
+        for w, nn, zz, pp, q, flag in zip(workers[keep], n[keep], z[keep], p[keep], adjusted,
+                                          rejected, strict=True):
+            rows.append({"worker": int(w), "n": int(nn), "z": float(zz), "p_value": float(pp),
+                         "q_value": float(q), "flagged": bool(flag)})
+    return {"workers": rows, "n_flagged": sum(r["flagged"] for r in rows),
+            "min_votes": min_votes,
+            "test": "summed surprisal vs the model, one-sided z, Benjamini–Hochberg; "
+                    "flagged workers stay in the fit"}
+
+
+def adjacent_power(table: PairTable, fit: Fit, k: int, *, ties: bool, order: np.ndarray,
+                   systems: list[str], alpha: float = 0.05, power: float = 0.8) -> list[dict]:
+    """For each pair of adjacent systems: the difference, its standard error, and how many
+    more direct comparisons of the two would make a two-sided level-α test reject with the
+    given power if the difference is as estimated (Sherman–Morrison on the information)."""
+    z = stats.norm.ppf(1 - alpha / 2) + stats.norm.ppf(power)
+    eta = float(fit.eta[0]) if ties else None
+    rows = []
+    for a, b in zip(order[:-1], order[1:], strict=True):
+        c = np.zeros(fit.covariance.shape[0])
+        c[a], c[b] = 1, -1
+        diff = float(fit.beta[0, a] - fit.beta[0, b])
+        v = float(c @ fit.covariance @ c)
+        pw, pl, pt, _ = _probabilities(np.array([diff]), None if eta is None else np.array(eta))
+        info = ((pw + pl) / 4 - ((pw - pl) / 2) ** 2).ravel()[0]  # one vote's information about d
+        # The variance of this difference after m more direct votes: v / (1 + m·info·v).
+        target = (diff / z) ** 2 if diff > 0 else 0.0
+        if target <= 0:
+            more = None
+        elif v <= target:
+            more = 0
+        else:
+            more = int(np.ceil((v / target - 1) / (info * v)))
+        rows.append({"higher": systems[a], "lower": systems[b], "difference": diff,
+                     "se": float(np.sqrt(v)), "separated": bool(diff > stats.norm.ppf(
+                         1 - alpha / 2) * np.sqrt(v)), "more_comparisons": more})
+    return rows
+
+
+# --- adaptive pairing --------------------------------------------------------------------------
+
+def _one_vote_information(d: np.ndarray, eta: float | None) -> np.ndarray:
+    pw, pl, _pt, _ = _probabilities(np.asarray(d, dtype=float),
+                                    None if eta is None else np.array(eta))
+    return (pw + pl) / 4 - ((pw - pl) / 2) ** 2
+
+
+def optimal_pair_weights(theta: np.ndarray, *, eta: float | None = None,
+                         contrast_weights: np.ndarray | None = None,
+                         iterations: int = 300) -> tuple[np.ndarray, np.ndarray]:
+    """(pairs (P, 2), weights (P,)): the share of comparisons per unordered pair that minimizes
+    the (weighted) summed variance of the adjacent differences (by the order of `theta`) — an
+    A-optimal design for the contrasts that decide the ranking, by the multiplicative
+    algorithm (Silvey, Titterington and Torsney 1978). `contrast_weights` (K−1, best first)
+    weigh the adjacent differences; equal by default."""
+    theta = np.asarray(theta, dtype=float)
+    k = len(theta)
+    pairs = np.array([(i, j) for i in range(k) for j in range(i + 1, k)])
+    x = np.zeros((len(pairs), k))
+    x[np.arange(len(pairs)), pairs[:, 0]] = 1
+    x[np.arange(len(pairs)), pairs[:, 1]] = -1
+    h = _one_vote_information(theta[pairs[:, 0]] - theta[pairs[:, 1]], eta)
+    order = np.argsort(-theta)
+    contrasts = np.zeros((k - 1, k))
+    contrasts[np.arange(k - 1), order[:-1]] = 1
+    contrasts[np.arange(k - 1), order[1:]] = -1
+    if contrast_weights is not None:
+        contrasts = contrasts * np.sqrt(np.asarray(contrast_weights, dtype=float))[:, None]
+    centring = np.ones((k, k)) / k  # fixes the level (Σθ = 0), which no contrast reads
+    w = np.full(len(pairs), 1 / len(pairs))
+    for _ in range(iterations):
+        info = (x * (w * h)[:, None]).T @ x + centring
+        inv = np.linalg.inv(info)
+        # −∂ tr(C I⁻¹ Cᵀ)/∂w_p = h_p ‖C I⁻¹ x_p‖²
+        g = h * ((x @ inv @ contrasts.T) ** 2).sum(1)
+        w = w * np.sqrt(g)
+        w /= w.sum()
+    return pairs, w
+
+
+def pair_sampling_probabilities(theta: np.ndarray, done: np.ndarray, *, batch: int,
+                                eta: float | None = None, floor: float = 0.1,
+                                covariance: np.ndarray | None = None) -> tuple:
+    """(pairs (P, 2), probabilities (P,)) for drawing the next `batch` comparisons, given the
+    comparisons `done` so far per unordered pair (in `pairs` order): towards the optimal design
+    of `optimal_pair_weights` (each pair's shortfall against its share of the total after the
+    batch), mixed with a uniform `floor` so every pair keeps a known, positive probability.
+    With the fit's `covariance`, each adjacent difference is weighted by how open its order
+    still is (2Φ(−|d|/se) + 0.0001): votes go where the ranking is in doubt, not to pairs whose
+    order is settled.
+    Record the probabilities with each draw; the likelihood fit stays valid under this
+    adaptive design (it depends on the data only through the outcomes' probabilities)."""
+    if not 0 < floor <= 1:
+        raise LeaderboardError(f"floor must be in (0, 1], got {floor}")
+    weights = None
+    if covariance is not None:
+        order = np.argsort(-np.asarray(theta, dtype=float))
+        weights = []
+        for a, b in zip(order[:-1], order[1:], strict=True):
+            c = np.zeros(covariance.shape[0])
+            c[a], c[b] = 1, -1
+            se = np.sqrt(max(float(c @ covariance @ c), 1e-12))
+            weights.append(2 * stats.norm.sf(abs(theta[a] - theta[b]) / se) + 1e-4)
+    pairs, w = optimal_pair_weights(theta, eta=eta, contrast_weights=weights)
+    done = np.asarray(done, dtype=float)
+    if done.shape != (len(pairs),):
+        raise LeaderboardError(f"done must have one count per pair ({len(pairs)}), "
+                               f"got shape {done.shape}")
+    shortfall = np.maximum(w * (done.sum() + batch) - done, 0)
+    share = shortfall / shortfall.sum() if shortfall.sum() > 0 else w
+    return pairs, (1 - floor) * share + floor / len(pairs)

@@ -1,0 +1,239 @@
+"""The systems leaderboard of an A/B project (`leaderboard` key of the project report): each
+judgment is a vote between the systems of the two answers (`answer_system`), oriented by the
+order shown; fitted by `metrics_app.domain.leaderboard` overall, per domain and per dataset."""
+from __future__ import annotations
+
+import csv
+import io
+
+import numpy as np
+
+from annotation.domain.answers import AB_TIE_CHOICES
+from annotation.domain.item_content import answer_system
+from annotation.judgment_selectors import JudgmentFrame
+from annotation.models import Item, Project, Worker
+
+from ..domain.leaderboard import (
+    LEFT,
+    RIGHT,
+    TIE,
+    LeaderboardError,
+    Votes,
+    leaderboard,
+    style_features,
+)
+from ..models import MetricScore
+
+ROUNDS = 200
+STYLE_NAMES = ("length", "markdown_headers", "markdown_lists", "markdown_bold")
+
+
+def _item_table(item_ids: list[int]) -> dict[int, dict]:
+    """Per item: the systems of answers A and B and the style differences (A minus B)."""
+    table = {}
+    rows = Item.objects.filter(pk__in=item_ids).values_list("id", "content", "source", "metadata")
+    for pk, content, source, metadata in rows.iterator(chunk_size=2000):
+        content = content or {}
+        systems = tuple(answer_system(content, side, source=source or "", metadata=metadata)
+                        for side in ("A", "B"))
+        texts = [(content.get(f"answer_{s}") or {}).get("text") or "" for s in "ab"]
+        features = style_features(*texts)
+        table[pk] = {"systems": systems, "style": [features[n] for n in STYLE_NAMES]}
+    return table
+
+
+def frame_votes(frame: JudgmentFrame, mask: np.ndarray) -> tuple[Votes | None, dict]:
+    """The votes of the judgments in `mask` and what was left out (why)."""
+    idx = np.nonzero(mask & (frame.choice != ""))[0]
+    items = _item_table(sorted({int(frame.item_id[j]) for j in idx}))
+    names: dict[str, int] = {}
+    left, right, outcome, item, worker, style = [], [], [], [], [], []
+    skipped = {"same_system": 0, "unknown_choice": 0}
+    order_recorded = []
+    for j in idx:
+        info = items.get(int(frame.item_id[j]))
+        choice = str(frame.choice[j])
+        if info is None or info["systems"][0] == info["systems"][1]:
+            skipped["same_system"] += 1
+            continue
+        if choice not in ("A", "B") and choice not in AB_TIE_CHOICES:
+            skipped["unknown_choice"] += 1
+            continue
+        order = frame.presented_order[j] or []
+        order_recorded.append(bool(order) and order[0] in ("A", "B"))
+        first = order[0] if order_recorded[-1] else "A"
+        a, b = (names.setdefault(s, len(names)) for s in info["systems"])
+        flip = first == "B"
+        left.append(b if flip else a)
+        right.append(a if flip else b)
+        if choice in AB_TIE_CHOICES:
+            outcome.append(TIE)
+        else:
+            outcome.append(LEFT if choice == first else RIGHT)
+        item.append(int(frame.item_id[j]))
+        worker.append(int(frame.worker_id[j]))
+        style.append([-v for v in info["style"]] if flip else info["style"])
+    if not left:
+        return None, skipped
+    votes = Votes(list(names), left, right, outcome, item, worker,
+                  np.array(style, dtype=float), list(STYLE_NAMES))
+    # Imported judgments rarely say which answer was shown first: the position effect is
+    # fitted only when every vote's order is known ("left" otherwise just means answer A).
+    skipped["order_recorded"] = all(order_recorded)
+    return votes, skipped
+
+
+def _board(found: tuple[Votes | None, dict], *, rounds: int, seed: int) -> dict | None:
+    votes, info = found
+    if votes is None or len(votes.systems) < 2:
+        return None
+    try:
+        return leaderboard(votes, rounds=rounds, seed=seed, position=info["order_recorded"])
+    except LeaderboardError as exc:
+        return {"error": str(exc)}
+
+
+def metric_votes(project: Project) -> dict[str, Votes]:
+    """Each automatic metric that scored both answers of the project's A/B items (the latest
+    version stored) as a judge: one vote per item for the answer it scores higher, a tie when
+    equal. Answer A counts as shown on the left (a metric sees no order)."""
+    rows = MetricScore.objects.filter(item__project=project, side__in=("A", "B"),
+                                      value__isnull=False)
+    latest: dict[str, tuple[int, str]] = {}
+    for metric, version, top in rows.values_list("metric", "version", "id").order_by("id"):
+        latest[metric] = (top, version)
+    judges = {}
+    for metric, (_top, version) in sorted(latest.items()):
+        scores: dict[int, dict[str, float]] = {}
+        for item_id, side, value in rows.filter(metric=metric, version=version).values_list(
+                "item_id", "side", "value"):
+            scores.setdefault(item_id, {})[side] = value
+        paired = {pk: s for pk, s in scores.items() if len(s) == 2}
+        items = _item_table(sorted(paired))
+        names: dict[str, int] = {}
+        left, right, outcome, item, style = [], [], [], [], []
+        for pk, s in paired.items():
+            a_system, b_system = items[pk]["systems"]
+            if a_system == b_system:
+                continue
+            left.append(names.setdefault(a_system, len(names)))
+            right.append(names.setdefault(b_system, len(names)))
+            outcome.append(TIE if s["A"] == s["B"] else LEFT if s["A"] > s["B"] else RIGHT)
+            item.append(pk)
+            style.append(items[pk]["style"])
+        if len(names) >= 2:
+            judges[f"{metric}@{version}"] = Votes(
+                list(names), left, right, outcome, item, np.zeros(len(left), dtype=np.int64),
+                np.array(style, dtype=float), list(STYLE_NAMES))
+    return judges
+
+
+def _side_by_side(human: dict | None, judges: dict[str, dict]) -> list[dict]:
+    """Per system (the human order): its rank and strength by the humans and by each judge."""
+    if not human or "systems" not in human:
+        return []
+    rows = []
+    for row in human["systems"]:
+        entry = {"system": row["system"], "human": {"rank": row["rank"],
+                                                    "strength": row["strength"]}}
+        for name, board in judges.items():
+            found = next((r for r in (board or {}).get("systems", [])
+                          if r["system"] == row["system"]), None)
+            entry[name] = ({"rank": found["rank"], "strength": found["strength"]}
+                           if found else None)
+        rows.append(entry)
+    return rows
+
+
+def leaderboard_report(frame: JudgmentFrame, *, project: Project | None = None,
+                       rounds: int = ROUNDS, seed: int = 0) -> dict:
+    """Human judges' leaderboard overall, per domain and per dataset (when the project has
+    more than one), with what was left out; with `project`, each automatic metric that scored
+    both answers as another judge (`judges`, overall) and the rankings side by side."""
+    mask = frame.data_mask() if len(frame) else np.zeros(0, dtype=bool)
+    found = frame_votes(frame, mask)
+    if found[0] is None:
+        return {}
+    report = {"judge": "human", "overall": _board(found, rounds=rounds, seed=seed),
+              "skipped": {k: v for k, v in found[1].items() if k != "order_recorded"},
+              "order_recorded": found[1]["order_recorded"],
+              "tie_choices": {c: int((frame.choice[mask] == c).sum()) for c in AB_TIE_CHOICES}}
+    for field in ("domain", "dataset"):
+        values = frame.item_column(field).astype(str)
+        groups = sorted(set(values[mask & (frame.choice != "")]))
+        if len(groups) < 2:
+            continue
+        report[f"by_{field}"] = {
+            group or "(none)": _board(frame_votes(frame, mask & (values == group)),
+                                      rounds=rounds, seed=seed)
+            for group in groups}
+    _label_workers(report)
+    if project is not None:
+        judges = {}
+        for name, votes in metric_votes(project).items():
+            try:
+                judges[name] = leaderboard(votes, rounds=rounds, seed=seed, position=False,
+                                           robustness=False)
+            except LeaderboardError as exc:
+                judges[name] = {"error": str(exc)}
+        if judges:
+            report["judges"] = judges
+            report["side_by_side"] = _side_by_side(report["overall"], judges)
+    return report
+
+
+def _label_workers(report: dict) -> None:
+    """Add each worker's external id beside the database id in the robustness lists."""
+    rows = []
+    for _name, board in leaderboard_boards(report):
+        robustness = board.get("robustness") or {}
+        rows += (robustness.get("flagged_workers") or {}).get("workers", [])
+        rows += (robustness.get("position_bias") or {}).get("workers", [])
+    labels = dict(Worker.objects.filter(pk__in={r["worker"] for r in rows}).values_list(
+        "id", "external_id"))
+    for row in rows:
+        row["external_id"] = labels.get(row["worker"], "")
+
+
+CSV_COLUMNS = ("category", "rank", "system", "strength", "score", "ci_item_low", "ci_item_high",
+               "ci_worker_low", "ci_worker_high", "rank_item_low", "rank_item_high",
+               "rank_worker_low", "rank_worker_high", "n_votes", "wins", "losses", "ties",
+               "style_controlled_strength", "style_controlled_ci_low", "style_controlled_ci_high")
+
+
+def leaderboard_boards(report: dict) -> list[tuple[str, dict]]:
+    """(category, board) of a `leaderboard` report: overall, then domain:…, dataset:…."""
+    boards = [("overall", report.get("overall"))]
+    for field in ("domain", "dataset"):
+        boards += [(f"{field}:{name}", board)
+                   for name, board in (report.get(f"by_{field}") or {}).items()]
+    return [(name, board) for name, board in boards if board and "systems" in board]
+
+
+def leaderboard_csv(report: dict) -> str:
+    """One row per system and category."""
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(CSV_COLUMNS)
+    for category, board in leaderboard_boards(report):
+        controlled = {row["system"]: row
+                      for row in (board.get("style_control") or {}).get("systems", [])}
+        for row in board["systems"]:
+            styled = controlled.get(row["system"])
+            writer.writerow([
+                category, row["rank"], row["system"], _num(row["strength"]), _num(row["score"]),
+                *_pair(row["ci_item"], _num), *_pair(row["ci_worker"], _num),
+                *_pair(row["rank_interval_item"], str), *_pair(row["rank_interval_worker"], str),
+                row["n_votes"], row["wins"], row["losses"], row["ties"],
+                _num(styled["strength"]) if styled else "",
+                *(map(_num, styled["ci"]) if styled else ("", "")),
+            ])
+    return out.getvalue()
+
+
+def _pair(values, form) -> tuple[str, str]:
+    return ("", "") if values is None else (form(values[0]), form(values[1]))
+
+
+def _num(value) -> str:
+    return "" if value is None else f"{value:.4f}"

@@ -1,0 +1,123 @@
+"""Adaptive pairing for A/B stages: before publishing, draw which of a draft stage's items
+(each a pair of systems) go to the judges, with probabilities that favour the pairs of systems
+that most reduce the uncertainty of the ranking (`pair_sampling_probabilities`: towards the
+design that minimizes the variance of the adjacent differences, with a uniform floor), given
+every judgment the project has so far. Every item's probability and whether it was drawn are
+recorded (`RoutingDraw`, as for uncertainty routing): the likelihood fit of the leaderboard
+stays valid under this design, and the record lets anyone reweight or audit the draw.
+
+A stage opts in with `"pairing": "adaptive"` and a `pairing_budget` (expected items)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from django.db import transaction
+
+from annotation.domain.item_content import answer_system
+from annotation.judgment_selectors import load_judgments
+from annotation.models import RoutingDraw, Stage, StageKind, StageStatus, TaskKind
+from annotation.services.stage_errors import StageError
+from annotation.services.stage_plans import stage_items_choose
+
+from ..domain.leaderboard import fit_counts, pair_sampling_probabilities, pair_table
+from ..reports.leaderboard import frame_votes
+
+FLOOR = 0.1
+METRIC_VERSION = "leaderboard:adaptive-pairing"
+
+
+@dataclass(frozen=True)
+class PairingSummary:
+    population: int
+    budget: int
+    drawn: int
+    systems: int
+    votes_so_far: int
+
+    def as_text(self) -> str:
+        return (f"{self.drawn} of {self.population} items drawn (expected {self.budget}) over "
+                f"{self.systems} systems, paired adaptively on {self.votes_so_far} earlier votes")
+
+
+def _pair_probabilities(stage: Stage, systems: list[str], batch: int) -> tuple[dict, int]:
+    """(unordered system pair → share of the next `batch` comparisons, votes so far)."""
+    index = {name: i for i, name in enumerate(systems)}
+    frame = load_judgments(project=stage.project)
+    votes, info = frame_votes(frame, frame.data_mask()) if len(frame) else (None, {})
+    k = len(systems)
+    pairs = [(i, j) for i in range(k) for j in range(i + 1, k)]
+    if votes is None:
+        return {p: 1 / len(pairs) for p in pairs}, 0
+    theta = np.zeros(k)
+    done = np.zeros(len(pairs))
+    table = pair_table(votes, position=info.get("order_recorded", False))
+    fit = fit_counts(table.design, table.counts, ties=bool((votes.outcome == 2).any()))
+    for n, name in enumerate(votes.systems):
+        if name in index:
+            theta[index[name]] = fit.beta[0, n]
+    for (left, right), counts in zip(table.rows, table.counts, strict=True):
+        a, b = votes.systems[left], votes.systems[right]
+        if a in index and b in index:
+            i, j = sorted((index[a], index[b]))
+            done[pairs.index((i, j))] += counts.sum()
+    eta = float(fit.eta[0]) if np.isfinite(fit.eta[0]) else None
+    covariance = np.eye(k) * 1e6  # systems without votes: their order is fully open
+    for n, name in enumerate(votes.systems):
+        for m, other in enumerate(votes.systems):
+            if name in index and other in index:
+                covariance[index[name], index[other]] = fit.covariance[n, m]
+    _pairs, prob = pair_sampling_probabilities(theta, done, batch=batch, eta=eta, floor=FLOOR,
+                                               covariance=covariance)
+    return {p: float(q) for p, q in zip(pairs, prob, strict=True)}, len(votes)
+
+
+@transaction.atomic
+def stage_draw_adaptive_pairs(*, stage: Stage, budget: int | None = None) -> PairingSummary:
+    """Draw the items of a draft A/B stage by adaptive pairing (Poisson sampling seeded by the
+    stage), record every item's probability, and make the drawn items the stage's items. A
+    draft stage may be drawn again over the same population; a published one never."""
+    stage = Stage.objects.select_for_update().get(pk=stage.pk)
+    if stage.project.kind != TaskKind.AB:
+        raise StageError(f"{stage}: adaptive pairing ranks the systems of A/B items; this is "
+                         f"a {stage.project.kind} project")
+    if stage.status != StageStatus.DRAFT:
+        raise StageError(f"{stage} is {stage.get_status_display().lower()}: its draw is fixed "
+                         "once it is published")
+    if stage.kind not in (StageKind.TRIAL, StageKind.FULL, StageKind.PILOT):
+        raise StageError(f"{stage}: only trial, pilot and full stages are paired adaptively")
+    settings = dict(stage.settings or {})
+    budget = int(budget if budget is not None else settings.get("pairing_budget") or 0)
+    earlier = list(stage.routing_draws.select_related("item").order_by("item_id"))
+    population = ([draw.item for draw in earlier] if earlier
+                  else [item for item in stage_items_choose(stage=stage, store=False)
+                        if not item.is_practice and not item.is_gold_check])
+    if not population:
+        raise StageError(f"{stage} has no items to draw from")
+    if not 1 <= budget <= len(population):
+        raise StageError(f"{stage}: the pairing budget must be between 1 and the "
+                         f"{len(population)} items of the stage, not {budget}")
+    item_systems = [tuple(answer_system(item.content or {}, side, source=item.source,
+                                        metadata=item.metadata) for side in ("A", "B"))
+                    for item in population]
+    systems = sorted({s for pair in item_systems for s in pair})
+    index = {name: i for i, name in enumerate(systems)}
+    share, votes_so_far = _pair_probabilities(stage, systems, budget)
+    keys = [tuple(sorted((index[a], index[b]))) for a, b in item_systems]
+    available = {key: keys.count(key) for key in set(keys)}
+    # Only pairs the stage has items for can be drawn: their shares are renormalized.
+    total = sum(share.get(key, 0) for key in available)
+    pi = np.array([min(1.0, budget * share[key] / total / available[key])
+                   if key[0] != key[1] else 0.0 for key in keys])
+    drawn = np.random.default_rng([stage.pk, len(population), budget]).random(len(pi)) < pi
+    RoutingDraw.objects.filter(stage=stage).delete()
+    RoutingDraw.objects.bulk_create([
+        RoutingDraw(stage=stage, item=item, probability=float(prob), drawn=bool(sent),
+                    predicted=None, metric_version=METRIC_VERSION)
+        for item, prob, sent in zip(population, pi, drawn, strict=True) if prob > 0])
+    stage.items.set([item for item, sent in zip(population, drawn, strict=True) if sent])
+    settings.update(pairing="adaptive", pairing_budget=budget)
+    stage.settings = settings
+    stage.save(update_fields=["settings", "updated_at"])
+    return PairingSummary(population=len(population), budget=budget, drawn=int(drawn.sum()),
+                          systems=len(systems), votes_so_far=votes_so_far)

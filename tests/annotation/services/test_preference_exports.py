@@ -1,0 +1,88 @@
+"""Preference pairs for training from A/B judgments: which items are clear, which are ties or
+contested, what the metadata says, and the command."""
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from annotation.models import StageKind, TaskKind
+from annotation.services.adjudication import adjudication_record
+from annotation.services.preference_exports import PreferenceExportError, preference_rows
+from testing.factories import make_item, make_judgment, make_project, make_stage, make_worker
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def study():
+    project = make_project(TaskKind.AB, slug="prefs")
+    stage = make_stage(project, kind=StageKind.FULL)
+    workers = [make_worker() for _ in range(3)]
+
+    def item(name, choices):
+        made = make_item(project, external_id=name, domain="Law", content={
+            "question": f"question {name}", "evidence": [], "setting": "HM",
+            "answer_a": {"text": f"{name} answer A", "kind": "model", "upvotes": None,
+                         "system": "model-x"},
+            "answer_b": {"text": f"{name} answer B", "kind": "human", "upvotes": 3}})
+        for worker, choice in zip(workers, choices, strict=False):
+            make_judgment(item=made, stage=stage, worker=worker, choice=choice)
+        return made
+
+    item("clear", ["B", "B", "B"])
+    item("two-one", ["A", "A", "B"])
+    item("split", ["A", "B"])
+    item("tie", ["tie", "both_bad", "tie"])
+    adjudicated = item("decided", ["A", "B"])
+    adjudication_record(item=adjudicated, value="B", note="B cites the statute")
+    return project
+
+
+def _rows(project, **options):
+    return {row["metadata"]["item"]: row for row in preference_rows(project=project, **options)}
+
+
+def test_clear_preferences_only_by_default(study):
+    rows = _rows(study)
+    assert set(rows) == {"clear", "two-one", "decided"}
+    clear = rows["clear"]
+    assert clear["prompt"] == "question clear"
+    assert (clear["chosen"], clear["rejected"]) == ("clear answer B", "clear answer A")
+    meta = clear["metadata"]
+    assert meta["chosen_system"] == "human-higher-voted" and meta["rejected_system"] == "model-x"
+    assert meta["agreement"] == 1.0 and meta["votes"] == {"B": 3}
+    assert meta["aggregation"] == study.aggregation_model and meta["label_source"] == "aggregation"
+    assert rows["two-one"]["metadata"]["agreement"] == pytest.approx(2 / 3, abs=1e-6)
+    assert rows["decided"]["metadata"]["label_source"] == "adjudication"
+    assert rows["decided"]["chosen"] == "decided answer B"
+
+
+def test_min_agreement_ties_and_contested_on_request(study):
+    assert set(_rows(study, min_agreement=0.7)) == {"clear", "decided"}
+    with_ties = _rows(study, include_ties=True)
+    assert with_ties["tie"]["metadata"]["tie"] is True
+    assert with_ties["tie"]["metadata"]["votes"] == {"tie": 2, "both_bad": 1}
+    contested = _rows(study, include_contested=True)
+    assert "split" in contested and contested["split"]["metadata"]["contested"] is True
+    assert "tie" not in contested
+
+
+def test_only_ab_projects_and_valid_agreement(study):
+    with pytest.raises(PreferenceExportError, match="A/B items"):
+        list(preference_rows(project=make_project(TaskKind.LIKERT, slug="lik")))
+    with pytest.raises(PreferenceExportError, match="between 0 and 1"):
+        list(preference_rows(project=study, min_agreement=1.5))
+
+
+def test_export_command_writes_pairs(study):
+    out = io.StringIO()
+    call_command("export_data", "prefs", "--preferences", "--min-agreement", "0.9", stdout=out)
+    rows = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert [r["metadata"]["item"] for r in rows] == ["clear", "decided"]
+    assert set(rows[0]) == {"prompt", "chosen", "rejected", "metadata"}
+    with pytest.raises(CommandError, match="JSON Lines"):
+        call_command("export_data", "prefs", "--preferences", "--format", "csv",
+                     stdout=io.StringIO())

@@ -1,0 +1,344 @@
+"""The leaderboard's fitting core against second implementations (statsmodels' logistic
+regression for Bradley–Terry, a direct scipy maximization of Davidson's likelihood in its
+original π form) and its robustness checks on simulated votes with known answers."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import statsmodels.api as sm
+from scipy import optimize
+
+from metrics_app.domain.leaderboard import (
+    LEFT,
+    RIGHT,
+    TIE,
+    LeaderboardError,
+    Votes,
+    drop_to_flip_top,
+    fit_counts,
+    leaderboard,
+    optimal_pair_weights,
+    pair_sampling_probabilities,
+    pair_table,
+    style_features,
+)
+
+
+def simulate(strengths, n, *, nu=0.0, seed=0, n_workers=20, per_item=3, style=None, beta=0.0,
+             left_bias=None):
+    """Votes drawn from the Davidson model (Bradley–Terry when nu = 0); `style` (n,) adds
+    beta·style to the left's log-odds; `left_bias` maps a worker to P(picks left blindly)."""
+    rng = np.random.default_rng(seed)
+    k = len(strengths)
+    n_items = max(1, n // per_item)
+    a = rng.integers(0, k, n_items)
+    b = (a + rng.integers(1, k, n_items)) % k
+    item = rng.integers(0, n_items, n)
+    worker = rng.integers(0, n_workers, n)
+    flip = rng.random(n) < 0.5
+    left, right = np.where(flip, b[item], a[item]), np.where(flip, a[item], b[item])
+    d = np.asarray(strengths)[left] - np.asarray(strengths)[right]
+    if style is not None:
+        d = d + beta * style
+    z = np.exp(d / 2) + np.exp(-d / 2) + nu
+    u = rng.random(n)
+    outcome = np.where(u < np.exp(d / 2) / z, LEFT,
+                       np.where(u < (np.exp(d / 2) + np.exp(-d / 2)) / z, RIGHT, TIE))
+    for w, p in (left_bias or {}).items():
+        blind = (worker == w) & (rng.random(n) < p)
+        outcome[blind] = LEFT
+    names = [f"sys{i}" for i in range(k)]
+    return Votes(names, left, right, outcome, item, worker,
+                 None if style is None else style[:, None], [] if style is None else ["length"])
+
+
+def test_bradley_terry_matches_statsmodels_logit():
+    votes = simulate([0.8, 0.3, 0.0, -0.5, -0.9], 3000, seed=1)
+    table = pair_table(votes, position=True)
+    ours = fit_counts(table.design, table.counts, ties=False, ridge=1e-10).beta[0]
+    k = 5
+    x = np.zeros((len(votes), k))
+    x[np.arange(len(votes)), votes.left] = 1
+    x[np.arange(len(votes)), votes.right] = -1
+    exog = np.column_stack([x[:, 1:], np.ones(len(votes))])  # system 0 as the reference
+    ref = sm.Logit((votes.outcome == LEFT).astype(float), exog).fit(disp=0).params
+    np.testing.assert_allclose(ours[1:k] - ours[0], ref[:k - 1], atol=1e-5)
+    np.testing.assert_allclose(ours[k], ref[k - 1], atol=1e-5)  # the position effect
+
+
+def test_davidson_matches_a_direct_maximization_of_the_pi_form():
+    votes = simulate([0.6, 0.1, -0.7], 1500, nu=0.8, seed=2)
+    table = pair_table(votes, position=False)
+    fit = fit_counts(table.design, table.counts, ties=True, ridge=1e-10)
+    ours = fit.beta[0] - fit.beta[0, 0]
+
+    def nll(params):
+        log_pi = np.concatenate([[0.0], params[:2]])
+        nu = np.exp(params[2])
+        pi_l, pi_r = np.exp(log_pi[votes.left]), np.exp(log_pi[votes.right])
+        denom = pi_l + pi_r + nu * np.sqrt(pi_l * pi_r)
+        p = np.where(votes.outcome == LEFT, pi_l, np.where(votes.outcome == RIGHT, pi_r,
+                                                           nu * np.sqrt(pi_l * pi_r))) / denom
+        return -np.log(p).sum()
+
+    ref = optimize.minimize(nll, np.zeros(3), method="Nelder-Mead",
+                            options={"xatol": 1e-8, "fatol": 1e-10, "maxiter": 20000}).x
+    np.testing.assert_allclose(ours[1:], ref[:2], atol=1e-3)
+    assert np.exp(fit.eta[0]) == pytest.approx(np.exp(ref[2]), abs=1e-3)
+
+
+def test_ties_are_modelled_and_their_parameter_recovered():
+    votes = simulate([1.0, 0.0, -1.0], 20000, nu=1.5, seed=3)
+    board = leaderboard(votes, rounds=20, robustness=False)
+    assert board["model"]["name"] == "davidson"
+    assert board["model"]["tie_parameter"] == pytest.approx(1.5, rel=0.1)
+    top = board["systems"][0]
+    assert top["system"] == "sys0" and top["ties"] > 0
+    # Counting a tie as half a win of each (Bradley–Terry on ties) shrinks the strengths;
+    # the Davidson fit recovers the generating differences.
+    assert top["strength"] - board["systems"][-1]["strength"] == pytest.approx(2.0, abs=0.15)
+    expected_tie = board["expected"]["tie"][0][1]
+    assert 0 < expected_tie < 1
+    without = leaderboard(votes, rounds=5, ties=False, robustness=False)
+    assert without["model"]["name"] == "bradley_terry" and without["model"]["tie_parameter"] is None
+
+
+def test_style_control_separates_length_from_quality():
+    rng = np.random.default_rng(4)
+    n = 6000
+    base = simulate([0.0, 0.0, 0.0], n, seed=4)
+    # sys0 writes longer answers; equal quality; judges like length (β = 1 per unit).
+    length = rng.normal(0, 0.2, n) + 0.5 * (base.left == 0) - 0.5 * (base.right == 0)
+    votes = simulate([0.0, 0.0, 0.0], n, seed=4, style=length, beta=1.0)
+    board = leaderboard(votes, rounds=20, robustness=False)
+    assert board["systems"][0]["system"] == "sys0"
+    assert board["systems"][0]["ci_item"][0] > 0  # raw: sys0 looks better
+    controlled = board["style_control"]
+    coef = controlled["coefficients"][0]
+    sd = coef["sd_of_difference"]
+    assert coef["ci"][0] < 1.0 * sd < coef["ci"][1]
+    sys0 = next(s for s in controlled["systems"] if s["system"] == "sys0")
+    assert sys0["ci"][0] < 0 < sys0["ci"][1]  # with style controlled, sys0 is not better
+
+
+def test_style_features_are_normalized_differences():
+    features = style_features("# Title\n- a\n- b\n**bold** text", "short")
+    assert features["markdown_headers"] == 1.0 and features["markdown_lists"] == 1.0
+    assert 0 < features["length"] < 1
+    assert style_features("abc", "abc")["length"] == 0.0
+
+
+def _refit_top(table, counts, ties):
+    return int(np.argmax(fit_counts(table.design, counts, ties=ties).beta[0, :3]))
+
+
+def test_drop_k_removes_votes_that_really_flip_the_top():
+    votes = simulate([0.15, 0.0, -1.0], 2000, seed=5)
+    table = pair_table(votes)
+    result = drop_to_flip_top(table, 3, ties=False, systems=votes.systems)
+    assert result["votes"] is not None and result["new_top"] != result["original_top"]
+    counts = table.counts.copy()
+    index = {(votes.systems[i], votes.systems[j]): r for r, (i, j) in enumerate(table.rows)}
+    outcome_index = {"left": 0, "right": 1, "tie": 2}
+    for step in result["removed"]:
+        counts[index[(step["left"], step["right"])], outcome_index[step["outcome"]]] -= step["votes"]
+    assert sum(s["votes"] for s in result["removed"]) == result["votes"]
+    assert votes.systems[_refit_top(table, counts, False)] == result["new_top"]
+    # A clear leader needs many more removals than a narrow one.
+    clear = simulate([1.5, 0.0, -1.0], 2000, seed=5)
+    clear_result = drop_to_flip_top(pair_table(clear), 3, ties=False, systems=clear.systems)
+    assert clear_result["votes"] > 3 * result["votes"]
+
+
+def test_power_estimate_predicts_the_votes_that_separate_two_systems():
+    votes = simulate([0.3, 0.0, -1.5], 600, seed=6)
+    board = leaderboard(votes, rounds=10)
+    first = board["robustness"]["power"][0]
+    assert first["higher"] == "sys0" and not first["separated"]
+    more = first["more_comparisons"]
+    assert more and more > 0
+    # Add `more` direct votes of the two in the proportions the fit expects: the difference
+    # then stands (1.96 + 0.84) standard errors from zero.
+    table = pair_table(votes)
+    d = first["difference"]
+    p = 1 / (1 + np.exp(-d))
+    extra_design = np.zeros((1, table.design.shape[1]))
+    extra_design[0, 0], extra_design[0, 1] = 1, -1
+    design = np.vstack([table.design, extra_design])
+    counts = np.vstack([table.counts, [[more * p, more * (1 - p), 0]]])
+    fit = fit_counts(design, counts, ties=False)
+    c = np.zeros(fit.covariance.shape[0])
+    c[0], c[1] = 1, -1
+    se = np.sqrt(c @ fit.covariance @ c)
+    assert (fit.beta[0, 0] - fit.beta[0, 1]) / se == pytest.approx(2.80, abs=0.15)
+
+
+def test_contrarian_worker_is_flagged_and_kept():
+    votes = simulate([1.5, 0.0, -1.5], 3000, seed=7, n_workers=10)
+    contrarian = votes.worker == 3
+    swapped = votes.outcome.copy()
+    swapped[contrarian & (votes.outcome == LEFT)] = RIGHT
+    swapped[contrarian & (votes.outcome == RIGHT)] = LEFT
+    votes = Votes(votes.systems, votes.left, votes.right, swapped, votes.item, votes.worker)
+    board = leaderboard(votes, rounds=10)
+    flagged = {w["worker"] for w in board["robustness"]["flagged_workers"]["workers"]
+               if w["flagged"]}
+    assert flagged == {3}
+    assert board["model"]["n_votes"] == 3000  # flagged, never dropped
+
+
+def test_position_bias_finds_the_worker_who_picks_left():
+    votes = simulate([0.5, 0.0, -0.5], 4000, seed=8, n_workers=10, left_bias={4: 0.8})
+    bias = leaderboard(votes, rounds=5)["robustness"]["position_bias"]
+    biased = {w["worker"] for w in bias["workers"] if w["biased"]}
+    assert biased == {4}
+    assert bias["overall"]["left_win_rate"] > 0.5
+
+
+def test_bootstrap_intervals_cover_and_rank_intervals_order():
+    votes = simulate([1.0, 0.5, 0.0, -1.5], 4000, seed=9)
+    board = leaderboard(votes, rounds=100, robustness=False)
+    truth = {"sys0": 1.0, "sys1": 0.5, "sys2": 0.0, "sys3": -1.5}
+    centre = np.mean(list(truth.values()))
+    for row in board["systems"]:
+        for key in ("ci_item", "ci_worker"):
+            lo, hi = row[key]
+            assert lo <= row["strength"] <= hi
+            assert lo - 0.05 < truth[row["system"]] - centre < hi + 0.05
+    assert [r["system"] for r in board["systems"]] == ["sys0", "sys1", "sys2", "sys3"]
+    assert board["systems"][-1]["rank_interval_item"] == [4, 4]
+
+
+def test_adaptive_pairing_follows_the_adjacent_pairs_and_keeps_a_floor():
+    theta = np.array([2.0, 1.9, -2.0])
+    pairs, prob = pair_sampling_probabilities(theta, np.zeros(3), batch=100, floor=0.3)
+    assert prob.sum() == pytest.approx(1)
+    assert prob.min() >= 0.3 / 3 - 1e-12
+    # The adjacent pairs (0, 1) and (1, 2) decide the ranking; (0, 2) is drawn least.
+    assert tuple(pairs[np.argmin(prob)]) == (0, 2)
+    assert prob[0] > 0.3 / 3 + 0.1
+    # A pair that already has more than its share is drawn only at the floor.
+    done = np.array([1000.0, 0, 0])
+    _pairs, after = pair_sampling_probabilities(theta, done, batch=100, floor=0.3)
+    assert after[0] == pytest.approx(0.1)
+    with pytest.raises(LeaderboardError, match="one count per pair"):
+        pair_sampling_probabilities(theta, np.zeros(2), batch=10)
+
+
+def test_optimal_design_beats_uniform_on_the_adjacent_differences():
+    theta = np.linspace(-2.5, 2.5, 8)
+    pairs, w = optimal_pair_weights(theta)
+    x = np.zeros((len(pairs), 8))
+    x[np.arange(len(pairs)), pairs[:, 0]] = 1
+    x[np.arange(len(pairs)), pairs[:, 1]] = -1
+    d = theta[pairs[:, 0]] - theta[pairs[:, 1]]
+    h = 1 / (1 + np.exp(-d)) * (1 - 1 / (1 + np.exp(-d)))
+    contrasts = np.diff(np.eye(8)[::-1], axis=0) * -1  # θ_(r) − θ_(r+1), best first
+
+    def total_variance(weights):
+        info = (x * (weights * h)[:, None]).T @ x + np.ones((8, 8)) / 8
+        return np.trace(contrasts @ np.linalg.inv(info) @ contrasts.T)
+
+    uniform = total_variance(np.full(len(pairs), 1 / len(pairs)))
+    assert total_variance(w) < 0.7 * uniform
+    assert w.sum() == pytest.approx(1) and (w >= 0).all()
+
+
+@pytest.mark.parametrize("change, message", [
+    (dict(left=[0, 5]), "outside"),
+    (dict(right=[0, 1]), "itself"),
+    (dict(outcome=[0, 7]), "outcome"),
+    (dict(item=[1]), "item has 1"),
+])
+def test_bad_votes_are_refused_with_a_clear_message(change, message):
+    args = dict(systems=["a", "b"], left=[0, 1], right=[1, 0], outcome=[0, 1], item=[0, 1],
+                worker=[0, 0]) | change
+    with pytest.raises(LeaderboardError, match=message):
+        Votes(**args)
+
+
+def test_empty_votes_are_refused():
+    with pytest.raises(LeaderboardError, match="no votes"):
+        leaderboard(Votes(["a", "b"], [], [], [], [], []))
+
+
+def test_cluster_bootstrap_groups_identical_clusters_without_changing_the_resampling():
+    from metrics_app.domain.leaderboard import bootstrap_counts, cluster_counts
+
+    votes = simulate([0.5, 0.0, -0.5], 3000, seed=10, per_item=2)
+    table = pair_table(votes)
+    grouped = cluster_counts(table, votes.outcome, votes.item)
+    assert grouped.n_clusters == len(np.unique(votes.item))
+    assert grouped.signatures.shape[0] < grouped.n_clusters / 5
+    assert grouped.multiplicity.sum() == grouped.n_clusters
+    draws = bootstrap_counts(grouped, 4000, np.random.default_rng(0)).reshape(4000, -1)
+    # Poisson(1) per item: each cell's mean is its count, its variance Σ over items of the
+    # item's count in that cell squared.
+    per_item = np.zeros((grouped.n_clusters, draws.shape[1]))
+    _, index = np.unique(votes.item, return_inverse=True)
+    np.add.at(per_item, (index, table.row_of_vote * 3 + votes.outcome), 1)
+    np.testing.assert_allclose(draws.mean(0), per_item.sum(0), rtol=0.03, atol=1)
+    np.testing.assert_allclose(draws.var(0), (per_item ** 2).sum(0), rtol=0.1, atol=2)
+
+
+def test_standard_errors_are_those_of_the_centred_strengths():
+    votes = simulate([0.5, 0.0, -0.5], 3000, seed=11)
+    board = leaderboard(votes, rounds=100, robustness=False)
+    for row in board["systems"]:
+        # The bootstrap spread by item and the curvature agree (about 1.96 se per half-width).
+        half = (row["ci_item"][1] - row["ci_item"][0]) / 2
+        assert 0.7 < half / (1.96 * row["se"]) < 1.4
+
+
+def test_position_bias_p_values_match_scipys_binomial_test():
+    from scipy import stats
+
+    votes = simulate([0.5, 0.0, -0.5], 600, seed=12, n_workers=6, left_bias={2: 0.3})
+    rows = leaderboard(votes, rounds=5)["robustness"]["position_bias"]["workers"]
+    for row in rows:
+        wins = round(row["left_win_rate"] * row["n"])
+        assert row["p_value"] == pytest.approx(stats.binomtest(wins, row["n"]).pvalue, rel=1e-9)
+
+
+def test_adaptive_pairing_with_the_covariance_goes_where_the_order_is_open():
+    theta = np.array([2.0, 1.9, -2.0])
+    covariance = np.eye(3) * 0.01  # se of a difference about 0.14: (0, 1) open, (1, 2) settled
+    pairs, prob = pair_sampling_probabilities(theta, np.zeros(3), batch=100, floor=0.1,
+                                              covariance=covariance)
+    assert tuple(pairs[np.argmax(prob)]) == (0, 1)
+    assert prob[list(map(tuple, pairs)).index((1, 2))] < 0.1
+
+
+@pytest.mark.parametrize("values", [[5, 3, 5, 0, 3], [10**12, 7, 10**12], [-2, 4, -2]])
+def test_factorize_matches_numpy_unique(values):
+    from metrics_app.domain.leaderboard import factorize
+
+    ours = factorize(np.array(values))
+    ref = np.unique(np.array(values), return_inverse=True)
+    np.testing.assert_array_equal(ours[0], ref[0])
+    np.testing.assert_array_equal(ours[1], ref[1])
+
+
+def test_a_style_feature_present_in_a_handful_of_votes_is_left_out():
+    base = simulate([0.3, 0.0, -0.3], 2000, seed=13)
+    rare = np.zeros(len(base))
+    rare[:3] = 0.5
+    rng = np.random.default_rng(13)
+    votes = Votes(base.systems, base.left, base.right, base.outcome, base.item, base.worker,
+                  np.column_stack([rng.normal(0, 0.3, len(base)), rare]), ["length", "bold"])
+    controlled = leaderboard(votes, rounds=5, robustness=False)["style_control"]
+    assert controlled["features"] == ["length"]
+
+
+def test_a_system_that_never_lost_has_an_open_interval_and_components_are_named():
+    n = 20
+    unbeaten = Votes(["a", "b"], [0] * n, [1] * n, [LEFT] * n, list(range(n)), list(range(n)))
+    rows = {r["system"]: r for r in leaderboard(unbeaten, rounds=20)["systems"]}
+    assert rows["a"]["unbounded"] == "above" and rows["a"]["ci_item"][1] is None
+    assert rows["b"]["unbounded"] == "below" and rows["b"]["ci_item"][0] is None
+    assert rows["a"]["ci_item"][0] is not None
+    split = Votes(["a", "b", "c", "d"], [0, 2] * 10, [1, 3] * 10, [LEFT, RIGHT] * 10,
+                  list(range(20)), list(range(20)))
+    model = leaderboard(split, rounds=20)["model"]
+    assert model["components"] == [["a", "b"], ["c", "d"]]
+    assert leaderboard(simulate([0.5, 0, -0.5], 300), rounds=5)["model"]["components"] is None

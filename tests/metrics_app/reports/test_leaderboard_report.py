@@ -1,0 +1,113 @@
+"""The leaderboard of the project report on the long-form QA expert judgments (Xu et al. 2023)
+and on A/B items that name their systems, its CSV, and its consistency with the preference
+rates of Table 2."""
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import pytest
+from django.core.management import call_command
+
+from annotation.domain.item_content import HUMAN_HIGHER_VOTED, HUMAN_LOWER_VOTED
+from annotation.models import Item, Project
+from metrics_app.reports.leaderboard import leaderboard_csv
+from metrics_app.reports.project import project_report
+
+pytestmark = pytest.mark.django_db
+MODEL = "text-davinci-002"
+
+
+def _import(path, slug: str) -> Project:
+    call_command("import_data", "lfqa-experts", str(path), project=slug, create=True,
+                 no_progress=True, stdout=io.StringIO())
+    return Project.objects.get(slug=slug)
+
+
+def test_lfqa_leaderboard(shared_data):
+    project = _import(shared_data / "lfqa_experts", "lfqa-board")
+    report = project_report(project=project)
+    systems = {tuple(sorted((c["answer_a"]["system"], c["answer_b"]["system"])))
+               for c in Item.objects.filter(project=project).values_list("content", flat=True)}
+    _check_importer_names_each_answers_system(systems)
+    _check_overall_agrees_with_table_2(report)
+    _check_per_domain(report)
+    _check_csv(report)
+
+
+def _check_importer_names_each_answers_system(systems):
+    assert systems == {tuple(sorted((HUMAN_HIGHER_VOTED, HUMAN_LOWER_VOTED))),
+                       tuple(sorted((HUMAN_HIGHER_VOTED, MODEL)))}
+
+
+def _check_overall_agrees_with_table_2(report):
+    board = report["leaderboard"]["overall"]
+    rows = {r["system"]: r for r in board["systems"]}
+    assert set(rows) == {HUMAN_HIGHER_VOTED, HUMAN_LOWER_VOTED, MODEL}
+    assert board["model"]["n_votes"] == 260 and board["model"]["name"] == "bradley_terry"
+    # Table 2: experts prefer the higher-voted answer to the lower-voted one (62.4%) and the
+    # model to the higher-voted human answer (61.8%): the fitted order follows.
+    assert [r["system"] for r in board["systems"]] == [MODEL, HUMAN_HIGHER_VOTED,
+                                                       HUMAN_LOWER_VOTED]
+    rate = board["win_rate"]
+    i, j = rate["systems"].index(HUMAN_HIGHER_VOTED), rate["systems"].index(HUMAN_LOWER_VOTED)
+    assert 0.55 < rate["matrix"][i][j] < 0.7
+    for row in board["systems"]:
+        for key in ("ci_item", "ci_worker"):
+            assert row[key][0] < row["strength"] < row[key][1]
+        assert 1 <= row["rank_interval_item"][0] <= row["rank"] <= row["rank_interval_item"][1]
+    robustness = board["robustness"]
+    assert robustness["drop_to_flip_top"]["votes"] >= 1
+    assert len(robustness["power"]) == 2
+    assert board["style_control"]["features"][0] == "length"
+
+
+def _check_per_domain(report):
+    by_domain = report["leaderboard"]["by_domain"]
+    assert set(by_domain) == {"Biology", "Chemistry", "Economics", "History", "Law", "Physics",
+                              "TechCS"}
+    history = {r["system"]: r for r in by_domain["History"]["systems"]}
+    # History: 80% prefer the higher-voted answer, 24.4% the model (Table 2).
+    assert history[HUMAN_HIGHER_VOTED]["rank"] == 1
+    assert history[HUMAN_LOWER_VOTED]["strength"] < history[HUMAN_HIGHER_VOTED]["strength"]
+    assert history[MODEL]["strength"] < history[HUMAN_HIGHER_VOTED]["strength"]
+
+
+def _check_csv(report):
+    report = report["leaderboard"]
+    rows = list(csv.DictReader(io.StringIO(leaderboard_csv(report))))
+    assert len(rows) == 3 * (1 + 7)
+    overall = [r for r in rows if r["category"] == "overall"]
+    assert [r["system"] for r in overall] == [s["system"] for s in report["overall"]["systems"]]
+    assert float(overall[0]["ci_item_low"]) < float(overall[0]["strength"])
+
+
+def test_report_command_json_carries_the_leaderboard(shared_data):
+    _import(shared_data / "lfqa_experts", "lfqa-board-cmd")
+    out = io.StringIO()
+    call_command("report", "lfqa-board-cmd", "--json", stdout=out)
+    report = json.loads(out.getvalue())
+    assert report["leaderboard"]["overall"]["systems"][0]["system"] == MODEL
+    text = io.StringIO()
+    call_command("report", "lfqa-board-cmd", stdout=text)
+    assert f"1. {MODEL}" in text.getvalue() and "Leaderboard (bradley_terry, 260 votes" in text.getvalue()
+
+
+def test_ties_stay_out_of_the_preference_shares_and_count_as_ties():
+    from annotation.models import StageKind, TaskKind
+    from testing.factories import make_item, make_judgment, make_project, make_stage, make_worker
+
+    project = make_project(TaskKind.AB, slug="hh-ties")
+    stage = make_stage(project, kind=StageKind.FULL)
+    item = make_item(project, domain="Law", metadata={"higher_voted": "A"}, content={
+        "question": "q", "evidence": [], "setting": "HH",
+        "answer_a": {"text": "a", "kind": "human", "upvotes": 9},
+        "answer_b": {"text": "b", "kind": "human", "upvotes": 2}})
+    for choice in ("A", "tie", "both_good", "B", "A"):
+        make_judgment(item=item, stage=stage, worker=make_worker(), choice=choice)
+    report = project_report(project=project)
+    assert report["lfqa"]["by_domain"]["Law"]["prefer_higher_voted_hh"] == pytest.approx(2 / 3)
+    board = report["leaderboard"]["overall"]
+    assert board["model"]["name"] == "davidson" and board["model"]["n_ties"] == 2
+    assert report["leaderboard"]["tie_choices"] == {"tie": 1, "both_good": 1, "both_bad": 0}

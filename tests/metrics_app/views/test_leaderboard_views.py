@@ -1,0 +1,116 @@
+"""The leaderboard through the API (JSON, CSV, who may read it) and the dashboard section, on
+A/B items that name their systems, with ties and the order shown recorded."""
+from __future__ import annotations
+
+import csv
+import io
+
+import numpy as np
+import pytest
+from django.urls import reverse
+
+from annotation.models import StageKind, TaskKind
+from testing.factories import (
+    make_item,
+    make_judgment,
+    make_project,
+    make_stage,
+    make_user,
+    make_worker,
+)
+
+pytestmark = pytest.mark.django_db
+STRENGTH = {"strong": 1.2, "middle": 0.0, "weak": -1.2}
+
+
+@pytest.fixture
+def arena():
+    """40 items over three systems, 6 workers each judging every item; outcomes drawn from
+    known strengths, a tenth of them ties, the order shown alternating."""
+    rng = np.random.default_rng(0)
+    owner = make_user("owner")
+    project = make_project(TaskKind.AB, owner=owner, slug="arena", title="Arena")
+    stage = make_stage(project, kind=StageKind.FULL, name="full")
+    workers = [make_worker(external_id=f"judge-{i}") for i in range(6)]
+    names = list(STRENGTH)
+    for n in range(40):
+        a, b = names[n % 3], names[(n + 1 + n // 3 % 2) % 3]
+        item = make_item(project, domain="Biology" if n % 2 else "History", content={
+            "question": f"q{n}", "evidence": [], "setting": "HM",
+            "answer_a": {"text": " ".join(["x"] * (10 + n)), "kind": "model", "upvotes": None,
+                         "system": a},
+            "answer_b": {"text": " ".join(["y"] * 20), "kind": "model", "upvotes": None,
+                         "system": b}})
+        p = 1 / (1 + np.exp(-(STRENGTH[a] - STRENGTH[b])))
+        for i, worker in enumerate(workers):
+            u = rng.random()
+            choice = "tie" if u < 0.1 else ("A" if rng.random() < p else "B")
+            make_judgment(item=item, stage=stage, worker=worker, choice=choice,
+                          presented_order=["A", "B"] if (n + i) % 2 else ["B", "A"])
+    return project, owner
+
+
+def test_leaderboard_api_json_and_csv(client, arena):
+    project, owner = arena
+    client.force_login(owner)
+    url = reverse("metrics-api:project-leaderboard", args=[project.slug])
+    board = client.get(url).json()
+    overall = board["overall"]
+    assert [r["system"] for r in overall["systems"]] == ["strong", "middle", "weak"]
+    assert overall["model"]["name"] == "davidson" and overall["model"]["n_ties"] > 0
+    assert overall["model"]["position_effect"] is not None  # the order shown was recorded
+    assert board["tie_choices"]["tie"] == overall["model"]["n_ties"]
+    assert all(r["ci_worker"] is not None for r in overall["systems"])
+    assert set(board["by_domain"]) == {"Biology", "History"}
+    response = client.get(url, {"output": "csv"})
+    assert response.status_code == 200 and response["Content-Type"].startswith("text/csv")
+    rows = list(csv.DictReader(io.StringIO(response.content.decode())))
+    assert {r["category"] for r in rows} == {"overall", "domain:Biology", "domain:History"}
+    assert rows[0]["system"] == "strong" and rows[0]["rank"] == "1"
+    assert client.get(url, {"output": "xlsx"}).status_code == 400
+
+
+def test_leaderboard_api_is_private_and_only_for_ab(client, arena):
+    project, _owner = arena
+    url = reverse("metrics-api:project-leaderboard", args=[project.slug])
+    client.force_login(make_user("stranger"))
+    assert client.get(url).status_code == 404
+    likert_owner = make_user("likert-owner")
+    likert = make_project(TaskKind.LIKERT, owner=likert_owner, slug="lik")
+    client.force_login(likert_owner)
+    response = client.get(reverse("metrics-api:project-leaderboard", args=[likert.slug]))
+    assert response.status_code == 400 and "A/B" in response.content.decode()
+
+
+def test_metric_judges_side_by_side_with_the_humans(client, arena):
+    from metrics_app.services.scoring import project_score_metrics
+
+    project, owner = arena
+    client.force_login(owner)
+    url = reverse("metrics-api:project-leaderboard", args=[project.slug])
+    assert "judges" not in client.get(url).json()  # cached now, without any metric
+    project_score_metrics(project=project, metric_names=["length"])
+    board = client.get(url).json()  # the new scores make the cached report stale
+    (name, judge), = board["judges"].items()
+    assert name.startswith("length@")
+    # Answer A has 10 + n words, B 20: the length judge's votes follow n, not quality.
+    n_items = 40
+    assert judge["model"]["n_votes"] == n_items
+    assert judge["model"]["n_ties"] == 1  # n = 10: both 20 words
+    rows = {r["system"]: r for r in board["side_by_side"]}
+    assert set(rows) == set(STRENGTH) and all(name in r for r in rows.values())
+    assert rows["strong"]["human"]["rank"] == 1
+    html = client.get(reverse("metrics:project-dashboard", args=[project.slug])).content.decode()
+    assert "Humans and automatic judges side by side" in html and name in html
+
+
+def test_dashboard_shows_the_leaderboard(client, arena):
+    project, owner = arena
+    client.force_login(owner)
+    html = client.get(reverse("metrics:project-dashboard", args=[project.slug])).content.decode()
+    section = html[html.index('id="leaderboard"'):html.index("</section>", html.index(
+        'id="leaderboard"'))]
+    assert "<td>1</td><td>strong</td>" in section
+    assert "Style control: length" in section
+    assert "Per domain" in section and "History" in section
+    assert "?output=csv" in section
