@@ -173,11 +173,15 @@ def item_list(*, project: Project, filters: dict | None = None) -> QuerySet[Item
 
 
 def judgment_list(*, project: Project, filters: dict | None = None) -> QuerySet[Judgment]:
-    """A project's judgments, oldest first, filtered by stage, worker, split, dataset and id."""
+    """A project's judgments that count (`judgments_that_count`, as in exports), oldest first,
+    filtered by stage, worker, split, dataset and id; `include_qualification` adds practice
+    and qualification judgments, `include_rejected` unaccepted work (audits)."""
     filters = filters or {}
-    queryset = Judgment.objects.filter(item__project=project).select_related(
-        "item", "worker", "stage"
-    )
+    queryset = judgments_that_count(
+        Judgment.objects.filter(item__project=project), project=project,
+        data_stages_only=not filters.get("include_qualification"),
+        include_rejected=bool(filters.get("include_rejected")),
+    ).select_related("item", "worker", "stage")
     if filters.get("stage") is not None:
         queryset = queryset.filter(stage=filters["stage"])
     if filters.get("worker"):

@@ -424,3 +424,11 @@ class JudgmentFilterSerializer(serializers.Serializer):
         required=False, min_value=0, max_value=MAX_DB_INT,
         help_text="Only judgments with a larger id (incremental pulls).",
     )
+    include_qualification = serializers.BooleanField(
+        required=False, default=False,
+        help_text="Also practice and qualification judgments (`stage_kind` says which). "
+                  "Without it, only the judgments that count, as in every export and report.")
+    include_rejected = serializers.BooleanField(
+        required=False, default=False,
+        help_text="Audit: also rejected, returned and flagged work and blocked workers' "
+                  "judgments.")

@@ -70,7 +70,8 @@ class ProjectAdmin(ProgressColumnsMixin, ProjectScopedAdmin):
     filter_horizontal = ("shared_with",)
     readonly_fields = ("progress_table", "created_at", "updated_at")
     inlines = (StageInline,)
-    actions = ("export_jsonl", "export_csv")
+    actions = ("export_jsonl", "export_csv", "export_jsonl_with_qualification",
+               "export_csv_with_qualification")
     fieldsets = (
         (None, {"fields": ("title", "slug", "kind", "instructions", "owner", "shared_with")}),
         ("Progress", {"fields": ("progress_table",)}),
@@ -101,12 +102,12 @@ class ProjectAdmin(ProgressColumnsMixin, ProjectScopedAdmin):
             fields.append("owner")
         return fields
 
-    def _export(self, request, queryset, fmt: str):
+    def _export(self, request, queryset, fmt: str, *, include_qualification: bool = False):
         projects = list(queryset.order_by("slug"))
         if not projects:
             self.message_user(request, "No project selected.", messages.WARNING)
             return None
-        return export_response(projects, fmt)
+        return export_response(projects, fmt, include_qualification=include_qualification)
 
     @admin.action(description="Export judgments of selected projects (JSON Lines)")
     def export_jsonl(self, request, queryset):
@@ -115,6 +116,16 @@ class ProjectAdmin(ProgressColumnsMixin, ProjectScopedAdmin):
     @admin.action(description="Export judgments of selected projects (CSV)")
     def export_csv(self, request, queryset):
         return self._export(request, queryset, "csv")
+
+    # The judgments that count, plus the practice and qualification answers (`stage_kind` says
+    # which is which; the file name says they are in).
+    @admin.action(description="Export judgments incl. practice and qualification (JSON Lines)")
+    def export_jsonl_with_qualification(self, request, queryset):
+        return self._export(request, queryset, "jsonl", include_qualification=True)
+
+    @admin.action(description="Export judgments incl. practice and qualification (CSV)")
+    def export_csv_with_qualification(self, request, queryset):
+        return self._export(request, queryset, "csv", include_qualification=True)
 
     def get_actions(self, request):
         actions = super().get_actions(request)
