@@ -13,7 +13,14 @@ from django.urls import reverse
 
 from annotation.domain.csv_safe import csv_safe
 from annotation.models import StageStatus, TaskKind
-from testing.factories import make_item, make_judgment, make_project, make_stage, make_user, make_worker
+from testing.factories import (
+    make_item,
+    make_judgment,
+    make_project,
+    make_stage,
+    make_user,
+    make_worker,
+)
 
 pytestmark = [pytest.mark.reliability, pytest.mark.django_db]
 
