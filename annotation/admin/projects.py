@@ -8,7 +8,12 @@ from django.contrib import admin, messages
 from django.db.models import Count
 from django.utils.html import format_html, format_html_join
 
-from annotation.domain.item_content import ItemContentError, validate_gold, validate_item_content
+from annotation.domain.item_content import (
+    ItemContentError,
+    validate_gold,
+    validate_item_content,
+    validate_item_text,
+)
 from annotation.models import (
     AdaptiveTarget,
     Item,
@@ -195,6 +200,11 @@ class ItemAdminForm(forms.ModelForm):
                     check(project.kind, cleaned[name])
                 except ItemContentError as error:
                     self.add_error(name, str(error))
+        try:
+            validate_item_text({name: value for name, value in cleaned.items()
+                                if name not in self.errors})
+        except ItemContentError as error:
+            self.add_error(error.field.split(".", 1)[0].split("[", 1)[0], str(error))
         return cleaned
 
 
