@@ -355,19 +355,23 @@ class WorkerHistory:
     qualifications: list[WorkerQualification]
 
 
-def worker_history(*, worker: Worker) -> WorkerHistory:
-    """A worker's record across projects: assignments by status, judgments and their mean
-    time, bonuses paid and qualification results (the worker's admin page)."""
-    by_status = dict(Assignment.objects.filter(worker=worker).values_list("status")
-                     .annotate(n=Count("pk")).values_list("status", "n"))
-    judgments = Judgment.objects.filter(worker=worker).aggregate(
+def worker_history(*, worker: Worker, user) -> WorkerHistory:
+    """A worker's record in the projects `user` may see (`projects_visible_to`: every project
+    for a superuser, else the researcher's own and shared ones; another researcher's study is
+    never counted): assignments by status, judgments and their mean time, bonuses paid and
+    qualification results (the worker's admin page; the list's columns use the same scope)."""
+    visible = projects_visible_to(user).values("pk")
+    assignments = Assignment.objects.filter(worker=worker, stage__project__in=visible)
+    by_status = dict(assignments.values_list("status").annotate(n=Count("pk"))
+                     .values_list("status", "n"))
+    judgments = Judgment.objects.filter(worker=worker, item__project__in=visible).aggregate(
         n=Count("pk"), ms=Avg("time_spent_ms"))
-    bonus = Assignment.objects.filter(worker=worker).aggregate(total=Sum("bonus_paid"))["total"]
+    bonus = assignments.aggregate(total=Sum("bonus_paid"))["total"]
     return WorkerHistory(
         assignments_by_status=by_status, judgments=judgments["n"],
         mean_time_ms=judgments["ms"], bonus_paid=bonus,
-        qualifications=list(WorkerQualification.objects.filter(worker=worker)
-                            .select_related("stage")))
+        qualifications=list(WorkerQualification.objects.filter(
+            worker=worker, stage__project__in=visible).select_related("stage")))
 
 
 # --- What the REST API reads ----------------------------------------------------------------------
