@@ -1,0 +1,31 @@
+"""Throttling researcher sign-ins (django-axes): after `AXES_FAILURE_LIMIT` wrong passwords for
+one username from one client address, that pair is locked for `AXES_COOLOFF_TIME`, even with the
+right password; a page (429) says what to do. Unlock earlier with
+`manage.py axes_reset_username NAME` (or `axes_reset` for everyone), or by deleting the row
+under Admin › Axes › Access attempts.
+
+Annotators never sign in (their links and tokens are not passwords), and API tokens do not go
+through `authenticate()`, so only the admin login (researchers) is throttled.
+"""
+from __future__ import annotations
+
+from axes.backends import AxesStandaloneBackend
+
+
+class LoginThrottleBackend(AxesStandaloneBackend):
+    """Axes' lockout check for every sign-in made through a request. `authenticate()` without a
+    request (the test client's `login()`, a script) is not a sign-in attempt from a client and
+    passes on to the next backend instead of raising."""
+
+    def authenticate(self, request, username=None, password=None, **kwargs):
+        if request is None:
+            return None
+        return super().authenticate(request, username=username, password=password, **kwargs)
+
+
+def client_address(request) -> str:
+    """The same client address as the rate limits (`QAJ_TRUSTED_PROXY_HEADER` honoured only
+    when set): a client cannot pick a fresh address per attempt by sending X-Forwarded-For."""
+    from annotation.services.access import request_client_address
+
+    return request_client_address(meta=request.META) or "unknown"
