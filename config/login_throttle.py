@@ -9,6 +9,8 @@ through `authenticate()`, so only the admin login (researchers) is throttled.
 """
 from __future__ import annotations
 
+import ipaddress
+
 from axes.backends import AxesStandaloneBackend
 
 
@@ -23,9 +25,16 @@ class LoginThrottleBackend(AxesStandaloneBackend):
         return super().authenticate(request, username=username, password=password, **kwargs)
 
 
-def client_address(request) -> str:
+def client_address(request) -> str | None:
     """The same client address as the rate limits (`QAJ_TRUSTED_PROXY_HEADER` honoured only
-    when set): a client cannot pick a fresh address per attempt by sending X-Forwarded-For."""
+    when set): a client cannot pick a fresh address per attempt by sending X-Forwarded-For.
+    None when the request has none (the test client's `force_login`) or it is not an IP
+    address: the attempts table keeps addresses in an `inet` column on PostgreSQL, which
+    refuses anything else (a DataError, a 500, on every admin request)."""
     from annotation.services.access import request_client_address
 
-    return request_client_address(meta=request.META) or "unknown"
+    address = request_client_address(meta=request.META)
+    try:
+        return str(ipaddress.ip_address(address.strip()))
+    except ValueError:
+        return None

@@ -81,3 +81,20 @@ def test_force_login_and_annotator_pages_are_not_throttled(client):
     project, _stage, _items = make_task(TaskKind.LIKERT)
     _link, path = inhouse_link_create(worker=make_worker(), project=project)
     assert client.get(path, REMOTE_ADDR="10.0.0.1").status_code == 200
+
+
+@pytest.mark.parametrize(("meta", "expected"), [
+    ({"REMOTE_ADDR": "10.1.2.3"}, "10.1.2.3"), ({"REMOTE_ADDR": "::1"}, "::1"),
+    ({}, None), ({"REMOTE_ADDR": ""}, None), ({"REMOTE_ADDR": "unix:/run/gunicorn.sock"}, None),
+])
+def test_the_throttle_keys_on_a_real_address_or_none(meta, expected):
+    """PostgreSQL keeps the attempts' addresses in an `inet` column: anything but an address
+    (a request without REMOTE_ADDR, as `force_login` makes) was a DataError on every admin
+    test there."""
+    from django.http import HttpRequest
+
+    from config.login_throttle import client_address
+
+    request = HttpRequest()
+    request.META.update(meta)
+    assert client_address(request) == expected
