@@ -12,6 +12,7 @@ from __future__ import annotations
 import ipaddress
 
 from axes.backends import AxesStandaloneBackend
+from axes.handlers.database import AxesDatabaseHandler
 
 
 class LoginThrottleBackend(AxesStandaloneBackend):
@@ -38,3 +39,29 @@ def client_address(request) -> str | None:
         return str(ipaddress.ip_address(address.strip()))
     except ValueError:
         return None
+
+
+class LoginThrottleHandler(AxesDatabaseHandler):
+    """Axes' database handler, but a sign-in with no failed attempts on record writes nothing.
+
+    Axes clears expired and (after a success) the user's attempts with `QuerySet.delete()`,
+    which opens a transaction even when no row matches: on SQLite (IMMEDIATE transactions) each
+    waited for the write lock behind a long job, and admin sign-in went past a second while a
+    project was being scored (tests/reliability/test_pages_during_long_jobs.py). The table is
+    empty almost always, so one read decides; with rows on record axes deletes as usual."""
+
+    @staticmethod
+    def _nothing_recorded() -> bool:
+        from axes.models import AccessAttempt
+
+        return not AccessAttempt.objects.exists()
+
+    def clean_expired_user_attempts(self, request=None, credentials=None) -> int:
+        if self._nothing_recorded():
+            return 0
+        return super().clean_expired_user_attempts(request, credentials)
+
+    def reset_user_attempts(self, request, credentials=None) -> int:
+        if self._nothing_recorded():
+            return 0
+        return super().reset_user_attempts(request, credentials)

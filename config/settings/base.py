@@ -82,6 +82,7 @@ AXES_COOLOFF_TIME = timedelta(minutes=int(os.environ.get("QAJ_LOGIN_LOCKOUT_MINU
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 AXES_CLIENT_IP_CALLABLE = "config.login_throttle.client_address"
+AXES_HANDLER = "config.login_throttle.LoginThrottleHandler"  # writes only when there are failures
 AXES_LOCKOUT_TEMPLATE = "admin/login_locked.html"
 # Failures are recorded (Axes › Access attempts); successful sign-ins are not logged row by row.
 AXES_DISABLE_ACCESS_LOG = True
