@@ -18,7 +18,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from .api_common import JsonApiMixin, django_to_drf, paginated_response, with_errors
-from .models import Project, Stage
+from .models import NON_DATA_STAGE_KINDS, Project, Stage
 from .selectors import (
     attach_progress,
     item_list,
@@ -312,8 +312,8 @@ class StageReleasePreviewApi(JsonApiMixin, APIView):
 
 
 class JudgmentListApi(JsonApiMixin, APIView):
-    """A project's judgments, oldest first. Read-only: judgments are append-only and only
-    workers' submissions create them."""
+    """A project's judgments that count (as in exports), oldest first. Read-only: judgments
+    are append-only and only workers' submissions create them."""
 
     @extend_schema(
         summary="Judgments of a project, oldest first",
@@ -323,6 +323,12 @@ class JudgmentListApi(JsonApiMixin, APIView):
     def get(self, request, project_slug: str):
         project = _visible_project(request, project_slug)
         filters = _query_filters(request, JudgmentFilterSerializer, project)
+        stage = filters.get("stage")
+        if stage is not None and stage.kind in NON_DATA_STAGE_KINDS \
+                and not filters.get("include_qualification"):
+            raise serializers.ValidationError({"stage": [
+                f"stage {stage.name!r} is a {stage.kind} stage: its judgments test workers; "
+                "add include_qualification=true to read them"]})
         return paginated_response(request=request, view=self,
                                   queryset=judgment_list(project=project, filters=filters),
                                   serializer_class=JudgmentOutputSerializer)

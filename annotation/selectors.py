@@ -179,11 +179,15 @@ def item_list(*, project: Project, filters: dict | None = None) -> QuerySet[Item
 
 
 def judgment_list(*, project: Project, filters: dict | None = None) -> QuerySet[Judgment]:
-    """A project's judgments, oldest first, filtered by stage, worker, split, dataset and id."""
+    """A project's judgments that count (`judgments_that_count`, as in exports), oldest first,
+    filtered by stage, worker, split, dataset and id; `include_qualification` adds practice
+    and qualification judgments, `include_rejected` unaccepted work (audits)."""
     filters = filters or {}
-    queryset = Judgment.objects.filter(item__project=project).select_related(
-        "item", "worker", "stage"
-    )
+    queryset = judgments_that_count(
+        Judgment.objects.filter(item__project=project), project=project,
+        data_stages_only=not filters.get("include_qualification"),
+        include_rejected=bool(filters.get("include_rejected")),
+    ).select_related("item", "worker", "stage")
     if filters.get("stage") is not None:
         queryset = queryset.filter(stage=filters["stage"])
     if filters.get("worker"):
@@ -357,19 +361,23 @@ class WorkerHistory:
     qualifications: list[WorkerQualification]
 
 
-def worker_history(*, worker: Worker) -> WorkerHistory:
-    """A worker's record across projects: assignments by status, judgments and their mean
-    time, bonuses paid and qualification results (the worker's admin page)."""
-    by_status = dict(Assignment.objects.filter(worker=worker).values_list("status")
-                     .annotate(n=Count("pk")).values_list("status", "n"))
-    judgments = Judgment.objects.filter(worker=worker).aggregate(
+def worker_history(*, worker: Worker, user) -> WorkerHistory:
+    """A worker's record in the projects `user` may see (`projects_visible_to`: every project
+    for a superuser, else the researcher's own and shared ones; another researcher's study is
+    never counted): assignments by status, judgments and their mean time, bonuses paid and
+    qualification results (the worker's admin page; the list's columns use the same scope)."""
+    visible = projects_visible_to(user).values("pk")
+    assignments = Assignment.objects.filter(worker=worker, stage__project__in=visible)
+    by_status = dict(assignments.values_list("status").annotate(n=Count("pk"))
+                     .values_list("status", "n"))
+    judgments = Judgment.objects.filter(worker=worker, item__project__in=visible).aggregate(
         n=Count("pk"), ms=Avg("time_spent_ms"))
-    bonus = Assignment.objects.filter(worker=worker).aggregate(total=Sum("bonus_paid"))["total"]
+    bonus = assignments.aggregate(total=Sum("bonus_paid"))["total"]
     return WorkerHistory(
         assignments_by_status=by_status, judgments=judgments["n"],
         mean_time_ms=judgments["ms"], bonus_paid=bonus,
-        qualifications=list(WorkerQualification.objects.filter(worker=worker)
-                            .select_related("stage")))
+        qualifications=list(WorkerQualification.objects.filter(
+            worker=worker, stage__project__in=visible).select_related("stage")))
 
 
 # --- What the REST API reads ----------------------------------------------------------------------

@@ -12,24 +12,25 @@ from .domain.aggregation import (
     NOMINAL_MODELS,
     resolve_aggregation,
 )
-from .domain.item_content import ItemContentError, validate_gold, validate_item_content
+from .domain.control_characters import control_character_message, find_control_character
+from .domain.item_content import (
+    ItemContentError,
+    validate_gold,
+    validate_item_content,
+    validate_item_text,
+)
 from .models import Item, Judgment, Project, Stage
 
 MAX_DB_INT = 2**63 - 1
 
 
 def reject_null_characters(value):
-    """PostgreSQL cannot store NUL in text or jsonb: refuse it here with a 400, not a 500."""
-    if isinstance(value, str):
-        if "\x00" in value:
-            raise serializers.ValidationError("must not contain NUL characters")
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            reject_null_characters(key)
-            reject_null_characters(item)
-    elif isinstance(value, list):
-        for item in value:
-            reject_null_characters(item)
+    """Control characters (`annotation.domain.control_characters`: NUL, which PostgreSQL cannot
+    store in text or jsonb, and every other one but tab, line feed and carriage return) are a
+    400 naming where they are, not a 500 on one database and stored on the other."""
+    if (hit := find_control_character(value)) is not None:
+        where = f"{hit[0]}: " if hit[0] else ""
+        raise serializers.ValidationError(where + control_character_message(hit[1]))
     return value
 
 
@@ -343,6 +344,11 @@ class ItemInputSerializer(RefuseUnknownFieldsMixin, serializers.ModelSerializer)
             validate_gold(kind, attrs.get("gold"))
         except ItemContentError as error:
             errors["gold"] = [str(error)]
+        try:
+            validate_item_text(attrs)
+        except ItemContentError as error:
+            field = error.field.split(".", 1)[0].split("[", 1)[0]
+            errors.setdefault(field, [str(error)])
         if errors:
             raise serializers.ValidationError(errors)
         return attrs
@@ -536,3 +542,11 @@ class JudgmentFilterSerializer(serializers.Serializer):
         required=False, min_value=0, max_value=MAX_DB_INT,
         help_text="Only judgments with a larger id (incremental pulls).",
     )
+    include_qualification = serializers.BooleanField(
+        required=False, default=False,
+        help_text="Also practice and qualification judgments (`stage_kind` says which). "
+                  "Without it, only the judgments that count, as in every export and report.")
+    include_rejected = serializers.BooleanField(
+        required=False, default=False,
+        help_text="Audit: also rejected, returned and flagged work and blocked workers' "
+                  "judgments.")

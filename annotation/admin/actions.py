@@ -245,14 +245,15 @@ def create_inhouse_links(modeladmin, request, queryset):
 
 
 def links_csv_response(rows, *, filename: str):
-    """CSV download of (project, stage, annotator, link) rows."""
-    import csv
-
+    """CSV download of (project, stage, annotator, link) rows; cells a spreadsheet would run as
+    formulas (an annotator named "=cmd|...") are escaped (`csv_safe`)."""
     from django.http import HttpResponse
+
+    from annotation.domain.csv_safe import SafeWriter
 
     response = HttpResponse(content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="{filename}"'
-    writer = csv.writer(response)
+    writer = SafeWriter(response)
     writer.writerow(["project", "stage", "annotator", "link", "warning"][:len(rows[0])]
                     if rows else ["project", "stage", "annotator", "link"])
     writer.writerows(rows)

@@ -39,28 +39,33 @@ def count_of(model, fk: str, **filters) -> Coalesce:
     return Coalesce(Subquery(subquery, output_field=IntegerField()), Value(0))
 
 
-def export_response(projects: list[Project], fmt: str) -> FileResponse:
-    """The judgments of one project as a file, or of several as a zip of one file each.
-    Written to a temporary file first: a large project never sits in memory."""
+def export_response(projects: list[Project], fmt: str, *,
+                    include_qualification: bool = False) -> FileResponse:
+    """The judgments that count of one project as a file, or of several as a zip of one file
+    each (`export_write`: the same rule as `export_data`); with `include_qualification` also
+    practice and qualification judgments, and the file names say so. Written to a temporary
+    file first: a large project never sits in memory."""
     from annotation.services.exports import export_write
 
     spool = tempfile.TemporaryFile()
 
     def write(project: Project, binary) -> None:
         text = io.TextIOWrapper(binary, encoding="utf-8", newline="")
-        export_write(project=project, out=text, fmt=fmt, progress=False)
+        export_write(project=project, out=text, fmt=fmt, progress=False,
+                     include_qualification=include_qualification)
         text.flush()
         text.detach()  # keep `binary` open
 
+    what = "judgments-with-qualification" if include_qualification else "judgments"
     if len(projects) == 1:
         write(projects[0], spool)
-        filename = f"{projects[0].slug}-judgments.{fmt}"
+        filename = f"{projects[0].slug}-{what}.{fmt}"
     else:
         with zipfile.ZipFile(spool, "w", zipfile.ZIP_DEFLATED) as archive:
             for project in projects:
-                with archive.open(f"{project.slug}-judgments.{fmt}", "w") as member:
+                with archive.open(f"{project.slug}-{what}.{fmt}", "w") as member:
                     write(project, member)
-        filename = f"judgments-{len(projects)}-projects.zip"
+        filename = f"{what}-{len(projects)}-projects.zip"
     spool.seek(0)
     return FileResponse(spool, as_attachment=True, filename=filename)
 

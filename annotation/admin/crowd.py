@@ -65,13 +65,21 @@ class ProviderCallAdmin(admin.ModelAdmin):
 
 
 class WorkerHistoryMixin:
-    """A worker's history and statistics on their admin page."""
+    """A worker's history and statistics on their admin page, counted over the projects the
+    viewing researcher may see (as the list's columns are)."""
+
+    def get_object(self, request, object_id, from_field=None):
+        obj = super().get_object(request, object_id, from_field)
+        if obj is not None:
+            obj._history_viewer = request.user  # read by `provider_history` (no request there)
+        return obj
 
     @admin.display(description="History and statistics")
     def provider_history(self, obj):
-        if obj is None or obj.pk is None:
+        viewer = getattr(obj, "_history_viewer", None) if obj is not None else None
+        if obj is None or obj.pk is None or viewer is None:
             return "–"
-        history = worker_history(worker=obj)
+        history = worker_history(worker=obj, user=viewer)
         quals = ", ".join(
             f"{q.stage.name}: {'passed' if q.passed else 'failed'} ({q.score:.0%})"
             for q in history.qualifications)

@@ -9,7 +9,12 @@ from django.db.models import Count
 from django.utils.html import format_html, format_html_join
 
 from annotation.domain.design import design_unit_for
-from annotation.domain.item_content import ItemContentError, validate_gold, validate_item_content
+from annotation.domain.item_content import (
+    ItemContentError,
+    validate_gold,
+    validate_item_content,
+    validate_item_text,
+)
 from annotation.models import (
     AdaptiveTarget,
     Item,
@@ -87,7 +92,8 @@ class ProjectAdmin(ProgressColumnsMixin, ProjectScopedAdmin):
     filter_horizontal = ("shared_with",)
     readonly_fields = ("progress_table", "created_at", "updated_at")
     inlines = (StageInline,)
-    actions = ("export_jsonl", "export_csv")
+    actions = ("export_jsonl", "export_csv", "export_jsonl_with_qualification",
+               "export_csv_with_qualification")
     fieldsets = (
         (None, {"fields": ("title", "slug", "kind", "instructions", "owner", "shared_with")}),
         ("Progress", {"fields": ("progress_table",)}),
@@ -118,12 +124,12 @@ class ProjectAdmin(ProgressColumnsMixin, ProjectScopedAdmin):
             fields.append("owner")
         return fields
 
-    def _export(self, request, queryset, fmt: str):
+    def _export(self, request, queryset, fmt: str, *, include_qualification: bool = False):
         projects = list(queryset.order_by("slug"))
         if not projects:
             self.message_user(request, "No project selected.", messages.WARNING)
             return None
-        return export_response(projects, fmt)
+        return export_response(projects, fmt, include_qualification=include_qualification)
 
     @admin.action(description="Export judgments of selected projects (JSON Lines)")
     def export_jsonl(self, request, queryset):
@@ -132,6 +138,16 @@ class ProjectAdmin(ProgressColumnsMixin, ProjectScopedAdmin):
     @admin.action(description="Export judgments of selected projects (CSV)")
     def export_csv(self, request, queryset):
         return self._export(request, queryset, "csv")
+
+    # The judgments that count, plus the practice and qualification answers (`stage_kind` says
+    # which is which; the file name says they are in).
+    @admin.action(description="Export judgments incl. practice and qualification (JSON Lines)")
+    def export_jsonl_with_qualification(self, request, queryset):
+        return self._export(request, queryset, "jsonl", include_qualification=True)
+
+    @admin.action(description="Export judgments incl. practice and qualification (CSV)")
+    def export_csv_with_qualification(self, request, queryset):
+        return self._export(request, queryset, "csv", include_qualification=True)
 
     def get_actions(self, request):
         actions = super().get_actions(request)
@@ -213,6 +229,11 @@ class ItemAdminForm(forms.ModelForm):
                     check(project.kind, cleaned[name])
                 except ItemContentError as error:
                     self.add_error(name, str(error))
+        try:
+            validate_item_text({name: value for name, value in cleaned.items()
+                                if name not in self.errors})
+        except ItemContentError as error:
+            self.add_error(error.field.split(".", 1)[0].split("[", 1)[0], str(error))
         return cleaned
 
 

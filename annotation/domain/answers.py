@@ -13,6 +13,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+# C0 controls and DEL, except tab, line feed and carriage return, which pasted text carries.
+from .control_characters import CONTROL_CHARACTER
+
 AB_SHOWN = ("A", "B")
 # A/B answers that prefer neither side, offered when a stage enables `ab_ties`; stored as the
 # judgment's choice and modelled as ties by the leaderboard.
@@ -21,8 +24,6 @@ MC_SHOWN = ("a", "b", "c", "d")
 VALIDITY_CHOICES = ("one", "several", "none")
 MAX_JUSTIFICATION_LENGTH = 10_000
 ASCII_NUMBER = re.compile(r"[0-9]+")
-# C0 controls and DEL, except tab, line feed and carriage return, which pasted text carries.
-CONTROL_CHARACTER = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 MAX_TIME_SPENT_MS = 24 * 3600 * 1000
 
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .control_characters import control_character_message, find_control_character
+
 MC_ROLES = ("A", "B", "C", "D")
 AB_CHOICES = ("A", "B")
 ANSWER_KINDS = ("human", "model")
@@ -112,6 +114,26 @@ def validate_item_content(kind: str, content: Any) -> None:
     if not isinstance(content, dict):
         raise ItemContentError("content", "must be an object")
     _VALIDATORS[kind](content)
+    _refuse_control_characters(content, "")
+
+
+def _refuse_control_characters(value: Any, where: str) -> None:
+    if (hit := find_control_character(value, where)) is not None:
+        raise ItemContentError(hit[0] or "content", control_character_message(hit[1]))
+
+
+# Every item field that holds text (the JSON ones at any depth).
+ITEM_TEXT_FIELDS = ("external_id", "dataset", "source", "split", "domain", "text_level",
+                    "group_key", "content", "gold", "exclusion_reason", "metadata")
+
+
+def validate_item_text(fields: dict[str, Any]) -> None:
+    """Raise ItemContentError naming the first item field (`metadata.note`,
+    `content.references[1]`, `dataset`) holding a control character other than tab, line feed
+    and carriage return. The same rule for the API, bulk API, importers and the admin."""
+    for name in ITEM_TEXT_FIELDS:
+        if name in fields:
+            _refuse_control_characters(fields[name], name)
 
 
 def validate_gold(kind: str, gold: Any) -> None:
@@ -120,6 +142,7 @@ def validate_gold(kind: str, gold: Any) -> None:
         return
     if not isinstance(gold, dict):
         raise ItemContentError("gold", "must be an object or null")
+    _refuse_control_characters(gold, "gold")
     if kind == "likert":
         score = gold.get("score")
         if not isinstance(score, (int, float)) or isinstance(score, bool) or not 1 <= score <= 5:

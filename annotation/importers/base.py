@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from annotation.domain.control_characters import control_character_message, find_control_character
 from annotation.domain.design import MAX_UNIT_LENGTH, design_unit_for
 from annotation.domain.item_content import (
     AB_CHOICES,
@@ -18,6 +19,7 @@ from annotation.domain.item_content import (
     ItemContentError,
     validate_gold,
     validate_item_content,
+    validate_item_text,
 )
 
 # Name of the IMPORTED stage that receives judgments when a record names none.
@@ -195,7 +197,7 @@ def validate_record(record: ItemRecord, *, path: str | Path, index: Any) -> Item
         except ItemContentError as exc:
             raise ItemContentError(f"content.{exc.field}", str(exc).split(": ", 1)[1]) from None
         validate_gold(record.kind, record.gold)
-        _refuse_nul(record)
+        _refuse_control_characters(record)
         seen: set[tuple[str, str]] = set()
         for position, judgment in enumerate(record.judgments):
             try:
@@ -217,30 +219,18 @@ def validate_record(record: ItemRecord, *, path: str | Path, index: Any) -> Item
     return record
 
 
-def _nul_path(value: Any, where: str) -> str | None:
-    """The field holding a NUL character, if any (PostgreSQL text and JSON cannot store it)."""
-    if isinstance(value, str):
-        return where if "\x00" in value else None
-    if isinstance(value, dict):
-        items = ((f"{where}.{k}" if where else str(k), v) for k, v in value.items())
-    elif isinstance(value, (list, tuple)):
-        items = ((f"{where}[{i}]", v) for i, v in enumerate(value))
-    else:
-        return None
-    for child_where, child in items:
-        if (found := _nul_path(child, child_where)) is not None:
-            return found
-    return None
-
-
-def _refuse_nul(record: ItemRecord) -> None:
-    fields = {"content": record.content, "gold": record.gold, "metadata": record.metadata,
-              **{name: getattr(record, name) for name in _STRING_COLUMNS}}
+def _refuse_control_characters(record: ItemRecord) -> None:
+    """The item rule (`validate_item_text`), and the same for the judgments' text: NUL cannot
+    be stored by PostgreSQL (COPY failed with a DataError), and no other control character but
+    tab, line feed and carriage return belongs in text; refused by field name on every
+    database."""
+    validate_item_text({"content": record.content, "gold": record.gold,
+                        "metadata": record.metadata, "external_id": record.external_id,
+                        **{name: getattr(record, name) for name in _STRING_COLUMNS}})
     for position, judgment in enumerate(record.judgments):
-        fields[f"judgments[{position}]"] = {k: v for k, v in vars(judgment).items()}
-    for name, value in fields.items():
-        if (found := _nul_path(value, name)) is not None:
-            raise ItemContentError(found, "must not contain NUL characters (\\u0000)")
+        where = f"judgments[{position}]"
+        if (hit := find_control_character(dict(vars(judgment)), where)) is not None:
+            raise ItemContentError(hit[0], control_character_message(hit[1]))
 
 
 def require_file(path: Path) -> Path:

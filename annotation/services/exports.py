@@ -6,7 +6,6 @@ reads back (see docs/DATA_FORMATS.md), so export → import round-trips.
 """
 from __future__ import annotations
 
-import csv
 import json
 import sys
 from collections import Counter, defaultdict
@@ -25,8 +24,9 @@ from annotation.domain.aggregation import (
     resolve_aggregation,
 )
 from annotation.domain.answers import VALIDITY_CHOICES
+from annotation.domain.csv_safe import SafeDictWriter
 from annotation.domain.item_content import AB_CHOICES, MC_ROLES
-from annotation.models import ExperimentMode, Item, Judgment, Project, Stage
+from annotation.models import NON_DATA_STAGE_KINDS, ExperimentMode, Item, Judgment, Project, Stage
 from annotation.selectors import judgments_that_count
 from annotation.services.adjudication import adjudicated_labels
 
@@ -46,7 +46,7 @@ JUDGMENT_COLUMNS = (
 AGGREGATE_COLUMNS = ("n_judgments", "n_workers", "mean_score", "score_std", "choice_counts",
                      "majority", "majority_tie", "validity_counts", "adjudicated",
                      "adjudication_note", "label", "aggregation", "aggregate_label",
-                     "confidence")
+                     "confidence", "counted")
 _JUDGMENT_VALUES = {
     "worker": "worker__external_id",
     "worker_provider": "worker__provider",
@@ -71,6 +71,13 @@ _JUDGMENT_VALUES = {
 }
 
 
+def counted_label(*, include_qualification: bool, include_rejected: bool) -> str:
+    """What an aggregate row counted (its `counted` column): "data" (the counting rule), with
+    "+practice+qualification" and/or "+rejected" when the export asked for them."""
+    return ("data" + ("+practice+qualification" if include_qualification else "")
+            + ("+rejected" if include_rejected else ""))
+
+
 def _item_chunks(project: Project) -> Iterator[list[dict]]:
     """The project's items as dicts, in id order, CHUNK_SIZE at a time (keyset pagination)."""
     last_id = 0
@@ -92,7 +99,7 @@ def _judgments_by_item(item_ids: list[int], *, project: Project, stage: Stage | 
     with `include_rejected` (audits)."""
     queryset = judgments_that_count(
         Judgment.objects.filter(item_id__in=item_ids), project=project,
-        data_stages_only=data_stages_only and stage is None, include_rejected=include_rejected)
+        data_stages_only=data_stages_only, include_rejected=include_rejected)
     if stage is not None:
         queryset = queryset.filter(stage=stage)
     grouped: dict[int, list[dict]] = defaultdict(list)
@@ -111,18 +118,19 @@ def _item_part(project: Project, item: dict) -> dict[str, Any]:
 
 
 def judgment_rows(*, project: Project, stage: Stage | None = None,
-                  progress: bool | None = None,
-                  include_rejected: bool = False) -> Iterator[dict[str, Any]]:
-    """One row per judgment: {project, kind, item columns..., "judgment": {...}}. Practice and
-    qualification judgments are included (their `stage_kind` says so); rejected, returned or
+                  progress: bool | None = None, include_rejected: bool = False,
+                  include_qualification: bool = False) -> Iterator[dict[str, Any]]:
+    """One row per judgment: {project, kind, item columns..., "judgment": {...}}: the judgments
+    that count (`judgments_that_count`). Practice and qualification judgments only with
+    `include_qualification` (their `stage_kind` says which they are); rejected, returned or
     flagged work and blocked workers' judgments only with `include_rejected`.
 
     Without `stage`, an item nobody judged yet appears once with "judgment": null, so the export
     is a complete copy of the project's items.
     """
     for item, item_judgments in _items_with_judgments(
-            project=project, stage=stage, progress=progress, data_stages_only=False,
-            include_rejected=include_rejected):
+            project=project, stage=stage, progress=progress,
+            data_stages_only=not include_qualification, include_rejected=include_rejected):
         if not item_judgments and stage is None:
             yield {**_item_part(project, item), "judgment": None}
         for judgment in item_judgments:
@@ -176,13 +184,14 @@ def _marked_roles(judgment: dict, *, validity_mode: bool) -> list[str]:
 
 
 def _model_aggregates(*, project: Project, stage: Stage | None, include_rejected: bool,
-                      model: str, validity_mode: bool) -> dict[int, AggregateLabel]:
+                      include_qualification: bool, model: str,
+                      validity_mode: bool) -> dict[int, AggregateLabel]:
     """item id → the aggregation model's label for every judged item. Read in one pass before
     the rows: Dawid–Skene, MACE and GLAD weigh each worker by their record over the whole
     project, so they see every judgment that counts (the same ones as the rows) at once."""
     queryset = judgments_that_count(
         Judgment.objects.filter(item__project=project), project=project,
-        data_stages_only=stage is None, include_rejected=include_rejected)
+        data_stages_only=not include_qualification, include_rejected=include_rejected)
     if stage is not None:
         queryset = queryset.filter(stage=stage)
     kind = aggregation_kind(project.kind)
@@ -196,7 +205,8 @@ def _model_aggregates(*, project: Project, stage: Stage | None, include_rejected
 
 def aggregate_rows(*, project: Project, stage: Stage | None = None,
                    progress: bool | None = None, include_rejected: bool = False,
-                   aggregation: str | None = None) -> Iterator[dict[str, Any]]:
+                   aggregation: str | None = None,
+                   include_qualification: bool = False) -> Iterator[dict[str, Any]]:
     """One row per item: item columns + number of judgments and workers, mean score and its
     population standard deviation (Likert); for A/B and MC the choice counts and the majority
     label (None on a tie, `majority_tie` true); `aggregate_label` and `confidence` by the
@@ -212,11 +222,14 @@ def aggregate_rows(*, project: Project, stage: Stage | None = None,
              else project.aggregation_model)
     decided = adjudicated_labels(project=project)
     aggregates = _model_aggregates(project=project, stage=stage,
-                                   include_rejected=include_rejected, model=model,
+                                   include_rejected=include_rejected,
+                                   include_qualification=include_qualification, model=model,
                                    validity_mode=validity_mode)
+    counted = counted_label(include_qualification=include_qualification,
+                            include_rejected=include_rejected)
     for item, item_judgments in _items_with_judgments(
-            project=project, stage=stage, progress=progress, data_stages_only=True,
-            include_rejected=include_rejected):
+            project=project, stage=stage, progress=progress,
+            data_stages_only=not include_qualification, include_rejected=include_rejected):
         scores = [j["score"] for j in item_judgments if j["score"] is not None]
         row = {
             **_item_part(project, item),
@@ -254,6 +267,7 @@ def aggregate_rows(*, project: Project, stage: Stage | None = None,
         row["aggregation"] = model
         row["aggregate_label"] = model_label
         row["confidence"] = round(aggregate.confidence, 6) if aggregate else None
+        row["counted"] = counted
         yield row
 
 
@@ -312,29 +326,39 @@ def _flatten(row: dict[str, Any]) -> dict[str, Any]:
 
 def export_write(*, project: Project, out: IO[str], fmt: str = "jsonl", aggregate: bool = False,
                  stage: Stage | None = None, progress: bool | None = None,
-                 include_rejected: bool = False, aggregation: str | None = None) -> int:
+                 include_rejected: bool = False, aggregation: str | None = None,
+                 include_qualification: bool = False) -> int:
     """Write the export to `out`; returns the number of rows written. Only judgments that count
-    (`annotation.selectors.judgments_that_count`) unless `include_rejected`. `aggregation`
-    overrides the project's aggregation model in an aggregated export (ValueError when it does
-    not fit the project's kind, or without `aggregate`)."""
+    (`annotation.selectors.judgments_that_count`: data stages, accepted work, no blocked
+    worker); practice and qualification judgments with `include_qualification`, rejected work
+    with `include_rejected` (audits). `aggregation` overrides the project's aggregation model
+    in an aggregated export (ValueError when it does not fit the project's kind, or without
+    `aggregate`). A practice or qualification `stage` needs `include_qualification`
+    (ValueError). CSV cells that a spreadsheet would run as a formula are escaped
+    (`csv_safe`); JSON Lines are verbatim."""
     if fmt not in EXPORT_FORMATS:
         raise ValueError(f"unknown export format {fmt!r}; use {' or '.join(EXPORT_FORMATS)}")
     if aggregation and not aggregate:
         raise ValueError("an aggregation model applies to aggregated (per-item) exports only")
+    if stage is not None and stage.kind in NON_DATA_STAGE_KINDS and not include_qualification:
+        raise ValueError(f"stage {stage.name!r} is a {stage.kind} stage: its judgments test "
+                         "workers and are exported only when asked (--include-qualification)")
     if aggregate:
         resolve_aggregation(project.kind, aggregation)  # a bad model fails before any output
         rows = aggregate_rows(project=project, stage=stage, progress=progress,
-                              include_rejected=include_rejected, aggregation=aggregation)
+                              include_rejected=include_rejected, aggregation=aggregation,
+                              include_qualification=include_qualification)
     else:
         rows = judgment_rows(project=project, stage=stage, progress=progress,
-                             include_rejected=include_rejected)
+                             include_rejected=include_rejected,
+                             include_qualification=include_qualification)
     count = 0
     if fmt == "jsonl":
         for row in rows:
             out.write(json.dumps(row, ensure_ascii=False) + "\n")
             count += 1
         return count
-    writer = csv.DictWriter(out, fieldnames=csv_columns(project=project, aggregate=aggregate),
+    writer = SafeDictWriter(out, fieldnames=csv_columns(project=project, aggregate=aggregate),
                             extrasaction="raise")
     writer.writeheader()
     for row in rows:

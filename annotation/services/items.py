@@ -8,7 +8,12 @@ from typing import Any
 from django.db import IntegrityError, transaction
 
 from annotation.domain.design import design_unit_for
-from annotation.domain.item_content import ItemContentError, validate_gold, validate_item_content
+from annotation.domain.item_content import (
+    ItemContentError,
+    validate_gold,
+    validate_item_content,
+    validate_item_text,
+)
 from annotation.models import Item, Project
 
 ITEM_FIELDS = (
@@ -31,7 +36,8 @@ class ItemInputError(ValueError):
 
 
 def item_validate(*, project: Project, data: dict[str, Any]) -> None:
-    """Raise ItemInputError when `content` or `gold` do not fit the project's kind."""
+    """Raise ItemInputError when `content` or `gold` do not fit the project's kind, or a text
+    field holds a control character (`validate_item_text`)."""
     try:
         validate_item_content(project.kind, data.get("content"))
     except ItemContentError as error:
@@ -40,6 +46,10 @@ def item_validate(*, project: Project, data: dict[str, Any]) -> None:
         validate_gold(project.kind, data.get("gold"))
     except ItemContentError as error:
         raise ItemInputError("gold", str(error)) from error
+    try:
+        validate_item_text(data)
+    except ItemContentError as error:
+        raise ItemInputError(error.field.split(".", 1)[0].split("[", 1)[0], str(error)) from error
 
 
 def _build(project: Project, data: dict[str, Any]) -> Item:

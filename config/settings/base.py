@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -47,6 +48,9 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "annotation.apps.AnnotationConfig",
     "metrics_app.apps.MetricsAppConfig",
+    # Sign-in throttling (config/login_throttle.py); after the apps, so the admin lists
+    # annotation first.
+    "axes",
 ]
 
 MIDDLEWARE = [
@@ -61,7 +65,28 @@ MIDDLEWARE = [
     # Last, so it sees exceptions from views first: a too-large body is a JSON 413 and a busy
     # SQLite a 503 with advice, not an HTML 400 or a 500.
     "config.middleware.ExplainedErrorsMiddleware",
+    # Turns a locked-out sign-in into the 429 page that says what to do (config/login_throttle.py).
+    "axes.middleware.AxesMiddleware",
 ]
+
+# --- Sign-in throttling (django-axes) ------------------------------------------------------------
+# Only the admin login signs anyone in (researchers); annotators use links and tokens. After
+# AXES_FAILURE_LIMIT wrong passwords for one username from one address, that pair is locked for
+# AXES_COOLOFF_TIME, right password or not. Unlock: `manage.py axes_reset_username NAME`.
+AUTHENTICATION_BACKENDS = [
+    "config.login_throttle.LoginThrottleBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = int(os.environ.get("QAJ_LOGIN_FAILURE_LIMIT", "5"))
+AXES_COOLOFF_TIME = timedelta(minutes=int(os.environ.get("QAJ_LOGIN_LOCKOUT_MINUTES", "15")))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_CLIENT_IP_CALLABLE = "config.login_throttle.client_address"
+AXES_HANDLER = "config.login_throttle.LoginThrottleHandler"  # writes only when there are failures
+AXES_LOCKOUT_TEMPLATE = "admin/login_locked.html"
+# Failures are recorded (Axes › Access attempts); successful sign-ins are not logged row by row.
+AXES_DISABLE_ACCESS_LOG = True
+AXES_VERBOSE = False
 
 ROOT_URLCONF = "config.urls"
 WSGI_APPLICATION = "config.wsgi.application"

@@ -19,6 +19,7 @@ from annotation.api_common import (
 from annotation.models import Project
 from annotation.selectors import projects_visible_to
 from metrics_app.apis.report_schemas import MetricReportResponseSerializer
+from metrics_app.domain.score_input import ScoreInputError, check_score_row, first_repeated_id
 from metrics_app.models import ItemScoringJob, ScoringJob, ScoringStatus
 from metrics_app.registry import MetricInput, metric_names, metric_sync_ok
 from metrics_app.services.meta_evaluation_report import metric_report_cached, metric_report_refresh
@@ -120,6 +121,13 @@ class ScoringJobListCreateApi(JsonApiMixin, APIView):
                         status=status.HTTP_202_ACCEPTED)
 
 
+def _item_ref(index: int, row) -> str:
+    """"items[2] (id 'q7')": where a score request's bad item is."""
+    row_id = row.get("id") if isinstance(row, dict) else None
+    return f"items[{index}]" + (f" (id {str(row_id)!r})" if isinstance(row_id, (str, int))
+                                and not isinstance(row_id, bool) else "")
+
+
 class MetricScoreApi(APIView):
     """POST a batch of candidates with `metrics`. When every metric is cheap (em, f1, bleu1,
     bleu4, rougeL, length) the scores come back at once (200; at most 100 items). Any other
@@ -158,8 +166,21 @@ class MetricScoreApi(APIView):
             return _validate_metric_names(value)
 
         def validate_items(self, value):
+            # The same check as `manage.py score` (metrics_app.domain.score_input), naming the
+            # item and the field: no empty reference list, no empty reference, unique ids.
+            for index, row in enumerate(value):
+                try:
+                    check_score_row(row)
+                except ScoreInputError as exc:
+                    raise serializers.ValidationError(f"{_item_ref(index, row)}: {exc}") from None
             rows = MetricScoreApi.ItemSerializer(data=value, many=True)
             rows.is_valid(raise_exception=True)
+            repeated = first_repeated_id(row["id"] for row in rows.validated_data)
+            if repeated is not None:
+                at, first = repeated
+                raise serializers.ValidationError(
+                    f"{_item_ref(at, value[at])}: field 'id' is already used by items[{first}] "
+                    "(ids must be unique: results are matched back by id)")
             return rows.validated_data
 
         def validate(self, attrs):

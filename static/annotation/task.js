@@ -287,6 +287,11 @@
         saveStatus.classList.remove("offline");
       } else if (status === 409 || status === 403) {
         saveStatus.textContent = data.message;
+      } else if (status === 400) {
+        // Refused, not lost (e.g. a control character pasted into a text box): say which field;
+        // retrying the same draft would only be refused again.
+        const all = (data.errors && data.errors.__all__) || [];
+        saveStatus.textContent = all.length ? all.join(" ") : data.message;
       } else {
         throw new Error(data.message);
       }

@@ -71,7 +71,7 @@ def test_exports_and_aggregates_count_only_accepted_work_and_say_whose_work_it_w
     export_write(project=study["project"], out=out)
     rows = [json.loads(line) for line in out.getvalue().splitlines()]
     judgments = [r["judgment"] for r in rows if r["judgment"]]
-    assert len(judgments) == 13  # 12 counted + the qualification judgment, marked as such
+    assert len(judgments) == 12  # the qualification judgment only when asked (below)
     assert {j["assignment_status"] for j in judgments if j["stage_kind"] == "full"} == {
         AssignmentStatus.APPROVED}
     assert all(j["assignment_id"] for j in judgments if j["stage_kind"] == "full")
@@ -87,7 +87,7 @@ def test_exports_and_aggregates_count_only_accepted_work_and_say_whose_work_it_w
     statuses = [json.loads(line)["judgment"]["assignment_status"]
                 for line in audit.getvalue().splitlines()]
     assert statuses.count(AssignmentStatus.REJECTED) == 4
-    assert len(statuses) == 21
+    assert len(statuses) == 20  # every data-stage judgment; qualification still only if asked
 
 
 def test_reports_stage_gates_and_lerc_data_use_the_same_rule(study):
@@ -135,8 +135,8 @@ def test_blocking_a_worker_refreshes_the_cached_report_only_when_they_worked_her
 
 def test_an_audit_export_never_brings_rejected_work_back_as_data(study, tmp_path):
     audit = tmp_path / "audit.jsonl"
-    call_command("export_data", "study", "--include-rejected", "--no-progress",
-                 "--output", str(audit))
+    call_command("export_data", "study", "--include-rejected", "--include-qualification",
+                 "--no-progress", "--output", str(audit))
     call_command("import_data", "jsonl", str(audit), "--project", "copy", "--create",
                  "--kind", "likert", "--no-progress")
     from annotation.models import Judgment
@@ -147,3 +147,102 @@ def test_an_audit_export_never_brings_rejected_work_back_as_data(study, tmp_path
     # The blocked worker's work was submitted, not rejected: the copy keeps it (blocks belong
     # to the researcher of the original project).
     assert copied.filter(worker__external_id=study["blocked_worker"].external_id).count() == 4
+
+
+# --- One rule at every door (issue #32, point 2) -------------------------------------------------
+
+
+def _csv_rows(text: str) -> list[dict]:
+    import csv
+
+    return list(csv.DictReader(io.StringIO(text)))
+
+
+def test_export_data_csv_holds_data_stages_only_unless_asked(study):
+    """`export_data --format csv` wrote the qualification answers (marked approved) although
+    `--aggregate`, the README and the reports leave them out."""
+    out = io.StringIO()
+    call_command("export_data", "study", "--format", "csv", "--no-progress", stdout=out)
+    judged = [r for r in _csv_rows(out.getvalue()) if r["worker"]]
+    assert len(judged) == 12 and {r["stage_kind"] for r in judged} == {"full"}
+    assert {r["score"] for r in judged} == {"4.0"}
+
+    asked = io.StringIO()
+    call_command("export_data", "study", "--format", "csv", "--include-qualification",
+                 "--no-progress", stdout=asked)
+    judged = [r for r in _csv_rows(asked.getvalue()) if r["worker"]]
+    assert len(judged) == 13
+    assert [r["score"] for r in judged if r["stage_kind"] == "qualification"] == ["2.0"]
+
+    aggregate = io.StringIO()
+    call_command("export_data", "study", "--format", "csv", "--aggregate", "--no-progress",
+                 stdout=aggregate)
+    rows = _csv_rows(aggregate.getvalue())
+    assert {(r["n_judgments"], r["counted"]) for r in rows} == {("3", "data")}
+    aggregate = io.StringIO()
+    call_command("export_data", "study", "--aggregate", "--include-qualification",
+                 "--include-rejected", "--no-progress", stdout=aggregate)
+    rows = [json.loads(line) for line in aggregate.getvalue().splitlines()]
+    assert {r["counted"] for r in rows} == {"data+practice+qualification+rejected"}
+    assert sorted(r["n_judgments"] for r in rows) == [5, 5, 5, 6]
+
+
+def test_naming_a_qualification_stage_needs_the_flag(study):
+    from django.core.management.base import CommandError
+
+    with pytest.raises(CommandError, match="qualification stage.*--include-qualification"):
+        call_command("export_data", "study", "--stage", "qual", "--no-progress",
+                     stdout=io.StringIO())
+    out = io.StringIO()
+    call_command("export_data", "study", "--stage", "qual", "--include-qualification",
+                 "--no-progress", stdout=out)
+    assert [json.loads(line)["judgment"]["score"] for line in out.getvalue().splitlines()] == [2]
+
+
+def test_the_judgments_api_uses_the_rule_and_the_same_flags(study):
+    from rest_framework.test import APIClient
+
+    client = APIClient()
+    client.force_authenticate(study["owner"])
+    url = "/api/projects/study/judgments/"
+
+    def fetch(**params):
+        response = client.get(url, {"limit": 100, **params})
+        assert response.status_code == 200, response.content
+        return response.json()["results"]
+
+    counted = fetch()
+    assert len(counted) == 12 and {r["score"] for r in counted} == {4.0}
+    assert {r["stage_kind"] for r in fetch(include_qualification="true")} == {
+        "full", "qualification"}
+    assert len(fetch(include_qualification="true")) == 13
+    assert len(fetch(include_rejected="true")) == 20
+    qual = study["project"].stages.get(name="qual")
+    response = client.get(url, {"stage": qual.pk})
+    assert response.status_code == 400 and "include_qualification" in str(response.json())
+    assert [r["score"] for r in fetch(stage=qual.pk, include_qualification="true")] == [2.0]
+
+
+def test_the_admin_export_actions_use_the_rule_and_say_when_qualification_is_in(study, client):
+    from django.urls import reverse
+
+    from annotation.models import Project
+
+    client.force_login(study["owner"])
+    url = reverse("admin:annotation_project_changelist")
+
+    def download(action):
+        response = client.post(url, {"action": action,
+                                     "_selected_action": [study["project"].pk]})
+        assert response.status_code == 200, response.content[:300]
+        return response, b"".join(response.streaming_content).decode()
+
+    response, body = download("export_csv")
+    assert "study-judgments.csv" in response["Content-Disposition"]
+    judged = [r for r in _csv_rows(body) if r["worker"]]
+    assert len(judged) == 12 and "qualification" not in {r["stage_kind"] for r in judged}
+    response, body = download("export_jsonl_with_qualification")
+    assert "study-judgments-with-qualification.jsonl" in response["Content-Disposition"]
+    kinds = [json.loads(line)["judgment"]["stage_kind"] for line in body.splitlines()]
+    assert kinds.count("qualification") == 1 and len(kinds) == 13
+    assert Project.objects.count() == 1

@@ -2,17 +2,21 @@
 
     python manage.py export_data SLUG --format jsonl|csv [--output FILE] [--aggregate]
                                  [--aggregation MODEL] [--stage NAME] [--no-progress]
+                                 [--include-qualification] [--include-rejected]
     python manage.py export_data SLUG --preferences [--min-agreement X] [--include-ties]
                                  [--include-contested] [--aggregation MODEL] [--output FILE]
 
-Writes to standard output unless --output is given. Columns: docs/DATA_FORMATS.md.
+Writes to standard output unless --output is given. Only the judgments that count
+(`annotation.selectors.judgments_that_count`), like every report; practice and qualification
+answers with --include-qualification, unaccepted work with --include-rejected (audits).
+Columns: docs/DATA_FORMATS.md.
 """
 from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation.domain.aggregation import AGGREGATION_MODELS, resolve_aggregation
-from annotation.models import Project
+from annotation.models import NON_DATA_STAGE_KINDS, Project
 from annotation.services.exports import EXPORT_FORMATS, export_write
 from annotation.services.preference_exports import PreferenceExportError, preference_write
 
@@ -33,7 +37,12 @@ class Command(BaseCommand):
         parser.add_argument("--aggregation", metavar="MODEL",
                             help="with --aggregate: this model instead of the project's setting "
                                  f"({', '.join(AGGREGATION_MODELS)}; must fit the project's kind)")
-        parser.add_argument("--stage", help="only judgments of the stage with this name")
+        parser.add_argument("--stage", help="only judgments of the stage with this name (a "
+                                                 "practice or qualification stage needs "
+                                                 "--include-qualification)")
+        parser.add_argument("--include-qualification", action="store_true",
+                            help="also practice and qualification judgments (they test "
+                                 "workers, not items; stage_kind says which is which)")
         parser.add_argument("--no-progress", action="store_true", help="no progress bar")
         parser.add_argument("--preferences", action="store_true",
                             help="A/B projects: JSON Lines {prompt, chosen, rejected, metadata} "
@@ -80,7 +89,13 @@ class Command(BaseCommand):
         progress = False if options["no_progress"] else None
         kwargs = dict(project=instance, fmt=options["format"], aggregate=options["aggregate"],
                       stage=stage, progress=progress,
-                      include_rejected=options["include_rejected"], aggregation=aggregation)
+                      include_rejected=options["include_rejected"], aggregation=aggregation,
+                      include_qualification=options["include_qualification"])
+        if stage is not None and stage.kind in NON_DATA_STAGE_KINDS \
+                and not options["include_qualification"]:
+            raise CommandError(f"stage {stage.name!r} is a {stage.kind} stage: its judgments "
+                               "test workers, not items; add --include-qualification to "
+                               "export them")
         if options["output"]:
             with open(options["output"], "w", encoding="utf-8", newline="") as handle:
                 count = export_write(out=handle, **kwargs)

@@ -6,6 +6,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from annotation.domain.answers import AnswerError, clean_guess
+from annotation.domain.control_characters import control_character_message, find_control_character
 from annotation.models import (
     Assignment,
     ExperimentMode,
@@ -29,6 +30,10 @@ def assignment_save_draft(*, assignment: Assignment, draft: dict) -> Assignment:
         raise SubmissionInvalid({"__all__": ["The draft must be an object."]})
     if len(json.dumps(draft)) > MAX_DRAFT_BYTES:
         raise SubmissionInvalid({"__all__": ["The draft is too large."]})
+    if (hit := find_control_character(draft, "draft")) is not None:
+        # NUL was a 500 on PostgreSQL (jsonb cannot hold it) and stored on SQLite.
+        raise SubmissionInvalid({"__all__": [
+            f"The draft field {hit[0]} {control_character_message(hit[1])}."]})
     assignment = _locked_open(assignment, allow_late=True)
     own = {key: value for key, value in draft.items() if key != SERVER_DRAFT_KEY}
     if SERVER_DRAFT_KEY in (assignment.draft or {}):

@@ -11,6 +11,7 @@ from django.db.models import Max
 from django.utils import timezone
 
 from annotation.domain.answers import AnswerError, clean_answer, item_id_of
+from annotation.domain.control_characters import control_character_message, find_control_character
 from annotation.models import (
     Assignment,
     AssignmentItem,
@@ -94,8 +95,13 @@ def _server_time_ms(assignment: Assignment, rows: list[AssignmentItem], *, n: in
 def _clean_client_meta(client_meta: Any) -> dict:
     if not isinstance(client_meta, dict):
         return {}
-    return {str(k)[:40]: (v if isinstance(v, (int, float, bool)) else str(v)[:300])
-            for k, v in list(client_meta.items())[:20]}
+    cleaned = {str(k)[:40]: (v if isinstance(v, (int, float, bool)) else str(v)[:300])
+               for k, v in list(client_meta.items())[:20]}
+    if (hit := find_control_character(cleaned, "client_meta")) is not None:
+        # Stored with the judgment: NUL would be a 500 on PostgreSQL and stored on SQLite.
+        raise SubmissionInvalid({"__all__": [
+            f"The field {hit[0]} {control_character_message(hit[1])}."]})
+    return cleaned
 
 
 @transaction.atomic

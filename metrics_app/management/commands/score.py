@@ -16,6 +16,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
+from metrics_app.domain.score_input import ScoreInputError, check_score_row, first_repeated_id
 from metrics_app.registry import MetricInput, metric_names
 from metrics_app.services.scoring import DEFAULT_BATCH_SIZE, score_inputs
 
@@ -26,48 +27,34 @@ def parse_input_line(line: str, number: int) -> MetricInput:
         row = json.loads(line)
     except json.JSONDecodeError as exc:
         raise CommandError(f"line {number}: not valid JSON ({exc.msg})") from exc
-    if not isinstance(row, dict):
-        raise CommandError(f"line {number}: expected a JSON object")
-    for field in ("id", "question", "references", "candidate"):
-        if field not in row:
-            raise CommandError(f"line {number}: missing field {field!r}")
-    if not isinstance(row["id"], (str, int)) or isinstance(row["id"], bool):
-        raise CommandError(f"line {number}: field 'id' must be a string or integer")
-    for field in ("question", "candidate", "passage"):
-        if field in row and not isinstance(row[field], str):
-            raise CommandError(f"line {number}: field {field!r} must be a string")
-    refs = row["references"]
-    if isinstance(refs, str):
-        raise CommandError(f"line {number}: field 'references' must be a list of strings, "
-                           f"not one string (write [{json.dumps(refs)}])")
-    if not isinstance(refs, list) or not all(isinstance(r, str) for r in refs):
-        raise CommandError(f"line {number}: field 'references' must be a list of strings")
-    if not refs or any(not r.strip() for r in refs):
-        raise CommandError(f"line {number}: field 'references' needs at least one reference "
-                           "and no empty ones")
-    return MetricInput(id=str(row["id"]), question=row["question"], references=refs,
+    try:
+        check_score_row(row)  # the same check as POST /api/metrics/score/
+    except ScoreInputError as exc:
+        raise CommandError(f"line {number}: {exc}") from None
+    return MetricInput(id=str(row["id"]), question=row["question"],
+                       references=row["references"],
                        candidate=row["candidate"], passage=row.get("passage") or "")
 
 
 def read_inputs(path: Path) -> tuple[list, list[MetricInput]]:
     """Every line parsed, or a CommandError naming the first bad one. Ids must be unique (the
     output is matched back to the input by id)."""
-    ids, inputs = [], []
-    first_line_of: dict[str, int] = {}
+    ids, inputs, numbers = [], [], []
     try:
         with path.open(encoding="utf-8") as handle:
             for number, line in enumerate(handle, start=1):
                 if not line.strip():
                     continue
-                metric_input = parse_input_line(line, number)
-                if metric_input.id in first_line_of:
-                    raise CommandError(f"line {number}: id {metric_input.id!r} is already used "
-                                       f"on line {first_line_of[metric_input.id]}")
-                first_line_of[metric_input.id] = number
+                inputs.append(parse_input_line(line, number))
                 ids.append(json.loads(line)["id"])
-                inputs.append(metric_input)
+                numbers.append(number)
     except UnicodeDecodeError as exc:
         raise CommandError(f"{path}: not UTF-8 text (byte {exc.start}: {exc.reason})") from None
+    repeated = first_repeated_id(i.id for i in inputs)  # the API's rule too
+    if repeated is not None:
+        at, first = repeated
+        raise CommandError(f"line {numbers[at]}: id {inputs[at].id!r} is already used "
+                           f"on line {numbers[first]}")
     if not inputs:
         raise CommandError(f"{path}: no input lines")
     return ids, inputs

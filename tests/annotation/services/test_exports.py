@@ -130,8 +130,9 @@ def test_aggregate_choice_counts_leave_out_practice(tmp_path):
         "1", "1", "0", "0",
     )
     assert judged["n_judgments"] == "2"
-    # The per-judgment export keeps everything, practice included.
-    assert len(run_export(project.slug).splitlines()) == 3 + 1
+    # The per-judgment export follows the same rule; practice answers only when asked.
+    assert len(run_export(project.slug).splitlines()) == 3
+    assert len(run_export(project.slug, "--include-qualification").splitlines()) == 3 + 1
 
 
 def test_stage_filter_and_errors(tmp_path):

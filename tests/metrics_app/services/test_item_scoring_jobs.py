@@ -47,12 +47,13 @@ def test_heavy_metric_job_needs_credentials():
 
 def test_size_limits_sync_stays_100_jobs_take_1000():
     client = _client(make_user())
-    cheap = client.post(URL, {"metrics": ["f1"], "items": [_item(0)] * 101}, format="json")
+    cheap = client.post(URL, {"metrics": ["f1"], "items": [_item(i) for i in range(101)]},
+                        format="json")
     assert cheap.status_code == 400 and "100" in str(cheap.json()["items"])
-    accepted = client.post(URL, {"metrics": ["meteor"], "items": [_item(0)] * 1000},
+    accepted = client.post(URL, {"metrics": ["meteor"], "items": [_item(i) for i in range(1000)]},
                            format="json")
     assert accepted.status_code == 202
-    too_many = client.post(URL, {"metrics": ["meteor"], "items": [_item(0)] * 1001},
+    too_many = client.post(URL, {"metrics": ["meteor"], "items": [_item(i) for i in range(1001)]},
                            format="json")
     assert too_many.status_code == 400 and "1000" in str(too_many.json()["items"])
     assert ItemScoringJob.objects.count() == 1

@@ -117,8 +117,9 @@ def test_score_api_scores_a_small_batch_and_limits_its_size():
     body = api.post(url, {"metrics": ["f1", "length"], "items": [item]}, format="json").json()
     assert body["results"] == [{"id": "1", "f1": 1.0, "length": 3.0}]
     assert body["versions"]["f1"] == "squad-v1"
-    too_many = api.post(url, {"metrics": ["f1"], "items": [item] * 101}, format="json")
-    assert too_many.status_code == 400 and "items" in too_many.json()
+    too_many = api.post(url, {"metrics": ["f1"], "items": [
+        {**item, "id": str(i)} for i in range(101)]}, format="json")
+    assert too_many.status_code == 400 and "At most 100" in str(too_many.json()["items"])
     bad = api.post(url, {"metrics": ["bogus"], "items": [item]}, format="json")
     assert bad.status_code == 400 and "bogus" in str(bad.json())
     missing = api.post(url, {"metrics": ["f1"], "items": [{"id": "1"}]}, format="json")

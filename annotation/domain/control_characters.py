@@ -1,0 +1,49 @@
+"""Control characters in text that enters the platform: one rule for every door (autosave
+drafts, submissions, items from the API, bulk API, importers and the admin).
+
+C0 controls and DEL are refused, except tab, line feed and carriage return, which pasted and
+multi-line text legitimately carries. NUL cannot be stored by PostgreSQL at all (text and jsonb
+refuse it: a 500 there, while SQLite stored it), and no keyboard types the others; refusing
+them everywhere makes both databases answer the same, with a message naming the field.
+Pure functions, no Django.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+# C0 controls and DEL, except tab, line feed and carriage return.
+CONTROL_CHARACTER = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+def describe(character: str) -> str:
+    """"U+0000 (NUL)", "U+000B", ...: how a message names the character."""
+    code = f"U+{ord(character):04X}"
+    return f"{code} (NUL)" if character == "\x00" else code
+
+
+def control_character_message(character: str) -> str:
+    return (f"must not contain control characters (found {describe(character)}); only tab, "
+            "line feed and carriage return may appear in text")
+
+
+def find_control_character(value: Any, where: str = "") -> tuple[str, str] | None:
+    """(path, character) of the first string in `value` (nested dicts and lists, keys
+    included) that holds a control character, or None. Paths read `content.references[0]`;
+    `where` is the path of `value` itself."""
+    if isinstance(value, str):
+        found = CONTROL_CHARACTER.search(value)
+        return (where, found.group()) if found else None
+    if isinstance(value, dict):
+        for key, child in value.items():
+            child_where = f"{where}.{key}" if where else str(key)
+            if isinstance(key, str) and (found := CONTROL_CHARACTER.search(key)):
+                return child_where, found.group()
+            if (hit := find_control_character(child, child_where)) is not None:
+                return hit
+        return None
+    if isinstance(value, (list, tuple)):
+        for index, child in enumerate(value):
+            if (hit := find_control_character(child, f"{where}[{index}]")) is not None:
+                return hit
+    return None
