@@ -5,12 +5,16 @@ retries with exponential backoff and jitter on 429, 5xx, timeouts and dropped co
 from __future__ import annotations
 
 import json
+import logging
 import os
 import random
 import time
 from dataclasses import dataclass, field
 
 import httpx
+
+# One INFO line per request from httpx would drown a 5,000-item run's log.
+logging.getLogger("httpx").setLevel(logging.WARNING)
 
 
 class EndpointError(Exception):
