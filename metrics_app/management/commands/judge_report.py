@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 
 from metrics_app.management.projects import projects_by_slug
 from metrics_app.services.judges.alignment import ESTIMATE_LABELS, judge_alignment_report
@@ -42,9 +42,14 @@ class Command(BaseCommand):
                             help="Human labels the prediction-powered estimates use.")
         parser.add_argument("--disagreements", type=int, default=3)
         parser.add_argument("--json", type=Path, default=None, help="Write the whole report.")
+        parser.add_argument("--estimates-with", default="",
+                            help="Print each system's accuracy estimated with this judge "
+                                 "(the project's real human sample) and stop.")
 
     def handle(self, *args, **options):
         (project,) = projects_by_slug([options["slug"]])
+        if options["estimates_with"]:
+            return self._estimates(project, options["estimates_with"])
         refs = [r.strip() for r in options["judge"].split(",") if r.strip()] or None
         report = judge_alignment_report(project=project, refs=refs,
                                         n_resamples=max(0, options["resamples"]),
@@ -113,3 +118,21 @@ class Command(BaseCommand):
                 out(f"\nhistory of {name}: " + "; ".join(
                     f"v{r['version']} accuracy {_f(r['accuracy'])} kappa {_f(r['kappa'])}"
                     for r in rows))
+
+    def _estimates(self, project, ref: str) -> None:
+        from annotation.judgment_selectors import load_judgments
+        from metrics_app.reports.estimates import estimates_report
+
+        report = estimates_report(load_judgments(project=project), project=project, judge=ref)
+        if "skipped" in report:
+            raise CommandError(report["skipped"])
+        self.stdout.write(f"system estimates with {report['metric']['judge']} "
+                          f"(accuracy, 95% intervals)")
+        for system, row in report["systems"].items():
+            human = row["accuracy"]["human"]
+            ppi = row["accuracy"].get("ppi") or {}
+            self.stdout.write(
+                f"  {system}: {row['n_judged']} of {row['n_items']} judged by humans; humans "
+                f"{_f(human['estimate'])} [{_f(human['low'])}, {_f(human['high'])}]; with the "
+                f"judge {_f(ppi.get('estimate'))} [{_f(ppi.get('low'))}, {_f(ppi.get('high'))}]"
+                f", effective n {_f(ppi.get('effective_n'), 0)}")

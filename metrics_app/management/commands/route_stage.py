@@ -25,6 +25,9 @@ class Command(BaseCommand):
         parser.add_argument("--budget", type=int,
                             help="expected human-judged items (default: the stage's "
                                  "routing_budget setting)")
+        parser.add_argument("--judge", default=None,
+                            help="route on this judge instead of LERC (metric:NAME, an LLM or "
+                                 "imported judge's NAME[@VERSION])")
 
     def handle(self, *args, **options):
         project = Project.objects.filter(slug=options["slug"]).first()
@@ -35,7 +38,8 @@ class Command(BaseCommand):
             names = ", ".join(project.stages.values_list("name", flat=True)) or "none"
             raise CommandError(f"no stage {options['stage']!r} (stages: {names})")
         try:
-            summary = stage_route_by_uncertainty(stage=stage, budget=options["budget"])
+            summary = stage_route_by_uncertainty(stage=stage, budget=options["budget"],
+                                                 judge=options["judge"])
         except StageError as exc:
             raise CommandError(str(exc)) from exc
         self.stdout.write(f"{stage}: {summary.as_text()}")

@@ -14,6 +14,7 @@ import sys
 from django.core.management.base import BaseCommand, CommandError
 
 from metrics_app.domain.judge_prompts import JudgeConfigError
+from metrics_app.judge_selectors import judge_version_get
 from metrics_app.management.projects import projects_by_slug
 from metrics_app.services.judges.client import EndpointError
 from metrics_app.services.judges.runs import (
@@ -21,7 +22,6 @@ from metrics_app.services.judges.runs import (
     judge_job_create,
     judge_project,
 )
-from metrics_app.services.judges.versions import judge_version_get
 
 
 class Command(BaseCommand):

@@ -24,7 +24,14 @@ from ...domain.judge_alignment import (
     rate_gap,
 )
 from ...domain.meta_evaluation import best_threshold, is_validation_key
-from .sources import JudgeView, default_refs, judge_history, judge_view, verdict_view
+from ...judge_selectors import (
+    JudgeView,
+    default_refs,
+    judge_history,
+    judge_view,
+    predictor_values,
+    verdict_view,
+)
 
 CORRECT_AT = 3.0
 DISAGREEMENTS = 25
@@ -86,26 +93,6 @@ def _decision(view: JudgeView, items: list[int], human: dict, questions: dict[in
     else:
         raise ValueError(f"{view.label} gives neither verdicts, scores nor probabilities")
     return rank, float(threshold), how, prob if has_prob else None
-
-
-def _predictor(view: JudgeView, items: list[int]) -> np.ndarray:
-    """The judge's value on a 0-1 scale for the estimates: its probability, else its verdict
-    or score mapped onto 0-1 (Likert 1-5 scores as (s-1)/4)."""
-    values = []
-    for i in items:
-        call = view.calls[i]
-        if call.probability is not None:
-            values.append(call.probability)
-        elif call.score is not None:
-            values.append(call.score)
-        else:
-            values.append(call.verdict)
-    values = np.array(values, dtype=float)
-    if len(values) and (values.min() < 0 or values.max() > 1):
-        low, high = (1.0, 5.0) if values.min() >= 1 and values.max() <= 5 else \
-            (values.min(), values.max())
-        values = (values - low) / (high - low) if high > low else np.full(len(values), 0.5)
-    return values
 
 
 def judge_alignment_report(*, project: Project, refs: list[str] | None = None,
@@ -267,7 +254,7 @@ def _estimates(view: JudgeView, items: dict, human: dict, *, estimate_labels: in
     rng = np.random.default_rng(seed)
     n = min(estimate_labels, len(labelled))
     drawn = sorted(rng.choice(labelled, size=n, replace=False).tolist())
-    f_all = _predictor(view, population)
+    f_all = predictor_values(view, population)
     y = np.array([human[population[k]]["label"] for k in drawn], dtype=float)
     f = f_all[drawn]
     ppi = est.prediction_powered(y, f, f_all)

@@ -69,18 +69,3 @@ def judge_version_create(*, name: str, kind: str = JudgeKind.LLM, config: dict |
         except IntegrityError:
             continue  # a concurrent create took the number; read again
     raise JudgeConfigError(f"could not create a version of {name!r}: concurrent edits")
-
-
-def judge_version_get(label: str) -> JudgeVersion:
-    """`name@version`, or `name` for its latest version; LookupError names what is missing."""
-    name, _, version = label.partition("@")
-    judge = Judge.objects.filter(name=name).first()
-    if judge is None:
-        known = ", ".join(Judge.objects.values_list("name", flat=True)) or "none"
-        raise LookupError(f"no judge named {name!r} (judges: {known})")
-    versions = judge.versions.all()
-    found = versions.filter(version=version).first() if version else versions.last()
-    if found is None:
-        raise LookupError(f"judge {name!r} has no version {version!r} (versions: "
-                          f"{', '.join(versions.values_list('version', flat=True)) or 'none'})")
-    return found

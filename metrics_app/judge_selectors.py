@@ -1,4 +1,4 @@
-"""Every kind of judge read the same way: item id -> (verdict, score, probability,
+"""Reads of judges (selectors): every kind of judge read the same way: item id -> (verdict, score, probability,
 reasoning), whatever gave it.
 
 References: `metric:NAME` (a registered metric's stored scores at its latest version on the
@@ -7,14 +7,15 @@ or `NAME` / `NAME@VERSION` (an LLM or imported judge's verdicts; NAME alone is i
 version with verdicts on the project)."""
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
 from django.db.models import Max
 
 from annotation.models import Project, TaskKind
 
-from ...models import JudgeVerdict, JudgeVersion, MetricScore
-from .versions import judge_version_get
+from .models import Judge, JudgeVerdict, JudgeVersion, MetricScore
 
 # Metrics whose value is a probability that the answer is correct (read as such).
 PROBABILITY_METRICS = ("lerc_prob",)
@@ -87,6 +88,21 @@ def verdict_view(project: Project, version: JudgeVersion) -> JudgeView:
     return view
 
 
+def judge_version_get(label: str) -> JudgeVersion:
+    """`name@version`, or `name` for its latest version; LookupError names what is missing."""
+    name, _, version = label.partition("@")
+    judge = Judge.objects.filter(name=name).first()
+    if judge is None:
+        known = ", ".join(Judge.objects.values_list("name", flat=True)) or "none"
+        raise LookupError(f"no judge named {name!r} (judges: {known})")
+    versions = judge.versions.all()
+    found = versions.filter(version=version).first() if version else versions.last()
+    if found is None:
+        raise LookupError(f"judge {name!r} has no version {version!r} (versions: "
+                          f"{', '.join(versions.values_list('version', flat=True)) or 'none'})")
+    return found
+
+
 def judge_view(project: Project, ref: str) -> JudgeView:
     """The judge `ref` on this project (LookupError says what is missing)."""
     if ref.startswith("metric:"):
@@ -126,3 +142,23 @@ def default_refs(project: Project) -> list[str]:
 def judge_history(project: Project, name: str) -> list[JudgeVersion]:
     return list(JudgeVersion.objects.filter(judge__name=name, verdicts__item__project=project)
                 .distinct().order_by("id"))
+
+
+def predictor_values(view: JudgeView, items: Sequence[int]) -> np.ndarray:
+    """The judge's value on a 0-1 scale for the estimates: its probability, else its verdict
+    or score mapped onto 0-1 (Likert 1-5 scores as (s-1)/4)."""
+    values = []
+    for i in items:
+        call = view.calls[i]
+        if call.probability is not None:
+            values.append(call.probability)
+        elif call.score is not None:
+            values.append(call.score)
+        else:
+            values.append(call.verdict)
+    values = np.array(values, dtype=float)
+    if len(values) and (values.min() < 0 or values.max() > 1):
+        low, high = (1.0, 5.0) if values.min() >= 1 and values.max() <= 5 else \
+            (values.min(), values.max())
+        values = (values - low) / (high - low) if high > low else np.full(len(values), 0.5)
+    return values
