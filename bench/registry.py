@@ -16,6 +16,7 @@ MODULES = {
     "publishing": "bench.publishing",
     "efficiency": "bench.efficiency",
     "aggregation": "bench.aggregation",
+    "judges": "bench.judges",
 }
 
 

@@ -14,6 +14,13 @@ counted in `stats`: `rate_limit_burst(n)` (the next n requests get 429 with Retr
 `truncated_rate` (cut short, finish_reason "length"), `broken_body_rate` (a 200 whose body is
 not JSON); `logprobs` on or off; `latency` seconds per request (slept in the request's thread,
 so concurrent requests overlap as at a real endpoint).
+
+As a process of its own (a rehearsal, or a benchmark that keeps the endpoint off its own CPU):
+
+    python -m testing.openai_server --port 8765 --latency 0.5 [--api-key K] [--malformed 0.02]
+
+prints its base URL; `GET /fake/stats` answers the counters, `POST /fake/faults`
+{"rate_limit_burst": n, "fail_next": n, "status": 503} schedules faults.
 """
 from __future__ import annotations
 
@@ -61,7 +68,7 @@ class FakeChatServer:
                  behaviour: Callable[[str], str] | None = None, logprobs: bool = True,
                  malformed_rate: float = 0.0, truncated_rate: float = 0.0,
                  broken_body_rate: float = 0.0, error_rate: float = 0.0,
-                 position_bias: float = 0.0, seed: int = 0):
+                 position_bias: float = 0.0, seed: int = 0, port: int = 0):
         self.latency = latency
         self.api_key = api_key
         self.rng = random.Random(seed)
@@ -78,7 +85,7 @@ class FakeChatServer:
         self._rate_limited = 0
         self._fail: list[int] = []
         self._in_flight = 0
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", port), self._handler_class())
         self.httpd.daemon_threads = True
         self.httpd.request_queue_size = 256
 
@@ -177,6 +184,12 @@ class FakeChatServer:
                         with server.lock:
                             server.stats["401"] += 1
                         return self._reply(401, {"error": {"message": "invalid api key"}})
+                    if self.path.rstrip("/") == "/fake/faults":
+                        faults = json.loads(raw or b"{}")
+                        server.rate_limit_burst(int(faults.get("rate_limit_burst", 0)))
+                        server.fail_next(int(faults.get("fail_next", 0)),
+                                         int(faults.get("status", 503)))
+                        return self._reply(200, {"ok": True})
                     if self.path.rstrip("/") != "/v1/chat/completions":
                         return self._reply(404, {"error": {"message": f"no route {self.path}"}})
                     try:
@@ -188,6 +201,15 @@ class FakeChatServer:
                 finally:
                     with server.lock:
                         server._in_flight -= 1
+
+            def do_GET(self) -> None:
+                if self.path.rstrip("/") == "/fake/stats":
+                    with server.lock:
+                        return self._reply(200, dict(server.stats))
+                if self.path.rstrip("/") == "/v1/models":
+                    return self._reply(200, {"object": "list", "data": [
+                        {"id": "fake-judge", "object": "model", "owned_by": "qa-judge"}]})
+                return self._reply(404, {"error": {"message": f"no route {self.path}"}})
 
             def _reply(self, status: int, payload, headers: dict | None = None) -> None:
                 data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
@@ -228,3 +250,31 @@ def _log(p: float) -> float:
     import math
 
     return math.log(p)
+
+
+def main(argv: list[str] | None = None) -> None:
+    import argparse
+
+    parser = argparse.ArgumentParser(description="A fake OpenAI-compatible chat endpoint.")
+    parser.add_argument("--port", type=int, default=8765)
+    parser.add_argument("--latency", type=float, default=0.0)
+    parser.add_argument("--api-key", default=None)
+    parser.add_argument("--malformed", type=float, default=0.0)
+    parser.add_argument("--truncated", type=float, default=0.0)
+    parser.add_argument("--errors", type=float, default=0.0, help="share of 500 answers")
+    parser.add_argument("--no-logprobs", action="store_true")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    server = FakeChatServer(latency=args.latency, api_key=args.api_key,
+                            malformed_rate=args.malformed, truncated_rate=args.truncated,
+                            error_rate=args.errors, logprobs=not args.no_logprobs,
+                            seed=args.seed, port=args.port)
+    print(server.url, flush=True)
+    try:
+        server.httpd.serve_forever()
+    except KeyboardInterrupt:
+        pass
+
+
+if __name__ == "__main__":
+    main()

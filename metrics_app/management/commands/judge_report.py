@@ -42,12 +42,19 @@ class Command(BaseCommand):
                             help="Human labels the prediction-powered estimates use.")
         parser.add_argument("--disagreements", type=int, default=3)
         parser.add_argument("--json", type=Path, default=None, help="Write the whole report.")
+        parser.add_argument("--plan", type=float, default=None, metavar="USD",
+                            help="Recommend a judge and a number of human labels for this "
+                                 "budget (a power/cost table) and stop.")
+        parser.add_argument("--label-cost", type=float, default=0.5,
+                            help="USD per human label, for --plan (default 0.5).")
         parser.add_argument("--estimates-with", default="",
                             help="Print each system's accuracy estimated with this judge "
                                  "(the project's real human sample) and stop.")
 
     def handle(self, *args, **options):
         (project,) = projects_by_slug([options["slug"]])
+        if options["plan"] is not None:
+            return self._plan(project, options)
         if options["estimates_with"]:
             return self._estimates(project, options["estimates_with"])
         refs = [r.strip() for r in options["judge"].split(",") if r.strip()] or None
@@ -136,3 +143,29 @@ class Command(BaseCommand):
                 f"{_f(human['estimate'])} [{_f(human['low'])}, {_f(human['high'])}]; with the "
                 f"judge {_f(ppi.get('estimate'))} [{_f(ppi.get('low'))}, {_f(ppi.get('high'))}]"
                 f", effective n {_f(ppi.get('effective_n'), 0)}")
+
+    def _plan(self, project, options) -> None:
+        from metrics_app.services.judges.planning import judge_plan
+
+        refs = [r.strip() for r in options["judge"].split(",") if r.strip()] or None
+        try:
+            result = judge_plan(project=project, budget=options["plan"],
+                                label_cost=options["label_cost"], refs=refs)
+        except ValueError as exc:
+            raise CommandError(str(exc)) from None
+        out = self.stdout.write
+        out(f"budget ${result['budget']:g} at ${result['label_cost']:g} per human label; "
+            f"{result['n_items']} items; widths predicted from {result['pilot_labels']} "
+            f"labelled items (95% half-width of a system's accuracy)")
+        out(f"  {'judge':24} {'judge cost':>10} {'labels':>7} {'half-width':>10} "
+            f"{'worth (labels)':>14}")
+        for name, row in sorted(result["per_judge"].items(),
+                                key=lambda kv: kv[1]["half_width_at_budget"] or 9):
+            out(f"  {name:24} {row['judge_cost']:>10.2f} {row['affordable_labels']:>7} "
+                f"{_f(row['half_width_at_budget']):>10} {_f(row['worth_labels'], 0):>14}")
+        best = result["best"]
+        out("recommended: " + (f"{best['judge']} with {best['n_labels']} human labels "
+                               f"(±{best['half_width']:.3f}, ${best['cost']:g})"
+                               if best else "nothing fits this budget"))
+        for ref, error in result["errors"].items():
+            out(f"{ref}: left out: {error}")

@@ -266,3 +266,61 @@ def _estimates(view: JudgeView, items: dict, human: dict, *, estimate_labels: in
             "width_ratio": (None if not ppi.se or not alone.se or ppi.low is None
                             or alone.low is None else
                             round((ppi.high - ppi.low) / (alone.high - alone.low), 4))}
+
+
+def _watermarks(project: Project) -> dict:
+    from django.db.models import Max
+
+    from annotation.models import Judgment
+
+    from ...models import JudgeVerdict, MetricScore
+
+    return {
+        "judgments": Judgment.objects.filter(item__project=project).aggregate(
+            top=Max("id"))["top"] or 0,
+        "verdicts": JudgeVerdict.objects.filter(item__project=project).aggregate(
+            top=Max("id"))["top"] or 0,
+        "scores": MetricScore.objects.filter(item__project=project).aggregate(
+            top=Max("id"))["top"] or 0,
+    }
+
+
+def cached_judge_alignment_report(*, project: Project, refs: list[str] | None = None,
+                                  n_resamples: int = 1000) -> dict:
+    """The report from the `Report` cache while no judgment, verdict or score was stored
+    since; else computed (outside a transaction) and stored."""
+    from django.utils import timezone
+
+    from ...models import Report
+
+    params = {"refs": sorted(refs or []), "n_resamples": n_resamples,
+              "watermarks": _watermarks(project)}
+    cached = _cached(project, params)
+    if cached is not None:
+        return cached
+    data = judge_alignment_report(project=project, refs=refs, n_resamples=n_resamples)
+    data["computed_at"] = timezone.now().isoformat()
+    Report.objects.update_or_create(
+        project=project, stage=None, kind="judge_alignment",
+        defaults={"params": params, "data": _json_ready(data),
+                  "judgment_watermark": params["watermarks"]["judgments"]})
+    return _json_ready(data)
+
+
+def _cached(project: Project, params: dict) -> dict | None:
+    from ...models import Report
+
+    row = Report.objects.filter(project=project, stage=None, kind="judge_alignment").first()
+    return row.data if row is not None and row.params == params else None
+
+
+def _json_ready(value):
+    if isinstance(value, dict):
+        return {str(k): _json_ready(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_json_ready(v) for v in value]
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value

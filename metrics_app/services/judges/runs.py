@@ -164,20 +164,26 @@ def judge_project(*, project: Project, version: JudgeVersion, budget: float | No
                         timeout=timeout, retry=retry)
     pending: dict[Future, tuple[Request, float]] = {}
     queue = iter(todo)
+    held: Request | None = None
     exhausted = False
     pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="judge")
     try:
         while True:
             while not exhausted and not detail["stopped"] and len(pending) < concurrency:
-                request = next(queue, None)
+                request = held or next(queue, None)
+                held = None
                 if request is None:
                     exhausted = True
                     break
                 worst = worst_case_cost(request.prompt, config["max_tokens"], price) or 0.0
                 if budget is not None and spent + reserved + worst > budget:
-                    detail["stopped"] = (f"budget: ${spent + reserved:.4f} spent or reserved "
-                                         f"of ${budget:.4f}; the next request could cost "
-                                         f"${worst:.4f}")
+                    if pending:
+                        # In-flight requests reserve their worst case; what they really cost
+                        # is known when they answer. Wait for them before deciding.
+                        held = request
+                        break
+                    detail["stopped"] = (f"budget: ${spent:.4f} spent of ${budget:.4f}; the "
+                                         f"next request could cost up to ${worst:.4f}")
                     break
                 reserved += worst
                 future = pool.submit(client.complete, system=config["system"],

@@ -98,3 +98,26 @@ def test_an_ab_judge_with_position_bias_is_seen():
     position = report["judges"]["ab@1"]["bias"]["position"]
     assert position["n_pairs"] == 40 and position["first_position_rate"] > 0.6
     assert position["ci_first"][0] > 0.5 and position["position_consistency"] < 0.8
+
+
+def test_the_plan_recommends_a_judge_within_the_budget():
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    from metrics_app.services.judges.planning import judge_plan
+
+    project = _likert()
+    with FakeChatServer() as server:
+        version = judge_version_create(name="planned", config={
+            "base_url": server.url, "model": "fake-judge", "logprobs": True})[0]
+        detail = judge_project(project=project, version=version)
+    result = judge_plan(project=project, budget=10.0, label_cost=0.5)
+    llm = result["per_judge"]["planned@1"]
+    assert llm["judge_cost"] == pytest.approx(detail["cost"])  # 30 items, one call each
+    assert llm["affordable_labels"] == min(30, int((10.0 - detail["cost"]) // 0.5))
+    assert result["best"]["judge"] == "planned@1"  # it agrees with the human majority
+    out = StringIO()
+    call_command("judge_report", project.slug, "--plan", "10", "--label-cost", "0.5",
+                 stdout=out)
+    assert "recommended: planned@1 with" in out.getvalue()

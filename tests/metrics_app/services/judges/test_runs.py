@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from annotation.models import TaskKind
-from metrics_app.domain.judge_prompts import JudgeConfigError
+from metrics_app.domain.judge_prompts import JudgeConfigError, worst_case_cost
 from metrics_app.models import JudgeJob, JudgeVerdict, ScoringStatus
 from metrics_app.services.judges.client import EndpointError, RetryPolicy
 from metrics_app.services.judges.runs import judge_job_create, judge_job_run, judge_project
@@ -80,6 +80,14 @@ def test_the_budget_stops_the_run_before_it_is_exceeded():
                     .values_list("cost", flat=True))
         assert detail["stopped"].startswith("budget")
         assert 0 < detail["calls"] < 40 and spent <= budget
+        # It stopped only when the next request's worst case no longer fitted.
+        from metrics_app.services.judges.runs import judge_requests
+        from metrics_app.services.judges.versions import price_for
+
+        worst = max(worst_case_cost(r.prompt, version.config["max_tokens"],
+                                    price_for(version.config))
+                    for r in judge_requests(project, version))
+        assert budget - spent < worst
         assert detail["cost"] == pytest.approx(spent)
         # A run with room for all of it finishes what the capped run left.
         rest = judge_project(project=project, version=version, budget=1.0, retry=FAST)
