@@ -51,6 +51,7 @@ DEFAULT_CONCURRENCY = 8
 MAX_CONCURRENCY = 256
 FLUSH_EVERY = 50       # verdicts stored per write
 FLUSH_SECONDS = 2.0    # ... or at least this often
+GIVE_UP_AFTER = 10     # requests failing in a row (after retries) that stop a run
 
 
 @dataclass(frozen=True)
@@ -166,6 +167,8 @@ def judge_project(*, project: Project, version: JudgeVersion, budget: float | No
     queue = iter(todo)
     held: Request | None = None
     exhausted = False
+    failing = 0
+    give_up_after = max(GIVE_UP_AFTER, 2 * concurrency)
     pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="judge")
     try:
         while True:
@@ -204,9 +207,16 @@ def judge_project(*, project: Project, version: JudgeVersion, budget: float | No
                     if exc.fatal:
                         raise
                     detail["failed"] += 1
+                    failing += 1
                     if len(detail["errors"]) < 5:
                         detail["errors"].append(f"item {request.item_id}: {exc}")
+                    if failing >= give_up_after and not detail["stopped"]:
+                        # Every request in a row failed after all its retries: the endpoint
+                        # is down, not one item hard. Stop; a later run asks the rest.
+                        detail["stopped"] = (f"endpoint failing: {failing} requests in a row "
+                                             f"failed after retries; last: {exc}")
                     continue
+                failing = 0
                 row, parsed = _verdict_row(version, request, answer, price)
                 buffer.append(row)
                 detail["calls"] += 1

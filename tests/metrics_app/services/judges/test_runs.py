@@ -146,6 +146,17 @@ def test_an_endpoint_that_keeps_failing_leaves_items_unjudged_not_dropped():
     assert not JudgeVerdict.objects.filter(judge_version=version).exists()
 
 
+def test_an_endpoint_that_is_down_stops_the_run_instead_of_retrying_every_item():
+    project = _likert_project(60)
+    with FakeChatServer() as server:
+        version = _judge(server)
+    # The server is gone: every connection is refused.
+    detail = judge_project(project=project, version=version, concurrency=2, retry=FAST)
+    assert detail["stopped"].startswith("endpoint failing") and "ConnectError" in \
+        detail["stopped"]
+    assert 10 <= detail["failed"] < 60 and detail["calls"] == 0
+
+
 def test_malformed_truncated_and_broken_answers_are_stored_and_counted():
     project = _likert_project(60)
     with FakeChatServer(malformed_rate=0.2, truncated_rate=0.2, broken_body_rate=0.1,
