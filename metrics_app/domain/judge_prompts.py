@@ -310,6 +310,8 @@ def call_cost(prompt_tokens: int, completion_tokens: int, price: dict | None) ->
 
 
 def worst_case_cost(prompt: str, max_tokens: int, price: dict | None) -> float | None:
-    """An upper bound of a call's cost before sending it: every character a prompt token
-    (tokenizers average 3–4 characters per token) plus all `max_tokens` in the answer."""
-    return call_cost(len(prompt) + 16, max_tokens, price)
+    """An upper bound of a call's cost before sending it: every UTF-8 byte of the prompt (the
+    system message included) a token (byte-level tokenizers never give more tokens than bytes;
+    they average 3-4 characters per token) plus 32 for the chat template, and all
+    `max_tokens` in the answer."""
+    return call_cost(len(prompt.encode("utf-8")) + 32, max_tokens, price)

@@ -178,7 +178,8 @@ def judge_project(*, project: Project, version: JudgeVersion, budget: float | No
                 if request is None:
                     exhausted = True
                     break
-                worst = worst_case_cost(request.prompt, config["max_tokens"], price) or 0.0
+                worst = worst_case_cost(config["system"] + request.prompt,
+                                        config["max_tokens"], price) or 0.0
                 if budget is not None and spent + reserved + worst > budget:
                     if pending:
                         # In-flight requests reserve their worst case; what they really cost
@@ -205,6 +206,8 @@ def judge_project(*, project: Project, version: JudgeVersion, budget: float | No
                     answer = future.result()
                 except EndpointError as exc:
                     if exc.fatal:
+                        # Keep what was answered (paid for) before the endpoint refused.
+                        JudgeVerdict.objects.bulk_create(buffer, ignore_conflicts=True)
                         raise
                     detail["failed"] += 1
                     failing += 1

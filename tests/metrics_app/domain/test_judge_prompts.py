@@ -146,3 +146,5 @@ def test_cost_and_its_upper_bound():
     prompt = "x" * 400
     # Tokenizers give fewer tokens than characters: the bound is above any real call.
     assert worst_case_cost(prompt, 100, price) > call_cost(400 // 3, 100, price)
+    # Bytes, not characters: a CJK character is three UTF-8 bytes and may be several tokens.
+    assert worst_case_cost("漢" * 100, 0, price) >= call_cost(300, 0, price)

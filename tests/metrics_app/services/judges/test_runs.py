@@ -84,7 +84,8 @@ def test_the_budget_stops_the_run_before_it_is_exceeded():
         from metrics_app.services.judges.runs import judge_requests
         from metrics_app.services.judges.versions import price_for
 
-        worst = max(worst_case_cost(r.prompt, version.config["max_tokens"],
+        worst = max(worst_case_cost(version.config["system"] + r.prompt,
+                                    version.config["max_tokens"],
                                     price_for(version.config))
                     for r in judge_requests(project, version))
         assert budget - spent < worst
