@@ -66,7 +66,8 @@ def _human_scores(frame: JudgmentFrame, *, median: bool) -> dict[int, float]:
 
 
 def _quantity(*, human: dict[int, float], predicted: dict[int, float], items: list[int],
-              to_label, verdict, routed: dict[int, tuple[float, bool]] | None = None) -> dict:
+              to_label, verdict, routed: dict[int, tuple[float, bool]] | None = None,
+              unsure: float = 0.5) -> dict:
     """The three estimates of one quantity (accuracy or mean score) over `items`. With a
     routing draw (`routed`: item → its probability of reaching humans and whether it was
     drawn), labels are weighted by 1/probability (active inference) instead of treated as a
@@ -77,6 +78,13 @@ def _quantity(*, human: dict[int, float], predicted: dict[int, float], items: li
     judged = [i for i in items if i in human]
     y_all = np.array([to_label(human[i]) for i in judged], dtype=float)
     scored = [i for i in items if i in predicted]
+    if scored and len(scored) < len(items):
+        # A judge that saw only some of the system's items (a budget-capped LLM run, a
+        # partial import): the estimate stays about every item, the unscored ones predicted
+        # as maximally unsure (0.5 of P(correct), 3 of 1-5), as the routing counts them. Any
+        # prediction fixed before the labels keeps PPI unbiased; only its width suffers.
+        predicted = {**{i: unsure for i in items}, **{i: predicted[i] for i in scored}}
+        scored = list(items)
     both = [i for i in judged if i in predicted]
     out = {"human": estimates.human_only(y_all, n_items=len(items)).as_dict(),
            # The same labels read as a sample of the questions the items were drawn from:
@@ -200,7 +208,8 @@ def estimates_report(frame: JudgmentFrame, *, project: Project, judge: str | Non
                                   to_label=lambda s: float(s >= CORRECT_AT),
                                   verdict=lambda p: (p >= 0.5).astype(float), routed=routed),
             "mean_score": _quantity(human=human, predicted=score, items=ids,
-                                    to_label=float, verdict=lambda s: s, routed=routed),
+                                    to_label=float, verdict=lambda s: s, routed=routed,
+                                    unsure=3.0),
         }
     for a, b in combinations(sorted(by_system), 2):
         pair = {"a": a, "b": b, "accuracy": {}}

@@ -98,3 +98,30 @@ def test_the_command_prints_estimates_with_a_judge(project, capsys):
                  "0", stdout=out)
     text = out.getvalue()
     assert "system estimates with imported@1" in text and "effective n" in text
+
+
+def test_a_judge_that_saw_only_some_items_still_estimates_every_item(tmp_path):
+    """A budget-capped or partial judge: the estimate is about all the system's items (the
+    unscored ones predicted 0.5), so with every item labelled it equals the humans' exactly,
+    not the accuracy of the few items the judge saw."""
+    project = make_project(TaskKind.LIKERT, slug="partial")
+    stage = make_stage(project, kind=StageKind.FULL)
+    worker = make_worker()
+    rows = []
+    for n in range(60):
+        item = make_item(project, source="s", external_id=f"p{n}")
+        correct = n % 3 != 0
+        make_judgment(item=item, stage=stage, worker=worker, score=5 if correct else 1)
+        if n < 12 and correct:  # the judge saw 12 items, mostly right ones
+            rows.append({"item_id": item.external_id, "probability": 0.9})
+        elif n < 12:
+            rows.append({"item_id": item.external_id, "probability": 0.6})
+    path = tmp_path / "p.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in rows), encoding="utf-8")
+    verdicts_import(project=project, path=path, judge="partial", version="1")
+    report = estimates_report(load_judgments(project=project), project=project, judge="partial")
+    system = report["systems"]["s"]
+    assert system["n_scored"] == 12 and system["n_items"] == 60
+    accuracy = system["accuracy"]
+    assert accuracy["ppi"]["estimate"] == pytest.approx(accuracy["human"]["estimate"]) == \
+        pytest.approx(40 / 60)
