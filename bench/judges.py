@@ -73,17 +73,18 @@ def run(ctx: Context) -> Outcome:
     from metrics_app.services.judges.versions import judge_version_create
 
     n_items = ctx.size(5000, 300)
+    burst = ctx.size(BURST_429, 20)
     project = _project(n_items)
     retry = RetryPolicy(attempts=12, base_delay=0.05, max_delay=1.0)
     outcome = Outcome(inputs={"items": n_items, "latency_s": LATENCY_S,
-                              "concurrency": CONCURRENCY, "burst_429": BURST_429,
+                              "concurrency": CONCURRENCY, "burst_429": burst,
                               "malformed_rate": 0.02, "client": "httpx (threads)",
                               "server": "testing/openai_server.py"})
     with fake_endpoint(latency=LATENCY_S, malformed=0.02, seed=7) as (url, server_stats, faults):
         version = judge_version_create(name=f"bench-{project.pk}", config={
             "base_url": url, "model": "fake-judge", "logprobs": True})[0]
         job = judge_job_create(project=project, version=version, concurrency=CONCURRENCY)
-        faults(rate_limit_burst=BURST_429)
+        faults(rate_limit_burst=burst)
         started, cpu_started = time.perf_counter(), time.process_time()
         load_before = os.getloadavg()[0]
         judge_job_run(job_id=job.pk, retry=retry)
@@ -123,7 +124,7 @@ def run(ctx: Context) -> Outcome:
                   f"max {stats['max_in_flight']} in flight")
     outcome.check("every item judged or counted unparseable; the 429 burst retried",
                   job.status == ScoringStatus.DONE and stored == n_items
-                  and job.detail["failed"] == 0 and stats.get("429", 0) == BURST_429,
+                  and job.detail["failed"] == 0 and stats.get("429", 0) == burst,
                   f"{stored} verdicts ({job.detail['unparseable']} unparseable), "
                   f"{stats['429']} answered 429, {job.detail['failed']} failed")
     outcome.check("a rerun of the same version makes no call", rerun_calls == 0,
