@@ -121,3 +121,21 @@ def test_the_plan_recommends_a_judge_within_the_budget():
     call_command("judge_report", project.slug, "--plan", "10", "--label-cost", "0.5",
                  stdout=out)
     assert "recommended: planned@1 with" in out.getvalue()
+
+
+def test_lerc_versions_are_judges_read_as_probabilities():
+    from metrics_app.models import MetricScore
+
+    project = _likert()
+    for n, item in enumerate(project.items.order_by("id")):
+        right = "on the mat" in item.content["candidate"]
+        MetricScore.objects.create(item=item, metric="lerc_prob", version="v7",
+                                   value=0.8 if right == (n % 10 != 0) else 0.3)
+        MetricScore.objects.create(item=item, metric="lerc", version="v7",
+                                   value=4.5 if right else 1.5)
+    report = judge_alignment_report(project=project, n_resamples=50, estimate_labels=10)
+    prob, score = report["judges"]["metric:lerc_prob"], report["judges"]["metric:lerc"]
+    assert prob["version"] == "v7" and prob["decision"] == "probability >= 0.5"
+    assert prob["accuracy"] == pytest.approx(0.9) and prob["ece"] is not None
+    assert score["accuracy"] == 1.0 and score["ece"] is None  # a 1-5 score, not a probability
+    assert "validation half" in score["decision"]
