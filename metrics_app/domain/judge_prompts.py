@@ -68,13 +68,13 @@ def validate_config(config: dict) -> dict:
         raise JudgeConfigError("the judge config must be an object")
     known = {"base_url", "model", "api_key_env", "task", "system", "prompt", "temperature",
              "max_tokens", "parse", "pattern", "verdicts", "logprobs", "price"}
+    if "api_key" in config:
+        raise JudgeConfigError("api_key: never store a key; name its environment variable "
+                               "in api_key_env")
     unknown = sorted(set(config) - known)
     if unknown:
         raise JudgeConfigError(f"unknown judge config field(s): {', '.join(unknown)} "
                                f"(known: {', '.join(sorted(known))})")
-    if "api_key" in config:
-        raise JudgeConfigError("api_key: never store a key; name its environment variable "
-                               "in api_key_env")
     out = dict(config)
     task = out.setdefault("task", "likert")
     if task not in TASK_KINDS:
@@ -84,6 +84,13 @@ def validate_config(config: dict) -> dict:
             raise JudgeConfigError(f"{key}: required (a non-empty string)")
     if not out["base_url"].startswith(("http://", "https://")):
         raise JudgeConfigError(f"base_url: {out['base_url']!r} is not an http(s) URL")
+    from urllib.parse import parse_qs, urlsplit
+
+    parts = urlsplit(out["base_url"])
+    if parts.username or parts.password or any(
+            "key" in name.lower() or "token" in name.lower() for name in parse_qs(parts.query)):
+        raise JudgeConfigError("base_url: carries credentials; name the key's environment "
+                               "variable in api_key_env instead (configs are stored)")
     env = out.setdefault("api_key_env", "")
     if env and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", env):
         raise JudgeConfigError(f"api_key_env: {env!r} is not an environment variable name")

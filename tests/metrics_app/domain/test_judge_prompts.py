@@ -119,7 +119,7 @@ def test_config_validation_names_the_field():
                        ({"task": "essay"}, "task"), ({"parse": "vibes"}, "parse"),
                        ({"temperature": 3}, "temperature"), ({"max_tokens": 0}, "max_tokens"),
                        ({"prompt": "{question} {nonsense}"}, "prompt"),
-                       ({"api_key": "sk-123"}, "api_key"),
+                       ({"api_key": "sk-123"}, "never store a key"),
                        ({"api_key_env": "not a name"}, "api_key_env"),
                        ({"parse": "regex", "pattern": "no group"}, "pattern"),
                        ({"price": {"prompt_per_million": -1}}, "price")]:
@@ -148,3 +148,12 @@ def test_cost_and_its_upper_bound():
     assert worst_case_cost(prompt, 100, price) > call_cost(400 // 3, 100, price)
     # Bytes, not characters: a CJK character is three UTF-8 bytes and may be several tokens.
     assert worst_case_cost("漢" * 100, 0, price) >= call_cost(300, 0, price)
+
+
+@pytest.mark.reliability
+@pytest.mark.parametrize("url", ["https://user:sk-123@api.example.com/v1",
+                                 "https://api.example.com/v1?api_key=sk-123",
+                                 "https://api.example.com/v1?access_token=t"])
+def test_a_base_url_with_credentials_is_refused(url):
+    with pytest.raises(JudgeConfigError, match="credentials"):
+        validate_config({**BASE, "base_url": url})
