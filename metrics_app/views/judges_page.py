@@ -22,11 +22,16 @@ def _project(request, slug: str):
     return project
 
 
+# The page computes in the request when nothing is cached (13,809 EVOUNA answers x 5 judges:
+# 21 s at 200 resamples on the loaded 2-core host, 42 s at 1,000; a cached read 0.05 s).
+PAGE_RESAMPLES = 200
+
+
 def _resamples(request) -> int:
     try:
-        return max(0, min(5000, int(request.GET.get("resamples", 1000))))
+        return max(0, min(5000, int(request.GET.get("resamples", PAGE_RESAMPLES))))
     except ValueError:
-        return 1000
+        return PAGE_RESAMPLES
 
 
 @login_required
