@@ -99,7 +99,8 @@ class Command(BaseCommand):
                     f"{_f(pb['position_consistency'])}{_ci(pb['ci_consistency'])}")
             for column in ("source", "dataset"):
                 for name, g in (bias.get(column) or {}).items():
-                    out(f"  {column} {name}: accuracy {_f(g['accuracy'])}, judge - human "
+                    out(f"  {column} {name}: accuracy {_f(g['accuracy'])}"
+                        f"{_ci(g['accuracy_ci'])}, judge - human "
                         f"positive rate {_f(g['gap'])}{_ci(g['ci'])}")
             for row in j["disagreements"][:options["disagreements"]]:
                 out(f"  disagrees on {row['item']}: humans {row['human_label']} "

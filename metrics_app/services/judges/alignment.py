@@ -22,6 +22,7 @@ from ...domain.judge_alignment import (
     paired_comparison,
     position_bias,
     rate_gap,
+    resample_indices,
 )
 from ...domain.meta_evaluation import best_threshold, is_validation_key
 from ...judge_selectors import (
@@ -187,9 +188,20 @@ def _bias_cards(view, common, items, human, predicted, rank, labels, *, n_resamp
         cards[column] = {
             name: {**rate_gap(judge_pos[ks], human_pos[ks], n_resamples=n_resamples,
                               seed=seed),
-                   "accuracy": float((judge_pos[ks] == human_pos[ks]).mean())}
+                   **_accuracy_with_interval(judge_pos[ks] == human_pos[ks],
+                                             n_resamples=n_resamples, seed=seed)}
             for name, ks in sorted(groups.items())}
     return cards
+
+
+def _accuracy_with_interval(right: np.ndarray, *, n_resamples: int, seed: int) -> dict:
+    right = right.astype(float)
+    idx = resample_indices(len(right), n_resamples, seed)
+    ci = [None, None]
+    if len(idx):
+        low, high = np.quantile(right[idx].mean(axis=1), [0.025, 0.975])
+        ci = [float(low), float(high)]
+    return {"accuracy": float(right.mean()), "accuracy_ci": ci}
 
 
 def _disagreements(view, common, items, human, predicted, prob) -> list[dict]:

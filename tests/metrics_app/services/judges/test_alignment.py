@@ -139,3 +139,15 @@ def test_lerc_versions_are_judges_read_as_probabilities():
     assert prob["accuracy"] == pytest.approx(0.9) and prob["ece"] is not None
     assert score["accuracy"] == 1.0 and score["ece"] is None  # a 1-5 score, not a probability
     assert "validation half" in score["decision"]
+
+
+def test_per_system_cards_carry_intervals():
+    project = _likert()
+    with FakeChatServer() as server:
+        version = judge_version_create(name="cards", config={
+            "base_url": server.url, "model": "fake-judge"})[0]
+        judge_project(project=project, version=version)
+    report = judge_alignment_report(project=project, n_resamples=200, estimate_labels=10)
+    for card in report["judges"]["cards@1"]["bias"]["source"].values():
+        low, high = card["accuracy_ci"]
+        assert low <= card["accuracy"] <= high and card["n"] == 15
