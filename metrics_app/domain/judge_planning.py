@@ -1,6 +1,6 @@
 """Choosing a judge for a study: with a budget for human judgments (and what each judge costs
 to run over every item), which judge and how many human labels give the narrowest
-prediction-powered interval on a system's accuracy? Pure numpy.
+prediction-powered interval on an accuracy over N items? Pure numpy.
 
 The width is predicted from labels already in hand (a pilot): the PPI++ standard error with
 n labels of N items is sqrt((1 - n/N) * Var(y - λf) / n), λ the power-tuning weight fitted

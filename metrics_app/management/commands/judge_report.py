@@ -157,13 +157,21 @@ class Command(BaseCommand):
         out = self.stdout.write
         out(f"budget ${result['budget']:g} at ${result['label_cost']:g} per human label; "
             f"{result['n_items']} items; widths predicted from {result['pilot_labels']} "
-            f"labelled items (95% half-width of a system's accuracy)")
+            f"labelled items (95% half-width of the accuracy over the project's items)")
         out(f"  {'judge':24} {'judge cost':>10} {'labels':>7} {'half-width':>10} "
             f"{'worth (labels)':>14}")
         for name, row in sorted(result["per_judge"].items(),
                                 key=lambda kv: kv[1]["half_width_at_budget"] or 9):
             out(f"  {name:24} {row['judge_cost']:>10.2f} {row['affordable_labels']:>7} "
                 f"{_f(row['half_width_at_budget']):>10} {_f(row['worth_labels'], 0):>14}")
+        sizes = sorted({row["n_labels"] for row in result["table"]})
+        if sizes:
+            out("  half-width by human labels: " + " ".join(f"{n:>6}" for n in sizes))
+            widths = {(row["judge"], row["n_labels"]): row["half_width"]
+                      for row in result["table"]}
+            for name in result["per_judge"]:
+                out(f"  {name:27}" + " ".join(
+                    f"{_f(widths.get((name, n))):>6}" for n in sizes))
         best = result["best"]
         out("recommended: " + (f"{best['judge']} with {best['n_labels']} human labels "
                                f"(±{best['half_width']:.3f}, ${best['cost']:g})"
