@@ -17,6 +17,7 @@ MODULES = {
     "efficiency": "bench.efficiency",
     "aggregation": "bench.aggregation",
     "leaderboard": "bench.leaderboard",
+    "judges": "bench.judges",
 }
 
 

@@ -9,7 +9,14 @@ from django.utils.html import format_html
 from django.utils.safestring import mark_safe
 
 from annotation.admin.base import ReadOnlyAdmin
-from metrics_app.models import ItemScoringJob, ScoringJob
+from metrics_app.models import (
+    ItemScoringJob,
+    Judge,
+    JudgeJob,
+    JudgeVerdict,
+    JudgeVersion,
+    ScoringJob,
+)
 
 from .models import MetricScore, ModelVersion, ModelVersionEvent, Report
 
@@ -263,3 +270,66 @@ def _add_stage_routing_action() -> None:
 
 
 _add_stage_routing_action()
+
+
+class _GlobalReadOnlyAdmin(admin.ModelAdmin):
+    """Judges and their versions belong to no project: staff read them; they are made by
+    `create_judge` / `import_verdicts` (a version's config never changes)."""
+
+    def has_module_permission(self, request):
+        return request.user.is_active and request.user.is_staff
+
+    def has_view_permission(self, request, obj=None):
+        return self.has_module_permission(request)
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(Judge)
+class JudgeAdmin(_GlobalReadOnlyAdmin):
+    list_display = ("name", "kind", "created_at")
+    list_filter = ("kind",)
+    search_fields = ("name",)
+
+
+@admin.register(JudgeVersion)
+class JudgeVersionAdmin(_GlobalReadOnlyAdmin):
+    list_display = ("__str__", "created_at")
+    list_filter = ("judge__kind",)
+    list_select_related = ("judge",)
+    search_fields = ("judge__name", "version")
+
+
+@admin.register(JudgeVerdict)
+class JudgeVerdictAdmin(ReadOnlyAdmin):
+    project_path = "item__project"
+    list_display = ("item", "judge_version", "order", "verdict", "score", "probability",
+                    "parsed", "cost", "created_at")
+    list_filter = ("parsed", "verdict")
+    list_select_related = ("item__project", "judge_version__judge")
+    search_fields = ("item__external_id", "judge_version__judge__name")
+
+
+@admin.register(JudgeJob)
+class JudgeJobAdmin(ReadOnlyAdmin):
+    """LLM judge runs with their progress, cost and budget; queued by `run_judge --queue` or
+    the API, run in Celery."""
+
+    list_display = ("__str__", "status", "progress_bar", "spent", "budget", "requested_by",
+                    "created_at", "finished_at")
+    list_filter = ("status", ("project", admin.RelatedOnlyFieldListFilter))
+    list_select_related = ("project", "requested_by", "judge_version__judge")
+    search_fields = ("project__slug", "judge_version__judge__name", "task_id")
+    readonly_fields = ("progress_bar",)
+
+    @admin.display(description="Progress")
+    def progress_bar(self, obj):
+        return format_html('<progress max="100" value="{}"></progress> {} / {} ({}%)',
+                           obj.percent, obj.done, obj.total, obj.percent)

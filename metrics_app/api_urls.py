@@ -3,7 +3,7 @@ from django.urls import path  # noqa: F401
 
 app_name = "metrics-api"
 
-from .apis import metrics, reports  # noqa: E402
+from .apis import judges, metrics, reports  # noqa: E402
 
 urlpatterns: list = [
     path("projects/<slug:slug>/report/", reports.ProjectReportApi.as_view(),
@@ -14,6 +14,11 @@ urlpatterns: list = [
          name="metric-report"),
     path("projects/<slug:slug>/scoring-jobs/", metrics.ScoringJobListCreateApi.as_view(),
          name="scoring-jobs"),
+    path("projects/<slug:slug>/judges/report/", judges.JudgeReportApi.as_view(),
+         name="judge-report"),
+    path("projects/<slug:slug>/judges/plan/", judges.JudgePlanApi.as_view(), name="judge-plan"),
+    path("projects/<slug:slug>/judge-jobs/", judges.JudgeJobListCreateApi.as_view(),
+         name="judge-jobs"),
     path("score/", metrics.MetricScoreApi.as_view(), name="metric-score"),
     path("score-jobs/<int:job_id>/", metrics.ItemScoringJobDetailApi.as_view(), name="score-job"),
 ]

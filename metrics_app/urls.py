@@ -3,7 +3,7 @@ from django.urls import path  # noqa: F401
 
 app_name = "metrics"
 
-from .views import adjudication, cockpit, dashboard, metrics_page  # noqa: E402
+from .views import adjudication, cockpit, dashboard, judges_page, metrics_page  # noqa: E402
 
 urlpatterns: list = [
     path("<slug:slug>/cockpit/", cockpit.project_cockpit, name="project-cockpit"),
@@ -18,6 +18,9 @@ urlpatterns: list = [
     path("<slug:slug>/metrics/scatter/<str:metric>.png", metrics_page.project_metric_scatter,
          name="metric-scatter"),
     path("<slug:slug>/metrics/roc.png", metrics_page.project_metric_roc, name="metric-roc"),
+    path("<slug:slug>/judges/", judges_page.project_judges, name="project-judges"),
+    path("<slug:slug>/judges/reliability/<str:label>.png", judges_page.project_judge_reliability,
+         name="judge-reliability"),
     path("<slug:slug>/adjudicate/", adjudication.adjudication_page, name="adjudicate"),
     path("<slug:slug>/adjudicate/record/", adjudication.adjudication_submit,
          name="adjudicate-record"),

@@ -367,6 +367,14 @@ QAJ_JOB_MAX_ATTEMPTS = int(os.environ.get("QAJ_JOB_MAX_ATTEMPTS", "3"))
 CELERY_BEAT_SCHEDULE["metrics-recover-stale-scoring"] = {
     "task": "metrics.recover_stale_scoring", "schedule": 60.0,
 }
+# Judge jobs (LLM judges over a project) use the same lease, sweep and pending resend.
+CELERY_BEAT_SCHEDULE["judges-recover-stale"] = {"task": "judges.recover_stale", "schedule": 60.0}
+CELERY_BEAT_SCHEDULE["judges-enqueue-pending"] = {
+    "task": "judges.enqueue_pending", "schedule": 120.0,
+}
+# USD per million tokens per judge model, {"model": [prompt, completion]}, adding to or
+# replacing metrics_app/services/judges/versions.py DEFAULT_PRICES.
+QAJ_JUDGE_PRICES = json.loads(os.environ.get("QAJ_JUDGE_PRICES", "{}") or "{}")
 CELERY_BEAT_SCHEDULE["lerc-fail-stale"] = {
     "task": "worker.tasks.lerc.lerc_fail_stale", "schedule": 60.0,
 }

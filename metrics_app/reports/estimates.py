@@ -1,8 +1,12 @@
 """System-level estimates of a Likert correctness project: each system's (item `source`)
-accuracy and mean score from the human judgments alone, from the promoted LERC alone, and
-prediction-powered (humans + LERC on every item), and the same for every pair of systems, with
-the judgments still needed to tell them apart. The statistics are metrics_app.domain.estimates;
-this module gathers the numbers."""
+accuracy and mean score from the human judgments alone, from a judge alone, and
+prediction-powered (humans + the judge on every item), and the same for every pair of systems,
+with the judgments still needed to tell them apart. The judge is the promoted LERC by default,
+or any judge (`judge=`: `metric:f1`, an LLM or imported judge by name; see
+metrics_app/judge_selectors.py): its probability (else its verdict or score on a 0-1 scale)
+predicts accuracy, its 1-5 score (else 1 + 4 x that) the mean score. The report names the
+judge and each prediction-powered estimate its effective n. The statistics are
+metrics_app.domain.estimates; this module gathers the numbers."""
 from __future__ import annotations
 
 from itertools import combinations
@@ -15,7 +19,8 @@ from annotation.judgment_selectors import JudgmentFrame
 from annotation.models import Project, RoutingDraw, TaskKind
 
 from ..domain import estimates
-from ..models import MetricScore
+from ..judge_selectors import judge_view, predictor_values
+from ..models import JudgeVerdict, MetricScore
 
 CORRECT_AT = 3.0  # a mean human score of 3 or more on the 1–5 scale counts as correct
 # LERC's calibrated P(correct) predicts accuracy; its 1–5 score predicts the mean score.
@@ -73,7 +78,8 @@ def clip_share(quantity: dict) -> dict:
 
 
 def _quantity(*, human: dict[int, float], predicted: dict[int, float], items: list[int],
-              to_label, verdict, routed: dict[int, tuple[float, bool]] | None = None) -> dict:
+              to_label, verdict, routed: dict[int, tuple[float, bool]] | None = None,
+              unsure: float = 0.5) -> dict:
     """The three estimates of one quantity (accuracy or mean score) over `items`. With a
     routing draw (`routed`: item → its probability of reaching humans and whether it was
     drawn), labels are weighted by 1/probability (active inference) instead of treated as a
@@ -84,6 +90,13 @@ def _quantity(*, human: dict[int, float], predicted: dict[int, float], items: li
     judged = [i for i in items if i in human]
     y_all = np.array([to_label(human[i]) for i in judged], dtype=float)
     scored = [i for i in items if i in predicted]
+    if scored and len(scored) < len(items):
+        # A judge that saw only some of the system's items (a budget-capped LLM run, a
+        # partial import): the estimate stays about every item, the unscored ones predicted
+        # as maximally unsure (0.5 of P(correct), 3 of 1-5), as the routing counts them. Any
+        # prediction fixed before the labels keeps PPI unbiased; only its width suffers.
+        predicted = {**{i: unsure for i in items}, **{i: predicted[i] for i in scored}}
+        scored = list(items)
     both = [i for i in judged if i in predicted]
     out = {"human": estimates.human_only(y_all, n_items=len(items)).as_dict(),
            # The same labels read as a sample of the questions the items were drawn from:
@@ -139,9 +152,34 @@ def _routing_probabilities(project: Project,
             for stage_id, item_id, probability, drawn in rows}
 
 
-def estimates_report(frame: JudgmentFrame, *, project: Project) -> dict:
+def judge_predictions(project: Project, ref: str) -> tuple[dict, dict[int, float],
+                                                          dict[int, float]]:
+    """({judge, version, ...}, item -> predicted P(correct), item -> predicted 1-5 score) of
+    any judge; LookupError names what is missing."""
+    view = judge_view(project, ref)
+    ids = sorted(view.calls)
+    probability = dict(zip(ids, predictor_values(view, ids).tolist(), strict=True))
+    scores = {i: c.score for i, c in view.calls.items() if c.score is not None}
+    if scores and all(1 <= v <= 5 for v in scores.values()) and len(scores) == len(ids):
+        score = scores
+    else:
+        score = {i: 1 + 4 * p for i, p in probability.items()}
+    return ({"judge": view.label, "kind": view.kind, "probability": view.label,
+             "probability_version": view.version, "score": view.label,
+             "score_version": view.version}, probability, score)
+
+
+def judge_watermark(project: Project) -> int:
+    """Changes whenever a judge verdict is stored for the project."""
+    return (JudgeVerdict.objects.filter(item__project=project)
+            .aggregate(top=Max("id"))["top"] or 0)
+
+
+def estimates_report(frame: JudgmentFrame, *, project: Project, judge: str | None = None
+                     ) -> dict:
     """{"systems": {source: {accuracy, mean_score, n_items, n_judged, n_scored}},
-    "pairs": [{a, b, accuracy: {human, ppi}}], "metric", "assumptions"}, or {"skipped": why}."""
+    "pairs": [{a, b, accuracy: {human, ppi}}], "metric", "assumptions"}, or {"skipped": why}.
+    `judge`: any judge reference instead of the promoted LERC."""
     if project.kind != TaskKind.LIKERT:
         return {"skipped": "system estimates are computed for Likert correctness projects"}
     items = list(project.items.filter(is_practice=False, excluded=False, is_gold_check=False)
@@ -151,18 +189,26 @@ def estimates_report(frame: JudgmentFrame, *, project: Project) -> dict:
         by_system.setdefault(source or "(none)", []).append(item_id)
     human = _human_scores(frame, median=project.aggregation_model == "median")
     routed = _routing_probabilities(project, human)
-    version, probability = latest_metric_scores(project, PROBABILITY_METRIC)
-    score_version, score = latest_metric_scores(project, SCORE_METRIC)
+    if judge:
+        try:
+            metric, probability, score = judge_predictions(project, judge)
+        except LookupError as exc:
+            return {"skipped": str(exc)}
+    else:
+        version, probability = latest_metric_scores(project, PROBABILITY_METRIC)
+        score_version, score = latest_metric_scores(project, SCORE_METRIC)
+        metric = {"judge": "lerc" if probability else None, "kind": "metric",
+                  "probability": PROBABILITY_METRIC if probability else None,
+                  "probability_version": version, "score": SCORE_METRIC if score else None,
+                  "score_version": score_version}
     report = {
         "correct_at": CORRECT_AT,
         "aggregation": project.aggregation_model,
-        "metric": {"probability": PROBABILITY_METRIC if probability else None,
-                   "probability_version": version, "score": SCORE_METRIC if score else None,
-                   "score_version": score_version},
+        "metric": metric,
         "assumptions": estimates.ASSUMPTIONS,
         "systems": {}, "pairs": [],
     }
-    if not probability:
+    if not probability and not judge:
         report["note"] = ("No LERC scores stored for this project: estimates are from the human "
                           "judgments alone. Score the project with the promoted LERC "
                           "(score_project SLUG --metric lerc,lerc_prob) for prediction-powered estimates.")
@@ -175,7 +221,8 @@ def estimates_report(frame: JudgmentFrame, *, project: Project) -> dict:
                                              verdict=lambda p: (p >= 0.5).astype(float),
                                              routed=routed)),
             "mean_score": _quantity(human=human, predicted=score, items=ids,
-                                    to_label=float, verdict=lambda s: s, routed=routed),
+                                    to_label=float, verdict=lambda s: s, routed=routed,
+                                    unsure=3.0),
         }
     for a, b in combinations(sorted(by_system), 2):
         pair = {"a": a, "b": b, "accuracy": {}}

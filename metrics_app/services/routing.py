@@ -5,8 +5,9 @@ probabilities are recorded (`RoutingDraw`) so that the system estimates stay unb
 
 A stage opts in with the setting `"routing": "uncertainty"` (`"random"`, the default, serves
 every item of the stage); the draw is made here, before publishing, from the stored
-`lerc_prob` scores of the promoted LERC. Items LERC has not scored count as maximally unsure
-(P = 0.5)."""
+`lerc_prob` scores of the promoted LERC, or of any judge given (`judge=`: `metric:NAME`, an
+LLM or imported judge; its probability, else its verdict or score on a 0-1 scale). Items the
+judge has not scored count as maximally unsure (P = 0.5)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -20,7 +21,7 @@ from annotation.services.stage_errors import StageError
 from annotation.services.stage_plans import stage_items_choose
 
 from ..domain.estimates import routing_probabilities
-from ..reports.estimates import PROBABILITY_METRIC, latest_metric_scores
+from ..reports.estimates import PROBABILITY_METRIC, judge_predictions, latest_metric_scores
 
 
 @dataclass(frozen=True)
@@ -33,8 +34,16 @@ class RoutingSummary:
 
     def as_text(self) -> str:
         return (f"{self.drawn} of {self.population} items sent to humans (expected "
-                f"{self.budget}); {self.scored} routed on LERC {self.metric_version or '—'}, "
+                f"{self.budget}); {self.scored} routed on "
+                f"{_judge_name(self.metric_version)}, "
                 f"{self.population - self.scored} unscored counted as unsure")
+
+
+def _judge_name(version: str | None) -> str:
+    """LERC's version, or another judge's label (`name@version`, `metric:NAME`)."""
+    if version and ("@" in version or version.startswith("metric:")):
+        return version
+    return f"LERC {version or '—'}"
 
 
 def routing_mode(stage: Stage) -> str:
@@ -45,7 +54,8 @@ def routing_mode(stage: Stage) -> str:
 
 
 @transaction.atomic
-def stage_route_by_uncertainty(*, stage: Stage, budget: int | None = None) -> RoutingSummary:
+def stage_route_by_uncertainty(*, stage: Stage, budget: int | None = None,
+                               judge: str | None = None) -> RoutingSummary:
     """Draw which of the stage's items go to humans (Poisson sampling, seeded by the stage),
     record every item's probability and whether it was drawn, and make the drawn items the
     stage's items. A draft stage may be drawn again (the new draw replaces the old one over
@@ -71,7 +81,14 @@ def stage_route_by_uncertainty(*, stage: Stage, budget: int | None = None) -> Ro
     if not 1 <= budget <= len(population):
         raise StageError(f"{stage}: the routing budget must be between 1 and the "
                          f"{len(population)} items of the stage, not {budget}")
-    version, predicted = latest_metric_scores(stage.project, PROBABILITY_METRIC)
+    if judge:
+        try:
+            about, predicted, _score = judge_predictions(stage.project, judge)
+        except LookupError as exc:
+            raise StageError(f"{stage}: {exc}") from None
+        version = about["judge"]
+    else:
+        version, predicted = latest_metric_scores(stage.project, PROBABILITY_METRIC)
     if not predicted:
         raise StageError(f"{stage}: no LERC scores stored for this project; score it with the "
                          f"promoted LERC first (score_project SLUG --metric {PROBABILITY_METRIC})")

@@ -1,2 +1,2 @@
 """Celery tasks, one module per area (imported here so every worker registers them all)."""
-from . import assignments, lerc, metrics, providers, reports  # noqa: F401
+from . import assignments, judges, lerc, metrics, providers, reports  # noqa: F401

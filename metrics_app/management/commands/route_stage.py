@@ -27,6 +27,9 @@ class Command(BaseCommand):
         parser.add_argument("--budget", type=int,
                             help="expected human-judged items (default: the stage's "
                                  "routing_budget setting)")
+        parser.add_argument("--judge", default=None,
+                            help="route on this judge instead of LERC (metric:NAME, an LLM or "
+                                 "imported judge's NAME[@VERSION])")
 
     def handle(self, *args, **options):
         project = Project.objects.filter(slug=options["slug"]).first()
@@ -38,9 +41,14 @@ class Command(BaseCommand):
             raise CommandError(f"no stage {options['stage']!r} (stages: {names})")
         try:
             if project.kind == TaskKind.AB:
+                if options["judge"]:
+                    raise CommandError("--judge chooses the scores of uncertainty routing; an "
+                                       "A/B stage is drawn by adaptive pairing, from the "
+                                       "leaderboard of its judgments")
                 summary = stage_draw_adaptive_pairs(stage=stage, budget=options["budget"])
             else:
-                summary = stage_route_by_uncertainty(stage=stage, budget=options["budget"])
+                summary = stage_route_by_uncertainty(stage=stage, budget=options["budget"],
+                                                     judge=options["judge"])
         except StageError as exc:
             raise CommandError(str(exc)) from exc
         self.stdout.write(f"{stage}: {summary.as_text()}")

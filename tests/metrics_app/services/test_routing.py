@@ -155,3 +155,32 @@ def test_route_stage_command_and_admin_action(client, routed_study):
                            follow=True)
     # The budget the command stored in the stage settings.
     assert "of 600 items sent to humans (expected 60)" in response.content.decode()
+
+
+def test_any_judge_with_a_probability_routes_and_feeds_the_estimates(routed_study, tmp_path):
+    """An imported judge's probabilities instead of LERC's: the draw records them and the
+    label of the judge, and the estimates with that judge weight the labels by 1/π."""
+    import json
+
+    from annotation.judgment_selectors import load_judgments
+    from metrics_app.reports.estimates import estimates_report
+    from metrics_app.services.judges.imports import verdicts_import
+
+    project, stage, truth = routed_study
+    rows = [{"item_id": item.external_id, "probability": 0.5 if n % 3 else 0.95}
+            for n, item in enumerate(project.items.order_by("id"))]
+    path = tmp_path / "v.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in rows), encoding="utf-8")
+    verdicts_import(project=project, path=path, judge="other", version="7")
+    summary = stage_route_by_uncertainty(stage=stage, judge="other")
+    assert summary.metric_version == "other@7" and "routed on other@7" in summary.as_text()
+    draws = list(RoutingDraw.objects.filter(stage=stage))
+    assert {d.metric_version for d in draws} == {"other@7"}
+    assert {d.predicted for d in draws} == {0.5, 0.95}
+    sure = [d.probability for d in draws if d.predicted == 0.95]
+    unsure = [d.probability for d in draws if d.predicted == 0.5]
+    assert np.mean(unsure) > np.mean(sure)
+    with pytest.raises(StageError, match="no judge named 'nobody'"):
+        stage_route_by_uncertainty(stage=stage, judge="nobody")
+    report = estimates_report(load_judgments(project=project), project=project, judge="other")
+    assert report["metric"]["judge"] == "other@7"

@@ -1,0 +1,117 @@
+"""REST endpoints for judges: the alignment report, the judge recommendation, and LLM judge
+jobs (list, queue). The same numbers as `manage.py judge_report` and `run_judge --queue`."""
+from __future__ import annotations
+
+from django.shortcuts import get_object_or_404
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers, status
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from annotation.api_common import JsonApiMixin, paginated_response, with_errors
+from annotation.selectors import projects_visible_to
+from metrics_app.domain.judge_prompts import JudgeConfigError
+from metrics_app.judge_selectors import judge_version_get
+from metrics_app.models import JudgeJob
+from metrics_app.services.judges.alignment import cached_judge_alignment_report
+from metrics_app.services.judges.planning import judge_plan
+from metrics_app.services.judges.runs import MAX_CONCURRENCY, judge_job_create
+
+
+def _project_for(request, slug: str):
+    return get_object_or_404(projects_visible_to(request.user), slug=slug)
+
+
+def _refs(text: str) -> list[str] | None:
+    return [r.strip() for r in text.split(",") if r.strip()] or None
+
+
+class JudgeReportApi(APIView):
+    """GET /api/metrics/projects/<slug>/judges/report/?judge=metric:f1,my-llm&resamples=1000"""
+
+    class FilterSerializer(serializers.Serializer):
+        judge = serializers.CharField(required=False, allow_blank=True, max_length=1000)
+        resamples = serializers.IntegerField(required=False, min_value=0, max_value=5000,
+                                             default=1000)
+
+    @extend_schema(parameters=[OpenApiParameter("judge", str), OpenApiParameter("resamples", int)],
+                   responses=with_errors({200: dict}, 400, 404))
+    def get(self, request, slug: str):
+        project = _project_for(request, slug)
+        filters = self.FilterSerializer(data=request.query_params)
+        filters.is_valid(raise_exception=True)
+        return Response(cached_judge_alignment_report(
+            project=project, refs=_refs(filters.validated_data.get("judge", "")),
+            n_resamples=filters.validated_data["resamples"]))
+
+
+class JudgePlanApi(APIView):
+    """GET /api/metrics/projects/<slug>/judges/plan/?budget=200&label_cost=0.5[&judge=...]:
+    which judge and how many human labels give the narrowest interval for the budget."""
+
+    class FilterSerializer(serializers.Serializer):
+        budget = serializers.FloatField(min_value=0)
+        label_cost = serializers.FloatField(min_value=0.0001)
+        judge = serializers.CharField(required=False, allow_blank=True, max_length=1000)
+
+    @extend_schema(parameters=[OpenApiParameter("budget", float),
+                               OpenApiParameter("label_cost", float),
+                               OpenApiParameter("judge", str)],
+                   responses=with_errors({200: dict}, 400, 404))
+    def get(self, request, slug: str):
+        project = _project_for(request, slug)
+        filters = self.FilterSerializer(data=request.query_params)
+        filters.is_valid(raise_exception=True)
+        data = filters.validated_data
+        try:
+            return Response(judge_plan(project=project, budget=data["budget"],
+                                       label_cost=data["label_cost"],
+                                       refs=_refs(data.get("judge", ""))))
+        except ValueError as exc:
+            raise serializers.ValidationError({"detail": str(exc)}) from None
+
+
+class JudgeJobSerializer(serializers.ModelSerializer):
+    percent = serializers.IntegerField(read_only=True)
+    judge = serializers.CharField(source="judge_version.label", read_only=True)
+
+    class Meta:
+        model = JudgeJob
+        fields = ["id", "judge", "status", "done", "total", "percent", "budget", "spent",
+                  "detail", "error", "attempts", "created_at", "started_at", "finished_at"]
+
+
+class JudgeJobListCreateApi(JsonApiMixin, APIView):
+    """GET a project's judge jobs, newest first; POST {"judge": "name[@version]", "budget":
+    USD, "concurrency": N} queues an LLM judge run in Celery (202)."""
+
+    class InputSerializer(serializers.Serializer):
+        judge = serializers.CharField(max_length=200)
+        budget = serializers.FloatField(required=False, allow_null=True, min_value=0)
+        concurrency = serializers.IntegerField(required=False, min_value=1,
+                                               max_value=MAX_CONCURRENCY, default=8)
+
+    @extend_schema(responses=with_errors({200: JudgeJobSerializer(many=True)}, 404))
+    def get(self, request, slug: str):
+        project = _project_for(request, slug)
+        return paginated_response(
+            request=request, view=self,
+            queryset=JudgeJob.objects.filter(project=project).select_related(
+                "judge_version__judge"),
+            serializer_class=JudgeJobSerializer)
+
+    @extend_schema(request=InputSerializer,
+                   responses=with_errors({202: JudgeJobSerializer}, 400, 404, 415))
+    def post(self, request, slug: str):
+        project = _project_for(request, slug)
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        try:
+            version = judge_version_get(data.validated_data["judge"])
+            job = judge_job_create(project=project, version=version,
+                                   budget=data.validated_data.get("budget"),
+                                   concurrency=data.validated_data["concurrency"],
+                                   user=request.user)
+        except (LookupError, JudgeConfigError) as exc:
+            raise serializers.ValidationError({"judge": [str(exc)]}) from None
+        return Response(JudgeJobSerializer(job).data, status=status.HTTP_202_ACCEPTED)

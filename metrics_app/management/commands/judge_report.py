@@ -1,0 +1,180 @@
+"""Every judge of a project against its human labels, side by side.
+
+    python manage.py judge_report SLUG [--judge metric:f1,my-llm,imported@1] [--resamples N]
+                                  [--labels N] [--json FILE] [--disagreements N]
+
+Judges: `metric:NAME` (stored scores of a registered metric, LERC included) and LLM or imported
+judges by name (`NAME` = latest version with verdicts on the project, `NAME@V`); by default
+every metric stored on the project and every judge with verdicts on it. Printed: accuracy,
+Cohen's kappa, ROC AUC, Pearson/Spearman, ECE with 95% bootstrap intervals; the human ceiling;
+paired tests; bias cards; disagreements; prediction-powered accuracy with each judge and its
+effective n (`--labels` human labels drawn at random, the rest read as unlabelled).
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+
+from metrics_app.management.projects import projects_by_slug
+from metrics_app.services.judges.alignment import ESTIMATE_LABELS, judge_alignment_report
+
+
+def _f(value, digits=3) -> str:
+    return "–" if value is None else f"{value:.{digits}f}"
+
+
+def _ci(cell) -> str:
+    if not cell or cell[0] is None:
+        return ""
+    return f" [{_f(cell[0])}, {_f(cell[1])}]"
+
+
+class Command(BaseCommand):
+    help = "Judges (LLM, imported, metrics, LERC) against the human labels, side by side."
+
+    def add_arguments(self, parser):
+        parser.add_argument("slug")
+        parser.add_argument("--judge", default="", help="Comma-separated judge references.")
+        parser.add_argument("--resamples", type=int, default=1000)
+        parser.add_argument("--labels", type=int, default=ESTIMATE_LABELS,
+                            help="Human labels the prediction-powered estimates use.")
+        parser.add_argument("--disagreements", type=int, default=3)
+        parser.add_argument("--json", type=Path, default=None, help="Write the whole report.")
+        parser.add_argument("--plan", type=float, default=None, metavar="USD",
+                            help="Recommend a judge and a number of human labels for this "
+                                 "budget (a power/cost table) and stop.")
+        parser.add_argument("--label-cost", type=float, default=0.5,
+                            help="USD per human label, for --plan (default 0.5).")
+        parser.add_argument("--estimates-with", default="",
+                            help="Print each system's accuracy estimated with this judge "
+                                 "(the project's real human sample) and stop.")
+
+    def handle(self, *args, **options):
+        (project,) = projects_by_slug([options["slug"]])
+        if options["plan"] is not None:
+            return self._plan(project, options)
+        if options["estimates_with"]:
+            return self._estimates(project, options["estimates_with"])
+        refs = [r.strip() for r in options["judge"].split(",") if r.strip()] or None
+        report = judge_alignment_report(project=project, refs=refs,
+                                        n_resamples=max(0, options["resamples"]),
+                                        estimate_labels=max(2, options["labels"]))
+        if options["json"]:
+            options["json"].write_text(json.dumps(report, indent=1, default=str),
+                                       encoding="utf-8")
+        if "skipped" in report:
+            self.stdout.write(report["skipped"])
+            return
+        out = self.stdout.write
+        out(f"{project.slug}: {report['n_labelled']} of {report['n_items']} items carry human "
+            f"labels; 95% bootstrap intervals ({report['n_resamples']} resamples)")
+        ceiling = report["ceiling"]
+        out("human ceiling (each judgment vs the others' majority): " + (
+            f"accuracy {_f(ceiling['accuracy'])}{_ci(ceiling['ci']['accuracy'])}, kappa "
+            f"{_f(ceiling['kappa'])}{_ci(ceiling['ci']['kappa'])} on {ceiling['n_items']} items"
+            if ceiling["n_pairs"] else "no item has two human labels"))
+        for label, error in report["errors"].items():
+            out(f"{label}: not compared: {error}")
+        for label, j in report["judges"].items():
+            out(f"\n{label} ({j['kind']}, {j['judged_with_labels']} items; {j['decision']}; "
+                f"{j['unparseable']} of {j['asked']} unparseable)")
+            for name in ("accuracy", "kappa", "roc_auc", "pearson", "spearman", "ece"):
+                out(f"  {name:9} {_f(j.get(name))}{_ci(j['ci'].get(name))}")
+            c = j["confusion"]
+            out(f"  confusion (judge/human): c/c {c['judge_correct_human_correct']}  c/i "
+                f"{c['judge_correct_human_incorrect']}  i/c {c['judge_incorrect_human_correct']}"
+                f"  i/i {c['judge_incorrect_human_incorrect']}")
+            bias = j["bias"]
+            if "length" in bias and bias["length"]["difference"] is not None:
+                lb = bias["length"]
+                out(f"  length bias: Spearman(length, judge) - Spearman(length, human) = "
+                    f"{_f(lb['difference'])}{_ci(lb['ci'])}"
+                    f"{' (favours longer answers)' if lb['favours_longer'] else ''}")
+            if "position" in bias:
+                pb = bias["position"]
+                out(f"  position: first shown wins {_f(pb['first_position_rate'])}"
+                    f"{_ci(pb['ci_first'])}, consistent across orders "
+                    f"{_f(pb['position_consistency'])}{_ci(pb['ci_consistency'])}")
+            for column in ("source", "dataset"):
+                for name, g in (bias.get(column) or {}).items():
+                    out(f"  {column} {name}: accuracy {_f(g['accuracy'])}"
+                        f"{_ci(g['accuracy_ci'])}, judge - human "
+                        f"positive rate {_f(g['gap'])}{_ci(g['ci'])}")
+            for row in j["disagreements"][:options["disagreements"]]:
+                out(f"  disagrees on {row['item']}: humans {row['human_label']} "
+                    f"(n={row['human_n']}, mean {row['human_mean']:.2f}), judge "
+                    f"{row['judge_verdict']}: {row['reasoning'][:100]!r}")
+        if report["paired"]:
+            out("\npaired (same items): accuracy A - B [95%], McNemar p")
+            for p in report["paired"]:
+                out(f"  {p['a']} vs {p['b']}: {_f(p['accuracy_difference'])}{_ci(p['ci'])}, "
+                    f"p={_f(p['mcnemar_p'], 4)} (n={p['n']})")
+        if report["estimates"]:
+            out("\naccuracy estimates with each judge (PPI++; the labels drawn at random)")
+            for label, e in report["estimates"].items():
+                if "skipped" in e:
+                    continue
+                ppi, alone = e["ppi"], e["human"]
+                out(f"  {label}: {_f(ppi['estimate'])} [{_f(ppi['low'])}, {_f(ppi['high'])}] "
+                    f"effective n {_f(ppi['effective_n'], 0)} from {e['n_labels']} labels "
+                    f"(humans alone [{_f(alone['low'])}, {_f(alone['high'])}]; all "
+                    f"{e['labels_available']} labels: {_f(e['all_labels_accuracy'])})")
+        for name, rows in report["history"].items():
+            if len(rows) > 1:
+                out(f"\nhistory of {name}: " + "; ".join(
+                    f"v{r['version']} accuracy {_f(r['accuracy'])} kappa {_f(r['kappa'])}"
+                    for r in rows))
+
+    def _estimates(self, project, ref: str) -> None:
+        from annotation.judgment_selectors import load_judgments
+        from metrics_app.reports.estimates import estimates_report
+
+        report = estimates_report(load_judgments(project=project), project=project, judge=ref)
+        if "skipped" in report:
+            raise CommandError(report["skipped"])
+        self.stdout.write(f"system estimates with {report['metric']['judge']} "
+                          f"(accuracy, 95% intervals)")
+        for system, row in report["systems"].items():
+            human = row["accuracy"]["human"]
+            ppi = row["accuracy"].get("ppi") or {}
+            self.stdout.write(
+                f"  {system}: {row['n_judged']} of {row['n_items']} judged by humans; humans "
+                f"{_f(human['estimate'])} [{_f(human['low'])}, {_f(human['high'])}]; with the "
+                f"judge {_f(ppi.get('estimate'))} [{_f(ppi.get('low'))}, {_f(ppi.get('high'))}]"
+                f", effective n {_f(ppi.get('effective_n'), 0)}")
+
+    def _plan(self, project, options) -> None:
+        from metrics_app.services.judges.planning import judge_plan
+
+        refs = [r.strip() for r in options["judge"].split(",") if r.strip()] or None
+        try:
+            result = judge_plan(project=project, budget=options["plan"],
+                                label_cost=options["label_cost"], refs=refs)
+        except ValueError as exc:
+            raise CommandError(str(exc)) from None
+        out = self.stdout.write
+        out(f"budget ${result['budget']:g} at ${result['label_cost']:g} per human label; "
+            f"{result['n_items']} items; widths predicted from {result['pilot_labels']} "
+            f"labelled items (95% half-width of the accuracy over the project's items)")
+        out(f"  {'judge':24} {'judge cost':>10} {'labels':>7} {'half-width':>10} "
+            f"{'worth (labels)':>14}")
+        for name, row in sorted(result["per_judge"].items(),
+                                key=lambda kv: kv[1]["half_width_at_budget"] or 9):
+            out(f"  {name:24} {row['judge_cost']:>10.2f} {row['affordable_labels']:>7} "
+                f"{_f(row['half_width_at_budget']):>10} {_f(row['worth_labels'], 0):>14}")
+        sizes = sorted({row["n_labels"] for row in result["table"]})
+        if sizes:
+            out("  half-width by human labels: " + " ".join(f"{n:>6}" for n in sizes))
+            widths = {(row["judge"], row["n_labels"]): row["half_width"]
+                      for row in result["table"]}
+            for name in result["per_judge"]:
+                out(f"  {name:27}" + " ".join(
+                    f"{_f(widths.get((name, n))):>6}" for n in sizes))
+        best = result["best"]
+        out("recommended: " + (f"{best['judge']} with {best['n_labels']} human labels "
+                               f"(±{best['half_width']:.3f}, ${best['cost']:g})"
+                               if best else "nothing fits this budget"))
+        for ref, error in result["errors"].items():
+            out(f"{ref}: left out: {error}")

@@ -1,0 +1,338 @@
+"""The judge alignment report: every judge (LLM, imported, metrics, LERC) against the human
+labels of a project, side by side, with intervals, the human ceiling, disagreements, bias
+cards, paired tests between judges, history across versions and prediction-powered estimates
+with each judge. The statistics are metrics_app/domain/judge_alignment.py; this module gathers
+the numbers. Likert projects: "correct" = the human majority (a judgment of 3 or more counts
+as correct; a tie goes by the mean score). A/B projects: the side most humans preferred."""
+from __future__ import annotations
+
+import math
+from itertools import combinations
+
+import numpy as np
+
+from annotation.judgment_selectors import load_judgments
+from annotation.models import Project, TaskKind
+
+from ...domain import estimates as est
+from ...domain.judge_alignment import (
+    binary_alignment,
+    human_ceiling,
+    length_bias,
+    paired_comparison,
+    position_bias,
+    rate_gap,
+    resample_indices,
+)
+from ...domain.meta_evaluation import best_threshold, is_validation_key
+from ...judge_selectors import (
+    JudgeView,
+    default_refs,
+    judge_history,
+    judge_view,
+    predictor_values,
+    verdict_view,
+)
+
+CORRECT_AT = 3.0
+DISAGREEMENTS = 25
+ESTIMATE_LABELS = 200
+
+
+def human_labels(project: Project) -> dict[int, dict]:
+    """item id -> {labels: [1/0 per judgment], scores, label (majority), mean, spread}."""
+    frame = load_judgments(project=project)
+    mask = frame.data_mask()
+    per_item: dict[int, list] = {}
+    ab = project.kind == TaskKind.AB
+    for item_id, score, choice in zip(frame.item_id[mask].tolist(), frame.score[mask].tolist(),
+                                      frame.choice[mask].tolist(), strict=True):
+        if ab:
+            if choice in ("A", "B"):
+                per_item.setdefault(item_id, []).append(1.0 if choice == "A" else 0.0)
+        elif not math.isnan(score):
+            per_item.setdefault(item_id, []).append(score)
+    out = {}
+    for item_id, values in per_item.items():
+        binary = values if ab else [float(v >= CORRECT_AT) for v in values]
+        share = sum(binary) / len(binary)
+        if share == 0.5:
+            if ab:
+                continue  # an A/B tie has no majority
+            label = int(np.mean(values) >= CORRECT_AT)
+        else:
+            label = int(share > 0.5)
+        out[item_id] = {"labels": [int(b) for b in binary], "label": label,
+                        "mean": float(np.mean(values)), "n": len(values),
+                        "spread": float(np.std(values)), "agreement": max(share, 1 - share)}
+    return out
+
+
+def _decision(view: JudgeView, items: list[int], human: dict, questions: dict[int, str]
+              ) -> tuple[np.ndarray, float, str, np.ndarray | None]:
+    """(rank, threshold, how the threshold was set, probability or None) on `items`."""
+    calls = [view.calls[i] for i in items]
+    verdict = np.array([c.verdict if c.verdict is not None else np.nan for c in calls])
+    score = np.array([c.score if c.score is not None else np.nan for c in calls])
+    prob = np.array([c.probability if c.probability is not None else np.nan for c in calls])
+    has_prob = not np.isnan(prob).any()
+    if not np.isnan(verdict).any():
+        if not np.isnan(score).any() and np.array_equal(score >= CORRECT_AT, verdict == 1):
+            rank, threshold, how = score, CORRECT_AT, "the judge's verdict (score >= 3)"
+        elif has_prob and np.array_equal(prob >= 0.5, verdict == 1):
+            rank, threshold, how = prob, 0.5, "the judge's verdict (probability >= 0.5)"
+        else:
+            rank, threshold, how = verdict, 1.0, "the judge's verdict"
+    elif has_prob:
+        rank, threshold, how = prob, 0.5, "probability >= 0.5"
+    elif not np.isnan(score).any():
+        validation = [k for k, i in enumerate(items) if is_validation_key(questions.get(i, ""))]
+        threshold = best_threshold(score[validation].tolist(),
+                                   [human[items[k]]["label"] for k in validation])
+        rank, how = score, (f"score >= {threshold:.4g}, chosen on the validation half of the "
+                            f"questions ({len(validation)} items)")
+    else:
+        raise ValueError(f"{view.label} gives neither verdicts, scores nor probabilities")
+    return rank, float(threshold), how, prob if has_prob else None
+
+
+def judge_alignment_report(*, project: Project, refs: list[str] | None = None,
+                           n_resamples: int = 1000, estimate_labels: int = ESTIMATE_LABELS,
+                           seed: int = 0) -> dict:
+    """{"judges": {label: {...}}, "ceiling", "paired", "estimates", "history", ...}."""
+    if project.kind not in (TaskKind.LIKERT, TaskKind.AB):
+        return {"skipped": "the alignment report covers Likert and A/B projects"}
+    human = human_labels(project)
+    refs = refs or default_refs(project)
+    items = {row["id"]: row for row in project.items.filter(
+        is_practice=False, excluded=False, is_gold_check=False).values(
+        "id", "external_id", "source", "dataset", "content")}
+    questions = {i: (row["content"] or {}).get("question", "") for i, row in items.items()}
+    report = {"project": project.slug, "kind": project.kind, "n_items": len(items),
+              "n_labelled": sum(i in items for i in human), "n_resamples": n_resamples,
+              "judges": {}, "errors": {}, "paired": [], "estimates": {}, "history": {}}
+    report["ceiling"] = human_ceiling({i: h["labels"] for i, h in human.items() if i in items},
+                                      n_resamples=n_resamples, seed=seed)
+    views: dict[str, JudgeView] = {}
+    correct: dict[str, dict[int, bool]] = {}
+    for ref in refs:
+        try:
+            view = judge_view(project, ref)
+        except LookupError as exc:
+            report["errors"][ref] = str(exc)
+            continue
+        common = sorted(i for i in view.calls if i in human and i in items)
+        if len(common) < 2:
+            report["errors"][view.label] = f"only {len(common)} judged items carry human labels"
+            continue
+        try:
+            rank, threshold, how, prob = _decision(view, common, human, questions)
+        except ValueError as exc:
+            report["errors"][view.label] = str(exc)
+            continue
+        views[view.label] = view
+        labels = np.array([human[i]["label"] for i in common])
+        means = np.array([human[i]["mean"] for i in common])
+        stats = binary_alignment(rank=rank, threshold=threshold, labels=labels,
+                                 human_mean=means, probability=prob,
+                                 n_resamples=n_resamples, seed=seed)
+        predicted = rank >= threshold
+        correct[view.label] = dict(zip(common, (predicted == (labels == 1)).tolist(),
+                                       strict=True))
+        entry = {"kind": view.kind, "version": view.version, "decision": how,
+                 "asked": view.asked, "unparseable": view.unparseable,
+                 "judged_with_labels": len(common), **stats}
+        entry["bias"] = _bias_cards(view, common, items, human, predicted, rank, labels,
+                                    n_resamples=n_resamples, seed=seed)
+        entry["disagreements"] = _disagreements(view, common, items, human, predicted, prob)
+        report["judges"][view.label] = entry
+    labels_sorted = sorted(correct)
+    for a, b in combinations(labels_sorted, 2):
+        shared = sorted(set(correct[a]) & set(correct[b]))
+        comparison = paired_comparison([correct[a][i] for i in shared],
+                                       [correct[b][i] for i in shared],
+                                       n_resamples=n_resamples, seed=seed)
+        report["paired"].append({"a": a, "b": b, **comparison})
+    for label, view in views.items():
+        if view.kind != "metric":
+            name = label.split("@")[0]
+            report["history"][name] = _history(project, name, human, items, questions)
+        if project.kind == TaskKind.LIKERT:
+            report["estimates"][label] = _estimates(view, items, human,
+                                                    estimate_labels=estimate_labels, seed=seed)
+    return report
+
+
+def _bias_cards(view, common, items, human, predicted, rank, labels, *, n_resamples,
+                seed) -> dict:
+    cards: dict = {}
+    judge_pos = predicted.astype(float)
+    human_pos = labels.astype(float)
+    if view.orders:
+        pairs = [o for i, o in view.orders.items() if i in items and {"AB", "BA"} <= set(o)]
+        # In order AB the item's A was shown first; in BA its B was.
+        first = [o["AB"] == "A" for o in pairs] + [o["BA"] == "B" for o in pairs]
+        cards["position"] = position_bias(first, [o["AB"] == o["BA"] for o in pairs],
+                                          n_resamples=n_resamples, seed=seed)
+    else:
+        lengths = [len(str((items[i]["content"] or {}).get("candidate", "")).split())
+                   for i in common]
+        cards["length"] = length_bias(lengths, rank, [human[i]["mean"] for i in common],
+                                      n_resamples=min(n_resamples, 500), seed=seed)
+    for column in ("source", "dataset"):
+        groups: dict[str, list[int]] = {}
+        for k, i in enumerate(common):
+            groups.setdefault(items[i][column] or "(none)", []).append(k)
+        if len(groups) < 2:
+            continue
+        cards[column] = {
+            name: {**rate_gap(judge_pos[ks], human_pos[ks], n_resamples=n_resamples,
+                              seed=seed),
+                   **_accuracy_with_interval(judge_pos[ks] == human_pos[ks],
+                                             n_resamples=n_resamples, seed=seed)}
+            for name, ks in sorted(groups.items())}
+    return cards
+
+
+def _accuracy_with_interval(right: np.ndarray, *, n_resamples: int, seed: int) -> dict:
+    right = right.astype(float)
+    idx = resample_indices(len(right), n_resamples, seed)
+    ci = [None, None]
+    if len(idx):
+        low, high = np.quantile(right[idx].mean(axis=1), [0.025, 0.975])
+        ci = [float(low), float(high)]
+    return {"accuracy": float(right.mean()), "accuracy_ci": ci}
+
+
+def _disagreements(view, common, items, human, predicted, prob) -> list[dict]:
+    rows = []
+    for k, i in enumerate(common):
+        if bool(predicted[k]) == bool(human[i]["label"]):
+            continue
+        call = view.calls[i]
+        content = items[i]["content"] or {}
+        confidence = abs(prob[k] - 0.5) if prob is not None else 0.0
+        rows.append({"item": items[i]["external_id"], "item_id": i,
+                     "source": items[i]["source"], "question": content.get("question", ""),
+                     "references": content.get("references"),
+                     "candidate": content.get("candidate"),
+                     "human_label": "correct" if human[i]["label"] else "incorrect",
+                     "human_mean": human[i]["mean"], "human_n": human[i]["n"],
+                     "human_spread": human[i]["spread"],
+                     "human_agreement": human[i]["agreement"],
+                     "judge_verdict": "correct" if predicted[k] else "incorrect",
+                     "judge_score": call.score, "judge_probability": call.probability,
+                     "reasoning": call.reasoning[:600], "_confidence": confidence})
+    # The judge is most plainly wrong where the humans agree and the judge was sure.
+    rows.sort(key=lambda r: (-r["human_agreement"], -r["human_n"], -r["_confidence"],
+                             r["item_id"]))
+    for row in rows:
+        del row["_confidence"]
+    return rows[:DISAGREEMENTS]
+
+
+def _history(project, name, human, items, questions) -> list[dict]:
+    out = []
+    for version in judge_history(project, name):
+        view = verdict_view(project, version)
+        common = sorted(i for i in view.calls if i in human and i in items)
+        row = {"version": version.version, "created_at": version.created_at.isoformat(),
+               "asked": view.asked, "unparseable": view.unparseable, "n": len(common),
+               "accuracy": None, "kappa": None}
+        if len(common) >= 2:
+            try:
+                rank, threshold, _how, _prob = _decision(view, common, human, questions)
+            except ValueError:
+                out.append(row)
+                continue
+            labels = np.array([human[i]["label"] for i in common])
+            stats = binary_alignment(rank=rank, threshold=threshold, labels=labels,
+                                     human_mean=np.array([human[i]["mean"] for i in common]),
+                                     n_resamples=0)
+            row.update(accuracy=stats["accuracy"], kappa=stats["kappa"])
+        out.append(row)
+    return out
+
+
+def _estimates(view: JudgeView, items: dict, human: dict, *, estimate_labels: int,
+               seed: int) -> dict:
+    """Accuracy over the items this judge scored, prediction-powered with `estimate_labels`
+    human labels drawn at random from the labelled ones (the rest read as unlabelled), next to
+    the human-only estimate from the same labels and the accuracy of all labels."""
+    population = sorted(i for i in view.calls if i in items)
+    labelled = [k for k, i in enumerate(population) if i in human]
+    if len(labelled) < 2:
+        return {"skipped": "fewer than two labelled items"}
+    rng = np.random.default_rng(seed)
+    n = min(estimate_labels, len(labelled))
+    drawn = sorted(rng.choice(labelled, size=n, replace=False).tolist())
+    f_all = predictor_values(view, population)
+    y = np.array([human[population[k]]["label"] for k in drawn], dtype=float)
+    f = f_all[drawn]
+    ppi = est.prediction_powered(y, f, f_all)
+    alone = est.human_only(y, n_items=len(population))
+    every = np.array([human[population[k]]["label"] for k in labelled], dtype=float)
+    return {"n_items": len(population), "n_labels": n, "labels_available": len(labelled),
+            "all_labels_accuracy": float(every.mean()) if len(every) else None,
+            "ppi": ppi.as_dict(), "human": alone.as_dict(),
+            "width_ratio": (None if not ppi.se or not alone.se or ppi.low is None
+                            or alone.low is None else
+                            round((ppi.high - ppi.low) / (alone.high - alone.low), 4))}
+
+
+def _watermarks(project: Project) -> dict:
+    from django.db.models import Max
+
+    from annotation.models import Judgment
+
+    from ...models import JudgeVerdict, MetricScore
+
+    return {
+        "judgments": Judgment.objects.filter(item__project=project).aggregate(
+            top=Max("id"))["top"] or 0,
+        "verdicts": JudgeVerdict.objects.filter(item__project=project).aggregate(
+            top=Max("id"))["top"] or 0,
+        "scores": MetricScore.objects.filter(item__project=project).aggregate(
+            top=Max("id"))["top"] or 0,
+    }
+
+
+def cached_judge_alignment_report(*, project: Project, refs: list[str] | None = None,
+                                  n_resamples: int = 1000) -> dict:
+    """The report from the `Report` cache while no judgment, verdict or score was stored
+    since; else computed (outside a transaction) and stored."""
+    from django.utils import timezone
+
+    from ...models import Report
+
+    params = {"refs": sorted(refs or []), "n_resamples": n_resamples,
+              "watermarks": _watermarks(project)}
+    cached = _cached(project, params)
+    if cached is not None:
+        return cached
+    data = judge_alignment_report(project=project, refs=refs, n_resamples=n_resamples)
+    data["computed_at"] = timezone.now().isoformat()
+    Report.objects.update_or_create(
+        project=project, stage=None, kind="judge_alignment",
+        defaults={"params": params, "data": _json_ready(data),
+                  "judgment_watermark": params["watermarks"]["judgments"]})
+    return _json_ready(data)
+
+
+def _cached(project: Project, params: dict) -> dict | None:
+    from ...models import Report
+
+    row = Report.objects.filter(project=project, stage=None, kind="judge_alignment").first()
+    return row.data if row is not None and row.params == params else None
+
+
+def _json_ready(value):
+    if isinstance(value, dict):
+        return {str(k): _json_ready(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_json_ready(v) for v in value]
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value

@@ -1,0 +1,188 @@
+"""Verdicts imported from a file: JSONL (one object per line) or CSV (a header row), each row
+`item_id` (the item's external id in the project), and at least one of `verdict`, `score`,
+`probability`; optional `reasoning`, `order` (A/B: AB or BA). The judge's name and version
+are given with the file (or in columns `judge` / `judge_version`, which must then agree on
+every row).
+
+Verdicts: correct/incorrect (also yes/no, true/false, 1/0) for Likert items, A/B for A/B
+items, A–D for multiple choice. Scores are numbers (Likert: 1–5), probabilities 0–1.
+
+Everything is checked before anything is stored: unknown item ids, the same item twice,
+values out of range, a version that already holds verdicts on this project. Every problem is
+reported (up to 20, with line numbers) and nothing is stored."""
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import math
+from pathlib import Path
+
+from django.db import transaction
+
+from annotation.models import Project, TaskKind
+
+from ...models import JudgeKind, JudgeVerdict
+from .versions import judge_version_create
+
+MAX_ERRORS = 20
+_TRUE = {"correct", "yes", "true", "1", "1.0"}
+_FALSE = {"incorrect", "no", "false", "0", "0.0"}
+SCORE_RANGE = {TaskKind.LIKERT: (1.0, 5.0)}
+
+
+class VerdictImportError(ValueError):
+    def __init__(self, errors: list[str]):
+        shown = errors[:MAX_ERRORS]
+        more = f"\n... and {len(errors) - MAX_ERRORS} more" if len(errors) > MAX_ERRORS else ""
+        super().__init__(f"{len(errors)} problem(s), nothing imported:\n" + "\n".join(shown)
+                         + more)
+        self.errors = errors
+
+
+def read_rows(path: Path) -> list[tuple[int, dict]]:
+    """(line number, row) from a .jsonl or .csv file; VerdictImportError on a broken file."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise VerdictImportError([f"{path}: cannot read ({exc})"]) from None
+    rows, errors = [], []
+    if path.suffix.lower() == ".csv":
+        reader = csv.DictReader(io.StringIO(text))
+        if not reader.fieldnames or "item_id" not in reader.fieldnames:
+            raise VerdictImportError([f"{path}: the CSV header has no item_id column"])
+        for line, row in enumerate(reader, start=2):
+            rows.append((line, {k: v for k, v in row.items() if k and v not in (None, "")}))
+    elif path.suffix.lower() in (".jsonl", ".ndjson", ".json"):
+        for line, raw in enumerate(text.splitlines(), start=1):
+            if not raw.strip():
+                continue
+            try:
+                row = json.loads(raw)
+            except json.JSONDecodeError as exc:
+                errors.append(f"line {line}: not JSON ({exc.msg})")
+                continue
+            if not isinstance(row, dict):
+                errors.append(f"line {line}: not a JSON object")
+                continue
+            rows.append((line, row))
+    else:
+        raise VerdictImportError([f"{path}: use a .jsonl or .csv file"])
+    if errors:
+        raise VerdictImportError(errors)
+    if not rows:
+        raise VerdictImportError([f"{path}: no rows"])
+    return rows
+
+
+def _number(value, name: str, line: int, errors: list[str]) -> float | None:
+    if value is None:
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        errors.append(f"line {line}: {name} {value!r} is not a number")
+        return None
+    if not math.isfinite(number):
+        errors.append(f"line {line}: {name} {value!r} is not finite")
+        return None
+    return number
+
+
+def _verdict(value, kind: str, line: int, errors: list[str]) -> str:
+    if value is None:
+        return ""
+    text = str(value).strip()
+    if kind == TaskKind.LIKERT:
+        if text.lower() in _TRUE:
+            return "correct"
+        if text.lower() in _FALSE:
+            return "incorrect"
+        errors.append(f"line {line}: verdict {value!r} is not correct/incorrect")
+    elif kind == TaskKind.AB:
+        if text.upper() in ("A", "B"):
+            return text.upper()
+        errors.append(f"line {line}: verdict {value!r} is not A or B")
+    else:
+        if text.upper() in ("A", "B", "C", "D"):
+            return text.upper()
+        errors.append(f"line {line}: verdict {value!r} is not one of A-D")
+    return ""
+
+
+def verdicts_import(*, project: Project, path: Path, judge: str | None = None,
+                    version: str | None = None, description: str = "") -> dict:
+    """Validate the whole file, then store it as one judge version in one transaction.
+    Returns {judge, version, imported}. VerdictImportError lists every problem found."""
+    rows = read_rows(path)
+    errors: list[str] = []
+    names = {str(r.get("judge")) for _, r in rows if r.get("judge")}
+    versions = {str(r.get("judge_version")) for _, r in rows if r.get("judge_version")}
+    for what, given, column in (("judge", judge, names), ("version", version, versions)):
+        if len(column) > 1:
+            errors.append(f"the file names several {what}s: {', '.join(sorted(column))}")
+        elif given and column and column != {given}:
+            errors.append(f"the file's {what} {column.pop()!r} differs from the one given "
+                          f"({given!r})")
+    judge = judge or (names.pop() if len(names) == 1 else None)
+    version = version or (versions.pop() if len(versions) == 1 else None)
+    if not judge:
+        errors.append("no judge name (give --judge or a `judge` column)")
+    if not version:
+        errors.append("no judge version (give --version or a `judge_version` column)")
+    items = dict(project.items.values_list("external_id", "id"))
+    kind = project.kind
+    low, high = SCORE_RANGE.get(kind, (-math.inf, math.inf))
+    seen: dict[tuple[str, str], int] = {}
+    parsed = []
+    for line, row in rows:
+        external = row.get("item_id")
+        if external in (None, ""):
+            errors.append(f"line {line}: no item_id")
+            continue
+        external = str(external)
+        order = str(row.get("order") or "").upper()
+        if order not in ("", "AB", "BA") or (order and kind != TaskKind.AB):
+            errors.append(f"line {line}: order {row.get('order')!r} (AB or BA, A/B items only)")
+        if external not in items:
+            errors.append(f"line {line}: item_id {external!r} is not an item of "
+                          f"{project.slug}")
+            continue
+        if (external, order) in seen:
+            errors.append(f"line {line}: item_id {external!r} again (first on line "
+                          f"{seen[external, order]})")
+            continue
+        seen[external, order] = line
+        verdict = _verdict(row.get("verdict"), kind, line, errors)
+        score = _number(row.get("score"), "score", line, errors)
+        probability = _number(row.get("probability"), "probability", line, errors)
+        if score is not None and not low <= score <= high:
+            errors.append(f"line {line}: score {score:g} is outside {low:g}..{high:g}")
+        if probability is not None and not 0 <= probability <= 1:
+            errors.append(f"line {line}: probability {probability:g} is outside 0..1")
+        if not verdict and score is None and probability is None:
+            errors.append(f"line {line}: no verdict, score or probability")
+        parsed.append((items[external], order, verdict, score, probability,
+                       str(row.get("reasoning") or "")[:4000]))
+    if errors:
+        raise VerdictImportError(errors)
+    with transaction.atomic():
+        judge_version, _ = judge_version_create(
+            name=judge, kind=JudgeKind.IMPORTED, config={"version": version},
+            description=description, version_name=version)
+        if JudgeVerdict.objects.filter(judge_version=judge_version,
+                                       item__project=project).exists():
+            raise VerdictImportError([f"{judge}@{version} already holds verdicts on "
+                                      f"{project.slug}: import a new version"])
+        JudgeVerdict.objects.bulk_create([
+            JudgeVerdict(judge_version=judge_version, item_id=item_id, order=order,
+                         content_hash=hashlib.sha256(f"import:{item_id}:{order}".encode())
+                         .hexdigest(),
+                         verdict=verdict, score=score, probability=probability,
+                         reasoning=reasoning)
+            for item_id, order, verdict, score, probability, reasoning in parsed
+        ], batch_size=2000)
+    return {"judge": judge, "version": judge_version.version, "label": judge_version.label,
+            "imported": len(parsed)}

@@ -1,0 +1,52 @@
+"""The judge recommendation for a study (metrics_app/domain/judge_planning.py): the project's
+human labels as the pilot, every judge's values on those items, what running each judge over
+every item costs (LLM judges: their mean cost per stored verdict; metrics: nothing), and the
+researcher's budget and price per human label."""
+from __future__ import annotations
+
+import numpy as np
+
+from annotation.models import Project
+
+from ...domain.judge_planning import plan
+from ...judge_selectors import default_refs, judge_view, predictor_values
+from ...models import JudgeVerdict, JudgeVersion
+from .alignment import human_labels
+
+
+def judge_plan(*, project: Project, budget: float, label_cost: float,
+               refs: list[str] | None = None) -> dict:
+    human = human_labels(project)
+    n_items = project.items.filter(is_practice=False, excluded=False,
+                                   is_gold_check=False).count()
+    views = []
+    errors = {}
+    for ref in refs or default_refs(project):
+        try:
+            views.append(judge_view(project, ref))
+        except LookupError as exc:
+            errors[ref] = str(exc)
+    # The pilot: labelled items every judge scored (the same items for all).
+    common = sorted(set(human).intersection(*(set(v.calls) for v in views))
+                    if views else human)
+    y = [human[i]["label"] for i in common]
+    predictions, costs = {}, {}
+    for view in views:
+        predictions[view.label] = predictor_values(view, common).tolist()
+        costs[view.label] = _judge_cost(view, n_items)
+    result = plan(y=y, predictions=predictions, n_items=n_items, label_cost=label_cost,
+                  judge_costs=costs, budget=budget)
+    result["errors"] = errors
+    return result
+
+
+def _judge_cost(view, n_items: int) -> float:
+    if view.kind != "llm":
+        return 0.0
+    version = JudgeVersion.objects.get(judge__name=view.label.split("@")[0],
+                                       version=view.version)
+    costs = [c for c in JudgeVerdict.objects.filter(judge_version=version)
+             .values_list("cost", flat=True) if c is not None]
+    per_call = float(np.mean(costs)) if costs else 0.0
+    calls_per_item = 2 if view.orders else 1
+    return per_call * calls_per_item * n_items

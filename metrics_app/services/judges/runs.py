@@ -1,0 +1,323 @@
+"""Running an LLM judge over a project's items: bounded concurrency (a thread pool the size of
+the job's concurrency, one shared httpx pool), retries with backoff (client.py), a per-item
+cache (a verdict row per judge version, item, order and content hash: a rerun of the same
+version asks nothing), tokens and cost from the price table, and a budget no request can
+exceed: before each request its worst case (every prompt character a token, all of
+`max_tokens` answered) is reserved, and nothing is sent that could take the total past the
+cap. Answers that cannot be parsed are stored (`parsed=False`), counted and shown.
+
+A/B items are asked twice, the answers in both orders; the verdict rows name the item's side
+either way, and the alignment report reads position consistency from the pair.
+
+`judge_job_create` queues a `JudgeJob`; the Celery task `judges.run` runs it under the
+scoring jobs' lease (job_leases.py): a worker killed mid-run leaves its stored verdicts, the
+sweep sends the job again, and the rerun asks only for the rest.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import time
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.db import transaction
+from django.utils import timezone
+
+from annotation.models import Project, TaskKind
+from annotation.services.background import task_send
+
+from ...domain.judge_prompts import (
+    JudgeConfigError,
+    Parsed,
+    call_cost,
+    item_fields,
+    parse_answer,
+    render,
+    worst_case_cost,
+)
+from ...models import JudgeJob, JudgeKind, JudgeVerdict, JudgeVersion, ScoringStatus
+from ..job_leases import JobLease, LeaseLost, leased_run, stale_jobs_recover
+from .client import ChatAnswer, ChatClient, EndpointError, RetryPolicy
+from .versions import price_for
+
+logger = logging.getLogger(__name__)
+
+TASK_OF_KIND = {TaskKind.LIKERT: "likert", TaskKind.AB: "ab", TaskKind.MC: "mc"}
+DEFAULT_CONCURRENCY = 8
+MAX_CONCURRENCY = 256
+FLUSH_EVERY = 50       # verdicts stored per write
+FLUSH_SECONDS = 2.0    # ... or at least this often
+GIVE_UP_AFTER = 10     # requests failing in a row (after retries) that stop a run
+
+
+@dataclass(frozen=True)
+class Request:
+    item_id: int
+    order: str
+    prompt: str
+    content_hash: str
+
+
+def _check_kind(project: Project, version: JudgeVersion) -> str:
+    task = version.config["task"]
+    if TASK_OF_KIND.get(project.kind) != task:
+        raise JudgeConfigError(f"judge {version.label} judges {task} items; project "
+                               f"{project.slug} holds {project.kind} items")
+    return task
+
+
+def judge_requests(project: Project, version: JudgeVersion) -> list[Request]:
+    """Every request the judge makes on the project (A/B: both orders per item)."""
+    config = version.config
+    task = _check_kind(project, version)
+    orders = ("AB", "BA") if task == "ab" else ("",)
+    requests = []
+    items = project.items.filter(is_practice=False, excluded=False).only("id", "content")
+    for item in items.order_by("id").iterator(chunk_size=2000):
+        for order in orders:
+            prompt = render(config["prompt"], item_fields(task, item.content,
+                                                          swap=order == "BA"))
+            digest = hashlib.sha256(json.dumps(
+                [config["system"], prompt], ensure_ascii=False).encode()).hexdigest()
+            requests.append(Request(item.pk, order, prompt, digest))
+    return requests
+
+
+def _verdict_row(version: JudgeVersion, request: Request, answer: ChatAnswer,
+                 price: dict | None) -> tuple[JudgeVerdict, Parsed]:
+    config = version.config
+    if answer.body_error:
+        parsed = Parsed(ok=False, error=answer.body_error)
+    else:
+        parsed = parse_answer(answer.text, config, answer.logprobs)
+        if not parsed.ok and answer.finish_reason == "length":
+            parsed.error = f"truncated (finish_reason length): {parsed.error}"
+    verdict, score, probability = parsed.verdict, parsed.score, parsed.probability
+    if request.order == "BA" and parsed.ok:
+        # The item's answer B was shown first: map the position chosen back to the side.
+        verdict = {"A": "B", "B": "A"}.get(verdict, verdict)
+        score = None if score is None else 1.0 - score
+        probability = None if probability is None else 1.0 - probability
+    return JudgeVerdict(
+        judge_version=version, item_id=request.item_id, order=request.order,
+        content_hash=request.content_hash, verdict=verdict if parsed.ok else "",
+        score=score, probability=probability, parsed=parsed.ok,
+        reasoning=(parsed.reasoning if parsed.ok else parsed.error)[:4000],
+        raw=answer.text[:4000], prompt_tokens=answer.prompt_tokens,
+        completion_tokens=answer.completion_tokens,
+        cost=call_cost(answer.prompt_tokens, answer.completion_tokens, price),
+    ), parsed
+
+
+def judge_project(*, project: Project, version: JudgeVersion, budget: float | None = None,
+                  concurrency: int = DEFAULT_CONCURRENCY, timeout: float = 120.0,
+                  retry: RetryPolicy | None = None,
+                  progress: Callable[[int, dict], None] | None = None) -> dict:
+    """Ask the judge about every item not yet judged at this version; store the verdicts as
+    they arrive. Returns {requests, cached, calls, unparseable, truncated, failed, retries,
+    prompt_tokens, completion_tokens, cost, stopped, errors}. `progress(done, detail)` is
+    called after each stored batch (the job's lease renews there and may raise LeaseLost,
+    which stops the run). An endpoint that refuses the key or the model (401/403/404) ends
+    the run with EndpointError."""
+    if version.judge.kind != JudgeKind.LLM:
+        raise JudgeConfigError(f"{version.label} is an {version.judge.kind} judge: only LLM "
+                               "judges are run")
+    if not 1 <= concurrency <= MAX_CONCURRENCY:
+        raise JudgeConfigError(f"concurrency: {concurrency} is not in 1..{MAX_CONCURRENCY}")
+    config = version.config
+    price = price_for(config)
+    if budget is not None and price is None:
+        raise JudgeConfigError(f"a budget needs a price for model {config['model']!r}: give "
+                               "the judge a `price` or add the model to QAJ_JUDGE_PRICES")
+    requests = judge_requests(project, version)
+    have = set(JudgeVerdict.objects.filter(judge_version=version, item__project=project)
+               .values_list("item_id", "order", "content_hash"))
+    todo = [r for r in requests if (r.item_id, r.order, r.content_hash) not in have]
+    detail = {"requests": len(requests), "cached": len(requests) - len(todo), "calls": 0,
+              "unparseable": 0, "truncated": 0, "failed": 0, "retries": 0,
+              "prompt_tokens": 0, "completion_tokens": 0, "cost": 0.0 if price else None,
+              "stopped": "", "errors": []}
+    done = detail["cached"]
+    if progress:
+        progress(done, detail)
+    if not todo:
+        return detail
+    spent = reserved = 0.0
+    buffer: list[JudgeVerdict] = []
+    last_flush = time.monotonic()
+
+    def flush() -> None:
+        nonlocal buffer, last_flush, done
+        if buffer:
+            JudgeVerdict.objects.bulk_create(buffer, ignore_conflicts=True)
+            done += len(buffer)
+            buffer = []
+        last_flush = time.monotonic()
+        if progress:
+            progress(done, detail)
+
+    client = ChatClient(base_url=config["base_url"], model=config["model"],
+                        api_key_env=config.get("api_key_env", ""), concurrency=concurrency,
+                        timeout=timeout, retry=retry)
+    pending: dict[Future, tuple[Request, float]] = {}
+    queue = iter(todo)
+    held: Request | None = None
+    exhausted = False
+    failing = 0
+    give_up_after = max(GIVE_UP_AFTER, 2 * concurrency)
+    pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="judge")
+    try:
+        while True:
+            while not exhausted and not detail["stopped"] and len(pending) < concurrency:
+                request = held or next(queue, None)
+                held = None
+                if request is None:
+                    exhausted = True
+                    break
+                worst = worst_case_cost(config["system"] + request.prompt,
+                                        config["max_tokens"], price) or 0.0
+                if budget is not None and spent + reserved + worst > budget:
+                    if pending:
+                        # In-flight requests reserve their worst case; what they really cost
+                        # is known when they answer. Wait for them before deciding.
+                        held = request
+                        break
+                    detail["stopped"] = (f"budget: ${spent:.4f} spent of ${budget:.4f}; the "
+                                         f"next request could cost up to ${worst:.4f}")
+                    break
+                reserved += worst
+                future = pool.submit(client.complete, system=config["system"],
+                                     prompt=request.prompt,
+                                     temperature=config["temperature"],
+                                     max_tokens=config["max_tokens"],
+                                     logprobs=bool(config.get("logprobs")))
+                pending[future] = (request, worst)
+            if not pending:
+                break
+            finished, _ = wait(pending, timeout=FLUSH_SECONDS, return_when=FIRST_COMPLETED)
+            for future in finished:
+                request, worst = pending.pop(future)
+                reserved -= worst
+                try:
+                    answer = future.result()
+                except EndpointError as exc:
+                    if exc.fatal:
+                        # Keep what was answered (paid for) before the endpoint refused.
+                        JudgeVerdict.objects.bulk_create(buffer, ignore_conflicts=True)
+                        raise
+                    detail["failed"] += 1
+                    failing += 1
+                    if len(detail["errors"]) < 5:
+                        detail["errors"].append(f"item {request.item_id}: {exc}")
+                    if failing >= give_up_after and not detail["stopped"]:
+                        # Every request in a row failed after all its retries: the endpoint
+                        # is down, not one item hard. Stop; a later run asks the rest.
+                        detail["stopped"] = (f"endpoint failing: {failing} requests in a row "
+                                             f"failed after retries; last: {exc}")
+                    continue
+                failing = 0
+                row, parsed = _verdict_row(version, request, answer, price)
+                buffer.append(row)
+                detail["calls"] += 1
+                detail["retries"] += answer.retries
+                detail["prompt_tokens"] += answer.prompt_tokens
+                detail["completion_tokens"] += answer.completion_tokens
+                if row.cost is not None:
+                    spent += row.cost
+                    detail["cost"] = round(spent, 6)
+                if not parsed.ok:
+                    detail["unparseable"] += 1
+                    detail["truncated"] += answer.finish_reason == "length"
+            if len(buffer) >= FLUSH_EVERY or time.monotonic() - last_flush >= FLUSH_SECONDS:
+                flush()
+        flush()
+    finally:
+        for future in pending:
+            future.cancel()
+        pool.shutdown(wait=True, cancel_futures=True)
+        client.close()
+    return detail
+
+
+# --- jobs -------------------------------------------------------------------------------------
+
+
+def judge_job_create(*, project: Project, version: JudgeVersion, budget: float | None = None,
+                     concurrency: int = DEFAULT_CONCURRENCY, user=None) -> JudgeJob:
+    """Queue a run of the LLM judge version over the project (sent once the transaction
+    commits; with the broker down it stays queued for `judge_jobs_enqueue_pending`)."""
+    if version.judge.kind != JudgeKind.LLM:
+        raise JudgeConfigError(f"{version.label} is not an LLM judge")
+    _check_kind(project, version)
+    if budget is not None and (budget < 0 or price_for(version.config) is None):
+        raise JudgeConfigError("budget: must be >= 0 and the model needs a price")
+    if not 1 <= concurrency <= MAX_CONCURRENCY:
+        raise JudgeConfigError(f"concurrency: {concurrency} is not in 1..{MAX_CONCURRENCY}")
+    with transaction.atomic():
+        job = JudgeJob.objects.create(project=project, judge_version=version, budget=budget,
+                                      metrics=[version.label], requested_by=user,
+                                      options={"concurrency": concurrency})
+        transaction.on_commit(lambda: _enqueue(job))
+    return job
+
+
+def _enqueue(job: JudgeJob) -> bool:
+    try:
+        result = task_send("judges.run", args=[job.pk], queue=job.queue)
+    except Exception:
+        logger.warning("JudgeJob %s not sent (broker unavailable); will retry", job.pk,
+                       exc_info=True)
+        return False
+    JudgeJob.objects.filter(pk=job.pk).update(task_id=result.id or "")
+    return True
+
+
+def judge_jobs_enqueue_pending(*, older_than_seconds: int = 60) -> int:
+    cutoff = timezone.now() - timedelta(seconds=older_than_seconds)
+    pending = JudgeJob.objects.filter(status=ScoringStatus.QUEUED, task_id="",
+                                      created_at__lte=cutoff).order_by("id")
+    return sum(_enqueue(job) for job in pending)
+
+
+def judge_job_run(*, job_id: int, retry: RetryPolicy | None = None) -> JudgeJob | None:
+    """Run a queued judge job under its lease; progress and the running cost are saved with
+    every stored batch. None when there is nothing to do in this worker."""
+    with leased_run(JudgeJob, job_id) as (lease, job):
+        if job is None:
+            return None
+        job = JudgeJob.objects.select_related("project", "judge_version__judge").get(pk=job.pk)
+        detail = judge_project(
+            project=job.project, version=job.judge_version, budget=job.budget,
+            concurrency=int((job.options or {}).get("concurrency", DEFAULT_CONCURRENCY)),
+            retry=retry, progress=_job_progress(lease))
+        lease.finish(status=ScoringStatus.DONE, detail=detail, spent=detail["cost"] or 0.0,
+                     done=detail["cached"] + detail["calls"], error=detail["stopped"])
+    return JudgeJob.objects.get(pk=job_id)
+
+
+def _job_progress(lease: JobLease) -> Callable[[int, dict], None]:
+    first = True
+
+    def progress(done: int, detail: dict) -> None:
+        nonlocal first
+        fields = {"done": done, "spent": detail["cost"] or 0.0,
+                  "detail": {k: v for k, v in detail.items()}}
+        if first:
+            fields["total"] = detail["requests"]
+            first = False
+        lease.update(**fields)
+
+    return progress
+
+
+def judge_jobs_recover_stale() -> dict[str, int]:
+    """Beat: judge jobs whose worker died are sent again (the rerun skips stored verdicts)
+    or failed (see job_leases)."""
+    return stale_jobs_recover((JudgeJob,), send=_enqueue)
+
+
+__all__ = ["LeaseLost", "judge_job_create", "judge_job_run", "judge_project"]

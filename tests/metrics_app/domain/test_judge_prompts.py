@@ -1,0 +1,159 @@
+"""Parse rules, log-probability probabilities, prompt rendering and config validation of LLM
+judges (metrics_app/domain/judge_prompts.py)."""
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from metrics_app.domain.judge_prompts import (
+    JudgeConfigError,
+    call_cost,
+    item_fields,
+    parse_answer,
+    probability_from_logprobs,
+    render,
+    validate_config,
+    worst_case_cost,
+)
+
+BASE = {"base_url": "http://127.0.0.1:1/v1", "model": "m"}
+
+
+def cfg(**fields):
+    return validate_config({**BASE, **fields})
+
+
+@pytest.mark.parametrize("text, score, verdict", [
+    ("The answer is close.\nScore: 4", 4.0, "correct"),
+    ("score=2 because it names the wrong city", 2.0, "incorrect"),
+    ("**Score:** 5", 5.0, "correct"),
+    ("I'd give it a 3 overall.", 3.0, "correct"),
+    ("Score: 1.0", 1.0, "incorrect"),
+])
+def test_likert_rule_reads_the_score(text, score, verdict):
+    parsed = parse_answer(text, cfg())
+    assert parsed.ok and parsed.score == score and parsed.verdict == verdict
+
+
+@pytest.mark.parametrize("text", ["", "   ", "No idea.", "Score: 7", "Score: 12"])
+def test_likert_rule_refuses_what_has_no_1_to_5_score(text):
+    parsed = parse_answer(text, cfg())
+    assert not parsed.ok and parsed.error
+
+
+@pytest.mark.parametrize("text, verdict", [
+    ("Yes, it matches.", "correct"), ("Incorrect: wrong year.", "incorrect"),
+    ("TRUE", "correct"), ("no", "incorrect"),
+])
+def test_yes_no_rule(text, verdict):
+    parsed = parse_answer(text, cfg(parse="yes_no"))
+    assert parsed.ok and parsed.verdict == verdict
+
+
+def test_yes_no_rule_does_not_read_words_inside_words():
+    assert not parse_answer("Knowledge is notable.", cfg(parse="yes_no")).ok
+
+
+@pytest.mark.parametrize("text, verdict", [
+    ("Answer B is more complete.\nBetter: B", "B"), ("Better: A", "A"), ("A", "A"),
+])
+def test_ab_rule(text, verdict):
+    parsed = parse_answer(text, cfg(task="ab"))
+    assert parsed.ok and parsed.verdict == verdict
+
+
+def test_choice_rule_for_starc():
+    parsed = parse_answer("The paragraph says so.\nAnswer: C", cfg(task="mc"))
+    assert parsed.ok and parsed.verdict == "C"
+    assert not parse_answer("None of them.", cfg(task="mc")).ok
+
+
+def test_json_rule():
+    config = cfg(parse="json")
+    parsed = parse_answer('Sure: {"verdict": "yes", "score": 4, "probability": 0.8, '
+                          '"reasoning": "same city"}', config)
+    assert (parsed.ok, parsed.verdict, parsed.score, parsed.probability, parsed.reasoning) == \
+        (True, "correct", 4.0, 0.8, "same city")
+    assert not parse_answer('{"verdict": "yes", "probability": 1.5}', config).ok
+    assert not parse_answer('{"verdict": "yes", "score": "high"}', config).ok
+    assert not parse_answer('{"verdict": ', config).ok
+    assert not parse_answer('{"score": 3}', config).ok
+
+
+def test_regex_rule_maps_groups_to_verdicts():
+    config = cfg(parse="regex", pattern=r"grade:\s*(pass|fail)",
+                 verdicts={"pass": "correct", "fail": "incorrect"})
+    assert parse_answer("Grade: PASS", config).verdict == "correct"
+    assert parse_answer("grade: fail", config).verdict == "incorrect"
+    assert not parse_answer("grade: maybe", config).ok
+
+
+def _lp(token, alternatives):
+    return {"token": token, "logprob": math.log(alternatives[token]),
+            "top_logprobs": [{"token": t, "logprob": math.log(p)}
+                             for t, p in alternatives.items()]}
+
+
+def test_probability_from_logprobs_at_the_verdict_token():
+    logprobs = [{"token": "Score", "logprob": -0.1, "top_logprobs": []},
+                {"token": ":", "logprob": -0.1, "top_logprobs": []},
+                _lp("4", {"4": 0.5, "2": 0.3, "5": 0.1, "x": 0.1})]
+    parsed = parse_answer("Score: 4", cfg(), logprobs)
+    # P(3, 4 or 5) among the 1-5 tokens: (0.5 + 0.1) / (0.5 + 0.3 + 0.1)
+    assert parsed.probability == pytest.approx(0.6 / 0.9)
+    ab = parse_answer("Better: B", cfg(task="ab"), [_lp("B", {"B": 0.7, "A": 0.3})])
+    assert ab.probability == pytest.approx(0.3)  # P(A)
+    assert parse_answer("Score: 4", cfg()).probability is None
+    assert probability_from_logprobs("likert", parsed, [{"token": "7"}]) is None
+
+
+def test_json_probability_wins_over_logprobs():
+    parsed = parse_answer('{"verdict": "A", "probability": 0.9}', cfg(parse="json", task="ab"),
+                          [_lp("A", {"A": 0.5, "B": 0.5})])
+    assert parsed.probability == 0.9
+
+
+def test_config_validation_names_the_field():
+    for bad, field in [({"model": ""}, "model"), ({"base_url": "ftp://x"}, "base_url"),
+                       ({"task": "essay"}, "task"), ({"parse": "vibes"}, "parse"),
+                       ({"temperature": 3}, "temperature"), ({"max_tokens": 0}, "max_tokens"),
+                       ({"prompt": "{question} {nonsense}"}, "prompt"),
+                       ({"api_key": "sk-123"}, "never store a key"),
+                       ({"api_key_env": "not a name"}, "api_key_env"),
+                       ({"parse": "regex", "pattern": "no group"}, "pattern"),
+                       ({"price": {"prompt_per_million": -1}}, "price")]:
+        with pytest.raises(JudgeConfigError, match=field):
+            validate_config({**BASE, **bad})
+
+
+def test_prompts_render_each_kind_and_swap_ab_answers():
+    content = {"question": "q", "answer_a": {"text": "first"}, "answer_b": {"text": "second"}}
+    shown = item_fields("ab", content, swap=True)
+    assert (shown["answer_a"], shown["answer_b"]) == ("second", "first")
+    text = render(cfg()["prompt"], item_fields("likert", {
+        "question": "Who?", "references": ["Ada", "A. Lovelace"], "candidate": "Ada L."}))
+    assert "Reference answer(s): Ada / A. Lovelace" in text and "Candidate answer: Ada L." in text
+    mc = render(cfg(task="mc")["prompt"], item_fields("mc", {
+        "paragraph": "p", "question": "q", "answers": ["w", "x", "y", "z"]}))
+    assert "D. z" in mc
+
+
+def test_cost_and_its_upper_bound():
+    price = {"prompt_per_million": 1.0, "completion_per_million": 2.0}
+    assert call_cost(1000, 500, price) == pytest.approx(0.002)
+    assert call_cost(1000, 500, None) is None
+    prompt = "x" * 400
+    # Tokenizers give fewer tokens than characters: the bound is above any real call.
+    assert worst_case_cost(prompt, 100, price) > call_cost(400 // 3, 100, price)
+    # Bytes, not characters: a CJK character is three UTF-8 bytes and may be several tokens.
+    assert worst_case_cost("漢" * 100, 0, price) >= call_cost(300, 0, price)
+
+
+@pytest.mark.reliability
+@pytest.mark.parametrize("url", ["https://user:sk-123@api.example.com/v1",
+                                 "https://api.example.com/v1?api_key=sk-123",
+                                 "https://api.example.com/v1?access_token=t"])
+def test_a_base_url_with_credentials_is_refused(url):
+    with pytest.raises(JudgeConfigError, match="credentials"):
+        validate_config({**BASE, "base_url": url})

@@ -1,0 +1,127 @@
+"""System estimates with a judge other than LERC (an imported-verdict judge with
+probabilities, an LLM judge's verdicts, a metric's scores): the prediction-powered numbers
+equal ppi-python's on the same labels and predictions, and the report names the judge and
+its effective n."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from django.core.management import call_command
+
+from annotation.judgment_selectors import load_judgments
+from annotation.models import StageKind, TaskKind
+from metrics_app.models import MetricScore
+from metrics_app.reports.estimates import estimates_report
+from metrics_app.services.judges.imports import verdicts_import
+from testing.factories import make_item, make_judgment, make_project, make_stage, make_worker
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def project(tmp_path):
+    project = make_project(TaskKind.LIKERT, slug="any-judge")
+    stage = make_stage(project, kind=StageKind.FULL)
+    worker = make_worker()
+    rng = np.random.default_rng(4)
+    rows = []
+    for system, accuracy in (("x", 0.8), ("y", 0.5)):
+        for n in range(200):
+            item = make_item(project, source=system, external_id=f"{system}{n}")
+            correct = bool(rng.random() < accuracy)
+            p = float(np.clip((0.75 if correct else 0.25) + rng.normal(0, 0.2), 0, 1))
+            rows.append({"item_id": item.external_id, "probability": round(p, 4),
+                         "verdict": "correct" if p >= 0.5 else "incorrect"})
+            MetricScore.objects.create(item=item, metric="f1", version="1",
+                                       value=float(correct) * 0.6 + rng.random() * 0.4)
+            if n < 50:
+                make_judgment(item=item, stage=stage, worker=worker, score=5 if correct else 1)
+    path = tmp_path / "v.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in rows), encoding="utf-8")
+    verdicts_import(project=project, path=path, judge="imported", version="1")
+    return project
+
+
+def test_prediction_powered_accuracy_with_an_imported_judge_matches_ppi_python(project):
+    from ppi_py import ppi_mean_ci, ppi_mean_pointestimate
+
+    report = estimates_report(load_judgments(project=project), project=project,
+                              judge="imported")
+    assert report["metric"]["judge"] == "imported@1"
+    assert report["metric"]["kind"] == "imported"
+    for system in ("x", "y"):
+        ids = list(project.items.filter(source=system).order_by("id").values_list(
+            "id", flat=True))
+        from metrics_app.models import JudgeVerdict
+
+        p = dict(JudgeVerdict.objects.filter(item__source=system).values_list(
+            "item_id", "probability"))
+        labelled = ids[:50]
+        y = np.array([float(project.items.get(pk=i).judgments.get().score >= 3)
+                      for i in labelled])
+        f = np.array([p[i] for i in labelled])
+        f_all = np.array([p[i] for i in ids])
+        ppi = report["systems"][system]["accuracy"]["ppi"]
+        assert ppi["n_human"] == 50 and ppi["n_items"] == 200
+        lam = ppi["lam"]
+        expected = ppi_mean_pointestimate(y, f, f_all, lam=lam)
+        assert ppi["estimate"] == pytest.approx(float(np.ravel(expected)[0]), abs=1e-6)
+        # ppi-python's interval treats the 200 items as a sample of an infinite pool; ours
+        # holds the finite population fixed (the finite-population correction): narrower,
+        # around the same centre.
+        low, high = (float(np.ravel(v)[0]) for v in ppi_mean_ci(y, f, f_all, lam=lam))
+        assert ppi["high"] - ppi["low"] < high - low
+        assert ppi["effective_n"] > 50
+        human = report["systems"][system]["accuracy"]["human"]
+        assert ppi["high"] - ppi["low"] < human["high"] - human["low"]
+
+
+def test_a_metric_and_an_unknown_judge(project):
+    frame = load_judgments(project=project)
+    report = estimates_report(frame, project=project, judge="metric:f1")
+    assert report["metric"]["judge"] == "metric:f1"
+    ppi = report["systems"]["x"]["accuracy"]["ppi"]
+    assert ppi["effective_n"] > 50 and ppi["low"] < ppi["estimate"] < ppi["high"]
+    # f1 has no 1-5 score: the mean score is predicted by 1 + 4 x its value.
+    assert report["systems"]["x"]["mean_score"]["ppi"]["estimate"] is not None
+    missing = estimates_report(frame, project=project, judge="nobody")
+    assert "no judge named 'nobody'" in missing["skipped"]
+
+
+def test_the_command_prints_estimates_with_a_judge(project, capsys):
+    from io import StringIO
+
+    out = StringIO()
+    call_command("judge_report", project.slug, "--estimates-with", "imported", "--resamples",
+                 "0", stdout=out)
+    text = out.getvalue()
+    assert "system estimates with imported@1" in text and "effective n" in text
+
+
+def test_a_judge_that_saw_only_some_items_still_estimates_every_item(tmp_path):
+    """A budget-capped or partial judge: the estimate is about all the system's items (the
+    unscored ones predicted 0.5), so with every item labelled it equals the humans' exactly,
+    not the accuracy of the few items the judge saw."""
+    project = make_project(TaskKind.LIKERT, slug="partial")
+    stage = make_stage(project, kind=StageKind.FULL)
+    worker = make_worker()
+    rows = []
+    for n in range(60):
+        item = make_item(project, source="s", external_id=f"p{n}")
+        correct = n % 3 != 0
+        make_judgment(item=item, stage=stage, worker=worker, score=5 if correct else 1)
+        if n < 12 and correct:  # the judge saw 12 items, mostly right ones
+            rows.append({"item_id": item.external_id, "probability": 0.9})
+        elif n < 12:
+            rows.append({"item_id": item.external_id, "probability": 0.6})
+    path = tmp_path / "p.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in rows), encoding="utf-8")
+    verdicts_import(project=project, path=path, judge="partial", version="1")
+    report = estimates_report(load_judgments(project=project), project=project, judge="partial")
+    system = report["systems"]["s"]
+    assert system["n_scored"] == 12 and system["n_items"] == 60
+    accuracy = system["accuracy"]
+    assert accuracy["ppi"]["estimate"] == pytest.approx(accuracy["human"]["estimate"]) == \
+        pytest.approx(40 / 60)

@@ -1,0 +1,153 @@
+"""The alignment report on small built projects: several humans per item (the ceiling, the
+human majority), versions of one judge (history), an A/B judge asked in both orders (position
+bias), and references that name what is missing."""
+from __future__ import annotations
+
+import pytest
+
+from annotation.models import TaskKind
+from metrics_app.services.judges.alignment import human_labels, judge_alignment_report
+from metrics_app.services.judges.runs import judge_project
+from metrics_app.services.judges.versions import judge_version_create
+from testing.factories import (
+    item_content,
+    make_item,
+    make_judgment,
+    make_project,
+    make_stage,
+    make_worker,
+)
+from testing.openai_server import FakeChatServer
+
+pytestmark = pytest.mark.django_db
+
+
+def _likert():
+    project = make_project(TaskKind.LIKERT)
+    stage = make_stage(project)
+    workers = [make_worker() for _ in range(3)]
+    for i in range(30):
+        content = item_content(TaskKind.LIKERT, i)
+        right = i % 2 == 0
+        content["candidate"] = "on the mat" if right else f"under the bed {i}"
+        item = make_item(project, content=content, source="a" if i < 15 else "b")
+        # Two of three humans agree with the truth; on every fifth item all three do.
+        scores = [5, 5, 5 if i % 5 == 0 else 1] if right else [1, 1, 1 if i % 5 == 0 else 4]
+        for worker, score in zip(workers, scores, strict=True):
+            make_judgment(item=item, stage=stage, worker=worker, score=score)
+    return project
+
+
+def test_human_majority_ceiling_history_and_estimates():
+    project = _likert()
+    labels = human_labels(project)
+    assert len(labels) == 30 and all(h["n"] == 3 for h in labels.values())
+    assert {h["label"] for h in labels.values()} == {0, 1}
+    with FakeChatServer() as server:
+        v1 = judge_version_create(name="llm", config={"base_url": server.url,
+                                                      "model": "fake-judge", "logprobs": True})[0]
+        judge_project(project=project, version=v1)
+        v2 = judge_version_create(name="llm", config={"base_url": server.url,
+                                                      "model": "fake-judge", "parse": "json"})[0]
+        judge_project(project=project, version=v2)  # the json rule cannot read "Score: 5"
+    report = judge_alignment_report(project=project, n_resamples=100, estimate_labels=10)
+    # The latest version is compared by default; it left every answer unparsed.
+    assert "llm@2" in report["errors"] and "llm@1" not in report["judges"]
+    report = judge_alignment_report(project=project, refs=["llm@1"], n_resamples=100,
+                                    estimate_labels=10)
+    judge = report["judges"]["llm@1"]
+    assert judge["accuracy"] == 1.0 and judge["kappa"] == 1.0 and not judge["disagreements"]
+    ceiling = report["ceiling"]
+    # 24 items with a 2-1 split: the odd one out is wrong, the two others face a tie (left
+    # out); 6 unanimous items: all three right.
+    assert ceiling["n_items"] == 30 and ceiling["n_pairs"] == 24 + 18
+    assert ceiling["accuracy"] == pytest.approx(18 / 42)
+    history = report["history"]["llm"]
+    assert [r["version"] for r in history] == ["1", "2"]
+    assert history[0]["accuracy"] == 1.0 and history[1]["unparseable"] == 30
+    estimate = report["estimates"]["llm@1"]
+    assert estimate["n_labels"] == 10 and estimate["ppi"]["estimate"] == pytest.approx(0.5)
+    assert set(judge["bias"]["source"]) == {"a", "b"}
+
+
+def test_unknown_references_are_named():
+    project = _likert()
+    report = judge_alignment_report(project=project, refs=["metric:f1", "nobody"],
+                                    n_resamples=0)
+    assert "no f1 scores stored" in report["errors"]["metric:f1"]
+    assert "no judge named 'nobody'" in report["errors"]["nobody"]
+
+
+def test_an_ab_judge_with_position_bias_is_seen():
+    project = make_project(TaskKind.AB)
+    stage = make_stage(project)
+    worker = make_worker()
+    for i in range(40):
+        content = item_content(TaskKind.AB, i)
+        longer_first = i % 2 == 0
+        content["answer_a"]["text"] = "long answer " * 5 if longer_first else "short"
+        content["answer_b"]["text"] = "short" if longer_first else "long answer " * 5
+        item = make_item(project, content=content)
+        make_judgment(item=item, stage=stage, worker=worker,
+                      choice="A" if longer_first else "B")
+    with FakeChatServer(position_bias=0.6, seed=2) as server:
+        version = judge_version_create(name="ab", config={"base_url": server.url,
+                                                          "model": "fake-judge", "task": "ab"})[0]
+        judge_project(project=project, version=version)
+    report = judge_alignment_report(project=project, n_resamples=100)
+    position = report["judges"]["ab@1"]["bias"]["position"]
+    assert position["n_pairs"] == 40 and position["first_position_rate"] > 0.6
+    assert position["ci_first"][0] > 0.5 and position["position_consistency"] < 0.8
+
+
+def test_the_plan_recommends_a_judge_within_the_budget():
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    from metrics_app.services.judges.planning import judge_plan
+
+    project = _likert()
+    with FakeChatServer() as server:
+        version = judge_version_create(name="planned", config={
+            "base_url": server.url, "model": "fake-judge", "logprobs": True})[0]
+        detail = judge_project(project=project, version=version)
+    result = judge_plan(project=project, budget=10.0, label_cost=0.5)
+    llm = result["per_judge"]["planned@1"]
+    assert llm["judge_cost"] == pytest.approx(detail["cost"])  # 30 items, one call each
+    assert llm["affordable_labels"] == min(30, int((10.0 - detail["cost"]) // 0.5))
+    assert result["best"]["judge"] == "planned@1"  # it agrees with the human majority
+    out = StringIO()
+    call_command("judge_report", project.slug, "--plan", "10", "--label-cost", "0.5",
+                 stdout=out)
+    assert "recommended: planned@1 with" in out.getvalue()
+
+
+def test_lerc_versions_are_judges_read_as_probabilities():
+    from metrics_app.models import MetricScore
+
+    project = _likert()
+    for n, item in enumerate(project.items.order_by("id")):
+        right = "on the mat" in item.content["candidate"]
+        MetricScore.objects.create(item=item, metric="lerc_prob", version="v7",
+                                   value=0.8 if right == (n % 10 != 0) else 0.3)
+        MetricScore.objects.create(item=item, metric="lerc", version="v7",
+                                   value=4.5 if right else 1.5)
+    report = judge_alignment_report(project=project, n_resamples=50, estimate_labels=10)
+    prob, score = report["judges"]["metric:lerc_prob"], report["judges"]["metric:lerc"]
+    assert prob["version"] == "v7" and prob["decision"] == "probability >= 0.5"
+    assert prob["accuracy"] == pytest.approx(0.9) and prob["ece"] is not None
+    assert score["accuracy"] == 1.0 and score["ece"] is None  # a 1-5 score, not a probability
+    assert "validation half" in score["decision"]
+
+
+def test_per_system_cards_carry_intervals():
+    project = _likert()
+    with FakeChatServer() as server:
+        version = judge_version_create(name="cards", config={
+            "base_url": server.url, "model": "fake-judge"})[0]
+        judge_project(project=project, version=version)
+    report = judge_alignment_report(project=project, n_resamples=200, estimate_labels=10)
+    for card in report["judges"]["cards@1"]["bias"]["source"].values():
+        low, high = card["accuracy_ci"]
+        assert low <= card["accuracy"] <= high and card["n"] == 15

@@ -1,0 +1,127 @@
+"""Verdicts imported from JSONL/CSV: stored as one judge version, or refused as a whole with
+every problem named (metrics_app/services/judges/imports.py, command import_verdicts)."""
+from __future__ import annotations
+
+import json
+from io import StringIO
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from annotation.models import TaskKind
+from metrics_app.models import Judge, JudgeVerdict
+from metrics_app.services.judges.imports import VerdictImportError, verdicts_import
+from testing.factories import make_item, make_project
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def project():
+    project = make_project(TaskKind.LIKERT, slug="imp")
+    for n in range(4):
+        make_item(project, external_id=f"q{n}")
+    return project
+
+
+def _jsonl(tmp_path, rows, name="v.jsonl"):
+    path = tmp_path / name
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
+    return path
+
+
+def test_jsonl_verdicts_are_stored_as_the_named_version(project, tmp_path):
+    path = _jsonl(tmp_path, [
+        {"item_id": "q0", "verdict": "correct", "probability": 0.9, "reasoning": "same"},
+        {"item_id": "q1", "verdict": "no", "score": 2},
+        {"item_id": "q2", "score": 4.5},
+    ])
+    result = verdicts_import(project=project, path=path, judge="gpt-x", version="2024-05")
+    assert result == {"judge": "gpt-x", "version": "2024-05", "label": "gpt-x@2024-05",
+                      "imported": 3}
+    rows = {r.item.external_id: r for r in JudgeVerdict.objects.select_related("item")}
+    assert (rows["q0"].verdict, rows["q0"].probability, rows["q0"].reasoning) == \
+        ("correct", 0.9, "same")
+    assert (rows["q1"].verdict, rows["q1"].score) == ("incorrect", 2.0)
+    assert (rows["q2"].verdict, rows["q2"].score) == ("", 4.5)
+    assert Judge.objects.get(name="gpt-x").kind == "imported"
+
+
+def test_csv_with_judge_columns(project, tmp_path):
+    path = tmp_path / "v.csv"
+    path.write_text("item_id,verdict,probability,judge,judge_version\n"
+                    "q0,correct,0.7,ext,1\nq3,incorrect,,ext,1\n", encoding="utf-8")
+    out = StringIO()
+    call_command("import_verdicts", "imp", str(path), stdout=out)
+    assert "ext@1: 2 verdicts imported" in out.getvalue()
+    assert JudgeVerdict.objects.get(item__external_id="q3").probability is None
+
+
+@pytest.mark.parametrize("rows, message", [
+    ([{"item_id": "nope", "verdict": "correct"}], "item_id 'nope' is not an item of imp"),
+    ([{"item_id": "q0", "verdict": "correct"}, {"item_id": "q0", "verdict": "incorrect"}],
+     "item_id 'q0' again (first on line 1)"),
+    ([{"item_id": "q0", "score": 7}], "score 7 is outside 1..5"),
+    ([{"item_id": "q0", "probability": -0.1}], "probability -0.1 is outside 0..1"),
+    ([{"item_id": "q0", "probability": "NaN"}], "not finite"),
+    ([{"item_id": "q0", "verdict": "maybe"}], "'maybe' is not correct/incorrect"),
+    ([{"item_id": "q0"}], "no verdict, score or probability"),
+    ([{"verdict": "correct"}], "no item_id"),
+])
+def test_bad_rows_are_named_and_nothing_is_stored(project, tmp_path, rows, message):
+    good = [{"item_id": "q3", "verdict": "correct"}]
+    path = _jsonl(tmp_path, good + rows)
+    with pytest.raises(VerdictImportError) as caught:
+        verdicts_import(project=project, path=path, judge="j", version="1")
+    assert message.replace("line 1", "line 2") in str(caught.value)
+    assert "nothing imported" in str(caught.value)
+    assert not JudgeVerdict.objects.exists() and not Judge.objects.exists()
+
+
+def test_every_problem_is_listed_at_once(project, tmp_path):
+    path = _jsonl(tmp_path, [{"item_id": f"x{n}", "verdict": "correct"} for n in range(3)])
+    with pytest.raises(VerdictImportError) as caught:
+        verdicts_import(project=project, path=path, judge="j", version="1")
+    assert len(caught.value.errors) == 3
+
+
+def test_broken_files_and_missing_names(project, tmp_path):
+    broken = tmp_path / "b.jsonl"
+    broken.write_text('{"item_id": "q0", "verdict": "correct"}\n{oops\n', encoding="utf-8")
+    with pytest.raises(VerdictImportError, match="line 2: not JSON"):
+        verdicts_import(project=project, path=broken, judge="j", version="1")
+    with pytest.raises(VerdictImportError, match="no judge version"):
+        verdicts_import(project=project, path=_jsonl(tmp_path, [{"item_id": "q0",
+                                                                  "verdict": "correct"}]),
+                        judge="j")
+    xlsx = tmp_path / "v.xlsx"
+    xlsx.write_text("x", encoding="utf-8")
+    with pytest.raises(VerdictImportError, match="jsonl or .csv"):
+        verdicts_import(project=project, path=xlsx, judge="j", version="1")
+    headerless = tmp_path / "h.csv"
+    headerless.write_text("id,verdict\nq0,correct\n", encoding="utf-8")
+    with pytest.raises(CommandError, match="no item_id column"):
+        call_command("import_verdicts", "imp", str(headerless), "--judge", "j",
+                     "--judge-version", "1")
+    assert not JudgeVerdict.objects.exists()
+
+
+def test_a_version_is_imported_once(project, tmp_path):
+    path = _jsonl(tmp_path, [{"item_id": "q0", "verdict": "correct"}])
+    verdicts_import(project=project, path=path, judge="j", version="1")
+    with pytest.raises(VerdictImportError, match="already holds verdicts"):
+        verdicts_import(project=project, path=path, judge="j", version="1")
+    assert JudgeVerdict.objects.count() == 1
+
+
+def test_ab_verdicts_per_order(tmp_path):
+    project = make_project(TaskKind.AB, slug="ab-imp")
+    make_item(project, external_id="p0")
+    path = _jsonl(tmp_path, [{"item_id": "p0", "order": "AB", "verdict": "a"},
+                             {"item_id": "p0", "order": "BA", "verdict": "B"}])
+    verdicts_import(project=project, path=path, judge="j", version="1")
+    assert sorted(JudgeVerdict.objects.values_list("order", "verdict")) == \
+        [("AB", "A"), ("BA", "B")]
+    with pytest.raises(VerdictImportError, match="not A or B"):
+        verdicts_import(project=project, path=_jsonl(tmp_path, [
+            {"item_id": "p0", "verdict": "C"}], "c.jsonl"), judge="j", version="2")

@@ -1,0 +1,224 @@
+"""LLM judge runs against the local fake endpoint (testing/openai_server.py): the cache, the
+budget stop, both orders of A/B pairs, retries on 429 and 5xx, unparseable answers stored and
+counted, bounded concurrency, the key read from the environment, and the Celery job path."""
+from __future__ import annotations
+
+import pytest
+
+from annotation.models import TaskKind
+from metrics_app.domain.judge_prompts import JudgeConfigError, worst_case_cost
+from metrics_app.models import JudgeJob, JudgeVerdict, ScoringStatus
+from metrics_app.services.judges.client import EndpointError, RetryPolicy
+from metrics_app.services.judges.runs import judge_job_create, judge_job_run, judge_project
+from metrics_app.services.judges.versions import judge_version_create
+from testing.factories import item_content, make_item, make_project
+from testing.openai_server import FakeChatServer
+
+pytestmark = pytest.mark.django_db
+FAST = RetryPolicy(attempts=6, base_delay=0.001, max_delay=0.01)
+
+
+def _likert_project(n: int):
+    project = make_project(TaskKind.LIKERT)
+    for i in range(n):
+        content = item_content(TaskKind.LIKERT, i)
+        content["candidate"] = "on the mat" if i % 2 else f"in the garden {i}"
+        make_item(project, content=content, source="sys-a" if i % 3 else "sys-b")
+    return project
+
+
+def _judge(server, name="fake", **extra):
+    return judge_version_create(name=name, config={
+        "base_url": server.url, "model": "fake-judge", "logprobs": True, **extra})[0]
+
+
+def test_a_run_stores_one_verdict_per_item_and_a_rerun_asks_nothing():
+    project = _likert_project(20)
+    with FakeChatServer() as server:
+        version = _judge(server)
+        first = judge_project(project=project, version=version, concurrency=4, retry=FAST)
+        assert first["calls"] == 20 and first["cached"] == 0 and server.stats["requests"] == 20
+        rows = JudgeVerdict.objects.filter(judge_version=version)
+        assert rows.count() == 20 and all(r.parsed for r in rows)
+        for row in rows.select_related("item"):
+            contains = "on the mat" in row.item.content["candidate"]
+            assert row.verdict == ("correct" if contains else "incorrect")
+            assert (row.probability > 0.5) == contains
+            assert row.prompt_tokens > 0 and row.cost > 0
+        second = judge_project(project=project, version=version, concurrency=4, retry=FAST)
+        assert second["calls"] == 0 and second["cached"] == 20
+        assert server.stats["requests"] == 20  # the cache: nothing asked again
+        # A prompt edit is a new version, and a new version asks again.
+        edited = _judge(server, prompt="Q: {question}\nReference answer(s): {references}\n"
+                                       "Candidate answer: {candidate}\nScore 1-5.")
+        assert edited.version == "2" and edited.judge_id == version.judge_id
+        assert _judge(server).pk == version.pk  # the same config finds its version
+        judge_project(project=project, version=edited, concurrency=4, retry=FAST)
+        assert server.stats["requests"] == 40
+
+
+def test_changed_item_content_is_asked_again():
+    project = _likert_project(3)
+    with FakeChatServer() as server:
+        version = _judge(server)
+        judge_project(project=project, version=version, retry=FAST)
+        item = project.items.first()
+        item.content = {**item.content, "candidate": "on the mat, surely"}
+        item.save()
+        detail = judge_project(project=project, version=version, retry=FAST)
+        assert detail["calls"] == 1 and detail["cached"] == 2
+
+
+def test_the_budget_stops_the_run_before_it_is_exceeded():
+    project = _likert_project(40)
+    with FakeChatServer() as server:
+        version = _judge(server)
+        budget = 0.005
+        detail = judge_project(project=project, version=version, budget=budget, concurrency=4,
+                               retry=FAST)
+        spent = sum(JudgeVerdict.objects.filter(judge_version=version)
+                    .values_list("cost", flat=True))
+        assert detail["stopped"].startswith("budget")
+        assert 0 < detail["calls"] < 40 and spent <= budget
+        # It stopped only when the next request's worst case no longer fitted.
+        from metrics_app.services.judges.runs import judge_requests
+        from metrics_app.services.judges.versions import price_for
+
+        worst = max(worst_case_cost(version.config["system"] + r.prompt,
+                                    version.config["max_tokens"],
+                                    price_for(version.config))
+                    for r in judge_requests(project, version))
+        assert budget - spent < worst
+        assert detail["cost"] == pytest.approx(spent)
+        # A run with room for all of it finishes what the capped run left.
+        rest = judge_project(project=project, version=version, budget=1.0, retry=FAST)
+        assert rest["calls"] == 40 - detail["calls"] and not rest["stopped"]
+
+
+def test_a_budget_without_a_price_is_refused():
+    project = _likert_project(2)
+    with FakeChatServer() as server:
+        version = judge_version_create(name="unpriced", config={
+            "base_url": server.url, "model": "some-local-model"})[0]
+        with pytest.raises(JudgeConfigError, match="price"):
+            judge_project(project=project, version=version, budget=1.0)
+        assert server.stats["requests"] == 0
+
+
+def test_ab_pairs_are_judged_in_both_orders_and_mapped_back_to_sides():
+    project = make_project(TaskKind.AB)
+    for i in range(6):
+        content = item_content(TaskKind.AB, i)
+        content["answer_a"]["text"] = "short" if i % 2 else "a much longer answer " * 3
+        make_item(project, content=content)
+    with FakeChatServer(position_bias=0.0) as server:
+        version = _judge(server, name="ab-judge", task="ab")
+        detail = judge_project(project=project, version=version, retry=FAST)
+    assert detail["requests"] == detail["calls"] == 12
+    for item in project.items.all():
+        rows = {r.order: r for r in JudgeVerdict.objects.filter(item=item)}
+        assert set(rows) == {"AB", "BA"}
+        longer = "A" if len(item.content["answer_a"]["text"]) >= \
+            len(item.content["answer_b"]["text"]) else "B"
+        # The fake prefers the longer answer wherever it is shown: both orders name its side.
+        assert rows["AB"].verdict == rows["BA"].verdict == longer
+        assert (rows["BA"].probability > 0.5) == (longer == "A")
+
+
+def test_429_bursts_and_5xx_are_retried_and_counted():
+    project = _likert_project(10)
+    with FakeChatServer() as server:
+        server.rate_limit_burst(15)
+        server.fail_next(3, 503)
+        version = _judge(server)
+        detail = judge_project(project=project, version=version, concurrency=3,
+                               retry=RetryPolicy(attempts=30, base_delay=0.001, max_delay=0.01))
+        assert detail["calls"] == 10 and detail["failed"] == 0
+        assert detail["retries"] == 18 == server.stats["429"] + server.stats["503"]
+
+
+def test_an_endpoint_that_keeps_failing_leaves_items_unjudged_not_dropped():
+    project = _likert_project(4)
+    with FakeChatServer(error_rate=1.0) as server:
+        version = _judge(server)
+        detail = judge_project(project=project, version=version, retry=FAST)
+    assert detail["failed"] == 4 and detail["calls"] == 0 and detail["errors"]
+    assert "HTTP 500" in detail["errors"][0]
+    assert not JudgeVerdict.objects.filter(judge_version=version).exists()
+
+
+def test_an_endpoint_that_is_down_stops_the_run_instead_of_retrying_every_item():
+    project = _likert_project(60)
+    with FakeChatServer() as server:
+        version = _judge(server)
+    # The server is gone: every connection is refused.
+    detail = judge_project(project=project, version=version, concurrency=2, retry=FAST)
+    assert detail["stopped"].startswith("endpoint failing") and "ConnectError" in \
+        detail["stopped"]
+    assert 10 <= detail["failed"] < 60 and detail["calls"] == 0
+
+
+def test_malformed_truncated_and_broken_answers_are_stored_and_counted():
+    project = _likert_project(60)
+    with FakeChatServer(malformed_rate=0.2, truncated_rate=0.2, broken_body_rate=0.1,
+                        seed=3) as server:
+        version = _judge(server)
+        detail = judge_project(project=project, version=version, retry=FAST)
+        stats = dict(server.stats)
+    unparsed = JudgeVerdict.objects.filter(judge_version=version, parsed=False)
+    assert detail["calls"] == 60 and detail["unparseable"] == unparsed.count() > 0
+    assert stats["malformed"] + stats["broken_body"] <= detail["unparseable"] <= \
+        stats["malformed"] + stats["broken_body"] + stats["truncated"]
+    assert all(row.verdict == "" and row.reasoning for row in unparsed)
+    assert unparsed.filter(reasoning__startswith="not a chat completion").count() == \
+        stats["broken_body"]
+
+
+def test_concurrency_is_bounded_and_used():
+    project = _likert_project(24)
+    with FakeChatServer(latency=0.15) as server:
+        version = _judge(server)
+        judge_project(project=project, version=version, concurrency=6, retry=FAST)
+        assert server.stats["max_in_flight"] == 6
+
+
+@pytest.mark.reliability
+def test_the_api_key_comes_from_the_named_variable_and_is_never_stored(monkeypatch):
+    project = _likert_project(2)
+    with FakeChatServer(api_key="secret-123") as server:
+        version = _judge(server, api_key_env="QAJ_TEST_JUDGE_KEY")
+        assert "secret-123" not in str(version.config)
+        monkeypatch.delenv("QAJ_TEST_JUDGE_KEY", raising=False)
+        with pytest.raises(EndpointError, match="QAJ_TEST_JUDGE_KEY"):
+            judge_project(project=project, version=version, retry=FAST)
+        monkeypatch.setenv("QAJ_TEST_JUDGE_KEY", "wrong")
+        with pytest.raises(EndpointError, match="401"):
+            judge_project(project=project, version=version, retry=FAST)
+        monkeypatch.setenv("QAJ_TEST_JUDGE_KEY", "secret-123")
+        assert judge_project(project=project, version=version, retry=FAST)["calls"] == 2
+
+
+def test_a_judge_job_runs_under_its_lease_and_records_progress(django_capture_on_commit_callbacks):
+    project = _likert_project(12)
+    with FakeChatServer() as server:
+        version = _judge(server)
+        with django_capture_on_commit_callbacks(execute=False):
+            job = judge_job_create(project=project, version=version, budget=1.0, concurrency=3)
+        assert job.status == ScoringStatus.QUEUED and job.metrics == [version.label]
+        judge_job_run(job_id=job.pk, retry=FAST)
+        job = JudgeJob.objects.get(pk=job.pk)
+        assert job.status == ScoringStatus.DONE and job.done == job.total == 12
+        assert job.detail["calls"] == 12 and job.spent == pytest.approx(job.detail["cost"])
+        assert job.attempts == 1 and job.lease
+        # A redelivered message finds the job done: nothing runs, nothing is asked.
+        assert judge_job_run(job_id=job.pk) is None
+        assert server.stats["requests"] == 12
+
+
+def test_a_judge_for_another_task_kind_is_refused():
+    project = make_project(TaskKind.AB)
+    make_item(project)
+    with FakeChatServer() as server:
+        version = _judge(server, name="likert-only")
+        with pytest.raises(JudgeConfigError, match="likert items"):
+            judge_job_create(project=project, version=version)
