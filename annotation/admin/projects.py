@@ -42,6 +42,7 @@ from .base import (
     export_response,
     progress_cell,
 )
+from .imports import ProjectImportMixin
 from .stage_settings_form import (
     StageSettingsFormMixin,
     settings_fieldsets,
@@ -57,7 +58,7 @@ class StageInline(admin.TabularInline):
 
 
 @admin.register(Project)
-class ProjectAdmin(ProgressColumnsMixin, ProjectScopedAdmin):
+class ProjectAdmin(ProjectImportMixin, ProgressColumnsMixin, ProjectScopedAdmin):
     project_path = ""
     list_display = (
         "title", "slug", "kind", "owner", "item_count", "judgment_progress",
