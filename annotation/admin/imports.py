@@ -89,7 +89,7 @@ def _store_upload(upload) -> tuple[str, Path]:
         if old.is_dir() and old.stat().st_mtime < cutoff:
             shutil.rmtree(old, ignore_errors=True)
     folder = secrets.token_hex(16)
-    name = get_valid_filename(Path(upload.name).name) or "upload"
+    name = get_valid_filename(Path(upload.name).name)  # Django already dropped "..", "/"
     target = root / folder / name
     target.parent.mkdir()
     with target.open("wb") as handle:

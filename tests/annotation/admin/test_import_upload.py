@@ -77,10 +77,16 @@ def test_preview_counts_everything_and_stores_nothing_until_confirmed(client, al
     assert re.search(r"<td>test</td><td>toy</td><td>–</td><td>1</td><td>2</td>", page)
     assert "Where did the cat sit?" in page
 
+    response_page = response
     response = client.post(import_url(project), {"confirm": "1", "token": token_of(response)})
     assert response.status_code == 302
     assert Item.objects.filter(project=project).count() == 3
     assert Judgment.objects.filter(item__project=project).count() == 6
+    # The same confirmation again (back button, double click): the upload is gone.
+    state = db_state()
+    again = client.post(import_url(project), {"confirm": "1", "token": token_of(response_page)})
+    assert again.status_code == 400 and "expired" in again.content.decode()
+    assert db_state() == state
 
 
 def test_reimporting_the_same_file_creates_nothing_and_the_preview_says_so(client, alice,
@@ -108,6 +114,24 @@ def test_a_bad_record_names_file_record_and_field_and_stores_nothing(client, ali
     assert "dev.jsonl" in error and "line 3 (q2)" in error and "content.question" in error
     assert "import-uploads" not in error, "the server's folder stays private"
     assert db_state() == before
+
+
+@pytest.mark.parametrize(("format_name", "body", "expected"), [
+    ("mocha", b"{}", "format mocha holds likert items"),  # wrong kind for an ab project
+    ("jsonl", b"\xff\xfe not text", "not UTF-8 text"),
+    ("jsonl", b'{"external_id": "x"\n', "line 1"),
+])
+def test_wrong_format_binary_or_malformed_files_are_refused(client, alice, format_name, body,
+                                                            expected, uploads_in_tmp):
+    project = make_project(TaskKind.AB, owner=alice, slug="ab-study")
+    client.force_login(alice)
+    file = SimpleUploadedFile("my file (1).jsonl", body)
+    before = db_state()
+    response = client.post(import_url(project), {"format": format_name, "file": file})
+    assert response.status_code == 400
+    assert expected in response.content.decode()
+    assert db_state() == before
+    assert not any(uploads_in_tmp.iterdir()), "a refused upload is not kept"
 
 
 def test_a_conflict_found_at_confirm_time_rolls_everything_back(client, alice, project):
