@@ -42,6 +42,7 @@ from .base import (
     export_response,
     progress_cell,
 )
+from .home_links import ProjectHomeLinksMixin
 from .imports import ProjectImportMixin
 from .stage_settings_form import (
     StageSettingsFormMixin,
@@ -58,7 +59,8 @@ class StageInline(admin.TabularInline):
 
 
 @admin.register(Project)
-class ProjectAdmin(ProjectImportMixin, ProgressColumnsMixin, ProjectScopedAdmin):
+class ProjectAdmin(ProjectImportMixin, ProjectHomeLinksMixin, ProgressColumnsMixin,
+                   ProjectScopedAdmin):
     project_path = ""
     list_display = (
         "title", "slug", "kind", "owner", "item_count", "judgment_progress",

@@ -367,7 +367,9 @@ def _completion(request: HttpRequest, assignment: Assignment, *,
             worker=assignment.worker, project=assignment.stage.project, revoked=False
         ).order_by("-pk").first()
         if link is not None and (link.expires_at is None or link.expires_at > timezone.now()):
-            context["next_url"] = access.inhouse_link_path(link=link)
+            # A project-wide link leads back to the annotator's home page (all their stages).
+            context["next_url"] = (access.inhouse_home_path(link=link) if link.stage_id is None
+                                   else access.inhouse_link_path(link=link))
     response = render(request, "annotation/task/complete.html", context)
     if provider == Provider.MTURK:
         # Shown inside MTurk's iframe after the submit (it posts the form to externalSubmit).
