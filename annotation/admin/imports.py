@@ -40,7 +40,7 @@ UPLOAD_MAX_AGE_SECONDS = 3600
 
 
 def upload_max_bytes() -> int:
-    return int(getattr(settings, "QAJ_IMPORT_UPLOAD_MAX_MB", 50)) * 1024 * 1024
+    return int(getattr(settings, "QAJ_IMPORT_UPLOAD_MAX_MB", 20)) * 1024 * 1024
 
 
 def upload_dir() -> Path:
