@@ -1,7 +1,7 @@
 """Annotator-facing pages (task pages) and the landing page."""
 from django.urls import path
 
-from .views import home, task_pages
+from .views import annotator_home, home, task_pages
 
 app_name = "annotation"
 
@@ -9,6 +9,9 @@ urlpatterns = [
     path("", home.home, name="home"),
     # Annotator task pages (annotation/task_pages.py) and the JSON calls their script makes.
     path("task/link/<str:token>/", task_pages.task_link, name="task-link"),
+    path("task/home/<str:token>/", annotator_home.task_home, name="task-home"),
+    path("task/home/<str:token>/stage/<int:stage_id>/", annotator_home.task_home_stage,
+         name="task-home-stage"),
     path("task/mturk/<int:stage_id>/", task_pages.task_mturk, name="task-mturk"),
     path("task/prolific/<int:stage_id>/", task_pages.task_prolific, name="task-prolific"),
     path("task/complete/<str:token>/", task_pages.task_complete, name="task-complete"),

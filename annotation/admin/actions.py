@@ -270,23 +270,23 @@ def _link_row(link, path: str) -> tuple[str, str, str, str]:
 
 @admin.action(description="Download the selected links (CSV; revoked ones left out)")
 def download_links(modeladmin, request, queryset):
-    from annotation.services.access import inhouse_link_path
+    from annotation.services.access import inhouse_entry_path
 
     links = (queryset.filter(revoked=False).select_related("worker", "project", "stage")
              .order_by("pk"))
-    return links_csv_response([_link_row(link, inhouse_link_path(link=link)) for link in links],
+    return links_csv_response([_link_row(link, inhouse_entry_path(link=link)) for link in links],
                               filename="inhouse-links.csv")
 
 
 @admin.action(description="Revoke and re-issue the selected links (CSV of the new links)")
 def reissue_links(modeladmin, request, queryset):
-    from annotation.services.access import inhouse_link_reissue
+    from annotation.services.access import inhouse_entry_path, inhouse_link_reissue
 
     rows = []
     for link in (queryset.filter(revoked=False).select_related("worker", "project", "stage")
                  .order_by("pk")):
-        new_link, path = inhouse_link_reissue(link=link)
-        rows.append(_link_row(new_link, path))
+        new_link, _path = inhouse_link_reissue(link=link)
+        rows.append(_link_row(new_link, inhouse_entry_path(link=new_link)))
     return links_csv_response(rows, filename="inhouse-links-reissued.csv")
 
 

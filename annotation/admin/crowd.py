@@ -373,11 +373,12 @@ class InhouseLinkAdmin(ProjectScopedAdmin):
     def link(self, obj):
         from django.conf import settings
 
-        from annotation.services.access import inhouse_link_path
+        from annotation.services.access import inhouse_entry_path
 
         if obj.pk is None or obj.revoked:
             return "—"
-        return f"{settings.QAJ_PUBLIC_BASE_URL.rstrip('/')}{inhouse_link_path(link=obj)}"
+        # A project-wide link opens the annotator's home page (all their stages).
+        return f"{settings.QAJ_PUBLIC_BASE_URL.rstrip('/')}{inhouse_entry_path(link=obj)}"
 
 
 @admin.register(Judgment)

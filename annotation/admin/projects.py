@@ -53,6 +53,8 @@ from .base import (
     export_response,
     progress_cell,
 )
+from .home_links import ProjectHomeLinksMixin
+from .imports import ProjectImportMixin
 from .stage_settings_form import (
     StageSettingsFormMixin,
     settings_fieldsets,
@@ -76,7 +78,8 @@ class StageInline(admin.TabularInline):
 
 
 @admin.register(Project)
-class ProjectAdmin(ProgressColumnsMixin, ProjectScopedAdmin):
+class ProjectAdmin(ProjectImportMixin, ProjectHomeLinksMixin, ProgressColumnsMixin,
+                   ProjectScopedAdmin):
     project_path = ""
     # Columns that fit beside the filters in a 1,280 px window (nine were cut off): slug and
     # kind under the title, the creation date short.

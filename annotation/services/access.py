@@ -198,6 +198,56 @@ def inhouse_link_stage(*, link: InhouseLink) -> Stage:
     return stage
 
 
+def inhouse_entry_path(*, link: InhouseLink) -> str:
+    """The path to send an annotator: the home page for a project-wide link (every stage from
+    one link), the task page for a link to one stage."""
+    return inhouse_home_path(link=link) if link.stage_id is None else inhouse_link_path(link=link)
+
+
+@transaction.atomic
+def inhouse_home_links(*, project: Project, names: list[str]) -> list[tuple[str, str]]:
+    """One personal home-page link per in-house annotator for the whole project (created once:
+    an annotator's valid project-wide link is handed out again): (name, URL path) per name."""
+    from django.utils.text import slugify
+
+    now = timezone.now()
+    invited = []
+    for name in names:
+        worker, _ = Worker.objects.get_or_create(
+            provider=Provider.INHOUSE, external_id=slugify(name)[:200] or name[:200],
+            defaults={"display_name": name})
+        link = (InhouseLink.objects.filter(worker=worker, project=project, stage=None,
+                                           revoked=False)
+                .filter(Q(expires_at__isnull=True) | Q(expires_at__gt=now)).order_by("pk")
+                .first())
+        if link is None:
+            link, _path = inhouse_link_create(worker=worker, project=project)
+        invited.append((name, inhouse_home_path(link=link)))
+    return invited
+
+
+def inhouse_home_path(*, link: InhouseLink) -> str:
+    """The annotator's home page for a link: their stages, progress and history."""
+    token = signing.Signer(salt=LINK_SALT).sign(link.nonce)
+    return reverse("annotation:task-home", kwargs={"token": token})
+
+
+def inhouse_home_stage_path(*, link: InhouseLink, stage: Stage) -> str:
+    """Where the home page starts (or continues) `stage` for the link's annotator."""
+    token = signing.Signer(salt=LINK_SALT).sign(link.nonce)
+    return reverse("annotation:task-home-stage", kwargs={"token": token, "stage_id": stage.pk})
+
+
+def inhouse_link_stage_choose(*, link: InhouseLink, stage_id: int) -> Stage:
+    """A stage started from the annotator's home page: an in-house stage of the link's project
+    (the link's own stage when it names one). Whether it is open is the assignment's check."""
+    stage = Stage.objects.select_related("project").filter(
+        pk=stage_id, project_id=link.project_id, provider=Provider.INHOUSE).first()
+    if stage is None or (link.stage_id is not None and stage.pk != link.stage_id):
+        raise AccessDenied("This link does not open that task.")
+    return stage
+
+
 # --- Crowd providers ----------------------------------------------------------------------------
 
 

@@ -374,12 +374,20 @@ def _completion(request: HttpRequest, assignment: Assignment, *,
             worker=assignment.worker, project=assignment.stage.project, revoked=False,
         ).order_by("-pk").select_related("stage").first()
         if link is not None and (link.expires_at is None or link.expires_at > timezone.now()):
-            try:
-                stage = access.inhouse_link_stage(link=link)
-            except AssignmentRefused:
-                stage = None
-            if stage is not None and more_work_for(stage=stage, worker=assignment.worker):
-                return redirect(access.inhouse_link_path(link=link))
+            if link.stage_id is None:
+                # A project-wide link: more of this stage opens at once (as the home page starts
+                # it); when it has no more, the annotator goes back to their home page.
+                if more_work_for(stage=assignment.stage, worker=assignment.worker):
+                    return redirect(access.inhouse_home_stage_path(link=link,
+                                                                   stage=assignment.stage))
+                context["home_url"] = access.inhouse_home_path(link=link)
+            else:
+                try:
+                    stage = access.inhouse_link_stage(link=link)
+                except AssignmentRefused:
+                    stage = None
+                if stage is not None and more_work_for(stage=stage, worker=assignment.worker):
+                    return redirect(access.inhouse_link_path(link=link))
         context["finished_stage"] = assignment.stage
         context["qualification"] = assignment.worker.qualifications.filter(
             stage=assignment.stage).first() if assignment.stage.kind == StageKind.QUALIFICATION \

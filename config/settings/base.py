@@ -135,6 +135,8 @@ if os.environ.get("QAJ_TEST_DB_NAME"):
 # place; a missing folder is skipped).
 QAJ_DEMO_DATA_DIR = Path(os.environ.get("QAJ_DEMO_DATA_DIR", BASE_DIR.parent / "shared" / "data"))
 
+# Largest file the admin's browser import accepts (larger: manage.py import_data).
+QAJ_IMPORT_UPLOAD_MAX_MB = int(os.environ.get("QAJ_IMPORT_UPLOAD_MAX_MB", "20"))
 # Cost estimates warn when a stage's effective hourly pay (from the trial's median time per
 # item) is below this many US dollars.
 QAJ_MIN_HOURLY_PAY = float(os.environ.get("QAJ_MIN_HOURLY_PAY", "12"))

@@ -140,7 +140,7 @@ def test_a_busy_database_is_a_503_with_advice_not_a_500(researcher_api, monkeypa
     assert response.status_code == 503 and response["Retry-After"] == "5"
     assert "use PostgreSQL" in response.json()["detail"]
 
-    monkeypatch.setattr("annotation.management.commands.import_data.import_records", locked)
+    monkeypatch.setattr("annotation.services.import_files.import_records", locked)
     source = tmp_path / "items.jsonl"
     source.write_text(json.dumps({"external_id": "q1", "content": item_content(TaskKind.LIKERT)})
                       + "\n")

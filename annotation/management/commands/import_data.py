@@ -13,13 +13,12 @@ import time
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
-from django.db import OperationalError, transaction
+from django.db import transaction
 
-from annotation.db_busy import BUSY_MESSAGE, is_database_busy
-from annotation.importers import FORMAT_MODULES, ImportFormatError, importer_for
+from annotation.importers import FORMAT_MODULES, importer_for
 from annotation.models import Project, TaskKind
 from annotation.services.background import task_run_here
-from annotation.services.imports import ImportConflictError, import_records
+from annotation.services.import_files import ImportRefused, import_file
 from annotation.services.projects import (
     ProjectOwnershipError,
     project_owner_and_share,
@@ -93,15 +92,6 @@ class Command(BaseCommand):
             raise CommandError(f"nothing imported: {exc}") from None
         owner = users.get(options["owner"]) if options["owner"] else None
 
-        try:
-            records = importer.parse(path, kind=kind, split=options["split"])
-        except ImportFormatError as exc:
-            raise CommandError(f"nothing imported: {exc}") from None
-        except UnicodeDecodeError as exc:  # every format is read as UTF-8 text
-            raise CommandError(
-                f"nothing imported: {path}: not UTF-8 text (byte {exc.start}: {exc.reason})"
-            ) from None
-
         progress = False if options["no_progress"] else None
         created = project is None
         try:
@@ -113,17 +103,15 @@ class Command(BaseCommand):
                     )
                 project_owner_and_share(project=project, owner=owner,
                                         share=[users[name] for name in options["share"]])
-                summary = import_records(
-                    project=project, records=records, progress=progress,
-                    keep_existing_items=options["keep_existing_items"],
-                    description=f"importing {path.name}",
-                )
-        except (ImportConflictError, ProjectOwnershipError) as exc:
+                # The same service as the admin's browser import (parse, then store).
+                summary = import_file(
+                    format_name=format_name, path=path, project=project, progress=progress,
+                    split=options["split"], keep_existing_items=options["keep_existing_items"],
+                ).summary
+        except ImportRefused as exc:
+            raise CommandError(f"nothing imported: {exc}") from None
+        except ProjectOwnershipError as exc:
             raise CommandError(f"nothing imported: {path}: {exc}") from None
-        except OperationalError as exc:
-            if not is_database_busy(exc):
-                raise
-            raise CommandError(f"nothing imported: {path}: {BUSY_MESSAGE}") from None
         if created:
             self.stdout.write(f"Created project {slug!r} ({kind}), titled {project.title!r} "
                               f"(what annotators see; --title or the admin changes it).")

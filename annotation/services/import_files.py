@@ -1,0 +1,185 @@
+"""Importing one data file into a project: parse it, store it (or rehearse storing it), summarise.
+
+The one path for `manage.py import_data` and the admin's browser import. `import_file` parses
+the file with the format's importer and stores the records with `import_records` (all or
+nothing, idempotent). With `dry_run=True` the very same work runs inside a transaction that is
+rolled back, so the preview a researcher confirms counts exactly what the import will create,
+and meets the same errors. Every refusal is an `ImportRefused` whose message names the file,
+the record and the field; nothing is written then.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from django.core.exceptions import ValidationError
+from django.db import OperationalError, transaction
+
+from annotation.db_busy import BUSY_MESSAGE, is_database_busy
+from annotation.importers import ImportFormatError, ItemRecord, importer_for
+from annotation.models import Project
+from annotation.services.imports import ImportConflictError, ImportSummary, import_records
+
+SAMPLE_SIZE = 5
+
+
+class ImportRefused(ValueError):
+    """The file cannot be imported; nothing was written. The message says why and where."""
+
+
+@dataclass
+class NewProject:
+    """A project created by the import itself (in the same transaction as its items)."""
+
+    slug: str
+    title: str = ""
+    kind: str | None = None  # default: the format's kind
+    owner: object = None
+
+
+@dataclass
+class ImportGroup:
+    split: str
+    dataset: str
+    source: str
+    items: int = 0
+    judgments: int = 0
+
+
+@dataclass
+class ImportOutcome:
+    """What an import created (or, for a dry run, would create) and what the file holds."""
+
+    project: Project
+    summary: ImportSummary
+    dry_run: bool
+    records: int = 0
+    judgments: int = 0
+    workers: int = 0
+    stages: list[str] = field(default_factory=list)
+    groups: list[ImportGroup] = field(default_factory=list)
+    sample: list[ItemRecord] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    project_created: bool = False
+
+
+def _describe(records: list[ItemRecord]) -> dict:
+    groups: dict[tuple[str, str, str], ImportGroup] = {}
+    workers: set[str] = set()
+    stages: set[str] = set()
+    for record in records:
+        key = (record.split, record.dataset, record.source)
+        group = groups.setdefault(key, ImportGroup(*key))
+        group.items += 1
+        group.judgments += len(record.judgments)
+        for judgment in record.judgments:
+            workers.add(judgment.worker)
+            stages.add(judgment.stage)
+    return {
+        "records": len(records),
+        "judgments": sum(len(r.judgments) for r in records),
+        "workers": len(workers),
+        "stages": sorted(stages),
+        "groups": sorted(groups.values(), key=lambda g: (g.split, g.dataset, g.source)),
+        "sample": records[:SAMPLE_SIZE],
+    }
+
+
+def _warnings(outcome: ImportOutcome, records: list[ItemRecord]) -> list[str]:
+    summary = outcome.summary
+    warnings = []
+    if not records:
+        warnings.append("The file holds no records.")
+    elif not summary.created_anything:
+        warnings.append("Nothing new: every item and judgment of this file is already in the "
+                        "project (it was imported before).")
+    if summary.items_unchanged:
+        warnings.append(f"{summary.items_unchanged} item(s) already in the project with the same "
+                        "content: left as they are.")
+    if summary.judgments_unchanged:
+        warnings.append(f"{summary.judgments_unchanged} judgment(s) already stored: skipped.")
+    if records and not any(r.split for r in records):
+        warnings.append("No item has a split (train/dev/test): name the file dev.jsonl etc. or "
+                        "give the split.")
+    if outcome.project.owner_id is None:
+        warnings.append(f"Project {outcome.project.slug!r} has no owner: only superusers see it.")
+    return warnings
+
+
+def _parse(importer, path: Path, *, kind: str, split: str | None) -> list[ItemRecord]:
+    try:
+        return importer.parse(path, kind=kind, split=split)
+    except ImportFormatError as exc:
+        raise ImportRefused(str(exc)) from None
+    except UnicodeDecodeError as exc:  # every format is read as UTF-8 text
+        raise ImportRefused(f"{path}: not UTF-8 text (byte {exc.start}: {exc.reason})") from None
+
+
+def _project_create(spec: NewProject, kind: str) -> Project:
+    project = Project(slug=spec.slug, title=spec.title or spec.slug, kind=kind, owner=spec.owner)
+    try:
+        project.full_clean()
+    except ValidationError as exc:
+        problems = "; ".join(f"{name}: {' '.join(errors)}"
+                             for name, errors in exc.message_dict.items())
+        raise ImportRefused(f"project {spec.slug!r} cannot be created: {problems}") from None
+    project.save()
+    return project
+
+
+def import_file(
+    *,
+    format_name: str,
+    path: str | Path,
+    project: Project | None = None,
+    new_project: NewProject | None = None,
+    split: str | None = None,
+    keep_existing_items: bool = False,
+    dry_run: bool = False,
+    progress: bool | None = False,
+) -> ImportOutcome:
+    """Import `path` (in `format_name`) into `project`, or into a project created from
+    `new_project`; all or nothing. `dry_run`: do everything, then roll it back."""
+    if (project is None) == (new_project is None):
+        raise ValueError("give exactly one of project and new_project")
+    try:
+        importer = importer_for(format_name)
+    except ValueError as exc:
+        raise ImportRefused(str(exc)) from None
+    path = Path(path)
+    if project is not None:
+        kind = project.kind
+    else:
+        kind = new_project.kind or importer.KIND
+        if kind is None:
+            raise ImportRefused(f"choose the task kind of the new project: {format_name} files "
+                                "hold items of any kind")
+        if Project.objects.filter(slug=new_project.slug).exists():
+            raise ImportRefused(f"a project with slug {new_project.slug!r} already exists; "
+                                "import into it from its own page, or choose another slug")
+    if importer.KIND is not None and importer.KIND != kind:
+        target = project.slug if project is not None else new_project.slug
+        raise ImportRefused(f"format {format_name} holds {importer.KIND} items; project "
+                            f"{target!r} is {kind}")
+    records = _parse(importer, path, kind=kind, split=split)
+    try:
+        with transaction.atomic():
+            created = project is None
+            if created:
+                project = _project_create(new_project, kind)
+            summary = import_records(
+                project=project, records=records, keep_existing_items=keep_existing_items,
+                progress=progress, description=f"importing {path.name}",
+            )
+            outcome = ImportOutcome(project=project, summary=summary, dry_run=dry_run,
+                                    project_created=created, **_describe(records))
+            outcome.warnings = _warnings(outcome, records)
+            if dry_run:
+                transaction.set_rollback(True)
+    except ImportConflictError as exc:
+        raise ImportRefused(f"{path}: {exc}") from None
+    except OperationalError as exc:
+        if not is_database_busy(exc):
+            raise
+        raise ImportRefused(f"{path}: {BUSY_MESSAGE}") from None
+    return outcome
