@@ -16,12 +16,12 @@ from django.db import transaction
 
 from annotation.domain.item_content import answer_system
 from annotation.judgment_selectors import load_judgments
-from annotation.models import RoutingDraw, Stage, StageKind, StageStatus, TaskKind
+from annotation.models import Stage, TaskKind
 from annotation.services.stage_errors import StageError
-from annotation.services.stage_plans import stage_items_choose
 
 from ..domain.leaderboard import fit_counts, pair_sampling_probabilities, pair_table
 from ..reports.leaderboard import frame_votes
+from .draws import draw_population, draw_record
 
 FLOOR = 0.1
 METRIC_VERSION = "leaderboard:adaptive-pairing"
@@ -81,22 +81,8 @@ def stage_draw_adaptive_pairs(*, stage: Stage, budget: int | None = None) -> Pai
     if stage.project.kind != TaskKind.AB:
         raise StageError(f"{stage}: adaptive pairing ranks the systems of A/B items; this is "
                          f"a {stage.project.kind} project")
-    if stage.status != StageStatus.DRAFT:
-        raise StageError(f"{stage} is {stage.get_status_display().lower()}: its draw is fixed "
-                         "once it is published")
-    if stage.kind not in (StageKind.TRIAL, StageKind.FULL, StageKind.PILOT):
-        raise StageError(f"{stage}: only trial, pilot and full stages are paired adaptively")
-    settings = dict(stage.settings or {})
-    budget = int(budget if budget is not None else settings.get("pairing_budget") or 0)
-    earlier = list(stage.routing_draws.select_related("item").order_by("item_id"))
-    population = ([draw.item for draw in earlier] if earlier
-                  else [item for item in stage_items_choose(stage=stage, store=False)
-                        if not item.is_practice and not item.is_gold_check])
-    if not population:
-        raise StageError(f"{stage} has no items to draw from")
-    if not 1 <= budget <= len(population):
-        raise StageError(f"{stage}: the pairing budget must be between 1 and the "
-                         f"{len(population)} items of the stage, not {budget}")
+    population, budget = draw_population(stage=stage, budget=budget,
+                                         budget_setting="pairing_budget", design="pairing")
     item_systems = [tuple(answer_system(item.content or {}, side, source=item.source,
                                         metadata=item.metadata) for side in ("A", "B"))
                     for item in population]
@@ -109,15 +95,8 @@ def stage_draw_adaptive_pairs(*, stage: Stage, budget: int | None = None) -> Pai
     total = sum(share.get(key, 0) for key in available)
     pi = np.array([min(1.0, budget * share[key] / total / available[key])
                    if key[0] != key[1] else 0.0 for key in keys])
-    drawn = np.random.default_rng([stage.pk, len(population), budget]).random(len(pi)) < pi
-    RoutingDraw.objects.filter(stage=stage).delete()
-    RoutingDraw.objects.bulk_create([
-        RoutingDraw(stage=stage, item=item, probability=float(prob), drawn=bool(sent),
-                    predicted=None, metric_version=METRIC_VERSION)
-        for item, prob, sent in zip(population, pi, drawn, strict=True) if prob > 0])
-    stage.items.set([item for item, sent in zip(population, drawn, strict=True) if sent])
-    settings.update(pairing="adaptive", pairing_budget=budget)
-    stage.settings = settings
-    stage.save(update_fields=["settings", "updated_at"])
-    return PairingSummary(population=len(population), budget=budget, drawn=int(drawn.sum()),
+    drawn = draw_record(stage=stage, population=population, probabilities=pi, budget=budget,
+                        predicted=None, metric_version=METRIC_VERSION,
+                        settings={"pairing": "adaptive", "pairing_budget": budget})
+    return PairingSummary(population=len(population), budget=budget, drawn=drawn,
                           systems=len(systems), votes_so_far=votes_so_far)

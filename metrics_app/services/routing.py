@@ -16,12 +16,12 @@ import numpy as np
 from django.db import transaction
 
 from annotation.domain.stage_settings import ROUTING_MODES
-from annotation.models import RoutingDraw, Stage, StageKind, StageStatus, TaskKind
+from annotation.models import Stage, TaskKind
 from annotation.services.stage_errors import StageError
-from annotation.services.stage_plans import stage_items_choose
 
 from ..domain.estimates import routing_probabilities
 from ..reports.estimates import PROBABILITY_METRIC, judge_predictions, latest_metric_scores
+from .draws import draw_population, draw_record
 
 
 @dataclass(frozen=True)
@@ -61,26 +61,11 @@ def stage_route_by_uncertainty(*, stage: Stage, budget: int | None = None,
     stage's items. A draft stage may be drawn again (the new draw replaces the old one over
     the same population); a published one never."""
     stage = Stage.objects.select_for_update().get(pk=stage.pk)
-    if stage.status != StageStatus.DRAFT:
-        raise StageError(f"{stage} is {stage.get_status_display().lower()}: its routing draw "
-                         "is fixed once it is published")
-    if stage.kind not in (StageKind.TRIAL, StageKind.FULL, StageKind.PILOT):
-        raise StageError(f"{stage}: only trial, pilot and full stages are routed (qualification "
-                         "and practice items go to every worker)")
     if stage.project.kind != TaskKind.LIKERT:
         raise StageError(f"{stage}: routing by uncertainty needs LERC's P(correct), which only "
                          "Likert correctness projects have")
-    settings = dict(stage.settings or {})
-    budget = int(budget if budget is not None else settings.get("routing_budget") or 0)
-    earlier = list(stage.routing_draws.select_related("item").order_by("item_id"))
-    population = ([draw.item for draw in earlier] if earlier
-                  else [item for item in stage_items_choose(stage=stage, store=False)
-                        if not item.is_practice and not item.is_gold_check])
-    if not population:
-        raise StageError(f"{stage} has no items to route")
-    if not 1 <= budget <= len(population):
-        raise StageError(f"{stage}: the routing budget must be between 1 and the "
-                         f"{len(population)} items of the stage, not {budget}")
+    population, budget = draw_population(stage=stage, budget=budget,
+                                         budget_setting="routing_budget", design="routing")
     if judge:
         try:
             about, predicted, _score = judge_predictions(stage.project, judge)
@@ -94,16 +79,9 @@ def stage_route_by_uncertainty(*, stage: Stage, budget: int | None = None,
                          f"promoted LERC first (score_project SLUG --metric {PROBABILITY_METRIC})")
     p = np.array([predicted.get(item.pk, 0.5) for item in population], dtype=float)
     pi = routing_probabilities(p, budget)
-    drawn = np.random.default_rng([stage.pk, len(population), budget]).random(len(pi)) < pi
-    RoutingDraw.objects.filter(stage=stage).delete()
-    RoutingDraw.objects.bulk_create([
-        RoutingDraw(stage=stage, item=item, probability=float(prob), drawn=bool(sent),
-                    predicted=predicted.get(item.pk), metric_version=version or "")
-        for item, prob, sent in zip(population, pi, drawn, strict=True)])
-    stage.items.set([item for item, sent in zip(population, drawn, strict=True) if sent])
-    settings.update(routing="uncertainty", routing_budget=budget)
-    stage.settings = settings
-    stage.save(update_fields=["settings", "updated_at"])
-    return RoutingSummary(population=len(population), budget=budget, drawn=int(drawn.sum()),
+    drawn = draw_record(stage=stage, population=population, probabilities=pi, budget=budget,
+                        predicted=predicted, metric_version=version or "",
+                        settings={"routing": "uncertainty", "routing_budget": budget})
+    return RoutingSummary(population=len(population), budget=budget, drawn=drawn,
                           scored=sum(item.pk in predicted for item in population),
                           metric_version=version)
