@@ -6,7 +6,10 @@
 Lists are paged with `_links.next.href` (small pages, so paging is exercised). Faults: scheduled
 429 "rate limited" answers and lost responses (the action is done, the connection is closed
 without an answer). Participants are simulated by `participant_start` / `participant_complete`,
-which enforce the study's allow-list filter, places and one submission per participant; a
+which enforce the study's allow-list filter, places and one submission per participant, or in
+a browser through the same rules on the participant pages the server also serves
+(`/participant/?pid=P`, take part, `/submissions/complete?cc=CODE`;
+`testing/prolific_participant_site.py`, for `manage.py prolific_rehearsal`); a
 session id (submission id) that `participant_start` never made is a 404 on "Retrieve a
 submission", which is how the task pages tell a real SESSION_ID from a made-up one.
 """
@@ -19,9 +22,11 @@ import threading
 import time
 from collections import defaultdict
 from decimal import Decimal
+from http.cookies import SimpleCookie
 from http.server import ThreadingHTTPServer
 from urllib.parse import parse_qs, urlparse
 
+from testing import prolific_participant_site as site
 from testing.http_fake import FakeApiHandler
 
 PAGE_SIZE = 2
@@ -49,16 +54,25 @@ class ProlificState:
         return f"{prefix}{next(self.ids):022x}"
 
     # --- participants -------------------------------------------------------------------------
+    def eligible(self, study: dict, pid: str) -> bool:
+        """Whether the study's allow-list filters (if any) include the participant."""
+        return all(
+            any(pid in self.groups.get(g, set()) for g in flt["selected_values"])
+            for flt in study.get("filters", [])
+            if flt["filter_id"] == "participant_group_allowlist"
+        )
+
     def participant_start(self, study_id: str, pid: str) -> str:
         with self.lock:
+            if study_id not in self.studies:
+                raise ApiError(404, f"study {study_id!r} does not exist")
             study = self.studies[study_id]
             if study["status"] != "ACTIVE":
                 raise ApiError(400, "study is not active")
-            for flt in study.get("filters", []):
-                if flt["filter_id"] == "participant_group_allowlist" and not any(
-                    pid in self.groups.get(g, set()) for g in flt["selected_values"]
-                ):
-                    raise ApiError(403, f"participant {pid} is not eligible")
+            if not pid:
+                raise ApiError(400, "a participant id is required")
+            if not self.eligible(study, pid):
+                raise ApiError(403, f"participant {pid} is not eligible")
             mine = [s for s in self.submissions.values() if s["study_id"] == study_id]
             if any(s["participant_id"] == pid for s in mine):
                 raise ApiError(400, "participant already took part")
@@ -221,20 +235,27 @@ class ProlificState:
 
 
 class ProlificServer:
-    def __init__(self, *, token: str = "test-token"):
+    """The API under /api/v1/ (token required) and the participant pages
+    (`testing/prolific_participant_site.py`) at `site_url`."""
+
+    def __init__(self, *, token: str = "test-token", port: int = 0, host: str = "127.0.0.1"):
         self.token = token
         self.state = ProlificState()
         self.rate_limit_next: dict[str, int] = defaultdict(int)
         self.lose_response_next: dict[str, int] = defaultdict(int)
         self.stats: dict[str, int] = defaultdict(int)
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
+        self.httpd = ThreadingHTTPServer((host, port), self._handler_class())
         self.httpd.daemon_threads = True
         self.state.base_url = self.url
 
     @property
-    def url(self) -> str:
+    def site_url(self) -> str:
         host, port = self.httpd.server_address[:2]
-        return f"http://{host}:{port}/api/v1/"
+        return f"http://{host}:{port}"
+
+    @property
+    def url(self) -> str:
+        return f"{self.site_url}/api/v1/"
 
     def __enter__(self) -> ProlificServer:
         threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
@@ -251,6 +272,8 @@ class ProlificServer:
             def _serve(self, method: str) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length) if length else b""
+                if not self.path.startswith("/api/"):
+                    return self._participant(method, raw)
                 if self.headers.get("Authorization") != f"Token {server.token}":
                     return self._reply(401, {"error": "invalid token"})
                 parsed = urlparse(self.path)
@@ -271,6 +294,63 @@ class ProlificServer:
                     if self.lose_response_if_asked(server, key):
                         return None
                 return self._reply(200 if method != "POST" else 201, result)
+
+            # --- the participant side (browser) -----------------------------------------
+            def _participant(self, method: str, raw: bytes) -> None:
+                parsed = urlparse(self.path)
+                query = {k: v[-1] for k, v in parse_qs(parsed.query).items()}
+                cookie = SimpleCookie(self.headers.get("Cookie") or "")
+                known = cookie[site.PID_COOKIE].value if site.PID_COOKIE in cookie else ""
+                state = server.state
+                if method == "GET" and parsed.path in ("/", "/participant", "/participant/"):
+                    pid = query.get("pid", "").strip()
+                    if not pid:
+                        return self._html(200, site.ask_participant_page())
+                    return self._html(200, site.studies_page(state, pid))
+                if method == "POST" and parsed.path == "/participant/take-part":
+                    fields = {k: v[-1] for k, v in parse_qs(raw.decode("utf-8", "replace"))
+                              .items()}
+                    pid = fields.get("pid", "").strip()
+                    try:
+                        with state.lock:
+                            session = state.participant_start(fields.get("study_id", ""), pid)
+                            study = state.studies[fields["study_id"]]
+                    except ApiError as exc:
+                        status = exc.status if exc.status != 400 else 409
+                        return self._html(status, site.error_page(str(exc), pid=pid))
+                    server.stats["participant:take-part"] += 1
+                    cookie = SimpleCookie()
+                    cookie[site.PID_COOKIE] = pid
+                    cookie[site.PID_COOKIE]["path"] = "/"
+                    return self._redirect(
+                        site.entry_url(study, pid=pid, submission_id=session),
+                        cookie=cookie[site.PID_COOKIE].OutputString())
+                if method == "GET" and parsed.path == "/submissions/complete":
+                    pid = query.get("pid", "").strip() or known
+                    try:
+                        submission = site.complete(state, pid=pid, code=query.get("cc", ""))
+                    except site.ParticipantSiteError as exc:
+                        return self._html(exc.status, site.error_page(str(exc), pid=pid))
+                    server.stats["participant:complete"] += 1
+                    return self._html(200, site.completed_page(submission, pid))
+                return self._html(404, site.error_page(f"Nothing at {method} {parsed.path}."))
+
+            def _html(self, status: int, text: str) -> None:
+                data = text.encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "text/html; charset=utf-8")
+                self.send_header("Cache-Control", "no-store")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def _redirect(self, location: str, *, cookie: str = "") -> None:
+                self.send_response(303)
+                self.send_header("Location", location)
+                if cookie:
+                    self.send_header("Set-Cookie", cookie)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
 
             def do_GET(self) -> None:
                 self._serve("GET")
