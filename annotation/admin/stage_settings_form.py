@@ -9,6 +9,16 @@ from functools import lru_cache
 
 from django import forms
 
+from annotation.domain.prolific_screeners import (
+    MANAGED_FILTER_IDS,
+    SCREENERS,
+    Screener,
+    ScreenerError,
+    filters_with_screeners,
+    filters_without_screeners,
+    screener_check,
+    screeners_from_filters,
+)
 from annotation.domain.stage_settings import (
     GROUPS,
     NO_LOCALES,
@@ -23,6 +33,8 @@ from annotation.domain.stage_settings import (
 )
 
 PREFIX = "setting__"
+SCREENER_PREFIX = "screener__"
+FILTERS_KEY = "prolific_filters"
 
 
 def field_name(spec: SettingSpec) -> str:
@@ -61,6 +73,16 @@ def _form_field(spec: SettingSpec) -> forms.Field:
     raise AssertionError(f"no form field for {spec.type}")
 
 
+def _screener_field(screener: Screener) -> forms.Field:
+    common = {"label": screener.label, "required": False,
+              "help_text": f"{screener.help} Empty: no such screener. (settings key "
+                           f"“{FILTERS_KEY}”, filter_id “{screener.filter_id}”)"}
+    if screener.kind == "range":
+        return forms.IntegerField(min_value=screener.minimum, max_value=screener.maximum,
+                                  **common)
+    return forms.CharField(max_length=2000, **common)
+
+
 def _initial(spec: SettingSpec, value):
     if value is None:
         return None
@@ -92,6 +114,7 @@ class StageSettingsFormMixin:
     to `settings`; the `settings` field itself is the advanced box of keys without a field."""
 
     setting_specs: tuple[SettingSpec, ...] = ()
+    screeners: tuple[Screener, ...] = ()  # Prolific stages: typed entries of prolific_filters
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -99,6 +122,15 @@ class StageSettingsFormMixin:
         for spec in self.setting_specs:
             self.initial.setdefault(field_name(spec), _initial(spec, value_at(stored, spec.key)))
         self.initial["settings"] = settings_without(stored, [s.key for s in self.setting_specs])
+        if self.screeners:
+            values = screeners_from_filters((stored or {}).get(FILTERS_KEY))
+            for screener in self.screeners:
+                value = values.get(screener.name)
+                self.initial.setdefault(SCREENER_PREFIX + screener.name,
+                                        ", ".join(value) if isinstance(value, list) else value)
+            rest = filters_without_screeners((stored or {}).get(FILTERS_KEY))
+            self.initial["settings"] = stage_settings_merge(self.initial["settings"],
+                                                            {FILTERS_KEY: rest or None})
         box = self.fields["settings"]
         box.label = "Other settings (JSON)"
         box.required = False
@@ -139,18 +171,59 @@ class StageSettingsFormMixin:
                     self.add_error(name, str(exc))
                     continue
             typed[spec.key] = value
+        screened = self._screened_filters(cleaned, advanced, stored)
         if self.errors:
             return
         merged = stage_settings_merge(merged, typed)
+        if screened is not None:
+            merged = stage_settings_merge(merged, {FILTERS_KEY: screened or None})
         for message in stage_settings_errors(merged):
             self.add_error(None if typed else "settings", message)
         cleaned["settings"] = merged
 
 
+    def _screened_filters(self, cleaned: dict, advanced: dict, stored: dict) -> list | None:
+        """`prolific_filters` with the screener fields' entries (None: no screener fields).
+        The box's filters are kept; a screener typed in the box too is refused."""
+        if not self.screeners:
+            return None
+        boxed = advanced.get(FILTERS_KEY)
+        if boxed is not None and not isinstance(boxed, list):
+            return None  # stage_settings_errors names it
+        doubled = sorted({f.get("filter_id") for f in boxed or [] if isinstance(f, dict)}
+                         & MANAGED_FILTER_IDS)
+        if doubled:
+            self.add_error("settings", f"{FILTERS_KEY}: {', '.join(doubled)} has its own field "
+                                       "(Prolific screeners): set it there, not in the JSON")
+            return None
+        values = screeners_from_filters((stored or {}).get(FILTERS_KEY))
+        for screener in self.screeners:
+            name = SCREENER_PREFIX + screener.name
+            widget = self.fields[name].widget
+            if widget.value_omitted_from_data(self.data, self.files, self.add_prefix(name)):
+                continue  # not on the page: the stored value stays
+            if name not in cleaned:
+                continue  # already refused by the field
+            value = cleaned[name]
+            if value in (None, ""):
+                values.pop(screener.name, None)
+                continue
+            try:
+                values[screener.name] = screener_check(screener, value)
+            except ScreenerError as exc:
+                self.add_error(name, str(exc))
+        return filters_with_screeners(boxed or [], values)
+
+
 def settings_fieldsets(specs) -> list[tuple[str, dict]]:
-    """Admin fieldsets of the typed fields, by group, in schema order."""
-    return [(group, {"fields": [field_name(s) for s in specs if s.group == group]})
+    """Admin fieldsets of the typed fields, by group, in schema order (the Prolific screeners
+    after the Prolific settings)."""
+    sets = [(group, {"fields": [field_name(s) for s in specs if s.group == group]})
             for group in GROUPS if any(s.group == group for s in specs)]
+    if any(s.providers == ("prolific",) for s in specs):
+        sets.append(("Prolific screeners",
+                     {"fields": [SCREENER_PREFIX + s.name for s in SCREENERS]}))
+    return sets
 
 
 @lru_cache(maxsize=64)
@@ -160,4 +233,7 @@ def stage_settings_form_class(base: type, kind: str | None, provider: str | None
     specs = tuple(settings_for(kind=kind, provider=provider))
     attrs = {field_name(spec): _form_field(spec) for spec in specs}
     attrs["setting_specs"] = specs
+    if any(s.providers == ("prolific",) for s in specs):
+        attrs.update({SCREENER_PREFIX + s.name: _screener_field(s) for s in SCREENERS})
+        attrs["screeners"] = SCREENERS
     return type(f"{base.__name__}_{kind or 'any'}_{provider or 'any'}", (base,), attrs)

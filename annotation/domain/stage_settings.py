@@ -234,7 +234,9 @@ SETTINGS: tuple[SettingSpec, ...] = (
                 "generated at publish", max_length=50, providers=("prolific",)),
     SettingSpec("prolific_filters", "json_list", "Prolific filters",
                 "Prolific screener filters as Prolific's API takes them (a JSON list of "
-                "objects with filter_id); edit them in the advanced box.", "Prolific", "none",
+                "objects with filter_id). Approval rate, approved submissions, countries and "
+                "first languages have fields (Prolific screeners); other filters go in the "
+                "advanced box.", "Prolific", "none",
                 providers=("prolific",), field=False),
 )
 
