@@ -10,6 +10,7 @@ from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.helpers import ActionForm
 
+from annotation.admin.worker_message import message_compose_response, message_confirmed
 from annotation.models import (
     AssignmentStatus,
     ParticipantVerification,
@@ -291,22 +292,31 @@ def reissue_links(modeladmin, request, queryset):
 
 
 @admin.action(description="Message the workers who passed the required qualification "
-                          "(reason field)")
+                          "(subject and message on the next page)")
 def notify_qualified_workers(modeladmin, request, queryset):
-    from annotation.services.review import stage_qualified_workers_notify
+    from annotation.services.review import stage_qualified_workers, stage_qualified_workers_notify
 
-    message = _reason(request)
-    if not message:
-        modeladmin.message_user(request, "Type the message first.", messages.ERROR)
-        return
-    for stage in queryset:
-        if stage.requires_stage_id is None:
-            modeladmin.message_user(request, f"{stage} requires no qualification.",
-                                    messages.ERROR)
-            continue
-        n_workers, sent = stage_qualified_workers_notify(stage=stage, message=message)
+    stages = list(queryset.select_related("project"))
+    notes = [f"{stage} requires no qualification: nobody is messaged for it."
+             for stage in stages if stage.requires_stage_id is None]
+    gated = [stage for stage in stages if stage.requires_stage_id is not None]
+    form = message_confirmed(request)
+    if form is None or not form.is_valid():
+        recipients = {w.pk: w for stage in gated for w in stage_qualified_workers(stage=stage)}
+        subject = (f"New work: {gated[0].project.title}"
+                   if len({s.project_id for s in gated}) == 1 else "New work")
+        return message_compose_response(
+            modeladmin, request, queryset, form=form, recipients=list(recipients.values()),
+            subject=subject, title="Message the qualified workers", notes=notes)
+    for note in notes:
+        modeladmin.message_user(request, note, messages.ERROR)
+    for stage in gated:
+        n_workers, sent = stage_qualified_workers_notify(
+            stage=stage, message=form.cleaned_data["message_body"],
+            subject=form.cleaned_data["message_subject"])
         modeladmin.message_user(request, f"{stage}: messaged {n_workers} qualified "
                                          f"worker(s){_already_sent(sent)}.", messages.SUCCESS)
+    return None
 
 
 LINK_ACTIONS = (download_links, reissue_links)
@@ -433,17 +443,21 @@ def unblock_on_provider(modeladmin, request, queryset):
     modeladmin.message_user(request, f"Unblocked {len(queryset)} worker(s).")
 
 
-@admin.action(description="Send a message (reason field) through the provider")
+@admin.action(description="Send a message through the provider (subject and message on the "
+                          "next page)")
 def notify_workers(modeladmin, request, queryset):
     from annotation.services.review import workers_notify
 
-    message = _reason(request)
-    if not message:
-        modeladmin.message_user(request, "Type the message first.", messages.ERROR)
-        return
-    sent = workers_notify(workers=list(queryset), subject="Message from the researchers",
-                          message=message)
-    modeladmin.message_user(request, f"Messaged {len(queryset)} worker(s){_already_sent(sent)}.")
+    form = message_confirmed(request)
+    workers = list(queryset.order_by("provider", "external_id"))
+    if form is None or not form.is_valid():
+        return message_compose_response(
+            modeladmin, request, queryset, form=form, recipients=workers,
+            subject="Message from the researchers", title="Message the selected workers")
+    sent = workers_notify(workers=workers, subject=form.cleaned_data["message_subject"],
+                          message=form.cleaned_data["message_body"])
+    modeladmin.message_user(request, f"Messaged {len(workers)} worker(s){_already_sent(sent)}.")
+    return None
 
 
 def _already_sent(results: dict) -> str:

@@ -17,6 +17,7 @@ from .decisions import (
     bonus_already_paid,
     bonus_call_key,
     correct_answer_bonus,
+    stage_qualified_workers,
     stage_qualified_workers_notify,
     stage_rules,
     worker_block_everywhere,
@@ -59,6 +60,7 @@ __all__ = [
     "stage_sync_and_review",
     "worker_block_everywhere",
     "worker_unblock_everywhere",
+    "stage_qualified_workers",
     "stage_qualified_workers_notify",
     "workers_notify",
 ]

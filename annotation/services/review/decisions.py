@@ -323,15 +323,22 @@ def worker_unblock_everywhere(*, worker: Worker, reason: str = "", by=None) -> W
     return worker_unblock(worker=worker, by=by)
 
 
-def stage_qualified_workers_notify(*, stage: Stage, message: str) -> tuple[int, dict]:
-    """Message the active workers who passed the qualification `stage` requires, about new
-    work in its project: (how many, `workers_notify`'s results)."""
-    workers = list(Worker.objects.filter(
+def stage_qualified_workers(*, stage: Stage) -> list[Worker]:
+    """The active workers who passed the qualification `stage` requires (who a message about
+    the stage reaches)."""
+    return list(Worker.objects.filter(
         qualifications__stage_id=stage.requires_stage_id, qualifications__passed=True,
-        status=WorkerStatus.ACTIVE))
-    return len(workers), workers_notify(workers=workers,
-                                        subject=f"New work: {stage.project.title}",
-                                        message=message)
+        status=WorkerStatus.ACTIVE).order_by("provider", "external_id"))
+
+
+def stage_qualified_workers_notify(*, stage: Stage, message: str,
+                                   subject: str = "") -> tuple[int, dict]:
+    """Message the active workers who passed the qualification `stage` requires, about new
+    work in its project (subject by default "New work: <project title>"): (how many,
+    `workers_notify`'s results)."""
+    workers = stage_qualified_workers(stage=stage)
+    return len(workers), workers_notify(
+        workers=workers, subject=subject or f"New work: {stage.project.title}", message=message)
 
 
 def workers_notify(*, workers: list[Worker], subject: str, message: str) -> dict:

@@ -33,6 +33,11 @@ def act(client, model: str, action: str, ids, **fields):
     return client.post(url, data, follow=True)
 
 
+def send(message: str, subject: str = "Message from the researchers") -> dict:
+    """What the message actions' compose page posts when "Send the message" is pressed."""
+    return {"confirm_send": "yes", "message_subject": subject, "message_body": message}
+
+
 def messages_of(response) -> list[str]:
     return [str(m) for m in response.context["messages"]]
 
@@ -126,7 +131,7 @@ def test_block_on_mturk_from_the_admin(admin_client_, mturk_server):
     act(admin_client_, "worker", "unblock_on_provider", [worker.pk])
     worker.refresh_from_db()
     assert worker.status == WorkerStatus.ACTIVE and mturk_server.state.blocks == {}
-    act(admin_client_, "worker", "notify_workers", [worker.pk], reason="New HITs are up")
+    act(admin_client_, "worker", "notify_workers", [worker.pk], **send("New HITs are up"))
     assert mturk_server.state.notifications[0]["WorkerIds"] == ["A1WORKER"]
 
 
@@ -238,7 +243,7 @@ def test_qualified_workers_are_told_about_the_trial(admin_client_, mturk_server)
     WorkerQualification.objects.create(worker=blocked, stage=qualification, passed=True,
                                        score=1.0)
     response = act(admin_client_, "stage", "notify_qualified_workers", [trial.pk],
-                   reason="The trial is open: 200 answers to judge.")
+                   **send("The trial is open: 200 answers to judge."))
     assert any("messaged 2 qualified" in m for m in messages_of(response))
     sent = mturk_server.state.notifications
     assert len(sent) == 1 and sorted(sent[0]["WorkerIds"]) == ["WP1", "WP2"]
@@ -307,11 +312,11 @@ def test_unknown_balance_is_a_warning_in_the_admin(admin_client_):
 def test_a_repeated_notify_is_not_sent_twice(admin_client_, mturk_server):
     workers = [make_worker(provider="mturk", external_id=f"WN{n}") for n in range(2)]
     ids = [w.pk for w in workers]
-    act(admin_client_, "worker", "notify_workers", ids, reason="New HITs are up")
-    response = act(admin_client_, "worker", "notify_workers", ids, reason="New HITs are up")
+    act(admin_client_, "worker", "notify_workers", ids, **send("New HITs are up"))
+    response = act(admin_client_, "worker", "notify_workers", ids, **send("New HITs are up"))
     assert len(mturk_server.state.notifications) == 1
     assert any("2 had this exact message already" in m for m in messages_of(response))
-    act(admin_client_, "worker", "notify_workers", ids, reason="More HITs are up")
+    act(admin_client_, "worker", "notify_workers", ids, **send("More HITs are up"))
     assert len(mturk_server.state.notifications) == 2
 
 
@@ -319,10 +324,10 @@ def test_a_repeated_notify_is_not_sent_twice(admin_client_, mturk_server):
 def test_a_notify_whose_answer_was_lost_is_not_sent_again(admin_client_, mturk_server):
     worker = make_worker(provider="mturk", external_id="WLOSTN")
     mturk_server.lose_response_next["NotifyWorkers"] = 1  # delivered, then the answer is lost
-    response = act(admin_client_, "worker", "notify_workers", [worker.pk], reason="Hello")
+    response = act(admin_client_, "worker", "notify_workers", [worker.pk], **send("Hello"))
     shown = messages_of(response)
     assert any("failed or unconfirmed for some" in m for m in shown), shown
-    response = act(admin_client_, "worker", "notify_workers", [worker.pk], reason="Hello")
+    response = act(admin_client_, "worker", "notify_workers", [worker.pk], **send("Hello"))
     assert any("may have it already" in m for m in messages_of(response))
     assert len(mturk_server.state.notifications) == 1
     assert mturk_server.stats["requests:NotifyWorkers"] == 1  # never repeated
