@@ -7,6 +7,8 @@ HTTP, so a researcher can rehearse a study in a browser (`manage.py prolific_reh
                                    `ProlificState.participant_start`) and go to the study's
                                    external URL with PROLIFIC_PID, STUDY_ID and SESSION_ID filled
                                    in; remembers P in a cookie, as a logged-in participant
+    GET  /participant/continue     study_id, pid: back to the study's external URL for P's
+                                   submission in progress (and P in the cookie again)
     GET  /submissions/complete?cc= the completion redirect (QA Judge's PROLIFIC_COMPLETION_URL):
                                    the code is recorded on P's active submission of the study
                                    whose completion code it is, which is now AWAITING REVIEW
@@ -83,7 +85,9 @@ def studies_page(state, pid: str) -> str:
     for study, left, eligible, submission in rows:
         sid = html.escape(study["id"])
         if submission is not None and submission["status"] == "ACTIVE":
-            url = entry_url(study, pid=pid, submission_id=submission["id"])
+            # Through the server, which remembers the participant again (another one may have
+            # taken part in this browser since).
+            url = "/participant/continue?" + urlencode({"study_id": study["id"], "pid": pid})
             action = f'<a class="continue" href="{html.escape(url)}">Continue</a>'
         elif submission is not None:
             action = html.escape(submission["status"])
@@ -120,6 +124,19 @@ def studies_page(state, pid: str) -> str:
         f"<tbody>{''.join(own_rows)}</tbody></table>"
     )
     return _page("Studies", body)
+
+
+def active_submission(state, *, study_id: str, pid: str) -> tuple[dict, dict]:
+    """(study, submission) of the participant's submission in progress in the study."""
+    with state.lock:
+        study = state.studies.get(study_id)
+        mine = [s for s in state.submissions.values() if s["study_id"] == study_id
+                and s["participant_id"] == pid and s["status"] == "ACTIVE"]
+        if study is None or not mine:
+            raise ParticipantSiteError(
+                f"Participant {pid} has no submission in progress in study {study_id!r}.",
+                status=404)
+        return study, mine[0]
 
 
 def complete(state, *, pid: str, code: str) -> dict:

@@ -319,12 +319,15 @@ class ProlificServer:
                         status = exc.status if exc.status != 400 else 409
                         return self._html(status, site.error_page(str(exc), pid=pid))
                     server.stats["participant:take-part"] += 1
-                    cookie = SimpleCookie()
-                    cookie[site.PID_COOKIE] = pid
-                    cookie[site.PID_COOKIE]["path"] = "/"
-                    return self._redirect(
-                        site.entry_url(study, pid=pid, submission_id=session),
-                        cookie=cookie[site.PID_COOKIE].OutputString())
+                    return self._to_study(study, pid, session)
+                if method == "GET" and parsed.path == "/participant/continue":
+                    pid = query.get("pid", "").strip()
+                    try:
+                        study, submission = site.active_submission(
+                            state, study_id=query.get("study_id", ""), pid=pid)
+                    except site.ParticipantSiteError as exc:
+                        return self._html(exc.status, site.error_page(str(exc), pid=pid))
+                    return self._to_study(study, pid, submission["id"])
                 if method == "GET" and parsed.path == "/submissions/complete":
                     pid = query.get("pid", "").strip() or known
                     try:
@@ -334,6 +337,14 @@ class ProlificServer:
                     server.stats["participant:complete"] += 1
                     return self._html(200, site.completed_page(submission, pid))
                 return self._html(404, site.error_page(f"Nothing at {method} {parsed.path}."))
+
+            def _to_study(self, study: dict, pid: str, session: str) -> None:
+                """To the study's page as the participant, remembered in the cookie."""
+                cookie = SimpleCookie()
+                cookie[site.PID_COOKIE] = pid
+                cookie[site.PID_COOKIE]["path"] = "/"
+                return self._redirect(site.entry_url(study, pid=pid, submission_id=session),
+                                      cookie=cookie[site.PID_COOKIE].OutputString())
 
             def _html(self, status: int, text: str) -> None:
                 data = text.encode()

@@ -128,9 +128,10 @@ class StageSettingsFormMixin:
                 value = values.get(screener.name)
                 self.initial.setdefault(SCREENER_PREFIX + screener.name,
                                         ", ".join(value) if isinstance(value, list) else value)
-            rest = filters_without_screeners((stored or {}).get(FILTERS_KEY))
-            self.initial["settings"] = stage_settings_merge(self.initial["settings"],
-                                                            {FILTERS_KEY: rest or None})
+            if isinstance((stored or {}).get(FILTERS_KEY), list):  # else shown as it is
+                rest = filters_without_screeners(stored[FILTERS_KEY])
+                self.initial["settings"] = stage_settings_merge(self.initial["settings"],
+                                                                {FILTERS_KEY: rest or None})
         box = self.fields["settings"]
         box.label = "Other settings (JSON)"
         box.required = False

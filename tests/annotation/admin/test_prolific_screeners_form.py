@@ -117,3 +117,16 @@ def test_other_providers_have_no_screener_fields(admin_client_):
                        status=StageStatus.DRAFT)
     page = admin_client_.get(_url(stage)).content.decode()
     assert "screener__" not in page and "Prolific screeners" not in page
+
+
+def test_a_malformed_stored_filter_list_is_shown_not_dropped(admin_client_):
+    stage = make_stage(make_project(TaskKind.LIKERT), provider=Provider.PROLIFIC,
+                       status=StageStatus.DRAFT, settings={"prolific_filters": "oops"})
+    form = admin_client_.get(_url(stage)).context["adminform"].form
+    assert form.initial["settings"] == {"prolific_filters": "oops"}
+    response = admin_client_.post(_url(stage), _posted(admin_client_, stage,
+                                                       approval_rate_min="90"))
+    assert response.status_code == 200
+    assert "prolific_filters must be a list of objects" in response.content.decode()
+    stage.refresh_from_db()
+    assert stage.settings == {"prolific_filters": "oops"}

@@ -171,6 +171,37 @@ def test_participant_pages_refuse_clearly(rehearsal):
     assert browser.get("/api/v1/users/me/").status_code == 401  # the API still wants the token
 
 
+def test_one_browser_switching_participants_completes_as_the_one_who_continues(rehearsal):
+    state = rehearsal.state
+    body = {"name": "S", "description": "d", "prolific_id_option": "url_parameters",
+            "external_study_url": "https://qaj.example.org/t/?PROLIFIC_PID={{%PROLIFIC_PID%}}"
+                                  "&STUDY_ID={{%STUDY_ID%}}&SESSION_ID={{%SESSION_ID%}}",
+            "completion_codes": [{"code": "C0DE", "code_type": "COMPLETED"}],
+            "total_available_places": 5, "estimated_completion_time": 5, "reward": 40}
+    study = state.create_study(query={}, body=body)
+    state.transition_study(query={}, body={"action": "PUBLISH"}, sid=study["id"])
+    browser = participant(rehearsal)
+    hostile = "<b>P1</b>"
+    entries = {}
+    for pid in (hostile, "P2"):
+        taken = browser.post("/participant/take-part", data={"study_id": study["id"],
+                                                             "pid": pid})
+        assert taken.status_code == 303
+        entries[pid] = taken.headers["location"]
+    assert "?PROLIFIC_PID=%3Cb%3EP1%3C%2Fb%3E&STUDY_ID=" in entries[hostile]
+    page = browser.get("/participant/", params={"pid": hostile}).text
+    assert "<b>P1</b>" not in page and "&lt;b&gt;P1&lt;/b&gt;" in page
+    link = html.unescape(re.search(r'class="continue" href="([^"]+)"', page).group(1))
+    back = browser.get(link)  # P1 continues: the server remembers P1 again
+    assert back.status_code == 303 and "%3Cb%3EP1" in back.headers["location"]
+    assert browser.get("/submissions/complete", params={"cc": "C0DE"}).status_code == 200
+    status = {s["participant_id"]: s["status"] for s in state.submissions.values()}
+    assert status == {hostile: "AWAITING REVIEW", "P2": "ACTIVE"}
+    gone = browser.get("/participant/continue", params={"study_id": study["id"],
+                                                        "pid": hostile})
+    assert gone.status_code == 404 and "no submission in progress" in gone.text
+
+
 def test_rehearsal_command_serves_the_participant_pages_until_stopped(tmp_path):
     env = {**os.environ, "DATABASE_URL": f"sqlite:///{tmp_path}/unused.sqlite3",
            "PROLIFIC_API_URL": "https://api.prolific.com/api/v1/", "PYTHONUNBUFFERED": "1"}
