@@ -232,3 +232,13 @@ def test_rehearsal_command_serves_the_participant_pages_until_stopped(tmp_path):
             process.kill()
     assert process.returncode == 0, rest
     assert "Stopped: 0 studies, 0 submissions" in rest
+
+
+def test_rehearsal_command_refuses_an_empty_token_and_a_busy_port(rehearsal):
+    from django.core.management import CommandError, call_command
+
+    with pytest.raises(CommandError, match="--token must not be empty"):
+        call_command("prolific_rehearsal", "--port", "0", "--token", " ")
+    busy = int(urlsplit(rehearsal.site_url).port)
+    with pytest.raises(CommandError, match=f"Cannot listen on 127.0.0.1:{busy}"):
+        call_command("prolific_rehearsal", "--port", str(busy))
