@@ -18,7 +18,17 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from annotation.models import AssignmentStatus, Item, Judgment, Project, Stage, StageStatus
+from annotation.models import (
+    AssignmentStatus,
+    Item,
+    Judgment,
+    Project,
+    Stage,
+    StageStatus,
+    TaskKind,
+)
+from testing.factories import make_project
+from tests.metrics_app.views.test_model_card_page import _version
 from tests.support.browser import screenshot
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -197,4 +207,24 @@ def test_a_new_researchers_first_study(live_server, page, phone_page, tmp_path, 
     phone_page.goto(f"{live_server.url}/admin/annotation/project/")
     _fits(phone_page, "the project list")
     screenshot(phone_page, "walk-7-projects-360", top=True)
+    assert not page.js_errors
+
+
+def test_the_model_card_page_at_both_widths(live_server, page, phone_page):
+    from django.contrib.auth import get_user_model
+
+    owner = get_user_model().objects.create_user("rita", password=PASSWORD, is_staff=True)
+    version = _version(make_project(TaskKind.LIKERT, owner=owner, slug="cats",
+                                    title="Where the cat sat"))
+    _login(page, live_server)
+    page.goto(f"{live_server.url}/admin/metrics_app/modelversion/")
+    assert str(version) in page.inner_text("#result_list")
+    page.get_by_role("link", name="model card").click()
+    page.locator("#split-validation svg").wait_for()
+    assert "lerc v7 — model card" in page.inner_text("h1")
+    screenshot(page, "model-card-1280", top=True)
+    _login(phone_page, live_server)
+    phone_page.goto(page.url)
+    _fits(phone_page, "the model card page")
+    screenshot(phone_page, "model-card-360", top=True)
     assert not page.js_errors

@@ -118,6 +118,7 @@ def write_model_card(folder, version: ModelVersion, metrics: dict, snapshot: dic
 
 
 CARD_MEASURES = ("accuracy", "kappa", "roc_auc", "pearson")
+SPLIT_ORDER = {"train": 0, "val": 1, "validation": 1, "test": 2}
 CHART_MEASURES = ("pearson", "accuracy", "roc_auc", "kappa")  # the first one measured is drawn
 
 
@@ -155,7 +156,8 @@ def model_card_page(version: ModelVersion, *, visible_project_ids: set[int] | No
                       "threshold": thresholds.get(name),
                       "cells": [{"value": row.get(key), "ci": row.get(f"{key}_ci")}
                                 for key in CARD_MEASURES],
-                      "n": row.get("n")} for name, row in rows.items()],
+                      "n": row.get("n")}
+                     for name, row in sorted(rows.items(), key=lambda r: (r[0] != "lerc", r[0]))],
             "measure": measure,
             "chart": baseline_bars(rows, measure=measure) if measure else None,
         })
@@ -165,7 +167,9 @@ def model_card_page(version: ModelVersion, *, visible_project_ids: set[int] | No
         "version": version,
         "projects": projects,
         "hidden_projects": hidden,
-        "examples": metrics.get("examples") or snapshot.get("examples") or {},
+        # PostgreSQL's JSON reorders keys: splits in their order, timings by name.
+        "examples": dict(sorted((metrics.get("examples") or snapshot.get("examples") or {}).items(),
+                                key=lambda kv: (SPLIT_ORDER.get(kv[0], 9), kv[0]))),
         "snapshot": {key: snapshot.get(key) for key in (
             "judgment_count", "max_judgment_id", "judgment_ids_sha256", "split_mode",
             "holdout_dataset", "znormalize") if snapshot.get(key) not in (None, "")},
@@ -173,7 +177,7 @@ def model_card_page(version: ModelVersion, *, visible_project_ids: set[int] | No
             "dropped_items") else "",
         "options": {"training": _pairs((version.config or {}).get("train", {})),
                     "data": _pairs((version.config or {}).get("data", {}))},
-        "timings": metrics.get("timings") or {},
+        "timings": dict(sorted((metrics.get("timings") or {}).items())),
         "calibration": _pairs(training["calibration"]) if training.get("calibration")
         else "none",
         "measures": CARD_MEASURES,

@@ -64,6 +64,7 @@ def test_the_card_shows_numbers_against_baselines_chart_data_options_and_decisio
     assert "lerc v7 — model card" in html and "Promoted" in html
     validation = html[html.index('id="split-validation"'):html.index('id="split-test"')]
     assert '<tr class="model">' in validation and "0.818" in validation and "0.712" in validation
+    assert validation.index("<td>lerc</td>") < validation.index("<td>f1</td>")
     assert "[0.612, 0.812]" in validation  # the interval under Pearson
     assert "0.636" in validation and "0.421" in validation  # f1's accuracy and threshold
     assert validation.count("<svg") == 1 and "pearson on validation" in validation
@@ -74,7 +75,7 @@ def test_the_card_shows_numbers_against_baselines_chart_data_options_and_decisio
     projects = html[html.index('id="card-projects"'):]
     assert "Where the cat sat" in projects and "<td>100</td><td>40</td><td>900</td>" in projects
     assert "train 61 · val 22 · test 17" in html and "ab12cd" in html
-    assert "epochs 3 · learning_rate 2e-05" in html and "train 123.4 · evaluate 5.6" in html
+    assert "epochs 3 · learning_rate 2e-05" in html and "evaluate 5.6 · train 123.4" in html
     assert "beats f1 on validation pearson" in html
 
 
