@@ -103,7 +103,7 @@ class ModelVersionAdmin(ReadOnlyAdmin):
 
     project_path = "projects"
     list_display = ("__str__", "kind", "status", "progress_bar", "validation_metric",
-                    "backbone", "created_at", "promoted_at")
+                    "card_page", "backbone", "created_at", "promoted_at")
     list_filter = ("name", "kind", "status")
     search_fields = ("name", "backbone", "projects__slug")
     readonly_fields = ("progress_bar", "validation_metric", "card", "config_json",
@@ -146,6 +146,13 @@ class ModelVersionAdmin(ReadOnlyAdmin):
                 return f"{key} {validation[key]:.3f} (n={validation.get('n')})"
         return "—"
 
+    @admin.display(description="Card")
+    def card_page(self, obj):
+        from django.urls import reverse
+
+        return format_html('<a href="{}">model card</a>',
+                           reverse("metrics:model-card", args=[obj.pk]))
+
     @admin.display(description="Model card")
     def card(self, obj):
         """The card rendered from its Markdown (raw HTML in it is escaped, not passed on)."""
@@ -154,7 +161,9 @@ class ModelVersionAdmin(ReadOnlyAdmin):
         from .services.lerc import model_card
 
         html = MarkdownIt("commonmark", {"html": False}).enable("table").render(model_card(obj))
-        return mark_safe(f'<div class="model-card">{html}</div>')  # noqa: S308 (escaped above)
+        link = self.card_page(obj)
+        return mark_safe(f'<p>{link} (the page: tables, a chart, the data it saw)</p>'  # noqa: S308
+                         f'<div class="model-card">{html}</div>')  # (escaped above)
 
     @staticmethod
     def _json(value):

@@ -3,9 +3,17 @@ from django.urls import path  # noqa: F401
 
 app_name = "metrics"
 
-from .views import adjudication, cockpit, dashboard, judges_page, metrics_page  # noqa: E402
+from .views import (  # noqa: E402
+    adjudication,
+    cockpit,
+    dashboard,
+    judges_page,
+    metrics_page,
+    model_card_page,
+)
 
 urlpatterns: list = [
+    path("models/<int:version_id>/", model_card_page.model_card_view, name="model-card"),
     path("<slug:slug>/cockpit/", cockpit.project_cockpit, name="project-cockpit"),
     path("<slug:slug>/dashboard/", dashboard.project_dashboard, name="project-dashboard"),
     path("<slug:slug>/dashboard/workers/<int:worker_id>/block/",

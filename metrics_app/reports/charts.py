@@ -252,3 +252,33 @@ def dashboard_charts(report: dict) -> dict[str, str | None]:
         "starc": starc_choice_bars(report["starc"]) if report["starc"] else None,
         "lfqa": lfqa_bars(report["lfqa"]) if report["lfqa"] else None,
     }
+
+
+def baseline_bars(rows: dict, *, measure: str, highlight: str = "lerc") -> str | None:
+    """A model card's comparison: one horizontal bar per metric (the model and each baseline)
+    for one measure (e.g. Pearson), with its 95% interval where measured; the model is drawn
+    in its own colour. None when fewer than one row has the measure."""
+    shown = [(name, row) for name, row in rows.items()
+             if isinstance(row, dict) and row.get(measure) is not None]
+    if not shown:
+        return None
+    names = [name for name, _ in shown]
+    height = 0.6 + 0.32 * len(shown)
+    fig = _figure(5.5, height + 0.6, left=_label_margin(names), right=0.5, top=0.15,
+                  bottom=0.5)
+    ax = fig.add_subplot()
+    ys = list(range(len(shown)))[::-1]
+    values = [row[measure] for _, row in shown]
+    colours = [PALETTE[1] if name == highlight else PALETTE[0] for name in names]
+    ax.barh(ys, values, 0.6, color=colours)
+    for y, (_, row) in zip(ys, shown, strict=True):
+        ci = row.get(f"{measure}_ci")
+        if ci and None not in ci:
+            ax.plot(ci, [y, y], color="#1a202c", linewidth=1)
+    ax.set_yticks(ys, names, fontsize=8)
+    low = min(0.0, *values)
+    ax.set_xlim(low, max(1.0, *values))
+    ax.set_xlabel(measure.replace("_", " "), fontsize=8)
+    ax.tick_params(axis="x", labelsize=8)
+    ax.spines[["top", "right"]].set_visible(False)
+    return _svg(fig)

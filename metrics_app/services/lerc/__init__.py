@@ -22,7 +22,7 @@ the training run, its heartbeat), `evaluation` (scorers and validation/test numb
 from .common import IN_FLIGHT, NAME_BY_KIND, TASK_KIND_BY_MODEL_KIND, LercError
 from .datasets import SPLIT_MODES, VAL_SPLITS, LercDataset, lerc_dataset_build, mc_pretraining_build
 from .evaluation import lerc_minimal_pair_accuracy, model_version_scorer
-from .model_card import model_card, write_model_card
+from .model_card import model_card, model_card_page, write_model_card
 from .promotion import (
     model_version_decide,
     model_version_for_label,
@@ -56,6 +56,7 @@ __all__ = [
     "lerc_refresh_due",
     "mc_pretraining_build",
     "model_card",
+    "model_card_page",
     "model_version_cancel",
     "model_version_create",
     "model_version_decide",

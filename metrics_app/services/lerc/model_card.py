@@ -97,6 +97,8 @@ def model_card_refresh(version: ModelVersion) -> bool:
 def _fmt(value) -> str:
     if isinstance(value, list | tuple):
         return ", ".join(_fmt(v) for v in value) or "–"
+    if isinstance(value, float) and value and abs(value) < 0.001:
+        return f"{value:.3g}"  # a learning rate of 2e-05 read "0.000"
     return "–" if value is None else f"{value:.3f}" if isinstance(value, float) else str(value)
 
 
@@ -113,3 +115,78 @@ def write_model_card(folder, version: ModelVersion, metrics: dict, snapshot: dic
     (folder / "model_card.json").write_text(json.dumps(
         {"name": version.name, "number": version.number, "config": version.config,
          "data_snapshot": snapshot, "metrics": metrics}, indent=2, default=str))
+
+
+CARD_MEASURES = ("accuracy", "kappa", "roc_auc", "pearson")
+SPLIT_ORDER = {"train": 0, "val": 1, "validation": 1, "test": 2}
+CHART_MEASURES = ("pearson", "accuracy", "roc_auc", "kappa")  # the first one measured is drawn
+
+
+def model_card_page(version: ModelVersion, *, visible_project_ids: set[int] | None) -> dict:
+    """What the model card page shows (metrics/models/<id>/): the card's numbers as tables and
+    a chart per split, the data it saw per project, options, timings, the promotion decision
+    and the version's log. `visible_project_ids` (None: all) limits the projects named; the
+    others are counted, not named."""
+    from metrics_app.reports.charts import baseline_bars
+
+    metrics = version.metrics or {}
+    snapshot = version.data_snapshot or {}
+    per_project = snapshot.get("projects") or {}
+    projects, hidden = [], 0
+    for project in version.projects.order_by("slug"):
+        if visible_project_ids is not None and project.pk not in visible_project_ids:
+            hidden += 1
+            continue
+        seen = per_project.get(project.slug) or {}
+        projects.append({"project": project, "judgments": seen.get("judgments"),
+                         "items": seen.get("items"), "watermark": seen.get("watermark")})
+    comparison = metrics.get("baselines") or {}
+    thresholds = comparison.get("thresholds") or {}
+    splits = []
+    for split in ("validation", "test"):
+        rows = comparison.get(split) or {}
+        if not rows:
+            continue
+        measure = next((m for m in CHART_MEASURES
+                        if any(isinstance(r, dict) and r.get(m) is not None
+                               for r in rows.values())), None)
+        splits.append({
+            "name": split,
+            "rows": [{"name": name, "is_model": name == "lerc",
+                      "threshold": thresholds.get(name),
+                      "cells": [{"value": row.get(key), "ci": row.get(f"{key}_ci")}
+                                for key in CARD_MEASURES],
+                      "n": row.get("n")}
+                     for name, row in sorted(rows.items(), key=lambda r: (r[0] != "lerc", r[0]))],
+            "measure": measure,
+            "chart": baseline_bars(rows, measure=measure) if measure else None,
+        })
+    decision = metrics.get("promotion_decision") or {}
+    training = metrics.get("training") or {}
+    return {
+        "version": version,
+        "projects": projects,
+        "hidden_projects": hidden,
+        # PostgreSQL's JSON reorders keys: splits in their order, timings by name.
+        "examples": dict(sorted((metrics.get("examples") or snapshot.get("examples") or {}).items(),
+                                key=lambda kv: (SPLIT_ORDER.get(kv[0], 9), kv[0]))),
+        "snapshot": {key: snapshot.get(key) for key in (
+            "judgment_count", "max_judgment_id", "judgment_ids_sha256", "split_mode",
+            "holdout_dataset", "znormalize") if snapshot.get(key) not in (None, "")},
+        "dropped_items": _pairs(snapshot.get("dropped_items")) if snapshot.get(
+            "dropped_items") else "",
+        "options": {"training": _pairs((version.config or {}).get("train", {})),
+                    "data": _pairs((version.config or {}).get("data", {}))},
+        "timings": dict(sorted((metrics.get("timings") or {}).items())),
+        "calibration": _pairs(training["calibration"]) if training.get("calibration")
+        else "none",
+        "measures": CARD_MEASURES,
+        "splits": splits,
+        "unavailable": comparison.get("unavailable") or {},
+        "decision": ({"promoted": bool(decision.get("promoted")),
+                      "details": [(key.replace("_", " "),
+                                   _pairs(value) if isinstance(value, dict) else _fmt(value))
+                                  for key, value in decision.items() if key != "promoted"]}
+                     if decision else None),
+        "events": list(version.events.select_related("user")),
+    }

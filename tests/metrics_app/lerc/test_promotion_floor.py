@@ -135,3 +135,7 @@ def test_model_card_in_the_artifact_and_the_admin(lerc_settings, admin_client):
     assert "Promotion decision" in text and "| lerc |" in text
     page = admin_client.get(f"/admin/metrics_app/modelversion/{version.id}/change/")
     assert page.status_code == 200 and b"Promotion decision" in page.content
+    # The card as a page, from a real training run: a table and a chart per split.
+    card_page = admin_client.get(f"/metrics/models/{version.id}/").content.decode()
+    assert '<tr class="model">' in card_page and card_page.count("<svg") >= 1
+    assert project.title in card_page
