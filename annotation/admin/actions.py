@@ -14,6 +14,7 @@ from annotation.admin.worker_message import message_compose_response, message_co
 from annotation.models import (
     AssignmentStatus,
     ParticipantVerification,
+    Provider,
     StageStatus,
 )
 
@@ -98,8 +99,12 @@ def publish_stages(modeladmin, request, queryset):
             failed.append(f"{stage}: NOT live — {result.stage.publish_problem} "
                           f"({result.report.created} created now, {already} already there)")
             continue
+        # In-house work has no platform: no rewards or fees to quote, only what the links serve.
+        cost = ("served through the annotators' links, no platform rewards or fees "
+                f"({result.estimate.n_judgments} judgments)" if stage.provider == Provider.INHOUSE
+                else result.estimate.as_text())
         done.append(f"{stage}: {result.stage.get_status_display()}; {result.report.created} "
-                    f"HITs created, {already} already there; {result.estimate.as_text()}")
+                    f"HITs created, {already} already there; {cost}")
     _report(modeladmin, request, done, failed)
 
 
