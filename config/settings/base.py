@@ -203,6 +203,7 @@ SPECTACULAR_SETTINGS = {
         "ExperimentModeEnum": "annotation.models.ExperimentMode",
         "ModelKindEnum": "metrics_app.models.ModelKind",
         "ModelStatusEnum": "metrics_app.models.ModelStatus",
+        "ScoringStatusEnum": "metrics_app.models.ScoringStatus",  # scoring and judge jobs
     },
 }
 
