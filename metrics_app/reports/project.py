@@ -19,7 +19,7 @@ from annotation.services.redundancy import adaptive_redundancy_summary
 from ..models import Report
 from .agreement import agreement_report
 from .annotator_pairs import annotator_pairs_report
-from .estimates import estimates_report, metric_watermark
+from .estimates import estimates_report, judge_watermark, metric_watermark
 from .leaderboard import leaderboard_report
 from .lfqa import lfqa_report
 from .likert import likert_report
@@ -123,6 +123,8 @@ def item_fingerprint(*, project: Project) -> str:
     digest.update(counting_fingerprint(project=project).encode())
     # LERC scores feed the prediction-powered estimates: newly stored ones change the report.
     digest.update(f"lerc:{metric_watermark(project)}".encode())
+    # Judge verdicts feed the leaderboard's judge boards (and a chosen estimates judge).
+    digest.update(f"verdicts:{judge_watermark(project)}".encode())
     return digest.hexdigest()
 
 

@@ -114,3 +114,81 @@ def test_dashboard_shows_the_leaderboard(client, arena):
     assert "Style control: length" in section
     assert "Per domain" in section and "History" in section
     assert "?output=csv" in section
+
+
+def _llm_judge_verdicts(project, *, position_bias: float):
+    """The fake chat endpoint as an A/B LLM judge over the arena: it prefers the longer answer
+    (A has 10 + n words, B 20), or with `position_bias` the answer shown first."""
+    from metrics_app.services.judges.client import RetryPolicy
+    from metrics_app.services.judges.runs import judge_project
+    from metrics_app.services.judges.versions import judge_version_create
+    from testing.openai_server import FakeChatServer
+
+    with FakeChatServer(position_bias=position_bias) as server:
+        version = judge_version_create(name="fake-ab", config={
+            "base_url": server.url, "model": "fake-judge", "task": "ab"})[0]
+        judge_project(project=project, version=version, concurrency=1,
+                      retry=RetryPolicy(attempts=3, base_delay=0.001, max_delay=0.01))
+    return version
+
+
+def test_an_llm_judge_gets_its_own_board_and_a_combined_one(client, arena):
+    from metrics_app.models import JudgeVerdict
+
+    project, owner = arena
+    client.force_login(owner)
+    url = reverse("metrics-api:project-leaderboard", args=[project.slug])
+    humans = client.get(url).json()
+    assert "combined" not in humans  # cached now, without any judge
+    version = _llm_judge_verdicts(project, position_bias=0.0)
+    board = client.get(url).json()  # the new verdicts make the cached report stale
+    judge = board["judges"][version.label]
+    assert judge["judge"]["kind"] == "llm" and judge["judge"]["order_recorded"] is True
+    # Asked in both orders, the length judge names the same side wherever the lengths differ;
+    # on equal lengths it takes the answer shown first, so the two orders disagree.
+    differ = sum(len(i.content["answer_a"]["text"]) != len(i.content["answer_b"]["text"])
+                 for i in project.items.all())
+    assert differ < 40
+    assert judge["judge"]["position_consistency"] == {"items": 40, "consistent": differ,
+                                                      "rate": differ / 40}
+    # Its votes follow the stored verdicts: two per item, for the side the verdict names.
+    expected_wins: dict[str, int] = {}
+    for row in JudgeVerdict.objects.filter(judge_version=version).select_related("item"):
+        side = "answer_a" if row.verdict == "A" else "answer_b"
+        system = row.item.content[side]["system"]
+        expected_wins[system] = expected_wins.get(system, 0) + 1
+    assert judge["model"]["n_votes"] == 80
+    assert {r["system"]: r["wins"] for r in judge["systems"]} == {
+        s: expected_wins.get(s, 0) for s in STRENGTH}
+    # The combined board: the humans' votes plus the judge's, the judge one labelled voter.
+    combined = board["combined"][version.label]
+    assert combined["model"]["n_votes"] == humans["overall"]["model"]["n_votes"] + 80
+    assert combined["model"]["n_workers"] == humans["overall"]["model"]["n_workers"] + 1
+    assert "humans + " + version.label in combined["voters"]
+    labelled = [w for w in combined["robustness"]["position_bias"]["workers"]
+                if w["worker"] == 0]
+    assert labelled and labelled[0]["external_id"] == f"judge {version.label}"
+    rows = {r["system"]: r for r in board["side_by_side"]}
+    assert rows["strong"][version.label]["rank"] == next(
+        r["rank"] for r in judge["systems"] if r["system"] == "strong")
+    response = client.get(url, {"output": "csv"})
+    categories = {r["category"] for r in csv.DictReader(io.StringIO(response.content.decode()))}
+    assert {f"judge:{version.label}", f"humans+judge:{version.label}"} <= categories
+    html = client.get(reverse("metrics:project-dashboard", args=[project.slug])).content.decode()
+    assert "Humans + judge (the judge as one extra voter)" in html
+    assert f"humans + {version.label}" in html
+    assert f"{version.label}: position consistency" in html
+    assert f"{differ} of 40 items give the same side" in html
+
+
+def test_a_judge_that_always_picks_the_first_answer_is_position_inconsistent(client, arena):
+    project, owner = arena
+    client.force_login(owner)
+    version = _llm_judge_verdicts(project, position_bias=1.0)
+    board = client.get(reverse("metrics-api:project-leaderboard", args=[project.slug])).json()
+    judge = board["judges"][version.label]
+    # Always "the first shown": the two orders name opposite sides on every item, every vote
+    # goes to the left position and the fit puts it in the position effect, not the systems.
+    assert judge["judge"]["position_consistency"]["rate"] == 0.0
+    assert all(r["wins"] == r["losses"] for r in judge["systems"])
+    assert judge["model"]["position_effect"] > 3
