@@ -125,6 +125,8 @@ def item_fingerprint(*, project: Project) -> str:
     digest.update(f"lerc:{metric_watermark(project)}".encode())
     # Judge verdicts feed the leaderboard's judge boards (and a chosen estimates judge).
     digest.update(f"verdicts:{judge_watermark(project)}".encode())
+    # The project's choice of estimates judge decides which predictions the estimates use.
+    digest.update(f"estimates_judge:{project.estimates_judge}".encode())
     return digest.hexdigest()
 
 
