@@ -153,3 +153,15 @@ def test_routing_judge_over_http_and_route_stage(study):
     out = io.StringIO()
     call_command("route_stage", project.slug, "routed", stdout=out)
     assert "imported@1" in out.getvalue()
+
+
+def test_the_admin_routing_action_uses_the_routing_judge(client, study):
+    project, _owner = study
+    stage = make_stage(project, kind=StageKind.FULL, name="routed", status=StageStatus.DRAFT,
+                       settings={"routing": "uncertainty", "routing_budget": 50,
+                                 "routing_judge": "imported"})
+    client.force_login(make_user(superuser=True))
+    response = client.post(reverse("admin:annotation_stage_changelist"),
+                           {"action": "route_by_uncertainty", "_selected_action": [stage.pk]},
+                           follow=True)
+    assert "routed on imported@1" in response.content.decode()

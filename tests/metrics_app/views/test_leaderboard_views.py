@@ -192,3 +192,31 @@ def test_a_judge_that_always_picks_the_first_answer_is_position_inconsistent(cli
     assert judge["judge"]["position_consistency"]["rate"] == 0.0
     assert all(r["wins"] == r["losses"] for r in judge["systems"])
     assert judge["model"]["position_effect"] > 3
+
+
+def test_imported_ab_verdicts_without_an_order_are_a_board_without_position(client, arena,
+                                                                           tmp_path):
+    import json
+
+    from metrics_app.services.judges.imports import verdicts_import
+
+    project, owner = arena
+    items = list(project.items.order_by("id"))
+    # A judge file that names the item's side only (no order): A on even items, else B.
+    rows = [{"item_id": item.external_id, "verdict": "AB"[n % 2]}
+            for n, item in enumerate(items)]
+    path = tmp_path / "ab.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in rows), encoding="utf-8")
+    verdicts_import(project=project, path=path, judge="file-judge", version="1")
+    client.force_login(owner)
+    board = client.get(reverse("metrics-api:project-leaderboard", args=[project.slug])).json()
+    judge = board["judges"]["file-judge@1"]
+    assert judge["judge"]["kind"] == "imported" and judge["judge"]["order_recorded"] is False
+    assert judge["judge"]["position_consistency"]["items"] == 0
+    assert judge["model"]["position_effect"] is None and judge["model"]["n_votes"] == 40
+    wins = {r["system"]: r["wins"] for r in judge["systems"]}
+    assert wins == {system: sum(item.content[("answer_a", "answer_b")[n % 2]]["system"]
+                                == system for n, item in enumerate(items))
+                    for system in STRENGTH}
+    # The combined board cannot fit a position effect either: the judge's order is unknown.
+    assert board["combined"]["file-judge@1"]["model"]["position_effect"] is None
