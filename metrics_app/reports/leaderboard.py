@@ -141,21 +141,31 @@ def verdict_votes(project: Project) -> dict[str, tuple[Votes, dict]]:
     asked, its position consistency (the share of items whose two verdicts name the same
     side)."""
     versions: dict[str, JudgeVersion] = {}
-    for version in (JudgeVersion.objects.filter(verdicts__item__project=project)
+    for version in (JudgeVersion.objects.filter(verdicts__item__project=project,
+                                                verdicts__item__is_practice=False,
+                                                verdicts__item__excluded=False)
                     .select_related("judge").distinct().order_by("-id")):
         versions.setdefault(version.judge.name, version)
     out = {}
     for _name, version in sorted(versions.items()):
-        rows = list(JudgeVerdict.objects.filter(judge_version=version, item__project=project)
-                    .order_by("item_id", "id")
+        # Newest first: an item whose content changed was asked again, and the verdict on
+        # what it holds now is the one that counts.
+        rows = list(JudgeVerdict.objects.filter(judge_version=version, item__project=project,
+                                                item__is_practice=False,
+                                                item__excluded=False)
+                    .order_by("item_id", "-id")
                     .values_list("item_id", "order", "verdict", "parsed"))
         items = _item_table(sorted({r[0] for r in rows}))
         names: dict[str, int] = {}
         left, right, outcome, item, style = [], [], [], [], []
         sides: dict[int, dict[str, str]] = {}
+        seen: set[tuple[int, str]] = set()
         unparseable = same_system = 0
         order_recorded = True
         for item_id, order, verdict, parsed in rows:
+            if (item_id, order or "AB") in seen:
+                continue  # an older verdict in the same order (on earlier content)
+            seen.add((item_id, order or "AB"))
             if not parsed or verdict not in ("A", "B", *AB_TIE_CHOICES):
                 unparseable += 1
                 continue
@@ -165,9 +175,7 @@ def verdict_votes(project: Project) -> dict[str, tuple[Votes, dict]]:
                 continue
             order_recorded &= order in ("AB", "BA")
             order = order or "AB"
-            if order in sides.setdefault(item_id, {}):
-                continue  # the same order asked again (item content changed): latest kept
-            sides[item_id][order] = verdict
+            sides.setdefault(item_id, {})[order] = verdict
             first = order[0]
             a, b = (names.setdefault(s, len(names)) for s in info["systems"])
             flip = first == "B"
@@ -182,7 +190,7 @@ def verdict_votes(project: Project) -> dict[str, tuple[Votes, dict]]:
         pairs = [s for s in sides.values() if len(s) == 2]
         consistent = sum(s["AB"] == s["BA"] for s in pairs)
         about = {"kind": version.judge.kind, "label": version.label,
-                 "n_verdicts": len(rows), "unparseable": unparseable,
+                 "n_verdicts": len(seen), "unparseable": unparseable,
                  "same_system": same_system, "order_recorded": order_recorded,
                  "position_consistency": {
                      "items": len(pairs), "consistent": consistent,

@@ -220,3 +220,41 @@ def test_imported_ab_verdicts_without_an_order_are_a_board_without_position(clie
                     for system in STRENGTH}
     # The combined board cannot fit a position effect either: the judge's order is unknown.
     assert board["combined"]["file-judge@1"]["model"]["position_effect"] is None
+
+
+def test_a_judges_latest_verdict_on_changed_content_counts(client, arena):
+    from metrics_app.models import JudgeVerdict
+    from metrics_app.services.judges.client import RetryPolicy
+    from metrics_app.services.judges.runs import judge_project
+    from metrics_app.services.judges.versions import judge_version_create
+    from testing.openai_server import FakeChatServer
+
+    project, owner = arena
+    item = project.items.order_by("id").first()
+    retry = RetryPolicy(attempts=3, base_delay=0.001, max_delay=0.01)
+    with FakeChatServer() as server:
+        version = judge_version_create(name="fake-ab", config={
+            "base_url": server.url, "model": "fake-judge", "task": "ab"})[0]
+        judge_project(project=project, version=version, concurrency=1, retry=retry)
+        # Item 0's answer B (20 words) beat A (10 words); A grows longer and is asked again.
+        winner_before = item.content["answer_b"]["system"]
+        item.content = {**item.content, "answer_a": {**item.content["answer_a"],
+                                                     "text": " ".join(["x"] * 60)}}
+        item.save()
+        judge_project(project=project, version=version, concurrency=1, retry=retry)
+    assert JudgeVerdict.objects.filter(judge_version=version, item=item).count() == 4
+    client.force_login(owner)
+    board = client.get(reverse("metrics-api:project-leaderboard", args=[project.slug])).json()
+    judge = board["judges"][version.label]
+    assert judge["model"]["n_votes"] == 80 and judge["judge"]["n_verdicts"] == 80
+    assert item.content["answer_a"]["system"] != winner_before
+    # The wins follow the newest verdict per item and order, on the content the item holds.
+    newest = {}
+    for row in JudgeVerdict.objects.filter(judge_version=version).order_by("id"):
+        newest[(row.item_id, row.order)] = row
+    expected = {s: 0 for s in STRENGTH}
+    for row in newest.values():
+        side = "answer_a" if row.verdict == "A" else "answer_b"
+        expected[project.items.get(pk=row.item_id).content[side]["system"]] += 1
+    assert newest[(item.pk, "AB")].verdict == newest[(item.pk, "BA")].verdict == "A"
+    assert {r["system"]: r["wins"] for r in judge["systems"]} == expected
