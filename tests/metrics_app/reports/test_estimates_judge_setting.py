@@ -165,3 +165,28 @@ def test_the_admin_routing_action_uses_the_routing_judge(client, study):
                            {"action": "route_by_uncertainty", "_selected_action": [stage.pk]},
                            follow=True)
     assert "routed on imported@1" in response.content.decode()
+
+
+def test_the_text_report_and_forest_plot_name_the_chosen_judge(study):
+    import io
+
+    from django.core.management import call_command
+
+    from metrics_app.reports.charts import estimates_forest
+
+    project, _owner = study
+    out = io.StringIO()
+    call_command("report", project.slug, stdout=out)
+    assert "human | lerc alone | prediction-powered" in out.getvalue()
+    project.estimates_judge = "imported"
+    project.save()
+    out = io.StringIO()
+    call_command("report", project.slug, stdout=out)
+    assert "human | imported@1 alone | prediction-powered" in out.getvalue()
+    report = estimates_report(load_judgments(project=project), project=project)
+    assert "imported@1 alone (no interval)" in estimates_forest(report)
+    project.estimates_judge = "gone"
+    project.save()
+    out = io.StringIO()
+    call_command("report", project.slug, stdout=out)
+    assert "System accuracy: the project's estimates_judge 'gone'" in out.getvalue()
