@@ -258,3 +258,21 @@ def test_a_judges_latest_verdict_on_changed_content_counts(client, arena):
         expected[project.items.get(pk=row.item_id).content[side]["system"]] += 1
     assert newest[(item.pk, "AB")].verdict == newest[(item.pk, "BA")].verdict == "A"
     assert {r["system"]: r["wins"] for r in judge["systems"]} == expected
+
+
+@pytest.mark.reliability
+def test_a_judge_version_with_markup_is_escaped_on_the_dashboard(client, arena, tmp_path):
+    import json
+
+    from metrics_app.services.judges.imports import verdicts_import
+
+    project, owner = arena
+    rows = [{"item_id": item.external_id, "verdict": "A", "order": "AB"}
+            for item in project.items.order_by("id")]
+    path = tmp_path / "ab.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in rows), encoding="utf-8")
+    verdicts_import(project=project, path=path, judge="file-judge", version="<b>x</b>")
+    client.force_login(owner)
+    html = client.get(reverse("metrics:project-dashboard", args=[project.slug])).content.decode()
+    assert "humans + file-judge@&lt;b&gt;x&lt;/b&gt;" in html
+    assert "<b>x</b>" not in html
