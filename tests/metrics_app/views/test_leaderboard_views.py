@@ -177,6 +177,7 @@ def test_an_llm_judge_gets_its_own_board_and_a_combined_one(client, arena):
     html = client.get(reverse("metrics:project-dashboard", args=[project.slug])).content.decode()
     assert "Humans + judge (the judge as one extra voter)" in html
     assert f"humans + {version.label}" in html
+    assert f"<td>{version.label} alone</td>" in html
     assert f"{version.label}: position consistency" in html
     assert f"{differ} of 40 items give the same side" in html
 
