@@ -1,6 +1,8 @@
 """The systems leaderboard of an A/B project (`leaderboard` key of the project report): each
 judgment is a vote between the systems of the two answers (`answer_system`), oriented by the
-order shown; fitted by `metrics_app.domain.leaderboard` overall, per domain and per dataset."""
+order shown; fitted by `metrics_app.domain.leaderboard` overall, per domain and per dataset.
+Automatic metrics, LLM judges and imported verdicts on the same items get a board each
+(`judges`), and every LLM or imported judge a board with the humans (`combined`)."""
 from __future__ import annotations
 
 import csv

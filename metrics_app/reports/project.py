@@ -56,7 +56,8 @@ def project_report(
     """Every analysis of a project (or one stage) as one JSON-ready dict with the keys
     `agreement`, `workers`, `likert`, `lfqa`, `leaderboard` (A/B: systems ranked from the
     judgments), `starc` (empty dicts for other task kinds) and
-    `estimates` (each system's accuracy from humans, LERC and both; Likert projects)."""
+    `estimates` (each system's accuracy from humans, the project's estimates judge (LERC by
+    default) and both; Likert projects)."""
     # Practice/qualification judgments are loaded too: workers are scored on them; every
     # item-level analysis masks them out.
     frame = load_judgments(project=project, stage=stage, include_non_data_stages=True)
