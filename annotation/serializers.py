@@ -19,6 +19,7 @@ from .domain.item_content import (
     validate_item_content,
     validate_item_text,
 )
+from .domain.judge_refs import judge_ref_error
 from .models import Item, Judgment, Project, Stage
 
 MAX_DB_INT = 2**63 - 1
@@ -40,7 +41,7 @@ PROJECT_SETTING_FIELDS = (
     "instructions", "items_per_hit", "redundancy", "reward_per_hit", "budget_cap",
     "qualification_threshold", "qualification_tolerance", "assignment_timeout_minutes",
     "gold_rate", "scale_labels", "justification_min_length", "aspects", "aspect_preferences",
-    "experiment_mode", "bonus_per_correct", "aggregation",
+    "experiment_mode", "bonus_per_correct", "aggregation", "estimates_judge",
 )
 
 
@@ -125,6 +126,12 @@ class ProjectWriteSerializer(serializers.ModelSerializer):
     def validate_qualification_threshold(self, value):
         if not 0 <= value <= 1:
             raise serializers.ValidationError("must be between 0 and 1")
+        return value
+
+    def validate_estimates_judge(self, value):
+        error = judge_ref_error(value, field="estimates_judge")
+        if error:
+            raise serializers.ValidationError(error)
         return value
 
     def validate_gold_rate(self, value):

@@ -237,7 +237,7 @@ class ModelVersionAdmin(ReadOnlyAdmin):
 
 
 @admin.action(description="Route by LERC uncertainty (draft trial/full stages; budget from the "
-                          "stage's routing_budget setting)")
+                          "stage's routing_budget setting, judge from routing_judge when set)")
 def route_by_uncertainty(modeladmin, request, queryset):
     """Added to the stage admin from here: routing reads LERC scores, which the annotation
     layer cannot import."""

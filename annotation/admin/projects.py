@@ -109,7 +109,7 @@ class ProjectAdmin(ProjectImportMixin, ProjectHomeLinksMixin, ProgressColumnsMix
             "scale_labels", "justification_min_length", "aspects", "aspect_preferences",
             "experiment_mode", "bonus_per_correct",
         )}),
-        ("Analysis", {"fields": ("aggregation",)}),
+        ("Analysis", {"fields": ("aggregation", "estimates_judge")}),
         (None, {"fields": ("created_at", "updated_at")}),
     )
 

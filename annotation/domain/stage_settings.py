@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+from annotation.domain.judge_refs import judge_ref_error
 from annotation.domain.redundancy import MAX_JUDGMENTS, adaptive_redundancy
 
 KINDS = ("likert", "ab", "mc")
@@ -116,6 +117,11 @@ SETTINGS: tuple[SettingSpec, ...] = (
                 "Which items reach humans: all of them (random), or a draw weighted by LERC's "
                 "uncertainty (run the 'Route by LERC uncertainty' action before publishing).",
                 "Items and HITs", "random", choices=ROUTING_MODES, kinds=("likert",)),
+    SettingSpec("routing_judge", "str", "Routing judge",
+                "Uncertainty routing: the judge whose P(correct) draws the items "
+                "(metric:NAME, or an LLM or imported judge's NAME[@VERSION]); route_stage's "
+                "--judge overrides it.", "Items and HITs", "the promoted LERC (metric:lerc_prob)",
+                max_length=200, kinds=("likert",)),
     SettingSpec("pairing", "choice", "A/B: pairing",
                 "Which items (pairs of systems) reach the judges: all of them (uniform), or a "
                 "draw favouring the pairs that most reduce the ranking's uncertainty given the "
@@ -309,6 +315,10 @@ def setting_check(spec: SettingSpec, value: Any) -> Any:
         if spec.max_length and len(value) > spec.max_length:
             raise StageSettingError(f"{name} is {len(value)} characters long; at most "
                                     f"{spec.max_length}")
+        if spec.key == "routing_judge":
+            error = judge_ref_error(value, field=name)
+            if error:
+                raise StageSettingError(error)
         return value
     if spec.type == "str_list":
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):

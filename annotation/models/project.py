@@ -8,6 +8,7 @@ from django.core.validators import MinValueValidator
 from django.db import models
 
 from annotation.domain.aggregation import AGGREGATION_MODELS, resolve_aggregation
+from annotation.domain.judge_refs import judge_ref_error
 
 
 class TaskKind(models.TextChoices):
@@ -121,6 +122,13 @@ class Project(models.Model):
                   "compares them.",
     )
 
+    estimates_judge = models.CharField(
+        max_length=200, blank=True, default="",
+        help_text="The judge of the system estimates (prediction-powered accuracy, the "
+                  "dashboard's forest plots): metric:NAME or an LLM or imported judge's "
+                  "NAME[@VERSION]; empty: the promoted LERC. docs/JUDGES.md.",
+    )
+
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -149,6 +157,9 @@ class Project(models.Model):
                 resolve_aggregation(self.kind, self.aggregation)
             except ValueError as error:
                 raise ValidationError({"aggregation": str(error)}) from None
+        error = judge_ref_error(self.estimates_judge, field="estimates_judge")
+        if error:
+            raise ValidationError({"estimates_judge": error})
 
     @property
     def aggregation_model(self) -> str:

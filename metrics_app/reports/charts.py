@@ -176,7 +176,8 @@ METHOD_STYLE = {"human": ("humans alone", PALETTE[0]),
                 "ppi": ("prediction-powered", PALETTE[2])}
 
 
-def _forest(rows: list[tuple[str, dict]], *, xlabel: str, zero_line: bool) -> str:
+def _forest(rows: list[tuple[str, dict]], *, xlabel: str, zero_line: bool,
+            judge: str = "LERC") -> str:
     """One line per row and method: point estimate and 95% interval; the metric alone (no
     interval) as a hollow marker."""
     labels = [name for name, _ in rows]
@@ -197,7 +198,7 @@ def _forest(rows: list[tuple[str, dict]], *, xlabel: str, zero_line: bool) -> st
         if metric.get("estimate") is not None:
             ax.plot(metric["estimate"], y, marker="D", markersize=5, markerfacecolor="none",
                     color=PALETTE[1], linestyle="none",
-                    label="LERC alone (no interval)" if row_index == 0 else None)
+                    label=f"{judge} alone (no interval)" if row_index == 0 else None)
     if zero_line:
         ax.axvline(0, color="#718096", linestyle=":", linewidth=1)
     ax.set_yticks(range(len(rows)), list(reversed(labels)), fontsize=8)
@@ -208,13 +209,15 @@ def _forest(rows: list[tuple[str, dict]], *, xlabel: str, zero_line: bool) -> st
 
 
 def estimates_forest(estimates: dict) -> str | None:
-    """Each system's accuracy: humans alone, LERC alone and prediction-powered."""
+    """Each system's accuracy: humans alone, the estimates' judge (LERC by default) alone and
+    prediction-powered."""
     systems = estimates.get("systems") or {}
     if not systems:
         return None
     return _forest([(name, _with_spread(row["accuracy"]))
                     for name, row in list(systems.items())[:20]],
-                   xlabel="accuracy (share judged correct), 95% interval", zero_line=False)
+                   xlabel="accuracy (share judged correct), 95% interval", zero_line=False,
+                   judge=(estimates.get("metric") or {}).get("judge") or "LERC")
 
 
 def _with_spread(methods: dict) -> dict:

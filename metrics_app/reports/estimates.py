@@ -179,7 +179,8 @@ def estimates_report(frame: JudgmentFrame, *, project: Project, judge: str | Non
                      ) -> dict:
     """{"systems": {source: {accuracy, mean_score, n_items, n_judged, n_scored}},
     "pairs": [{a, b, accuracy: {human, ppi}}], "metric", "assumptions"}, or {"skipped": why}.
-    `judge`: any judge reference instead of the promoted LERC."""
+    `judge`: any judge reference instead of the project's `estimates_judge` (whose default,
+    blank, is the promoted LERC); `metric.chosen_by` says which (argument, project, default)."""
     if project.kind != TaskKind.LIKERT:
         return {"skipped": "system estimates are computed for Likert correctness projects"}
     items = list(project.items.filter(is_practice=False, excluded=False, is_gold_check=False)
@@ -189,18 +190,24 @@ def estimates_report(frame: JudgmentFrame, *, project: Project, judge: str | Non
         by_system.setdefault(source or "(none)", []).append(item_id)
     human = _human_scores(frame, median=project.aggregation_model == "median")
     routed = _routing_probabilities(project, human)
+    chosen = "argument"
+    if not judge and project.estimates_judge:
+        judge, chosen = project.estimates_judge, "project"
     if judge:
         try:
             metric, probability, score = judge_predictions(project, judge)
         except LookupError as exc:
-            return {"skipped": str(exc)}
+            where = (f"the project's estimates_judge {judge!r}" if chosen == "project"
+                     else f"judge {judge!r}")
+            return {"skipped": f"{where}: {exc}", "judge": judge}
+        metric["chosen_by"] = chosen
     else:
         version, probability = latest_metric_scores(project, PROBABILITY_METRIC)
         score_version, score = latest_metric_scores(project, SCORE_METRIC)
         metric = {"judge": "lerc" if probability else None, "kind": "metric",
                   "probability": PROBABILITY_METRIC if probability else None,
                   "probability_version": version, "score": SCORE_METRIC if score else None,
-                  "score_version": score_version}
+                  "score_version": score_version, "chosen_by": "default"}
     report = {
         "correct_at": CORRECT_AT,
         "aggregation": project.aggregation_model,

@@ -1,6 +1,8 @@
 """The systems leaderboard of an A/B project (`leaderboard` key of the project report): each
 judgment is a vote between the systems of the two answers (`answer_system`), oriented by the
-order shown; fitted by `metrics_app.domain.leaderboard` overall, per domain and per dataset."""
+order shown; fitted by `metrics_app.domain.leaderboard` overall, per domain and per dataset.
+Automatic metrics, LLM judges and imported verdicts on the same items get a board each
+(`judges`), and every LLM or imported judge a board with the humans (`combined`)."""
 from __future__ import annotations
 
 import csv
@@ -22,7 +24,7 @@ from ..domain.leaderboard import (
     leaderboard,
     style_features,
 )
-from ..models import MetricScore
+from ..models import JudgeVerdict, JudgeVersion, MetricScore
 
 ROUNDS = 200
 STYLE_NAMES = ("length", "markdown_headers", "markdown_lists", "markdown_bold")
@@ -128,6 +130,95 @@ def metric_votes(project: Project) -> dict[str, Votes]:
     return judges
 
 
+# The worker code of a judge's votes in the combined board (database worker ids start at 1).
+JUDGE_WORKER = 0
+
+
+def verdict_votes(project: Project) -> dict[str, tuple[Votes, dict]]:
+    """Each LLM or imported judge with verdicts on the project's A/B items (its latest version
+    with verdicts) as a voter: one vote per verdict row, the answer shown first on the left
+    (an LLM judge asks each pair in both orders, AB and BA: two votes per item; an imported
+    verdict without an order counts as shown AB). Returns label -> (votes, about), `about`
+    holding the judge's kind, how many verdicts were unparseable and, when both orders were
+    asked, its position consistency (the share of items whose two verdicts name the same
+    side)."""
+    versions: dict[str, JudgeVersion] = {}
+    for version in (JudgeVersion.objects.filter(verdicts__item__project=project,
+                                                verdicts__item__is_practice=False,
+                                                verdicts__item__excluded=False)
+                    .select_related("judge").distinct().order_by("-id")):
+        versions.setdefault(version.judge.name, version)
+    out = {}
+    for _name, version in sorted(versions.items()):
+        # Newest first: an item whose content changed was asked again, and the verdict on
+        # what it holds now is the one that counts.
+        rows = list(JudgeVerdict.objects.filter(judge_version=version, item__project=project,
+                                                item__is_practice=False,
+                                                item__excluded=False)
+                    .order_by("item_id", "-id")
+                    .values_list("item_id", "order", "verdict", "parsed"))
+        items = _item_table(sorted({r[0] for r in rows}))
+        names: dict[str, int] = {}
+        left, right, outcome, item, style = [], [], [], [], []
+        sides: dict[int, dict[str, str]] = {}
+        seen: set[tuple[int, str]] = set()
+        unparseable = same_system = 0
+        order_recorded = True
+        for item_id, order, verdict, parsed in rows:
+            if (item_id, order or "AB") in seen:
+                continue  # an older verdict in the same order (on earlier content)
+            seen.add((item_id, order or "AB"))
+            if not parsed or verdict not in ("A", "B", *AB_TIE_CHOICES):
+                unparseable += 1
+                continue
+            info = items.get(item_id)
+            if info is None or info["systems"][0] == info["systems"][1]:
+                same_system += 1
+                continue
+            order_recorded &= order in ("AB", "BA")
+            order = order or "AB"
+            sides.setdefault(item_id, {})[order] = verdict
+            first = order[0]
+            a, b = (names.setdefault(s, len(names)) for s in info["systems"])
+            flip = first == "B"
+            left.append(b if flip else a)
+            right.append(a if flip else b)
+            outcome.append(TIE if verdict in AB_TIE_CHOICES else
+                           LEFT if verdict == first else RIGHT)
+            item.append(item_id)
+            style.append([-v for v in info["style"]] if flip else info["style"])
+        if len(names) < 2:
+            continue
+        pairs = [s for s in sides.values() if len(s) == 2]
+        consistent = sum(s["AB"] == s["BA"] for s in pairs)
+        about = {"kind": version.judge.kind, "label": version.label,
+                 "n_verdicts": len(seen), "unparseable": unparseable,
+                 "same_system": same_system, "order_recorded": order_recorded,
+                 "position_consistency": {
+                     "items": len(pairs), "consistent": consistent,
+                     "rate": consistent / len(pairs) if pairs else None}}
+        out[version.label] = (Votes(list(names), left, right, outcome, item,
+                                    np.full(len(left), JUDGE_WORKER, dtype=np.int64),
+                                    np.array(style, dtype=float), list(STYLE_NAMES)), about)
+    return out
+
+
+def combine_votes(human: Votes, judge: Votes) -> Votes:
+    """The humans' votes and a judge's as one more voter (worker code `JUDGE_WORKER`), over
+    the union of their systems."""
+    systems = list(human.systems) + [s for s in judge.systems if s not in human.systems]
+    index = np.array([systems.index(s) for s in judge.systems], dtype=np.int64)
+    style = None
+    if human.style is not None and judge.style is not None:
+        style = np.concatenate([human.style, judge.style])
+    return Votes(systems, np.concatenate([human.left, index[judge.left]]),
+                 np.concatenate([human.right, index[judge.right]]),
+                 np.concatenate([human.outcome, judge.outcome]),
+                 np.concatenate([human.item, judge.item]),
+                 np.concatenate([human.worker, judge.worker]), style,
+                 list(human.style_names))
+
+
 def _side_by_side(human: dict | None, judges: dict[str, dict]) -> list[dict]:
     """Per system (the human order): its rank and strength by the humans and by each judge."""
     if not human or "systems" not in human:
@@ -167,7 +258,6 @@ def leaderboard_report(frame: JudgmentFrame, *, project: Project | None = None,
             group or "(none)": _board(frame_votes(frame, mask & (values == group)),
                                       rounds=rounds, seed=seed)
             for group in groups}
-    _label_workers(report)
     if project is not None:
         judges = {}
         for name, votes in metric_votes(project).items():
@@ -176,16 +266,36 @@ def leaderboard_report(frame: JudgmentFrame, *, project: Project | None = None,
                                            robustness=False)
             except LeaderboardError as exc:
                 judges[name] = {"error": str(exc)}
+            judges[name]["judge"] = {"kind": "metric", "label": name}
+        combined = {}
+        for name, (votes, about) in verdict_votes(project).items():
+            try:
+                judges[name] = leaderboard(votes, rounds=rounds, seed=seed,
+                                           position=about["order_recorded"], robustness=False)
+            except LeaderboardError as exc:
+                judges[name] = {"error": str(exc)}
+            judges[name]["judge"] = about
+            # The judge as one more voter beside the humans; the position effect is fitted
+            # only when the order shown is known for the humans' votes and the judge's.
+            both = (combine_votes(found[0], votes), {"order_recorded": bool(
+                found[1]["order_recorded"] and about["order_recorded"])})
+            board = _board(both, rounds=rounds, seed=seed)
+            if board is not None:
+                board["voters"] = f"humans + {name} (one extra voter, worker 0)"
+                combined[name] = board
         if judges:
             report["judges"] = judges
             report["side_by_side"] = _side_by_side(report["overall"], judges)
+        if combined:
+            report["combined"] = combined
+    _label_workers(report)
     return report
 
 
 def _label_workers(report: dict) -> None:
     """Add each worker's external id beside the database id in the robustness lists."""
     rows = []
-    for _name, board in leaderboard_boards(report):
+    for _name, board in leaderboard_boards(report, judges=True):
         robustness = board.get("robustness") or {}
         rows += (robustness.get("flagged_workers") or {}).get("workers", [])
         rows += (robustness.get("position_bias") or {}).get("workers", [])
@@ -193,6 +303,12 @@ def _label_workers(report: dict) -> None:
         "id", "external_id"))
     for row in rows:
         row["external_id"] = labels.get(row["worker"], "")
+    for name, board in (report.get("combined") or {}).items():
+        robustness = board.get("robustness") or {}
+        for row in ((robustness.get("flagged_workers") or {}).get("workers", [])
+                    + (robustness.get("position_bias") or {}).get("workers", [])):
+            if row["worker"] == JUDGE_WORKER:
+                row["external_id"] = f"judge {name}"
 
 
 CSV_COLUMNS = ("category", "rank", "system", "strength", "score", "ci_item_low", "ci_item_high",
@@ -201,12 +317,18 @@ CSV_COLUMNS = ("category", "rank", "system", "strength", "score", "ci_item_low",
                "style_controlled_strength", "style_controlled_ci_low", "style_controlled_ci_high")
 
 
-def leaderboard_boards(report: dict) -> list[tuple[str, dict]]:
-    """(category, board) of a `leaderboard` report: overall, then domain:…, dataset:…."""
+def leaderboard_boards(report: dict, *, judges: bool = False) -> list[tuple[str, dict]]:
+    """(category, board) of a `leaderboard` report: overall, then domain:…, dataset:…; with
+    `judges`, then judge:NAME (a judge alone) and humans+judge:NAME (the combined boards)."""
     boards = [("overall", report.get("overall"))]
     for field in ("domain", "dataset"):
         boards += [(f"{field}:{name}", board)
                    for name, board in (report.get(f"by_{field}") or {}).items()]
+    if judges:
+        boards += [(f"judge:{name}", board) for name, board in
+                   (report.get("judges") or {}).items()]
+        boards += [(f"humans+judge:{name}", board) for name, board in
+                   (report.get("combined") or {}).items()]
     return [(name, board) for name, board in boards if board and "systems" in board]
 
 
@@ -215,7 +337,7 @@ def leaderboard_csv(report: dict) -> str:
     out = io.StringIO()
     writer = csv.writer(out)
     writer.writerow(CSV_COLUMNS)
-    for category, board in leaderboard_boards(report):
+    for category, board in leaderboard_boards(report, judges=True):
         controlled = {row["system"]: row
                       for row in (board.get("style_control") or {}).get("systems", [])}
         for row in board["systems"]:

@@ -19,7 +19,7 @@ from annotation.services.redundancy import adaptive_redundancy_summary
 from ..models import Report
 from .agreement import agreement_report
 from .annotator_pairs import annotator_pairs_report
-from .estimates import estimates_report, metric_watermark
+from .estimates import estimates_report, judge_watermark, metric_watermark
 from .leaderboard import leaderboard_report
 from .lfqa import lfqa_report
 from .likert import likert_report
@@ -56,7 +56,8 @@ def project_report(
     """Every analysis of a project (or one stage) as one JSON-ready dict with the keys
     `agreement`, `workers`, `likert`, `lfqa`, `leaderboard` (A/B: systems ranked from the
     judgments), `starc` (empty dicts for other task kinds) and
-    `estimates` (each system's accuracy from humans, LERC and both; Likert projects)."""
+    `estimates` (each system's accuracy from humans, the project's estimates judge (LERC by
+    default) and both; Likert projects)."""
     # Practice/qualification judgments are loaded too: workers are scored on them; every
     # item-level analysis masks them out.
     frame = load_judgments(project=project, stage=stage, include_non_data_stages=True)
@@ -123,6 +124,10 @@ def item_fingerprint(*, project: Project) -> str:
     digest.update(counting_fingerprint(project=project).encode())
     # LERC scores feed the prediction-powered estimates: newly stored ones change the report.
     digest.update(f"lerc:{metric_watermark(project)}".encode())
+    # Judge verdicts feed the leaderboard's judge boards (and a chosen estimates judge).
+    digest.update(f"verdicts:{judge_watermark(project)}".encode())
+    # The project's choice of estimates judge decides which predictions the estimates use.
+    digest.update(f"estimates_judge:{project.estimates_judge}".encode())
     return digest.hexdigest()
 
 

@@ -57,6 +57,7 @@ def routing_mode(stage: Stage) -> str:
 def stage_route_by_uncertainty(*, stage: Stage, budget: int | None = None,
                                judge: str | None = None) -> RoutingSummary:
     """Draw which of the stage's items go to humans (Poisson sampling, seeded by the stage),
+    on the P(correct) of `judge`, else the stage's `routing_judge` setting, else LERC;
     record every item's probability and whether it was drawn, and make the drawn items the
     stage's items. A draft stage may be drawn again (the new draw replaces the old one over
     the same population); a published one never."""
@@ -66,11 +67,15 @@ def stage_route_by_uncertainty(*, stage: Stage, budget: int | None = None,
                          "Likert correctness projects have")
     population, budget = draw_population(stage=stage, budget=budget,
                                          budget_setting="routing_budget", design="routing")
+    from_setting = not judge and bool((stage.settings or {}).get("routing_judge"))
+    if from_setting:
+        judge = stage.settings["routing_judge"]
     if judge:
         try:
             about, predicted, _score = judge_predictions(stage.project, judge)
         except LookupError as exc:
-            raise StageError(f"{stage}: {exc}") from None
+            where = "the stage's routing_judge setting" if from_setting else "--judge"
+            raise StageError(f"{stage}: {where} {judge!r}: {exc}") from None
         version = about["judge"]
     else:
         version, predicted = latest_metric_scores(stage.project, PROBABILITY_METRIC)

@@ -101,10 +101,12 @@ def _points(cell: dict) -> str:
 
 
 def _estimate_lines(estimates: dict) -> list[str]:
-    """Each system's accuracy from humans, LERC and both, and which pairs are told apart."""
+    """Each system's accuracy from humans, the judge (LERC by default) and both, and which
+    pairs are told apart."""
     if not estimates.get("systems"):
-        return []
-    lines = ["System accuracy (95% intervals; human | LERC alone | prediction-powered):"]
+        return [f"System accuracy: {estimates['skipped']}"] if estimates.get("judge") else []
+    judge = (estimates.get("metric") or {}).get("judge") or "LERC"
+    lines = [f"System accuracy (95% intervals; human | {judge} alone | prediction-powered):"]
     for system, row in estimates["systems"].items():
         accuracy = row["accuracy"]
         metric = accuracy.get("metric") or {}

@@ -28,8 +28,9 @@ class Command(BaseCommand):
                             help="expected human-judged items (default: the stage's "
                                  "routing_budget setting)")
         parser.add_argument("--judge", default=None,
-                            help="route on this judge instead of LERC (metric:NAME, an LLM or "
-                                 "imported judge's NAME[@VERSION])")
+                            help="route on this judge (metric:NAME, an LLM or imported judge's "
+                                 "NAME[@VERSION]; default: the stage's routing_judge "
+                                 "setting, else LERC)")
 
     def handle(self, *args, **options):
         project = Project.objects.filter(slug=options["slug"]).first()

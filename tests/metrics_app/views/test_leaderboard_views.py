@@ -114,3 +114,166 @@ def test_dashboard_shows_the_leaderboard(client, arena):
     assert "Style control: length" in section
     assert "Per domain" in section and "History" in section
     assert "?output=csv" in section
+
+
+def _llm_judge_verdicts(project, *, position_bias: float):
+    """The fake chat endpoint as an A/B LLM judge over the arena: it prefers the longer answer
+    (A has 10 + n words, B 20), or with `position_bias` the answer shown first."""
+    from metrics_app.services.judges.client import RetryPolicy
+    from metrics_app.services.judges.runs import judge_project
+    from metrics_app.services.judges.versions import judge_version_create
+    from testing.openai_server import FakeChatServer
+
+    with FakeChatServer(position_bias=position_bias) as server:
+        version = judge_version_create(name="fake-ab", config={
+            "base_url": server.url, "model": "fake-judge", "task": "ab"})[0]
+        judge_project(project=project, version=version, concurrency=1,
+                      retry=RetryPolicy(attempts=3, base_delay=0.001, max_delay=0.01))
+    return version
+
+
+def test_an_llm_judge_gets_its_own_board_and_a_combined_one(client, arena):
+    from metrics_app.models import JudgeVerdict
+
+    project, owner = arena
+    client.force_login(owner)
+    url = reverse("metrics-api:project-leaderboard", args=[project.slug])
+    humans = client.get(url).json()
+    assert "combined" not in humans  # cached now, without any judge
+    version = _llm_judge_verdicts(project, position_bias=0.0)
+    board = client.get(url).json()  # the new verdicts make the cached report stale
+    judge = board["judges"][version.label]
+    assert judge["judge"]["kind"] == "llm" and judge["judge"]["order_recorded"] is True
+    # Asked in both orders, the length judge names the same side wherever the lengths differ;
+    # on equal lengths it takes the answer shown first, so the two orders disagree.
+    differ = sum(len(i.content["answer_a"]["text"]) != len(i.content["answer_b"]["text"])
+                 for i in project.items.all())
+    assert differ < 40
+    assert judge["judge"]["position_consistency"] == {"items": 40, "consistent": differ,
+                                                      "rate": differ / 40}
+    # Its votes follow the stored verdicts: two per item, for the side the verdict names.
+    expected_wins: dict[str, int] = {}
+    for row in JudgeVerdict.objects.filter(judge_version=version).select_related("item"):
+        side = "answer_a" if row.verdict == "A" else "answer_b"
+        system = row.item.content[side]["system"]
+        expected_wins[system] = expected_wins.get(system, 0) + 1
+    assert judge["model"]["n_votes"] == 80
+    assert {r["system"]: r["wins"] for r in judge["systems"]} == {
+        s: expected_wins.get(s, 0) for s in STRENGTH}
+    # The combined board: the humans' votes plus the judge's, the judge one labelled voter.
+    combined = board["combined"][version.label]
+    assert combined["model"]["n_votes"] == humans["overall"]["model"]["n_votes"] + 80
+    assert combined["model"]["n_workers"] == humans["overall"]["model"]["n_workers"] + 1
+    assert "humans + " + version.label in combined["voters"]
+    labelled = [w for w in combined["robustness"]["position_bias"]["workers"]
+                if w["worker"] == 0]
+    assert labelled and labelled[0]["external_id"] == f"judge {version.label}"
+    rows = {r["system"]: r for r in board["side_by_side"]}
+    assert rows["strong"][version.label]["rank"] == next(
+        r["rank"] for r in judge["systems"] if r["system"] == "strong")
+    response = client.get(url, {"output": "csv"})
+    categories = {r["category"] for r in csv.DictReader(io.StringIO(response.content.decode()))}
+    assert {f"judge:{version.label}", f"humans+judge:{version.label}"} <= categories
+    html = client.get(reverse("metrics:project-dashboard", args=[project.slug])).content.decode()
+    assert "Humans + judge (the judge as one extra voter)" in html
+    assert f"humans + {version.label}" in html
+    assert f"<td>{version.label} alone</td>" in html
+    assert f"{version.label}: position consistency" in html
+    assert f"{differ} of 40 items give the same side" in html
+
+
+def test_a_judge_that_always_picks_the_first_answer_is_position_inconsistent(client, arena):
+    project, owner = arena
+    client.force_login(owner)
+    version = _llm_judge_verdicts(project, position_bias=1.0)
+    board = client.get(reverse("metrics-api:project-leaderboard", args=[project.slug])).json()
+    judge = board["judges"][version.label]
+    # Always "the first shown": the two orders name opposite sides on every item, every vote
+    # goes to the left position and the fit puts it in the position effect, not the systems.
+    assert judge["judge"]["position_consistency"]["rate"] == 0.0
+    assert all(r["wins"] == r["losses"] for r in judge["systems"])
+    assert judge["model"]["position_effect"] > 3
+
+
+def test_imported_ab_verdicts_without_an_order_are_a_board_without_position(client, arena,
+                                                                           tmp_path):
+    import json
+
+    from metrics_app.services.judges.imports import verdicts_import
+
+    project, owner = arena
+    items = list(project.items.order_by("id"))
+    # A judge file that names the item's side only (no order): A on even items, else B.
+    rows = [{"item_id": item.external_id, "verdict": "AB"[n % 2]}
+            for n, item in enumerate(items)]
+    path = tmp_path / "ab.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in rows), encoding="utf-8")
+    verdicts_import(project=project, path=path, judge="file-judge", version="1")
+    client.force_login(owner)
+    board = client.get(reverse("metrics-api:project-leaderboard", args=[project.slug])).json()
+    judge = board["judges"]["file-judge@1"]
+    assert judge["judge"]["kind"] == "imported" and judge["judge"]["order_recorded"] is False
+    assert judge["judge"]["position_consistency"]["items"] == 0
+    assert judge["model"]["position_effect"] is None and judge["model"]["n_votes"] == 40
+    wins = {r["system"]: r["wins"] for r in judge["systems"]}
+    assert wins == {system: sum(item.content[("answer_a", "answer_b")[n % 2]]["system"]
+                                == system for n, item in enumerate(items))
+                    for system in STRENGTH}
+    # The combined board cannot fit a position effect either: the judge's order is unknown.
+    assert board["combined"]["file-judge@1"]["model"]["position_effect"] is None
+
+
+def test_a_judges_latest_verdict_on_changed_content_counts(client, arena):
+    from metrics_app.models import JudgeVerdict
+    from metrics_app.services.judges.client import RetryPolicy
+    from metrics_app.services.judges.runs import judge_project
+    from metrics_app.services.judges.versions import judge_version_create
+    from testing.openai_server import FakeChatServer
+
+    project, owner = arena
+    item = project.items.order_by("id").first()
+    retry = RetryPolicy(attempts=3, base_delay=0.001, max_delay=0.01)
+    with FakeChatServer() as server:
+        version = judge_version_create(name="fake-ab", config={
+            "base_url": server.url, "model": "fake-judge", "task": "ab"})[0]
+        judge_project(project=project, version=version, concurrency=1, retry=retry)
+        # Item 0's answer B (20 words) beat A (10 words); A grows longer and is asked again.
+        winner_before = item.content["answer_b"]["system"]
+        item.content = {**item.content, "answer_a": {**item.content["answer_a"],
+                                                     "text": " ".join(["x"] * 60)}}
+        item.save()
+        judge_project(project=project, version=version, concurrency=1, retry=retry)
+    assert JudgeVerdict.objects.filter(judge_version=version, item=item).count() == 4
+    client.force_login(owner)
+    board = client.get(reverse("metrics-api:project-leaderboard", args=[project.slug])).json()
+    judge = board["judges"][version.label]
+    assert judge["model"]["n_votes"] == 80 and judge["judge"]["n_verdicts"] == 80
+    assert item.content["answer_a"]["system"] != winner_before
+    # The wins follow the newest verdict per item and order, on the content the item holds.
+    newest = {}
+    for row in JudgeVerdict.objects.filter(judge_version=version).order_by("id"):
+        newest[(row.item_id, row.order)] = row
+    expected = {s: 0 for s in STRENGTH}
+    for row in newest.values():
+        side = "answer_a" if row.verdict == "A" else "answer_b"
+        expected[project.items.get(pk=row.item_id).content[side]["system"]] += 1
+    assert newest[(item.pk, "AB")].verdict == newest[(item.pk, "BA")].verdict == "A"
+    assert {r["system"]: r["wins"] for r in judge["systems"]} == expected
+
+
+@pytest.mark.reliability
+def test_a_judge_version_with_markup_is_escaped_on_the_dashboard(client, arena, tmp_path):
+    import json
+
+    from metrics_app.services.judges.imports import verdicts_import
+
+    project, owner = arena
+    rows = [{"item_id": item.external_id, "verdict": "A", "order": "AB"}
+            for item in project.items.order_by("id")]
+    path = tmp_path / "ab.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in rows), encoding="utf-8")
+    verdicts_import(project=project, path=path, judge="file-judge", version="<b>x</b>")
+    client.force_login(owner)
+    html = client.get(reverse("metrics:project-dashboard", args=[project.slug])).content.decode()
+    assert "humans + file-judge@&lt;b&gt;x&lt;/b&gt;" in html
+    assert "<b>x</b>" not in html
