@@ -15,10 +15,10 @@ when run, so a deployment without the folder only loses this command.
 """
 from __future__ import annotations
 
-import signal
-
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
+
+from annotation.management.rehearsal import announce_settings, serve_until_stopped
 
 
 def rehearsal_env(*, server_url: str, public_base_url: str) -> dict[str, str]:
@@ -59,19 +59,9 @@ class Command(BaseCommand):
             server = MTurkServer(port=port, host=host, throttle_rate=throttle_rate)
         except OSError as exc:
             raise CommandError(f"Cannot listen on {host}:{port}: {exc}") from exc
-        try:  # before anything is printed: whoever reads the output may stop it at once
-            signal.signal(signal.SIGTERM, _stop)  # `kill` stops it like Ctrl-C
-        except ValueError:  # not the main thread (called from code)
-            pass
         if public_url:
             server.state.site_url = public_url.rstrip("/")
-        try:
-            self._announce(server.state.site_url)
-            server.httpd.serve_forever()
-        except KeyboardInterrupt:
-            pass
-        finally:
-            server.httpd.server_close()
+        serve_until_stopped(server.httpd, announce=lambda: self._announce(server.state.site_url))
         state = server.state
         self.stdout.write(f"Stopped: {len(state.hits)} HITs, {len(state.assignments)} assignments, "
                   f"{len(state.scores)} qualification scores.")
@@ -83,23 +73,11 @@ class Command(BaseCommand):
         out = self.stdout
         out.write(self.style.SUCCESS(f"Local MTurk server (requester API): {url}"))
         out.write(f"Worker pages: {url}/worker/?workerId=REHEARSAL-W1  (any worker id)")
-        out.write("Start QA Judge (runserver, and Celery if you use it) with:")
-        for name, value in env.items():
-            out.write(f"  export {name}={value}")
         mismatched = []
         if (settings.MTURK_ENDPOINT_URL or "").rstrip("/") != url:
             mismatched.append("MTURK_ENDPOINT_URL")
         if url not in [h.rstrip("/") for h in settings.QAJ_MTURK_SUBMIT_HOSTS]:
             mismatched.append("QAJ_MTURK_SUBMIT_HOSTS")
-        if mismatched:
-            out.write(self.style.WARNING(
-                "This shell's settings do not point at the rehearsal yet: "
-                + ", ".join(mismatched) + " (export the lines above where QA Judge runs)."))
-        out.write("HITs, assignments and qualifications live in memory: stopping the server "
-                  "forgets them. Ctrl-C to stop.")
-        self.stdout.flush()
-
-
-def _stop(_signum, _frame) -> None:
-    raise KeyboardInterrupt
+        announce_settings(self, env=env, mismatched=mismatched,
+                          forgets="HITs, assignments and qualifications")
 

@@ -16,10 +16,10 @@ Like `mturk_rehearsal`, it imports the `testing` package when run (the contract
 """
 from __future__ import annotations
 
-import signal
-
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
+
+from annotation.management.rehearsal import announce_settings, serve_until_stopped
 
 DEFAULT_TOKEN = "rehearsal-token"
 
@@ -62,17 +62,7 @@ class Command(BaseCommand):
             server = ProlificServer(token=token, port=port, host=host)
         except OSError as exc:
             raise CommandError(f"Cannot listen on {host}:{port}: {exc}") from exc
-        try:  # before anything is printed: whoever reads the output may stop it at once
-            signal.signal(signal.SIGTERM, _stop)  # `kill` stops it like Ctrl-C
-        except ValueError:  # not the main thread (called from code)
-            pass
-        try:
-            self._announce(server.site_url, token)
-            server.httpd.serve_forever()
-        except KeyboardInterrupt:
-            pass
-        finally:
-            server.httpd.server_close()
+        serve_until_stopped(server.httpd, announce=lambda: self._announce(server.site_url, token))
         state = server.state
         completed = sum(1 for s in state.submissions.values() if s["completed_at"])
         self.stdout.write(f"Stopped: {len(state.studies)} studies, {len(state.submissions)} "
@@ -85,21 +75,10 @@ class Command(BaseCommand):
         out = self.stdout
         out.write(self.style.SUCCESS(f"Local Prolific server (API): {env['PROLIFIC_API_URL']}"))
         out.write(f"Participant pages: {url}/participant/?pid=REHEARSAL-P1  (any participant id)")
-        out.write("Start QA Judge (runserver, and Celery if you use it) with:")
-        for name, value in env.items():
-            out.write(f"  export {name}={value}")
         mismatched = [name for name in ("PROLIFIC_API_URL", "PROLIFIC_API_TOKEN",
                                         "PROLIFIC_COMPLETION_URL")
                       if str(getattr(settings, name, "") or "").rstrip("/")
                       != env[name].rstrip("/")]
-        if mismatched:
-            out.write(self.style.WARNING(
-                "This shell's settings do not point at the rehearsal yet: "
-                + ", ".join(mismatched) + " (export the lines above where QA Judge runs)."))
-        out.write("Studies, submissions and participant groups live in memory: stopping the "
-                  "server forgets them. Ctrl-C to stop.")
-        self.stdout.flush()
+        announce_settings(self, env=env, mismatched=mismatched,
+                          forgets="Studies, submissions and participant groups")
 
-
-def _stop(_signum, _frame) -> None:
-    raise KeyboardInterrupt
