@@ -19,6 +19,20 @@ from metrics_app.reports.leaderboard import leaderboard_csv
 from metrics_app.reports.project import cached_project_report
 
 
+def _project_stage_filters(request, slug: str, filter_serializer):
+    """The visible project (not visible and not existing look the same: 404), its stage named
+    by `?stage=` (404 when it has none such) and the validated query."""
+    project = get_object_or_404(projects_visible_to(request.user), slug=slug)
+    filters = filter_serializer(data=request.query_params)
+    filters.is_valid(raise_exception=True)
+    stage = None
+    if filters.validated_data.get("stage"):
+        stage = project_stage_by_ref(project=project, ref=filters.validated_data["stage"])
+        if stage is None:
+            raise Http404("No such stage in this project.")
+    return project, stage, filters
+
+
 class ProjectReportApi(APIView):
     """GET /api/metrics/projects/<slug>/report/?stage=<name or id>&group_by=<field>"""
 
@@ -32,15 +46,7 @@ class ProjectReportApi(APIView):
         responses=with_errors({200: ProjectReportSerializer}, 400, 404),
     )
     def get(self, request, slug: str):
-        # Not visible and not existing look the same: 404.
-        project = get_object_or_404(projects_visible_to(request.user), slug=slug)
-        filters = self.FilterSerializer(data=request.query_params)
-        filters.is_valid(raise_exception=True)
-        stage = None
-        if filters.validated_data.get("stage"):
-            stage = project_stage_by_ref(project=project, ref=filters.validated_data["stage"])
-            if stage is None:
-                raise Http404("No such stage in this project.")
+        project, stage, filters = _project_stage_filters(request, slug, self.FilterSerializer)
         return Response(cached_project_report(
             project=project, stage=stage, group_by=filters.validated_data.get("group_by")
         ))
@@ -64,14 +70,7 @@ class ProjectLeaderboardApi(APIView):
                                (200, "text/csv"): OpenApiTypes.STR}, 400, 404),
     )
     def get(self, request, slug: str):
-        project = get_object_or_404(projects_visible_to(request.user), slug=slug)
-        filters = self.FilterSerializer(data=request.query_params)
-        filters.is_valid(raise_exception=True)
-        stage = None
-        if filters.validated_data.get("stage"):
-            stage = project_stage_by_ref(project=project, ref=filters.validated_data["stage"])
-            if stage is None:
-                raise Http404("No such stage in this project.")
+        project, stage, filters = _project_stage_filters(request, slug, self.FilterSerializer)
         if project.kind != TaskKind.AB:
             raise serializers.ValidationError(
                 {"project": f"{project.slug} is a {project.kind} project: the leaderboard "
