@@ -1,6 +1,6 @@
 """Rehearse a Prolific study on this machine: the local Prolific fake with a participant side.
 
-    python manage.py prolific_rehearsal [--port 8444] [--host 127.0.0.1] [--token T]
+    python manage.py prolific_rehearsal [--port 8444] [--host 127.0.0.1] [--token T (default: random)]
 
 The server (`testing/prolific_server.py`) answers QA Judge's Prolific client under /api/v1/
 like Prolific's API (studies, submissions, participant groups, bonuses, messages, users/me) and
@@ -16,16 +16,16 @@ Like `mturk_rehearsal`, it imports the `testing` package when run (the contract
 """
 from __future__ import annotations
 
+import secrets
+
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation.management.rehearsal import announce_settings, serve_until_stopped
 
-DEFAULT_TOKEN = "rehearsal-token"
-
 
 def rehearsal_env(*, site_url: str, public_base_url: str,
-                  token: str = DEFAULT_TOKEN) -> dict[str, str]:
+                  token: str) -> dict[str, str]:
     """The environment QA Judge (runserver, Celery worker and beat) needs to use the server."""
     site_url = site_url.rstrip("/")
     return {
@@ -46,11 +46,14 @@ class Command(BaseCommand):
                             help="Port of the server (0: any free port). Default 8444.")
         parser.add_argument("--host", default="127.0.0.1",
                             help="Address to listen on. Default 127.0.0.1 (this machine only).")
-        parser.add_argument("--token", default=DEFAULT_TOKEN,
+        parser.add_argument("--token", default=None,
                             help="The API token the server accepts (PROLIFIC_API_TOKEN). "
-                                 f"Default {DEFAULT_TOKEN!r}.")
+                                 "Default: a new random one each run, printed with the settings "
+                                 "(so nothing else on this machine can drive the fake).")
 
-    def handle(self, *args, port: int, host: str, token: str, **options):
+    def handle(self, *args, port: int, host: str, token: str | None, **options):
+        if token is None:
+            token = secrets.token_urlsafe(16)
         if not token.strip():
             raise CommandError("--token must not be empty (QA Judge sends it as "
                                "PROLIFIC_API_TOKEN).")

@@ -218,10 +218,12 @@ def test_rehearsal_command_serves_the_participant_pages_until_stopped(tmp_path):
         api = output.split("Local Prolific server (API): ")[1].split()[0]
         site = api.removesuffix("/api/v1/")
         assert f"export PROLIFIC_API_URL={api}\n" in output
-        assert "export PROLIFIC_API_TOKEN=rehearsal-token\n" in output
+        # A new random token each run, printed with the other settings.
+        token = output.split("export PROLIFIC_API_TOKEN=")[1].split()[0]
+        assert len(token) >= 20
         assert f"export PROLIFIC_COMPLETION_URL={site}/submissions/complete\n" in output
         assert "do not point at the rehearsal yet: PROLIFIC_API_URL" in output
-        me = httpx.get(f"{api}users/me/", headers={"Authorization": "Token rehearsal-token"})
+        me = httpx.get(f"{api}users/me/", headers={"Authorization": f"Token {token}"})
         assert me.status_code == 200
         page = httpx.get(f"{site}/participant/", params={"pid": "P1"})
         assert page.status_code == 200 and 'id="participant">P1<' in page.text
