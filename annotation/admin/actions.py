@@ -99,9 +99,11 @@ def publish_stages(modeladmin, request, queryset):
             failed.append(f"{stage}: NOT live — {result.stage.publish_problem} "
                           f"({result.report.created} created now, {already} already there)")
             continue
-        # In-house work has no platform: no rewards or fees to quote, only what the links serve.
-        cost = ("served through the annotators' links, no platform rewards or fees "
-                f"({result.estimate.n_judgments} judgments)" if stage.provider == Provider.INHOUSE
+        # In-house work has no platform: no fees and no HIT rewards paid through one; what it
+        # costs is the project's reward, as the cockpit's estimate says.
+        cost = (f"served through the annotators' links ({result.estimate.n_judgments} "
+                f"judgments); estimated ${result.estimate.total} at the project's reward, no "
+                "platform fees" if stage.provider == Provider.INHOUSE
                 else result.estimate.as_text())
         done.append(f"{stage}: {result.stage.get_status_display()}; {result.report.created} "
                     f"HITs created, {already} already there; {cost}")
