@@ -284,10 +284,14 @@ def _watermarks(project: Project) -> dict:
     from django.db.models import Max
 
     from annotation.models import Judgment
+    from annotation.selectors import counting_fingerprint
 
     from ...models import JudgeVerdict, MetricScore
 
     return {
+        # Rejecting work, verifying a session or blocking a worker adds no row but changes the
+        # human labels (the counting rule), as in the project report's cache.
+        "counting": counting_fingerprint(project=project),
         "judgments": Judgment.objects.filter(item__project=project).aggregate(
             top=Max("id"))["top"] or 0,
         "verdicts": JudgeVerdict.objects.filter(item__project=project).aggregate(
@@ -300,7 +304,7 @@ def _watermarks(project: Project) -> dict:
 def cached_judge_alignment_report(*, project: Project, refs: list[str] | None = None,
                                   n_resamples: int = 1000) -> dict:
     """The report from the `Report` cache while no judgment, verdict or score was stored
-    since; else computed (outside a transaction) and stored."""
+    since and the counting rule reads the same judgments; else computed (outside a transaction) and stored."""
     from django.utils import timezone
 
     from ...models import Report

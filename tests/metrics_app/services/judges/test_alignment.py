@@ -151,3 +151,22 @@ def test_per_system_cards_carry_intervals():
     for card in report["judges"]["cards@1"]["bias"]["source"].values():
         low, high = card["accuracy_ci"]
         assert low <= card["accuracy"] <= high and card["n"] == 15
+
+
+def test_the_cached_report_follows_the_counting_rule():
+    """Blocking a worker adds no row, but their labels stop counting: the cached report is
+    recomputed, as the project report is."""
+    from annotation.models import Judgment
+    from annotation.services.workers import worker_block
+    from metrics_app.services.judges.alignment import cached_judge_alignment_report
+
+    project = _likert()
+    first = cached_judge_alignment_report(project=project, refs=["metric:f1"], n_resamples=20)
+    assert first["ceiling"]["n_items"] == 30
+    assert cached_judge_alignment_report(project=project, refs=["metric:f1"],
+                                         n_resamples=20)["computed_at"] == first["computed_at"]
+    worker = Judgment.objects.filter(item__project=project).first().worker
+    worker_block(worker=worker, reason="spam")
+    again = cached_judge_alignment_report(project=project, refs=["metric:f1"], n_resamples=20)
+    assert again["computed_at"] != first["computed_at"]
+    assert all(h["n"] == 2 for h in human_labels(project).values())
