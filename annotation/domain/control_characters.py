@@ -27,6 +27,12 @@ def control_character_message(character: str) -> str:
             "line feed and carriage return may appear in text")
 
 
+def without_control_characters(text: str) -> str:
+    """`text` with its control characters removed: for text we cannot refuse because it was
+    not typed by a user (an LLM endpoint's answer), and must still store on both databases."""
+    return CONTROL_CHARACTER.sub("", text)
+
+
 def find_control_character(value: Any, where: str = "") -> tuple[str, str] | None:
     """(path, character) of the first string in `value` (nested dicts and lists, keys
     included) that holds a control character, or None. Paths read `content.references[0]`;

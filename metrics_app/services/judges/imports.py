@@ -21,6 +21,10 @@ from pathlib import Path
 
 from django.db import transaction
 
+from annotation.domain.control_characters import (
+    control_character_message,
+    find_control_character,
+)
 from annotation.models import Project, TaskKind
 
 from ...models import JudgeKind, JudgeVerdict
@@ -164,8 +168,10 @@ def verdicts_import(*, project: Project, path: Path, judge: str | None = None,
             errors.append(f"line {line}: probability {probability:g} is outside 0..1")
         if not verdict and score is None and probability is None:
             errors.append(f"line {line}: no verdict, score or probability")
-        parsed.append((items[external], order, verdict, score, probability,
-                       str(row.get("reasoning") or "")[:4000]))
+        reasoning = str(row.get("reasoning") or "")
+        if found := find_control_character(reasoning):
+            errors.append(f"line {line}: reasoning {control_character_message(found[1])}")
+        parsed.append((items[external], order, verdict, score, probability, reasoning[:4000]))
     if errors:
         raise VerdictImportError(errors)
     with transaction.atomic():

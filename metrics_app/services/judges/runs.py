@@ -27,6 +27,7 @@ from datetime import timedelta
 from django.db import transaction
 from django.utils import timezone
 
+from annotation.domain.control_characters import without_control_characters
 from annotation.models import Project, TaskKind
 from annotation.services.background import task_send
 
@@ -106,8 +107,11 @@ def _verdict_row(version: JudgeVersion, request: Request, answer: ChatAnswer,
         judge_version=version, item_id=request.item_id, order=request.order,
         content_hash=request.content_hash, verdict=verdict if parsed.ok else "",
         score=score, probability=probability, parsed=parsed.ok,
-        reasoning=(parsed.reasoning if parsed.ok else parsed.error)[:4000],
-        raw=answer.text[:4000], prompt_tokens=answer.prompt_tokens,
+        # An endpoint's text is stored, not refused: control characters are dropped (NUL cannot
+        # be stored by PostgreSQL at all).
+        reasoning=without_control_characters(
+            parsed.reasoning if parsed.ok else parsed.error)[:4000],
+        raw=without_control_characters(answer.text)[:4000], prompt_tokens=answer.prompt_tokens,
         completion_tokens=answer.completion_tokens,
         cost=call_cost(answer.prompt_tokens, answer.completion_tokens, price),
     ), parsed

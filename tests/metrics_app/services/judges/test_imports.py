@@ -67,6 +67,8 @@ def test_csv_with_judge_columns(project, tmp_path):
     ([{"item_id": "q0", "verdict": "maybe"}], "'maybe' is not correct/incorrect"),
     ([{"item_id": "q0"}], "no verdict, score or probability"),
     ([{"verdict": "correct"}], "no item_id"),
+    ([{"item_id": "q0", "verdict": "correct", "reasoning": "ok\x00"}],
+     "line 1: reasoning must not contain control characters (found U+0000 (NUL))"),
 ])
 def test_bad_rows_are_named_and_nothing_is_stored(project, tmp_path, rows, message):
     good = [{"item_id": "q3", "verdict": "correct"}]

@@ -222,3 +222,19 @@ def test_a_judge_for_another_task_kind_is_refused():
         version = _judge(server, name="likert-only")
         with pytest.raises(JudgeConfigError, match="likert items"):
             judge_job_create(project=project, version=version)
+
+
+@pytest.mark.reliability
+def test_control_characters_in_an_endpoint_answer_are_dropped_not_stored():
+    """An endpoint (broken or hostile) that answers with NUL and other control characters: the
+    verdict is stored without them on both databases (PostgreSQL cannot store NUL at all)."""
+    project = _likert_project(2)
+    with FakeChatServer(behaviour=lambda prompt: "Score:\x00 5\x07 because\x1b it matches") as server:
+        version = _judge(server, logprobs=False)
+        summary = judge_project(project=project, version=version, concurrency=2, retry=FAST)
+    assert summary["calls"] == 2
+    rows = list(JudgeVerdict.objects.filter(judge_version=version))
+    assert len(rows) == 2
+    for row in rows:
+        assert "\x00" not in row.raw and "\x07" not in row.raw and "\x1b" not in row.reasoning
+        assert row.raw == "Score: 5 because it matches"
