@@ -10,7 +10,7 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import render
 
 from annotation.selectors import projects_visible_to
-from metrics_app.services.judges.alignment import cached_judge_alignment_report
+from metrics_app.services.judges.alignment import PAGE_RESAMPLES, cached_judge_alignment_report
 
 STATS = ("accuracy", "kappa", "roc_auc", "pearson", "spearman", "ece")
 
@@ -22,9 +22,9 @@ def _project(request, slug: str):
     return project
 
 
-# The page computes in the request when nothing is cached (13,809 EVOUNA answers x 5 judges:
-# 21 s at 200 resamples on the loaded 2-core host, 42 s at 1,000; a cached read 0.05 s).
-PAGE_RESAMPLES = 200
+# A finished judge job precomputes the page's report (`PAGE_RESAMPLES`); the page computes in
+# the request only when nothing is cached (a new human judgment or score since, another
+# ?resamples=): 21 s at 200 resamples on EVOUNA-NQ x 5 judges, 0.05 s cached.
 
 
 def _resamples(request) -> int:

@@ -300,7 +300,20 @@ def judge_job_run(*, job_id: int, retry: RetryPolicy | None = None) -> JudgeJob 
             retry=retry, progress=_job_progress(lease))
         lease.finish(status=ScoringStatus.DONE, detail=detail, spent=detail["cost"] or 0.0,
                      done=detail["cached"] + detail["calls"], error=detail["stopped"])
+    _alignment_precompute(job.project)
     return JudgeJob.objects.get(pk=job_id)
+
+
+def _alignment_precompute(project: Project) -> None:
+    """The judges page's report, computed here in the job rather than in the first request
+    after it; a failure leaves the page to compute it and never fails the finished job."""
+    from .alignment import PAGE_RESAMPLES, cached_judge_alignment_report
+
+    try:
+        cached_judge_alignment_report(project=project, n_resamples=PAGE_RESAMPLES)
+    except Exception:  # noqa: BLE001 - the verdicts are stored; the page can still compute
+        logger.warning("judge alignment report not precomputed for %s", project.slug,
+                       exc_info=True)
 
 
 def _job_progress(lease: JobLease) -> Callable[[int, dict], None]:

@@ -238,3 +238,29 @@ def test_control_characters_in_an_endpoint_answer_are_dropped_not_stored():
     for row in rows:
         assert "\x00" not in row.raw and "\x07" not in row.raw and "\x1b" not in row.reasoning
         assert row.raw == "Score: 5 because it matches"
+
+
+def test_a_finished_judge_job_precomputes_the_judges_page(client, django_capture_on_commit_callbacks):
+    """The alignment report is computed in the job, so the page after it reads the cache."""
+    from django.urls import reverse
+
+    from metrics_app.models import Report
+    from metrics_app.services.judges.alignment import PAGE_RESAMPLES
+    from testing.factories import make_user
+
+    project = _likert_project(6)
+    owner = make_user("owner")
+    project.owner = owner
+    project.save(update_fields=["owner"])
+    with FakeChatServer() as server:
+        version = _judge(server)
+        with django_capture_on_commit_callbacks(execute=False):
+            job = judge_job_create(project=project, version=version, budget=1.0, concurrency=2)
+        judge_job_run(job_id=job.pk, retry=FAST)
+    row = Report.objects.get(project=project, kind="judge_alignment")
+    assert row.params["n_resamples"] == PAGE_RESAMPLES
+    computed_at = row.data["computed_at"]
+    client.force_login(owner)
+    page = client.get(reverse("metrics:project-judges", args=[project.slug]))
+    assert page.status_code == 200
+    assert Report.objects.get(pk=row.pk).data["computed_at"] == computed_at  # read, not redone
