@@ -34,8 +34,9 @@ ITEM_FIELDS = {
 # Written by export_data for people reading the file; ignored on import.
 INFORMATIONAL_ITEM_FIELDS = {"kind", "project"}
 JUDGMENT_FIELDS = {"worker", "stage", *JudgmentRecord.VALUE_FIELDS}
-INFORMATIONAL_JUDGMENT_FIELDS = {"worker_provider", "stage_kind", "created_at", "assignment_id",
-                                 "hit_id", "provider_assignment_id", "assignment_status"}
+INFORMATIONAL_JUDGMENT_FIELDS = {"worker_provider", "stage_kind", "server_time_ms", "created_at",
+                                 "assignment_id", "hit_id", "provider_assignment_id",
+                                 "assignment_status"}
 
 # Review outcomes of work that does not count (annotation.selectors.judgments_that_count).
 NOT_ACCEPTED_STATUSES = frozenset({"rejected", "returned", "flagged"})

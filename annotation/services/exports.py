@@ -35,13 +35,13 @@ PROGRESS_MIN_ITEMS = 2000
 EXPORT_FORMATS = ("jsonl", "csv")
 
 ITEM_COLUMNS = (
-    "external_id", "dataset", "source", "split", "domain", "text_level", "group_key", "content",
-    "gold", "is_gold_check", "is_practice", "excluded", "exclusion_reason", "metadata",
+    "external_id", "dataset", "source", "split", "domain", "text_level", "group_key",
+    "design_unit", "content", "gold", "is_gold_check", "is_practice", "excluded", "exclusion_reason", "metadata",
 )
 JUDGMENT_COLUMNS = (
     "worker", "worker_provider", "stage", "stage_kind", "score", "choice", "choices",
     "difficult", "justification", "aspects", "extra", "presented_order", "time_spent_ms",
-    "created_at", "assignment_id", "hit_id", "provider_assignment_id", "assignment_status",
+    "server_time_ms", "created_at", "assignment_id", "hit_id", "provider_assignment_id", "assignment_status",
 )
 AGGREGATE_COLUMNS = ("n_judgments", "n_workers", "mean_score", "score_std", "choice_counts",
                      "majority", "majority_tie", "validity_counts", "adjudicated",
@@ -60,7 +60,8 @@ _JUDGMENT_VALUES = {
     "aspects": "aspects",
     "extra": "extra",
     "presented_order": "presented_order",
-    "time_spent_ms": "time_spent_ms",
+    "time_spent_ms": "time_spent_ms",  # as the browser reported it
+    "server_time_ms": "server_time_ms",  # as the server measured it (what review rules read)
     "created_at": "created_at",
     # Which piece of paid work a judgment came from, and where its review stands: a reader of
     # the export can check that only accepted work was used (empty for imported judgments).

@@ -199,3 +199,24 @@ def test_aggregate_counts_validity_judgments():
     [table] = _aggregate(project, "csv")
     assert (table["count_A"], table["validity_several"], table["validity_none"]) == (
         "3", "2", "1")
+
+
+def test_the_design_unit_and_the_server_time_are_exported_and_the_unit_round_trips(tmp_path):
+    """A design unit set by the researcher (not derivable from the id) survives export →
+    import; the time the server measured is exported beside the browser's."""
+    project = _project_with_everything(tmp_path, "mc", MC_ROW)
+    judged = project.items.get(external_id=MC_ROW["external_id"])
+    Item.objects.filter(pk=judged.pk).update(design_unit="my-text-7")
+    Judgment.objects.create(
+        item=judged, worker=Worker.objects.create(provider=Provider.INHOUSE, external_id="timed"),
+        stage=project.stages.get(name="full"), choice="A", time_spent_ms=4000,
+        server_time_ms=3500)
+    rows = list(csv.DictReader(io.StringIO(run_export(project.slug, "--format", "csv"))))
+    mine = next(r for r in rows if r["worker"] == "timed")
+    assert mine["design_unit"] == "my-text-7"
+    assert (mine["time_spent_ms"], mine["server_time_ms"]) == ("4000", "3500")
+    exported = tmp_path / "export.jsonl"
+    exported.write_text(run_export(project.slug))
+    run_import("jsonl", str(exported), "--project", "copy", "--create", "--kind", "mc")
+    assert Item.objects.get(project__slug="copy",
+                            external_id=MC_ROW["external_id"]).design_unit == "my-text-7"
