@@ -7,6 +7,7 @@ The syntax checked (documented at the top of docs/ARCHITECTURE.md):
   `annotation/services/stages.py`, `metrics_app/lerc/` — the file or folder exists;
 - `path.py:name` or `path.py::name` (backticked, or anywhere in a fenced drawing) — `name` is a
   function, class or assignment at the top of that file; `Class.method` goes one class deeper;
+  a file drawn without a name (`config/urls.py` in a drawing) exists;
 - a backticked dotted name under a root package: `annotation.selectors.projects_visible_to` —
   the longest prefix that is a module exists, and the rest is bound in it (defined or imported,
   as Python would resolve it);
@@ -36,6 +37,8 @@ FENCE = re.compile(r"^```.*?^```", re.MULTILINE | re.DOTALL)
 # A path with a name: `dir/file.py:name` or `dir/file.py::Class.name`.
 PATH_NAME = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)*[\w.-]+\.py)::?([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)?)")
 PATH = re.compile(r"^(?:[\w.-]+/)+(?:[\w.-]+)?$")
+# A file drawn without a name: `config/urls.py` in a drawing.
+DRAWN_PATH = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)+[\w-]+\.(?:py|js|html|css))(?![\w.])")
 DOTTED = re.compile(r"^(?:" + "|".join(ROOT_PACKAGES) + r")(?:\.[A-Za-z_]\w*)+$")
 
 
@@ -135,6 +138,8 @@ def problems_in(text: str) -> list[str]:
     drawings = " ".join(block for block in FENCE.findall(text))
     for path, name in PATH_NAME.findall(drawings):
         problems.append(check_path_name(path, name))
+    for path in DRAWN_PATH.findall(drawings):
+        problems.append(check_path(path))
     prose = FENCE.sub("", text)
     for span in BACKTICKED.findall(prose):
         span = span.strip()
@@ -182,6 +187,7 @@ def test_every_import_linter_contract_is_described():
     ("`annotation.no_such_module.thing`", "is not bound in annotation/__init__.py"),
     ("`annotation.domain.design.LatinSquare.no_such_method`", "has no LatinSquare.no_such"),
     ("```\n  view ──► annotation/views/task_pages.py:no_such_view\n```", "defines no no_such_view"),
+    ("```\n  urls ──► annotation/no_such_urls.py → the view\n```", "no such file"),
 ])
 def test_a_stale_name_is_reported(stale, why):
     problems = problems_in(f"Some text\n{stale}\nand more.\n")
