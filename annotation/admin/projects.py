@@ -8,6 +8,7 @@ from django.contrib import admin, messages
 from django.db.models import Count
 from django.utils.html import format_html, format_html_join
 
+from annotation.access_selectors import projects_visible_to
 from annotation.domain.design import design_unit_for
 from annotation.domain.item_content import (
     ItemContentError,
@@ -30,7 +31,6 @@ from annotation.selectors import (
     attach_progress,
     items_in_stage,
     project_progress,
-    projects_visible_to,
     stage_progress,
     stages_with_progress,
 )

@@ -14,8 +14,8 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from annotation.models import Project, TaskKind
-from annotation.selectors import projects_visible_to
+from annotation.access_selectors import access_project
+from annotation.models import TaskKind
 from metrics_app.models import ScoringJob, ScoringStatus
 from metrics_app.registry import metric_description, metric_names
 from metrics_app.services.meta_evaluation_report import (
@@ -29,13 +29,6 @@ from metrics_app.services.scoring import SCORABLE_KINDS, scoring_jobs_create
 
 STATS = {"pearson": "Pearson r", "spearman": "Spearman ρ", "kendall": "Kendall τ"}
 DEFAULT_METRICS = ("em", "f1", "bleu1", "bleu4", "rougeL", "meteor", "length")
-
-
-def _visible_project(request, slug: str) -> Project:
-    project = projects_visible_to(request.user).filter(slug=slug).first()
-    if project is None:
-        raise Http404("No such project")
-    return project
 
 
 def _params_from(query) -> dict:
@@ -95,7 +88,7 @@ def _accuracy_rows(section: dict, groups: list[str], labels: dict | None = None)
 
 @login_required
 def project_metrics(request, slug: str):
-    project = _visible_project(request, slug)
+    project = access_project(request.user, slug)
     params = _params_from(request.GET)
     stat = request.GET.get("stat", "pearson")
     if stat not in STATS:
@@ -147,7 +140,7 @@ def project_metrics(request, slug: str):
 @login_required
 @require_POST
 def project_metrics_compute(request, slug: str):
-    project = _visible_project(request, slug)
+    project = access_project(request.user, slug)
     known = set(metric_names())
     names = [n for n in request.POST.getlist("metric") if n in known]
     target = reverse("metrics:project-metrics", args=[project.slug])
@@ -177,7 +170,7 @@ def _png_response(figure) -> HttpResponse:
 @login_required
 def project_metric_scatter(request, slug: str, metric: str):
     """PNG scatter of one metric against the human gold score (jittered: scores are discrete)."""
-    project = _visible_project(request, slug)
+    project = access_project(request.user, slug)
     params = _params_from(request.GET)  # the table's options: same items, filters and scale
     znormalize = params["znormalize"]
     xs, ys, total = scatter_points(project=project, metric=metric, params=params)
@@ -207,7 +200,7 @@ def project_metric_scatter(request, slug: str, metric: str):
 def project_metric_roc(request, slug: str):
     """PNG of every metric's ROC curve (correct = mean human score ≥ 3) on the items the
     correct/incorrect table measures."""
-    project = _visible_project(request, slug)
+    project = access_project(request.user, slug)
     curves, _binary = roc_curves(project=project, params=_params_from(request.GET))
     if not curves:
         raise Http404("No metric scores on items judged both correct and incorrect")
