@@ -236,51 +236,6 @@ class ModelVersionAdmin(ReadOnlyAdmin):
             self.message_user(request, str(exc), level=messages.ERROR)
 
 
-@admin.action(description="Route by LERC uncertainty (draft trial/full stages; budget from the "
-                          "stage's routing_budget setting, judge from routing_judge when set)")
-def route_by_uncertainty(modeladmin, request, queryset):
-    """Added to the stage admin from here: routing reads LERC scores, which the annotation
-    layer cannot import."""
-    from annotation.services.stage_errors import StageError
-    from metrics_app.services.routing import stage_route_by_uncertainty
-
-    for stage in queryset:
-        try:
-            summary = stage_route_by_uncertainty(stage=stage)
-        except StageError as exc:
-            modeladmin.message_user(request, str(exc), messages.ERROR)
-            continue
-        modeladmin.message_user(request, f"{stage}: {summary.as_text()}", messages.SUCCESS)
-
-
-@admin.action(description="Draw A/B pairs adaptively (draft trial/full stages; budget from the "
-                          "stage's pairing_budget setting)")
-def draw_adaptive_pairs(modeladmin, request, queryset):
-    """Adaptive pairing fits the leaderboard, which lives in metrics_app."""
-    from annotation.services.stage_errors import StageError
-    from metrics_app.services.pairing import stage_draw_adaptive_pairs
-
-    for stage in queryset:
-        try:
-            summary = stage_draw_adaptive_pairs(stage=stage)
-        except StageError as exc:
-            modeladmin.message_user(request, str(exc), messages.ERROR)
-            continue
-        modeladmin.message_user(request, f"{stage}: {summary.as_text()}", messages.SUCCESS)
-
-
-def _add_stage_routing_action() -> None:
-    from annotation.models import Stage
-
-    stage_admin = admin.site.get_model_admin(Stage)
-    for action in (route_by_uncertainty, draw_adaptive_pairs):
-        if action not in stage_admin.actions:
-            stage_admin.actions = (*stage_admin.actions, action)
-
-
-_add_stage_routing_action()
-
-
 class _GlobalReadOnlyAdmin(admin.ModelAdmin):
     """Judges and their versions belong to no project: staff read them; they are made by
     `create_judge` / `import_verdicts` (a version's config never changes)."""
