@@ -41,13 +41,17 @@ def access_model_version(user, version_id: int) -> ModelVersionAccess:
     return ModelVersionAccess(version=version, visible_project_ids=visible_ids)
 
 
-def access_item_scoring_job(user, job_id: int) -> ItemScoringJob:
-    """A scoring job of posted items (no project): its requester's, or any for a superuser;
-    Http404 otherwise. Its `items` column (the posted texts) is deferred."""
+def item_scoring_jobs_visible_to(user) -> QuerySet[ItemScoringJob]:
+    """Scoring jobs of posted items have no project: each researcher sees the jobs they
+    requested, a superuser all (the API's job door and the admin list)."""
     jobs = ItemScoringJob.objects.all()
-    if not user.is_superuser:
-        jobs = jobs.filter(requested_by=user)
-    job = jobs.defer("items").filter(pk=job_id).first()
+    return jobs if user.is_superuser else jobs.filter(requested_by=user)
+
+
+def access_item_scoring_job(user, job_id: int) -> ItemScoringJob:
+    """A scoring job of posted items `user` may see; Http404 otherwise. Its `items` column (the
+    posted texts) is deferred."""
+    job = item_scoring_jobs_visible_to(user).defer("items").filter(pk=job_id).first()
     if job is None:
         raise Http404(NO_SUCH_SCORING_JOB)
     return job

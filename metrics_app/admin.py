@@ -9,6 +9,7 @@ from django.utils.html import format_html
 from django.utils.safestring import mark_safe
 
 from annotation.admin.base import ReadOnlyAdmin
+from metrics_app.access_selectors import item_scoring_jobs_visible_to
 from metrics_app.models import (
     ItemScoringJob,
     Judge,
@@ -68,10 +69,9 @@ class ItemScoringJobAdmin(ReadOnlyAdmin):
     readonly_fields = ("progress_bar",)
 
     def get_queryset(self, request):
-        queryset = admin.ModelAdmin.get_queryset(self, request)  # no project to scope by
-        if request.user.is_superuser:
-            return queryset
-        return queryset.filter(requested_by=request.user)
+        # No project to scope by (ReadOnlyAdmin's scoping): the requester's own jobs.
+        return (admin.ModelAdmin.get_queryset(self, request)
+                & item_scoring_jobs_visible_to(request.user))
 
     @admin.display(description="Progress")
     def progress_bar(self, obj):
