@@ -1,4 +1,4 @@
-"""LERC training speed: `metrics_app.lerc.train.train` (the code the platform's training jobs
+"""LERC training speed: `metrics_app.lerc.training.train` (the code the platform's training jobs
 run) with the default backbone (the packaged MiniLM-L6) on CPU, regression on EVOUNA NQ open-QA
 judgments (correct → 5, incorrect → 1; one example per golden answer), batch 32, paper defaults
 otherwise, one epoch.
@@ -39,7 +39,8 @@ def evouna_examples(ctx: Context):
 
 def train_once(ctx: Context, train_examples, val_examples, *, backbone: str = "",
                device: str = "cpu", bf16: bool = False, backbone_config=None) -> dict:
-    from metrics_app.lerc.train import TrainConfig, train
+    from metrics_app.lerc.config import TrainConfig
+    from metrics_app.lerc.training import train
 
     cfg = TrainConfig(output_dir=str(ctx.work_dir / f"lerc-{device}"), backbone=backbone,
                       backbone_config=backbone_config, epochs=1, batch_size=32,
