@@ -19,7 +19,7 @@ from django.db import transaction
 from annotation.models import Judgment, Project
 from metrics_app.models import ModelKind, ModelStatus, ModelVersion
 
-from .common import _event
+from .common import version_event
 from .training import _worker_state, model_version_create, model_version_enqueue
 
 DEMO_PROJECT_SLUG = "demo-evouna-nq"
@@ -50,7 +50,7 @@ def lerc_demo_training_ensure(*, project_slug: str = DEMO_PROJECT_SLUG) -> DemoT
     interrupted = [version for version in ModelVersion.objects.filter(status=ModelStatus.TRAINING)
                    if _worker_state((version.progress or {}).get("worker", "")) == "dead"]
     for version in interrupted:
-        _event(version, "requeued", "rundemo started again after it stopped mid-training")
+        version_event(version, "requeued", "rundemo started again after it stopped mid-training")
         model_version_enqueue(model_version=version)
     if interrupted:
         return DemoTraining(version=interrupted[0], resumed=True)

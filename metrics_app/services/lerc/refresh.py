@@ -9,7 +9,7 @@ from django.utils import timezone
 from annotation.models import NON_DATA_STAGE_KINDS, Judgment, Project, StageKind
 from metrics_app.models import ModelKind, ModelStatus, ModelVersion
 
-from .common import IN_FLIGHT, NAME_BY_KIND, TASK_KIND_BY_MODEL_KIND, _event
+from .common import IN_FLIGHT, NAME_BY_KIND, TASK_KIND_BY_MODEL_KIND, version_event
 from .training import _heartbeat_age, _stale_after, model_version_create, model_version_enqueue
 
 
@@ -32,7 +32,7 @@ def model_versions_fail_stale(*, stale_after_seconds: int | None = None) -> list
                             f"(last worker {(locked.progress or {}).get('worker', '?')})")
             locked.finished_at = timezone.now()
             locked.save(update_fields=["status", "error", "finished_at"])
-            _event(locked, "failed", locked.error)
+            version_event(locked, "failed", locked.error)
         failed.append(locked)
     return failed
 

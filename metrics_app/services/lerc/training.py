@@ -11,7 +11,6 @@ import time
 import traceback
 import uuid
 from pathlib import Path
-from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
@@ -20,29 +19,29 @@ from django.utils import timezone
 
 from annotation.models import Project, TaskKind
 from annotation.services.background import task_send
+from metrics_app.lerc.config import TrainingCancelled
+from metrics_app.lerc.data import capped_examples
 from metrics_app.lerc.evaluation import compare_with_baselines
-from metrics_app.lerc.train import (
-    KIND_PAIRWISE,
-    KIND_REGRESSION,
-    TrainConfig,
-    TrainingCancelled,
-    capped_examples,
-)
 from metrics_app.models import ModelKind, ModelStatus, ModelVersion
 from metrics_app.services.job_leases import Heartbeat, heartbeat_seconds
 from metrics_app.services.lerc_artifacts import artifact_store, work_dir
 
-from .common import IN_FLIGHT, NAME_BY_KIND, TASK_KIND_BY_MODEL_KIND, LercError, _event
-from .datasets import (
-    LercDataset,
-    _data_watermark,
-    _dataset_for,
-    _train_config,
-    mc_pretraining_build,
+from .common import IN_FLIGHT, NAME_BY_KIND, TASK_KIND_BY_MODEL_KIND, LercError, version_event
+from .datasets import LercDataset, mc_pretraining_build, project_watermarks, version_dataset_build
+from .evaluation import (
+    lerc_minimal_pair_accuracy,
+    scorer_for_path,
+    split_metrics,
+    validation_summary,
 )
-from .evaluation import _evaluate, _metric_summary, _scorer_for_path, lerc_minimal_pair_accuracy
 from .model_card import write_model_card
-from .promotion import _promotion_baselines, model_version_decide
+from .options import (
+    DataOptions,
+    version_config_build,
+    version_data_options,
+    version_train_config,
+)
+from .promotion import model_version_decide, promotion_baselines
 
 logger = logging.getLogger(__name__)
 
@@ -55,11 +54,6 @@ class TrainingElsewhere(Exception):
     def __init__(self, message: str, countdown: int):
         super().__init__(message)
         self.countdown = countdown
-
-
-def default_train_options() -> dict[str, Any]:
-    """Training options every new version starts from (QAJ_LERC_TRAIN_OPTIONS)."""
-    return dict(getattr(settings, "QAJ_LERC_TRAIN_OPTIONS", {}) or {})
 
 
 def model_version_create(
@@ -82,38 +76,26 @@ def model_version_create(
     wrong = [p.slug for p in projects if p.kind != wanted]
     if wrong:
         raise LercError(f"{kind} models train on {wanted} projects; not: {', '.join(wrong)}")
-    options = {**default_train_options(), **(train_options or {})}
-    options["kind"] = KIND_PAIRWISE if kind == ModelKind.PAIRWISE else KIND_REGRESSION
-    backbone = backbone or options.pop("backbone", "") or getattr(settings, "QAJ_LERC_BACKBONE", "")
-    options.pop("backbone", None)
-    options.pop("output_dir", None)
-    try:
-        TrainConfig.from_dict(options)
-    except (TypeError, ValueError) as exc:
-        raise LercError(str(exc)) from exc
+    config, backbone = version_config_build(
+        kind=kind, backbone=backbone, train_options=train_options,
+        data=DataOptions(holdout_dataset=holdout_dataset, split_mode=split_mode,
+                         znormalize=znormalize,
+                         pretrain_projects=tuple(p.slug for p in pretrain_projects or [])))
     if pretrain_projects and any(p.kind != TaskKind.MC for p in pretrain_projects):
         raise LercError("pre-training uses multiple-choice (mc) projects")
-    if pretrain_projects and not options.get("pretrain_epochs"):
-        options["pretrain_epochs"] = 1
     name = NAME_BY_KIND[kind]
-    config = {
-        "train": options,
-        "data": {"holdout_dataset": holdout_dataset, "split_mode": split_mode,
-                 "znormalize": znormalize,
-                 "pretrain_projects": [p.slug for p in pretrain_projects or []]},
-    }
-    snapshot = {"watermarks": {str(p.id): _data_watermark(p) for p in projects}}
+    snapshot = {"watermarks": project_watermarks(projects)}
     for _attempt in range(5):
         try:
             with transaction.atomic():
                 number = (ModelVersion.objects.filter(name=name).aggregate(m=Max("number"))["m"]
                           or 0) + 1
                 version = ModelVersion.objects.create(
-                    name=name, number=number, kind=kind, backbone=backbone or "packaged MiniLM",
+                    name=name, number=number, kind=kind, backbone=backbone,
                     config=config, data_snapshot=snapshot, status=ModelStatus.QUEUED,
                 )
                 version.projects.set(projects)
-                _event(version, "created", reason or f"projects: {', '.join(p.slug for p in projects)}",
+                version_event(version, "created", reason or f"projects: {', '.join(p.slug for p in projects)}",
                        user)
                 return version
         except IntegrityError:
@@ -266,7 +248,7 @@ def model_version_train(*, model_version: ModelVersion) -> ModelVersion:
                             "heartbeat": timezone.now().isoformat()}
         version.save(update_fields=["data_snapshot", "metrics", "artifact_uri", "status",
                                     "finished_at", "progress"])
-        _event(version, "evaluated", _metric_summary(version))
+        version_event(version, "evaluated", validation_summary(version))
     return model_version_decide(model_version=version, val_examples=val_examples)
 
 
@@ -292,9 +274,9 @@ def _claim_for_training(model_version: ModelVersion) -> tuple[ModelVersion, bool
                     f"{version} is being trained by {owner or 'another worker'} "
                     f"(heartbeat {age:.0f}s ago)",
                     countdown=max(60, int(_stale_after() - age) + 60))
-            _event(version, "resumed", f"redelivered: its worker {owner} on this host is gone")
+            version_event(version, "resumed", f"redelivered: its worker {owner} on this host is gone")
         else:
-            _event(version, "resumed", "redelivered after its worker stopped")
+            version_event(version, "resumed", "redelivered after its worker stopped")
     if version.cancel_requested:
         return _finish_cancelled(version, "cancelled before training started"), False
     version.status = ModelStatus.TRAINING
@@ -304,7 +286,7 @@ def _claim_for_training(model_version: ModelVersion) -> tuple[ModelVersion, bool
                         "worker": _this_worker()}
     version.save(update_fields=["status", "started_at", "error", "progress"])
     if not version.events.filter(event="training started").exists():
-        _event(version, "training started")
+        version_event(version, "training started")
     return version, True
 
 
@@ -312,21 +294,23 @@ def _train_and_evaluate(version: ModelVersion, reporter: _ProgressReporter
                         ) -> tuple[LercDataset, dict, str, list]:
     """Build the data, train, evaluate and store the weights with their model card:
     (dataset, metrics, artifact URI, validation examples)."""
-    from metrics_app.lerc.train import train
+    # Lazy: the learning stack (torch, transformers) loads in the worker that trains, not in
+    # every process that imports the services.
+    from metrics_app.lerc.training import train
 
     # Heartbeats around the phases outside the training loop (reading judgments,
     # evaluating), so a long one on a big project is not mistaken for a lost worker.
     reporter({"phase": "building data"}, force=True)
-    dataset = _dataset_for(version)
+    dataset = version_dataset_build(version)
     reporter({"phase": "data built", "examples": dataset.snapshot.get("examples")},
              force=True)
     if not dataset.train:
         raise LercError("no training examples in the selected judgments")
     key = f"{version.name}-v{version.number}"
-    cfg = _train_config(version, work_dir(key))
+    cfg = version_train_config(version, work_dir(key))
     started = time.monotonic()
     mc_examples = None
-    pretrain_slugs = version.config.get("data", {}).get("pretrain_projects") or []
+    pretrain_slugs = version_data_options(version).pretrain_projects
     if pretrain_slugs and cfg.pretrain_epochs:
         mc_examples = mc_pretraining_build(
             projects=list(Project.objects.filter(slug__in=pretrain_slugs)), seed=cfg.seed)
@@ -337,7 +321,7 @@ def _train_and_evaluate(version: ModelVersion, reporter: _ProgressReporter
     started_eval = time.monotonic()
     val_examples = capped_examples(cfg, dataset.val, cfg.max_val_examples)
     test_examples = capped_examples(cfg, dataset.test, cfg.max_test_examples)
-    evaluation = _evaluation(version, _scorer_for_path(result["model_dir"]), dataset,
+    evaluation = _evaluation(version, scorer_for_path(result["model_dir"]), dataset,
                              val_examples, test_examples, reporter)
     metrics = {
         **evaluation,
@@ -362,14 +346,14 @@ def _evaluation(version: ModelVersion, scorer, dataset: LercDataset, val_example
     # Scored once, used for the version's numbers and for the baseline comparison.
     val_scores = scorer.score(val_examples) if regression and val_examples else None
     test_scores = scorer.score(test_examples) if regression and test_examples else None
-    evaluation = {"validation": _evaluate(scorer, version.kind, val_examples, val_scores)}
+    evaluation = {"validation": split_metrics(scorer, version.kind, val_examples, val_scores)}
     reporter({"phase": "evaluating", "split": "test"}, force=True)
-    evaluation["test"] = _evaluate(scorer, version.kind, test_examples, test_scores)
-    if regression and _promotion_baselines():
+    evaluation["test"] = split_metrics(scorer, version.kind, test_examples, test_scores)
+    if regression and promotion_baselines():
         reporter({"phase": "evaluating", "split": "baselines"}, force=True)
         evaluation["baselines"] = compare_with_baselines(
             val_scores or [], test_scores or [], val_examples, test_examples,
-            baselines=_promotion_baselines())
+            baselines=promotion_baselines())
     if regression:
         reporter({"phase": "evaluating", "split": "minimal pairs"}, force=True)
         pairs = lerc_minimal_pair_accuracy(scorer, list(version.projects.all()),
@@ -383,7 +367,7 @@ def _finish_cancelled(version: ModelVersion, detail: str) -> ModelVersion:
     version.status = ModelStatus.CANCELLED
     version.finished_at = timezone.now()
     version.save(update_fields=["status", "finished_at"])
-    _event(version, "cancelled", detail)
+    version_event(version, "cancelled", detail)
     return version
 
 
@@ -391,7 +375,7 @@ def _fail(version: ModelVersion, error: str, trace: str = "") -> None:
     ModelVersion.objects.filter(pk=version.pk).update(
         status=ModelStatus.FAILED, error=(error + "\n\n" + trace).strip(),
         finished_at=timezone.now())
-    _event(version, "failed", error)
+    version_event(version, "failed", error)
 
 
 def model_version_cancel(*, model_version: ModelVersion, user=None) -> ModelVersion:
@@ -402,7 +386,7 @@ def model_version_cancel(*, model_version: ModelVersion, user=None) -> ModelVers
             raise LercError(f"v{version.number} is {version.status}; nothing to cancel")
         version.cancel_requested = True
         version.save(update_fields=["cancel_requested"])
-        _event(version, "cancel requested", "", user)
+        version_event(version, "cancel requested", "", user)
         if version.status == ModelStatus.QUEUED:
             return _finish_cancelled(version, "cancelled while queued")
     return version

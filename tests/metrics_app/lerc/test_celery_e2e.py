@@ -18,7 +18,7 @@ from django.core.management import call_command
 
 from annotation.models import TaskKind
 from metrics_app.lerc.data import LercExample
-from metrics_app.lerc.infer import LercScorer
+from metrics_app.lerc.inference import LercScorer
 from metrics_app.models import ModelStatus, ModelVersion
 from testing.factories import make_item, make_judgment, make_project, make_stage, make_worker
 from tests.support.celery_workers import send, wait_for

@@ -119,7 +119,7 @@ def test_the_heartbeat_renews_the_lease_during_one_long_step(monkeypatch):
 def test_lerc_training_renews_its_heartbeat_during_a_long_silent_step(monkeypatch):
     """Building data or evaluating reports no progress for minutes; the heartbeat thread keeps
     the version from looking dead (the stale check would fail it)."""
-    from metrics_app.lerc.train import TrainingCancelled
+    from metrics_app.lerc.config import TrainingCancelled
     from metrics_app.models import ModelStatus, ModelVersion
     from metrics_app.services.lerc import training
 
