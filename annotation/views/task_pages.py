@@ -193,7 +193,9 @@ def task_page(view=None, *, mturk: bool = False):
     return never_cache(wrapped)
 
 
-def _refuse(request: HttpRequest, exc: AssignmentRefused, *, status: int = 403) -> HttpResponse:
+def refusal_page(request: HttpRequest, exc: AssignmentRefused, *,
+                 status: int = 403) -> HttpResponse:
+    """The page an annotator sees when the task refuses them, titled and coded by why."""
     title = "This page is not available"
     if isinstance(exc, NoItemsAvailable):
         status, title = 200, "Nothing more to do"
@@ -260,16 +262,17 @@ def _render_task(request: HttpRequest, *, stage: Stage, assignment: Assignment |
     return render(request, "annotation/task/page.html", context)
 
 
-def _start(request: HttpRequest, *, stage: Stage, turk_submit_to: str = "",
-           **start_kwargs) -> HttpResponse:
+def assignment_start_page(request: HttpRequest, *, stage: Stage, turk_submit_to: str = "",
+                          **start_kwargs) -> HttpResponse:
+    """The task page of the worker's assignment in `stage` (`assignment_start`), or why not."""
     try:
         assignment = assignment_start(stage=stage, shown=True, **start_kwargs)
     except AssignmentClosed as exc:
         if exc.finished:
             return _completion(request, exc.assignment, turk_submit_to=turk_submit_to)
-        return _refuse(request, exc)
+        return refusal_page(request, exc)
     except AssignmentRefused as exc:
-        return _refuse(request, exc)
+        return refusal_page(request, exc)
     return _render_task(request, stage=stage, assignment=assignment,
                         turk_submit_to=turk_submit_to)
 
@@ -286,8 +289,8 @@ def task_link(request: HttpRequest, token: str) -> HttpResponse:
         link = access.inhouse_link_resolve(token=token)
         stage = access.inhouse_link_stage(link=link)
     except AssignmentRefused as exc:
-        return _refuse(request, exc)
-    return _start(request, stage=stage, worker=link.worker)
+        return refusal_page(request, exc)
+    return assignment_start_page(request, stage=stage, worker=link.worker)
 
 
 def _turk_submit_to(value: str) -> str:
@@ -310,7 +313,7 @@ def task_mturk(request: HttpRequest, stage_id: int) -> HttpResponse:
             hit_id=params.get("hitId", ""), worker_id=params.get("workerId", ""),
         )
     except AssignmentRefused as exc:
-        return _refuse(request, exc)
+        return refusal_page(request, exc)
     if checked.preview:
         items = hit_preview_items(hit=checked.hit, stage=stage)
         if not items:
@@ -318,10 +321,11 @@ def task_mturk(request: HttpRequest, stage_id: int) -> HttpResponse:
         return _render_task(request, stage=stage, assignment=None, items=items, preview=True,
                             total=checked.hit.items.count())
     if params.get("turkSubmitTo") and not turk_submit_to:
-        return _refuse(request, access.AccessDenied(
+        return refusal_page(request, access.AccessDenied(
             "The turkSubmitTo address is not an MTurk address."))
-    return _start(request, stage=stage, worker=checked.worker, hit=checked.hit,
-                  external_id=checked.assignment_id, turk_submit_to=turk_submit_to)
+    return assignment_start_page(request, stage=stage, worker=checked.worker, hit=checked.hit,
+                                 external_id=checked.assignment_id,
+                                 turk_submit_to=turk_submit_to)
 
 
 @require_GET
@@ -336,16 +340,16 @@ def task_prolific(request: HttpRequest, stage_id: int) -> HttpResponse:
             session_id=request.GET.get("SESSION_ID", ""),
         )
     except AssignmentRefused as exc:
-        return _refuse(request, exc)
+        return refusal_page(request, exc)
     # Asked of Prolific before anything is created (a network call, outside any transaction).
     verification = prolific_session_check(stage=stage, worker=checked.worker,
                                           session_id=checked.session_id)
     if verification == ParticipantVerification.FAILED:
-        return _refuse(request, SessionNotVerified(
+        return refusal_page(request, SessionNotVerified(
             "Prolific does not know this session for your participant ID in this study. Open "
             "the study from your Prolific account; if you did, message the researcher there."))
-    return _start(request, stage=stage, worker=checked.worker, external_id=checked.session_id,
-                  verification=verification)
+    return assignment_start_page(request, stage=stage, worker=checked.worker,
+                                 external_id=checked.session_id, verification=verification)
 
 
 def prolific_completion_url(stage: Stage) -> str:
@@ -405,9 +409,9 @@ def task_complete(request: HttpRequest, token: str) -> HttpResponse:
     try:
         assignment = access.assignment_token_resolve(token=token)
     except AssignmentRefused as exc:
-        return _refuse(request, exc)
+        return refusal_page(request, exc)
     if assignment.submitted_at is None:
-        return _refuse(request, access.AccessDenied("This assignment has not been submitted."))
+        return refusal_page(request, access.AccessDenied("This assignment has not been submitted."))
     return _completion(request, assignment,
                        turk_submit_to=_turk_submit_to(request.GET.get("turkSubmitTo", "")))
 

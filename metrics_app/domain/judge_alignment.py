@@ -204,7 +204,8 @@ def length_bias(lengths: Sequence[float], judge: Sequence[float], human: Sequenc
             out["terciles"].append({
                 "tercile": name, "n": int(members.sum()),
                 "max_words": finite_or_none(length[members].max()),
-                "judge_rate": finite_or_none(j[members].mean()), "human_rate": finite_or_none(h[members].mean())})
+                "judge_rate": finite_or_none(j[members].mean()),
+                "human_rate": finite_or_none(h[members].mean())})
     return out
 
 

@@ -105,7 +105,8 @@ def assignment_release_abandoned(*, now: datetime | None = None) -> int:
     """Mark in-progress assignments idle for longer than their project's timeout RETURNED, which
     frees their items for other workers; sessions the provider has not verified (Prolific) after
     `unverified_timeout()` of idleness, whatever the project's timeout. Assignments tied to a
-    provider HIT follow MTurk's own assignment duration instead (`_release_expired_hit_assignments`)."""
+    provider HIT follow MTurk's own assignment duration instead
+    (`_release_expired_hit_assignments`)."""
     now = now or timezone.now()
     from annotation.models import Project
 
