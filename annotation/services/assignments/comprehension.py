@@ -69,7 +69,7 @@ def comprehension_attempt(assignment: Assignment, item: Item, fields: dict) -> d
 
 
 def comprehension_outcome(assignment: Assignment, state: dict, row: AssignmentItem,
-                           judgment: Judgment, record: dict) -> str:
+                          judgment: Judgment, record: dict) -> str:
     """"ok", "retry" (a first wrong answer: recorded in `state`, not stored as a judgment) or
     "failed" (wrong twice) for an answer to a Prolific comprehension check; "ok" for any other
     item. The first attempt is attached to the judgment of the second."""
