@@ -36,7 +36,9 @@ CORRELATIONS = ("pearson", "spearman", "kendall")
 NUMBER_PAIR_DATASETS = frozenset({"drop"})
 
 
-def _clean(value: float) -> float | None:
+def finite_or_none(value: float) -> float | None:
+    """The value as a float, None for NaN or infinity (undefined statistics: JSON reports hold
+    null, never NaN)."""
     value = float(value)
     return None if math.isnan(value) or math.isinf(value) else value
 
@@ -94,7 +96,7 @@ def _percentile(estimates: np.ndarray, confidence: float) -> list[float | None]:
         return [None, None]
     alpha = (1 - confidence) / 2
     low, high = np.quantile(estimates, [alpha, 1 - alpha])
-    return [_clean(low), _clean(high)]
+    return [finite_or_none(low), finite_or_none(high)]
 
 
 def correlations(
@@ -121,8 +123,8 @@ def correlations(
     if n < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
         return result
     result["pearson"] = pearson(x, y)
-    result["spearman"] = _clean(spearmanr(x, y).statistic)
-    result["kendall"] = _clean(kendalltau(x, y).statistic)
+    result["spearman"] = finite_or_none(spearmanr(x, y).statistic)
+    result["kendall"] = finite_or_none(kendalltau(x, y).statistic)
     if n_resamples <= 0:
         return result
 
@@ -391,11 +393,11 @@ def decision_statistics(
     cells = np.stack([predicted * y, predicted * (1 - y), (1 - predicted) * y,
                       (1 - predicted) * (1 - y)])            # tp, fp, fn, tn per item
     point = _confusion_statistics(*cells.sum(axis=1))
-    result.update({name: _clean(value) for name, value in point.items()})
+    result.update({name: finite_or_none(value) for name, value in point.items()})
     result["positive_rate"] = float(y.mean())
     two_classes = 0 < y.sum() < n
     if two_classes:
-        result["roc_auc"] = _clean(roc_auc_score(y, s))
+        result["roc_auc"] = finite_or_none(roc_auc_score(y, s))
     if n_resamples <= 0 or n < 3:
         return result
     rng = np.random.default_rng(seed)

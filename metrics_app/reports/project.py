@@ -212,6 +212,17 @@ def report_refresh(
     return data
 
 
+def project_reports_refresh(*, project_id: int) -> int:
+    """The background refresh of one project: its project-wide report and dashboard charts
+    recomputed and stored. Returns the report's judgment watermark (0: the project is gone)."""
+    project = Project.objects.filter(pk=project_id).first()
+    if project is None:
+        return 0
+    report = report_refresh(project=project)
+    dashboard_data(project=project)
+    return report["judgment_watermark"]
+
+
 def stale_report_projects() -> list[int]:
     """Ids of projects whose project-wide report is missing or older than their judgments."""
     latest = dict(

@@ -177,6 +177,15 @@ def assignment_reject(*, assignment: Assignment, reason: str,
         request={"reason": reason}, note=f"Rejected: {reason}")
 
 
+def assignment_flag(assignment: Assignment, note: str) -> str:
+    """Hold the assignment for the researcher (FLAGGED), saying why in its review note; returns
+    "flagged" (what a sync reports for it)."""
+    assignment.status = AssignmentStatus.FLAGGED
+    assignment.review_note = (assignment.review_note + " " + note).strip()
+    assignment.save(update_fields=["status", "review_note"])
+    return "flagged"
+
+
 def _assignment_decide(assignment: Assignment, *, status: str, verb: str, operation: str,
                        call_fn, allow_flagged: bool, request: dict | None = None,
                        note: str = "") -> Assignment:
