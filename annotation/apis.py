@@ -4,7 +4,7 @@ One `APIView` per URL (`<Entity><Action>Api`), the style metrics_app's APIs shar
 with a serializer (annotation/serializers.py: shared by several endpoints, so kept in one
 module), call one selector or service, serialize. Reads go through selectors that start from
 `projects_visible_to`, so a project the user neither owns nor shares answers 404 (not 403: its
-existence is not disclosed). Lists are paginated by `api_common.paginated_response`.
+existence is not disclosed). Lists are paginated by `core.api.paginated_response`.
 """
 from __future__ import annotations
 
@@ -17,7 +17,8 @@ from rest_framework.exceptions import PermissionDenied
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from .api_common import JsonApiMixin, django_to_drf, paginated_response, with_errors
+from core.api import JsonApiMixin, django_to_drf, paginated_response, with_errors
+
 from .models import NON_DATA_STAGE_KINDS, Project, Stage
 from .selectors import (
     attach_progress,

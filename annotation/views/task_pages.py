@@ -23,7 +23,6 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST
 
 from annotation.domain.answers import MC_SHOWN
-from annotation.domain.json_limits import JsonTooDeep, json_loads_limited
 from annotation.models import (
     Assignment,
     AssignmentItem,
@@ -63,6 +62,8 @@ from annotation.task_selectors import (
     task_items,
     task_page_config,
 )
+from core.json_limits import JsonTooDeep, json_loads_limited
+from core.vocabulary import MC_ROLES
 
 # The worker sites that show an ExternalQuestion in their iframe (production and sandbox).
 # Not "https://*.mturk.com": that includes the requester sites; not www.mturk.com either, which
@@ -486,7 +487,7 @@ def task_confirm(request: HttpRequest, assignment: Assignment, body: dict) -> Ht
     if body.get("step") == "guess":
         role = assignment_record_guess(assignment=assignment, item=item_id, answer=answer)
         order = AssignmentItem.objects.get(assignment=assignment, item_id=item_id)\
-            .presented_order or ["A", "B", "C", "D"]
+            .presented_order or list(MC_ROLES)
         return JsonResponse({
             "ok": True,
             "guess_shown": MC_SHOWN[order.index(role)],

@@ -10,14 +10,14 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotation.api_common import (
+from annotation.models import Project
+from annotation.selectors import projects_visible_to
+from core.api import (
     JsonApiMixin,
     LimitedJSONParser,
     paginated_response,
     with_errors,
 )
-from annotation.models import Project
-from annotation.selectors import projects_visible_to
 from metrics_app.apis.report_schemas import MetricReportResponseSerializer
 from metrics_app.domain.score_input import ScoreInputError, check_score_row, first_repeated_id
 from metrics_app.models import ItemScoringJob, ScoringJob, ScoringStatus

@@ -10,10 +10,10 @@ from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotation.api_common import with_errors
 from annotation.judgment_selectors import GROUP_FIELDS
 from annotation.models import TaskKind
 from annotation.selectors import project_stage_by_ref, projects_visible_to
+from core.api import with_errors
 from metrics_app.apis.report_schemas import LeaderboardSerializer, ProjectReportSerializer
 from metrics_app.reports.leaderboard import leaderboard_csv
 from metrics_app.reports.project import cached_project_report

@@ -26,8 +26,9 @@ import math
 import re
 from dataclasses import dataclass, field
 
+from core.vocabulary import TASK_KINDS, TaskKind
+
 PARSE_RULES = ("likert", "yes_no", "ab", "choice", "json", "regex")
-TASK_KINDS = ("likert", "ab", "mc")
 CORRECT_AT = 3.0
 
 DEFAULT_SYSTEM = "You are a careful grader of answers to questions."
@@ -139,12 +140,12 @@ class _Strict(dict):
 def item_fields(task: str, content: dict, *, swap: bool = False) -> dict:
     """The prompt fields of an item's content (A/B: `swap` shows answer B first)."""
     content = content or {}
-    if task == "likert":
+    if task == TaskKind.LIKERT:
         return {"passage": content.get("passage", "") or "(none)",
                 "question": content.get("question", ""),
                 "references": " / ".join(content.get("references") or []) or "(none)",
                 "candidate": content.get("candidate", "")}
-    if task == "ab":
+    if task == TaskKind.AB:
         first, second = ("answer_b", "answer_a") if swap else ("answer_a", "answer_b")
         return {"question": content.get("question", ""),
                 "answer_a": (content.get(first) or {}).get("text", ""),

@@ -21,10 +21,11 @@ from pathlib import Path
 from typing import Any
 
 from annotation.domain.agreement import pearson
+from core.vocabulary import ModelKind
 
 PAPER_LEARNING_RATES = (1e-5, 2e-5, 3e-5)
-KIND_REGRESSION = "regression"
-KIND_PAIRWISE = "pairwise"
+KIND_REGRESSION = ModelKind.REGRESSION.value
+KIND_PAIRWISE = ModelKind.PAIRWISE.value
 
 
 class TrainingCancelled(Exception):

@@ -10,13 +10,13 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from annotation.domain.item_content import AB_CHOICES, MC_ROLES
 from annotation.models import TaskKind
 from annotation.services.adjudication import (
     AdjudicationInvalid,
     adjudication_queue,
     adjudication_record,
 )
+from core.vocabulary import AB_CHOICES, MC_ROLES
 
 from .dashboard import _visible_project
 

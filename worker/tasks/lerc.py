@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from celery import shared_task
 
+from core.vocabulary import ModelKind
+
 
 @shared_task(bind=True, name="worker.tasks.lerc.lerc_train", acks_late=True,
              reject_on_worker_lost=True, max_retries=None)
@@ -39,7 +41,7 @@ def lerc_score_project(project_id: int, model_version_id: int | None = None) -> 
     from metrics_app.services.scoring import project_score_metrics
 
     project = Project.objects.get(pk=project_id)
-    metric = "lerc_ab" if project.kind == "ab" else "lerc"
+    metric = ModelKind.for_task_kind(project.kind).metric_name
     model = None
     if model_version_id is not None:
         model = f"v{ModelVersion.objects.get(pk=model_version_id).number}"

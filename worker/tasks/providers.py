@@ -12,6 +12,8 @@ from decimal import Decimal
 
 from celery import shared_task
 
+from core.vocabulary import RECRUITING_PROVIDERS
+
 logger = logging.getLogger(__name__)
 
 
@@ -57,7 +59,7 @@ def providers_sync_all() -> int:
     ids = list(Stage.objects.filter(
         Q(status__in=[StageStatus.PUBLISHED, StageStatus.COLLECTING, StageStatus.REVIEWING])
         | Q(status=StageStatus.CLOSED, reconciled_at__isnull=True),
-        provider__in=["mturk", "prolific", "inhouse"],
+        provider__in=RECRUITING_PROVIDERS,
     ).order_by("pk").values_list("pk", flat=True))
     for stage_id in ids:
         stage_sync.delay(stage_id)

@@ -19,7 +19,7 @@ from django.db.models import Max
 from django.utils import timezone
 
 from annotation.models import Project, TaskKind
-from annotation.services.background import task_send
+from core.background import task_send
 from metrics_app.lerc.evaluation import compare_with_baselines
 from metrics_app.lerc.train import (
     KIND_PAIRWISE,
