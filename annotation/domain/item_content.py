@@ -171,7 +171,7 @@ def answer_system(content: dict, side: str, *, source: str = "",
         return HUMAN_HIGHER_VOTED
     other = content.get(f"answer_{'b' if side == 'A' else 'a'}") or {}
     higher = (metadata or {}).get("higher_voted")
-    if higher not in ("A", "B"):
+    if higher not in AB_CHOICES:
         mine, theirs = answer.get("upvotes"), other.get("upvotes")
         if mine is None or theirs is None or mine == theirs:
             return "human"

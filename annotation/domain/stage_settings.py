@@ -97,7 +97,8 @@ SETTINGS: tuple[SettingSpec, ...] = (
     SettingSpec("items_per_assignment", "int", "Items per assignment",
                 "Items a page that picks items itself (Prolific, in-house) gives one "
                 "assignment; a qualification takes all its items.", "Items and HITs",
-                "the project's items per HIT", minimum=1, providers=(Provider.PROLIFIC, Provider.INHOUSE)),
+                "the project's items per HIT", minimum=1,
+                providers=(Provider.PROLIFIC, Provider.INHOUSE)),
     SettingSpec("max_workers", "int", "Qualification takers",
                 "Qualification stages: how many workers take the qualification in all.",
                 "Items and HITs", "50", minimum=1),
@@ -128,10 +129,12 @@ SETTINGS: tuple[SettingSpec, ...] = (
                 "Which items (pairs of systems) reach the judges: all of them (uniform), or a "
                 "draw favouring the pairs that most reduce the ranking's uncertainty given the "
                 "judgments so far (run `route_stage` before publishing; probabilities "
-                "recorded).", "Items and HITs", "uniform", choices=PAIRING_MODES, kinds=(TaskKind.AB,)),
+                "recorded).", "Items and HITs", "uniform", choices=PAIRING_MODES,
+                kinds=(TaskKind.AB,)),
     SettingSpec("pairing_budget", "int", "A/B: pairing budget",
                 "Adaptive pairing: how many items are expected to go to the judges.",
-                "Items and HITs", "none (the command asks for it)", minimum=1, kinds=(TaskKind.AB,)),
+                "Items and HITs", "none (the command asks for it)", minimum=1,
+                kinds=(TaskKind.AB,)),
     SettingSpec("ab_ties", "bool", "A/B: tie options",
                 "Offer 'Both good', 'Both bad' and 'Tie' besides answer A and B (stored as the "
                 "choice; the leaderboard models them as ties). Off keeps the paper's protocol.",
@@ -236,7 +239,8 @@ SETTINGS: tuple[SettingSpec, ...] = (
                 "the workspace's default", max_length=100, providers=(Provider.PROLIFIC,)),
     SettingSpec("prolific_confirm_grace_seconds", "int", "Confirmation grace (seconds)",
                 "A submission Prolific has not listed this long after it was made is "
-                "flagged.", "Prolific", "86400 (one day)", minimum=0, providers=(Provider.PROLIFIC,)),
+                "flagged.", "Prolific", "86400 (one day)", minimum=0,
+                providers=(Provider.PROLIFIC,)),
     SettingSpec("prolific_completion_code", "str", "Completion code",
                 "The code participants get on completion.", "Prolific",
                 "generated at publish", max_length=50, providers=(Provider.PROLIFIC,)),
