@@ -26,11 +26,12 @@ from annotation.domain.agreement import (
 )
 from annotation.models import NON_DATA_STAGE_KINDS, Item, Project, Stage, TaskKind
 from annotation.selectors import judgments_that_count
+from core.vocabulary import MC_ROLES
 
 MISSING = -1e300  # stands for NULL in the numeric query
 GROUP_FIELDS = ("dataset", "split", "source", "domain", "text_level", "stage")
 LIKERT_DOMAIN = np.arange(1.0, 6.0)
-CHOICE_DOMAIN = np.array(["A", "B", "C", "D"])
+CHOICE_DOMAIN = np.array(MC_ROLES)
 
 
 @dataclass

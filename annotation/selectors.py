@@ -14,6 +14,8 @@ from decimal import Decimal
 
 from django.db.models import Avg, Count, Exists, OuterRef, Q, QuerySet, Sum
 
+from core.vocabulary import RECRUITING_PROVIDERS
+
 from .access_selectors import projects_visible_to
 from .models import (
     NON_DATA_STAGE_KINDS,
@@ -146,7 +148,7 @@ def stage_ids_to_sync() -> list[int]:
     return list(Stage.objects.filter(
         Q(status__in=[StageStatus.PUBLISHED, StageStatus.COLLECTING, StageStatus.REVIEWING])
         | Q(status=StageStatus.CLOSED, reconciled_at__isnull=True),
-        provider__in=["mturk", "prolific", "inhouse"],
+        provider__in=RECRUITING_PROVIDERS,
     ).order_by("pk").values_list("pk", flat=True))
 
 

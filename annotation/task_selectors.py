@@ -16,8 +16,9 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.crypto import salted_hmac
 
+from core.vocabulary import AB_CHOICES, MC_ROLES
+
 from .domain.answers import AB_SHOWN, MC_SHOWN
-from .domain.item_content import MC_ROLES
 from .models import (
     Assignment,
     AssignmentItem,
@@ -46,7 +47,7 @@ def item_view(item: Item, presented_order: list[str], *, kind: str, mode: str) -
             candidate=content.get("candidate", ""),
         )
     elif kind == TaskKind.AB:
-        order = presented_order or ["A", "B"]
+        order = presented_order or list(AB_CHOICES)
         answers = {"A": content.get("answer_a") or {}, "B": content.get("answer_b") or {}}
         view.update(
             question=content.get("question", ""),
@@ -55,7 +56,7 @@ def item_view(item: Item, presented_order: list[str], *, kind: str, mode: str) -
                    for i, role in enumerate(order)],
         )
     elif kind == TaskKind.MC:
-        order = presented_order or ["A", "B", "C", "D"]
+        order = presented_order or list(MC_ROLES)
         answers = list(content.get("answers") or [])
         roles = "ABCD"
         view.update(
@@ -146,7 +147,7 @@ def task_page_config(*, assignment: Assignment | None, stage: Stage, items: list
         orders = dict(AssignmentItem.objects.filter(assignment=assignment).values_list(
             "item_id", "presented_order")) if guesses else {}
         for item_id, role in guesses.items():
-            order = orders.get(int(item_id)) or ["A", "B", "C", "D"]
+            order = orders.get(int(item_id)) or list(MC_ROLES)
             locked_guesses[item_id] = MC_SHOWN[order.index(role)]
     return {
         "kind": project.kind,

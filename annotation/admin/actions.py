@@ -126,8 +126,8 @@ def check_readiness(modeladmin, request, queryset):
 
 @admin.action(description="Publish in the background (Celery)")
 def publish_stages_background(modeladmin, request, queryset):
-    from annotation.services.background import BrokerUnreachable
     from annotation.services.stages import stage_publish_enqueue
+    from core.background import BrokerUnreachable
 
     queued, failed = [], []
     for stage in queryset:

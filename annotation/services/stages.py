@@ -31,8 +31,8 @@ from annotation.models import (
     StageTransition,
 )
 from annotation.providers import PublishReport, get_provider
+from core.background import task_send_or_fail_fast
 
-from .background import task_send_or_fail_fast
 from .costs import StageCostEstimate, project_committed_cost, stage_cost_estimate
 from .hits import hit_updates_record, stage_hits_publish
 from .readiness import ProviderNotReady, stage_readiness

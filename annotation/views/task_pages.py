@@ -21,7 +21,6 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST
 
-from annotation.domain.json_limits import JsonTooDeep, json_loads_limited
 from annotation.models import (
     Assignment,
     ParticipantVerification,
@@ -61,6 +60,7 @@ from annotation.task_selectors import (
     task_items,
     task_page_config,
 )
+from core.json_limits import JsonTooDeep, json_loads_limited
 
 # The worker sites that show an ExternalQuestion in their iframe (production and sandbox).
 # Not "https://*.mturk.com": that includes the requester sites; not www.mturk.com either, which

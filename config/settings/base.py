@@ -173,7 +173,7 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "config.schema.AutoSchema",
     # DRF's defaults, with JSON nesting limited (a deep body is a 400, not a RecursionError).
     "DEFAULT_PARSER_CLASSES": [
-        "annotation.api_common.LimitedJSONParser",
+        "core.api.LimitedJSONParser",
         "rest_framework.parsers.FormParser",
         "rest_framework.parsers.MultiPartParser",
     ],

@@ -10,7 +10,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotation.access_selectors import access_project
-from annotation.api_common import (
+from core.api import (
     JsonApiMixin,
     LimitedJSONParser,
     paginated_response,

@@ -13,19 +13,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .meta_evaluation import correlations, decision_statistics, finite_or_none
+from core.statistics import finite_or_none, percentile_interval
+
+from .meta_evaluation import correlations, decision_statistics
 
 CONFIDENCE = 0.95
 ECE_BINS = 10
-
-
-def _interval(values: np.ndarray) -> list[float | None]:
-    values = values[np.isfinite(values)]
-    if not len(values):
-        return [None, None]
-    alpha = (1 - CONFIDENCE) / 2
-    low, high = np.quantile(values, [alpha, 1 - alpha])
-    return [finite_or_none(low), finite_or_none(high)]
 
 
 def resample_indices(n: int, n_resamples: int, seed: int = 0) -> np.ndarray:
@@ -58,7 +51,8 @@ def expected_calibration_error(probability: Sequence[float], labels: Sequence[in
                           "mean_probability": float(p[members].mean()),
                           "observed": float(y[members].mean())})
     resampled = np.array([ece(idx) for idx in resample_indices(n, n_resamples, seed)])
-    return {"n": n, "ece": ece(np.arange(n)), "ci": _interval(resampled), "bins": table}
+    return {"n": n, "ece": ece(np.arange(n)), "ci": percentile_interval(resampled, CONFIDENCE),
+            "bins": table}
 
 
 def binary_alignment(*, rank: Sequence[float], threshold: float, labels: Sequence[int],
@@ -116,7 +110,7 @@ def paired_comparison(correct_a: Sequence[bool], correct_b: Sequence[bool], *,
     out["accuracy_difference"] = finite_or_none(diff.mean())
     idx = resample_indices(n, n_resamples, seed)
     if len(idx):
-        out["ci"] = _interval(diff[idx].mean(axis=1))
+        out["ci"] = percentile_interval(diff[idx].mean(axis=1), CONFIDENCE)
     discordant = only_a + only_b
     out["mcnemar_p"] = float(binomtest(only_a, discordant, 0.5).pvalue) if discordant else 1.0
     return out
@@ -164,7 +158,8 @@ def rate_gap(judge: Sequence[float], human: Sequence[float], *, n_resamples: int
     idx = resample_indices(n, n_resamples, seed)
     return {"n": n, "judge_rate": finite_or_none(j.mean()), "human_rate": finite_or_none(h.mean()),
             "gap": finite_or_none(diff.mean()),
-            "ci": _interval(diff[idx].mean(axis=1)) if len(idx) else [None, None]}
+            "ci": (percentile_interval(diff[idx].mean(axis=1), CONFIDENCE) if len(idx)
+                   else [None, None])}
 
 
 def length_bias(lengths: Sequence[float], judge: Sequence[float], human: Sequence[float], *,
@@ -192,7 +187,7 @@ def length_bias(lengths: Sequence[float], judge: Sequence[float], human: Sequenc
     sj, sh = spearman(length, j), spearman(length, h)
     diffs = np.array([spearman(length[i], j[i]) - spearman(length[i], h[i])
                       for i in resample_indices(n, n_resamples, seed)])
-    ci = _interval(diffs)
+    ci = percentile_interval(diffs, CONFIDENCE)
     out.update(spearman_length_judge=finite_or_none(sj), spearman_length_human=finite_or_none(sh),
                difference=finite_or_none(sj - sh), ci=ci,
                favours_longer=None if ci[0] is None else bool(ci[0] > 0))
@@ -219,10 +214,10 @@ def position_bias(first_shown_chosen: Sequence[bool], consistent: Sequence[bool]
            "n_pairs": len(same), "position_consistency": None, "ci_consistency": [None, None]}
     if len(first):
         out["first_position_rate"] = finite_or_none(first.mean())
-        out["ci_first"] = _interval(first[resample_indices(len(first), n_resamples,
-                                                           seed)].mean(axis=1))
+        out["ci_first"] = percentile_interval(
+            first[resample_indices(len(first), n_resamples, seed)].mean(axis=1), CONFIDENCE)
     if len(same):
         out["position_consistency"] = finite_or_none(same.mean())
-        out["ci_consistency"] = _interval(same[resample_indices(len(same), n_resamples,
-                                                               seed)].mean(axis=1))
+        out["ci_consistency"] = percentile_interval(
+            same[resample_indices(len(same), n_resamples, seed)].mean(axis=1), CONFIDENCE)
     return out

@@ -5,6 +5,8 @@ from django.conf import settings
 from django.db import models
 
 from annotation.models import Project
+from core import vocabulary
+from core.choices import django_choices
 from core.leases import LeaseStates
 
 
@@ -18,15 +20,13 @@ class ModelStatus(models.TextChoices):
     CANCELLED = "cancelled", "Cancelled"
 
 
-class ModelKind(models.TextChoices):
-    REGRESSION = "regression", "LERC regression (1–5 score)"
-    PAIRWISE = "pairwise", "Pairwise Bradley–Terry (A/B)"
+ModelKind = django_choices(vocabulary.ModelKind, module=__name__)
 
 
 class ModelVersion(models.Model):
     """One trained learned-metric model, kept forever with its evaluation."""
 
-    name = models.CharField(max_length=50, default="lerc")
+    name = models.CharField(max_length=50, default=vocabulary.ModelKind.REGRESSION.model_name)
     number = models.PositiveIntegerField(help_text="Version number within the name.")
     kind = models.CharField(max_length=20, choices=ModelKind.choices, default=ModelKind.REGRESSION)
     projects = models.ManyToManyField(Project, blank=True, related_name="model_versions")

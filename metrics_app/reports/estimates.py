@@ -17,6 +17,7 @@ from django.db.models import Max, Q
 from annotation.domain.aggregation import aggregate_items
 from annotation.judgment_selectors import JudgmentFrame
 from annotation.models import Project, RoutingDraw, TaskKind
+from core.vocabulary import PROBABILITY_METRIC_NAME, ModelKind
 
 from ..domain import estimates
 from ..judge_selectors import judge_view, predictor_values
@@ -24,7 +25,7 @@ from ..models import JudgeVerdict, MetricScore
 
 CORRECT_AT = 3.0  # a mean human score of 3 or more on the 1–5 scale counts as correct
 # LERC's calibrated P(correct) predicts accuracy; its 1–5 score predicts the mean score.
-PROBABILITY_METRIC, SCORE_METRIC = "lerc_prob", "lerc"
+PROBABILITY_METRIC, SCORE_METRIC = PROBABILITY_METRIC_NAME, ModelKind.REGRESSION.metric_name
 
 
 def latest_metric_scores(project: Project, metric: str) -> tuple[str | None, dict[int, float]]:

@@ -17,7 +17,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from annotation.models import Item, Project, TaskKind
-from annotation.services.background import task_send
+from core.background import task_send
 from core.leases import JobLease, leased_run
 from metrics_app.models import ItemScoringJob, ScoringJob, ScoringStatus
 

@@ -24,6 +24,7 @@ from annotation.models import (
     WorkerQualification,
 )
 from annotation.selectors import worker_is_blocked_for
+from core.vocabulary import AB_CHOICES, MC_ROLES
 
 from .comprehension import RETURN_KEY, RETURN_MESSAGE
 from .errors import (
@@ -83,9 +84,9 @@ def more_work_for(*, stage: Stage, worker: Worker) -> bool:
 
 def _presented_order(kind: str) -> list[str]:
     if kind == TaskKind.AB:
-        letters = ["A", "B"]
+        letters = list(AB_CHOICES)
     elif kind == TaskKind.MC:
-        letters = ["A", "B", "C", "D"]
+        letters = list(MC_ROLES)
     else:
         return []
     random.SystemRandom().shuffle(letters)

@@ -23,6 +23,7 @@ from annotation.models import (
     StageKind,
     TaskKind,
 )
+from core.vocabulary import MC_ROLES
 
 from .comprehension import (
     ATTEMPTS_KEY,
@@ -430,7 +431,7 @@ def assignment_feedback(*, assignment: Assignment, item_id: int) -> dict[str, An
     reveal = (mode in (ExperimentMode.QA, ExperimentMode.GUESSING)
               and row.assignment.stage.kind != StageKind.QUALIFICATION and item.gold)
     if reveal:
-        order = row.presented_order or ["A", "B", "C", "D"]
+        order = row.presented_order or list(MC_ROLES)
         correct_role = item.gold.get("choice")
         if correct_role in order:
             feedback["correct_shown"] = "abcd"[order.index(correct_role)]

@@ -110,7 +110,7 @@ def assignment_review_rules(*, assignment: Assignment) -> ReviewDecision:
             accuracy = right / len(checks)
             metrics["gold_accuracy"] = accuracy
             # Prolific allows rejecting for attention checks only after two failed ones.
-            enough = stage.provider != "prolific" or len(checks) - right >= 2
+            enough = stage.provider != Provider.PROLIFIC or len(checks) - right >= 2
             if accuracy < rules["min_gold_accuracy"] and enough:
                 reasons.append(f"accuracy on check items {accuracy:.0%} is below "
                                f"{rules['min_gold_accuracy']:.0%}")

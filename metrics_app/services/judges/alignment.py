@@ -13,6 +13,7 @@ import numpy as np
 
 from annotation.judgment_selectors import load_judgments
 from annotation.models import Project, TaskKind
+from core.vocabulary import AB_CHOICES
 
 from ...domain import estimates as est
 from ...domain.judge_alignment import (
@@ -48,7 +49,7 @@ def human_labels(project: Project) -> dict[int, dict]:
     for item_id, score, choice in zip(frame.item_id[mask].tolist(), frame.score[mask].tolist(),
                                       frame.choice[mask].tolist(), strict=True):
         if ab:
-            if choice in ("A", "B"):
+            if choice in AB_CHOICES:
                 per_item.setdefault(item_id, []).append(1.0 if choice == "A" else 0.0)
         elif not math.isnan(score):
             per_item.setdefault(item_id, []).append(score)

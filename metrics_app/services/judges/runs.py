@@ -29,7 +29,7 @@ from django.utils import timezone
 
 from annotation.domain.control_characters import without_control_characters
 from annotation.models import Project, TaskKind
-from annotation.services.background import task_send
+from core.background import task_send
 from core.leases import JobLease, LeaseLost, leased_run
 
 from ...domain.judge_prompts import (
@@ -75,7 +75,7 @@ def judge_requests(project: Project, version: JudgeVersion) -> list[Request]:
     """Every request the judge makes on the project (A/B: both orders per item)."""
     config = version.config
     task = _check_kind(project, version)
-    orders = ("AB", "BA") if task == "ab" else ("",)
+    orders = ("AB", "BA") if task == TaskKind.AB else ("",)
     requests = []
     items = project.items.filter(is_practice=False, excluded=False).only("id", "content")
     for item in items.order_by("id").iterator(chunk_size=2000):

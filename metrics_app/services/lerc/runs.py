@@ -2,7 +2,8 @@
 outcome out, so the tasks hold no queries and no branching on kind."""
 from __future__ import annotations
 
-from annotation.models import Project, TaskKind
+from annotation.models import Project
+from core.vocabulary import ModelKind
 from metrics_app.models import ModelVersion
 from metrics_app.services.scoring import project_score_metrics
 
@@ -27,7 +28,7 @@ def project_score_lerc(*, project_id: int, model_version_id: int | None = None) 
     """Score every item of a project with the LERC metric of its kind (the pairwise one for
     A/B projects), with the given version or the promoted one, caching the scores."""
     project = Project.objects.get(pk=project_id)
-    metric = "lerc_ab" if project.kind == TaskKind.AB else "lerc"
+    metric = ModelKind.for_task_kind(project.kind).metric_name
     model = None
     if model_version_id is not None:
         model = f"v{ModelVersion.objects.get(pk=model_version_id).number}"

@@ -15,7 +15,7 @@ from django.db.models import Max, Q
 from django.utils import timezone
 
 from annotation.models import Project, TaskKind
-from annotation.services.background import task_send
+from core.background import task_send
 from core.leases import (
     Heartbeat,
     JobLease,
