@@ -14,7 +14,7 @@ from itertools import chain
 
 import numpy as np
 from django.db import connection
-from django.db.models import FloatField, Q, Value
+from django.db.models import FloatField, Max, Q, QuerySet, Value
 from django.db.models.functions import Coalesce
 
 from annotation.domain.aggregation import aggregate_items, mean_by_item, znormalize_by_annotator
@@ -31,6 +31,18 @@ MISSING = -1e300  # stands for NULL in the numeric query
 GROUP_FIELDS = ("dataset", "split", "source", "domain", "text_level", "stage")
 LIKERT_DOMAIN = np.arange(1.0, 6.0)
 CHOICE_DOMAIN = np.array(["A", "B", "C", "D"])
+
+
+def watermark(rows: QuerySet | np.ndarray) -> int:
+    """The one freshness rule of every cached result (project report, dashboard charts,
+    metric evaluation, judge alignment, estimates, a LERC data set's pin): the highest id of the
+    rows it read, 0 when none. Judgments, metric scores and judge verdicts are append-only, so
+    a result whose watermarks still equal the tables' is fresh for new rows (what changes
+    without a new row -- the counting rule, item edits -- is compared separately).
+    `rows`: a queryset, or the ids already loaded (a `JudgmentFrame`'s)."""
+    if isinstance(rows, QuerySet):
+        return rows.aggregate(top=Max("id"))["top"] or 0
+    return int(rows.max()) if len(rows) else 0
 
 
 @dataclass
@@ -68,7 +80,7 @@ class JudgmentFrame:
 
     @property
     def watermark(self) -> int:
-        return int(self.id.max()) if len(self.id) else 0
+        return watermark(self.id)
 
     def codes(self, name: str) -> tuple[np.ndarray, np.ndarray]:
         """(sorted distinct values as str, code per judgment) of an item field or "stage";

@@ -23,7 +23,7 @@ from django.db import transaction
 from django.db.models import Max
 
 from annotation.domain.agreement import pearson
-from annotation.judgment_selectors import item_gold_scores, judgment_rows
+from annotation.judgment_selectors import item_gold_scores, judgment_rows, watermark
 from annotation.models import Judgment, Project, TaskKind
 from annotation.selectors import counting_fingerprint
 from metrics_app.domain import meta_evaluation
@@ -389,9 +389,21 @@ def metric_evaluation_build(*, project: Project, params: dict | None = None,
 
 
 def _watermarks(project: Project) -> tuple[int, int]:
-    judgment = Judgment.objects.filter(item__project=project).aggregate(m=Max("id"))["m"] or 0
-    score = MetricScore.objects.filter(item__project=project).aggregate(m=Max("id"))["m"] or 0
-    return judgment, score
+    return (watermark(Judgment.objects.filter(item__project=project)),
+            watermark(MetricScore.objects.filter(item__project=project)))
+
+
+def metric_report_compute(*, project: Project, params: dict | None = None) -> tuple[dict, int]:
+    """(the report with what the cache compares, its judgment watermark), stored nowhere: what
+    a GET answers when nothing is cached. The watermarks are read first, so judgments
+    arriving during the computation leave a stored copy stale."""
+    params = normalize_params(params)
+    judgment_mark, score_mark = _watermarks(project)
+    data = metric_evaluation_build(project=project, params=params)
+    data["score_watermark"] = score_mark
+    data["counting_fingerprint"] = counting_fingerprint(project=project)
+    data["aggregation"] = project.aggregation_model
+    return data, judgment_mark
 
 
 def metric_report_refresh(*, project: Project, params: dict | None = None) -> Report:
@@ -399,14 +411,9 @@ def metric_report_refresh(*, project: Project, params: dict | None = None) -> Re
 
     The computation (minutes on a big project) runs outside any transaction and only the
     swap of the cached row is one: on SQLite a transaction holds the database's only write
-    lock, and annotators, the admin and imports must keep writing meanwhile. The watermarks
-    are read first, so judgments arriving during the computation leave the report stale."""
+    lock, and annotators, the admin and imports must keep writing meanwhile."""
     params = normalize_params(params)
-    judgment_mark, score_mark = _watermarks(project)
-    data = metric_evaluation_build(project=project, params=params)
-    data["score_watermark"] = score_mark
-    data["counting_fingerprint"] = counting_fingerprint(project=project)
-    data["aggregation"] = project.aggregation_model
+    data, judgment_mark = metric_report_compute(project=project, params=params)
     with transaction.atomic():
         Report.objects.filter(project=project, kind=REPORT_KIND, params=params).delete()
         return Report.objects.create(project=project, kind=REPORT_KIND, params=params,

@@ -9,14 +9,14 @@ from celery import shared_task
 @shared_task(name="worker.tasks.reports.report_refresh", acks_late=True)
 def report_refresh(project_id: int) -> int:
     from annotation.models import Project
-    from metrics_app.reports.project import dashboard_data
+    from metrics_app.reports.project import dashboard_charts_refresh
     from metrics_app.reports.project import report_refresh as refresh
 
     project = Project.objects.filter(pk=project_id).first()
     if project is None:
         return 0
     report = refresh(project=project)
-    dashboard_data(project=project)
+    dashboard_charts_refresh(project=project)
     return report["judgment_watermark"]
 
 
