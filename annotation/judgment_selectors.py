@@ -24,7 +24,14 @@ from annotation.domain.agreement import (
     fleiss_kappa_from_counts,
     krippendorff_alpha_from_counts,
 )
-from annotation.models import NON_DATA_STAGE_KINDS, Item, Project, Stage, TaskKind
+from annotation.models import (
+    COLLECTION_STAGE_KINDS,
+    NON_DATA_STAGE_KINDS,
+    Item,
+    Project,
+    Stage,
+    TaskKind,
+)
 from annotation.selectors import judgments_that_count
 
 MISSING = -1e300  # stands for NULL in the numeric query
@@ -318,3 +325,24 @@ def item_gold_scores(
         return {item: aggregate.label for item, aggregate in
                 aggregate_items(triples, model="median", kind="likert").items()}
     return mean_by_item(triples, znormalize=znormalize)
+
+
+def agreement_stage_for(stage: Stage) -> Stage | None:
+    """The stage whose agreement gates this one: `settings["agreement_stage_id"]`, else the
+    closest earlier trial/pilot/full stage of the project, else the required stage."""
+    options = stage.settings or {}
+    if options.get("agreement_stage_id"):
+        return Stage.objects.filter(pk=options["agreement_stage_id"]).first()
+    earlier = (
+        Stage.objects.filter(project_id=stage.project_id, kind__in=COLLECTION_STAGE_KINDS)
+        .filter(Q(order__lt=stage.order) | Q(order=stage.order, pk__lt=stage.pk))
+        .exclude(pk=stage.pk).order_by("-order", "-pk").first()
+    )
+    return earlier or stage.requires_stage
+
+
+def stage_alpha(*, stage: Stage, level: str | None = None) -> float | None:
+    """Krippendorff's alpha of the stage's judgments (None when too few to compute); the
+    `annotation.judgment_selectors.stage_agreement` (interval for Likert, nominal otherwise)."""
+    level = level or (stage.settings or {}).get("agreement_level")
+    return stage_agreement(stage=stage, level=level)

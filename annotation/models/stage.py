@@ -35,6 +35,10 @@ class StageStatus(models.TextChoices):
     CLOSED = "closed", "Closed"
 
 
+# The stages that take work now (links, HITs and the annotator's home offer them).
+OPEN_STAGE_STATUSES = (StageStatus.PUBLISHED, StageStatus.COLLECTING)
+
+
 class Provider(models.TextChoices):
     MTURK = "mturk", "Mechanical Turk"
     PROLIFIC = "prolific", "Prolific"

@@ -44,7 +44,6 @@ from annotation.services.assignments import (
     SessionNotVerified,
     SubmissionInvalid,
     assignment_confirm_item,
-    assignment_feedback,
     assignment_page_state,
     assignment_record_guess,
     assignment_save_draft,
@@ -57,6 +56,7 @@ from annotation.services.assignments import (
     prolific_session_check,
 )
 from annotation.task_selectors import (
+    assignment_feedback,
     hit_preview_items,
     passage_blocks,
     task_item_rows,

@@ -20,7 +20,6 @@ from dataclasses import dataclass
 
 import numpy as np
 from django.db import transaction
-from django.db.models import Max
 
 from annotation.domain.agreement import pearson
 from annotation.judgment_selectors import item_gold_scores, judgment_rows, watermark
@@ -29,6 +28,7 @@ from annotation.selectors import counting_fingerprint
 from metrics_app.domain import meta_evaluation
 from metrics_app.domain.text_match import is_exact_match
 from metrics_app.models import MetricScore, Report
+from metrics_app.score_selectors import project_metric_versions
 
 REPORT_KIND = "metric_eval"
 DEFAULT_PARAMS = {"znormalize": False, "drop_exact_matches": False, "drop_number_pairs": False,
@@ -41,16 +41,6 @@ def normalize_params(params: dict | None) -> dict:
         if key in DEFAULT_PARAMS:
             merged[key] = int(value) if key == "n_resamples" else bool(value)
     return merged
-
-
-def project_metric_versions(*, project: Project) -> dict[str, str]:
-    """metric name → the version stored most recently for this project."""
-    latest: dict[str, str] = {}
-    rows = (MetricScore.objects.filter(item__project=project)
-            .values("metric", "version").annotate(last=Max("id")).order_by("last"))
-    for row in rows:
-        latest[row["metric"]] = row["version"]
-    return dict(sorted(latest.items()))
 
 
 def _scores(*, project: Project, versions: dict[str, str]) -> dict[str, dict[tuple[int, str], float | None]]:

@@ -18,10 +18,10 @@ from annotation.models import Project, TaskKind
 from annotation.selectors import projects_visible_to
 from metrics_app.models import ScoringJob, ScoringStatus
 from metrics_app.registry import metric_description, metric_names
+from metrics_app.score_selectors import project_metric_versions
 from metrics_app.services.meta_evaluation_report import (
     metric_report_cached,
     normalize_params,
-    project_metric_versions,
     roc_curves,
     scatter_points,
 )

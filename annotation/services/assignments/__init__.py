@@ -53,7 +53,6 @@ from .state import (
 from .submission import (
     SubmittedJudgments,
     assignment_confirm_item,
-    assignment_feedback,
     assignment_submit,
     pilot_paragraph,
 )
@@ -93,7 +92,6 @@ __all__ = [
     "WorkerBlocked",
     "answer_rules",
     "assignment_confirm_item",
-    "assignment_feedback",
     "assignment_page_state",
     "assignment_record_guess",
     "assignment_release_abandoned",

@@ -24,11 +24,11 @@ from annotation.models import (
     ParticipantVerification,
     Provider,
     Stage,
-    TaskKind,
     Worker,
     WorkerQualification,
 )
 from annotation.selectors import worker_is_blocked_for
+from annotation.task_selectors import answer_roles
 
 from .comprehension import RETURN_KEY, RETURN_MESSAGE, _refuse_if_return_requested
 from .errors import (
@@ -96,12 +96,7 @@ def more_work_for(*, stage: Stage, worker: Worker) -> bool:
 
 
 def _presented_order(kind: str) -> list[str]:
-    if kind == TaskKind.AB:
-        letters = ["A", "B"]
-    elif kind == TaskKind.MC:
-        letters = ["A", "B", "C", "D"]
-    else:
-        return []
+    letters = answer_roles(kind)
     random.SystemRandom().shuffle(letters)
     return letters
 

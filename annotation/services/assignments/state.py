@@ -9,7 +9,13 @@ from django.db.models import QuerySet
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+# Re-exported for the assignment modules (`X as X`); defined below the services, where the
+# selectors read them too.
+from annotation.assignment_draft import REFUSED_KEY as REFUSED_KEY
+from annotation.assignment_draft import SERVER_DRAFT_KEY as SERVER_DRAFT_KEY
+from annotation.assignment_draft import server_state
 from annotation.domain.answers import AnswerRules
+from annotation.models import OPEN_STAGE_STATUSES as OPEN_STAGE_STATUSES
 from annotation.models import (
     Assignment,
     AssignmentStatus,
@@ -22,8 +28,6 @@ from annotation.models import (
     StageStatus,
     TaskKind,
 )
-
-OPEN_STAGE_STATUSES = (StageStatus.PUBLISHED, StageStatus.COLLECTING)
 
 
 def stage_not_open_message(stage: Stage) -> str:
@@ -46,18 +50,8 @@ FINISHED_STATUSES = (AssignmentStatus.SUBMITTED, AssignmentStatus.APPROVED,
 MAX_DRAFT_BYTES = 200_000
 
 
-# Server-owned part of the draft (pilot guesses locked before the paragraph is shown); the
-# page's autosave can never overwrite it.
-SERVER_DRAFT_KEY = "_server"
-
-
 # MC modes in which each item is confirmed on its own before the next one is shown.
 CONFIRM_MODES = (ExperimentMode.QA, ExperimentMode.GUESSING, ExperimentMode.PILOT)
-
-
-# Late confirms refused because others filled the item meanwhile (item id -> message): the page
-# counts them as settled and the submit no longer asks for them.
-REFUSED_KEY = "refused"
 
 
 def answer_rules(project, stage=None) -> AnswerRules:
@@ -117,7 +111,7 @@ def hit_is_expired(hit: Hit, now: datetime | None = None) -> bool:
 
 
 def _server_state(assignment: Assignment) -> dict:
-    return dict((assignment.draft or {}).get(SERVER_DRAFT_KEY) or {})
+    return server_state(assignment)
 
 
 def _save_server_state(assignment: Assignment, state: dict) -> None:
