@@ -1,8 +1,5 @@
-"""Every server-side chart: matplotlib (Agg backend), drawn from numbers already read (no
-database access), so a cached report renders without queries. The dashboard's and the model
-card's charts are inline SVG (text stays text, no extra request); the metrics and judges pages'
-plots are PNG images behind their own URLs (`<img src=...png>`, kept by the browser a minute),
-which is the one place the other format is needed."""
+"""Every server-side chart (matplotlib, Agg), drawn from numbers already read, never the database:
+inline SVG (dashboard, model card), PNG for the plots behind their own .png URLs (`<img>`)."""
 from __future__ import annotations
 
 import io
@@ -40,25 +37,6 @@ def _svg(fig) -> str:
         fig.savefig(buffer, format="svg")
     text = buffer.getvalue()
     return text[text.index("<svg"):]  # drop the XML prolog so it can be inlined in HTML
-
-
-def _png(fig) -> bytes:
-    """A figure laid out tightly (a standalone image has no page margins around it) as PNG."""
-    fig.tight_layout()
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png")
-    return buffer.getvalue()
-
-
-def _image_figure(width: float, height: float):
-    """A figure for a PNG plot (110 dpi, one axes)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    from matplotlib.figure import Figure
-
-    figure = Figure(figsize=(width, height), dpi=110)
-    return figure, figure.subplots()
 
 
 def likert_histograms(likert: dict) -> str | None:
@@ -307,6 +285,25 @@ def baseline_bars(rows: dict, *, measure: str, highlight: str = "lerc") -> str |
     ax.tick_params(axis="x", labelsize=8)
     ax.spines[["top", "right"]].set_visible(False)
     return _svg(fig)
+
+
+def _png(fig) -> bytes:
+    """A figure laid out tightly (a standalone image has no page margins around it) as PNG."""
+    fig.tight_layout()
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png")
+    return buffer.getvalue()
+
+
+def _image_figure(width: float, height: float):
+    """A figure for a PNG plot (110 dpi, one axes)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(width, height), dpi=110)
+    return figure, figure.subplots()
 
 
 def metric_scatter_png(xs: list[float], ys: list[float], *, total: int, metric: str,
