@@ -113,7 +113,7 @@ def publish_stages(modeladmin, request, queryset):
 @admin.action(description="Check provider readiness (credentials, endpoint, settings; asks "
                           "the provider once, creates nothing)")
 def check_readiness(modeladmin, request, queryset):
-    from annotation.services.readiness import stage_readiness
+    from annotation.readiness_selectors import stage_readiness
 
     done, failed = [], []
     for stage in queryset:

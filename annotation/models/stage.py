@@ -40,6 +40,9 @@ class StageStatus(models.TextChoices):
 
 Provider = django_choices(vocabulary.Provider, module=__name__)
 
+# The stages that take work now (links, HITs and the annotator's home offer them).
+OPEN_STAGE_STATUSES = (StageStatus.PUBLISHED, StageStatus.COLLECTING)
+
 
 class Stage(models.Model):
     """A release of items to workers: qualification → trial → full collection (MOCHA app. D)."""

@@ -140,7 +140,7 @@ class MTurkProvider(RemoteProvider):
         response = self.call("get_account_balance", attempts=2)
         return Decimal(response["AvailableBalance"])
 
-    # --- readiness (annotation/services/readiness.py) -------------------------------------
+    # --- readiness (annotation/readiness_selectors.py) -------------------------------------
     def readiness_problems(self, *, stage) -> list[ReadinessProblem]:
         problems = []
         custom = settings.MTURK_ENDPOINT_URL

@@ -38,7 +38,6 @@ from annotation.services.assignments import (
     SessionNotVerified,
     SubmissionInvalid,
     assignment_confirm_item,
-    assignment_feedback,
     assignment_page_state,
     assignment_record_guess,
     assignment_save_draft,
@@ -51,6 +50,7 @@ from annotation.services.assignments import (
     prolific_session_check,
 )
 from annotation.task_selectors import (
+    assignment_feedback,
     guess_label_shown,
     hit_preview,
     inhouse_completion,

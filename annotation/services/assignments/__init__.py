@@ -60,7 +60,6 @@ from .state import (
 from .submission import (
     SubmittedJudgments,
     assignment_confirm_item,
-    assignment_feedback,
     assignment_submit,
     pilot_paragraph,
 )
@@ -107,7 +106,6 @@ __all__ = [
     "WorkerBlocked",
     "answer_rules",
     "assignment_confirm_item",
-    "assignment_feedback",
     "assignment_page_state",
     "assignment_record_guess",
     "assignment_release_abandoned",

@@ -6,6 +6,13 @@ from __future__ import annotations
 
 from django.utils import timezone
 
+# Re-exported for the assignment modules (`X as X`); defined below the services, where the
+# task selectors read them too.
+from annotation.assignment_draft import ATTEMPTS_KEY as ATTEMPTS_KEY
+from annotation.assignment_draft import RETRY_MESSAGE as RETRY_MESSAGE
+from annotation.assignment_draft import RETURN_KEY as RETURN_KEY
+from annotation.assignment_draft import RETURN_MESSAGE as RETURN_MESSAGE
+from annotation.assignment_draft import server_state
 from annotation.models import (
     Assignment,
     AssignmentItem,
@@ -17,25 +24,7 @@ from annotation.models import (
 )
 
 from .errors import ReturnRequested
-from .state import SERVER_DRAFT_KEY, server_state
-
-# Prolific comprehension checks (the practice items with a gold answer of a Prolific stage):
-# Prolific requires a second attempt after a wrong answer, and a participant who fails twice is
-# asked to return the study and must not be rejected for it. Server draft state keys:
-ATTEMPTS_KEY = "attempts"  # item id -> [the first, wrong, attempt]
-
-
-RETURN_KEY = "return_requested"  # when the participant was asked to return the study
-
-
-RETRY_MESSAGE = ("That answer was not right. Read the question again and answer it once more: "
-                 "you have one more attempt.")
-
-
-RETURN_MESSAGE = ("Your answer to the comprehension question was not right again, so you cannot "
-                  "continue with this study. Please return the study on Prolific (\"Stop without "
-                  "completing\" / return your submission): you will not be rejected for this. "
-                  "There is no completion code.")
+from .state import SERVER_DRAFT_KEY
 
 
 def refuse_if_return_requested(assignment: Assignment) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.db import transaction
 from django.utils import timezone
 
+from annotation.assignment_draft import server_state
 from annotation.domain.answers import AnswerError, clean_guess
 from annotation.domain.control_characters import control_character_message, find_control_character
 from annotation.models import (
@@ -18,7 +19,7 @@ from annotation.models import (
 from .comprehension import ATTEMPTS_KEY, RETRY_MESSAGE
 from .errors import SubmissionInvalid
 from .locking import assignment_item_row, assignment_open_locked
-from .state import MAX_DRAFT_BYTES, REFUSED_KEY, SERVER_DRAFT_KEY, server_state
+from .state import MAX_DRAFT_BYTES, REFUSED_KEY, SERVER_DRAFT_KEY
 
 
 @transaction.atomic

@@ -19,12 +19,11 @@ from annotation.models import (
     ParticipantVerification,
     Provider,
     Stage,
-    TaskKind,
     Worker,
     WorkerQualification,
 )
 from annotation.selectors import worker_is_blocked_for
-from core.vocabulary import AB_CHOICES, MC_ROLES
+from annotation.task_selectors import answer_roles
 
 from .comprehension import RETURN_KEY, RETURN_MESSAGE
 from .errors import (
@@ -83,12 +82,7 @@ def more_work_for(*, stage: Stage, worker: Worker) -> bool:
 
 
 def _presented_order(kind: str) -> list[str]:
-    if kind == TaskKind.AB:
-        letters = list(AB_CHOICES)
-    elif kind == TaskKind.MC:
-        letters = list(MC_ROLES)
-    else:
-        return []
+    letters = answer_roles(kind)
     random.SystemRandom().shuffle(letters)
     return letters
 

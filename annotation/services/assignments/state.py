@@ -7,7 +7,12 @@ from datetime import datetime
 from django.db.models import QuerySet
 from django.utils import timezone
 
+# Re-exported for the assignment modules (`X as X`); defined below the services, where the
+# selectors read them too.
+from annotation.assignment_draft import REFUSED_KEY as REFUSED_KEY
+from annotation.assignment_draft import SERVER_DRAFT_KEY as SERVER_DRAFT_KEY
 from annotation.domain.answers import AnswerRules
+from annotation.models import OPEN_STAGE_STATUSES as OPEN_STAGE_STATUSES
 from annotation.models import (
     Assignment,
     AssignmentStatus,
@@ -19,8 +24,6 @@ from annotation.models import (
     StageStatus,
     TaskKind,
 )
-
-OPEN_STAGE_STATUSES = (StageStatus.PUBLISHED, StageStatus.COLLECTING)
 
 
 def stage_not_open_message(stage: Stage) -> str:
@@ -43,18 +46,8 @@ FINISHED_STATUSES = (AssignmentStatus.SUBMITTED, AssignmentStatus.APPROVED,
 MAX_DRAFT_BYTES = 200_000
 
 
-# Server-owned part of the draft (pilot guesses locked before the paragraph is shown); the
-# page's autosave can never overwrite it.
-SERVER_DRAFT_KEY = "_server"
-
-
 # MC modes in which each item is confirmed on its own before the next one is shown.
 CONFIRM_MODES = (ExperimentMode.QA, ExperimentMode.GUESSING, ExperimentMode.PILOT)
-
-
-# Late confirms refused because others filled the item meanwhile (item id -> message): the page
-# counts them as settled and the submit no longer asks for them.
-REFUSED_KEY = "refused"
 
 
 def answer_rules(project, stage=None) -> AnswerRules:
@@ -78,10 +71,6 @@ def hit_is_expired(hit: Hit, now: datetime | None = None) -> bool:
     return hit.expires_at is not None and hit.expires_at <= (now or timezone.now())
 
 
-def server_state(assignment: Assignment) -> dict:
-    """A copy of the server-owned part of the assignment's draft (`SERVER_DRAFT_KEY`): pilot
-    guesses, comprehension attempts, refused late confirms, when it timed out."""
-    return dict((assignment.draft or {}).get(SERVER_DRAFT_KEY) or {})
 
 
 def server_state_save(assignment: Assignment, state: dict) -> None:

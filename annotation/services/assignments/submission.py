@@ -10,25 +10,21 @@ from django.db import IntegrityError, transaction
 from django.db.models import Max
 from django.utils import timezone
 
+from annotation.assignment_draft import server_state
 from annotation.domain.answers import AnswerError, clean_answer, item_id_of
 from annotation.domain.control_characters import control_character_message, find_control_character
 from annotation.models import (
     Assignment,
     AssignmentItem,
     AssignmentStatus,
-    ExperimentMode,
     Item,
     Judgment,
     Stage,
-    StageKind,
     TaskKind,
 )
-from core.vocabulary import MC_ROLES
 
 from .comprehension import (
-    ATTEMPTS_KEY,
     RETRY_MESSAGE,
-    RETURN_KEY,
     RETURN_MESSAGE,
     comprehension_attempt,
     comprehension_outcome,
@@ -42,7 +38,6 @@ from .state import (
     FINISHED_STATUSES,
     REFUSED_KEY,
     answer_rules,
-    server_state,
     server_state_save,
 )
 from .timeouts import is_late, late_refusal_message
@@ -399,44 +394,6 @@ def _completion_code(stage: Stage) -> str:
     # worker prove the submission.
     code = (stage.settings or {}).get("prolific_completion_code")
     return str(code) if code else secrets.token_hex(4).upper()
-
-
-def assignment_feedback(*, assignment: Assignment, item_id: int) -> dict[str, Any]:
-    """What the page may show after an item was confirmed (never before): for STARC QA and
-    guessing, whether the answer was right and which shown option is correct, plus the
-    paragraph; nothing for qualification stages, whose scoring is never revealed."""
-    row = AssignmentItem.objects.select_related("item__project", "assignment__stage").get(
-        assignment=assignment, item_id=item_id
-    )
-    judgment = Judgment.objects.filter(assignment=assignment, item_id=item_id).first()
-    state = server_state(row.assignment)
-    if judgment is None:
-        refused = (state.get(REFUSED_KEY) or {}).get(str(item_id))
-        if refused:
-            return {"refused": refused, "settled": True}
-        if str(item_id) in (state.get(ATTEMPTS_KEY) or {}):
-            # Right or wrong only: the correct answer is not shown before the last attempt.
-            return {"retry": True, "is_correct": False, "message": RETRY_MESSAGE}
-        return {}
-    item = row.item
-    project = item.project
-    feedback: dict[str, Any] = {"confirmed": True}
-    if state.get(RETURN_KEY):
-        feedback["return_study"] = RETURN_MESSAGE
-    if project.kind != TaskKind.MC:
-        return feedback
-    mode = project.experiment_mode
-    if mode in (ExperimentMode.GUESSING, ExperimentMode.QA):
-        feedback["paragraph"] = item.content.get("paragraph", "")
-    reveal = (mode in (ExperimentMode.QA, ExperimentMode.GUESSING)
-              and row.assignment.stage.kind != StageKind.QUALIFICATION and item.gold)
-    if reveal:
-        order = row.presented_order or list(MC_ROLES)
-        correct_role = item.gold.get("choice")
-        if correct_role in order:
-            feedback["correct_shown"] = "abcd"[order.index(correct_role)]
-            feedback["is_correct"] = judgment.choice == correct_role
-    return feedback
 
 
 def pilot_paragraph(*, assignment: Assignment, item_id: int) -> str | None:

@@ -12,6 +12,7 @@ from django.db.models import QuerySet
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from annotation.assignment_draft import server_state
 from annotation.models import (
     Assignment,
     AssignmentItem,
@@ -20,7 +21,7 @@ from annotation.models import (
     Stage,
 )
 
-from .state import SERVER_DRAFT_KEY, server_state
+from .state import SERVER_DRAFT_KEY
 
 
 def _cutoff(project, now: datetime | None = None) -> datetime:

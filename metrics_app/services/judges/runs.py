@@ -308,10 +308,11 @@ def judge_job_run(*, job_id: int, retry: RetryPolicy | None = None) -> JudgeJob 
 def _alignment_precompute(project: Project) -> None:
     """The judges page's report, computed here in the job rather than in the first request
     after it; a failure leaves the page to compute it and never fails the finished job."""
-    from .alignment import PAGE_RESAMPLES, cached_judge_alignment_report
+    from .alignment import PAGE_RESAMPLES, judge_alignment_report_refresh
 
     try:
-        cached_judge_alignment_report(project=project, n_resamples=PAGE_RESAMPLES)
+        # The job stored verdicts, so any cached report is stale: recompute and store.
+        judge_alignment_report_refresh(project=project, n_resamples=PAGE_RESAMPLES)
     except Exception:  # noqa: BLE001 - the verdicts are stored; the page can still compute
         logger.warning("judge alignment report not precomputed for %s", project.slug,
                        exc_info=True)
