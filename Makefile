@@ -27,6 +27,7 @@ test: venv
 lint: venv
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/lint-imports
+	$(PY) scripts/check_private_imports.py
 
 bench: venv
 	$(PY) -m bench $(if $(B),--only $(B),)

@@ -10,8 +10,15 @@ from datetime import datetime
 
 from django.db.models import Count
 
-from annotation.models import Assignment, AssignmentStatus, InhouseLink, Judgment, Provider, Stage
-from annotation.services.assignments import OPEN_STAGE_STATUSES
+from annotation.models import (
+    OPEN_STAGE_STATUSES,
+    Assignment,
+    AssignmentStatus,
+    InhouseLink,
+    Judgment,
+    Provider,
+    Stage,
+)
 
 HISTORY_LIMIT = 50
 

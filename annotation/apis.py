@@ -5,7 +5,7 @@ with a serializer (annotation/serializers.py: shared by several endpoints, so ke
 module), call one selector or service, serialize. Every project is opened through
 annotation/access_selectors.py (`access_project`, `access_stage`, `access_item`), so a project the
 user neither owns nor shares answers the same 404 as a missing one (not 403: its existence is not
-disclosed). Lists are paginated by `api_common.paginated_response`.
+disclosed). Lists are paginated by `core.api.paginated_response`.
 """
 from __future__ import annotations
 
@@ -18,6 +18,8 @@ from rest_framework.exceptions import PermissionDenied
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from core.api import JsonApiMixin, django_to_drf, paginated_response, with_errors
+
 from .access_selectors import (
     NO_SUCH_PROJECT,
     access_item,
@@ -25,7 +27,6 @@ from .access_selectors import (
     access_stage,
     project_stage_by_ref,
 )
-from .api_common import JsonApiMixin, django_to_drf, paginated_response, with_errors
 from .models import NON_DATA_STAGE_KINDS, Project, Stage
 from .selectors import (
     attach_progress,

@@ -14,7 +14,7 @@ from itertools import chain
 
 import numpy as np
 from django.db import connection
-from django.db.models import FloatField, Q, Value
+from django.db.models import FloatField, Max, Q, QuerySet, Value
 from django.db.models.functions import Coalesce
 
 from annotation.domain.aggregation import aggregate_items, mean_by_item, znormalize_by_annotator
@@ -24,13 +24,33 @@ from annotation.domain.agreement import (
     fleiss_kappa_from_counts,
     krippendorff_alpha_from_counts,
 )
-from annotation.models import NON_DATA_STAGE_KINDS, Item, Project, Stage, TaskKind
+from annotation.models import (
+    COLLECTION_STAGE_KINDS,
+    NON_DATA_STAGE_KINDS,
+    Item,
+    Project,
+    Stage,
+    TaskKind,
+)
 from annotation.selectors import judgments_that_count
+from core.vocabulary import MC_ROLES
 
 MISSING = -1e300  # stands for NULL in the numeric query
 GROUP_FIELDS = ("dataset", "split", "source", "domain", "text_level", "stage")
 LIKERT_DOMAIN = np.arange(1.0, 6.0)
-CHOICE_DOMAIN = np.array(["A", "B", "C", "D"])
+CHOICE_DOMAIN = np.array(MC_ROLES)
+
+
+def watermark(rows: QuerySet | np.ndarray) -> int:
+    """The one freshness rule of every cached result (project report, dashboard charts,
+    metric evaluation, judge alignment, estimates, a LERC data set's pin): the highest id of the
+    rows it read, 0 when none. Judgments, metric scores and judge verdicts are append-only, so
+    a result whose watermarks still equal the tables' is fresh for new rows (what changes
+    without a new row -- the counting rule, item edits -- is compared separately).
+    `rows`: a queryset, or the ids already loaded (a `JudgmentFrame`'s)."""
+    if isinstance(rows, QuerySet):
+        return rows.aggregate(top=Max("id"))["top"] or 0
+    return int(rows.max()) if len(rows) else 0
 
 
 @dataclass
@@ -68,7 +88,7 @@ class JudgmentFrame:
 
     @property
     def watermark(self) -> int:
-        return int(self.id.max()) if len(self.id) else 0
+        return watermark(self.id)
 
     def codes(self, name: str) -> tuple[np.ndarray, np.ndarray]:
         """(sorted distinct values as str, code per judgment) of an item field or "stage";
@@ -306,3 +326,24 @@ def item_gold_scores(
         return {item: aggregate.label for item, aggregate in
                 aggregate_items(triples, model="median", kind="likert").items()}
     return mean_by_item(triples, znormalize=znormalize)
+
+
+def agreement_stage_for(stage: Stage) -> Stage | None:
+    """The stage whose agreement gates this one: `settings["agreement_stage_id"]`, else the
+    closest earlier trial/pilot/full stage of the project, else the required stage."""
+    options = stage.settings or {}
+    if options.get("agreement_stage_id"):
+        return Stage.objects.filter(pk=options["agreement_stage_id"]).first()
+    earlier = (
+        Stage.objects.filter(project_id=stage.project_id, kind__in=COLLECTION_STAGE_KINDS)
+        .filter(Q(order__lt=stage.order) | Q(order=stage.order, pk__lt=stage.pk))
+        .exclude(pk=stage.pk).order_by("-order", "-pk").first()
+    )
+    return earlier or stage.requires_stage
+
+
+def stage_alpha(*, stage: Stage, level: str | None = None) -> float | None:
+    """Krippendorff's alpha of the stage's judgments (None when too few to compute); the
+    `annotation.judgment_selectors.stage_agreement` (interval for Likert, nominal otherwise)."""
+    level = level or (stage.settings or {}).get("agreement_level")
+    return stage_agreement(stage=stage, level=level)

@@ -14,6 +14,8 @@ from decimal import Decimal
 
 from django.db.models import Avg, Count, Exists, OuterRef, Q, QuerySet, Sum
 
+from core.vocabulary import RECRUITING_PROVIDERS
+
 from .access_selectors import projects_visible_to
 from .models import (
     NON_DATA_STAGE_KINDS,
@@ -24,6 +26,7 @@ from .models import (
     Judgment,
     Project,
     Stage,
+    StageStatus,
     Worker,
     WorkerBlock,
     WorkerQualification,
@@ -135,6 +138,18 @@ def items_in_stage(*, stage: Stage) -> QuerySet[Item]:
     if stage.items.exists():
         return stage.items.filter(excluded=False)
     return Item.objects.filter(project_id=stage.project_id, excluded=False)
+
+
+def stage_ids_to_sync() -> list[int]:
+    """The stages a provider sync is due for: every stage live on a provider, and every closed
+    stage not yet fully reconciled (workers who accepted before the HITs expired can still
+    submit, and MTurk auto-approves what stays undecided: `Stage.reconciled_at` is set by the
+    sync once nothing more can arrive and every submission is decided)."""
+    return list(Stage.objects.filter(
+        Q(status__in=[StageStatus.PUBLISHED, StageStatus.COLLECTING, StageStatus.REVIEWING])
+        | Q(status=StageStatus.CLOSED, reconciled_at__isnull=True),
+        provider__in=RECRUITING_PROVIDERS,
+    ).order_by("pk").values_list("pk", flat=True))
 
 
 def item_list(*, project: Project, filters: dict | None = None) -> QuerySet[Item]:

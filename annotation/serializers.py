@@ -6,6 +6,8 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from core.vocabulary import MC_ROLES
+
 from .domain.aggregation import (
     AGGREGATION_MODELS,
     LIKERT_MODELS,
@@ -275,7 +277,7 @@ ITEM_GOLD_SCHEMA = {
         {"type": "object", "required": ["score"],
          "properties": {"score": {"type": "number", "minimum": 1, "maximum": 5}}},
         {"type": "object", "required": ["choice"],
-         "properties": {"choice": {"type": "string", "enum": ["A", "B", "C", "D"]}}},
+         "properties": {"choice": {"type": "string", "enum": list(MC_ROLES)}}},
     ],
 }
 

@@ -16,8 +16,18 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.crypto import salted_hmac
 
+from core.vocabulary import AB_CHOICES, MC_ROLES
+
+from .assignment_draft import (
+    ATTEMPTS_KEY,
+    REFUSED_KEY,
+    RETRY_MESSAGE,
+    RETURN_KEY,
+    RETURN_MESSAGE,
+    SERVER_DRAFT_KEY,
+    server_state,
+)
 from .domain.answers import AB_SHOWN, MC_SHOWN
-from .domain.item_content import MC_ROLES
 from .models import (
     Assignment,
     AssignmentItem,
@@ -31,8 +41,16 @@ from .models import (
     TaskKind,
     WorkerQualification,
 )
-from .services.assignments import SERVER_DRAFT_KEY, assignment_feedback
-from .services.assignments.lifecycle import _presented_order
+
+
+def answer_roles(kind: str) -> list[str]:
+    """The answer roles an item of this task kind shows, in canonical order (none for Likert):
+    what assignment creation shuffles into each item's `presented_order`, and a preview too."""
+    if kind == TaskKind.AB:
+        return list(AB_CHOICES)
+    if kind == TaskKind.MC:
+        return list(MC_ROLES)
+    return []
 
 
 def item_view(item: Item, presented_order: list[str], *, kind: str, mode: str) -> dict[str, Any]:
@@ -46,7 +64,7 @@ def item_view(item: Item, presented_order: list[str], *, kind: str, mode: str) -
             candidate=content.get("candidate", ""),
         )
     elif kind == TaskKind.AB:
-        order = presented_order or ["A", "B"]
+        order = presented_order or list(AB_CHOICES)
         answers = {"A": content.get("answer_a") or {}, "B": content.get("answer_b") or {}}
         view.update(
             question=content.get("question", ""),
@@ -55,7 +73,7 @@ def item_view(item: Item, presented_order: list[str], *, kind: str, mode: str) -
                    for i, role in enumerate(order)],
         )
     elif kind == TaskKind.MC:
-        order = presented_order or ["A", "B", "C", "D"]
+        order = presented_order or list(MC_ROLES)
         answers = list(content.get("answers") or [])
         roles = "ABCD"
         view.update(
@@ -95,7 +113,7 @@ def preview_presented_order(*, kind: str, hit: Hit, item: Item) -> list[str]:
     across reloads of the same HIT. The seed is an HMAC under the site secret, so a worker who
     knows the HIT and item ids cannot recompute which shown option is which role."""
     # The same roles assignment creation shuffles, in a canonical order before seeding.
-    roles = sorted(_presented_order(kind))
+    roles = answer_roles(kind)
     seed = salted_hmac("qaj.mturk-preview-order", f"{hit.external_id}:{item.pk}").hexdigest()
     random.Random(seed).shuffle(roles)
     return roles
@@ -146,7 +164,7 @@ def task_page_config(*, assignment: Assignment | None, stage: Stage, items: list
         orders = dict(AssignmentItem.objects.filter(assignment=assignment).values_list(
             "item_id", "presented_order")) if guesses else {}
         for item_id, role in guesses.items():
-            order = orders.get(int(item_id)) or ["A", "B", "C", "D"]
+            order = orders.get(int(item_id)) or list(MC_ROLES)
             locked_guesses[item_id] = MC_SHOWN[order.index(role)]
     return {
         "kind": project.kind,
@@ -170,6 +188,42 @@ def task_page_config(*, assignment: Assignment | None, stage: Stage, items: list
     }
 
 
+def assignment_feedback(*, assignment: Assignment, item_id: int) -> dict[str, Any]:
+    """What the page may show after an item was confirmed (never before): for STARC QA and
+    guessing, whether the answer was right and which shown option is correct, plus the
+    paragraph; nothing for qualification stages, whose scoring is never revealed."""
+    row = AssignmentItem.objects.select_related("item__project", "assignment__stage").get(
+        assignment=assignment, item_id=item_id
+    )
+    judgment = Judgment.objects.filter(assignment=assignment, item_id=item_id).first()
+    state = server_state(row.assignment)
+    if judgment is None:
+        refused = (state.get(REFUSED_KEY) or {}).get(str(item_id))
+        if refused:
+            return {"refused": refused, "settled": True}
+        if str(item_id) in (state.get(ATTEMPTS_KEY) or {}):
+            # Right or wrong only: the correct answer is not shown before the last attempt.
+            return {"retry": True, "is_correct": False, "message": RETRY_MESSAGE}
+        return {}
+    item = row.item
+    project = item.project
+    feedback: dict[str, Any] = {"confirmed": True}
+    if state.get(RETURN_KEY):
+        feedback["return_study"] = RETURN_MESSAGE
+    if project.kind != TaskKind.MC:
+        return feedback
+    mode = project.experiment_mode
+    if mode in (ExperimentMode.GUESSING, ExperimentMode.QA):
+        feedback["paragraph"] = item.content.get("paragraph", "")
+    reveal = (mode in (ExperimentMode.QA, ExperimentMode.GUESSING)
+              and row.assignment.stage.kind != StageKind.QUALIFICATION and item.gold)
+    if reveal:
+        order = row.presented_order or list(MC_ROLES)
+        correct_role = item.gold.get("choice")
+        if correct_role in order:
+            feedback["correct_shown"] = "abcd"[order.index(correct_role)]
+            feedback["is_correct"] = judgment.choice == correct_role
+    return feedback
 # --- What the task views look up (annotation/views/task_pages.py) -------------------------------
 
 

@@ -2,7 +2,7 @@
 with a reason for API calls, never a bare HTML 400 or a 500 traceback.
 
 - A body larger than DATA_UPLOAD_MAX_MEMORY_SIZE: 413 (Django's own answer is an HTML 400).
-- A busy SQLite database: 503 with Retry-After and advice (annotation/db_busy.py).
+- A busy SQLite database: 503 with Retry-After and advice (core/db_busy.py).
 """
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.http import HttpResponse, JsonResponse
 
-from annotation.db_busy import BUSY_MESSAGE, is_database_busy
+from core.db_busy import BUSY_MESSAGE, is_database_busy
 
 logger = logging.getLogger(__name__)
 

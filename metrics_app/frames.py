@@ -50,7 +50,7 @@ def project_frames(slug: str) -> ProjectFrames:
     from annotation.models import Judgment, Project
     from annotation.selectors import judgments_that_count
     from metrics_app.models import MetricScore
-    from metrics_app.services.meta_evaluation_report import project_metric_versions
+    from metrics_app.score_selectors import project_metric_versions
 
     project = Project.objects.filter(slug=slug).first()
     if project is None:

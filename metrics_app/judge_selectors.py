@@ -14,11 +14,12 @@ import numpy as np
 from django.db.models import Max
 
 from annotation.models import Project, TaskKind
+from core.vocabulary import PROBABILITY_METRIC_NAME
 
 from .models import Judge, JudgeVerdict, JudgeVersion, MetricScore
 
 # Metrics whose value is a probability that the answer is correct (read as such).
-PROBABILITY_METRICS = ("lerc_prob",)
+PROBABILITY_METRICS = (PROBABILITY_METRIC_NAME,)
 
 
 @dataclass

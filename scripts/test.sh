@@ -36,6 +36,9 @@ echo "=== lint (ruff) ==="
 echo "=== architecture contracts (import-linter, .importlinter) ==="
 .venv/bin/lint-imports
 
+echo "=== no private names across modules (scripts/check_private_imports.py) ==="
+$PY scripts/check_private_imports.py
+
 run_id="$$"
 status=0
 root="$(pwd)"

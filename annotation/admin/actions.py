@@ -113,7 +113,7 @@ def publish_stages(modeladmin, request, queryset):
 @admin.action(description="Check provider readiness (credentials, endpoint, settings; asks "
                           "the provider once, creates nothing)")
 def check_readiness(modeladmin, request, queryset):
-    from annotation.services.readiness import stage_readiness
+    from annotation.readiness_selectors import stage_readiness
 
     done, failed = [], []
     for stage in queryset:
@@ -126,8 +126,8 @@ def check_readiness(modeladmin, request, queryset):
 
 @admin.action(description="Publish in the background (Celery)")
 def publish_stages_background(modeladmin, request, queryset):
-    from annotation.services.background import BrokerUnreachable
     from annotation.services.stages import stage_publish_enqueue
+    from core.background import BrokerUnreachable
 
     queued, failed = [], []
     for stage in queryset:

@@ -30,8 +30,8 @@ from django.utils.text import get_valid_filename
 from annotation.access_selectors import access_project_by_pk
 from annotation.importers import FORMAT_MODULES
 from annotation.models import TaskKind
-from annotation.services.background import BrokerUnreachable, task_send_or_fail_fast
 from annotation.services.import_files import ImportRefused, NewProject, import_file
+from core.background import BrokerUnreachable, task_send_or_fail_fast
 
 REPORT_REFRESH_TASK = "worker.tasks.reports.report_refresh"
 SIGNING_SALT = "annotation.admin.import-upload"

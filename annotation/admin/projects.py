@@ -507,7 +507,7 @@ class StageAdmin(ProgressColumnsMixin, StageProviderMixin, ProjectScopedAdmin):
 
     @admin.display(description="Provider readiness")
     def provider_readiness(self, obj):
-        from annotation.services.readiness import stage_readiness
+        from annotation.readiness_selectors import stage_readiness
 
         if obj is None or obj.pk is None:
             return "–"

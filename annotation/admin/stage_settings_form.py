@@ -31,6 +31,7 @@ from annotation.domain.stage_settings import (
     stage_settings_merge,
     value_at,
 )
+from core.vocabulary import Provider
 
 PREFIX = "setting__"
 SCREENER_PREFIX = "screener__"
@@ -221,7 +222,7 @@ def settings_fieldsets(specs) -> list[tuple[str, dict]]:
     after the Prolific settings)."""
     sets = [(group, {"fields": [field_name(s) for s in specs if s.group == group]})
             for group in GROUPS if any(s.group == group for s in specs)]
-    if any(s.providers == ("prolific",) for s in specs):
+    if any(s.providers == (Provider.PROLIFIC,) for s in specs):
         sets.append(("Prolific screeners",
                      {"fields": [SCREENER_PREFIX + s.name for s in SCREENERS]}))
     return sets
@@ -234,7 +235,7 @@ def stage_settings_form_class(base: type, kind: str | None, provider: str | None
     specs = tuple(settings_for(kind=kind, provider=provider))
     attrs = {field_name(spec): _form_field(spec) for spec in specs}
     attrs["setting_specs"] = specs
-    if any(s.providers == ("prolific",) for s in specs):
+    if any(s.providers == (Provider.PROLIFIC,) for s in specs):
         attrs.update({SCREENER_PREFIX + s.name: _screener_field(s) for s in SCREENERS})
         attrs["screeners"] = SCREENERS
     return type(f"{base.__name__}_{kind or 'any'}_{provider or 'any'}", (base,), attrs)

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from statistics import fmean, median, pstdev
 from typing import Any
 
+from core.vocabulary import TaskKind
+
 
 def znormalize_by_annotator(
     triples: Iterable[tuple[Hashable, Hashable, float]],
@@ -80,7 +82,7 @@ NOMINAL_MODELS = ("majority", "dawid_skene", "mace", "glad")
 LIKERT_MODELS = ("mean", "median")
 AGGREGATION_MODELS = NOMINAL_MODELS + LIKERT_MODELS
 DEFAULT_AGGREGATION = {"nominal": "majority", "likert": "mean"}
-_PROJECT_NAMES = {"likert": "Likert", "ab": "A/B", "mc": "multiple-choice"}
+_PROJECT_NAMES = {TaskKind.LIKERT: "Likert", TaskKind.AB: "A/B", TaskKind.MC: "multiple-choice"}
 # Posteriors closer than this count as equal (a tie, broken as `_pick` says).
 _TIE_TOLERANCE = 1e-9
 
@@ -102,7 +104,7 @@ class AggregateLabel:
 def aggregation_kind(task_kind: str) -> str:
     """The kind of labels a project's task gives: "likert" for Likert projects (1–5 scores),
     "nominal" for the others (A/B choices, multiple-choice options)."""
-    return "likert" if task_kind == "likert" else "nominal"
+    return "likert" if task_kind == TaskKind.LIKERT else "nominal"
 
 
 def aggregation_models_for(kind: str) -> tuple[str, ...]:

@@ -24,6 +24,8 @@ from typing import Literal
 
 import numpy as np
 
+from core.statistics import finite_or_none
+
 Level = Literal["nominal", "ordinal", "interval"]
 LEVELS: tuple[Level, ...] = ("nominal", "ordinal", "interval")
 
@@ -38,11 +40,6 @@ class Interval:
     def as_dict(self) -> dict:
         return {"low": self.low, "high": self.high, "n_resamples": self.n_resamples,
                 "confidence": self.confidence}
-
-
-def _none_if_nan(value: float) -> float | None:
-    value = float(value)
-    return None if np.isnan(value) or np.isinf(value) else value
 
 
 # --------------------------------------------------------------------------------------------
@@ -119,7 +116,7 @@ def krippendorff_alpha(
         value_domain = np.unique(data[~np.isnan(data)])
     if len(value_domain) < 2 or not ((~np.isnan(data)).sum(axis=0) >= 2).any():
         return None
-    return _none_if_nan(
+    return finite_or_none(
         krippendorff.alpha(
             reliability_data=data, value_domain=value_domain, level_of_measurement=level
         )
@@ -145,7 +142,7 @@ def krippendorff_alpha_from_counts(
     patterns, freq = _count_patterns(pairable)
     v = len(value_domain)
     o = (freq.astype(float) @ _pattern_coincidences(patterns)).reshape(1, v, v)
-    return _none_if_nan(float(
+    return finite_or_none(float(
         _alpha_from_coincidences(o, np.asarray(value_domain, dtype=float), level)[0]))
 
 
@@ -336,7 +333,7 @@ def fleiss_kappa_from_counts(counts: np.ndarray, *, n_raters: int | None = None)
         return FleissResult(None, int(len(table)), n_raters, skipped)
     with np.errstate(invalid="ignore", divide="ignore"):
         kappa = fleiss_kappa(table, method="fleiss")
-    return FleissResult(_none_if_nan(kappa), int(len(table)), n_raters, skipped)
+    return FleissResult(finite_or_none(kappa), int(len(table)), n_raters, skipped)
 
 
 def fleiss_kappa(reliability_data, *, n_raters: int | None = None) -> FleissResult:
@@ -467,7 +464,7 @@ def cohen_kappa(
         return None  # a single label overall: chance agreement is 1, κ undefined
     code = {label: index for index, label in enumerate(scale)}
     with np.errstate(invalid="ignore", divide="ignore"):
-        return _none_if_nan(cohen_kappa_score(
+        return finite_or_none(cohen_kappa_score(
             [code[v] for v in a], [code[v] for v in b], weights=weights,
             labels=list(range(len(scale))),
         ))
@@ -522,7 +519,7 @@ def _correlation(statistic, a, b) -> float | None:
     a, b = a[keep], b[keep]
     if len(a) < 2 or np.ptp(a) == 0 or np.ptp(b) == 0:
         return None
-    return _none_if_nan(statistic(a, b).statistic)
+    return finite_or_none(statistic(a, b).statistic)
 
 
 # --------------------------------------------------------------------------------------------

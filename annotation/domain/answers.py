@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from core.vocabulary import TaskKind
+
 # C0 controls and DEL, except tab, line feed and carriage return, which pasted text carries.
 from .control_characters import CONTROL_CHARACTER
 
@@ -216,11 +218,11 @@ def clean_answer(*, rules: AnswerRules, answer: Any, presented_order: list[str],
     """Judgment fields for one answer (item order), or AnswerError with readable messages."""
     if not isinstance(answer, dict):
         raise AnswerError(["This item has no answer."])
-    if rules.kind == "likert":
+    if rules.kind == TaskKind.LIKERT:
         fields = _clean_likert(answer, rules)
-    elif rules.kind == "ab":
+    elif rules.kind == TaskKind.AB:
         fields = _clean_ab(answer, rules, presented_order)
-    elif rules.kind == "mc":
+    elif rules.kind == TaskKind.MC:
         fields = _clean_mc(answer, rules, presented_order, locked_guess=locked_guess)
     else:
         raise AnswerError([f"Unknown task kind {rules.kind!r}."])
@@ -247,7 +249,7 @@ def answer_matches_gold(kind: str, gold: dict | None, *, score: float | None = N
     unanswered item (no score, no choice) is wrong."""
     if not gold:
         return None
-    if kind == "likert":
+    if kind == TaskKind.LIKERT:
         if gold.get("score") is None:
             return None
         if score is None or score != score:  # None or NaN

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from core.vocabulary import AB_CHOICES, MC_ROLES, TaskKind
+
 from .control_characters import control_character_message, find_control_character
 
-MC_ROLES = ("A", "B", "C", "D")
-AB_CHOICES = ("A", "B")
 ANSWER_KINDS = ("human", "model")
 AB_SETTINGS = ("HH", "HM")
 MAX_SYSTEM_LENGTH = 100
@@ -104,7 +104,8 @@ def _validate_mc(content: dict) -> None:
     _optional_span(content, "distractor_span")
 
 
-_VALIDATORS = {"likert": _validate_likert, "ab": _validate_ab, "mc": _validate_mc}
+_VALIDATORS = {TaskKind.LIKERT: _validate_likert, TaskKind.AB: _validate_ab,
+               TaskKind.MC: _validate_mc}
 
 
 def validate_item_content(kind: str, content: Any) -> None:
@@ -143,14 +144,14 @@ def validate_gold(kind: str, gold: Any) -> None:
     if not isinstance(gold, dict):
         raise ItemContentError("gold", "must be an object or null")
     _refuse_control_characters(gold, "gold")
-    if kind == "likert":
+    if kind == TaskKind.LIKERT:
         score = gold.get("score")
         if not isinstance(score, (int, float)) or isinstance(score, bool) or not 1 <= score <= 5:
             raise ItemContentError("gold.score", "must be a number from 1 to 5")
-    elif kind == "ab":
+    elif kind == TaskKind.AB:
         if gold.get("choice") not in AB_CHOICES:
             raise ItemContentError("gold.choice", "must be A or B")
-    elif kind == "mc":
+    elif kind == TaskKind.MC:
         if gold.get("choice") not in MC_ROLES:
             raise ItemContentError("gold.choice", "must be one of A, B, C, D")
 
@@ -170,7 +171,7 @@ def answer_system(content: dict, side: str, *, source: str = "",
         return HUMAN_HIGHER_VOTED
     other = content.get(f"answer_{'b' if side == 'A' else 'a'}") or {}
     higher = (metadata or {}).get("higher_voted")
-    if higher not in ("A", "B"):
+    if higher not in AB_CHOICES:
         mine, theirs = answer.get("upvotes"), other.get("upvotes")
         if mine is None or theirs is None or mine == theirs:
             return "human"

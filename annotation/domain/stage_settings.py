@@ -19,9 +19,11 @@ from typing import Any
 
 from annotation.domain.judge_refs import judge_ref_error
 from annotation.domain.redundancy import MAX_JUDGMENTS, adaptive_redundancy
+from core.vocabulary import RECRUITING_PROVIDERS, TASK_KINDS, Provider, TaskKind
 
-KINDS = ("likert", "ab", "mc")
-PROVIDERS = ("mturk", "prolific", "inhouse")
+# A setting applies to every task kind and every recruiting provider unless its spec says less.
+KINDS = TASK_KINDS
+PROVIDERS = RECRUITING_PROVIDERS
 ROUTING_MODES = ("random", "uncertainty")
 PAIRING_MODES = ("uniform", "adaptive")
 AGREEMENT_LEVELS = ("nominal", "ordinal", "interval")
@@ -82,7 +84,7 @@ def _num(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else str(value)
 
 
-_CROWD = ("mturk", "prolific")
+_CROWD = (Provider.MTURK, Provider.PROLIFIC)
 SETTINGS: tuple[SettingSpec, ...] = (
     # --- items and HITs ---
     SettingSpec("n_items", "int", "Number of items",
@@ -95,7 +97,8 @@ SETTINGS: tuple[SettingSpec, ...] = (
     SettingSpec("items_per_assignment", "int", "Items per assignment",
                 "Items a page that picks items itself (Prolific, in-house) gives one "
                 "assignment; a qualification takes all its items.", "Items and HITs",
-                "the project's items per HIT", minimum=1, providers=("prolific", "inhouse")),
+                "the project's items per HIT", minimum=1,
+                providers=(Provider.PROLIFIC, Provider.INHOUSE)),
     SettingSpec("max_workers", "int", "Qualification takers",
                 "Qualification stages: how many workers take the qualification in all.",
                 "Items and HITs", "50", minimum=1),
@@ -112,32 +115,34 @@ SETTINGS: tuple[SettingSpec, ...] = (
                 "(RACE), conditions rotated in a Latin square (the STARC design). Off lets a "
                 "participant read one text several times.",
                 "Items and HITs", "on when several items share a paragraph/article",
-                kinds=("mc",)),
+                kinds=(TaskKind.MC,)),
     SettingSpec("routing", "choice", "Routing",
                 "Which items reach humans: all of them (random), or a draw weighted by LERC's "
                 "uncertainty (run the 'Route by LERC uncertainty' action before publishing).",
-                "Items and HITs", "random", choices=ROUTING_MODES, kinds=("likert",)),
+                "Items and HITs", "random", choices=ROUTING_MODES, kinds=(TaskKind.LIKERT,)),
     SettingSpec("routing_judge", "str", "Routing judge",
                 "Uncertainty routing: the judge whose P(correct) draws the items "
                 "(metric:NAME, or an LLM or imported judge's NAME[@VERSION]); route_stage's "
                 "--judge overrides it.", "Items and HITs", "the promoted LERC (metric:lerc_prob)",
-                max_length=200, kinds=("likert",)),
+                max_length=200, kinds=(TaskKind.LIKERT,)),
     SettingSpec("pairing", "choice", "A/B: pairing",
                 "Which items (pairs of systems) reach the judges: all of them (uniform), or a "
                 "draw favouring the pairs that most reduce the ranking's uncertainty given the "
                 "judgments so far (run `route_stage` before publishing; probabilities "
-                "recorded).", "Items and HITs", "uniform", choices=PAIRING_MODES, kinds=("ab",)),
+                "recorded).", "Items and HITs", "uniform", choices=PAIRING_MODES,
+                kinds=(TaskKind.AB,)),
     SettingSpec("pairing_budget", "int", "A/B: pairing budget",
                 "Adaptive pairing: how many items are expected to go to the judges.",
-                "Items and HITs", "none (the command asks for it)", minimum=1, kinds=("ab",)),
+                "Items and HITs", "none (the command asks for it)", minimum=1,
+                kinds=(TaskKind.AB,)),
     SettingSpec("ab_ties", "bool", "A/B: tie options",
                 "Offer 'Both good', 'Both bad' and 'Tie' besides answer A and B (stored as the "
                 "choice; the leaderboard models them as ties). Off keeps the paper's protocol.",
-                "Crowd page", "no", kinds=("ab",)),
+                "Crowd page", "no", kinds=(TaskKind.AB,)),
     SettingSpec("routing_budget", "int", "Routing budget",
                 "Routing by uncertainty: how many items are expected to go to humans.",
                 "Items and HITs", "none (the action asks for it)", minimum=1,
-                kinds=("likert",)),
+                kinds=(TaskKind.LIKERT,)),
     # --- adaptive redundancy ---
     SettingSpec("redundancy.min", "int", "Adaptive: minimum judgments",
                 "Judgments every item gets before agreement is checked. Setting any of the "
@@ -167,7 +172,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
                 "Cost", "unknown until a trial", above=0.0),
     SettingSpec("allow_40pct_fee_tier", "bool", "Allow MTurk's 40% fee tier",
                 "Let HITs have 10 or more assignments (MTurk then charges 40% instead of 20%).",
-                "Cost", "no (at most 9 assignments per HIT)", providers=("mturk",)),
+                "Cost", "no (at most 9 assignments per HIT)", providers=(Provider.MTURK,)),
     # --- auto-review ---
     SettingSpec("review.approve_after_seconds", "int", "Approve after (seconds)",
                 "Wait this long after submission before auto-approving work that passes.",
@@ -200,50 +205,51 @@ SETTINGS: tuple[SettingSpec, ...] = (
     # --- MTurk ---
     SettingSpec("lifetime_seconds", "int", "HIT lifetime (seconds)",
                 "How long the HITs stay on MTurk.", "MTurk", "604800 (7 days)",
-                minimum=60, maximum=31536000, providers=("mturk",)),
+                minimum=60, maximum=31536000, providers=(Provider.MTURK,)),
     SettingSpec("assignment_duration_seconds", "int", "Assignment duration (seconds)",
                 "How long a worker has once they accept a HIT.", "MTurk",
                 "the project's assignment timeout", minimum=30, maximum=31536000,
-                providers=("mturk",)),
+                providers=(Provider.MTURK,)),
     SettingSpec("auto_approval_delay_seconds", "int", "Auto-approval delay (seconds)",
                 "MTurk approves and pays undecided work after this; decide flagged work "
                 "before.", "MTurk", "259200 (3 days)", minimum=0, maximum=2592000,
-                providers=("mturk",)),
+                providers=(Provider.MTURK,)),
     SettingSpec("keywords", "str", "Keywords",
                 "Comma-separated search keywords of the HIT type.", "MTurk",
                 "question answering, reading, evaluation, judgment", max_length=1000,
-                providers=("mturk",)),
+                providers=(Provider.MTURK,)),
     SettingSpec("frame_height", "int", "Frame height (pixels)",
                 "Height of the task frame on MTurk; 0 is the full window.", "MTurk", "0",
-                minimum=0, providers=("mturk",)),
+                minimum=0, providers=(Provider.MTURK,)),
     SettingSpec("min_approval_rate", "int", "Minimum approval rate (%)",
                 "Workers need at least this approval rate; 0 drops the requirement.", "MTurk",
-                "95", minimum=0, maximum=100, providers=("mturk",)),
+                "95", minimum=0, maximum=100, providers=(Provider.MTURK,)),
     SettingSpec("locales", "str_list", "Worker countries",
                 "ISO country codes workers must be in, comma-separated (e.g. US, CA); "
-                f"{NO_LOCALES!r} for no requirement.", "MTurk", "US", providers=("mturk",)),
+                f"{NO_LOCALES!r} for no requirement.", "MTurk", "US", providers=(Provider.MTURK,)),
     # --- Prolific ---
     SettingSpec("estimated_minutes", "int", "Estimated minutes",
                 "The study's estimated completion time shown to participants.", "Prolific",
-                "10", minimum=1, providers=("prolific",)),
+                "10", minimum=1, providers=(Provider.PROLIFIC,)),
     SettingSpec("devices", "str_list", "Devices", "Devices participants may use.",
                 "Prolific", "desktop, tablet, mobile", choices=PROLIFIC_DEVICES,
-                providers=("prolific",)),
+                providers=(Provider.PROLIFIC,)),
     SettingSpec("prolific_project_id", "str", "Prolific project id",
                 "The Prolific project the study is created in.", "Prolific",
-                "the workspace's default", max_length=100, providers=("prolific",)),
+                "the workspace's default", max_length=100, providers=(Provider.PROLIFIC,)),
     SettingSpec("prolific_confirm_grace_seconds", "int", "Confirmation grace (seconds)",
                 "A submission Prolific has not listed this long after it was made is "
-                "flagged.", "Prolific", "86400 (one day)", minimum=0, providers=("prolific",)),
+                "flagged.", "Prolific", "86400 (one day)", minimum=0,
+                providers=(Provider.PROLIFIC,)),
     SettingSpec("prolific_completion_code", "str", "Completion code",
                 "The code participants get on completion.", "Prolific",
-                "generated at publish", max_length=50, providers=("prolific",)),
+                "generated at publish", max_length=50, providers=(Provider.PROLIFIC,)),
     SettingSpec("prolific_filters", "json_list", "Prolific filters",
                 "Prolific screener filters as Prolific's API takes them (a JSON list of "
                 "objects with filter_id). Approval rate, approved submissions, countries and "
                 "first languages have fields (Prolific screeners); other filters go in the "
                 "advanced box.", "Prolific", "none",
-                providers=("prolific",), field=False),
+                providers=(Provider.PROLIFIC,), field=False),
 )
 
 BY_KEY = {spec.key: spec for spec in SETTINGS}

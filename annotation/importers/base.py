@@ -14,13 +14,12 @@ from typing import Any
 from annotation.domain.control_characters import control_character_message, find_control_character
 from annotation.domain.design import MAX_UNIT_LENGTH, design_unit_for
 from annotation.domain.item_content import (
-    AB_CHOICES,
-    MC_ROLES,
     ItemContentError,
     validate_gold,
     validate_item_content,
     validate_item_text,
 )
+from core.vocabulary import AB_CHOICES, MC_ROLES, TaskKind
 
 # Name of the IMPORTED stage that receives judgments when a record names none.
 DEFAULT_IMPORT_STAGE = "imported"
@@ -140,13 +139,13 @@ def _check_judgment(kind: str, judgment: JudgmentRecord) -> None:
         raise ItemContentError("choice", f"must be a string, got {type(judgment.choice).__name__}")
     if len(judgment.choice) > 10:
         raise ItemContentError("choice", "must be at most 10 characters")
-    if kind == "likert":
+    if kind == TaskKind.LIKERT:
         if score is None or not 1 <= score <= 5:
             raise ItemContentError("score", "must be a number from 1 to 5")
-    elif kind == "ab":
+    elif kind == TaskKind.AB:
         if judgment.choice not in AB_CHOICES:
             raise ItemContentError("choice", "must be A or B")
-    elif kind == "mc":
+    elif kind == TaskKind.MC:
         if judgment.choice not in ("", *MC_ROLES):
             raise ItemContentError("choice", "must be one of A, B, C, D (or empty)")
         if not isinstance(judgment.choices, list) or not all(

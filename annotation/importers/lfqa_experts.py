@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from annotation.domain.item_content import answer_system
+from core.vocabulary import AB_CHOICES
 
 from .base import (
     ImportFormatError,
@@ -176,7 +177,7 @@ def _item(raw: dict, key: tuple[str, str, str], *, parsed: dict, domain: str,
         "answer_b": {"text": _text(answer2), **parsed["answer_b"]},
         "setting": setting,
     }
-    for side in ("A", "B"):
+    for side in AB_CHOICES:
         # The system each answer comes from, for the leaderboard.
         content[f"answer_{side.lower()}"]["system"] = answer_system(
             content, side, source=source, metadata=metadata)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-from annotation.domain.item_content import MC_ROLES
+from core.vocabulary import MC_ROLES
 
 from .base import ImportFormatError, ItemRecord, JudgmentRecord, require_file, validate_record
 

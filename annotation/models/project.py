@@ -9,12 +9,10 @@ from django.db import models
 
 from annotation.domain.aggregation import AGGREGATION_MODELS, resolve_aggregation
 from annotation.domain.judge_refs import judge_ref_error
+from core import vocabulary
+from core.choices import django_choices
 
-
-class TaskKind(models.TextChoices):
-    LIKERT = "likert", "Likert correctness (MOCHA)"
-    AB = "ab", "A/B preference with justification (long-form QA)"
-    MC = "mc", "STARC multiple choice (OneStopQA)"
+TaskKind = django_choices(vocabulary.TaskKind, module=__name__)
 
 
 class ExperimentMode(models.TextChoices):

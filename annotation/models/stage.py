@@ -5,6 +5,9 @@ from decimal import Decimal
 from django.conf import settings
 from django.db import models
 
+from core import vocabulary
+from core.choices import django_choices
+
 from .item import Item
 from .project import Project
 
@@ -35,11 +38,10 @@ class StageStatus(models.TextChoices):
     CLOSED = "closed", "Closed"
 
 
-class Provider(models.TextChoices):
-    MTURK = "mturk", "Mechanical Turk"
-    PROLIFIC = "prolific", "Prolific"
-    INHOUSE = "inhouse", "In-house link"
-    IMPORT = "import", "Imported"
+Provider = django_choices(vocabulary.Provider, module=__name__)
+
+# The stages that take work now (links, HITs and the annotator's home offer them).
+OPEN_STAGE_STATUSES = (StageStatus.PUBLISHED, StageStatus.COLLECTING)
 
 
 class Stage(models.Model):

@@ -161,7 +161,7 @@ class CrowdProvider(abc.ABC):
         """Money available on the account, when the provider says."""
         return None
 
-    # --- readiness (annotation/services/readiness.py) -------------------------------------
+    # --- readiness (annotation/readiness_selectors.py) -------------------------------------
     def readiness_problems(self, *, stage) -> list[ReadinessProblem]:
         """What stops this provider from acting for the stage, found without the network:
         credentials, endpoint, settings. Empty when nothing does."""

@@ -15,6 +15,7 @@ it is repeated.
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import logging
 import random
 from collections.abc import Iterable, Iterator
@@ -62,8 +63,6 @@ from .mturk_protocol import (
     MIN_COMMISSION,
     STATUS_MAP,
     TOKEN_DEDUP_WINDOW,
-    _digest,
-    _parse_time,
     assignment_duration_seconds,
     error_message,
     external_question_xml,
@@ -74,9 +73,15 @@ from .mturk_protocol import (
     mturk_client,
     mturk_endpoint,
     mturk_is_production,
+    parse_response_time,
 )
 
 logger = logging.getLogger(__name__)
+
+
+def _digest(*parts: str) -> str:
+    """A short stable key for a notification batch (its idempotency key)."""
+    return hashlib.sha256("\x00".join(parts).encode()).hexdigest()[:20]
 
 
 class MTurkProvider(RemoteProvider):
@@ -135,7 +140,7 @@ class MTurkProvider(RemoteProvider):
         response = self.call("get_account_balance", attempts=2)
         return Decimal(response["AvailableBalance"])
 
-    # --- readiness (annotation/services/readiness.py) -------------------------------------
+    # --- readiness (annotation/readiness_selectors.py) -------------------------------------
     def readiness_problems(self, *, stage) -> list[ReadinessProblem]:
         problems = []
         custom = settings.MTURK_ENDPOINT_URL
@@ -343,7 +348,7 @@ class MTurkProvider(RemoteProvider):
         return HitUpdate(
             hit_id=hit.pk, status=HitStatus.OPEN, external_id=response["HITId"],
             hit_type_id=hit_type_id,
-            expires_at=_parse_time(response.get("Expiration")) or (
+            expires_at=parse_response_time(response.get("Expiration")) or (
                 timezone.now() + dt.timedelta(seconds=lifetime)),
             unique_request_token=None if hit.unique_request_token else token,
             created=not duplicate["seen"] and not response.get("duplicate"),
@@ -422,7 +427,7 @@ class MTurkProvider(RemoteProvider):
                     worker_external_id=raw["WorkerId"],
                     hit_external_id=raw["HITId"],
                     status=STATUS_MAP.get(raw["AssignmentStatus"], SubmissionStatus.ACTIVE),
-                    submitted_at=_parse_time(raw.get("SubmitTime")),
+                    submitted_at=parse_response_time(raw.get("SubmitTime")),
                     raw={"Answer": raw.get("Answer", "")},
                 )
             if not page.get("NextToken"):

@@ -4,7 +4,6 @@ duplicate token), the ExternalQuestion XML, MTurk's system qualifications and it
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import re
 from decimal import Decimal
 from xml.sax.saxutils import escape
@@ -129,10 +128,6 @@ def lifetime_seconds(stage) -> int:
     return int((stage.settings or {}).get("lifetime_seconds", DEFAULT_LIFETIME_SECONDS))
 
 
-def _digest(*parts: str) -> str:
-    return hashlib.sha256("\x00".join(parts).encode()).hexdigest()[:20]
-
-
 def external_question_xml(url: str, frame_height: int) -> str:
     return (
         f'<ExternalQuestion xmlns="{EXTERNAL_QUESTION_SCHEMA}">'
@@ -142,7 +137,9 @@ def external_question_xml(url: str, frame_height: int) -> str:
     )
 
 
-def _parse_time(value) -> dt.datetime | None:
+def parse_response_time(value) -> dt.datetime | None:
+    """A time in an MTurk response (boto3 gives datetimes; one stored in a ProviderCall's
+    response is an ISO string) as an aware datetime; None when absent or unreadable."""
     if value is None or value == "":
         return None
     if isinstance(value, dt.datetime):
@@ -151,7 +148,7 @@ def _parse_time(value) -> dt.datetime | None:
         return dt.datetime.fromtimestamp(value, tz=dt.UTC)
     if isinstance(value, str):  # a datetime stored in a ProviderCall response
         try:
-            return _parse_time(dt.datetime.fromisoformat(value))
+            return parse_response_time(dt.datetime.fromisoformat(value))
         except ValueError:
             return None
     return None

@@ -140,7 +140,7 @@ class ProlificProvider(RemoteProvider):
     def bonus_fee_rate(self) -> Decimal:
         return self.fee_rate(max_assignments=1)
 
-    # --- readiness (annotation/services/readiness.py) -------------------------------------
+    # --- readiness (annotation/readiness_selectors.py) -------------------------------------
     def readiness_problems(self, *, stage) -> list[ReadinessProblem]:
         problems = []
         if self._client is None and not settings.PROLIFIC_API_TOKEN:

@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from statistics import pstdev
 
 from annotation.domain.answers import CONTROL_CHARACTER
-from annotation.domain.item_content import AB_CHOICES, MC_ROLES
 from annotation.models import Adjudication, Item, Project, TaskKind
 from annotation.selectors import judgments_that_count
+from core.vocabulary import AB_CHOICES, MC_ROLES
 
 MAX_NOTE_CHARS = 2000
 

@@ -25,10 +25,18 @@ from annotation.domain.aggregation import (
 )
 from annotation.domain.answers import VALIDITY_CHOICES
 from annotation.domain.csv_safe import SafeDictWriter
-from annotation.domain.item_content import AB_CHOICES, MC_ROLES
-from annotation.models import NON_DATA_STAGE_KINDS, ExperimentMode, Item, Judgment, Project, Stage
+from annotation.models import (
+    NON_DATA_STAGE_KINDS,
+    ExperimentMode,
+    Item,
+    Judgment,
+    Project,
+    Stage,
+    TaskKind,
+)
 from annotation.selectors import judgments_that_count
 from annotation.services.adjudication import adjudicated_labels
+from core.vocabulary import AB_CHOICES, MC_ROLES
 
 CHUNK_SIZE = 2000
 PROGRESS_MIN_ITEMS = 2000
@@ -217,8 +225,8 @@ def aggregate_rows(*, project: Project, stage: Stage | None = None,
     else `aggregate_label`. In validity-judging MC projects each role
     counts the judges who marked it correct, `validity_counts` counts one/several/none, and
     the majority is over role / "several" / "none"."""
-    roles = AB_CHOICES if project.kind == "ab" else MC_ROLES
-    validity_mode = project.kind == "mc" and project.experiment_mode == ExperimentMode.VALIDITY
+    roles = AB_CHOICES if project.kind == TaskKind.AB else MC_ROLES
+    validity_mode = project.kind == TaskKind.MC and project.experiment_mode == ExperimentMode.VALIDITY
     model = (resolve_aggregation(project.kind, aggregation) if aggregation
              else project.aggregation_model)
     decided = adjudicated_labels(project=project)
@@ -241,7 +249,7 @@ def aggregate_rows(*, project: Project, stage: Stage | None = None,
             "choice_counts": None, "majority": None, "majority_tie": None,
             "validity_counts": None,
         }
-        if project.kind != "likert":
+        if project.kind != TaskKind.LIKERT:
             counts = Counter(role for j in item_judgments
                              for role in _marked_roles(j, validity_mode=validity_mode))
             row["choice_counts"] = {role: counts.get(role, 0) for role in roles}
@@ -304,10 +312,10 @@ def csv_columns(*, project: Project, aggregate: bool) -> list[str]:
     if not aggregate:
         return columns + list(JUDGMENT_COLUMNS)
     columns += [c for c in AGGREGATE_COLUMNS if c not in ("choice_counts", "validity_counts")]
-    if project.kind != "likert":
-        roles = AB_CHOICES if project.kind == "ab" else MC_ROLES
+    if project.kind != TaskKind.LIKERT:
+        roles = AB_CHOICES if project.kind == TaskKind.AB else MC_ROLES
         columns += [f"count_{role}" for role in roles]
-    if project.kind == "mc" and project.experiment_mode == ExperimentMode.VALIDITY:
+    if project.kind == TaskKind.MC and project.experiment_mode == ExperimentMode.VALIDITY:
         columns += [f"validity_{v}" for v in VALIDITY_CHOICES]
     return columns
 

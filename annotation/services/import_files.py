@@ -15,10 +15,10 @@ from pathlib import Path
 from django.core.exceptions import ValidationError
 from django.db import OperationalError, transaction
 
-from annotation.db_busy import BUSY_MESSAGE, is_database_busy
 from annotation.importers import ImportFormatError, ItemRecord, importer_for
 from annotation.models import Project
 from annotation.services.imports import ImportConflictError, ImportSummary, import_records
+from core.db_busy import BUSY_MESSAGE, is_database_busy
 
 SAMPLE_SIZE = 5
 

@@ -18,6 +18,7 @@ from annotation.domain.answers import AB_TIE_CHOICES
 from annotation.domain.item_content import answer_system
 from annotation.models import Judgment, Project, Stage, TaskKind
 from annotation.selectors import judgments_that_count
+from core.vocabulary import AB_CHOICES
 
 from .exports import aggregate_rows
 
@@ -68,14 +69,14 @@ def preference_rows(*, project: Project, stage: Stage | None = None,
         # Contested: no label (the votes split evenly), A and B equally often, or too few
         # judgments chose the label; a researcher's adjudication settles it.
         contested = not tie and not adjudicated and (
-            label not in ("A", "B") or a == b
+            label not in AB_CHOICES or a == b
             or votes.get(label, 0) / max(total, 1) < min_agreement)
         if (tie and not include_ties) or (contested and not include_contested):
             continue
-        chosen_side = label if label in ("A", "B") else ("A" if a >= b else "B")
+        chosen_side = label if label in AB_CHOICES else ("A" if a >= b else "B")
         rejected_side = "B" if chosen_side == "A" else "A"
         systems = {side: answer_system(content, side, source=row["source"] or "",
-                                       metadata=row["metadata"]) for side in ("A", "B")}
+                                       metadata=row["metadata"]) for side in AB_CHOICES}
         yield {
             "prompt": content.get("question", ""),
             "chosen": (content.get(f"answer_{chosen_side.lower()}") or {}).get("text", ""),

@@ -7,7 +7,7 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
-from annotation.models import Project
+from annotation.models import Project, TaskKind
 
 
 class ProjectShareError(PermissionError):
@@ -46,8 +46,8 @@ def project_owner_and_share(*, project: Project, owner=None, share: Iterable = (
         project.shared_with.add(*share)
 
 
-KIND_PHRASES = {"likert": "answer correctness", "ab": "which answer is better",
-                "mc": "reading comprehension"}
+KIND_PHRASES = {TaskKind.LIKERT: "answer correctness", TaskKind.AB: "which answer is better",
+                TaskKind.MC: "reading comprehension"}
 
 
 def readable_title(slug: str, kind: str) -> str:

@@ -15,13 +15,11 @@ from __future__ import annotations
 import dataclasses
 
 from django.db import transaction
-from django.db.models import Q
 from django.utils import timezone
 
 from annotation.domain.stage_settings import ROUTING_MODES, stage_settings_errors
-from annotation.judgment_selectors import stage_agreement
+from annotation.judgment_selectors import agreement_stage_for, stage_alpha
 from annotation.models import (
-    COLLECTION_STAGE_KINDS,
     Hit,
     HitItem,
     HitStatus,
@@ -31,11 +29,12 @@ from annotation.models import (
     StageTransition,
 )
 from annotation.providers import PublishReport, get_provider
+from annotation.readiness_selectors import stage_readiness
+from core.background import task_send_or_fail_fast
 
-from .background import task_send_or_fail_fast
 from .costs import StageCostEstimate, project_committed_cost, stage_cost_estimate
 from .hits import hit_updates_record, stage_hits_publish
-from .readiness import ProviderNotReady, stage_readiness
+from .readiness import ProviderNotReady
 from .redundancy import adaptive_redundancy_guard
 from .stage_errors import BudgetExceeded, GuardFailed, IllegalTransition, StageError
 from .stage_plans import stage_hit_plan, stage_items_choose, stage_items_select
@@ -180,27 +179,6 @@ def stage_hits_build(*, stage: Stage) -> list[Hit]:
 
 
 # --- guards ------------------------------------------------------------------------------------
-
-
-def agreement_stage_for(stage: Stage) -> Stage | None:
-    """The stage whose agreement gates this one: `settings["agreement_stage_id"]`, else the
-    closest earlier trial/pilot/full stage of the project, else the required stage."""
-    options = stage.settings or {}
-    if options.get("agreement_stage_id"):
-        return Stage.objects.filter(pk=options["agreement_stage_id"]).first()
-    earlier = (
-        Stage.objects.filter(project_id=stage.project_id, kind__in=COLLECTION_STAGE_KINDS)
-        .filter(Q(order__lt=stage.order) | Q(order=stage.order, pk__lt=stage.pk))
-        .exclude(pk=stage.pk).order_by("-order", "-pk").first()
-    )
-    return earlier or stage.requires_stage
-
-
-def stage_alpha(*, stage: Stage, level: str | None = None) -> float | None:
-    """Krippendorff's alpha of the stage's judgments (None when too few to compute); the
-    `annotation.judgment_selectors.stage_agreement` (interval for Likert, nominal otherwise)."""
-    level = level or (stage.settings or {}).get("agreement_level")
-    return stage_agreement(stage=stage, level=level)
 
 
 def agreement_guard(*, stage: Stage, override_reason: str | None = None) -> str:

@@ -21,7 +21,6 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST
 
-from annotation.domain.json_limits import JsonTooDeep, json_loads_limited
 from annotation.models import (
     Assignment,
     ParticipantVerification,
@@ -39,7 +38,6 @@ from annotation.services.assignments import (
     SessionNotVerified,
     SubmissionInvalid,
     assignment_confirm_item,
-    assignment_feedback,
     assignment_page_state,
     assignment_record_guess,
     assignment_save_draft,
@@ -52,6 +50,7 @@ from annotation.services.assignments import (
     prolific_session_check,
 )
 from annotation.task_selectors import (
+    assignment_feedback,
     guess_label_shown,
     hit_preview,
     inhouse_completion,
@@ -61,6 +60,7 @@ from annotation.task_selectors import (
     task_items,
     task_page_config,
 )
+from core.json_limits import JsonTooDeep, json_loads_limited
 
 # The worker sites that show an ExternalQuestion in their iframe (production and sandbox).
 # Not "https://*.mturk.com": that includes the requester sites; not www.mturk.com either, which

@@ -8,7 +8,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotation.access_selectors import access_project
-from annotation.api_common import JsonApiMixin, paginated_response, with_errors
+from core.api import JsonApiMixin, paginated_response, with_errors
 from metrics_app.domain.judge_prompts import JudgeConfigError
 from metrics_app.judge_selectors import judge_version_get
 from metrics_app.models import JudgeJob

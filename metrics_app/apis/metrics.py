@@ -4,13 +4,14 @@ validates, calls a service, serializes."""
 from __future__ import annotations
 
 from django.urls import reverse
+from django.utils import timezone
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotation.access_selectors import access_project
-from annotation.api_common import (
+from core.api import (
     JsonApiMixin,
     LimitedJSONParser,
     paginated_response,
@@ -21,7 +22,7 @@ from metrics_app.apis.report_schemas import MetricReportResponseSerializer
 from metrics_app.domain.score_input import ScoreInputError, check_score_row, first_repeated_id
 from metrics_app.models import ScoringJob, ScoringStatus
 from metrics_app.registry import MetricInput, metric_names, metric_sync_ok
-from metrics_app.services.meta_evaluation_report import metric_report_cached, metric_report_refresh
+from metrics_app.services.meta_evaluation_report import metric_report_cached, metric_report_compute
 from metrics_app.services.scoring import (
     ITEM_JOB_MAX_ITEMS,
     item_scoring_job_create,
@@ -66,7 +67,11 @@ class MetricReportApi(APIView):
         refresh = options.pop("refresh")
         report, stale = metric_report_cached(project=project, params=options)
         if report is None or refresh:
-            report, stale = metric_report_refresh(project=project, params=options), False
+            # Computed for this answer and not stored: a GET writes nothing (scoring jobs
+            # and `manage.py metric_report` fill the cache).
+            data, _watermark = metric_report_compute(project=project, params=options)
+            return Response({"project": project.slug, "stale": False,
+                             "computed_at": timezone.now(), "report": data})
         return Response({"project": project.slug, "stale": stale,
                          "computed_at": report.computed_at, "report": report.data})
 

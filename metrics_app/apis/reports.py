@@ -10,9 +10,9 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotation.access_selectors import access_project, access_stage
-from annotation.api_common import with_errors
 from annotation.judgment_selectors import GROUP_FIELDS
 from annotation.models import TaskKind
+from core.api import with_errors
 from metrics_app.apis.report_schemas import LeaderboardSerializer, ProjectReportSerializer
 from metrics_app.reports.leaderboard import leaderboard_csv
 from metrics_app.reports.project import cached_project_report

@@ -13,19 +13,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .meta_evaluation import _clean, correlations, decision_statistics
+from core.statistics import finite_or_none, percentile_interval
+
+from .meta_evaluation import correlations, decision_statistics
 
 CONFIDENCE = 0.95
 ECE_BINS = 10
-
-
-def _interval(values: np.ndarray) -> list[float | None]:
-    values = values[np.isfinite(values)]
-    if not len(values):
-        return [None, None]
-    alpha = (1 - CONFIDENCE) / 2
-    low, high = np.quantile(values, [alpha, 1 - alpha])
-    return [_clean(low), _clean(high)]
 
 
 def resample_indices(n: int, n_resamples: int, seed: int = 0) -> np.ndarray:
@@ -58,7 +51,8 @@ def expected_calibration_error(probability: Sequence[float], labels: Sequence[in
                           "mean_probability": float(p[members].mean()),
                           "observed": float(y[members].mean())})
     resampled = np.array([ece(idx) for idx in resample_indices(n, n_resamples, seed)])
-    return {"n": n, "ece": ece(np.arange(n)), "ci": _interval(resampled), "bins": table}
+    return {"n": n, "ece": ece(np.arange(n)), "ci": percentile_interval(resampled, CONFIDENCE),
+            "bins": table}
 
 
 def binary_alignment(*, rank: Sequence[float], threshold: float, labels: Sequence[int],
@@ -79,7 +73,7 @@ def binary_alignment(*, rank: Sequence[float], threshold: float, labels: Sequenc
                         seed=seed) if len(rank) >= 3 else {"pearson": None, "spearman": None,
                                                            "ci": {}}
     out = {"n": int(len(rank)), "threshold": threshold,
-           "judge_positive_rate": _clean(predicted.mean()) if len(rank) else None,
+           "judge_positive_rate": finite_or_none(predicted.mean()) if len(rank) else None,
            "human_positive_rate": decision["positive_rate"],
            **{k: decision[k] for k in ("accuracy", "kappa", "f1", "roc_auc")},
            "pearson": corr["pearson"], "spearman": corr["spearman"],
@@ -113,10 +107,10 @@ def paired_comparison(correct_a: Sequence[bool], correct_b: Sequence[bool], *,
     if n == 0:
         return out
     diff = a.astype(float) - b.astype(float)
-    out["accuracy_difference"] = _clean(diff.mean())
+    out["accuracy_difference"] = finite_or_none(diff.mean())
     idx = resample_indices(n, n_resamples, seed)
     if len(idx):
-        out["ci"] = _interval(diff[idx].mean(axis=1))
+        out["ci"] = percentile_interval(diff[idx].mean(axis=1), CONFIDENCE)
     discordant = only_a + only_b
     out["mcnemar_p"] = float(binomtest(only_a, discordant, 0.5).pvalue) if discordant else 1.0
     return out
@@ -162,9 +156,10 @@ def rate_gap(judge: Sequence[float], human: Sequence[float], *, n_resamples: int
         return {"n": 0, "judge_rate": None, "human_rate": None, "gap": None, "ci": [None, None]}
     diff = j - h
     idx = resample_indices(n, n_resamples, seed)
-    return {"n": n, "judge_rate": _clean(j.mean()), "human_rate": _clean(h.mean()),
-            "gap": _clean(diff.mean()),
-            "ci": _interval(diff[idx].mean(axis=1)) if len(idx) else [None, None]}
+    return {"n": n, "judge_rate": finite_or_none(j.mean()), "human_rate": finite_or_none(h.mean()),
+            "gap": finite_or_none(diff.mean()),
+            "ci": (percentile_interval(diff[idx].mean(axis=1), CONFIDENCE) if len(idx)
+                   else [None, None])}
 
 
 def length_bias(lengths: Sequence[float], judge: Sequence[float], human: Sequence[float], *,
@@ -192,9 +187,9 @@ def length_bias(lengths: Sequence[float], judge: Sequence[float], human: Sequenc
     sj, sh = spearman(length, j), spearman(length, h)
     diffs = np.array([spearman(length[i], j[i]) - spearman(length[i], h[i])
                       for i in resample_indices(n, n_resamples, seed)])
-    ci = _interval(diffs)
-    out.update(spearman_length_judge=_clean(sj), spearman_length_human=_clean(sh),
-               difference=_clean(sj - sh), ci=ci,
+    ci = percentile_interval(diffs, CONFIDENCE)
+    out.update(spearman_length_judge=finite_or_none(sj), spearman_length_human=finite_or_none(sh),
+               difference=finite_or_none(sj - sh), ci=ci,
                favours_longer=None if ci[0] is None else bool(ci[0] > 0))
     edges = np.quantile(length, [1 / 3, 2 / 3])
     tercile = np.searchsorted(edges, length, side="right")
@@ -203,8 +198,9 @@ def length_bias(lengths: Sequence[float], judge: Sequence[float], human: Sequenc
         if members.any():
             out["terciles"].append({
                 "tercile": name, "n": int(members.sum()),
-                "max_words": _clean(length[members].max()),
-                "judge_rate": _clean(j[members].mean()), "human_rate": _clean(h[members].mean())})
+                "max_words": finite_or_none(length[members].max()),
+                "judge_rate": finite_or_none(j[members].mean()),
+                "human_rate": finite_or_none(h[members].mean())})
     return out
 
 
@@ -217,11 +213,11 @@ def position_bias(first_shown_chosen: Sequence[bool], consistent: Sequence[bool]
     out = {"n_answers": len(first), "first_position_rate": None, "ci_first": [None, None],
            "n_pairs": len(same), "position_consistency": None, "ci_consistency": [None, None]}
     if len(first):
-        out["first_position_rate"] = _clean(first.mean())
-        out["ci_first"] = _interval(first[resample_indices(len(first), n_resamples,
-                                                           seed)].mean(axis=1))
+        out["first_position_rate"] = finite_or_none(first.mean())
+        out["ci_first"] = percentile_interval(
+            first[resample_indices(len(first), n_resamples, seed)].mean(axis=1), CONFIDENCE)
     if len(same):
-        out["position_consistency"] = _clean(same.mean())
-        out["ci_consistency"] = _interval(same[resample_indices(len(same), n_resamples,
-                                                               seed)].mean(axis=1))
+        out["position_consistency"] = finite_or_none(same.mean())
+        out["ci_consistency"] = percentile_interval(
+            same[resample_indices(len(same), n_resamples, seed)].mean(axis=1), CONFIDENCE)
     return out

@@ -26,35 +26,37 @@ import math
 import re
 from dataclasses import dataclass, field
 
+from core.vocabulary import TASK_KINDS, TaskKind
+
 PARSE_RULES = ("likert", "yes_no", "ab", "choice", "json", "regex")
-TASK_KINDS = ("likert", "ab", "mc")
 CORRECT_AT = 3.0
 
 DEFAULT_SYSTEM = "You are a careful grader of answers to questions."
 DEFAULT_PROMPTS = {
-    "likert": (
+    TaskKind.LIKERT: (
         "Passage:\n{passage}\n\nQuestion: {question}\nReference answer(s): {references}\n"
         "Candidate answer: {candidate}\n\nUsing the passage and the question, how closely does "
         "the candidate answer capture the same information as the reference answer? "
         "1 Completely wrong, 2 Mostly wrong, 3 Half right, 4 Mostly right, 5 Perfect answer.\n"
         "Reply with one line of reasoning, then a final line 'Score: N'."
     ),
-    "ab": (
+    TaskKind.AB: (
         "Question: {question}\n\nAnswer A:\n{answer_a}\n\nAnswer B:\n{answer_b}\n\n"
         "Which answer is better? Reply with one line of reasoning, then a final line "
         "'Better: A' or 'Better: B'."
     ),
-    "mc": (
+    TaskKind.MC: (
         "Paragraph:\n{paragraph}\n\nQuestion: {question}\nA. {choice_a}\nB. {choice_b}\n"
         "C. {choice_c}\nD. {choice_d}\n\nWhich answer is correct? Reply with one line of "
         "reasoning, then a final line 'Answer: X'."
     ),
 }
-DEFAULT_PARSE = {"likert": "likert", "ab": "ab", "mc": "choice"}
+# Task kind -> the parse rule its verdicts are read with (PARSE_RULES).
+DEFAULT_PARSE = {TaskKind.LIKERT: "likert", TaskKind.AB: "ab", TaskKind.MC: "choice"}
 FIELDS = {
-    "likert": ("passage", "question", "references", "candidate"),
-    "ab": ("question", "answer_a", "answer_b"),
-    "mc": ("paragraph", "question", "choice_a", "choice_b", "choice_c", "choice_d"),
+    TaskKind.LIKERT: ("passage", "question", "references", "candidate"),
+    TaskKind.AB: ("question", "answer_a", "answer_b"),
+    TaskKind.MC: ("paragraph", "question", "choice_a", "choice_b", "choice_c", "choice_d"),
 }
 
 
@@ -139,12 +141,12 @@ class _Strict(dict):
 def item_fields(task: str, content: dict, *, swap: bool = False) -> dict:
     """The prompt fields of an item's content (A/B: `swap` shows answer B first)."""
     content = content or {}
-    if task == "likert":
+    if task == TaskKind.LIKERT:
         return {"passage": content.get("passage", "") or "(none)",
                 "question": content.get("question", ""),
                 "references": " / ".join(content.get("references") or []) or "(none)",
                 "candidate": content.get("candidate", "")}
-    if task == "ab":
+    if task == TaskKind.AB:
         first, second = ("answer_b", "answer_a") if swap else ("answer_a", "answer_b")
         return {"question": content.get("question", ""),
                 "answer_a": (content.get(first) or {}).get("text", ""),

@@ -28,17 +28,14 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 
 from annotation.domain.agreement import pearson
+from core.statistics import finite_or_none, percentile_interval
+from core.vocabulary import AB_CHOICES
 
 CORRELATIONS = ("pearson", "spearman", "kendall")
 # Datasets whose number-vs-number candidates are filtered. The MOCHA paper: "We also
 # filtered out instances in DROP where the reference and the candidate are both numbers" -- only
 # DROP; its other span datasets (Quoref, ROPES) kept such pairs and had them annotated.
 NUMBER_PAIR_DATASETS = frozenset({"drop"})
-
-
-def _clean(value: float) -> float | None:
-    value = float(value)
-    return None if math.isnan(value) or math.isinf(value) else value
 
 
 def _weighted_pearson(x: np.ndarray, y: np.ndarray, w: np.ndarray) -> np.ndarray:
@@ -85,18 +82,6 @@ def _resample_ranks(values: np.ndarray, counts: np.ndarray) -> np.ndarray:
     return mid[:, group]
 
 
-def _percentile(estimates: np.ndarray, confidence: float) -> list[float | None]:
-    """The percentile interval of the resamples where the statistic is defined: a resample
-    with one distinct value gives NaN or ±inf (0/0, x/0), which would otherwise become a
-    missing upper bound ("[-1.00, ]" on the metrics page)."""
-    estimates = estimates[np.isfinite(estimates)]
-    if len(estimates) == 0:
-        return [None, None]
-    alpha = (1 - confidence) / 2
-    low, high = np.quantile(estimates, [alpha, 1 - alpha])
-    return [_clean(low), _clean(high)]
-
-
 def correlations(
     metric_values: Sequence[float],
     human_values: Sequence[float],
@@ -121,8 +106,8 @@ def correlations(
     if n < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
         return result
     result["pearson"] = pearson(x, y)
-    result["spearman"] = _clean(spearmanr(x, y).statistic)
-    result["kendall"] = _clean(kendalltau(x, y).statistic)
+    result["spearman"] = finite_or_none(spearmanr(x, y).statistic)
+    result["kendall"] = finite_or_none(kendalltau(x, y).statistic)
     if n_resamples <= 0:
         return result
 
@@ -136,11 +121,11 @@ def correlations(
         spearman_est.append(
             _weighted_pearson(_resample_ranks(xc, counts), _resample_ranks(yc, counts), counts)
         )
-    result["ci"]["pearson"] = _percentile(np.concatenate(pearson_est), confidence)
-    result["ci"]["spearman"] = _percentile(np.concatenate(spearman_est), confidence)
+    result["ci"]["pearson"] = percentile_interval(np.concatenate(pearson_est), confidence)
+    result["ci"]["spearman"] = percentile_interval(np.concatenate(spearman_est), confidence)
 
     n_kendall = min(n_resamples, kendall_resamples)
-    result["ci"]["kendall"] = _percentile(
+    result["ci"]["kendall"] = percentile_interval(
         _resampled_kendall(xc, yc, resample_row_counts(rng, freq, n_kendall)), confidence)
     result["kendall_resamples"] = n_kendall
     return result
@@ -249,7 +234,7 @@ def pairwise_accuracy(comparisons: Iterable[tuple[float | None, float | None, st
     how often the higher-scored answer is the preferred one, a tie counting half."""
     correct = ties = n = 0
     for score_a, score_b, choice in comparisons:
-        if score_a is None or score_b is None or choice not in ("A", "B"):
+        if score_a is None or score_b is None or choice not in AB_CHOICES:
             continue
         n += 1
         if score_a == score_b:
@@ -265,7 +250,7 @@ def always_human_accuracy(comparisons: Iterable[tuple[str, str, str]]) -> dict:
     'human' side to pick)."""
     correct = n = 0
     for kind_a, kind_b, choice in comparisons:
-        if {kind_a, kind_b} != {"human", "model"} or choice not in ("A", "B"):
+        if {kind_a, kind_b} != {"human", "model"} or choice not in AB_CHOICES:
             continue
         n += 1
         human_side = "A" if kind_a == "human" else "B"
@@ -391,11 +376,11 @@ def decision_statistics(
     cells = np.stack([predicted * y, predicted * (1 - y), (1 - predicted) * y,
                       (1 - predicted) * (1 - y)])            # tp, fp, fn, tn per item
     point = _confusion_statistics(*cells.sum(axis=1))
-    result.update({name: _clean(value) for name, value in point.items()})
+    result.update({name: finite_or_none(value) for name, value in point.items()})
     result["positive_rate"] = float(y.mean())
     two_classes = 0 < y.sum() < n
     if two_classes:
-        result["roc_auc"] = _clean(roc_auc_score(y, s))
+        result["roc_auc"] = finite_or_none(roc_auc_score(y, s))
     if n_resamples <= 0 or n < 3:
         return result
     rng = np.random.default_rng(seed)
@@ -413,7 +398,7 @@ def decision_statistics(
         if two_classes:
             estimates.setdefault("roc_auc", []).append(_weighted_auc(sc, yc, counts))
     for name, parts in estimates.items():
-        result["ci"][name] = _percentile(np.concatenate(parts), confidence)
+        result["ci"][name] = percentile_interval(np.concatenate(parts), confidence)
     return result
 
 
@@ -502,7 +487,7 @@ def paired_bootstrap_pearson_differences(
     for a, b in wanted:
         differences = per_metric[a] - per_metric[b]
         differences = differences[~np.isnan(differences)]
-        results[(a, b)]["ci"] = _percentile(differences, confidence)
+        results[(a, b)]["ci"] = percentile_interval(differences, confidence)
         results[(a, b)]["p_not_better"] = (float((differences <= 0).mean())
                                            if len(differences) else None)
     return results

@@ -10,11 +10,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
 
+from core.vocabulary import ModelKind
+
 PAPER_LEARNING_RATES = (1e-5, 2e-5, 3e-5)
-# The model kinds (`model.MODEL_KINDS` maps each to its class). The only definition in LERC's
-# code: every other module imports them from here.
-KIND_REGRESSION = "regression"
-KIND_PAIRWISE = "pairwise"
+# The model kinds (`model.MODEL_KINDS` maps each to its class), spelled once in the vocabulary;
+# LERC's modules take them from here as plain strings (TrainConfig is JSON).
+KIND_REGRESSION = ModelKind.REGRESSION.value
+KIND_PAIRWISE = ModelKind.PAIRWISE.value
 
 
 class TrainingCancelled(Exception):

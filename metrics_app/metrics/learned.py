@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from core.vocabulary import PROBABILITY_METRIC_NAME, ModelKind
 from metrics_app.lerc.data import LercExample
 from metrics_app.registry import MetricInput, MetricUnavailable, register_metric
 
@@ -77,23 +78,29 @@ class LercMetric:
         return scorer.score(examples)
 
 
-@register_metric("lerc", "LERC learned metric (1–5), the promoted model version unless --model")
+REGRESSION, PAIRWISE = ModelKind.REGRESSION, ModelKind.PAIRWISE
+
+
+@register_metric(REGRESSION.metric_name,
+                 "LERC learned metric (1–5), the promoted model version unless --model")
 def lerc_factory(model: str | None = None, model_version: str | None = None,
                  project=None) -> LercMetric:
-    return LercMetric(name="lerc", model_name="lerc", label=model or model_version,
-                      project=project)
+    return LercMetric(name=REGRESSION.metric_name, model_name=REGRESSION.model_name,
+                      label=model or model_version, project=project)
 
 
-@register_metric("lerc_prob", "LERC's calibrated probability that the answer is correct (0–1; "
+@register_metric(PROBABILITY_METRIC_NAME,
+                 "LERC's calibrated probability that the answer is correct (0–1; "
                  "versions trained since the calibrated judge; None for older ones)")
 def lerc_prob_factory(model: str | None = None, model_version: str | None = None,
                       project=None) -> LercMetric:
-    return LercMetric(name="lerc_prob", model_name="lerc", label=model or model_version,
-                      project=project, output="probability")
+    return LercMetric(name=PROBABILITY_METRIC_NAME, model_name=REGRESSION.model_name,
+                      label=model or model_version, project=project, output="probability")
 
 
-@register_metric("lerc_ab", "Pairwise LERC (Bradley–Terry) scalar per answer, for A/B projects")
+@register_metric(PAIRWISE.metric_name,
+                 "Pairwise LERC (Bradley–Terry) scalar per answer, for A/B projects")
 def lerc_ab_factory(model: str | None = None, model_version: str | None = None,
                     project=None) -> LercMetric:
-    return LercMetric(name="lerc_ab", model_name="lerc-ab", label=model or model_version,
-                      project=project)
+    return LercMetric(name=PAIRWISE.metric_name, model_name=PAIRWISE.model_name,
+                      label=model or model_version, project=project)

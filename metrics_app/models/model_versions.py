@@ -5,6 +5,9 @@ from django.conf import settings
 from django.db import models
 
 from annotation.models import Project
+from core import vocabulary
+from core.choices import django_choices
+from core.leases import LeaseStates
 
 
 class ModelStatus(models.TextChoices):
@@ -17,15 +20,13 @@ class ModelStatus(models.TextChoices):
     CANCELLED = "cancelled", "Cancelled"
 
 
-class ModelKind(models.TextChoices):
-    REGRESSION = "regression", "LERC regression (1–5 score)"
-    PAIRWISE = "pairwise", "Pairwise Bradley–Terry (A/B)"
+ModelKind = django_choices(vocabulary.ModelKind, module=__name__)
 
 
 class ModelVersion(models.Model):
     """One trained learned-metric model, kept forever with its evaluation."""
 
-    name = models.CharField(max_length=50, default="lerc")
+    name = models.CharField(max_length=50, default=vocabulary.ModelKind.REGRESSION.model_name)
     number = models.PositiveIntegerField(help_text="Version number within the name.")
     kind = models.CharField(max_length=20, choices=ModelKind.choices, default=ModelKind.REGRESSION)
     projects = models.ManyToManyField(Project, blank=True, related_name="model_versions")
@@ -40,6 +41,11 @@ class ModelVersion(models.Model):
     )
     metrics = models.JSONField(default=dict, blank=True)
     progress = models.JSONField(default=dict, blank=True, help_text="epoch, step, loss ...")
+    # The job lease (core/leases.py) of the training run: the worker training the version and
+    # when it last said so; the beat sweep fails a version silent for QAJ_JOB_STALE_AFTER_SECONDS.
+    lease = models.CharField(max_length=100, blank=True,
+                             help_text="Worker training the version (host:pid:token).")
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
     artifact_uri = models.CharField(max_length=1000, blank=True)
     task_id = models.CharField(max_length=255, blank=True)
     cancel_requested = models.BooleanField(default=False)
@@ -48,6 +54,9 @@ class ModelVersion(models.Model):
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     promoted_at = models.DateTimeField(null=True, blank=True)
+
+    lease_states = LeaseStates(queued=ModelStatus.QUEUED, running=ModelStatus.TRAINING,
+                               failed=ModelStatus.FAILED)
 
     class Meta:
         ordering = ["name", "-number"]

@@ -92,7 +92,13 @@ def time_project_report(*, project: Project) -> dict[str, float]:
     import matplotlib.figure  # noqa: F401
 
     from .charts import dashboard_charts
-    from .project import cached_project_report, dashboard_data, project_report, report_refresh
+    from .project import (
+        cached_project_report,
+        dashboard_charts_refresh,
+        dashboard_data,
+        project_report,
+        report_refresh,
+    )
 
     def timed(fn):
         wall, cpu = time.perf_counter(), time.process_time()
@@ -102,7 +108,7 @@ def time_project_report(*, project: Project) -> dict[str, float]:
     report, report_s, report_cpu = timed(lambda: project_report(project=project))
     _charts, charts_s, charts_cpu = timed(lambda: dashboard_charts(report))
     report_refresh(project=project)
-    dashboard_data(project=project)
+    dashboard_charts_refresh(project=project)
     _cached, cached_s, cached_cpu = timed(lambda: dashboard_data(project=project))
     _report, cached_report_s, _cpu = timed(lambda: cached_project_report(project=project))
     return {

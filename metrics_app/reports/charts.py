@@ -1,5 +1,5 @@
-"""Server-side charts for the dashboard: matplotlib (Agg backend) rendered to inline SVG, drawn
-from the report dict only (no database access), so a cached report renders without queries."""
+"""Every server-side chart (matplotlib, Agg), drawn from numbers already read, never the database:
+inline SVG (dashboard, model card), PNG for the plots behind their own .png URLs (`<img>`)."""
 from __future__ import annotations
 
 import io
@@ -285,3 +285,75 @@ def baseline_bars(rows: dict, *, measure: str, highlight: str = "lerc") -> str |
     ax.tick_params(axis="x", labelsize=8)
     ax.spines[["top", "right"]].set_visible(False)
     return _svg(fig)
+
+
+def _png(fig) -> bytes:
+    """A figure laid out tightly (a standalone image has no page margins around it) as PNG."""
+    fig.tight_layout()
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png")
+    return buffer.getvalue()
+
+
+def _image_figure(width: float, height: float):
+    """A figure for a PNG plot (110 dpi, one axes)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(width, height), dpi=110)
+    return figure, figure.subplots()
+
+
+def metric_scatter_png(xs: list[float], ys: list[float], *, total: int, metric: str,
+                       znormalize: bool) -> bytes:
+    """One metric against the human gold score (jittered: scores are discrete)."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    y = np.asarray(ys) + rng.uniform(-0.12, 0.12, len(ys)) * (0 if znormalize else 1)
+    figure, axes = _image_figure(3.6, 2.8)
+    axes.scatter(xs, y, s=6, alpha=0.25 if len(xs) > 500 else 0.6, color="#0b57d0",
+                 edgecolors="none")
+    axes.set_xlabel(metric)
+    axes.set_ylabel("human score (z)" if znormalize else "human score")
+    shown = f"n={total}" if total == len(xs) else f"{len(xs)} of n={total} shown"
+    axes.set_title(f"{metric} vs human ({shown})", fontsize=9)
+    axes.tick_params(labelsize=8)
+    return _png(figure)
+
+
+def roc_png(curves: dict[str, dict]) -> bytes:
+    """Every metric's ROC curve, best AUC first in the legend."""
+    figure, axes = _image_figure(4.6, 3.6)
+    axes.plot([0, 1], [0, 1], linestyle=":", color="#888888", linewidth=1)
+    ranked = sorted(curves.items(), key=lambda entry: -entry[1]["auc"])
+    for name, curve in ranked:
+        axes.plot(curve["fpr"], curve["tpr"], linewidth=1.3,
+                  label=f"{name} (AUC {curve['auc']:.3f})")
+    axes.set_xlabel("false positive rate (wrong answers accepted)", fontsize=8)
+    axes.set_ylabel("true positive rate", fontsize=8)
+    axes.set_title(f"ROC, n={next(iter(curves.values()))['n']} measured items", fontsize=9)
+    axes.legend(fontsize=7, loc="lower right")
+    axes.tick_params(labelsize=8)
+    return _png(figure)
+
+
+def reliability_png(judge: dict, *, label: str) -> bytes:
+    """A judge's reliability diagram: mean probability vs observed rate per bin."""
+    figure, axes = _image_figure(3.6, 3.4)
+    axes.plot([0, 1], [0, 1], linestyle=":", color="#888888", linewidth=1)
+    bins = judge["reliability"]
+    axes.plot([b["mean_probability"] for b in bins], [b["observed"] for b in bins],
+              marker="o", linewidth=1.3)
+    for b in bins:
+        axes.annotate(str(b["n"]), (b["mean_probability"], b["observed"]), fontsize=6,
+                      textcoords="offset points", xytext=(3, -8))
+    axes.set_xlim(0, 1)
+    axes.set_ylim(0, 1)
+    axes.set_xlabel("judge's probability", fontsize=8)
+    axes.set_ylabel("share humans call correct", fontsize=8)
+    axes.set_title(f"{label}: ECE {judge['ece']:.3f}", fontsize=9)
+    axes.tick_params(labelsize=8)
+    return _png(figure)

@@ -15,8 +15,9 @@ import numpy as np
 from django.db.models import Max, Q
 
 from annotation.domain.aggregation import aggregate_items
-from annotation.judgment_selectors import JudgmentFrame
+from annotation.judgment_selectors import JudgmentFrame, watermark
 from annotation.models import Project, RoutingDraw, TaskKind
+from core.vocabulary import PROBABILITY_METRIC_NAME, ModelKind
 
 from ..domain import estimates
 from ..judge_selectors import judge_view, predictor_values
@@ -24,7 +25,7 @@ from ..models import JudgeVerdict, MetricScore
 
 CORRECT_AT = 3.0  # a mean human score of 3 or more on the 1–5 scale counts as correct
 # LERC's calibrated P(correct) predicts accuracy; its 1–5 score predicts the mean score.
-PROBABILITY_METRIC, SCORE_METRIC = "lerc_prob", "lerc"
+PROBABILITY_METRIC, SCORE_METRIC = PROBABILITY_METRIC_NAME, ModelKind.REGRESSION.metric_name
 
 
 def latest_metric_scores(project: Project, metric: str) -> tuple[str | None, dict[int, float]]:
@@ -41,9 +42,8 @@ def latest_metric_scores(project: Project, metric: str) -> tuple[str | None, dic
 def metric_watermark(project: Project) -> int:
     """Changes whenever a LERC score, or an A/B answer's score (the leaderboard's metric
     judges), is stored for the project (the cache compares it)."""
-    return (MetricScore.objects.filter(item__project=project)
-            .filter(Q(metric__in=[PROBABILITY_METRIC, SCORE_METRIC]) | ~Q(side=""))
-            .aggregate(top=Max("id"))["top"] or 0)
+    return watermark(MetricScore.objects.filter(item__project=project)
+                     .filter(Q(metric__in=[PROBABILITY_METRIC, SCORE_METRIC]) | ~Q(side="")))
 
 
 def _human_scores(frame: JudgmentFrame, *, median: bool) -> dict[int, float]:
@@ -171,8 +171,7 @@ def judge_predictions(project: Project, ref: str) -> tuple[dict, dict[int, float
 
 def judge_watermark(project: Project) -> int:
     """Changes whenever a judge verdict is stored for the project."""
-    return (JudgeVerdict.objects.filter(item__project=project)
-            .aggregate(top=Max("id"))["top"] or 0)
+    return watermark(JudgeVerdict.objects.filter(item__project=project))
 
 
 def estimates_report(frame: JudgmentFrame, *, project: Project, judge: str | None = None

@@ -14,6 +14,7 @@ from annotation.domain.answers import AB_TIE_CHOICES
 from annotation.domain.item_content import answer_system
 from annotation.judgment_selectors import JudgmentFrame
 from annotation.models import Item, Project, Worker
+from core.vocabulary import AB_CHOICES
 
 from ..domain.leaderboard import (
     LEFT,
@@ -37,7 +38,7 @@ def _item_table(item_ids: list[int]) -> dict[int, dict]:
     for pk, content, source, metadata in rows.iterator(chunk_size=2000):
         content = content or {}
         systems = tuple(answer_system(content, side, source=source or "", metadata=metadata)
-                        for side in ("A", "B"))
+                        for side in AB_CHOICES)
         texts = [(content.get(f"answer_{s}") or {}).get("text") or "" for s in "ab"]
         features = style_features(*texts)
         table[pk] = {"systems": systems, "style": [features[n] for n in STYLE_NAMES]}
@@ -58,11 +59,11 @@ def frame_votes(frame: JudgmentFrame, mask: np.ndarray) -> tuple[Votes | None, d
         if info is None or info["systems"][0] == info["systems"][1]:
             skipped["same_system"] += 1
             continue
-        if choice not in ("A", "B") and choice not in AB_TIE_CHOICES:
+        if choice not in AB_CHOICES and choice not in AB_TIE_CHOICES:
             skipped["unknown_choice"] += 1
             continue
         order = frame.presented_order[j] or []
-        order_recorded.append(bool(order) and order[0] in ("A", "B"))
+        order_recorded.append(bool(order) and order[0] in AB_CHOICES)
         first = order[0] if order_recorded[-1] else "A"
         a, b = (names.setdefault(s, len(names)) for s in info["systems"])
         flip = first == "B"
@@ -99,7 +100,7 @@ def metric_votes(project: Project) -> dict[str, Votes]:
     """Each automatic metric that scored both answers of the project's A/B items (the latest
     version stored) as a judge: one vote per item for the answer it scores higher, a tie when
     equal. Answer A counts as shown on the left (a metric sees no order)."""
-    rows = MetricScore.objects.filter(item__project=project, side__in=("A", "B"),
+    rows = MetricScore.objects.filter(item__project=project, side__in=AB_CHOICES,
                                       value__isnull=False)
     latest: dict[str, tuple[int, str]] = {}
     for metric, version, top in rows.values_list("metric", "version", "id").order_by("id"):
@@ -168,7 +169,7 @@ def verdict_votes(project: Project) -> dict[str, tuple[Votes, dict]]:
             if (item_id, order or "AB") in seen:
                 continue  # an older verdict in the same order (on earlier content)
             seen.add((item_id, order or "AB"))
-            if not parsed or verdict not in ("A", "B", *AB_TIE_CHOICES):
+            if not parsed or verdict not in (*AB_CHOICES, *AB_TIE_CHOICES):
                 unparseable += 1
                 continue
             info = items.get(item_id)

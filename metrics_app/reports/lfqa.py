@@ -11,6 +11,7 @@ from annotation.domain.agreement import fleiss_kappa_from_counts
 from annotation.domain.answers import AB_TIE_CHOICES
 from annotation.judgment_selectors import JudgmentFrame
 from annotation.models import Item
+from core.vocabulary import AB_CHOICES
 
 
 def _target_side(setting: str, a_kind: str, a_up, b_kind: str, b_up, metadata: dict) -> str:
@@ -25,7 +26,7 @@ def _target_side(setting: str, a_kind: str, a_up, b_kind: str, b_up, metadata: d
     if setting == "HH":
         # An importer's explicit record wins: in the long-form QA release a few pairs carry
         # upvote counts that contradict which answer the label calls higher-voted.
-        if (metadata or {}).get("higher_voted") in ("A", "B"):
+        if (metadata or {}).get("higher_voted") in AB_CHOICES:
             return metadata["higher_voted"]
         if a_up is not None and b_up is not None and a_up != b_up:
             return "A" if a_up > b_up else "B"

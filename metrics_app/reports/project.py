@@ -1,6 +1,8 @@
 """The project report behind `manage.py report`, the REST endpoint and the dashboard, and its
 cache in `Report` (valid while no newer judgment exists and the items are unchanged; worker
-status is read fresh on every cache hit)."""
+status is read fresh on every cache hit). Reads never write the cache: `report_refresh` and
+`dashboard_charts_refresh` do, from the precompute paths (the Beat task for stale projects,
+after an import, `manage.py report`)."""
 from __future__ import annotations
 
 import hashlib
@@ -11,7 +13,7 @@ from django.db import connection
 from django.db.models import Count, Max, TextField
 from django.db.models.functions import Cast
 
-from annotation.judgment_selectors import fetch_plain_rows, load_judgments
+from annotation.judgment_selectors import fetch_plain_rows, load_judgments, watermark
 from annotation.models import Item, Judgment, Project, Stage, TaskKind, Worker
 from annotation.selectors import blocked_worker_ids_for, counting_fingerprint
 from annotation.services.redundancy import adaptive_redundancy_summary
@@ -91,7 +93,7 @@ def judgment_watermark(*, project: Project, stage: Stage | None = None) -> int:
     queryset = Judgment.objects.filter(item__project=project)
     if stage is not None:
         queryset = queryset.filter(stage=stage)
-    return queryset.aggregate(top=Max("id"))["top"] or 0
+    return watermark(queryset)
 
 
 # Item columns the reports read: editing one (gold, practice flag, exclusion, grouping fields)
@@ -157,21 +159,44 @@ def with_current_worker_status(report: dict, *, project: Project) -> dict:
     return {**report, "workers": rows}
 
 
+def fresh_cached_report(
+    *, project: Project, stage: Stage | None = None, group_by: str | None = None
+) -> dict | None:
+    """The stored `project_report` while no judgment arrived and no item changed since it was
+    computed (judgments are append-only, so their `watermark` is a complete change marker for
+    them; items are compared by `item_fingerprint`), else None. Reads only."""
+    cached = _cached_row(project=project, stage=stage, group_by=group_by)
+    if (cached is not None
+            and cached.judgment_watermark == judgment_watermark(project=project, stage=stage)
+            and cached.data.get("item_fingerprint") == item_fingerprint(project=project)):
+        return cached.data
+    return None
+
+
+def project_report_with_fingerprint(
+    *, project: Project, stage: Stage | None = None, group_by: str | None = None
+) -> dict:
+    """`project_report` plus the `item_fingerprint` it was computed under: what the cache
+    stores and what a read returns on a miss."""
+    # Taken before reading: an item edited meanwhile makes the next read recompute.
+    fingerprint = item_fingerprint(project=project)
+    data = project_report(project=project, stage=stage, group_by=group_by)
+    data["item_fingerprint"] = fingerprint
+    return data
+
+
 def cached_project_report(
     *, project: Project, stage: Stage | None = None, group_by: str | None = None,
     refresh: bool = False,
 ) -> dict:
-    """`project_report` from the `Report` cache when no judgment arrived and no item changed
-    since it was computed (judgments are append-only, so the highest id is a complete change
-    marker for them; items are compared by `item_fingerprint`)."""
-    if not refresh:
-        cached = _cached_row(project=project, stage=stage, group_by=group_by)
-        if (cached is not None
-                and cached.judgment_watermark == judgment_watermark(project=project, stage=stage)
-                and cached.data.get("item_fingerprint") == item_fingerprint(project=project)):
-            return with_current_worker_status(cached.data, project=project)
-    return with_current_worker_status(
-        report_refresh(project=project, stage=stage, group_by=group_by), project=project)
+    """The fresh cached report, else computed in this call, with worker status read now.
+    Writes nothing: a GET never stores a report. The cache is filled by the precompute paths
+    (`report_refresh`: the Beat task for stale projects, after an import, `manage.py report`)."""
+    report = None if refresh else fresh_cached_report(project=project, stage=stage,
+                                                      group_by=group_by)
+    if report is None:
+        report = project_report_with_fingerprint(project=project, stage=stage, group_by=group_by)
+    return with_current_worker_status(report, project=project)
 
 
 def _cached_row(*, project: Project, stage: Stage | None, group_by: str | None) -> Report | None:
@@ -186,10 +211,7 @@ def report_refresh(
     *, project: Project, stage: Stage | None = None, group_by: str | None = None
 ) -> dict:
     """Recompute and store the report (one row per project, stage and parameters)."""
-    # Taken before reading: an item edited meanwhile makes the next read recompute.
-    fingerprint = item_fingerprint(project=project)
-    data = project_report(project=project, stage=stage, group_by=group_by)
-    data["item_fingerprint"] = fingerprint
+    data = project_report_with_fingerprint(project=project, stage=stage, group_by=group_by)
     params = _params(group_by)
     row = _cached_row(project=project, stage=stage, group_by=group_by)
     if row is not None:
@@ -210,6 +232,17 @@ def report_refresh(
             judgment_watermark=data["judgment_watermark"],
         )
     return data
+
+
+def project_reports_refresh(*, project_id: int) -> int:
+    """The background refresh of one project: its project-wide report and dashboard charts
+    recomputed and stored. Returns the report's judgment watermark (0: the project is gone)."""
+    project = Project.objects.filter(pk=project_id).first()
+    if project is None:
+        return 0
+    report = report_refresh(project=project)
+    dashboard_charts_refresh(project=project)
+    return report["judgment_watermark"]
 
 
 def stale_report_projects() -> list[int]:
@@ -233,28 +266,46 @@ CHARTS_KIND = "project-charts"
 _CHARTS_FINGERPRINT = "_item_fingerprint"  # stored beside the SVGs, never returned as a chart
 
 
-def dashboard_data(
-    *, project: Project, stage: Stage | None = None, group_by: str | None = None
-) -> tuple[dict, dict]:
-    """(report, chart SVGs) for the dashboard; the charts are cached beside the report with
-    the same watermark, so a page view after the Celery refresh renders nothing."""
-    from .charts import dashboard_charts
-
-    report = cached_project_report(project=project, stage=stage, group_by=group_by)
+def _charts_row(*, project: Project, stage: Stage | None, group_by: str | None
+                ) -> Report | None:
     params = _params(group_by)
     rows = [r for r in Report.objects.filter(project=project, stage=stage, kind=CHARTS_KIND)
             if r.params == params]
-    fingerprint = report.get("item_fingerprint")
-    if (rows and rows[0].judgment_watermark == report["judgment_watermark"]
-            and rows[0].data.get(_CHARTS_FINGERPRINT) == fingerprint):
-        return report, {k: v for k, v in rows[0].data.items() if k != _CHARTS_FINGERPRINT}
+    return rows[0] if rows else None
+
+
+def dashboard_data(
+    *, project: Project, stage: Stage | None = None, group_by: str | None = None
+) -> tuple[dict, dict]:
+    """(report, chart SVGs) for the dashboard. Reads only: the charts come from the cache
+    beside the report while they have its watermark and item fingerprint (a page view after
+    the Celery refresh renders nothing), else they are rendered here and not stored."""
+    from .charts import dashboard_charts
+
+    report = cached_project_report(project=project, stage=stage, group_by=group_by)
+    row = _charts_row(project=project, stage=stage, group_by=group_by)
+    if (row is not None and row.judgment_watermark == report["judgment_watermark"]
+            and row.data.get(_CHARTS_FINGERPRINT) == report.get("item_fingerprint")):
+        return report, {k: v for k, v in row.data.items() if k != _CHARTS_FINGERPRINT}
+    return report, dashboard_charts(report)
+
+
+def dashboard_charts_refresh(
+    *, project: Project, stage: Stage | None = None, group_by: str | None = None
+) -> dict:
+    """Render and store the dashboard charts of the cached report (after `report_refresh`)."""
+    from .charts import dashboard_charts
+
+    report = cached_project_report(project=project, stage=stage, group_by=group_by)
     charts = dashboard_charts(report)
-    stored = {**charts, _CHARTS_FINGERPRINT: fingerprint}
-    if rows:
-        rows[0].data = stored
-        rows[0].judgment_watermark = report["judgment_watermark"]
-        rows[0].save(update_fields=["data", "judgment_watermark", "computed_at"])
+    stored = {**charts, _CHARTS_FINGERPRINT: report.get("item_fingerprint")}
+    row = _charts_row(project=project, stage=stage, group_by=group_by)
+    if row is not None:
+        row.data = stored
+        row.judgment_watermark = report["judgment_watermark"]
+        row.save(update_fields=["data", "judgment_watermark", "computed_at"])
     else:
-        Report.objects.create(project=project, stage=stage, kind=CHARTS_KIND, params=params,
-                              data=stored, judgment_watermark=report["judgment_watermark"])
-    return report, charts
+        Report.objects.create(project=project, stage=stage, kind=CHARTS_KIND,
+                              params=_params(group_by), data=stored,
+                              judgment_watermark=report["judgment_watermark"])
+    return charts

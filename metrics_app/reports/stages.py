@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from annotation.judgment_selectors import JudgmentFrame, stage_agreement
+from annotation.judgment_selectors import JudgmentFrame, agreement_stage_for, stage_agreement
 from annotation.models import Project, Stage
-from annotation.services.stages import agreement_stage_for
 
 
 def stages_report(frame: JudgmentFrame, *, project: Project) -> list[dict]:

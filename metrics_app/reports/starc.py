@@ -10,8 +10,8 @@ import numpy as np
 
 from annotation.judgment_selectors import JudgmentFrame
 from annotation.models import ExperimentMode
+from core.vocabulary import MC_ROLES
 
-ROLES = ("A", "B", "C", "D")
 # Table 5's RACE "All" column weights the levels by the RACE test set's question counts.
 LEVEL_WEIGHTS = {"race": {"middle": 1436, "high": 3498}}
 ELEMENTARY = {"ele", "elementary"}
@@ -30,7 +30,7 @@ MIN_ANSWERS_FOR_FLAGS = 3
 
 def _rates(choices: list[str]) -> dict:
     n = len(choices)
-    rates = {role: (sum(c == role for c in choices) / n if n else None) for role in ROLES}
+    rates = {role: (sum(c == role for c in choices) / n if n else None) for role in MC_ROLES}
     return {**rates, "n": n}
 
 

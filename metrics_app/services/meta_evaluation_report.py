@@ -20,15 +20,15 @@ from dataclasses import dataclass
 
 import numpy as np
 from django.db import transaction
-from django.db.models import Max
 
 from annotation.domain.agreement import pearson
-from annotation.judgment_selectors import item_gold_scores, judgment_rows
+from annotation.judgment_selectors import item_gold_scores, judgment_rows, watermark
 from annotation.models import Judgment, Project, TaskKind
 from annotation.selectors import counting_fingerprint
 from metrics_app.domain import meta_evaluation
 from metrics_app.domain.text_match import is_exact_match
 from metrics_app.models import MetricScore, Report
+from metrics_app.score_selectors import project_metric_versions
 
 REPORT_KIND = "metric_eval"
 DEFAULT_PARAMS = {"znormalize": False, "drop_exact_matches": False, "drop_number_pairs": False,
@@ -41,16 +41,6 @@ def normalize_params(params: dict | None) -> dict:
         if key in DEFAULT_PARAMS:
             merged[key] = int(value) if key == "n_resamples" else bool(value)
     return merged
-
-
-def project_metric_versions(*, project: Project) -> dict[str, str]:
-    """metric name → the version stored most recently for this project."""
-    latest: dict[str, str] = {}
-    rows = (MetricScore.objects.filter(item__project=project)
-            .values("metric", "version").annotate(last=Max("id")).order_by("last"))
-    for row in rows:
-        latest[row["metric"]] = row["version"]
-    return dict(sorted(latest.items()))
 
 
 def _scores(*, project: Project, versions: dict[str, str]) -> dict[str, dict[tuple[int, str], float | None]]:
@@ -389,9 +379,21 @@ def metric_evaluation_build(*, project: Project, params: dict | None = None,
 
 
 def _watermarks(project: Project) -> tuple[int, int]:
-    judgment = Judgment.objects.filter(item__project=project).aggregate(m=Max("id"))["m"] or 0
-    score = MetricScore.objects.filter(item__project=project).aggregate(m=Max("id"))["m"] or 0
-    return judgment, score
+    return (watermark(Judgment.objects.filter(item__project=project)),
+            watermark(MetricScore.objects.filter(item__project=project)))
+
+
+def metric_report_compute(*, project: Project, params: dict | None = None) -> tuple[dict, int]:
+    """(the report with what the cache compares, its judgment watermark), stored nowhere: what
+    a GET answers when nothing is cached. The watermarks are read first, so judgments
+    arriving during the computation leave a stored copy stale."""
+    params = normalize_params(params)
+    judgment_mark, score_mark = _watermarks(project)
+    data = metric_evaluation_build(project=project, params=params)
+    data["score_watermark"] = score_mark
+    data["counting_fingerprint"] = counting_fingerprint(project=project)
+    data["aggregation"] = project.aggregation_model
+    return data, judgment_mark
 
 
 def metric_report_refresh(*, project: Project, params: dict | None = None) -> Report:
@@ -399,14 +401,9 @@ def metric_report_refresh(*, project: Project, params: dict | None = None) -> Re
 
     The computation (minutes on a big project) runs outside any transaction and only the
     swap of the cached row is one: on SQLite a transaction holds the database's only write
-    lock, and annotators, the admin and imports must keep writing meanwhile. The watermarks
-    are read first, so judgments arriving during the computation leave the report stale."""
+    lock, and annotators, the admin and imports must keep writing meanwhile."""
     params = normalize_params(params)
-    judgment_mark, score_mark = _watermarks(project)
-    data = metric_evaluation_build(project=project, params=params)
-    data["score_watermark"] = score_mark
-    data["counting_fingerprint"] = counting_fingerprint(project=project)
-    data["aggregation"] = project.aggregation_model
+    data, judgment_mark = metric_report_compute(project=project, params=params)
     with transaction.atomic():
         Report.objects.filter(project=project, kind=REPORT_KIND, params=params).delete()
         return Report.objects.create(project=project, kind=REPORT_KIND, params=params,

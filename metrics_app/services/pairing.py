@@ -18,6 +18,7 @@ from annotation.domain.item_content import answer_system
 from annotation.judgment_selectors import load_judgments
 from annotation.models import Stage, TaskKind
 from annotation.services.stage_errors import StageError
+from core.vocabulary import AB_CHOICES
 
 from ..domain.leaderboard import fit_counts, pair_sampling_probabilities, pair_table
 from ..reports.leaderboard import frame_votes
@@ -84,7 +85,7 @@ def stage_draw_adaptive_pairs(*, stage: Stage, budget: int | None = None) -> Pai
     population, budget = draw_population(stage=stage, budget=budget,
                                          budget_setting="pairing_budget", design="pairing")
     item_systems = [tuple(answer_system(item.content or {}, side, source=item.source,
-                                        metadata=item.metadata) for side in ("A", "B"))
+                                        metadata=item.metadata) for side in AB_CHOICES)
                     for item in population]
     systems = sorted({s for pair in item_systems for s in pair})
     index = {name: i for i, name in enumerate(systems)}

@@ -11,13 +11,13 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from annotation.access_selectors import access_item, access_project
-from annotation.domain.item_content import AB_CHOICES, MC_ROLES
 from annotation.models import TaskKind
 from annotation.services.adjudication import (
     AdjudicationInvalid,
     adjudication_queue,
     adjudication_record,
 )
+from core.vocabulary import AB_CHOICES, MC_ROLES
 
 QUEUE_LENGTH = 50
 

@@ -3,13 +3,12 @@ side (metrics_app/services/judges/alignment.py, cached), with a reliability plot
 that gives probabilities."""
 from __future__ import annotations
 
-import io
-
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse
 from django.shortcuts import render
 
 from annotation.access_selectors import access_project
+from metrics_app.reports.charts import reliability_png
 from metrics_app.services.judges.alignment import PAGE_RESAMPLES, cached_judge_alignment_report
 
 STATS = ("accuracy", "kappa", "roc_auc", "pearson", "spearman", "ece")
@@ -49,29 +48,6 @@ def project_judge_reliability(request, slug: str, label: str):
     judge = (report.get("judges") or {}).get(label)
     if not judge or not judge.get("reliability"):
         raise Http404("No probabilities from this judge")
-    import matplotlib
-
-    matplotlib.use("Agg")
-    from matplotlib.figure import Figure
-
-    figure = Figure(figsize=(3.6, 3.4), dpi=110)
-    axes = figure.subplots()
-    axes.plot([0, 1], [0, 1], linestyle=":", color="#888888", linewidth=1)
-    bins = judge["reliability"]
-    axes.plot([b["mean_probability"] for b in bins], [b["observed"] for b in bins],
-              marker="o", linewidth=1.3)
-    for b in bins:
-        axes.annotate(str(b["n"]), (b["mean_probability"], b["observed"]), fontsize=6,
-                      textcoords="offset points", xytext=(3, -8))
-    axes.set_xlim(0, 1)
-    axes.set_ylim(0, 1)
-    axes.set_xlabel("judge's probability", fontsize=8)
-    axes.set_ylabel("share humans call correct", fontsize=8)
-    axes.set_title(f"{label}: ECE {judge['ece']:.3f}", fontsize=9)
-    axes.tick_params(labelsize=8)
-    figure.tight_layout()
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png")
-    response = HttpResponse(buffer.getvalue(), content_type="image/png")
+    response = HttpResponse(reliability_png(judge, label=label), content_type="image/png")
     response["Cache-Control"] = "private, max-age=60"
     return response

@@ -1,11 +1,9 @@
 """The metrics page of a project: which automatic metric tracks the annotators best.
 
 Reads the cached metric report (never scores in the request); the "compute" button queues a
-ScoringJob for the Celery workers. Scatter plots are rendered server-side with matplotlib (Agg).
+ScoringJob for the Celery workers. Scatter plots are PNGs drawn by metrics_app/reports/charts.py.
 """
 from __future__ import annotations
-
-import io
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -17,10 +15,11 @@ from django.views.decorators.http import require_POST
 from annotation.access_selectors import access_project
 from metrics_app.metrics_page_selectors import STATS, metrics_page
 from metrics_app.registry import metric_names
+from metrics_app.reports.charts import metric_scatter_png, roc_png
+from metrics_app.score_selectors import project_metric_versions
 from metrics_app.services.meta_evaluation_report import (
     metric_report_cached,
     normalize_params,
-    project_metric_versions,
     roc_curves,
     scatter_points,
 )
@@ -77,12 +76,9 @@ def project_metrics_compute(request, slug: str):
     return redirect(target)
 
 
-def _png_response(figure) -> HttpResponse:
-    """A matplotlib figure as a PNG answer the browser may keep for a minute."""
-    figure.tight_layout()
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png")
-    response = HttpResponse(buffer.getvalue(), content_type="image/png")
+def _png_response(png: bytes) -> HttpResponse:
+    """A PNG answer the browser may keep for a minute."""
+    response = HttpResponse(png, content_type="image/png")
     response["Cache-Control"] = "private, max-age=60"
     return response
 
@@ -92,28 +88,11 @@ def project_metric_scatter(request, slug: str, metric: str):
     """PNG scatter of one metric against the human gold score (jittered: scores are discrete)."""
     project = access_project(request.user, slug)
     params = _params_from(request.GET)  # the table's options: same items, filters and scale
-    znormalize = params["znormalize"]
     xs, ys, total = scatter_points(project=project, metric=metric, params=params)
     if not xs:
         raise Http404("No scores for this metric")
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import numpy as np
-    from matplotlib.figure import Figure
-
-    rng = np.random.default_rng(0)
-    y = np.asarray(ys) + rng.uniform(-0.12, 0.12, len(ys)) * (0 if znormalize else 1)
-    figure = Figure(figsize=(3.6, 2.8), dpi=110)
-    axes = figure.subplots()
-    axes.scatter(xs, y, s=6, alpha=0.25 if len(xs) > 500 else 0.6, color="#0b57d0",
-                 edgecolors="none")
-    axes.set_xlabel(metric)
-    axes.set_ylabel("human score (z)" if znormalize else "human score")
-    shown = f"n={total}" if total == len(xs) else f"{len(xs)} of n={total} shown"
-    axes.set_title(f"{metric} vs human ({shown})", fontsize=9)
-    axes.tick_params(labelsize=8)
-    return _png_response(figure)
+    return _png_response(metric_scatter_png(xs, ys, total=total, metric=metric,
+                                            znormalize=params["znormalize"]))
 
 
 @login_required
@@ -124,21 +103,4 @@ def project_metric_roc(request, slug: str):
     curves, _binary = roc_curves(project=project, params=_params_from(request.GET))
     if not curves:
         raise Http404("No metric scores on items judged both correct and incorrect")
-    import matplotlib
-
-    matplotlib.use("Agg")
-    from matplotlib.figure import Figure
-
-    figure = Figure(figsize=(4.6, 3.6), dpi=110)
-    axes = figure.subplots()
-    axes.plot([0, 1], [0, 1], linestyle=":", color="#888888", linewidth=1)
-    ranked = sorted(curves.items(), key=lambda entry: -entry[1]["auc"])
-    for name, curve in ranked:
-        axes.plot(curve["fpr"], curve["tpr"], linewidth=1.3,
-                  label=f"{name} (AUC {curve['auc']:.3f})")
-    axes.set_xlabel("false positive rate (wrong answers accepted)", fontsize=8)
-    axes.set_ylabel("true positive rate", fontsize=8)
-    axes.set_title(f"ROC, n={next(iter(curves.values()))['n']} measured items", fontsize=9)
-    axes.legend(fontsize=7, loc="lower right")
-    axes.tick_params(labelsize=8)
-    return _png_response(figure)
+    return _png_response(roc_png(curves))

@@ -13,9 +13,9 @@ from django.test import override_settings
 from django.urls import reverse
 from rest_framework.test import APIClient
 
-from annotation.domain.json_limits import MAX_JSON_DEPTH, json_depth, json_loads_limited
 from annotation.models import Assignment, Item, Project, TaskKind
 from annotation.services.access import inhouse_link_create
+from core.json_limits import MAX_JSON_DEPTH, json_depth, json_loads_limited
 from testing.factories import item_content, make_project, make_user, make_worker
 from tests.support.tasks import api, make_task, page_config
 

@@ -46,19 +46,10 @@ def stage_sync(stage_id: int) -> dict:
 
 @shared_task(name="worker.tasks.providers.providers_sync_all")
 def providers_sync_all() -> int:
-    """Beat entry: queue a sync of every stage that is live on a provider, and of every closed
-    stage not yet fully reconciled (workers who accepted before the HITs expired can still
-    submit, and MTurk auto-approves what stays undecided: `Stage.reconciled_at` is set by the
-    sync once nothing more can arrive and every submission is decided)."""
-    from django.db.models import Q
+    """Beat entry: queue a sync of every stage due for one (`stage_ids_to_sync`)."""
+    from annotation.selectors import stage_ids_to_sync
 
-    from annotation.models import Stage, StageStatus
-
-    ids = list(Stage.objects.filter(
-        Q(status__in=[StageStatus.PUBLISHED, StageStatus.COLLECTING, StageStatus.REVIEWING])
-        | Q(status=StageStatus.CLOSED, reconciled_at__isnull=True),
-        provider__in=["mturk", "prolific", "inhouse"],
-    ).order_by("pk").values_list("pk", flat=True))
+    ids = stage_ids_to_sync()
     for stage_id in ids:
         stage_sync.delay(stage_id)
     return len(ids)

@@ -8,16 +8,9 @@ from celery import shared_task
 
 @shared_task(name="worker.tasks.reports.report_refresh", acks_late=True)
 def report_refresh(project_id: int) -> int:
-    from annotation.models import Project
-    from metrics_app.reports.project import dashboard_data
-    from metrics_app.reports.project import report_refresh as refresh
+    from metrics_app.reports.project import project_reports_refresh
 
-    project = Project.objects.filter(pk=project_id).first()
-    if project is None:
-        return 0
-    report = refresh(project=project)
-    dashboard_data(project=project)
-    return report["judgment_watermark"]
+    return project_reports_refresh(project_id=project_id)
 
 
 @shared_task(name="worker.tasks.reports.reports_refresh_stale")

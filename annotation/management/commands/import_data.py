@@ -17,7 +17,6 @@ from django.db import transaction
 
 from annotation.importers import FORMAT_MODULES, importer_for
 from annotation.models import Project, TaskKind
-from annotation.services.background import task_run_here
 from annotation.services.import_files import ImportRefused, import_file
 from annotation.services.projects import (
     ProjectOwnershipError,
@@ -25,6 +24,7 @@ from annotation.services.projects import (
     readable_title,
     users_by_username,
 )
+from core.background import task_run_here
 
 REPORT_REFRESH_TASK = "worker.tasks.reports.report_refresh"
 

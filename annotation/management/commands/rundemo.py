@@ -118,7 +118,7 @@ class Command(BaseCommand):
         # The dashboards' reports, computed now rather than on the first visit (the LFQA
         # dashboard took 18 s to open while the demo's LERC trained beside it). Only stale
         # ones: a restart with nothing new computes nothing. The task by name (layers).
-        from annotation.services.background import task_run_here
+        from core.background import task_run_here
 
         started = time.perf_counter()
         refreshed = task_run_here("worker.tasks.reports.reports_refresh_stale", args=[True])

@@ -1,11 +1,23 @@
 """Assignments: which items a worker gets, autosave, per-item confirmation and the final submit.
 
 Every write the task pages make goes through here; the views only check who is asking. One module
-per job: `picking` (which items a worker gets), `lifecycle` (start, time-outs, release),
-`drafts` (autosave and pilot guesses), `comprehension` (Prolific comprehension checks),
-`submission` (per-item confirmation, the final submit, feedback), `verification` (Prolific
-sessions checked against the provider); `state` holds what they share and `errors` the
-refusals.
+per concern, each with a public surface for the others (no module reaches into another's private
+names, scripts/check_private_imports.py):
+
+- `lifecycle`: an assignment started (or reopened) for a worker, kept alive, released when its
+  session is not the provider's;
+- `timeouts`: when an assignment timed out (live, late), and the sweep releasing abandoned ones;
+- `locking`: the locks writes take and the guard every write after the start passes;
+- `picking`: which items a worker gets, and which answers of a late assignment are still needed;
+- `design`: the Latin-square design of a stage;
+- `comprehension`: Prolific comprehension checks (attempts, asking a participant to return);
+- `drafts`: autosave and pilot guesses; `submission`: per-item confirmation, the final submit,
+  feedback; `verification`: Prolific sessions checked against the provider;
+- `state`: the vocabulary they share (open stages, finished assignments, the server-owned part
+  of the draft, answer rules); `errors`: the refusals.
+
+Dependencies point one way: state, errors < timeouts, comprehension < locking < picking <
+lifecycle < drafts, submission, verification.
 """
 from .comprehension import ATTEMPTS_KEY, RETRY_MESSAGE, RETURN_KEY, RETURN_MESSAGE
 from .design import latin_square_on, participant_number
@@ -24,10 +36,6 @@ from .errors import (
     WorkerBlocked,
 )
 from .lifecycle import (
-    HIT_ASSIGNMENT_GRACE,
-    LATE_KEY,
-    TIMED_OUT_MESSAGE,
-    assignment_release_abandoned,
     assignment_start,
     assignment_touch,
     assignment_verification_failed,
@@ -48,14 +56,19 @@ from .state import (
     SERVER_DRAFT_KEY,
     answer_rules,
     hit_is_expired,
-    unverified_timeout,
 )
 from .submission import (
     SubmittedJudgments,
     assignment_confirm_item,
-    assignment_feedback,
     assignment_submit,
     pilot_paragraph,
+)
+from .timeouts import (
+    HIT_ASSIGNMENT_GRACE,
+    LATE_KEY,
+    TIMED_OUT_MESSAGE,
+    assignment_release_abandoned,
+    unverified_timeout,
 )
 from .verification import (
     VerifyReport,
@@ -93,7 +106,6 @@ __all__ = [
     "WorkerBlocked",
     "answer_rules",
     "assignment_confirm_item",
-    "assignment_feedback",
     "assignment_page_state",
     "assignment_record_guess",
     "assignment_release_abandoned",

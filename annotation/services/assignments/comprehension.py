@@ -6,6 +6,13 @@ from __future__ import annotations
 
 from django.utils import timezone
 
+# Re-exported for the assignment modules (`X as X`); defined below the services, where the
+# task selectors read them too.
+from annotation.assignment_draft import ATTEMPTS_KEY as ATTEMPTS_KEY
+from annotation.assignment_draft import RETRY_MESSAGE as RETRY_MESSAGE
+from annotation.assignment_draft import RETURN_KEY as RETURN_KEY
+from annotation.assignment_draft import RETURN_MESSAGE as RETURN_MESSAGE
+from annotation.assignment_draft import server_state
 from annotation.models import (
     Assignment,
     AssignmentItem,
@@ -17,31 +24,14 @@ from annotation.models import (
 )
 
 from .errors import ReturnRequested
-from .state import SERVER_DRAFT_KEY, _server_state
-
-# Prolific comprehension checks (the practice items with a gold answer of a Prolific stage):
-# Prolific requires a second attempt after a wrong answer, and a participant who fails twice is
-# asked to return the study and must not be rejected for it. Server draft state keys:
-ATTEMPTS_KEY = "attempts"  # item id -> [the first, wrong, attempt]
+from .state import SERVER_DRAFT_KEY
 
 
-RETURN_KEY = "return_requested"  # when the participant was asked to return the study
-
-
-RETRY_MESSAGE = ("That answer was not right. Read the question again and answer it once more: "
-                 "you have one more attempt.")
-
-
-RETURN_MESSAGE = ("Your answer to the comprehension question was not right again, so you cannot "
-                  "continue with this study. Please return the study on Prolific (\"Stop without "
-                  "completing\" / return your submission): you will not be rejected for this. "
-                  "There is no completion code.")
-
-
-def _refuse_if_return_requested(assignment: Assignment) -> None:
+def refuse_if_return_requested(assignment: Assignment) -> None:
+    """ReturnRequested once the participant was asked to return the study."""
     # Checked before anything else: the assignment is RETURNED, which would otherwise pass as
     # a late one that may still be worked on.
-    if _server_state(assignment).get(RETURN_KEY):
+    if server_state(assignment).get(RETURN_KEY):
         raise ReturnRequested(RETURN_MESSAGE, assignment=assignment)
 
 
@@ -52,8 +42,12 @@ def _is_comprehension_check(assignment: Assignment, item: Item) -> bool:
             and item.is_practice and bool(item.gold))
 
 
-def _attempt_record(fields: dict) -> dict:
-    """A JSON copy of a cleaned answer, kept with the judgment as `extra["attempts"]`."""
+def comprehension_attempt(assignment: Assignment, item: Item, fields: dict) -> dict:
+    """For a comprehension check: a JSON copy of the cleaned answer `fields`, as
+    `comprehension_outcome` records an attempt (taken before the judgment is built from
+    `fields`); {} for any other item."""
+    if not _is_comprehension_check(assignment, item):
+        return {}
     import json
 
     from django.core.serializers.json import DjangoJSONEncoder
@@ -63,8 +57,8 @@ def _attempt_record(fields: dict) -> dict:
     return record
 
 
-def _comprehension_outcome(assignment: Assignment, state: dict, row: AssignmentItem,
-                           judgment: Judgment, record: dict) -> str:
+def comprehension_outcome(assignment: Assignment, state: dict, row: AssignmentItem,
+                          judgment: Judgment, record: dict) -> str:
     """"ok", "retry" (a first wrong answer: recorded in `state`, not stored as a judgment) or
     "failed" (wrong twice) for an answer to a Prolific comprehension check; "ok" for any other
     item. The first attempt is attached to the judgment of the second."""
@@ -87,7 +81,7 @@ def _comprehension_outcome(assignment: Assignment, state: dict, row: AssignmentI
     return "retry"
 
 
-def _return_request(assignment: Assignment, state: dict, rows: list[AssignmentItem]) -> None:
+def return_request(assignment: Assignment, state: dict, rows: list[AssignmentItem]) -> None:
     """Failed twice: the participant is asked to return the study. RETURNED frees the items
     they still held at once; review never rejects them (see `assignment_review_rules`)."""
     state[RETURN_KEY] = timezone.now().isoformat()

@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.db import transaction
 from django.utils import timezone
 
+from annotation.assignment_draft import server_state
 from annotation.domain.answers import AnswerError, clean_guess
 from annotation.domain.control_characters import control_character_message, find_control_character
 from annotation.models import (
@@ -17,8 +18,8 @@ from annotation.models import (
 
 from .comprehension import ATTEMPTS_KEY, RETRY_MESSAGE
 from .errors import SubmissionInvalid
-from .lifecycle import _assignment_item, _locked_open
-from .state import MAX_DRAFT_BYTES, REFUSED_KEY, SERVER_DRAFT_KEY, _server_state
+from .locking import assignment_item_row, assignment_open_locked
+from .state import MAX_DRAFT_BYTES, REFUSED_KEY, SERVER_DRAFT_KEY
 
 
 @transaction.atomic
@@ -34,7 +35,7 @@ def assignment_save_draft(*, assignment: Assignment, draft: dict) -> Assignment:
         # NUL was a 500 on PostgreSQL (jsonb cannot hold it) and stored on SQLite.
         raise SubmissionInvalid({"__all__": [
             f"The draft field {hit[0]} {control_character_message(hit[1])}."]})
-    assignment = _locked_open(assignment, allow_late=True)
+    assignment = assignment_open_locked(assignment, allow_late=True)
     own = {key: value for key, value in draft.items() if key != SERVER_DRAFT_KEY}
     if SERVER_DRAFT_KEY in (assignment.draft or {}):
         own[SERVER_DRAFT_KEY] = assignment.draft[SERVER_DRAFT_KEY]
@@ -49,7 +50,7 @@ def assignment_page_state(*, assignment: Assignment) -> dict[str, dict]:
     late confirms refused because others filled the item, and `retry` (item id -> message) for
     comprehension checks answered wrong once. Never the gold answer."""
     # `assignment` as just loaded by the page view (no extra query on the hot path).
-    state = _server_state(assignment)
+    state = server_state(assignment)
     judged = {str(pk) for pk in Judgment.objects.filter(assignment=assignment)
               .values_list("item_id", flat=True)} if state.get(ATTEMPTS_KEY) else set()
     return {
@@ -64,14 +65,14 @@ def assignment_page_state(*, assignment: Assignment) -> dict[str, dict]:
 def assignment_record_guess(*, assignment: Assignment, item: Item | int, answer: dict) -> str:
     """Pilot page 1: lock the guess made before reading (returns it as a role letter). The
     paragraph is only revealed after this, and the guess cannot be changed afterwards."""
-    assignment = _locked_open(assignment, allow_late=True)
-    row = _assignment_item(assignment, getattr(item, "pk", item))
+    assignment = assignment_open_locked(assignment, allow_late=True)
+    row = assignment_item_row(assignment, getattr(item, "pk", item))
     key = str(row.item_id)
     project = assignment.stage.project
     if project.kind != TaskKind.MC or project.experiment_mode != ExperimentMode.PILOT:
         raise SubmissionInvalid({key: [
             "This task has no guess step (only multiple-choice pilot tasks do)."]})
-    state = _server_state(assignment)
+    state = server_state(assignment)
     guesses = dict(state.get("guesses") or {})
     if key not in guesses:
         try:

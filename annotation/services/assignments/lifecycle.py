@@ -1,19 +1,14 @@
-"""An assignment's life: started (or reopened) for a worker, kept alive by the page, timed out,
-released when abandoned; and the guard every later write passes (`_locked_open`)."""
+"""An assignment's life: started (or reopened) for a worker, kept alive by the page, and released
+when the provider does not know its session. Time-outs and the sweep are in `timeouts`, the
+guard every later write passes in `locking`."""
 from __future__ import annotations
 
 import random
-from datetime import datetime, timedelta
-from typing import Any
+from datetime import timedelta
 
-from django.db import connection, transaction
-from django.db.models import (
-    F,
-)
-from django.db.models.functions import Coalesce
+from django.db import transaction
 from django.utils import timezone
 
-from annotation.domain.answers import item_id_of
 from annotation.models import (
     Assignment,
     AssignmentItem,
@@ -24,13 +19,13 @@ from annotation.models import (
     ParticipantVerification,
     Provider,
     Stage,
-    TaskKind,
     Worker,
     WorkerQualification,
 )
 from annotation.selectors import worker_is_blocked_for
+from annotation.task_selectors import answer_roles
 
-from .comprehension import RETURN_KEY, RETURN_MESSAGE, _refuse_if_return_requested
+from .comprehension import RETURN_KEY, RETURN_MESSAGE
 from .errors import (
     AssignmentClosed,
     AssignmentRefused,
@@ -40,27 +35,18 @@ from .errors import (
     QualificationRequired,
     ReturnRequested,
     StageNotOpen,
-    SubmissionInvalid,
     WorkerBlocked,
 )
-from .picking import (
-    _annotate_deficit,
-    _mixes_in_extras,
-    _refuse_hit_seen_before,
-    _take_sqlite_write_lock,
-    items_pick_next,
-)
+from .locking import stage_write_lock
+from .picking import items_pick_next, refuse_hit_seen_before
 from .state import (
     FINISHED_STATUSES,
     OPEN_STAGE_STATUSES,
     SERVER_DRAFT_KEY,
-    _idle_past_timeout,
-    _live_assignments,
-    _server_state,
-    _unverified_cutoff,
     hit_is_expired,
     stage_not_open_message,
 )
+from .timeouts import is_late, live_assignments, mark_late
 
 
 def _check_worker(*, stage: Stage, worker: Worker) -> None:
@@ -89,19 +75,14 @@ def more_work_for(*, stage: Stage, worker: Worker) -> bool:
         _check_worker(stage=stage, worker=worker)
     except AssignmentRefused:
         return False
-    if _live_assignments(stage).filter(worker=worker, hit__isnull=True).exists():
+    if live_assignments(stage).filter(worker=worker, hit__isnull=True).exists():
         return True  # an unfinished one is waiting for them
     with transaction.atomic():
         return bool(items_pick_next(stage=stage, worker=worker, limit=1))
 
 
 def _presented_order(kind: str) -> list[str]:
-    if kind == TaskKind.AB:
-        letters = ["A", "B"]
-    elif kind == TaskKind.MC:
-        letters = ["A", "B", "C", "D"]
-    else:
-        return []
+    letters = answer_roles(kind)
     random.SystemRandom().shuffle(letters)
     return letters
 
@@ -161,7 +142,7 @@ def assignment_start(*, stage: Stage, worker: Worker, hit: Hit | None = None,
     if hit is not None:
         # One allocation per HIT at a time, so a double-loaded page creates one assignment.
         Hit.objects.select_for_update().filter(pk=hit.pk).first()
-    _take_sqlite_write_lock(stage)
+    stage_write_lock(stage)
     if prolific:
         # One participant's sessions start one at a time (PostgreSQL; SQLite holds its lock).
         Worker.objects.select_for_update().filter(pk=worker.pk).first()
@@ -180,16 +161,16 @@ def assignment_start(*, stage: Stage, worker: Worker, hit: Hit | None = None,
             found.stage = stage
             reopened = _reopen(found, worker)
             _verification_upgrade(reopened, verification)
-            if _is_late(reopened):
+            if is_late(reopened):
                 # Reopening brings it back to life; remember that its items were free meanwhile.
-                _flag_late(reopened)
+                mark_late(reopened)
             return reopened
         if prolific:
             held = _participant_held(stage=stage, worker=worker, verification=verification)
             if held is not None:
                 return held
     elif hit is None:
-        unfinished = _live_assignments(stage).filter(worker=worker, hit__isnull=True)\
+        unfinished = live_assignments(stage).filter(worker=worker, hit__isnull=True)\
             .order_by("-pk").first()
         if unfinished is not None:
             # The page reads stage and project next; reuse the objects we already hold.
@@ -241,8 +222,8 @@ def _participant_held(*, stage: Stage, worker: Worker, verification: str) -> Ass
     if held is None:
         raise AssignmentClosed("You have already completed this study.", assignment=finished)
     held.stage, held.worker = stage, worker
-    if _is_late(held):
-        _flag_late(held)
+    if is_late(held):
+        mark_late(held)
     return held
 
 
@@ -272,7 +253,7 @@ def _hit_items_for(*, stage: Stage, worker: Worker, hit: Hit) -> list[Item]:
     items = list(hit.items.order_by("hititem__position"))
     if Judgment.objects.filter(stage=stage, worker=worker, item__in=items).exists():
         raise AssignmentClosed("You have already judged the items of this HIT.")
-    _refuse_hit_seen_before(stage=stage, worker=worker, items=items)
+    refuse_hit_seen_before(stage=stage, worker=worker, items=items)
     if Assignment.objects.filter(hit=hit, worker=worker).exclude(
         status=AssignmentStatus.RETURNED
     ).exists():
@@ -287,146 +268,6 @@ def _hit_items_for(*, stage: Stage, worker: Worker, hit: Hit) -> list[Item]:
         raise NoItemsAvailable("This HIT has no assignments left. Please return it; "
                                "other HITs of this task may still be available.")
     return items
-
-
-@transaction.atomic
-def assignment_release_abandoned(*, now: datetime | None = None) -> int:
-    """Mark in-progress assignments idle for longer than their project's timeout RETURNED, which
-    frees their items for other workers; sessions the provider has not verified (Prolific) after
-    `unverified_timeout()` of idleness, whatever the project's timeout. Assignments tied to a provider HIT follow MTurk's own
-    assignment duration instead (`_release_expired_hit_assignments`)."""
-    now = now or timezone.now()
-    from annotation.models import Project
-
-    released = 0
-    timeouts = Project.objects.filter(
-        stages__assignments__status=AssignmentStatus.IN_PROGRESS
-    ).values_list("assignment_timeout_minutes", flat=True).distinct()
-    for minutes in set(timeouts):
-        released += Assignment.objects.annotate(seen=Coalesce("last_seen_at", "started_at")).filter(
-            status=AssignmentStatus.IN_PROGRESS,
-            hit__isnull=True,
-            stage__project__assignment_timeout_minutes=minutes,
-            seen__lt=now - timedelta(minutes=minutes),
-        ).update(status=AssignmentStatus.RETURNED)
-    # Sessions the provider has not verified hold their items for a short while only.
-    released += Assignment.objects.annotate(seen=Coalesce("last_seen_at", "started_at")).filter(
-        status=AssignmentStatus.IN_PROGRESS, hit__isnull=True,
-        verification=ParticipantVerification.PENDING, seen__lt=_unverified_cutoff(now),
-    ).update(status=AssignmentStatus.RETURNED)
-    released += _release_expired_hit_assignments(now=now)
-    return released
-
-
-# After MTurk's assignment duration nobody can submit the assignment there any more; the margin
-# covers a submit on its way when the duration ends.
-HIT_ASSIGNMENT_GRACE = timedelta(minutes=10)
-
-
-def _release_expired_hit_assignments(*, now: datetime) -> int:
-    """HIT assignments still in progress after the HIT type's assignment duration (+ grace) that
-    the provider never confirmed: MTurk has returned or abandoned them (or they never existed
-    there: a made-up assignmentId). Releasing them frees their slot of the HIT."""
-    from annotation.providers.mturk_protocol import assignment_duration_seconds
-
-    released = 0
-    stages = Stage.objects.filter(
-        assignments__status=AssignmentStatus.IN_PROGRESS, assignments__hit__isnull=False,
-    ).select_related("project").distinct()
-    for stage in stages:
-        cutoff = now - timedelta(seconds=assignment_duration_seconds(stage)) - HIT_ASSIGNMENT_GRACE
-        released += Assignment.objects.filter(
-            stage=stage, status=AssignmentStatus.IN_PROGRESS, hit__isnull=False,
-            provider_confirmed_at__isnull=True, started_at__lt=cutoff,
-        ).update(status=AssignmentStatus.RETURNED)
-    return released
-
-
-def _lock_assignment(pk: int) -> Assignment:
-    """The assignment row, locked for this transaction. SQLite has no row locks and would let two
-    transactions read and then dead-lock on the write: a no-op write takes its lock first."""
-    if connection.vendor == "sqlite":
-        Assignment.objects.filter(pk=pk).update(last_seen_at=F("last_seen_at"))
-    return Assignment.objects.select_for_update().select_related("stage__project").get(pk=pk)
-
-
-# Server state key: when the assignment was first seen timed out. Kept so that an autosave that
-# brings it back to life does not hide that its items may have gone to other workers meanwhile.
-LATE_KEY = "timed_out_at"
-
-
-TIMED_OUT_MESSAGE = ("This assignment timed out and its items may have gone to other workers. "
-                     "Submit your answers now: those still needed will be kept.")
-
-
-def _is_late(assignment: Assignment, now: datetime | None = None) -> bool:
-    """Timed out (released by the beat task, flagged earlier, or idle past the project's
-    timeout) while its items were free for others. Assignments of a provider HIT follow the
-    provider's own duration and are never late here."""
-    if assignment.hit_id is not None:
-        return False
-    if assignment.status == AssignmentStatus.RETURNED or _server_state(assignment).get(LATE_KEY):
-        return True
-    return (assignment.status == AssignmentStatus.IN_PROGRESS
-            and _idle_past_timeout(assignment, now))
-
-
-def _flag_late(assignment: Assignment) -> None:
-    state = _server_state(assignment)
-    if state.get(LATE_KEY):
-        return
-    state[LATE_KEY] = timezone.now().isoformat()
-    assignment.draft = {**(assignment.draft or {}), SERVER_DRAFT_KEY: state}
-    Assignment.objects.filter(pk=assignment.pk).update(draft=assignment.draft)
-
-
-def _locked_open(assignment: Assignment, *, allow_late: bool = False) -> Assignment:
-    """The assignment, locked, if it can still be worked on. `allow_late`: a timed-out
-    assignment (not a HIT's) may still save its draft and give answers; the answers are checked
-    against the redundancy when they are stored (`_filled_since_timeout`)."""
-    fresh = _lock_assignment(assignment.pk)
-    _refuse_if_return_requested(fresh)
-    if fresh.status in FINISHED_STATUSES:
-        raise AssignmentClosed("This assignment was already submitted.", assignment=fresh)
-    if fresh.status != AssignmentStatus.IN_PROGRESS and not (allow_late and _is_late(fresh)):
-        raise AssignmentClosed(
-            TIMED_OUT_MESSAGE if fresh.status == AssignmentStatus.RETURNED and fresh.hit_id is None
-            else "This assignment was returned or has expired; reload the page for new items.",
-            assignment=fresh,
-        )
-    if fresh.status == AssignmentStatus.IN_PROGRESS and _is_late(fresh):
-        _flag_late(fresh)
-    return fresh
-
-
-def _filled_since_timeout(*, assignment: Assignment, rows: list[AssignmentItem]) -> set[int]:
-    """Items of a late assignment that no longer need a judgment in the stage: other workers
-    were given (or judged) them after the timeout and reached the target. Practice and gold
-    items, and qualification/practice stages, have no cap. The item rows are locked (waiting,
-    not skipping: the answer is already given) and the deficit counted after the lock, as
-    `items_pick_next` does, so a late submit and an allocator never both take the last slot."""
-    stage = assignment.stage
-    if not _mixes_in_extras(stage):
-        return set()
-    ids = [row.item_id for row in rows if not (row.item.is_practice or row.item.is_gold_check)]
-    if not ids:
-        return set()
-    _take_sqlite_write_lock(stage)
-    if connection.features.has_select_for_update:
-        list(Item.objects.select_for_update().filter(pk__in=ids).order_by("pk")
-             .values_list("pk", flat=True))
-    counted = _annotate_deficit(Item.objects.filter(pk__in=ids), stage,
-                                exclude_assignment_id=assignment.pk)
-    return {item.pk for item in counted if item.deficit <= 0}
-
-
-def _filled_message(rows: list[AssignmentItem]) -> str:
-    numbers = ", ".join(str(row.position + 1) for row in rows)
-    which = f"item {numbers}" if len(rows) == 1 else f"items {numbers}"
-    return (f"Your assignment timed out, and {which} has since been judged by enough other "
-            f"workers, so your answer to it could not be stored." if len(rows) == 1 else
-            f"Your assignment timed out, and {which} have since been judged by enough other "
-            f"workers, so your answers to them could not be stored.")
 
 
 # A page re-opened within this interval of the last sign of life does not write it again (a
@@ -453,15 +294,3 @@ def assignment_touch(*, assignment: Assignment, unshown: bool = True) -> None:
         AssignmentItem.objects.filter(assignment=assignment, first_shown_at__isnull=True).update(
             first_shown_at=now
         )
-
-
-def _assignment_item(assignment: Assignment, item_id: Any) -> AssignmentItem:
-    item_id = item_id_of(item_id)
-    if item_id is None:
-        raise SubmissionInvalid({"__all__": ["Unknown item."]})
-    row = AssignmentItem.objects.select_related("item").filter(
-        assignment=assignment, item_id=item_id
-    ).first()
-    if row is None:
-        raise SubmissionInvalid({"__all__": ["This item is not part of your assignment."]})
-    return row

@@ -6,6 +6,8 @@ not-yet-timed-out assignments holding it without a judgment. Two allocators raci
 slot are kept apart by row locks on the items (`SELECT ... FOR UPDATE SKIP LOCKED` on
 PostgreSQL; SQLite serialises writers, and we take its write lock first), and the deficit is
 recomputed *after* the lock so a slot taken by a transaction that committed in between is seen.
+The same count decides which answers of a late assignment can still be stored
+(`items_filled_since_timeout`).
 """
 from __future__ import annotations
 
@@ -30,6 +32,7 @@ from django.db.models.functions import Coalesce
 
 from annotation.models import (
     AdaptiveTarget,
+    Assignment,
     AssignmentItem,
     AssignmentStatus,
     Item,
@@ -44,7 +47,9 @@ from annotation.models import (
 from ..redundancy import stage_adaptive_rule
 from .design import hit_design_refusal, latin_square_filter, latin_square_on, units_seen
 from .errors import NoItemsAvailable
-from .state import _live_assignments, stage_items
+from .locking import stage_write_lock
+from .state import stage_items
+from .timeouts import live_assignments
 
 
 def _mixes_in_extras(stage: Stage) -> bool:
@@ -105,7 +110,7 @@ def _target(stage: Stage):
 
 def _held(stage: Stage, exclude_assignment_id: int | None = None) -> QuerySet[AssignmentItem]:
     """Items held by live assignments without a judgment yet (one row per hold)."""
-    live = _live_assignments(stage)
+    live = live_assignments(stage)
     if exclude_assignment_id is not None:
         live = live.exclude(pk=exclude_assignment_id)
     return AssignmentItem.objects.filter(assignment_id__in=live.values("pk")).filter(
@@ -139,7 +144,7 @@ def _not_seen_by(qs: QuerySet[Item], stage: Stage, worker: Worker) -> QuerySet[I
     return qs.exclude(pk__in=judged).exclude(pk__in=held)
 
 
-def _refuse_hit_seen_before(*, stage: Stage, worker: Worker, items: list[Item]) -> None:
+def refuse_hit_seen_before(*, stage: Stage, worker: Worker, items: list[Item]) -> None:
     """A HIT's items are fixed, so the design is kept at accept: a worker who answered one of
     its items in an earlier stage, or (Latin square) read one of its texts at any level, is
     asked to return it; nothing is created."""
@@ -183,13 +188,6 @@ def _lock_available(qs: QuerySet[Item]) -> list[int]:
     return list(qs.values_list("pk", flat=True))
 
 
-def _take_sqlite_write_lock(stage: Stage) -> None:
-    """SQLite allows one writer; take the lock before reading counts so two allocators queue up
-    instead of both reading the same counts (or dead-locking on the upgrade)."""
-    if connection.vendor == "sqlite":
-        Stage.objects.filter(pk=stage.pk).update(updated_at=F("updated_at"))
-
-
 # No savepoint of its own: the caller's transaction (assignment_start's) is all it needs, and
 # an error inside aborts that transaction anyway. Outside a transaction it opens one.
 @transaction.atomic(savepoint=False)
@@ -198,7 +196,7 @@ def items_pick_next(*, stage: Stage, worker: Worker, limit: int) -> list[Item]:
     furthest from their redundancy target (Likert: one passage group), with gold/attention items
     mixed in at `project.gold_rate`. Must run inside the transaction that stores the choice (it
     does when called from `assignment_start`) so the row locks cover the write."""
-    _take_sqlite_write_lock(stage)
+    stage_write_lock(stage)
     project = stage.project
     available = _not_seen_earlier(_not_seen_by(stage_items(stage), stage, worker), stage, worker)
     picked: list[Item] = []
@@ -346,3 +344,24 @@ def _pick_regular(*, stage: Stage, available: QuerySet[Item], room: int) -> list
         if fresh:
             return fresh
     return []
+
+
+def items_filled_since_timeout(*, assignment: Assignment, rows: list[AssignmentItem]) -> set[int]:
+    """Items of a late assignment that no longer need a judgment in the stage: other workers
+    were given (or judged) them after the timeout and reached the target. Practice and gold
+    items, and qualification/practice stages, have no cap. The item rows are locked (waiting,
+    not skipping: the answer is already given) and the deficit counted after the lock, as
+    `items_pick_next` does, so a late submit and an allocator never both take the last slot."""
+    stage = assignment.stage
+    if not _mixes_in_extras(stage):
+        return set()
+    ids = [row.item_id for row in rows if not (row.item.is_practice or row.item.is_gold_check)]
+    if not ids:
+        return set()
+    stage_write_lock(stage)
+    if connection.features.has_select_for_update:
+        list(Item.objects.select_for_update().filter(pk__in=ids).order_by("pk")
+             .values_list("pk", flat=True))
+    counted = _annotate_deficit(Item.objects.filter(pk__in=ids), stage,
+                                exclude_assignment_id=assignment.pk)
+    return {item.pk for item in counted if item.deficit <= 0}

@@ -1,15 +1,18 @@
-"""What the assignment modules share: which stages are open, which assignments are finished or
-still live, the server-owned part of the draft, and the answer rules of a project."""
+"""What the assignment modules share: which stages are open, which assignments are finished, the
+server-owned part of the draft, the items a stage releases and the answer rules of a project."""
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import datetime
 
-from django.conf import settings
 from django.db.models import QuerySet
-from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+# Re-exported for the assignment modules (`X as X`); defined below the services, where the
+# selectors read them too.
+from annotation.assignment_draft import REFUSED_KEY as REFUSED_KEY
+from annotation.assignment_draft import SERVER_DRAFT_KEY as SERVER_DRAFT_KEY
 from annotation.domain.answers import AnswerRules
+from annotation.models import OPEN_STAGE_STATUSES as OPEN_STAGE_STATUSES
 from annotation.models import (
     Assignment,
     AssignmentStatus,
@@ -17,13 +20,10 @@ from annotation.models import (
     Hit,
     HitStatus,
     Item,
-    ParticipantVerification,
     Stage,
     StageStatus,
     TaskKind,
 )
-
-OPEN_STAGE_STATUSES = (StageStatus.PUBLISHED, StageStatus.COLLECTING)
 
 
 def stage_not_open_message(stage: Stage) -> str:
@@ -46,18 +46,8 @@ FINISHED_STATUSES = (AssignmentStatus.SUBMITTED, AssignmentStatus.APPROVED,
 MAX_DRAFT_BYTES = 200_000
 
 
-# Server-owned part of the draft (pilot guesses locked before the paragraph is shown); the
-# page's autosave can never overwrite it.
-SERVER_DRAFT_KEY = "_server"
-
-
 # MC modes in which each item is confirmed on its own before the next one is shown.
 CONFIRM_MODES = (ExperimentMode.QA, ExperimentMode.GUESSING, ExperimentMode.PILOT)
-
-
-# Late confirms refused because others filled the item meanwhile (item id -> message): the page
-# counts them as settled and the submit no longer asks for them.
-REFUSED_KEY = "refused"
 
 
 def answer_rules(project, stage=None) -> AnswerRules:
@@ -74,41 +64,6 @@ def answer_rules(project, stage=None) -> AnswerRules:
     )
 
 
-def _cutoff(project, now: datetime | None = None) -> datetime:
-    return (now or timezone.now()) - timedelta(minutes=project.assignment_timeout_minutes)
-
-
-def unverified_timeout() -> timedelta:
-    """How long a session the provider has not verified (Prolific: SESSION_ID not found yet in
-    the study's submissions) holds its items without activity:
-    `QAJ_PROLIFIC_UNVERIFIED_TIMEOUT_MINUTES` (default 45), whatever the project's timeout."""
-    return timedelta(minutes=float(getattr(settings, "QAJ_PROLIFIC_UNVERIFIED_TIMEOUT_MINUTES",
-                                           45)))
-
-
-def _unverified_cutoff(now: datetime | None = None) -> datetime:
-    return (now or timezone.now()) - unverified_timeout()
-
-
-def _idle_past_timeout(assignment: Assignment, now: datetime | None = None) -> bool:
-    """Idle past the project's timeout, or past the shorter one of an unverified session."""
-    seen = assignment.last_seen_at or assignment.started_at
-    if seen < _cutoff(assignment.stage.project, now):
-        return True
-    return (assignment.verification == ParticipantVerification.PENDING
-            and seen < _unverified_cutoff(now))
-
-
-def _live_assignments(stage: Stage, now: datetime | None = None) -> QuerySet[Assignment]:
-    """In-progress assignments of the stage that have not timed out (an unverified session
-    times out sooner, `unverified_timeout`)."""
-    return Assignment.objects.annotate(
-        seen=Coalesce("last_seen_at", "started_at")
-    ).filter(stage=stage, status=AssignmentStatus.IN_PROGRESS, seen__gte=_cutoff(stage.project, now)
-             ).exclude(verification=ParticipantVerification.PENDING,
-                       seen__lt=_unverified_cutoff(now))
-
-
 def hit_is_expired(hit: Hit, now: datetime | None = None) -> bool:
     """The HIT takes no new workers: expired on the provider (by us, or its lifetime ran out)."""
     if hit.status == HitStatus.EXPIRED:
@@ -116,11 +71,10 @@ def hit_is_expired(hit: Hit, now: datetime | None = None) -> bool:
     return hit.expires_at is not None and hit.expires_at <= (now or timezone.now())
 
 
-def _server_state(assignment: Assignment) -> dict:
-    return dict((assignment.draft or {}).get(SERVER_DRAFT_KEY) or {})
 
 
-def _save_server_state(assignment: Assignment, state: dict) -> None:
+def server_state_save(assignment: Assignment, state: dict) -> None:
+    """Store `state` as the server-owned part of the draft (a sign of life too)."""
     assignment.draft = {**(assignment.draft or {}), SERVER_DRAFT_KEY: state}
     assignment.last_seen_at = timezone.now()
     assignment.save(update_fields=["draft", "last_seen_at"])

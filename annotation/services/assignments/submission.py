@@ -10,41 +10,37 @@ from django.db import IntegrityError, transaction
 from django.db.models import Max
 from django.utils import timezone
 
+from annotation.assignment_draft import server_state
 from annotation.domain.answers import AnswerError, clean_answer, item_id_of
 from annotation.domain.control_characters import control_character_message, find_control_character
 from annotation.models import (
     Assignment,
     AssignmentItem,
     AssignmentStatus,
-    ExperimentMode,
     Item,
     Judgment,
     Stage,
-    StageKind,
     TaskKind,
 )
 
 from .comprehension import (
-    ATTEMPTS_KEY,
     RETRY_MESSAGE,
-    RETURN_KEY,
     RETURN_MESSAGE,
-    _attempt_record,
-    _comprehension_outcome,
-    _is_comprehension_check,
-    _refuse_if_return_requested,
-    _return_request,
+    comprehension_attempt,
+    comprehension_outcome,
+    refuse_if_return_requested,
+    return_request,
 )
 from .errors import AssignmentClosed, SubmissionInvalid
-from .lifecycle import (
-    _assignment_item,
-    _filled_message,
-    _filled_since_timeout,
-    _is_late,
-    _lock_assignment,
-    _locked_open,
+from .locking import assignment_item_row, assignment_lock, assignment_open_locked
+from .picking import items_filled_since_timeout
+from .state import (
+    FINISHED_STATUSES,
+    REFUSED_KEY,
+    answer_rules,
+    server_state_save,
 )
-from .state import FINISHED_STATUSES, REFUSED_KEY, _save_server_state, _server_state, answer_rules
+from .timeouts import is_late, late_refusal_message
 
 
 def _is_correct(item: Item, fields: dict) -> bool | None:
@@ -116,20 +112,20 @@ def assignment_confirm_item(*, assignment: Assignment, item: Item | int, answer:
     comprehension check was answered wrong the first time (the attempt is recorded; the next
     answer is the judgment). A second wrong answer is stored and the participant is asked to
     return the study (`ReturnRequested` from then on). `assignment_feedback` says which."""
-    assignment = _locked_open(assignment, allow_late=True)
-    row = _assignment_item(assignment, getattr(item, "pk", item))
+    assignment = assignment_open_locked(assignment, allow_late=True)
+    row = assignment_item_row(assignment, getattr(item, "pk", item))
     existing = Judgment.objects.filter(assignment=assignment, item_id=row.item_id).first()
     if existing is not None:
         return existing
-    state = _server_state(assignment)
+    state = server_state(assignment)
     key = str(row.item_id)
     if key in (state.get(REFUSED_KEY) or {}):
         return None
-    if _is_late(assignment) and _filled_since_timeout(assignment=assignment, rows=[row]):
+    if is_late(assignment) and items_filled_since_timeout(assignment=assignment, rows=[row]):
         # Recorded rather than raised: the page shows the item as no longer needed, so the
         # worker can still submit the rest, and the submit does not ask for it again.
-        state[REFUSED_KEY] = {**(state.get(REFUSED_KEY) or {}), key: _filled_message([row])}
-        _save_server_state(assignment, state)
+        state[REFUSED_KEY] = {**(state.get(REFUSED_KEY) or {}), key: late_refusal_message([row])}
+        server_state_save(assignment, state)
         return None
     locked_guess = (state.get("guesses") or {}).get(key)
     try:
@@ -138,12 +134,12 @@ def assignment_confirm_item(*, assignment: Assignment, item: Item | int, answer:
                               locked_guess=locked_guess)
     except AnswerError as exc:
         raise SubmissionInvalid({key: exc.messages}) from None
-    record = _attempt_record(fields)
+    record = comprehension_attempt(assignment, row.item, fields)
     judgment = _judgment(assignment, row, fields, _clean_client_meta(client_meta))
     judgment.server_time_ms = _server_time_ms(assignment, [row], n=1)
-    outcome = _comprehension_outcome(assignment, state, row, judgment, record)
+    outcome = comprehension_outcome(assignment, state, row, judgment, record)
     if outcome == "retry":
-        _save_server_state(assignment, state)
+        server_state_save(assignment, state)
         return None
     try:
         with transaction.atomic():
@@ -154,7 +150,7 @@ def assignment_confirm_item(*, assignment: Assignment, item: Item | int, answer:
             {key: ["You have already judged this item."]}
         ) from None
     if outcome == "failed":
-        _return_request(assignment, state, [row])
+        return_request(assignment, state, [row])
     else:
         Assignment.objects.filter(pk=assignment.pk).update(last_seen_at=timezone.now())
     return judgment
@@ -199,7 +195,7 @@ def assignment_submit(*, assignment: Assignment, answers: list[dict],
     returns `retry`; answered wrong again, only the comprehension checks are stored and the
     participant is asked to return the study (`return_requested`; not submitted, no code).
     """
-    locked = _lock_assignment(assignment.pk)
+    locked = assignment_lock(assignment.pk)
     if locked.status in FINISHED_STATUSES:
         return SubmittedJudgments(locked.judgments.order_by("pk"))
     late = _submittable(locked)
@@ -208,7 +204,7 @@ def assignment_submit(*, assignment: Assignment, answers: list[dict],
                 .filter(assignment=assignment).order_by("position"))
     done = set(Judgment.objects.filter(assignment=assignment).values_list("item_id", flat=True))
     given, errors = _answers_by_item(answers, {row.item_id for row in rows})
-    state = _server_state(assignment)
+    state = server_state(assignment)
     filled = _settled_elsewhere(assignment, state, rows, done=done, late=late)
     judgments, checks = _judgments_of(assignment, rows, given, errors, state=state,
                                       skip=done | filled, client_meta=client_meta)
@@ -221,7 +217,7 @@ def assignment_submit(*, assignment: Assignment, answers: list[dict],
     if answered_checks is not None:
         return answered_checks
     filled_rows = [row for row in rows if row.item_id in filled]
-    message = _filled_message(filled_rows) if filled_rows else ""
+    message = late_refusal_message(filled_rows) if filled_rows else ""
     if filled_rows and not judgments and not done:
         raise AssignmentClosed(message + " Nothing was stored; thank you for your time.",
                                assignment=assignment)
@@ -246,8 +242,8 @@ def assignment_submit(*, assignment: Assignment, answers: list[dict],
 def _submittable(assignment: Assignment) -> bool:
     """Refuse a submit to an assignment that was returned, expired or whose participant was
     asked to return the study; True when the submit comes after the timeout (late)."""
-    _refuse_if_return_requested(assignment)
-    late = _is_late(assignment)
+    refuse_if_return_requested(assignment)
+    late = is_late(assignment)
     if assignment.status != AssignmentStatus.IN_PROGRESS and not late:
         raise AssignmentClosed(
             "This assignment was returned or has expired; reload the page for new items.",
@@ -287,7 +283,7 @@ def _settled_elsewhere(assignment: Assignment, state: dict, rows: list[Assignmen
     by other workers since the timeout."""
     # Refused at a late confirm: settled, whatever the count says now.
     filled = {int(key) for key in (state.get(REFUSED_KEY) or {})} - done
-    filled |= _filled_since_timeout(
+    filled |= items_filled_since_timeout(
         assignment=assignment, rows=[row for row in rows if row.item_id not in done | filled]
     ) if late else set()
     return filled
@@ -317,8 +313,7 @@ def _judgments_of(assignment: Assignment, rows: list[AssignmentItem], given: dic
         except AnswerError as exc:
             errors.setdefault(str(row.item_id), []).extend(exc.messages)
             continue
-        record = _attempt_record(fields) if _is_comprehension_check(assignment, row.item) \
-            else {}
+        record = comprehension_attempt(assignment, row.item, fields)
         judgments.append(_judgment(assignment, row, fields, meta))
         if record:
             checks.append((row, judgments[-1], record))
@@ -333,7 +328,7 @@ def _comprehension_checks_settle(assignment: Assignment, state: dict,
     """Prolific comprehension checks: a second wrong answer stores only the checks and asks the
     participant to return the study; a first wrong one stores nothing and asks again. None when
     every check passed (the submit goes on)."""
-    outcomes = {row.item_id: _comprehension_outcome(assignment, state, row, judgment, record)
+    outcomes = {row.item_id: comprehension_outcome(assignment, state, row, judgment, record)
                 for row, judgment, record in checks}
     failed_rows = [row for row, _, _ in checks if outcomes[row.item_id] == "failed"]
     if failed_rows:
@@ -347,14 +342,14 @@ def _comprehension_checks_settle(assignment: Assignment, state: dict,
             raise SubmissionInvalid(
                 {"__all__": ["Some of these items were already judged by you in this stage."]}
             ) from None
-        _return_request(assignment, state, failed_rows)
+        return_request(assignment, state, failed_rows)
         return SubmittedJudgments(Judgment.objects.filter(assignment=assignment).order_by("pk"),
                                   return_requested=RETURN_MESSAGE)
     retry = {str(item_id): [RETRY_MESSAGE] for item_id, outcome in outcomes.items()
              if outcome == "retry"}
     if retry:
         # Nothing is stored: the page keeps every answer and the participant submits again.
-        _save_server_state(assignment, state)
+        server_state_save(assignment, state)
         return SubmittedJudgments([], retry=retry, message=RETRY_MESSAGE)
     return None
 
@@ -401,47 +396,9 @@ def _completion_code(stage: Stage) -> str:
     return str(code) if code else secrets.token_hex(4).upper()
 
 
-def assignment_feedback(*, assignment: Assignment, item_id: int) -> dict[str, Any]:
-    """What the page may show after an item was confirmed (never before): for STARC QA and
-    guessing, whether the answer was right and which shown option is correct, plus the
-    paragraph; nothing for qualification stages, whose scoring is never revealed."""
-    row = AssignmentItem.objects.select_related("item__project", "assignment__stage").get(
-        assignment=assignment, item_id=item_id
-    )
-    judgment = Judgment.objects.filter(assignment=assignment, item_id=item_id).first()
-    state = _server_state(row.assignment)
-    if judgment is None:
-        refused = (state.get(REFUSED_KEY) or {}).get(str(item_id))
-        if refused:
-            return {"refused": refused, "settled": True}
-        if str(item_id) in (state.get(ATTEMPTS_KEY) or {}):
-            # Right or wrong only: the correct answer is not shown before the last attempt.
-            return {"retry": True, "is_correct": False, "message": RETRY_MESSAGE}
-        return {}
-    item = row.item
-    project = item.project
-    feedback: dict[str, Any] = {"confirmed": True}
-    if state.get(RETURN_KEY):
-        feedback["return_study"] = RETURN_MESSAGE
-    if project.kind != TaskKind.MC:
-        return feedback
-    mode = project.experiment_mode
-    if mode in (ExperimentMode.GUESSING, ExperimentMode.QA):
-        feedback["paragraph"] = item.content.get("paragraph", "")
-    reveal = (mode in (ExperimentMode.QA, ExperimentMode.GUESSING)
-              and row.assignment.stage.kind != StageKind.QUALIFICATION and item.gold)
-    if reveal:
-        order = row.presented_order or ["A", "B", "C", "D"]
-        correct_role = item.gold.get("choice")
-        if correct_role in order:
-            feedback["correct_shown"] = "abcd"[order.index(correct_role)]
-            feedback["is_correct"] = judgment.choice == correct_role
-    return feedback
-
-
 def pilot_paragraph(*, assignment: Assignment, item_id: int) -> str | None:
     """Pilot page 2: the paragraph, only once the guess is locked and before the answer."""
-    state = _server_state(Assignment.objects.get(pk=assignment.pk))
+    state = server_state(Assignment.objects.get(pk=assignment.pk))
     if str(item_id) not in (state.get("guesses") or {}):
         return None
     row = AssignmentItem.objects.select_related("item").get(assignment=assignment,

@@ -33,6 +33,7 @@ from .decisions import (
     ReviewReport,
     assignment_approve,
     assignment_bonus_pay,
+    assignment_flag,
     assignment_reject,
     assignment_review_rules,
     correct_answer_bonus,
@@ -41,8 +42,7 @@ from .decisions import (
 )
 from .sync import (
     SyncReport,
-    _flag,
-    _flag_never_listed,
+    assignment_flag_never_listed,
     provider_sync,
     stage_hits_mark_done,
     stage_reconcile_mark,
@@ -79,7 +79,7 @@ def _confirmed_only(submitted, provider, *, now: dt.datetime, report: ReviewRepo
         if deadline is None or now < deadline:
             report.unconfirmed += 1
             continue
-        _flag_never_listed(assignment)
+        assignment_flag_never_listed(assignment)
         report.never_listed += 1
     return submitted.filter(provider_confirmed_at__isnull=False)
 
@@ -119,7 +119,7 @@ def _decide(due, report: ReviewReport) -> None:
                 report.rejected += 1
             else:
                 # Every submission ends approved, rejected or flagged: this one needs a human.
-                _flag(assignment, "Held for review: " + "; ".join(decision.reasons))
+                assignment_flag(assignment, "Held for review: " + "; ".join(decision.reasons))
                 report.held += 1
         except Exception as exc:  # one failing call must not stop the others; retried later
             report.errors.append(f"{assignment}: {exc}")

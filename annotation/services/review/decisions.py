@@ -110,7 +110,7 @@ def assignment_review_rules(*, assignment: Assignment) -> ReviewDecision:
             accuracy = right / len(checks)
             metrics["gold_accuracy"] = accuracy
             # Prolific allows rejecting for attention checks only after two failed ones.
-            enough = stage.provider != "prolific" or len(checks) - right >= 2
+            enough = stage.provider != Provider.PROLIFIC or len(checks) - right >= 2
             if accuracy < rules["min_gold_accuracy"] and enough:
                 reasons.append(f"accuracy on check items {accuracy:.0%} is below "
                                f"{rules['min_gold_accuracy']:.0%}")
@@ -175,6 +175,15 @@ def assignment_reject(*, assignment: Assignment, reason: str,
         operation="RejectAssignment", allow_flagged=allow_flagged,
         call_fn=lambda _token: provider.reject(assignment=assignment, reason=reason),
         request={"reason": reason}, note=f"Rejected: {reason}")
+
+
+def assignment_flag(assignment: Assignment, note: str) -> str:
+    """Hold the assignment for the researcher (FLAGGED), saying why in its review note; returns
+    "flagged" (what a sync reports for it)."""
+    assignment.status = AssignmentStatus.FLAGGED
+    assignment.review_note = (assignment.review_note + " " + note).strip()
+    assignment.save(update_fields=["status", "review_note"])
+    return "flagged"
 
 
 def _assignment_decide(assignment: Assignment, *, status: str, verb: str, operation: str,

@@ -39,7 +39,7 @@ from annotation.providers import SubmissionStatus, get_provider
 from annotation.providers.base import Submission
 from annotation.services.assignments import stage_sessions_verify
 
-from .decisions import ASSIGNMENT_OPERATIONS, ReviewReport
+from .decisions import ASSIGNMENT_OPERATIONS, ReviewReport, assignment_flag
 
 FLAG_NO_LOCAL = "Submitted on {provider} but no local assignment exists: check and decide by hand."
 
@@ -119,8 +119,8 @@ def _sync_one(*, stage: Stage, submission: Submission, hit: Hit | None) -> str:
     if assignment.worker_id != worker.pk:
         if assignment.status == AssignmentStatus.FLAGGED:
             return "matched"
-        return _flag(assignment, f"{provider_name} says worker {worker.external_id} submitted "
-                                 f"this, but it belongs to {assignment.worker}.")
+        return assignment_flag(assignment, f"{provider_name} says worker {worker.external_id} "
+                               f"submitted this, but it belongs to {assignment.worker}.")
     if assignment.provider_confirmed_at is None:
         # The provider knows this assignment and this worker: the work may now be approved,
         # paid and counted (see the module docstring).
@@ -137,8 +137,8 @@ def _sync_one(*, stage: Stage, submission: Submission, hit: Hit | None) -> str:
         if not has_judgments:
             if assignment.status == AssignmentStatus.FLAGGED:
                 return "matched"
-            return _flag(assignment, FLAG_NO_JUDGMENTS.format(provider=provider_name)
-                         + _decided_note(submission))
+            return assignment_flag(assignment, FLAG_NO_JUDGMENTS.format(provider=provider_name)
+                                   + _decided_note(submission))
         if assignment.status != decided[submission.status]:
             _mirror_decision(assignment, submission, decided[submission.status],
                              provider_name=provider_name)
@@ -149,7 +149,7 @@ def _sync_one(*, stage: Stage, submission: Submission, hit: Hit | None) -> str:
                              AssignmentStatus.FLAGGED):
         return "matched"  # decided here; the review retries the provider call if it failed
     if not has_judgments or assignment.status != AssignmentStatus.SUBMITTED:
-        return _flag(assignment, FLAG_NO_JUDGMENTS.format(provider=provider_name))
+        return assignment_flag(assignment, FLAG_NO_JUDGMENTS.format(provider=provider_name))
     if assignment.submitted_at is None:
         assignment.submitted_at = submission.submitted_at or timezone.now()
         assignment.save(update_fields=["submitted_at"])
@@ -183,15 +183,8 @@ def _decided_note(submission: Submission) -> str:
     return ""
 
 
-def _flag(assignment: Assignment, note: str) -> str:
-    assignment.status = AssignmentStatus.FLAGGED
-    assignment.review_note = (assignment.review_note + " " + note).strip()
-    assignment.save(update_fields=["status", "review_note"])
-    return "flagged"
-
-
 @transaction.atomic
-def _flag_never_listed(assignment: Assignment) -> None:
+def assignment_flag_never_listed(assignment: Assignment) -> None:
     """Flag a local submission the provider never listed, and drop the qualification result
     graded from it (unless already granted): it must not stand in the way of the worker whose
     id it carries (see annotation/services/qualification.py)."""
@@ -199,7 +192,7 @@ def _flag_never_listed(assignment: Assignment) -> None:
     if fresh.status != AssignmentStatus.SUBMITTED or fresh.provider_confirmed_at is not None:
         return  # confirmed or decided meanwhile
     WorkerQualification.objects.filter(assignment=fresh, granted_externally=False).delete()
-    _flag(fresh, FLAG_NEVER_LISTED.format(provider=fresh.stage.get_provider_display()))
+    assignment_flag(fresh, FLAG_NEVER_LISTED.format(provider=fresh.stage.get_provider_display()))
     assignment.status, assignment.review_note = fresh.status, fresh.review_note
 
 

@@ -14,7 +14,11 @@ from django.core.management.base import BaseCommand, CommandError
 from annotation.access_selectors import project_stage_by_ref
 from annotation.judgment_selectors import GROUP_FIELDS
 from annotation.models import Project
-from metrics_app.reports.project import cached_project_report
+from metrics_app.reports.project import (
+    fresh_cached_report,
+    report_refresh,
+    with_current_worker_status,
+)
 
 
 class Command(BaseCommand):
@@ -37,10 +41,12 @@ class Command(BaseCommand):
             if stage is None:
                 names = ", ".join(project.stages.values_list("name", flat=True)) or "none"
                 raise CommandError(f"no stage {options['stage']!r} (stages: {names})")
-        report = cached_project_report(
-            project=project, stage=stage, group_by=options["group_by"],
-            refresh=options["refresh"],
-        )
+        # A precompute path: a stale or missing report is recomputed and stored here.
+        report = None if options["refresh"] else fresh_cached_report(
+            project=project, stage=stage, group_by=options["group_by"])
+        if report is None:
+            report = report_refresh(project=project, stage=stage, group_by=options["group_by"])
+        report = with_current_worker_status(report, project=project)
         if options["json"]:
             self.stdout.write(json.dumps(report, ensure_ascii=False))
             return

@@ -13,6 +13,7 @@ import numpy as np
 
 from annotation.judgment_selectors import load_judgments
 from annotation.models import Project, TaskKind
+from core.vocabulary import AB_CHOICES
 
 from ...domain import estimates as est
 from ...domain.judge_alignment import (
@@ -48,7 +49,7 @@ def human_labels(project: Project) -> dict[int, dict]:
     for item_id, score, choice in zip(frame.item_id[mask].tolist(), frame.score[mask].tolist(),
                                       frame.choice[mask].tolist(), strict=True):
         if ab:
-            if choice in ("A", "B"):
+            if choice in AB_CHOICES:
                 per_item.setdefault(item_id, []).append(1.0 if choice == "A" else 0.0)
         elif not math.isnan(score):
             per_item.setdefault(item_id, []).append(score)
@@ -281,8 +282,7 @@ def _estimates(view: JudgeView, items: dict, human: dict, *, estimate_labels: in
 
 
 def _watermarks(project: Project) -> dict:
-    from django.db.models import Max
-
+    from annotation.judgment_selectors import watermark
     from annotation.models import Judgment
     from annotation.selectors import counting_fingerprint
 
@@ -292,12 +292,9 @@ def _watermarks(project: Project) -> dict:
         # Rejecting work, verifying a session or blocking a worker adds no row but changes the
         # human labels (the counting rule), as in the project report's cache.
         "counting": counting_fingerprint(project=project),
-        "judgments": Judgment.objects.filter(item__project=project).aggregate(
-            top=Max("id"))["top"] or 0,
-        "verdicts": JudgeVerdict.objects.filter(item__project=project).aggregate(
-            top=Max("id"))["top"] or 0,
-        "scores": MetricScore.objects.filter(item__project=project).aggregate(
-            top=Max("id"))["top"] or 0,
+        "judgments": watermark(Judgment.objects.filter(item__project=project)),
+        "verdicts": watermark(JudgeVerdict.objects.filter(item__project=project)),
+        "scores": watermark(MetricScore.objects.filter(item__project=project)),
     }
 
 
@@ -307,26 +304,40 @@ def _watermarks(project: Project) -> dict:
 PAGE_RESAMPLES = 200
 
 
+def _alignment_params(project: Project, refs: list[str] | None, n_resamples: int) -> dict:
+    return {"refs": sorted(refs or []), "n_resamples": n_resamples,
+            "watermarks": _watermarks(project)}
+
+
+def _computed(project: Project, refs: list[str] | None, n_resamples: int) -> dict:
+    from django.utils import timezone
+
+    data = judge_alignment_report(project=project, refs=refs, n_resamples=n_resamples)
+    data["computed_at"] = timezone.now().isoformat()
+    return _json_ready(data)
+
+
 def cached_judge_alignment_report(*, project: Project, refs: list[str] | None = None,
                                   n_resamples: int = 1000) -> dict:
     """The report from the `Report` cache while no judgment, verdict or score was stored
-    since and the counting rule reads the same judgments; else computed (outside a transaction) and stored."""
-    from django.utils import timezone
+    since and the counting rule reads the same judgments; else computed in this call and not
+    stored (a GET writes nothing; `judge_alignment_report_refresh` fills the cache)."""
+    cached = _cached(project, _alignment_params(project, refs, n_resamples))
+    return cached if cached is not None else _computed(project, refs, n_resamples)
 
+
+def judge_alignment_report_refresh(*, project: Project, refs: list[str] | None = None,
+                                   n_resamples: int = 1000) -> dict:
+    """Compute the report (outside a transaction) and store it as the project's cached one."""
     from ...models import Report
 
-    params = {"refs": sorted(refs or []), "n_resamples": n_resamples,
-              "watermarks": _watermarks(project)}
-    cached = _cached(project, params)
-    if cached is not None:
-        return cached
-    data = judge_alignment_report(project=project, refs=refs, n_resamples=n_resamples)
-    data["computed_at"] = timezone.now().isoformat()
+    params = _alignment_params(project, refs, n_resamples)
+    data = _computed(project, refs, n_resamples)
     Report.objects.update_or_create(
         project=project, stage=None, kind="judge_alignment",
-        defaults={"params": params, "data": _json_ready(data),
+        defaults={"params": params, "data": data,
                   "judgment_watermark": params["watermarks"]["judgments"]})
-    return _json_ready(data)
+    return data
 
 
 def _cached(project: Project, params: dict) -> dict | None:

@@ -26,6 +26,7 @@ from annotation.domain.control_characters import (
     find_control_character,
 )
 from annotation.models import Project, TaskKind
+from core.vocabulary import AB_CHOICES, MC_ROLES
 
 from ...models import JudgeKind, JudgeVerdict
 from .versions import judge_version_create
@@ -106,11 +107,11 @@ def _verdict(value, kind: str, line: int, errors: list[str]) -> str:
             return "incorrect"
         errors.append(f"line {line}: verdict {value!r} is not correct/incorrect")
     elif kind == TaskKind.AB:
-        if text.upper() in ("A", "B"):
+        if text.upper() in AB_CHOICES:
             return text.upper()
         errors.append(f"line {line}: verdict {value!r} is not A or B")
     else:
-        if text.upper() in ("A", "B", "C", "D"):
+        if text.upper() in MC_ROLES:
             return text.upper()
         errors.append(f"line {line}: verdict {value!r} is not one of A-D")
     return ""

@@ -10,8 +10,8 @@ A/B items are asked twice, the answers in both orders; the verdict rows name the
 either way, and the alignment report reads position consistency from the pair.
 
 `judge_job_create` queues a `JudgeJob`; the Celery task `judges.run` runs it under the
-scoring jobs' lease (job_leases.py): a worker killed mid-run leaves its stored verdicts, the
-sweep sends the job again, and the rerun asks only for the rest.
+job lease every background job holds (core/leases.py): a worker killed mid-run leaves its
+stored verdicts, the sweep sends the job again, and the rerun asks only for the rest.
 """
 from __future__ import annotations
 
@@ -29,7 +29,8 @@ from django.utils import timezone
 
 from annotation.domain.control_characters import without_control_characters
 from annotation.models import Project, TaskKind
-from annotation.services.background import task_send
+from core.background import task_send
+from core.leases import JobLease, LeaseLost, leased_run
 
 from ...domain.judge_prompts import (
     JudgeConfigError,
@@ -41,7 +42,6 @@ from ...domain.judge_prompts import (
     worst_case_cost,
 )
 from ...models import JudgeJob, JudgeKind, JudgeVerdict, JudgeVersion, ScoringStatus
-from ..job_leases import JobLease, LeaseLost, leased_run, stale_jobs_recover
 from .client import ChatAnswer, ChatClient, EndpointError, RetryPolicy
 from .versions import price_for
 
@@ -75,7 +75,7 @@ def judge_requests(project: Project, version: JudgeVersion) -> list[Request]:
     """Every request the judge makes on the project (A/B: both orders per item)."""
     config = version.config
     task = _check_kind(project, version)
-    orders = ("AB", "BA") if task == "ab" else ("",)
+    orders = ("AB", "BA") if task == TaskKind.AB else ("",)
     requests = []
     items = project.items.filter(is_practice=False, excluded=False).only("id", "content")
     for item in items.order_by("id").iterator(chunk_size=2000):
@@ -265,11 +265,12 @@ def judge_job_create(*, project: Project, version: JudgeVersion, budget: float |
         job = JudgeJob.objects.create(project=project, judge_version=version, budget=budget,
                                       metrics=[version.label], requested_by=user,
                                       options={"concurrency": concurrency})
-        transaction.on_commit(lambda: _enqueue(job))
+        transaction.on_commit(lambda: judge_job_send(job))
     return job
 
 
-def _enqueue(job: JudgeJob) -> bool:
+def judge_job_send(job: JudgeJob) -> bool:
+    """Send the job's task (False when the broker is unreachable: beat sends it later)."""
     try:
         result = task_send("judges.run", args=[job.pk], queue=job.queue)
     except Exception:
@@ -284,13 +285,13 @@ def judge_jobs_enqueue_pending(*, older_than_seconds: int = 60) -> int:
     cutoff = timezone.now() - timedelta(seconds=older_than_seconds)
     pending = JudgeJob.objects.filter(status=ScoringStatus.QUEUED, task_id="",
                                       created_at__lte=cutoff).order_by("id")
-    return sum(_enqueue(job) for job in pending)
+    return sum(judge_job_send(job) for job in pending)
 
 
 def judge_job_run(*, job_id: int, retry: RetryPolicy | None = None) -> JudgeJob | None:
     """Run a queued judge job under its lease; progress and the running cost are saved with
     every stored batch. None when there is nothing to do in this worker."""
-    with leased_run(JudgeJob, job_id) as (lease, job):
+    with leased_run(JudgeJob, job_id, done=0) as (lease, job):
         if job is None:
             return None
         job = JudgeJob.objects.select_related("project", "judge_version__judge").get(pk=job.pk)
@@ -307,10 +308,11 @@ def judge_job_run(*, job_id: int, retry: RetryPolicy | None = None) -> JudgeJob 
 def _alignment_precompute(project: Project) -> None:
     """The judges page's report, computed here in the job rather than in the first request
     after it; a failure leaves the page to compute it and never fails the finished job."""
-    from .alignment import PAGE_RESAMPLES, cached_judge_alignment_report
+    from .alignment import PAGE_RESAMPLES, judge_alignment_report_refresh
 
     try:
-        cached_judge_alignment_report(project=project, n_resamples=PAGE_RESAMPLES)
+        # The job stored verdicts, so any cached report is stale: recompute and store.
+        judge_alignment_report_refresh(project=project, n_resamples=PAGE_RESAMPLES)
     except Exception:  # noqa: BLE001 - the verdicts are stored; the page can still compute
         logger.warning("judge alignment report not precomputed for %s", project.slug,
                        exc_info=True)
@@ -329,12 +331,6 @@ def _job_progress(lease: JobLease) -> Callable[[int, dict], None]:
         lease.update(**fields)
 
     return progress
-
-
-def judge_jobs_recover_stale() -> dict[str, int]:
-    """Beat: judge jobs whose worker died are sent again (the rerun skips stored verdicts)
-    or failed (see job_leases)."""
-    return stale_jobs_recover((JudgeJob,), send=_enqueue)
 
 
 __all__ = ["LeaseLost", "judge_job_create", "judge_job_run", "judge_project"]

@@ -32,13 +32,14 @@ from .promotion import (
     model_version_rollback,
     promoted_model_version,
 )
-from .refresh import lerc_refresh, lerc_refresh_due, model_versions_fail_stale
+from .refresh import lerc_refresh, lerc_refresh_due
 from .training import (
     TrainingElsewhere,
     model_version_cancel,
     model_version_create,
     model_version_enqueue,
     model_version_train,
+    model_version_worker_lost,
 )
 
 __all__ = [
@@ -67,7 +68,7 @@ __all__ = [
     "model_version_rollback",
     "model_version_scorer",
     "model_version_train",
-    "model_versions_fail_stale",
+    "model_version_worker_lost",
     "promoted_model_version",
     "write_model_card",
 ]

@@ -3,9 +3,10 @@ and the event log of a version (`version_event`)."""
 from __future__ import annotations
 
 from annotation.models import TaskKind
+from core import vocabulary
 from metrics_app.models import ModelKind, ModelStatus, ModelVersion, ModelVersionEvent
 
-NAME_BY_KIND = {ModelKind.REGRESSION: "lerc", ModelKind.PAIRWISE: "lerc-ab"}
+NAME_BY_KIND = {kind: vocabulary.ModelKind(kind).model_name for kind in ModelKind}
 
 
 TASK_KIND_BY_MODEL_KIND = {ModelKind.REGRESSION: TaskKind.LIKERT, ModelKind.PAIRWISE: TaskKind.AB}

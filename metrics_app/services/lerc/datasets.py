@@ -8,15 +8,13 @@ import hashlib
 import statistics
 from dataclasses import dataclass, field
 
-from django.db.models import Max
-
 from annotation.domain.aggregation import (
     LIKERT_MODELS,
     aggregate_items,
     mean_by_item,
     znormalize_by_annotator,
 )
-from annotation.judgment_selectors import judgment_rows
+from annotation.judgment_selectors import judgment_rows, watermark
 from annotation.models import NON_DATA_STAGE_KINDS, Item, Judgment, Project, TaskKind
 from metrics_app.domain.text_match import is_exact_match
 from metrics_app.lerc.data import LercExample, PairExample, mc_item_row, mc_pretraining_examples
@@ -58,11 +56,8 @@ def _item_group(item: Item) -> str:
 
 
 def _data_watermark(project: Project) -> int:
-    return (
-        Judgment.objects.filter(item__project=project)
-        .exclude(stage__kind__in=NON_DATA_STAGE_KINDS)
-        .aggregate(m=Max("id"))["m"] or 0
-    )
+    return watermark(Judgment.objects.filter(item__project=project)
+                     .exclude(stage__kind__in=NON_DATA_STAGE_KINDS))
 
 
 def lerc_dataset_build(

@@ -4,26 +4,30 @@ twice, a cancel request is honoured), evaluated, stored and decided."""
 from __future__ import annotations
 
 import logging
-import os
-import socket
 import threading
 import time
 import traceback
 import uuid
 from pathlib import Path
 
-from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import Max
+from django.db.models import Max, Q
 from django.utils import timezone
 
 from annotation.models import Project, TaskKind
-from annotation.services.background import task_send
+from core.background import task_send
+from core.leases import (
+    Heartbeat,
+    JobLease,
+    heartbeat_age,
+    heartbeat_seconds,
+    owner_state,
+    stale_after_seconds,
+)
 from metrics_app.lerc.config import TrainingCancelled
 from metrics_app.lerc.data import capped_examples
 from metrics_app.lerc.evaluation import compare_with_baselines
 from metrics_app.models import ModelKind, ModelStatus, ModelVersion
-from metrics_app.services.job_leases import Heartbeat, heartbeat_seconds
 from metrics_app.services.lerc_artifacts import artifact_store, work_dir
 
 from .common import IN_FLIGHT, NAME_BY_KIND, TASK_KIND_BY_MODEL_KIND, LercError, version_event
@@ -114,60 +118,18 @@ def model_version_enqueue(*, model_version: ModelVersion, task: str = "train") -
     return task_id
 
 
-def _stale_after() -> int:
-    return int(getattr(settings, "QAJ_LERC_STALE_AFTER_SECONDS", 300))
-
-
-def _heartbeat_age(model_version: ModelVersion) -> float | None:
-    beat = (model_version.progress or {}).get("heartbeat")
-    if beat:
-        from django.utils.dateparse import parse_datetime
-
-        parsed = parse_datetime(beat)
-        if parsed:
-            return (timezone.now() - parsed).total_seconds()
-    if model_version.started_at:
-        return (timezone.now() - model_version.started_at).total_seconds()
-    return None
-
-
-def _this_worker() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}"
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # someone else's live process
-    return True
-
-
-def _worker_state(worker: str) -> str:
-    """"dead" (this host, the process is gone), "alive" (this host, running) or "elsewhere"
-    (another host, or unknown) for a heartbeat's `host:pid`. A reused pid reads as alive: the
-    safe side, the task then waits for the heartbeat to go stale."""
-    host, _sep, pid = (worker or "").rpartition(":")
-    if not host or host != socket.gethostname() or not pid.isdigit():
-        return "elsewhere"
-    if int(pid) == os.getpid():
-        return "alive"
-    return "alive" if _pid_alive(int(pid)) else "dead"
-
-
 class _ProgressReporter:
-    """Saves training progress (and a heartbeat) to the version; answers the cancel check.
-    Both touch the database at most every `interval` seconds."""
+    """Saves training progress to the version under its lease (each save renews the
+    heartbeat); answers the cancel check. Both touch the database at most every `interval`
+    seconds."""
 
-    def __init__(self, model_version: ModelVersion, interval: float = 2.0):
+    def __init__(self, model_version: ModelVersion, lease: JobLease, interval: float = 2.0):
         self.pk = model_version.pk
+        self.lease = lease
         self.interval = interval
         self._last_save = 0.0
         self._last_check = 0.0
         self._cancel = False
-        self.worker = _this_worker()
         self._info: dict = {}
         self._lock = threading.Lock()  # the heartbeat thread writes the same row
 
@@ -186,10 +148,7 @@ class _ProgressReporter:
 
     def _save(self) -> bool:
         with self._lock:
-            progress = {**self._info, "heartbeat": timezone.now().isoformat(),
-                        "worker": self.worker}
-            return bool(ModelVersion.objects.filter(pk=self.pk, status=ModelStatus.TRAINING)
-                        .update(progress=progress))
+            return self.lease.beat(progress=dict(self._info))
 
     def should_cancel(self) -> bool:
         now = time.monotonic()
@@ -214,10 +173,11 @@ def model_version_train(*, model_version: ModelVersion) -> ModelVersion:
     if current.status == ModelStatus.EVALUATED and "promotion_decision" not in current.metrics:
         # The worker died between the evaluation and the promotion decision.
         return model_version_decide(model_version=current)
-    version, claimed = _claim_for_training(model_version)
+    lease = JobLease(ModelVersion, model_version.pk)
+    version, claimed = _claim_for_training(model_version, lease)
     if not claimed:
         return version
-    reporter = _ProgressReporter(version)
+    reporter = _ProgressReporter(version, lease)
     heartbeat = Heartbeat(reporter.beat, every=heartbeat_seconds(),
                           name=f"lerc-v{version.number}").start()
     try:
@@ -244,27 +204,28 @@ def model_version_train(*, model_version: ModelVersion) -> ModelVersion:
         version.artifact_uri = uri
         version.status = ModelStatus.EVALUATED
         version.finished_at = timezone.now()
-        version.progress = {**(version.progress or {}), "phase": "done",
-                            "heartbeat": timezone.now().isoformat()}
+        version.progress = {**(version.progress or {}), "phase": "done"}
+        version.heartbeat_at = timezone.now()
         version.save(update_fields=["data_snapshot", "metrics", "artifact_uri", "status",
-                                    "finished_at", "progress"])
+                                    "finished_at", "progress", "heartbeat_at"])
         version_event(version, "evaluated", validation_summary(version))
     return model_version_decide(model_version=version, val_examples=val_examples)
 
 
 @transaction.atomic
-def _claim_for_training(model_version: ModelVersion) -> tuple[ModelVersion, bool]:
-    """Lock the version and mark it training by this worker; (version, False) when there is
+def _claim_for_training(model_version: ModelVersion, lease: JobLease
+                        ) -> tuple[ModelVersion, bool]:
+    """Lock the version and claim its lease for this worker; (version, False) when there is
     nothing to do here: finished, cancelled before it started, or alive in another worker."""
     version = ModelVersion.objects.select_for_update().get(pk=model_version.pk)
     if version.status not in IN_FLIGHT:
         logger.info("%s is %s; nothing to train", version, version.status)
         return version, False
     if version.status == ModelStatus.TRAINING:
-        age = _heartbeat_age(version)
-        owner = (version.progress or {}).get("worker", "")
-        if age is not None and age < _stale_after():
-            state = _worker_state(owner)
+        age = heartbeat_age(version)
+        owner = version.lease
+        if age is not None and age < stale_after_seconds():
+            state = owner_state(owner)
             if state == "alive":
                 logger.info("%s is being trained by %s (heartbeat %.0fs ago)", version,
                             owner, age)
@@ -273,18 +234,16 @@ def _claim_for_training(model_version: ModelVersion) -> tuple[ModelVersion, bool
                 raise TrainingElsewhere(
                     f"{version} is being trained by {owner or 'another worker'} "
                     f"(heartbeat {age:.0f}s ago)",
-                    countdown=max(60, int(_stale_after() - age) + 60))
+                    countdown=max(60, int(stale_after_seconds() - age) + 60))
             version_event(version, "resumed", f"redelivered: its worker {owner} on this host is gone")
         else:
             version_event(version, "resumed", "redelivered after its worker stopped")
     if version.cancel_requested:
         return _finish_cancelled(version, "cancelled before training started"), False
-    version.status = ModelStatus.TRAINING
-    version.started_at = version.started_at or timezone.now()
-    version.error = ""
-    version.progress = {"phase": "preparing", "heartbeat": timezone.now().isoformat(),
-                        "worker": _this_worker()}
-    version.save(update_fields=["status", "started_at", "error", "progress"])
+    # The row is locked and the decision made: the claim takes it whatever its lease says.
+    version = lease.claim(claimable=Q(status__in=IN_FLIGHT),
+                          started_at=version.started_at or timezone.now(), error="",
+                          progress={"phase": "preparing"})
     if not version.events.filter(event="training started").exists():
         version_event(version, "training started")
     return version, True
@@ -390,3 +349,10 @@ def model_version_cancel(*, model_version: ModelVersion, user=None) -> ModelVers
         if version.status == ModelStatus.QUEUED:
             return _finish_cancelled(version, "cancelled while queued")
     return version
+
+
+def model_version_worker_lost(version: ModelVersion, reason: str) -> None:
+    """The lease sweep failed a version whose worker stopped beating (core/leases.py): log it
+    on the version. A redelivered task for a failed version does nothing; retrain by creating
+    a new version."""
+    version_event(version, "failed", reason)

@@ -100,7 +100,7 @@ def test_prolific_needs_a_reward_and_a_public_https_url_for_the_real_api(setting
     settings.PROLIFIC_API_TOKEN = "t"
     settings.PROLIFIC_API_URL = "https://api.prolific.com/api/v1/"
     settings.QAJ_PUBLIC_BASE_URL = "http://127.0.0.1:8000"
-    from annotation.services.readiness import stage_readiness
+    from annotation.readiness_selectors import stage_readiness
 
     stage = _stage("prolific", reward_per_hit=Decimal("0.00"))
     readiness = stage_readiness(stage=stage)  # local checks only: nothing is called

@@ -14,6 +14,7 @@ from metrics_app.models import Report
 from metrics_app.reports.project import (
     cached_project_report,
     project_report,
+    report_refresh,
     stale_report_projects,
 )
 from testing.factories import make_item, make_judgment, make_project, make_stage, make_worker
@@ -184,17 +185,24 @@ def test_starc_validity_invalid_share_and_ceiling():
 
 def test_report_cache_follows_the_judgment_watermark(likert_project):
     project, _matrix = likert_project
-    first = cached_project_report(project=project)
+    assert stale_report_projects() == [project.pk]
+    cached_project_report(project=project)
+    assert not Report.objects.filter(project=project).exists()  # a read stores nothing
+    stored = report_refresh(project=project)
     assert Report.objects.filter(project=project).count() == 1
     assert stale_report_projects() == []
-    assert cached_project_report(project=project) == first
+    first = cached_project_report(project=project)
+    assert first["judgment_watermark"] == stored["judgment_watermark"]
     item = project.items.first()
     make_judgment(item=item, stage=project.stages.first(), worker=make_worker(), score=1)
     assert stale_report_projects() == [project.pk]
     second = cached_project_report(project=project)
     assert second["judgment_watermark"] == Judgment.objects.order_by("-id").first().pk
     assert second["agreement"]["all"]["n_judgments"] == 91
-    assert Report.objects.filter(project=project).count() == 1
+    row = Report.objects.get(project=project)
+    assert row.judgment_watermark == first["judgment_watermark"]  # still the stale copy
+    report_refresh(project=project)
+    assert Report.objects.get(project=project).judgment_watermark == second["judgment_watermark"]
 
 
 @pytest.mark.parametrize("change", [
@@ -215,17 +223,25 @@ def test_report_cache_follows_item_changes(likert_project, change):
 
 
 def test_dashboard_charts_follow_item_changes(likert_project):
-    from metrics_app.reports.project import dashboard_data
+    from metrics_app.reports.project import dashboard_charts_refresh, dashboard_data
 
     project, _matrix = likert_project
+    report_refresh(project=project)
+    dashboard_charts_refresh(project=project)
     report, charts = dashboard_data(project=project)
     assert "_item_fingerprint" not in charts
+    stored = Report.objects.get(project=project, kind="project-charts")
+    assert stored.data["_item_fingerprint"] == report["item_fingerprint"]
     project.items.filter(pk=project.items.order_by("id").first().pk).update(is_practice=True)
     again, fresh = dashboard_data(project=project)
     assert again["item_fingerprint"] != report["item_fingerprint"]
-    stored = Report.objects.get(project=project, kind="project-charts")
-    assert stored.data["_item_fingerprint"] == again["item_fingerprint"]
     assert set(fresh) == set(charts)
+    stored.refresh_from_db()
+    assert stored.data["_item_fingerprint"] == report["item_fingerprint"]  # a read stores nothing
+    report_refresh(project=project)
+    dashboard_charts_refresh(project=project)
+    stored.refresh_from_db()
+    assert stored.data["_item_fingerprint"] == again["item_fingerprint"]
 
 
 def test_report_command_json_stage_and_errors(likert_project):
@@ -256,13 +272,16 @@ def test_empty_project_report_is_valid_json():
 
 def test_report_of_an_older_version_is_recomputed(likert_project):
     project, _matrix = likert_project
-    cached_project_report(project=project)
+    report_refresh(project=project)
     row = Report.objects.get(project=project, kind="project")
     Report.objects.filter(pk=row.pk).update(params={"group_by": None, "version": 0},
                                             data={"stale": True})
     fresh = cached_project_report(project=project)
     assert "stale" not in fresh and fresh["agreement"]["all"]["n_judgments"] == 90
+    assert stale_report_projects() == [project.pk]
+    report_refresh(project=project)
     assert Report.objects.filter(project=project, kind="project").count() == 1
+    assert stale_report_projects() == []
 
 
 def test_stages_section_shows_the_agreement_guard(likert_project):

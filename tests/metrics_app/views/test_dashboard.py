@@ -17,6 +17,7 @@ from testing.factories import (
     make_user,
     make_worker,
 )
+from worker.tasks.reports import report_refresh as report_refresh_task
 
 pytestmark = pytest.mark.django_db
 
@@ -45,8 +46,12 @@ def test_dashboard_renders_tables_and_inline_charts(client, ab_project):
     assert "A/B dashboard" in html and "domain=Biology" in html
     assert html.count("<svg") >= 3  # agreement, long-form bars, worker scatter
     assert "expert-2" in html and "Long-form A/B preferences by domain" in html
-    # The charts are cached with the report; a second view renders nothing new.
+    # A page view stores nothing; after the refresh (Beat, imports) it reads the cached charts.
+    assert not Report.objects.filter(project=project).exists()
+    report_refresh_task(project.pk)
     assert Report.objects.filter(project=project, kind="project-charts").count() == 1
+    cached = client.get(reverse("metrics:project-dashboard", args=[project.slug]))
+    assert cached.content.decode().count("<svg") == html.count("<svg")
     again = client.get(reverse("metrics:project-dashboard", args=[project.slug]),
                        {"sort": "speed", "group_by": "domain"})
     assert again.status_code == 200
@@ -190,6 +195,7 @@ def test_a_block_takes_the_workers_judgments_out_of_the_cached_report_at_once(cl
     project, owner, workers = ab_project
     client.force_login(owner)
     url = reverse("metrics-api:project-report", args=[project.slug])
+    report_refresh_task(project.pk)
     before = client.get(url).json()
     assert {w["worker_id"]: w["status"] for w in before["workers"]}[workers[2].pk] == \
         WorkerStatus.ACTIVE
@@ -203,6 +209,9 @@ def test_a_block_takes_the_workers_judgments_out_of_the_cached_report_at_once(cl
     assert {w["worker_id"] for w in after["workers"]
             if w["status"] == "active"} == {workers[0].pk, workers[1].pk}
     assert after["agreement"]["all"]["n_judgments"] < before["agreement"]["all"]["n_judgments"]
+    # The GET computed the new numbers without storing them; the next refresh stores them.
+    assert Report.objects.get(project=project, kind="project", stage=None).computed_at == computed
+    report_refresh_task(project.pk)
     assert Report.objects.get(project=project, kind="project", stage=None).computed_at > computed
 
 

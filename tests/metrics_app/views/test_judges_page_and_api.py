@@ -11,6 +11,7 @@ from rest_framework.test import APIClient
 
 from annotation.models import TaskKind
 from metrics_app.models import JudgeJob, Report
+from metrics_app.services.judges.alignment import judge_alignment_report_refresh
 from metrics_app.services.judges.imports import verdicts_import
 from testing.factories import make_item, make_judgment, make_project, make_stage, make_user
 
@@ -67,8 +68,10 @@ def test_report_api_is_cached_until_something_new_arrives(project):
     api = APIClient()
     api.force_authenticate(project.owner)
     url = reverse("metrics-api:judge-report", args=[project.slug])
-    first = api.get(url, {"resamples": 20}).json()
-    assert first["judges"]["ext@1"]["n"] == 40
+    computed = api.get(url, {"resamples": 20}).json()
+    assert computed["judges"]["ext@1"]["n"] == 40
+    assert not Report.objects.filter(project=project).exists()  # a GET stores nothing
+    first = judge_alignment_report_refresh(project=project, n_resamples=20)
     assert api.get(url, {"resamples": 20}).json()["computed_at"] == first["computed_at"]
     make_judgment(item=project.items.first(), score=5)
     assert api.get(url, {"resamples": 20}).json()["computed_at"] != first["computed_at"]

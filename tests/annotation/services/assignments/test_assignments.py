@@ -27,7 +27,6 @@ from annotation.services.assignments import (
     SubmissionInvalid,
     WorkerBlocked,
     assignment_confirm_item,
-    assignment_feedback,
     assignment_record_guess,
     assignment_release_abandoned,
     assignment_save_draft,
@@ -35,6 +34,7 @@ from annotation.services.assignments import (
     assignment_submit,
     items_pick_next,
 )
+from annotation.task_selectors import assignment_feedback
 from testing.factories import (
     make_hit,
     make_item,

@@ -22,13 +22,13 @@ from annotation.services.assignments import (
     ReturnRequested,
     SubmissionInvalid,
     assignment_confirm_item,
-    assignment_feedback,
     assignment_page_state,
     assignment_save_draft,
     assignment_start,
     assignment_submit,
 )
 from annotation.services.review import ASKED_TO_RETURN, assignment_review_rules
+from annotation.task_selectors import assignment_feedback
 from testing.factories import make_item, make_stage, make_worker
 from tests.support.tasks import make_task
 

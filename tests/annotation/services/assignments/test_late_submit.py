@@ -20,12 +20,12 @@ from annotation.models import (
 from annotation.services.assignments import (
     AssignmentClosed,
     assignment_confirm_item,
-    assignment_feedback,
     assignment_release_abandoned,
     assignment_save_draft,
     assignment_start,
     assignment_submit,
 )
+from annotation.task_selectors import assignment_feedback
 from testing.factories import make_hit, make_item, make_stage, make_worker
 from tests.support.tasks import make_task
 

@@ -158,10 +158,16 @@ def test_the_cached_report_follows_the_counting_rule():
     recomputed, as the project report is."""
     from annotation.models import Judgment
     from annotation.services.workers import worker_block
-    from metrics_app.services.judges.alignment import cached_judge_alignment_report
+    from metrics_app.models import Report
+    from metrics_app.services.judges.alignment import (
+        cached_judge_alignment_report,
+        judge_alignment_report_refresh,
+    )
 
     project = _likert()
-    first = cached_judge_alignment_report(project=project, refs=["metric:f1"], n_resamples=20)
+    cached_judge_alignment_report(project=project, refs=["metric:f1"], n_resamples=20)
+    assert not Report.objects.filter(project=project).exists()  # a read stores nothing
+    first = judge_alignment_report_refresh(project=project, refs=["metric:f1"], n_resamples=20)
     assert first["ceiling"]["n_items"] == 30
     assert cached_judge_alignment_report(project=project, refs=["metric:f1"],
                                          n_resamples=20)["computed_at"] == first["computed_at"]

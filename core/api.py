@@ -12,7 +12,7 @@ from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.parsers import JSONParser
 from rest_framework.response import Response
 
-from annotation.domain.json_limits import JsonTooDeep, check_json_depth
+from core.json_limits import JsonTooDeep, check_json_depth
 
 
 def django_to_drf(error: DjangoValidationError) -> serializers.ValidationError:
@@ -73,7 +73,7 @@ class ApiPagination(LimitOffsetPagination):
 
 class LimitedJSONParser(JSONParser):
     """DRF's JSON parser with a nesting limit: deeper bodies are a 400 that says so, never
-    a RecursionError (annotation/domain/json_limits.py)."""
+    a RecursionError (core/json_limits.py)."""
 
     def parse(self, stream, media_type=None, parser_context=None):
         try:

@@ -1,0 +1,32 @@
+"""The server-owned part of an assignment's draft: its keys, the messages the page shows for
+them, and its reader. The assignment services write it; the task selectors read it (the
+feedback after a confirmed item), so it lives below both."""
+from __future__ import annotations
+
+# Server-owned part of the draft (pilot guesses locked before the paragraph is shown); the
+# page's autosave can never overwrite it.
+SERVER_DRAFT_KEY = "_server"
+
+# Late confirms refused because others filled the item meanwhile (item id -> message): the page
+# counts them as settled and the submit no longer asks for them.
+REFUSED_KEY = "refused"
+
+# Prolific comprehension checks (the practice items with a gold answer of a Prolific stage):
+# Prolific requires a second attempt after a wrong answer, and a participant who fails twice is
+# asked to return the study and must not be rejected for it. Server draft state keys:
+ATTEMPTS_KEY = "attempts"  # item id -> [the first, wrong, attempt]
+
+RETURN_KEY = "return_requested"  # when the participant was asked to return the study
+
+RETRY_MESSAGE = ("That answer was not right. Read the question again and answer it once more: "
+                 "you have one more attempt.")
+
+RETURN_MESSAGE = ("Your answer to the comprehension question was not right again, so you cannot "
+                  "continue with this study. Please return the study on Prolific (\"Stop without "
+                  "completing\" / return your submission): you will not be rejected for this. "
+                  "There is no completion code.")
+
+
+def server_state(assignment) -> dict:
+    """A copy of the assignment's server-owned draft state (empty when none)."""
+    return dict((assignment.draft or {}).get(SERVER_DRAFT_KEY) or {})

@@ -1,0 +1,26 @@
+"""Statistics helpers both apps share (pure numpy, no Django): a number fit for strict JSON and
+the percentile interval of bootstrap resamples."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+
+def finite_or_none(value: float) -> float | None:
+    """`value` as a Python float, or None where it is NaN or ±inf (undefined statistics read as
+    missing, and strict JSON has no NaN)."""
+    value = float(value)
+    return None if math.isnan(value) or math.isinf(value) else value
+
+
+def percentile_interval(estimates: np.ndarray, confidence: float) -> list[float | None]:
+    """The percentile interval of the resamples where the statistic is defined: a resample
+    with one distinct value gives NaN or ±inf (0/0, x/0), which would otherwise become a
+    missing upper bound ("[-1.00, ]" on the metrics page)."""
+    estimates = estimates[np.isfinite(estimates)]
+    if len(estimates) == 0:
+        return [None, None]
+    alpha = (1 - confidence) / 2
+    low, high = np.quantile(estimates, [alpha, 1 - alpha])
+    return [finite_or_none(low), finite_or_none(high)]
