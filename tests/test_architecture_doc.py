@@ -8,7 +8,7 @@ The syntax checked (documented at the top of docs/ARCHITECTURE.md):
 - `path.py:name` or `path.py::name` (backticked, or anywhere in a fenced drawing) — `name` is a
   function, class or assignment at the top of that file; `Class.method` goes one class deeper;
   a file drawn without a name (`config/urls.py` in a drawing) exists;
-- a backticked dotted name under a root package: `annotation.selectors.projects_visible_to` —
+- a backticked dotted name under a root package: `annotation.selectors.judgments_that_count` —
   the longest prefix that is a module exists, and the rest is bound in it (defined or imported,
   as Python would resolve it);
 - `[importlinter:contract:ID]` — `ID` appears backticked in the document.
@@ -195,9 +195,9 @@ def test_a_stale_name_is_reported(stale, why):
 
 
 def test_names_that_exist_pass():
-    text = ("`annotation/selectors.py` `annotation/services/` `annotation/selectors.py:"
+    text = ("`annotation/selectors.py` `annotation/services/` `annotation/access_selectors.py:"
             "projects_visible_to` `annotation/models/judgment.py::AppendOnlyModel.save` "
-            "`annotation.selectors.projects_visible_to` `annotation.models.Judgment` "
+            "`annotation.access_selectors.projects_visible_to` `annotation.models.Judgment` "
             "`config.settings.dev` `/metrics/SLUG/dashboard/` `s3://bucket/key` "
             "`lerc.json`\n```\n  POST ──► annotation/views/task_pages.py:task_submit\n```\n")
     assert problems_in(text) == []
