@@ -2,9 +2,10 @@
 
 One `APIView` per URL (`<Entity><Action>Api`), the style metrics_app's APIs share: validate input
 with a serializer (annotation/serializers.py: shared by several endpoints, so kept in one
-module), call one selector or service, serialize. Reads go through selectors that start from
-`projects_visible_to`, so a project the user neither owns nor shares answers 404 (not 403: its
-existence is not disclosed). Lists are paginated by `api_common.paginated_response`.
+module), call one selector or service, serialize. Every project is opened through
+annotation/access_selectors.py (`access_project`, `access_stage`, `access_item`), so a project the
+user neither owns nor shares answers the same 404 as a missing one (not 403: its existence is not
+disclosed). Lists are paginated by `api_common.paginated_response`.
 """
 from __future__ import annotations
 
@@ -17,18 +18,22 @@ from rest_framework.exceptions import PermissionDenied
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from .access_selectors import (
+    NO_SUCH_PROJECT,
+    access_item,
+    access_project,
+    access_stage,
+    project_stage_by_ref,
+)
 from .api_common import JsonApiMixin, django_to_drf, paginated_response, with_errors
 from .models import NON_DATA_STAGE_KINDS, Project, Stage
 from .selectors import (
     attach_progress,
     item_list,
     judgment_list,
-    project_item,
     project_list,
     project_progress,
-    project_stage_by_ref,
     project_with_progress,
-    projects_visible_to,
     stage_list,
     stage_progress,
 )
@@ -55,17 +60,10 @@ from .services.stage_plans import stage_release_preview
 from .services.stages import stage_create, stage_update
 
 
-def _visible_project(request, slug: str) -> Project:
-    project = projects_visible_to(request.user).filter(slug=slug).first()
-    if project is None:
-        raise Http404("No such project.")
-    return project
-
-
 def _project_with_progress(request, slug: str) -> Project:
     project = project_with_progress(user=request.user, slug=slug)
     if project is None:
-        raise Http404("No such project.")
+        raise Http404(NO_SUCH_PROJECT)
     return project
 
 
@@ -139,7 +137,7 @@ class ProjectDetailApi(JsonApiMixin, APIView):
         responses=with_errors({200: ProjectOutputSerializer}, 400, 404, 415),
     )
     def patch(self, request, project_slug: str):
-        project = _visible_project(request, project_slug)
+        project = access_project(request.user, project_slug)
         serializer = ProjectUpdateInputSerializer(project, data=request.data, partial=True)
         serializer.is_valid(raise_exception=True)
         try:
@@ -164,7 +162,7 @@ class ItemListCreateApi(JsonApiMixin, APIView):
         responses=with_errors({200: ItemOutputSerializer(many=True)}, 400, 404),
     )
     def get(self, request, project_slug: str):
-        project = _visible_project(request, project_slug)
+        project = access_project(request.user, project_slug)
         filters = _query_filters(request, ItemFilterSerializer, project)
         return paginated_response(request=request, view=self,
                                   queryset=item_list(project=project, filters=filters),
@@ -176,7 +174,7 @@ class ItemListCreateApi(JsonApiMixin, APIView):
         responses=with_errors({201: ItemOutputSerializer}, 400, 404, 415),
     )
     def post(self, request, project_slug: str):
-        project = _visible_project(request, project_slug)
+        project = access_project(request.user, project_slug)
         serializer = ItemInputSerializer(data=request.data, context={"project": project})
         serializer.is_valid(raise_exception=True)
         try:
@@ -195,7 +193,7 @@ class ItemBulkCreateApi(JsonApiMixin, APIView):
         responses=with_errors({201: ItemBulkOutputSerializer}, 400, 404, 415),
     )
     def post(self, request, project_slug: str):
-        project = _visible_project(request, project_slug)
+        project = access_project(request.user, project_slug)
         serializer = ItemBulkInputSerializer(data=request.data, context={"project": project})
         serializer.is_valid(raise_exception=True)
         try:
@@ -213,9 +211,7 @@ class ItemDetailApi(JsonApiMixin, APIView):
         summary="One item of a project", responses=with_errors({200: ItemOutputSerializer}, 404)
     )
     def get(self, request, project_slug: str, item_id: int):
-        item = project_item(project=_visible_project(request, project_slug), item_id=item_id)
-        if item is None:
-            raise Http404("No such item.")
+        item = access_item(access_project(request.user, project_slug), item_id)
         return Response(ItemOutputSerializer(item).data)
 
 
@@ -223,9 +219,7 @@ class ItemDetailApi(JsonApiMixin, APIView):
 
 
 def _stage_with_progress(project: Project, stage_id: int) -> Stage:
-    stage: Stage | None = stage_list(project=project).filter(pk=stage_id).first()
-    if stage is None:
-        raise Http404("No such stage.")
+    stage = access_stage(project, stage_id, stages=stage_list(project=project))
     stage.progress = stage_progress(stages=[stage])[stage.pk]
     return stage
 
@@ -238,7 +232,7 @@ class StageListApi(JsonApiMixin, APIView):
         responses=with_errors({200: StageOutputSerializer(many=True)}, 400, 404),
     )
     def get(self, request, project_slug: str):
-        project = _visible_project(request, project_slug)
+        project = access_project(request.user, project_slug)
         return paginated_response(
             request=request, view=self, queryset=stage_list(project=project),
             serializer_class=StageOutputSerializer,
@@ -251,7 +245,7 @@ class StageListApi(JsonApiMixin, APIView):
         responses=with_errors({201: StageOutputSerializer}, 400, 404, 415),
     )
     def post(self, request, project_slug: str):
-        project = _visible_project(request, project_slug)
+        project = access_project(request.user, project_slug)
         serializer = StageCreateInputSerializer(data=request.data,
                                                 context={"project": project})
         serializer.is_valid(raise_exception=True)
@@ -271,7 +265,7 @@ class StageDetailApi(JsonApiMixin, APIView):
         responses=with_errors({200: StageOutputSerializer}, 404),
     )
     def get(self, request, project_slug: str, stage_id: int):
-        project = _visible_project(request, project_slug)
+        project = access_project(request.user, project_slug)
         return Response(StageOutputSerializer(_stage_with_progress(project, stage_id)).data)
 
     @extend_schema(
@@ -281,7 +275,7 @@ class StageDetailApi(JsonApiMixin, APIView):
         responses=with_errors({200: StageOutputSerializer}, 400, 404, 415),
     )
     def patch(self, request, project_slug: str, stage_id: int):
-        project = _visible_project(request, project_slug)
+        project = access_project(request.user, project_slug)
         stage = _stage_with_progress(project, stage_id)
         serializer = StageUpdateInputSerializer(stage, data=request.data, partial=True,
                                                 context={"project": project})
@@ -301,10 +295,8 @@ class StageReleasePreviewApi(JsonApiMixin, APIView):
         responses=with_errors({200: StageReleasePreviewSerializer}, 404),
     )
     def get(self, request, project_slug: str, stage_id: int):
-        project = _visible_project(request, project_slug)
-        stage = stage_list(project=project).filter(pk=stage_id).first()
-        if stage is None:
-            raise Http404("No such stage.")
+        project = access_project(request.user, project_slug)
+        stage = access_stage(project, stage_id, stages=stage_list(project=project))
         return Response(StageReleasePreviewSerializer(stage_release_preview(stage=stage)).data)
 
 
@@ -321,7 +313,7 @@ class JudgmentListApi(JsonApiMixin, APIView):
         responses=with_errors({200: JudgmentOutputSerializer(many=True)}, 400, 404),
     )
     def get(self, request, project_slug: str):
-        project = _visible_project(request, project_slug)
+        project = access_project(request.user, project_slug)
         filters = _query_filters(request, JudgmentFilterSerializer, project)
         stage = filters.get("stage")
         if stage is not None and stage.kind in NON_DATA_STAGE_KINDS \

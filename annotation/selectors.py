@@ -1,5 +1,6 @@
-"""Reads shared by the admin, the REST API and the pages: who may see which project, and
-progress counts per project and stage.
+"""Reads shared by the admin, the REST API and the pages: progress counts per project and stage,
+which judgments count, who is blocked where. Who may see which project:
+annotation/access_selectors.py.
 
 Progress functions take a page of objects and answer with a fixed number of grouped queries
 (never one query per row), so admin change lists and API lists stay O(1) in queries.
@@ -13,12 +14,12 @@ from decimal import Decimal
 
 from django.db.models import Avg, Count, Exists, OuterRef, Q, QuerySet, Sum
 
+from .access_selectors import projects_visible_to
 from .models import (
     NON_DATA_STAGE_KINDS,
     UNVERIFIED,
     Assignment,
     AssignmentStatus,
-    InhouseLink,
     Item,
     Judgment,
     Project,
@@ -29,36 +30,7 @@ from .models import (
     WorkerStatus,
 )
 
-# --- Visibility ---------------------------------------------------------------------------------
-
-
-def projects_visible_to(user) -> QuerySet[Project]:
-    """Projects `user` may see: all for a superuser, otherwise the ones they own or that are
-    shared with them; none for anonymous or inactive users."""
-    if user is None or not user.is_authenticated or not user.is_active:
-        return Project.objects.none()
-    if user.is_superuser:
-        return Project.objects.all()
-    # A subquery on the through table rather than a join, so no row is duplicated and callers
-    # can annotate and aggregate without distinct().
-    shared = Project.shared_with.through.objects.filter(user_id=user.pk).values("project_id")
-    return Project.objects.filter(Q(owner_id=user.pk) | Q(pk__in=shared))
-
-
-def project_is_visible_to(*, project: Project, user) -> bool:
-    return projects_visible_to(user).filter(pk=project.pk).exists()
-
-
-def workers_visible_to(user) -> QuerySet[Worker]:
-    """Workers who have worked on (or hold a link to) a project visible to `user`."""
-    if user is not None and user.is_authenticated and user.is_active and user.is_superuser:
-        return Worker.objects.all()
-    projects = projects_visible_to(user).values("pk")
-    return Worker.objects.filter(
-        Q(pk__in=Assignment.objects.filter(stage__project__in=projects).values("worker_id"))
-        | Q(pk__in=Judgment.objects.filter(item__project__in=projects).values("worker_id"))
-        | Q(pk__in=InhouseLink.objects.filter(project__in=projects).values("worker_id"))
-    )
+# --- Blocks --------------------------------------------------------------------------------------
 
 
 def _researchers_of(project: Project) -> QuerySet:
@@ -400,21 +372,6 @@ def project_with_progress(*, user, slug: str) -> Project | None:
     if project is not None:
         project.progress = project_progress(projects=[project])[project.pk]
     return project
-
-
-def project_stage_by_ref(*, project: Project, ref: str) -> Stage | None:
-    """The one rule for naming a stage on the command line, in pages and in report URLs: by its
-    id (ASCII digits) or else by its name; None when the project has no such stage."""
-    ref = (ref or "").strip()
-    if ref.isascii() and ref.isdigit():
-        stage = Stage.objects.filter(project=project, pk=int(ref)).first()
-        if stage is not None:
-            return stage
-    return Stage.objects.filter(project=project, name=ref).first()
-
-
-def project_item(*, project: Project, item_id: int) -> Item | None:
-    return Item.objects.filter(project=project, pk=item_id).first()
 
 
 def stage_list(*, project: Project) -> QuerySet[Stage]:

@@ -8,22 +8,28 @@ workers' judgments are never part of it; feedback appears only for items already
 from __future__ import annotations
 
 import random
+from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import Exists, OuterRef
+from django.db.models import Exists, OuterRef, Q
 from django.urls import reverse
+from django.utils import timezone
 from django.utils.crypto import salted_hmac
 
 from .domain.answers import AB_SHOWN, MC_SHOWN
+from .domain.item_content import MC_ROLES
 from .models import (
     Assignment,
     AssignmentItem,
     ExperimentMode,
     Hit,
+    InhouseLink,
     Item,
     Judgment,
     Stage,
+    StageKind,
     TaskKind,
+    WorkerQualification,
 )
 from .services.assignments import SERVER_DRAFT_KEY, assignment_feedback
 from .services.assignments.lifecycle import _presented_order
@@ -162,3 +168,58 @@ def task_page_config(*, assignment: Assignment | None, stage: Stage, items: list
         "complete_url": complete_url,
         "storage_key": f"qaj-draft-{assignment.pk}" if assignment is not None else "",
     }
+
+
+# --- What the task views look up (annotation/views/task_pages.py) -------------------------------
+
+
+def provider_task_stage(*, stage_id: int, provider: str) -> Stage | None:
+    """The stage an MTurk or Prolific entry URL names, when it is published on that provider:
+    an in-house or another provider's stage is not reachable through a made-up URL (ids are
+    small integers)."""
+    return Stage.objects.select_related("project").filter(pk=stage_id,
+                                                          provider=provider).first()
+
+
+@dataclass(frozen=True)
+class HitPreview:
+    items: list[dict[str, Any]]  # what the preview shows (its first item), empty for no items
+    total: int  # how many items the HIT holds
+
+
+def hit_preview(*, hit: Hit, stage: Stage) -> HitPreview:
+    """An MTurk preview page: the HIT's first item (`hit_preview_items`) and its item count."""
+    return HitPreview(items=hit_preview_items(hit=hit, stage=stage), total=hit.items.count())
+
+
+def guess_label_shown(*, assignment: Assignment, item_id: int, role: str) -> str:
+    """The label ("a".."d") under which the worker saw the MC answer `role` of an item: roles
+    are shuffled per assignment (`AssignmentItem.presented_order`), so the page never learns
+    which label is the correct role."""
+    order = AssignmentItem.objects.get(assignment=assignment,
+                                       item_id=item_id).presented_order or list(MC_ROLES)
+    return MC_SHOWN[order.index(role)]
+
+
+@dataclass(frozen=True)
+class InhouseCompletion:
+    # The annotator's newest live link (not revoked, not expired) to this stage or to the
+    # whole project: where they go on from the completion page. None when there is none.
+    link: InhouseLink | None
+    # Their result when the finished stage is a qualification.
+    qualification: WorkerQualification | None
+
+
+def inhouse_completion(*, assignment: Assignment) -> InhouseCompletion:
+    """What the completion page of an in-house assignment reads: the link to go on with and,
+    for a qualification stage, the worker's result."""
+    stage = assignment.stage
+    link = InhouseLink.objects.filter(
+        Q(stage=stage) | Q(stage__isnull=True),
+        worker=assignment.worker, project=stage.project, revoked=False,
+    ).order_by("-pk").select_related("stage").first()
+    if link is not None and link.expires_at is not None and link.expires_at <= timezone.now():
+        link = None
+    qualification = (assignment.worker.qualifications.filter(stage=stage).first()
+                     if stage.kind == StageKind.QUALIFICATION else None)
+    return InhouseCompletion(link=link, qualification=qualification)

@@ -57,14 +57,14 @@ def time_score_command(ctx: Context, rows: list[dict], metrics: str) -> tuple[fl
 def time_lerc(rows: list[dict], *, batch_size: int = 64, threads: int | None = None) -> dict:
     """LERC inference on `rows` (1.8 references each on NQ; LERC scores each) with the
     packaged MiniLM encoder and a regression head (untrained weights score as fast as trained
-    ones): length-sorted dynamic batches of `batch_size` (`metrics_app.lerc.infer`, the
+    ones): length-sorted dynamic batches of `batch_size` (`metrics_app.lerc.inference`, the
     default) vs the same function one input at a time in input order, as the original LERC
     scripts did. Same inputs, same model, `torch.inference_mode`; the two score lists must
     agree. torch runs with `threads` intra-op threads (default `runner.torch_threads`)."""
     import torch
 
     from metrics_app.lerc.data import LercExample
-    from metrics_app.lerc.infer import predict_scores
+    from metrics_app.lerc.inference import predict_scores
     from metrics_app.lerc.model import build_encoder, model_class
 
     torch.manual_seed(0)

@@ -9,6 +9,7 @@ from django.utils.html import format_html
 from django.utils.safestring import mark_safe
 
 from annotation.admin.base import ReadOnlyAdmin
+from metrics_app.access_selectors import item_scoring_jobs_visible_to
 from metrics_app.models import (
     ItemScoringJob,
     Judge,
@@ -68,10 +69,9 @@ class ItemScoringJobAdmin(ReadOnlyAdmin):
     readonly_fields = ("progress_bar",)
 
     def get_queryset(self, request):
-        queryset = admin.ModelAdmin.get_queryset(self, request)  # no project to scope by
-        if request.user.is_superuser:
-            return queryset
-        return queryset.filter(requested_by=request.user)
+        # No project to scope by (ReadOnlyAdmin's scoping): the requester's own jobs.
+        return (admin.ModelAdmin.get_queryset(self, request)
+                & item_scoring_jobs_visible_to(request.user))
 
     @admin.display(description="Progress")
     def progress_bar(self, obj):
@@ -234,51 +234,6 @@ class ModelVersionAdmin(ReadOnlyAdmin):
             self.message_user(request, f"{selected.name}: v{version.number} is served again")
         except LercError as exc:
             self.message_user(request, str(exc), level=messages.ERROR)
-
-
-@admin.action(description="Route by LERC uncertainty (draft trial/full stages; budget from the "
-                          "stage's routing_budget setting, judge from routing_judge when set)")
-def route_by_uncertainty(modeladmin, request, queryset):
-    """Added to the stage admin from here: routing reads LERC scores, which the annotation
-    layer cannot import."""
-    from annotation.services.stage_errors import StageError
-    from metrics_app.services.routing import stage_route_by_uncertainty
-
-    for stage in queryset:
-        try:
-            summary = stage_route_by_uncertainty(stage=stage)
-        except StageError as exc:
-            modeladmin.message_user(request, str(exc), messages.ERROR)
-            continue
-        modeladmin.message_user(request, f"{stage}: {summary.as_text()}", messages.SUCCESS)
-
-
-@admin.action(description="Draw A/B pairs adaptively (draft trial/full stages; budget from the "
-                          "stage's pairing_budget setting)")
-def draw_adaptive_pairs(modeladmin, request, queryset):
-    """Adaptive pairing fits the leaderboard, which lives in metrics_app."""
-    from annotation.services.stage_errors import StageError
-    from metrics_app.services.pairing import stage_draw_adaptive_pairs
-
-    for stage in queryset:
-        try:
-            summary = stage_draw_adaptive_pairs(stage=stage)
-        except StageError as exc:
-            modeladmin.message_user(request, str(exc), messages.ERROR)
-            continue
-        modeladmin.message_user(request, f"{stage}: {summary.as_text()}", messages.SUCCESS)
-
-
-def _add_stage_routing_action() -> None:
-    from annotation.models import Stage
-
-    stage_admin = admin.site.get_model_admin(Stage)
-    for action in (route_by_uncertainty, draw_adaptive_pairs):
-        if action not in stage_admin.actions:
-            stage_admin.actions = (*stage_admin.actions, action)
-
-
-_add_stage_routing_action()
 
 
 class _GlobalReadOnlyAdmin(admin.ModelAdmin):

@@ -5,3 +5,13 @@ class MetricsAppConfig(AppConfig):
     name = "metrics_app"
     verbose_name = "Metrics, agreement and learned models"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        # Extends annotation through its explicit hooks (annotation/hooks.py), never by
+        # patching its classes: the stage admin lists these after its own actions.
+        from annotation.hooks import stage_admin_action_register
+
+        from .stage_admin_actions import STAGE_ADMIN_ACTIONS
+
+        for action in STAGE_ADMIN_ACTIONS:
+            stage_admin_action_register(action)

@@ -2,7 +2,7 @@
 
     .venv/bin/python scripts/bench_lerc.py [--runs main,cross,loso,curve] [--epochs 2]
 
-Every run trains the platform's own training code (`metrics_app.lerc.train.train`, the defaults
+Every run trains the platform's own training code (`metrics_app.lerc.training.train`, the defaults
 `train_lerc` uses) on CPU and measures, on judgments it never saw, whether the served judge
 (the calibrated probability, "correct" at ≥ 0.5, i.e. 1–5 score ≥ 3) decides correct /
 incorrect better than the baselines. Every option and threshold is chosen on validation
@@ -103,7 +103,8 @@ def pretrained_backbone(args) -> str:
     start from; "" (the packaged MiniLM) without."""
     if args.pretrain_mc is None:
         return ""
-    from metrics_app.lerc.train import TrainConfig, pretrain_backbone
+    from metrics_app.lerc.config import TrainConfig
+    from metrics_app.lerc.training import pretrain_backbone
 
     mc_examples = mc_examples_from(args.pretrain_mc)[: args.pretrain_max]
     folder = (args.out / f"pretrained-mc-{len(mc_examples)}-e{args.pretrain_epochs}"
@@ -195,7 +196,9 @@ def baseline_scores(examples, cache: Path, names) -> dict[str, dict[str, float |
 def train_run(run: dict, args) -> dict:
     """Train (or reuse) the run's model; returns the training result."""
     from metrics_app.domain.text_match import is_exact_match
-    from metrics_app.lerc.train import TrainConfig, calibrate_model, capped_examples, train
+    from metrics_app.lerc.config import TrainConfig
+    from metrics_app.lerc.data import capped_examples
+    from metrics_app.lerc.training import calibrate_model, train
 
     folder = args.out / run["name"]
     result_file = folder / "train-result.json"
@@ -239,7 +242,7 @@ def evaluate_run(run: dict, result: dict, baselines: dict, args) -> dict:
     from metrics_app.domain.text_match import is_exact_match
     from metrics_app.lerc.evaluation import best_threshold, labels_of
     from metrics_app.lerc.features import FEATURE_SETS
-    from metrics_app.lerc.infer import LercScorer
+    from metrics_app.lerc.inference import LercScorer
 
     test, val = run["test"], run["val"]
     scorer = LercScorer(result["model_dir"], device="cpu")
@@ -406,7 +409,7 @@ def audit_text(run: dict, result: dict, size: int) -> str:
     answers it is fitted on and judges; exact matches are scored by rule), as plain text."""
     from metrics_app.domain.text_match import is_exact_match
     from metrics_app.lerc.evaluation import judge_errors
-    from metrics_app.lerc.infer import LercScorer
+    from metrics_app.lerc.inference import LercScorer
 
     val = [e for e in run["val"] if not is_exact_match(e.candidate, e.references)]
     details = LercScorer(result["model_dir"], device="cpu").score_details(val)

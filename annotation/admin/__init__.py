@@ -2,7 +2,7 @@
 
 Researchers (staff, not superuser) see only projects they own or that are shared with them, and
 only those projects' items, stages, HITs, assignments, judgments and workers: every admin here
-filters `get_queryset` through `projects_visible_to` and restricts foreign-key choices the same
+filters `get_queryset` through `projects_visible_to` (annotation/access_selectors.py) and restricts foreign-key choices the same
 way. Judgments and stage transitions are append-only and therefore read-only. Progress columns
 come from `annotation.selectors` in a fixed number of grouped queries per page.
 

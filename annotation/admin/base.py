@@ -13,6 +13,7 @@ from django.db.models.functions import Coalesce
 from django.http import FileResponse
 from django.utils.html import format_html
 
+from annotation.access_selectors import projects_visible_to, workers_visible_to
 from annotation.models import (
     Assignment,
     Hit,
@@ -20,10 +21,6 @@ from annotation.models import (
     Project,
     Stage,
     Worker,
-)
-from annotation.selectors import (
-    projects_visible_to,
-    workers_visible_to,
 )
 
 

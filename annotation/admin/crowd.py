@@ -9,6 +9,7 @@ from django.contrib import admin, messages
 from django.contrib.admin.helpers import ActionForm
 from django.utils.html import format_html
 
+from annotation.access_selectors import projects_visible_to, workers_visible_to
 from annotation.models import (
     Adjudication,
     Assignment,
@@ -24,11 +25,7 @@ from annotation.models import (
     WorkerBlock,
     WorkerQualification,
 )
-from annotation.selectors import (
-    projects_visible_to,
-    worker_history,
-    workers_visible_to,
-)
+from annotation.selectors import worker_history
 from annotation.services.workers import worker_block, worker_unblock
 
 from .actions import ASSIGNMENT_ACTIONS, LINK_ACTIONS, WORKER_ACTIONS, ProviderActionForm
@@ -47,8 +44,6 @@ class ProviderCallAdmin(admin.ModelAdmin):
     list_select_related = ("stage__project", "assignment", "worker")
 
     def get_queryset(self, request):
-        from annotation.selectors import projects_visible_to
-
         queryset = super().get_queryset(request)
         if not request.user.is_superuser:
             queryset = queryset.filter(stage__project__in=projects_visible_to(request.user))

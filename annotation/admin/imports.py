@@ -22,14 +22,14 @@ from django.conf import settings
 from django.contrib import messages
 from django.core import signing
 from django.core.exceptions import PermissionDenied
-from django.http import Http404
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.text import get_valid_filename
 
+from annotation.access_selectors import access_project_by_pk
 from annotation.importers import FORMAT_MODULES
-from annotation.models import Project, TaskKind
+from annotation.models import TaskKind
 from annotation.services.background import BrokerUnreachable, task_send_or_fail_fast
 from annotation.services.import_files import ImportRefused, NewProject, import_file
 
@@ -142,16 +142,10 @@ class ProjectImportMixin:
         return TemplateResponse(request, "admin/annotation/project/import.html", context,
                                 status=400 if error else 200)
 
-    def _visible_project(self, request, object_id) -> Project:
-        project = self.get_queryset(request).filter(pk=object_id).first()
-        if project is None:
-            raise Http404("No such project.")
+    def import_items_view(self, request, object_id):
+        project = access_project_by_pk(request.user, object_id)
         if not self.has_change_permission(request, project):
             raise PermissionDenied
-        return project
-
-    def import_items_view(self, request, object_id):
-        project = self._visible_project(request, object_id)
         return self._import_flow(request, project=project,
                                  title=f"Import items into {project.title}")
 

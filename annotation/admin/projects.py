@@ -8,6 +8,7 @@ from django.contrib import admin, messages
 from django.db.models import Count
 from django.utils.html import format_html, format_html_join
 
+from annotation.access_selectors import projects_visible_to
 from annotation.domain.design import design_unit_for
 from annotation.domain.item_content import (
     ItemContentError,
@@ -15,6 +16,7 @@ from annotation.domain.item_content import (
     validate_item_content,
     validate_item_text,
 )
+from annotation.hooks import stage_admin_actions_registered
 from annotation.models import (
     AdaptiveTarget,
     Item,
@@ -30,7 +32,6 @@ from annotation.selectors import (
     attach_progress,
     items_in_stage,
     project_progress,
-    projects_visible_to,
     stage_progress,
     stages_with_progress,
 )
@@ -363,7 +364,13 @@ class StageAdminForm(StageSettingsFormMixin, forms.ModelForm):
 class StageAdmin(ProgressColumnsMixin, StageProviderMixin, ProjectScopedAdmin):
     form = StageAdminForm
     action_form = ProviderActionForm
-    actions = STAGE_ACTIONS
+
+    @property
+    def actions(self):
+        """Its own actions, then those other apps registered (annotation/hooks.py), read when
+        the admin asks, so the registering app's `ready` may run before or after this class."""
+        return (*STAGE_ACTIONS, *stage_admin_actions_registered())
+
     list_display = (
         "name", "project", "kind", "status", "provider", "order", "item_count",
         "judgment_progress", "assignment_summary",

@@ -24,7 +24,7 @@ def task_home(request: HttpRequest, token: str) -> HttpResponse:
     try:
         link = access.inhouse_link_resolve(token=token)
     except AssignmentRefused as exc:
-        return task_pages._refuse(request, exc)
+        return task_pages.task_refused(request, exc)
     context = {"link": link, "project": link.project, "worker": link.worker, "token": token,
                "home": annotator_home(link=link)}
     return render(request, "annotation/task/home.html", context)
@@ -38,5 +38,5 @@ def task_home_stage(request: HttpRequest, token: str, stage_id: int) -> HttpResp
         link = access.inhouse_link_resolve(token=token)
         stage = access.inhouse_link_stage_choose(link=link, stage_id=stage_id)
     except AssignmentRefused as exc:
-        return task_pages._refuse(request, exc)
-    return task_pages._start(request, stage=stage, worker=link.worker)
+        return task_pages.task_refused(request, exc)
+    return task_pages.task_start(request, stage=stage, worker=link.worker)

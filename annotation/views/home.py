@@ -2,8 +2,8 @@
 all for superusers) with their cockpit, dashboard and metrics. Views stay thin."""
 from django.shortcuts import render
 
+from annotation.access_selectors import projects_visible_to
 from annotation.models import Project
-from annotation.selectors import projects_visible_to
 
 
 def home(request):

@@ -13,25 +13,20 @@ from functools import wraps
 from urllib.parse import urlencode, urlsplit
 
 from django.conf import settings
-from django.db.models import Q
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST
 
-from annotation.domain.answers import MC_SHOWN
 from annotation.domain.json_limits import JsonTooDeep, json_loads_limited
 from annotation.models import (
     Assignment,
-    AssignmentItem,
-    InhouseLink,
     ParticipantVerification,
     Provider,
     Stage,
-    StageKind,
     TaskKind,
 )
 from annotation.services import access
@@ -57,8 +52,11 @@ from annotation.services.assignments import (
     prolific_session_check,
 )
 from annotation.task_selectors import (
-    hit_preview_items,
+    guess_label_shown,
+    hit_preview,
+    inhouse_completion,
     passage_blocks,
+    provider_task_stage,
     task_item_rows,
     task_items,
     task_page_config,
@@ -193,7 +191,9 @@ def task_page(view=None, *, mturk: bool = False):
     return never_cache(wrapped)
 
 
-def _refuse(request: HttpRequest, exc: AssignmentRefused, *, status: int = 403) -> HttpResponse:
+def task_refused(request: HttpRequest, exc: AssignmentRefused, *,
+                 status: int = 403) -> HttpResponse:
+    """The page an annotator sees when a task does not open (also the home page's)."""
     title = "This page is not available"
     if isinstance(exc, NoItemsAvailable):
         status, title = 200, "Nothing more to do"
@@ -260,16 +260,18 @@ def _render_task(request: HttpRequest, *, stage: Stage, assignment: Assignment |
     return render(request, "annotation/task/page.html", context)
 
 
-def _start(request: HttpRequest, *, stage: Stage, turk_submit_to: str = "",
-           **start_kwargs) -> HttpResponse:
+def task_start(request: HttpRequest, *, stage: Stage, turk_submit_to: str = "",
+               **start_kwargs) -> HttpResponse:
+    """Start (or continue) the worker's assignment of `stage` and show it: the task page, the
+    completion page when it is finished, or the refusal (also the home page's entry)."""
     try:
         assignment = assignment_start(stage=stage, shown=True, **start_kwargs)
     except AssignmentClosed as exc:
         if exc.finished:
             return _completion(request, exc.assignment, turk_submit_to=turk_submit_to)
-        return _refuse(request, exc)
+        return task_refused(request, exc)
     except AssignmentRefused as exc:
-        return _refuse(request, exc)
+        return task_refused(request, exc)
     return _render_task(request, stage=stage, assignment=assignment,
                         turk_submit_to=turk_submit_to)
 
@@ -286,8 +288,8 @@ def task_link(request: HttpRequest, token: str) -> HttpResponse:
         link = access.inhouse_link_resolve(token=token)
         stage = access.inhouse_link_stage(link=link)
     except AssignmentRefused as exc:
-        return _refuse(request, exc)
-    return _start(request, stage=stage, worker=link.worker)
+        return task_refused(request, exc)
+    return task_start(request, stage=stage, worker=link.worker)
 
 
 def _turk_submit_to(value: str) -> str:
@@ -300,8 +302,9 @@ def _turk_submit_to(value: str) -> str:
 def task_mturk(request: HttpRequest, stage_id: int) -> HttpResponse:
     # Each entry point serves only its own provider's stages: an in-house or Prolific stage is
     # not reachable through a made-up MTurk URL (ids are small integers), and nothing is created.
-    stage = get_object_or_404(Stage.objects.select_related("project"), pk=stage_id,
-                              provider=Provider.MTURK)
+    stage = provider_task_stage(stage_id=stage_id, provider=Provider.MTURK)
+    if stage is None:
+        raise Http404("No such task.")
     params = request.GET
     turk_submit_to = _turk_submit_to(params.get("turkSubmitTo", ""))
     try:
@@ -310,25 +313,26 @@ def task_mturk(request: HttpRequest, stage_id: int) -> HttpResponse:
             hit_id=params.get("hitId", ""), worker_id=params.get("workerId", ""),
         )
     except AssignmentRefused as exc:
-        return _refuse(request, exc)
+        return task_refused(request, exc)
     if checked.preview:
-        items = hit_preview_items(hit=checked.hit, stage=stage)
-        if not items:
+        preview = hit_preview(hit=checked.hit, stage=stage)
+        if not preview.items:
             raise Http404("empty HIT")
-        return _render_task(request, stage=stage, assignment=None, items=items, preview=True,
-                            total=checked.hit.items.count())
+        return _render_task(request, stage=stage, assignment=None, items=preview.items,
+                            preview=True, total=preview.total)
     if params.get("turkSubmitTo") and not turk_submit_to:
-        return _refuse(request, access.AccessDenied(
+        return task_refused(request, access.AccessDenied(
             "The turkSubmitTo address is not an MTurk address."))
-    return _start(request, stage=stage, worker=checked.worker, hit=checked.hit,
+    return task_start(request, stage=stage, worker=checked.worker, hit=checked.hit,
                   external_id=checked.assignment_id, turk_submit_to=turk_submit_to)
 
 
 @require_GET
 @task_page
 def task_prolific(request: HttpRequest, stage_id: int) -> HttpResponse:
-    stage = get_object_or_404(Stage.objects.select_related("project"), pk=stage_id,
-                              provider=Provider.PROLIFIC)
+    stage = provider_task_stage(stage_id=stage_id, provider=Provider.PROLIFIC)
+    if stage is None:
+        raise Http404("No such task.")
     try:
         checked = access.prolific_access_check(
             stage=stage, pid=request.GET.get("PROLIFIC_PID", ""),
@@ -336,15 +340,15 @@ def task_prolific(request: HttpRequest, stage_id: int) -> HttpResponse:
             session_id=request.GET.get("SESSION_ID", ""),
         )
     except AssignmentRefused as exc:
-        return _refuse(request, exc)
+        return task_refused(request, exc)
     # Asked of Prolific before anything is created (a network call, outside any transaction).
     verification = prolific_session_check(stage=stage, worker=checked.worker,
                                           session_id=checked.session_id)
     if verification == ParticipantVerification.FAILED:
-        return _refuse(request, SessionNotVerified(
+        return task_refused(request, SessionNotVerified(
             "Prolific does not know this session for your participant ID in this study. Open "
             "the study from your Prolific account; if you did, message the researcher there."))
-    return _start(request, stage=stage, worker=checked.worker, external_id=checked.session_id,
+    return task_start(request, stage=stage, worker=checked.worker, external_id=checked.session_id,
                   verification=verification)
 
 
@@ -369,11 +373,9 @@ def _completion(request: HttpRequest, assignment: Assignment, *,
     else:
         # In-house: no completion code (nobody to hand it to) and no stop between pages: while
         # the stage has more for this annotator, the next items open at once.
-        link = InhouseLink.objects.filter(
-            Q(stage=assignment.stage) | Q(stage__isnull=True),
-            worker=assignment.worker, project=assignment.stage.project, revoked=False,
-        ).order_by("-pk").select_related("stage").first()
-        if link is not None and (link.expires_at is None or link.expires_at > timezone.now()):
+        completion = inhouse_completion(assignment=assignment)
+        link = completion.link
+        if link is not None:
             if link.stage_id is None:
                 # A project-wide link: more of this stage opens at once (as the home page starts
                 # it); when it has no more, the annotator goes back to their home page.
@@ -389,9 +391,7 @@ def _completion(request: HttpRequest, assignment: Assignment, *,
                 if stage is not None and more_work_for(stage=stage, worker=assignment.worker):
                     return redirect(access.inhouse_link_path(link=link))
         context["finished_stage"] = assignment.stage
-        context["qualification"] = assignment.worker.qualifications.filter(
-            stage=assignment.stage).first() if assignment.stage.kind == StageKind.QUALIFICATION \
-            else None
+        context["qualification"] = completion.qualification
     response = render(request, "annotation/task/complete.html", context)
     if provider == Provider.MTURK:
         # Shown inside MTurk's iframe after the submit (it posts the form to externalSubmit).
@@ -405,9 +405,9 @@ def task_complete(request: HttpRequest, token: str) -> HttpResponse:
     try:
         assignment = access.assignment_token_resolve(token=token)
     except AssignmentRefused as exc:
-        return _refuse(request, exc)
+        return task_refused(request, exc)
     if assignment.submitted_at is None:
-        return _refuse(request, access.AccessDenied("This assignment has not been submitted."))
+        return task_refused(request, access.AccessDenied("This assignment has not been submitted."))
     return _completion(request, assignment,
                        turk_submit_to=_turk_submit_to(request.GET.get("turkSubmitTo", "")))
 
@@ -485,11 +485,9 @@ def task_confirm(request: HttpRequest, assignment: Assignment, body: dict) -> Ht
     answer = body.get("answer") if isinstance(body.get("answer"), dict) else {}
     if body.get("step") == "guess":
         role = assignment_record_guess(assignment=assignment, item=item_id, answer=answer)
-        order = AssignmentItem.objects.get(assignment=assignment, item_id=item_id)\
-            .presented_order or ["A", "B", "C", "D"]
         return JsonResponse({
             "ok": True,
-            "guess_shown": MC_SHOWN[order.index(role)],
+            "guess_shown": guess_label_shown(assignment=assignment, item_id=item_id, role=role),
             "paragraph": pilot_paragraph(assignment=assignment, item_id=item_id),
         })
     # None: a late item others filled, or a comprehension check to answer again (feedback).

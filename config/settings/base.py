@@ -298,10 +298,10 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_DEFAULT_QUEUE = "default"
-# The LERC beat checks are light and must run when every GPU worker is dead (that is what the
-# stale-job check is for): exact names win over the glob in Celery's router.
+# The LERC beat check is light and must run when every GPU worker is dead: exact names win over
+# the glob in Celery's router. (The stale-job sweep, `metrics.recover_stale_jobs`, is on
+# `default` too.)
 CELERY_TASK_ROUTES = {
-    "worker.tasks.lerc.lerc_fail_stale": {"queue": "default"},
     "worker.tasks.lerc.lerc_refresh": {"queue": "default"},
     "worker.tasks.lerc.*": {"queue": "gpu"},
 }
@@ -325,10 +325,9 @@ PROLIFIC_COMPLETION_URL = os.environ.get(
 QAJ_MTURK_SUBMIT_HOSTS = env_list(
     "QAJ_MTURK_SUBMIT_HOSTS", "https://www.mturk.com,https://workersandbox.mturk.com"
 )
-# LERC: retrain when a project gathered this many new judgments; a version "training" without a
-# progress heartbeat for QAJ_LERC_STALE_AFTER_SECONDS lost its worker and is marked failed.
+# LERC: retrain when a project gathered this many new judgments (a version "training" whose
+# worker stopped beating is failed by the job lease sweep below).
 QAJ_LERC_MIN_NEW_JUDGMENTS = int(os.environ.get("QAJ_LERC_MIN_NEW_JUDGMENTS", "500"))
-QAJ_LERC_STALE_AFTER_SECONDS = int(os.environ.get("QAJ_LERC_STALE_AFTER_SECONDS", "300"))
 QAJ_LERC_BACKBONE = os.environ.get("QAJ_LERC_BACKBONE", "")  # "" = packaged MiniLM
 # TrainConfig fields every new version starts from (JSON in the variable; keys given there
 # replace these). The defaults are sized for a CPU: all 23,499 EVOUNA judgments train in under
@@ -361,26 +360,28 @@ CELERY_BEAT_SCHEDULE["lerc-refresh"] = {
 CELERY_BEAT_SCHEDULE["metrics-enqueue-pending-scoring"] = {
     "task": "metrics.enqueue_pending_scoring", "schedule": 120.0,
 }
-# Scoring jobs hold a lease renewed every QAJ_JOB_HEARTBEAT_SECONDS; one silent for
-# QAJ_JOB_STALE_AFTER_SECONDS lost its worker and is sent again, up to QAJ_JOB_MAX_ATTEMPTS
-# runs, then failed with the reason (metrics_app/services/job_leases.py).
+# The job lease (core/leases.py), held by scoring jobs, judge runs and LERC training: renewed
+# every QAJ_JOB_HEARTBEAT_SECONDS; a job silent for QAJ_JOB_STALE_AFTER_SECONDS lost its worker.
+# One sweep over every kind (metrics_app/services/job_leases.py) sends a scoring or judge job
+# again, up to QAJ_JOB_MAX_ATTEMPTS runs, then fails it with the reason; a LERC version is
+# failed at once.
+# QAJ_LERC_STALE_AFTER_SECONDS, LERC training's own limit before the lease was shared (default
+# 300), is the old name of QAJ_JOB_STALE_AFTER_SECONDS: read when only it is set.
 QAJ_JOB_HEARTBEAT_SECONDS = float(os.environ.get("QAJ_JOB_HEARTBEAT_SECONDS", "15"))
-QAJ_JOB_STALE_AFTER_SECONDS = float(os.environ.get("QAJ_JOB_STALE_AFTER_SECONDS", "120"))
+QAJ_JOB_STALE_AFTER_SECONDS = float(
+    os.environ.get("QAJ_JOB_STALE_AFTER_SECONDS")
+    or os.environ.get("QAJ_LERC_STALE_AFTER_SECONDS") or "120")
 QAJ_JOB_MAX_ATTEMPTS = int(os.environ.get("QAJ_JOB_MAX_ATTEMPTS", "3"))
-CELERY_BEAT_SCHEDULE["metrics-recover-stale-scoring"] = {
-    "task": "metrics.recover_stale_scoring", "schedule": 60.0,
+CELERY_BEAT_SCHEDULE["jobs-recover-stale"] = {
+    "task": "metrics.recover_stale_jobs", "schedule": 60.0,
 }
-# Judge jobs (LLM judges over a project) use the same lease, sweep and pending resend.
-CELERY_BEAT_SCHEDULE["judges-recover-stale"] = {"task": "judges.recover_stale", "schedule": 60.0}
+# Judge jobs (LLM judges over a project) are sent again by the same pending resend.
 CELERY_BEAT_SCHEDULE["judges-enqueue-pending"] = {
     "task": "judges.enqueue_pending", "schedule": 120.0,
 }
 # USD per million tokens per judge model, {"model": [prompt, completion]}, adding to or
 # replacing metrics_app/services/judges/versions.py DEFAULT_PRICES.
 QAJ_JUDGE_PRICES = json.loads(os.environ.get("QAJ_JUDGE_PRICES", "{}") or "{}")
-CELERY_BEAT_SCHEDULE["lerc-fail-stale"] = {
-    "task": "worker.tasks.lerc.lerc_fail_stale", "schedule": 60.0,
-}
 # Reports: recompute agreement/worker/STARC/long-form reports of projects with new judgments.
 CELERY_BEAT_SCHEDULE["reports-refresh-stale"] = {
     "task": "worker.tasks.reports.reports_refresh_stale",

@@ -2,24 +2,19 @@
 jobs (list, queue). The same numbers as `manage.py judge_report` and `run_judge --queue`."""
 from __future__ import annotations
 
-from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from annotation.access_selectors import access_project
 from annotation.api_common import JsonApiMixin, paginated_response, with_errors
-from annotation.selectors import projects_visible_to
 from metrics_app.domain.judge_prompts import JudgeConfigError
 from metrics_app.judge_selectors import judge_version_get
 from metrics_app.models import JudgeJob
 from metrics_app.services.judges.alignment import cached_judge_alignment_report
 from metrics_app.services.judges.planning import judge_plan
 from metrics_app.services.judges.runs import MAX_CONCURRENCY, judge_job_create
-
-
-def _project_for(request, slug: str):
-    return get_object_or_404(projects_visible_to(request.user), slug=slug)
 
 
 def _refs(text: str) -> list[str] | None:
@@ -37,7 +32,7 @@ class JudgeReportApi(APIView):
     @extend_schema(parameters=[OpenApiParameter("judge", str), OpenApiParameter("resamples", int)],
                    responses=with_errors({200: dict}, 400, 404))
     def get(self, request, slug: str):
-        project = _project_for(request, slug)
+        project = access_project(request.user, slug)
         filters = self.FilterSerializer(data=request.query_params)
         filters.is_valid(raise_exception=True)
         return Response(cached_judge_alignment_report(
@@ -59,7 +54,7 @@ class JudgePlanApi(APIView):
                                OpenApiParameter("judge", str)],
                    responses=with_errors({200: dict}, 400, 404))
     def get(self, request, slug: str):
-        project = _project_for(request, slug)
+        project = access_project(request.user, slug)
         filters = self.FilterSerializer(data=request.query_params)
         filters.is_valid(raise_exception=True)
         data = filters.validated_data
@@ -93,7 +88,7 @@ class JudgeJobListCreateApi(JsonApiMixin, APIView):
 
     @extend_schema(responses=with_errors({200: JudgeJobSerializer(many=True)}, 404))
     def get(self, request, slug: str):
-        project = _project_for(request, slug)
+        project = access_project(request.user, slug)
         return paginated_response(
             request=request, view=self,
             queryset=JudgeJob.objects.filter(project=project).select_related(
@@ -103,7 +98,7 @@ class JudgeJobListCreateApi(JsonApiMixin, APIView):
     @extend_schema(request=InputSerializer,
                    responses=with_errors({202: JudgeJobSerializer}, 400, 404, 415))
     def post(self, request, slug: str):
-        project = _project_for(request, slug)
+        project = access_project(request.user, slug)
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         try:

@@ -3,24 +3,23 @@ posted batch (in the request for cheap metrics, else as a job). One class per op
 validates, calls a service, serializes."""
 from __future__ import annotations
 
-from django.shortcuts import get_object_or_404
 from django.urls import reverse
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from annotation.access_selectors import access_project
 from annotation.api_common import (
     JsonApiMixin,
     LimitedJSONParser,
     paginated_response,
     with_errors,
 )
-from annotation.models import Project
-from annotation.selectors import projects_visible_to
+from metrics_app.access_selectors import access_item_scoring_job
 from metrics_app.apis.report_schemas import MetricReportResponseSerializer
 from metrics_app.domain.score_input import ScoreInputError, check_score_row, first_repeated_id
-from metrics_app.models import ItemScoringJob, ScoringJob, ScoringStatus
+from metrics_app.models import ScoringJob, ScoringStatus
 from metrics_app.registry import MetricInput, metric_names, metric_sync_ok
 from metrics_app.services.meta_evaluation_report import metric_report_cached, metric_report_refresh
 from metrics_app.services.scoring import (
@@ -33,10 +32,6 @@ from metrics_app.services.scoring import (
 MAX_BATCH_ITEMS = 100  # cheap metrics, scored inside the request
 MAX_JOB_ITEMS = ITEM_JOB_MAX_ITEMS  # any metric, stored as an ItemScoringJob run in Celery
 MAX_TEXT_CHARS = 20_000  # per field; passages longer than this belong in a batch job
-
-
-def _project_for(request, slug: str) -> Project:
-    return get_object_or_404(projects_visible_to(request.user), slug=slug)
 
 
 def _validate_metric_names(value: list[str]) -> list[str]:
@@ -64,7 +59,7 @@ class MetricReportApi(APIView):
     @extend_schema(parameters=[InputSerializer],
                    responses=with_errors({200: MetricReportResponseSerializer}, 400, 404))
     def get(self, request, slug: str):
-        project = _project_for(request, slug)
+        project = access_project(request.user, slug)
         params = self.InputSerializer(data=request.query_params)
         params.is_valid(raise_exception=True)
         options = dict(params.validated_data)
@@ -100,7 +95,7 @@ class ScoringJobListCreateApi(JsonApiMixin, APIView):
 
     @extend_schema(responses=with_errors({200: ScoringJobSerializer(many=True)}, 400, 404))
     def get(self, request, slug: str):
-        project = _project_for(request, slug)
+        project = access_project(request.user, slug)
         return paginated_response(
             request=request, view=self, queryset=ScoringJob.objects.filter(project=project),
             serializer_class=ScoringJobSerializer)
@@ -108,7 +103,7 @@ class ScoringJobListCreateApi(JsonApiMixin, APIView):
     @extend_schema(request=InputSerializer,
                    responses=with_errors({202: ScoringJobSerializer(many=True)}, 400, 404, 415))
     def post(self, request, slug: str):
-        project = _project_for(request, slug)
+        project = access_project(request.user, slug)
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         try:
@@ -260,10 +255,7 @@ class ItemScoringJobDetailApi(APIView):
 
     @extend_schema(responses=with_errors({200: OutputSerializer}, 404))
     def get(self, request, job_id: int):
-        jobs = ItemScoringJob.objects.all()
-        if not request.user.is_superuser:
-            jobs = jobs.filter(requested_by=request.user)
-        job = get_object_or_404(jobs.defer("items"), pk=job_id)
+        job = access_item_scoring_job(request.user, job_id)
         finished = job.status in (ScoringStatus.DONE, ScoringStatus.FAILED)
         return Response(self.OutputSerializer({
             "id": job.pk, "status": job.status, "metrics": job.metrics,

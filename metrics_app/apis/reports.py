@@ -2,18 +2,17 @@
 leaderboard (JSON or CSV)."""
 from __future__ import annotations
 
-from django.http import Http404, HttpResponse
-from django.shortcuts import get_object_or_404
+from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from annotation.access_selectors import access_project, access_stage
 from annotation.api_common import with_errors
 from annotation.judgment_selectors import GROUP_FIELDS
 from annotation.models import TaskKind
-from annotation.selectors import project_stage_by_ref, projects_visible_to
 from metrics_app.apis.report_schemas import LeaderboardSerializer, ProjectReportSerializer
 from metrics_app.reports.leaderboard import leaderboard_csv
 from metrics_app.reports.project import cached_project_report
@@ -22,14 +21,12 @@ from metrics_app.reports.project import cached_project_report
 def _project_stage_filters(request, slug: str, filter_serializer):
     """The visible project (not visible and not existing look the same: 404), its stage named
     by `?stage=` (404 when it has none such) and the validated query."""
-    project = get_object_or_404(projects_visible_to(request.user), slug=slug)
+    project = access_project(request.user, slug)
     filters = filter_serializer(data=request.query_params)
     filters.is_valid(raise_exception=True)
     stage = None
     if filters.validated_data.get("stage"):
-        stage = project_stage_by_ref(project=project, ref=filters.validated_data["stage"])
-        if stage is None:
-            raise Http404("No such stage in this project.")
+        stage = access_stage(project, filters.validated_data["stage"])
     return project, stage, filters
 
 

@@ -8,7 +8,7 @@
 - `pairwise_accuracy`: share of A/B comparisons where the metric's higher-scored answer is the
   one the human preferred, a tie counting half (long-form QA paper, Table 4), and the
   random / always-human / longer-answer baselines. LERC's validation and promotion count
-  training pairs with it too (`lerc.train.pairwise_accuracy_of_labels`).
+  training pairs with it too (`lerc.validation.pairwise_accuracy_of_labels`).
 - Pearson is `annotation.domain.agreement.pearson` everywhere (None when undefined); exact match
   and SQuAD normalization are `metrics_app.domain.text_match`.
 - Study filters: `is_number_pair` (MOCHA drops number-vs-number pairs on DROP).

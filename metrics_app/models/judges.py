@@ -95,8 +95,9 @@ class JudgeVerdict(models.Model):
 
 
 class JudgeJob(ScoringJobBase):
-    """An LLM judge version run over a project's items in a Celery task, under the scoring
-    jobs' lease (metrics_app/services/job_leases.py). `metrics` holds the judge's label."""
+    """An LLM judge version run over a project's items in a Celery task, under the job lease
+    (core/leases.py; the lease columns come from ScoringJobBase). `metrics` holds the judge's
+    label."""
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="judge_jobs")
     judge_version = models.ForeignKey(JudgeVersion, on_delete=models.CASCADE,

@@ -5,6 +5,7 @@ from django.conf import settings
 from django.db import models
 
 from annotation.models import Project
+from core.leases import LeaseStates
 
 
 class ModelStatus(models.TextChoices):
@@ -40,6 +41,11 @@ class ModelVersion(models.Model):
     )
     metrics = models.JSONField(default=dict, blank=True)
     progress = models.JSONField(default=dict, blank=True, help_text="epoch, step, loss ...")
+    # The job lease (core/leases.py) of the training run: the worker training the version and
+    # when it last said so; the beat sweep fails a version silent for QAJ_JOB_STALE_AFTER_SECONDS.
+    lease = models.CharField(max_length=100, blank=True,
+                             help_text="Worker training the version (host:pid:token).")
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
     artifact_uri = models.CharField(max_length=1000, blank=True)
     task_id = models.CharField(max_length=255, blank=True)
     cancel_requested = models.BooleanField(default=False)
@@ -48,6 +54,9 @@ class ModelVersion(models.Model):
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     promoted_at = models.DateTimeField(null=True, blank=True)
+
+    lease_states = LeaseStates(queued=ModelStatus.QUEUED, running=ModelStatus.TRAINING,
+                               failed=ModelStatus.FAILED)
 
     class Meta:
         ordering = ["name", "-number"]

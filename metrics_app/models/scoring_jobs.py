@@ -5,6 +5,7 @@ from django.conf import settings
 from django.db import models
 
 from annotation.models import Project
+from core.leases import LeaseStates
 
 
 class ScoringStatus(models.TextChoices):
@@ -27,9 +28,9 @@ class ScoringJobBase(models.Model):
     total = models.PositiveIntegerField(default=0)
     error = models.TextField(blank=True)
     task_id = models.CharField(max_length=255, blank=True)
-    # The lease (metrics_app/services/job_leases.py): who runs the job and when it last said
-    # so. A running job whose heartbeat is older than QAJ_JOB_STALE_AFTER_SECONDS lost its
-    # worker; the beat sweep sends it again (up to QAJ_JOB_MAX_ATTEMPTS runs) or fails it.
+    # The job lease (core/leases.py): who runs the job and when it last said so. A running job
+    # whose heartbeat is older than QAJ_JOB_STALE_AFTER_SECONDS lost its worker; the beat sweep
+    # sends it again (up to QAJ_JOB_MAX_ATTEMPTS runs) or fails it.
     lease = models.CharField(max_length=100, blank=True,
                              help_text="Worker running the job (host:pid:token).")
     heartbeat_at = models.DateTimeField(null=True, blank=True)
@@ -37,6 +38,9 @@ class ScoringJobBase(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+
+    lease_states = LeaseStates(queued=ScoringStatus.QUEUED, running=ScoringStatus.RUNNING,
+                               failed=ScoringStatus.FAILED)
 
     class Meta:
         abstract = True

@@ -7,7 +7,9 @@ A stage opts in with the setting `"routing": "uncertainty"` (`"random"`, the def
 every item of the stage); the draw is made here, before publishing, from the stored
 `lerc_prob` scores of the promoted LERC, or of any judge given (`judge=`: `metric:NAME`, an
 LLM or imported judge; its probability, else its verdict or score on a 0-1 scale). Items the
-judge has not scored count as maximally unsure (P = 0.5)."""
+judge has not scored count as maximally unsure (P = 0.5). Publishing checks the mode and that
+the draw exists (annotation/services/stages.py: `routing_guard`, the one owner of that check).
+The admin action that runs the draw: metrics_app/stage_admin_actions.py."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -15,7 +17,6 @@ from dataclasses import dataclass
 import numpy as np
 from django.db import transaction
 
-from annotation.domain.stage_settings import ROUTING_MODES
 from annotation.models import Stage, TaskKind
 from annotation.services.stage_errors import StageError
 
@@ -44,13 +45,6 @@ def _judge_name(version: str | None) -> str:
     if version and ("@" in version or version.startswith("metric:")):
         return version
     return f"LERC {version or '—'}"
-
-
-def routing_mode(stage: Stage) -> str:
-    mode = (stage.settings or {}).get("routing", "random")
-    if mode not in ROUTING_MODES:
-        raise StageError(f"{stage}: routing {mode!r} is not one of {', '.join(ROUTING_MODES)}")
-    return mode
 
 
 @transaction.atomic

@@ -18,11 +18,11 @@ from django.utils import timezone
 
 from annotation.models import Item, Project, TaskKind
 from annotation.services.background import task_send
+from core.leases import JobLease, leased_run
 from metrics_app.models import ItemScoringJob, ScoringJob, ScoringStatus
 
 from ..models import MetricScore
 from ..registry import MetricInput, MetricUnavailable, get_metric, metric_accepts_option
-from .job_leases import JobLease, leased_run, stale_jobs_recover
 
 logger = logging.getLogger(__name__)
 
@@ -277,7 +277,7 @@ def scoring_jobs_create(
                 options={"model": model} if model else {},
             )
             jobs.append(job)
-            transaction.on_commit(lambda job=job: _enqueue(job))
+            transaction.on_commit(lambda job=job: scoring_job_send(job))
     return jobs
 
 
@@ -287,7 +287,8 @@ def _is_registered(name: str) -> bool:
     return name in metric_names()
 
 
-def _enqueue(job: ScoringJob | ItemScoringJob) -> bool:
+def scoring_job_send(job: ScoringJob | ItemScoringJob) -> bool:
+    """Send the job's task (False when the broker is unreachable: beat sends it later)."""
     name = "metrics.score_items" if isinstance(job, ItemScoringJob) else "metrics.score_project"
     try:
         result = task_send(name, args=[job.pk], queue=job.queue)
@@ -311,7 +312,7 @@ def scoring_jobs_enqueue_pending(*, older_than_seconds: int = 60) -> int:
     for model in (ScoringJob, ItemScoringJob):
         pending = model.objects.filter(status=ScoringStatus.QUEUED, task_id="",
                                        created_at__lte=cutoff).order_by("id")
-        sent += sum(_enqueue(job) for job in pending)
+        sent += sum(scoring_job_send(job) for job in pending)
     return sent
 
 
@@ -336,7 +337,7 @@ def scoring_job_run(*, job_id: int) -> ScoringJob | None:
     that lost its lease stops and returns the job as the other run left it."""
     from metrics_app.services.meta_evaluation_report import metric_report_refresh
 
-    with leased_run(ScoringJob, job_id) as (lease, job):
+    with leased_run(ScoringJob, job_id, done=0) as (lease, job):
         if job is None:
             return None
         job = ScoringJob.objects.select_related("project").get(pk=job.pk)
@@ -374,7 +375,7 @@ def item_scoring_job_create(
             items=[asdict(metric_input) for metric_input in inputs],
             total=len(inputs) * len(metric_names),
         )
-        transaction.on_commit(lambda: _enqueue(job))
+        transaction.on_commit(lambda: scoring_job_send(job))
     return job
 
 
@@ -389,7 +390,7 @@ def item_scoring_job_run(*, job_id: int, batch_size: int = DEFAULT_BATCH_SIZE
     that does not load) ends the job `failed` with its message in `error`; the other metrics'
     scores are kept in `results` (that metric's are null). A job that is finished or alive in
     another worker (a redelivered message) is left alone (None)."""
-    with leased_run(ItemScoringJob, job_id) as (lease, job):
+    with leased_run(ItemScoringJob, job_id, done=0) as (lease, job):
         if job is None:
             return None
         inputs = [MetricInput(**row) for row in job.items]
@@ -411,8 +412,3 @@ def item_scoring_job_run(*, job_id: int, batch_size: int = DEFAULT_BATCH_SIZE
                     for name, run in runs.items()},
         )
     return ItemScoringJob.objects.get(pk=job_id)
-
-
-def scoring_jobs_recover_stale() -> dict[str, int]:
-    """Beat: scoring jobs whose worker died are sent again or failed (see job_leases)."""
-    return stale_jobs_recover((ScoringJob, ItemScoringJob), send=_enqueue)

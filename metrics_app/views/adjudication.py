@@ -6,10 +6,11 @@ from __future__ import annotations
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
+from annotation.access_selectors import access_item, access_project
 from annotation.domain.item_content import AB_CHOICES, MC_ROLES
 from annotation.models import TaskKind
 from annotation.services.adjudication import (
@@ -17,8 +18,6 @@ from annotation.services.adjudication import (
     adjudication_queue,
     adjudication_record,
 )
-
-from .dashboard import _visible_project
 
 QUEUE_LENGTH = 50
 
@@ -31,7 +30,7 @@ def _choices(kind: str) -> list[str]:
 
 @login_required
 def adjudication_page(request: HttpRequest, slug: str) -> HttpResponse:
-    project = _visible_project(request, slug)
+    project = access_project(request.user, slug)
     include_decided = request.GET.get("decided") == "1"
     queue = adjudication_queue(project=project, limit=QUEUE_LENGTH,
                                include_decided=include_decided)
@@ -46,9 +45,9 @@ def adjudication_page(request: HttpRequest, slug: str) -> HttpResponse:
 @login_required
 @require_POST
 def adjudication_submit(request: HttpRequest, slug: str) -> HttpResponse:
-    project = _visible_project(request, slug)
-    item = get_object_or_404(project.items, pk=request.POST.get("item") or 0) \
-        if (request.POST.get("item") or "").isdigit() else None
+    project = access_project(request.user, slug)
+    posted = request.POST.get("item") or ""
+    item = access_item(project, int(posted)) if posted.isascii() and posted.isdigit() else None
     target = reverse("metrics:adjudicate", args=[project.slug])
     if item is None:
         messages.error(request, "No such item in this project.")

@@ -6,14 +6,14 @@ from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import render
 
+from annotation.access_selectors import access_project
 from annotation.cockpit_selectors import study_cockpit
-from annotation.selectors import projects_visible_to
 
 
 @login_required
 def project_cockpit(request: HttpRequest, slug: str) -> HttpResponse:
-    project = get_object_or_404(projects_visible_to(request.user), slug=slug)
+    project = access_project(request.user, slug)
     return render(request, "metrics_app/cockpit.html",
                   {"project": project, "cockpit": study_cockpit(project=project)})

@@ -6,14 +6,19 @@ from __future__ import annotations
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_http_methods, require_POST
 
+from annotation.access_selectors import (
+    access_project,
+    access_project_worker,
+    access_stage,
+    projects_visible_to,
+)
 from annotation.judgment_selectors import GROUP_FIELDS
-from annotation.models import Judgment, Project, Worker
-from annotation.selectors import project_stage_by_ref, projects_visible_to
+from annotation.models import Project
 from metrics_app.reports.project import dashboard_data, with_current_worker_status
 
 WORKER_SORTS = {
@@ -26,18 +31,12 @@ WORKER_SORTS = {
 }
 
 
-def _visible_project(request: HttpRequest, slug: str) -> Project:
-    return get_object_or_404(projects_visible_to(request.user), slug=slug)
-
-
 @login_required
 def project_dashboard(request: HttpRequest, slug: str) -> HttpResponse:
-    project = _visible_project(request, slug)
+    project = access_project(request.user, slug)
     stage = None
     if request.GET.get("stage"):
-        stage = project_stage_by_ref(project=project, ref=request.GET["stage"])
-        if stage is None:
-            raise Http404("no such stage")
+        stage = access_stage(project, request.GET["stage"])
     group_by = request.GET.get("group_by") or None
     if group_by not in (None, *GROUP_FIELDS):
         raise Http404("unknown group")
@@ -66,12 +65,6 @@ def project_dashboard(request: HttpRequest, slug: str) -> HttpResponse:
     })
 
 
-def _worker_of_project(project: Project, worker_id: int) -> Worker:
-    if not Judgment.objects.filter(item__project=project, worker_id=worker_id).exists():
-        raise Http404("worker did not work on this project")
-    return get_object_or_404(Worker, pk=worker_id)
-
-
 def _block_scope(user) -> tuple[str, list[Project]]:
     """Whom a block by `user` stops, in words, and the projects it reaches (annotation.services
     .workers: a superuser's block is global, a researcher's covers their own and shared
@@ -91,10 +84,10 @@ def worker_block_view(request: HttpRequest, slug: str, worker_id: int) -> HttpRe
     confirmation page that says the block's scope: GET shows it, POST with confirm=1 blocks."""
     from annotation.services.workers import worker_block
 
-    project = _visible_project(request, slug)
+    project = access_project(request.user, slug)
     if not request.user.is_staff:
         raise Http404("researchers only")
-    worker = _worker_of_project(project, worker_id)
+    worker = access_project_worker(project, worker_id)
     scope, projects = _block_scope(request.user)
     reason = (request.POST.get("reason") or request.GET.get("reason") or "").strip()
     if request.method == "GET" or request.POST.get("confirm") != "1":
@@ -115,10 +108,10 @@ def worker_unblock_view(request: HttpRequest, slug: str, worker_id: int) -> Http
     from annotation.selectors import worker_is_blocked_for
     from annotation.services.workers import worker_unblock
 
-    project = _visible_project(request, slug)
+    project = access_project(request.user, slug)
     if not request.user.is_staff:
         raise Http404("researchers only")
-    worker = _worker_of_project(project, worker_id)
+    worker = access_project_worker(project, worker_id)
     worker_unblock(worker=worker, by=request.user)
     if worker_is_blocked_for(worker=worker, project=project):
         worker.refresh_from_db()

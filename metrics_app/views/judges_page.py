@@ -9,17 +9,10 @@ from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse
 from django.shortcuts import render
 
-from annotation.selectors import projects_visible_to
+from annotation.access_selectors import access_project
 from metrics_app.services.judges.alignment import PAGE_RESAMPLES, cached_judge_alignment_report
 
 STATS = ("accuracy", "kappa", "roc_auc", "pearson", "spearman", "ece")
-
-
-def _project(request, slug: str):
-    project = projects_visible_to(request.user).filter(slug=slug).first()
-    if project is None:
-        raise Http404("No such project")
-    return project
 
 
 # A finished judge job precomputes the page's report (`PAGE_RESAMPLES`); the page computes in
@@ -36,7 +29,7 @@ def _resamples(request) -> int:
 
 @login_required
 def project_judges(request, slug: str):
-    project = _project(request, slug)
+    project = access_project(request.user, slug)
     report = cached_judge_alignment_report(project=project, n_resamples=_resamples(request))
     rows = []
     for label, judge in (report.get("judges") or {}).items():
@@ -51,7 +44,7 @@ def project_judges(request, slug: str):
 @login_required
 def project_judge_reliability(request, slug: str, label: str):
     """PNG: the judge's reliability diagram (mean probability vs observed rate per bin)."""
-    project = _project(request, slug)
+    project = access_project(request.user, slug)
     report = cached_judge_alignment_report(project=project, n_resamples=_resamples(request))
     judge = (report.get("judges") or {}).get(label)
     if not judge or not judge.get("reliability"):

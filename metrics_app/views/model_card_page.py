@@ -6,21 +6,14 @@ from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import render
 
-from annotation.selectors import projects_visible_to
-from metrics_app.models import ModelVersion
+from metrics_app.access_selectors import access_model_version
 from metrics_app.services.lerc import model_card_page
 
 
 @login_required
 def model_card_view(request: HttpRequest, version_id: int) -> HttpResponse:
-    if request.user.is_superuser:
-        versions, visible_ids = ModelVersion.objects.all(), None
-    else:
-        visible = projects_visible_to(request.user)
-        versions = ModelVersion.objects.filter(projects__in=visible).distinct()
-        visible_ids = set(visible.values_list("pk", flat=True))
-    version = get_object_or_404(versions, pk=version_id)
+    access = access_model_version(request.user, version_id)
     return render(request, "metrics_app/model_card.html",
-                  model_card_page(version, visible_project_ids=visible_ids))
+                  model_card_page(access.version, visible_project_ids=access.visible_project_ids))

@@ -134,6 +134,8 @@ def test_quick_run_of_every_benchmark_end_to_end(tmp_path, shared_data):
     assert by_name["import_export"]["passed"] and by_name["publishing"]["passed"]
     assert by_name["metric_throughput"]["numbers"]["lerc"]["max_abs_score_difference"] < 1e-3
     assert by_name["lerc_training"]["numbers"]["cpu"]["examples_per_s"] > 0
+    padding = by_name["lerc_training"]["numbers"]["padding_share"]
+    assert padding["length_bucketed"] < padding["plain_shuffle"]
     document = (tmp_path / "PERFORMANCE.md").read_text()
     assert "quick mode: plumbing only" in document
     assert results["last_run"]["benchmarks"] == registry.names()

@@ -1,7 +1,7 @@
 """A Celery worker SIGKILLed in the middle of an LLM judge job (against the local chat fake,
 with a 429 burst and malformed answers on the way), on Redis.
 
-The judge job holds the scoring jobs' lease (metrics_app/services/job_leases.py): once its
+The judge job holds the job lease (core/leases.py): once its
 heartbeat is stale the sweep sends it again, a second worker finishes it asking only for the
 items the killed run had not stored, and a later run of the same version asks nothing."""
 from __future__ import annotations
@@ -12,8 +12,8 @@ import pytest
 from django.test import override_settings
 
 from annotation.models import Item, TaskKind
+from core.leases import LeasedJobKind, stale_jobs_recover
 from metrics_app.models import JudgeJob, JudgeVerdict, ScoringStatus
-from metrics_app.services.job_leases import stale_jobs_recover
 from metrics_app.services.judges.runs import FLUSH_EVERY, judge_job_create
 from metrics_app.services.judges.versions import judge_version_create
 from testing.factories import item_content, make_project
@@ -57,8 +57,8 @@ def test_judge_job_killed_mid_way_resumes_without_asking_twice(workers, redis_ur
 
         def sweep_until_rerun():
             with override_settings(QAJ_JOB_STALE_AFTER_SECONDS=LEASE_SECONDS):
-                stale_jobs_recover([JudgeJob], send=lambda stale: send(
-                    run_judge, redis_url, stale.pk, queue=queue))
+                stale_jobs_recover([LeasedJobKind(JudgeJob, resend=lambda stale: send(
+                    run_judge, redis_url, stale.pk, queue=queue))])
             return JudgeJob.objects.get(pk=job.pk).attempts >= 2
 
         wait_for(sweep_until_rerun, second, 120, "the killed judge job to be run again")

@@ -1,6 +1,6 @@
 """A Celery worker SIGKILLed in the middle of a scoring job, on Redis and on RabbitMQ.
 
-The job holds a lease renewed by a heartbeat (metrics_app/services/job_leases.py). Once the
+The job holds a lease renewed by a heartbeat (core/leases.py). Once the
 heartbeat is older than the lease time, the beat sweep sends the job again; a second worker
 finishes it. Whatever the broker does with the killed worker's unacknowledged message (RabbitMQ
 hands it back at once, Redis after its visibility timeout) cannot start a second run while the
@@ -17,8 +17,8 @@ import pytest
 from django.test import override_settings
 
 from annotation.models import TaskKind
+from core.leases import LeasedJobKind, stale_jobs_recover
 from metrics_app.models import MetricScore, ScoringJob, ScoringStatus
-from metrics_app.services.job_leases import stale_jobs_recover
 from testing.factories import item_content, make_item, make_project
 from tests.support.celery_workers import send, wait_for
 from tests.support.paths import IN_CI
@@ -78,8 +78,8 @@ def test_scoring_job_killed_mid_way_is_recovered_within_the_lease_and_done_exact
     def sweep_until_rerun():
         # What the beat task does every minute, here every second with the test's lease time.
         with override_settings(QAJ_JOB_STALE_AFTER_SECONDS=LEASE_SECONDS):
-            stale_jobs_recover([ScoringJob], send=lambda stale: send(
-                score_project, broker_url, stale.pk, queue=queue))
+            stale_jobs_recover([LeasedJobKind(ScoringJob, resend=lambda stale: send(
+                score_project, broker_url, stale.pk, queue=queue))])
         return ScoringJob.objects.get(pk=job.pk).attempts >= 2
 
     wait_for(sweep_until_rerun, second, 120, "the killed job to be run again")

@@ -1,5 +1,6 @@
 """Judge tasks (thin: an id in, a service call). LLM calls wait on the network, so they run
-on `default`."""
+on `default`. A judge run whose worker died is recovered by the one job lease sweep
+(`metrics.recover_stale_jobs`)."""
 from __future__ import annotations
 
 from celery import shared_task
@@ -17,10 +18,3 @@ def enqueue_pending_judges() -> int:
     from metrics_app.services.judges.runs import judge_jobs_enqueue_pending
 
     return judge_jobs_enqueue_pending()
-
-
-@shared_task(name="judges.recover_stale")
-def recover_stale_judges() -> dict:
-    from metrics_app.services.judges.runs import judge_jobs_recover_stale
-
-    return judge_jobs_recover_stale()

@@ -33,9 +33,10 @@ def score_items(job_id: int) -> None:
     item_scoring_job_run(job_id=job_id)
 
 
-@shared_task(name="metrics.recover_stale_scoring")
-def recover_stale_scoring() -> dict:
-    """Beat: scoring jobs whose worker stopped heartbeating are sent again or failed."""
-    from metrics_app.services.scoring import scoring_jobs_recover_stale
+@shared_task(name="metrics.recover_stale_jobs")
+def recover_stale_jobs() -> dict:
+    """Beat: running jobs of every kind (scoring, judge runs, LERC training) whose worker
+    stopped heartbeating are sent again or failed (the job lease, core/leases.py)."""
+    from metrics_app.services.job_leases import stale_jobs_recover_all
 
-    return scoring_jobs_recover_stale()
+    return stale_jobs_recover_all()

@@ -42,7 +42,8 @@ class Command(BaseCommand):
     def handle(self, *args, **options):
         from tqdm import tqdm
 
-        from metrics_app.lerc.train import TrainConfig, pretrain_backbone
+        from metrics_app.lerc.config import TrainConfig
+        from metrics_app.lerc.training import pretrain_backbone
 
         projects = projects_by_slug(options["project"])
         for project in projects:

@@ -11,9 +11,9 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
+from annotation.access_selectors import project_stage_by_ref
 from annotation.judgment_selectors import GROUP_FIELDS
 from annotation.models import Project
-from annotation.selectors import project_stage_by_ref
 from metrics_app.reports.project import cached_project_report
 
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
+from annotation.access_selectors import project_stage_by_ref
 from annotation.models import Project, TaskKind
-from annotation.selectors import project_stage_by_ref
 from annotation.services.stage_errors import StageError
 from metrics_app.services.pairing import stage_draw_adaptive_pairs
 from metrics_app.services.routing import stage_route_by_uncertainty

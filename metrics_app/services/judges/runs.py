@@ -10,8 +10,8 @@ A/B items are asked twice, the answers in both orders; the verdict rows name the
 either way, and the alignment report reads position consistency from the pair.
 
 `judge_job_create` queues a `JudgeJob`; the Celery task `judges.run` runs it under the
-scoring jobs' lease (job_leases.py): a worker killed mid-run leaves its stored verdicts, the
-sweep sends the job again, and the rerun asks only for the rest.
+job lease every background job holds (core/leases.py): a worker killed mid-run leaves its
+stored verdicts, the sweep sends the job again, and the rerun asks only for the rest.
 """
 from __future__ import annotations
 
@@ -30,6 +30,7 @@ from django.utils import timezone
 from annotation.domain.control_characters import without_control_characters
 from annotation.models import Project, TaskKind
 from annotation.services.background import task_send
+from core.leases import JobLease, LeaseLost, leased_run
 
 from ...domain.judge_prompts import (
     JudgeConfigError,
@@ -41,7 +42,6 @@ from ...domain.judge_prompts import (
     worst_case_cost,
 )
 from ...models import JudgeJob, JudgeKind, JudgeVerdict, JudgeVersion, ScoringStatus
-from ..job_leases import JobLease, LeaseLost, leased_run, stale_jobs_recover
 from .client import ChatAnswer, ChatClient, EndpointError, RetryPolicy
 from .versions import price_for
 
@@ -265,11 +265,12 @@ def judge_job_create(*, project: Project, version: JudgeVersion, budget: float |
         job = JudgeJob.objects.create(project=project, judge_version=version, budget=budget,
                                       metrics=[version.label], requested_by=user,
                                       options={"concurrency": concurrency})
-        transaction.on_commit(lambda: _enqueue(job))
+        transaction.on_commit(lambda: judge_job_send(job))
     return job
 
 
-def _enqueue(job: JudgeJob) -> bool:
+def judge_job_send(job: JudgeJob) -> bool:
+    """Send the job's task (False when the broker is unreachable: beat sends it later)."""
     try:
         result = task_send("judges.run", args=[job.pk], queue=job.queue)
     except Exception:
@@ -284,13 +285,13 @@ def judge_jobs_enqueue_pending(*, older_than_seconds: int = 60) -> int:
     cutoff = timezone.now() - timedelta(seconds=older_than_seconds)
     pending = JudgeJob.objects.filter(status=ScoringStatus.QUEUED, task_id="",
                                       created_at__lte=cutoff).order_by("id")
-    return sum(_enqueue(job) for job in pending)
+    return sum(judge_job_send(job) for job in pending)
 
 
 def judge_job_run(*, job_id: int, retry: RetryPolicy | None = None) -> JudgeJob | None:
     """Run a queued judge job under its lease; progress and the running cost are saved with
     every stored batch. None when there is nothing to do in this worker."""
-    with leased_run(JudgeJob, job_id) as (lease, job):
+    with leased_run(JudgeJob, job_id, done=0) as (lease, job):
         if job is None:
             return None
         job = JudgeJob.objects.select_related("project", "judge_version__judge").get(pk=job.pk)
@@ -329,12 +330,6 @@ def _job_progress(lease: JobLease) -> Callable[[int, dict], None]:
         lease.update(**fields)
 
     return progress
-
-
-def judge_jobs_recover_stale() -> dict[str, int]:
-    """Beat: judge jobs whose worker died are sent again (the rerun skips stored verdicts)
-    or failed (see job_leases)."""
-    return stale_jobs_recover((JudgeJob,), send=_enqueue)
 
 
 __all__ = ["LeaseLost", "judge_job_create", "judge_job_run", "judge_project"]

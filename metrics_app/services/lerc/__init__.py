@@ -17,12 +17,14 @@ metric for a project serves the most recently promoted version whose projects in
 One module per job: `datasets` (judgments to examples and splits), `training` (versions,
 the training run, its heartbeat), `evaluation` (scorers and validation/test numbers),
 `promotion` (the floor, promote, roll back, which version serves), `model_card`, `refresh`
-(scheduled retraining and stuck-job safety); `common` holds what they share.
+(scheduled retraining and stuck-job safety), `options` (a version's stored options and the one
+place they become a TrainConfig); `common` holds what they share.
 """
 from .common import IN_FLIGHT, NAME_BY_KIND, TASK_KIND_BY_MODEL_KIND, LercError
 from .datasets import SPLIT_MODES, VAL_SPLITS, LercDataset, lerc_dataset_build, mc_pretraining_build
 from .evaluation import lerc_minimal_pair_accuracy, model_version_scorer
 from .model_card import model_card, model_card_page, write_model_card
+from .options import default_train_options
 from .promotion import (
     model_version_decide,
     model_version_for_label,
@@ -30,14 +32,14 @@ from .promotion import (
     model_version_rollback,
     promoted_model_version,
 )
-from .refresh import lerc_refresh, lerc_refresh_due, model_versions_fail_stale
+from .refresh import lerc_refresh, lerc_refresh_due
 from .training import (
     TrainingElsewhere,
-    default_train_options,
     model_version_cancel,
     model_version_create,
     model_version_enqueue,
     model_version_train,
+    model_version_worker_lost,
 )
 
 __all__ = [
@@ -66,7 +68,7 @@ __all__ = [
     "model_version_rollback",
     "model_version_scorer",
     "model_version_train",
-    "model_versions_fail_stale",
+    "model_version_worker_lost",
     "promoted_model_version",
     "write_model_card",
 ]

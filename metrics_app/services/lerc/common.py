@@ -1,5 +1,5 @@
 """What the LERC service modules share: model names per kind, the in-flight statuses, the error
-and the event log of a version."""
+and the event log of a version (`version_event`)."""
 from __future__ import annotations
 
 from annotation.models import TaskKind
@@ -18,7 +18,7 @@ class LercError(Exception):
     """A LERC request that cannot be carried out; the message says why."""
 
 
-def _event(model_version: ModelVersion, event: str, detail: str = "", user=None) -> None:
+def version_event(model_version: ModelVersion, event: str, detail: str = "", user=None) -> None:
     from .model_card import model_card_refresh
 
     ModelVersionEvent.objects.create(model_version=model_version, event=event, detail=detail,

@@ -19,13 +19,11 @@ from annotation.domain.aggregation import (
 from annotation.judgment_selectors import judgment_rows
 from annotation.models import NON_DATA_STAGE_KINDS, Item, Judgment, Project, TaskKind
 from metrics_app.domain.text_match import is_exact_match
-from metrics_app.lerc.data import LercExample, PairExample
-from metrics_app.lerc.train import (
-    TrainConfig,
-)
+from metrics_app.lerc.data import LercExample, PairExample, mc_item_row, mc_pretraining_examples
 from metrics_app.models import ModelKind, ModelVersion
 
 from .common import LercError
+from .options import version_data_options
 
 VAL_SPLITS = {"dev", "val", "valid", "validation"}
 # Aggregation models whose posterior is an A/B soft target.
@@ -129,7 +127,7 @@ def lerc_dataset_build(
         )
         for item_id in sorted(gold):
             item = used_items[item_id]
-            example = _example(kind, item, gold[item_id], project)
+            example = item_example(kind, item, gold[item_id], project)
             target = _split_of(item, example, use_item_split=use_item_split,
                                holdout_dataset=holdout_dataset, seed=seed,
                                val_fraction=val_fraction, test_fraction=test_fraction)
@@ -243,7 +241,8 @@ def _split_of(item: Item, example, *, use_item_split: bool, holdout_dataset: str
             else "val" if position < test_fraction + val_fraction else "train")
 
 
-def _example(kind: str, item: Item, gold: float, project: Project):
+def item_example(kind: str, item: Item, gold: float, project: Project):
+    """The LercExample (or PairExample) of an item with gold `gold`."""
     content = item.content or {}
     group = f"{project.id}:{_item_group(item)}"
     if kind == ModelKind.PAIRWISE:
@@ -260,15 +259,13 @@ def _example(kind: str, item: Item, gold: float, project: Project):
 
 def mc_pretraining_build(*, projects: list[Project], seed: int = 0) -> list:
     """3-way pre-training examples from multiple-choice projects' items (role A is correct)."""
-    from metrics_app.lerc.data import mc_item_row, mc_pretraining_examples
-
     items = Item.objects.filter(project__in=projects, project__kind=TaskKind.MC,
                                 is_practice=False).order_by("id")
     rows = [row for item in items if (row := mc_item_row(item.content or {})) is not None]
     return mc_pretraining_examples(rows, seed=seed)
 
 
-def _held_out(item: Item, train_ids: set[str], train_groups: set[str]) -> bool:
+def is_held_out(item: Item, train_ids: set[str], train_groups: set[str]) -> bool:
     """Whether an item is outside training: not a training example; judged items that are not
     training examples are validation/test; unjudged ones count when their split field is
     validation/test, or, without one, when no training example shares their passage group."""
@@ -282,19 +279,20 @@ def _held_out(item: Item, train_ids: set[str], train_groups: set[str]) -> bool:
     return f"{item.project_id}:{_item_group(item)}" not in train_groups
 
 
-def _train_config(model_version: ModelVersion, output_dir) -> TrainConfig:
-    options = dict(model_version.config.get("train", {}))
-    backbone = "" if model_version.backbone == "packaged MiniLM" else model_version.backbone
-    return TrainConfig.from_dict({**options, "backbone": backbone, "output_dir": str(output_dir)})
-
-
-def _dataset_for(model_version: ModelVersion) -> LercDataset:
-    data = model_version.config.get("data", {})
+def version_dataset_build(model_version: ModelVersion) -> LercDataset:
+    """The dataset a version trains on: its projects' judgments up to its pinned watermarks,
+    split as its data options say."""
+    data = version_data_options(model_version)
     return lerc_dataset_build(
         projects=list(model_version.projects.order_by("id")),
         kind=model_version.kind,
         watermarks=model_version.data_snapshot.get("watermarks"),
-        holdout_dataset=data.get("holdout_dataset", ""),
-        split_mode=data.get("split_mode", "auto"),
-        znormalize=data.get("znormalize", False),
+        holdout_dataset=data.holdout_dataset,
+        split_mode=data.split_mode,
+        znormalize=data.znormalize,
     )
+
+
+def project_watermarks(projects: list[Project]) -> dict[str, int]:
+    """The judgments a new version pins, per project id: the newest data judgment's id."""
+    return {str(p.id): _data_watermark(p) for p in projects}

@@ -17,10 +17,11 @@ from dataclasses import dataclass
 from django.db import transaction
 
 from annotation.models import Judgment, Project
+from core.leases import owner_state
 from metrics_app.models import ModelKind, ModelStatus, ModelVersion
 
-from .common import _event
-from .training import _worker_state, model_version_create, model_version_enqueue
+from .common import version_event
+from .training import model_version_create, model_version_enqueue
 
 DEMO_PROJECT_SLUG = "demo-evouna-nq"
 DEMO_TRAIN_OPTIONS = {
@@ -48,9 +49,9 @@ def lerc_demo_training_ensure(*, project_slug: str = DEMO_PROJECT_SLUG) -> DemoT
     `model_version_train`). A version still queued keeps its message in the broker and is not
     sent twice."""
     interrupted = [version for version in ModelVersion.objects.filter(status=ModelStatus.TRAINING)
-                   if _worker_state((version.progress or {}).get("worker", "")) == "dead"]
+                   if owner_state(version.lease) == "dead"]
     for version in interrupted:
-        _event(version, "requeued", "rundemo started again after it stopped mid-training")
+        version_event(version, "requeued", "rundemo started again after it stopped mid-training")
         model_version_enqueue(model_version=version)
     if interrupted:
         return DemoTraining(version=interrupted[0], resumed=True)

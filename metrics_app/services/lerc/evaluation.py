@@ -7,17 +7,13 @@ from typing import Any
 from annotation.domain.agreement import pearson
 from annotation.models import Item, Project, TaskKind
 from metrics_app.domain.meta_evaluation import minimal_pair_accuracy, minimal_pairs
+from metrics_app.lerc.config import KIND_PAIRWISE, KIND_REGRESSION
 from metrics_app.lerc.evaluation import decision_report
-from metrics_app.lerc.train import (
-    KIND_PAIRWISE,
-    KIND_REGRESSION,
-    pairwise_accuracy_of_labels,
-    validation_metric_name,
-)
+from metrics_app.lerc.validation import pairwise_accuracy_of_labels, validation_metric_name
 from metrics_app.models import ModelKind, ModelVersion
 from metrics_app.services.lerc_artifacts import artifact_local_path
 
-from .datasets import _example, _held_out
+from .datasets import is_held_out, item_example
 
 
 def lerc_minimal_pair_accuracy(scorer, projects: list[Project], trained_on: list | None = None
@@ -25,24 +21,25 @@ def lerc_minimal_pair_accuracy(scorer, projects: list[Project], trained_on: list
     """How often the model scores a minimal pair's better candidate higher
     (`meta_evaluation.minimal_pairs` and `minimal_pair_accuracy`: a tie counts half); with
     `trained_on` (the training examples) only pairs whose both items are held out (validation
-    or test, see _held_out) count: a pair the model was trained on measures memory."""
+    or test, see is_held_out) count: a pair the model was trained on measures memory."""
     train_ids = {e.id for e in trained_on or []}
     train_groups = {e.group for e in trained_on or []}
     items = [i for i in Item.objects.filter(project__in=projects, project__kind=TaskKind.LIKERT)
              .order_by("id") if "minimal_pair" in (i.metadata or {})
-             and (trained_on is None or _held_out(i, train_ids, train_groups))]
+             and (trained_on is None or is_held_out(i, train_ids, train_groups))]
     index = {item.pk: position for position, item in enumerate(items)}
     pairs = minimal_pairs({"id": i.pk, "metadata": i.metadata, "gold": i.gold} for i in items)
     if not pairs:
         return {"accuracy": None, "n": 0}
-    scores = scorer.score([_example(ModelKind.REGRESSION, item, 0.0, item.project)
+    scores = scorer.score([item_example(ModelKind.REGRESSION, item, 0.0, item.project)
                            for item in items])
     result = minimal_pair_accuracy(
         (scores[index[better["id"]]], scores[index[worse["id"]]]) for _, better, worse in pairs)
     return {"accuracy": result["accuracy"], "n": result["n"]}
 
 
-def _metric_summary(version: ModelVersion) -> str:
+def validation_summary(version: ModelVersion) -> str:
+    """The version's validation metric in words (its "evaluated" event)."""
     name = validation_metric_name(KIND_PAIRWISE if version.kind == ModelKind.PAIRWISE
                                   else KIND_REGRESSION)
     value = (version.metrics.get("validation") or {}).get(name)
@@ -52,9 +49,11 @@ def _metric_summary(version: ModelVersion) -> str:
 _SCORERS: dict[str, Any] = {}
 
 
-def _scorer_for_path(path: str):
+def scorer_for_path(path: str):
     """Loaded models are cached per process (a worker scores many batches with one model)."""
-    from metrics_app.lerc.infer import LercScorer
+    # Lazy: torch and transformers load in the process that scores, not in every process
+    # that imports the services.
+    from metrics_app.lerc.inference import LercScorer
 
     if path not in _SCORERS:
         if len(_SCORERS) >= 3:
@@ -65,10 +64,10 @@ def _scorer_for_path(path: str):
 
 def model_version_scorer(model_version: ModelVersion):
     """A LercScorer for a trained version (downloading it from S3 once if needed)."""
-    return _scorer_for_path(str(artifact_local_path(model_version.artifact_uri)))
+    return scorer_for_path(str(artifact_local_path(model_version.artifact_uri)))
 
 
-def _evaluate(scorer, kind: str, examples: list, predictions: list | None = None
+def split_metrics(scorer, kind: str, examples: list, predictions: list | None = None
               ) -> dict[str, Any]:
     """Validation/test numbers; `predictions` are the scorer's scores when already computed."""
     if not examples:

@@ -10,17 +10,15 @@ from django.db import transaction
 from django.utils import timezone
 
 from annotation.models import Project
-from metrics_app.lerc.train import (
-    KIND_PAIRWISE,
-    KIND_REGRESSION,
-    capped_examples,
-    validation_metric_name,
-)
+from metrics_app.lerc.config import KIND_PAIRWISE, KIND_REGRESSION
+from metrics_app.lerc.data import capped_examples
+from metrics_app.lerc.validation import validation_metric_name
 from metrics_app.models import ModelKind, ModelStatus, ModelVersion
 
-from .common import LercError, _event
-from .datasets import _dataset_for, _train_config
-from .evaluation import _evaluate, model_version_scorer
+from .common import LercError, version_event
+from .datasets import version_dataset_build
+from .evaluation import model_version_scorer, split_metrics
+from .options import version_train_config
 
 
 def _project_set(version: ModelVersion) -> frozenset[int]:
@@ -62,8 +60,9 @@ def model_version_decide(*, model_version: ModelVersion, val_examples: list | No
     candidate = (version.metrics.get("validation") or {}).get(metric)
     incumbent = promoted_model_version(name=version.name, projects=_project_set(version))
     if val_examples is None:
-        cfg = _train_config(version, "")
-        val_examples = capped_examples(cfg, _dataset_for(version).val, cfg.max_val_examples)
+        cfg = version_train_config(version)
+        val_examples = capped_examples(cfg, version_dataset_build(version).val,
+                                       cfg.max_val_examples)
     decision: dict[str, Any] = {"metric": metric, "candidate": candidate,
                                 "validation_judgments_sha256":
                                     version.data_snapshot.get("judgment_ids_sha256"),
@@ -74,7 +73,7 @@ def model_version_decide(*, model_version: ModelVersion, val_examples: list | No
             why = f"validation {metric} could not be computed"
     else:
         try:
-            incumbent_value = _evaluate(model_version_scorer(incumbent), version.kind,
+            incumbent_value = split_metrics(model_version_scorer(incumbent), version.kind,
                                         val_examples).get(metric)
         except FileNotFoundError as exc:
             # The served model is gone: it cannot be compared, and serving it fails anyway.
@@ -102,11 +101,11 @@ def model_version_decide(*, model_version: ModelVersion, val_examples: list | No
         return model_version_promote(model_version=version, reason=f"automatic: {why}")
     version.status = ModelStatus.REJECTED
     version.save(update_fields=["status"])
-    _event(version, "rejected", f"automatic: {why}")
+    version_event(version, "rejected", f"automatic: {why}")
     return version
 
 
-def _promotion_baselines() -> list[str]:
+def promotion_baselines() -> list[str]:
     return list(getattr(settings, "QAJ_LERC_PROMOTION_BASELINES", []) or [])
 
 
@@ -114,11 +113,11 @@ def _baseline_floor(version: ModelVersion, metric: str) -> dict | None:
     """The promotion floor: the version's validation metric must beat every baseline metric
     measured on the same validation examples (`metrics["baselines"]`, computed after training).
     None when no floor applies (A/B models, or QAJ_LERC_PROMOTION_BASELINES empty)."""
-    if version.kind != ModelKind.REGRESSION or not _promotion_baselines():
+    if version.kind != ModelKind.REGRESSION or not promotion_baselines():
         return None
     candidate = (version.metrics.get("validation") or {}).get(metric)
     measured = (version.metrics.get("baselines") or {}).get("validation") or {}
-    values = {name: (measured.get(name) or {}).get(metric) for name in _promotion_baselines()
+    values = {name: (measured.get(name) or {}).get(metric) for name in promotion_baselines()
               if name in measured}
     values = {name: value for name, value in values.items() if value is not None}
     if not values:
@@ -149,11 +148,11 @@ def model_version_promote(*, model_version: ModelVersion, user=None, reason: str
             continue
         previous.status = ModelStatus.EVALUATED
         previous.save(update_fields=["status"])
-        _event(previous, "demoted", f"replaced by v{version.number}", user)
+        version_event(previous, "demoted", f"replaced by v{version.number}", user)
     version.status = ModelStatus.PROMOTED
     version.promoted_at = timezone.now()
     version.save(update_fields=["status", "promoted_at"])
-    _event(version, "promoted", reason or ("by hand" if user else ""), user)
+    version_event(version, "promoted", reason or ("by hand" if user else ""), user)
     return version
 
 
@@ -183,7 +182,7 @@ def model_version_rollback(*, name: str = "lerc", user=None,
     if earlier is None:
         raise LercError(f"{name} v{current.number} is the only version ever promoted for "
                         f"projects {_scope_label(scope)}")
-    _event(current, "rolled back", f"back to v{earlier.number}", user)
+    version_event(current, "rolled back", f"back to v{earlier.number}", user)
     return model_version_promote(model_version=earlier, user=user,
                                  reason=f"rollback from v{current.number}")
 

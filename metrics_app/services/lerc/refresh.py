@@ -1,40 +1,16 @@
 """Scheduled work: retrain when enough new judgments arrived (counting only work gathered here
-unless imports are asked for), and fail versions whose worker stopped beating."""
+unless imports are asked for). Versions whose worker stopped beating are failed by the one
+lease sweep (metrics_app/services/job_leases.py)."""
 from __future__ import annotations
 
 from django.conf import settings
 from django.db import transaction
-from django.utils import timezone
 
 from annotation.models import NON_DATA_STAGE_KINDS, Judgment, Project, StageKind
 from metrics_app.models import ModelKind, ModelStatus, ModelVersion
 
-from .common import IN_FLIGHT, NAME_BY_KIND, TASK_KIND_BY_MODEL_KIND, _event
-from .training import _heartbeat_age, _stale_after, model_version_create, model_version_enqueue
-
-
-def model_versions_fail_stale(*, stale_after_seconds: int | None = None) -> list[ModelVersion]:
-    """Versions 'training' without a heartbeat for too long lost their worker (killed, machine
-    gone): mark them failed so nothing stays 'training' forever. A redelivered task for a
-    failed version does nothing; retrain by creating a new version."""
-    limit = stale_after_seconds if stale_after_seconds is not None else _stale_after()
-    failed = []
-    for version in ModelVersion.objects.filter(status=ModelStatus.TRAINING):
-        age = _heartbeat_age(version)
-        if age is None or age < limit:
-            continue
-        with transaction.atomic():
-            locked = ModelVersion.objects.select_for_update().get(pk=version.pk)
-            if locked.status != ModelStatus.TRAINING:
-                continue
-            locked.status = ModelStatus.FAILED
-            locked.error = (f"worker lost: no progress heartbeat for {age:.0f}s "
-                            f"(last worker {(locked.progress or {}).get('worker', '?')})")
-            locked.finished_at = timezone.now()
-            locked.save(update_fields=["status", "error", "finished_at"])
-            _event(locked, "failed", locked.error)
-        failed.append(locked)
-    return failed
+from .common import IN_FLIGHT, NAME_BY_KIND, TASK_KIND_BY_MODEL_KIND
+from .training import model_version_create, model_version_enqueue
 
 
 def lerc_refresh_due(*, min_new_judgments: int) -> list[tuple[Project, ModelKind, int]]:

@@ -4,45 +4,48 @@ twice, a cancel request is honoured), evaluated, stored and decided."""
 from __future__ import annotations
 
 import logging
-import os
-import socket
 import threading
 import time
 import traceback
 import uuid
 from pathlib import Path
-from typing import Any
 
-from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import Max
+from django.db.models import Max, Q
 from django.utils import timezone
 
 from annotation.models import Project, TaskKind
 from annotation.services.background import task_send
-from metrics_app.lerc.evaluation import compare_with_baselines
-from metrics_app.lerc.train import (
-    KIND_PAIRWISE,
-    KIND_REGRESSION,
-    TrainConfig,
-    TrainingCancelled,
-    capped_examples,
+from core.leases import (
+    Heartbeat,
+    JobLease,
+    heartbeat_age,
+    heartbeat_seconds,
+    owner_state,
+    stale_after_seconds,
 )
+from metrics_app.lerc.config import TrainingCancelled
+from metrics_app.lerc.data import capped_examples
+from metrics_app.lerc.evaluation import compare_with_baselines
 from metrics_app.models import ModelKind, ModelStatus, ModelVersion
-from metrics_app.services.job_leases import Heartbeat, heartbeat_seconds
 from metrics_app.services.lerc_artifacts import artifact_store, work_dir
 
-from .common import IN_FLIGHT, NAME_BY_KIND, TASK_KIND_BY_MODEL_KIND, LercError, _event
-from .datasets import (
-    LercDataset,
-    _data_watermark,
-    _dataset_for,
-    _train_config,
-    mc_pretraining_build,
+from .common import IN_FLIGHT, NAME_BY_KIND, TASK_KIND_BY_MODEL_KIND, LercError, version_event
+from .datasets import LercDataset, mc_pretraining_build, project_watermarks, version_dataset_build
+from .evaluation import (
+    lerc_minimal_pair_accuracy,
+    scorer_for_path,
+    split_metrics,
+    validation_summary,
 )
-from .evaluation import _evaluate, _metric_summary, _scorer_for_path, lerc_minimal_pair_accuracy
 from .model_card import write_model_card
-from .promotion import _promotion_baselines, model_version_decide
+from .options import (
+    DataOptions,
+    version_config_build,
+    version_data_options,
+    version_train_config,
+)
+from .promotion import model_version_decide, promotion_baselines
 
 logger = logging.getLogger(__name__)
 
@@ -55,11 +58,6 @@ class TrainingElsewhere(Exception):
     def __init__(self, message: str, countdown: int):
         super().__init__(message)
         self.countdown = countdown
-
-
-def default_train_options() -> dict[str, Any]:
-    """Training options every new version starts from (QAJ_LERC_TRAIN_OPTIONS)."""
-    return dict(getattr(settings, "QAJ_LERC_TRAIN_OPTIONS", {}) or {})
 
 
 def model_version_create(
@@ -82,38 +80,26 @@ def model_version_create(
     wrong = [p.slug for p in projects if p.kind != wanted]
     if wrong:
         raise LercError(f"{kind} models train on {wanted} projects; not: {', '.join(wrong)}")
-    options = {**default_train_options(), **(train_options or {})}
-    options["kind"] = KIND_PAIRWISE if kind == ModelKind.PAIRWISE else KIND_REGRESSION
-    backbone = backbone or options.pop("backbone", "") or getattr(settings, "QAJ_LERC_BACKBONE", "")
-    options.pop("backbone", None)
-    options.pop("output_dir", None)
-    try:
-        TrainConfig.from_dict(options)
-    except (TypeError, ValueError) as exc:
-        raise LercError(str(exc)) from exc
+    config, backbone = version_config_build(
+        kind=kind, backbone=backbone, train_options=train_options,
+        data=DataOptions(holdout_dataset=holdout_dataset, split_mode=split_mode,
+                         znormalize=znormalize,
+                         pretrain_projects=tuple(p.slug for p in pretrain_projects or [])))
     if pretrain_projects and any(p.kind != TaskKind.MC for p in pretrain_projects):
         raise LercError("pre-training uses multiple-choice (mc) projects")
-    if pretrain_projects and not options.get("pretrain_epochs"):
-        options["pretrain_epochs"] = 1
     name = NAME_BY_KIND[kind]
-    config = {
-        "train": options,
-        "data": {"holdout_dataset": holdout_dataset, "split_mode": split_mode,
-                 "znormalize": znormalize,
-                 "pretrain_projects": [p.slug for p in pretrain_projects or []]},
-    }
-    snapshot = {"watermarks": {str(p.id): _data_watermark(p) for p in projects}}
+    snapshot = {"watermarks": project_watermarks(projects)}
     for _attempt in range(5):
         try:
             with transaction.atomic():
                 number = (ModelVersion.objects.filter(name=name).aggregate(m=Max("number"))["m"]
                           or 0) + 1
                 version = ModelVersion.objects.create(
-                    name=name, number=number, kind=kind, backbone=backbone or "packaged MiniLM",
+                    name=name, number=number, kind=kind, backbone=backbone,
                     config=config, data_snapshot=snapshot, status=ModelStatus.QUEUED,
                 )
                 version.projects.set(projects)
-                _event(version, "created", reason or f"projects: {', '.join(p.slug for p in projects)}",
+                version_event(version, "created", reason or f"projects: {', '.join(p.slug for p in projects)}",
                        user)
                 return version
         except IntegrityError:
@@ -132,60 +118,18 @@ def model_version_enqueue(*, model_version: ModelVersion, task: str = "train") -
     return task_id
 
 
-def _stale_after() -> int:
-    return int(getattr(settings, "QAJ_LERC_STALE_AFTER_SECONDS", 300))
-
-
-def _heartbeat_age(model_version: ModelVersion) -> float | None:
-    beat = (model_version.progress or {}).get("heartbeat")
-    if beat:
-        from django.utils.dateparse import parse_datetime
-
-        parsed = parse_datetime(beat)
-        if parsed:
-            return (timezone.now() - parsed).total_seconds()
-    if model_version.started_at:
-        return (timezone.now() - model_version.started_at).total_seconds()
-    return None
-
-
-def _this_worker() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}"
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # someone else's live process
-    return True
-
-
-def _worker_state(worker: str) -> str:
-    """"dead" (this host, the process is gone), "alive" (this host, running) or "elsewhere"
-    (another host, or unknown) for a heartbeat's `host:pid`. A reused pid reads as alive: the
-    safe side, the task then waits for the heartbeat to go stale."""
-    host, _sep, pid = (worker or "").rpartition(":")
-    if not host or host != socket.gethostname() or not pid.isdigit():
-        return "elsewhere"
-    if int(pid) == os.getpid():
-        return "alive"
-    return "alive" if _pid_alive(int(pid)) else "dead"
-
-
 class _ProgressReporter:
-    """Saves training progress (and a heartbeat) to the version; answers the cancel check.
-    Both touch the database at most every `interval` seconds."""
+    """Saves training progress to the version under its lease (each save renews the
+    heartbeat); answers the cancel check. Both touch the database at most every `interval`
+    seconds."""
 
-    def __init__(self, model_version: ModelVersion, interval: float = 2.0):
+    def __init__(self, model_version: ModelVersion, lease: JobLease, interval: float = 2.0):
         self.pk = model_version.pk
+        self.lease = lease
         self.interval = interval
         self._last_save = 0.0
         self._last_check = 0.0
         self._cancel = False
-        self.worker = _this_worker()
         self._info: dict = {}
         self._lock = threading.Lock()  # the heartbeat thread writes the same row
 
@@ -204,10 +148,7 @@ class _ProgressReporter:
 
     def _save(self) -> bool:
         with self._lock:
-            progress = {**self._info, "heartbeat": timezone.now().isoformat(),
-                        "worker": self.worker}
-            return bool(ModelVersion.objects.filter(pk=self.pk, status=ModelStatus.TRAINING)
-                        .update(progress=progress))
+            return self.lease.beat(progress=dict(self._info))
 
     def should_cancel(self) -> bool:
         now = time.monotonic()
@@ -232,10 +173,11 @@ def model_version_train(*, model_version: ModelVersion) -> ModelVersion:
     if current.status == ModelStatus.EVALUATED and "promotion_decision" not in current.metrics:
         # The worker died between the evaluation and the promotion decision.
         return model_version_decide(model_version=current)
-    version, claimed = _claim_for_training(model_version)
+    lease = JobLease(ModelVersion, model_version.pk)
+    version, claimed = _claim_for_training(model_version, lease)
     if not claimed:
         return version
-    reporter = _ProgressReporter(version)
+    reporter = _ProgressReporter(version, lease)
     heartbeat = Heartbeat(reporter.beat, every=heartbeat_seconds(),
                           name=f"lerc-v{version.number}").start()
     try:
@@ -262,27 +204,28 @@ def model_version_train(*, model_version: ModelVersion) -> ModelVersion:
         version.artifact_uri = uri
         version.status = ModelStatus.EVALUATED
         version.finished_at = timezone.now()
-        version.progress = {**(version.progress or {}), "phase": "done",
-                            "heartbeat": timezone.now().isoformat()}
+        version.progress = {**(version.progress or {}), "phase": "done"}
+        version.heartbeat_at = timezone.now()
         version.save(update_fields=["data_snapshot", "metrics", "artifact_uri", "status",
-                                    "finished_at", "progress"])
-        _event(version, "evaluated", _metric_summary(version))
+                                    "finished_at", "progress", "heartbeat_at"])
+        version_event(version, "evaluated", validation_summary(version))
     return model_version_decide(model_version=version, val_examples=val_examples)
 
 
 @transaction.atomic
-def _claim_for_training(model_version: ModelVersion) -> tuple[ModelVersion, bool]:
-    """Lock the version and mark it training by this worker; (version, False) when there is
+def _claim_for_training(model_version: ModelVersion, lease: JobLease
+                        ) -> tuple[ModelVersion, bool]:
+    """Lock the version and claim its lease for this worker; (version, False) when there is
     nothing to do here: finished, cancelled before it started, or alive in another worker."""
     version = ModelVersion.objects.select_for_update().get(pk=model_version.pk)
     if version.status not in IN_FLIGHT:
         logger.info("%s is %s; nothing to train", version, version.status)
         return version, False
     if version.status == ModelStatus.TRAINING:
-        age = _heartbeat_age(version)
-        owner = (version.progress or {}).get("worker", "")
-        if age is not None and age < _stale_after():
-            state = _worker_state(owner)
+        age = heartbeat_age(version)
+        owner = version.lease
+        if age is not None and age < stale_after_seconds():
+            state = owner_state(owner)
             if state == "alive":
                 logger.info("%s is being trained by %s (heartbeat %.0fs ago)", version,
                             owner, age)
@@ -291,20 +234,18 @@ def _claim_for_training(model_version: ModelVersion) -> tuple[ModelVersion, bool
                 raise TrainingElsewhere(
                     f"{version} is being trained by {owner or 'another worker'} "
                     f"(heartbeat {age:.0f}s ago)",
-                    countdown=max(60, int(_stale_after() - age) + 60))
-            _event(version, "resumed", f"redelivered: its worker {owner} on this host is gone")
+                    countdown=max(60, int(stale_after_seconds() - age) + 60))
+            version_event(version, "resumed", f"redelivered: its worker {owner} on this host is gone")
         else:
-            _event(version, "resumed", "redelivered after its worker stopped")
+            version_event(version, "resumed", "redelivered after its worker stopped")
     if version.cancel_requested:
         return _finish_cancelled(version, "cancelled before training started"), False
-    version.status = ModelStatus.TRAINING
-    version.started_at = version.started_at or timezone.now()
-    version.error = ""
-    version.progress = {"phase": "preparing", "heartbeat": timezone.now().isoformat(),
-                        "worker": _this_worker()}
-    version.save(update_fields=["status", "started_at", "error", "progress"])
+    # The row is locked and the decision made: the claim takes it whatever its lease says.
+    version = lease.claim(claimable=Q(status__in=IN_FLIGHT),
+                          started_at=version.started_at or timezone.now(), error="",
+                          progress={"phase": "preparing"})
     if not version.events.filter(event="training started").exists():
-        _event(version, "training started")
+        version_event(version, "training started")
     return version, True
 
 
@@ -312,21 +253,23 @@ def _train_and_evaluate(version: ModelVersion, reporter: _ProgressReporter
                         ) -> tuple[LercDataset, dict, str, list]:
     """Build the data, train, evaluate and store the weights with their model card:
     (dataset, metrics, artifact URI, validation examples)."""
-    from metrics_app.lerc.train import train
+    # Lazy: the learning stack (torch, transformers) loads in the worker that trains, not in
+    # every process that imports the services.
+    from metrics_app.lerc.training import train
 
     # Heartbeats around the phases outside the training loop (reading judgments,
     # evaluating), so a long one on a big project is not mistaken for a lost worker.
     reporter({"phase": "building data"}, force=True)
-    dataset = _dataset_for(version)
+    dataset = version_dataset_build(version)
     reporter({"phase": "data built", "examples": dataset.snapshot.get("examples")},
              force=True)
     if not dataset.train:
         raise LercError("no training examples in the selected judgments")
     key = f"{version.name}-v{version.number}"
-    cfg = _train_config(version, work_dir(key))
+    cfg = version_train_config(version, work_dir(key))
     started = time.monotonic()
     mc_examples = None
-    pretrain_slugs = version.config.get("data", {}).get("pretrain_projects") or []
+    pretrain_slugs = version_data_options(version).pretrain_projects
     if pretrain_slugs and cfg.pretrain_epochs:
         mc_examples = mc_pretraining_build(
             projects=list(Project.objects.filter(slug__in=pretrain_slugs)), seed=cfg.seed)
@@ -337,7 +280,7 @@ def _train_and_evaluate(version: ModelVersion, reporter: _ProgressReporter
     started_eval = time.monotonic()
     val_examples = capped_examples(cfg, dataset.val, cfg.max_val_examples)
     test_examples = capped_examples(cfg, dataset.test, cfg.max_test_examples)
-    evaluation = _evaluation(version, _scorer_for_path(result["model_dir"]), dataset,
+    evaluation = _evaluation(version, scorer_for_path(result["model_dir"]), dataset,
                              val_examples, test_examples, reporter)
     metrics = {
         **evaluation,
@@ -362,14 +305,14 @@ def _evaluation(version: ModelVersion, scorer, dataset: LercDataset, val_example
     # Scored once, used for the version's numbers and for the baseline comparison.
     val_scores = scorer.score(val_examples) if regression and val_examples else None
     test_scores = scorer.score(test_examples) if regression and test_examples else None
-    evaluation = {"validation": _evaluate(scorer, version.kind, val_examples, val_scores)}
+    evaluation = {"validation": split_metrics(scorer, version.kind, val_examples, val_scores)}
     reporter({"phase": "evaluating", "split": "test"}, force=True)
-    evaluation["test"] = _evaluate(scorer, version.kind, test_examples, test_scores)
-    if regression and _promotion_baselines():
+    evaluation["test"] = split_metrics(scorer, version.kind, test_examples, test_scores)
+    if regression and promotion_baselines():
         reporter({"phase": "evaluating", "split": "baselines"}, force=True)
         evaluation["baselines"] = compare_with_baselines(
             val_scores or [], test_scores or [], val_examples, test_examples,
-            baselines=_promotion_baselines())
+            baselines=promotion_baselines())
     if regression:
         reporter({"phase": "evaluating", "split": "minimal pairs"}, force=True)
         pairs = lerc_minimal_pair_accuracy(scorer, list(version.projects.all()),
@@ -383,7 +326,7 @@ def _finish_cancelled(version: ModelVersion, detail: str) -> ModelVersion:
     version.status = ModelStatus.CANCELLED
     version.finished_at = timezone.now()
     version.save(update_fields=["status", "finished_at"])
-    _event(version, "cancelled", detail)
+    version_event(version, "cancelled", detail)
     return version
 
 
@@ -391,7 +334,7 @@ def _fail(version: ModelVersion, error: str, trace: str = "") -> None:
     ModelVersion.objects.filter(pk=version.pk).update(
         status=ModelStatus.FAILED, error=(error + "\n\n" + trace).strip(),
         finished_at=timezone.now())
-    _event(version, "failed", error)
+    version_event(version, "failed", error)
 
 
 def model_version_cancel(*, model_version: ModelVersion, user=None) -> ModelVersion:
@@ -402,7 +345,14 @@ def model_version_cancel(*, model_version: ModelVersion, user=None) -> ModelVers
             raise LercError(f"v{version.number} is {version.status}; nothing to cancel")
         version.cancel_requested = True
         version.save(update_fields=["cancel_requested"])
-        _event(version, "cancel requested", "", user)
+        version_event(version, "cancel requested", "", user)
         if version.status == ModelStatus.QUEUED:
             return _finish_cancelled(version, "cancelled while queued")
     return version
+
+
+def model_version_worker_lost(version: ModelVersion, reason: str) -> None:
+    """The lease sweep failed a version whose worker stopped beating (core/leases.py): log it
+    on the version. A redelivered task for a failed version does nothing; retrain by creating
+    a new version."""
+    version_event(version, "failed", reason)

@@ -30,3 +30,21 @@ def test_scoring_jobs_show_progress_read_only_and_only_for_visible_projects(clie
     response = client.get(changelist)
     assert response.status_code == 200
     assert [job.pk for job in response.context["cl"].result_list] == [mine.pk]
+
+
+def test_item_scoring_jobs_are_listed_to_their_requester_and_superusers(client):
+    """Jobs of posted items have no project: the admin lists them by the rule the API's job door
+    uses (metrics_app/access_selectors.py)."""
+    from metrics_app.models import ItemScoringJob
+
+    alice, bob = make_user("alice", staff=True), make_user("bob", staff=True)
+    mine = ItemScoringJob.objects.create(metrics=["f1"], items=[], requested_by=alice)
+    theirs = ItemScoringJob.objects.create(metrics=["f1"], items=[], requested_by=bob)
+    changelist = reverse("admin:metrics_app_itemscoringjob_changelist")
+    client.force_login(alice)
+    assert [job.pk for job in client.get(changelist).context["cl"].result_list] == [mine.pk]
+    assert client.get(reverse("admin:metrics_app_itemscoringjob_change",
+                              args=[theirs.pk])).status_code == 302  # not found: back to list
+    client.force_login(make_user("root", superuser=True))
+    listed = {job.pk for job in client.get(changelist).context["cl"].result_list}
+    assert listed == {mine.pk, theirs.pk}

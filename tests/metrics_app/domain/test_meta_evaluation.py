@@ -110,7 +110,7 @@ def test_minimal_pairs_are_complete_pairs_with_the_better_candidate_first():
 def test_training_pairs_count_a_tie_half_like_the_metric_report():
     """One definition: LERC validation and promotion measure pairwise accuracy as the metric
     report does (a tie counts half, whichever answer was preferred)."""
-    from metrics_app.lerc.train import pairwise_accuracy_of_labels
+    from metrics_app.lerc.validation import pairwise_accuracy_of_labels
 
     assert pairwise_accuracy_of_labels([(0.3, 0.3)], [1.0]) == 0.5
     assert pairwise_accuracy_of_labels([(0.3, 0.3)], [0.0]) == 0.5

@@ -35,7 +35,8 @@ def _one_torch_thread():
 @pytest.fixture(scope="session")
 def trained_model_dir(tmp_path_factory) -> str:
     """A tiny trained model folder (quality irrelevant) for serving tests."""
-    from metrics_app.lerc.train import TrainConfig, train
+    from metrics_app.lerc.config import TrainConfig
+    from metrics_app.lerc.training import train
 
     output = tmp_path_factory.mktemp("lerc-served")
     cfg = TrainConfig.from_dict({**TINY_TRAIN_OPTIONS, "epochs": 1, "output_dir": str(output)})

@@ -18,7 +18,7 @@ from django.core.management import call_command
 
 from annotation.models import TaskKind
 from metrics_app.lerc.data import LercExample
-from metrics_app.lerc.infer import LercScorer
+from metrics_app.lerc.inference import LercScorer
 from metrics_app.models import ModelStatus, ModelVersion
 from testing.factories import make_item, make_judgment, make_project, make_stage, make_worker
 from tests.support.celery_workers import send, wait_for
@@ -98,7 +98,8 @@ def test_judgments_refresh_train_promote_and_score(workers, redis_url, tmp_path)
 @pytest.mark.reliability
 def test_killed_worker_leaves_no_version_training(workers, redis_url):
     from metrics_app.services.lerc import model_version_create
-    from worker.tasks.lerc import lerc_fail_stale, lerc_train
+    from worker.tasks.lerc import lerc_train
+    from worker.tasks.metrics import recover_stale_jobs
 
     project = make_project(kind=TaskKind.LIKERT)
     stage, annotator = make_stage(project), make_worker()
@@ -115,9 +116,9 @@ def test_killed_worker_leaves_no_version_training(workers, redis_url):
     assert version.status == ModelStatus.TRAINING  # the dead worker could not clean up
 
     # The beat's sweeper (here on a fresh worker, heartbeat limit 2 s) fails it.
-    sweeper = workers(QAJ_LERC_STALE_AFTER_SECONDS="2")
+    sweeper = workers(QAJ_JOB_STALE_AFTER_SECONDS="2")
     time.sleep(3)
-    send(lerc_fail_stale, redis_url)
+    send(recover_stale_jobs, redis_url)
     wait_for(lambda: ModelVersion.objects.get(pk=version.pk).status != ModelStatus.TRAINING,
              sweeper, 120, "the stale version to be failed")
     version.refresh_from_db()

@@ -5,7 +5,7 @@ in input order."""
 from __future__ import annotations
 
 from metrics_app.lerc.data import LercExample
-from metrics_app.lerc.infer import EXACT_MATCH_SCORE, LercScorer, predict_scores
+from metrics_app.lerc.inference import EXACT_MATCH_SCORE, LercScorer, predict_scores
 
 EXAMPLES = [
     LercExample(question="What color is the sky?", references=("blue",), candidate="green"),

@@ -14,9 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from metrics_app.lerc.config import TrainConfig
 from metrics_app.lerc.data import LercExample
-from metrics_app.lerc.infer import LercScorer
-from metrics_app.lerc.train import TrainConfig, train
+from metrics_app.lerc.inference import LercScorer
+from metrics_app.lerc.training import train
 from tests.support.paths import shared_data_path
 from tests.support.shared_artifacts import REPO, built_once, content_key
 

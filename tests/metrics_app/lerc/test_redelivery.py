@@ -31,8 +31,8 @@ def dead_pid() -> int:
 
 def mark_training(version, worker: str) -> None:
     ModelVersion.objects.filter(pk=version.pk).update(
-        status=ModelStatus.TRAINING, started_at=timezone.now(),
-        progress={"phase": "train", "heartbeat": timezone.now().isoformat(), "worker": worker})
+        status=ModelStatus.TRAINING, started_at=timezone.now(), heartbeat_at=timezone.now(),
+        lease=worker, progress={"phase": "train"})
 
 
 def test_killed_pool_child_on_this_host_resumes_at_once_from_its_checkpoint(
@@ -65,8 +65,8 @@ def test_fresh_heartbeat_on_another_host_asks_for_a_retry(lerc_settings):
     mark_training(version, "gpu-other-machine:4242")
     with pytest.raises(TrainingElsewhere) as raised:
         model_version_train(model_version=version)
-    # Look again about when the heartbeat could be stale (QAJ_LERC_STALE_AFTER_SECONDS).
-    stale_after = lerc_settings.QAJ_LERC_STALE_AFTER_SECONDS
+    # Look again about when the heartbeat could be stale (QAJ_JOB_STALE_AFTER_SECONDS).
+    stale_after = lerc_settings.QAJ_JOB_STALE_AFTER_SECONDS
     assert stale_after - 60 <= raised.value.countdown <= stale_after + 120
     version.refresh_from_db()
     assert version.status == ModelStatus.TRAINING

@@ -8,15 +8,12 @@ from dataclasses import replace
 import pytest
 
 from annotation.models import TaskKind
-from metrics_app.lerc.data import LercExample, PairExample
-from metrics_app.lerc.infer import predict_pairs, predict_scores
+from metrics_app.lerc.config import TrainConfig
+from metrics_app.lerc.data import LercExample, PairExample, capped_examples
+from metrics_app.lerc.inference import predict_pairs, predict_scores
 from metrics_app.lerc.model import build_encoder, model_class
-from metrics_app.lerc.train import (
-    TrainConfig,
-    capped_examples,
-    pairwise_accuracy_of_labels,
-    train,
-)
+from metrics_app.lerc.training import train
+from metrics_app.lerc.validation import pairwise_accuracy_of_labels
 from metrics_app.models import ModelStatus, ModelVersion
 from metrics_app.services.lerc import (
     lerc_dataset_build,

@@ -11,7 +11,7 @@ def _queue(task_name: str) -> str:
     return route["queue"].name
 
 
-@pytest.mark.parametrize("task_name", ["worker.tasks.lerc.lerc_fail_stale",
+@pytest.mark.parametrize("task_name", ["metrics.recover_stale_jobs",
                                        "worker.tasks.lerc.lerc_refresh"])
 def test_beat_checks_run_on_default_so_they_work_with_every_gpu_worker_dead(task_name):
     assert _queue(task_name) == "default"

@@ -6,11 +6,13 @@ import shutil
 from datetime import timedelta
 
 import pytest
+from django.test import override_settings
 from django.utils import timezone
 
 from annotation.models import StageKind, TaskKind
 from metrics_app.models import ModelStatus, ModelVersion
 from metrics_app.registry import MetricInput, MetricUnavailable, get_metric
+from metrics_app.services.job_leases import stale_jobs_recover_all
 from metrics_app.services.lerc import (
     LercError,
     lerc_dataset_build,
@@ -21,7 +23,6 @@ from metrics_app.services.lerc import (
     model_version_promote,
     model_version_rollback,
     model_version_train,
-    model_versions_fail_stale,
 )
 from testing.factories import make_item, make_judgment, make_project, make_stage
 from tests.support.lerc import likert_project_from_toy
@@ -182,16 +183,17 @@ def test_stale_training_is_failed_fresh_is_kept():
     project = make_project(kind=TaskKind.LIKERT)
     stale = model_version_create(projects=[project])
     fresh = model_version_create(projects=[project])
-    old = (timezone.now() - timedelta(hours=2)).isoformat()
+    old = timezone.now() - timedelta(hours=2)
     ModelVersion.objects.filter(pk=stale.pk).update(
-        status=ModelStatus.TRAINING, progress={"heartbeat": old, "worker": "gpu1:42"})
+        status=ModelStatus.TRAINING, heartbeat_at=old, lease="gpu1:42:ab12cd34")
     ModelVersion.objects.filter(pk=fresh.pk).update(
-        status=ModelStatus.TRAINING, progress={"heartbeat": timezone.now().isoformat()})
-    failed = model_versions_fail_stale(stale_after_seconds=600)
-    assert [v.pk for v in failed] == [stale.pk]
+        status=ModelStatus.TRAINING, heartbeat_at=timezone.now(), lease="gpu1:43:ab12cd34")
+    with override_settings(QAJ_JOB_STALE_AFTER_SECONDS=600):
+        assert stale_jobs_recover_all() == {"retried": 0, "failed": 1}
     stale.refresh_from_db()
     fresh.refresh_from_db()
     assert stale.status == ModelStatus.FAILED and "gpu1:42" in stale.error
+    assert stale.events.filter(event="failed", detail=stale.error).exists()
     assert fresh.status == ModelStatus.TRAINING
     # A redelivered task for the failed version does nothing.
     assert model_version_train(model_version=stale).status == ModelStatus.FAILED

@@ -6,17 +6,12 @@ import pytest
 import torch
 
 from annotation.domain.agreement import pearson
+from metrics_app.lerc.config import TrainConfig, TrainingCancelled
 from metrics_app.lerc.data import PairExample, mc_pretraining_examples
-from metrics_app.lerc.infer import LercScorer
+from metrics_app.lerc.inference import LercScorer
 from metrics_app.lerc.model import read_meta
-from metrics_app.lerc.train import (
-    TrainConfig,
-    TrainingCancelled,
-    _optimizer,
-    pairwise_accuracy_of_labels,
-    pretrain_backbone,
-    train,
-)
+from metrics_app.lerc.training import optimizer_for, pretrain_backbone, train
+from metrics_app.lerc.validation import pairwise_accuracy_of_labels
 from tests.support.lerc import toy_examples
 
 
@@ -114,7 +109,7 @@ def test_no_weight_decay_on_bias_and_layernorm(tiny_options):
 
     encoder, _ = build_encoder("", tiny_options["backbone_config"])
     model = LercRegressor(encoder)
-    decayed, undecayed = _optimizer(model, 1e-3, 0.01).param_groups
+    decayed, undecayed = optimizer_for(model, 1e-3, 0.01).param_groups
     names = {id(p): n for n, p in model.named_parameters()}
     assert all(not names[id(p)].endswith("bias") and "LayerNorm" not in names[id(p)]
                for p in decayed["params"])

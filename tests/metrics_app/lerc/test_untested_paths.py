@@ -4,8 +4,9 @@ from __future__ import annotations
 import pytest
 import torch
 
+from metrics_app.lerc.config import PAPER_LEARNING_RATES, TrainConfig
 from metrics_app.lerc.model import load_model, read_meta
-from metrics_app.lerc.train import PAPER_LEARNING_RATES, TrainConfig, train
+from metrics_app.lerc.training import train
 from metrics_app.models import ModelStatus
 from metrics_app.services.lerc import (
     model_version_cancel,

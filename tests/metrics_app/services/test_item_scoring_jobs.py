@@ -10,9 +10,9 @@ from django.urls import reverse
 from django.utils import timezone
 from rest_framework.test import APIClient
 
+from core.leases import JobLease
 from metrics_app.models import ItemScoringJob, ScoringStatus
 from metrics_app.registry import MetricInput, get_metric
-from metrics_app.services.job_leases import JobLease
 from metrics_app.services.scoring import (
     item_scoring_job_create,
     item_scoring_job_run,

@@ -263,7 +263,7 @@ def test_lfqa_difficult_rate_and_aspect_counts_per_domain(ab_project):
 
 
 def test_a_stage_is_named_by_id_or_name_in_the_dashboard_report_api_and_cli(client, ab_project):
-    """One rule (annotation.selectors.project_stage_by_ref): id or name, everywhere."""
+    """One rule (annotation.access_selectors.project_stage_by_ref): id or name, everywhere."""
     import io
 
     from django.core.management import CommandError, call_command

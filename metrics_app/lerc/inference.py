@@ -1,4 +1,6 @@
-"""Scoring with a trained LERC model (batched, under torch.inference_mode).
+"""Scoring with a LERC model (batched, under torch.inference_mode): raw scores of examples or
+pairs, the validation numbers the training loop picks its epoch by, and `LercScorer`, a loaded
+model folder with its calibrated judge.
 
 Inputs are sorted by token length and padded per batch, then the scores are put back in input
 order (as COMET's `predict(length_batching=True)`); `length_sorted=False` scores in input order
@@ -8,42 +10,32 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from typing import Any
 
 import torch
 
 from metrics_app.domain.batching import length_sorted_batches
 from metrics_app.domain.text_match import is_exact_match
 
+from .batching import collate, sequential_batches
 from .calibration import Calibrator
+from .config import KIND_PAIRWISE, KIND_REGRESSION, TrainConfig
 from .data import (
     Encoded,
     InputTooLong,
     LercExample,
     PairExample,
-    collate,
     encode_joined,
     encode_pair,
     encode_quadruple,
-    sequential_batches,
 )
+from .device import autocast_context, pick_device
 from .model import ClsHeadModel, load_model
+from .validation import pairwise_metrics, pearson_metrics
 
 # The top of MOCHA's 1–5 scale, which regression models are trained on (z-normalized gold is
 # mapped back onto it).
 EXACT_MATCH_SCORE = 5.0
-
-
-def pick_device(name: str = "auto") -> torch.device:
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(name)
-
-
-def autocast_context(device: torch.device, bf16: bool):
-    """bf16 autocast on CUDA (when the GPU supports it); full precision on CPU, where bf16
-    matmuls are slow on most machines."""
-    enabled = bool(bf16 and device.type == "cuda" and torch.cuda.is_bf16_supported())
-    return torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=enabled)
 
 
 def score_encoded(model: ClsHeadModel, encoded: Sequence[Encoded], *, pad_id: int,
@@ -138,6 +130,31 @@ def predict_pairs(model: ClsHeadModel, tokenizer, pairs: Sequence[PairExample], 
     return result
 
 
+def _regression_validation(model, tokenizer, cfg: TrainConfig, examples) -> dict[str, Any]:
+    predictions = predict_scores(model, tokenizer, examples, max_length=cfg.max_length,
+                                 batch_size=cfg.eval_batch_size, bf16=cfg.bf16,
+                                 reference_mode=cfg.reference_mode,
+                                 max_reference_tokens=cfg.max_reference_tokens)
+    return pearson_metrics(predictions, examples)
+
+
+def _pairwise_validation(model, tokenizer, cfg: TrainConfig, pairs) -> dict[str, Any]:
+    scores = predict_pairs(model, tokenizer, pairs, max_length=cfg.max_length,
+                           batch_size=cfg.eval_batch_size, bf16=cfg.bf16)
+    return pairwise_metrics(scores, pairs)
+
+
+VALIDATION_BY_KIND = {KIND_REGRESSION: _regression_validation,
+                      KIND_PAIRWISE: _pairwise_validation}
+
+
+def evaluate(model: ClsHeadModel, tokenizer, cfg: TrainConfig, examples) -> dict[str, Any]:
+    """Validation metrics: Pearson (overall and per dataset) or pairwise accuracy."""
+    if not examples:
+        return {}
+    return VALIDATION_BY_KIND[cfg.kind](model, tokenizer, cfg, examples)
+
+
 class LercScorer:
     """A loaded model folder, ready to score. Cheap to keep around in a worker process."""
 
@@ -150,8 +167,8 @@ class LercScorer:
         self.reference_mode = train_config.get("reference_mode", "each")
         self.max_reference_tokens = int(train_config.get("max_reference_tokens", 64))
         self.batch_size = batch_size
-        self.kind = "pairwise" if self.model.input_kind == "pair" else "regression"
-        self.calibrator = Calibrator.load(folder) if self.kind == "regression" else None
+        self.kind = self.model.kind
+        self.calibrator = Calibrator.load(folder) if self.model.calibrates else None
 
     def score(self, examples: Sequence[LercExample], *, length_sorted: bool = True,
               batch_size: int | None = None, max_references: int | None = None,
@@ -179,7 +196,7 @@ class LercScorer:
         `exact_match_score=None` runs the model on both, and `calibrated=False` returns the
         encoder's own output as the score (both used to inspect the raw encoder)."""
         rule: list[tuple[float, float] | None] = [None] * len(examples)
-        if self.kind == "regression" and exact_match_score is not None:
+        if self.kind == KIND_REGRESSION and exact_match_score is not None:
             for index, e in enumerate(examples):
                 if not (e.candidate or "").strip():
                     rule[index] = (1.0, 0.0)

@@ -1,0 +1,120 @@
+"""Who may reach which object: the one owner of visibility for researchers' pages, the REST
+API and the admin's own views.
+
+A researcher sees the projects they own or that are shared with them; a superuser sees every
+project; anonymous and inactive users see none (`projects_visible_to`). Everything else a
+researcher opens hangs off a project, so its door first opens the project.
+
+Every `access_*` door answers the same `Http404` for an object that does not exist and for one
+in a project the user may not see: a 403 would tell a stranger the slug exists. A page or an API
+that looks something up for a researcher calls the door; it never filters by owner, sharing or
+superuser itself. metrics_app's objects have their doors in metrics_app/access_selectors.py,
+built on these.
+"""
+from __future__ import annotations
+
+from django.db.models import Q, QuerySet
+from django.http import Http404
+
+from .models import Assignment, InhouseLink, Item, Judgment, Project, Stage, Worker
+
+NO_SUCH_PROJECT = "No such project."
+NO_SUCH_STAGE = "No such stage."
+NO_SUCH_ITEM = "No such item."
+NO_SUCH_WORKER = "No such worker in this project."
+
+
+# --- The rule -----------------------------------------------------------------------------------
+
+
+def projects_visible_to(user) -> QuerySet[Project]:
+    """Projects `user` may see: all for a superuser, otherwise the ones they own or that are
+    shared with them; none for anonymous or inactive users."""
+    if user is None or not user.is_authenticated or not user.is_active:
+        return Project.objects.none()
+    if user.is_superuser:
+        return Project.objects.all()
+    # A subquery on the through table rather than a join, so no row is duplicated and callers
+    # can annotate and aggregate without distinct().
+    shared = Project.shared_with.through.objects.filter(user_id=user.pk).values("project_id")
+    return Project.objects.filter(Q(owner_id=user.pk) | Q(pk__in=shared))
+
+
+def workers_visible_to(user) -> QuerySet[Worker]:
+    """Workers who have worked on (or hold a link to) a project visible to `user`."""
+    if user is not None and user.is_authenticated and user.is_active and user.is_superuser:
+        return Worker.objects.all()
+    projects = projects_visible_to(user).values("pk")
+    return Worker.objects.filter(
+        Q(pk__in=Assignment.objects.filter(stage__project__in=projects).values("worker_id"))
+        | Q(pk__in=Judgment.objects.filter(item__project__in=projects).values("worker_id"))
+        | Q(pk__in=InhouseLink.objects.filter(project__in=projects).values("worker_id"))
+    )
+
+
+# --- The doors ----------------------------------------------------------------------------------
+
+
+def access_project(user, slug: str) -> Project:
+    """The project with this slug when `user` may see it; Http404 otherwise (missing and not
+    visible answer alike)."""
+    project = projects_visible_to(user).filter(slug=slug).first()
+    if project is None:
+        raise Http404(NO_SUCH_PROJECT)
+    return project
+
+
+def access_project_by_pk(user, pk) -> Project:
+    """`access_project` for URLs that carry the project's id (the admin's own views)."""
+    project = projects_visible_to(user).filter(pk=pk).first() if str(pk).isdigit() else None
+    if project is None:
+        raise Http404(NO_SUCH_PROJECT)
+    return project
+
+
+def project_stage_by_ref(*, project: Project, ref: str) -> Stage | None:
+    """The one rule for naming a stage on the command line, in pages and in report URLs: by its
+    id (ASCII digits) or else by its name; None when the project has no such stage."""
+    ref = (ref or "").strip()
+    if ref.isascii() and ref.isdigit():
+        stage = Stage.objects.filter(project=project, pk=int(ref)).first()
+        if stage is not None:
+            return stage
+    return Stage.objects.filter(project=project, name=ref).first()
+
+
+def access_stage(project: Project, ref: str | int, *,
+                 stages: QuerySet[Stage] | None = None) -> Stage:
+    """A stage of a project an `access_project*` door opened: by id when `ref` is an int (URL
+    paths), else by `project_stage_by_ref`'s rule (id or name: query strings, report URLs).
+    `stages` is the (annotated) rows to take it from, the project's stages by default. Http404
+    when the project has no such stage."""
+    if isinstance(ref, int):
+        rows = stages if stages is not None else Stage.objects.filter(project=project)
+        stage = rows.filter(project=project, pk=ref).first()
+    else:
+        stage = project_stage_by_ref(project=project, ref=ref)
+        if stage is not None and stages is not None:
+            stage = stages.filter(pk=stage.pk).first()
+    if stage is None:
+        raise Http404(NO_SUCH_STAGE)
+    return stage
+
+
+def access_item(project: Project, item_id: int) -> Item:
+    """An item of a project an `access_project*` door opened; Http404 when it has none such."""
+    item = Item.objects.filter(project=project, pk=item_id).first()
+    if item is None:
+        raise Http404(NO_SUCH_ITEM)
+    return item
+
+
+def access_project_worker(project: Project, worker_id: int) -> Worker:
+    """A worker who judged items of a project an `access_project*` door opened (the
+    dashboard's block and unblock); Http404 for any other worker id."""
+    worker = Worker.objects.filter(
+        pk=worker_id,
+        pk__in=Judgment.objects.filter(item__project=project).values("worker_id")).first()
+    if worker is None:
+        raise Http404(NO_SUCH_WORKER)
+    return worker

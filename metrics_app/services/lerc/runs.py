@@ -1,0 +1,34 @@
+"""What the LERC Celery tasks run (worker/tasks/lerc.py): an id in, one service call, the
+outcome out, so the tasks hold no queries and no branching on kind."""
+from __future__ import annotations
+
+from annotation.models import Project, TaskKind
+from metrics_app.models import ModelVersion
+from metrics_app.services.scoring import project_score_metrics
+
+from .promotion import model_version_decide
+from .training import model_version_train
+
+
+def model_version_train_run(*, model_version_id: int) -> str:
+    """Train (or resume, or leave alone) one version; its status afterwards. Raises
+    TrainingElsewhere when another machine's worker holds it (the task retries)."""
+    version = ModelVersion.objects.get(pk=model_version_id)
+    return model_version_train(model_version=version).status
+
+
+def model_version_decide_run(*, model_version_id: int) -> str:
+    """Apply the promotion rule again to an evaluated version; its status afterwards."""
+    version = ModelVersion.objects.get(pk=model_version_id)
+    return model_version_decide(model_version=version).status
+
+
+def project_score_lerc(*, project_id: int, model_version_id: int | None = None) -> dict:
+    """Score every item of a project with the LERC metric of its kind (the pairwise one for
+    A/B projects), with the given version or the promoted one, caching the scores."""
+    project = Project.objects.get(pk=project_id)
+    metric = "lerc_ab" if project.kind == TaskKind.AB else "lerc"
+    model = None
+    if model_version_id is not None:
+        model = f"v{ModelVersion.objects.get(pk=model_version_id).number}"
+    return project_score_metrics(project=project, metric_names=[metric], model=model)
