@@ -240,13 +240,8 @@ def train_run(run: dict, args) -> dict:
 
 def evaluate_run(run: dict, result: dict, baselines: dict, args) -> dict:
     from metrics_app.domain.text_match import is_exact_match
-    from metrics_app.lerc.calibration import fit_calibrator
-    from metrics_app.lerc.evaluation import (
-        best_threshold,
-        decision_report,
-        labels_of,
-        report_by_length,
-    )
+    from metrics_app.lerc.evaluation import best_threshold, labels_of
+    from metrics_app.lerc.features import FEATURE_SETS
     from metrics_app.lerc.inference import LercScorer
 
     test, val = run["test"], run["val"]
@@ -254,20 +249,8 @@ def evaluate_run(run: dict, result: dict, baselines: dict, args) -> dict:
     started = time.monotonic()
     details = scorer.score_details(test)
     scoring_seconds = time.monotonic() - started
-    gold = [e.score for e in test]
     non_exact = [i for i, e in enumerate(test) if not is_exact_match(e.candidate, e.references)]
-    candidates = [e.candidate for e in test]
-
-    def report(scores, threshold):
-        return {
-            "all": decision_report(scores, gold, threshold, bootstrap=args.bootstrap),
-            "exact_match_fails": decision_report([scores[i] for i in non_exact],
-                                                 [gold[i] for i in non_exact], threshold,
-                                                 bootstrap=args.bootstrap),
-            # Where a judge loses: accuracy and false-negative rate by answer length.
-            "by_length": report_by_length(scores, gold, candidates, threshold,
-                                          bootstrap=args.bootstrap),
-        }
+    report = _reporter(test, args)
 
     out = {"n_train": result.get("train_examples"), "n_val": len(val), "n_test": len(test),
            "calibration": result.get("calibration"),
@@ -288,21 +271,137 @@ def evaluate_run(run: dict, result: dict, baselines: dict, args) -> dict:
         values = baselines[name]
         threshold = best_threshold([values.get(e.id) for e in val], val_labels)
         out["metrics"][name] = report([values.get(e.id) for e in test], threshold)
-    # The lexical judge alone: the calibrator with a constant encoder score.
+    out["metrics"].update(lexical_judges(run, report, args))
+    # The served judge refitted with another calibrator input set, on the same encoder scores
+    # (validation scores cached beside the model; nothing retrained).
+    other_sets = [name for name in args.feature_sets if name != "default"]
+    if other_sets:
+        hard_val = [e for e in val if not is_exact_match(e.candidate, e.references)]
+        hard_val = capped_validation(hard_val, args)
+        val_raw = cached_raw_scores(args.out / run["name"], "validation", hard_val, scorer)
+        for name in other_sets:
+            probabilities = refitted_judge(hard_val, val_raw, test, [d["raw"] for d in details],
+                                           FEATURE_SETS[name])
+            if probabilities is not None:
+                out["metrics"][f"lerc+{name}"] = report(probabilities, 0.5)
+    return out
+
+
+def capped_validation(examples, args) -> list:
+    """The seeded subset `train` calibrates on (`capped_examples`, seed 0, --max-val)."""
+    import random
+
+    if not args.max_val or len(examples) <= args.max_val:
+        return list(examples)
+    chosen = random.Random(0).sample(range(len(examples)), args.max_val)
+    return [examples[i] for i in sorted(chosen)]
+
+
+def cached_raw_scores(folder: Path, split: str, examples, scorer) -> list[float | None]:
+    """The encoder's raw scores of `examples`, kept in <run>/raw-<split>.json by example id, so
+    trying another calibrator costs no encoder pass."""
+    path = folder / f"raw-{split}.json"
+    cached = json.loads(path.read_text()) if path.is_file() else {}
+    missing = [e for e in examples if e.id not in cached]
+    if missing:
+        details = scorer.score_details(missing, exact_match_score=None, calibrated=False)
+        cached.update({e.id: d["raw"] for e, d in zip(missing, details, strict=True)})
+        path.write_text(json.dumps(cached))
+    return [cached[e.id] for e in examples]
+
+
+def refitted_judge(val, val_raw, test, test_raw, feature_names) -> list[float] | None:
+    """P(correct) of the test answers from a calibrator refitted on the validation answers'
+    raw scores with `feature_names` (encoder kept or not by the same held-out-system CV); the
+    served rules (empty answer wrong, exact match right) as `LercScorer` applies them."""
+    from metrics_app.domain.text_match import is_exact_match
+    from metrics_app.lerc.calibration import fit_calibrator
+
+    calibrator, _report = fit_calibrator(
+        val_raw, [e.candidate for e in val], [e.references for e in val],
+        [e.score for e in val], [e.group for e in val], sources=[e.source for e in val],
+        questions=[e.question for e in val], feature_names=feature_names)
+    if calibrator is None:
+        return None
+    probabilities = calibrator.probabilities(
+        [0.0 if r is None else r for r in test_raw], [e.candidate for e in test],
+        [e.references for e in test], [e.question for e in test])
+    return [0.0 if not e.candidate.strip() else 1.0
+            if is_exact_match(e.candidate, e.references) else p
+            for e, p in zip(test, probabilities, strict=True)]
+
+
+def lexical_judges(run: dict, report, args) -> dict:
+    """The calibrated judge without the encoder ("lexical judge alone"), once per calibrator
+    input set of --calibrator-features: {"lexical_judge" or "lexical_judge+<set>": report}.
+    Needs no trained model, so `--lexical-only` can run it on every run in seconds."""
+    from metrics_app.domain.text_match import is_exact_match
+    from metrics_app.lerc.calibration import fit_calibrator
+    from metrics_app.lerc.features import FEATURE_SETS
+
+    test, val = run["test"], run["val"]
     hard_val = [e for e in val if not is_exact_match(e.candidate, e.references)]
-    lexical, _ = fit_calibrator([0.0] * len(hard_val), [e.candidate for e in hard_val],
-                                [e.references for e in hard_val], [e.score for e in hard_val],
-                                [e.group for e in hard_val],
-                                sources=[system_of(e) for e in hard_val],
-                                questions=[e.question for e in hard_val], use_encoder=False)
-    if lexical is not None:
+    rows = {}
+    for name in args.feature_sets:
+        lexical, _ = fit_calibrator([0.0] * len(hard_val), [e.candidate for e in hard_val],
+                                    [e.references for e in hard_val],
+                                    [e.score for e in hard_val], [e.group for e in hard_val],
+                                    sources=[system_of(e) for e in hard_val],
+                                    questions=[e.question for e in hard_val], use_encoder=False,
+                                    feature_names=FEATURE_SETS[name])
+        if lexical is None:
+            continue
         probabilities = lexical.probabilities([0.0] * len(test), [e.candidate for e in test],
                                               [e.references for e in test],
                                               [e.question for e in test])
         probabilities = [1.0 if is_exact_match(e.candidate, e.references) else p
                          for e, p in zip(test, probabilities, strict=True)]
-        out["metrics"]["lexical_judge"] = report(probabilities, 0.5)
+        rows["lexical_judge" if name == "default" else f"lexical_judge+{name}"] = report(
+            probabilities, 0.5)
+    return rows
+
+
+def evaluate_lexical_run(run: dict, baselines: dict, args) -> dict:
+    """`--lexical-only`: the baselines and the lexical judges of a run, no encoder."""
+    from metrics_app.domain.text_match import is_exact_match
+    from metrics_app.lerc.evaluation import best_threshold, labels_of
+
+    test, val = run["test"], run["val"]
+    report = _reporter(test, args)
+    out = {"n_train": len(run["train"]), "n_val": len(val), "n_test": len(test),
+           "n_test_exact_match_fails": sum(not is_exact_match(e.candidate, e.references)
+                                           for e in test),
+           "lexical_only": True, "metrics": {}}
+    val_labels = labels_of([e.score for e in val])
+    for name in BASELINES:
+        if name in baselines:
+            values = baselines[name]
+            threshold = best_threshold([values.get(e.id) for e in val], val_labels)
+            out["metrics"][name] = report([values.get(e.id) for e in test], threshold)
+    out["metrics"].update(lexical_judges(run, report, args))
     return out
+
+
+def _reporter(test, args):
+    """report(scores, threshold): all answers, those whose exact match fails, by length."""
+    from metrics_app.domain.text_match import is_exact_match
+    from metrics_app.lerc.evaluation import decision_report, report_by_length
+
+    gold = [e.score for e in test]
+    non_exact = [i for i, e in enumerate(test) if not is_exact_match(e.candidate, e.references)]
+    candidates = [e.candidate for e in test]
+
+    def report(scores, threshold):
+        return {
+            "all": decision_report(scores, gold, threshold, bootstrap=args.bootstrap),
+            "exact_match_fails": decision_report([scores[i] for i in non_exact],
+                                                 [gold[i] for i in non_exact], threshold,
+                                                 bootstrap=args.bootstrap),
+            # Where a judge loses: accuracy and false-negative rate by answer length.
+            "by_length": report_by_length(scores, gold, candidates, threshold,
+                                          bootstrap=args.bootstrap),
+        }
+    return report
 
 
 def audit_text(run: dict, result: dict, size: int) -> str:
@@ -339,6 +438,8 @@ def summary_markdown(summary: dict) -> str:
              "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for run_name, run in (summary.get("runs") or {}).items():
         m = run["metrics"]
+        if "lerc" not in m:  # a --lexical-only run
+            continue
         best = _best_baseline(m)
         lerc, base = m["lerc"], m[best]
 
@@ -361,7 +462,7 @@ def curve_markdown(summary: dict) -> str:
     """Accuracy against the number of training judgments (the curve runs and `main`)."""
     runs = summary.get("runs") or {}
     points = sorted([run for name, run in runs.items()
-                     if name == "main" or name.startswith("curve-")],
+                     if (name == "main" or name.startswith("curve-")) and "lerc" in run["metrics"]],
                     key=lambda run: run["n_train"])
     lines = ["| training judgments | LERC accuracy | LERC κ | encoder used | "
              "lexical judge alone | F1 | METEOR |", "| --- | --- | --- | --- | --- | --- | --- |"]
@@ -384,7 +485,7 @@ def length_markdown(run: dict, previous: dict | None = None) -> str:
     from metrics_app.lerc.evaluation import LENGTH_BUCKETS
 
     buckets = [label for label, _ in LENGTH_BUCKETS]
-    rows = [(name, run["metrics"][name]) for name in ("lerc", "lexical_judge", *BASELINES)
+    rows = [(name, run["metrics"][name]) for name in _metric_names(run)
             if "by_length" in run["metrics"].get(name, {})]
     if previous and "by_length" in previous.get("metrics", {}).get("lerc", {}):
         rows.insert(1, ("previous LERC", previous["metrics"]["lerc"]))
@@ -401,10 +502,29 @@ def length_markdown(run: dict, previous: dict | None = None) -> str:
             acc, fnr = part.get("accuracy"), part.get("false_negative_rate")
             cells.append("–" if acc is None else f"{acc:.3f} / "
                          + ("–" if fnr is None else f"{fnr:.3f}"))
-        label = {"lerc": "**LERC (served judge)**", "lexical_judge": "lexical judge alone",
-                 "contains": "reference in answer"}.get(name, name)
-        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+        lines.append(f"| {_label(name)} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def _metric_names(run: dict) -> list[str]:
+    """The run's judges (served, refitted with other input sets, lexical) then baselines."""
+    names = list(run["metrics"])
+    judges = sorted((n for n in names if n.startswith("lerc")), key=lambda n: (n != "lerc", n))
+    lexical = sorted((n for n in names if n.startswith("lexical_judge")),
+                     key=lambda n: (n != "lexical_judge", n))
+    return judges + lexical + [n for n in BASELINES if n in names]
+
+
+def _label(name: str) -> str:
+    label = {"lerc": "**LERC (served judge)**", "lexical_judge": "lexical judge alone",
+             "contains": "reference in answer"}.get(name)
+    if label:
+        return label
+    if name.startswith("lerc+"):
+        return f"LERC, calibrator inputs {name[5:]}"
+    if name.startswith("lexical_judge+"):
+        return f"lexical judge alone, inputs {name[14:]}"
+    return name
 
 
 def markdown(summary: dict, previous: dict | None = None) -> str:
@@ -417,8 +537,8 @@ def markdown(summary: dict, previous: dict | None = None) -> str:
              "The main split (unseen questions, both datasets) with seeded subsets of the "
              "training judgments; validation and test are the same for every point.", "",
              curve_markdown(summary), "", "## Every run", ""]
-    names = ("lerc", "lexical_judge", "f1", "contains", "meteor", "bertscore")
     for run_name, run in (summary.get("runs") or {}).items():
+        names = _metric_names(run)
         lines += [f"### {run_name}: train {run['n_train']}, validation {run['n_val']}, test "
                   f"{run['n_test']} ({run['n_test_exact_match_fails']} where exact match fails)",
                   "", "| metric | accuracy | κ | ROC AUC | Pearson | accuracy, EM fails | "
@@ -435,15 +555,15 @@ def markdown(summary: dict, previous: dict | None = None) -> str:
                 cells.append("–" if value is None else f"{value:.3f}" + (
                     f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci and key in ("accuracy", "kappa")
                     else ""))
-            label = {"lerc": "**LERC (served judge)**", "lexical_judge": "lexical judge alone",
-                     "contains": "reference in answer"}.get(name, name)
-            lines.append(f"| {label} | " + " | ".join(cells) + " |")
+            lines.append(f"| {_label(name)} | " + " | ".join(cells) + " |")
         by_length = length_markdown(run, ((previous or {}).get("runs") or {}).get(run_name))
         if by_length:
             lines += ["", "By answer length (accuracy / false-negative rate):", "", by_length]
-        lines += ["", f"Training {run.get('train_seconds')} s (best epoch "
-                  f"{run.get('best_epoch')}); scoring {run.get('scoring_items_per_second')} "
-                  "answers/s.", ""]
+        if not run.get("lexical_only"):
+            lines += ["", f"Training {run.get('train_seconds')} s (best epoch "
+                      f"{run.get('best_epoch')}); scoring {run.get('scoring_items_per_second')} "
+                      "answers/s."]
+        lines.append("")
     return "\n".join(lines)
 
 
@@ -468,6 +588,15 @@ def main() -> None:
     parser.add_argument("--pretrain-max", type=int, default=None,
                         help="at most this many pre-training examples (a seeded subset)")
     parser.add_argument("--baselines", default=",".join(BASELINES))
+    parser.add_argument("--calibrator-features", default="default",
+                        help="calibrator input sets (metrics_app.lerc.features.FEATURE_SETS), "
+                             "comma-separated: the lexical judge is fitted with each, and a "
+                             "trained run's judge is refitted with each besides 'default' on "
+                             "its cached encoder scores (rows 'lerc+<set>', "
+                             "'lexical_judge+<set>')")
+    parser.add_argument("--lexical-only", action="store_true",
+                        help="no encoder: baselines and lexical judges only, every run in "
+                             "seconds; results in <out>/lexical-results.json")
     parser.add_argument("--bootstrap", type=int, default=1000)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--fresh", action="store_true", help="retrain finished runs")
@@ -479,9 +608,11 @@ def main() -> None:
                         help="with --markdown: an earlier results.json whose judge is shown "
                              "beside this one in the by-length tables")
     args = parser.parse_args()
+    args.feature_sets = [name for name in args.calibrator_features.split(",") if name]
+    results_file = args.out / ("lexical-results.json" if args.lexical_only else "results.json")
     if args.markdown:
         previous = json.loads(args.previous.read_text()) if args.previous else None
-        print(markdown(json.loads((args.out / "results.json").read_text()), previous))
+        print(markdown(json.loads(results_file.read_text()), previous))
         return
 
     import torch
@@ -503,7 +634,6 @@ def main() -> None:
         return
     baselines = baseline_scores(examples, args.out / "baselines.json",
                                 [b for b in args.baselines.split(",") if b])
-    results_file = args.out / "results.json"
     summary = json.loads(results_file.read_text()) if results_file.is_file() else {}
     summary["data"] = {"judged_answers": len(examples),
                        "by_split": {s: sum(split_of(e) == s for e in examples)
@@ -512,6 +642,10 @@ def main() -> None:
     for run in runs:
         print(f"== {run['name']}: train {len(run['train'])}, val {len(run['val'])}, "
               f"test {len(run['test'])}", file=sys.stderr, flush=True)
+        if args.lexical_only:
+            summary.setdefault("runs", {})[run["name"]] = evaluate_lexical_run(run, baselines, args)
+            results_file.write_text(json.dumps(summary, indent=2, default=str))
+            continue
         result = train_run(run, args)
         # Read the cache again: another process may have added a slow baseline meanwhile.
         baselines = json.loads((args.out / "baselines.json").read_text())

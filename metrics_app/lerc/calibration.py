@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from .features import FEATURE_NAMES, lexical_features
+from .features import DEFAULT_FEATURES, FEATURE_NAMES, lexical_features
 
 CALIBRATION_FILE = "calibration.json"
 CORRECT_AT = 3.0  # gold ≥ 3 on the 1–5 scale counts as correct (binary judgments are 1 or 5)
@@ -59,14 +59,14 @@ class Calibrator:
     def _rows(self, raw: Sequence[float | None], candidates: Sequence[str],
               references: Sequence[Sequence[str]],
               questions: Sequence[str] | None) -> list[list[float]]:
-        # A calibrator saved before a feature was added names fewer inputs; it reads only those.
-        positions = [FEATURE_NAMES.index(name) for name in self.input_names[1:]]
+        # A calibrator names the features it was fitted on (older ones fewer); it reads only
+        # those, so one fitted without the long-answer features never computes them.
+        names = self.input_names[1:]
         rows = []
         for value, candidate, refs, question in zip(raw, candidates, references,
                                                     questions or [""] * len(raw), strict=True):
-            features = lexical_features(candidate, refs, question)
             row = [self.raw_fill if value is None else float(value),
-                   *(features[i] for i in positions)]
+                   *lexical_features(candidate, refs, question, names)]
             rows.append([(x - m) / s for x, m, s in zip(row, self.mean, self.scale,
                                                         strict=True)])
         return rows
@@ -116,7 +116,8 @@ def fit_calibrator(raw: Sequence[float | None], candidates: Sequence[str],
                    references: Sequence[Sequence[str]], gold: Sequence[float],
                    groups: Sequence[str], *, sources: Sequence[str] | None = None,
                    questions: Sequence[str] | None = None,
-                   use_encoder: bool | None = None, seed: int = 0
+                   use_encoder: bool | None = None, seed: int = 0,
+                   feature_names: Sequence[str] | None = None
                    ) -> tuple[Calibrator | None, dict]:
     """(calibrator, report), fitted on validation judgments.
 
@@ -127,8 +128,14 @@ def fit_calibrator(raw: Sequence[float | None], candidates: Sequence[str],
     helps on the answer styles it was trained on but not on another system's is what fails on
     new data. The report holds the cross-fitted numbers (`cv_accuracy`, `cv_log_loss`, and
     `cv_probabilities` in input order) and the choice. None (with the reason in the report) when
-    the judgments hold too few of either class."""
+    the judgments hold too few of either class. `feature_names` (default `DEFAULT_FEATURES`)
+    are the lexical inputs, any of `features.FEATURE_NAMES`."""
     import numpy as np
+
+    feature_names = list(DEFAULT_FEATURES if feature_names is None else feature_names)
+    unknown = [name for name in feature_names if name not in FEATURE_NAMES]
+    if unknown:
+        raise ValueError(f"unknown calibrator features: {', '.join(unknown)}")
 
     labels = np.array([float(g) >= CORRECT_AT for g in gold], dtype=int)
     positives = int(labels.sum())
@@ -136,7 +143,8 @@ def fit_calibrator(raw: Sequence[float | None], candidates: Sequence[str],
     if min(positives, negatives) < MIN_EXAMPLES_PER_CLASS:
         return None, {"skipped": f"{positives} correct and {negatives} incorrect validation "
                                  f"judgments; at least {MIN_EXAMPLES_PER_CLASS} of each needed"}
-    x, mean, scale, raw_fill = _standardized_inputs(raw, candidates, references, questions)
+    x, mean, scale, raw_fill = _standardized_inputs(raw, candidates, references, questions,
+                                                    feature_names)
     by_system = len(set(sources or ())) >= 3
     splits, folds = _group_folds(x, labels, list(sources) if by_system else list(groups))
     options = [False, True] if use_encoder is None else [bool(use_encoder)]
@@ -148,7 +156,7 @@ def fit_calibrator(raw: Sequence[float | None], candidates: Sequence[str],
         with_encoder = accuracy[True] > accuracy[False]
     c, cv = tried[with_encoder]
     calibrator = _final_calibrator(x, labels, gold, c=c, with_encoder=with_encoder, mean=mean,
-                                   scale=scale, raw_fill=raw_fill)
+                                   scale=scale, raw_fill=raw_fill, feature_names=feature_names)
     report: dict = {"c": c, "folds": folds, "uses_encoder": with_encoder,
                     "cv_held_out": "system" if by_system else "question group",
                     "cv_accuracy_by_inputs": {("lexical+encoder" if w else "lexical"): a
@@ -159,14 +167,15 @@ def fit_calibrator(raw: Sequence[float | None], candidates: Sequence[str],
     return calibrator, report
 
 
-def _standardized_inputs(raw, candidates, references, questions=None):
+def _standardized_inputs(raw, candidates, references, questions=None, feature_names=None):
     """The encoder's raw score (median for unscored inputs) and the lexical features,
     standardized: (inputs, mean, scale, the fill for a missing raw score)."""
     import numpy as np
 
     known = [float(v) for v in raw if v is not None]
     raw_fill = float(np.median(known)) if known else 0.0
-    matrix = np.array([[raw_fill if v is None else float(v), *lexical_features(c, r, q)]
+    matrix = np.array([[raw_fill if v is None else float(v),
+                        *lexical_features(c, r, q, feature_names)]
                        for v, c, r, q in zip(raw, candidates, references,
                                              questions or [""] * len(raw), strict=True)])
     mean = matrix.mean(axis=0)
@@ -223,7 +232,7 @@ def _best_c(x, labels, splits, with_encoder: bool):
 
 
 def _final_calibrator(x, labels, gold, *, c: float, with_encoder: bool, mean, scale,
-                      raw_fill: float) -> Calibrator:
+                      raw_fill: float, feature_names: Sequence[str]) -> Calibrator:
     """The calibrator fitted on every validation judgment with the chosen inputs and strength
     (and, for graded gold, the linear map onto the 1–5 scale)."""
     import numpy as np
@@ -236,7 +245,7 @@ def _final_calibrator(x, labels, gold, *, c: float, with_encoder: bool, mean, sc
     binary = is_binary(gold)
     positives = int(labels.sum())
     calibrator = Calibrator(
-        input_names=["raw_score", *FEATURE_NAMES], mean=mean.tolist(), scale=scale.tolist(),
+        input_names=["raw_score", *feature_names], mean=mean.tolist(), scale=scale.tolist(),
         coef=coef, intercept=float(final.intercept_[0]),
         raw_fill=raw_fill, c=c, score_map="probability" if binary else "linear",
         fitted_on={"examples": len(labels), "correct": positives,

@@ -12,6 +12,11 @@ words from the answer stops an answer that echoes the question from scoring over
 earn. They were chosen by the validation judgments' leave-one-system-out accuracy, which rose on
 every protocol run (e.g. 0.889 to 0.918 on the main split); the test splits were not looked at
 to choose them.
+
+The long-answer features (`spans.LONG_ANSWER_FEATURES`: the answer's best sentence and best
+window against each alias, where the reference first appears, question types) are computed only
+for a calibrator that names them (`lexical_features(..., names=...)`); see `spans.py` and
+docs/LERC.md for what they did on validation.
 """
 from __future__ import annotations
 
@@ -26,6 +31,8 @@ from metrics_app.domain.text_match import (
     squad_normalize,
     token_prf,
 )
+
+from .spans import LONG_ANSWER_FEATURES, long_answer_features
 
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 # Words with which generated answers decline or hedge; such answers are judged wrong far more
@@ -50,18 +57,40 @@ QUESTION_AND_CHARACTER_FEATURES = (
     "recall_without_question_words", "char3_f1", "char3_recall", "numeric_question",
     "echoes_question", "char3_precision", "char4_recall", "char4_f1",
 )
-FEATURE_NAMES = BASE_FEATURES + QUESTION_AND_CHARACTER_FEATURES
+# The inputs a calibrator is fitted on unless told otherwise (`calibration.fit_calibrator`).
+DEFAULT_FEATURES = BASE_FEATURES + QUESTION_AND_CHARACTER_FEATURES
+# Every feature a calibrator may name, in a fixed order (a saved calibrator names its own).
+FEATURE_NAMES = DEFAULT_FEATURES + LONG_ANSWER_FEATURES
+# Named input sets (`fit_calibrator(feature_names=FEATURE_SETS[name])`, the protocol's
+# `--calibrator-features`). "long-answer" adds the four long-answer features that did best on the
+# validation judgments (docs/LERC.md, "Long answers"); it is not the default because it did not
+# win there by more than a couple of answers in 2,000.
+FEATURE_SETS: dict[str, tuple[str, ...]] = {
+    "default": DEFAULT_FEATURES,
+    "long-answer": DEFAULT_FEATURES + ("best_sentence_f1", "best_window_f1", "alternatives",
+                                       "long_answer_contains_reference"),
+    "all": FEATURE_NAMES,
+}
 
 
 def _numbers(text: str) -> set[str]:
     return {n.replace(",", "") for n in _NUMBER.findall(text or "")}
 
 
-def lexical_features(candidate: str, references: Sequence[str], question: str = "") -> list[float]:
-    """The values of FEATURE_NAMES, in that order."""
+def lexical_features(candidate: str, references: Sequence[str], question: str = "",
+                     names: Sequence[str] | None = None) -> list[float]:
+    """The values of `names` (default `DEFAULT_FEATURES`), in that order; each must be one of
+    FEATURE_NAMES. The long-answer group is computed only when one of its features is named."""
+    names = DEFAULT_FEATURES if names is None else names
     references = [r for r in references if (r or "").strip()] or [""]
-    return (_base_features(candidate, references)
-            + _question_and_character_features(candidate, references, question or ""))
+    values = dict(zip(DEFAULT_FEATURES, _base_features(candidate, references)
+                      + _question_and_character_features(candidate, references, question or ""),
+                      strict=True))
+    if any(name in LONG_ANSWER_FEATURES for name in names):
+        values.update(zip(LONG_ANSWER_FEATURES,
+                          long_answer_features(candidate, references, question or ""),
+                          strict=True))
+    return [values[name] for name in names]
 
 
 def _base_features(candidate: str, references: list[str]) -> list[float]:

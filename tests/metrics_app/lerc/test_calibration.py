@@ -78,7 +78,8 @@ def test_character_overlap_forgives_spelling_variants_that_token_f1_counts_as_mi
     from metrics_app.lerc.features import FEATURE_NAMES, lexical_features
 
     def named(candidate, references, question=""):
-        return dict(zip(FEATURE_NAMES, lexical_features(candidate, references, question),
+        return dict(zip(FEATURE_NAMES,
+                        lexical_features(candidate, references, question, FEATURE_NAMES),
                         strict=True))
 
     variant = named("Tchaikovski", ["Tchaikovsky"], "who composed swan lake")
@@ -92,7 +93,8 @@ def test_words_taken_from_the_question_earn_no_overlap():
     from metrics_app.lerc.features import FEATURE_NAMES, lexical_features
 
     def named(candidate, references, question):
-        return dict(zip(FEATURE_NAMES, lexical_features(candidate, references, question),
+        return dict(zip(FEATURE_NAMES,
+                        lexical_features(candidate, references, question, FEATURE_NAMES),
                         strict=True))
 
     question = "which river flows through the city of Paris"
@@ -125,9 +127,9 @@ def test_a_calibrator_saved_with_fewer_features_reads_only_those(tmp_path):
     assert loaded.probabilities([None], ["Paris"], [("Paris",)], ["where?"]) == [right]
 
 
-def test_the_fitted_calibrator_names_every_feature_and_reads_the_question():
+def test_the_fitted_calibrator_names_every_default_feature_and_reads_the_question():
     calibrator, _report = _fit(_judgments(informative_encoder=False))
-    from metrics_app.lerc.features import FEATURE_NAMES
+    from metrics_app.lerc.features import DEFAULT_FEATURES
 
-    assert calibrator.input_names == ["raw_score", *FEATURE_NAMES]
-    assert len(calibrator.coef) == len(calibrator.mean) == 1 + len(FEATURE_NAMES)
+    assert calibrator.input_names == ["raw_score", *DEFAULT_FEATURES]
+    assert len(calibrator.coef) == len(calibrator.mean) == 1 + len(DEFAULT_FEATURES)
