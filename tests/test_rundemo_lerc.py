@@ -75,7 +75,7 @@ def test_the_first_start_queues_one_demo_training_run_and_the_second_none(
     # resumes it); no second version.
     ModelVersion.objects.filter(pk=version.pk).update(
         status=ModelStatus.TRAINING,
-        progress={"phase": "train", "worker": f"{socket.gethostname()}:{gone.pid}"})
+        progress={"phase": "train"}, lease=f"{socket.gethostname()}:{gone.pid}:0")
     third = _start(django_capture_on_commit_callbacks)
     assert ModelVersion.objects.count() == 1
     assert [name for name, _ in sent] == ["worker.tasks.lerc.lerc_train"] * 2
@@ -83,6 +83,6 @@ def test_the_first_start_queues_one_demo_training_run_and_the_second_none(
     assert "LERC: lerc v1 resumes training (the last run stopped before it finished)" in third
     # A live worker's training (here: this process) is left to it.
     ModelVersion.objects.filter(pk=version.pk).update(
-        progress={"phase": "train", "worker": f"{socket.gethostname()}:{os.getpid()}"})
+        progress={"phase": "train"}, lease=f"{socket.gethostname()}:{os.getpid()}:0")
     fourth = _start(django_capture_on_commit_callbacks)
     assert len(sent) == 2 and "LERC:" not in fourth
