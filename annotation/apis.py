@@ -18,6 +18,7 @@ from rest_framework.exceptions import PermissionDenied
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from annotation.stage_errors import StageError
 from core.api import JsonApiMixin, django_to_drf, paginated_response, with_errors
 
 from .access_selectors import (
@@ -56,9 +57,8 @@ from .serializers import (
 )
 from .services.items import ItemInputError, item_create, items_bulk_create
 from .services.projects import ProjectShareError, project_create, project_update
-from .services.stage_errors import StageError
-from .services.stage_plans import stage_release_preview
 from .services.stages import stage_create, stage_update
+from .stage_plan_selectors import stage_release_preview
 
 
 def _project_with_progress(request, slug: str) -> Project:

@@ -8,6 +8,7 @@ from decimal import Decimal
 
 from django.db.models import Count, Q
 
+from annotation.cost_selectors import stage_cost_estimate, stage_spent
 from annotation.judgment_selectors import agreement_stage_for, stage_alpha
 from annotation.models import (
     DATA_STAGE_KINDS,
@@ -21,8 +22,7 @@ from annotation.models import (
 )
 from annotation.readiness_selectors import stage_readiness
 from annotation.selectors import Progress, judgments_that_count, stages_with_progress
-from annotation.services.costs import stage_cost_estimate, stage_spent
-from annotation.services.stage_plans import DEFAULT_QUALIFICATION_WORKERS, stage_release_preview
+from annotation.stage_plan_selectors import DEFAULT_QUALIFICATION_WORKERS, stage_release_preview
 
 # Pipeline order: who may work in a stage depends on the stages before it.
 PIPELINE = (StageKind.PRACTICE, StageKind.QUALIFICATION, StageKind.PILOT, StageKind.TRIAL,

@@ -11,7 +11,7 @@ from django.contrib import admin, messages
                           "stage's routing_budget setting, judge from routing_judge when set)")
 def route_by_uncertainty(modeladmin, request, queryset):
     """metrics_app/services/routing.py, on each selected stage."""
-    from annotation.services.stage_errors import StageError
+    from annotation.stage_errors import StageError
     from metrics_app.services.routing import stage_route_by_uncertainty
 
     for stage in queryset:
@@ -27,7 +27,7 @@ def route_by_uncertainty(modeladmin, request, queryset):
                           "stage's pairing_budget setting)")
 def draw_adaptive_pairs(modeladmin, request, queryset):
     """metrics_app/services/pairing.py, on each selected stage."""
-    from annotation.services.stage_errors import StageError
+    from annotation.stage_errors import StageError
     from metrics_app.services.pairing import stage_draw_adaptive_pairs
 
     for stage in queryset:

@@ -54,7 +54,7 @@ def _report(modeladmin, request, done: list[str], failed: list[str]) -> None:
 
 @admin.action(description="Estimate cost (and provider balance)")
 def estimate_cost(modeladmin, request, queryset):
-    from annotation.services.costs import stage_cost_estimate
+    from annotation.cost_selectors import stage_cost_estimate
 
     done, failed = [], []
     for stage in queryset:

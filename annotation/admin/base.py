@@ -232,7 +232,7 @@ class StageProviderMixin(ProviderBannerMixin):
 
     @admin.display(description="Cost estimate")
     def cost_estimate(self, obj):
-        from annotation.services.costs import stage_cost_estimate
+        from annotation.cost_selectors import stage_cost_estimate
 
         if obj is None or obj.pk is None:
             return "–"

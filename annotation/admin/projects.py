@@ -35,13 +35,13 @@ from annotation.selectors import (
     stage_progress,
     stages_with_progress,
 )
-from annotation.services.stage_errors import StageError
 from annotation.services.stage_plans import (
     ITEM_FILTER_FIELDS,
     stage_item_filter_errors,
     stage_items_select,
-    stage_release_preview,
 )
+from annotation.stage_errors import StageError
+from annotation.stage_plan_selectors import stage_release_preview
 
 from .actions import STAGE_ACTIONS, ProviderActionForm
 from .base import (

@@ -2,7 +2,7 @@
 is read by `annotation.readiness_selectors.stage_readiness`."""
 from __future__ import annotations
 
-from .stage_errors import StageError
+from annotation.stage_errors import StageError
 
 
 class ProviderNotReady(StageError):

@@ -17,8 +17,7 @@ from annotation.domain.redundancy import (
     next_target,
 )
 from annotation.models import AdaptiveTarget, Judgment, Provider, Stage, TaskKind
-
-from .stage_errors import GuardFailed
+from annotation.stage_errors import GuardFailed
 
 
 def stage_adaptive_rule(stage: Stage, *, strict: bool = False) -> AdaptiveRedundancy | None:

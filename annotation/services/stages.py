@@ -17,6 +17,7 @@ import dataclasses
 from django.db import transaction
 from django.utils import timezone
 
+from annotation.cost_selectors import StageCostEstimate, project_committed_cost, stage_cost_estimate
 from annotation.domain.stage_settings import ROUTING_MODES, stage_settings_errors
 from annotation.judgment_selectors import agreement_stage_for, stage_alpha
 from annotation.models import (
@@ -30,13 +31,12 @@ from annotation.models import (
 )
 from annotation.providers import PublishReport, get_provider
 from annotation.readiness_selectors import stage_readiness
+from annotation.stage_errors import BudgetExceeded, GuardFailed, IllegalTransition, StageError
 from core.background import task_send_or_fail_fast
 
-from .costs import StageCostEstimate, project_committed_cost, stage_cost_estimate
 from .hits import hit_updates_record, stage_hits_publish
 from .readiness import ProviderNotReady
 from .redundancy import adaptive_redundancy_guard
-from .stage_errors import BudgetExceeded, GuardFailed, IllegalTransition, StageError
 from .stage_plans import stage_hit_plan, stage_items_choose, stage_items_select
 
 ALLOWED_TRANSITIONS: dict[str, set[str]] = {

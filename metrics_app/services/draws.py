@@ -8,8 +8,8 @@ from __future__ import annotations
 import numpy as np
 
 from annotation.models import Item, RoutingDraw, Stage, StageKind, StageStatus
-from annotation.services.stage_errors import StageError
 from annotation.services.stage_plans import stage_items_choose
+from annotation.stage_errors import StageError
 
 
 def draw_population(*, stage: Stage, budget: int | None, budget_setting: str,

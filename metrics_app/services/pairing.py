@@ -17,7 +17,7 @@ from django.db import transaction
 from annotation.domain.item_content import answer_system
 from annotation.judgment_selectors import load_judgments
 from annotation.models import Stage, TaskKind
-from annotation.services.stage_errors import StageError
+from annotation.stage_errors import StageError
 from core.vocabulary import AB_CHOICES
 
 from ..domain.leaderboard import fit_counts, pair_sampling_probabilities, pair_table

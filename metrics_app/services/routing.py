@@ -18,7 +18,7 @@ import numpy as np
 from django.db import transaction
 
 from annotation.models import Stage, TaskKind
-from annotation.services.stage_errors import StageError
+from annotation.stage_errors import StageError
 
 from ..domain.estimates import routing_probabilities
 from ..reports.estimates import PROBABILITY_METRIC, judge_predictions, latest_metric_scores

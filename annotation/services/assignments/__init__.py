@@ -19,8 +19,10 @@ names, scripts/check_private_imports.py):
 Dependencies point one way: state, errors < timeouts, comprehension < locking < picking <
 lifecycle < drafts, submission, verification.
 """
+from annotation.stage_plan_selectors import gold_items_for_stage, latin_square_on, stage_items
+
 from .comprehension import ATTEMPTS_KEY, RETRY_MESSAGE, RETURN_KEY, RETURN_MESSAGE
-from .design import latin_square_on, participant_number
+from .design import participant_number
 from .drafts import assignment_page_state, assignment_record_guess, assignment_save_draft
 from .errors import (
     AssignmentClosed,
@@ -41,12 +43,7 @@ from .lifecycle import (
     assignment_verification_failed,
     more_work_for,
 )
-from .picking import (
-    gold_items_for_stage,
-    items_pick_next,
-    practice_items_for_stage,
-    stage_items,
-)
+from .picking import items_pick_next, practice_items_for_stage
 from .state import (
     CONFIRM_MODES,
     FINISHED_STATUSES,

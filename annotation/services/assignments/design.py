@@ -13,9 +13,9 @@ items are outside the design (they should come from other texts, as STARC's prac
 from __future__ import annotations
 
 from django.db import connection
-from django.db.models import Count, Min, Q, QuerySet
+from django.db.models import Min, Q, QuerySet
 
-from annotation.domain.design import Condition, LatinSquare, unit_key
+from annotation.domain.design import unit_key
 from annotation.models import (
     Assignment,
     AssignmentItem,
@@ -23,42 +23,9 @@ from annotation.models import (
     Item,
     Judgment,
     Stage,
-    TaskKind,
     Worker,
 )
-
-from .state import stage_items
-
-
-def latin_square_on(stage: Stage) -> bool:
-    """Whether the stage serves STARC conditions in a Latin square: the default for every
-    multiple-choice project where several of the stage's items share a design unit (a paragraph
-    at several levels or with several questions, an article with several questions); a stage
-    setting `"latin_square": false` turns it off (then a participant may read one paragraph
-    several times, which the STARC design forbids)."""
-    setting = (stage.settings or {}).get("latin_square")
-    if setting is not None:
-        return bool(setting)
-    if stage.project.kind != TaskKind.MC:
-        return False
-    shared = (stage_items(stage).exclude(design_unit="").order_by()
-              .values("design_unit").annotate(n=Count("pk")).filter(n__gt=1))
-    return shared.exists()
-
-
-def conditions_of(qs: QuerySet[Item]) -> list[Condition]:
-    """Each item of `qs` as a condition of the design (annotation.domain.design)."""
-    rows = qs.order_by().values_list("pk", "design_unit", "text_level", "dataset",
-                                     "metadata__question")
-    return [Condition(item_id=pk, unit=unit_key(item_id=pk, design_unit=unit), level=level,
-                      dataset=dataset, question=question)
-            for pk, unit, level, dataset, question in rows]
-
-
-def stage_square(stage: Stage, items: QuerySet[Item] | None = None) -> LatinSquare:
-    """The square over the stage's regular items (not practice or gold checks)."""
-    qs = stage_items(stage) if items is None else items
-    return LatinSquare(conditions_of(qs.filter(is_practice=False, is_gold_check=False)))
+from annotation.stage_plan_selectors import stage_square
 
 
 def _lock_worker(worker: Worker) -> None:

@@ -43,43 +43,25 @@ from annotation.models import (
     TaskKind,
     Worker,
 )
+from annotation.stage_plan_selectors import (
+    gold_items_for_stage,
+    latin_square_on,
+    mixes_in_extras,
+    stage_items,
+)
 
 from ..redundancy import stage_adaptive_rule
-from .design import hit_design_refusal, latin_square_filter, latin_square_on, units_seen
+from .design import hit_design_refusal, latin_square_filter, units_seen
 from .errors import NoItemsAvailable
 from .locking import stage_write_lock
-from .state import stage_items
 from .timeouts import live_assignments
-
-
-def _mixes_in_extras(stage: Stage) -> bool:
-    # Practice and qualification stages serve exactly their own item list; data stages
-    # (trial, full, pilot, imported) get the project's practice and gold items on top of it,
-    # because publishing stores only the regular items on `stage.items`.
-    return stage.kind not in (StageKind.PRACTICE, StageKind.QUALIFICATION)
-
-
-def gold_items_for_stage(*, stage: Stage) -> QuerySet[Item]:
-    """The gold/attention-check items mixed into the stage's assignments at
-    `project.gold_rate`: the project's (not `stage.items`, which publishing fills with the
-    regular items only). MTurk HIT plans can draw from the same pool."""
-    if not _mixes_in_extras(stage):
-        return stage_items(stage).filter(is_gold_check=True, is_practice=False)
-    qs = Item.objects.filter(project_id=stage.project_id, excluded=False,
-                             is_gold_check=True, is_practice=False)
-    if not (stage.settings or {}).get("reuse_earlier_items"):
-        # Not the ones a qualification released: the admitted workers answered them already.
-        qs = qs.exclude(pk__in=Item.objects.filter(
-            stages__project_id=stage.project_id, stages__kind=StageKind.QUALIFICATION)
-            .values("pk"))
-    return qs
 
 
 def practice_items_for_stage(*, stage: Stage, worker: Worker | None = None) -> QuerySet[Item]:
     """The practice items every worker does first. In a data stage these are the project's
     practice items, minus those `worker` already did in another stage of the project (a
     practice stage before the trial): practice trains the worker once."""
-    if not _mixes_in_extras(stage):
+    if not mixes_in_extras(stage):
         return stage_items(stage).filter(is_practice=True)
     qs = Item.objects.filter(project_id=stage.project_id, excluded=False, is_practice=True)
     if worker is not None:
@@ -353,7 +335,7 @@ def items_filled_since_timeout(*, assignment: Assignment, rows: list[AssignmentI
     not skipping: the answer is already given) and the deficit counted after the lock, as
     `items_pick_next` does, so a late submit and an allocator never both take the last slot."""
     stage = assignment.stage
-    if not _mixes_in_extras(stage):
+    if not mixes_in_extras(stage):
         return set()
     ids = [row.item_id for row in rows if not (row.item.is_practice or row.item.is_gold_check)]
     if not ids:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from django.db.models import QuerySet
 from django.utils import timezone
 
 # Re-exported for the assignment modules (`X as X`); defined below the services, where the
@@ -19,7 +18,6 @@ from annotation.models import (
     ExperimentMode,
     Hit,
     HitStatus,
-    Item,
     Stage,
     StageStatus,
     TaskKind,
@@ -78,12 +76,3 @@ def server_state_save(assignment: Assignment, state: dict) -> None:
     assignment.draft = {**(assignment.draft or {}), SERVER_DRAFT_KEY: state}
     assignment.last_seen_at = timezone.now()
     assignment.save(update_fields=["draft", "last_seen_at"])
-
-
-def stage_items(stage: Stage) -> QuerySet[Item]:
-    """Items released in the stage: its own list, or every non-excluded project item."""
-    if stage.items.exists():
-        qs = stage.items.all()
-    else:
-        qs = Item.objects.filter(project_id=stage.project_id)
-    return qs.filter(excluded=False)

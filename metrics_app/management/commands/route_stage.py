@@ -13,7 +13,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from annotation.access_selectors import project_stage_by_ref
 from annotation.models import Project, TaskKind
-from annotation.services.stage_errors import StageError
+from annotation.stage_errors import StageError
 from metrics_app.services.pairing import stage_draw_adaptive_pairs
 from metrics_app.services.routing import stage_route_by_uncertainty
 

@@ -152,7 +152,7 @@ def test_a_stage_whose_listed_items_are_all_excluded_is_refused_not_refilled(adm
 
 
 def test_the_stage_page_previews_exactly_the_items_publishing_releases(admin_client_):
-    from annotation.services.stage_plans import stage_release_preview
+    from annotation.stage_plan_selectors import stage_release_preview
 
     project = make_project(TaskKind.LIKERT, items_per_hit=2)
     items = [make_item(project, dataset="nq" if n < 8 else "tq", group_key=f"p{n}")

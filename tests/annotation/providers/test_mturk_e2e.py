@@ -18,8 +18,8 @@ from annotation.models import (
     WorkerStatus,
 )
 from annotation.services.review import assignment_bonus_pay, stage_sync_and_review
-from annotation.services.stage_errors import GuardFailed
 from annotation.services.stages import stage_publish
+from annotation.stage_errors import GuardFailed
 from testing.mturk_server import MTurkError
 from testing.workers_sim import (
     gold_score,

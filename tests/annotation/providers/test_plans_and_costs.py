@@ -8,12 +8,13 @@ from decimal import Decimal
 
 import pytest
 
+from annotation.cost_selectors import project_committed_cost, stage_cost_estimate
 from annotation.models import Provider, StageKind, StageStatus, TaskKind
 from annotation.providers import override_provider
-from annotation.services.costs import project_committed_cost, stage_cost_estimate
-from annotation.services.stage_errors import BudgetExceeded
-from annotation.services.stage_plans import DEFAULT_QUALIFICATION_WORKERS, stage_hit_plan
+from annotation.services.stage_plans import stage_hit_plan
 from annotation.services.stages import stage_hits_build, stage_publish
+from annotation.stage_errors import BudgetExceeded
+from annotation.stage_plan_selectors import DEFAULT_QUALIFICATION_WORKERS
 from testing.factories import make_item, make_project, make_stage
 
 pytestmark = pytest.mark.django_db

@@ -5,6 +5,7 @@ from decimal import Decimal
 
 import pytest
 
+from annotation.cost_selectors import stage_cost_estimate
 from annotation.models import (
     HitStatus,
     StageKind,
@@ -12,19 +13,18 @@ from annotation.models import (
     StageTransition,
     TaskKind,
 )
-from annotation.services.costs import stage_cost_estimate
-from annotation.services.stage_errors import (
-    BudgetExceeded,
-    GuardFailed,
-    IllegalTransition,
-    StageError,
-)
 from annotation.services.stage_plans import stage_hit_plan
 from annotation.services.stages import (
     stage_close,
     stage_hits_build,
     stage_publish,
     stage_transition,
+)
+from annotation.stage_errors import (
+    BudgetExceeded,
+    GuardFailed,
+    IllegalTransition,
+    StageError,
 )
 from testing.factories import make_item, make_judgment, make_project, make_stage, make_worker
 from tests.support.providers import make_stages

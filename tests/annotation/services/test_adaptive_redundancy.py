@@ -10,7 +10,7 @@ from annotation.domain.redundancy import AdaptiveRedundancy, adaptive_redundancy
 from annotation.models import AdaptiveTarget, Judgment, Provider, TaskKind
 from annotation.services.assignments import NoItemsAvailable, assignment_start, assignment_submit
 from annotation.services.redundancy import adaptive_redundancy_guard
-from annotation.services.stage_errors import GuardFailed
+from annotation.stage_errors import GuardFailed
 from metrics_app.reports.project import project_report
 from testing.factories import make_user, make_worker
 from tests.support.tasks import make_task

@@ -13,7 +13,7 @@ from rest_framework.test import APIClient
 from annotation.domain.stage_settings import stage_settings_errors
 from annotation.judgment_selectors import load_judgments
 from annotation.models import StageKind, StageStatus, TaskKind
-from annotation.services.stage_errors import StageError
+from annotation.stage_errors import StageError
 from metrics_app.models import MetricScore
 from metrics_app.reports.estimates import estimates_report
 from metrics_app.services.judges.imports import verdicts_import

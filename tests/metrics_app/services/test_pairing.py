@@ -9,7 +9,7 @@ import pytest
 from django.core.management import call_command
 
 from annotation.models import RoutingDraw, StageKind, StageStatus, TaskKind
-from annotation.services.stage_errors import StageError
+from annotation.stage_errors import StageError
 from metrics_app.services.pairing import stage_draw_adaptive_pairs
 from testing.factories import make_item, make_judgment, make_project, make_stage, make_worker
 

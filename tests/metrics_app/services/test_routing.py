@@ -11,8 +11,8 @@ from django.core.management import CommandError, call_command
 from django.urls import reverse
 
 from annotation.models import RoutingDraw, StageKind, StageStatus, TaskKind
-from annotation.services.stage_errors import GuardFailed, StageError
 from annotation.services.stages import routing_guard
+from annotation.stage_errors import GuardFailed, StageError
 from metrics_app.models import MetricScore
 from metrics_app.reports.project import project_report
 from metrics_app.services.routing import stage_route_by_uncertainty

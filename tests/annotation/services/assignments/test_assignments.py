@@ -516,7 +516,8 @@ def test_gold_items_for_stage_is_the_project_pool_for_data_stages():
 
 
 def test_ranking_in_sql_returns_the_top_deficits_only():
-    from annotation.services.assignments.picking import _ranked, stage_items
+    from annotation.services.assignments.picking import _ranked
+    from annotation.stage_plan_selectors import stage_items
 
     project, stage, items = make_task(TaskKind.AB, n_items=6, items_per_hit=2,
                                       redundancy={"train": 4, "default": 2})

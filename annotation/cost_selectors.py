@@ -1,4 +1,4 @@
-"""What a stage will cost before anything is spent.
+"""What a stage will cost before anything is spent, and what it has cost (reads only).
 
 rewards = reward per HIT × assignments; the provider's fee on top (MTurk: 20%, 40% for a HIT
 with 10 or more assignments — computed per HIT, so one big HIT does not change the others — and
@@ -26,8 +26,7 @@ from django.db import models
 from django.db.models import Count
 
 from annotation.models import Assignment, Stage, StageKind, StageStatus
-
-from .stage_plans import stage_hit_plan
+from annotation.stage_plan_selectors import stage_hits_planned
 
 CENT = Decimal("0.01")
 
@@ -95,7 +94,7 @@ def _money(value: Decimal) -> Decimal:
 
 def stage_cost_estimate(*, stage: Stage, with_balance: bool = False,
                         plans=None) -> StageCostEstimate:
-    """Cost of the stage's HITs (built, or as `stage_hit_plan` would build them; `plans`: that
+    """Cost of the stage's HITs (built, or as `stage_hits_planned` plans them; `plans`: that
     plan when the caller has it already)."""
     from annotation.providers import get_provider
 
@@ -107,7 +106,7 @@ def stage_cost_estimate(*, stage: Stage, with_balance: bool = False,
     else:
         groups = [(plan.max_assignments, len(plan.items), stage.reward)
                   for plan in (plans if plans is not None
-                               else stage_hit_plan(stage=stage, store=False))]
+                               else stage_hits_planned(stage=stage))]
     rewards = fees = Decimal("0")
     n_assignments = n_judgments = in_tier = 0
     per_correct = stage.project.bonus_per_correct or Decimal("0")
@@ -186,7 +185,7 @@ def seconds_per_item(*, stage: Stage) -> tuple[float | None, str]:
 def _balance(provider) -> tuple[Decimal | None, str]:
     """The provider's balance, or why it is unknown. Any failure is reported rather than
     raised: the estimate goes on without the balance, saying so (whether publishing may go on
-    is the readiness check's call, annotation/services/readiness.py)."""
+    is the readiness check's call, annotation/readiness_selectors.py)."""
     from annotation.providers.base import balance_error_text
 
     try:

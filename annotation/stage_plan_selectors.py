@@ -1,0 +1,385 @@
+"""What publishing a stage would release, read without storing anything: which items it
+releases (listed, or chosen by kind leaving out items released in earlier stages), the gold
+items mixed in, the STARC Latin square over its items, the HIT plan (`stage_hits_planned`) and
+the release preview. The writes that store a choice or build HITs are
+annotation/services/stage_plans.py and annotation/services/stages.py, which call these; the
+cockpit and the cost estimate (annotation/cost_selectors.py) read them directly.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import random
+from collections import Counter, defaultdict
+
+from django.db.models import Count, QuerySet
+
+from annotation.domain.design import Condition, LatinSquare, unit_key
+from annotation.domain.stage_settings import MAX_GOLD_RATE
+from annotation.models import (
+    COLLECTION_STAGE_KINDS,
+    Item,
+    Provider,
+    Stage,
+    StageKind,
+    StageStatus,
+    TaskKind,
+)
+from annotation.stage_errors import StageError
+
+MTURK_MAX_ASSIGNMENTS_20PCT = 9  # 10 or more assignments on one HIT costs a 40% fee
+DEFAULT_QUALIFICATION_ITEMS = 10
+DEFAULT_QUALIFICATION_WORKERS = 50  # settings["max_workers"]: how many take the qualification
+DEFAULT_TRIAL_ITEMS = 200
+
+
+@dataclasses.dataclass(frozen=True)
+class HitPlan:
+    items: list[Item]
+    max_assignments: int
+    split: str
+
+
+def stage_items(stage: Stage) -> QuerySet[Item]:
+    """Items released in the stage: its own list, or every non-excluded project item."""
+    if stage.items.exists():
+        qs = stage.items.all()
+    else:
+        qs = Item.objects.filter(project_id=stage.project_id)
+    return qs.filter(excluded=False)
+
+
+def mixes_in_extras(stage: Stage) -> bool:
+    """Whether the stage's assignments get the project's practice and gold items on top of its
+    own list."""
+    # Practice and qualification stages serve exactly their own item list; data stages
+    # (trial, full, pilot, imported) get the project's practice and gold items on top of it,
+    # because publishing stores only the regular items on `stage.items`.
+    return stage.kind not in (StageKind.PRACTICE, StageKind.QUALIFICATION)
+
+
+def gold_items_for_stage(*, stage: Stage) -> QuerySet[Item]:
+    """The gold/attention-check items mixed into the stage's assignments at
+    `project.gold_rate`: the project's (not `stage.items`, which publishing fills with the
+    regular items only). MTurk HIT plans can draw from the same pool."""
+    if not mixes_in_extras(stage):
+        return stage_items(stage).filter(is_gold_check=True, is_practice=False)
+    qs = Item.objects.filter(project_id=stage.project_id, excluded=False,
+                             is_gold_check=True, is_practice=False)
+    if not (stage.settings or {}).get("reuse_earlier_items"):
+        # Not the ones a qualification released: the admitted workers answered them already.
+        qs = qs.exclude(pk__in=Item.objects.filter(
+            stages__project_id=stage.project_id, stages__kind=StageKind.QUALIFICATION)
+            .values("pk"))
+    return qs
+
+
+def latin_square_on(stage: Stage) -> bool:
+    """Whether the stage serves STARC conditions in a Latin square: the default for every
+    multiple-choice project where several of the stage's items share a design unit (a paragraph
+    at several levels or with several questions, an article with several questions); a stage
+    setting `"latin_square": false` turns it off (then a participant may read one paragraph
+    several times, which the STARC design forbids)."""
+    setting = (stage.settings or {}).get("latin_square")
+    if setting is not None:
+        return bool(setting)
+    if stage.project.kind != TaskKind.MC:
+        return False
+    shared = (stage_items(stage).exclude(design_unit="").order_by()
+              .values("design_unit").annotate(n=Count("pk")).filter(n__gt=1))
+    return shared.exists()
+
+
+def conditions_of(qs: QuerySet[Item]) -> list[Condition]:
+    """Each item of `qs` as a condition of the design (annotation.domain.design)."""
+    rows = qs.order_by().values_list("pk", "design_unit", "text_level", "dataset",
+                                     "metadata__question")
+    return [Condition(item_id=pk, unit=unit_key(item_id=pk, design_unit=unit), level=level,
+                      dataset=dataset, question=question)
+            for pk, unit, level, dataset, question in rows]
+
+
+def stage_square(stage: Stage, items: QuerySet[Item] | None = None) -> LatinSquare:
+    """The square over the stage's regular items (not practice or gold checks)."""
+    qs = stage_items(stage) if items is None else items
+    return LatinSquare(conditions_of(qs.filter(is_practice=False, is_gold_check=False)))
+
+
+
+def released_elsewhere(stage: Stage):
+    """Items already released in another data stage of the project (trial, pilot, full) or in a
+    qualification: the workers a later stage admits answered those against gold, so they are
+    not released again unless the stage says `"reuse_earlier_items": true` (then only other
+    data stages' items are left out)."""
+    kinds = COLLECTION_STAGE_KINDS if (stage.settings or {}).get("reuse_earlier_items") else (
+        *COLLECTION_STAGE_KINDS, StageKind.QUALIFICATION)
+    return Item.objects.filter(
+        stages__project_id=stage.project_id, stages__kind__in=kinds
+    ).exclude(stages=stage).values("pk")
+
+
+def stage_items_listed(*, stage: Stage) -> list[Item]:
+    """The items listed on the stage (not excluded), [] when it lists none (then it takes its
+    items by kind, `stage_items_by_kind`)."""
+    explicit = list(stage.items.filter(excluded=False).order_by("id"))
+    if explicit:
+        return explicit
+    listed = stage.items.count()
+    if listed:
+        # Never fall back to choosing by kind: that would release other items (and burn them
+        # for the later stages, which do not reuse released items).
+        raise StageError(f"{stage} lists {listed} items and every one is excluded now: choose "
+                         "its items again (a filter, or by kind)")
+    return []
+
+
+def stage_items_by_kind(*, stage: Stage) -> list[Item]:
+    """The items a stage that lists none releases, chosen by its kind (nothing stored):
+
+    qualification: N items with gold answers (gold/attention items first), default 10;
+    trial: `settings["n_items"]` (default 200) random remaining items, seeded by the stage;
+    full: every remaining item; practice: the practice items.
+    """
+    options = stage.settings or {}
+    base = Item.objects.filter(project_id=stage.project_id, excluded=False)
+    if stage.kind == StageKind.QUALIFICATION:
+        n = int(options.get("n_items", DEFAULT_QUALIFICATION_ITEMS))
+        chosen = list(base.filter(gold__isnull=False).order_by("-is_gold_check", "id")[:n])
+        if len(chosen) < n:
+            raise StageError(
+                f"a qualification needs {n} items with gold answers; the project has {len(chosen)}"
+            )
+    elif stage.kind == StageKind.PRACTICE:
+        chosen = list(base.filter(is_practice=True).order_by("id"))
+    else:
+        remaining = list(
+            base.filter(is_practice=False, is_gold_check=False)
+            .exclude(pk__in=released_elsewhere(stage)).order_by("id")
+        )
+        if stage.kind in (StageKind.TRIAL, StageKind.PILOT) or "n_items" in options:
+            n = int(options.get("n_items", DEFAULT_TRIAL_ITEMS))
+            if n < len(remaining):
+                remaining = sorted(random.Random(stage.pk).sample(remaining, n),
+                                   key=lambda item: item.pk)
+        chosen = remaining
+    if not chosen:
+        raise StageError(f"{stage} has no items to release")
+    return chosen
+
+
+def stage_items_planned(*, stage: Stage) -> list[Item]:
+    """The stage's items as publishing would release them: the listed ones, else chosen by
+    kind (what `stage_items_choose` stores, here only read)."""
+    return stage_items_listed(stage=stage) or stage_items_by_kind(stage=stage)
+
+
+def _assignments_for(stage: Stage, split: str) -> int:
+    if stage.judgments_per_item:
+        return int(stage.judgments_per_item)
+    return stage.project.redundancy_for(split)
+
+
+def stage_gold_rate(stage: Stage) -> float:
+    """Share of gold/attention items in each HIT: `settings["gold_rate"]`, else the project's."""
+    rate = (stage.settings or {}).get("gold_rate")
+    rate = stage.project.gold_rate if rate is None else rate
+    return min(max(float(rate or 0.0), 0.0), MAX_GOLD_RATE)
+
+
+def _random_round(expected: float, rng: random.Random) -> int:
+    # Randomised rounding keeps the long-run share at the rate even for small HITs (as
+    # items_pick_next does for the pages that pick items themselves).
+    whole = int(expected)
+    return whole + (rng.random() < expected - whole)
+
+
+def qualification_hit_sizes(*, workers: int, provider: str, allow_40pct: bool) -> list[int]:
+    """Assignments per qualification HIT for `workers` takers: MTurk HITs of at most 9 (the 20%
+    fee tier), as even as possible; one HIT (one Prolific study with that many places)
+    elsewhere, or on MTurk when the researcher opted into the 40% tier."""
+    workers = max(1, workers)
+    if provider != Provider.MTURK or allow_40pct:
+        return [workers]
+    n_hits = math.ceil(workers / MTURK_MAX_ASSIGNMENTS_20PCT)
+    base, extra = divmod(workers, n_hits)
+    return [base + 1] * extra + [base] * (n_hits - extra)
+
+
+class _GoldMixer:
+    """Adds the project's gold/attention items to the HITs of a data stage at the stage's gold
+    rate, the way `items_pick_next` (annotation/services/assignments/picking.py) mixes them into the
+    assignments it picks: gold takes slots of the HIT, a Likert HIT only gets gold from its own
+    passage, and the gold items are inserted at random positions. The least used gold items
+    go first, so each is repeated in as few HITs as possible (a worker judges an item once per
+    stage). Seeded by the stage, so the estimate and the published HITs agree."""
+
+    def __init__(self, stage: Stage):
+        self.rate = stage_gold_rate(stage)
+        self.likert = stage.project.kind == TaskKind.LIKERT
+        self.pool = list(gold_items_for_stage(stage=stage).order_by("pk")) if self.rate else []
+        self.rng = random.Random(f"gold-{stage.pk}")
+        self.used: Counter[int] = Counter()
+
+    def slots(self, per_hit: int, group_key: str) -> int:
+        """Gold items in a full HIT of `per_hit` items of the Likert passage `group_key` (""
+        for other kinds): none when no gold item could go with it, so its HITs stay full."""
+        if self.likert and group_key:
+            available = sum(g.group_key == group_key for g in self.pool)
+        else:
+            available = len(self.pool)
+        if not available or per_hit < 2:
+            return 0
+        return min(per_hit - 1, available, _random_round(per_hit * self.rate, self.rng))
+
+    def mix(self, regular: list[Item], n_gold: int, full: bool) -> list[Item]:
+        if not n_gold or not regular:
+            return regular
+        if not full:  # a short last HIT gets gold in proportion to its regular items
+            n_gold = min(n_gold, _random_round(len(regular) * self.rate / (1 - self.rate),
+                                               self.rng))
+        groups = {item.group_key for item in regular if item.group_key}
+        taken = {item.pk for item in regular}  # explicit stage items may include gold items
+        units = {item.design_unit for item in regular if item.design_unit}
+        # A gold item never repeats a text of its HIT (the STARC paragraph rule).
+        candidates = [g for g in self.pool if g.pk not in taken and g.design_unit not in units]
+        same_group = [g for g in candidates if g.group_key in groups] if groups else []
+        pool = same_group or ([] if self.likert and groups else candidates)
+        if not pool or not n_gold:
+            return regular
+        order = {item.pk: self.rng.random() for item in pool}
+        chosen = sorted(pool, key=lambda g: (self.used[g.pk], order[g.pk]))[:n_gold]
+        mixed = list(regular)
+        for item in chosen:
+            self.used[item.pk] += 1
+            mixed.insert(self.rng.randint(0, len(mixed)), item)
+        return mixed
+
+
+def _latin_square_lists(stage: Stage, items: list[Item]) -> dict[int, tuple[int, int]]:
+    """{item id: (Latin-square list, position in the list)} when the stage serves STARC
+    conditions in a Latin square (annotation.domain.design), else {}. The lists hold every condition (question x level)
+    exactly once and each list at most one item per design unit (paragraph, article); MTurk HITs
+    are cut from one list, and a worker who already read one of a HIT's texts (at any level, in
+    any stage) is refused that HIT at accept (`assignment_start`). Within a list the datasets
+    alternate (first unit of each dataset, then the second …), so every HIT cut from it mixes
+    them as the list does, and consecutive units of a dataset rotate the levels."""
+    if not items or not latin_square_on(stage):
+        return {}
+    square = stage_square(stage, Item.objects.filter(pk__in=[item.pk for item in items]))
+    lists = {}
+    for list_index in range(square.n_lists):
+        order = sorted(square.list_items(list_index), key=square.position)
+        lists.update({pk: (list_index, n) for n, pk in enumerate(order)})
+    return lists
+
+
+def stage_hits_planned(*, stage: Stage, items: list[Item] | None = None) -> list[HitPlan]:
+    """Group the stage's items into HITs (without writing HITs).
+
+    Likert items sharing a passage (`group_key`) share HITs, so the passage is read once; every
+    HIT holds items of one split so that its assignments match the split's redundancy, plus the
+    project's gold/attention items at the gold rate (`stage_gold_rate`). A qualification is HITs
+    with all its items, taken by `settings["max_workers"]` workers in all (default 50): on MTurk
+    split into HITs of at most 9 assignments (`qualification_hit_sizes`). `items`: the
+    stage's items when the caller chose them already (else `stage_items_planned`).
+    """
+    if items is None:
+        items = stage_items_planned(stage=stage)
+    options = stage.settings or {}
+    if stage.kind == StageKind.QUALIFICATION:
+        workers = int(options.get("max_workers", DEFAULT_QUALIFICATION_WORKERS))
+        sizes = qualification_hit_sizes(workers=workers, provider=stage.provider,
+                                        allow_40pct=bool(options.get("allow_40pct_fee_tier")))
+        plans = [HitPlan(items=items, max_assignments=size, split="") for size in sizes]
+    else:
+        per_hit = max(1, int(options.get("items_per_hit") or stage.project.items_per_hit))
+        gold = _GoldMixer(stage) if stage.kind != StageKind.PRACTICE else None
+        groups: dict[tuple[str, str], list[Item]] = defaultdict(list)
+        lists = _latin_square_lists(stage, items)
+        if lists:  # in list order; items outside the design (gold, practice) last
+            items = sorted(items, key=lambda item: lists.get(item.pk, (0, len(lists)))[1])
+        for item in items:
+            key = item.group_key if stage.project.kind == TaskKind.LIKERT else ""
+            if lists:
+                # One Latin-square list per HIT: each text once, in its list's condition.
+                key = f"list-{lists[item.pk][0]}" if item.pk in lists else "outside the design"
+            groups[(item.split, key)].append(item)
+        plans = []
+        for (split, key), members in groups.items():
+            start = 0
+            while start < len(members):
+                n_gold = gold.slots(per_hit, key) if gold else 0
+                room = per_hit - n_gold
+                regular = members[start:start + room]
+                start += room
+                hit_items = gold.mix(regular, n_gold, full=len(regular) == room) if gold \
+                    else regular
+                plans.append(HitPlan(items=hit_items,
+                                     max_assignments=_assignments_for(stage, split), split=split))
+    if stage.provider == Provider.MTURK and not options.get("allow_40pct_fee_tier"):
+        too_many = [plan for plan in plans if plan.max_assignments > MTURK_MAX_ASSIGNMENTS_20PCT]
+        if too_many:
+            raise StageError(
+                f"{len(too_many)} HITs would need {too_many[0].max_assignments} assignments; "
+                f"MTurk charges 40% instead of 20% from 10 assignments on — lower the redundancy "
+                f'or opt in with settings {{"allow_40pct_fee_tier": true}}'
+            )
+    return plans
+
+
+@dataclasses.dataclass
+class ReleasePreview:
+    """Exactly the items publishing the stage releases (as `stage_hits_build` will store them),
+    or why it would release none."""
+
+    items: list[Item]  # the stage's data items, in release order
+    gold: list[Item]  # gold/attention items mixed into its HITs
+    n_hits: int
+    how: str  # where the items come from: "listed on the stage", "chosen by kind: ..."
+    error: str = ""
+    plans: list[HitPlan] = dataclasses.field(default_factory=list)  # a draft's HIT plan
+
+    def counts(self, field: str) -> list[tuple[str, int]]:
+        return Counter(getattr(item, field) or "–" for item in self.items).most_common()
+
+    def as_text(self) -> str:
+        if self.error:
+            return f"nothing to release: {self.error}"
+        by = ", ".join(f"{name}: {n}" for name, n in self.counts("dataset")[:6])
+        gold = f" + {len(self.gold)} gold items mixed in" if self.gold else ""
+        return (f"{len(self.items)} items ({by}){gold} in {self.n_hits} HITs; {self.how}")
+
+
+def stage_release_preview(*, stage: Stage) -> ReleasePreview:
+    """What publishing the stage releases, computed without storing anything: a draft's plan
+    (the same seeded choice `stage_hits_build` makes), or a live stage's HITs."""
+    from annotation.models import HitItem
+
+    if stage.status != StageStatus.DRAFT and stage.hits.exists():
+        rows = (HitItem.objects.filter(hit__stage=stage).select_related("item")
+                .order_by("hit_id", "position"))
+        seen: dict[int, Item] = {}
+        for row in rows:
+            seen.setdefault(row.item_id, row.item)
+        listed = set(stage.items.values_list("pk", flat=True))
+        items = [i for i in seen.values() if i.pk in listed]
+        gold = [i for i in seen.values() if i.pk not in listed]
+        return ReleasePreview(items=items, gold=gold, n_hits=stage.hits.count(),
+                              how="the HITs already built")
+    how = ("listed on the stage" if stage.items.exists() else
+           f"chosen by the stage's kind ({stage.get_kind_display().lower()}) from the items "
+           "no earlier stage released")
+    try:
+        chosen_items = stage_items_planned(stage=stage)
+        plans = stage_hits_planned(stage=stage, items=chosen_items)
+    except StageError as error:
+        return ReleasePreview(items=[], gold=[], n_hits=0, how=how, error=str(error))
+    chosen = {item.pk for item in chosen_items}
+    items, gold, seen_ids = [], [], set()
+    for plan in plans:
+        for item in plan.items:
+            if item.pk in seen_ids:
+                continue
+            seen_ids.add(item.pk)
+            (items if item.pk in chosen else gold).append(item)
+    return ReleasePreview(items=items, gold=gold, n_hits=len(plans), how=how, plans=plans)
