@@ -15,6 +15,7 @@ from annotation.models import (
     AssignmentStatus,
     Judgment,
     Project,
+    Provider,
     Stage,
     StageKind,
     StageStatus,
@@ -121,7 +122,7 @@ def _stage_problem(stage: Stage, cache: dict[str, list[str]]) -> str:
     without calling the provider (publishing asks it)."""
     if stage.publish_problem:
         return stage.publish_problem
-    if stage.status != StageStatus.DRAFT or stage.provider == "import":
+    if stage.status != StageStatus.DRAFT or stage.provider == Provider.IMPORT:
         return ""
     key = f"{stage.provider}:{stage.reward}"  # the provider-wide checks, once per page
     if key not in cache:
@@ -158,13 +159,13 @@ def study_cockpit(*, project: Project) -> Cockpit:
             shown = "too few judgments" if gate_alpha is None else f"α = {gate_alpha:.2f}"
             gate = f"needs α ≥ {stage.agreement_threshold:g} on “{gating.name}” ({shown})"
         problem, release, plans = _stage_problem(stage, readiness_cache), "", None
-        if stage.status == StageStatus.DRAFT and stage.provider != "import":
+        if stage.status == StageStatus.DRAFT and stage.provider != Provider.IMPORT:
             # One plan for the release line and the estimate (a full stage's plan is the
             # slow part of this page).
             preview = stage_release_preview(stage=stage)
             release, plans = preview.as_text(), (preview.plans if not preview.error else None)
         estimate, error, pay = None, "", ""
-        if stage.provider != "import":
+        if stage.provider != Provider.IMPORT:
             try:
                 cost = stage_cost_estimate(stage=stage, plans=plans)
                 estimate, pay = cost.total, cost.pay_text()
@@ -178,7 +179,7 @@ def study_cockpit(*, project: Project) -> Cockpit:
             stage=stage, progress=progress, waiting_review=waiting,
             alpha=alpha_of(stage) if stage.kind in DATA_STAGE_KINDS else None,
             gate=gate, gate_open=gate_open, estimate=estimate, estimate_error=error,
-            spent=stage_spent(stage=stage) if stage.provider != "import" else Decimal("0.00"),
+            spent=stage_spent(stage=stage) if stage.provider != Provider.IMPORT else Decimal("0.00"),
             pay=pay, problem=problem, release=release,
             next_step=("fix what the problem says, then publish again" if problem
                        else "review the waiting work first" if waiting and
@@ -192,7 +193,7 @@ def study_cockpit(*, project: Project) -> Cockpit:
 
 
 def _next_step(stage: Stage) -> str:
-    if stage.provider == "inhouse" and stage.status in INHOUSE_NEXT_STEP:
+    if stage.provider == Provider.INHOUSE and stage.status in INHOUSE_NEXT_STEP:
         return INHOUSE_NEXT_STEP[stage.status]
     return NEXT_STEP.get(stage.status, "")
 
@@ -222,7 +223,7 @@ def _stage_count(stage: Stage, progress: Progress, *, planned_judgments: int | N
         graded, passed = takers or (0, 0)
         planned = int((stage.settings or {}).get("max_workers", DEFAULT_QUALIFICATION_WORKERS))
         return StageCount(counted=graded, planned=planned, unit="takers", passed=passed)
-    if stage.provider == "import":
+    if stage.provider == Provider.IMPORT:
         return StageCount(counted=counted, not_counted=collected - counted, planned=None)
     return StageCount(counted=counted, not_counted=collected - counted,
                       planned=planned_judgments if planned_judgments is not None

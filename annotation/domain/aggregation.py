@@ -77,11 +77,15 @@ def majority_by_item(
 # (Dawid–Skene, MACE, GLAD) need every judgment of the project at once: they are fitted on all
 # items together, never one item at a time.
 
-AGGREGATION_KINDS = ("nominal", "likert")
+# The kinds of labels a task gives: nominal (A/B choices, multiple-choice options) or Likert
+# scores; not the task kinds (core.vocabulary.TaskKind), though Likert shares its name.
+NOMINAL_LABELS = "nominal"
+LIKERT_LABELS = "likert"
+AGGREGATION_KINDS = (NOMINAL_LABELS, LIKERT_LABELS)
 NOMINAL_MODELS = ("majority", "dawid_skene", "mace", "glad")
 LIKERT_MODELS = ("mean", "median")
 AGGREGATION_MODELS = NOMINAL_MODELS + LIKERT_MODELS
-DEFAULT_AGGREGATION = {"nominal": "majority", "likert": "mean"}
+DEFAULT_AGGREGATION = {NOMINAL_LABELS: "majority", LIKERT_LABELS: "mean"}
 _PROJECT_NAMES = {TaskKind.LIKERT: "Likert", TaskKind.AB: "A/B", TaskKind.MC: "multiple-choice"}
 # Posteriors closer than this count as equal (a tie, broken as `_pick` says).
 _TIE_TOLERANCE = 1e-9
@@ -104,13 +108,13 @@ class AggregateLabel:
 def aggregation_kind(task_kind: str) -> str:
     """The kind of labels a project's task gives: "likert" for Likert projects (1–5 scores),
     "nominal" for the others (A/B choices, multiple-choice options)."""
-    return "likert" if task_kind == TaskKind.LIKERT else "nominal"
+    return LIKERT_LABELS if task_kind == TaskKind.LIKERT else NOMINAL_LABELS
 
 
 def aggregation_models_for(kind: str) -> tuple[str, ...]:
     if kind not in AGGREGATION_KINDS:
         raise ValueError(f"unknown label kind {kind!r}; use one of {', '.join(AGGREGATION_KINDS)}")
-    return LIKERT_MODELS if kind == "likert" else NOMINAL_MODELS
+    return LIKERT_MODELS if kind == LIKERT_LABELS else NOMINAL_MODELS
 
 
 def check_aggregation_model(model: str, kind: str) -> None:
@@ -163,7 +167,7 @@ def aggregate_items(
     triples = [(w, i, v) for w, i, v in judgments if v is not None]
     if not triples:
         return {}
-    if kind == "likert":
+    if kind == LIKERT_LABELS:
         return _aggregate_scores(triples, model=model, cut=cut)
     return _aggregate_labels(triples, model=model, seed=seed)
 

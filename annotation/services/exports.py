@@ -17,6 +17,7 @@ from django.db.models import F
 from tqdm import tqdm
 
 from annotation.domain.aggregation import (
+    LIKERT_LABELS,
     AggregateLabel,
     aggregate_items,
     aggregation_kind,
@@ -207,7 +208,7 @@ def _model_aggregates(*, project: Project, stage: Stage | None, include_rejected
     triples = []
     for row in queryset.order_by("id").values("worker_id", "item_id", "score", "choice",
                                               "choices", "extra").iterator(chunk_size=CHUNK_SIZE):
-        value = row["score"] if kind == "likert" else _label(row, validity_mode=validity_mode)
+        value = row["score"] if kind == LIKERT_LABELS else _label(row, validity_mode=validity_mode)
         triples.append((row["worker_id"], row["item_id"], value))
     return aggregate_items(triples, model=model, kind=kind)
 

@@ -274,6 +274,15 @@ _RULES = {"likert": _likert, "yes_no": _yes_no, "ab": _ab, "choice": _choice, "j
           "regex": _regex}
 
 
+# Each rule's candidate tokens, 1 for the positive outcome (the answer is correct / A is better)
+# and 0 for the negative; "choice" is positive for the parsed letter only.
+_POSITIVE_TOKENS = {
+    "likert": {"1": 0, "2": 0, "3": 1, "4": 1, "5": 1},
+    "yes_no": {**{w: 1 for w in _YES}, **{w: 0 for w in _NO}},
+    "ab": {"a": 1, "b": 0},
+}
+
+
 def probability_from_logprobs(rule: str, parsed: Parsed, logprobs: list) -> float | None:
     """The probability of the positive outcome from the chat-completions `logprobs.content`
     list ({token, logprob, top_logprobs: [{token, logprob}]}): at the first token that reads
@@ -282,14 +291,10 @@ def probability_from_logprobs(rule: str, parsed: Parsed, logprobs: list) -> floa
     token = str(parsed.extra.get("token", "")).strip().lower()
     if not token:
         return None
-    if rule == "likert":
-        groups = {"1": 0, "2": 0, "3": 1, "4": 1, "5": 1}
-    elif rule == "yes_no":
-        groups = {**{w: 1 for w in _YES}, **{w: 0 for w in _NO}}
-    elif rule == "ab":
-        groups = {"a": 1, "b": 0}
-    elif rule == "choice":
+    if rule == "choice":
         groups = {letter: int(letter == token) for letter in "abcd"}
+    elif rule in _POSITIVE_TOKENS:
+        groups = _POSITIVE_TOKENS[rule]
     else:
         return None
     for entry in logprobs:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import io
 
+from core.vocabulary import TaskKind
+
 PALETTE = ["#2b6cb0", "#dd6b20", "#38a169", "#c53030", "#805ad5", "#d69e2e", "#319795"]
 
 
@@ -118,7 +120,7 @@ def worker_scatter(workers: list[dict], *, kind: str) -> str | None:
     ax.set_xlabel("median seconds per item (log scale)")
     # An axis that runs the usual way (it was inverted for Likert, which read as an error);
     # the label says which direction is better.
-    ax.set_ylabel("mean |score − others' mean|\n(lower: closer to the others)" if kind == "likert"
+    ax.set_ylabel("mean |score − others' mean|\n(lower: closer to the others)" if kind == TaskKind.LIKERT
                   else "share of others choosing the same\n(higher: closer to the others)",
                   fontsize=8)
     ax.spines[["top", "right"]].set_visible(False)

@@ -25,6 +25,7 @@ from annotation.domain.agreement import pearson
 from annotation.judgment_selectors import item_gold_scores, judgment_rows, watermark
 from annotation.models import Judgment, Project, TaskKind
 from annotation.selectors import counting_fingerprint
+from core.vocabulary import AB_CHOICES
 from metrics_app.domain import meta_evaluation
 from metrics_app.domain.text_match import is_exact_match
 from metrics_app.models import MetricScore, Report
@@ -304,7 +305,7 @@ def _pairwise_section(*, project, versions, scores) -> dict | None:
     comparisons = []  # (item_id, group keys, choice, kind_a, kind_b, len_a, len_b)
     for row in judgment_rows(project=project):
         item = items.get(row.item_id)
-        if item is None or row.choice not in ("A", "B"):
+        if item is None or row.choice not in AB_CHOICES:
             continue
         content = item["content"] or {}
         a, b = content.get("answer_a") or {}, content.get("answer_b") or {}

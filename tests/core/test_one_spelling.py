@@ -1,11 +1,15 @@
 """No product module spells the vocabulary's lists or stored names literally: the MC roles, the
 task kinds, the recruiting providers and the learned metric/model names are written once, in
 core/vocabulary.py, and everything else imports them (a second spelling is how one place got
-changed and another missed)."""
+changed and another missed). Nor does any module compare a value to a task kind, a provider or a
+model kind written as a string (`kind == "ab"`, `provider in ("mturk", "prolific")`,
+`choice in ("A", "B")`): it compares to the enum member."""
 from __future__ import annotations
 
 import ast
 from pathlib import Path
+
+from core.vocabulary import AB_CHOICES, ModelKind, Provider, TaskKind
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 PRODUCT_PACKAGES = ("config", "core", "worker", "metrics_app", "annotation")
@@ -21,6 +25,9 @@ SPELLED_COLLECTIONS = {
 # Stored names that only the vocabulary writes ("lerc" alone is also a folder and a judge name).
 SPELLED_NAMES = {"lerc-ab": "a model name", "lerc_ab": "a metric name",
                  "lerc_prob": "a metric name"}
+# Values no comparison may spell: each enum member's value, named by its member.
+COMPARED_VALUES = {member.value: f"{type(member).__name__}.{member.name}"
+                   for enum in (TaskKind, Provider, ModelKind) for member in enum}
 
 
 def spellings(source: str) -> list[tuple[int, str]]:
@@ -34,7 +41,25 @@ def spellings(source: str) -> list[tuple[int, str]]:
                 found.append((node.lineno, what))
         elif isinstance(node, ast.Constant) and node.value in SPELLED_NAMES:
             found.append((node.lineno, f"{SPELLED_NAMES[node.value]} {node.value!r}"))
+        elif isinstance(node, ast.Compare):
+            found.extend((node.lineno, what) for what in compared_spellings(node))
     return sorted(found)
+
+
+def compared_spellings(node: ast.Compare) -> list[str]:
+    """What a comparison spells: an operand (or a member of a literal collection operand) that
+    is a task kind, provider or model kind as a string, or the A/B choices as a collection."""
+    found = []
+    for operand in (node.left, *node.comparators):
+        if isinstance(operand, ast.List | ast.Tuple | ast.Set):
+            constants = [e.value for e in operand.elts if isinstance(e, ast.Constant)]
+            if set(constants) == set(AB_CHOICES):
+                found.append("a comparison with the A/B choices (core.vocabulary.AB_CHOICES)")
+        else:
+            constants = [operand.value] if isinstance(operand, ast.Constant) else []
+        found.extend(f"a comparison with {value!r} (use {COMPARED_VALUES[value]})"
+                     for value in constants if isinstance(value, str) and value in COMPARED_VALUES)
+    return found
 
 
 def product_modules():
@@ -48,7 +73,16 @@ def test_the_scanner_finds_each_kind_of_spelling():
     source = ('ROLES = ("A", "B", "C", "D")\nif kind in ["mc", "likert", "ab"]: pass\n'
               'x = {"mturk", "prolific", "inhouse"}\nname = "lerc-ab"\nm = ("lerc_prob",)\n'
               'ok = ("A", "B")\ndoc = "the lerc_ab metric"\n')
-    assert [line for line, _ in spellings(source)] == [1, 2, 3, 4, 5]
+    assert sorted({line for line, _ in spellings(source)}) == [1, 2, 3, 4, 5]
+
+
+def test_the_scanner_finds_comparisons_with_a_spelled_value():
+    source = ('if kind == "ab": pass\nif "likert" != project.kind: pass\n'
+              'ok = stage.provider in ("mturk", "prolific")\nif x.kind == "regression": pass\n'
+              'if row.choice not in ("A", "B"): pass\nif a < b == "import": pass\n'
+              'fine = kind == TaskKind.AB or label == "abc" or name == "lerc"\n'
+              'also_fine = row.choice in ("A", "B", "C") or rule in {"yes_no": 1}\n')
+    assert sorted({line for line, _ in spellings(source)}) == [1, 2, 3, 4, 5, 6]
 
 
 def test_the_vocabulary_is_spelled_only_in_core_vocabulary():

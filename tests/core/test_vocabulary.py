@@ -80,7 +80,9 @@ def test_registered_learned_metrics_use_the_vocabulary_names(monkeypatch):
     for name in (vocabulary.PROBABILITY_METRIC_NAME,
                  *(kind.metric_name for kind in vocabulary.ModelKind)):
         assert name in metric_names()
-        built[name] = get_metric(name)
+        # An option builds a fresh instance through the factory (the plain lookup returns the
+        # instance an earlier test may have cached); model=None is the factory's default.
+        built[name] = get_metric(name, model=None)
     for kind in vocabulary.ModelKind:
         assert (built[kind.metric_name]["name"], built[kind.metric_name]["model_name"]) == (
             kind.metric_name, kind.model_name)

@@ -16,6 +16,7 @@ from annotation.domain.aggregation import (
 )
 from annotation.judgment_selectors import judgment_rows, watermark
 from annotation.models import NON_DATA_STAGE_KINDS, Item, Judgment, Project, TaskKind
+from core.vocabulary import AB_CHOICES
 from metrics_app.domain.text_match import is_exact_match
 from metrics_app.lerc.data import LercExample, PairExample, mc_item_row, mc_pretraining_examples
 from metrics_app.models import ModelKind, ModelVersion
@@ -102,7 +103,7 @@ def lerc_dataset_build(
             watermarks[str(project.id)] = watermark
         rows = [r for r in judgment_rows(project=project) if r.id <= watermark]
         if kind == ModelKind.PAIRWISE:
-            rows = [r for r in rows if r.choice in ("A", "B")]
+            rows = [r for r in rows if r.choice in AB_CHOICES]
         else:
             rows = [r for r in rows if r.score is not None]
         used_items = _usable_items({r.item_id for r in rows}, kind=kind,

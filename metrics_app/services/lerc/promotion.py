@@ -10,6 +10,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from annotation.models import Project
+from core import vocabulary
 from metrics_app.lerc.config import KIND_PAIRWISE, KIND_REGRESSION
 from metrics_app.lerc.data import capped_examples
 from metrics_app.lerc.validation import validation_metric_name
@@ -19,6 +20,9 @@ from .common import LercError, version_event
 from .datasets import version_dataset_build
 from .evaluation import model_version_scorer, split_metrics
 from .options import version_train_config
+
+# The versions a lookup means when it names no model: the regression (the stored name "lerc").
+REGRESSION_MODEL_NAME = vocabulary.ModelKind.REGRESSION.model_name
 
 
 def _project_set(version: ModelVersion) -> frozenset[int]:
@@ -31,7 +35,7 @@ def _scope_label(project_ids) -> str:
     return ", ".join(slugs) or "no project"
 
 
-def promoted_model_version(*, name: str = "lerc", project: Project | None = None,
+def promoted_model_version(*, name: str = REGRESSION_MODEL_NAME, project: Project | None = None,
                            projects=None) -> ModelVersion | None:
     """The served version: for exactly the project set `projects` (ids or projects; the
     promotion scope); else for `project` the most recently promoted one trained on it, or,
@@ -157,7 +161,7 @@ def model_version_promote(*, model_version: ModelVersion, user=None, reason: str
 
 
 @transaction.atomic
-def model_version_rollback(*, name: str = "lerc", user=None,
+def model_version_rollback(*, name: str = REGRESSION_MODEL_NAME, user=None,
                            model_version: ModelVersion | None = None) -> ModelVersion:
     """Serve again the version that was promoted before the current one, within a project
     set: `model_version`'s, or the only set with a promoted version of `name`."""
@@ -187,7 +191,7 @@ def model_version_rollback(*, name: str = "lerc", user=None,
                                  reason=f"rollback from v{current.number}")
 
 
-def model_version_for_label(label: str | int | None, *, name: str = "lerc",
+def model_version_for_label(label: str | int | None, *, name: str = REGRESSION_MODEL_NAME,
                             project: Project | None = None) -> ModelVersion:
     """A version by label ("3", "v3", "lerc-ab:v2"), or when label is empty the promoted one
     (for `project`: the most recently promoted one trained on it, see promoted_model_version)."""
