@@ -80,14 +80,14 @@ def test_stored_options_become_a_train_config_in_one_place():
 
 
 @pytest.mark.django_db
-def test_a_version_trains_with_the_options_it_was_created_with(settings):
+def test_a_version_trains_with_the_options_it_was_created_with(settings, tmp_path):
     settings.QAJ_LERC_TRAIN_OPTIONS = {"epochs": 2, "batch_size": 4}
     settings.QAJ_LERC_BACKBONE = ""
     project, *_ = likert_project_from_toy()
     version = model_version_create(projects=[project], train_options={"learning_rate": 1e-3})
     assert version.backbone == PACKAGED_BACKBONE
-    cfg = version_train_config(version, "/work/v1")
+    cfg = version_train_config(version, str(tmp_path / "v1"))
     assert (cfg.epochs, cfg.batch_size, cfg.learning_rate) == (2, 4, 1e-3)
-    assert (cfg.kind, cfg.backbone, cfg.output_dir) == (KIND_REGRESSION, "", "/work/v1")
+    assert (cfg.kind, cfg.backbone, cfg.output_dir) == (KIND_REGRESSION, "", str(tmp_path / "v1"))
     with pytest.raises(LercError, match="unknown training options"):
         model_version_create(projects=[project], train_options={"learning_rat": 1e-3})
