@@ -361,6 +361,92 @@ def lexical_judges(run: dict, report, args) -> dict:
     return rows
 
 
+def augmentation_configs(text: str) -> list[tuple[tuple[str, ...], float]]:
+    """"none;embed@0.5;embed,alias,number@1" → [((), 0), (("embed",), 0.5), ...]."""
+    configs = []
+    for part in (p.strip() for p in text.split(";") if p.strip()):
+        rules, _, weight = part.partition("@")
+        chosen = () if rules in ("", "none") else tuple(r for r in rules.split(",") if r)
+        configs.append((chosen, float(weight or 0.5) if chosen else 0.0))
+    return configs
+
+
+def screen_rules(rules: tuple[str, ...]) -> tuple[str, ...]:
+    """The rewrites a screened option is measured on: its own, or every rule's for "none"
+    (fitted at weight 0: the judge without augmentation, measured on the same rewrites)."""
+    from metrics_app.lerc.augmentation import RULES
+
+    return rules or RULES
+
+
+def augmented_inputs(examples, rules, weight, raw=None):
+    """The calibrator's `AugmentedInputs` for `examples` (rewritten by `rules`), or None."""
+    from metrics_app.lerc.augmentation import rewrites
+    from metrics_app.lerc.calibration import AugmentedInputs
+
+    if not rules:
+        return None
+    made = rewrites([e.candidate for e in examples], [e.references for e in examples],
+                    [e.question for e in examples], rules=rules)
+    return AugmentedInputs(made, raw if raw is not None else [None] * len(made), weight)
+
+
+def screen_run(run: dict, args) -> dict:
+    """`--screen`: validation only. The lexical judge fitted with each `--augment` option (and
+    each `--calibrator-features` set) on the run's validation answers whose exact match fails;
+    its held-out-system cross-validated accuracy and false-negative rate, overall and by answer
+    length, and its held-out accuracy on the folds' own rewrites. No test answer is read."""
+    from metrics_app.domain.text_match import is_exact_match
+    from metrics_app.lerc.calibration import fit_calibrator
+    from metrics_app.lerc.evaluation import decision_report, report_by_length
+    from metrics_app.lerc.features import FEATURE_SETS
+
+    val = [e for e in run["val"] if not is_exact_match(e.candidate, e.references)]
+    gold = [e.score for e in val]
+    rows = {}
+    for feature_set in args.feature_sets:
+        for rules, weight in augmentation_configs(args.augment):
+            _calibrator, fit = fit_calibrator(
+                [0.0] * len(val), [e.candidate for e in val], [e.references for e in val], gold,
+                [e.group for e in val], sources=[system_of(e) for e in val],
+                questions=[e.question for e in val], use_encoder=False,
+                feature_names=FEATURE_SETS[feature_set],
+                augmented=augmented_inputs(val, screen_rules(rules), weight))
+            cv = fit.get("cv_probabilities")
+            if cv is None:
+                continue
+            name = f"{feature_set}/{'+'.join(rules) or 'none'}" + (f"@{weight:g}" if rules else "")
+            rows[name] = {
+                "all": decision_report(cv, gold, 0.5, bootstrap=0),
+                "by_length": report_by_length(cv, gold, [e.candidate for e in val], 0.5,
+                                              bootstrap=0),
+                "rewrites": fit.get("cv_accuracy_rewrites"), "c": fit.get("c")}
+    return {"n_val": len(val), "screen": rows}
+
+
+def screen_markdown(screens: dict) -> str:
+    """One table per run: validation CV accuracy / FNR overall and by length, rewrites."""
+    from metrics_app.lerc.evaluation import LENGTH_BUCKETS
+
+    lines = []
+    for run_name, screen in screens.items():
+        lines += [f"### {run_name} (validation, exact match fails: {screen['n_val']})", "",
+                  "| lexical judge | all: acc / FNR | " + " | ".join(
+                      f"{b}: acc / FNR" for b, _ in LENGTH_BUCKETS) + " | rewrites acc |",
+                  "| --- " * (3 + len(LENGTH_BUCKETS)) + "|"]
+        for name, row in screen["screen"].items():
+            def cell(part):
+                acc, fnr = part.get("accuracy"), part.get("false_negative_rate")
+                return "–" if acc is None else f"{acc:.3f} / " + (
+                    "–" if fnr is None else f"{fnr:.3f}")
+            rewrites = row.get("rewrites") or {}
+            lines.append(f"| {name} | {cell(row['all'])} | " + " | ".join(
+                cell(row["by_length"][b]) for b, _ in LENGTH_BUCKETS) + " | " + (
+                ", ".join(f"{k} {v:.3f}" for k, v in rewrites.items()) or "–") + " |")
+        lines.append("")
+    return "\n".join(lines)
+
+
 def evaluate_lexical_run(run: dict, baselines: dict, args) -> dict:
     """`--lexical-only`: the baselines and the lexical judges of a run, no encoder."""
     from metrics_app.domain.text_match import is_exact_match
@@ -597,6 +683,14 @@ def main() -> None:
     parser.add_argument("--lexical-only", action="store_true",
                         help="no encoder: baselines and lexical judges only, every run in "
                              "seconds; results in <out>/lexical-results.json")
+    parser.add_argument("--augment", default="none",
+                        help="with --screen: calibrator augmentation options to compare, "
+                             "';'-separated, each 'rule,rule@weight' (rules of "
+                             "metrics_app.lerc.augmentation.RULES) or 'none'")
+    parser.add_argument("--screen", action="store_true",
+                        help="validation only: the lexical judge with each --augment option "
+                             "and --calibrator-features set, by answer length; no test answer "
+                             "read; results in <out>/screen.json")
     parser.add_argument("--bootstrap", type=int, default=1000)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--fresh", action="store_true", help="retrain finished runs")
@@ -623,6 +717,14 @@ def main() -> None:
     args.backbone = pretrained_backbone(args)
     runs = run_definitions(examples, args.runs.split(","),
                            [int(n) for n in args.curve_sizes.split(",")])
+    if args.screen:
+        screens = {}
+        for run in runs:
+            print(f"== screen {run['name']}", file=sys.stderr, flush=True)
+            screens[run["name"]] = screen_run(run, args)
+            (args.out / "screen.json").write_text(json.dumps(screens, indent=2))
+        print(screen_markdown(screens))
+        return
     if args.audit:
         # Reads trained runs only: no baselines, no training, results.json untouched.
         for run in runs:

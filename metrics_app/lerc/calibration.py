@@ -25,11 +25,13 @@ from __future__ import annotations
 
 import json
 import math
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from .features import DEFAULT_FEATURES, FEATURE_NAMES, lexical_features
+from .augmentation import Rewrite
+from .features import DEFAULT_FEATURES, FEATURE_NAMES, lexical_features, reads_semantic
 
 CALIBRATION_FILE = "calibration.json"
 CORRECT_AT = 3.0  # gold ≥ 3 on the 1–5 scale counts as correct (binary judgments are 1 or 5)
@@ -56,34 +58,49 @@ class Calibrator:
 
     # ---- use -------------------------------------------------------------------------------
 
+    @property
+    def reads_semantic(self) -> bool:
+        """Whether scoring needs the semantic encoder's values (`semantic.py`)."""
+        return reads_semantic(self.input_names[1:])
+
+    @property
+    def uses_encoder(self) -> bool:
+        """Whether the fine-tuned encoder's score weighs anything (else scoring can skip it)."""
+        return bool(self.coef) and self.coef[0] != 0.0
+
     def _rows(self, raw: Sequence[float | None], candidates: Sequence[str],
               references: Sequence[Sequence[str]],
-              questions: Sequence[str] | None) -> list[list[float]]:
+              questions: Sequence[str] | None,
+              semantic: Sequence[Sequence[float]] | None = None) -> list[list[float]]:
         # A calibrator names the features it was fitted on (older ones fewer); it reads only
         # those, so one fitted without the long-answer features never computes them.
         names = self.input_names[1:]
         rows = []
-        for value, candidate, refs, question in zip(raw, candidates, references,
-                                                    questions or [""] * len(raw), strict=True):
+        for value, candidate, refs, question, meaning in zip(
+                raw, candidates, references, questions or [""] * len(raw),
+                semantic or [None] * len(raw), strict=True):
             row = [self.raw_fill if value is None else float(value),
-                   *lexical_features(candidate, refs, question, names)]
+                   *lexical_features(candidate, refs, question, names, meaning)]
             rows.append([(x - m) / s for x, m, s in zip(row, self.mean, self.scale,
                                                         strict=True)])
         return rows
 
-    def probabilities(self, raw, candidates, references, questions=None) -> list[float]:
+    def probabilities(self, raw, candidates, references, questions=None,
+                      semantic=None) -> list[float]:
+        """P(correct) per answer; `semantic` (a `SemanticEncoder.features` row per answer) is
+        needed when the calibrator `reads_semantic`."""
         return [_sigmoid(self.intercept + sum(w * x for w, x in zip(self.coef, row, strict=True)))
-                for row in self._rows(raw, candidates, references, questions)]
+                for row in self._rows(raw, candidates, references, questions, semantic)]
 
     def scores(self, raw, candidates, references, probabilities=None,
-               questions=None) -> list[float]:
+               questions=None, semantic=None) -> list[float]:
         """1–5 scores (see the module docstring)."""
         if self.score_map == "linear":
             return [min(5.0, max(1.0, self.linear_intercept + sum(
                 w * x for w, x in zip(self.linear_coef, row, strict=True))))
-                for row in self._rows(raw, candidates, references, questions)]
+                for row in self._rows(raw, candidates, references, questions, semantic)]
         probabilities = probabilities or self.probabilities(raw, candidates, references,
-                                                            questions)
+                                                            questions, semantic)
         return [1.0 + 4.0 * p for p in probabilities]
 
     # ---- storage ---------------------------------------------------------------------------
@@ -108,6 +125,18 @@ def _sigmoid(z: float) -> float:
     return e / (1.0 + e)
 
 
+@dataclass(frozen=True)
+class AugmentedInputs:
+    """Rewritten validation answers (`augmentation.rewrites`) and the encoder's raw score of
+    each (None where it was not run): each takes its origin's label, question, references and
+    cross-validation fold, and weighs `weight` against a judged answer's 1."""
+
+    rewrites: Sequence[Rewrite]
+    raw: Sequence[float | None]
+    weight: float = 0.5
+    semantic: Sequence[Sequence[float]] | None = None  # needed when the inputs read it
+
+
 def is_binary(gold: Sequence[float]) -> bool:
     return len({float(g) for g in gold}) <= 2
 
@@ -117,7 +146,9 @@ def fit_calibrator(raw: Sequence[float | None], candidates: Sequence[str],
                    groups: Sequence[str], *, sources: Sequence[str] | None = None,
                    questions: Sequence[str] | None = None,
                    use_encoder: bool | None = None, seed: int = 0,
-                   feature_names: Sequence[str] | None = None
+                   feature_names: Sequence[str] | None = None,
+                   augmented: AugmentedInputs | None = None,
+                   semantic: Sequence[Sequence[float]] | None = None
                    ) -> tuple[Calibrator | None, dict]:
     """(calibrator, report), fitted on validation judgments.
 
@@ -129,7 +160,14 @@ def fit_calibrator(raw: Sequence[float | None], candidates: Sequence[str],
     new data. The report holds the cross-fitted numbers (`cv_accuracy`, `cv_log_loss`, and
     `cv_probabilities` in input order) and the choice. None (with the reason in the report) when
     the judgments hold too few of either class. `feature_names` (default `DEFAULT_FEATURES`)
-    are the lexical inputs, any of `features.FEATURE_NAMES`."""
+    are the lexical inputs, any of `features.FEATURE_NAMES`; the semantic ones among them take
+    their values from `semantic` (a `SemanticEncoder.features` row per answer).
+
+    `augmented` rewrites join the fit (each in its origin's fold, so a held-out system's
+    rewrites are never fitted on when it is predicted) but never the cross-validated accuracy,
+    which stays the judged answers'; the report adds `cv_accuracy_rewrites`, the held-out
+    folds' accuracy on their own rewrites (how far a verdict survives a rewrite that should not
+    change it), by rule."""
     import numpy as np
 
     feature_names = list(DEFAULT_FEATURES if feature_names is None else feature_names)
@@ -144,11 +182,16 @@ def fit_calibrator(raw: Sequence[float | None], candidates: Sequence[str],
         return None, {"skipped": f"{positives} correct and {negatives} incorrect validation "
                                  f"judgments; at least {MIN_EXAMPLES_PER_CLASS} of each needed"}
     x, mean, scale, raw_fill = _standardized_inputs(raw, candidates, references, questions,
-                                                    feature_names)
+                                                    feature_names, semantic)
+    extra = None
+    if augmented is not None and augmented.rewrites:
+        extra = _augmented_rows(augmented, references, questions, labels, mean, scale, raw_fill,
+                                feature_names)
     by_system = len(set(sources or ())) >= 3
     splits, folds = _group_folds(x, labels, list(sources) if by_system else list(groups))
     options = [False, True] if use_encoder is None else [bool(use_encoder)]
-    tried = {with_encoder: _best_c(x, labels, splits, with_encoder) for with_encoder in options}
+    tried = {with_encoder: _best_c(x, labels, splits, with_encoder, extra)
+             for with_encoder in options}
     accuracy = {w: (None if cv is None else float(((cv >= 0.5) == labels).mean()))
                 for w, (_c, cv) in tried.items()}
     with_encoder = options[0]
@@ -156,7 +199,8 @@ def fit_calibrator(raw: Sequence[float | None], candidates: Sequence[str],
         with_encoder = accuracy[True] > accuracy[False]
     c, cv = tried[with_encoder]
     calibrator = _final_calibrator(x, labels, gold, c=c, with_encoder=with_encoder, mean=mean,
-                                   scale=scale, raw_fill=raw_fill, feature_names=feature_names)
+                                   scale=scale, raw_fill=raw_fill, feature_names=feature_names,
+                                   extra=extra)
     report: dict = {"c": c, "folds": folds, "uses_encoder": with_encoder,
                     "cv_held_out": "system" if by_system else "question group",
                     "cv_accuracy_by_inputs": {("lexical+encoder" if w else "lexical"): a
@@ -164,24 +208,78 @@ def fit_calibrator(raw: Sequence[float | None], candidates: Sequence[str],
     if cv is not None:
         report.update(cv_accuracy=accuracy[with_encoder], cv_log_loss=_log_loss(cv, labels),
                       cv_probabilities=cv.tolist())
+    if extra is not None:
+        report["augmented"] = {"rewrites": len(extra.labels), "weight": extra.weight,
+                               "by_rule": dict(Counter(r.rule for r in augmented.rewrites))}
+        if splits:
+            held_out = _cross_fitted(x, labels, splits, c, with_encoder, extra,
+                                     predict_rewrites=True)
+            report["cv_accuracy_rewrites"] = _accuracy_by_rule(held_out, extra,
+                                                               augmented.rewrites)
     return calibrator, report
 
 
-def _standardized_inputs(raw, candidates, references, questions=None, feature_names=None):
+@dataclass(frozen=True)
+class _ExtraRows:
+    """Standardized rewrite inputs with their origin's label, origin index and weight."""
+
+    x: object
+    labels: object
+    origin: object
+    weight: float
+
+
+def _augmented_rows(augmented: AugmentedInputs, references, questions, labels, mean, scale,
+                    raw_fill, feature_names) -> _ExtraRows:
+    import numpy as np
+
+    origins = [r.origin for r in augmented.rewrites]
+    matrix = _input_matrix(augmented.raw, [r.candidate for r in augmented.rewrites],
+                           [references[i] for i in origins],
+                           [(questions or [""] * len(labels))[i] for i in origins],
+                           feature_names, raw_fill, augmented.semantic)
+    return _ExtraRows(x=(matrix - mean) / scale, labels=labels[np.asarray(origins)],
+                      origin=np.asarray(origins), weight=float(augmented.weight))
+
+
+def _accuracy_by_rule(predictions, extra: _ExtraRows, rewrites) -> dict[str, float]:
+    """Held-out accuracy on the rewrites, overall and by rule (origin label as the truth)."""
+    import numpy as np
+
+    right = (predictions >= 0.5) == extra.labels
+    out = {"all": float(right.mean())}
+    rules = np.asarray([r.rule for r in rewrites])
+    for rule in sorted(set(rules.tolist())):
+        out[rule] = float(right[rules == rule].mean())
+    return out
+
+
+def _standardized_inputs(raw, candidates, references, questions=None, feature_names=None,
+                         semantic=None):
     """The encoder's raw score (median for unscored inputs) and the lexical features,
     standardized: (inputs, mean, scale, the fill for a missing raw score)."""
     import numpy as np
 
     known = [float(v) for v in raw if v is not None]
     raw_fill = float(np.median(known)) if known else 0.0
-    matrix = np.array([[raw_fill if v is None else float(v),
-                        *lexical_features(c, r, q, feature_names)]
-                       for v, c, r, q in zip(raw, candidates, references,
-                                             questions or [""] * len(raw), strict=True)])
+    matrix = _input_matrix(raw, candidates, references, questions, feature_names, raw_fill,
+                           semantic)
     mean = matrix.mean(axis=0)
     scale = matrix.std(axis=0)
     scale[scale == 0] = 1.0
     return (matrix - mean) / scale, mean, scale, raw_fill
+
+
+def _input_matrix(raw, candidates, references, questions, feature_names, raw_fill,
+                  semantic=None):
+    """[raw score (the fill where missing), *features] per answer, unstandardized."""
+    import numpy as np
+
+    return np.array([[raw_fill if v is None else float(v),
+                      *lexical_features(c, r, q, feature_names, m)]
+                     for v, c, r, q, m in zip(raw, candidates, references,
+                                              questions or [""] * len(raw),
+                                              semantic or [None] * len(raw), strict=True)])
 
 
 def _group_folds(x, labels, fold_groups: list[str]) -> tuple[list, int]:
@@ -199,19 +297,44 @@ def _columns(x, with_encoder: bool):
     return x if with_encoder else x[:, 1:]
 
 
-def _cross_fitted(x, labels, splits, c: float, with_encoder: bool):
-    """Each example's probability from a model fitted on the other folds."""
+def _cross_fitted(x, labels, splits, c: float, with_encoder: bool,
+                  extra: _ExtraRows | None = None, predict_rewrites: bool = False):
+    """Each example's probability from a model fitted on the other folds (with the rewrites
+    of those folds' answers, when given); with `predict_rewrites`, each rewrite's instead."""
     import numpy as np
-    from sklearn.linear_model import LogisticRegression
 
     inputs = _columns(x, with_encoder)
-    predictions = np.full(len(labels), labels.mean())
+    extra_inputs = None if extra is None else _columns(extra.x, with_encoder)
+    size = len(extra.labels) if predict_rewrites else len(labels)
+    predictions = np.full(size, labels.mean())
     for fit_rows, predict_rows in splits:
         if len(set(labels[fit_rows].tolist())) < 2:
             continue
-        model = LogisticRegression(C=c, max_iter=2000).fit(inputs[fit_rows], labels[fit_rows])
-        predictions[predict_rows] = model.predict_proba(inputs[predict_rows])[:, 1]
+        model = _fitted_logistic(inputs[fit_rows], labels[fit_rows], c, extra, extra_inputs,
+                                 np.isin(extra.origin, fit_rows) if extra is not None else None)
+        if predict_rewrites:
+            rows = np.isin(extra.origin, predict_rows)
+            if rows.any():
+                predictions[rows] = model.predict_proba(extra_inputs[rows])[:, 1]
+        else:
+            predictions[predict_rows] = model.predict_proba(inputs[predict_rows])[:, 1]
     return predictions
+
+
+def _fitted_logistic(inputs, labels, c: float, extra=None, extra_inputs=None, extra_rows=None):
+    """Logistic regression on judged rows (weight 1) and, where given, the selected rewrites
+    (weight `extra.weight`)."""
+    import numpy as np
+    from sklearn.linear_model import LogisticRegression
+
+    weights = None
+    # Weight 0: the rewrites are only measured (`cv_accuracy_rewrites`), never fitted on.
+    if extra is not None and extra.weight > 0 and extra_rows is not None and extra_rows.any():
+        inputs = np.vstack([inputs, extra_inputs[extra_rows]])
+        weights = np.concatenate([np.ones(len(labels)),
+                                  np.full(int(extra_rows.sum()), extra.weight)])
+        labels = np.concatenate([labels, extra.labels[extra_rows]])
+    return LogisticRegression(C=c, max_iter=2000).fit(inputs, labels, sample_weight=weights)
 
 
 def _log_loss(p, labels) -> float:
@@ -221,24 +344,28 @@ def _log_loss(p, labels) -> float:
     return float(-np.mean(labels * np.log(p) + (1 - labels) * np.log(1 - p)))
 
 
-def _best_c(x, labels, splits, with_encoder: bool):
+def _best_c(x, labels, splits, with_encoder: bool, extra: _ExtraRows | None = None):
     """The regularization strength of `C_GRID` with the lowest cross-fitted log loss, and its
     cross-fitted probabilities (None without folds)."""
     if not splits:
         return 1.0, None
-    fitted = {c: _cross_fitted(x, labels, splits, c, with_encoder) for c in C_GRID}
+    fitted = {c: _cross_fitted(x, labels, splits, c, with_encoder, extra) for c in C_GRID}
     chosen = min(fitted, key=lambda c: _log_loss(fitted[c], labels))
     return chosen, fitted[chosen]
 
 
 def _final_calibrator(x, labels, gold, *, c: float, with_encoder: bool, mean, scale,
-                      raw_fill: float, feature_names: Sequence[str]) -> Calibrator:
-    """The calibrator fitted on every validation judgment with the chosen inputs and strength
-    (and, for graded gold, the linear map onto the 1–5 scale)."""
+                      raw_fill: float, feature_names: Sequence[str],
+                      extra: _ExtraRows | None = None) -> Calibrator:
+    """The calibrator fitted on every validation judgment (and every rewrite, when given) with
+    the chosen inputs and strength (and, for graded gold, the linear map onto the 1–5 scale)."""
     import numpy as np
-    from sklearn.linear_model import LogisticRegression, Ridge
+    from sklearn.linear_model import Ridge
 
-    final = LogisticRegression(C=c, max_iter=2000).fit(_columns(x, with_encoder), labels)
+    final = _fitted_logistic(
+        _columns(x, with_encoder), labels, c, extra,
+        None if extra is None else _columns(extra.x, with_encoder),
+        None if extra is None else np.ones(len(extra.labels), dtype=bool))
     coef = final.coef_[0].tolist()
     if not with_encoder:
         coef = [0.0, *coef]  # the encoder's score stays an input name, with no weight
@@ -249,7 +376,8 @@ def _final_calibrator(x, labels, gold, *, c: float, with_encoder: bool, mean, sc
         coef=coef, intercept=float(final.intercept_[0]),
         raw_fill=raw_fill, c=c, score_map="probability" if binary else "linear",
         fitted_on={"examples": len(labels), "correct": positives,
-                   "incorrect": len(labels) - positives, "uses_encoder": with_encoder},
+                   "incorrect": len(labels) - positives, "uses_encoder": with_encoder,
+                   "rewrites": 0 if extra is None else len(extra.labels)},
     )
     if not binary:
         ridge = Ridge(alpha=1.0).fit(_columns(x, with_encoder), np.asarray(gold, dtype=float))

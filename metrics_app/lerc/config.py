@@ -13,6 +13,13 @@ from dataclasses import asdict, dataclass, field, fields
 from core.vocabulary import ModelKind
 
 PAPER_LEARNING_RATES = (1e-5, 2e-5, 3e-5)
+# The rewrite rules of `augmentation.py` (spelled here so options are checked without it), and
+# those the calibrated judge is fitted with by default.
+AUGMENT_RULES = ("embed", "alias", "number")
+DEFAULT_AUGMENT = ("embed",)
+# The calibrator input sets a version may name (`features.FEATURE_SETS`' keys, spelled here for
+# the same reason; a test keeps the two equal).
+CALIBRATION_FEATURE_SETS = ("default", "long-answer", "all", "semantic")
 # The model kinds (`model.MODEL_KINDS` maps each to its class), spelled once in the vocabulary;
 # LERC's modules take them from here as plain strings (TrainConfig is JSON).
 KIND_REGRESSION = ModelKind.REGRESSION.value
@@ -56,6 +63,17 @@ class TrainConfig:
     max_val_examples: int | None = None  # the same for validation (epoch choice, calibration)
     max_test_examples: int | None = None  # the same for the test split the service reports
     calibrate: bool = True  # fit the calibrated judge on validation (regression models)
+    # Label-preserving rewrites of the validation answers the calibrated judge is also fitted
+    # on (`augmentation.RULES`; [] for none), each weighing `calibration_augment_weight`
+    # against a judged answer. Chosen on validation judgments (docs/LERC.md, "Augmented
+    # judgments"): "embed" (the answer inside a longer sentence) keeps a verdict when only the
+    # length changes.
+    calibration_augment: list[str] = field(default_factory=lambda: list(DEFAULT_AUGMENT))
+    calibration_augment_weight: float = 0.5
+    # The calibrated judge's inputs, a `features.FEATURE_SETS` name ("semantic" reads the
+    # reference's meaning in the answer with the packaged sentence encoder; "default" is the
+    # lexical set served before it).
+    calibration_features: str = "semantic"
     group_by_length: bool = True  # batches of similar length (less padding), in random order
     max_references: int | None = None  # train on the first N references only (None = all)
     # "joined": all reference aliases in one input (one input per candidate; the default);
@@ -70,6 +88,23 @@ class TrainConfig:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+    def __post_init__(self):
+        if isinstance(self.calibration_augment, str):
+            raise ValueError("calibration_augment: a list of rules, e.g. [\"embed\"]")
+        unknown = [rule for rule in self.calibration_augment if rule not in AUGMENT_RULES]
+        if unknown:
+            raise ValueError(f"calibration_augment: unknown rules {', '.join(map(str, unknown))}"
+                             f" (known: {', '.join(AUGMENT_RULES)})")
+        self.calibration_augment = list(self.calibration_augment)
+        if self.calibration_features not in CALIBRATION_FEATURE_SETS:
+            raise ValueError(f"calibration_features: one of {', '.join(CALIBRATION_FEATURE_SETS)}"
+                             f", not {self.calibration_features!r}")
+        weight = self.calibration_augment_weight
+        if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not (
+                0 <= weight <= 1):
+            raise ValueError("calibration_augment_weight: a number from 0 to 1 (a rewrite "
+                             "weighs at most what a judged answer does)")
 
     @classmethod
     def from_dict(cls, data: dict) -> TrainConfig:

@@ -31,6 +31,7 @@ from .data import (
 )
 from .device import autocast_context, pick_device
 from .model import ClsHeadModel, load_model
+from .semantic import SemanticEncoder
 from .validation import pairwise_metrics, pearson_metrics
 
 # The top of MOCHA's 1–5 scale, which regression models are trained on (z-normalized gold is
@@ -169,6 +170,13 @@ class LercScorer:
         self.batch_size = batch_size
         self.kind = self.model.kind
         self.calibrator = Calibrator.load(folder) if self.model.calibrates else None
+        self._semantic: SemanticEncoder | None = None
+
+    def semantic_features(self, candidates, references) -> list[list[float]]:
+        """The semantic encoder's values (`semantic.py`), loading it on first use."""
+        if self._semantic is None:
+            self._semantic = SemanticEncoder(device=str(self.device))
+        return self._semantic.features(candidates, references)
 
     def score(self, examples: Sequence[LercExample], *, length_sorted: bool = True,
               batch_size: int | None = None, max_references: int | None = None,
@@ -194,7 +202,9 @@ class LercScorer:
         never sent such candidates to annotators (they are correct by construction), so
         training data built from its protocol holds none and the encoder has not learned them.
         `exact_match_score=None` runs the model on both, and `calibrated=False` returns the
-        encoder's own output as the score (both used to inspect the raw encoder)."""
+        encoder's own output as the score (both used to inspect the raw encoder). A calibrated
+        judge whose validation choice left the encoder out is served without running it ("raw"
+        is then None); one fitted on semantic features runs the packaged sentence encoder."""
         rule: list[tuple[float, float] | None] = [None] * len(examples)
         if self.kind == KIND_REGRESSION and exact_match_score is not None:
             for index, e in enumerate(examples):
@@ -203,17 +213,25 @@ class LercScorer:
                 elif is_exact_match(e.candidate, e.references[:max_references]):
                     rule[index] = (exact_match_score, 1.0)
         rest = [e for e, fixed in zip(examples, rule, strict=True) if fixed is None]
-        raw = predict_scores(
-            self.model, self.tokenizer, rest, max_length=self.max_length,
-            batch_size=batch_size or self.batch_size, length_sorted=length_sorted,
-            max_references=max_references, reference_mode=self.reference_mode,
-            max_reference_tokens=self.max_reference_tokens)
-        if self.calibrator is not None and calibrated and rest:
+        judged = self.calibrator is not None and calibrated
+        if judged and not self.calibrator.uses_encoder:
+            raw = [None] * len(rest)  # the encoder's score has no weight: not computed
+        else:
+            raw = predict_scores(
+                self.model, self.tokenizer, rest, max_length=self.max_length,
+                batch_size=batch_size or self.batch_size, length_sorted=length_sorted,
+                max_references=max_references, reference_mode=self.reference_mode,
+                max_reference_tokens=self.max_reference_tokens)
+        if judged and rest:
             references = [(e.references or ("",))[:max_references] for e in rest]
             candidates = [e.candidate for e in rest]
             questions = [e.question or "" for e in rest]
-            probabilities = self.calibrator.probabilities(raw, candidates, references, questions)
-            scores = self.calibrator.scores(raw, candidates, references, probabilities, questions)
+            semantic = (self.semantic_features(candidates, references)
+                        if self.calibrator.reads_semantic else None)
+            probabilities = self.calibrator.probabilities(raw, candidates, references, questions,
+                                                          semantic)
+            scores = self.calibrator.scores(raw, candidates, references, probabilities, questions,
+                                            semantic)
         else:
             probabilities = [None] * len(rest)
             scores = raw

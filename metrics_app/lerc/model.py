@@ -46,7 +46,7 @@ def resolve_backbone(backbone: str | os.PathLike | None) -> Path:
     return path
 
 
-def _offline() -> None:
+def hub_offline() -> None:
     # Belt and braces: even a mistyped path must not trigger a download from the Hub.
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -55,11 +55,11 @@ def _offline() -> None:
 def build_encoder(backbone: str | os.PathLike | None, backbone_config: dict | None = None):
     """(encoder, tokenizer). With `backbone_config` the encoder is randomly initialised from that
     config (tests use a tiny BERT) while the tokenizer still comes from the backbone folder."""
-    # Imported after `_offline()` has set the offline flags, which the Hub client reads when it
+    # Imported after `hub_offline()` has set the offline flags, which the Hub client reads when it
     # is first imported.
     from transformers import AutoConfig, AutoModel, AutoTokenizer
 
-    _offline()
+    hub_offline()
     path = resolve_backbone(backbone)
     tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
     if backbone_config:
@@ -221,10 +221,10 @@ def read_meta(folder: str | os.PathLike) -> dict:
 
 def load_model(folder: str | os.PathLike, *, device: str | torch.device = "cpu"):
     """(model in eval mode, tokenizer, meta) from a folder written by `save_model`."""
-    # After `_offline()`, as in build_encoder.
+    # After `hub_offline()`, as in build_encoder.
     from transformers import AutoConfig, AutoModel, AutoTokenizer
 
-    _offline()
+    hub_offline()
     folder = Path(folder)
     meta = read_meta(folder)
     config = AutoConfig.from_pretrained(str(folder), local_files_only=True)

@@ -17,7 +17,7 @@ import json
 import math
 import shutil
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -25,8 +25,9 @@ import torch
 from torch import nn
 from transformers import get_linear_schedule_with_warmup
 
+from .augmentation import rewrites
 from .batching import collate, epoch_batches
-from .calibration import fit_calibrator
+from .calibration import AugmentedInputs, fit_calibrator
 from .config import (
     PAPER_LEARNING_RATES,
     CancelCheck,
@@ -36,8 +37,10 @@ from .config import (
 )
 from .data import InputTooLong, capped_examples, encode_quadruple
 from .device import autocast_context, pick_device, seed_everything
+from .features import FEATURE_SETS, reads_semantic
 from .inference import evaluate, predict_scores
 from .model import build_encoder, build_model, load_model, model_for_kind, save_model
+from .semantic import SemanticEncoder
 from .validation import is_better, validation_metric_name
 
 
@@ -337,15 +340,37 @@ def calibrate_model(cfg: TrainConfig, model_dir: str | Path, val_examples) -> di
     """Fit the calibrated judge (`calibration.py`) on the validation examples' raw scores and
     write it beside the weights. Returns the fit report (without per-example predictions)."""
     model, tokenizer, _meta = load_model(model_dir, device="cpu")
-    raw = predict_scores(model, tokenizer, val_examples, max_length=cfg.max_length,
-                         batch_size=cfg.eval_batch_size, bf16=cfg.bf16,
-                         reference_mode=cfg.reference_mode,
-                         max_reference_tokens=cfg.max_reference_tokens)
+
+    def raw_scores(examples):
+        return predict_scores(model, tokenizer, examples, max_length=cfg.max_length,
+                              batch_size=cfg.eval_batch_size, bf16=cfg.bf16,
+                              reference_mode=cfg.reference_mode,
+                              max_reference_tokens=cfg.max_reference_tokens)
+
+    feature_names = FEATURE_SETS[cfg.calibration_features]
+    semantic_encoder = SemanticEncoder(device="cpu") if reads_semantic(feature_names) else None
+
+    def semantic_of(examples):
+        if semantic_encoder is None:
+            return None
+        return semantic_encoder.features([e.candidate for e in examples],
+                                         [e.references for e in examples])
+
+    raw = raw_scores(val_examples)
+    augmented = None
+    if cfg.calibration_augment:
+        made = rewrites([e.candidate for e in val_examples], [e.references for e in val_examples],
+                        [e.question or "" for e in val_examples], rules=cfg.calibration_augment,
+                        seed=cfg.seed)
+        rewritten = [replace(val_examples[r.origin], candidate=r.candidate) for r in made]
+        augmented = AugmentedInputs(made, raw_scores(rewritten), cfg.calibration_augment_weight,
+                                    semantic_of(rewritten))
     calibrator, report = fit_calibrator(
         raw, [e.candidate for e in val_examples], [e.references for e in val_examples],
         [e.score for e in val_examples], [e.group or e.question for e in val_examples],
         sources=[e.source for e in val_examples],
-        questions=[e.question or "" for e in val_examples], seed=cfg.seed)
+        questions=[e.question or "" for e in val_examples], seed=cfg.seed, augmented=augmented,
+        feature_names=feature_names, semantic=semantic_of(val_examples))
     if calibrator is not None:
         calibrator.save(model_dir)
     report.pop("cv_probabilities", None)

@@ -75,11 +75,11 @@ def test_too_few_of_a_class_gives_no_calibrator():
 
 
 def test_character_overlap_forgives_spelling_variants_that_token_f1_counts_as_misses():
-    from metrics_app.lerc.features import FEATURE_NAMES, lexical_features
+    from metrics_app.lerc.features import LEXICAL_FEATURE_NAMES, lexical_features
 
     def named(candidate, references, question=""):
-        return dict(zip(FEATURE_NAMES,
-                        lexical_features(candidate, references, question, FEATURE_NAMES),
+        return dict(zip(LEXICAL_FEATURE_NAMES,
+                        lexical_features(candidate, references, question, LEXICAL_FEATURE_NAMES),
                         strict=True))
 
     variant = named("Tchaikovski", ["Tchaikovsky"], "who composed swan lake")
@@ -90,11 +90,11 @@ def test_character_overlap_forgives_spelling_variants_that_token_f1_counts_as_mi
 
 
 def test_words_taken_from_the_question_earn_no_overlap():
-    from metrics_app.lerc.features import FEATURE_NAMES, lexical_features
+    from metrics_app.lerc.features import LEXICAL_FEATURE_NAMES, lexical_features
 
     def named(candidate, references, question):
-        return dict(zip(FEATURE_NAMES,
-                        lexical_features(candidate, references, question, FEATURE_NAMES),
+        return dict(zip(LEXICAL_FEATURE_NAMES,
+                        lexical_features(candidate, references, question, LEXICAL_FEATURE_NAMES),
                         strict=True))
 
     question = "which river flows through the city of Paris"
@@ -111,7 +111,7 @@ def test_words_taken_from_the_question_earn_no_overlap():
 
 def test_a_calibrator_saved_with_fewer_features_reads_only_those(tmp_path):
     """Models trained before the question-aware features were added keep scoring the same."""
-    from metrics_app.lerc.features import BASE_FEATURES, FEATURE_NAMES
+    from metrics_app.lerc.features import BASE_FEATURES, LEXICAL_FEATURE_NAMES
 
     old_names = ["raw_score", *BASE_FEATURES]
     old = Calibrator(input_names=old_names, mean=[0.0] * len(old_names),
@@ -119,7 +119,7 @@ def test_a_calibrator_saved_with_fewer_features_reads_only_those(tmp_path):
                      intercept=-1.0, raw_fill=0.0, c=1.0)
     old.save(tmp_path)
     loaded = Calibrator.load(tmp_path)
-    assert len(FEATURE_NAMES) > len(BASE_FEATURES)
+    assert len(LEXICAL_FEATURE_NAMES) > len(BASE_FEATURES)
     # Only token F1 carries weight: P = sigmoid(2·F1 − 1), with or without a question.
     right, wrong = loaded.probabilities([None, None], ["Paris", "Lyon"], [("Paris",), ("Paris",)])
     assert right == pytest.approx(0.7310585786)  # sigmoid(1)

@@ -9,7 +9,7 @@ from metrics_app.lerc import spans
 from metrics_app.lerc.calibration import Calibrator, fit_calibrator
 from metrics_app.lerc.features import (
     DEFAULT_FEATURES,
-    FEATURE_NAMES,
+    LEXICAL_FEATURE_NAMES,
     FEATURE_SETS,
     lexical_features,
 )
@@ -22,8 +22,8 @@ LONG_WRONG = ("The first Nobel Prize in Physics was awarded in 1901. It went to 
 
 
 def _named(candidate, references, question=QUESTION):
-    return dict(zip(FEATURE_NAMES, lexical_features(candidate, references, question,
-                                                    FEATURE_NAMES), strict=True))
+    return dict(zip(LEXICAL_FEATURE_NAMES, lexical_features(candidate, references, question,
+                                                    LEXICAL_FEATURE_NAMES), strict=True))
 
 
 def test_a_long_answer_is_read_by_its_best_sentence_and_window():
