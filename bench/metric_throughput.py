@@ -16,6 +16,10 @@ the two score lists (the anchor's pair scores maxed over each item's references)
 | conditional_bertscore | bert-score `BERTScorer.score` on "question answer" strings: the same model on the same-length sequences (no package implements conditional BERTScore) |
 | lerc | the same `predict_scores` one input at a time in input order (batch size 1) |
 
+The served judge (`lerc_served`, issue 37) has no package anchor: answers/s of
+`LercScorer.score_details` with the served calibrator inputs (lexical + semantic encoder), with
+and without the fine-tuned encoder's pass, on 1,000 EVOUNA answers (NQ and TQ, every alias).
+
 One-off costs (METEOR's JVM start, loading MiniLM) are measured and reported separately: the
 targets are per item after them. torch runs with 2 intra-op threads (the issue's setting;
 `BENCH_METRIC_THREADS` to change). LERC uses the packaged MiniLM with an untrained regression
@@ -32,6 +36,9 @@ from .runner import Benchmark, Context, Outcome
 TARGETS = {"em": 2000, "f1": 2000, "bleu1": 2000, "bleu4": 2000, "rougeL": 2000,
            "meteor": 300, "bertscore": 150, "conditional_bertscore": 150}
 LERC_TARGET_SPEEDUP = 3.0
+# The served judge (encoder, lexical and semantic inputs, calibrator), answers/s on 2 threads
+# (issue 37).
+SERVED_TARGET = 60
 
 
 def metric_threads() -> int:
@@ -212,13 +219,14 @@ def run(ctx: Context) -> Outcome:
 
     from metrics_app.registry import get_metric
 
-    from .scoring import evouna_rows, time_lerc
+    from .scoring import evouna_rows, time_lerc, time_served_judge
 
     threads_before = torch.get_num_threads()
     torch.set_num_threads(metric_threads())
     rows = nq_inputs(ctx)
     sizes = {"lexical": ctx.size(5_000, 40), "meteor": ctx.size(2_000, 0),
-             "bertscore": ctx.size(1_000, 16), "lerc": ctx.size(600, 24)}
+             "bertscore": ctx.size(1_000, 16), "lerc": ctx.size(600, 24),
+             "served": ctx.size(1_000, 16)}
     # BENCH_METRIC_ITEMS="meteor=600,lerc=0" changes sizes (0 leaves a part out), for a
     # look at one metric on a busy host; the defaults are what `make bench` reports.
     for part in filter(None, os.environ.get("BENCH_METRIC_ITEMS", "").split(",")):
@@ -270,6 +278,10 @@ def run(ctx: Context) -> Outcome:
         if sizes["lerc"]:
             lerc_rows = evouna_rows(ctx, ("evouna_nq.json",))[::3][: sizes["lerc"]]
             numbers["lerc"] = time_lerc(lerc_rows, threads=metric_threads())
+        if sizes["served"]:
+            served_rows = spread(evouna_rows(ctx), sizes["served"])
+            numbers["lerc_served"] = time_served_judge(
+                served_rows, ctx.work_dir / "served-judge", threads=metric_threads())
     finally:
         torch.set_num_threads(threads_before)
 
@@ -292,6 +304,13 @@ def run(ctx: Context) -> Outcome:
                   all(v is not None and v < (1e-4 if name == "bertscore" else 1e-9)
                       for name, v in same.items()),
                   ", ".join(f"{k} {v:.1g}" for k, v in same.items() if v is not None))
+    if "lerc_served" in numbers:
+        served = numbers["lerc_served"]
+        outcome.check(f"served LERC judge ≥ {SERVED_TARGET} answers/s (encoder weighted)",
+                      served["with_encoder"]["answers_per_s"] >= SERVED_TARGET,
+                      f"{served['with_encoder']['answers_per_s']} answers/s with the encoder, "
+                      f"{served['without_encoder']['answers_per_s']} without (calibrator inputs "
+                      f"'{served['calibrator_inputs']}', {served['answers']} EVOUNA answers)")
     if "lerc" not in numbers:
         outcome.notes.append("LERC left out (BENCH_METRIC_ITEMS lerc=0)")
         return outcome
@@ -314,6 +333,7 @@ def run(ctx: Context) -> Outcome:
 BENCHMARK = Benchmark(
     name="metric_throughput", title="Metric throughput on 2 CPU threads (issue #19)",
     target="em/f1/bleu/rougeL ≥ 2,000 items/s; METEOR ≥ 300/s after one JVM start; BERTScore "
-           "and conditional BERTScore ≥ 150/s; LERC batched ≥ 3× one at a time",
+           "and conditional BERTScore ≥ 150/s; LERC batched ≥ 3× one at a time; the served "
+           "LERC judge ≥ 60 answers/s",
     run=run,
 )

@@ -95,6 +95,47 @@ def time_lerc(rows: list[dict], *, batch_size: int = 64, threads: int | None = N
     }
 
 
+def time_served_judge(rows: list[dict], folder, *, threads: int | None = None) -> dict:
+    """The served judge as `score --metric lerc` runs it (`LercScorer.score_details`): the
+    packaged MiniLM with an untrained head (as fast as a trained one), the default max length,
+    and a calibrator over the served input set (`features.SERVED_FEATURE_SET`: the lexical
+    features and the semantic encoder's) — once with the encoder's score weighted (the
+    validation choice kept it) and once without (it then never runs). Answers/s of each, the
+    rule-decided answers (empty, exact match) included as in serving."""
+    import torch
+
+    from metrics_app.lerc.calibration import Calibrator
+    from metrics_app.lerc.config import TrainConfig
+    from metrics_app.lerc.data import LercExample
+    from metrics_app.lerc.features import FEATURE_SETS, SERVED_FEATURE_SET
+    from metrics_app.lerc.inference import LercScorer
+    from metrics_app.lerc.model import build_model, save_model
+
+    torch.manual_seed(0)
+    torch.set_num_threads(threads or torch_threads())
+    cfg = TrainConfig(max_length=256)
+    model, tokenizer = build_model(cfg, torch.device("cpu"))
+    save_model(model, tokenizer, folder, train_config=cfg.to_dict())
+    names = ["raw_score", *FEATURE_SETS[SERVED_FEATURE_SET]]
+    examples = [LercExample(question=r["question"], references=tuple(r["references"]),
+                            candidate=r["candidate"]) for r in rows]
+    numbers = {"answers": len(examples), "calibrator_inputs": SERVED_FEATURE_SET,
+               "torch_threads": torch.get_num_threads()}
+    for label, encoder_weight in (("with_encoder", 1.0), ("without_encoder", 0.0)):
+        Calibrator(input_names=names, mean=[0.0] * len(names), scale=[1.0] * len(names),
+                   coef=[encoder_weight] + [0.1] * (len(names) - 1), intercept=0.0,
+                   raw_fill=0.0, c=1.0).save(folder)
+        scorer = LercScorer(folder, device="cpu")
+        scorer.score_details(examples[:8])  # loads the semantic encoder out of the clock
+        started = time.perf_counter()
+        details = scorer.score_details(examples)
+        seconds = time.perf_counter() - started
+        numbers[label] = {"seconds": round(seconds, 2),
+                          "answers_per_s": round(len(examples) / seconds, 1),
+                          "judged": sum(d["probability"] is not None for d in details)}
+    return numbers
+
+
 def run(ctx: Context) -> Outcome:
     rows = evouna_rows(ctx)
     n_score = ctx.size(10_000, 40)

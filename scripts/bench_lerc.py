@@ -53,8 +53,12 @@ BASELINES = ("f1", "contains", "meteor", "bertscore")
 # average, so NQ is unaffected); the lexical baselines use every alias.
 ALIAS_CAP = {"bertscore": 4}
 CALIBRATED_ON = ("validation without exact matches; inputs chosen by leave-one-system-out CV; "
-                 "question-aware and character features")
+                 "question-aware, character and semantic features")
+# The judge served before issue 37's semantic inputs and rewrites, refitted on the same encoder
+# scores as the "previous LERC" row of every run.
+PREVIOUS_JUDGE = {"features": "default", "augment": ()}
 CURVE_SIZES = (1000, 2000, 5000)
+SERVING_SAMPLE = 1000  # test answers the serving rate is measured on (the served path)
 
 
 def question_bucket(question: str) -> float:
@@ -210,7 +214,13 @@ def train_run(run: dict, args) -> dict:
     if result_file.is_file() and not args.fresh:
         result = json.loads(result_file.read_text())
         if result.get("calibrated_on") != CALIBRATED_ON:
-            cfg = TrainConfig.from_dict({**result["config"], "output_dir": str(folder)})
+            # Refitted with today's calibrator options (inputs, rewrites), not the stored ones.
+            today = TrainConfig()
+            cfg = TrainConfig.from_dict({
+                **result["config"], "output_dir": str(folder),
+                "calibration_features": today.calibration_features,
+                "calibration_augment": today.calibration_augment,
+                "calibration_augment_weight": today.calibration_augment_weight})
             result["calibration"] = calibrate_model(
                 cfg, result["model_dir"], capped_examples(cfg, val_examples, args.max_val))
             result["calibrated_on"] = CALIBRATED_ON
@@ -240,15 +250,24 @@ def train_run(run: dict, args) -> dict:
 
 def evaluate_run(run: dict, result: dict, baselines: dict, args) -> dict:
     from metrics_app.domain.text_match import is_exact_match
+    from metrics_app.lerc.config import TrainConfig
     from metrics_app.lerc.evaluation import best_threshold, labels_of
-    from metrics_app.lerc.features import FEATURE_SETS
+    from metrics_app.lerc.features import FEATURE_SETS, SERVED_FEATURE_SET
     from metrics_app.lerc.inference import LercScorer
 
     test, val = run["test"], run["val"]
     scorer = LercScorer(result["model_dir"], device="cpu")
+    # The serving rate: the served path (`score_details`) on a seeded sample of the test
+    # answers; the verdicts on all of them come from the same calibrator on the encoder scores
+    # and semantic values computed once for every row below (the same numbers, each computed
+    # once instead of once per row).
+    timed = capped_validation(test, argparse.Namespace(max_val=SERVING_SAMPLE))
+    scorer.score_details(timed[:8])  # loads the semantic encoder out of the clock
     started = time.monotonic()
-    details = scorer.score_details(test)
+    scorer.score_details(timed)
     scoring_seconds = time.monotonic() - started
+    test_raw = cached_raw_scores(args.out / run["name"], "test", test, scorer)
+    details = served_details(scorer, test, test_raw, args)
     non_exact = [i for i, e in enumerate(test) if not is_exact_match(e.candidate, e.references)]
     report = _reporter(test, args)
 
@@ -257,9 +276,17 @@ def evaluate_run(run: dict, result: dict, baselines: dict, args) -> dict:
            "n_test_exact_match_fails": len(non_exact),
            "train_seconds": result.get("total_seconds"),
            "best_epoch": result.get("best_epoch"),
-           "scoring_items_per_second": round(len(test) / scoring_seconds, 1),
+           "scoring_items_per_second": round(len(timed) / scoring_seconds, 1),
+           "scoring_sample": len(timed),
            "metrics": {}}
     out["metrics"]["lerc"] = report([d["probability"] for d in details], 0.5)
+    hard_val = capped_validation([e for e in val if not is_exact_match(e.candidate, e.references)],
+                                 args)
+    val_raw = cached_raw_scores(args.out / run["name"], "validation", hard_val, scorer)
+    previous = refitted_judge(hard_val, val_raw, test, test_raw,
+                              FEATURE_SETS[PREVIOUS_JUDGE["features"]], args)
+    if previous is not None:
+        out["metrics"]["lerc_previous"] = report(previous, 0.5)
     # Every test answer's P(correct), kept for the efficiency simulation (bench/efficiency.py),
     # which needs a metric's predictions on answers to questions it never saw.
     (args.out / run["name"] / "test-predictions.json").write_text(json.dumps(
@@ -274,17 +301,41 @@ def evaluate_run(run: dict, result: dict, baselines: dict, args) -> dict:
     out["metrics"].update(lexical_judges(run, report, args))
     # The served judge refitted with another calibrator input set, on the same encoder scores
     # (validation scores cached beside the model; nothing retrained).
-    other_sets = [name for name in args.feature_sets if name != "default"]
-    if other_sets:
-        hard_val = [e for e in val if not is_exact_match(e.candidate, e.references)]
-        hard_val = capped_validation(hard_val, args)
-        val_raw = cached_raw_scores(args.out / run["name"], "validation", hard_val, scorer)
-        for name in other_sets:
-            probabilities = refitted_judge(hard_val, val_raw, test, [d["raw"] for d in details],
-                                           FEATURE_SETS[name])
-            if probabilities is not None:
-                out["metrics"][f"lerc+{name}"] = report(probabilities, 0.5)
+    for name in (n for n in args.feature_sets
+                 if n not in (SERVED_FEATURE_SET, PREVIOUS_JUDGE["features"])):
+        probabilities = refitted_judge(hard_val, val_raw, test, test_raw, FEATURE_SETS[name],
+                                       args, augment=TrainConfig().calibration_augment)
+        if probabilities is not None:
+            out["metrics"][f"lerc+{name}"] = report(probabilities, 0.5)
+    # The served inputs with the embedded rewrites (not the default: see docs/LERC.md), to
+    # show on test what validation decided.
+    embedded = refitted_judge(
+        hard_val, val_raw, test, test_raw, FEATURE_SETS[SERVED_FEATURE_SET], args,
+        augment=("embed",), raw_of=lambda rewritten: cached_raw_scores(
+            args.out / run["name"], "rewrites", rewritten, scorer))
+    if embedded is not None:
+        out["metrics"]["lerc+embed"] = report(embedded, 0.5)
     return out
+
+
+def served_details(scorer, test, test_raw, args) -> list[dict]:
+    """`scorer.score_details(test)` from encoder scores already computed (`test_raw`) and the
+    cached semantic values: the served rules (empty answer wrong, exact match right), then the
+    model folder's calibrator."""
+    from metrics_app.domain.text_match import is_exact_match
+
+    calibrator = scorer.calibrator
+    rest = [i for i, e in enumerate(test)
+            if (e.candidate or "").strip() and not is_exact_match(e.candidate, e.references)]
+    chosen = [test[i] for i in rest]
+    probabilities = calibrator.probabilities(
+        [test_raw[i] for i in rest], [e.candidate for e in chosen],
+        [e.references for e in chosen], [e.question for e in chosen],
+        semantic_values(chosen, args) if calibrator.reads_semantic else None)
+    details = [{"probability": 0.0 if not (e.candidate or "").strip() else 1.0} for e in test]
+    for index, probability in zip(rest, probabilities, strict=True):
+        details[index]["probability"] = probability
+    return details
 
 
 def capped_validation(examples, args) -> list:
@@ -310,22 +361,57 @@ def cached_raw_scores(folder: Path, split: str, examples, scorer) -> list[float 
     return [cached[e.id] for e in examples]
 
 
-def refitted_judge(val, val_raw, test, test_raw, feature_names) -> list[float] | None:
+def semantic_values(examples, args) -> list[list[float]]:
+    """`SemanticEncoder.features` of each example, cached by id in <out>/semantic.json (the
+    answers of every run are drawn from the same 23,499)."""
+    from metrics_app.lerc.semantic import SemanticEncoder
+
+    path = args.out / "semantic.json"
+    if not hasattr(args, "semantic_cache"):
+        args.semantic_cache = json.loads(path.read_text()) if path.is_file() else {}
+    cache = args.semantic_cache
+    missing = [e for e in examples if e.id not in cache]
+    if missing:
+        if getattr(args, "semantic_encoder", None) is None:
+            args.semantic_encoder = SemanticEncoder()
+        started = time.monotonic()
+        for start in range(0, len(missing), 2000):
+            part = missing[start:start + 2000]
+            rows = args.semantic_encoder.features([e.candidate for e in part],
+                                                  [e.references for e in part])
+            cache.update({e.id: [round(v, 6) for v in row]
+                          for e, row in zip(part, rows, strict=True)})
+            print(f"semantic: {start + len(part)}/{len(missing)}", file=sys.stderr, flush=True)
+        path.write_text(json.dumps(cache))
+        print(f"semantic features of {len(missing)} answers in "
+              f"{time.monotonic() - started:.0f} s", file=sys.stderr, flush=True)
+    return [cache[e.id] for e in examples]
+
+
+def refitted_judge(val, val_raw, test, test_raw, feature_names, args,
+                   augment=(), raw_of=None) -> list[float] | None:
     """P(correct) of the test answers from a calibrator refitted on the validation answers'
-    raw scores with `feature_names` (encoder kept or not by the same held-out-system CV); the
-    served rules (empty answer wrong, exact match right) as `LercScorer` applies them."""
+    raw scores with `feature_names` and `augment` rewrites (encoder kept or not by the same
+    held-out-system CV); the served rules (empty answer wrong, exact match right) as
+    `LercScorer` applies them. Rewrites get their encoder score from `raw_of`."""
     from metrics_app.domain.text_match import is_exact_match
     from metrics_app.lerc.calibration import fit_calibrator
+    from metrics_app.lerc.features import reads_semantic
 
+    semantic = reads_semantic(feature_names)
+    augmented = augmented_inputs(val, augment, 0.5, semantic=semantic, args=args,
+                                 raw_of=raw_of)
     calibrator, _report = fit_calibrator(
         val_raw, [e.candidate for e in val], [e.references for e in val],
         [e.score for e in val], [e.group for e in val], sources=[e.source for e in val],
-        questions=[e.question for e in val], feature_names=feature_names)
+        questions=[e.question for e in val], feature_names=feature_names,
+        augmented=augmented, semantic=semantic_values(val, args) if semantic else None)
     if calibrator is None:
         return None
     probabilities = calibrator.probabilities(
         [0.0 if r is None else r for r in test_raw], [e.candidate for e in test],
-        [e.references for e in test], [e.question for e in test])
+        [e.references for e in test], [e.question for e in test],
+        semantic_values(test, args) if semantic else None)
     return [0.0 if not e.candidate.strip() else 1.0
             if is_exact_match(e.candidate, e.references) else p
             for e, p in zip(test, probabilities, strict=True)]
@@ -337,23 +423,27 @@ def lexical_judges(run: dict, report, args) -> dict:
     Needs no trained model, so `--lexical-only` can run it on every run in seconds."""
     from metrics_app.domain.text_match import is_exact_match
     from metrics_app.lerc.calibration import fit_calibrator
-    from metrics_app.lerc.features import FEATURE_SETS
+    from metrics_app.lerc.features import FEATURE_SETS, reads_semantic
 
     test, val = run["test"], run["val"]
     hard_val = [e for e in val if not is_exact_match(e.candidate, e.references)]
     rows = {}
     for name in args.feature_sets:
+        semantic = reads_semantic(FEATURE_SETS[name])
         lexical, _ = fit_calibrator([0.0] * len(hard_val), [e.candidate for e in hard_val],
                                     [e.references for e in hard_val],
                                     [e.score for e in hard_val], [e.group for e in hard_val],
                                     sources=[system_of(e) for e in hard_val],
                                     questions=[e.question for e in hard_val], use_encoder=False,
-                                    feature_names=FEATURE_SETS[name])
+                                    feature_names=FEATURE_SETS[name],
+                                    semantic=semantic_values(hard_val, args) if semantic
+                                    else None)
         if lexical is None:
             continue
         probabilities = lexical.probabilities([0.0] * len(test), [e.candidate for e in test],
                                               [e.references for e in test],
-                                              [e.question for e in test])
+                                              [e.question for e in test],
+                                              semantic_values(test, args) if semantic else None)
         probabilities = [1.0 if is_exact_match(e.candidate, e.references) else p
                          for e, p in zip(test, probabilities, strict=True)]
         rows["lexical_judge" if name == "default" else f"lexical_judge+{name}"] = report(
@@ -379,8 +469,13 @@ def screen_rules(rules: tuple[str, ...]) -> tuple[str, ...]:
     return rules or RULES
 
 
-def augmented_inputs(examples, rules, weight, raw=None):
-    """The calibrator's `AugmentedInputs` for `examples` (rewritten by `rules`), or None."""
+def augmented_inputs(examples, rules, weight, *, semantic: bool = False, args=None,
+                     raw_of=None):
+    """The calibrator's `AugmentedInputs` for `examples` (rewritten by `rules`; the encoder's
+    score of each rewrite from `raw_of(rewritten examples)`, else none; when `semantic`, the
+    semantic values of each), or None."""
+    from dataclasses import replace
+
     from metrics_app.lerc.augmentation import rewrites
     from metrics_app.lerc.calibration import AugmentedInputs
 
@@ -388,7 +483,11 @@ def augmented_inputs(examples, rules, weight, raw=None):
         return None
     made = rewrites([e.candidate for e in examples], [e.references for e in examples],
                     [e.question for e in examples], rules=rules)
-    return AugmentedInputs(made, raw if raw is not None else [None] * len(made), weight)
+    rewritten = [replace(examples[r.origin], candidate=r.candidate,
+                         id=f"{examples[r.origin].id}#{r.rule}") for r in made]
+    values = semantic_values(rewritten, args) if semantic else None
+    raw = raw_of(rewritten) if raw_of is not None else [None] * len(made)
+    return AugmentedInputs(made, raw, weight, values)
 
 
 def screen_run(run: dict, args) -> dict:
@@ -399,19 +498,22 @@ def screen_run(run: dict, args) -> dict:
     from metrics_app.domain.text_match import is_exact_match
     from metrics_app.lerc.calibration import fit_calibrator
     from metrics_app.lerc.evaluation import decision_report, report_by_length
-    from metrics_app.lerc.features import FEATURE_SETS
+    from metrics_app.lerc.features import FEATURE_SETS, reads_semantic
 
     val = [e for e in run["val"] if not is_exact_match(e.candidate, e.references)]
     gold = [e.score for e in val]
     rows = {}
     for feature_set in args.feature_sets:
+        semantic = reads_semantic(FEATURE_SETS[feature_set])
         for rules, weight in augmentation_configs(args.augment):
             _calibrator, fit = fit_calibrator(
                 [0.0] * len(val), [e.candidate for e in val], [e.references for e in val], gold,
                 [e.group for e in val], sources=[system_of(e) for e in val],
                 questions=[e.question for e in val], use_encoder=False,
                 feature_names=FEATURE_SETS[feature_set],
-                augmented=augmented_inputs(val, screen_rules(rules), weight))
+                augmented=augmented_inputs(val, screen_rules(rules), weight, semantic=semantic,
+                                           args=args),
+                semantic=semantic_values(val, args) if semantic else None)
             cv = fit.get("cv_probabilities")
             if cv is None:
                 continue
@@ -603,9 +705,12 @@ def _metric_names(run: dict) -> list[str]:
 
 def _label(name: str) -> str:
     label = {"lerc": "**LERC (served judge)**", "lexical_judge": "lexical judge alone",
+             "lerc_previous": "previous LERC (lexical inputs, no rewrites)",
              "contains": "reference in answer"}.get(name)
     if label:
         return label
+    if name == "lerc+embed":
+        return "LERC fitted with embedded rewrites too"
     if name.startswith("lerc+"):
         return f"LERC, calibrator inputs {name[5:]}"
     if name.startswith("lexical_judge+"):
@@ -674,7 +779,7 @@ def main() -> None:
     parser.add_argument("--pretrain-max", type=int, default=None,
                         help="at most this many pre-training examples (a seeded subset)")
     parser.add_argument("--baselines", default=",".join(BASELINES))
-    parser.add_argument("--calibrator-features", default="default",
+    parser.add_argument("--calibrator-features", default="default,semantic",
                         help="calibrator input sets (metrics_app.lerc.features.FEATURE_SETS), "
                              "comma-separated: the lexical judge is fitted with each, and a "
                              "trained run's judge is refitted with each besides 'default' on "
@@ -691,6 +796,8 @@ def main() -> None:
                         help="validation only: the lexical judge with each --augment option "
                              "and --calibrator-features set, by answer length; no test answer "
                              "read; results in <out>/screen.json")
+    parser.add_argument("--only", default="",
+                        help="of the --runs, only these run names (comma-separated)")
     parser.add_argument("--bootstrap", type=int, default=1000)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--fresh", action="store_true", help="retrain finished runs")
@@ -717,6 +824,8 @@ def main() -> None:
     args.backbone = pretrained_backbone(args)
     runs = run_definitions(examples, args.runs.split(","),
                            [int(n) for n in args.curve_sizes.split(",")])
+    if args.only:
+        runs = [run for run in runs if run["name"] in args.only.split(",")]
     if args.screen:
         screens = {}
         for run in runs:

@@ -42,11 +42,17 @@ class SemanticEncoder:
         self.max_length = max_length
         self.batch_size = batch_size
 
+    def _key(self, text: str) -> str:
+        # An uncased tokenizer reads "Paris" and "paris" alike: TriviaQA's aliases often differ
+        # only in case, so each is encoded once.
+        text = " ".join(text.split())
+        return text.lower() if getattr(self.tokenizer, "do_lower_case", False) else text
+
     @torch.inference_mode()
     def _encode(self, texts: Sequence[str]) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
-        """{text: (unit token vectors without [CLS]/[SEP], unit mean-pooled vector)}, each
-        distinct text once, in length-sorted batches."""
-        distinct = sorted({t for t in texts}, key=len)
+        """{key: (unit token vectors without [CLS]/[SEP], unit mean-pooled vector)}, each
+        distinct text (`_key`) once, in length-sorted batches."""
+        distinct = sorted({self._key(t) for t in texts}, key=len)
         out = {}
         for start in range(0, len(distinct), self.batch_size):
             batch = distinct[start:start + self.batch_size]
@@ -76,10 +82,10 @@ class SemanticEncoder:
             if not (candidate or "").strip() or not refs:
                 rows.append([0.0] * len(SEMANTIC_FEATURES))
                 continue
-            answer_tokens, answer_vector = vectors[candidate]
+            answer_tokens, answer_vector = vectors[self._key(candidate)]
             best = [0.0] * len(SEMANTIC_FEATURES)
-            for reference in refs:
-                reference_tokens, reference_vector = vectors[reference]
+            for key in {self._key(reference) for reference in refs}:
+                reference_tokens, reference_vector = vectors[key]
                 similarity = reference_tokens @ answer_tokens.T
                 recall = float(similarity.max(dim=1).values.mean())
                 precision = float(similarity.max(dim=0).values.mean())

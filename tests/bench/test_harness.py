@@ -133,6 +133,10 @@ def test_quick_run_of_every_benchmark_end_to_end(tmp_path, shared_data):
     assert load["numbers"]["judgments_in_database"] == load["numbers"]["judgments_acknowledged"]
     assert by_name["import_export"]["passed"] and by_name["publishing"]["passed"]
     assert by_name["metric_throughput"]["numbers"]["lerc"]["max_abs_score_difference"] < 1e-3
+    served = by_name["metric_throughput"]["numbers"]["lerc_served"]
+    assert served["calibrator_inputs"] == "semantic"
+    for part in ("with_encoder", "without_encoder"):  # every answer got a verdict
+        assert served[part]["judged"] > 0 and served[part]["answers_per_s"] > 0
     assert by_name["lerc_training"]["numbers"]["cpu"]["examples_per_s"] > 0
     padding = by_name["lerc_training"]["numbers"]["padding_share"]
     assert padding["length_bucketed"] < padding["plain_shuffle"]

@@ -9,8 +9,8 @@ from metrics_app.lerc import spans
 from metrics_app.lerc.calibration import Calibrator, fit_calibrator
 from metrics_app.lerc.features import (
     DEFAULT_FEATURES,
-    LEXICAL_FEATURE_NAMES,
     FEATURE_SETS,
+    LEXICAL_FEATURE_NAMES,
     lexical_features,
 )
 
