@@ -48,8 +48,9 @@ def test_each_value_is_the_best_alias_and_an_empty_answer_reads_nothing(encoder)
     assert paris[SEMANTIC_FEATURES.index("semantic_cosine")] == pytest.approx(1.0, abs=1e-5)
     assert encoder.features(["", "Paris"], [("Paris",), ("",)]) == [[0.0] * 4, [0.0] * 4]
     # Aliases that differ only in case or spacing read alike (the tokenizer is uncased).
-    assert encoder.features(["the  City of Light"], [("PARIS", "paris", "Paris ")]) == \
-        pytest.approx(encoder.features(["The city of light"], [("Paris",)]))
+    [variants] = encoder.features(["the  City of Light"], [("PARIS", "paris", "Paris ")])
+    [plain] = encoder.features(["The city of light"], [("Paris",)])
+    assert variants == pytest.approx(plain)
 
 
 def test_semantic_inputs_need_their_values_and_the_option_names_a_known_set():
