@@ -19,7 +19,7 @@ the human label ("labelled by the rule that produced it"):
 An incorrect answer stays incorrect under every rule (an embedded wrong entity is still wrong;
 a swapped alias only appears in answers that state a reference). Pure Python, seeded, no Django.
 Which rules are used, and how much an augmented judgment weighs, were chosen on validation
-judgments (docs/LERC.md, "Augmented judgments").
+judgments (docs/LERC.md, "Semantic inputs, rewrites, and where the judge still lost").
 """
 from __future__ import annotations
 

@@ -68,7 +68,7 @@ class TrainConfig:
     # against a judged answer. None by default: on the protocol's validation answers every
     # rule moved the held-out-system accuracy by −0.7 to +0.5 points (mean +0.05), because the
     # judge already decided the rewrites as it decided their originals (docs/LERC.md,
-    # "Rewrites and semantic inputs").
+    # "Semantic inputs, rewrites, and where the judge still lost").
     calibration_augment: list[str] = field(default_factory=lambda: list(DEFAULT_AUGMENT))
     calibration_augment_weight: float = 0.5
     # The calibrated judge's inputs, a `features.FEATURE_SETS` name ("semantic" reads the
