@@ -70,29 +70,48 @@ class SemanticEncoder:
                              torch.nn.functional.normalize(pooled.float(), dim=0))
         return out
 
+    def _stack(self, keys: tuple[str, ...], vectors) -> tuple[torch.Tensor, torch.Tensor,
+                                                             torch.Tensor]:
+        """One question's aliases as a padded block: token vectors (aliases × longest × dim),
+        the mask of real tokens, and the sentence vectors (aliases × dim)."""
+        tokens = [vectors[key][0] for key in keys]
+        block = torch.nn.utils.rnn.pad_sequence(tokens, batch_first=True)
+        lengths = torch.tensor([len(t) for t in tokens])
+        mask = torch.arange(block.shape[1])[None, :] < lengths[:, None]
+        return block, mask, torch.stack([vectors[key][1] for key in keys])
+
     def features(self, candidates: Sequence[str], references: Sequence[Sequence[str]]
                  ) -> list[list[float]]:
         """[[recall, precision, f1, cosine] (SEMANTIC_FEATURES)] per answer, each the maximum
-        over its aliases; zeros for an empty answer or no alias."""
+        over its aliases; zeros for an empty answer or no alias.
+
+        Every alias of an answer is compared in one batched product (TriviaQA lists about 14 a
+        question; a loop over them cost as much as the encoder), and a question's stacked
+        aliases are reused by all of its answers."""
         aliases = [[r for r in refs if (r or "").strip()] for refs in references]
         vectors = self._encode([c for c in candidates if (c or "").strip()]
                                + [r for refs in aliases for r in refs])
+        stacks: dict[tuple[str, ...], tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = {}
         rows = []
         for candidate, refs in zip(candidates, aliases, strict=True):
             if not (candidate or "").strip() or not refs:
                 rows.append([0.0] * len(SEMANTIC_FEATURES))
                 continue
             answer_tokens, answer_vector = vectors[self._key(candidate)]
-            best = [0.0] * len(SEMANTIC_FEATURES)
-            for key in {self._key(reference) for reference in refs}:
-                reference_tokens, reference_vector = vectors[key]
-                similarity = reference_tokens @ answer_tokens.T
-                recall = float(similarity.max(dim=1).values.mean())
-                precision = float(similarity.max(dim=0).values.mean())
-                f1 = (2 * recall * precision / (recall + precision)
-                      if recall + precision > 0 else 0.0)
-                cosine = float(reference_vector @ answer_vector)
-                best = [max(a, b) for a, b in zip(best, (recall, precision, f1, cosine),
-                                                  strict=True)]
-            rows.append(best)
+            keys = tuple(sorted({self._key(reference) for reference in refs}))
+            if keys not in stacks:
+                stacks[keys] = self._stack(keys, vectors)
+            block, mask, reference_vectors = stacks[keys]
+            # similarity[a, i, j]: alias a's token i against the answer's token j.
+            similarity = torch.einsum("aid,jd->aij", block, answer_tokens)
+            counts = mask.sum(dim=1)
+            recall = (similarity.max(dim=2).values * mask).sum(dim=1) / counts
+            precision = (similarity.masked_fill(~mask[:, :, None], float("-inf"))
+                         .max(dim=1).values.mean(dim=1))
+            total = recall + precision
+            f1 = torch.where(total > 0, 2 * recall * precision / total.clamp_min(1e-12),
+                             torch.zeros_like(total))
+            cosine = reference_vectors @ answer_vector
+            best = torch.stack([recall, precision, f1, cosine]).max(dim=1).values
+            rows.append([max(0.0, value) for value in best.tolist()])
         return rows
