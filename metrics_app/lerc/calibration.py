@@ -27,7 +27,7 @@ import json
 import math
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from .augmentation import Rewrite
@@ -137,6 +137,27 @@ class AugmentedInputs:
     semantic: Sequence[Sequence[float]] | None = None  # needed when the inputs read it
 
 
+@dataclass(frozen=True)
+class DistilledInputs:
+    """Answers no human judged, labelled by a judge the researcher trusts (its P(correct) ≥ 0.5
+    counts as correct): a second teacher, weighed below a human judgment. Each weight of
+    `weights` (all below 1) is tried against none at all, and the one with the best
+    cross-validated accuracy on the *human* judgments is kept: a judge that does not help the
+    held-out systems gets weight 0. `sources` (the answering system) or `groups` (question
+    group) say which cross-validation fold an answer belongs to: a held-out system's answers are
+    left out of the fit while it is predicted, whoever labelled them."""
+
+    raw: Sequence[float | None]
+    candidates: Sequence[str]
+    references: Sequence[Sequence[str]]
+    questions: Sequence[str]
+    probabilities: Sequence[float]
+    sources: Sequence[str]
+    groups: Sequence[str]
+    weights: Sequence[float] = (0.25, 0.5)
+    semantic: Sequence[Sequence[float]] | None = None  # needed when the inputs read it
+
+
 def is_binary(gold: Sequence[float]) -> bool:
     return len({float(g) for g in gold}) <= 2
 
@@ -148,7 +169,8 @@ def fit_calibrator(raw: Sequence[float | None], candidates: Sequence[str],
                    use_encoder: bool | None = None, seed: int = 0,
                    feature_names: Sequence[str] | None = None,
                    augmented: AugmentedInputs | None = None,
-                   semantic: Sequence[Sequence[float]] | None = None
+                   semantic: Sequence[Sequence[float]] | None = None,
+                   distilled: DistilledInputs | None = None
                    ) -> tuple[Calibrator | None, dict]:
     """(calibrator, report), fitted on validation judgments.
 
@@ -167,7 +189,11 @@ def fit_calibrator(raw: Sequence[float | None], candidates: Sequence[str],
     rewrites are never fitted on when it is predicted) but never the cross-validated accuracy,
     which stays the judged answers'; the report adds `cv_accuracy_rewrites`, the held-out
     folds' accuracy on their own rewrites (how far a verdict survives a rewrite that should not
-    change it), by rule."""
+    change it), by rule.
+
+    `distilled` answers (a trusted judge's verdicts on answers no human judged) join the fit at
+    the weight its cross-validation on the judged answers chooses (`DistilledInputs`); the
+    report adds `distillation` with the accuracy at each weight tried."""
     import numpy as np
 
     feature_names = list(DEFAULT_FEATURES if feature_names is None else feature_names)
@@ -188,23 +214,33 @@ def fit_calibrator(raw: Sequence[float | None], candidates: Sequence[str],
         extra = _augmented_rows(augmented, references, questions, labels, mean, scale, raw_fill,
                                 feature_names)
     by_system = len(set(sources or ())) >= 3
-    splits, folds = _group_folds(x, labels, list(sources) if by_system else list(groups))
+    fold_keys = np.asarray(list(sources) if by_system else list(groups), dtype=object)
+    splits, folds = _group_folds(x, labels, fold_keys.tolist())
     options = [False, True] if use_encoder is None else [bool(use_encoder)]
-    tried = {with_encoder: _best_c(x, labels, splits, with_encoder, extra)
-             for with_encoder in options}
-    accuracy = {w: (None if cv is None else float(((cv >= 0.5) == labels).mean()))
-                for w, (_c, cv) in tried.items()}
-    with_encoder = options[0]
-    if len(options) == 2 and accuracy[True] is not None and accuracy[False] is not None:
-        with_encoder = accuracy[True] > accuracy[False]
-    c, cv = tried[with_encoder]
+    taught = (None if distilled is None or not len(distilled.candidates) else
+              _distilled_rows(distilled, by_system, mean, scale, raw_fill, feature_names))
+    by_weight = {}
+    for weight in [0.0, *(taught.weights if taught is not None else ())]:
+        extras = [e for e in (extra, taught and replace(taught.rows, weight=weight)) if e]
+        by_weight[weight] = _encoder_choice(x, labels, splits, fold_keys, options, extras)
+    # The smallest weight among the most accurate: a judge has to earn its place.
+    weight = max(by_weight, key=lambda w: (by_weight[w][0] is not None and by_weight[w][0], -w))
+    _accuracy, with_encoder, c, cv, accuracy = by_weight[weight]
+    extras = [e for e in (extra, taught and replace(taught.rows, weight=weight)) if e]
     calibrator = _final_calibrator(x, labels, gold, c=c, with_encoder=with_encoder, mean=mean,
                                    scale=scale, raw_fill=raw_fill, feature_names=feature_names,
-                                   extra=extra)
+                                   extras=extras)
     report: dict = {"c": c, "folds": folds, "uses_encoder": with_encoder,
                     "cv_held_out": "system" if by_system else "question group",
                     "cv_accuracy_by_inputs": {("lexical+encoder" if w else "lexical"): a
                                               for w, a in accuracy.items()}}
+    if taught is not None:
+        calibrator.fitted_on["distilled"] = len(taught.rows.labels) if weight > 0 else 0
+        calibrator.fitted_on["distilled_weight"] = weight
+        report["distillation"] = {
+            "answers": len(taught.rows.labels), "judged_correct": int(taught.rows.labels.sum()),
+            "weight": weight, "weights_tried": [0.0, *taught.weights],
+            "cv_accuracy_by_weight": {f"{w:g}": a for w, (a, *_rest) in by_weight.items()}}
     if cv is not None:
         report.update(cv_accuracy=accuracy[with_encoder], cv_log_loss=_log_loss(cv, labels),
                       cv_probabilities=cv.tolist())
@@ -212,21 +248,70 @@ def fit_calibrator(raw: Sequence[float | None], candidates: Sequence[str],
         report["augmented"] = {"rewrites": len(extra.labels), "weight": extra.weight,
                                "by_rule": dict(Counter(r.rule for r in augmented.rewrites))}
         if splits:
-            held_out = _cross_fitted(x, labels, splits, c, with_encoder, extra,
-                                     predict_rewrites=True)
+            held_out = _cross_fitted(x, labels, splits, c, with_encoder, extras, fold_keys,
+                                     predict=extra)
             report["cv_accuracy_rewrites"] = _accuracy_by_rule(held_out, extra,
                                                                augmented.rewrites)
     return calibrator, report
 
 
+def _encoder_choice(x, labels, splits, fold_keys, options, extras):
+    """(accuracy, with_encoder, c, cross-fitted probabilities, accuracy by encoder option):
+    the encoder's score is kept only when it raises the cross-validated accuracy."""
+    tried = {with_encoder: _best_c(x, labels, splits, with_encoder, extras, fold_keys)
+             for with_encoder in options}
+    accuracy = {w: (None if cv is None else float(((cv >= 0.5) == labels).mean()))
+                for w, (_c, cv) in tried.items()}
+    with_encoder = options[0]
+    if len(options) == 2 and accuracy[True] is not None and accuracy[False] is not None:
+        with_encoder = accuracy[True] > accuracy[False]
+    c, cv = tried[with_encoder]
+    return accuracy[with_encoder], with_encoder, c, cv, accuracy
+
+
 @dataclass(frozen=True)
 class _ExtraRows:
-    """Standardized rewrite inputs with their origin's label, origin index and weight."""
+    """Standardized inputs fitted beside the judged answers, with their labels and weight, and
+    what decides whether a cross-validation fold may fit them: the judged answer each rewrite
+    came from (`origin`), or the fold key (system or question group) of a distilled answer."""
 
     x: object
     labels: object
-    origin: object
     weight: float
+    origin: object = None
+    fold_key: object = None
+
+    def fitted_with(self, fit_rows, fold_keys):
+        """Which rows a model fitted on the judged answers `fit_rows` may also fit."""
+        import numpy as np
+
+        if self.origin is not None:
+            return np.isin(self.origin, fit_rows)
+        held_out = np.setdiff1d(fold_keys, fold_keys[fit_rows])
+        return ~np.isin(self.fold_key, held_out)
+
+
+@dataclass(frozen=True)
+class _Distilled:
+    rows: _ExtraRows
+    weights: tuple[float, ...]
+
+
+def _distilled_rows(distilled: DistilledInputs, by_system: bool, mean, scale, raw_fill,
+                    feature_names) -> _Distilled:
+    import numpy as np
+
+    weights = tuple(float(w) for w in distilled.weights)
+    if any(not 0 < w < 1 for w in weights):
+        raise ValueError("distillation weights lie between 0 and 1 (a judge's verdict weighs "
+                         "less than a human judgment)")
+    matrix = _input_matrix(distilled.raw, distilled.candidates, distilled.references,
+                           distilled.questions, feature_names, raw_fill, distilled.semantic)
+    labels = (np.asarray(distilled.probabilities, dtype=float) >= 0.5).astype(int)
+    keys = distilled.sources if by_system else distilled.groups
+    return _Distilled(rows=_ExtraRows(x=(matrix - mean) / scale, labels=labels, weight=0.0,
+                                      fold_key=np.asarray(list(keys), dtype=object)),
+                      weights=weights)
 
 
 def _augmented_rows(augmented: AugmentedInputs, references, questions, labels, mean, scale,
@@ -239,7 +324,7 @@ def _augmented_rows(augmented: AugmentedInputs, references, questions, labels, m
                            [(questions or [""] * len(labels))[i] for i in origins],
                            feature_names, raw_fill, augmented.semantic)
     return _ExtraRows(x=(matrix - mean) / scale, labels=labels[np.asarray(origins)],
-                      origin=np.asarray(origins), weight=float(augmented.weight))
+                      weight=float(augmented.weight), origin=np.asarray(origins))
 
 
 def _accuracy_by_rule(predictions, extra: _ExtraRows, rewrites) -> dict[str, float]:
@@ -297,43 +382,45 @@ def _columns(x, with_encoder: bool):
     return x if with_encoder else x[:, 1:]
 
 
-def _cross_fitted(x, labels, splits, c: float, with_encoder: bool,
-                  extra: _ExtraRows | None = None, predict_rewrites: bool = False):
-    """Each example's probability from a model fitted on the other folds (with the rewrites
-    of those folds' answers, when given); with `predict_rewrites`, each rewrite's instead."""
+def _cross_fitted(x, labels, splits, c: float, with_encoder: bool, extras=(), fold_keys=None,
+                  predict: _ExtraRows | None = None):
+    """Each example's probability from a model fitted on the other folds (with the extra rows
+    those folds may fit, `_ExtraRows.fitted_with`); with `predict` (the rewrites), each of its
+    rows' whose origin is held out instead."""
     import numpy as np
 
     inputs = _columns(x, with_encoder)
-    extra_inputs = None if extra is None else _columns(extra.x, with_encoder)
-    size = len(extra.labels) if predict_rewrites else len(labels)
+    size = len(predict.labels) if predict is not None else len(labels)
     predictions = np.full(size, labels.mean())
     for fit_rows, predict_rows in splits:
         if len(set(labels[fit_rows].tolist())) < 2:
             continue
-        model = _fitted_logistic(inputs[fit_rows], labels[fit_rows], c, extra, extra_inputs,
-                                 np.isin(extra.origin, fit_rows) if extra is not None else None)
-        if predict_rewrites:
-            rows = np.isin(extra.origin, predict_rows)
+        blocks = [(_columns(e.x, with_encoder), e.labels, e.weight,
+                   e.fitted_with(fit_rows, fold_keys)) for e in extras]
+        model = _fitted_logistic(inputs[fit_rows], labels[fit_rows], c, blocks)
+        if predict is not None:
+            rows = np.isin(predict.origin, predict_rows)
             if rows.any():
-                predictions[rows] = model.predict_proba(extra_inputs[rows])[:, 1]
+                predictions[rows] = model.predict_proba(
+                    _columns(predict.x, with_encoder)[rows])[:, 1]
         else:
             predictions[predict_rows] = model.predict_proba(inputs[predict_rows])[:, 1]
     return predictions
 
 
-def _fitted_logistic(inputs, labels, c: float, extra=None, extra_inputs=None, extra_rows=None):
-    """Logistic regression on judged rows (weight 1) and, where given, the selected rewrites
-    (weight `extra.weight`)."""
+def _fitted_logistic(inputs, labels, c: float, blocks=()):
+    """Logistic regression on judged rows (weight 1) and each block's selected rows
+    (`(inputs, labels, weight, selected)`: rewrites or distilled answers, at their weight)."""
     import numpy as np
     from sklearn.linear_model import LogisticRegression
 
-    weights = None
-    # Weight 0: the rewrites are only measured (`cv_accuracy_rewrites`), never fitted on.
-    if extra is not None and extra.weight > 0 and extra_rows is not None and extra_rows.any():
-        inputs = np.vstack([inputs, extra_inputs[extra_rows]])
-        weights = np.concatenate([np.ones(len(labels)),
-                                  np.full(int(extra_rows.sum()), extra.weight)])
-        labels = np.concatenate([labels, extra.labels[extra_rows]])
+    weights = np.ones(len(labels))
+    for extra_inputs, extra_labels, weight, selected in blocks:
+        # Weight 0: the rows are only measured (`cv_accuracy_rewrites`), never fitted on.
+        if weight > 0 and selected.any():
+            inputs = np.vstack([inputs, extra_inputs[selected]])
+            labels = np.concatenate([labels, extra_labels[selected]])
+            weights = np.concatenate([weights, np.full(int(selected.sum()), weight)])
     return LogisticRegression(C=c, max_iter=2000).fit(inputs, labels, sample_weight=weights)
 
 
@@ -344,28 +431,31 @@ def _log_loss(p, labels) -> float:
     return float(-np.mean(labels * np.log(p) + (1 - labels) * np.log(1 - p)))
 
 
-def _best_c(x, labels, splits, with_encoder: bool, extra: _ExtraRows | None = None):
+def _best_c(x, labels, splits, with_encoder: bool, extras=(), fold_keys=None):
     """The regularization strength of `C_GRID` with the lowest cross-fitted log loss, and its
     cross-fitted probabilities (None without folds)."""
     if not splits:
         return 1.0, None
-    fitted = {c: _cross_fitted(x, labels, splits, c, with_encoder, extra) for c in C_GRID}
+    fitted = {c: _cross_fitted(x, labels, splits, c, with_encoder, extras, fold_keys)
+              for c in C_GRID}
     chosen = min(fitted, key=lambda c: _log_loss(fitted[c], labels))
     return chosen, fitted[chosen]
 
 
 def _final_calibrator(x, labels, gold, *, c: float, with_encoder: bool, mean, scale,
                       raw_fill: float, feature_names: Sequence[str],
-                      extra: _ExtraRows | None = None) -> Calibrator:
-    """The calibrator fitted on every validation judgment (and every rewrite, when given) with
-    the chosen inputs and strength (and, for graded gold, the linear map onto the 1–5 scale)."""
+                      extras=()) -> Calibrator:
+    """The calibrator fitted on every validation judgment (and every rewrite and distilled
+    answer, when given, at its weight) with the chosen inputs and strength (and, for graded
+    gold, the linear map onto the 1–5 scale)."""
     import numpy as np
     from sklearn.linear_model import Ridge
 
     final = _fitted_logistic(
-        _columns(x, with_encoder), labels, c, extra,
-        None if extra is None else _columns(extra.x, with_encoder),
-        None if extra is None else np.ones(len(extra.labels), dtype=bool))
+        _columns(x, with_encoder), labels, c,
+        [(_columns(e.x, with_encoder), e.labels, e.weight, np.ones(len(e.labels), dtype=bool))
+         for e in extras])
+    rewrites = [e for e in extras if e.origin is not None]
     coef = final.coef_[0].tolist()
     if not with_encoder:
         coef = [0.0, *coef]  # the encoder's score stays an input name, with no weight
@@ -377,7 +467,7 @@ def _final_calibrator(x, labels, gold, *, c: float, with_encoder: bool, mean, sc
         raw_fill=raw_fill, c=c, score_map="probability" if binary else "linear",
         fitted_on={"examples": len(labels), "correct": positives,
                    "incorrect": len(labels) - positives, "uses_encoder": with_encoder,
-                   "rewrites": 0 if extra is None else len(extra.labels)},
+                   "rewrites": sum(len(e.labels) for e in rewrites)},
     )
     if not binary:
         ridge = Ridge(alpha=1.0).fit(_columns(x, with_encoder), np.asarray(gold, dtype=float))

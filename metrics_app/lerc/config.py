@@ -71,6 +71,13 @@ class TrainConfig:
     # "Semantic inputs, rewrites, and where the judge still lost").
     calibration_augment: list[str] = field(default_factory=lambda: list(DEFAULT_AUGMENT))
     calibration_augment_weight: float = 0.5
+    # Distillation: when a version names a judge the researcher trusts (its data option
+    # `distill_judge`), that judge's verdicts on the answers no human judged join the
+    # calibrated judge's fit at the weight among these (each below a human judgment's 1, or
+    # none at all) that the held-out-system cross-validation on human judgments prefers.
+    calibration_distill_weights: list[float] = field(default_factory=lambda: [0.25, 0.5])
+    # At most this many of the judge's answers (a seeded sample): each costs an encoder pass.
+    calibration_distill_max: int = 5000
     # The calibrated judge's inputs, a `features.FEATURE_SETS` name ("semantic" reads the
     # reference's meaning in the answer with the packaged sentence encoder; "default" is the
     # lexical set served before it).
@@ -106,6 +113,16 @@ class TrainConfig:
                 0 <= weight <= 1):
             raise ValueError("calibration_augment_weight: a number from 0 to 1 (a rewrite "
                              "weighs at most what a judged answer does)")
+        weights = self.calibration_distill_weights
+        if isinstance(weights, (str, bytes)) or not isinstance(weights, (list, tuple)) or any(
+                isinstance(w, bool) or not isinstance(w, (int, float)) or not 0 < w < 1
+                for w in weights):
+            raise ValueError("calibration_distill_weights: a list of numbers between 0 and 1 "
+                             "(a judge's verdict weighs less than a human judgment)")
+        self.calibration_distill_weights = [float(w) for w in weights]
+        cap = self.calibration_distill_max
+        if isinstance(cap, bool) or not isinstance(cap, int) or cap < 1:
+            raise ValueError("calibration_distill_max: a whole number of answers, at least 1")
 
     @classmethod
     def from_dict(cls, data: dict) -> TrainConfig:

@@ -27,7 +27,7 @@ from transformers import get_linear_schedule_with_warmup
 
 from .augmentation import rewrites
 from .batching import collate, epoch_batches
-from .calibration import AugmentedInputs, fit_calibrator
+from .calibration import AugmentedInputs, DistilledInputs, fit_calibrator
 from .config import (
     PAPER_LEARNING_RATES,
     CancelCheck,
@@ -336,9 +336,14 @@ def _checkpoint(run: _Run, checkpoint_dir: Path, fingerprint: str, *, epoch: int
 # ---- the entry points -------------------------------------------------------------------------
 
 
-def calibrate_model(cfg: TrainConfig, model_dir: str | Path, val_examples) -> dict[str, Any]:
+def calibrate_model(cfg: TrainConfig, model_dir: str | Path, val_examples,
+                    distill_examples=()) -> dict[str, Any]:
     """Fit the calibrated judge (`calibration.py`) on the validation examples' raw scores and
-    write it beside the weights. Returns the fit report (without per-example predictions)."""
+    write it beside the weights. Returns the fit report (without per-example predictions).
+
+    `distill_examples`: answers no human judged, each `score` a trusted judge's value on the
+    1–5 scale (1 + 4·P(correct)); they join the fit at the weight of
+    `cfg.calibration_distill_weights` that cross-validation on the human judgments chooses."""
     model, tokenizer, _meta = load_model(model_dir, device="cpu")
 
     def raw_scores(examples):
@@ -365,12 +370,24 @@ def calibrate_model(cfg: TrainConfig, model_dir: str | Path, val_examples) -> di
         rewritten = [replace(val_examples[r.origin], candidate=r.candidate) for r in made]
         augmented = AugmentedInputs(made, raw_scores(rewritten), cfg.calibration_augment_weight,
                                     semantic_of(rewritten))
+    distilled = None
+    if distill_examples:
+        distill_examples = capped_examples(cfg, distill_examples, cfg.calibration_distill_max)
+        distilled = DistilledInputs(
+            raw=raw_scores(distill_examples),
+            candidates=[e.candidate for e in distill_examples],
+            references=[e.references for e in distill_examples],
+            questions=[e.question or "" for e in distill_examples],
+            probabilities=[(float(e.score) - 1) / 4 for e in distill_examples],
+            sources=[e.source for e in distill_examples],
+            groups=[e.group or e.question for e in distill_examples],
+            weights=cfg.calibration_distill_weights, semantic=semantic_of(distill_examples))
     calibrator, report = fit_calibrator(
         raw, [e.candidate for e in val_examples], [e.references for e in val_examples],
         [e.score for e in val_examples], [e.group or e.question for e in val_examples],
         sources=[e.source for e in val_examples],
         questions=[e.question or "" for e in val_examples], seed=cfg.seed, augmented=augmented,
-        feature_names=feature_names, semantic=semantic_of(val_examples))
+        feature_names=feature_names, semantic=semantic_of(val_examples), distilled=distilled)
     if calibrator is not None:
         calibrator.save(model_dir)
     report.pop("cv_probabilities", None)
@@ -378,8 +395,11 @@ def calibrate_model(cfg: TrainConfig, model_dir: str | Path, val_examples) -> di
 
 
 def train(cfg: TrainConfig, train_examples, val_examples, progress: ProgressCallback | None = None,
-          should_cancel: CancelCheck | None = None, mc_examples=None) -> dict[str, Any]:
+          should_cancel: CancelCheck | None = None, mc_examples=None,
+          distill_examples=()) -> dict[str, Any]:
     """Train, keep the best epoch, write it to `<output_dir>/model`, return the metrics.
+    `distill_examples` (a trusted judge's verdicts, see `calibrate_model`) reach only the
+    calibrated judge, never the encoder's training.
 
     Re-running with the same config and output folder resumes from the last finished epoch.
     """
@@ -409,7 +429,7 @@ def train(cfg: TrainConfig, train_examples, val_examples, progress: ProgressCall
     if model_class.calibrates and cfg.calibrate and val_examples:
         if progress:
             progress({"phase": "calibrating", "examples": len(val_examples)})
-        result["calibration"] = calibrate_model(cfg, final, val_examples)
+        result["calibration"] = calibrate_model(cfg, final, val_examples, distill_examples)
     if len(runs) > 1:
         result["learning_rate_search"] = {f"{r['learning_rate']:g}": r[metric] for r in runs}
     return result

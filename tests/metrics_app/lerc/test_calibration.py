@@ -133,3 +133,76 @@ def test_the_fitted_calibrator_names_every_default_feature_and_reads_the_questio
 
     assert calibrator.input_names == ["raw_score", *DEFAULT_FEATURES]
     assert len(calibrator.coef) == len(calibrator.mean) == 1 + len(DEFAULT_FEATURES)
+
+
+# ---- distillation: a trusted judge's verdicts on answers no human judged -------------------
+
+def _distilled(rows, *, teacher_accuracy: float, seed: int = 0, **kwargs):
+    """`rows` (not judged by humans) labelled by a teacher right `teacher_accuracy` of the time."""
+    from metrics_app.lerc.calibration import DistilledInputs
+
+    rng = random.Random(seed)
+    raw, candidates, references, gold, groups, sources = zip(*rows, strict=True)
+    probabilities = [float((g >= 3) == (rng.random() < teacher_accuracy)) for g in gold]
+    return DistilledInputs(raw=raw, candidates=candidates, references=references,
+                           questions=[""] * len(rows), probabilities=probabilities,
+                           sources=sources, groups=groups, **kwargs)
+
+
+def _few_judged_many_unjudged(seed: int = 0, judged: int = 30):
+    """`judged` human judgments and 800 answers nobody judged, from five systems: the lexical
+    evidence right 75% of the time, the encoder's score a noisy signal."""
+    rng = random.Random(seed)
+    rows = []
+    for i in range(judged + 800):
+        correct = rng.random() < 0.6
+        states_reference = correct if rng.random() < 0.75 else not correct
+        candidate = (f"I believe the answer is Paris {i}" if states_reference
+                     else f"It is probably Lyon {i}")
+        raw = (4.0 if correct else 2.0) + rng.gauss(0, 1.2)
+        rows.append((raw, candidate, (f"Paris {i}",), 5.0 if correct else 1.0, f"q{i % 80}",
+                     SYSTEMS[i % 5]))
+    return rows[:judged], rows[judged:]
+
+
+def test_a_reliable_judge_on_unjudged_answers_is_weighed_in_when_it_helps_held_out_systems():
+    judged, unjudged = _few_judged_many_unjudged()
+    _alone, without = _fit(judged)
+    calibrator, report = _fit(judged, distilled=_distilled(unjudged, teacher_accuracy=0.95))
+    distillation = report["distillation"]
+    assert distillation["answers"] == 800 and distillation["weights_tried"] == [0.0, 0.25, 0.5]
+    assert 0 < distillation["weight"] < 1  # weighed, and below a human judgment
+    by_weight = distillation["cv_accuracy_by_weight"]
+    assert by_weight[f"{distillation['weight']:g}"] > by_weight["0"]
+    assert report["cv_accuracy"] > without["cv_accuracy"]
+    assert calibrator.fitted_on["distilled"] == 800
+
+
+def test_a_judge_that_contradicts_the_humans_gets_no_weight():
+    judged, unjudged = _few_judged_many_unjudged(seed=3)
+    alone, _report = _fit(judged)
+    calibrator, report = _fit(judged, distilled=_distilled(unjudged, teacher_accuracy=0.1))
+    assert report["distillation"]["weight"] == 0.0
+    assert calibrator.fitted_on["distilled"] == 0
+    assert calibrator.coef == pytest.approx(alone.coef)  # the same fit as without the judge
+
+
+def test_distillation_weights_stay_below_a_human_judgment():
+    judged, unjudged = _few_judged_many_unjudged()
+    with pytest.raises(ValueError, match="weighs less than a human"):
+        _fit(judged, distilled=_distilled(unjudged, teacher_accuracy=0.9, weights=(1.0,)))
+
+
+def test_a_held_out_systems_distilled_answers_are_not_fitted_while_it_is_predicted():
+    """Cross-validation holds out a system: the judge's verdicts on that system's answers would
+    tell the fold what the humans said about its style, so they leave the fit with it."""
+    import numpy as np
+
+    from metrics_app.lerc.calibration import _ExtraRows
+
+    fold_keys = np.asarray(["fid", "fid", "gpt4", "gpt4", "newbing"], dtype=object)
+    rows = _ExtraRows(x=None, labels=None, weight=0.5,
+                      fold_key=np.asarray(["gpt4", "fid", "bing-new", "newbing"], dtype=object))
+    # Fitting on fid and newbing (gpt4 held out): gpt4's distilled answer is left out; a system
+    # no judged answer comes from is always fitted.
+    assert rows.fitted_with(np.array([0, 1, 4]), fold_keys).tolist() == [False, True, True, True]
