@@ -2,7 +2,8 @@
 
     python manage.py train_lerc --project mocha [--project other] [--holdout narrativeqa]
         [--backbone /models/bert-base-uncased] [--epochs 3] [--lr 2e-5] [--tune-lr]
-        [--max-examples 2000] [--pretrain-project onestopqa --pretrain-epochs 1] [--sync]
+        [--max-examples 2000] [--pretrain-project onestopqa --pretrain-epochs 1]
+        [--distill-judge gpt-judge@v1] [--sync]
 
 Without --sync the version is queued for a GPU worker (queue `gpu`) and its number printed;
 with --sync it trains in this process and prints the metrics and the promotion decision.
@@ -56,6 +57,10 @@ class Command(BaseCommand):
         parser.add_argument("--pretrain-project", action="append", default=[],
                             help="Multiple-choice project for 3-way pre-training (repeatable).")
         parser.add_argument("--pretrain-epochs", type=int)
+        parser.add_argument("--distill-judge", default="",
+                            help="A judge you trust (NAME, NAME@VERSION or metric:NAME): its "
+                                 "verdicts on the items no human judged join the calibrated "
+                                 "judge's fit, weighed below human judgments (docs/LERC.md).")
         parser.add_argument("--sync", action="store_true", help="Train here and now.")
 
     def handle(self, *args, **options):
@@ -76,7 +81,8 @@ class Command(BaseCommand):
                 projects=projects, kind=kind, backbone=options["backbone"],
                 train_options=train_options, holdout_dataset=options["holdout"],
                 split_mode=options["split"], znormalize=options["znormalize"],
-                pretrain_projects=pretrain, reason="train_lerc command",
+                pretrain_projects=pretrain, distill_judge=options["distill_judge"],
+                reason="train_lerc command",
             )
         except LercError as exc:
             raise CommandError(str(exc)) from exc
@@ -120,6 +126,8 @@ class Command(BaseCommand):
             # The counts actually trained, validated and tested (after the caps).
             "examples": version.metrics.get("examples"),
             "timings": version.metrics.get("timings"),
+            "distillation": ((version.metrics.get("training") or {}).get("calibration")
+                             or {}).get("distillation"),
             "data": {k: version.data_snapshot.get(k) for k in
                      ("judgment_count", "max_judgment_id", "judgment_ids_sha256")},
             "artifact": version.artifact_uri,

@@ -18,6 +18,7 @@ from annotation.judgment_selectors import judgment_rows, watermark
 from annotation.models import NON_DATA_STAGE_KINDS, Item, Judgment, Project, TaskKind
 from core.vocabulary import AB_CHOICES
 from metrics_app.domain.text_match import is_exact_match
+from metrics_app.judge_selectors import judge_view, predictor_values
 from metrics_app.lerc.data import LercExample, PairExample, mc_item_row, mc_pretraining_examples
 from metrics_app.models import ModelKind, ModelVersion
 
@@ -38,6 +39,9 @@ class LercDataset:
     train: list = field(default_factory=list)
     val: list = field(default_factory=list)
     test: list = field(default_factory=list)
+    # A trusted judge's verdicts on items no human judged (DataOptions.distill_judge), each
+    # a LercExample scored 1 + 4·P(correct); they reach only the calibrated judge's fit.
+    distill: list = field(default_factory=list)
     snapshot: dict = field(default_factory=dict)
 
 
@@ -73,6 +77,7 @@ def lerc_dataset_build(
     test_fraction: float = 0.1,
     seed: int = 0,
     drop_exact_match: bool = True,
+    distill_judge: str = "",
 ) -> LercDataset:
     """Training, validation and test examples from the projects' judgments.
 
@@ -88,6 +93,10 @@ def lerc_dataset_build(
     train/val/test ("group") so no passage lands in two splits; "auto" uses the split field when
     the items carry train and dev splits. With `holdout_dataset` that dataset is the test set
     (out-of-dataset setting) and is never trained or validated on.
+
+    `distill_judge` (Likert only): that judge's verdicts on the items with no judgment up to
+    the watermark become `dataset.distill`, from the training and validation splits only (a
+    test or held-out item's verdict would leak what the version is measured on).
     """
     if split_mode not in SPLIT_MODES:
         raise LercError(f"split mode must be one of {', '.join(SPLIT_MODES)}")
@@ -102,6 +111,8 @@ def lerc_dataset_build(
             watermark = _data_watermark(project)
             watermarks[str(project.id)] = watermark
         rows = [r for r in judgment_rows(project=project) if r.id <= watermark]
+        split_args = {"holdout_dataset": holdout_dataset, "seed": seed,
+                      "val_fraction": val_fraction, "test_fraction": test_fraction}
         if kind == ModelKind.PAIRWISE:
             rows = [r for r in rows if r.choice in AB_CHOICES]
         else:
@@ -124,11 +135,13 @@ def lerc_dataset_build(
         for item_id in sorted(gold):
             item = used_items[item_id]
             example = item_example(kind, item, gold[item_id], project)
-            target = _split_of(item, example, use_item_split=use_item_split,
-                               holdout_dataset=holdout_dataset, seed=seed,
-                               val_fraction=val_fraction, test_fraction=test_fraction)
+            target = _split_of(item, example, use_item_split=use_item_split, **split_args)
             if target:
                 getattr(dataset, target).append(example)
+        if distill_judge and kind == ModelKind.REGRESSION:
+            dataset.distill.extend(_distilled_examples(
+                project, distill_judge, watermark, use_item_split=use_item_split,
+                drop_exact_match=drop_exact_match, **split_args))
     dataset.snapshot = {
         **_judgments_pinned(seen_ids, watermarks),
         "projects": per_project,
@@ -139,7 +152,42 @@ def lerc_dataset_build(
         "split_mode": split_mode,
         "znormalize": znormalize,
     }
+    if distill_judge:
+        dataset.snapshot["distill"] = {
+            "judge": distill_judge, "answers": len(dataset.distill),
+            "item_ids_sha256": hashlib.sha256(
+                ",".join(e.id for e in dataset.distill).encode()).hexdigest()}
     return dataset
+
+
+def _distilled_examples(project: Project, judge_ref: str, watermark: int, *,
+                        use_item_split: bool, drop_exact_match: bool, **split_args
+                        ) -> list[LercExample]:
+    """The judge's verdicts on the project's items that no human judged (no judgment up to the
+    watermark), not excluded or practice, not an exact match, in the training or validation
+    split; gold = 1 + 4 · the judge's 0–1 value. None when the judge has nothing here."""
+    try:
+        view = judge_view(project, judge_ref)
+    except LookupError:
+        return []
+    judged = set(Judgment.objects.filter(item__project=project, id__lte=watermark)
+                 .values_list("item_id", flat=True))
+    items = [item for item in Item.objects.filter(project=project, excluded=False,
+                                                  is_practice=False).order_by("id")
+             if item.id in view.calls and item.id not in judged]
+    if drop_exact_match:
+        items = [item for item in items if not is_exact_match(
+            (item.content or {}).get("candidate", ""), (item.content or {}).get("references", []))]
+    if not items:
+        return []
+    values = predictor_values(view, [item.id for item in items])
+    examples = []
+    for item, value in zip(items, values, strict=True):
+        example = item_example(ModelKind.REGRESSION, item, 1.0 + 4.0 * float(value), project)
+        if _split_of(item, example, use_item_split=use_item_split, **split_args) in (
+                "train", "val"):
+            examples.append(example)
+    return examples
 
 
 def _judgments_pinned(seen_ids: list[int], watermarks: dict[str, int]) -> dict:
@@ -286,6 +334,7 @@ def version_dataset_build(model_version: ModelVersion) -> LercDataset:
         holdout_dataset=data.holdout_dataset,
         split_mode=data.split_mode,
         znormalize=data.znormalize,
+        distill_judge=data.distill_judge,
     )
 
 

@@ -28,6 +28,10 @@ class DataOptions:
     split_mode: str = "auto"
     znormalize: bool = False
     pretrain_projects: tuple[str, ...] = ()  # slugs of multiple-choice projects
+    # A judge the researcher trusts (`name@version` or `metric:NAME`, judge_selectors): its
+    # verdicts on the items no human judged join the calibrated judge's fit, weighed below a
+    # human judgment (TrainConfig.calibration_distill_weights).
+    distill_judge: str = ""
 
 
 def default_train_options() -> dict[str, Any]:
@@ -60,7 +64,8 @@ def version_config_build(*, kind: str, backbone: str, train_options: dict | None
         "train": options,
         "data": {"holdout_dataset": data.holdout_dataset, "split_mode": data.split_mode,
                  "znormalize": data.znormalize,
-                 "pretrain_projects": list(data.pretrain_projects)},
+                 "pretrain_projects": list(data.pretrain_projects),
+                 "distill_judge": data.distill_judge},
     }
     return config, backbone or PACKAGED_BACKBONE
 
@@ -77,4 +82,5 @@ def version_data_options(model_version: ModelVersion) -> DataOptions:
     return DataOptions(holdout_dataset=data.get("holdout_dataset", ""),
                        split_mode=data.get("split_mode", "auto"),
                        znormalize=data.get("znormalize", False),
-                       pretrain_projects=tuple(data.get("pretrain_projects") or ()))
+                       pretrain_projects=tuple(data.get("pretrain_projects") or ()),
+                       distill_judge=data.get("distill_judge", ""))

@@ -24,6 +24,7 @@ from core.leases import (
     owner_state,
     stale_after_seconds,
 )
+from metrics_app.judge_selectors import judge_view
 from metrics_app.lerc.config import TrainingCancelled
 from metrics_app.lerc.data import capped_examples
 from metrics_app.lerc.evaluation import compare_with_baselines
@@ -70,10 +71,16 @@ def model_version_create(
     split_mode: str = "auto",
     znormalize: bool = False,
     pretrain_projects: list[Project] | None = None,
+    distill_judge: str = "",
     user=None,
     reason: str = "",
 ) -> ModelVersion:
-    """A queued version pinned to the judgments that exist now (per-project watermarks)."""
+    """A queued version pinned to the judgments that exist now (per-project watermarks).
+
+    `distill_judge`: a judge the researcher trusts (`NAME`, `NAME@VERSION` or `metric:NAME`);
+    its verdicts on the items no human judged join the calibrated judge's fit, weighed below
+    human judgments. NAME alone is pinned to its version now, so a later run of the judge does
+    not change what this version trains on."""
     if not projects:
         raise LercError("at least one project is needed")
     wanted = TASK_KIND_BY_MODEL_KIND[kind]
@@ -84,7 +91,9 @@ def model_version_create(
         kind=kind, backbone=backbone, train_options=train_options,
         data=DataOptions(holdout_dataset=holdout_dataset, split_mode=split_mode,
                          znormalize=znormalize,
-                         pretrain_projects=tuple(p.slug for p in pretrain_projects or [])))
+                         pretrain_projects=tuple(p.slug for p in pretrain_projects or []),
+                         distill_judge=distill_judge_resolve(distill_judge, projects=projects,
+                                                             kind=kind)))
     if pretrain_projects and any(p.kind != TaskKind.MC for p in pretrain_projects):
         raise LercError("pre-training uses multiple-choice (mc) projects")
     name = NAME_BY_KIND[kind]
@@ -105,6 +114,34 @@ def model_version_create(
         except IntegrityError:
             continue  # two creators took the same number; take the next
     raise LercError("could not allocate a version number")
+
+
+def distill_judge_resolve(ref: str, *, projects: list[Project], kind: str) -> str:
+    """The judge a version distils from, as the label that pins its version ("" for none);
+    LercError when it cannot teach this version: a pairwise model, LERC itself, or a judge with
+    nothing on these projects."""
+    ref = (ref or "").strip()
+    if not ref:
+        return ""
+    if kind != ModelKind.REGRESSION:
+        raise LercError("distillation reads a judge's verdicts on Likert answers; a pairwise "
+                        "model has none to read")
+    if ref.startswith("metric:lerc"):
+        raise LercError(f"{ref} is LERC's own score: a version cannot be taught by LERC; name "
+                        "another judge (an LLM judge, imported verdicts or a metric)")
+    labels, missing = set(), []
+    for project in projects:
+        try:
+            labels.add(judge_view(project, ref).label)
+        except LookupError as exc:
+            missing.append(str(exc))
+    if not labels:
+        raise LercError(f"the judge {ref!r} has nothing to distil on these projects: "
+                        + "; ".join(missing))
+    if len(labels) > 1:
+        raise LercError(f"{ref!r} is a different version on each project ({', '.join(sorted(labels))}"
+                        "): name one as NAME@VERSION")
+    return labels.pop()
 
 
 def model_version_enqueue(*, model_version: ModelVersion, task: str = "train") -> str:
@@ -274,7 +311,8 @@ def _train_and_evaluate(version: ModelVersion, reporter: _ProgressReporter
         mc_examples = mc_pretraining_build(
             projects=list(Project.objects.filter(slug__in=pretrain_slugs)), seed=cfg.seed)
     result = train(cfg, dataset.train, dataset.val, progress=reporter,
-                   should_cancel=reporter.should_cancel, mc_examples=mc_examples)
+                   should_cancel=reporter.should_cancel, mc_examples=mc_examples,
+                   distill_examples=dataset.distill)
     train_seconds = time.monotonic() - started
     reporter({"phase": "evaluating"}, force=True)
     started_eval = time.monotonic()
