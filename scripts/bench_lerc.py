@@ -526,6 +526,122 @@ def screen_run(run: dict, args) -> dict:
     return {"n_val": len(val), "screen": rows}
 
 
+def distill_teachers(val, labelled_ids: set, args) -> dict[str, list[float]]:
+    """Teachers for `--distill-screen`, each a verdict (1/0) per validation answer: simulated
+    judges that agree with the human label at each `--teacher-accuracy` (wrong at random, the
+    best case for a judge of that accuracy: a real judge's errors cluster), and token F1 at
+    the threshold that fits the labelled answers best (a real, weaker judge)."""
+    import random
+
+    from metrics_app.domain.meta_evaluation import best_threshold
+    from metrics_app.domain.text_match import token_f1
+    from metrics_app.lerc.calibration import CORRECT_AT
+
+    human = [int(e.score >= CORRECT_AT) for e in val]
+    teachers = {}
+    for accuracy in args.teacher_accuracy:
+        rng = random.Random(f"teacher:{accuracy}")
+        teachers[f"simulated {accuracy:g}"] = [
+            float(y if rng.random() < accuracy else 1 - y) for y in human]
+    f1 = [max(token_f1(e.candidate, r) for r in e.references) for e in val]
+    known = [i for i, e in enumerate(val) if e.id in labelled_ids]
+    threshold = best_threshold([f1[i] for i in known], [human[i] for i in known])
+    teachers[f"token F1 ≥ {threshold:.2f}"] = [float(v >= threshold) for v in f1]
+    return teachers
+
+
+def distill_screen_run(run: dict, args) -> dict:
+    """`--distill-screen`: validation only. Whole question groups of the run's validation
+    answers (exact match failing) keep their human labels, `--distill-labelled` answers in all;
+    the rest play a project's unjudged items, labelled by each teacher (`distill_teachers`).
+    Per teacher: the weight that cross-validation on the labelled answers chooses
+    (`TrainConfig.calibration_distill_weights`), the CV accuracy at each weight, and the fitted
+    judge's accuracy on the unjudged answers' human labels, which no fit reads, against the
+    judge fitted on the labelled answers alone. No test answer is read."""
+    import random
+
+    import numpy as np
+
+    from metrics_app.domain.text_match import is_exact_match
+    from metrics_app.lerc.calibration import CORRECT_AT, DistilledInputs, fit_calibrator
+    from metrics_app.lerc.config import TrainConfig
+    from metrics_app.lerc.features import FEATURE_SETS, SERVED_FEATURE_SET
+
+    val = [e for e in run["val"] if not is_exact_match(e.candidate, e.references)]
+    semantic = semantic_values(val, args)
+    groups = sorted({e.group for e in val})
+    random.Random(0).shuffle(groups)
+    by_group: dict[str, list[int]] = {}
+    for i, e in enumerate(val):
+        by_group.setdefault(e.group, []).append(i)
+    labelled: list[int] = []
+    for group in groups:
+        if len(labelled) >= args.distill_labelled:
+            break
+        labelled += by_group[group]
+    labelled_set = set(labelled)
+    free = [i for i in range(len(val)) if i not in labelled_set]
+    features = FEATURE_SETS[SERVED_FEATURE_SET]
+
+    def inputs(indices):
+        return ([0.0] * len(indices), [val[i].candidate for i in indices],
+                [val[i].references for i in indices])
+
+    def fit(distilled=None):
+        calibrator, report = fit_calibrator(
+            *inputs(labelled), [val[i].score for i in labelled], [val[i].group for i in labelled],
+            sources=[system_of(val[i]) for i in labelled],
+            questions=[val[i].question for i in labelled], use_encoder=False,
+            feature_names=features, semantic=[semantic[i] for i in labelled],
+            distilled=distilled)
+        probabilities = np.asarray(calibrator.probabilities(
+            *inputs(free), [val[i].question for i in free], [semantic[i] for i in free]))
+        human = np.asarray([val[i].score >= CORRECT_AT for i in free])
+        return report, float(((probabilities >= 0.5) == human).mean())
+
+    alone_report, alone_accuracy = fit()
+    rows = {"human labels only": {"cv_accuracy": alone_report.get("cv_accuracy"),
+                                  "unjudged_accuracy": alone_accuracy}}
+    weights = TrainConfig().calibration_distill_weights
+    teachers = distill_teachers(val, {val[i].id for i in labelled}, args)
+    for name, verdicts in teachers.items():
+        started = time.monotonic()
+        report, accuracy = fit(DistilledInputs(
+            *inputs(free), [val[i].question for i in free], [verdicts[i] for i in free],
+            [system_of(val[i]) for i in free], [val[i].group for i in free], weights,
+            [semantic[i] for i in free]))
+        human = [int(val[i].score >= CORRECT_AT) for i in free]
+        rows[name] = {
+            "teacher_accuracy": float(np.mean([verdicts[i] == h for i, h in zip(free, human,
+                                                                                 strict=True)])),
+            "weight": report["distillation"]["weight"],
+            "cv_accuracy_by_weight": report["distillation"]["cv_accuracy_by_weight"],
+            "unjudged_accuracy": accuracy, "seconds": round(time.monotonic() - started, 1)}
+        print(f"  {name}: {rows[name]}", file=sys.stderr, flush=True)
+    return {"labelled": len(labelled), "unjudged": len(free), "rows": rows}
+
+
+def distill_screen_markdown(screens: dict) -> str:
+    lines = []
+    for run_name, screen in screens.items():
+        lines += [f"### {run_name}: {screen['labelled']} human-labelled validation answers, "
+                  f"{screen['unjudged']} unjudged", "",
+                  "| teacher | its accuracy on the unjudged | weight chosen | CV accuracy by "
+                  "weight (labelled) | judge's accuracy on the unjudged |",
+                  "| --- | --- | --- | --- | --- |"]
+        for name, row in screen["rows"].items():
+            by_weight = row.get("cv_accuracy_by_weight") or {}
+            lines.append(
+                f"| {name} | " + (f"{row['teacher_accuracy']:.3f}" if "teacher_accuracy" in row
+                                  else "–")
+                + f" | {row.get('weight', '–')} | "
+                + (", ".join(f"{w}: {a:.3f}" for w, a in by_weight.items()) or
+                   f"{row['cv_accuracy']:.3f}")
+                + f" | {row['unjudged_accuracy']:.3f} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
 def screen_markdown(screens: dict) -> str:
     """One table per run: validation CV accuracy / FNR overall and by length, rewrites."""
     from metrics_app.lerc.evaluation import LENGTH_BUCKETS
@@ -798,6 +914,15 @@ def main() -> None:
                              "read; results in <out>/screen.json")
     parser.add_argument("--only", default="",
                         help="of the --runs, only these run names (comma-separated)")
+    parser.add_argument("--distill-screen", action="store_true",
+                        help="validation only: distillation from simulated and real teachers "
+                             "onto the lexical judge, on answers whose human labels the fit "
+                             "never reads; results in <out>/distill-screen.json")
+    parser.add_argument("--distill-labelled", type=int, default=300,
+                        help="with --distill-screen: validation answers that keep their human "
+                             "label (whole question groups)")
+    parser.add_argument("--teacher-accuracy", default="0.95,0.85,0.75",
+                        help="with --distill-screen: accuracies of the simulated teachers")
     parser.add_argument("--bootstrap", type=int, default=1000)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--fresh", action="store_true", help="retrain finished runs")
@@ -810,6 +935,7 @@ def main() -> None:
                              "beside this one in the by-length tables")
     args = parser.parse_args()
     args.feature_sets = [name for name in args.calibrator_features.split(",") if name]
+    args.teacher_accuracy = [float(a) for a in args.teacher_accuracy.split(",") if a]
     results_file = args.out / ("lexical-results.json" if args.lexical_only else "results.json")
     if args.markdown:
         previous = json.loads(args.previous.read_text()) if args.previous else None
@@ -833,6 +959,14 @@ def main() -> None:
             screens[run["name"]] = screen_run(run, args)
             (args.out / "screen.json").write_text(json.dumps(screens, indent=2))
         print(screen_markdown(screens))
+        return
+    if args.distill_screen:
+        screens = {}
+        for run in runs:
+            print(f"== distillation screen {run['name']}", file=sys.stderr, flush=True)
+            screens[run["name"]] = distill_screen_run(run, args)
+            (args.out / "distill-screen.json").write_text(json.dumps(screens, indent=2))
+        print(distill_screen_markdown(screens))
         return
     if args.audit:
         # Reads trained runs only: no baselines, no training, results.json untouched.
