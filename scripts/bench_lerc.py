@@ -616,6 +616,7 @@ def distill_screen_run(run: dict, args) -> dict:
                                                                                  strict=True)])),
             "weight": report["distillation"]["weight"],
             "cv_accuracy_by_weight": report["distillation"]["cv_accuracy_by_weight"],
+            "cv_log_loss_by_weight": report["distillation"]["cv_log_loss_by_weight"],
             "unjudged_accuracy": accuracy, "seconds": round(time.monotonic() - started, 1)}
         print(f"  {name}: {rows[name]}", file=sys.stderr, flush=True)
     return {"labelled": len(labelled), "unjudged": len(free), "rows": rows}

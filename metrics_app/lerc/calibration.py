@@ -141,9 +141,9 @@ class AugmentedInputs:
 class DistilledInputs:
     """Answers no human judged, labelled by a judge the researcher trusts (its P(correct) ≥ 0.5
     counts as correct): a second teacher, weighed below a human judgment. Each weight of
-    `weights` (all below 1) is tried against none at all, and the one with the best
-    cross-validated accuracy on the *human* judgments is kept: a judge that does not help the
-    held-out systems gets weight 0. `sources` (the answering system) or `groups` (question
+    `weights` (all below 1) is tried against none at all, and one is kept only when it makes the
+    cross-validated verdicts on the *human* judgments both more accurate and better calibrated
+    (`_distill_weight`): a judge that does not help the held-out systems gets weight 0. `sources` (the answering system) or `groups` (question
     group) say which cross-validation fold an answer belongs to: a held-out system's answers are
     left out of the fit while it is predicted, whoever labelled them."""
 
@@ -223,8 +223,7 @@ def fit_calibrator(raw: Sequence[float | None], candidates: Sequence[str],
     for weight in [0.0, *(taught.weights if taught is not None else ())]:
         extras = [e for e in (extra, taught and replace(taught.rows, weight=weight)) if e]
         by_weight[weight] = _encoder_choice(x, labels, splits, fold_keys, options, extras)
-    # The smallest weight among the most accurate: a judge has to earn its place.
-    weight = max(by_weight, key=lambda w: (by_weight[w][0] is not None and by_weight[w][0], -w))
+    weight = _distill_weight(by_weight, labels)
     _accuracy, with_encoder, c, cv, accuracy = by_weight[weight]
     extras = [e for e in (extra, taught and replace(taught.rows, weight=weight)) if e]
     calibrator = _final_calibrator(x, labels, gold, c=c, with_encoder=with_encoder, mean=mean,
@@ -240,7 +239,9 @@ def fit_calibrator(raw: Sequence[float | None], candidates: Sequence[str],
         report["distillation"] = {
             "answers": len(taught.rows.labels), "judged_correct": int(taught.rows.labels.sum()),
             "weight": weight, "weights_tried": [0.0, *taught.weights],
-            "cv_accuracy_by_weight": {f"{w:g}": a for w, (a, *_rest) in by_weight.items()}}
+            "cv_accuracy_by_weight": {f"{w:g}": a for w, (a, *_rest) in by_weight.items()},
+            "cv_log_loss_by_weight": {f"{w:g}": None if cv_w is None else _log_loss(cv_w, labels)
+                                      for w, (_a, _e, _c, cv_w, _by) in by_weight.items()}}
     if cv is not None:
         report.update(cv_accuracy=accuracy[with_encoder], cv_log_loss=_log_loss(cv, labels),
                       cv_probabilities=cv.tolist())
@@ -253,6 +254,26 @@ def fit_calibrator(raw: Sequence[float | None], candidates: Sequence[str],
             report["cv_accuracy_rewrites"] = _accuracy_by_rule(held_out, extra,
                                                                augmented.rewrites)
     return calibrator, report
+
+
+def _distill_weight(by_weight: dict, labels) -> float:
+    """The distillation weight kept (0 for none): a judge has to earn its place. A weight is
+    eligible only when the cross-fitted verdicts on the human judgments are both more accurate
+    and better calibrated (lower log loss) than without the judge; among the eligible, the most
+    accurate, then the smallest. On EVOUNA validation (docs/LERC.md, "Distillation") accuracy
+    alone let weaker judges in on one or two answers of difference with 1,000 human labels,
+    and they cost 0.3–0.4 points on answers no fit had read; log loss kept them out, at the
+    price of the best judge's +0.8 there: wrong verdicts cost more than missed gains."""
+    def log_loss(w):
+        cv = by_weight[w][3]
+        return None if cv is None else _log_loss(cv, labels)
+
+    alone_accuracy, alone_loss = by_weight[0.0][0], log_loss(0.0)
+    if alone_accuracy is None or alone_loss is None:
+        return 0.0
+    eligible = [w for w in by_weight if w > 0 and by_weight[w][0] is not None
+                and by_weight[w][0] > alone_accuracy and log_loss(w) < alone_loss]
+    return max(eligible, key=lambda w: (by_weight[w][0], -w)) if eligible else 0.0
 
 
 def _encoder_choice(x, labels, splits, fold_keys, options, extras):

@@ -206,3 +206,28 @@ def test_a_held_out_systems_distilled_answers_are_not_fitted_while_it_is_predict
     # Fitting on fid and newbing (gpt4 held out): gpt4's distilled answer is left out; a system
     # no judged answer comes from is always fitted.
     assert rows.fitted_with(np.array([0, 1, 4]), fold_keys).tolist() == [False, True, True, True]
+
+
+def test_a_distillation_weight_must_lower_the_log_loss_as_well_as_raise_accuracy():
+    """The rule chosen on EVOUNA validation (docs/LERC.md, "Distillation"): a judge's rows are
+    kept only when the cross-fitted verdicts on the human judgments get more accurate and
+    better calibrated; buying right verdicts with barely-right probabilities is refused."""
+    import numpy as np
+
+    from metrics_app.lerc.calibration import _distill_weight
+
+    labels = np.array([1, 1, 0, 0, 1])
+
+    def entry(cv):
+        cv = np.asarray(cv)
+        return (float(((cv >= 0.5) == labels).mean()), False, 1.0, cv, {})
+
+    alone = entry([0.8, 0.7, 0.3, 0.2, 0.4])  # 4 of 5 right
+    sharper = entry([0.9, 0.8, 0.2, 0.1, 0.6])  # 5 of 5, lower log loss
+    barely = entry([0.55, 0.55, 0.45, 0.45, 0.51])  # 5 of 5, higher log loss
+    no_gain = entry([0.99, 0.99, 0.01, 0.99, 0.6])  # 4 of 5 again
+    assert _distill_weight({0.0: alone, 0.25: sharper, 0.5: sharper}, labels) == 0.25
+    assert _distill_weight({0.0: alone, 0.25: barely, 0.5: sharper}, labels) == 0.5
+    assert _distill_weight({0.0: alone, 0.5: barely}, labels) == 0.0
+    assert _distill_weight({0.0: alone, 0.5: no_gain}, labels) == 0.0
+    assert _distill_weight({0.0: (None, False, 1.0, None, {}), 0.5: sharper}, labels) == 0.0
