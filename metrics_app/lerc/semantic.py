@@ -25,6 +25,8 @@ from collections.abc import Sequence
 
 import torch
 
+from metrics_app.domain.batching import length_sorted_batches
+
 from .features import SEMANTIC_FEATURES
 from .model import build_encoder
 
@@ -51,23 +53,27 @@ class SemanticEncoder:
     @torch.inference_mode()
     def _encode(self, texts: Sequence[str]) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
         """{key: (unit token vectors without [CLS]/[SEP], unit mean-pooled vector)}, each
-        distinct text (`_key`) once, in length-sorted batches."""
-        distinct = sorted({self._key(t) for t in texts}, key=len)
+        distinct text (`_key`) once, in batches of similar token counts: sorted by characters,
+        a batch padded a third of its tokens (an alias of 6 tokens beside one of 15), and the
+        pass is compute-bound, so sorting by tokens cut it by 30% on EVOUNA answers."""
+        distinct = sorted({self._key(t) for t in texts})
+        if not distinct:
+            return {}
+        ids = self.tokenizer(distinct, truncation=True, max_length=self.max_length)["input_ids"]
         out = {}
-        for start in range(0, len(distinct), self.batch_size):
-            batch = distinct[start:start + self.batch_size]
-            encoded = self.tokenizer(batch, padding=True, truncation=True,
-                                     max_length=self.max_length, return_tensors="pt")
+        for chosen in length_sorted_batches([len(i) for i in ids], self.batch_size):
+            encoded = self.tokenizer.pad({"input_ids": [ids[i] for i in chosen]},
+                                         return_tensors="pt")
             encoded = {k: v.to(self.device) for k, v in encoded.items()}
             states = self.model(**encoded).last_hidden_state
             mask = encoded["attention_mask"]
-            for i, text in enumerate(batch):
-                length = int(mask[i].sum())
-                tokens = states[i, :length]
+            for row, i in enumerate(chosen):
+                length = int(mask[row].sum())
+                tokens = states[row, :length]
                 pooled = tokens.mean(dim=0)
                 inner = tokens[1:length - 1] if length > 2 else tokens
-                out[text] = (torch.nn.functional.normalize(inner.float(), dim=-1),
-                             torch.nn.functional.normalize(pooled.float(), dim=0))
+                out[distinct[i]] = (torch.nn.functional.normalize(inner.float(), dim=-1),
+                                    torch.nn.functional.normalize(pooled.float(), dim=0))
         return out
 
     def _stack(self, keys: tuple[str, ...], vectors) -> tuple[torch.Tensor, torch.Tensor,
