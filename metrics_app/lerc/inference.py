@@ -9,6 +9,7 @@ order (as COMET's `predict(length_batching=True)`); `length_sorted=False` scores
 from __future__ import annotations
 
 import os
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
@@ -156,6 +157,11 @@ def evaluate(model: ClsHeadModel, tokenizer, cfg: TrainConfig, examples) -> dict
     return VALIDATION_BY_KIND[cfg.kind](model, tokenizer, cfg, examples)
 
 
+# Answers whose details a scorer keeps (a few hundred bytes each): on a project of up to this
+# many answers, the second metric of a run (lerc after lerc_prob) finds every answer scored.
+DETAILS_KEPT = 50_000
+
+
 class LercScorer:
     """A loaded model folder, ready to score. Cheap to keep around in a worker process."""
 
@@ -171,6 +177,9 @@ class LercScorer:
         self.kind = self.model.kind
         self.calibrator = Calibrator.load(folder) if self.model.calibrates else None
         self._semantic: SemanticEncoder | None = None
+        # Recent answers' details: `score --metric lerc,lerc_prob` asks for the same answers
+        # once per metric, and each pass costs two encoders.
+        self._details: OrderedDict[tuple, dict] = OrderedDict()
 
     def semantic_features(self, candidates, references) -> list[list[float]]:
         """The semantic encoder's values (`semantic.py`), loading it on first use."""
@@ -192,6 +201,33 @@ class LercScorer:
                       batch_size: int | None = None, max_references: int | None = None,
                       exact_match_score: float | None = EXACT_MATCH_SCORE,
                       calibrated: bool = True) -> list[dict]:
+        """Per example {"score", "probability", "raw"} in input order (`_computed_details`);
+        an answer scored with the same options among the last `DETAILS_KEPT` is not scored
+        again (the model folder of a scorer never changes)."""
+        options = (max_references, exact_match_score, calibrated)
+        keys = [(e.question, tuple(e.references), e.candidate, e.passage, options)
+                for e in examples]
+        missing = list(dict.fromkeys(k for k in keys if k not in self._details))
+        if missing:
+            firsts = {}
+            for key, example in zip(keys, examples, strict=True):
+                firsts.setdefault(key, example)
+            computed = self._computed_details(
+                [firsts[k] for k in missing], length_sorted=length_sorted,
+                batch_size=batch_size, max_references=max_references,
+                exact_match_score=exact_match_score, calibrated=calibrated)
+            for key, detail in zip(missing, computed, strict=True):
+                self._details[key] = detail
+        for key in keys:
+            self._details.move_to_end(key)
+        details = [dict(self._details[k]) for k in keys]
+        while len(self._details) > DETAILS_KEPT:
+            self._details.popitem(last=False)
+        return details
+
+    def _computed_details(self, examples: Sequence[LercExample], *, length_sorted: bool,
+                          batch_size: int | None, max_references: int | None,
+                          exact_match_score: float | None, calibrated: bool) -> list[dict]:
         """Per example {"score": 1–5, "probability": P(correct) or None, "raw": the encoder's
         output}, in input order.
 

@@ -29,3 +29,37 @@ def test_exact_matches_score_the_top_of_the_scale_and_the_rest_the_model(trained
     assert scorer.score(EXAMPLES, exact_match_score=None) == model_only
     # Only the references the caller scores against count.
     assert scorer.score(EXAMPLES[1:2], max_references=1)[0] != EXACT_MATCH_SCORE
+
+
+def test_answers_scored_once_serve_the_next_metric_of_the_run(trained_model_dir, monkeypatch):
+    """`score --metric lerc,lerc_prob` asks the same scorer for the same answers twice: the
+    second asks for nothing new; other options, new answers and forgotten ones are scored."""
+    from dataclasses import replace
+
+    import metrics_app.lerc.inference as inference
+
+    scorer = LercScorer(trained_model_dir, device="cpu")
+    computed = []
+    original = scorer._computed_details
+
+    def counting(examples, **options):
+        computed.append(len(examples))
+        return original(examples, **options)
+
+    monkeypatch.setattr(scorer, "_computed_details", counting)
+    first = scorer.score_details(EXAMPLES)
+    again = scorer.score_details([*EXAMPLES[::-1], EXAMPLES[0]])
+    assert computed == [4]
+    assert again == [*first[::-1], first[0]]
+    again[0]["score"] = -1.0  # the caller's copy, not the kept one
+    assert scorer.score_details(EXAMPLES)[3]["score"] == first[3]["score"]
+
+    assert scorer.score_details(EXAMPLES, exact_match_score=None)[1]["score"] != EXACT_MATCH_SCORE
+    assert computed == [4, 4]
+    scorer.score_details([replace(EXAMPLES[0], candidate="azure"), *EXAMPLES])
+    assert computed == [4, 4, 1]
+
+    monkeypatch.setattr(inference, "DETAILS_KEPT", 2)
+    scorer.score_details(EXAMPLES)  # keeps the last two
+    scorer.score_details(EXAMPLES[:2])
+    assert computed == [4, 4, 1, 2]
