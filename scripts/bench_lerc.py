@@ -953,21 +953,18 @@ def main() -> None:
                            [int(n) for n in args.curve_sizes.split(",")])
     if args.only:
         runs = [run for run in runs if run["name"] in args.only.split(",")]
-    if args.screen:
+    if args.screen or args.distill_screen:
+        if args.screen:
+            label, measure, file_name, tables = "screen", screen_run, "screen.json", screen_markdown
+        else:
+            label, measure, file_name, tables = ("distillation screen", distill_screen_run,
+                                                 "distill-screen.json", distill_screen_markdown)
         screens = {}
         for run in runs:
-            print(f"== screen {run['name']}", file=sys.stderr, flush=True)
-            screens[run["name"]] = screen_run(run, args)
-            (args.out / "screen.json").write_text(json.dumps(screens, indent=2))
-        print(screen_markdown(screens))
-        return
-    if args.distill_screen:
-        screens = {}
-        for run in runs:
-            print(f"== distillation screen {run['name']}", file=sys.stderr, flush=True)
-            screens[run["name"]] = distill_screen_run(run, args)
-            (args.out / "distill-screen.json").write_text(json.dumps(screens, indent=2))
-        print(distill_screen_markdown(screens))
+            print(f"== {label} {run['name']}", file=sys.stderr, flush=True)
+            screens[run["name"]] = measure(run, args)
+            (args.out / file_name).write_text(json.dumps(screens, indent=2))
+        print(tables(screens))
         return
     if args.audit:
         # Reads trained runs only: no baselines, no training, results.json untouched.
