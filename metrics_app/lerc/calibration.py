@@ -143,9 +143,10 @@ class DistilledInputs:
     counts as correct): a second teacher, weighed below a human judgment. Each weight of
     `weights` (all below 1) is tried against none at all, and one is kept only when it makes the
     cross-validated verdicts on the *human* judgments both more accurate and better calibrated
-    (`_distill_weight`): a judge that does not help the held-out systems gets weight 0. `sources` (the answering system) or `groups` (question
-    group) say which cross-validation fold an answer belongs to: a held-out system's answers are
-    left out of the fit while it is predicted, whoever labelled them."""
+    (`_distill_weight`): a judge that does not help the held-out systems gets weight 0.
+    `sources` (the answering system) or `groups` (question group) say which cross-validation
+    fold an answer belongs to: a held-out system's answers are left out of the fit while it is
+    predicted, whoever labelled them."""
 
     raw: Sequence[float | None]
     candidates: Sequence[str]
@@ -193,7 +194,7 @@ def fit_calibrator(raw: Sequence[float | None], candidates: Sequence[str],
 
     `distilled` answers (a trusted judge's verdicts on answers no human judged) join the fit at
     the weight its cross-validation on the judged answers chooses (`DistilledInputs`); the
-    report adds `distillation` with the accuracy at each weight tried."""
+    report adds `distillation` with the accuracy and log loss at each weight tried."""
     import numpy as np
 
     feature_names = list(DEFAULT_FEATURES if feature_names is None else feature_names)
@@ -223,7 +224,9 @@ def fit_calibrator(raw: Sequence[float | None], candidates: Sequence[str],
     for weight in [0.0, *(taught.weights if taught is not None else ())]:
         extras = [e for e in (extra, taught and replace(taught.rows, weight=weight)) if e]
         by_weight[weight] = _encoder_choice(x, labels, splits, fold_keys, options, extras)
-    weight = _distill_weight(by_weight, labels)
+    losses = {w: None if entry[3] is None else _log_loss(entry[3], labels)
+              for w, entry in by_weight.items()}
+    weight = _distill_weight(by_weight, losses)
     _accuracy, with_encoder, c, cv, accuracy = by_weight[weight]
     extras = [e for e in (extra, taught and replace(taught.rows, weight=weight)) if e]
     calibrator = _final_calibrator(x, labels, gold, c=c, with_encoder=with_encoder, mean=mean,
@@ -240,8 +243,7 @@ def fit_calibrator(raw: Sequence[float | None], candidates: Sequence[str],
             "answers": len(taught.rows.labels), "judged_correct": int(taught.rows.labels.sum()),
             "weight": weight, "weights_tried": [0.0, *taught.weights],
             "cv_accuracy_by_weight": {f"{w:g}": a for w, (a, *_rest) in by_weight.items()},
-            "cv_log_loss_by_weight": {f"{w:g}": None if cv_w is None else _log_loss(cv_w, labels)
-                                      for w, (_a, _e, _c, cv_w, _by) in by_weight.items()}}
+            "cv_log_loss_by_weight": {f"{w:g}": loss for w, loss in losses.items()}}
     if cv is not None:
         report.update(cv_accuracy=accuracy[with_encoder], cv_log_loss=_log_loss(cv, labels),
                       cv_probabilities=cv.tolist())
@@ -256,23 +258,20 @@ def fit_calibrator(raw: Sequence[float | None], candidates: Sequence[str],
     return calibrator, report
 
 
-def _distill_weight(by_weight: dict, labels) -> float:
+def _distill_weight(by_weight: dict, losses: dict) -> float:
     """The distillation weight kept (0 for none): a judge has to earn its place. A weight is
     eligible only when the cross-fitted verdicts on the human judgments are both more accurate
-    and better calibrated (lower log loss) than without the judge; among the eligible, the most
-    accurate, then the smallest. On EVOUNA validation (docs/LERC.md, "Distillation") accuracy
-    alone let weaker judges in on one or two answers of difference with 1,000 human labels,
-    and they cost 0.3–0.4 points on answers no fit had read; log loss kept them out, at the
-    price of the best judge's +0.8 there: wrong verdicts cost more than missed gains."""
-    def log_loss(w):
-        cv = by_weight[w][3]
-        return None if cv is None else _log_loss(cv, labels)
-
-    alone_accuracy, alone_loss = by_weight[0.0][0], log_loss(0.0)
+    (`by_weight[w][0]`) and better calibrated (lower log loss, `losses[w]`) than without the
+    judge; among the eligible, the most accurate, then the smallest. On EVOUNA validation
+    (docs/LERC.md, "Distillation") accuracy alone let weaker judges in on one or two answers of
+    difference with 1,000 human labels, and they cost 0.3–0.4 points on answers no fit had
+    read; log loss kept them out, at the price of the best judge's +0.8 there: wrong verdicts
+    cost more than missed gains."""
+    alone_accuracy, alone_loss = by_weight[0.0][0], losses[0.0]
     if alone_accuracy is None or alone_loss is None:
         return 0.0
     eligible = [w for w in by_weight if w > 0 and by_weight[w][0] is not None
-                and by_weight[w][0] > alone_accuracy and log_loss(w) < alone_loss]
+                and by_weight[w][0] > alone_accuracy and losses[w] < alone_loss]
     return max(eligible, key=lambda w: (by_weight[w][0], -w)) if eligible else 0.0
 
 

@@ -73,8 +73,9 @@ class TrainConfig:
     calibration_augment_weight: float = 0.5
     # Distillation: when a version names a judge the researcher trusts (its data option
     # `distill_judge`), that judge's verdicts on the answers no human judged join the
-    # calibrated judge's fit at the weight among these (each below a human judgment's 1, or
-    # none at all) that the held-out-system cross-validation on human judgments prefers.
+    # calibrated judge's fit at one of these weights (each below a human judgment's 1), or at
+    # none when no weight makes the held-out-system cross-validation on the human judgments
+    # both more accurate and lower in log loss (`calibration._distill_weight`).
     calibration_distill_weights: list[float] = field(default_factory=lambda: [0.25, 0.5])
     # At most this many of the judge's answers (a seeded sample): each costs an encoder pass.
     calibration_distill_max: int = 5000

@@ -53,9 +53,9 @@ class SemanticEncoder:
     @torch.inference_mode()
     def _encode(self, texts: Sequence[str]) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
         """{key: (unit token vectors without [CLS]/[SEP], unit mean-pooled vector)}, each
-        distinct text (`_key`) once, in batches of similar token counts: sorted by characters,
-        a batch padded a third of its tokens (an alias of 6 tokens beside one of 15), and the
-        pass is compute-bound, so sorting by tokens cut it by 30% on EVOUNA answers."""
+        distinct text (`_key`) once, in batches of similar token counts. The pass is
+        compute-bound and batches sorted by characters were a third padding (an alias of 6
+        tokens beside one of 15): sorting by tokens cut it by 30% on EVOUNA answers."""
         distinct = sorted({self._key(t) for t in texts})
         if not distinct:
             return {}

@@ -214,7 +214,7 @@ def test_a_distillation_weight_must_lower_the_log_loss_as_well_as_raise_accuracy
     better calibrated; buying right verdicts with barely-right probabilities is refused."""
     import numpy as np
 
-    from metrics_app.lerc.calibration import _distill_weight
+    from metrics_app.lerc.calibration import _distill_weight, _log_loss
 
     labels = np.array([1, 1, 0, 0, 1])
 
@@ -222,12 +222,16 @@ def test_a_distillation_weight_must_lower_the_log_loss_as_well_as_raise_accuracy
         cv = np.asarray(cv)
         return (float(((cv >= 0.5) == labels).mean()), False, 1.0, cv, {})
 
+    def chosen(by_weight):
+        return _distill_weight(by_weight, {w: None if e[3] is None else _log_loss(e[3], labels)
+                                           for w, e in by_weight.items()})
+
     alone = entry([0.8, 0.7, 0.3, 0.2, 0.4])  # 4 of 5 right
     sharper = entry([0.9, 0.8, 0.2, 0.1, 0.6])  # 5 of 5, lower log loss
     barely = entry([0.55, 0.55, 0.45, 0.45, 0.51])  # 5 of 5, higher log loss
     no_gain = entry([0.99, 0.99, 0.01, 0.99, 0.6])  # 4 of 5 again
-    assert _distill_weight({0.0: alone, 0.25: sharper, 0.5: sharper}, labels) == 0.25
-    assert _distill_weight({0.0: alone, 0.25: barely, 0.5: sharper}, labels) == 0.5
-    assert _distill_weight({0.0: alone, 0.5: barely}, labels) == 0.0
-    assert _distill_weight({0.0: alone, 0.5: no_gain}, labels) == 0.0
-    assert _distill_weight({0.0: (None, False, 1.0, None, {}), 0.5: sharper}, labels) == 0.0
+    assert chosen({0.0: alone, 0.25: sharper, 0.5: sharper}) == 0.25
+    assert chosen({0.0: alone, 0.25: barely, 0.5: sharper}) == 0.5
+    assert chosen({0.0: alone, 0.5: barely}) == 0.0
+    assert chosen({0.0: alone, 0.5: no_gain}) == 0.0
+    assert chosen({0.0: (None, False, 1.0, None, {}), 0.5: sharper}) == 0.0
