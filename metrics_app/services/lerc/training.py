@@ -80,7 +80,8 @@ def model_version_create(
     `distill_judge`: a judge the researcher trusts (`NAME`, `NAME@VERSION` or `metric:NAME`);
     its verdicts on the items no human judged join the calibrated judge's fit, weighed below
     human judgments. NAME alone is pinned to its version now, so a later run of the judge does
-    not change what this version trains on."""
+    not change what this version trains on; a metric is read at its latest stored version when
+    the version trains."""
     if not projects:
         raise LercError("at least one project is needed")
     wanted = TASK_KIND_BY_MODEL_KIND[kind]
