@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections import Counter
 from collections.abc import Sequence
 
 from metrics_app.domain.text_match import (
@@ -154,7 +155,8 @@ def _question_and_character_features(candidate: str, references: list[str],
                                      question: str) -> list[float]:
     question_words = set(squad_normalize(question).split())
     candidate_tokens = squad_normalize(candidate).split()
-    candidate_char3, candidate_char4 = char_ngrams(candidate, 3), char_ngrams(candidate, 4)
+    candidate_char3 = Counter(char_ngrams(candidate, 3))
+    candidate_char4 = Counter(char_ngrams(candidate, 4))
     without_question = char3 = char4 = (0.0, 0.0, 0.0)
     for reference in references:
         reference_tokens = squad_normalize(reference).split()

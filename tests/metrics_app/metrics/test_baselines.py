@@ -27,6 +27,35 @@ def test_squad_normalization():
     assert text_match.squad_normalize("Wilhelm Röntgen.") == "wilhelm röntgen"
 
 
+def test_squad_normalization_matches_the_squad_scripts_character_loop():
+    # The SQuAD v1.1 script's own definition, kept here as the oracle for the translate table.
+    import re
+    import string
+
+    def squad_script(text):
+        text = "".join(ch for ch in text.lower() if ch not in set(string.punctuation))
+        return " ".join(re.sub(r"\b(a|an|the)\b", " ", text).split())
+
+    for text in ("Don't stop—the \"A-Team\" (1983)!", "U.S.A.", "an  apple; a pie", "ñ~`@#$%^&*"):
+        assert text_match.squad_normalize(text) == squad_script(text)
+
+
+@pytest.mark.parametrize("candidate,reference", [
+    ("a a b c", "a b b"), ("x", "x y z z z"), ("", "a"), ("p q r", "s t")])
+def test_multiset_overlap_counts_shared_units_with_multiplicity(candidate, reference):
+    from collections import Counter
+
+    cand, ref = candidate.split(), reference.split()
+    shared = sum((Counter(cand) & Counter(ref)).values())
+    expected = ((0.0, 0.0, 0.0) if not shared else
+                (shared / len(cand), shared / len(ref),
+                 2 * shared / (len(cand) + len(ref))))
+    assert text_match.multiset_prf(cand, ref) == pytest.approx(expected)
+    # Counted once for all aliases (the lexical features' use): the same numbers.
+    assert text_match.multiset_prf(Counter(cand), ref) == pytest.approx(expected)
+    assert text_match.multiset_prf(cand, Counter(ref)) == pytest.approx(expected)
+
+
 @pytest.mark.parametrize(
     "candidate,references,em,f1",
     [
