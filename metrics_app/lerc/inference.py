@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from metrics_app.domain.batching import length_sorted_batches
+from metrics_app.domain.batching import batch_token_budget, length_sorted_batches
 from metrics_app.domain.text_match import is_exact_match
 
 from .batching import collate, sequential_batches
@@ -43,10 +43,12 @@ EXACT_MATCH_SCORE = 5.0
 def score_encoded(model: ClsHeadModel, encoded: Sequence[Encoded], *, pad_id: int,
                   batch_size: int = 64, device: torch.device | None = None,
                   length_sorted: bool = True, bf16: bool = True) -> list[float]:
-    """One scalar per encoded input, in input order."""
+    """One scalar per encoded input, in input order. Length-sorted batches hold at most
+    `batch_size` inputs and, on CPU, the padded-token budget (`batch_token_budget`)."""
     device = device or next(model.parameters()).device
     scores = [0.0] * len(encoded)
-    batches = (length_sorted_batches([len(e) for e in encoded], batch_size) if length_sorted
+    batches = (length_sorted_batches([len(e) for e in encoded], batch_size,
+                                     batch_token_budget(device.type)) if length_sorted
                else sequential_batches(len(encoded), batch_size))
     was_training = model.training
     model.eval()

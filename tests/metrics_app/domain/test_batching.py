@@ -49,3 +49,10 @@ def test_length_sorted_batches_cover_every_index_once():
     batches = length_sorted_batches(lengths, 2)
     assert sorted(i for b in batches for i in b) == list(range(6))
     assert [sorted(lengths[i] for i in b) for b in batches] == [[50, 51], [7, 49], [5, 6]]
+
+
+def test_the_cpu_gets_the_token_budget_and_an_accelerator_wide_batches():
+    from metrics_app.domain.batching import DEFAULT_MAX_BATCH_TOKENS, batch_token_budget
+
+    assert batch_token_budget("cpu") == DEFAULT_MAX_BATCH_TOKENS
+    assert batch_token_budget("cuda") is None

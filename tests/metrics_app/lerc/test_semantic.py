@@ -53,6 +53,18 @@ def test_each_value_is_the_best_alias_and_an_empty_answer_reads_nothing(encoder)
     assert variants == pytest.approx(plain)
 
 
+def test_batching_under_the_token_budget_changes_no_value(encoder):
+    # Long and short answers in one call are cut into several padded batches on CPU
+    # (`batch_token_budget`); each answer's values are those it gets alone.
+    words = "the river flows past the old city walls towards the sea".split()
+    candidates = [" ".join(words[: 3 + i % 9] * (1 + i % 5)) for i in range(40)]
+    references = [("the sea", "river")] * len(candidates)
+    together = encoder.features(candidates, references)
+    for candidate, row in zip(candidates[:8], together, strict=False):
+        assert encoder.features([candidate], [("the sea", "river")])[0] == pytest.approx(
+            row, abs=1e-5)
+
+
 def test_semantic_inputs_need_their_values_and_the_option_names_a_known_set():
     with pytest.raises(ValueError, match="semantic features"):
         lexical_features("Paris", ["Paris"], "", FEATURE_SETS["semantic"])
