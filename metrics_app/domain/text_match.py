@@ -17,16 +17,13 @@ _ARTICLES = re.compile(r"\b(a|an|the)\b", re.UNICODE)
 _DROP_PUNCTUATION = str.maketrans("", "", string.punctuation)
 
 
+# The lexical features normalize each alias once per feature and per answer (a TriviaQA question
+# has about 14 aliases and several answers): the recent texts are remembered
+# (`squad_normalize.cache_clear()` forgets them, for a benchmark's cold start).
+@functools.lru_cache(maxsize=16_384)
 def squad_normalize(text: str | None) -> str:
     """SQuAD answer normalization: lowercase, drop punctuation and articles, fold whitespace."""
-    return _normalized(text or "")
-
-
-# The lexical features normalize each alias once per feature and per answer (a TriviaQA question
-# has about 14 aliases and several answers): the recent ones are remembered.
-@functools.lru_cache(maxsize=16_384)
-def _normalized(text: str) -> str:
-    text = text.lower().translate(_DROP_PUNCTUATION)
+    text = (text or "").lower().translate(_DROP_PUNCTUATION)
     text = _ARTICLES.sub(" ", text)
     return " ".join(text.split())
 
