@@ -17,15 +17,25 @@ _ARTICLES = re.compile(r"\b(a|an|the)\b", re.UNICODE)
 _DROP_PUNCTUATION = str.maketrans("", "", string.punctuation)
 
 
-# The lexical features normalize each alias once per feature and per answer (a TriviaQA question
-# has about 14 aliases and several answers): the recent texts are remembered
-# (`squad_normalize.cache_clear()` forgets them, for a benchmark's cold start).
-@functools.lru_cache(maxsize=16_384)
 def squad_normalize(text: str | None) -> str:
     """SQuAD answer normalization: lowercase, drop punctuation and articles, fold whitespace."""
-    text = (text or "").lower().translate(_DROP_PUNCTUATION)
+    text = text or ""
+    return _normalized_short(text) if len(text) <= _REMEMBERED_LENGTH else _normalized(text)
+
+
+def _normalized(text: str) -> str:
+    text = text.lower().translate(_DROP_PUNCTUATION)
     text = _ARTICLES.sub(" ", text)
     return " ".join(text.split())
+
+
+# The lexical features normalize each alias once per feature and per answer (a TriviaQA question
+# has about 14 aliases and several answers): recent short texts are remembered, at most about
+# 16,384 × 256 characters, whatever the answers' length (`squad_normalize.cache_clear()`
+# forgets them, for a benchmark's cold start).
+_REMEMBERED_LENGTH = 256
+_normalized_short = functools.lru_cache(maxsize=16_384)(_normalized)
+squad_normalize.cache_clear = _normalized_short.cache_clear  # type: ignore[attr-defined]
 
 
 def exact_match(candidate: str, reference: str) -> float:

@@ -36,7 +36,9 @@ def test_squad_normalization_matches_the_squad_scripts_character_loop():
         text = "".join(ch for ch in text.lower() if ch not in set(string.punctuation))
         return " ".join(re.sub(r"\b(a|an|the)\b", " ", text).split())
 
-    for text in ("Don't stop—the \"A-Team\" (1983)!", "U.S.A.", "an  apple; a pie", "ñ~`@#$%^&*"):
+    long_answer = "The answer, as the text says, is: a (long) one. " * 40  # not remembered
+    for text in ("Don't stop—the \"A-Team\" (1983)!", "U.S.A.", "an  apple; a pie", "ñ~`@#$%^&*",
+                 long_answer):
         assert text_match.squad_normalize(text) == squad_script(text)
 
 
