@@ -199,13 +199,13 @@ def timed(function, *args) -> tuple[float, list]:
 
 
 def compare(name: str, inputs, anchor: Callable, extra: dict | None = None) -> dict:
-    from metrics_app.domain.text_match import squad_normalize
+    from metrics_app.domain.text_match import forget_normalized_texts
 
     # Both start cold: the SQuAD anchor runs on our normalization, which remembers recent
     # texts, and would otherwise find every string normalized by our run before it.
-    squad_normalize.cache_clear()
+    forget_normalized_texts()
     ours_s, ours_values = ours(name, inputs)
-    squad_normalize.cache_clear()
+    forget_normalized_texts()
     anchor_s, anchor_values = timed(anchor, inputs)
     diffs = [abs(a - b) for a, b in zip(ours_values, anchor_values, strict=True)
              if a is not None and b is not None]

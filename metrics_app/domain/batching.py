@@ -18,8 +18,9 @@ DEFAULT_MAX_BATCH_TOKENS = 1024
 
 def batch_token_budget(device_type: str) -> int | None:
     """The padded-token budget for an encoder on `device_type` ("cpu", "cuda", …): the CPU's
-    (the LERC encoder's joined inputs scored 20% faster under it than in batches of 64 rows,
-    docs/PERFORMANCE.md); none on an accelerator, which wants its batches wide."""
+    (the served LERC judge's joined inputs scored 20% faster under it than in batches of 64
+    rows, bench/FINDINGS.md 2026-11-29); none on an accelerator, which wants its batches
+    wide."""
     return DEFAULT_MAX_BATCH_TOKENS if device_type == "cpu" else None
 
 

@@ -31,11 +31,14 @@ def _normalized(text: str) -> str:
 
 # The lexical features normalize each alias once per feature and per answer (a TriviaQA question
 # has about 14 aliases and several answers): recent short texts are remembered, at most about
-# 16,384 × 256 characters, whatever the answers' length (`squad_normalize.cache_clear()`
-# forgets them, for a benchmark's cold start).
+# 16,384 × 256 characters, whatever the answers' length.
 _REMEMBERED_LENGTH = 256
 _normalized_short = functools.lru_cache(maxsize=16_384)(_normalized)
-squad_normalize.cache_clear = _normalized_short.cache_clear  # type: ignore[attr-defined]
+
+
+def forget_normalized_texts() -> None:
+    """Forget the remembered normalizations (a benchmark's cold start)."""
+    _normalized_short.cache_clear()
 
 
 def exact_match(candidate: str, reference: str) -> float:
