@@ -16,7 +16,6 @@ from django.conf import settings
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST
@@ -99,20 +98,24 @@ DEFAULT_RATE_LIMITS = {"page": (600, 60), "api": (240, 60),
 
 
 def rate_limited(request: HttpRequest, *, scope: str, key: str) -> bool:
-    """Fixed-window request counter in the Django cache (per process with the default local
-    memory cache; production uses Redis when QAJ_CACHE_URL/REDIS_URL is set, which makes it
-    global). Limits per scope come from `QAJ_TASK_RATE_LIMITS` = {"page": (requests, seconds),
-    "api": (...), "page_address": (...), "api_address": (...)} over DEFAULT_RATE_LIMITS. `key`
-    names the bucket: the worker and the client address (`_rate_key`), or the address alone
+    """Request counter in the Django cache whose window opens at the bucket's first request
+    (per process with the default local memory cache; production uses Redis when
+    QAJ_CACHE_URL/REDIS_URL is set, which makes it global). The window is the counter's expiry,
+    not a clock-aligned minute: with clock-aligned windows a burst straddling the minute got
+    twice the budget, and whether a burst was refused depended on when it started. Limits per
+    scope come from `QAJ_TASK_RATE_LIMITS` = {"page": (requests, seconds), "api": (...),
+    "page_address": (...), "api_address": (...)} over DEFAULT_RATE_LIMITS. `key` names the
+    bucket: the worker and the client address (`_rate_key`), or the address alone
     (`_address_key`)."""
     from django.core.cache import cache
 
     limits = {**DEFAULT_RATE_LIMITS, **(getattr(settings, "QAJ_TASK_RATE_LIMITS", None) or {})}
     allowed, window = limits[scope]
-    bucket = int(timezone.now().timestamp() // window)
-    cache_key = f"qaj-rate:{scope}:{key}:{bucket}"
+    cache_key = f"qaj-rate:{scope}:{key}"
     try:
-        if cache.add(cache_key, 1, timeout=window + 1):
+        # incr keeps the expiry `add` set (local memory and Redis alike), so the window
+        # does not slide forward with every request.
+        if cache.add(cache_key, 1, timeout=window):
             return False
         return cache.incr(cache_key) > allowed
     except ValueError:  # expired between add and incr

@@ -9,6 +9,7 @@ import os
 import secrets
 import subprocess
 import sys
+import time
 from unittest import mock
 from urllib.parse import urlencode
 
@@ -111,6 +112,43 @@ def test_trusted_proxy_header_gives_each_client_address_its_own_bucket(client):
     assert statuses == [200, 200, 200, 429]
     other = mturk_get(client, stage, "W1", HTTP_X_FORWARDED_FOR="203.0.113.8")
     assert other.status_code == 200
+
+
+LOCAL_CACHE = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache",
+                           "LOCATION": "rate-window-test"}}
+REDIS_CACHE = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache",
+                           "LOCATION": "redis://127.0.0.1:6379/5",
+                           "KEY_PREFIX": f"rate-window-{secrets.token_hex(4)}"}}
+
+
+@pytest.mark.parametrize("caches", [LOCAL_CACHE, REDIS_CACHE], ids=["locmem", "redis"])
+def test_a_window_opens_at_its_first_request_and_closes_after_its_length(rf, caches):
+    """The counter's expiry is the window: counting does not push it forward (else a worker
+    reloading steadily would stay refused), and a burst is refused whenever it starts (with
+    clock-aligned minutes, one straddling the minute got twice the budget)."""
+    from annotation.views.task_pages import rate_limited
+
+    request = rf.get("/task/")
+    with override_settings(CACHES=caches, QAJ_TASK_RATE_LIMITS={"page": (2, 1)}):
+        cache.clear()
+        key = f"window-{secrets.token_hex(4)}"
+        assert [rate_limited(request, scope="page", key=key) for _ in range(4)] == \
+            [False, False, True, True]
+        time.sleep(1.3)
+        assert rate_limited(request, scope="page", key=key) is False
+        cache.clear()
+
+    # A burst that starts 0.1 s before a minute turns: still three allowed, then refused.
+    import datetime as dt
+    minute = dt.datetime(2026, 11, 29, 4, 59, 59, 900_000, tzinfo=dt.timezone.utc)
+    clock = iter(minute + dt.timedelta(seconds=0.1 * n) for n in range(100))
+    with override_settings(CACHES=caches, QAJ_TASK_RATE_LIMITS={"page": (3, 60)}), \
+            mock.patch("django.utils.timezone.now", side_effect=lambda: next(clock)):
+        cache.clear()
+        key = f"burst-{secrets.token_hex(4)}"
+        assert [rate_limited(request, scope="page", key=key) for _ in range(5)] == \
+            [False, False, False, True, True]
+        cache.clear()
 
 
 def test_an_unavailable_cache_does_not_take_the_task_pages_down(client):
