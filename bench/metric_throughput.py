@@ -315,8 +315,14 @@ def run(ctx: Context) -> Outcome:
         outcome.check(f"served LERC judge ≥ {SERVED_TARGET} answers/s (encoder weighted)",
                       served["with_encoder"]["answers_per_s"] >= SERVED_TARGET,
                       f"{served['with_encoder']['answers_per_s']} answers/s with the encoder, "
-                      f"{served['without_encoder']['answers_per_s']} without (calibrator inputs "
-                      f"'{served['calibrator_inputs']}', {served['answers']} EVOUNA answers)")
+                      f"{served['without_encoder']['answers_per_s']} without, "
+                      f"{served.get('precision', 'fp32')} weights" + (
+                          f" (fp32: {served['fp32_with_encoder']['answers_per_s']} / "
+                          f"{served['fp32_without_encoder']['answers_per_s']}, probabilities "
+                          f"within {served['max_abs_probability_difference_to_fp32']:.1g})"
+                          if "fp32_with_encoder" in served else "")
+                      + f"; calibrator inputs '{served['calibrator_inputs']}', "
+                      f"{served['answers']} EVOUNA answers")
     if "lerc" not in numbers:
         outcome.notes.append("LERC left out (BENCH_METRIC_ITEMS lerc=0)")
         return outcome

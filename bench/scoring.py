@@ -101,12 +101,15 @@ def time_served_judge(rows: list[dict], folder, *, threads: int | None = None) -
     and a calibrator over the served input set (`features.SERVED_FEATURE_SET`: the lexical
     features and the semantic encoder's) — once with the encoder's score weighted (the
     validation choice kept it) and once without (it then never runs). Answers/s of each, the
-    rule-decided answers (empty, exact match) included as in serving."""
+    rule-decided answers (empty, exact match) included as in serving, at the served precision
+    (QAJ_LERC_PRECISION's default, "auto": bf16 weights on a CPU with AMX) and, when that is
+    not fp32, at fp32 too, with the largest difference between the two probabilities."""
     import torch
 
     from metrics_app.lerc.calibration import Calibrator
     from metrics_app.lerc.config import TrainConfig
     from metrics_app.lerc.data import LercExample
+    from metrics_app.lerc.device import inference_dtype
     from metrics_app.lerc.features import FEATURE_SETS, SERVED_FEATURE_SET
     from metrics_app.lerc.inference import LercScorer
     from metrics_app.lerc.model import build_model, save_model
@@ -119,20 +122,30 @@ def time_served_judge(rows: list[dict], folder, *, threads: int | None = None) -
     names = ["raw_score", *FEATURE_SETS[SERVED_FEATURE_SET]]
     examples = [LercExample(question=r["question"], references=tuple(r["references"]),
                             candidate=r["candidate"]) for r in rows]
+    served = "bf16" if inference_dtype(torch.device("cpu")) == torch.bfloat16 else "fp32"
     numbers = {"answers": len(examples), "calibrator_inputs": SERVED_FEATURE_SET,
-               "torch_threads": torch.get_num_threads()}
-    for label, encoder_weight in (("with_encoder", 1.0), ("without_encoder", 0.0)):
-        Calibrator(input_names=names, mean=[0.0] * len(names), scale=[1.0] * len(names),
-                   coef=[encoder_weight] + [0.1] * (len(names) - 1), intercept=0.0,
-                   raw_fill=0.0, c=1.0).save(folder)
-        scorer = LercScorer(folder, device="cpu")
-        scorer.score_details(examples[:8])  # loads the semantic encoder out of the clock
-        started = time.perf_counter()
-        details = scorer.score_details(examples)
-        seconds = time.perf_counter() - started
-        numbers[label] = {"seconds": round(seconds, 2),
-                          "answers_per_s": round(len(examples) / seconds, 1),
-                          "judged": sum(d["probability"] is not None for d in details)}
+               "torch_threads": torch.get_num_threads(), "precision": served}
+    runs = [("", "auto")] + ([("fp32_", "fp32")] if served != "fp32" else [])
+    probabilities = {}
+    for prefix, precision in runs:
+        for label, encoder_weight in (("with_encoder", 1.0), ("without_encoder", 0.0)):
+            Calibrator(input_names=names, mean=[0.0] * len(names), scale=[1.0] * len(names),
+                       coef=[encoder_weight] + [0.1] * (len(names) - 1), intercept=0.0,
+                       raw_fill=0.0, c=1.0).save(folder)
+            scorer = LercScorer(folder, device="cpu", precision=precision)
+            scorer.score_details(examples[:8])  # loads the semantic encoder out of the clock
+            started = time.perf_counter()
+            details = scorer.score_details(examples)
+            seconds = time.perf_counter() - started
+            numbers[prefix + label] = {"seconds": round(seconds, 2),
+                                       "answers_per_s": round(len(examples) / seconds, 1),
+                                       "judged": sum(d["probability"] is not None
+                                                     for d in details)}
+            probabilities[prefix + label] = [d["probability"] for d in details]
+    if served != "fp32":
+        numbers["max_abs_probability_difference_to_fp32"] = max(
+            abs(a - b) for label in ("with_encoder", "without_encoder")
+            for a, b in zip(probabilities[label], probabilities["fp32_" + label], strict=True))
     return numbers
 
 

@@ -12,6 +12,11 @@ from dataclasses import asdict, dataclass, field, fields
 
 from core.vocabulary import ModelKind
 
+# How a trained model scores (served, and when its calibrator is fitted): "auto" holds the
+# weights in bf16 on a CPU with bf16 matrix units and in fp32 elsewhere (`device.inference_dtype`);
+# "fp32" gives the same numbers on every machine; "bf16" always halves.
+SCORING_PRECISIONS = ("auto", "fp32", "bf16")
+
 PAPER_LEARNING_RATES = (1e-5, 2e-5, 3e-5)
 # The rewrite rules of `augmentation.py` (spelled here so options are checked without it), and
 # those the calibrated judge is fitted with by default.
@@ -57,6 +62,9 @@ class TrainConfig:
     eval_batch_size: int = 64
     device: str = "auto"
     bf16: bool = True
+    # The precision the calibrator is fitted at: the one the judge will be served at (the
+    # services set it from QAJ_LERC_PRECISION), so it learns the scores it will be given.
+    scoring_precision: str = "auto"
     pretrain_epochs: int = 0  # multiple-choice pre-training epochs (0 = none)
     pretrain_learning_rate: float = 2e-5
     max_train_examples: int | None = None  # seeded random subset (benchmarks on small machines)
@@ -106,6 +114,9 @@ class TrainConfig:
             raise ValueError(f"calibration_augment: unknown rules {', '.join(map(str, unknown))}"
                              f" (known: {', '.join(AUGMENT_RULES)})")
         self.calibration_augment = list(self.calibration_augment)
+        if self.scoring_precision not in SCORING_PRECISIONS:
+            raise ValueError(f"scoring_precision: one of {', '.join(SCORING_PRECISIONS)}, "
+                             f"not {self.scoring_precision!r}")
         if self.calibration_features not in CALIBRATION_FEATURE_SETS:
             raise ValueError(f"calibration_features: one of {', '.join(CALIBRATION_FEATURE_SETS)}"
                              f", not {self.calibration_features!r}")

@@ -30,7 +30,7 @@ from .data import (
     encode_pair,
     encode_quadruple,
 )
-from .device import autocast_context, pick_device
+from .device import autocast_context, inference_dtype, pick_device
 from .model import ClsHeadModel, load_model
 from .semantic import SemanticEncoder
 from .validation import pairwise_metrics, pearson_metrics
@@ -167,9 +167,14 @@ DETAILS_KEPT = 50_000
 class LercScorer:
     """A loaded model folder, ready to score. Cheap to keep around in a worker process."""
 
-    def __init__(self, folder: str | os.PathLike, *, device: str = "auto", batch_size: int = 64):
+    def __init__(self, folder: str | os.PathLike, *, device: str = "auto", batch_size: int = 64,
+                 precision: str = "auto"):
         self.device = pick_device(device)
         self.model, self.tokenizer, self.meta = load_model(folder, device=self.device)
+        # "auto": bf16 weights on a CPU with bf16 matrix units (`inference_dtype`); the
+        # semantic encoder follows the same choice.
+        self.precision = precision
+        self.model.to(inference_dtype(self.device, precision))
         train_config = self.meta.get("train_config", {})
         self.max_length = int(train_config.get("max_length", 512))
         # Folders written before the joined layout existed carry no reference_mode: "each".
@@ -186,7 +191,7 @@ class LercScorer:
     def semantic_features(self, candidates, references) -> list[list[float]]:
         """The semantic encoder's values (`semantic.py`), loading it on first use."""
         if self._semantic is None:
-            self._semantic = SemanticEncoder(device=str(self.device))
+            self._semantic = SemanticEncoder(device=str(self.device), precision=self.precision)
         return self._semantic.features(candidates, references)
 
     def score(self, examples: Sequence[LercExample], *, length_sorted: bool = True,

@@ -27,6 +27,7 @@ import torch
 
 from metrics_app.domain.batching import batch_token_budget, length_sorted_batches
 
+from .device import inference_dtype
 from .features import SEMANTIC_FEATURES
 from .model import build_encoder
 
@@ -37,10 +38,10 @@ class SemanticEncoder:
     """The packaged MiniLM (or `backbone`), read-only, encoding texts into unit token vectors."""
 
     def __init__(self, backbone: str | os.PathLike | None = "", *, device: str = "cpu",
-                 max_length: int = 256, batch_size: int = 64):
+                 max_length: int = 256, batch_size: int = 64, precision: str = "auto"):
         encoder, self.tokenizer = build_encoder(backbone)
-        self.model = encoder.to(device).eval()
         self.device = torch.device(device)
+        self.model = encoder.to(self.device, inference_dtype(self.device, precision)).eval()
         self.max_length = max_length
         self.batch_size = batch_size
 
@@ -71,11 +72,11 @@ class SemanticEncoder:
             mask = encoded["attention_mask"]
             for row, i in enumerate(chosen):
                 length = int(mask[row].sum())
-                tokens = states[row, :length]
+                tokens = states[row, :length].float()  # pooled and compared in fp32
                 pooled = tokens.mean(dim=0)
                 inner = tokens[1:length - 1] if length > 2 else tokens
-                out[distinct[i]] = (torch.nn.functional.normalize(inner.float(), dim=-1),
-                                    torch.nn.functional.normalize(pooled.float(), dim=0))
+                out[distinct[i]] = (torch.nn.functional.normalize(inner, dim=-1),
+                                    torch.nn.functional.normalize(pooled, dim=0))
         return out
 
     def _stack(self, keys: tuple[str, ...], vectors) -> tuple[torch.Tensor, torch.Tensor,

@@ -36,7 +36,7 @@ from .config import (
     TrainingCancelled,
 )
 from .data import InputTooLong, capped_examples, encode_quadruple
-from .device import autocast_context, pick_device, seed_everything
+from .device import autocast_context, inference_dtype, pick_device, seed_everything
 from .features import FEATURE_SETS, reads_semantic
 from .inference import evaluate, predict_scores
 from .model import build_encoder, build_model, load_model, model_for_kind, save_model
@@ -345,6 +345,7 @@ def calibrate_model(cfg: TrainConfig, model_dir: str | Path, val_examples,
     1–5 scale (1 + 4·P(correct)); they join the fit at the weight of
     `cfg.calibration_distill_weights` that cross-validation on the human judgments chooses."""
     model, tokenizer, _meta = load_model(model_dir, device="cpu")
+    model.to(inference_dtype(torch.device("cpu"), cfg.scoring_precision))
 
     def raw_scores(examples):
         return predict_scores(model, tokenizer, examples, max_length=cfg.max_length,
@@ -353,7 +354,8 @@ def calibrate_model(cfg: TrainConfig, model_dir: str | Path, val_examples,
                               max_reference_tokens=cfg.max_reference_tokens)
 
     feature_names = FEATURE_SETS[cfg.calibration_features]
-    semantic_encoder = SemanticEncoder(device="cpu") if reads_semantic(feature_names) else None
+    semantic_encoder = (SemanticEncoder(device="cpu", precision=cfg.scoring_precision)
+                        if reads_semantic(feature_names) else None)
 
     def semantic_of(examples):
         if semantic_encoder is None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
+
 from annotation.domain.agreement import pearson
 from annotation.models import Item, Project, TaskKind
 from metrics_app.domain.meta_evaluation import minimal_pair_accuracy, minimal_pairs
@@ -58,7 +60,7 @@ def scorer_for_path(path: str):
     if path not in _SCORERS:
         if len(_SCORERS) >= 3:
             _SCORERS.pop(next(iter(_SCORERS)))
-        _SCORERS[path] = LercScorer(path)
+        _SCORERS[path] = LercScorer(path, precision=settings.QAJ_LERC_PRECISION)
     return _SCORERS[path]
 
 

@@ -73,8 +73,10 @@ def version_config_build(*, kind: str, backbone: str, train_options: dict | None
 def version_train_config(model_version: ModelVersion, output_dir="") -> TrainConfig:
     """The TrainConfig a version trains (and is re-decided) with."""
     backbone = "" if model_version.backbone == PACKAGED_BACKBONE else model_version.backbone
-    return train_config_parse(dict(model_version.config.get("train", {})), backbone=backbone,
-                              output_dir=output_dir)
+    # The calibrator is fitted at the precision this deployment serves at (QAJ_LERC_PRECISION).
+    options = {**model_version.config.get("train", {}),
+               "scoring_precision": settings.QAJ_LERC_PRECISION}
+    return train_config_parse(options, backbone=backbone, output_dir=output_dir)
 
 
 def version_data_options(model_version: ModelVersion) -> DataOptions:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import random
 
 import pytest
+import torch
 
 from metrics_app.lerc.calibration import Calibrator, fit_calibrator
 from metrics_app.lerc.config import CALIBRATION_FEATURE_SETS, TrainConfig
@@ -17,7 +18,8 @@ from metrics_app.lerc.features import FEATURE_SETS, SEMANTIC_FEATURES, lexical_f
 def encoder():
     from metrics_app.lerc.semantic import SemanticEncoder
 
-    return SemanticEncoder()
+    # fp32: the properties below are exact there; bf16 is checked against it below.
+    return SemanticEncoder(precision="fp32")
 
 
 def _named(row):
@@ -63,6 +65,27 @@ def test_batching_under_the_token_budget_changes_no_value(encoder):
     for candidate, row in zip(candidates[:8], together, strict=False):
         assert encoder.features([candidate], [("the sea", "river")])[0] == pytest.approx(
             row, abs=1e-5)
+
+
+def test_bf16_values_stay_within_a_few_thousandths_of_fp32(encoder):
+    """`precision="bf16"` (what "auto" picks on a CPU with AMX) holds the weights in bf16; the
+    values move by a few thousandths and keep their order. Forced here, so the check runs on
+    any CPU."""
+    from metrics_app.lerc.semantic import SemanticEncoder
+
+    half = SemanticEncoder(precision="bf16")
+    assert next(half.model.parameters()).dtype == torch.bfloat16
+    words = "the river flows past the old city walls towards the sea".split()
+    candidates = ["Stephen Hawking had a rare form of amyotrophic lateral sclerosis.",
+                  "He worked on black holes at Cambridge.", "Paris", "the city of light",
+                  *(" ".join(words[: 3 + i]) for i in range(8))]
+    references = [("motor neuron disease",)] * 2 + [("Paris", "Lutetia")] * 2 + \
+        [("the sea", "river")] * 8
+    full, halved = encoder.features(candidates, references), half.features(candidates, references)
+    assert max(abs(a - b) for f, h in zip(full, halved, strict=True)
+               for a, b in zip(f, h, strict=True)) < 0.02
+    recall = SEMANTIC_FEATURES.index("semantic_recall")
+    assert halved[0][recall] > halved[1][recall]
 
 
 def test_semantic_inputs_need_their_values_and_the_option_names_a_known_set():
@@ -126,7 +149,7 @@ def test_a_served_judge_reads_semantic_values_and_skips_an_unweighted_encoder(
     weights[names.index("semantic_recall")] = 8.0  # only the meaning counts
     Calibrator(input_names=names, mean=[0.0] * len(names), scale=[1.0] * len(names),
                coef=weights, intercept=-6.0, raw_fill=0.0, c=1.0).save(folder)
-    scorer = LercScorer(folder, device="cpu")
+    scorer = LercScorer(folder, device="cpu", precision="fp32")  # the fixture's precision
     examples = [LercExample(question="what is it?", references=("physician",),
                             candidate="It is a doctor."),
                 LercExample(question="what is it?", references=("physician",),

@@ -1,0 +1,89 @@
+"""The precision a judge scores at (`device.inference_dtype`, QAJ_LERC_PRECISION): "auto" holds
+the weights in bf16 only on a CPU with bf16 matrix units (AMX), where it scores about twice as
+fast; "fp32" is the same everywhere; bf16 scores stay within a small distance of fp32's, and
+the calibrator is fitted at the precision the deployment serves at."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from metrics_app.lerc.config import TrainConfig
+from metrics_app.lerc.device import cpu_has_bf16_matrix_units, inference_dtype
+from tests.support.lerc import toy_examples
+from tests.support.paths import REPO_ROOT
+
+CPU = torch.device("cpu")
+
+
+def test_auto_is_bf16_only_with_matrix_units_and_the_others_are_what_they_say():
+    expected = torch.bfloat16 if cpu_has_bf16_matrix_units() else torch.float32
+    assert inference_dtype(CPU, "auto") is expected
+    assert inference_dtype(CPU, "fp32") is torch.float32
+    assert inference_dtype(CPU, "bf16") is torch.bfloat16
+    # CUDA keeps fp32 weights and autocasts (as training does).
+    assert inference_dtype(torch.device("cuda"), "bf16") is torch.float32
+    with pytest.raises(ValueError, match="precision must be one of auto, fp32, bf16"):
+        inference_dtype(CPU, "half")
+    with pytest.raises(ValueError, match="scoring_precision: one of auto, fp32, bf16"):
+        TrainConfig.from_dict({"scoring_precision": "fp16"})
+
+
+def test_the_cpu_flag_is_read_from_cpuinfo(tmp_path, monkeypatch):
+    from pathlib import Path
+
+    from metrics_app.lerc import device
+
+    flags = {"amx": "flags\t\t: fpu avx512f avx512_bf16 amx_bf16 amx_tile\n",
+             "avx512": "flags\t\t: fpu avx512f avx512_bf16\n", "none": "processor\t: 0\n"}
+    real_read = Path.read_text
+    for name, text in flags.items():
+        monkeypatch.setattr(Path, "read_text", lambda self, *a, _t=text, **k: (
+            _t if str(self) == "/proc/cpuinfo" else real_read(self, *a, **k)))
+        device.cpu_has_bf16_matrix_units.cache_clear()
+        assert device.cpu_has_bf16_matrix_units() is (name == "amx"), name
+    monkeypatch.undo()
+    device.cpu_has_bf16_matrix_units.cache_clear()
+
+
+def test_a_bf16_scorer_scores_close_to_fp32_and_keeps_the_served_rules(trained_model_dir):
+    from metrics_app.lerc.inference import LercScorer
+
+    examples = toy_examples(24)
+    full = LercScorer(trained_model_dir, device="cpu", precision="fp32")
+    half = LercScorer(trained_model_dir, device="cpu", precision="bf16")
+    assert next(full.model.parameters()).dtype == torch.float32
+    assert next(half.model.parameters()).dtype == torch.bfloat16
+    a, b = full.score_details(examples), half.score_details(examples)
+    assert any(x["raw"] is not None for x in a) and any(x["raw"] is None for x in a)
+    for x, y in zip(a, b, strict=True):
+        assert (x["raw"] is None) == (y["raw"] is None)
+        if x["raw"] is None:  # the exact-match rule, no model
+            assert y == x
+        else:
+            assert abs(x["score"] - y["score"]) < 0.05
+
+
+def test_the_calibrator_is_fitted_at_the_deployments_precision(settings):
+    from metrics_app.services.lerc.options import version_train_config
+
+    class Version:  # the two fields version_train_config reads
+        backbone = ""
+        config = {"train": {"epochs": 1, "scoring_precision": "bf16"}}
+
+    settings.QAJ_LERC_PRECISION = "fp32"
+    assert version_train_config(Version()).scoring_precision == "fp32"
+    settings.QAJ_LERC_PRECISION = "auto"
+    assert version_train_config(Version()).scoring_precision == "auto"
+
+
+def test_a_wrong_precision_setting_stops_the_process_with_its_name():
+    result = subprocess.run(
+        [sys.executable, "-c", "import django; django.setup()"], cwd=REPO_ROOT,
+        env={"PATH": "/usr/bin:/bin", "DJANGO_SETTINGS_MODULE": "config.settings.dev",
+             "QAJ_LERC_PRECISION": "fp16", "HOME": str(REPO_ROOT)},
+        capture_output=True, text=True, timeout=120)
+    assert result.returncode != 0
+    assert "QAJ_LERC_PRECISION must be auto, fp32 or bf16, not 'fp16'" in result.stderr
