@@ -36,7 +36,7 @@ from .config import (
     TrainingCancelled,
 )
 from .data import InputTooLong, capped_examples, encode_quadruple
-from .device import autocast_context, inference_dtype, pick_device, seed_everything
+from .device import inference_dtype, pick_device, seed_everything, training_autocast
 from .features import FEATURE_SETS, reads_semantic
 from .inference import evaluate, predict_scores
 from .model import build_encoder, build_model, load_model, model_for_kind, save_model
@@ -102,7 +102,7 @@ def _pretrain_mc(model, tokenizer, cfg: TrainConfig, mc_examples, device,
             batch = order[start:start + cfg.batch_size]
             input_ids, mask, types = collate([encoded[i] for i in batch], tokenizer.pad_token_id)
             target = torch.tensor([labels[i] for i in batch], device=device)
-            with autocast_context(device, cfg.bf16):
+            with training_autocast(device, cfg.bf16):
                 logits = model.mc_logits(input_ids.to(device), mask.to(device), types.to(device))
                 loss = loss_fn(logits.float(), target)
             loss.backward()
@@ -281,7 +281,7 @@ def _train_epoch(cfg: TrainConfig, run: _Run, epoch: int, inputs: list, targets:
                             group_by_length=cfg.group_by_length)
     for micro, batch in enumerate(batches, start=1):
         target = torch.tensor([targets[i] for i in batch], dtype=torch.float, device=device)
-        with autocast_context(device, cfg.bf16):
+        with training_autocast(device, cfg.bf16):
             loss = run.model.training_loss([inputs[i] for i in batch], target, pad, device)
         (loss / cfg.grad_accumulation).backward()
         running += float(loss.detach()) * len(batch)

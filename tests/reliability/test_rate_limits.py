@@ -140,7 +140,7 @@ def test_a_window_opens_at_its_first_request_and_closes_after_its_length(rf, cac
 
     # A burst that starts 0.1 s before a minute turns: still three allowed, then refused.
     import datetime as dt
-    minute = dt.datetime(2026, 11, 29, 4, 59, 59, 900_000, tzinfo=dt.timezone.utc)
+    minute = dt.datetime(2026, 11, 29, 4, 59, 59, 900_000, tzinfo=dt.UTC)
     clock = iter(minute + dt.timedelta(seconds=0.1 * n) for n in range(100))
     with override_settings(CACHES=caches, QAJ_TASK_RATE_LIMITS={"page": (3, 60)}), \
             mock.patch("django.utils.timezone.now", side_effect=lambda: next(clock)):

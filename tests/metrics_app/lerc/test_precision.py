@@ -87,3 +87,19 @@ def test_a_wrong_precision_setting_stops_the_process_with_its_name():
         capture_output=True, text=True, timeout=120)
     assert result.returncode != 0
     assert "QAJ_LERC_PRECISION must be auto, fp32 or bf16, not 'fp16'" in result.stderr
+
+
+def test_training_autocasts_to_bf16_on_cpu_only_with_matrix_units(monkeypatch):
+    from metrics_app.lerc import device
+
+    for has_units in (True, False):
+        monkeypatch.setattr(device, "cpu_has_bf16_matrix_units", lambda _h=has_units: _h)
+        with device.training_autocast(CPU, True):
+            assert torch.is_autocast_enabled("cpu") is has_units
+            product = torch.ones(2, 2) @ torch.ones(2, 2)
+            assert product.dtype is (torch.bfloat16 if has_units else torch.float32)
+        with device.training_autocast(CPU, False):  # TrainConfig(bf16=False): never
+            assert not torch.is_autocast_enabled("cpu")
+        # Scoring never autocasts on CPU: a bf16 scorer holds bf16 weights instead.
+        with device.autocast_context(CPU, True):
+            assert not torch.is_autocast_enabled("cpu")
