@@ -231,6 +231,7 @@ def train_run(run: dict, args) -> dict:
                       max_train_examples=run.get("cap") or args.cap,
                       max_val_examples=args.max_val,
                       backbone=args.backbone,
+                      freeze_word_embeddings=args.freeze_word_embeddings,
                       seed=0)
     last = {"t": 0.0}
 
@@ -876,6 +877,8 @@ def markdown(summary: dict, previous: dict | None = None) -> str:
 
 
 def main() -> None:
+    from metrics_app.lerc.config import TrainConfig
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path,
                         default=REPO.parent / "shared" / "data" / "open_qa_judgments")
@@ -925,6 +928,10 @@ def main() -> None:
     parser.add_argument("--teacher-accuracy", default="0.95,0.85,0.75",
                         help="with --distill-screen: accuracies of the simulated teachers")
     parser.add_argument("--bootstrap", type=int, default=1000)
+    parser.add_argument("--freeze-word-embeddings", action=argparse.BooleanOptionalAction,
+                        default=TrainConfig().freeze_word_embeddings,
+                        help="train with the backbone's word-embedding matrix frozen "
+                             "(default: TrainConfig's)")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--fresh", action="store_true", help="retrain finished runs")
     parser.add_argument("--audit", type=int, default=0, metavar="N",

@@ -92,6 +92,10 @@ class TrainConfig:
     # lexical set served before it).
     calibration_features: str = "semantic"
     group_by_length: bool = True  # batches of similar length (less padding), in random order
+    # Keep the backbone's word-embedding matrix as pre-trained (half of MiniLM's weights):
+    # its dense gradient and AdamW update cost a sixth of a CPU training step, and words the
+    # training answers never use keep their place beside the ones they do.
+    freeze_word_embeddings: bool = False
     max_references: int | None = None  # train on the first N references only (None = all)
     # "joined": all reference aliases in one input (one input per candidate; the default);
     # "each": one input per alias, the maximum over aliases when scoring (the paper's layout).

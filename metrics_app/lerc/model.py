@@ -104,6 +104,11 @@ class ClsHeadModel(nn.Module):
     def mc_logits(self, input_ids, attention_mask, token_type_ids=None) -> torch.Tensor:
         return self.mc_head(self.cls_state(input_ids, attention_mask, token_type_ids))
 
+    def freeze_word_embeddings(self) -> None:
+        """Train everything but the word-embedding matrix (`TrainConfig.freeze_word_embeddings`);
+        position and token-type embeddings and their LayerNorm still train."""
+        self.encoder.get_input_embeddings().weight.requires_grad_(False)
+
     def score_batch(self, encoded: list, pad_id: int, device: torch.device) -> torch.Tensor:
         """Collate, move to `device` and score (float32)."""
         ids, mask, types = collate(encoded, pad_id)
@@ -180,6 +185,8 @@ def build_model(cfg: TrainConfig, device: torch.device) -> tuple[ClsHeadModel, A
     tokenizer."""
     encoder, tokenizer = build_encoder(cfg.backbone, cfg.backbone_config)
     model = model_for_kind(cfg.kind)(encoder).to(device)
+    if cfg.freeze_word_embeddings:
+        model.freeze_word_embeddings()
     if cfg.dropout is not None:
         for module in model.modules():
             if isinstance(module, nn.Dropout):
