@@ -2,6 +2,8 @@
 resumes from its checkpoint, learns a preference with the Bradley–Terry loss."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -155,3 +157,30 @@ def test_pretrained_backbone_is_kept_once_and_later_runs_start_from_it(tmp_path,
     assert "pretrain_examples" not in metrics and metrics["val_pearson"] is not None
     with pytest.raises(ValueError, match="multiple-choice examples"):
         pretrain_backbone(TrainConfig.from_dict(tiny_options), mc, tmp_path / "none")
+
+
+def test_frozen_word_embeddings_stay_as_built_while_the_rest_trains(tmp_path, tiny_options):
+    """`freeze_word_embeddings`: the saved word-embedding matrix is the backbone's, bit for bit;
+    the layers above it and the position embeddings moved; the optimizer never holds it."""
+    from safetensors.torch import load_file
+
+    from metrics_app.lerc.device import seed_everything
+    from metrics_app.lerc.model import WEIGHTS_FILE, build_model
+
+    cfg = TrainConfig.from_dict({**tiny_options, "output_dir": str(tmp_path), "epochs": 2,
+                                 "freeze_word_embeddings": True, "calibrate": False})
+    seed_everything(cfg.seed)  # as the run does before it builds its model
+    built, _ = build_model(cfg, torch.device("cpu"))
+    assert not built.encoder.get_input_embeddings().weight.requires_grad
+    held = {id(p) for group in optimizer_for(built, 1e-3, 0.01).param_groups
+            for p in group["params"]}
+    assert id(built.encoder.get_input_embeddings().weight) not in held
+    initial = {name: p.detach().clone() for name, p in built.named_parameters()}
+
+    metrics = train(cfg, toy_examples(24), toy_examples(24))
+    saved = load_file(str(Path(metrics["model_dir"]) / WEIGHTS_FILE))
+    words = "encoder.embeddings.word_embeddings.weight"
+    assert torch.equal(saved[words], initial[words])
+    for moved in ("encoder.embeddings.position_embeddings.weight",
+                  "encoder.encoder.layer.0.attention.self.query.weight", "head.weight"):
+        assert not torch.equal(saved[moved], initial[moved]), moved
