@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field, fields
 from core.vocabulary import ModelKind
 
 # How a trained model scores (served, and when its calibrator is fitted): "auto" holds the
-# weights in bf16 on a CPU with bf16 matrix units and in fp32 elsewhere (`device.inference_dtype`);
+# weights in bf16 on a CPU with native bf16 instructions and in fp32 elsewhere (`device.inference_dtype`);
 # "fp32" gives the same numbers on every machine; "bf16" always halves.
 SCORING_PRECISIONS = ("auto", "fp32", "bf16")
 
@@ -92,10 +92,11 @@ class TrainConfig:
     # lexical set served before it).
     calibration_features: str = "semantic"
     group_by_length: bool = True  # batches of similar length (less padding), in random order
-    # Keep the backbone's word-embedding matrix as pre-trained (half of MiniLM's weights):
-    # its dense gradient and AdamW update cost a sixth of a CPU training step, and words the
-    # training answers never use keep their place beside the ones they do.
-    freeze_word_embeddings: bool = False
+    # Keep the backbone's word-embedding matrix as pre-trained (half of MiniLM's weights): its
+    # dense gradient and AdamW update cost 12-16% of a CPU training step, and words the training
+    # answers never use keep their place beside the ones they do. Chosen on validation
+    # (docs/LERC.md, "Frozen word embeddings").
+    freeze_word_embeddings: bool = True
     max_references: int | None = None  # train on the first N references only (None = all)
     # "joined": all reference aliases in one input (one input per candidate; the default);
     # "each": one input per alias, the maximum over aliases when scoring (the paper's layout).

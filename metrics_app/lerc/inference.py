@@ -171,7 +171,7 @@ class LercScorer:
                  precision: str = "auto"):
         self.device = pick_device(device)
         self.model, self.tokenizer, self.meta = load_model(folder, device=self.device)
-        # "auto": bf16 weights on a CPU with bf16 matrix units (`inference_dtype`); the
+        # "auto": bf16 weights on a CPU with native bf16 instructions (`inference_dtype`); the
         # semantic encoder follows the same choice.
         self.precision = precision
         self.model.to(inference_dtype(self.device, precision))

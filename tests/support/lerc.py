@@ -16,7 +16,7 @@ TINY_BERT = {
 TINY_TRAIN_OPTIONS = {
     "backbone_config": TINY_BERT, "batch_size": 4, "epochs": 20, "learning_rate": 1e-3,
     "max_length": 64, "warmup_ratio": 0.0, "dropout": 0.0, "progress_every": 1,
-    # The same numbers on machines with and without bf16 matrix units (test_precision.py
+    # The same numbers on machines with and without native bf16 (test_precision.py
     # asks for bf16 itself): fp32 training steps and scoring.
     "bf16": False, "scoring_precision": "fp32",
 }
