@@ -19,6 +19,9 @@ TINY_TRAIN_OPTIONS = {
     # The same numbers on machines with and without native bf16 (test_precision.py
     # asks for bf16 itself): fp32 training steps and scoring.
     "bf16": False, "scoring_precision": "fp32",
+    # A randomly initialised tiny BERT has no pre-trained word embeddings to keep: they learn
+    # (test_training.py checks the frozen default on its own).
+    "freeze_word_embeddings": False,
 }
 
 
