@@ -812,6 +812,77 @@ def length_markdown(run: dict, previous: dict | None = None) -> str:
     return "\n".join(lines)
 
 
+def long_answer_fnr(row: dict) -> float | None:
+    """The false-negative rate on answers over 8 words (the 9-20 and >20 buckets together),
+    from each bucket's rate and its share of correct answers."""
+    positives = missed = 0.0
+    for bucket in ("9-20", ">20"):
+        part = row["by_length"][bucket]
+        if not part.get("n") or part.get("false_negative_rate") is None:
+            continue
+        bucket_positives = part["n"] * part["positive_rate"]
+        positives += bucket_positives
+        missed += part["false_negative_rate"] * bucket_positives
+    return missed / positives if positives else None
+
+
+def bucket_comparison_markdown(summary: dict) -> str:
+    """Per run and length bucket: the served judge, the previous judge and the baseline with
+    the highest accuracy in that bucket (bold where the served judge is ahead of it); then how
+    many run-buckets the served judge leads, ties and trails."""
+    from metrics_app.lerc.evaluation import LENGTH_BUCKETS
+
+    buckets = [label for label, _ in LENGTH_BUCKETS]
+
+    def cell(part: dict) -> str:
+        accuracy, fnr = part.get("accuracy"), part.get("false_negative_rate")
+        if accuracy is None:  # an empty bucket, or one too small to report
+            return "–"
+        return f"{accuracy:.3f} / " + ("–" if fnr is None else f"{fnr:.3f}")
+
+    lines = ["| run | judge | " + " | ".join(f"{b} words" for b in buckets)
+             + " | FNR > 8 words |", "| --- | --- | " + " | ".join("---" for _ in buckets)
+             + " | --- |"]
+    ahead, tied, behind = [], [], []
+    for run_name, run in (summary.get("runs") or {}).items():
+        metrics = run["metrics"]
+        if "by_length" not in metrics.get("lerc", {}):
+            continue
+        served, best_cells = [], []
+        for bucket in buckets:
+            part = metrics["lerc"]["by_length"][bucket]
+            if not part.get("n") or part.get("accuracy") is None:
+                served.append("–")
+                best_cells.append("–")
+                continue
+            best = max((n for n in BASELINES if "by_length" in metrics.get(n, {})
+                        and metrics[n]["by_length"][bucket].get("accuracy") is not None),
+                       key=lambda n, b=bucket: metrics[n]["by_length"][b]["accuracy"])
+            best_part = metrics[best]["by_length"][bucket]
+            lead = round(part["accuracy"] - best_part["accuracy"], 9)
+            where = f"{run_name} {bucket}"
+            (ahead if lead > 0 else tied if lead == 0 else behind).append(
+                (where, part["accuracy"], best, best_part["accuracy"], part["n"]))
+            served.append(f"**{cell(part)}**" if lead > 0 else cell(part))
+            best_cells.append(f"{best} {cell(best_part)} (n={part['n']})")
+        rows = [("served", served, long_answer_fnr(metrics["lerc"]))]
+        if "by_length" in metrics.get("lerc_previous", {}):
+            previous = metrics["lerc_previous"]
+            rows.append(("previous", [cell(previous["by_length"][b]) for b in buckets],
+                         long_answer_fnr(previous)))
+        rows.append(("best baseline", best_cells, None))
+        for judge, cells, fnr in rows:
+            lines.append(f"| {run_name} | {judge} | " + " | ".join(cells) + " | "
+                         + ("" if judge == "best baseline" else
+                            "–" if fnr is None else f"{fnr:.3f}") + " |")
+    lines += ["", f"(Served judge ahead of the bucket's best baseline in {len(ahead)} "
+              f"run-buckets, tied in {len(tied)}, behind in {len(behind)}"
+              + ("" if not behind else ": " + "; ".join(
+                  f"{w} {a:.3f} against {n} {b:.3f}, n = {k}" for w, a, n, b, k in behind))
+              + ".)"]
+    return "\n".join(lines)
+
+
 def _metric_names(run: dict) -> list[str]:
     """The run's judges (served, refitted with other input sets, lexical) then baselines."""
     names = list(run["metrics"])
@@ -842,7 +913,13 @@ def markdown(summary: dict, previous: dict | None = None) -> str:
              "Accuracy and Cohen's κ of the served judge (\"correct\" at P ≥ 0.5) against the "
              "best baseline of each run (threshold tuned on that run's validation judgments); "
              "in brackets, on the answers whose exact match fails.", "",
-             summary_markdown(summary), "", "## Learning curve", "",
+             summary_markdown(summary), "", "### By answer length: the served judge, the "
+             "previous judge and the best baseline of each bucket", "",
+             "Accuracy / false-negative rate on every test answer of each run; the best "
+             "baseline is the one with the highest accuracy in that bucket (each at its "
+             "validation threshold); n is the bucket's size. **Bold**: the served judge is "
+             "ahead of that baseline.", "", bucket_comparison_markdown(summary), "",
+             "## Learning curve", "",
              "The main split (unseen questions, both datasets) with seeded subsets of the "
              "training judgments; validation and test are the same for every point.", "",
              curve_markdown(summary), "", "## Every run", ""]

@@ -330,9 +330,9 @@ QAJ_MTURK_SUBMIT_HOSTS = env_list(
 # worker stopped beating is failed by the job lease sweep below).
 QAJ_LERC_MIN_NEW_JUDGMENTS = int(os.environ.get("QAJ_LERC_MIN_NEW_JUDGMENTS", "500"))
 QAJ_LERC_BACKBONE = os.environ.get("QAJ_LERC_BACKBONE", "")  # "" = packaged MiniLM
-# How the learned judge scores: "auto" holds its weights in bf16 on a CPU with bf16 matrix
-# units (AMX) and in fp32 elsewhere (CUDA autocasts to bf16 either way); "fp32" gives the same
-# numbers on every machine at about half the speed there (docs/LERC.md, "bf16 serving").
+# How the learned judge scores: "auto" holds its weights in bf16 on a CPU with native bf16
+# (AMX, AVX-512 BF16) and in fp32 elsewhere (CUDA autocasts to bf16 either way); "fp32" gives
+# the same numbers on every machine at 0.6-0.7x the speed there (docs/LERC.md, "bf16 serving").
 QAJ_LERC_PRECISION = os.environ.get("QAJ_LERC_PRECISION", "auto").strip().lower()
 if QAJ_LERC_PRECISION not in ("auto", "fp32", "bf16"):
     raise ValueError(f"QAJ_LERC_PRECISION must be auto, fp32 or bf16, not {QAJ_LERC_PRECISION!r}")

@@ -8,6 +8,6 @@ PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 # (tests/metrics_app/lerc/test_promotion_floor.py), which set the baselines they compare against.
 QAJ_LERC_PROMOTION_BASELINES: list[str] = []
 
-# The suite runs on machines with and without native bf16 (AMX, AVX-512 BF16): fp32 scoring makes every
-# number it checks the same on both. bf16 scoring has its own tests, which ask for it.
+# The suite runs on machines with and without native bf16 (AMX, AVX-512 BF16): fp32 scoring
+# makes every number it checks the same on both. bf16 scoring has its own tests, which ask for it.
 QAJ_LERC_PRECISION = "fp32"
