@@ -1,0 +1,51 @@
+"""The protocol's by-length table (`scripts/bench_lerc.py --markdown`): which baseline is best
+in each bucket, where the served judge leads, ties or trails, and the false-negative rate on
+answers over 8 words pooled from its two buckets."""
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+
+from tests.support.paths import REPO_ROOT
+
+
+@pytest.fixture(scope="module")
+def bench_lerc():
+    spec = importlib.util.spec_from_file_location("bench_lerc",
+                                                  REPO_ROOT / "scripts" / "bench_lerc.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def part(n, accuracy, fnr=0.0, positive_rate=0.5):
+    return {"n": n, "accuracy": accuracy, "false_negative_rate": fnr,
+            "positive_rate": positive_rate}
+
+
+def judge(short, medium, long_, longest):
+    return {"by_length": {"<=3": short, "4-8": medium, "9-20": long_, ">20": longest}}
+
+
+def test_buckets_against_the_best_baseline_of_each(bench_lerc):
+    empty = {"n": 0}
+    summary = {"runs": {"run-a": {"metrics": {
+        "lerc": judge(part(10, 0.9), part(4, 0.75), part(20, 0.95, 0.1, 0.5),
+                      part(30, 0.8, 0.2, 1.0)),
+        "lerc_previous": judge(part(10, 0.8), part(4, 0.5), part(20, 0.9), part(30, 0.7)),
+        "f1": judge(part(10, 0.8), part(4, 0.75), part(20, 0.9), part(30, 0.85)),
+        "meteor": judge(part(10, 0.85), part(4, 0.5), part(20, 0.96), empty),
+    }}}}
+    table = bench_lerc.bucket_comparison_markdown(summary)
+
+    served = next(line for line in table.splitlines() if "| served |" in line)
+    best = next(line for line in table.splitlines() if "| best baseline |" in line)
+    assert "**0.900 / 0.000**" in served  # ahead of METEOR's 0.85
+    assert "| 0.750 / 0.000 |" in served  # tied with F1: not bold
+    assert "meteor 0.960 / 0.000 (n=20)" in best and "f1 0.850 / 0.000 (n=30)" in best
+    # Over 8 words: 1 of 10 correct answers missed in 9-20, 6 of 30 in >20 → 7 / 40.
+    assert served.endswith("| 0.175 |")
+    assert ("ahead of the bucket's best baseline in 1 run-buckets, tied in 1, behind in 2: "
+            "run-a 9-20 0.950 against meteor 0.960, n = 20; run-a >20 0.800 against f1 "
+            "0.850, n = 30.") in table
