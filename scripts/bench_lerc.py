@@ -1008,7 +1008,7 @@ def main() -> None:
     parser.add_argument("--freeze-word-embeddings", action=argparse.BooleanOptionalAction,
                         default=TrainConfig().freeze_word_embeddings,
                         help="train with the backbone's word-embedding matrix frozen "
-                             "(default: TrainConfig's)")
+                             "(default: the regression judge's, frozen)")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--fresh", action="store_true", help="retrain finished runs")
     parser.add_argument("--audit", type=int, default=0, metavar="N",

@@ -94,9 +94,10 @@ class TrainConfig:
     group_by_length: bool = True  # batches of similar length (less padding), in random order
     # Keep the backbone's word-embedding matrix as pre-trained (half of MiniLM's weights): its
     # dense gradient and AdamW update cost 12-16% of a CPU training step, and words the training
-    # answers never use keep their place beside the ones they do. Chosen on validation
-    # (docs/LERC.md, "Frozen word embeddings").
-    freeze_word_embeddings: bool = True
+    # answers never use keep their place beside the ones they do. None: the model kind's
+    # default, frozen for the regression judge (chosen on EVOUNA validation, docs/LERC.md,
+    # "Frozen word embeddings") and trained for the pairwise scorer (not measured there).
+    freeze_word_embeddings: bool | None = None
     max_references: int | None = None  # train on the first N references only (None = all)
     # "joined": all reference aliases in one input (one input per candidate; the default);
     # "each": one input per alias, the maximum over aliases when scoring (the paper's layout).
@@ -140,6 +141,10 @@ class TrainConfig:
         cap = self.calibration_distill_max
         if isinstance(cap, bool) or not isinstance(cap, int) or cap < 1:
             raise ValueError("calibration_distill_max: a whole number of answers, at least 1")
+        if not (self.freeze_word_embeddings is None
+                or isinstance(self.freeze_word_embeddings, bool)):
+            raise ValueError("freeze_word_embeddings: true, false, or null for the model "
+                             f"kind's default, not {self.freeze_word_embeddings!r}")
 
     @classmethod
     def from_dict(cls, data: dict) -> TrainConfig:

@@ -81,6 +81,8 @@ class ClsHeadModel(nn.Module):
     kind: str = ""
     input_kind: str = ""
     calibrates = False  # whether a calibrated judge is fitted on its validation scores
+    # TrainConfig.freeze_word_embeddings=None means this (chosen on validation per kind).
+    freezes_word_embeddings = False
 
     def __init__(self, encoder: nn.Module):
         super().__init__()
@@ -104,10 +106,12 @@ class ClsHeadModel(nn.Module):
     def mc_logits(self, input_ids, attention_mask, token_type_ids=None) -> torch.Tensor:
         return self.mc_head(self.cls_state(input_ids, attention_mask, token_type_ids))
 
-    def freeze_word_embeddings(self) -> None:
-        """Train everything but the word-embedding matrix (`TrainConfig.freeze_word_embeddings`);
-        position and token-type embeddings and their LayerNorm still train."""
-        self.encoder.get_input_embeddings().weight.requires_grad_(False)
+    def freeze_word_embeddings(self, freeze: bool | None = None) -> None:
+        """Train everything but the word-embedding matrix when `freeze` says so (None: this
+        kind's default, `TrainConfig.freeze_word_embeddings`); position and token-type
+        embeddings and their LayerNorm still train."""
+        if self.freezes_word_embeddings if freeze is None else freeze:
+            self.encoder.get_input_embeddings().weight.requires_grad_(False)
 
     def score_batch(self, encoded: list, pad_id: int, device: torch.device) -> torch.Tensor:
         """Collate, move to `device` and score (float32)."""
@@ -134,6 +138,7 @@ class LercRegressor(ClsHeadModel):
     kind = KIND_REGRESSION
     input_kind = "quadruple"
     calibrates = True
+    freezes_word_embeddings = True  # EVOUNA validation: docs/LERC.md, "Frozen word embeddings"
 
     encode_training_set = staticmethod(encode_scored_examples)
 
@@ -185,8 +190,7 @@ def build_model(cfg: TrainConfig, device: torch.device) -> tuple[ClsHeadModel, A
     tokenizer."""
     encoder, tokenizer = build_encoder(cfg.backbone, cfg.backbone_config)
     model = model_for_kind(cfg.kind)(encoder).to(device)
-    if cfg.freeze_word_embeddings:
-        model.freeze_word_embeddings()
+    model.freeze_word_embeddings(cfg.freeze_word_embeddings)
     if cfg.dropout is not None:
         for module in model.modules():
             if isinstance(module, nn.Dropout):

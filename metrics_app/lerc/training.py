@@ -133,8 +133,7 @@ def pretrain_backbone(cfg: TrainConfig, mc_examples, folder: str | Path,
     torch.manual_seed(cfg.seed)
     encoder, tokenizer = build_encoder(cfg.backbone, cfg.backbone_config)
     model = model_for_kind(cfg.kind)(encoder)
-    if cfg.freeze_word_embeddings:
-        model.freeze_word_embeddings()
+    model.freeze_word_embeddings(cfg.freeze_word_embeddings)
     started = time.monotonic()
     device = pick_device(cfg.device)
     model.to(device)

@@ -184,3 +184,22 @@ def test_frozen_word_embeddings_stay_as_built_while_the_rest_trains(tmp_path, ti
     for moved in ("encoder.embeddings.position_embeddings.weight",
                   "encoder.encoder.layer.0.attention.self.query.weight", "head.weight"):
         assert not torch.equal(saved[moved], initial[moved]), moved
+
+
+def test_each_kind_has_its_own_frozen_default_and_a_bad_value_names_the_option(tiny_options):
+    """None (the default) means the kind's choice: the regression judge freezes (chosen on
+    EVOUNA validation), the pairwise scorer trains its word embeddings (never measured)."""
+    from metrics_app.lerc.model import build_model
+
+    options = {k: v for k, v in tiny_options.items() if k != "freeze_word_embeddings"}
+    assert TrainConfig().freeze_word_embeddings is None
+    for kind, frozen in (("regression", True), ("pairwise", False)):
+        model, _ = build_model(TrainConfig.from_dict({**options, "kind": kind}),
+                               torch.device("cpu"))
+        assert model.encoder.get_input_embeddings().weight.requires_grad is not frozen, kind
+    explicit, _ = build_model(TrainConfig.from_dict(
+        {**options, "kind": "pairwise", "freeze_word_embeddings": True}), torch.device("cpu"))
+    assert not explicit.encoder.get_input_embeddings().weight.requires_grad
+    for bad in ("yes", 1):
+        with pytest.raises(ValueError, match="freeze_word_embeddings: true, false, or null"):
+            TrainConfig.from_dict({"freeze_word_embeddings": bad})
