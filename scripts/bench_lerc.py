@@ -785,6 +785,15 @@ def curve_markdown(summary: dict) -> str:
     return "\n".join(lines)
 
 
+def _accuracy_fnr_cell(part: dict) -> str:
+    """"accuracy / false-negative rate" of one length bucket; "–" where it has no accuracy (an
+    empty bucket, or one too small to report)."""
+    accuracy, fnr = part.get("accuracy"), part.get("false_negative_rate")
+    if accuracy is None:
+        return "–"
+    return f"{accuracy:.3f} / " + ("–" if fnr is None else f"{fnr:.3f}")
+
+
 def length_markdown(run: dict, previous: dict | None = None) -> str:
     """Accuracy and false-negative rate (correct answers judged incorrect) by answer length,
     for the served judge, every baseline and, where given, the previous run's judge."""
@@ -802,12 +811,7 @@ def length_markdown(run: dict, previous: dict | None = None) -> str:
                                          for b in buckets) + " |",
              "| --- | " + " | ".join("---" for _ in buckets) + " |"]
     for name, row in rows:
-        cells = []
-        for bucket in buckets:
-            part = row["by_length"][bucket]
-            acc, fnr = part.get("accuracy"), part.get("false_negative_rate")
-            cells.append("–" if acc is None else f"{acc:.3f} / "
-                         + ("–" if fnr is None else f"{fnr:.3f}"))
+        cells = [_accuracy_fnr_cell(row["by_length"][bucket]) for bucket in buckets]
         lines.append(f"| {_label(name)} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -833,12 +837,7 @@ def bucket_comparison_markdown(summary: dict) -> str:
     from metrics_app.lerc.evaluation import LENGTH_BUCKETS
 
     buckets = [label for label, _ in LENGTH_BUCKETS]
-
-    def cell(part: dict) -> str:
-        accuracy, fnr = part.get("accuracy"), part.get("false_negative_rate")
-        if accuracy is None:  # an empty bucket, or one too small to report
-            return "–"
-        return f"{accuracy:.3f} / " + ("–" if fnr is None else f"{fnr:.3f}")
+    cell = _accuracy_fnr_cell
 
     lines = ["| run | judge | " + " | ".join(f"{b} words" for b in buckets)
              + " | FNR > 8 words |", "| --- | --- | " + " | ".join("---" for _ in buckets)
@@ -954,8 +953,6 @@ def markdown(summary: dict, previous: dict | None = None) -> str:
 
 
 def main() -> None:
-    from metrics_app.lerc.config import TrainConfig
-
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path,
                         default=REPO.parent / "shared" / "data" / "open_qa_judgments")
@@ -1006,9 +1003,9 @@ def main() -> None:
                         help="with --distill-screen: accuracies of the simulated teachers")
     parser.add_argument("--bootstrap", type=int, default=1000)
     parser.add_argument("--freeze-word-embeddings", action=argparse.BooleanOptionalAction,
-                        default=TrainConfig().freeze_word_embeddings,
+                        default=None,
                         help="train with the backbone's word-embedding matrix frozen "
-                             "(default: the regression judge's, frozen)")
+                             "(default: the model kind's, frozen for the regression judge)")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--fresh", action="store_true", help="retrain finished runs")
     parser.add_argument("--audit", type=int, default=0, metavar="N",

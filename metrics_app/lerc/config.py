@@ -13,8 +13,9 @@ from dataclasses import asdict, dataclass, field, fields
 from core.vocabulary import ModelKind
 
 # How a trained model scores (served, and when its calibrator is fitted): "auto" holds the
-# weights in bf16 on a CPU with native bf16 instructions and in fp32 elsewhere (`device.inference_dtype`);
-# "fp32" gives the same numbers on every machine; "bf16" always halves.
+# weights in bf16 on a CPU with native bf16 instructions and in fp32 elsewhere
+# (`device.inference_dtype`); "fp32" gives the same numbers on every machine; "bf16" always
+# halves.
 SCORING_PRECISIONS = ("auto", "fp32", "bf16")
 
 PAPER_LEARNING_RATES = (1e-5, 2e-5, 3e-5)

@@ -59,8 +59,8 @@ def cpu_has_native_bf16() -> bool:
 
 def inference_dtype(device: torch.device, precision: str = "auto") -> torch.dtype:
     """The dtype a scorer keeps its weights in (no gradients, so nothing accumulates in bf16
-    across steps). On CPU, "auto" is bf16 only with native bf16 instructions; CUDA keeps fp32 weights
-    and runs bf16 under `autocast_context`, as training does. bf16 moves a served probability by
+    across steps). On CPU, "auto" is bf16 only with native bf16 instructions; CUDA keeps fp32
+    weights and runs bf16 under `autocast_context`, as training does. bf16 moves a served probability by
     a few thousandths (docs/LERC.md, "bf16 serving"); "fp32" gives the same numbers on every
     machine."""
     if precision not in SCORING_PRECISIONS:

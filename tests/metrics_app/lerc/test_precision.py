@@ -1,7 +1,7 @@
 """The precision a judge scores at (`device.inference_dtype`, QAJ_LERC_PRECISION): "auto" holds
 the weights in bf16 only on a CPU with native bf16 instructions (AMX, AVX-512 BF16), where it
-scores about 1.4-2x as fast; "fp32" is the same everywhere; bf16 scores stay within a small distance of fp32's, and
-the calibrator is fitted at the precision the deployment serves at."""
+scores about 1.4-2x as fast; "fp32" is the same everywhere; bf16 scores stay within a small
+distance of fp32's, and the calibrator is fitted at the precision the deployment serves at."""
 from __future__ import annotations
 
 import subprocess
