@@ -25,7 +25,7 @@ AUGMENT_RULES = ("embed", "alias", "number")
 DEFAULT_AUGMENT: tuple[str, ...] = ()
 # The calibrator input sets a version may name (`features.FEATURE_SETS`' keys, spelled here for
 # the same reason; a test keeps the two equal).
-CALIBRATION_FEATURE_SETS = ("default", "long-answer", "all", "semantic")
+CALIBRATION_FEATURE_SETS = ("default", "long-answer", "all", "semantic", "semantic-length")
 # The model kinds (`model.MODEL_KINDS` maps each to its class), spelled once in the vocabulary;
 # LERC's modules take them from here as plain strings (TrainConfig is JSON).
 KIND_REGRESSION = ModelKind.REGRESSION.value

@@ -66,8 +66,21 @@ DEFAULT_FEATURES = BASE_FEATURES + QUESTION_AND_CHARACTER_FEATURES
 SEMANTIC_FEATURES = ("semantic_recall", "semantic_precision", "semantic_f1", "semantic_cosine")
 # What `lexical_features` computes from the strings alone.
 LEXICAL_FEATURE_NAMES = DEFAULT_FEATURES + LONG_ANSWER_FEATURES
+# A logistic regression weighs a feature the same in a 2-word and a 40-word answer, but the
+# same overlap means different things there: a long answer's precision is low whether it is
+# right or wrong, while whether it holds the reference (recall, containment, the semantic
+# recall) and whether it hedges or negates decide. `long_answer` ramps from 0 at 3 words to 1
+# at 20 (log scale, the protocol's length buckets), and each `long_x_<feature>` is that ramp
+# times the feature, so the judge can weigh those inputs apart for long answers.
+LENGTH_INTERACTION_BASES = (
+    "recall", "precision", "reference_in_candidate", "recall_without_question_words",
+    "char4_recall", "hedge", "negation", "semantic_recall", "semantic_cosine",
+)
+LENGTH_INTERACTION_FEATURES = ("long_answer",) + tuple(
+    f"long_x_{name}" for name in LENGTH_INTERACTION_BASES)
+_LONG_FROM, _LONG_TO = math.log1p(3), math.log1p(20)
 # Every feature a calibrator may name, in a fixed order (a saved calibrator names its own).
-FEATURE_NAMES = LEXICAL_FEATURE_NAMES + SEMANTIC_FEATURES
+FEATURE_NAMES = LEXICAL_FEATURE_NAMES + SEMANTIC_FEATURES + LENGTH_INTERACTION_FEATURES
 # Named input sets (`fit_calibrator(feature_names=FEATURE_SETS[name])`, the protocol's
 # `--calibrator-features`). "long-answer" adds the four long-answer features that did best on the
 # validation judgments (docs/LERC.md, "Long answers"); it is not the default because it did not
@@ -81,13 +94,27 @@ FEATURE_SETS: dict[str, tuple[str, ...]] = {
     # the judge still lost"): the default inputs and the four semantic ones, which raised the
     # held-out-system accuracy on the validation answers of all 8 protocol runs (+0.4 to +1.8).
     "semantic": DEFAULT_FEATURES + SEMANTIC_FEATURES,
+    # The served inputs and their length interactions (see LENGTH_INTERACTION_BASES).
+    "semantic-length": DEFAULT_FEATURES + SEMANTIC_FEATURES + LENGTH_INTERACTION_FEATURES,
 }
 SERVED_FEATURE_SET = "semantic"
 
 
 def reads_semantic(names: Sequence[str]) -> bool:
     """Whether inputs named `names` need the semantic encoder's values."""
-    return any(name in SEMANTIC_FEATURES for name in names)
+    return any(name in SEMANTIC_FEATURES or name.removeprefix("long_x_") in SEMANTIC_FEATURES
+               for name in names)
+
+
+def _length_interactions(values: dict[str, float]) -> dict[str, float]:
+    """`long_answer` and each `long_x_<feature>` named in LENGTH_INTERACTION_FEATURES, from
+    the other values (the semantic bases only when those were given)."""
+    longness = min(1.0, max(0.0, (values["log_candidate_tokens"] - _LONG_FROM)
+                            / (_LONG_TO - _LONG_FROM)))
+    interactions = {"long_answer": longness}
+    interactions.update({f"long_x_{name}": longness * values[name]
+                         for name in LENGTH_INTERACTION_BASES if name in values})
+    return interactions
 
 
 def _numbers(text: str) -> set[str]:
@@ -116,6 +143,8 @@ def lexical_features(candidate: str, references: Sequence[str], question: str = 
                              f"({', '.join(SEMANTIC_FEATURES)}): pass the semantic encoder's "
                              "values (metrics_app.lerc.semantic.SemanticEncoder.features)")
         values.update(zip(SEMANTIC_FEATURES, (float(v) for v in semantic), strict=True))
+    if any(name in LENGTH_INTERACTION_FEATURES for name in names):
+        values.update(_length_interactions(values))
     return [values[name] for name in names]
 
 
