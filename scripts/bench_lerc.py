@@ -252,7 +252,7 @@ def train_run(run: dict, args) -> dict:
 def evaluate_run(run: dict, result: dict, baselines: dict, args) -> dict:
     from metrics_app.domain.text_match import is_exact_match
     from metrics_app.lerc.config import TrainConfig
-    from metrics_app.lerc.evaluation import best_threshold, labels_of
+    from metrics_app.lerc.evaluation import best_threshold, labels_of, paired_by_length
     from metrics_app.lerc.features import FEATURE_SETS, SERVED_FEATURE_SET
     from metrics_app.lerc.inference import LercScorer
 
@@ -299,6 +299,11 @@ def evaluate_run(run: dict, result: dict, baselines: dict, args) -> dict:
         values = baselines[name]
         threshold = best_threshold([values.get(e.id) for e in val], val_labels)
         out["metrics"][name] = report([values.get(e.id) for e in test], threshold)
+        # The served judge against this baseline answer by answer (McNemar, by length): how
+        # far a bucket's lead or gap is more than a few answers.
+        out.setdefault("paired", {})[name] = paired_by_length(
+            [d["probability"] for d in details], 0.5, [values.get(e.id) for e in test],
+            threshold, [e.score for e in test], [e.candidate for e in test])
     out["metrics"].update(lexical_judges(run, report, args))
     # The served judge refitted with another calibrator input set, on the same encoder scores
     # (validation scores cached beside the model; nothing retrained).
@@ -860,8 +865,9 @@ def bucket_comparison_markdown(summary: dict) -> str:
             best_part = metrics[best]["by_length"][bucket]
             lead = round(part["accuracy"] - best_part["accuracy"], 9)
             where = f"{run_name} {bucket}"
+            paired = (run.get("paired") or {}).get(best, {}).get(bucket)
             (ahead if lead > 0 else tied if lead == 0 else behind).append(
-                (where, part["accuracy"], best, best_part["accuracy"], part["n"]))
+                (where, part["accuracy"], best, best_part["accuracy"], part["n"], paired))
             served.append(f"**{cell(part)}**" if lead > 0 else cell(part))
             best_cells.append(f"{best} {cell(best_part)} (n={part['n']})")
         rows = [("served", served, long_answer_fnr(metrics["lerc"]))]
@@ -877,9 +883,26 @@ def bucket_comparison_markdown(summary: dict) -> str:
     lines += ["", f"(Served judge ahead of the bucket's best baseline in {len(ahead)} "
               f"run-buckets, tied in {len(tied)}, behind in {len(behind)}"
               + ("" if not behind else ": " + "; ".join(
-                  f"{w} {a:.3f} against {n} {b:.3f}, n = {k}" for w, a, n, b, k in behind))
+                  f"{w} {a:.3f} against {n} {b:.3f}, n = {k}{_paired_note(p)}"
+                  for w, a, n, b, k, p in behind))
               + ".)"]
+    significant = [(w, p) for w, *_rest, p in ahead + behind if p and p["p_value"] < 0.05]
+    if any(p for *_rest, p in ahead + tied + behind):
+        lines.append(
+            f"(Answer by answer, McNemar's exact test: {len(significant)} of "
+            f"{len(ahead) + len(behind)} leads and gaps at p < 0.05"
+            + ("" if not significant else ": " + "; ".join(
+                f"{w}{_paired_note(p)}" for w, p in significant)) + ".)")
     return "\n".join(lines)
+
+
+def _paired_note(paired: dict | None) -> str:
+    """" (judge alone right on 3 answers, the baseline alone on 5: p = 0.73)", or "" without a
+    paired comparison."""
+    if not paired:
+        return ""
+    return (f" (judge alone right on {paired['judge_only']} answers, the baseline alone on "
+            f"{paired['other_only']}: p = {paired['p_value']:.2g})")
 
 
 def _metric_names(run: dict) -> list[str]:

@@ -14,7 +14,7 @@ from metrics_app.domain.meta_evaluation import best_threshold
 
 __all__ = ["CORRECT_AT", "LENGTH_BUCKETS", "baseline_scores", "best_threshold",
            "compare_with_baselines", "decision_report", "judge_errors", "labels_of",
-           "length_bucket_of", "report_by_length"]
+           "length_bucket_of", "paired_by_length", "report_by_length"]
 
 CORRECT_AT = 3.0
 # Answer length in words: (label, longest length in the bucket). Short answers are where
@@ -117,6 +117,34 @@ def report_by_length(scores: Sequence[float | None], gold: Sequence[float],
                                    threshold, bootstrap=bootstrap, seed=seed,
                                    correct_at=correct_at)
             for label, indices in rows.items()}
+
+
+def paired_by_length(judge: Sequence[float | None], judge_threshold: float,
+                     other: Sequence[float | None], other_threshold: float,
+                     gold: Sequence[float], candidates: Sequence[str], *,
+                     correct_at: float = CORRECT_AT) -> dict[str, dict]:
+    """Two deciders on the same answers, within each answer-length bucket: how many answers
+    only `judge` decides right (`judge_only`), how many only `other` (`other_only`), and the
+    exact McNemar p-value (two-sided binomial test on those discordant answers) of the
+    difference, over the answers both scored. A one-answer lead in a 24-answer bucket and a
+    30-answer lead in a 3,000-answer one are different claims; this says which."""
+    from scipy.stats import binomtest
+
+    counts = {label: [0, 0, 0] for label, _ in LENGTH_BUCKETS}  # n, judge_only, other_only
+    for a, b, g, candidate in zip(judge, other, gold, candidates, strict=True):
+        if a is None or b is None:
+            continue
+        label = float(g) >= correct_at
+        judge_right = (float(a) >= judge_threshold) == label
+        other_right = (float(b) >= other_threshold) == label
+        bucket = counts[length_bucket_of(candidate)]
+        bucket[0] += 1
+        bucket[1] += judge_right and not other_right
+        bucket[2] += other_right and not judge_right
+    return {label: {"n": n, "judge_only": only_judge, "other_only": only_other,
+                    "p_value": (binomtest(only_judge, only_judge + only_other, 0.5).pvalue
+                                if only_judge + only_other else 1.0)}
+            for label, (n, only_judge, only_other) in counts.items()}
 
 
 def baseline_scores(names: Sequence[str], examples) -> dict[str, list[float | None] | str]:

@@ -49,3 +49,20 @@ def test_buckets_against_the_best_baseline_of_each(bench_lerc):
     assert ("ahead of the bucket's best baseline in 1 run-buckets, tied in 1, behind in 2: "
             "run-a 9-20 0.950 against meteor 0.960, n = 20; run-a >20 0.800 against f1 "
             "0.850, n = 30.") in table
+
+
+def test_gaps_carry_their_paired_test_and_significant_ones_are_listed(bench_lerc):
+    paired = {"f1": {"<=3": {"n": 10, "judge_only": 9, "other_only": 0, "p_value": 0.0039},
+                     "4-8": {"n": 4, "judge_only": 0, "other_only": 1, "p_value": 1.0}}}
+    summary = {"runs": {"run-b": {"paired": paired, "metrics": {
+        "lerc": judge(part(10, 0.95), part(4, 0.5), {"n": 0}, {"n": 0}),
+        "f1": judge(part(10, 0.05), part(4, 0.75), {"n": 0}, {"n": 0}),
+    }}}}
+    table = bench_lerc.bucket_comparison_markdown(summary)
+    assert ("run-b 4-8 0.500 against f1 0.750, n = 4 (judge alone right on 0 answers, the "
+            "baseline alone on 1: p = 1)") in table
+    assert ("McNemar's exact test: 1 of 2 leads and gaps at p < 0.05: run-b <=3 (judge alone "
+            "right on 9 answers, the baseline alone on 0: p = 0.0039).") in table
+    # Without paired counts (an older results.json) the table says nothing of them.
+    del summary["runs"]["run-b"]["paired"]
+    assert "McNemar" not in bench_lerc.bucket_comparison_markdown(summary)

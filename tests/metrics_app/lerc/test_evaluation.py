@@ -55,3 +55,25 @@ def test_report_by_length_buckets_answers_by_words_and_reports_each_bucket():
     assert report[">20"]["n"] == 4 and report[">20"]["accuracy"] == 0.5
     assert report[">20"]["false_negative_rate"] == 1.0
     assert report["4-8"]["n"] == 0 and report["9-20"]["n"] == 0
+
+
+def test_paired_by_length_counts_answers_only_one_decider_gets_right_and_tests_them():
+    from scipy.stats import binomtest
+
+    from metrics_app.lerc.evaluation import paired_by_length
+
+    short, long_ = "Paris", " ".join(["word"] * 25)
+    # 20 short answers, all correct: the judge (threshold 0.5) gets 18, the other (threshold
+    # 0.3 on its own scale) 10; both miss answers 0 and 1. 12 long ones, all wrong: the judge
+    # misses one the other gets right; one the other could not score is left out.
+    gold = [5.0] * 20 + [1.0] * 12
+    candidates = [short] * 20 + [long_] * 12
+    judge = [0.1, 0.2] + [0.9] * 18 + [0.7] + [0.1] * 11
+    other = [0.1] * 10 + [0.8] * 10 + [0.1] * 11 + [None]
+    paired = paired_by_length(judge, 0.5, other, 0.3, gold, candidates)
+    assert set(paired) == {"<=3", "4-8", "9-20", ">20"}
+    assert paired["<=3"]["n"] == 20
+    assert (paired["<=3"]["judge_only"], paired["<=3"]["other_only"]) == (8, 0)
+    assert paired["<=3"]["p_value"] == binomtest(8, 8, 0.5).pvalue < 0.01
+    assert paired[">20"] == {"n": 11, "judge_only": 0, "other_only": 1, "p_value": 1.0}
+    assert paired["4-8"] == {"n": 0, "judge_only": 0, "other_only": 0, "p_value": 1.0}
