@@ -232,6 +232,8 @@ def train_run(run: dict, args) -> dict:
                       max_val_examples=args.max_val,
                       backbone=args.backbone,
                       freeze_word_embeddings=args.freeze_word_embeddings,
+                      **({} if args.frozen_layers is None
+                         else {"frozen_layers": args.frozen_layers}),
                       seed=0)
     last = {"t": 0.0}
 
@@ -1029,6 +1031,9 @@ def main() -> None:
                         default=None,
                         help="train with the backbone's word-embedding matrix frozen "
                              "(default: the model kind's, frozen for the regression judge)")
+    parser.add_argument("--frozen-layers", type=int, default=None,
+                        help="keep the embeddings and this many of the backbone's lowest "
+                             "layers as pre-trained (default: TrainConfig's)")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--fresh", action="store_true", help="retrain finished runs")
     parser.add_argument("--audit", type=int, default=0, metavar="N",

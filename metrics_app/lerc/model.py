@@ -113,6 +113,23 @@ class ClsHeadModel(nn.Module):
         if self.freezes_word_embeddings if freeze is None else freeze:
             self.encoder.get_input_embeddings().weight.requires_grad_(False)
 
+    def freeze_lower_layers(self, count: int) -> None:
+        """Keep the embedding layer and the lowest `count` transformer layers as pre-trained
+        (`TrainConfig.frozen_layers`): nothing below the first trained layer needs a gradient,
+        so the backward pass stops there."""
+        if count <= 0:
+            return
+        embeddings = getattr(self.encoder, "embeddings", None)
+        layers = getattr(getattr(self.encoder, "encoder", None), "layer", None)
+        if embeddings is None or layers is None:
+            raise ValueError("frozen_layers: this backbone has no embeddings / encoder.layer "
+                             "stack to freeze (a BERT-like encoder is needed)")
+        if count > len(layers):
+            raise ValueError(f"frozen_layers: {count}, but the backbone has {len(layers)} "
+                             "layers")
+        for module in (embeddings, *layers[:count]):
+            module.requires_grad_(False)
+
     def score_batch(self, encoded: list, pad_id: int, device: torch.device) -> torch.Tensor:
         """Collate, move to `device` and score (float32)."""
         ids, mask, types = collate(encoded, pad_id)
@@ -191,6 +208,7 @@ def build_model(cfg: TrainConfig, device: torch.device) -> tuple[ClsHeadModel, A
     encoder, tokenizer = build_encoder(cfg.backbone, cfg.backbone_config)
     model = model_for_kind(cfg.kind)(encoder).to(device)
     model.freeze_word_embeddings(cfg.freeze_word_embeddings)
+    model.freeze_lower_layers(cfg.frozen_layers)
     if cfg.dropout is not None:
         for module in model.modules():
             if isinstance(module, nn.Dropout):

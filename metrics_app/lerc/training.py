@@ -134,6 +134,7 @@ def pretrain_backbone(cfg: TrainConfig, mc_examples, folder: str | Path,
     encoder, tokenizer = build_encoder(cfg.backbone, cfg.backbone_config)
     model = model_for_kind(cfg.kind)(encoder)
     model.freeze_word_embeddings(cfg.freeze_word_embeddings)
+    model.freeze_lower_layers(cfg.frozen_layers)
     started = time.monotonic()
     device = pick_device(cfg.device)
     model.to(device)

@@ -186,6 +186,43 @@ def test_frozen_word_embeddings_stay_as_built_while_the_rest_trains(tmp_path, ti
         assert not torch.equal(saved[moved], initial[moved]), moved
 
 
+def test_frozen_lower_layers_stay_as_built_and_the_layers_above_train(tmp_path, tiny_options):
+    """`frozen_layers`: the embeddings and the lowest layers are saved as built, bit for bit;
+    the layers above and the head moved; no gradient reaches the frozen part."""
+    from safetensors.torch import load_file
+
+    from metrics_app.lerc.device import seed_everything
+    from metrics_app.lerc.model import WEIGHTS_FILE, build_model
+
+    cfg = TrainConfig.from_dict({**tiny_options, "output_dir": str(tmp_path), "epochs": 2,
+                                 "frozen_layers": 1, "calibrate": False})
+    seed_everything(cfg.seed)
+    built, _ = build_model(cfg, torch.device("cpu"))
+    layers = len(built.encoder.encoder.layer)
+    assert layers >= 2
+    initial = {name: p.detach().clone() for name, p in built.named_parameters()}
+    frozen = [name for name, p in built.named_parameters() if not p.requires_grad]
+    assert frozen and all(name.startswith(("encoder.embeddings.", "encoder.encoder.layer.0."))
+                          for name in frozen)
+    assert {n for n in initial if n.startswith(("encoder.embeddings.",
+                                                "encoder.encoder.layer.0."))} == set(frozen)
+
+    metrics = train(cfg, toy_examples(24), toy_examples(24))
+    saved = load_file(str(Path(metrics["model_dir"]) / WEIGHTS_FILE))
+    for name in frozen:
+        assert torch.equal(saved[name], initial[name]), name
+    for moved in ("encoder.encoder.layer.1.attention.self.query.weight", "head.weight"):
+        assert not torch.equal(saved[moved], initial[moved]), moved
+    with pytest.raises(ValueError, match=f"frozen_layers: {layers + 1}, but the backbone has "
+                                         f"{layers} layers"):
+        build_model(TrainConfig.from_dict({**tiny_options, "frozen_layers": layers + 1}),
+                    torch.device("cpu"))
+    for bad in (-1, True, 1.5, "2"):
+        with pytest.raises(ValueError, match="frozen_layers: a whole number"):
+            TrainConfig.from_dict({"frozen_layers": bad})
+    assert TrainConfig().frozen_layers == 0
+
+
 def test_each_kind_has_its_own_frozen_default_and_a_bad_value_names_the_option(tiny_options):
     """None (the default) means the kind's choice: the regression judge freezes (chosen on
     EVOUNA validation), the pairwise scorer trains its word embeddings (never measured)."""
