@@ -234,6 +234,7 @@ def train_run(run: dict, args) -> dict:
                       freeze_word_embeddings=args.freeze_word_embeddings,
                       **({} if args.frozen_layers is None
                          else {"frozen_layers": args.frozen_layers}),
+                      **({} if args.dropout is None else {"dropout": args.dropout}),
                       seed=0)
     last = {"t": 0.0}
 
@@ -1034,6 +1035,9 @@ def main() -> None:
     parser.add_argument("--frozen-layers", type=int, default=None,
                         help="keep the embeddings and this many of the backbone's lowest "
                              "layers as pre-trained (default: TrainConfig's)")
+    parser.add_argument("--dropout", type=float, default=None,
+                        help="every dropout of the backbone and head at this rate (default: "
+                             "TrainConfig's)")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--fresh", action="store_true", help="retrain finished runs")
     parser.add_argument("--audit", type=int, default=0, metavar="N",
