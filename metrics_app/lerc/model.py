@@ -83,6 +83,8 @@ class ClsHeadModel(nn.Module):
     calibrates = False  # whether a calibrated judge is fitted on its validation scores
     # TrainConfig.freeze_word_embeddings=None means this (chosen on validation per kind).
     freezes_word_embeddings = False
+    # TrainConfig.dropout=None means this; None here keeps the backbone's own rates.
+    training_dropout: float | None = None
 
     def __init__(self, encoder: nn.Module):
         super().__init__()
@@ -156,6 +158,7 @@ class LercRegressor(ClsHeadModel):
     input_kind = "quadruple"
     calibrates = True
     freezes_word_embeddings = True  # EVOUNA validation: docs/LERC.md, "Frozen word embeddings"
+    training_dropout = 0.0  # EVOUNA validation: docs/LERC.md, "No dropout"
 
     encode_training_set = staticmethod(encode_scored_examples)
 
@@ -209,10 +212,11 @@ def build_model(cfg: TrainConfig, device: torch.device) -> tuple[ClsHeadModel, A
     model = model_for_kind(cfg.kind)(encoder).to(device)
     model.freeze_word_embeddings(cfg.freeze_word_embeddings)
     model.freeze_lower_layers(cfg.frozen_layers)
-    if cfg.dropout is not None:
+    rate = model.training_dropout if cfg.dropout is None else cfg.dropout
+    if rate is not None:
         for module in model.modules():
             if isinstance(module, nn.Dropout):
-                module.p = cfg.dropout
+                module.p = rate
     return model, tokenizer
 
 

@@ -240,3 +240,30 @@ def test_each_kind_has_its_own_frozen_default_and_a_bad_value_names_the_option(t
     for bad in ("yes", 1):
         with pytest.raises(ValueError, match="freeze_word_embeddings: true, false, or null"):
             TrainConfig.from_dict({"freeze_word_embeddings": bad})
+
+
+def test_dropout_defaults_to_the_kinds_rate_and_an_explicit_rate_wins(tiny_options):
+    """None (the default) means the kind's choice: no dropout for the regression judge (chosen
+    on EVOUNA validation), the backbone's own for the pairwise scorer (never measured)."""
+    from torch import nn
+
+    from metrics_app.lerc.model import build_model
+
+    options = {k: v for k, v in tiny_options.items() if k != "dropout"}
+    assert TrainConfig().dropout is None
+
+    def rates(model):
+        return {module.p for module in model.modules() if isinstance(module, nn.Dropout)}
+
+    regression, _ = build_model(TrainConfig.from_dict(options), torch.device("cpu"))
+    pairwise, _ = build_model(TrainConfig.from_dict({**options, "kind": "pairwise"}),
+                              torch.device("cpu"))
+    assert rates(regression) == {0.0}
+    assert rates(pairwise) == {0.1}  # BERT's hidden and attention dropout, kept
+    for kind in ("regression", "pairwise"):
+        model, _ = build_model(TrainConfig.from_dict({**options, "kind": kind, "dropout": 0.2}),
+                               torch.device("cpu"))
+        assert rates(model) == {0.2}, kind
+    for bad in (1.0, -0.1, True, "0.1"):
+        with pytest.raises(ValueError, match="dropout: a rate from 0"):
+            TrainConfig.from_dict({"dropout": bad})
