@@ -104,8 +104,9 @@ class TrainConfig:
     # "Frozen word embeddings") and trained for the pairwise scorer (not measured there).
     freeze_word_embeddings: bool | None = None
     # Keep the whole embedding layer and the lowest N transformer layers as pre-trained; the
-    # backward pass then stops above them, which is where a CPU step's time goes (backward is
-    # about twice the forward). 0 trains every layer.
+    # backward pass then stops above them. 0 (the default) trains every layer: on EVOUNA, 3 of
+    # MiniLM's 6 frozen saved only 17% a CPU step and cost 0.16 of validation Pearson
+    # (docs/LERC.md, "No dropout"); it is for a backbone too large to fine-tune whole.
     frozen_layers: int = 0
     max_references: int | None = None  # train on the first N references only (None = all)
     # "joined": all reference aliases in one input (one input per candidate; the default);
