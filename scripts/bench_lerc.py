@@ -232,9 +232,7 @@ def train_run(run: dict, args) -> dict:
                       max_val_examples=args.max_val,
                       backbone=args.backbone,
                       freeze_word_embeddings=args.freeze_word_embeddings,
-                      **({} if args.frozen_layers is None
-                         else {"frozen_layers": args.frozen_layers}),
-                      **({} if args.dropout is None else {"dropout": args.dropout}),
+                      frozen_layers=args.frozen_layers, dropout=args.dropout,
                       seed=0)
     last = {"t": 0.0}
 
@@ -1032,12 +1030,12 @@ def main() -> None:
                         default=None,
                         help="train with the backbone's word-embedding matrix frozen "
                              "(default: the model kind's, frozen for the regression judge)")
-    parser.add_argument("--frozen-layers", type=int, default=None,
+    parser.add_argument("--frozen-layers", type=int, default=0,
                         help="keep the embeddings and this many of the backbone's lowest "
-                             "layers as pre-trained (default: TrainConfig's)")
+                             "layers as pre-trained (default 0: train every layer)")
     parser.add_argument("--dropout", type=float, default=None,
                         help="every dropout of the backbone and head at this rate (default: "
-                             "TrainConfig's)")
+                             "the model kind's, none for the regression judge)")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--fresh", action="store_true", help="retrain finished runs")
     parser.add_argument("--audit", type=int, default=0, metavar="N",
