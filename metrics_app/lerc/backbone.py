@@ -33,7 +33,15 @@ def backbone_layer_count(backbone: str | os.PathLike | None) -> int | None:
     so its absence here is not an error."""
     try:
         config = json.loads((resolve_backbone(backbone) / "config.json").read_text())
-    except (FileNotFoundError, OSError, ValueError):
+    except (OSError, ValueError):  # no folder here, or a config.json that is not JSON
         return None
     count = config.get("num_hidden_layers") if isinstance(config, dict) else None
     return count if isinstance(count, int) and not isinstance(count, bool) else None
+
+
+def frozen_layers_check(frozen_layers: int, layers: int) -> None:
+    """ValueError when `TrainConfig.frozen_layers` asks for more layers than the backbone has;
+    the one rule, checked when a version is created (where the config can be read) and when its
+    model is built."""
+    if frozen_layers > layers:
+        raise ValueError(f"frozen_layers: {frozen_layers}, but the backbone has {layers} layers")

@@ -20,7 +20,7 @@ import torch
 from safetensors.torch import load_file, save_file
 from torch import nn
 
-from .backbone import resolve_backbone
+from .backbone import frozen_layers_check, resolve_backbone
 from .batching import collate
 from .config import KIND_PAIRWISE, KIND_REGRESSION, TrainConfig
 from .data import encode_preference_pairs, encode_scored_examples
@@ -110,9 +110,7 @@ class ClsHeadModel(nn.Module):
         if embeddings is None or layers is None:
             raise ValueError("frozen_layers: this backbone has no embeddings / encoder.layer "
                              "stack to freeze (a BERT-like encoder is needed)")
-        if count > len(layers):
-            raise ValueError(f"frozen_layers: {count}, but the backbone has {len(layers)} "
-                             "layers")
+        frozen_layers_check(count, len(layers))
         for module in (embeddings, *layers[:count]):
             module.requires_grad_(False)
 

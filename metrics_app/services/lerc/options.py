@@ -11,7 +11,7 @@ from typing import Any
 
 from django.conf import settings
 
-from metrics_app.lerc.backbone import backbone_layer_count
+from metrics_app.lerc.backbone import backbone_layer_count, frozen_layers_check
 from metrics_app.lerc.config import KIND_PAIRWISE, KIND_REGRESSION, TrainConfig
 from metrics_app.models import ModelKind, ModelVersion
 
@@ -57,14 +57,13 @@ def version_config_build(*, kind: str, backbone: str, train_options: dict | None
     options.pop("output_dir", None)
     try:
         parsed = train_config_parse(options, backbone=backbone)
+        # Also checked when the model is built; here too, so a bad value is refused now and
+        # not on the worker, wherever this machine can read the backbone's config.
+        layers = backbone_layer_count(backbone)
+        if layers is not None:
+            frozen_layers_check(parsed.frozen_layers, layers)
     except (TypeError, ValueError) as exc:
         raise LercError(str(exc)) from exc
-    # The model refuses more frozen layers than the backbone has when it is built; say so now,
-    # not on the worker, where this machine can read the backbone's config.
-    layers = backbone_layer_count(backbone)
-    if layers is not None and parsed.frozen_layers > layers:
-        raise LercError(f"frozen_layers: {parsed.frozen_layers}, but the backbone has {layers} "
-                        "layers")
     if data.pretrain_projects and not options.get("pretrain_epochs"):
         options["pretrain_epochs"] = 1
     config = {
