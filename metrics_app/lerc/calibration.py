@@ -13,13 +13,16 @@ fitted on the validation judgments (never on training or test ones), which gives
   means probability ≥ 0.5), or a ridge regression of the gold onto the same inputs, clipped to
   1–5, when the gold is graded (MOCHA's mean Likert scores).
 
-Whether the encoder's score is an input at all, and the regularisation strength, are chosen by
+How the encoder's score is used, and the regularisation strength, are decided by
 cross-validation on the validation judgments that holds out one answering system at a time (one
 question group when fewer than three systems are named): on EVOUNA a fine-tuned MiniLM helped on
 the answer styles it was trained on and hurt on another dataset, and leaving a system out is
-how validation data can show that. The same cross-fitted predictions give honest validation
-numbers. Saved as plain JSON beside the weights
-(`calibration.json`): no pickle, readable in a model card.
+how validation data can show that. The default rule ("average" of
+`config.CALIBRATION_ENCODER_RULES`) fits the calibrator with and without the encoder's score and
+serves the mean of the two logits, one logistic model with the mean coefficients: on EVOUNA the
+two were within a few answers of each other on every run, so choosing one of them was close to
+a coin toss. The same cross-fitted predictions give honest validation numbers. Saved as plain
+JSON beside the weights (`calibration.json`): no pickle, readable in a model card.
 """
 from __future__ import annotations
 
@@ -31,6 +34,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from .augmentation import Rewrite
+from .config import CALIBRATION_ENCODER_RULES
 from .features import DEFAULT_FEATURES, FEATURE_NAMES, lexical_features, reads_semantic
 
 CALIBRATION_FILE = "calibration.json"
@@ -171,18 +175,23 @@ def fit_calibrator(raw: Sequence[float | None], candidates: Sequence[str],
                    feature_names: Sequence[str] | None = None,
                    augmented: AugmentedInputs | None = None,
                    semantic: Sequence[Sequence[float]] | None = None,
-                   distilled: DistilledInputs | None = None
+                   distilled: DistilledInputs | None = None,
+                   encoder_rule: str = "average"
                    ) -> tuple[Calibrator | None, dict]:
     """(calibrator, report), fitted on validation judgments.
 
-    Whether the encoder's score is an input at all is decided here, on the same validation
-    judgments (`use_encoder=None`): by cross-validation that holds out one answering system at a
-    time when the judgments name at least three (`sources`), else one question group at a time.
-    The encoder is kept only if it raises that cross-validated accuracy: a learned score that
-    helps on the answer styles it was trained on but not on another system's is what fails on
-    new data. The report holds the cross-fitted numbers (`cv_accuracy`, `cv_log_loss`, and
-    `cv_probabilities` in input order) and the choice. None (with the reason in the report) when
-    the judgments hold too few of either class. `feature_names` (default `DEFAULT_FEATURES`)
+    How the encoder's score is used is decided here, on the same validation judgments
+    (`use_encoder=None`), by `encoder_rule` (`config.CALIBRATION_ENCODER_RULES`): "average"
+    fits the calibrator with and without it and serves the mean of their logits; "choose"
+    keeps the one with the higher accuracy under cross-validation that holds out one answering
+    system at a time when the judgments name at least three (`sources`), else one question
+    group at a time (a learned score that helps on the answer styles it was trained on but not
+    on another system's is what fails on new data). `use_encoder=True` or `False` fits that
+    one alone. The report holds the cross-fitted numbers (`cv_accuracy`, `cv_log_loss`, and
+    `cv_probabilities` in input order), the accuracy of each way of using the encoder and the
+    outcome (`encoder`: "used", "left out" or "averaged"; `uses_encoder`: whether its score
+    weighs anything). None (with the reason in the report) when the judgments hold too few of
+    either class. `feature_names` (default `DEFAULT_FEATURES`)
     are the lexical inputs, any of `features.FEATURE_NAMES`; the semantic ones among them take
     their values from `semantic` (a `SemanticEncoder.features` row per answer).
 
@@ -198,6 +207,9 @@ def fit_calibrator(raw: Sequence[float | None], candidates: Sequence[str],
     import numpy as np
 
     feature_names = list(DEFAULT_FEATURES if feature_names is None else feature_names)
+    if encoder_rule not in CALIBRATION_ENCODER_RULES:
+        raise ValueError(f"encoder_rule: one of {', '.join(CALIBRATION_ENCODER_RULES)}, "
+                         f"not {encoder_rule!r}")
     unknown = [name for name in feature_names if name not in FEATURE_NAMES]
     if unknown:
         raise ValueError(f"unknown calibrator features: {', '.join(unknown)}")
@@ -216,43 +228,48 @@ def fit_calibrator(raw: Sequence[float | None], candidates: Sequence[str],
                                 feature_names)
     by_system = len(set(sources or ())) >= 3
     fold_keys = np.asarray(list(sources) if by_system else list(groups), dtype=object)
-    splits, folds = _group_folds(x, labels, fold_keys.tolist())
+    splits, folds = group_folds(x, labels, fold_keys.tolist())
     options = [False, True] if use_encoder is None else [bool(use_encoder)]
     taught = (None if distilled is None or not len(distilled.candidates) else
               _distilled_rows(distilled, by_system, mean, scale, raw_fill, feature_names))
     by_weight = {}
     for weight in [0.0, *(taught.weights if taught is not None else ())]:
         extras = [e for e in (extra, taught and replace(taught.rows, weight=weight)) if e]
-        by_weight[weight] = _encoder_choice(x, labels, splits, fold_keys, options, extras)
-    losses = {w: None if entry[3] is None else _log_loss(entry[3], labels)
-              for w, entry in by_weight.items()}
+        by_weight[weight] = _encoder_use(x, labels, splits, fold_keys, options, extras,
+                                         encoder_rule)
+    losses = {w: None if use.cv is None else _log_loss(use.cv, labels)
+              for w, use in by_weight.items()}
     weight = _distill_weight(by_weight, losses)
-    _accuracy, with_encoder, c, cv, accuracy = by_weight[weight]
+    use = by_weight[weight]
     extras = [e for e in (extra, taught and replace(taught.rows, weight=weight)) if e]
-    calibrator = _final_calibrator(x, labels, gold, c=c, with_encoder=with_encoder, mean=mean,
-                                   scale=scale, raw_fill=raw_fill, feature_names=feature_names,
-                                   extras=extras)
-    report: dict = {"c": c, "folds": folds, "uses_encoder": with_encoder,
+    fitted = [_final_calibrator(x, labels, gold, c=c, with_encoder=with_encoder, mean=mean,
+                                scale=scale, raw_fill=raw_fill, feature_names=feature_names,
+                                extras=extras)
+              for with_encoder, c in use.c_by_option.items()]
+    calibrator = fitted[0] if len(fitted) == 1 else _averaged(fitted)
+    report: dict = {"c": calibrator.c, "folds": folds, "encoder": use.outcome,
+                    "uses_encoder": calibrator.uses_encoder, "encoder_rule": encoder_rule,
                     "cv_held_out": "system" if by_system else "question group",
-                    "cv_accuracy_by_inputs": {("lexical+encoder" if w else "lexical"): a
-                                              for w, a in accuracy.items()}}
+                    "cv_accuracy_by_inputs": use.accuracy_by_inputs}
     if taught is not None:
         calibrator.fitted_on["distilled"] = len(taught.rows.labels) if weight > 0 else 0
         calibrator.fitted_on["distilled_weight"] = weight
         report["distillation"] = {
             "answers": len(taught.rows.labels), "judged_correct": int(taught.rows.labels.sum()),
             "weight": weight, "weights_tried": [0.0, *taught.weights],
-            "cv_accuracy_by_weight": {f"{w:g}": a for w, (a, *_rest) in by_weight.items()},
+            "cv_accuracy_by_weight": {f"{w:g}": u.accuracy for w, u in by_weight.items()},
             "cv_log_loss_by_weight": {f"{w:g}": loss for w, loss in losses.items()}}
-    if cv is not None:
-        report.update(cv_accuracy=accuracy[with_encoder], cv_log_loss=_log_loss(cv, labels),
-                      cv_probabilities=cv.tolist())
+    if use.cv is not None:
+        report.update(cv_accuracy=use.accuracy, cv_log_loss=_log_loss(use.cv, labels),
+                      cv_probabilities=use.cv.tolist())
     if extra is not None:
         report["augmented"] = {"rewrites": len(extra.labels), "weight": extra.weight,
                                "by_rule": dict(Counter(r.rule for r in augmented.rewrites))}
         if splits:
-            held_out = _cross_fitted(x, labels, splits, c, with_encoder, extras, fold_keys,
-                                     predict=extra)
+            held_out = _mean_logit([
+                _cross_fitted(x, labels, splits, c, with_encoder, extras, fold_keys,
+                              predict=extra)
+                for with_encoder, c in use.c_by_option.items()])
             report["cv_accuracy_rewrites"] = _accuracy_by_rule(held_out, extra,
                                                                augmented.rewrites)
     return calibrator, report
@@ -267,26 +284,84 @@ def _distill_weight(by_weight: dict, losses: dict) -> float:
     difference with 1,000 human labels, and they cost 0.3–0.4 points on answers no fit had
     read; log loss kept them out, at the price of the best judge's +0.8 there: wrong verdicts
     cost more than missed gains."""
-    alone_accuracy, alone_loss = by_weight[0.0][0], losses[0.0]
+    alone_accuracy, alone_loss = by_weight[0.0].accuracy, losses[0.0]
     if alone_accuracy is None or alone_loss is None:
         return 0.0
-    eligible = [w for w in by_weight if w > 0 and by_weight[w][0] is not None
-                and by_weight[w][0] > alone_accuracy and losses[w] < alone_loss]
-    return max(eligible, key=lambda w: (by_weight[w][0], -w)) if eligible else 0.0
+    eligible = [w for w in by_weight if w > 0 and by_weight[w].accuracy is not None
+                and by_weight[w].accuracy > alone_accuracy and losses[w] < alone_loss]
+    return max(eligible, key=lambda w: (by_weight[w].accuracy, -w)) if eligible else 0.0
 
 
-def _encoder_choice(x, labels, splits, fold_keys, options, extras):
-    """(accuracy, with_encoder, c, cross-fitted probabilities, accuracy by encoder option):
-    the encoder's score is kept only when it raises the cross-validated accuracy."""
+@dataclass(frozen=True)
+class _EncoderUse:
+    """How the encoder's score is used: the calibrators to fit (with the encoder or not, each
+    at its regularization strength; two are averaged), their cross-fitted probabilities (None
+    without folds) and accuracy, and the accuracy of every way tried."""
+
+    c_by_option: dict
+    cv: object
+    accuracy: float | None
+    accuracy_by_inputs: dict
+
+    @property
+    def outcome(self) -> str:
+        if len(self.c_by_option) == 2:
+            return "averaged"
+        return "used" if next(iter(self.c_by_option)) else "left out"
+
+
+def _encoder_use(x, labels, splits, fold_keys, options, extras, rule: str) -> _EncoderUse:
+    """The calibrator(s) with and without the encoder's score, by `rule`
+    (`config.CALIBRATION_ENCODER_RULES`)."""
     tried = {with_encoder: _best_c(x, labels, splits, with_encoder, extras, fold_keys)
              for with_encoder in options}
-    accuracy = {w: (None if cv is None else float(((cv >= 0.5) == labels).mean()))
-                for w, (_c, cv) in tried.items()}
+
+    def accuracy_of(cv):
+        return None if cv is None else float(((cv >= 0.5) == labels).mean())
+
+    by_inputs = {("lexical+encoder" if w else "lexical"): accuracy_of(cv)
+                 for w, (_c, cv) in tried.items()}
+    both_fitted = len(options) == 2 and all(cv is not None for _c, cv in tried.values())
+    if both_fitted and rule == "average":
+        cv = _mean_logit([cv for _c, cv in tried.values()])
+        by_inputs["averaged"] = accuracy_of(cv)
+        return _EncoderUse({w: c for w, (c, _cv) in tried.items()}, cv, accuracy_of(cv),
+                           by_inputs)
     with_encoder = options[0]
-    if len(options) == 2 and accuracy[True] is not None and accuracy[False] is not None:
-        with_encoder = accuracy[True] > accuracy[False]
+    if both_fitted:
+        with_encoder = by_inputs["lexical+encoder"] > by_inputs["lexical"]
     c, cv = tried[with_encoder]
-    return accuracy[with_encoder], with_encoder, c, cv, accuracy
+    return _EncoderUse({with_encoder: c}, cv, accuracy_of(cv), by_inputs)
+
+
+def _mean_logit(probabilities):
+    """The probability whose logit is the mean of the given probabilities' logits (arrays of
+    the same length): what one logistic model with the mean coefficients predicts."""
+    import numpy as np
+
+    p = np.clip(np.asarray(probabilities, dtype=float), 1e-12, 1 - 1e-12)
+    return 1.0 / (1.0 + np.exp(-np.log(p / (1 - p)).mean(axis=0)))
+
+
+def _averaged(calibrators: list[Calibrator]) -> Calibrator:
+    """One calibrator whose logit (and graded 1–5 map) is the mean of theirs: they share the
+    inputs and their standardization, so the mean of the coefficients is the mean of the
+    models. `c` is the first one's (with the encoder); each is in `fitted_on`."""
+    import numpy as np
+
+    first = next((c for c in calibrators if c.fitted_on["uses_encoder"]), calibrators[0])
+
+    def mean(values):
+        return np.mean(np.asarray(values, dtype=float), axis=0).tolist()
+
+    return replace(
+        first, coef=mean([c.coef for c in calibrators]),
+        intercept=float(np.mean([c.intercept for c in calibrators])),
+        linear_coef=mean([c.linear_coef for c in calibrators]) if first.linear_coef else [],
+        linear_intercept=float(np.mean([c.linear_intercept for c in calibrators])),
+        fitted_on={**first.fitted_on, "uses_encoder": True, "encoder": "averaged",
+                   "c_by_inputs": {("lexical+encoder" if c.fitted_on["uses_encoder"]
+                                    else "lexical"): c.c for c in calibrators}})
 
 
 @dataclass(frozen=True)
@@ -387,7 +462,7 @@ def _input_matrix(raw, candidates, references, questions, feature_names, raw_fil
                                               semantic or [None] * len(raw), strict=True)])
 
 
-def _group_folds(x, labels, fold_groups: list[str]) -> tuple[list, int]:
+def group_folds(x, labels, fold_groups: list[str]) -> tuple[list, int]:
     """Up to five folds that never split a group (a system or a question group)."""
     import numpy as np
     from sklearn.model_selection import GroupKFold

@@ -391,7 +391,8 @@ def calibrate_model(cfg: TrainConfig, model_dir: str | Path, val_examples,
         [e.score for e in val_examples], [e.group or e.question for e in val_examples],
         sources=[e.source for e in val_examples],
         questions=[e.question or "" for e in val_examples], seed=cfg.seed, augmented=augmented,
-        feature_names=feature_names, semantic=semantic_of(val_examples), distilled=distilled)
+        feature_names=feature_names, semantic=semantic_of(val_examples), distilled=distilled,
+        encoder_rule=cfg.calibration_encoder)
     if calibrator is not None:
         calibrator.save(model_dir)
     report.pop("cv_probabilities", None)

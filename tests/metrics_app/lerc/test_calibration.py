@@ -1,5 +1,6 @@
-"""The calibrated judge: the encoder's score is an input only when it helps on held-out
-systems; probabilities are calibrated; the fit survives a save and load."""
+"""The calibrated judge: the encoder's score enters as the mean of the calibrators fitted with
+and without it (or, by the "choose" rule, only when it helps on held-out systems);
+probabilities are calibrated; the fit survives a save and load."""
 from __future__ import annotations
 
 import random
@@ -37,19 +38,79 @@ def _fit(rows, **kwargs):
 def test_an_informative_encoder_is_kept_and_beats_the_lexical_features():
     calibrator, report = _fit(_judgments(informative_encoder=True))
     assert report["uses_encoder"] is True and report["cv_held_out"] == "system"
+    assert report["encoder"] == "averaged" and report["encoder_rule"] == "average"
     by_inputs = report["cv_accuracy_by_inputs"]
     assert by_inputs["lexical+encoder"] > by_inputs["lexical"]
-    assert report["cv_accuracy"] > 0.9
+    assert report["cv_accuracy"] == by_inputs["averaged"] > 0.9
+    _chosen, chosen = _fit(_judgments(informative_encoder=True), encoder_rule="choose")
+    assert chosen["encoder"] == "used" and chosen["uses_encoder"] is True
 
 
-def test_an_encoder_that_does_not_help_on_held_out_systems_is_left_out():
-    calibrator, report = _fit(_judgments(informative_encoder=False))
-    assert report["uses_encoder"] is False
+def test_the_default_judge_is_the_mean_logit_of_the_fits_with_and_without_the_encoder():
+    """One logistic model with the mean coefficients: its logit is the mean of the two fits'
+    logits on any answer, and its 1–5 map (graded gold) the mean of their maps."""
+    import math
+
+    rows = _judgments(informative_encoder=False, seed=2)
+    # Graded gold (a mean of Likert scores), so the linear 1–5 map is averaged too.
+    rows = [(*row[:3], (4.0 if row[3] >= 3 else 1.0) + 0.5 * (i % 3), *row[4:])
+            for i, row in enumerate(rows)]
+    averaged, report = _fit(rows)
+    with_encoder, _ = _fit(rows, use_encoder=True)
+    without, _ = _fit(rows, use_encoder=False)
+    assert report["encoder"] == "averaged" and averaged.uses_encoder
+    assert with_encoder.coef[0] != 0.0 and without.coef[0] == 0.0
+    assert averaged.coef[0] == pytest.approx(with_encoder.coef[0] / 2)
+    assert averaged.fitted_on["c_by_inputs"] == {"lexical+encoder": with_encoder.c,
+                                                 "lexical": without.c}
+
+    def logit(p):
+        return math.log(p / (1 - p))
+
+    answers = ([1.0, 5.0, 3.2], ["It is Paris 1", "Lyon", "I believe the answer is Paris 3"],
+               [("Paris 1",), ("Paris 2",), ("Paris 3",)])
+    for p, a, b in zip(averaged.probabilities(*answers), with_encoder.probabilities(*answers),
+                       without.probabilities(*answers), strict=True):
+        assert logit(p) == pytest.approx((logit(a) + logit(b)) / 2)
+    assert averaged.score_map == "linear"
+
+    def unclipped(calibrator):
+        rows_ = calibrator._rows(*answers, None)
+        return [calibrator.linear_intercept + sum(w * x for w, x in zip(
+            calibrator.linear_coef, row, strict=True)) for row in rows_]
+
+    for mean, a, b in zip(unclipped(averaged), unclipped(with_encoder), unclipped(without),
+                          strict=True):
+        assert mean == pytest.approx((a + b) / 2)
+
+
+def test_an_encoder_that_does_not_help_on_held_out_systems_is_left_out_by_the_choose_rule():
+    calibrator, report = _fit(_judgments(informative_encoder=False), encoder_rule="choose")
+    assert report["uses_encoder"] is False and report["encoder"] == "left out"
     assert calibrator.coef[0] == 0.0  # the encoder's score has no weight at all
     # Its probabilities then ignore the encoder's score entirely.
     a = calibrator.probabilities([1.0], ["It is Paris 1"], [("Paris 1",)])
     b = calibrator.probabilities([5.0], ["It is Paris 1"], [("Paris 1",)])
     assert a == b
+
+
+def test_a_noise_encoder_weighs_little_in_the_averaged_judge():
+    calibrator, _report = _fit(_judgments(informative_encoder=False))
+    lexical = max(abs(w) for w in calibrator.coef[1:])
+    assert abs(calibrator.coef[0]) < lexical / 5
+    low, high = (calibrator.probabilities([raw], ["It is Paris 1"], [("Paris 1",)])[0]
+                 for raw in (1.0, 5.0))
+    assert abs(high - low) < 0.1
+
+
+def test_an_unknown_encoder_rule_is_refused_by_name():
+    with pytest.raises(ValueError, match="encoder_rule: one of average, choose, not 'vote'"):
+        _fit(_judgments(informative_encoder=True), encoder_rule="vote")
+    from metrics_app.lerc.config import TrainConfig
+
+    assert TrainConfig().calibration_encoder == "average"
+    with pytest.raises(ValueError, match="calibration_encoder: one of average, choose"):
+        TrainConfig.from_dict({"calibration_encoder": "vote"})
 
 
 def test_probabilities_are_calibrated_and_survive_a_save(tmp_path):
@@ -214,16 +275,16 @@ def test_a_distillation_weight_must_lower_the_log_loss_as_well_as_raise_accuracy
     better calibrated; buying right verdicts with barely-right probabilities is refused."""
     import numpy as np
 
-    from metrics_app.lerc.calibration import _distill_weight, _log_loss
+    from metrics_app.lerc.calibration import _distill_weight, _EncoderUse, _log_loss
 
     labels = np.array([1, 1, 0, 0, 1])
 
     def entry(cv):
         cv = np.asarray(cv)
-        return (float(((cv >= 0.5) == labels).mean()), False, 1.0, cv, {})
+        return _EncoderUse({False: 1.0}, cv, float(((cv >= 0.5) == labels).mean()), {})
 
     def chosen(by_weight):
-        return _distill_weight(by_weight, {w: None if e[3] is None else _log_loss(e[3], labels)
+        return _distill_weight(by_weight, {w: None if e.cv is None else _log_loss(e.cv, labels)
                                            for w, e in by_weight.items()})
 
     alone = entry([0.8, 0.7, 0.3, 0.2, 0.4])  # 4 of 5 right
@@ -234,4 +295,4 @@ def test_a_distillation_weight_must_lower_the_log_loss_as_well_as_raise_accuracy
     assert chosen({0.0: alone, 0.25: barely, 0.5: sharper}) == 0.5
     assert chosen({0.0: alone, 0.5: barely}) == 0.0
     assert chosen({0.0: alone, 0.5: no_gain}) == 0.0
-    assert chosen({0.0: (None, False, 1.0, None, {}), 0.5: sharper}) == 0.0
+    assert chosen({0.0: _EncoderUse({False: 1.0}, None, None, {}), 0.5: sharper}) == 0.0
