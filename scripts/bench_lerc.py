@@ -52,8 +52,8 @@ BASELINES = ("f1", "contains", "meteor", "bertscore")
 # question): about 40 minutes on 2 busy cores. It scores the first 4 aliases (NQ has 1.7 on
 # average, so NQ is unaffected); the lexical baselines use every alias.
 ALIAS_CAP = {"bertscore": 4}
-CALIBRATED_ON = ("validation without exact matches; inputs chosen by leave-one-system-out CV; "
-                 "question-aware, character and semantic features")
+CALIBRATED_ON = ("validation without exact matches; with and without the encoder's score, "
+                 "averaged; question-aware, character and semantic features")
 # The judge served before issue 37's semantic inputs and rewrites, refitted on the same encoder
 # scores as the "previous LERC" row of every run.
 PREVIOUS_JUDGE = {"features": "default", "augment": ()}
@@ -220,7 +220,8 @@ def train_run(run: dict, args) -> dict:
                 **result["config"], "output_dir": str(folder),
                 "calibration_features": today.calibration_features,
                 "calibration_augment": today.calibration_augment,
-                "calibration_augment_weight": today.calibration_augment_weight})
+                "calibration_augment_weight": today.calibration_augment_weight,
+                "calibration_encoder": today.calibration_encoder})
             result["calibration"] = calibrate_model(
                 cfg, result["model_dir"], capped_examples(cfg, val_examples, args.max_val))
             result["calibrated_on"] = CALIBRATED_ON
@@ -533,6 +534,74 @@ def screen_run(run: dict, args) -> dict:
     return {"n_val": len(val), "screen": rows}
 
 
+ENCODER_SCREEN = {"with the encoder": {"use_encoder": True},
+                  "without it": {"use_encoder": False},
+                  "choose": {"encoder_rule": "choose"}, "average": {"encoder_rule": "average"}}
+
+
+def encoder_screen_run(run: dict, args) -> dict:
+    """`--encoder-screen`: validation only, on a trained run's cached encoder scores. How the
+    calibrated judge should use the encoder's score (`ENCODER_SCREEN`), each way fitted by
+    `fit_calibrator` on all but one fold of the calibration answers (the held-out-system folds,
+    question groups with fewer than three systems) and measured on that fold: the rule's own
+    choices are made inside each fit, so "choose" is not flattered by choosing on the answers
+    it is measured on. No test answer is read."""
+    import numpy as np
+    from sklearn.metrics import log_loss
+
+    from metrics_app.domain.text_match import is_exact_match
+    from metrics_app.lerc.calibration import fit_calibrator, group_folds
+    from metrics_app.lerc.features import FEATURE_SETS, SERVED_FEATURE_SET
+
+    raw_file = args.out / run["name"] / "raw-validation.json"
+    if not raw_file.is_file():
+        raise SystemExit(f"{run['name']}: not trained in {args.out}; run the protocol first")
+    val = capped_validation([e for e in run["val"]
+                             if not is_exact_match(e.candidate, e.references)], args)
+    cached = json.loads(raw_file.read_text())
+    raw = [cached[e.id] for e in val]
+    semantic = semantic_values(val, args)
+    labels = np.array([e.score >= 3 for e in val], dtype=int)
+    sources = [system_of(e) for e in val]
+    keys = sources if len(set(sources)) >= 3 else [e.group for e in val]
+    splits, _folds = group_folds(np.zeros((len(val), 1)), labels, keys)
+    predictions = {name: np.zeros(len(val)) for name in ENCODER_SCREEN}
+    for fit_rows, held_out in splits:
+        fit, predict = [val[i] for i in fit_rows], [val[i] for i in held_out]
+        for name, options in ENCODER_SCREEN.items():
+            calibrator, _report = fit_calibrator(
+                [raw[i] for i in fit_rows], [e.candidate for e in fit],
+                [e.references for e in fit], [e.score for e in fit], [e.group for e in fit],
+                sources=[sources[i] for i in fit_rows], questions=[e.question for e in fit],
+                feature_names=FEATURE_SETS[SERVED_FEATURE_SET],
+                semantic=[semantic[i] for i in fit_rows], **options)
+            predictions[name][held_out] = calibrator.probabilities(
+                [raw[i] for i in held_out], [e.candidate for e in predict],
+                [e.references for e in predict], [e.question for e in predict],
+                [semantic[i] for i in held_out])
+    return {"n_val": len(val), "folds": len(splits), "rows": {
+        name: {"errors": int(((p >= 0.5) != labels).sum()),
+               "accuracy": round(float(((p >= 0.5) == labels).mean()), 4),
+               "log_loss": round(float(log_loss(labels, np.clip(p, 1e-6, 1 - 1e-6))), 4)}
+        for name, p in predictions.items()}}
+
+
+def encoder_screen_markdown(screens: dict) -> str:
+    names = list(ENCODER_SCREEN)
+    lines = ["| run | answers | " + " | ".join(f"{n}: errors (log loss)" for n in names) + " |",
+             "| --- | --- | " + " | ".join("---" for _ in names) + " |"]
+    totals = dict.fromkeys(names, 0)
+    for run_name, screen in screens.items():
+        rows = screen["rows"]
+        for name in names:
+            totals[name] += rows[name]["errors"]
+        lines.append(f"| {run_name} | {screen['n_val']} | " + " | ".join(
+            f"{rows[n]['errors']} ({rows[n]['log_loss']:.4f})" for n in names) + " |")
+    lines.append("| all runs | " + str(sum(s["n_val"] for s in screens.values())) + " | "
+                 + " | ".join(str(totals[n]) for n in names) + " |")
+    return "\n".join(lines)
+
+
 def distill_teachers(val, labelled_ids: set, args) -> dict[str, list[float]]:
     """Teachers for `--distill-screen`, each a verdict (1/0) per validation answer: simulated
     judges that agree with the human label at each `--teacher-accuracy` (wrong at random, the
@@ -761,12 +830,11 @@ def summary_markdown(summary: dict) -> str:
         gain = 100 * (lerc["all"]["accuracy"] - base["all"]["accuracy"])
         gain_hard = 100 * (lerc["exact_match_fails"]["accuracy"]
                            - base["exact_match_fails"]["accuracy"])
-        uses = (run.get("calibration") or {}).get("uses_encoder")
         lines.append(
             f"| {run_name} | {run['n_test']} ({run['n_test_exact_match_fails']}) | "
             f"{pair(lerc, 'accuracy')} | {best} {pair(base, 'accuracy')} | "
             f"{pair(lerc, 'kappa')} | {best} {pair(base, 'kappa')} | "
-            f"{gain:+.1f} ({gain_hard:+.1f}) | {'yes' if uses else 'no'} |")
+            f"{gain:+.1f} ({gain_hard:+.1f}) | {_encoder_use(run)} |")
     return "\n".join(lines)
 
 
@@ -784,11 +852,19 @@ def curve_markdown(summary: dict) -> str:
         def acc(name, m=m):
             return f"{m[name]['all']['accuracy']:.3f}" if name in m else "–"
 
-        uses = (run.get("calibration") or {}).get("uses_encoder")
         lines.append(f"| {run['n_train']} | {acc('lerc')} | {m['lerc']['all']['kappa']:.3f} | "
-                     f"{'yes' if uses else 'no'} | {acc('lexical_judge')} | {acc('f1')} | "
+                     f"{_encoder_use(run)} | {acc('lexical_judge')} | {acc('f1')} | "
                      f"{acc('meteor')} |")
     return "\n".join(lines)
+
+
+def _encoder_use(run: dict) -> str:
+    """How the served judge used the encoder's score: "averaged" (with and without it), or
+    "yes" / "no" (a judge fitted by the "choose" rule, or before the outcome was recorded)."""
+    calibration = run.get("calibration") or {}
+    if calibration.get("encoder") == "averaged":
+        return "averaged"
+    return "yes" if calibration.get("uses_encoder") else "no"
 
 
 def _accuracy_fnr_cell(part: dict) -> str:
@@ -836,10 +912,11 @@ def long_answer_fnr(row: dict) -> float | None:
     return missed / positives if positives else None
 
 
-def bucket_comparison_markdown(summary: dict) -> str:
-    """Per run and length bucket: the served judge, the previous judge and the baseline with
-    the highest accuracy in that bucket (bold where the served judge is ahead of it); then how
-    many run-buckets the served judge leads, ties and trails."""
+def bucket_comparison_markdown(summary: dict, previous: dict | None = None) -> str:
+    """Per run and length bucket: the served judge, the previous version's (the served judge
+    of `previous`, an earlier results.json, where given), the judge with lexical inputs and the
+    baseline with the highest accuracy in that bucket (bold where the served judge is ahead of
+    it); then how many run-buckets the served judge leads, ties and trails."""
     from metrics_app.lerc.evaluation import LENGTH_BUCKETS
 
     buckets = [label for label, _ in LENGTH_BUCKETS]
@@ -872,10 +949,12 @@ def bucket_comparison_markdown(summary: dict) -> str:
             served.append(f"**{cell(part)}**" if lead > 0 else cell(part))
             best_cells.append(f"{best} {cell(best_part)} (n={part['n']})")
         rows = [("served", served, long_answer_fnr(metrics["lerc"]))]
-        if "by_length" in metrics.get("lerc_previous", {}):
-            previous = metrics["lerc_previous"]
-            rows.append(("previous", [cell(previous["by_length"][b]) for b in buckets],
-                         long_answer_fnr(previous)))
+        earlier = (((previous or {}).get("runs") or {}).get(run_name) or {}).get("metrics", {})
+        for judge, row in (("previous version", earlier.get("lerc", {})),
+                           ("lexical inputs", metrics.get("lerc_previous", {}))):
+            if "by_length" in row:
+                rows.append((judge, [cell(row["by_length"][b]) for b in buckets],
+                             long_answer_fnr(row)))
         rows.append(("best baseline", best_cells, None))
         for judge, cells, fnr in rows:
             lines.append(f"| {run_name} | {judge} | " + " | ".join(cells) + " | "
@@ -937,11 +1016,15 @@ def markdown(summary: dict, previous: dict | None = None) -> str:
              "best baseline of each run (threshold tuned on that run's validation judgments); "
              "in brackets, on the answers whose exact match fails.", "",
              summary_markdown(summary), "", "### By answer length: the served judge, the "
-             "previous judge and the best baseline of each bucket", "",
-             "Accuracy / false-negative rate on every test answer of each run; the best "
-             "baseline is the one with the highest accuracy in that bucket (each at its "
-             "validation threshold); n is the bucket's size. **Bold**: the served judge is "
-             "ahead of that baseline.", "", bucket_comparison_markdown(summary), "",
+             "previous version, the judge with lexical inputs and the best baseline of each "
+             "bucket", "",
+             "Accuracy / false-negative rate on every test answer of each run. \"previous "
+             "version\": the served judge of the earlier results given (`--previous`); "
+             "\"lexical inputs\": the judge of before 2026-11-28 (lexical calibrator inputs "
+             "only), refitted on this run's encoder scores. The best baseline is the one with "
+             "the highest accuracy in that bucket (each at its validation threshold); n is the "
+             "bucket's size. **Bold**: the served judge is ahead of that baseline.", "",
+             bucket_comparison_markdown(summary, previous), "",
              "## Learning curve", "",
              "The main split (unseen questions, both datasets) with seeded subsets of the "
              "training judgments; validation and test are the same for every point.", "",
@@ -1014,6 +1097,11 @@ def main() -> None:
                         help="validation only: the lexical judge with each --augment option "
                              "and --calibrator-features set, by answer length; no test answer "
                              "read; results in <out>/screen.json")
+    parser.add_argument("--encoder-screen", action="store_true",
+                        help="validation only, on trained runs: the calibrated judge with the "
+                             "encoder's score, without it, and by each rule of "
+                             "CALIBRATION_ENCODER_RULES, each measured on held-out systems; "
+                             "results in <out>/encoder-screen.json")
     parser.add_argument("--only", default="",
                         help="of the --runs, only these run names (comma-separated)")
     parser.add_argument("--distill-screen", action="store_true",
@@ -1064,9 +1152,12 @@ def main() -> None:
                            [int(n) for n in args.curve_sizes.split(",")])
     if args.only:
         runs = [run for run in runs if run["name"] in args.only.split(",")]
-    if args.screen or args.distill_screen:
+    if args.screen or args.distill_screen or args.encoder_screen:
         if args.screen:
             label, measure, file_name, tables = "screen", screen_run, "screen.json", screen_markdown
+        elif args.encoder_screen:
+            label, measure, file_name, tables = ("encoder screen", encoder_screen_run,
+                                                 "encoder-screen.json", encoder_screen_markdown)
         else:
             label, measure, file_name, tables = ("distillation screen", distill_screen_run,
                                                  "distill-screen.json", distill_screen_markdown)

@@ -66,3 +66,28 @@ def test_gaps_carry_their_paired_test_and_significant_ones_are_listed(bench_lerc
     # Without paired counts (an older results.json) the table says nothing of them.
     del summary["runs"]["run-b"]["paired"]
     assert "McNemar" not in bench_lerc.bucket_comparison_markdown(summary)
+
+
+def test_the_previous_versions_judge_and_the_lexical_one_sit_under_the_served_judge(bench_lerc):
+    metrics = {"lerc": judge(part(10, 0.9), part(4, 0.75), part(20, 0.95), part(30, 0.8)),
+               "lerc_previous": judge(part(10, 0.7), part(4, 0.5), part(20, 0.9), part(30, 0.6)),
+               "f1": judge(part(10, 0.8), part(4, 0.75), part(20, 0.9), part(30, 0.85))}
+    earlier = {"runs": {"run-a": {"metrics": {
+        "lerc": judge(part(10, 0.6), part(4, 0.25), part(20, 0.85), part(30, 0.9))}}}}
+    table = bench_lerc.bucket_comparison_markdown({"runs": {"run-a": {"metrics": metrics}}},
+                                                  earlier)
+    judges = [line.split(" | ")[1] for line in table.splitlines() if line.startswith("| run-a")]
+    assert judges == ["served", "previous version", "lexical inputs", "best baseline"]
+    previous = next(line for line in table.splitlines() if "| previous version |" in line)
+    assert "| 0.600 / 0.000 | 0.250 / 0.000 | 0.850 / 0.000 | 0.900 / 0.000 |" in previous
+    # Only the served judge is compared with the baselines.
+    assert "behind in 1: run-a >20 0.800 against f1 0.850" in table
+
+
+def test_the_summary_says_how_the_served_judge_used_the_encoder(bench_lerc):
+    assert bench_lerc._encoder_use({"calibration": {"encoder": "averaged",
+                                                    "uses_encoder": True}}) == "averaged"
+    assert bench_lerc._encoder_use({"calibration": {"encoder": "used",
+                                                    "uses_encoder": True}}) == "yes"
+    assert bench_lerc._encoder_use({"calibration": {"uses_encoder": False}}) == "no"
+    assert bench_lerc._encoder_use({}) == "no"
