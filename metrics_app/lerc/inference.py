@@ -246,8 +246,9 @@ class LercScorer:
         training data built from its protocol holds none and the encoder has not learned them.
         `exact_match_score=None` runs the model on both, and `calibrated=False` returns the
         encoder's own output as the score (both used to inspect the raw encoder). A calibrated
-        judge whose validation choice left the encoder out is served without running it ("raw"
-        is then None); one fitted on semantic features runs the packaged sentence encoder."""
+        judge that gives the encoder's score no weight (one fitted by the "choose" rule that left
+        it out) is served without running it ("raw" is then None); one fitted on semantic
+        features runs the packaged sentence encoder."""
         rule: list[tuple[float, float] | None] = [None] * len(examples)
         if self.kind == KIND_REGRESSION and exact_match_score is not None:
             for index, e in enumerate(examples):
