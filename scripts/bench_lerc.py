@@ -550,7 +550,7 @@ def encoder_screen_run(run: dict, args) -> dict:
     from sklearn.metrics import log_loss
 
     from metrics_app.domain.text_match import is_exact_match
-    from metrics_app.lerc.calibration import fit_calibrator, group_folds
+    from metrics_app.lerc.calibration import CORRECT_AT, fit_calibrator, group_folds, held_out_keys
     from metrics_app.lerc.features import FEATURE_SETS, SERVED_FEATURE_SET
 
     raw_file = args.out / run["name"] / "raw-validation.json"
@@ -561,9 +561,9 @@ def encoder_screen_run(run: dict, args) -> dict:
     cached = json.loads(raw_file.read_text())
     raw = [cached[e.id] for e in val]
     semantic = semantic_values(val, args)
-    labels = np.array([e.score >= 3 for e in val], dtype=int)
+    labels = np.array([e.score >= CORRECT_AT for e in val], dtype=int)
     sources = [system_of(e) for e in val]
-    keys = sources if len(set(sources)) >= 3 else [e.group for e in val]
+    keys, _by_system = held_out_keys(sources, [e.group for e in val])
     splits, _folds = group_folds(np.zeros((len(val), 1)), labels, keys)
     predictions = {name: np.zeros(len(val)) for name in ENCODER_SCREEN}
     for fit_rows, held_out in splits:

@@ -34,7 +34,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from .augmentation import Rewrite
-from .config import CALIBRATION_ENCODER_RULES
+from .config import CALIBRATION_ENCODER_RULES, DEFAULT_CALIBRATION_ENCODER
 from .features import DEFAULT_FEATURES, FEATURE_NAMES, lexical_features, reads_semantic
 
 CALIBRATION_FILE = "calibration.json"
@@ -176,7 +176,7 @@ def fit_calibrator(raw: Sequence[float | None], candidates: Sequence[str],
                    augmented: AugmentedInputs | None = None,
                    semantic: Sequence[Sequence[float]] | None = None,
                    distilled: DistilledInputs | None = None,
-                   encoder_rule: str = "average"
+                   encoder_rule: str = DEFAULT_CALIBRATION_ENCODER
                    ) -> tuple[Calibrator | None, dict]:
     """(calibrator, report), fitted on validation judgments.
 
@@ -226,8 +226,8 @@ def fit_calibrator(raw: Sequence[float | None], candidates: Sequence[str],
     if augmented is not None and augmented.rewrites:
         extra = _augmented_rows(augmented, references, questions, labels, mean, scale, raw_fill,
                                 feature_names)
-    by_system = len(set(sources or ())) >= 3
-    fold_keys = np.asarray(list(sources) if by_system else list(groups), dtype=object)
+    keys, by_system = held_out_keys(sources, groups)
+    fold_keys = np.asarray(keys, dtype=object)
     splits, folds = group_folds(x, labels, fold_keys.tolist())
     options = [False, True] if use_encoder is None else [bool(use_encoder)]
     taught = (None if distilled is None or not len(distilled.candidates) else
@@ -460,6 +460,13 @@ def _input_matrix(raw, candidates, references, questions, feature_names, raw_fil
                      for v, c, r, q, m in zip(raw, candidates, references,
                                               questions or [""] * len(raw),
                                               semantic or [None] * len(raw), strict=True)])
+
+
+def held_out_keys(sources: Sequence[str] | None, groups: Sequence[str]) -> tuple[list, bool]:
+    """What each cross-validation fold holds out, per answer: its answering system when the
+    answers name at least three, else its question group; and whether they are systems."""
+    by_system = len(set(sources or ())) >= 3
+    return (list(sources) if by_system else list(groups)), by_system
 
 
 def group_folds(x, labels, fold_groups: list[str]) -> tuple[list, int]:

@@ -34,6 +34,7 @@ CALIBRATION_FEATURE_SETS = ("default", "long-answer", "all", "semantic", "semant
 # errors on the eight runs against 879 (fewer or as many on 7 of 8 runs), at a lower log loss
 # on 5 (docs/LERC.md, "Averaging the calibrator with and without the encoder").
 CALIBRATION_ENCODER_RULES = ("average", "choose")
+DEFAULT_CALIBRATION_ENCODER = "average"
 # The model kinds (`model.MODEL_KINDS` maps each to its class), spelled once in the vocabulary;
 # LERC's modules take them from here as plain strings (TrainConfig is JSON).
 KIND_REGRESSION = ModelKind.REGRESSION.value
@@ -105,7 +106,7 @@ class TrainConfig:
     # lexical set served before it).
     calibration_features: str = "semantic"
     # How the encoder's score enters the calibrated judge (`CALIBRATION_ENCODER_RULES`).
-    calibration_encoder: str = "average"
+    calibration_encoder: str = DEFAULT_CALIBRATION_ENCODER
     group_by_length: bool = True  # batches of similar length (less padding), in random order
     # Keep the backbone's word-embedding matrix as pre-trained (half of MiniLM's weights): its
     # dense gradient and AdamW update cost 12-16% of a CPU training step, and words the training
