@@ -99,6 +99,25 @@ def conditions_of(qs: QuerySet[Item]) -> list[Condition]:
             for pk, unit, level, dataset, question in rows]
 
 
+def design_applies(stage: Stage) -> bool:
+    """Whether the STARC rule "a participant reads each text once, at one level" binds the
+    stage whatever its items: a multiple-choice project's stages unless the stage says
+    `"latin_square": false` (`latin_square_on` further asks whether the stage's own items
+    share a unit, which a qualification chosen one item per unit never does)."""
+    setting = (stage.settings or {}).get("latin_square")
+    if setting is not None:
+        return bool(setting)
+    return stage.project.kind == TaskKind.MC
+
+
+def repeated_design_units(items) -> dict[str, int]:
+    """{design unit: how many of `items` belong to it} for the units held more than once
+    (practice items, outside the design, left out)."""
+    counts = Counter(item.design_unit for item in items
+                     if item.design_unit and not item.is_practice)
+    return {unit: n for unit, n in sorted(counts.items()) if n > 1}
+
+
 def stage_square(stage: Stage, items: QuerySet[Item] | None = None) -> LatinSquare:
     """The square over the stage's regular items (not practice or gold checks)."""
     qs = stage_items(stage) if items is None else items
@@ -144,10 +163,25 @@ def stage_items_by_kind(*, stage: Stage) -> list[Item]:
     base = Item.objects.filter(project_id=stage.project_id, excluded=False)
     if stage.kind == StageKind.QUALIFICATION:
         n = int(options.get("n_items", DEFAULT_QUALIFICATION_ITEMS))
-        chosen = list(base.filter(gold__isnull=False).order_by("-is_gold_check", "id")[:n])
+        with_gold = base.filter(gold__isnull=False).order_by("-is_gold_check", "id")
+        if design_applies(stage):
+            # Every taker answers the same items, so a paragraph at two levels would be read
+            # twice by everyone: one item per text (the first by id, gold checks first).
+            chosen, units = [], set()
+            for item in with_gold.iterator():
+                if item.design_unit and item.design_unit in units:
+                    continue
+                units.add(item.design_unit)
+                chosen.append(item)
+                if len(chosen) == n:
+                    break
+            what = "items with gold answers, each from a different text"
+        else:
+            chosen = list(with_gold[:n])
+            what = "items with gold answers"
         if len(chosen) < n:
             raise StageError(
-                f"a qualification needs {n} items with gold answers; the project has {len(chosen)}"
+                f"a qualification needs {n} {what}; the project has {len(chosen)}"
             )
     elif stage.kind == StageKind.PRACTICE:
         chosen = list(base.filter(is_practice=True).order_by("id"))

@@ -32,6 +32,11 @@ from annotation.models import (
 from annotation.providers import PublishReport, get_provider
 from annotation.readiness_selectors import stage_readiness
 from annotation.stage_errors import BudgetExceeded, GuardFailed, IllegalTransition, StageError
+from annotation.stage_plan_selectors import (
+    design_applies,
+    repeated_design_units,
+    stage_items_planned,
+)
 from core.background import task_send_or_fail_fast
 
 from .hits import hit_updates_record, stage_hits_publish
@@ -224,6 +229,24 @@ def routing_guard(*, stage: Stage) -> None:
                           "`manage.py route_stage`) first")
 
 
+def design_guard(*, stage: Stage) -> None:
+    """A qualification under the STARC design lists at most one item per text: every taker
+    answers all of its items, so two levels of one paragraph would be read by everyone (its
+    MTurk HITs would be refused at every accept; the pages would serve the first item of
+    each text only). Chosen by kind, it takes one per text already; a hand-made list is
+    refused here, naming the texts."""
+    if stage.kind != StageKind.QUALIFICATION or not design_applies(stage):
+        return
+    repeated = repeated_design_units(stage_items_planned(stage=stage))
+    if repeated:
+        named = ", ".join(f"{unit} ({n} items)" for unit, n in list(repeated.items())[:5])
+        more = f" and {len(repeated) - 5} more" if len(repeated) > 5 else ""
+        raise GuardFailed(
+            f"{stage}: a qualification shows each taker all of its items, and it lists several "
+            f"items of one text: {named}{more}. A participant reads each text once: list one "
+            "item per text, or let the stage choose its items")
+
+
 def budget_guard(*, stage: Stage, estimate: StageCostEstimate) -> None:
     cap = stage.project.budget_cap
     if cap is not None:
@@ -290,6 +313,7 @@ def _publish_draft(*, stage: Stage, user, actor: str, override_reason: str | Non
         raise GuardFailed(f"{stage.requires_stage} must be published first")
     settings_guard(stage=stage)
     routing_guard(stage=stage)
+    design_guard(stage=stage)
     adaptive_redundancy_guard(stage=stage)
     note = agreement_guard(stage=stage, override_reason=override_reason)
     # Checked on the plan before any HIT row exists, so a refused stage stays editable; the

@@ -5,10 +5,12 @@ worker has read in the project, and the filter the picking pages and HIT accepts
 One rule at every door: in-house links and Prolific pick items through `latin_square_filter`,
 MTurk HIT plans are cut from `stage_square(...).list_items` (annotation.services.stage_plans),
 and a HIT accept is refused by `hit_design_refusal` when the HIT repeats a unit the worker
-read. A unit once read (judged, or held by a live assignment, in any stage of the project) is
-never served to that worker again, whatever `reuse_earlier_items` says: that setting lets a
-stage release items of earlier stages again, to participants who have not read them. Practice
-items are outside the design (they should come from other texts, as STARC's practice article).
+read. A unit once read (judged, held by a live assignment, or shown in one that ended, in any
+stage of the project) is never served to that worker again, whatever `reuse_earlier_items`
+says: that setting lets a stage release items of earlier stages again, to participants who have
+not read them. A qualification serves one item per unit not yet read (`one_item_per_unread_unit`;
+every taker the same items). Practice items are outside the design (they should come from
+other texts, as STARC's practice article).
 """
 from __future__ import annotations
 
@@ -37,15 +39,36 @@ def _lock_worker(worker: Worker) -> None:
 
 
 def units_seen(*, project_id: int, worker: Worker) -> set[str]:
-    """The design units this worker judged or holds in the project, in any stage (practice
-    items left out)."""
+    """The design units this worker has read in the project, in any stage (practice items left
+    out): judged, held by a live assignment, or shown to them in an assignment that ended
+    without a judgment (returned, expired, abandoned: the text was on their screen, so another
+    level of it is no longer a first reading)."""
     mine = Judgment.objects.filter(item__project_id=project_id, worker=worker).values("item_id")
     held = AssignmentItem.objects.filter(
-        assignment__stage__project_id=project_id, assignment__worker=worker,
-        assignment__status=AssignmentStatus.IN_PROGRESS).values("item_id")
+        Q(assignment__status=AssignmentStatus.IN_PROGRESS) | Q(first_shown_at__isnull=False),
+        assignment__stage__project_id=project_id, assignment__worker=worker).values("item_id")
     read = Item.objects.filter(Q(pk__in=mine) | Q(pk__in=held), is_practice=False)
     return {unit_key(item_id=pk, design_unit=unit)
             for pk, unit in read.values_list("pk", "design_unit")}
+
+
+def one_item_per_unread_unit(*, stage: Stage, worker: Worker,
+                             available: QuerySet[Item]) -> QuerySet[Item]:
+    """`available` cut to the first item (by id) of each design unit the worker has not read:
+    a qualification serves every taker the same items, so it has no square to vary levels
+    over, but a paragraph listed at two levels, or read in another stage, must still not be
+    read twice. Items outside the design (no unit; practice) all stay."""
+    _lock_worker(worker)
+    seen = units_seen(project_id=stage.project_id, worker=worker)
+    keep, units = [], set()
+    for pk, unit, practice in available.order_by("pk").values_list("pk", "design_unit",
+                                                                    "is_practice"):
+        if unit and not practice:
+            if unit in seen or unit in units:
+                continue
+            units.add(unit)
+        keep.append(pk)
+    return available.filter(pk__in=keep)
 
 
 def participant_number(*, stage: Stage, worker: Worker) -> int:

@@ -19,10 +19,12 @@ from annotation.models import (
     ParticipantVerification,
     Provider,
     Stage,
+    StageKind,
     Worker,
     WorkerQualification,
 )
 from annotation.selectors import worker_is_blocked_for
+from annotation.stage_plan_selectors import stage_items
 from annotation.task_selectors import answer_roles
 
 from .comprehension import RETURN_KEY, RETURN_MESSAGE
@@ -64,6 +66,15 @@ def _check_worker(*, stage: Stage, worker: Worker) -> None:
         raise QualificationRequired(
             "This task needs a qualification you have not passed yet."
         )
+
+
+def assignment_size(stage: Stage) -> int:
+    """How many items an assignment picked for a worker holds: a qualification's every item
+    (it is graded once, on one assignment, as its MTurk HITs hold all of them); else the
+    stage's `items_per_assignment`, or the project's items per HIT."""
+    if stage.kind == StageKind.QUALIFICATION:
+        return max(1, stage_items(stage).count())
+    return int((stage.settings or {}).get("items_per_assignment") or stage.project.items_per_hit)
 
 
 def more_work_for(*, stage: Stage, worker: Worker) -> bool:
@@ -181,8 +192,7 @@ def assignment_start(*, stage: Stage, worker: Worker, hit: Hit | None = None,
     if hit is not None:
         items = _hit_items_for(stage=stage, worker=worker, hit=hit)
     else:
-        limit = int(stage.settings.get("items_per_assignment") or stage.project.items_per_hit)
-        items = items_pick_next(stage=stage, worker=worker, limit=limit)
+        items = items_pick_next(stage=stage, worker=worker, limit=assignment_size(stage))
     if not items:
         raise NoItemsAvailable("There are no more items for you in this task. Thank you!")
     return _create(stage=stage, worker=worker, items=items, hit=hit, external_id=external_id,

@@ -42,8 +42,10 @@ from annotation.models import (
     StageKind,
     TaskKind,
     Worker,
+    WorkerQualification,
 )
 from annotation.stage_plan_selectors import (
+    design_applies,
     gold_items_for_stage,
     latin_square_on,
     mixes_in_extras,
@@ -51,7 +53,12 @@ from annotation.stage_plan_selectors import (
 )
 
 from ..redundancy import stage_adaptive_rule
-from .design import hit_design_refusal, latin_square_filter, units_seen
+from .design import (
+    hit_design_refusal,
+    latin_square_filter,
+    one_item_per_unread_unit,
+    units_seen,
+)
 from .errors import NoItemsAvailable
 from .locking import stage_write_lock
 from .timeouts import live_assignments
@@ -193,7 +200,13 @@ def items_pick_next(*, stage: Stage, worker: Worker, limit: int) -> list[Item]:
 
     if stage.kind in (StageKind.PRACTICE, StageKind.QUALIFICATION):
         # Qualification and practice stages test workers on the same items: no redundancy cap.
-        return picked + list(available.filter(is_practice=False).order_by("pk")[:room])
+        rest = available.filter(is_practice=False)
+        if stage.kind == StageKind.QUALIFICATION:
+            if WorkerQualification.objects.filter(stage=stage, worker=worker).exists():
+                return []  # graded once, on one assignment: no retake, no second half
+            if design_applies(stage):
+                rest = one_item_per_unread_unit(stage=stage, worker=worker, available=rest)
+        return picked + list(rest.order_by("pk")[:room])
 
     n_gold = 0
     if project.gold_rate > 0 and room > 1:

@@ -22,6 +22,7 @@ from annotation.importers.base import ImportFormatError
 from annotation.models import (
     Assignment,
     AssignmentItem,
+    AssignmentStatus,
     ExperimentMode,
     Item,
     Judgment,
@@ -38,6 +39,8 @@ from annotation.services.assignments import (
 )
 from annotation.services.imports import import_records
 from annotation.services.stage_plans import stage_hit_plan, stage_items_choose
+from annotation.services.stages import stage_publish
+from annotation.stage_errors import GuardFailed
 from testing.factories import make_hit, make_item, make_project, make_stage, make_worker
 from tests.support.paths import shared_data_path
 from tests.support.tasks import api, page_config
@@ -370,6 +373,121 @@ def test_a_hand_made_hit_with_two_items_of_one_paragraph_is_refused(client, star
     refused = _mturk(client, stage, "HITX", "W9", "A9")
     assert b"the same text twice" in refused.content
     assert not AssignmentItem.objects.exists()
+
+
+# --- a text shown in an assignment that ended without judgments -------------------------------
+
+
+def test_a_paragraph_shown_in_a_returned_assignment_is_never_served_at_another_level(client,
+                                                                                     starc):
+    """The text was on the worker's screen: returning the assignment (or letting it expire)
+    does not make another level of it a first reading, at the in-house page or a HIT accept."""
+    project, items = starc
+    project.items_per_hit = 3
+    project.save(update_fields=["items_per_hit"])
+    stage = make_stage(project, status=StageStatus.PUBLISHED)
+    stage.items.set(items)
+    worker = make_worker()
+    _link, path = inhouse_link_create(worker=worker, project=project, stage=stage)
+    first = _shown(page_config(client.get(path)))
+    read = {item.design_unit for item in first}
+    assert len(read) == 3
+    Assignment.objects.filter(worker=worker).update(status=AssignmentStatus.RETURNED)
+    # Nine other participants take the stage, so the square's next conditions of those
+    # paragraphs are what a newcomer would get.
+    for _ in range(9):
+        _other, other_path = inhouse_link_create(worker=make_worker(), project=project,
+                                                 stage=stage)
+        _answer_all(client, page_config(client.get(other_path)))
+    again = []
+    while True:
+        response = client.get(path)
+        if b"task-config" not in response.content:
+            break
+        config = page_config(response)
+        again += _shown(config)
+        _answer_all(client, config)
+    assert again and not {item.design_unit for item in again} & read
+    # A HIT of those paragraphs at other levels is refused at accept.
+    mturk = make_stage(project, provider=Provider.MTURK, status=StageStatus.PUBLISHED,
+                       settings={"reuse_earlier_items": True})
+    mturk.items.set(items)
+    def one_per_paragraph(level):
+        return list({i.design_unit: i for i in items
+                     if i.design_unit in read and i.text_level == level}.values())
+
+    shown_hit, other_hit = one_per_paragraph("Ele"), one_per_paragraph("Adv")
+    make_hit(mturk, items=shown_hit, external_id="HIT-SHOWN", max_assignments=1)
+    make_hit(mturk, items=other_hit, external_id="HIT-OTHER", max_assignments=1)
+    page_config(_mturk(client, mturk, "HIT-SHOWN", "WR", "AR1"))
+    Assignment.objects.filter(external_id="AR1").update(status=AssignmentStatus.RETURNED)
+    refused = _mturk(client, mturk, "HIT-OTHER", "WR", "AR2")
+    assert b"already read in another version" in refused.content
+    assert not Assignment.objects.filter(external_id="AR2").exists()
+
+
+# --- the qualification ----------------------------------------------------------------------
+
+
+def test_a_starc_qualification_takes_one_item_per_paragraph_and_each_page_reads_each_once(
+        client, starc):
+    project, items = starc
+    project.items_per_hit = 4  # smaller than the qualification: it is still one assignment
+    project.save(update_fields=["items_per_hit"])
+    qualification = make_stage(project, kind=StageKind.QUALIFICATION, status=StageStatus.DRAFT,
+                               settings={"n_items": 6})
+    stage_publish(stage=qualification, user=None)
+    released = list(qualification.items.all())
+    assert len(released) == 6 and len({i.design_unit for i in released}) == 6
+    worker = make_worker()
+    _link, path = inhouse_link_create(worker=worker, project=project, stage=qualification)
+    config = page_config(client.get(path))
+    assert sorted(config["items"]) == sorted(i.pk for i in released)
+    _answer_all(client, config)
+    # Graded once, on all six: nothing more to take in the qualification.
+    assert worker.qualifications.get(stage=qualification).n_items == 6
+    assert b"task-config" not in client.get(path).content
+
+
+def test_a_qualification_listing_one_paragraph_at_two_levels_is_refused_and_never_served_twice(
+        client, starc):
+    project, items = starc
+    qualification = make_stage(project, kind=StageKind.QUALIFICATION, status=StageStatus.DRAFT)
+    two_levels = [i for i in items if i.design_unit == items[0].design_unit][:3]
+    qualification.items.set(two_levels + [items[9], items[18]])
+    with pytest.raises(GuardFailed, match=rf"{items[0].design_unit} \(3 items\)"):
+        stage_publish(stage=qualification, user=None)
+    qualification.refresh_from_db()
+    assert qualification.status == StageStatus.DRAFT
+    assert items[0].design_unit in qualification.publish_problem
+    # A stage opened before the check (or by hand): the page serves the first item of each
+    # text only, and none of a text the worker read in another stage.
+    qualification.status = StageStatus.PUBLISHED
+    qualification.save(update_fields=["status"])
+    worker = make_worker()
+    trial = make_stage(project, kind=StageKind.TRIAL, status=StageStatus.PUBLISHED,
+                       settings={"latin_square": True})
+    trial.items.set([items[18]])
+    assignment_submit(assignment=assignment_start(stage=trial, worker=worker, shown=True),
+                      answers=[{"item": items[18].pk, "shown_choice": "a"}])
+    _link, path = inhouse_link_create(worker=worker, project=project, stage=qualification)
+    shown = _shown(page_config(client.get(path)))
+    assert sorted(i.pk for i in shown) == sorted([two_levels[0].pk, items[9].pk])
+
+
+def test_a_likert_qualification_is_one_assignment_of_all_its_items_whatever_the_page_size():
+    project, items = _likert_project()  # three items per HIT
+    qualification = make_stage(project, kind=StageKind.QUALIFICATION,
+                               status=StageStatus.PUBLISHED)
+    qualification.items.set(items[:5])
+    worker = make_worker()
+    assignment = assignment_start(stage=qualification, worker=worker)
+    assert assignment.items.count() == 5
+    assignment_submit(assignment=assignment, answers=[{"item": i.pk, "score": 5}
+                                                      for i in assignment.items.all()])
+    assert worker.qualifications.get(stage=qualification).n_items == 5
+    with pytest.raises(NoItemsAvailable):
+        assignment_start(stage=qualification, worker=worker)
 
 
 # --- the researcher's choice, and gold items ----------------------------------------------------
