@@ -41,7 +41,14 @@ from annotation.services.imports import import_records
 from annotation.services.stage_plans import stage_hit_plan, stage_items_choose
 from annotation.services.stages import stage_publish
 from annotation.stage_errors import GuardFailed
-from testing.factories import make_hit, make_item, make_project, make_stage, make_worker
+from testing.factories import (
+    make_hit,
+    make_item,
+    make_judgment,
+    make_project,
+    make_stage,
+    make_worker,
+)
 from tests.support.paths import shared_data_path
 from tests.support.tasks import api, page_config
 
@@ -393,12 +400,10 @@ def test_a_paragraph_shown_in_a_returned_assignment_is_never_served_at_another_l
     read = {item.design_unit for item in first}
     assert len(read) == 3
     Assignment.objects.filter(worker=worker).update(status=AssignmentStatus.RETURNED)
-    # Nine other participants take the stage, so the square's next conditions of those
-    # paragraphs are what a newcomer would get.
-    for _ in range(9):
-        _other, other_path = inhouse_link_create(worker=make_worker(), project=project,
-                                                 stage=stage)
-        _answer_all(client, page_config(client.get(other_path)))
+    # Someone else judges what the worker was shown: those conditions are full, and the
+    # square's fallback would be the same paragraphs at other levels.
+    for item in first:
+        make_judgment(item=item, stage=stage, choice="a")
     again = []
     while True:
         response = client.get(path)
