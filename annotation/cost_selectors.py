@@ -194,15 +194,41 @@ def _balance(provider) -> tuple[Decimal | None, str]:
         return None, balance_error_text(exc)
 
 
+def stage_committed_cost(*, stage: Stage) -> Decimal:
+    """The money a published stage holds of the budget: its estimate, or what it has already
+    paid when that is more (a bonus granted by hand, paid work the estimate did not foresee):
+    money spent stays spent whatever the estimate said."""
+    return max(stage_cost_estimate(stage=stage).total, stage_spent(stage=stage))
+
+
 def project_committed_cost(*, project, exclude_stage: Stage | None = None) -> Decimal:
-    """Estimated cost of every stage of the project already published (the money committed)."""
+    """The money committed: `stage_committed_cost` of every stage of the project already
+    published."""
     total = Decimal("0")
     stages = project.stages.exclude(status=StageStatus.DRAFT)
     if exclude_stage is not None:
         stages = stages.exclude(pk=exclude_stage.pk)
     for other in stages:
-        total += stage_cost_estimate(stage=other).total
+        total += stage_committed_cost(stage=other)
     return total
+
+
+def bonus_over_budget(*, stage: Stage, amount: Decimal) -> str:
+    """Why paying a bonus of `amount` (plus the provider's fee on it) on `stage` would take
+    the project past its budget cap ("" when it would not, or there is no cap): the stage
+    then holds what it has paid plus this bonus, if that is more than its estimate."""
+    from annotation.providers import get_provider
+
+    cap = stage.project.budget_cap
+    if cap is None:
+        return ""
+    cost = amount + get_provider(stage.provider).bonus_fee(amount=amount)
+    others = project_committed_cost(project=stage.project, exclude_stage=stage)
+    this = max(stage_cost_estimate(stage=stage).total, stage_spent(stage=stage) + cost)
+    if others + this <= cap:
+        return ""
+    return (f"a bonus of ${amount} (${_money(cost)} with the provider's fee) would commit "
+            f"${_money(others + this)} of the project's ${cap} budget cap; raise the cap first")
 
 
 def stage_spent(*, stage: Stage) -> Decimal:

@@ -25,6 +25,7 @@ from typing import Any
 from django.conf import settings
 from django.utils import timezone
 
+from annotation.domain.qualification_scores import percent_threshold
 from annotation.models import (
     Hit,
     HitStatus,
@@ -66,6 +67,7 @@ from .mturk_protocol import (
     assignment_duration_seconds,
     error_message,
     external_question_xml,
+    hit_type_problems,
     is_duplicate_token,
     is_throttling,
     is_transient,
@@ -155,6 +157,7 @@ class MTurkProvider(RemoteProvider):
                                "processes"))
         problems += public_url_problems(who="MTurk production",
                                         must_be_public=mturk_is_production())
+        problems += hit_type_problems(stage)
         return problems
 
     def readiness_probe(self, *, stage) -> ProbeResult:
@@ -202,7 +205,7 @@ class MTurkProvider(RemoteProvider):
             })
         required = stage.requires_stage
         if required is not None and required.kind == StageKind.QUALIFICATION:
-            threshold = round(required.project.qualification_threshold * 100)
+            threshold = percent_threshold(required.project.qualification_threshold)
             requirements.append({
                 "QualificationTypeId": self.ensure_qualification_type(required),
                 "Comparator": "GreaterThanOrEqualTo",
@@ -286,10 +289,20 @@ class MTurkProvider(RemoteProvider):
     needs_request_tokens = True
 
     def publish_stage(self, *, stage) -> Iterator[HitUpdate | HitFailure]:
-        hit_type_id = self.ensure_hit_type(stage)
+        pending = stage.hits.filter(status=HitStatus.PENDING).order_by("id")
+        try:
+            hit_type_id = self.ensure_hit_type(stage)
+        except Exception as exc:
+            # No HIT can be made without its type (or the qualification type it requires):
+            # each pending HIT failed, so the stage says so and publishing again retries.
+            error = f"CreateHITType: {error_message(exc)}"
+            logger.warning("stage %s: %s", stage.pk, error)
+            for hit in pending:
+                yield HitFailure(hit_id=hit.pk, error=f"HIT {hit.pk}: {error}")
+            return
         url = task_url("annotation:task-mturk", stage=stage, fallback="/task/mturk/{stage_id}/")
         question = external_question_xml(url, int(stage.settings.get("frame_height", 0)))
-        for hit in stage.hits.filter(status=HitStatus.PENDING).order_by("id"):
+        for hit in pending:
             try:
                 yield self.create_hit(hit=hit, hit_type_id=hit_type_id, question=question)
             except Exception as exc:

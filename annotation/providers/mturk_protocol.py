@@ -12,6 +12,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from .base import (
+    ReadinessProblem,
     SubmissionStatus,
 )
 
@@ -122,6 +123,32 @@ def assignment_duration_seconds(stage) -> int:
     """How long a worker has for an assignment once accepted (the HIT type's duration)."""
     return int((stage.settings or {}).get("assignment_duration_seconds",
                                           stage.project.assignment_timeout_minutes * 60))
+
+
+# CreateHITType's limits (botocore's service model: CurrencyAmount, AssignmentDurationInSeconds).
+MIN_REWARD = Decimal("0.01")
+MIN_ASSIGNMENT_DURATION_SECONDS = 30
+MAX_ASSIGNMENT_DURATION_SECONDS = 31_536_000
+
+
+def hit_type_problems(stage) -> list[ReadinessProblem]:
+    """What MTurk would refuse in the stage's HIT type, found before anything is created (a
+    refused CreateHITType after CreateQualificationType left a half-published stage): a
+    reward under $0.01, an assignment duration outside 30 s to 365 days (the project's
+    timeout in minutes, or the stage's `assignment_duration_seconds`)."""
+    problems = []
+    reward = Decimal(str(stage.reward))
+    if reward < MIN_REWARD:
+        problems.append(ReadinessProblem(
+            "reward", f"the reward per HIT is ${reward}; MTurk pays at least ${MIN_REWARD}"))
+    duration = assignment_duration_seconds(stage)
+    if not MIN_ASSIGNMENT_DURATION_SECONDS <= duration <= MAX_ASSIGNMENT_DURATION_SECONDS:
+        problems.append(ReadinessProblem(
+            "assignment duration",
+            f"an assignment lasts {duration} s (the project's assignment timeout, or the "
+            f"stage's assignment_duration_seconds); MTurk takes "
+            f"{MIN_ASSIGNMENT_DURATION_SECONDS} s to {MAX_ASSIGNMENT_DURATION_SECONDS} s"))
+    return problems
 
 
 def lifetime_seconds(stage) -> int:

@@ -18,6 +18,7 @@ from __future__ import annotations
 from django.db import IntegrityError, transaction
 
 from annotation.domain.answers import answer_matches_gold
+from annotation.domain.qualification_scores import granted_value
 from annotation.models import (
     Assignment,
     Item,
@@ -129,7 +130,8 @@ def qualification_grant(*, qualification: WorkerQualification) -> WorkerQualific
             f"{qualification.stage.get_provider_display()} has not confirmed; not granted")
     stage = qualification.stage
     provider = get_provider(stage.provider)
-    value = round(qualification.score * 100)
+    value = granted_value(score=qualification.score, passed=qualification.passed,
+                          threshold=stage.project.qualification_threshold)
     provider_call_run(
         provider=stage.provider,
         operation="GrantQualification",

@@ -229,6 +229,17 @@ def routing_guard(*, stage: Stage) -> None:
                           "`manage.py route_stage`) first")
 
 
+def money_guard(*, stage: Stage) -> None:
+    """No negative money reaches a provider or the budget: a negative reward (or bonus per
+    correct answer) would be refused by the provider after other calls were made, and would
+    lower the committed cost, letting later stages past the budget cap."""
+    project = stage.project
+    for what, amount in (("reward per HIT", stage.reward),
+                         ("bonus per correct answer", project.bonus_per_correct)):
+        if amount is not None and amount < 0:
+            raise GuardFailed(f"{stage}: the {what} is ${amount}; it must be 0 or more")
+
+
 def design_guard(*, stage: Stage) -> None:
     """A qualification under the STARC design lists at most one item per text: every taker
     answers all of its items, so two levels of one paragraph would be read by everyone (its
@@ -314,6 +325,7 @@ def _publish_draft(*, stage: Stage, user, actor: str, override_reason: str | Non
     settings_guard(stage=stage)
     routing_guard(stage=stage)
     design_guard(stage=stage)
+    money_guard(stage=stage)
     adaptive_redundancy_guard(stage=stage)
     note = agreement_guard(stage=stage, override_reason=override_reason)
     # Checked on the plan before any HIT row exists, so a refused stage stays editable; the

@@ -30,6 +30,7 @@ from annotation.services.qualification import (
 )
 
 from .decisions import (
+    PER_CORRECT_KEY,
     ReviewReport,
     assignment_approve,
     assignment_bonus_pay,
@@ -130,7 +131,7 @@ def _pay_correct_answer_bonuses(stage: Stage, provider, report: ReviewReport) ->
     # Separate from approving, so an approval confirmed later (lost answer, MTurk's own
     # auto-approval) still gets its bonus — once: the key names this bonus.
     paid = ProviderCall.objects.filter(
-        assignment__stage=stage, operation="SendBonus", key__endswith=":per-correct",
+        assignment__stage=stage, operation="SendBonus", key__endswith=f":{PER_CORRECT_KEY}",
         status=ProviderCallStatus.SUCCEEDED).values("assignment_id")
     approved = stage.assignments.filter(status=AssignmentStatus.APPROVED).exclude(pk__in=paid)
     if provider.confirms_submissions:
@@ -141,7 +142,7 @@ def _pay_correct_answer_bonuses(stage: Stage, provider, report: ReviewReport) ->
             continue
         try:
             assignment_bonus_pay(assignment=assignment, amount=bonus,
-                                 reason="Bonus for correct answers", key="per-correct")
+                                 reason="Bonus for correct answers", key=PER_CORRECT_KEY)
             report.bonuses += 1
         except Exception as exc:
             report.errors.append(f"bonus {assignment}: {exc}")

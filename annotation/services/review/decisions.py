@@ -12,6 +12,7 @@ from decimal import Decimal
 from django.db.models import Sum
 from django.utils import timezone
 
+from annotation.cost_selectors import bonus_over_budget
 from annotation.models import (
     Assignment,
     AssignmentStatus,
@@ -215,6 +216,10 @@ def _assignment_decide(assignment: Assignment, *, status: str, verb: str, operat
     return assignment
 
 
+# The key of the STARC bonus per correct answer (`correct_answer_bonus`), paid by review.
+PER_CORRECT_KEY = "per-correct"
+
+
 def bonus_call_key(*, assignment: Assignment, amount: Decimal, reason: str,
                    key: str | None = None) -> str:
     """The idempotency key of a bonus: `key` names it (e.g. "per-correct"); by default the
@@ -245,6 +250,13 @@ def assignment_bonus_pay(*, assignment: Assignment, amount: Decimal, reason: str
     _require_confirmed(assignment, "pay a bonus for")
     stage = assignment.stage
     call_key = bonus_call_key(assignment=assignment, amount=amount, reason=reason, key=key)
+    if key != PER_CORRECT_KEY and not bonus_already_paid(
+            assignment=assignment, amount=amount, reason=reason, key=key):
+        # The per-correct bonus was budgeted at publish (the estimate holds it at its maximum);
+        # a bonus granted by hand was not, so it must fit under the cap.
+        over = bonus_over_budget(stage=stage, amount=amount)
+        if over:
+            raise ReviewError(over)
     provider = get_provider(stage.provider)
     # A payment first tried longer ago than the provider remembers its token (MTurk: 24 h) is
     # looked up before it is sent again: the first attempt may have paid.

@@ -188,3 +188,37 @@ def test_publishing_a_closed_stage_is_refused_without_marking_it(admin_client_):
     assert any("only a draft can be published" in m for m in shown), shown
     stage.refresh_from_db()
     assert stage.publish_problem == "" and stage.status == StageStatus.CLOSED
+
+
+@pytest.mark.mturk
+def test_mturk_refuses_a_hit_type_it_would_reject_before_any_call(admin_client_, mturk_server):
+    """A reward under $0.01 or an assignment duration outside 30 s to 365 days would be
+    refused by CreateHITType after CreateQualificationType was made: named, nothing sent."""
+    stage = _stage("mturk", settings={"locales": []})
+    stage.reward_per_hit = Decimal("0.00")
+    stage.save()
+    stage.project.assignment_timeout_minutes = 0
+    stage.project.save()
+    shown = _publish(admin_client_, stage)
+    assert any("MTurk pays at least $0.01" in m and "an assignment lasts 0 s" in m
+               for m in shown), shown
+    _still_draft_and_nothing_sent(stage)
+    assert not mturk_server.state.hits
+
+
+@pytest.mark.mturk
+def test_a_failed_hit_type_leaves_the_stage_saying_so_and_publishing_again_retries(
+        admin_client_, mturk_server, settings):
+    stage = _stage("mturk", settings={"locales": []})
+    settings.MTURK_MAX_ATTEMPTS = 2
+    mturk_server.throttle_next["CreateHITType"] = 5  # more than the attempts
+    _publish(admin_client_, stage)
+    stage.refresh_from_db()
+    assert stage.status == StageStatus.PUBLISHED
+    assert "CreateHITType" in stage.publish_problem and "publish again" in stage.publish_problem
+    assert not mturk_server.state.hits
+    mturk_server.throttle_next["CreateHITType"] = 0
+    _publish(admin_client_, stage)
+    stage.refresh_from_db()
+    assert stage.status == StageStatus.COLLECTING and not stage.publish_problem
+    assert len(mturk_server.state.hits) == stage.hits.count() == 2

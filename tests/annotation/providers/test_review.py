@@ -310,3 +310,43 @@ def test_default_bonus_key_is_the_same_in_every_process(recording):
     other = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                            env={"PYTHONHASHSEED": "123"}, check=True).stdout.strip()
     assert key.endswith(f":manual:0.40:{other}")
+
+
+@pytest.mark.reliability
+def test_a_bonus_by_hand_must_fit_the_budget_cap_and_money_paid_stays_committed(recording):
+    """A bonus granted by hand was not in any estimate: it is refused when it would take the
+    project past its cap (fee included), and what a stage has paid counts against the cap
+    even where it is more than the stage's estimate."""
+    from annotation.cost_selectors import project_committed_cost, stage_committed_cost
+
+    project = make_project(TaskKind.LIKERT, budget_cap=Decimal("10.00"),
+                           reward_per_hit=Decimal("0.40"))
+    stage = make_stage(project)  # in-house, collecting
+    assignment = likert_assignment(stage, [3, 4, 2])
+    assignment_approve(assignment=assignment)
+    estimate = stage_committed_cost(stage=stage)
+    with pytest.raises(ReviewError, match=r"budget cap"):
+        assignment_bonus_pay(assignment=assignment, amount=Decimal("50.00"), reason="great")
+    assert [d for d in recording.done if d[0] == "bonus"] == []
+    assert not ProviderCall.objects.filter(operation="SendBonus").exists()
+    # One that fits is paid; the stage now holds at least what it paid.
+    assignment_bonus_pay(assignment=assignment, amount=Decimal("5.00"), reason="great")
+    assert stage_committed_cost(stage=stage) >= Decimal("5.40") > estimate
+    assert project_committed_cost(project=project) == stage_committed_cost(stage=stage)
+    # Paying it again (a double click) is no new payment and is not refused.
+    assignment_bonus_pay(assignment=assignment, amount=Decimal("5.00"), reason="great")
+    assert [d[0] for d in recording.done].count("bonus") == 1
+
+
+def test_the_mturk_qualification_value_agrees_with_the_local_pass_mark():
+    from annotation.domain.qualification_scores import granted_value, percent_threshold
+
+    assert percent_threshold(0.67) == 67 and percent_threshold(0.665) == 67
+    assert percent_threshold(0.8) == 80 and percent_threshold(0) == 0
+    # 2 of 3 right against 0.67: failed here, so below MTurk's 67 (it was round(66.7) = 67).
+    assert granted_value(score=2 / 3, passed=False, threshold=0.67) == 66
+    # 0.666 against 0.665: passed here, so at least 67 although its percent rounds down to 66.
+    assert granted_value(score=0.666, passed=True, threshold=0.665) == 67
+    assert granted_value(score=0.29, passed=False, threshold=0.5) == 29
+    assert granted_value(score=1.0, passed=True, threshold=0.8) == 100
+    assert granted_value(score=0.9, passed=False, threshold=0) == 0

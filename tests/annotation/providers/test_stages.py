@@ -239,3 +239,22 @@ def test_hits_build_is_idempotent(likert_study):
     first = stage_hits_build(stage=trial)
     again = stage_hits_build(stage=trial)
     assert [h.pk for h in first] == [h.pk for h in again]
+
+
+def test_negative_money_is_refused_before_anything_is_created(likert_study, researcher):
+    project, _gold, _items = likert_study
+    project.budget_cap = Decimal("5.00")
+    project.save()
+    qualification, _t, _f = make_stages(project, "inhouse")
+    qualification.reward_per_hit = Decimal("-5.00")
+    qualification.save()
+    with pytest.raises(GuardFailed, match=r"reward per HIT is \$-5.00; it must be 0 or more"):
+        stage_publish(stage=qualification, user=researcher)
+    qualification.refresh_from_db()
+    assert qualification.status == StageStatus.DRAFT and not qualification.hits.exists()
+    qualification.reward_per_hit = None
+    qualification.save()
+    project.bonus_per_correct = Decimal("-1")
+    project.save()
+    with pytest.raises(GuardFailed, match="bonus per correct answer"):
+        stage_publish(stage=qualification, user=researcher)
