@@ -148,12 +148,15 @@ def publish_stages_background(modeladmin, request, queryset):
 @admin.action(description="Sync with provider and review now")
 def sync_stages(modeladmin, request, queryset):
     from annotation.providers import get_provider
-    from annotation.services.review import stage_sync_and_review
+    from annotation.services.review import SyncAlreadyRunning, stage_sync_and_review
 
     done, failed = [], []
     for stage in queryset:
         try:
             sync, review = stage_sync_and_review(stage=stage)
+        except SyncAlreadyRunning as busy:
+            done.append(f"{stage}: not synced now, {busy}; its result shows on the next one.")
+            continue
         except Exception as exc:
             failed.append(f"{stage}: sync failed — {exc}")
             continue

@@ -29,6 +29,7 @@ from .stage import (
     Stage,
     StageKind,
     StageStatus,
+    StageSync,
     StageTransition,
 )
 
@@ -62,6 +63,7 @@ __all__ = [
     "Stage",
     "StageKind",
     "StageStatus",
+    "StageSync",
     "StageTransition",
     "TaskKind",
     "Worker",

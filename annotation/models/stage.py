@@ -7,6 +7,7 @@ from django.db import models
 
 from core import vocabulary
 from core.choices import django_choices
+from core.leases import LeaseStates
 
 from .item import Item
 from .project import Project
@@ -101,6 +102,30 @@ class Stage(models.Model):
     @property
     def reward(self) -> Decimal:
         return self.reward_per_hit if self.reward_per_hit is not None else self.project.reward_per_hit
+
+
+class StageSync(models.Model):
+    """The job lease of a stage's provider sync and review (`core.leases`: one row per stage,
+    claimed by each run): the beat queues a sync every few minutes, the admin's "Sync now" and
+    a redelivered message run the same function, and two runs at once would each pay what the
+    other had not recorded yet (a Prolific bonus set up twice is paid twice). A run that finds
+    the lease held by a live worker does nothing; a holder silent for the stale limit lost its
+    worker, and the next run takes the lease over."""
+
+    IDLE, RUNNING, FAILED = "idle", "running", "failed"
+
+    stage = models.OneToOneField(Stage, on_delete=models.CASCADE, related_name="sync_lease")
+    status = models.CharField(max_length=10, default=IDLE)
+    lease = models.CharField(max_length=100, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    error = models.TextField(blank=True)
+
+    lease_states = LeaseStates(queued=IDLE, running=RUNNING, failed=FAILED)
+
+    def __str__(self) -> str:
+        return f"sync of {self.stage_id}: {self.status}"
 
 
 class StageTransition(models.Model):

@@ -34,9 +34,13 @@ def stage_publish(stage_id: int, user_id: int | None = None,
 @shared_task(name="worker.tasks.providers.stage_sync")
 def stage_sync(stage_id: int) -> dict:
     from annotation.models import Stage
-    from annotation.services.review import stage_sync_and_review
+    from annotation.services.review import SyncAlreadyRunning, stage_sync_and_review
 
-    sync, review = stage_sync_and_review(stage=Stage.objects.get(pk=stage_id))
+    try:
+        sync, review = stage_sync_and_review(stage=Stage.objects.get(pk=stage_id))
+    except SyncAlreadyRunning as busy:  # the beat's next run, or a redelivery: not an error
+        logger.info("stage %s: %s", stage_id, busy)
+        return {"skipped": str(busy)}
     if review.errors:
         logger.warning("review of stage %s: %s", stage_id, "; ".join(review.errors[:10]))
     return {"listed": sync.listed, "flagged": sync.flagged, "approved": review.approved,

@@ -2,7 +2,7 @@
 provider knows, matched with local assignments), `decisions` (approve, reject, bonus, block,
 notify: one assignment or worker at a time, each provider side effect once), `auto_review` (the
 periodic review of a stage by its rules)."""
-from .auto_review import stage_auto_review, stage_sync_and_review
+from .auto_review import SyncAlreadyRunning, stage_auto_review, stage_sync_and_review
 from .decisions import (
     ASKED_TO_RETURN,
     ASSIGNMENT_OPERATIONS,
@@ -58,6 +58,7 @@ __all__ = [
     "stage_reconcile_mark",
     "stage_rules",
     "stage_sync_and_review",
+    "SyncAlreadyRunning",
     "worker_block_everywhere",
     "worker_unblock_everywhere",
     "stage_qualified_workers",

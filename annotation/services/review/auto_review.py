@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from django.db.models import Count
+from django.db.models import Count, Q
 from django.utils import timezone
 
 from annotation.models import (
@@ -18,6 +18,7 @@ from annotation.models import (
     Stage,
     StageKind,
     StageStatus,
+    StageSync,
     Worker,
     WorkerQualification,
 )
@@ -28,6 +29,7 @@ from annotation.services.qualification import (
     qualification_grant,
     qualification_source_confirmed,
 )
+from core.leases import JobLease, owner_state, stale_filter
 
 from .decisions import (
     PER_CORRECT_KEY,
@@ -167,8 +169,45 @@ def _block_repeated_rejections(stage: Stage, threshold: int, report: ReviewRepor
             report.errors.append(f"block {worker}: {exc}")
 
 
+class SyncAlreadyRunning(Exception):
+    """Another worker holds the stage's sync lease (`StageSync`) and is alive: this run did
+    nothing."""
+
+
 def stage_sync_and_review(*, stage: Stage) -> tuple[SyncReport, ReviewReport]:
-    """What the periodic task does for one stage."""
+    """What the periodic task (and the admin's "Sync now") does for one stage, under the
+    stage's sync lease: one run at a time per stage, whichever door starts it; a run that
+    finds another alive raises SyncAlreadyRunning and touches nothing."""
+    row, _created = StageSync.objects.get_or_create(stage=stage)
+    with JobLease(StageSync, row.pk) as lease:
+        claimed = lease.claim(claimable=_sync_claimable(row.pk), started_at=timezone.now(),
+                              finished_at=None, error="")
+        if claimed is None:
+            holder = StageSync.objects.get(pk=row.pk)
+            raise SyncAlreadyRunning(
+                f"a sync of {stage} is running in another worker ({holder.lease or '?'}, "
+                f"started {holder.started_at:%Y-%m-%d %H:%M:%S} UTC): nothing done")
+        try:
+            result = _sync_and_review(stage)
+        except Exception as exc:
+            lease.finish(status=StageSync.FAILED, error=f"{type(exc).__name__}: {exc}"[:2000])
+            raise
+        lease.finish(status=StageSync.IDLE)
+        return result
+
+
+def _sync_claimable(pk: int) -> Q:
+    """The lease is free, its holder silent past the stale limit, or its holder a process of
+    this host that is gone (a worker killed in the middle: its redelivered task need not wait
+    for the heartbeat to go stale)."""
+    free = ~Q(status=StageSync.RUNNING) | stale_filter(StageSync)
+    holder = StageSync.objects.filter(pk=pk).values_list("lease", flat=True).first()
+    if holder and owner_state(holder) == "dead":
+        free |= Q(lease=holder)
+    return free
+
+
+def _sync_and_review(stage: Stage) -> tuple[SyncReport, ReviewReport]:
     from annotation.services.stages import stage_collection_complete, stage_transition
 
     sync = provider_sync(stage=stage)
