@@ -7,9 +7,10 @@ every row).
 Verdicts: correct/incorrect (also yes/no, true/false, 1/0) for Likert items, A/B for A/B
 items, A–D for multiple choice. Scores are numbers (Likert: 1–5), probabilities 0–1.
 
-Everything is checked before anything is stored: unknown item ids, the same item twice,
-values out of range, a version that already holds verdicts on this project. Every problem is
-reported (up to 20, with line numbers) and nothing is stored."""
+Everything is checked before anything is stored: unknown item ids, the same item twice (A/B:
+in the same order, a missing order counting as AB), values out of range, a version that
+already holds verdicts on this project. Every problem is reported (up to 20, with line
+numbers) and nothing is stored."""
 from __future__ import annotations
 
 import csv
@@ -155,11 +156,18 @@ def verdicts_import(*, project: Project, path: Path, judge: str | None = None,
             errors.append(f"line {line}: item_id {external!r} is not an item of "
                           f"{project.slug}")
             continue
-        if (external, order) in seen:
-            errors.append(f"line {line}: item_id {external!r} again (first on line "
-                          f"{seen[external, order]})")
+        # A verdict without an order counts as shown AB (the leaderboard reads it so), so a
+        # row without one and a row in order AB are the same verdict twice. The order is
+        # stored as given: "not recorded" keeps the position effect out of its fit.
+        shown = order or ("AB" if kind == TaskKind.AB else "")
+        if (external, shown) in seen:
+            first = seen[external, shown]
+            same = (f" in order {shown} (a missing order counts as AB)"
+                    if kind == TaskKind.AB else "")
+            errors.append(f"line {line}: item_id {external!r}{same} again (first on line "
+                          f"{first})")
             continue
-        seen[external, order] = line
+        seen[external, shown] = line
         verdict = _verdict(row.get("verdict"), kind, line, errors)
         score = _number(row.get("score"), "score", line, errors)
         probability = _number(row.get("probability"), "probability", line, errors)
