@@ -14,12 +14,15 @@ import numpy as np
 from django.db.models import Max
 
 from annotation.models import Project, TaskKind
-from core.vocabulary import PROBABILITY_METRIC_NAME
+from core.vocabulary import PROBABILITY_METRIC_NAME, ModelKind
 
-from .models import Judge, JudgeVerdict, JudgeVersion, MetricScore
+from .models import Judge, JudgeKind, JudgeVerdict, JudgeVersion, MetricScore
 
 # Metrics whose value is a probability that the answer is correct (read as such).
 PROBABILITY_METRICS = (PROBABILITY_METRIC_NAME,)
+# LERC's 1-5 score.
+LIKERT_SCORE_METRIC = ModelKind.REGRESSION.metric_name
+LIKERT_RANGE = (1.0, 5.0)
 
 
 @dataclass
@@ -40,6 +43,9 @@ class JudgeView:
     asked: int = 0
     # A/B judges asked in both orders: item -> {"AB": side, "BA": side}
     orders: dict[int, dict[str, str]] = field(default_factory=dict)
+    # The scale the judge's scores are on, where its source fixes it (Likert 1-5), so that
+    # scores that happen to be all 1 are not read as already on 0-1; None: read from them.
+    score_range: tuple[float, float] | None = None
 
     @property
     def label(self) -> str:
@@ -53,7 +59,8 @@ def metric_view(project: Project, name: str) -> JudgeView:
         raise LookupError(f"no {name} scores stored on {project.slug} (score_project "
                           f"{project.slug} --metric {name})")
     version = MetricScore.objects.get(pk=last).version
-    view = JudgeView(ref=f"metric:{name}", kind="metric", version=version)
+    view = JudgeView(ref=f"metric:{name}", kind="metric", version=version,
+                     score_range=LIKERT_RANGE if name == LIKERT_SCORE_METRIC else None)
     is_probability = name in PROBABILITY_METRICS
     for item_id, value in rows.filter(version=version).values_list("item_id", "value"):
         view.asked += 1
@@ -66,7 +73,8 @@ def metric_view(project: Project, name: str) -> JudgeView:
 
 
 def verdict_view(project: Project, version: JudgeVersion) -> JudgeView:
-    view = JudgeView(ref=version.label, kind=version.judge.kind, version=version.version)
+    view = JudgeView(ref=version.label, kind=version.judge.kind, version=version.version,
+                     score_range=_verdict_score_range(project, version))
     ab = project.kind == TaskKind.AB
     rows = (JudgeVerdict.objects.filter(judge_version=version, item__project=project)
             .order_by("item_id", "id")
@@ -87,6 +95,17 @@ def verdict_view(project: Project, version: JudgeVersion) -> JudgeView:
         view.calls[item_id] = JudgeCall(verdict=value, score=score, probability=probability,
                                         reasoning=reasoning)
     return view
+
+
+def _verdict_score_range(project: Project, version: JudgeVersion) -> tuple | None:
+    """Likert 1-5 where the source fixes it: imported scores on Likert items (the import
+    refuses any other) and an LLM judge's `likert` parse rule."""
+    if project.kind != TaskKind.LIKERT:
+        return None
+    if version.judge.kind == JudgeKind.IMPORTED or \
+            (version.config or {}).get("parse") == "likert":
+        return LIKERT_RANGE
+    return None
 
 
 def judge_version_get(label: str) -> JudgeVersion:
@@ -113,12 +132,18 @@ def judge_view(project: Project, ref: str) -> JudgeView:
 
 
 def _version_on_project(project: Project, ref: str) -> JudgeVersion:
+    """The version `ref` names (NAME@VERSION, or NAME's latest with verdicts on the project),
+    refused alike when it has no verdicts on this project: a version that exists elsewhere
+    would otherwise be an empty judge here, read as "no prediction" on every item."""
+    named = judge_version_get(ref)  # the judge and version exist (else LookupError naming them)
     if "@" in ref:
-        return judge_version_get(ref)
-    judge_version_get(ref)  # the judge exists (else LookupError naming the judges)
-    version = (JudgeVersion.objects.filter(judge__name=ref,
-                                           verdicts__item__project=project)
-               .order_by("-id").first())
+        on_project = JudgeVerdict.objects.filter(judge_version=named,
+                                                 item__project=project).exists()
+        version = named if on_project else None
+    else:
+        version = (JudgeVersion.objects.filter(judge__name=ref,
+                                               verdicts__item__project=project)
+                   .order_by("-id").first())
     if version is None:
         raise LookupError(f"judge {ref!r} has no verdicts on {project.slug} (run_judge "
                           f"{project.slug} {ref} or import_verdicts)")
@@ -146,20 +171,41 @@ def judge_history(project: Project, name: str) -> list[JudgeVersion]:
 
 
 def predictor_values(view: JudgeView, items: Sequence[int]) -> np.ndarray:
-    """The judge's value on a 0-1 scale for the estimates: its probability, else its verdict
-    or score mapped onto 0-1 (Likert 1-5 scores as (s-1)/4)."""
+    """The judge's value on a 0-1 scale for the estimates, each item on its own: its
+    probability when it has one, else its score on 0-1, else its verdict (1/0). A judge may
+    give a probability on some items and only a score on others; the probabilities are never
+    rescaled with the scores. Scores: on the judge's known scale (`score_range`: Likert 1-5
+    as (s-1)/4), else as they are when every score of the judge is in 0-1, (s-1)/4 when
+    every one is in 1-5, else rescaled by the judge's lowest and highest score."""
+    to_unit = _score_to_unit(view)
     values = []
     for i in items:
         call = view.calls[i]
         if call.probability is not None:
             values.append(call.probability)
         elif call.score is not None:
-            values.append(call.score)
+            values.append(to_unit(call.score))
         else:
             values.append(call.verdict)
-    values = np.array(values, dtype=float)
-    if len(values) and (values.min() < 0 or values.max() > 1):
-        low, high = (1.0, 5.0) if values.min() >= 1 and values.max() <= 5 else \
-            (values.min(), values.max())
-        values = (values - low) / (high - low) if high > low else np.full(len(values), 0.5)
-    return values
+    return np.array(values, dtype=float)
+
+
+def _score_to_unit(view: JudgeView):
+    """score -> 0-1 for this judge, one rule for all its items (read from all its scores on
+    the project, so a subset of items maps the same way)."""
+    low, high = view.score_range or _observed_range(view)
+    if high <= low:
+        return lambda score: 0.5
+    return lambda score: min(1.0, max(0.0, (score - low) / (high - low)))
+
+
+def _observed_range(view: JudgeView) -> tuple[float, float]:
+    scores = [call.score for call in view.calls.values() if call.score is not None]
+    if not scores:
+        return (0.0, 1.0)
+    low, high = min(scores), max(scores)
+    if low >= 0 and high <= 1:
+        return (0.0, 1.0)
+    if low >= LIKERT_RANGE[0] and high <= LIKERT_RANGE[1]:
+        return LIKERT_RANGE
+    return (low, high)

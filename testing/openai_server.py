@@ -12,7 +12,8 @@ prompts answer A. `behaviour` may be any callable (prompt text -> answer text). 
 counted in `stats`: `rate_limit_burst(n)` (the next n requests get 429 with Retry-After),
 `fail_next(n, status)` (5xx), `malformed_rate` (an answer without a verdict),
 `truncated_rate` (cut short, finish_reason "length"), `broken_body_rate` (a 200 whose body is
-not JSON); `logprobs` on or off; `latency` seconds per request (slept in the request's thread,
+not JSON), `refusal_rate` (the model declines: content null and a `refusal` text, as OpenAI
+answers); `logprobs` on or off; `latency` seconds per request (slept in the request's thread,
 so concurrent requests overlap as at a real endpoint).
 
 As a process of its own (a rehearsal, or a benchmark that keeps the endpoint off its own CPU):
@@ -68,7 +69,7 @@ class FakeChatServer:
                  behaviour: Callable[[str], str] | None = None, logprobs: bool = True,
                  malformed_rate: float = 0.0, truncated_rate: float = 0.0,
                  broken_body_rate: float = 0.0, error_rate: float = 0.0,
-                 position_bias: float = 0.0, seed: int = 0, port: int = 0):
+                 refusal_rate: float = 0.0, position_bias: float = 0.0, seed: int = 0, port: int = 0):
         self.latency = latency
         self.api_key = api_key
         self.rng = random.Random(seed)
@@ -79,6 +80,7 @@ class FakeChatServer:
         self.truncated_rate = truncated_rate
         self.broken_body_rate = broken_body_rate
         self.error_rate = error_rate
+        self.refusal_rate = refusal_rate
         self.lock = threading.Lock()
         self.stats: dict[str, int] = defaultdict(int)
         self.prompts: list[str] = []
@@ -142,6 +144,7 @@ class FakeChatServer:
             return 200, b'{"id": "chatcmpl-broken", "choices": [', {}
         text = self.behaviour(prompt)
         finish = "stop"
+        message = None
         roll -= self.broken_body_rate
         if 0 <= roll < self.malformed_rate:
             text = "I am not sure how to grade this one."
@@ -152,8 +155,14 @@ class FakeChatServer:
             finish = "length"
             with self.lock:
                 self.stats["truncated"] += 1
-        choice = {"index": 0, "message": {"role": "assistant", "content": text},
-                  "finish_reason": finish}
+        elif 0 <= roll - self.malformed_rate - self.truncated_rate < self.refusal_rate:
+            refusal = "I'm sorry, but I can't help with grading this answer."
+            message = {"role": "assistant", "content": None, "refusal": refusal}
+            text = refusal
+            with self.lock:
+                self.stats["refused"] += 1
+        choice = {"index": 0, "finish_reason": finish,
+                  "message": message or {"role": "assistant", "content": text, "refusal": None}}
         if self.logprobs and body.get("logprobs"):
             choice["logprobs"] = {"content": _logprobs(text)}
         usage = {"prompt_tokens": max(1, len(prompt) // 4),

@@ -222,12 +222,16 @@ class ProjectReportSerializer(serializers.Serializer):
 class LeaderboardBoardSerializer(serializers.Serializer):
     systems = serializers.ListField(
         child=serializers.DictField(),
-        help_text="Best first: rank, system, strength (log-odds, Σ = 0), score (1000 + "
+        help_text="By component (the group of systems compared with each other, even "
+                  "through others), then best first: rank (within the component), component, "
+                  "system, strength (log-odds, Σ = 0 within the component), score (1000 + "
                   "400·strength/ln 10), se, ci_item, ci_worker (95% percentile bootstrap; "
-                  "null with fewer than 5 clusters), rank_interval_item/_worker, n_votes, "
-                  "wins, losses, ties.")
+                  "null with fewer than 5 clusters; θ ± 1.96·se for a system with only ties), "
+                  "rank_interval_item/_worker, n_votes, wins, losses, ties.")
     model = serializers.DictField(help_text="davidson or bradley_terry, tie parameter, "
-                                            "position effect, counts, bootstrap notes.")
+                                            "position effect, counts, bootstrap notes, "
+                                            "components (when the systems fall into groups "
+                                            "never compared), curvature_intervals.")
     win_rate = serializers.DictField(help_text="Observed (wins + ties/2) / votes, row over "
                                                "column, and vote counts.")
     expected = serializers.DictField(help_text="Model P(row beats column) and P(tie).")

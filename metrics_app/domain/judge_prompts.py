@@ -2,16 +2,27 @@
 rendered from an item's content, how an answer is parsed into a verdict, a score and (from the
 endpoint's log-probabilities) a probability, and what a call costs.
 
-Parse rules (`config["parse"]`):
+Parse rules (`config["parse"]`). A model reasons before its verdict, and the reasoning may
+name either side ("Answer A is shorter, while Answer B covers every point."), so every rule
+reads the explicit verdict line the default prompts ask for, the LAST one when there are
+several, with the wrapping models add ("**Better:** B", "Better: Answer B.", "Verdict: `yes`");
+without such a line only an unambiguous reply is read, anything else is unparseable:
 
-- `likert`: the first 1–5 digit after "score" (or the first lone 1–5 digit); verdict
+- `likert`: the last "Score: N" (or "Rating: N"), N in 1-5; without one, the only number
+  1-5 in the reply ("I'd give it a 3."; several different ones are ambiguous); verdict
   `correct` when the score is 3 or more. Probability: the log-probability mass of the tokens
-  3/4/5 over 1–5 at the score's token.
-- `yes_no`: the first of yes/correct/true or no/incorrect/false (word bounded); verdict
-  correct/incorrect. Probability: P(yes-like) over yes- and no-like tokens at that token.
-- `ab`: the first lone A or B (after "answer"/"better"/"choice" when present); probability
-  P(A) over A/B at that token.
-- `choice`: the first lone A–D (STARC); probability of the chosen letter.
+  3/4/5 over 1-5 at the score's token.
+- `yes_no`: the last "Verdict: yes|no" (also "Answer:", "Correct?", ...; correct/incorrect,
+  true/false, wrong); without one, a reply that opens with its verdict ("Yes, it matches.",
+  "Incorrect: wrong year."); verdict correct/incorrect. Probability: P(yes-like) over yes-
+  and no-like tokens at that token.
+- `ab`: the last "Better: A|B" (also "Winner:", "Verdict:", "The better answer is B",
+  MT-Bench's "[[B]]"); the letter must be an upper-case A or B standing alone (the article
+  "a" is no verdict); without a line, a reply that is only the letter ("B", "Answer B.",
+  "A is better."). Probability P(A) over A/B at that token.
+- `choice`: the last "Answer: X", X in A-D (STARC; also "The answer is C"); without one, a
+  reply that is only the letter or opens with it as a list item ("C. Paris"). Probability
+  of the chosen letter.
 - `json`: a JSON object somewhere in the answer with `verdict` (correct/incorrect, A/B, ...),
   optional `score`, `probability`, `reasoning`.
 - `regex`: `config["pattern"]`, a regular expression whose first group is the verdict
@@ -170,6 +181,64 @@ class Parsed:
 _YES = ("yes", "correct", "true")
 _NO = ("no", "incorrect", "false", "wrong")
 
+# What a model wraps a verdict in: markdown emphasis and code, quotes, brackets
+# ("**Better:** B", "Verdict: `yes`", "Answer: (C)").
+_WRAP = r"[\s*_`'\"“”‘’(\[]*"
+# A verdict line's label ends with a separator ("Better:", "**Verdict**:"). The letter rules
+# also read "The better answer is B"; yes/no does not, or "the answer is correct in part, but
+# the year is wrong" would be a verdict.
+_COLON = r"[*_`]*\s*[:=?]"
+_COLON_OR_IS = r"[*_`]*\s*(?:[:=]|\bis\b[*_`]*:?)"
+
+
+def _verdict_pattern(labels: str, separator: str, value: str,
+                     spelled_out: str = "") -> re.Pattern:
+    """A verdict line: one of `labels` (any case), the separator, the wrapping, optionally a
+    word that spells the value out ("Better: Answer B"), then `value`, whose case is as
+    given: an A/B letter must be upper case, so the article "a" never reads as answer A."""
+    prefix = rf"(?i:(?:{spelled_out})\s+)?" if spelled_out else ""
+    return re.compile(rf"(?i:\b(?:{labels}))" + separator + _WRAP + prefix + value)
+
+
+_AB_LINE = _verdict_pattern(
+    "better|best|winner|preferred|preference|verdict|choice|decision|answer|response",
+    _COLON_OR_IS, r"([AB])(?!\w)", spelled_out="answer|response|option|assistant")
+# MT-Bench's judge prompt ends with "[[A]]" or "[[B]]": as explicit as a verdict line.
+_AB_BRACKETS = re.compile(r"\[\[([AB])\]\]")
+# Without a verdict line, only a reply that is nothing but the choice is read: "B",
+# "**Answer B**", "A is better."
+_AB_ALONE = re.compile(r"\W*(?i:(?:answer|response|option|assistant)\s+)?([AB])"
+                       r"(?:\s+(?i:is\s+(?:the\s+)?better(?:\s+(?:one|answer|response))?))?\W*")
+_CHOICE_LINE = _verdict_pattern("answer|choice|option|verdict", _COLON_OR_IS,
+                                r"([ABCD])(?!\w)", spelled_out="answer|choice|option")
+# ... or one that opens with the choice as a list item would: "C. Paris", "C) Paris".
+_CHOICE_ALONE = re.compile(r"\W*(?i:(?:answer|choice|option)\s+)?([ABCD])(?:\W*|[.)]\s.*)",
+                           re.DOTALL)
+_YES_NO_LINE = _verdict_pattern(
+    "verdict|answer|judgement|judgment|decision|correct|grade|evaluation|assessment",
+    _COLON, r"(?i:(yes|no|incorrect|correct|true|false|wrong))\b")
+# ... or one that opens with its verdict, then punctuation or nothing ("Yes, it matches.",
+# "Incorrect: wrong year.", "TRUE"); "No idea" is no verdict.
+_YES_NO_OPENING = re.compile(r"\W*(?i:(yes|no|incorrect|correct|true|false|wrong))"
+                             r"(?=\s*(?:$|[.,:;!\n]))")
+_SCORE_LINE = re.compile(r"(?i:\b(?:score|rating))[*_`]*\s*[:=]?" + _WRAP +
+                         r"([1-5])(?:\.0)?(?!\d|\.\d)")
+_LONE_SCORE = re.compile(r"(?<![\d.])([1-5])(?!\d|\.\d)")
+
+
+def _last(text: str, *patterns: re.Pattern) -> re.Match | None:
+    """The last match of any of `patterns`: a model reasons first and gives its verdict at
+    the end, and the reasoning may name either side ("Answer A is shorter, while Answer B
+    covers every point.\nBetter: B")."""
+    matches = [match for pattern in patterns for match in pattern.finditer(text)]
+    return max(matches, key=lambda match: match.start(1), default=None)
+
+
+def _read(match: re.Match) -> dict:
+    """Where the verdict was read: its token, and its offset in the answer, where the
+    log-probabilities are read (not at an earlier mention of the same letter)."""
+    return {"token": match.group(1), "offset": match.start(1)}
+
 
 def parse_answer(text: str, config: dict, logprobs: list | None = None) -> Parsed:
     """Read the judge's answer with the config's rule (see the module docstring)."""
@@ -189,41 +258,47 @@ def parse_answer(text: str, config: dict, logprobs: list | None = None) -> Parse
 
 
 def _likert(text: str, config: dict) -> Parsed:
-    match = re.search(r"score\W{0,3}([1-5])(?:\.0)?\b", text, re.IGNORECASE) or \
-        re.search(r"(?<![\d.])([1-5])(?![\d.])", text)
+    match = _last(text, _SCORE_LINE)
     if not match:
-        raise ValueError("no score 1-5 found")
+        # No "Score: N" line: a reply with one number 1-5 ("I'd give it a 3.") says it; one
+        # with several ("names 2 of the 3 cities") does not say which is the score.
+        lone = list(_LONE_SCORE.finditer(text))
+        if not lone:
+            raise ValueError("no score 1-5 found")
+        if len({found.group(1) for found in lone}) > 1:
+            raise ValueError("no 'Score: N' line, and several numbers 1-5 (ambiguous)")
+        match = lone[-1]
     score = float(match.group(1))
     return Parsed(ok=True, verdict="correct" if score >= CORRECT_AT else "incorrect",
-                  score=score, extra={"token": match.group(1)})
+                  score=score, extra=_read(match))
 
 
 def _yes_no(text: str, config: dict) -> Parsed:
-    match = re.search(r"\b(" + "|".join(_NO + _YES) + r")\b", text, re.IGNORECASE)
+    match = _last(text, _YES_NO_LINE) or _YES_NO_OPENING.match(text)
     if not match:
-        raise ValueError("no yes/no (correct/incorrect) found")
-    word = match.group(1).lower()
-    yes = word in _YES
+        raise ValueError("no verdict line ('Verdict: yes' or 'Verdict: no') and the reply "
+                         "does not open with yes/no (correct/incorrect)")
+    yes = match.group(1).lower() in _YES
     return Parsed(ok=True, verdict="correct" if yes else "incorrect", score=float(yes),
-                  extra={"token": match.group(1)})
+                  extra=_read(match))
 
 
 def _ab(text: str, config: dict) -> Parsed:
-    match = re.search(r"(?:better|answer|choice|winner)\W{0,3}([AB])\b", text, re.IGNORECASE) \
-        or re.search(r"\b([AB])\b", text)
+    match = _last(text, _AB_LINE, _AB_BRACKETS) or _AB_ALONE.fullmatch(text)
     if not match:
-        raise ValueError("no choice A or B found")
-    letter = match.group(1).upper()
+        raise ValueError("no verdict line ('Better: A' or 'Better: B') and the reply is not "
+                         "just A or B")
+    letter = match.group(1)
     return Parsed(ok=True, verdict=letter, score=1.0 if letter == "A" else 0.0,
-                  extra={"token": match.group(1)})
+                  extra=_read(match))
 
 
 def _choice(text: str, config: dict) -> Parsed:
-    match = re.search(r"(?:answer|choice)\W{0,3}([ABCD])\b", text, re.IGNORECASE) or \
-        re.search(r"\b([ABCD])\b", text)
+    match = _last(text, _CHOICE_LINE) or _CHOICE_ALONE.fullmatch(text)
     if not match:
-        raise ValueError("no choice A-D found")
-    return Parsed(ok=True, verdict=match.group(1).upper(), extra={"token": match.group(1)})
+        raise ValueError("no verdict line ('Answer: X', X one of A-D) and the reply is not "
+                         "just a letter A-D")
+    return Parsed(ok=True, verdict=match.group(1), extra=_read(match))
 
 
 def _json(text: str, config: dict) -> Parsed:
@@ -267,7 +342,7 @@ def _regex(text: str, config: dict) -> Parsed:
         score = float(raw)
     except ValueError:
         score = None
-    return Parsed(ok=True, verdict=str(verdict), score=score, extra={"token": raw})
+    return Parsed(ok=True, verdict=str(verdict), score=score, extra=_read(match))
 
 
 _RULES = {"likert": _likert, "yes_no": _yes_no, "ab": _ab, "choice": _choice, "json": _json,
@@ -285,9 +360,9 @@ _POSITIVE_TOKENS = {
 
 def probability_from_logprobs(rule: str, parsed: Parsed, logprobs: list) -> float | None:
     """The probability of the positive outcome from the chat-completions `logprobs.content`
-    list ({token, logprob, top_logprobs: [{token, logprob}]}): at the first token that reads
-    as the parsed verdict, the normalized mass of the positive tokens among the rule's
-    candidate tokens. None when the endpoint gave no usable alternatives."""
+    list ({token, logprob, top_logprobs: [{token, logprob}]}): at the token the verdict was
+    read from, the normalized mass of the positive tokens among the rule's candidate tokens.
+    None when the endpoint gave no usable alternatives."""
     token = str(parsed.extra.get("token", "")).strip().lower()
     if not token:
         return None
@@ -297,21 +372,40 @@ def probability_from_logprobs(rule: str, parsed: Parsed, logprobs: list) -> floa
         groups = _POSITIVE_TOKENS[rule]
     else:
         return None
+    entry = _verdict_token(token, parsed.extra.get("offset"), logprobs)
+    if entry is None:
+        return None
+    mass = {0: 0.0, 1: 0.0}
+    seen = set()
+    for alt in entry.get("top_logprobs") or [entry]:
+        word = str(alt.get("token", "")).strip().lower()
+        if word in groups and word not in seen and isinstance(alt.get("logprob"), int | float):
+            seen.add(word)
+            mass[groups[word]] += math.exp(alt["logprob"])
+    total = mass[0] + mass[1]
+    return mass[1] / total if total > 0 else None
+
+
+def _verdict_token(token: str, offset: int | None, logprobs: list) -> dict | None:
+    """The log-probability entry of the verdict's token: among the entries that read as the
+    verdict, the one whose place in the answer (the tokens' texts laid end to end) is the
+    offset it was parsed at, else the nearest (an endpoint may strip a space); the first
+    without an offset. "Answer B is longer.\nBetter: B" reads P(B) at the second B."""
+    candidates = []
+    position = 0
     for entry in logprobs:
-        if not isinstance(entry, dict) or str(entry.get("token", "")).strip().lower() != token:
+        if not isinstance(entry, dict):
             continue
-        mass = {0: 0.0, 1: 0.0}
-        alternatives = entry.get("top_logprobs") or [entry]
-        seen = set()
-        for alt in alternatives:
-            word = str(alt.get("token", "")).strip().lower()
-            if word in groups and word not in seen and isinstance(alt.get("logprob"),
-                                                                   int | float):
-                seen.add(word)
-                mass[groups[word]] += math.exp(alt["logprob"])
-        total = mass[0] + mass[1]
-        return mass[1] / total if total > 0 else None
-    return None
+        text = str(entry.get("token", ""))
+        if text.strip().lower() == token:
+            start = position + len(text) - len(text.lstrip())
+            candidates.append((start, entry))
+        position += len(text)
+    if not candidates:
+        return None
+    if offset is None:
+        return candidates[0][1]
+    return min(candidates, key=lambda candidate: abs(candidate[0] - offset))[1]
 
 
 def call_cost(prompt_tokens: int, completion_tokens: int, price: dict | None) -> float | None:

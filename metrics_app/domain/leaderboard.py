@@ -209,10 +209,14 @@ def _information(design, n, pw, pl, pt, ties):
     return full
 
 
-def _centred_se(covariance: np.ndarray, k: int) -> np.ndarray:
-    """Standard errors of the centred strengths (Σθ = 0): the level of θ is fixed by the prior
-    alone, so the raw covariance carries a large variance along (1, …, 1) no contrast reads."""
-    centre = np.eye(k) - 1 / k
+def _centred_se(covariance: np.ndarray, k: int,
+                groups: list[list[int]] | None = None) -> np.ndarray:
+    """Standard errors of the centred strengths (Σθ = 0 within each group of systems compared
+    with each other): the level of θ is fixed by the prior alone, so the raw covariance carries
+    a large variance along (1, …, 1) of each group that no contrast reads."""
+    centre = np.zeros((k, k))
+    for members in groups or [list(range(k))]:
+        centre[np.ix_(members, members)] = np.eye(len(members)) - 1 / len(members)
     return np.sqrt(np.clip(np.diag(centre @ covariance[:k, :k] @ centre), 0, None))
 
 
@@ -305,9 +309,25 @@ def _interval(samples: np.ndarray, level: float) -> np.ndarray:
     return np.quantile(samples, [alpha, 1 - alpha], axis=0).T
 
 
-def _ranks(theta: np.ndarray) -> np.ndarray:
-    """Rank 1 is the strongest; each system's rank = 1 + systems strictly stronger."""
-    return 1 + (theta[..., None, :] > theta[..., :, None]).sum(-1)
+def _ranks(theta: np.ndarray, group: np.ndarray | None = None) -> np.ndarray:
+    """Rank 1 is the strongest; each system's rank = 1 + systems strictly stronger (in its
+    `group` only: systems never compared, even through others, have no order)."""
+    stronger = theta[..., None, :] > theta[..., :, None]
+    if group is not None:
+        stronger &= group[:, None] == group[None, :]
+    return 1 + stronger.sum(-1)
+
+
+def _overlap_rank_interval(s: int, low: np.ndarray, high: np.ndarray,
+                           members: list[int]) -> list[int]:
+    """The ranks `s` can take in its group by its interval against the others' (None bounds
+    open): from 1 + those surely stronger to the group's size − those surely weaker."""
+    low = np.array([-np.inf if x is None else x for x in low], dtype=float)
+    high = np.array([np.inf if x is None else x for x in high], dtype=float)
+    others = [j for j in members if j != s]
+    surely_stronger = sum(low[j] > high[s] for j in others)
+    surely_weaker = sum(high[j] < low[s] for j in others)
+    return [1 + int(surely_stronger), len(members) - int(surely_weaker)]
 
 
 def _components(table: PairTable, k: int) -> list[list[int]]:
@@ -335,12 +355,17 @@ def win_matrices(table: PairTable, k: int) -> tuple[np.ndarray, np.ndarray]:
     return rate, total
 
 
-def expected_matrices(theta: np.ndarray, eta: float | None) -> tuple[np.ndarray, np.ndarray]:
-    """Model P(row beats column) and P(tie), without the position effect."""
+def expected_matrices(theta: np.ndarray, eta: float | None,
+                      group: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Model P(row beats column) and P(tie), without the position effect; NaN on the diagonal
+    and between systems of different `group`s (never compared: the model says nothing)."""
     d = theta[:, None] - theta[None, :]
     pw, _pl, pt, _ = _probabilities(d, None if eta is None else np.array(eta))
-    np.fill_diagonal(pw, np.nan)
-    np.fill_diagonal(pt, np.nan)
+    unknown = np.eye(len(theta), dtype=bool)
+    if group is not None:
+        unknown |= group[:, None] != group[None, :]
+    pw[unknown] = np.nan
+    pt[unknown] = np.nan
     return pw, pt
 
 
@@ -362,6 +387,18 @@ def leaderboard(votes: Votes, *, rounds: int = 200, level: float = 0.95, seed: i
     point = fit_counts(table.design, table.counts, ties=ties)
     theta = point.beta[0, :k]
     eta = float(point.eta[0]) if ties else None
+    played = np.zeros((k, 3))
+    for (i, j), (w, lo, t) in zip(table.rows, table.counts, strict=True):
+        played[i] += (w, lo, t)
+        played[j] += (lo, w, t)
+    # Systems never compared, even through others, cannot be ranked against each other: each
+    # group (a connected component of the comparison graph) is ranked on its own, the group
+    # with the most votes first. Its strengths are centred within the group.
+    components = sorted(_components(table, k),
+                        key=lambda members: (-played[members].sum(), -theta[members].max()))
+    group = np.empty(k, dtype=np.int64)
+    for g, members in enumerate(components):
+        group[members] = g
     rng = np.random.default_rng(seed)
     intervals, rank_intervals, notes, n_clusters_of = {}, {}, {}, {}
     for scheme, cluster in (("item", votes.item), ("worker", votes.worker)):
@@ -376,42 +413,55 @@ def leaderboard(votes: Votes, *, rounds: int = 200, level: float = 0.95, seed: i
         start = np.concatenate([point.beta[0], point.eta[:1]]) if ties else point.beta[0]
         fitted = fit_counts(table.design, counts, ties=ties, start=start)
         intervals[scheme] = _interval(fitted.beta[:, :k], level)
-        rank_intervals[scheme] = _interval(_ranks(fitted.beta[:, :k]), level)
-    se = _centred_se(point.covariance, k)
-    order = np.argsort(-theta, kind="stable")
-    rank = _ranks(theta)
-    played = np.zeros((k, 3))
-    for (i, j), (w, lo, t) in zip(table.rows, table.counts, strict=True):
-        played[i] += (w, lo, t)
-        played[j] += (lo, w, t)
+        rank_intervals[scheme] = _interval(_ranks(fitted.beta[:, :k], group), level)
+    se = _centred_se(point.covariance, k, components)
+    order = np.lexsort((-theta, group))  # by group, then strongest first (stable)
+    rank = _ranks(theta, group)
     # A system that won (or lost) every decided vote has no finite maximum-likelihood
     # strength: only the prior holds it, and every bootstrap round agrees. Its interval is open
     # on that side (None), not the narrow band the rounds would show.
     never_lost = (played[:, 1] == 0) & (played[:, 0] > 0)
     never_won = (played[:, 0] == 0) & (played[:, 1] > 0)
+    # A system with no decided vote (only ties) is placed by how the tie rate depends on the
+    # difference, which resampling cannot show: every round of all-tie votes fits the same
+    # strengths, a [0, 0] interval beside a curvature se of several logits. Its interval is
+    # the curvature's, θ ± z·se, and its rank interval the ranks that interval allows.
+    only_ties = (played[:, 0] + played[:, 1] == 0) & (played[:, 2] > 0)
+    unplayed = played.sum(1) == 0
+    z = stats.norm.ppf(1 - (1 - level) / 2)
     for scheme in intervals:
         intervals[scheme] = intervals[scheme].astype(object)
         intervals[scheme][never_lost, 1] = None
         intervals[scheme][never_won, 0] = None
-    components = _components(table, k)
+        intervals[scheme][only_ties, 0] = theta[only_ties] - z * se[only_ties]
+        intervals[scheme][only_ties, 1] = theta[only_ties] + z * se[only_ties]
+        intervals[scheme][unplayed] = None
+        rank_intervals[scheme] = rank_intervals[scheme].astype(object)
+        for s in np.flatnonzero(only_ties):
+            rank_intervals[scheme][s] = _overlap_rank_interval(
+                s, intervals[scheme][:, 0], intervals[scheme][:, 1], components[group[s]])
     systems = []
     for s in order:
         systems.append({
             "system": votes.systems[s],
-            "rank": int(rank[s]),
+            # Within its group (`component`); a system without a vote has no rank.
+            "rank": None if unplayed[s] else int(rank[s]),
+            "component": int(group[s]) + 1,
             "strength": float(theta[s]),
             "score": float(1000 + ELO_SCALE * theta[s]),
             "se": float(se[s]),
             **{f"ci_{scheme}": [None if x is None else float(x) for x in intervals[scheme][s]]
-               if scheme in intervals else None for scheme in ("item", "worker")},
+               if scheme in intervals and not unplayed[s] else None
+               for scheme in ("item", "worker")},
             **{f"rank_interval_{scheme}": [int(round(x)) for x in rank_intervals[scheme][s]]
-               if scheme in rank_intervals else None for scheme in ("item", "worker")},
+               if scheme in rank_intervals and not unplayed[s] else None
+               for scheme in ("item", "worker")},
             "n_votes": int(played[s].sum()),
             "wins": int(played[s, 0]), "losses": int(played[s, 1]), "ties": int(played[s, 2]),
             "unbounded": "above" if never_lost[s] else "below" if never_won[s] else None,
         })
     rate, total = win_matrices(table, k)
-    expected_win, expected_tie = expected_matrices(theta, eta)
+    expected_win, expected_tie = expected_matrices(theta, eta, group)
     names = [votes.systems[s] for s in order]
     reorder = np.ix_(order, order)
     board = {
@@ -422,9 +472,12 @@ def leaderboard(votes: Votes, *, rounds: int = 200, level: float = 0.95, seed: i
             "position_effect": float(point.beta[0, k]) if position else None,
             "level": level, "rounds": rounds, "ridge": RIDGE,
             "bootstrap_notes": notes,
-            # Systems never compared, even through others, cannot be ranked against each other.
-            "components": [[votes.systems[i] for i in c] for c in components]
+            # Systems never compared, even through others: groups ranked each on its own
+            # (`component` of each system row), most votes first.
+            "components": [[votes.systems[i] for i in members] for members in components]
             if len(components) > 1 else None,
+            # Systems with only ties: their intervals are the curvature's (θ ± z·se).
+            "curvature_intervals": [votes.systems[i] for i in order if only_ties[i]] or None,
             "n_votes": len(votes), "n_ties": int((votes.outcome == TIE).sum()),
             "n_items": n_clusters_of["item"], "n_workers": n_clusters_of["worker"],
             "scale": "strength: log-odds (Σ = 0); score: 1000 + 400·strength/ln 10",
@@ -439,12 +492,13 @@ def leaderboard(votes: Votes, *, rounds: int = 200, level: float = 0.95, seed: i
     }
     if robustness:
         board["robustness"] = {
-            "drop_to_flip_top": drop_to_flip_top(table, k, ties=ties, systems=votes.systems),
+            "drop_to_flip_top": drop_to_flip_top(table, k, ties=ties, systems=votes.systems,
+                                                 among=components[0]),
             "position_bias": position_bias(votes) if position else
             {"note": "the order shown was not recorded: no position effect is fitted"},
             "flagged_workers": flagged_workers(votes, table, point, k, ties=ties),
             "power": adjacent_power(table, point, k, ties=ties, order=order,
-                                    systems=votes.systems),
+                                    systems=votes.systems, group=group),
         }
     return board
 
@@ -547,37 +601,42 @@ def style_features(text_a: str, text_b: str) -> dict[str, float]:
 
 # --- robustness --------------------------------------------------------------------------------
 
-def _top(theta: np.ndarray) -> int:
-    return int(np.argmax(theta))
+def _top(theta: np.ndarray, among: list[int]) -> int:
+    return among[int(np.argmax(theta[among]))]
 
 
 def drop_to_flip_top(table: PairTable, k: int, *, ties: bool, systems: list[str],
-                     max_fraction: float = 0.5) -> dict:
+                     max_fraction: float = 0.5, among: list[int] | None = None) -> dict:
     """Greedy search for few votes whose removal changes the top system (Broderick et al.;
     Huang et al. 2025 for arenas): repeatedly remove the votes (one cell of row × outcome at a
     time) that shrink the leader's margin over its nearest challenger most per vote, by the
-    fit's influence, and refit. The count is an upper bound on the smallest such set."""
+    fit's influence, and refit. The count is an upper bound on the smallest such set.
+    `among`: the systems the top is taken from and challenged by (the leader's group when some
+    systems were never compared with it, even through others: those have no order to flip)."""
+    among = list(range(k)) if among is None else list(among)
     counts = table.counts.copy()
     total = counts.sum()
     fit = fit_counts(table.design, counts, ties=ties)
     theta = fit.beta[0, :k]
-    leader = _top(theta)
+    leader = _top(theta, among)
+    searched = [systems[i] for i in among] if len(among) < k else None
     removed = 0
     path: list[dict] = []
     start = None
     while removed <= max_fraction * total:
         theta = fit.beta[0, :k]
-        if _top(theta) != leader:
-            return {"votes": int(removed), "share": removed / total,
-                    "original_top": systems[leader], "new_top": systems[_top(theta)],
-                    "removed": path, "method": "greedy influence, refit after each removal"}
+        if _top(theta, among) != leader:
+            return {"votes": int(removed), "share": float(removed / total),
+                    "original_top": systems[leader], "new_top": systems[_top(theta, among)],
+                    "removed": path, "among": searched,
+                    "method": "greedy influence, refit after each removal"}
         # The influence of removing one vote of a cell on θ: −Cov · (its score).
         eta = fit.eta[:1] if ties else None
         d = fit.beta[0] @ table.design.T
         pw, pl, pt, _ = _probabilities(d[None], eta)
         pw, pl, pt = pw[0], pl[0], pt[0]
         best = None
-        for c in range(k):
+        for c in among:
             if c == leader:
                 continue
             contrast = np.zeros(fit.covariance.shape[0])
@@ -613,7 +672,7 @@ def drop_to_flip_top(table: PairTable, k: int, *, ties: bool, systems: list[str]
         start = np.concatenate([fit.beta[0], fit.eta[:1]]) if ties else fit.beta[0]
         fit = fit_counts(table.design, counts, ties=ties, start=start)
     return {"votes": None, "share": None, "original_top": systems[leader], "new_top": None,
-            "removed": path[:50],
+            "removed": path[:50], "among": searched,
             "method": f"greedy influence; no change of the top within {max_fraction:.0%}"}
 
 
@@ -690,14 +749,18 @@ def flagged_workers(votes: Votes, table: PairTable, fit: Fit, k: int, *, ties: b
 
 
 def adjacent_power(table: PairTable, fit: Fit, k: int, *, ties: bool, order: np.ndarray,
-                   systems: list[str], alpha: float = 0.05, power: float = 0.8) -> list[dict]:
-    """For each pair of adjacent systems: the difference, its standard error, and how many
-    more direct comparisons of the two would make a two-sided level-α test reject with the
-    given power if the difference is as estimated (Sherman–Morrison on the information)."""
+                   systems: list[str], alpha: float = 0.05, power: float = 0.8,
+                   group: np.ndarray | None = None) -> list[dict]:
+    """For each pair of adjacent systems (of the same `group`: across groups the difference
+    is the prior's, not the data's): the difference, its standard error, and how many more
+    direct comparisons of the two would make a two-sided level-α test reject with the given
+    power if the difference is as estimated (Sherman–Morrison on the information)."""
     z = stats.norm.ppf(1 - alpha / 2) + stats.norm.ppf(power)
     eta = float(fit.eta[0]) if ties else None
     rows = []
     for a, b in zip(order[:-1], order[1:], strict=True):
+        if group is not None and group[a] != group[b]:
+            continue
         c = np.zeros(fit.covariance.shape[0])
         c[a], c[b] = 1, -1
         diff = float(fit.beta[0, a] - fit.beta[0, b])

@@ -3,10 +3,10 @@ accuracy and mean score from the human judgments alone, from a judge alone, and
 prediction-powered (humans + the judge on every item), and the same for every pair of systems,
 with the judgments still needed to tell them apart. The judge is the promoted LERC by default,
 or any judge (`judge=`: `metric:f1`, an LLM or imported judge by name; see
-metrics_app/judge_selectors.py): its probability (else its verdict or score on a 0-1 scale)
-predicts accuracy, its 1-5 score (else 1 + 4 x that) the mean score. The report names the
-judge and each prediction-powered estimate its effective n. The statistics are
-metrics_app.domain.estimates; this module gathers the numbers."""
+metrics_app/judge_selectors.py): item by item its probability (else its score on a 0-1
+scale, else its verdict) predicts accuracy, its 1-5 score (else 1 + 4 x that) the mean
+score. The report names the judge and each prediction-powered estimate its effective n. The
+statistics are metrics_app.domain.estimates; this module gathers the numbers."""
 from __future__ import annotations
 
 from itertools import combinations
@@ -157,6 +157,11 @@ def judge_predictions(project: Project, ref: str) -> tuple[dict, dict[int, float
     """({judge, version, ...}, item -> predicted P(correct), item -> predicted 1-5 score) of
     any judge; LookupError names what is missing."""
     view = judge_view(project, ref)
+    if not view.calls:
+        # Every verdict unparseable (or every score missing): no prediction on any item,
+        # which the estimates must not present as a judge.
+        raise LookupError(f"{view.label} has no usable verdict on {project.slug} "
+                          f"({view.unparseable} of {view.asked} unparseable)")
     ids = sorted(view.calls)
     probability = dict(zip(ids, predictor_values(view, ids).tolist(), strict=True))
     scores = {i: c.score for i, c in view.calls.items() if c.score is not None}

@@ -312,10 +312,13 @@ def _label_workers(report: dict) -> None:
                 row["external_id"] = f"judge {name}"
 
 
-CSV_COLUMNS = ("category", "rank", "system", "strength", "score", "ci_item_low", "ci_item_high",
-               "ci_worker_low", "ci_worker_high", "rank_item_low", "rank_item_high",
-               "rank_worker_low", "rank_worker_high", "n_votes", "wins", "losses", "ties",
-               "style_controlled_strength", "style_controlled_ci_low", "style_controlled_ci_high")
+# `component`: the group of systems compared with each other, even through others; ranks,
+# rank intervals and strengths compare only within one (docs/LEADERBOARD.md).
+CSV_COLUMNS = ("category", "component", "rank", "system", "strength", "score", "ci_item_low",
+               "ci_item_high", "ci_worker_low", "ci_worker_high", "rank_item_low",
+               "rank_item_high", "rank_worker_low", "rank_worker_high", "n_votes", "wins",
+               "losses", "ties", "style_controlled_strength", "style_controlled_ci_low",
+               "style_controlled_ci_high")
 
 
 def leaderboard_boards(report: dict, *, judges: bool = False) -> list[tuple[str, dict]]:
@@ -344,7 +347,8 @@ def leaderboard_csv(report: dict) -> str:
         for row in board["systems"]:
             styled = controlled.get(row["system"])
             writer.writerow([
-                category, row["rank"], row["system"], _num(row["strength"]), _num(row["score"]),
+                category, row["component"], "" if row["rank"] is None else row["rank"],
+                row["system"], _num(row["strength"]), _num(row["score"]),
                 *_pair(row["ci_item"], _num), *_pair(row["ci_worker"], _num),
                 *_pair(row["rank_interval_item"], str), *_pair(row["rank_interval_worker"], str),
                 row["n_votes"], row["wins"], row["losses"], row["ties"],

@@ -80,11 +80,17 @@ def _summary(report: dict) -> str:
     if board.get("systems"):
         lines.append(f"Leaderboard ({board['model']['name']}, {board['model']['n_votes']} votes; "
                      "strength [95% CI by item] ranks):")
+        groups = board["model"].get("components")
         for row in board["systems"]:
             ci = row["ci_item"] or [None, None]
             ranks = row["rank_interval_item"] or ["?", "?"]
+            # Systems never compared, even through others, are ranked within their group.
+            group = f" (group {row['component']})" if groups else ""
             lines.append(f"  {row['rank']}. {row['system']:<24} {_fmt(row['strength'])} "
-                         f"[{_fmt(ci[0])}, {_fmt(ci[1])}] ranks {ranks[0]}-{ranks[1]}")
+                         f"[{_fmt(ci[0])}, {_fmt(ci[1])}] ranks {ranks[0]}-{ranks[1]}{group}")
+        if groups:
+            lines.append("  Groups never compared with each other, ranked each on its own: "
+                         + " | ".join(", ".join(names) for names in groups))
     lines += _estimate_lines(report.get("estimates") or {})
     if report["starc"]:
         lines.append("STARC accuracy:")

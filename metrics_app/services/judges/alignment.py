@@ -27,6 +27,7 @@ from ...domain.judge_alignment import (
 )
 from ...domain.meta_evaluation import best_threshold, is_validation_key
 from ...judge_selectors import (
+    LIKERT_RANGE,
     JudgeView,
     default_refs,
     judge_history,
@@ -93,8 +94,33 @@ def _decision(view: JudgeView, items: list[int], human: dict, questions: dict[in
         rank, how = score, (f"score >= {threshold:.4g}, chosen on the validation half of the "
                             f"questions ({len(validation)} items)")
     else:
-        raise ValueError(f"{view.label} gives neither verdicts, scores nor probabilities")
+        # What the judge gives differs by item (an imported file with verdicts on some rows,
+        # only scores or probabilities on others): each item is decided by what it has.
+        rank = np.array([_own_call(view, call) for call in calls], dtype=float)
+        missing = [items[k] for k in np.flatnonzero(np.isnan(rank))]
+        if missing:
+            raise ValueError(
+                f"{view.label} gives a verdict or probability on some items and on others "
+                f"(item id {missing[0]}, {len(missing)} in all) only a score that has no "
+                "verdict threshold (only Likert 1-5 scores do: correct at 3 or more)")
+        threshold, how = 0.5, ("the judge's own call on each item: its verdict, else its "
+                               "probability >= 0.5, else its score >= 3")
     return rank, float(threshold), how, prob if has_prob else None
+
+
+def _own_call(view: JudgeView, call) -> float:
+    """The item's value on 0-1, at or above 0.5 exactly when the judge called it correct (A/B:
+    side A): its probability, else its Likert score as (s-1)/4 (3 or more is correct), kept
+    where it agrees with the item's verdict; else the verdict (1/0). NaN when the item has
+    only a score on a scale without a verdict threshold."""
+    graded = call.probability
+    if graded is None and call.score is not None and view.score_range == LIKERT_RANGE:
+        graded = (call.score - LIKERT_RANGE[0]) / (LIKERT_RANGE[1] - LIKERT_RANGE[0])
+    if call.verdict is None:
+        return np.nan if graded is None else graded
+    if graded is not None and (graded >= 0.5) == (call.verdict == 1):
+        return graded
+    return call.verdict
 
 
 def judge_alignment_report(*, project: Project, refs: list[str] | None = None,

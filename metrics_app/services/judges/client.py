@@ -1,7 +1,8 @@
 """A small client of OpenAI-compatible chat-completions endpoints (OpenAI, vLLM, Ollama,
 llama.cpp's server) over httpx: one shared connection pool sized to the job's concurrency,
-retries with exponential backoff and jitter on 429, 5xx, timeouts and dropped connections
-(honouring Retry-After), and nothing retried that cannot succeed (4xx other than 429)."""
+retries with exponential backoff and jitter on 429, 5xx, timeouts, dropped connections and a 200
+whose body is not a chat completion (a proxy or server fault, not the model's answer; honouring
+Retry-After), and nothing retried that cannot succeed (4xx other than 429)."""
 from __future__ import annotations
 
 import json
@@ -34,7 +35,9 @@ class ChatAnswer:
     prompt_tokens: int
     completion_tokens: int
     retries: int = 0
-    body_error: str = ""  # a 200 whose body was not a chat completion
+    # The model declined (OpenAI's message.refusal, with content null): `text` holds the
+    # refusal, which is no verdict.
+    refused: bool = False
 
 
 @dataclass
@@ -105,29 +108,42 @@ class ChatClient:
                 last = f"{type(exc).__name__}: {exc}"
             else:
                 if response.status_code == 200:
-                    return _answer(response, retries=attempt)
-                last = f"HTTP {response.status_code}: {response.text[:200]}"
-                if response.status_code not in self.retry.retried_statuses:
-                    raise EndpointError(last, fatal=response.status_code in (401, 403, 404))
-                retry_after = response.headers.get("Retry-After")
+                    try:
+                        return _answer(response, retries=attempt)
+                    except _BrokenBody as exc:
+                        # The endpoint's fault (a cut connection, a proxy's error page), not
+                        # the model's answer: asked again like a 5xx, never stored as one.
+                        last = str(exc)
+                else:
+                    last = f"HTTP {response.status_code}: {response.text[:200]}"
+                    if response.status_code not in self.retry.retried_statuses:
+                        raise EndpointError(last,
+                                            fatal=response.status_code in (401, 403, 404))
+                    retry_after = response.headers.get("Retry-After")
             if attempt + 1 < self.retry.attempts:
                 self.retry.sleep(self.retry.delay(attempt, retry_after))
         raise EndpointError(f"no answer after {self.retry.attempts} attempts; last: {last}")
+
+
+class _BrokenBody(Exception):
+    """A 200 whose body is not a chat completion."""
 
 
 def _answer(response: httpx.Response, *, retries: int) -> ChatAnswer:
     try:
         data = response.json()
         choice = data["choices"][0]
-        text = choice["message"].get("content") or ""
+        message = choice["message"]
+        text = message.get("content") or ""
+        refusal = message.get("refusal") if not text else None
         usage = data.get("usage") or {}
-        return ChatAnswer(text=text, finish_reason=choice.get("finish_reason") or "",
+        return ChatAnswer(text=text or str(refusal or ""),
+                          finish_reason=choice.get("finish_reason") or "",
                           logprobs=(choice.get("logprobs") or {}).get("content"),
                           prompt_tokens=int(usage.get("prompt_tokens") or 0),
                           completion_tokens=int(usage.get("completion_tokens") or 0),
-                          retries=retries)
+                          retries=retries, refused=bool(refusal))
     except (json.JSONDecodeError, KeyError, IndexError, TypeError, AttributeError,
             ValueError) as exc:
-        return ChatAnswer(text=response.text[:2000], finish_reason="", logprobs=None,
-                          prompt_tokens=0, completion_tokens=0, retries=retries,
-                          body_error=f"not a chat completion ({type(exc).__name__})")
+        raise _BrokenBody(f"HTTP 200 with a body that is not a chat completion "
+                          f"({type(exc).__name__}): {response.text[:200]}") from None

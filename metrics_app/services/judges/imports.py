@@ -7,9 +7,10 @@ every row).
 Verdicts: correct/incorrect (also yes/no, true/false, 1/0) for Likert items, A/B for A/B
 items, A–D for multiple choice. Scores are numbers (Likert: 1–5), probabilities 0–1.
 
-Everything is checked before anything is stored: unknown item ids, the same item twice,
-values out of range, a version that already holds verdicts on this project. Every problem is
-reported (up to 20, with line numbers) and nothing is stored."""
+Everything is checked before anything is stored: unknown item ids, the same item twice (A/B:
+in the same order, a missing order counting as AB), values out of range, a version that
+already holds verdicts on this project. Every problem is reported (up to 20, with line
+numbers) and nothing is stored."""
 from __future__ import annotations
 
 import csv
@@ -117,6 +118,16 @@ def _verdict(value, kind: str, line: int, errors: list[str]) -> str:
     return ""
 
 
+def _mixed_scores_error(kind: str, score_line: int, decided_line: int) -> str:
+    """Rows that decide (a verdict or a probability) mixed with rows that only score: on
+    Likert items a score decides too (3 or more is correct; the report reads each item by
+    what it has), on other items a score has no threshold that makes it a verdict, and the
+    report could not read the judge's items alike."""
+    return (f"line {score_line}: a score without a verdict or probability, while line "
+            f"{decided_line} gives one: on {kind} items a score has no threshold that makes "
+            "it a verdict; give every row a verdict (or a probability), or none")
+
+
 def verdicts_import(*, project: Project, path: Path, judge: str | None = None,
                     version: str | None = None, description: str = "") -> dict:
     """Validate the whole file, then store it as one judge version in one transaction.
@@ -142,6 +153,9 @@ def verdicts_import(*, project: Project, path: Path, judge: str | None = None,
     low, high = SCORE_RANGE.get(kind, (-math.inf, math.inf))
     seen: dict[tuple[str, str], int] = {}
     parsed = []
+    # The first row that says correct/incorrect (A/B: which side) itself, and the first with
+    # only a score: see _mixed_scores_error.
+    first_decided = first_score_only = 0
     for line, row in rows:
         external = row.get("item_id")
         if external in (None, ""):
@@ -155,11 +169,18 @@ def verdicts_import(*, project: Project, path: Path, judge: str | None = None,
             errors.append(f"line {line}: item_id {external!r} is not an item of "
                           f"{project.slug}")
             continue
-        if (external, order) in seen:
-            errors.append(f"line {line}: item_id {external!r} again (first on line "
-                          f"{seen[external, order]})")
+        # A verdict without an order counts as shown AB (the leaderboard reads it so), so a
+        # row without one and a row in order AB are the same verdict twice. The order is
+        # stored as given: "not recorded" keeps the position effect out of its fit.
+        shown = order or ("AB" if kind == TaskKind.AB else "")
+        if (external, shown) in seen:
+            first = seen[external, shown]
+            same = (f" in order {shown} (a missing order counts as AB)"
+                    if kind == TaskKind.AB else "")
+            errors.append(f"line {line}: item_id {external!r}{same} again (first on line "
+                          f"{first})")
             continue
-        seen[external, order] = line
+        seen[external, shown] = line
         verdict = _verdict(row.get("verdict"), kind, line, errors)
         score = _number(row.get("score"), "score", line, errors)
         probability = _number(row.get("probability"), "probability", line, errors)
@@ -169,10 +190,16 @@ def verdicts_import(*, project: Project, path: Path, judge: str | None = None,
             errors.append(f"line {line}: probability {probability:g} is outside 0..1")
         if not verdict and score is None and probability is None:
             errors.append(f"line {line}: no verdict, score or probability")
+        elif verdict or probability is not None:
+            first_decided = first_decided or line
+        else:
+            first_score_only = first_score_only or line
         reasoning = str(row.get("reasoning") or "")
         if found := find_control_character(reasoning):
             errors.append(f"line {line}: reasoning {control_character_message(found[1])}")
         parsed.append((items[external], order, verdict, score, probability, reasoning[:4000]))
+    if first_decided and first_score_only and kind != TaskKind.LIKERT:
+        errors.append(_mixed_scores_error(kind, first_score_only, first_decided))
     if errors:
         raise VerdictImportError(errors)
     with transaction.atomic():

@@ -91,8 +91,9 @@ def judge_requests(project: Project, version: JudgeVersion) -> list[Request]:
 def _verdict_row(version: JudgeVersion, request: Request, answer: ChatAnswer,
                  price: dict | None) -> tuple[JudgeVerdict, Parsed]:
     config = version.config
-    if answer.body_error:
-        parsed = Parsed(ok=False, error=answer.body_error)
+    if answer.refused:
+        # The refusal text is kept as the raw answer; it is no verdict.
+        parsed = Parsed(ok=False, error="refused")
     else:
         parsed = parse_answer(answer.text, config, answer.logprobs)
         if not parsed.ok and answer.finish_reason == "length":

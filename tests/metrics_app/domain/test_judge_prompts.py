@@ -63,10 +63,78 @@ def test_ab_rule(text, verdict):
     assert parsed.ok and parsed.verdict == verdict
 
 
+@pytest.mark.parametrize("text, verdict", [
+    # The reasoning names the other side first; the final line decides.
+    ("Answer A is shorter, while Answer B covers every point.\nBetter: B", "B"),
+    ("Answer B is padded; Answer A answers the question.\nBetter: A", "A"),
+    # A lower-case "a" is an article, never answer A.
+    ("The answer, a short one, misses the point a reader needs.\nBetter: B", "B"),
+    # What real models write around the line.
+    ("A covers more.\n**Better: B**", "B"), ("Both are fine.\n**Better:** A", "A"),
+    ("A is vague.\nBetter: Answer B", "B"), ("A is vague.\nBetter: B.", "B"),
+    ("Better: `A`", "A"), ("Winner: Answer B", "B"), ("Final verdict: [[B]]", "B"),
+    ("Reasoning mentions A.\nThe better answer is B.", "B"),
+    # A model that changes its mind: the last verdict line is its answer.
+    ("Better: A\nOn reflection, B cites the source.\nBetter: B", "B"),
+    # No line, but nothing else to read.
+    ("B", "B"), ("**A**", "A"), ("Answer B.", "B"), ("A is better.", "A"),
+])
+def test_ab_rule_reads_the_final_verdict_line_not_the_reasoning(text, verdict):
+    parsed = parse_answer(text, cfg(task="ab"))
+    assert parsed.ok and parsed.verdict == verdict
+
+
+@pytest.mark.parametrize("text", [
+    "Answer A is shorter, while Answer B covers every point.",  # no verdict line
+    "Both answers say a lot; neither is better.", "Better: Both", "better: b",
+])
+def test_ab_rule_refuses_a_reply_without_an_unambiguous_verdict(text):
+    parsed = parse_answer(text, cfg(task="ab"))
+    assert not parsed.ok and "Better: A" in parsed.error
+
+
+@pytest.mark.parametrize("text, verdict", [
+    ("The candidate is not wrong, it names the same city.\nVerdict: yes", "correct"),
+    ("The answer looks correct at first, but the year is off.\nVerdict: no", "incorrect"),
+    ("**Verdict:** Incorrect", "incorrect"), ("Correct? Yes.", "correct"),
+    ("Verdict: no\nWait, the reference allows it.\nVerdict: yes", "correct"),
+])
+def test_yes_no_rule_reads_the_final_verdict_line(text, verdict):
+    parsed = parse_answer(text, cfg(parse="yes_no"))
+    assert parsed.ok and parsed.verdict == verdict
+
+
+@pytest.mark.parametrize("text", ["The candidate is not wrong.", "No idea.",
+                                  "It is correct in part, but the year is wrong."])
+def test_yes_no_rule_refuses_a_reply_without_an_unambiguous_verdict(text):
+    assert not parse_answer(text, cfg(parse="yes_no")).ok
+
+
+def test_likert_rule_reads_the_last_score_line_and_refuses_ambiguous_numbers():
+    assert parse_answer("A score 2 answer would miss the city; this one names it.\nScore: 4",
+                        cfg()).score == 4.0
+    assert parse_answer("I'd give it a 3.", cfg()).score == 3.0
+    ambiguous = parse_answer("It names 2 of the 3 cities.", cfg())
+    assert not ambiguous.ok and "ambiguous" in ambiguous.error
+
+
 def test_choice_rule_for_starc():
     parsed = parse_answer("The paragraph says so.\nAnswer: C", cfg(task="mc"))
     assert parsed.ok and parsed.verdict == "C"
     assert not parse_answer("None of them.", cfg(task="mc")).ok
+
+
+@pytest.mark.parametrize("text, verdict", [
+    ("A is tempting, but the paragraph rules it out.\nAnswer: D", "D"),
+    ("**Answer:** (B)", "B"), ("The answer is C.", "C"), ("C. Paris", "C"), ("D", "D"),
+])
+def test_choice_rule_reads_the_final_answer_line(text, verdict):
+    parsed = parse_answer(text, cfg(task="mc"))
+    assert parsed.ok and parsed.verdict == verdict
+
+
+def test_choice_rule_refuses_letters_only_in_the_reasoning():
+    assert not parse_answer("A and C both fit the paragraph.", cfg(task="mc")).ok
 
 
 def test_json_rule():
@@ -106,6 +174,23 @@ def test_probability_from_logprobs_at_the_verdict_token():
     assert ab.probability == pytest.approx(0.3)  # P(A)
     assert parse_answer("Score: 4", cfg()).probability is None
     assert probability_from_logprobs("likert", parsed, [{"token": "7"}]) is None
+
+
+def test_the_probability_is_read_at_the_verdict_line_not_an_earlier_mention():
+    text = "Answer B is padded.\nBetter: A"
+    tokens = [{"token": t, "logprob": -0.1, "top_logprobs": []}
+              for t in ("Answer", " ", "B", " is padded.\nBetter: ")]
+    # The reasoning's B is unsure (P(A) 0.5 there); the verdict's A is confident.
+    tokens[2] = {**_lp("B", {"B": 0.5, "A": 0.5}), "token": "B"}
+    tokens.append(_lp("A", {"A": 0.9, "B": 0.1}))
+    assert "".join(t["token"] for t in tokens) == text
+    parsed = parse_answer(text, cfg(task="ab"), tokens)
+    assert parsed.verdict == "A" and parsed.probability == pytest.approx(0.9)
+    # "Better: B" after an earlier "B": P(A) is read at the last B.
+    text = "B is long.\nBetter: B"
+    tokens = [_lp("B", {"B": 0.5, "A": 0.5}), {"token": " is long.\nBetter: ", "logprob": -1},
+              _lp("B", {"B": 0.8, "A": 0.2})]
+    assert parse_answer(text, cfg(task="ab"), tokens).probability == pytest.approx(0.2)
 
 
 def test_json_probability_wins_over_logprobs():

@@ -342,3 +342,74 @@ def test_a_system_that_never_lost_has_an_open_interval_and_components_are_named(
     model = leaderboard(split, rounds=20)["model"]
     assert model["components"] == [["a", "b"], ["c", "d"]]
     assert leaderboard(simulate([0.5, 0, -0.5], 300), rounds=5)["model"]["components"] is None
+
+
+def _two_groups(seed=0):
+    """Votes only between a and b (a wins 3 of 4) and only between c and d (even): two groups
+    never compared with each other, not even through others."""
+    rng = np.random.default_rng(seed)
+    left, right, outcome = [], [], []
+    for a, b, p_left in ((0, 1, 0.75), (2, 3, 0.5)):
+        for _ in range(40):
+            left.append(a)
+            right.append(b)
+            outcome.append(LEFT if rng.random() < p_left else RIGHT)
+    n = len(left)
+    return Votes(["a", "b", "c", "d"], left, right, outcome, list(range(n)),
+                 [i % 7 for i in range(n)])
+
+
+def test_systems_never_compared_are_ranked_within_their_group_only():
+    board = leaderboard(_two_groups(), rounds=100, position=False)
+    groups = board["model"]["components"]
+    assert sorted(map(sorted, groups)) == [["a", "b"], ["c", "d"]]
+    group_of = {name: g + 1 for g, names in enumerate(groups) for name in names}
+    for row in board["systems"]:
+        size = len(groups[row["component"] - 1])
+        assert row["component"] == group_of[row["system"]]
+        # A rank among the systems it was compared with: never past its group's size.
+        assert 1 <= row["rank"] <= size
+        assert 1 <= row["rank_interval_item"][0] <= row["rank_interval_item"][1] <= size
+    # Listed group by group.
+    assert [row["component"] for row in board["systems"]] == sorted(
+        row["component"] for row in board["systems"])
+    # The model says nothing about a system of one group against one of the other.
+    names = board["expected"]["systems"]
+    for i, row in enumerate(board["expected"]["win"]):
+        for j, value in enumerate(row):
+            assert np.isnan(value) == (i == j or group_of[names[i]] != group_of[names[j]])
+    # Power only between adjacent systems of one group.
+    assert board["robustness"]["power"]
+    for pair in board["robustness"]["power"]:
+        assert group_of[pair["higher"]] == group_of[pair["lower"]]
+
+
+def test_the_flip_search_stays_among_systems_compared_with_the_top():
+    board = leaderboard(_two_groups(), rounds=20, position=False)
+    flip = board["robustness"]["drop_to_flip_top"]
+    top = flip["original_top"]
+    group = next(names for names in board["model"]["components"] if top in names)
+    assert sorted(flip["among"]) == sorted(group)
+    assert flip["new_top"] is None or flip["new_top"] in group
+    for step in flip["removed"]:
+        assert step["left"] in group and step["right"] in group
+    # A connected board searches every system and says so by leaving `among` empty.
+    connected = leaderboard(simulate([0.5, 0, -0.5], 300), rounds=5)
+    assert connected["robustness"]["drop_to_flip_top"]["among"] is None
+    assert {row["component"] for row in connected["systems"]} == {1}
+
+
+def test_all_tie_votes_get_an_interval_as_wide_as_their_standard_error():
+    n = 30
+    votes = Votes(["x", "y"], [0] * n, [1] * n, [TIE] * n, list(range(n)),
+                  [i % 6 for i in range(n)])
+    board = leaderboard(votes, rounds=50, position=False)
+    z = 1.959963984540054
+    assert board["model"]["curvature_intervals"] == ["x", "y"]
+    for row in board["systems"]:
+        low, high = row["ci_item"]
+        # Resampling all-tie votes refits the same strengths every round; the stated interval
+        # is the curvature's instead, consistent with the se beside it.
+        assert high - low == pytest.approx(2 * z * row["se"])
+        assert low < row["strength"] < high
+        assert row["rank_interval_item"] == [1, 2]

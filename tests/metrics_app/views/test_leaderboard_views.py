@@ -277,3 +277,42 @@ def test_a_judge_version_with_markup_is_escaped_on_the_dashboard(client, arena, 
     html = client.get(reverse("metrics:project-dashboard", args=[project.slug])).content.decode()
     assert "humans + file-judge@&lt;b&gt;x&lt;/b&gt;" in html
     assert "<b>x</b>" not in html
+
+
+def test_systems_never_compared_are_ranked_per_group_in_json_csv_dashboard_and_text(client):
+    """Votes only between p and q, and only between r and s: each pair is a group of its own,
+    and every door (JSON, CSV, dashboard, text report) ranks and labels them per group."""
+    from django.core.management import call_command
+
+    owner = make_user("owner")
+    project = make_project(TaskKind.AB, owner=owner, slug="split-arena")
+    stage = make_stage(project, kind=StageKind.FULL, name="full")
+    workers = [make_worker(external_id=f"w{i}") for i in range(6)]
+    for n in range(24):
+        a, b = ("p", "q") if n % 2 else ("r", "s")
+        item = make_item(project, content={
+            "question": f"q{n}", "evidence": [], "setting": "HM",
+            "answer_a": {"text": "one", "kind": "model", "upvotes": None, "system": a},
+            "answer_b": {"text": "two", "kind": "model", "upvotes": None, "system": b}})
+        for i, worker in enumerate(workers):
+            make_judgment(item=item, stage=stage, worker=worker,
+                          choice="A" if (n + i) % 3 else "B")
+    client.force_login(owner)
+    url = reverse("metrics-api:project-leaderboard", args=[project.slug])
+    overall = client.get(url).json()["overall"]
+    groups = overall["model"]["components"]
+    assert sorted(map(sorted, groups)) == [["p", "q"], ["r", "s"]]
+    assert sorted((r["component"], r["rank"]) for r in overall["systems"]) == \
+        [(1, 1), (1, 2), (2, 1), (2, 2)]
+    assert all(r["rank_interval_item"][1] <= 2 for r in overall["systems"])
+    rows = list(csv.DictReader(io.StringIO(client.get(url, {"output": "csv"})
+                                           .content.decode())))
+    overall_rows = [r for r in rows if r["category"] == "overall"]
+    assert sorted((r["component"], r["rank"]) for r in overall_rows) == \
+        [("1", "1"), ("1", "2"), ("2", "1"), ("2", "2")]
+    html = client.get(reverse("metrics:project-dashboard", args=[project.slug])).content.decode()
+    assert "(group 2)" in html and "Each group is ranked on its own" in html
+    out = io.StringIO()
+    call_command("report", project.slug, stdout=out)
+    assert "(group 2)" in out.getvalue()
+    assert "Groups never compared with each other" in out.getvalue()

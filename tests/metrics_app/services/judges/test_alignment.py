@@ -176,3 +176,38 @@ def test_the_cached_report_follows_the_counting_rule():
     again = cached_judge_alignment_report(project=project, refs=["metric:f1"], n_resamples=20)
     assert again["computed_at"] != first["computed_at"]
     assert all(h["n"] == 2 for h in human_labels(project).values())
+
+
+def test_an_imported_judge_with_verdicts_on_some_items_and_scores_on_others(tmp_path):
+    """Each item is read by what the judge gave it: its verdict, else its Likert score (3 or
+    more is correct), not dropped as "neither verdicts, scores nor probabilities"."""
+    import json
+
+    from metrics_app.services.judges.imports import verdicts_import
+
+    project = _likert()
+    labels = human_labels(project)
+    rows, own_call = [], {}
+    for n, item in enumerate(project.items.order_by("id")):
+        truth = labels[item.pk]["label"]
+        if n % 2:
+            # A score that is right on most items and wrong (on the other side of 3) on some.
+            score = (4 if truth else 2) if n % 3 else (2 if truth else 3)
+            rows.append({"item_id": item.external_id, "score": score})
+            own_call[item.pk] = score >= 3
+        else:
+            verdict = bool(truth) if n % 4 else not truth
+            rows.append({"item_id": item.external_id,
+                         "verdict": "correct" if verdict else "incorrect"})
+            own_call[item.pk] = verdict
+    path = tmp_path / "mixed.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in rows), encoding="utf-8")
+    verdicts_import(project=project, path=path, judge="mixed", version="1")
+    report = judge_alignment_report(project=project, refs=["mixed"], n_resamples=50,
+                                    estimate_labels=10)
+    assert "mixed@1" not in report["errors"]
+    judge = report["judges"]["mixed@1"]
+    right = [own_call[i] == bool(labels[i]["label"]) for i in own_call]
+    assert judge["judged_with_labels"] == len(own_call)
+    assert judge["accuracy"] == pytest.approx(sum(right) / len(right))
+    assert "own call on each item" in judge["decision"]

@@ -127,3 +127,44 @@ def test_ab_verdicts_per_order(tmp_path):
     with pytest.raises(VerdictImportError, match="not A or B"):
         verdicts_import(project=project, path=_jsonl(tmp_path, [
             {"item_id": "p0", "verdict": "C"}], "c.jsonl"), judge="j", version="2")
+
+
+@pytest.mark.parametrize("first, second", [({}, {"order": "AB"}), ({"order": "ab"}, {})])
+def test_an_ab_verdict_without_an_order_and_one_in_order_ab_are_the_same_item_twice(
+        tmp_path, first, second):
+    """A missing order counts as shown AB, so these two rows are conflicting verdicts on the
+    same showing; the refusal names both lines."""
+    project = make_project(TaskKind.AB, slug="ab-dup")
+    make_item(project, external_id="p0")
+    path = _jsonl(tmp_path, [{"item_id": "p0", "verdict": "A", **first},
+                             {"item_id": "p0", "verdict": "B", **second}])
+    with pytest.raises(VerdictImportError) as refused:
+        verdicts_import(project=project, path=path, judge="j", version="1")
+    assert "line 2: item_id 'p0' in order AB" in str(refused.value)
+    assert "first on line 1" in str(refused.value)
+    assert not JudgeVerdict.objects.exists()
+    # A missing order is stored as missing (the leaderboard fits no position effect then).
+    verdicts_import(project=project, path=_jsonl(tmp_path, [
+        {"item_id": "p0", "verdict": "A"}, {"item_id": "p0", "order": "BA", "verdict": "A"}],
+        "ok.jsonl"), judge="j", version="2")
+    assert sorted(JudgeVerdict.objects.values_list("order", flat=True)) == ["", "BA"]
+
+
+def test_ab_rows_with_only_a_score_beside_rows_with_a_verdict_are_refused(tmp_path):
+    """On A/B items a score has no threshold that makes it a verdict, so a file mixing the two
+    could not be compared item by item: refused, naming the first such lines."""
+    project = make_project(TaskKind.AB, slug="ab-mixed")
+    for n in range(3):
+        make_item(project, external_id=f"p{n}")
+    path = _jsonl(tmp_path, [{"item_id": "p0", "verdict": "A"},
+                             {"item_id": "p1", "score": 0.7},
+                             {"item_id": "p2", "score": 0.2}])
+    with pytest.raises(VerdictImportError, match="line 2: a score without a verdict or "
+                                                 "probability, while line 1 gives one"):
+        verdicts_import(project=project, path=path, judge="j", version="1")
+    assert not JudgeVerdict.objects.exists()
+    # Scores alone (the report picks a threshold on validation questions) are accepted.
+    verdicts_import(project=project, path=_jsonl(tmp_path, [
+        {"item_id": "p1", "score": 0.7}, {"item_id": "p2", "score": 0.2}], "s.jsonl"),
+        judge="j", version="2")
+    assert JudgeVerdict.objects.count() == 2

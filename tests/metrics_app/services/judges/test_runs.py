@@ -158,7 +158,7 @@ def test_an_endpoint_that_is_down_stops_the_run_instead_of_retrying_every_item()
     assert 10 <= detail["failed"] < 60 and detail["calls"] == 0
 
 
-def test_malformed_truncated_and_broken_answers_are_stored_and_counted():
+def test_malformed_and_truncated_answers_are_stored_and_counted_broken_bodies_asked_again():
     project = _likert_project(60)
     with FakeChatServer(malformed_rate=0.2, truncated_rate=0.2, broken_body_rate=0.1,
                         seed=3) as server:
@@ -166,12 +166,41 @@ def test_malformed_truncated_and_broken_answers_are_stored_and_counted():
         detail = judge_project(project=project, version=version, retry=FAST)
         stats = dict(server.stats)
     unparsed = JudgeVerdict.objects.filter(judge_version=version, parsed=False)
-    assert detail["calls"] == 60 and detail["unparseable"] == unparsed.count() > 0
-    assert stats["malformed"] + stats["broken_body"] <= detail["unparseable"] <= \
-        stats["malformed"] + stats["broken_body"] + stats["truncated"]
+    assert stats["broken_body"] > 0 and detail["failed"] == 0
+    # A broken body is the endpoint's fault: asked again (a retry), never a stored verdict.
+    assert detail["retries"] >= stats["broken_body"]
+    assert detail["calls"] == 60 == JudgeVerdict.objects.filter(judge_version=version).count()
+    assert stats["malformed"] <= detail["unparseable"] == unparsed.count() <= \
+        stats["malformed"] + stats["truncated"]
     assert all(row.verdict == "" and row.reasoning for row in unparsed)
-    assert unparsed.filter(reasoning__startswith="not a chat completion").count() == \
-        stats["broken_body"]
+    assert not unparsed.filter(reasoning__contains="not a chat completion").exists()
+
+
+def test_an_endpoint_whose_bodies_stay_broken_fails_the_requests_and_a_rerun_asks_again():
+    project = _likert_project(4)
+    with FakeChatServer(broken_body_rate=1.0) as server:
+        version = _judge(server)
+        detail = judge_project(project=project, version=version, concurrency=2, retry=FAST)
+        assert detail["failed"] == 4 and detail["calls"] == 0
+        assert "not a chat completion" in detail["errors"][0]
+        assert server.stats["broken_body"] == 4 * FAST.attempts
+        assert not JudgeVerdict.objects.filter(judge_version=version).exists()
+        # As JUDGES.md says of failed requests: the next run asks them again.
+        server.broken_body_rate = 0.0
+        again = judge_project(project=project, version=version, concurrency=2, retry=FAST)
+    assert again["cached"] == 0 and again["calls"] == 4 and again["failed"] == 0
+    assert JudgeVerdict.objects.filter(judge_version=version, parsed=True).count() == 4
+
+
+def test_a_refusal_is_stored_with_its_text_as_unparseable_refused():
+    project = _likert_project(3)
+    with FakeChatServer(refusal_rate=1.0) as server:
+        version = _judge(server)
+        detail = judge_project(project=project, version=version, retry=FAST)
+    assert detail["calls"] == 3 and detail["unparseable"] == 3
+    for row in JudgeVerdict.objects.filter(judge_version=version):
+        assert not row.parsed and row.verdict == "" and row.reasoning == "refused"
+        assert row.raw.startswith("I'm sorry")  # the model's own words, not "empty answer"
 
 
 def test_concurrency_is_bounded_and_used():
