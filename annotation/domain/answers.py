@@ -178,7 +178,12 @@ def _clean_mc(answer: dict, rules: AnswerRules, presented_order: list[str],
         shown = answer.get("shown_choices", [])
         if validity == "one" and not shown and answer.get("shown_choice"):
             shown = [answer["shown_choice"]]
-        if not isinstance(shown, list) or len(set(shown)) != len(shown):
+        # Labels are checked before they are counted: set() of a list or an object is a
+        # TypeError.
+        if not isinstance(shown, list) or not all(isinstance(s, str) for s in shown):
+            raise AnswerError(["The correct answers must be a list of the labels shown "
+                               "(a, b, c or d)."])
+        if len(set(shown)) != len(shown):
             raise AnswerError(["Mark each correct answer once."])
         roles = [
             _shown_to_role(s, labels=MC_SHOWN, presented_order=presented_order, what="an answer")

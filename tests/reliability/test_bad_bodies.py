@@ -13,7 +13,7 @@ from django.test import override_settings
 from django.urls import reverse
 from rest_framework.test import APIClient
 
-from annotation.models import Assignment, Item, Project, TaskKind
+from annotation.models import Assignment, ExperimentMode, Item, Judgment, Project, TaskKind
 from annotation.services.access import inhouse_link_create
 from core.json_limits import MAX_JSON_DEPTH, json_depth, json_loads_limited
 from testing.factories import item_content, make_project, make_user, make_worker
@@ -169,3 +169,39 @@ def test_fields_an_endpoint_does_not_take_are_refused_not_dropped(researcher_api
     assert created.status_code == 400
     assert created.json() == {"owner": ["set by who creates the project"]}
     assert not Project.objects.filter(slug="p2").exists()
+
+
+# --- Answers to the task API: one rule at every door (confirm, guess, submit, autosave) ---------
+
+
+def task_token(client, kind: str, mode: str = "") -> tuple[str, list[Item]]:
+    project, _, items = make_task(kind, mode=mode)
+    _, path = inhouse_link_create(worker=make_worker(), project=project)
+    return page_config(client.get(path))["token"], items
+
+
+def post_answer(client, door: str, token: str, item_id, answer: dict):
+    """One answer through one door: confirm and guess take it alone, submit in a list."""
+    if door == "submit":
+        return api(client, "task-submit", token, {"answers": [{"item": item_id, **answer}]})
+    body = {"item": item_id, "answer": answer}
+    return api(client, "task-confirm", token, {**body, "step": "guess"} if door == "guess"
+               else body)
+
+
+def nothing_stored() -> bool:
+    draft = json.dumps(Assignment.objects.get().draft or {})
+    return not Judgment.objects.exists() and "guesses" not in draft
+
+
+@pytest.mark.parametrize("door", ["confirm", "submit"])
+@pytest.mark.parametrize("shown", [[["a"], ["b"]], [{"label": "a"}, "b"]])
+def test_validity_answers_that_are_not_labels_are_a_400_naming_the_item(client, door, shown):
+    token, items = task_token(client, TaskKind.MC, ExperimentMode.VALIDITY)
+    response = post_answer(client, door, token, items[0].pk,
+                           {"validity": "several", "shown_choices": shown})
+    assert response.status_code == 400
+    assert response.json()["errors"][str(items[0].pk)] == [
+        "The correct answers must be a list of the labels shown (a, b, c or d)."]
+    assert nothing_stored()
+

@@ -47,3 +47,22 @@ def test_item_ids_are_integers_or_ascii_digits_only(value, item_id):
     from annotation.domain.answers import item_id_of
 
     assert item_id_of(value) == item_id
+
+
+VALIDITY = AnswerRules(kind="mc", mode="validity")
+
+
+@pytest.mark.parametrize("shown", [[["a"], ["b"]], [{"a": 1}, "b"], ["a", ["a"]], [1, 2]])
+def test_validity_answers_must_be_labels_before_they_are_counted(shown):
+    with pytest.raises(AnswerError) as refused:
+        clean_answer(rules=VALIDITY, answer={"validity": "several", "shown_choices": shown},
+                     presented_order=["A", "B", "C", "D"])
+    assert refused.value.messages == [
+        "The correct answers must be a list of the labels shown (a, b, c or d)."]
+
+
+def test_validity_answers_still_name_a_label_marked_twice():
+    with pytest.raises(AnswerError, match="Mark each correct answer once"):
+        clean_answer(rules=VALIDITY, answer={"validity": "several", "shown_choices": ["a", "a"]},
+                     presented_order=["A", "B", "C", "D"])
+
