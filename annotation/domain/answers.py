@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from core.vocabulary import TaskKind
@@ -27,6 +27,11 @@ VALIDITY_CHOICES = ("one", "several", "none")
 MAX_JUSTIFICATION_LENGTH = 10_000
 ASCII_NUMBER = re.compile(r"[0-9]+")
 MAX_TIME_SPENT_MS = 24 * 3600 * 1000
+# The browser's start time is kept only inside these bounds: a day inside the calendar's ends
+# (years 1 and 9999), so that it converts to UTC for storage and later to any time zone
+# (offsets stay within a day of UTC) without overflowing.
+CLIENT_TIME_RANGE = (datetime.min.replace(tzinfo=UTC) + timedelta(days=1),
+                     datetime.max.replace(tzinfo=UTC) - timedelta(days=1))
 
 
 class AnswerError(ValueError):
@@ -77,12 +82,16 @@ def _client_timing(answer: dict) -> dict[str, Any]:
         timing["time_spent_ms"] = int(min(spent, MAX_TIME_SPENT_MS))
     started = answer.get("client_started_at")
     if isinstance(started, str) and len(started) <= 40:
+        # Client metadata: a time that cannot be read, or that lies at the calendar's ends
+        # ("0001-01-01T00:00:00+05:00" is before year 1 in UTC), is left out like any other
+        # unreadable one; the answer itself is still good.
         try:
             parsed = datetime.fromisoformat(started.replace("Z", "+00:00"))
-        except ValueError:
+            parsed = (parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)).astimezone(UTC)
+        except (ValueError, OverflowError):
             parsed = None
-        if parsed is not None:
-            timing["client_started_at"] = parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+        if parsed is not None and CLIENT_TIME_RANGE[0] <= parsed <= CLIENT_TIME_RANGE[1]:
+            timing["client_started_at"] = parsed
     return timing
 
 

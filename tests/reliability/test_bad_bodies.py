@@ -205,3 +205,20 @@ def test_validity_answers_that_are_not_labels_are_a_400_naming_the_item(client, 
         "The correct answers must be a list of the labels shown (a, b, c or d)."]
     assert nothing_stored()
 
+
+
+@pytest.mark.parametrize("started", ["0001-01-01T00:00:00+05:00", "9999-12-31T23:59:59-05:00"])
+def test_a_client_start_time_past_the_calendars_ends_is_left_out_not_a_500(client, started):
+    """Client metadata, handled like any unreadable client_started_at: the answer is stored
+    without it."""
+    token, items = task_token(client, TaskKind.MC, ExperimentMode.QA)
+    timing = {"time_spent_ms": 1200, "client_started_at": started}
+    confirmed = post_answer(client, "confirm", token, items[0].pk,
+                            {"shown_choice": "a", **timing})
+    assert confirmed.status_code == 200 and confirmed.json()["ok"]
+    submitted = api(client, "task-submit", token, {"answers": [
+        {"item": item.pk, "shown_choice": "b", **timing} for item in items[1:]]})
+    assert submitted.status_code == 200 and submitted.json()["ok"]
+    stored = list(Judgment.objects.values_list("client_started_at", "time_spent_ms"))
+    assert stored == [(None, 1200)] * len(items)
+

@@ -66,3 +66,24 @@ def test_validity_answers_still_name_a_label_marked_twice():
         clean_answer(rules=VALIDITY, answer={"validity": "several", "shown_choices": ["a", "a"]},
                      presented_order=["A", "B", "C", "D"])
 
+
+@pytest.mark.parametrize("started", [
+    "0001-01-01T00:00:00+05:00",  # before year 1 in UTC
+    "9999-12-31T23:59:59-05:00",  # after year 9999 in UTC
+    "0001-01-01T00:00:00Z",  # a zone west of UTC could not show it
+    "9999-12-31T12:00:00",
+    "not a time",
+])
+def test_a_client_start_time_at_the_calendars_ends_is_left_out_like_an_unreadable_one(started):
+    fields = clean_answer(rules=LIKERT, answer={"score": 4, "client_started_at": started},
+                          presented_order=[])
+    assert fields["score"] == 4.0 and "client_started_at" not in fields
+
+
+def test_a_client_start_time_is_kept_in_utc():
+    from datetime import UTC, datetime
+
+    fields = clean_answer(rules=LIKERT, presented_order=[],
+                          answer={"score": 4, "client_started_at": "2026-01-01T10:00:00+05:00"})
+    assert fields["client_started_at"] == datetime(2026, 1, 1, 5, tzinfo=UTC)
+    assert fields["client_started_at"].utcoffset().total_seconds() == 0
