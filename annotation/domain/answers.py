@@ -8,7 +8,6 @@ it back: `presented_order[i]` is the item-order letter shown at position i.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -17,6 +16,7 @@ from core.vocabulary import TaskKind
 
 # C0 controls and DEL, except tab, line feed and carriage return, which pasted text carries.
 from .control_characters import CONTROL_CHARACTER
+from .numbers import ascii_whole_number, row_id_of
 
 AB_SHOWN = ("A", "B")
 # A/B answers that prefer neither side, offered when a stage enables `ab_ties`; stored as the
@@ -25,7 +25,6 @@ AB_TIE_CHOICES = ("tie", "both_good", "both_bad")
 MC_SHOWN = ("a", "b", "c", "d")
 VALIDITY_CHOICES = ("one", "several", "none")
 MAX_JUSTIFICATION_LENGTH = 10_000
-ASCII_NUMBER = re.compile(r"[0-9]+")
 MAX_TIME_SPENT_MS = 24 * 3600 * 1000
 # The browser's start time is kept only inside these bounds: a day inside the calendar's ends
 # (years 1 and 9999), so that it converts to UTC for storage and later to any time zone
@@ -64,15 +63,10 @@ def _shown_to_role(shown: Any, *, labels: tuple[str, ...], presented_order: list
 
 
 def item_id_of(value: Any) -> int | None:
-    """The item id a page sent: an integer, or a string of ASCII digits; None for anything
-    else (a float such as 68.5 is not silently read as item 68, a bool is not item 1)."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, str) and ASCII_NUMBER.fullmatch(value.strip()):
-        return int(value)
-    return None
+    """The item id a page sent: an integer, or a string of ASCII digits, that an id column can
+    hold; None for anything else (a float such as 68.5 is not silently read as item 68, a bool
+    is not item 1, "1" * 5000 is not read at all). The rule for every row id: `row_id_of`."""
+    return row_id_of(value)
 
 
 def _client_timing(answer: dict) -> dict[str, Any]:
@@ -97,10 +91,9 @@ def _client_timing(answer: dict) -> dict[str, Any]:
 
 def _clean_likert(answer: dict, rules: AnswerRules) -> dict[str, Any]:
     score = answer.get("score")
-    # ASCII digits only: str.isdigit() also accepts "²" (which int() refuses) and "٥" (which
-    # int() reads as 5), and a score is typed by the page, never by hand in another script.
-    if isinstance(score, str) and ASCII_NUMBER.fullmatch(score.strip()):
-        score = int(score)
+    if isinstance(score, str):
+        # ASCII digits only, and not too many of them for int() (`ascii_whole_number`).
+        score = ascii_whole_number(score)
     if not isinstance(score, int) or isinstance(score, bool) or not 1 <= score <= rules.scale_size:
         raise AnswerError([f"Pick a score from 1 to {rules.scale_size}."])
     return {"score": float(score)}

@@ -20,6 +20,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST
 
+from annotation.domain.answers import item_id_of
 from annotation.models import (
     Assignment,
     ParticipantVerification,
@@ -484,7 +485,8 @@ def task_autosave(request: HttpRequest, assignment: Assignment, body: dict) -> H
 
 @task_api
 def task_confirm(request: HttpRequest, assignment: Assignment, body: dict) -> HttpResponse:
-    item_id = body.get("item")
+    # Read once by the rule every door uses; None (not an item id) is refused by the service.
+    item_id = item_id_of(body.get("item"))
     answer = body.get("answer") if isinstance(body.get("answer"), dict) else {}
     if body.get("step") == "guess":
         role = assignment_record_guess(assignment=assignment, item=item_id, answer=answer)
@@ -497,7 +499,7 @@ def task_confirm(request: HttpRequest, assignment: Assignment, body: dict) -> Ht
     assignment_confirm_item(assignment=assignment, item=item_id, answer=answer,
                             client_meta=body.get("client_meta"))
     return JsonResponse({"ok": True, "feedback": assignment_feedback(
-        assignment=assignment, item_id=int(item_id))})
+        assignment=assignment, item_id=item_id)})
 
 
 @task_api

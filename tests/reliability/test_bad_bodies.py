@@ -222,3 +222,28 @@ def test_a_client_start_time_past_the_calendars_ends_is_left_out_not_a_500(clien
     stored = list(Judgment.objects.values_list("client_started_at", "time_spent_ms"))
     assert stored == [(None, 1200)] * len(items)
 
+
+
+@pytest.mark.parametrize("door", ["confirm", "guess", "submit"])
+@pytest.mark.parametrize("item_id", [
+    pytest.param("1" * 5000, id="5000-digits"), pytest.param(2**63, id="2**63"),
+    pytest.param(str(2**63), id="'2**63'"), pytest.param(-(2**63) - 1, id="-2**63-1"),
+])
+def test_an_item_id_no_id_column_holds_is_a_400_not_a_500(client, door, item_id):
+    token, _ = task_token(client, TaskKind.MC, ExperimentMode.PILOT)
+    response = post_answer(client, door, token, item_id,
+                           {"shown_choice": "a", "shown_guess": "b"})
+    assert response.status_code == 400
+    message = "An answer names no item." if door == "submit" else "Unknown item."
+    assert message in response.json()["errors"]["__all__"]
+    assert nothing_stored()
+
+
+def test_a_likert_score_of_5000_digits_is_a_400_naming_the_item(client):
+    token, items = task_token(client, TaskKind.LIKERT)
+    response = api(client, "task-submit", token, {"answers": [
+        {"item": item.pk, "score": "1" * 5000 if item == items[0] else 3} for item in items]})
+    assert response.status_code == 400
+    assert response.json()["errors"] == {str(items[0].pk): ["Pick a score from 1 to 5."]}
+    assert nothing_stored()
+

@@ -14,7 +14,9 @@ def test_likert_scores_as_numbers_or_ascii_digits(score, stored):
     assert clean_answer(rules=LIKERT, answer={"score": score}, presented_order=[])["score"] == stored
 
 
-@pytest.mark.parametrize("score", ["²", "٥", "５", "4.0", "", True, 0, 6, None])
+@pytest.mark.parametrize("score", ["²", "٥", "５", "4.0", "", True, 0, 6, None,
+                                   pytest.param("1" * 5000, id="5000-digits"),
+                                   pytest.param("0" * 4999 + "3", id="3-after-4999-zeros")])
 def test_likert_scores_in_other_scripts_or_out_of_range_are_refused(score):
     with pytest.raises(AnswerError, match="Pick a score from 1 to 5"):
         clean_answer(rules=LIKERT, answer={"score": score}, presented_order=[])
@@ -42,6 +44,10 @@ def test_line_breaks_and_tabs_in_a_justification_are_kept():
     (68, 68), ("68", 68), (" 7 ", 7),
     (68.5, None), (68.0, None), ("68.5", None), (True, None), ("", None), (None, None),
     ("٥", None), ([68], None),
+    # Only what an id column (signed 64-bit) holds; int() is never asked to read 5000 digits.
+    (2**63 - 1, 2**63 - 1), (str(2**63 - 1), 2**63 - 1), (2**63, None), (str(2**63), None),
+    (-(2**63) - 1, None), pytest.param("1" * 5000, None, id="5000-digits"),
+    pytest.param(10**4000, None, id="4001-digit-int"),
 ])
 def test_item_ids_are_integers_or_ascii_digits_only(value, item_id):
     from annotation.domain.answers import item_id_of
