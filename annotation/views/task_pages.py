@@ -60,7 +60,7 @@ from annotation.task_selectors import (
     task_items,
     task_page_config,
 )
-from core.json_limits import JsonTooDeep, json_loads_limited
+from core.json_limits import JsonNotStandard, JsonTooDeep, json_loads_limited
 
 # The worker sites that show an ExternalQuestion in their iframe (production and sandbox).
 # Not "https://*.mturk.com": that includes the requester sites; not www.mturk.com either, which
@@ -456,6 +456,8 @@ def task_api(view):
             body = json_loads_limited(request.body or b"{}")
         except JsonTooDeep as exc:
             return _json_error(f"The request body is {exc}.", status=400)
+        except JsonNotStandard as exc:
+            return _json_error(f"The request body is not valid JSON: {exc}.", status=400)
         except (ValueError, UnicodeDecodeError):
             return _json_error("The request body is not valid JSON.", status=400)
         if not isinstance(body, dict):

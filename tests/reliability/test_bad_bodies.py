@@ -1,7 +1,9 @@
 """Bodies a careless or hostile client sends, answered with a JSON error that names the problem
 (never a 5xx, an HTML page or a silent 200), with nothing stored: JSON nested thousands of
 levels deep (API and autosave), a body over the size limit, read-only project fields in a
-PATCH, a guess step on a task that has none, and a busy SQLite database."""
+PATCH, a guess step on a task that has none, a busy SQLite database; and in answers to the task
+API, at every door: validity answers that are not labels, item ids and scores no column holds,
+NaN and Infinity (not JSON). A client start time past the calendar's ends is left out."""
 from __future__ import annotations
 
 import json
@@ -206,7 +208,6 @@ def test_validity_answers_that_are_not_labels_are_a_400_naming_the_item(client, 
     assert nothing_stored()
 
 
-
 @pytest.mark.parametrize("started", ["0001-01-01T00:00:00+05:00", "9999-12-31T23:59:59-05:00"])
 def test_a_client_start_time_past_the_calendars_ends_is_left_out_not_a_500(client, started):
     """Client metadata, handled like any unreadable client_started_at: the answer is stored
@@ -221,7 +222,6 @@ def test_a_client_start_time_past_the_calendars_ends_is_left_out_not_a_500(clien
     assert submitted.status_code == 200 and submitted.json()["ok"]
     stored = list(Judgment.objects.values_list("client_started_at", "time_spent_ms"))
     assert stored == [(None, 1200)] * len(items)
-
 
 
 @pytest.mark.parametrize("door", ["confirm", "guess", "submit"])
@@ -247,3 +247,40 @@ def test_a_likert_score_of_5000_digits_is_a_400_naming_the_item(client):
     assert response.json()["errors"] == {str(items[0].pk): ["Pick a score from 1 to 5."]}
     assert nothing_stored()
 
+
+@pytest.mark.parametrize("constant", ["NaN", "Infinity", "-Infinity"])
+@pytest.mark.parametrize("door", ["autosave", "confirm", "guess", "submit"])
+def test_nan_and_infinity_are_not_json_at_any_door(client, door, constant):
+    """Python's parser reads them; the database refused them only when storing: a 500 from
+    autosave, and "already judged" from confirm and submit, though nothing had been judged."""
+    token, items = task_token(client, TaskKind.MC, ExperimentMode.PILOT)
+    meta = f'"client_meta": {{"width": {constant}}}'
+    answer = {"shown_choice": "a", "shown_guess": "a"}
+    valid = {
+        "autosave": {"draft": {"answers": {}}},
+        "confirm": {"item": items[0].pk, "answer": answer},
+        "guess": {"item": items[0].pk, "step": "guess", "answer": answer},
+        "submit": {"answers": [{"item": item.pk, **answer} for item in items]},
+    }[door]
+    if door == "autosave":
+        body = json.dumps(valid)[:-1] + f', "draft": {{"width": {constant}}}}}'
+    else:
+        body = json.dumps(valid)[:-1] + ", " + meta + "}"
+    response = client.post(reverse(f"annotation:task-{door if door != 'guess' else 'confirm'}"),
+                           data=body, content_type="application/json",
+                           HTTP_X_ASSIGNMENT_TOKEN=token)
+    assert response.status_code == 400
+    assert response.json()["message"] == (
+        f"The request body is not valid JSON: {constant} is not a JSON value.")
+    assert nothing_stored()
+    assert not (Assignment.objects.get().draft or {}).get("width")
+
+
+def test_nan_is_not_json_to_the_researcher_api_either(researcher_api):
+    body = ('{"external_id": "q1", "content": '
+            + json.dumps(item_content(TaskKind.LIKERT))[:-1] + ', "score": NaN}}')
+    response = researcher_api.post("/api/projects/mine/items/", data=body,
+                                   content_type="application/json")
+    assert response.status_code == 400
+    assert response.json()["detail"] == "JSON parse error - NaN is not a JSON value"
+    assert not Item.objects.exists()
