@@ -16,6 +16,7 @@ from __future__ import annotations
 from django.db.models import Q, QuerySet
 from django.http import Http404
 
+from .domain.numbers import row_id_of
 from .models import Assignment, InhouseLink, Item, Judgment, Project, Stage, Worker
 
 NO_SUCH_PROJECT = "No such project."
@@ -66,7 +67,8 @@ def access_project(user, slug: str) -> Project:
 
 def access_project_by_pk(user, pk) -> Project:
     """`access_project` for URLs that carry the project's id (the admin's own views)."""
-    project = projects_visible_to(user).filter(pk=pk).first() if str(pk).isdigit() else None
+    pk = row_id_of(pk)
+    project = projects_visible_to(user).filter(pk=pk).first() if pk is not None else None
     if project is None:
         raise Http404(NO_SUCH_PROJECT)
     return project
@@ -76,8 +78,9 @@ def project_stage_by_ref(*, project: Project, ref: str) -> Stage | None:
     """The one rule for naming a stage on the command line, in pages and in report URLs: by its
     id (ASCII digits) or else by its name; None when the project has no such stage."""
     ref = (ref or "").strip()
-    if ref.isascii() and ref.isdigit():
-        stage = Stage.objects.filter(project=project, pk=int(ref)).first()
+    stage_id = row_id_of(ref)
+    if stage_id is not None:
+        stage = Stage.objects.filter(project=project, pk=stage_id).first()
         if stage is not None:
             return stage
     return Stage.objects.filter(project=project, name=ref).first()

@@ -3,6 +3,7 @@
 and parser setup."""
 from __future__ import annotations
 
+from django.conf import settings
 from django.core.exceptions import ValidationError as DjangoValidationError
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse
@@ -12,7 +13,7 @@ from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.parsers import JSONParser
 from rest_framework.response import Response
 
-from core.json_limits import JsonTooDeep, check_json_depth
+from core.json_limits import JsonTooDeep, json_loads_limited
 
 
 def django_to_drf(error: DjangoValidationError) -> serializers.ValidationError:
@@ -72,16 +73,19 @@ class ApiPagination(LimitOffsetPagination):
 
 
 class LimitedJSONParser(JSONParser):
-    """DRF's JSON parser with a nesting limit: deeper bodies are a 400 that says so, never
-    a RecursionError (core/json_limits.py)."""
+    """DRF's JSON parser reading bodies by the rule the task pages use
+    (core/json_limits.py:json_loads_limited): a nesting limit, so deeper bodies are a 400 that
+    says so, never a RecursionError, and no NaN or Infinity. One function decides what JSON
+    every door accepts, whatever DRF's STRICT_JSON setting says."""
 
     def parse(self, stream, media_type=None, parser_context=None):
+        encoding = (parser_context or {}).get("encoding", settings.DEFAULT_CHARSET)
         try:
-            return check_json_depth(super().parse(stream, media_type, parser_context))
-        except RecursionError:
-            raise ParseError(JsonTooDeep.default_message()) from None
+            return json_loads_limited(stream.read().decode(encoding))
         except JsonTooDeep as exc:
             raise ParseError(str(exc)) from None
+        except ValueError as exc:  # also UnicodeDecodeError and JsonNotStandard
+            raise ParseError(f"JSON parse error - {exc}") from None
 
 
 class JsonApiMixin:

@@ -1,14 +1,19 @@
-"""Limits on JSON that comes from outside: nesting depth.
+"""Limits on JSON that comes from outside: nesting depth, and only JSON's own values.
 
 Python's parser recurses once per level, so a body of a few thousand brackets raises
 RecursionError deep inside it (a 500) and every later walk over the value risks the same.
 Item content, settings and answers need a handful of levels; anything past MAX_JSON_DEPTH is
 refused with a message instead.
+
+Python's parser also reads NaN, Infinity and -Infinity, which are not JSON. A database refuses
+them inside a JSON column (SQLite's JSON_VALID check, PostgreSQL's jsonb), so a value carrying
+one failed only when stored: a 500, or a misleading message from the code that caught the
+database error. They are refused here, where the body is read.
 """
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, NoReturn
 
 MAX_JSON_DEPTH = 64
 
@@ -17,6 +22,15 @@ class JsonTooDeep(ValueError):
     @staticmethod
     def default_message(max_depth: int = MAX_JSON_DEPTH) -> str:
         return f"JSON nested more than {max_depth} levels deep"
+
+
+class JsonNotStandard(ValueError):
+    """NaN, Infinity or -Infinity in a body: Python reads them, JSON has no such values."""
+
+
+def _refuse_constant(name: str) -> NoReturn:
+    """`parse_constant` for json.loads: refuses NaN, Infinity and -Infinity by name."""
+    raise JsonNotStandard(f"{name} is not a JSON value")
 
 
 def json_depth(value: Any) -> int:
@@ -43,10 +57,10 @@ def check_json_depth(value: Any, *, max_depth: int = MAX_JSON_DEPTH) -> Any:
 
 
 def json_loads_limited(raw: bytes | str, *, max_depth: int = MAX_JSON_DEPTH) -> Any:
-    """json.loads that refuses values nested deeper than `max_depth` with JsonTooDeep (a
-    ValueError, like every other malformed body)."""
+    """json.loads that refuses values nested deeper than `max_depth` with JsonTooDeep and
+    NaN/Infinity with JsonNotStandard (both ValueErrors, like every other malformed body)."""
     try:
-        value = json.loads(raw)
+        value = json.loads(raw, parse_constant=_refuse_constant)
     except RecursionError:
         raise JsonTooDeep(JsonTooDeep.default_message(max_depth)) from None
     return check_json_depth(value, max_depth=max_depth)

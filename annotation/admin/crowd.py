@@ -10,6 +10,7 @@ from django.contrib.admin.helpers import ActionForm
 from django.utils.html import format_html
 
 from annotation.access_selectors import projects_visible_to, workers_visible_to
+from annotation.domain.numbers import row_id_of
 from annotation.models import (
     Adjudication,
     Assignment,
@@ -189,7 +190,9 @@ class AssignmentAdmin(ProviderBannerMixin, ProjectScopedAdmin):
     def change_view(self, request, object_id, form_url="", extra_context=None):
         from annotation.review_selectors import assignment_review
 
-        assignment = self.get_queryset(request).filter(pk=object_id).first()
+        # The URL's id as text: anything but an id is left to the admin's "does not exist".
+        pk = row_id_of(object_id)
+        assignment = self.get_queryset(request).filter(pk=pk).first() if pk is not None else None
         extra_context = dict(extra_context or {})
         if assignment is not None:
             rows = assignment_review(assignment=assignment)
@@ -211,7 +214,10 @@ class AssignmentAdmin(ProviderBannerMixin, ProjectScopedAdmin):
             reject_assignments,
         )
 
-        queryset = self.get_queryset(request).filter(pk=object_id)
+        pk = row_id_of(object_id)
+        if pk is None:
+            raise Http404("No such assignment.")
+        queryset = self.get_queryset(request).filter(pk=pk)
         assignment = queryset.first()
         if assignment is None:
             raise Http404("No such assignment.")

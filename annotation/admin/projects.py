@@ -16,6 +16,7 @@ from annotation.domain.item_content import (
     validate_item_content,
     validate_item_text,
 )
+from annotation.domain.numbers import row_id_of
 from annotation.hooks import stage_admin_actions_registered
 from annotation.models import (
     AdaptiveTarget,
@@ -390,9 +391,17 @@ class StageAdmin(ProgressColumnsMixin, StageProviderMixin, ProjectScopedAdmin):
         on the add page the project and provider the link names (?project=ID&provider=...)."""
         if obj is not None and obj.pk:
             return obj.project.kind, obj.provider
-        project = Project.objects.filter(pk=request.GET.get("project") or None).first() \
-            if str(request.GET.get("project", "")).isdigit() else None
+        project_id = row_id_of(request.GET.get("project"))
+        project = Project.objects.filter(pk=project_id).first() if project_id is not None \
+            else None
         return (project.kind if project else None), (request.GET.get("provider") or None)
+
+    def get_changeform_initial_data(self, request):
+        initial = super().get_changeform_initial_data(request)
+        # The add link's ?project=: anything but an id failed in the project widget's lookup.
+        if "project" in initial and row_id_of(initial["project"]) is None:
+            del initial["project"]
+        return initial
 
     def get_form(self, request, obj=None, change=False, **kwargs):
         kind, provider = self._kind_and_provider(request, obj)

@@ -8,15 +8,15 @@ it back: `presented_order[i]` is the item-order letter shown at position i.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from core.vocabulary import TaskKind
 
 # C0 controls and DEL, except tab, line feed and carriage return, which pasted text carries.
 from .control_characters import CONTROL_CHARACTER
+from .numbers import ascii_whole_number, row_id_of
 
 AB_SHOWN = ("A", "B")
 # A/B answers that prefer neither side, offered when a stage enables `ab_ties`; stored as the
@@ -25,8 +25,12 @@ AB_TIE_CHOICES = ("tie", "both_good", "both_bad")
 MC_SHOWN = ("a", "b", "c", "d")
 VALIDITY_CHOICES = ("one", "several", "none")
 MAX_JUSTIFICATION_LENGTH = 10_000
-ASCII_NUMBER = re.compile(r"[0-9]+")
 MAX_TIME_SPENT_MS = 24 * 3600 * 1000
+# The browser's start time is kept only inside these bounds: a day inside the calendar's ends
+# (years 1 and 9999), so that it converts to UTC for storage and later to any time zone
+# (offsets stay within a day of UTC) without overflowing.
+CLIENT_TIME_RANGE = (datetime.min.replace(tzinfo=UTC) + timedelta(days=1),
+                     datetime.max.replace(tzinfo=UTC) - timedelta(days=1))
 
 
 class AnswerError(ValueError):
@@ -59,15 +63,10 @@ def _shown_to_role(shown: Any, *, labels: tuple[str, ...], presented_order: list
 
 
 def item_id_of(value: Any) -> int | None:
-    """The item id a page sent: an integer, or a string of ASCII digits; None for anything
-    else (a float such as 68.5 is not silently read as item 68, a bool is not item 1)."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, str) and ASCII_NUMBER.fullmatch(value.strip()):
-        return int(value)
-    return None
+    """The item id a page sent: an integer, or a string of ASCII digits, that an id column can
+    hold; None for anything else (a float such as 68.5 is not silently read as item 68, a bool
+    is not item 1, "1" * 5000 is not read at all). The rule for every row id: `row_id_of`."""
+    return row_id_of(value)
 
 
 def _client_timing(answer: dict) -> dict[str, Any]:
@@ -77,21 +76,24 @@ def _client_timing(answer: dict) -> dict[str, Any]:
         timing["time_spent_ms"] = int(min(spent, MAX_TIME_SPENT_MS))
     started = answer.get("client_started_at")
     if isinstance(started, str) and len(started) <= 40:
+        # Client metadata: a time that cannot be read, or that lies at the calendar's ends
+        # ("0001-01-01T00:00:00+05:00" is before year 1 in UTC), is left out like any other
+        # unreadable one; the answer itself is still good.
         try:
             parsed = datetime.fromisoformat(started.replace("Z", "+00:00"))
-        except ValueError:
+            parsed = (parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)).astimezone(UTC)
+        except (ValueError, OverflowError):
             parsed = None
-        if parsed is not None:
-            timing["client_started_at"] = parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+        if parsed is not None and CLIENT_TIME_RANGE[0] <= parsed <= CLIENT_TIME_RANGE[1]:
+            timing["client_started_at"] = parsed
     return timing
 
 
 def _clean_likert(answer: dict, rules: AnswerRules) -> dict[str, Any]:
     score = answer.get("score")
-    # ASCII digits only: str.isdigit() also accepts "²" (which int() refuses) and "٥" (which
-    # int() reads as 5), and a score is typed by the page, never by hand in another script.
-    if isinstance(score, str) and ASCII_NUMBER.fullmatch(score.strip()):
-        score = int(score)
+    if isinstance(score, str):
+        # ASCII digits only, and not too many of them for int() (`ascii_whole_number`).
+        score = ascii_whole_number(score)
     if not isinstance(score, int) or isinstance(score, bool) or not 1 <= score <= rules.scale_size:
         raise AnswerError([f"Pick a score from 1 to {rules.scale_size}."])
     return {"score": float(score)}
@@ -178,7 +180,12 @@ def _clean_mc(answer: dict, rules: AnswerRules, presented_order: list[str],
         shown = answer.get("shown_choices", [])
         if validity == "one" and not shown and answer.get("shown_choice"):
             shown = [answer["shown_choice"]]
-        if not isinstance(shown, list) or len(set(shown)) != len(shown):
+        # Labels are checked before they are counted: set() of a list or an object is a
+        # TypeError.
+        if not isinstance(shown, list) or not all(isinstance(s, str) for s in shown):
+            raise AnswerError(["The correct answers must be a list of the labels shown "
+                               "(a, b, c or d)."])
+        if len(set(shown)) != len(shown):
             raise AnswerError(["Mark each correct answer once."])
         roles = [
             _shown_to_role(s, labels=MC_SHOWN, presented_order=presented_order, what="an answer")

@@ -19,6 +19,7 @@ from annotation.domain.item_content import (
     validate_item_content,
     validate_item_text,
 )
+from core.json_limits import json_loads_limited
 from core.vocabulary import AB_CHOICES, MC_ROLES, TaskKind
 
 # Name of the IMPORTED stage that receives judgments when a record names none.
@@ -241,19 +242,22 @@ def require_file(path: Path) -> Path:
 
 
 def load_json(path: Path) -> Any:
-    """The parsed JSON document, or ImportFormatError naming the line and column."""
+    """The parsed JSON document, or ImportFormatError naming the line and column (or what is
+    not JSON: nesting too deep, NaN or Infinity, by the rule of core/json_limits.py)."""
     import json
 
     require_file(path)
     try:
         with path.open(encoding="utf-8") as handle:
-            return json.load(handle)
+            return json_loads_limited(handle.read())
     except json.JSONDecodeError as exc:
         raise ImportFormatError(
             path, f"malformed JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
         ) from None
     except UnicodeDecodeError as exc:
         raise ImportFormatError(path, f"not UTF-8 text: {exc.reason}") from None
+    except ValueError as exc:
+        raise ImportFormatError(path, str(exc)) from None
 
 
 def expect(value: Any, types: type | tuple[type, ...], *, path: Path, record: Any, field: str,

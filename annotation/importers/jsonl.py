@@ -15,6 +15,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from core.json_limits import json_loads_limited
+
 from .base import (
     DEFAULT_IMPORT_STAGE,
     ImportFormatError,
@@ -142,12 +144,15 @@ def parse(path: Path, *, kind: str, split: str | None = None) -> list[ItemRecord
             if not line.strip():
                 continue
             try:
-                raw = json.loads(line)
+                raw = json_loads_limited(line)
             except json.JSONDecodeError as exc:
                 raise ImportFormatError(
                     path, f"malformed JSON at column {exc.colno}: {exc.msg}",
                     record=f"line {line_number}", field="line",
                 ) from None
+            except ValueError as exc:  # nested too deep, NaN or Infinity: the API's rule
+                raise ImportFormatError(path, str(exc), record=f"line {line_number}",
+                                        field="line") from None
             record = parse_line(raw, kind=kind, path=path, line=line_number, split=split)
             previous = records.get(record.external_id)
             if previous is None:

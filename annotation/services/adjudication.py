@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from statistics import pstdev
 
 from annotation.domain.answers import CONTROL_CHARACTER
+from annotation.domain.numbers import ascii_whole_number
 from annotation.models import Adjudication, Item, Project, TaskKind
 from annotation.selectors import judgments_that_count
 from core.vocabulary import AB_CHOICES, MC_ROLES
@@ -87,9 +88,10 @@ def adjudication_record(*, item: Item, value, note: str = "", user=None) -> Adju
     kind = item.project.kind
     text = str(value).strip() if value is not None else ""
     if kind == TaskKind.LIKERT:
-        if not (text.isascii() and text.isdigit() and 1 <= int(text) <= 5):
+        score = ascii_whole_number(text)
+        if score is None or not 1 <= score <= 5:
             raise AdjudicationInvalid("the label must be a score from 1 to 5")
-        fields = {"score": float(int(text))}
+        fields = {"score": float(score)}
     else:
         allowed = AB_CHOICES if kind == TaskKind.AB else MC_ROLES
         if text.upper() not in allowed:

@@ -20,6 +20,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST
 
+from annotation.domain.answers import item_id_of
 from annotation.models import (
     Assignment,
     ParticipantVerification,
@@ -59,7 +60,7 @@ from annotation.task_selectors import (
     task_items,
     task_page_config,
 )
-from core.json_limits import JsonTooDeep, json_loads_limited
+from core.json_limits import JsonNotStandard, JsonTooDeep, json_loads_limited
 
 # The worker sites that show an ExternalQuestion in their iframe (production and sandbox).
 # Not "https://*.mturk.com": that includes the requester sites; not www.mturk.com either, which
@@ -455,6 +456,8 @@ def task_api(view):
             body = json_loads_limited(request.body or b"{}")
         except JsonTooDeep as exc:
             return _json_error(f"The request body is {exc}.", status=400)
+        except JsonNotStandard as exc:
+            return _json_error(f"The request body is not valid JSON: {exc}.", status=400)
         except (ValueError, UnicodeDecodeError):
             return _json_error("The request body is not valid JSON.", status=400)
         if not isinstance(body, dict):
@@ -484,7 +487,8 @@ def task_autosave(request: HttpRequest, assignment: Assignment, body: dict) -> H
 
 @task_api
 def task_confirm(request: HttpRequest, assignment: Assignment, body: dict) -> HttpResponse:
-    item_id = body.get("item")
+    # Read once by the rule every door uses; None (not an item id) is refused by the service.
+    item_id = item_id_of(body.get("item"))
     answer = body.get("answer") if isinstance(body.get("answer"), dict) else {}
     if body.get("step") == "guess":
         role = assignment_record_guess(assignment=assignment, item=item_id, answer=answer)
@@ -497,7 +501,7 @@ def task_confirm(request: HttpRequest, assignment: Assignment, body: dict) -> Ht
     assignment_confirm_item(assignment=assignment, item=item_id, answer=answer,
                             client_meta=body.get("client_meta"))
     return JsonResponse({"ok": True, "feedback": assignment_feedback(
-        assignment=assignment, item_id=int(item_id))})
+        assignment=assignment, item_id=item_id)})
 
 
 @task_api

@@ -11,6 +11,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from annotation.access_selectors import access_item, access_project
+from annotation.domain.numbers import row_id_of
 from annotation.models import TaskKind
 from annotation.services.adjudication import (
     AdjudicationInvalid,
@@ -46,8 +47,8 @@ def adjudication_page(request: HttpRequest, slug: str) -> HttpResponse:
 @require_POST
 def adjudication_submit(request: HttpRequest, slug: str) -> HttpResponse:
     project = access_project(request.user, slug)
-    posted = request.POST.get("item") or ""
-    item = access_item(project, int(posted)) if posted.isascii() and posted.isdigit() else None
+    item_id = row_id_of(request.POST.get("item"))
+    item = access_item(project, item_id) if item_id is not None else None
     target = reverse("metrics:adjudicate", args=[project.slug])
     if item is None:
         messages.error(request, "No such item in this project.")

@@ -1,7 +1,9 @@
 """Bodies a careless or hostile client sends, answered with a JSON error that names the problem
 (never a 5xx, an HTML page or a silent 200), with nothing stored: JSON nested thousands of
 levels deep (API and autosave), a body over the size limit, read-only project fields in a
-PATCH, a guess step on a task that has none, and a busy SQLite database."""
+PATCH, a guess step on a task that has none, a busy SQLite database; and in answers to the task
+API, at every door: validity answers that are not labels, item ids and scores no column holds,
+NaN and Infinity (not JSON). A client start time past the calendar's ends is left out."""
 from __future__ import annotations
 
 import json
@@ -13,7 +15,7 @@ from django.test import override_settings
 from django.urls import reverse
 from rest_framework.test import APIClient
 
-from annotation.models import Assignment, Item, Project, TaskKind
+from annotation.models import Assignment, ExperimentMode, Item, Judgment, Project, TaskKind
 from annotation.services.access import inhouse_link_create
 from core.json_limits import MAX_JSON_DEPTH, json_depth, json_loads_limited
 from testing.factories import item_content, make_project, make_user, make_worker
@@ -169,3 +171,116 @@ def test_fields_an_endpoint_does_not_take_are_refused_not_dropped(researcher_api
     assert created.status_code == 400
     assert created.json() == {"owner": ["set by who creates the project"]}
     assert not Project.objects.filter(slug="p2").exists()
+
+
+# --- Answers to the task API: one rule at every door (confirm, guess, submit, autosave) ---------
+
+
+def task_token(client, kind: str, mode: str = "") -> tuple[str, list[Item]]:
+    project, _, items = make_task(kind, mode=mode)
+    _, path = inhouse_link_create(worker=make_worker(), project=project)
+    return page_config(client.get(path))["token"], items
+
+
+def post_answer(client, door: str, token: str, item_id, answer: dict):
+    """One answer through one door: confirm and guess take it alone, submit in a list."""
+    if door == "submit":
+        return api(client, "task-submit", token, {"answers": [{"item": item_id, **answer}]})
+    body = {"item": item_id, "answer": answer}
+    return api(client, "task-confirm", token, {**body, "step": "guess"} if door == "guess"
+               else body)
+
+
+def nothing_stored() -> bool:
+    draft = json.dumps(Assignment.objects.get().draft or {})
+    return not Judgment.objects.exists() and "guesses" not in draft
+
+
+@pytest.mark.parametrize("door", ["confirm", "submit"])
+@pytest.mark.parametrize("shown", [[["a"], ["b"]], [{"label": "a"}, "b"]])
+def test_validity_answers_that_are_not_labels_are_a_400_naming_the_item(client, door, shown):
+    token, items = task_token(client, TaskKind.MC, ExperimentMode.VALIDITY)
+    response = post_answer(client, door, token, items[0].pk,
+                           {"validity": "several", "shown_choices": shown})
+    assert response.status_code == 400
+    assert response.json()["errors"][str(items[0].pk)] == [
+        "The correct answers must be a list of the labels shown (a, b, c or d)."]
+    assert nothing_stored()
+
+
+@pytest.mark.parametrize("started", ["0001-01-01T00:00:00+05:00", "9999-12-31T23:59:59-05:00"])
+def test_a_client_start_time_past_the_calendars_ends_is_left_out_not_a_500(client, started):
+    """Client metadata, handled like any unreadable client_started_at: the answer is stored
+    without it."""
+    token, items = task_token(client, TaskKind.MC, ExperimentMode.QA)
+    timing = {"time_spent_ms": 1200, "client_started_at": started}
+    confirmed = post_answer(client, "confirm", token, items[0].pk,
+                            {"shown_choice": "a", **timing})
+    assert confirmed.status_code == 200 and confirmed.json()["ok"]
+    submitted = api(client, "task-submit", token, {"answers": [
+        {"item": item.pk, "shown_choice": "b", **timing} for item in items[1:]]})
+    assert submitted.status_code == 200 and submitted.json()["ok"]
+    stored = list(Judgment.objects.values_list("client_started_at", "time_spent_ms"))
+    assert stored == [(None, 1200)] * len(items)
+
+
+@pytest.mark.parametrize("door", ["confirm", "guess", "submit"])
+@pytest.mark.parametrize("item_id", [
+    pytest.param("1" * 5000, id="5000-digits"), pytest.param(2**63, id="2**63"),
+    pytest.param(str(2**63), id="'2**63'"), pytest.param(-(2**63) - 1, id="-2**63-1"),
+])
+def test_an_item_id_no_id_column_holds_is_a_400_not_a_500(client, door, item_id):
+    token, _ = task_token(client, TaskKind.MC, ExperimentMode.PILOT)
+    response = post_answer(client, door, token, item_id,
+                           {"shown_choice": "a", "shown_guess": "b"})
+    assert response.status_code == 400
+    message = "An answer names no item." if door == "submit" else "Unknown item."
+    assert message in response.json()["errors"]["__all__"]
+    assert nothing_stored()
+
+
+def test_a_likert_score_of_5000_digits_is_a_400_naming_the_item(client):
+    token, items = task_token(client, TaskKind.LIKERT)
+    response = api(client, "task-submit", token, {"answers": [
+        {"item": item.pk, "score": "1" * 5000 if item == items[0] else 3} for item in items]})
+    assert response.status_code == 400
+    assert response.json()["errors"] == {str(items[0].pk): ["Pick a score from 1 to 5."]}
+    assert nothing_stored()
+
+
+@pytest.mark.parametrize("constant", ["NaN", "Infinity", "-Infinity"])
+@pytest.mark.parametrize("door", ["autosave", "confirm", "guess", "submit"])
+def test_nan_and_infinity_are_not_json_at_any_door(client, door, constant):
+    """Python's parser reads them; the database refused them only when storing: a 500 from
+    autosave, and "already judged" from confirm and submit, though nothing had been judged."""
+    token, items = task_token(client, TaskKind.MC, ExperimentMode.PILOT)
+    meta = f'"client_meta": {{"width": {constant}}}'
+    answer = {"shown_choice": "a", "shown_guess": "a"}
+    valid = {
+        "autosave": {"draft": {"answers": {}}},
+        "confirm": {"item": items[0].pk, "answer": answer},
+        "guess": {"item": items[0].pk, "step": "guess", "answer": answer},
+        "submit": {"answers": [{"item": item.pk, **answer} for item in items]},
+    }[door]
+    if door == "autosave":
+        body = json.dumps(valid)[:-1] + f', "draft": {{"width": {constant}}}}}'
+    else:
+        body = json.dumps(valid)[:-1] + ", " + meta + "}"
+    response = client.post(reverse(f"annotation:task-{door if door != 'guess' else 'confirm'}"),
+                           data=body, content_type="application/json",
+                           HTTP_X_ASSIGNMENT_TOKEN=token)
+    assert response.status_code == 400
+    assert response.json()["message"] == (
+        f"The request body is not valid JSON: {constant} is not a JSON value.")
+    assert nothing_stored()
+    assert not (Assignment.objects.get().draft or {}).get("width")
+
+
+def test_nan_is_not_json_to_the_researcher_api_either(researcher_api):
+    body = ('{"external_id": "q1", "content": '
+            + json.dumps(item_content(TaskKind.LIKERT))[:-1] + ', "score": NaN}}')
+    response = researcher_api.post("/api/projects/mine/items/", data=body,
+                                   content_type="application/json")
+    assert response.status_code == 400
+    assert response.json()["detail"] == "JSON parse error - NaN is not a JSON value"
+    assert not Item.objects.exists()

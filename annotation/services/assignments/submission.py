@@ -145,6 +145,8 @@ def assignment_confirm_item(*, assignment: Assignment, item: Item | int, answer:
         with transaction.atomic():
             judgment.save(force_insert=True)
     except IntegrityError:
+        if not _judged_in_stage(assignment, [row.item_id]):
+            raise  # not the clash below: a real failure, not the worker's doing
         # The same worker judged this item in this stage through another assignment.
         raise SubmissionInvalid(
             {key: ["You have already judged this item."]}
@@ -339,6 +341,8 @@ def _comprehension_checks_settle(assignment: Assignment, state: dict,
             with transaction.atomic():
                 Judgment.objects.bulk_create(kept)
         except IntegrityError:
+            if not _judged_in_stage(assignment, [judgment.item_id for judgment in kept]):
+                raise
             raise SubmissionInvalid(
                 {"__all__": ["Some of these items were already judged by you in this stage."]}
             ) from None
@@ -354,9 +358,18 @@ def _comprehension_checks_settle(assignment: Assignment, state: dict,
     return None
 
 
+def _judged_in_stage(assignment: Assignment, item_ids: list[int]) -> bool:
+    """Whether the assignment's worker already has a judgment of one of these items in its
+    stage: the clash `one_judgment_per_worker_item_stage` refuses. An IntegrityError without it
+    is some other failure (a CHECK constraint, say) and must not be reported as one."""
+    return Judgment.objects.filter(worker_id=assignment.worker_id, stage_id=assignment.stage_id,
+                                   item_id__in=item_ids).exists()
+
+
 def _judgments_store(assignment: Assignment, judgments: list[Judgment], *, n_items: int) -> bool:
     """Insert the judgments in one statement. False when a concurrent submit of the same
-    assignment won (SQLite has no row lock to wait on); any other clash is refused."""
+    assignment won (SQLite has no row lock to wait on); a judgment the worker already gave in
+    this stage is refused; any other IntegrityError is raised as it is."""
     try:
         with transaction.atomic():
             # One INSERT for the page (Judgment.save adds nothing to a plain insert).
@@ -367,6 +380,8 @@ def _judgments_store(assignment: Assignment, judgments: list[Judgment], *, n_ite
             assignment=assignment
         ).count() == n_items:
             return False
+        if not _judged_in_stage(assignment, [judgment.item_id for judgment in judgments]):
+            raise
         raise SubmissionInvalid(
             {"__all__": ["Some of these items were already judged by you in this stage."]}
         ) from None

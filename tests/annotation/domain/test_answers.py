@@ -14,7 +14,9 @@ def test_likert_scores_as_numbers_or_ascii_digits(score, stored):
     assert clean_answer(rules=LIKERT, answer={"score": score}, presented_order=[])["score"] == stored
 
 
-@pytest.mark.parametrize("score", ["²", "٥", "５", "4.0", "", True, 0, 6, None])
+@pytest.mark.parametrize("score", ["²", "٥", "５", "4.0", "", True, 0, 6, None,
+                                   pytest.param("1" * 5000, id="5000-digits"),
+                                   pytest.param("0" * 4999 + "3", id="3-after-4999-zeros")])
 def test_likert_scores_in_other_scripts_or_out_of_range_are_refused(score):
     with pytest.raises(AnswerError, match="Pick a score from 1 to 5"):
         clean_answer(rules=LIKERT, answer={"score": score}, presented_order=[])
@@ -42,8 +44,52 @@ def test_line_breaks_and_tabs_in_a_justification_are_kept():
     (68, 68), ("68", 68), (" 7 ", 7),
     (68.5, None), (68.0, None), ("68.5", None), (True, None), ("", None), (None, None),
     ("٥", None), ([68], None),
+    # Only what an id column (signed 64-bit) holds; int() is never asked to read 5000 digits.
+    (2**63 - 1, 2**63 - 1), (str(2**63 - 1), 2**63 - 1), (2**63, None), (str(2**63), None),
+    (-(2**63) - 1, None), pytest.param("1" * 5000, None, id="5000-digits"),
+    pytest.param(10**4000, None, id="4001-digit-int"),
 ])
 def test_item_ids_are_integers_or_ascii_digits_only(value, item_id):
     from annotation.domain.answers import item_id_of
 
     assert item_id_of(value) == item_id
+
+
+VALIDITY = AnswerRules(kind="mc", mode="validity")
+
+
+@pytest.mark.parametrize("shown", [[["a"], ["b"]], [{"a": 1}, "b"], ["a", ["a"]], [1, 2]])
+def test_validity_answers_must_be_labels_before_they_are_counted(shown):
+    with pytest.raises(AnswerError) as refused:
+        clean_answer(rules=VALIDITY, answer={"validity": "several", "shown_choices": shown},
+                     presented_order=["A", "B", "C", "D"])
+    assert refused.value.messages == [
+        "The correct answers must be a list of the labels shown (a, b, c or d)."]
+
+
+def test_validity_answers_still_name_a_label_marked_twice():
+    with pytest.raises(AnswerError, match="Mark each correct answer once"):
+        clean_answer(rules=VALIDITY, answer={"validity": "several", "shown_choices": ["a", "a"]},
+                     presented_order=["A", "B", "C", "D"])
+
+
+@pytest.mark.parametrize("started", [
+    "0001-01-01T00:00:00+05:00",  # before year 1 in UTC
+    "9999-12-31T23:59:59-05:00",  # after year 9999 in UTC
+    "0001-01-01T00:00:00Z",  # a zone west of UTC could not show it
+    "9999-12-31T12:00:00",
+    "not a time",
+])
+def test_a_client_start_time_at_the_calendars_ends_is_left_out_like_an_unreadable_one(started):
+    fields = clean_answer(rules=LIKERT, answer={"score": 4, "client_started_at": started},
+                          presented_order=[])
+    assert fields["score"] == 4.0 and "client_started_at" not in fields
+
+
+def test_a_client_start_time_is_kept_in_utc():
+    from datetime import UTC, datetime
+
+    fields = clean_answer(rules=LIKERT, presented_order=[],
+                          answer={"score": 4, "client_started_at": "2026-01-01T10:00:00+05:00"})
+    assert fields["client_started_at"] == datetime(2026, 1, 1, 5, tzinfo=UTC)
+    assert fields["client_started_at"].utcoffset().total_seconds() == 0

@@ -47,6 +47,24 @@ def test_malformed_json_document(tmp_path):
     assert "dev.json" in message and "line 1" in message
 
 
+@pytest.mark.parametrize("constant", ["NaN", "Infinity", "-Infinity"])
+def test_nan_and_infinity_are_not_json_in_an_import_either(tmp_path, constant):
+    """The rule of the API's bodies (core/json_limits.py): Python's parser reads them, the
+    database refused them only when storing the item (an IntegrityError, not a message)."""
+    line = json.dumps(LIKERT_ROW)[:-1] + f', "metadata": {{"weight": {constant}}}}}'
+    path = tmp_path / "bad.jsonl"
+    path.write_text(line + "\n")
+    message = import_fails("jsonl", str(path), "--project", "p", "--create", "--kind", "likert",
+                           match=f"{constant} is not a JSON value")
+    assert "bad.jsonl" in message and "line 1" in message
+    document = tmp_path / "dev.json"
+    document.write_text(f'{{"narrativeqa": {{"a": {{"score": {constant}}}}}}}')
+    message = import_fails("mocha", str(document), "--project", "p", "--create",
+                           match=f"{constant} is not a JSON value")
+    assert "dev.json" in message
+    assert not Project.objects.filter(slug="p").exists()
+
+
 @pytest.mark.parametrize(
     ("change", "field"),
     [

@@ -448,6 +448,47 @@ def test_latin_square_falls_back_to_a_condition_still_short_when_the_own_one_is_
     assert sorted(i.metadata["paragraph"] for i in late.items.all()) == [0, 1]
 
 
+@pytest.mark.reliability
+@pytest.mark.parametrize("door", ["confirm", "submit"])
+def test_an_item_the_worker_judged_before_in_the_stage_is_refused_as_already_judged(door):
+    _, stage, items = make_task(TaskKind.MC, mode=ExperimentMode.QA, n_items=2)
+    worker = make_worker()
+    assignment = assignment_start(stage=stage, worker=worker)
+    make_judgment(item=items[0], stage=stage, worker=worker)  # e.g. through an earlier import
+    with pytest.raises(SubmissionInvalid) as exc:
+        if door == "confirm":
+            assignment_confirm_item(assignment=assignment, item=items[0],
+                                    answer={"shown_choice": "a"})
+        else:
+            assignment_submit(assignment=assignment, answers=[
+                {"item": item.pk, "shown_choice": "a"} for item in items])
+    assert exc.value.errors == (
+        {str(items[0].pk): ["You have already judged this item."]} if door == "confirm"
+        else {"__all__": ["Some of these items were already judged by you in this stage."]})
+    assert Judgment.objects.filter(assignment=assignment).count() == 0
+
+
+@pytest.mark.reliability
+@pytest.mark.parametrize("door", ["confirm", "submit"])
+def test_another_database_error_is_not_reported_as_already_judged(door):
+    """NaN in client_meta (the task API refuses it; code calling the service directly does not
+    have to): SQLite's JSON check refuses the row with an IntegrityError, which was answered
+    "already judged" though the worker had judged nothing. It is raised as it is."""
+    from django.db import DatabaseError
+
+    _, stage, items = make_task(TaskKind.MC, mode=ExperimentMode.QA, n_items=2)
+    assignment = assignment_start(stage=stage, worker=make_worker())
+    meta = {"width": float("nan")}
+    with pytest.raises(DatabaseError):
+        if door == "confirm":
+            assignment_confirm_item(assignment=assignment, item=items[0],
+                                    answer={"shown_choice": "a"}, client_meta=meta)
+        else:
+            assignment_submit(assignment=assignment, client_meta=meta, answers=[
+                {"item": item.pk, "shown_choice": "a"} for item in items])
+    assert not Judgment.objects.exists()
+
+
 # --- Published stages: practice and gold come from the project, not `stage.items` -----------
 
 

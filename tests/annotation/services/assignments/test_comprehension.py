@@ -135,6 +135,21 @@ def test_submit_without_per_item_confirm_gives_a_second_attempt_then_asks_to_ret
     assert assignment.status == AssignmentStatus.RETURNED and not assignment.completion_code
 
 
+@pytest.mark.reliability
+def test_a_database_error_storing_the_checks_is_not_reported_as_already_judged():
+    """Only the unique judgment per worker, item and stage means "already judged"; NaN in
+    client_meta (which the task API refuses) fails SQLite's JSON check instead."""
+    from django.db import DatabaseError
+
+    stage, worker, assignment, practice, regular = _task(TaskKind.LIKERT)
+    answers = [{"item": practice.pk, "score": 1}, {"item": regular.pk, "score": 3}]
+    assert assignment_submit(assignment=assignment, answers=answers).retry
+    with pytest.raises(DatabaseError):
+        assignment_submit(assignment=assignment, answers=answers,
+                          client_meta={"width": float("nan")})
+    assert not Judgment.objects.exists()
+
+
 def test_a_right_second_answer_at_submit_completes_the_assignment():
     stage, worker, assignment, practice, regular = _task(TaskKind.LIKERT)
     answers = [{"item": practice.pk, "score": 5}, {"item": regular.pk, "score": 3}]
