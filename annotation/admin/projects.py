@@ -5,6 +5,7 @@ import json
 
 from django import forms
 from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
 from django.db.models import Count
 from django.utils.html import format_html, format_html_join
 
@@ -34,6 +35,11 @@ from annotation.selectors import (
     project_progress,
     stage_progress,
     stages_with_progress,
+)
+from annotation.services.projects import (
+    PROJECT_FIXED_FIELDS,
+    ProjectShareError,
+    project_share_check,
 )
 from annotation.services.stage_plans import (
     ITEM_FILTER_FIELDS,
@@ -123,10 +129,37 @@ class ProjectAdmin(ProjectImportMixin, ProjectHomeLinksMixin, ProgressColumnsMix
         return changelist
 
     def get_readonly_fields(self, request, obj=None):
+        """The API's rules (`annotation.services.projects`): the owner is a superuser's to
+        change, who the project is shared with its owner's (`project_share_check`), and the
+        slug and kind never change once the project exists (`PROJECT_FIXED_FIELDS`)."""
         fields = list(super().get_readonly_fields(request, obj))
         if not request.user.is_superuser:
             fields.append("owner")
+        if obj is not None and obj.pk is not None:
+            fields.extend(PROJECT_FIXED_FIELDS)
+            if not self._may_share(request, obj):
+                fields.append("shared_with")
         return fields
+
+    def get_prepopulated_fields(self, request, obj=None):
+        # The slug is typed (prefilled from the title) only on the add page: read-only after.
+        return {} if obj is not None and obj.pk is not None else super(
+            ).get_prepopulated_fields(request, obj)
+
+    @staticmethod
+    def _may_share(request, obj) -> bool:
+        try:
+            project_share_check(project=obj, user=request.user)
+        except ProjectShareError:
+            return False
+        return True
+
+    def save_related(self, request, form, formsets, change):
+        # Read-only above; checked again here so no other form can slip a sharing change past.
+        if change and "shared_with" in form.changed_data and not self._may_share(request,
+                                                                                form.instance):
+            raise PermissionDenied("only the project's owner may change who it is shared with")
+        super().save_related(request, form, formsets, change)
 
     def _export(self, request, queryset, fmt: str, *, include_qualification: bool = False):
         projects = list(queryset.order_by("slug"))
