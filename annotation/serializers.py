@@ -446,20 +446,23 @@ class StageWriteSerializer(RefuseUnknownFieldsMixin, serializers.ModelSerializer
         validators: list = []
 
     def validate_settings(self, value):
-        from .domain.stage_settings import MANAGED_KEYS, stage_settings_errors
+        from .domain.stage_settings import (
+            StageSettingError,
+            managed_keys_kept,
+            stage_settings_errors,
+        )
 
         if not isinstance(value, dict):
             raise serializers.ValidationError('must be a JSON object like {"n_items": 200}')
-        stored = getattr(self.instance, "settings", None) or {}
-        changed = sorted(k for k in MANAGED_KEYS if k in value and value[k] != stored.get(k))
-        if changed:
-            raise serializers.ValidationError(
-                f"{', '.join(changed)}: written by the provider at publish, never by hand")
+        try:
+            # The provider's ids stay whatever the body leaves out (a PATCH replaces the rest).
+            value = managed_keys_kept(value, stored=getattr(self.instance, "settings", None))
+        except StageSettingError as error:
+            raise serializers.ValidationError(str(error)) from None
         errors = stage_settings_errors(reject_null_characters(value))
         if errors:
             raise serializers.ValidationError(errors)
-        # The provider's ids stay whatever the body leaves out (a PATCH replaces the rest).
-        return {**value, **{k: stored[k] for k in MANAGED_KEYS if k in stored}}
+        return value
 
     def validate(self, attrs):
         from .services.stage_plans import stage_item_filter_errors
