@@ -11,7 +11,6 @@ See docs/DATA_FORMATS.md for every field.
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +19,7 @@ from .base import (
     ImportFormatError,
     ItemRecord,
     JudgmentRecord,
+    json_parse,
     require_file,
     validate_record,
 )
@@ -141,13 +141,7 @@ def parse(path: Path, *, kind: str, split: str | None = None) -> list[ItemRecord
         for line_number, line in enumerate(handle, start=1):
             if not line.strip():
                 continue
-            try:
-                raw = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ImportFormatError(
-                    path, f"malformed JSON at column {exc.colno}: {exc.msg}",
-                    record=f"line {line_number}", field="line",
-                ) from None
+            raw = json_parse(line, path=path, record=f"line {line_number}", field="line")
             record = parse_line(raw, kind=kind, path=path, line=line_number, split=split)
             previous = records.get(record.external_id)
             if previous is None:
