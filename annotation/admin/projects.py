@@ -69,12 +69,6 @@ from .stage_settings_form import (
 )
 
 
-def csv_cell(value: str) -> str:
-    """A text cell a spreadsheet will not run as a formula (a leading =, +, -, @ or tab)."""
-    value = str(value or "")
-    return "'" + value if value[:1] in ("=", "+", "-", "@", "\t", "\r") else value
-
-
 class StageInline(admin.TabularInline):
     model = Stage
     fields = ("name", "kind", "status", "provider", "order", "judgments_per_item")
@@ -500,9 +494,9 @@ class StageAdmin(ProgressColumnsMixin, StageProviderMixin, ProjectScopedAdmin):
 
     def release_preview_csv(self, request, stage_id: int):
         """Every item publishing the stage releases (CSV), for the stages the user may see."""
-        import csv
-
         from django.http import Http404, HttpResponse
+
+        from annotation.domain.csv_safe import SafeWriter
 
         stage = self.get_queryset(request).filter(pk=stage_id).first()
         if stage is None:
@@ -511,12 +505,11 @@ class StageAdmin(ProgressColumnsMixin, StageProviderMixin, ProjectScopedAdmin):
         response = HttpResponse(content_type="text/csv; charset=utf-8")
         response["Content-Disposition"] = (f'attachment; filename="stage-{stage.pk}-'
                                            'release-preview.csv"')
-        writer = csv.writer(response)
+        writer = SafeWriter(response)  # external ids and datasets come from imported files
         writer.writerow(["item_id", "external_id", "dataset", "split", "source", "role"])
         for role, items in (("item", preview.items), ("gold", preview.gold)):
-            writer.writerows([item.pk, csv_cell(item.external_id), csv_cell(item.dataset),
-                              csv_cell(item.split), csv_cell(item.source), role]
-                             for item in items)
+            writer.writerows([item.pk, item.external_id, item.dataset, item.split, item.source,
+                              role] for item in items)
         return response
 
     @admin.display(description="Items it will release")
