@@ -497,6 +497,14 @@ class StageCreateInputSerializer(StageWriteSerializer):
     class Meta(StageWriteSerializer.Meta):
         extra_kwargs = {"name": {"required": True}, "kind": {"required": True}}
 
+    def validate(self, attrs):
+        from .services.stages import stage_by_hand_errors
+
+        errors = stage_by_hand_errors(kind=attrs.get("kind"), provider=attrs.get("provider"))
+        if errors:
+            raise serializers.ValidationError({name: [why] for name, why in errors.items()})
+        return super().validate(attrs)
+
 
 class StageUpdateInputSerializer(StageWriteSerializer):
     refused_reasons = {**StageWriteSerializer.refused_reasons,

@@ -46,6 +46,7 @@ from annotation.services.stage_plans import (
     stage_item_filter_errors,
     stage_items_select,
 )
+from annotation.services.stages import stage_by_hand_errors
 from annotation.stage_errors import StageError
 from annotation.stage_plan_selectors import stage_release_preview
 
@@ -362,6 +363,10 @@ class StageAdminForm(StageSettingsFormMixin, forms.ModelForm):
                 and others.filter(kind=StageKind.QUALIFICATION).exists()):
             self.add_error("kind", "the project already has a qualification stage; workers "
                                    "qualify once per project (edit that stage instead)")
+        if self.instance.pk is None:  # the API's rule for a stage made by hand
+            for name, why in stage_by_hand_errors(kind=cleaned.get("kind"),
+                                                  provider=cleaned.get("provider")).items():
+                self.add_error(name, why)
         self.check_item_filter(cleaned, project)
         self.clean_stage_settings(cleaned)
         return cleaned
@@ -411,6 +416,14 @@ class StageAdmin(ProgressColumnsMixin, StageProviderMixin, ProjectScopedAdmin):
     readonly_fields = ("status", "chosen_items", "release_preview", "provider_readiness",
                        "progress_summary", "cost_estimate", "agreement_report",
                        "settings_stored", "created_at", "updated_at")
+
+    def get_readonly_fields(self, request, obj=None):
+        # The API's rule: a stage's kind and provider cannot be changed after it is created
+        # (its settings, HITs and workers were made for them).
+        fields = tuple(super().get_readonly_fields(request, obj))
+        if obj is not None and obj.pk is not None:
+            fields += tuple(f for f in ("kind", "provider") if f not in fields)
+        return fields
 
     def _kind_and_provider(self, request, obj) -> tuple[str | None, str | None]:
         """What the settings fields are built for: the saved stage's project kind and provider;
