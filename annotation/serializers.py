@@ -445,6 +445,19 @@ class StageWriteSerializer(RefuseUnknownFieldsMixin, serializers.ModelSerializer
                   "agreement_threshold", "reward_per_hit", "settings", "items")
         validators: list = []
 
+    def get_fields(self):
+        fields = super().get_fields()
+        project = self.context.get("project")
+        if project is not None and "requires_stage" in fields:
+            # Only this project's stages: a missing id and another project's stage get the same
+            # answer (which also says nothing about stages of projects the caller cannot see).
+            field = fields["requires_stage"]
+            field.queryset = Stage.objects.filter(project=project)
+            field.error_messages["does_not_exist"] = (
+                f"must be a stage of the same project; {project.slug} has no stage "
+                "{pk_value}")
+        return fields
+
     def validate_settings(self, value):
         from .domain.stage_settings import (
             StageSettingError,

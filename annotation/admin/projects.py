@@ -427,10 +427,12 @@ class StageAdmin(ProgressColumnsMixin, StageProviderMixin, ProjectScopedAdmin):
 
     def _kind_and_provider(self, request, obj) -> tuple[str | None, str | None]:
         """What the settings fields are built for: the saved stage's project kind and provider;
-        on the add page the project and provider the link names (?project=ID&provider=...)."""
+        on the add page the project and provider the link names (?project=ID&provider=...),
+        when the user may see that project (another's would show its kind)."""
         if obj is not None and obj.pk:
             return obj.project.kind, obj.provider
-        project = Project.objects.filter(pk=request.GET.get("project") or None).first() \
+        project = projects_visible_to(request.user).filter(
+            pk=request.GET.get("project") or None).first() \
             if str(request.GET.get("project", "")).isdigit() else None
         return (project.kind if project else None), (request.GET.get("provider") or None)
 
