@@ -466,7 +466,16 @@ def test_schema_validates_without_warnings(tmp_path):
     assert {"201", "400", "401", "403", "404", "415"} <= set(item_post)
 
 
-def test_schema_and_docs_are_served(client, alice):
+def test_schema_and_docs_are_served_to_researchers_only(client, alice):
+    """Like every API endpoint: 401 without credentials, 403 for an account that is not a
+    researcher, served to a researcher (the session of the admin, or a token)."""
+    for path in ("/api/schema/", "/api/docs/", "/api/docs/?script="):
+        response = client.get(path)
+        assert response.status_code == 401, path
+        assert b"openapi" not in response.content and b"/api/projects/" not in response.content
+    client.force_login(make_user("annotator", staff=False))
+    assert client.get("/api/schema/").status_code == 403
+    assert client.get("/api/docs/").status_code == 403
     client.force_login(alice)
     assert client.get("/api/schema/").status_code == 200
     assert client.get("/api/docs/").status_code == 200
