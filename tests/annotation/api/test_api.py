@@ -522,6 +522,7 @@ def test_unrouted_api_urls_answer_json_404(api, project):
 @pytest.mark.parametrize("query, parameter", [
     ("limit=abc", "limit"), ("limit=-1", "limit"), ("limit=2.5", "limit"),
     ("offset=abc", "offset"), ("offset=-3", "offset"), ("limit=%EF%BC%95", "limit"),
+    ("limit=0", "limit"), ("limit=000", "limit"),
 ])
 def test_bad_limit_or_offset_is_a_400_naming_it_not_a_silent_default(api, project, query,
                                                                      parameter):
@@ -530,6 +531,19 @@ def test_bad_limit_or_offset_is_a_400_naming_it_not_a_silent_default(api, projec
         response = api.get(f"{url}?{query}")
         assert response.status_code == 400, url
         assert parameter in response.json(), url
+
+
+def test_limit_zero_is_refused_with_the_range_it_takes(api, project):
+    """`?limit=0` answered the default 100 rows while the message said "0 or more"."""
+    response = api.get("/api/projects/mocha-dev/items/?limit=0")
+    assert response.status_code == 400
+    assert response.json() == {"limit": ["must be a whole number (1 or more)"]}
+    response = api.get("/api/projects/mocha-dev/items/?offset=-1")
+    assert response.json() == {"offset": ["must be a whole number (0 or more)"]}
+    assert api.get("/api/projects/mocha-dev/items/?offset=0&limit=1").status_code == 200
+    huge = "9" * 5000  # never handed to int() whole; past every row
+    body = api.get(f"/api/projects/mocha-dev/items/?offset={huge}&limit={huge}").json()
+    assert body["results"] == []
 
 
 def test_limit_and_offset_page_through_a_list(api, project):
