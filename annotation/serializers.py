@@ -445,21 +445,37 @@ class StageWriteSerializer(RefuseUnknownFieldsMixin, serializers.ModelSerializer
                   "agreement_threshold", "reward_per_hit", "settings", "items")
         validators: list = []
 
+    def get_fields(self):
+        fields = super().get_fields()
+        project = self.context.get("project")
+        if project is not None and "requires_stage" in fields:
+            # Only this project's stages: a missing id and another project's stage get the same
+            # answer (which also says nothing about stages of projects the caller cannot see).
+            field = fields["requires_stage"]
+            field.queryset = Stage.objects.filter(project=project)
+            field.error_messages["does_not_exist"] = (
+                f"must be a stage of the same project; {project.slug} has no stage "
+                "{pk_value}")
+        return fields
+
     def validate_settings(self, value):
-        from .domain.stage_settings import MANAGED_KEYS, stage_settings_errors
+        from .domain.stage_settings import (
+            StageSettingError,
+            managed_keys_kept,
+            stage_settings_errors,
+        )
 
         if not isinstance(value, dict):
             raise serializers.ValidationError('must be a JSON object like {"n_items": 200}')
-        stored = getattr(self.instance, "settings", None) or {}
-        changed = sorted(k for k in MANAGED_KEYS if k in value and value[k] != stored.get(k))
-        if changed:
-            raise serializers.ValidationError(
-                f"{', '.join(changed)}: written by the provider at publish, never by hand")
+        try:
+            # The provider's ids stay whatever the body leaves out (a PATCH replaces the rest).
+            value = managed_keys_kept(value, stored=getattr(self.instance, "settings", None))
+        except StageSettingError as error:
+            raise serializers.ValidationError(str(error)) from None
         errors = stage_settings_errors(reject_null_characters(value))
         if errors:
             raise serializers.ValidationError(errors)
-        # The provider's ids stay whatever the body leaves out (a PATCH replaces the rest).
-        return {**value, **{k: stored[k] for k in MANAGED_KEYS if k in stored}}
+        return value
 
     def validate(self, attrs):
         from .services.stage_plans import stage_item_filter_errors
@@ -493,6 +509,14 @@ class StageWriteSerializer(RefuseUnknownFieldsMixin, serializers.ModelSerializer
 class StageCreateInputSerializer(StageWriteSerializer):
     class Meta(StageWriteSerializer.Meta):
         extra_kwargs = {"name": {"required": True}, "kind": {"required": True}}
+
+    def validate(self, attrs):
+        from .services.stages import stage_by_hand_errors
+
+        errors = stage_by_hand_errors(kind=attrs.get("kind"), provider=attrs.get("provider"))
+        if errors:
+            raise serializers.ValidationError({name: [why] for name, why in errors.items()})
+        return super().validate(attrs)
 
 
 class StageUpdateInputSerializer(StageWriteSerializer):

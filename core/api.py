@@ -51,25 +51,52 @@ def with_errors(ok: dict, *codes: int) -> dict:
     return {**ok, **{code: _ERRORS[code] for code in sorted({401, 403, *codes})}}
 
 
+# Digits of a limit or offset read as written; a longer one is read as 10**18 (a huge limit is
+# capped at max_limit, a huge offset is past every row), never handed to int() whole.
+MAX_DIGITS = 18
+
+
 class ApiPagination(LimitOffsetPagination):
     default_limit = 100
     max_limit = 1000
 
-    # DRF reads a limit or offset it cannot parse as the default: `?limit=abc` would silently
-    # answer 100 rows. A bad value is a 400 naming the parameter, like every other bad input.
+    # DRF reads a limit or offset it cannot parse as the default: `?limit=abc` (and `?limit=0`)
+    # would silently answer 100 rows. A bad value is a 400 naming the parameter and its range,
+    # like every other bad input: a page holds at least one row, an offset may be 0.
+    MINIMUMS = {"limit": 1, "offset": 0}
+
     def get_limit(self, request):
-        self._check_whole_number(request, self.limit_query_param)
-        return super().get_limit(request)
+        limit = self._whole_number(request, self.limit_query_param, self.MINIMUMS["limit"])
+        return self.default_limit if limit is None else min(limit, self.max_limit)
 
     def get_offset(self, request):
-        self._check_whole_number(request, self.offset_query_param)
-        return super().get_offset(request)
+        offset = self._whole_number(request, self.offset_query_param, self.MINIMUMS["offset"])
+        return offset or 0
+
+    def get_schema_operation_parameters(self, view):
+        parameters = super().get_schema_operation_parameters(view)
+        minimums = {self.limit_query_param: self.MINIMUMS["limit"],
+                    self.offset_query_param: self.MINIMUMS["offset"]}
+        for parameter in parameters:
+            if parameter["name"] in minimums:
+                parameter["schema"] = {**parameter["schema"],
+                                       "minimum": minimums[parameter["name"]]}
+        return parameters
 
     @staticmethod
-    def _check_whole_number(request, name: str) -> None:
+    def _whole_number(request, name: str, minimum: int) -> int | None:
+        """The query parameter `name` as a whole number ≥ `minimum` (None when absent), or a 400
+        naming it and the range."""
         value = request.query_params.get(name)
-        if value is not None and not (value.isascii() and value.isdigit()):
-            raise serializers.ValidationError({name: ["must be a whole number (0 or more)"]})
+        if value is None:
+            return None
+        digits = value.lstrip("0") or "0"
+        number = (int(digits) if len(digits) <= MAX_DIGITS else 10**MAX_DIGITS) \
+            if value.isascii() and value.isdigit() else None
+        if number is None or number < minimum:
+            raise serializers.ValidationError(
+                {name: [f"must be a whole number ({minimum} or more)"]})
+        return number
 
 
 class LimitedJSONParser(JSONParser):

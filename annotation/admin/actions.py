@@ -447,10 +447,17 @@ def block_on_provider(modeladmin, request, queryset):
 @admin.action(description="Unblock on the provider too")
 def unblock_on_provider(modeladmin, request, queryset):
     from annotation.services.review import worker_unblock_everywhere
+    from annotation.services.workers import WorkerUnblockRefused
 
+    done, failed = 0, []
     for worker in queryset:
-        worker_unblock_everywhere(worker=worker, reason=_reason(request), by=request.user)
-    modeladmin.message_user(request, f"Unblocked {len(queryset)} worker(s).")
+        try:
+            worker_unblock_everywhere(worker=worker, reason=_reason(request), by=request.user)
+            done += 1
+        except WorkerUnblockRefused as exc:
+            failed.append(str(exc))
+    _report(modeladmin, request, [f"Unblocked {done} worker(s) here and on the provider."]
+            if done else [], failed)
 
 
 @admin.action(description="Send a message through the provider (subject and message on the "

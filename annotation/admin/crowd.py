@@ -283,6 +283,11 @@ class WorkerBlockInline(admin.TabularInline):
         return False  # blocks are set with the Block action, which says where they apply
 
 
+# Fields of a worker that reach every project: only a superuser types them.
+WORKER_GLOBAL_FIELDS = ("status", "blocked_reason")
+WORKER_IDENTITY_FIELDS = ("provider", "external_id")
+
+
 @admin.register(Worker)
 class WorkerAdmin(WorkerHistoryMixin, ProjectScopedAdmin):
     list_display = (
@@ -312,6 +317,19 @@ class WorkerAdmin(WorkerHistoryMixin, ProjectScopedAdmin):
     def has_delete_permission(self, request, obj=None):
         # Workers are shared across projects and their judgments are kept forever.
         return request.user.is_superuser
+
+    def get_readonly_fields(self, request, obj=None):
+        """A worker is shared by every project they worked in: a researcher's form never sets
+        the global block (`status`, `blocked_reason`: a superuser's, see `WorkerBlock`; a
+        researcher blocks for their own projects with the Block action) nor renames who the
+        worker is on their provider (`provider`, `external_id`, once the worker exists)."""
+        fields = tuple(super().get_readonly_fields(request, obj))
+        if request.user.is_superuser:
+            return fields
+        fields += tuple(f for f in WORKER_GLOBAL_FIELDS if f not in fields)
+        if obj is not None:
+            fields += tuple(f for f in WORKER_IDENTITY_FIELDS if f not in fields)
+        return fields
 
     @admin.display(description="Assignments", ordering="n_assignments")
     def n_assignments(self, obj):

@@ -173,12 +173,16 @@ class ProjectImportMixin:
         if project is None:
             reference["new"] = {"slug": data["slug"], "title": data["title"],
                                 "kind": data["kind"] or None}
+        kept = False  # the upload waits for the confirmation only when the preview worked
         try:
             outcome = self._run(request, reference, stored, project=project, dry_run=True)
+            kept = True
         except ImportRefused as exc:
-            shutil.rmtree(stored.parent, ignore_errors=True)
             return self._import_page(request, form=form, title=title, project=project,
                                      error=f"Nothing imported: {_without_folder(str(exc), stored)}")
+        finally:
+            if not kept:  # refused, or failed in a way nobody foresaw: never left behind
+                shutil.rmtree(stored.parent, ignore_errors=True)
         token = signing.dumps(reference, salt=SIGNING_SALT)
         return self._import_page(request, form=form, title=title, project=project,
                                  outcome=outcome, token=token)

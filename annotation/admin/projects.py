@@ -5,6 +5,7 @@ import json
 
 from django import forms
 from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
 from django.db.models import Count
 from django.utils.html import format_html, format_html_join
 
@@ -27,6 +28,7 @@ from annotation.models import (
     Stage,
     StageKind,
     StageStatus,
+    StageSync,
     StageTransition,
 )
 from annotation.selectors import (
@@ -36,11 +38,17 @@ from annotation.selectors import (
     stage_progress,
     stages_with_progress,
 )
+from annotation.services.projects import (
+    PROJECT_FIXED_FIELDS,
+    ProjectShareError,
+    project_share_check,
+)
 from annotation.services.stage_plans import (
     ITEM_FILTER_FIELDS,
     stage_item_filter_errors,
     stage_items_select,
 )
+from annotation.services.stages import stage_by_hand_errors
 from annotation.stage_errors import StageError
 from annotation.stage_plan_selectors import stage_release_preview
 
@@ -64,12 +72,6 @@ from .stage_settings_form import (
 )
 
 
-def csv_cell(value: str) -> str:
-    """A text cell a spreadsheet will not run as a formula (a leading =, +, -, @ or tab)."""
-    value = str(value or "")
-    return "'" + value if value[:1] in ("=", "+", "-", "@", "\t", "\r") else value
-
-
 class StageInline(admin.TabularInline):
     model = Stage
     fields = ("name", "kind", "status", "provider", "order", "judgments_per_item")
@@ -77,6 +79,19 @@ class StageInline(admin.TabularInline):
     readonly_fields = ("status",)
     extra = 0
     show_change_link = True
+
+
+class StageSyncInline(admin.TabularInline):
+    """The stage's provider sync lease, read only: whether a sync is running now and where,
+    when the last one ended, and the error of a failed one."""
+
+    model = StageSync
+    fields = readonly_fields = ("status", "lease", "started_at", "heartbeat_at", "finished_at",
+                                "error")
+    can_delete = False
+    extra = 0
+    max_num = 0
+    verbose_name = verbose_name_plural = "provider sync"
 
 
 @admin.register(Project)
@@ -124,10 +139,37 @@ class ProjectAdmin(ProjectImportMixin, ProjectHomeLinksMixin, ProgressColumnsMix
         return changelist
 
     def get_readonly_fields(self, request, obj=None):
+        """The API's rules (`annotation.services.projects`): the owner is a superuser's to
+        change, who the project is shared with its owner's (`project_share_check`), and the
+        slug and kind never change once the project exists (`PROJECT_FIXED_FIELDS`)."""
         fields = list(super().get_readonly_fields(request, obj))
         if not request.user.is_superuser:
             fields.append("owner")
+        if obj is not None and obj.pk is not None:
+            fields.extend(PROJECT_FIXED_FIELDS)
+            if not self._may_share(request, obj):
+                fields.append("shared_with")
         return fields
+
+    def get_prepopulated_fields(self, request, obj=None):
+        # The slug is typed (prefilled from the title) only on the add page: read-only after.
+        return {} if obj is not None and obj.pk is not None else super(
+            ).get_prepopulated_fields(request, obj)
+
+    @staticmethod
+    def _may_share(request, obj) -> bool:
+        try:
+            project_share_check(project=obj, user=request.user)
+        except ProjectShareError:
+            return False
+        return True
+
+    def save_related(self, request, form, formsets, change):
+        # Read-only above; checked again here so no other form can slip a sharing change past.
+        if change and "shared_with" in form.changed_data and not self._may_share(request,
+                                                                                form.instance):
+            raise PermissionDenied("only the project's owner may change who it is shared with")
+        super().save_related(request, form, formsets, change)
 
     def _export(self, request, queryset, fmt: str, *, include_qualification: bool = False):
         projects = list(queryset.order_by("slug"))
@@ -336,6 +378,10 @@ class StageAdminForm(StageSettingsFormMixin, forms.ModelForm):
                 and others.filter(kind=StageKind.QUALIFICATION).exists()):
             self.add_error("kind", "the project already has a qualification stage; workers "
                                    "qualify once per project (edit that stage instead)")
+        if self.instance.pk is None:  # the API's rule for a stage made by hand
+            for name, why in stage_by_hand_errors(kind=cleaned.get("kind"),
+                                                  provider=cleaned.get("provider")).items():
+                self.add_error(name, why)
         self.check_item_filter(cleaned, project)
         self.clean_stage_settings(cleaned)
         return cleaned
@@ -365,6 +411,7 @@ class StageAdminForm(StageSettingsFormMixin, forms.ModelForm):
 class StageAdmin(ProgressColumnsMixin, StageProviderMixin, ProjectScopedAdmin):
     form = StageAdminForm
     action_form = ProviderActionForm
+    inlines = (StageSyncInline,)
 
     @property
     def actions(self):
@@ -386,14 +433,23 @@ class StageAdmin(ProgressColumnsMixin, StageProviderMixin, ProjectScopedAdmin):
                        "progress_summary", "cost_estimate", "agreement_report",
                        "settings_stored", "created_at", "updated_at")
 
+    def get_readonly_fields(self, request, obj=None):
+        # The API's rule: a stage's kind and provider cannot be changed after it is created
+        # (its settings, HITs and workers were made for them).
+        fields = tuple(super().get_readonly_fields(request, obj))
+        if obj is not None and obj.pk is not None:
+            fields += tuple(f for f in ("kind", "provider") if f not in fields)
+        return fields
+
     def _kind_and_provider(self, request, obj) -> tuple[str | None, str | None]:
         """What the settings fields are built for: the saved stage's project kind and provider;
-        on the add page the project and provider the link names (?project=ID&provider=...)."""
+        on the add page the project and provider the link names (?project=ID&provider=...),
+        when the user may see that project (another's would show its kind)."""
         if obj is not None and obj.pk:
             return obj.project.kind, obj.provider
         project_id = row_id_of(request.GET.get("project"))
-        project = Project.objects.filter(pk=project_id).first() if project_id is not None \
-            else None
+        project = projects_visible_to(request.user).filter(pk=project_id).first() \
+            if project_id is not None else None
         return (project.kind if project else None), (request.GET.get("provider") or None)
 
     def get_changeform_initial_data(self, request):
@@ -476,9 +532,9 @@ class StageAdmin(ProgressColumnsMixin, StageProviderMixin, ProjectScopedAdmin):
 
     def release_preview_csv(self, request, stage_id: int):
         """Every item publishing the stage releases (CSV), for the stages the user may see."""
-        import csv
-
         from django.http import Http404, HttpResponse
+
+        from annotation.domain.csv_safe import SafeWriter
 
         stage = self.get_queryset(request).filter(pk=stage_id).first()
         if stage is None:
@@ -487,12 +543,11 @@ class StageAdmin(ProgressColumnsMixin, StageProviderMixin, ProjectScopedAdmin):
         response = HttpResponse(content_type="text/csv; charset=utf-8")
         response["Content-Disposition"] = (f'attachment; filename="stage-{stage.pk}-'
                                            'release-preview.csv"')
-        writer = csv.writer(response)
+        writer = SafeWriter(response)  # external ids and datasets come from imported files
         writer.writerow(["item_id", "external_id", "dataset", "split", "source", "role"])
         for role, items in (("item", preview.items), ("gold", preview.gold)):
-            writer.writerows([item.pk, csv_cell(item.external_id), csv_cell(item.dataset),
-                              csv_cell(item.split), csv_cell(item.source), role]
-                             for item in items)
+            writer.writerows([item.pk, item.external_id, item.dataset, item.split, item.source,
+                              role] for item in items)
         return response
 
     @admin.display(description="Items it will release")

@@ -24,6 +24,7 @@ from annotation.domain.stage_settings import (
     NO_LOCALES,
     SettingSpec,
     StageSettingError,
+    managed_keys_kept,
     setting_check,
     settings_for,
     settings_without,
@@ -152,6 +153,12 @@ class StageSettingsFormMixin:
             self.add_error("settings", 'must be a JSON object like {"n_items": 200}')
             return
         stored = self.instance.settings if self.instance.pk else {}
+        try:
+            # The box shows the providers' ids: kept as stored, refused when typed or changed.
+            advanced = managed_keys_kept(advanced, stored=stored)
+        except StageSettingError as exc:
+            self.add_error("settings", str(exc))
+            return
         # Keys with a field are not in the box: start from their stored values.
         merged = stage_settings_merge(advanced, {
             spec.key: value_at(stored, spec.key) for spec in self.setting_specs

@@ -1,5 +1,6 @@
 """CSV cells a spreadsheet will not run as formulas: the one helper every CSV the product
-writes for people goes through (exports, link downloads).
+writes for people goes through (judgment exports, link downloads, the stage release preview,
+the systems leaderboard).
 
 Excel, LibreOffice and Google Sheets read a cell that begins with `=`, `+`, `-` or `@` (and,
 after a leading tab or carriage return, the same) as a formula, so a justification such as

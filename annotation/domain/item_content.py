@@ -10,6 +10,7 @@ from typing import Any
 from core.vocabulary import AB_CHOICES, MC_ROLES, TaskKind
 
 from .control_characters import control_character_message, find_control_character
+from .json_values import NON_FINITE_MESSAGE, find_non_finite
 
 ANSWER_KINDS = ("human", "model")
 AB_SETTINGS = ("HH", "HM")
@@ -131,10 +132,13 @@ ITEM_TEXT_FIELDS = ("external_id", "dataset", "source", "split", "domain", "text
 def validate_item_text(fields: dict[str, Any]) -> None:
     """Raise ItemContentError naming the first item field (`metadata.note`,
     `content.references[1]`, `dataset`) holding a control character other than tab, line feed
-    and carriage return. The same rule for the API, bulk API, importers and the admin."""
+    and carriage return, or a NaN or infinite number (`annotation.domain.json_values`: no JSON
+    column stores one). The same rule for the API, bulk API, importers and the admin."""
     for name in ITEM_TEXT_FIELDS:
         if name in fields:
             _refuse_control_characters(fields[name], name)
+            if (where := find_non_finite(fields[name], name)) is not None:
+                raise ItemContentError(where, NON_FINITE_MESSAGE)
 
 
 def validate_gold(kind: str, gold: Any) -> None:

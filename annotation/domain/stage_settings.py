@@ -377,6 +377,21 @@ def stage_settings_errors(settings: Any) -> list[str]:
     return errors
 
 
+def managed_keys_kept(settings: dict, *, stored: dict | None) -> dict:
+    """`settings` as typed by hand (the API's body, the admin's box) checked against the keys the
+    providers write at publish (`MANAGED_KEYS`): a managed key added or changed by hand is
+    refused (`StageSettingError` naming them); one left out, or posted as stored, keeps its
+    stored value. Returns the settings with the stored managed keys."""
+    stored = stored or {}
+    changed = sorted(key for key in MANAGED_KEYS
+                     if key in settings and settings[key] != stored.get(key))
+    if changed:
+        raise StageSettingError(
+            f"{', '.join(changed)}: written by the provider at publish, never by hand")
+    kept = {key: value for key, value in settings.items() if key not in MANAGED_KEYS}
+    return {**kept, **{key: stored[key] for key in MANAGED_KEYS if key in stored}}
+
+
 def _member(key: str) -> str:
     return next(spec.path[1] for spec in SETTINGS if spec.path[0] == key)
 

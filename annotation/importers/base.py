@@ -19,12 +19,17 @@ from annotation.domain.item_content import (
     validate_item_content,
     validate_item_text,
 )
+from annotation.domain.json_values import NON_FINITE_MESSAGE, find_non_finite, is_finite_number
 from core.json_limits import json_loads_limited
 from core.vocabulary import AB_CHOICES, MC_ROLES, TaskKind
 
 # Name of the IMPORTED stage that receives judgments when a record names none.
 DEFAULT_IMPORT_STAGE = "imported"
 KNOWN_SPLITS = {"train": "train", "dev": "dev", "validation": "dev", "val": "dev", "test": "test"}
+# The most `time_spent_ms` a judgment may carry: the largest value every database's positive
+# integer column holds (PostgreSQL's integer), about 24.8 days; more is an error in the file,
+# not an OverflowError when stored.
+MAX_TIME_SPENT_MS = 2**31 - 1
 
 
 class ImportFormatError(ValueError):
@@ -136,6 +141,8 @@ def _check_judgment(kind: str, judgment: JudgmentRecord) -> None:
     score = judgment.score
     if score is not None and (not isinstance(score, (int, float)) or isinstance(score, bool)):
         raise ItemContentError("score", f"must be a number, got {type(score).__name__}")
+    if score is not None and not is_finite_number(score):
+        raise ItemContentError("score", NON_FINITE_MESSAGE)
     if not isinstance(judgment.choice, str):
         raise ItemContentError("choice", f"must be a string, got {type(judgment.choice).__name__}")
     if len(judgment.choice) > 10:
@@ -165,6 +172,9 @@ def _check_judgment(kind: str, judgment: JudgmentRecord) -> None:
     spent = judgment.time_spent_ms
     if spent is not None and (not _is_int(spent) or spent < 0):
         raise ItemContentError("time_spent_ms", "must be a non-negative integer or null")
+    if spent is not None and spent > MAX_TIME_SPENT_MS:
+        raise ItemContentError("time_spent_ms", f"must be at most {MAX_TIME_SPENT_MS} "
+                                                f"(about 24.8 days), got {spent}")
 
 
 # Column widths of annotation.models.Item: longer values are an import error, not a crash.
@@ -231,6 +241,9 @@ def _refuse_control_characters(record: ItemRecord) -> None:
         where = f"judgments[{position}]"
         if (hit := find_control_character(dict(vars(judgment)), where)) is not None:
             raise ItemContentError(hit[0], control_character_message(hit[1]))
+        # No JSON column stores NaN or Infinity (`extra`, however the value arrived).
+        if (path := find_non_finite(dict(vars(judgment)), where)) is not None:
+            raise ItemContentError(path, NON_FINITE_MESSAGE)
 
 
 def require_file(path: Path) -> Path:
@@ -241,23 +254,33 @@ def require_file(path: Path) -> Path:
     return path
 
 
-def load_json(path: Path) -> Any:
-    """The parsed JSON document, or ImportFormatError naming the line and column (or what is
-    not JSON: nesting too deep, NaN or Infinity, by the rule of core/json_limits.py)."""
+def json_parse(text: str, *, path: Path, record: Any = None, field: str = "") -> Any:
+    """`text` parsed by the rule every door reads JSON with (`core.json_limits`: nesting
+    depth, and only JSON's own values), or ImportFormatError naming the file (and the record
+    and field given) and what is wrong: a malformed document's line and column, a nesting
+    too deep for the parser (never a RecursionError)."""
     import json
 
+    try:
+        return json_loads_limited(text)
+    except json.JSONDecodeError as exc:
+        at = (f"column {exc.colno}" if record is not None
+              else f"line {exc.lineno}, column {exc.colno}")
+        raise ImportFormatError(path, f"malformed JSON at {at}: {exc.msg}", record=record,
+                                field=field) from None
+    except ValueError as exc:  # JsonTooDeep, NaN or Infinity
+        raise ImportFormatError(path, str(exc), record=record, field=field) from None
+
+
+def load_json(path: Path) -> Any:
+    """The parsed JSON document (`json_parse`), or ImportFormatError naming the file and what
+    is wrong (a malformed document's line and column)."""
     require_file(path)
     try:
-        with path.open(encoding="utf-8") as handle:
-            return json_loads_limited(handle.read())
-    except json.JSONDecodeError as exc:
-        raise ImportFormatError(
-            path, f"malformed JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
-        ) from None
+        text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
         raise ImportFormatError(path, f"not UTF-8 text: {exc.reason}") from None
-    except ValueError as exc:
-        raise ImportFormatError(path, str(exc)) from None
+    return json_parse(text, path=path)
 
 
 def expect(value: Any, types: type | tuple[type, ...], *, path: Path, record: Any, field: str,

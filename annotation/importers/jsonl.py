@@ -11,17 +11,15 @@ See docs/DATA_FORMATS.md for every field.
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
-
-from core.json_limits import json_loads_limited
 
 from .base import (
     DEFAULT_IMPORT_STAGE,
     ImportFormatError,
     ItemRecord,
     JudgmentRecord,
+    json_parse,
     require_file,
     validate_record,
 )
@@ -143,16 +141,7 @@ def parse(path: Path, *, kind: str, split: str | None = None) -> list[ItemRecord
         for line_number, line in enumerate(handle, start=1):
             if not line.strip():
                 continue
-            try:
-                raw = json_loads_limited(line)
-            except json.JSONDecodeError as exc:
-                raise ImportFormatError(
-                    path, f"malformed JSON at column {exc.colno}: {exc.msg}",
-                    record=f"line {line_number}", field="line",
-                ) from None
-            except ValueError as exc:  # nested too deep, NaN or Infinity: the API's rule
-                raise ImportFormatError(path, str(exc), record=f"line {line_number}",
-                                        field="line") from None
+            raw = json_parse(line, path=path, record=f"line {line_number}", field="line")
             record = parse_line(raw, kind=kind, path=path, line=line_number, split=split)
             previous = records.get(record.external_id)
             if previous is None:

@@ -27,9 +27,11 @@ from pathlib import Path
 from typing import Any
 
 from annotation.domain.item_content import answer_system
+from annotation.domain.json_values import is_finite_number
 from core.vocabulary import AB_CHOICES
 
 from .base import (
+    MAX_TIME_SPENT_MS,
     ImportFormatError,
     ItemRecord,
     JudgmentRecord,
@@ -42,6 +44,7 @@ from .base import (
 KIND = "ab"
 LABEL_PATTERN = re.compile(r"^(HH|HM)([HhM])((?:\[-?\d+\])+)$")
 MODEL_NAME = "text-davinci-002"
+MAX_LEAD_TIME_SECONDS = MAX_TIME_SPENT_MS // 1000  # lead_time × 1000 is the time_spent_ms
 
 
 def parse_label(label: str) -> dict[str, Any]:
@@ -129,6 +132,11 @@ def _add(items: dict, file: Path, domain: str, index: int, raw: Any, split: str 
     if lead_time is not None:
         expect(lead_time, (int, float), path=file, record=label, field="lead_time",
                what="a number of seconds")
+        # Stored as time_spent_ms: a whole number of milliseconds a database column holds.
+        if not is_finite_number(lead_time) or not 0 <= lead_time <= MAX_LEAD_TIME_SECONDS:
+            raise ImportFormatError(
+                file, f"must be a number of seconds from 0 to {MAX_LEAD_TIME_SECONDS:g}, got "
+                      f"{lead_time!r}", record=label, field="lead_time")
     annotator = raw.get("annotator")
     if annotator is None:
         annotator = file.stem.split("_")[1] if "_" in file.stem else file.stem

@@ -4,7 +4,7 @@ from decimal import Decimal
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.core.validators import MinValueValidator
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
 from annotation.domain.aggregation import AGGREGATION_MODELS, resolve_aggregation
@@ -44,6 +44,12 @@ DEFAULT_AB_ASPECTS = [
 ]
 
 
+# Money is never negative (a reward, a cap, a bonus), and a share is from 0 to 1; the API's
+# serializers and the admin's forms both take these validators from the fields.
+NOT_NEGATIVE_MONEY = MinValueValidator(Decimal("0"), "must be 0 or more")
+SHARE = [MinValueValidator(0.0), MaxValueValidator(1.0)]
+
+
 def default_redundancy() -> dict[str, int]:
     # MOCHA: one judgment per training candidate, more on dev/test to measure agreement.
     return {"train": 1, "dev": 3, "test": 3, "default": 1}
@@ -77,22 +83,28 @@ class Project(models.Model):
         blank=True,
         help_text='Judgments wanted per item, by split, e.g. {"train": 1, "dev": 3, "default": 1}.',
     )
-    reward_per_hit = models.DecimalField(max_digits=8, decimal_places=2, default=Decimal("0.40"))
+    reward_per_hit = models.DecimalField(max_digits=8, decimal_places=2, default=Decimal("0.40"),
+                                         validators=[NOT_NEGATIVE_MONEY])
     budget_cap = models.DecimalField(
-        max_digits=10, decimal_places=2, null=True, blank=True,
+        max_digits=10, decimal_places=2, null=True, blank=True, validators=[NOT_NEGATIVE_MONEY],
         help_text="Publishing refuses to spend more than this (rewards + fees + bonuses).",
     )
     qualification_threshold = models.FloatField(
-        default=0.8, help_text="Share of qualification items a worker must get right."
+        default=0.8, validators=SHARE,
+        help_text="Share of qualification items a worker must get right.",
     )
     qualification_tolerance = models.FloatField(
-        default=0.0, help_text="Likert: an answer within this distance of the gold score is right."
+        default=0.0, validators=[MinValueValidator(0.0), MaxValueValidator(4.0)],
+        help_text="Likert: an answer within this distance of the gold score is right (0 to 4, "
+                  "the width of the 1–5 scale).",
     )
     assignment_timeout_minutes = models.PositiveIntegerField(
-        default=60, help_text="Items of an abandoned assignment are released after this."
+        default=60, validators=[MinValueValidator(1)],
+        help_text="Items of an abandoned assignment are released after this.",
     )
     gold_rate = models.FloatField(
-        default=0.0, help_text="Share of gold/attention items mixed into each assignment."
+        default=0.0, validators=SHARE,
+        help_text="Share of gold/attention items mixed into each assignment.",
     )
 
     # Kind-specific settings.
@@ -106,7 +118,7 @@ class Project(models.Model):
         max_length=10, choices=ExperimentMode.choices, default=ExperimentMode.QA, blank=True
     )
     bonus_per_correct = models.DecimalField(
-        max_digits=6, decimal_places=2, default=Decimal("0.00"),
+        max_digits=6, decimal_places=2, default=Decimal("0.00"), validators=[NOT_NEGATIVE_MONEY],
         help_text="STARC QA and guessing: optional bonus per correct answer.",
     )
 

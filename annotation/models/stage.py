@@ -3,6 +3,7 @@ from __future__ import annotations
 from decimal import Decimal
 
 from django.conf import settings
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
 from core import vocabulary
@@ -10,7 +11,7 @@ from core.choices import django_choices
 from core.leases import LeaseStates
 
 from .item import Item
-from .project import Project
+from .project import NOT_NEGATIVE_MONEY, Project
 
 
 class StageKind(models.TextChoices):
@@ -61,18 +62,20 @@ class Stage(models.Model):
         help_text="Items released in this stage; empty means every non-excluded item.",
     )
     judgments_per_item = models.PositiveSmallIntegerField(
-        null=True, blank=True, help_text="Overrides the project's per-split redundancy."
+        null=True, blank=True, validators=[MinValueValidator(1), MaxValueValidator(1000)],
+        help_text="Overrides the project's per-split redundancy (1 to 1000, as it does).",
     )
     requires_stage = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="unlocks",
         help_text="Only workers who passed this (qualification) stage may work here.",
     )
     agreement_threshold = models.FloatField(
-        null=True, blank=True,
-        help_text="Publishing needs the required stage's Krippendorff's alpha to reach this.",
+        null=True, blank=True, validators=[MinValueValidator(-1.0), MaxValueValidator(1.0)],
+        help_text="Publishing needs the required stage's Krippendorff's alpha to reach this "
+                  "(alpha is at most 1: from -1 to 1).",
     )
     reward_per_hit = models.DecimalField(
-        max_digits=8, decimal_places=2, null=True, blank=True,
+        max_digits=8, decimal_places=2, null=True, blank=True, validators=[NOT_NEGATIVE_MONEY],
         help_text="Overrides the project's reward per HIT.",
     )
     settings = models.JSONField(

@@ -5,6 +5,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from django.contrib.auth import get_user_model
+from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from annotation.models import Project, TaskKind
@@ -71,17 +72,41 @@ def project_create(
     return project
 
 
+def project_share_check(*, project: Project, user) -> None:
+    """Refuse (`ProjectShareError`) a change of who `project` is shared with by anyone but its
+    owner or a superuser: a collaborator may not add others or remove the owner's choice. The
+    API's update and the admin's project form both ask here."""
+    if not (user.is_superuser or project.owner_id == user.pk):
+        raise ProjectShareError("only the project's owner may change who it is shared with")
+
+
+def project_owner_check(*, project: Project, user, owner) -> None:
+    """Refuse (`ProjectShareError`) a change of `project`'s owner by anyone but a superuser."""
+    if owner != project.owner and not user.is_superuser:
+        raise ProjectShareError("only a superuser may change a project's owner")
+
+
+# Fixed once a project exists: its items were validated against the kind, and the slug is in
+# every link, export file name and API path handed out.
+PROJECT_FIXED_FIELDS = ("slug", "kind")
+
+
 @transaction.atomic
 def project_update(*, project: Project, user, data: dict[str, Any]) -> Project:
     """Change a project's title, instructions, settings or (superusers only) owner. The kind
     never changes: items were validated against it. Sharing changes are reserved to the
     owner."""
     data = dict(data)
+    fixed = {name: "cannot be changed after the project is created"
+             for name in PROJECT_FIXED_FIELDS
+             if name in data and data[name] != getattr(project, name)}
+    if fixed:
+        raise ValidationError(fixed)
     usernames = data.pop("shared_with", None)
-    if usernames is not None and not (user.is_superuser or project.owner_id == user.pk):
-        raise ProjectShareError("only the project's owner may change who it is shared with")
-    if "owner" in data and data["owner"] != project.owner and not user.is_superuser:
-        raise ProjectShareError("only a superuser may change a project's owner")
+    if usernames is not None:
+        project_share_check(project=project, user=user)
+    if "owner" in data:
+        project_owner_check(project=project, user=user, owner=data["owner"])
     for name, value in data.items():
         setattr(project, name, value)
     if data:

@@ -38,6 +38,7 @@ from annotation.stage_plan_selectors import (
     stage_items_planned,
 )
 from core.background import task_send_or_fail_fast
+from core.vocabulary import Provider
 
 from .hits import hit_updates_record, stage_hits_publish
 from .readiness import ProviderNotReady
@@ -120,6 +121,24 @@ def stage_transition(*, stage: Stage, to_status: str, user=None, reason: str = "
 
 
 @transaction.atomic
+def stage_by_hand_errors(*, kind: str | None, provider: str | None) -> dict[str, str]:
+    """{field: why} for a stage a researcher creates by hand (the API, the admin) that only an
+    import may create: an imported stage holds judgments collected elsewhere and the import
+    provider recruits nobody, so `import_data` and the admin's import page create that pair
+    (closed at once, `annotation.services.imports.import_stage_get_or_create`); a stage of
+    another kind with the import provider, or an imported one with a recruiting provider,
+    could never collect anything."""
+    errors = {}
+    if kind == StageKind.IMPORTED:
+        errors["kind"] = ("an imported stage holds judgments collected elsewhere: import_data "
+                          "and the import page create it, never by hand")
+    if provider == Provider.IMPORT:
+        errors["provider"] = ("the import provider recruits nobody: only imported stages "
+                              "(created by import_data and the import page) use it; choose "
+                              "MTurk, Prolific or in-house")
+    return errors
+
+
 def stage_create(*, project, items: dict | None = None, **fields) -> Stage:
     """A new stage: always a draft (its status then changes only through publish, close and
     extend); `status` is refused, not ignored. `items`: a filter for `stage_items_select`."""

@@ -13,8 +13,31 @@ from django.db import transaction
 from annotation.models import Worker, WorkerBlock, WorkerStatus
 
 
+class WorkerUnblockRefused(ValueError):
+    """A researcher asked to lift a block that is not theirs (a global one, or the provider-side
+    block another researcher's study set)."""
+
+
 def _is_global(by) -> bool:
     return by is None or getattr(by, "is_superuser", False)
+
+
+def worker_provider_unblock_check(*, worker: Worker, by=None) -> None:
+    """Refuse (`WorkerUnblockRefused`) a researcher's provider-side unblock while someone else
+    still blocks the worker: the provider's block covers the whole requester account, so lifting
+    it would lift a superuser's global block or another researcher's block there too."""
+    if _is_global(by):
+        return
+    worker = Worker.objects.get(pk=worker.pk)
+    if worker.status == WorkerStatus.BLOCKED:
+        raise WorkerUnblockRefused(
+            f"{worker} is blocked in every project by a superuser; only a superuser lifts that "
+            f"block, here or on {worker.get_provider_display()}. Nothing was changed.")
+    if WorkerBlock.objects.filter(worker=worker).exclude(researcher=by).exists():
+        raise WorkerUnblockRefused(
+            f"{worker} is also blocked by another researcher, so the block on "
+            f"{worker.get_provider_display()} stays; use \"Unblock selected workers\" to lift "
+            f"your own block here. Nothing was changed.")
 
 
 @transaction.atomic

@@ -189,6 +189,9 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Projects, items, judgments, reports and metric scoring for QA Judge.",
     "VERSION": "0.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # The schema and the docs page answer whom the API answers (a researcher; 401 without
+    # credentials, 403 for other accounts), not the whole internet.
+    "SERVE_PERMISSIONS": ["annotation.permissions.IsResearcher"],
     # Path parameters as Django's converters match them: a value outside the pattern never
     # reaches a view (the URL resolver answers 404), so the schema must not promise it.
     "PATH_CONVERTER_OVERRIDES": {

@@ -5,12 +5,12 @@ Automatic metrics, LLM judges and imported verdicts on the same items get a boar
 (`judges`), and every LLM or imported judge a board with the humans (`combined`)."""
 from __future__ import annotations
 
-import csv
 import io
 
 import numpy as np
 
 from annotation.domain.answers import AB_TIE_CHOICES
+from annotation.domain.csv_safe import SafeWriter
 from annotation.domain.item_content import answer_system
 from annotation.judgment_selectors import JudgmentFrame
 from annotation.models import Item, Project, Worker
@@ -337,9 +337,10 @@ def leaderboard_boards(report: dict, *, judges: bool = False) -> list[tuple[str,
 
 
 def leaderboard_csv(report: dict) -> str:
-    """One row per system and category."""
+    """One row per system and category. System names come from imported content: written
+    through `SafeWriter`, so a name a spreadsheet would run as a formula is shown as text."""
     out = io.StringIO()
-    writer = csv.writer(out)
+    writer = SafeWriter(out)
     writer.writerow(CSV_COLUMNS)
     for category, board in leaderboard_boards(report, judges=True):
         controlled = {row["system"]: row
@@ -362,5 +363,6 @@ def _pair(values, form) -> tuple[str, str]:
     return ("", "") if values is None else (form(values[0]), form(values[1]))
 
 
-def _num(value) -> str:
-    return "" if value is None else f"{value:.4f}"
+def _num(value) -> float | str:
+    # A number, not text: a negative strength stays -0.1234 (SafeWriter escapes only text).
+    return "" if value is None else round(float(value), 4)

@@ -80,3 +80,44 @@ def test_annotator_link_downloads_escape_formula_names(client, settings):
     rows = list(csv.DictReader(io.StringIO(response.content.decode())))
     assert [r["annotator"] for r in rows] == ["'=1+2", "'@SUM(A1)", "Ada"]
     assert all(r["link"].startswith("https://qaj.example.org/") for r in rows)
+
+
+def test_the_leaderboard_csv_escapes_system_names_and_keeps_numbers(client):
+    """System names come from imported A/B content: one named like a formula is text in the
+    leaderboard CSV (GET …/leaderboard/?output=csv); negative strengths stay numbers."""
+    owner = make_user("owner")
+    project = make_project(TaskKind.AB, owner=owner, slug="board")
+    stage = make_stage(project, name="full")
+    evil = HOSTILE[0]
+    workers = [make_worker(external_id=f"w{n}") for n in range(3)]
+    for n in range(6):
+        item = make_item(project, content={
+            "question": f"q{n}", "evidence": [], "setting": "HM",
+            "answer_a": {"text": "a", "kind": "model", "upvotes": None, "system": evil},
+            "answer_b": {"text": "b", "kind": "model", "upvotes": None, "system": "honest"}})
+        for i, worker in enumerate(workers):
+            make_judgment(item=item, stage=stage, worker=worker,
+                          choice="A" if (n + i) % 3 else "B")
+    client.force_login(owner)
+    response = client.get(reverse("metrics-api:project-leaderboard", args=["board"]),
+                          {"output": "csv"})
+    assert response.status_code == 200
+    rows = list(csv.DictReader(io.StringIO(response.content.decode(), newline="")))
+    assert {r["system"] for r in rows} == {"'" + evil, "honest"}
+    for row in rows:
+        assert not any(value.startswith(("=", "+", "@", "\t", "\r"))
+                       for value in row.values() if value)
+        float(row["strength"])  # a number, even when negative
+    assert any(float(r["strength"]) < 0 for r in rows)
+
+
+def test_the_release_preview_csv_escapes_imported_ids(client):
+    owner = make_user("owner", superuser=True)
+    project = make_project(TaskKind.LIKERT, owner=owner)
+    make_item(project, external_id="=1+2", dataset="@SUM(A1)")
+    stage = make_stage(project, status=StageStatus.DRAFT)
+    client.force_login(owner)
+    response = client.get(reverse("admin:annotation_stage_release_preview",
+                                  args=[stage.pk]))
+    rows = list(csv.DictReader(io.StringIO(response.content.decode(), newline="")))
+    assert [(r["external_id"], r["dataset"]) for r in rows] == [("'=1+2", "'@SUM(A1)")]

@@ -21,6 +21,16 @@ from annotation.services.exports import EXPORT_FORMATS, export_write
 from annotation.services.preference_exports import PreferenceExportError, preference_write
 
 
+def _output_open(path: str, *, newline: str | None = None):
+    """The --output file opened for writing, or a CommandError naming it and why (a missing
+    folder, a directory, no permission), before anything is read."""
+    try:
+        return open(path, "w", encoding="utf-8", newline=newline)  # closed by the caller's with
+    except OSError as error:
+        raise CommandError(f"--output {path}: cannot write there: "
+                           f"{error.strerror or error}") from None
+
+
 class Command(BaseCommand):
     # Data commands need the models only: skip the URL/admin checks (seconds on a busy machine).
     requires_system_checks: list[str] = []
@@ -97,7 +107,7 @@ class Command(BaseCommand):
                                "test workers, not items; add --include-qualification to "
                                "export them")
         if options["output"]:
-            with open(options["output"], "w", encoding="utf-8", newline="") as handle:
+            with _output_open(options["output"], newline="") as handle:
                 count = export_write(out=handle, **kwargs)
             self.stderr.write(f"{count} rows written to {options['output']}")
         else:
@@ -121,7 +131,7 @@ class Command(BaseCommand):
                       aggregation=options["aggregation"] or None)
         try:
             if options["output"]:
-                with open(options["output"], "w", encoding="utf-8") as handle:
+                with _output_open(options["output"]) as handle:
                     count = preference_write(out=handle, **kwargs)
                 self.stderr.write(f"{count} preference pairs written to {options['output']}")
             else:

@@ -332,8 +332,12 @@ def worker_block_everywhere(*, worker: Worker, reason: str, by=None) -> Worker:
 
 
 def worker_unblock_everywhere(*, worker: Worker, reason: str = "", by=None) -> Worker:
-    from annotation.services.workers import worker_unblock
+    """Unblock here and on the worker's provider; a researcher's is refused (nothing changed:
+    `worker_provider_unblock_check`) while a superuser or another researcher still blocks the
+    worker."""
+    from annotation.services.workers import worker_provider_unblock_check, worker_unblock
 
+    worker_provider_unblock_check(worker=worker, by=by)
     provider = get_provider(worker.provider)
     provider_call_run(
         provider=worker.provider, operation="UnblockWorker",

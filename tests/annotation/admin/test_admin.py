@@ -96,7 +96,7 @@ EXPECTED = {
 
 # Shown only as inlines of their parent's admin page.
 INLINE_ONLY = {"annotation.HitItem", "annotation.AssignmentItem", "annotation.WorkerBlock",
-               "metrics_app.ModelVersionEvent"}
+               "annotation.StageSync", "metrics_app.ModelVersionEvent"}
 
 
 def test_every_model_is_registered():
@@ -279,6 +279,25 @@ def test_item_admin_validates_content_naming_the_field(client, superuser, world)
     assert response.status_code == 200
     errors = response.context["adminform"].form.errors
     assert "answer_a" in errors["content"][0]
+    assert not project.items.filter(external_id="new-1").exists()
+
+
+@pytest.mark.parametrize("number", ["NaN", "Infinity", "1e999"])
+def test_item_admin_refuses_nan_and_infinity_naming_where(client, superuser, world, number):
+    """Django's form reads NaN and Infinity; no JSON column stores them (JSON_VALID failed
+    with an IntegrityError): refused by the item rule, naming the path."""
+    import json
+
+    client.force_login(superuser)
+    project = world[TaskKind.AB]["project"]
+    response = client.post(admin_url(project.items.model, "add"), {
+        "project": project.pk, "external_id": "new-1",
+        "content": json.dumps(world[TaskKind.AB]["items"][0].content), "gold": "null",
+        "metadata": '{"weights": [1, ' + number + ']}',
+    })
+    assert response.status_code == 200
+    errors = response.context["adminform"].form.errors
+    assert "metadata.weights[1]: must be a finite number" in errors["metadata"][0]
     assert not project.items.filter(external_id="new-1").exists()
 
 

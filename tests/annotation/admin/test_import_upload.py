@@ -208,3 +208,33 @@ def test_create_project_from_file_owned_by_the_uploader(client, alice):
     # The same slug again: refused, nothing written.
     response = preview(client, url, upload(rows(2)), slug="fresh", kind="likert")
     assert "already exists" in response.content.decode()
+
+
+def test_a_file_nested_past_the_limit_is_refused_and_its_upload_removed(client, alice,
+                                                                        uploads_in_tmp):
+    client.force_login(alice)
+    deep = b'{"external_id": "x", "content": ' + b"[" * 100_000 + b"]" * 100_000 + b"}\n"
+    before = db_state()
+    response = client.post(reverse("admin:annotation_project_import_new"), {
+        "format": "jsonl", "file": SimpleUploadedFile("deep.jsonl", deep), "slug": "deep",
+        "kind": "likert"})
+    assert response.status_code == 400
+    text = response.content.decode()
+    assert "deep.jsonl" in text and "line 1" in text and "nested more than 64 levels" in text
+    assert db_state() == before and not Project.objects.filter(slug="deep").exists()
+    assert not any(uploads_in_tmp.iterdir())
+
+
+def test_an_unforeseen_failure_of_the_preview_leaves_no_upload_behind(client, alice, project,
+                                                                      uploads_in_tmp,
+                                                                      monkeypatch):
+    from annotation.admin import imports
+
+    def broken(**_kwargs):
+        raise RuntimeError("a failure nobody foresaw")
+
+    monkeypatch.setattr(imports, "import_file", broken)
+    client.force_login(alice)
+    with pytest.raises(RuntimeError):
+        preview(client, import_url(project), upload(rows(1)))
+    assert not any(uploads_in_tmp.iterdir())

@@ -90,10 +90,15 @@ def test_duplicate_stage_names_and_a_second_qualification_are_refused(admin_clie
     other = make_stage(project, name="full", kind=StageKind.FULL, status=StageStatus.DRAFT)
     response = _save(admin_client_, other, name="trial")
     assert "already has a stage named &#x27;trial&#x27;" in response.content.decode()
-    response = _save(admin_client_, other, kind=StageKind.QUALIFICATION)
-    assert "already has a qualification stage" in response.content.decode()
+    # A stage's kind is fixed once it exists (the API's rule): a second qualification can
+    # only be tried on the add page, where it is refused.
+    _save(admin_client_, other, kind=StageKind.QUALIFICATION)
     other.refresh_from_db()
     assert (other.name, other.kind) == ("full", StageKind.FULL)
+    response = admin_client_.post(reverse("admin:annotation_stage_add"), _form(
+        other, name="qual-2", kind=StageKind.QUALIFICATION))
+    assert "already has a qualification stage" in response.content.decode()
+    assert not project.stages.filter(name="qual-2").exists()
     # Another project may use the same names.
     elsewhere = make_stage(make_project(TaskKind.LIKERT), name="x", status=StageStatus.DRAFT)
     _save(admin_client_, elsewhere, name="trial")

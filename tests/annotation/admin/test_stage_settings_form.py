@@ -155,3 +155,41 @@ def test_a_published_stage_of_1458_items_saves_its_settings_form(admin_client_):
     assert stage.settings == {"prolific_study_id": "S1", "estimated_minutes": 12,
                               "devices": ["desktop"]}
     assert stage.items.count() == 1458
+
+
+def test_the_providers_ids_are_refused_when_typed_and_kept_when_left_as_shown(admin_client_):
+    """The API's rule (`managed_keys_kept`): the ids a provider writes at publish are never
+    added or changed by hand; left in the box as shown, or removed from it, they stay."""
+    project = make_project(TaskKind.LIKERT)
+    stored = {"mturk_hit_type_id": "HT-1", "keywords": "qa"}
+    stage = make_stage(project, provider=Provider.MTURK, status=StageStatus.DRAFT,
+                       settings=stored)
+    _page, form = _page_form(admin_client_, stage)
+    for box in ('{"prolific_study_id": "evil", "mturk_hit_type_id": "HT1"}',
+                '{"mturk_hit_type_id": "HT-2"}'):
+        response = admin_client_.post(_url(stage), _as_posted(form, settings=box))
+        assert response.status_code == 200, box
+        errors = response.context["adminform"].form.errors["settings"]
+        assert any("written by the provider at publish, never by hand" in e for e in errors)
+        assert any("mturk_hit_type_id" in e for e in errors)
+        stage.refresh_from_db()
+        assert stage.settings == stored
+
+    response = admin_client_.post(_url(stage), _as_posted(form, keywords="qa, trivia"))
+    assert response.status_code == 302  # the box posted as shown keeps the id
+    response = admin_client_.post(_url(stage), _as_posted(_page_form(admin_client_, stage)[1],
+                                                          settings="{}"))
+    assert response.status_code == 302  # emptied box: the id still stays
+    stage.refresh_from_db()
+    assert stage.settings == {"mturk_hit_type_id": "HT-1", "keywords": "qa, trivia"}
+
+    add = admin_client_.get(f"{reverse('admin:annotation_stage_add')}?project={project.pk}"
+                            "&provider=prolific")
+    data = _as_posted(add.context["adminform"].form,
+                      settings='{"prolific_study_id": "evil"}')
+    data.update({"project": str(project.pk), "name": "sneaky", "kind": "full",
+                 "provider": "prolific", "order": "5", "judgments_per_item": "1"})
+    response = admin_client_.post(reverse("admin:annotation_stage_add"), data)
+    assert response.status_code == 200
+    assert "prolific_study_id: written by the provider" in response.content.decode()
+    assert not project.stages.filter(name="sneaky").exists()

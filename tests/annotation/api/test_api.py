@@ -466,7 +466,16 @@ def test_schema_validates_without_warnings(tmp_path):
     assert {"201", "400", "401", "403", "404", "415"} <= set(item_post)
 
 
-def test_schema_and_docs_are_served(client, alice):
+def test_schema_and_docs_are_served_to_researchers_only(client, alice):
+    """Like every API endpoint: 401 without credentials, 403 for an account that is not a
+    researcher, served to a researcher (the session of the admin, or a token)."""
+    for path in ("/api/schema/", "/api/docs/", "/api/docs/?script="):
+        response = client.get(path)
+        assert response.status_code == 401, path
+        assert b"openapi" not in response.content and b"/api/projects/" not in response.content
+    client.force_login(make_user("annotator", staff=False))
+    assert client.get("/api/schema/").status_code == 403
+    assert client.get("/api/docs/").status_code == 403
     client.force_login(alice)
     assert client.get("/api/schema/").status_code == 200
     assert client.get("/api/docs/").status_code == 200
@@ -513,6 +522,7 @@ def test_unrouted_api_urls_answer_json_404(api, project):
 @pytest.mark.parametrize("query, parameter", [
     ("limit=abc", "limit"), ("limit=-1", "limit"), ("limit=2.5", "limit"),
     ("offset=abc", "offset"), ("offset=-3", "offset"), ("limit=%EF%BC%95", "limit"),
+    ("limit=0", "limit"), ("limit=000", "limit"),
 ])
 def test_bad_limit_or_offset_is_a_400_naming_it_not_a_silent_default(api, project, query,
                                                                      parameter):
@@ -521,6 +531,19 @@ def test_bad_limit_or_offset_is_a_400_naming_it_not_a_silent_default(api, projec
         response = api.get(f"{url}?{query}")
         assert response.status_code == 400, url
         assert parameter in response.json(), url
+
+
+def test_limit_zero_is_refused_with_the_range_it_takes(api, project):
+    """`?limit=0` answered the default 100 rows while the message said "0 or more"."""
+    response = api.get("/api/projects/mocha-dev/items/?limit=0")
+    assert response.status_code == 400
+    assert response.json() == {"limit": ["must be a whole number (1 or more)"]}
+    response = api.get("/api/projects/mocha-dev/items/?offset=-1")
+    assert response.json() == {"offset": ["must be a whole number (0 or more)"]}
+    assert api.get("/api/projects/mocha-dev/items/?offset=0&limit=1").status_code == 200
+    huge = "9" * 5000  # never handed to int() whole; past every row
+    body = api.get(f"/api/projects/mocha-dev/items/?offset={huge}&limit={huge}").json()
+    assert body["results"] == []
 
 
 def test_limit_and_offset_page_through_a_list(api, project):

@@ -65,3 +65,20 @@ def test_wrong_values_never_cause_server_errors(api, endpoint, field):
         else:
             pytest.fail(f"{field}={value!r}: unexpected {response.status_code}")
     assert Project.objects.count() == projects_before
+
+
+@pytest.mark.parametrize("field", ["metadata", "content", "gold"])
+def test_an_infinite_number_in_an_items_json_is_a_400_naming_where(api, field):
+    """1e999 is read as infinity by every JSON parser (STRICT_JSON refuses only the NaN and
+    Infinity literals); no JSON column stores it: refused by the field (DRF's JSONField, and
+    behind it the item rule, `validate_item_text`)."""
+    project = make_project(TaskKind.AB, slug="mine", owner=api.handler._force_user)
+    item = {"external_id": "q1", "content": item_content(TaskKind.AB), "gold": {"choice": "A"},
+            "metadata": {}}
+    item[field] = {**item[field], "weight": "__inf__"}
+    body = __import__("json").dumps(item).replace('"__inf__"', "1e999")
+    response = api.generic("POST", "/api/projects/mine/items/", body,
+                           content_type="application/json")
+    assert response.status_code == 400, response.content[:300]
+    assert field in response.json()
+    assert not Item.objects.filter(project=project).exists()

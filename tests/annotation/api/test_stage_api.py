@@ -122,3 +122,13 @@ def test_a_settings_patch_keeps_the_providers_ids_and_refuses_to_change_them(api
     assert refused.status_code == 400 and "prolific_study_id" in refused.json()["settings"][0]
     stage.refresh_from_db()
     assert stage.settings["prolific_study_id"] == "S1"
+
+
+def test_a_new_stage_cannot_bring_the_providers_ids(api, project):
+    response = api.post(_stages_url(project), {
+        "name": "sneaky", "kind": "full", "provider": "mturk",
+        "settings": {"prolific_study_id": "evil", "mturk_hit_type_id": "HT1"}}, format="json")
+    assert response.status_code == 400
+    assert response.json()["settings"] == [
+        "mturk_hit_type_id, prolific_study_id: written by the provider at publish, never by hand"]
+    assert not project.stages.filter(name="sneaky").exists()

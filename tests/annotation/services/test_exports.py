@@ -220,3 +220,18 @@ def test_the_design_unit_and_the_server_time_are_exported_and_the_unit_round_tri
     run_import("jsonl", str(exported), "--project", "copy", "--create", "--kind", "mc")
     assert Item.objects.get(project__slug="copy",
                             external_id=MC_ROW["external_id"]).design_unit == "my-text-7"
+
+
+@pytest.mark.parametrize("preferences", [False, True])
+def test_an_output_path_that_cannot_be_written_is_a_command_error_naming_it(tmp_path,
+                                                                           preferences):
+    from testing.factories import make_project
+
+    make_project("ab", slug="out")
+    extra = ("--preferences",) if preferences else ("--format", "csv")
+    for target, why in ((tmp_path / "missing" / "x.csv", "No such file or directory"),
+                        (tmp_path, "Is a directory")):
+        with pytest.raises(CommandError) as error:
+            run_export("out", *extra, "--output", str(target))
+        assert str(error.value) == f"--output {target}: cannot write there: {why}"
+    assert not (tmp_path / "missing").exists()

@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('annotation', '0014_project_estimates_judge'),
+        ('annotation', '0015_range_validators'),
     ]
 
     operations = [

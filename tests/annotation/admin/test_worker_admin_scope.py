@@ -1,0 +1,123 @@
+"""A worker is shared by every project they worked in: a researcher's admin form never sets the
+global block nor renames the worker, and a researcher's actions block or unblock only for their
+own projects (`WorkerBlock`); the global `Worker.status` is a superuser's."""
+from __future__ import annotations
+
+import pytest
+from django.urls import reverse
+
+from annotation.models import Worker, WorkerBlock, WorkerStatus
+from testing.factories import (
+    make_assignment,
+    make_item,
+    make_judgment,
+    make_project,
+    make_stage,
+    make_user,
+    make_worker,
+)
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def shared_worker():
+    """A worker who worked for alice and for bob."""
+    alice, bob = make_user("alice"), make_user("bob")
+    worker = make_worker()
+    for owner in (alice, bob):
+        project = make_project(owner=owner)
+        stage = make_stage(project)
+        item = make_item(project)
+        make_judgment(item=item, stage=stage, worker=worker,
+                      assignment=make_assignment(stage, worker=worker, items=[item]))
+    return {"alice": alice, "bob": bob, "worker": worker}
+
+
+def change_url(worker: Worker) -> str:
+    return reverse("admin:annotation_worker_change", args=[worker.pk])
+
+
+def form_data(worker: Worker, **changes) -> dict:
+    data = {"provider": worker.provider, "external_id": worker.external_id,
+            "display_name": worker.display_name, "email": worker.email,
+            "status": worker.status, "blocked_reason": worker.blocked_reason,
+            "blocks-TOTAL_FORMS": 0, "blocks-INITIAL_FORMS": 0}
+    data.update(changes)
+    return data
+
+
+def test_researcher_change_form_cannot_block_globally_or_rename(client, shared_worker):
+    worker = shared_worker["worker"]
+    client.force_login(shared_worker["alice"])
+    page = client.get(change_url(worker))
+    assert page.status_code == 200
+    fields = page.context["adminform"].form.fields
+    for name in ("status", "blocked_reason", "provider", "external_id"):
+        assert name not in fields, f"{name} is editable by a researcher"
+
+    response = client.post(change_url(worker), form_data(
+        worker, status=WorkerStatus.BLOCKED, blocked_reason="mine now",
+        external_id="renamed", provider="mturk", display_name="Annotator A"))
+    assert response.status_code == 302
+    worker.refresh_from_db()
+    assert (worker.status, worker.blocked_reason, worker.external_id, worker.provider) == (
+        WorkerStatus.ACTIVE, "", shared_worker["worker"].external_id, "inhouse")
+    assert worker.display_name == "Annotator A"  # what only this admin shows stays editable
+
+
+def test_superuser_still_sets_the_global_block(client, shared_worker):
+    worker = shared_worker["worker"]
+    client.force_login(make_user("root", superuser=True))
+    response = client.post(change_url(worker), form_data(
+        worker, status=WorkerStatus.BLOCKED, blocked_reason="fraud"))
+    assert response.status_code == 302
+    worker.refresh_from_db()
+    assert (worker.status, worker.blocked_reason) == (WorkerStatus.BLOCKED, "fraud")
+
+
+def test_researcher_add_form_cannot_create_a_globally_blocked_worker(client, shared_worker):
+    client.force_login(shared_worker["alice"])
+    fields = client.get(reverse("admin:annotation_worker_add")).context["adminform"].form.fields
+    assert "status" not in fields and "blocked_reason" not in fields
+    assert "external_id" in fields and "provider" in fields
+
+
+def test_researcher_block_action_blocks_only_for_their_projects(client, shared_worker):
+    worker = shared_worker["worker"]
+    client.force_login(shared_worker["alice"])
+    client.post(reverse("admin:annotation_worker_changelist"),
+                {"action": "block_workers", "_selected_action": [worker.pk], "reason": "spam"})
+    worker.refresh_from_db()
+    assert worker.status == WorkerStatus.ACTIVE
+    assert WorkerBlock.objects.filter(worker=worker, researcher=shared_worker["alice"],
+                                      reason="spam").exists()
+
+
+def test_researcher_cannot_lift_a_superusers_block_on_the_provider(client, shared_worker):
+    worker = shared_worker["worker"]
+    Worker.objects.filter(pk=worker.pk).update(status=WorkerStatus.BLOCKED,
+                                               blocked_reason="fraud")
+    client.force_login(shared_worker["alice"])
+    response = client.post(reverse("admin:annotation_worker_changelist"),
+                           {"action": "unblock_on_provider", "_selected_action": [worker.pk]},
+                           follow=True)
+    text = " ".join(str(m) for m in response.context["messages"])
+    assert "only a superuser lifts that block" in text and str(worker) in text
+    worker.refresh_from_db()
+    assert (worker.status, worker.blocked_reason) == (WorkerStatus.BLOCKED, "fraud")
+
+
+def test_researcher_cannot_lift_another_researchers_block_on_the_provider(client,
+                                                                          shared_worker):
+    worker = shared_worker["worker"]
+    WorkerBlock.objects.create(worker=worker, researcher=shared_worker["bob"], reason="bob's")
+    WorkerBlock.objects.create(worker=worker, researcher=shared_worker["alice"], reason="mine")
+    client.force_login(shared_worker["alice"])
+    response = client.post(reverse("admin:annotation_worker_changelist"),
+                           {"action": "unblock_on_provider", "_selected_action": [worker.pk]},
+                           follow=True)
+    text = " ".join(str(m) for m in response.context["messages"])
+    assert "also blocked by another researcher" in text
+    assert set(WorkerBlock.objects.filter(worker=worker).values_list("reason", flat=True)) == {
+        "bob's", "mine"}

@@ -1,0 +1,55 @@
+"""A stage's doors answer only from the projects the user may see: the admin's add page builds
+its settings fields from a project the user may see (another's would show its kind), and the
+API's `requires_stage` names only this project's stages, a missing id and another project's
+stage answering alike."""
+from __future__ import annotations
+
+import pytest
+from django.urls import reverse
+from rest_framework.test import APIClient
+
+from annotation.models import Stage, TaskKind
+from testing.factories import make_project, make_stage, make_user
+
+pytestmark = pytest.mark.django_db
+
+
+def _setting_fields(response) -> set[str]:
+    return {name for name in response.context["adminform"].form.fields
+            if name.startswith("setting__")}
+
+
+def test_the_add_page_does_not_show_the_kind_of_a_project_the_user_cannot_see(client):
+    alice, bob = make_user("alice"), make_user("bob")
+    bobs = make_project(TaskKind.MC, owner=bob)
+    alices = make_project(TaskKind.MC, owner=alice)
+    add = reverse("admin:annotation_stage_add")
+    client.force_login(alice)
+    mine = _setting_fields(client.get(f"{add}?project={alices.pk}"))
+    assert "setting__latin_square" in mine  # a multiple-choice setting, for her own project
+    theirs = _setting_fields(client.get(f"{add}?project={bobs.pk}"))
+    assert theirs == _setting_fields(client.get(add))  # as if no project were named
+    assert "setting__latin_square" not in theirs
+
+
+def test_requires_stage_of_another_project_or_missing_answers_the_same(db):
+    alice, bob = make_user("alice"), make_user("bob")
+    project = make_project(TaskKind.LIKERT, owner=alice, slug="mine")
+    other_own = make_stage(make_project(TaskKind.LIKERT, owner=alice))
+    bobs = make_stage(make_project(TaskKind.LIKERT, owner=bob))
+    own = make_stage(project, name="qual", kind="qualification")
+    api = APIClient()
+    api.force_authenticate(alice)
+    answers = []
+    for pk in (99999, other_own.pk, bobs.pk):
+        response = api.post("/api/projects/mine/stages/", {
+            "name": "full", "kind": "full", "requires_stage": pk}, format="json")
+        assert response.status_code == 400
+        answers.append(response.json()["requires_stage"])
+    assert answers == [[f"must be a stage of the same project; mine has no stage {pk}"]
+                       for pk in (99999, other_own.pk, bobs.pk)]
+    assert not Stage.objects.filter(name="full").exists()
+    response = api.post("/api/projects/mine/stages/", {
+        "name": "full", "kind": "full", "requires_stage": own.pk}, format="json")
+    assert response.status_code == 201
+    assert Stage.objects.get(name="full").requires_stage == own
