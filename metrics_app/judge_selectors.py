@@ -16,6 +16,7 @@ from django.db.models import Max
 from annotation.models import Project, TaskKind
 from core.vocabulary import PROBABILITY_METRIC_NAME, ModelKind
 
+from .domain.judge_prompts import DEFAULT_PARSE
 from .models import Judge, JudgeKind, JudgeVerdict, JudgeVersion, MetricScore
 
 # Metrics whose value is a probability that the answer is correct (read as such).
@@ -103,7 +104,7 @@ def _verdict_score_range(project: Project, version: JudgeVersion) -> tuple | Non
     if project.kind != TaskKind.LIKERT:
         return None
     if version.judge.kind == JudgeKind.IMPORTED or \
-            (version.config or {}).get("parse") == "likert":
+            (version.config or {}).get("parse") == DEFAULT_PARSE[TaskKind.LIKERT]:
         return LIKERT_RANGE
     return None
 

@@ -81,19 +81,6 @@ class StageInline(admin.TabularInline):
     show_change_link = True
 
 
-class StageSyncInline(admin.TabularInline):
-    """The stage's provider sync lease, read only: whether a sync is running now and where,
-    when the last one ended, and the error of a failed one."""
-
-    model = StageSync
-    fields = readonly_fields = ("status", "lease", "started_at", "heartbeat_at", "finished_at",
-                                "error")
-    can_delete = False
-    extra = 0
-    max_num = 0
-    verbose_name = verbose_name_plural = "provider sync"
-
-
 @admin.register(Project)
 class ProjectAdmin(ProjectImportMixin, ProjectHomeLinksMixin, ProgressColumnsMixin,
                    ProjectScopedAdmin):
@@ -411,7 +398,6 @@ class StageAdminForm(StageSettingsFormMixin, forms.ModelForm):
 class StageAdmin(ProgressColumnsMixin, StageProviderMixin, ProjectScopedAdmin):
     form = StageAdminForm
     action_form = ProviderActionForm
-    inlines = (StageSyncInline,)
 
     @property
     def actions(self):
@@ -625,6 +611,19 @@ class StageTransitionAdmin(ReadOnlyAdmin):
     list_filter = ("to_status", "from_status", "stage__kind")
     list_select_related = ("stage__project", "user")
     search_fields = ("stage__name", "stage__project__slug", "reason")
+
+
+@admin.register(StageSync)
+class StageSyncAdmin(ReadOnlyAdmin):
+    """Each stage's provider sync lease: whether a sync is running now and in which worker,
+    when the last one ended, and a failed one's error. Written by the sync alone."""
+
+    project_path = "stage__project"
+    list_display = ("stage", "status", "lease", "started_at", "heartbeat_at", "finished_at",
+                    "error")
+    list_filter = ("status",)
+    list_select_related = ("stage__project",)
+    search_fields = ("stage__name", "stage__project__slug", "error")
 
 
 @admin.register(RoutingDraw)

@@ -96,7 +96,7 @@ EXPECTED = {
 
 # Shown only as inlines of their parent's admin page.
 INLINE_ONLY = {"annotation.HitItem", "annotation.AssignmentItem", "annotation.WorkerBlock",
-               "annotation.StageSync", "metrics_app.ModelVersionEvent"}
+               "metrics_app.ModelVersionEvent"}
 
 
 def test_every_model_is_registered():
