@@ -10,6 +10,7 @@ from annotation.models import NON_DATA_STAGE_KINDS, Judgment, Project, StageKind
 from metrics_app.models import ModelKind, ModelStatus, ModelVersion
 
 from .common import IN_FLIGHT, NAME_BY_KIND, TASK_KIND_BY_MODEL_KIND
+from .options import default_train_options_check
 from .training import model_version_create, model_version_enqueue
 
 
@@ -53,8 +54,13 @@ def lerc_refresh(*, min_new_judgments: int | None = None) -> list[ModelVersion]:
     """Create and enqueue a training version for every project that is due."""
     if min_new_judgments is None:
         min_new_judgments = int(getattr(settings, "QAJ_LERC_MIN_NEW_JUDGMENTS", 500))
+    due = lerc_refresh_due(min_new_judgments=min_new_judgments)
+    if due:
+        # Refused before any version is created (the task fails saying what to fix), not
+        # queued to fail on the worker.
+        default_train_options_check()
     created = []
-    for project, kind, new in lerc_refresh_due(min_new_judgments=min_new_judgments):
+    for project, kind, new in due:
         with transaction.atomic():
             version = model_version_create(projects=[project], kind=kind,
                                            reason=f"refresh: {new} new judgments in {project.slug}")
