@@ -3,6 +3,8 @@ kind a class found by its kind, and stored training options parsed in one place.
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -20,6 +22,7 @@ from metrics_app.services.lerc.options import (
     version_train_config,
 )
 from tests.support.lerc import likert_project_from_toy
+from tests.support.paths import REPO_ROOT
 
 LERC = Path(metrics_app.lerc.__file__).parent
 SERVICES = Path(metrics_app.services.lerc.__file__).parent
@@ -180,3 +183,18 @@ def test_a_max_length_beyond_the_backbones_positions_is_refused_when_the_version
             "backbone_config": {"max_position_embeddings": 128}, "max_length": 256})
     assert model_version_create(projects=[project], train_options={
         "backbone_config": {"max_position_embeddings": 128}, "max_length": 128})
+
+
+@pytest.mark.parametrize(("value", "message"), [
+    ("[1]", "QAJ_LERC_TRAIN_OPTIONS must be a JSON object such as {\"epochs\": 2}, not a list"),
+    ("{epochs:1}", "QAJ_LERC_TRAIN_OPTIONS is not JSON"),
+])
+def test_train_options_that_are_not_a_json_object_stop_the_settings_naming_the_variable(
+        value, message):
+    result = subprocess.run(
+        [sys.executable, "-c", "import django; django.setup()"], cwd=REPO_ROOT,
+        env={"PATH": "/usr/bin:/bin", "DJANGO_SETTINGS_MODULE": "config.settings.dev",
+             "QAJ_LERC_TRAIN_OPTIONS": value, "HOME": str(REPO_ROOT)},
+        capture_output=True, text=True, timeout=120)
+    assert result.returncode != 0
+    assert f"django.core.exceptions.ImproperlyConfigured: {message}" in result.stderr

@@ -265,11 +265,12 @@ def test_train_lerc_command_sync_and_queued(lerc_settings, capsys):
     (["--options", '{"grad_accumulation": 0}'], "grad_accumulation: "),
     (["--options", '{"learning_rate": 1e400}'], "learning_rate: "),
     (["--options", '{"learning_rate": NaN}'], "learning_rate: "),
+    (["--options", "[1]"], "--options: a JSON object of TrainConfig fields"),
 ])
 def test_train_lerc_command_refuses_options_that_cannot_train_and_stores_nothing(
         lerc_settings, capsys, flags, message):
     """Before: every one printed "queued lerc vN" and stored the value (a NaN or infinity
-    ended as "could not allocate a version number")."""
+    ended as "could not allocate a version number", a list as a TypeError traceback)."""
     from django.core.management import CommandError, call_command
 
     project, _ = likert_project_from_toy(2)
@@ -301,6 +302,30 @@ def test_the_refresh_task_refuses_default_options_that_cannot_train_and_creates_
     assert not ModelVersion.objects.exists()
     lerc_settings.QAJ_LERC_TRAIN_OPTIONS = {"epochs": 1}
     assert len(lerc_refresh()) == 1
+
+
+def test_version_numbers_retry_only_a_collision(lerc_settings, monkeypatch):
+    """Another creator taking the same number is retried with the next one; any other
+    refusal of the row goes up as it is, not as "could not allocate a version number"."""
+    from django.db import IntegrityError
+
+    from metrics_app.services.lerc import training
+
+    project = make_project(kind=TaskKind.LIKERT)
+    first = model_version_create(projects=[project])
+    real_next = training.next_version_number
+    stale = iter([first.number])  # a racing creator read the same highest number
+    monkeypatch.setattr(training, "next_version_number",
+                        lambda name: next(stale, None) or real_next(name))
+    assert model_version_create(projects=[project]).number == first.number + 1
+
+    def refused(**kwargs):
+        raise IntegrityError("CHECK constraint failed: JSON_VALID")
+
+    monkeypatch.setattr(ModelVersion.objects, "create", refused)
+    with pytest.raises(IntegrityError, match="JSON_VALID"):
+        model_version_create(projects=[project])
+    assert ModelVersion.objects.count() == 2
 
 
 def test_mc_pretraining_and_minimal_pairs_in_a_trained_version(lerc_settings):
