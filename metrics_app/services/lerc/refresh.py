@@ -9,7 +9,7 @@ from django.db import transaction
 from annotation.models import NON_DATA_STAGE_KINDS, Judgment, Project, StageKind
 from metrics_app.models import ModelKind, ModelStatus, ModelVersion
 
-from .common import IN_FLIGHT, NAME_BY_KIND, TASK_KIND_BY_MODEL_KIND
+from .common import IN_FLIGHT, NAME_BY_KIND, TASK_KIND_BY_MODEL_KIND, TRAINED
 from .options import default_train_options_check
 from .training import model_version_create, model_version_enqueue
 
@@ -26,7 +26,6 @@ def lerc_refresh_due(*, min_new_judgments: int) -> list[tuple[Project, ModelKind
     version is in flight is skipped.
     """
     due = []
-    trained = (ModelStatus.PROMOTED, ModelStatus.EVALUATED, ModelStatus.REJECTED)
     for kind, task_kind in TASK_KIND_BY_MODEL_KIND.items():
         for project in Project.objects.filter(kind=task_kind).order_by("id"):
             versions = (ModelVersion.objects.filter(name=NAME_BY_KIND[kind], projects=project)
@@ -34,7 +33,7 @@ def lerc_refresh_due(*, min_new_judgments: int) -> list[tuple[Project, ModelKind
             newest = versions.order_by("-created_at", "-id").first()
             if newest is not None and newest.status in IN_FLIGHT:
                 continue
-            latest = (versions.filter(status__in=trained).order_by("-created_at", "-id")
+            latest = (versions.filter(status__in=TRAINED).order_by("-created_at", "-id")
                       .first())
             since = int(((latest.data_snapshot or {}).get("watermarks") or {})
                         .get(str(project.id), 0)) if latest else 0
