@@ -17,6 +17,7 @@ from core.api import (
     paginated_response,
     with_errors,
 )
+from core.statistics import MAX_RESAMPLES
 from metrics_app.access_selectors import access_item_scoring_job
 from metrics_app.apis.report_schemas import MetricReportResponseSerializer
 from metrics_app.domain.score_input import ScoreInputError, check_score_row, first_repeated_id
@@ -56,7 +57,7 @@ class MetricReportApi(APIView):
         drop_exact_matches = serializers.BooleanField(required=False, default=False)
         drop_number_pairs = serializers.BooleanField(required=False, default=False)
         n_resamples = serializers.IntegerField(required=False, default=1000, min_value=0,
-                                               max_value=5000)
+                                               max_value=MAX_RESAMPLES)
         refresh = serializers.BooleanField(required=False, default=False)
 
     @extend_schema(parameters=[InputSerializer],
