@@ -1,10 +1,21 @@
-"""Statistics helpers both apps share (pure numpy, no Django): a number fit for strict JSON and
-the percentile interval of bootstrap resamples."""
+"""Statistics helpers both apps share (pure numpy, no Django): a number fit for strict JSON,
+the percentile interval of bootstrap resamples, and how many resamples a report may ask for."""
 from __future__ import annotations
 
 import math
 
 import numpy as np
+
+# Bootstrap resamples per interval a report may ask for (0: no intervals), at every door (the
+# report APIs, `metric_report`, `judge_report`): beyond it one report runs for hours.
+MAX_RESAMPLES = 5000
+
+
+def resamples_check(value, name: str = "n_resamples") -> None:
+    """ValueError naming `name` unless `value` is a whole number from 0 to MAX_RESAMPLES."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_RESAMPLES:
+        raise ValueError(f"{name}: a whole number of bootstrap resamples from 0 to "
+                         f"{MAX_RESAMPLES}, not {value!r}")
 
 
 def finite_or_none(value: float) -> float | None:

@@ -12,6 +12,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 VAR_DIR = Path(os.environ.get("QAJ_VAR_DIR", BASE_DIR / "var"))
@@ -345,10 +346,27 @@ if QAJ_LERC_PRECISION not in ("auto", "fp32", "bf16"):
 # test are capped so evaluation stays minutes, and the learning rate is the top of the paper's
 # grid (few steps on small data). Two epochs, because the second raised validation Pearson on
 # every run of the protocol; training keeps whichever epoch validates better.
+def _json_object_env(name: str) -> dict:
+    """The JSON object in the variable `name` ({} when unset or empty); ImproperlyConfigured
+    naming the variable when it is not JSON or not an object, so every manage.py command says
+    what to fix instead of a traceback. (The values are checked where they are used:
+    QAJ_LERC_TRAIN_OPTIONS by TrainConfig when a version is created.)"""
+    raw = os.environ.get(name, "") or "{}"
+    try:
+        value = json.loads(raw)
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"{name} is not JSON ({exc}); give an object such as "
+                                   f'{{"epochs": 2}}, got {raw!r}') from None
+    if not isinstance(value, dict):
+        raise ImproperlyConfigured(f"{name} must be a JSON object such as {{\"epochs\": 2}}, "
+                                   f"not a {type(value).__name__}: {raw!r}")
+    return value
+
+
 QAJ_LERC_TRAIN_OPTIONS = {
     "epochs": 2, "learning_rate": 3e-5, "max_length": 256, "max_val_examples": 2000,
     "max_test_examples": 3000,
-    **json.loads(os.environ.get("QAJ_LERC_TRAIN_OPTIONS", "{}") or "{}"),
+    **_json_object_env("QAJ_LERC_TRAIN_OPTIONS"),
 }
 # A new version is promoted only if, on the same validation judgments, its Pearson with the
 # human scores beats every one of these baselines (those that can run here) and is at least the

@@ -9,6 +9,7 @@ from rest_framework.views import APIView
 
 from annotation.access_selectors import access_project
 from core.api import JsonApiMixin, paginated_response, with_errors
+from core.statistics import MAX_RESAMPLES
 from metrics_app.domain.judge_prompts import JudgeConfigError
 from metrics_app.judge_selectors import judge_version_get
 from metrics_app.models import JudgeJob
@@ -26,7 +27,7 @@ class JudgeReportApi(APIView):
 
     class FilterSerializer(serializers.Serializer):
         judge = serializers.CharField(required=False, allow_blank=True, max_length=1000)
-        resamples = serializers.IntegerField(required=False, min_value=0, max_value=5000,
+        resamples = serializers.IntegerField(required=False, min_value=0, max_value=MAX_RESAMPLES,
                                              default=1000)
 
     @extend_schema(parameters=[OpenApiParameter("judge", str), OpenApiParameter("resamples", int)],

@@ -17,6 +17,7 @@ from core.api import (
     paginated_response,
     with_errors,
 )
+from core.statistics import MAX_RESAMPLES
 from metrics_app.access_selectors import access_item_scoring_job
 from metrics_app.apis.report_schemas import MetricReportResponseSerializer
 from metrics_app.domain.score_input import ScoreInputError, check_score_row, first_repeated_id
@@ -25,9 +26,11 @@ from metrics_app.registry import MetricInput, metric_names, metric_sync_ok
 from metrics_app.services.meta_evaluation_report import metric_report_cached, metric_report_compute
 from metrics_app.services.scoring import (
     ITEM_JOB_MAX_ITEMS,
+    ScoringModelError,
     item_scoring_job_create,
     score_inputs,
     scoring_jobs_create,
+    scoring_model_check,
 )
 
 MAX_BATCH_ITEMS = 100  # cheap metrics, scored inside the request
@@ -54,7 +57,7 @@ class MetricReportApi(APIView):
         drop_exact_matches = serializers.BooleanField(required=False, default=False)
         drop_number_pairs = serializers.BooleanField(required=False, default=False)
         n_resamples = serializers.IntegerField(required=False, default=1000, min_value=0,
-                                               max_value=5000)
+                                               max_value=MAX_RESAMPLES)
         refresh = serializers.BooleanField(required=False, default=False)
 
     @extend_schema(parameters=[InputSerializer],
@@ -88,7 +91,8 @@ class ScoringJobSerializer(serializers.ModelSerializer):
 class ScoringJobListCreateApi(JsonApiMixin, APIView):
     """GET a project's scoring jobs, newest first, paginated like every list; POST
     {"metrics": [...]} queues scoring in Celery (202). Scores already stored at a metric's
-    current version are reused."""
+    current version are reused. `model` pins a trained version of each learned metric's model
+    that the user may see (else 400 naming it)."""
 
     class InputSerializer(serializers.Serializer):
         metrics = serializers.ListField(child=serializers.CharField(max_length=50),
@@ -115,6 +119,8 @@ class ScoringJobListCreateApi(JsonApiMixin, APIView):
             jobs = scoring_jobs_create(
                 project=project, metric_names=data.validated_data["metrics"],
                 user=request.user, model=data.validated_data.get("model") or None)
+        except ScoringModelError as exc:
+            raise serializers.ValidationError({"model": [str(exc)]}) from None
         except ValueError as exc:
             raise serializers.ValidationError({"metrics": [str(exc)]}) from None
         return Response(ScoringJobSerializer(jobs, many=True).data,
@@ -133,7 +139,8 @@ class MetricScoreApi(APIView):
     bleu4, rougeL, length) the scores come back at once (200; at most 100 items). Any other
     metric (LERC, BERTScore, METEOR: a model load or a Java process) is never computed in the
     request: the items are stored as a scoring job run in Celery (202; at most 1,000 items),
-    read back at `GET /api/metrics/score-jobs/<id>/`."""
+    read back at `GET /api/metrics/score-jobs/<id>/`. `model` pins a trained version of each
+    learned metric's model that the user may see (else 400 naming it)."""
 
     # JSON only: items are nested objects that form encoding cannot carry (and 1,000 of them
     # would exceed DATA_UPLOAD_MAX_NUMBER_FIELDS before DRF could answer).
@@ -214,9 +221,18 @@ class MetricScoreApi(APIView):
         inputs = [MetricInput(id=row["id"], question=row["question"],
                               references=list(row["references"]), candidate=row["candidate"],
                               passage=row.get("passage") or "") for row in items]
-        if not all(metric_sync_ok(name) for name in names):
-            job = item_scoring_job_create(metric_names=names, inputs=inputs, user=request.user,
-                                          model=model)
+        in_request = all(metric_sync_ok(name) for name in names)
+        try:
+            # The one check of `model` (the job's service makes it), before anything is stored
+            # or scored.
+            if in_request:
+                scoring_model_check(metric_names=names, model=model, user=request.user)
+            else:
+                job = item_scoring_job_create(metric_names=names, inputs=inputs,
+                                              user=request.user, model=model)
+        except ScoringModelError as exc:
+            raise serializers.ValidationError({"model": [str(exc)]}) from None
+        if not in_request:
             url = reverse("metrics-api:score-job", args=[job.pk])
             return Response({"id": job.pk, "status": job.status, "url": url},
                             status=status.HTTP_202_ACCEPTED, headers={"Location": url})

@@ -7,6 +7,8 @@ import this module to validate options without loading the learning stack.
 """
 from __future__ import annotations
 
+import math
+import os
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
 
@@ -39,6 +41,59 @@ DEFAULT_CALIBRATION_ENCODER = "average"
 # LERC's modules take them from here as plain strings (TrainConfig is JSON).
 KIND_REGRESSION = ModelKind.REGRESSION.value
 KIND_PAIRWISE = ModelKind.PAIRWISE.value
+MODEL_KINDS = (KIND_REGRESSION, KIND_PAIRWISE)
+# How a candidate's references are read: all in one input, or one input per alias.
+REFERENCE_MODES = ("joined", "each")
+
+# The ranges a version's options are checked against when it is created (every door: the
+# commands, the admin, the Celery refresh, through `TrainConfig.__post_init__`), so a value
+# that cannot train is refused there and not on the worker hours later.
+MAX_EPOCHS = 1000  # per run, and for multiple-choice pre-training
+MAX_BATCH_SIZE = 4096  # examples per micro-batch (training and evaluation)
+MAX_GRAD_ACCUMULATION = 1024
+# Tokens per input: the [CLS] p [SEP] q [SEP] a [SEP] â [SEP] layout needs room for its
+# five special tokens and some text; BERT-style backbones (the packaged MiniLM among them) have
+# 512 positions, and a backbone with fewer is checked against its config.json
+# (`backbone.max_length_check`).
+MIN_MAX_LENGTH, MAX_MAX_LENGTH = 16, 512
+MAX_SEED = 2**32 - 1  # numpy's seed range
+
+
+def _is_number(value) -> bool:
+    """A real, finite number (a bool is not one; NaN and infinity never train, and the
+    database's JSON refuses them)."""
+    return (isinstance(value, (int, float)) and not isinstance(value, bool)
+            and math.isfinite(value))
+
+
+def _is_whole(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _check_whole(name: str, value, low: int, high: int | None, what: str, *,
+                 none_means: str = "") -> None:
+    """ValueError naming the option unless `value` is a whole number in [low, high] (or None
+    when `none_means` says what None stands for)."""
+    if value is None and none_means:
+        return
+    if _is_whole(value) and value >= low and (high is None or value <= high):
+        return
+    bounds = f"from {low} to {high}" if high is not None else f"{low} or more"
+    raise ValueError(f"{name}: {what}, a whole number {bounds}"
+                     + (f", or null for {none_means}" if none_means else "")
+                     + f", not {value!r}")
+
+
+def _check_number(name: str, value, what: str, *, low: float, high: float | None = None,
+                  low_open: bool = False, high_open: bool = False) -> None:
+    """ValueError naming the option unless `value` is a finite number in the range."""
+    if _is_number(value) and (value > low if low_open else value >= low) and (
+            high is None or (value < high if high_open else value <= high)):
+        return
+    bounds = f"above {low:g}" if low_open else f"at least {low:g}"
+    if high is not None:
+        bounds += f" and below {high:g}" if high_open else f" and at most {high:g}"
+    raise ValueError(f"{name}: {what}, a finite number {bounds}, not {value!r}")
 
 
 class TrainingCancelled(Exception):
@@ -134,7 +189,8 @@ class TrainConfig:
         return asdict(self)
 
     def __post_init__(self):
-        if isinstance(self.calibration_augment, str):
+        self._check_types_and_ranges()
+        if not isinstance(self.calibration_augment, (list, tuple)):
             raise ValueError("calibration_augment: a list of rules, e.g. [\"embed\"]")
         unknown = [rule for rule in self.calibration_augment if rule not in AUGMENT_RULES]
         if unknown:
@@ -179,8 +235,68 @@ class TrainConfig:
             raise ValueError("frozen_layers: a whole number of the backbone's lowest layers "
                              f"to keep as pre-trained, 0 or more, not {self.frozen_layers!r}")
 
+    def _check_types_and_ranges(self) -> None:
+        """Every numeric and boolean option: its type (a bool is not a number, a whole number
+        is an int), finite, and in the range training can use; the error names the option."""
+        if self.kind not in MODEL_KINDS:
+            raise ValueError(f"kind: one of {', '.join(MODEL_KINDS)}, not {self.kind!r}")
+        if not isinstance(self.output_dir, (str, os.PathLike)):
+            raise ValueError(f"output_dir: a folder path, not {self.output_dir!r}")
+        if not isinstance(self.backbone, (str, os.PathLike)):
+            raise ValueError(f"backbone: a local model folder (\"\" for the packaged MiniLM), "
+                             f"not {self.backbone!r}")
+        if self.backbone_config is not None and not isinstance(self.backbone_config, dict):
+            raise ValueError("backbone_config: an object of config.json fields, or null, "
+                             f"not {self.backbone_config!r}")
+        if not isinstance(self.device, str) or not self.device.strip():
+            raise ValueError(f"device: \"auto\", \"cpu\", \"cuda\" or another torch device name, "
+                             f"not {self.device!r}")
+        if self.reference_mode not in REFERENCE_MODES:
+            raise ValueError(f"reference_mode: one of {', '.join(REFERENCE_MODES)}, "
+                             f"not {self.reference_mode!r}")
+        if not isinstance(self.extra, dict):
+            raise ValueError(f"extra: an object, not {self.extra!r}")
+        for name in ("tune_learning_rate", "bf16", "calibrate", "group_by_length"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name}: true or false, not {getattr(self, name)!r}")
+        _check_whole("epochs", self.epochs, 1, MAX_EPOCHS, "passes over the training data")
+        _check_whole("pretrain_epochs", self.pretrain_epochs, 0, MAX_EPOCHS,
+                     "multiple-choice pre-training epochs (0: none)")
+        _check_whole("batch_size", self.batch_size, 1, MAX_BATCH_SIZE, "examples per batch")
+        _check_whole("eval_batch_size", self.eval_batch_size, 1, MAX_BATCH_SIZE,
+                     "examples per evaluation batch")
+        _check_whole("grad_accumulation", self.grad_accumulation, 1, MAX_GRAD_ACCUMULATION,
+                     "batches per optimizer step")
+        _check_whole("max_length", self.max_length, MIN_MAX_LENGTH, MAX_MAX_LENGTH,
+                     "tokens per input")
+        _check_whole("max_reference_tokens", self.max_reference_tokens, 1, MAX_MAX_LENGTH,
+                     "tokens the joined references may take")
+        for name in ("max_train_examples", "max_val_examples", "max_test_examples"):
+            _check_whole(name, getattr(self, name), 1, None, "examples kept (a seeded subset)",
+                         none_means="all of them")
+        _check_whole("max_references", self.max_references, 1, None, "references per answer",
+                     none_means="all of them")
+        _check_whole("seed", self.seed, 0, MAX_SEED, "random seed")
+        _check_whole("progress_every", self.progress_every, 1, None,
+                     "optimizer steps between progress reports")
+        _check_number("learning_rate", self.learning_rate, "the optimizer's step size",
+                      low=0, high=1, low_open=True)
+        _check_number("pretrain_learning_rate", self.pretrain_learning_rate,
+                      "the pre-training optimizer's step size", low=0, high=1, low_open=True)
+        _check_number("warmup_ratio", self.warmup_ratio, "the share of steps spent warming up",
+                      low=0, high=1, high_open=True)
+        _check_number("weight_decay", self.weight_decay, "AdamW's decoupled weight decay",
+                      low=0, high=1)
+        _check_number("max_grad_norm", self.max_grad_norm, "the gradient norm clipped to",
+                      low=0, low_open=True)
+        _check_number("heartbeat_seconds", self.heartbeat_seconds,
+                      "most seconds between progress reports (0: every batch)", low=0)
+
     @classmethod
     def from_dict(cls, data: dict) -> TrainConfig:
+        if not isinstance(data, dict):
+            raise ValueError("training options: an object of TrainConfig fields, not "
+                             f"{type(data).__name__} {data!r}")
         known = {f.name for f in fields(cls)}
         unknown = set(data) - known
         if unknown:

@@ -20,7 +20,7 @@ import torch
 from safetensors.torch import load_file, save_file
 from torch import nn
 
-from .backbone import frozen_layers_check, resolve_backbone
+from .backbone import frozen_layers_check, max_length_check, resolve_backbone
 from .batching import collate
 from .config import KIND_PAIRWISE, KIND_REGRESSION, TrainConfig
 from .data import encode_preference_pairs, encode_scored_examples
@@ -191,6 +191,9 @@ def build_model(cfg: TrainConfig, device: torch.device) -> tuple[ClsHeadModel, A
     """The encoder with the head of `cfg.kind` on `device`, dropout set as configured; and its
     tokenizer."""
     encoder, tokenizer = build_encoder(cfg.backbone, cfg.backbone_config)
+    positions = getattr(encoder.config, "max_position_embeddings", None)
+    if isinstance(positions, int):
+        max_length_check(cfg.max_length, positions)
     model = model_for_kind(cfg.kind)(encoder).to(device)
     model.freeze_word_embeddings(cfg.freeze_word_embeddings)
     model.freeze_lower_layers(cfg.frozen_layers)

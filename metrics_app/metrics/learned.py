@@ -4,7 +4,9 @@ Without options the metric follows the promoted version (with `project=`, the mo
 promoted version trained on that project, if any; promotion is scoped by project set): its `version` label ("v3") is looked
 up when read and each `score_batch` uses the version promoted at that moment, so a long-running
 process picks up a newly promoted model on its next run; a promotion in the middle of a run
-stops the run rather than storing one model's scores under another's label. `model="v2"` (or `model_version=`) pins a version (`score --model v2`).
+stops the run rather than storing one model's scores under another's label. `model="v2"` (or `model_version=`) pins a version (`score --model v2`): a trained one of this metric's model
+(`lerc-ab:v2` is refused by `lerc`), and with `user=` one that user may see
+(`metrics_app/services/lerc/promotion.py:model_version_for_label`).
 """
 from __future__ import annotations
 
@@ -17,12 +19,13 @@ from metrics_app.registry import MetricInput, MetricUnavailable, register_metric
 
 class LercMetric:
     def __init__(self, *, name: str, model_name: str, label: str | None = None, project=None,
-                 output: str = "score"):
+                 output: str = "score", user=None):
         self.name = name
         self.output = output  # "score" (1–5) or "probability" (P(correct), calibrated)
         self.model_name = model_name
         self.label = label
         self.project = project
+        self.user = user  # who asks: a label must name a version they may see
         self._pinned = None
         self._reported = None
         self._resolve()  # fail early with a clear message
@@ -32,7 +35,7 @@ class LercMetric:
 
         try:
             self._pinned = model_version_for_label(self.label, name=self.model_name,
-                                                   project=self.project)
+                                                   project=self.project, user=self.user)
         except LercError as exc:
             raise MetricUnavailable(str(exc)) from exc
         return self._pinned
@@ -84,23 +87,24 @@ REGRESSION, PAIRWISE = ModelKind.REGRESSION, ModelKind.PAIRWISE
 @register_metric(REGRESSION.metric_name,
                  "LERC learned metric (1–5), the promoted model version unless --model")
 def lerc_factory(model: str | None = None, model_version: str | None = None,
-                 project=None) -> LercMetric:
+                 project=None, user=None) -> LercMetric:
     return LercMetric(name=REGRESSION.metric_name, model_name=REGRESSION.model_name,
-                      label=model or model_version, project=project)
+                      label=model or model_version, project=project, user=user)
 
 
 @register_metric(PROBABILITY_METRIC_NAME,
                  "LERC's calibrated probability that the answer is correct (0–1; "
                  "versions trained since the calibrated judge; None for older ones)")
 def lerc_prob_factory(model: str | None = None, model_version: str | None = None,
-                      project=None) -> LercMetric:
+                      project=None, user=None) -> LercMetric:
     return LercMetric(name=PROBABILITY_METRIC_NAME, model_name=REGRESSION.model_name,
-                      label=model or model_version, project=project, output="probability")
+                      label=model or model_version, project=project, output="probability",
+                      user=user)
 
 
 @register_metric(PAIRWISE.metric_name,
                  "Pairwise LERC (Bradley–Terry) scalar per answer, for A/B projects")
 def lerc_ab_factory(model: str | None = None, model_version: str | None = None,
-                    project=None) -> LercMetric:
+                    project=None, user=None) -> LercMetric:
     return LercMetric(name=PAIRWISE.metric_name, model_name=PAIRWISE.model_name,
-                      label=model or model_version, project=project)
+                      label=model or model_version, project=project, user=user)

@@ -25,6 +25,7 @@ from annotation.domain.agreement import pearson
 from annotation.judgment_selectors import item_gold_scores, judgment_rows, watermark
 from annotation.models import Judgment, Project, TaskKind
 from annotation.selectors import counting_fingerprint
+from core.statistics import resamples_check
 from core.vocabulary import AB_CHOICES
 from metrics_app.domain import meta_evaluation
 from metrics_app.domain.text_match import is_exact_match
@@ -34,8 +35,6 @@ from metrics_app.score_selectors import project_metric_versions
 REPORT_KIND = "metric_eval"
 DEFAULT_PARAMS = {"znormalize": False, "drop_exact_matches": False, "drop_number_pairs": False,
                   "n_resamples": 1000}
-
-
 def normalize_params(params: dict | None) -> dict:
     merged = dict(DEFAULT_PARAMS)
     for key, value in (params or {}).items():
@@ -343,8 +342,10 @@ def _pairwise_section(*, project, versions, scores) -> dict | None:
 
 def metric_evaluation_build(*, project: Project, params: dict | None = None,
                             metric_names: Sequence[str] | None = None) -> dict:
-    """The full report as JSON-ready data (see module docstring)."""
+    """The full report as JSON-ready data (see module docstring); ValueError naming
+    n_resamples when it is out of range (`core.statistics.resamples_check`)."""
     params = normalize_params(params)
+    resamples_check(params["n_resamples"])
     versions = project_metric_versions(project=project)
     if metric_names is not None:
         versions = {name: v for name, v in versions.items() if name in set(metric_names)}

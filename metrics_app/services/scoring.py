@@ -41,15 +41,44 @@ def metric_queue(name: str) -> str:
     return "gpu" if name.startswith(GPU_METRIC_PREFIXES) else "default"
 
 
-def build_metric(name: str, *, model: str | None = None, project: Project | None = None):
-    """The registered metric; `model` (a model version) and `project` (LERC serves the version
-    promoted for that project) go only to metrics that take them."""
+def build_metric(name: str, *, model: str | None = None, project: Project | None = None,
+                 user=None):
+    """The registered metric; `model` (a model version), `project` (LERC serves the version
+    promoted for that project) and `user` (whom a model version must be visible to) go only to
+    metrics that take them."""
     options = {}
     if model and metric_accepts_option(name, "model"):
         options["model"] = model
+        if user is not None and metric_accepts_option(name, "user"):
+            options["user"] = user
     if project is not None and metric_accepts_option(name, "project"):
         options["project"] = project
     return get_metric(name, **options) if options else get_metric(name)
+
+
+class ScoringModelError(ValueError):
+    """The `model` of a scoring request names no version its metrics may score with (the
+    message names the metric and the version)."""
+
+
+def scoring_model_check(*, metric_names: Sequence[str], model: str | None, user=None) -> None:
+    """The one check of a scoring request's model version, at every door before anything is
+    stored or scored: both APIs (through `scoring_jobs_create` / `item_scoring_job_create`),
+    `manage.py score` and `score_project`, and the Celery runs of the jobs (their requester,
+    again). Each metric that takes a model resolves the label as it will when it scores
+    (`model_version_for_label`: its own model's name, a trained version, one `user` may see
+    when a user is known); ScoringModelError otherwise. Only a database lookup: no model is
+    loaded."""
+    if not model:
+        return
+    for name in metric_names:
+        if not metric_accepts_option(name, "model"):
+            continue
+        try:
+            metric = build_metric(name, model=model, user=user)
+        except MetricUnavailable as exc:
+            raise ScoringModelError(f"{name}: {exc}") from None
+        close_metric(metric)
 
 
 def close_metric(metric) -> None:
@@ -92,6 +121,13 @@ class MetricRun:
     error: str = ""
 
 
+def batch_size_check(batch_size) -> None:
+    """ValueError unless `batch_size` (items scored per call, and stored per batch) is a whole
+    number of at least 1: the one rule of the scoring services, `score` and `score_project`."""
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"batch size must be a whole number of at least 1, not {batch_size!r}")
+
+
 def items_per_call(metric, batch_size: int) -> int:
     """How many items one `score_batch` call of `score_inputs` gets: `batch_size`, or more for
     a metric that asks (encoder metrics sort a call's texts by length before batching them, and
@@ -110,6 +146,7 @@ def score_inputs(
 ) -> dict[str, MetricRun]:
     """Score `inputs` with every metric, batch by batch. A metric that cannot run here (e.g.
     METEOR without Java) is reported in `error` and the others still run."""
+    batch_size_check(batch_size)
     runs: dict[str, MetricRun] = {}
     prepared = prepare_metrics(metric_names) if len(metric_names) > 1 else []
     try:
@@ -197,6 +234,7 @@ def project_score_metrics(
     """Score the project's items with each metric and cache the scores; items already scored
     at the metric's current version are skipped. Returns per metric {version, scored, cached,
     unscorable, error}."""
+    batch_size_check(batch_size)
     rows = project_metric_inputs(project=project)
     prepared = prepare_metrics(metric_names) if len(metric_names) > 1 and rows else []
     try:
@@ -266,6 +304,7 @@ def scoring_jobs_create(
         raise ValueError(f"unknown metric(s): {', '.join(unknown)}")
     if project.kind not in SCORABLE_KINDS:
         raise ValueError(f"{project.kind} items have no candidate or reference answers to score")
+    scoring_model_check(metric_names=metric_names, model=model, user=user)
     by_queue: dict[str, list[str]] = {}
     for name in metric_names:
         by_queue.setdefault(metric_queue(name), []).append(name)
@@ -340,7 +379,10 @@ def scoring_job_run(*, job_id: int) -> ScoringJob | None:
     with leased_run(ScoringJob, job_id, done=0) as (lease, job):
         if job is None:
             return None
-        job = ScoringJob.objects.select_related("project").get(pk=job.pk)
+        job = ScoringJob.objects.select_related("project", "requested_by").get(pk=job.pk)
+        # Checked again for the requester: their access may have changed since it was queued.
+        scoring_model_check(metric_names=job.metrics, model=(job.options or {}).get("model"),
+                            user=job.requested_by)
         progress = _progress_recorder(
             lease, total=len(project_metric_inputs(project=job.project)) * len(job.metrics))
         detail = project_score_metrics(
@@ -367,6 +409,7 @@ def item_scoring_job_create(
         raise ValueError(f"unknown metric(s): {', '.join(unknown)}")
     if not 1 <= len(inputs) <= ITEM_JOB_MAX_ITEMS:
         raise ValueError(f"a scoring job holds 1 to {ITEM_JOB_MAX_ITEMS} items, not {len(inputs)}")
+    scoring_model_check(metric_names=metric_names, model=model, user=user)
     queues = {metric_queue(name) for name in metric_names}
     with transaction.atomic():
         job = ItemScoringJob.objects.create(
@@ -393,6 +436,8 @@ def item_scoring_job_run(*, job_id: int, batch_size: int = DEFAULT_BATCH_SIZE
     with leased_run(ItemScoringJob, job_id, done=0) as (lease, job):
         if job is None:
             return None
+        scoring_model_check(metric_names=job.metrics, model=(job.options or {}).get("model"),
+                            user=job.requested_by)
         inputs = [MetricInput(**row) for row in job.items]
         progress = _progress_recorder(lease, total=len(inputs) * len(job.metrics))
         runs = score_inputs(metric_names=job.metrics, inputs=inputs,

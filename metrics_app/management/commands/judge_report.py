@@ -17,6 +17,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
+from core.statistics import MAX_RESAMPLES, resamples_check
 from metrics_app.management.projects import projects_by_slug
 from metrics_app.services.judges.alignment import ESTIMATE_LABELS, judge_alignment_report
 
@@ -37,7 +38,9 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("slug")
         parser.add_argument("--judge", default="", help="Comma-separated judge references.")
-        parser.add_argument("--resamples", type=int, default=1000)
+        parser.add_argument("--resamples", type=int, default=1000,
+                            help=f"Bootstrap resamples for the intervals (0: none; at most "
+                                 f"{MAX_RESAMPLES}, as the API).")
         parser.add_argument("--labels", type=int, default=ESTIMATE_LABELS,
                             help="Human labels the prediction-powered estimates use.")
         parser.add_argument("--disagreements", type=int, default=3)
@@ -52,6 +55,10 @@ class Command(BaseCommand):
                                  "(the project's real human sample) and stop.")
 
     def handle(self, *args, **options):
+        try:
+            resamples_check(options["resamples"], "--resamples")  # the API's limits
+        except ValueError as exc:
+            raise CommandError(str(exc)) from None
         (project,) = projects_by_slug([options["slug"]])
         if options["plan"] is not None:
             return self._plan(project, options)
@@ -59,7 +66,7 @@ class Command(BaseCommand):
             return self._estimates(project, options["estimates_with"])
         refs = [r.strip() for r in options["judge"].split(",") if r.strip()] or None
         report = judge_alignment_report(project=project, refs=refs,
-                                        n_resamples=max(0, options["resamples"]),
+                                        n_resamples=options["resamples"],
                                         estimate_labels=max(2, options["labels"]))
         if options["json"]:
             options["json"].write_text(json.dumps(report, indent=1, default=str),

@@ -17,6 +17,7 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation.models import Project
+from core.statistics import MAX_RESAMPLES, resamples_check
 from metrics_app.services.meta_evaluation_report import (
     metric_report_cached,
     metric_report_refresh,
@@ -38,10 +39,15 @@ class Command(BaseCommand):
         parser.add_argument("--drop-exact-matches", action="store_true")
         parser.add_argument("--drop-number-pairs", action="store_true")
         parser.add_argument("--resamples", type=int, default=1000,
-                            help="Bootstrap resamples for the intervals (0: none).")
+                            help=f"Bootstrap resamples for the intervals (0: none; at most "
+                                 f"{MAX_RESAMPLES}, as the API).")
         parser.add_argument("--refresh", action="store_true", help="Ignore the cached report.")
 
     def handle(self, *args, **options):
+        try:
+            resamples_check(options["resamples"], "--resamples")  # the API's limits
+        except ValueError as exc:
+            raise CommandError(str(exc)) from None
         try:
             project = Project.objects.get(slug=options["slug"])
         except Project.DoesNotExist as exc:

@@ -55,21 +55,24 @@ class Command(BaseCommand):
             raise CommandError(f"{out} already holds a model; choose a new folder")
         if options["epochs"] < 1:
             raise CommandError("--epochs must be at least 1")
-        examples = mc_pretraining_build(projects=projects)[: options["max_examples"]]
-        if not examples:
-            raise CommandError("the projects have no multiple-choice items with 2+ answers")
+        if options["max_examples"] is not None and options["max_examples"] < 1:
+            raise CommandError("--max-examples must be at least 1")
         # The deployment's training options (device, batch size, max length, a test's tiny
-        # config), then this command's own.
+        # config), then this command's own; checked (TrainConfig's ranges) before any work.
         defaults = dict(getattr(settings, "QAJ_LERC_TRAIN_OPTIONS", {}) or {})
         overrides = {"pretrain_epochs": options["epochs"], "progress_every": 1}
         if options["backbone"]:
             overrides.update(backbone=options["backbone"], backbone_config=None)
-        if options["max_length"]:
+        if options["max_length"] is not None:
             overrides["max_length"] = options["max_length"]
         try:
             cfg = TrainConfig.from_dict({**defaults, **overrides})
         except ValueError as exc:
-            raise CommandError(f"QAJ_LERC_TRAIN_OPTIONS: {exc}") from exc
+            raise CommandError(f"training options (QAJ_LERC_TRAIN_OPTIONS, then --epochs, "
+                               f"--max-length, --backbone): {exc}") from exc
+        examples = mc_pretraining_build(projects=projects)[: options["max_examples"]]
+        if not examples:
+            raise CommandError("the projects have no multiple-choice items with 2+ answers")
         steps_per_epoch = -(-len(examples) // cfg.batch_size)
         bar = tqdm(total=steps_per_epoch * cfg.pretrain_epochs, file=sys.stderr, unit="step",
                    desc="pre-training", disable=options["no_progress"])

@@ -17,6 +17,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from metrics_app.domain.score_input import ScoreInputError, check_score_row, first_repeated_id
+from metrics_app.management.scoring_options import scoring_options_check
 from metrics_app.registry import MetricInput, metric_names
 from metrics_app.services.scoring import DEFAULT_BATCH_SIZE, score_inputs
 
@@ -87,6 +88,8 @@ class Command(BaseCommand):
                 f"unknown metric(s): {', '.join(unknown) or '(none given)'}; "
                 f"known metrics: {', '.join(known)}"
             )
+        scoring_options_check(metric_names=names, model=options["model"],
+                              batch_size=options["batch_size"])
         if not options["input"].is_file():
             raise CommandError(f"input file {options['input']} does not exist")
         ids, inputs = read_inputs(options["input"])

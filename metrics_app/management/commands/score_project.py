@@ -15,6 +15,7 @@ import sys
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation.models import Project
+from metrics_app.management.scoring_options import scoring_options_check
 from metrics_app.registry import metric_names
 from metrics_app.services.scoring import (
     DEFAULT_BATCH_SIZE,
@@ -49,8 +50,8 @@ class Command(BaseCommand):
         if not names or unknown:
             raise CommandError(f"unknown metric(s): {', '.join(unknown) or '(none given)'}; "
                                f"known metrics: {', '.join(known)}")
-        if options["batch_size"] < 1:
-            raise CommandError("--batch-size must be at least 1")
+        scoring_options_check(metric_names=names, model=options["model"],
+                              batch_size=options["batch_size"])
         n_inputs = len(project_metric_inputs(project=project))
         if not n_inputs:
             raise CommandError(f"project {project.slug!r} has no items to score")

@@ -106,6 +106,10 @@ class Command(BaseCommand):
             train_options = json.loads(options["options"])
         except json.JSONDecodeError as exc:
             raise CommandError(f"--options is not JSON: {exc}") from exc
+        if not isinstance(train_options, dict):
+            raise CommandError("--options: a JSON object of TrainConfig fields, e.g. "
+                               f"'{{\"epochs\": 2}}', not {type(train_options).__name__} "
+                               f"{options['options']}")
         for flag, field in (("epochs", "epochs"), ("lr", "learning_rate"),
                             ("batch_size", "batch_size"), ("max_length", "max_length"),
                             ("max_examples", "max_train_examples"),

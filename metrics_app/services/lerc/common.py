@@ -13,6 +13,10 @@ TASK_KIND_BY_MODEL_KIND = {ModelKind.REGRESSION: TaskKind.LIKERT, ModelKind.PAIR
 
 
 IN_FLIGHT = (ModelStatus.QUEUED, ModelStatus.TRAINING)
+# Finished training and evaluation: the promotion rule's verdict is in (or pending), and the
+# weights are stored. A version label scores only with one of these (a rejected version may be
+# compared by hand; a queued, failed or cancelled one has no model).
+TRAINED = (ModelStatus.PROMOTED, ModelStatus.EVALUATED, ModelStatus.REJECTED)
 
 
 class LercError(Exception):

@@ -11,7 +11,12 @@ from typing import Any
 
 from django.conf import settings
 
-from metrics_app.lerc.backbone import backbone_layer_count, frozen_layers_check
+from metrics_app.lerc.backbone import (
+    backbone_layer_count,
+    backbone_max_positions,
+    frozen_layers_check,
+    max_length_check,
+)
 from metrics_app.lerc.config import KIND_PAIRWISE, KIND_REGRESSION, TrainConfig
 from metrics_app.models import ModelKind, ModelVersion
 
@@ -62,6 +67,9 @@ def version_config_build(*, kind: str, backbone: str, train_options: dict | None
         layers = backbone_layer_count(backbone)
         if layers is not None:
             frozen_layers_check(parsed.frozen_layers, layers)
+        positions = backbone_max_positions(backbone, parsed.backbone_config)
+        if positions is not None:
+            max_length_check(parsed.max_length, positions)
     except (TypeError, ValueError) as exc:
         raise LercError(str(exc)) from exc
     if data.pretrain_projects and not options.get("pretrain_epochs"):
@@ -74,6 +82,16 @@ def version_config_build(*, kind: str, backbone: str, train_options: dict | None
                  "distill_judge": data.distill_judge},
     }
     return config, backbone or PACKAGED_BACKBONE
+
+
+def default_train_options_check() -> None:
+    """LercError naming QAJ_LERC_TRAIN_OPTIONS when the options every new version starts from
+    cannot train (the scheduled refresh creates versions with exactly these)."""
+    try:
+        version_config_build(kind=ModelKind.REGRESSION, backbone="", train_options=None,
+                             data=DataOptions())
+    except LercError as exc:
+        raise LercError(f"QAJ_LERC_TRAIN_OPTIONS: {exc}") from exc
 
 
 def version_train_config(model_version: ModelVersion, output_dir="") -> TrainConfig:

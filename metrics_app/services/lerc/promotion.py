@@ -3,20 +3,23 @@ baseline on the same validation examples (the floor) and is at least the promote
 same project set re-measured on the same judgments; promote, roll back by hand."""
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from annotation.domain.numbers import MAX_ROW_ID
 from annotation.models import Project
 from core import vocabulary
+from metrics_app.access_selectors import model_versions_visible_to
 from metrics_app.lerc.config import KIND_PAIRWISE, KIND_REGRESSION
 from metrics_app.lerc.data import capped_examples
 from metrics_app.lerc.validation import validation_metric_name
 from metrics_app.models import ModelKind, ModelStatus, ModelVersion
 
-from .common import LercError, version_event
+from .common import TRAINED, LercError, version_event
 from .datasets import version_dataset_build
 from .evaluation import model_version_scorer, split_metrics
 from .options import version_train_config
@@ -191,26 +194,46 @@ def model_version_rollback(*, name: str = REGRESSION_MODEL_NAME, user=None,
                                  reason=f"rollback from v{current.number}")
 
 
+# "3", "v3", "V3": a version number as a label gives it.
+_VERSION_NUMBER = re.compile(r"[vV]?([0-9]{1,24})")
+
+
 def model_version_for_label(label: str | int | None, *, name: str = REGRESSION_MODEL_NAME,
-                            project: Project | None = None) -> ModelVersion:
+                            project: Project | None = None, user=None) -> ModelVersion:
     """A version by label ("3", "v3", "lerc-ab:v2"), or when label is empty the promoted one
-    (for `project`: the most recently promoted one trained on it, see promoted_model_version)."""
+    (for `project`: the most recently promoted one trained on it, see promoted_model_version).
+
+    The one rule for a version label, whoever scores with it (the APIs, `score`,
+    `score_project`, the scoring jobs): a `NAME:` prefix must be this metric's model `name`; the
+    version must exist, be trained (TRAINED: promoted, evaluated or rejected) and have its
+    weights; and with a `user`, be one they may see (`model_versions_visible_to`), answered as
+    a missing one. LercError says which."""
     if label in (None, ""):
         version = promoted_model_version(name=name, project=project)
         if version is None:
             raise LercError(f"no {name} version is promoted yet: train one with "
                             "`manage.py train_lerc --project SLUG` or pass --model VERSION")
         return version
-    text = str(label)
+    text = str(label).strip()
     if ":" in text:
-        name, text = text.split(":", 1)
-    try:
-        number = int(text.lower().lstrip("v"))
-    except ValueError:
-        raise LercError(f"model version {label!r} is not like 3, v3 or lerc:v3") from None
-    version = ModelVersion.objects.filter(name=name, number=number).first()
+        prefix, text = text.split(":", 1)
+        if prefix.strip() != name:
+            raise LercError(f"model version {label!r} is a {prefix.strip() or '(no name)'} "
+                            f"version; this metric scores with {name} versions (e.g. {name}:v1)")
+    match = _VERSION_NUMBER.fullmatch(text.strip())
+    if match is None:
+        raise LercError(f"model version {label!r} is not like 3, v3 or {name}:v3")
+    number = int(match.group(1))
+    versions = ModelVersion.objects.filter(name=name, number=number)
+    if user is not None:
+        versions = versions.filter(pk__in=model_versions_visible_to(user).values("pk"))
+    # A number no id column holds is no version (and never reaches the database driver).
+    version = versions.first() if 1 <= number <= MAX_ROW_ID else None
     if version is None:
         raise LercError(f"there is no {name} v{number}")
+    if version.status not in TRAINED:
+        raise LercError(f"{name} v{number} is {version.status}: only a trained version "
+                        "(promoted, evaluated or rejected) scores")
     if not version.artifact_uri:
         raise LercError(f"{name} v{number} is {version.status} and has no trained model")
     return version

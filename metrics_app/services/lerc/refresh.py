@@ -9,7 +9,8 @@ from django.db import transaction
 from annotation.models import NON_DATA_STAGE_KINDS, Judgment, Project, StageKind
 from metrics_app.models import ModelKind, ModelStatus, ModelVersion
 
-from .common import IN_FLIGHT, NAME_BY_KIND, TASK_KIND_BY_MODEL_KIND
+from .common import IN_FLIGHT, NAME_BY_KIND, TASK_KIND_BY_MODEL_KIND, TRAINED
+from .options import default_train_options_check
 from .training import model_version_create, model_version_enqueue
 
 
@@ -25,7 +26,6 @@ def lerc_refresh_due(*, min_new_judgments: int) -> list[tuple[Project, ModelKind
     version is in flight is skipped.
     """
     due = []
-    trained = (ModelStatus.PROMOTED, ModelStatus.EVALUATED, ModelStatus.REJECTED)
     for kind, task_kind in TASK_KIND_BY_MODEL_KIND.items():
         for project in Project.objects.filter(kind=task_kind).order_by("id"):
             versions = (ModelVersion.objects.filter(name=NAME_BY_KIND[kind], projects=project)
@@ -33,7 +33,7 @@ def lerc_refresh_due(*, min_new_judgments: int) -> list[tuple[Project, ModelKind
             newest = versions.order_by("-created_at", "-id").first()
             if newest is not None and newest.status in IN_FLIGHT:
                 continue
-            latest = (versions.filter(status__in=trained).order_by("-created_at", "-id")
+            latest = (versions.filter(status__in=TRAINED).order_by("-created_at", "-id")
                       .first())
             since = int(((latest.data_snapshot or {}).get("watermarks") or {})
                         .get(str(project.id), 0)) if latest else 0
@@ -53,8 +53,13 @@ def lerc_refresh(*, min_new_judgments: int | None = None) -> list[ModelVersion]:
     """Create and enqueue a training version for every project that is due."""
     if min_new_judgments is None:
         min_new_judgments = int(getattr(settings, "QAJ_LERC_MIN_NEW_JUDGMENTS", 500))
+    due = lerc_refresh_due(min_new_judgments=min_new_judgments)
+    if due:
+        # Refused before any version is created (the task fails saying what to fix), not
+        # queued to fail on the worker.
+        default_train_options_check()
     created = []
-    for project, kind, new in lerc_refresh_due(min_new_judgments=min_new_judgments):
+    for project, kind, new in due:
         with transaction.atomic():
             version = model_version_create(projects=[project], kind=kind,
                                            reason=f"refresh: {new} new judgments in {project.slug}")

@@ -31,5 +31,8 @@ def project_score_lerc(*, project_id: int, model_version_id: int | None = None) 
     metric = ModelKind.for_task_kind(project.kind).metric_name
     model = None
     if model_version_id is not None:
-        model = f"v{ModelVersion.objects.get(pk=model_version_id).number}"
+        # Named with its model, so a version of the other kind is refused, never read as this
+        # kind's version of the same number.
+        version = ModelVersion.objects.get(pk=model_version_id)
+        model = f"{version.name}:v{version.number}"
     return project_score_metrics(project=project, metric_names=[metric], model=model)

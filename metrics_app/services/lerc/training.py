@@ -100,10 +100,9 @@ def model_version_create(
     name = NAME_BY_KIND[kind]
     snapshot = {"watermarks": project_watermarks(projects)}
     for _attempt in range(5):
+        number = next_version_number(name)
         try:
             with transaction.atomic():
-                number = (ModelVersion.objects.filter(name=name).aggregate(m=Max("number"))["m"]
-                          or 0) + 1
                 version = ModelVersion.objects.create(
                     name=name, number=number, kind=kind, backbone=backbone,
                     config=config, data_snapshot=snapshot, status=ModelStatus.QUEUED,
@@ -113,8 +112,18 @@ def model_version_create(
                        user)
                 return version
         except IntegrityError:
-            continue  # two creators took the same number; take the next
+            # Only the collision this loop is for is retried: another creator took the same
+            # number (model_version_unique). Any other refusal of the row (a constraint, JSON
+            # the database will not store) is the real error and goes up as it is.
+            if not ModelVersion.objects.filter(name=name, number=number).exists():
+                raise
     raise LercError("could not allocate a version number")
+
+
+def next_version_number(name: str) -> int:
+    """The number the next version of `name` takes (one above the highest); two creators may
+    both read it, and the unique constraint lets only one of them have it."""
+    return (ModelVersion.objects.filter(name=name).aggregate(m=Max("number"))["m"] or 0) + 1
 
 
 def distill_judge_resolve(ref: str, *, projects: list[Project], kind: str) -> str:

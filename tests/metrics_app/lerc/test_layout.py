@@ -3,6 +3,8 @@ kind a class found by its kind, and stored training options parsed in one place.
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -20,6 +22,7 @@ from metrics_app.services.lerc.options import (
     version_train_config,
 )
 from tests.support.lerc import likert_project_from_toy
+from tests.support.paths import REPO_ROOT
 
 LERC = Path(metrics_app.lerc.__file__).parent
 SERVICES = Path(metrics_app.services.lerc.__file__).parent
@@ -113,3 +116,85 @@ def test_more_frozen_layers_than_the_backbone_has_are_refused_when_the_version_i
     with pytest.raises(LercError, match="frozen_layers: 3, but the backbone has 2 layers"):
         model_version_create(projects=[project], backbone=str(small),
                              train_options={"frozen_layers": 3})
+
+
+# One option out of range each (the rest the defaults): (options, the error's start).
+OUT_OF_RANGE = [
+    ({"epochs": -1}, "epochs: "), ({"epochs": 0}, "epochs: "),
+    ({"epochs": 99999999999}, "epochs: "), ({"epochs": "abc"}, "epochs: "),
+    ({"epochs": True}, "epochs: "), ({"epochs": 2.5}, "epochs: "),
+    ({"batch_size": 0}, "batch_size: "), ({"eval_batch_size": -1}, "eval_batch_size: "),
+    ({"learning_rate": -1}, "learning_rate: "), ({"learning_rate": 0}, "learning_rate: "),
+    ({"learning_rate": float("nan")}, "learning_rate: "),
+    ({"learning_rate": float("inf")}, "learning_rate: "),
+    ({"learning_rate": "2e-5"}, "learning_rate: "),
+    ({"pretrain_learning_rate": -1e-5}, "pretrain_learning_rate: "),
+    ({"max_train_examples": -5}, "max_train_examples: "),
+    ({"max_train_examples": 0}, "max_train_examples: "),
+    ({"max_val_examples": -1}, "max_val_examples: "),
+    ({"max_test_examples": 1.5}, "max_test_examples: "),
+    ({"max_length": 0}, "max_length: "), ({"max_length": 8}, "max_length: "),
+    ({"max_length": 4096}, "max_length: "),
+    ({"grad_accumulation": 0}, "grad_accumulation: "),
+    ({"pretrain_epochs": -1}, "pretrain_epochs: "),
+    ({"warmup_ratio": 1}, "warmup_ratio: "), ({"warmup_ratio": -0.1}, "warmup_ratio: "),
+    ({"weight_decay": -0.01}, "weight_decay: "),
+    ({"max_grad_norm": 0}, "max_grad_norm: "),
+    ({"seed": -1}, "seed: "), ({"seed": 2**40}, "seed: "),
+    ({"progress_every": 0}, "progress_every: "),
+    ({"heartbeat_seconds": -1}, "heartbeat_seconds: "),
+    ({"max_references": 0}, "max_references: "),
+    ({"max_reference_tokens": 0}, "max_reference_tokens: "),
+    ({"bf16": "yes"}, "bf16: "), ({"calibrate": 1}, "calibrate: "),
+    ({"tune_learning_rate": "false"}, "tune_learning_rate: "),
+    ({"group_by_length": None}, "group_by_length: "),
+    ({"reference_mode": "all"}, "reference_mode: "), ({"kind": "ranking"}, "kind: "),
+    ({"backbone_config": [1]}, "backbone_config: "), ({"device": ""}, "device: "),
+    ({"extra": []}, "extra: "), ({"calibration_augment": 5}, "calibration_augment: "),
+]
+
+
+@pytest.mark.parametrize(("options", "message"), OUT_OF_RANGE,
+                         ids=[f"{next(iter(o))}={next(iter(o.values()))!r}" for o, _ in OUT_OF_RANGE])
+def test_every_option_is_type_and_range_checked_and_the_error_names_it(options, message):
+    with pytest.raises(ValueError) as refused:
+        TrainConfig.from_dict(options)
+    assert str(refused.value).startswith(message), refused.value
+
+
+def test_options_at_the_edges_of_their_ranges_are_kept():
+    edges = {"epochs": 1000, "batch_size": 1, "learning_rate": 1, "max_length": 16,
+             "max_train_examples": 1, "max_val_examples": None, "grad_accumulation": 1,
+             "pretrain_epochs": 0, "warmup_ratio": 0.0, "weight_decay": 0, "seed": 0,
+             "max_references": None, "reference_mode": "each", "heartbeat_seconds": 0.0}
+    cfg = TrainConfig.from_dict(edges)
+    assert {name: getattr(cfg, name) for name in edges} == edges
+    with pytest.raises(ValueError, match="^training options: an object of TrainConfig fields"):
+        TrainConfig.from_dict([1])
+
+
+@pytest.mark.django_db
+def test_a_max_length_beyond_the_backbones_positions_is_refused_when_the_version_is_created(
+        settings):
+    settings.QAJ_LERC_BACKBONE = ""
+    project, *_ = likert_project_from_toy(2)
+    with pytest.raises(LercError, match="max_length: 256, but the backbone reads at most 128"):
+        model_version_create(projects=[project], train_options={
+            "backbone_config": {"max_position_embeddings": 128}, "max_length": 256})
+    assert model_version_create(projects=[project], train_options={
+        "backbone_config": {"max_position_embeddings": 128}, "max_length": 128})
+
+
+@pytest.mark.parametrize(("value", "message"), [
+    ("[1]", "QAJ_LERC_TRAIN_OPTIONS must be a JSON object such as {\"epochs\": 2}, not a list"),
+    ("{epochs:1}", "QAJ_LERC_TRAIN_OPTIONS is not JSON"),
+])
+def test_train_options_that_are_not_a_json_object_stop_the_settings_naming_the_variable(
+        value, message):
+    result = subprocess.run(
+        [sys.executable, "-c", "import django; django.setup()"], cwd=REPO_ROOT,
+        env={"PATH": "/usr/bin:/bin", "DJANGO_SETTINGS_MODULE": "config.settings.dev",
+             "QAJ_LERC_TRAIN_OPTIONS": value, "HOME": str(REPO_ROOT)},
+        capture_output=True, text=True, timeout=120)
+    assert result.returncode != 0
+    assert f"django.core.exceptions.ImproperlyConfigured: {message}" in result.stderr

@@ -49,6 +49,17 @@ def test_refusals_name_the_problem(lerc_settings, tmp_path):
         call_command("pretrain_lerc", "--project", empty_mc.slug, "--out", out)
     with pytest.raises(CommandError, match="--epochs must be at least 1"):
         call_command("pretrain_lerc", "--project", empty_mc.slug, "--out", out, "--epochs", "0")
+    # Refused before any work, naming the option, as train_lerc does (before: --max-length 0
+    # was ignored, 8 blamed QAJ_LERC_TRAIN_OPTIONS, --max-examples -5 dropped the last five).
+    options = r"^training options \(QAJ_LERC_TRAIN_OPTIONS, then --epochs, --max-length, " \
+              r"--backbone\): "
+    for flags, message in ((["--max-length", "0"], options + "max_length: "),
+                           (["--max-length", "8"], options + "max_length: "),
+                           (["--epochs", "5000"], options + "pretrain_epochs: "),
+                           (["--max-examples", "-5"], "--max-examples must be at least 1")):
+        with pytest.raises(CommandError, match=message):
+            call_command("pretrain_lerc", "--project", empty_mc.slug, "--out", out, *flags)
+    assert not (tmp_path / "out").exists()
     (tmp_path / "full").mkdir()
     (tmp_path / "full" / "config.json").write_text("{}")
     with pytest.raises(CommandError, match="already holds a model"):

@@ -254,6 +254,80 @@ def test_train_lerc_command_sync_and_queued(lerc_settings, capsys):
     assert ModelVersion.objects.get(number=2).status == ModelStatus.QUEUED
 
 
+@pytest.mark.parametrize(("flags", "message"), [
+    (["--epochs", "-1"], "epochs: "), (["--epochs", "0"], "epochs: "),
+    (["--epochs", "99999999999"], "epochs: "), (["--batch-size", "0"], "batch_size: "),
+    (["--lr", "-1"], "learning_rate: "), (["--lr", "nan"], "learning_rate: "),
+    (["--max-examples", "-5"], "max_train_examples: "), (["--max-length", "0"], "max_length: "),
+    (["--max-val-examples", "0"], "max_val_examples: "),
+    (["--pretrain-epochs", "-2"], "pretrain_epochs: "),
+    (["--options", '{"epochs": "abc"}'], "epochs: "),
+    (["--options", '{"grad_accumulation": 0}'], "grad_accumulation: "),
+    (["--options", '{"learning_rate": 1e400}'], "learning_rate: "),
+    (["--options", '{"learning_rate": NaN}'], "learning_rate: "),
+    (["--options", "[1]"], "--options: a JSON object of TrainConfig fields"),
+])
+def test_train_lerc_command_refuses_options_that_cannot_train_and_stores_nothing(
+        lerc_settings, capsys, flags, message):
+    """Before: every one printed "queued lerc vN" and stored the value (a NaN or infinity
+    ended as "could not allocate a version number", a list as a TypeError traceback)."""
+    from django.core.management import CommandError, call_command
+
+    project, _ = likert_project_from_toy(2)
+    with pytest.raises(CommandError) as refused:
+        call_command("train_lerc", "--project", project.slug, *flags)
+    assert str(refused.value).startswith(message), refused.value
+    assert not ModelVersion.objects.exists()
+    assert "queued" not in capsys.readouterr().out
+
+
+def test_the_refresh_task_refuses_default_options_that_cannot_train_and_creates_nothing(
+        lerc_settings):
+    """The Celery refresh creates versions from QAJ_LERC_TRAIN_OPTIONS alone: values that
+    cannot train fail the task naming the variable and the option, before any version."""
+    from worker.tasks.lerc import lerc_refresh
+
+    project = make_project(kind=TaskKind.LIKERT)
+    stage = make_stage(project)
+    for _ in range(3):
+        make_judgment(item=make_item(project), stage=stage, score=4)
+    lerc_settings.QAJ_LERC_MIN_NEW_JUDGMENTS = 3
+    lerc_settings.QAJ_LERC_TRAIN_OPTIONS = {"epochs": -3, "batch_size": 0,
+                                            "learning_rate": -1}
+    with pytest.raises(LercError, match=r"^QAJ_LERC_TRAIN_OPTIONS: epochs: .* not -3$"):
+        lerc_refresh()
+    lerc_settings.QAJ_LERC_TRAIN_OPTIONS = {"epochs": 1, "learning_rate": float("nan")}
+    with pytest.raises(LercError, match="^QAJ_LERC_TRAIN_OPTIONS: learning_rate: "):
+        lerc_refresh()
+    assert not ModelVersion.objects.exists()
+    lerc_settings.QAJ_LERC_TRAIN_OPTIONS = {"epochs": 1}
+    assert len(lerc_refresh()) == 1
+
+
+def test_version_numbers_retry_only_a_collision(lerc_settings, monkeypatch):
+    """Another creator taking the same number is retried with the next one; any other
+    refusal of the row goes up as it is, not as "could not allocate a version number"."""
+    from django.db import IntegrityError
+
+    from metrics_app.services.lerc import training
+
+    project = make_project(kind=TaskKind.LIKERT)
+    first = model_version_create(projects=[project])
+    real_next = training.next_version_number
+    stale = iter([first.number])  # a racing creator read the same highest number
+    monkeypatch.setattr(training, "next_version_number",
+                        lambda name: next(stale, None) or real_next(name))
+    assert model_version_create(projects=[project]).number == first.number + 1
+
+    def refused(**kwargs):
+        raise IntegrityError("CHECK constraint failed: JSON_VALID")
+
+    monkeypatch.setattr(ModelVersion.objects, "create", refused)
+    with pytest.raises(IntegrityError, match="JSON_VALID"):
+        model_version_create(projects=[project])
+    assert ModelVersion.objects.count() == 2
+
+
 def test_mc_pretraining_and_minimal_pairs_in_a_trained_version(lerc_settings):
     project, _ = likert_project_from_toy(6)
     for pair in ("p1", "p2"):

@@ -171,3 +171,24 @@ def test_score_project_scores_resumes_and_explains_bad_input():
     with pytest.raises(CommandError, match="not computed: lerc"):
         call_command("score_project", "sp", "--metric", "lerc", "--no-progress",
                      stdout=io.StringIO())
+
+
+@pytest.mark.reliability
+@pytest.mark.parametrize("resamples", ["-5", "5001", "2000000000"])
+def test_resamples_outside_the_apis_limits_are_refused_and_nothing_is_stored(resamples):
+    """Before: -5 stored a report with n_resamples -5 and null intervals; 2,000,000,000 ran
+    away. The API's limits (0 to 5000, `core.statistics.MAX_RESAMPLES`) hold here too."""
+    from metrics_app.models import Report
+
+    project = make_project(kind=TaskKind.LIKERT, slug="mr-resamples")
+    stage = make_stage(project)
+    for candidate, score in (("on the mat", 5), ("rug", 1), ("a mat", 4)):
+        make_judgment(item=_likert(project, candidate), stage=stage, score=score)
+    project_score_metrics(project=project, metric_names=["f1"])
+    with pytest.raises(CommandError, match=r"^--resamples: a whole number of bootstrap "
+                                           r"resamples from 0 to 5000, not -?\d+$"):
+        call_command("metric_report", project.slug, "--resamples", resamples, "--refresh")
+    with pytest.raises(CommandError, match="^--resamples: "):
+        call_command("judge_report", project.slug, "--resamples", resamples)
+    assert not Report.objects.exists()
+    assert _run(project.slug, "--resamples", "0", "--refresh")["params"]["n_resamples"] == 0

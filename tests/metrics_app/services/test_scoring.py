@@ -178,6 +178,27 @@ def test_score_command_fails_when_a_metric_cannot_run_unless_told_to_write_nulls
     assert "warning: not computed: lerc" in err.getvalue()
 
 
+@pytest.mark.reliability
+@pytest.mark.parametrize("command", ["score", "score_project"])
+@pytest.mark.parametrize("batch_size", ["0", "-1"])
+def test_both_score_commands_refuse_a_batch_size_below_one_alike(tmp_path, command, batch_size):
+    """Before: `score --batch-size 0` ended in "range() arg 3 must not be zero" (-1 wrote
+    nothing and said it wrote every line); `score_project` already refused it this way."""
+    project = make_project(kind=TaskKind.LIKERT)
+    _likert(project, "on a mat", ["on the mat"])
+    source, target = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    source.write_text('{"id": 0, "question": "q", "references": ["r"], "candidate": "r"}\n',
+                      encoding="utf-8")
+    where = (["--input", str(source), "--output", str(target)] if command == "score"
+             else [project.slug])
+    with pytest.raises(CommandError, match="^--batch-size must be at least 1$"):
+        call_command(command, *where, "--metric", "f1", "--batch-size", batch_size,
+                     "--no-progress")
+    assert not target.exists() and not MetricScore.objects.exists()
+    with pytest.raises(ValueError, match="batch size must be a whole number of at least 1"):
+        scoring.score_inputs(metric_names=["f1"], inputs=[], batch_size=0)
+
+
 def test_score_command_refuses_unknown_metrics(tmp_path):
     with pytest.raises(CommandError, match="unknown metric.*bogus.*known metrics"):
         call_command("score", "--metric", "f1,bogus", "--input", str(tmp_path / "x"),
