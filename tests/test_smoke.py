@@ -15,3 +15,14 @@ def test_openapi_schema_is_served(client, researcher):
     response = client.get("/api/schema/")
     assert response.status_code == 200
     assert b"openapi" in response.content
+
+
+@pytest.mark.django_db
+def test_every_page_names_an_icon_that_exists(client):
+    """Browsers asked for /favicon.ico on every page and logged a 404 in the console."""
+    from django.contrib.staticfiles import finders
+
+    assert finders.find("favicon.svg")
+    for path in ("/", "/admin/login/"):
+        page = client.get(path).content.decode()
+        assert 'rel="icon"' in page and "favicon.svg" in page, path

@@ -366,6 +366,9 @@ def mc_records() -> list[ItemRecord]:
                          "distractor_span": _span(text, distractor)},
                 dataset="demo-starc", text_level=paragraph["level"],
                 group_key=f"demo-{paragraph['id']}-{paragraph['level']}",
+                # The text a participant reads (STARC: each once); its questions are its
+                # conditions, so each annotator answers one question of each paragraph.
+                design_unit=f"demo-{paragraph['id']}",
                 gold={"choice": "A"},
                 # The first question of the garden paragraph is the practice item.
                 is_practice=paragraph["id"] == "garden" and number == 1,

@@ -182,7 +182,8 @@ def judge_watermark(project: Project) -> int:
 def estimates_report(frame: JudgmentFrame, *, project: Project, judge: str | None = None
                      ) -> dict:
     """{"systems": {source: {accuracy, mean_score, n_items, n_judged, n_scored}},
-    "pairs": [{a, b, accuracy: {human, ppi}}], "metric", "assumptions"}, or {"skipped": why}.
+    "pairs": [{a, b, every_item_judged, accuracy: {human, ppi}}], "metric", "assumptions"},
+    or {"skipped": why}.
     `judge`: any judge reference instead of the project's `estimates_judge` (whose default,
     blank, is the promoted LERC); `metric.chosen_by` says which (argument, project, default)."""
     if project.kind != TaskKind.LIKERT:
@@ -236,7 +237,12 @@ def estimates_report(frame: JudgmentFrame, *, project: Project, judge: str | Non
                                     unsure=3.0),
         }
     for a, b in combinations(sorted(by_system), 2):
-        pair = {"a": a, "b": b, "accuracy": {}}
+        # Exact only when both systems had every item judged: a zero standard error alone
+        # can also come from two systems each right on every judged item so far.
+        pair = {"a": a, "b": b, "accuracy": {},
+                "every_item_judged": all(
+                    report["systems"][s]["n_judged"] == report["systems"][s]["n_items"]
+                    for s in (a, b))}
         for method in ("human", "ppi", "human_new_questions"):
             first = report["systems"][a]["accuracy"].get(method)
             second = report["systems"][b]["accuracy"].get(method)

@@ -135,7 +135,8 @@ def _estimate_lines(estimates: dict) -> list[str]:
         best = pair["accuracy"].get("ppi") or pair["accuracy"].get("human")
         if not best or best.get("difference") is None:
             continue
-        verdict = ("every item judged: exact for these items" if best.get("se") == 0 else
+        verdict = ("every item judged: exact for these items"
+                   if best.get("se") == 0 and pair.get("every_item_judged") else
                    "separated" if best["separated"] else
                    f"not separated; about {best['more_judgments_needed']} more judgments"
                    if best["more_judgments_needed"] is not None else "not separated")

@@ -102,6 +102,14 @@ def _fmt(value) -> str:
     return "–" if value is None else f"{value:.3f}" if isinstance(value, float) else str(value)
 
 
+def _seconds(value) -> str:
+    if isinstance(value, list | tuple):
+        return ", ".join(_seconds(v) for v in value) or "–"
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return f"{value:.1f}"
+    return _fmt(value)
+
+
 def write_model_card(folder, version: ModelVersion, metrics: dict, snapshot: dict) -> None:
     """MODEL_CARD.md and model_card.json beside the weights, so an artifact describes itself
     (the admin renders the same card from the database, with the promotion decision)."""
@@ -168,16 +176,20 @@ def model_card_page(version: ModelVersion, *, visible_project_ids: set[int] | No
         "projects": projects,
         "hidden_projects": hidden,
         # PostgreSQL's JSON reorders keys: splits in their order, timings by name.
-        "examples": dict(sorted((metrics.get("examples") or snapshot.get("examples") or {}).items(),
-                                key=lambda kv: (SPLIT_ORDER.get(kv[0], 9), kv[0]))),
-        "snapshot": {key: snapshot.get(key) for key in (
+        # Display-ready: a split's count may itself be a mapping ("available": per split).
+        "examples": {split: _pairs(n) for split, n in sorted(
+            (metrics.get("examples") or snapshot.get("examples") or {}).items(),
+            key=lambda kv: (SPLIT_ORDER.get(kv[0], 9), kv[0]))},
+        "snapshot": {key.replace("_", " "): _fmt(snapshot.get(key)) for key in (
             "judgment_count", "max_judgment_id", "judgment_ids_sha256", "split_mode",
             "holdout_dataset", "znormalize") if snapshot.get(key) not in (None, "")},
         "dropped_items": _pairs(snapshot.get("dropped_items")) if snapshot.get(
             "dropped_items") else "",
         "options": {"training": _pairs((version.config or {}).get("train", {})),
                     "data": _pairs((version.config or {}).get("data", {}))},
-        "timings": dict(sorted((metrics.get("timings") or {}).items())),
+        # Seconds, one decimal; a phase timed per epoch is a list of them.
+        "timings": {phase: _seconds(value)
+                    for phase, value in sorted((metrics.get("timings") or {}).items())},
         "calibration": _pairs(training["calibration"]) if training.get("calibration")
         else "none",
         "measures": CARD_MEASURES,

@@ -76,6 +76,12 @@ def test_preview_counts_everything_and_stores_nothing_until_confirmed(client, al
     assert re.search(r"<td>dev</td><td>toy</td><td>–</td><td>2</td><td>4</td>", page)
     assert re.search(r"<td>test</td><td>toy</td><td>–</td><td>1</td><td>2</td>", page)
     assert "Where did the cat sit?" in page
+    # Lists read as text, not as Python's repr; one worker is one worker.
+    assert "<strong>references</strong>: on the mat" in page and "[&#x27;" not in page
+    one = preview(client, import_url(project), upload([{**rows(1)[0], "judgments": rows(1)[0][
+        "judgments"][:1]}], name="one.jsonl")).content.decode()
+    assert ("<strong>1</strong> item, <strong>1</strong> judgment by <strong>1</strong> worker "
+            in one)
 
     response_page = response
     response = client.post(import_url(project), {"confirm": "1", "token": token_of(response)})

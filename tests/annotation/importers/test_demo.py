@@ -60,3 +60,28 @@ def test_demo_workers_have_working_links(client):
     questions = {item.content["question"] for item in project.items.all()}
     assert any(question.replace("'", "&#x27;") in page or question in page
                for question in questions)
+
+
+def test_the_demo_starc_paragraphs_are_design_units_each_read_once(client):
+    """The STARC demo keeps the design it demonstrates: each paragraph is a unit, and an
+    annotator's pages never hold two questions of one paragraph."""
+    from annotation.services.demo import demo_links
+    from tests.support.tasks import api, page_config
+
+    demo_data_load()
+    units = set(Item.objects.filter(project__slug="demo-mc-qa", is_practice=False)
+                .values_list("design_unit", flat=True))
+    assert "" not in units and len(units) >= 4
+    _project, _worker, path = next(link for link in demo_links()
+                                   if link[0].slug == "demo-mc-qa")
+    seen = []
+    for _page in range(10):
+        response = client.get(path, follow=True)
+        if b"task-config" not in response.content:
+            break
+        config = page_config(response)
+        seen += list(Item.objects.filter(pk__in=config["items"], is_practice=False)
+                     .values_list("design_unit", flat=True))
+        answers = [{"item": item_id, "shown_choice": "a"} for item_id in config["items"]]
+        assert api(client, "task-submit", config["token"], {"answers": answers}).status_code == 200
+    assert seen and len(seen) == len(set(seen))

@@ -122,6 +122,27 @@ def test_every_item_judged_is_exact_for_these_items_but_not_for_new_questions():
     assert "all judged: exact for these items; on new questions 0.750 [" in out.getvalue()
 
 
+def test_two_systems_right_on_every_item_judged_so_far_are_not_called_exact(client):
+    """Both systems scored 100 % on the two of three items judged: the difference has no
+    spread, but a third of the items is unjudged, so it is not "every item judged"."""
+    owner = make_user("exact-owner")
+    project = make_project(TaskKind.LIKERT, slug="two-thirds", owner=owner)
+    stage = make_stage(project, kind=StageKind.FULL)
+    for system in ("backtranslation", "mhpg"):
+        items = [make_item(project, source=system) for _ in range(3)]
+        for item in items[:2]:
+            make_judgment(item=item, stage=stage, score=3)
+    [pair] = project_report(project=project)["estimates"]["pairs"]
+    assert pair["every_item_judged"] is False
+    assert pair["accuracy"]["human"]["se"] == 0
+    out = io.StringIO()
+    call_command("report", project.slug, stdout=out)
+    assert "exact for these items" not in out.getvalue()
+    client.force_login(owner)
+    page = client.get(reverse("metrics:project-dashboard", args=[project.slug])).content
+    assert b"every item judged: exact" not in page and b"backtranslation" in page
+
+
 def test_the_project_aggregation_model_decides_an_items_verdict():
     """Scores 1, 3, 3: the mean (2.33) says incorrect, the median (3) correct."""
     project = make_project(TaskKind.LIKERT, slug="median")

@@ -32,8 +32,9 @@ def _version(*projects, **fields):
             "examples": {"train": 61, "val": 22, "test": 17}, "judgment_count": 201,
             "max_judgment_id": 901, "judgment_ids_sha256": "ab12cd", "split_mode": "auto"},
         metrics={
-            "examples": {"train": 61, "val": 22, "test": 17},
-            "timings": {"train": 123.4, "evaluate": 5.6},
+            "examples": {"train": 61, "val": 22, "test": 17,
+                         "available": {"train": 80, "val": 30}},
+            "timings": {"train": 123.4, "evaluate": 5.6, "epoch_seconds": [60.04, 62.96]},
             "baselines": {
                 "validation": {"lerc": _row(22, 0.818, 0.712), "f1": _row(22, 0.636, 0.401)},
                 "test": {"lerc": _row(17, 0.765, 0.655), "f1": _row(17, 0.588, 0.377,
@@ -74,8 +75,13 @@ def test_the_card_shows_numbers_against_baselines_chart_data_options_and_decisio
     assert "<strong>promoted</strong>" in decision and "best baseline" in decision
     projects = html[html.index('id="card-projects"'):]
     assert "Where the cat sat" in projects and "<td>100</td><td>40</td><td>900</td>" in projects
-    assert "train 61 · val 22 · test 17" in html and "ab12cd" in html
-    assert "epochs 3 · learning_rate 2e-05" in html and "evaluate 5.6 · train 123.4" in html
+    assert "train 61 · val 22 · test 17 · available train 80 · val 30" in html
+    assert "{'" not in html  # no Python repr of a nested count
+    facts = html[html.index('id="card-data"'):html.index('id="card-options"')]
+    assert "<dt>judgment count</dt><dd>201</dd>" in facts and "ab12cd" in facts
+    assert "<dt>judgment ids sha256</dt>" in facts and "judgmentcount" not in facts
+    assert "epochs 3 · learning_rate 2e-05" in html
+    assert "epoch_seconds 60.0, 63.0 · evaluate 5.6 · train 123.4" in html
     assert "beats f1 on validation pearson" in html
 
 
