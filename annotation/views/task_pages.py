@@ -211,6 +211,10 @@ def task_refused(request: HttpRequest, exc: AssignmentRefused, *,
                   {"message": exc.message, "code": exc.code, "title": title}, status=status)
 
 
+# The query flag an in-house page carries when it follows a submitted one.
+SAVED_PARAM = "saved"
+
+
 def _complete_url(assignment: Assignment, *, turk_submit_to: str = "", token: str = "") -> str:
     token = token or access.assignment_token_make(assignment=assignment)
     url = reverse("annotation:task-complete", kwargs={"token": token})
@@ -260,6 +264,8 @@ def _render_task(request: HttpRequest, *, stage: Stage, assignment: Assignment |
         "preview": preview,
         "config": config,
         "is_practice_stage": stage.kind == "practice",
+        # In-house pages follow each other without a stop: the next one says the last was kept.
+        "saved_before": assignment is not None and request.GET.get(SAVED_PARAM) == "1",
     }
     return render(request, "annotation/task/page.html", context)
 
@@ -384,8 +390,8 @@ def _completion(request: HttpRequest, assignment: Assignment, *,
                 # A project-wide link: more of this stage opens at once (as the home page starts
                 # it); when it has no more, the annotator goes back to their home page.
                 if more_work_for(stage=assignment.stage, worker=assignment.worker):
-                    return redirect(access.inhouse_home_stage_path(link=link,
-                                                                   stage=assignment.stage))
+                    return redirect(access.inhouse_home_stage_path(
+                        link=link, stage=assignment.stage) + f"?{SAVED_PARAM}=1")
                 context["home_url"] = access.inhouse_home_path(link=link)
             else:
                 try:
@@ -393,7 +399,7 @@ def _completion(request: HttpRequest, assignment: Assignment, *,
                 except AssignmentRefused:
                     stage = None
                 if stage is not None and more_work_for(stage=stage, worker=assignment.worker):
-                    return redirect(access.inhouse_link_path(link=link))
+                    return redirect(access.inhouse_link_path(link=link) + f"?{SAVED_PARAM}=1")
         context["finished_stage"] = assignment.stage
         context["qualification"] = completion.qualification
     response = render(request, "annotation/task/complete.html", context)

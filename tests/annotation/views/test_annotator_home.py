@@ -154,7 +154,7 @@ def test_the_completion_page_leads_back_home(client, study, monkeypatch):
     # started as the home page starts it.
     response = _completion(request, assignment)
     assert response.status_code == 302
-    assert response["Location"] == stage_url(token, stages["trial"])
+    assert response["Location"] == stage_url(token, stages["trial"]) + "?saved=1"
     # Nothing more in the stage: the page leads back to their home page.
     from annotation.views import task_pages
 

@@ -39,9 +39,13 @@ def test_one_page_holds_several_passages_and_the_next_page_follows_at_once(clien
     first, complete_url = _submit_all(client, first_page)
     assert len(first) == 5  # five passages of one candidate each, not one
     after = client.get(complete_url)
-    # Straight on to the remaining three, no completion code in between.
-    assert after.status_code == 302 and after.url == path
-    second, complete_url = _submit_all(client, client.get(path))
+    # Straight on to the remaining three, no completion code in between; the next page says
+    # the last one was saved (the first did not).
+    assert after.status_code == 302 and after.url == f"{path}?saved=1"
+    assert b"saved-banner" not in first_page.content
+    next_page = client.get(after.url)
+    assert b"Your last page of answers was saved" in next_page.content
+    second, complete_url = _submit_all(client, next_page)
     assert len(second) == 3 and not set(first) & set(second)
     done = client.get(complete_url).content.decode()
     assert "You have answered everything this task has for you" in done
