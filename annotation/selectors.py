@@ -50,6 +50,15 @@ def _blocked_here(project: Project, worker_field: str = "worker") -> Q:
             | Q(**{f"{worker_field}_id__in": _researchers_of(project)}))
 
 
+def _blocks_by_researchers_of_its_project() -> QuerySet:
+    """Blocks of a judgment's worker (`OuterRef("worker_id")`) by the owner of the judgment's
+    project or a researcher it is shared with: `_researchers_of` for a row of any project."""
+    shared = Project.shared_with.through.objects.filter(
+        project_id=OuterRef(OuterRef("item__project_id"))).values("user_id")
+    return WorkerBlock.objects.filter(worker_id=OuterRef("worker_id")).filter(
+        Q(researcher_id=OuterRef("item__project__owner_id")) | Q(researcher_id__in=shared))
+
+
 def blocked_worker_ids_for(project: Project) -> set[int]:
     """Ids of the workers blocked for `project`: blocked globally (a superuser's block,
     `Worker.status`) or by a researcher who owns the project or has it shared with them
@@ -78,33 +87,52 @@ NOT_COUNTED_ASSIGNMENT_STATUSES = (AssignmentStatus.REJECTED, AssignmentStatus.R
 def judgments_that_count(queryset: QuerySet[Judgment] | None = None, *,
                          project: Project | None = None, data_stages_only: bool = True,
                          include_rejected: bool = False) -> QuerySet[Judgment]:
-    """THE counting rule, used by exports, aggregates, reports, dashboards, stage gates and LERC
-    datasets. A judgment counts when
+    """THE counting rule, used by exports, aggregates, reports, dashboards, progress (admin, API,
+    cockpit), stage gates and LERC datasets. A judgment counts when
 
-    - its stage holds data: not practice, not qualification (those test the workers; they are
-      kept apart and read with `data_stages_only=False` for worker-quality numbers);
+    - it is data: its stage is not practice or qualification, and its item is not a practice
+      item (`Item.is_practice`: every worker answers those first, in any stage, to learn the
+      task). Practice and qualification work tests the workers, not the items; it is kept apart
+      and read with `data_stages_only=False` (worker-quality numbers, `--include-qualification`);
     - its assignment was not rejected, returned or flagged (NOT_COUNTED_ASSIGNMENT_STATUSES),
       and, on Prolific, its session was verified with the provider (`Assignment.verification`
       not PENDING or FAILED: annotation/services/assignments/verification.py);
-    - its worker is not blocked for the project (`blocked_worker_ids_for`: a global block or one
-      by the project's owner or a researcher it is shared with).
+    - its worker is not blocked for its project (`blocked_worker_ids_for`: a global block or
+      one by the project's owner or a researcher it is shared with).
+
+    Gold/attention-check items are data like any other item: their judgments count (gold
+    accuracy is read from them too); they are only outside a stage's redundancy plan
+    (`stage_progress`).
 
     `include_rejected=True` drops the last two conditions (audits: `export_data
-    --include-rejected`). The blocked-worker condition needs `project` (blocks depend on who
-    runs the project); every caller passes it.
+    --include-rejected`). With `project` the blocked-worker condition reads that project's
+    blocks once; without it (progress over the stages of many projects) each judgment is
+    checked against its own item's project.
     """
     queryset = Judgment.objects.all() if queryset is None else queryset
     if project is not None:
         queryset = queryset.filter(item__project=project)
     if data_stages_only:
-        queryset = queryset.exclude(stage__kind__in=NON_DATA_STAGE_KINDS)
+        queryset = queryset.exclude(stage__kind__in=NON_DATA_STAGE_KINDS).exclude(
+            item__is_practice=True)
     if include_rejected:
         return queryset
     queryset = queryset.exclude(assignment__status__in=NOT_COUNTED_ASSIGNMENT_STATUSES)
     queryset = queryset.exclude(assignment__verification__in=UNVERIFIED)
     if project is not None:
-        queryset = queryset.exclude(_blocked_here(project))
-    return queryset
+        return queryset.exclude(_blocked_here(project))
+    return queryset.exclude(worker__status=WorkerStatus.BLOCKED).exclude(
+        Exists(_blocks_by_researchers_of_its_project()))
+
+
+def data_only_for(*, stage: Stage | None = None, include_qualification: bool = False) -> bool:
+    """Whether a read of `stage` (or of the whole project when None) keeps to data
+    (`judgments_that_count(data_stages_only=...)`): yes for the project and for a data stage,
+    unless practice and qualification work is asked for; no for a practice or qualification
+    stage, whose every judgment tests a worker (reading one is asking for that work)."""
+    if include_qualification:
+        return False
+    return stage is None or stage.kind not in NON_DATA_STAGE_KINDS
 
 
 def counting_fingerprint(*, project: Project) -> str:
