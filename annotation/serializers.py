@@ -575,12 +575,15 @@ class JudgmentOutputSerializer(serializers.ModelSerializer):
     worker = serializers.CharField(source="worker.external_id", read_only=True)
     worker_provider = serializers.CharField(source="worker.provider", read_only=True)
     stage_kind = serializers.CharField(source="stage.kind", read_only=True)
+    item_is_practice = serializers.BooleanField(
+        source="item.is_practice", read_only=True,
+        help_text="A practice item's answer (not data: only with include_qualification).")
 
     class Meta:
         model = Judgment
         fields = (
-            "id", "item", "item_external_id", "worker", "worker_provider", "stage", "stage_kind",
-            "assignment", "score", "choice", "choices", "difficult", "justification", "aspects",
+            "id", "item", "item_external_id", "item_is_practice", "worker", "worker_provider",
+            "stage", "stage_kind", "assignment", "score", "choice", "choices", "difficult", "justification", "aspects",
             "extra", "presented_order", "time_spent_ms", "server_time_ms", "client_started_at",
             "created_at",
         )
@@ -601,7 +604,8 @@ class JudgmentFilterSerializer(serializers.Serializer):
     )
     include_qualification = serializers.BooleanField(
         required=False, default=False,
-        help_text="Also practice and qualification judgments (`stage_kind` says which). "
+        help_text="Also practice and qualification judgments: those stages' and the practice "
+                  "items' in any stage (`stage_kind` and `item_is_practice` say which). "
                   "Without it, only the judgments that count, as in every export and report.")
     include_rejected = serializers.BooleanField(
         required=False, default=False,

@@ -25,7 +25,7 @@ from testing.factories import (
     make_worker,
 )
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.reliability]
 
 
 @pytest.fixture
@@ -329,6 +329,8 @@ def test_practice_item_answers_stay_out_of_the_judgments_api_unless_asked(practi
     assert len(fetch()) == 12 and len(fetch(stage=full)) == 12
     asked = fetch(include_qualification="true")
     assert len(asked) == 16
+    assert {r["item_external_id"] for r in asked if r["item_is_practice"]} == {practice_id}
+    assert sum(r["item_is_practice"] for r in asked) == 3
     assert len(fetch(stage=full, include_qualification="true")) == 15
     assert len(fetch(item=practice_id, include_qualification="true")) == 3
 
