@@ -33,7 +33,7 @@ from testing.factories import (
     make_worker,
 )
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.reliability]
 
 
 def _admin(model, view: str, *args) -> str:
