@@ -6,24 +6,20 @@ from __future__ import annotations
 import dataclasses
 from decimal import Decimal
 
-from django.db.models import Count, Q
-
 from annotation.cost_selectors import stage_cost_estimate, stage_spent
 from annotation.judgment_selectors import agreement_stage_for, stage_alpha
 from annotation.models import (
     DATA_STAGE_KINDS,
     AssignmentStatus,
-    Judgment,
     Project,
     Provider,
     Stage,
     StageKind,
     StageStatus,
-    WorkerQualification,
 )
 from annotation.readiness_selectors import stage_readiness
-from annotation.selectors import Progress, judgments_that_count, stages_with_progress
-from annotation.stage_plan_selectors import DEFAULT_QUALIFICATION_WORKERS, stage_release_preview
+from annotation.selectors import Progress, stages_with_progress
+from annotation.stage_plan_selectors import stage_release_preview
 
 # Pipeline order: who may work in a stage depends on the stages before it.
 PIPELINE = (StageKind.PRACTICE, StageKind.QUALIFICATION, StageKind.PILOT, StageKind.TRIAL,
@@ -48,6 +44,9 @@ INHOUSE_NEXT_STEP = {
 @dataclasses.dataclass
 class CockpitStage:
     stage: Stage
+    # What the stage collects against what it wants (the admin's and the API's `Progress`:
+    # the judgments that count of its regular items × their redundancy; a qualification's
+    # takers; `progress.text()` is the line every page shows).
     progress: Progress
     waiting_review: int
     alpha: float | None
@@ -62,44 +61,6 @@ class CockpitStage:
     # "" when nothing does.
     problem: str = ""
     release: str = ""  # a draft: which items publishing releases (or that there are none)
-    count: StageCount = dataclasses.field(default_factory=lambda: StageCount())
-
-
-@dataclasses.dataclass
-class StageCount:
-    """What a stage collects, said once for the cockpit: the judgments that count (the counting
-    rule: not rejected, returned or flagged work, no blocked worker), those collected but not
-    counted, and what the stage will collect (its HIT plan; a qualification: its takers)."""
-    counted: int = 0
-    not_counted: int = 0
-    planned: int | None = None  # None: no plan to compare with (an imported stage)
-    unit: str = "judgments"  # "takers" for a qualification
-    passed: int | None = None  # qualification takers who passed
-
-    @property
-    def percent(self) -> int:
-        if not self.planned:
-            return 100 if self.counted else 0
-        return min(100, round(100 * self.counted / self.planned))
-
-    @property
-    def beyond_plan(self) -> int:
-        return max(0, self.counted - self.planned) if self.planned is not None else 0
-
-    def text(self) -> str:
-        if self.planned is None:
-            main = f"{self.counted} {self.unit} counted"
-        else:
-            main = f"{self.counted} of {self.planned} {self.unit} counted"
-        extra = []
-        if self.passed is not None:
-            extra.append(f"{self.passed} passed")
-        if self.not_counted:
-            extra.append(f"{self.not_counted} collected but not counted (rejected, returned, "
-                         f"flagged or a blocked worker)")
-        if self.beyond_plan:
-            extra.append(f"{self.beyond_plan} more than planned")
-        return main + (f"; {'; '.join(extra)}" if extra else "")
 
 
 @dataclasses.dataclass
@@ -144,8 +105,6 @@ def study_cockpit(*, project: Project) -> Cockpit:
             alphas[stage.pk] = stage_alpha(stage=stage)
         return alphas[stage.pk]
 
-    counted, collected = _judgment_counts(project)
-    takers = _qualification_takers(project)
     stages = []
     readiness_cache: dict[str, list[str]] = {}
     for stage, progress in rows:
@@ -171,11 +130,7 @@ def study_cockpit(*, project: Project) -> Cockpit:
                 estimate, pay = cost.total, cost.pay_text()
             except Exception as exc:  # no items yet, or a plan the provider would refuse
                 error = str(exc)
-        count = _stage_count(stage, progress, planned_judgments=(
-            cost.n_judgments if estimate is not None else None),
-            counted=counted.get(stage.pk, 0), collected=collected.get(stage.pk, 0),
-            takers=takers.get(stage.pk))
-        stages.append(CockpitStage(count=count,
+        stages.append(CockpitStage(
             stage=stage, progress=progress, waiting_review=waiting,
             alpha=alpha_of(stage) if stage.kind in DATA_STAGE_KINDS else None,
             gate=gate, gate_open=gate_open, estimate=estimate, estimate_error=error,
@@ -196,35 +151,3 @@ def _next_step(stage: Stage) -> str:
     if stage.provider == Provider.INHOUSE and stage.status in INHOUSE_NEXT_STEP:
         return INHOUSE_NEXT_STEP[stage.status]
     return NEXT_STEP.get(stage.status, "")
-
-
-def _judgment_counts(project: Project) -> tuple[dict[int, int], dict[int, int]]:
-    """Per stage id: the judgments that count, and all collected (two grouped queries)."""
-    def per_stage(queryset) -> dict[int, int]:
-        return dict(queryset.values_list("stage_id").annotate(n=Count("id")).order_by()
-                    .values_list("stage_id", "n"))
-
-    return (per_stage(judgments_that_count(project=project, data_stages_only=False)),
-            per_stage(Judgment.objects.filter(item__project=project)))
-
-
-def _qualification_takers(project: Project) -> dict[int, tuple[int, int]]:
-    """Per qualification stage id: (graded takers, passed)."""
-    rows = (WorkerQualification.objects.filter(stage__project=project)
-            .values("stage_id").annotate(n=Count("id"), passed=Count("id", filter=Q(passed=True)))
-            .order_by())
-    return {row["stage_id"]: (row["n"], row["passed"]) for row in rows}
-
-
-def _stage_count(stage: Stage, progress: Progress, *, planned_judgments: int | None,
-                 counted: int, collected: int, takers: tuple[int, int] | None) -> StageCount:
-    if stage.kind == StageKind.QUALIFICATION:
-        # What a qualification collects is takers: each answers all its items once.
-        graded, passed = takers or (0, 0)
-        planned = int((stage.settings or {}).get("max_workers", DEFAULT_QUALIFICATION_WORKERS))
-        return StageCount(counted=graded, planned=planned, unit="takers", passed=passed)
-    if stage.provider == Provider.IMPORT:
-        return StageCount(counted=counted, not_counted=collected - counted, planned=None)
-    return StageCount(counted=counted, not_counted=collected - counted,
-                      planned=planned_judgments if planned_judgments is not None
-                      else progress.wanted)

@@ -32,7 +32,7 @@ from annotation.models import (
     Stage,
     TaskKind,
 )
-from annotation.selectors import judgments_that_count
+from annotation.selectors import data_only_for, judgments_that_count
 from core.vocabulary import MC_ROLES
 
 MISSING = -1e300  # stands for NULL in the numeric query
@@ -76,11 +76,16 @@ class JudgmentFrame:
     items: dict[str, np.ndarray] = field(default_factory=dict)
 
     def data_mask(self) -> np.ndarray:
-        """Judgments of data stages (not practice or qualification)."""
+        """Judgments that are data, as the counting rule says (`judgments_that_count`): of data
+        stages (not practice or qualification) and not of a practice item (every worker answers
+        those first to learn the task). A frame loaded with `include_non_data_stages` holds the
+        others too, for worker-quality numbers (practice accuracy, STARC's practice rule)."""
         if "_data_mask" in self.__dict__:
             return self.__dict__["_data_mask"].copy()
         non_data = {pk for pk, kind in self.stage_kinds.items() if kind in NON_DATA_STAGE_KINDS}
-        self.__dict__["_data_mask"] = ~np.isin(self.stage_id, list(non_data))
+        practice = (self.items["is_practice"][self.item_pos].astype(bool) if len(self)
+                    else np.zeros(0, dtype=bool))
+        self.__dict__["_data_mask"] = ~np.isin(self.stage_id, list(non_data)) & ~practice
         return self.__dict__["_data_mask"].copy()
 
     def __len__(self) -> int:
@@ -159,10 +164,11 @@ def load_judgments(
     """Every judgment of a project (or one stage) with its item's grouping columns.
 
     Only judgments that count (`annotation.selectors.judgments_that_count`: no rejected,
-    returned or flagged work, no blocked worker); practice and qualification stages are left out
-    unless asked for (they test workers, not items)."""
-    queryset = judgments_that_count(
-        project=project, data_stages_only=stage is None and not include_non_data_stages)
+    returned or flagged work, no blocked worker); practice and qualification work (those
+    stages, and practice items in any stage) is left out unless asked for or a practice or
+    qualification `stage` is read (it tests workers, not items; `data_only_for`)."""
+    queryset = judgments_that_count(project=project, data_stages_only=data_only_for(
+        stage=stage, include_qualification=include_non_data_stages))
     if stage is not None:
         queryset = queryset.filter(stage=stage)
     kind = project.kind
@@ -301,9 +307,10 @@ def judgment_rows(
     *, project: Project, stage: Stage | None = None, include_non_data_stages: bool = False
 ) -> list[JudgmentRow]:
     """The judgments that count (`annotation.selectors.judgments_that_count`) of a project (or
-    one stage) as light rows, ordered by id."""
-    queryset = judgments_that_count(
-        project=project, data_stages_only=stage is None and not include_non_data_stages)
+    one stage) as light rows, ordered by id; practice and qualification work as in
+    `load_judgments`."""
+    queryset = judgments_that_count(project=project, data_stages_only=data_only_for(
+        stage=stage, include_qualification=include_non_data_stages))
     if stage is not None:
         queryset = queryset.filter(stage=stage)
     fields = [f for f in JudgmentRow.__dataclass_fields__]

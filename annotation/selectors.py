@@ -3,11 +3,13 @@ which judgments count, who is blocked where. Who may see which project:
 annotation/access_selectors.py.
 
 Progress functions take a page of objects and answer with a fixed number of grouped queries
-(never one query per row), so admin change lists and API lists stay O(1) in queries.
+(never one query per row; a draft stage that lists no items adds the read of what publishing it
+would choose), so admin change lists and API lists stay O(1) in queries. `Progress` is the one
+"counted / wanted" of a project or stage: the admin, the API and the cockpit all show it.
 """
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -25,12 +27,20 @@ from .models import (
     Item,
     Judgment,
     Project,
+    Provider,
     Stage,
+    StageKind,
     StageStatus,
     Worker,
     WorkerBlock,
     WorkerQualification,
     WorkerStatus,
+)
+from .stage_errors import StageError
+from .stage_plan_selectors import (
+    DEFAULT_QUALIFICATION_WORKERS,
+    redundancy_target,
+    stage_items_by_kind,
 )
 
 # --- Blocks --------------------------------------------------------------------------------------
@@ -48,6 +58,15 @@ def _blocked_here(project: Project, worker_field: str = "worker") -> Q:
     """The condition "this row's worker is blocked for `project`", as SQL (no id list)."""
     return (Q(**{f"{worker_field}__status": WorkerStatus.BLOCKED})
             | Q(**{f"{worker_field}_id__in": _researchers_of(project)}))
+
+
+def _blocks_by_researchers_of_its_project() -> QuerySet:
+    """Blocks of a judgment's worker (`OuterRef("worker_id")`) by the owner of the judgment's
+    project or a researcher it is shared with: `_researchers_of` for a row of any project."""
+    shared = Project.shared_with.through.objects.filter(
+        project_id=OuterRef(OuterRef("item__project_id"))).values("user_id")
+    return WorkerBlock.objects.filter(worker_id=OuterRef("worker_id")).filter(
+        Q(researcher_id=OuterRef("item__project__owner_id")) | Q(researcher_id__in=shared))
 
 
 def blocked_worker_ids_for(project: Project) -> set[int]:
@@ -78,33 +97,52 @@ NOT_COUNTED_ASSIGNMENT_STATUSES = (AssignmentStatus.REJECTED, AssignmentStatus.R
 def judgments_that_count(queryset: QuerySet[Judgment] | None = None, *,
                          project: Project | None = None, data_stages_only: bool = True,
                          include_rejected: bool = False) -> QuerySet[Judgment]:
-    """THE counting rule, used by exports, aggregates, reports, dashboards, stage gates and LERC
-    datasets. A judgment counts when
+    """THE counting rule, used by exports, aggregates, reports, dashboards, progress (admin, API,
+    cockpit), stage gates and LERC datasets. A judgment counts when
 
-    - its stage holds data: not practice, not qualification (those test the workers; they are
-      kept apart and read with `data_stages_only=False` for worker-quality numbers);
+    - it is data: its stage is not practice or qualification, and its item is not a practice
+      item (`Item.is_practice`: every worker answers those first, in any stage, to learn the
+      task). Practice and qualification work tests the workers, not the items; it is kept apart
+      and read with `data_stages_only=False` (worker-quality numbers, `--include-qualification`);
     - its assignment was not rejected, returned or flagged (NOT_COUNTED_ASSIGNMENT_STATUSES),
       and, on Prolific, its session was verified with the provider (`Assignment.verification`
       not PENDING or FAILED: annotation/services/assignments/verification.py);
-    - its worker is not blocked for the project (`blocked_worker_ids_for`: a global block or one
-      by the project's owner or a researcher it is shared with).
+    - its worker is not blocked for its project (`blocked_worker_ids_for`: a global block or
+      one by the project's owner or a researcher it is shared with).
+
+    Gold/attention-check items are data like any other item: their judgments count (gold
+    accuracy is read from them too); they are only outside a stage's redundancy plan
+    (`stage_progress`).
 
     `include_rejected=True` drops the last two conditions (audits: `export_data
-    --include-rejected`). The blocked-worker condition needs `project` (blocks depend on who
-    runs the project); every caller passes it.
+    --include-rejected`). With `project` the blocked-worker condition reads that project's
+    blocks once; without it (progress over the stages of many projects) each judgment is
+    checked against its own item's project.
     """
     queryset = Judgment.objects.all() if queryset is None else queryset
     if project is not None:
         queryset = queryset.filter(item__project=project)
     if data_stages_only:
-        queryset = queryset.exclude(stage__kind__in=NON_DATA_STAGE_KINDS)
+        queryset = queryset.exclude(stage__kind__in=NON_DATA_STAGE_KINDS).exclude(
+            item__is_practice=True)
     if include_rejected:
         return queryset
     queryset = queryset.exclude(assignment__status__in=NOT_COUNTED_ASSIGNMENT_STATUSES)
     queryset = queryset.exclude(assignment__verification__in=UNVERIFIED)
     if project is not None:
-        queryset = queryset.exclude(_blocked_here(project))
-    return queryset
+        return queryset.exclude(_blocked_here(project))
+    return queryset.exclude(worker__status=WorkerStatus.BLOCKED).exclude(
+        Exists(_blocks_by_researchers_of_its_project()))
+
+
+def data_only_for(*, stage: Stage | None = None, include_qualification: bool = False) -> bool:
+    """Whether a read of `stage` (or of the whole project when None) keeps to data
+    (`judgments_that_count(data_stages_only=...)`): yes for the project and for a data stage,
+    unless practice and qualification work is asked for; no for a practice or qualification
+    stage, whose every judgment tests a worker (reading one is asking for that work)."""
+    if include_qualification:
+        return False
+    return stage is None or stage.kind not in NON_DATA_STAGE_KINDS
 
 
 def counting_fingerprint(*, project: Project) -> str:
@@ -195,19 +233,78 @@ def judgment_list(*, project: Project, filters: dict | None = None) -> QuerySet[
 
 @dataclass
 class Progress:
-    """Counts for one project or stage: items released, judgments collected (data stages) and
-    wanted (redundancy per split, or the stage's override), assignments by status."""
+    """What a project or stage collects against what it wants, said once for every page that
+    shows it (admin lists and forms, the stage API, the cockpit):
+
+    - `items`: the items whose judgments it wants. A data stage's (and a project's) regular
+      items: released (listed on the stage; a draft listing none, what publishing would choose;
+      a live stage listing none, every item of the project), not excluded, and neither practice
+      items (every worker answers those first, outside the redundancy) nor gold/attention checks
+      (mixed in at the gold rate, outside the redundancy). A practice or qualification stage's
+      own items.
+    - `wanted`: the judgments its plan asks for, each item × its redundancy target
+      (`redundancy_target`: the stage's `judgments_per_item`, else the project's per split); a
+      qualification: every item for each of its `max_takers`; None where nothing is planned (an
+      imported stage).
+    - `judgments`: the judgments on those items that count (`judgments_that_count`; in a
+      practice or qualification stage, its accepted work), and `not_counted`: those collected
+      on them but not counted (rejected, returned, flagged or unverified work, a blocked
+      worker).
+    - A qualification is counted in takers: graded (`takers`) and `passed`, of `max_takers`.
+    """
 
     items: int = 0
     judgments: int = 0
-    wanted: int = 0
+    wanted: int | None = 0
+    not_counted: int = 0
     assignments: dict[str, int] = field(default_factory=dict)
+    takers: int | None = None
+    passed: int | None = None
+    max_takers: int | None = None
+
+    @property
+    def unit(self) -> str:
+        return "takers" if self.max_takers is not None else "judgments"
+
+    @property
+    def counted(self) -> int:
+        """What counts, in the unit: judgments, or a qualification's graded takers."""
+        return (self.takers or 0) if self.unit == "takers" else self.judgments
+
+    @property
+    def planned(self) -> int | None:
+        """What is wanted, in the unit (None: no plan)."""
+        return self.max_takers if self.unit == "takers" else self.wanted
 
     @property
     def percent(self) -> int:
-        if not self.wanted:
-            return 0
-        return min(100, round(100 * self.judgments / self.wanted))
+        if not self.planned:
+            return 100 if self.counted else 0
+        return min(100, round(100 * self.counted / self.planned))
+
+    @property
+    def beyond_plan(self) -> int:
+        return max(0, self.counted - self.planned) if self.planned is not None else 0
+
+    def text(self) -> str:
+        """The one sentence every page shows: "5 of 24 judgments counted (21%)", with what was
+        collected but not counted, beyond the plan, or (a qualification) passed."""
+        if self.planned is None:
+            main = f"{self.counted} {self.unit} counted"
+        elif self.beyond_plan:
+            # Imported studies often hold more judgments than the redundancy asks for (LFQA:
+            # 260 expert judgments of 140 items); "260 of 140 (100%)" read as an error.
+            main = (f"{self.counted} {self.unit} counted, {self.beyond_plan} beyond the "
+                    f"{self.planned} wanted")
+        else:
+            main = f"{self.counted} of {self.planned} {self.unit} counted ({self.percent}%)"
+        extra = []
+        if self.passed is not None:
+            extra.append(f"{self.passed} passed")
+        if self.not_counted:
+            extra.append(f"{self.not_counted} collected but not counted (rejected, returned, "
+                         f"flagged or a blocked worker)")
+        return main + (f"; {'; '.join(extra)}" if extra else "")
 
     @property
     def assignments_total(self) -> int:
@@ -225,20 +322,45 @@ class Progress:
         return {
             "items": self.items,
             "judgments": self.judgments,
+            "not_counted": self.not_counted,
             "wanted": self.wanted,
             "percent": self.percent,
+            "takers": self.takers,
+            "passed": self.passed,
+            "max_takers": self.max_takers,
+            "text": self.text(),
             "assignments": dict(self.assignments),
         }
 
 
+def _regular(prefix: str = "") -> Q:
+    """The items whose judgments a data stage or project wants (`prefix`: the path to the
+    item): not practice items, not gold/attention checks."""
+    return Q(**{f"{prefix}is_practice": False, f"{prefix}is_gold_check": False})
+
+
+def _counted_and_collected(judgments: QuerySet[Judgment], key: str
+                           ) -> tuple[dict[int, int], dict[int, int]]:
+    """Per `key` (a judgment field path): the judgments that count (`judgments_that_count`,
+    each against its own project's blocks; `judgments` is already restricted to data) and
+    all of them. Two grouped queries."""
+    def grouped(queryset: QuerySet[Judgment]) -> dict[int, int]:
+        return dict(queryset.order_by().values_list(key).annotate(n=Count("id"))
+                    .values_list(key, "n"))
+
+    return (grouped(judgments_that_count(judgments, data_stages_only=False)),
+            grouped(judgments))
+
+
 def project_progress(*, projects: Sequence[Project]) -> dict[int, Progress]:
-    """Progress per project id, in three grouped queries whatever the number of projects."""
+    """Progress per project id (its data stages together: `Progress`), in four grouped queries
+    whatever the number of projects."""
     by_id = {p.pk: p for p in projects}
     result = {pk: Progress() for pk in by_id}
     if not by_id:
         return result
     item_rows = (
-        Item.objects.filter(project_id__in=by_id, excluded=False)
+        Item.objects.filter(_regular(), project_id__in=by_id, excluded=False)
         .values("project_id", "split")
         .annotate(n=Count("id"))
         .order_by()
@@ -247,17 +369,13 @@ def project_progress(*, projects: Sequence[Project]) -> dict[int, Progress]:
         progress = result[row["project_id"]]
         progress.items += row["n"]
         progress.wanted += row["n"] * by_id[row["project_id"]].redundancy_for(row["split"])
-    # Collection progress counts every judgment gathered in data stages, rejected work included
-    # (it was collected and paid for); what counts for statistics is `judgments_that_count`.
-    judgment_rows = (
-        Judgment.objects.filter(item__project_id__in=by_id, item__excluded=False)
-        .exclude(stage__kind__in=NON_DATA_STAGE_KINDS)
-        .values("item__project_id")
-        .annotate(n=Count("id"))
-        .order_by()
-    )
-    for row in judgment_rows:
-        result[row["item__project_id"]].judgments = row["n"]
+    counted, collected = _counted_and_collected(
+        Judgment.objects.filter(_regular("item__"), item__project_id__in=by_id,
+                                item__excluded=False)
+        .exclude(stage__kind__in=NON_DATA_STAGE_KINDS), "item__project_id")
+    for pk, progress in result.items():
+        progress.judgments = counted.get(pk, 0)
+        progress.not_counted = collected.get(pk, 0) - progress.judgments
     assignment_rows = (
         Assignment.objects.filter(stage__project_id__in=by_id)
         .values("stage__project_id", "status")
@@ -269,52 +387,92 @@ def project_progress(*, projects: Sequence[Project]) -> dict[int, Progress]:
     return result
 
 
+def _planned_by_kind(stage: Stage) -> list[tuple[str, int]]:
+    """(split, items) of what publishing a draft that lists no items would release (the seeded
+    choice `stage_items_by_kind` makes), its regular items only; [] when it would release
+    none."""
+    try:
+        chosen = stage_items_by_kind(stage=stage, only=("split", "is_practice", "is_gold_check"))
+    except StageError:
+        return []
+    if stage.kind not in NON_DATA_STAGE_KINDS:
+        chosen = [item for item in chosen if not (item.is_practice or item.is_gold_check)]
+    return sorted(Counter(item.split for item in chosen).items())
+
+
 def stage_progress(*, stages: Sequence[Stage]) -> dict[int, Progress]:
-    """Progress per stage id in at most four grouped queries. `stages` should come with
-    `select_related("project")` (the project's redundancy decides what is wanted)."""
+    """Progress per stage id (`Progress`: what each stage wants and what counts of it) in at
+    most seven grouped queries, plus the choice of each draft that lists no items (what
+    publishing it would release). `stages` should come with `select_related("project")` (the
+    project's redundancy decides what is wanted)."""
     by_id = {s.pk: s for s in stages}
     result = {pk: Progress() for pk in by_id}
     if not by_id:
         return result
+    splits: dict[int, list[tuple[str, int]]] = defaultdict(list)
 
-    def add_items(stage: Stage, split: str, n: int) -> None:
-        per_item = stage.judgments_per_item or stage.project.redundancy_for(split)
-        result[stage.pk].items += n
-        result[stage.pk].wanted += n * per_item
-
-    explicit: set[int] = set()
+    # Listed items: a data stage wants its regular ones, a practice or qualification stage all.
+    listed: set[int] = set()
     through = Stage.items.through
     for row in (
         through.objects.filter(stage_id__in=by_id, item__excluded=False)
         .values("stage_id", "item__split")
-        .annotate(n=Count("id"))
+        .annotate(n=Count("id"), regular=Count("id", filter=_regular("item__")))
         .order_by()
     ):
-        explicit.add(row["stage_id"])
-        add_items(by_id[row["stage_id"]], row["item__split"], row["n"])
-
-    # Stages that name no items release every non-excluded item of their project.
-    implicit = [s for s in stages if s.pk not in explicit]
+        listed.add(row["stage_id"])
+        data = by_id[row["stage_id"]].kind not in NON_DATA_STAGE_KINDS
+        splits[row["stage_id"]].append((row["item__split"], row["regular" if data else "n"]))
+    # A draft listing none releases what its kind chooses; a live stage listing none serves
+    # every item of its project (`items_in_stage`).
+    drafts = [s for s in stages if s.pk not in listed and s.status == StageStatus.DRAFT
+              and s.provider != Provider.IMPORT]
+    for stage in drafts:
+        splits[stage.pk] = _planned_by_kind(stage)
+    implicit = [s for s in stages if s.pk not in listed and s not in drafts]
     if implicit:
-        per_project: dict[int, list[tuple[str, int]]] = defaultdict(list)
+        per_project: dict[int, list[tuple[str, int, int]]] = defaultdict(list)
         for row in (
             Item.objects.filter(project_id__in={s.project_id for s in implicit}, excluded=False)
             .values("project_id", "split")
-            .annotate(n=Count("id"))
+            .annotate(n=Count("id"), regular=Count("id", filter=_regular()))
             .order_by()
         ):
-            per_project[row["project_id"]].append((row["split"], row["n"]))
+            per_project[row["project_id"]].append((row["split"], row["n"], row["regular"]))
         for stage in implicit:
-            for split, n in per_project.get(stage.project_id, []):
-                add_items(stage, split, n)
+            data = stage.kind not in NON_DATA_STAGE_KINDS
+            splits[stage.pk] = [(split, regular if data else n)
+                                for split, n, regular in per_project.get(stage.project_id, [])]
 
-    for row in (
-        Judgment.objects.filter(stage_id__in=by_id)
-        .values("stage_id")
-        .annotate(n=Count("id"))
-        .order_by()
-    ):
-        result[row["stage_id"]].judgments = row["n"]
+    qualifications = [pk for pk, s in by_id.items() if s.kind == StageKind.QUALIFICATION]
+    takers = {row["stage_id"]: row for row in (
+        WorkerQualification.objects.filter(stage_id__in=qualifications).values("stage_id")
+        .annotate(n=Count("id"), passed=Count("id", filter=Q(passed=True))).order_by()
+    )} if qualifications else {}
+    for pk, stage in by_id.items():
+        progress = result[pk]
+        progress.items = sum(n for _split, n in splits[pk])
+        if stage.kind == StageKind.QUALIFICATION:
+            # Every taker answers every item once: what it collects is takers.
+            progress.max_takers = int((stage.settings or {}).get(
+                "max_workers", DEFAULT_QUALIFICATION_WORKERS))
+            progress.wanted = progress.items * progress.max_takers
+            row = takers.get(pk, {})
+            progress.takers, progress.passed = row.get("n", 0), row.get("passed", 0)
+        elif stage.provider == Provider.IMPORT or stage.kind == StageKind.IMPORTED:
+            progress.wanted = None  # gathered elsewhere: no plan to fall short of or exceed
+        else:
+            progress.wanted = sum(n * redundancy_target(stage=stage, split=split)
+                                  for split, n in splits[pk])
+
+    # The judgments on the wanted items: a data stage's on regular items, a practice or
+    # qualification stage's all (its accepted work counts for it, never as data).
+    counted, collected = _counted_and_collected(
+        Judgment.objects.filter(stage_id__in=by_id, item__excluded=False)
+        .filter(Q(stage__kind__in=NON_DATA_STAGE_KINDS) | _regular("item__")), "stage_id")
+    for pk, progress in result.items():
+        progress.judgments = counted.get(pk, 0)
+        progress.not_counted = collected.get(pk, 0) - progress.judgments
     for row in (
         Assignment.objects.filter(stage_id__in=by_id)
         .values("stage_id", "status")

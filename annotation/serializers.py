@@ -48,10 +48,34 @@ PROJECT_SETTING_FIELDS = (
 
 
 class ProgressSerializer(serializers.Serializer):
-    items = serializers.IntegerField(help_text="Items released (not excluded).")
-    judgments = serializers.IntegerField(help_text="Judgments collected in data stages.")
-    wanted = serializers.IntegerField(help_text="Judgments wanted (redundancy per split).")
-    percent = serializers.IntegerField()
+    """`annotation.selectors.Progress`: the same numbers and line as the admin and the cockpit."""
+
+    items = serializers.IntegerField(
+        help_text="Items whose judgments are wanted: a data stage's (or project's) released "
+                  "items that are not excluded, practice items or gold/attention checks; a "
+                  "practice or qualification stage's own items.")
+    judgments = serializers.IntegerField(
+        help_text="Judgments on those items that count (the counting rule of exports and "
+                  "reports; a practice or qualification stage: its accepted work).")
+    not_counted = serializers.IntegerField(
+        help_text="Judgments collected on those items that do not count (rejected, returned, "
+                  "flagged or unverified work, a blocked worker).")
+    wanted = serializers.IntegerField(
+        allow_null=True,
+        help_text="Judgments the plan asks for: each item × its redundancy (the stage's "
+                  "judgments_per_item, else the project's per split); a qualification: every "
+                  "item for each of max_takers; null for an imported stage (no plan).")
+    percent = serializers.IntegerField(
+        help_text="Counted of wanted (a qualification: graded takers of max_takers).")
+    takers = serializers.IntegerField(
+        allow_null=True, help_text="A qualification's graded takers; null otherwise.")
+    passed = serializers.IntegerField(
+        allow_null=True, help_text="A qualification's takers who passed; null otherwise.")
+    max_takers = serializers.IntegerField(
+        allow_null=True, help_text="A qualification's max takers; null otherwise.")
+    text = serializers.CharField(
+        help_text='The line the admin and the cockpit show, e.g. "5 of 24 judgments counted '
+                  '(21%)".')
     assignments = serializers.DictField(
         child=serializers.IntegerField(), help_text="Assignments by status."
     )
@@ -551,12 +575,15 @@ class JudgmentOutputSerializer(serializers.ModelSerializer):
     worker = serializers.CharField(source="worker.external_id", read_only=True)
     worker_provider = serializers.CharField(source="worker.provider", read_only=True)
     stage_kind = serializers.CharField(source="stage.kind", read_only=True)
+    item_is_practice = serializers.BooleanField(
+        source="item.is_practice", read_only=True,
+        help_text="A practice item's answer (not data: only with include_qualification).")
 
     class Meta:
         model = Judgment
         fields = (
-            "id", "item", "item_external_id", "worker", "worker_provider", "stage", "stage_kind",
-            "assignment", "score", "choice", "choices", "difficult", "justification", "aspects",
+            "id", "item", "item_external_id", "item_is_practice", "worker", "worker_provider",
+            "stage", "stage_kind", "assignment", "score", "choice", "choices", "difficult", "justification", "aspects",
             "extra", "presented_order", "time_spent_ms", "server_time_ms", "client_started_at",
             "created_at",
         )
@@ -577,7 +604,8 @@ class JudgmentFilterSerializer(serializers.Serializer):
     )
     include_qualification = serializers.BooleanField(
         required=False, default=False,
-        help_text="Also practice and qualification judgments (`stage_kind` says which). "
+        help_text="Also practice and qualification judgments: those stages' and the practice "
+                  "items' in any stage (`stage_kind` and `item_is_practice` say which). "
                   "Without it, only the judgments that count, as in every export and report.")
     include_rejected = serializers.BooleanField(
         required=False, default=False,

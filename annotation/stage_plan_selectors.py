@@ -152,15 +152,18 @@ def stage_items_listed(*, stage: Stage) -> list[Item]:
     return []
 
 
-def stage_items_by_kind(*, stage: Stage) -> list[Item]:
+def stage_items_by_kind(*, stage: Stage, only: tuple[str, ...] = ()) -> list[Item]:
     """The items a stage that lists none releases, chosen by its kind (nothing stored):
 
     qualification: N items with gold answers (gold/attention items first), default 10;
     trial: `settings["n_items"]` (default 200) random remaining items, seeded by the stage;
     full: every remaining item; practice: the practice items.
+    `only`: load just these fields (the same choice; a count needs no item text).
     """
     options = stage.settings or {}
     base = Item.objects.filter(project_id=stage.project_id, excluded=False)
+    if only:
+        base = base.only(*{"id", "design_unit", *only})
     if stage.kind == StageKind.QUALIFICATION:
         n = int(options.get("n_items", DEFAULT_QUALIFICATION_ITEMS))
         with_gold = base.filter(gold__isnull=False).order_by("-is_gold_check", "id")
@@ -207,7 +210,10 @@ def stage_items_planned(*, stage: Stage) -> list[Item]:
     return stage_items_listed(stage=stage) or stage_items_by_kind(stage=stage)
 
 
-def _assignments_for(stage: Stage, split: str) -> int:
+def redundancy_target(*, stage: Stage, split: str) -> int:
+    """Judgments wanted per item of `split` in the stage: its `judgments_per_item`, else the
+    project's redundancy for the split (a HIT's assignments; the in-house and Prolific pages
+    pick items until they have it)."""
     if stage.judgments_per_item:
         return int(stage.judgments_per_item)
     return stage.project.redundancy_for(split)
@@ -349,7 +355,8 @@ def stage_hits_planned(*, stage: Stage, items: list[Item] | None = None) -> list
                 hit_items = gold.mix(regular, n_gold, full=len(regular) == room) if gold \
                     else regular
                 plans.append(HitPlan(items=hit_items,
-                                     max_assignments=_assignments_for(stage, split), split=split))
+                                     max_assignments=redundancy_target(stage=stage, split=split),
+                                     split=split))
     if stage.provider == Provider.MTURK and not options.get("allow_40pct_fee_tier"):
         too_many = [plan for plan in plans if plan.max_assignments > MTURK_MAX_ASSIGNMENTS_20PCT]
         if too_many:

@@ -68,14 +68,11 @@ def export_response(projects: list[Project], fmt: str, *,
 
 
 def progress_cell(progress) -> str:
+    """The line every page shows for a project's or stage's progress (`Progress.text`: the
+    judgments that count of the ones its plan wants; the cockpit and the API say the same)."""
     if progress is None:
         return "–"
-    if progress.judgments > progress.wanted:
-        # Imported studies often hold more judgments than the redundancy asks for (LFQA: 260
-        # expert judgments of 140 items); "260 / 140 (100%)" read as an error.
-        return (f"{progress.judgments} judgments, {progress.judgments - progress.wanted} "
-                f"beyond the {progress.wanted} wanted")
-    return f"{progress.judgments} / {progress.wanted} ({progress.percent}%)"
+    return progress.text()
 
 
 class ProjectScopedAdmin(admin.ModelAdmin):
@@ -187,7 +184,7 @@ class ProgressColumnsMixin:
     def item_count(self, obj):
         return obj.progress.items
 
-    @admin.display(description="Judgments / wanted")
+    @admin.display(description="Counted / wanted")
     def judgment_progress(self, obj):
         return progress_cell(obj.progress)
 

@@ -234,7 +234,7 @@ class ProjectAdmin(ProjectImportMixin, ProjectHomeLinksMixin, ProgressColumnsMix
         )
         return format_html(
             "<table><thead><tr><th>Stage</th><th>Status</th><th>Items</th>"
-            "<th>Judgments / wanted</th><th>Assignments</th></tr></thead><tbody>{}</tbody>"
+            "<th>Counted / wanted</th><th>Assignments</th></tr></thead><tbody>{}</tbody>"
             "</table>",
             body,
         )
@@ -599,7 +599,7 @@ class StageAdmin(ProgressColumnsMixin, StageProviderMixin, ProjectScopedAdmin):
             return "–"
         progress = stage_progress(stages=[obj])[obj.pk]
         return (
-            f"{progress.items} items; judgments {progress_cell(progress)}; "
+            f"{progress.items} items wanted; {progress_cell(progress)}; "
             f"assignments: {progress.assignments_summary() or 'none'}"
         )
 

@@ -17,7 +17,7 @@ from typing import IO, Any
 from annotation.domain.answers import AB_TIE_CHOICES
 from annotation.domain.item_content import answer_system
 from annotation.models import Judgment, Project, Stage, TaskKind
-from annotation.selectors import judgments_that_count
+from annotation.selectors import data_only_for, judgments_that_count
 from core.vocabulary import AB_CHOICES
 
 from .exports import aggregate_rows
@@ -31,7 +31,7 @@ def _votes(project: Project, stage: Stage | None) -> dict[str, dict[str, int]]:
     """item external id → votes per choice, ties included (`choice_counts` of the aggregate
     rows counts A and B only)."""
     queryset = judgments_that_count(Judgment.objects.filter(item__project=project),
-                                    project=project, data_stages_only=stage is None)
+                                    project=project, data_stages_only=data_only_for(stage=stage))
     if stage is not None:
         queryset = queryset.filter(stage=stage)
     counts: dict[str, dict[str, int]] = {}

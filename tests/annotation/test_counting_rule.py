@@ -25,7 +25,7 @@ from testing.factories import (
     make_worker,
 )
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.reliability]
 
 
 @pytest.fixture
@@ -246,3 +246,106 @@ def test_the_admin_export_actions_use_the_rule_and_say_when_qualification_is_in(
     kinds = [json.loads(line)["judgment"]["stage_kind"] for line in body.splitlines()]
     assert kinds.count("qualification") == 1 and len(kinds) == 13
     assert Project.objects.count() == 1
+
+
+# --- Practice items are not data, in any stage ---------------------------------------------------
+
+
+@pytest.fixture
+def practice_study(study):
+    """`study` plus the practice item every worker answers first in the full stage (a data
+    stage): the three honest workers answer it with a 1, in their approved assignments."""
+    practice_item = make_item(study["project"], split="train", is_practice=True,
+                              gold={"score": 1}, content={
+                                  "passage": "p", "question": "practice?", "references": ["r"],
+                                  "candidate": "c"})
+    full = study["full"]
+    for assignment in full.assignments.filter(status=AssignmentStatus.APPROVED):
+        make_judgment(item=practice_item, stage=full, worker=assignment.worker, score=1,
+                      assignment=assignment)
+    return {**study, "practice_item": practice_item}
+
+
+def test_practice_item_answers_are_not_data_unless_asked(practice_study):
+    project = practice_study["project"]
+    counted = judgments_that_count(project=project)
+    assert counted.count() == 12 and not counted.filter(item__is_practice=True).exists()
+    # Asking for practice and qualification work brings them back with the qualification one.
+    assert judgments_that_count(project=project, data_stages_only=False).count() == 16
+
+
+def test_practice_item_answers_stay_out_of_exports_and_aggregates_unless_asked(practice_study):
+    practice_id = practice_study["practice_item"].external_id
+    out = io.StringIO()
+    call_command("export_data", "study", "--no-progress", stdout=out)
+    rows = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert [r["judgment"] for r in rows if r["external_id"] == practice_id] == [None]
+    assert sum(1 for r in rows if r["judgment"]) == 12
+
+    asked = io.StringIO()
+    call_command("export_data", "study", "--include-qualification", "--no-progress",
+                 stdout=asked)
+    rows = [json.loads(line) for line in asked.getvalue().splitlines()]
+    practice = [r for r in rows if r["external_id"] == practice_id]
+    assert len(practice) == 3 and all(r["is_practice"] for r in practice)
+    assert {r["judgment"]["score"] for r in practice} == {1}
+    assert sum(1 for r in rows if r["judgment"]) == 16
+
+    csv_out = io.StringIO()
+    call_command("export_data", "study", "--format", "csv", "--stage", "full", "--no-progress",
+                 stdout=csv_out)
+    judged = [r for r in _csv_rows(csv_out.getvalue()) if r["worker"]]
+    assert len(judged) == 12 and practice_id not in {r["external_id"] for r in judged}
+
+    aggregate = io.StringIO()
+    call_command("export_data", "study", "--aggregate", "--no-progress", stdout=aggregate)
+    by_id = {r["external_id"]: r for r in map(json.loads, aggregate.getvalue().splitlines())}
+    assert by_id[practice_id]["n_judgments"] == 0
+    assert {r["mean_score"] for k, r in by_id.items() if k != practice_id} == {4}
+    aggregate = io.StringIO()
+    call_command("export_data", "study", "--aggregate", "--include-qualification",
+                 "--no-progress", stdout=aggregate)
+    by_id = {r["external_id"]: r for r in map(json.loads, aggregate.getvalue().splitlines())}
+    assert (by_id[practice_id]["n_judgments"], by_id[practice_id]["counted"]) == (
+        3, "data+practice+qualification")
+
+
+def test_practice_item_answers_stay_out_of_the_judgments_api_unless_asked(practice_study):
+    from rest_framework.test import APIClient
+
+    client = APIClient()
+    client.force_authenticate(practice_study["owner"])
+    url = "/api/projects/study/judgments/"
+    practice_id = practice_study["practice_item"].external_id
+
+    def fetch(**params):
+        response = client.get(url, {"limit": 100, **params})
+        assert response.status_code == 200, response.content
+        return response.json()["results"]
+
+    full = practice_study["full"].pk
+    for params in ({}, {"stage": full}, {"item": practice_id}):
+        assert all(r["item"] != practice_id for r in fetch(**params)), params
+    assert len(fetch()) == 12 and len(fetch(stage=full)) == 12
+    asked = fetch(include_qualification="true")
+    assert len(asked) == 16
+    assert {r["item_external_id"] for r in asked if r["item_is_practice"]} == {practice_id}
+    assert sum(r["item_is_practice"] for r in asked) == 3
+    assert len(fetch(stage=full, include_qualification="true")) == 15
+    assert len(fetch(item=practice_id, include_qualification="true")) == 3
+
+
+def test_practice_item_answers_stay_out_of_reports_gates_and_lerc_data(practice_study):
+    project = practice_study["project"]
+    report = cached_project_report(project=project)
+    assert report["agreement"]["all"]["n_judgments"] == 12
+    assert report["n_judgments"] == 12
+    honest = [w for w in report["workers"] if w["status"] != "blocked"]
+    # Worker quality still reads them: each honest worker answered the practice item rightly.
+    assert {(w["n_judgments"], w["n_practice"], w["practice_accuracy"]) for w in honest} == {
+        (4, 1, 1.0)}
+    alpha = stage_agreement(stage=practice_study["full"])  # the gate's α: the 1s would lower it
+    assert alpha is None or alpha == pytest.approx(1.0)
+    dataset = lerc_dataset_build(projects=[project], split_mode="item")
+    assert dataset.snapshot["judgment_count"] == 12
+    assert {e.score for e in dataset.train} == {4.0}

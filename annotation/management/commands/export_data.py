@@ -51,8 +51,9 @@ class Command(BaseCommand):
                                                  "practice or qualification stage needs "
                                                  "--include-qualification)")
         parser.add_argument("--include-qualification", action="store_true",
-                            help="also practice and qualification judgments (they test "
-                                 "workers, not items; stage_kind says which is which)")
+                            help="also practice and qualification judgments: those stages' "
+                                 "and the practice items' in any stage (they test workers, "
+                                 "not items; stage_kind and is_practice say which is which)")
         parser.add_argument("--no-progress", action="store_true", help="no progress bar")
         parser.add_argument("--preferences", action="store_true",
                             help="A/B projects: JSON Lines {prompt, chosen, rejected, metadata} "

@@ -38,7 +38,7 @@ def lerc_refresh_due(*, min_new_judgments: int) -> list[tuple[Project, ModelKind
             since = int(((latest.data_snapshot or {}).get("watermarks") or {})
                         .get(str(project.id), 0)) if latest else 0
             new = Judgment.objects.filter(item__project=project, id__gt=since).exclude(
-                stage__kind__in=NON_DATA_STAGE_KINDS)
+                stage__kind__in=NON_DATA_STAGE_KINDS).exclude(item__is_practice=True)
             if not getattr(settings, "QAJ_LERC_REFRESH_COUNTS_IMPORTS", False):
                 # Imported judgments were gathered elsewhere (and a re-import of the same file
                 # adds none): only work collected here makes a refresh due.

@@ -187,14 +187,14 @@ def test_project_progress_counts(client, superuser):
     assert (row.progress.items, row.progress.judgments, row.progress.wanted) == (5, 4, 13)
     assert row.progress.assignments == {"submitted": 2, "in_progress": 1}
     html = response.content.decode()
-    assert "4 / 13 (31%)" in html
+    assert "4 of 13 judgments counted (31%)" in html
     assert "2 submitted" in html
 
     response = client.get(admin_url(Project, "change", project.pk))
     html = response.content.decode()
     assert "Progress per stage" in html
-    assert "4 / 13 (31%)" in html  # full stage names no items: all 5 released
-    assert "1 / 13 (8%)" in html  # the practice stage's own count
+    assert "4 of 13 judgments counted (31%)" in html  # full stage names no items: all 5
+    assert "1 of 13 judgments counted (8%)" in html  # the practice stage's own count
 
     response = client.get(admin_url(practice._meta.model, "changelist"))
     progress = {s.pk: s.progress for s in response.context["cl"].result_list}
@@ -568,4 +568,4 @@ def test_progress_beyond_the_wanted_judgments_says_so(client, superuser):
             make_judgment(item=item, stage=stage)
     client.force_login(superuser)
     html = client.get(admin_url(Project, "changelist")).content.decode()
-    assert "6 judgments, 4 beyond the 2 wanted" in html and "6 / 2" not in html
+    assert "6 judgments counted, 4 beyond the 2 wanted" in html and "6 of 2" not in html

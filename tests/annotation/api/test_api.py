@@ -215,7 +215,9 @@ def test_project_progress_in_detail(api, project):
     make_judgment(item=items[0], stage=stage)
     make_assignment(stage, status=AssignmentStatus.SUBMITTED)
     progress = api.get("/api/projects/mocha-dev/").json()["progress"]
-    assert progress == {"items": 2, "judgments": 1, "wanted": 6, "percent": 17,
+    assert progress == {"items": 2, "judgments": 1, "not_counted": 0, "wanted": 6,
+                        "percent": 17, "takers": None, "passed": None, "max_takers": None,
+                        "text": "1 of 6 judgments counted (17%)",
                         "assignments": {"submitted": 1}}
 
 
@@ -342,10 +344,14 @@ def test_stages_list_and_detail_with_progress(api, project):
     response = api.get("/api/projects/mocha-dev/stages/")
     rows = response.json()["results"]
     assert [r["id"] for r in rows] == [qualification.pk, full.pk]
-    assert rows[0]["progress"]["items"] == 1 and rows[0]["progress"]["wanted"] == 1
+    # A qualification wants every item from each of its takers (50 by default).
+    assert rows[0]["progress"]["items"] == 1 and rows[0]["progress"]["wanted"] == 50
+    assert rows[0]["progress"]["text"] == "0 of 50 takers counted (0%); 0 passed"
     assert rows[0]["explicit_item_count"] == 1
-    assert rows[1]["progress"] == {"items": 3, "judgments": 1, "wanted": 9, "percent": 11,
-                                   "assignments": {}}
+    assert rows[1]["progress"] == {"items": 3, "judgments": 1, "not_counted": 0, "wanted": 9,
+                                   "percent": 11, "takers": None, "passed": None,
+                                   "max_takers": None,
+                                   "text": "1 of 9 judgments counted (11%)", "assignments": {}}
     detail = api.get(f"/api/projects/mocha-dev/stages/{full.pk}/").json()
     assert detail["progress"]["judgments"] == 1
     assert detail["reward"] == "0.40"

@@ -100,13 +100,13 @@ def test_the_cockpit_counts_what_counts_against_what_the_stage_will_collect(clie
         for _ in range(3):  # three judgments per item, more than the redundancy's plan
             make_judgment(item=item, stage=imported, worker=make_worker())
     rows = {row.stage.name: row for row in study_cockpit(project=project).stages}
-    trial_count = rows["trial"].count
+    trial_count = rows["trial"].progress
     assert (trial_count.counted, trial_count.not_counted, trial_count.planned) == (4, 8, 12)
     assert trial_count.percent == 33
-    assert rows["qual"].count.text() == "0 of 15 takers counted; 0 passed"
-    assert rows["imported"].count.planned is None and rows["imported"].count.percent == 100
-    assert rows["imported"].count.text() == "9 judgments counted"
+    assert rows["qual"].progress.text() == "0 of 15 takers counted (0%); 0 passed"
+    assert rows["imported"].progress.planned is None and rows["imported"].progress.percent == 100
+    assert rows["imported"].progress.text() == "9 judgments counted"
     client.force_login(owner)
     page = client.get(reverse("metrics:project-cockpit", args=[project.slug])).content.decode()
-    assert "4 of 12 judgments counted; 8 collected but not counted" in page
+    assert "4 of 12 judgments counted (33%); 8 collected but not counted" in page
     assert "0 of 15 takers counted" in page and "9 judgments counted" in page

@@ -1,0 +1,212 @@
+"""One "counted / wanted" for a stage on every page: the admin's project and stage lists and
+forms, the stages API and the study cockpit read the same `Progress` (annotation.selectors):
+the judgments that count of a stage's regular items against those items × their redundancy.
+Practice items (every worker answers them first) and gold/attention checks (mixed in at the gold
+rate) are outside both. The demo walk showed 5 / 36 in the admin and "5 of 24" in the cockpit
+for the same Likert stage (MC: 5 / 30 against 5 of 27, the 5 holding practice answers)."""
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.urls import reverse
+from rest_framework.test import APIClient
+
+from annotation.cockpit_selectors import study_cockpit
+from annotation.models import (
+    AssignmentStatus,
+    Project,
+    Stage,
+    StageKind,
+    StageStatus,
+    TaskKind,
+)
+from annotation.services.demo import demo_data_load
+from annotation.services.workers import worker_block
+from testing.factories import (
+    make_assignment,
+    make_item,
+    make_judgment,
+    make_project,
+    make_stage,
+    make_user,
+    make_worker,
+)
+
+pytestmark = [pytest.mark.django_db, pytest.mark.reliability]
+
+
+def _admin(model, view: str, *args) -> str:
+    return reverse(f"admin:{model._meta.app_label}_{model._meta.model_name}_{view}", args=args)
+
+
+def _text_everywhere(client, project: Project) -> dict[str, dict[str, str]]:
+    """{stage name: {door: the progress line it shows}} from the stage changelist, each stage's
+    change page, the project's "Progress per stage" table, the cockpit page and the stages API;
+    plus the project's own line from the project changelist and the projects API."""
+    seen: dict[str, dict[str, str]] = {}
+    stages = list(Stage.objects.filter(project=project))
+    changelist = client.get(_admin(Stage, "changelist"), {"project__id__exact": project.pk})
+    for stage in changelist.context["cl"].result_list:
+        seen.setdefault(stage.name, {})["stage list"] = stage.progress.text()
+    project_form = client.get(_admin(Project, "change", project.pk)).content.decode()
+    cockpit_page = client.get(reverse("metrics:project-cockpit", args=[project.slug]))
+    cockpit_html = cockpit_page.content.decode()
+    api = APIClient()
+    api.force_authenticate(project.owner)
+    rows = api.get(f"/api/projects/{project.slug}/stages/").json()["results"]
+    by_id = {row["id"]: row["progress"] for row in rows}
+    for stage in stages:
+        text = seen[stage.name]["stage list"]
+        page = client.get(_admin(Stage, "change", stage.pk)).content.decode()
+        seen[stage.name]["stage page"] = text if text in page else page
+        seen[stage.name]["project page"] = text if text in project_form else "missing"
+        seen[stage.name]["cockpit page"] = text if text in cockpit_html else "missing"
+        seen[stage.name]["api"] = by_id[stage.pk]["text"]
+    for row in study_cockpit(project=project).stages:
+        seen[row.stage.name]["cockpit"] = row.progress.text()
+    project_list = client.get(_admin(Project, "changelist"))
+    listed = {p.pk: p for p in project_list.context["cl"].result_list}
+    seen["(project)"] = {
+        "project list": listed[project.pk].progress.text(),
+        "project page": "in" if listed[project.pk].progress.text() in project_form else "missing",
+        "api": api.get(f"/api/projects/{project.slug}/").json()["progress"]["text"],
+    }
+    return seen
+
+
+def _one_line(doors: dict[str, str]) -> str:
+    lines = {line for door, line in doors.items() if door != "project page"}
+    assert len(lines) == 1, doors
+    return lines.pop()
+
+
+@pytest.fixture
+def study():
+    """A Likert project (redundancy 3, gold rate 0.2) with 5 regular items, 2 gold checks and a
+    practice item, and four stages:
+
+    - trial (collecting): lists 2 regular items and a gold check, 2 judgments per item;
+    - full (collecting, lists nothing: serves every item of the project, as the demo's);
+    - next (draft, lists nothing: publishing would choose the 3 regular items no trial took);
+    - qual (qualification, 15 takers at most).
+
+    In the trial and the full stage every worker answers the practice item first and a gold
+    check on the way; one trial assignment is rejected and one full-stage worker is blocked."""
+    owner = make_user("owner")
+    project = make_project(TaskKind.LIKERT, owner=owner, slug="study", gold_rate=0.2,
+                           redundancy={"default": 3}, items_per_hit=4)
+    regular = [make_item(project, split="dev", group_key="p") for _ in range(5)]
+    gold = [make_item(project, split="dev", group_key="p", is_gold_check=True,
+                      gold={"score": 5}) for _ in range(2)]
+    practice = make_item(project, split="dev", is_practice=True, gold={"score": 1})
+    trial = make_stage(project, kind=StageKind.TRIAL, name="trial", order=1,
+                       judgments_per_item=2)
+    trial.items.set([*regular[:2], gold[0]])
+    full = make_stage(project, kind=StageKind.FULL, name="full", order=2)
+    make_stage(project, kind=StageKind.FULL, name="next", order=3, status=StageStatus.DRAFT)
+    make_stage(project, kind=StageKind.QUALIFICATION, name="qual", order=0,
+               status=StageStatus.DRAFT, settings={"max_workers": 15})
+
+    def work(stage, items, status=AssignmentStatus.APPROVED, worker=None):
+        worker = worker or make_worker()
+        shown = [practice, gold[0], *items]
+        assignment = make_assignment(stage, worker=worker, items=shown, status=status)
+        for item in shown:
+            make_judgment(item=item, stage=stage, worker=worker, assignment=assignment, score=4)
+        return worker
+
+    work(trial, regular[:2])
+    work(trial, regular[:2])
+    work(trial, regular[:2], status=AssignmentStatus.REJECTED)
+    work(full, regular)
+    work(full, regular[2:])
+    blocked = work(full, regular[:1], status=AssignmentStatus.SUBMITTED)
+    worker_block(worker=blocked, reason="bot", by=owner)
+    return {"project": project, "owner": owner}
+
+
+def test_every_page_shows_the_same_counted_and_wanted_for_a_stage(client, study):
+    client.force_login(study["owner"])
+    seen = _text_everywhere(client, study["project"])
+    lines = {name: _one_line(doors) for name, doors in seen.items()}
+    assert lines == {
+        # 2 regular items × 2; the practice and gold answers are outside both numbers.
+        "trial": "4 of 4 judgments counted (100%); 2 collected but not counted (rejected, "
+                 "returned, flagged or a blocked worker)",
+        # Every regular item of the project × 3 (the stage lists none).
+        "full": "8 of 15 judgments counted (53%); 1 collected but not counted (rejected, "
+                "returned, flagged or a blocked worker)",
+        # What publishing would release: the 3 regular items no trial took, × 3.
+        "next": "0 of 9 judgments counted (0%)",
+        "qual": "0 of 15 takers counted (0%); 0 passed",
+        # The project's regular items × 3; the data stages' counted judgments on them.
+        "(project)": "12 of 15 judgments counted (80%); 3 collected but not counted "
+                     "(rejected, returned, flagged or a blocked worker)",
+    }
+    assert seen["(project)"]["project page"] == "in"
+
+
+def test_the_numbers_behind_the_line_are_the_same_in_the_api_and_the_cockpit(client, study):
+    project = study["project"]
+    api = APIClient()
+    api.force_authenticate(study["owner"])
+    rows = {row["name"]: row["progress"]
+            for row in api.get("/api/projects/study/stages/").json()["results"]}
+    for row in study_cockpit(project=project).stages:
+        progress = rows[row.stage.name]
+        assert (progress["items"], progress["judgments"], progress["not_counted"],
+                progress["wanted"], progress["percent"]) == (
+            row.progress.items, row.progress.judgments, row.progress.not_counted,
+            row.progress.wanted, row.progress.percent), row.stage.name
+    assert (rows["trial"]["items"], rows["trial"]["wanted"]) == (2, 4)
+    assert (rows["full"]["items"], rows["full"]["wanted"]) == (5, 15)
+    # The cost estimate still prices the gold slots the HITs carry: money, not progress.
+    full = next(r for r in study_cockpit(project=project).stages if r.stage.name == "full")
+    assert full.estimate is not None
+
+
+def _demo_walk() -> dict[str, int]:
+    """The demo as the new-user walk left it: a demo worker answered the first page (five
+    items, picked as the in-house link picks them) in each demo project; in the STARC demos the
+    practice item comes first. Returns the regular items answered per project."""
+    from annotation.models import AssignmentItem, Worker
+    from annotation.services.assignments.lifecycle import assignment_start
+
+    projects = demo_data_load()
+    worker = Worker.objects.get(external_id="demo-expert-1")
+    answered = {}
+    for project in projects:
+        stage = project.stages.get(kind=StageKind.FULL)
+        assignment = assignment_start(stage=stage, worker=worker)
+        items = [row.item for row in AssignmentItem.objects.filter(assignment=assignment)
+                 .select_related("item").order_by("position")][:5]
+        for item in items:
+            make_judgment(item=item, stage=stage, worker=worker, assignment=assignment,
+                          **({"score": 3} if project.kind == TaskKind.LIKERT
+                             else {"choice": "A"}))
+        answered[project.slug] = sum(not item.is_practice and not item.is_gold_check
+                                     for item in items)
+    return answered
+
+
+def test_the_demo_shows_one_counted_and_wanted_in_the_admin_and_the_cockpit(client):
+    answered = _demo_walk()
+    root = make_user("root", superuser=True)
+    client.force_login(root)
+    listed = {p.slug: p for p in
+              client.get(_admin(Project, "changelist")).context["cl"].result_list}
+    wanted = {"demo-likert": 24, "demo-mc-qa": 27, "demo-mc-pilot": 27}
+    for slug, n in wanted.items():
+        project = listed[slug]
+        cockpit = study_cockpit(project=project)
+        (row,) = [r for r in cockpit.stages if r.stage.kind == StageKind.FULL]
+        expected = f"{answered[slug]} of {n} judgments counted"
+        assert project.progress.text().startswith(expected), slug
+        assert row.progress.text() == project.progress.text(), slug
+        page = client.get(reverse("metrics:project-cockpit", args=[slug])).content.decode()
+        assert re.search(re.escape(expected), page), slug
+    # The walk answered five items everywhere; the STARC demos' first was the practice item,
+    # which counts nowhere (it showed "5 of 27").
+    assert (answered["demo-likert"], answered["demo-mc-qa"], answered["demo-mc-pilot"]) == (
+        5, 4, 4)
