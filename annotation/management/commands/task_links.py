@@ -29,7 +29,11 @@ from django.urls import reverse
 
 from annotation.models import Hit, HitItem, Project, Provider, Stage, Worker
 from annotation.services.access import inhouse_link_create, stage_link_problem
-from annotation.services.assignments import OPEN_STAGE_STATUSES, items_pick_next
+from annotation.services.assignments import (
+    OPEN_STAGE_STATUSES,
+    assignment_size,
+    items_pick_next,
+)
 
 
 class Command(BaseCommand):
@@ -112,7 +116,9 @@ class Command(BaseCommand):
     def _simulated_hit(self, stage: Stage) -> Hit | None:
         picker, _ = Worker.objects.get_or_create(provider=Provider.INHOUSE,
                                                  external_id="simulated-hit-builder")
-        items = items_pick_next(stage=stage, worker=picker, limit=stage.project.items_per_hit)
+        # The items one assignment of the stage holds (a qualification: all of them), as
+        # a worker's own page would get.
+        items = items_pick_next(stage=stage, worker=picker, limit=assignment_size(stage))
         if not items:
             return None
         hit = Hit.objects.create(

@@ -38,6 +38,7 @@ from .errors import (
     WorkerBlocked,
 )
 from .lifecycle import (
+    assignment_size,
     assignment_start,
     assignment_touch,
     assignment_verification_failed,
@@ -115,6 +116,7 @@ __all__ = [
     "gold_items_for_stage",
     "hit_is_expired",
     "items_pick_next",
+    "assignment_size",
     "more_work_for",
     "latin_square_on",
     "participant_number",

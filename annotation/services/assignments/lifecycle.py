@@ -24,7 +24,6 @@ from annotation.models import (
     WorkerQualification,
 )
 from annotation.selectors import worker_is_blocked_for
-from annotation.stage_plan_selectors import stage_items
 from annotation.task_selectors import answer_roles
 
 from .comprehension import RETURN_KEY, RETURN_MESSAGE
@@ -69,11 +68,14 @@ def _check_worker(*, stage: Stage, worker: Worker) -> None:
 
 
 def assignment_size(stage: Stage) -> int:
-    """How many items an assignment picked for a worker holds: a qualification's every item
-    (it is graded once, on one assignment, as its MTurk HITs hold all of them); else the
-    stage's `items_per_assignment`, or the project's items per HIT."""
+    """How many items an assignment picked for a worker holds: a qualification's every listed
+    item (it is graded once, on one assignment, as its MTurk HITs hold all of them; publishing
+    lists them); else, and for a qualification listing none, the stage's
+    `items_per_assignment`, or the project's items per HIT."""
     if stage.kind == StageKind.QUALIFICATION:
-        return max(1, stage_items(stage).count())
+        listed = stage.items.filter(excluded=False).count()
+        if listed:
+            return listed
     return int((stage.settings or {}).get("items_per_assignment") or stage.project.items_per_hit)
 
 

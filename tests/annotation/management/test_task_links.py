@@ -56,3 +56,20 @@ def test_task_links_leave_real_projects_alone_unless_named():
     call_command("task_links", "--all-projects", "--base-url", "http://testserver",
                  stdout=io.StringIO())
     assert InhouseLink.objects.filter(project=real).exists()
+
+
+def test_a_simulated_qualification_hit_holds_every_qualification_item():
+    """A qualification is one assignment of all its items at every door (its MTurk HITs hold
+    all of them); the simulated HIT once held the project's items per HIT."""
+    from annotation.models import StageKind
+    from testing.factories import make_item, make_project
+
+    project = make_project(TaskKind.LIKERT, items_per_hit=2)
+    items = [make_item(project, gold={"score": 4}) for _ in range(5)]
+    qualification = make_stage(project, kind=StageKind.QUALIFICATION, provider=Provider.MTURK,
+                               status=StageStatus.PUBLISHED)
+    qualification.items.set(items)
+    call_command("task_links", "--base-url", "http://testserver", "--project", project.slug,
+                 stdout=io.StringIO())
+    hit = Hit.objects.get(stage=qualification)
+    assert sorted(hit.items.values_list("pk", flat=True)) == sorted(i.pk for i in items)
