@@ -80,11 +80,10 @@ def latin_square_on(stage: Stage) -> bool:
     at several levels or with several questions, an article with several questions); a stage
     setting `"latin_square": false` turns it off (then a participant may read one paragraph
     several times, which the STARC design forbids)."""
-    setting = (stage.settings or {}).get("latin_square")
-    if setting is not None:
-        return bool(setting)
-    if stage.project.kind != TaskKind.MC:
+    if not design_applies(stage):
         return False
+    if (stage.settings or {}).get("latin_square") is not None:
+        return True  # turned on by the stage, whatever its items
     shared = (stage_items(stage).exclude(design_unit="").order_by()
               .values("design_unit").annotate(n=Count("pk")).filter(n__gt=1))
     return shared.exists()
