@@ -1,8 +1,9 @@
 """Who may reach which object: the one owner of visibility for researchers' pages, the REST
 API and the admin's own views.
 
-A researcher sees the projects they own or that are shared with them; a superuser sees every
-project; anonymous and inactive users see none (`projects_visible_to`). Everything else a
+A researcher (a staff account) sees the projects they own or that are shared with them; a
+superuser sees every project; anonymous, inactive and non-staff users see none
+(`projects_visible_to`), as at the admin's and the API's doors. Everything else a
 researcher opens hangs off a project, so its door first opens the project.
 
 Every `access_*` door answers the same `Http404` for an object that does not exist and for one
@@ -30,11 +31,16 @@ NO_SUCH_WORKER = "No such worker in this project."
 
 def projects_visible_to(user) -> QuerySet[Project]:
     """Projects `user` may see: all for a superuser, otherwise the ones they own or that are
-    shared with them; none for anonymous or inactive users."""
+    shared with them; none for anonymous, inactive or non-staff users. Staff is what the admin
+    and the API (`annotation.permissions.IsResearcher`) require; a researcher whose staff flag
+    was removed keeps their session cookie, and without this the pages that only ask for a
+    login (dashboards, adjudication, metrics) still showed and changed their projects."""
     if user is None or not user.is_authenticated or not user.is_active:
         return Project.objects.none()
     if user.is_superuser:
         return Project.objects.all()
+    if not user.is_staff:
+        return Project.objects.none()
     # A subquery on the through table rather than a join, so no row is duplicated and callers
     # can annotate and aggregate without distinct().
     shared = Project.shared_with.through.objects.filter(user_id=user.pk).values("project_id")

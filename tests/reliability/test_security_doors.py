@@ -1,0 +1,36 @@
+"""Security at every door (audit of 2026-11-29): what the admin and the API refuse, the
+researcher pages refuse too."""
+from __future__ import annotations
+
+import pytest
+
+from annotation.models import Adjudication, TaskKind
+from metrics_app.models import ScoringJob
+from testing.factories import make_user
+from tests.support.tasks import make_task
+
+pytestmark = [pytest.mark.django_db, pytest.mark.reliability]
+
+
+def test_a_researcher_whose_staff_flag_was_removed_reaches_no_project_page(client):
+    """The admin and the API refuse a non-staff account; the session of a researcher demoted
+    while signed in stays valid, and the pages that only asked for a login (dashboard, cockpit,
+    metrics, judges, adjudication) still showed their projects and stored adjudications and
+    scoring jobs for them."""
+    demoted = make_user("demoted")
+    project, _stage, items = make_task(TaskKind.LIKERT, owner=demoted)
+    client.force_login(demoted)
+    assert client.get(f"/metrics/{project.slug}/dashboard/").status_code == 200
+    demoted.is_staff = False
+    demoted.save(update_fields=["is_staff"])
+
+    for page in ("dashboard", "cockpit", "metrics", "judges", "adjudicate"):
+        assert client.get(f"/metrics/{project.slug}/{page}/").status_code == 404, page
+    assert project.title not in client.get("/").content.decode()
+    response = client.post(f"/metrics/{project.slug}/adjudicate/record/",
+                           {"item": items[0].pk, "label": "3", "note": "mine"})
+    assert response.status_code == 404
+    response = client.post(f"/metrics/{project.slug}/metrics/compute/", {"metric": "f1"})
+    assert response.status_code == 404
+    assert not Adjudication.objects.exists()
+    assert not ScoringJob.objects.exists()
