@@ -9,13 +9,22 @@ from core.vocabulary import TaskKind
 PALETTE = ["#2b6cb0", "#dd6b20", "#38a169", "#c53030", "#805ad5", "#d69e2e", "#319795"]
 
 
+def _matplotlib_ready() -> None:
+    """The Agg backend, and every text drawn as the characters it holds: labels are data
+    (dataset, domain, system, stage and worker names), and with mathtext on a "$...$" in one
+    was typeset as a formula, or raised ValueError ("$\\frac{$": the dashboard answered 500
+    and the report refresh failed on every run)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    matplotlib.rcParams["text.parse_math"] = False
+
+
 def _figure(width: float = 6.0, height: float = 3.0, *, left: float = 0.7, right: float = 0.2,
             top: float = 0.3, bottom: float = 0.6):
     """A figure with fixed margins in inches (a layout engine measures every text twice and
     costs more than drawing the chart)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
+    _matplotlib_ready()
     from matplotlib.figure import Figure
 
     # Figure() rather than pyplot: no global state shared between request threads.
@@ -299,9 +308,7 @@ def _png(fig) -> bytes:
 
 def _image_figure(width: float, height: float):
     """A figure for a PNG plot (110 dpi, one axes)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
+    _matplotlib_ready()
     from matplotlib.figure import Figure
 
     figure = Figure(figsize=(width, height), dpi=110)

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from annotation.models import Adjudication, TaskKind
+from annotation.services.assignments import assignment_start, assignment_submit
 from metrics_app.models import ScoringJob
-from testing.factories import make_user
+from testing.factories import make_user, make_worker
 from tests.support.tasks import make_task
 
 pytestmark = [pytest.mark.django_db, pytest.mark.reliability]
@@ -34,3 +35,24 @@ def test_a_researcher_whose_staff_flag_was_removed_reaches_no_project_page(clien
     assert response.status_code == 404
     assert not Adjudication.objects.exists()
     assert not ScoringJob.objects.exists()
+
+
+def test_a_dollar_sign_in_a_label_is_drawn_as_text_not_a_formula(client):
+    """Chart labels are data: a dataset named with "$...$" was read as mathtext, typeset as a
+    formula or, when it did not parse, a ValueError and a 500 for the whole dashboard."""
+    researcher = make_user("dollars")
+    project, stage, items = make_task(TaskKind.LIKERT, owner=researcher, n_items=3)
+    name = r"cost $\frac{$ and $x^2$"
+    for item in items:
+        item.dataset = name
+        item.save(update_fields=["dataset"])
+    for n in range(3):
+        assignment = assignment_start(stage=stage, worker=make_worker(external_id=f"w{n}"))
+        assignment_submit(assignment=assignment, answers=[
+            {"item": item.pk, "score": 1 + (n + item.pk) % 5}
+            for item in assignment.items.all()])
+    client.force_login(researcher)
+    response = client.get(f"/metrics/{project.slug}/dashboard/")
+    assert response.status_code == 200
+    charts = response.context["charts"]
+    assert charts["likert"] and name in charts["likert"]
