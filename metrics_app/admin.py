@@ -9,7 +9,7 @@ from django.utils.html import format_html
 from django.utils.safestring import mark_safe
 
 from annotation.admin.base import ReadOnlyAdmin
-from metrics_app.access_selectors import item_scoring_jobs_visible_to
+from metrics_app.access_selectors import access_model_version, item_scoring_jobs_visible_to
 from metrics_app.models import (
     ItemScoringJob,
     Judge,
@@ -122,6 +122,51 @@ class ModelVersionAdmin(ReadOnlyAdmin):
 
     def get_queryset(self, request):
         return super().get_queryset(request).distinct()
+
+    # A version may be trained on projects of several researchers. The card, the projects
+    # field, the raw JSON and the log name them all: a researcher who does not see every one
+    # gets the page without them, and the card page, which names only those they see.
+    RESEARCHER_FIELDS = ("name", "number", "kind", "status", "backbone", "card_page",
+                         "progress_bar", "validation_metric", "error",
+                         ("created_at", "started_at", "finished_at", "promoted_at"))
+
+    @staticmethod
+    def _names_hidden_projects(request, obj) -> bool:
+        from .services.lerc import hidden_project_slugs
+
+        if request.user.is_superuser or obj is None:
+            return False
+        visible = access_model_version(request.user, obj.pk).visible_project_ids
+        return bool(hidden_project_slugs(obj, visible))
+
+    def get_fieldsets(self, request, obj=None):
+        if self._names_hidden_projects(request, obj):
+            return ((None, {"fields": self.RESEARCHER_FIELDS}),)
+        return super().get_fieldsets(request, obj)
+
+    def get_inlines(self, request, obj):
+        if self._names_hidden_projects(request, obj):
+            return []
+        return super().get_inlines(request, obj)
+
+    def get_search_fields(self, request):
+        fields = super().get_search_fields(request)
+        if request.user.is_superuser:
+            return fields
+        return tuple(f for f in fields if not f.startswith("projects__"))
+
+    def get_search_results(self, request, queryset, search_term):
+        """A researcher finds versions by the slugs of projects they see, never by another's
+        (a match would confirm that slug)."""
+        from annotation.access_selectors import projects_visible_to
+
+        results, duplicates = super().get_search_results(request, queryset, search_term)
+        term = search_term.strip()
+        if request.user.is_superuser or not term:
+            return results, duplicates
+        by_project = queryset.filter(projects__in=projects_visible_to(request.user).filter(
+            slug__icontains=term))
+        return (results | by_project).distinct(), True
 
     @admin.display(description="Progress")
     def progress_bar(self, obj):

@@ -56,3 +56,40 @@ def test_a_dollar_sign_in_a_label_is_drawn_as_text_not_a_formula(client):
     assert response.status_code == 200
     charts = response.context["charts"]
     assert charts["likert"] and name in charts["likert"]
+
+
+def test_a_model_version_names_only_the_projects_the_viewer_sees_at_every_door(client):
+    """The card page named only the projects a researcher sees, but its log ("created:
+    projects: a, b") and the Model versions admin (the card, the projects field, the data
+    snapshot, the log inline, the search over project slugs) named every one."""
+    from django.urls import reverse
+
+    from metrics_app.services.lerc import model_version_create
+
+    owner, colleague = make_user("owner"), make_user("colleague")
+    hidden, _s, _i = make_task(TaskKind.LIKERT, owner=owner, slug="owners-secret-study",
+                               title="Owner only")
+    shared, _s, _i = make_task(TaskKind.LIKERT, owner=owner, slug="shared-study")
+    shared.shared_with.add(colleague)
+    version = model_version_create(projects=[hidden, shared], user=owner)
+    version.data_snapshot = {**version.data_snapshot, "projects": {
+        hidden.slug: {"id": hidden.pk, "judgments": 7}, shared.slug: {"id": shared.pk}}}
+    version.save(update_fields=["data_snapshot"])
+
+    client.force_login(colleague)
+    pages = [reverse("metrics:model-card", args=[version.pk]),
+             reverse("admin:metrics_app_modelversion_change", args=[version.pk]),
+             reverse("admin:metrics_app_modelversion_changelist")]
+    for url in pages:
+        response = client.get(url)
+        assert response.status_code == 200, url
+        html = response.content.decode()
+        assert hidden.slug not in html and "Owner only" not in html, url
+    found = client.get(pages[2], {"q": hidden.slug}).context["cl"].result_count
+    assert found == 0  # the search does not confirm a slug the colleague cannot see
+    assert client.get(pages[2], {"q": "shared-st"}).context["cl"].result_count == 1
+    assert "shared-study" in client.get(pages[0]).content.decode()
+
+    client.force_login(owner)
+    for url in pages[:2]:
+        assert hidden.slug in client.get(url).content.decode(), url

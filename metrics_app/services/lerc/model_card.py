@@ -3,8 +3,11 @@ and test numbers against the baselines, and the promotion decision."""
 from __future__ import annotations
 
 import json
+import re
 
 from metrics_app.models import ModelVersion
+
+HIDDEN_PROJECT = "(a project you do not see)"
 
 
 def _pairs(mapping) -> str:
@@ -140,6 +143,10 @@ def model_card_page(version: ModelVersion, *, visible_project_ids: set[int] | No
     metrics = version.metrics or {}
     snapshot = version.data_snapshot or {}
     per_project = snapshot.get("projects") or {}
+    hidden_slugs = hidden_project_slugs(version, visible_project_ids)
+    events = list(version.events.select_related("user"))
+    for event in events:  # shown, never saved: "created: projects: a, b" names them all
+        event.detail = _redact(event.detail, hidden_slugs)
     projects, hidden = [], 0
     for project in version.projects.order_by("slug"):
         if visible_project_ids is not None and project.pk not in visible_project_ids:
@@ -186,7 +193,8 @@ def model_card_page(version: ModelVersion, *, visible_project_ids: set[int] | No
         "dropped_items": _pairs(snapshot.get("dropped_items")) if snapshot.get(
             "dropped_items") else "",
         "options": {"training": _pairs((version.config or {}).get("train", {})),
-                    "data": _pairs((version.config or {}).get("data", {}))},
+                    "data": _redact(_pairs((version.config or {}).get("data", {})),
+                                    hidden_slugs)},
         # Seconds, one decimal; a phase timed per epoch is a list of them.
         "timings": {phase: _seconds(value)
                     for phase, value in sorted((metrics.get("timings") or {}).items())},
@@ -200,5 +208,26 @@ def model_card_page(version: ModelVersion, *, visible_project_ids: set[int] | No
                                    _pairs(value) if isinstance(value, dict) else _fmt(value))
                                   for key, value in decision.items() if key != "promoted"]}
                      if decision else None),
-        "events": list(version.events.select_related("user")),
+        "events": events,
     }
+
+
+def hidden_project_slugs(version: ModelVersion, visible_project_ids: set[int] | None) -> list[str]:
+    """The slugs of the projects a version names (trained on, pre-trained on) that the viewer
+    may not see (`visible_project_ids`; None: a superuser, who sees all)."""
+    if visible_project_ids is None:
+        return []
+    from annotation.models import Project
+
+    named = {p.slug for p in version.projects.all()}
+    named |= set(((version.config or {}).get("data") or {}).get("pretrain_projects") or [])
+    return list(Project.objects.filter(slug__in=named).exclude(pk__in=visible_project_ids)
+                .values_list("slug", flat=True))
+
+
+def _redact(text: str, slugs: list[str]) -> str:
+    """`text` with each of `slugs` (as a whole slug, not inside a longer one) replaced by
+    HIDDEN_PROJECT."""
+    for slug in sorted(slugs, key=len, reverse=True):
+        text = re.sub(rf"(?<![\w-]){re.escape(slug)}(?![\w-])", HIDDEN_PROJECT, text or "")
+    return text
