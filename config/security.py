@@ -1,6 +1,7 @@
 """Security headers for every page that does not set its own (task pages set a CSP that lets
-MTurk frame them, see annotation/views/task_pages.py), and what production requires of its
-secret key (`secret_key_problem`)."""
+MTurk frame them, see annotation/views/task_pages.py), and what a deployment requires of its
+secret key (`secret_key_problem`, `secret_key_require`: production always, the development
+settings whenever DEBUG is off)."""
 from __future__ import annotations
 
 DEFAULT_CSP = (
@@ -40,3 +41,17 @@ def secret_key_problem(key: str, *, dev_key: str) -> str:
     if len(set(key)) < MIN_SECRET_KEY_CHARACTERS:
         return f"uses fewer than {MIN_SECRET_KEY_CHARACTERS} different characters"
     return ""
+
+
+def secret_key_require(key: str, *, dev_key: str, where: str = "") -> None:
+    """Refuse to start (ImproperlyConfigured) when `key` is unfit (`secret_key_problem`): Django
+    would only warn (W009), and an empty key fails later, at the first signed link or session,
+    with a traceback nobody connects to the setting. `where` says why a key is needed here."""
+    from django.core.exceptions import ImproperlyConfigured
+
+    problem = secret_key_problem(key, dev_key=dev_key)
+    if problem:
+        raise ImproperlyConfigured(
+            f"DJANGO_SECRET_KEY {problem}{where}. Set it to a long random value, e.g. "
+            "python -c 'import secrets; print(secrets.token_urlsafe(64))'"
+        )

@@ -1,22 +1,13 @@
 """Production: every secret from the environment, HTTPS only, strict cookies and headers."""
 import os
 
-from django.core.exceptions import ImproperlyConfigured
-
-from config.security import secret_key_problem
+from config.security import secret_key_require
 
 from .base import *  # noqa: F403
 
 DEBUG = False
 SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "")
-_SECRET_PROBLEM = secret_key_problem(SECRET_KEY, dev_key=DEV_SECRET_KEY)  # noqa: F405
-if _SECRET_PROBLEM:
-    # Refuse to start: Django would only warn (W009), and an empty key fails later, at the first
-    # signed link or session, with a traceback nobody connects to the setting.
-    raise ImproperlyConfigured(
-        f"DJANGO_SECRET_KEY {_SECRET_PROBLEM}. Set it to a long random value, e.g. "
-        "python -c 'import secrets; print(secrets.token_urlsafe(64))'"
-    )
+secret_key_require(SECRET_KEY, dev_key=DEV_SECRET_KEY)  # noqa: F405
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 SECURE_SSL_REDIRECT = True
 SECURE_HSTS_SECONDS = 31536000

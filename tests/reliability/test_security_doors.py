@@ -2,12 +2,18 @@
 researcher pages refuse too."""
 from __future__ import annotations
 
+import os
+import secrets
+import subprocess
+import sys
+
 import pytest
 
 from annotation.models import Adjudication, TaskKind
 from annotation.services.assignments import assignment_start, assignment_submit
 from metrics_app.models import ScoringJob
 from testing.factories import make_user, make_worker
+from tests.support.paths import REPO_ROOT
 from tests.support.tasks import make_task
 
 pytestmark = [pytest.mark.django_db, pytest.mark.reliability]
@@ -93,3 +99,35 @@ def test_a_model_version_names_only_the_projects_the_viewer_sees_at_every_door(c
     client.force_login(owner)
     for url in pages[:2]:
         assert hidden.slug in client.get(url).content.decode(), url
+
+
+def _dev_settings(debug: str, *, secret: str | None) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("DJANGO_SECRET_KEY", "DJANGO_ALLOW_ASYNC_UNSAFE")}
+    env.update(DJANGO_SETTINGS_MODULE="config.settings.dev", DJANGO_DEBUG=debug)
+    if secret is not None:
+        env["DJANGO_SECRET_KEY"] = secret
+    return subprocess.run(
+        [sys.executable, "-c", "import django; from django.conf import settings; "
+                               "django.setup(); print(settings.DEBUG)"],
+        cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize("debug, secret, starts", [
+    ("1", None, True),  # development: the embedded key is fine
+    ("0", None, False),
+    ("0", "dev-only-insecure-key-change-me", False),
+    ("0", "short", False),
+    ("0", secrets.token_urlsafe(60), True),
+])
+def test_the_development_settings_with_debug_off_need_a_strong_secret_key(debug, secret,
+                                                                           starts):
+    """manage.py, wsgi.py and the Celery worker default to config.settings.dev; with
+    DJANGO_DEBUG=0 (a deployment) they ran on the development key, public in this repository,
+    with which anyone signs in-house links and page tokens (`{"a": <assignment id>, "w": <worker
+    id>}`, sequential ids) for any assignment."""
+    result = _dev_settings(debug, secret=secret)
+    assert (result.returncode == 0) is starts, result.stderr[-2000:]
+    if not starts:
+        assert "DJANGO_SECRET_KEY" in result.stderr and "DEBUG is off" in result.stderr
+        assert "secrets.token_urlsafe" in result.stderr
