@@ -3,6 +3,7 @@ researcher pages refuse too."""
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import subprocess
 import sys
@@ -131,3 +132,21 @@ def test_the_development_settings_with_debug_off_need_a_strong_secret_key(debug,
     if not starts:
         assert "DJANGO_SECRET_KEY" in result.stderr and "DEBUG is off" in result.stderr
         assert "secrets.token_urlsafe" in result.stderr
+
+
+INLINE_HANDLER = re.compile(r"<[^>]*\son[a-z]+\s*=", re.I)
+INLINE_SCRIPT = re.compile(r"<script(?![^>]*\bsrc=)(?![^>]*type=\"application/json\")[^>]*>",
+                           re.I)
+
+
+def test_no_template_carries_script_the_production_csp_would_refuse():
+    """Production's CSP (script-src 'self') runs no inline handler (onclick=…) and no inline
+    script: what one did silently does not happen there (the review page's "Block worker"
+    asked nothing, tests/browser/test_production_csp.py)."""
+    found = []
+    for path in (REPO_ROOT / "templates").rglob("*.html"):
+        text = path.read_text(encoding="utf-8")
+        for pattern in (INLINE_HANDLER, INLINE_SCRIPT):
+            found += [f"{path.relative_to(REPO_ROOT)}: {m.group(0)[:80]}"
+                      for m in pattern.finditer(text)]
+    assert not found, "\n".join(found)
