@@ -349,8 +349,27 @@ def agreement_stage_for(stage: Stage) -> Stage | None:
     return earlier or stage.requires_stage
 
 
-def stage_alpha(*, stage: Stage, level: str | None = None) -> float | None:
-    """Krippendorff's alpha of the stage's judgments (None when too few to compute); the
-    `annotation.judgment_selectors.stage_agreement` (interval for Likert, nominal otherwise)."""
+def stage_mask(frame: JudgmentFrame, stage: Stage) -> np.ndarray:
+    """The judgments of `frame` that a read of `stage` counts (`load_judgments(stage=...)`):
+    the stage's own, and of a data stage only the data (`data_only_for`: no practice item's
+    answers, which every stage begins with)."""
+    mask = frame.stage_id == stage.pk
+    if data_only_for(stage=stage):
+        mask &= frame.data_mask()
+    return mask
+
+
+def stage_alpha(*, stage: Stage, level: str | None = None,
+                frame: JudgmentFrame | None = None) -> float | None:
+    """THE α of a stage, as its agreement gate checks it (the publish guard, the cockpit, the
+    dashboard's stages): Krippendorff's alpha of the stage's judgments that count, practice
+    items' answers left out of a data stage, at the stage's `agreement_level` (interval for
+    Likert, nominal otherwise); None when too few to compute. `frame`: a project frame already
+    loaded (the report's) is read instead of the database when it holds the stage's
+    judgments."""
     level = level or (stage.settings or {}).get("agreement_level")
+    if frame is not None:
+        mask = stage_mask(frame, stage)
+        if mask.any():
+            return frame.alpha(level=level, mask=mask)
     return stage_agreement(stage=stage, level=level)

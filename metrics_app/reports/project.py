@@ -32,7 +32,7 @@ from .workers import worker_report
 REPORT_KIND = "project"
 # Bump when the report's content or definitions change: cached reports of another version are
 # recomputed even though no judgment arrived.
-REPORT_VERSION = 12  # 11 was taken by two changes at once (gold accuracy; the leaderboard)
+REPORT_VERSION = 13  # 13: a stage row counts its data only, at its gate's agreement level
 
 
 def _params(group_by: str | None) -> dict:
@@ -103,7 +103,9 @@ ITEM_FINGERPRINT_FIELDS = ("dataset", "source", "split", "domain", "text_level",
 
 
 def item_fingerprint(*, project: Project) -> str:
-    """Hash of the project's items as the reports see them. Items carry no `updated_at`, so
+    """Hash of the project's items as the reports see them, and of every other input that
+    changes the numbers without a new judgment (the counting rule, the project's and its
+    stages' settings, LERC scores, judge verdicts). Items carry no `updated_at`, so
     the cache compares this hash; JSON columns are read as text (no decoding), which keeps it
     to one light query even for 40,000 items. It also covers what decides which judgments count
     (`counting_fingerprint`): rejecting work or blocking a worker adds no judgment but changes
@@ -124,6 +126,16 @@ def item_fingerprint(*, project: Project) -> str:
         for row in fetch_plain_rows(queryset):
             digest.update(repr(row).encode())
     digest.update(counting_fingerprint(project=project).encode())
+    # The settings the numbers are defined by, which change no judgment and no item: the gold
+    # tolerance (worker accuracy), the aggregation model (the human score of the estimates and
+    # the metric report), and each stage's name, kind, status and gate (which judgments are
+    # data, the stage rows, the gate's α and its level).
+    digest.update(repr((str(project.kind), str(project.experiment_mode),
+                        float(project.qualification_tolerance or 0),
+                        str(project.aggregation_model))).encode())
+    digest.update(repr(list(Stage.objects.filter(project=project).order_by("pk").values_list(
+        "pk", "name", "kind", "status", "order", "settings", "agreement_threshold",
+        "requires_stage_id"))).encode())
     # LERC scores feed the prediction-powered estimates: newly stored ones change the report.
     digest.update(f"lerc:{metric_watermark(project)}".encode())
     # Judge verdicts feed the leaderboard's judge boards (and a chosen estimates judge).

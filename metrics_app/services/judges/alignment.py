@@ -310,14 +310,15 @@ def _estimates(view: JudgeView, items: dict, human: dict, *, estimate_labels: in
 def _watermarks(project: Project) -> dict:
     from annotation.judgment_selectors import watermark
     from annotation.models import Judgment
-    from annotation.selectors import counting_fingerprint
 
     from ...models import JudgeVerdict, MetricScore
+    from ...reports.project import item_fingerprint
 
     return {
-        # Rejecting work, verifying a session or blocking a worker adds no row but changes the
-        # human labels (the counting rule), as in the project report's cache.
-        "counting": counting_fingerprint(project=project),
+        # Rejecting work, verifying a session, blocking a worker, excluding or regrouping an
+        # item adds no row but changes the human labels or the items compared, as in the
+        # project report's cache (its fingerprint).
+        "counting": item_fingerprint(project=project),
         "judgments": watermark(Judgment.objects.filter(item__project=project)),
         "verdicts": watermark(JudgeVerdict.objects.filter(item__project=project)),
         "scores": watermark(MetricScore.objects.filter(item__project=project)),

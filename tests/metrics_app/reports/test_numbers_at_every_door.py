@@ -1,0 +1,153 @@
+"""One number at every door: what the dashboard, the cockpit, the publish guard, the API and
+the exports show for the same data agrees, and a cached report notices what changes it."""
+from __future__ import annotations
+
+import krippendorff
+import numpy as np
+import pytest
+
+from annotation.cockpit_selectors import study_cockpit
+from annotation.judgment_selectors import stage_alpha
+from annotation.models import StageKind, TaskKind
+from metrics_app.reports.project import cached_project_report, project_report, report_refresh
+from testing.factories import make_item, make_judgment, make_project, make_stage, make_worker
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def trial_with_practice():
+    """A trial whose workers answer two practice items first (all agreeing on one, all
+    disagreeing wildly on the other) and then 12 data items; a full stage gated on the trial's
+    α at the ordinal level."""
+    project = make_project(TaskKind.LIKERT)
+    trial = make_stage(project, kind=StageKind.TRIAL, name="trial", order=1,
+                       settings={"agreement_level": "ordinal"})
+    full = make_stage(project, kind=StageKind.FULL, name="full", order=2,
+                      agreement_threshold=0.5, requires_stage=trial, status="draft")
+    workers = [make_worker(external_id=f"w{i}") for i in range(3)]
+    rng = np.random.default_rng(3)
+    data = []
+    for n in range(12):
+        item = make_item(project, external_id=f"d{n}")
+        truth = int(rng.integers(1, 6))
+        row = [truth, min(5, truth + n % 2), max(1, truth - int(n % 3 == 0))]
+        for worker, score in zip(workers, row, strict=True):
+            make_judgment(item=item, stage=trial, worker=worker, score=score)
+        data.append(row)
+    for n, scores in enumerate(([1, 5, 3], [2, 2, 2])):
+        item = make_item(project, external_id=f"practice{n}", is_practice=True)
+        for worker, score in zip(workers, scores, strict=True):
+            make_judgment(item=item, stage=trial, worker=worker, score=score)
+    expected = krippendorff.alpha(np.array(data, dtype=float).T, level_of_measurement="ordinal",
+                                  value_domain=[1, 2, 3, 4, 5])
+    return project, trial, full, expected
+
+
+def test_a_stages_alpha_is_the_same_on_the_dashboard_the_cockpit_and_the_guard(
+        trial_with_practice):
+    project, trial, full, expected = trial_with_practice
+    guard = stage_alpha(stage=trial)  # what publishing the full stage checks
+    assert guard == pytest.approx(expected)
+    cockpit = {row.stage.pk: row for row in study_cockpit(project=project).stages}
+    assert cockpit[trial.pk].alpha == pytest.approx(expected)
+    for report in (project_report(project=project), cached_project_report(project=project),
+                   project_report(project=project, stage=full)):
+        rows = {row["name"]: row for row in report["stages"]}
+        assert rows["full"]["gate"]["alpha"] == pytest.approx(guard)
+        assert rows["full"]["gate"]["passes"] is (guard >= 0.5)
+    rows = {row["name"]: row for row in project_report(project=project)["stages"]}
+    # Practice answers are not data: the stage counts its 36 data judgments, as progress does.
+    assert rows["trial"]["n_judgments"] == 36 and rows["trial"]["n_items"] == 12
+    assert rows["trial"]["krippendorff_alpha"] == pytest.approx(guard)
+
+
+@pytest.mark.parametrize("change", ["tolerance", "agreement_level", "stage_kind", "aggregation"])
+def test_the_cached_report_follows_the_settings_its_numbers_read(trial_with_practice, change):
+    """Changing what the report's numbers are defined by (gold tolerance, a gate's agreement
+    level, a stage's kind, the aggregation model) adds no judgment: the stored report must
+    still give way to the numbers a fresh computation (and every other door) shows."""
+    project, trial, _full, _expected = trial_with_practice
+    gold = project.items.get(external_id="d0")
+    gold.gold = {"score": 5}
+    gold.save()
+    report_refresh(project=project)
+    assert cached_project_report(project=project) == project_report(project=project) | {
+        "item_fingerprint": cached_project_report(project=project)["item_fingerprint"]}
+    if change == "tolerance":
+        project.qualification_tolerance = 4
+        project.save()
+    elif change == "aggregation":
+        project.aggregation = "median"
+        project.save()
+    elif change == "agreement_level":
+        trial.settings = {"agreement_level": "interval"}
+        trial.save()
+    else:
+        trial.kind = StageKind.PILOT
+        trial.save()
+    fresh = project_report(project=project)
+    cached = cached_project_report(project=project)
+    for key in ("workers", "stages", "estimates", "agreement"):
+        assert cached[key] == fresh[key], key
+
+
+@pytest.mark.parametrize("change", [{"excluded": True}, {"is_practice": True},
+                                    {"dataset": "other"}])
+def test_the_cached_metric_report_follows_item_changes(change):
+    """The metric page, its API and `manage.py metric_report` read the stored correlations
+    while they are fresh: removing an item from the study (excluded, made practice) or
+    regrouping it adds no judgment, and the stored copy must then be stale, not shown as the
+    correlation a fresh computation no longer gives."""
+    from metrics_app.services.meta_evaluation_report import (
+        metric_report_cached,
+        metric_report_compute,
+        metric_report_refresh,
+    )
+    from metrics_app.services.scoring import project_score_metrics
+
+    project = make_project(TaskKind.LIKERT)
+    stage = make_stage(project)
+    workers = [make_worker(), make_worker()]
+    for candidate, first, second in [("on the mat", 5, 5), ("a rug", 2, 1), ("the mat", 4, 4),
+                                     ("kitchen", 1, 2), ("mat", 5, 4), ("sofa", 1, 1)]:
+        item = make_item(project, content={"passage": "", "question": "q",
+                                           "references": ["on the mat"],
+                                           "candidate": candidate})
+        for worker, score in zip(workers, (first, second), strict=True):
+            make_judgment(item=item, stage=stage, worker=worker, score=score)
+    project_score_metrics(project=project, metric_names=["f1"])
+    params = {"n_resamples": 0}
+    metric_report_refresh(project=project, params=params)
+    report, stale = metric_report_cached(project=project, params=params)
+    assert not stale
+    project.items.filter(pk=project.items.order_by("id").first().pk).update(**change)
+    fresh, _mark = metric_report_compute(project=project, params=params)
+    assert fresh["correlations"] != report.data["correlations"]
+    _report, stale = metric_report_cached(project=project, params=params)
+    assert stale
+
+
+def test_the_cached_judge_alignment_follows_item_changes():
+    """The judges page reads the stored alignment while it is fresh; excluding an item from
+    the study (or making it a practice item) changes the items compared without a new row,
+    and the page must then show what a fresh computation gives."""
+    from metrics_app.services.judges.alignment import (
+        cached_judge_alignment_report,
+        judge_alignment_report_refresh,
+    )
+
+    project = make_project(TaskKind.LIKERT)
+    stage = make_stage(project)
+    workers = [make_worker() for _ in range(3)]
+    for i in range(12):
+        item = make_item(project, content={"passage": "", "question": f"q{i}",
+                                           "references": ["on the mat"],
+                                           "candidate": "on the mat" if i % 2 else f"bed {i}"})
+        for worker in workers:
+            make_judgment(item=item, stage=stage, worker=worker, score=5 if i % 2 else 1)
+    first = judge_alignment_report_refresh(project=project, refs=["metric:f1"], n_resamples=20)
+    assert first["n_items"] == 12
+    project.items.filter(pk=project.items.order_by("id").first().pk).update(excluded=True)
+    again = cached_judge_alignment_report(project=project, refs=["metric:f1"], n_resamples=20)
+    assert again["n_items"] == 11
