@@ -32,7 +32,7 @@ from annotation.models import (
     Stage,
     TaskKind,
 )
-from annotation.selectors import data_only_for, judgments_that_count
+from annotation.selectors import data_only_for, judgment_time_ms, judgments_that_count
 from core.vocabulary import MC_ROLES
 
 MISSING = -1e300  # stands for NULL in the numeric query
@@ -225,7 +225,7 @@ def _judgment_columns(queryset, *, kind: str, rich: bool) -> tuple[np.ndarray, n
         _score=Coalesce("score", Value(MISSING, output_field=FloatField())),
         # Time on the item as the server measured it (a browser can claim anything), else as
         # the browser reported it (imported judgments, or stored before the server measured).
-        _time=Coalesce("server_time_ms", "time_spent_ms", Value(-1)),
+        _time=Coalesce(judgment_time_ms(), Value(-1)),
     ).values_list("id", "item_id", "worker_id", "stage_id", "_score", "_time"))
     table = np.fromiter(chain.from_iterable(rows), dtype=float, count=6 * len(rows)).reshape(
         -1, 6

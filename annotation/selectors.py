@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 
 from django.db.models import Avg, Count, Exists, OuterRef, Q, QuerySet, Sum
+from django.db.models.functions import Coalesce
 
 from core.vocabulary import RECRUITING_PROVIDERS
 
@@ -165,6 +166,14 @@ def counting_fingerprint(*, project: Project) -> str:
     blocked = sorted(here.filter(worker_id__in=blocked_ids).order_by().distinct()
                      .values_list("worker_id", flat=True)) if blocked_ids else []
     return f"{blocked}:{list(excluded)}"
+
+
+def judgment_time_ms() -> Coalesce:
+    """THE time a judgment took, as an expression: the server's measure
+    (`Judgment.server_time_ms`), else what the browser reported (imported judgments, or stored
+    before the server measured). A browser can claim anything: every statistic of a worker's
+    speed (the dashboard, the worker's page, review rules) reads this one."""
+    return Coalesce("server_time_ms", "time_spent_ms")
 
 
 # --- Items and judgments ------------------------------------------------------------------------
@@ -516,7 +525,7 @@ def worker_history(*, worker: Worker, user) -> WorkerHistory:
     by_status = dict(assignments.values_list("status").annotate(n=Count("pk"))
                      .values_list("status", "n"))
     judgments = Judgment.objects.filter(worker=worker, item__project__in=visible).aggregate(
-        n=Count("pk"), ms=Avg("time_spent_ms"))
+        n=Count("pk"), ms=Avg(judgment_time_ms()))
     bonus = assignments.aggregate(total=Sum("bonus_paid"))["total"]
     return WorkerHistory(
         assignments_by_status=by_status, judgments=judgments["n"],

@@ -151,3 +151,27 @@ def test_the_cached_judge_alignment_follows_item_changes():
     project.items.filter(pk=project.items.order_by("id").first().pk).update(excluded=True)
     again = cached_judge_alignment_report(project=project, refs=["metric:f1"], n_resamples=20)
     assert again["n_items"] == 11
+
+
+def test_a_workers_time_per_item_is_the_servers_measure_on_the_admin_page_too(client):
+    """The dashboard times a worker by the server's measure (the browser can claim anything);
+    the worker's admin page showed the browser's claim: an hour per item for a worker who took
+    four seconds."""
+    from django.urls import reverse
+
+    from annotation.selectors import worker_history
+    from testing.factories import make_user
+
+    admin = make_user(superuser=True)
+    project = make_project(TaskKind.LIKERT, owner=admin)
+    stage = make_stage(project)
+    worker = make_worker(external_id="fast-clicker")
+    for _n in range(3):
+        make_judgment(item=make_item(project), stage=stage, worker=worker, score=3,
+                      server_time_ms=4000, time_spent_ms=3_600_000)
+    rows = {row["external_id"]: row for row in project_report(project=project)["workers"]}
+    assert rows["fast-clicker"]["median_time_s"] == pytest.approx(4.0)
+    assert worker_history(worker=worker, user=admin).mean_time_ms == pytest.approx(4000)
+    client.force_login(admin)
+    page = client.get(reverse("admin:annotation_worker_change", args=[worker.pk]))
+    assert "mean time per item 4.0 s" in page.content.decode()
