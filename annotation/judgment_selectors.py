@@ -78,13 +78,13 @@ class JudgmentFrame:
     def data_mask(self) -> np.ndarray:
         """Judgments that are data, as the counting rule says (`judgments_that_count`): of data
         stages (not practice or qualification) and not of a practice item (every worker answers
-        those first to learn the task). A frame loaded with `include_non_data_stages` holds the
+        those first to learn the task) nor of an item removed from the study (excluded). A frame loaded with `include_non_data_stages` holds the
         others too, for worker-quality numbers (practice accuracy, STARC's practice rule)."""
         if "_data_mask" in self.__dict__:
             return self.__dict__["_data_mask"].copy()
         non_data = {pk for pk, kind in self.stage_kinds.items() if kind in NON_DATA_STAGE_KINDS}
-        practice = (self.items["is_practice"][self.item_pos].astype(bool) if len(self)
-                    else np.zeros(0, dtype=bool))
+        practice = ((self.items["is_practice"] | self.items["excluded"])[self.item_pos]
+                    .astype(bool) if len(self) else np.zeros(0, dtype=bool))
         self.__dict__["_data_mask"] = ~np.isin(self.stage_id, list(non_data)) & ~practice
         return self.__dict__["_data_mask"].copy()
 
@@ -248,7 +248,7 @@ def _judgment_columns(queryset, *, kind: str, rich: bool) -> tuple[np.ndarray, n
 def _item_columns(project: Project, *, rich: bool) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """The project's item ids (sorted) and their grouping columns, flags, gold and metadata."""
     item_fields = ["id", "dataset", "source", "split", "domain", "text_level", "is_gold_check",
-                   "is_practice", "external_id"]
+                   "is_practice", "external_id", "excluded"]
     item_queryset = Item.objects.filter(project=project).order_by("id")
     item_table = fetch_plain_rows(item_queryset.values_list(*item_fields))
     item_cols = list(zip(*item_table, strict=True)) if item_table else [()] * len(item_fields)

@@ -103,7 +103,9 @@ def judgments_that_count(queryset: QuerySet[Judgment] | None = None, *,
 
     - it is data: its stage is not practice or qualification, and its item is not a practice
       item (`Item.is_practice`: every worker answers those first, in any stage, to learn the
-      task). Practice and qualification work tests the workers, not the items; it is kept apart
+      task) nor removed from the study (`Item.excluded`: an improper question, an exact-match
+      candidate; progress, the metric report, the estimates, the judges and LERC leave those
+      items out, so every other door does too). Practice and qualification work tests the workers, not the items; it is kept apart
       and read with `data_stages_only=False` (worker-quality numbers, `--include-qualification`);
     - its assignment was not rejected, returned or flagged (NOT_COUNTED_ASSIGNMENT_STATUSES),
       and, on Prolific, its session was verified with the provider (`Assignment.verification`
@@ -125,7 +127,7 @@ def judgments_that_count(queryset: QuerySet[Judgment] | None = None, *,
         queryset = queryset.filter(item__project=project)
     if data_stages_only:
         queryset = queryset.exclude(stage__kind__in=NON_DATA_STAGE_KINDS).exclude(
-            item__is_practice=True)
+            item__is_practice=True).exclude(item__excluded=True)
     if include_rejected:
         return queryset
     queryset = queryset.exclude(assignment__status__in=NOT_COUNTED_ASSIGNMENT_STATUSES)

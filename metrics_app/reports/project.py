@@ -32,7 +32,7 @@ from .workers import worker_report
 REPORT_KIND = "project"
 # Bump when the report's content or definitions change: cached reports of another version are
 # recomputed even though no judgment arrived.
-REPORT_VERSION = 13  # 13: a stage row counts its data only, at its gate's agreement level
+REPORT_VERSION = 14  # 14: an excluded item's judgments are not data (13: stage rows read stage_alpha)
 
 
 def _params(group_by: str | None) -> dict:

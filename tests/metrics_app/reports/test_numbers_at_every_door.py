@@ -175,3 +175,46 @@ def test_a_workers_time_per_item_is_the_servers_measure_on_the_admin_page_too(cl
     client.force_login(admin)
     page = client.get(reverse("admin:annotation_worker_change", args=[worker.pk]))
     assert "mean time per item 4.0 s" in page.content.decode()
+
+
+def test_an_item_removed_from_the_study_counts_at_no_door():
+    """A researcher excludes an item after it was judged (an improper question). Progress,
+    the metric report, the estimates, the judges and LERC already left it out; the dashboard's
+    agreement, its counts and the exports (per judgment and per item) counted it still."""
+    import io
+    import json
+
+    from annotation.selectors import project_progress
+    from annotation.services.exports import export_write
+
+    project = make_project(TaskKind.LIKERT)
+    stage = make_stage(project)
+    workers = [make_worker(), make_worker()]
+    kept = []
+    for n, scores in enumerate([(5, 5), (1, 1), (4, 4), (2, 2), (1, 5)]):
+        item = make_item(project, external_id=f"i{n}")
+        for worker, score in zip(workers, scores, strict=True):
+            make_judgment(item=item, stage=stage, worker=worker, score=score)
+        if n < 4:
+            kept.append(scores)
+    project.items.filter(external_id="i4").update(excluded=True,
+                                                  exclusion_reason="improper question")
+    progress = project_progress(projects=[project])[project.pk]
+    assert progress.judgments == 8
+    report = project_report(project=project)
+    assert report["n_judgments"] == 8
+    assert report["agreement"]["all"]["n_items"] == 4
+    assert report["agreement"]["all"]["krippendorff_alpha"] == pytest.approx(
+        krippendorff.alpha(np.array(kept, dtype=float).T, level_of_measurement="interval"))
+    assert {row["external_id"]: row["n_judgments"] for row in report["workers"]} == {
+        workers[0].external_id: 4, workers[1].external_id: 4}
+    for aggregate in (False, True):
+        out = io.StringIO()
+        export_write(project=project, out=out, aggregate=aggregate, progress=False)
+        rows = {json.loads(line)["external_id"]: json.loads(line)
+                for line in out.getvalue().split("\n") if line}
+        assert rows["i4"]["excluded"] is True  # the export stays a complete copy of the items
+        if aggregate:
+            assert rows["i4"]["n_judgments"] == 0 and rows["i4"]["label"] is None
+        else:
+            assert rows["i4"]["judgment"] is None
