@@ -218,3 +218,33 @@ def test_an_item_removed_from_the_study_counts_at_no_door():
             assert rows["i4"]["n_judgments"] == 0 and rows["i4"]["label"] is None
         else:
             assert rows["i4"]["judgment"] is None
+
+
+@pytest.mark.parametrize("aggregation", ["mean", "median"])
+def test_an_items_human_correctness_is_the_same_for_the_judges_the_estimates_and_the_export(
+        aggregation):
+    """Scores 1, 3, 3: the human score is 2.33 by the mean (incorrect) and 3 by the median
+    (correct). The export's label, the estimates and the metric report's decision table read
+    the project's aggregate against "3 or more is correct"; the judges page counted votes
+    (two of three at 3 or more: correct) whatever the project said."""
+    import io
+    import json
+
+    from annotation.services.exports import export_write
+    from metrics_app.services.judges.alignment import human_labels
+
+    project = make_project(TaskKind.LIKERT, aggregation=aggregation)
+    stage = make_stage(project)
+    workers = [make_worker() for _ in range(3)]
+    for n in range(4):
+        item = make_item(project, external_id=f"i{n}")
+        for worker, score in zip(workers, (1, 3, 3) if n % 2 else (5, 5, 4), strict=True):
+            make_judgment(item=item, stage=stage, worker=worker, score=score)
+    out = io.StringIO()
+    export_write(project=project, out=out, aggregate=True, progress=False)
+    exported = {row["external_id"]: row["label"] >= 3 for row in
+                map(json.loads, filter(None, out.getvalue().split("\n")))}
+    judged = {project.items.get(pk=pk).external_id: bool(h["label"])
+              for pk, h in human_labels(project).items()}
+    assert judged == exported
+    assert judged["i1"] is (aggregation == "median")
