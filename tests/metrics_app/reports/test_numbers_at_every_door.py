@@ -248,3 +248,27 @@ def test_an_items_human_correctness_is_the_same_for_the_judges_the_estimates_and
               for pk, h in human_labels(project).items()}
     assert judged == exported
     assert judged["i1"] is (aggregation == "median")
+
+
+def test_a_retraining_is_due_on_new_judgments_that_count_only():
+    """The beat's LERC refresh counted every new data-stage judgment, rejected work and blocked
+    workers' included, while the data set it trains on reads the counting rule: rejected spam
+    started a GPU retraining on no new data."""
+    from annotation.models import AssignmentStatus
+    from annotation.services.workers import worker_block
+    from metrics_app.services.lerc import lerc_refresh_due
+    from testing.factories import make_assignment
+
+    project = make_project(TaskKind.LIKERT)
+    stage = make_stage(project)
+    items = [make_item(project, split="train") for _ in range(6)]
+    spammer, blocked = make_worker(), make_worker()
+    rejected = make_assignment(stage, worker=spammer, items=items,
+                               status=AssignmentStatus.REJECTED)
+    for item in items:
+        make_judgment(item=item, stage=stage, worker=spammer, assignment=rejected, score=1)
+        make_judgment(item=item, stage=stage, worker=blocked, score=1)
+    worker_block(worker=blocked, reason="spam")
+    assert lerc_refresh_due(min_new_judgments=1) == []
+    make_judgment(item=items[0], stage=stage, score=4)
+    assert [n for _p, _k, n in lerc_refresh_due(min_new_judgments=1)] == [1]
