@@ -272,3 +272,26 @@ def test_a_retraining_is_due_on_new_judgments_that_count_only():
     assert lerc_refresh_due(min_new_judgments=1) == []
     make_judgment(item=items[0], stage=stage, score=4)
     assert [n for _p, _k, n in lerc_refresh_due(min_new_judgments=1)] == [1]
+
+
+def test_the_leaderboards_metric_boards_read_the_items_the_human_board_reads():
+    """An A/B item excluded from the study (or made a practice item) after it was scored: the
+    human and judge boards left it out, the metric boards still voted on it."""
+    from metrics_app.models import MetricScore
+    from metrics_app.reports.leaderboard import metric_votes
+
+    project = make_project(TaskKind.AB)
+    items = [make_item(project) for _ in range(4)]
+    for n, item in enumerate(items):
+        MetricScore.objects.create(item=item, metric="length", version="1", side="A",
+                                   value=float(n))
+        MetricScore.objects.create(item=item, metric="length", version="1", side="B",
+                                   value=1.5)
+    votes = metric_votes(project)["length@1"]
+    assert sorted(np.asarray(votes.item).tolist()) == \
+        sorted(i.pk for i in items)
+    project.items.filter(pk=items[0].pk).update(excluded=True)
+    project.items.filter(pk=items[1].pk).update(is_practice=True)
+    votes = metric_votes(project)["length@1"]
+    assert sorted(np.asarray(votes.item).tolist()) == \
+        sorted(i.pk for i in items[2:])
