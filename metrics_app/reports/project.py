@@ -178,8 +178,10 @@ def fresh_cached_report(
     computed (judgments are append-only, so their `watermark` is a complete change marker for
     them; items are compared by `item_fingerprint`), else None. Reads only."""
     cached = _cached_row(project=project, stage=stage, group_by=group_by)
+    # The project's watermark, a stage's report too: its gate reads the gating stage's
+    # judgments (`stages_report`).
     if (cached is not None
-            and cached.judgment_watermark == judgment_watermark(project=project, stage=stage)
+            and cached.judgment_watermark == judgment_watermark(project=project)
             and cached.data.get("item_fingerprint") == item_fingerprint(project=project)):
         return cached.data
     return None
@@ -222,13 +224,17 @@ def _cached_row(*, project: Project, stage: Stage | None, group_by: str | None) 
 def report_refresh(
     *, project: Project, stage: Stage | None = None, group_by: str | None = None
 ) -> dict:
-    """Recompute and store the report (one row per project, stage and parameters)."""
+    """Recompute and store the report (one row per project, stage and parameters), marked
+    with the project's judgment watermark read before computing: the newest judgment of any
+    stage, counted or not (a rejected or blocked worker's newest judgment would otherwise leave
+    the stored copy looking stale forever, and a stage's report miss the gate stage's)."""
+    mark = judgment_watermark(project=project)
     data = project_report_with_fingerprint(project=project, stage=stage, group_by=group_by)
     params = _params(group_by)
     row = _cached_row(project=project, stage=stage, group_by=group_by)
     if row is not None:
         row.data = data
-        row.judgment_watermark = data["judgment_watermark"]
+        row.judgment_watermark = mark
         row.save(update_fields=["data", "judgment_watermark", "computed_at"])
     else:
         # Reports of an older REPORT_VERSION for the same parameters are replaced, not kept.
@@ -241,7 +247,7 @@ def report_refresh(
         Report.objects.filter(pk__in=outdated).delete()
         Report.objects.create(
             project=project, stage=stage, kind=REPORT_KIND, params=params, data=data,
-            judgment_watermark=data["judgment_watermark"],
+            judgment_watermark=mark,
         )
     return data
 

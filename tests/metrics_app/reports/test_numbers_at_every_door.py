@@ -295,3 +295,40 @@ def test_the_leaderboards_metric_boards_read_the_items_the_human_board_reads():
     votes = metric_votes(project)["length@1"]
     assert sorted(np.asarray(votes.item).tolist()) == \
         sorted(i.pk for i in items[2:])
+
+
+def test_a_stored_stage_report_follows_its_gate_stages_judgments(trial_with_practice):
+    """`manage.py report --stage full` stores the full stage's report; its gate reads the
+    trial's α. New trial judgments left the stored copy fresh (the full stage's own judgments
+    had not changed), so the dashboard and the API for ?stage=full showed the old α."""
+    project, trial, full, _expected = trial_with_practice
+    report_refresh(project=project, stage=full)
+    before = cached_project_report(project=project, stage=full)
+    late = make_worker(external_id="late")  # on items already there: no item changes
+    for n in range(12):
+        make_judgment(item=project.items.get(external_id=f"d{n}"), stage=trial, worker=late,
+                      score=1 + (n * 2) % 5)
+    after = cached_project_report(project=project, stage=full)
+    rows = {row["name"]: row for row in after["stages"]}
+    assert rows["full"]["gate"]["alpha"] == pytest.approx(stage_alpha(stage=trial))
+    assert rows["full"]["gate"]["alpha"] != pytest.approx(
+        {r["name"]: r for r in before["stages"]}["full"]["gate"]["alpha"])
+
+
+def test_a_stored_report_stays_fresh_when_the_newest_judgment_does_not_count(
+        trial_with_practice):
+    """The newest judgment is a blocked worker's: the stored report was marked with the newest
+    judgment that counts, so it looked stale forever (every read recomputed it, and the beat
+    refreshed it every two minutes)."""
+    from annotation.services.workers import worker_block
+    from metrics_app.models import Report
+    from metrics_app.reports.project import fresh_cached_report, stale_report_projects
+
+    project, trial, _full, _expected = trial_with_practice
+    late = make_worker(external_id="late-spammer")
+    make_judgment(item=project.items.get(external_id="d0"), stage=trial, worker=late, score=1)
+    worker_block(worker=late, reason="spam")
+    report_refresh(project=project)
+    assert stale_report_projects() == []
+    assert fresh_cached_report(project=project) is not None
+    assert Report.objects.filter(project=project, kind="project").count() == 1
