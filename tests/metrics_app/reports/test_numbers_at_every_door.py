@@ -332,3 +332,26 @@ def test_a_stored_report_stays_fresh_when_the_newest_judgment_does_not_count(
     assert stale_report_projects() == []
     assert fresh_cached_report(project=project) is not None
     assert Report.objects.filter(project=project, kind="project").count() == 1
+
+
+def test_the_cockpits_committed_money_is_what_the_budget_guard_counts():
+    """A stage paid more than its estimate (a bonus granted by hand): the budget guard counts
+    what was paid, the cockpit showed the estimate alone, so it read "40% of the budget
+    committed" while publishing the next stage was refused for the budget."""
+    from decimal import Decimal
+
+    from annotation.cost_selectors import project_committed_cost
+    from annotation.models import AssignmentStatus, StageStatus
+    from testing.factories import make_assignment, make_hit
+
+    project = make_project(TaskKind.LIKERT, budget_cap=Decimal("20.00"))
+    stage = make_stage(project, status=StageStatus.COLLECTING)
+    items = [make_item(project) for _ in range(2)]
+    hit = make_hit(stage, items=items, max_assignments=1, reward=Decimal("0.40"))
+    make_assignment(stage, items=items, hit=hit, status=AssignmentStatus.APPROVED,
+                    bonus_paid=Decimal("10.00"))
+    cockpit = study_cockpit(project=project)
+    guard = project_committed_cost(project=project)
+    assert guard >= Decimal("10.40")
+    assert cockpit.committed == guard
+    assert cockpit.spent == guard
