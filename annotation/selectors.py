@@ -105,7 +105,8 @@ def judgments_that_count(queryset: QuerySet[Judgment] | None = None, *,
       item (`Item.is_practice`: every worker answers those first, in any stage, to learn the
       task) nor removed from the study (`Item.excluded`: an improper question, an exact-match
       candidate; progress, the metric report, the estimates, the judges and LERC leave those
-      items out, so every other door does too). Practice and qualification work tests the workers, not the items; it is kept apart
+      items out, so every other door does too). `data_stages_only=False` brings all three
+      back. Practice and qualification work tests the workers, not the items; it is kept apart
       and read with `data_stages_only=False` (worker-quality numbers, `--include-qualification`);
     - its assignment was not rejected, returned or flagged (NOT_COUNTED_ASSIGNMENT_STATUSES),
       and, on Prolific, its session was verified with the provider (`Assignment.verification`
