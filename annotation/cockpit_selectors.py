@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 from decimal import Decimal
 
-from annotation.cost_selectors import stage_cost_estimate, stage_spent
+from annotation.cost_selectors import committed_amount, stage_cost_estimate, stage_spent
 from annotation.judgment_selectors import agreement_stage_for, stage_alpha
 from annotation.models import (
     DATA_STAGE_KINDS,
@@ -140,8 +140,9 @@ def study_cockpit(*, project: Project) -> Cockpit:
                        else "review the waiting work first" if waiting and
                        stage.status == StageStatus.CLOSED
                        else _next_step(stage))))
-    committed = sum((s.estimate or Decimal("0")) for s in stages
-                    if s.stage.status != StageStatus.DRAFT)
+    # What the budget guards count (`project_committed_cost`), from the numbers read above.
+    committed = sum((committed_amount(estimate=s.estimate, spent=s.spent) for s in stages
+                     if s.stage.status != StageStatus.DRAFT), Decimal("0"))
     return Cockpit(project=project, stages=stages, budget=project.budget_cap,
                    committed=Decimal(committed), spent=sum((s.spent for s in stages),
                                                            Decimal("0.00")))

@@ -194,11 +194,18 @@ def _balance(provider) -> tuple[Decimal | None, str]:
         return None, balance_error_text(exc)
 
 
+def committed_amount(*, estimate: Decimal | None, spent: Decimal) -> Decimal:
+    """The money a published stage holds of the budget, from its estimate and what it has paid:
+    the estimate, or what was paid when that is more (a bonus granted by hand, paid work the
+    estimate did not foresee): money spent stays spent whatever the estimate said. The budget
+    guards and the cockpit both add these up."""
+    return max(estimate if estimate is not None else Decimal("0"), spent)
+
+
 def stage_committed_cost(*, stage: Stage) -> Decimal:
-    """The money a published stage holds of the budget: its estimate, or what it has already
-    paid when that is more (a bonus granted by hand, paid work the estimate did not foresee):
-    money spent stays spent whatever the estimate said."""
-    return max(stage_cost_estimate(stage=stage).total, stage_spent(stage=stage))
+    """`committed_amount` of a published stage."""
+    return committed_amount(estimate=stage_cost_estimate(stage=stage).total,
+                            spent=stage_spent(stage=stage))
 
 
 def project_committed_cost(*, project, exclude_stage: Stage | None = None) -> Decimal:

@@ -32,7 +32,7 @@ from annotation.models import (
     Stage,
     TaskKind,
 )
-from annotation.selectors import data_only_for, judgments_that_count
+from annotation.selectors import data_only_for, judgment_time_ms, judgments_that_count
 from core.vocabulary import MC_ROLES
 
 MISSING = -1e300  # stands for NULL in the numeric query
@@ -78,13 +78,13 @@ class JudgmentFrame:
     def data_mask(self) -> np.ndarray:
         """Judgments that are data, as the counting rule says (`judgments_that_count`): of data
         stages (not practice or qualification) and not of a practice item (every worker answers
-        those first to learn the task). A frame loaded with `include_non_data_stages` holds the
+        those first to learn the task) nor of an item removed from the study (excluded). A frame loaded with `include_non_data_stages` holds the
         others too, for worker-quality numbers (practice accuracy, STARC's practice rule)."""
         if "_data_mask" in self.__dict__:
             return self.__dict__["_data_mask"].copy()
         non_data = {pk for pk, kind in self.stage_kinds.items() if kind in NON_DATA_STAGE_KINDS}
-        practice = (self.items["is_practice"][self.item_pos].astype(bool) if len(self)
-                    else np.zeros(0, dtype=bool))
+        practice = ((self.items["is_practice"] | self.items["excluded"])[self.item_pos]
+                    .astype(bool) if len(self) else np.zeros(0, dtype=bool))
         self.__dict__["_data_mask"] = ~np.isin(self.stage_id, list(non_data)) & ~practice
         return self.__dict__["_data_mask"].copy()
 
@@ -225,7 +225,7 @@ def _judgment_columns(queryset, *, kind: str, rich: bool) -> tuple[np.ndarray, n
         _score=Coalesce("score", Value(MISSING, output_field=FloatField())),
         # Time on the item as the server measured it (a browser can claim anything), else as
         # the browser reported it (imported judgments, or stored before the server measured).
-        _time=Coalesce("server_time_ms", "time_spent_ms", Value(-1)),
+        _time=Coalesce(judgment_time_ms(), Value(-1)),
     ).values_list("id", "item_id", "worker_id", "stage_id", "_score", "_time"))
     table = np.fromiter(chain.from_iterable(rows), dtype=float, count=6 * len(rows)).reshape(
         -1, 6
@@ -248,7 +248,7 @@ def _judgment_columns(queryset, *, kind: str, rich: bool) -> tuple[np.ndarray, n
 def _item_columns(project: Project, *, rich: bool) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """The project's item ids (sorted) and their grouping columns, flags, gold and metadata."""
     item_fields = ["id", "dataset", "source", "split", "domain", "text_level", "is_gold_check",
-                   "is_practice", "external_id"]
+                   "is_practice", "external_id", "excluded"]
     item_queryset = Item.objects.filter(project=project).order_by("id")
     item_table = fetch_plain_rows(item_queryset.values_list(*item_fields))
     item_cols = list(zip(*item_table, strict=True)) if item_table else [()] * len(item_fields)
@@ -349,8 +349,27 @@ def agreement_stage_for(stage: Stage) -> Stage | None:
     return earlier or stage.requires_stage
 
 
-def stage_alpha(*, stage: Stage, level: str | None = None) -> float | None:
-    """Krippendorff's alpha of the stage's judgments (None when too few to compute); the
-    `annotation.judgment_selectors.stage_agreement` (interval for Likert, nominal otherwise)."""
+def stage_mask(frame: JudgmentFrame, stage: Stage) -> np.ndarray:
+    """The judgments of `frame` that a read of `stage` counts (`load_judgments(stage=...)`):
+    the stage's own, and of a data stage only the data (`data_only_for`: no practice item's
+    answers, which every stage begins with)."""
+    mask = frame.stage_id == stage.pk
+    if data_only_for(stage=stage):
+        mask &= frame.data_mask()
+    return mask
+
+
+def stage_alpha(*, stage: Stage, level: str | None = None,
+                frame: JudgmentFrame | None = None) -> float | None:
+    """THE α of a stage, as its agreement gate checks it (the publish guard, the cockpit, the
+    dashboard's stages): Krippendorff's alpha of the stage's judgments that count, practice
+    items' answers left out of a data stage, at the stage's `agreement_level` (interval for
+    Likert, nominal otherwise); None when too few to compute. `frame`: a project frame already
+    loaded (the report's) is read instead of the database when it holds the stage's
+    judgments."""
     level = level or (stage.settings or {}).get("agreement_level")
+    if frame is not None:
+        mask = stage_mask(frame, stage)
+        if mask.any():
+            return frame.alpha(level=level, mask=mask)
     return stage_agreement(stage=stage, level=level)

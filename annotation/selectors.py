@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 
 from django.db.models import Avg, Count, Exists, OuterRef, Q, QuerySet, Sum
+from django.db.models.functions import Coalesce
 
 from core.vocabulary import RECRUITING_PROVIDERS
 
@@ -102,7 +103,10 @@ def judgments_that_count(queryset: QuerySet[Judgment] | None = None, *,
 
     - it is data: its stage is not practice or qualification, and its item is not a practice
       item (`Item.is_practice`: every worker answers those first, in any stage, to learn the
-      task). Practice and qualification work tests the workers, not the items; it is kept apart
+      task) nor removed from the study (`Item.excluded`: an improper question, an exact-match
+      candidate; progress, the metric report, the estimates, the judges and LERC leave those
+      items out, so every other door does too). `data_stages_only=False` brings all three
+      back. Practice and qualification work tests the workers, not the items; it is kept apart
       and read with `data_stages_only=False` (worker-quality numbers, `--include-qualification`);
     - its assignment was not rejected, returned or flagged (NOT_COUNTED_ASSIGNMENT_STATUSES),
       and, on Prolific, its session was verified with the provider (`Assignment.verification`
@@ -124,7 +128,7 @@ def judgments_that_count(queryset: QuerySet[Judgment] | None = None, *,
         queryset = queryset.filter(item__project=project)
     if data_stages_only:
         queryset = queryset.exclude(stage__kind__in=NON_DATA_STAGE_KINDS).exclude(
-            item__is_practice=True)
+            item__is_practice=True).exclude(item__excluded=True)
     if include_rejected:
         return queryset
     queryset = queryset.exclude(assignment__status__in=NOT_COUNTED_ASSIGNMENT_STATUSES)
@@ -165,6 +169,14 @@ def counting_fingerprint(*, project: Project) -> str:
     blocked = sorted(here.filter(worker_id__in=blocked_ids).order_by().distinct()
                      .values_list("worker_id", flat=True)) if blocked_ids else []
     return f"{blocked}:{list(excluded)}"
+
+
+def judgment_time_ms() -> Coalesce:
+    """THE time a judgment took, as an expression: the server's measure
+    (`Judgment.server_time_ms`), else what the browser reported (imported judgments, or stored
+    before the server measured). A browser can claim anything: every statistic of a worker's
+    speed (the dashboard, the worker's page, review rules) reads this one."""
+    return Coalesce("server_time_ms", "time_spent_ms")
 
 
 # --- Items and judgments ------------------------------------------------------------------------
@@ -516,7 +528,7 @@ def worker_history(*, worker: Worker, user) -> WorkerHistory:
     by_status = dict(assignments.values_list("status").annotate(n=Count("pk"))
                      .values_list("status", "n"))
     judgments = Judgment.objects.filter(worker=worker, item__project__in=visible).aggregate(
-        n=Count("pk"), ms=Avg("time_spent_ms"))
+        n=Count("pk"), ms=Avg(judgment_time_ms()))
     bonus = assignments.aggregate(total=Sum("bonus_paid"))["total"]
     return WorkerHistory(
         assignments_by_status=by_status, judgments=judgments["n"],

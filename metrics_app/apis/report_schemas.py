@@ -125,7 +125,9 @@ class MetricReportSerializer(serializers.Serializer):
         required=False, help_text="Likert projects: Williams' test and a paired bootstrap for "
                                   "every two metrics.")
     score_watermark = serializers.IntegerField(required=False)
-    counting_fingerprint = serializers.CharField(required=False)
+    item_fingerprint = serializers.CharField(
+        required=False, help_text="What the report read besides judgments and scores (the "
+                                  "counting rule, items, settings): changed → stale.")
     aggregation = serializers.CharField(
         required=False, help_text="The project's aggregation model the human gold used.")
 

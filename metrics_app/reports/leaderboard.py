@@ -100,8 +100,11 @@ def metric_votes(project: Project) -> dict[str, Votes]:
     """Each automatic metric that scored both answers of the project's A/B items (the latest
     version stored) as a judge: one vote per item for the answer it scores higher, a tie when
     equal. Answer A counts as shown on the left (a metric sees no order)."""
+    # The items the human and judge boards read: not practice, not excluded from the study
+    # (scores stored before an item was excluded stay in the table).
     rows = MetricScore.objects.filter(item__project=project, side__in=AB_CHOICES,
-                                      value__isnull=False)
+                                      value__isnull=False, item__is_practice=False,
+                                      item__excluded=False)
     latest: dict[str, tuple[int, str]] = {}
     for metric, version, top in rows.values_list("metric", "version", "id").order_by("id"):
         latest[metric] = (top, version)

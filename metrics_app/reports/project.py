@@ -32,7 +32,7 @@ from .workers import worker_report
 REPORT_KIND = "project"
 # Bump when the report's content or definitions change: cached reports of another version are
 # recomputed even though no judgment arrived.
-REPORT_VERSION = 12  # 11 was taken by two changes at once (gold accuracy; the leaderboard)
+REPORT_VERSION = 14  # 14: an excluded item's judgments are not data (13: stage rows read stage_alpha)
 
 
 def _params(group_by: str | None) -> dict:
@@ -103,7 +103,9 @@ ITEM_FINGERPRINT_FIELDS = ("dataset", "source", "split", "domain", "text_level",
 
 
 def item_fingerprint(*, project: Project) -> str:
-    """Hash of the project's items as the reports see them. Items carry no `updated_at`, so
+    """Hash of the project's items as the reports see them, and of every other input that
+    changes the numbers without a new judgment (the counting rule, the project's and its
+    stages' settings, LERC scores, judge verdicts). Items carry no `updated_at`, so
     the cache compares this hash; JSON columns are read as text (no decoding), which keeps it
     to one light query even for 40,000 items. It also covers what decides which judgments count
     (`counting_fingerprint`): rejecting work or blocking a worker adds no judgment but changes
@@ -124,6 +126,16 @@ def item_fingerprint(*, project: Project) -> str:
         for row in fetch_plain_rows(queryset):
             digest.update(repr(row).encode())
     digest.update(counting_fingerprint(project=project).encode())
+    # The settings the numbers are defined by, which change no judgment and no item: the gold
+    # tolerance (worker accuracy), the aggregation model (the human score of the estimates and
+    # the metric report), and each stage's name, kind, status and gate (which judgments are
+    # data, the stage rows, the gate's α and its level).
+    digest.update(repr((str(project.kind), str(project.experiment_mode),
+                        float(project.qualification_tolerance or 0),
+                        str(project.aggregation_model))).encode())
+    digest.update(repr(list(Stage.objects.filter(project=project).order_by("pk").values_list(
+        "pk", "name", "kind", "status", "order", "settings", "agreement_threshold",
+        "requires_stage_id"))).encode())
     # LERC scores feed the prediction-powered estimates: newly stored ones change the report.
     digest.update(f"lerc:{metric_watermark(project)}".encode())
     # Judge verdicts feed the leaderboard's judge boards (and a chosen estimates judge).
@@ -166,8 +178,10 @@ def fresh_cached_report(
     computed (judgments are append-only, so their `watermark` is a complete change marker for
     them; items are compared by `item_fingerprint`), else None. Reads only."""
     cached = _cached_row(project=project, stage=stage, group_by=group_by)
+    # The project's watermark, a stage's report too: its gate reads the gating stage's
+    # judgments (`stages_report`).
     if (cached is not None
-            and cached.judgment_watermark == judgment_watermark(project=project, stage=stage)
+            and cached.judgment_watermark == judgment_watermark(project=project)
             and cached.data.get("item_fingerprint") == item_fingerprint(project=project)):
         return cached.data
     return None
@@ -210,13 +224,17 @@ def _cached_row(*, project: Project, stage: Stage | None, group_by: str | None) 
 def report_refresh(
     *, project: Project, stage: Stage | None = None, group_by: str | None = None
 ) -> dict:
-    """Recompute and store the report (one row per project, stage and parameters)."""
+    """Recompute and store the report (one row per project, stage and parameters), marked
+    with the project's judgment watermark read before computing: the newest judgment of any
+    stage, counted or not (a rejected or blocked worker's newest judgment would otherwise leave
+    the stored copy looking stale forever, and a stage's report miss the gate stage's)."""
+    mark = judgment_watermark(project=project)
     data = project_report_with_fingerprint(project=project, stage=stage, group_by=group_by)
     params = _params(group_by)
     row = _cached_row(project=project, stage=stage, group_by=group_by)
     if row is not None:
         row.data = data
-        row.judgment_watermark = data["judgment_watermark"]
+        row.judgment_watermark = mark
         row.save(update_fields=["data", "judgment_watermark", "computed_at"])
     else:
         # Reports of an older REPORT_VERSION for the same parameters are replaced, not kept.
@@ -229,7 +247,7 @@ def report_refresh(
         Report.objects.filter(pk__in=outdated).delete()
         Report.objects.create(
             project=project, stage=stage, kind=REPORT_KIND, params=params, data=data,
-            judgment_watermark=data["judgment_watermark"],
+            judgment_watermark=mark,
         )
     return data
 

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from annotation.judgment_selectors import JudgmentFrame, agreement_stage_for, stage_agreement
+from annotation.judgment_selectors import (
+    JudgmentFrame,
+    agreement_stage_for,
+    stage_alpha,
+    stage_mask,
+)
 from annotation.models import Project, Stage
 
 
@@ -13,17 +18,15 @@ def stages_report(frame: JudgmentFrame, *, project: Project) -> list[dict]:
     alphas: dict[int, float | None] = {}
 
     def alpha_of(stage: Stage) -> float | None:
+        # The α the stage's gate checks (`stage_alpha`: its data, at its agreement level), read
+        # from the frame when it holds the stage (a stage-narrowed report: from the database).
         if stage.pk not in alphas:
-            in_frame = frame.stage_id == stage.pk
-            # The frame may hold one stage only (a stage-narrowed report): ask the database.
-            alphas[stage.pk] = frame.alpha(mask=in_frame) if in_frame.any() else (
-                stage_agreement(stage=stage)
-            )
+            alphas[stage.pk] = stage_alpha(stage=stage, frame=frame)
         return alphas[stage.pk]
 
     rows = []
     for stage in project.stages.all().order_by("order", "pk"):
-        mask = frame.stage_id == stage.pk
+        mask = stage_mask(frame, stage)
         row = {
             "id": stage.pk,
             "name": stage.name,

@@ -24,12 +24,12 @@ from django.db import transaction
 from annotation.domain.agreement import pearson
 from annotation.judgment_selectors import item_gold_scores, judgment_rows, watermark
 from annotation.models import Judgment, Project, TaskKind
-from annotation.selectors import counting_fingerprint
 from core.statistics import resamples_check
 from core.vocabulary import AB_CHOICES
 from metrics_app.domain import meta_evaluation
 from metrics_app.domain.text_match import is_exact_match
 from metrics_app.models import MetricScore, Report
+from metrics_app.reports.project import item_fingerprint
 from metrics_app.score_selectors import project_metric_versions
 
 REPORT_KIND = "metric_eval"
@@ -393,7 +393,9 @@ def metric_report_compute(*, project: Project, params: dict | None = None) -> tu
     judgment_mark, score_mark = _watermarks(project)
     data = metric_evaluation_build(project=project, params=params)
     data["score_watermark"] = score_mark
-    data["counting_fingerprint"] = counting_fingerprint(project=project)
+    # What changes the report without a new judgment or score (the counting rule, the items
+    # kept and their groups, the aggregation model): the project report's fingerprint.
+    data["item_fingerprint"] = item_fingerprint(project=project)
     data["aggregation"] = project.aggregation_model
     return data, judgment_mark
 
@@ -431,10 +433,9 @@ def metric_report_cached(*, project: Project, params: dict | None = None,
     judgment_mark, score_mark = _watermarks(project)
     stale = (judgment_mark > report.judgment_watermark
              or score_mark > report.data.get("score_watermark", 0)
-             # Rejected work or a blocked worker changes the human side without a new judgment.
-             or report.data.get("counting_fingerprint") != counting_fingerprint(project=project)
-             # The human gold is the mean or the median of an item's scores, as the project says.
-             or report.data.get("aggregation", "mean") != project.aggregation_model)
+             # Rejected work, a blocked worker, an item excluded or regrouped, another
+             # aggregation model: the human side changes without a new judgment.
+             or report.data.get("item_fingerprint") != item_fingerprint(project=project))
     return report, stale
 
 

@@ -53,7 +53,8 @@ class Command(BaseCommand):
         parser.add_argument("--include-qualification", action="store_true",
                             help="also practice and qualification judgments: those stages' "
                                  "and the practice items' in any stage (they test workers, "
-                                 "not items; stage_kind and is_practice say which is which)")
+                                 "not items; stage_kind and is_practice say which is which), "
+                                 "and the answers on items excluded from the study (excluded)")
         parser.add_argument("--no-progress", action="store_true", help="no progress bar")
         parser.add_argument("--preferences", action="store_true",
                             help="A/B projects: JSON Lines {prompt, chosen, rejected, metadata} "

@@ -11,7 +11,7 @@ from itertools import combinations
 
 import numpy as np
 
-from annotation.judgment_selectors import load_judgments
+from annotation.judgment_selectors import item_gold_scores, load_judgments
 from annotation.models import Project, TaskKind
 from core.vocabulary import AB_CHOICES
 
@@ -42,8 +42,13 @@ ESTIMATE_LABELS = 200
 
 
 def human_labels(project: Project) -> dict[int, dict]:
-    """item id -> {labels: [1/0 per judgment], scores, label (majority), mean, spread}."""
+    """item id -> {labels: [1/0 per judgment], label, mean, n, spread, agreement}. The label of
+    a Likert item is its human score (`item_gold_scores`: the mean, or the median when the
+    project's aggregation says so) at or above CORRECT_AT, as the export's label, the
+    estimates and the metric report's decision table read it; of an A/B item the majority of
+    its A/B votes (no label on a tie)."""
     frame = load_judgments(project=project)
+    gold = item_gold_scores(project=project) if project.kind != TaskKind.AB else {}
     mask = frame.data_mask()
     per_item: dict[int, list] = {}
     ab = project.kind == TaskKind.AB
@@ -58,10 +63,10 @@ def human_labels(project: Project) -> dict[int, dict]:
     for item_id, values in per_item.items():
         binary = values if ab else [float(v >= CORRECT_AT) for v in values]
         share = sum(binary) / len(binary)
-        if share == 0.5:
-            if ab:
-                continue  # an A/B tie has no majority
-            label = int(np.mean(values) >= CORRECT_AT)
+        if not ab:
+            label = int(gold[item_id] >= CORRECT_AT)
+        elif share == 0.5:
+            continue  # an A/B tie has no majority
         else:
             label = int(share > 0.5)
         out[item_id] = {"labels": [int(b) for b in binary], "label": label,
@@ -310,14 +315,15 @@ def _estimates(view: JudgeView, items: dict, human: dict, *, estimate_labels: in
 def _watermarks(project: Project) -> dict:
     from annotation.judgment_selectors import watermark
     from annotation.models import Judgment
-    from annotation.selectors import counting_fingerprint
 
     from ...models import JudgeVerdict, MetricScore
+    from ...reports.project import item_fingerprint
 
     return {
-        # Rejecting work, verifying a session or blocking a worker adds no row but changes the
-        # human labels (the counting rule), as in the project report's cache.
-        "counting": counting_fingerprint(project=project),
+        # Rejecting work, verifying a session, blocking a worker, excluding or regrouping an
+        # item adds no row but changes the human labels or the items compared, as in the
+        # project report's cache (its fingerprint).
+        "counting": item_fingerprint(project=project),
         "judgments": watermark(Judgment.objects.filter(item__project=project)),
         "verdicts": watermark(JudgeVerdict.objects.filter(item__project=project)),
         "scores": watermark(MetricScore.objects.filter(item__project=project)),

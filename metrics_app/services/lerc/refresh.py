@@ -6,7 +6,8 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import transaction
 
-from annotation.models import NON_DATA_STAGE_KINDS, Judgment, Project, StageKind
+from annotation.models import Judgment, Project, StageKind
+from annotation.selectors import judgments_that_count
 from metrics_app.models import ModelKind, ModelStatus, ModelVersion
 
 from .common import IN_FLIGHT, NAME_BY_KIND, TASK_KIND_BY_MODEL_KIND, TRAINED
@@ -37,8 +38,9 @@ def lerc_refresh_due(*, min_new_judgments: int) -> list[tuple[Project, ModelKind
                       .first())
             since = int(((latest.data_snapshot or {}).get("watermarks") or {})
                         .get(str(project.id), 0)) if latest else 0
-            new = Judgment.objects.filter(item__project=project, id__gt=since).exclude(
-                stage__kind__in=NON_DATA_STAGE_KINDS).exclude(item__is_practice=True)
+            # The judgments that count (the rule the data set it would train on reads):
+            # 500 rejected, flagged or blocked workers' judgments are not new data.
+            new = judgments_that_count(Judgment.objects.filter(id__gt=since), project=project)
             if not getattr(settings, "QAJ_LERC_REFRESH_COUNTS_IMPORTS", False):
                 # Imported judgments were gathered elsewhere (and a re-import of the same file
                 # adds none): only work collected here makes a refresh due.

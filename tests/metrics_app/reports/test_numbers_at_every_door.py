@@ -1,0 +1,357 @@
+"""One number at every door: what the dashboard, the cockpit, the publish guard, the API and
+the exports show for the same data agrees, and a cached report notices what changes it."""
+from __future__ import annotations
+
+import krippendorff
+import numpy as np
+import pytest
+
+from annotation.cockpit_selectors import study_cockpit
+from annotation.judgment_selectors import stage_alpha
+from annotation.models import StageKind, TaskKind
+from metrics_app.reports.project import cached_project_report, project_report, report_refresh
+from testing.factories import make_item, make_judgment, make_project, make_stage, make_worker
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def trial_with_practice():
+    """A trial whose workers answer two practice items first (all agreeing on one, all
+    disagreeing wildly on the other) and then 12 data items; a full stage gated on the trial's
+    α at the ordinal level."""
+    project = make_project(TaskKind.LIKERT)
+    trial = make_stage(project, kind=StageKind.TRIAL, name="trial", order=1,
+                       settings={"agreement_level": "ordinal"})
+    full = make_stage(project, kind=StageKind.FULL, name="full", order=2,
+                      agreement_threshold=0.5, requires_stage=trial, status="draft")
+    workers = [make_worker(external_id=f"w{i}") for i in range(3)]
+    rng = np.random.default_rng(3)
+    data = []
+    for n in range(12):
+        item = make_item(project, external_id=f"d{n}")
+        truth = int(rng.integers(1, 6))
+        row = [truth, min(5, truth + n % 2), max(1, truth - int(n % 3 == 0))]
+        for worker, score in zip(workers, row, strict=True):
+            make_judgment(item=item, stage=trial, worker=worker, score=score)
+        data.append(row)
+    for n, scores in enumerate(([1, 5, 3], [2, 2, 2])):
+        item = make_item(project, external_id=f"practice{n}", is_practice=True)
+        for worker, score in zip(workers, scores, strict=True):
+            make_judgment(item=item, stage=trial, worker=worker, score=score)
+    expected = krippendorff.alpha(np.array(data, dtype=float).T, level_of_measurement="ordinal",
+                                  value_domain=[1, 2, 3, 4, 5])
+    return project, trial, full, expected
+
+
+def test_a_stages_alpha_is_the_same_on_the_dashboard_the_cockpit_and_the_guard(
+        trial_with_practice):
+    project, trial, full, expected = trial_with_practice
+    guard = stage_alpha(stage=trial)  # what publishing the full stage checks
+    assert guard == pytest.approx(expected)
+    cockpit = {row.stage.pk: row for row in study_cockpit(project=project).stages}
+    assert cockpit[trial.pk].alpha == pytest.approx(expected)
+    for report in (project_report(project=project), cached_project_report(project=project),
+                   project_report(project=project, stage=full)):
+        rows = {row["name"]: row for row in report["stages"]}
+        assert rows["full"]["gate"]["alpha"] == pytest.approx(guard)
+        assert rows["full"]["gate"]["passes"] is (guard >= 0.5)
+    rows = {row["name"]: row for row in project_report(project=project)["stages"]}
+    # Practice answers are not data: the stage counts its 36 data judgments, as progress does.
+    assert rows["trial"]["n_judgments"] == 36 and rows["trial"]["n_items"] == 12
+    assert rows["trial"]["krippendorff_alpha"] == pytest.approx(guard)
+
+
+@pytest.mark.parametrize("change", ["tolerance", "agreement_level", "stage_kind", "aggregation"])
+def test_the_cached_report_follows_the_settings_its_numbers_read(trial_with_practice, change):
+    """Changing what the report's numbers are defined by (gold tolerance, a gate's agreement
+    level, a stage's kind, the aggregation model) adds no judgment: the stored report must
+    still give way to the numbers a fresh computation (and every other door) shows."""
+    project, trial, _full, _expected = trial_with_practice
+    gold = project.items.get(external_id="d0")
+    gold.gold = {"score": 5}
+    gold.save()
+    report_refresh(project=project)
+    assert cached_project_report(project=project) == project_report(project=project) | {
+        "item_fingerprint": cached_project_report(project=project)["item_fingerprint"]}
+    if change == "tolerance":
+        project.qualification_tolerance = 4
+        project.save()
+    elif change == "aggregation":
+        project.aggregation = "median"
+        project.save()
+    elif change == "agreement_level":
+        trial.settings = {"agreement_level": "interval"}
+        trial.save()
+    else:
+        trial.kind = StageKind.PILOT
+        trial.save()
+    fresh = project_report(project=project)
+    cached = cached_project_report(project=project)
+    for key in ("workers", "stages", "estimates", "agreement"):
+        assert cached[key] == fresh[key], key
+
+
+@pytest.mark.parametrize("change", [{"excluded": True}, {"is_practice": True},
+                                    {"dataset": "other"}])
+def test_the_cached_metric_report_follows_item_changes(change):
+    """The metric page, its API and `manage.py metric_report` read the stored correlations
+    while they are fresh: removing an item from the study (excluded, made practice) or
+    regrouping it adds no judgment, and the stored copy must then be stale, not shown as the
+    correlation a fresh computation no longer gives."""
+    from metrics_app.services.meta_evaluation_report import (
+        metric_report_cached,
+        metric_report_compute,
+        metric_report_refresh,
+    )
+    from metrics_app.services.scoring import project_score_metrics
+
+    project = make_project(TaskKind.LIKERT)
+    stage = make_stage(project)
+    workers = [make_worker(), make_worker()]
+    for candidate, first, second in [("on the mat", 5, 5), ("a rug", 2, 1), ("the mat", 4, 4),
+                                     ("kitchen", 1, 2), ("mat", 5, 4), ("sofa", 1, 1)]:
+        item = make_item(project, content={"passage": "", "question": "q",
+                                           "references": ["on the mat"],
+                                           "candidate": candidate})
+        for worker, score in zip(workers, (first, second), strict=True):
+            make_judgment(item=item, stage=stage, worker=worker, score=score)
+    project_score_metrics(project=project, metric_names=["f1"])
+    params = {"n_resamples": 0}
+    metric_report_refresh(project=project, params=params)
+    report, stale = metric_report_cached(project=project, params=params)
+    assert not stale
+    project.items.filter(pk=project.items.order_by("id").first().pk).update(**change)
+    fresh, _mark = metric_report_compute(project=project, params=params)
+    assert fresh["correlations"] != report.data["correlations"]
+    _report, stale = metric_report_cached(project=project, params=params)
+    assert stale
+
+
+def test_the_cached_judge_alignment_follows_item_changes():
+    """The judges page reads the stored alignment while it is fresh; excluding an item from
+    the study (or making it a practice item) changes the items compared without a new row,
+    and the page must then show what a fresh computation gives."""
+    from metrics_app.services.judges.alignment import (
+        cached_judge_alignment_report,
+        judge_alignment_report_refresh,
+    )
+
+    project = make_project(TaskKind.LIKERT)
+    stage = make_stage(project)
+    workers = [make_worker() for _ in range(3)]
+    for i in range(12):
+        item = make_item(project, content={"passage": "", "question": f"q{i}",
+                                           "references": ["on the mat"],
+                                           "candidate": "on the mat" if i % 2 else f"bed {i}"})
+        for worker in workers:
+            make_judgment(item=item, stage=stage, worker=worker, score=5 if i % 2 else 1)
+    first = judge_alignment_report_refresh(project=project, refs=["metric:f1"], n_resamples=20)
+    assert first["n_items"] == 12
+    project.items.filter(pk=project.items.order_by("id").first().pk).update(excluded=True)
+    again = cached_judge_alignment_report(project=project, refs=["metric:f1"], n_resamples=20)
+    assert again["n_items"] == 11
+
+
+def test_a_workers_time_per_item_is_the_servers_measure_on_the_admin_page_too(client):
+    """The dashboard times a worker by the server's measure (the browser can claim anything);
+    the worker's admin page showed the browser's claim: an hour per item for a worker who took
+    four seconds."""
+    from django.urls import reverse
+
+    from annotation.selectors import worker_history
+    from testing.factories import make_user
+
+    admin = make_user(superuser=True)
+    project = make_project(TaskKind.LIKERT, owner=admin)
+    stage = make_stage(project)
+    worker = make_worker(external_id="fast-clicker")
+    for _n in range(3):
+        make_judgment(item=make_item(project), stage=stage, worker=worker, score=3,
+                      server_time_ms=4000, time_spent_ms=3_600_000)
+    rows = {row["external_id"]: row for row in project_report(project=project)["workers"]}
+    assert rows["fast-clicker"]["median_time_s"] == pytest.approx(4.0)
+    assert worker_history(worker=worker, user=admin).mean_time_ms == pytest.approx(4000)
+    client.force_login(admin)
+    page = client.get(reverse("admin:annotation_worker_change", args=[worker.pk]))
+    assert "mean time per item 4.0 s" in page.content.decode()
+
+
+def test_an_item_removed_from_the_study_counts_at_no_door():
+    """A researcher excludes an item after it was judged (an improper question). Progress,
+    the metric report, the estimates, the judges and LERC already left it out; the dashboard's
+    agreement, its counts and the exports (per judgment and per item) counted it still."""
+    import io
+    import json
+
+    from annotation.selectors import project_progress
+    from annotation.services.exports import export_write
+
+    project = make_project(TaskKind.LIKERT)
+    stage = make_stage(project)
+    workers = [make_worker(), make_worker()]
+    kept = []
+    for n, scores in enumerate([(5, 5), (1, 1), (4, 4), (2, 2), (1, 5)]):
+        item = make_item(project, external_id=f"i{n}")
+        for worker, score in zip(workers, scores, strict=True):
+            make_judgment(item=item, stage=stage, worker=worker, score=score)
+        if n < 4:
+            kept.append(scores)
+    project.items.filter(external_id="i4").update(excluded=True,
+                                                  exclusion_reason="improper question")
+    progress = project_progress(projects=[project])[project.pk]
+    assert progress.judgments == 8
+    report = project_report(project=project)
+    assert report["n_judgments"] == 8
+    assert report["agreement"]["all"]["n_items"] == 4
+    assert report["agreement"]["all"]["krippendorff_alpha"] == pytest.approx(
+        krippendorff.alpha(np.array(kept, dtype=float).T, level_of_measurement="interval"))
+    assert {row["external_id"]: row["n_judgments"] for row in report["workers"]} == {
+        workers[0].external_id: 4, workers[1].external_id: 4}
+    for aggregate in (False, True):
+        out = io.StringIO()
+        export_write(project=project, out=out, aggregate=aggregate, progress=False)
+        rows = {json.loads(line)["external_id"]: json.loads(line)
+                for line in out.getvalue().split("\n") if line}
+        assert rows["i4"]["excluded"] is True  # the export stays a complete copy of the items
+        if aggregate:
+            assert rows["i4"]["n_judgments"] == 0 and rows["i4"]["label"] is None
+        else:
+            assert rows["i4"]["judgment"] is None
+
+
+@pytest.mark.parametrize("aggregation", ["mean", "median"])
+def test_an_items_human_correctness_is_the_same_for_the_judges_the_estimates_and_the_export(
+        aggregation):
+    """Scores 1, 3, 3: the human score is 2.33 by the mean (incorrect) and 3 by the median
+    (correct). The export's label, the estimates and the metric report's decision table read
+    the project's aggregate against "3 or more is correct"; the judges page counted votes
+    (two of three at 3 or more: correct) whatever the project said."""
+    import io
+    import json
+
+    from annotation.services.exports import export_write
+    from metrics_app.services.judges.alignment import human_labels
+
+    project = make_project(TaskKind.LIKERT, aggregation=aggregation)
+    stage = make_stage(project)
+    workers = [make_worker() for _ in range(3)]
+    for n in range(4):
+        item = make_item(project, external_id=f"i{n}")
+        for worker, score in zip(workers, (1, 3, 3) if n % 2 else (5, 5, 4), strict=True):
+            make_judgment(item=item, stage=stage, worker=worker, score=score)
+    out = io.StringIO()
+    export_write(project=project, out=out, aggregate=True, progress=False)
+    exported = {row["external_id"]: row["label"] >= 3 for row in
+                map(json.loads, filter(None, out.getvalue().split("\n")))}
+    judged = {project.items.get(pk=pk).external_id: bool(h["label"])
+              for pk, h in human_labels(project).items()}
+    assert judged == exported
+    assert judged["i1"] is (aggregation == "median")
+
+
+def test_a_retraining_is_due_on_new_judgments_that_count_only():
+    """The beat's LERC refresh counted every new data-stage judgment, rejected work and blocked
+    workers' included, while the data set it trains on reads the counting rule: rejected spam
+    started a GPU retraining on no new data."""
+    from annotation.models import AssignmentStatus
+    from annotation.services.workers import worker_block
+    from metrics_app.services.lerc import lerc_refresh_due
+    from testing.factories import make_assignment
+
+    project = make_project(TaskKind.LIKERT)
+    stage = make_stage(project)
+    items = [make_item(project, split="train") for _ in range(6)]
+    spammer, blocked = make_worker(), make_worker()
+    rejected = make_assignment(stage, worker=spammer, items=items,
+                               status=AssignmentStatus.REJECTED)
+    for item in items:
+        make_judgment(item=item, stage=stage, worker=spammer, assignment=rejected, score=1)
+        make_judgment(item=item, stage=stage, worker=blocked, score=1)
+    worker_block(worker=blocked, reason="spam")
+    assert lerc_refresh_due(min_new_judgments=1) == []
+    make_judgment(item=items[0], stage=stage, score=4)
+    assert [n for _p, _k, n in lerc_refresh_due(min_new_judgments=1)] == [1]
+
+
+def test_the_leaderboards_metric_boards_read_the_items_the_human_board_reads():
+    """An A/B item excluded from the study (or made a practice item) after it was scored: the
+    human and judge boards left it out, the metric boards still voted on it."""
+    from metrics_app.models import MetricScore
+    from metrics_app.reports.leaderboard import metric_votes
+
+    project = make_project(TaskKind.AB)
+    items = [make_item(project) for _ in range(4)]
+    for n, item in enumerate(items):
+        MetricScore.objects.create(item=item, metric="length", version="1", side="A",
+                                   value=float(n))
+        MetricScore.objects.create(item=item, metric="length", version="1", side="B",
+                                   value=1.5)
+    votes = metric_votes(project)["length@1"]
+    assert sorted(np.asarray(votes.item).tolist()) == \
+        sorted(i.pk for i in items)
+    project.items.filter(pk=items[0].pk).update(excluded=True)
+    project.items.filter(pk=items[1].pk).update(is_practice=True)
+    votes = metric_votes(project)["length@1"]
+    assert sorted(np.asarray(votes.item).tolist()) == \
+        sorted(i.pk for i in items[2:])
+
+
+def test_a_stored_stage_report_follows_its_gate_stages_judgments(trial_with_practice):
+    """`manage.py report --stage full` stores the full stage's report; its gate reads the
+    trial's α. New trial judgments left the stored copy fresh (the full stage's own judgments
+    had not changed), so the dashboard and the API for ?stage=full showed the old α."""
+    project, trial, full, _expected = trial_with_practice
+    report_refresh(project=project, stage=full)
+    before = cached_project_report(project=project, stage=full)
+    late = make_worker(external_id="late")  # on items already there: no item changes
+    for n in range(12):
+        make_judgment(item=project.items.get(external_id=f"d{n}"), stage=trial, worker=late,
+                      score=1 + (n * 2) % 5)
+    after = cached_project_report(project=project, stage=full)
+    rows = {row["name"]: row for row in after["stages"]}
+    assert rows["full"]["gate"]["alpha"] == pytest.approx(stage_alpha(stage=trial))
+    assert rows["full"]["gate"]["alpha"] != pytest.approx(
+        {r["name"]: r for r in before["stages"]}["full"]["gate"]["alpha"])
+
+
+def test_a_stored_report_stays_fresh_when_the_newest_judgment_does_not_count(
+        trial_with_practice):
+    """The newest judgment is a blocked worker's: the stored report was marked with the newest
+    judgment that counts, so it looked stale forever (every read recomputed it, and the beat
+    refreshed it every two minutes)."""
+    from annotation.services.workers import worker_block
+    from metrics_app.models import Report
+    from metrics_app.reports.project import fresh_cached_report, stale_report_projects
+
+    project, trial, _full, _expected = trial_with_practice
+    late = make_worker(external_id="late-spammer")
+    make_judgment(item=project.items.get(external_id="d0"), stage=trial, worker=late, score=1)
+    worker_block(worker=late, reason="spam")
+    report_refresh(project=project)
+    assert stale_report_projects() == []
+    assert fresh_cached_report(project=project) is not None
+    assert Report.objects.filter(project=project, kind="project").count() == 1
+
+
+def test_the_cockpits_committed_money_is_what_the_budget_guard_counts():
+    """A stage paid more than its estimate (a bonus granted by hand): the budget guard counts
+    what was paid, the cockpit showed the estimate alone, so it read "40% of the budget
+    committed" while publishing the next stage was refused for the budget."""
+    from decimal import Decimal
+
+    from annotation.cost_selectors import project_committed_cost
+    from annotation.models import AssignmentStatus, StageStatus
+    from testing.factories import make_assignment, make_hit
+
+    project = make_project(TaskKind.LIKERT, budget_cap=Decimal("20.00"))
+    stage = make_stage(project, status=StageStatus.COLLECTING)
+    items = [make_item(project) for _ in range(2)]
+    hit = make_hit(stage, items=items, max_assignments=1, reward=Decimal("0.40"))
+    make_assignment(stage, items=items, hit=hit, status=AssignmentStatus.APPROVED,
+                    bonus_paid=Decimal("10.00"))
+    cockpit = study_cockpit(project=project)
+    guard = project_committed_cost(project=project)
+    assert guard >= Decimal("10.40")
+    assert cockpit.committed == guard
+    assert cockpit.spent == guard
