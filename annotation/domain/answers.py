@@ -210,13 +210,12 @@ def _clean_mc(answer: dict, rules: AnswerRules, presented_order: list[str],
         "extra": {},
     }
     if rules.mode == "pilot":
-        guess = locked_guess
-        if guess is None:
-            guess = _shown_to_role(
-                answer.get("shown_guess"), labels=MC_SHOWN, presented_order=presented_order,
-                what="your guess before reading (a, b, c or d)",
-            )
-        fields["extra"]["guess_choice"] = guess
+        # The guess is the one locked on page 1, before the paragraph was served
+        # (`clean_guess`); an answer naming a guess of its own would skip the reading page.
+        if locked_guess is None:
+            raise AnswerError(["Confirm your guess first (page 1 of 3): the paragraph comes "
+                               "after it, then your answer."])
+        fields["extra"]["guess_choice"] = locked_guess
     return fields
 
 
@@ -235,6 +234,12 @@ def clean_answer(*, rules: AnswerRules, answer: Any, presented_order: list[str],
         raise AnswerError([f"Unknown task kind {rules.kind!r}."])
     fields.update(_client_timing(answer))
     return fields
+
+
+def client_time_spent_ms(answer: Any) -> int | None:
+    """The page's own time on an answer (`time_spent_ms`, bounded as for a judgment), None
+    when it sent none that can be read."""
+    return _client_timing(answer).get("time_spent_ms") if isinstance(answer, dict) else None
 
 
 def clean_guess(*, answer: Any, presented_order: list[str]) -> str:

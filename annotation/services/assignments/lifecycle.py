@@ -13,6 +13,7 @@ from annotation.models import (
     Assignment,
     AssignmentItem,
     AssignmentStatus,
+    ExperimentMode,
     Hit,
     Item,
     Judgment,
@@ -20,6 +21,7 @@ from annotation.models import (
     Provider,
     Stage,
     StageKind,
+    TaskKind,
     Worker,
     WorkerQualification,
 )
@@ -42,6 +44,7 @@ from .locking import stage_write_lock
 from .picking import items_pick_next, refuse_hit_seen_before
 from .state import (
     FINISHED_STATUSES,
+    GUESS_TIMING_KEY,
     OPEN_STAGE_STATUSES,
     SERVER_DRAFT_KEY,
     hit_is_expired,
@@ -100,12 +103,40 @@ def _presented_order(kind: str) -> list[str]:
     return letters
 
 
+def earlier_guesses(*, stage: Stage, worker: Worker, items: list[Item]) -> dict:
+    """STARC pilot: the guesses `worker` locked on these items in earlier assignments of the
+    project (returned, expired, superseded), in the server-state shape (`guesses`: item id ->
+    role, and their `guess_timing`). A locked guess was followed by the paragraph, so a new
+    assignment of the same item starts from it: returning the HIT (or leaving the page until
+    it times out) and taking the item again must not give a second guess after reading."""
+    project = stage.project
+    if project.kind != TaskKind.MC or project.experiment_mode != ExperimentMode.PILOT:
+        return {}
+    wanted = {str(item.pk) for item in items}
+    guesses: dict[str, str] = {}
+    timing: dict[str, dict] = {}
+    earlier = Assignment.objects.filter(
+        worker=worker, stage__project_id=project.pk,
+        **{f"draft__{SERVER_DRAFT_KEY}__has_key": "guesses"}).order_by("pk")
+    for draft in earlier.values_list("draft", flat=True):
+        state = (draft or {}).get(SERVER_DRAFT_KEY) or {}
+        for key, role in (state.get("guesses") or {}).items():
+            if key in wanted and key not in guesses:
+                guesses[key] = role
+                if key in (state.get(GUESS_TIMING_KEY) or {}):
+                    timing[key] = state[GUESS_TIMING_KEY][key]
+    if not guesses:
+        return {}
+    return {"guesses": guesses, **({GUESS_TIMING_KEY: timing} if timing else {})}
+
+
 def _create(*, stage: Stage, worker: Worker, items: list[Item], hit: Hit | None,
             external_id: str, shown: bool = False, verification: str = "") -> Assignment:
     now = timezone.now()
+    carried = earlier_guesses(stage=stage, worker=worker, items=items)
     assignment = Assignment.objects.create(
         stage=stage, worker=worker, hit=hit, external_id=external_id, last_seen_at=now,
-        verification=verification,
+        verification=verification, draft={SERVER_DRAFT_KEY: carried} if carried else {},
     )
     AssignmentItem.objects.bulk_create([
         AssignmentItem(assignment=assignment, item=item, position=position,

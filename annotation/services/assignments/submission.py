@@ -36,6 +36,7 @@ from .locking import assignment_item_row, assignment_lock, assignment_open_locke
 from .picking import items_filled_since_timeout
 from .state import (
     FINISHED_STATUSES,
+    GUESS_TIMING_KEY,
     REFUSED_KEY,
     answer_rules,
     server_state_save,
@@ -52,6 +53,11 @@ def _is_correct(item: Item, fields: dict) -> bool | None:
 def _judgment(assignment: Assignment, row: AssignmentItem, fields: dict,
               client_meta: dict | None) -> Judgment:
     extra = dict(fields.pop("extra", {}) or {})
+    if "guess_choice" in extra:
+        # Pilot: the guess page's time apart from the reading and answering pages'.
+        timing = (server_state(assignment).get(GUESS_TIMING_KEY) or {}).get(str(row.item_id))
+        if timing:
+            extra["guess_timing"] = timing
     correct = _is_correct(row.item, fields)
     if correct is not None:
         extra["is_correct"] = correct

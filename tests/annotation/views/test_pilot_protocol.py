@@ -1,0 +1,114 @@
+"""STARC pilot (guess → read → answer) at every door: the answer needs the guess locked on page 1
+(before the paragraph was served), a worker who takes an item again in a new assignment keeps
+the guess they locked (no second guess after reading), and the guess page's time is kept apart.
+"""
+from __future__ import annotations
+
+from urllib.parse import urlencode
+
+import pytest
+from django.urls import reverse
+
+from annotation.models import (
+    Assignment,
+    AssignmentStatus,
+    ExperimentMode,
+    Judgment,
+    Provider,
+    TaskKind,
+)
+from annotation.services.access import inhouse_link_create
+from annotation.services.assignments import assignment_release_abandoned
+from testing.factories import make_hit, make_worker
+from tests.support.tasks import api, make_task, page_config
+
+pytestmark = pytest.mark.django_db
+
+
+def mturk_url(stage, **params) -> str:
+    return reverse("annotation:task-mturk", kwargs={"stage_id": stage.pk}) + "?" + urlencode(params)
+
+
+def inhouse_page(client):
+    project, stage, items = make_task(TaskKind.MC, mode=ExperimentMode.PILOT, n_items=1)
+    _, path = inhouse_link_create(worker=make_worker(), project=project)
+    return page_config(client.get(path)), items
+
+
+@pytest.mark.parametrize("door", ["confirm", "submit"])
+def test_a_pilot_answer_without_the_locked_guess_is_refused(client, door):
+    """The page sends the final answer only after the guess page; a hand-made request that
+    named its own guess next to the answer skipped the reading page and was stored as an
+    answer 'after reading' with a guess 'before reading' nobody made first."""
+    config, items = inhouse_page(client)
+    answer = {"shown_choice": "a", "shown_guess": "b"}
+    if door == "confirm":
+        response = api(client, "task-confirm", config["token"],
+                       {"item": items[0].pk, "answer": answer})
+    else:
+        response = api(client, "task-submit", config["token"],
+                       {"answers": [{"item": items[0].pk, **answer}]})
+    assert response.status_code == 400
+    assert "Confirm your guess first" in response.json()["errors"][str(items[0].pk)][0]
+    assert not Judgment.objects.exists()
+
+
+def test_the_guess_page_time_is_kept_apart_in_the_judgment(client):
+    config, items = inhouse_page(client)
+    token, item = config["token"], items[0].pk
+    guess = api(client, "task-confirm", token, {"item": item, "step": "guess",
+                                                "answer": {"shown_guess": "c",
+                                                           "time_spent_ms": 4321}})
+    assert guess.status_code == 200
+    final = api(client, "task-confirm", token, {"item": item, "answer": {
+        "shown_choice": "a", "time_spent_ms": 9000}})
+    assert final.status_code == 200
+    judgment = Judgment.objects.get()
+    timing = judgment.extra["guess_timing"]
+    assert timing["client_ms"] == 4321 and timing["server_ms"] >= 0 and timing["locked_at"]
+    assert judgment.time_spent_ms == 9000
+
+
+def test_returning_the_hit_and_accepting_it_again_keeps_the_guess_made_before_reading(client):
+    project, stage, items = make_task(TaskKind.MC, mode=ExperimentMode.PILOT, n_items=1,
+                                      provider=Provider.MTURK)
+    make_hit(stage, items=items, external_id="HIT1", max_assignments=3)
+    first = page_config(client.get(mturk_url(stage, assignmentId="ASG1", hitId="HIT1",
+                                             workerId="W1")))
+    item = first["items"][0]
+    locked = api(client, "task-confirm", first["token"],
+                 {"item": item, "step": "guess", "answer": {"shown_guess": "a"}}).json()
+    assert locked["paragraph"]  # the paragraph was served after this guess
+    role = Assignment.objects.get(external_id="ASG1").assignmentitem_set.get() \
+        .presented_order["abcd".index("a")]
+    # The worker returns the HIT (the sync marks it), accepts it again and guesses otherwise.
+    Assignment.objects.filter(external_id="ASG1").update(status=AssignmentStatus.RETURNED)
+    again = page_config(client.get(mturk_url(stage, assignmentId="ASG2", hitId="HIT1",
+                                             workerId="W1")))
+    order = Assignment.objects.get(external_id="ASG2").assignmentitem_set.get().presented_order
+    assert again["locked_guesses"] == {str(item): "abcd"[order.index(role)]}
+    other = next(label for label in "abcd" if label != again["locked_guesses"][str(item)])
+    retry = api(client, "task-confirm", again["token"],
+                {"item": item, "step": "guess", "answer": {"shown_guess": other}}).json()
+    assert retry["guess_shown"] == again["locked_guesses"][str(item)]
+    api(client, "task-confirm", again["token"], {"item": item, "answer": {"shown_choice": "b"}})
+    assert Judgment.objects.get().extra["guess_choice"] == role
+
+
+def test_an_abandoned_inhouse_pilot_page_keeps_its_guess_in_the_next_assignment(client):
+    project, stage, items = make_task(TaskKind.MC, mode=ExperimentMode.PILOT, n_items=1)
+    _, path = inhouse_link_create(worker=make_worker(), project=project)
+    first = page_config(client.get(path))
+    item = first["items"][0]
+    api(client, "task-confirm", first["token"],
+        {"item": item, "step": "guess", "answer": {"shown_guess": "b"}})
+    # Left open past the timeout: released, and the item goes out again, to the same worker.
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    Assignment.objects.update(last_seen_at=timezone.now() - timedelta(days=2))
+    assert assignment_release_abandoned() == 1
+    again = page_config(client.get(path))
+    assert again["token"] != first["token"] and again["items"] == [item]
+    assert list(again["locked_guesses"]) == [str(item)]
