@@ -161,7 +161,7 @@
     } else if (kind === "ab") {
       if (!a.shown_choice) out.push("Choose the better answer (A or B).");
       if (a.difficult === null) out.push("Say whether the choice was difficult (yes or no).");
-      const n = a.justification.trim().length;
+      const n = written(a.justification);
       if (n < cfg.justification_min_length) {
         out.push(`Write a justification of at least ${cfg.justification_min_length} characters (${n} so far).`);
       }
@@ -321,11 +321,19 @@
   }
 
   // --- A/B helpers ----------------------------------------------------------------------------
+  // Characters as the server counts them (annotation/domain/answers.py justification_length):
+  // code points, so an emoji is one (String.length says two), and invisible format
+  // characters (zero-width spaces, direction marks) not at all.
+  const INVISIBLE = /\p{Cf}/u;
+  function written(text) {
+    return Array.from((text || "").trim()).filter((c) => !INVISIBLE.test(c)).length;
+  }
+
   function updateCount(el) {
     const ta = el.querySelector("textarea");
     const count = el.querySelector(".count");
     if (!ta || !count) return;
-    const n = ta.value.trim().length;
+    const n = written(ta.value);
     const min = cfg.justification_min_length;
     count.textContent = min ? `${n} / ${min} characters${n < min ? ` — ${min - n} more needed` : " — enough"}` : `${n} characters`;
     count.classList.toggle("short", n < min);

@@ -11,7 +11,7 @@ from django.db.models import Max
 from django.utils import timezone
 
 from annotation.assignment_draft import server_state
-from annotation.domain.answers import AnswerError, clean_answer, item_id_of
+from annotation.domain.answers import AnswerError, ab_answer_texts, clean_answer, item_id_of
 from annotation.domain.control_characters import control_character_message, find_control_character
 from annotation.models import (
     Assignment,
@@ -137,7 +137,8 @@ def assignment_confirm_item(*, assignment: Assignment, item: Item | int, answer:
     try:
         fields = clean_answer(rules=answer_rules(assignment.stage.project, assignment.stage),
                               answer=answer, presented_order=row.presented_order,
-                              locked_guess=locked_guess)
+                              locked_guess=locked_guess,
+                              answer_texts=ab_answer_texts(row.item.content))
     except AnswerError as exc:
         raise SubmissionInvalid({key: exc.messages}) from None
     record = comprehension_attempt(assignment, row.item, fields)
@@ -317,7 +318,8 @@ def _judgments_of(assignment: Assignment, rows: list[AssignmentItem], given: dic
         try:
             fields = clean_answer(rules=rules, answer=given[row.item_id],
                                   presented_order=row.presented_order,
-                                  locked_guess=guesses.get(str(row.item_id)))
+                                  locked_guess=guesses.get(str(row.item_id)),
+                                  answer_texts=ab_answer_texts(row.item.content))
         except AnswerError as exc:
             errors.setdefault(str(row.item_id), []).extend(exc.messages)
             continue

@@ -22,7 +22,7 @@ from annotation.services.assignments import assignment_release_abandoned
 from testing.factories import make_hit, make_worker
 from tests.support.tasks import api, make_task, page_config
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.reliability]
 
 
 def mturk_url(stage, **params) -> str:
