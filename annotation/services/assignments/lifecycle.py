@@ -131,16 +131,27 @@ def earlier_guesses(*, stage: Stage, worker: Worker, items: list[Item]) -> dict:
 
 
 def _create(*, stage: Stage, worker: Worker, items: list[Item], hit: Hit | None,
-            external_id: str, shown: bool = False, verification: str = "") -> Assignment:
+            external_id: str, shown: bool = False, verification: str = "",
+            previous: Assignment | None = None) -> Assignment:
+    """A new assignment of `items`. `previous`: the same worker's assignment of the same items
+    that this one replaces (`_superseded_on_mturk`): its answer orders and the page's draft
+    carry over, so the answers typed before are shown under the same labels again."""
     now = timezone.now()
     carried = earlier_guesses(stage=stage, worker=worker, items=items)
+    draft = {key: value for key, value in ((previous.draft or {}) if previous else {}).items()
+             if key != SERVER_DRAFT_KEY}
+    if carried:
+        draft[SERVER_DRAFT_KEY] = carried
+    orders = dict(AssignmentItem.objects.filter(assignment=previous).values_list(
+        "item_id", "presented_order")) if previous is not None else {}
     assignment = Assignment.objects.create(
         stage=stage, worker=worker, hit=hit, external_id=external_id, last_seen_at=now,
-        verification=verification, draft={SERVER_DRAFT_KEY: carried} if carried else {},
+        verification=verification, draft=draft,
     )
     AssignmentItem.objects.bulk_create([
         AssignmentItem(assignment=assignment, item=item, position=position,
-                       presented_order=_presented_order(stage.project.kind),
+                       presented_order=orders.get(item.pk) or _presented_order(
+                           stage.project.kind),
                        first_shown_at=now if shown else None)
         for position, item in enumerate(items)
     ])
@@ -222,14 +233,42 @@ def assignment_start(*, stage: Stage, worker: Worker, hit: Hit | None = None,
             unfinished.worker = worker
             return unfinished
 
+    previous = None
     if hit is not None:
+        previous = _superseded_on_mturk(hit=hit, worker=worker, external_id=external_id)
         items = _hit_items_for(stage=stage, worker=worker, hit=hit)
     else:
         items = items_pick_next(stage=stage, worker=worker, limit=assignment_size(stage))
     if not items:
         raise NoItemsAvailable("There are no more items for you in this task. Thank you!")
     return _create(stage=stage, worker=worker, items=items, hit=hit, external_id=external_id,
-                   shown=shown, verification=verification if prolific else "")
+                   shown=shown, verification=verification if prolific else "",
+                   previous=previous)
+
+
+SUPERSEDED_NOTE = ("Returned on MTurk: the worker accepted this HIT again as assignment {new} "
+                   "(MTurk gives a worker one assignment of a HIT at a time).")
+
+
+def _superseded_on_mturk(*, hit: Hit, worker: Worker, external_id: str) -> Assignment | None:
+    """A worker who returned a HIT on MTurk and accepted it again arrives with a new
+    assignmentId while our row of the first one is still in progress (the sync marks it
+    returned minutes later): MTurk lets a worker hold one assignment of a HIT at a time, so
+    the first one is over. It is marked RETURNED (its answers stay on its page's late submit,
+    as any returned one's) and the new one starts where it left off (`_create`'s `previous`),
+    instead of 'You already have an assignment for this HIT' until the next sync."""
+    if not external_id:
+        return None
+    previous = (Assignment.objects.filter(hit=hit, worker=worker,
+                                          status=AssignmentStatus.IN_PROGRESS)
+                .exclude(external_id=external_id).order_by("-pk").first())
+    if previous is None or Judgment.objects.filter(assignment=previous).exists():
+        return None  # confirmed answers: 'already judged' below says so
+    previous.status = AssignmentStatus.RETURNED
+    previous.review_note = "\n".join(
+        p for p in (previous.review_note, SUPERSEDED_NOTE.format(new=external_id)) if p)
+    previous.save(update_fields=["status", "review_note"])
+    return previous
 
 
 def _verification_upgrade(assignment: Assignment, verification: str) -> None:

@@ -112,3 +112,26 @@ def test_an_abandoned_inhouse_pilot_page_keeps_its_guess_in_the_next_assignment(
     again = page_config(client.get(path))
     assert again["token"] != first["token"] and again["items"] == [item]
     assert list(again["locked_guesses"]) == [str(item)]
+
+
+def test_accepting_a_returned_hit_again_before_the_sync_continues_where_the_worker_left(client):
+    """MTurk gives the worker a new assignmentId; the page said 'You already have an assignment
+    for this HIT' until the next sync marked the first one returned."""
+    project, stage, items = make_task(TaskKind.AB, n_items=2, provider=Provider.MTURK)
+    make_hit(stage, items=items, external_id="HIT1", max_assignments=2)
+    first = page_config(client.get(mturk_url(stage, assignmentId="ASG1", hitId="HIT1",
+                                             workerId="W1")))
+    draft = {"answers": {str(items[0].pk): {"shown_choice": "B", "justification": "half"}}}
+    assert api(client, "task-autosave", first["token"], {"draft": draft}).status_code == 200
+    response = client.get(mturk_url(stage, assignmentId="ASG2", hitId="HIT1", workerId="W1"))
+    assert response.status_code == 200
+    again = page_config(response)
+    old, new = Assignment.objects.get(external_id="ASG1"), Assignment.objects.get(
+        external_id="ASG2")
+    assert old.status == AssignmentStatus.RETURNED and "ASG2" in old.review_note
+    assert again["draft"]["answers"] == draft["answers"]
+    orders = {row.item_id: row.presented_order for row in old.assignmentitem_set.all()}
+    assert {row.item_id: row.presented_order for row in new.assignmentitem_set.all()} == orders
+    # Another worker's new assignment of the HIT leaves the first worker's alone.
+    client.get(mturk_url(stage, assignmentId="ASG3", hitId="HIT1", workerId="W2"))
+    assert Assignment.objects.get(external_id="ASG2").status == AssignmentStatus.IN_PROGRESS
