@@ -380,10 +380,14 @@
       label.textContent = "Page 2 of 3: read the paragraph.";
       if (!paragraph.textContent.trim()) fetchParagraph(id);
     } else if (step === "answer") {
+      // Hidden means gone: page 3 holds no copy of the paragraph (as after a reload), so
+      // neither find-in-page, reader modes nor assistive tools can bring it back.
+      paragraph.textContent = "";
       label.textContent = "Page 3 of 3: answer the question (the paragraph is hidden).";
       legend.textContent = "Your answer";
       confirmBtn.textContent = "Confirm answer";
     } else {
+      paragraph.textContent = "";
       label.textContent = "Answer saved.";
     }
   }
@@ -616,7 +620,14 @@
     if (kind === "likert") {
       const n = parseInt(key, 10);
       if (!(n >= 1 && n <= cfg.scale_size)) return;
-      const id = itemOf(document.activeElement) || activeId || ids.find((x) => !isDone(x)) || ids[0];
+      // A digit scores the item that has the focus; with the focus on the page itself, the
+      // item last worked on (or the first one open). With the focus on a control outside the
+      // items (the submit button after the last score) it scores nothing: a repeated key
+      // there silently changed the last item's score.
+      const focused = document.activeElement;
+      const outside = focused && focused !== document.body && !itemOf(focused);
+      if (outside) return;
+      const id = itemOf(focused) || activeId || ids.find((x) => !isDone(x)) || ids[0];
       const el = byId[id];
       const radio = el.querySelector(`input[name="score-${id}"][value="${n}"]`);
       if (!radio) return;

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from annotation.models import Item, Judgment, TaskKind
+from annotation.models import ExperimentMode, Item, Judgment, TaskKind
 from annotation.services.access import inhouse_link_create
 from testing.factories import make_worker
 from tests.support.tasks import make_task
@@ -53,3 +53,44 @@ def test_ab_justification_counter_counts_what_the_server_counts(live_server, pag
     page.click("#submit-button")
     page.wait_for_url("**/task/complete/**")
     assert Judgment.objects.get().justification.endswith("B is simply wrong.")
+
+
+def test_a_repeated_digit_on_the_submit_button_leaves_the_last_score_alone(live_server, page):
+    project, stage, items = make_task(TaskKind.LIKERT, group="p1")
+    _, path = inhouse_link_create(worker=make_worker(), project=project)
+    page.goto(live_server.url + path)
+    for key in "425":
+        page.keyboard.press(key)
+    assert page.evaluate("document.activeElement.id") == "submit-button"
+    page.keyboard.press("1")  # a key pressed twice: it changed the last item to 1, unseen
+    last = f'input[name="score-{items[2].pk}"]:checked'
+    assert page.eval_on_selector(last, "el => el.value") == "5"
+    page.keyboard.press("Enter")
+    page.wait_for_url("**/task/complete/**")
+    assert [j.score for j in Judgment.objects.order_by("item_id")] == [4.0, 2.0, 5.0]
+
+
+def test_pilot_page_three_holds_no_copy_of_the_paragraph(live_server, page):
+    """'Answer again with the paragraph hidden': the paragraph stayed in the page, only hidden,
+    until a reload (which never fetched it again)."""
+    project, stage, items = make_task(TaskKind.MC, mode=ExperimentMode.PILOT, n_items=1)
+    paragraph = items[0].content["paragraph"]
+    _, path = inhouse_link_create(worker=make_worker(), project=project)
+    page.goto(live_server.url + path)
+    assert paragraph not in page.content()  # page 1: never sent
+    page.keyboard.press("a")
+    page.click(".confirm")
+    page.wait_for_selector(".read-done", state="visible")
+    assert paragraph in page.inner_text(".paragraph")  # page 2
+    page.click(".read-done")
+    expect_text(page, "[data-step-label]", "Page 3 of 3")
+    assert paragraph not in page.content()
+    page.reload()
+    expect_text(page, "[data-step-label]", "Page 3 of 3")
+    assert paragraph not in page.content()
+    page.keyboard.press("b")
+    page.click(".confirm")
+    expect_text(page, "[data-step-label]", "Answer saved")
+    assert paragraph not in page.content()
+    judgment = Judgment.objects.get()
+    assert judgment.extra["guess_choice"] and judgment.extra["guess_timing"]["locked_at"]
