@@ -9,6 +9,7 @@ from datetime import timedelta
 from django.db import transaction
 from django.utils import timezone
 
+from annotation.assignment_draft import SUPERSEDED_KEY
 from annotation.models import (
     Assignment,
     AssignmentItem,
@@ -267,7 +268,10 @@ def _superseded_on_mturk(*, hit: Hit, worker: Worker, external_id: str) -> Assig
     previous.status = AssignmentStatus.RETURNED
     previous.review_note = "\n".join(
         p for p in (previous.review_note, SUPERSEDED_NOTE.format(new=external_id)) if p)
-    previous.save(update_fields=["status", "review_note"])
+    # Its page, still open in another tab, may not submit late: MTurk pays the new one only.
+    previous.draft = {**(previous.draft or {}), SERVER_DRAFT_KEY: {
+        **((previous.draft or {}).get(SERVER_DRAFT_KEY) or {}), SUPERSEDED_KEY: external_id}}
+    previous.save(update_fields=["status", "review_note", "draft"])
     return previous
 
 

@@ -135,3 +135,21 @@ def test_accepting_a_returned_hit_again_before_the_sync_continues_where_the_work
     # Another worker's new assignment of the HIT leaves the first worker's alone.
     client.get(mturk_url(stage, assignmentId="ASG3", hitId="HIT1", workerId="W2"))
     assert Assignment.objects.get(external_id="ASG2").status == AssignmentStatus.IN_PROGRESS
+
+
+def test_the_page_of_the_returned_copy_no_longer_saves_or_submits(client):
+    """Left open in another tab, the first page's late submit was stored under an assignment
+    MTurk had taken back (never paid), and the new one could then not be submitted at all."""
+    project, stage, items = make_task(TaskKind.LIKERT, n_items=2, provider=Provider.MTURK)
+    make_hit(stage, items=items, external_id="HIT1", max_assignments=2)
+    first = page_config(client.get(mturk_url(stage, assignmentId="ASG1", hitId="HIT1",
+                                             workerId="W1")))
+    again = page_config(client.get(mturk_url(stage, assignmentId="ASG2", hitId="HIT1",
+                                             workerId="W1")))
+    answers = {"answers": [{"item": item, "score": 4} for item in first["items"]]}
+    for name, body in (("task-autosave", {"draft": {}}), ("task-submit", answers)):
+        stale = api(client, name, first["token"], body)
+        assert stale.status_code == 403 and "accepted this HIT again" in stale.json()["message"]
+    assert not Judgment.objects.exists()
+    assert api(client, "task-submit", again["token"], answers).status_code == 200
+    assert set(Judgment.objects.values_list("assignment__external_id", flat=True)) == {"ASG2"}
