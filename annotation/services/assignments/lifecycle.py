@@ -222,7 +222,8 @@ def assignment_start(*, stage: Stage, worker: Worker, hit: Hit | None = None,
                 mark_late(reopened)
             return reopened
         if prolific:
-            held = _participant_held(stage=stage, worker=worker, verification=verification)
+            held = _participant_held(stage=stage, worker=worker, verification=verification,
+                                     session_id=external_id)
             if held is not None:
                 return held
     elif hit is None:
@@ -287,7 +288,14 @@ REPLACED_NOTE = ("Released: the participant came back with a session Prolific ve
                  "one ({session}) was never verified.")
 
 
-def _participant_held(*, stage: Stage, worker: Worker, verification: str) -> Assignment | None:
+# Server draft state: the Prolific sessions this assignment was moved away from.
+SESSIONS_LEFT_KEY = "sessions_left"
+CONTINUED_NOTE = ("Continued under session {new}, which Prolific verified for this participant "
+                  "(session {old} was returned or timed out on Prolific).")
+
+
+def _participant_held(*, stage: Stage, worker: Worker, verification: str,
+                      session_id: str = "") -> Assignment | None:
     """A Prolific participant arriving with a session id the stage has not seen: their live
     assignment of the stage (a participant holds one at a time, `Assignment`'s constraint), or
     AssignmentClosed with the finished one (the page shows its completion). None: they hold
@@ -307,6 +315,22 @@ def _participant_held(*, stage: Stage, worker: Worker, verification: str) -> Ass
         return None
     if held is None:
         raise AssignmentClosed("You have already completed this study.", assignment=finished)
+    state = dict((held.draft or {}).get(SERVER_DRAFT_KEY) or {})
+    left = list(state.get(SESSIONS_LEFT_KEY) or [])
+    if (session_id and held.external_id != session_id and session_id not in left
+            and verification == ParticipantVerification.VERIFIED):
+        # Prolific holds one live session per participant and study: a new one it verified
+        # for them means the old one was returned or timed out there, and Prolific will list
+        # (and pay) the work under the new one only. The work in progress follows it; a
+        # session Prolific could not vouch for never takes it over, and an old session's
+        # page reloaded never takes it back.
+        held.review_note = "\n".join(p for p in (held.review_note, CONTINUED_NOTE.format(
+            new=session_id, old=held.external_id)) if p)
+        state[SESSIONS_LEFT_KEY] = [*left, held.external_id]
+        held.draft = {**(held.draft or {}), SERVER_DRAFT_KEY: state}
+        held.external_id = session_id
+        held.verification = verification
+        held.save(update_fields=["external_id", "review_note", "verification", "draft"])
     held.stage, held.worker = stage, worker
     if is_late(held):
         mark_late(held)
