@@ -18,6 +18,10 @@ ATTEMPTS_KEY = "attempts"  # item id -> [the first, wrong, attempt]
 
 RETURN_KEY = "return_requested"  # when the participant was asked to return the study
 
+# MTurk: the worker accepted the HIT again under a new assignmentId (the external id of the
+# assignment that replaced this one); this one takes no more answers.
+SUPERSEDED_KEY = "superseded_by"
+
 RETRY_MESSAGE = ("That answer was not right. Read the question again and answer it once more: "
                  "you have one more attempt.")
 

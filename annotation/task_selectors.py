@@ -36,6 +36,8 @@ from .models import (
     InhouseLink,
     Item,
     Judgment,
+    ParticipantVerification,
+    Provider,
     Stage,
     StageKind,
     TaskKind,
@@ -277,3 +279,16 @@ def inhouse_completion(*, assignment: Assignment) -> InhouseCompletion:
     qualification = (assignment.worker.qualifications.filter(stage=stage).first()
                      if stage.kind == StageKind.QUALIFICATION else None)
     return InhouseCompletion(link=link, qualification=qualification)
+
+
+def completion_withheld(*, assignment: Assignment) -> str:
+    """Why the completion page shows no completion code (and no way back to the provider's
+    completion URL), "" when it shows them: a Prolific session Prolific says it does not know
+    (made up, someone else's link, replaced by the participant's verified one) is never
+    counted nor paid, so it gets no study completion code to claim payment with either."""
+    if (assignment.worker.provider == Provider.PROLIFIC
+            and assignment.verification == ParticipantVerification.FAILED):
+        return ("Prolific does not know this session for your participant ID in this study, so "
+                "there is no completion code for it. If you opened the study from your "
+                "Prolific account, message the researcher there.")
+    return ""

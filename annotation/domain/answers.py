@@ -8,6 +8,7 @@ it back: `presented_order[i]` is the item-order letter shown at position i.
 """
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -99,7 +100,43 @@ def _clean_likert(answer: dict, rules: AnswerRules) -> dict[str, Any]:
     return {"score": float(score)}
 
 
-def _clean_ab(answer: dict, rules: AnswerRules, presented_order: list[str]) -> dict[str, Any]:
+# Characters that take no room on the screen: zero-width spaces and joiners, the byte order
+# mark, direction marks (Unicode category Cf). Twenty of them look like an empty box.
+def justification_length(text: str) -> int:
+    """How many characters a justification has, as the page counts them (static/annotation/
+    task.js `written`): code points, so an emoji is one character (not the two UTF-16 units a
+    browser's `length` gives), leaving out invisible format characters (category Cf)."""
+    return sum(1 for char in text.strip() if unicodedata.category(char) != "Cf")
+
+
+# A justification at least this long that is found whole inside one of the answers was pasted.
+COPIED_MIN_LENGTH = 20
+
+
+def _folded(text: str) -> str:
+    return " ".join("".join(c for c in text if unicodedata.category(c) != "Cf")
+                    .casefold().split())
+
+
+def copied_from(justification: str, answer_texts: tuple[str, ...] | list[str]) -> bool:
+    """Whether the justification is nothing but (a part of) one of the answers, pasted: found
+    whole inside an answer's text, ignoring case, spacing and invisible characters."""
+    folded = _folded(justification)
+    if len(folded) < COPIED_MIN_LENGTH:
+        return False
+    return any(folded in _folded(text) for text in answer_texts if isinstance(text, str))
+
+
+def ab_answer_texts(content: Any) -> tuple[str, ...]:
+    """The texts of an A/B item's two answers (what a justification must not merely copy)."""
+    if not isinstance(content, dict):
+        return ()
+    return tuple(answer.get("text") or "" for answer in
+                 (content.get("answer_a"), content.get("answer_b")) if isinstance(answer, dict))
+
+
+def _clean_ab(answer: dict, rules: AnswerRules, presented_order: list[str],
+              answer_texts: tuple[str, ...] | list[str] = ()) -> dict[str, Any]:
     errors: list[str] = []
     fields: dict[str, Any] = {}
     if rules.ties and answer.get("shown_choice") in AB_TIE_CHOICES:
@@ -123,17 +160,21 @@ def _clean_ab(answer: dict, rules: AnswerRules, presented_order: list[str]) -> d
         justification = ""
     justification = justification.strip()
     control = CONTROL_CHARACTER.search(justification)
+    written = justification_length(justification)
     if control:
         # PostgreSQL text cannot hold NUL, and no keyboard types the others.
         errors.append(f"The justification contains a control character "
                       f"(U+{ord(control.group()):04X}); remove it.")
-    elif len(justification) < rules.justification_min_length:
+    elif written < rules.justification_min_length:
         errors.append(
             f"Write a justification of at least {rules.justification_min_length} characters "
-            f"({len(justification)} so far)."
+            f"({written} so far)."
         )
     elif len(justification) > MAX_JUSTIFICATION_LENGTH:
         errors.append(f"Keep the justification under {MAX_JUSTIFICATION_LENGTH} characters.")
+    elif copied_from(justification, answer_texts):
+        errors.append("The justification is a copy of one of the answers: say in your own "
+                      "words why you chose it.")
     fields["justification"] = justification
     aspects = answer.get("aspects", [])
     if not isinstance(aspects, list) or not all(isinstance(a, str) for a in aspects):
@@ -210,31 +251,38 @@ def _clean_mc(answer: dict, rules: AnswerRules, presented_order: list[str],
         "extra": {},
     }
     if rules.mode == "pilot":
-        guess = locked_guess
-        if guess is None:
-            guess = _shown_to_role(
-                answer.get("shown_guess"), labels=MC_SHOWN, presented_order=presented_order,
-                what="your guess before reading (a, b, c or d)",
-            )
-        fields["extra"]["guess_choice"] = guess
+        # The guess is the one locked on page 1, before the paragraph was served
+        # (`clean_guess`); an answer naming a guess of its own would skip the reading page.
+        if locked_guess is None:
+            raise AnswerError(["Confirm your guess first (page 1 of 3): the paragraph comes "
+                               "after it, then your answer."])
+        fields["extra"]["guess_choice"] = locked_guess
     return fields
 
 
 def clean_answer(*, rules: AnswerRules, answer: Any, presented_order: list[str],
-                 locked_guess: str | None = None) -> dict[str, Any]:
-    """Judgment fields for one answer (item order), or AnswerError with readable messages."""
+                 locked_guess: str | None = None,
+                 answer_texts: tuple[str, ...] | list[str] = ()) -> dict[str, Any]:
+    """Judgment fields for one answer (item order), or AnswerError with readable messages.
+    `answer_texts`: A/B, the two answers' texts (a justification copied from one is refused)."""
     if not isinstance(answer, dict):
         raise AnswerError(["This item has no answer."])
     if rules.kind == TaskKind.LIKERT:
         fields = _clean_likert(answer, rules)
     elif rules.kind == TaskKind.AB:
-        fields = _clean_ab(answer, rules, presented_order)
+        fields = _clean_ab(answer, rules, presented_order, answer_texts)
     elif rules.kind == TaskKind.MC:
         fields = _clean_mc(answer, rules, presented_order, locked_guess=locked_guess)
     else:
         raise AnswerError([f"Unknown task kind {rules.kind!r}."])
     fields.update(_client_timing(answer))
     return fields
+
+
+def client_time_spent_ms(answer: Any) -> int | None:
+    """The page's own time on an answer (`time_spent_ms`, bounded as for a judgment), None
+    when it sent none that can be read."""
+    return _client_timing(answer).get("time_spent_ms") if isinstance(answer, dict) else None
 
 
 def clean_guess(*, answer: Any, presented_order: list[str]) -> str:

@@ -22,6 +22,7 @@ from django.db.models import Q
 from django.urls import reverse
 from django.utils import timezone
 
+from annotation.assignment_draft import SUPERSEDED_KEY, server_state
 from annotation.models import (
     Assignment,
     Hit,
@@ -37,6 +38,7 @@ from annotation.selectors import worker_is_blocked_for
 from .assignments import (
     FINISHED_STATUSES,
     OPEN_STAGE_STATUSES,
+    AssignmentClosed,
     AssignmentRefused,
     HitExpired,
     SessionNotVerified,
@@ -387,6 +389,10 @@ def assignment_access_recheck(*, assignment: Assignment) -> None:
     completion again, idempotently)."""
     if assignment.status in FINISHED_STATUSES:
         return
+    if server_state(assignment).get(SUPERSEDED_KEY):
+        raise AssignmentClosed("You accepted this HIT again, so this copy of the page no longer "
+                               "saves. Go on in the page of the HIT you accepted last: your "
+                               "answers are there.", assignment=assignment)
     if assignment.verification == ParticipantVerification.FAILED:
         # Made up, or replaced by the participant's verified session: nothing more is stored,
         # late submit included (it would take redundancy slots from real work).

@@ -51,6 +51,7 @@ from annotation.services.assignments import (
 )
 from annotation.task_selectors import (
     assignment_feedback,
+    completion_withheld,
     guess_label_shown,
     hit_preview,
     inhouse_completion,
@@ -372,6 +373,9 @@ def prolific_completion_url(stage: Stage) -> str:
 def _completion(request: HttpRequest, assignment: Assignment, *,
                 turk_submit_to: str = "") -> HttpResponse:
     provider = assignment.worker.provider
+    withheld = completion_withheld(assignment=assignment)
+    if withheld:
+        return task_refused(request, SessionNotVerified(withheld))
     context = {"assignment": assignment, "project": assignment.stage.project,
                "provider": provider, "code": assignment.completion_code}
     if provider == Provider.MTURK and assignment.hit_id:

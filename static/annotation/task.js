@@ -161,7 +161,7 @@
     } else if (kind === "ab") {
       if (!a.shown_choice) out.push("Choose the better answer (A or B).");
       if (a.difficult === null) out.push("Say whether the choice was difficult (yes or no).");
-      const n = a.justification.trim().length;
+      const n = written(a.justification);
       if (n < cfg.justification_min_length) {
         out.push(`Write a justification of at least ${cfg.justification_min_length} characters (${n} so far).`);
       }
@@ -321,11 +321,19 @@
   }
 
   // --- A/B helpers ----------------------------------------------------------------------------
+  // Characters as the server counts them (annotation/domain/answers.py justification_length):
+  // code points, so an emoji is one (String.length says two), and invisible format
+  // characters (zero-width spaces, direction marks) not at all.
+  const INVISIBLE = /\p{Cf}/u;
+  function written(text) {
+    return Array.from((text || "").trim()).filter((c) => !INVISIBLE.test(c)).length;
+  }
+
   function updateCount(el) {
     const ta = el.querySelector("textarea");
     const count = el.querySelector(".count");
     if (!ta || !count) return;
-    const n = ta.value.trim().length;
+    const n = written(ta.value);
     const min = cfg.justification_min_length;
     count.textContent = min ? `${n} / ${min} characters${n < min ? ` — ${min - n} more needed` : " — enough"}` : `${n} characters`;
     count.classList.toggle("short", n < min);
@@ -372,10 +380,14 @@
       label.textContent = "Page 2 of 3: read the paragraph.";
       if (!paragraph.textContent.trim()) fetchParagraph(id);
     } else if (step === "answer") {
+      // Hidden means gone: page 3 holds no copy of the paragraph (as after a reload), so
+      // neither find-in-page, reader modes nor assistive tools can bring it back.
+      paragraph.textContent = "";
       label.textContent = "Page 3 of 3: answer the question (the paragraph is hidden).";
       legend.textContent = "Your answer";
       confirmBtn.textContent = "Confirm answer";
     } else {
+      paragraph.textContent = "";
       label.textContent = "Answer saved.";
     }
   }
@@ -608,7 +620,14 @@
     if (kind === "likert") {
       const n = parseInt(key, 10);
       if (!(n >= 1 && n <= cfg.scale_size)) return;
-      const id = itemOf(document.activeElement) || activeId || ids.find((x) => !isDone(x)) || ids[0];
+      // A digit scores the item that has the focus; with the focus on the page itself, the
+      // item last worked on (or the first one open). With the focus on a control outside the
+      // items (the submit button after the last score) it scores nothing: a repeated key
+      // there silently changed the last item's score.
+      const focused = document.activeElement;
+      const outside = focused && focused !== document.body && !itemOf(focused);
+      if (outside) return;
+      const id = itemOf(focused) || activeId || ids.find((x) => !isDone(x)) || ids[0];
       const el = byId[id];
       const radio = el.querySelector(`input[name="score-${id}"][value="${n}"]`);
       if (!radio) return;

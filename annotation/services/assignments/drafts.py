@@ -6,7 +6,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from annotation.assignment_draft import server_state
-from annotation.domain.answers import AnswerError, clean_guess
+from annotation.domain.answers import AnswerError, clean_guess, client_time_spent_ms
 from annotation.domain.control_characters import control_character_message, find_control_character
 from annotation.models import (
     Assignment,
@@ -19,7 +19,7 @@ from annotation.models import (
 from .comprehension import ATTEMPTS_KEY, RETRY_MESSAGE
 from .errors import SubmissionInvalid
 from .locking import assignment_item_row, assignment_open_locked
-from .state import MAX_DRAFT_BYTES, REFUSED_KEY, SERVER_DRAFT_KEY
+from .state import GUESS_TIMING_KEY, MAX_DRAFT_BYTES, REFUSED_KEY, SERVER_DRAFT_KEY
 
 
 @transaction.atomic
@@ -80,7 +80,23 @@ def assignment_record_guess(*, assignment: Assignment, item: Item | int, answer:
         except AnswerError as exc:
             raise SubmissionInvalid({key: exc.messages}) from None
         state["guesses"] = guesses
+        state[GUESS_TIMING_KEY] = {**(state.get(GUESS_TIMING_KEY) or {}),
+                                   key: _guess_timing(assignment, row, answer)}
         assignment.draft = {**(assignment.draft or {}), SERVER_DRAFT_KEY: state}
         assignment.last_seen_at = timezone.now()
         assignment.save(update_fields=["draft", "last_seen_at"])
     return guesses[key]
+
+
+def _guess_timing(assignment: Assignment, row, answer: dict) -> dict:
+    """Pilot page 1's own time: when the guess was locked, the page's time on it and the
+    server's (from the item's first showing, or the assignment's last answer when later)."""
+    now = timezone.now()
+    start = row.first_shown_at or assignment.started_at
+    last = (Judgment.objects.filter(assignment=assignment).order_by("-created_at")
+            .values_list("created_at", flat=True).first())
+    if last is not None and (start is None or last > start):
+        start = last
+    server_ms = max(0, int((now - start).total_seconds() * 1000)) if start else None
+    return {"locked_at": now.isoformat(), "client_ms": client_time_spent_ms(answer),
+            "server_ms": server_ms}

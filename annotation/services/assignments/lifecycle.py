@@ -9,10 +9,12 @@ from datetime import timedelta
 from django.db import transaction
 from django.utils import timezone
 
+from annotation.assignment_draft import SUPERSEDED_KEY
 from annotation.models import (
     Assignment,
     AssignmentItem,
     AssignmentStatus,
+    ExperimentMode,
     Hit,
     Item,
     Judgment,
@@ -20,6 +22,7 @@ from annotation.models import (
     Provider,
     Stage,
     StageKind,
+    TaskKind,
     Worker,
     WorkerQualification,
 )
@@ -42,6 +45,7 @@ from .locking import stage_write_lock
 from .picking import items_pick_next, refuse_hit_seen_before
 from .state import (
     FINISHED_STATUSES,
+    GUESS_TIMING_KEY,
     OPEN_STAGE_STATUSES,
     SERVER_DRAFT_KEY,
     hit_is_expired,
@@ -100,16 +104,55 @@ def _presented_order(kind: str) -> list[str]:
     return letters
 
 
+def earlier_guesses(*, stage: Stage, worker: Worker, items: list[Item]) -> dict:
+    """STARC pilot: the guesses `worker` locked on these items in earlier assignments of the
+    project (returned, expired, superseded), in the server-state shape (`guesses`: item id ->
+    role, and their `guess_timing`). A locked guess was followed by the paragraph, so a new
+    assignment of the same item starts from it: returning the HIT (or leaving the page until
+    it times out) and taking the item again must not give a second guess after reading."""
+    project = stage.project
+    if project.kind != TaskKind.MC or project.experiment_mode != ExperimentMode.PILOT:
+        return {}
+    wanted = {str(item.pk) for item in items}
+    guesses: dict[str, str] = {}
+    timing: dict[str, dict] = {}
+    earlier = Assignment.objects.filter(
+        worker=worker, stage__project_id=project.pk,
+        **{f"draft__{SERVER_DRAFT_KEY}__has_key": "guesses"}).order_by("pk")
+    for draft in earlier.values_list("draft", flat=True):
+        state = (draft or {}).get(SERVER_DRAFT_KEY) or {}
+        for key, role in (state.get("guesses") or {}).items():
+            if key in wanted and key not in guesses:
+                guesses[key] = role
+                if key in (state.get(GUESS_TIMING_KEY) or {}):
+                    timing[key] = state[GUESS_TIMING_KEY][key]
+    if not guesses:
+        return {}
+    return {"guesses": guesses, **({GUESS_TIMING_KEY: timing} if timing else {})}
+
+
 def _create(*, stage: Stage, worker: Worker, items: list[Item], hit: Hit | None,
-            external_id: str, shown: bool = False, verification: str = "") -> Assignment:
+            external_id: str, shown: bool = False, verification: str = "",
+            previous: Assignment | None = None) -> Assignment:
+    """A new assignment of `items`. `previous`: the same worker's assignment of the same items
+    that this one replaces (`_superseded_on_mturk`): its answer orders and the page's draft
+    carry over, so the answers typed before are shown under the same labels again."""
     now = timezone.now()
+    carried = earlier_guesses(stage=stage, worker=worker, items=items)
+    draft = {key: value for key, value in ((previous.draft or {}) if previous else {}).items()
+             if key != SERVER_DRAFT_KEY}
+    if carried:
+        draft[SERVER_DRAFT_KEY] = carried
+    orders = dict(AssignmentItem.objects.filter(assignment=previous).values_list(
+        "item_id", "presented_order")) if previous is not None else {}
     assignment = Assignment.objects.create(
         stage=stage, worker=worker, hit=hit, external_id=external_id, last_seen_at=now,
-        verification=verification,
+        verification=verification, draft=draft,
     )
     AssignmentItem.objects.bulk_create([
         AssignmentItem(assignment=assignment, item=item, position=position,
-                       presented_order=_presented_order(stage.project.kind),
+                       presented_order=orders.get(item.pk) or _presented_order(
+                           stage.project.kind),
                        first_shown_at=now if shown else None)
         for position, item in enumerate(items)
     ])
@@ -179,7 +222,8 @@ def assignment_start(*, stage: Stage, worker: Worker, hit: Hit | None = None,
                 mark_late(reopened)
             return reopened
         if prolific:
-            held = _participant_held(stage=stage, worker=worker, verification=verification)
+            held = _participant_held(stage=stage, worker=worker, verification=verification,
+                                     session_id=external_id)
             if held is not None:
                 return held
     elif hit is None:
@@ -191,14 +235,45 @@ def assignment_start(*, stage: Stage, worker: Worker, hit: Hit | None = None,
             unfinished.worker = worker
             return unfinished
 
+    previous = None
     if hit is not None:
+        previous = _superseded_on_mturk(hit=hit, worker=worker, external_id=external_id)
         items = _hit_items_for(stage=stage, worker=worker, hit=hit)
     else:
         items = items_pick_next(stage=stage, worker=worker, limit=assignment_size(stage))
     if not items:
         raise NoItemsAvailable("There are no more items for you in this task. Thank you!")
     return _create(stage=stage, worker=worker, items=items, hit=hit, external_id=external_id,
-                   shown=shown, verification=verification if prolific else "")
+                   shown=shown, verification=verification if prolific else "",
+                   previous=previous)
+
+
+SUPERSEDED_NOTE = ("Returned on MTurk: the worker accepted this HIT again as assignment {new} "
+                   "(MTurk gives a worker one assignment of a HIT at a time).")
+
+
+def _superseded_on_mturk(*, hit: Hit, worker: Worker, external_id: str) -> Assignment | None:
+    """A worker who returned a HIT on MTurk and accepted it again arrives with a new
+    assignmentId while our row of the first one is still in progress (the sync marks it
+    returned minutes later): MTurk lets a worker hold one assignment of a HIT at a time, so
+    the first one is over. It is marked RETURNED (its answers stay on its page's late submit,
+    as any returned one's) and the new one starts where it left off (`_create`'s `previous`),
+    instead of 'You already have an assignment for this HIT' until the next sync."""
+    if not external_id:
+        return None
+    previous = (Assignment.objects.filter(hit=hit, worker=worker,
+                                          status=AssignmentStatus.IN_PROGRESS)
+                .exclude(external_id=external_id).order_by("-pk").first())
+    if previous is None or Judgment.objects.filter(assignment=previous).exists():
+        return None  # confirmed answers: 'already judged' below says so
+    previous.status = AssignmentStatus.RETURNED
+    previous.review_note = "\n".join(
+        p for p in (previous.review_note, SUPERSEDED_NOTE.format(new=external_id)) if p)
+    # Its page, still open in another tab, may not submit late: MTurk pays the new one only.
+    previous.draft = {**(previous.draft or {}), SERVER_DRAFT_KEY: {
+        **((previous.draft or {}).get(SERVER_DRAFT_KEY) or {}), SUPERSEDED_KEY: external_id}}
+    previous.save(update_fields=["status", "review_note", "draft"])
+    return previous
 
 
 def _verification_upgrade(assignment: Assignment, verification: str) -> None:
@@ -213,7 +288,14 @@ REPLACED_NOTE = ("Released: the participant came back with a session Prolific ve
                  "one ({session}) was never verified.")
 
 
-def _participant_held(*, stage: Stage, worker: Worker, verification: str) -> Assignment | None:
+# Server draft state: the Prolific sessions this assignment was moved away from.
+SESSIONS_LEFT_KEY = "sessions_left"
+CONTINUED_NOTE = ("Continued under session {new}, which Prolific verified for this participant "
+                  "(session {old} was returned or timed out on Prolific).")
+
+
+def _participant_held(*, stage: Stage, worker: Worker, verification: str,
+                      session_id: str = "") -> Assignment | None:
     """A Prolific participant arriving with a session id the stage has not seen: their live
     assignment of the stage (a participant holds one at a time, `Assignment`'s constraint), or
     AssignmentClosed with the finished one (the page shows its completion). None: they hold
@@ -233,6 +315,22 @@ def _participant_held(*, stage: Stage, worker: Worker, verification: str) -> Ass
         return None
     if held is None:
         raise AssignmentClosed("You have already completed this study.", assignment=finished)
+    state = dict((held.draft or {}).get(SERVER_DRAFT_KEY) or {})
+    left = list(state.get(SESSIONS_LEFT_KEY) or [])
+    if (session_id and held.external_id != session_id and session_id not in left
+            and verification == ParticipantVerification.VERIFIED):
+        # Prolific holds one live session per participant and study: a new one it verified
+        # for them means the old one was returned or timed out there, and Prolific will list
+        # (and pay) the work under the new one only. The work in progress follows it; a
+        # session Prolific could not vouch for never takes it over, and an old session's
+        # page reloaded never takes it back.
+        held.review_note = "\n".join(p for p in (held.review_note, CONTINUED_NOTE.format(
+            new=session_id, old=held.external_id)) if p)
+        state[SESSIONS_LEFT_KEY] = [*left, held.external_id]
+        held.draft = {**(held.draft or {}), SERVER_DRAFT_KEY: state}
+        held.external_id = session_id
+        held.verification = verification
+        held.save(update_fields=["external_id", "review_note", "verification", "draft"])
     held.stage, held.worker = stage, worker
     if is_late(held):
         mark_late(held)

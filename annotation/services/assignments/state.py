@@ -43,6 +43,11 @@ FINISHED_STATUSES = (AssignmentStatus.SUBMITTED, AssignmentStatus.APPROVED,
 
 MAX_DRAFT_BYTES = 200_000
 
+# Server draft state of STARC pilot pages beside `guesses` (item id -> role): item id ->
+# {"locked_at": ISO time the guess was locked, "client_ms": the page's time on the guess page,
+# "server_ms": the server's}, copied into the judgment so each phase has its own time.
+GUESS_TIMING_KEY = "guess_timing"
+
 
 # MC modes in which each item is confirmed on its own before the next one is shown.
 CONFIRM_MODES = (ExperimentMode.QA, ExperimentMode.GUESSING, ExperimentMode.PILOT)

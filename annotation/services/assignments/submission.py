@@ -11,7 +11,7 @@ from django.db.models import Max
 from django.utils import timezone
 
 from annotation.assignment_draft import server_state
-from annotation.domain.answers import AnswerError, clean_answer, item_id_of
+from annotation.domain.answers import AnswerError, ab_answer_texts, clean_answer, item_id_of
 from annotation.domain.control_characters import control_character_message, find_control_character
 from annotation.models import (
     Assignment,
@@ -36,6 +36,7 @@ from .locking import assignment_item_row, assignment_lock, assignment_open_locke
 from .picking import items_filled_since_timeout
 from .state import (
     FINISHED_STATUSES,
+    GUESS_TIMING_KEY,
     REFUSED_KEY,
     answer_rules,
     server_state_save,
@@ -52,6 +53,11 @@ def _is_correct(item: Item, fields: dict) -> bool | None:
 def _judgment(assignment: Assignment, row: AssignmentItem, fields: dict,
               client_meta: dict | None) -> Judgment:
     extra = dict(fields.pop("extra", {}) or {})
+    if "guess_choice" in extra:
+        # Pilot: the guess page's time apart from the reading and answering pages'.
+        timing = (server_state(assignment).get(GUESS_TIMING_KEY) or {}).get(str(row.item_id))
+        if timing:
+            extra["guess_timing"] = timing
     correct = _is_correct(row.item, fields)
     if correct is not None:
         extra["is_correct"] = correct
@@ -131,7 +137,8 @@ def assignment_confirm_item(*, assignment: Assignment, item: Item | int, answer:
     try:
         fields = clean_answer(rules=answer_rules(assignment.stage.project, assignment.stage),
                               answer=answer, presented_order=row.presented_order,
-                              locked_guess=locked_guess)
+                              locked_guess=locked_guess,
+                              answer_texts=ab_answer_texts(row.item.content))
     except AnswerError as exc:
         raise SubmissionInvalid({key: exc.messages}) from None
     record = comprehension_attempt(assignment, row.item, fields)
@@ -311,7 +318,8 @@ def _judgments_of(assignment: Assignment, rows: list[AssignmentItem], given: dic
         try:
             fields = clean_answer(rules=rules, answer=given[row.item_id],
                                   presented_order=row.presented_order,
-                                  locked_guess=guesses.get(str(row.item_id)))
+                                  locked_guess=guesses.get(str(row.item_id)),
+                                  answer_texts=ab_answer_texts(row.item.content))
         except AnswerError as exc:
             errors.setdefault(str(row.item_id), []).extend(exc.messages)
             continue

@@ -40,6 +40,49 @@ def test_line_breaks_and_tabs_in_a_justification_are_kept():
     assert fields["justification"] == "A is better.\n\tIt cites the source."
 
 
+AB20 = AnswerRules(kind="ab", justification_min_length=20)
+ANSWERS = ("Light from the sun is scattered by the air, and blue light is scattered most.",
+           "Because the sky reflects the colour of the sea.")
+
+
+@pytest.mark.reliability
+@pytest.mark.parametrize("text, written", [
+    pytest.param("\u200b" * 25, 0, id="zero-width-spaces"),
+    pytest.param("\u200e\u200f\ufeff\u2060" * 6, 0, id="direction-marks-and-joiners"),
+    pytest.param("A\u200b" * 12, 12, id="letters-padded-with-zero-width"),
+    pytest.param("\U0001f44d" * 12, 12, id="emoji-count-once-each"),
+])
+def test_a_justification_is_counted_in_visible_characters(text, written):
+    """Twenty zero-width spaces passed a 20-character minimum (an empty box on the screen),
+    and the page counted an emoji twice (UTF-16) where the server counted it once."""
+    with pytest.raises(AnswerError) as refused:
+        clean_answer(rules=AB20, answer=ab_answer(text), presented_order=["A", "B"])
+    assert f"at least 20 characters ({written} so far)" in " ".join(refused.value.messages)
+
+
+@pytest.mark.reliability
+@pytest.mark.parametrize("text", [
+    ANSWERS[0], "  light from the SUN is scattered   by the air, and blue light ",
+    ANSWERS[1].upper() + "\n",
+])
+def test_a_justification_pasted_from_an_answer_is_refused(text):
+    with pytest.raises(AnswerError) as refused:
+        clean_answer(rules=AB20, answer=ab_answer(text), presented_order=["A", "B"],
+                     answer_texts=ANSWERS)
+    assert "copy of one of the answers" in " ".join(refused.value.messages)
+
+
+@pytest.mark.parametrize("text", [
+    "A explains the scattering; B wrongly says the sky reflects the sea.",
+    "مرحبا، الإجابة أ أفضل لأنها تشرح التشتت بشكل صحيح",  # right-to-left text
+    "Answer A 👍 is right about the scattering of light.",
+])
+def test_own_words_quoting_or_in_any_script_are_kept(text):
+    fields = clean_answer(rules=AB20, answer=ab_answer(text), presented_order=["A", "B"],
+                          answer_texts=ANSWERS)
+    assert fields["justification"] == text
+
+
 @pytest.mark.parametrize("value, item_id", [
     (68, 68), ("68", 68), (" 7 ", 7),
     (68.5, None), (68.0, None), ("68.5", None), (True, None), ("", None), (None, None),

@@ -1,0 +1,96 @@
+"""A careless or hostile annotator in a real browser: what the page counts and refuses is what
+the server counts and refuses, and the page tells them before anything is lost."""
+from __future__ import annotations
+
+import pytest
+
+from annotation.models import ExperimentMode, Item, Judgment, TaskKind
+from annotation.services.access import inhouse_link_create
+from testing.factories import make_worker
+from tests.support.tasks import make_task
+
+pytestmark = [pytest.mark.browser, pytest.mark.reliability, pytest.mark.django_db(transaction=True)]
+
+
+def expect_text(page, selector: str, text: str) -> None:
+    page.wait_for_function(
+        "([s, t]) => document.querySelector(s) && document.querySelector(s).textContent.includes(t)",
+        arg=[selector, text],
+    )
+
+
+def test_ab_justification_counter_counts_what_the_server_counts(live_server, page):
+    """Twelve emoji read "24 / 20 — enough" (UTF-16 units) and the submit was refused with
+    "12 so far"; twenty-five zero-width spaces read "enough" and were stored as a justification;
+    answer A pasted as the justification was stored."""
+    project, stage, items = make_task(TaskKind.AB, n_items=1, justification_min_length=20)
+    item = items[0]
+    content = {**item.content,
+               "answer_a": {"text": "Sunlight is scattered by the air, blue light the most.",
+                            "kind": "human"},
+               "answer_b": {"text": "The sky is blue because it reflects the sea.",
+                            "kind": "model"}}
+    Item.objects.filter(pk=item.pk).update(content=content)
+    _, path = inhouse_link_create(worker=make_worker(), project=project)
+    page.goto(live_server.url + path)
+    box = f"#justification-{item.pk}"
+    page.check(f"#choice-{item.pk}-A")
+    page.check(f"#difficult-{item.pk}-no")
+    page.fill(box, "\U0001f44d" * 12)
+    expect_text(page, f"#count-{item.pk}", "12 / 20 characters — 8 more needed")
+    page.fill(box, "\u200b" * 25)
+    expect_text(page, f"#count-{item.pk}", "0 / 20 characters")
+    expect_text(page, "#progress", "0 of 1 answered")
+    page.click("#submit-button")
+    expect_text(page, f"#err-{item.pk}", "at least 20 characters (0 so far)")
+    # A/B labels are shuffled: paste whichever answer the page shows first.
+    pasted = page.locator(".answer-text").first.inner_text().strip()
+    page.fill(box, pasted)
+    page.click("#submit-button")
+    expect_text(page, f"#err-{item.pk}", "copy of one of the answers")
+    assert Judgment.objects.count() == 0
+    page.fill(box, "A names the physical cause \U0001f44d; B is simply wrong.")
+    page.click("#submit-button")
+    page.wait_for_url("**/task/complete/**")
+    assert Judgment.objects.get().justification.endswith("B is simply wrong.")
+
+
+def test_a_repeated_digit_on_the_submit_button_leaves_the_last_score_alone(live_server, page):
+    project, stage, items = make_task(TaskKind.LIKERT, group="p1")
+    _, path = inhouse_link_create(worker=make_worker(), project=project)
+    page.goto(live_server.url + path)
+    for key in "425":
+        page.keyboard.press(key)
+    assert page.evaluate("document.activeElement.id") == "submit-button"
+    page.keyboard.press("1")  # a key pressed twice: it changed the last item to 1, unseen
+    last = f'input[name="score-{items[2].pk}"]:checked'
+    assert page.eval_on_selector(last, "el => el.value") == "5"
+    page.keyboard.press("Enter")
+    page.wait_for_url("**/task/complete/**")
+    assert [j.score for j in Judgment.objects.order_by("item_id")] == [4.0, 2.0, 5.0]
+
+
+def test_pilot_page_three_holds_no_copy_of_the_paragraph(live_server, page):
+    """'Answer again with the paragraph hidden': the paragraph stayed in the page, only hidden,
+    until a reload (which never fetched it again)."""
+    project, stage, items = make_task(TaskKind.MC, mode=ExperimentMode.PILOT, n_items=1)
+    paragraph = items[0].content["paragraph"]
+    _, path = inhouse_link_create(worker=make_worker(), project=project)
+    page.goto(live_server.url + path)
+    assert paragraph not in page.content()  # page 1: never sent
+    page.keyboard.press("a")
+    page.click(".confirm")
+    page.wait_for_selector(".read-done", state="visible")
+    assert paragraph in page.inner_text(".paragraph")  # page 2
+    page.click(".read-done")
+    expect_text(page, "[data-step-label]", "Page 3 of 3")
+    assert paragraph not in page.content()
+    page.reload()
+    expect_text(page, "[data-step-label]", "Page 3 of 3")
+    assert paragraph not in page.content()
+    page.keyboard.press("b")
+    page.click(".confirm")
+    expect_text(page, "[data-step-label]", "Answer saved")
+    assert paragraph not in page.content()
+    judgment = Judgment.objects.get()
+    assert judgment.extra["guess_choice"] and judgment.extra["guess_timing"]["locked_at"]
