@@ -41,25 +41,35 @@ def _words(text: str) -> list[str]:
     return re.findall(r"\w+", text.lower())
 
 
+def _field(prompt: str, name: str, old_layout: str) -> str | None:
+    """The text of one field: between its tags (the default prompts fence every field), or, in
+    a prompt written in the old unfenced layout, by that layout's pattern."""
+    fenced = re.search(rf"<{name}>\n?(.*?)\n?</{name}>", prompt, re.S)
+    if fenced:
+        return fenced.group(1)
+    unfenced = re.search(old_layout, prompt, re.S)
+    return unfenced.group(1) if unfenced else None
+
+
 def default_behaviour(prompt: str, *, position_bias: float = 0.0, rng=None) -> str:
     rng = rng or random
-    refs = re.search(r"Reference answer\(s\): (.*)", prompt)
-    cand = re.search(r"Candidate answer: (.*)", prompt)
-    if refs and cand:
-        candidate = cand.group(1).lower()
-        references = [r.strip().lower() for r in refs.group(1).split(" / ") if r.strip()]
+    refs = _field(prompt, "references", r"Reference answer\(s\): ([^\n]*)")
+    cand = _field(prompt, "candidate", r"Candidate answer: ([^\n]*)")
+    if refs is not None and cand is not None:
+        candidate = cand.lower()
+        references = [r.strip().lower() for r in refs.split(" / ") if r.strip()]
         words = set(_words(candidate))
         contained = any(r and r in candidate for r in references)
         overlap = max((len(words & set(_words(r))) / max(1, len(set(_words(r))))
                        for r in references), default=0.0)
         score = 5 if contained else 4 if overlap >= 0.6 else 2 if overlap > 0 else 1
         return f"The candidate {'matches' if score >= 3 else 'misses'} the reference.\nScore: {score}"
-    a = re.search(r"Answer A:\n(.*?)\n\nAnswer B:", prompt, re.S)
-    b = re.search(r"Answer B:\n(.*?)\n\n", prompt, re.S)
-    if a and b:
+    a = _field(prompt, "answer_a", r"Answer A:\n(.*?)\n\nAnswer B:")
+    b = _field(prompt, "answer_b", r"Answer B:\n(.*?)\n\n")
+    if a is not None and b is not None:
         if rng.random() < position_bias:
             return "The first answer reads better.\nBetter: A"
-        better = "A" if len(a.group(1)) >= len(b.group(1)) else "B"
+        better = "A" if len(a) >= len(b) else "B"
         return f"Answer {better} is more complete.\nBetter: {better}"
     return "The first choice is supported by the paragraph.\nAnswer: A"
 
