@@ -56,11 +56,14 @@ def check_json_depth(value: Any, *, max_depth: int = MAX_JSON_DEPTH) -> Any:
     return value
 
 
-def json_loads_limited(raw: bytes | str, *, max_depth: int = MAX_JSON_DEPTH) -> Any:
+def json_loads_limited(raw: bytes | str, *, max_depth: int = MAX_JSON_DEPTH,
+                       object_pairs_hook=None) -> Any:
     """json.loads that refuses values nested deeper than `max_depth` with JsonTooDeep and
-    NaN/Infinity with JsonNotStandard (both ValueErrors, like every other malformed body)."""
+    NaN/Infinity with JsonNotStandard (both ValueErrors, like every other malformed body).
+    `object_pairs_hook` as for json.loads (the importers refuse duplicate keys with it)."""
     try:
-        value = json.loads(raw, parse_constant=_refuse_constant)
+        value = json.loads(raw, parse_constant=_refuse_constant,
+                           object_pairs_hook=object_pairs_hook)
     except RecursionError:
         raise JsonTooDeep(JsonTooDeep.default_message(max_depth)) from None
     return check_json_depth(value, max_depth=max_depth)

@@ -254,33 +254,69 @@ def require_file(path: Path) -> Path:
     return path
 
 
+class DuplicateKey(ValueError):
+    """A JSON object that names one key twice: json.loads keeps only the last value, so an
+    entry (a MOCHA id, a field) would vanish without a word."""
+
+
+def _refuse_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict:
+    value = dict(pairs)
+    if len(value) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise DuplicateKey(
+                    f"key {key!r} appears twice in one JSON object; JSON keeps only the last "
+                    "one, so one of them would be lost: give each its own key")
+            seen.add(key)
+    return value
+
+
 def json_parse(text: str, *, path: Path, record: Any = None, field: str = "") -> Any:
     """`text` parsed by the rule every door reads JSON with (`core.json_limits`: nesting
     depth, and only JSON's own values), or ImportFormatError naming the file (and the record
     and field given) and what is wrong: a malformed document's line and column, a nesting
-    too deep for the parser (never a RecursionError)."""
+    too deep for the parser (never a RecursionError), a key given twice in one object (never
+    an entry silently dropped)."""
     import json
 
     try:
-        return json_loads_limited(text)
+        return json_loads_limited(text, object_pairs_hook=_refuse_duplicate_keys)
     except json.JSONDecodeError as exc:
         at = (f"column {exc.colno}" if record is not None
               else f"line {exc.lineno}, column {exc.colno}")
         raise ImportFormatError(path, f"malformed JSON at {at}: {exc.msg}", record=record,
                                 field=field) from None
-    except ValueError as exc:  # JsonTooDeep, NaN or Infinity
+    except ValueError as exc:  # JsonTooDeep, NaN or Infinity, a duplicate key
         raise ImportFormatError(path, str(exc), record=record, field=field) from None
 
 
-def load_json(path: Path) -> Any:
-    """The parsed JSON document (`json_parse`), or ImportFormatError naming the file and what
-    is wrong (a malformed document's line and column)."""
+BYTE_ORDER_MARK = "\ufeff"
+
+
+def read_text(path: Path) -> str:
+    """The file's text, read the one way every importer reads files: UTF-8, with a leading
+    byte-order mark dropped (Notepad and Excel write one; it is no part of the data). A byte
+    that is not UTF-8 is an ImportFormatError naming its line and position, never a guess at
+    another encoding."""
     require_file(path)
+    data = path.read_bytes()
     try:
-        text = path.read_text(encoding="utf-8")
+        text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise ImportFormatError(path, f"not UTF-8 text: {exc.reason}") from None
-    return json_parse(text, path=path)
+        line_start = data.rfind(b"\n", 0, exc.start) + 1
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise ImportFormatError(
+            path, f"not UTF-8 text: line {line}, byte {exc.start - line_start + 1} of the line "
+                  f"is 0x{data[exc.start]:02X} ({exc.reason}); save the file as UTF-8 (it may "
+                  "be Latin-1 or Windows-1252)") from None
+    return text.removeprefix(BYTE_ORDER_MARK)
+
+
+def load_json(path: Path) -> Any:
+    """The parsed JSON document (`read_text`, `json_parse`), or ImportFormatError naming the
+    file and what is wrong (a malformed document's line and column)."""
+    return json_parse(read_text(path), path=path)
 
 
 def expect(value: Any, types: type | tuple[type, ...], *, path: Path, record: Any, field: str,

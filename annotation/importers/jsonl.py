@@ -11,6 +11,7 @@ See docs/DATA_FORMATS.md for every field.
 """
 from __future__ import annotations
 
+import io
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,7 @@ from .base import (
     ItemRecord,
     JudgmentRecord,
     json_parse,
-    require_file,
+    read_text,
     validate_record,
 )
 
@@ -134,10 +135,10 @@ def parse_line(raw: Any, *, kind: str, path: Path, line: int, split: str | None)
 
 def parse(path: Path, *, kind: str, split: str | None = None) -> list[ItemRecord]:
     path = Path(path)
-    require_file(path)
     records: dict[str, ItemRecord] = {}
     merged: dict[str, int] = {}
-    with path.open(encoding="utf-8") as handle:
+    # Lines as a text file gives them (\n, \r\n or \r), never split at U+2028 inside a string.
+    with io.StringIO(read_text(path), newline=None) as handle:
         for line_number, line in enumerate(handle, start=1):
             if not line.strip():
                 continue

@@ -15,11 +15,12 @@ RACE passages becomes a line break.
 from __future__ import annotations
 
 import csv
+import io
 from pathlib import Path
 
 from core.vocabulary import MC_ROLES
 
-from .base import ImportFormatError, ItemRecord, JudgmentRecord, require_file, validate_record
+from .base import ImportFormatError, ItemRecord, JudgmentRecord, read_text, validate_record
 
 KIND = "mc"
 REQUIRED_COLUMNS = (
@@ -47,11 +48,11 @@ def _role(index: int, *, path: Path, record: str, field: str) -> str:
 
 def parse(path: Path, *, kind: str = KIND, split: str | None = None) -> list[ItemRecord]:
     path = Path(path)
-    require_file(path)
+    text = read_text(path)
     csv.field_size_limit(10**8)
     records = []
     try:
-        with path.open(encoding="utf-8", newline="") as handle:
+        with io.StringIO(text, newline="") as handle:
             reader = csv.DictReader(handle, delimiter="\t")
             missing = [c for c in REQUIRED_COLUMNS if c not in (reader.fieldnames or [])]
             if missing:
@@ -59,8 +60,6 @@ def parse(path: Path, *, kind: str = KIND, split: str | None = None) -> list[Ite
                                         field=missing[0])
             for row_number, row in enumerate(reader, start=2):
                 records.append(_record(path, row, row_number, split))
-    except UnicodeDecodeError as exc:
-        raise ImportFormatError(path, f"not UTF-8 text: {exc.reason}") from None
     except csv.Error as exc:
         raise ImportFormatError(path, f"malformed TSV: {exc}") from None
     seen: dict[str, str] = {}
@@ -78,6 +77,11 @@ def _record(path: Path, row: dict, row_number: int, split: str | None) -> ItemRe
     if None in row:
         raise ImportFormatError(path, "has more fields than the header", record=label,
                                 field="(row)")
+    short = [name for name, value in row.items() if value is None]
+    if short:  # a truncated row (a cut-off last line): not a row of empty answers
+        raise ImportFormatError(
+            path, f"has fewer fields than the header (no {', '.join(short)}): a truncated row?",
+            record=label, field=short[0])
     options = [option.strip() for option in (row["options"] or "").split("|")]
     if len(options) != 4:
         raise ImportFormatError(path, f"must hold 4 answers separated by |, got {len(options)}",
