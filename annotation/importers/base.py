@@ -112,6 +112,21 @@ class ItemRecord:
         return columns
 
 
+class Records(list):
+    """What `parse` returns: the records, and `left_out`, one sentence per kind of thing the
+    file holds that the format deliberately does not import (how many, and why), so every door
+    (the admin's preview, `import_data`) says so instead of showing smaller counts unexplained."""
+
+    def __init__(self, records=(), *, left_out=()):
+        super().__init__(records)
+        self.left_out = [note for note in left_out if note]
+
+
+def left_out_note(count: int, what: str) -> str:
+    """"3 true/false judgment(s) of ...: ..." when count > 0, else "" (dropped by Records)."""
+    return f"{count} {what}" if count else ""
+
+
 def text_key(text: str) -> str:
     """Short stable key of a text, used as group_key so items sharing a passage share a HIT."""
     return hashlib.sha1(text.encode("utf-8")).hexdigest()[:16]

@@ -20,7 +20,9 @@ from .base import (
     ImportFormatError,
     ItemRecord,
     JudgmentRecord,
+    Records,
     json_parse,
+    left_out_note,
     read_text,
     validate_record,
 )
@@ -123,8 +125,7 @@ def parse_line(raw: Any, *, kind: str, path: Path, line: int, split: str | None)
         for position, entry in enumerate(raw_judgments)
         # An audit export (`export_data --include-rejected`) carries work the study did not
         # accept: it is never imported as data.
-        if not (isinstance(entry, dict)
-                and entry.get("assignment_status") in NOT_ACCEPTED_STATUSES)
+        if not _not_accepted(entry)
     ]
     record = ItemRecord(
         external_id=external_id, kind=kind, content=raw["content"], judgments=judgments,
@@ -133,10 +134,15 @@ def parse_line(raw: Any, *, kind: str, path: Path, line: int, split: str | None)
     return validate_record(record, path=path, index=record_label)
 
 
+def _not_accepted(entry: Any) -> bool:
+    return isinstance(entry, dict) and entry.get("assignment_status") in NOT_ACCEPTED_STATUSES
+
+
 def parse(path: Path, *, kind: str, split: str | None = None) -> list[ItemRecord]:
     path = Path(path)
     records: dict[str, ItemRecord] = {}
     merged: dict[str, int] = {}
+    not_accepted = 0
     # Lines as a text file gives them (\n, \r\n or \r), never split at U+2028 inside a string.
     with io.StringIO(read_text(path), newline=None) as handle:
         for line_number, line in enumerate(handle, start=1):
@@ -144,6 +150,8 @@ def parse(path: Path, *, kind: str, split: str | None = None) -> list[ItemRecord
                 continue
             raw = json_parse(line, path=path, record=f"line {line_number}", field="line")
             record = parse_line(raw, kind=kind, path=path, line=line_number, split=split)
+            entries = [raw["judgment"]] if "judgment" in raw else raw.get("judgments", [])
+            not_accepted += sum(1 for entry in entries if _not_accepted(entry))
             previous = records.get(record.external_id)
             if previous is None:
                 records[record.external_id] = record
@@ -158,4 +166,6 @@ def parse(path: Path, *, kind: str, split: str | None = None) -> list[ItemRecord
     for external_id, line_number in merged.items():
         # Merged lines may give one worker two judgments of the item in one stage.
         validate_record(records[external_id], path=path, index=f"line {line_number}")
-    return list(records.values())
+    return Records(records.values(), left_out=[left_out_note(
+        not_accepted, "judgment(s) of rejected, returned or flagged work (assignment_status): "
+                      "an audit export's unaccepted work is never imported as data")])

@@ -44,6 +44,9 @@ class ImportConflictError(ValueError):
 class ImportSummary:
     items_created: int = 0
     items_unchanged: int = 0
+    # Of items_unchanged: items kept as they were although the file's texts differ
+    # (keep_existing_items), the file's judgments attached to them.
+    items_kept_differing: int = 0
     judgments_created: int = 0
     judgments_unchanged: int = 0
     workers_created: int = 0
@@ -340,6 +343,7 @@ def _import_chunk(
                 "give it another external id or import into another project"
             )
         summary.items_unchanged += 1
+        summary.items_kept_differing += bool(differing)
     item_ids = _insert_items(project, existing, new_items, summary)
     judged = [(record, j) for record in chunk for j in record.judgments]
     if judged:
