@@ -220,9 +220,11 @@ def import_workers_get_or_create(*, external_ids: Iterable[str]) -> tuple[dict[s
             workers[worker.external_id] = worker
     missing = [external_id for external_id in wanted if external_id not in workers]
     if missing:
+        # ignore_conflicts: an import into another project may create the same worker at the
+        # same moment; the row is then read back below.
         Worker.objects.bulk_create(
             [Worker(provider=Provider.IMPORT, external_id=external_id) for external_id in missing],
-            batch_size=CHUNK_SIZE,
+            batch_size=CHUNK_SIZE, ignore_conflicts=True,
         )
         for chunk in _chunks(missing, CHUNK_SIZE):
             for worker in Worker.objects.filter(provider=Provider.IMPORT, external_id__in=chunk):
@@ -269,6 +271,10 @@ def import_records(
     """
     records = list(records)
     summary = ImportSummary()
+    # One import into a project at a time: a second one (Confirm clicked twice, the command run
+    # while the browser import runs) waits here, then finds the first one's items and judgments
+    # and creates nothing, instead of colliding with them on the unique constraints.
+    list(Project.objects.select_for_update().filter(pk=project.pk).values_list("pk", flat=True))
     for record in records:
         if record.kind != project.kind:
             raise ImportConflictError(
