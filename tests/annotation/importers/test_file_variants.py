@@ -122,3 +122,50 @@ def test_a_truncated_tsv_row_is_named_as_such(shared_data, tmp_path):
     message = import_fails("onestopqa-responses", str(path), "--project", "t", "--create",
                            match="fewer fields than the header")
     assert "row 6" in message and db_state() == before
+
+
+def _tsv_rows(shared_data) -> list[list[str]]:
+    text = (shared_data / "onestopqa" / "in_lab_qa.tsv").read_text(encoding="utf-8")
+    csv.field_size_limit(10**8)
+    return [row for row in csv.reader(io.StringIO(text, newline=""), delimiter="\t") if row]
+
+
+def _tsv_bytes(rows: list[list[str]]) -> bytes:
+    out = io.StringIO()
+    csv.writer(out, delimiter="\t", lineterminator="\n").writerows(rows)
+    return out.getvalue().encode("utf-8")
+
+
+def test_another_participants_trial_of_an_item_adds_a_judgment(shared_data, tmp_path):
+    rows = _tsv_rows(shared_data)
+    header = rows[0]
+    again = list(rows[1])
+    again[header.index("submission_ind")] = "99"
+    again[header.index("answer_response")] = "2"
+    path = _write(tmp_path / "in_lab_qa.tsv", _tsv_bytes([*rows, again]))
+    run_import("onestopqa-responses", str(path), "--project", "t", "--create")
+    item = Item.objects.get(project__slug="t", external_id=rows[1][header.index("item_id")])
+    assert Item.objects.filter(project__slug="t").count() == 430
+    assert Judgment.objects.filter(item__project__slug="t").count() == 431
+    assert sorted(item.judgments.values_list("worker__external_id", "choice")) == sorted(
+        [(f"inlab-{rows[1][header.index('submission_ind')]}",
+          "ABCD"[int(rows[1][header.index("answer_response")])]), ("inlab-99", "C")])
+
+
+def test_rows_of_one_item_that_disagree_on_it_are_refused(shared_data, tmp_path):
+    rows = _tsv_rows(shared_data)
+    header = rows[0]
+    again = list(rows[1])
+    again[header.index("submission_ind")] = "99"
+    again[header.index("question")] = "A question the first row does not ask?"
+    path = _write(tmp_path / "in_lab_qa.tsv", _tsv_bytes([*rows, again]))
+    message = import_fails("onestopqa-responses", str(path), "--project", "t", "--create",
+                           match="repeats the item of row 2 with different content")
+    assert f"row {len(rows) + 1}" in message
+
+
+def test_one_participant_answering_an_item_twice_is_refused(shared_data, tmp_path):
+    rows = _tsv_rows(shared_data)
+    path = _write(tmp_path / "in_lab_qa.tsv", _tsv_bytes([*rows, rows[1]]))
+    import_fails("onestopqa-responses", str(path), "--project", "t", "--create",
+                 match="judges this item twice")
