@@ -60,6 +60,12 @@ def parse(path: Path, *, kind: str = KIND, split: str | None = None) -> list[Ite
         expect(golden, str, path=path, record=label, field="golden_answer", what="a string")
         references = [part.strip() for part in golden.split("/") if part.strip()]
         systems = [key[len("answer_"):] for key in entry if key.startswith("answer_")]
+        for key in entry:
+            # A judgment without its answer would vanish with nothing said.
+            if key.startswith("judge_") and f"answer_{key[len('judge_'):]}" not in entry:
+                raise ImportFormatError(path, f"judges an answer the question does not have "
+                                              f"(no answer_{key[len('judge_'):]})",
+                                        record=label, field=key)
         for system in systems:
             answer = entry[f"answer_{system}"]
             judge = entry.get(f"judge_{system}")

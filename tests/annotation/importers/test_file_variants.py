@@ -169,3 +169,38 @@ def test_one_participant_answering_an_item_twice_is_refused(shared_data, tmp_pat
     path = _write(tmp_path / "in_lab_qa.tsv", _tsv_bytes([*rows, rows[1]]))
     import_fails("onestopqa-responses", str(path), "--project", "t", "--create",
                  match="judges this item twice")
+
+
+def test_mocha_entry_fields_beyond_the_layout_are_kept_not_dropped(shared_data, tmp_path):
+    document = json.loads((shared_data / "mocha_format_sample" / "dev.json").read_text())
+    dataset = next(iter(document))
+    entry_id = next(iter(document[dataset]))
+    document[dataset][entry_id]["candidate_id"] = "c-17"
+    document[dataset][entry_id]["notes"] = {"checked_by": "ann"}
+    path = _write(tmp_path / "dev.json", json.dumps(document).encode())
+    run_import("mocha", str(path), "--project", "m", "--create")
+    item = Item.objects.get(external_id=f"{dataset}/{entry_id}")
+    assert item.metadata["candidate_id"] == "c-17"
+    assert item.metadata["notes"] == {"checked_by": "ann"}
+    assert Item.objects.count() == sum(len(entries) for entries in document.values())
+
+
+def test_a_mocha_entry_field_clashing_with_the_item_metadata_is_refused(shared_data, tmp_path):
+    document = json.loads((shared_data / "mocha_format_sample" / "dev.json").read_text())
+    dataset = next(iter(document))
+    entry_id = next(iter(document[dataset]))
+    document[dataset][entry_id]["mocha_id"] = "another"
+    path = _write(tmp_path / "dev.json", json.dumps(document).encode())
+    import_fails("mocha", str(path), "--project", "m", "--create",
+                 match=f"record {dataset}/{entry_id}: field 'mocha_id'")
+
+
+def test_an_evouna_judgment_without_its_answer_is_refused_not_dropped(shared_data, tmp_path):
+    document = json.loads((shared_data / "open_qa_judgments" / "evouna_tq.json").read_text())
+    document = document[:50]
+    judged = next(i for i, q in enumerate(document)
+                  if not q["improper"] and isinstance(q["judge_gpt4"], bool))
+    del document[judged]["answer_gpt4"]
+    path = _write(tmp_path / "evouna_tq.json", json.dumps(document).encode())
+    import_fails("evouna", str(path), "--project", "e", "--create",
+                 match=f"record {judged}: field 'judge_gpt4': judges an answer")
