@@ -274,7 +274,10 @@ def import_records(
     # One import into a project at a time: a second one (Confirm clicked twice, the command run
     # while the browser import runs) waits here, then finds the first one's items and judgments
     # and creates nothing, instead of colliding with them on the unique constraints.
-    list(Project.objects.select_for_update().filter(pk=project.pk).values_list("pk", flat=True))
+    # NO KEY UPDATE: rows that merely point at the project (an item added through the API, a
+    # stage) are not held up by it.
+    list(Project.objects.select_for_update(no_key=True).filter(pk=project.pk)
+         .values_list("pk", flat=True))
     for record in records:
         if record.kind != project.kind:
             raise ImportConflictError(
