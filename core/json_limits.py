@@ -53,6 +53,26 @@ def json_depth(value: Any) -> int:
     return deepest
 
 
+class DuplicateKey(ValueError):
+    """A JSON object that names one key twice: json.loads keeps only the last value, so an
+    entry (a MOCHA id, a field) would vanish without a word."""
+
+
+def refuse_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict:
+    """`object_pairs_hook` for json_loads_limited: DuplicateKey naming a key given twice in
+    one object (the data files people import; the importers and `import_verdicts` use it)."""
+    value = dict(pairs)
+    if len(value) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise DuplicateKey(
+                    f"key {key!r} appears twice in one JSON object; JSON keeps only the last "
+                    "one, so one of them would be lost: give each its own key")
+            seen.add(key)
+    return value
+
+
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 

@@ -20,7 +20,7 @@ from annotation.domain.item_content import (
     validate_item_text,
 )
 from annotation.domain.json_values import NON_FINITE_MESSAGE, find_non_finite, is_finite_number
-from core.json_limits import json_loads_limited
+from core.json_limits import json_loads_limited, refuse_duplicate_keys
 from core.vocabulary import AB_CHOICES, MC_ROLES, TaskKind
 
 # Name of the IMPORTED stage that receives judgments when a record names none.
@@ -269,24 +269,6 @@ def require_file(path: Path) -> Path:
     return path
 
 
-class DuplicateKey(ValueError):
-    """A JSON object that names one key twice: json.loads keeps only the last value, so an
-    entry (a MOCHA id, a field) would vanish without a word."""
-
-
-def _refuse_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict:
-    value = dict(pairs)
-    if len(value) != len(pairs):
-        seen: set[str] = set()
-        for key, _ in pairs:
-            if key in seen:
-                raise DuplicateKey(
-                    f"key {key!r} appears twice in one JSON object; JSON keeps only the last "
-                    "one, so one of them would be lost: give each its own key")
-            seen.add(key)
-    return value
-
-
 def json_parse(text: str, *, path: Path, record: Any = None, field: str = "") -> Any:
     """`text` parsed by the rule every door reads JSON with (`core.json_limits`: nesting
     depth, and only JSON's own values), or ImportFormatError naming the file (and the record
@@ -296,7 +278,7 @@ def json_parse(text: str, *, path: Path, record: Any = None, field: str = "") ->
     import json
 
     try:
-        return json_loads_limited(text, object_pairs_hook=_refuse_duplicate_keys)
+        return json_loads_limited(text, object_pairs_hook=refuse_duplicate_keys)
     except json.JSONDecodeError as exc:
         at = (f"column {exc.colno}" if record is not None
               else f"line {exc.lineno}, column {exc.colno}")
