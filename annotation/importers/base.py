@@ -132,10 +132,18 @@ def text_key(text: str) -> str:
     return hashlib.sha1(text.encode("utf-8")).hexdigest()[:16]
 
 
+def normalize_split(split: str) -> str:
+    """The split's one spelling: validation/val → dev, any case of train/dev/test lowered;
+    other names kept as given. The file-name rule (dev.json, validation.json) and the split a
+    researcher types (--split, the admin's field) name a split the same way, so per-split
+    settings (redundancy {"dev": 3}) and reports find it."""
+    return KNOWN_SPLITS.get(split.strip().lower(), split.strip())
+
+
 def split_from_path(path: Path, explicit: str | None) -> str:
     """The split given on the command line, else one read from the file name (dev.json → dev)."""
     if explicit is not None:
-        return explicit
+        return normalize_split(explicit)
     return KNOWN_SPLITS.get(path.stem.lower(), "")
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from django.core.exceptions import ValidationError
 from django.db import OperationalError, transaction
 
-from annotation.importers import ImportFormatError, ItemRecord, importer_for
+from annotation.importers import ImportFormatError, ItemRecord, importer_for, normalize_split
 from annotation.models import Project
 from annotation.services.imports import ImportConflictError, ImportSummary, import_records
 from core.db_busy import BUSY_MESSAGE, is_database_busy
@@ -171,6 +171,8 @@ def import_file(
         target = project.slug if project is not None else new_project.slug
         raise ImportRefused(f"format {format_name} holds {importer.KIND} items; project "
                             f"{target!r} is {kind}")
+    if split is not None:  # the split typed at a door, spelled as the file-name rule spells it
+        split = normalize_split(split) or None
     records = _parse(importer, path, kind=kind, split=split)
     try:
         with transaction.atomic():

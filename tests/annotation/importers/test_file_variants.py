@@ -204,3 +204,18 @@ def test_an_evouna_judgment_without_its_answer_is_refused_not_dropped(shared_dat
     path = _write(tmp_path / "evouna_tq.json", json.dumps(document).encode())
     import_fails("evouna", str(path), "--project", "e", "--create",
                  match=f"record {judged}: field 'judge_gpt4': judges an answer")
+
+
+@pytest.mark.parametrize(("typed", "stored"), [("validation", "dev"), ("Val", "dev"),
+                                               ("TEST", "test"), ("heldout", "heldout")])
+def test_a_typed_split_is_spelled_as_the_file_name_rule_spells_it(shared_data, tmp_path, typed,
+                                                                  stored):
+    # validation.json imports as split "dev"; `--split validation` used to store "validation",
+    # which per-split redundancy ({"dev": 3}) and the reports never matched.
+    run_import("mocha", str(shared_data / "mocha_format_sample" / "dev.json"),
+               "--project", "m", "--create", "--split", typed)
+    row = dict(LIKERT_ROW, split="")
+    path = _write(tmp_path / "items.jsonl", (json.dumps(row) + "\n").encode())
+    run_import("jsonl", str(path), "--project", "j", "--create", "--kind", "likert",
+               "--split", typed)
+    assert set(Item.objects.values_list("split", flat=True)) == {stored}
