@@ -138,11 +138,29 @@ def _not_accepted(entry: Any) -> bool:
     return isinstance(entry, dict) and entry.get("assignment_status") in NOT_ACCEPTED_STATUSES
 
 
+def _check_providers(providers: dict[str, tuple[str, int]], entries: list, *, path: Path,
+                     line: int) -> None:
+    for entry in entries:
+        if not isinstance(entry, dict) or not entry.get("worker_provider") or _not_accepted(entry):
+            continue
+        worker, provider = entry.get("worker"), entry["worker_provider"]
+        first = providers.setdefault(worker, (provider, line))
+        if first[0] != provider:
+            raise ImportFormatError(
+                path, f"worker {worker!r} is a {provider} worker here and a {first[0]} worker on "
+                      f"line {first[1]}: two people with one id, whom the import would merge "
+                      "into one; give one of them another id",
+                record=f"line {line}", field="worker_provider")
+
+
 def parse(path: Path, *, kind: str, split: str | None = None) -> list[ItemRecord]:
     path = Path(path)
     records: dict[str, ItemRecord] = {}
     merged: dict[str, int] = {}
     not_accepted = 0
+    # worker id → (provider, line) as the export names it: two providers' workers with one id
+    # are two people, whom the import (provider `import`, keyed by id) would make one.
+    providers: dict[str, tuple[str, int]] = {}
     # Lines as a text file gives them (\n, \r\n or \r), never split at U+2028 inside a string.
     with io.StringIO(read_text(path), newline=None) as handle:
         for line_number, line in enumerate(handle, start=1):
@@ -152,6 +170,7 @@ def parse(path: Path, *, kind: str, split: str | None = None) -> list[ItemRecord
             record = parse_line(raw, kind=kind, path=path, line=line_number, split=split)
             entries = [raw["judgment"]] if "judgment" in raw else raw.get("judgments", [])
             not_accepted += sum(1 for entry in entries if _not_accepted(entry))
+            _check_providers(providers, entries, path=path, line=line_number)
             previous = records.get(record.external_id)
             if previous is None:
                 records[record.external_id] = record
