@@ -8,11 +8,14 @@ refused with a message instead.
 Python's parser also reads NaN, Infinity and -Infinity, which are not JSON. A database refuses
 them inside a JSON column (SQLite's JSON_VALID check, PostgreSQL's jsonb), so a value carrying
 one failed only when stored: a 500, or a misleading message from the code that caught the
-database error. They are refused here, where the body is read.
+database error. They are refused here, where the body is read. So is a lone surrogate
+(`"\\ud800"`): valid JSON syntax, but no character: UTF-8 cannot encode it, so it failed when
+stored (PostgreSQL's COPY) or, worse, was stored (SQLite) and broke every later export.
 """
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, NoReturn
 
 MAX_JSON_DEPTH = 64
@@ -50,17 +53,70 @@ def json_depth(value: Any) -> int:
     return deepest
 
 
+class DuplicateKey(ValueError):
+    """A JSON object that names one key twice: json.loads keeps only the last value, so an
+    entry (a MOCHA id, a field) would vanish without a word."""
+
+
+def refuse_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict:
+    """`object_pairs_hook` for json_loads_limited: DuplicateKey naming a key given twice in
+    one object (the data files people import; the importers and `import_verdicts` use it)."""
+    value = dict(pairs)
+    if len(value) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise DuplicateKey(
+                    f"key {key!r} appears twice in one JSON object; JSON keeps only the last "
+                    "one, so one of them would be lost: give each its own key")
+            seen.add(key)
+    return value
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def find_lone_surrogate(value: Any) -> str | None:
+    """The first lone surrogate in a parsed value's strings or keys (JSON's `\\ud800` escape
+    gives one: Python reads it, but it is no character, and UTF-8, SQLite's driver and
+    PostgreSQL's COPY all fail on it), as `\\udXXX` text; None when there is none."""
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, str):
+            texts = (node,)
+        elif isinstance(node, dict):
+            texts = tuple(key for key in node if isinstance(key, str))
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+            continue
+        else:
+            continue
+        for text in texts:
+            if (match := _SURROGATE.search(text)) is not None:
+                return f"\\u{ord(match.group()):04x}"
+    return None
+
+
 def check_json_depth(value: Any, *, max_depth: int = MAX_JSON_DEPTH) -> Any:
     if json_depth(value) > max_depth:
         raise JsonTooDeep(JsonTooDeep.default_message(max_depth))
     return value
 
 
-def json_loads_limited(raw: bytes | str, *, max_depth: int = MAX_JSON_DEPTH) -> Any:
-    """json.loads that refuses values nested deeper than `max_depth` with JsonTooDeep and
-    NaN/Infinity with JsonNotStandard (both ValueErrors, like every other malformed body)."""
+def json_loads_limited(raw: bytes | str, *, max_depth: int = MAX_JSON_DEPTH,
+                       object_pairs_hook=None) -> Any:
+    """json.loads that refuses values nested deeper than `max_depth` with JsonTooDeep, and
+    NaN/Infinity and lone surrogates (`\\ud800`: no character, no database stores it) with
+    JsonNotStandard (both ValueErrors, like every other malformed body).
+    `object_pairs_hook` as for json.loads (the importers refuse duplicate keys with it)."""
     try:
-        value = json.loads(raw, parse_constant=_refuse_constant)
+        value = json.loads(raw, parse_constant=_refuse_constant,
+                           object_pairs_hook=object_pairs_hook)
     except RecursionError:
         raise JsonTooDeep(JsonTooDeep.default_message(max_depth)) from None
-    return check_json_depth(value, max_depth=max_depth)
+    check_json_depth(value, max_depth=max_depth)
+    if (surrogate := find_lone_surrogate(value)) is not None:
+        raise JsonNotStandard(f"{surrogate} (a lone surrogate) is not a Unicode character")
+    return value

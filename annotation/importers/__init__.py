@@ -10,7 +10,13 @@ from __future__ import annotations
 from importlib import import_module
 from types import ModuleType
 
-from .base import DEFAULT_IMPORT_STAGE, ImportFormatError, ItemRecord, JudgmentRecord
+from .base import (
+    DEFAULT_IMPORT_STAGE,
+    ImportFormatError,
+    ItemRecord,
+    JudgmentRecord,
+    normalize_split,
+)
 
 FORMAT_MODULES = {
     "jsonl": "annotation.importers.jsonl",
@@ -39,4 +45,5 @@ __all__ = [
     "ItemRecord",
     "JudgmentRecord",
     "importer_for",
+    "normalize_split",
 ]

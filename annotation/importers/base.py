@@ -20,7 +20,7 @@ from annotation.domain.item_content import (
     validate_item_text,
 )
 from annotation.domain.json_values import NON_FINITE_MESSAGE, find_non_finite, is_finite_number
-from core.json_limits import json_loads_limited
+from core.json_limits import json_loads_limited, refuse_duplicate_keys
 from core.vocabulary import AB_CHOICES, MC_ROLES, TaskKind
 
 # Name of the IMPORTED stage that receives judgments when a record names none.
@@ -112,15 +112,38 @@ class ItemRecord:
         return columns
 
 
+class Records(list):
+    """What `parse` returns: the records, and `left_out`, one sentence per kind of thing the
+    file holds that the format deliberately does not import (how many, and why), so every door
+    (the admin's preview, `import_data`) says so instead of showing smaller counts unexplained."""
+
+    def __init__(self, records=(), *, left_out=()):
+        super().__init__(records)
+        self.left_out = [note for note in left_out if note]
+
+
+def left_out_note(count: int, what: str) -> str:
+    """"3 true/false judgment(s) of ...: ..." when count > 0, else "" (dropped by Records)."""
+    return f"{count} {what}" if count else ""
+
+
 def text_key(text: str) -> str:
     """Short stable key of a text, used as group_key so items sharing a passage share a HIT."""
     return hashlib.sha1(text.encode("utf-8")).hexdigest()[:16]
 
 
+def normalize_split(split: str) -> str:
+    """The split's one spelling: validation/val → dev, any case of train/dev/test lowered;
+    other names kept as given. The file-name rule (dev.json, validation.json) and the split a
+    researcher types (--split, the admin's field) name a split the same way, so per-split
+    settings (redundancy {"dev": 3}) and reports find it."""
+    return KNOWN_SPLITS.get(split.strip().lower(), split.strip())
+
+
 def split_from_path(path: Path, explicit: str | None) -> str:
     """The split given on the command line, else one read from the file name (dev.json → dev)."""
     if explicit is not None:
-        return explicit
+        return normalize_split(explicit)
     return KNOWN_SPLITS.get(path.stem.lower(), "")
 
 
@@ -258,29 +281,47 @@ def json_parse(text: str, *, path: Path, record: Any = None, field: str = "") ->
     """`text` parsed by the rule every door reads JSON with (`core.json_limits`: nesting
     depth, and only JSON's own values), or ImportFormatError naming the file (and the record
     and field given) and what is wrong: a malformed document's line and column, a nesting
-    too deep for the parser (never a RecursionError)."""
+    too deep for the parser (never a RecursionError), a key given twice in one object (never
+    an entry silently dropped)."""
     import json
 
     try:
-        return json_loads_limited(text)
+        return json_loads_limited(text, object_pairs_hook=refuse_duplicate_keys)
     except json.JSONDecodeError as exc:
         at = (f"column {exc.colno}" if record is not None
               else f"line {exc.lineno}, column {exc.colno}")
         raise ImportFormatError(path, f"malformed JSON at {at}: {exc.msg}", record=record,
                                 field=field) from None
-    except ValueError as exc:  # JsonTooDeep, NaN or Infinity
+    except ValueError as exc:  # JsonTooDeep, NaN or Infinity, a duplicate key
         raise ImportFormatError(path, str(exc), record=record, field=field) from None
 
 
-def load_json(path: Path) -> Any:
-    """The parsed JSON document (`json_parse`), or ImportFormatError naming the file and what
-    is wrong (a malformed document's line and column)."""
+BYTE_ORDER_MARK = "\ufeff"
+
+
+def read_text(path: Path) -> str:
+    """The file's text, read the one way every importer reads files: UTF-8, with a leading
+    byte-order mark dropped (Notepad and Excel write one; it is no part of the data). A byte
+    that is not UTF-8 is an ImportFormatError naming its line and position, never a guess at
+    another encoding."""
     require_file(path)
+    data = path.read_bytes()
     try:
-        text = path.read_text(encoding="utf-8")
+        text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise ImportFormatError(path, f"not UTF-8 text: {exc.reason}") from None
-    return json_parse(text, path=path)
+        line_start = data.rfind(b"\n", 0, exc.start) + 1
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise ImportFormatError(
+            path, f"not UTF-8 text: line {line}, byte {exc.start - line_start + 1} of the line "
+                  f"is 0x{data[exc.start]:02X} ({exc.reason}); save the file as UTF-8 (it may "
+                  "be Latin-1 or Windows-1252)") from None
+    return text.removeprefix(BYTE_ORDER_MARK)
+
+
+def load_json(path: Path) -> Any:
+    """The parsed JSON document (`read_text`, `json_parse`), or ImportFormatError naming the
+    file and what is wrong (a malformed document's line and column)."""
+    return json_parse(read_text(path), path=path)
 
 
 def expect(value: Any, types: type | tuple[type, ...], *, path: Path, record: Any, field: str,

@@ -21,7 +21,9 @@ from .base import (
     ImportFormatError,
     ItemRecord,
     JudgmentRecord,
+    Records,
     expect,
+    left_out_note,
     load_json,
     validate_record,
 )
@@ -43,6 +45,7 @@ def parse(path: Path, *, kind: str = KIND, split: str | None = None) -> list[Ite
            what="a list of questions")
     dataset = dataset_name(path)
     records = []
+    unusable_questions = unjudged_missing = improper_judgments = 0
     for index, entry in enumerate(document):
         label = f"{index}"
         expect(entry, dict, path=path, record=label, field="(question)", what="an object")
@@ -52,10 +55,17 @@ def parse(path: Path, *, kind: str = KIND, split: str | None = None) -> list[Ite
         expect(improper, bool, path=path, record=label, field="improper", what="true or false")
         golden = entry.get("golden_answer")
         if golden is None and improper:
+            unusable_questions += 1
             continue  # an unusable question without a reference cannot become an item
         expect(golden, str, path=path, record=label, field="golden_answer", what="a string")
         references = [part.strip() for part in golden.split("/") if part.strip()]
         systems = [key[len("answer_"):] for key in entry if key.startswith("answer_")]
+        for key in entry:
+            # A judgment without its answer would vanish with nothing said.
+            if key.startswith("judge_") and f"answer_{key[len('judge_'):]}" not in entry:
+                raise ImportFormatError(path, f"judges an answer the question does not have "
+                                              f"(no answer_{key[len('judge_'):]})",
+                                        record=label, field=key)
         for system in systems:
             answer = entry[f"answer_{system}"]
             judge = entry.get(f"judge_{system}")
@@ -67,11 +77,13 @@ def parse(path: Path, *, kind: str = KIND, split: str | None = None) -> list[Ite
                                         record=label, field=f"judge_{system}")
             judged = isinstance(judge, bool)
             if answer is None and not judged:
+                unjudged_missing += 1
                 continue
             metadata = {"question_index": index, "improper": improper}
             if answer is None:
                 metadata["missing_answer"] = True
             judgments = []
+            improper_judgments += judged and improper
             if judged and not improper:
                 judgments.append(JudgmentRecord(
                     worker=JUDGE, score=SCORE_TRUE if judge else SCORE_FALSE,
@@ -95,4 +107,10 @@ def parse(path: Path, *, kind: str = KIND, split: str | None = None) -> list[Ite
                 judgments=judgments,
             )
             records.append(validate_record(record, path=path, index=f"{label}/{system}"))
-    return records
+    return Records(records, left_out=[
+        left_out_note(improper_judgments, "true/false judgment(s) of answers to improper "
+                      "questions: their items are imported excluded, without judgments"),
+        left_out_note(unjudged_missing, "answer(s) that are null and were not judged: no item"),
+        left_out_note(unusable_questions, "improper question(s) without a golden answer: no "
+                      "items"),
+    ])

@@ -11,6 +11,7 @@ See docs/DATA_FORMATS.md for every field.
 """
 from __future__ import annotations
 
+import io
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +20,10 @@ from .base import (
     ImportFormatError,
     ItemRecord,
     JudgmentRecord,
+    Records,
     json_parse,
-    require_file,
+    left_out_note,
+    read_text,
     validate_record,
 )
 
@@ -122,8 +125,7 @@ def parse_line(raw: Any, *, kind: str, path: Path, line: int, split: str | None)
         for position, entry in enumerate(raw_judgments)
         # An audit export (`export_data --include-rejected`) carries work the study did not
         # accept: it is never imported as data.
-        if not (isinstance(entry, dict)
-                and entry.get("assignment_status") in NOT_ACCEPTED_STATUSES)
+        if not _not_accepted(entry)
     ]
     record = ItemRecord(
         external_id=external_id, kind=kind, content=raw["content"], judgments=judgments,
@@ -132,17 +134,43 @@ def parse_line(raw: Any, *, kind: str, path: Path, line: int, split: str | None)
     return validate_record(record, path=path, index=record_label)
 
 
+def _not_accepted(entry: Any) -> bool:
+    return isinstance(entry, dict) and entry.get("assignment_status") in NOT_ACCEPTED_STATUSES
+
+
+def _check_providers(providers: dict[str, tuple[str, int]], entries: list, *, path: Path,
+                     line: int) -> None:
+    for entry in entries:
+        if not isinstance(entry, dict) or not entry.get("worker_provider") or _not_accepted(entry):
+            continue
+        worker, provider = entry.get("worker"), entry["worker_provider"]
+        first = providers.setdefault(worker, (provider, line))
+        if first[0] != provider:
+            raise ImportFormatError(
+                path, f"worker {worker!r} is a {provider} worker here and a {first[0]} worker on "
+                      f"line {first[1]}: two people with one id, whom the import would merge "
+                      "into one; give one of them another id",
+                record=f"line {line}", field="worker_provider")
+
+
 def parse(path: Path, *, kind: str, split: str | None = None) -> list[ItemRecord]:
     path = Path(path)
-    require_file(path)
     records: dict[str, ItemRecord] = {}
     merged: dict[str, int] = {}
-    with path.open(encoding="utf-8") as handle:
+    not_accepted = 0
+    # worker id → (provider, line) as the export names it: two providers' workers with one id
+    # are two people, whom the import (provider `import`, keyed by id) would make one.
+    providers: dict[str, tuple[str, int]] = {}
+    # Lines as a text file gives them (\n, \r\n or \r), never split at U+2028 inside a string.
+    with io.StringIO(read_text(path), newline=None) as handle:
         for line_number, line in enumerate(handle, start=1):
             if not line.strip():
                 continue
             raw = json_parse(line, path=path, record=f"line {line_number}", field="line")
             record = parse_line(raw, kind=kind, path=path, line=line_number, split=split)
+            entries = [raw["judgment"]] if "judgment" in raw else raw.get("judgments", [])
+            not_accepted += sum(1 for entry in entries if _not_accepted(entry))
+            _check_providers(providers, entries, path=path, line=line_number)
             previous = records.get(record.external_id)
             if previous is None:
                 records[record.external_id] = record
@@ -157,4 +185,6 @@ def parse(path: Path, *, kind: str, split: str | None = None) -> list[ItemRecord
     for external_id, line_number in merged.items():
         # Merged lines may give one worker two judgments of the item in one stage.
         validate_record(records[external_id], path=path, index=f"line {line_number}")
-    return list(records.values())
+    return Records(records.values(), left_out=[left_out_note(
+        not_accepted, "judgment(s) of rejected, returned or flagged work (assignment_status): "
+                      "an audit export's unaccepted work is never imported as data")])

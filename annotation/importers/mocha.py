@@ -5,7 +5,8 @@ One Likert item per candidate (external id `<dataset>/<id>`), gold = the file's 
 mean of the crowd scores), and one judgment per entry of `metadata.scores`. MOCHA publishes no
 annotator ids, so the n-th score of every candidate is attributed to the synthetic worker
 `mocha-annotator-<n>` (or to `metadata.annotators[n]` when a file has them). The split comes
-from `--split` or from the file name (train/dev/test.json).
+from `--split` or from the file name (train/dev/test.json). The other keys of `metadata`, and
+any other field of an entry, are kept in item.metadata.
 """
 from __future__ import annotations
 
@@ -37,6 +38,21 @@ def iter_entries(path: Path, document: Any):
             label = f"{dataset}/{entry_id}"
             expect(entry, dict, path=path, record=label, field="(entry)", what="an object")
             yield dataset, entry_id, label, entry
+
+
+ENTRY_FIELDS = frozenset({"context", "question", "reference", "candidate", "score", "metadata"})
+
+
+def entry_extras(entry: dict, known: frozenset, *, path: Path, label: str,
+                 taken: set) -> dict:
+    """An entry's fields the layout does not use, kept in item.metadata under their own names
+    (never dropped without a word); one whose name item.metadata already uses is an error."""
+    extras = {key: value for key, value in entry.items() if key not in known}
+    for key in extras:
+        if key in taken:
+            raise ImportFormatError(path, "is also a key of the item's metadata; rename one",
+                                    record=label, field=key)
+    return extras
 
 
 def field_str(entry: dict, name: str, *, path: Path, label: str) -> str:
@@ -77,6 +93,8 @@ def parse(path: Path, *, kind: str = KIND, split: str | None = None) -> list[Ite
         source = metadata.get("source", "")
         expect(source, str, path=path, record=label, field="metadata.source", what="a string")
         extra_metadata = {k: v for k, v in metadata.items() if k not in ("source", "scores")}
+        extra_metadata.update(entry_extras(entry, ENTRY_FIELDS, path=path, label=label,
+                                           taken={"mocha_id", *extra_metadata}))
         record = ItemRecord(
             external_id=f"{dataset}/{entry_id}",
             kind=KIND,

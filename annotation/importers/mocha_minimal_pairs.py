@@ -19,9 +19,12 @@ from .base import (
     text_key,
     validate_record,
 )
-from .mocha import field_str, iter_entries
+from .mocha import entry_extras, field_str, iter_entries
 
 KIND = "likert"
+# `phenomenon` and any other field go to item.metadata as they are (`entry_extras`).
+PAIR_FIELDS = frozenset({"context", "question", "reference", "candidate1", "candidate2",
+                         "score1", "score2"})
 
 
 def parse(path: Path, *, kind: str = KIND, split: str | None = None) -> list[ItemRecord]:
@@ -33,7 +36,6 @@ def parse(path: Path, *, kind: str = KIND, split: str | None = None) -> list[Ite
         context = field_str(entry, "context", path=path, label=label)
         question = field_str(entry, "question", path=path, label=label)
         reference = field_str(entry, "reference", path=path, label=label)
-        phenomenon = entry.get("phenomenon")
         pair_id = f"{dataset}/{entry_id}"
         scores = {}
         for role in (1, 2):
@@ -46,10 +48,10 @@ def parse(path: Path, *, kind: str = KIND, split: str | None = None) -> list[Ite
                 path, "score1 must be higher than score2 in a minimal pair", record=label,
                 field="score1",
             )
+        extras = entry_extras(entry, PAIR_FIELDS, path=path, label=label,
+                              taken={"minimal_pair", "pair_role"})
         for role in (1, 2):
-            metadata = {"minimal_pair": pair_id, "pair_role": role}
-            if phenomenon is not None:
-                metadata["phenomenon"] = phenomenon
+            metadata = {"minimal_pair": pair_id, "pair_role": role, **extras}
             record = ItemRecord(
                 external_id=f"{pair_id}/{role}",
                 kind=KIND,

@@ -10,16 +10,19 @@ Each row gives one MC item (external id = item_id; dataset onestopqa or race; so
 row's source; text level = difficulty: Ele/Adv, or Middle/High for RACE) and one judgment by the
 worker `inlab-<submission_ind>` with choice = role letter of answer_response, presented_order =
 role letters in the order shown, time_spent_ms = RT and extra.is_correct. Literal "\\n" in the
-RACE passages becomes a line break.
+RACE passages becomes a line break. Rows repeating an item_id (other participants' trials of
+the item) must agree on the item (texts, level, source); their judgments are merged, and one
+participant answering an item twice is refused.
 """
 from __future__ import annotations
 
 import csv
+import io
 from pathlib import Path
 
 from core.vocabulary import MC_ROLES
 
-from .base import ImportFormatError, ItemRecord, JudgmentRecord, require_file, validate_record
+from .base import ImportFormatError, ItemRecord, JudgmentRecord, read_text, validate_record
 
 KIND = "mc"
 REQUIRED_COLUMNS = (
@@ -47,29 +50,39 @@ def _role(index: int, *, path: Path, record: str, field: str) -> str:
 
 def parse(path: Path, *, kind: str = KIND, split: str | None = None) -> list[ItemRecord]:
     path = Path(path)
-    require_file(path)
+    text = read_text(path)
     csv.field_size_limit(10**8)
-    records = []
+    records: dict[str, ItemRecord] = {}
+    first_row: dict[str, int] = {}
     try:
-        with path.open(encoding="utf-8", newline="") as handle:
+        with io.StringIO(text, newline="") as handle:
             reader = csv.DictReader(handle, delimiter="\t")
             missing = [c for c in REQUIRED_COLUMNS if c not in (reader.fieldnames or [])]
             if missing:
                 raise ImportFormatError(path, f"missing column(s) {', '.join(missing)}",
                                         field=missing[0])
             for row_number, row in enumerate(reader, start=2):
-                records.append(_record(path, row, row_number, split))
-    except UnicodeDecodeError as exc:
-        raise ImportFormatError(path, f"not UTF-8 text: {exc.reason}") from None
+                record = _record(path, row, row_number, split)
+                previous = records.get(record.external_id)
+                if previous is None:
+                    records[record.external_id] = record
+                    first_row[record.external_id] = row_number
+                    continue
+                # Another participant's trial of the same item: one item, one more judgment,
+                # when the rows agree on the item (else the file contradicts itself).
+                label = f"row {row_number} ({record.external_id})"
+                if previous.columns() != record.columns():
+                    differing = [name for name in ItemRecord.COLUMN_FIELDS
+                                 if previous.columns()[name] != record.columns()[name]]
+                    raise ImportFormatError(
+                        path, f"repeats the item of row {first_row[record.external_id]} with "
+                              f"different {', '.join(differing)}", record=label, field="item_id")
+                previous.judgments.extend(record.judgments)
+                # One participant answering one item twice is refused by name.
+                validate_record(previous, path=path, index=label)
     except csv.Error as exc:
         raise ImportFormatError(path, f"malformed TSV: {exc}") from None
-    seen: dict[str, str] = {}
-    for record in records:
-        if record.external_id in seen:
-            raise ImportFormatError(path, "appears twice", record=record.external_id,
-                                    field="item_id")
-        seen[record.external_id] = record.external_id
-    return records
+    return list(records.values())
 
 
 def _record(path: Path, row: dict, row_number: int, split: str | None) -> ItemRecord:
@@ -78,6 +91,11 @@ def _record(path: Path, row: dict, row_number: int, split: str | None) -> ItemRe
     if None in row:
         raise ImportFormatError(path, "has more fields than the header", record=label,
                                 field="(row)")
+    short = [name for name, value in row.items() if value is None]
+    if short:  # a truncated row (a cut-off last line): not a row of empty answers
+        raise ImportFormatError(
+            path, f"has fewer fields than the header (no {', '.join(short)}): a truncated row?",
+            record=label, field=short[0])
     options = [option.strip() for option in (row["options"] or "").split("|")]
     if len(options) != 4:
         raise ImportFormatError(path, f"must hold 4 answers separated by |, got {len(options)}",

@@ -15,7 +15,7 @@ from pathlib import Path
 from django.core.exceptions import ValidationError
 from django.db import OperationalError, transaction
 
-from annotation.importers import ImportFormatError, ItemRecord, importer_for
+from annotation.importers import ImportFormatError, ItemRecord, importer_for, normalize_split
 from annotation.models import Project
 from annotation.services.imports import ImportConflictError, ImportSummary, import_records
 from core.db_busy import BUSY_MESSAGE, is_database_busy
@@ -53,6 +53,7 @@ class ImportOutcome:
     project: Project
     summary: ImportSummary
     dry_run: bool
+    format_name: str = ""
     records: int = 0
     judgments: int = 0
     workers: int = 0
@@ -60,6 +61,8 @@ class ImportOutcome:
     groups: list[ImportGroup] = field(default_factory=list)
     sample: list[ItemRecord] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    # What the file holds that its format does not import, one sentence each (`Records`).
+    left_out: list[str] = field(default_factory=list)
     project_created: bool = False
 
 
@@ -93,11 +96,18 @@ def _warnings(outcome: ImportOutcome, records: list[ItemRecord]) -> list[str]:
     elif not summary.created_anything:
         warnings.append("Nothing new: every item and judgment of this file is already in the "
                         "project (it was imported before).")
-    if summary.items_unchanged:
-        warnings.append(f"{summary.items_unchanged} item(s) already in the project with the same "
+    same = summary.items_unchanged - summary.items_kept_differing
+    if same:
+        warnings.append(f"{same} item(s) already in the project with the same "
                         "content: left as they are.")
+    if summary.items_kept_differing:
+        warnings.append(f"{summary.items_kept_differing} item(s) already in the project with "
+                        "different content (keep existing items): left as they are, and the "
+                        "file's judgments attached to them.")
     if summary.judgments_unchanged:
         warnings.append(f"{summary.judgments_unchanged} judgment(s) already stored: skipped.")
+    warnings.extend(f"Not imported, by the {outcome.format_name} format's rule: {note}."
+                    for note in outcome.left_out)
     if records and not any(r.split for r in records):
         warnings.append("No item has a split (train/dev/test): name the file dev.jsonl etc. or "
                         "give the split.")
@@ -161,6 +171,8 @@ def import_file(
         target = project.slug if project is not None else new_project.slug
         raise ImportRefused(f"format {format_name} holds {importer.KIND} items; project "
                             f"{target!r} is {kind}")
+    if split is not None:  # the split typed at a door, spelled as the file-name rule spells it
+        split = normalize_split(split) or None
     records = _parse(importer, path, kind=kind, split=split)
     try:
         with transaction.atomic():
@@ -172,7 +184,9 @@ def import_file(
                 progress=progress, description=f"importing {path.name}",
             )
             outcome = ImportOutcome(project=project, summary=summary, dry_run=dry_run,
-                                    project_created=created, **_describe(records))
+                                    project_created=created, format_name=format_name,
+                                    left_out=list(getattr(records, "left_out", [])),
+                                    **_describe(records))
             outcome.warnings = _warnings(outcome, records)
             if dry_run:
                 transaction.set_rollback(True)

@@ -44,6 +44,9 @@ class ImportConflictError(ValueError):
 class ImportSummary:
     items_created: int = 0
     items_unchanged: int = 0
+    # Of items_unchanged: items kept as they were although the file's texts differ
+    # (keep_existing_items), the file's judgments attached to them.
+    items_kept_differing: int = 0
     judgments_created: int = 0
     judgments_unchanged: int = 0
     workers_created: int = 0
@@ -217,9 +220,11 @@ def import_workers_get_or_create(*, external_ids: Iterable[str]) -> tuple[dict[s
             workers[worker.external_id] = worker
     missing = [external_id for external_id in wanted if external_id not in workers]
     if missing:
+        # ignore_conflicts: an import into another project may create the same worker at the
+        # same moment; the row is then read back below.
         Worker.objects.bulk_create(
             [Worker(provider=Provider.IMPORT, external_id=external_id) for external_id in missing],
-            batch_size=CHUNK_SIZE,
+            batch_size=CHUNK_SIZE, ignore_conflicts=True,
         )
         for chunk in _chunks(missing, CHUNK_SIZE):
             for worker in Worker.objects.filter(provider=Provider.IMPORT, external_id__in=chunk):
@@ -266,6 +271,13 @@ def import_records(
     """
     records = list(records)
     summary = ImportSummary()
+    # One import into a project at a time: a second one (Confirm clicked twice, the command run
+    # while the browser import runs) waits here, then finds the first one's items and judgments
+    # and creates nothing, instead of colliding with them on the unique constraints.
+    # NO KEY UPDATE: rows that merely point at the project (an item added through the API, a
+    # stage) are not held up by it.
+    list(Project.objects.select_for_update(no_key=True).filter(pk=project.pk)
+         .values_list("pk", flat=True))
     for record in records:
         if record.kind != project.kind:
             raise ImportConflictError(
@@ -340,6 +352,7 @@ def _import_chunk(
                 "give it another external id or import into another project"
             )
         summary.items_unchanged += 1
+        summary.items_kept_differing += bool(differing)
     item_ids = _insert_items(project, existing, new_items, summary)
     judged = [(record, j) for record in chunk for j in record.judgments]
     if judged:

@@ -104,10 +104,11 @@ class Command(BaseCommand):
                 project_owner_and_share(project=project, owner=owner,
                                         share=[users[name] for name in options["share"]])
                 # The same service as the admin's browser import (parse, then store).
-                summary = import_file(
+                outcome = import_file(
                     format_name=format_name, path=path, project=project, progress=progress,
                     split=options["split"], keep_existing_items=options["keep_existing_items"],
-                ).summary
+                )
+                summary = outcome.summary
         except ImportRefused as exc:
             raise CommandError(f"nothing imported: {exc}") from None
         except ProjectOwnershipError as exc:
@@ -120,6 +121,8 @@ class Command(BaseCommand):
                 f"Project {slug!r} has no owner: only superusers see it. Pass --owner USERNAME "
                 "(or set the owner in the admin) so its researcher finds it."))
         self.stdout.write(f"{format_name} {path} → project {slug!r}: {summary.as_text()}")
+        for note in outcome.left_out:  # what the format leaves out of the counts, and why
+            self.stdout.write(self.style.WARNING(f"Not imported: {note}."))
         if summary.created_anything and not options["no_report"]:
             # The job that changes the data precomputes what the dashboard shows, so its first
             # visitor does not wait for the report (the task by name: reports sit above us).

@@ -27,6 +27,7 @@ from annotation.domain.control_characters import (
     find_control_character,
 )
 from annotation.models import Project, TaskKind
+from core.json_limits import json_loads_limited, refuse_duplicate_keys
 from core.vocabulary import AB_CHOICES, MC_ROLES
 
 from ...models import JudgeKind, JudgeVerdict
@@ -62,13 +63,18 @@ def read_rows(path: Path) -> list[tuple[int, dict]]:
         for line, row in enumerate(reader, start=2):
             rows.append((line, {k: v for k, v in row.items() if k and v not in (None, "")}))
     elif path.suffix.lower() in (".jsonl", ".ndjson", ".json"):
-        for line, raw in enumerate(text.splitlines(), start=1):
+        # Lines as a text file gives them: str.splitlines would also cut at U+2028 or U+0085
+        # inside a reasoning, which JSON strings may hold as they are.
+        for line, raw in enumerate(io.StringIO(text, newline=None), start=1):
             if not raw.strip():
                 continue
-            try:
-                row = json.loads(raw)
+            try:  # the rule every JSON door reads by (depth, NaN, lone surrogates, keys twice)
+                row = json_loads_limited(raw, object_pairs_hook=refuse_duplicate_keys)
             except json.JSONDecodeError as exc:
                 errors.append(f"line {line}: not JSON ({exc.msg})")
+                continue
+            except ValueError as exc:
+                errors.append(f"line {line}: {exc}")
                 continue
             if not isinstance(row, dict):
                 errors.append(f"line {line}: not a JSON object")

@@ -168,3 +168,32 @@ def test_ab_rows_with_only_a_score_beside_rows_with_a_verdict_are_refused(tmp_pa
         {"item_id": "p1", "score": 0.7}, {"item_id": "p2", "score": 0.2}], "s.jsonl"),
         judge="j", version="2")
     assert JudgeVerdict.objects.count() == 2
+
+
+@pytest.mark.parametrize("separator", ["\u2028", "\u2029", "\u0085"])
+def test_a_reasoning_holding_a_unicode_line_separator_is_one_line(project, tmp_path, separator):
+    # Valid JSON (only characters below U+0020 must be escaped), as a judge's output may be;
+    # str.splitlines cut the line there and the file was refused as "not JSON".
+    path = tmp_path / "v.jsonl"
+    path.write_text(json.dumps({"item_id": "q0", "verdict": "correct",
+                                "reasoning": f"first{separator}second"}, ensure_ascii=False)
+                    + "\n" + json.dumps({"item_id": "q1", "verdict": "no"}) + "\n",
+                    encoding="utf-8")
+    assert verdicts_import(project=project, path=path, judge="j", version="1")["imported"] == 2
+    assert JudgeVerdict.objects.get(item__external_id="q0").reasoning == \
+        f"first{separator}second"
+
+
+@pytest.mark.parametrize("line, message", [
+    ('{"item_id": "q0", "verdict": "correct", "reasoning": "a\\ud800b"}', "lone surrogate"),
+    ('{"item_id": "q0", "verdict": "correct", "x": ' + "[" * 5000 + "]" * 5000 + "}",
+     "nested more than"),
+    ('{"item_id": "q0", "item_id": "q1", "verdict": "correct"}', "'item_id' appears twice"),
+])
+def test_verdict_lines_are_read_by_the_json_rule_of_every_door(project, tmp_path, line, message):
+    path = tmp_path / "v.jsonl"
+    path.write_text(line + "\n", encoding="utf-8")
+    with pytest.raises(VerdictImportError, match=message) as info:
+        verdicts_import(project=project, path=path, judge="j", version="1")
+    assert "line 1" in str(info.value)
+    assert not JudgeVerdict.objects.exists()

@@ -1,0 +1,55 @@
+"""Worker identities survive export → import: two people the project tells apart by provider
+(an in-house annotator and an imported annotator who happen to share an id) are never merged
+into one import worker without a word; the import is refused naming them."""
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from annotation.models import Judgment, Provider, StageKind, TaskKind, Worker
+from annotation.services.exports import export_write
+from testing.factories import make_item, make_judgment, make_project, make_stage, make_worker
+from tests.support.imports import db_state, import_fails, run_import
+
+pytestmark = pytest.mark.django_db
+
+
+def _export(project, tmp_path):
+    out = io.StringIO()
+    export_write(project=project, out=out, fmt="jsonl")
+    path = tmp_path / "export.jsonl"
+    path.write_text(out.getvalue(), encoding="utf-8")
+    return path
+
+
+def test_two_people_sharing_an_id_across_providers_are_not_merged(tmp_path):
+    project = make_project(TaskKind.LIKERT, slug="mixed")
+    items = [make_item(project, external_id=f"q{n}") for n in range(2)]
+    collected = make_stage(project, kind=StageKind.FULL, name="full")
+    imported = make_stage(project, kind=StageKind.IMPORTED, name="imported",
+                          provider=Provider.IMPORT)
+    make_judgment(item=items[0], stage=collected, score=5,
+                  worker=make_worker(provider=Provider.INHOUSE, external_id="ann"))
+    make_judgment(item=items[1], stage=imported, score=1,
+                  worker=make_worker(provider=Provider.IMPORT, external_id="ann"))
+    path = _export(project, tmp_path)
+    before = db_state()
+    message = import_fails("jsonl", str(path), "--project", "copy", "--create", "--kind",
+                           "likert", match="two people with one id")
+    assert "'ann'" in message and db_state() == before
+
+
+def test_one_worker_in_several_stages_round_trips_as_one(tmp_path):
+    project = make_project(TaskKind.LIKERT, slug="one")
+    items = [make_item(project, external_id=f"q{n}") for n in range(2)]
+    ann = make_worker(provider=Provider.INHOUSE, external_id="ann")
+    make_judgment(item=items[0], stage=make_stage(project, name="trial"), worker=ann, score=4)
+    make_judgment(item=items[1], stage=make_stage(project, name="full"), worker=ann, score=2)
+    run_import("jsonl", str(_export(project, tmp_path)), "--project", "copy", "--create",
+               "--kind", "likert")
+    copied = Judgment.objects.filter(item__project__slug="copy")
+    assert copied.count() == 2
+    assert set(copied.values_list("worker__external_id", "worker__provider")) == {
+        ("ann", Provider.IMPORT)}
+    assert Worker.objects.filter(provider=Provider.IMPORT).count() == 1
