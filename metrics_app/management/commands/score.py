@@ -16,6 +16,8 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
+from annotation.importers.base import ImportFormatError, read_text
+from core.json_limits import json_loads_limited, refuse_duplicate_keys
 from metrics_app.domain.score_input import ScoreInputError, check_score_row, first_repeated_id
 from metrics_app.management.scoring_options import scoring_options_check
 from metrics_app.registry import MetricInput, metric_names
@@ -23,11 +25,15 @@ from metrics_app.services.scoring import DEFAULT_BATCH_SIZE, score_inputs
 
 
 def parse_input_line(line: str, number: int) -> MetricInput:
-    """One JSONL line → MetricInput; CommandError names the line and field on bad input."""
+    """One JSONL line → MetricInput; CommandError names the line and field on bad input. The
+    line is read by the JSON rule of every door (`core.json_limits.json_loads_limited`: no
+    NaN, no lone surrogate, no runaway nesting, a key given twice refused)."""
     try:
-        row = json.loads(line)
+        row = json_loads_limited(line, object_pairs_hook=refuse_duplicate_keys)
     except json.JSONDecodeError as exc:
         raise CommandError(f"line {number}: not valid JSON ({exc.msg})") from exc
+    except ValueError as exc:
+        raise CommandError(f"line {number}: not valid JSON ({exc})") from exc
     try:
         check_score_row(row)  # the same check as POST /api/metrics/score/
     except ScoreInputError as exc:
@@ -42,15 +48,17 @@ def read_inputs(path: Path) -> tuple[list, list[MetricInput]]:
     output is matched back to the input by id)."""
     ids, inputs, numbers = [], [], []
     try:
-        with path.open(encoding="utf-8") as handle:
-            for number, line in enumerate(handle, start=1):
-                if not line.strip():
-                    continue
-                inputs.append(parse_input_line(line, number))
-                ids.append(json.loads(line)["id"])
-                numbers.append(number)
-    except UnicodeDecodeError as exc:
-        raise CommandError(f"{path}: not UTF-8 text (byte {exc.start}: {exc.reason})") from None
+        text = read_text(path)  # the importers' reader: a BOM dropped, a bad byte's line named
+    except ImportFormatError as exc:
+        raise CommandError(str(exc)) from None
+    # Lines end at real line breaks only: U+2028 and U+0085 are text inside a JSON string.
+    for number, line in enumerate(text.split("\n"), start=1):
+        if not line.strip():
+            continue
+        metric_input = parse_input_line(line, number)
+        inputs.append(metric_input)
+        ids.append(json.loads(line)["id"])
+        numbers.append(number)
     repeated = first_repeated_id(i.id for i in inputs)  # the API's rule too
     if repeated is not None:
         at, first = repeated

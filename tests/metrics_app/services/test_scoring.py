@@ -162,6 +162,36 @@ def test_score_command_names_the_bad_line_and_field(tmp_path, line, message):
                      "--output", str(tmp_path / "o.jsonl"), "--no-progress")
 
 
+@pytest.mark.reliability
+@pytest.mark.parametrize("raw,message", [
+    (b'{"id": 0, "id": 1, "question": "q", "references": ["r"], "candidate": "c"}',
+     "line 1: .*id"),
+    (b'{"id": 0, "question": "q", "references": ["r"], "candidate": "\\ud800"}',
+     "line 1: .*surrogate"),
+    (b'{"id": 0, "question": "q", "references": ["r"], "candidate": "caf\xe9"}',
+     "line 1, byte 66 of the line is 0xE9"),
+    (('{"a": ' * 3000 + "1" + "}" * 3000).encode(), "line 1: .*deep"),
+])
+def test_score_command_reads_its_file_by_the_json_rule_of_every_door(tmp_path, raw, message):
+    """A key given twice, a lone surrogate, a Latin-1 byte and runaway nesting are refused
+    naming the line (before: the last id kept, the surrogate scored, the byte's offset counted
+    from the start of the file, a RecursionError traceback)."""
+    source = tmp_path / "in.jsonl"
+    source.write_bytes(raw + b"\n")
+    with pytest.raises(CommandError, match=message):
+        call_command("score", "--metric", "f1", "--input", str(source),
+                     "--output", str(tmp_path / "o.jsonl"), "--no-progress")
+
+
+def test_score_command_reads_a_bom_and_unicode_line_separators_inside_strings(tmp_path):
+    source, target = tmp_path / "in.jsonl", tmp_path / "o.jsonl"
+    source.write_bytes("\ufeff".encode() + '{"id": "a", "question": "q", "references": ["on the'
+                       ' mat"], "candidate": "on the\u2028mat"}\n'.encode())
+    call_command("score", "--metric", "f1", "--input", str(source), "--output", str(target),
+                 "--no-progress")
+    assert json.loads(target.read_text(encoding="utf-8")) == {"id": "a", "f1": 1.0}
+
+
 def test_score_command_fails_when_a_metric_cannot_run_unless_told_to_write_nulls(tmp_path):
     """LERC with no promoted model: nothing written and a non-zero exit, not a file of nulls."""
     source, target = tmp_path / "in.jsonl", tmp_path / "o.jsonl"
