@@ -48,7 +48,12 @@ from annotation.services.stage_plans import (
     stage_item_filter_errors,
     stage_items_select,
 )
-from annotation.services.stages import stage_by_hand_errors
+from annotation.services.stages import (
+    STAGE_EDIT_FIELDS,
+    project_edit_errors,
+    stage_by_hand_errors,
+    stage_edit_errors,
+)
 from annotation.stage_errors import StageError
 from annotation.stage_plan_selectors import stage_release_preview
 
@@ -66,14 +71,49 @@ from .base import (
 from .home_links import ProjectHomeLinksMixin
 from .imports import ProjectImportMixin
 from .stage_settings_form import (
+    PREFIX,
     StageSettingsFormMixin,
     settings_fieldsets,
     stage_settings_form_class,
 )
 
 
+def stage_edit_errors_on_form(form: forms.ModelForm, cleaned: dict) -> None:
+    """The stage edit rule (`annotation.services.stages.stage_edit_errors`) on an admin form
+    of a saved stage: each refused change named on its field (a setting on its typed field,
+    else the settings box)."""
+    stage = form.instance
+    if stage.pk is None:
+        return
+    changes = {name: cleaned[name] for name in (*STAGE_EDIT_FIELDS, "settings")
+               if name in form.fields and name in cleaned}
+    for name, why in stage_edit_errors(stage=stage, changes=changes).items():
+        field = name
+        if name.startswith("settings."):
+            key = name.partition(".")[2]
+            typed = PREFIX + key.replace(".", "__")
+            field, why = (typed, why) if typed in form.fields else ("settings", f"{key}: {why}")
+        form.add_error(field if field in form.fields else None, why)
+
+
+class StageInlineForm(forms.ModelForm):
+    """A stage row of the project page: the stage edit rule holds here too (a live stage's
+    judgments per item, any saved stage's kind and provider)."""
+
+    class Meta:
+        model = Stage
+        fields = ("name", "kind", "provider", "order", "judgments_per_item")
+
+    def clean(self):
+        cleaned = super().clean()
+        if not self.errors:
+            stage_edit_errors_on_form(self, cleaned)
+        return cleaned
+
+
 class StageInline(admin.TabularInline):
     model = Stage
+    form = StageInlineForm
     fields = ("name", "kind", "status", "provider", "order", "judgments_per_item")
     # A stage's status changes only through Publish / Close / Extend (logged, with checks).
     readonly_fields = ("status",)
@@ -81,9 +121,33 @@ class StageInline(admin.TabularInline):
     show_change_link = True
 
 
+class ProjectAdminForm(forms.ModelForm):
+    """The project page: the settings its live stages read, and its budget, follow the API's
+    rule (`annotation.services.stages.project_edit_errors`)."""
+
+    class Meta:
+        model = Project
+        fields = ("title", "slug", "kind", "instructions", "owner", "shared_with",
+                  "items_per_hit", "redundancy", "reward_per_hit", "budget_cap",
+                  "qualification_threshold", "qualification_tolerance",
+                  "assignment_timeout_minutes", "gold_rate", "scale_labels",
+                  "justification_min_length", "aspects", "aspect_preferences",
+                  "experiment_mode", "bonus_per_correct", "aggregation", "estimates_judge")
+
+    def clean(self):
+        cleaned = super().clean()
+        if self.instance.pk is not None and not self.errors:
+            changes = {name: cleaned[name] for name in self.changed_data if name in cleaned}
+            for name, why in project_edit_errors(project=self.instance,
+                                                 changes=changes).items():
+                self.add_error(name if name in self.fields else None, why)
+        return cleaned
+
+
 @admin.register(Project)
 class ProjectAdmin(ProjectImportMixin, ProjectHomeLinksMixin, ProgressColumnsMixin,
                    ProjectScopedAdmin):
+    form = ProjectAdminForm
     project_path = ""
     # Columns that fit beside the filters in a 1,280 px window (nine were cut off): slug and
     # kind under the title, the creation date short.
@@ -371,6 +435,8 @@ class StageAdminForm(StageSettingsFormMixin, forms.ModelForm):
                 self.add_error(name, why)
         self.check_item_filter(cleaned, project)
         self.clean_stage_settings(cleaned)
+        if not self.errors:
+            stage_edit_errors_on_form(self, cleaned)
         return cleaned
 
     def check_item_filter(self, cleaned: dict, project: Project) -> None:
