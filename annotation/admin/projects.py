@@ -50,8 +50,10 @@ from annotation.services.stage_plans import (
 )
 from annotation.services.stages import (
     STAGE_EDIT_FIELDS,
+    project_delete_refusal,
     project_edit_errors,
     stage_by_hand_errors,
+    stage_delete_refusal,
     stage_edit_errors,
 )
 from annotation.stage_errors import StageError
@@ -111,9 +113,23 @@ class StageInlineForm(forms.ModelForm):
         return cleaned
 
 
+class StageInlineFormSet(forms.BaseInlineFormSet):
+    """A published stage's row cannot be deleted (`stage_delete_refusal`): the errors of a
+    row marked for deletion are never looked at, so the formset says it."""
+
+    def clean(self):
+        super().clean()
+        refusals = [stage_delete_refusal(form.instance) for form in self.deleted_forms
+                    if form.instance.pk is not None]
+        refusals = [why for why in refusals if why]
+        if refusals:
+            raise forms.ValidationError(refusals)
+
+
 class StageInline(admin.TabularInline):
     model = Stage
     form = StageInlineForm
+    formset = StageInlineFormSet
     fields = ("name", "kind", "status", "provider", "order", "judgments_per_item")
     # A stage's status changes only through Publish / Close / Extend (logged, with checks).
     readonly_fields = ("status",)
@@ -255,9 +271,19 @@ class ProjectAdmin(ProjectImportMixin, ProjectHomeLinksMixin, ProgressColumnsMix
         return actions
 
     def has_delete_permission(self, request, obj=None):
+        if obj is not None and project_delete_refusal(obj):
+            return False  # its published stages would go with it
         if request.user.is_superuser:
             return True
         return self._is_staff(request) and (obj is None or obj.owner_id == request.user.pk)
+
+    def delete_queryset(self, request, queryset):
+        """The bulk delete (superusers): projects with published stages are kept, named."""
+        refused = [why for why in map(project_delete_refusal, queryset) if why]
+        for why in refused:
+            self.message_user(request, f"Not deleted: {why}", messages.ERROR)
+        keep = [project.pk for project in queryset if project_delete_refusal(project)]
+        super().delete_queryset(request, queryset.exclude(pk__in=keep))
 
     def save_model(self, request, obj, form, change):
         if not change and obj.owner_id is None:
@@ -484,6 +510,19 @@ class StageAdmin(ProgressColumnsMixin, StageProviderMixin, ProjectScopedAdmin):
     readonly_fields = ("status", "chosen_items", "release_preview", "provider_readiness",
                        "progress_summary", "cost_estimate", "agreement_report",
                        "settings_stored", "created_at", "updated_at")
+
+    def has_delete_permission(self, request, obj=None):
+        if obj is not None and stage_delete_refusal(obj):
+            return False
+        return super().has_delete_permission(request, obj)
+
+    def delete_queryset(self, request, queryset):
+        """The bulk delete: published stages are kept, each named with why."""
+        refused = [stage for stage in queryset if stage_delete_refusal(stage)]
+        for stage in refused:
+            self.message_user(request, f"Not deleted: {stage_delete_refusal(stage)}",
+                              messages.ERROR)
+        super().delete_queryset(request, queryset.exclude(pk__in=[s.pk for s in refused]))
 
     def get_readonly_fields(self, request, obj=None):
         # The API's rule: a stage's kind and provider cannot be changed after it is created

@@ -336,6 +336,32 @@ def project_edit_errors(*, project, changes: dict) -> dict[str, str]:
     return errors
 
 
+def stage_delete_refusal(stage: Stage) -> str:
+    """Why `stage` may not be deleted ("" for a draft): a published stage's HITs (study,
+    links) were created on its provider, its payments are recorded with it and its money is
+    committed against the budget; deleted, the HITs would stay open with nobody reviewing or
+    recording the work, and the next stage would be published against a budget that forgot
+    it. Close it instead. The rule of the stage admin (delete button, bulk delete), the
+    project page's stage rows and a project's deletion (`project_delete_refusal`)."""
+    if stage.status == StageStatus.DRAFT:
+        return ""
+    return (f"stage {stage.name!r} is {stage.get_status_display().lower()}: its HITs were "
+            f"created on {stage.get_provider_display()} and its payments and committed money "
+            "are recorded with it; close it instead of deleting it")
+
+
+def project_delete_refusal(project) -> str:
+    """Why `project` may not be deleted ("" when all its stages are drafts): its published
+    stages (`stage_delete_refusal`) would go with it."""
+    published = project.stages.exclude(status=StageStatus.DRAFT).order_by("order", "pk")
+    first = published.first()
+    if first is None:
+        return ""
+    return f"{project.slug}: {stage_delete_refusal(first)}" + (
+        f" (and {published.count() - 1} more published stages)" if published.count() > 1
+        else "")
+
+
 class StageEditRefused(StageError):
     """A change `stage_edit_errors` refuses; `errors` is {field: why}."""
 

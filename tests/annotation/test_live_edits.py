@@ -293,3 +293,32 @@ def test_the_project_page_refuses_live_changes_in_its_stage_rows_and_settings(ad
         page, title="Renamed", **{f"stages-{row}-name": "trial 2"}))
     assert saved.status_code == 302
     assert Stage.objects.get(pk=trial.pk).name == "trial 2"
+
+
+def test_a_published_stage_is_never_deleted_only_closed(admin_client_, study):
+    """Deleting a collecting MTurk stage took its HITs' rows, assignments and payment ledger
+    with it while the HITs stayed open on MTurk, and dropped its money from the budget."""
+    project, qualification, trial = study
+    committed = project_committed_cost(project=project)
+    delete_url = reverse("admin:annotation_stage_delete", args=[trial.pk])
+    assert admin_client_.post(delete_url, {"post": "yes"}).status_code == 403
+    bulk = admin_client_.post(reverse("admin:annotation_stage_changelist"), {
+        "action": "delete_selected", "_selected_action": [trial.pk, qualification.pk],
+        "post": "yes"})
+    assert bulk.status_code in (200, 403)
+    url = reverse("admin:annotation_project_change", args=[project.pk])
+    page = admin_client_.get(url)
+    forms_ = page.context["inline_admin_formsets"][0].formset.forms
+    row = next(n for n, form in enumerate(forms_) if form.instance.pk == trial.pk)
+    response = admin_client_.post(url, admin_form_as_posted(page, **{f"stages-{row}-DELETE":
+                                                                     "on"}))
+    assert response.status_code == 200
+    assert "close it instead" in response.content.decode()
+    assert admin_client_.post(reverse("admin:annotation_project_delete", args=[project.pk]),
+                              {"post": "yes"}).status_code == 403
+    assert Stage.objects.filter(pk__in=[trial.pk, qualification.pk]).count() == 2
+    assert trial.hits.count() == 5 and project_committed_cost(project=project) == committed
+    draft = make_stage(project, kind=StageKind.FULL, name="full", status=StageStatus.DRAFT)
+    assert admin_client_.post(reverse("admin:annotation_stage_delete", args=[draft.pk]),
+                              {"post": "yes"}).status_code == 302
+    assert not Stage.objects.filter(pk=draft.pk).exists()
