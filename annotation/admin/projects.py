@@ -99,8 +99,9 @@ def stage_edit_errors_on_form(form: forms.ModelForm, cleaned: dict) -> None:
 
 
 class StageInlineForm(forms.ModelForm):
-    """A stage row of the project page: the stage edit rule holds here too (a live stage's
-    judgments per item, any saved stage's kind and provider)."""
+    """A stage row of the project page: the rules of the stage form hold here too (a stage made
+    by hand is never an imported one; a live stage's judgments per item, any saved stage's kind
+    and provider)."""
 
     class Meta:
         model = Stage
@@ -108,6 +109,10 @@ class StageInlineForm(forms.ModelForm):
 
     def clean(self):
         cleaned = super().clean()
+        if self.instance.pk is None:  # the API's rule for a stage made by hand
+            for name, why in stage_by_hand_errors(kind=cleaned.get("kind"),
+                                                  provider=cleaned.get("provider")).items():
+                self.add_error(name, why)
         if not self.errors:
             stage_edit_errors_on_form(self, cleaned)
         return cleaned

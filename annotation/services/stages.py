@@ -290,7 +290,8 @@ def project_edit_errors(*, project, changes: dict) -> dict[str, str]:
     published: the one rule of the API's PATCH (`annotation.services.projects.project_update`)
     and the project admin form. A setting a live stage still reads from the project
     (`LIVE_READ_PROJECT_FIELDS`: reward, items per HIT, redundancy, gold rate, STARC mode,
-    qualification rules) is fixed while that stage is live; the budget cap may not go below
+    qualification rules; the number of Likert labels) is fixed while that stage is live; the
+    budget cap may not go below
     what the published stages commit, nor the bonus per correct answer take them past the cap
     (the check publishing makes, `budget_guard`). Values equal to the stored ones are no
     change."""
@@ -315,6 +316,14 @@ def project_edit_errors(*, project, changes: dict) -> dict[str, str]:
                    if len(readers) == 1 else f"stages {names}{more} are live and take")
             errors[name] = (f"{who} it from the project: {why}. It cannot change while such a "
                             "stage is live")
+    if "scale_labels" in changed and live and stored.kind == TaskKind.LIKERT and len(
+            changed["scale_labels"] or []) != len(stored.scale_labels or []):
+        # Relabelling is free; the number of labels is the scale workers answer on.
+        errors["scale_labels"] = (
+            f"stage {live[0].name!r} is {live[0].get_status_display().lower()}: its workers "
+            f"answer on a scale of 1 to {len(stored.scale_labels or []) or 5}, one label per "
+            "point; changing the number of labels mid-stage would mix scores of two scales. "
+            "Reword the labels, or close the stage first")
     if errors or not ({"budget_cap", "bonus_per_correct"} & set(changed)):
         return errors
     for name, value in changed.items():

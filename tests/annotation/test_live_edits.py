@@ -322,3 +322,32 @@ def test_a_published_stage_is_never_deleted_only_closed(admin_client_, study):
     assert admin_client_.post(reverse("admin:annotation_stage_delete", args=[draft.pk]),
                               {"post": "yes"}).status_code == 302
     assert not Stage.objects.filter(pk=draft.pk).exists()
+
+
+def test_the_number_of_likert_labels_is_fixed_while_a_stage_collects(api, study):
+    project, _qualification, _trial = study
+    five = list(project.scale_labels)
+    reworded = [f"{label}!" for label in five]
+    assert api.patch(_project_url(project), {"scale_labels": reworded},
+                     format="json").status_code == 200
+    response = api.patch(_project_url(project), {"scale_labels": reworded[:3]}, format="json")
+    assert response.status_code == 400
+    assert "scale of 1 to 5" in response.json()["scale_labels"][0]
+    project.refresh_from_db()
+    assert project.scale_labels == reworded
+
+
+def test_the_project_page_makes_no_imported_stage_by_hand(admin_client_, study):
+    project, _qualification, _trial = study
+    url = reverse("admin:annotation_project_change", args=[project.pk])
+    page = admin_client_.get(url)
+    formset = page.context["inline_admin_formsets"][0].formset
+    n = formset.total_form_count()
+    data = admin_form_as_posted(page, **{
+        "stages-TOTAL_FORMS": str(n + 1), f"stages-{n}-name": "sneaky",
+        f"stages-{n}-kind": StageKind.IMPORTED, f"stages-{n}-provider": Provider.IMPORT,
+        f"stages-{n}-order": "9", f"stages-{n}-judgments_per_item": "",
+        f"stages-{n}-project": str(project.pk)})
+    response = admin_client_.post(url, data)
+    assert response.status_code == 200
+    assert not project.stages.filter(name="sneaky").exists()
