@@ -197,7 +197,12 @@ def _balance(provider) -> tuple[Decimal | None, str]:
 def stage_committed_cost(*, stage: Stage) -> Decimal:
     """The money a published stage holds of the budget: its estimate, or what it has already
     paid when that is more (a bonus granted by hand, paid work the estimate did not foresee):
-    money spent stays spent whatever the estimate said."""
+    money spent stays spent whatever the estimate said. A stage that never built HITs (an
+    imported one, whose judgments were collected elsewhere; a draft closed unpublished) put
+    nothing on a provider: it holds what it paid, never the price of a plan it would not run
+    (planning such a stage priced phantom HITs, or raised for a qualification without gold)."""
+    if not stage.hits.exists():
+        return stage_spent(stage=stage)
     return max(stage_cost_estimate(stage=stage).total, stage_spent(stage=stage))
 
 

@@ -19,7 +19,14 @@ from rest_framework.test import APIClient
 from annotation.cost_selectors import project_committed_cost
 from annotation.models import Provider, Stage, StageKind, StageStatus, TaskKind
 from annotation.selectors import stage_progress
-from testing.factories import make_hit, make_item, make_project, make_stage, make_user
+from testing.factories import (
+    make_hit,
+    make_item,
+    make_judgment,
+    make_project,
+    make_stage,
+    make_user,
+)
 from tests.support.admin_forms import admin_form_as_posted
 
 pytestmark = [pytest.mark.django_db, pytest.mark.reliability]
@@ -351,3 +358,20 @@ def test_the_project_page_makes_no_imported_stage_by_hand(admin_client_, study):
     response = admin_client_.post(url, data)
     assert response.status_code == 200
     assert not project.stages.filter(name="sneaky").exists()
+
+
+def test_stages_that_never_built_hits_commit_only_what_they_paid(api, owner):
+    """An imported stage of 30 judged items committed $3.60 of phantom HITs; a qualification
+    closed as a draft made every budget check raise (a 500 on the budget cap, a confusing
+    refusal when publishing another stage)."""
+    project = make_project(TaskKind.LIKERT, owner=owner, budget_cap=Decimal("100"))
+    imported = make_stage(project, kind=StageKind.IMPORTED, provider=Provider.IMPORT,
+                          status=StageStatus.CLOSED)
+    for _ in range(30):
+        make_judgment(item=make_item(project), stage=imported)
+    assert project_committed_cost(project=project) == Decimal("0")
+    make_stage(project, kind=StageKind.QUALIFICATION, provider=Provider.MTURK,
+               status=StageStatus.CLOSED)
+    assert project_committed_cost(project=project) == Decimal("0")
+    response = api.patch(_project_url(project), {"budget_cap": "10"}, format="json")
+    assert response.status_code == 200, response.content
