@@ -484,6 +484,11 @@ _FIXED_KEY_WHY = {
 def _same(spec: SettingSpec | None, old: Any, new: Any) -> bool:
     if old == new:
         return True
+    if spec is not None and spec.type == "json_list" and isinstance(old, list) \
+            and isinstance(new, list):
+        # The admin rebuilds Prolific's filters (screener fields after the others): the same
+        # filters in another order are the same study.
+        return sorted(map(repr, old)) == sorted(map(repr, new))
     if spec is not None and spec.type in ("int", "float", "decimal") and None not in (old, new):
         try:
             return Decimal(str(old)) == Decimal(str(new))

@@ -375,3 +375,23 @@ def test_stages_that_never_built_hits_commit_only_what_they_paid(api, owner):
     assert project_committed_cost(project=project) == Decimal("0")
     response = api.patch(_project_url(project), {"budget_cap": "10"}, format="json")
     assert response.status_code == 200, response.content
+
+
+def test_a_live_prolific_stage_saves_unchanged_whatever_the_order_of_its_filters(
+        admin_client_, owner):
+    """The page rebuilds prolific_filters (screeners after the others): a save that changes
+    nothing must not read as a change of the study's filters."""
+    screener = {"filter_id": "approval_rate", "selected_range": {"lower": 95, "upper": 100}}
+    other = {"filter_id": "handedness", "selected_values": ["1"]}
+    stage = make_stage(make_project(TaskKind.LIKERT, owner=owner), provider=Provider.PROLIFIC,
+                       settings={"prolific_study_id": "S1", "prolific_filters": [screener,
+                                                                                 other]})
+    url = reverse("admin:annotation_stage_change", args=[stage.pk])
+    page = admin_client_.get(url)
+    response = admin_client_.post(url, admin_form_as_posted(page, name="renamed",
+                                                           setting__devices=[]))
+    assert response.status_code == 302, response.context["adminform"].form.errors
+    changed = admin_client_.post(url, admin_form_as_posted(
+        page, screener__approval_rate_min="99", setting__devices=[]))
+    assert changed.status_code == 200
+    assert "prolific_filters" in str(changed.context["adminform"].form.errors)
