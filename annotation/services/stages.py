@@ -24,7 +24,11 @@ from annotation.cost_selectors import (
     stage_cost_estimate,
     stage_spent,
 )
-from annotation.domain.stage_settings import ROUTING_MODES, stage_settings_errors
+from annotation.domain.stage_settings import (
+    ROUTING_MODES,
+    settings_fixed_once_published,
+    stage_settings_errors,
+)
 from annotation.judgment_selectors import agreement_stage_for, stage_alpha
 from annotation.models import (
     Hit,
@@ -202,8 +206,6 @@ def stage_edit_errors(*, stage: Stage, changes: dict) -> dict[str, str]:
     - the bonus budget may change while the project's budget cap still holds what its
       published stages commit (the check publishing makes, `budget_guard`).
     Name, order, the review rules, the pay assumption and unknown keys stay free."""
-    from annotation.domain.stage_settings import settings_fixed_once_published
-
     if stage.pk is None:
         return {}
     stored = Stage.objects.get(pk=stage.pk)
