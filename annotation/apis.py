@@ -57,7 +57,7 @@ from .serializers import (
 )
 from .services.items import ItemInputError, item_create, items_bulk_create
 from .services.projects import ProjectShareError, project_create, project_update
-from .services.stages import stage_create, stage_update
+from .services.stages import StageEditRefused, stage_create, stage_update
 from .stage_plan_selectors import stage_release_preview
 
 
@@ -258,6 +258,15 @@ class StageListApi(JsonApiMixin, APIView):
                         status=status.HTTP_201_CREATED)
 
 
+def _edit_errors(errors: dict[str, str]) -> dict[str, list[str]]:
+    """{field: [why]}, a refused setting under `settings` as "KEY: why"."""
+    detail: dict[str, list[str]] = {}
+    for name, why in errors.items():
+        field, _, key = name.partition(".")
+        detail.setdefault(field, []).append(f"{key}: {why}" if key else why)
+    return detail
+
+
 class StageDetailApi(JsonApiMixin, APIView):
     """One stage with its progress counts; change its settings (never its status)."""
 
@@ -271,7 +280,9 @@ class StageDetailApi(JsonApiMixin, APIView):
 
     @extend_schema(
         summary="Change a stage's fields and (drafts) its items by filter; `status`, `kind` "
-                "and `provider` are refused by name",
+                "and `provider` are refused by name, and once published what its HITs were "
+                "built with (judgments per item, reward, required stage, agreement gate, "
+                "the item, HIT, design and provider settings) is a 400 naming it",
         request=StageUpdateInputSerializer,
         responses=with_errors({200: StageOutputSerializer}, 400, 404, 415),
     )
@@ -283,6 +294,8 @@ class StageDetailApi(JsonApiMixin, APIView):
         serializer.is_valid(raise_exception=True)
         try:
             stage_update(stage=stage, data=serializer.validated_data)
+        except StageEditRefused as error:
+            raise serializers.ValidationError(_edit_errors(error.errors)) from error
         except StageError as error:
             raise serializers.ValidationError({"items": [str(error)]}) from error
         return Response(StageOutputSerializer(_stage_with_progress(project, stage.pk)).data)

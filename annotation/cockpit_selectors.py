@@ -141,7 +141,8 @@ def study_cockpit(*, project: Project) -> Cockpit:
                        stage.status == StageStatus.CLOSED
                        else _next_step(stage))))
     # What the budget guards count (`project_committed_cost`), from the numbers read above.
-    committed = sum((committed_amount(estimate=s.estimate, spent=s.spent) for s in stages
+    committed = sum((committed_amount(estimate=s.estimate, spent=s.spent,
+                                      built_hits=s.stage.hits.exists()) for s in stages
                      if s.stage.status != StageStatus.DRAFT), Decimal("0"))
     return Cockpit(project=project, stages=stages, budget=project.budget_cap,
                    committed=Decimal(committed), spent=sum((s.spent for s in stages),

@@ -194,18 +194,27 @@ def _balance(provider) -> tuple[Decimal | None, str]:
         return None, balance_error_text(exc)
 
 
-def committed_amount(*, estimate: Decimal | None, spent: Decimal) -> Decimal:
+def committed_amount(*, estimate: Decimal | None, spent: Decimal,
+                     built_hits: bool = True) -> Decimal:
     """The money a published stage holds of the budget, from its estimate and what it has paid:
     the estimate, or what was paid when that is more (a bonus granted by hand, paid work the
-    estimate did not foresee): money spent stays spent whatever the estimate said. The budget
-    guards and the cockpit both add these up."""
+    estimate did not foresee): money spent stays spent whatever the estimate said. A stage that
+    never built HITs (`built_hits` False: an imported one, whose judgments were collected
+    elsewhere; a draft closed unpublished) put nothing on a provider: it holds what it paid,
+    never the price of a plan it would not run. The budget guards and the cockpit both add
+    these up."""
+    if not built_hits:
+        return spent
     return max(estimate if estimate is not None else Decimal("0"), spent)
 
 
 def stage_committed_cost(*, stage: Stage) -> Decimal:
-    """`committed_amount` of a published stage."""
-    return committed_amount(estimate=stage_cost_estimate(stage=stage).total,
-                            spent=stage_spent(stage=stage))
+    """`committed_amount` of a published stage (planning a stage that never built HITs priced
+    phantom HITs, or raised for a qualification without gold: it is not planned)."""
+    built_hits = stage.hits.exists()
+    return committed_amount(
+        estimate=stage_cost_estimate(stage=stage).total if built_hits else None,
+        spent=stage_spent(stage=stage), built_hits=built_hits)
 
 
 def project_committed_cost(*, project, exclude_stage: Stage | None = None) -> Decimal:

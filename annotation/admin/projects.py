@@ -48,7 +48,14 @@ from annotation.services.stage_plans import (
     stage_item_filter_errors,
     stage_items_select,
 )
-from annotation.services.stages import stage_by_hand_errors
+from annotation.services.stages import (
+    STAGE_EDIT_FIELDS,
+    project_delete_refusal,
+    project_edit_errors,
+    stage_by_hand_errors,
+    stage_delete_refusal,
+    stage_edit_errors,
+)
 from annotation.stage_errors import StageError
 from annotation.stage_plan_selectors import stage_release_preview
 
@@ -66,14 +73,68 @@ from .base import (
 from .home_links import ProjectHomeLinksMixin
 from .imports import ProjectImportMixin
 from .stage_settings_form import (
+    PREFIX,
     StageSettingsFormMixin,
     settings_fieldsets,
     stage_settings_form_class,
 )
 
 
+def stage_edit_errors_on_form(form: forms.ModelForm, cleaned: dict) -> None:
+    """The stage edit rule (`annotation.services.stages.stage_edit_errors`) on an admin form
+    of a saved stage: each refused change named on its field (a setting on its typed field,
+    else the settings box)."""
+    stage = form.instance
+    if stage.pk is None:
+        return
+    changes = {name: cleaned[name] for name in (*STAGE_EDIT_FIELDS, "settings")
+               if name in form.fields and name in cleaned}
+    for name, why in stage_edit_errors(stage=stage, changes=changes).items():
+        field = name
+        if name.startswith("settings."):
+            key = name.partition(".")[2]
+            typed = PREFIX + key.replace(".", "__")
+            field, why = (typed, why) if typed in form.fields else ("settings", f"{key}: {why}")
+        form.add_error(field if field in form.fields else None, why)
+
+
+class StageInlineForm(forms.ModelForm):
+    """A stage row of the project page: the rules of the stage form hold here too (a stage made
+    by hand is never an imported one; a live stage's judgments per item, any saved stage's kind
+    and provider)."""
+
+    class Meta:
+        model = Stage
+        fields = ("name", "kind", "provider", "order", "judgments_per_item")
+
+    def clean(self):
+        cleaned = super().clean()
+        if self.instance.pk is None:  # the API's rule for a stage made by hand
+            for name, why in stage_by_hand_errors(kind=cleaned.get("kind"),
+                                                  provider=cleaned.get("provider")).items():
+                self.add_error(name, why)
+        if not self.errors:
+            stage_edit_errors_on_form(self, cleaned)
+        return cleaned
+
+
+class StageInlineFormSet(forms.BaseInlineFormSet):
+    """A published stage's row cannot be deleted (`stage_delete_refusal`): the errors of a
+    row marked for deletion are never looked at, so the formset says it."""
+
+    def clean(self):
+        super().clean()
+        refusals = [stage_delete_refusal(form.instance) for form in self.deleted_forms
+                    if form.instance.pk is not None]
+        refusals = [why for why in refusals if why]
+        if refusals:
+            raise forms.ValidationError(refusals)
+
+
 class StageInline(admin.TabularInline):
     model = Stage
+    form = StageInlineForm
+    formset = StageInlineFormSet
     fields = ("name", "kind", "status", "provider", "order", "judgments_per_item")
     # A stage's status changes only through Publish / Close / Extend (logged, with checks).
     readonly_fields = ("status",)
@@ -81,9 +142,33 @@ class StageInline(admin.TabularInline):
     show_change_link = True
 
 
+class ProjectAdminForm(forms.ModelForm):
+    """The project page: the settings its live stages read, and its budget, follow the API's
+    rule (`annotation.services.stages.project_edit_errors`)."""
+
+    class Meta:
+        model = Project
+        fields = ("title", "slug", "kind", "instructions", "owner", "shared_with",
+                  "items_per_hit", "redundancy", "reward_per_hit", "budget_cap",
+                  "qualification_threshold", "qualification_tolerance",
+                  "assignment_timeout_minutes", "gold_rate", "scale_labels",
+                  "justification_min_length", "aspects", "aspect_preferences",
+                  "experiment_mode", "bonus_per_correct", "aggregation", "estimates_judge")
+
+    def clean(self):
+        cleaned = super().clean()
+        if self.instance.pk is not None and not self.errors:
+            changes = {name: cleaned[name] for name in self.changed_data if name in cleaned}
+            for name, why in project_edit_errors(project=self.instance,
+                                                 changes=changes).items():
+                self.add_error(name if name in self.fields else None, why)
+        return cleaned
+
+
 @admin.register(Project)
 class ProjectAdmin(ProjectImportMixin, ProjectHomeLinksMixin, ProgressColumnsMixin,
                    ProjectScopedAdmin):
+    form = ProjectAdminForm
     project_path = ""
     # Columns that fit beside the filters in a 1,280 px window (nine were cut off): slug and
     # kind under the title, the creation date short.
@@ -191,9 +276,19 @@ class ProjectAdmin(ProjectImportMixin, ProjectHomeLinksMixin, ProgressColumnsMix
         return actions
 
     def has_delete_permission(self, request, obj=None):
+        if obj is not None and project_delete_refusal(obj):
+            return False  # its published stages would go with it
         if request.user.is_superuser:
             return True
         return self._is_staff(request) and (obj is None or obj.owner_id == request.user.pk)
+
+    def delete_queryset(self, request, queryset):
+        """The bulk delete (superusers): projects with published stages are kept, named."""
+        refused = [why for why in map(project_delete_refusal, queryset) if why]
+        for why in refused:
+            self.message_user(request, f"Not deleted: {why}", messages.ERROR)
+        keep = [project.pk for project in queryset if project_delete_refusal(project)]
+        super().delete_queryset(request, queryset.exclude(pk__in=keep))
 
     def save_model(self, request, obj, form, change):
         if not change and obj.owner_id is None:
@@ -371,6 +466,8 @@ class StageAdminForm(StageSettingsFormMixin, forms.ModelForm):
                 self.add_error(name, why)
         self.check_item_filter(cleaned, project)
         self.clean_stage_settings(cleaned)
+        if not self.errors:
+            stage_edit_errors_on_form(self, cleaned)
         return cleaned
 
     def check_item_filter(self, cleaned: dict, project: Project) -> None:
@@ -418,6 +515,19 @@ class StageAdmin(ProgressColumnsMixin, StageProviderMixin, ProjectScopedAdmin):
     readonly_fields = ("status", "chosen_items", "release_preview", "provider_readiness",
                        "progress_summary", "cost_estimate", "agreement_report",
                        "settings_stored", "created_at", "updated_at")
+
+    def has_delete_permission(self, request, obj=None):
+        if obj is not None and stage_delete_refusal(obj):
+            return False
+        return super().has_delete_permission(request, obj)
+
+    def delete_queryset(self, request, queryset):
+        """The bulk delete: published stages are kept, each named with why."""
+        refused = [stage for stage in queryset if stage_delete_refusal(stage)]
+        for stage in refused:
+            self.message_user(request, f"Not deleted: {stage_delete_refusal(stage)}",
+                              messages.ERROR)
+        super().delete_queryset(request, queryset.exclude(pk__in=[s.pk for s in refused]))
 
     def get_readonly_fields(self, request, obj=None):
         # The API's rule: a stage's kind and provider cannot be changed after it is created

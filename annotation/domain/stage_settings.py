@@ -444,3 +444,70 @@ def settings_table_markdown() -> str:
         rows.append(f"| `{key}` | written at publish | {key.split('_')[0]} | – | "
                     "the id of what the provider created; shown, not edited |")
     return "\n".join(rows)
+
+
+# Once a stage is published, what its settings may still change (everything else was used to
+# choose its items, build its HITs or create them on the provider, and is fixed): the review
+# rules (the next sync applies them), the pay assumption of the estimate, Prolific's grace
+# before an unlisted submission is flagged and the agreement level of reports. The bonus budget
+# may change too, within the project's budget cap (annotation.services.stages checks the money).
+LIVE_EDITABLE_KEYS = ("review", "seconds_per_item", "prolific_confirm_grace_seconds",
+                      "agreement_level", "bonus_budget")
+
+_FIXED_WHY = {
+    "Items and HITs": "the stage's items, HITs and assignment sizes were chosen with it at "
+                      "publish",
+    "Adaptive redundancy": "adaptive redundancy is checked at publish (the provider must pick "
+                           "items per worker) and the stage's targets were set with it",
+    "Agreement": "the agreement gate was checked at publish",
+    "Cost": "the HITs were planned with it at publish",
+    "Crowd page": "it decides what the workers' page offers: changed mid-stage, one stage "
+                  "would mix answers given under two protocols",
+    "MTurk": "the HIT type and HITs on MTurk were created with it at publish; a change here "
+             "would not reach them",
+    "Prolific": "the study on Prolific was created with it at publish; a change here would "
+                "not reach it",
+}
+_FIXED_KEY_WHY = {
+    "latin_square": "the STARC design (each participant reads a text once, conditions in a "
+                    "Latin square) was checked and its lists built at publish; changed now, "
+                    "participants could read one paragraph at several levels",
+    "prolific_completion_code": "Prolific checks the code the study was created with: "
+                                "participants sent back with another code cannot complete",
+    "title": "the HITs or the study were created on the provider with it at publish; a "
+             "change here would not reach them",
+    "description": "the HITs or the study were created on the provider with it at publish; a "
+                   "change here would not reach them",
+}
+
+
+def _same(spec: SettingSpec | None, old: Any, new: Any) -> bool:
+    if old == new:
+        return True
+    if spec is not None and spec.type == "json_list" and isinstance(old, list) \
+            and isinstance(new, list):
+        # The admin rebuilds Prolific's filters (screener fields after the others): the same
+        # filters in another order are the same study.
+        return sorted(map(repr, old)) == sorted(map(repr, new))
+    if spec is not None and spec.type in ("int", "float", "decimal") and None not in (old, new):
+        try:
+            return Decimal(str(old)) == Decimal(str(new))
+        except (InvalidOperation, ValueError):
+            return False
+    return False
+
+
+def settings_fixed_once_published(stored: dict | None, new: dict | None) -> dict[str, str]:
+    """{key: why} for each declared setting that `new` changes (sets, changes or removes)
+    against `stored` although it is fixed once the stage is published (not one of
+    `LIVE_EDITABLE_KEYS`); unknown and provider-managed keys are not judged here. Pure."""
+    stored, new = stored or {}, new or {}
+    refused = {}
+    for spec in SETTINGS:
+        if spec.path[0] in LIVE_EDITABLE_KEYS:
+            continue
+        if _same(spec, value_at(stored, spec.key), value_at(new, spec.key)):
+            continue
+        why = _FIXED_KEY_WHY.get(spec.key) or _FIXED_WHY[spec.group]
+        refused[spec.key] = f"{why}; it cannot change once the stage is published"
+    return refused

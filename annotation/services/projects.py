@@ -10,6 +10,8 @@ from django.db import transaction
 
 from annotation.models import Project, TaskKind
 
+from .stages import project_edit_errors
+
 
 class ProjectShareError(PermissionError):
     """Only a project's owner (or a superuser) may change who it is shared with."""
@@ -95,13 +97,17 @@ PROJECT_FIXED_FIELDS = ("slug", "kind")
 def project_update(*, project: Project, user, data: dict[str, Any]) -> Project:
     """Change a project's title, instructions, settings or (superusers only) owner. The kind
     never changes: items were validated against it. Sharing changes are reserved to the
-    owner."""
+    owner. What live stages still read is refused while they are live, and the budget is held
+    to what they commit (`annotation.services.stages.project_edit_errors`)."""
     data = dict(data)
     fixed = {name: "cannot be changed after the project is created"
              for name in PROJECT_FIXED_FIELDS
              if name in data and data[name] != getattr(project, name)}
     if fixed:
         raise ValidationError(fixed)
+    refused = project_edit_errors(project=project, changes=data)
+    if refused:
+        raise ValidationError(refused)
     usernames = data.pop("shared_with", None)
     if usernames is not None:
         project_share_check(project=project, user=user)

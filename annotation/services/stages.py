@@ -17,8 +17,18 @@ import dataclasses
 from django.db import transaction
 from django.utils import timezone
 
-from annotation.cost_selectors import StageCostEstimate, project_committed_cost, stage_cost_estimate
-from annotation.domain.stage_settings import ROUTING_MODES, stage_settings_errors
+from annotation.cost_selectors import (
+    StageCostEstimate,
+    project_committed_cost,
+    stage_committed_cost,
+    stage_cost_estimate,
+    stage_spent,
+)
+from annotation.domain.stage_settings import (
+    ROUTING_MODES,
+    settings_fixed_once_published,
+    stage_settings_errors,
+)
 from annotation.judgment_selectors import agreement_stage_for, stage_alpha
 from annotation.models import (
     Hit,
@@ -28,6 +38,7 @@ from annotation.models import (
     StageKind,
     StageStatus,
     StageTransition,
+    TaskKind,
 )
 from annotation.providers import PublishReport, get_provider
 from annotation.readiness_selectors import stage_readiness
@@ -150,13 +161,237 @@ def stage_create(*, project, items: dict | None = None, **fields) -> Stage:
     return stage
 
 
+# --- what may change once a stage is published ----------------------------------------------
+
+# A saved stage's kind and provider never change: its settings, HITs and workers were made
+# for them.
+STAGE_FIXED_FIELDS = ("kind", "provider")
+
+LIVE_FIXED_STAGE_FIELDS = {
+    "judgments_per_item": "the HITs (the study's places, the pages' targets) were built with "
+                          "this many judgments per item at publish: the provider would not "
+                          "serve more, and progress and the cost estimate would count against "
+                          "a target nobody collects. Close the stage and publish another for "
+                          "more judgments",
+    "requires_stage": "who may work here was set at publish (the qualification the HITs "
+                      "require on the provider, checked when the stage was published)",
+    "agreement_threshold": "the agreement gate was checked when the stage was published (its "
+                           "log says against which threshold); changed now it would guard "
+                           "nothing",
+    "reward_per_hit": "the HITs (the study) were created on the provider with the reward of "
+                      "publish; a change here would not reach them, and the estimate and "
+                      "committed cost would disagree with what is paid",
+}
+
+
+# The stage fields a door may post (besides `settings`), each judged by `stage_edit_errors`.
+STAGE_EDIT_FIELDS = (*STAGE_FIXED_FIELDS, *LIVE_FIXED_STAGE_FIELDS)
+
+
+def _live(status: str) -> bool:
+    return status != StageStatus.DRAFT
+
+
+def stage_edit_errors(*, stage: Stage, changes: dict) -> dict[str, str]:
+    """{field (or settings key "settings.KEY"): why} for each change of a saved stage that is
+    refused: the one rule of every door that edits a stage (the API's PATCH through
+    `stage_update`, the stage admin form, the project admin's stage rows). `changes`: the
+    fields posted, with their new values (`settings` the whole new object); values equal to
+    the stored ones are no change.
+
+    - kind and provider never change once the stage exists;
+    - once published (any status but draft): `LIVE_FIXED_STAGE_FIELDS` and the settings that
+      chose its items, built or created its HITs or decide its page
+      (`annotation.domain.stage_settings.settings_fixed_once_published`) are refused;
+    - the bonus budget may change while the project's budget cap still holds what its
+      published stages commit (the check publishing makes, `budget_guard`).
+    Name, order, the review rules, the pay assumption and unknown keys stay free."""
+    if stage.pk is None:
+        return {}
+    stored = Stage.objects.get(pk=stage.pk)
+    errors: dict[str, str] = {}
+    for name in STAGE_FIXED_FIELDS:
+        if name in changes and changes[name] != getattr(stored, name):
+            errors[name] = "cannot be changed after the stage is created"
+    if not _live(stored.status):
+        return errors
+    status = stored.get_status_display().lower()
+    for name, why in LIVE_FIXED_STAGE_FIELDS.items():
+        if name not in changes:
+            continue
+        old, new = getattr(stored, f"{name}_id" if name == "requires_stage" else name), \
+            changes[name]
+        if name == "requires_stage":
+            new = getattr(new, "pk", new)
+        if old != new:
+            errors[name] = f"the stage is {status}: {why}"
+    if "settings" in changes and isinstance(changes["settings"], dict):
+        for key, why in settings_fixed_once_published(stored.settings,
+                                                      changes["settings"]).items():
+            errors[f"settings.{key}"] = f"the stage is {status}: {why}"
+        if not errors:
+            problem = _bonus_budget_problem(stored, changes["settings"])
+            if problem:
+                errors["settings.bonus_budget"] = problem
+    return errors
+
+
+def _bonus_budget_problem(stored: Stage, settings: dict) -> str:
+    """Why the new bonus budget of a published stage would take the project past its cap."""
+    old, new = (stored.settings or {}).get("bonus_budget"), settings.get("bonus_budget")
+    cap = stored.project.budget_cap
+    if old == new or cap is None:
+        return ""
+    changed = Stage.objects.get(pk=stored.pk)
+    changed.settings = settings
+    committed = (project_committed_cost(project=stored.project, exclude_stage=stored)
+                 + stage_committed_cost(stage=changed))
+    if committed <= cap:
+        return ""
+    return (f"with this bonus budget the project's published stages commit ${committed}, "
+            f"above its budget cap of ${cap}: raise the cap first")
+
+
+def _takes_reward(stage: Stage) -> bool:
+    return stage.reward_per_hit is None
+
+
+def _takes_items_per_hit(stage: Stage) -> bool:
+    options = stage.settings or {}
+    return not (options.get("items_per_hit") or options.get("items_per_assignment"))
+
+
+# Project settings a live stage (published, collecting, reviewing) still reads, fixed while
+# one does: {field: (whether the stage reads it, why)}.
+LIVE_READ_PROJECT_FIELDS = {
+    "reward_per_hit": (_takes_reward, "its HITs (study) were created on the provider with this "
+                       "reward; set a reward on a new stage instead"),
+    "items_per_hit": (_takes_items_per_hit, "its HITs were built with this many items and its "
+                      "pages give each assignment this many (paid the same reward)"),
+    "redundancy": (lambda stage: not stage.judgments_per_item,
+                   "its HITs (places, the pages' targets) were built with these judgments per "
+                   "item: the provider would not serve more, and progress would count against "
+                   "a target nobody collects"),
+    "gold_rate": (lambda stage: (stage.settings or {}).get("gold_rate") is None,
+                  "its HITs mixed gold items in at this rate when published"),
+    "experiment_mode": (lambda stage: stage.project.kind == TaskKind.MC,
+                        "its participants answer in this mode: changed mid-stage, one stage "
+                        "would mix answers given under two protocols"),
+    "qualification_threshold": (lambda stage: stage.kind == StageKind.QUALIFICATION
+                                or stage.requires_stage_id is not None,
+                                "its workers were graded (and its HITs' qualification "
+                                "requirement set) with this threshold"),
+    "qualification_tolerance": (lambda stage: True,
+                                "its work is graded against gold with this tolerance: workers "
+                                "graded before and after would be held to two rules"),
+}
+
+
+def project_edit_errors(*, project, changes: dict) -> dict[str, str]:
+    """{field: why} for each change of a project's settings refused while stages of it are
+    published: the one rule of the API's PATCH (`annotation.services.projects.project_update`)
+    and the project admin form. A setting a live stage still reads from the project
+    (`LIVE_READ_PROJECT_FIELDS`: reward, items per HIT, redundancy, gold rate, STARC mode,
+    qualification rules; the number of Likert labels) is fixed while that stage is live; the
+    budget cap may not go below
+    what the published stages commit, nor the bonus per correct answer take them past the cap
+    (the check publishing makes, `budget_guard`). Values equal to the stored ones are no
+    change."""
+    from annotation.models import Project
+
+    if project.pk is None:
+        return {}
+    stored = Project.objects.get(pk=project.pk)
+    changed = {name: value for name, value in changes.items()
+               if hasattr(stored, name) and getattr(stored, name) != value}
+    errors: dict[str, str] = {}
+    live = list(stored.stages.filter(status__in=(StageStatus.PUBLISHED, StageStatus.COLLECTING,
+                                                 StageStatus.REVIEWING)))
+    for name, (reads, why) in LIVE_READ_PROJECT_FIELDS.items():
+        if name not in changed:
+            continue
+        readers = [stage for stage in live if reads(stage)]
+        if readers:
+            names = ", ".join(repr(stage.name) for stage in readers[:3])
+            more = f" and {len(readers) - 3} more" if len(readers) > 3 else ""
+            who = (f"stage {names} is {readers[0].get_status_display().lower()} and takes"
+                   if len(readers) == 1 else f"stages {names}{more} are live and take")
+            errors[name] = (f"{who} it from the project: {why}. It cannot change while such a "
+                            "stage is live")
+    if "scale_labels" in changed and live and stored.kind == TaskKind.LIKERT and len(
+            changed["scale_labels"] or []) != len(stored.scale_labels or []):
+        # Relabelling is free; the number of labels is the scale workers answer on.
+        errors["scale_labels"] = (
+            f"stage {live[0].name!r} is {live[0].get_status_display().lower()}: its workers "
+            f"answer on a scale of 1 to {len(stored.scale_labels or []) or 5}, one label per "
+            "point; changing the number of labels mid-stage would mix scores of two scales. "
+            "Reword the labels, or close the stage first")
+    if errors or not ({"budget_cap", "bonus_per_correct"} & set(changed)):
+        return errors
+    for name, value in changed.items():
+        if name in ("budget_cap", "bonus_per_correct"):
+            setattr(stored, name, value)
+    cap = stored.budget_cap
+    if cap is None or (changed.get("bonus_per_correct") or 0) < 0:
+        return errors  # no cap, or a negative bonus the field's own validator names
+    committed = project_committed_cost(project=stored)
+    if committed > cap:
+        field = "budget_cap" if "budget_cap" in changed else "bonus_per_correct"
+        spent = sum((stage_spent(stage=stage) for stage in
+                     stored.stages.exclude(status=StageStatus.DRAFT)), start=0)
+        errors[field] = (f"the project's published stages commit ${committed} (${spent} paid "
+                         f"so far) {'with this bonus ' if field == 'bonus_per_correct' else ''}"
+                         f"against a budget cap of ${cap}: "
+                         + ("the cap cannot go below what is committed" if field == "budget_cap"
+                            else "raise the cap first"))
+    return errors
+
+
+def stage_delete_refusal(stage: Stage) -> str:
+    """Why `stage` may not be deleted ("" for a draft): a published stage's HITs (study,
+    links) were created on its provider, its payments are recorded with it and its money is
+    committed against the budget; deleted, the HITs would stay open with nobody reviewing or
+    recording the work, and the next stage would be published against a budget that forgot
+    it. Close it instead. The rule of the stage admin (delete button, bulk delete), the
+    project page's stage rows and a project's deletion (`project_delete_refusal`)."""
+    if stage.status == StageStatus.DRAFT:
+        return ""
+    return (f"stage {stage.name!r} is {stage.get_status_display().lower()}: its HITs were "
+            f"created on {stage.get_provider_display()} and its payments and committed money "
+            "are recorded with it; close it instead of deleting it")
+
+
+def project_delete_refusal(project) -> str:
+    """Why `project` may not be deleted ("" when all its stages are drafts): its published
+    stages (`stage_delete_refusal`) would go with it."""
+    published = project.stages.exclude(status=StageStatus.DRAFT).order_by("order", "pk")
+    first = published.first()
+    if first is None:
+        return ""
+    return f"{project.slug}: {stage_delete_refusal(first)}" + (
+        f" (and {published.count() - 1} more published stages)" if published.count() > 1
+        else "")
+
+
+class StageEditRefused(StageError):
+    """A change `stage_edit_errors` refuses; `errors` is {field: why}."""
+
+    def __init__(self, errors: dict[str, str]):
+        self.errors = errors
+        super().__init__("; ".join(f"{name}: {why}" for name, why in errors.items()))
+
+
 @transaction.atomic
 def stage_update(*, stage: Stage, data: dict) -> Stage:
-    """Change a stage's fields (never its status) and, for a draft, its items by filter."""
+    """Change a stage's fields (never its status) and, for a draft, its items by filter;
+    a change `stage_edit_errors` refuses raises `StageEditRefused` and stores nothing."""
     data = dict(data)
     if "status" in data:
         raise IllegalTransition("a stage's status changes only through publish, close and "
                                 "extend")
+    errors = stage_edit_errors(stage=stage, changes=data)
+    if errors:
+        raise StageEditRefused(errors)
     items = data.pop("items", None)
     for name, value in data.items():
         setattr(stage, name, value)

@@ -114,10 +114,11 @@ def test_a_settings_patch_keeps_the_providers_ids_and_refuses_to_change_them(api
     stage = make_stage(project, status=StageStatus.COLLECTING, provider="prolific",
                        settings={"prolific_study_id": "S1", "n_items": 4})
     url = f"{_stages_url(project)}{stage.pk}/"
-    response = api.patch(url, {"settings": {"n_items": 5}}, format="json")
+    response = api.patch(url, {"settings": {"n_items": 4, "seconds_per_item": 20}},
+                         format="json")
     assert response.status_code == 200
     stage.refresh_from_db()
-    assert stage.settings == {"n_items": 5, "prolific_study_id": "S1"}
+    assert stage.settings == {"n_items": 4, "seconds_per_item": 20, "prolific_study_id": "S1"}
     refused = api.patch(url, {"settings": {"prolific_study_id": "S2"}}, format="json")
     assert refused.status_code == 400 and "prolific_study_id" in refused.json()["settings"][0]
     stage.refresh_from_db()
