@@ -11,6 +11,7 @@ from annotation.cockpit_selectors import study_cockpit
 from annotation.models import Assignment, AssignmentStatus, StageKind, StageStatus, TaskKind
 from testing.factories import (
     make_assignment,
+    make_hit,
     make_item,
     make_judgment,
     make_project,
@@ -35,6 +36,9 @@ def _study(owner=None):
     trial = make_stage(project, kind=StageKind.TRIAL, name="trial", order=1,
                        settings={"n_items": 4})
     trial.items.set(items)
+    # Published: its HITs were built (a stage that never built any commits only what it paid).
+    for pair in (items[:2], items[2:]):
+        make_hit(trial, items=pair, max_assignments=3, reward=Decimal("1.00"))
     for n, status in enumerate([AssignmentStatus.SUBMITTED, AssignmentStatus.APPROVED,
                                 AssignmentStatus.APPROVED]):
         worker = make_worker()
