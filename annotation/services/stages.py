@@ -389,6 +389,10 @@ def stage_update(*, stage: Stage, data: dict) -> Stage:
     if "status" in data:
         raise IllegalTransition("a stage's status changes only through publish, close and "
                                 "extend")
+    # Wait for a publish of this stage that is running its checks (`_publish_draft` holds the
+    # row), so the rule below reads the status it left: an edit never slips in between the
+    # checks and the HITs they approved.
+    stage_row_lock(stage)
     errors = stage_edit_errors(stage=stage, changes=data)
     if errors:
         raise StageEditRefused(errors)
@@ -552,7 +556,8 @@ def stage_publish(*, stage: Stage, user=None, override_reason: str | None = None
             hits = list(stage.hits.all())
             estimate = stage_cost_estimate(stage=stage)
     except StageError as error:
-        _publish_problem_record(stage, f"publish refused: {error}")
+        if not isinstance(error, PublishRaced):  # the winner's outcome is the stage's
+            _publish_problem_record(stage, f"publish refused: {error}")
         raise
     report = stage_hits_create(stage=stage)
     if report.complete and stage.status == StageStatus.PUBLISHED:
@@ -572,8 +577,24 @@ def _provider_ready(*, stage: Stage, probe: bool):
     return readiness
 
 
+class PublishRaced(IllegalTransition):
+    """Another publish of the stage passed its checks first (this one waited on the row)."""
+
+
+def stage_row_lock(stage: Stage) -> None:
+    """Lock the stage's row until the transaction ends (publishing and editing take it)."""
+    list(Stage.objects.select_for_update().filter(pk=stage.pk).values_list("pk", flat=True))
+
+
+@transaction.atomic
 def _publish_draft(*, stage: Stage, user, actor: str, override_reason: str | None,
                    probe: bool) -> tuple[list[Hit], StageCostEstimate]:
+    # Every check reads the stage as it is under its row lock, held until the HITs they
+    # approved are built and the stage is published (an edit waits: `stage_update`).
+    stage_row_lock(stage)
+    stage.refresh_from_db()
+    if stage.status != StageStatus.DRAFT:
+        raise PublishRaced(f"{stage} is {stage.status}: another publish of it went first")
     if stage.requires_stage is not None and stage.requires_stage.status == StageStatus.DRAFT:
         raise GuardFailed(f"{stage.requires_stage} must be published first")
     settings_guard(stage=stage)

@@ -1,0 +1,111 @@
+"""An edit of a stage that arrives while the stage is being published waits for the publish
+and is then judged as an edit of a live stage: it never slips in between publishing's checks
+and the HITs those checks approved (`annotation.services.stages.stage_row_lock`, taken by
+`_publish_draft` and `stage_update`). Two publishes at once build the HITs once."""
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+import pytest
+from django.db import connection, connections
+
+from annotation.models import Hit, Provider, Stage, StageKind, StageStatus, TaskKind
+from annotation.services import stages as stage_services
+from annotation.services.stages import (
+    PublishRaced,
+    StageEditRefused,
+    stage_publish,
+    stage_update,
+)
+from testing.factories import make_item, make_project, make_stage, make_user
+from tests.support.paths import IN_CI
+
+pytestmark = [pytest.mark.reliability, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture(autouse=True)
+def _shared_database():
+    if connection.vendor == "sqlite" and not os.environ.get("QAJ_TEST_DB_NAME"):
+        if IN_CI:
+            pytest.fail("CI runs SQLite with a file database (QAJ_TEST_DB_NAME)")
+        pytest.skip("needs a file-based SQLite test database (QAJ_TEST_DB_NAME) or PostgreSQL")
+
+
+@pytest.fixture
+def draft():
+    owner = make_user("race-owner", superuser=True)
+    project = make_project(TaskKind.LIKERT, owner=owner, items_per_hit=2)
+    items = [make_item(project) for _ in range(4)]
+    stage = make_stage(project, kind=StageKind.FULL, name="full", provider=Provider.INHOUSE,
+                       status=StageStatus.DRAFT, judgments_per_item=3)
+    stage.items.set(items)
+    return owner, stage
+
+
+def _slow_checks(monkeypatch, started: threading.Event):
+    """Publishing's last check (the provider's readiness) takes a second, so another request
+    arrives while the publish holds what it checked."""
+    ready = stage_services._provider_ready
+
+    def slow(**kwargs):
+        started.set()
+        time.sleep(1.0)
+        return ready(**kwargs)
+
+    monkeypatch.setattr(stage_services, "_provider_ready", slow)
+
+
+def _in_thread(fn, results: list, name: str) -> threading.Thread:
+    def run():
+        try:
+            results.append((name, "ok", fn()))
+        except Exception as exc:  # noqa: BLE001 - the outcome is what the test reads
+            results.append((name, type(exc).__name__, str(exc)))
+        finally:
+            connections.close_all()
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    return thread
+
+
+def test_an_edit_during_publishing_waits_and_is_refused_as_a_live_edit(draft, monkeypatch):
+    owner, stage = draft
+    started, results = threading.Event(), []
+    _slow_checks(monkeypatch, started)
+    publish = _in_thread(lambda: stage_publish(stage=Stage.objects.get(pk=stage.pk),
+                                               user=owner, check_balance=False),
+                         results, "publish")
+    assert started.wait(10)
+    edit = _in_thread(lambda: stage_update(stage=Stage.objects.get(pk=stage.pk),
+                                           data={"judgments_per_item": 10}),
+                      results, "edit")
+    publish.join(30)
+    edit.join(30)
+    outcome = {name: (status, detail) for name, status, detail in results}
+    assert outcome["publish"][0] == "ok", outcome
+    assert outcome["edit"][0] == StageEditRefused.__name__, outcome
+    assert "judgments_per_item" in outcome["edit"][1]
+    stage.refresh_from_db()
+    assert stage.status != StageStatus.DRAFT and stage.judgments_per_item == 3
+    assert set(Hit.objects.filter(stage=stage).values_list("max_assignments", flat=True)) == {3}
+
+
+def test_two_publishes_at_once_build_the_hits_once(draft, monkeypatch):
+    owner, stage = draft
+    started, results = threading.Event(), []
+    _slow_checks(monkeypatch, started)
+    first = _in_thread(lambda: stage_publish(stage=Stage.objects.get(pk=stage.pk), user=owner,
+                                             check_balance=False), results, "first")
+    assert started.wait(10)
+    second = _in_thread(lambda: stage_publish(stage=Stage.objects.get(pk=stage.pk), user=owner,
+                                              check_balance=False), results, "second")
+    first.join(30)
+    second.join(30)
+    outcome = {name: status for name, status, _ in results}
+    assert outcome == {"first": "ok", "second": PublishRaced.__name__}, results
+    stage.refresh_from_db()
+    assert Hit.objects.filter(stage=stage).count() == 2  # 4 items, 2 per HIT: built once
+    assert stage.publish_problem == ""
