@@ -6,7 +6,8 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import transaction
 
-from annotation.models import NON_DATA_STAGE_KINDS, Judgment, Project, StageKind
+from annotation.models import Project, StageKind
+from annotation.selectors import judgments_that_count
 from metrics_app.models import ModelKind, ModelStatus, ModelVersion
 
 from .common import IN_FLIGHT, NAME_BY_KIND, TASK_KIND_BY_MODEL_KIND, TRAINED
@@ -16,8 +17,11 @@ from .training import model_version_create, model_version_enqueue
 
 def lerc_refresh_due(*, min_new_judgments: int) -> list[tuple[Project, ModelKind, int]]:
     """(project, model kind, new judgments) for projects that gathered at least
-    `min_new_judgments` data judgments since the last version trained on them. Judgments in
-    imported stages do not count unless QAJ_LERC_REFRESH_COUNTS_IMPORTS is true.
+    `min_new_judgments` data judgments since the last version trained on them. Only judgments
+    that count (`annotation.selectors.judgments_that_count`, the rule the training data is read
+    by: no practice or qualification work, no rejected or returned assignment, no blocked
+    worker) are counted; judgments in imported stages do not count unless
+    QAJ_LERC_REFRESH_COUNTS_IMPORTS is true.
 
     "Since" counts from the latest version that includes the project and finished training
     (promoted, evaluated or rejected): counting from the promoted one would retrain after every
@@ -37,8 +41,7 @@ def lerc_refresh_due(*, min_new_judgments: int) -> list[tuple[Project, ModelKind
                       .first())
             since = int(((latest.data_snapshot or {}).get("watermarks") or {})
                         .get(str(project.id), 0)) if latest else 0
-            new = Judgment.objects.filter(item__project=project, id__gt=since).exclude(
-                stage__kind__in=NON_DATA_STAGE_KINDS).exclude(item__is_practice=True)
+            new = judgments_that_count(project=project).filter(id__gt=since)
             if not getattr(settings, "QAJ_LERC_REFRESH_COUNTS_IMPORTS", False):
                 # Imported judgments were gathered elsewhere (and a re-import of the same file
                 # adds none): only work collected here makes a refresh due.
