@@ -296,11 +296,16 @@ def judge_job_run(*, job_id: int, retry: RetryPolicy | None = None) -> JudgeJob 
         if job is None:
             return None
         job = JudgeJob.objects.select_related("project", "judge_version__judge").get(pk=job.pk)
+        # The budget is the job's, over all its runs: a run sent again after its worker died
+        # may spend only what the earlier runs left (their verdicts are reused, not asked again).
+        before = job.spent or 0.0
+        budget = None if job.budget is None else max(0.0, job.budget - before)
         detail = judge_project(
-            project=job.project, version=job.judge_version, budget=job.budget,
+            project=job.project, version=job.judge_version, budget=budget,
             concurrency=int((job.options or {}).get("concurrency", DEFAULT_CONCURRENCY)),
-            retry=retry, progress=_job_progress(lease))
-        lease.finish(status=ScoringStatus.DONE, detail=detail, spent=detail["cost"] or 0.0,
+            retry=retry, progress=_job_progress(lease, spent_before=before))
+        lease.finish(status=ScoringStatus.DONE, detail=detail,
+                     spent=before + (detail["cost"] or 0.0),
                      done=detail["cached"] + detail["calls"], error=detail["stopped"])
     _alignment_precompute(job.project)
     return JudgeJob.objects.get(pk=job_id)
@@ -319,12 +324,15 @@ def _alignment_precompute(project: Project) -> None:
                        exc_info=True)
 
 
-def _job_progress(lease: JobLease) -> Callable[[int, dict], None]:
+def _job_progress(lease: JobLease, *, spent_before: float = 0.0
+                  ) -> Callable[[int, dict], None]:
+    """Saves a run's progress on its job; `spent` is the job's total (what its earlier runs
+    spent, `spent_before`, plus this run's)."""
     first = True
 
     def progress(done: int, detail: dict) -> None:
         nonlocal first
-        fields = {"done": done, "spent": detail["cost"] or 0.0,
+        fields = {"done": done, "spent": spent_before + (detail["cost"] or 0.0),
                   "detail": {k: v for k, v in detail.items()}}
         if first:
             fields["total"] = detail["requests"]

@@ -293,3 +293,65 @@ def test_a_finished_judge_job_precomputes_the_judges_page(client, django_capture
     page = client.get(reverse("metrics:project-judges", args=[project.slug]))
     assert page.status_code == 200
     assert Report.objects.get(pk=row.pk).data["computed_at"] == computed_at  # read, not redone
+
+
+class _WorkerKilled(BaseException):
+    """Stands for SIGKILL: nothing in the run catches it, so the job stays running."""
+
+
+def test_a_judge_job_resent_after_its_worker_died_keeps_to_one_budget(
+        monkeypatch, django_capture_on_commit_callbacks, settings):
+    """The budget is the job's, not one attempt's: a worker killed after spending most of it
+    leaves the job running; the lease sweep sends it again, and the rerun may spend only what
+    is left (the verdicts already paid for are reused, and the job's `spent` is the total)."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from metrics_app.services.job_leases import stale_jobs_recover_all
+    from metrics_app.services.judges import runs
+
+    project = _likert_project(40)
+    monkeypatch.setattr(runs, "FLUSH_EVERY", 1)
+    with FakeChatServer() as server:
+        version = _judge(server)
+        probe = judge_project(project=_likert_project(1), version=version, retry=FAST)
+        per_call = probe["cost"]
+        worst = max(worst_case_cost(version.config["system"] + r.prompt,
+                                    version.config["max_tokens"], probe["cost"] and
+                                    runs.price_for(version.config))
+                    for r in runs.judge_requests(project, version))
+        budget = 12 * per_call + worst  # room for about 12 calls in one attempt
+        with django_capture_on_commit_callbacks(execute=False):
+            job = judge_job_create(project=project, version=version, budget=budget,
+                                   concurrency=1)
+        real_progress = runs._job_progress
+
+        def dying_progress(lease, **kwargs):
+            report = real_progress(lease, **kwargs)
+
+            def progress(done, detail):
+                report(done, detail)
+                if detail["calls"] >= 10:
+                    raise _WorkerKilled
+            return progress
+
+        monkeypatch.setattr(runs, "_job_progress", dying_progress)
+        with pytest.raises(_WorkerKilled):
+            judge_job_run(job_id=job.pk, retry=FAST)
+        monkeypatch.setattr(runs, "_job_progress", real_progress)
+        first_spent = JudgeJob.objects.get(pk=job.pk).spent
+        assert first_spent == pytest.approx(10 * per_call, rel=0.2)
+        JudgeJob.objects.filter(pk=job.pk).update(
+            heartbeat_at=timezone.now() - timedelta(hours=1))
+        sent = []
+        monkeypatch.setattr(runs, "task_send", lambda name, args, **kw: sent.append(args) or
+                            type("R", (), {"id": "resent"})())
+        assert stale_jobs_recover_all()["retried"] == 1 and sent == [[job.pk]]
+        judge_job_run(job_id=job.pk, retry=FAST)
+    job = JudgeJob.objects.get(pk=job.pk)
+    paid = sum(JudgeVerdict.objects.filter(judge_version=version, item__project=project)
+               .values_list("cost", flat=True))
+    assert paid <= budget, f"spent {paid:.5f} of a {budget:.5f} budget over two attempts"
+    assert job.spent == pytest.approx(paid)
+    assert job.detail["stopped"].startswith("budget")
