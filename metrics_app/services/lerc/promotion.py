@@ -58,18 +58,50 @@ def promoted_model_version(*, name: str = REGRESSION_MODEL_NAME, project: Projec
 
 def model_version_decide(*, model_version: ModelVersion, val_examples: list | None = None
                          ) -> ModelVersion:
-    """Apply the promotion rule to an evaluated version (see the module docstring)."""
+    """Apply the promotion rule to an evaluated version (see the module docstring).
+
+    The incumbent is re-scored outside any lock (it takes a while); the verdict is then
+    written under the lock of the name's versions (`_versions_locked`), and only if the
+    incumbent is still the one measured. When another promotion of the same project set landed
+    meanwhile (a second retrain finishing, a promotion by hand), the version is measured again
+    against the new incumbent, never promoted over a version it was not compared with."""
     version = ModelVersion.objects.get(pk=model_version.pk)
     if version.status != ModelStatus.EVALUATED:
         return version
-    metric = validation_metric_name(KIND_PAIRWISE if version.kind == ModelKind.PAIRWISE
-                                    else KIND_REGRESSION)
-    candidate = (version.metrics.get("validation") or {}).get(metric)
-    incumbent = promoted_model_version(name=version.name, projects=_project_set(version))
     if val_examples is None:
         cfg = version_train_config(version)
         val_examples = capped_examples(cfg, version_dataset_build(version).val,
                                        cfg.max_val_examples)
+    for _attempt in range(5):
+        incumbent = promoted_model_version(name=version.name, projects=_project_set(version))
+        promote, why, decision = _promotion_verdict(version, incumbent, val_examples)
+        with transaction.atomic():
+            _versions_locked(version.name)
+            version = ModelVersion.objects.get(pk=version.pk)
+            if version.status != ModelStatus.EVALUATED:
+                return version  # decided meanwhile (a redelivered task)
+            now = promoted_model_version(name=version.name, projects=_project_set(version))
+            if getattr(now, "pk", None) != getattr(incumbent, "pk", None):
+                continue  # another promotion of this set landed: compare with it
+            version.metrics = {**version.metrics, "promotion_decision": decision}
+            version.save(update_fields=["metrics"])
+            if promote:
+                return model_version_promote(model_version=version, reason=f"automatic: {why}")
+            version.status = ModelStatus.REJECTED
+            version.save(update_fields=["status"])
+            version_event(version, "rejected", f"automatic: {why}")
+            return version
+    raise LercError(f"v{version.number}: the promoted version of its projects kept changing "
+                    "while it was compared; decide it again (lerc_evaluate)")
+
+
+def _promotion_verdict(version: ModelVersion, incumbent: ModelVersion | None,
+                       val_examples: list) -> tuple[bool, str, dict[str, Any]]:
+    """(promote, why, decision record) for `version` against `incumbent` (re-scored on
+    `val_examples`) and the baseline floor."""
+    metric = validation_metric_name(KIND_PAIRWISE if version.kind == ModelKind.PAIRWISE
+                                    else KIND_REGRESSION)
+    candidate = (version.metrics.get("validation") or {}).get(metric)
     decision: dict[str, Any] = {"metric": metric, "candidate": candidate,
                                 "validation_judgments_sha256":
                                     version.data_snapshot.get("judgment_ids_sha256"),
@@ -102,14 +134,15 @@ def model_version_decide(*, model_version: ModelVersion, val_examples: list | No
         elif promote:
             why += f"; beats the best baseline {floor['best']} ({floor['best_value']})"
     decision["promoted"] = promote
-    version.metrics = {**version.metrics, "promotion_decision": decision}
-    version.save(update_fields=["metrics"])
-    if promote:
-        return model_version_promote(model_version=version, reason=f"automatic: {why}")
-    version.status = ModelStatus.REJECTED
-    version.save(update_fields=["status"])
-    version_event(version, "rejected", f"automatic: {why}")
-    return version
+    return promote, why, decision
+
+
+def _versions_locked(name: str) -> None:
+    """Lock every version of `name` (in id order) for the rest of the transaction: the one
+    lock that promotions and promotion decisions of a model take, so they happen one at a time
+    and each sees the others' outcome."""
+    list(ModelVersion.objects.select_for_update().filter(name=name).order_by("pk")
+         .values_list("pk", flat=True))
 
 
 def promotion_baselines() -> list[str]:
@@ -141,6 +174,7 @@ def model_version_promote(*, model_version: ModelVersion, user=None, reason: str
                           ) -> ModelVersion:
     """Make this the served version of its name for its project set; the version promoted for
     the same set goes back to evaluated (other project sets keep theirs)."""
+    _versions_locked(model_version.name)
     version = ModelVersion.objects.select_for_update().get(pk=model_version.pk)
     if version.status == ModelStatus.PROMOTED:
         return version
