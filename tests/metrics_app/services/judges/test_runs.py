@@ -355,3 +355,36 @@ def test_a_judge_job_resent_after_its_worker_died_keeps_to_one_budget(
     assert paid <= budget, f"spent {paid:.5f} of a {budget:.5f} budget over two attempts"
     assert job.spent == pytest.approx(paid)
     assert job.detail["stopped"].startswith("budget")
+
+
+def test_run_judge_here_waits_for_no_one_and_pays_for_nothing_a_running_job_asks(
+        django_capture_on_commit_callbacks):
+    """`run_judge` without --queue is a judge job held in this process: while a worker's job
+    of the same judge runs on the project it is refused (nothing asked, the refusal recorded);
+    once that job is gone stale it runs, and a second project is never blocked by it."""
+    from datetime import timedelta
+
+    from django.core.management import CommandError, call_command
+    from django.utils import timezone
+
+    project = _likert_project(4)
+    with FakeChatServer() as server:
+        version = _judge(server)
+        with django_capture_on_commit_callbacks(execute=False):
+            running = judge_job_create(project=project, version=version)
+        JudgeJob.objects.filter(pk=running.pk).update(
+            status=ScoringStatus.RUNNING, lease="elsewhere:1:x", heartbeat_at=timezone.now(),
+            started_at=timezone.now())
+        with pytest.raises(CommandError, match=f"judge job {running.pk} .* is running"):
+            call_command("run_judge", project.slug, version.label, "--no-progress")
+        assert server.stats["requests"] == 0
+        refused = JudgeJob.objects.exclude(pk=running.pk).get()
+        assert refused.status == ScoringStatus.FAILED and "not run" in refused.error
+        call_command("run_judge", _likert_project(2).slug, version.label, "--no-progress")
+        assert server.stats["requests"] == 2
+        JudgeJob.objects.filter(pk=running.pk).update(
+            heartbeat_at=timezone.now() - timedelta(hours=1))
+        call_command("run_judge", project.slug, version.label, "--no-progress")
+        assert server.stats["requests"] == 6
+    here = JudgeJob.objects.filter(project=project, status=ScoringStatus.DONE).get()
+    assert here.done == here.total == 4 and here.detail["calls"] == 4
