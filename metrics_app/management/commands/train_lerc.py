@@ -21,7 +21,7 @@ from metrics_app.services.lerc import (
     LercError,
     model_version_create,
     model_version_enqueue,
-    model_version_train,
+    model_version_train_here,
 )
 
 
@@ -93,7 +93,7 @@ class Command(BaseCommand):
             return
         self.stdout.write(f"training {label} here ...")
         try:
-            version = model_version_train(model_version=version)
+            version = model_version_train_here(model_version=version)
         except Exception as exc:
             raise CommandError(f"{label} failed: {exc}") from exc
         self.stdout.write(f"{label}: {version.status}")

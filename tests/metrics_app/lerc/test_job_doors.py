@@ -2,17 +2,22 @@
 how a promotion decision holds when another promotion of the same scope lands meanwhile."""
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 from django.utils import timezone
 
 from annotation.models import AssignmentStatus, TaskKind
 from metrics_app.models import ModelStatus, ModelVersion
 from metrics_app.services.lerc import (
+    TrainingElsewhere,
     lerc_refresh_due,
     model_version_create,
     model_version_decide,
+    model_version_train,
     promoted_model_version,
 )
+from metrics_app.services.lerc.common import TRAINED
 from testing.factories import (
     make_assignment,
     make_item,
@@ -21,6 +26,7 @@ from testing.factories import (
     make_stage,
     make_worker,
 )
+from tests.support.lerc import likert_project_from_toy
 
 pytestmark = pytest.mark.django_db
 
@@ -84,3 +90,33 @@ def test_a_decision_raced_by_another_promotion_compares_with_the_new_incumbent(
         ModelStatus.EVALUATED, ModelStatus.REJECTED, ModelStatus.PROMOTED)
     assert v2.metrics["promotion_decision"]["incumbent"] == f"v{v3.number}"
     assert promoted_model_version(projects=[project]).pk == v3.pk
+
+
+def test_one_training_of_a_project_set_at_a_time(lerc_settings):
+    """While a worker trains a version of a project set (fresh heartbeat), another version of
+    the same set does not train too: a queued task looks again later (TrainingElsewhere, the
+    task retries), `train_lerc --sync` is refused and its version cancelled, saying which
+    version holds the set. Another project set trains meanwhile, and once the first worker's
+    heartbeat is stale the set is free again."""
+    from django.core.management import CommandError, call_command
+
+    project, _stage = likert_project_from_toy(6)
+    other, _ = likert_project_from_toy(6)
+    busy = model_version_create(projects=[project])
+    ModelVersion.objects.filter(pk=busy.pk).update(
+        status=ModelStatus.TRAINING, lease="gpu-host:1:abc", heartbeat_at=timezone.now(),
+        started_at=timezone.now())
+    queued = model_version_create(projects=[project], train_options={"epochs": 1})
+    with pytest.raises(TrainingElsewhere, match=f"v{busy.number} .* is training"):
+        model_version_train(model_version=queued)
+    assert ModelVersion.objects.get(pk=queued.pk).status == ModelStatus.QUEUED
+    with pytest.raises(CommandError, match=f"v{busy.number} .* is training"):
+        call_command("train_lerc", "--project", project.slug, "--sync", "--epochs", "1")
+    refused = ModelVersion.objects.order_by("-pk").first()
+    assert refused.status == ModelStatus.CANCELLED
+    elsewhere = model_version_create(projects=[other], train_options={"epochs": 1})
+    assert model_version_train(model_version=elsewhere).status in TRAINED
+    ModelVersion.objects.filter(pk=busy.pk).update(
+        heartbeat_at=timezone.now() - timedelta(hours=1))
+    assert model_version_train(model_version=queued).status in TRAINED
+
