@@ -120,3 +120,28 @@ def test_one_training_of_a_project_set_at_a_time(lerc_settings):
         heartbeat_at=timezone.now() - timedelta(hours=1))
     assert model_version_train(model_version=queued).status in TRAINED
 
+
+def test_an_item_copied_into_two_projects_is_never_trained_on_in_one_and_evaluated_in_the_other(
+        lerc_settings):
+    """A version trained on two projects that hold the same items (a study run again, a data
+    set imported twice) with hashed passage splits: every copy of a passage lands in the split
+    of its first project, so no validation or test example is a training example."""
+    from metrics_app.services.lerc import lerc_dataset_build
+
+    projects = [make_project(kind=TaskKind.LIKERT) for _ in range(2)]
+    for project in projects:
+        stage, worker = make_stage(project), make_worker()
+        for i in range(60):
+            item = make_item(project, split="", content={
+                "passage": f"Passage {i}.", "question": f"Question {i}?",
+                "references": [f"answer {i}"], "candidate": f"candidate {i}"})
+            make_judgment(item=item, stage=stage, worker=worker, score=1 + i % 5)
+    alone = lerc_dataset_build(projects=projects[:1], split_mode="group")
+    both = lerc_dataset_build(projects=projects, split_mode="group")
+
+    def texts(examples):
+        return {(e.passage, e.question, e.candidate) for e in examples}
+
+    assert not texts(both.train) & texts(both.val + both.test)
+    assert texts(both.val) == texts(alone.val) and texts(both.test) == texts(alone.test)
+    assert len(both.val) == 2 * len(alone.val) > 0
