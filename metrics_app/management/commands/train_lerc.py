@@ -89,6 +89,11 @@ class Command(BaseCommand):
         label = f"{version.name} v{version.number}"
         if not options["sync"]:
             task_id = model_version_enqueue(model_version=version)
+            version.refresh_from_db(fields=["task_id"])
+            if not version.task_id:
+                self.stdout.write(f"queued {label}; the broker is unreachable: the scheduled "
+                                  "refresh sends it once it is back")
+                return
             self.stdout.write(f"queued {label} (task {task_id}) on the gpu queue")
             return
         self.stdout.write(f"training {label} here ...")

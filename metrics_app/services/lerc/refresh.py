@@ -12,7 +12,7 @@ from metrics_app.models import ModelKind, ModelStatus, ModelVersion
 
 from .common import IN_FLIGHT, NAME_BY_KIND, TASK_KIND_BY_MODEL_KIND, TRAINED
 from .options import default_train_options_check
-from .training import model_version_create, model_version_enqueue
+from .training import model_version_create, model_version_enqueue, model_versions_send_pending
 
 
 def lerc_refresh_due(*, min_new_judgments: int) -> list[tuple[Project, ModelKind, int]]:
@@ -53,7 +53,9 @@ def lerc_refresh_due(*, min_new_judgments: int) -> list[tuple[Project, ModelKind
 
 
 def lerc_refresh(*, min_new_judgments: int | None = None) -> list[ModelVersion]:
-    """Create and enqueue a training version for every project that is due."""
+    """Create and enqueue a training version for every project that is due; first send the
+    queued versions that never reached the broker (`model_versions_send_pending`)."""
+    model_versions_send_pending()
     if min_new_judgments is None:
         min_new_judgments = int(getattr(settings, "QAJ_LERC_MIN_NEW_JUDGMENTS", 500))
     due = lerc_refresh_due(min_new_judgments=min_new_judgments)

@@ -8,6 +8,7 @@ import threading
 import time
 import traceback
 import uuid
+from datetime import timedelta
 from pathlib import Path
 
 from django.db import IntegrityError, transaction
@@ -170,8 +171,38 @@ def model_version_enqueue(*, model_version: ModelVersion, task: str = "train") -
     model_version.task_id = task_id
     model_version.save(update_fields=["task_id"])
     name = "worker.tasks.lerc.lerc_train" if task == "train" else "worker.tasks.lerc.lerc_evaluate"
-    transaction.on_commit(lambda: task_send(name, args=[model_version.id], task_id=task_id))
+    transaction.on_commit(lambda: _send(name, model_version.pk, task_id))
     return task_id
+
+
+def _send(name: str, version_id: int, task_id: str) -> bool:
+    """Send a version's task; with the broker unreachable the version keeps no task id, and
+    the next refresh sends it (`model_versions_send_pending`), rather than failing the door
+    that queued it after the version was stored (a queued version that is never sent would
+    also keep the refresh from ever retraining its projects)."""
+    try:
+        task_send(name, args=[version_id], task_id=task_id)
+    except Exception:
+        logger.warning("model version %s not sent (broker unavailable); the refresh sends it",
+                       version_id, exc_info=True)
+        ModelVersion.objects.filter(pk=version_id, task_id=task_id).update(task_id="")
+        return False
+    return True
+
+
+def model_versions_send_pending(*, older_than_seconds: int = 60) -> int:
+    """Send the training of queued versions that never reached the broker (no task id) and
+    are older than `older_than_seconds` (a younger one may still be on its way); how many were
+    sent. A version delivered twice trains once (`model_version_train`)."""
+    cutoff = timezone.now() - timedelta(seconds=older_than_seconds)
+    sent = 0
+    for version_id in (ModelVersion.objects.filter(status=ModelStatus.QUEUED, task_id="",
+                                                   created_at__lte=cutoff)
+                       .order_by("pk").values_list("pk", flat=True)):
+        task_id = str(uuid.uuid4())
+        if ModelVersion.objects.filter(pk=version_id, task_id="").update(task_id=task_id):
+            sent += _send("worker.tasks.lerc.lerc_train", version_id, task_id)
+    return sent
 
 
 class _ProgressReporter:
