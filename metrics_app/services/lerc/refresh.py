@@ -34,8 +34,7 @@ def lerc_refresh_due(*, min_new_judgments: int) -> list[tuple[Project, ModelKind
         for project in Project.objects.filter(kind=task_kind).order_by("id"):
             versions = (ModelVersion.objects.filter(name=NAME_BY_KIND[kind], projects=project)
                         .exclude(status=ModelStatus.CANCELLED))
-            newest = versions.order_by("-created_at", "-id").first()
-            if newest is not None and newest.status in IN_FLIGHT:
+            if _in_flight(project, kind):
                 continue
             latest = (versions.filter(status__in=TRAINED).order_by("-created_at", "-id")
                       .first())
@@ -52,6 +51,14 @@ def lerc_refresh_due(*, min_new_judgments: int) -> list[tuple[Project, ModelKind
     return due
 
 
+def _in_flight(project: Project, kind: ModelKind) -> bool:
+    """Whether the project's newest version of the kind (not cancelled) is queued or
+    training."""
+    newest = (ModelVersion.objects.filter(name=NAME_BY_KIND[kind], projects=project)
+              .exclude(status=ModelStatus.CANCELLED).order_by("-created_at", "-id").first())
+    return newest is not None and newest.status in IN_FLIGHT
+
+
 def lerc_refresh(*, min_new_judgments: int | None = None) -> list[ModelVersion]:
     """Create and enqueue a training version for every project that is due; first send the
     queued versions that never reached the broker (`model_versions_send_pending`)."""
@@ -66,6 +73,11 @@ def lerc_refresh(*, min_new_judgments: int | None = None) -> list[ModelVersion]:
     created = []
     for project, kind, new in due:
         with transaction.atomic():
+            # Refreshes take turns per project (a second beat, an overlapping run): one that
+            # finds a version queued meanwhile by another does not queue a second one.
+            Project.objects.select_for_update().filter(pk=project.pk).first()
+            if _in_flight(project, kind):
+                continue
             version = model_version_create(projects=[project], kind=kind,
                                            reason=f"refresh: {new} new judgments in {project.slug}")
             model_version_enqueue(model_version=version)

@@ -145,3 +145,21 @@ def test_an_item_copied_into_two_projects_is_never_trained_on_in_one_and_evaluat
     assert not texts(both.train) & texts(both.val + both.test)
     assert texts(both.val) == texts(alone.val) and texts(both.test) == texts(alone.test)
     assert len(both.val) == 2 * len(alone.val) > 0
+
+
+def test_two_overlapping_refreshes_queue_one_version(lerc_settings, monkeypatch):
+    """Two refreshes at once (a second beat, a run that outlasted its interval) both find the
+    project due before either queued anything; the second one, coming to queue, finds the
+    first one's version in flight and queues none."""
+    from metrics_app.services.lerc import lerc_refresh
+    from metrics_app.services.lerc import refresh as refresh_module
+
+    project = make_project(kind=TaskKind.LIKERT)
+    stage = make_stage(project)
+    for _ in range(3):
+        make_judgment(item=make_item(project), stage=stage, score=4)
+    due_before = lerc_refresh_due(min_new_judgments=3)
+    assert len(lerc_refresh(min_new_judgments=3)) == 1
+    monkeypatch.setattr(refresh_module, "lerc_refresh_due", lambda **_kw: due_before)
+    assert lerc_refresh(min_new_judgments=3) == []
+    assert ModelVersion.objects.filter(projects=project).count() == 1
