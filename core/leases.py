@@ -40,7 +40,7 @@ from datetime import timedelta
 from typing import Literal, NamedTuple
 
 from django.conf import settings
-from django.db import connection, models
+from django.db import connection, models, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
@@ -237,15 +237,23 @@ class Heartbeat:
 
 
 @contextmanager
-def leased_run(model: type[models.Model], job_id: int, **claim_fields
+def leased_run(model: type[models.Model], job_id: int, *,
+               claim_lock: Callable[[], object] | None = None, **claim_fields
                ) -> Iterator[tuple[JobLease, object]]:
-    """Claim the job (a new run: started now, not finished, plus `claim_fields`) and run the
-    body under its lease, heartbeat included: yields (lease, job), job None when there is
-    nothing to do here (finished, or alive in another worker). A lost lease ends the run
-    quietly (another run owns the job); any other error fails the job with its message and is
-    raised again (for Celery's log)."""
+    """Claim the job (a new run: started now, not finished, plus `claim_fields`, which may
+    name `claimable`) and run the body under its lease, heartbeat included: yields (lease,
+    job), job None when there is nothing to do here (finished, or alive in another worker). A
+    lost lease ends the run quietly (another run owns the job); any other error fails the job
+    with its message and is raised again (for Celery's log).
+
+    `claim_lock`: called in the claim's transaction just before it, to take a row lock that
+    claims which must not overlap take first (one run of a scope at a time: with it a
+    `claimable` that looks at the other jobs of the scope sees their committed claims)."""
     with JobLease(model, job_id) as lease:
-        job = lease.claim(started_at=timezone.now(), finished_at=None, **claim_fields)
+        with transaction.atomic():
+            if claim_lock is not None:
+                claim_lock()
+            job = lease.claim(started_at=timezone.now(), finished_at=None, **claim_fields)
         try:
             yield lease, job
         except LeaseLost:

@@ -13,9 +13,26 @@ from .config import SCORING_PRECISIONS
 
 
 def pick_device(name: str = "auto") -> torch.device:
+    """The device `TrainConfig.device` (or a scorer's) names; "auto": CUDA when this machine has
+    it, else the CPU. ValueError naming the option when the name is no torch device, or names a
+    CUDA device this machine does not have (a version queued for a GPU worker and run by a CPU
+    one), rather than torch's own assertion from deep inside the first step."""
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(name)
+    try:
+        device = torch.device(name)
+    except (RuntimeError, TypeError) as exc:
+        raise ValueError(f"device: {name!r} is not a torch device (\"auto\", \"cpu\", "
+                         f"\"cuda\", \"cuda:1\" ...): {exc}") from None
+    if device.type == "cuda":
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if count == 0:
+            raise ValueError(f"device: {name!r}, but this machine has no CUDA device (run it on "
+                             "a GPU worker, queue gpu, or use device \"auto\" or \"cpu\")")
+        if device.index is not None and device.index >= count:
+            raise ValueError(f"device: {name!r}, but this machine has {count} CUDA "
+                             f"device(s), cuda:0 to cuda:{count - 1}")
+    return device
 
 
 def autocast_context(device: torch.device, bf16: bool):

@@ -39,6 +39,13 @@ def _use_broker(url: str, transport_options: dict) -> None:
 
 
 @pytest.fixture
+def tiny_lerc_options() -> dict:
+    from tests.support.lerc import TINY_BERT, TINY_TRAIN_OPTIONS
+
+    return {**TINY_TRAIN_OPTIONS, "backbone_config": dict(TINY_BERT)}
+
+
+@pytest.fixture
 def broker_down():
     saved = (celery_app.conf.broker_url, dict(celery_app.conf.broker_transport_options or {}))
     _use_broker(f"redis://127.0.0.1:{_closed_port()}/0", {})
@@ -87,3 +94,37 @@ def test_pending_scoring_jobs_are_resent_by_beat(settings):
     entry = settings.CELERY_BEAT_SCHEDULE["metrics-enqueue-pending-scoring"]
     assert entry["task"] == "metrics.enqueue_pending_scoring"
     assert "metrics.enqueue_pending_scoring" in celery_app.tasks
+
+
+def test_a_lerc_version_queued_while_the_broker_was_down_is_sent_by_the_next_refresh(
+        broker_down, settings, monkeypatch, tiny_lerc_options):
+    """The beat refresh creates a version while the broker is down: the refresh still
+    finishes (the version is stored, queued, not sent), and once the broker is back the next
+    refresh sends it, so the project is not left with a queued version nobody will train
+    (which would also keep every later refresh from retraining it)."""
+    from metrics_app.models import ModelStatus, ModelVersion
+    from metrics_app.services.lerc import lerc_refresh
+    from testing.factories import make_item, make_judgment, make_project, make_stage
+
+    settings.QAJ_LERC_TRAIN_OPTIONS = tiny_lerc_options
+    project = make_project(kind=TaskKind.LIKERT)
+    stage = make_stage(project)
+    for _ in range(3):
+        make_judgment(item=make_item(project), stage=stage, score=4)
+    created = lerc_refresh(min_new_judgments=3)
+    version = ModelVersion.objects.get()
+    assert [v.pk for v in created] == [version.pk]
+    assert (version.status, version.task_id) == (ModelStatus.QUEUED, "")
+
+    ModelVersion.objects.filter(pk=version.pk).update(
+        created_at=timezone.now() - timedelta(hours=1))
+    assert lerc_refresh(min_new_judgments=3) == []  # still down: still waiting, no second one
+    sent = []
+    monkeypatch.setattr("worker.tasks.lerc.lerc_train.apply_async",
+                        lambda *args, **kwargs: sent.append(kwargs) or type("R", (), {"id": "t"}))
+    assert lerc_refresh(min_new_judgments=3) == []
+    version.refresh_from_db()
+    assert [s["args"] for s in sent] == [[version.pk]] and version.task_id
+    assert ModelVersion.objects.count() == 1
+    lerc_refresh(min_new_judgments=3)
+    assert len(sent) == 1  # sent once

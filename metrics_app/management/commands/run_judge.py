@@ -2,8 +2,9 @@
 
     python manage.py run_judge SLUG NAME[@VERSION] [--budget USD] [--concurrency N] [--queue]
 
-Without --queue it runs in this process (no worker needed) with a progress bar; with --queue
-it creates a judge job that a Celery worker runs (progress on the job). Verdicts already stored
+Without --queue it runs in this process (no worker needed) with a progress bar, as a judge job
+held here; with --queue it creates a judge job that a Celery worker runs (progress on the job).
+Either way one run of a judge version on a project at a time. Verdicts already stored
 for this version are not asked again; the budget stops the run before a request could exceed
 it. Then `judge_report SLUG` compares the judges with the human labels.
 """
@@ -20,7 +21,7 @@ from metrics_app.services.judges.client import EndpointError
 from metrics_app.services.judges.runs import (
     DEFAULT_CONCURRENCY,
     judge_job_create,
-    judge_project,
+    judge_job_run_here,
 )
 
 
@@ -61,9 +62,12 @@ class Command(BaseCommand):
                 bar.refresh()
 
             try:
-                detail = judge_project(project=project, version=version,
-                                       budget=options["budget"],
-                                       concurrency=options["concurrency"], progress=progress)
+                # A judge job run here: the same lease, and refused while a worker runs this
+                # judge on this project (it would pay again for what that run asks).
+                detail = judge_job_run_here(project=project, version=version,
+                                            budget=options["budget"],
+                                            concurrency=options["concurrency"],
+                                            progress=progress).detail
             finally:
                 bar.close()
         except (JudgeConfigError, EndpointError) as exc:

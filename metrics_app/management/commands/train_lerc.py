@@ -21,7 +21,7 @@ from metrics_app.services.lerc import (
     LercError,
     model_version_create,
     model_version_enqueue,
-    model_version_train,
+    model_version_train_here,
 )
 
 
@@ -89,11 +89,16 @@ class Command(BaseCommand):
         label = f"{version.name} v{version.number}"
         if not options["sync"]:
             task_id = model_version_enqueue(model_version=version)
+            version.refresh_from_db(fields=["task_id"])
+            if not version.task_id:
+                self.stdout.write(f"queued {label}; the broker is unreachable: the scheduled "
+                                  "refresh sends it once it is back")
+                return
             self.stdout.write(f"queued {label} (task {task_id}) on the gpu queue")
             return
         self.stdout.write(f"training {label} here ...")
         try:
-            version = model_version_train(model_version=version)
+            version = model_version_train_here(model_version=version)
         except Exception as exc:
             raise CommandError(f"{label} failed: {exc}") from exc
         self.stdout.write(f"{label}: {version.status}")

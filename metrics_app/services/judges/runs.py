@@ -25,12 +25,13 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from django.db import transaction
+from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
 from annotation.domain.control_characters import without_control_characters
 from annotation.models import Project, TaskKind
 from core.background import task_send
-from core.leases import JobLease, LeaseLost, leased_run
+from core.leases import JobLease, LeaseLost, leased_run, stale_after_seconds, stale_filter
 
 from ...domain.judge_prompts import (
     JudgeConfigError,
@@ -252,9 +253,11 @@ def judge_project(*, project: Project, version: JudgeVersion, budget: float | No
 
 
 def judge_job_create(*, project: Project, version: JudgeVersion, budget: float | None = None,
-                     concurrency: int = DEFAULT_CONCURRENCY, user=None) -> JudgeJob:
+                     concurrency: int = DEFAULT_CONCURRENCY, user=None,
+                     send: bool = True) -> JudgeJob:
     """Queue a run of the LLM judge version over the project (sent once the transaction
-    commits; with the broker down it stays queued for `judge_jobs_enqueue_pending`)."""
+    commits; with the broker down it stays queued for `judge_jobs_enqueue_pending`).
+    `send=False`: the caller runs it in this process (`judge_job_run_here`)."""
     if version.judge.kind != JudgeKind.LLM:
         raise JudgeConfigError(f"{version.label} is not an LLM judge")
     _check_kind(project, version)
@@ -266,7 +269,8 @@ def judge_job_create(*, project: Project, version: JudgeVersion, budget: float |
         job = JudgeJob.objects.create(project=project, judge_version=version, budget=budget,
                                       metrics=[version.label], requested_by=user,
                                       options={"concurrency": concurrency})
-        transaction.on_commit(lambda: judge_job_send(job))
+        if send:
+            transaction.on_commit(lambda: judge_job_send(job))
     return job
 
 
@@ -289,21 +293,107 @@ def judge_jobs_enqueue_pending(*, older_than_seconds: int = 60) -> int:
     return sum(judge_job_send(job) for job in pending)
 
 
-def judge_job_run(*, job_id: int, retry: RetryPolicy | None = None) -> JudgeJob | None:
+class JudgeRunBusy(JudgeConfigError):
+    """The judge version is already running on the project (another job holds that scope)."""
+
+
+def _same_scope_running() -> Exists:
+    """Another job of the same judge version on the same project, running with a fresh
+    heartbeat (`OuterRef`: the job being claimed). A stale one lost its worker: the sweep
+    sends it again, and it does not hold the scope."""
+    return Exists(JudgeJob.objects.filter(
+        project_id=OuterRef("project_id"), judge_version_id=OuterRef("judge_version_id"),
+        status=ScoringStatus.RUNNING).exclude(pk=OuterRef("pk")).exclude(stale_filter(JudgeJob)))
+
+
+def _judge_version_locked(job_id: int) -> None:
+    """The claim lock of judge jobs: the job's judge version row, so two workers claiming
+    jobs of one judge version take turns and each sees the other's claim."""
+    list(JudgeVersion.objects.select_for_update().filter(
+        pk__in=JudgeJob.objects.filter(pk=job_id).values("judge_version_id")))
+
+
+def _scope_holder(job_id: int) -> JudgeJob | None:
+    """The running job that kept this queued one from starting, if that is why."""
+    job = JudgeJob.objects.filter(pk=job_id, status=ScoringStatus.QUEUED).first()
+    if job is None:
+        return None
+    return (JudgeJob.objects.filter(project_id=job.project_id,
+                                    judge_version_id=job.judge_version_id,
+                                    status=ScoringStatus.RUNNING)
+            .exclude(pk=job.pk).exclude(stale_filter(JudgeJob)).first())
+
+
+def _follow_later(job_id: int, holder: JudgeJob) -> None:
+    """Send a job that waits for `holder` again later: by then the holder has stored its
+    verdicts, so the job asks only what is left (or nothing). With the broker down it is left
+    for `judge_jobs_enqueue_pending`."""
+    job = JudgeJob.objects.get(pk=job_id)
+    JudgeJob.objects.filter(pk=job_id).update(detail={"waiting_for_job": holder.pk})
+    logger.info("JudgeJob %s waits for job %s (the same judge on the same project)", job_id,
+                holder.pk)
+    try:
+        result = task_send("judges.run", args=[job_id], queue=job.queue,
+                           countdown=max(10, int(stale_after_seconds() // 4)))
+    except Exception:
+        logger.warning("JudgeJob %s not sent again (broker unavailable); beat will", job_id,
+                       exc_info=True)
+        JudgeJob.objects.filter(pk=job_id, status=ScoringStatus.QUEUED).update(task_id="")
+        return
+    JudgeJob.objects.filter(pk=job_id).update(task_id=result.id or "")
+
+
+def judge_job_run(*, job_id: int, retry: RetryPolicy | None = None,
+                  progress: Callable[[int, dict], None] | None = None,
+                  here: bool = False) -> JudgeJob | None:
     """Run a queued judge job under its lease; progress and the running cost are saved with
-    every stored batch. None when there is nothing to do in this worker."""
-    with leased_run(JudgeJob, job_id, done=0) as (lease, job):
+    every stored batch (and passed to `progress`). None when there is nothing to do in this
+    worker.
+
+    One run of a judge version on a project at a time, whichever door queued it (API,
+    `run_judge`): a job whose judge is already running on its project with another job is
+    not started (it would pay again for every item that run is asking); it is sent again
+    later and then asks only what is left. `here` (a run in this process, `run_judge`): it
+    is failed instead, and JudgeRunBusy says which job holds the scope."""
+    with leased_run(JudgeJob, job_id, claim_lock=lambda: _judge_version_locked(job_id),
+                    claimable=((Q(status=ScoringStatus.QUEUED) | stale_filter(JudgeJob))
+                               & ~_same_scope_running()),
+                    done=0) as (lease, job):
         if job is None:
-            return None
-        job = JudgeJob.objects.select_related("project", "judge_version__judge").get(pk=job.pk)
-        detail = judge_project(
-            project=job.project, version=job.judge_version, budget=job.budget,
-            concurrency=int((job.options or {}).get("concurrency", DEFAULT_CONCURRENCY)),
-            retry=retry, progress=_job_progress(lease))
-        lease.finish(status=ScoringStatus.DONE, detail=detail, spent=detail["cost"] or 0.0,
-                     done=detail["cached"] + detail["calls"], error=detail["stopped"])
-    _alignment_precompute(job.project)
-    return JudgeJob.objects.get(pk=job_id)
+            holder = _scope_holder(job_id)
+        else:
+            holder = None
+            job = _judge_job_work(lease, job.pk, retry=retry, progress=progress)
+    if job is not None:
+        _alignment_precompute(job.project)
+        return JudgeJob.objects.get(pk=job_id)
+    if holder is not None and here:
+        message = (f"not run: judge job {holder.pk} of the same judge version on this "
+                   "project is running; wait for it (its verdicts are reused)")
+        JudgeJob.objects.filter(pk=job_id, status=ScoringStatus.QUEUED).update(
+            status=ScoringStatus.FAILED, error=message, finished_at=timezone.now())
+        raise JudgeRunBusy(message)
+    if holder is not None:
+        _follow_later(job_id, holder)
+    return None
+
+
+def _judge_job_work(lease: JobLease, job_id: int, *, retry: RetryPolicy | None,
+                    progress: Callable[[int, dict], None] | None) -> JudgeJob:
+    """The run of a claimed judge job, under `lease`."""
+    job = JudgeJob.objects.select_related("project", "judge_version__judge").get(pk=job_id)
+    # The budget is the job's, over all its runs: a run sent again after its worker died
+    # may spend only what the earlier runs left (their verdicts are reused, not asked again).
+    before = job.spent or 0.0
+    budget = None if job.budget is None else max(0.0, job.budget - before)
+    detail = judge_project(
+        project=job.project, version=job.judge_version, budget=budget,
+        concurrency=int((job.options or {}).get("concurrency", DEFAULT_CONCURRENCY)),
+        retry=retry, progress=_job_progress(lease, spent_before=before, also=progress))
+    lease.finish(status=ScoringStatus.DONE, detail=detail,
+                 spent=before + (detail["cost"] or 0.0),
+                 done=detail["cached"] + detail["calls"], error=detail["stopped"])
+    return job
 
 
 def _alignment_precompute(project: Project) -> None:
@@ -319,19 +409,39 @@ def _alignment_precompute(project: Project) -> None:
                        exc_info=True)
 
 
-def _job_progress(lease: JobLease) -> Callable[[int, dict], None]:
+def _job_progress(lease: JobLease, *, spent_before: float = 0.0,
+                  also: Callable[[int, dict], None] | None = None
+                  ) -> Callable[[int, dict], None]:
+    """Saves a run's progress on its job (then tells `also`); `spent` is the job's total (what
+    its earlier runs spent, `spent_before`, plus this run's)."""
     first = True
 
     def progress(done: int, detail: dict) -> None:
         nonlocal first
-        fields = {"done": done, "spent": detail["cost"] or 0.0,
+        fields = {"done": done, "spent": spent_before + (detail["cost"] or 0.0),
                   "detail": {k: v for k, v in detail.items()}}
         if first:
             fields["total"] = detail["requests"]
             first = False
         lease.update(**fields)
+        if also is not None:
+            also(done, detail)
 
     return progress
 
 
-__all__ = ["LeaseLost", "judge_job_create", "judge_job_run", "judge_project"]
+def judge_job_run_here(*, project: Project, version: JudgeVersion,
+                       budget: float | None = None, concurrency: int = DEFAULT_CONCURRENCY,
+                       progress: Callable[[int, dict], None] | None = None,
+                       retry: RetryPolicy | None = None) -> JudgeJob:
+    """Run the judge over the project in this process (`run_judge` without --queue) as a judge
+    job, so it holds the same lease and the same one-run-per-scope rule as a worker's run;
+    JudgeRunBusy when another job of this judge is running on the project."""
+    job = judge_job_create(project=project, version=version, budget=budget,
+                           concurrency=concurrency, send=False)
+    done = judge_job_run(job_id=job.pk, retry=retry, progress=progress, here=True)
+    return done if done is not None else JudgeJob.objects.get(pk=job.pk)
+
+
+__all__ = ["JudgeRunBusy", "LeaseLost", "judge_job_create", "judge_job_run",
+           "judge_job_run_here", "judge_project"]

@@ -39,6 +39,7 @@ from .training import (
     model_version_create,
     model_version_enqueue,
     model_version_train,
+    model_version_train_here,
     model_version_worker_lost,
 )
 
@@ -69,6 +70,7 @@ __all__ = [
     "model_version_rollback",
     "model_version_scorer",
     "model_version_train",
+    "model_version_train_here",
     "model_version_worker_lost",
     "promoted_model_version",
     "write_model_card",

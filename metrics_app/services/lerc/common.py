@@ -29,3 +29,16 @@ def version_event(model_version: ModelVersion, event: str, detail: str = "", use
     ModelVersionEvent.objects.create(model_version=model_version, event=event, detail=detail,
                                      user=user)
     model_card_refresh(model_version)  # the card on disk follows the status
+
+
+def versions_locked(name: str) -> None:
+    """Lock every version of the model `name` (in id order) for the rest of the transaction:
+    the one lock that promotions, promotion decisions and training claims of a model take, so
+    they happen one at a time and each sees the others' outcome."""
+    list(ModelVersion.objects.select_for_update().filter(name=name).order_by("pk")
+         .values_list("pk", flat=True))
+
+
+def version_project_set(version: ModelVersion) -> frozenset[int]:
+    """The ids of the projects a version trains on: its promotion scope."""
+    return frozenset(version.projects.values_list("id", flat=True))

@@ -104,6 +104,10 @@ def lerc_dataset_build(
     dataset = LercDataset(kind=kind)
     seen_ids: list[int] = []
     per_project: dict[str, dict] = {}
+    # The project that first holds each passage/question group: the same text in a later
+    # project is split with it, so an item copied into two projects is never trained on in
+    # one and evaluated in the other (`_split_group`).
+    first_holder: dict[str, int] = {}
     dropped = {"exact_match": 0, "excluded": 0, "no_gold": 0}
     for project in projects:
         watermark = watermarks.get(str(project.id))
@@ -135,13 +139,14 @@ def lerc_dataset_build(
         for item_id in sorted(gold):
             item = used_items[item_id]
             example = item_example(kind, item, gold[item_id], project)
-            target = _split_of(item, example, use_item_split=use_item_split, **split_args)
+            target = _split_of(item, example, use_item_split=use_item_split,
+                               group=_split_group(item, project, first_holder), **split_args)
             if target:
                 getattr(dataset, target).append(example)
         if distill_judge and kind == ModelKind.REGRESSION:
             dataset.distill.extend(_distilled_examples(
                 project, distill_judge, watermark, use_item_split=use_item_split,
-                drop_exact_match=drop_exact_match, **split_args))
+                drop_exact_match=drop_exact_match, first_holder=first_holder, **split_args))
     dataset.snapshot = {
         **_judgments_pinned(seen_ids, watermarks),
         "projects": per_project,
@@ -161,7 +166,8 @@ def lerc_dataset_build(
 
 
 def _distilled_examples(project: Project, judge_ref: str, watermark: int, *,
-                        use_item_split: bool, drop_exact_match: bool, **split_args
+                        use_item_split: bool, drop_exact_match: bool,
+                        first_holder: dict[str, int] | None = None, **split_args
                         ) -> list[LercExample]:
     """The judge's verdicts on the project's items that no human judged (no judgment up to the
     watermark), not excluded or practice, not an exact match, in the training or validation
@@ -184,8 +190,9 @@ def _distilled_examples(project: Project, judge_ref: str, watermark: int, *,
     examples = []
     for item, value in zip(items, values, strict=True):
         example = item_example(ModelKind.REGRESSION, item, 1.0 + 4.0 * float(value), project)
-        if _split_of(item, example, use_item_split=use_item_split, **split_args) in (
-                "train", "val"):
+        group = _split_group(item, project, {} if first_holder is None else first_holder)
+        if _split_of(item, example, use_item_split=use_item_split, group=group,
+                     **split_args) in ("train", "val"):
             examples.append(example)
     return examples
 
@@ -268,10 +275,19 @@ def _gold_by_item(rows: list, *, kind: str, znormalize: bool, summary: dict,
     return gold
 
 
+def _split_group(item: Item, project: Project, first_holder: dict[str, int]) -> str:
+    """The group an item is split by: its passage/question group in the first project (of
+    the data set being built) that holds that group. Within one project this is the
+    example's own group; the same text in a second project follows the first one's split."""
+    text_group = _item_group(item)
+    return f"{first_holder.setdefault(text_group, project.id)}:{text_group}"
+
+
 def _split_of(item: Item, example, *, use_item_split: bool, holdout_dataset: str, seed: int,
-              val_fraction: float, test_fraction: float) -> str:
+              val_fraction: float, test_fraction: float, group: str | None = None) -> str:
     """"train", "val" or "test" for an example, or "" when it must not be used (another
-    dataset's test split in the out-of-dataset setting)."""
+    dataset's test split in the out-of-dataset setting). `group`: the group that decides a
+    hashed split (`_split_group`; default the example's own)."""
     if holdout_dataset:
         if item.dataset == holdout_dataset:
             return "test"
@@ -280,7 +296,7 @@ def _split_of(item: Item, example, *, use_item_split: bool, holdout_dataset: str
     split = item.split.lower()
     if use_item_split and split in ({"train", "test"} | VAL_SPLITS):
         return "val" if split in VAL_SPLITS else split
-    position = _group_bucket(example.group, seed)
+    position = _group_bucket(group or example.group, seed)
     return ("test" if position < test_fraction and not holdout_dataset
             else "val" if position < test_fraction + val_fraction else "train")
 
@@ -312,7 +328,9 @@ def mc_pretraining_build(*, projects: list[Project], seed: int = 0) -> list:
 def is_held_out(item: Item, train_ids: set[str], train_groups: set[str]) -> bool:
     """Whether an item is outside training: not a training example; judged items that are not
     training examples are validation/test; unjudged ones count when their split field is
-    validation/test, or, without one, when no training example shares their passage group."""
+    validation/test, or, without one, when no training example shares their passage group.
+    `train_groups`: the training examples' passage groups without their project
+    (`text_group`)."""
     if str(item.id) in train_ids:
         return False
     split = (item.split or "").lower()
@@ -320,7 +338,15 @@ def is_held_out(item: Item, train_ids: set[str], train_groups: set[str]) -> bool
         return False
     if split in VAL_SPLITS or split == "test":
         return True
-    return f"{item.project_id}:{_item_group(item)}" not in train_groups
+    # By text, whatever the project: the same passage trained on in another project of the
+    # version is not held out here.
+    return _item_group(item) not in train_groups
+
+
+def text_group(example_group: str) -> str:
+    """An example's passage/question group without its project (`item_example`'s
+    "project:group")."""
+    return example_group.partition(":")[2]
 
 
 def version_dataset_build(model_version: ModelVersion) -> LercDataset:

@@ -15,7 +15,7 @@ from metrics_app.lerc.validation import pairwise_accuracy_of_labels, validation_
 from metrics_app.models import ModelKind, ModelVersion
 from metrics_app.services.lerc_artifacts import artifact_local_path
 
-from .datasets import is_held_out, item_example
+from .datasets import is_held_out, item_example, text_group
 
 
 def lerc_minimal_pair_accuracy(scorer, projects: list[Project], trained_on: list | None = None
@@ -25,7 +25,7 @@ def lerc_minimal_pair_accuracy(scorer, projects: list[Project], trained_on: list
     `trained_on` (the training examples) only pairs whose both items are held out (validation
     or test, see is_held_out) count: a pair the model was trained on measures memory."""
     train_ids = {e.id for e in trained_on or []}
-    train_groups = {e.group for e in trained_on or []}
+    train_groups = {text_group(e.group) for e in trained_on or []}
     items = [i for i in Item.objects.filter(project__in=projects, project__kind=TaskKind.LIKERT)
              .order_by("id") if "minimal_pair" in (i.metadata or {})
              and (trained_on is None or is_held_out(i, train_ids, train_groups))]

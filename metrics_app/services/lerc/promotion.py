@@ -19,17 +19,13 @@ from metrics_app.lerc.data import capped_examples
 from metrics_app.lerc.validation import validation_metric_name
 from metrics_app.models import ModelKind, ModelStatus, ModelVersion
 
-from .common import TRAINED, LercError, version_event
+from .common import TRAINED, LercError, version_event, version_project_set, versions_locked
 from .datasets import version_dataset_build
 from .evaluation import model_version_scorer, split_metrics
 from .options import version_train_config
 
 # The versions a lookup means when it names no model: the regression (the stored name "lerc").
 REGRESSION_MODEL_NAME = vocabulary.ModelKind.REGRESSION.model_name
-
-
-def _project_set(version: ModelVersion) -> frozenset[int]:
-    return frozenset(version.projects.values_list("id", flat=True))
 
 
 def _scope_label(project_ids) -> str:
@@ -48,7 +44,7 @@ def promoted_model_version(*, name: str = REGRESSION_MODEL_NAME, project: Projec
                 .order_by("-promoted_at", "-id"))
     if projects is not None:
         wanted = frozenset(getattr(p, "id", p) for p in projects)
-        return next((v for v in promoted if _project_set(v) == wanted), None)
+        return next((v for v in promoted if version_project_set(v) == wanted), None)
     if project is not None:
         own = promoted.filter(projects=project).first()
         if own is not None:
@@ -58,18 +54,50 @@ def promoted_model_version(*, name: str = REGRESSION_MODEL_NAME, project: Projec
 
 def model_version_decide(*, model_version: ModelVersion, val_examples: list | None = None
                          ) -> ModelVersion:
-    """Apply the promotion rule to an evaluated version (see the module docstring)."""
+    """Apply the promotion rule to an evaluated version (see the module docstring).
+
+    The incumbent is re-scored outside any lock (it takes a while); the verdict is then
+    written under the lock of the name's versions (`common.versions_locked`), and only if the
+    incumbent is still the one measured. When another promotion of the same project set landed
+    meanwhile (a second retrain finishing, a promotion by hand), the version is measured again
+    against the new incumbent, never promoted over a version it was not compared with."""
     version = ModelVersion.objects.get(pk=model_version.pk)
     if version.status != ModelStatus.EVALUATED:
         return version
-    metric = validation_metric_name(KIND_PAIRWISE if version.kind == ModelKind.PAIRWISE
-                                    else KIND_REGRESSION)
-    candidate = (version.metrics.get("validation") or {}).get(metric)
-    incumbent = promoted_model_version(name=version.name, projects=_project_set(version))
     if val_examples is None:
         cfg = version_train_config(version)
         val_examples = capped_examples(cfg, version_dataset_build(version).val,
                                        cfg.max_val_examples)
+    for _attempt in range(5):
+        incumbent = promoted_model_version(name=version.name, projects=version_project_set(version))
+        promote, why, decision = _promotion_verdict(version, incumbent, val_examples)
+        with transaction.atomic():
+            versions_locked(version.name)
+            version = ModelVersion.objects.get(pk=version.pk)
+            if version.status != ModelStatus.EVALUATED:
+                return version  # decided meanwhile (a redelivered task)
+            now = promoted_model_version(name=version.name, projects=version_project_set(version))
+            if getattr(now, "pk", None) != getattr(incumbent, "pk", None):
+                continue  # another promotion of this set landed: compare with it
+            version.metrics = {**version.metrics, "promotion_decision": decision}
+            version.save(update_fields=["metrics"])
+            if promote:
+                return model_version_promote(model_version=version, reason=f"automatic: {why}")
+            version.status = ModelStatus.REJECTED
+            version.save(update_fields=["status"])
+            version_event(version, "rejected", f"automatic: {why}")
+            return version
+    raise LercError(f"v{version.number}: the promoted version of its projects kept changing "
+                    "while it was compared; decide it again (lerc_evaluate)")
+
+
+def _promotion_verdict(version: ModelVersion, incumbent: ModelVersion | None,
+                       val_examples: list) -> tuple[bool, str, dict[str, Any]]:
+    """(promote, why, decision record) for `version` against `incumbent` (re-scored on
+    `val_examples`) and the baseline floor."""
+    metric = validation_metric_name(KIND_PAIRWISE if version.kind == ModelKind.PAIRWISE
+                                    else KIND_REGRESSION)
+    candidate = (version.metrics.get("validation") or {}).get(metric)
     decision: dict[str, Any] = {"metric": metric, "candidate": candidate,
                                 "validation_judgments_sha256":
                                     version.data_snapshot.get("judgment_ids_sha256"),
@@ -102,14 +130,7 @@ def model_version_decide(*, model_version: ModelVersion, val_examples: list | No
         elif promote:
             why += f"; beats the best baseline {floor['best']} ({floor['best_value']})"
     decision["promoted"] = promote
-    version.metrics = {**version.metrics, "promotion_decision": decision}
-    version.save(update_fields=["metrics"])
-    if promote:
-        return model_version_promote(model_version=version, reason=f"automatic: {why}")
-    version.status = ModelStatus.REJECTED
-    version.save(update_fields=["status"])
-    version_event(version, "rejected", f"automatic: {why}")
-    return version
+    return promote, why, decision
 
 
 def promotion_baselines() -> list[str]:
@@ -141,17 +162,18 @@ def model_version_promote(*, model_version: ModelVersion, user=None, reason: str
                           ) -> ModelVersion:
     """Make this the served version of its name for its project set; the version promoted for
     the same set goes back to evaluated (other project sets keep theirs)."""
+    versions_locked(model_version.name)
     version = ModelVersion.objects.select_for_update().get(pk=model_version.pk)
     if version.status == ModelStatus.PROMOTED:
         return version
     if version.status not in (ModelStatus.EVALUATED, ModelStatus.REJECTED) or not version.artifact_uri:
         raise LercError(f"v{version.number} is {version.status}; only trained versions "
                         "(evaluated or rejected) can be promoted")
-    scope = _project_set(version)
+    scope = version_project_set(version)
     for previous in ModelVersion.objects.select_for_update().filter(
         name=version.name, status=ModelStatus.PROMOTED
     ):
-        if _project_set(previous) != scope:
+        if version_project_set(previous) != scope:
             continue
         previous.status = ModelStatus.EVALUATED
         previous.save(update_fields=["status"])
@@ -169,9 +191,9 @@ def model_version_rollback(*, name: str = REGRESSION_MODEL_NAME, user=None,
     """Serve again the version that was promoted before the current one, within a project
     set: `model_version`'s, or the only set with a promoted version of `name`."""
     if model_version is not None:
-        name, scope = model_version.name, _project_set(model_version)
+        name, scope = model_version.name, version_project_set(model_version)
     else:
-        scopes = {_project_set(v) for v in ModelVersion.objects.filter(
+        scopes = {version_project_set(v) for v in ModelVersion.objects.filter(
             name=name, status=ModelStatus.PROMOTED)}
         if len(scopes) > 1:
             raise LercError(f"{name} has promoted versions for {len(scopes)} project sets; "
@@ -185,7 +207,7 @@ def model_version_rollback(*, name: str = REGRESSION_MODEL_NAME, user=None,
     earlier = next((v for v in ModelVersion.objects.filter(
         name=name, promoted_at__isnull=False,
         status__in=(ModelStatus.EVALUATED, ModelStatus.REJECTED),
-    ).exclude(pk=current.pk).order_by("-promoted_at", "-id") if _project_set(v) == scope), None)
+    ).exclude(pk=current.pk).order_by("-promoted_at", "-id") if version_project_set(v) == scope), None)
     if earlier is None:
         raise LercError(f"{name} v{current.number} is the only version ever promoted for "
                         f"projects {_scope_label(scope)}")

@@ -6,19 +6,22 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import transaction
 
-from annotation.models import Judgment, Project, StageKind
+from annotation.models import Project, StageKind
 from annotation.selectors import judgments_that_count
 from metrics_app.models import ModelKind, ModelStatus, ModelVersion
 
 from .common import IN_FLIGHT, NAME_BY_KIND, TASK_KIND_BY_MODEL_KIND, TRAINED
 from .options import default_train_options_check
-from .training import model_version_create, model_version_enqueue
+from .training import model_version_create, model_version_enqueue, model_versions_send_pending
 
 
 def lerc_refresh_due(*, min_new_judgments: int) -> list[tuple[Project, ModelKind, int]]:
     """(project, model kind, new judgments) for projects that gathered at least
-    `min_new_judgments` data judgments since the last version trained on them. Judgments in
-    imported stages do not count unless QAJ_LERC_REFRESH_COUNTS_IMPORTS is true.
+    `min_new_judgments` data judgments since the last version trained on them. Only judgments
+    that count (`annotation.selectors.judgments_that_count`, the rule the training data is read
+    by: no practice or qualification work, no rejected or returned assignment, no blocked
+    worker) are counted; judgments in imported stages do not count unless
+    QAJ_LERC_REFRESH_COUNTS_IMPORTS is true.
 
     "Since" counts from the latest version that includes the project and finished training
     (promoted, evaluated or rejected): counting from the promoted one would retrain after every
@@ -31,16 +34,13 @@ def lerc_refresh_due(*, min_new_judgments: int) -> list[tuple[Project, ModelKind
         for project in Project.objects.filter(kind=task_kind).order_by("id"):
             versions = (ModelVersion.objects.filter(name=NAME_BY_KIND[kind], projects=project)
                         .exclude(status=ModelStatus.CANCELLED))
-            newest = versions.order_by("-created_at", "-id").first()
-            if newest is not None and newest.status in IN_FLIGHT:
+            if _in_flight(project, kind):
                 continue
             latest = (versions.filter(status__in=TRAINED).order_by("-created_at", "-id")
                       .first())
             since = int(((latest.data_snapshot or {}).get("watermarks") or {})
                         .get(str(project.id), 0)) if latest else 0
-            # The judgments that count (the rule the data set it would train on reads):
-            # 500 rejected, flagged or blocked workers' judgments are not new data.
-            new = judgments_that_count(Judgment.objects.filter(id__gt=since), project=project)
+            new = judgments_that_count(project=project).filter(id__gt=since)
             if not getattr(settings, "QAJ_LERC_REFRESH_COUNTS_IMPORTS", False):
                 # Imported judgments were gathered elsewhere (and a re-import of the same file
                 # adds none): only work collected here makes a refresh due.
@@ -51,8 +51,18 @@ def lerc_refresh_due(*, min_new_judgments: int) -> list[tuple[Project, ModelKind
     return due
 
 
+def _in_flight(project: Project, kind: ModelKind) -> bool:
+    """Whether the project's newest version of the kind (not cancelled) is queued or
+    training."""
+    newest = (ModelVersion.objects.filter(name=NAME_BY_KIND[kind], projects=project)
+              .exclude(status=ModelStatus.CANCELLED).order_by("-created_at", "-id").first())
+    return newest is not None and newest.status in IN_FLIGHT
+
+
 def lerc_refresh(*, min_new_judgments: int | None = None) -> list[ModelVersion]:
-    """Create and enqueue a training version for every project that is due."""
+    """Create and enqueue a training version for every project that is due; first send the
+    queued versions that never reached the broker (`model_versions_send_pending`)."""
+    model_versions_send_pending()
     if min_new_judgments is None:
         min_new_judgments = int(getattr(settings, "QAJ_LERC_MIN_NEW_JUDGMENTS", 500))
     due = lerc_refresh_due(min_new_judgments=min_new_judgments)
@@ -63,6 +73,11 @@ def lerc_refresh(*, min_new_judgments: int | None = None) -> list[ModelVersion]:
     created = []
     for project, kind, new in due:
         with transaction.atomic():
+            # Refreshes take turns per project (a second beat, an overlapping run): one that
+            # finds a version queued meanwhile by another does not queue a second one.
+            Project.objects.select_for_update().filter(pk=project.pk).first()
+            if _in_flight(project, kind):
+                continue
             version = model_version_create(projects=[project], kind=kind,
                                            reason=f"refresh: {new} new judgments in {project.slug}")
             model_version_enqueue(model_version=version)

@@ -8,6 +8,7 @@ import threading
 import time
 import traceback
 import uuid
+from datetime import timedelta
 from pathlib import Path
 
 from django.db import IntegrityError, transaction
@@ -23,6 +24,7 @@ from core.leases import (
     heartbeat_seconds,
     owner_state,
     stale_after_seconds,
+    stale_filter,
 )
 from metrics_app.judge_selectors import judge_view
 from metrics_app.lerc.config import TrainingCancelled
@@ -31,7 +33,15 @@ from metrics_app.lerc.evaluation import compare_with_baselines
 from metrics_app.models import ModelKind, ModelStatus, ModelVersion
 from metrics_app.services.lerc_artifacts import artifact_store, work_dir
 
-from .common import IN_FLIGHT, NAME_BY_KIND, TASK_KIND_BY_MODEL_KIND, LercError, version_event
+from .common import (
+    IN_FLIGHT,
+    NAME_BY_KIND,
+    TASK_KIND_BY_MODEL_KIND,
+    LercError,
+    version_event,
+    version_project_set,
+    versions_locked,
+)
 from .datasets import LercDataset, mc_pretraining_build, project_watermarks, version_dataset_build
 from .evaluation import (
     lerc_minimal_pair_accuracy,
@@ -161,8 +171,38 @@ def model_version_enqueue(*, model_version: ModelVersion, task: str = "train") -
     model_version.task_id = task_id
     model_version.save(update_fields=["task_id"])
     name = "worker.tasks.lerc.lerc_train" if task == "train" else "worker.tasks.lerc.lerc_evaluate"
-    transaction.on_commit(lambda: task_send(name, args=[model_version.id], task_id=task_id))
+    transaction.on_commit(lambda: _send(name, model_version.pk, task_id))
     return task_id
+
+
+def _send(name: str, version_id: int, task_id: str) -> bool:
+    """Send a version's task; with the broker unreachable the version keeps no task id, and
+    the next refresh sends it (`model_versions_send_pending`), rather than failing the door
+    that queued it after the version was stored (a queued version that is never sent would
+    also keep the refresh from ever retraining its projects)."""
+    try:
+        task_send(name, args=[version_id], task_id=task_id)
+    except Exception:
+        logger.warning("model version %s not sent (broker unavailable); the refresh sends it",
+                       version_id, exc_info=True)
+        ModelVersion.objects.filter(pk=version_id, task_id=task_id).update(task_id="")
+        return False
+    return True
+
+
+def model_versions_send_pending(*, older_than_seconds: int = 60) -> int:
+    """Send the training of queued versions that never reached the broker (no task id) and
+    are older than `older_than_seconds` (a younger one may still be on its way); how many were
+    sent. A version delivered twice trains once (`model_version_train`)."""
+    cutoff = timezone.now() - timedelta(seconds=older_than_seconds)
+    sent = 0
+    for version_id in (ModelVersion.objects.filter(status=ModelStatus.QUEUED, task_id="",
+                                                   created_at__lte=cutoff)
+                       .order_by("pk").values_list("pk", flat=True)):
+        task_id = str(uuid.uuid4())
+        if ModelVersion.objects.filter(pk=version_id, task_id="").update(task_id=task_id):
+            sent += _send("worker.tasks.lerc.lerc_train", version_id, task_id)
+    return sent
 
 
 class _ProgressReporter:
@@ -259,11 +299,24 @@ def model_version_train(*, model_version: ModelVersion) -> ModelVersion:
     return model_version_decide(model_version=version, val_examples=val_examples)
 
 
+def _scope_training(version: ModelVersion) -> ModelVersion | None:
+    """Another version of the same model and project set in training with a fresh heartbeat
+    (a stale one lost its worker: the lease sweep fails it)."""
+    scope = version_project_set(version)
+    others = (ModelVersion.objects.filter(name=version.name, status=ModelStatus.TRAINING)
+              .exclude(pk=version.pk).exclude(stale_filter(ModelVersion)).order_by("pk"))
+    return next((other for other in others if version_project_set(other) == scope), None)
+
+
 @transaction.atomic
 def _claim_for_training(model_version: ModelVersion, lease: JobLease
                         ) -> tuple[ModelVersion, bool]:
     """Lock the version and claim its lease for this worker; (version, False) when there is
-    nothing to do here: finished, cancelled before it started, or alive in another worker."""
+    nothing to do here: finished, cancelled before it started, or alive in another worker.
+    TrainingElsewhere when another version of its project set is training (the task looks
+    again later). The claims of one model take turns (`versions_locked`), so two versions of
+    one set claimed at once do not both start."""
+    versions_locked(model_version.name)
     version = ModelVersion.objects.select_for_update().get(pk=model_version.pk)
     if version.status not in IN_FLIGHT:
         logger.info("%s is %s; nothing to train", version, version.status)
@@ -287,6 +340,14 @@ def _claim_for_training(model_version: ModelVersion, lease: JobLease
             version_event(version, "resumed", "redelivered after its worker stopped")
     if version.cancel_requested:
         return _finish_cancelled(version, "cancelled before training started"), False
+    holder = _scope_training(version)
+    if holder is not None:
+        # One training of a project set at a time, whichever door queued it (the refresh,
+        # train_lerc, rundemo): this one looks again once the other could be finished.
+        raise TrainingElsewhere(
+            f"{holder.name} v{holder.number} of the same projects is training "
+            f"(worker {holder.lease or '?'}); v{version.number} starts after it",
+            countdown=max(60, int(stale_after_seconds())))
     # The row is locked and the decision made: the claim takes it whatever its lease says.
     version = lease.claim(claimable=Q(status__in=IN_FLIGHT),
                           started_at=version.started_at or timezone.now(), error="",
@@ -397,6 +458,17 @@ def model_version_cancel(*, model_version: ModelVersion, user=None) -> ModelVers
         if version.status == ModelStatus.QUEUED:
             return _finish_cancelled(version, "cancelled while queued")
     return version
+
+
+def model_version_train_here(*, model_version: ModelVersion) -> ModelVersion:
+    """Train a version in this process (`train_lerc --sync`): `model_version_train`, except
+    that a version whose project set another worker is training is cancelled, not left
+    queued with no task to start it (LercError says which version holds the set)."""
+    try:
+        return model_version_train(model_version=model_version)
+    except TrainingElsewhere as exc:
+        model_version_cancel(model_version=model_version)
+        raise LercError(f"not trained: {exc}") from exc
 
 
 def model_version_worker_lost(version: ModelVersion, reason: str) -> None:

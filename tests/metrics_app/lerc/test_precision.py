@@ -106,3 +106,30 @@ def test_training_autocasts_to_bf16_on_cpu_only_with_native_bf16(monkeypatch):
         # Scoring never autocasts on CPU: a bf16 scorer holds bf16 weights instead.
         with device.autocast_context(CPU, True):
             assert not torch.is_autocast_enabled("cpu")
+
+
+@pytest.mark.parametrize("name, message", [
+    ("banana", "device: 'banana' is not a torch device"),
+    ("cuda", "device: 'cuda', but this machine has no CUDA device"),
+    ("cuda:3", "device: 'cuda:3', but this machine has no CUDA device"),
+])
+def test_a_device_this_machine_lacks_is_refused_naming_the_option(monkeypatch, name, message):
+    """A version asking for CUDA trained by a worker without it (or a typo) fails with the
+    option named, not with torch's assertion from inside the first step; "auto" and "cpu"
+    always run."""
+    from metrics_app.lerc import device
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(ValueError, match=message):
+        device.pick_device(name)
+    assert device.pick_device("auto") == CPU and device.pick_device("cpu") == CPU
+
+
+def test_a_cuda_index_beyond_the_machines_devices_is_refused(monkeypatch):
+    from metrics_app.lerc import device
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    assert device.pick_device("cuda:0") == torch.device("cuda:0")
+    with pytest.raises(ValueError, match=r"has 1 CUDA device\(s\), cuda:0 to cuda:0"):
+        device.pick_device("cuda:3")

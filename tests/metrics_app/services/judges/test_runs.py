@@ -313,3 +313,96 @@ def test_an_answer_that_forges_the_prompt_layout_is_judged_as_the_text_it_is():
         judge_project(project=project, version=version, retry=FAST)
     rows = {r.order: r.verdict for r in JudgeVerdict.objects.filter(item=item)}
     assert rows == {"AB": "B", "BA": "B"}
+class _WorkerKilled(BaseException):
+    """Stands for SIGKILL: nothing in the run catches it, so the job stays running."""
+
+
+def test_a_judge_job_resent_after_its_worker_died_keeps_to_one_budget(
+        monkeypatch, django_capture_on_commit_callbacks, settings):
+    """The budget is the job's, not one attempt's: a worker killed after spending most of it
+    leaves the job running; the lease sweep sends it again, and the rerun may spend only what
+    is left (the verdicts already paid for are reused, and the job's `spent` is the total)."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from metrics_app.services.job_leases import stale_jobs_recover_all
+    from metrics_app.services.judges import runs
+
+    project = _likert_project(40)
+    monkeypatch.setattr(runs, "FLUSH_EVERY", 1)
+    with FakeChatServer() as server:
+        version = _judge(server)
+        probe = judge_project(project=_likert_project(1), version=version, retry=FAST)
+        per_call = probe["cost"]
+        worst = max(worst_case_cost(version.config["system"] + r.prompt,
+                                    version.config["max_tokens"], probe["cost"] and
+                                    runs.price_for(version.config))
+                    for r in runs.judge_requests(project, version))
+        budget = 12 * per_call + worst  # room for about 12 calls in one attempt
+        with django_capture_on_commit_callbacks(execute=False):
+            job = judge_job_create(project=project, version=version, budget=budget,
+                                   concurrency=1)
+        real_progress = runs._job_progress
+
+        def dying_progress(lease, **kwargs):
+            report = real_progress(lease, **kwargs)
+
+            def progress(done, detail):
+                report(done, detail)
+                if detail["calls"] >= 10:
+                    raise _WorkerKilled
+            return progress
+
+        monkeypatch.setattr(runs, "_job_progress", dying_progress)
+        with pytest.raises(_WorkerKilled):
+            judge_job_run(job_id=job.pk, retry=FAST)
+        monkeypatch.setattr(runs, "_job_progress", real_progress)
+        first_spent = JudgeJob.objects.get(pk=job.pk).spent
+        assert first_spent == pytest.approx(10 * per_call, rel=0.2)
+        JudgeJob.objects.filter(pk=job.pk).update(
+            heartbeat_at=timezone.now() - timedelta(hours=1))
+        sent = []
+        monkeypatch.setattr(runs, "task_send", lambda name, args, **kw: sent.append(args) or
+                            type("R", (), {"id": "resent"})())
+        assert stale_jobs_recover_all()["retried"] == 1 and sent == [[job.pk]]
+        judge_job_run(job_id=job.pk, retry=FAST)
+    job = JudgeJob.objects.get(pk=job.pk)
+    paid = sum(JudgeVerdict.objects.filter(judge_version=version, item__project=project)
+               .values_list("cost", flat=True))
+    assert paid <= budget, f"spent {paid:.5f} of a {budget:.5f} budget over two attempts"
+    assert job.spent == pytest.approx(paid)
+    assert job.detail["stopped"].startswith("budget")
+
+
+def test_run_judge_here_waits_for_no_one_and_pays_for_nothing_a_running_job_asks(
+        django_capture_on_commit_callbacks):
+    """`run_judge` without --queue is a judge job held in this process: while a worker's job
+    of the same judge runs on the project it is refused (nothing asked, the refusal recorded);
+    once that job is gone stale it runs, and a second project is never blocked by it."""
+    from datetime import timedelta
+
+    from django.core.management import CommandError, call_command
+    from django.utils import timezone
+
+    project = _likert_project(4)
+    with FakeChatServer() as server:
+        version = _judge(server)
+        with django_capture_on_commit_callbacks(execute=False):
+            running = judge_job_create(project=project, version=version)
+        JudgeJob.objects.filter(pk=running.pk).update(
+            status=ScoringStatus.RUNNING, lease="elsewhere:1:x", heartbeat_at=timezone.now(),
+            started_at=timezone.now())
+        with pytest.raises(CommandError, match=f"judge job {running.pk} .* is running"):
+            call_command("run_judge", project.slug, version.label, "--no-progress")
+        assert server.stats["requests"] == 0
+        refused = JudgeJob.objects.exclude(pk=running.pk).get()
+        assert refused.status == ScoringStatus.FAILED and "not run" in refused.error
+        call_command("run_judge", _likert_project(2).slug, version.label, "--no-progress")
+        assert server.stats["requests"] == 2
+        JudgeJob.objects.filter(pk=running.pk).update(
+            heartbeat_at=timezone.now() - timedelta(hours=1))
+        call_command("run_judge", project.slug, version.label, "--no-progress")
+        assert server.stats["requests"] == 6
+    here = JudgeJob.objects.filter(project=project, status=ScoringStatus.DONE).get()
+    assert here.done == here.total == 4 and here.detail["calls"] == 4
