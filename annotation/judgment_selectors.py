@@ -1,8 +1,9 @@
 """The judgment loaders for statistics, all built on the counting rule
 (`annotation.selectors.judgments_that_count`): `load_judgments` reads the judgments that count of
 a project (or a stage) once into numpy columns (a `JudgmentFrame`) for agreement, reports and
-stage gates; `judgment_rows` gives them as light rows and `item_gold_scores` as a mean score per
-item, for metric evaluation and LERC datasets.
+stage gates; `judgment_rows` gives them as light rows and `item_gold_scores` as a human score per
+item (adjudicated, else the project's mean or median: `with_adjudications`), for metric
+evaluation and the judges page.
 
 Two `values_list` queries (judgments, items) instead of model instances: a project of 40,000
 items × 3 judgments loads in a fraction of a second and every report is array arithmetic.
