@@ -50,8 +50,8 @@ def human_labels(project: Project) -> dict[int, dict]:
     CORRECT_AT, as the export's label, the estimates and the metric report's decision table
     read it; of an A/B item the export's label (`item_labels`: the adjudicated side, else the
     project's aggregation model: majority, Dawid–Skene, MACE or GLAD; an item without one, a
-    majority tie, is left out). `labels`, `mean`, `spread` and `agreement` describe the
-    votes."""
+    majority tie, is left out). `labels`, `mean` and `spread` describe the votes, `agreement`
+    the share of them on the label's side."""
     frame = load_judgments(project=project)
     ab = project.kind == TaskKind.AB
     gold = item_gold_scores(project=project) if not ab else {}
@@ -78,7 +78,11 @@ def human_labels(project: Project) -> dict[int, dict]:
             continue  # no label: a majority tie
         out[item_id] = {"labels": [int(b) for b in binary], "label": label,
                         "mean": float(np.mean(values)), "n": len(values),
-                        "spread": float(np.std(values)), "agreement": max(share, 1 - share)}
+                        # The share of the item's judgments on its label's side: an item
+                        # adjudicated against unanimous judges (or a model's label against the
+                        # majority) has little, not full, agreement.
+                        "spread": float(np.std(values)),
+                        "agreement": share if label else 1 - share}
     return out
 
 

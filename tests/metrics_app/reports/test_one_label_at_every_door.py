@@ -184,3 +184,21 @@ def test_ab_judges_labels_are_the_exports_labels_under_every_model(model):
     owner = {item: entry.label for item, entry in item_labels(project=project).items()}
     assert owner == {item.pk: exported[item.external_id]["label"]
                      for item in project.items.all()}
+
+
+def test_a_disagreement_against_an_adjudication_is_not_shown_as_unanimous_humans(likert):
+    """i3 was scored 5 by all three judges and the imported judge calls it correct; a researcher
+    adjudicates it incorrect. The judge now disagrees with the label, but the humans who judged
+    it sided with the judge: the "plainest disagreements" list (humans agreeing, judge sure)
+    must not rank it as humans unanimous against the judge."""
+    from metrics_app.services.judges.alignment import judge_alignment_report
+
+    _decide(likert, "i3", 1)
+    i3, i2 = (likert.items.get(external_id=x) for x in ("i3", "i2"))
+    assert human_labels(likert)[i3.pk]["agreement"] == 0.0
+    rows = judge_alignment_report(project=likert, n_resamples=0)["judges"]["ext@1"][
+        "disagreements"]
+    by_item = {row["item"]: row for row in rows}
+    assert by_item["i3"]["human_label"] == "incorrect" and by_item["i3"]["human_agreement"] == 0
+    assert by_item["i2"]["human_agreement"] == 1  # unanimous 1s and 2s, the judge said correct
+    assert [row["item"] for row in rows].index("i2") < [row["item"] for row in rows].index("i3")
