@@ -358,7 +358,10 @@ def item_gold_scores(
     """Likert gold score per item id: a researcher's adjudicated score when one was recorded
     (`with_adjudications`), else the mean of its judgments, or the median when the project's
     aggregation model says so; optionally z-normalized per annotator first (an adjudicated
-    score is then standardized by the mean and spread of all the scores)."""
+    score is then standardized by the mean and spread of all the scores). Empty for A/B and
+    multiple-choice projects: their labels are choices (`annotation.services.exports.item_labels`)."""
+    if project.kind != TaskKind.LIKERT:
+        return {}
     triples = [
         (row.worker_id, row.item_id, row.score)
         for row in judgment_rows(project=project, stage=stage)

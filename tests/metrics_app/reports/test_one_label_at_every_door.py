@@ -174,6 +174,7 @@ def test_ab_judges_labels_are_the_exports_labels_under_every_model(model):
         else:
             assert labels[item.pk]["label"] == int(side == "A")
     assert labels[unanimous.pk]["label"] == 0  # adjudicated B over three votes for A
+    assert item_gold_scores(project=project) == {}  # a choice is no Likert score
     ties = [item for item in project.items.all()
             if exported[item.external_id]["majority_tie"]]
     assert ties
