@@ -359,7 +359,8 @@ def item_gold_scores(
     (`with_adjudications`), else the mean of its judgments, or the median when the project's
     aggregation model says so; optionally z-normalized per annotator first (an adjudicated
     score is then standardized by the mean and spread of all the scores). Empty for A/B and
-    multiple-choice projects: their labels are choices (`annotation.services.exports.item_labels`)."""
+    multiple-choice projects: their labels are choices
+    (`annotation.services.exports.item_labels`)."""
     if project.kind != TaskKind.LIKERT:
         return {}
     triples = [

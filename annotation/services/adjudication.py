@@ -4,7 +4,8 @@ The queue ranks items with at least two judgments that count (the counting rule 
 report) by disagreement: for Likert items the spread of the scores (population standard
 deviation), for A/B and multiple-choice items the entropy of the answers (bits). A recorded
 adjudication becomes the item's label at every door that reads one (the rule:
-`annotation.judgment_selectors.with_adjudications`); it is append-only, so a second decision on the same item replaces the first and both stay.
+`annotation.judgment_selectors.with_adjudications`); it is append-only, so a second decision
+on the same item replaces the first and both stay.
 """
 from __future__ import annotations
 

@@ -105,9 +105,9 @@ ITEM_FINGERPRINT_FIELDS = ("dataset", "source", "split", "domain", "text_level",
 def item_fingerprint(*, project: Project) -> str:
     """Hash of the project's items as the reports see them, and of every other input that
     changes the numbers without a new judgment (the counting rule, the project's and its
-    stages' settings, LERC scores, judge verdicts, adjudications). Items carry no `updated_at`, so
-    the cache compares this hash; JSON columns are read as text (no decoding), which keeps it
-    to one light query even for 40,000 items. It also covers what decides which judgments count
+    stages' settings, LERC scores, judge verdicts, adjudications). Items carry no
+    `updated_at`, so the cache compares this hash; JSON columns are read as text (no decoding),
+    which keeps it to one light query even for 40,000 items. It also covers what decides which judgments count
     (`counting_fingerprint`): rejecting work or blocking a worker adds no judgment but changes
     every number."""
     queryset = (Item.objects.filter(project=project).order_by("id")
