@@ -107,9 +107,9 @@ def item_fingerprint(*, project: Project) -> str:
     changes the numbers without a new judgment (the counting rule, the project's and its
     stages' settings, LERC scores, judge verdicts, adjudications). Items carry no
     `updated_at`, so the cache compares this hash; JSON columns are read as text (no decoding),
-    which keeps it to one light query even for 40,000 items. It also covers what decides which judgments count
-    (`counting_fingerprint`): rejecting work or blocking a worker adds no judgment but changes
-    every number."""
+    which keeps it to one light query even for 40,000 items. It also covers what decides
+    which judgments count (`counting_fingerprint`): rejecting work or blocking a worker adds
+    no judgment but changes every number."""
     queryset = (Item.objects.filter(project=project).order_by("id")
                 .annotate(_gold=Cast("gold", TextField()), _meta=Cast("metadata", TextField()))
                 .values_list("id", *ITEM_FINGERPRINT_FIELDS, "_gold", "_meta"))
