@@ -1,8 +1,9 @@
 """The judgment loaders for statistics, all built on the counting rule
 (`annotation.selectors.judgments_that_count`): `load_judgments` reads the judgments that count of
 a project (or a stage) once into numpy columns (a `JudgmentFrame`) for agreement, reports and
-stage gates; `judgment_rows` gives them as light rows and `item_gold_scores` as a mean score per
-item, for metric evaluation and LERC datasets.
+stage gates; `judgment_rows` gives them as light rows and `item_gold_scores` as a human score per
+item (adjudicated, else the project's mean or median: `with_adjudications`), for metric
+evaluation and the judges page.
 
 Two `values_list` queries (judgments, items) instead of model instances: a project of 40,000
 items × 3 judgments loads in a fraction of a second and every report is array arithmetic.
@@ -27,6 +28,7 @@ from annotation.domain.agreement import (
 from annotation.models import (
     COLLECTION_STAGE_KINDS,
     NON_DATA_STAGE_KINDS,
+    Adjudication,
     Item,
     Project,
     Stage,
@@ -317,22 +319,67 @@ def judgment_rows(
     return [JudgmentRow(*values) for values in queryset.order_by("id").values_list(*fields)]
 
 
+def latest_adjudications(*, project: Project) -> dict[int, Adjudication]:
+    """item id → the item's latest adjudication (a later decision replaces an earlier one)."""
+    latest: dict[int, Adjudication] = {}
+    for adjudication in Adjudication.objects.filter(item__project=project).order_by("id"):
+        latest[adjudication.item_id] = adjudication
+    return latest
+
+
+def with_adjudications(labels: dict, *, project: Project,
+                       standardize: tuple[float, float] | None = None) -> dict:
+    """`labels` (item id → the crowd's label: a Likert score, an A/B or STARC choice) with a
+    researcher's latest adjudication in place of the crowd's wherever one was recorded, also
+    on an item whose judgments no longer count: the one rule that an adjudicated label wins,
+    for every door that reads an item's human label (the export, the metric report, the
+    estimates, the judges page). Each door keeps its own choice of items (practice and
+    excluded items stay out of the reports). `standardize` (mean, std): a Likert score is put
+    on z-normalized gold's scale as (score - mean) / std."""
+    decided = latest_adjudications(project=project)
+    if not decided:
+        return labels
+    out = dict(labels)
+    for item_id, adjudication in decided.items():
+        if adjudication.score is not None:
+            value = float(adjudication.score)
+            if standardize is not None:
+                mean, std = standardize
+                value = (value - mean) / std if std > 0 else 0.0
+            out[item_id] = value
+        elif adjudication.choice:
+            out[item_id] = adjudication.choice
+    return out
+
+
 def item_gold_scores(
     *, project: Project, stage: Stage | None = None, znormalize: bool = False
 ) -> dict[int, float]:
-    """Likert gold score per item id: the mean of its judgments, or the median when the
-    project's aggregation model says so; optionally z-normalized per annotator first."""
+    """Likert gold score per item id: a researcher's adjudicated score when one was recorded
+    (`with_adjudications`), else the mean of its judgments, or the median when the project's
+    aggregation model says so; optionally z-normalized per annotator first (an adjudicated
+    score is then standardized by the mean and spread of all the scores). Empty for A/B and
+    multiple-choice projects: their labels are choices
+    (`annotation.services.exports.item_labels`)."""
+    if project.kind != TaskKind.LIKERT:
+        return {}
     triples = [
         (row.worker_id, row.item_id, row.score)
         for row in judgment_rows(project=project, stage=stage)
         if row.score is not None
     ]
+    standardize = None
+    if znormalize:
+        scores = np.array([score for _, _, score in triples], dtype=float)
+        standardize = (float(scores.mean()), float(scores.std())) if len(scores) else (0.0, 0.0)
     if project.aggregation_model == "median":
         if znormalize:
             triples = znormalize_by_annotator(triples)
-        return {item: aggregate.label for item, aggregate in
+        gold = {item: aggregate.label for item, aggregate in
                 aggregate_items(triples, model="median", kind="likert").items()}
-    return mean_by_item(triples, znormalize=znormalize)
+    else:
+        gold = mean_by_item(triples, znormalize=znormalize)
+    return with_adjudications(gold, project=project, standardize=standardize)
 
 
 def agreement_stage_for(stage: Stage) -> Stage | None:

@@ -3,8 +3,9 @@
 The queue ranks items with at least two judgments that count (the counting rule of every
 report) by disagreement: for Likert items the spread of the scores (population standard
 deviation), for A/B and multiple-choice items the entropy of the answers (bits). A recorded
-adjudication becomes the item's label for exports and aggregates (`adjudicated_labels`); it is
-append-only, so a second decision on the same item replaces the first and both stay.
+adjudication becomes the item's label at every door that reads one (the rule:
+`annotation.judgment_selectors.with_adjudications`); it is append-only, so a second decision
+on the same item replaces the first and both stay.
 """
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from statistics import pstdev
 
 from annotation.domain.answers import CONTROL_CHARACTER
 from annotation.domain.numbers import ascii_whole_number
+from annotation.judgment_selectors import latest_adjudications
 from annotation.models import Adjudication, Item, Project, TaskKind
 from annotation.selectors import judgments_that_count
 from core.vocabulary import AB_CHOICES, MC_ROLES
@@ -48,14 +50,6 @@ def _disagreement(kind: str, answers: list[str]) -> float:
     counts = Counter(answers)
     total = len(answers)
     return -sum(n / total * math.log2(n / total) for n in counts.values()) + 0.0
-
-
-def latest_adjudications(*, project: Project) -> dict[int, Adjudication]:
-    """item id → the item's latest adjudication."""
-    latest: dict[int, Adjudication] = {}
-    for adjudication in Adjudication.objects.filter(item__project=project).order_by("id"):
-        latest[adjudication.item_id] = adjudication
-    return latest
 
 
 def adjudication_queue(*, project: Project, limit: int = 50,

@@ -10,6 +10,7 @@ import json
 import sys
 from collections import Counter, defaultdict
 from collections.abc import Iterator
+from dataclasses import dataclass
 from statistics import fmean, pstdev
 from typing import IO, Any
 
@@ -26,6 +27,7 @@ from annotation.domain.aggregation import (
 )
 from annotation.domain.answers import VALIDITY_CHOICES
 from annotation.domain.csv_safe import SafeDictWriter
+from annotation.judgment_selectors import with_adjudications
 from annotation.models import (
     NON_DATA_STAGE_KINDS,
     ExperimentMode,
@@ -195,10 +197,11 @@ def _marked_roles(judgment: dict, *, validity_mode: bool) -> list[str]:
 
 def _model_aggregates(*, project: Project, stage: Stage | None, include_rejected: bool,
                       include_qualification: bool, model: str,
-                      validity_mode: bool) -> dict[int, AggregateLabel]:
-    """item id → the aggregation model's label for every judged item. Read in one pass before
-    the rows: Dawid–Skene, MACE and GLAD weigh each worker by their record over the whole
-    project, so they see every judgment that counts (the same ones as the rows) at once."""
+                      validity_mode: bool) -> tuple[dict[int, AggregateLabel], set[int]]:
+    """(item id → the aggregation model's label for every judged item, the judged items).
+    Read in one pass before the rows: Dawid–Skene, MACE and GLAD weigh each worker by their
+    record over the whole project, so they see every judgment that counts (the same ones as
+    the rows) at once."""
     queryset = judgments_that_count(
         Judgment.objects.filter(item__project=project), project=project,
         data_stages_only=not include_qualification, include_rejected=include_rejected)
@@ -210,7 +213,40 @@ def _model_aggregates(*, project: Project, stage: Stage | None, include_rejected
                                               "choices", "extra").iterator(chunk_size=CHUNK_SIZE):
         value = row["score"] if kind == LIKERT_LABELS else _label(row, validity_mode=validity_mode)
         triples.append((row["worker_id"], row["item_id"], value))
-    return aggregate_items(triples, model=model, kind=kind)
+    return aggregate_items(triples, model=model, kind=kind), {item for _, item, _ in triples}
+
+
+@dataclass(frozen=True)
+class ItemLabel:
+    """An item's human label (`label`: the adjudicated one when recorded, else the model's),
+    the aggregation model's verdict (`aggregate`, None when it gave none) and the adjudication
+    (`adjudicated`: its label, None when there is none)."""
+
+    label: Any
+    aggregate: AggregateLabel | None
+    adjudicated: Any = None
+
+
+def item_labels(*, project: Project, stage: Stage | None = None,
+                aggregation: str | None = None, include_rejected: bool = False,
+                include_qualification: bool = False) -> dict[int, ItemLabel]:
+    """item id → its human label, for every judged or adjudicated item: the project's
+    aggregation model (`aggregation` overrides it for one call; ValueError when it does not fit
+    the project's kind) over the judgments that count, replaced by a researcher's adjudication
+    where one was recorded (`with_adjudications`). The one owner of an item's label: the export,
+    the judges page's alignment and anything else that needs one label per item read it."""
+    validity_mode = (project.kind == TaskKind.MC
+                     and project.experiment_mode == ExperimentMode.VALIDITY)
+    model = (resolve_aggregation(project.kind, aggregation) if aggregation
+             else project.aggregation_model)
+    aggregates, judged = _model_aggregates(
+        project=project, stage=stage, include_rejected=include_rejected,
+        include_qualification=include_qualification, model=model, validity_mode=validity_mode)
+    decided = with_adjudications({}, project=project)
+    return {item: ItemLabel(label=decided[item] if item in decided else
+                            (aggregates[item].label if item in aggregates else None),
+                            aggregate=aggregates.get(item), adjudicated=decided.get(item))
+            for item in judged | decided.keys()}
 
 
 def aggregate_rows(*, project: Project, stage: Stage | None = None,
@@ -231,10 +267,9 @@ def aggregate_rows(*, project: Project, stage: Stage | None = None,
     model = (resolve_aggregation(project.kind, aggregation) if aggregation
              else project.aggregation_model)
     decided = adjudicated_labels(project=project)
-    aggregates = _model_aggregates(project=project, stage=stage,
-                                   include_rejected=include_rejected,
-                                   include_qualification=include_qualification, model=model,
-                                   validity_mode=validity_mode)
+    human = item_labels(project=project, stage=stage, aggregation=model,
+                        include_rejected=include_rejected,
+                        include_qualification=include_qualification)
     counted = counted_label(include_qualification=include_qualification,
                             include_rejected=include_rejected)
     for item, item_judgments in _items_with_judgments(
@@ -263,17 +298,19 @@ def aggregate_rows(*, project: Project, stage: Stage | None = None,
                 validity = Counter(_validity(j) for j in item_judgments)
                 row["validity_counts"] = {v: validity.get(v, 0)
                                           for v in VALIDITY_CHOICES}
-        # The item's label: a researcher's adjudication when there is one (it always wins), else
-        # the aggregation model's label (by default the majority for A/B and multiple choice,
-        # the mean score for Likert).
-        aggregate = aggregates.get(item["id"])
+        # The item's label (`item_labels`, the label every door reads): a researcher's
+        # adjudication when there is one (it always wins), else the aggregation model's label
+        # (by default the majority for A/B and multiple choice, the mean score for Likert).
+        entry = human.get(item["id"])
+        aggregate = entry.aggregate if entry else None
         model_label = aggregate.label if aggregate else None
         if isinstance(model_label, float):
             model_label = round(model_label, 6)
         adjudication = decided.get(item["id"])
         row["adjudicated"] = adjudication["label"] if adjudication else None
         row["adjudication_note"] = adjudication["note"] if adjudication else None
-        row["label"] = row["adjudicated"] if adjudication else model_label
+        label = entry.label if entry else None
+        row["label"] = round(label, 6) if isinstance(label, float) else label
         row["aggregation"] = model
         row["aggregate_label"] = model_label
         row["confidence"] = round(aggregate.confidence, 6) if aggregate else None

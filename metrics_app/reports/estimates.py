@@ -15,7 +15,7 @@ import numpy as np
 from django.db.models import Max, Q
 
 from annotation.domain.aggregation import aggregate_items
-from annotation.judgment_selectors import JudgmentFrame, watermark
+from annotation.judgment_selectors import JudgmentFrame, watermark, with_adjudications
 from annotation.models import Project, RoutingDraw, TaskKind
 from core.vocabulary import PROBABILITY_METRIC_NAME, ModelKind
 
@@ -46,24 +46,28 @@ def metric_watermark(project: Project) -> int:
                      .filter(Q(metric__in=[PROBABILITY_METRIC, SCORE_METRIC]) | ~Q(side="")))
 
 
-def _human_scores(frame: JudgmentFrame, *, median: bool) -> dict[int, float]:
-    """Item id → its human score: the mean of its judgments that count, or the median when the
-    project's aggregation model says so."""
+def _human_scores(frame: JudgmentFrame, *, project: Project) -> dict[int, float]:
+    """Item id → its human score: a researcher's adjudicated score where one was recorded
+    (`with_adjudications`, as the export's label and the metric report read it), else the
+    mean of its judgments that count, or the median when the project's aggregation model says
+    so."""
     mask = frame.data_mask() & ~np.isnan(frame.score)
     if not mask.any():
         return {}
     positions = frame.item_pos[mask]
-    if median:
+    if project.aggregation_model == "median":
         item_ids = frame.item_table_ids[positions]
         triples = zip(frame.worker_id[mask].tolist(), item_ids.tolist(),
                       frame.score[mask].tolist(), strict=True)
-        return {int(item): float(aggregate.label) for item, aggregate in
-                aggregate_items(triples, model="median", kind="likert").items()}
-    total = np.bincount(positions, weights=frame.score[mask],
-                        minlength=len(frame.item_table_ids))
-    count = np.bincount(positions, minlength=len(frame.item_table_ids))
-    judged = np.flatnonzero(count)
-    return {int(frame.item_table_ids[i]): float(total[i] / count[i]) for i in judged}
+        scores = {int(item): float(aggregate.label) for item, aggregate in
+                  aggregate_items(triples, model="median", kind="likert").items()}
+    else:
+        total = np.bincount(positions, weights=frame.score[mask],
+                            minlength=len(frame.item_table_ids))
+        count = np.bincount(positions, minlength=len(frame.item_table_ids))
+        judged = np.flatnonzero(count)
+        scores = {int(frame.item_table_ids[i]): float(total[i] / count[i]) for i in judged}
+    return with_adjudications(scores, project=project)
 
 
 def clip_share(quantity: dict) -> dict:
@@ -193,7 +197,7 @@ def estimates_report(frame: JudgmentFrame, *, project: Project, judge: str | Non
     by_system: dict[str, list[int]] = {}
     for item_id, source in items:
         by_system.setdefault(source or "(none)", []).append(item_id)
-    human = _human_scores(frame, median=project.aggregation_model == "median")
+    human = _human_scores(frame, project=project)
     routed = _routing_probabilities(project, human)
     chosen = "argument"
     if not judge and project.estimates_judge:

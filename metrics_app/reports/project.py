@@ -14,7 +14,7 @@ from django.db.models import Count, Max, TextField
 from django.db.models.functions import Cast
 
 from annotation.judgment_selectors import fetch_plain_rows, load_judgments, watermark
-from annotation.models import Item, Judgment, Project, Stage, TaskKind, Worker
+from annotation.models import Adjudication, Item, Judgment, Project, Stage, TaskKind, Worker
 from annotation.selectors import blocked_worker_ids_for, counting_fingerprint
 from annotation.services.redundancy import adaptive_redundancy_summary
 
@@ -105,11 +105,11 @@ ITEM_FINGERPRINT_FIELDS = ("dataset", "source", "split", "domain", "text_level",
 def item_fingerprint(*, project: Project) -> str:
     """Hash of the project's items as the reports see them, and of every other input that
     changes the numbers without a new judgment (the counting rule, the project's and its
-    stages' settings, LERC scores, judge verdicts). Items carry no `updated_at`, so
-    the cache compares this hash; JSON columns are read as text (no decoding), which keeps it
-    to one light query even for 40,000 items. It also covers what decides which judgments count
-    (`counting_fingerprint`): rejecting work or blocking a worker adds no judgment but changes
-    every number."""
+    stages' settings, LERC scores, judge verdicts, adjudications). Items carry no
+    `updated_at`, so the cache compares this hash; JSON columns are read as text (no decoding),
+    which keeps it to one light query even for 40,000 items. It also covers what decides
+    which judgments count (`counting_fingerprint`): rejecting work or blocking a worker adds
+    no judgment but changes every number."""
     queryset = (Item.objects.filter(project=project).order_by("id")
                 .annotate(_gold=Cast("gold", TextField()), _meta=Cast("metadata", TextField()))
                 .values_list("id", *ITEM_FINGERPRINT_FIELDS, "_gold", "_meta"))
@@ -142,6 +142,11 @@ def item_fingerprint(*, project: Project) -> str:
     digest.update(f"verdicts:{judge_watermark(project)}".encode())
     # The project's choice of estimates judge decides which predictions the estimates use.
     digest.update(f"estimates_judge:{project.estimates_judge}".encode())
+    # A researcher's adjudication replaces an item's human label at every door
+    # (`with_adjudications`) and adds no judgment; adjudications are append-only, so the
+    # newest id marks every change.
+    digest.update(f"adjudications:{watermark(Adjudication.objects.filter(item__project=project))}"
+                  .encode())
     return digest.hexdigest()
 
 

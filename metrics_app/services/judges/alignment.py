@@ -2,8 +2,9 @@
 labels of a project, side by side, with intervals, the human ceiling, disagreements, bias
 cards, paired tests between judges, history across versions and prediction-powered estimates
 with each judge. The statistics are metrics_app/domain/judge_alignment.py; this module gathers
-the numbers. Likert projects: "correct" = the human majority (a judgment of 3 or more counts
-as correct; a tie goes by the mean score). A/B projects: the side most humans preferred."""
+the numbers. The human label is the one every door reads: Likert projects: "correct" = the
+item's human score (adjudicated, else the project's mean or median) of 3 or more; A/B
+projects: the adjudicated side, else the project's aggregation model's."""
 from __future__ import annotations
 
 import math
@@ -13,6 +14,7 @@ import numpy as np
 
 from annotation.judgment_selectors import item_gold_scores, load_judgments
 from annotation.models import Project, TaskKind
+from annotation.services.exports import item_labels
 from core.vocabulary import AB_CHOICES
 
 from ...domain import estimates as est
@@ -43,15 +45,20 @@ ESTIMATE_LABELS = 200
 
 def human_labels(project: Project) -> dict[int, dict]:
     """item id -> {labels: [1/0 per judgment], label, mean, n, spread, agreement}. The label of
-    a Likert item is its human score (`item_gold_scores`: the mean, or the median when the
-    project's aggregation says so) at or above CORRECT_AT, as the export's label, the
-    estimates and the metric report's decision table read it; of an A/B item the majority of
-    its A/B votes (no label on a tie)."""
+    a Likert item is its human score (`item_gold_scores`: a researcher's adjudicated score,
+    else the mean, or the median when the project's aggregation says so) at or above
+    CORRECT_AT, as the export's label, the estimates and the metric report's decision table
+    read it; of an A/B item the export's label (`item_labels`: the adjudicated side, else the
+    project's aggregation model: majority, Dawid–Skene, MACE or GLAD; an item without one, a
+    majority tie, is left out). `labels`, `mean` and `spread` describe the votes, `agreement`
+    the share of them on the label's side."""
     frame = load_judgments(project=project)
-    gold = item_gold_scores(project=project) if project.kind != TaskKind.AB else {}
+    ab = project.kind == TaskKind.AB
+    gold = item_gold_scores(project=project) if not ab else {}
+    sides = ({item: entry.label for item, entry in item_labels(project=project).items()}
+             if ab else {})
     mask = frame.data_mask()
     per_item: dict[int, list] = {}
-    ab = project.kind == TaskKind.AB
     for item_id, score, choice in zip(frame.item_id[mask].tolist(), frame.score[mask].tolist(),
                                       frame.choice[mask].tolist(), strict=True):
         if ab:
@@ -65,13 +72,17 @@ def human_labels(project: Project) -> dict[int, dict]:
         share = sum(binary) / len(binary)
         if not ab:
             label = int(gold[item_id] >= CORRECT_AT)
-        elif share == 0.5:
-            continue  # an A/B tie has no majority
+        elif sides.get(item_id) in AB_CHOICES:
+            label = int(sides[item_id] == "A")
         else:
-            label = int(share > 0.5)
+            continue  # no label: a majority tie
         out[item_id] = {"labels": [int(b) for b in binary], "label": label,
                         "mean": float(np.mean(values)), "n": len(values),
-                        "spread": float(np.std(values)), "agreement": max(share, 1 - share)}
+                        # The share of the item's judgments on its label's side: an item
+                        # adjudicated against unanimous judges (or a model's label against the
+                        # majority) has little, not full, agreement.
+                        "spread": float(np.std(values)),
+                        "agreement": share if label else 1 - share}
     return out
 
 
