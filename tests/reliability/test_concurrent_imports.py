@@ -6,7 +6,6 @@ row twice."""
 from __future__ import annotations
 
 import json
-import os
 import threading
 import traceback
 
@@ -17,7 +16,7 @@ from annotation.models import Item, Judgment, Project, Worker
 from annotation.services.import_files import ImportRefused, import_file
 from core.db_busy import BUSY_MESSAGE
 from tests.support.imports import LIKERT_ROW, write_jsonl
-from tests.support.paths import IN_CI
+from tests.support.paths import require_shared_database
 
 pytestmark = [pytest.mark.reliability, pytest.mark.django_db(transaction=True)]
 
@@ -26,10 +25,7 @@ N_ITEMS = 4000  # enough rows that the two transactions overlap
 
 @pytest.fixture(autouse=True)
 def _shared_database():
-    if connection.vendor == "sqlite" and not os.environ.get("QAJ_TEST_DB_NAME"):
-        if IN_CI:
-            pytest.fail("CI runs SQLite with a file database (QAJ_TEST_DB_NAME)")
-        pytest.skip("needs a file-based SQLite test database (QAJ_TEST_DB_NAME) or PostgreSQL")
+    require_shared_database()
 
 
 def _file(tmp_path):

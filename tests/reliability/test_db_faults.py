@@ -22,7 +22,7 @@ from annotation.models import Judgment, TaskKind
 from annotation.services.access import assignment_token_make
 from annotation.services.assignments import assignment_start
 from testing.factories import make_worker
-from tests.support.paths import IN_CI
+from tests.support.paths import require_shared_database
 from tests.support.tasks import make_task
 
 pytestmark = [pytest.mark.reliability, pytest.mark.integration,
@@ -44,10 +44,7 @@ RESTART_EVERY_SECONDS = 0.05
 
 @pytest.fixture(autouse=True)
 def _shared_database():
-    if connection.vendor == "sqlite" and not os.environ.get("QAJ_TEST_DB_NAME"):
-        if IN_CI:
-            pytest.fail("CI runs SQLite with a file database (QAJ_TEST_DB_NAME)")
-        pytest.skip("needs a file-based SQLite test database (QAJ_TEST_DB_NAME) or PostgreSQL")
+    require_shared_database()
 
 
 def _terminate_backends(stop: threading.Event, ready: threading.Event,

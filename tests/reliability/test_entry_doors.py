@@ -128,18 +128,15 @@ def test_the_database_refuses_a_second_live_prolific_assignment_for_one_particip
 def test_racing_sessions_of_one_participant_create_one_assignment():
     """Six sessions of one PROLIFIC_PID starting at the same moment (threads, each with its
     own connection): one assignment, which every session gets back."""
-    import os
     import threading
     from concurrent.futures import ThreadPoolExecutor
 
-    from django.db import connection, connections
+    from django.db import connections
 
     from annotation.services.assignments import assignment_start
-    from tests.support.paths import IN_CI
+    from tests.support.paths import require_shared_database
 
-    if connection.vendor == "sqlite" and not os.environ.get("QAJ_TEST_DB_NAME"):
-        (pytest.fail if IN_CI else pytest.skip)(
-            "needs a file-based SQLite test database (QAJ_TEST_DB_NAME) or PostgreSQL")
+    require_shared_database()
     _project, stage, _items = _prolific_stage()
     worker = make_worker(provider=Provider.PROLIFIC, external_id="RACER")
     barrier = threading.Barrier(6)

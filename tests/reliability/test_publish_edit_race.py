@@ -4,12 +4,11 @@ and the HITs those checks approved (`annotation.services.stages.stage_row_lock`,
 `_publish_draft` and `stage_update`). Two publishes at once build the HITs once."""
 from __future__ import annotations
 
-import os
 import threading
 import time
 
 import pytest
-from django.db import connection, connections
+from django.db import connections
 
 from annotation.models import Hit, Provider, Stage, StageKind, StageStatus, TaskKind
 from annotation.services import stages as stage_services
@@ -20,17 +19,14 @@ from annotation.services.stages import (
     stage_update,
 )
 from testing.factories import make_item, make_project, make_stage, make_user
-from tests.support.paths import IN_CI
+from tests.support.paths import require_shared_database
 
 pytestmark = [pytest.mark.reliability, pytest.mark.django_db(transaction=True)]
 
 
 @pytest.fixture(autouse=True)
 def _shared_database():
-    if connection.vendor == "sqlite" and not os.environ.get("QAJ_TEST_DB_NAME"):
-        if IN_CI:
-            pytest.fail("CI runs SQLite with a file database (QAJ_TEST_DB_NAME)")
-        pytest.skip("needs a file-based SQLite test database (QAJ_TEST_DB_NAME) or PostgreSQL")
+    require_shared_database()
 
 
 @pytest.fixture

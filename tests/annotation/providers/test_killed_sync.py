@@ -23,7 +23,7 @@ from annotation.services.review import stage_sync_and_review
 from annotation.services.stages import stage_publish
 from testing.factories import make_stage
 from testing.workers_sim import gold_score, mturk_worker_submits
-from tests.support.paths import IN_CI, REPO_ROOT
+from tests.support.paths import REPO_ROOT, require_shared_database
 
 pytestmark = [pytest.mark.mturk, pytest.mark.reliability, pytest.mark.integration,
               pytest.mark.django_db(transaction=True)]
@@ -80,9 +80,7 @@ def _kill_when_stalled(server, operation: str, stage_id: int) -> None:
 
 @pytest.fixture(autouse=True)
 def _shared_database():
-    if connection.vendor == "sqlite" and not os.environ.get("QAJ_TEST_DB_NAME"):
-        (pytest.fail if IN_CI else pytest.skip)(
-            "needs a file-based SQLite test database (QAJ_TEST_DB_NAME) or PostgreSQL")
+    require_shared_database()
 
 
 def test_sync_killed_during_approval_and_bonus_repeats_nothing(mturk_server, likert_study,

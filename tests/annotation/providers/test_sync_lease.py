@@ -3,13 +3,12 @@ redelivered message, the admin's "Sync now"): two at once paid a STARC per-corre
 through Prolific (each set up its own bonus). The lease is `StageSync` (core.leases)."""
 from __future__ import annotations
 
-import os
 import threading
 from datetime import timedelta
 from decimal import Decimal
 
 import pytest
-from django.db import connection, connections
+from django.db import connections
 from django.utils import timezone
 
 from annotation.models import AssignmentStatus, StageSync, TaskKind
@@ -17,16 +16,14 @@ from annotation.providers import CrowdProvider, override_provider
 from annotation.services.review import SyncAlreadyRunning, stage_sync_and_review
 from core.leases import owner_id
 from testing.factories import make_assignment, make_item, make_judgment, make_project, make_stage
-from tests.support.paths import IN_CI
+from tests.support.paths import require_shared_database
 
 pytestmark = [pytest.mark.reliability, pytest.mark.django_db(transaction=True)]
 
 
 @pytest.fixture(autouse=True)
 def _shared_database():
-    if connection.vendor == "sqlite" and not os.environ.get("QAJ_TEST_DB_NAME"):
-        (pytest.fail if IN_CI else pytest.skip)(
-            "needs a file-based SQLite test database (QAJ_TEST_DB_NAME) or PostgreSQL")
+    require_shared_database()
 
 
 class SlowBonusProvider(CrowdProvider):

@@ -4,7 +4,6 @@ judgments. Meaningful on PostgreSQL (row locks with SKIP LOCKED); on SQLite the 
 serialises writers and the tests check that it stays correct."""
 from __future__ import annotations
 
-import os
 import threading
 import time
 from collections import Counter
@@ -19,7 +18,7 @@ from annotation.models import AssignmentItem, Judgment, TaskKind
 from annotation.services.access import assignment_token_make
 from annotation.services.assignments import NoItemsAvailable, assignment_start
 from testing.factories import make_worker
-from tests.support.paths import IN_CI
+from tests.support.paths import require_shared_database
 from tests.support.tasks import make_task
 
 pytestmark = [pytest.mark.reliability, pytest.mark.django_db(transaction=True)]
@@ -30,9 +29,7 @@ N_WORKERS = 8
 @pytest.fixture(autouse=True)
 def _shared_database():
     # Threads and the live server need one database they all see; in-memory SQLite is private.
-    if connection.vendor == "sqlite" and not os.environ.get("QAJ_TEST_DB_NAME"):
-        (pytest.fail if IN_CI else pytest.skip)(
-            "needs a file-based SQLite test database (QAJ_TEST_DB_NAME) or PostgreSQL")
+    require_shared_database()
 
 
 def _race(fn, n: int) -> list:
