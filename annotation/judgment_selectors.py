@@ -319,24 +319,38 @@ def judgment_rows(
     return [JudgmentRow(*values) for values in queryset.order_by("id").values_list(*fields)]
 
 
-def latest_adjudications(*, project: Project) -> dict[int, Adjudication]:
-    """item id → the item's latest adjudication (a later decision replaces an earlier one)."""
+def latest_adjudications(*, project: Project, up_to: int | None = None
+                         ) -> dict[int, Adjudication]:
+    """item id → the item's latest adjudication (a later decision replaces an earlier one);
+    `up_to`: only adjudications with id ≤ it (they are append-only, so an id pins the set, as
+    a watermark pins judgments: `adjudication_watermark`)."""
+    rows = Adjudication.objects.filter(item__project=project)
+    if up_to is not None:
+        rows = rows.filter(id__lte=up_to)
     latest: dict[int, Adjudication] = {}
-    for adjudication in Adjudication.objects.filter(item__project=project).order_by("id"):
+    for adjudication in rows.order_by("id"):
         latest[adjudication.item_id] = adjudication
     return latest
 
 
+def adjudication_watermark(project: Project) -> int:
+    """The newest adjudication's id in the project (0 when there is none)."""
+    return Adjudication.objects.filter(item__project=project).aggregate(
+        top=Max("id"))["top"] or 0
+
+
 def with_adjudications(labels: dict, *, project: Project,
-                       standardize: tuple[float, float] | None = None) -> dict:
+                       standardize: tuple[float, float] | None = None,
+                       up_to: int | None = None) -> dict:
     """`labels` (item id → the crowd's label: a Likert score, an A/B or STARC choice) with a
     researcher's latest adjudication in place of the crowd's wherever one was recorded, also
     on an item whose judgments no longer count: the one rule that an adjudicated label wins,
     for every door that reads an item's human label (the export, the metric report, the
     estimates, the judges page). Each door keeps its own choice of items (practice and
     excluded items stay out of the reports). `standardize` (mean, std): a Likert score is put
-    on z-normalized gold's scale as (score - mean) / std."""
-    decided = latest_adjudications(project=project)
+    on z-normalized gold's scale as (score - mean) / std. `up_to`: the adjudications a pinned
+    data set read (`latest_adjudications`)."""
+    decided = latest_adjudications(project=project, up_to=up_to)
     if not decided:
         return labels
     out = dict(labels)

@@ -14,7 +14,12 @@ from annotation.domain.aggregation import (
     mean_by_item,
     znormalize_by_annotator,
 )
-from annotation.judgment_selectors import judgment_rows, watermark
+from annotation.judgment_selectors import (
+    adjudication_watermark,
+    judgment_rows,
+    latest_adjudications,
+    watermark,
+)
 from annotation.models import NON_DATA_STAGE_KINDS, Item, Judgment, Project, TaskKind
 from core.vocabulary import AB_CHOICES
 from metrics_app.domain.text_match import is_exact_match
@@ -70,6 +75,7 @@ def lerc_dataset_build(
     projects: list[Project],
     kind: str = ModelKind.REGRESSION,
     watermarks: dict[str, int] | None = None,
+    adjudication_watermarks: dict[str, int] | None = None,
     holdout_dataset: str = "",
     split_mode: str = "auto",
     znormalize: bool = False,
@@ -87,7 +93,11 @@ def lerc_dataset_build(
     the mean (median) of the annotators' z-scores is mapped back onto the 1–5 scale with the
     project's pooled mean and standard deviation of the raw scores, z · std + mean, so `lerc`
     still scores on 1–5 and "≥ 3 means correct" keeps its meaning);
-    A/B gold = share of judgments preferring A. Candidates that exactly match a reference are
+    A/B gold = share of judgments preferring A. A researcher's adjudication of an item wins
+    over the crowd's gold, as at every door that reads an item's label
+    (`annotation.judgment_selectors.with_adjudications`): its score, or for A/B 1 (A) or 0
+    (B); `adjudication_watermarks` pins which adjudications are read (a version pinned before
+    they were recorded reads none). Candidates that exactly match a reference are
     dropped (unless `drop_exact_match=False`, to evaluate against EM on whole splits).
     Splits: the item's split field ("item"), or passage/question groups hashed into
     train/val/test ("group") so no passage lands in two splits; "auto" uses the split field when
@@ -100,7 +110,9 @@ def lerc_dataset_build(
     """
     if split_mode not in SPLIT_MODES:
         raise LercError(f"split mode must be one of {', '.join(SPLIT_MODES)}")
-    watermarks = dict(watermarks or {})
+    pinned = dict(watermarks or {})
+    watermarks = dict(pinned)
+    adjudication_watermarks = dict(adjudication_watermarks or {})
     dataset = LercDataset(kind=kind)
     seen_ids: list[int] = []
     per_project: dict[str, dict] = {}
@@ -132,6 +144,13 @@ def lerc_dataset_build(
         gold = _gold_by_item(rows, kind=kind, znormalize=znormalize,
                              summary=per_project[project.slug],
                              aggregation=_target_aggregation(project))
+        up_to = adjudication_watermarks.get(str(project.id))
+        if up_to is None:
+            # A data set pinned before adjudications were pinned too read none of them.
+            up_to = 0 if str(project.id) in pinned else adjudication_watermark(project)
+            adjudication_watermarks[str(project.id)] = up_to
+        gold = _adjudicated(gold, kind=kind, project=project, up_to=up_to,
+                            summary=per_project[project.slug])
         has_splits = {i.split.lower() for i in used_items.values()}
         use_item_split = split_mode == "item" or (
             split_mode == "auto" and "train" in has_splits and has_splits & VAL_SPLITS
@@ -149,6 +168,7 @@ def lerc_dataset_build(
                 drop_exact_match=drop_exact_match, first_holder=first_holder, **split_args))
     dataset.snapshot = {
         **_judgments_pinned(seen_ids, watermarks),
+        "adjudication_watermarks": adjudication_watermarks,
         "projects": per_project,
         "examples": {"train": len(dataset.train), "val": len(dataset.val),
                      "test": len(dataset.test)},
@@ -275,6 +295,29 @@ def _gold_by_item(rows: list, *, kind: str, znormalize: bool, summary: dict,
     return gold
 
 
+def _adjudicated(gold: dict[int, float], *, kind: str, project: Project, up_to: int,
+                 summary: dict) -> dict[int, float]:
+    """`gold` with the researcher's latest adjudication (id ≤ `up_to`) in place of the crowd's
+    on the items it holds: a Likert score as it is (gold is on the 1–5 scale, z-normalized gold
+    mapped back onto it), an A/B choice as the certain target 1 (A) or 0 (B)."""
+    decided = latest_adjudications(project=project, up_to=up_to) if up_to else {}
+    out, n = dict(gold), 0
+    for item_id, adjudication in decided.items():
+        if item_id not in out:
+            continue  # the data set's own choice of items: no usable judgment, no example
+        if kind == ModelKind.PAIRWISE:
+            if adjudication.choice not in AB_CHOICES:
+                continue
+            out[item_id] = 1.0 if adjudication.choice == "A" else 0.0
+        elif adjudication.score is not None:
+            out[item_id] = float(adjudication.score)
+        else:
+            continue
+        n += 1
+    summary["adjudicated"] = n
+    return out
+
+
 def _split_group(item: Item, project: Project, first_holder: dict[str, int]) -> str:
     """The group an item is split by: its passage/question group in the first project (of
     the data set being built) that holds that group. Within one project this is the
@@ -357,6 +400,7 @@ def version_dataset_build(model_version: ModelVersion) -> LercDataset:
         projects=list(model_version.projects.order_by("id")),
         kind=model_version.kind,
         watermarks=model_version.data_snapshot.get("watermarks"),
+        adjudication_watermarks=model_version.data_snapshot.get("adjudication_watermarks"),
         holdout_dataset=data.holdout_dataset,
         split_mode=data.split_mode,
         znormalize=data.znormalize,
@@ -367,3 +411,8 @@ def version_dataset_build(model_version: ModelVersion) -> LercDataset:
 def project_watermarks(projects: list[Project]) -> dict[str, int]:
     """The judgments a new version pins, per project id: the newest data judgment's id."""
     return {str(p.id): _data_watermark(p) for p in projects}
+
+
+def project_adjudication_watermarks(projects: list[Project]) -> dict[str, int]:
+    """The adjudications a new version pins, per project id: the newest one's id."""
+    return {str(p.id): adjudication_watermark(p) for p in projects}

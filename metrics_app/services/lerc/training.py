@@ -42,7 +42,13 @@ from .common import (
     version_project_set,
     versions_locked,
 )
-from .datasets import LercDataset, mc_pretraining_build, project_watermarks, version_dataset_build
+from .datasets import (
+    LercDataset,
+    mc_pretraining_build,
+    project_adjudication_watermarks,
+    project_watermarks,
+    version_dataset_build,
+)
 from .evaluation import (
     lerc_minimal_pair_accuracy,
     scorer_for_path,
@@ -108,7 +114,8 @@ def model_version_create(
     if pretrain_projects and any(p.kind != TaskKind.MC for p in pretrain_projects):
         raise LercError("pre-training uses multiple-choice (mc) projects")
     name = NAME_BY_KIND[kind]
-    snapshot = {"watermarks": project_watermarks(projects)}
+    snapshot = {"watermarks": project_watermarks(projects),
+                "adjudication_watermarks": project_adjudication_watermarks(projects)}
     for _attempt in range(5):
         number = next_version_number(name)
         try:

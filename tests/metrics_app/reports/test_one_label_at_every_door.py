@@ -17,10 +17,11 @@ from annotation.judgment_selectors import item_gold_scores
 from annotation.models import Judgment, TaskKind
 from annotation.services.adjudication import adjudication_record
 from annotation.services.exports import export_write
-from metrics_app.models import MetricScore
+from metrics_app.models import MetricScore, ModelKind
 from metrics_app.reports.project import cached_project_report, project_report, report_refresh
 from metrics_app.services.judges.alignment import human_labels, judge_alignment_report_refresh
 from metrics_app.services.judges.imports import verdicts_import
+from metrics_app.services.lerc import lerc_dataset_build
 from metrics_app.services.meta_evaluation_report import (
     metric_evaluation_build,
     metric_report_refresh,
@@ -203,3 +204,56 @@ def test_a_disagreement_against_an_adjudication_is_not_shown_as_unanimous_humans
     assert by_item["i3"]["human_label"] == "incorrect" and by_item["i3"]["human_agreement"] == 0
     assert by_item["i2"]["human_agreement"] == 1  # unanimous 1s and 2s, the judge said correct
     assert [row["item"] for row in rows].index("i2") < [row["item"] for row in rows].index("i3")
+
+
+def _lerc_targets(project, **pins) -> dict[str, float]:
+    dataset = lerc_dataset_build(projects=[project], split_mode="group", **pins)
+    return {example.id: example.score
+            for example in (*dataset.train, *dataset.val, *dataset.test)}
+
+
+def test_an_adjudication_is_the_learned_metrics_target_from_the_version_that_pins_it(likert):
+    """The LERC data set reads an item's label by the same rule (its adjudication wins), and a
+    version reads the adjudications it pinned: one created before the decision trains on the
+    crowd's gold, one created after on the decision (before: the crowd's mean always)."""
+    rug = likert.items.get(external_id="i3")  # three judges, all 5
+    before = lerc_dataset_build(projects=[likert], split_mode="group")
+    assert _lerc_targets(likert)[str(rug.pk)] == 5.0
+    _decide(likert, "i3", 1)
+    after = lerc_dataset_build(projects=[likert], split_mode="group")
+    assert _lerc_targets(likert)[str(rug.pk)] == 1.0
+    assert after.snapshot["projects"][likert.slug]["adjudicated"] == 1
+    # Pinned: the earlier data set's watermarks read no adjudication; the later one's do.
+    assert _lerc_targets(likert, watermarks=before.snapshot["watermarks"],
+                         adjudication_watermarks=before.snapshot[
+                             "adjudication_watermarks"])[str(rug.pk)] == 5.0
+    assert _lerc_targets(likert, watermarks=after.snapshot["watermarks"],
+                         adjudication_watermarks=after.snapshot[
+                             "adjudication_watermarks"])[str(rug.pk)] == 1.0
+    # A version pinned before adjudications were pinned at all reads none of them.
+    assert _lerc_targets(likert, watermarks=after.snapshot["watermarks"])[str(rug.pk)] == 5.0
+
+
+def test_an_adjudicated_ab_pair_is_a_certain_lerc_target():
+    project = make_project(TaskKind.AB, owner=make_user("ab-labels-owner"), slug="ab-labels")
+    stage = make_stage(project)
+    workers = [make_worker() for _ in range(3)]
+    items = []
+    for n in range(6):
+        item = make_item(project, external_id=f"p{n}", content={
+            "question": f"Why {n}?", "evidence": [], "setting": "HM",
+            "answer_a": {"text": f"first answer {n}", "kind": "human", "upvotes": 1},
+            "answer_b": {"text": f"second answer {n}", "kind": "model", "upvotes": None}})
+        for worker in workers:
+            make_judgment(item=item, stage=stage, worker=worker, choice="A",
+                          justification="A reads better and answers the question.")
+        items.append(item)
+    dataset = lerc_dataset_build(projects=[project], kind=ModelKind.PAIRWISE,
+                                 split_mode="group")
+    labels = {e.id: e.label for e in (*dataset.train, *dataset.val, *dataset.test)}
+    assert labels[str(items[0].pk)] == 1.0
+    _decide(project, "p0", "B")
+    dataset = lerc_dataset_build(projects=[project], kind=ModelKind.PAIRWISE,
+                                 split_mode="group")
+    labels = {e.id: e.label for e in (*dataset.train, *dataset.val, *dataset.test)}
+    assert labels[str(items[0].pk)] == 0.0 and labels[str(items[1].pk)] == 1.0
