@@ -503,6 +503,7 @@ class StageWriteSerializer(RefuseUnknownFieldsMixin, serializers.ModelSerializer
 
     def validate(self, attrs):
         from .services.stage_plans import stage_item_filter_errors
+        from .services.stages import stage_identity_errors
 
         project = self.context["project"]
         instance = self.instance
@@ -510,15 +511,11 @@ class StageWriteSerializer(RefuseUnknownFieldsMixin, serializers.ModelSerializer
         if required is not None and required.project_id != project.pk:
             raise serializers.ValidationError({"requires_stage": ["must be a stage of the same "
                                                                   "project"]})
-        others = Stage.objects.filter(project=project).exclude(
-            pk=getattr(instance, "pk", None))
-        if attrs.get("name") and others.filter(name=attrs["name"]).exists():
-            raise serializers.ValidationError(
-                {"name": [f"the project already has a stage named {attrs['name']!r}"]})
-        if attrs.get("kind") == "qualification" and others.filter(
-                kind="qualification").exists():
-            raise serializers.ValidationError(
-                {"kind": ["the project already has a qualification stage"]})
+        clashes = stage_identity_errors(project=project, name=attrs.get("name"),
+                                        kind=attrs.get("kind"),
+                                        stage_pk=getattr(instance, "pk", None))
+        if clashes:
+            raise serializers.ValidationError({name: [why] for name, why in clashes.items()})
         if "items" in attrs:
             if instance is not None and instance.status != "draft":
                 raise serializers.ValidationError({"items": [

@@ -26,7 +26,6 @@ from annotation.models import (
     Project,
     RoutingDraw,
     Stage,
-    StageKind,
     StageStatus,
     StageSync,
     StageTransition,
@@ -55,6 +54,8 @@ from annotation.services.stages import (
     stage_by_hand_errors,
     stage_delete_refusal,
     stage_edit_errors,
+    stage_identity_clashes,
+    stage_identity_errors,
 )
 from annotation.stage_errors import StageError
 from annotation.stage_plan_selectors import stage_release_preview
@@ -129,6 +130,30 @@ class StageInlineFormSet(forms.BaseInlineFormSet):
         refusals = [why for why in refusals if why]
         if refusals:
             raise forms.ValidationError(refusals)
+        self._identities_check()
+
+    def _identities_check(self) -> None:
+        """The stage rule of every door (`stage_identity_clashes`) over the page as saved: the
+        rows kept, beside the project's stages the page does not show, so two new rows of one
+        name (or two qualification stages) are refused as one added at a time would be. The
+        error goes on the rows added or changed (a saved row left as it was is not the one to
+        fix)."""
+        kept = [form for form in self.forms if form not in self.deleted_forms
+                and getattr(form, "cleaned_data", None)
+                and (form.instance.pk or form.has_changed())]
+        shown = {form.instance.pk for form in self.forms if form.instance.pk}
+        rest = list(Stage.objects.filter(project=self.instance).exclude(pk__in=shown)
+                    .values_list("name", "kind")) if self.instance.pk else []
+        rows = [(form.cleaned_data.get("name") or form.instance.name,
+                 form.cleaned_data.get("kind") or form.instance.kind) for form in kept]
+        for index, form in enumerate(kept):
+            if form.instance.pk and not form.has_changed():
+                continue
+            name, kind = rows[index]
+            others = rest + rows[:index] + rows[index + 1:]
+            for field, why in stage_identity_clashes(name=name, kind=kind,
+                                                     others=others).items():
+                form.add_error(field if field in form.fields else None, why)
 
 
 class StageInline(admin.TabularInline):
@@ -452,14 +477,10 @@ class StageAdminForm(StageSettingsFormMixin, forms.ModelForm):
         required = cleaned.get("requires_stage")
         if required is not None and required.project_id != project.pk:
             self.add_error("requires_stage", "must be a stage of the same project")
-        others = Stage.objects.filter(project=project).exclude(pk=self.instance.pk)
-        name = cleaned.get("name")
-        if name and others.filter(name=name).exists():
-            self.add_error("name", f"the project already has a stage named {name!r}")
-        if (cleaned.get("kind") == StageKind.QUALIFICATION
-                and others.filter(kind=StageKind.QUALIFICATION).exists()):
-            self.add_error("kind", "the project already has a qualification stage; workers "
-                                   "qualify once per project (edit that stage instead)")
+        for name, why in stage_identity_errors(
+                project=project, name=cleaned.get("name"),
+                kind=cleaned.get("kind") or self.instance.kind, stage_pk=self.instance.pk).items():
+            self.add_error(name if name in self.fields else None, why)
         if self.instance.pk is None:  # the API's rule for a stage made by hand
             for name, why in stage_by_hand_errors(kind=cleaned.get("kind"),
                                                   provider=cleaned.get("provider")).items():

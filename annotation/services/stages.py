@@ -150,6 +150,32 @@ def stage_by_hand_errors(*, kind: str | None, provider: str | None) -> dict[str,
     return errors
 
 
+def stage_identity_clashes(*, name: str | None, kind: str | None,
+                           others: list[tuple[str, str]]) -> dict[str, str]:
+    """{field: why} for a stage named `name` of `kind` beside the project's `others` (their
+    (name, kind)): a name says which stage it is, so it is unique in the project; a project
+    has one qualification stage (workers qualify once per project, `requires_stage` names it).
+    """
+    errors = {}
+    if name and any(other == name for other, _ in others):
+        errors["name"] = f"the project already has a stage named {name!r}"
+    if kind == StageKind.QUALIFICATION and any(k == StageKind.QUALIFICATION
+                                               for _, k in others):
+        errors["kind"] = ("the project already has a qualification stage; workers qualify once "
+                          "per project (edit that stage instead)")
+    return errors
+
+
+def stage_identity_errors(*, project, name: str | None, kind: str | None,
+                          stage_pk: int | None = None) -> dict[str, str]:
+    """`stage_identity_clashes` against the project's saved stages (but `stage_pk`, the one
+    being edited): the rule of every door that creates or renames a stage (the API, the stage
+    form, the project page's stage rows)."""
+    others = list(Stage.objects.filter(project=project).exclude(pk=stage_pk)
+                  .values_list("name", "kind"))
+    return stage_identity_clashes(name=name, kind=kind, others=others)
+
+
 def stage_create(*, project, items: dict | None = None, **fields) -> Stage:
     """A new stage: always a draft (its status then changes only through publish, close and
     extend); `status` is refused, not ignored. `items`: a filter for `stage_items_select`."""

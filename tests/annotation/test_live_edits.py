@@ -395,3 +395,44 @@ def test_a_live_prolific_stage_saves_unchanged_whatever_the_order_of_its_filters
         page, screener__approval_rate_min="99", setting__devices=[]))
     assert changed.status_code == 200
     assert "prolific_filters" in str(changed.context["adminform"].form.errors)
+
+
+def _new_rows(page, project, rows: list[dict]) -> dict:
+    formset = page.context["inline_admin_formsets"][0].formset
+    n = formset.total_form_count()
+    changes = {"stages-TOTAL_FORMS": str(n + len(rows))}
+    for offset, row in enumerate(rows):
+        k = n + offset
+        changes.update({f"stages-{k}-name": row["name"], f"stages-{k}-kind": row["kind"],
+                        f"stages-{k}-provider": Provider.INHOUSE, f"stages-{k}-order": "9",
+                        f"stages-{k}-judgments_per_item": "",
+                        f"stages-{k}-project": str(project.pk)})
+    return admin_form_as_posted(page, **changes)
+
+
+@pytest.mark.parametrize("rows,message", [
+    ([{"name": "trial", "kind": StageKind.FULL}], "already has a stage named"),
+    ([{"name": "second qual", "kind": StageKind.QUALIFICATION}], "qualification stage"),
+    ([{"name": "full", "kind": StageKind.FULL}, {"name": "full", "kind": StageKind.FULL}],
+     "already has a stage named"),
+])
+def test_the_project_pages_stage_rows_keep_the_stage_rules_of_every_door(admin_client_, study,
+                                                                         rows, message):
+    """A stage's name is unique in its project and a project has one qualification stage: the
+    API and the stage form refused these, the project page's stage rows saved them (also two
+    new rows of one name in a single save)."""
+    project, _qualification, _trial = study
+    url = reverse("admin:annotation_project_change", args=[project.pk])
+    page = admin_client_.get(url)
+    n_before = project.stages.count()
+    response = admin_client_.post(url, _new_rows(page, project, rows))
+    assert response.status_code == 200
+    assert message in response.content.decode()
+    assert project.stages.count() == n_before
+    api = APIClient()
+    api.force_authenticate(project.owner)
+    refused = api.post(f"/api/projects/{project.slug}/stages/",
+                       {"name": rows[0]["name"], "kind": rows[0]["kind"],
+                        "provider": Provider.INHOUSE}, format="json")
+    if len(rows) == 1:  # the same rule at the API
+        assert refused.status_code == 400 and message in str(refused.json())
