@@ -533,5 +533,8 @@ def task_submit(request: HttpRequest, assignment: Assignment, body: dict) -> Htt
         "ok": True,
         "n_judgments": len(judgments),
         "refused": getattr(judgments, "refused", {}),  # late submit: answers not stored
+        # Submitted before (another tab or window, a retry): this page's answers were not
+        # stored; the page says so instead of "saved".
+        "already_submitted": judgments.already_submitted,
         "complete_url": _complete_url(assignment, turk_submit_to=turk_submit_to),
     })

@@ -568,15 +568,25 @@
         // A late submit: items other workers filled after the timeout were not stored. Say
         // which before leaving the page.
         const refused = Object.keys(data.refused || {}).filter((k) => byId[k]);
-        if (refused.length) {
-          refused.forEach((k) => showError(k, data.refused[k]));
-          showSummary(refused, `${data.refused[refused[0]][0]} Your other answers are saved.`);
+        const stopHere = (message) => {
+          showSummary(refused, message);
           const link = document.createElement("a");
           link.href = done;
           link.className = "continue";
           link.textContent = "Continue";
           formErrors.appendChild(link);
           if (submitRow) submitRow.hidden = true;
+        };
+        if (refused.length) {
+          refused.forEach((k) => showError(k, data.refused[k]));
+          stopHere(`${data.refused[refused[0]][0]} Your other answers are saved.`);
+          return;
+        }
+        if (data.already_submitted) {
+          // Another tab or window submitted first: say so, never "saved", for these answers.
+          stopHere("This assignment was already submitted (in another tab or window, or by " +
+                   "an earlier press of Submit). The answers stored are those of that first " +
+                   "submission; the answers on this page were not stored.");
           return;
         }
         window.location.assign(done);

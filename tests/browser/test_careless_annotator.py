@@ -94,3 +94,24 @@ def test_pilot_page_three_holds_no_copy_of_the_paragraph(live_server, page):
     assert paragraph not in page.content()
     judgment = Judgment.objects.get()
     assert judgment.extra["guess_choice"] and judgment.extra["guess_timing"]["locked_at"]
+
+
+def test_a_second_tab_submitting_other_answers_is_told_they_were_not_stored(live_server, page):
+    """Two tabs of one assignment: the first submit is stored; the second tab's other answers
+    were answered as if saved (the completion page said "your answers are saved")."""
+    project, stage, items = make_task(TaskKind.LIKERT, group="p1")
+    _, path = inhouse_link_create(worker=make_worker(), project=project)
+    page.goto(live_server.url + path)
+    other = page.context.new_page()
+    other.goto(live_server.url + path)
+    for key in "425":
+        page.keyboard.press(key)
+    page.keyboard.press("Enter")
+    page.wait_for_url("**/task/complete/**")
+    for key in "111":
+        other.keyboard.press(key)
+    other.keyboard.press("Enter")
+    expect_text(other, "#form-errors", "already submitted")
+    expect_text(other, "#form-errors", "the answers on this page were not stored")
+    assert "/task/complete/" not in other.url
+    assert [j.score for j in Judgment.objects.order_by("item_id")] == [4.0, 2.0, 5.0]

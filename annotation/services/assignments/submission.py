@@ -172,8 +172,11 @@ class SubmittedJudgments(list):
 
     def __init__(self, judgments, *, refused: dict[str, list[str]] | None = None,
                  message: str = "", retry: dict[str, list[str]] | None = None,
-                 return_requested: str = ""):
+                 return_requested: str = "", already_submitted: bool = False):
         super().__init__(judgments)
+        # A repeat of a submit that was stored (another tab, a retry whose answer was lost):
+        # nothing was stored now; the judgments are the first submission's.
+        self.already_submitted = already_submitted
         self.refused = refused or {}
         self.message = message
         # Prolific comprehension checks: not submitted. `retry` (item id -> message): answered
@@ -206,7 +209,7 @@ def assignment_submit(*, assignment: Assignment, answers: list[dict],
     """
     locked = assignment_lock(assignment.pk)
     if locked.status in FINISHED_STATUSES:
-        return SubmittedJudgments(locked.judgments.order_by("pk"))
+        return SubmittedJudgments(locked.judgments.order_by("pk"), already_submitted=True)
     late = _submittable(locked)
     assignment = locked
     rows = list(AssignmentItem.objects.select_related("item__project")
@@ -232,7 +235,8 @@ def assignment_submit(*, assignment: Assignment, answers: list[dict],
                                assignment=assignment)
     if not _judgments_store(assignment, judgments, n_items=len(rows)):
         # A concurrent submit of the same assignment won: its judgments are the answer.
-        return SubmittedJudgments(Judgment.objects.filter(assignment=assignment).order_by("pk"))
+        return SubmittedJudgments(Judgment.objects.filter(assignment=assignment).order_by("pk"),
+                                  already_submitted=True)
     _mark_submitted(assignment, late=late, message=message)
     # Adaptive redundancy: these items' targets follow their judgments (no-op otherwise).
     from annotation.services.redundancy import adaptive_targets_update

@@ -347,8 +347,14 @@ def test_submit_validation_messages_then_success_then_idempotent_resubmit(client
         answer["justification"] = "<script>alert(1)</script> A names the actual mechanism."
     good = api(client, "task-submit", token, {"answers": answers})
     assert good.status_code == 200 and good.json()["n_judgments"] == 3
-    again = api(client, "task-submit", token, {"answers": answers})
+    assert good.json()["already_submitted"] is False
+    # Another tab submitting other answers: nothing stored, and told so (it read "saved").
+    stored = list(Judgment.objects.order_by("pk").values_list("pk", "choice"))
+    other = [{**answer, "shown_choice": "B"} for answer in answers]
+    again = api(client, "task-submit", token, {"answers": other})
     assert again.status_code == 200 and again.json()["n_judgments"] == 3
+    assert again.json()["already_submitted"] is True
+    assert list(Judgment.objects.order_by("pk").values_list("pk", "choice")) == stored
     assert Judgment.objects.count() == 3
     assert Judgment.objects.first().justification.startswith("<script>")  # stored verbatim
     complete = client.get(good.json()["complete_url"])
