@@ -335,7 +335,9 @@ class WorkerAdmin(WorkerHistoryMixin, ProjectScopedAdmin):
     def n_assignments(self, obj):
         return obj.n_assignments
 
-    @admin.display(description="Judgments", ordering="n_judgments")
+    # Every judgment gathered, rejected and blocked work included: what counts is the
+    # dashboard's and progress's number (the counting rule), so this column says so.
+    @admin.display(description="Judgments collected", ordering="n_judgments")
     def n_judgments(self, obj):
         return obj.n_judgments
 

@@ -431,7 +431,9 @@ class ItemAdmin(ProjectScopedAdmin):
     def get_queryset(self, request):
         return super().get_queryset(request).annotate(n_judgments=count_of(Judgment, "item"))
 
-    @admin.display(description="Judgments", ordering="n_judgments")
+    # Every judgment gathered, rejected and blocked work included: what counts is the
+    # dashboard's and progress's number (the counting rule), so this column says so.
+    @admin.display(description="Judgments collected", ordering="n_judgments")
     def n_judgments(self, obj):
         return obj.n_judgments
 
