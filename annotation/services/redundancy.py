@@ -2,8 +2,11 @@
 submit, the submitted items' targets are brought up to date, and picking
 (`assignments/picking.py::_target`) serves an item again only while it is below its target.
 
-Counts every judgment of the stage, as the picking deficit does (a rejected assignment's
-judgments still took a slot when they were given; its item is re-opened by review, not here).
+An item is settled by the judgments that count (`judgments_that_count`: not rejected, returned
+or flagged work, nor a blocked worker's), as every other door reads them. The picking deficit
+counts every judgment of the stage, so the stored target adds the item's judgments that do not
+count: each one is replaced. Blocking or unblocking a worker and rejecting an assignment change
+which judgments count without a submit, so they call `adaptive_targets_refresh`.
 """
 from __future__ import annotations
 
@@ -17,6 +20,7 @@ from annotation.domain.redundancy import (
     next_target,
 )
 from annotation.models import AdaptiveTarget, Judgment, Provider, Stage, TaskKind
+from annotation.selectors import data_only_for, judgments_that_count
 from annotation.stage_errors import GuardFailed
 
 
@@ -51,17 +55,24 @@ def adaptive_targets_update(*, stage: Stage, item_ids: Iterable[int]) -> int:
         return 0
     likert = stage.project.kind == TaskKind.LIKERT
     labels: dict[int, list] = defaultdict(list)
-    rows = Judgment.objects.filter(stage=stage, item_id__in=ids).values_list(
-        "item_id", "score", "choice")
-    for item_id, score, choice in rows:
+    given = Judgment.objects.filter(stage=stage, item_id__in=ids)
+    counted = judgments_that_count(given, project=stage.project,
+                                   data_stages_only=data_only_for(stage=stage))
+    for item_id, score, choice in counted.values_list("item_id", "score", "choice"):
         if likert and score is not None:
             labels[item_id].append(likert_label(score))
         elif not likert and choice:
             labels[item_id].append(choice)
+    # Judgments that do not count still hold a slot in the picking deficit: the target makes
+    # room for one replacement each.
+    not_counted: dict[int, int] = defaultdict(int)
+    for item_id in given.exclude(pk__in=counted.values("pk")).values_list("item_id", flat=True):
+        not_counted[item_id] += 1
     existing = {t.item_id: t for t in AdaptiveTarget.objects.filter(stage=stage, item_id__in=ids)}
     changed = 0
     for item_id in ids:
         target, settled = next_target(labels.get(item_id, []), rule)
+        target += not_counted[item_id]
         row = existing.get(item_id)
         if row is None:
             AdaptiveTarget.objects.create(stage=stage, item_id=item_id, target=target,
@@ -71,6 +82,19 @@ def adaptive_targets_update(*, stage: Stage, item_ids: Iterable[int]) -> int:
             row.target, row.settled = target, settled
             row.save(update_fields=["target", "settled", "updated_at"])
             changed += 1
+    return changed
+
+
+def adaptive_targets_refresh(*, judgments) -> int:
+    """Recompute the targets of the items of these judgments (a queryset), in each stage of
+    theirs with adaptive redundancy: called when which of them count
+    changes without a submit (a worker blocked or unblocked, an assignment rejected)."""
+    pairs: dict[int, set[int]] = defaultdict(set)
+    for stage_id, item_id in judgments.order_by().values_list("stage_id", "item_id").distinct():
+        pairs[stage_id].add(item_id)
+    changed = 0
+    for stage in Stage.objects.filter(pk__in=pairs).select_related("project"):
+        changed += adaptive_targets_update(stage=stage, item_ids=sorted(pairs[stage.pk]))
     return changed
 
 

@@ -7,9 +7,11 @@ import pytest
 from django.urls import reverse
 
 from annotation.domain.redundancy import AdaptiveRedundancy, adaptive_redundancy, next_target
-from annotation.models import AdaptiveTarget, Judgment, Provider, TaskKind
+from annotation.models import AdaptiveTarget, Judgment, Provider, TaskKind, WorkerStatus
 from annotation.services.assignments import NoItemsAvailable, assignment_start, assignment_submit
 from annotation.services.redundancy import adaptive_redundancy_guard
+from annotation.services.review import assignment_reject
+from annotation.services.workers import worker_block, worker_unblock
 from annotation.stage_errors import GuardFailed
 from metrics_app.reports.project import project_report
 from testing.factories import make_user, make_worker
@@ -96,3 +98,65 @@ def test_a_setting_broken_after_publishing_falls_back_to_fixed_redundancy():
     stage.save()
     first = assignment_start(stage=stage, worker=make_worker())
     assert first.items.count() == 3  # served as if there were no adaptive setting
+
+
+def _judge(stage, item, score):
+    assignment = assignment_start(stage=stage, worker=make_worker())
+    assignment_submit(assignment=assignment, answers=[{"item": item.pk, "score": score}])
+    assignment.refresh_from_db()
+    return assignment
+
+
+@pytest.mark.django_db
+def test_a_blocked_workers_judgments_do_not_settle_an_item():
+    """Two judges agree, the item is settled; one of them is then blocked as a spammer: the
+    item is no longer settled by judgments that count, and is served again (was: settled by
+    every judgment of the stage, so it never got another)."""
+    _project, stage, [item] = make_task(TaskKind.LIKERT, n_items=1, items_per_hit=1)
+    stage.settings = {"redundancy": RULE}
+    stage.save()
+    _judge(stage, item, 5)
+    spam = _judge(stage, item, 5)
+    assert AdaptiveTarget.objects.get(stage=stage, item=item).settled
+    with pytest.raises(NoItemsAvailable):
+        assignment_start(stage=stage, worker=make_worker())
+    worker_block(worker=spam.worker, reason="spam")
+    target = AdaptiveTarget.objects.get(stage=stage, item=item)
+    assert (target.target, target.settled) == (3, False)  # min 2 that count + 1 replaced
+    third = _judge(stage, item, 5)
+    assert third.items.get() == item
+    target.refresh_from_db()
+    assert (target.target, target.settled) == (3, True)
+    with pytest.raises(NoItemsAvailable):
+        assignment_start(stage=stage, worker=make_worker())
+    worker_unblock(worker=spam.worker)  # counts again: three agreeing judgments, settled
+    target.refresh_from_db()
+    assert (target.target, target.settled) == (3, True)
+
+
+@pytest.mark.django_db
+def test_a_rejected_assignment_does_not_settle_an_item():
+    _project, stage, [item] = make_task(TaskKind.LIKERT, n_items=1, items_per_hit=1)
+    stage.settings = {"redundancy": RULE}
+    stage.save()
+    _judge(stage, item, 5)
+    bad = _judge(stage, item, 5)
+    assignment_reject(assignment=bad, reason="answers do not match the passage")
+    target = AdaptiveTarget.objects.get(stage=stage, item=item)
+    assert (target.target, target.settled) == (3, False)
+    assert _judge(stage, item, 5).items.get() == item
+
+
+@pytest.mark.django_db
+def test_a_blocked_worker_disagreeing_does_not_hold_an_item_open():
+    """Judgments submitted after a block are read by the counting rule too: a blocked worker's
+    disagreement neither settles nor stretches an item (its target only makes room for it)."""
+    _project, stage, [item] = make_task(TaskKind.LIKERT, n_items=1, items_per_hit=1)
+    stage.settings = {"redundancy": RULE}
+    stage.save()
+    blocked = make_worker(status=WorkerStatus.BLOCKED)
+    Judgment.objects.create(stage=stage, item=item, worker=blocked, score=1)
+    _judge(stage, item, 5)
+    _judge(stage, item, 5)
+    target = AdaptiveTarget.objects.get(stage=stage, item=item)
+    assert (target.target, target.settled) == (3, True)
