@@ -6,12 +6,15 @@ An item is settled by the judgments that count (`judgments_that_count`: not reje
 or flagged work, nor a blocked worker's), as every other door reads them. The picking deficit
 counts every judgment of the stage, so the stored target adds the item's judgments that do not
 count: each one is replaced. Blocking or unblocking a worker and rejecting an assignment change
-which judgments count without a submit, so they call `adaptive_targets_refresh`.
+which judgments count without a submit, so they call `adaptive_targets_refresh` (so does a Prolific session the
+provider does not know: until then its judgments are presumed to count).
 """
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable
+
+from django.db.models import Q
 
 from annotation.domain.redundancy import (
     AdaptiveRedundancy,
@@ -19,7 +22,14 @@ from annotation.domain.redundancy import (
     likert_label,
     next_target,
 )
-from annotation.models import AdaptiveTarget, Judgment, Provider, Stage, TaskKind
+from annotation.models import (
+    AdaptiveTarget,
+    Judgment,
+    ParticipantVerification,
+    Provider,
+    Stage,
+    TaskKind,
+)
 from annotation.selectors import data_only_for, judgments_that_count
 from annotation.stage_errors import GuardFailed
 
@@ -56,8 +66,12 @@ def adaptive_targets_update(*, stage: Stage, item_ids: Iterable[int]) -> int:
     likert = stage.project.kind == TaskKind.LIKERT
     labels: dict[int, list] = defaultdict(list)
     given = Judgment.objects.filter(stage=stage, item_id__in=ids)
-    counted = judgments_that_count(given, project=stage.project,
-                                   data_stages_only=data_only_for(stage=stage))
+    # A Prolific session still being verified is presumed real until the provider says
+    # otherwise (`assignment_verification_failed` then refreshes the targets).
+    counted = given.filter(
+        Q(pk__in=judgments_that_count(given, project=stage.project,
+                                      data_stages_only=data_only_for(stage=stage)).values("pk"))
+        | Q(assignment__verification=ParticipantVerification.PENDING))
     for item_id, score, choice in counted.values_list("item_id", "score", "choice"):
         if likert and score is not None:
             labels[item_id].append(likert_label(score))
@@ -88,7 +102,8 @@ def adaptive_targets_update(*, stage: Stage, item_ids: Iterable[int]) -> int:
 def adaptive_targets_refresh(*, judgments) -> int:
     """Recompute the targets of the items of these judgments (a queryset), in each stage of
     theirs with adaptive redundancy: called when which of them count
-    changes without a submit (a worker blocked or unblocked, an assignment rejected)."""
+    changes without a submit (a worker blocked or unblocked, an assignment rejected, a session
+    the provider does not know)."""
     pairs: dict[int, set[int]] = defaultdict(set)
     for stage_id, item_id in judgments.order_by().values_list("stage_id", "item_id").distinct():
         pairs[stage_id].add(item_id)

@@ -7,14 +7,23 @@ import pytest
 from django.urls import reverse
 
 from annotation.domain.redundancy import AdaptiveRedundancy, adaptive_redundancy, next_target
-from annotation.models import AdaptiveTarget, Judgment, Provider, TaskKind, WorkerStatus
+from annotation.models import (
+    AdaptiveTarget,
+    AssignmentStatus,
+    Judgment,
+    ParticipantVerification,
+    Provider,
+    TaskKind,
+    WorkerStatus,
+)
 from annotation.services.assignments import NoItemsAvailable, assignment_start, assignment_submit
-from annotation.services.redundancy import adaptive_redundancy_guard
+from annotation.services.assignments.lifecycle import assignment_verification_failed
+from annotation.services.redundancy import adaptive_redundancy_guard, adaptive_targets_update
 from annotation.services.review import assignment_reject
 from annotation.services.workers import worker_block, worker_unblock
 from annotation.stage_errors import GuardFailed
 from metrics_app.reports.project import project_report
-from testing.factories import make_user, make_worker
+from testing.factories import make_assignment, make_judgment, make_user, make_worker
 from tests.support.tasks import make_task
 
 RULE = {"min": 2, "max": 4, "agreement": 0.75}
@@ -160,3 +169,22 @@ def test_a_blocked_worker_disagreeing_does_not_hold_an_item_open():
     _judge(stage, item, 5)
     target = AdaptiveTarget.objects.get(stage=stage, item=item)
     assert (target.target, target.settled) == (3, True)
+
+
+@pytest.mark.django_db
+def test_a_session_being_verified_counts_until_the_provider_does_not_know_it():
+    _project, stage, [item] = make_task(TaskKind.LIKERT, n_items=1, items_per_hit=1,
+                                        provider=Provider.PROLIFIC)
+    stage.settings = {"redundancy": RULE}
+    stage.save()
+    make_judgment(item=item, stage=stage, score=5)
+    unverified = make_assignment(stage, status=AssignmentStatus.SUBMITTED,
+                                 verification=ParticipantVerification.PENDING)
+    make_judgment(item=item, stage=stage, worker=unverified.worker, assignment=unverified,
+                  score=5)
+    adaptive_targets_update(stage=stage, item_ids=[item.pk])
+    target = AdaptiveTarget.objects.get(stage=stage, item=item)
+    assert (target.target, target.settled) == (2, True)  # presumed real while pending
+    assignment_verification_failed(assignment=unverified, note="not a Prolific session")
+    target.refresh_from_db()
+    assert (target.target, target.settled) == (3, False)
