@@ -186,6 +186,7 @@ def assignment_flag(assignment: Assignment, note: str) -> str:
     assignment.status = AssignmentStatus.FLAGGED
     assignment.review_note = (assignment.review_note + " " + note).strip()
     assignment.save(update_fields=["status", "review_note"])
+    adaptive_targets_refresh(judgments=Judgment.objects.filter(assignment=assignment))
     return "flagged"
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 from django.urls import reverse
+from django.utils import timezone
 
 from annotation.domain.redundancy import AdaptiveRedundancy, adaptive_redundancy, next_target
 from annotation.models import (
@@ -16,10 +17,12 @@ from annotation.models import (
     TaskKind,
     WorkerStatus,
 )
+from annotation.providers import get_provider
+from annotation.providers.base import Submission, SubmissionStatus
 from annotation.services.assignments import NoItemsAvailable, assignment_start, assignment_submit
 from annotation.services.assignments.lifecycle import assignment_verification_failed
 from annotation.services.redundancy import adaptive_redundancy_guard, adaptive_targets_update
-from annotation.services.review import assignment_reject
+from annotation.services.review import assignment_reject, provider_sync
 from annotation.services.workers import worker_block, worker_unblock
 from annotation.stage_errors import GuardFailed
 from metrics_app.reports.project import project_report
@@ -187,4 +190,28 @@ def test_a_session_being_verified_counts_until_the_provider_does_not_know_it():
     assert (target.target, target.settled) == (2, True)  # presumed real while pending
     assignment_verification_failed(assignment=unverified, note="not a Prolific session")
     target.refresh_from_db()
+    assert (target.target, target.settled) == (3, False)
+
+
+@pytest.mark.django_db
+def test_a_rejection_made_on_the_provider_reopens_the_item(monkeypatch):
+    """The sync takes over a decision made on Prolific by hand: the rejected judgments stop
+    settling the item, as a rejection made here does."""
+    _project, stage, [item] = make_task(TaskKind.LIKERT, n_items=1, items_per_hit=1,
+                                        provider=Provider.PROLIFIC)
+    stage.settings = {"redundancy": RULE}
+    stage.save()
+    make_judgment(item=item, stage=stage, score=5)
+    bad = make_assignment(stage, status=AssignmentStatus.SUBMITTED, external_id="session-1",
+                          provider_confirmed_at=timezone.now())
+    make_judgment(item=item, stage=stage, worker=bad.worker, assignment=bad, score=5)
+    adaptive_targets_update(stage=stage, item_ids=[item.pk])
+    assert AdaptiveTarget.objects.get(stage=stage, item=item).settled
+    provider = get_provider(Provider.PROLIFIC)
+    monkeypatch.setattr(type(provider), "list_submissions", lambda self, stage: [Submission(
+        external_id="session-1", worker_external_id=bad.worker.external_id,
+        hit_external_id="", status=SubmissionStatus.REJECTED)])
+    monkeypatch.setattr(type(provider), "sessions_listable", lambda self, stage: False)
+    assert provider_sync(stage=stage).mirrored == 1
+    target = AdaptiveTarget.objects.get(stage=stage, item=item)
     assert (target.target, target.settled) == (3, False)
