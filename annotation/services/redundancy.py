@@ -56,16 +56,14 @@ def adaptive_redundancy_guard(*, stage: Stage) -> None:
                           "(in-house or Prolific); MTurk HITs fix their items when published")
 
 
-def adaptive_targets_update(*, stage: Stage, item_ids: Iterable[int]) -> int:
-    """Recompute the targets of these items from their judgments in the stage; returns how
-    many rows changed."""
-    rule = stage_adaptive_rule(stage)
-    ids = list(item_ids)
-    if rule is None or not ids:
-        return 0
+def _labels(stage: Stage, ids: list[int] | None) -> tuple[dict[int, list], dict[int, int]]:
+    """({item id: labels of the judgments that count}, {item id: judgments that do not}) in
+    the stage, for `ids` (None: every item)."""
     likert = stage.project.kind == TaskKind.LIKERT
     labels: dict[int, list] = defaultdict(list)
-    given = Judgment.objects.filter(stage=stage, item_id__in=ids)
+    given = Judgment.objects.filter(stage=stage)
+    if ids is not None:
+        given = given.filter(item_id__in=ids)
     # A Prolific session still being verified is presumed real until the provider says
     # otherwise (`assignment_verification_failed` then refreshes the targets).
     counted = given.filter(
@@ -82,6 +80,17 @@ def adaptive_targets_update(*, stage: Stage, item_ids: Iterable[int]) -> int:
     not_counted: dict[int, int] = defaultdict(int)
     for item_id in given.exclude(pk__in=counted.values("pk")).values_list("item_id", flat=True):
         not_counted[item_id] += 1
+    return labels, not_counted
+
+
+def adaptive_targets_update(*, stage: Stage, item_ids: Iterable[int]) -> int:
+    """Recompute the targets of these items from their judgments in the stage; returns how
+    many rows changed."""
+    rule = stage_adaptive_rule(stage)
+    ids = list(item_ids)
+    if rule is None or not ids:
+        return 0
+    labels, not_counted = _labels(stage, ids)
     existing = {t.item_id: t for t in AdaptiveTarget.objects.filter(stage=stage, item_id__in=ids)}
     changed = 0
     for item_id in ids:
@@ -126,8 +135,10 @@ def adaptive_redundancy_summary(*, stage: Stage) -> dict | None:
     for item_id in Judgment.objects.filter(stage=stage).values_list("item_id", flat=True):
         counts[item_id] += 1
     finished = [(i, t) for i, t, settled in targets if settled]
-    # Items that needed every judgment allowed (whether the last one settled them or not).
-    at_max = sum(1 for _i, t in finished if t >= rule.max)
+    # Items that needed every judgment allowed (whether the last one settled them or not);
+    # a target also makes room for replacing judgments that do not count.
+    _counted, not_counted = _labels(stage, None)
+    at_max = sum(1 for i, t in finished if t - not_counted[i] >= rule.max)
     spent = sum(counts[i] for i, _t in finished)
     return {
         "stage": stage.name, "min": rule.min, "max": rule.max, "agreement": rule.agreement,

@@ -215,3 +215,24 @@ def test_a_rejection_made_on_the_provider_reopens_the_item(monkeypatch):
     assert provider_sync(stage=stage).mirrored == 1
     target = AdaptiveTarget.objects.get(stage=stage, item=item)
     assert (target.target, target.settled) == (3, False)
+
+
+@pytest.mark.django_db
+def test_the_summary_does_not_count_a_replaced_judgment_as_reaching_max():
+    project, stage, [item] = make_task(TaskKind.LIKERT, n_items=1, items_per_hit=1)
+    stage.settings = {"redundancy": RULE}
+    stage.save()
+    _judge(stage, item, 5)
+    spam = _judge(stage, item, 1)
+    worker_block(worker=spam.worker, reason="spam")
+    _judge(stage, item, 5)  # two that count agree: settled, the blocked one replaced
+    target = AdaptiveTarget.objects.get(stage=stage, item=item)
+    assert (target.target, target.settled) == (3, True)
+    blocked = make_worker(status=WorkerStatus.BLOCKED)
+    Judgment.objects.create(stage=stage, item=item, worker=blocked, score=1)
+    adaptive_targets_update(stage=stage, item_ids=[item.pk])
+    target.refresh_from_db()
+    assert (target.target, target.settled) == (4, True)  # = max, but only 2 count
+    [summary] = project_report(project=project)["adaptive_redundancy"]
+    assert summary["items_settled_by_agreement"] == 1 and summary["items_reaching_max"] == 0
+    assert summary["judgments_finished_items"] == 4  # every judgment paid for
