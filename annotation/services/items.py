@@ -15,6 +15,7 @@ from annotation.domain.item_content import (
     validate_item_content,
     validate_item_text,
 )
+from annotation.hooks import item_content_readers_registered
 from annotation.models import (
     AssignmentItem,
     HitItem,
@@ -73,7 +74,9 @@ def item_edit_errors(*, item: Item, changes: dict[str, Any]) -> dict[str, str]:
     """{field: why} for each change of a saved item that is refused: the one rule of every door
     that edits an item (the item admin form; the API and the importers never rewrite a stored
     item). `changes`: the fields posted with their new values; values equal to the stored ones
-    are no change. `ITEM_FIXED_FIELDS` are fixed while `item_in_use`; the practice, gold-check
+    are no change. `ITEM_FIXED_FIELDS` are fixed while `item_in_use`, and the content while
+    another app stores something computed from it (`annotation.hooks`: metric scores, which
+    rescoring would not redo); the practice, gold-check
     and exclusion flags and the grouping fields stay free (the counting rule and the cached
     reports follow them)."""
     if item.pk is None:
@@ -89,10 +92,17 @@ def item_edit_errors(*, item: Item, changes: dict[str, Any]) -> dict[str, str]:
     if not changed:
         return {}
     why = item_in_use(item=stored)
-    if not why:
+    if why:
+        return {name: f"cannot change: {why}, and {ITEM_FIXED_FIELDS[name]}; {ITEM_FIXED_HOW}"
+                for name in changed}
+    if "content" not in changed:
         return {}
-    return {name: f"cannot change: {why}, and {ITEM_FIXED_FIELDS[name]}; {ITEM_FIXED_HOW}"
-            for name in changed}
+    # What other apps computed from the content (annotation.hooks), e.g. cached metric scores.
+    computed = [note for note in (reader(stored.pk)
+                                  for reader in item_content_readers_registered()) if note]
+    if computed:
+        return {"content": f"cannot change: {'; '.join(computed)}; {ITEM_FIXED_HOW}"}
+    return {}
 
 
 def item_delete_error(*, item: Item) -> str:

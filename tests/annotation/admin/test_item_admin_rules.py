@@ -12,6 +12,7 @@ from django.urls import reverse
 
 from annotation.models import Item, Judgment, StageKind, StageStatus, TaskKind
 from annotation.services.items import item_edit_errors
+from metrics_app.models import MetricScore
 from testing.factories import (
     make_assignment,
     make_item,
@@ -127,3 +128,20 @@ def test_deleting_an_item_in_use_is_refused_on_the_page_and_in_bulk(admin_client
     assert Judgment.objects.filter(item=judged).exists()
     admin_client_.post(reverse("admin:annotation_item_delete", args=[unused.pk]), {"post": "yes"})
     assert not Item.objects.filter(pk=unused.pk).exists()
+
+
+def test_a_scored_items_content_cannot_change_under_its_cached_metric_scores(admin_client_):
+    """Was: the candidate of an unjudged item was edited, its cached metric scores stayed, and
+    rescoring skipped it (already scored at the metric's version): the estimates read a score
+    of a text that no longer exists."""
+    project = make_project(TaskKind.LIKERT)
+    item = make_item(project)
+    MetricScore.objects.create(item=item, metric="bleu1", version="1", value=0.5)
+    content = dict(item.content, candidate="A corrected candidate answer.")
+    response = _post(admin_client_, item, content=json.dumps(content))
+    assert "metric scores (bleu1)" in response.context["adminform"].form.errors["content"][0]
+    assert _post(admin_client_, item, excluded="on").status_code == 302  # flags stay free
+    MetricScore.objects.filter(item=item).delete()  # a fresh start: no score to go stale
+    assert _post(admin_client_, item, content=json.dumps(content)).status_code == 302
+    item.refresh_from_db()
+    assert item.content["candidate"] == "A corrected candidate answer."
