@@ -129,8 +129,10 @@ def adaptive_redundancy_summary(*, stage: Stage) -> dict | None:
     rule = stage_adaptive_rule(stage)
     if rule is None:
         return None
-    targets = list(AdaptiveTarget.objects.filter(stage=stage).values_list(
-        "item_id", "target", "settled"))
+    # Practice and excluded items are not data (`judgments_that_count`): every worker answers
+    # a practice item, which would read as judgments spent beyond any redundancy.
+    targets = list(AdaptiveTarget.objects.filter(stage=stage).exclude(item__is_practice=True)
+                   .exclude(item__excluded=True).values_list("item_id", "target", "settled"))
     counts = defaultdict(int)
     for item_id in Judgment.objects.filter(stage=stage).values_list("item_id", flat=True):
         counts[item_id] += 1

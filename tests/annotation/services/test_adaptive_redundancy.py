@@ -26,7 +26,7 @@ from annotation.services.review import assignment_reject, provider_sync
 from annotation.services.workers import worker_block, worker_unblock
 from annotation.stage_errors import GuardFailed
 from metrics_app.reports.project import project_report
-from testing.factories import make_assignment, make_judgment, make_user, make_worker
+from testing.factories import make_assignment, make_item, make_judgment, make_user, make_worker
 from tests.support.tasks import make_task
 
 RULE = {"min": 2, "max": 4, "agreement": 0.75}
@@ -236,3 +236,21 @@ def test_the_summary_does_not_count_a_replaced_judgment_as_reaching_max():
     [summary] = project_report(project=project)["adaptive_redundancy"]
     assert summary["items_settled_by_agreement"] == 1 and summary["items_reaching_max"] == 0
     assert summary["judgments_finished_items"] == 4  # every judgment paid for
+
+
+@pytest.mark.django_db
+def test_the_summary_leaves_practice_items_out():
+    """Every worker answers a practice item first: its judgments are not data, and were read as
+    judgments spent on a finished item (here: 5 against a fixed redundancy of 4)."""
+    project, stage, [item] = make_task(TaskKind.LIKERT, n_items=1, items_per_hit=1)
+    stage.settings = {"redundancy": RULE}
+    stage.save()
+    practice = make_item(project, is_practice=True)
+    for _ in range(5):
+        Judgment.objects.create(stage=stage, item=practice, worker=make_worker(), score=5)
+    for _ in range(2):
+        Judgment.objects.create(stage=stage, item=item, worker=make_worker(), score=5)
+    adaptive_targets_update(stage=stage, item_ids=[practice.pk, item.pk])
+    [summary] = project_report(project=project)["adaptive_redundancy"]
+    assert summary["items_finished"] == 1 and summary["items_collecting"] == 0
+    assert summary["judgments_finished_items"] == 2 and summary["judgments_saved"] == 2
