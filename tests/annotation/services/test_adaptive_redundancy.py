@@ -254,3 +254,24 @@ def test_the_summary_leaves_practice_items_out():
     [summary] = project_report(project=project)["adaptive_redundancy"]
     assert summary["items_finished"] == 1 and summary["items_collecting"] == 0
     assert summary["judgments_finished_items"] == 2 and summary["judgments_saved"] == 2
+
+
+@pytest.mark.django_db
+def test_a_block_set_on_the_worker_form_reopens_the_items_they_settled(client):
+    """A superuser's `status` on the worker form was a bare write of the column: the items the
+    worker settled stayed settled (the Block action went through `worker_block`)."""
+    _project, stage, [item] = make_task(TaskKind.LIKERT, n_items=1, items_per_hit=1)
+    stage.settings = {"redundancy": RULE}
+    stage.save()
+    _judge(stage, item, 5)
+    spam = _judge(stage, item, 5).worker
+    client.force_login(make_user(superuser=True))
+    response = client.post(reverse("admin:annotation_worker_change", args=[spam.pk]), {
+        "provider": spam.provider, "external_id": spam.external_id, "display_name": "",
+        "email": "", "status": WorkerStatus.BLOCKED, "blocked_reason": "spam",
+        "blocks-TOTAL_FORMS": "0", "blocks-INITIAL_FORMS": "0"})
+    assert response.status_code == 302, response.context["adminform"].form.errors
+    spam.refresh_from_db()
+    assert (spam.status, spam.blocked_reason) == (WorkerStatus.BLOCKED, "spam")
+    target = AdaptiveTarget.objects.get(stage=stage, item=item)
+    assert (target.target, target.settled) == (3, False)
