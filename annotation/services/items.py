@@ -18,6 +18,7 @@ from annotation.domain.item_content import (
 from annotation.hooks import item_content_readers_registered
 from annotation.models import (
     AssignmentItem,
+    AssignmentStatus,
     HitItem,
     Item,
     Judgment,
@@ -51,7 +52,8 @@ def item_in_use(*, item: Item) -> str:
     """Why the item's shown content is fixed (empty when it is not): it has judgments (of any
     stage: practice and qualification answers were graded against it too), or a stage that is
     collecting serves it (lists it, lists no items and so serves its whole project, or built
-    it into a HIT or an assignment)."""
+    it into a HIT or an assignment), or a worker holds it in an assignment still in progress
+    (accepted before its stage closed)."""
     if item.pk is None:
         return ""
     judged = Judgment.objects.filter(item_id=item.pk).count()
@@ -67,6 +69,11 @@ def item_in_use(*, item: Item) -> str:
         | (Q(project_id=stored) & ~Exists(listed))).order_by("order", "pk").first()
     if serving is not None:
         return f"stage {serving.name!r} is {serving.get_status_display().lower()} and serves it"
+    # A worker who accepted before a stage closed may still be answering it.
+    held = AssignmentItem.objects.filter(item_id=item.pk,
+                                         assignment__status=AssignmentStatus.IN_PROGRESS).first()
+    if held is not None:
+        return f"a worker holds it in assignment {held.assignment_id}, in progress"
     return ""
 
 

@@ -10,7 +10,14 @@ import json
 import pytest
 from django.urls import reverse
 
-from annotation.models import Item, Judgment, StageKind, StageStatus, TaskKind
+from annotation.models import (
+    AssignmentStatus,
+    Item,
+    Judgment,
+    StageKind,
+    StageStatus,
+    TaskKind,
+)
 from annotation.services.items import item_edit_errors
 from metrics_app.models import MetricScore
 from testing.factories import (
@@ -103,8 +110,11 @@ def test_an_item_a_collecting_stage_serves_is_fixed_before_its_first_judgment():
     stage.save()
     assert item_edit_errors(item=item, changes=changes) == {}
     draft = make_stage(project, kind=StageKind.QUALIFICATION, status=StageStatus.DRAFT)
-    make_assignment(draft, items=[item])
+    make_assignment(draft, items=[item], status=AssignmentStatus.RETURNED)
     assert item_edit_errors(item=item, changes=changes) == {}
+    # A worker who accepted before the stage closed may still be answering it.
+    make_assignment(stage, items=[item])
+    assert "in progress" in item_edit_errors(item=item, changes=changes)["content"]
 
 
 def test_deleting_an_item_in_use_is_refused_on_the_page_and_in_bulk(admin_client_):
