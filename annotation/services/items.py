@@ -91,6 +91,7 @@ def item_edit_errors(*, item: Item, changes: dict[str, Any]) -> dict[str, str]:
     stored = Item.objects.filter(pk=item.pk).first()
     if stored is None:
         return {}
+
     def value(name: str, of) -> Any:
         return of.project_id if name == "project" else getattr(of, name)
 
