@@ -9,9 +9,11 @@ class MetricsAppConfig(AppConfig):
     def ready(self) -> None:
         # Extends annotation through its explicit hooks (annotation/hooks.py), never by
         # patching its classes: the stage admin lists these after its own actions.
-        from annotation.hooks import stage_admin_action_register
+        from annotation.hooks import item_content_reader_register, stage_admin_action_register
 
+        from .score_selectors import item_metric_scores_note
         from .stage_admin_actions import STAGE_ADMIN_ACTIONS
 
         for action in STAGE_ADMIN_ACTIONS:
             stage_admin_action_register(action)
+        item_content_reader_register(item_metric_scores_note)

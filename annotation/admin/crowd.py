@@ -25,6 +25,7 @@ from annotation.models import (
     Worker,
     WorkerBlock,
     WorkerQualification,
+    WorkerStatus,
 )
 from annotation.selectors import worker_history
 from annotation.services.workers import worker_block, worker_unblock
@@ -340,6 +341,23 @@ class WorkerAdmin(WorkerHistoryMixin, ProjectScopedAdmin):
     @admin.display(description="Judgments collected", ordering="n_judgments")
     def n_judgments(self, obj):
         return obj.n_judgments
+
+    def save_model(self, request, obj, form, change):
+        """A superuser's change of `status` on the form is a global block or unblock through
+        `worker_block` / `worker_unblock`, as the actions are (what counts is refreshed there),
+        not a bare write of the column."""
+        if not (change and "status" in form.changed_data):
+            return super().save_model(request, obj, form, change)
+        status, reason = obj.status, obj.blocked_reason
+        stored = Worker.objects.get(pk=obj.pk)
+        obj.status, obj.blocked_reason = stored.status, stored.blocked_reason
+        super().save_model(request, obj, form, change)
+        if status == WorkerStatus.BLOCKED:
+            worker_block(worker=obj, reason=reason or f"Blocked by {request.user} in the admin",
+                         by=None)
+        else:
+            worker_unblock(worker=obj, by=None)
+        obj.refresh_from_db()
 
     @admin.action(description="Block selected workers")
     def block_workers(self, request, queryset):

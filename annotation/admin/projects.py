@@ -37,6 +37,7 @@ from annotation.selectors import (
     stage_progress,
     stages_with_progress,
 )
+from annotation.services.items import item_delete_error, item_edit_errors
 from annotation.services.projects import (
     PROJECT_FIXED_FIELDS,
     ProjectShareError,
@@ -388,6 +389,9 @@ class ItemAdminForm(forms.ModelForm):
                                 if name not in self.errors})
         except ItemContentError as error:
             self.add_error(error.field.split(".", 1)[0].split("[", 1)[0], str(error))
+        for name, why in item_edit_errors(item=self.instance, changes=cleaned).items():
+            if name not in self.errors:
+                self.add_error(name, why)
         return cleaned
 
 
@@ -436,6 +440,16 @@ class ItemAdmin(ProjectScopedAdmin):
     @admin.display(description="Judgments collected", ordering="n_judgments")
     def n_judgments(self, obj):
         return obj.n_judgments
+
+    def get_deleted_objects(self, objs, request):
+        """The delete page and the bulk "delete selected" action refuse, naming why, an item
+        with judgments or served by a collecting stage (`item_delete_error`)."""
+        deleted, counts, perms_needed, protected = super().get_deleted_objects(objs, request)
+        if all(isinstance(obj, Item) for obj in objs):
+            refused = [why for why in (item_delete_error(item=obj) for obj in objs) if why]
+            if refused:  # shown instead of "no permission to delete judgments": refused anyway
+                perms_needed, protected = set(), [*refused, *protected]
+        return deleted, counts, perms_needed, protected
 
 
 class StageAdminForm(StageSettingsFormMixin, forms.ModelForm):

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from django.db import IntegrityError, transaction
+from django.db.models import Exists, OuterRef, Q
 
 from annotation.domain.design import design_unit_for
 from annotation.domain.item_content import (
@@ -14,13 +15,110 @@ from annotation.domain.item_content import (
     validate_item_content,
     validate_item_text,
 )
-from annotation.models import Item, Project
+from annotation.hooks import item_content_readers_registered
+from annotation.models import (
+    AssignmentItem,
+    AssignmentStatus,
+    HitItem,
+    Item,
+    Judgment,
+    Project,
+    Stage,
+    StageStatus,
+)
 
 ITEM_FIELDS = (
     "external_id", "dataset", "source", "split", "domain", "text_level", "group_key",
     "design_unit", "content", "gold", "is_gold_check", "is_practice", "excluded",
     "exclusion_reason", "metadata",
 )
+
+
+# What an annotator is shown and judged against, and what names the item in the study: fixed
+# once the item has a judgment or a stage collecting judgments serves it.
+ITEM_FIXED_FIELDS = {
+    "content": "its judgments must keep meaning what the annotators were shown",
+    "gold": "workers were graded (qualification, gold checks) against this answer key",
+    "project": "its judgments belong to this project's study",
+    "external_id": "exports, imports and reports name its judgments by it",
+}
+ITEM_FIXED_HOW = ("add the corrected item under a new external id and mark this one excluded "
+                  "(its judgments stay, outside the counts)")
+# Stages that serve items to workers now (a draft serves nobody; a closed one no longer does).
+SERVING_STAGE_STATUSES = (StageStatus.PUBLISHED, StageStatus.COLLECTING, StageStatus.REVIEWING)
+
+
+def item_in_use(*, item: Item) -> str:
+    """Why the item's shown content is fixed (empty when it is not): it has judgments (of any
+    stage: practice and qualification answers were graded against it too), or a stage that is
+    collecting serves it (lists it, lists no items and so serves its whole project, or built
+    it into a HIT or an assignment), or a worker holds it in an assignment still in progress
+    (accepted before its stage closed)."""
+    if item.pk is None:
+        return ""
+    judged = Judgment.objects.filter(item_id=item.pk).count()
+    if judged:
+        return f"it has {judged} judgment{'s' * (judged != 1)}"
+    stored = Item.objects.filter(pk=item.pk).values_list("project_id", flat=True).first()
+    listed = Stage.items.through.objects.filter(stage_id=OuterRef("pk"))
+    serving = Stage.objects.filter(status__in=SERVING_STAGE_STATUSES).filter(
+        Exists(listed.filter(item_id=item.pk))
+        | Exists(HitItem.objects.filter(hit__stage_id=OuterRef("pk"), item_id=item.pk))
+        | Exists(AssignmentItem.objects.filter(assignment__stage_id=OuterRef("pk"),
+                                               item_id=item.pk))
+        | (Q(project_id=stored) & ~Exists(listed))).order_by("order", "pk").first()
+    if serving is not None:
+        return f"stage {serving.name!r} is {serving.get_status_display().lower()} and serves it"
+    # A worker who accepted before a stage closed may still be answering it.
+    held = AssignmentItem.objects.filter(item_id=item.pk,
+                                         assignment__status=AssignmentStatus.IN_PROGRESS).first()
+    if held is not None:
+        return f"a worker holds it in assignment {held.assignment_id}, in progress"
+    return ""
+
+
+def item_edit_errors(*, item: Item, changes: dict[str, Any]) -> dict[str, str]:
+    """{field: why} for each change of a saved item that is refused: the one rule of every door
+    that edits an item (the item admin form; the API and the importers never rewrite a stored
+    item). `changes`: the fields posted with their new values; values equal to the stored ones
+    are no change. `ITEM_FIXED_FIELDS` are fixed while `item_in_use`, and the content while
+    another app stores something computed from it (`annotation.hooks`: metric scores, which
+    rescoring would not redo); the practice, gold-check
+    and exclusion flags and the grouping fields stay free (the counting rule and the cached
+    reports follow them)."""
+    if item.pk is None:
+        return {}
+    stored = Item.objects.filter(pk=item.pk).first()
+    if stored is None:
+        return {}
+
+    def value(name: str, of) -> Any:
+        return of.project_id if name == "project" else getattr(of, name)
+
+    changed = [name for name in ITEM_FIXED_FIELDS if name in changes
+               and getattr(changes[name], "pk", changes[name]) != value(name, stored)]
+    if not changed:
+        return {}
+    why = item_in_use(item=stored)
+    if why:
+        return {name: f"cannot change: {why}, and {ITEM_FIXED_FIELDS[name]}; {ITEM_FIXED_HOW}"
+                for name in changed}
+    if "content" not in changed:
+        return {}
+    # What other apps computed from the content (annotation.hooks), e.g. cached metric scores.
+    computed = [note for note in (reader(stored.pk)
+                                  for reader in item_content_readers_registered()) if note]
+    if computed:
+        return {"content": f"cannot change: {'; '.join(computed)}; {ITEM_FIXED_HOW}"}
+    return {}
+
+
+def item_delete_error(*, item: Item) -> str:
+    """Why the item may not be deleted (empty when it may): the same rule as editing its
+    content, since deleting it would take it from its judgments (which protect it) or from
+    the HITs and assignments a collecting stage serves it in."""
+    why = item_in_use(item=item)
+    return f"{item}: cannot delete: {why}; mark it excluded instead" if why else ""
 
 
 class ItemInputError(ValueError):

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from django.db import transaction
 
-from annotation.models import Worker, WorkerBlock, WorkerStatus
+from annotation.models import Judgment, Worker, WorkerBlock, WorkerStatus
+from annotation.services.redundancy import adaptive_targets_refresh
 
 
 class WorkerUnblockRefused(ValueError):
@@ -52,6 +53,8 @@ def worker_block(*, worker: Worker, reason: str, by=None) -> Worker:
     else:
         WorkerBlock.objects.update_or_create(worker=worker, researcher=by,
                                              defaults={"reason": reason.strip()})
+    # Their judgments stop counting: items they settled collect replacements.
+    adaptive_targets_refresh(judgments=Judgment.objects.filter(worker=worker))
     return worker
 
 
@@ -62,10 +65,11 @@ def worker_unblock(*, worker: Worker, by=None) -> Worker:
     worker = Worker.objects.select_for_update().get(pk=worker.pk)
     if not _is_global(by):
         WorkerBlock.objects.filter(worker=worker, researcher=by).delete()
+    elif worker.status == WorkerStatus.ACTIVE and not worker.blocked_reason:
         return worker
-    if worker.status == WorkerStatus.ACTIVE and not worker.blocked_reason:
-        return worker
-    worker.status = WorkerStatus.ACTIVE
-    worker.blocked_reason = ""
-    worker.save(update_fields=["status", "blocked_reason"])
+    else:
+        worker.status = WorkerStatus.ACTIVE
+        worker.blocked_reason = ""
+        worker.save(update_fields=["status", "blocked_reason"])
+    adaptive_targets_refresh(judgments=Judgment.objects.filter(worker=worker))
     return worker

@@ -27,6 +27,7 @@ from annotation.models import (
     WorkerQualification,
 )
 from annotation.selectors import worker_is_blocked_for
+from annotation.services.redundancy import adaptive_targets_refresh
 from annotation.task_selectors import answer_roles
 
 from .comprehension import RETURN_KEY, RETURN_MESSAGE
@@ -351,6 +352,7 @@ def assignment_verification_failed(*, assignment: Assignment, note: str) -> Assi
         fields.append("status")
     assignment.review_note = "\n".join(p for p in (assignment.review_note, note) if p)
     assignment.save(update_fields=fields)
+    adaptive_targets_refresh(judgments=Judgment.objects.filter(assignment=assignment))
     return assignment
 
 

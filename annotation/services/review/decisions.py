@@ -16,6 +16,7 @@ from annotation.cost_selectors import bonus_over_budget
 from annotation.models import (
     Assignment,
     AssignmentStatus,
+    Judgment,
     ParticipantVerification,
     Provider,
     ProviderCall,
@@ -33,6 +34,7 @@ from annotation.services.qualification import (
     answer_is_correct,
     assignment_provider_confirmed,
 )
+from annotation.services.redundancy import adaptive_targets_refresh
 
 DEFAULT_RULES = {
     "approve_after_seconds": 0,  # wait this long after submission before auto-approving
@@ -184,6 +186,7 @@ def assignment_flag(assignment: Assignment, note: str) -> str:
     assignment.status = AssignmentStatus.FLAGGED
     assignment.review_note = (assignment.review_note + " " + note).strip()
     assignment.save(update_fields=["status", "review_note"])
+    adaptive_targets_refresh(judgments=Judgment.objects.filter(assignment=assignment))
     return "flagged"
 
 
@@ -213,6 +216,8 @@ def _assignment_decide(assignment: Assignment, *, status: str, verb: str, operat
         assignment.review_note = (assignment.review_note + " " + note).strip()
         fields.append("review_note")
     assignment.save(update_fields=fields)
+    if status == AssignmentStatus.REJECTED:  # its judgments stop counting: items re-open
+        adaptive_targets_refresh(judgments=Judgment.objects.filter(assignment=assignment))
     return assignment
 
 

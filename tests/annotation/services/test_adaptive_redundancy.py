@@ -5,14 +5,28 @@ from __future__ import annotations
 
 import pytest
 from django.urls import reverse
+from django.utils import timezone
 
 from annotation.domain.redundancy import AdaptiveRedundancy, adaptive_redundancy, next_target
-from annotation.models import AdaptiveTarget, Judgment, Provider, TaskKind
+from annotation.models import (
+    AdaptiveTarget,
+    AssignmentStatus,
+    Judgment,
+    ParticipantVerification,
+    Provider,
+    TaskKind,
+    WorkerStatus,
+)
+from annotation.providers import get_provider
+from annotation.providers.base import Submission, SubmissionStatus
 from annotation.services.assignments import NoItemsAvailable, assignment_start, assignment_submit
-from annotation.services.redundancy import adaptive_redundancy_guard
+from annotation.services.assignments.lifecycle import assignment_verification_failed
+from annotation.services.redundancy import adaptive_redundancy_guard, adaptive_targets_update
+from annotation.services.review import assignment_reject, provider_sync
+from annotation.services.workers import worker_block, worker_unblock
 from annotation.stage_errors import GuardFailed
 from metrics_app.reports.project import project_report
-from testing.factories import make_user, make_worker
+from testing.factories import make_assignment, make_item, make_judgment, make_user, make_worker
 from tests.support.tasks import make_task
 
 RULE = {"min": 2, "max": 4, "agreement": 0.75}
@@ -96,3 +110,168 @@ def test_a_setting_broken_after_publishing_falls_back_to_fixed_redundancy():
     stage.save()
     first = assignment_start(stage=stage, worker=make_worker())
     assert first.items.count() == 3  # served as if there were no adaptive setting
+
+
+def _judge(stage, item, score):
+    assignment = assignment_start(stage=stage, worker=make_worker())
+    assignment_submit(assignment=assignment, answers=[{"item": item.pk, "score": score}])
+    assignment.refresh_from_db()
+    return assignment
+
+
+@pytest.mark.django_db
+def test_a_blocked_workers_judgments_do_not_settle_an_item():
+    """Two judges agree, the item is settled; one of them is then blocked as a spammer: the
+    item is no longer settled by judgments that count, and is served again (was: settled by
+    every judgment of the stage, so it never got another)."""
+    _project, stage, [item] = make_task(TaskKind.LIKERT, n_items=1, items_per_hit=1)
+    stage.settings = {"redundancy": RULE}
+    stage.save()
+    _judge(stage, item, 5)
+    spam = _judge(stage, item, 5)
+    assert AdaptiveTarget.objects.get(stage=stage, item=item).settled
+    with pytest.raises(NoItemsAvailable):
+        assignment_start(stage=stage, worker=make_worker())
+    worker_block(worker=spam.worker, reason="spam")
+    target = AdaptiveTarget.objects.get(stage=stage, item=item)
+    assert (target.target, target.settled) == (3, False)  # min 2 that count + 1 replaced
+    third = _judge(stage, item, 5)
+    assert third.items.get() == item
+    target.refresh_from_db()
+    assert (target.target, target.settled) == (3, True)
+    with pytest.raises(NoItemsAvailable):
+        assignment_start(stage=stage, worker=make_worker())
+    worker_unblock(worker=spam.worker)  # counts again: three agreeing judgments, settled
+    target.refresh_from_db()
+    assert (target.target, target.settled) == (3, True)
+
+
+@pytest.mark.django_db
+def test_a_rejected_assignment_does_not_settle_an_item():
+    _project, stage, [item] = make_task(TaskKind.LIKERT, n_items=1, items_per_hit=1)
+    stage.settings = {"redundancy": RULE}
+    stage.save()
+    _judge(stage, item, 5)
+    bad = _judge(stage, item, 5)
+    assignment_reject(assignment=bad, reason="answers do not match the passage")
+    target = AdaptiveTarget.objects.get(stage=stage, item=item)
+    assert (target.target, target.settled) == (3, False)
+    assert _judge(stage, item, 5).items.get() == item
+
+
+@pytest.mark.django_db
+def test_a_blocked_worker_disagreeing_does_not_hold_an_item_open():
+    """Judgments submitted after a block are read by the counting rule too: a blocked worker's
+    disagreement neither settles nor stretches an item (its target only makes room for it)."""
+    _project, stage, [item] = make_task(TaskKind.LIKERT, n_items=1, items_per_hit=1)
+    stage.settings = {"redundancy": RULE}
+    stage.save()
+    blocked = make_worker(status=WorkerStatus.BLOCKED)
+    Judgment.objects.create(stage=stage, item=item, worker=blocked, score=1)
+    _judge(stage, item, 5)
+    _judge(stage, item, 5)
+    target = AdaptiveTarget.objects.get(stage=stage, item=item)
+    assert (target.target, target.settled) == (3, True)
+
+
+@pytest.mark.django_db
+def test_a_session_being_verified_counts_until_the_provider_does_not_know_it():
+    _project, stage, [item] = make_task(TaskKind.LIKERT, n_items=1, items_per_hit=1,
+                                        provider=Provider.PROLIFIC)
+    stage.settings = {"redundancy": RULE}
+    stage.save()
+    make_judgment(item=item, stage=stage, score=5)
+    unverified = make_assignment(stage, status=AssignmentStatus.SUBMITTED,
+                                 verification=ParticipantVerification.PENDING)
+    make_judgment(item=item, stage=stage, worker=unverified.worker, assignment=unverified,
+                  score=5)
+    adaptive_targets_update(stage=stage, item_ids=[item.pk])
+    target = AdaptiveTarget.objects.get(stage=stage, item=item)
+    assert (target.target, target.settled) == (2, True)  # presumed real while pending
+    assignment_verification_failed(assignment=unverified, note="not a Prolific session")
+    target.refresh_from_db()
+    assert (target.target, target.settled) == (3, False)
+
+
+@pytest.mark.django_db
+def test_a_rejection_made_on_the_provider_reopens_the_item(monkeypatch):
+    """The sync takes over a decision made on Prolific by hand: the rejected judgments stop
+    settling the item, as a rejection made here does."""
+    _project, stage, [item] = make_task(TaskKind.LIKERT, n_items=1, items_per_hit=1,
+                                        provider=Provider.PROLIFIC)
+    stage.settings = {"redundancy": RULE}
+    stage.save()
+    make_judgment(item=item, stage=stage, score=5)
+    bad = make_assignment(stage, status=AssignmentStatus.SUBMITTED, external_id="session-1",
+                          provider_confirmed_at=timezone.now())
+    make_judgment(item=item, stage=stage, worker=bad.worker, assignment=bad, score=5)
+    adaptive_targets_update(stage=stage, item_ids=[item.pk])
+    assert AdaptiveTarget.objects.get(stage=stage, item=item).settled
+    provider = get_provider(Provider.PROLIFIC)
+    monkeypatch.setattr(type(provider), "list_submissions", lambda self, stage: [Submission(
+        external_id="session-1", worker_external_id=bad.worker.external_id,
+        hit_external_id="", status=SubmissionStatus.REJECTED)])
+    monkeypatch.setattr(type(provider), "sessions_listable", lambda self, stage: False)
+    assert provider_sync(stage=stage).mirrored == 1
+    target = AdaptiveTarget.objects.get(stage=stage, item=item)
+    assert (target.target, target.settled) == (3, False)
+
+
+@pytest.mark.django_db
+def test_the_summary_does_not_count_a_replaced_judgment_as_reaching_max():
+    project, stage, [item] = make_task(TaskKind.LIKERT, n_items=1, items_per_hit=1)
+    stage.settings = {"redundancy": RULE}
+    stage.save()
+    _judge(stage, item, 5)
+    spam = _judge(stage, item, 1)
+    worker_block(worker=spam.worker, reason="spam")
+    _judge(stage, item, 5)  # two that count agree: settled, the blocked one replaced
+    target = AdaptiveTarget.objects.get(stage=stage, item=item)
+    assert (target.target, target.settled) == (3, True)
+    blocked = make_worker(status=WorkerStatus.BLOCKED)
+    Judgment.objects.create(stage=stage, item=item, worker=blocked, score=1)
+    adaptive_targets_update(stage=stage, item_ids=[item.pk])
+    target.refresh_from_db()
+    assert (target.target, target.settled) == (4, True)  # = max, but only 2 count
+    [summary] = project_report(project=project)["adaptive_redundancy"]
+    assert summary["items_settled_by_agreement"] == 1 and summary["items_reaching_max"] == 0
+    assert summary["judgments_finished_items"] == 4  # every judgment paid for
+
+
+@pytest.mark.django_db
+def test_the_summary_leaves_practice_items_out():
+    """Every worker answers a practice item first: its judgments are not data, and were read as
+    judgments spent on a finished item (here: 5 against a fixed redundancy of 4)."""
+    project, stage, [item] = make_task(TaskKind.LIKERT, n_items=1, items_per_hit=1)
+    stage.settings = {"redundancy": RULE}
+    stage.save()
+    practice = make_item(project, is_practice=True)
+    for _ in range(5):
+        Judgment.objects.create(stage=stage, item=practice, worker=make_worker(), score=5)
+    for _ in range(2):
+        Judgment.objects.create(stage=stage, item=item, worker=make_worker(), score=5)
+    adaptive_targets_update(stage=stage, item_ids=[practice.pk, item.pk])
+    [summary] = project_report(project=project)["adaptive_redundancy"]
+    assert summary["items_finished"] == 1 and summary["items_collecting"] == 0
+    assert summary["judgments_finished_items"] == 2 and summary["judgments_saved"] == 2
+
+
+@pytest.mark.django_db
+def test_a_block_set_on_the_worker_form_reopens_the_items_they_settled(client):
+    """A superuser's `status` on the worker form was a bare write of the column: the items the
+    worker settled stayed settled (the Block action went through `worker_block`)."""
+    _project, stage, [item] = make_task(TaskKind.LIKERT, n_items=1, items_per_hit=1)
+    stage.settings = {"redundancy": RULE}
+    stage.save()
+    _judge(stage, item, 5)
+    spam = _judge(stage, item, 5).worker
+    client.force_login(make_user(superuser=True))
+    response = client.post(reverse("admin:annotation_worker_change", args=[spam.pk]), {
+        "provider": spam.provider, "external_id": spam.external_id, "display_name": "",
+        "email": "", "status": WorkerStatus.BLOCKED, "blocked_reason": "spam",
+        "blocks-TOTAL_FORMS": "0", "blocks-INITIAL_FORMS": "0"})
+    assert response.status_code == 302, response.context["adminform"].form.errors
+    spam.refresh_from_db()
+    assert (spam.status, spam.blocked_reason) == (WorkerStatus.BLOCKED, "spam")
+    target = AdaptiveTarget.objects.get(stage=stage, item=item)
+    assert (target.target, target.settled) == (3, False)
