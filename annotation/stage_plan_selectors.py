@@ -199,8 +199,30 @@ def stage_items_by_kind(*, stage: Stage, only: tuple[str, ...] = ()) -> list[Ite
                                    key=lambda item: item.pk)
         chosen = remaining
     if not chosen:
-        raise StageError(f"{stage} has no items to release")
+        raise StageError(_nothing_to_release(stage, base))
     return chosen
+
+
+def _nothing_to_release(stage: Stage, base: QuerySet[Item]) -> str:
+    """Why a stage choosing by kind finds nothing, and what would give it items."""
+    if stage.kind == StageKind.PRACTICE:
+        return f"{stage} has no items to release: the project has no practice items"
+    candidates = base.filter(is_practice=False, is_gold_check=False)
+    if not candidates.exists():
+        return (f"{stage} has no items to release: the project has no items (practice and "
+                "gold-check items aside); import items first")
+    taken = candidates.filter(pk__in=released_elsewhere(stage)).count()
+    if not taken:
+        return f"{stage} has no items to release"
+    in_qualification = candidates.filter(
+        stages__project_id=stage.project_id, stages__kind=StageKind.QUALIFICATION
+    ).exclude(stages=stage).distinct().count()
+    reuse = (f", or set “Reuse earlier items” (reuse_earlier_items) to release the "
+             f"{in_qualification} the qualification used"
+             if in_qualification and not (stage.settings or {}).get("reuse_earlier_items")
+             else "")
+    return (f"{stage} has no items to release: its other stages released all {taken} of the "
+            f"project's items, and an item goes out in one stage only; import more items{reuse}")
 
 
 def stage_items_planned(*, stage: Stage) -> list[Item]:
