@@ -412,6 +412,20 @@ class ReleasePreview:
         return (f"{len(self.items)} items ({by}){gold} in {self.n_hits} HITs; {self.how}")
 
 
+def _chosen_from(stage: Stage) -> str:
+    """Which of the project's items `stage_items_by_kind` chooses from, as the preview says it
+    (it said "the items no earlier stage released" for every kind, the qualification's gold
+    items and a stage reusing the qualification's items included)."""
+    if stage.kind == StageKind.QUALIFICATION:
+        return "the project's items with gold answers"
+    if stage.kind == StageKind.PRACTICE:
+        return "the project's practice items"
+    if (stage.settings or {}).get("reuse_earlier_items"):
+        return ("the items no other trial, pilot or full stage released (the qualification's "
+                "included: reuse earlier items)")
+    return "the items no other stage released"
+
+
 def stage_release_preview(*, stage: Stage) -> ReleasePreview:
     """What publishing the stage releases, computed without storing anything: a draft's plan
     (the same seeded choice `stage_hits_build` makes), or a live stage's HITs."""
@@ -429,8 +443,8 @@ def stage_release_preview(*, stage: Stage) -> ReleasePreview:
         return ReleasePreview(items=items, gold=gold, n_hits=stage.hits.count(),
                               how="the HITs already built")
     how = ("listed on the stage" if stage.items.exists() else
-           f"chosen by the stage's kind ({stage.get_kind_display().lower()}) from the items "
-           "no earlier stage released")
+           f"chosen by the stage's kind ({stage.get_kind_display().lower()}) from "
+           + _chosen_from(stage))
     try:
         chosen_items = stage_items_planned(stage=stage)
         plans = stage_hits_planned(stage=stage, items=chosen_items)

@@ -51,3 +51,27 @@ def test_a_project_without_items_says_to_import_them():
         stage_items_by_kind(stage=full)
     practice = make_stage(project, kind=StageKind.PRACTICE, name="warm-up")
     assert len(stage_items_by_kind(stage=practice)) == 1
+
+
+def test_the_release_preview_says_which_items_each_kind_chooses_from():
+    """The stage page said "chosen … from the items no earlier stage released" for a
+    qualification (its gold items, released or not) and for a pilot that reuses the
+    qualification's items (which the qualification released)."""
+    from annotation.stage_plan_selectors import stage_release_preview
+
+    project = make_project(TaskKind.LIKERT)
+    items = [make_item(project, gold={"score": 5}) for _ in range(4)]
+    qualification = make_stage(project, kind=StageKind.QUALIFICATION, name="qual",
+                               settings={"n_items": 2})
+    assert stage_release_preview(stage=qualification).how.endswith(
+        "from the project's items with gold answers")
+    qualification.items.set(items[:2])
+    pilot = make_stage(project, kind=StageKind.PILOT, name="pilot",
+                       settings={"reuse_earlier_items": True})
+    preview = stage_release_preview(stage=pilot)
+    assert "the qualification's included" in preview.how
+    assert {i.pk for i in preview.items} == {i.pk for i in items}
+    full = make_stage(project, kind=StageKind.FULL, name="full")
+    preview = stage_release_preview(stage=full)
+    assert preview.how.endswith("from the items no other stage released")
+    assert {i.pk for i in preview.items} == {i.pk for i in items[2:]}
