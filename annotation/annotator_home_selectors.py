@@ -30,6 +30,9 @@ class HomeStage:
     judged: int = 0  # items this annotator has answered in the stage
     submitted: int = 0  # their finished batches
     in_progress: bool = False  # a batch is waiting for them
+    # Start/Continue leads somewhere: the stage would give them items now (set by the page
+    # from `more_work_for`, the rule the stage's entry and the completion page follow)
+    has_more: bool = True
 
 
 @dataclass

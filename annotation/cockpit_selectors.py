@@ -49,6 +49,9 @@ class CockpitStage:
     # takers; `progress.text()` is the line every page shows).
     progress: Progress
     waiting_review: int
+    # Work the review rules or the sync held back (status flagged, the reason in its note):
+    # it counts for nothing and is paid nothing until the researcher approves or rejects it.
+    flagged: int
     alpha: float | None
     gate: str  # "" when the stage has no agreement gate
     gate_open: bool | None
@@ -109,6 +112,7 @@ def study_cockpit(*, project: Project) -> Cockpit:
     readiness_cache: dict[str, list[str]] = {}
     for stage, progress in rows:
         waiting = progress.assignments.get(AssignmentStatus.SUBMITTED, 0)
+        flagged = progress.assignments.get(AssignmentStatus.FLAGGED, 0)
         gate, gate_open = "", None
         gating = (agreement_stage_for(stage) if stage.agreement_threshold is not None
                   else None)
@@ -131,13 +135,13 @@ def study_cockpit(*, project: Project) -> Cockpit:
             except Exception as exc:  # no items yet, or a plan the provider would refuse
                 error = str(exc)
         stages.append(CockpitStage(
-            stage=stage, progress=progress, waiting_review=waiting,
+            stage=stage, progress=progress, waiting_review=waiting, flagged=flagged,
             alpha=alpha_of(stage) if stage.kind in DATA_STAGE_KINDS else None,
             gate=gate, gate_open=gate_open, estimate=estimate, estimate_error=error,
             spent=stage_spent(stage=stage) if stage.provider != Provider.IMPORT else Decimal("0.00"),
             pay=pay, problem=problem, release=release,
             next_step=("fix what the problem says, then publish again" if problem
-                       else "review the waiting work first" if waiting and
+                       else "review the waiting work first" if (waiting or flagged) and
                        stage.status == StageStatus.CLOSED
                        else _next_step(stage))))
     # What the budget guards count (`project_committed_cost`), from the numbers read above.

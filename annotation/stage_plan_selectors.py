@@ -199,8 +199,30 @@ def stage_items_by_kind(*, stage: Stage, only: tuple[str, ...] = ()) -> list[Ite
                                    key=lambda item: item.pk)
         chosen = remaining
     if not chosen:
-        raise StageError(f"{stage} has no items to release")
+        raise StageError(_nothing_to_release(stage, base))
     return chosen
+
+
+def _nothing_to_release(stage: Stage, base: QuerySet[Item]) -> str:
+    """Why a stage choosing by kind finds nothing, and what would give it items."""
+    if stage.kind == StageKind.PRACTICE:
+        return f"{stage} has no items to release: the project has no practice items"
+    candidates = base.filter(is_practice=False, is_gold_check=False)
+    if not candidates.exists():
+        return (f"{stage} has no items to release: the project has no items (practice and "
+                "gold-check items aside); import items first")
+    taken = candidates.filter(pk__in=released_elsewhere(stage)).count()
+    if not taken:
+        return f"{stage} has no items to release"
+    in_qualification = candidates.filter(
+        stages__project_id=stage.project_id, stages__kind=StageKind.QUALIFICATION
+    ).exclude(stages=stage).distinct().count()
+    reuse = (f", or set “Reuse earlier items” (reuse_earlier_items) to release the "
+             f"{in_qualification} the qualification used"
+             if in_qualification and not (stage.settings or {}).get("reuse_earlier_items")
+             else "")
+    return (f"{stage} has no items to release: its other stages released all {taken} of the "
+            f"project's items, and an item goes out in one stage only; import more items{reuse}")
 
 
 def stage_items_planned(*, stage: Stage) -> list[Item]:
@@ -390,6 +412,20 @@ class ReleasePreview:
         return (f"{len(self.items)} items ({by}){gold} in {self.n_hits} HITs; {self.how}")
 
 
+def _chosen_from(stage: Stage) -> str:
+    """Which of the project's items `stage_items_by_kind` chooses from, as the preview says it
+    (it said "the items no earlier stage released" for every kind, the qualification's gold
+    items and a stage reusing the qualification's items included)."""
+    if stage.kind == StageKind.QUALIFICATION:
+        return "the project's items with gold answers"
+    if stage.kind == StageKind.PRACTICE:
+        return "the project's practice items"
+    if (stage.settings or {}).get("reuse_earlier_items"):
+        return ("the items no other trial, pilot or full stage released (the qualification's "
+                "included: reuse earlier items)")
+    return "the items no other stage released"
+
+
 def stage_release_preview(*, stage: Stage) -> ReleasePreview:
     """What publishing the stage releases, computed without storing anything: a draft's plan
     (the same seeded choice `stage_hits_build` makes), or a live stage's HITs."""
@@ -407,8 +443,8 @@ def stage_release_preview(*, stage: Stage) -> ReleasePreview:
         return ReleasePreview(items=items, gold=gold, n_hits=stage.hits.count(),
                               how="the HITs already built")
     how = ("listed on the stage" if stage.items.exists() else
-           f"chosen by the stage's kind ({stage.get_kind_display().lower()}) from the items "
-           "no earlier stage released")
+           f"chosen by the stage's kind ({stage.get_kind_display().lower()}) from "
+           + _chosen_from(stage))
     try:
         chosen_items = stage_items_planned(stage=stage)
         plans = stage_hits_planned(stage=stage, items=chosen_items)

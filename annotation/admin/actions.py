@@ -43,8 +43,11 @@ def _outcome(verb: str, done: int, already: int, already_text: str) -> list[str]
 
 
 def _report(modeladmin, request, done: list[str], failed: list[str]) -> None:
+    # With failures the summary is not a success (a refused bonus read, with a green tick,
+    # "Paid a $-1 bonus on no assignment.").
+    level = messages.WARNING if failed else messages.SUCCESS
     for line in done:
-        modeladmin.message_user(request, line, messages.SUCCESS)
+        modeladmin.message_user(request, line, level)
     for line in failed:
         modeladmin.message_user(request, line, messages.ERROR)
 

@@ -13,7 +13,7 @@ from django.views.decorators.http import require_GET
 
 from annotation.annotator_home_selectors import annotator_home
 from annotation.services import access
-from annotation.services.assignments import AssignmentRefused
+from annotation.services.assignments import AssignmentRefused, more_work_for
 
 from . import task_pages
 
@@ -25,8 +25,13 @@ def task_home(request: HttpRequest, token: str) -> HttpResponse:
         link = access.inhouse_link_resolve(token=token)
     except AssignmentRefused as exc:
         return task_pages.task_refused(request, exc)
+    home = annotator_home(link=link)
+    for row in home.stages:
+        # A stage they finished, or whose qualification they did not pass, offers no Start
+        # that only leads to "Nothing more to do" (the entry's and completion page's rule).
+        row.has_more = row.is_open and more_work_for(stage=row.stage, worker=link.worker)
     context = {"link": link, "project": link.project, "worker": link.worker, "token": token,
-               "home": annotator_home(link=link)}
+               "home": home}
     return render(request, "annotation/task/home.html", context)
 
 

@@ -53,6 +53,10 @@ class Command(BaseCommand):
             call_command("lerc_demo", base_url=f"http://{host}:{port}", stdout=self.stdout)
 
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        # The links the admin hands out (in-house link CSVs, the link pages) start with
+        # QAJ_PUBLIC_BASE_URL: unless it is set, it is where this command serves (it was the
+        # default http://127.0.0.1:8000 on any --port, a dead or another instance's address).
+        env.setdefault("QAJ_PUBLIC_BASE_URL", demo_public_base_url(host, port))
         python = sys.executable
         commands = {
             "web": [python, "manage.py", "runserver", f"{host}:{port}", "--noreload"],
@@ -146,3 +150,12 @@ class Command(BaseCommand):
 
 def _raise_keyboard_interrupt(signum, frame):
     raise KeyboardInterrupt
+
+
+def demo_public_base_url(host: str, port: int) -> str:
+    """Where a browser on this machine reaches `runserver host:port` (0.0.0.0 and :: listen on
+    every interface; 127.0.0.1 is one of them)."""
+    browsable = "127.0.0.1" if host in {"0.0.0.0", "::", ""} else host
+    if ":" in browsable:
+        browsable = f"[{browsable}]"
+    return f"http://{browsable}:{port}"

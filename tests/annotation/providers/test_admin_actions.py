@@ -393,3 +393,23 @@ def test_publishing_again_counts_the_hits_already_there(admin_client_):
     act(admin_client_, "stage", "publish_stages", [stage.pk])
     again = messages_of(act(admin_client_, "stage", "publish_stages", [stage.pk]))
     assert any("0 HITs created, 1 already there" in m for m in again), again
+
+
+def test_an_action_that_failed_is_not_reported_as_a_success(admin_client_):
+    """A researcher's day: a bonus of -1 was refused for the assignment, and the page said
+    "Paid a $-1 bonus on no assignment." with a success tick above the error."""
+    from django.contrib import messages as django_messages
+
+    ok, _bad = _two_submitted()
+    act(admin_client_, "assignment", "approve_assignments", [ok.pk])
+    response = act(admin_client_, "assignment", "bonus_assignments", [ok.pk], amount="-1",
+                   reason="thanks")
+    levels = {str(m): m.level for m in response.context["messages"]}
+    assert levels["Paid a $-1 bonus on no assignment."] == django_messages.WARNING
+    assert any("a bonus must be positive" in text and level == django_messages.ERROR
+               for text, level in levels.items())
+    ok.refresh_from_db()
+    assert ok.bonus_paid == 0
+    paid = act(admin_client_, "assignment", "bonus_assignments", [ok.pk], amount="0.25",
+               reason="thanks")
+    assert [m.level for m in paid.context["messages"]] == [django_messages.SUCCESS]

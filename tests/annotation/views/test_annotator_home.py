@@ -25,7 +25,14 @@ from annotation.services.access import (
     inhouse_link_create,
     inhouse_link_revoke,
 )
-from testing.factories import make_assignment, make_judgment, make_stage, make_user, make_worker
+from testing.factories import (
+    make_assignment,
+    make_judgment,
+    make_qualification,
+    make_stage,
+    make_user,
+    make_worker,
+)
 from tests.support.tasks import make_task
 
 pytestmark = pytest.mark.django_db
@@ -73,9 +80,15 @@ def test_the_home_page_lists_open_stages_progress_and_history(client, study):
     assert "trial" in html and "full" in html
     assert "later" not in html, "a draft stage is not offered"
     assert "crowd" not in html, "an MTurk stage is never opened through an in-house link"
-    assert stage_url(token, stages["full"]) in html and stage_url(token, stages["trial"]) in html
-    # Their own progress: 3 items answered and one batch done in the trial.
+    # Their own progress: 3 items answered and one batch done in the trial. They judged every
+    # item there (an item judged in one data stage is not released again), so neither stage
+    # has more for them: no Start that only leads to "Nothing more to do".
     assert "<td>trial</td>\n        <td>3 items answered, 1 batch done</td>" in html
+    assert stage_url(token, stages["trial"]) not in html
+    assert stage_url(token, stages["full"]) not in html
+    fresh_html = client.get(home_and_token(project, make_worker())[1]).content.decode()
+    assert fresh_html.count('class="button primary"') == 2, "trial and full: Start"
+    assert "nothing more for you here" in html
     assert 'id="home-history"' in html and "Submitted" in html
     assert GOLD_SENTINEL not in html
 
@@ -195,3 +208,44 @@ def test_a_practice_stage_is_listed_like_any_other_open_stage(client, study):
     make_stage(project, kind=StageKind.PRACTICE, name="warm-up", status=StageStatus.PUBLISHED)
     _, path, _ = home_and_token(project)
     assert "warm-up" in client.get(path).content.decode()
+
+
+def test_no_start_for_a_stage_whose_qualification_they_failed_or_that_they_finished(client, study):
+    """A researcher's day: the careless annotator failed the qualification and the careful one
+    finished the trial; the home page offered both a Start that led only to a refusal or to
+    "Nothing more to do". It offers Start where the stage gives them items, as its entry does."""
+    project, stages, items = study
+    qualification = make_stage(project, kind=StageKind.QUALIFICATION, name="qual",
+                               status=StageStatus.COLLECTING, order=0)
+    stages["full"].requires_stage = qualification
+    stages["full"].save(update_fields=["requires_stage"])
+    careless_link, careless_path, careless_token = home_and_token(
+        project, make_worker(display_name="Careless"))
+    careful_link, careful_path, careful_token = home_and_token(
+        project, make_worker(display_name="Careful"))
+    make_qualification(worker=careless_link.worker, stage=qualification, passed=False)
+    make_qualification(worker=careful_link.worker, stage=qualification, passed=True)
+    done = make_assignment(stages["trial"], worker=careful_link.worker, items=items,
+                           status=AssignmentStatus.SUBMITTED)
+    for item in items:
+        make_judgment(item=item, stage=stages["trial"], worker=careful_link.worker,
+                      assignment=done)
+
+    careless = client.get(careless_path).content.decode()
+    assert stage_url(careless_token, stages["full"]) not in careless
+    assert stage_url(careless_token, stages["trial"]) in careless  # no qualification needed
+    refused = client.get(stage_url(careless_token, stages["full"]))
+    assert refused.status_code == 403, "the entry refuses what the home page no longer offers"
+
+    careful = client.get(careful_path).content.decode()
+    assert stage_url(careful_token, stages["trial"]) not in careful
+    assert client.get(stage_url(careful_token, stages["trial"])).status_code == 200
+    assert "Nothing more to do" in client.get(
+        stage_url(careful_token, stages["trial"])).content.decode()
+
+    newcomer = make_worker(display_name="Passed")
+    make_qualification(worker=newcomer, stage=qualification, passed=True)
+    _, passed_path, passed_token = home_and_token(project, newcomer)
+    passed = client.get(passed_path).content.decode()
+    assert stage_url(passed_token, stages["full"]) in passed
+    assert client.get(stage_url(passed_token, stages["full"])).status_code == 200

@@ -5,7 +5,11 @@ from __future__ import annotations
 import pytest
 
 from annotation.models import Judgment, StageKind, StageStatus, TaskKind
-from annotation.services.access import inhouse_link_create
+from annotation.services.access import (
+    inhouse_home_path,
+    inhouse_home_stage_path,
+    inhouse_link_create,
+)
 from testing.factories import make_item, make_project, make_stage, make_worker
 from tests.support.tasks import api, page_config
 
@@ -69,3 +73,23 @@ def test_after_the_qualification_the_page_says_what_comes_next(client):
     # Graded at submit (4 against gold 4): the annotator learns they passed and what follows.
     assert worker.qualifications.get(stage=qualification).passed
     assert "You passed the qualification" in text and "link to the next part" in text
+
+
+def test_after_the_qualification_a_project_link_holder_is_sent_to_their_page(client):
+    """With one link for the whole project the next stage appears on the annotator's home page;
+    the page told them to wait for a link the researcher never sends."""
+    project = make_project(TaskKind.LIKERT, items_per_hit=2, qualification_threshold=0.5)
+    items = [make_item(project, gold={"score": 4}) for _ in range(2)]
+    qualification = make_stage(project, kind=StageKind.QUALIFICATION, name="qual",
+                               status=StageStatus.PUBLISHED)
+    qualification.items.set(items)
+    worker = make_worker(external_id="cal")
+    link, _entry = inhouse_link_create(worker=worker, project=project)
+    home = inhouse_home_path(link=link)
+    start = client.get(inhouse_home_stage_path(link=link, stage=qualification))
+    _items, complete_url = _submit_all(client, start)
+    text = client.get(complete_url).content.decode()
+    assert worker.qualifications.get(stage=qualification).passed
+    assert "You passed the qualification" in text
+    assert "link to the next part" not in text
+    assert "appears on your page" in text and f'href="{home}"' in text

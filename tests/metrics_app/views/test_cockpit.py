@@ -114,3 +114,30 @@ def test_the_cockpit_counts_what_counts_against_what_the_stage_will_collect(clie
     page = client.get(reverse("metrics:project-cockpit", args=[project.slug])).content.decode()
     assert "4 of 12 judgments counted (33%); 8 collected but not counted" in page
     assert "0 of 15 takers counted" in page and "9 judgments counted" in page
+
+
+def test_flagged_work_waits_for_the_researcher_on_the_cockpit(client):
+    """A researcher's day: the review rules held the careful annotator's trial back (too fast
+    for `min_seconds_per_item`), status flagged. The cockpit showed "1 to review" (the other
+    one, submitted) and nothing else: the held work, counted and paid for nothing until it is
+    decided, had no link and the closed stage said "done"."""
+    alice = make_user("alice")
+    project, trial, _full = _study(owner=alice)
+    Assignment.objects.filter(stage=trial, status=AssignmentStatus.APPROVED).update(
+        status=AssignmentStatus.FLAGGED,
+        review_note="Held for review: 0.7 s per item is below the minimum of 2.0 s")
+    trial_row = study_cockpit(project=project).stages[0]
+    assert (trial_row.waiting_review, trial_row.flagged) == (1, 2)
+    client.force_login(alice)
+    page = client.get(reverse("metrics:project-cockpit", args=[project.slug])).content.decode()
+    assert "1 to review" in page
+    assert "2 flagged, held for your decision" in page
+    assert f"stage__id__exact={trial.pk}&amp;status__exact=flagged" in page
+
+    Assignment.objects.filter(stage=trial, status=AssignmentStatus.SUBMITTED).update(
+        status=AssignmentStatus.APPROVED)
+    trial.status = StageStatus.CLOSED
+    trial.save(update_fields=["status"])
+    trial_row = study_cockpit(project=project).stages[0]
+    assert trial_row.waiting_review == 0 and trial_row.flagged == 2
+    assert trial_row.next_step == "review the waiting work first"

@@ -1,0 +1,77 @@
+"""A researcher's day: nine MOCHA items, a qualification of five and a trial of four; the full
+stage then has nothing left. Publishing, the stage page and the cockpit said only "full has no
+items to release" and "fix what the problem says": the message now says why (the other stages
+released every item, each item goes out once) and what gives the stage items."""
+from __future__ import annotations
+
+import pytest
+
+from annotation.models import StageKind, StageStatus, TaskKind
+from annotation.stage_errors import StageError
+from annotation.stage_plan_selectors import stage_items_by_kind
+from testing.factories import make_item, make_project, make_stage
+
+pytestmark = pytest.mark.django_db
+
+
+def test_a_full_stage_left_without_items_says_why_and_what_to_do():
+    project = make_project(TaskKind.LIKERT)
+    items = [make_item(project, gold={"score": 5}) for _ in range(9)]
+    qualification = make_stage(project, kind=StageKind.QUALIFICATION, name="qual",
+                               status=StageStatus.COLLECTING, order=1)
+    qualification.items.set(items[:5])
+    trial = make_stage(project, kind=StageKind.TRIAL, name="trial",
+                       status=StageStatus.COLLECTING, order=2)
+    trial.items.set(items[5:])
+    full = make_stage(project, kind=StageKind.FULL, name="full", order=3)
+    with pytest.raises(StageError) as refused:
+        stage_items_by_kind(stage=full)
+    message = str(refused.value)
+    assert message.startswith(f"{full} has no items to release: ")
+    assert "released all 9 of the project's items" in message
+    assert "import more items" in message
+    assert "reuse_earlier_items" in message and "release the 5 the qualification used" in message
+
+    full.settings = {"reuse_earlier_items": True}
+    full.save(update_fields=["settings"])
+    assert len(stage_items_by_kind(stage=full)) == 5  # the advice works
+
+    trial.settings = {"reuse_earlier_items": True}
+    trial.items.set(items)
+    with pytest.raises(StageError) as refused:
+        stage_items_by_kind(stage=full)
+    assert "reuse_earlier_items" not in str(refused.value), "already set: not advised again"
+
+
+def test_a_project_without_items_says_to_import_them():
+    project = make_project(TaskKind.LIKERT)
+    make_item(project, is_practice=True)
+    full = make_stage(project, kind=StageKind.FULL, name="full")
+    with pytest.raises(StageError, match="the project has no items .*import items first"):
+        stage_items_by_kind(stage=full)
+    practice = make_stage(project, kind=StageKind.PRACTICE, name="warm-up")
+    assert len(stage_items_by_kind(stage=practice)) == 1
+
+
+def test_the_release_preview_says_which_items_each_kind_chooses_from():
+    """The stage page said "chosen … from the items no earlier stage released" for a
+    qualification (its gold items, released or not) and for a pilot that reuses the
+    qualification's items (which the qualification released)."""
+    from annotation.stage_plan_selectors import stage_release_preview
+
+    project = make_project(TaskKind.LIKERT)
+    items = [make_item(project, gold={"score": 5}) for _ in range(4)]
+    qualification = make_stage(project, kind=StageKind.QUALIFICATION, name="qual",
+                               settings={"n_items": 2})
+    assert stage_release_preview(stage=qualification).how.endswith(
+        "from the project's items with gold answers")
+    qualification.items.set(items[:2])
+    pilot = make_stage(project, kind=StageKind.PILOT, name="pilot",
+                       settings={"reuse_earlier_items": True})
+    preview = stage_release_preview(stage=pilot)
+    assert "the qualification's included" in preview.how
+    assert {i.pk for i in preview.items} == {i.pk for i in items}
+    full = make_stage(project, kind=StageKind.FULL, name="full")
+    preview = stage_release_preview(stage=full)
+    assert preview.how.endswith("from the items no other stage released")
+    assert {i.pk for i in preview.items} == {i.pk for i in items[2:]}
