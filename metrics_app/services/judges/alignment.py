@@ -87,8 +87,11 @@ def human_labels(project: Project) -> dict[int, dict]:
 
 
 def _decision(view: JudgeView, items: list[int], human: dict, questions: dict[int, str]
-              ) -> tuple[np.ndarray, float, str, np.ndarray | None]:
-    """(rank, threshold, how the threshold was set, probability or None) on `items`."""
+              ) -> tuple[np.ndarray, float, str, np.ndarray | None, np.ndarray | None]:
+    """(rank, threshold, how the threshold was set, probability or None, the items it is
+    measured on or None for all) on `items`. A threshold chosen on the validation half of the
+    questions is measured on the other half only: measured on the half it was fitted to, a
+    metric looked better than a judge that needs no threshold."""
     calls = [view.calls[i] for i in items]
     verdict = np.array([c.verdict if c.verdict is not None else np.nan for c in calls])
     score = np.array([c.score if c.score is not None else np.nan for c in calls])
@@ -107,8 +110,17 @@ def _decision(view: JudgeView, items: list[int], human: dict, questions: dict[in
         validation = [k for k, i in enumerate(items) if is_validation_key(questions.get(i, ""))]
         threshold = best_threshold(score[validation].tolist(),
                                    [human[items[k]]["label"] for k in validation])
+        measured = np.ones(len(items), dtype=bool)
+        measured[validation] = False
+        if measured.sum() < 2:
+            raise ValueError(
+                f"{view.label} gives only scores: its threshold is chosen on the validation "
+                f"half of the questions and measured on the other half, which holds "
+                f"{int(measured.sum())} judged items with human labels (2 needed)")
         rank, how = score, (f"score >= {threshold:.4g}, chosen on the validation half of the "
-                            f"questions ({len(validation)} items)")
+                            f"questions ({len(validation)} items) and measured on the other "
+                            f"half ({int(measured.sum())} items)")
+        return rank, float(threshold), how, prob if has_prob else None, measured
     else:
         # What the judge gives differs by item (an imported file with verdicts on some rows,
         # only scores or probabilities on others): each item is decided by what it has.
@@ -121,7 +133,7 @@ def _decision(view: JudgeView, items: list[int], human: dict, questions: dict[in
                 "verdict threshold (only Likert 1-5 scores do: correct at 3 or more)")
         threshold, how = 0.5, ("the judge's own call on each item: its verdict, else its "
                                "probability >= 0.5, else its score >= 3")
-    return rank, float(threshold), how, prob if has_prob else None
+    return rank, float(threshold), how, prob if has_prob else None, None
 
 
 def _own_call(view: JudgeView, call) -> float:
@@ -169,10 +181,14 @@ def judge_alignment_report(*, project: Project, refs: list[str] | None = None,
             report["errors"][view.label] = f"only {len(common)} judged items carry human labels"
             continue
         try:
-            rank, threshold, how, prob = _decision(view, common, human, questions)
+            rank, threshold, how, prob, measured = _decision(view, common, human, questions)
         except ValueError as exc:
             report["errors"][view.label] = str(exc)
             continue
+        if measured is not None:
+            common = [i for i, keep in zip(common, measured, strict=True) if keep]
+            rank = rank[measured]
+            prob = prob[measured] if prob is not None else None
         views[view.label] = view
         labels = np.array([human[i]["label"] for i in common])
         means = np.array([human[i]["mean"] for i in common])
@@ -284,10 +300,15 @@ def _history(project, name, human, items, questions) -> list[dict]:
                "accuracy": None, "kappa": None}
         if len(common) >= 2:
             try:
-                rank, threshold, _how, _prob = _decision(view, common, human, questions)
+                rank, threshold, _how, _prob, measured = _decision(view, common, human,
+                                                                   questions)
             except ValueError:
                 out.append(row)
                 continue
+            if measured is not None:  # as the report's row: on the half not fitted to
+                common = [i for i, keep in zip(common, measured, strict=True) if keep]
+                rank = rank[measured]
+                row["n"] = len(common)
             labels = np.array([human[i]["label"] for i in common])
             stats = binary_alignment(rank=rank, threshold=threshold, labels=labels,
                                      human_mean=np.array([human[i]["mean"] for i in common]),

@@ -139,6 +139,14 @@ def test_lerc_versions_are_judges_read_as_probabilities():
     assert prob["accuracy"] == pytest.approx(0.9) and prob["ece"] is not None
     assert score["accuracy"] == 1.0 and score["ece"] is None  # a 1-5 score, not a probability
     assert "validation half" in score["decision"]
+    # Measured on the other half only (it was measured on every item, its threshold's own
+    # half included, which flattered a metric against a judge that needs no threshold).
+    from metrics_app.domain.meta_evaluation import is_validation_key
+
+    other_half = [i for i in project.items.all()
+                  if not is_validation_key(i.content.get("question", ""))]
+    assert 2 <= score["judged_with_labels"] == len(other_half) < project.items.count()
+    assert prob["judged_with_labels"] == project.items.count()
 
 
 def test_per_system_cards_carry_intervals():
