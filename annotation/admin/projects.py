@@ -42,6 +42,7 @@ from annotation.services.projects import (
     PROJECT_FIXED_FIELDS,
     ProjectShareError,
     project_share_check,
+    share_refusals,
 )
 from annotation.services.stage_plans import (
     ITEM_FILTER_FIELDS,
@@ -183,6 +184,10 @@ class ProjectAdminForm(forms.ModelForm):
 
     def clean(self):
         cleaned = super().clean()
+        if "shared_with" in cleaned and "shared_with" in self.changed_data:
+            owner = cleaned.get("owner") or getattr(self.instance, "owner", None)
+            for why in share_refusals(owner=owner, users=cleaned["shared_with"]):
+                self.add_error("shared_with", why)
         if self.instance.pk is not None and not self.errors:
             changes = {name: cleaned[name] for name in self.changed_data if name in cleaned}
             for name, why in project_edit_errors(project=self.instance,

@@ -123,10 +123,29 @@ def project_update(*, project: Project, user, data: dict[str, Any]) -> Project:
     return project
 
 
+def share_refusals(*, owner, users) -> list[str]:
+    """Why `users` cannot be the project's collaborators, one line each: the owner already has
+    the project, and only an active researcher (staff) account can open one
+    (`projects_visible_to`), so sharing with anyone else gives them nothing. The API and the
+    admin's project form both ask here."""
+    refusals = []
+    for user in users:
+        name = user.get_username()
+        if owner is not None and user.pk == owner.pk:
+            refusals.append(f"{name} owns the project: sharing it with them adds nothing")
+        elif not (user.is_active and (user.is_staff or user.is_superuser)):
+            refusals.append(f"{name} is not an active researcher (staff) account: they could "
+                            "not open the project")
+    return refusals
+
+
 def _set_shared_with(*, project: Project, usernames: Iterable[str]) -> None:
     usernames = set(usernames)
     users = list(get_user_model().objects.filter(username__in=usernames))
     missing = usernames - {u.username for u in users}
     if missing:
         raise ValueError(f"unknown users: {', '.join(sorted(missing))}")
+    refusals = share_refusals(owner=project.owner, users=users)
+    if refusals:
+        raise ValidationError({"shared_with": refusals})
     project.shared_with.set(users)

@@ -1,0 +1,51 @@
+"""Who a project may be shared with, at the API and the admin's project form alike
+(`annotation.services.projects.share_refusals`): never its owner (it adds nothing) and only
+active researcher (staff) accounts (anyone else could not open it: `projects_visible_to`).
+Before, both doors stored either."""
+from __future__ import annotations
+
+import pytest
+from django.urls import reverse
+from rest_framework.test import APIClient
+
+from testing.factories import make_project, make_user
+from tests.support.admin_forms import admin_form_as_posted
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def owner():
+    return make_user("share-owner")
+
+
+@pytest.mark.parametrize("who,message", [("share-owner", "owns the project"),
+                                         ("annotator-account", "not an active researcher")])
+def test_the_api_refuses_to_share_with_the_owner_or_a_non_researcher(owner, who, message):
+    make_user("annotator-account", staff=False)
+    colleague = make_user("colleague")
+    project = make_project(owner=owner)
+    api = APIClient()
+    api.force_authenticate(owner)
+    response = api.patch(f"/api/projects/{project.slug}/", {"shared_with": [who]}, format="json")
+    assert response.status_code == 400 and message in str(response.json()["shared_with"])
+    assert list(project.shared_with.all()) == []
+    created = api.post("/api/projects/", {"slug": "shared-new", "title": "New", "kind": "likert",
+                                          "shared_with": [who]}, format="json")
+    assert created.status_code == 400 and message in str(created.json())
+    ok = api.patch(f"/api/projects/{project.slug}/", {"shared_with": ["colleague"]},
+                   format="json")
+    assert ok.status_code == 200 and list(project.shared_with.all()) == [colleague]
+
+
+def test_the_project_form_refuses_the_same(client, owner):
+    outsider = make_user("annotator-account", staff=False)
+    project = make_project(owner=owner)
+    client.force_login(owner)
+    url = reverse("admin:annotation_project_change", args=[project.pk])
+    page = client.get(url)
+    for user in (owner, outsider):
+        response = client.post(url, admin_form_as_posted(page, shared_with=[str(user.pk)]))
+        assert response.status_code == 200
+        assert response.context["adminform"].form.errors["shared_with"]
+    assert list(project.shared_with.all()) == []
