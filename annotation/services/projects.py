@@ -45,6 +45,10 @@ def project_owner_and_share(*, project: Project, owner=None, share: Iterable = (
         project.owner = owner
         project.save(update_fields=["owner", "updated_at"])
     share = [user for user in share if user.pk != project.owner_id]
+    # The sharing rule of every door (the owner aside: an import keeps a project's owner).
+    refusals = share_refusals(owner=None, users=share)
+    if refusals:
+        raise ProjectOwnershipError("; ".join(refusals))
     if share:
         project.shared_with.add(*share)
 
@@ -126,8 +130,8 @@ def project_update(*, project: Project, user, data: dict[str, Any]) -> Project:
 def share_refusals(*, owner, users) -> list[str]:
     """Why `users` cannot be the project's collaborators, one line each: the owner already has
     the project, and only an active researcher (staff) account can open one
-    (`projects_visible_to`), so sharing with anyone else gives them nothing. The API and the
-    admin's project form both ask here."""
+    (`projects_visible_to`), so sharing with anyone else gives them nothing. The API, the
+    admin's project form and `import_data --share` all ask here."""
     refusals = []
     for user in users:
         name = user.get_username()

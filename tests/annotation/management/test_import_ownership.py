@@ -68,3 +68,13 @@ def test_an_import_without_a_title_gets_a_readable_one(tmp_path, researchers):
         "Rita mocha v2: answer correctness"
     _import(tmp_path, "--owner", "alice", "--title", "My own title", slug="titled")
     assert Project.objects.get(slug="titled").title == "My own title"
+
+
+def test_sharing_with_an_account_that_is_not_a_researcher_stops_the_import(tmp_path,
+                                                                           researchers):
+    """The sharing rule of the API and the project form (`share_refusals`): before, `--share`
+    added a non-staff account, which could open nothing."""
+    get_user_model().objects.create_user("annotator", password="pw-for-tests-only")
+    with pytest.raises(CommandError, match="annotator is not an active researcher"):
+        _import(tmp_path, "--owner", "alice", "--share", "annotator")
+    assert not Project.objects.exists() and not Item.objects.exists()
