@@ -104,9 +104,9 @@ def mc_examples_from(path: Path | None) -> list:
 def pretrained_backbone(args) -> str:
     """With --pretrain-mc: the packaged MiniLM after MOCHA's multiple-choice pre-training, done
     once and kept in <out>/pretrained-mc-<examples>-e<epochs>-L<max length>/ for every run (and rerun) to
-    start from; "" (the packaged MiniLM) without."""
+    start from; without, `--backbone` ("" = the packaged MiniLM)."""
     if args.pretrain_mc is None:
-        return ""
+        return args.backbone
     from metrics_app.lerc.config import TrainConfig
     from metrics_app.lerc.training import pretrain_backbone
 
@@ -114,7 +114,7 @@ def pretrained_backbone(args) -> str:
     folder = (args.out / f"pretrained-mc-{len(mc_examples)}-e{args.pretrain_epochs}"
               f"-L{args.max_length}")
     if not (folder / "pretrain.json").is_file():
-        cfg = TrainConfig(max_length=args.max_length, device="cpu", seed=0,
+        cfg = TrainConfig(max_length=args.max_length, device=args.device, seed=0,
                           pretrain_epochs=args.pretrain_epochs, progress_every=10)
         summary = pretrain_backbone(cfg, mc_examples, folder, progress=lambda info: print(
             "pretrain", json.dumps(info), file=sys.stderr, flush=True))
@@ -228,7 +228,7 @@ def train_run(run: dict, args) -> dict:
             result_file.write_text(json.dumps(result, indent=2, default=str))
         return result
     cfg = TrainConfig(output_dir=str(folder), epochs=args.epochs, learning_rate=args.lr,
-                      max_length=args.max_length, device="cpu", progress_every=50,
+                      max_length=args.max_length, device=args.device, progress_every=50,
                       max_train_examples=run.get("cap") or args.cap,
                       max_val_examples=args.max_val,
                       backbone=args.backbone,
@@ -259,7 +259,7 @@ def evaluate_run(run: dict, result: dict, baselines: dict, args) -> dict:
     from metrics_app.lerc.inference import LercScorer
 
     test, val = run["test"], run["val"]
-    scorer = LercScorer(result["model_dir"], device="cpu")
+    scorer = LercScorer(result["model_dir"], device=args.device)
     # The serving rate: the served path (`score_details`) on a seeded sample of the test
     # answers; the verdicts on all of them come from the same calibrator on the encoder scores
     # and semantic values computed once for every row below (the same numbers, each computed
@@ -785,7 +785,7 @@ def _reporter(test, args):
     return report
 
 
-def audit_text(run: dict, result: dict, size: int) -> str:
+def audit_text(run: dict, result: dict, size: int, device: str = "cpu") -> str:
     """The served judge's errors on the run's validation answers whose exact match fails (the
     answers it is fitted on and judges; exact matches are scored by rule), as plain text."""
     from metrics_app.domain.text_match import is_exact_match
@@ -793,7 +793,7 @@ def audit_text(run: dict, result: dict, size: int) -> str:
     from metrics_app.lerc.inference import LercScorer
 
     val = [e for e in run["val"] if not is_exact_match(e.candidate, e.references)]
-    details = LercScorer(result["model_dir"], device="cpu").score_details(val)
+    details = LercScorer(result["model_dir"], device=device).score_details(val)
     count, sample = judge_errors(val, [d["probability"] for d in details], size)
     lines = [f"{run['name']}: the served judge decides {count} of {len(val)} validation answers "
              f"(exact match failing) against the human label; a seeded {len(sample)} of them:"]
@@ -1125,6 +1125,12 @@ def main() -> None:
                         help="every dropout of the backbone and head at this rate (default: "
                              "the model kind's, none for the regression judge)")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--device", default="cpu",
+                        help="where the encoders train and score: cpu (the 2-core protocol), "
+                             "cuda on a GPU machine (bf16 autocast), or auto")
+    parser.add_argument("--backbone", default="",
+                        help="a local Hugging Face model folder to fine-tune instead of the "
+                             "packaged MiniLM (e.g. an MPNet sentence encoder)")
     parser.add_argument("--fresh", action="store_true", help="retrain finished runs")
     parser.add_argument("--audit", type=int, default=0, metavar="N",
                         help="print N of each trained run's validation errors and stop")
@@ -1175,7 +1181,7 @@ def main() -> None:
                 print(f"{run['name']}: not trained in {args.out}; run the protocol first",
                       file=sys.stderr)
                 continue
-            print(audit_text(run, train_run(run, args), args.audit), "\n")
+            print(audit_text(run, train_run(run, args), args.audit, args.device), "\n")
         return
     baselines = baseline_scores(examples, args.out / "baselines.json",
                                 [b for b in args.baselines.split(",") if b])

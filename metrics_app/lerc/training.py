@@ -346,8 +346,11 @@ def calibrate_model(cfg: TrainConfig, model_dir: str | Path, val_examples,
     `distill_examples`: answers no human judged, each `score` a trusted judge's value on the
     1–5 scale (1 + 4·P(correct)); they join the fit at the weight of
     `cfg.calibration_distill_weights` that cross-validation on the human judgments chooses."""
-    model, tokenizer, _meta = load_model(model_dir, device="cpu")
-    model.to(inference_dtype(torch.device("cpu"), cfg.scoring_precision))
+    # On the device the encoder trained on (a GPU worker's GPU, under the same bf16 autocast as
+    # its scorer there), at the precision the served scorer will use on that device.
+    device = pick_device(cfg.device)
+    model, tokenizer, _meta = load_model(model_dir, device=device)
+    model.to(inference_dtype(device, cfg.scoring_precision))
 
     def raw_scores(examples):
         return predict_scores(model, tokenizer, examples, max_length=cfg.max_length,
@@ -356,7 +359,7 @@ def calibrate_model(cfg: TrainConfig, model_dir: str | Path, val_examples,
                               max_reference_tokens=cfg.max_reference_tokens)
 
     feature_names = FEATURE_SETS[cfg.calibration_features]
-    semantic_encoder = (SemanticEncoder(device="cpu", precision=cfg.scoring_precision)
+    semantic_encoder = (SemanticEncoder(device=str(device), precision=cfg.scoring_precision)
                         if reads_semantic(feature_names) else None)
 
     def semantic_of(examples):
