@@ -54,6 +54,7 @@ def main() -> int:
         if not (args.data / name).is_file():
             sys.exit(f"--data: {args.data / name} is missing")
     var = args.var or Path(tempfile.mkdtemp(prefix="qaj-gpu-check-"))
+    var.mkdir(parents=True, exist_ok=True)
     out = args.out or var
     out.mkdir(parents=True, exist_ok=True)
     os.environ.update({

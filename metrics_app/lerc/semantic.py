@@ -85,8 +85,9 @@ class SemanticEncoder:
         the mask of real tokens, and the sentence vectors (aliases × dim)."""
         tokens = [vectors[key][0] for key in keys]
         block = torch.nn.utils.rnn.pad_sequence(tokens, batch_first=True)
-        lengths = torch.tensor([len(t) for t in tokens])
-        mask = torch.arange(block.shape[1])[None, :] < lengths[:, None]
+        # On the encoder's device (a GPU worker's GPU): a CPU mask beside CUDA vectors fails.
+        lengths = torch.tensor([len(t) for t in tokens], device=block.device)
+        mask = torch.arange(block.shape[1], device=block.device)[None, :] < lengths[:, None]
         return block, mask, torch.stack([vectors[key][1] for key in keys])
 
     def features(self, candidates: Sequence[str], references: Sequence[Sequence[str]]

@@ -167,3 +167,15 @@ def test_a_served_judge_reads_semantic_values_and_skips_an_unweighted_encoder(
     # Uncalibrated scoring still runs the encoder (what the raw-score inspection reads).
     raw = scorer.score_details(examples[:1], calibrated=False)
     assert raw[0]["raw"] is not None and raw[0]["probability"] is None
+
+
+def test_an_alias_block_and_its_mask_stay_on_the_encoders_device(encoder):
+    # On a GPU worker the token vectors are CUDA tensors: a mask made on the CPU beside them
+    # failed the first real GPU run ("Expected all tensors to be on the same device"). The meta
+    # device stands in for CUDA here, where no GPU is present.
+    meta = torch.device("meta")
+    vectors = {"paris": (torch.empty(2, 384, device=meta), torch.empty(384, device=meta)),
+               "city of light": (torch.empty(4, 384, device=meta), torch.empty(384, device=meta))}
+    block, mask, sentence_vectors = encoder._stack(("city of light", "paris"), vectors)
+    assert block.device == mask.device == sentence_vectors.device == meta
+    assert tuple(mask.shape) == (2, 4)
