@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
 PROJECTS = (("evouna-nq", "evouna_nq.json"), ("evouna-tq", "evouna_tq.json"))
 SETTLED = ("evaluated", "promoted", "rejected", "failed", "cancelled")
 
@@ -53,6 +54,9 @@ def main() -> int:
     for _slug, name in PROJECTS:
         if not (args.data / name).is_file():
             sys.exit(f"--data: {args.data / name} is missing")
+    options_problem = train_options_problem(args.options)
+    if options_problem:
+        sys.exit(f"--options: {options_problem}")
     var = args.var or Path(tempfile.mkdtemp(prefix="qaj-gpu-check-"))
     var.mkdir(parents=True, exist_ok=True)
     out = args.out or var
@@ -64,7 +68,6 @@ def main() -> int:
         "CELERY_BROKER_URL": "filesystem://",
         "PYTHONUNBUFFERED": "1",
     })
-    sys.path.insert(0, str(REPO))
     import django
 
     django.setup()
@@ -124,6 +127,20 @@ def main() -> int:
     (out / "gpu-worker.json").write_text(json.dumps(report, indent=2, default=str))
     print(json.dumps(report, indent=2, default=str))
     return 0 if version.status in ("evaluated", "promoted", "rejected") else 1
+
+
+def train_options_problem(text: str) -> str:
+    """Why `--options` is no set of training options ("" when it is one), checked by the rule
+    `train_lerc` applies (`TrainConfig.from_dict`) before anything is migrated or imported."""
+    from metrics_app.lerc.config import TrainConfig
+
+    try:
+        TrainConfig.from_dict(json.loads(text))
+    except json.JSONDecodeError as exc:
+        return f"not JSON ({exc}); e.g. '{{\"epochs\": 2}}'"
+    except (TypeError, ValueError) as exc:
+        return str(exc)
+    return ""
 
 
 def gpu_name() -> str | None:
