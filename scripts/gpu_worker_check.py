@@ -74,6 +74,7 @@ def main() -> int:
     from django.core.management import call_command
 
     from metrics_app.models import ModelVersion
+    from metrics_app.services.lerc import model_version_summary
 
     stages: dict[str, float] = {}
     started = time.monotonic()
@@ -116,12 +117,9 @@ def main() -> int:
         "status": version.status,
         "error": version.error,
         "seconds": stages,
-        "timings": version.metrics.get("timings"),
         "device": training.get("device"),
         "history": training.get("history"),
-        "examples": version.metrics.get("examples"),
-        "test": version.metrics.get("test"),
-        "promotion": version.metrics.get("promotion_decision"),
+        **model_version_summary(version),
         "gpu": gpu_name(),
     }
     (out / "gpu-worker.json").write_text(json.dumps(report, indent=2, default=str))

@@ -21,6 +21,7 @@ from metrics_app.services.lerc import (
     LercError,
     model_version_create,
     model_version_enqueue,
+    model_version_summary,
     model_version_train_here,
 )
 
@@ -102,7 +103,7 @@ class Command(BaseCommand):
         except Exception as exc:
             raise CommandError(f"{label} failed: {exc}") from exc
         self.stdout.write(f"{label}: {version.status}")
-        self.stdout.write(json.dumps(self._summary(version), indent=2, default=str))
+        self.stdout.write(json.dumps(model_version_summary(version), indent=2, default=str))
 
     @staticmethod
     def _train_options(options: dict) -> dict:
@@ -124,20 +125,3 @@ class Command(BaseCommand):
             if options[flag] is not None:
                 train_options[field] = options[flag]
         return train_options
-
-    @staticmethod
-    def _summary(version) -> dict:
-        return {
-            "validation": version.metrics.get("validation"),
-            "test": version.metrics.get("test"),
-            "baselines": (version.metrics.get("baselines") or {}).get("test"),
-            "promotion": version.metrics.get("promotion_decision"),
-            # The counts actually trained, validated and tested (after the caps).
-            "examples": version.metrics.get("examples"),
-            "timings": version.metrics.get("timings"),
-            "distillation": ((version.metrics.get("training") or {}).get("calibration")
-                             or {}).get("distillation"),
-            "data": {k: version.data_snapshot.get(k) for k in
-                     ("judgment_count", "max_judgment_id", "judgment_ids_sha256")},
-            "artifact": version.artifact_uri,
-        }

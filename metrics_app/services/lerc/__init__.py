@@ -23,7 +23,13 @@ place they become a TrainConfig); `common` holds what they share.
 from .common import IN_FLIGHT, NAME_BY_KIND, TASK_KIND_BY_MODEL_KIND, LercError
 from .datasets import SPLIT_MODES, VAL_SPLITS, LercDataset, lerc_dataset_build, mc_pretraining_build
 from .evaluation import lerc_minimal_pair_accuracy, model_version_scorer
-from .model_card import hidden_project_slugs, model_card, model_card_page, write_model_card
+from .model_card import (
+    hidden_project_slugs,
+    model_card,
+    model_card_page,
+    model_version_summary,
+    write_model_card,
+)
 from .options import default_train_options
 from .promotion import (
     model_version_decide,
@@ -61,6 +67,7 @@ __all__ = [
     "hidden_project_slugs",
     "model_card",
     "model_card_page",
+    "model_version_summary",
     "model_version_cancel",
     "model_version_create",
     "model_version_decide",

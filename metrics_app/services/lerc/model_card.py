@@ -70,6 +70,27 @@ def model_card(version: ModelVersion) -> str:
     return "\n".join(lines)
 
 
+def model_version_summary(version: ModelVersion) -> dict:
+    """What a finished version recorded, for a terminal: its numbers against the baselines, the
+    promotion decision, the counts it trained on, its timings and the data it pinned
+    (`train_lerc --sync`, `scripts/gpu_worker_check.py`)."""
+    metrics = version.metrics or {}
+    return {
+        "validation": metrics.get("validation"),
+        "test": metrics.get("test"),
+        "baselines": (metrics.get("baselines") or {}).get("test"),
+        "promotion": metrics.get("promotion_decision"),
+        # The counts actually trained, validated and tested (after the caps).
+        "examples": metrics.get("examples"),
+        "timings": metrics.get("timings"),
+        "distillation": ((metrics.get("training") or {}).get("calibration")
+                         or {}).get("distillation"),
+        "data": {k: version.data_snapshot.get(k) for k in
+                 ("judgment_count", "max_judgment_id", "judgment_ids_sha256")},
+        "artifact": version.artifact_uri,
+    }
+
+
 def model_card_refresh(version: ModelVersion) -> bool:
     """Rewrite MODEL_CARD.md in the version's local model folder from the database, so the
     card on disk follows the status (it was written while training and still said "status:
