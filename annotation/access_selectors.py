@@ -59,6 +59,17 @@ def workers_visible_to(user) -> QuerySet[Worker]:
     )
 
 
+def worker_shared_beyond(user, worker: Worker) -> bool:
+    """Whether `worker` worked on (or holds a link to) a project `user` may not see: their
+    name and email are then another study's too, and only a superuser changes them."""
+    if user is not None and user.is_authenticated and user.is_active and user.is_superuser:
+        return False
+    hidden = Project.objects.exclude(pk__in=projects_visible_to(user).values("pk")).values("pk")
+    return (Assignment.objects.filter(worker=worker, stage__project__in=hidden).exists()
+            or Judgment.objects.filter(worker=worker, item__project__in=hidden).exists()
+            or InhouseLink.objects.filter(worker=worker, project__in=hidden).exists())
+
+
 # --- The doors ----------------------------------------------------------------------------------
 
 

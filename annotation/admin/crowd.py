@@ -9,7 +9,11 @@ from django.contrib import admin, messages
 from django.contrib.admin.helpers import ActionForm
 from django.utils.html import format_html
 
-from annotation.access_selectors import projects_visible_to, workers_visible_to
+from annotation.access_selectors import (
+    projects_visible_to,
+    worker_shared_beyond,
+    workers_visible_to,
+)
 from annotation.domain.numbers import row_id_of
 from annotation.models import (
     Adjudication,
@@ -287,6 +291,9 @@ class WorkerBlockInline(admin.TabularInline):
 # Fields of a worker that reach every project: only a superuser types them.
 WORKER_GLOBAL_FIELDS = ("status", "blocked_reason")
 WORKER_IDENTITY_FIELDS = ("provider", "external_id")
+# Who the worker is called and how to reach them: one researcher's to type while the worker
+# works only in that researcher's projects; shared with another study, a superuser's.
+WORKER_CONTACT_FIELDS = ("display_name", "email")
 
 
 @admin.register(Worker)
@@ -323,13 +330,17 @@ class WorkerAdmin(WorkerHistoryMixin, ProjectScopedAdmin):
         """A worker is shared by every project they worked in: a researcher's form never sets
         the global block (`status`, `blocked_reason`: a superuser's, see `WorkerBlock`; a
         researcher blocks for their own projects with the Block action) nor renames who the
-        worker is on their provider (`provider`, `external_id`, once the worker exists)."""
+        worker is on their provider (`provider`, `external_id`, once the worker exists), and
+        changes their name or email (`WORKER_CONTACT_FIELDS`) only while no project the
+        researcher cannot see has them: otherwise one study would rename another's worker."""
         fields = tuple(super().get_readonly_fields(request, obj))
         if request.user.is_superuser:
             return fields
         fields += tuple(f for f in WORKER_GLOBAL_FIELDS if f not in fields)
         if obj is not None:
             fields += tuple(f for f in WORKER_IDENTITY_FIELDS if f not in fields)
+            if worker_shared_beyond(request.user, obj):
+                fields += tuple(f for f in WORKER_CONTACT_FIELDS if f not in fields)
         return fields
 
     @admin.display(description="Assignments", ordering="n_assignments")

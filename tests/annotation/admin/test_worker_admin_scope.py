@@ -63,7 +63,45 @@ def test_researcher_change_form_cannot_block_globally_or_rename(client, shared_w
     worker.refresh_from_db()
     assert (worker.status, worker.blocked_reason, worker.external_id, worker.provider) == (
         WorkerStatus.ACTIVE, "", shared_worker["worker"].external_id, "inhouse")
-    assert worker.display_name == "Annotator A"  # what only this admin shows stays editable
+
+
+def test_researcher_cannot_rename_a_worker_another_study_shares(client, shared_worker):
+    worker = shared_worker["worker"]
+    Worker.objects.filter(pk=worker.pk).update(display_name="P-17", email="p17@lab.example")
+    worker.refresh_from_db()
+    client.force_login(shared_worker["alice"])
+    fields = client.get(change_url(worker)).context["adminform"].form.fields
+    assert "display_name" not in fields and "email" not in fields
+
+    response = client.post(change_url(worker), form_data(
+        worker, display_name="Annotator A", email="mine@alice.example"))
+    assert response.status_code == 302
+    worker.refresh_from_db()
+    assert (worker.display_name, worker.email) == ("P-17", "p17@lab.example")
+
+
+def test_researcher_names_a_worker_only_their_projects_have(client, shared_worker):
+    alice = shared_worker["alice"]
+    worker = make_worker()
+    project = make_project(owner=alice)
+    stage, item = make_stage(project), make_item(project)
+    make_judgment(item=item, stage=stage, worker=worker,
+                  assignment=make_assignment(stage, worker=worker, items=[item]))
+    client.force_login(alice)
+    response = client.post(change_url(worker), form_data(
+        worker, display_name="Annotator A", email="a@alice.example"))
+    assert response.status_code == 302
+    worker.refresh_from_db()
+    assert (worker.display_name, worker.email) == ("Annotator A", "a@alice.example")
+
+
+def test_superuser_renames_a_shared_worker(client, shared_worker):
+    worker = shared_worker["worker"]
+    client.force_login(make_user("root", superuser=True))
+    response = client.post(change_url(worker), form_data(worker, display_name="Renamed"))
+    assert response.status_code == 302
+    worker.refresh_from_db()
+    assert worker.display_name == "Renamed"
 
 
 def test_superuser_still_sets_the_global_block(client, shared_worker):
