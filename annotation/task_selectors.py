@@ -128,7 +128,14 @@ def hit_preview_items(*, hit: Hit, stage: Stage) -> list[dict[str, Any]]:
         return []
     project = stage.project
     order = preview_presented_order(kind=project.kind, hit=hit, item=first)
-    return [item_view(first, order, kind=project.kind, mode=project.experiment_mode)]
+    view = item_view(first, order, kind=project.kind, mode=project.experiment_mode)
+    if project.kind == TaskKind.MC:
+        # A preview names no worker, so it cannot be checked against what they read, and the
+        # first items of a stage's Latin-square HITs are one paragraph at each level: showing
+        # it would let a worker read one paragraph at several levels before accepting any HIT.
+        # The paragraph comes with the accepted HIT (where the design is checked).
+        view["paragraph"] = ""
+    return [view]
 
 
 def passage_blocks(items: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -7,6 +7,7 @@ across participants every condition (question x level) of a paragraph is covered
 a worker answered in an earlier stage never come back to them."""
 from __future__ import annotations
 
+import html
 import json
 from collections import Counter
 from pathlib import Path
@@ -580,3 +581,31 @@ def test_a_worker_never_gets_an_item_they_answered_in_an_earlier_stage():
                                                           assignment.items.values_list(
                                                               "pk", flat=True)])
     assert got == {i.pk for i in items[3:]}
+
+
+
+def test_mturk_previews_never_show_a_paragraph_so_none_is_seen_at_several_levels(client, starc):
+    """A preview names no worker, so it cannot be checked against what they read; the first
+    items of the Latin-square HITs are one paragraph at each level, so previews that show the
+    paragraph show it at every level before the worker accepts any HIT. The paragraph comes
+    with the accepted HIT only; the preview keeps the question and its answers."""
+    project, items = starc
+    stage = make_stage(project, provider=Provider.MTURK, status=StageStatus.DRAFT)
+    stage.items.set(items)
+    plans = stage_hit_plan(stage=stage, store=False)
+    stage.status = StageStatus.PUBLISHED
+    stage.save(update_fields=["status"])
+    previews = []
+    for n, plan in enumerate(plans):
+        make_hit(stage, items=plan.items, external_id=f"HIT{n}", max_assignments=2)
+        response = _mturk(client, stage, f"HIT{n}", "", "ASSIGNMENT_ID_NOT_AVAILABLE")
+        assert response.status_code == 200
+        previews.append((plan.items[0], response.content.decode()))
+    assert len({first.text_level for first, _page in previews}) > 1  # the case that leaked
+    for first, page in previews:
+        assert html.escape(first.content["question"]) in page
+        for item in items:
+            assert html.escape(item.content["paragraph"][:80]) not in page
+    # Accepting a HIT shows its paragraphs, as before.
+    accepted = _mturk(client, stage, "HIT0", "W1", "A1").content.decode()
+    assert html.escape(plans[0].items[0].content["paragraph"][:80]) in accepted
