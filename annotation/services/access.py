@@ -272,6 +272,13 @@ def worker_for(*, provider: str, external_id: str) -> Worker:
         return Worker.objects.get(provider=provider, external_id=external_id)
 
 
+def _refuse_if_not_open(stage: Stage) -> None:
+    """StageNotOpen for a draft, reviewing or closed stage, with the message assignment_start
+    gives."""
+    if stage.status not in OPEN_STAGE_STATUSES:
+        raise StageNotOpen(stage_not_open_message(stage))
+
+
 @dataclass
 class MturkAccess:
     hit: Hit
@@ -290,11 +297,11 @@ def mturk_access_check(*, stage: Stage, assignment_id: str, hit_id: str,
         raise AccessDenied("This HIT is not part of this task.")
     expired = HitExpired("This HIT has expired, so it can no longer be accepted. Please return "
                          "it; other HITs of this task may still be available.")
+    # A draft or closed stage opens nothing (assignment_start refuses it too): refused here,
+    # before a worker row is created for whatever workerId the URL carries, and a preview must
+    # not show more than accepting would give.
+    _refuse_if_not_open(stage)
     if (assignment_id or "").strip() == MTURK_PREVIEW_ID:
-        # Accepting checks the stage (assignment_start); a preview must not show more than
-        # accepting would give, so a draft or closed stage refuses the preview too.
-        if stage.status not in OPEN_STAGE_STATUSES:
-            raise StageNotOpen(stage_not_open_message(stage))
         if hit_is_expired(hit):
             raise expired
         return MturkAccess(hit=hit, assignment_id="", worker=None, preview=True)
@@ -329,6 +336,8 @@ def prolific_access_check(*, stage: Stage, pid: str, study_id: str,
     pid = _external_id(pid, "PROLIFIC_PID")
     study_id = _external_id(study_id, "STUDY_ID")
     session_id = _external_id(session_id, "SESSION_ID")
+    # Before the participant's worker row is created and Prolific is asked about the session.
+    _refuse_if_not_open(stage)
     expected = (stage.settings or {}).get("prolific_study_id")
     if expected and expected != study_id:
         raise AccessDenied("This link belongs to another Prolific study.")

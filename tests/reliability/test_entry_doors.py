@@ -22,6 +22,8 @@ from annotation.models import (
     Judgment,
     ParticipantVerification,
     Provider,
+    Stage,
+    StageStatus,
     TaskKind,
     Worker,
 )
@@ -313,6 +315,29 @@ def test_an_mturk_page_for_an_expired_hit_creates_no_assignment(client, how):
     assert list(Assignment.objects.values_list("external_id", flat=True)) == ["ACCEPTED-BEFORE"]
     # Accepted before the expiry: MTurk still lets it be submitted, so it still opens.
     assert _mturk_page(client, stage, "ACCEPTED-BEFORE", "W1").status_code == 200
+
+
+@pytest.mark.parametrize("status", [StageStatus.DRAFT, StageStatus.REVIEWING, StageStatus.CLOSED])
+def test_a_stage_that_is_not_open_creates_no_worker_and_asks_prolific_nothing(client, status,
+                                                                             monkeypatch):
+    """Made-up ids at a draft or closed stage's MTurk or Prolific URL: refused as before, and
+    before the worker row is created or Prolific is asked about the session (the page was a 403
+    either way; the worker rows and the calls were left behind)."""
+    from annotation.services.assignments import verification
+
+    asked = []
+    monkeypatch.setattr(verification, "_ask", lambda *args, **kwargs: asked.append(args))
+    _project, mturk_stage, items = make_task(TaskKind.LIKERT, provider=Provider.MTURK)
+    make_hit(mturk_stage, items=items, external_id="HITX", max_assignments=3)
+    _project, prolific_stage, _items = _prolific_stage()
+    Stage.objects.filter(pk__in=[mturk_stage.pk, prolific_stage.pk]).update(status=status)
+    for page in (_mturk_page(client, mturk_stage, "MADE-UP", "W-MADE-UP"),
+                 _prolific_page(client, prolific_stage, "P-MADE-UP", "S-MADE-UP")):
+        assert page.status_code == 403
+        assert b"task-config" not in page.content
+    assert not Worker.objects.exists()
+    assert asked == []
+    assert not Assignment.objects.exists()
 
 
 # --- 7. time on task measured by the server ----------------------------------------------------
