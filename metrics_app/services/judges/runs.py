@@ -227,6 +227,10 @@ def judge_project(*, project: Project, version: JudgeVersion, budget: float | No
                     continue
                 failing = 0
                 row, parsed = _verdict_row(version, request, answer, price)
+                if not answer.usage_known and row.cost is not None:
+                    # The endpoint did not report what the call used: charge it what was
+                    # reserved for it, its worst case, so the budget still holds.
+                    row.cost = worst
                 buffer.append(row)
                 detail["calls"] += 1
                 detail["retries"] += answer.retries
