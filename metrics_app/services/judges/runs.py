@@ -212,8 +212,9 @@ def judge_project(*, project: Project, version: JudgeVersion, budget: float | No
                     answer = future.result()
                 except EndpointError as exc:
                     if exc.fatal:
-                        # Keep what was answered (paid for) before the endpoint refused.
-                        JudgeVerdict.objects.bulk_create(buffer, ignore_conflicts=True)
+                        # Keep what was answered (paid for) before the endpoint refused, and
+                        # count it on the job (its spent, done and detail) as any batch is.
+                        flush()
                         raise
                     detail["failed"] += 1
                     failing += 1

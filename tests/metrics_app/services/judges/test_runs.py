@@ -279,6 +279,32 @@ def test_a_judge_job_runs_under_its_lease_and_records_progress(django_capture_on
         assert server.stats["requests"] == 12
 
 
+def test_a_job_the_endpoint_refuses_mid_run_keeps_what_it_paid_for_on_the_job(
+        django_capture_on_commit_callbacks):
+    """The answers before a 401 are stored, and the failed job's spent, done and detail count
+    them: it said $0 spent while its verdicts held what the endpoint had billed."""
+    project = _likert_project(12)
+
+    class RefusesAfterFive(FakeChatServer):
+        def _complete(self, body):
+            if self.stats["requests"] == 5:
+                self.fail_next(100, status=401)
+            return super()._complete(body)
+
+    with RefusesAfterFive() as server:
+        version = _judge(server)
+        with django_capture_on_commit_callbacks(execute=False):
+            job = judge_job_create(project=project, version=version, budget=1.0, concurrency=1)
+        with pytest.raises(EndpointError, match="401"):
+            judge_job_run(job_id=job.pk, retry=FAST)
+    job = JudgeJob.objects.get(pk=job.pk)
+    costs = list(JudgeVerdict.objects.filter(judge_version=version).values_list("cost",
+                                                                                 flat=True))
+    assert job.status == ScoringStatus.FAILED and "401" in job.error
+    assert len(costs) == 5 and job.done == 5 and job.detail["calls"] == 5
+    assert job.spent == pytest.approx(sum(costs)) and job.spent > 0
+
+
 def test_a_judge_for_another_task_kind_is_refused():
     project = make_project(TaskKind.AB)
     make_item(project)
