@@ -355,6 +355,9 @@ def _json(text: str, config: dict) -> Parsed:
             raise ValueError(f"{name} {value!r} is not a number")
     if probability is not None and not 0 <= probability <= 1:
         raise ValueError(f"probability {probability} is outside 0..1")
+    if score is not None and not math.isfinite(score):
+        # Python's JSON reads NaN and Infinity (and 1e999 as inf): no score.
+        raise ValueError(f"score {score!r} is not finite")
     return Parsed(ok=True, verdict=verdict, score=None if score is None else float(score),
                   probability=None if probability is None else float(probability),
                   reasoning=str(data.get("reasoning") or ""))
@@ -408,7 +411,12 @@ def probability_from_logprobs(rule: str, parsed: Parsed, logprobs: list) -> floa
     seen = set()
     for alt in entry.get("top_logprobs") or [entry]:
         word = str(alt.get("token", "")).strip().lower()
-        if word in groups and word not in seen and isinstance(alt.get("logprob"), int | float):
+        logprob = alt.get("logprob")
+        # A log-probability is at most 0 (-inf: probability 0); NaN, +inf or a positive value
+        # is an endpoint's garbage (exp() of it overflows or is no probability): not used.
+        usable = isinstance(logprob, int | float) and not isinstance(logprob, bool) \
+            and logprob <= 0
+        if word in groups and word not in seen and usable:
             seen.add(word)
             mass[groups[word]] += math.exp(alt["logprob"])
     total = mass[0] + mass[1]

@@ -38,6 +38,9 @@ class ChatAnswer:
     # The model declined (OpenAI's message.refusal, with content null): `text` holds the
     # refusal, which is no verdict.
     refused: bool = False
+    # The body gave both token counts as non-negative integers; otherwise they read 0 and the
+    # run charges the call its worst case (a budget must not trust what was not reported).
+    usage_known: bool = True
 
 
 @dataclass
@@ -137,13 +140,25 @@ def _answer(response: httpx.Response, *, retries: int) -> ChatAnswer:
         text = message.get("content") or ""
         refusal = message.get("refusal") if not text else None
         usage = data.get("usage") or {}
+        tokens = [_token_count(usage.get(name)) for name in ("prompt_tokens",
+                                                             "completion_tokens")]
+        known = None not in tokens
         return ChatAnswer(text=text or str(refusal or ""),
                           finish_reason=choice.get("finish_reason") or "",
                           logprobs=(choice.get("logprobs") or {}).get("content"),
-                          prompt_tokens=int(usage.get("prompt_tokens") or 0),
-                          completion_tokens=int(usage.get("completion_tokens") or 0),
-                          retries=retries, refused=bool(refusal))
+                          prompt_tokens=tokens[0] if known else 0,
+                          completion_tokens=tokens[1] if known else 0,
+                          retries=retries, refused=bool(refusal), usage_known=known)
     except (json.JSONDecodeError, KeyError, IndexError, TypeError, AttributeError,
             ValueError) as exc:
         raise _BrokenBody(f"HTTP 200 with a body that is not a chat completion "
                           f"({type(exc).__name__}): {response.text[:200]}") from None
+
+
+def _token_count(value) -> int | None:
+    """A usage count as reported, or None when it is missing or no count (negative, not a
+    whole number): a negative count made a negative cost that undid the budget."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0 \
+            or not float(value).is_integer():
+        return None
+    return int(value)

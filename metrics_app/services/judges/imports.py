@@ -31,7 +31,7 @@ from core.json_limits import json_loads_limited, refuse_duplicate_keys
 from core.vocabulary import AB_CHOICES, MC_ROLES
 
 from ...models import JudgeKind, JudgeVerdict
-from .versions import judge_version_create
+from .versions import judge_label_error, judge_version_create
 
 MAX_ERRORS = 20
 _TRUE = {"correct", "yes", "true", "1", "1.0"}
@@ -154,6 +154,8 @@ def verdicts_import(*, project: Project, path: Path, judge: str | None = None,
         errors.append("no judge name (give --judge or a `judge` column)")
     if not version:
         errors.append("no judge version (give --version or a `judge_version` column)")
+    if judge and version and (error := judge_label_error(judge, version)):
+        errors.append(error)
     items = dict(project.items.values_list("external_id", "id"))
     kind = project.kind
     low, high = SCORE_RANGE.get(kind, (-math.inf, math.inf))

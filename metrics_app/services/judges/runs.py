@@ -212,8 +212,9 @@ def judge_project(*, project: Project, version: JudgeVersion, budget: float | No
                     answer = future.result()
                 except EndpointError as exc:
                     if exc.fatal:
-                        # Keep what was answered (paid for) before the endpoint refused.
-                        JudgeVerdict.objects.bulk_create(buffer, ignore_conflicts=True)
+                        # Keep what was answered (paid for) before the endpoint refused, and
+                        # count it on the job (its spent, done and detail) as any batch is.
+                        flush()
                         raise
                     detail["failed"] += 1
                     failing += 1
@@ -227,6 +228,10 @@ def judge_project(*, project: Project, version: JudgeVersion, budget: float | No
                     continue
                 failing = 0
                 row, parsed = _verdict_row(version, request, answer, price)
+                if not answer.usage_known and row.cost is not None:
+                    # The endpoint did not report what the call used: charge it what was
+                    # reserved for it, its worst case, so the budget still holds.
+                    row.cost = worst
                 buffer.append(row)
                 detail["calls"] += 1
                 detail["retries"] += answer.retries

@@ -8,6 +8,8 @@ import json
 from django.conf import settings
 from django.db import IntegrityError, transaction
 
+from annotation.domain.judge_refs import JUDGE_REF
+
 from ...domain.judge_prompts import JudgeConfigError, validate_config
 from ...models import Judge, JudgeKind, JudgeVersion
 
@@ -40,6 +42,18 @@ def price_for(config: dict) -> dict | None:
     return None
 
 
+def judge_label_error(name: str, version: str | None = None) -> str | None:
+    """None when `name` (and `version`) can be referred to as NAME@VERSION wherever a judge is
+    named (estimates_judge, routing_judge, --judge, ?judge=, the report's labels), else why
+    not: a judge stored as "gpt 4" or "x@y" was kept but could never be named again."""
+    if len(name or "") > Judge._meta.get_field("name").max_length \
+            or not JUDGE_REF.match(f"{name}@{version or '1'}"):
+        return (f"judge {name!r}" + (f" version {version!r}" if version else "")
+                + ": a judge name is letters, digits, - and _ (at most 100), a version "
+                  "1-50 characters without spaces or @")
+    return None
+
+
 def judge_version_create(*, name: str, kind: str = JudgeKind.LLM, config: dict | None = None,
                          description: str = "", version_name: str | None = None
                          ) -> tuple[JudgeVersion, bool]:
@@ -49,6 +63,8 @@ def judge_version_create(*, name: str, kind: str = JudgeKind.LLM, config: dict |
     version their file gives)."""
     if kind not in JudgeKind.values:
         raise JudgeConfigError(f"kind: {kind!r} is not one of {', '.join(JudgeKind.values)}")
+    if error := judge_label_error(name, version_name):
+        raise JudgeConfigError(error)
     config = validate_config(config or {}) if kind == JudgeKind.LLM else dict(config or {})
     digest = config_hash(config)
     for _ in range(3):

@@ -195,6 +195,27 @@ def test_the_probability_is_read_at_the_verdict_line_not_an_earlier_mention():
     assert parse_answer(text, cfg(task="ab"), tokens).probability == pytest.approx(0.2)
 
 
+def test_garbage_logprobs_give_no_probability_and_never_raise():
+    """An endpoint's log-probabilities above 0, NaN or infinite are no probability: a value
+    like 800 overflowed exp() and failed the whole run, +inf stored a NaN probability."""
+    def at_four(four, two):
+        return [{"token": "4", "logprob": four,
+                 "top_logprobs": [{"token": "4", "logprob": four},
+                                  {"token": "2", "logprob": two}]}]
+    for four, two in [(800.0, 900.0), (math.inf, math.inf), (math.nan, math.nan),
+                      (0.5, 0.2)]:
+        assert parse_answer("Score: 4", cfg(), at_four(four, two)).probability is None
+    # A usable alternative beside a garbage one is read alone; -inf is probability 0.
+    assert parse_answer("Score: 4", cfg(), at_four(800.0, -0.5)).probability == 0.0
+    assert parse_answer("Score: 4", cfg(), at_four(-0.1, -math.inf)).probability == 1.0
+
+
+def test_json_rule_refuses_a_score_that_is_not_finite():
+    for raw in ("NaN", "Infinity", "-Infinity", "1e999"):
+        parsed = parse_answer(f'{{"verdict": "yes", "score": {raw}}}', cfg(parse="json"))
+        assert not parsed.ok and "not finite" in parsed.error
+
+
 def test_json_probability_wins_over_logprobs():
     parsed = parse_answer('{"verdict": "A", "probability": 0.9}', cfg(parse="json", task="ab"),
                           [_lp("A", {"A": 0.5, "B": 0.5})])

@@ -108,6 +108,34 @@ def test_broken_files_and_missing_names(project, tmp_path):
     assert not JudgeVerdict.objects.exists()
 
 
+@pytest.mark.parametrize("judge, version", [("gpt 4", "1"), ("gpt@paper", "1"),
+                                            ("gpt.4", "1"), ("metric:f1", "1"), ("x" * 101, "1"),
+                                            ("gpt", "v 1"), ("gpt", "1@2"), ("gpt", "v" * 51)])
+def test_a_judge_that_could_never_be_named_is_refused(project, tmp_path, judge, version):
+    """A judge stored as "gpt 4", "gpt@paper" or "gpt.4" was kept, but no door could name it
+    again (estimates_judge and routing_judge refuse the reference; "gpt@paper" read as version
+    "paper" of "gpt"). The file's columns are checked alike, and nothing is stored."""
+    path = _jsonl(tmp_path, [{"item_id": "q0", "verdict": "correct"}])
+    with pytest.raises(VerdictImportError, match="a judge name is letters"):
+        verdicts_import(project=project, path=path, judge=judge, version=version)
+    columns = _jsonl(tmp_path, [{"item_id": "q0", "verdict": "correct", "judge": judge,
+                                 "judge_version": version}], name="c.jsonl")
+    with pytest.raises(CommandError, match="a judge name is letters"):
+        call_command("import_verdicts", "imp", str(columns))
+    assert not Judge.objects.exists() and not JudgeVerdict.objects.exists()
+
+
+def test_create_judge_refuses_a_name_no_door_could_name(tmp_path):
+    config = tmp_path / "judge.json"
+    config.write_text(json.dumps({"base_url": "http://127.0.0.1:1/v1", "model": "m"}),
+                      encoding="utf-8")
+    with pytest.raises(CommandError, match="a judge name is letters"):
+        call_command("create_judge", "my judge", str(config), stdout=StringIO())
+    assert not Judge.objects.exists()
+    call_command("create_judge", "my-judge_2", str(config), stdout=StringIO())
+    assert Judge.objects.get().name == "my-judge_2"
+
+
 def test_a_version_is_imported_once(project, tmp_path):
     path = _jsonl(tmp_path, [{"item_id": "q0", "verdict": "correct"}])
     verdicts_import(project=project, path=path, judge="j", version="1")

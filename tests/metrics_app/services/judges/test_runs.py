@@ -95,6 +95,41 @@ def test_the_budget_stops_the_run_before_it_is_exceeded():
         assert rest["calls"] == 40 - detail["calls"] and not rest["stopped"]
 
 
+class _UsageServer(FakeChatServer):
+    """The fake endpoint answering with the usage given (None: no usage at all)."""
+
+    def __init__(self, usage, **kwargs):
+        super().__init__(**kwargs)
+        self.usage = usage
+
+    def _complete(self, body):
+        status, payload, headers = super()._complete(body)
+        if isinstance(payload, dict) and "usage" in payload:
+            del payload["usage"]
+            if self.usage is not None:
+                payload["usage"] = self.usage
+        return status, payload, headers
+
+
+@pytest.mark.parametrize("usage", [None, {"prompt_tokens": -100000, "completion_tokens": -5},
+                                   {"prompt_tokens": "many", "completion_tokens": 1.5}])
+def test_a_call_whose_usage_is_missing_or_garbage_is_charged_its_worst_case(usage):
+    """Without usage a call cost nothing and the budget never stopped the run; negative counts
+    made a negative cost (spent went down) and rows the database refused (their answers were
+    paid for and lost). Such a call is stored with its worst case as its cost."""
+    project = _likert_project(30)
+    budget = 0.02
+    with _UsageServer(usage) as server:
+        version = _judge(server)
+        detail = judge_project(project=project, version=version, budget=budget, concurrency=2,
+                               retry=FAST)
+    rows = list(JudgeVerdict.objects.filter(judge_version=version))
+    assert detail["stopped"].startswith("budget") and 0 < detail["calls"] < 30
+    assert len(rows) == detail["calls"] == server.stats["answered"]
+    assert all(r.cost > 0 and r.prompt_tokens == r.completion_tokens == 0 for r in rows)
+    assert detail["cost"] == pytest.approx(sum(r.cost for r in rows)) and detail["cost"] <= budget
+
+
 def test_a_budget_without_a_price_is_refused():
     project = _likert_project(2)
     with FakeChatServer() as server:
@@ -242,6 +277,32 @@ def test_a_judge_job_runs_under_its_lease_and_records_progress(django_capture_on
         # A redelivered message finds the job done: nothing runs, nothing is asked.
         assert judge_job_run(job_id=job.pk) is None
         assert server.stats["requests"] == 12
+
+
+def test_a_job_the_endpoint_refuses_mid_run_keeps_what_it_paid_for_on_the_job(
+        django_capture_on_commit_callbacks):
+    """The answers before a 401 are stored, and the failed job's spent, done and detail count
+    them: it said $0 spent while its verdicts held what the endpoint had billed."""
+    project = _likert_project(12)
+
+    class RefusesAfterFive(FakeChatServer):
+        def _complete(self, body):
+            if self.stats["requests"] == 5:
+                self.fail_next(100, status=401)
+            return super()._complete(body)
+
+    with RefusesAfterFive() as server:
+        version = _judge(server)
+        with django_capture_on_commit_callbacks(execute=False):
+            job = judge_job_create(project=project, version=version, budget=1.0, concurrency=1)
+        with pytest.raises(EndpointError, match="401"):
+            judge_job_run(job_id=job.pk, retry=FAST)
+    job = JudgeJob.objects.get(pk=job.pk)
+    costs = list(JudgeVerdict.objects.filter(judge_version=version).values_list("cost",
+                                                                                 flat=True))
+    assert job.status == ScoringStatus.FAILED and "401" in job.error
+    assert len(costs) == 5 and job.done == 5 and job.detail["calls"] == 5
+    assert job.spent == pytest.approx(sum(costs)) and job.spent > 0
 
 
 def test_a_judge_for_another_task_kind_is_refused():
