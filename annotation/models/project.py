@@ -109,7 +109,11 @@ class Project(models.Model):
 
     # Kind-specific settings.
     scale_labels = models.JSONField(default=list, blank=True, help_text="Likert labels, 1 first.")
-    justification_min_length = models.PositiveIntegerField(default=0)
+    # The long-form QA protocol has every judge write why they chose: an A/B answer without a
+    # sentence of justification is refused unless the researcher lowers this (0: optional).
+    justification_min_length = models.PositiveIntegerField(
+        default=20, help_text="A/B: the shortest justification accepted, in characters "
+                              "(0 makes it optional).")
     aspects = models.JSONField(default=list, blank=True, help_text="A/B aspect checkboxes.")
     aspect_preferences = models.JSONField(
         default=list, blank=True, help_text="A/B per-aspect preferences, e.g. coherence."

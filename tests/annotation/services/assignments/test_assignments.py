@@ -222,6 +222,25 @@ def test_submit_maps_shown_order_to_item_order_and_is_idempotent():
 
 
 @pytest.mark.reliability
+def test_an_ab_project_asks_for_a_written_justification_unless_told_otherwise():
+    """The long-form QA protocol has every judge say why: by default an A/B answer with no
+    sentence of justification is refused; a researcher who wants it optional sets 0."""
+    project, stage, items = make_task(TaskKind.AB, n_items=1)
+    assert project.justification_min_length == 20
+    assignment = assignment_start(stage=stage, worker=make_worker())
+    with pytest.raises(SubmissionInvalid) as exc:
+        assignment_submit(assignment=assignment, answers=[ab_answer(assignment, items[0], text="")])
+    assert "at least 20 characters (0 so far)" in " ".join(exc.value.errors[str(items[0].pk)])
+    assert Judgment.objects.count() == 0
+
+    project.justification_min_length = 0
+    project.save(update_fields=["justification_min_length"])
+    assignment.refresh_from_db()
+    assignment_submit(assignment=assignment, answers=[ab_answer(assignment, items[0], text="")])
+    assert Judgment.objects.get().justification == ""
+
+
+@pytest.mark.reliability
 def test_submit_rejects_incomplete_or_invalid_answers_and_stores_nothing():
     project, stage, items = make_task(TaskKind.AB, justification_min_length=30)
     other_item = make_item(project)
