@@ -22,6 +22,13 @@ RETURN_KEY = "return_requested"  # when the participant was asked to return the 
 # assignment that replaced this one); this one takes no more answers.
 SUPERSEDED_KEY = "superseded_by"
 
+# MTurk: the pk of the assignment this one replaced (the HIT accepted again). Its typed answers
+# are not copied across on the server: MTurk's ids in the URL are not secret and accepted
+# assignments cannot be checked with MTurk (GetAssignment knows submitted ones only), so a
+# stranger with the worker's id would read them. The page that typed them kept them in the
+# browser's storage under that pk, and the new page reads them there.
+CONTINUES_KEY = "continues"
+
 RETRY_MESSAGE = ("That answer was not right. Read the question again and answer it once more: "
                  "you have one more attempt.")
 

@@ -20,6 +20,7 @@ from core.vocabulary import AB_CHOICES, MC_ROLES
 
 from .assignment_draft import (
     ATTEMPTS_KEY,
+    CONTINUES_KEY,
     REFUSED_KEY,
     RETRY_MESSAGE,
     RETURN_KEY,
@@ -160,7 +161,9 @@ def task_page_config(*, assignment: Assignment | None, stage: Stage, items: list
     confirmed: dict[str, dict] = {}
     locked_guesses: dict[str, str] = {}
     draft: dict[str, Any] = {}
+    continues = None
     if assignment is not None:
+        continues = server_state(assignment).get(CONTINUES_KEY)
         draft = {k: v for k, v in (assignment.draft or {}).items() if k != SERVER_DRAFT_KEY}
         if judged is None:
             judged = list(Judgment.objects.filter(assignment=assignment)
@@ -193,8 +196,16 @@ def task_page_config(*, assignment: Assignment | None, stage: Stage, items: list
             "submit": reverse("annotation:task-submit"),
         },
         "complete_url": complete_url,
-        "storage_key": f"qaj-draft-{assignment.pk}" if assignment is not None else "",
+        "storage_key": storage_key(assignment.pk) if assignment is not None else "",
+        # The assignment this one replaced (an MTurk HIT accepted again): the answers typed
+        # there are read from this browser's storage only (`CONTINUES_KEY`).
+        "continues_storage_key": storage_key(continues) if continues else "",
     }
+
+
+def storage_key(assignment_pk: int) -> str:
+    """Where the page keeps an assignment's draft in the browser (localStorage)."""
+    return f"qaj-draft-{assignment_pk}"
 
 
 def assignment_feedback(*, assignment: Assignment, item_id: int) -> dict[str, Any]:

@@ -32,12 +32,17 @@
 
   function loadDraft() {
     let best = cfg.draft && cfg.draft.answers ? cfg.draft : null;
-    try {
-      const local = cfg.storage_key && JSON.parse(localStorage.getItem(cfg.storage_key) || "null");
-      if (local && local.answers && (!best || (local.saved_at || "") > (best.saved_at || ""))) {
-        best = local;
-      }
-    } catch (e) { /* storage unavailable (third-party iframe): the server copy is enough */ }
+    // This assignment's copy in the browser, then (an MTurk HIT accepted again) the copy of the
+    // assignment it replaced: the server does not hand those answers to a new assignment id,
+    // so only the browser that typed them brings them back.
+    for (const key of [cfg.storage_key, cfg.continues_storage_key]) {
+      try {
+        const local = key && JSON.parse(localStorage.getItem(key) || "null");
+        if (local && local.answers && (!best || (local.saved_at || "") > (best.saved_at || ""))) {
+          best = local;
+        }
+      } catch (e) { /* storage unavailable (third-party iframe): the server copy is enough */ }
+    }
     if (best) {
       state.answers = best.answers || {};
       state.timers = best.timers || {};
@@ -254,6 +259,12 @@
 
   function saveLocal() {
     try { if (cfg.storage_key) localStorage.setItem(cfg.storage_key, JSON.stringify(state)); } catch (e) { /* ignore */ }
+  }
+
+  function forgetLocal() {
+    for (const key of [cfg.storage_key, cfg.continues_storage_key]) {
+      try { if (key) localStorage.removeItem(key); } catch (e) { /* ignore */ }
+    }
   }
 
   function post(url, body) {
@@ -524,7 +535,7 @@
 
   // Prolific: a comprehension check failed twice. No completion code; nothing more to do here.
   function askToReturn(message) {
-    try { localStorage.removeItem(cfg.storage_key); } catch (e) { /* ignore */ }
+    forgetLocal();
     // Nothing more to save: the preview flag stops the autosave, the heartbeat and the keys.
     cfg.preview = true;
     clearTimeout(saveTimer);
@@ -562,7 +573,7 @@
     submitButton.textContent = "Submitting…";
     post(cfg.endpoints.submit, { answers, client_meta: clientMeta() }).then(({ status, data }) => {
       if (data.ok) {
-        try { localStorage.removeItem(cfg.storage_key); } catch (e) { /* ignore */ }
+        forgetLocal();
         // The page's own URL carries turkSubmitTo for MTurk; the server's copy is the fallback.
         const done = cfg.complete_url || data.complete_url;
         // A late submit: items other workers filled after the timeout were not stored. Say

@@ -197,6 +197,39 @@ def test_reload_mid_hit_keeps_answers(live_server, page):
     assert Assignment.objects.count() == 1
 
 
+def test_a_hit_accepted_again_brings_back_only_this_browsers_answers(live_server, browser):
+    """MTurk gives a worker who returned a HIT and took it again a new assignmentId. The answers
+    typed under the first come back in the browser that typed them; a stranger opening the
+    worker's id with a made-up assignmentId gets an empty page, not the worker's answers."""
+    project, stage, items = make_task(TaskKind.AB, n_items=1, provider=Provider.MTURK)
+    make_hit(stage, items=items, external_id="HITR1", max_assignments=3)
+    base = live_server.url + reverse("annotation:task-mturk", kwargs={"stage_id": stage.pk})
+
+    def url(assignment_id: str) -> str:
+        return base + "?" + urlencode({"assignmentId": assignment_id, "hitId": "HITR1",
+                                       "workerId": "WR1"})
+
+    justification = f"#justification-{items[0].pk}"
+    worker = browser.new_context(viewport={"width": 1280, "height": 800})
+    page = worker.new_page()
+    page.goto(url("ASGR1"))
+    page.keyboard.press("a")
+    page.focus(justification)
+    page.keyboard.type("The first answer names the cause")
+    expect_text(page, "#save-status", "All answers saved")
+    page.goto(url("ASGR2"))  # returned on MTurk, accepted again
+    assert page.input_value(justification) == "The first answer names the cause"
+    assert page.is_checked(f'#item-{items[0].pk} input[value="A"]')
+    worker.close()
+
+    stranger = browser.new_context(viewport={"width": 1280, "height": 800})
+    page = stranger.new_page()
+    page.goto(url("ASGR3"))
+    assert page.input_value(justification) == ""
+    assert "The first answer names the cause" not in page.content()
+    stranger.close()
+
+
 def test_mturk_preview_then_hit_then_second_visit_shows_completion(live_server, page,
                                                                    settings):
     settings.QAJ_MTURK_SUBMIT_HOSTS = [live_server.url]

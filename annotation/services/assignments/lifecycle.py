@@ -9,7 +9,7 @@ from datetime import timedelta
 from django.db import transaction
 from django.utils import timezone
 
-from annotation.assignment_draft import SUPERSEDED_KEY
+from annotation.assignment_draft import CONTINUES_KEY, SUPERSEDED_KEY
 from annotation.models import (
     Assignment,
     AssignmentItem,
@@ -136,14 +136,14 @@ def _create(*, stage: Stage, worker: Worker, items: list[Item], hit: Hit | None,
             external_id: str, shown: bool = False, verification: str = "",
             previous: Assignment | None = None) -> Assignment:
     """A new assignment of `items`. `previous`: the same worker's assignment of the same items
-    that this one replaces (`_superseded_on_mturk`): its answer orders and the page's draft
-    carry over, so the answers typed before are shown under the same labels again."""
+    that this one replaces (`_superseded_on_mturk`): its answer orders carry over, and the page
+    is told which assignment it continues (`CONTINUES_KEY`), so the browser that typed the
+    answers shows them again under the same labels; the server never copies them across."""
     now = timezone.now()
     carried = earlier_guesses(stage=stage, worker=worker, items=items)
-    draft = {key: value for key, value in ((previous.draft or {}) if previous else {}).items()
-             if key != SERVER_DRAFT_KEY}
-    if carried:
-        draft[SERVER_DRAFT_KEY] = carried
+    if previous is not None:
+        carried[CONTINUES_KEY] = previous.pk
+    draft = {SERVER_DRAFT_KEY: carried} if carried else {}
     orders = dict(AssignmentItem.objects.filter(assignment=previous).values_list(
         "item_id", "presented_order")) if previous is not None else {}
     assignment = Assignment.objects.create(
@@ -258,8 +258,9 @@ def _superseded_on_mturk(*, hit: Hit, worker: Worker, external_id: str) -> Assig
     assignmentId while our row of the first one is still in progress (the sync marks it
     returned minutes later): MTurk lets a worker hold one assignment of a HIT at a time, so
     the first one is over. It is marked RETURNED (its answers stay on its page's late submit,
-    as any returned one's) and the new one starts where it left off (`_create`'s `previous`),
-    instead of 'You already have an assignment for this HIT' until the next sync."""
+    as any returned one's) and the new one starts where it left off (`_create`'s `previous`:
+    the answer orders, and the answers the worker's own browser kept), instead of 'You already
+    have an assignment for this HIT' until the next sync."""
     if not external_id:
         return None
     previous = (Assignment.objects.filter(hit=hit, worker=worker,

@@ -129,7 +129,12 @@ def test_accepting_a_returned_hit_again_before_the_sync_continues_where_the_work
     old, new = Assignment.objects.get(external_id="ASG1"), Assignment.objects.get(
         external_id="ASG2")
     assert old.status == AssignmentStatus.RETURNED and "ASG2" in old.review_note
-    assert again["draft"]["answers"] == draft["answers"]
+    # The typed answers come back from the browser that typed them (its storage under the
+    # first assignment's key), never from the server: the URL's ids are not secret, and MTurk
+    # cannot confirm an accepted assignment, so a stranger with W1's id would read them.
+    assert "answers" not in again["draft"]
+    assert again["continues_storage_key"] == f"qaj-draft-{old.pk}" != again["storage_key"]
+    assert "half" not in response.content.decode()
     orders = {row.item_id: row.presented_order for row in old.assignmentitem_set.all()}
     assert {row.item_id: row.presented_order for row in new.assignmentitem_set.all()} == orders
     # Another worker's new assignment of the HIT leaves the first worker's alone.
