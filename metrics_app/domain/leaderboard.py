@@ -341,6 +341,33 @@ def _components(table: PairTable, k: int) -> list[list[int]]:
     return [np.nonzero(labels == c)[0].tolist() for c in range(n)]
 
 
+def _unbounded_sets(table: PairTable, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """(above, below): systems whose strength has no finite maximum-likelihood value upwards
+    or downwards. The likelihood has a finite maximum only where the graph of "beat or tied at
+    least once" (a tie both ways: it keeps a Davidson difference finite) is strongly connected
+    (Ford 1957). Otherwise a set of systems that never lost a vote to the rest of its group
+    (a source of the graph's condensation) can move up without bound, a set that never beat
+    the rest down (a sink); a set between such sets, both ways. A single system that never lost
+    is the smallest such set; two systems that split their votes and won every vote against
+    two others are the next."""
+    from scipy.sparse.csgraph import connected_components
+
+    i, j = table.rows[:, 0], table.rows[:, 1]
+    w, lo, t = (table.counts[:, c] > 0 for c in range(3))
+    src = np.concatenate([i[w], j[lo], i[t], j[t]])
+    dst = np.concatenate([j[w], i[lo], j[t], i[t]])
+    graph = sparse.coo_matrix((np.ones(len(src)), (src, dst)), shape=(k, k))
+    n, scc = connected_components(graph, directed=True, connection="strong")
+    across = scc[src] != scc[dst]
+    beats_others = np.zeros(n, dtype=bool)
+    beaten_by_others = np.zeros(n, dtype=bool)
+    beats_others[scc[src[across]]] = True
+    beaten_by_others[scc[dst[across]]] = True
+    # A set that beat others is open above, one beaten by others below; a set between sets
+    # that always beat it and sets it always beat, both ways.
+    return beats_others[scc], beaten_by_others[scc]
+
+
 def win_matrices(table: PairTable, k: int) -> tuple[np.ndarray, np.ndarray]:
     """Empirical (wins + ties/2) / votes of row system over column system, and vote counts."""
     wins = np.zeros((k, k))
@@ -422,6 +449,11 @@ def leaderboard(votes: Votes, *, rounds: int = 200, level: float = 0.95, seed: i
     # on that side (None), not the narrow band the rounds would show.
     never_lost = (played[:, 1] == 0) & (played[:, 0] > 0)
     never_won = (played[:, 0] == 0) & (played[:, 1] > 0)
+    # The same for a set of systems that never lost (or never won) a vote against the rest of
+    # their group: the prior alone holds the gap, and every round agrees on it.
+    above, below = _unbounded_sets(table, k)
+    never_lost |= above
+    never_won |= below
     # A system with no decided vote (only ties) is placed by how the tie rate depends on the
     # difference, which resampling cannot show: every round of all-tie votes fits the same
     # strengths, a [0, 0] interval beside a curvature se of several logits. Its interval is
@@ -458,7 +490,8 @@ def leaderboard(votes: Votes, *, rounds: int = 200, level: float = 0.95, seed: i
                for scheme in ("item", "worker")},
             "n_votes": int(played[s].sum()),
             "wins": int(played[s, 0]), "losses": int(played[s, 1]), "ties": int(played[s, 2]),
-            "unbounded": "above" if never_lost[s] else "below" if never_won[s] else None,
+            "unbounded": "both" if never_lost[s] and never_won[s] else "above"
+            if never_lost[s] else "below" if never_won[s] else None,
         })
     rate, total = win_matrices(table, k)
     expected_win, expected_tie = expected_matrices(theta, eta, group)

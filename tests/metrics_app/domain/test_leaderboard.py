@@ -413,3 +413,34 @@ def test_all_tie_votes_get_an_interval_as_wide_as_their_standard_error():
         assert high - low == pytest.approx(2 * z * row["se"])
         assert low < row["strength"] < high
         assert row["rank_interval_item"] == [1, 2]
+
+
+def test_a_group_that_never_lost_to_the_others_has_open_intervals():
+    """a and b split their votes, so do c and d, and e and f; a and b won every vote against c
+    and d, who won every vote against e and f. No system is unbeaten, yet the gaps between the
+    three sets have no finite maximum-likelihood value: only the prior held them, and every
+    bootstrap round agreed, so the intervals were closed around a gap the votes do not bound."""
+    left, right, outcome = [], [], []
+    for a, b, outcomes in ((0, 1, [LEFT] * 6 + [RIGHT] * 4), (2, 3, [LEFT] * 5 + [RIGHT] * 5),
+                           (4, 5, [LEFT] * 3 + [RIGHT] * 3), (0, 2, [LEFT] * 3),
+                           (1, 3, [LEFT] * 3), (2, 4, [LEFT] * 2), (5, 3, [RIGHT] * 2)):
+        left += [a] * len(outcomes)
+        right += [b] * len(outcomes)
+        outcome += outcomes
+    n = len(left)
+    votes = Votes(list("abcdef"), left, right, outcome, list(range(n)), [i % 6 for i in range(n)])
+    rows = {r["system"]: r for r in leaderboard(votes, rounds=50, position=False,
+                                                 style=False)["systems"]}
+    for name in "ab":
+        assert rows[name]["unbounded"] == "above"
+        assert rows[name]["ci_item"][1] is None and rows[name]["ci_item"][0] is not None
+    for name in "cd":
+        assert rows[name]["unbounded"] == "both" and rows[name]["ci_item"] == [None, None]
+    for name in "ef":
+        assert rows[name]["unbounded"] == "below"
+        assert rows[name]["ci_item"][0] is None and rows[name]["ci_item"][1] is not None
+    # A tie between the sets joins them: the maximum is finite again, the intervals closed.
+    tied = Votes(list("abcdef"), left + [3, 4], right + [0, 2], outcome + [TIE, TIE],
+                 list(range(n + 2)), [i % 6 for i in range(n + 2)])
+    rows = leaderboard(tied, rounds=50, position=False, style=False)["systems"]
+    assert all(r["unbounded"] is None and None not in r["ci_item"] for r in rows)
