@@ -444,3 +444,21 @@ def test_a_group_that_never_lost_to_the_others_has_open_intervals():
                  list(range(n + 2)), [i % 6 for i in range(n + 2)])
     rows = leaderboard(tied, rounds=50, position=False, style=False)["systems"]
     assert all(r["unbounded"] is None and None not in r["ci_item"] for r in rows)
+
+
+
+def test_the_batched_bootstrap_fit_is_each_rounds_own_fit():
+    """The bootstrap fits every round at once (the Hessians summed from the pair rows' outer
+    products); each round's strengths are those of fitting its counts alone."""
+    from metrics_app.domain.leaderboard import _row_outer_products
+
+    votes = simulate([1.0, 0.3, 0.0, -0.4, -0.9], 400, nu=0.4, seed=3)
+    table = pair_table(votes, position=True)
+    counts = np.random.default_rng(1).poisson(table.counts[None] + 0.5, (6, *table.counts.shape))
+    batched = fit_counts(table.design, counts, ties=True)
+    for round_counts, beta, eta in zip(counts, batched.beta, batched.eta, strict=True):
+        alone = fit_counts(table.design, round_counts, ties=True)
+        assert np.allclose(alone.beta[0], beta, atol=1e-8) and np.isclose(alone.eta[0], eta)
+    h = np.random.default_rng(2).random((3, len(table.design)))
+    assert np.allclose((_row_outer_products(table.design) @ h.T).T.reshape(3, 6, 6),
+                       np.einsum("br,rp,rq->bpq", h, table.design, table.design))
