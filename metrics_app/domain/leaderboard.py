@@ -31,6 +31,10 @@ RIDGE = 0.01
 # the rounds drop one of them entirely); the interval is then left out, with the reason.
 MIN_CLUSTERS = 5
 MIN_STYLE_VOTES = 20
+# The fit's memory grows as rounds × systems² and its time as rounds × systems³: 100 systems
+# compared in every pair take minutes on two cores, a few thousand (a `system` that names the
+# item, not the system) would exhaust the server's memory. More are refused, with the reason.
+MAX_SYSTEMS = 100
 OUTCOMES = ("left", "right", "tie")
 LEFT, RIGHT, TIE = 0, 1, 2
 ELO_SCALE = 400 / np.log(10)  # an arena-style score: 1000 + ELO_SCALE · θ
@@ -426,6 +430,11 @@ def leaderboard(votes: Votes, *, rounds: int = 200, level: float = 0.95, seed: i
     if not 0 < level < 1:
         raise LeaderboardError(f"level must be between 0 and 1, got {level}")
     k = len(votes.systems)
+    if k > MAX_SYSTEMS:
+        raise LeaderboardError(
+            f"{k} systems: at most {MAX_SYSTEMS} can be ranked (the fit's cost grows with the "
+            "cube of their number); check that each answer's `system` names the system that "
+            "wrote it, not the item")
     table = pair_table(votes, position=position)
     ties = bool((votes.outcome == TIE).any()) if ties is None else ties
     point = fit_counts(table.design, table.counts, ties=ties)

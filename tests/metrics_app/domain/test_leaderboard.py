@@ -462,3 +462,16 @@ def test_the_batched_bootstrap_fit_is_each_rounds_own_fit():
     h = np.random.default_rng(2).random((3, len(table.design)))
     assert np.allclose((_row_outer_products(table.design) @ h.T).T.reshape(3, 6, 6),
                        np.einsum("br,rp,rq->bpq", h, table.design, table.design))
+
+
+def test_more_systems_than_the_fit_can_hold_are_refused_before_fitting():
+    """A `system` per item (its id, say) makes thousands of systems: rounds × systems² floats
+    of Hessians and minutes of solves per board. Refused at once, naming the count."""
+    from metrics_app.domain.leaderboard import MAX_SYSTEMS
+
+    k = MAX_SYSTEMS + 1
+    left = np.arange(k)
+    votes = Votes([f"item-{i}" for i in range(k)], left, (left + 1) % k, [LEFT] * k,
+                  left, left % 7)
+    with pytest.raises(LeaderboardError, match=f"{k} systems: at most {MAX_SYSTEMS}"):
+        leaderboard(votes, rounds=200)

@@ -316,3 +316,33 @@ def test_systems_never_compared_are_ranked_per_group_in_json_csv_dashboard_and_t
     call_command("report", project.slug, stdout=out)
     assert "(group 2)" in out.getvalue()
     assert "Groups never compared with each other" in out.getvalue()
+
+
+def test_too_many_systems_is_said_at_every_door_and_the_report_stands(client):
+    """An import whose `system` names each item (a careless id): the board is refused with the
+    reason in the JSON, on the dashboard and in the text report; the rest of the report is
+    computed as before."""
+    from django.core.management import call_command
+
+    from metrics_app.domain.leaderboard import MAX_SYSTEMS
+
+    owner = make_user("owner")
+    project = make_project(TaskKind.AB, owner=owner, slug="many-systems")
+    stage = make_stage(project, kind=StageKind.FULL, name="full")
+    workers = [make_worker(external_id=f"w{i}") for i in range(2)]
+    for n in range(MAX_SYSTEMS // 2 + 1):
+        item = make_item(project, content={
+            "question": f"q{n}", "evidence": [], "setting": "HM",
+            "answer_a": {"text": "one", "kind": "model", "upvotes": None, "system": f"a-{n}"},
+            "answer_b": {"text": "two", "kind": "model", "upvotes": None, "system": f"b-{n}"}})
+        for worker in workers:
+            make_judgment(item=item, stage=stage, worker=worker, choice="A")
+    client.force_login(owner)
+    board = client.get(reverse("metrics-api:project-leaderboard", args=[project.slug])).json()
+    assert board["overall"]["error"].startswith(f"{MAX_SYSTEMS + 2} systems: at most")
+    html = client.get(reverse("metrics:project-dashboard", args=[project.slug])).content.decode()
+    assert "No leaderboard: " in html and "names the system that wrote it" in html
+    out = io.StringIO()
+    call_command("report", project.slug, stdout=out)
+    assert f"Leaderboard: none ({MAX_SYSTEMS + 2} systems" in out.getvalue()
+    assert "Agreement:" in out.getvalue()
