@@ -487,15 +487,39 @@ def leaderboard(votes: Votes, *, rounds: int = 200, level: float = 0.95, seed: i
     only_ties = (played[:, 0] + played[:, 1] == 0) & (played[:, 2] > 0)
     unplayed = played.sum(1) == 0
     z = stats.norm.ppf(1 - (1 - level) / 2)
+    # A system whose votes lie in fewer than MIN_CLUSTERS items (or come from fewer workers)
+    # is, in each round, either absent (held at the prior's centre) or at the same ratio of
+    # its few clusters: the percentile interval spans those two values, not the uncertainty of
+    # its votes (one item of five votes, 3-2, gave [0.00, 1.15] beside an se of 0.69). Its
+    # interval is the curvature's, as for a system with only ties.
+    few = {}
+    for scheme, cluster in (("item", votes.item), ("worker", votes.worker)):
+        if scheme not in intervals:
+            continue
+        _codes, code = factorize(cluster)
+        width = int(code.max()) + 1
+        pairs = np.unique(np.concatenate([votes.left * width + code,
+                                          votes.right * width + code]))
+        clusters_of = np.bincount(pairs // width, minlength=k)
+        few[scheme] = (clusters_of < MIN_CLUSTERS) & ~unplayed & ~only_ties
+        if few[scheme].any():
+            notes[f"{scheme}_systems"] = (
+                ", ".join(votes.systems[i] for i in order
+                          if few[scheme][i])
+                + f": votes in fewer than {MIN_CLUSTERS} {scheme}s, too few to resample: the "
+                f"{scheme} interval is the curvature's (strength ± {z:.2f}·se) and the rank "
+                "interval the ranks it allows")
     for scheme in intervals:
         intervals[scheme] = intervals[scheme].astype(object)
+        intervals[scheme][few[scheme], 0] = theta[few[scheme]] - z * se[few[scheme]]
+        intervals[scheme][few[scheme], 1] = theta[few[scheme]] + z * se[few[scheme]]
         intervals[scheme][never_lost, 1] = None
         intervals[scheme][never_won, 0] = None
         intervals[scheme][only_ties, 0] = theta[only_ties] - z * se[only_ties]
         intervals[scheme][only_ties, 1] = theta[only_ties] + z * se[only_ties]
         intervals[scheme][unplayed] = None
         rank_intervals[scheme] = rank_intervals[scheme].astype(object)
-        for s in np.flatnonzero(only_ties):
+        for s in np.flatnonzero(only_ties | few[scheme]):
             rank_intervals[scheme][s] = _overlap_rank_interval(
                 s, intervals[scheme][:, 0], intervals[scheme][:, 1], components[group[s]])
     systems = []

@@ -475,3 +475,41 @@ def test_more_systems_than_the_fit_can_hold_are_refused_before_fitting():
                   left, left % 7)
     with pytest.raises(LeaderboardError, match=f"{k} systems: at most {MAX_SYSTEMS}"):
         leaderboard(votes, rounds=200)
+
+
+def test_a_system_judged_on_one_item_gets_the_curvature_interval_not_two_bootstrap_states():
+    """d is compared once: one item, five workers, 3-2 against a. Each item round either
+    drops that item (d held at the prior's centre) or keeps the 3:2 ratio, so the percentile
+    interval spanned just those two values ([0.00, 1.15] beside an se of 0.69)."""
+    rng = np.random.default_rng(0)
+    left, right, outcome, item, worker = [], [], [], [], []
+    strength = [1.0, 0.0, -1.0]
+    for n in range(60):
+        a, b = n % 3, (n + 1) % 3
+        for w in range(3):
+            left.append(a)
+            right.append(b)
+            outcome.append(LEFT if rng.random() < 1 / (1 + np.exp(strength[b] - strength[a]))
+                           else RIGHT)
+            item.append(n)
+            worker.append(w + 3 * (n % 4))
+    for w, result in enumerate([LEFT, LEFT, LEFT, RIGHT, RIGHT]):
+        left.append(3)
+        right.append(0)
+        outcome.append(result)
+        item.append(999)
+        worker.append(100 + w)
+    board = leaderboard(Votes(list("abcd"), left, right, outcome, item, worker), rounds=200,
+                        position=False, style=False)
+    rows = {r["system"]: r for r in board["systems"]}
+    d = rows["d"]
+    assert d["ci_item"] == pytest.approx([d["strength"] - 1.959964 * d["se"],
+                                          d["strength"] + 1.959964 * d["se"]], abs=1e-4)
+    assert d["ci_item"][0] < 0 < d["ci_item"][1]  # 3-2 says nothing about d's sign
+    assert "d: votes in fewer than 5 items" in board["model"]["bootstrap_notes"]["item_systems"]
+    # Five workers judged d: its worker interval is resampled like the others'.
+    assert "worker_systems" not in board["model"]["bootstrap_notes"]
+    assert d["ci_worker"] != pytest.approx([d["strength"] - 1.959964 * d["se"],
+                                            d["strength"] + 1.959964 * d["se"]], abs=1e-4)
+    for name in "abc":
+        assert rows[name]["ci_item"][0] < rows[name]["strength"] < rows[name]["ci_item"][1]
