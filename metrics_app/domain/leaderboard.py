@@ -480,6 +480,20 @@ def leaderboard(votes: Votes, *, rounds: int = 200, level: float = 0.95, seed: i
     above, below = _unbounded_sets(table, k)
     never_lost |= above
     never_won |= below
+    # Every decided vote went to one position (a judge that always picks the answer shown
+    # first) and no tie holds the position effect: it grows without bound and explains every
+    # vote, so the votes say nothing about the systems. Every round then refit strengths of
+    # 0 with intervals [0, 0] and ranks 1-1: open instead, each rank any of its group's.
+    decided = votes.outcome[votes.outcome != TIE]
+    position_only = bool(position and not ties and len(decided)
+                         and (decided == decided[0]).all())
+    if position_only:
+        never_lost |= played.sum(1) > 0
+        never_won |= played.sum(1) > 0
+        shown = "first (left)" if decided[0] == LEFT else "second (right)"
+        notes["position"] = (f"every vote went to the answer shown {shown}: "
+                             "the position effect explains them all, and they do not place "
+                             "the systems")
     # A system with no decided vote (only ties) is placed by how the tie rate depends on the
     # difference, which resampling cannot show: every round of all-tie votes fits the same
     # strengths, a [0, 0] interval beside a curvature se of several logits. Its interval is
@@ -519,7 +533,7 @@ def leaderboard(votes: Votes, *, rounds: int = 200, level: float = 0.95, seed: i
         intervals[scheme][only_ties, 1] = theta[only_ties] + z * se[only_ties]
         intervals[scheme][unplayed] = None
         rank_intervals[scheme] = rank_intervals[scheme].astype(object)
-        for s in np.flatnonzero(only_ties | few[scheme]):
+        for s in np.flatnonzero(only_ties | few[scheme] | position_only):
             rank_intervals[scheme][s] = _overlap_rank_interval(
                 s, intervals[scheme][:, 0], intervals[scheme][:, 1], components[group[s]])
     systems = []

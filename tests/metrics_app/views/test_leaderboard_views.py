@@ -193,6 +193,12 @@ def test_a_judge_that_always_picks_the_first_answer_is_position_inconsistent(cli
     assert judge["judge"]["position_consistency"]["rate"] == 0.0
     assert all(r["wins"] == r["losses"] for r in judge["systems"])
     assert judge["model"]["position_effect"] > 3
+    # Such votes place no system: every strength was 0 with an interval [0, 0] and rank 1-1.
+    assert "every vote went to the answer shown first" in judge["model"]["bootstrap_notes"][
+        "position"]
+    for row in judge["systems"]:
+        assert row["ci_item"] == [None, None] and row["unbounded"] == "both"
+        assert row["rank_interval_item"] == [1, len(judge["systems"])]
 
 
 def test_imported_ab_verdicts_without_an_order_are_a_board_without_position(client, arena,
