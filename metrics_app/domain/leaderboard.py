@@ -31,6 +31,10 @@ RIDGE = 0.01
 # the rounds drop one of them entirely); the interval is then left out, with the reason.
 MIN_CLUSTERS = 5
 MIN_STYLE_VOTES = 20
+# The fit's memory grows as rounds × systems² and its time as rounds × systems³: 100 systems
+# compared in every pair take minutes on two cores, a few thousand (a `system` that names the
+# item, not the system) would exhaust the server's memory. More are refused, with the reason.
+MAX_SYSTEMS = 100
 OUTCOMES = ("left", "right", "tie")
 LEFT, RIGHT, TIE = 0, 1, 2
 ELO_SCALE = 400 / np.log(10)  # an arena-style score: 1000 + ELO_SCALE · θ
@@ -149,6 +153,10 @@ def fit_counts(design: np.ndarray, counts: np.ndarray, *, ties: bool, ridge: flo
         return (x[:, :p], x[:, p]) if ties else (x, np.full(len(x), -np.inf))
 
     current = _loglik(*split(theta), design, counts, ties, ridge)
+    # The bootstrap rounds' Hessians Σ_r h_r x_r x_rᵀ as one product with the rows' outer
+    # products (a pair-table row has 3 nonzeros): B·R·9 operations, where an einsum over the
+    # dense rows took B·R·P² (minutes at 50 systems compared in every pair).
+    outer = _row_outer_products(design) if b > 1 else None
     iterations = 0
     for iterations in range(1, max_iter + 1):  # noqa: B007 - reported in Fit
         beta, eta = split(theta)
@@ -162,7 +170,7 @@ def fit_counts(design: np.ndarray, counts: np.ndarray, *, ties: bool, ridge: flo
         if b == 1:  # one fit over many rows (the style fit): a BLAS product, not einsum
             hess = ((design * h_dd[0][:, None]).T @ design)[None]
         else:
-            hess = np.einsum("br,rp,rq->bpq", h_dd, design, design)
+            hess = (outer @ h_dd.T).T.reshape(b, p, p)
         if ties:
             grad[:, p] = (t - n * pt).sum(-1) - ridge * eta
             h_de = -n * pt * half_diff
@@ -192,6 +200,19 @@ def fit_counts(design: np.ndarray, counts: np.ndarray, *, ties: bool, ridge: flo
     fisher = _information(design, n[0], pw[0], pl[0], pt[0], ties) + eye
     covariance = np.linalg.inv(fisher)
     return Fit(beta=beta, eta=eta, covariance=covariance, ties=ties, iterations=iterations)
+
+
+def _row_outer_products(design: np.ndarray) -> sparse.csr_matrix:
+    """(P·P, R): column r holds the flattened outer product x_r x_rᵀ of design row r."""
+    r, p = design.shape
+    nonzero = design != 0
+    m = max(int(nonzero.sum(1).max()), 1) if r else 1
+    cols = np.argsort(~nonzero, axis=1, kind="stable")[:, :m]  # a row's nonzeros first
+    vals = np.take_along_axis(design, cols, 1)  # padded with zeros past a row's nonzeros
+    cell = (cols[:, :, None] * p + cols[:, None, :]).reshape(r, -1)
+    value = (vals[:, :, None] * vals[:, None, :]).reshape(r, -1)
+    row = np.repeat(np.arange(r), m * m)
+    return sparse.csr_matrix((value.ravel(), (cell.ravel(), row)), shape=(p * p, r))
 
 
 def _information(design, n, pw, pl, pt, ties):
@@ -341,6 +362,33 @@ def _components(table: PairTable, k: int) -> list[list[int]]:
     return [np.nonzero(labels == c)[0].tolist() for c in range(n)]
 
 
+def _unbounded_sets(table: PairTable, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """(above, below): systems whose strength has no finite maximum-likelihood value upwards
+    or downwards. The likelihood has a finite maximum only where the graph of "beat or tied at
+    least once" (a tie both ways: it keeps a Davidson difference finite) is strongly connected
+    (Ford 1957). Otherwise a set of systems that never lost a vote to the rest of its group
+    (a source of the graph's condensation) can move up without bound, a set that never beat
+    the rest down (a sink); a set between such sets, both ways. A single system that never lost
+    is the smallest such set; two systems that split their votes and won every vote against
+    two others are the next."""
+    from scipy.sparse.csgraph import connected_components
+
+    i, j = table.rows[:, 0], table.rows[:, 1]
+    w, lo, t = (table.counts[:, c] > 0 for c in range(3))
+    src = np.concatenate([i[w], j[lo], i[t], j[t]])
+    dst = np.concatenate([j[w], i[lo], j[t], i[t]])
+    graph = sparse.coo_matrix((np.ones(len(src)), (src, dst)), shape=(k, k))
+    n, scc = connected_components(graph, directed=True, connection="strong")
+    across = scc[src] != scc[dst]
+    beats_others = np.zeros(n, dtype=bool)
+    beaten_by_others = np.zeros(n, dtype=bool)
+    beats_others[scc[src[across]]] = True
+    beaten_by_others[scc[dst[across]]] = True
+    # A set that beat others is open above, one beaten by others below; a set between sets
+    # that always beat it and sets it always beat, both ways.
+    return beats_others[scc], beaten_by_others[scc]
+
+
 def win_matrices(table: PairTable, k: int) -> tuple[np.ndarray, np.ndarray]:
     """Empirical (wins + ties/2) / votes of row system over column system, and vote counts."""
     wins = np.zeros((k, k))
@@ -382,6 +430,11 @@ def leaderboard(votes: Votes, *, rounds: int = 200, level: float = 0.95, seed: i
     if not 0 < level < 1:
         raise LeaderboardError(f"level must be between 0 and 1, got {level}")
     k = len(votes.systems)
+    if k > MAX_SYSTEMS:
+        raise LeaderboardError(
+            f"{k} systems: at most {MAX_SYSTEMS} can be ranked (the fit's cost grows with the "
+            "cube of their number); check that each answer's `system` names the system that "
+            "wrote it, not the item")
     table = pair_table(votes, position=position)
     ties = bool((votes.outcome == TIE).any()) if ties is None else ties
     point = fit_counts(table.design, table.counts, ties=ties)
@@ -422,6 +475,25 @@ def leaderboard(votes: Votes, *, rounds: int = 200, level: float = 0.95, seed: i
     # on that side (None), not the narrow band the rounds would show.
     never_lost = (played[:, 1] == 0) & (played[:, 0] > 0)
     never_won = (played[:, 0] == 0) & (played[:, 1] > 0)
+    # The same for a set of systems that never lost (or never won) a vote against the rest of
+    # their group: the prior alone holds the gap, and every round agrees on it.
+    above, below = _unbounded_sets(table, k)
+    never_lost |= above
+    never_won |= below
+    # Every decided vote went to one position (a judge that always picks the answer shown
+    # first) and no tie holds the position effect: it grows without bound and explains every
+    # vote, so the votes say nothing about the systems. Every round then refit strengths of
+    # 0 with intervals [0, 0] and ranks 1-1: open instead, each rank any of its group's.
+    decided = votes.outcome[votes.outcome != TIE]
+    position_only = bool(position and not ties and len(decided)
+                         and (decided == decided[0]).all())
+    if position_only:
+        never_lost |= played.sum(1) > 0
+        never_won |= played.sum(1) > 0
+        shown = "first (left)" if decided[0] == LEFT else "second (right)"
+        notes["position"] = (f"every vote went to the answer shown {shown}: "
+                             "the position effect explains them all, and they do not place "
+                             "the systems")
     # A system with no decided vote (only ties) is placed by how the tie rate depends on the
     # difference, which resampling cannot show: every round of all-tie votes fits the same
     # strengths, a [0, 0] interval beside a curvature se of several logits. Its interval is
@@ -429,15 +501,39 @@ def leaderboard(votes: Votes, *, rounds: int = 200, level: float = 0.95, seed: i
     only_ties = (played[:, 0] + played[:, 1] == 0) & (played[:, 2] > 0)
     unplayed = played.sum(1) == 0
     z = stats.norm.ppf(1 - (1 - level) / 2)
+    # A system whose votes lie in fewer than MIN_CLUSTERS items (or come from fewer workers)
+    # is, in each round, either absent (held at the prior's centre) or at the same ratio of
+    # its few clusters: the percentile interval spans those two values, not the uncertainty of
+    # its votes (one item of five votes, 3-2, gave [0.00, 1.15] beside an se of 0.69). Its
+    # interval is the curvature's, as for a system with only ties.
+    few = {}
+    for scheme, cluster in (("item", votes.item), ("worker", votes.worker)):
+        if scheme not in intervals:
+            continue
+        _codes, code = factorize(cluster)
+        width = int(code.max()) + 1
+        pairs = np.unique(np.concatenate([votes.left * width + code,
+                                          votes.right * width + code]))
+        clusters_of = np.bincount(pairs // width, minlength=k)
+        few[scheme] = (clusters_of < MIN_CLUSTERS) & ~unplayed & ~only_ties
+        if few[scheme].any():
+            notes[f"{scheme}_systems"] = (
+                ", ".join(votes.systems[i] for i in order
+                          if few[scheme][i])
+                + f": votes in fewer than {MIN_CLUSTERS} {scheme}s, too few to resample: the "
+                f"{scheme} interval is the curvature's (strength ± {z:.2f}·se) and the rank "
+                "interval the ranks it allows")
     for scheme in intervals:
         intervals[scheme] = intervals[scheme].astype(object)
+        intervals[scheme][few[scheme], 0] = theta[few[scheme]] - z * se[few[scheme]]
+        intervals[scheme][few[scheme], 1] = theta[few[scheme]] + z * se[few[scheme]]
         intervals[scheme][never_lost, 1] = None
         intervals[scheme][never_won, 0] = None
         intervals[scheme][only_ties, 0] = theta[only_ties] - z * se[only_ties]
         intervals[scheme][only_ties, 1] = theta[only_ties] + z * se[only_ties]
         intervals[scheme][unplayed] = None
         rank_intervals[scheme] = rank_intervals[scheme].astype(object)
-        for s in np.flatnonzero(only_ties):
+        for s in np.flatnonzero(only_ties | few[scheme] | position_only):
             rank_intervals[scheme][s] = _overlap_rank_interval(
                 s, intervals[scheme][:, 0], intervals[scheme][:, 1], components[group[s]])
     systems = []
@@ -458,7 +554,8 @@ def leaderboard(votes: Votes, *, rounds: int = 200, level: float = 0.95, seed: i
                for scheme in ("item", "worker")},
             "n_votes": int(played[s].sum()),
             "wins": int(played[s, 0]), "losses": int(played[s, 1]), "ties": int(played[s, 2]),
-            "unbounded": "above" if never_lost[s] else "below" if never_won[s] else None,
+            "unbounded": "both" if never_lost[s] and never_won[s] else "above"
+            if never_lost[s] else "below" if never_won[s] else None,
         })
     rate, total = win_matrices(table, k)
     expected_win, expected_tie = expected_matrices(theta, eta, group)

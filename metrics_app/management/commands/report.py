@@ -77,6 +77,8 @@ def _summary(report: dict) -> str:
             lines.append(f"  {domain:<12} H/H {_fmt(row['prefer_higher_voted_hh'])} "
                          f"H/M {_fmt(row['prefer_model_hm'])} κ {_fmt(row['fleiss_kappa'])}")
     board = (report.get("leaderboard") or {}).get("overall") or {}
+    if board.get("error"):
+        lines.append(f"Leaderboard: none ({board['error']})")
     if board.get("systems"):
         lines.append(f"Leaderboard ({board['model']['name']}, {board['model']['n_votes']} votes; "
                      "strength [95% CI by item] ranks):")

@@ -333,7 +333,11 @@ def test_a_style_feature_present_in_a_handful_of_votes_is_left_out():
 def test_a_system_that_never_lost_has_an_open_interval_and_components_are_named():
     n = 20
     unbeaten = Votes(["a", "b"], [0] * n, [1] * n, [LEFT] * n, list(range(n)), list(range(n)))
-    rows = {r["system"]: r for r in leaderboard(unbeaten, rounds=20)["systems"]}
+    # a is always shown on the left: with the position effect fitted, "a never lost" is
+    # "the left always won", which places neither system (every interval open).
+    confounded = leaderboard(unbeaten, rounds=20)["systems"]
+    assert all(r["unbounded"] == "both" and r["ci_item"] == [None, None] for r in confounded)
+    rows = {r["system"]: r for r in leaderboard(unbeaten, rounds=20, position=False)["systems"]}
     assert rows["a"]["unbounded"] == "above" and rows["a"]["ci_item"][1] is None
     assert rows["b"]["unbounded"] == "below" and rows["b"]["ci_item"][0] is None
     assert rows["a"]["ci_item"][0] is not None
@@ -413,3 +417,103 @@ def test_all_tie_votes_get_an_interval_as_wide_as_their_standard_error():
         assert high - low == pytest.approx(2 * z * row["se"])
         assert low < row["strength"] < high
         assert row["rank_interval_item"] == [1, 2]
+
+
+def test_a_group_that_never_lost_to_the_others_has_open_intervals():
+    """a and b split their votes, so do c and d, and e and f; a and b won every vote against c
+    and d, who won every vote against e and f. No system is unbeaten, yet the gaps between the
+    three sets have no finite maximum-likelihood value: only the prior held them, and every
+    bootstrap round agreed, so the intervals were closed around a gap the votes do not bound."""
+    left, right, outcome = [], [], []
+    for a, b, outcomes in ((0, 1, [LEFT] * 6 + [RIGHT] * 4), (2, 3, [LEFT] * 5 + [RIGHT] * 5),
+                           (4, 5, [LEFT] * 3 + [RIGHT] * 3), (0, 2, [LEFT] * 3),
+                           (1, 3, [LEFT] * 3), (2, 4, [LEFT] * 2), (5, 3, [RIGHT] * 2)):
+        left += [a] * len(outcomes)
+        right += [b] * len(outcomes)
+        outcome += outcomes
+    n = len(left)
+    votes = Votes(list("abcdef"), left, right, outcome, list(range(n)), [i % 6 for i in range(n)])
+    rows = {r["system"]: r for r in leaderboard(votes, rounds=50, position=False,
+                                                 style=False)["systems"]}
+    for name in "ab":
+        assert rows[name]["unbounded"] == "above"
+        assert rows[name]["ci_item"][1] is None and rows[name]["ci_item"][0] is not None
+    for name in "cd":
+        assert rows[name]["unbounded"] == "both" and rows[name]["ci_item"] == [None, None]
+    for name in "ef":
+        assert rows[name]["unbounded"] == "below"
+        assert rows[name]["ci_item"][0] is None and rows[name]["ci_item"][1] is not None
+    # A tie between the sets joins them: the maximum is finite again, the intervals closed.
+    tied = Votes(list("abcdef"), left + [3, 4], right + [0, 2], outcome + [TIE, TIE],
+                 list(range(n + 2)), [i % 6 for i in range(n + 2)])
+    rows = leaderboard(tied, rounds=50, position=False, style=False)["systems"]
+    assert all(r["unbounded"] is None and None not in r["ci_item"] for r in rows)
+
+
+
+def test_the_batched_bootstrap_fit_is_each_rounds_own_fit():
+    """The bootstrap fits every round at once (the Hessians summed from the pair rows' outer
+    products); each round's strengths are those of fitting its counts alone."""
+    from metrics_app.domain.leaderboard import _row_outer_products
+
+    votes = simulate([1.0, 0.3, 0.0, -0.4, -0.9], 400, nu=0.4, seed=3)
+    table = pair_table(votes, position=True)
+    counts = np.random.default_rng(1).poisson(table.counts[None] + 0.5, (6, *table.counts.shape))
+    batched = fit_counts(table.design, counts, ties=True)
+    for round_counts, beta, eta in zip(counts, batched.beta, batched.eta, strict=True):
+        alone = fit_counts(table.design, round_counts, ties=True)
+        assert np.allclose(alone.beta[0], beta, atol=1e-8) and np.isclose(alone.eta[0], eta)
+    h = np.random.default_rng(2).random((3, len(table.design)))
+    assert np.allclose((_row_outer_products(table.design) @ h.T).T.reshape(3, 6, 6),
+                       np.einsum("br,rp,rq->bpq", h, table.design, table.design))
+
+
+def test_more_systems_than_the_fit_can_hold_are_refused_before_fitting():
+    """A `system` per item (its id, say) makes thousands of systems: rounds × systems² floats
+    of Hessians and minutes of solves per board. Refused at once, naming the count."""
+    from metrics_app.domain.leaderboard import MAX_SYSTEMS
+
+    k = MAX_SYSTEMS + 1
+    left = np.arange(k)
+    votes = Votes([f"item-{i}" for i in range(k)], left, (left + 1) % k, [LEFT] * k,
+                  left, left % 7)
+    with pytest.raises(LeaderboardError, match=f"{k} systems: at most {MAX_SYSTEMS}"):
+        leaderboard(votes, rounds=200)
+
+
+def test_a_system_judged_on_one_item_gets_the_curvature_interval_not_two_bootstrap_states():
+    """d is compared once: one item, five workers, 3-2 against a. Each item round either
+    drops that item (d held at the prior's centre) or keeps the 3:2 ratio, so the percentile
+    interval spanned just those two values ([0.00, 1.15] beside an se of 0.69)."""
+    rng = np.random.default_rng(0)
+    left, right, outcome, item, worker = [], [], [], [], []
+    strength = [1.0, 0.0, -1.0]
+    for n in range(60):
+        a, b = n % 3, (n + 1) % 3
+        for w in range(3):
+            left.append(a)
+            right.append(b)
+            outcome.append(LEFT if rng.random() < 1 / (1 + np.exp(strength[b] - strength[a]))
+                           else RIGHT)
+            item.append(n)
+            worker.append(w + 3 * (n % 4))
+    for w, result in enumerate([LEFT, LEFT, LEFT, RIGHT, RIGHT]):
+        left.append(3)
+        right.append(0)
+        outcome.append(result)
+        item.append(999)
+        worker.append(100 + w)
+    board = leaderboard(Votes(list("abcd"), left, right, outcome, item, worker), rounds=200,
+                        position=False, style=False)
+    rows = {r["system"]: r for r in board["systems"]}
+    d = rows["d"]
+    assert d["ci_item"] == pytest.approx([d["strength"] - 1.959964 * d["se"],
+                                          d["strength"] + 1.959964 * d["se"]], abs=1e-4)
+    assert d["ci_item"][0] < 0 < d["ci_item"][1]  # 3-2 says nothing about d's sign
+    assert "d: votes in fewer than 5 items" in board["model"]["bootstrap_notes"]["item_systems"]
+    # Five workers judged d: its worker interval is resampled like the others'.
+    assert "worker_systems" not in board["model"]["bootstrap_notes"]
+    assert d["ci_worker"] != pytest.approx([d["strength"] - 1.959964 * d["se"],
+                                            d["strength"] + 1.959964 * d["se"]], abs=1e-4)
+    for name in "abc":
+        assert rows[name]["ci_item"][0] < rows[name]["strength"] < rows[name]["ci_item"][1]

@@ -193,6 +193,12 @@ def test_a_judge_that_always_picks_the_first_answer_is_position_inconsistent(cli
     assert judge["judge"]["position_consistency"]["rate"] == 0.0
     assert all(r["wins"] == r["losses"] for r in judge["systems"])
     assert judge["model"]["position_effect"] > 3
+    # Such votes place no system: every strength was 0 with an interval [0, 0] and rank 1-1.
+    assert "every vote went to the answer shown first" in judge["model"]["bootstrap_notes"][
+        "position"]
+    for row in judge["systems"]:
+        assert row["ci_item"] == [None, None] and row["unbounded"] == "both"
+        assert row["rank_interval_item"] == [1, len(judge["systems"])]
 
 
 def test_imported_ab_verdicts_without_an_order_are_a_board_without_position(client, arena,
@@ -316,3 +322,33 @@ def test_systems_never_compared_are_ranked_per_group_in_json_csv_dashboard_and_t
     call_command("report", project.slug, stdout=out)
     assert "(group 2)" in out.getvalue()
     assert "Groups never compared with each other" in out.getvalue()
+
+
+def test_too_many_systems_is_said_at_every_door_and_the_report_stands(client):
+    """An import whose `system` names each item (a careless id): the board is refused with the
+    reason in the JSON, on the dashboard and in the text report; the rest of the report is
+    computed as before."""
+    from django.core.management import call_command
+
+    from metrics_app.domain.leaderboard import MAX_SYSTEMS
+
+    owner = make_user("owner")
+    project = make_project(TaskKind.AB, owner=owner, slug="many-systems")
+    stage = make_stage(project, kind=StageKind.FULL, name="full")
+    workers = [make_worker(external_id=f"w{i}") for i in range(2)]
+    for n in range(MAX_SYSTEMS // 2 + 1):
+        item = make_item(project, content={
+            "question": f"q{n}", "evidence": [], "setting": "HM",
+            "answer_a": {"text": "one", "kind": "model", "upvotes": None, "system": f"a-{n}"},
+            "answer_b": {"text": "two", "kind": "model", "upvotes": None, "system": f"b-{n}"}})
+        for worker in workers:
+            make_judgment(item=item, stage=stage, worker=worker, choice="A")
+    client.force_login(owner)
+    board = client.get(reverse("metrics-api:project-leaderboard", args=[project.slug])).json()
+    assert board["overall"]["error"].startswith(f"{MAX_SYSTEMS + 2} systems: at most")
+    html = client.get(reverse("metrics:project-dashboard", args=[project.slug])).content.decode()
+    assert "No leaderboard: " in html and "names the system that wrote it" in html
+    out = io.StringIO()
+    call_command("report", project.slug, stdout=out)
+    assert f"Leaderboard: none ({MAX_SYSTEMS + 2} systems" in out.getvalue()
+    assert "Agreement:" in out.getvalue()
