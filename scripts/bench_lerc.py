@@ -37,6 +37,7 @@ var/bench-lerc/results.json and is printed.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import hashlib
 import json
 import sys
@@ -602,6 +603,67 @@ def encoder_screen_markdown(screens: dict) -> str:
     return "\n".join(lines)
 
 
+# `--format-probe`: rewrites that change how an answer, its question or its references are
+# written and never what they say. A judge that reads meaning decides each answer alike; one
+# that keys on surface form flips, and would on a new dataset's conventions.
+FORMAT_REWRITES = {
+    "trailing period": lambda e: dataclasses.replace(
+        e, candidate=e.candidate[:-1] if e.candidate.endswith(".") else e.candidate + "."),
+    "lower case": lambda e: dataclasses.replace(e, candidate=e.candidate.lower()),
+    "white space": lambda e: dataclasses.replace(e, candidate=f"\n{e.candidate} \n"),
+    "'Answer:' prefix": lambda e: dataclasses.replace(e, candidate=f"Answer: {e.candidate}"),
+    "references reversed": lambda e: dataclasses.replace(
+        e, references=tuple(reversed(e.references))),
+    "question mark": lambda e: dataclasses.replace(
+        e, question=e.question[:-1] if e.question.endswith("?") else e.question + "?"),
+    "question capitalized": lambda e: dataclasses.replace(
+        e, question=e.question[:1].upper() + e.question[1:]),
+}
+
+
+def format_probe_run(run: dict, args) -> dict:
+    """`--format-probe`: validation only, on a trained run's served judge: each of the run's
+    calibration answers (validation, exact match failing) as written and under each
+    `FORMAT_REWRITES` rule; how many decisions (P >= 0.5) flip and the accuracy either way."""
+    from metrics_app.domain.text_match import is_exact_match
+    from metrics_app.lerc.calibration import CORRECT_AT
+    from metrics_app.lerc.inference import LercScorer
+
+    result_file = args.out / run["name"] / "train-result.json"
+    if not result_file.is_file():
+        raise SystemExit(f"{run['name']}: not trained in {args.out}; run the protocol first")
+    scorer = LercScorer(json.loads(result_file.read_text())["model_dir"], device=args.device)
+    val = capped_validation([e for e in run["val"]
+                             if not is_exact_match(e.candidate, e.references)], args)
+    labels = [e.score >= CORRECT_AT for e in val]
+
+    def decisions(examples) -> list[bool]:
+        return [d["probability"] >= 0.5 for d in scorer.score_details(examples)]
+
+    def accuracy(decided) -> float:
+        return round(sum(d == y for d, y in zip(decided, labels, strict=True)) / len(val), 4)
+
+    base = decisions(val)
+    rows = {}
+    for name, rewrite in FORMAT_REWRITES.items():
+        decided = decisions([rewrite(e) for e in val])
+        rows[name] = {"flips": sum(a != b for a, b in zip(decided, base, strict=True)),
+                      "accuracy": accuracy(decided)}
+    return {"n_val": len(val), "accuracy": accuracy(base), "rows": rows}
+
+
+def format_probe_markdown(screens: dict) -> str:
+    names = list(FORMAT_REWRITES)
+    lines = ["| run | answers | accuracy as written | " + " | ".join(
+        f"{n}: flips (accuracy)" for n in names) + " |",
+        "| --- | --- | --- | " + " | ".join("---" for _ in names) + " |"]
+    for run_name, screen in screens.items():
+        rows = screen["rows"]
+        lines.append(f"| {run_name} | {screen['n_val']} | {screen['accuracy']:.4f} | " + " | ".join(
+            f"{rows[n]['flips']} ({rows[n]['accuracy']:.4f})" for n in names) + " |")
+    return "\n".join(lines)
+
+
 def distill_teachers(val, labelled_ids: set, args) -> dict[str, list[float]]:
     """Teachers for `--distill-screen`, each a verdict (1/0) per validation answer: simulated
     judges that agree with the human label at each `--teacher-accuracy` (wrong at random, the
@@ -1102,6 +1164,11 @@ def main() -> None:
                              "encoder's score, without it, and by each rule of "
                              "CALIBRATION_ENCODER_RULES, each measured on held-out systems; "
                              "results in <out>/encoder-screen.json")
+    parser.add_argument("--format-probe", action="store_true",
+                        help="validation only, on trained runs: how many of the served judge's "
+                             "decisions flip when an answer, its question or its references are "
+                             "written differently (FORMAT_REWRITES); results in "
+                             "<out>/format-probe.json")
     parser.add_argument("--only", default="",
                         help="of the --runs, only these run names (comma-separated)")
     parser.add_argument("--distill-screen", action="store_true",
@@ -1158,9 +1225,12 @@ def main() -> None:
                            [int(n) for n in args.curve_sizes.split(",")])
     if args.only:
         runs = [run for run in runs if run["name"] in args.only.split(",")]
-    if args.screen or args.distill_screen or args.encoder_screen:
+    if args.screen or args.distill_screen or args.encoder_screen or args.format_probe:
         if args.screen:
             label, measure, file_name, tables = "screen", screen_run, "screen.json", screen_markdown
+        elif args.format_probe:
+            label, measure, file_name, tables = ("format probe", format_probe_run,
+                                                 "format-probe.json", format_probe_markdown)
         elif args.encoder_screen:
             label, measure, file_name, tables = ("encoder screen", encoder_screen_run,
                                                  "encoder-screen.json", encoder_screen_markdown)

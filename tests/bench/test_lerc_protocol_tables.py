@@ -91,3 +91,25 @@ def test_the_summary_says_how_the_served_judge_used_the_encoder(bench_lerc):
                                                     "uses_encoder": True}}) == "yes"
     assert bench_lerc._encoder_use({"calibration": {"uses_encoder": False}}) == "no"
     assert bench_lerc._encoder_use({}) == "no"
+
+
+def test_format_rewrites_change_the_writing_and_never_the_content(bench_lerc):
+    from metrics_app.domain.text_match import squad_normalize
+    from metrics_app.lerc.data import LercExample
+
+    example = LercExample(question="who wrote hamlet", references=("Shakespeare", "W. Shakespeare"),
+                          candidate="William Shakespeare wrote it.", score=5.0)
+    for name, rewrite in bench_lerc.FORMAT_REWRITES.items():
+        changed = rewrite(example)
+        assert changed != example, f"{name} changed nothing"
+        assert set(changed.references) == set(example.references)
+        assert changed.score == example.score
+        assert squad_normalize(changed.question.rstrip("?")) == squad_normalize(example.question)
+        if name != "'Answer:' prefix":
+            assert squad_normalize(changed.candidate) == squad_normalize(example.candidate)
+
+    screens = {"main": {"n_val": 10, "accuracy": 0.9, "rows": {
+        name: {"flips": 1 if name == "lower case" else 0, "accuracy": 0.9}
+        for name in bench_lerc.FORMAT_REWRITES}}}
+    table = bench_lerc.format_probe_markdown(screens)
+    assert "| main | 10 | 0.9000 |" in table and "1 (0.9000)" in table
