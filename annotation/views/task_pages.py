@@ -36,6 +36,7 @@ from annotation.services.assignments import (
     NoItemsAvailable,
     ReturnRequested,
     SessionNotVerified,
+    SessionUnconfirmed,
     SubmissionInvalid,
     assignment_confirm_item,
     assignment_page_state,
@@ -206,6 +207,8 @@ def task_refused(request: HttpRequest, exc: AssignmentRefused, *,
         status, title = 410, "This HIT has expired"
     elif isinstance(exc, SessionNotVerified):
         title = "This Prolific session could not be found"
+    elif isinstance(exc, SessionUnconfirmed):
+        status, title = 409, "This Prolific session is not confirmed yet"
     elif isinstance(exc, ReturnRequested):
         status, title = 200, "Please return this study on Prolific"
     return render(request, "annotation/task/refused.html",

@@ -95,10 +95,13 @@ def test_one_participant_with_many_sessions_holds_one_assignment_and_others_stil
     """The issue's attack: one made-up PROLIFIC_PID with five made-up SESSION_IDs held all 12
     items of a stage in 4 assignments, and a genuine participant got "Nothing more to do"."""
     _project, stage, _items = _prolific_stage()
-    pages = [page_config(_prolific_page(client, stage, "HOARDER", f"SESSION{n}"))
-             for n in range(5)]
+    pages = [page_config(_prolific_page(client, stage, "HOARDER", "SESSION0"))]
+    # Prolific cannot vouch for the other sessions (no study to ask): they are not handed the
+    # task held under the first one, and none starts another.
+    for n in range(1, 5):
+        refused = _prolific_page(client, stage, "HOARDER", f"SESSION{n}")
+        assert refused.status_code == 409 and b"task-config" not in refused.content
     assert Assignment.objects.filter(stage=stage).count() == 1
-    assert all(config["items"] == pages[0]["items"] for config in pages)
     assert len(pages[0]["items"]) == 3
     genuine = _prolific_page(client, stage, "GENUINE", "GENUINE-SESSION")
     assert genuine.status_code == 200 and b"Nothing more to do" not in genuine.content
@@ -129,13 +132,14 @@ def test_the_database_refuses_a_second_live_prolific_assignment_for_one_particip
 @pytest.mark.django_db(transaction=True)
 def test_racing_sessions_of_one_participant_create_one_assignment():
     """Six sessions of one PROLIFIC_PID starting at the same moment (threads, each with its
-    own connection): one assignment, which every session gets back."""
+    own connection): one assignment; the other sessions, which Prolific has not confirmed, are
+    refused rather than handed it."""
     import threading
     from concurrent.futures import ThreadPoolExecutor
 
     from django.db import connections
 
-    from annotation.services.assignments import assignment_start
+    from annotation.services.assignments import SessionUnconfirmed, assignment_start
     from tests.support.paths import require_shared_database
 
     require_shared_database()
@@ -148,12 +152,14 @@ def test_racing_sessions_of_one_participant_create_one_assignment():
             barrier.wait(timeout=30)
             return assignment_start(stage=stage, worker=worker, external_id=f"RACE{n}",
                                     shown=True).pk
+        except SessionUnconfirmed:
+            return "refused"
         finally:
             connections.close_all()
 
     with ThreadPoolExecutor(max_workers=6) as pool:
         got = list(pool.map(start, range(6)))
-    assert len(set(got)) == 1
+    assert sorted(got, key=str).count("refused") == 5
     assert Assignment.objects.filter(stage=stage, worker=worker).count() == 1
 
 
@@ -199,6 +205,28 @@ def test_a_made_up_session_under_a_real_pid_gives_way_to_the_real_session(client
         refused = api(client, call, squatter["token"], body)
         assert refused.status_code == 403 and refused.json()["code"] == "session_unknown"
     assert not Judgment.objects.filter(assignment=released).exists()
+
+
+def test_a_session_prolific_cannot_vouch_for_never_gets_a_participants_task(client, prolific):
+    """The participant works under their verified session; a stranger who types their
+    PROLIFIC_PID with a made-up session while Prolific cannot answer got the participant's page
+    back (their draft, and a submit that counted as theirs). Now it waits for Prolific."""
+    _project, stage, _items = _prolific_stage(study_id=prolific.study_id)
+    real = prolific.state.participant_start(prolific.study_id, "VICTIM")
+    mine = page_config(_prolific_page(client, stage, "VICTIM", real, study=prolific.study_id))
+    draft = {"answers": {str(mine["items"][0]): {"justification": "my private reasoning"}}}
+    assert api(client, "task-autosave", mine["token"], {"draft": draft}).status_code == 200
+    prolific.rate_limit_next["GET submissions/<id>/"] = 1
+    stranger = _prolific_page(client, stage, "VICTIM", f"s{555:022x}", study=prolific.study_id)
+    assert stranger.status_code == 409
+    assert b"my private reasoning" not in stranger.content
+    assert b"task-config" not in stranger.content
+    held = Assignment.objects.get(stage=stage)
+    assert (held.external_id, held.verification) == (real, ParticipantVerification.VERIFIED)
+    # The participant's own session still opens their task, draft included.
+    again = page_config(_prolific_page(client, stage, "VICTIM", real, study=prolific.study_id))
+    assert again["token"] == mine["token"] or again["items"] == mine["items"]
+    assert again["draft"]["answers"] == draft["answers"]
 
 
 def test_unverified_work_counts_and_is_paid_only_once_the_sync_verifies_it(client, prolific):

@@ -49,6 +49,14 @@ class SessionNotVerified(AssignmentRefused):
     code = "session_unknown"
 
 
+class SessionUnconfirmed(AssignmentRefused):
+    """A Prolific session the provider could not vouch for just now arrives for a participant
+    who holds a task under another session: the task is not handed to it (its PROLIFIC_PID may
+    be someone else's) until Prolific confirms the session."""
+
+    code = "session_unconfirmed"
+
+
 class ForeignAssignment(AssignmentRefused):
     code = "foreign_assignment"
 

@@ -39,6 +39,7 @@ from .errors import (
     NoItemsAvailable,
     QualificationRequired,
     ReturnRequested,
+    SessionUnconfirmed,
     StageNotOpen,
     WorkerBlocked,
 )
@@ -184,7 +185,8 @@ def assignment_start(*, stage: Stage, worker: Worker, hit: Hit | None = None,
     instead of by an UPDATE right after).
 
     Prolific: one live assignment per participant and stage, whatever SESSION_ID they come
-    with (a second session gets the first one's assignment back, a participant who finished gets
+    with (a second session Prolific verified gets the first one's assignment back, one it could
+    not vouch for is refused (`SessionUnconfirmed`), a participant who finished gets
     the completion again); `verification` is what the provider said about this session at the
     door (`ParticipantVerification`; PENDING when it could not tell)."""
     if stage.status not in OPEN_STAGE_STATUSES:
@@ -296,6 +298,12 @@ CONTINUED_NOTE = ("Continued under session {new}, which Prolific verified for th
                   "(session {old} was returned or timed out on Prolific).")
 
 
+SESSION_UNCONFIRMED_MESSAGE = (
+    "Prolific could not confirm this session just now, and your participant ID already has a "
+    "task open under another session. Continue in the tab where you started, or open the study "
+    "from your Prolific account again in a few minutes.")
+
+
 def _participant_held(*, stage: Stage, worker: Worker, verification: str,
                       session_id: str = "") -> Assignment | None:
     """A Prolific participant arriving with a session id the stage has not seen: their live
@@ -319,8 +327,14 @@ def _participant_held(*, stage: Stage, worker: Worker, verification: str,
         raise AssignmentClosed("You have already completed this study.", assignment=finished)
     state = dict((held.draft or {}).get(SERVER_DRAFT_KEY) or {})
     left = list(state.get(SESSIONS_LEFT_KEY) or [])
-    if (session_id and held.external_id != session_id and session_id not in left
-            and verification == ParticipantVerification.VERIFIED):
+    new_session = session_id and held.external_id != session_id and session_id not in left
+    if new_session and verification != ParticipantVerification.VERIFIED:
+        # Prolific could not tell (unreachable, or asking at the door is off) whether this
+        # session is the participant's: a PROLIFIC_PID is all a stranger needs to type, so the
+        # task under the other session (its answers, its right to submit) waits until Prolific
+        # confirms this one. The participant's own session still opens it.
+        raise SessionUnconfirmed(SESSION_UNCONFIRMED_MESSAGE)
+    if new_session:
         # Prolific holds one live session per participant and study: a new one it verified
         # for them means the old one was returned or timed out there, and Prolific will list
         # (and pay) the work under the new one only. The work in progress follows it; a

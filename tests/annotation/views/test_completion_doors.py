@@ -63,6 +63,16 @@ def test_a_participant_back_with_a_new_session_continues_under_it_when_prolific_
     stage.save(update_fields=["settings"])
     first = page_config(_prolific(client, stage, "S1"))
     monkeypatch.setattr(ProlificProvider, "session_verify", lambda self, **kw: prolific_says)
+    if prolific_says is None:
+        # A session Prolific cannot vouch for (None: unreachable) is not handed the task held
+        # under S1: a PROLIFIC_PID is all a stranger needs. It may try again once Prolific
+        # answers.
+        refused = _prolific(client, stage, "S2")
+        assert refused.status_code == 409 and b"could not confirm this session" in refused.content
+        assert b"task-config" not in refused.content
+        assert Assignment.objects.get().external_id == "S1"
+        assert page_config(_prolific(client, stage, "S1"))["items"] == first["items"]
+        return
     again = page_config(_prolific(client, stage, "S2"))
     assert again["items"] == first["items"]
     assignment = Assignment.objects.get()
