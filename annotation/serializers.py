@@ -387,7 +387,7 @@ class ItemInputSerializer(RefuseUnknownFieldsMixin, serializers.ModelSerializer)
         return attrs
 
 
-class ItemBulkInputSerializer(serializers.Serializer):
+class ItemBulkInputSerializer(RefuseUnknownFieldsMixin, serializers.Serializer):
     items = ItemInputSerializer(many=True, allow_empty=False, max_length=5000)
 
 

@@ -11,6 +11,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotation.access_selectors import access_project
+from annotation.serializers import RefuseUnknownFieldsMixin
 from core.api import (
     JsonApiMixin,
     LimitedJSONParser,
@@ -94,7 +95,7 @@ class ScoringJobListCreateApi(JsonApiMixin, APIView):
     current version are reused. `model` pins a trained version of each learned metric's model
     that the user may see (else 400 naming it)."""
 
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(RefuseUnknownFieldsMixin, serializers.Serializer):
         metrics = serializers.ListField(child=serializers.CharField(max_length=50),
                                         min_length=1, max_length=20)
         model = serializers.CharField(required=False, allow_blank=True, max_length=50)
@@ -146,7 +147,9 @@ class MetricScoreApi(APIView):
     # would exceed DATA_UPLOAD_MAX_NUMBER_FIELDS before DRF could answer).
     parser_classes = (LimitedJSONParser,)
 
-    class ItemSerializer(serializers.Serializer):
+    # A misspelt key ("pasage", "modle") is a 400 naming it: dropped, the batch would be
+    # scored without the passage or the pinned model and answer 200 as if it had them.
+    class ItemSerializer(RefuseUnknownFieldsMixin, serializers.Serializer):
         id = serializers.CharField(max_length=255)
         question = serializers.CharField(allow_blank=True, max_length=MAX_TEXT_CHARS)
         references = serializers.ListField(
@@ -157,7 +160,7 @@ class MetricScoreApi(APIView):
         passage = serializers.CharField(required=False, allow_blank=True,
                                         max_length=MAX_TEXT_CHARS, default="")
 
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(RefuseUnknownFieldsMixin, serializers.Serializer):
         metrics = serializers.ListField(child=serializers.CharField(max_length=50),
                                         min_length=1, max_length=10)
         model = serializers.CharField(required=False, allow_blank=True, max_length=50)
