@@ -89,7 +89,7 @@ class JudgeJobListCreateApi(JsonApiMixin, APIView):
         concurrency = serializers.IntegerField(required=False, min_value=1,
                                                max_value=MAX_CONCURRENCY, default=8)
 
-    @extend_schema(responses=with_errors({200: JudgeJobSerializer(many=True)}, 404))
+    @extend_schema(responses=with_errors({200: JudgeJobSerializer(many=True)}, 400, 404))
     def get(self, request, slug: str):
         project = access_project(request.user, slug)
         return paginated_response(
