@@ -224,7 +224,7 @@ def judgment_list(*, project: Project, filters: dict | None = None) -> QuerySet[
         Judgment.objects.filter(item__project=project), project=project,
         data_stages_only=not filters.get("include_qualification"),
         include_rejected=bool(filters.get("include_rejected")),
-    ).select_related("item", "worker", "stage")
+    ).select_related("item", "worker", "stage", "assignment")
     if filters.get("stage") is not None:
         queryset = queryset.filter(stage=filters["stage"])
     if filters.get("worker"):

@@ -387,7 +387,7 @@ class ItemInputSerializer(RefuseUnknownFieldsMixin, serializers.ModelSerializer)
         return attrs
 
 
-class ItemBulkInputSerializer(serializers.Serializer):
+class ItemBulkInputSerializer(RefuseUnknownFieldsMixin, serializers.Serializer):
     items = ItemInputSerializer(many=True, allow_empty=False, max_length=5000)
 
 
@@ -575,12 +575,17 @@ class JudgmentOutputSerializer(serializers.ModelSerializer):
     item_is_practice = serializers.BooleanField(
         source="item.is_practice", read_only=True,
         help_text="A practice item's answer (not data: only with include_qualification).")
+    assignment_status = serializers.CharField(
+        source="assignment.status", read_only=True, allow_null=True, default=None,
+        help_text="Where the review of the work stands (as the export's column): what tells "
+                  "rejected, returned and flagged work apart with include_rejected; null for "
+                  "imported judgments.")
 
     class Meta:
         model = Judgment
         fields = (
             "id", "item", "item_external_id", "item_is_practice", "worker", "worker_provider",
-            "stage", "stage_kind", "assignment", "score", "choice", "choices", "difficult", "justification", "aspects",
+            "stage", "stage_kind", "assignment", "assignment_status", "score", "choice", "choices", "difficult", "justification", "aspects",
             "extra", "presented_order", "time_spent_ms", "server_time_ms", "client_started_at",
             "created_at",
         )

@@ -21,3 +21,9 @@ class AutoSchema(SpectacularAutoSchema):
         outer = qualname.rsplit(".", 1)[0].replace(".", "")
         outer = outer.removesuffix("Api")
         return name if name.startswith(outer) else f"{outer}{name}"
+
+    def _get_paginator(self):
+        # Only GETs are paginated (`core.api.paginated_response`). A list-creating POST
+        # (scoring-jobs/ answers 202 with the jobs it queued, a bare list) is not: without this
+        # its 202 was documented as a page envelope and it took limit/offset parameters.
+        return super()._get_paginator() if self.method == "GET" else None

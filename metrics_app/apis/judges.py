@@ -8,6 +8,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotation.access_selectors import access_project
+from annotation.serializers import RefuseUnknownFieldsMixin
 from core.api import JsonApiMixin, paginated_response, with_errors
 from core.statistics import MAX_RESAMPLES
 from metrics_app.domain.judge_prompts import JudgeConfigError
@@ -79,15 +80,16 @@ class JudgeJobSerializer(serializers.ModelSerializer):
 
 class JudgeJobListCreateApi(JsonApiMixin, APIView):
     """GET a project's judge jobs, newest first; POST {"judge": "name[@version]", "budget":
-    USD, "concurrency": N} queues an LLM judge run in Celery (202)."""
+    USD, "concurrency": N} queues an LLM judge run in Celery (202). An unknown key is a 400
+    naming it: a misspelt `budget` dropped would queue a paid run with no cap."""
 
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(RefuseUnknownFieldsMixin, serializers.Serializer):
         judge = serializers.CharField(max_length=200)
         budget = serializers.FloatField(required=False, allow_null=True, min_value=0)
         concurrency = serializers.IntegerField(required=False, min_value=1,
                                                max_value=MAX_CONCURRENCY, default=8)
 
-    @extend_schema(responses=with_errors({200: JudgeJobSerializer(many=True)}, 404))
+    @extend_schema(responses=with_errors({200: JudgeJobSerializer(many=True)}, 400, 404))
     def get(self, request, slug: str):
         project = access_project(request.user, slug)
         return paginated_response(

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from django.urls import reverse
 from django.utils import timezone
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotation.access_selectors import access_project
+from annotation.serializers import RefuseUnknownFieldsMixin
 from core.api import (
     JsonApiMixin,
     LimitedJSONParser,
@@ -94,7 +95,7 @@ class ScoringJobListCreateApi(JsonApiMixin, APIView):
     current version are reused. `model` pins a trained version of each learned metric's model
     that the user may see (else 400 naming it)."""
 
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(RefuseUnknownFieldsMixin, serializers.Serializer):
         metrics = serializers.ListField(child=serializers.CharField(max_length=50),
                                         min_length=1, max_length=20)
         model = serializers.CharField(required=False, allow_blank=True, max_length=50)
@@ -134,6 +135,29 @@ def _item_ref(index: int, row) -> str:
                                 and not isinstance(row_id, bool) else "")
 
 
+# A misspelt key ("pasage") is a 400 naming it: dropped, the batch would be scored without
+# the passage and answer 200 as if it had it.
+class ScoreItemSerializer(RefuseUnknownFieldsMixin, serializers.Serializer):
+    """One candidate to score; any other key is a 400 naming it."""
+
+    id = serializers.CharField(max_length=255)
+    question = serializers.CharField(allow_blank=True, max_length=MAX_TEXT_CHARS)
+    references = serializers.ListField(
+        child=serializers.CharField(allow_blank=True, max_length=MAX_TEXT_CHARS),
+        max_length=20)
+    candidate = serializers.CharField(allow_blank=True, max_length=MAX_TEXT_CHARS,
+                                      trim_whitespace=False)
+    passage = serializers.CharField(required=False, allow_blank=True,
+                                    max_length=MAX_TEXT_CHARS, default="")
+
+
+@extend_schema_field(ScoreItemSerializer(many=True))
+class ScoreItemsField(serializers.ListField):
+    """The items of a score request, described in the schema by their fields. Checked in
+    `validate_items`, not by a child serializer: `check_score_row` (the rule `manage.py score`
+    applies) goes first, for its messages naming the item."""
+
+
 class MetricScoreApi(APIView):
     """POST a batch of candidates with `metrics`. When every metric is cheap (em, f1, bleu1,
     bleu4, rougeL, length) the scores come back at once (200; at most 100 items). Any other
@@ -146,22 +170,11 @@ class MetricScoreApi(APIView):
     # would exceed DATA_UPLOAD_MAX_NUMBER_FIELDS before DRF could answer).
     parser_classes = (LimitedJSONParser,)
 
-    class ItemSerializer(serializers.Serializer):
-        id = serializers.CharField(max_length=255)
-        question = serializers.CharField(allow_blank=True, max_length=MAX_TEXT_CHARS)
-        references = serializers.ListField(
-            child=serializers.CharField(allow_blank=True, max_length=MAX_TEXT_CHARS),
-            max_length=20)
-        candidate = serializers.CharField(allow_blank=True, max_length=MAX_TEXT_CHARS,
-                                          trim_whitespace=False)
-        passage = serializers.CharField(required=False, allow_blank=True,
-                                        max_length=MAX_TEXT_CHARS, default="")
-
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(RefuseUnknownFieldsMixin, serializers.Serializer):
         metrics = serializers.ListField(child=serializers.CharField(max_length=50),
                                         min_length=1, max_length=10)
         model = serializers.CharField(required=False, allow_blank=True, max_length=50)
-        items = serializers.ListField(
+        items = ScoreItemsField(
             min_length=1, max_length=MAX_JOB_ITEMS,
             help_text=f"At most {MAX_BATCH_ITEMS} items when every metric is cheap (scored in "
                       f"the request), at most {MAX_JOB_ITEMS} otherwise (a scoring job).",
@@ -180,7 +193,7 @@ class MetricScoreApi(APIView):
                     check_score_row(row)
                 except ScoreInputError as exc:
                     raise serializers.ValidationError(f"{_item_ref(index, row)}: {exc}") from None
-            rows = MetricScoreApi.ItemSerializer(data=value, many=True)
+            rows = ScoreItemSerializer(data=value, many=True)
             rows.is_valid(raise_exception=True)
             repeated = first_repeated_id(row["id"] for row in rows.validated_data)
             if repeated is not None:

@@ -216,11 +216,16 @@ def test_the_judgments_api_uses_the_rule_and_the_same_flags(study):
     assert {r["stage_kind"] for r in fetch(include_qualification="true")} == {
         "full", "qualification"}
     assert len(fetch(include_qualification="true")) == 13
-    assert len(fetch(include_rejected="true")) == 20
+    assert {r["assignment_status"] for r in counted} == {AssignmentStatus.APPROVED}
+    # The audit pull says which work was not accepted, as the audit export does.
+    audit = fetch(include_rejected="true")
+    assert len(audit) == 20
+    assert [r["assignment_status"] for r in audit].count(AssignmentStatus.REJECTED) == 4
     qual = study["project"].stages.get(name="qual")
     response = client.get(url, {"stage": qual.pk})
     assert response.status_code == 400 and "include_qualification" in str(response.json())
-    assert [r["score"] for r in fetch(stage=qual.pk, include_qualification="true")] == [2.0]
+    imported = fetch(stage=qual.pk, include_qualification="true")
+    assert [(r["score"], r["assignment_status"]) for r in imported] == [(2.0, None)]
 
 
 def test_the_admin_export_actions_use_the_rule_and_say_when_qualification_is_in(study, client):

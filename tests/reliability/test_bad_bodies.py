@@ -173,6 +173,38 @@ def test_fields_an_endpoint_does_not_take_are_refused_not_dropped(researcher_api
     assert not Project.objects.filter(slug="p2").exists()
 
 
+@pytest.mark.parametrize("url,body,where", [
+    ("/api/projects/mine/items/bulk/",
+     {"items": [{"external_id": "q1", "content": item_content(TaskKind.LIKERT)}],
+      "dry_run": True}, ["dry_run"]),
+    ("/api/metrics/projects/mine/scoring-jobs/", {"metrics": ["f1"], "modle": "v2"}, ["modle"]),
+    ("/api/metrics/score/", {"metrics": ["f1"], "items": [
+        {"id": "a", "question": "q", "references": ["r"], "candidate": "c", "pasage": "p"}]},
+     ["items", "0", "pasage"]),
+    ("/api/metrics/score/", {"metrics": ["f1"], "modle": "v2", "items": [
+        {"id": "a", "question": "q", "references": ["r"], "candidate": "c"}]}, ["modle"]),
+    ("/api/metrics/projects/mine/judge-jobs/", {"judge": "llm", "budgte": 1}, ["budgte"]),
+])
+def test_a_misspelt_field_of_the_metrics_and_bulk_apis_is_refused_not_dropped(
+        researcher_api, url, body, where):
+    """Dropped, a misspelt key changed the answer without a word: a judge job queued with no
+    budget cap (`budgte`), a batch scored without its passage or pinned model, items stored
+    as if an option the bulk endpoint does not have had been applied. Nothing is stored."""
+    from metrics_app.models import ItemScoringJob, JudgeJob, ScoringJob
+    from metrics_app.services.judges.versions import judge_version_create
+
+    judge_version_create(name="llm", config={"base_url": "http://127.0.0.1:9/v1",
+                                             "model": "fake-judge"})
+    response = researcher_api.post(url, body, format="json")
+    assert response.status_code == 400, response.content[:300]
+    detail = response.json()
+    for key in where:
+        detail = detail[key]
+    assert detail == ["unknown field"]
+    assert not (Item.objects.exists() or ScoringJob.objects.exists()
+                or ItemScoringJob.objects.exists() or JudgeJob.objects.exists())
+
+
 # --- Answers to the task API: one rule at every door (confirm, guess, submit, autosave) ---------
 
 

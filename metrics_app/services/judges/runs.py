@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import math
 import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -266,6 +267,10 @@ def judge_job_create(*, project: Project, version: JudgeVersion, budget: float |
     if version.judge.kind != JudgeKind.LLM:
         raise JudgeConfigError(f"{version.label} is not an LLM judge")
     _check_kind(project, version)
+    # NaN passes `< 0` and every later `spent > budget` test; SQLite stores it as NULL (no
+    # cap at all). `run_judge --budget nan` reaches here through argparse's float().
+    if budget is not None and not math.isfinite(budget):
+        raise JudgeConfigError(f"budget: must be a finite number of USD, not {budget}")
     if budget is not None and (budget < 0 or price_for(version.config) is None):
         raise JudgeConfigError("budget: must be >= 0 and the model needs a price")
     if not 1 <= concurrency <= MAX_CONCURRENCY:

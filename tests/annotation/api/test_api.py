@@ -472,6 +472,38 @@ def test_schema_validates_without_warnings(tmp_path):
     assert {"201", "400", "401", "403", "404", "415"} <= set(item_post)
 
 
+def test_the_schema_documents_pages_and_their_400_only_where_they_are_served(tmp_path, alice):
+    """A bad `?limit=` is a 400 on every paginated GET, so each documents it; a POST answers
+    unpaginated (scoring-jobs/ a bare list of the jobs it queued): no page envelope, no limit.
+    The items of a score request are described by their fields (they were `{}`)."""
+    import yaml
+
+    out = tmp_path / "schema.yaml"
+    call_command("spectacular", "--file", str(out))
+    schema = yaml.safe_load(out.read_text())
+    paged = set()
+    for path, operations in schema["paths"].items():
+        for method, operation in operations.items():
+            if "limit" in [p["name"] for p in operation.get("parameters", [])]:
+                paged.add(f"{method.upper()} {path}")
+                assert method == "get", path
+                assert "400" in operation["responses"], f"{method} {path}"
+    assert "GET /api/metrics/projects/{slug}/judge-jobs/" in paged
+    scoring_jobs = "/api/metrics/projects/{slug}/scoring-jobs/"
+    queued = schema["paths"][scoring_jobs]["post"]["responses"]["202"]
+    assert queued["content"]["application/json"]["schema"]["type"] == "array"
+    score_items = schema["components"]["schemas"]["MetricScoreInput"]["properties"]["items"]
+    assert score_items["items"] == {"$ref": "#/components/schemas/ScoreItem"}
+    assert set(schema["components"]["schemas"]["ScoreItem"]["required"]) == {
+        "id", "question", "references", "candidate"}
+    make_project(TaskKind.LIKERT, owner=alice, slug="scored")
+    api = APIClient()
+    api.force_authenticate(alice)
+    assert isinstance(api.post(scoring_jobs.replace("{slug}", "scored"), {"metrics": ["f1"]},
+                               format="json").json(), list)
+    assert api.get("/api/metrics/projects/scored/judge-jobs/?limit=abc").status_code == 400
+
+
 def test_schema_and_docs_are_served_to_researchers_only(client, alice):
     """Like every API endpoint: 401 without credentials, 403 for an account that is not a
     researcher, served to a researcher (the session of the admin, or a token)."""

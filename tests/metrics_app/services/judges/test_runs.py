@@ -140,6 +140,23 @@ def test_a_budget_without_a_price_is_refused():
         assert server.stats["requests"] == 0
 
 
+@pytest.mark.parametrize("budget", ["nan", "inf"])
+@pytest.mark.parametrize("queue", [True, False])
+def test_a_budget_that_is_not_a_finite_number_is_refused_at_the_command_line(budget, queue):
+    """The API's FloatField refuses them; argparse's float() reads both. NaN passed `< 0` and
+    every `spent > budget` test, and SQLite stored it as NULL: a run with no cap."""
+    from django.core.management import CommandError, call_command
+
+    project = _likert_project(2)
+    with FakeChatServer() as server:
+        _judge(server)
+        with pytest.raises(CommandError, match="finite"):
+            call_command("run_judge", project.slug, "fake", "--budget", budget, "--no-progress",
+                         *(["--queue"] if queue else []))
+        assert server.stats["requests"] == 0
+    assert not JudgeJob.objects.exists()
+
+
 def test_ab_pairs_are_judged_in_both_orders_and_mapped_back_to_sides():
     project = make_project(TaskKind.AB)
     for i in range(6):
