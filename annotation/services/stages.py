@@ -189,9 +189,10 @@ def stage_create(*, project, items: dict | None = None, **fields) -> Stage:
 
 # --- what may change once a stage is published ----------------------------------------------
 
-# A saved stage's kind and provider never change: its settings, HITs and workers were made
-# for them.
-STAGE_FIXED_FIELDS = ("kind", "provider")
+# A saved stage's project, kind and provider never change: its items, settings, HITs and
+# workers were made for them (moved to another project, a stage would carry the first one's
+# items, judgments and committed money under the second one's budget cap).
+STAGE_FIXED_FIELDS = ("project", "kind", "provider")
 
 LIVE_FIXED_STAGE_FIELDS = {
     "judgments_per_item": "the HITs (the study's places, the pages' targets) were built with "
@@ -225,7 +226,7 @@ def stage_edit_errors(*, stage: Stage, changes: dict) -> dict[str, str]:
     fields posted, with their new values (`settings` the whole new object); values equal to
     the stored ones are no change.
 
-    - kind and provider never change once the stage exists;
+    - project, kind and provider never change once the stage exists;
     - once published (any status but draft): `LIVE_FIXED_STAGE_FIELDS` and the settings that
       chose its items, built or created its HITs or decide its page
       (`annotation.domain.stage_settings.settings_fixed_once_published`) are refused;

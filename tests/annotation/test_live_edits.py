@@ -331,6 +331,26 @@ def test_a_published_stage_is_never_deleted_only_closed(admin_client_, study):
     assert not Stage.objects.filter(pk=draft.pk).exists()
 
 
+def test_a_stage_never_moves_to_another_project(admin_client_, study, owner):
+    """The API takes a stage's project from its URL, but the stage form let it be picked: a
+    collecting MTurk qualification posted with another project moved there, its items, HITs
+    and committed money with it (the first project's budget forgot them)."""
+    from annotation.services.stages import stage_edit_errors
+
+    project, qualification, trial = study
+    other = make_project(TaskKind.LIKERT, owner=owner)
+    committed = project_committed_cost(project=project)
+    url = reverse("admin:annotation_stage_change", args=[qualification.pk])
+    page = admin_client_.get(url)
+    admin_client_.post(url, admin_form_as_posted(page, project=str(other.pk), name="moved"))
+    fresh = Stage.objects.get(pk=qualification.pk)
+    assert (fresh.project_id, fresh.name) == (project.pk, "moved")
+    assert project_committed_cost(project=project) == committed
+    for stage in (trial, make_stage(project, kind=StageKind.FULL, name="full")):
+        assert stage_edit_errors(stage=stage, changes={"project": other}) == {
+            "project": "cannot be changed after the stage is created"}
+
+
 def test_the_number_of_likert_labels_is_fixed_while_a_stage_collects(api, study):
     project, _qualification, _trial = study
     five = list(project.scale_labels)
