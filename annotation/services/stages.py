@@ -477,6 +477,10 @@ def agreement_guard(*, stage: Stage, override_reason: str | None = None) -> str:
     if stage.agreement_threshold is None:
         return ""
     gate = agreement_stage_for(stage)
+    named = (stage.settings or {}).get("agreement_stage_id")
+    if named and gate is None:  # no override: there is no gate to override
+        raise GuardFailed(f"{stage}: the agreement gate stage (agreement_stage_id {named}) is "
+                          f"not a stage of project {stage.project.slug}")
     alpha = stage_alpha(stage=gate) if gate is not None else None
     shown = "n/a" if alpha is None else f"{alpha:.3f}"
     if alpha is not None and alpha >= stage.agreement_threshold:
