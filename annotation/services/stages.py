@@ -496,6 +496,23 @@ def agreement_guard(*, stage: Stage, override_reason: str | None = None) -> str:
     )
 
 
+def requirement_guard(*, stage: Stage) -> None:
+    """The stage a stage requires is a published qualification: only grading a qualification
+    passes workers (`WorkerQualification`), so the pages would refuse every worker of a stage
+    requiring a trial or full stage, while MTurk and Prolific, which require only
+    qualifications, would let them accept its HITs."""
+    required = stage.requires_stage
+    if required is None:
+        return
+    if required.kind != StageKind.QUALIFICATION:
+        raise GuardFailed(
+            f"{stage} requires {required}, a {required.get_kind_display().lower()} stage: only "
+            "a qualification passes workers, so nobody could work here; require the project's "
+            "qualification stage, or none")
+    if required.status == StageStatus.DRAFT:
+        raise GuardFailed(f"{required} must be published first")
+
+
 def settings_guard(*, stage: Stage) -> None:
     """The stage's settings pass the schema the admin form uses: settings written through the
     API or the shell skip the form, and a wrong value (an approval rate of 150, a string
@@ -626,8 +643,7 @@ def _publish_draft(*, stage: Stage, user, actor: str, override_reason: str | Non
     stage.refresh_from_db()
     if stage.status != StageStatus.DRAFT:
         raise PublishRaced(f"{stage} is {stage.status}: another publish of it went first")
-    if stage.requires_stage is not None and stage.requires_stage.status == StageStatus.DRAFT:
-        raise GuardFailed(f"{stage.requires_stage} must be published first")
+    requirement_guard(stage=stage)
     settings_guard(stage=stage)
     routing_guard(stage=stage)
     design_guard(stage=stage)

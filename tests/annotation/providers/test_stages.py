@@ -240,6 +240,25 @@ def test_another_projects_stage_never_opens_the_agreement_gate(likert_study, res
     assert full.status == StageStatus.DRAFT and not full.hits.exists()
 
 
+def test_a_stage_requiring_a_stage_that_passes_nobody_is_never_published(likert_study,
+                                                                          researcher):
+    """A full stage requiring the trial was published: MTurk and Prolific require only
+    qualifications, so its HITs were open to all, while its pages refused every worker
+    ("needs a qualification you have not passed yet"): only a qualification passes anyone."""
+    project, _gold, _items = likert_study
+    qualification, trial, full = make_stages(project, "inhouse")
+    stage_publish(stage=qualification, user=researcher)
+    stage_publish(stage=trial, user=researcher)
+    full.requires_stage, full.agreement_threshold = trial, None
+    full.save(update_fields=["requires_stage", "agreement_threshold"])
+    with pytest.raises(GuardFailed, match="requires .*trial.*, a trial stage: only a "
+                                          "qualification passes workers"):
+        stage_publish(stage=full, user=researcher)
+    full.refresh_from_db()
+    assert full.status == StageStatus.DRAFT and not full.hits.exists()
+    assert "only a qualification passes workers" in full.publish_problem
+
+
 def test_practice_qualification_trial_combination_and_close(likert_study, researcher):
     project, _gold, items = likert_study
     for item in items[:3]:
