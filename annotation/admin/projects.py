@@ -47,6 +47,7 @@ from annotation.services.projects import (
 from annotation.services.stage_plans import (
     ITEM_FILTER_FIELDS,
     stage_item_filter_errors,
+    stage_items_fixed_refusal,
     stage_items_select,
 )
 from annotation.services.stages import (
@@ -518,10 +519,9 @@ class StageAdminForm(StageSettingsFormMixin, forms.ModelForm):
         saved, the stage would list no items and take its items by kind when published —
         releasing (and using up) items nobody chose."""
         choice = cleaned.get("item_choice") or "keep"
-        status = self.instance.status if self.instance.pk else StageStatus.DRAFT
-        if choice != "keep" and status != StageStatus.DRAFT:
-            self.add_error("item_choice", f"the stage is {self.instance.get_status_display()}"
-                                          ": its items are fixed once it is published")
+        refusal = stage_items_fixed_refusal(self.instance)
+        if choice != "keep" and refusal:
+            self.add_error("item_choice", refusal)
             return
         if choice != "filter":
             return

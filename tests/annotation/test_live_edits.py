@@ -351,6 +351,27 @@ def test_a_stage_never_moves_to_another_project(admin_client_, study, owner):
             "project": "cannot be changed after the stage is created"}
 
 
+def test_a_live_stages_items_are_refused_with_one_message_at_every_door(admin_client_, api,
+                                                                        study):
+    """The API said "the stage is collecting", the stage form "the stage is Collecting" and
+    the service "<project> / trial is collecting" for one rule."""
+    from annotation.services.stage_plans import stage_items_select
+    from annotation.stage_errors import StageError
+
+    _project, _qualification, trial = study
+    expected = "the stage is collecting: its items are fixed once it is published"
+    response = api.patch(_url(trial), {"items": {"count": 2}}, format="json")
+    assert response.status_code == 400 and response.json()["items"] == [expected]
+    url = reverse("admin:annotation_stage_change", args=[trial.pk])
+    refused = admin_client_.post(url, admin_form_as_posted(
+        admin_client_.get(url), item_choice="filter", item_count="2"))
+    assert refused.context["adminform"].form.errors["item_choice"] == [expected]
+    with pytest.raises(StageError) as error:
+        stage_items_select(stage=trial, count=2)
+    assert str(error.value) == expected
+    assert trial.items.count() == 10
+
+
 def test_the_number_of_likert_labels_is_fixed_while_a_stage_collects(api, study):
     project, _qualification, _trial = study
     five = list(project.scale_labels)
