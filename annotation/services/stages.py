@@ -388,6 +388,19 @@ def stage_delete_refusal(stage: Stage) -> str:
             "are recorded with it; close it instead of deleting it")
 
 
+def hit_delete_refusal(hit: Hit) -> str:
+    """Why `hit` may not be deleted ("" for a draft's): the rule of `stage_delete_refusal`
+    for one HIT of a published stage (the HIT page's delete button and bulk delete), since
+    its assignments and payments go with it and the open HIT stays on the provider."""
+    stage = hit.stage
+    if stage.status == StageStatus.DRAFT:
+        return ""
+    return (f"HIT {hit.pk} of stage {stage.name!r} ({stage.get_status_display().lower()}) was "
+            f"built at publish and created on {stage.get_provider_display()}; its "
+            "assignments, payments and committed money are recorded with it: close the stage "
+            "instead of deleting it")
+
+
 def project_delete_refusal(project) -> str:
     """Why `project` may not be deleted ("" when all its stages are drafts): its published
     stages (`stage_delete_refusal`) would go with it."""

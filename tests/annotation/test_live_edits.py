@@ -372,6 +372,29 @@ def test_a_live_stages_items_are_refused_with_one_message_at_every_door(admin_cl
     assert trial.items.count() == 10
 
 
+def test_a_published_stages_hits_are_never_deleted_nor_their_items_changed(admin_client_,
+                                                                           study):
+    """The stage was kept from deletion, but its HITs were not: the HIT page deleted a
+    collecting MTurk stage's HIT (open on MTurk, nobody reviewing it) and the committed money
+    went with it; its item rows could be swapped or removed after publish."""
+    project, _qualification, trial = study
+    hit = trial.hits.order_by("pk").first()
+    committed = project_committed_cost(project=project)
+    assert admin_client_.post(reverse("admin:annotation_hit_delete", args=[hit.pk]),
+                              {"post": "yes"}).status_code == 403
+    admin_client_.post(reverse("admin:annotation_hit_changelist"), {
+        "action": "delete_selected", "_selected_action": [hit.pk], "post": "yes"})
+    assert trial.hits.count() == 5 and project_committed_cost(project=project) == committed
+    url = reverse("admin:annotation_hit_change", args=[hit.pk])
+    page = admin_client_.get(url)
+    before = list(hit.hititem_set.order_by("position").values_list("item_id", flat=True))
+    other = trial.items.exclude(pk__in=before).first()
+    admin_client_.post(url, admin_form_as_posted(page, **{
+        "hititem_set-0-item": str(other.pk), "hititem_set-1-DELETE": "on"}))
+    assert list(hit.hititem_set.order_by("position").values_list("item_id", flat=True)) \
+        == before
+
+
 def test_the_number_of_likert_labels_is_fixed_while_a_stage_collects(api, study):
     project, _qualification, _trial = study
     five = list(project.scale_labels)
