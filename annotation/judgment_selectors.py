@@ -397,11 +397,15 @@ def item_gold_scores(
 
 
 def agreement_stage_for(stage: Stage) -> Stage | None:
-    """The stage whose agreement gates this one: `settings["agreement_stage_id"]`, else the
-    closest earlier trial/pilot/full stage of the project, else the required stage."""
+    """The stage whose agreement gates this one: `settings["agreement_stage_id"]` (a stage of
+    the same project; None when it names none), else the closest earlier trial/pilot/full
+    stage of the project, else the required stage."""
     options = stage.settings or {}
     if options.get("agreement_stage_id"):
-        return Stage.objects.filter(pk=options["agreement_stage_id"]).first()
+        # Only this project's: another project's alpha would open this one's gate (and show
+        # that project's agreement on this one's pages).
+        return Stage.objects.filter(pk=options["agreement_stage_id"],
+                                    project_id=stage.project_id).first()
     earlier = (
         Stage.objects.filter(project_id=stage.project_id, kind__in=COLLECTION_STAGE_KINDS)
         .filter(Q(order__lt=stage.order) | Q(order=stage.order, pk__lt=stage.pk))

@@ -502,7 +502,7 @@ class StageWriteSerializer(RefuseUnknownFieldsMixin, serializers.ModelSerializer
         return value
 
     def validate(self, attrs):
-        from .services.stage_plans import stage_item_filter_errors
+        from .services.stage_plans import stage_item_filter_errors, stage_items_fixed_refusal
         from .services.stages import stage_identity_errors
 
         project = self.context["project"]
@@ -517,10 +517,9 @@ class StageWriteSerializer(RefuseUnknownFieldsMixin, serializers.ModelSerializer
         if clashes:
             raise serializers.ValidationError({name: [why] for name, why in clashes.items()})
         if "items" in attrs:
-            if instance is not None and instance.status != "draft":
-                raise serializers.ValidationError({"items": [
-                    f"the stage is {instance.status}: its items are fixed once it is "
-                    "published"]})
+            refusal = stage_items_fixed_refusal(instance)
+            if refusal:
+                raise serializers.ValidationError({"items": [refusal]})
             errors = stage_item_filter_errors(project_id=project.pk, **attrs["items"])
             if errors:
                 raise serializers.ValidationError({"items": errors})

@@ -32,6 +32,8 @@ from annotation.models import (
     WorkerStatus,
 )
 from annotation.selectors import worker_history
+from annotation.services.stage_plans import stage_items_fixed_refusal
+from annotation.services.stages import hit_delete_refusal
 from annotation.services.workers import worker_block, worker_unblock
 
 from .actions import ASSIGNMENT_ACTIONS, LINK_ACTIONS, WORKER_ACTIONS, ProviderActionForm
@@ -97,9 +99,25 @@ class WorkerHistoryMixin:
 
 
 class HitItemInline(admin.TabularInline):
+    """A HIT's items: fixed once its stage is published (`stage_items_fixed_refusal`), as
+    the stage's are; the page served its workers these."""
+
     model = HitItem
     extra = 0
     autocomplete_fields = ("item",)
+
+    def _fixed(self, obj) -> bool:
+        return obj is not None and bool(stage_items_fixed_refusal(obj.stage))
+
+    def get_readonly_fields(self, request, obj=None):
+        fields = tuple(super().get_readonly_fields(request, obj))
+        return (*fields, "item", "position") if self._fixed(obj) else fields
+
+    def has_add_permission(self, request, obj=None):
+        return not self._fixed(obj) and super().has_add_permission(request, obj)
+
+    def has_delete_permission(self, request, obj=None):
+        return not self._fixed(obj) and super().has_delete_permission(request, obj)
 
 
 @admin.register(Hit)
@@ -117,6 +135,19 @@ class HitAdmin(ProjectScopedAdmin):
     readonly_fields = ("stage", "provider", "external_id", "hit_type_id", "unique_request_token",
                        "max_assignments", "reward", "status", "expires_at", "created_at")
     inlines = (HitItemInline,)
+
+    def has_delete_permission(self, request, obj=None):
+        if obj is not None and hit_delete_refusal(obj):
+            return False
+        return super().has_delete_permission(request, obj)
+
+    def delete_queryset(self, request, queryset):
+        """The bulk delete: a published stage's HITs are kept, each named with why."""
+        refused = [hit for hit in queryset.select_related("stage") if hit_delete_refusal(hit)]
+        for hit in refused:
+            self.message_user(request, f"Not deleted: {hit_delete_refusal(hit)}",
+                              messages.ERROR)
+        super().delete_queryset(request, queryset.exclude(pk__in=[h.pk for h in refused]))
 
     def get_queryset(self, request):
         return super().get_queryset(request).annotate(

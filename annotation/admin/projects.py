@@ -47,10 +47,12 @@ from annotation.services.projects import (
 from annotation.services.stage_plans import (
     ITEM_FILTER_FIELDS,
     stage_item_filter_errors,
+    stage_items_fixed_refusal,
     stage_items_select,
 )
 from annotation.services.stages import (
     STAGE_EDIT_FIELDS,
+    STAGE_FIXED_FIELDS,
     project_delete_refusal,
     project_edit_errors,
     stage_by_hand_errors,
@@ -517,10 +519,9 @@ class StageAdminForm(StageSettingsFormMixin, forms.ModelForm):
         saved, the stage would list no items and take its items by kind when published —
         releasing (and using up) items nobody chose."""
         choice = cleaned.get("item_choice") or "keep"
-        status = self.instance.status if self.instance.pk else StageStatus.DRAFT
-        if choice != "keep" and status != StageStatus.DRAFT:
-            self.add_error("item_choice", f"the stage is {self.instance.get_status_display()}"
-                                          ": its items are fixed once it is published")
+        refusal = stage_items_fixed_refusal(self.instance)
+        if choice != "keep" and refusal:
+            self.add_error("item_choice", refusal)
             return
         if choice != "filter":
             return
@@ -572,11 +573,11 @@ class StageAdmin(ProgressColumnsMixin, StageProviderMixin, ProjectScopedAdmin):
         super().delete_queryset(request, queryset.exclude(pk__in=[s.pk for s in refused]))
 
     def get_readonly_fields(self, request, obj=None):
-        # The API's rule: a stage's kind and provider cannot be changed after it is created
-        # (its settings, HITs and workers were made for them).
+        # The API's rule (`STAGE_FIXED_FIELDS`): a stage's project, kind and provider cannot be
+        # changed after it is created (its items, settings, HITs and workers were made for them).
         fields = tuple(super().get_readonly_fields(request, obj))
         if obj is not None and obj.pk is not None:
-            fields += tuple(f for f in ("kind", "provider") if f not in fields)
+            fields += tuple(f for f in STAGE_FIXED_FIELDS if f not in fields)
         return fields
 
     def _kind_and_provider(self, request, obj) -> tuple[str | None, str | None]:

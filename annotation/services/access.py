@@ -79,17 +79,23 @@ class LinkExpired(AccessDenied):
 def stage_link_problem(*, stage: Stage, worker: Worker | None = None) -> str:
     """Why a link to `stage` (for `worker`) would not let its holder work now, for the
     researcher who issues it ("" when it would): a draft, reviewing or closed stage (and how
-    to reopen it), a blocked worker, a qualification the worker failed or has not taken, a
+    to collect more), a blocked worker, a qualification the worker failed or has not taken, a
     qualification the worker already took."""
     from annotation.models import StageKind, StageStatus, WorkerQualification
 
     if stage.status == StageStatus.DRAFT:
         return f"{stage} is a draft: the link works once the stage is published"
     if stage.status == StageStatus.REVIEWING:
+        # Not "raise its takers or redundancy": every edit door refuses those once the stage
+        # is published (`stage_edit_errors`), and a project has one qualification stage.
+        more = ("its number of takers is fixed once it is published, and a project has one "
+                "qualification stage" if stage.kind == StageKind.QUALIFICATION else
+                "its judgments per item are fixed once it is published: to collect more, "
+                "close it and publish another stage")
         return (f"{stage} closed itself: every HIT has all its assignments"
                 + (" (its max takers took it)" if stage.kind == StageKind.QUALIFICATION else "")
-                + "; the link shows the annotator that the task is paused until you reopen it "
-                  "(raise max takers / the stage's redundancy, then \u201cExtend by one day\u201d)")
+                + f"; the link shows the annotator that the task is paused. {more[0].upper()}"
+                  f"{more[1:]}")
     if stage.status == StageStatus.CLOSED:
         return f"{stage} is closed: the link shows the annotator that the task has ended"
     if worker is None:

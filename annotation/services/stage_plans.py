@@ -88,6 +88,15 @@ def stage_item_filter_errors(*, project_id: int, dataset: str = "", split: str =
     return errors
 
 
+def stage_items_fixed_refusal(stage: Stage | None) -> str:
+    """Why `stage`'s items cannot change ("" for a draft or a new stage): one message at every
+    door that chooses items (the API's PATCH, the stage form, `stage_items_select`)."""
+    if stage is None or stage.pk is None or stage.status == StageStatus.DRAFT:
+        return ""
+    return (f"the stage is {stage.get_status_display().lower()}: its items are fixed once it "
+            "is published")
+
+
 def stage_items_select(*, stage: Stage, dataset: str = "", split: str = "", source: str = "",
                        count: int | None = None) -> int:
     """Choose a draft stage's items by filter instead of by listing them (a stage of thousands
@@ -96,9 +105,9 @@ def stage_items_select(*, stage: Stage, dataset: str = "", split: str = "", sour
     the stage as seed (all when None). With no filter and no count the explicit choice is
     cleared, so the stage takes its items by kind when it is published. Returns how many items
     the stage now lists (0 = chosen by kind)."""
-    if stage.status != StageStatus.DRAFT:
-        raise StageError(f"{stage} is {stage.get_status_display().lower()}: its items are "
-                         "fixed once it is published")
+    refusal = stage_items_fixed_refusal(stage)
+    if refusal:
+        raise StageError(refusal)
     if not (dataset or split or source or count):
         stage.items.clear()
         return 0

@@ -189,9 +189,10 @@ def stage_create(*, project, items: dict | None = None, **fields) -> Stage:
 
 # --- what may change once a stage is published ----------------------------------------------
 
-# A saved stage's kind and provider never change: its settings, HITs and workers were made
-# for them.
-STAGE_FIXED_FIELDS = ("kind", "provider")
+# A saved stage's project, kind and provider never change: its items, settings, HITs and
+# workers were made for them (moved to another project, a stage would carry the first one's
+# items, judgments and committed money under the second one's budget cap).
+STAGE_FIXED_FIELDS = ("project", "kind", "provider")
 
 LIVE_FIXED_STAGE_FIELDS = {
     "judgments_per_item": "the HITs (the study's places, the pages' targets) were built with "
@@ -225,7 +226,7 @@ def stage_edit_errors(*, stage: Stage, changes: dict) -> dict[str, str]:
     fields posted, with their new values (`settings` the whole new object); values equal to
     the stored ones are no change.
 
-    - kind and provider never change once the stage exists;
+    - project, kind and provider never change once the stage exists;
     - once published (any status but draft): `LIVE_FIXED_STAGE_FIELDS` and the settings that
       chose its items, built or created its HITs or decide its page
       (`annotation.domain.stage_settings.settings_fixed_once_published`) are refused;
@@ -387,6 +388,19 @@ def stage_delete_refusal(stage: Stage) -> str:
             "are recorded with it; close it instead of deleting it")
 
 
+def hit_delete_refusal(hit: Hit) -> str:
+    """Why `hit` may not be deleted ("" for a draft's): the rule of `stage_delete_refusal`
+    for one HIT of a published stage (the HIT page's delete button and bulk delete), since
+    its assignments and payments go with it and the open HIT stays on the provider."""
+    stage = hit.stage
+    if stage.status == StageStatus.DRAFT:
+        return ""
+    return (f"HIT {hit.pk} of stage {stage.name!r} ({stage.get_status_display().lower()}) was "
+            f"built at publish and created on {stage.get_provider_display()}; its "
+            "assignments, payments and committed money are recorded with it: close the stage "
+            "instead of deleting it")
+
+
 def project_delete_refusal(project) -> str:
     """Why `project` may not be deleted ("" when all its stages are drafts): its published
     stages (`stage_delete_refusal`) would go with it."""
@@ -476,6 +490,10 @@ def agreement_guard(*, stage: Stage, override_reason: str | None = None) -> str:
     if stage.agreement_threshold is None:
         return ""
     gate = agreement_stage_for(stage)
+    named = (stage.settings or {}).get("agreement_stage_id")
+    if named and gate is None:  # no override: there is no gate to override
+        raise GuardFailed(f"{stage}: the agreement gate stage (agreement_stage_id {named}) is "
+                          f"not a stage of project {stage.project.slug}")
     alpha = stage_alpha(stage=gate) if gate is not None else None
     shown = "n/a" if alpha is None else f"{alpha:.3f}"
     if alpha is not None and alpha >= stage.agreement_threshold:
@@ -489,6 +507,23 @@ def agreement_guard(*, stage: Stage, override_reason: str | None = None) -> str:
         f"Krippendorff's alpha of {gate or 'the previous stage'} is {shown}, below the required "
         f"{stage.agreement_threshold}; publish with an override reason to go ahead anyway"
     )
+
+
+def requirement_guard(*, stage: Stage) -> None:
+    """The stage a stage requires is a published qualification: only grading a qualification
+    passes workers (`WorkerQualification`), so the pages would refuse every worker of a stage
+    requiring a trial or full stage, while MTurk and Prolific, which require only
+    qualifications, would let them accept its HITs."""
+    required = stage.requires_stage
+    if required is None:
+        return
+    if required.kind != StageKind.QUALIFICATION:
+        raise GuardFailed(
+            f"{stage} requires {required}, a {required.get_kind_display().lower()} stage: only "
+            "a qualification passes workers, so nobody could work here; require the project's "
+            "qualification stage, or none")
+    if required.status == StageStatus.DRAFT:
+        raise GuardFailed(f"{required} must be published first")
 
 
 def settings_guard(*, stage: Stage) -> None:
@@ -621,8 +656,7 @@ def _publish_draft(*, stage: Stage, user, actor: str, override_reason: str | Non
     stage.refresh_from_db()
     if stage.status != StageStatus.DRAFT:
         raise PublishRaced(f"{stage} is {stage.status}: another publish of it went first")
-    if stage.requires_stage is not None and stage.requires_stage.status == StageStatus.DRAFT:
-        raise GuardFailed(f"{stage.requires_stage} must be published first")
+    requirement_guard(stage=stage)
     settings_guard(stage=stage)
     routing_guard(stage=stage)
     design_guard(stage=stage)

@@ -331,6 +331,70 @@ def test_a_published_stage_is_never_deleted_only_closed(admin_client_, study):
     assert not Stage.objects.filter(pk=draft.pk).exists()
 
 
+def test_a_stage_never_moves_to_another_project(admin_client_, study, owner):
+    """The API takes a stage's project from its URL, but the stage form let it be picked: a
+    collecting MTurk qualification posted with another project moved there, its items, HITs
+    and committed money with it (the first project's budget forgot them)."""
+    from annotation.services.stages import stage_edit_errors
+
+    project, qualification, trial = study
+    other = make_project(TaskKind.LIKERT, owner=owner)
+    committed = project_committed_cost(project=project)
+    url = reverse("admin:annotation_stage_change", args=[qualification.pk])
+    page = admin_client_.get(url)
+    admin_client_.post(url, admin_form_as_posted(page, project=str(other.pk), name="moved"))
+    fresh = Stage.objects.get(pk=qualification.pk)
+    assert (fresh.project_id, fresh.name) == (project.pk, "moved")
+    assert project_committed_cost(project=project) == committed
+    for stage in (trial, make_stage(project, kind=StageKind.FULL, name="full")):
+        assert stage_edit_errors(stage=stage, changes={"project": other}) == {
+            "project": "cannot be changed after the stage is created"}
+
+
+def test_a_live_stages_items_are_refused_with_one_message_at_every_door(admin_client_, api,
+                                                                        study):
+    """The API said "the stage is collecting", the stage form "the stage is Collecting" and
+    the service "<project> / trial is collecting" for one rule."""
+    from annotation.services.stage_plans import stage_items_select
+    from annotation.stage_errors import StageError
+
+    _project, _qualification, trial = study
+    expected = "the stage is collecting: its items are fixed once it is published"
+    response = api.patch(_url(trial), {"items": {"count": 2}}, format="json")
+    assert response.status_code == 400 and response.json()["items"] == [expected]
+    url = reverse("admin:annotation_stage_change", args=[trial.pk])
+    refused = admin_client_.post(url, admin_form_as_posted(
+        admin_client_.get(url), item_choice="filter", item_count="2"))
+    assert refused.context["adminform"].form.errors["item_choice"] == [expected]
+    with pytest.raises(StageError) as error:
+        stage_items_select(stage=trial, count=2)
+    assert str(error.value) == expected
+    assert trial.items.count() == 10
+
+
+def test_a_published_stages_hits_are_never_deleted_nor_their_items_changed(admin_client_,
+                                                                           study):
+    """The stage was kept from deletion, but its HITs were not: the HIT page deleted a
+    collecting MTurk stage's HIT (open on MTurk, nobody reviewing it) and the committed money
+    went with it; its item rows could be swapped or removed after publish."""
+    project, _qualification, trial = study
+    hit = trial.hits.order_by("pk").first()
+    committed = project_committed_cost(project=project)
+    assert admin_client_.post(reverse("admin:annotation_hit_delete", args=[hit.pk]),
+                              {"post": "yes"}).status_code == 403
+    admin_client_.post(reverse("admin:annotation_hit_changelist"), {
+        "action": "delete_selected", "_selected_action": [hit.pk], "post": "yes"})
+    assert trial.hits.count() == 5 and project_committed_cost(project=project) == committed
+    url = reverse("admin:annotation_hit_change", args=[hit.pk])
+    page = admin_client_.get(url)
+    before = list(hit.hititem_set.order_by("position").values_list("item_id", flat=True))
+    other = trial.items.exclude(pk__in=before).first()
+    admin_client_.post(url, admin_form_as_posted(page, **{
+        "hititem_set-0-item": str(other.pk), "hititem_set-1-DELETE": "on"}))
+    assert list(hit.hititem_set.order_by("position").values_list("item_id", flat=True)) \
+        == before
+
+
 def test_the_number_of_likert_labels_is_fixed_while_a_stage_collects(api, study):
     project, _qualification, _trial = study
     five = list(project.scale_labels)

@@ -209,6 +209,56 @@ def test_agreement_guard_passes_when_workers_agree(likert_study, researcher):
     assert "guard passed" in full.transitions.get(to_status="published").reason
 
 
+def test_another_projects_stage_never_opens_the_agreement_gate(likert_study, researcher):
+    """`agreement_stage_id` was read from any project: a full stage gated at 0.5 on a trial
+    whose workers disagree was published (no override) by naming another project's stage whose
+    workers agreed, and its cockpit showed that project's alpha."""
+    from annotation.judgment_selectors import agreement_stage_for
+
+    project, _gold, _items = likert_study
+    qualification, trial, full = make_stages(project, "inhouse")
+    stage_publish(stage=qualification, user=researcher)
+    stage_publish(stage=trial, user=researcher)
+    workers = [make_worker() for _ in range(3)]
+    for n, item in enumerate(trial.items.all()):
+        for k, worker in enumerate(workers):
+            make_judgment(item=item, stage=trial, worker=worker, score=1 + (n + 2 * k) % 5)
+    other = make_project(TaskKind.LIKERT)
+    agreed = make_stage(other, kind=StageKind.TRIAL, name="agreed")
+    for n in range(5):
+        item = make_item(other)
+        for worker in workers:
+            make_judgment(item=item, stage=agreed, worker=worker, score=1 + n % 5)
+    full.settings = {**(full.settings or {}), "agreement_stage_id": agreed.pk}
+    full.save(update_fields=["settings"])
+    assert agreement_stage_for(full) is None
+    for override in (None, "the other project agreed"):
+        with pytest.raises(GuardFailed, match=f"agreement_stage_id {agreed.pk}.* not a stage "
+                                              f"of project {project.slug}"):
+            stage_publish(stage=full, user=researcher, override_reason=override)
+    full.refresh_from_db()
+    assert full.status == StageStatus.DRAFT and not full.hits.exists()
+
+
+def test_a_stage_requiring_a_stage_that_passes_nobody_is_never_published(likert_study,
+                                                                          researcher):
+    """A full stage requiring the trial was published: MTurk and Prolific require only
+    qualifications, so its HITs were open to all, while its pages refused every worker
+    ("needs a qualification you have not passed yet"): only a qualification passes anyone."""
+    project, _gold, _items = likert_study
+    qualification, trial, full = make_stages(project, "inhouse")
+    stage_publish(stage=qualification, user=researcher)
+    stage_publish(stage=trial, user=researcher)
+    full.requires_stage, full.agreement_threshold = trial, None
+    full.save(update_fields=["requires_stage", "agreement_threshold"])
+    with pytest.raises(GuardFailed, match="requires .*trial.*, a trial stage: only a "
+                                          "qualification passes workers"):
+        stage_publish(stage=full, user=researcher)
+    full.refresh_from_db()
+    assert full.status == StageStatus.DRAFT and not full.hits.exists()
+    assert "only a qualification passes workers" in full.publish_problem
+
+
 def test_practice_qualification_trial_combination_and_close(likert_study, researcher):
     project, _gold, items = likert_study
     for item in items[:3]:

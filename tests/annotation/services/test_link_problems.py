@@ -44,14 +44,25 @@ def test_a_trial_link_for_a_worker_who_failed_the_qualification_is_flagged(clien
     assert "below the pass mark" in page
 
 
-def test_a_link_to_a_stage_that_closed_itself_says_how_to_reopen_and_the_page_says_why(client):
+def test_a_link_to_a_stage_that_closed_itself_says_how_to_collect_more_and_the_page_says_why(
+        client):
+    """It advised "raise max takers / the stage's redundancy, then Extend by one day": edits
+    every door refuses once a stage is published (`stage_edit_errors`)."""
+    from annotation.services.stages import stage_edit_errors
+
     project, qualification, _trial = _study()
     qualification.status = StageStatus.REVIEWING  # every HIT has all its assignments
     qualification.save(update_fields=["status"])
     worker = make_worker(external_id="late")
     problem = stage_link_problem(stage=qualification, worker=worker)
     assert "closed itself" in problem and "max takers" in problem
-    assert "Extend by one day" in problem
+    assert "number of takers is fixed" in problem and "raise" not in problem
+    assert "close it and publish another stage" in stage_link_problem(
+        stage=make_stage(project, kind=StageKind.FULL, name="full",
+                         status=StageStatus.REVIEWING), worker=worker)
+    assert set(stage_edit_errors(stage=qualification, changes={
+        "judgments_per_item": 9, "settings": {"max_workers": 9}})) == {
+        "judgments_per_item", "settings.max_workers"}
     _link, path = inhouse_link_create(worker=worker, project=project, stage=qualification)
     page = client.get(path).content.decode()
     assert "paused while the researcher reviews them" in page
