@@ -503,14 +503,14 @@ class StageWriteSerializer(RefuseUnknownFieldsMixin, serializers.ModelSerializer
 
     def validate(self, attrs):
         from .services.stage_plans import stage_item_filter_errors, stage_items_fixed_refusal
-        from .services.stages import stage_identity_errors
+        from .services.stages import stage_identity_errors, stage_requirement_error
 
         project = self.context["project"]
         instance = self.instance
-        required = attrs.get("requires_stage")
-        if required is not None and required.project_id != project.pk:
-            raise serializers.ValidationError({"requires_stage": ["must be a stage of the same "
-                                                                  "project"]})
+        why = stage_requirement_error(project=project, required=attrs.get("requires_stage"),
+                                      stage_pk=getattr(instance, "pk", None))
+        if why:
+            raise serializers.ValidationError({"requires_stage": [why]})
         clashes = stage_identity_errors(project=project, name=attrs.get("name"),
                                         kind=attrs.get("kind"),
                                         stage_pk=getattr(instance, "pk", None))

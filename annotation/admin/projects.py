@@ -60,6 +60,7 @@ from annotation.services.stages import (
     stage_edit_errors,
     stage_identity_clashes,
     stage_identity_errors,
+    stage_requirement_error,
 )
 from annotation.stage_errors import StageError
 from annotation.stage_plan_selectors import stage_release_preview
@@ -497,9 +498,10 @@ class StageAdminForm(StageSettingsFormMixin, forms.ModelForm):
         project = cleaned.get("project") or getattr(self.instance, "project", None)
         if project is None:
             return cleaned
-        required = cleaned.get("requires_stage")
-        if required is not None and required.project_id != project.pk:
-            self.add_error("requires_stage", "must be a stage of the same project")
+        why = stage_requirement_error(project=project, required=cleaned.get("requires_stage"),
+                                      stage_pk=self.instance.pk)
+        if why:
+            self.add_error("requires_stage", why)
         for name, why in stage_identity_errors(
                 project=project, name=cleaned.get("name"),
                 kind=cleaned.get("kind") or self.instance.kind, stage_pk=self.instance.pk).items():

@@ -176,6 +176,26 @@ def stage_identity_errors(*, project, name: str | None, kind: str | None,
     return stage_identity_clashes(name=name, kind=kind, others=others)
 
 
+def stage_requirement_error(*, project, required: Stage | None,
+                            stage_pk: int | None = None) -> str | None:
+    """Why `required` cannot be the `requires_stage` of a stage of `project` (`stage_pk`, None
+    for a new one), or None: only the project's qualification stage grades workers
+    (`WorkerQualification`), so a stage that requires another kind, another project's stage or
+    itself would refuse every worker. The rule of every door that sets it (the API, the stage
+    form) and of publishing, for a stage saved before the rule."""
+    if required is None:
+        return None
+    if required.project_id != project.pk:
+        return "must be a stage of the same project"
+    if stage_pk is not None and required.pk == stage_pk:
+        return "a stage cannot require itself; name the project's qualification stage"
+    if required.kind != StageKind.QUALIFICATION:
+        return (f"{required} is a {required.get_kind_display().lower()} stage: only a "
+                "qualification passes workers, so nobody could work here; require the "
+                "project's qualification stage, or none")
+    return None
+
+
 def stage_create(*, project, items: dict | None = None, **fields) -> Stage:
     """A new stage: always a draft (its status then changes only through publish, close and
     extend); `status` is refused, not ignored. `items`: a filter for `stage_items_select`."""
@@ -517,6 +537,10 @@ def requirement_guard(*, stage: Stage) -> None:
     required = stage.requires_stage
     if required is None:
         return
+    if required.project_id != stage.project_id or required.pk == stage.pk:
+        # Saved before the doors checked it (`stage_requirement_error`).
+        raise GuardFailed(f"{stage} requires {required}: " + stage_requirement_error(
+            project=stage.project, required=required, stage_pk=stage.pk))
     if required.kind != StageKind.QUALIFICATION:
         raise GuardFailed(
             f"{stage} requires {required}, a {required.get_kind_display().lower()} stage: only "

@@ -53,3 +53,37 @@ def test_requires_stage_of_another_project_or_missing_answers_the_same(db):
         "name": "full", "kind": "full", "requires_stage": own.pk}, format="json")
     assert response.status_code == 201
     assert Stage.objects.get(name="full").requires_stage == own
+
+
+def test_a_stage_may_require_only_its_projects_qualification_at_every_door(client):
+    """Only grading a qualification passes workers: a stage requiring a trial, a full stage or
+    itself would refuse every worker, so the API and the stage form refuse it when it is set,
+    with the message publishing gives."""
+    alice = make_user("alice")
+    project = make_project(TaskKind.LIKERT, owner=alice, slug="mine")
+    trial = make_stage(project, name="trial", kind="trial")
+    qual = make_stage(project, name="qual", kind="qualification")
+    api = APIClient()
+    api.force_authenticate(alice)
+    response = api.post("/api/projects/mine/stages/", {
+        "name": "full", "kind": "full", "requires_stage": trial.pk}, format="json")
+    assert response.status_code == 400
+    assert "only a qualification passes workers" in response.json()["requires_stage"][0]
+    assert not Stage.objects.filter(name="full").exists()
+    response = api.patch(f"/api/projects/mine/stages/{trial.pk}/",
+                         {"requires_stage": trial.pk}, format="json")
+    assert response.status_code == 400
+    assert "cannot require itself" in response.json()["requires_stage"][0]
+
+    client.force_login(alice)
+    response = client.post(reverse("admin:annotation_stage_change", args=[trial.pk]), {
+        "project": project.pk, "kind": "trial", "name": "trial", "order": 0,
+        "provider": trial.provider, "settings": "{}", "requires_stage": trial.pk})
+    assert response.status_code == 200
+    assert "cannot require itself" in response.context["adminform"].form.errors[
+        "requires_stage"][0]
+    trial.refresh_from_db()
+    assert trial.requires_stage is None
+    response = api.post("/api/projects/mine/stages/", {
+        "name": "full", "kind": "full", "requires_stage": qual.pk}, format="json")
+    assert response.status_code == 201
