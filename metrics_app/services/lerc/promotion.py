@@ -151,9 +151,11 @@ def _promotion_verdict(version: ModelVersion, incumbent: ModelVersion | None,
         decision["floor"] = floor
         if promote and not floor["passed"]:
             promote = False
-            why = (f"{metric} {candidate} does not beat the best baseline, "
+            # The floor compares the numbers of training, all measured on its examples.
+            measured_on = (version.metrics.get("validation") or {}).get("n", len(val_examples))
+            why = (f"{metric} {stored} does not beat the best baseline, "
                    f"{floor['best']} at {floor['best_value']}, on the same "
-                   f"{len(val_examples)} validation examples")
+                   f"{measured_on} validation examples")
         elif promote:
             why += f"; beats the best baseline {floor['best']} ({floor['best_value']})"
     decision["promoted"] = promote
