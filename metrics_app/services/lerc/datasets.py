@@ -361,9 +361,11 @@ def item_example(kind: str, item: Item, gold: float, project: Project):
 
 
 def mc_pretraining_build(*, projects: list[Project], seed: int = 0) -> list:
-    """3-way pre-training examples from multiple-choice projects' items (role A is correct)."""
+    """3-way pre-training examples from multiple-choice projects' items (role A is correct);
+    practice items and items removed from the study (`Item.excluded`) are left out, as every
+    LERC door leaves them out."""
     items = Item.objects.filter(project__in=projects, project__kind=TaskKind.MC,
-                                is_practice=False).order_by("id")
+                                is_practice=False, excluded=False).order_by("id")
     rows = [row for item in items if (row := mc_item_row(item.content or {})) is not None]
     return mc_pretraining_examples(rows, seed=seed)
 

@@ -26,7 +26,9 @@ def lerc_minimal_pair_accuracy(scorer, projects: list[Project], trained_on: list
     or test, see is_held_out) count: a pair the model was trained on measures memory."""
     train_ids = {e.id for e in trained_on or []}
     train_groups = {text_group(e.group) for e in trained_on or []}
-    items = [i for i in Item.objects.filter(project__in=projects, project__kind=TaskKind.LIKERT)
+    # Practice items and items removed from the study are no data at any LERC door.
+    items = [i for i in Item.objects.filter(project__in=projects, project__kind=TaskKind.LIKERT,
+                                            is_practice=False, excluded=False)
              .order_by("id") if "minimal_pair" in (i.metadata or {})
              and (trained_on is None or is_held_out(i, train_ids, train_groups))]
     index = {item.pk: position for position, item in enumerate(items)}

@@ -28,6 +28,10 @@ from .options import version_train_config
 REGRESSION_MODEL_NAME = vocabulary.ModelKind.REGRESSION.model_name
 
 
+# A decision reads the candidate's validation number of its training (no new measurement).
+STORED = object()
+
+
 def _scope_label(project_ids) -> str:
     slugs = Project.objects.filter(id__in=project_ids).order_by("slug").values_list("slug",
                                                                                      flat=True)
@@ -64,13 +68,25 @@ def model_version_decide(*, model_version: ModelVersion, val_examples: list | No
     version = ModelVersion.objects.get(pk=model_version.pk)
     if version.status != ModelStatus.EVALUATED:
         return version
+    candidate: float | None | object = STORED
     if val_examples is None:
         cfg = version_train_config(version)
-        val_examples = capped_examples(cfg, version_dataset_build(version).val,
-                                       cfg.max_val_examples)
+        dataset = version_dataset_build(version)
+        val_examples = capped_examples(cfg, dataset.val, cfg.max_val_examples)
+        # Read again by today's counting rule, the judgments may no longer be those it was
+        # trained and measured on (an item excluded or a worker blocked since): its stored
+        # number then describes other examples, and it is measured on these, as the
+        # incumbent is. (A snapshot without the hash names no judgments to compare.)
+        pinned = version.data_snapshot.get("judgment_ids_sha256")
+        if pinned is not None and dataset.snapshot.get("judgment_ids_sha256") != pinned:
+            try:
+                candidate = split_metrics(model_version_scorer(version), version.kind,
+                                          val_examples).get(_validation_metric(version))
+            except FileNotFoundError as exc:
+                raise LercError(f"v{version.number} cannot be measured again: {exc}") from exc
     for _attempt in range(5):
         incumbent = promoted_model_version(name=version.name, projects=version_project_set(version))
-        promote, why, decision = _promotion_verdict(version, incumbent, val_examples)
+        promote, why, decision = _promotion_verdict(version, incumbent, val_examples, candidate)
         with transaction.atomic():
             versions_locked(version.name)
             version = ModelVersion.objects.get(pk=version.pk)
@@ -91,17 +107,28 @@ def model_version_decide(*, model_version: ModelVersion, val_examples: list | No
                     "while it was compared; decide it again (lerc_evaluate)")
 
 
+def _validation_metric(version: ModelVersion) -> str:
+    return validation_metric_name(KIND_PAIRWISE if version.kind == ModelKind.PAIRWISE
+                                  else KIND_REGRESSION)
+
+
 def _promotion_verdict(version: ModelVersion, incumbent: ModelVersion | None,
-                       val_examples: list) -> tuple[bool, str, dict[str, Any]]:
-    """(promote, why, decision record) for `version` against `incumbent` (re-scored on
+                       val_examples: list, candidate: float | None | object = STORED
+                       ) -> tuple[bool, str, dict[str, Any]]:
+    """(promote, why, decision record) for `version` (its `candidate` value on `val_examples`;
+    STORED: the validation number of its training) against `incumbent` (re-scored on
     `val_examples`) and the baseline floor."""
-    metric = validation_metric_name(KIND_PAIRWISE if version.kind == ModelKind.PAIRWISE
-                                    else KIND_REGRESSION)
-    candidate = (version.metrics.get("validation") or {}).get(metric)
+    metric = _validation_metric(version)
+    stored = (version.metrics.get("validation") or {}).get(metric)
+    remeasured = candidate is not STORED
+    if not remeasured:
+        candidate = stored
     decision: dict[str, Any] = {"metric": metric, "candidate": candidate,
                                 "validation_judgments_sha256":
                                     version.data_snapshot.get("judgment_ids_sha256"),
                                 "validation_examples": len(val_examples)}
+    if remeasured:
+        decision["candidate_in_training"] = stored
     if incumbent is None:
         promote, why = candidate is not None, "no promoted version yet"
         if candidate is None:
@@ -124,9 +151,11 @@ def _promotion_verdict(version: ModelVersion, incumbent: ModelVersion | None,
         decision["floor"] = floor
         if promote and not floor["passed"]:
             promote = False
-            why = (f"{metric} {candidate} does not beat the best baseline, "
+            # The floor compares the numbers of training, all measured on its examples.
+            measured_on = (version.metrics.get("validation") or {}).get("n", len(val_examples))
+            why = (f"{metric} {stored} does not beat the best baseline, "
                    f"{floor['best']} at {floor['best_value']}, on the same "
-                   f"{len(val_examples)} validation examples")
+                   f"{measured_on} validation examples")
         elif promote:
             why += f"; beats the best baseline {floor['best']} ({floor['best_value']})"
     decision["promoted"] = promote

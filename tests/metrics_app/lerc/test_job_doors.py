@@ -163,3 +163,50 @@ def test_two_overlapping_refreshes_queue_one_version(lerc_settings, monkeypatch)
     monkeypatch.setattr(refresh_module, "lerc_refresh_due", lambda **_kw: due_before)
     assert lerc_refresh(min_new_judgments=3) == []
     assert ModelVersion.objects.filter(projects=project).count() == 1
+
+
+def test_a_decision_on_rebuilt_validation_data_measures_both_versions_on_it(lerc_settings):
+    """A version decided again (the lerc_evaluate task, a redelivery after its worker died
+    between evaluation and decision) reads its validation judgments anew by the counting rule,
+    which may since have dropped some (an item excluded, a worker blocked). The candidate must
+    be measured on those same examples as the incumbent it is compared with, not stand on its
+    training-time number: here the candidate is the incumbent's very model, so "at least as
+    good" holds; compared with its stored number the incumbent looked better and it was
+    rejected."""
+    from annotation.domain.agreement import pearson
+    from annotation.models import Item
+    from metrics_app.lerc.data import capped_examples
+    from metrics_app.services.lerc import model_version_scorer
+    from metrics_app.services.lerc.datasets import version_dataset_build
+    from metrics_app.services.lerc.options import version_train_config
+
+    lerc_settings.QAJ_LERC_PROMOTION_BASELINES = []
+    project, _stage = likert_project_from_toy()
+    v1 = model_version_train(model_version=model_version_create(
+        projects=[project], train_options={"epochs": 2}))
+    assert v1.status == ModelStatus.PROMOTED, v1.error
+    cfg = version_train_config(v1)
+    val = capped_examples(cfg, version_dataset_build(v1).val, cfg.max_val_examples)
+    scores = model_version_scorer(v1).score(val)
+    full = pearson(scores, [e.score for e in val])
+    assert full == pytest.approx(v1.metrics["validation"]["pearson"], abs=1e-6)
+
+    def without(i):
+        rest = [j for j in range(len(val)) if j != i]
+        return pearson([scores[j] for j in rest], [val[j].score for j in rest])
+
+    # Exclude the validation item whose removal flatters the model most.
+    dropped = max(range(len(val)), key=without)
+    assert without(dropped) > full
+    Item.objects.filter(pk=int(val[dropped].id)).update(excluded=True)
+
+    candidate = model_version_create(projects=[project])
+    ModelVersion.objects.filter(pk=candidate.pk).update(
+        status=ModelStatus.EVALUATED, artifact_uri=v1.artifact_uri,
+        data_snapshot=v1.data_snapshot, metrics={"validation": {"pearson": full}})
+    decided = model_version_decide(model_version=candidate)
+    assert decided.status == ModelStatus.PROMOTED
+    decision = decided.metrics["promotion_decision"]
+    assert decision["validation_examples"] == len(val) - 1
+    assert decision["candidate"] == pytest.approx(decision["incumbent_value"], abs=1e-6)
+    assert decision["candidate_in_training"] == full

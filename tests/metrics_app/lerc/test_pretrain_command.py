@@ -65,3 +65,18 @@ def test_refusals_name_the_problem(lerc_settings, tmp_path):
     with pytest.raises(CommandError, match="already holds a model"):
         call_command("pretrain_lerc", "--project", empty_mc.slug, "--out",
                      str(tmp_path / "full"))
+
+
+def test_pretraining_reads_no_excluded_or_practice_item():
+    """Multiple-choice pre-training (`pretrain_lerc`, `train_lerc --pretrain-project`) reads
+    the items every LERC door reads: an item removed from the study (`Item.excluded`: an
+    improper question) is left out as a practice item is. Before: the excluded one was
+    trained on (21 examples, not 14)."""
+    from metrics_app.services.lerc.datasets import mc_pretraining_build
+
+    mc_project = make_project(kind=TaskKind.MC)
+    for _ in range(2):
+        make_item(mc_project)
+    make_item(mc_project, excluded=True)
+    make_item(mc_project, is_practice=True)
+    assert len(mc_pretraining_build(projects=[mc_project])) == 14  # 2 items × 7

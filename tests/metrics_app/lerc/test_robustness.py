@@ -160,6 +160,22 @@ def test_minimal_pairs_count_only_held_out_items():
 
 
 @pytest.mark.django_db
+def test_minimal_pairs_leave_out_excluded_and_practice_items():
+    """A version's minimal-pair accuracy reads the items every LERC door reads: a pair with an
+    item removed from the study (`Item.excluded`) or a practice item is no pair. Before: all
+    three pairs counted (n 3)."""
+    project = make_project(kind=TaskKind.LIKERT)
+    for pair, flags in (("kept", {}), ("excluded", {"excluded": True}),
+                        ("practice", {"is_practice": True})):
+        for role, candidate in ((1, "good"), (2, "bad")):
+            make_item(project, split="test", **(flags if role == 2 else {}),
+                      metadata={"minimal_pair": pair, "pair_role": role},
+                      content={"passage": f"p {pair}", "question": "q?",
+                               "references": ["ref"], "candidate": candidate})
+    assert lerc_minimal_pair_accuracy(FixedScorer(), [project]) == {"accuracy": 1.0, "n": 1}
+
+
+@pytest.mark.django_db
 def test_znormalized_gold_is_mapped_back_onto_the_1_to_5_scale():
     project = make_project(kind=TaskKind.LIKERT)
     stage = make_stage(project)
