@@ -1,8 +1,8 @@
 """Reads of judges (selectors): every kind of judge read the same way: item id -> (verdict, score, probability,
 reasoning), whatever gave it.
 
-References: `metric:NAME` (a registered metric's stored scores at its latest version on the
-project: `metric:f1`, `metric:meteor`, `metric:bertscore`, `metric:lerc`, `metric:lerc_prob`),
+References: `metric:NAME` (a registered metric's stored scores on the project, at the version
+`metric_version_on_project` names: LERC's the served one, others the latest: `metric:f1`, `metric:meteor`, `metric:bertscore`, `metric:lerc`, `metric:lerc_prob`),
 or `NAME` / `NAME@VERSION` (an LLM or imported judge's verdicts; NAME alone is its latest
 version with verdicts on the project)."""
 from __future__ import annotations
@@ -17,12 +17,23 @@ from annotation.models import Project, TaskKind
 from core.vocabulary import PROBABILITY_METRIC_NAME, ModelKind
 
 from .domain.judge_prompts import DEFAULT_PARSE
-from .models import Judge, JudgeKind, JudgeVerdict, JudgeVersion, MetricScore
+from .model_selectors import REGRESSION_MODEL_NAME, promoted_model_version
+from .models import (
+    Judge,
+    JudgeKind,
+    JudgeVerdict,
+    JudgeVersion,
+    MetricScore,
+    ModelStatus,
+    ModelVersion,
+)
 
 # Metrics whose value is a probability that the answer is correct (read as such).
 PROBABILITY_METRICS = (PROBABILITY_METRIC_NAME,)
 # LERC's 1-5 score.
 LIKERT_SCORE_METRIC = ModelKind.REGRESSION.metric_name
+# The metrics a LERC version scores (its version is the model version's "vN").
+LERC_METRICS = (PROBABILITY_METRIC_NAME, LIKERT_SCORE_METRIC)
 LIKERT_RANGE = (1.0, 5.0)
 
 
@@ -53,13 +64,40 @@ class JudgeView:
         return self.ref if self.kind == "metric" else f"{self.ref.split('@')[0]}@{self.version}"
 
 
+def metric_version_on_project(project: Project, name: str) -> str | None:
+    """The version of metric `name` whose stored scores every report reads on `project`
+    (None: none stored). LERC's (`lerc`, `lerc_prob`): the version that serves the project
+    (`promoted_model_version`), when its scores are stored here; else the one stored last that
+    was not rejected by the promotion rule (a version scored by hand with `--model` and
+    rejected is never read as "the promoted LERC"). Every other metric: the version stored
+    last."""
+    rows = MetricScore.objects.filter(item__project=project, metric=name, side="")
+    if name in LERC_METRICS:
+        served = promoted_model_version(project=project)
+        if served is not None and rows.filter(version=f"v{served.number}").exists():
+            return f"v{served.number}"
+        rejected = [f"v{n}" for n in ModelVersion.objects.filter(
+            name=REGRESSION_MODEL_NAME, status=ModelStatus.REJECTED)
+            .values_list("number", flat=True)]
+        rows = rows.exclude(version__in=rejected)
+    last = rows.aggregate(top=Max("id"))["top"]
+    return None if last is None else MetricScore.objects.get(pk=last).version
+
+
+def lerc_versions_read(project: Project) -> str:
+    """The LERC versions the reports read on `project` (`metric_version_on_project`), for the
+    caches' fingerprints: promoting or rolling back a version stores no score, yet changes
+    which scores "the promoted LERC" means."""
+    return ",".join(f"{name}:{metric_version_on_project(project, name)}"
+                    for name in LERC_METRICS)
+
+
 def metric_view(project: Project, name: str) -> JudgeView:
     rows = MetricScore.objects.filter(item__project=project, metric=name, side="")
-    last = rows.aggregate(top=Max("id"))["top"]
-    if last is None:
+    version = metric_version_on_project(project, name)
+    if version is None:
         raise LookupError(f"no {name} scores stored on {project.slug} (score_project "
                           f"{project.slug} --metric {name})")
-    version = MetricScore.objects.get(pk=last).version
     view = JudgeView(ref=f"metric:{name}", kind="metric", version=version,
                      score_range=LIKERT_RANGE if name == LIKERT_SCORE_METRIC else None)
     is_probability = name in PROBABILITY_METRICS

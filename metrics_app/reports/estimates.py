@@ -12,7 +12,7 @@ from __future__ import annotations
 from itertools import combinations
 
 import numpy as np
-from django.db.models import Max, Q
+from django.db.models import Q
 
 from annotation.domain.aggregation import aggregate_items
 from annotation.judgment_selectors import JudgmentFrame, watermark, with_adjudications
@@ -20,7 +20,7 @@ from annotation.models import Project, RoutingDraw, TaskKind
 from core.vocabulary import PROBABILITY_METRIC_NAME, ModelKind
 
 from ..domain import estimates
-from ..judge_selectors import judge_view, predictor_values
+from ..judge_selectors import judge_view, metric_version_on_project, predictor_values
 from ..models import JudgeVerdict, MetricScore
 
 CORRECT_AT = 3.0  # a mean human score of 3 or more on the 1–5 scale counts as correct
@@ -29,12 +29,12 @@ PROBABILITY_METRIC, SCORE_METRIC = PROBABILITY_METRIC_NAME, ModelKind.REGRESSION
 
 
 def latest_metric_scores(project: Project, metric: str) -> tuple[str | None, dict[int, float]]:
-    """(version, item id → value) of the version of `metric` stored last for this project."""
-    rows = MetricScore.objects.filter(item__project=project, metric=metric, side="")
-    last = rows.aggregate(top=Max("id"))["top"]
-    if last is None:
+    """(version, item id → value) of `metric` on this project, the version every report reads
+    (`metric_version_on_project`: for LERC the version that serves the project)."""
+    version = metric_version_on_project(project, metric)
+    if version is None:
         return None, {}
-    version = MetricScore.objects.get(pk=last).version
+    rows = MetricScore.objects.filter(item__project=project, metric=metric, side="")
     values = rows.filter(version=version, value__isnull=False).values_list("item_id", "value")
     return version, {item_id: float(value) for item_id, value in values}
 

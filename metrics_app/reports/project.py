@@ -18,6 +18,7 @@ from annotation.models import Adjudication, Item, Judgment, Project, Stage, Task
 from annotation.selectors import blocked_worker_ids_for, counting_fingerprint
 from annotation.services.redundancy import adaptive_redundancy_summary
 
+from ..judge_selectors import lerc_versions_read
 from ..models import Report
 from .agreement import agreement_report
 from .annotator_pairs import annotator_pairs_report
@@ -138,6 +139,8 @@ def item_fingerprint(*, project: Project) -> str:
         "requires_stage_id"))).encode())
     # LERC scores feed the prediction-powered estimates: newly stored ones change the report.
     digest.update(f"lerc:{metric_watermark(project)}".encode())
+    # ... and which version's scores they are: a promotion or a rollback stores no score.
+    digest.update(f"lerc_versions:{lerc_versions_read(project)}".encode())
     # Judge verdicts feed the leaderboard's judge boards (and a chosen estimates judge).
     digest.update(f"verdicts:{judge_watermark(project)}".encode())
     # The project's choice of estimates judge decides which predictions the estimates use.

@@ -34,6 +34,7 @@ from ...judge_selectors import (
     default_refs,
     judge_history,
     judge_view,
+    lerc_versions_read,
     predictor_values,
     verdict_view,
 )
@@ -359,6 +360,8 @@ def _watermarks(project: Project) -> dict:
         "judgments": watermark(Judgment.objects.filter(item__project=project)),
         "verdicts": watermark(JudgeVerdict.objects.filter(item__project=project)),
         "scores": watermark(MetricScore.objects.filter(item__project=project)),
+        # A promotion or rollback stores no score but changes which LERC scores are read.
+        "lerc_versions": lerc_versions_read(project),
     }
 
 

@@ -37,8 +37,3 @@ def versions_locked(name: str) -> None:
     they happen one at a time and each sees the others' outcome."""
     list(ModelVersion.objects.select_for_update().filter(name=name).order_by("pk")
          .values_list("pk", flat=True))
-
-
-def version_project_set(version: ModelVersion) -> frozenset[int]:
-    """The ids of the projects a version trains on: its promotion scope."""
-    return frozenset(version.projects.values_list("id", flat=True))

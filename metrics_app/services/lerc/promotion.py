@@ -12,21 +12,21 @@ from django.utils import timezone
 
 from annotation.domain.numbers import MAX_ROW_ID
 from annotation.models import Project
-from core import vocabulary
 from metrics_app.access_selectors import model_versions_visible_to
 from metrics_app.lerc.config import KIND_PAIRWISE, KIND_REGRESSION
 from metrics_app.lerc.data import capped_examples
 from metrics_app.lerc.validation import validation_metric_name
+from metrics_app.model_selectors import (
+    REGRESSION_MODEL_NAME,
+    promoted_model_version,
+    version_project_set,
+)
 from metrics_app.models import ModelKind, ModelStatus, ModelVersion
 
-from .common import TRAINED, LercError, version_event, version_project_set, versions_locked
+from .common import TRAINED, LercError, version_event, versions_locked
 from .datasets import version_dataset_build
 from .evaluation import model_version_scorer, split_metrics
 from .options import version_train_config
-
-# The versions a lookup means when it names no model: the regression (the stored name "lerc").
-REGRESSION_MODEL_NAME = vocabulary.ModelKind.REGRESSION.model_name
-
 
 # A decision reads the candidate's validation number of its training (no new measurement).
 STORED = object()
@@ -36,24 +36,6 @@ def _scope_label(project_ids) -> str:
     slugs = Project.objects.filter(id__in=project_ids).order_by("slug").values_list("slug",
                                                                                      flat=True)
     return ", ".join(slugs) or "no project"
-
-
-def promoted_model_version(*, name: str = REGRESSION_MODEL_NAME, project: Project | None = None,
-                           projects=None) -> ModelVersion | None:
-    """The served version: for exactly the project set `projects` (ids or projects; the
-    promotion scope); else for `project` the most recently promoted one trained on it, or,
-    when none was (a new project scored out of domain, as LERC is meant to be used), the most
-    recently promoted one of the name."""
-    promoted = (ModelVersion.objects.filter(name=name, status=ModelStatus.PROMOTED)
-                .order_by("-promoted_at", "-id"))
-    if projects is not None:
-        wanted = frozenset(getattr(p, "id", p) for p in projects)
-        return next((v for v in promoted if version_project_set(v) == wanted), None)
-    if project is not None:
-        own = promoted.filter(projects=project).first()
-        if own is not None:
-            return own
-    return promoted.first()
 
 
 def model_version_decide(*, model_version: ModelVersion, val_examples: list | None = None

@@ -30,6 +30,7 @@ from metrics_app.judge_selectors import judge_view
 from metrics_app.lerc.config import TrainingCancelled
 from metrics_app.lerc.data import capped_examples
 from metrics_app.lerc.evaluation import compare_with_baselines
+from metrics_app.model_selectors import version_project_set
 from metrics_app.models import ModelKind, ModelStatus, ModelVersion
 from metrics_app.services.lerc_artifacts import artifact_store, work_dir
 
@@ -39,7 +40,6 @@ from .common import (
     TASK_KIND_BY_MODEL_KIND,
     LercError,
     version_event,
-    version_project_set,
     versions_locked,
 )
 from .datasets import (
