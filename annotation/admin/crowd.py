@@ -32,6 +32,7 @@ from annotation.models import (
     WorkerStatus,
 )
 from annotation.selectors import worker_history
+from annotation.services.access import LINK_STAGE_OF_ANOTHER_PROJECT
 from annotation.services.stage_plans import stage_items_fixed_refusal
 from annotation.services.stages import hit_delete_refusal
 from annotation.services.workers import worker_block, worker_unblock
@@ -430,6 +431,9 @@ class WorkerQualificationAdmin(ProjectScopedAdmin):
     autocomplete_fields = ("worker", "stage")
 
 
+INHOUSE_LINK_IDENTITY_FIELDS = ("worker", "project", "stage")
+
+
 @admin.register(InhouseLink)
 class InhouseLinkAdmin(ProjectScopedAdmin):
     """Personal annotator links: download them as CSV, or revoke and re-issue a lost one."""
@@ -442,6 +446,26 @@ class InhouseLinkAdmin(ProjectScopedAdmin):
     readonly_fields = ("link", "created_at")
     exclude = ("nonce",)
     actions = LINK_ACTIONS
+
+    def get_readonly_fields(self, request, obj=None):
+        """Whom an issued link lets in, and where, never changes: re-pointing it would hand the
+        URL already sent to one annotator another's work. Revoke it and issue a new one."""
+        fields = tuple(super().get_readonly_fields(request, obj))
+        return fields + INHOUSE_LINK_IDENTITY_FIELDS if obj is not None else fields
+
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        form = super().get_form(request, obj, change=change, **kwargs)
+
+        class LinkForm(form):
+            def clean(self):
+                # The rule of `inhouse_link_create`, the actions' door.
+                cleaned = super().clean()
+                stage, project = cleaned.get("stage"), cleaned.get("project")
+                if stage is not None and project is not None and stage.project_id != project.pk:
+                    self.add_error("stage", LINK_STAGE_OF_ANOTHER_PROJECT)
+                return cleaned
+
+        return LinkForm
 
     def save_model(self, request, obj, form, change):
         if not change:  # a link added by hand gets its secret like one made by the action

@@ -117,12 +117,15 @@ def stage_link_problem(*, stage: Stage, worker: Worker | None = None) -> str:
     return ""
 
 
+LINK_STAGE_OF_ANOTHER_PROJECT = "The stage belongs to another project."
+
+
 def inhouse_link_create(*, worker: Worker, project: Project, stage: Stage | None = None,
                         expires_at: datetime | None = None) -> tuple[InhouseLink, str]:
     """A personal, revocable link (no password) for an in-house annotator; returns the link and
     its URL path (prefix `settings.QAJ_PUBLIC_BASE_URL` to send it)."""
     if stage is not None and stage.project_id != project.pk:
-        raise ValueError("The stage belongs to another project.")
+        raise ValueError(LINK_STAGE_OF_ANOTHER_PROJECT)
     link = InhouseLink.objects.create(
         worker=worker, project=project, stage=stage, expires_at=expires_at,
         nonce=secrets.token_urlsafe(24),

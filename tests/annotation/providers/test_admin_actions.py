@@ -227,6 +227,35 @@ def test_a_lost_link_is_revoked_and_reissued_and_links_download_again(admin_clie
     assert ada_new.encode() in page.content and b'name="nonce"' not in page.content
 
 
+def test_a_link_added_by_hand_keeps_the_rules_of_the_actions(admin_client_):
+    """The link admin's add form refuses a stage of another project (the rule of
+    `inhouse_link_create`), and an issued link never changes whom it lets in or where."""
+    from annotation.models import InhouseLink
+
+    project, other = make_project(TaskKind.LIKERT), make_project(TaskKind.LIKERT)
+    foreign = make_stage(other, status=StageStatus.COLLECTING)
+    ada, alan = make_worker(external_id="ada"), make_worker(external_id="alan")
+    add = reverse("admin:annotation_inhouselink_add")
+    page = admin_client_.post(add, {"worker": ada.pk, "project": project.pk,
+                                    "stage": foreign.pk})
+    assert page.status_code == 200
+    assert "The stage belongs to another project." in page.context["adminform"].form.errors[
+        "stage"]
+    assert not InhouseLink.objects.exists()
+
+    stage = make_stage(project, status=StageStatus.COLLECTING)
+    assert admin_client_.post(add, {"worker": ada.pk, "project": project.pk,
+                                    "stage": stage.pk}).status_code == 302
+    link = InhouseLink.objects.get()
+    change = reverse("admin:annotation_inhouselink_change", args=[link.pk])
+    fields = admin_client_.get(change).context["adminform"].form.fields
+    assert not {"worker", "project", "stage"} & set(fields)
+    admin_client_.post(change, {"worker": alan.pk, "project": other.pk, "stage": foreign.pk,
+                                "revoked": ""})
+    link.refresh_from_db()
+    assert (link.worker, link.project, link.stage) == (ada, project, stage)
+
+
 @pytest.mark.mturk
 def test_qualified_workers_are_told_about_the_trial(admin_client_, mturk_server):
     from annotation.models import StageKind, WorkerQualification
