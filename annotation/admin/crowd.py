@@ -204,6 +204,13 @@ class AssignmentAdmin(ProviderBannerMixin, ProjectScopedAdmin):
     def has_add_permission(self, request, obj=None):
         return False  # assignments start when a worker opens a task page
 
+    def has_delete_permission(self, request, obj=None):
+        # The record of who held which items, what the provider confirmed and what was paid:
+        # deleting one without judgments (a page in progress, a returned HIT) lost its draft,
+        # its provider state and the paragraphs it showed (which the STARC design reads).
+        # Work is released or rejected with the actions.
+        return False
+
     @admin.display(boolean=True, description="confirmed by provider",
                    ordering="provider_confirmed_at")
     def provider_confirmed(self, obj: Assignment) -> bool | None:

@@ -227,6 +227,20 @@ def test_a_lost_link_is_revoked_and_reissued_and_links_download_again(admin_clie
     assert ada_new.encode() in page.content and b'name="nonce"' not in page.content
 
 
+def test_assignments_are_never_deleted_in_the_admin(admin_client_):
+    """An assignment without judgments (a page in progress, a returned HIT) is still the record
+    of who held which items and what the provider said: no delete page, no bulk delete."""
+    from annotation.models import Assignment
+
+    project = make_project(TaskKind.LIKERT)
+    stage = make_stage(project, status=StageStatus.COLLECTING)
+    assignment = make_assignment(stage, worker=make_worker(), items=[make_item(project)])
+    url = reverse("admin:annotation_assignment_delete", args=[assignment.pk])
+    assert admin_client_.post(url, {"post": "yes"}).status_code == 403
+    act(admin_client_, "assignment", "delete_selected", [assignment.pk], post="yes")
+    assert Assignment.objects.filter(pk=assignment.pk).exists()
+
+
 def test_a_link_added_by_hand_keeps_the_rules_of_the_actions(admin_client_):
     """The link admin's add form refuses a stage of another project (the rule of
     `inhouse_link_create`), and an issued link never changes whom it lets in or where."""
