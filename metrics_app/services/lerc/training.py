@@ -20,6 +20,7 @@ from core.background import task_send
 from core.leases import (
     Heartbeat,
     JobLease,
+    LeaseLost,
     heartbeat_age,
     heartbeat_seconds,
     owner_state,
@@ -228,12 +229,17 @@ class _ProgressReporter:
         self._lock = threading.Lock()  # the heartbeat thread writes the same row
 
     def __call__(self, info: dict, force: bool = False) -> None:
+        """LeaseLost once this worker no longer holds the version (the heartbeat thread or
+        this save found another run's lease): training stops instead of going on beside it."""
+        if self.lease.lost.is_set():
+            raise LeaseLost(f"ModelVersion {self.pk} was taken from this worker")
         now = time.monotonic()
         self._info = info
         if not force and now - self._last_save < self.interval and info.get("phase") == "train":
             return
         self._last_save = now
-        self._save()
+        if not self._save():
+            raise LeaseLost(f"ModelVersion {self.pk} was taken from this worker")
 
     def beat(self) -> bool:
         """The heartbeat thread: renew the heartbeat with the latest progress, also during
@@ -278,8 +284,12 @@ def model_version_train(*, model_version: ModelVersion) -> ModelVersion:
         dataset, metrics, uri, val_examples = _train_and_evaluate(version, reporter)
     except TrainingCancelled as exc:
         return _finish_cancelled(ModelVersion.objects.get(pk=version.pk), str(exc))
+    except LeaseLost:
+        # Another run owns the version now (or the sweep failed it): its row is not ours.
+        logger.warning("%s was taken from this worker; this run stops", version)
+        return ModelVersion.objects.get(pk=version.pk)
     except Exception as exc:
-        _fail(version, f"{type(exc).__name__}: {exc}", traceback.format_exc())
+        _fail(version, f"{type(exc).__name__}: {exc}", traceback.format_exc(), lease=lease)
         raise
     finally:
         heartbeat.stop()
@@ -287,9 +297,9 @@ def model_version_train(*, model_version: ModelVersion) -> ModelVersion:
         version = ModelVersion.objects.select_for_update().get(pk=version.pk)
         # While this worker evaluated, the stale check may have failed the version (a slow
         # evaluation without heartbeat) or someone asked to cancel it: those win.
-        if version.status != ModelStatus.TRAINING:
-            logger.info("%s became %s during evaluation; result dropped", version,
-                        version.status)
+        if version.status != ModelStatus.TRAINING or version.lease != lease.token:
+            logger.info("%s became %s (lease %s) during evaluation; result dropped", version,
+                        version.status, version.lease)
             return version
         if version.cancel_requested:
             return _finish_cancelled(version, "cancelled during evaluation")
@@ -446,11 +456,14 @@ def _finish_cancelled(version: ModelVersion, detail: str) -> ModelVersion:
     return version
 
 
-def _fail(version: ModelVersion, error: str, trace: str = "") -> None:
-    ModelVersion.objects.filter(pk=version.pk).update(
-        status=ModelStatus.FAILED, error=(error + "\n\n" + trace).strip(),
-        finished_at=timezone.now())
-    version_event(version, "failed", error)
+def _fail(version: ModelVersion, error: str, trace: str = "", *,
+          lease: JobLease) -> None:
+    """Fail the version this run holds; a row another run took over is left to that run."""
+    if ModelVersion.objects.filter(pk=version.pk, lease=lease.token,
+                                   status=ModelStatus.TRAINING).update(
+            status=ModelStatus.FAILED, error=(error + "\n\n" + trace).strip(),
+            finished_at=timezone.now()):
+        version_event(version, "failed", error)
 
 
 def model_version_cancel(*, model_version: ModelVersion, user=None) -> ModelVersion:

@@ -99,3 +99,29 @@ def test_train_task_retries_instead_of_acking(lerc_settings, monkeypatch):
     with pytest.raises(Retry):
         lerc_train.run(version.id)
     assert asked["countdown"] >= 60
+
+
+def test_a_run_whose_lease_was_taken_stops_and_writes_nothing(lerc_settings, monkeypatch):
+    """A worker that lost its lease (its heartbeat went stale, a redelivery resumed the
+    version on another host) stops at its next progress report instead of training on beside
+    the new run, and never writes its result or a failure over the new run's row."""
+    project, _ = likert_project_from_toy(6)
+    version = model_version_create(projects=[project])
+    reached = []
+
+    def taken_while_training(version_, reporter):
+        ModelVersion.objects.filter(pk=version_.pk).update(
+            lease="gpu-other-machine:4242:abcd", heartbeat_at=timezone.now())
+        reporter({"phase": "train", "epoch": 1, "step": 1}, force=True)
+        reached.append("trained on after losing the lease")
+        raise RuntimeError("the work went on outside the lease")
+
+    monkeypatch.setattr(lerc_training, "_train_and_evaluate", taken_while_training)
+    result = model_version_train(model_version=version)
+
+    assert reached == []
+    result.refresh_from_db()
+    assert result.status == ModelStatus.TRAINING
+    assert result.lease == "gpu-other-machine:4242:abcd"
+    assert result.error == ""
+    assert not result.events.filter(event="failed").exists()
