@@ -266,6 +266,13 @@ def project_reports_refresh(*, project_id: int) -> int:
     project = Project.objects.filter(pk=project_id).first()
     if project is None:
         return 0
+    fresh = fresh_cached_report(project=project)
+    if fresh is not None and _charts_fresh(_charts_row(project=project, stage=None,
+                                                       group_by=None), fresh):
+        # A copy of a refresh that already ran: the beat sends a stale project again every
+        # few minutes while its refresh is queued or running (a slow report), and each copy
+        # recomputing it piled them up on the queue.
+        return fresh["judgment_watermark"]
     report = report_refresh(project=project)
     dashboard_charts_refresh(project=project)
     return report["judgment_watermark"]
@@ -310,10 +317,15 @@ def dashboard_data(
 
     report = cached_project_report(project=project, stage=stage, group_by=group_by)
     row = _charts_row(project=project, stage=stage, group_by=group_by)
-    if (row is not None and row.judgment_watermark == report["judgment_watermark"]
-            and row.data.get(_CHARTS_FINGERPRINT) == report.get("item_fingerprint")):
+    if _charts_fresh(row, report):
         return report, {k: v for k, v in row.data.items() if k != _CHARTS_FINGERPRINT}
     return report, dashboard_charts(report)
+
+
+def _charts_fresh(row: Report | None, report: dict) -> bool:
+    """Whether the stored charts were drawn from this report (its watermark and items)."""
+    return (row is not None and row.judgment_watermark == report["judgment_watermark"]
+            and row.data.get(_CHARTS_FINGERPRINT) == report.get("item_fingerprint"))
 
 
 def dashboard_charts_refresh(

@@ -179,6 +179,33 @@ def test_refresh_task_recomputes_stale_projects(ab_project, settings):
         app.conf.task_always_eager = False
 
 
+def test_a_refresh_sent_again_for_a_fresh_project_computes_nothing(ab_project, monkeypatch):
+    """The beat sends a refresh of every stale project every two minutes; a report slower
+    than that is sent again while its refresh is queued or running. The copies that run after
+    it find the report fresh and compute nothing (they recomputed it each, one after another,
+    so a slow project's refreshes piled up on the queue)."""
+    from metrics_app.reports import project as project_reports
+
+    project, _owner, workers = ab_project
+    watermark = report_refresh_task(project.pk)
+    computed = {r.kind: r.computed_at for r in Report.objects.filter(project=project)}
+    real = project_reports.project_report_with_fingerprint
+    asked = []
+
+    def counted(**kwargs):
+        asked.append(kwargs["project"].pk)
+        return real(**kwargs)
+
+    monkeypatch.setattr(project_reports, "project_report_with_fingerprint", counted)
+    assert report_refresh_task(project.pk) == watermark
+    assert asked == []
+    assert {r.kind: r.computed_at for r in Report.objects.filter(project=project)} == computed
+    # A new judgment makes it stale again: the next refresh computes.
+    make_judgment(item=make_item(project), stage=project.stages.first(), worker=workers[0])
+    assert report_refresh_task(project.pk) > watermark
+    assert asked == [project.pk]
+
+
 def test_admin_project_list_links_to_the_dashboard(client, ab_project):
     project, owner, _workers = ab_project
     client.force_login(owner)
