@@ -373,7 +373,16 @@ def judge_job_run(*, job_id: int, retry: RetryPolicy | None = None,
             holder = _scope_holder(job_id)
         else:
             holder = None
-            job = _judge_job_work(lease, job.pk, retry=retry, progress=progress)
+            try:
+                job = _judge_job_work(lease, job.pk, retry=retry, progress=progress)
+            except KeyboardInterrupt:
+                if here:
+                    # Ctrl-C stops `run_judge`: left running, the lease sweep would send the
+                    # job to a worker that goes on paying for the run its user stopped.
+                    # (`beat`, not `finish`: a lost lease must not swallow the Ctrl-C.)
+                    lease.beat(status=ScoringStatus.FAILED, finished_at=timezone.now(),
+                               error="interrupted in this process (Ctrl-C); not resumed")
+                raise
     if job is not None:
         _alignment_precompute(job.project)
         return JudgeJob.objects.get(pk=job_id)

@@ -484,3 +484,36 @@ def test_run_judge_here_waits_for_no_one_and_pays_for_nothing_a_running_job_asks
         assert server.stats["requests"] == 6
     here = JudgeJob.objects.filter(project=project, status=ScoringStatus.DONE).get()
     assert here.done == here.total == 4 and here.detail["calls"] == 4
+
+
+def test_run_judge_interrupted_here_is_failed_and_never_resumed_by_a_worker(monkeypatch):
+    """Ctrl-C is how `run_judge` (no --queue) is stopped. The job it held is failed saying
+    so; it was left running, so the lease sweep sent it to a Celery worker, which went on
+    paying for the run its user had stopped."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from metrics_app.services.job_leases import stale_jobs_recover_all
+    from metrics_app.services.judges import runs
+
+    project = _likert_project(6)
+    monkeypatch.setattr(runs, "FLUSH_EVERY", 1)
+
+    def interrupted(done, detail):
+        if detail["calls"] >= 2:
+            raise KeyboardInterrupt
+
+    with FakeChatServer() as server:
+        version = _judge(server)
+        with pytest.raises(KeyboardInterrupt):
+            runs.judge_job_run_here(project=project, version=version, concurrency=1,
+                                    retry=FAST, progress=interrupted)
+    job = JudgeJob.objects.get(project=project)
+    assert job.status == ScoringStatus.FAILED
+    assert "interrupted" in job.error and job.finished_at is not None
+    assert job.done >= 2  # what it paid for before the interruption stays counted
+    JudgeJob.objects.filter(pk=job.pk).update(heartbeat_at=timezone.now() - timedelta(hours=1))
+    sent = []
+    monkeypatch.setattr(runs, "task_send", lambda *a, **kw: sent.append(a))
+    assert stale_jobs_recover_all()["retried"] == 0 and sent == []
