@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from annotation.domain.answers import AB_TIE_CHOICES
 from annotation.domain.control_characters import control_character_message, find_control_character
 from annotation.domain.design import MAX_UNIT_LENGTH, design_unit_for
 from annotation.domain.item_content import (
@@ -174,8 +175,10 @@ def _check_judgment(kind: str, judgment: JudgmentRecord) -> None:
         if score is None or not 1 <= score <= 5:
             raise ItemContentError("score", "must be a number from 1 to 5")
     elif kind == TaskKind.AB:
-        if judgment.choice not in AB_CHOICES:
-            raise ItemContentError("choice", "must be A or B")
+        # A tie is what a stage offering ties stores, so an export of one imports back.
+        if judgment.choice not in (*AB_CHOICES, *AB_TIE_CHOICES):
+            raise ItemContentError("choice", f"must be A or B (or a tie: "
+                                             f"{', '.join(AB_TIE_CHOICES)})")
     elif kind == TaskKind.MC:
         if judgment.choice not in ("", *MC_ROLES):
             raise ItemContentError("choice", "must be one of A, B, C, D (or empty)")
