@@ -172,8 +172,11 @@ def _check_judgment(kind: str, judgment: JudgmentRecord) -> None:
     if len(judgment.choice) > 10:
         raise ItemContentError("choice", "must be at most 10 characters")
     if kind == TaskKind.LIKERT:
-        if score is None or not 1 <= score <= 5:
-            raise ItemContentError("score", "must be a number from 1 to 5")
+        # The top of the scale is the project's (scale_labels: a 7-point project collects
+        # 6s and 7s); `import_records` checks it against the project the file goes into.
+        if score is None or score < 1:
+            raise ItemContentError("score", "must be a number from 1 to the project's top "
+                                            "score (5 by default)")
     elif kind == TaskKind.AB:
         # A tie is what a stage offering ties stores, so an export of one imports back.
         if judgment.choice not in (*AB_CHOICES, *AB_TIE_CHOICES):

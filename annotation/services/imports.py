@@ -243,13 +243,14 @@ def _fit_likert_scale(*, project: Project, records: list[ItemRecord]) -> None:
         return
     top = len(project.scale_labels or []) or 5
     for record in records:
-        for judgment in record.judgments:
+        for position, judgment in enumerate(record.judgments):
             binary = judgment.extra.get("binary") if isinstance(judgment.extra, dict) else None
             if isinstance(binary, bool):
                 judgment.score = float(top) if binary else 1.0
             elif judgment.score is not None and not 1 <= judgment.score <= top:
                 raise ImportConflictError(
-                    f"record {record.external_id}: field score: worker {judgment.worker!r} gave "
+                    f"record {record.external_id}: field 'judgments[{position}].score': worker "
+                    f"{judgment.worker!r} gave "
                     f"{judgment.score:g}, outside project {project.slug!r}'s scale 1-{top}"
                 )
 
