@@ -244,3 +244,14 @@ def test_an_unforeseen_failure_of_the_preview_leaves_no_upload_behind(client, al
     with pytest.raises(RuntimeError):
         preview(client, import_url(project), upload(rows(1)))
     assert not any(uploads_in_tmp.iterdir())
+
+
+def test_an_empty_file_is_not_reported_as_imported_before(client, alice, project):
+    client.force_login(alice)
+    response = preview(client, import_url(project), SimpleUploadedFile("items.jsonl", b"\r\n"))
+    page = response.content.decode()
+    assert "The file holds no records." in page and "imported before" not in page
+    confirmed = client.post(import_url(project), {"confirm": "1", "token": token_of(response)},
+                            follow=True)
+    page = confirmed.content.decode()
+    assert "the file holds no records" in page and "imported before" not in page

@@ -220,3 +220,11 @@ def test_lfqa_label_reading():
     for bad in ("HM[3]", "HHM[1][2]", "HMH[1][2]", "HHH[1]", "", None):
         with pytest.raises(ValueError):
             parse_label(bad)
+
+
+@pytest.mark.parametrize("body", [b"", b"\r\n\r\n", b"\xef\xbb\xbf\n  \n"])
+def test_an_empty_file_says_so_not_that_it_was_imported_before(tmp_path, body):
+    path = tmp_path / "items.jsonl"
+    path.write_bytes(body)
+    out = run_import("jsonl", str(path), "--project", "p", "--create", "--kind", "likert")
+    assert "the file holds no records" in out and "imported before" not in out
