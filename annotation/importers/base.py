@@ -6,6 +6,7 @@ database. `annotation.services.imports.import_records` writes them.
 """
 from __future__ import annotations
 
+import codecs
 import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -307,11 +308,21 @@ BYTE_ORDER_MARK = "\ufeff"
 
 def read_text(path: Path) -> str:
     """The file's text, read the one way every importer reads files: UTF-8, with a leading
-    byte-order mark dropped (Notepad and Excel write one; it is no part of the data). A byte
+    byte-order mark dropped (Notepad and Excel write one; it is no part of the data), or UTF-16
+    when the file begins with UTF-16's byte-order mark. A byte
     that is not UTF-8 is an ImportFormatError naming its line and position, never a guess at
     another encoding."""
     require_file(path)
     data = path.read_bytes()
+    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        # Excel's "Unicode text" and Notepad's "Unicode" are UTF-16 with this mark: the mark
+        # says which encoding it is, so this is no guess.
+        try:
+            return data.decode("utf-16").removeprefix(BYTE_ORDER_MARK)
+        except UnicodeDecodeError as exc:
+            raise ImportFormatError(
+                path, f"not UTF-16 text although it begins with UTF-16's byte-order mark: byte "
+                      f"{exc.start + 1} ({exc.reason}); save the file as UTF-8") from None
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:

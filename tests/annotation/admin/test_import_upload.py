@@ -124,7 +124,8 @@ def test_a_bad_record_names_file_record_and_field_and_stores_nothing(client, ali
 
 @pytest.mark.parametrize(("format_name", "body", "expected"), [
     ("mocha", b"{}", "format mocha holds likert items"),  # wrong kind for an ab project
-    ("jsonl", b"\xff\xfe not text", "not UTF-8 text"),
+    # (FF FE would be UTF-16's byte-order mark, read as UTF-16: not binary)
+    ("jsonl", b"\xff\xff not text", "not UTF-8 text"),
     ("jsonl", b'{"external_id": "x"\n', "line 1"),
 ])
 def test_wrong_format_binary_or_malformed_files_are_refused(client, alice, format_name, body,
