@@ -13,7 +13,7 @@ from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.parsers import JSONParser
 from rest_framework.response import Response
 
-from core.json_limits import JsonTooDeep, json_loads_limited
+from core.json_limits import JsonTooDeep, json_loads_limited, refuse_duplicate_keys
 
 
 def django_to_drf(error: DjangoValidationError) -> serializers.ValidationError:
@@ -103,12 +103,15 @@ class LimitedJSONParser(JSONParser):
     """DRF's JSON parser reading bodies by the rule the task pages use
     (core/json_limits.py:json_loads_limited): a nesting limit, so deeper bodies are a 400 that
     says so, never a RecursionError, and no NaN or Infinity. One function decides what JSON
-    every door accepts, whatever DRF's STRICT_JSON setting says."""
+    every door accepts, whatever DRF's STRICT_JSON setting says. A key given twice in one
+    object is refused as the import files refuse it: JSON keeps the last, so a bulk item's
+    field would be lost without a word."""
 
     def parse(self, stream, media_type=None, parser_context=None):
         encoding = (parser_context or {}).get("encoding", settings.DEFAULT_CHARSET)
         try:
-            return json_loads_limited(stream.read().decode(encoding))
+            return json_loads_limited(stream.read().decode(encoding),
+                                      object_pairs_hook=refuse_duplicate_keys)
         except JsonTooDeep as exc:
             raise ParseError(str(exc)) from None
         except ValueError as exc:  # also UnicodeDecodeError and JsonNotStandard

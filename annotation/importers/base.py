@@ -6,11 +6,13 @@ database. `annotation.services.imports.import_records` writes them.
 """
 from __future__ import annotations
 
+import codecs
 import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from annotation.domain.answers import AB_TIE_CHOICES
 from annotation.domain.control_characters import control_character_message, find_control_character
 from annotation.domain.design import MAX_UNIT_LENGTH, design_unit_for
 from annotation.domain.item_content import (
@@ -171,11 +173,16 @@ def _check_judgment(kind: str, judgment: JudgmentRecord) -> None:
     if len(judgment.choice) > 10:
         raise ItemContentError("choice", "must be at most 10 characters")
     if kind == TaskKind.LIKERT:
-        if score is None or not 1 <= score <= 5:
-            raise ItemContentError("score", "must be a number from 1 to 5")
+        # The top of the scale is the project's (scale_labels: a 7-point project collects
+        # 6s and 7s); `import_records` checks it against the project the file goes into.
+        if score is None or score < 1:
+            raise ItemContentError("score", "must be a number from 1 to the project's top "
+                                            "score (5 by default)")
     elif kind == TaskKind.AB:
-        if judgment.choice not in AB_CHOICES:
-            raise ItemContentError("choice", "must be A or B")
+        # A tie is what a stage offering ties stores, so an export of one imports back.
+        if judgment.choice not in (*AB_CHOICES, *AB_TIE_CHOICES):
+            raise ItemContentError("choice", f"must be A or B (or a tie: "
+                                             f"{', '.join(AB_TIE_CHOICES)})")
     elif kind == TaskKind.MC:
         if judgment.choice not in ("", *MC_ROLES):
             raise ItemContentError("choice", "must be one of A, B, C, D (or empty)")
@@ -301,11 +308,21 @@ BYTE_ORDER_MARK = "\ufeff"
 
 def read_text(path: Path) -> str:
     """The file's text, read the one way every importer reads files: UTF-8, with a leading
-    byte-order mark dropped (Notepad and Excel write one; it is no part of the data). A byte
+    byte-order mark dropped (Notepad and Excel write one; it is no part of the data), or UTF-16
+    when the file begins with UTF-16's byte-order mark. A byte
     that is not UTF-8 is an ImportFormatError naming its line and position, never a guess at
     another encoding."""
     require_file(path)
     data = path.read_bytes()
+    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        # Excel's "Unicode text" and Notepad's "Unicode" are UTF-16 with this mark: the mark
+        # says which encoding it is, so this is no guess.
+        try:
+            return data.decode("utf-16").removeprefix(BYTE_ORDER_MARK)
+        except UnicodeDecodeError as exc:
+            raise ImportFormatError(
+                path, f"not UTF-16 text although it begins with UTF-16's byte-order mark: byte "
+                      f"{exc.start + 1} ({exc.reason}); save the file as UTF-8") from None
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:

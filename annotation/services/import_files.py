@@ -125,7 +125,9 @@ def _parse(importer, path: Path, *, kind: str, split: str | None) -> list[ItemRe
         raise ImportRefused(f"{path}: not UTF-8 text (byte {exc.start}: {exc.reason})") from None
 
 
-def _project_create(spec: NewProject, kind: str) -> Project:
+def import_project_create(spec: NewProject, kind: str) -> Project:
+    """The project an import creates, checked as the admin checks one (a slug the URLs can
+    reach, a title that fits), at every door: `import_data --create` and the browser import."""
     project = Project(slug=spec.slug, title=spec.title or spec.slug, kind=kind, owner=spec.owner)
     try:
         project.full_clean()
@@ -178,7 +180,7 @@ def import_file(
         with transaction.atomic():
             created = project is None
             if created:
-                project = _project_create(new_project, kind)
+                project = import_project_create(new_project, kind)
             summary = import_records(
                 project=project, records=records, keep_existing_items=keep_existing_items,
                 progress=progress, description=f"importing {path.name}",

@@ -51,6 +51,8 @@ class ImportSummary:
     judgments_unchanged: int = 0
     workers_created: int = 0
     stages_created: list[str] = field(default_factory=list)
+    # Records the file gave: none is an empty file, which was not "imported before".
+    records: int = 0
 
     @property
     def created_anything(self) -> bool:
@@ -63,7 +65,9 @@ class ImportSummary:
             f"{self.judgments_unchanged} already present; "
             f"workers: {self.workers_created} created"
         )
-        if not self.created_anything:
+        if not self.records:
+            text += " — the file holds no records"
+        elif not self.created_anything:
             text += " — nothing new: this data was imported before"
         return text
 
@@ -243,13 +247,14 @@ def _fit_likert_scale(*, project: Project, records: list[ItemRecord]) -> None:
         return
     top = len(project.scale_labels or []) or 5
     for record in records:
-        for judgment in record.judgments:
+        for position, judgment in enumerate(record.judgments):
             binary = judgment.extra.get("binary") if isinstance(judgment.extra, dict) else None
             if isinstance(binary, bool):
                 judgment.score = float(top) if binary else 1.0
             elif judgment.score is not None and not 1 <= judgment.score <= top:
                 raise ImportConflictError(
-                    f"record {record.external_id}: field score: worker {judgment.worker!r} gave "
+                    f"record {record.external_id}: field 'judgments[{position}].score': worker "
+                    f"{judgment.worker!r} gave "
                     f"{judgment.score:g}, outside project {project.slug!r}'s scale 1-{top}"
                 )
 
@@ -270,7 +275,7 @@ def import_records(
     from the dataset file, whose texts differ in punctuation) instead of being an error.
     """
     records = list(records)
-    summary = ImportSummary()
+    summary = ImportSummary(records=len(records))
     # One import into a project at a time: a second one (Confirm clicked twice, the command run
     # while the browser import runs) waits here, then finds the first one's items and judgments
     # and creates nothing, instead of colliding with them on the unique constraints.

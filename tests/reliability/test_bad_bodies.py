@@ -316,3 +316,17 @@ def test_nan_is_not_json_to_the_researcher_api_either(researcher_api):
     assert response.status_code == 400
     assert response.json()["detail"] == "JSON parse error - NaN is not a JSON value"
     assert not Item.objects.exists()
+
+
+def test_a_key_given_twice_is_refused_by_the_bulk_api_as_by_the_import_files(researcher_api):
+    # The import doors refuse a JSON key given twice (JSON keeps the last one); the bulk API
+    # kept the last "content" without a word.
+    first = json.dumps(item_content(TaskKind.LIKERT, 1))
+    second = json.dumps(item_content(TaskKind.LIKERT, 2))
+    body = ('{"items": [{"external_id": "q1", "content": ' + first
+            + ', "content": ' + second + '}]}')
+    response = researcher_api.post("/api/projects/mine/items/bulk/", data=body,
+                                   content_type="application/json")
+    assert response.status_code == 400
+    assert "key 'content' appears twice" in response.json()["detail"]
+    assert not Item.objects.exists()

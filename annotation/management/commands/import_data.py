@@ -17,7 +17,12 @@ from django.db import transaction
 
 from annotation.importers import FORMAT_MODULES, importer_for
 from annotation.models import Project, TaskKind
-from annotation.services.import_files import ImportRefused, import_file
+from annotation.services.import_files import (
+    ImportRefused,
+    NewProject,
+    import_file,
+    import_project_create,
+)
 from annotation.services.projects import (
     ProjectOwnershipError,
     project_owner_and_share,
@@ -97,10 +102,8 @@ class Command(BaseCommand):
         try:
             with transaction.atomic():
                 if created:
-                    project = Project.objects.create(
-                        slug=slug, kind=kind,
-                        title=options["title"] or readable_title(slug, kind),
-                    )
+                    project = import_project_create(NewProject(
+                        slug=slug, title=options["title"] or readable_title(slug, kind)), kind)
                 project_owner_and_share(project=project, owner=owner,
                                         share=[users[name] for name in options["share"]])
                 # The same service as the admin's browser import (parse, then store).

@@ -124,7 +124,8 @@ def test_a_bad_record_names_file_record_and_field_and_stores_nothing(client, ali
 
 @pytest.mark.parametrize(("format_name", "body", "expected"), [
     ("mocha", b"{}", "format mocha holds likert items"),  # wrong kind for an ab project
-    ("jsonl", b"\xff\xfe not text", "not UTF-8 text"),
+    # (FF FE would be UTF-16's byte-order mark, read as UTF-16: not binary)
+    ("jsonl", b"\xff\xff not text", "not UTF-8 text"),
     ("jsonl", b'{"external_id": "x"\n', "line 1"),
 ])
 def test_wrong_format_binary_or_malformed_files_are_refused(client, alice, format_name, body,
@@ -244,3 +245,14 @@ def test_an_unforeseen_failure_of_the_preview_leaves_no_upload_behind(client, al
     with pytest.raises(RuntimeError):
         preview(client, import_url(project), upload(rows(1)))
     assert not any(uploads_in_tmp.iterdir())
+
+
+def test_an_empty_file_is_not_reported_as_imported_before(client, alice, project):
+    client.force_login(alice)
+    response = preview(client, import_url(project), SimpleUploadedFile("items.jsonl", b"\r\n"))
+    page = response.content.decode()
+    assert "The file holds no records." in page and "imported before" not in page
+    confirmed = client.post(import_url(project), {"confirm": "1", "token": token_of(response)},
+                            follow=True)
+    page = confirmed.content.decode()
+    assert "the file holds no records" in page and "imported before" not in page

@@ -69,7 +69,7 @@ def test_nan_and_infinity_are_not_json_in_an_import_either(tmp_path, constant):
     ("change", "field"),
     [
         (lambda r: r["judgments"][0].update(score="4"), "judgments[0].score"),
-        (lambda r: r["judgments"][1].update(score=7), "judgments[1].score"),
+        (lambda r: r["judgments"][1].update(score=0), "judgments[1].score"),
         (lambda r: r["content"].update(references="on the mat"), "content.references"),
         (lambda r: r["content"].pop("question"), "content.question"),
         (lambda r: r.update(gold={"score": "high"}), "gold.score"),
@@ -89,6 +89,18 @@ def test_wrong_field_types_name_the_field(tmp_path, change, field):
     message = import_fails("jsonl", str(path), "--project", "p", "--create", "--kind", "likert",
                      match="nothing imported")
     assert f"'{field}'" in message and "line 2" in message and "items.jsonl" in message
+
+
+def test_a_score_above_the_projects_scale_names_file_record_and_field(tmp_path):
+    # The top of the scale is the project's, so it is checked when the project is known: by
+    # external id rather than line, with the same field name.
+    bad = copy.deepcopy(LIKERT_ROW) | {"external_id": "bad"}
+    bad["judgments"][1]["score"] = 7
+    path = write_jsonl(tmp_path / "items.jsonl", [LIKERT_ROW, bad])
+    message = import_fails("jsonl", str(path), "--project", "p", "--create", "--kind", "likert",
+                           match="nothing imported")
+    assert "items.jsonl: record bad: field 'judgments[1].score'" in message
+    assert "1-5" in message and not Project.objects.filter(slug="p").exists()
 
 
 def test_error_after_valid_records_writes_nothing_into_existing_project(tmp_path):
@@ -208,3 +220,11 @@ def test_lfqa_label_reading():
     for bad in ("HM[3]", "HHM[1][2]", "HMH[1][2]", "HHH[1]", "", None):
         with pytest.raises(ValueError):
             parse_label(bad)
+
+
+@pytest.mark.parametrize("body", [b"", b"\r\n\r\n", b"\xef\xbb\xbf\n  \n"])
+def test_an_empty_file_says_so_not_that_it_was_imported_before(tmp_path, body):
+    path = tmp_path / "items.jsonl"
+    path.write_bytes(body)
+    out = run_import("jsonl", str(path), "--project", "p", "--create", "--kind", "likert")
+    assert "the file holds no records" in out and "imported before" not in out

@@ -85,6 +85,38 @@ def test_a_byte_order_mark_before_the_tsv_header_keeps_the_first_column(shared_d
     assert Judgment.objects.filter(item__project__slug="tsv").count() == 430
 
 
+def test_excels_unicode_text_utf16_tsv_imports_in_full(shared_data, tmp_path):
+    # Excel's "Unicode Text" (and Notepad's "Unicode") is UTF-16 LE with its byte-order mark and
+    # CRLF line ends; it was refused as "not UTF-8", although the docs promise it imports.
+    text = (shared_data / "onestopqa" / "in_lab_qa.tsv").read_text(encoding="utf-8")
+    crlf = text.replace("\r\n", "\n").replace("\n", "\r\n")
+    path = _write(tmp_path / "in_lab_qa.tsv", crlf.encode("utf-16"))  # BOM + UTF-16 LE
+    run_import("onestopqa-responses", str(path), "--project", "tsv", "--create")
+    assert Item.objects.filter(project__slug="tsv").count() == 430
+    assert Judgment.objects.filter(item__project__slug="tsv").count() == 430
+
+
+@pytest.mark.parametrize("encoding", ["utf-16-le", "utf-16-be"])
+def test_a_utf16_jsonl_with_its_byte_order_mark_imports(tmp_path, encoding):
+    body = "\ufeff" + json.dumps(LIKERT_ROW, ensure_ascii=False) + "\r\n"
+    path = _write(tmp_path / "items.jsonl", body.encode(encoding))
+    run_import("jsonl", str(path), "--project", "j", "--create", "--kind", "likert")
+    assert Item.objects.get(project__slug="j").external_id == "q1-c1"
+
+
+def test_utf16_without_its_mark_or_cut_off_is_refused_and_nothing_stored(tmp_path):
+    body = json.dumps(LIKERT_ROW) + "\n"
+    before = db_state()
+    no_mark = _write(tmp_path / "a.jsonl", body.encode("utf-16-le"))
+    # Without the mark nothing says it is UTF-16 (its ASCII is valid UTF-8 with NULs): refused.
+    import_fails("jsonl", str(no_mark), "--project", "j", "--create", "--kind", "likert",
+                 match="malformed JSON")
+    cut = _write(tmp_path / "b.jsonl", body.encode("utf-16")[:-1])
+    import_fails("jsonl", str(cut), "--project", "j", "--create", "--kind", "likert",
+                 match="not UTF-16 text")
+    assert db_state() == before
+
+
 def test_a_bom_jsonl_imports_its_first_line(tmp_path):
     path = _write(tmp_path / "items.jsonl", BOM + (json.dumps(LIKERT_ROW) + "\n").encode())
     run_import("jsonl", str(path), "--project", "j", "--create", "--kind", "likert")

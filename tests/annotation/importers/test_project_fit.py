@@ -55,6 +55,38 @@ def test_a_score_outside_the_projects_scale_is_refused(tmp_path):
     assert "q1-c1" in message and "score" in message and "1-3" in message
 
 
+SEVEN_POINTS = ["1", "2", "3", "4", "5", "6", "7"]
+
+
+def test_a_seven_point_export_imports_into_a_seven_point_project(tmp_path):
+    # A 7-point project collects 6s and 7s; its export must import into a project of the same
+    # scale (the file's scores were refused as "1 to 5" whatever the project's scale).
+    study = Project.objects.create(slug="study", title="Study", kind="likert",
+                                   scale_labels=SEVEN_POINTS)
+    make_judgment(item=make_item(study), stage=make_stage(study, name="full"), score=7)
+    exported = tmp_path / "export.jsonl"
+    exported.write_text(run_export("study"))
+    Project.objects.create(slug="copy", title="Copy", kind="likert", scale_labels=SEVEN_POINTS)
+    run_import("jsonl", str(exported), "--project", "copy")
+    assert list(Judgment.objects.filter(item__project__slug="copy")
+                .values_list("score", flat=True)) == [7.0]
+    # Into a 5-point project the 7 is still refused, naming the record, field and scale.
+    before = db_state()
+    message = import_fails("jsonl", str(exported), "--project", "five", "--create",
+                           "--kind", "likert", match="outside")
+    assert "score" in message and "1-5" in message and db_state() == before
+
+
+@pytest.mark.parametrize("score", [0, 0.5, -3])
+def test_a_score_below_one_is_refused_naming_the_field(tmp_path, score):
+    row = {**LIKERT_ROW, "judgments": [{"worker": "w1", "score": score}]}
+    path = write_jsonl(tmp_path / "a.jsonl", [row])
+    before = db_state()
+    import_fails("jsonl", str(path), "--project", "p", "--create", "--kind", "likert",
+                 match=r"field 'judgments\[0\]\.score': must be a number from 1")
+    assert db_state() == before
+
+
 def test_an_export_cannot_be_imported_back_into_the_project_that_collected_it(tmp_path):
     project = Project.objects.create(slug="study", title="Study", kind="likert")
     stage = make_stage(project, kind=StageKind.FULL, name="full")

@@ -53,3 +53,31 @@ def test_one_worker_in_several_stages_round_trips_as_one(tmp_path):
     assert set(copied.values_list("worker__external_id", "worker__provider")) == {
         ("ann", Provider.IMPORT)}
     assert Worker.objects.filter(provider=Provider.IMPORT).count() == 1
+
+
+def test_an_ab_export_with_tie_answers_round_trips(tmp_path):
+    # A stage offering ties stores "tie"/"both_good"/"both_bad" as the choice; the export
+    # carries them, so the import of that export must take them back, not refuse the file.
+    project = make_project(TaskKind.AB, slug="ties")
+    item = make_item(project, external_id="p1")
+    stage = make_stage(project, name="full")
+    for worker, choice in (("a", "tie"), ("b", "both_bad"), ("c", "B")):
+        make_judgment(item=item, stage=stage, choice=choice,
+                      worker=make_worker(external_id=worker))
+    path = _export(project, tmp_path)
+    run_import("jsonl", str(path), "--project", "copy", "--create", "--kind", "ab")
+    copied = Judgment.objects.filter(item__project__slug="copy")
+    assert sorted(copied.values_list("worker__external_id", "choice")) == [
+        ("a", "tie"), ("b", "both_bad"), ("c", "B")]
+    # Re-importing it is idempotent, as for any other answer.
+    assert "nothing new" in run_import("jsonl", str(path), "--project", "copy")
+
+
+def test_an_ab_choice_that_is_no_answer_is_still_refused(tmp_path):
+    project = make_project(TaskKind.AB, slug="abc")
+    make_judgment(item=make_item(project, external_id="p1"), stage=make_stage(project),
+                  choice="C", worker=make_worker(external_id="a"))
+    before = db_state()
+    message = import_fails("jsonl", str(_export(project, tmp_path)), "--project", "copy",
+                           "--create", "--kind", "ab", match=r"field .judgments\[0\]\.choice.")
+    assert "must be A or B" in message and db_state() == before

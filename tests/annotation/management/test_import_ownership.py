@@ -7,7 +7,7 @@ from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 
 from annotation.models import Item, Project
-from tests.support.imports import LIKERT_ROW, write_jsonl
+from tests.support.imports import LIKERT_ROW, db_state, import_fails, write_jsonl
 
 pytestmark = pytest.mark.django_db
 
@@ -78,3 +78,14 @@ def test_sharing_with_an_account_that_is_not_a_researcher_stops_the_import(tmp_p
     with pytest.raises(CommandError, match="annotator is not an active researcher"):
         _import(tmp_path, "--owner", "alice", "--share", "annotator")
     assert not Project.objects.exists() and not Item.objects.exists()
+
+
+@pytest.mark.parametrize("slug", ["Bad slug!", "a/b", "ü" * 3])
+def test_a_created_project_gets_a_slug_the_urls_reach_as_at_the_admin_door(tmp_path, slug):
+    # The admin's "Create project from file" refuses such a slug; --create stored it, and the
+    # project's dashboard and API (<slug:...> URLs) could never be reached.
+    path = write_jsonl(tmp_path / "a.jsonl", [LIKERT_ROW])
+    before = db_state()
+    message = import_fails("jsonl", str(path), "--project", slug, "--create", "--kind",
+                           "likert", match="cannot be created")
+    assert "slug" in message and db_state() == before
