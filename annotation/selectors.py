@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 
-from django.db.models import Avg, Count, Exists, OuterRef, Q, QuerySet, Sum
+from django.db.models import Avg, Count, Exists, OuterRef, Q, QuerySet, Sum, Value
 from django.db.models.functions import Coalesce
 
 from core.vocabulary import RECRUITING_PROVIDERS
@@ -220,11 +220,18 @@ def judgment_list(*, project: Project, filters: dict | None = None) -> QuerySet[
     filtered by stage, worker, split, dataset and id; `include_qualification` adds practice
     and qualification judgments, `include_rejected` unaccepted work (audits)."""
     filters = filters or {}
+    data_stages_only = not filters.get("include_qualification")
     queryset = judgments_that_count(
         Judgment.objects.filter(item__project=project), project=project,
-        data_stages_only=not filters.get("include_qualification"),
+        data_stages_only=data_stages_only,
         include_rejected=bool(filters.get("include_rejected")),
     ).select_related("item", "worker", "stage", "assignment")
+    # `counts`, as the export's column: whether the study counts the judgment (an audit's
+    # blocked workers' approved work says so nowhere else).
+    counting = judgments_that_count(Judgment.objects.filter(item__project=project),
+                                    project=project, data_stages_only=data_stages_only)
+    queryset = queryset.annotate(counts=Exists(counting.filter(pk=OuterRef("pk")))) \
+        if filters.get("include_rejected") else queryset.annotate(counts=Value(True))
     if filters.get("stage") is not None:
         queryset = queryset.filter(stage=filters["stage"])
     if filters.get("worker"):

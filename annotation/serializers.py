@@ -579,12 +579,16 @@ class JudgmentOutputSerializer(serializers.ModelSerializer):
         help_text="Where the review of the work stands (as the export's column): what tells "
                   "rejected, returned and flagged work apart with include_rejected; null for "
                   "imported judgments.")
+    counts = serializers.BooleanField(
+        read_only=True, help_text="Whether the study counts this judgment (false, with "
+                                  "include_rejected, for unaccepted work, a blocked worker's "
+                                  "and unverified Prolific sessions'), as the export's column.")
 
     class Meta:
         model = Judgment
         fields = (
             "id", "item", "item_external_id", "item_is_practice", "worker", "worker_provider",
-            "stage", "stage_kind", "assignment", "assignment_status", "score", "choice", "choices", "difficult", "justification", "aspects",
+            "stage", "stage_kind", "assignment", "assignment_status", "counts", "score", "choice", "choices", "difficult", "justification", "aspects",
             "extra", "presented_order", "time_spent_ms", "server_time_ms", "client_started_at",
             "created_at",
         )

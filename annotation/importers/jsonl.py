@@ -39,7 +39,7 @@ INFORMATIONAL_ITEM_FIELDS = {"kind", "project"}
 JUDGMENT_FIELDS = {"worker", "stage", *JudgmentRecord.VALUE_FIELDS}
 INFORMATIONAL_JUDGMENT_FIELDS = {"worker_provider", "stage_kind", "server_time_ms", "created_at",
                                  "assignment_id", "hit_id", "provider_assignment_id",
-                                 "assignment_status"}
+                                 "assignment_status", "counts"}
 
 # Review outcomes of work that does not count (annotation.selectors.judgments_that_count).
 NOT_ACCEPTED_STATUSES = frozenset({"rejected", "returned", "flagged"})
@@ -135,7 +135,10 @@ def parse_line(raw: Any, *, kind: str, path: Path, line: int, split: str | None)
 
 
 def _not_accepted(entry: Any) -> bool:
-    return isinstance(entry, dict) and entry.get("assignment_status") in NOT_ACCEPTED_STATUSES
+    """Work the exporting study did not count: rejected, returned or flagged, or marked
+    `counts: false` (an audit export's blocked workers' and unverified work)."""
+    return isinstance(entry, dict) and (entry.get("assignment_status") in NOT_ACCEPTED_STATUSES
+                                        or entry.get("counts") is False)
 
 
 def _check_providers(providers: dict[str, tuple[str, int]], entries: list, *, path: Path,
@@ -186,5 +189,6 @@ def parse(path: Path, *, kind: str, split: str | None = None) -> list[ItemRecord
         # Merged lines may give one worker two judgments of the item in one stage.
         validate_record(records[external_id], path=path, index=f"line {line_number}")
     return Records(records.values(), left_out=[left_out_note(
-        not_accepted, "judgment(s) of rejected, returned or flagged work (assignment_status): "
-                      "an audit export's unaccepted work is never imported as data")])
+        not_accepted, "judgment(s) of rejected, returned or flagged work (assignment_status) "
+                      "or that the study did not count (counts: false): an audit export's "
+                      "unaccepted work is never imported as data")])

@@ -53,6 +53,7 @@ JUDGMENT_COLUMNS = (
     "worker", "worker_provider", "stage", "stage_kind", "score", "choice", "choices",
     "difficult", "justification", "aspects", "extra", "presented_order", "time_spent_ms",
     "server_time_ms", "created_at", "assignment_id", "hit_id", "provider_assignment_id", "assignment_status",
+    "counts",
 )
 AGGREGATE_COLUMNS = ("n_judgments", "n_workers", "mean_score", "score_std", "choice_counts",
                      "majority", "majority_tie", "validity_counts", "adjudicated",
@@ -108,17 +109,22 @@ def _item_chunks(project: Project) -> Iterator[list[dict]]:
 def _judgments_by_item(item_ids: list[int], *, project: Project, stage: Stage | None,
                        data_stages_only: bool, include_rejected: bool) -> dict[int, list[dict]]:
     """The judgments of these items that count (`judgments_that_count`), or every one of them
-    with `include_rejected` (audits)."""
+    with `include_rejected` (audits). `counts` says which count, so a file imported again
+    brings only those back as data: a blocked worker's approved work says so nowhere else."""
     queryset = judgments_that_count(
         Judgment.objects.filter(item_id__in=item_ids), project=project,
         data_stages_only=data_stages_only, include_rejected=include_rejected)
     if stage is not None:
         queryset = queryset.filter(stage=stage)
+    counting = set(judgments_that_count(
+        queryset, project=project, data_stages_only=data_stages_only)
+        .values_list("id", flat=True)) if include_rejected else None
     grouped: dict[int, list[dict]] = defaultdict(list)
-    for row in queryset.order_by("item_id", "id").values("item_id", **{
+    for row in queryset.order_by("item_id", "id").values("id", "item_id", **{
         f"j_{name}": F(path) for name, path in _JUDGMENT_VALUES.items()
     }):
         judgment = {name: row[f"j_{name}"] for name in _JUDGMENT_VALUES}
+        judgment["counts"] = counting is None or row["id"] in counting
         judgment["created_at"] = judgment["created_at"].isoformat()
         grouped[row["item_id"]].append(judgment)
     return grouped

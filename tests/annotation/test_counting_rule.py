@@ -142,11 +142,12 @@ def test_an_audit_export_never_brings_rejected_work_back_as_data(study, tmp_path
     from annotation.models import Judgment
 
     copied = Judgment.objects.filter(item__project__slug="copy")
-    assert copied.count() == 21 - 4  # the rejected assignment's four judgments stay out
+    # The rejected assignment's four judgments stay out, and so do the blocked worker's four:
+    # their work was approved, but the study did not count it (`counts: false`), so the copy
+    # holds what importing the ordinary export would give.
+    assert copied.count() == 21 - 4 - 4
     assert not copied.filter(worker__external_id=study["rejected_worker"].external_id).exists()
-    # The blocked worker's work was submitted, not rejected: the copy keeps it (blocks belong
-    # to the researcher of the original project).
-    assert copied.filter(worker__external_id=study["blocked_worker"].external_id).count() == 4
+    assert not copied.filter(worker__external_id=study["blocked_worker"].external_id).exists()
 
 
 # --- One rule at every door (issue #32, point 2) -------------------------------------------------
@@ -221,6 +222,9 @@ def test_the_judgments_api_uses_the_rule_and_the_same_flags(study):
     audit = fetch(include_rejected="true")
     assert len(audit) == 20
     assert [r["assignment_status"] for r in audit].count(AssignmentStatus.REJECTED) == 4
+    # ... and which it counts, a blocked worker's approved work included (`counts`).
+    assert all(r["counts"] for r in counted)
+    assert sorted(r["id"] for r in audit if r["counts"]) == sorted(r["id"] for r in counted)
     qual = study["project"].stages.get(name="qual")
     response = client.get(url, {"stage": qual.pk})
     assert response.status_code == 400 and "include_qualification" in str(response.json())

@@ -36,8 +36,9 @@ def test_the_preview_names_the_unaccepted_work_an_audit_export_carries(tmp_path)
                           new_project=NewProject(slug="audit", kind="likert"))
     assert outcome.judgments == 1
     assert outcome.left_out == ["1 judgment(s) of rejected, returned or flagged work "
-                                "(assignment_status): an audit export's unaccepted work is "
-                                "never imported as data"]
+                                "(assignment_status) or that the study did not count (counts: "
+                                "false): an audit export's unaccepted work is never imported "
+                                "as data"]
     assert any("1 judgment(s) of rejected" in warning for warning in outcome.warnings)
     assert not Project.objects.filter(slug="audit").exists()
 

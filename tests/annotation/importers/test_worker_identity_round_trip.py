@@ -81,3 +81,27 @@ def test_an_ab_choice_that_is_no_answer_is_still_refused(tmp_path):
     message = import_fails("jsonl", str(_export(project, tmp_path)), "--project", "copy",
                            "--create", "--kind", "ab", match=r"field .judgments\[0\]\.choice.")
     assert "must be A or B" in message and db_state() == before
+
+
+def test_an_audit_export_brings_back_as_data_only_the_work_that_counted(tmp_path):
+    """`--include-rejected` also exports a blocked worker's approved work, whose review status
+    says nothing; each judgment's `counts` says whether the study counted it, and the import
+    leaves out what it did not."""
+    from annotation.services.workers import worker_block
+
+    project = make_project(TaskKind.LIKERT, slug="audited")
+    item = make_item(project, external_id="q0")
+    stage = make_stage(project, kind=StageKind.FULL, name="full")
+    good, spammer = make_worker(external_id="good"), make_worker(external_id="spammer")
+    make_judgment(item=item, stage=stage, worker=good, score=5)
+    make_judgment(item=item, stage=stage, worker=spammer, score=1)
+    worker_block(worker=spammer, reason="spam", by=None)
+    out = io.StringIO()
+    export_write(project=project, out=out, fmt="jsonl", include_rejected=True)
+    path = tmp_path / "audit.jsonl"
+    path.write_text(out.getvalue(), encoding="utf-8")
+    assert '"counts": false' in out.getvalue() and '"counts": true' in out.getvalue()
+    output = run_import("jsonl", str(path), "--project", "copy", "--create", "--kind", "likert")
+    copied = Judgment.objects.filter(item__project__slug="copy")
+    assert list(copied.values_list("worker__external_id", flat=True)) == ["good"]
+    assert "Not imported: 1 judgment(s)" in output
