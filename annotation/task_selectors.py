@@ -186,7 +186,7 @@ def task_page_config(*, assignment: Assignment | None, stage: Stage, items: list
         "items": [item["id"] for item in items],
         "practice": [item["id"] for item in items if item.get("is_practice")],
         "justification_min_length": project.justification_min_length,
-        "scale_size": len(project.scale_labels or []) or 5,
+        "scale_size": project.scale_top,
         "draft": draft,
         "confirmed": confirmed,
         "locked_guesses": locked_guesses,

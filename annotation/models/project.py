@@ -164,6 +164,12 @@ class Project(models.Model):
                 kwargs["update_fields"] = [*update_fields, "aggregation"]
         super().save(*args, **kwargs)
 
+    @property
+    def scale_top(self) -> int:
+        """The highest Likert score of the project: one label per point (a 7-point project
+        collects 6s and 7s); 5 without labels."""
+        return len(self.scale_labels or []) or 5
+
     def clean(self):
         super().clean()
         if self.kind in TaskKind.values:

@@ -76,15 +76,24 @@ def adjudication_queue(*, project: Project, limit: int = 50,
             for score, item_id in ranked]
 
 
+def adjudication_choices(project) -> list[str]:
+    """The labels a researcher may record on the project's items: every point of its Likert
+    scale (`Project.scale_top`), the A/B sides, or the STARC roles."""
+    if project.kind == TaskKind.LIKERT:
+        return [str(score) for score in range(1, project.scale_top + 1)]
+    return list(AB_CHOICES if project.kind == TaskKind.AB else MC_ROLES)
+
+
 def adjudication_record(*, item: Item, value, note: str = "", user=None) -> Adjudication:
-    """Store a decision on `item`: a Likert score 1-5, or an A/B choice, or a STARC role A-D.
-    AdjudicationInvalid names what is wrong; nothing is stored then."""
+    """Store a decision on `item`: a score of the project's Likert scale, or an A/B choice,
+    or a STARC role A-D. AdjudicationInvalid names what is wrong; nothing is stored then."""
     kind = item.project.kind
     text = str(value).strip() if value is not None else ""
     if kind == TaskKind.LIKERT:
         score = ascii_whole_number(text)
-        if score is None or not 1 <= score <= 5:
-            raise AdjudicationInvalid("the label must be a score from 1 to 5")
+        top = item.project.scale_top
+        if score is None or not 1 <= score <= top:
+            raise AdjudicationInvalid(f"the label must be a score from 1 to {top}")
         fields = {"score": float(score)}
     else:
         allowed = AB_CHOICES if kind == TaskKind.AB else MC_ROLES

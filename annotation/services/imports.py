@@ -245,7 +245,7 @@ def _fit_likert_scale(*, project: Project, records: list[ItemRecord]) -> None:
     """
     if project.kind != TaskKind.LIKERT:
         return
-    top = len(project.scale_labels or []) or 5
+    top = project.scale_top
     for record in records:
         for position, judgment in enumerate(record.judgments):
             binary = judgment.extra.get("binary") if isinstance(judgment.extra, dict) else None

@@ -15,18 +15,12 @@ from annotation.domain.numbers import row_id_of
 from annotation.models import TaskKind
 from annotation.services.adjudication import (
     AdjudicationInvalid,
+    adjudication_choices,
     adjudication_queue,
     adjudication_record,
 )
-from core.vocabulary import AB_CHOICES, MC_ROLES
 
 QUEUE_LENGTH = 50
-
-
-def _choices(kind: str) -> list[str]:
-    if kind == TaskKind.LIKERT:
-        return ["1", "2", "3", "4", "5"]
-    return list(AB_CHOICES if kind == TaskKind.AB else MC_ROLES)
 
 
 @login_required
@@ -36,7 +30,7 @@ def adjudication_page(request: HttpRequest, slug: str) -> HttpResponse:
     queue = adjudication_queue(project=project, limit=QUEUE_LENGTH,
                                include_decided=include_decided)
     return render(request, "metrics_app/adjudicate.html", {
-        "project": project, "queue": queue, "choices": _choices(project.kind),
+        "project": project, "queue": queue, "choices": adjudication_choices(project),
         "include_decided": include_decided,
         "measure": "spread of the scores (standard deviation)" if project.kind == TaskKind.LIKERT
         else "entropy of the answers (bits)",

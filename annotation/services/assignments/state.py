@@ -61,7 +61,7 @@ def answer_rules(project, stage=None) -> AnswerRules:
         justification_min_length=project.justification_min_length,
         aspects=list(project.aspects or []),
         aspect_preferences=list(project.aspect_preferences or []),
-        scale_size=len(project.scale_labels or []) or 5,
+        scale_size=project.scale_top,
         ties=project.kind == TaskKind.AB and stage is not None
         and bool((stage.settings or {}).get("ab_ties")),
     )

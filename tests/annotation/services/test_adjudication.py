@@ -10,6 +10,7 @@ import pytest
 from annotation.models import Adjudication, AppendOnlyError, AssignmentStatus, TaskKind
 from annotation.services.adjudication import (
     AdjudicationInvalid,
+    adjudication_choices,
     adjudication_queue,
     adjudication_record,
 )
@@ -86,6 +87,27 @@ def test_a_label_must_fit_the_kind_and_the_note_must_be_text(kind, bad, good, st
     assert not Adjudication.objects.exists()
     decision = adjudication_record(item=item, value=good, note="  checked twice ")
     assert getattr(decision, stored[0]) == stored[1] and decision.note == "checked twice"
+
+
+def test_a_seven_point_project_takes_every_point_of_its_scale_at_every_door(client):
+    """The adjudication page offered 1-5 and the service refused 6 and 7 on a 7-point project,
+    whose annotators answer on 1-7: the labels are the project's scale (`Project.scale_top`)."""
+    from django.urls import reverse
+
+    owner = make_user("owner")
+    project = make_project(TaskKind.LIKERT, owner=owner, slug="seven",
+                           scale_labels=[f"point {n}" for n in range(1, 8)])
+    item = make_item(project)
+    assert adjudication_choices(project) == [str(n) for n in range(1, 8)]
+    with pytest.raises(AdjudicationInvalid, match="from 1 to 7"):
+        adjudication_record(item=item, value="8")
+    client.force_login(owner)
+    response = client.post(reverse("metrics:adjudicate-record", args=[project.slug]),
+                           {"item": item.pk, "label": "7"})
+    assert response.status_code == 302
+    assert Adjudication.objects.get(item=item).score == 7.0
+    five = make_project(TaskKind.LIKERT)
+    assert adjudication_choices(five) == ["1", "2", "3", "4", "5"]
 
 
 def test_adjudications_are_append_only_and_the_latest_is_the_label_in_aggregates():
