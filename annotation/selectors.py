@@ -471,15 +471,17 @@ def stage_progress(*, stages: Sequence[Stage]) -> dict[int, Progress]:
     for pk, stage in by_id.items():
         progress = result[pk]
         progress.items = sum(n for _split, n in splits[pk])
-        if stage.kind == StageKind.QUALIFICATION:
+        if stage.provider == Provider.IMPORT or stage.kind == StageKind.IMPORTED:
+            # Gathered elsewhere (imported qualification answers too): no plan to fall short of
+            # or exceed.
+            progress.wanted = None
+        elif stage.kind == StageKind.QUALIFICATION:
             # Every taker answers every item once: what it collects is takers.
             progress.max_takers = int((stage.settings or {}).get(
                 "max_workers", DEFAULT_QUALIFICATION_WORKERS))
             progress.wanted = progress.items * progress.max_takers
             row = takers.get(pk, {})
             progress.takers, progress.passed = row.get("n", 0), row.get("passed", 0)
-        elif stage.provider == Provider.IMPORT or stage.kind == StageKind.IMPORTED:
-            progress.wanted = None  # gathered elsewhere: no plan to fall short of or exceed
         else:
             progress.wanted = sum(n * redundancy_target(stage=stage, split=split)
                                   for split, n in splits[pk])

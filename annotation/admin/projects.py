@@ -53,6 +53,7 @@ from annotation.services.stage_plans import (
 from annotation.services.stages import (
     STAGE_EDIT_FIELDS,
     STAGE_FIXED_FIELDS,
+    identity_kind,
     project_delete_refusal,
     project_edit_errors,
     stage_by_hand_errors,
@@ -147,10 +148,13 @@ class StageInlineFormSet(forms.BaseInlineFormSet):
                 and getattr(form, "cleaned_data", None)
                 and (form.instance.pk or form.has_changed())]
         shown = {form.instance.pk for form in self.forms if form.instance.pk}
-        rest = list(Stage.objects.filter(project=self.instance).exclude(pk__in=shown)
-                    .values_list("name", "kind")) if self.instance.pk else []
+        rest = [(name, identity_kind(kind, provider)) for name, kind, provider in
+                Stage.objects.filter(project=self.instance).exclude(pk__in=shown)
+                .values_list("name", "kind", "provider")] if self.instance.pk else []
         rows = [(form.cleaned_data.get("name") or form.instance.name,
-                 form.cleaned_data.get("kind") or form.instance.kind) for form in kept]
+                 identity_kind(form.cleaned_data.get("kind") or form.instance.kind,
+                               form.cleaned_data.get("provider") or form.instance.provider))
+                for form in kept]
         for index, form in enumerate(kept):
             if form.instance.pk and not form.has_changed():
                 continue

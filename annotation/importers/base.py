@@ -55,6 +55,10 @@ class JudgmentRecord:
 
     worker: str
     stage: str = DEFAULT_IMPORT_STAGE
+    # The kind of stage that collected it where it came from (an export's `stage_kind`): a
+    # practice or qualification answer goes into an imported stage of that kind, which the
+    # counting rule keeps out of the data (annotation.services.imports.imported_stage_kind).
+    stage_kind: str = ""
     score: float | None = None
     choice: str = ""
     choices: list = field(default_factory=list)

@@ -36,8 +36,9 @@ ITEM_FIELDS = {
 }
 # Written by export_data for people reading the file; ignored on import.
 INFORMATIONAL_ITEM_FIELDS = {"kind", "project"}
-JUDGMENT_FIELDS = {"worker", "stage", *JudgmentRecord.VALUE_FIELDS}
-INFORMATIONAL_JUDGMENT_FIELDS = {"worker_provider", "stage_kind", "server_time_ms", "created_at",
+JUDGMENT_FIELDS = {"worker", "stage", "stage_kind", *JudgmentRecord.VALUE_FIELDS}
+# `stage_kind` is read too: practice and qualification answers stay out of the data on import.
+INFORMATIONAL_JUDGMENT_FIELDS = {"worker_provider", "server_time_ms", "created_at",
                                  "assignment_id", "hit_id", "provider_assignment_id",
                                  "assignment_status", "counts"}
 
@@ -67,9 +68,12 @@ def _judgment(raw: Any, *, path: Path, record: Any, field: str) -> JudgmentRecor
             values.pop(name, None)
     if values.get("extra") is None:
         values.pop("extra", None)
-    for name in ("choice", "justification"):
+    for name in ("choice", "justification", "stage_kind"):
         if values.get(name) is None:
             values[name] = ""
+    if not isinstance(values["stage_kind"], str):
+        raise ImportFormatError(path, "must be a string (the kind of the stage it came from)",
+                                record=record, field=f"{field}.stage_kind")
     values.setdefault("stage", DEFAULT_IMPORT_STAGE)
     return JudgmentRecord(**values)
 

@@ -1,4 +1,8 @@
-"""Writing imported records: items, workers, IMPORTED stages and judgments, in one transaction.
+"""Writing imported records: items, workers, imported stages and judgments, in one transaction.
+
+Judgments go into closed stages of provider `import`: kind IMPORTED (data), or practice /
+qualification for the answers an export marks so (`imported_stage_kind`), which stay out of the
+data as they were where they came from.
 
 `import_records` is idempotent: an item whose external id already exists with the same content is
 left alone, a judgment that already exists (same worker, item and stage) with the same value is
@@ -21,6 +25,7 @@ from tqdm import tqdm
 
 from annotation.importers.base import ItemRecord, JudgmentRecord
 from annotation.models import (
+    NON_DATA_STAGE_KINDS,
     Item,
     Judgment,
     Project,
@@ -187,15 +192,39 @@ def _item_ids(project: Project, external_ids: list[str]) -> dict[str, int]:
     )
 
 
-def import_stage_get_or_create(*, project: Project, name: str) -> tuple[Stage, bool]:
-    """The project's IMPORTED stage called `name` (provider import), created closed on first use.
+def imported_stage_kind(stage_kind: str) -> str:
+    """The kind of the stage that stores an imported judgment collected in a stage of
+    `stage_kind` (an export's `stage_kind`; "" when the file gives none): practice and
+    qualification answers test the workers, not the items, so they keep their kind and the
+    counting rule (NON_DATA_STAGE_KINDS) keeps them out of the data, as in the project they
+    came from; every other judgment is data, in an IMPORTED stage."""
+    return stage_kind if stage_kind in NON_DATA_STAGE_KINDS else StageKind.IMPORTED
+
+
+def import_stage_get_or_create(*, project: Project, name: str,
+                               kind: str = StageKind.IMPORTED) -> tuple[Stage, bool]:
+    """The project's imported stage called `name` (provider import) of `kind` (IMPORTED, or
+    practice / qualification for answers that are not data: `imported_stage_kind`), created
+    closed on first use.
 
     A stage of that name collected on the platform itself is refused: its judgments are already
     in the project (an export of it re-imported here would store every judgment a second time,
-    under new `import` workers), so they can only go into another project.
+    under new `import` workers), so they can only go into another project. So is an imported
+    stage of that name of another kind: its judgments would be counted (or not) unlike the
+    file's.
     """
-    stage = Stage.objects.filter(project=project, kind=StageKind.IMPORTED, name=name).first()
+    stage = Stage.objects.filter(
+        models.Q(kind=StageKind.IMPORTED)
+        | models.Q(kind__in=NON_DATA_STAGE_KINDS, provider=Provider.IMPORT),
+        project=project, name=name).first()
     if stage is not None:
+        if stage.kind != kind:
+            raise ImportConflictError(
+                f"stage {name!r} of project {project.slug!r} was imported as a "
+                f"{stage.get_kind_display().lower()} stage, but the file's judgments of it come "
+                f"from a {StageKind(kind).label.lower()} stage (stage_kind); they would be "
+                "counted unlike the file says. Import into another project, or rename the stage "
+                "in the file")
         return stage, False
     collected = Stage.objects.filter(project=project, name=name).first()
     if collected is not None:
@@ -207,8 +236,8 @@ def import_stage_get_or_create(*, project: Project, name: str) -> tuple[Stage, b
     order = Stage.objects.filter(project=project).count()
     from .stages import stage_close, stage_create
 
-    stage = stage_create(project=project, kind=StageKind.IMPORTED, name=name,
-                         provider=Provider.IMPORT, order=order)
+    stage = stage_create(project=project, kind=kind, name=name, provider=Provider.IMPORT,
+                         order=order)
     # Closed at once, through the logged status machine: it holds judgments made elsewhere.
     stage_close(stage=stage, actor="import_data",
                 reason="imported judgments: collected elsewhere, never published here")
@@ -300,10 +329,20 @@ def import_records(
     bar = tqdm(total=len(records), desc=description, unit="item", file=sys.stderr,
                disable=not show)
 
-    stage_names = sorted({j.stage for record in records for j in record.judgments})
+    stage_kinds: dict[str, str] = {}
+    for record in records:
+        for judgment in record.judgments:
+            kind = imported_stage_kind(judgment.stage_kind)
+            if stage_kinds.setdefault(judgment.stage, kind) != kind:
+                raise ImportConflictError(
+                    f"record {record.external_id}: stage {judgment.stage!r} is a "
+                    f"{StageKind(kind).label.lower()} stage here and a "
+                    f"{StageKind(stage_kinds[judgment.stage]).label.lower()} stage in an "
+                    "earlier record (stage_kind); one stage has one kind")
     stages: dict[str, Stage] = {}
-    for name in stage_names:
-        stages[name], created = import_stage_get_or_create(project=project, name=name)
+    for name in sorted(stage_kinds):
+        stages[name], created = import_stage_get_or_create(project=project, name=name,
+                                                           kind=stage_kinds[name])
         if created:
             summary.stages_created.append(name)
     workers, summary.workers_created = import_workers_get_or_create(

@@ -166,13 +166,22 @@ def stage_identity_clashes(*, name: str | None, kind: str | None,
     return errors
 
 
+def identity_kind(kind: str | None, provider: str | None) -> str | None:
+    """The kind `stage_identity_clashes` weighs a stage as: an imported practice or
+    qualification stage (provider import: answers collected elsewhere, imported from an
+    `--include-qualification` export) grades nobody here, so it is not the project's
+    qualification stage and leaves room for one."""
+    return StageKind.IMPORTED if provider == Provider.IMPORT else kind
+
+
 def stage_identity_errors(*, project, name: str | None, kind: str | None,
                           stage_pk: int | None = None) -> dict[str, str]:
     """`stage_identity_clashes` against the project's saved stages (but `stage_pk`, the one
     being edited): the rule of every door that creates or renames a stage (the API, the stage
     form, the project page's stage rows)."""
-    others = list(Stage.objects.filter(project=project).exclude(pk=stage_pk)
-                  .values_list("name", "kind"))
+    others = [(other, identity_kind(other_kind, provider)) for other, other_kind, provider in
+              Stage.objects.filter(project=project).exclude(pk=stage_pk)
+              .values_list("name", "kind", "provider")]
     return stage_identity_clashes(name=name, kind=kind, others=others)
 
 
@@ -193,6 +202,10 @@ def stage_requirement_error(*, project, required: Stage | None,
         return (f"{required} is a {required.get_kind_display().lower()} stage: only a "
                 "qualification passes workers, so nobody could work here; require the "
                 "project's qualification stage, or none")
+    if required.provider == Provider.IMPORT:
+        return (f"{required} holds imported qualification answers: it grades nobody here, so "
+                "nobody could work here; require a qualification stage of this project, or "
+                "none")
     return None
 
 
