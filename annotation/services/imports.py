@@ -220,11 +220,10 @@ def import_stage_get_or_create(*, project: Project, name: str,
     if stage is not None:
         if stage.kind != kind:
             raise ImportConflictError(
-                f"stage {name!r} of project {project.slug!r} was imported as a "
-                f"{stage.get_kind_display().lower()} stage, but the file's judgments of it come "
-                f"from a {StageKind(kind).label.lower()} stage (stage_kind); they would be "
-                "counted unlike the file says. Import into another project, or rename the stage "
-                "in the file")
+                f"stage {name!r} of project {project.slug!r} was imported with kind "
+                f"{stage.kind!r}, but the file's judgments of it go into kind {kind!r} "
+                "(stage_kind); they would be counted unlike the file says. Import into another "
+                "project, or rename the stage in the file")
         return stage, False
     collected = Stage.objects.filter(project=project, name=name).first()
     if collected is not None:
@@ -335,10 +334,9 @@ def import_records(
             kind = imported_stage_kind(judgment.stage_kind)
             if stage_kinds.setdefault(judgment.stage, kind) != kind:
                 raise ImportConflictError(
-                    f"record {record.external_id}: stage {judgment.stage!r} is a "
-                    f"{StageKind(kind).label.lower()} stage here and a "
-                    f"{StageKind(stage_kinds[judgment.stage]).label.lower()} stage in an "
-                    "earlier record (stage_kind); one stage has one kind")
+                    f"record {record.external_id}: stage {judgment.stage!r} goes into kind "
+                    f"{kind!r} here and kind {stage_kinds[judgment.stage]!r} in an earlier "
+                    "record (stage_kind); one stage has one kind")
     stages: dict[str, Stage] = {}
     for name in sorted(stage_kinds):
         stages[name], created = import_stage_get_or_create(project=project, name=name,

@@ -114,7 +114,7 @@ def test_a_stage_imported_as_data_is_not_reused_for_qualification_answers(tmp_pa
         "judgment": {"worker": "w2", "stage": "s", "stage_kind": "qualification", "score": 3}}])
     before = db_state()
     message = import_fails("jsonl", str(second), "--project", "p",
-                           match="was imported as an? imported judgments stage")
+                           match="was imported with kind 'imported'")
     assert "'s'" in message and db_state() == before
 
 
