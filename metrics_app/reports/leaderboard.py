@@ -13,7 +13,8 @@ from annotation.domain.answers import AB_TIE_CHOICES
 from annotation.domain.csv_safe import SafeWriter
 from annotation.domain.item_content import answer_system
 from annotation.judgment_selectors import JudgmentFrame
-from annotation.models import Item, Project, Worker
+from annotation.models import Item, Project, Stage, Worker
+from annotation.selectors import items_in_stage
 from core.vocabulary import AB_CHOICES
 
 from ..domain.leaderboard import (
@@ -96,15 +97,18 @@ def _board(found: tuple[Votes | None, dict], *, rounds: int, seed: int) -> dict 
         return {"error": str(exc)}
 
 
-def metric_votes(project: Project) -> dict[str, Votes]:
+def metric_votes(project: Project, stage: Stage | None = None) -> dict[str, Votes]:
     """Each automatic metric that scored both answers of the project's A/B items (the latest
     version stored) as a judge: one vote per item for the answer it scores higher, a tie when
-    equal. Answer A counts as shown on the left (a metric sees no order)."""
+    equal. Answer A counts as shown on the left (a metric sees no order). With `stage`, only
+    the items released in it, as the humans' board of that stage reads."""
     # The items the human and judge boards read: not practice, not excluded from the study
     # (scores stored before an item was excluded stay in the table).
     rows = MetricScore.objects.filter(item__project=project, side__in=AB_CHOICES,
                                       value__isnull=False, item__is_practice=False,
                                       item__excluded=False)
+    if stage is not None:
+        rows = rows.filter(item__in=items_in_stage(stage=stage).values("pk"))
     latest: dict[str, tuple[int, str]] = {}
     for metric, version, top in rows.values_list("metric", "version", "id").order_by("id"):
         latest[metric] = (top, version)
@@ -138,27 +142,29 @@ def metric_votes(project: Project) -> dict[str, Votes]:
 JUDGE_WORKER = 0
 
 
-def verdict_votes(project: Project) -> dict[str, tuple[Votes, dict]]:
+def verdict_votes(project: Project, stage: Stage | None = None
+                  ) -> dict[str, tuple[Votes, dict]]:
     """Each LLM or imported judge with verdicts on the project's A/B items (its latest version
     with verdicts) as a voter: one vote per verdict row, the answer shown first on the left
     (an LLM judge asks each pair in both orders, AB and BA: two votes per item; an imported
     verdict without an order counts as shown AB). Returns label -> (votes, about), `about`
     holding the judge's kind, how many verdicts were unparseable and, when both orders were
     asked, its position consistency (the share of items whose two verdicts name the same
-    side)."""
+    side). With `stage`, only the items released in it, as the humans' board of that stage
+    reads."""
+    scope = Item.objects.filter(project=project, is_practice=False, excluded=False)
+    if stage is not None:
+        scope = scope.filter(pk__in=items_in_stage(stage=stage).values("pk"))
     versions: dict[str, JudgeVersion] = {}
-    for version in (JudgeVersion.objects.filter(verdicts__item__project=project,
-                                                verdicts__item__is_practice=False,
-                                                verdicts__item__excluded=False)
+    for version in (JudgeVersion.objects.filter(verdicts__item__in=scope.values("pk"))
                     .select_related("judge").distinct().order_by("-id")):
         versions.setdefault(version.judge.name, version)
     out = {}
     for _name, version in sorted(versions.items()):
         # Newest first: an item whose content changed was asked again, and the verdict on
         # what it holds now is the one that counts.
-        rows = list(JudgeVerdict.objects.filter(judge_version=version, item__project=project,
-                                                item__is_practice=False,
-                                                item__excluded=False)
+        rows = list(JudgeVerdict.objects.filter(judge_version=version,
+                                                item__in=scope.values("pk"))
                     .order_by("item_id", "-id")
                     .values_list("item_id", "order", "verdict", "parsed"))
         items = _item_table(sorted({r[0] for r in rows}))
@@ -241,10 +247,11 @@ def _side_by_side(human: dict | None, judges: dict[str, dict]) -> list[dict]:
 
 
 def leaderboard_report(frame: JudgmentFrame, *, project: Project | None = None,
-                       rounds: int = ROUNDS, seed: int = 0) -> dict:
+                       stage: Stage | None = None, rounds: int = ROUNDS, seed: int = 0) -> dict:
     """Human judges' leaderboard overall, per domain and per dataset (when the project has
     more than one), with what was left out; with `project`, each automatic metric that scored
-    both answers as another judge (`judges`, overall) and the rankings side by side."""
+    both answers as another judge (`judges`, overall) and the rankings side by side. `stage`:
+    the frame is that stage's judgments, and the judges read that stage's items too."""
     mask = frame.data_mask() if len(frame) else np.zeros(0, dtype=bool)
     found = frame_votes(frame, mask)
     if found[0] is None:
@@ -264,7 +271,7 @@ def leaderboard_report(frame: JudgmentFrame, *, project: Project | None = None,
             for group in groups}
     if project is not None:
         judges = {}
-        for name, votes in metric_votes(project).items():
+        for name, votes in metric_votes(project, stage).items():
             try:
                 judges[name] = leaderboard(votes, rounds=rounds, seed=seed, position=False,
                                            robustness=False)
@@ -272,7 +279,7 @@ def leaderboard_report(frame: JudgmentFrame, *, project: Project | None = None,
                 judges[name] = {"error": str(exc)}
             judges[name]["judge"] = {"kind": "metric", "label": name}
         combined = {}
-        for name, (votes, about) in verdict_votes(project).items():
+        for name, (votes, about) in verdict_votes(project, stage).items():
             try:
                 judges[name] = leaderboard(votes, rounds=rounds, seed=seed,
                                            position=about["order_recorded"], robustness=False)

@@ -77,7 +77,7 @@ def project_report(
         "annotator_pairs": annotator_pairs_report(frame),
         "likert": likert_report(frame) if project.kind == TaskKind.LIKERT else {},
         "lfqa": lfqa_report(frame) if project.kind == TaskKind.AB else {},
-        "leaderboard": leaderboard_report(frame, project=project)
+        "leaderboard": leaderboard_report(frame, project=project, stage=stage)
         if project.kind == TaskKind.AB else {},
         "starc": starc_report(frame, experiment_mode=project.experiment_mode)
         if project.kind == TaskKind.MC else {},

@@ -352,3 +352,24 @@ def test_too_many_systems_is_said_at_every_door_and_the_report_stands(client):
     call_command("report", project.slug, stdout=out)
     assert f"Leaderboard: none ({MAX_SYSTEMS + 2} systems" in out.getvalue()
     assert "Agreement:" in out.getvalue()
+
+
+def test_a_stages_leaderboard_reads_the_judges_on_that_stages_items_only(client, arena):
+    """With ?stage= the humans' board is that stage's judgments; the judges' boards read that
+    stage's items too, not the whole project's."""
+    from metrics_app.services.scoring import project_score_metrics
+
+    project, owner = arena
+    items = list(project.items.order_by("pk"))
+    trial = make_stage(project, kind=StageKind.TRIAL, name="trial")
+    trial.items.set(items[:10])
+    for item in items[:10]:
+        make_judgment(item=item, stage=trial, worker=make_worker(), choice="A")
+    project_score_metrics(project=project, metric_names=["length"])
+    client.force_login(owner)
+    url = reverse("metrics-api:project-leaderboard", args=[project.slug])
+    whole = client.get(url).json()
+    (name, judge), = whole["judges"].items()
+    assert judge["model"]["n_votes"] == 40
+    staged = client.get(url, {"stage": trial.pk}).json()
+    assert staged["judges"][name]["model"]["n_votes"] == 10
