@@ -369,3 +369,19 @@ def test_stale_reports_can_be_refreshed_in_process_before_the_first_visit(client
     assert client.get(reverse("metrics:project-dashboard", args=[project.slug])).status_code == 200
     # The visit read the cache: nothing was computed again.
     assert {r.kind: r.computed_at for r in Report.objects.filter(project=project)} == computed
+
+
+@pytest.mark.parametrize("reason", ["spam\x00", "x" * 501])
+def test_block_refuses_a_reason_the_form_would_not_send(client, ab_project, reason):
+    """The reason is stored with the block: NUL was a 500 on PostgreSQL (and stored on SQLite)
+    and the form's 500-character limit was not checked. The confirmation page answers 400 with
+    the cause, and nobody is blocked."""
+    project, owner, workers = ab_project
+    client.force_login(owner)
+    url = reverse("metrics:worker-block", args=[project.slug, workers[0].pk])
+    response = client.post(url, {"reason": reason, "confirm": "1"})
+    assert response.status_code == 400
+    assert "The reason" in response.content.decode()
+    assert not WorkerBlock.objects.filter(worker=workers[0]).exists()
+    workers[0].refresh_from_db()
+    assert workers[0].status == WorkerStatus.ACTIVE
