@@ -47,8 +47,11 @@ def project_dashboard(request: HttpRequest, slug: str) -> HttpResponse:
     # Worker status is not part of the judgment watermark: read it fresh so a block shows at
     # once even when the report itself comes from the cache.
     report = with_current_worker_status(report, project=project)
-    sort = request.GET.get("sort", "contribution")
-    key, descending = WORKER_SORTS.get(sort, WORKER_SORTS["contribution"])
+    sort = request.GET.get("sort")
+    if sort not in WORKER_SORTS:
+        # The page says which order it shows: an unknown ?sort= is the default one.
+        sort = "contribution"
+    key, descending = WORKER_SORTS[sort]
     workers = sorted(
         report["workers"],
         key=lambda w: (w[key] is None, -(w[key] or 0) if descending else (w[key] or 0)),

@@ -391,3 +391,13 @@ def test_block_refuses_a_reason_the_form_would_not_send(client, ab_project, reas
     assert not WorkerBlock.objects.filter(worker=workers[0]).exists()
     workers[0].refresh_from_db()
     assert workers[0].status == WorkerStatus.ACTIVE
+
+
+def test_an_unknown_sort_shows_the_default_order_as_chosen(client, ab_project):
+    project, owner, _workers = ab_project
+    client.force_login(owner)
+    url = reverse("metrics:project-dashboard", args=[project.slug])
+    for sort in ("bogus", "<script>", ""):
+        page = client.get(url, {"sort": sort})
+        assert page.status_code == 200
+        assert "#workers\"><strong>contribution</strong></a>" in page.content.decode()
