@@ -95,6 +95,10 @@ def project_stage_by_ref(*, project: Project, ref: str) -> Stage | None:
     """The one rule for naming a stage on the command line, in pages and in report URLs: by its
     id (ASCII digits) or else by its name; None when the project has no such stage."""
     ref = (ref or "").strip()
+    if "\x00" in ref:
+        # PostgreSQL can neither store nor compare text with NUL (a 500 where SQLite answered
+        # "no such stage"), so no stage is named so.
+        return None
     stage_id = row_id_of(ref)
     if stage_id is not None:
         stage = Stage.objects.filter(project=project, pk=stage_id).first()

@@ -17,6 +17,7 @@ from annotation.access_selectors import (
     access_stage,
     projects_visible_to,
 )
+from annotation.domain.control_characters import CONTROL_CHARACTER, control_character_message
 from annotation.judgment_selectors import GROUP_FIELDS
 from annotation.models import Project
 from metrics_app.reports.project import dashboard_data, with_current_worker_status
@@ -29,6 +30,8 @@ WORKER_SORTS = {
     "straight": ("modal_answer_share", True),
     "judgments": ("n_judgments", True),
 }
+# The confirmation form's maxlength: the reason is stored with the block.
+MAX_BLOCK_REASON_CHARS = 500
 
 
 @login_required
@@ -44,8 +47,11 @@ def project_dashboard(request: HttpRequest, slug: str) -> HttpResponse:
     # Worker status is not part of the judgment watermark: read it fresh so a block shows at
     # once even when the report itself comes from the cache.
     report = with_current_worker_status(report, project=project)
-    sort = request.GET.get("sort", "contribution")
-    key, descending = WORKER_SORTS.get(sort, WORKER_SORTS["contribution"])
+    sort = request.GET.get("sort")
+    if sort not in WORKER_SORTS:
+        # The page says which order it shows: an unknown ?sort= is the default one.
+        sort = "contribution"
+    key, descending = WORKER_SORTS[sort]
     workers = sorted(
         report["workers"],
         key=lambda w: (w[key] is None, -(w[key] or 0) if descending else (w[key] or 0)),
@@ -90,10 +96,16 @@ def worker_block_view(request: HttpRequest, slug: str, worker_id: int) -> HttpRe
     worker = access_project_worker(project, worker_id)
     scope, projects = _block_scope(request.user)
     reason = (request.POST.get("reason") or request.GET.get("reason") or "").strip()
-    if request.method == "GET" or request.POST.get("confirm") != "1":
+    # Checked here, not only by the form: NUL cannot be stored by PostgreSQL (a 500).
+    control = CONTROL_CHARACTER.search(reason)
+    error = (f"The reason {control_character_message(control.group())}." if control
+             else f"The reason is longer than {MAX_BLOCK_REASON_CHARS} characters."
+             if len(reason) > MAX_BLOCK_REASON_CHARS else None)
+    if request.method == "GET" or request.POST.get("confirm") != "1" or error:
         return render(request, "metrics_app/worker_block_confirm.html", {
             "project": project, "worker": worker, "scope": scope, "projects": projects,
-            "reason": reason or f"blocked from the {slug} dashboard"})
+            "reason": reason or f"blocked from the {slug} dashboard", "error": error},
+            status=400 if error and request.method == "POST" else 200)
     worker_block(worker=worker, reason=reason or f"blocked from the {slug} dashboard",
                  by=request.user)
     messages.success(request, f"Blocked {worker} {scope}. The worker stays listed on the "

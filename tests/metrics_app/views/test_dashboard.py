@@ -322,6 +322,12 @@ def test_a_stage_is_named_by_id_or_name_in_the_dashboard_report_api_and_cli(clie
         assert client.get(api, {"stage": bad}).status_code == 404
         with pytest.raises(CommandError, match="no stage"):
             call_command("report", project.slug, "--json", "--stage", bad, stdout=io.StringIO())
+    # NUL was a 500 on PostgreSQL, which cannot compare text holding one; the API's
+    # serializer refuses it first (400).
+    assert client.get(page, {"stage": "trial\x00"}).status_code == 404
+    with pytest.raises(CommandError, match="no stage"):
+        call_command("report", project.slug, "--json", "--stage", "trial\x00",
+                     stdout=io.StringIO())
 
 
 
@@ -369,3 +375,29 @@ def test_stale_reports_can_be_refreshed_in_process_before_the_first_visit(client
     assert client.get(reverse("metrics:project-dashboard", args=[project.slug])).status_code == 200
     # The visit read the cache: nothing was computed again.
     assert {r.kind: r.computed_at for r in Report.objects.filter(project=project)} == computed
+
+
+@pytest.mark.parametrize("reason", ["spam\x00", "x" * 501])
+def test_block_refuses_a_reason_the_form_would_not_send(client, ab_project, reason):
+    """The reason is stored with the block: NUL was a 500 on PostgreSQL (and stored on SQLite)
+    and the form's 500-character limit was not checked. The confirmation page answers 400 with
+    the cause, and nobody is blocked."""
+    project, owner, workers = ab_project
+    client.force_login(owner)
+    url = reverse("metrics:worker-block", args=[project.slug, workers[0].pk])
+    response = client.post(url, {"reason": reason, "confirm": "1"})
+    assert response.status_code == 400
+    assert "The reason" in response.content.decode()
+    assert not WorkerBlock.objects.filter(worker=workers[0]).exists()
+    workers[0].refresh_from_db()
+    assert workers[0].status == WorkerStatus.ACTIVE
+
+
+def test_an_unknown_sort_shows_the_default_order_as_chosen(client, ab_project):
+    project, owner, _workers = ab_project
+    client.force_login(owner)
+    url = reverse("metrics:project-dashboard", args=[project.slug])
+    for sort in ("bogus", "<script>", ""):
+        page = client.get(url, {"sort": sort})
+        assert page.status_code == 200
+        assert "#workers\"><strong>contribution</strong></a>" in page.content.decode()
