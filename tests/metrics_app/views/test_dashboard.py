@@ -401,3 +401,14 @@ def test_an_unknown_sort_shows_the_default_order_as_chosen(client, ab_project):
         page = client.get(url, {"sort": sort})
         assert page.status_code == 200
         assert "#workers\"><strong>contribution</strong></a>" in page.content.decode()
+
+
+def test_the_sort_links_keep_the_grouping(client, ab_project):
+    """Sorting the workers while agreement is grouped by a field keeps the grouping (the links
+    carried only the stage)."""
+    project, owner, _workers = ab_project
+    client.force_login(owner)
+    url = reverse("metrics:project-dashboard", args=[project.slug])
+    html = client.get(url, {"group_by": "domain"}).content.decode()
+    links = html[html.index("Sort by:"):html.index("Sort by:") + 600]
+    assert "group_by=domain&amp;sort=" in links, links
