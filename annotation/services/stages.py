@@ -195,17 +195,18 @@ def stage_requirement_error(*, project, required: Stage | None,
     if required is None:
         return None
     if required.project_id != project.pk:
-        return "must be a stage of the same project"
+        return f"{required}, which is not a stage of the same project"
     if stage_pk is not None and required.pk == stage_pk:
-        return "a stage cannot require itself; name the project's qualification stage"
+        return (f"{required}, which is this stage itself: a stage cannot require itself; name "
+                "the project's qualification stage")
     if required.kind != StageKind.QUALIFICATION:
-        return (f"{required} is a {required.get_kind_display().lower()} stage: only a "
+        return (f"{required}, a {required.get_kind_display().lower()} stage: only a "
                 "qualification passes workers, so nobody could work here; require the "
                 "project's qualification stage, or none")
     if required.provider == Provider.IMPORT:
-        return (f"{required} holds imported qualification answers: it grades nobody here, so "
-                "nobody could work here; require a qualification stage of this project, or "
-                "none")
+        return (f"{required}, which holds imported qualification answers: it grades nobody "
+                "here, so nobody could work here; require a qualification stage of this "
+                "project, or none")
     return None
 
 
@@ -548,18 +549,11 @@ def requirement_guard(*, stage: Stage) -> None:
     requiring a trial or full stage, while MTurk and Prolific, which require only
     qualifications, would let them accept its HITs."""
     required = stage.requires_stage
-    if required is None:
-        return
-    if required.project_id != stage.project_id or required.pk == stage.pk:
-        # Saved before the doors checked it (`stage_requirement_error`).
-        raise GuardFailed(f"{stage} requires {required}: " + stage_requirement_error(
-            project=stage.project, required=required, stage_pk=stage.pk))
-    if required.kind != StageKind.QUALIFICATION:
-        raise GuardFailed(
-            f"{stage} requires {required}, a {required.get_kind_display().lower()} stage: only "
-            "a qualification passes workers, so nobody could work here; require the project's "
-            "qualification stage, or none")
-    if required.status == StageStatus.DRAFT:
+    if why := stage_requirement_error(project=stage.project, required=required,
+                                      stage_pk=stage.pk):
+        # Saved before the doors checked it, or through the shell: the same rule.
+        raise GuardFailed(f"{stage} requires {why}")
+    if required is not None and required.status == StageStatus.DRAFT:
         raise GuardFailed(f"{required} must be published first")
 
 
