@@ -28,6 +28,7 @@ from .lfqa import lfqa_report
 from .likert import likert_report
 from .stages import stages_report
 from .starc import starc_report
+from .store import report_store
 from .workers import worker_report
 
 REPORT_KIND = "project"
@@ -239,24 +240,14 @@ def report_refresh(
     mark = judgment_watermark(project=project)
     data = project_report_with_fingerprint(project=project, stage=stage, group_by=group_by)
     params = _params(group_by)
-    row = _cached_row(project=project, stage=stage, group_by=group_by)
-    if row is not None:
-        row.data = data
-        row.judgment_watermark = mark
-        row.save(update_fields=["data", "judgment_watermark", "computed_at"])
-    else:
-        # Reports of an older REPORT_VERSION for the same parameters are replaced, not kept.
-        outdated = [
-            r.pk for r in Report.objects.filter(
-                project=project, stage=stage, kind__in=[REPORT_KIND, CHARTS_KIND]
-            )
-            if (r.params or {}).get("group_by") == group_by and r.params != params
-        ]
-        Report.objects.filter(pk__in=outdated).delete()
-        Report.objects.create(
-            project=project, stage=stage, kind=REPORT_KIND, params=params, data=data,
-            judgment_watermark=mark,
-        )
+    # Reports of an older REPORT_VERSION for the same parameters are replaced, not kept.
+    report_store(
+        project=project, stage=stage, kind=REPORT_KIND, params=params, data=data,
+        judgment_watermark=mark,
+        supersedes=lambda r: (r.kind in (REPORT_KIND, CHARTS_KIND)
+                              and (r.params or {}).get("group_by") == group_by
+                              and r.params != params),
+    )
     return data
 
 
@@ -337,13 +328,6 @@ def dashboard_charts_refresh(
     report = cached_project_report(project=project, stage=stage, group_by=group_by)
     charts = dashboard_charts(report)
     stored = {**charts, _CHARTS_FINGERPRINT: report.get("item_fingerprint")}
-    row = _charts_row(project=project, stage=stage, group_by=group_by)
-    if row is not None:
-        row.data = stored
-        row.judgment_watermark = report["judgment_watermark"]
-        row.save(update_fields=["data", "judgment_watermark", "computed_at"])
-    else:
-        Report.objects.create(project=project, stage=stage, kind=CHARTS_KIND,
-                              params=_params(group_by), data=stored,
-                              judgment_watermark=report["judgment_watermark"])
+    report_store(project=project, stage=stage, kind=CHARTS_KIND, params=_params(group_by),
+                 data=stored, judgment_watermark=report["judgment_watermark"])
     return charts

@@ -19,7 +19,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from django.db import transaction
 
 from annotation.domain.agreement import pearson
 from annotation.judgment_selectors import item_gold_scores, judgment_rows, watermark
@@ -30,6 +29,7 @@ from metrics_app.domain import meta_evaluation
 from metrics_app.domain.text_match import is_exact_match
 from metrics_app.models import MetricScore, Report
 from metrics_app.reports.project import item_fingerprint
+from metrics_app.reports.store import report_store
 from metrics_app.score_selectors import project_metric_versions
 
 REPORT_KIND = "metric_eval"
@@ -404,14 +404,13 @@ def metric_report_refresh(*, project: Project, params: dict | None = None) -> Re
     """Recompute and cache the report for these parameters (replacing the older copy).
 
     The computation (minutes on a big project) runs outside any transaction and only the
-    swap of the cached row is one: on SQLite a transaction holds the database's only write
-    lock, and annotators, the admin and imports must keep writing meanwhile."""
+    swap of the cached row is one (`report_store`, where refreshes at once take turns): on
+    SQLite a transaction holds the database's only write lock, and annotators, the admin and
+    imports must keep writing meanwhile."""
     params = normalize_params(params)
     data, judgment_mark = metric_report_compute(project=project, params=params)
-    with transaction.atomic():
-        Report.objects.filter(project=project, kind=REPORT_KIND, params=params).delete()
-        return Report.objects.create(project=project, kind=REPORT_KIND, params=params,
-                                     data=data, judgment_watermark=judgment_mark)
+    return report_store(project=project, stage=None, kind=REPORT_KIND, params=params, data=data,
+                        judgment_watermark=judgment_mark)
 
 
 def metric_report_cached(*, project: Project, params: dict | None = None,

@@ -368,6 +368,7 @@ def _watermarks(project: Project) -> dict:
 # What the judges page asks for (GET ?resamples= overrides it): the report a finished judge
 # job precomputes, so the page reads it from the cache instead of computing in the request
 # (13,809 EVOUNA answers x 5 judges: 21 s on the loaded 2-core host; a cached read 0.05 s).
+ALIGNMENT_KIND = "judge_alignment"  # its `Report` kind
 PAGE_RESAMPLES = 200
 
 
@@ -396,21 +397,22 @@ def cached_judge_alignment_report(*, project: Project, refs: list[str] | None = 
 def judge_alignment_report_refresh(*, project: Project, refs: list[str] | None = None,
                                    n_resamples: int = 1000) -> dict:
     """Compute the report (outside a transaction) and store it as the project's cached one."""
-    from ...models import Report
+    from ...reports.store import report_store
 
     params = _alignment_params(project, refs, n_resamples)
     data = _computed(project, refs, n_resamples)
-    Report.objects.update_or_create(
-        project=project, stage=None, kind="judge_alignment",
-        defaults={"params": params, "data": data,
-                  "judgment_watermark": params["watermarks"]["judgments"]})
+    # One cached alignment report per project: the copy for other options or older
+    # watermarks is replaced.
+    report_store(project=project, stage=None, kind=ALIGNMENT_KIND, params=params, data=data,
+                 judgment_watermark=params["watermarks"]["judgments"],
+                 supersedes=lambda row: row.kind == ALIGNMENT_KIND)
     return data
 
 
 def _cached(project: Project, params: dict) -> dict | None:
     from ...models import Report
 
-    row = Report.objects.filter(project=project, stage=None, kind="judge_alignment").first()
+    row = Report.objects.filter(project=project, stage=None, kind=ALIGNMENT_KIND).first()
     return row.data if row is not None and row.params == params else None
 
 
