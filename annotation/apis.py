@@ -55,7 +55,7 @@ from .serializers import (
     StageReleasePreviewSerializer,
     StageUpdateInputSerializer,
 )
-from .services.items import ItemInputError, item_create, items_bulk_create
+from .services.items import ItemInputError, StoredItems, item_create, items_bulk_create
 from .services.projects import ProjectShareError, project_create, project_update
 from .services.stages import StageEditRefused, stage_create, stage_update
 from .stage_plan_selectors import stage_release_preview
@@ -86,6 +86,11 @@ def _item_error(error: ItemInputError) -> serializers.ValidationError:
     if error.index is not None:
         return serializers.ValidationError({"items": {str(error.index): detail}})
     return serializers.ValidationError(detail)
+
+
+def _stored_status(stored: StoredItems) -> int:
+    """201 when the request created its items, 200 when it repeated a stored request."""
+    return status.HTTP_201_CREATED if stored.created else status.HTTP_200_OK
 
 
 # --- Projects -----------------------------------------------------------------------------------
@@ -171,18 +176,24 @@ class ItemListCreateApi(JsonApiMixin, APIView):
 
     @extend_schema(
         summary="Add one item (content validated against the project's kind)",
+        description=(
+            "201: the item was created. 200: an item with this external id and every posted "
+            "field equal is already stored (a retry after a lost response): it is answered and "
+            "nothing is created. An existing external id with any posted field different is a "
+            "400 naming that field."),
         request=ItemInputSerializer,
-        responses=with_errors({201: ItemOutputSerializer}, 400, 404, 415),
+        responses=with_errors({201: ItemOutputSerializer, 200: ItemOutputSerializer},
+                              400, 404, 415),
     )
     def post(self, request, project_slug: str):
         project = access_project(request.user, project_slug)
         serializer = ItemInputSerializer(data=request.data, context={"project": project})
         serializer.is_valid(raise_exception=True)
         try:
-            item = item_create(project=project, **serializer.validated_data)
+            stored = item_create(project=project, **serializer.validated_data)
         except ItemInputError as error:
             raise _item_error(error) from error
-        return Response(ItemOutputSerializer(item).data, status=status.HTTP_201_CREATED)
+        return Response(ItemOutputSerializer(stored.items[0]).data, status=_stored_status(stored))
 
 
 class ItemBulkCreateApi(JsonApiMixin, APIView):
@@ -190,19 +201,29 @@ class ItemBulkCreateApi(JsonApiMixin, APIView):
 
     @extend_schema(
         summary="Add many items at once: all or nothing",
+        description=(
+            "201: every item was created. 200: the request repeats one already stored (every "
+            "external id exists in the project with every posted field equal: a retry after a "
+            "lost response): nothing is created, `created` is 0 and `external_ids` lists the "
+            "stored items. A request only partly stored, or with an existing external id whose "
+            "posted fields differ, is a 400 naming the first such item's index and field; "
+            "nothing is stored."),
         request=ItemBulkInputSerializer,
-        responses=with_errors({201: ItemBulkOutputSerializer}, 400, 404, 415),
+        responses=with_errors({201: ItemBulkOutputSerializer, 200: ItemBulkOutputSerializer},
+                              400, 404, 415),
     )
     def post(self, request, project_slug: str):
         project = access_project(request.user, project_slug)
         serializer = ItemBulkInputSerializer(data=request.data, context={"project": project})
         serializer.is_valid(raise_exception=True)
         try:
-            items = items_bulk_create(project=project, items=serializer.validated_data["items"])
+            stored = items_bulk_create(project=project,
+                                       items=serializer.validated_data["items"])
         except ItemInputError as error:
             raise _item_error(error) from error
-        data = {"created": len(items), "external_ids": [i.external_id for i in items]}
-        return Response(ItemBulkOutputSerializer(data).data, status=status.HTTP_201_CREATED)
+        data = {"created": len(stored.items) if stored.created else 0,
+                "external_ids": [i.external_id for i in stored.items]}
+        return Response(ItemBulkOutputSerializer(data).data, status=_stored_status(stored))
 
 
 class ItemDetailApi(JsonApiMixin, APIView):

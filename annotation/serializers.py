@@ -392,8 +392,11 @@ class ItemBulkInputSerializer(RefuseUnknownFieldsMixin, serializers.Serializer):
 
 
 class ItemBulkOutputSerializer(serializers.Serializer):
-    created = serializers.IntegerField()
-    external_ids = serializers.ListField(child=serializers.CharField())
+    created = serializers.IntegerField(
+        help_text="Items this request created: 0 when it repeated a stored request (200).")
+    external_ids = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="The request's items, in its order: created (201) or already stored (200).")
 
 
 class ItemFilterSerializer(serializers.Serializer):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from django.db import IntegrityError, transaction
@@ -161,49 +162,88 @@ def _build(project: Project, data: dict[str, Any]) -> Item:
     return item
 
 
-@transaction.atomic
-def item_create(*, project: Project, **data: Any) -> Item:
-    item = _build(project, data)
-    if Item.objects.filter(project=project, external_id=item.external_id).exists():
-        raise ItemInputError("external_id", f"{item.external_id!r} already exists in this project")
-    try:
-        with transaction.atomic():
-            item.save()
-    except IntegrityError as error:  # a concurrent request stored the same external id
-        raise ItemInputError("external_id", f"{item.external_id!r} already exists") from error
-    return item
+@dataclass(frozen=True)
+class StoredItems:
+    """What a create request stored: `created` is False when the request repeated one already
+    stored (a client retrying after a lost response) and `items` are the stored ones."""
+
+    items: list[Item]
+    created: bool
+
+
+def item_create(*, project: Project, **data: Any) -> StoredItems:
+    """Store one item; the exact repeat of a stored one (same external id, every posted field
+    equal) creates nothing and answers the stored item, a different one is refused."""
+    return items_bulk_create(project=project, items=[data], indexed=False)
 
 
 @transaction.atomic
-def items_bulk_create(*, project: Project, items: Sequence[dict[str, Any]]) -> list[Item]:
+def items_bulk_create(*, project: Project, items: Sequence[dict[str, Any]],
+                      indexed: bool = True) -> StoredItems:
     """All or nothing: the first invalid or duplicate item stops the request, naming its index
-    and field, and nothing is stored."""
+    and field, and nothing is stored. A request whose every item is already stored with the
+    same posted fields (a retry after a lost response) creates nothing and answers the stored
+    items; one that is only partly stored, or differs from what is, is refused naming the
+    first item that does not fit."""
     built: list[Item] = []
     seen: dict[str, int] = {}
     for index, data in enumerate(items):
         try:
             item = _build(project, data)
         except ItemInputError as error:
-            raise ItemInputError(error.field, error.message, index) from error
+            raise ItemInputError(error.field, error.message, _at(index, indexed)) from error
         if item.external_id in seen:
             raise ItemInputError(
                 "external_id", f"{item.external_id!r} repeats items[{seen[item.external_id]}]",
-                index,
+                _at(index, indexed),
             )
         seen[item.external_id] = index
         built.append(item)
-    existing = set(
-        Item.objects.filter(project=project, external_id__in=seen).values_list(
-            "external_id", flat=True
-        )
-    )
-    if existing:
-        first = min(seen[e] for e in existing)
-        raise ItemInputError(
-            "external_id", f"{built[first].external_id!r} already exists in this project", first
-        )
+    replay = _stored_replay(project=project, items=items, built=built, indexed=indexed)
+    if replay is not None:
+        return replay
     try:
         with transaction.atomic():
-            return Item.objects.bulk_create(built, batch_size=500)
+            return StoredItems(Item.objects.bulk_create(built, batch_size=500), created=True)
     except IntegrityError as error:
-        raise ItemInputError("external_id", "an external id already exists (concurrent write)") from error
+        # A concurrent request stored some of these external ids meanwhile: the same items
+        # (two copies of one retried request) are its replay, others a conflict.
+        replay = _stored_replay(project=project, items=items, built=built, indexed=indexed)
+        if replay is not None:
+            return replay
+        raise ItemInputError("external_id",
+                             "an external id already exists (concurrent write)") from error
+
+
+def _at(index: int, indexed: bool) -> int | None:
+    return index if indexed else None
+
+
+def _stored_replay(*, project: Project, items: Sequence[dict[str, Any]], built: list[Item],
+                   indexed: bool) -> StoredItems | None:
+    """None when none of `built` is stored yet; the stored items when the request repeats
+    them exactly; else ItemInputError naming the first item (and field) that does not fit."""
+    stored = {item.external_id: item for item in Item.objects.filter(
+        project=project, external_id__in=[b.external_id for b in built])}
+    if not stored:
+        return None
+    for index, (data, item) in enumerate(zip(items, built, strict=True)):
+        existing = stored.get(item.external_id)
+        if existing is None:
+            continue
+        for field in data:  # the fields the client posted; the rest are the server's
+            if field != "external_id" and getattr(existing, field) != getattr(item, field):
+                raise ItemInputError(
+                    field, f"{item.external_id!r} already exists in this project with a "
+                           f"different {field}; a retry must repeat the stored item exactly",
+                    _at(index, indexed))
+    missing = next((i for i, item in enumerate(built) if item.external_id not in stored), None)
+    if missing is not None:
+        first = next(i for i, item in enumerate(built) if item.external_id in stored)
+        raise ItemInputError(
+            "external_id",
+            f"{built[first].external_id!r} already exists in this project but "
+            f"items[{missing}] ({built[missing].external_id!r}) does not: a request is stored "
+            "all or nothing, so this is not a retry of a stored one; leave out the stored "
+            "items", _at(first, indexed))
+    return StoredItems([stored[item.external_id] for item in built], created=False)

@@ -264,7 +264,7 @@ def test_duplicate_external_id_is_refused(api, project):
     response = api.post("/api/projects/mocha-dev/items/",
                         {"external_id": "q1", "content": item_content("likert")}, format="json")
     assert response.status_code == 400
-    assert "already exists" in response.json()["external_id"][0]
+    assert "already exists" in response.json()["content"][0]  # the field that differs
     assert project.items.count() == 1
 
 
@@ -301,7 +301,56 @@ def test_bulk_create_refuses_existing_external_id(api, project):
     items = [{"external_id": f"q{i}", "content": item_content("likert", i)} for i in range(5)]
     response = api.post("/api/projects/mocha-dev/items/bulk/", {"items": items}, format="json")
     assert response.status_code == 400
-    assert "external_id" in response.json()["items"]["3"]
+    assert "already exists" in response.json()["items"]["3"]["content"][0]
+    assert project.items.count() == 1
+
+
+# --- Retries: a client whose response was lost sends the request again ---------------------
+
+
+@pytest.mark.reliability
+def test_a_repeated_bulk_request_answers_the_stored_items_and_creates_nothing(api, project):
+    items = [{"external_id": f"q{i}", "split": "dev", "content": item_content("likert", i),
+              "gold": {"score": 4}, "metadata": {"n": i}} for i in range(3)]
+    first = api.post("/api/projects/mocha-dev/items/bulk/", {"items": items}, format="json")
+    assert first.status_code == 201 and first.json()["created"] == 3
+    again = api.post("/api/projects/mocha-dev/items/bulk/", {"items": items}, format="json")
+    assert again.status_code == 200, again.json()
+    assert again.json() == {"created": 0, "external_ids": ["q0", "q1", "q2"]}
+    assert project.items.count() == 3
+
+
+@pytest.mark.reliability
+def test_a_bulk_request_differing_from_the_stored_one_is_refused_naming_index_and_field(
+        api, project):
+    items = [{"external_id": f"q{i}", "content": item_content("likert", i)} for i in range(3)]
+    api.post("/api/projects/mocha-dev/items/bulk/", {"items": items}, format="json")
+    changed = [dict(item) for item in items]
+    changed[1] = {**changed[1], "split": "test"}
+    response = api.post("/api/projects/mocha-dev/items/bulk/", {"items": changed},
+                        format="json")
+    assert response.status_code == 400
+    message = response.json()["items"]["1"]["split"][0]
+    assert "'q1' already exists" in message and "different split" in message
+    # Part of the batch stored, part new: not a retry; nothing of it is stored.
+    grown = [*items, {"external_id": "q9", "content": item_content("likert", 9)}]
+    response = api.post("/api/projects/mocha-dev/items/bulk/", {"items": grown}, format="json")
+    assert response.status_code == 400
+    message = response.json()["items"]["0"]["external_id"][0]
+    assert "items[3] ('q9') does not" in message
+    assert project.items.count() == 3
+
+
+@pytest.mark.reliability
+def test_a_repeated_single_item_request_answers_the_stored_item(api, project):
+    body = {"external_id": "q1", "dataset": "mocha", "content": item_content("likert")}
+    first = api.post("/api/projects/mocha-dev/items/", body, format="json")
+    assert first.status_code == 201
+    again = api.post("/api/projects/mocha-dev/items/", body, format="json")
+    assert again.status_code == 200 and again.json() == first.json()
+    response = api.post("/api/projects/mocha-dev/items/", {**body, "dataset": "other"},
+                        format="json")
+    assert response.status_code == 400 and "different dataset" in response.json()["dataset"][0]
     assert project.items.count() == 1
 
 
@@ -469,7 +518,10 @@ def test_schema_validates_without_warnings(tmp_path):
     content = schema["components"]["schemas"]["ItemInput"]["properties"]["content"]
     assert [branch["title"] for branch in content["anyOf"]] == ["likert", "ab", "mc"]
     item_post = schema["paths"]["/api/projects/{project_slug}/items/"]["post"]["responses"]
-    assert {"201", "400", "401", "403", "404", "415"} <= set(item_post)
+    assert {"200", "201", "400", "401", "403", "404", "415"} <= set(item_post)
+    bulk_post = schema["paths"]["/api/projects/{project_slug}/items/bulk/"]["post"]
+    assert {"200", "201"} <= set(bulk_post["responses"])
+    assert "retry" in bulk_post["description"]
 
 
 def test_the_schema_documents_pages_and_their_400_only_where_they_are_served(tmp_path, alice):
