@@ -53,3 +53,24 @@ def find_control_character(value: Any, where: str = "") -> tuple[str, str] | Non
             if (hit := find_control_character(child, f"{where}[{index}]")) is not None:
                 return hit
     return None
+
+
+# Line breaks and tabs, which a one-line name (a project title, a stage name) must not hold
+# either: it is shown in page titles, lists, chart labels and provider study names.
+LINE_BREAK_OR_TAB = re.compile(r"[\t\n\r]")
+
+
+def display_text_error(text: str, *, multiline: bool) -> str | None:
+    """Why researcher-entered display text (a project's title or instructions, a stage's name,
+    a judge's description) cannot be stored, or None: the rule of every door that sets it (the
+    admin's forms, the REST API, the management commands, through the model fields'
+    validators in `annotation.validators`). `multiline`: tab, line feed and carriage return
+    are kept (instructions, descriptions); a one-line name refuses them too."""
+    if not isinstance(text, str):
+        return None
+    if (found := CONTROL_CHARACTER.search(text)) is not None:
+        return control_character_message(found.group())
+    if not multiline and (found := LINE_BREAK_OR_TAB.search(text)) is not None:
+        return (f"must be one line (found {describe(found.group())}): no line breaks, tabs or "
+                "other control characters")
+    return None

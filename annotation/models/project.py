@@ -9,6 +9,7 @@ from django.db import models
 
 from annotation.domain.aggregation import AGGREGATION_MODELS, resolve_aggregation
 from annotation.domain.judge_refs import judge_ref_error
+from annotation.validators import validate_multiline_text, validate_one_line_text
 from core import vocabulary
 from core.choices import django_choices
 
@@ -59,9 +60,10 @@ class Project(models.Model):
     """One study: a task kind, its instructions and the settings every stage inherits."""
 
     slug = models.SlugField(max_length=80, unique=True)
-    title = models.CharField(max_length=200)
+    title = models.CharField(max_length=200, validators=[validate_one_line_text])
     kind = models.CharField(max_length=10, choices=TaskKind.choices)
-    instructions = models.TextField(blank=True, help_text="Shown above every task page.")
+    instructions = models.TextField(blank=True, help_text="Shown above every task page.",
+                                    validators=[validate_multiline_text])
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         null=True,

@@ -10,6 +10,7 @@ from core import vocabulary
 from core.choices import django_choices
 from core.leases import LeaseStates
 
+from ..validators import validate_one_line_text
 from .item import Item
 from .project import NOT_NEGATIVE_MONEY, Project
 
@@ -51,7 +52,7 @@ class Stage(models.Model):
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="stages")
     kind = models.CharField(max_length=20, choices=StageKind.choices)
-    name = models.CharField(max_length=100)
+    name = models.CharField(max_length=100, validators=[validate_one_line_text])
     order = models.PositiveSmallIntegerField(default=0)
     status = models.CharField(
         max_length=20, choices=StageStatus.choices, default=StageStatus.DRAFT

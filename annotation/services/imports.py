@@ -233,7 +233,10 @@ def import_stage_get_or_create(*, project: Project, name: str,
             "an export of it into another project, or rename the stage in the file"
         )
     order = Stage.objects.filter(project=project).count()
-    from .stages import stage_close, stage_create
+    from .stages import stage_close, stage_create, stage_name_error
+
+    if (error := stage_name_error(name)) is not None:
+        raise ImportConflictError(f"stage {name!r}: its name {error}")
 
     stage = stage_create(project=project, kind=kind, name=name, provider=Provider.IMPORT,
                          order=order)

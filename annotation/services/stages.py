@@ -24,6 +24,7 @@ from annotation.cost_selectors import (
     stage_cost_estimate,
     stage_spent,
 )
+from annotation.domain.control_characters import display_text_error
 from annotation.domain.stage_settings import (
     ROUTING_MODES,
     settings_fixed_once_published,
@@ -210,11 +211,20 @@ def stage_requirement_error(*, project, required: Stage | None,
     return None
 
 
+def stage_name_error(name: str) -> str | None:
+    """Why `name` cannot name a stage (one line, no control characters), or None: the
+    rule of the stage model's validator, for the doors that do not run it (imports, services
+    called directly)."""
+    return display_text_error(name, multiline=False)
+
+
 def stage_create(*, project, items: dict | None = None, **fields) -> Stage:
     """A new stage: always a draft (its status then changes only through publish, close and
     extend); `status` is refused, not ignored. `items`: a filter for `stage_items_select`."""
     if "status" in fields and fields.pop("status") not in (None, "", StageStatus.DRAFT):
         raise IllegalTransition("a new stage is a draft: publish it to release its items")
+    if (error := stage_name_error(fields.get("name", ""))) is not None:
+        raise StageEditRefused({"name": error})
     stage = Stage.objects.create(project=project, status=StageStatus.DRAFT, **fields)
     if items is not None:
         stage_items_select(stage=stage, **items)
@@ -468,6 +478,8 @@ def stage_update(*, stage: Stage, data: dict) -> Stage:
     # checks and the HITs they approved.
     stage_row_lock(stage)
     errors = stage_edit_errors(stage=stage, changes=data)
+    if "name" in data and (error := stage_name_error(data["name"])) is not None:
+        errors["name"] = error
     if errors:
         raise StageEditRefused(errors)
     items = data.pop("items", None)

@@ -9,6 +9,7 @@ from django.conf import settings
 from django.db import models
 
 from annotation.models import Item, Project
+from annotation.validators import validate_multiline_text
 
 from .scoring_jobs import ScoringJobBase
 
@@ -21,7 +22,7 @@ class JudgeKind(models.TextChoices):
 class Judge(models.Model):
     name = models.SlugField(max_length=100, unique=True)
     kind = models.CharField(max_length=20, choices=JudgeKind.choices)
-    description = models.TextField(blank=True)
+    description = models.TextField(blank=True, validators=[validate_multiline_text])
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -8,6 +8,7 @@ import json
 from django.conf import settings
 from django.db import IntegrityError, transaction
 
+from annotation.domain.control_characters import display_text_error
 from annotation.domain.judge_refs import JUDGE_REF
 
 from ...domain.judge_prompts import JudgeConfigError, validate_config
@@ -65,6 +66,8 @@ def judge_version_create(*, name: str, kind: str = JudgeKind.LLM, config: dict |
         raise JudgeConfigError(f"kind: {kind!r} is not one of {', '.join(JudgeKind.values)}")
     if error := judge_label_error(name, version_name):
         raise JudgeConfigError(error)
+    if error := display_text_error(description, multiline=True):
+        raise JudgeConfigError(f"description: {error}")
     config = validate_config(config or {}) if kind == JudgeKind.LLM else dict(config or {})
     digest = config_hash(config)
     for _ in range(3):
