@@ -7,7 +7,9 @@ from core.vocabulary import ModelKind
 from metrics_app.models import ModelVersion
 from metrics_app.services.scoring import project_score_metrics
 
+from .common import version_event
 from .promotion import model_version_decide
+from .refresh import DECISION_ERROR
 from .training import model_version_train
 
 
@@ -19,9 +21,15 @@ def model_version_train_run(*, model_version_id: int) -> str:
 
 
 def model_version_decide_run(*, model_version_id: int) -> str:
-    """Apply the promotion rule again to an evaluated version; its status afterwards."""
+    """Apply the promotion rule to a version trained but not yet decided (a decided one is
+    left alone); its status afterwards. A decision that raises is logged on the version, so
+    the sweep that gives up on it (`refresh.model_versions_decide_pending`) can say why."""
     version = ModelVersion.objects.get(pk=model_version_id)
-    return model_version_decide(model_version=version).status
+    try:
+        return model_version_decide(model_version=version).status
+    except Exception as exc:
+        version_event(version, DECISION_ERROR, f"{type(exc).__name__}: {exc}")
+        raise
 
 
 def project_score_lerc(*, project_id: int, model_version_id: int | None = None) -> dict:
