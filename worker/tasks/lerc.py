@@ -33,10 +33,12 @@ def lerc_evaluate(model_version_id: int) -> str:
 
 @shared_task(name="worker.tasks.lerc.lerc_score_project", acks_late=True)
 def lerc_score_project(project_id: int, model_version_id: int | None = None) -> dict:
-    """Score every item of a project with LERC and cache the scores (MetricScore)."""
-    from metrics_app.services.lerc.runs import project_score_lerc
+    """Legacy: nothing sends this any more. A message still in a broker becomes an ordinary
+    scoring job of the project's LERC metric (job lease, one run, the promoted version)."""
+    from metrics_app.services.lerc.runs import lerc_scoring_job_for_message
 
-    return project_score_lerc(project_id=project_id, model_version_id=model_version_id)
+    return lerc_scoring_job_for_message(project_id=project_id,
+                                        model_version_id=model_version_id)
 
 
 @shared_task(name="worker.tasks.lerc.lerc_refresh")
