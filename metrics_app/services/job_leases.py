@@ -7,7 +7,11 @@ what recovery does to it:
   judge runs (`JudgeJob`; services/judges/runs.py) are sent again until QAJ_JOB_MAX_ATTEMPTS
   runs have started, then failed with the reason;
 - LERC training (`ModelVersion`; services/lerc/training.py) is failed at once (a retrain is a
-  new version) and the failure is logged on the version.
+  new version) and the failure is logged on the version;
+- a LERC version trained but never decided (its evaluation stored, the promotion decision
+  lost with its worker or message) holds no lease, so the same sweep looks for it too
+  (services/lerc/refresh.py `model_versions_decide_pending`): its decision is sent again a
+  bounded number of times, then the version is failed with the reason.
 
 Provider publish/sync jobs hold no "running" row (they are idempotent and re-run by beat).
 A new lease-holding job kind is added to `leased_job_kinds`.
@@ -18,6 +22,7 @@ from core.leases import LeasedJobKind, stale_jobs_recover
 
 from ..models import ItemScoringJob, JudgeJob, ModelVersion, ScoringJob
 from .judges.runs import judge_job_send
+from .lerc.refresh import model_versions_decide_pending
 from .lerc.training import model_version_worker_lost
 from .scoring import scoring_job_send
 
@@ -33,5 +38,9 @@ def leased_job_kinds() -> list[LeasedJobKind]:
 
 def stale_jobs_recover_all() -> dict[str, int]:
     """Beat: every running job whose worker stopped beating, of every kind, is sent again or
-    failed (core/leases.py `stale_jobs_recover`). Returns counts."""
-    return stale_jobs_recover(leased_job_kinds())
+    failed (core/leases.py `stale_jobs_recover`), and so is every LERC promotion decision that
+    never ran (`model_versions_decide_pending`). Returns counts."""
+    counts = stale_jobs_recover(leased_job_kinds())
+    for outcome, n in model_versions_decide_pending().items():
+        counts[outcome] += n
+    return counts

@@ -2,7 +2,8 @@
 `lerc_refresh`, which goes to `default`). Thin: ids in, one service call each
 (metrics_app/services/lerc/runs.py). Late acks + reject-on-worker-lost mean a task whose worker
 dies is delivered again; the services make that safe (a finished version is left alone, a dead
-one resumes or is failed by the job lease sweep, `metrics.recover_stale_jobs`)."""
+one resumes or is failed by the job lease sweep, `metrics.recover_stale_jobs`, which also sends
+`lerc_evaluate` again for a version trained but never decided)."""
 from __future__ import annotations
 
 from celery import shared_task
@@ -23,7 +24,8 @@ def lerc_train(self, model_version_id: int) -> str:
 
 @shared_task(name="worker.tasks.lerc.lerc_evaluate", acks_late=True, reject_on_worker_lost=True)
 def lerc_evaluate(model_version_id: int) -> str:
-    """Apply the promotion rule again to an evaluated version (e.g. after a rollback)."""
+    """Decide a version trained but never decided (sent again by the lease sweep); a decided
+    version is left alone, so a late or second delivery decides nothing twice."""
     from metrics_app.services.lerc.runs import model_version_decide_run
 
     return model_version_decide_run(model_version_id=model_version_id)
@@ -31,10 +33,12 @@ def lerc_evaluate(model_version_id: int) -> str:
 
 @shared_task(name="worker.tasks.lerc.lerc_score_project", acks_late=True)
 def lerc_score_project(project_id: int, model_version_id: int | None = None) -> dict:
-    """Score every item of a project with LERC and cache the scores (MetricScore)."""
-    from metrics_app.services.lerc.runs import project_score_lerc
+    """Legacy: nothing sends this any more. A message still in a broker becomes an ordinary
+    scoring job of the project's LERC metric (job lease, one run, the promoted version)."""
+    from metrics_app.services.lerc.runs import lerc_scoring_job_for_message
 
-    return project_score_lerc(project_id=project_id, model_version_id=model_version_id)
+    return lerc_scoring_job_for_message(project_id=project_id,
+                                        model_version_id=model_version_id)
 
 
 @shared_task(name="worker.tasks.lerc.lerc_refresh")

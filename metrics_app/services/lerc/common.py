@@ -19,6 +19,15 @@ IN_FLIGHT = (ModelStatus.QUEUED, ModelStatus.TRAINING)
 TRAINED = (ModelStatus.PROMOTED, ModelStatus.EVALUATED, ModelStatus.REJECTED)
 
 
+def decision_pending(version: ModelVersion) -> bool:
+    """Trained and evaluated, but the promotion rule never gave its verdict (the worker died
+    between the two, or the decision raised): evaluated, never promoted, no decision stored.
+    A version that was decided, or promoted by hand and later replaced, is evaluated too and
+    never decided again (a late redelivery must not promote it a second time)."""
+    return (version.status == ModelStatus.EVALUATED and version.promoted_at is None
+            and "promotion_decision" not in (version.metrics or {}))
+
+
 class LercError(Exception):
     """A LERC request that cannot be carried out; the message says why."""
 

@@ -23,7 +23,7 @@ from metrics_app.model_selectors import (
 )
 from metrics_app.models import ModelKind, ModelStatus, ModelVersion
 
-from .common import TRAINED, LercError, version_event, versions_locked
+from .common import TRAINED, LercError, decision_pending, version_event, versions_locked
 from .datasets import version_dataset_build
 from .evaluation import model_version_scorer, split_metrics
 from .options import version_train_config
@@ -48,8 +48,8 @@ def model_version_decide(*, model_version: ModelVersion, val_examples: list | No
     meanwhile (a second retrain finishing, a promotion by hand), the version is measured again
     against the new incumbent, never promoted over a version it was not compared with."""
     version = ModelVersion.objects.get(pk=model_version.pk)
-    if version.status != ModelStatus.EVALUATED:
-        return version
+    if not decision_pending(version):
+        return version  # decided already (a redelivered or resent task): once only
     candidate: float | None | object = STORED
     if val_examples is None:
         cfg = version_train_config(version)
@@ -72,8 +72,8 @@ def model_version_decide(*, model_version: ModelVersion, val_examples: list | No
         with transaction.atomic():
             versions_locked(version.name)
             version = ModelVersion.objects.get(pk=version.pk)
-            if version.status != ModelStatus.EVALUATED:
-                return version  # decided meanwhile (a redelivered task)
+            if not decision_pending(version):
+                return version  # decided meanwhile (a redelivered or resent task)
             now = promoted_model_version(name=version.name, projects=version_project_set(version))
             if getattr(now, "pk", None) != getattr(incumbent, "pk", None):
                 continue  # another promotion of this set landed: compare with it
@@ -200,9 +200,18 @@ def model_version_promote(*, model_version: ModelVersion, user=None, reason: str
 def model_version_rollback(*, name: str = REGRESSION_MODEL_NAME, user=None,
                            model_version: ModelVersion | None = None) -> ModelVersion:
     """Serve again the version that was promoted before the current one, within a project
-    set: `model_version`'s, or the only set with a promoted version of `name`."""
+    set: `model_version`'s, or the only set with a promoted version of `name`.
+
+    Which version serves now, and which served before it, are read under the lock that
+    promotions and promotion decisions take (`common.versions_locked`): a decision landing at
+    the same moment (a retrain promoted) happens wholly before or after the rollback, so the
+    rollback never replaces a version it did not read as the current one, and one version of
+    the set serves."""
     if model_version is not None:
-        name, scope = model_version.name, version_project_set(model_version)
+        name = model_version.name
+    versions_locked(name)
+    if model_version is not None:
+        scope = version_project_set(model_version)
     else:
         scopes = {version_project_set(v) for v in ModelVersion.objects.filter(
             name=name, status=ModelStatus.PROMOTED)}

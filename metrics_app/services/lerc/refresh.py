@@ -1,18 +1,38 @@
 """Scheduled work: retrain when enough new judgments arrived (counting only work gathered here
-unless imports are asked for). Versions whose worker stopped beating are failed by the one
-lease sweep (metrics_app/services/job_leases.py)."""
+unless imports are asked for), and decide the versions whose promotion decision never ran.
+Versions whose worker stopped beating are failed by the one lease sweep
+(metrics_app/services/job_leases.py), which also runs `model_versions_decide_pending`."""
 from __future__ import annotations
+
+import logging
 
 from django.conf import settings
 from django.db import transaction
+from django.utils import timezone
 
 from annotation.models import Project, StageKind
 from annotation.selectors import judgments_that_count
+from core.leases import max_attempts, stale_after_seconds
 from metrics_app.models import ModelKind, ModelStatus, ModelVersion
 
-from .common import IN_FLIGHT, NAME_BY_KIND, TASK_KIND_BY_MODEL_KIND, TRAINED
+from .common import (
+    IN_FLIGHT,
+    NAME_BY_KIND,
+    TASK_KIND_BY_MODEL_KIND,
+    TRAINED,
+    decision_pending,
+    version_event,
+    versions_locked,
+)
 from .options import default_train_options_check
 from .training import model_version_create, model_version_enqueue, model_versions_send_pending
+
+logger = logging.getLogger(__name__)
+
+# The event that records each time the sweep sent a version's decision again (their count
+# bounds the sends) and the one a failed decision run leaves (its error ends the story).
+DECISION_RESENT = "decision sent again"
+DECISION_ERROR = "decision error"
 
 
 def lerc_refresh_due(*, min_new_judgments: int) -> list[tuple[Project, ModelKind, int]]:
@@ -83,3 +103,68 @@ def lerc_refresh(*, min_new_judgments: int | None = None) -> list[ModelVersion]:
             model_version_enqueue(model_version=version)
         created.append(version)
     return created
+
+
+def model_versions_decide_pending() -> dict[str, int]:
+    """Beat (part of the lease sweep): a version that finished training but whose promotion
+    decision never ran or never finished (the worker killed after storing the model, the
+    `lerc_evaluate` message lost, the broker down, the decision raising) would stay undecided
+    forever. Once it has been undecided for QAJ_JOB_STALE_AFTER_SECONDS since its evaluation
+    or its last send, its `lerc_evaluate` is sent again, at most QAJ_JOB_MAX_ATTEMPTS times;
+    after that it is failed, the reason logged on the version. Counts: {"retried", "failed"}.
+
+    Safe to run twice at once and against a late delivery: each version is looked at under the
+    lock of its model's versions (the one promotions and decisions take), and the decision
+    itself acts only on a version still undecided (`common.decision_pending`)."""
+    counts = {"retried": 0, "failed": 0}
+    now = timezone.now()
+    undecided = (ModelVersion.objects.filter(status=ModelStatus.EVALUATED,
+                                             promoted_at__isnull=True)
+                 .order_by("pk").values_list("pk", flat=True))
+    for version_id in undecided:
+        outcome = _decision_recover(version_id, now)
+        if outcome is not None:
+            counts[outcome] += 1
+    return counts
+
+
+@transaction.atomic
+def _decision_recover(version_id: int, now) -> str | None:
+    """Send one undecided version's decision again, fail it, or leave it (decided meanwhile,
+    or its last send is younger than the stale limit); "retried", "failed" or None."""
+    name = ModelVersion.objects.filter(pk=version_id).values_list("name", flat=True).first()
+    if name is None:
+        return None
+    versions_locked(name)
+    version = ModelVersion.objects.get(pk=version_id)
+    if not decision_pending(version):
+        return None
+    sends = version.events.filter(event=DECISION_RESENT)
+    last_send = sends.order_by("-created_at").values_list("created_at", flat=True).first()
+    since = last_send or version.finished_at or version.heartbeat_at or version.created_at
+    waited = (now - since).total_seconds()
+    if waited < stale_after_seconds():
+        return None  # the decision may still be running (or on its way)
+    sent = sends.count()
+    if sent < max_attempts():
+        version_event(version, DECISION_RESENT,
+                      f"no promotion decision {int(waited)}s after "
+                      f"{'the last send' if last_send else 'evaluation'}; "
+                      f"send {sent + 1} of {max_attempts()}")
+        model_version_enqueue(model_version=version, task="evaluate")
+        logger.warning("%s: promotion decision sent again (%s of %s)", version, sent + 1,
+                       max_attempts())
+        return "retried"
+    last_error = (version.events.filter(event=DECISION_ERROR).order_by("-created_at", "-id")
+                  .values_list("detail", flat=True).first())
+    reason = (f"no promotion decision after {sent} sends of lerc_evaluate"
+              + (f"; last error: {last_error}" if last_error else
+                 " (none ran to the end: no worker on the gpu queue?)")
+              + "; train a new version")
+    version.status = ModelStatus.FAILED
+    version.error = reason
+    version.finished_at = version.finished_at or now
+    version.save(update_fields=["status", "error", "finished_at"])
+    version_event(version, "failed", reason)
+    logger.warning("%s: %s", version, reason)
+    return "failed"

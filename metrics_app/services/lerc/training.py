@@ -40,6 +40,7 @@ from .common import (
     NAME_BY_KIND,
     TASK_KIND_BY_MODEL_KIND,
     LercError,
+    decision_pending,
     version_event,
     versions_locked,
 )
@@ -270,7 +271,7 @@ def model_version_train(*, model_version: ModelVersion) -> ModelVersion:
     nothing; on another host with a fresh heartbeat it raises TrainingElsewhere so the task
     looks again once the heartbeat could be stale; a stale heartbeat resumes anywhere."""
     current = ModelVersion.objects.get(pk=model_version.pk)
-    if current.status == ModelStatus.EVALUATED and "promotion_decision" not in current.metrics:
+    if decision_pending(current):
         # The worker died between the evaluation and the promotion decision.
         return model_version_decide(model_version=current)
     lease = JobLease(ModelVersion, model_version.pk)

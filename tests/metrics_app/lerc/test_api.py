@@ -97,18 +97,52 @@ def test_lerc_job_whose_model_cannot_load_ends_failed_with_the_reason(tmp_path):
     assert ItemScoringJob.objects.get(pk=body["id"]).finished_at is not None
 
 
-def test_score_project_task_caches_lerc_scores(trained_model_dir):
-    from metrics_app.models import MetricScore
+@pytest.mark.reliability
+def test_a_leftover_lerc_score_project_message_becomes_one_guarded_scoring_job(
+        trained_model_dir):
+    """`lerc_score_project` is sent by nothing any more; a message still in a broker becomes an
+    ordinary scoring job (job lease, one run) scoring with the promoted version: nothing is
+    scored by the message itself, a second copy reuses the waiting job, and the job caches the
+    scores per version as any scoring job does."""
+    from metrics_app.models import MetricScore, ScoringJob, ScoringStatus
     from testing.factories import make_item
     from worker.tasks.lerc import lerc_score_project
+    from worker.tasks.metrics import score_project
 
     version = _served(trained_model_dir)
     project = make_project(kind=TaskKind.LIKERT)
     items = [make_item(project) for _ in range(3)]
-    summary = lerc_score_project.run(project.pk)
-    assert summary["lerc"]["scored"] == 3 and summary["lerc"]["error"] == ""
+    outcome = lerc_score_project.run(project.pk)
+    job = ScoringJob.objects.get(pk=outcome["scoring_job"])
+    assert outcome["created"] and outcome["ignored_model_version"] is None
+    assert (job.metrics, job.queue, job.options, job.status, job.requested_by) == (
+        ["lerc"], "gpu", {}, ScoringStatus.QUEUED, None)
+    assert not MetricScore.objects.exists()  # the message scored nothing itself
+    copy = lerc_score_project.run(project.pk)
+    assert (copy["scoring_job"], copy["created"]) == (job.pk, False)
+    assert ScoringJob.objects.count() == 1
+
+    score_project.run(job.pk)
+    job.refresh_from_db()
+    assert job.status == ScoringStatus.DONE and job.attempts == 1, job.error
+    assert job.detail["lerc"]["scored"] == 3 and job.detail["lerc"]["error"] == ""
     stored = MetricScore.objects.filter(item__project=project, metric="lerc",
                                         version=f"v{version.number}")
     assert sorted(stored.values_list("item_id", flat=True)) == [i.pk for i in items]
     assert all(isinstance(value, float) for value in stored.values_list("value", flat=True))
-    assert lerc_score_project.run(project.pk)["lerc"]["cached"] == 3
+    score_project.run(job.pk)  # a redelivery of the job's own task: the lease runs it once
+    assert ScoringJob.objects.get(pk=job.pk).attempts == 1
+    # A copy arriving after the job finished queues a new one, which finds everything cached.
+    late = lerc_score_project.run(project.pk)
+    assert late["created"] and late["scoring_job"] != job.pk
+    score_project.run(late["scoring_job"])
+    assert ScoringJob.objects.get(pk=late["scoring_job"]).detail["lerc"]["cached"] == 3
+
+
+def test_a_leftover_lerc_score_project_message_for_a_deleted_project_scores_nothing():
+    from metrics_app.models import ScoringJob
+    from worker.tasks.lerc import lerc_score_project
+
+    outcome = lerc_score_project.run(987654)
+    assert outcome["scoring_job"] is None and "project 987654 no longer exists" in outcome["note"]
+    assert not ScoringJob.objects.exists()

@@ -128,3 +128,32 @@ def test_killed_worker_leaves_no_version_training(workers, redis_url):
     assert version.status == ModelStatus.FAILED
     assert "worker lost" in version.error
     assert not ModelVersion.objects.filter(status=ModelStatus.TRAINING).exists()
+
+
+@pytest.mark.reliability
+def test_a_decision_lost_with_its_worker_is_sent_again_by_the_sweep(workers, redis_url):
+    """A version whose model was stored but whose promotion decision never ran (its worker
+    killed in between, the message lost): the beat's sweep, on a real worker, sends its
+    `lerc_evaluate` again through the broker, and the version is decided (no incumbent:
+    promoted) once."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from metrics_app.services.lerc import model_version_create
+    from worker.tasks.metrics import recover_stale_jobs
+
+    project = make_project(kind=TaskKind.LIKERT)
+    version = model_version_create(projects=[project])
+    ModelVersion.objects.filter(pk=version.pk).update(
+        status=ModelStatus.EVALUATED, artifact_uri="stub-model",
+        metrics={"validation": {"pearson": 0.6}},
+        finished_at=timezone.now() - timedelta(hours=1))
+    sweeper = workers(QAJ_JOB_STALE_AFTER_SECONDS="2")
+    send(recover_stale_jobs, redis_url)
+    decided = wait_for(lambda: ModelVersion.objects.filter(
+        pk=version.pk, status=ModelStatus.PROMOTED).first(), sweeper, 120,
+        "the undecided version to be decided")
+    assert decided.events.filter(event="decision sent again").count() == 1
+    assert decided.events.filter(event="promoted").count() == 1
+    assert decided.metrics["promotion_decision"]["promoted"] is True

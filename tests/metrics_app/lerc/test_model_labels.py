@@ -215,12 +215,23 @@ def test_a_number_no_id_column_holds_is_no_version_not_a_driver_error(study):
     assert model_version_for_label(" V1 ").number == 1
 
 
-def test_the_lerc_scoring_task_never_reads_a_version_id_as_the_other_kinds_version(study):
-    """`lerc_score_project(project, version id)` names the version with its model: lerc v1's
-    id on an A/B project is refused, not read as lerc-ab v1."""
+def test_a_leftover_lerc_scoring_message_never_scores_with_the_version_it_names(study):
+    """A `lerc_score_project(project, version id)` message still in a broker (nothing sends it
+    now) has no requester, so it may not choose a version: it becomes a scoring job of the
+    project's own LERC metric with no model option (the promoted version serves), whether the
+    id names an unpromoted version (lerc v3, rejected) or the other kind's version (lerc v1 on
+    an A/B project, never read as lerc-ab v1). Nothing is scored by the message itself."""
     from worker.tasks.lerc import lerc_score_project
 
+    rejected = ModelVersion.objects.get(name="lerc", number=3)
+    outcome = lerc_score_project.run(study["likert"].pk, rejected.pk)
+    job = ScoringJob.objects.get(pk=outcome["scoring_job"])
+    assert (job.metrics, job.options, job.requested_by) == (["lerc"], {}, None)
+    assert outcome["ignored_model_version"] == rejected.pk
+    assert "may not choose" in outcome["note"]
+
     regression = ModelVersion.objects.get(name="lerc", number=1)
-    summary = lerc_score_project.run(study["ab"].pk, regression.pk)
-    assert "'lerc:v1' is a lerc version" in summary["lerc_ab"]["error"]
+    on_ab = lerc_score_project.run(study["ab"].pk, regression.pk)
+    ab_job = ScoringJob.objects.get(pk=on_ab["scoring_job"])
+    assert (ab_job.project, ab_job.metrics, ab_job.options) == (study["ab"], ["lerc_ab"], {})
     assert not MetricScore.objects.exists()
