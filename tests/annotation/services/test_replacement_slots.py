@@ -126,3 +126,20 @@ def test_the_project_redundancy_per_split_is_refilled_too():
     assignment_reject(assignment=spam, reason="random answers")
     _judge(stage, item)
     assert _counted(stage) == 1
+
+
+def test_the_cockpit_and_the_stage_page_say_how_many_slots_were_reoffered(client):
+    from django.urls import reverse
+
+    from testing.factories import make_user
+
+    stage, item = _fixed_stage()
+    _judge(stage, item)
+    spam = _judge(stage, item, score=1)
+    assignment_reject(assignment=spam, reason="answers do not match the passage")
+    client.force_login(make_user(superuser=True))
+    page = client.get(reverse("metrics:project-cockpit",
+                              args=[stage.project.slug])).content.decode()
+    assert "1 slot of rejected or blocked work re-offered to other workers" in page
+    page = client.get(reverse("admin:annotation_stage_change", args=[stage.pk])).content.decode()
+    assert "1 slot of rejected or blocked work re-offered to other workers" in page
