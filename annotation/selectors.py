@@ -319,11 +319,11 @@ class Progress:
     reoffered: int = 0
 
     def reoffered_text(self) -> str:
-        """"2 slots of rejected or blocked work re-offered to other workers" ("" for none)."""
+        """"2 slots of work that does not count re-offered to other workers" ("" for none)."""
         if not self.reoffered:
             return ""
-        return (f"{self.reoffered} slot{'s' if self.reoffered != 1 else ''} of rejected or "
-                f"blocked work re-offered to other workers")
+        return (f"{self.reoffered} slot{'s' if self.reoffered != 1 else ''} of work that does "
+                f"not count (rejected, a blocked worker, ...) re-offered to other workers")
 
     @property
     def unit(self) -> str:

@@ -63,7 +63,7 @@ def test_a_rejected_assignment_gives_its_slot_to_another_worker_once():
     progress = stage_progress(stages=[stage])[stage.pk]
     assert (progress.judgments, progress.wanted, progress.not_counted) == (2, 2, 1)
     assert progress.reoffered == 1
-    assert "1 slot of rejected or blocked work re-offered" in progress.reoffered_text()
+    assert "1 slot of work that does not count" in progress.reoffered_text()
     with pytest.raises(NoItemsAvailable):  # two count: full again
         assignment_start(stage=stage, worker=make_worker())
 
@@ -128,6 +128,9 @@ def test_the_project_redundancy_per_split_is_refilled_too():
     assert _counted(stage) == 1
 
 
+SHOWN = "1 slot of work that does not count (rejected, a blocked worker, ...) re-offered"
+
+
 def test_the_cockpit_and_the_stage_page_say_how_many_slots_were_reoffered(client):
     from django.urls import reverse
 
@@ -140,6 +143,6 @@ def test_the_cockpit_and_the_stage_page_say_how_many_slots_were_reoffered(client
     client.force_login(make_user(superuser=True))
     page = client.get(reverse("metrics:project-cockpit",
                               args=[stage.project.slug])).content.decode()
-    assert "1 slot of rejected or blocked work re-offered to other workers" in page
+    assert SHOWN in page
     page = client.get(reverse("admin:annotation_stage_change", args=[stage.pk])).content.decode()
-    assert "1 slot of rejected or blocked work re-offered to other workers" in page
+    assert SHOWN in page
