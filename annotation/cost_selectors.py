@@ -247,6 +247,27 @@ def bonus_over_budget(*, stage: Stage, amount: Decimal) -> str:
             f"${_money(others + this)} of the project's ${cap} budget cap; raise the cap first")
 
 
+def extra_assignment_over_budget(*, stage: Stage, reward: Decimal, max_assignments: int) -> str:
+    """Why offering one more assignment (at `reward`, on a HIT that will then have
+    `max_assignments`) would take the project past its budget cap ("" when it would not, or
+    there is no cap): the stage's estimate grows by the reward and the provider's fee on it,
+    counted on what the project has committed already (a rejected assignment is not paid, so
+    this errs on the side of the cap)."""
+    from annotation.providers import get_provider
+
+    cap = stage.project.budget_cap
+    if cap is None:
+        return ""
+    cost = reward + get_provider(stage.provider).assignment_fee(
+        reward=reward, max_assignments=max_assignments)
+    committed = project_committed_cost(project=stage.project)
+    if committed + cost <= cap:
+        return ""
+    return (f"one more assignment (${_money(cost)} with the provider's fee) would commit "
+            f"${_money(committed + cost)} of the project's ${cap} budget cap; raise the cap "
+            "to re-offer it")
+
+
 def stage_spent(*, stage: Stage) -> Decimal:
     """Money paid so far on the stage: each approved assignment's reward and the provider's fee
     on it, plus every bonus paid and its fee."""

@@ -27,8 +27,11 @@ from .models import (
     AssignmentStatus,
     Item,
     Judgment,
+    ParticipantVerification,
     Project,
     Provider,
+    ProviderCall,
+    ProviderCallStatus,
     Stage,
     StageKind,
     StageStatus,
@@ -95,6 +98,11 @@ NOT_COUNTED_ASSIGNMENT_STATUSES = (AssignmentStatus.REJECTED, AssignmentStatus.R
                                    AssignmentStatus.FLAGGED)
 
 
+# The MTurk operation that re-offers a slot given back (one extra assignment per call, the
+# call keyed by the assignment whose slot it replaces: annotation/services/replacements.py).
+REOFFER_OPERATION = "CreateAdditionalAssignmentsForHIT"
+
+
 def judgments_that_count(queryset: QuerySet[Judgment] | None = None, *,
                          project: Project | None = None, data_stages_only: bool = True,
                          include_rejected: bool = False) -> QuerySet[Judgment]:
@@ -137,6 +145,30 @@ def judgments_that_count(queryset: QuerySet[Judgment] | None = None, *,
         return queryset.exclude(_blocked_here(project))
     return queryset.exclude(worker__status=WorkerStatus.BLOCKED).exclude(
         Exists(_blocks_by_researchers_of_its_project()))
+
+
+def judgments_releasing_slots(queryset: QuerySet[Judgment] | None = None, *,
+                               project: Project | None = None) -> QuerySet[Judgment]:
+    """THE rule of a redundancy slot given back: the judgments that will never count, so the
+    slot each one took in its item's redundancy is offered to another worker. An item's
+    filled slots are its judgments in the stage that count (`judgments_that_count`) plus those
+    that still could: a Prolific session being verified (presumed real until the provider
+    says otherwise) and, beside the judgments, the live assignments holding the item. What is
+    left is given back: rejected, returned or flagged work, a session the provider does not
+    know, a worker blocked for the project.
+
+    Read by every door that enforces redundancy: picking for in-house and Prolific pages
+    (`annotation/services/assignments/picking.py`, fixed redundancy), the adaptive targets
+    (`annotation/services/redundancy.py`), MTurk's extra assignments
+    (`annotation/services/replacements.py`) and the progress line (`Progress.reoffered`).
+    Without `project`, each judgment is checked against its own item's project's blocks."""
+    queryset = Judgment.objects.all() if queryset is None else queryset
+    given_back = (Q(assignment__status__in=NOT_COUNTED_ASSIGNMENT_STATUSES)
+                  | Q(assignment__verification=ParticipantVerification.FAILED))
+    if project is not None:
+        return queryset.filter(item__project=project).filter(given_back | _blocked_here(project))
+    return queryset.filter(given_back | Q(worker__status=WorkerStatus.BLOCKED)
+                           | Q(Exists(_blocks_by_researchers_of_its_project())))
 
 
 def data_only_for(*, stage: Stage | None = None, include_qualification: bool = False) -> bool:
@@ -270,6 +302,10 @@ class Progress:
       on them but not counted (rejected, returned, flagged or unverified work, a blocked
       worker).
     - A qualification is counted in takers: graded (`takers`) and `passed`, of `max_takers`.
+    - `reoffered`: the slots given back and offered to other workers (a stage's; 0 for a
+      project): on in-house and Prolific pages each judgment on those items that gives its
+      slot back (`judgments_releasing_slots`), served again by picking; on MTurk the extra
+      assignments created for them (`annotation/services/replacements.py`).
     """
 
     items: int = 0
@@ -280,6 +316,14 @@ class Progress:
     takers: int | None = None
     passed: int | None = None
     max_takers: int | None = None
+    reoffered: int = 0
+
+    def reoffered_text(self) -> str:
+        """"2 slots of work that does not count re-offered to other workers" ("" for none)."""
+        if not self.reoffered:
+            return ""
+        return (f"{self.reoffered} slot{'s' if self.reoffered != 1 else ''} of work that does "
+                f"not count (rejected, a blocked worker, ...) re-offered to other workers")
 
     @property
     def unit(self) -> str:
@@ -347,6 +391,7 @@ class Progress:
             "takers": self.takers,
             "passed": self.passed,
             "max_takers": self.max_takers,
+            "reoffered": self.reoffered,
             "text": self.text(),
             "assignments": dict(self.assignments),
         }
@@ -421,7 +466,7 @@ def _planned_by_kind(stage: Stage) -> list[tuple[str, int]]:
 
 def stage_progress(*, stages: Sequence[Stage]) -> dict[int, Progress]:
     """Progress per stage id (`Progress`: what each stage wants and what counts of it) in at
-    most seven grouped queries, plus the choice of each draft that lists no items (what
+    most nine grouped queries, plus the choice of each draft that lists no items (what
     publishing it would release). `stages` should come with `select_related("project")` (the
     project's redundancy decides what is wanted)."""
     by_id = {s.pk: s for s in stages}
@@ -494,6 +539,7 @@ def stage_progress(*, stages: Sequence[Stage]) -> dict[int, Progress]:
     for pk, progress in result.items():
         progress.judgments = counted.get(pk, 0)
         progress.not_counted = collected.get(pk, 0) - progress.judgments
+    _reoffered_count(by_id, result)
     for row in (
         Assignment.objects.filter(stage_id__in=by_id)
         .values("stage_id", "status")
@@ -502,6 +548,26 @@ def stage_progress(*, stages: Sequence[Stage]) -> dict[int, Progress]:
     ):
         result[row["stage_id"]].assignments[row["status"]] = row["n"]
     return result
+
+
+def _reoffered_count(by_id: dict[int, Stage], result: dict[int, Progress]) -> None:
+    """`Progress.reoffered` of each data stage, in at most two grouped queries."""
+    picking = [pk for pk, s in by_id.items() if s.kind not in NON_DATA_STAGE_KINDS
+               and s.provider in (Provider.INHOUSE, Provider.PROLIFIC)]
+    if picking:
+        for stage_id, n in (judgments_releasing_slots(Judgment.objects.filter(
+                _regular("item__"), stage_id__in=picking, item__excluded=False))
+                .order_by().values_list("stage_id").annotate(n=Count("id"))
+                .values_list("stage_id", "n")):
+            result[stage_id].reoffered = n
+    mturk = [pk for pk, s in by_id.items() if s.provider == Provider.MTURK]
+    if mturk:
+        for stage_id, n in (ProviderCall.objects.filter(
+                stage_id__in=mturk, operation=REOFFER_OPERATION,
+                status=ProviderCallStatus.SUCCEEDED)
+                .order_by().values_list("stage_id").annotate(n=Count("id"))
+                .values_list("stage_id", "n")):
+            result[stage_id].reoffered = n
 
 
 def stages_with_progress(*, project: Project) -> list[tuple[Stage, Progress]]:

@@ -60,6 +60,10 @@ class ProgressSerializer(serializers.Serializer):
     not_counted = serializers.IntegerField(
         help_text="Judgments collected on those items that do not count (rejected, returned, "
                   "flagged or unverified work, a blocked worker).")
+    reoffered = serializers.IntegerField(
+        help_text="A stage's redundancy slots given back by work that will never count "
+                  "(rejected, a blocked worker, ...) and offered to other workers: served again "
+                  "on in-house and Prolific pages, extra assignments on MTurk; 0 for a project.")
     wanted = serializers.IntegerField(
         allow_null=True,
         help_text="Judgments the plan asks for: each item × its redundancy (the stage's "

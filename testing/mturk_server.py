@@ -70,6 +70,7 @@ class MTurkState:
         self.hit_types: dict[str, dict] = {}
         self.hits: dict[str, dict] = {}
         self.hit_tokens: dict[str, str] = {}
+        self.extend_tokens: dict[str, str] = {}  # CreateAdditionalAssignmentsForHIT's
         self.assignments: dict[str, dict] = {}
         self.bonuses: list[dict] = []
         self.bonus_tokens: set[str] = set()
@@ -121,6 +122,31 @@ class MTurkState:
         if token:
             self.hit_tokens[token] = hit_id
         return {"HIT": self._hit_view(hit)}
+
+    def CreateAdditionalAssignmentsForHIT(self, p: dict) -> dict:
+        """More assignments on a HIT, as MTurk does it: a HIT made with fewer than 10 cannot
+        reach 10 or more; a repeated UniqueRequestToken is an error naming the request, and
+        adds nothing."""
+        hit = self.hits.get(p.get("HITId", ""))
+        if hit is None:
+            raise MTurkError(f"Hit {p.get('HITId')} does not exist.")
+        extra = p.get("NumberOfAdditionalAssignments")
+        if not isinstance(extra, int) or extra < 1:
+            raise MTurkError("NumberOfAdditionalAssignments must be a positive integer.")
+        token = p.get("UniqueRequestToken")
+        if token and token in self.extend_tokens:
+            raise MTurkError(
+                f"The extend HIT request with ID {self.extend_tokens[token]} already exists. "
+                "(AWS.MechanicalTurk.ExtendHITAlreadyExists: UniqueRequestToken was already "
+                "used)")
+        if hit["MaxAssignments"] < 10 <= hit["MaxAssignments"] + extra:
+            raise MTurkError(
+                "HITs created with fewer than 10 assignments cannot be extended to have 10 or "
+                "more assignments. (AWS.MechanicalTurk.InvalidMaximumAssignmentsIncrease)")
+        hit["MaxAssignments"] += extra
+        if token:
+            self.extend_tokens[token] = _new_id(self.rng)
+        return {}
 
     def _hit_view(self, hit: dict) -> dict:
         counts = self._counts(hit["HITId"])

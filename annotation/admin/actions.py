@@ -194,6 +194,11 @@ def sync_stages(modeladmin, request, queryset):
         if sync.verified or sync.not_found:
             line += (f"; participants' sessions verified {sync.verified}, not found at the "
                      f"provider {sync.not_found} (their work never counts)")
+        if sync.reoffered:
+            line += (f"; {sync.reoffered} slot(s) of rejected or blocked work re-offered as new "
+                     f"assignments")
+        if sync.reoffer_waiting:
+            line += f"; not re-offered yet: {'; '.join(sync.reoffer_waiting[:3])}"
         if sync.reconciled:
             line += "; closed stage fully reconciled (no longer synced)"
         elif sync.open_reason and stage.status == StageStatus.CLOSED:

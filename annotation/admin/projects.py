@@ -757,8 +757,9 @@ class StageAdmin(ProgressColumnsMixin, StageProviderMixin, ProjectScopedAdmin):
         if obj is None or obj.pk is None:
             return "–"
         progress = stage_progress(stages=[obj])[obj.pk]
+        reoffered = f"; {progress.reoffered_text()}" if progress.reoffered else ""
         return (
-            f"{progress.items} items wanted; {progress_cell(progress)}; "
+            f"{progress.items} items wanted; {progress_cell(progress)}{reoffered}; "
             f"assignments: {progress.assignments_summary() or 'none'}"
         )
 

@@ -221,6 +221,13 @@ class CrowdProvider(abc.ABC):
     def bonus(self, *, assignment, amount: Decimal, reason: str, token: str) -> dict:
         """Pay `amount` once; `token` identifies this payment across retries."""
 
+    def assignments_add(self, *, hit, count: int, token: str) -> dict:
+        """Offer `count` more assignments on an existing HIT, once per `token` (a retry with the
+        same token adds nothing more). Only providers whose HITs fix their number of
+        assignments need it (MTurk); providers that pick items per worker refill a slot given
+        back without a call."""
+        raise NotImplementedError(f"{self.name} has no assignments to add")
+
     # --- workers --------------------------------------------------------------------------------
     def block(self, *, worker, reason: str) -> dict:
         return {}

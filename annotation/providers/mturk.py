@@ -545,6 +545,21 @@ class MTurkProvider(RemoteProvider):
             raise ProviderCallRefused(error_message(exc)) from exc
         return {"paid": f"{amount:.2f}"}
 
+    def assignments_add(self, *, hit, count: int, token: str) -> dict:
+        """CreateAdditionalAssignmentsForHIT. MTurk does not give back the slot of an assignment
+        rejected after submission: a replacement is a new assignment, added with a token so a
+        retry after a lost answer adds nothing twice."""
+        try:
+            self.call("create_additional_assignments_for_hit", HITId=hit.external_id,
+                      NumberOfAdditionalAssignments=count, UniqueRequestToken=token)
+        except Exception as exc:
+            if is_duplicate_token(exc):
+                return {"added": count, "duplicate": True}  # the first attempt added them
+            if is_throttling(exc) or is_transient(exc):
+                raise
+            raise ProviderCallRefused(error_message(exc)) from exc
+        return {"added": count}
+
     # --- workers -----------------------------------------------------------------------------------
     def block(self, *, worker, reason: str) -> dict:
         self.call("create_worker_block", WorkerId=worker.external_id, Reason=reason[:1024] or "-")

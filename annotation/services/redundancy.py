@@ -3,7 +3,8 @@ submit, the submitted items' targets are brought up to date, and picking
 (`assignments/picking.py::_target`) serves an item again only while it is below its target.
 
 An item is settled by the judgments that count (`judgments_that_count`: not rejected, returned
-or flagged work, nor a blocked worker's), as every other door reads them. The picking deficit
+or flagged work, nor a blocked worker's), as every other door reads them; what gives a slot back
+is `annotation.selectors.judgments_releasing_slots`, the rule fixed redundancy reads too. The picking deficit
 counts every judgment of the stage, so the stored target adds the item's judgments that do not
 count: each one is replaced. Blocking or unblocking a worker and rejecting an assignment change
 which judgments count without a submit, so they call `adaptive_targets_refresh` (so does a Prolific session the
@@ -14,8 +15,6 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 
-from django.db.models import Q
-
 from annotation.domain.redundancy import (
     AdaptiveRedundancy,
     adaptive_redundancy,
@@ -25,12 +24,11 @@ from annotation.domain.redundancy import (
 from annotation.models import (
     AdaptiveTarget,
     Judgment,
-    ParticipantVerification,
     Provider,
     Stage,
     TaskKind,
 )
-from annotation.selectors import data_only_for, judgments_that_count
+from annotation.selectors import judgments_releasing_slots
 from annotation.stage_errors import GuardFailed
 
 
@@ -64,12 +62,11 @@ def _labels(stage: Stage, ids: list[int] | None) -> tuple[dict[int, list], dict[
     given = Judgment.objects.filter(stage=stage)
     if ids is not None:
         given = given.filter(item_id__in=ids)
-    # A Prolific session still being verified is presumed real until the provider says
-    # otherwise (`assignment_verification_failed` then refreshes the targets).
-    counted = given.filter(
-        Q(pk__in=judgments_that_count(given, project=stage.project,
-                                      data_stages_only=data_only_for(stage=stage)).values("pk"))
-        | Q(assignment__verification=ParticipantVerification.PENDING))
+    # The one rule of what gives a slot back (`judgments_releasing_slots`): a Prolific session
+    # still being verified is presumed real until the provider says otherwise
+    # (`assignment_verification_failed` then refreshes the targets).
+    released = judgments_releasing_slots(given, project=stage.project)
+    counted = given.exclude(pk__in=released.values("pk"))
     for item_id, score, choice in counted.values_list("item_id", "score", "choice"):
         if likert and score is not None:
             labels[item_id].append(likert_label(score))
@@ -78,7 +75,7 @@ def _labels(stage: Stage, ids: list[int] | None) -> tuple[dict[int, list], dict[
     # Judgments that do not count still hold a slot in the picking deficit: the target makes
     # room for one replacement each.
     not_counted: dict[int, int] = defaultdict(int)
-    for item_id in given.exclude(pk__in=counted.values("pk")).values_list("item_id", flat=True):
+    for item_id in released.values_list("item_id", flat=True):
         not_counted[item_id] += 1
     return labels, not_counted
 

@@ -45,7 +45,8 @@ def stage_sync(stage_id: int) -> dict:
         logger.warning("review of stage %s: %s", stage_id, "; ".join(review.errors[:10]))
     return {"listed": sync.listed, "flagged": sync.flagged, "approved": review.approved,
             "rejected": review.rejected, "bonuses": review.bonuses, "errors": len(review.errors),
-            "never_listed": review.never_listed, "reconciled": sync.reconciled}
+            "never_listed": review.never_listed, "reconciled": sync.reconciled,
+            "reoffered": sync.reoffered}
 
 
 @shared_task(name="worker.tasks.providers.providers_sync_all")

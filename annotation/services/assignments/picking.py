@@ -2,7 +2,10 @@
 
 Redundancy: an item in a stage wants `stage.judgments_per_item` judgments, or the project's
 per-split redundancy. What it already has is its judgments in the stage plus the in-progress,
-not-yet-timed-out assignments holding it without a judgment. Two allocators racing for the last
+not-yet-timed-out assignments holding it without a judgment; a judgment that will never count
+(`annotation.selectors.judgments_releasing_slots`: rejected work, a blocked worker, ...) gives
+its slot back, so the item is offered to another worker (never to the same one: a worker is
+not served an item they judged in the stage, counted or not). Two allocators racing for the last
 slot are kept apart by row locks on the items (`SELECT ... FOR UPDATE SKIP LOCKED` on
 PostgreSQL; SQLite serialises writers, and we take its write lock first), and the deficit is
 recomputed *after* the lock so a slot taken by a transaction that committed in between is seen.
@@ -44,6 +47,7 @@ from annotation.models import (
     Worker,
     WorkerQualification,
 )
+from annotation.selectors import judgments_releasing_slots
 from annotation.stage_plan_selectors import (
     design_applies,
     gold_items_for_stage,
@@ -97,6 +101,15 @@ def _target(stage: Stage):
         else Value(default, output_field=IntegerField())
 
 
+def _given_back(stage: Stage) -> QuerySet[Judgment]:
+    """Judgments of the stage whose slot is offered again (`judgments_releasing_slots`). An
+    adaptive stage's stored target already makes room for each one
+    (`annotation/services/redundancy.py`), so none is added here for it."""
+    if stage_adaptive_rule(stage) is not None:
+        return Judgment.objects.none()
+    return judgments_releasing_slots(Judgment.objects.filter(stage=stage), project=stage.project)
+
+
 def _held(stage: Stage, exclude_assignment_id: int | None = None) -> QuerySet[AssignmentItem]:
     """Items held by live assignments without a judgment yet (one row per hold)."""
     live = live_assignments(stage)
@@ -117,11 +130,16 @@ def _annotate_deficit(qs: QuerySet[Item], stage: Stage,
         _held(stage, exclude_assignment_id).filter(item=OuterRef("pk"))
         .order_by().values("item").annotate(n=Count("pk")).values("n")
     )
+    given_back = (
+        _given_back(stage).filter(item=OuterRef("pk"))
+        .order_by().values("item").annotate(n=Count("pk")).values("n")
+    )
     return qs.annotate(
         n_judged=Coalesce(Subquery(judged, output_field=IntegerField()), 0),
         n_held=Coalesce(Subquery(held, output_field=IntegerField()), 0),
+        n_given_back=Coalesce(Subquery(given_back, output_field=IntegerField()), 0),
         target=_target(stage),
-    ).annotate(deficit=F("target") - F("n_judged") - F("n_held"))
+    ).annotate(deficit=F("target") - F("n_judged") + F("n_given_back") - F("n_held"))
 
 
 def _not_seen_by(qs: QuerySet[Item], stage: Stage, worker: Worker) -> QuerySet[Item]:
@@ -261,7 +279,9 @@ def _deficits(stage: Stage, ids: list[int]) -> dict[int, int]:
     judged = Counter(Judgment.objects.filter(stage=stage, item_id__in=ids)
                      .values_list("item_id", flat=True))
     held = Counter(_held(stage).filter(item_id__in=ids).values_list("item_id", flat=True))
-    return {pk: target - judged[pk] - held[pk]
+    given_back = Counter(_given_back(stage).filter(item_id__in=ids)
+                         .values_list("item_id", flat=True))
+    return {pk: target - judged[pk] + given_back[pk] - held[pk]
             for pk, target in targets.values_list("pk", "qaj_target")}
 
 
@@ -286,18 +306,26 @@ def _ranked(stage: Stage, available: QuerySet[Item], *, limit: int) -> list[tupl
     judged_sql, judged_params = _sql(
         Judgment.objects.filter(stage=stage).order_by().values_list("item_id"))
     held_sql, held_params = _sql(_held(stage).order_by().values_list("item_id"))
+    # A judgment that gives its slot back (+1) cancels its own -1.
+    try:
+        back_sql, back_params = _sql(_given_back(stage).order_by().values_list("item_id"))
+        given_back = f"UNION ALL SELECT b.item_id, NULL, 1 FROM ({back_sql}) b"
+    except EmptyResultSet:  # an adaptive stage: its target makes the room
+        given_back, back_params = "", ()
     sql = f"""
         SELECT item_id, MAX(group_key), SUM(w) AS deficit FROM (
             SELECT a.id AS item_id, a.group_key AS group_key, a.qaj_target AS w
               FROM ({avail_sql}) a
             UNION ALL SELECT j.item_id, NULL, -1 FROM ({judged_sql}) j
             UNION ALL SELECT h.item_id, NULL, -1 FROM ({held_sql}) h
+            {given_back}
         ) counts
         GROUP BY item_id
         ORDER BY deficit DESC, item_id
         LIMIT %s"""
     with connection.cursor() as cursor:
-        cursor.execute(sql, (*avail_params, *judged_params, *held_params, int(limit)))
+        cursor.execute(sql, (*avail_params, *judged_params, *held_params, *back_params,
+                             int(limit)))
         return [(pk, group_key) for pk, group_key, deficit in cursor.fetchall() if deficit > 0]
 
 

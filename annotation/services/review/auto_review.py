@@ -29,6 +29,7 @@ from annotation.services.qualification import (
     qualification_grant,
     qualification_source_confirmed,
 )
+from annotation.services.replacements import stage_replacements_offer
 from core.leases import JobLease, owner_state, stale_filter
 
 from .decisions import (
@@ -212,12 +213,21 @@ def _sync_and_review(stage: Stage) -> tuple[SyncReport, ReviewReport]:
 
     sync = provider_sync(stage=stage)
     review = stage_auto_review(stage=stage)
+    # After the review: what it rejected or blocked gives its slot back now, not a sync later.
+    replacements = stage_replacements_offer(stage=stage)
+    sync.reoffered, sync.reoffer_waiting = replacements.reoffered, replacements.waiting
     stage_hits_mark_done(stage=stage)
     stage.refresh_from_db()
     if stage.status == StageStatus.COLLECTING and stage_collection_complete(stage=stage):
         stage_transition(stage=stage, to_status=StageStatus.REVIEWING,
                          actor="provider sync (stage_sync_and_review)",
                          reason="every HIT has all its assignments submitted")
+    elif (stage.status == StageStatus.REVIEWING and replacements.reoffered
+          and not stage_collection_complete(stage=stage)):
+        stage_transition(stage=stage, to_status=StageStatus.COLLECTING,
+                         actor="provider sync (stage_sync_and_review)",
+                         reason=f"{replacements.reoffered} slot(s) of rejected or blocked work "
+                                "re-offered as new assignments")
     elif stage.status == StageStatus.CLOSED:
         stage_reconcile_mark(stage=stage, sync=sync, review=review)
     return sync, review

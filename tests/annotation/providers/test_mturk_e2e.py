@@ -145,7 +145,10 @@ def test_qualification_trial_review_on_the_mturk_protocol(mturk_server, likert_s
     assert "s per item is below the minimum" in feedback
     assert "WPASS2" in state.blocks
     hits[0].refresh_from_db()
-    assert hits[0].status == HitStatus.DONE  # 3 of 3 assignments decided
+    # 3 of 3 decided, but the rejected one never counts: its slot is re-offered as a fourth
+    # assignment (MTurk does not give it back), so the HIT is open again.
+    assert (hits[0].status, hits[0].max_assignments) == (HitStatus.OPEN, 4)
+    assert sync.reoffered == 1 and state.hits[first]["MaxAssignments"] == 4
     assert all(h.status == HitStatus.OPEN for h in hits[1:])
     assert Worker.objects.get(external_id="WPASS2").status == WorkerStatus.BLOCKED
 

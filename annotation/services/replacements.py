@@ -1,0 +1,160 @@
+"""Replacement slots on MTurk. A HIT fixes its number of assignments (`MaxAssignments`, the
+item's redundancy) when it is created, and MTurk does not give back the slot of an assignment
+rejected after submission: the study buys a new one (CreateAdditionalAssignmentsForHIT). In-house
+and Prolific pages need no call: picking serves a slot given back again
+(`annotation/services/assignments/picking.py`).
+
+Which work gives its slot back is the one rule of `annotation.selectors.judgments_releasing_slots`
+(rejected work, a worker blocked for the project, ...), read per assignment here: an MTurk
+assignment covers one HIT, so one replacement assignment on that HIT refills each of its items.
+Not replaced here, each for a reason:
+
+- flagged work: held for the researcher, it may still be approved and count; rejecting it is
+  what gives the slot back (an assignment MTurk never listed took no slot at all);
+- returned or abandoned work: MTurk reopens that slot itself;
+- a stage that is not live (closed, or a draft), a practice or qualification stage (its takers
+  are no redundancy), a HIT that expired (extend the stage, the next sync re-offers), a HIT that
+  MTurk cannot take from under 10 assignments to 10 or more, and an extra assignment that would
+  pass the project's budget cap (`annotation.cost_selectors.extra_assignment_over_budget`).
+
+Each replacement is one recorded provider call keyed by the assignment it replaces
+(`annotation/providers/calls.py`): a retried, redelivered or repeated sync never adds a second
+assignment for the same rejection, and a lost answer is retried with the same token, which MTurk
+deduplicates. Only then, in one transaction with marking the call recorded, the local HIT's
+`max_assignments` grows by one (what the cost estimate, "collection complete" and "HIT done"
+read), so a crash between the call and the record is finished by the next sync.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from django.db import transaction
+from django.db.models import Q, QuerySet
+from django.utils import timezone
+
+from annotation.cost_selectors import extra_assignment_over_budget
+from annotation.models import (
+    NON_DATA_STAGE_KINDS,
+    Assignment,
+    AssignmentStatus,
+    Hit,
+    HitStatus,
+    Judgment,
+    Provider,
+    ProviderCall,
+    ProviderCallStatus,
+    Stage,
+    StageStatus,
+)
+from annotation.providers import get_provider
+from annotation.providers.calls import ProviderCallRefused, new_token, provider_call_run
+from annotation.selectors import REOFFER_OPERATION, judgments_releasing_slots
+
+# A stage whose HITs are still offered: a replacement bought for a closed stage is never used.
+LIVE_STATUSES = (StageStatus.PUBLISHED, StageStatus.COLLECTING, StageStatus.REVIEWING)
+# MTurk refuses to take a HIT made with fewer than 10 assignments to 10 or more.
+MTURK_ASSIGNMENT_TIER = 10
+
+
+@dataclass
+class ReplacementReport:
+    reoffered: int = 0
+    # Why a slot given back is not re-offered yet (each sync tries again).
+    waiting: list[str] = field(default_factory=list)
+
+
+def assignments_to_replace(*, stage: Stage) -> QuerySet[Assignment]:
+    """The stage's MTurk assignments whose slot was given back (`judgments_releasing_slots`,
+    or rejected without a judgment here) and not yet re-offered: confirmed by MTurk (they took a
+    slot there), neither flagged, returned nor in progress (see the module doc)."""
+    released = judgments_releasing_slots(Judgment.objects.filter(stage=stage),
+                                         project=stage.project)
+    reoffered = ProviderCall.objects.filter(stage=stage, operation=REOFFER_OPERATION,
+                                            status=ProviderCallStatus.SUCCEEDED)
+    return (stage.assignments.filter(hit__isnull=False, provider_confirmed_at__isnull=False)
+            .exclude(status__in=[AssignmentStatus.FLAGGED, AssignmentStatus.RETURNED,
+                                 AssignmentStatus.IN_PROGRESS])
+            .filter(Q(status=AssignmentStatus.REJECTED)
+                    | Q(pk__in=released.values("assignment_id")))
+            .exclude(pk__in=reoffered.values("assignment_id"))
+            .select_related("hit", "worker").order_by("pk"))
+
+
+def stage_replacements_offer(*, stage: Stage) -> ReplacementReport:
+    """Add one MTurk assignment per slot given back in a live data stage (module doc);
+    idempotent. Other providers: nothing to do (their picking re-offers the slot)."""
+    report = ReplacementReport()
+    if stage.provider != Provider.MTURK or stage.kind in NON_DATA_STAGE_KINDS:
+        return report
+    _reoffers_record(stage)  # calls a crash left unrecorded
+    if stage.status not in LIVE_STATUSES:
+        return report
+    provider = get_provider(stage.provider)
+    now = timezone.now()
+    for assignment in assignments_to_replace(stage=stage):
+        hit = Hit.objects.get(pk=assignment.hit_id)  # fresh: an earlier pass may have grown it
+        why = _cannot_reoffer(stage, hit, now)
+        if why:
+            report.waiting.append(f"{assignment}: {why}")
+            if "budget cap" in why:
+                break  # every further one costs as much
+            continue
+        key = f"mturk:reoffer:{assignment.pk}"
+        try:
+            provider_call_run(
+                provider=Provider.MTURK, operation=REOFFER_OPERATION, key=key,
+                token=new_token(f"qaj-reoffer-{assignment.pk}"),
+                call_fn=lambda token, hit=hit: provider.assignments_add(hit=hit, count=1,
+                                                                        token=token),
+                stage=stage, hit=hit, assignment=assignment, worker=assignment.worker,
+                request={"NumberOfAdditionalAssignments": 1,
+                         "replaces": assignment.external_id})
+        except ProviderCallRefused as exc:
+            report.waiting.append(f"{assignment}: MTurk refused a replacement: {exc}")
+            continue
+        except Exception as exc:  # throttled or lost: the next sync repeats the same token
+            report.waiting.append(f"{assignment}: replacement not confirmed yet: {exc}")
+            continue
+        report.reoffered += _reoffer_record(ProviderCall.objects.get(key=key).pk)
+    return report
+
+
+def _cannot_reoffer(stage: Stage, hit: Hit, now) -> str:
+    if not hit.external_id:
+        return "its HIT is not on MTurk"
+    if hit.status == HitStatus.EXPIRED or (hit.expires_at is not None and hit.expires_at <= now):
+        return "its HIT has expired; extend the stage to re-offer the slot"
+    if hit.max_assignments < MTURK_ASSIGNMENT_TIER <= hit.max_assignments + 1:
+        return (f"MTurk cannot take a HIT made with fewer than {MTURK_ASSIGNMENT_TIER} "
+                f"assignments to {MTURK_ASSIGNMENT_TIER}")
+    return extra_assignment_over_budget(stage=stage, reward=hit.reward,
+                                        max_assignments=hit.max_assignments + 1)
+
+
+def _reoffers_record(stage: Stage) -> int:
+    """Grow each HIT by the replacements MTurk added and this database has not recorded yet
+    (the call and its record in one transaction: counted once); a HIT marked done opens
+    again. Returns how many were recorded."""
+    pending = ProviderCall.objects.filter(stage=stage, operation=REOFFER_OPERATION,
+                                          status=ProviderCallStatus.SUCCEEDED).exclude(
+        response__recorded=True)
+    return sum(_reoffer_record(pk) for pk in pending.values_list("pk", flat=True))
+
+
+def _reoffer_record(pk: int) -> int:
+    """Record one replacement call (1), or nothing when it was recorded already (0)."""
+    with transaction.atomic():
+        call = ProviderCall.objects.select_for_update().get(pk=pk)
+        if (call.response or {}).get("recorded") or call.hit_id is None:
+            return 0
+        hit = Hit.objects.select_for_update().get(pk=call.hit_id)
+        hit.max_assignments += int((call.request or {}).get("NumberOfAdditionalAssignments",
+                                                             1))
+        fields = ["max_assignments"]
+        if hit.status == HitStatus.DONE:
+            hit.status = HitStatus.OPEN
+            fields.append("status")
+        hit.save(update_fields=fields)
+        call.response = {**(call.response or {}), "recorded": True}
+        call.save(update_fields=["response"])
+        return 1
