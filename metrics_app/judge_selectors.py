@@ -17,7 +17,11 @@ from annotation.models import Project, TaskKind
 from core.vocabulary import PROBABILITY_METRIC_NAME, ModelKind
 
 from .domain.judge_prompts import DEFAULT_PARSE
-from .model_selectors import REGRESSION_MODEL_NAME, promoted_model_version
+from .model_selectors import (
+    REGRESSION_MODEL_NAME,
+    learned_metric_seen_items,
+    promoted_model_version,
+)
 from .models import (
     Judge,
     JudgeKind,
@@ -58,6 +62,9 @@ class JudgeView:
     # The scale the judge's scores are on, where its source fixes it (Likert 1-5), so that
     # scores that happen to be all 1 are not read as already on 0-1; None: read from them.
     score_range: tuple[float, float] | None = None
+    # A learned metric's items left out because its version trained or calibrated on them
+    # (`learned_metric_seen_items`): no reading of the judge against humans may use them.
+    left_out_seen: int = 0
 
     @property
     def label(self) -> str:
@@ -101,7 +108,11 @@ def metric_view(project: Project, name: str) -> JudgeView:
     view = JudgeView(ref=f"metric:{name}", kind="metric", version=version,
                      score_range=LIKERT_RANGE if name == LIKERT_SCORE_METRIC else None)
     is_probability = name in PROBABILITY_METRICS
+    seen = learned_metric_seen_items(project, name, version)
     for item_id, value in rows.filter(version=version).values_list("item_id", "value"):
+        if item_id in seen:
+            view.left_out_seen += 1
+            continue
         view.asked += 1
         if value is None:
             view.unparseable += 1

@@ -37,6 +37,9 @@ def correlation_table(data: dict, stat: str) -> dict:
     for group in groups:
         ns = [cells[group]["n"] for cells in data["correlations"].values() if group in cells]
         n_by_group.append(max(ns) if ns else 0)
+    for row in rows:  # a metric measured on fewer items (a learned one's unseen answers) says so
+        for cell, n in zip(row["cells"], n_by_group, strict=True):
+            cell["fewer"] = cell["value"] is not None and cell["n"] < n
     return {"groups": list(zip(groups, n_by_group, strict=True)), "rows": rows}
 
 
@@ -81,6 +84,8 @@ def metrics_page(*, project: Project, report: Report | None, stat: str) -> dict[
         "available": [{"name": n, "description": metric_description(n),
                        "checked": n in DEFAULT_METRICS} for n in metric_names()],
         "is_likert": project.kind == TaskKind.LIKERT,
+        # A learned metric is measured only on answers its version did not see.
+        "left_out_seen": sorted((data.get("left_out_seen") or {}).items()),
     }
     if data.get("correlations"):
         context["table"] = correlation_table(data, stat)

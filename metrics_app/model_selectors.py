@@ -3,12 +3,20 @@ scorers and the reports read (the estimates' and the routing's default judge is 
 LERC"), so a report never reads the scores of a version that does not serve."""
 from __future__ import annotations
 
-from annotation.models import Project
+import re
+
+from annotation.models import NON_DATA_STAGE_KINDS, Item, Judgment, Project
 from core import vocabulary
+from metrics_app.domain.text_match import passage_group
 from metrics_app.models import ModelStatus, ModelVersion
 
 # The versions a lookup means when it names no model: the regression (the stored name "lerc").
 REGRESSION_MODEL_NAME = vocabulary.ModelKind.REGRESSION.model_name
+# The metrics a trained model scores with, and the model name its versions are stored under.
+LEARNED_METRIC_MODELS = {
+    **{kind.metric_name: kind.model_name for kind in vocabulary.ModelKind},
+    vocabulary.PROBABILITY_METRIC_NAME: REGRESSION_MODEL_NAME,
+}
 
 
 def version_project_set(version: ModelVersion) -> frozenset[int]:
@@ -32,3 +40,44 @@ def promoted_model_version(*, name: str = REGRESSION_MODEL_NAME, project: Projec
         if own is not None:
             return own
     return promoted.first()
+
+
+def learned_metric_seen_items(project: Project, metric: str, version: str | None
+                              ) -> frozenset[int]:
+    """The items of `project` on which the scores of a learned metric (`lerc`, `lerc_prob`,
+    `lerc_ab`) at `version` ("v3") say nothing about how well it judges: the version trained on
+    them, or chose its epoch and fitted its calibrator on them (its train and validation
+    items, `ModelVersion.examples_seen`), or on another answer of the same passage or question
+    (an item it never had, judged after it was trained, whose passage group it trained on).
+    Its test items are never among them. Every reading of a learned metric against humans
+    leaves these out (the judge views, so the judges page, the estimates and the routing's
+    reports; the metric report; the leaderboard's metric boards): measured on them it scores
+    its memory, and a prediction-powered estimate corrected with labels its predictions were
+    fitted to is biased. Empty for any other metric.
+
+    A version trained before the record was kept counts every item it could have read as seen:
+    the items of its projects judged up to its pinned watermark."""
+    model_name = LEARNED_METRIC_MODELS.get(metric)
+    match = re.fullmatch(r"v(\d+)", version or "")
+    if model_name is None or match is None:
+        return frozenset()
+    found = ModelVersion.objects.filter(name=model_name, number=int(match.group(1))).first()
+    if found is None:
+        return frozenset()
+    record = found.examples_seen or {}
+    if not record:
+        pinned = ((found.data_snapshot or {}).get("watermarks") or {}).get(str(project.id))
+        if pinned is None:
+            return frozenset()
+        return frozenset(Judgment.objects.filter(item__project=project, id__lte=int(pinned))
+                         .exclude(stage__kind__in=NON_DATA_STAGE_KINDS)
+                         .values_list("item_id", flat=True).distinct())
+    seen = set(record.get("items") or ())
+    in_dataset = seen | set(record.get("test_items") or ())
+    groups = set(record.get("groups") or ())
+    items = Item.objects.filter(project=project).values_list(
+        "id", "group_key", "content__passage", "content__question")
+    return frozenset(
+        item_id for item_id, group_key, passage, question in items
+        if item_id in seen or (item_id not in in_dataset and groups
+                               and passage_group(group_key, passage, question) in groups))

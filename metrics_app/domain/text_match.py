@@ -6,6 +6,7 @@ all use these functions, so "exact match" means the same thing everywhere.
 from __future__ import annotations
 
 import functools
+import hashlib
 import re
 import string
 from collections import Counter
@@ -105,3 +106,16 @@ def contains_answer(candidate: str, reference: str) -> float:
     if not ref:
         return 0.0
     return float(f" {ref} " in f" {squad_normalize(candidate)} ")
+
+
+def passage_group(group_key: str | None, passage: str | None, question: str | None) -> str:
+    """The group an item's text belongs to: its `group_key` when the study set one, else its
+    passage (or, without one, its question), case- and space-folded. Items of one group share
+    a LERC split, so no passage is trained on and measured on; and a version that trained on a
+    group has seen it, in whichever project the same text appears again."""
+    if group_key:
+        return f"key:{group_key}"
+    text = passage or question or ""
+    if not isinstance(text, str):  # a JSON value the study stored as a list or number
+        text = str(text)
+    return "text:" + hashlib.sha256(text.strip().lower().encode()).hexdigest()[:16]

@@ -36,6 +36,10 @@ class ModelVersion(models.Model):
         default=dict, blank=True,
         help_text="Which judgments it saw: counts, max judgment id, hash of the ids.",
     )
+    examples_seen = models.JSONField(
+        default=dict, blank=True, editable=False,
+        help_text="The items and passage groups it trained and calibrated on, and its test items: "
+                  "the reports measure it against humans only on answers it did not see.")
     status = models.CharField(
         max_length=20, choices=ModelStatus.choices, default=ModelStatus.QUEUED
     )

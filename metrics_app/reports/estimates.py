@@ -21,6 +21,7 @@ from core.vocabulary import PROBABILITY_METRIC_NAME, ModelKind
 
 from ..domain import estimates
 from ..judge_selectors import judge_view, metric_version_on_project, predictor_values
+from ..model_selectors import learned_metric_seen_items
 from ..models import JudgeVerdict, MetricScore
 
 CORRECT_AT = 3.0  # a mean human score of 3 or more on the 1–5 scale counts as correct
@@ -30,13 +31,16 @@ PROBABILITY_METRIC, SCORE_METRIC = PROBABILITY_METRIC_NAME, ModelKind.REGRESSION
 
 def latest_metric_scores(project: Project, metric: str) -> tuple[str | None, dict[int, float]]:
     """(version, item id → value) of `metric` on this project, the version every report reads
-    (`metric_version_on_project`: for LERC the version that serves the project)."""
+    (`metric_version_on_project`: for LERC the version that serves the project), without the
+    items that version trained or calibrated on (`learned_metric_seen_items`: the estimates
+    then treat them as unscored, predicted "unsure", which keeps them unbiased)."""
     version = metric_version_on_project(project, metric)
     if version is None:
         return None, {}
+    seen = learned_metric_seen_items(project, metric, version)
     rows = MetricScore.objects.filter(item__project=project, metric=metric, side="")
     values = rows.filter(version=version, value__isnull=False).values_list("item_id", "value")
-    return version, {item_id: float(value) for item_id, value in values}
+    return version, {item_id: float(value) for item_id, value in values if item_id not in seen}
 
 
 def metric_watermark(project: Project) -> int:
@@ -164,6 +168,10 @@ def judge_predictions(project: Project, ref: str) -> tuple[dict, dict[int, float
     if not view.calls:
         # Every verdict unparseable (or every score missing): no prediction on any item,
         # which the estimates must not present as a judge.
+        if view.left_out_seen and not view.asked:
+            raise LookupError(f"{view.label} was trained or calibrated on every item of "
+                              f"{project.slug} it scored ({view.left_out_seen}): its "
+                              "predictions there cannot correct human labels")
         raise LookupError(f"{view.label} has no usable verdict on {project.slug} "
                           f"({view.unparseable} of {view.asked} unparseable)")
     ids = sorted(view.calls)
@@ -175,7 +183,8 @@ def judge_predictions(project: Project, ref: str) -> tuple[dict, dict[int, float
         score = {i: 1 + 4 * p for i, p in probability.items()}
     return ({"judge": view.label, "kind": view.kind, "probability": view.label,
              "probability_version": view.version, "score": view.label,
-             "score_version": view.version}, probability, score)
+             "score_version": view.version, "left_out_seen": view.left_out_seen},
+            probability, score)
 
 
 def judge_watermark(project: Project) -> int:
@@ -213,10 +222,12 @@ def estimates_report(frame: JudgmentFrame, *, project: Project, judge: str | Non
     else:
         version, probability = latest_metric_scores(project, PROBABILITY_METRIC)
         score_version, score = latest_metric_scores(project, SCORE_METRIC)
+        left_out = len(learned_metric_seen_items(project, PROBABILITY_METRIC, version))
         metric = {"judge": "lerc" if probability else None, "kind": "metric",
                   "probability": PROBABILITY_METRIC if probability else None,
                   "probability_version": version, "score": SCORE_METRIC if score else None,
-                  "score_version": score_version, "chosen_by": "default"}
+                  "score_version": score_version, "chosen_by": "default",
+                  "left_out_seen": left_out}
     report = {
         "correct_at": CORRECT_AT,
         "aggregation": project.aggregation_model,
@@ -224,7 +235,16 @@ def estimates_report(frame: JudgmentFrame, *, project: Project, judge: str | Non
         "assumptions": estimates.ASSUMPTIONS,
         "systems": {}, "pairs": [],
     }
-    if not probability and not judge:
+    if metric.get("left_out_seen"):
+        report["left_out_note"] = (
+            f"{metric['judge'] or 'LERC'} {metric['probability_version'] or ''} was trained or "
+            f"calibrated on {metric['left_out_seen']} of these items: its predictions there are "
+            "not used (those items count as unscored, predicted unsure), since a prediction "
+            "fitted to an item's human label would bias the prediction-powered estimate.")
+    if not probability and not judge and version is not None and left_out:
+        report["note"] = (f"LERC {version} was trained or calibrated on every item of this "
+                          "project it scored: estimates are from the human judgments alone.")
+    elif not probability and not judge:
         report["note"] = ("No LERC scores stored for this project: estimates are from the human "
                           "judgments alone. Score the project with the promoted LERC "
                           "(score_project SLUG --metric lerc,lerc_prob) for prediction-powered estimates.")

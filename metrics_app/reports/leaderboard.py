@@ -26,6 +26,7 @@ from ..domain.leaderboard import (
     leaderboard,
     style_features,
 )
+from ..model_selectors import learned_metric_seen_items
 from ..models import JudgeVerdict, JudgeVersion, MetricScore
 
 ROUNDS = 200
@@ -115,9 +116,13 @@ def metric_votes(project: Project, stage: Stage | None = None) -> dict[str, Vote
     judges = {}
     for metric, (_top, version) in sorted(latest.items()):
         scores: dict[int, dict[str, float]] = {}
+        # A learned judge (lerc_ab) votes only on pairs its version did not train on: beside
+        # the humans' board, its board on their own preferences would be its memory.
+        seen = learned_metric_seen_items(project, metric, version)
         for item_id, side, value in rows.filter(metric=metric, version=version).values_list(
                 "item_id", "side", "value"):
-            scores.setdefault(item_id, {})[side] = value
+            if item_id not in seen:
+                scores.setdefault(item_id, {})[side] = value
         paired = {pk: s for pk, s in scores.items() if len(s) == 2}
         items = _item_table(sorted(paired))
         names: dict[str, int] = {}

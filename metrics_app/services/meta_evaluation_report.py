@@ -27,6 +27,7 @@ from core.statistics import resamples_check
 from core.vocabulary import AB_CHOICES
 from metrics_app.domain import meta_evaluation
 from metrics_app.domain.text_match import is_exact_match
+from metrics_app.model_selectors import learned_metric_seen_items
 from metrics_app.models import MetricScore, Report
 from metrics_app.reports.project import item_fingerprint
 from metrics_app.reports.store import report_store
@@ -44,12 +45,32 @@ def normalize_params(params: dict | None) -> dict:
 
 
 def _scores(*, project: Project, versions: dict[str, str]) -> dict[str, dict[tuple[int, str], float | None]]:
+    """metric → (item, side) → its stored value, leaving out a learned metric's values on the
+    answers its version trained or calibrated on (`learned_metric_seen_items`)."""
     result: dict[str, dict[tuple[int, str], float | None]] = defaultdict(dict)
     for name, version in versions.items():
+        seen = learned_metric_seen_items(project, name, version)
         rows = MetricScore.objects.filter(item__project=project, metric=name, version=version)
         for item_id, side, value in rows.values_list("item_id", "side", "value"):
-            result[name][(item_id, side)] = value
+            if item_id not in seen:
+                result[name][(item_id, side)] = value
     return result
+
+
+def _left_out_seen(*, project: Project, versions: dict[str, str]) -> dict[str, dict]:
+    """For each learned metric, how many of its scored items were left out because its
+    version saw them (shown beside the tables, so a smaller n is explained)."""
+    left_out = {}
+    for name, version in versions.items():
+        seen = learned_metric_seen_items(project, name, version)
+        if seen:
+            scored = set(MetricScore.objects.filter(item__project=project, metric=name,
+                                                    version=version)
+                         .values_list("item_id", flat=True))
+            if scored & seen:
+                left_out[name] = {"version": version, "items": len(scored & seen),
+                                  "measured_on": len(scored - seen)}
+    return left_out
 
 
 def _kept_likert_items(*, project: Project, params: dict) -> list[dict]:
@@ -355,6 +376,7 @@ def metric_evaluation_build(*, project: Project, params: dict | None = None,
         "human_score": (("z-normalized " if params["znormalize"] else "")
                         + ("median" if project.aggregation_model == "median" else "mean")),
         "metrics": versions,
+        "left_out_seen": _left_out_seen(project=project, versions=versions),
     }
     if project.kind == TaskKind.LIKERT:
         study = _study_items(project=project, params=params)
@@ -434,7 +456,9 @@ def metric_report_cached(*, project: Project, params: dict | None = None,
              or score_mark > report.data.get("score_watermark", 0)
              # Rejected work, a blocked worker, an item excluded or regrouped, another
              # aggregation model: the human side changes without a new judgment.
-             or report.data.get("item_fingerprint") != item_fingerprint(project=project))
+             or report.data.get("item_fingerprint") != item_fingerprint(project=project)
+             # Computed before a learned metric left out the answers its version saw.
+             or "left_out_seen" not in report.data)
     return report, stale
 
 
@@ -450,10 +474,11 @@ def scatter_points(*, project: Project, metric: str, params: dict | None = None,
         return [], [], 0
     items = _kept_likert_items(project=project, params=params)
     gold, _ = _human_gold(project=project, items=items, znormalize=params["znormalize"])
-    values = dict(MetricScore.objects.filter(
+    seen = learned_metric_seen_items(project, metric, versions[metric])
+    values = {item_id: value for item_id, value in MetricScore.objects.filter(
         item__project=project, metric=metric, version=versions[metric], side="",
         value__isnull=False,
-    ).values_list("item_id", "value"))
+    ).values_list("item_id", "value") if item_id not in seen}
     points = [(values[item["id"]], gold[item["id"]]) for item in items
               if item["id"] in gold and item["id"] in values]
     total = len(points)

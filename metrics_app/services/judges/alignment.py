@@ -179,7 +179,10 @@ def judge_alignment_report(*, project: Project, refs: list[str] | None = None,
             continue
         common = sorted(i for i in view.calls if i in human and i in items)
         if len(common) < 2:
-            report["errors"][view.label] = f"only {len(common)} judged items carry human labels"
+            report["errors"][view.label] = (
+                f"only {len(common)} judged items carry human labels"
+                + (f" ({view.left_out_seen} more left out: its version trained or calibrated "
+                   "on them)" if view.left_out_seen else ""))
             continue
         try:
             rank, threshold, how, prob, measured = _decision(view, common, human, questions)
@@ -201,7 +204,8 @@ def judge_alignment_report(*, project: Project, refs: list[str] | None = None,
                                        strict=True))
         entry = {"kind": view.kind, "version": view.version, "decision": how,
                  "asked": view.asked, "unparseable": view.unparseable,
-                 "judged_with_labels": len(common), **stats}
+                 "judged_with_labels": len(common), "left_out_seen": view.left_out_seen,
+                 **stats}
         entry["bias"] = _bias_cards(view, common, items, human, predicted, rank, labels,
                                     n_resamples=n_resamples, seed=seed)
         entry["disagreements"] = _disagreements(view, common, items, human, predicted, prob)
@@ -372,9 +376,14 @@ ALIGNMENT_KIND = "judge_alignment"  # its `Report` kind
 PAGE_RESAMPLES = 200
 
 
+# Bumped when the report reads differently, so a cached copy of the older reading is not
+# served (2: a learned metric leaves out the answers its version saw).
+ALIGNMENT_FORMAT = 2
+
+
 def _alignment_params(project: Project, refs: list[str] | None, n_resamples: int) -> dict:
     return {"refs": sorted(refs or []), "n_resamples": n_resamples,
-            "watermarks": _watermarks(project)}
+            "watermarks": _watermarks(project), "format": ALIGNMENT_FORMAT}
 
 
 def _computed(project: Project, refs: list[str] | None, n_resamples: int) -> dict:

@@ -22,7 +22,7 @@ from annotation.judgment_selectors import (
 )
 from annotation.models import NON_DATA_STAGE_KINDS, Item, Judgment, Project, TaskKind
 from core.vocabulary import AB_CHOICES
-from metrics_app.domain.text_match import is_exact_match
+from metrics_app.domain.text_match import is_exact_match, passage_group
 from metrics_app.judge_selectors import judge_view, predictor_values
 from metrics_app.lerc.data import LercExample, PairExample, mc_item_row, mc_pretraining_examples
 from metrics_app.models import ModelKind, ModelVersion
@@ -58,11 +58,8 @@ def _group_bucket(group: str, seed: int) -> float:
 
 def _item_group(item: Item) -> str:
     """Items sharing a passage (or, without one, a question) share a group and thus a split."""
-    if item.group_key:
-        return f"key:{item.group_key}"
     content = item.content or {}
-    text = content.get("passage") or content.get("question") or ""
-    return "text:" + hashlib.sha256(text.strip().lower().encode()).hexdigest()[:16]
+    return passage_group(item.group_key, content.get("passage"), content.get("question"))
 
 
 def _data_watermark(project: Project) -> int:
@@ -392,6 +389,19 @@ def text_group(example_group: str) -> str:
     """An example's passage/question group without its project (`item_example`'s
     "project:group")."""
     return example_group.partition(":")[2]
+
+
+def examples_seen_record(dataset: LercDataset) -> dict:
+    """What a version saw of its data, kept with it for the reports that measure it against
+    humans (`metrics_app.model_selectors.learned_metric_seen_items`): the items it trained on
+    and the validation items its epoch and calibrator were chosen on, their passage groups, and
+    its test items. A judge measured on answers it was fitted to measures memory, and
+    prediction-powered estimates need predictions made without the labels they are corrected
+    with."""
+    seen = [*dataset.train, *dataset.val]
+    return {"items": sorted({int(e.id) for e in seen if str(e.id).isdigit()}),
+            "groups": sorted({text_group(e.group) for e in seen}),
+            "test_items": sorted({int(e.id) for e in dataset.test if str(e.id).isdigit()})}
 
 
 def version_dataset_build(model_version: ModelVersion) -> LercDataset:

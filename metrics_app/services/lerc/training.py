@@ -46,6 +46,7 @@ from .common import (
 )
 from .datasets import (
     LercDataset,
+    examples_seen_record,
     mc_pretraining_build,
     project_adjudication_watermarks,
     project_watermarks,
@@ -305,13 +306,14 @@ def model_version_train(*, model_version: ModelVersion) -> ModelVersion:
         if version.cancel_requested:
             return _finish_cancelled(version, "cancelled during evaluation")
         version.data_snapshot = dataset.snapshot
+        version.examples_seen = examples_seen_record(dataset)
         version.metrics = metrics
         version.artifact_uri = uri
         version.status = ModelStatus.EVALUATED
         version.finished_at = timezone.now()
         version.progress = {**(version.progress or {}), "phase": "done"}
         version.heartbeat_at = timezone.now()
-        version.save(update_fields=["data_snapshot", "metrics", "artifact_uri", "status",
+        version.save(update_fields=["data_snapshot", "examples_seen", "metrics", "artifact_uri", "status",
                                     "finished_at", "progress", "heartbeat_at"])
         version_event(version, "evaluated", validation_summary(version))
     return model_version_decide(model_version=version, val_examples=val_examples)
