@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('metrics_app', '0006_model_version_lease'),
+        ('metrics_app', '0007_judge_description_validator'),
     ]
 
     operations = [
