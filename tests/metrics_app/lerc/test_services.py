@@ -10,6 +10,7 @@ from django.test import override_settings
 from django.utils import timezone
 
 from annotation.models import StageKind, TaskKind
+from metrics_app.model_selectors import learned_metric_seen_items
 from metrics_app.models import ModelStatus, ModelVersion
 from metrics_app.registry import MetricInput, MetricUnavailable, get_metric
 from metrics_app.services.job_leases import stale_jobs_recover_all
@@ -24,6 +25,7 @@ from metrics_app.services.lerc import (
     model_version_rollback,
     model_version_train,
 )
+from metrics_app.services.lerc.datasets import version_dataset_build
 from testing.factories import make_item, make_judgment, make_project, make_stage
 from tests.support.lerc import likert_project_from_toy
 
@@ -101,6 +103,15 @@ def test_train_promotes_first_version_then_rule_compares_on_same_judgments(lerc_
     # A third of the toy candidates copy their reference: exact matches are dropped.
     assert v1.data_snapshot["judgment_count"] == 32
     assert v1.data_snapshot["dropped_items"]["exact_match"] == 16
+    # What it saw is kept with it, so the reports measure it only on the rest: its train and
+    # validation items (their passages too), apart from its test items.
+    rebuilt = version_dataset_build(v1)
+    assert v1.examples_seen["items"] == sorted(int(e.id) for e in rebuilt.train + rebuilt.val)
+    assert v1.examples_seen["test_items"] == sorted(int(e.id) for e in rebuilt.test)
+    assert v1.examples_seen["items"] and not set(v1.examples_seen["items"]) & set(
+        v1.examples_seen["test_items"])
+    assert learned_metric_seen_items(project, "lerc", f"v{v1.number}") == set(
+        v1.examples_seen["items"])
     assert v1.progress["phase"] == "done" and v1.started_at and v1.finished_at
     assert {"created", "training started", "evaluated", "promoted"} <= set(
         v1.events.values_list("event", flat=True))
