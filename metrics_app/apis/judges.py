@@ -14,7 +14,7 @@ from core.api import JsonApiMixin, paginated_response, with_errors
 from core.statistics import MAX_RESAMPLES
 from metrics_app.access_selectors import access_project_job
 from metrics_app.domain.judge_prompts import JudgeConfigError
-from metrics_app.judge_selectors import judge_version_get
+from metrics_app.judge_selectors import judge_job_in_flight, judge_version_get
 from metrics_app.models import JudgeJob
 from metrics_app.services.job_leases import JobNotCancellable, leased_job_cancel
 from metrics_app.services.judges.alignment import cached_judge_alignment_report
@@ -23,7 +23,6 @@ from metrics_app.services.judges.runs import (
     MAX_CONCURRENCY,
     JudgeJobInFlight,
     judge_job_create,
-    judge_job_in_flight,
 )
 
 

@@ -51,7 +51,8 @@ from ...domain.judge_prompts import (
     render,
     worst_case_cost,
 )
-from ...models import JOB_IN_FLIGHT, JudgeJob, JudgeKind, JudgeVerdict, JudgeVersion, ScoringStatus
+from ...judge_selectors import judge_job_in_flight
+from ...models import JudgeJob, JudgeKind, JudgeVerdict, JudgeVersion, ScoringStatus
 from .client import ChatAnswer, ChatClient, EndpointError, RetryPolicy
 from .versions import price_for
 
@@ -279,12 +280,6 @@ class JudgeJobInFlight(JudgeConfigError):
     def __init__(self, message: str, job: JudgeJob):
         super().__init__(message)
         self.job = job
-
-
-def judge_job_in_flight(*, project: Project, version: JudgeVersion) -> JudgeJob | None:
-    """The queued or running job of this judge version on this project, if any (oldest)."""
-    return (JudgeJob.objects.filter(project=project, judge_version=version,
-                                    status__in=JOB_IN_FLIGHT).order_by("pk").first())
 
 
 def judge_job_create(*, project: Project, version: JudgeVersion, budget: float | None = None,
@@ -518,4 +513,4 @@ def judge_job_run_here(*, project: Project, version: JudgeVersion,
 
 
 __all__ = ["JudgeJobInFlight", "JudgeRunBusy", "LeaseLost", "judge_job_create",
-           "judge_job_in_flight", "judge_job_run", "judge_job_run_here", "judge_project"]
+           "judge_job_run", "judge_job_run_here", "judge_project"]
