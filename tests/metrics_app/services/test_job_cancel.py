@@ -276,3 +276,44 @@ def test_two_requests_queuing_one_judge_run_at_once_make_one_job(monkeypatch, se
             thread.join()
     assert len(outcomes) == 2 and outcomes[0] == outcomes[1], outcomes
     assert JudgeJob.objects.filter(project=project).count() == 1
+
+
+def test_a_cancelled_job_whose_run_then_breaks_stays_cancelled(monkeypatch):
+    """The error of a run cancelled meanwhile is raised for Celery's log, but the job is not
+    turned into a failed one (the researcher stopped it; it did not fail)."""
+    project = _scoring_project(2)
+    job = ScoringJob.objects.create(project=project, metrics=["em"])
+
+    def broken(**kwargs):
+        leased_job_cancel(job=job, user=make_user("alice"))
+        raise RuntimeError("the metric broke after the cancel")
+
+    monkeypatch.setattr(scoring, "project_score_metrics", broken)
+    with pytest.raises(RuntimeError, match="broke after the cancel"):
+        scoring.scoring_job_run(job_id=job.pk)
+    job.refresh_from_db()
+    assert job.status == ScoringStatus.CANCELLED and job.error.startswith("cancelled by alice")
+
+
+def test_run_judge_queue_names_the_job_in_flight_instead_of_queuing_another(sent):
+    from django.core.management import CommandError, call_command
+
+    project = _likert_project(2)
+    with FakeChatServer() as server:
+        version = _judge(server)
+        out = _call(call_command, "run_judge", project.slug, version.label, "--queue")
+        job = JudgeJob.objects.get()
+        assert out.strip() == f"judge job {job.pk} queued ({version.label} on {project.slug})"
+        out = _call(call_command, "run_judge", project.slug, version.label, "--queue")
+        assert f"judge job {job.pk} is already queued" in out and JudgeJob.objects.count() == 1
+        with pytest.raises(CommandError, match=f"judge job {job.pk} .* cancel it"):
+            call_command("run_judge", project.slug, version.label, "--queue", "--budget", "1")
+        assert server.stats["requests"] == 0
+
+
+def _call(call_command, *args) -> str:
+    import io
+
+    out = io.StringIO()
+    call_command(*args, stdout=out)
+    return out.getvalue()
