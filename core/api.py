@@ -42,6 +42,11 @@ _ERRORS = {
     404: OpenApiResponse(
         ErrorDetailSerializer, description="No such project among yours, or no such object."
     ),
+    409: OpenApiResponse(
+        ErrorDetailSerializer,
+        description="Conflicts with the object's state (e.g. cancelling a job that is already "
+        "done, or queuing a judge run while another of it is in flight); `detail` says which.",
+    ),
     415: OpenApiResponse(ErrorDetailSerializer, description="The body must be JSON."),
 }
 

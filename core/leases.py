@@ -12,6 +12,13 @@ kind is a model with these columns (the lease protocol):
     attempts      optional: runs started so far; with it a stale job is sent again until
                   `QAJ_JOB_MAX_ATTEMPTS` runs have started, without it a stale job fails
 
+A kind whose `lease_states` names a `cancelled` value can be cancelled by hand (`job_cancel`):
+one conditional UPDATE makes a queued or running job cancelled, so a queued one is never
+claimed and the sweep never sees it again. A worker running it finds out the way it finds out
+that it lost its lease, at its next write or heartbeat (no second polling loop): its write
+records its numbers (progress, cost) on the cancelled row and raises `JobCancelled`, so what it
+already did and paid for stays counted, and the row stays cancelled.
+
 A worker claims a job with one conditional UPDATE (`JobLease.claim`), so two deliveries of the
 same message cannot both run it; a `Heartbeat` thread then renews `heartbeat_at` every
 `QAJ_JOB_HEARTBEAT_SECONDS` while the job works, including single steps that take minutes.
@@ -48,16 +55,29 @@ logger = logging.getLogger(__name__)
 
 
 class LeaseStates(NamedTuple):
-    """The status values a job kind uses for the lease (a model's `lease_states`)."""
+    """The status values a job kind uses for the lease (a model's `lease_states`);
+    `cancelled` empty: the kind cannot be cancelled by hand."""
 
     queued: str
     running: str
     failed: str
+    cancelled: str = ""
 
 
 class LeaseLost(Exception):
     """This worker no longer holds the job (it was recovered and given to another run, or
     failed by the sweep); it must stop without writing."""
+
+
+class JobCancelled(LeaseLost):
+    """Someone cancelled the job this worker runs (`job_cancel`): it stops asking for more
+    work; the write that found out recorded its numbers on the cancelled row."""
+
+
+# Columns of the lease protocol: a cancelled job keeps the status, times and reason its
+# cancellation wrote; its worker's last write records only the job's own numbers.
+_PROTOCOL_FIELDS = frozenset({"status", "lease", "heartbeat_at", "started_at", "finished_at",
+                              "error", "attempts", "task_id"})
 
 
 # --- the settings (one of each for every job kind) ---------------------------------------------
@@ -145,6 +165,7 @@ class JobLease:
         self.job_id = job_id
         self.token = owner_id()
         self.lost = threading.Event()
+        self.cancelled = threading.Event()
         self._heartbeat: Heartbeat | None = None
 
     # --- claiming -----------------------------------------------------------------------------
@@ -175,11 +196,19 @@ class JobLease:
 
     def update(self, **fields) -> None:
         """Write fields of the job (and renew the heartbeat) if this worker still holds it;
-        LeaseLost otherwise."""
-        if self.lost.is_set():
-            raise LeaseLost(f"{self.model.__name__} {self.job_id} was taken from this worker")
-        if not self.beat(**fields):
-            raise LeaseLost(f"{self.model.__name__} {self.job_id} was taken from this worker")
+        LeaseLost otherwise. JobCancelled when it was cancelled by hand while this worker ran
+        it: the job's own numbers among `fields` (not its status, times or error) are written
+        to the cancelled row first, so what this run did and paid for stays counted."""
+        if not self.lost.is_set() and self.beat(**fields):
+            return
+        if self.cancelled.is_set():
+            numbers = {name: value for name, value in fields.items()
+                       if name not in _PROTOCOL_FIELDS}
+            if numbers:
+                self.model.objects.filter(pk=self.job_id, lease=self.token,
+                                          status=self.states.cancelled).update(**numbers)
+            raise JobCancelled(f"{self.model.__name__} {self.job_id} was cancelled")
+        raise LeaseLost(f"{self.model.__name__} {self.job_id} was taken from this worker")
 
     def finish(self, *, status: str, **fields) -> None:
         self.update(status=status, finished_at=timezone.now(), **fields)
@@ -190,6 +219,9 @@ class JobLease:
         fields.setdefault("heartbeat_at", timezone.now())
         alive = self._held().update(**fields)
         if not alive:
+            if self.states.cancelled and self.model.objects.filter(
+                    pk=self.job_id, lease=self.token, status=self.states.cancelled).exists():
+                self.cancelled.set()
             self.lost.set()
         return bool(alive)
 
@@ -256,11 +288,42 @@ def leased_run(model: type[models.Model], job_id: int, *,
             job = lease.claim(started_at=timezone.now(), finished_at=None, **claim_fields)
         try:
             yield lease, job
+        except JobCancelled:
+            logger.info("%s %s was cancelled; this run stops", model.__name__, job_id)
         except LeaseLost:
             logger.warning("%s %s was taken over; this run stops", model.__name__, job_id)
         except Exception as exc:
-            lease.finish(status=lease.states.failed, error=f"{type(exc).__name__}: {exc}")
+            try:
+                lease.finish(status=lease.states.failed, error=f"{type(exc).__name__}: {exc}")
+            except JobCancelled:
+                # Cancelled before it broke: the row stays cancelled; the error is logged.
+                pass
             raise
+
+
+# --- cancelling by hand ------------------------------------------------------------------------
+
+def job_cancel(model: type[models.Model], job_id: int, *, reason: str) -> bool:
+    """Cancel a queued or running job of a kind that can be cancelled, with `reason` as its
+    error text (who and when): one conditional UPDATE, so it races safely with a claim (a
+    cancelled job is never claimed) and with a finish (whichever writes first wins). A running
+    job's worker stops at its next write or heartbeat (`JobLease.update`); its lease stays on
+    the row so that write can still record its numbers. False when the job is neither queued
+    nor running (finished, failed or already cancelled)."""
+    states = model.lease_states
+    if not states.cancelled:
+        raise ValueError(f"{model.__name__} jobs cannot be cancelled")
+    return bool(model.objects.filter(pk=job_id, status__in=(states.queued, states.running))
+                .update(status=states.cancelled, finished_at=timezone.now(), error=reason))
+
+
+def scope_lock(row: models.Model) -> None:
+    """Lock the row a kind's jobs are queued under (a project) until the transaction ends:
+    two requests queuing a job in one scope take turns, so the second one's look for a job
+    already in flight sees the first one's (PostgreSQL; SQLite's IMMEDIATE transactions take
+    turns anyway). NO KEY UPDATE: rows that merely point at it are not held up."""
+    list(type(row).objects.select_for_update(no_key=True).filter(pk=row.pk)
+         .values_list("pk", flat=True))
 
 
 # --- recovery ----------------------------------------------------------------------------------

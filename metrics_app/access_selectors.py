@@ -8,11 +8,13 @@ from django.db.models import QuerySet
 from django.http import Http404
 
 from annotation.access_selectors import projects_visible_to
+from annotation.models import Project
 
-from .models import ItemScoringJob, ModelVersion
+from .models import ItemScoringJob, JudgeJob, ModelVersion, ScoringJob
 
 NO_SUCH_MODEL_VERSION = "No such model version."
 NO_SUCH_SCORING_JOB = "No such scoring job."
+NO_SUCH_JUDGE_JOB = "No such judge job."
 
 
 @dataclass(frozen=True)
@@ -54,4 +56,14 @@ def access_item_scoring_job(user, job_id: int) -> ItemScoringJob:
     job = item_scoring_jobs_visible_to(user).defer("items").filter(pk=job_id).first()
     if job is None:
         raise Http404(NO_SUCH_SCORING_JOB)
+    return job
+
+
+def access_project_job(project: Project, model: type[ScoringJob] | type[JudgeJob],
+                       job_id: int) -> ScoringJob | JudgeJob:
+    """A scoring job or judge job of a project an `access_project*` door opened (the API's and
+    the metrics page's cancel); Http404 for a job of any other project."""
+    job = model.objects.filter(project=project, pk=job_id).first()
+    if job is None:
+        raise Http404(NO_SUCH_JUDGE_JOB if model is JudgeJob else NO_SUCH_SCORING_JOB)
     return job

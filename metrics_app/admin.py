@@ -39,8 +39,29 @@ class ReportAdmin(ReadOnlyAdmin):
     search_fields = ("kind", "project__slug", "project__title")
 
 
+class CancelJobsMixin:
+    """The "Cancel selected jobs" action of the project scoring job and judge job admins:
+    whoever sees a job (its project is theirs or shared with them) may cancel it, as they may
+    queue it. Each job is cancelled through `leased_job_cancel`; one already finished is
+    reported and skipped."""
+
+    actions = ["cancel_jobs"]
+
+    @admin.action(description="Cancel selected jobs")
+    def cancel_jobs(self, request, queryset):
+        from .services.job_leases import JobNotCancellable, job_label, leased_job_cancel
+
+        for job in queryset.order_by("pk"):
+            try:
+                job = leased_job_cancel(job=job, user=request.user)
+            except JobNotCancellable as exc:
+                self.message_user(request, str(exc), level=messages.WARNING)
+                continue
+            self.message_user(request, f"{job_label(job)}: {job.error}")
+
+
 @admin.register(ScoringJob)
-class ScoringJobAdmin(ReadOnlyAdmin):
+class ScoringJobAdmin(CancelJobsMixin, ReadOnlyAdmin):
     """Scoring runs with their progress; queued from the metrics page or API, run in Celery."""
 
     list_display = ("__str__", "status", "progress_bar", "queue", "requested_by", "created_at",
@@ -327,7 +348,7 @@ class JudgeVerdictAdmin(ReadOnlyAdmin):
 
 
 @admin.register(JudgeJob)
-class JudgeJobAdmin(ReadOnlyAdmin):
+class JudgeJobAdmin(CancelJobsMixin, ReadOnlyAdmin):
     """LLM judge runs with their progress, cost and budget; queued by `run_judge --queue` or
     the API, run in Celery."""
 

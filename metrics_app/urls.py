@@ -23,6 +23,8 @@ urlpatterns: list = [
     path("<slug:slug>/metrics/", metrics_page.project_metrics, name="project-metrics"),
     path("<slug:slug>/metrics/compute/", metrics_page.project_metrics_compute,
          name="project-metrics-compute"),
+    path("<slug:slug>/metrics/jobs/<int:job_id>/cancel/", metrics_page.scoring_job_cancel_view,
+         name="scoring-job-cancel"),
     path("<slug:slug>/metrics/scatter/<str:metric>.png", metrics_page.project_metric_scatter,
          name="metric-scatter"),
     path("<slug:slug>/metrics/roc.png", metrics_page.project_metric_roc, name="metric-roc"),

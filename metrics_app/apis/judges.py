@@ -1,5 +1,6 @@
 """REST endpoints for judges: the alignment report, the judge recommendation, and LLM judge
-jobs (list, queue). The same numbers as `manage.py judge_report` and `run_judge --queue`."""
+jobs (list, queue, cancel). The same numbers as `manage.py judge_report` and
+`run_judge --queue`."""
 from __future__ import annotations
 
 from drf_spectacular.utils import OpenApiParameter, extend_schema
@@ -11,12 +12,18 @@ from annotation.access_selectors import access_project
 from annotation.serializers import RefuseUnknownFieldsMixin
 from core.api import JsonApiMixin, paginated_response, with_errors
 from core.statistics import MAX_RESAMPLES
+from metrics_app.access_selectors import access_project_job
 from metrics_app.domain.judge_prompts import JudgeConfigError
-from metrics_app.judge_selectors import judge_version_get
+from metrics_app.judge_selectors import judge_job_in_flight, judge_version_get
 from metrics_app.models import JudgeJob
+from metrics_app.services.job_leases import JobNotCancellable, leased_job_cancel
 from metrics_app.services.judges.alignment import cached_judge_alignment_report
 from metrics_app.services.judges.planning import judge_plan
-from metrics_app.services.judges.runs import MAX_CONCURRENCY, judge_job_create
+from metrics_app.services.judges.runs import (
+    MAX_CONCURRENCY,
+    JudgeJobInFlight,
+    judge_job_create,
+)
 
 
 def _refs(text: str) -> list[str] | None:
@@ -81,7 +88,12 @@ class JudgeJobSerializer(serializers.ModelSerializer):
 class JudgeJobListCreateApi(JsonApiMixin, APIView):
     """GET a project's judge jobs, newest first; POST {"judge": "name[@version]", "budget":
     USD, "concurrency": N} queues an LLM judge run in Celery (202). An unknown key is a 400
-    naming it: a misspelt `budget` dropped would queue a paid run with no cap."""
+    naming it: a misspelt `budget` dropped would queue a paid run with no cap.
+
+    One run of a judge version per project at a time: while one is queued or running, the
+    same POST (a double click, a retry) answers that job (200, nothing queued), and a POST
+    with another budget or concurrency is a 409 naming it (cancel it first:
+    `POST .../judge-jobs/<id>/cancel/`)."""
 
     class InputSerializer(RefuseUnknownFieldsMixin, serializers.Serializer):
         judge = serializers.CharField(max_length=200)
@@ -99,17 +111,41 @@ class JudgeJobListCreateApi(JsonApiMixin, APIView):
             serializer_class=JudgeJobSerializer)
 
     @extend_schema(request=InputSerializer,
-                   responses=with_errors({202: JudgeJobSerializer}, 400, 404, 415))
+                   responses=with_errors({200: JudgeJobSerializer, 202: JudgeJobSerializer},
+                                         400, 404, 409, 415))
     def post(self, request, slug: str):
         project = access_project(request.user, slug)
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         try:
             version = judge_version_get(data.validated_data["judge"])
+            before = judge_job_in_flight(project=project, version=version)
             job = judge_job_create(project=project, version=version,
                                    budget=data.validated_data.get("budget"),
                                    concurrency=data.validated_data["concurrency"],
                                    user=request.user)
+        except JudgeJobInFlight as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
         except (LookupError, JudgeConfigError) as exc:
             raise serializers.ValidationError({"judge": [str(exc)]}) from None
-        return Response(JudgeJobSerializer(job).data, status=status.HTTP_202_ACCEPTED)
+        # 200: the job in flight was answered, nothing new queued (the service decides
+        # under the project's lock; `before` only picks the status code).
+        queued = before is None or before.pk != job.pk
+        return Response(JudgeJobSerializer(job).data,
+                        status=status.HTTP_202_ACCEPTED if queued else status.HTTP_200_OK)
+
+
+class JudgeJobCancelApi(APIView):
+    """POST /api/metrics/projects/<slug>/judge-jobs/<id>/cancel/ (no body): cancel a queued or
+    running judge job of a project the user may see, as they may queue one. A queued job never
+    runs; a running one stops at its next stored batch, keeping the verdicts stored (and paid
+    for) so far, counted in `spent`. 409 for a job already done, failed or cancelled."""
+
+    @extend_schema(request=None, responses=with_errors({200: JudgeJobSerializer}, 404, 409))
+    def post(self, request, slug: str, job_id: int):
+        job = access_project_job(access_project(request.user, slug), JudgeJob, job_id)
+        try:
+            job = leased_job_cancel(job=job, user=request.user)
+        except JobNotCancellable as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
+        return Response(JudgeJobSerializer(job).data)

@@ -13,6 +13,12 @@ class ScoringStatus(models.TextChoices):
     RUNNING = "running", "Running"
     DONE = "done", "Done"
     FAILED = "failed", "Failed"
+    # By hand (admin, API, metrics page): never run again; what it did before stays stored.
+    CANCELLED = "cancelled", "Cancelled"
+
+
+# A job in flight: queued, or running (a stale running one is sent again by the sweep).
+JOB_IN_FLIGHT = (ScoringStatus.QUEUED, ScoringStatus.RUNNING)
 
 
 class ScoringJobBase(models.Model):
@@ -40,7 +46,7 @@ class ScoringJobBase(models.Model):
     finished_at = models.DateTimeField(null=True, blank=True)
 
     lease_states = LeaseStates(queued=ScoringStatus.QUEUED, running=ScoringStatus.RUNNING,
-                               failed=ScoringStatus.FAILED)
+                               failed=ScoringStatus.FAILED, cancelled=ScoringStatus.CANCELLED)
 
     class Meta:
         abstract = True

@@ -15,10 +15,17 @@ what recovery does to it:
 
 Provider publish/sync jobs hold no "running" row (they are idempotent and re-run by beat).
 A new lease-holding job kind is added to `leased_job_kinds`.
+
+Project scoring jobs and judge runs can be cancelled by hand (`leased_job_cancel`, the one
+service of the admin action, the API and the metrics page); LERC training has its own
+(`model_version_cancel`: a version's cancellation is logged as an event).
 """
 from __future__ import annotations
 
-from core.leases import LeasedJobKind, stale_jobs_recover
+from django.db import transaction
+from django.utils import timezone
+
+from core.leases import LeasedJobKind, job_cancel, stale_jobs_recover
 
 from ..models import ItemScoringJob, JudgeJob, ModelVersion, ScoringJob
 from .judges.runs import judge_job_send
@@ -44,3 +51,35 @@ def stale_jobs_recover_all() -> dict[str, int]:
     for outcome, n in model_versions_decide_pending().items():
         counts[outcome] += n
     return counts
+
+
+class JobNotCancellable(ValueError):
+    """The job is not queued or running (done, failed or already cancelled); the message
+    names the job and its status."""
+
+
+def job_label(job: ScoringJob | JudgeJob) -> str:
+    """"judge job 12" / "scoring job 7": how messages name a job."""
+    return f"{'judge' if isinstance(job, JudgeJob) else 'scoring'} job {job.pk}"
+
+
+def leased_job_cancel(*, job: ScoringJob | JudgeJob, user=None) -> ScoringJob | JudgeJob:
+    """Cancel a queued or running project scoring job or judge run, recording who and when in
+    its `error`. Queued: it is never run when its message arrives. Running: its worker stops at
+    its next stored batch or heartbeat (core/leases.py `JobLease.update`), keeping the scores
+    or verdicts stored so far and counting their cost in `spent`. Either way the sweep never
+    sends it again. JobNotCancellable for a job already done, failed or cancelled. Returns the
+    job as stored now."""
+    if not isinstance(job, ScoringJob | JudgeJob):
+        raise TypeError(f"{type(job).__name__} jobs cannot be cancelled here")
+    model = type(job)
+    who = user.get_username() if getattr(user, "pk", None) else "an operator"
+    when = timezone.now().strftime("%Y-%m-%d %H:%M:%S UTC")
+    with transaction.atomic():
+        # Locked so the reason says truly what the job was (a worker's claim waits).
+        was = (model.objects.select_for_update().filter(pk=job.pk)
+               .values_list("status", flat=True).first())
+        if not job_cancel(model, job.pk, reason=f"cancelled by {who} at {when} (was {was})"):
+            raise JobNotCancellable(f"{job_label(job)} is {was or 'gone'}; only a queued or "
+                                    "running job can be cancelled")
+    return model.objects.get(pk=job.pk)

@@ -18,8 +18,8 @@ from django.utils import timezone
 
 from annotation.models import Item, Project, TaskKind
 from core.background import task_send
-from core.leases import JobLease, leased_run
-from metrics_app.models import ItemScoringJob, ScoringJob, ScoringStatus
+from core.leases import JobLease, leased_run, scope_lock
+from metrics_app.models import JOB_IN_FLIGHT, ItemScoringJob, ScoringJob, ScoringStatus
 
 from ..models import MetricScore
 from ..registry import MetricInput, MetricUnavailable, get_metric, metric_accepts_option
@@ -298,7 +298,12 @@ def scoring_jobs_create(
     *, project: Project, metric_names: Sequence[str], user=None, model: str | None = None
 ) -> list[ScoringJob]:
     """Queue scoring of `metric_names` on the project: one job per Celery queue (model-based
-    metrics such as LERC go to `gpu`), enqueued once the transaction commits."""
+    metrics such as LERC go to `gpu`), enqueued once the transaction commits.
+
+    A job already queued or running on the project with the same metrics (in any order) and
+    the same model is returned instead of a second one (a double click, two tabs, an API
+    retry): the scores it stores are the ones asked for. The check and the insert run under
+    the project's row lock, so two requests at once take turns."""
     unknown = [name for name in metric_names if not _is_registered(name)]
     if unknown:
         raise ValueError(f"unknown metric(s): {', '.join(unknown)}")
@@ -308,16 +313,34 @@ def scoring_jobs_create(
     by_queue: dict[str, list[str]] = {}
     for name in metric_names:
         by_queue.setdefault(metric_queue(name), []).append(name)
+    options = {"model": model} if model else {}
     jobs = []
     with transaction.atomic():
+        scope_lock(project)
         for queue, names in by_queue.items():
+            existing = scoring_job_in_flight(project=project, metric_names=names,
+                                             options=options)
+            if existing is not None:
+                jobs.append(existing)
+                continue
             job = ScoringJob.objects.create(
                 project=project, metrics=names, queue=queue, requested_by=user,
-                options={"model": model} if model else {},
+                options=options,
             )
             jobs.append(job)
             transaction.on_commit(lambda job=job: scoring_job_send(job))
     return jobs
+
+
+def scoring_job_in_flight(*, project: Project, metric_names: Sequence[str],
+                          options: dict) -> ScoringJob | None:
+    """The queued or running scoring job of the project with these metrics (in any order)
+    and options, if any (oldest)."""
+    wanted = sorted(metric_names)
+    for job in ScoringJob.objects.filter(project=project, status__in=JOB_IN_FLIGHT).order_by("pk"):
+        if sorted(job.metrics or []) == wanted and (job.options or {}) == options:
+            return job
+    return None
 
 
 def _is_registered(name: str) -> bool:

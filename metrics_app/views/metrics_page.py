@@ -13,10 +13,13 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from annotation.access_selectors import access_project
+from metrics_app.access_selectors import access_project_job
 from metrics_app.metrics_page_selectors import STATS, metrics_page
+from metrics_app.models import ScoringJob
 from metrics_app.registry import metric_names
 from metrics_app.reports.charts import metric_scatter_png, roc_png
 from metrics_app.score_selectors import project_metric_versions
+from metrics_app.services.job_leases import JobNotCancellable, leased_job_cancel
 from metrics_app.services.meta_evaluation_report import (
     metric_report_cached,
     normalize_params,
@@ -71,9 +74,28 @@ def project_metrics_compute(request, slug: str):
         messages.error(request, "Choose at least one metric to compute.")
         return redirect(target)
     jobs = scoring_jobs_create(project=project, metric_names=names, user=request.user)
-    messages.success(request, f"Queued {', '.join(names)} ({len(jobs)} job(s)); this page "
-                              "refreshes until they finish.")
+    # A job already queued or running with the same metrics is answered, not queued twice.
+    messages.success(request, f"Scoring {', '.join(names)}: job(s) "
+                              f"{', '.join(str(job.pk) for job in jobs)} (one already queued "
+                              "or running with the same metrics is reused, not queued "
+                              "twice); this page refreshes until they finish.")
     return redirect(target)
+
+
+@login_required
+@require_POST
+def scoring_job_cancel_view(request, slug: str, job_id: int):
+    """The job list's Cancel button: whoever may open the page (and so queue a job) may cancel
+    one of its queued or running jobs."""
+    project = access_project(request.user, slug)
+    job = access_project_job(project, ScoringJob, job_id)
+    try:
+        job = leased_job_cancel(job=job, user=request.user)
+    except JobNotCancellable as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, f"Scoring job {job.pk}: {job.error}.")
+    return redirect("metrics:project-metrics", project.slug)
 
 
 def _png_response(png: bytes) -> HttpResponse:

@@ -4,7 +4,8 @@
 
 Without --queue it runs in this process (no worker needed) with a progress bar, as a judge job
 held here; with --queue it creates a judge job that a Celery worker runs (progress on the job).
-Either way one run of a judge version on a project at a time. Verdicts already stored
+Either way one run of a judge version on a project at a time (--queue while a job of it is
+queued or running names that job instead of queuing a second one). Verdicts already stored
 for this version are not asked again; the budget stops the run before a request could exceed
 it. Then `judge_report SLUG` compares the judges with the human labels.
 """
@@ -15,7 +16,7 @@ import sys
 from django.core.management.base import BaseCommand, CommandError
 
 from metrics_app.domain.judge_prompts import JudgeConfigError
-from metrics_app.judge_selectors import judge_version_get
+from metrics_app.judge_selectors import judge_job_in_flight, judge_version_get
 from metrics_app.management.projects import projects_by_slug
 from metrics_app.services.judges.client import EndpointError
 from metrics_app.services.judges.runs import (
@@ -47,9 +48,14 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from None
         try:
             if options["queue"]:
+                before = judge_job_in_flight(project=project, version=version)
                 job = judge_job_create(project=project, version=version,
                                        budget=options["budget"],
                                        concurrency=options["concurrency"])
+                if before is not None and before.pk == job.pk:
+                    self.stdout.write(f"judge job {job.pk} is already {job.status} "
+                                      f"({version.label} on {project.slug}); nothing queued")
+                    return
                 self.stdout.write(f"judge job {job.pk} queued ({version.label} on "
                                   f"{project.slug})")
                 return

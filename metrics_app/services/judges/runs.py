@@ -32,7 +32,15 @@ from django.utils import timezone
 from annotation.domain.control_characters import without_control_characters
 from annotation.models import Project, TaskKind
 from core.background import task_send
-from core.leases import JobLease, LeaseLost, leased_run, stale_after_seconds, stale_filter
+from core.leases import (
+    JobCancelled,
+    JobLease,
+    LeaseLost,
+    leased_run,
+    scope_lock,
+    stale_after_seconds,
+    stale_filter,
+)
 
 from ...domain.judge_prompts import (
     JudgeConfigError,
@@ -43,6 +51,7 @@ from ...domain.judge_prompts import (
     render,
     worst_case_cost,
 )
+from ...judge_selectors import judge_job_in_flight
 from ...models import JudgeJob, JudgeKind, JudgeVerdict, JudgeVersion, ScoringStatus
 from .client import ChatAnswer, ChatClient, EndpointError, RetryPolicy
 from .versions import price_for
@@ -128,8 +137,10 @@ def judge_project(*, project: Project, version: JudgeVersion, budget: float | No
     they arrive. Returns {requests, cached, calls, unparseable, truncated, failed, retries,
     prompt_tokens, completion_tokens, cost, stopped, errors}. `progress(done, detail)` is
     called after each stored batch (the job's lease renews there and may raise LeaseLost,
-    which stops the run). An endpoint that refuses the key or the model (401/403/404) ends
-    the run with EndpointError."""
+    which stops the run). When it raises JobCancelled (the job was cancelled by hand) no new
+    request is sent, the answers already on their way (paid for) are stored and counted, and
+    the run returns with `stopped` "cancelled". An endpoint that refuses the key or the model
+    (401/403/404) ends the run with EndpointError."""
     if version.judge.kind != JudgeKind.LLM:
         raise JudgeConfigError(f"{version.label} is an {version.judge.kind} judge: only LLM "
                                "judges are run")
@@ -150,7 +161,7 @@ def judge_project(*, project: Project, version: JudgeVersion, budget: float | No
               "stopped": "", "errors": []}
     done = detail["cached"]
     if progress:
-        progress(done, detail)
+        progress(done, detail)  # JobCancelled here: nothing was asked; the job stops
     if not todo:
         return detail
     spent = reserved = 0.0
@@ -165,7 +176,11 @@ def judge_project(*, project: Project, version: JudgeVersion, budget: float | No
             buffer = []
         last_flush = time.monotonic()
         if progress:
-            progress(done, detail)
+            try:
+                progress(done, detail)
+            except JobCancelled:
+                # Stop asking; the loop still drains (stores, counts) what is in flight.
+                detail["stopped"] = "cancelled"
 
     client = ChatClient(base_url=config["base_url"], model=config["model"],
                         api_key_env=config.get("api_key_env", ""), concurrency=concurrency,
@@ -258,12 +273,27 @@ def judge_project(*, project: Project, version: JudgeVersion, budget: float | No
 # --- jobs -------------------------------------------------------------------------------------
 
 
+class JudgeJobInFlight(JudgeConfigError):
+    """Queuing refused: a job of the same judge version on the same project is queued or
+    running with another budget or concurrency (`job` names it). Cancel it to change them."""
+
+    def __init__(self, message: str, job: JudgeJob):
+        super().__init__(message)
+        self.job = job
+
+
 def judge_job_create(*, project: Project, version: JudgeVersion, budget: float | None = None,
                      concurrency: int = DEFAULT_CONCURRENCY, user=None,
                      send: bool = True) -> JudgeJob:
     """Queue a run of the LLM judge version over the project (sent once the transaction
     commits; with the broker down it stays queued for `judge_jobs_enqueue_pending`).
-    `send=False`: the caller runs it in this process (`judge_job_run_here`)."""
+    `send=False`: the caller runs it in this process (`judge_job_run_here`).
+
+    One queued run per judge version and project: while a job of it is queued or running,
+    queuing it again with the same budget and concurrency (a double click, two tabs, an API
+    retry) returns that job and sends nothing; with another budget or concurrency it is
+    refused (JudgeJobInFlight names the job: cancel it first). The check and the insert run
+    under the project's row lock, so two requests at once take turns."""
     if version.judge.kind != JudgeKind.LLM:
         raise JudgeConfigError(f"{version.label} is not an LLM judge")
     _check_kind(project, version)
@@ -276,12 +306,32 @@ def judge_job_create(*, project: Project, version: JudgeVersion, budget: float |
     if not 1 <= concurrency <= MAX_CONCURRENCY:
         raise JudgeConfigError(f"concurrency: {concurrency} is not in 1..{MAX_CONCURRENCY}")
     with transaction.atomic():
+        if send:
+            # A run here (`send=False`) is not deduplicated: it is held to one run per scope
+            # when it claims (`judge_job_run`), and refused there while a worker runs it.
+            scope_lock(project)
+            existing = judge_job_in_flight(project=project, version=version)
+            if existing is not None:
+                return _same_request_or_refuse(existing, budget=budget,
+                                               concurrency=concurrency)
         job = JudgeJob.objects.create(project=project, judge_version=version, budget=budget,
                                       metrics=[version.label], requested_by=user,
                                       options={"concurrency": concurrency})
         if send:
             transaction.on_commit(lambda: judge_job_send(job))
     return job
+
+
+def _same_request_or_refuse(existing: JudgeJob, *, budget: float | None,
+                            concurrency: int) -> JudgeJob:
+    asked = int((existing.options or {}).get("concurrency", DEFAULT_CONCURRENCY))
+    if existing.budget == budget and asked == concurrency:
+        return existing
+    cap = "no budget" if existing.budget is None else f"budget ${existing.budget:g}"
+    raise JudgeJobInFlight(
+        f"judge job {existing.pk} of {existing.judge_version.label} on this project is "
+        f"{existing.status} ({cap}, concurrency {asked}); cancel it before queuing the judge "
+        "with another budget or concurrency", existing)
 
 
 def judge_job_send(job: JudgeJob) -> bool:
@@ -462,5 +512,5 @@ def judge_job_run_here(*, project: Project, version: JudgeVersion,
     return done if done is not None else JudgeJob.objects.get(pk=job.pk)
 
 
-__all__ = ["JudgeRunBusy", "LeaseLost", "judge_job_create", "judge_job_run",
-           "judge_job_run_here", "judge_project"]
+__all__ = ["JudgeJobInFlight", "JudgeRunBusy", "LeaseLost", "judge_job_create",
+           "judge_job_run", "judge_job_run_here", "judge_project"]

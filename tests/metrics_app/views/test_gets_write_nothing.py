@@ -135,7 +135,9 @@ def test_the_pages_list_covers_every_project_page():
 
     covered = {name for name, *_ in PAGES}
     posts_only = {"metrics:worker-block", "metrics:worker-unblock",
-                  "metrics:project-metrics-compute", "metrics:adjudicate-record"}
+                  "metrics:project-metrics-compute", "metrics:adjudicate-record",
+                  "metrics:scoring-job-cancel", "metrics-api:scoring-job-cancel",
+                  "metrics-api:judge-job-cancel"}
     names = set()
     for namespace in ("metrics", "metrics-api"):
         resolver = get_resolver().namespace_dict[namespace][1]
