@@ -101,6 +101,10 @@ NOT_COUNTED_ASSIGNMENT_STATUSES = (AssignmentStatus.REJECTED, AssignmentStatus.R
 # The MTurk operation that re-offers a slot given back (one extra assignment per call, the
 # call keyed by the assignment whose slot it replaces: annotation/services/replacements.py).
 REOFFER_OPERATION = "CreateAdditionalAssignmentsForHIT"
+# The Prolific operation that adds a place to a study for a slot given back by work Prolific
+# keeps the place of (approved, then its worker blocked): one call per such assignment, keyed
+# by it (annotation/services/replacements.py).
+PROLIFIC_REOFFER_OPERATION = "UpdateStudyPlaces"
 
 
 def judgments_that_count(queryset: QuerySet[Judgment] | None = None, *,
@@ -306,6 +310,8 @@ class Progress:
       project): on in-house and Prolific pages each judgment on those items that gives its
       slot back (`judgments_releasing_slots`), served again by picking; on MTurk the extra
       assignments created for them (`annotation/services/replacements.py`).
+    - `places_added`: Prolific, the places the sync added to the study for approved work given
+      back (Prolific reopens a rejected or returned submission's place itself); 0 elsewhere.
     """
 
     items: int = 0
@@ -317,13 +323,18 @@ class Progress:
     passed: int | None = None
     max_takers: int | None = None
     reoffered: int = 0
+    places_added: int = 0
 
     def reoffered_text(self) -> str:
-        """"2 slots of work that does not count re-offered to other workers" ("" for none)."""
+        """"2 slots of work that does not count re-offered to other workers" (and, on
+        Prolific, "; 1 place added to the study for them"; "" for none)."""
         if not self.reoffered:
             return ""
+        places = (f"; {self.places_added} place{'s' if self.places_added != 1 else ''} added "
+                  f"to the Prolific study for them" if self.places_added else "")
         return (f"{self.reoffered} slot{'s' if self.reoffered != 1 else ''} of work that does "
-                f"not count (rejected, a blocked worker, ...) re-offered to other workers")
+                f"not count (rejected, a blocked worker, ...) re-offered to other workers"
+                f"{places}")
 
     @property
     def unit(self) -> str:
@@ -392,6 +403,7 @@ class Progress:
             "passed": self.passed,
             "max_takers": self.max_takers,
             "reoffered": self.reoffered,
+            "places_added": self.places_added,
             "text": self.text(),
             "assignments": dict(self.assignments),
         }
@@ -551,7 +563,8 @@ def stage_progress(*, stages: Sequence[Stage]) -> dict[int, Progress]:
 
 
 def _reoffered_count(by_id: dict[int, Stage], result: dict[int, Progress]) -> None:
-    """`Progress.reoffered` of each data stage, in at most two grouped queries."""
+    """`Progress.reoffered` (and Prolific's `places_added`) of each data stage, in at most
+    three grouped queries."""
     picking = [pk for pk, s in by_id.items() if s.kind not in NON_DATA_STAGE_KINDS
                and s.provider in (Provider.INHOUSE, Provider.PROLIFIC)]
     if picking:
@@ -568,6 +581,14 @@ def _reoffered_count(by_id: dict[int, Stage], result: dict[int, Progress]) -> No
                 .order_by().values_list("stage_id").annotate(n=Count("id"))
                 .values_list("stage_id", "n")):
             result[stage_id].reoffered = n
+    prolific = [pk for pk, s in by_id.items() if s.provider == Provider.PROLIFIC]
+    if prolific:
+        for stage_id, n in (ProviderCall.objects.filter(
+                stage_id__in=prolific, operation=PROLIFIC_REOFFER_OPERATION,
+                status=ProviderCallStatus.SUCCEEDED)
+                .order_by().values_list("stage_id").annotate(n=Count("id"))
+                .values_list("stage_id", "n")):
+            result[stage_id].places_added = n
 
 
 def stages_with_progress(*, project: Project) -> list[tuple[Stage, Progress]]:

@@ -64,6 +64,10 @@ class ProgressSerializer(serializers.Serializer):
         help_text="A stage's redundancy slots given back by work that will never count "
                   "(rejected, a blocked worker, ...) and offered to other workers: served again "
                   "on in-house and Prolific pages, extra assignments on MTurk; 0 for a project.")
+    places_added = serializers.IntegerField(
+        help_text="Prolific: places the sync added to the study for approved work given back "
+                  "(a blocked worker; Prolific reopens a rejected submission's place itself); "
+                  "0 elsewhere.")
     wanted = serializers.IntegerField(
         allow_null=True,
         help_text="Judgments the plan asks for: each item × its redundancy (the stage's "

@@ -76,8 +76,7 @@ def studies_page(state, pid: str) -> str:
         for study in state.studies.values():
             if study["status"] != "ACTIVE" and study["id"] not in mine:
                 continue
-            taken = len([s for s in state.submissions.values()
-                         if s["study_id"] == study["id"] and s["status"] != "RETURNED"])
+            taken = state.places_taken(study["id"])
             left = max(0, int(study["total_available_places"]) - taken)
             rows.append((study, left, state.eligible(study, pid), mine.get(study["id"])))
         names = {s["id"]: s["name"] for s in state.studies.values()}

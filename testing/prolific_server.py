@@ -31,6 +31,12 @@ from testing.http_fake import FakeApiHandler
 
 PAGE_SIZE = 2
 MIN_REJECTION_MESSAGE = 100
+# Submissions that give their place back to the study: the participant returned it or timed
+# out, or the researcher rejected it (Prolific reopens a rejected submission's place for a new
+# participant). An approved submission keeps its place whatever the researcher learns later.
+PLACE_FREEING_STATUSES = ("RETURNED", "TIMED-OUT", "REJECTED")
+# What a published study's update may change (Prolific: only its places, and only up).
+PUBLISHED_STUDY_UPDATABLE = {"total_available_places", "internal_name"}
 
 
 class ApiError(Exception):
@@ -54,6 +60,11 @@ class ProlificState:
         return f"{prefix}{next(self.ids):022x}"
 
     # --- participants -------------------------------------------------------------------------
+    def places_taken(self, study_id: str) -> int:
+        """The study's places held: every submission but those that gave theirs back."""
+        return sum(1 for s in self.submissions.values()
+                   if s["study_id"] == study_id and s["status"] not in PLACE_FREEING_STATUSES)
+
     def eligible(self, study: dict, pid: str) -> bool:
         """Whether the study's allow-list filters (if any) include the participant."""
         return all(
@@ -76,8 +87,7 @@ class ProlificState:
             mine = [s for s in self.submissions.values() if s["study_id"] == study_id]
             if any(s["participant_id"] == pid for s in mine):
                 raise ApiError(400, "participant already took part")
-            if len([s for s in mine if s["status"] != "RETURNED"]) >= study[
-                    "total_available_places"]:
+            if self.places_taken(study_id) >= study["total_available_places"]:
                 raise ApiError(400, "study is full")
             submission_id = self.new_id("s")
             self.submissions[submission_id] = {
@@ -101,6 +111,7 @@ class ProlificState:
             ("GET", r"studies/", self.list_studies),
             ("POST", r"studies/", self.create_study),
             ("GET", r"studies/(?P<sid>\w+)/", self.get_study),
+            ("PATCH", r"studies/(?P<sid>\w+)/", self.update_study),
             ("POST", r"studies/(?P<sid>\w+)/transition/", self.transition_study),
             ("GET", r"studies/(?P<sid>\w+)/submissions/", self.list_submissions),
             ("GET", r"submissions/(?P<sub>\w+)/", self.get_submission),
@@ -152,6 +163,27 @@ class ProlificState:
         if sid not in self.studies:
             raise ApiError(404, "study not found")
         return self.studies[sid]
+
+    def update_study(self, *, query, body, sid):
+        """"Update a study" (PATCH studies/<id>/): a draft takes any field; once published only
+        `total_available_places` (and the internal name) may change, and the places only up,
+        never below the places already taken; a completed (stopped) study takes no more."""
+        study = self.get_study(query=query, body=body, sid=sid)
+        if study["status"] != "UNPUBLISHED":
+            refused = sorted(set(body) - PUBLISHED_STUDY_UPDATABLE)
+            if refused:
+                raise ApiError(400, f"a published study cannot change {refused}")
+            if study["status"] == "COMPLETED":
+                raise ApiError(400, "a completed study cannot be updated")
+        if "total_available_places" in body:
+            places = body["total_available_places"]
+            if not isinstance(places, int) or places < 1:
+                raise ApiError(400, "total_available_places must be a positive integer")
+            if study["status"] != "UNPUBLISHED" and places < study["total_available_places"]:
+                raise ApiError(400, "total_available_places can only be increased once the "
+                                    "study is published")
+        study.update(body)
+        return study
 
     def transition_study(self, *, query, body, sid):
         study = self.get_study(query=query, body=body, sid=sid)
@@ -371,6 +403,9 @@ class ProlificServer:
 
             def do_DELETE(self) -> None:
                 self._serve("DELETE")
+
+            def do_PATCH(self) -> None:
+                self._serve("PATCH")
 
             def _reply(self, status: int, payload, headers=None) -> None:
                 data = json.dumps(payload, default=str).encode()

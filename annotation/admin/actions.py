@@ -194,7 +194,10 @@ def sync_stages(modeladmin, request, queryset):
         if sync.verified or sync.not_found:
             line += (f"; participants' sessions verified {sync.verified}, not found at the "
                      f"provider {sync.not_found} (their work never counts)")
-        if sync.reoffered:
+        if sync.reoffered and stage.provider == Provider.PROLIFIC:
+            line += (f"; {sync.reoffered} place(s) added to the Prolific study for approved "
+                     f"work of blocked workers")
+        elif sync.reoffered:
             line += (f"; {sync.reoffered} slot(s) of rejected or blocked work re-offered as new "
                      f"assignments")
         if sync.reoffer_waiting:

@@ -225,7 +225,8 @@ class CrowdProvider(abc.ABC):
         """Offer `count` more assignments on an existing HIT, once per `token` (a retry with the
         same token adds nothing more). Only providers whose HITs fix their number of
         assignments need it (MTurk); providers that pick items per worker refill a slot given
-        back without a call."""
+        back without a call (Prolific still needs a place for the new participant when it
+        kept the old one's: `ProlificProvider.study_places_raise`)."""
         raise NotImplementedError(f"{self.name} has no assignments to add")
 
     # --- workers --------------------------------------------------------------------------------

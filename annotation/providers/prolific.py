@@ -309,6 +309,24 @@ class ProlificProvider(RemoteProvider):
             self._study_transition(stage, study_id, "START")
         return iter(())
 
+    def study_places_raise(self, *, stage, at_least: int) -> dict:
+        """Raise the study's places to at least `at_least` ("Update a study": PATCH
+        studies/<id>/ with `total_available_places`; a published study's places may only grow).
+        An absolute target, never "one more": repeating it after a lost answer, or after a later
+        call raised the places further, adds nothing (Prolific has no idempotency tokens). A
+        study Prolific refuses to grow (stopped, or gone) is a `ProviderCallRefused`."""
+        study_id = (stage.settings or {}).get("prolific_study_id")
+        if not study_id:
+            raise ProviderCallRefused(f"{stage} has no Prolific study (prolific_study_id)")
+        study = self.request("GET", f"studies/{study_id}/")
+        current = int(study.get("total_available_places") or 0)
+        if current >= at_least:
+            return {"total_available_places": current, "already": True}
+        updated = self.request("PATCH", f"studies/{study_id}/",
+                               json={"total_available_places": at_least})
+        return {"total_available_places": int(updated.get("total_available_places")
+                                              or at_least)}
+
     # --- submissions ---------------------------------------------------------------------------
     def list_submissions(self, *, stage) -> Iterator[Submission]:
         study_id = stage.settings.get("prolific_study_id")

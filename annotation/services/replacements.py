@@ -1,8 +1,13 @@
-"""Replacement slots on MTurk. A HIT fixes its number of assignments (`MaxAssignments`, the
-item's redundancy) when it is created, and MTurk does not give back the slot of an assignment
-rejected after submission: the study buys a new one (CreateAdditionalAssignmentsForHIT). In-house
-and Prolific pages need no call: picking serves a slot given back again
-(`annotation/services/assignments/picking.py`).
+"""Replacement slots on MTurk, and places on Prolific. A HIT fixes its number of assignments
+(`MaxAssignments`, the item's redundancy) when it is created, and MTurk does not give back the
+slot of an assignment rejected after submission: the study buys a new one
+(CreateAdditionalAssignmentsForHIT). In-house and Prolific pages pick their items, so picking
+serves a slot given back again (`annotation/services/assignments/picking.py`); in-house that is
+all, but a Prolific participant first needs a free place in the study, and the study has as
+many places as its HITs have assignments (`ProlificProvider.publish_stage`). Prolific gives
+back by itself the place of a submission that is returned, timed out or rejected; it keeps the
+place of an approved one, so work approved and then given back (its worker blocked for the
+project) gets one more place (`_prolific_places_offer`).
 
 Which work gives its slot back is the one rule of `annotation.selectors.judgments_releasing_slots`
 (rejected work, a worker blocked for the project, ...), read per assignment here: an MTurk
@@ -23,6 +28,17 @@ assignment for the same rejection, and a lost answer is retried with the same to
 deduplicates. Only then, in one transaction with marking the call recorded, the local HIT's
 `max_assignments` grows by one (what the cost estimate, "collection complete" and "HIT done"
 read), so a crash between the call and the record is finished by the next sync.
+
+Prolific, in the same way, one recorded call (`UpdateStudyPlaces`, keyed by the assignment)
+per approved submission given back, in a live data stage and within the budget cap. Not for:
+a rejected, returned or timed-out submission (Prolific reopened its place), one still awaiting
+review (rejecting it reopens the place, approving it makes it owed here), flagged work (as on
+MTurk), and a session that failed verification (it was no submission of the study: it took no
+place). Prolific has no idempotency token, so each call sets the study's places to an absolute
+number fixed when its row is written: the places the study was created with plus the call's
+rank among the stage's place calls. A retry after a lost answer, or a call overtaken by a later
+one, finds the places already there and adds none (`ProlificProvider.study_places_raise`).
+Places a researcher adds by hand on Prolific count toward these.
 """
 from __future__ import annotations
 
@@ -48,12 +64,18 @@ from annotation.models import (
 )
 from annotation.providers import get_provider
 from annotation.providers.calls import ProviderCallRefused, new_token, provider_call_run
-from annotation.selectors import REOFFER_OPERATION, judgments_releasing_slots
+from annotation.selectors import (
+    PROLIFIC_REOFFER_OPERATION,
+    REOFFER_OPERATION,
+    judgments_releasing_slots,
+)
 
 # A stage whose HITs are still offered: a replacement bought for a closed stage is never used.
 LIVE_STATUSES = (StageStatus.PUBLISHED, StageStatus.COLLECTING, StageStatus.REVIEWING)
 # MTurk refuses to take a HIT made with fewer than 10 assignments to 10 or more.
 MTURK_ASSIGNMENT_TIER = 10
+# The recorded calls that re-offer a slot, each growing its HIT by one once recorded.
+REOFFER_OPERATIONS = (REOFFER_OPERATION, PROLIFIC_REOFFER_OPERATION)
 
 
 @dataclass
@@ -81,14 +103,18 @@ def assignments_to_replace(*, stage: Stage) -> QuerySet[Assignment]:
 
 
 def stage_replacements_offer(*, stage: Stage) -> ReplacementReport:
-    """Add one MTurk assignment per slot given back in a live data stage (module doc);
-    idempotent. Other providers: nothing to do (their picking re-offers the slot)."""
+    """Add one MTurk assignment per slot given back in a live data stage, or one Prolific place
+    per approved submission given back (module doc); idempotent. In-house: nothing to do (its
+    picking re-offers the slot)."""
     report = ReplacementReport()
-    if stage.provider != Provider.MTURK or stage.kind in NON_DATA_STAGE_KINDS:
+    if (stage.provider not in (Provider.MTURK, Provider.PROLIFIC)
+            or stage.kind in NON_DATA_STAGE_KINDS):
         return report
     _reoffers_record(stage)  # calls a crash left unrecorded
     if stage.status not in LIVE_STATUSES:
         return report
+    if stage.provider == Provider.PROLIFIC:
+        return _prolific_places_offer(stage, report)
     provider = get_provider(stage.provider)
     now = timezone.now()
     for assignment in assignments_to_replace(stage=stage):
@@ -119,6 +145,86 @@ def stage_replacements_offer(*, stage: Stage) -> ReplacementReport:
     return report
 
 
+def _released_assignment_ids(stage: Stage) -> QuerySet[Judgment]:
+    return judgments_releasing_slots(Judgment.objects.filter(stage=stage),
+                                     project=stage.project).values("assignment_id")
+
+
+def prolific_places_owed(*, stage: Stage) -> QuerySet[Assignment]:
+    """The stage's Prolific submissions that Prolific approved (so they keep their place) and
+    whose slot was given back here (`judgments_releasing_slots`: a worker blocked for the
+    project), with no place added for them yet."""
+    added = ProviderCall.objects.filter(stage=stage, operation=PROLIFIC_REOFFER_OPERATION,
+                                        status=ProviderCallStatus.SUCCEEDED)
+    return (stage.assignments.filter(provider_confirmed_at__isnull=False,
+                                     status=AssignmentStatus.APPROVED,
+                                     pk__in=_released_assignment_ids(stage))
+            .exclude(pk__in=added.values("assignment_id"))
+            .select_related("hit", "worker").order_by("pk"))
+
+
+def _prolific_places_offer(stage: Stage, report: ReplacementReport) -> ReplacementReport:
+    undecided = stage.assignments.filter(provider_confirmed_at__isnull=False,
+                                         status=AssignmentStatus.SUBMITTED,
+                                         pk__in=_released_assignment_ids(stage)).order_by("pk")
+    for assignment in undecided:
+        report.waiting.append(f"{assignment}: awaiting review on Prolific: rejecting it gives "
+                              "its place back, approving it lets the sync add one")
+    owed = list(prolific_places_owed(stage=stage))
+    if not owed:
+        return report
+    if not (stage.settings or {}).get("prolific_study_id"):
+        report.waiting += [f"{a}: the stage has no Prolific study id to add a place to"
+                           for a in owed]
+        return report
+    provider = get_provider(stage.provider)
+    for assignment in owed:
+        # Places are the study's, not a HIT's: the HIT grown is only the cost estimate's record.
+        hit = assignment.hit or stage.hits.order_by("pk").first()
+        if hit is None:
+            report.waiting.append(f"{assignment}: the stage has no HIT to record a place on")
+            continue
+        hit = Hit.objects.get(pk=hit.pk)  # fresh: an earlier pass may have grown it
+        why = extra_assignment_over_budget(stage=stage, reward=hit.reward,
+                                           max_assignments=hit.max_assignments + 1)
+        if why:
+            report.waiting.append(f"{assignment}: {why}")
+            break  # every further place costs as much
+        key = f"prolific:places:{assignment.pk}"
+        previous = ProviderCall.objects.filter(key=key).first()
+        target = (int(previous.request["total_available_places"]) if previous is not None
+                  else _next_places_target(stage))
+        try:
+            provider_call_run(
+                provider=Provider.PROLIFIC, operation=PROLIFIC_REOFFER_OPERATION, key=key,
+                call_fn=lambda _token, target=target: provider.study_places_raise(
+                    stage=stage, at_least=target),
+                stage=stage, hit=hit, assignment=assignment, worker=assignment.worker,
+                request={"total_available_places": target,
+                         "replaces": assignment.external_id})
+        except ProviderCallRefused as exc:
+            report.waiting.append(f"{assignment}: Prolific refused a place: {exc}")
+            continue
+        except Exception as exc:  # throttled or lost: the next sync sets the same number
+            report.waiting.append(f"{assignment}: place not confirmed yet: {exc}")
+            continue
+        report.reoffered += _reoffer_record(ProviderCall.objects.get(key=key).pk)
+    return report
+
+
+def _next_places_target(stage: Stage) -> int:
+    """The study's places once the place call about to be written is done: what it was
+    created with, plus one per place call of the stage (this one included). Fixed in the
+    call's row, so every retry sets the same number (module doc)."""
+    created = ProviderCall.objects.filter(key=f"prolific:study-create:{stage.pk}").first()
+    base = int(((created.request or {}) if created else {}).get("places") or 0)
+    calls = ProviderCall.objects.filter(stage=stage, operation=PROLIFIC_REOFFER_OPERATION)
+    if not base:  # a study made on Prolific's site: the HITs' assignments before any place
+        grown = calls.filter(response__recorded=True).count()
+        base = sum(stage.hits.values_list("max_assignments", flat=True)) - grown
+    return base + calls.count() + 1
+
+
 def _cannot_reoffer(stage: Stage, hit: Hit, now) -> str:
     if not hit.external_id:
         return "its HIT is not on MTurk"
@@ -135,7 +241,7 @@ def _reoffers_record(stage: Stage) -> int:
     """Grow each HIT by the replacements MTurk added and this database has not recorded yet
     (the call and its record in one transaction: counted once); a HIT marked done opens
     again. Returns how many were recorded."""
-    pending = ProviderCall.objects.filter(stage=stage, operation=REOFFER_OPERATION,
+    pending = ProviderCall.objects.filter(stage=stage, operation__in=REOFFER_OPERATIONS,
                                           status=ProviderCallStatus.SUCCEEDED).exclude(
         response__recorded=True)
     return sum(_reoffer_record(pk) for pk in pending.values_list("pk", flat=True))

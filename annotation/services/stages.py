@@ -32,9 +32,11 @@ from annotation.domain.stage_settings import (
 )
 from annotation.judgment_selectors import agreement_stage_for, stage_alpha
 from annotation.models import (
+    AssignmentStatus,
     Hit,
     HitItem,
     HitStatus,
+    Judgment,
     Stage,
     StageKind,
     StageStatus,
@@ -43,6 +45,7 @@ from annotation.models import (
 )
 from annotation.providers import PublishReport, get_provider
 from annotation.readiness_selectors import stage_readiness
+from annotation.selectors import judgments_releasing_slots
 from annotation.stage_errors import BudgetExceeded, GuardFailed, IllegalTransition, StageError
 from annotation.stage_plan_selectors import (
     design_applies,
@@ -757,13 +760,31 @@ def stage_extend(*, stage: Stage, seconds: int, user=None, actor: str = "") -> S
 
 
 def stage_collection_complete(*, stage: Stage) -> bool:
-    """Every HIT got all its assignments submitted (or the stage has none left open)."""
-    from annotation.models import AssignmentStatus
+    """Every HIT got all its assignments submitted, counting only the submitted work that
+    still takes a slot where new work would need one:
 
+    - MTurk: every assignment MTurk used up, rejected ones too (MTurk never gives one back;
+      the sync buys a replacement, which grows the HIT: `annotation/services/replacements.py`);
+    - Prolific: every submission holding a place in the study: not one Prolific reopened the
+      place of (rejected, returned, timed out), and an approved one given back holds its place
+      until the sync adds one (which grows the HIT), since until then no new participant can
+      take part;
+    - in-house: the work that still holds its redundancy slot, not what gives it back
+      (`annotation.selectors.judgments_releasing_slots`: rejected or flagged work, a worker
+      blocked for the project), whose items picking serves again.
+
+    So a stage whose slots or places reopened stays in, or goes back to, collecting."""
     wanted = sum(stage.hits.values_list("max_assignments", flat=True))
     done = stage.assignments.exclude(
         status__in=[AssignmentStatus.IN_PROGRESS, AssignmentStatus.RETURNED]
     )
+    if stage.provider == Provider.PROLIFIC:
+        done = done.exclude(status=AssignmentStatus.REJECTED)
+    elif stage.provider != Provider.MTURK:
+        done = done.exclude(pk__in=judgments_releasing_slots(
+            Judgment.objects.filter(stage=stage), project=stage.project,
+        ).values("assignment_id")).exclude(status__in=[AssignmentStatus.REJECTED,
+                                                       AssignmentStatus.FLAGGED])
     if get_provider(stage.provider).confirms_submissions:
         # Submissions the provider never listed (a made-up assignment id) fill no HIT.
         done = done.filter(provider_confirmed_at__isnull=False)

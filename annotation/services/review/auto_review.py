@@ -13,6 +13,7 @@ from django.utils import timezone
 from annotation.models import (
     Assignment,
     AssignmentStatus,
+    Provider,
     ProviderCall,
     ProviderCallStatus,
     Stage,
@@ -222,12 +223,23 @@ def _sync_and_review(stage: Stage) -> tuple[SyncReport, ReviewReport]:
         stage_transition(stage=stage, to_status=StageStatus.REVIEWING,
                          actor="provider sync (stage_sync_and_review)",
                          reason="every HIT has all its assignments submitted")
-    elif (stage.status == StageStatus.REVIEWING and replacements.reoffered
+    elif (stage.status == StageStatus.REVIEWING
+          and (replacements.reoffered or stage.provider != Provider.MTURK)
           and not stage_collection_complete(stage=stage)):
+        # MTurk reopens for the assignments this sync bought (not for a slot it could not buy:
+        # nobody could take it); Prolific and in-house for any slot or place given back, which
+        # picking serves again (a Prolific rejection reopens its place by itself).
         stage_transition(stage=stage, to_status=StageStatus.COLLECTING,
                          actor="provider sync (stage_sync_and_review)",
-                         reason=f"{replacements.reoffered} slot(s) of rejected or blocked work "
-                                "re-offered as new assignments")
+                         reason=_reopen_reason(stage, replacements.reoffered))
     elif stage.status == StageStatus.CLOSED:
         stage_reconcile_mark(stage=stage, sync=sync, review=review)
     return sync, review
+
+
+def _reopen_reason(stage: Stage, reoffered: int) -> str:
+    if stage.provider == Provider.MTURK:
+        return f"{reoffered} slot(s) of rejected or blocked work re-offered as new assignments"
+    added = f"; {reoffered} place(s) added to the Prolific study" if reoffered else ""
+    return ("slots of work that no longer counts (rejected, flagged or a blocked worker) "
+            f"are offered to other workers again{added}")

@@ -66,8 +66,9 @@ class SyncReport:
     not_found: int = 0  # sessions the provider does not list for their participant: FAILED
     reconciled: bool = False  # this sync marked a closed stage fully reconciled
     open_reason: str = ""  # why a closed stage is not reconciled yet
-    # MTurk: slots of rejected or blocked work re-offered as new assignments by this sync, and
-    # why others are not yet (`annotation/services/replacements.py`).
+    # Slots of rejected or blocked work re-offered by this sync — MTurk: new assignments;
+    # Prolific: places added to the study — and why others are not yet
+    # (`annotation/services/replacements.py`).
     reoffered: int = 0
     reoffer_waiting: list[str] = dataclasses.field(default_factory=list)
 
