@@ -33,11 +33,19 @@ NEXT_STEP = {
     StageStatus.CLOSED: "done",
 }
 # Work through an in-house link arrives on submit: nothing to sync with a platform.
+INHOUSE_SEND_LINKS = ("send the annotators their links (stage action “In-house: create "
+                      "annotators … and their personal links”)")
 INHOUSE_NEXT_STEP = {
-    StageStatus.PUBLISHED: "send the annotators their links (stage action “In-house: "
-                           "create annotators … and their personal links”)",
+    StageStatus.PUBLISHED: INHOUSE_SEND_LINKS,
     StageStatus.COLLECTING: "review the submitted work (open “to review”; “Sync and review "
                             "now” applies the stage's review rules)",
+}
+# An in-house stage is collecting from the moment it is published: with nothing waiting for
+# review, "review the submitted work" sent the researcher to an empty list.
+INHOUSE_NOTHING_WAITING = {
+    True: "wait for the annotators' work (or send more annotators their links); review it "
+          "as it arrives",
+    False: INHOUSE_SEND_LINKS + ", then review their work as it arrives",
 }
 
 
@@ -143,7 +151,8 @@ def study_cockpit(*, project: Project) -> Cockpit:
             next_step=("fix what the problem says, then publish again" if problem
                        else "review the waiting work first" if (waiting or flagged) and
                        stage.status == StageStatus.CLOSED
-                       else _next_step(stage))))
+                       else _next_step(stage, waiting=waiting + flagged,
+                                       started=bool(progress.assignments)))))
     # What the budget guards count (`project_committed_cost`), from the numbers read above.
     committed = sum((committed_amount(estimate=s.estimate, spent=s.spent,
                                       built_hits=s.stage.hits.exists()) for s in stages
@@ -153,7 +162,12 @@ def study_cockpit(*, project: Project) -> Cockpit:
                                                            Decimal("0.00")))
 
 
-def _next_step(stage: Stage) -> str:
-    if stage.provider == Provider.INHOUSE and stage.status in INHOUSE_NEXT_STEP:
-        return INHOUSE_NEXT_STEP[stage.status]
+def _next_step(stage: Stage, *, waiting: int, started: bool) -> str:
+    """waiting: assignments submitted or flagged, held for the researcher; started: the stage
+    has any assignment at all (an annotator opened their link)."""
+    if stage.provider == Provider.INHOUSE:
+        if stage.status == StageStatus.COLLECTING and not waiting:
+            return INHOUSE_NOTHING_WAITING[started]
+        if stage.status in INHOUSE_NEXT_STEP:
+            return INHOUSE_NEXT_STEP[stage.status]
     return NEXT_STEP.get(stage.status, "")

@@ -141,3 +141,27 @@ def test_flagged_work_waits_for_the_researcher_on_the_cockpit(client):
     trial_row = study_cockpit(project=project).stages[0]
     assert trial_row.waiting_review == 0 and trial_row.flagged == 2
     assert trial_row.next_step == "review the waiting work first"
+
+
+def test_an_in_house_stage_with_nothing_to_review_does_not_send_the_researcher_to_review():
+    """Walking a first study: publishing an in-house trial makes it "collecting" at once, and
+    the cockpit's next step said "review the submitted work" beside "–" to review, before any
+    annotator had opened a link. With nothing waiting it now says to send the links (nobody
+    started) or to wait for the work (someone did)."""
+    project = make_project(TaskKind.LIKERT, items_per_hit=2, redundancy={"default": 2})
+    items = [make_item(project) for _ in range(2)]
+    trial = make_stage(project, kind=StageKind.TRIAL, name="trial")
+    trial.items.set(items)
+    make_hit(trial, items=items, max_assignments=2)
+
+    row = study_cockpit(project=project).stages[0]
+    assert row.waiting_review == 0
+    assert row.next_step.startswith("send the annotators their links")
+
+    make_assignment(trial, items=items, status=AssignmentStatus.APPROVED)
+    row = study_cockpit(project=project).stages[0]
+    assert row.next_step.startswith("wait for the annotators' work")
+
+    make_assignment(trial, items=items, status=AssignmentStatus.SUBMITTED)
+    row = study_cockpit(project=project).stages[0]
+    assert row.next_step.startswith("review the submitted work (open “to review”")
