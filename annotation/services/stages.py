@@ -549,6 +549,15 @@ def agreement_guard(*, stage: Stage, override_reason: str | None = None) -> str:
             f"agreement guard OVERRIDDEN: alpha {shown} of {gate} < {stage.agreement_threshold}; "
             f"reason: {override_reason.strip()}"
         )
+    if alpha is None:
+        # "is n/a, below the required 0.0" read as a bug: alpha has no value (no item of the
+        # gate holds two judgments that count, or they all give one answer), it is not low.
+        raise GuardFailed(
+            f"Krippendorff's alpha of {gate or 'the previous stage'} cannot be computed yet (no "
+            f"item has two judgments that count, or they all give the same answer), so it "
+            f"cannot be checked against the required {stage.agreement_threshold}; collect more "
+            f"judgments there, or publish with an override reason to go ahead anyway"
+        )
     raise GuardFailed(
         f"Krippendorff's alpha of {gate or 'the previous stage'} is {shown}, below the required "
         f"{stage.agreement_threshold}; publish with an override reason to go ahead anyway"
