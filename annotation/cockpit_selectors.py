@@ -165,6 +165,10 @@ def study_cockpit(*, project: Project) -> Cockpit:
 def _next_step(stage: Stage, *, waiting: int, started: bool) -> str:
     """waiting: assignments submitted or flagged, held for the researcher; started: the stage
     has any assignment at all (an annotator opened their link)."""
+    if stage.status == StageStatus.REVIEWING and not waiting:
+        # Every HIT is taken and every piece of work decided: "review what is waiting" pointed
+        # at nothing.
+        return "nothing waits for review: close the stage (stage action “Close”)"
     if stage.provider == Provider.INHOUSE:
         if stage.status == StageStatus.COLLECTING and not waiting:
             return INHOUSE_NOTHING_WAITING[started]

@@ -165,3 +165,20 @@ def test_an_in_house_stage_with_nothing_to_review_does_not_send_the_researcher_t
     make_assignment(trial, items=items, status=AssignmentStatus.SUBMITTED)
     row = study_cockpit(project=project).stages[0]
     assert row.next_step.startswith("review the submitted work (open “to review”")
+
+
+def test_a_reviewing_stage_with_everything_decided_says_to_close_it():
+    """Walking a first study: the qualification had every taker approved, and the cockpit
+    still said "review what is waiting, then close" beside "–" to review."""
+    project = make_project(TaskKind.LIKERT, items_per_hit=2, redundancy={"default": 1})
+    items = [make_item(project, gold={"score": 3}) for _ in range(2)]
+    qualification = make_stage(project, kind=StageKind.QUALIFICATION, name="qual",
+                               status=StageStatus.REVIEWING)
+    qualification.items.set(items)
+    make_hit(qualification, items=items, max_assignments=1)
+    waiting = make_assignment(qualification, items=items, status=AssignmentStatus.SUBMITTED)
+    row = study_cockpit(project=project).stages[0]
+    assert row.next_step == "review what is waiting, then close"
+    Assignment.objects.filter(pk=waiting.pk).update(status=AssignmentStatus.APPROVED)
+    row = study_cockpit(project=project).stages[0]
+    assert row.next_step.startswith("nothing waits for review: close the stage")
