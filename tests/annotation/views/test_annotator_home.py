@@ -266,3 +266,19 @@ def test_batches_the_review_rules_held_back_count_as_done_and_say_what_waits(cli
     assert "<td>trial</td>\n        <td>3 items answered, 1 batch done</td>" in html
     assert "Submitted, waiting for the researcher&#x27;s review" in html
     assert "see the note" not in html and "Held for review" not in html
+
+
+def test_a_blocked_annotator_reads_it_on_their_home_page(client, study):
+    """Walking a first study: after the researcher blocked an annotator, their stages refused
+    them ("can no longer take tasks"), while their home page said only "nothing more for you
+    here" beside a batch still "In progress"."""
+    project, stages, items = study
+    link, path, token = home_and_token(project)
+    make_assignment(stages["full"], worker=link.worker, items=items[:1])
+    assert stage_url(token, stages["full"]) in client.get(path).content.decode()  # Continue
+    link.worker.status = "blocked"
+    link.worker.save(update_fields=["status"])
+    html = client.get(path).content.decode()
+    assert 'id="home-blocked"' in html
+    assert "Your account can no longer take tasks in this study." in html
+    assert stage_url(token, stages["full"]) not in html and "Continue" not in html
