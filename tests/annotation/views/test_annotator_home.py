@@ -268,6 +268,7 @@ def test_batches_the_review_rules_held_back_count_as_done_and_say_what_waits(cli
     assert "see the note" not in html and "Held for review" not in html
 
 
+@pytest.mark.reliability
 def test_a_blocked_annotator_reads_it_on_their_home_page(client, study):
     """Walking a first study: after the researcher blocked an annotator, their stages refused
     them ("can no longer take tasks"), while their home page said only "nothing more for you

@@ -258,6 +258,7 @@ def test_the_ab_learned_metric_is_offered_only_to_ab_projects(client):
     assert "lerc_ab" in offered["ab"]
 
 
+@pytest.mark.reliability
 def test_items_scored_by_their_gold_score_are_counted_and_said(client):
     """Walking a first Likert study: the metrics table said n=30 while the judges page said
     "26 of 30 items carry human labels" (then 6, once the review rules held work back): the
