@@ -7,7 +7,11 @@ import dataclasses
 from decimal import Decimal
 
 from annotation.cost_selectors import committed_amount, stage_cost_estimate, stage_spent
-from annotation.judgment_selectors import agreement_stage_for, stage_alpha
+from annotation.judgment_selectors import (
+    agreement_override_reason,
+    agreement_stage_for,
+    stage_alpha,
+)
 from annotation.models import (
     DATA_STAGE_KINDS,
     AssignmentStatus,
@@ -129,6 +133,10 @@ def study_cockpit(*, project: Project) -> Cockpit:
             gate_open = gate_alpha is not None and gate_alpha >= stage.agreement_threshold
             shown = "too few judgments" if gate_alpha is None else f"α = {gate_alpha:.2f}"
             gate = f"needs α ≥ {stage.agreement_threshold:g} on “{gating.name}” ({shown})"
+            override = None if gate_open else agreement_override_reason(stage)
+            if override:  # "shut" beside a stage collecting after an override
+                gate_open = None
+                gate = f"published with an override (“{override}”); {gate}"
         problem, release, plans = _stage_problem(stage, readiness_cache), "", None
         if stage.status == StageStatus.DRAFT and stage.provider != Provider.IMPORT:
             # One plan for the release line and the estimate (a full stage's plan is the

@@ -30,7 +30,11 @@ from annotation.domain.stage_settings import (
     settings_fixed_once_published,
     stage_settings_errors,
 )
-from annotation.judgment_selectors import agreement_stage_for, stage_alpha
+from annotation.judgment_selectors import (
+    AGREEMENT_OVERRIDE_MARK,
+    agreement_stage_for,
+    stage_alpha,
+)
 from annotation.models import (
     Hit,
     HitItem,
@@ -546,7 +550,7 @@ def agreement_guard(*, stage: Stage, override_reason: str | None = None) -> str:
         return f"agreement guard passed: alpha {shown} of {gate} ≥ {stage.agreement_threshold}"
     if override_reason and override_reason.strip():
         return (
-            f"agreement guard OVERRIDDEN: alpha {shown} of {gate} < {stage.agreement_threshold}; "
+            f"{AGREEMENT_OVERRIDE_MARK}: alpha {shown} of {gate} < {stage.agreement_threshold}; "
             f"reason: {override_reason.strip()}"
         )
     if alpha is None:

@@ -182,3 +182,33 @@ def test_a_reviewing_stage_with_everything_decided_says_to_close_it():
     Assignment.objects.filter(pk=waiting.pk).update(status=AssignmentStatus.APPROVED)
     row = study_cockpit(project=project).stages[0]
     assert row.next_step.startswith("nothing waits for review: close the stage")
+
+
+def test_a_stage_published_past_its_gate_says_overridden_not_shut_or_blocked(client):
+    """Walking a first study: the full stage was published with an override reason (the
+    trial's α had no value yet) and was collecting, while the cockpit still said "shut" and the
+    dashboard "blocked" beside it."""
+    from annotation.services.stages import stage_publish
+    from metrics_app.reports.project import project_report
+
+    owner = make_user("override-owner")
+    project, trial, full = _study(owner=owner)
+    trial.status = StageStatus.REVIEWING
+    trial.save(update_fields=["status"])
+    for _ in range(2):  # items the trial did not release, for the full stage
+        make_item(project)
+    row = {r.stage.name: r for r in study_cockpit(project=project).stages}["full"]
+    assert row.gate_open is False  # a draft: the gate still decides
+    stage_publish(stage=full, user=owner, override_reason="instructions revised")
+    row = {r.stage.name: r for r in study_cockpit(project=project).stages}["full"]
+    assert row.gate_open is None
+    assert row.gate.startswith("published with an override (“instructions revised”)")
+    client.force_login(owner)
+    page = client.get(reverse("metrics:project-cockpit", args=[project.slug])).content.decode()
+    assert "gate-shut" not in page and "published with an override" in page
+    stages = {s["name"]: s for s in project_report(project=project)["stages"]}
+    assert stages["full"]["gate"]["overridden"] == "instructions revised"
+    dashboard = client.get(reverse("metrics:project-dashboard", args=[project.slug]))
+    html = dashboard.content.decode()
+    assert "published with an override (“instructions revised”)" in html
+    assert '<span class="flags">blocked</span>' not in html
