@@ -14,6 +14,7 @@ from annotation.judgment_selectors import (
 )
 from annotation.models import (
     DATA_STAGE_KINDS,
+    OPEN_STAGE_STATUSES,
     AssignmentStatus,
     Project,
     Provider,
@@ -76,6 +77,9 @@ class CockpitStage:
     # "" when nothing does.
     problem: str = ""
     release: str = ""  # a draft: which items publishing releases (or that there are none)
+    # Slots of work that does not count given back (`Progress.reoffered_text`), said as the
+    # stage's status allows: re-offered while it serves workers, left unfilled once it does not.
+    reoffered: str = ""
 
 
 @dataclasses.dataclass
@@ -156,6 +160,7 @@ def study_cockpit(*, project: Project) -> Cockpit:
             gate=gate, gate_open=gate_open, estimate=estimate, estimate_error=error,
             spent=stage_spent(stage=stage) if stage.provider != Provider.IMPORT else Decimal("0.00"),
             pay=pay, problem=problem, release=release,
+            reoffered=progress.reoffered_text(stage_open=stage.status in OPEN_STAGE_STATUSES),
             next_step=("fix what the problem says, then publish again" if problem
                        else "review the waiting work first" if (waiting or flagged) and
                        stage.status == StageStatus.CLOSED

@@ -318,12 +318,18 @@ class Progress:
     max_takers: int | None = None
     reoffered: int = 0
 
-    def reoffered_text(self) -> str:
-        """"2 slots of work that does not count re-offered to other workers" ("" for none)."""
+    def reoffered_text(self, *, stage_open: bool = True) -> str:
+        """"2 slots of work that does not count re-offered to other workers" ("" for none).
+        stage_open: False for a stage that serves nobody any more (reviewing, closed): its
+        slots are given back but nobody fills them ("re-offered to other workers" beside a
+        closed trial promised work that will not come)."""
         if not self.reoffered:
             return ""
-        return (f"{self.reoffered} slot{'s' if self.reoffered != 1 else ''} of work that does "
-                f"not count (rejected, a blocked worker, ...) re-offered to other workers")
+        slots = (f"{self.reoffered} slot{'s' if self.reoffered != 1 else ''} of work that does "
+                 f"not count (rejected, a blocked worker, ...)")
+        if not stage_open:
+            return f"{slots} left unfilled: the stage no longer serves anyone"
+        return f"{slots} re-offered to other workers"
 
     @property
     def unit(self) -> str:
