@@ -21,6 +21,11 @@ from annotation.models import (
 )
 
 HISTORY_LIMIT = 50
+# The status an annotator reads: "Flagged for review (see the note)" is the researcher's label,
+# and the note is not shown here. To the annotator the batch is sent and waits for a decision.
+ANNOTATOR_STATUS = {
+    AssignmentStatus.FLAGGED: "Submitted, waiting for the researcher's review",
+}
 
 
 @dataclass
@@ -62,7 +67,10 @@ def annotator_home(*, link: InhouseLink) -> AnnotatorHome:
         Judgment.objects.filter(worker=worker, stage__in=stages)
         .values_list("stage").annotate(n=Count("item", distinct=True))
     )
-    finished = (AssignmentStatus.SUBMITTED, AssignmentStatus.APPROVED, AssignmentStatus.REJECTED)
+    # Work the review rules held back (flagged) was submitted all the same: it is a batch done
+    # for the annotator ("0 batches done" beside four flagged batches read as lost work).
+    finished = (AssignmentStatus.SUBMITTED, AssignmentStatus.APPROVED, AssignmentStatus.REJECTED,
+                AssignmentStatus.FLAGGED)
     submitted = dict(mine.filter(status__in=finished).values_list("stage")
                      .annotate(n=Count("pk")))
     waiting = set(mine.filter(status=AssignmentStatus.IN_PROGRESS)
@@ -79,7 +87,9 @@ def annotator_home(*, link: InhouseLink) -> AnnotatorHome:
     batches = (mine.select_related("stage").annotate(n_items=Count("items"))
                .order_by("-started_at", "-pk")[:HISTORY_LIMIT])
     home.history = [
-        HomeBatch(stage_name=a.stage.name, status=a.get_status_display(), items=a.n_items,
+        HomeBatch(stage_name=a.stage.name,
+                  status=ANNOTATOR_STATUS.get(a.status) or a.get_status_display(),
+                  items=a.n_items,
                   started_at=a.started_at, submitted_at=a.submitted_at)
         for a in batches
     ]

@@ -7,9 +7,14 @@ import dataclasses
 from decimal import Decimal
 
 from annotation.cost_selectors import committed_amount, stage_cost_estimate, stage_spent
-from annotation.judgment_selectors import agreement_stage_for, stage_alpha
+from annotation.judgment_selectors import (
+    agreement_override_reason,
+    agreement_stage_for,
+    stage_alpha,
+)
 from annotation.models import (
     DATA_STAGE_KINDS,
+    OPEN_STAGE_STATUSES,
     AssignmentStatus,
     Project,
     Provider,
@@ -33,11 +38,19 @@ NEXT_STEP = {
     StageStatus.CLOSED: "done",
 }
 # Work through an in-house link arrives on submit: nothing to sync with a platform.
+INHOUSE_SEND_LINKS = ("send the annotators their links (stage action “In-house: create "
+                      "annotators … and their personal links”)")
 INHOUSE_NEXT_STEP = {
-    StageStatus.PUBLISHED: "send the annotators their links (stage action “In-house: "
-                           "create annotators … and their personal links”)",
+    StageStatus.PUBLISHED: INHOUSE_SEND_LINKS,
     StageStatus.COLLECTING: "review the submitted work (open “to review”; “Sync and review "
                             "now” applies the stage's review rules)",
+}
+# An in-house stage is collecting from the moment it is published: with nothing waiting for
+# review, "review the submitted work" sent the researcher to an empty list.
+INHOUSE_NOTHING_WAITING = {
+    True: "wait for the annotators' work (or send more annotators their links); review it "
+          "as it arrives",
+    False: INHOUSE_SEND_LINKS + ", then review their work as it arrives",
 }
 
 
@@ -64,6 +77,9 @@ class CockpitStage:
     # "" when nothing does.
     problem: str = ""
     release: str = ""  # a draft: which items publishing releases (or that there are none)
+    # Slots of work that does not count given back (`Progress.reoffered_text`), said as the
+    # stage's status allows: re-offered while it serves workers, left unfilled once it does not.
+    reoffered: str = ""
 
 
 @dataclasses.dataclass
@@ -121,6 +137,10 @@ def study_cockpit(*, project: Project) -> Cockpit:
             gate_open = gate_alpha is not None and gate_alpha >= stage.agreement_threshold
             shown = "too few judgments" if gate_alpha is None else f"α = {gate_alpha:.2f}"
             gate = f"needs α ≥ {stage.agreement_threshold:g} on “{gating.name}” ({shown})"
+            override = None if gate_open else agreement_override_reason(stage)
+            if override:  # "shut" beside a stage collecting after an override
+                gate_open = None
+                gate = f"published with an override (“{override}”); {gate}"
         problem, release, plans = _stage_problem(stage, readiness_cache), "", None
         if stage.status == StageStatus.DRAFT and stage.provider != Provider.IMPORT:
             # One plan for the release line and the estimate (a full stage's plan is the
@@ -140,10 +160,12 @@ def study_cockpit(*, project: Project) -> Cockpit:
             gate=gate, gate_open=gate_open, estimate=estimate, estimate_error=error,
             spent=stage_spent(stage=stage) if stage.provider != Provider.IMPORT else Decimal("0.00"),
             pay=pay, problem=problem, release=release,
+            reoffered=progress.reoffered_text(stage_open=stage.status in OPEN_STAGE_STATUSES),
             next_step=("fix what the problem says, then publish again" if problem
                        else "review the waiting work first" if (waiting or flagged) and
                        stage.status == StageStatus.CLOSED
-                       else _next_step(stage))))
+                       else _next_step(stage, waiting=waiting + flagged,
+                                       started=bool(progress.assignments)))))
     # What the budget guards count (`project_committed_cost`), from the numbers read above.
     committed = sum((committed_amount(estimate=s.estimate, spent=s.spent,
                                       built_hits=s.stage.hits.exists()) for s in stages
@@ -153,7 +175,16 @@ def study_cockpit(*, project: Project) -> Cockpit:
                                                            Decimal("0.00")))
 
 
-def _next_step(stage: Stage) -> str:
-    if stage.provider == Provider.INHOUSE and stage.status in INHOUSE_NEXT_STEP:
-        return INHOUSE_NEXT_STEP[stage.status]
+def _next_step(stage: Stage, *, waiting: int, started: bool) -> str:
+    """waiting: assignments submitted or flagged, held for the researcher; started: the stage
+    has any assignment at all (an annotator opened their link)."""
+    if stage.status == StageStatus.REVIEWING and not waiting:
+        # Every HIT is taken and every piece of work decided: "review what is waiting" pointed
+        # at nothing.
+        return "nothing waits for review: close the stage (stage action “Close”)"
+    if stage.provider == Provider.INHOUSE:
+        if stage.status == StageStatus.COLLECTING and not waiting:
+            return INHOUSE_NOTHING_WAITING[started]
+        if stage.status in INHOUSE_NEXT_STEP:
+            return INHOUSE_NEXT_STEP[stage.status]
     return NEXT_STEP.get(stage.status, "")

@@ -396,6 +396,23 @@ def item_gold_scores(
     return with_adjudications(gold, project=project, standardize=standardize)
 
 
+# What the publish guard writes into the publish transition's reason when the researcher
+# overrode a failing agreement gate (`annotation.services.stages.agreement_guard`).
+AGREEMENT_OVERRIDE_MARK = "agreement guard OVERRIDDEN"
+
+
+def agreement_override_reason(stage: Stage) -> str | None:
+    """The reason the researcher gave to publish `stage` past its agreement gate (never empty:
+    the guard refuses a blank one), or None when it was not published that way. The gate of a published stage is history: the cockpit and the
+    dashboard showed "shut" / "blocked" beside a stage collecting after an override."""
+    logged = (stage.transitions.filter(to_status="published",
+                                       reason__contains=AGREEMENT_OVERRIDE_MARK)
+              .order_by("-pk").values_list("reason", flat=True).first())
+    if logged is None:
+        return None
+    return logged.split("reason: ", 1)[1] if "reason: " in logged else ""
+
+
 def agreement_stage_for(stage: Stage) -> Stage | None:
     """The stage whose agreement gates this one: `settings["agreement_stage_id"]` (a stage of
     the same project; None when it names none), else the closest earlier trial/pilot/full

@@ -325,16 +325,21 @@ class Progress:
     reoffered: int = 0
     places_added: int = 0
 
-    def reoffered_text(self) -> str:
+    def reoffered_text(self, *, stage_open: bool = True) -> str:
         """"2 slots of work that does not count re-offered to other workers" (and, on
-        Prolific, "; 1 place added to the study for them"; "" for none)."""
+        Prolific, "; 1 place added to the study for them"; "" for none). stage_open: False
+        for a stage that serves nobody any more (reviewing, closed): its slots are given back
+        but nobody fills them ("re-offered to other workers" beside a closed trial promised
+        work that will not come)."""
         if not self.reoffered:
             return ""
+        slots = (f"{self.reoffered} slot{'s' if self.reoffered != 1 else ''} of work that does "
+                 f"not count (rejected, a blocked worker, ...)")
+        if not stage_open:
+            return f"{slots} left unfilled: the stage no longer serves anyone"
         places = (f"; {self.places_added} place{'s' if self.places_added != 1 else ''} added "
                   f"to the Prolific study for them" if self.places_added else "")
-        return (f"{self.reoffered} slot{'s' if self.reoffered != 1 else ''} of work that does "
-                f"not count (rejected, a blocked worker, ...) re-offered to other workers"
-                f"{places}")
+        return f"{slots} re-offered to other workers{places}"
 
     @property
     def unit(self) -> str:

@@ -8,6 +8,7 @@ workers' judgments are never part of it; feedback appears only for items already
 from __future__ import annotations
 
 import random
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,6 +57,16 @@ def answer_roles(kind: str) -> list[str]:
     return []
 
 
+# The long-form QA files (lfqa_eval, from ELI5) mark line breaks in answers with a literal
+# "<newline>" token; annotators read it verbatim ("…five year old:<newline>https://…"). The
+# page shows a line break; the stored content (and every export) keeps the file's text.
+NEWLINE_TOKEN = re.compile(r"\s*<newline>\s*")
+
+
+def answer_display_text(text: str) -> str:
+    return NEWLINE_TOKEN.sub("\n", text)
+
+
 def item_view(item: Item, presented_order: list[str], *, kind: str, mode: str) -> dict[str, Any]:
     content = item.content or {}
     view: dict[str, Any] = {"id": item.pk, "is_practice": item.is_practice}
@@ -72,7 +83,8 @@ def item_view(item: Item, presented_order: list[str], *, kind: str, mode: str) -
         view.update(
             question=content.get("question", ""),
             evidence=list(content.get("evidence") or []),
-            shown=[{"label": AB_SHOWN[i], "text": answers[role].get("text", "")}
+            shown=[{"label": AB_SHOWN[i],
+                    "text": answer_display_text(answers[role].get("text", ""))}
                    for i, role in enumerate(order)],
         )
     elif kind == TaskKind.MC:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from annotation.models import Project, TaskKind
+from core.vocabulary import ModelKind
 from metrics_app.models import JOB_IN_FLIGHT, Report, ScoringJob
 from metrics_app.registry import metric_description, metric_names
 
@@ -71,6 +72,15 @@ PAIRWISE_BASELINE_LABELS = {"random": "Random (baseline)",
 RECENT_JOBS = 5
 
 
+def offered_metrics(project: Project) -> list[str]:
+    """The metrics the page offers to compute: all but the A/B learned metric (`lerc_ab`) on
+    projects of other kinds, whose items it cannot score (the job said only that no version
+    of it was promoted)."""
+    pairwise = ModelKind.PAIRWISE.metric_name
+    return [name for name in metric_names()
+            if name != pairwise or project.kind == TaskKind.AB]
+
+
 def metrics_page(*, project: Project, report: Report | None, stat: str) -> dict[str, Any]:
     """The page's context but for the request's own options: `report` is the cached metric
     report (None: none yet), `stat` the correlation the table shows (a key of STATS)."""
@@ -83,7 +93,7 @@ def metrics_page(*, project: Project, report: Report | None, stat: str) -> dict[
         # Jobs the page offers to cancel (queued or running); whoever sees the page may.
         "cancellable_ids": {job.pk for job in jobs if job.status in JOB_IN_FLIGHT},
         "available": [{"name": n, "description": metric_description(n),
-                       "checked": n in DEFAULT_METRICS} for n in metric_names()],
+                       "checked": n in DEFAULT_METRICS} for n in offered_metrics(project)],
         "is_likert": project.kind == TaskKind.LIKERT,
         # A learned metric is measured only on answers its version did not see.
         "left_out_seen": sorted((data.get("left_out_seen") or {}).items()),

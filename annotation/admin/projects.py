@@ -20,6 +20,7 @@ from annotation.domain.item_content import (
 from annotation.domain.numbers import row_id_of
 from annotation.hooks import stage_admin_actions_registered
 from annotation.models import (
+    OPEN_STAGE_STATUSES,
     AdaptiveTarget,
     Item,
     Judgment,
@@ -757,7 +758,9 @@ class StageAdmin(ProgressColumnsMixin, StageProviderMixin, ProjectScopedAdmin):
         if obj is None or obj.pk is None:
             return "–"
         progress = stage_progress(stages=[obj])[obj.pk]
-        reoffered = f"; {progress.reoffered_text()}" if progress.reoffered else ""
+        is_open = obj.status in OPEN_STAGE_STATUSES
+        reoffered = (f"; {progress.reoffered_text(stage_open=is_open)}"
+                     if progress.reoffered else "")
         return (
             f"{progress.items} items wanted; {progress_cell(progress)}{reoffered}; "
             f"assignments: {progress.assignments_summary() or 'none'}"

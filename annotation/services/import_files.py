@@ -58,6 +58,12 @@ class ImportOutcome:
     judgments: int = 0
     workers: int = 0
     stages: list[str] = field(default_factory=list)
+    # Items with a gold answer (what a qualification stage releases and grades against),
+    # practice items, gold/attention checks and items excluded from the study.
+    with_gold: int = 0
+    practice: int = 0
+    gold_checks: int = 0
+    excluded: int = 0
     groups: list[ImportGroup] = field(default_factory=list)
     sample: list[ItemRecord] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
@@ -83,6 +89,10 @@ def _describe(records: list[ItemRecord]) -> dict:
         "judgments": sum(len(r.judgments) for r in records),
         "workers": len(workers),
         "stages": sorted(stages),
+        "with_gold": sum(r.gold is not None for r in records),
+        "practice": sum(r.is_practice for r in records),
+        "gold_checks": sum(r.is_gold_check for r in records),
+        "excluded": sum(r.excluded for r in records),
         "groups": sorted(groups.values(), key=lambda g: (g.split, g.dataset, g.source)),
         "sample": records[:SAMPLE_SIZE],
     }

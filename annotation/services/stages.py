@@ -30,7 +30,11 @@ from annotation.domain.stage_settings import (
     settings_fixed_once_published,
     stage_settings_errors,
 )
-from annotation.judgment_selectors import agreement_stage_for, stage_alpha
+from annotation.judgment_selectors import (
+    AGREEMENT_OVERRIDE_MARK,
+    agreement_stage_for,
+    stage_alpha,
+)
 from annotation.models import (
     AssignmentStatus,
     Hit,
@@ -549,8 +553,17 @@ def agreement_guard(*, stage: Stage, override_reason: str | None = None) -> str:
         return f"agreement guard passed: alpha {shown} of {gate} ≥ {stage.agreement_threshold}"
     if override_reason and override_reason.strip():
         return (
-            f"agreement guard OVERRIDDEN: alpha {shown} of {gate} < {stage.agreement_threshold}; "
+            f"{AGREEMENT_OVERRIDE_MARK}: alpha {shown} of {gate} < {stage.agreement_threshold}; "
             f"reason: {override_reason.strip()}"
+        )
+    if alpha is None:
+        # "is n/a, below the required 0.0" read as a bug: alpha has no value (no item of the
+        # gate holds two judgments that count, or they all give one answer), it is not low.
+        raise GuardFailed(
+            f"Krippendorff's alpha of {gate or 'the previous stage'} cannot be computed yet (no "
+            f"item has two judgments that count, or they all give the same answer), so it "
+            f"cannot be checked against the required {stage.agreement_threshold}; collect more "
+            f"judgments there, or publish with an override reason to go ahead anyway"
         )
     raise GuardFailed(
         f"Krippendorff's alpha of {gate or 'the previous stage'} is {shown}, below the required "

@@ -12,6 +12,7 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from annotation.annotator_home_selectors import annotator_home
+from annotation.selectors import worker_is_blocked_for
 from annotation.services import access
 from annotation.services.assignments import AssignmentRefused, more_work_for
 
@@ -26,12 +27,16 @@ def task_home(request: HttpRequest, token: str) -> HttpResponse:
     except AssignmentRefused as exc:
         return task_pages.task_refused(request, exc)
     home = annotator_home(link=link)
+    # A blocked annotator's stages all refuse them ("can no longer take tasks"); the home page
+    # said only "nothing more for you here" beside a batch still "In progress".
+    blocked = worker_is_blocked_for(worker=link.worker, project=link.project)
     for row in home.stages:
         # A stage they finished, or whose qualification they did not pass, offers no Start
         # that only leads to "Nothing more to do" (the entry's and completion page's rule).
-        row.has_more = row.is_open and more_work_for(stage=row.stage, worker=link.worker)
+        row.has_more = (not blocked and row.is_open
+                        and more_work_for(stage=row.stage, worker=link.worker))
     context = {"link": link, "project": link.project, "worker": link.worker, "token": token,
-               "home": home}
+               "home": home, "blocked": blocked}
     return render(request, "annotation/task/home.html", context)
 
 

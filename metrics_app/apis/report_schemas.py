@@ -115,6 +115,9 @@ class MetricReportSerializer(serializers.Serializer):
     best = serializers.DictField(child=serializers.CharField(allow_null=True), required=False,
                                  help_text="group → the metric with the highest Pearson.")
     n_skipped_imported_gold = serializers.IntegerField(required=False)
+    n_imported_gold = serializers.IntegerField(
+        required=False, help_text="Likert projects: items whose human score is their imported "
+        "gold score, since no judgment of theirs counts.")
     minimal_pairs = serializers.DictField(
         child=serializers.DictField(child=AccuracySerializer()), required=False,
         help_text="Likert projects with minimal pairs: metric → group → accuracy.")

@@ -85,6 +85,7 @@ def frame_votes(frame: JudgmentFrame, mask: np.ndarray) -> tuple[Votes | None, d
     # Imported judgments rarely say which answer was shown first: the position effect is
     # fitted only when every vote's order is known ("left" otherwise just means answer A).
     skipped["order_recorded"] = all(order_recorded)
+    skipped["order_unrecorded"] = order_recorded.count(False)
     return votes, skipped
 
 
@@ -93,9 +94,18 @@ def _board(found: tuple[Votes | None, dict], *, rounds: int, seed: int) -> dict 
     if votes is None or len(votes.systems) < 2:
         return None
     try:
-        return leaderboard(votes, rounds=rounds, seed=seed, position=info["order_recorded"])
+        board = leaderboard(votes, rounds=rounds, seed=seed, position=info["order_recorded"])
     except LeaderboardError as exc:
         return {"error": str(exc)}
+    missing = info.get("order_unrecorded")
+    position = (board.get("robustness") or {}).get("position_bias") or {}
+    if missing and "note" in position:
+        # Platform judgments record the order shown, imported ones rarely do: "the order shown
+        # was not recorded" beside 40 recorded votes of 60 read as a bug of the task page.
+        position["note"] = (f"the order shown was not recorded for {missing} of {len(votes)} "
+                            "votes (imported judgments rarely say it): no position effect is "
+                            "fitted")
+    return board
 
 
 def metric_votes(project: Project, stage: Stage | None = None) -> dict[str, Votes]:
@@ -262,7 +272,8 @@ def leaderboard_report(frame: JudgmentFrame, *, project: Project | None = None,
     if found[0] is None:
         return {}
     report = {"judge": "human", "overall": _board(found, rounds=rounds, seed=seed),
-              "skipped": {k: v for k, v in found[1].items() if k != "order_recorded"},
+              "skipped": {k: v for k, v in found[1].items()
+                          if k not in ("order_recorded", "order_unrecorded")},
               "order_recorded": found[1]["order_recorded"],
               "tie_choices": {c: int((frame.choice[mask] == c).sum()) for c in AB_TIE_CHOICES}}
     for field in ("domain", "dataset"):

@@ -6,6 +6,7 @@ import numpy as np
 
 from annotation.judgment_selectors import (
     JudgmentFrame,
+    agreement_override_reason,
     agreement_stage_for,
     stage_alpha,
     stage_mask,
@@ -46,6 +47,8 @@ def stages_report(frame: JudgmentFrame, *, project: Project) -> list[dict]:
                 "alpha": alpha,
                 "threshold": stage.agreement_threshold,
                 "passes": alpha is not None and alpha >= stage.agreement_threshold,
+                # Published past a failing gate: say so rather than "blocked".
+                "overridden": agreement_override_reason(stage),
             }
         rows.append(row)
     return rows

@@ -6,7 +6,10 @@ Human gold score of a Likert item = mean of its judgments (optionally z-normaliz
 annotator first); an item without judgments falls back to its imported `gold["score"]` (MOCHA
 files carry the mean human score) -- except when z-normalizing: an imported mean of unknown
 annotators' raw 1-5 scores has no z-score, so such items are left out (and counted in
-`n_skipped_imported_gold`) rather than mixing raw and z scales. When several versions of a
+`n_skipped_imported_gold`) rather than mixing raw and z scales. Items scored by their gold
+score are counted in `n_imported_gold`: the page says so, since the judges page, the
+dashboard and the exports count only items with judgments that count (a qualification's
+answer key is such a gold score). When several versions of a
 metric were stored, the most recently stored version is evaluated.
 
 Minimal-pair items (`metadata.minimal_pair`) count only in the `minimal_pairs` section, never
@@ -103,12 +106,14 @@ def _imported_score(gold) -> float | None:
     return None
 
 
-def _human_gold(*, project: Project, items: list[dict], znormalize: bool) -> tuple[dict, int]:
+def _human_gold(*, project: Project, items: list[dict], znormalize: bool
+                ) -> tuple[dict, int, int]:
     """(item id → human gold score for `items`, number of items left out because only an
-    imported raw score exists while z-normalizing)."""
+    imported raw score exists while z-normalizing, number of items whose score is their
+    imported gold score because no judgment of theirs counts)."""
     judged = item_gold_scores(project=project, znormalize=znormalize)
     gold: dict[int, float] = {}
-    skipped = 0
+    skipped = from_gold = 0
     for item in items:
         if item["id"] in judged:
             gold[item["id"]] = judged[item["id"]]
@@ -120,7 +125,8 @@ def _human_gold(*, project: Project, items: list[dict], znormalize: bool) -> tup
             skipped += 1
         else:
             gold[item["id"]] = imported
-    return gold, skipped
+            from_gold += 1
+    return gold, skipped, from_gold
 
 
 @dataclass
@@ -131,15 +137,18 @@ class _StudyItems:
     items: list[dict]
     gold: dict[int, float]       # under the report's z-normalization option
     n_skipped: int
+    n_imported_gold: int         # items in `gold` scored by their gold score, not judgments
     raw_gold: dict[int, float]   # never z-normalized: the decision table's labels
 
 
 def _study_items(*, project: Project, params: dict) -> _StudyItems:
     items = _kept_likert_items(project=project, params=params)
-    gold, skipped = _human_gold(project=project, items=items, znormalize=params["znormalize"])
+    gold, skipped, from_gold = _human_gold(project=project, items=items,
+                                           znormalize=params["znormalize"])
     raw_gold = _human_gold(project=project, items=items, znormalize=False)[0] \
         if params["znormalize"] else gold
-    return _StudyItems(items=items, gold=gold, n_skipped=skipped, raw_gold=raw_gold)
+    return _StudyItems(items=items, gold=gold, n_skipped=skipped, n_imported_gold=from_gold,
+                       raw_gold=raw_gold)
 
 
 def _correlation_section(*, params, versions, scores, study: _StudyItems
@@ -383,7 +392,7 @@ def metric_evaluation_build(*, project: Project, params: dict | None = None,
         correlations, groups, best, skipped = _correlation_section(
             params=params, versions=versions, scores=scores, study=study)
         report.update(correlations=correlations, groups=groups, best=best,
-                      n_skipped_imported_gold=skipped)
+                      n_skipped_imported_gold=skipped, n_imported_gold=study.n_imported_gold)
         decision = _decision_section(project=project, params=params, versions=versions,
                                      scores=scores, study=study)
         if decision is not None:
@@ -473,7 +482,7 @@ def scatter_points(*, project: Project, metric: str, params: dict | None = None,
     if metric not in versions:
         return [], [], 0
     items = _kept_likert_items(project=project, params=params)
-    gold, _ = _human_gold(project=project, items=items, znormalize=params["znormalize"])
+    gold, _, _ = _human_gold(project=project, items=items, znormalize=params["znormalize"])
     seen = learned_metric_seen_items(project, metric, versions[metric])
     values = {item_id: value for item_id, value in MetricScore.objects.filter(
         item__project=project, metric=metric, version=versions[metric], side="",

@@ -111,7 +111,8 @@ class Command(BaseCommand):
                         f"positive rate {_f(g['gap'])}{_ci(g['ci'])}")
             for row in j["disagreements"][:options["disagreements"]]:
                 out(f"  disagrees on {row['item']}: humans {row['human_label']} "
-                    f"(n={row['human_n']}, mean {row['human_mean']:.2f}), judge "
+                    f"(n={row['human_n']}, {row.get('human_mean_of', 'mean')} "
+                    f"{row['human_mean']:.2f}), judge "
                     f"{row['judge_verdict']}: {row['reasoning'][:100]!r}")
         if report["paired"]:
             out("\npaired (same items): accuracy A - B [95%], McNemar p")

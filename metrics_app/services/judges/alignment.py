@@ -208,7 +208,8 @@ def judge_alignment_report(*, project: Project, refs: list[str] | None = None,
                  **stats}
         entry["bias"] = _bias_cards(view, common, items, human, predicted, rank, labels,
                                     n_resamples=n_resamples, seed=seed)
-        entry["disagreements"] = _disagreements(view, common, items, human, predicted, prob)
+        entry["disagreements"] = _disagreements(view, common, items, human, predicted, prob,
+                                                ab=project.kind == TaskKind.AB)
         report["judges"][view.label] = entry
     labels_sorted = sorted(correct)
     for a, b in combinations(labels_sorted, 2):
@@ -268,7 +269,16 @@ def _accuracy_with_interval(right: np.ndarray, *, n_resamples: int, seed: int) -
     return {"accuracy": float(right.mean()), "accuracy_ci": ci}
 
 
-def _disagreements(view, common, items, human, predicted, prob) -> list[dict]:
+def _shown_answers(content: dict) -> str:
+    texts = [((content.get(f"answer_{side}") or {}).get("text") or "")[:60] for side in "ab"]
+    return f"A: {texts[0]} | B: {texts[1]}"
+
+
+def _disagreements(view, common, items, human, predicted, prob, *, ab: bool = False
+                   ) -> list[dict]:
+    """ab: an A/B item's label 1 means answer A is the better one, not "correct": the rows say
+    "A better" / "B better" (they said "humans correct, judge incorrect" on A/B projects)."""
+    words = ("A better", "B better") if ab else ("correct", "incorrect")
     rows = []
     for k, i in enumerate(common):
         if bool(predicted[k]) == bool(human[i]["label"]):
@@ -279,12 +289,14 @@ def _disagreements(view, common, items, human, predicted, prob) -> list[dict]:
         rows.append({"item": items[i]["external_id"], "item_id": i,
                      "source": items[i]["source"], "question": content.get("question", ""),
                      "references": content.get("references"),
-                     "candidate": content.get("candidate"),
-                     "human_label": "correct" if human[i]["label"] else "incorrect",
+                     "candidate": _shown_answers(content) if ab else content.get("candidate"),
+                     "human_label": words[0] if human[i]["label"] else words[1],
                      "human_mean": human[i]["mean"], "human_n": human[i]["n"],
+                     # what `human_mean` averages: the 1-5 scores, or A's share of the votes
+                     "human_mean_of": "share choosing A" if ab else "mean",
                      "human_spread": human[i]["spread"],
                      "human_agreement": human[i]["agreement"],
-                     "judge_verdict": "correct" if predicted[k] else "incorrect",
+                     "judge_verdict": words[0] if predicted[k] else words[1],
                      "judge_score": call.score, "judge_probability": call.probability,
                      "reasoning": call.reasoning[:600], "_confidence": confidence})
     # The judge is most plainly wrong where the humans agree and the judge was sure.

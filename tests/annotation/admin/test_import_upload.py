@@ -256,3 +256,24 @@ def test_an_empty_file_is_not_reported_as_imported_before(client, alice, project
                             follow=True)
     page = confirmed.content.decode()
     assert "the file holds no records" in page and "imported before" not in page
+
+
+def test_the_preview_counts_gold_practice_and_excluded_items(client, alice, project):
+    """Walking a first study: the preview of an items file with four gold answers said only
+    "30 items, 0 judgments by 0 workers"; the researcher learned how many items a
+    qualification could release only after creating the stage."""
+    marked = [{**row, "gold": None} for row in rows(5)]
+    marked[0]["gold"] = {"score": 5}
+    marked[1]["gold"] = {"score": 1}
+    marked[1]["is_gold_check"] = True
+    marked[2]["is_practice"] = True
+    marked[3]["excluded"] = True
+    marked[3]["exclusion_reason"] = "duplicate"
+    client.force_login(alice)
+    page = preview(client, import_url(project), upload(marked)).content.decode()
+    roles = re.search(r'<span id="import-roles">(.*?)</span>', page, re.S).group(1)
+    assert "<strong>2</strong> carry a gold answer" in roles
+    assert "1 practice, 1 gold check, 1 excluded" in roles
+    plain = [{**row, "external_id": f"plain-{n}", "gold": None} for n, row in enumerate(rows(2))]
+    none = preview(client, import_url(project), upload(plain, name="plain.jsonl"))
+    assert "none, so a qualification would have nothing to give" in none.content.decode()

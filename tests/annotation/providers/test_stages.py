@@ -308,3 +308,21 @@ def test_negative_money_is_refused_before_anything_is_created(likert_study, rese
     project.save()
     with pytest.raises(GuardFailed, match="bonus per correct answer"):
         stage_publish(stage=qualification, user=researcher)
+
+
+def test_an_agreement_gate_without_an_alpha_says_so_instead_of_n_a_below_the_threshold(
+        likert_study, researcher):
+    """Walking a first study: the trial's judgments were rejected, so its alpha had no value,
+    and publishing the full stage answered "alpha of … trial is n/a, below the required 0.0"
+    (n/a below zero?). It now says alpha cannot be computed yet and what to do."""
+    project, _gold, _items = likert_study
+    qualification, trial, full = make_stages(project, "inhouse")
+    stage_publish(stage=qualification, user=researcher)
+    stage_publish(stage=trial, user=researcher)
+    full.agreement_threshold = 0.0
+    full.save(update_fields=["agreement_threshold"])
+    with pytest.raises(GuardFailed) as refused:
+        stage_publish(stage=full, user=researcher)
+    message = str(refused.value)
+    assert "n/a" not in message and "below the required" not in message
+    assert "cannot be computed yet" in message and "override reason" in message

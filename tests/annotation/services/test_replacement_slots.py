@@ -146,3 +146,26 @@ def test_the_cockpit_and_the_stage_page_say_how_many_slots_were_reoffered(client
     assert SHOWN in page
     page = client.get(reverse("admin:annotation_stage_change", args=[stage.pk])).content.decode()
     assert SHOWN in page
+
+
+def test_a_closed_stage_says_its_given_back_slots_are_left_unfilled(client):
+    """Walking a first study: after the trial was closed the cockpit still said its rejected
+    work's "5 slots … re-offered to other workers", though a closed stage serves nobody."""
+    from django.urls import reverse
+
+    from annotation.models import StageStatus
+    from testing.factories import make_user
+
+    stage, item = _fixed_stage()
+    _judge(stage, item)
+    spam = _judge(stage, item, score=1)
+    assignment_reject(assignment=spam, reason="answers do not match the passage")
+    stage.status = StageStatus.CLOSED
+    stage.save(update_fields=["status"])
+    client.force_login(make_user(superuser=True))
+    for url in (reverse("metrics:project-cockpit", args=[stage.project.slug]),
+                reverse("admin:annotation_stage_change", args=[stage.pk])):
+        page = client.get(url).content.decode()
+        assert SHOWN not in page, url
+        assert ("1 slot of work that does not count (rejected, a blocked worker, ...) left "
+                "unfilled: the stage no longer serves anyone") in page, url

@@ -249,3 +249,37 @@ def test_no_start_for_a_stage_whose_qualification_they_failed_or_that_they_finis
     passed = client.get(passed_path).content.decode()
     assert stage_url(passed_token, stages["full"]) in passed
     assert client.get(stage_url(passed_token, stages["full"])).status_code == 200
+
+
+def test_batches_the_review_rules_held_back_count_as_done_and_say_what_waits(client, study):
+    """Walking a first study: the review rules flagged an annotator's four fast batches; their
+    home page said "20 items answered, 0 batches done" and "Flagged for review (see the note)",
+    a note they cannot see."""
+    project, stages, items = study
+    link, path, _token = home_and_token(project)
+    held = make_assignment(stages["trial"], worker=link.worker, items=items,
+                           status=AssignmentStatus.FLAGGED,
+                           review_note="Held for review: 0.2 s per item is below the minimum")
+    for item in items:
+        make_judgment(item=item, stage=stages["trial"], worker=link.worker, assignment=held)
+    html = client.get(path).content.decode()
+    assert "<td>trial</td>\n        <td>3 items answered, 1 batch done</td>" in html
+    assert "Submitted, waiting for the researcher&#x27;s review" in html
+    assert "see the note" not in html and "Held for review" not in html
+
+
+@pytest.mark.reliability
+def test_a_blocked_annotator_reads_it_on_their_home_page(client, study):
+    """Walking a first study: after the researcher blocked an annotator, their stages refused
+    them ("can no longer take tasks"), while their home page said only "nothing more for you
+    here" beside a batch still "In progress"."""
+    project, stages, items = study
+    link, path, token = home_and_token(project)
+    make_assignment(stages["full"], worker=link.worker, items=items[:1])
+    assert stage_url(token, stages["full"]) in client.get(path).content.decode()  # Continue
+    link.worker.status = "blocked"
+    link.worker.save(update_fields=["status"])
+    html = client.get(path).content.decode()
+    assert 'id="home-blocked"' in html
+    assert "Your account can no longer take tasks in this study." in html
+    assert stage_url(token, stages["full"]) not in html and "Continue" not in html

@@ -93,3 +93,23 @@ def test_after_the_qualification_a_project_link_holder_is_sent_to_their_page(cli
     assert "You passed the qualification" in text
     assert "link to the next part" not in text
     assert "appears on your page" in text and f'href="{home}"' in text
+
+
+def test_open_domain_items_without_a_passage_get_no_empty_passage_panel(client):
+    """Walking a first study on EVOUNA-style items (question, references, candidate; no
+    passage): every page showed an open, empty "Passage" panel taking the left half."""
+    project = make_project(TaskKind.LIKERT, items_per_hit=3, redundancy={"default": 1},
+                           gold_rate=0)
+    for n in range(2):
+        make_item(project, content={"passage": "", "question": f"Who won {n}?",
+                                    "references": [f"team {n}"], "candidate": f"team {n}"})
+    make_item(project, content={"passage": "The cat sat on the mat.", "question": "Where?",
+                                "references": ["on the mat"], "candidate": "mat"})
+    stage = make_stage(project, kind=StageKind.TRIAL, status=StageStatus.PUBLISHED)
+    _link, path = inhouse_link_create(worker=make_worker(external_id="od"), project=project,
+                                      stage=stage)
+    page = client.get(path).content.decode()
+    assert page.count("<summary>Passage</summary>") == 1  # the one real passage only
+    assert "The cat sat on the mat." in page
+    assert page.count('class="passage-block no-passage"') == 1
+    assert "Who won 0?" in page and "Who won 1?" in page

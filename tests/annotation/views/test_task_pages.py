@@ -507,3 +507,23 @@ def test_likert_scale_is_rendered_once_and_carries_each_items_id(client):
             assert f'id="score-{item_id}-{n}" name="score-{item_id}" value="{n}"' in html
     assert str(ITEM_PLACEHOLDER) not in html
     assert html.count("A &lt;qaj-item-id&gt; label") == 3 + 1  # three scales, the instructions
+
+
+def test_lfqa_newline_tokens_show_as_line_breaks_and_stay_in_the_stored_answer(client):
+    """Walking an A/B study on the long-form QA experts' files: answers carry a literal
+    "<newline>" token for each line break, and the task page showed it to the annotators
+    ("…five year old:<newline>https://…"). The page breaks the line; the item keeps the file's
+    text, so exports and re-imports are unchanged."""
+    project, stage, items = make_task(TaskKind.AB, n_items=1)
+    content = dict(items[0].content)
+    content["answer_a"] = {**content["answer_a"],
+                           "text": "There are forces between atoms.<newline>Here is Feynman:"
+                                   "<newline><newline>https://example.org/feynman"}
+    items[0].content = content
+    items[0].save(update_fields=["content"])
+    response, _, _ = open_link(client, project, stage=stage)
+    page = response.content.decode()
+    assert "&lt;newline&gt;" not in page and "<newline>" not in page
+    assert "There are forces between atoms.<br>Here is Feynman:</p>" in page
+    items[0].refresh_from_db()
+    assert "<newline>" in items[0].content["answer_a"]["text"]

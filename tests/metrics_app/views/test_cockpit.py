@@ -141,3 +141,74 @@ def test_flagged_work_waits_for_the_researcher_on_the_cockpit(client):
     trial_row = study_cockpit(project=project).stages[0]
     assert trial_row.waiting_review == 0 and trial_row.flagged == 2
     assert trial_row.next_step == "review the waiting work first"
+
+
+def test_an_in_house_stage_with_nothing_to_review_does_not_send_the_researcher_to_review():
+    """Walking a first study: publishing an in-house trial makes it "collecting" at once, and
+    the cockpit's next step said "review the submitted work" beside "–" to review, before any
+    annotator had opened a link. With nothing waiting it now says to send the links (nobody
+    started) or to wait for the work (someone did)."""
+    project = make_project(TaskKind.LIKERT, items_per_hit=2, redundancy={"default": 2})
+    items = [make_item(project) for _ in range(2)]
+    trial = make_stage(project, kind=StageKind.TRIAL, name="trial")
+    trial.items.set(items)
+    make_hit(trial, items=items, max_assignments=2)
+
+    row = study_cockpit(project=project).stages[0]
+    assert row.waiting_review == 0
+    assert row.next_step.startswith("send the annotators their links")
+
+    make_assignment(trial, items=items, status=AssignmentStatus.APPROVED)
+    row = study_cockpit(project=project).stages[0]
+    assert row.next_step.startswith("wait for the annotators' work")
+
+    make_assignment(trial, items=items, status=AssignmentStatus.SUBMITTED)
+    row = study_cockpit(project=project).stages[0]
+    assert row.next_step.startswith("review the submitted work (open “to review”")
+
+
+def test_a_reviewing_stage_with_everything_decided_says_to_close_it():
+    """Walking a first study: the qualification had every taker approved, and the cockpit
+    still said "review what is waiting, then close" beside "–" to review."""
+    project = make_project(TaskKind.LIKERT, items_per_hit=2, redundancy={"default": 1})
+    items = [make_item(project, gold={"score": 3}) for _ in range(2)]
+    qualification = make_stage(project, kind=StageKind.QUALIFICATION, name="qual",
+                               status=StageStatus.REVIEWING)
+    qualification.items.set(items)
+    make_hit(qualification, items=items, max_assignments=1)
+    waiting = make_assignment(qualification, items=items, status=AssignmentStatus.SUBMITTED)
+    row = study_cockpit(project=project).stages[0]
+    assert row.next_step == "review what is waiting, then close"
+    Assignment.objects.filter(pk=waiting.pk).update(status=AssignmentStatus.APPROVED)
+    row = study_cockpit(project=project).stages[0]
+    assert row.next_step.startswith("nothing waits for review: close the stage")
+
+
+def test_a_stage_published_past_its_gate_says_overridden_not_shut_or_blocked(client):
+    """Walking a first study: the full stage was published with an override reason (the
+    trial's α had no value yet) and was collecting, while the cockpit still said "shut" and the
+    dashboard "blocked" beside it."""
+    from annotation.services.stages import stage_publish
+    from metrics_app.reports.project import project_report
+
+    owner = make_user("override-owner")
+    project, trial, full = _study(owner=owner)
+    trial.status = StageStatus.REVIEWING
+    trial.save(update_fields=["status"])
+    for _ in range(2):  # items the trial did not release, for the full stage
+        make_item(project)
+    row = {r.stage.name: r for r in study_cockpit(project=project).stages}["full"]
+    assert row.gate_open is False  # a draft: the gate still decides
+    stage_publish(stage=full, user=owner, override_reason="instructions revised")
+    row = {r.stage.name: r for r in study_cockpit(project=project).stages}["full"]
+    assert row.gate_open is None
+    assert row.gate.startswith("published with an override (“instructions revised”)")
+    client.force_login(owner)
+    page = client.get(reverse("metrics:project-cockpit", args=[project.slug])).content.decode()
+    assert "gate-shut" not in page and "published with an override" in page
+    stages = {s["name"]: s for s in project_report(project=project)["stages"]}
+    assert stages["full"]["gate"]["overridden"] == "instructions revised"
+    dashboard = client.get(reverse("metrics:project-dashboard", args=[project.slug]))
+    html = dashboard.content.decode()
+    assert "published with an override (“instructions revised”)" in html
+    assert '<span class="flags">blocked</span>' not in html

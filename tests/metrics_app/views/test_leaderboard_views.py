@@ -373,3 +373,22 @@ def test_a_stages_leaderboard_reads_the_judges_on_that_stages_items_only(client,
     assert judge["model"]["n_votes"] == 40
     staged = client.get(url, {"stage": trial.pk}).json()
     assert staged["judges"][name]["model"]["n_votes"] == 10
+
+
+def test_a_board_mixing_imported_votes_says_how_many_lack_the_order_shown(client, arena):
+    """Walking an A/B study on an imported expert file: 40 votes from the task pages carried the
+    order shown, the 20 imported ones did not, and the dashboard said "the order shown was not
+    recorded", as if the task page had lost it."""
+    project, owner = arena
+    imported = make_stage(project, kind=StageKind.IMPORTED, name="imported", provider="import")
+    expert = make_worker(external_id="expert", provider="import")
+    for item in project.items.all()[:5]:
+        make_judgment(item=item, stage=imported, worker=expert, choice="A", presented_order=[])
+    client.force_login(owner)
+    board = client.get(reverse("metrics-api:project-leaderboard", args=[project.slug])).json()
+    note = board["overall"]["robustness"]["position_bias"]["note"]
+    total = board["overall"]["model"]["n_votes"]
+    assert note.startswith(f"the order shown was not recorded for 5 of {total} votes")
+    assert "order_unrecorded" not in board["skipped"]
+    page = client.get(reverse("metrics:project-dashboard", args=[project.slug])).content.decode()
+    assert f"not recorded for 5 of {total} votes" in page

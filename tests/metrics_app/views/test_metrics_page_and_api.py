@@ -240,3 +240,44 @@ def test_binary_judgments_get_the_decision_table_roc_curves_and_no_two_band_scat
     other = make_user("stranger")
     client.force_login(other)
     assert client.get(reverse("metrics:metric-roc", args=[project.slug])).status_code == 404
+
+
+def test_the_ab_learned_metric_is_offered_only_to_ab_projects(client):
+    """Walking a first Likert study: the compute form offered `lerc_ab`, and the job ran only
+    to say "no lerc-ab version is promoted yet" — it cannot score Likert items at all."""
+    owner = make_user("offer-owner")
+    likert = make_project(kind=TaskKind.LIKERT, owner=owner, slug="offer-likert")
+    ab = make_project(kind=TaskKind.AB, owner=owner, slug="offer-ab")
+    client.force_login(owner)
+    likert_page = client.get(reverse("metrics:project-metrics", args=[likert.slug]))
+    ab_page = client.get(reverse("metrics:project-metrics", args=[ab.slug]))
+    offered = {project: {entry["name"] for entry in page.context["available"]}
+               for project, page in (("likert", likert_page), ("ab", ab_page))}
+    assert "lerc_ab" not in offered["likert"] and "lerc" in offered["likert"]
+    assert "value=\"lerc_ab\"" not in likert_page.content.decode()
+    assert "lerc_ab" in offered["ab"]
+
+
+@pytest.mark.reliability
+def test_items_scored_by_their_gold_score_are_counted_and_said(client):
+    """Walking a first Likert study: the metrics table said n=30 while the judges page said
+    "26 of 30 items carry human labels" (then 6, once the review rules held work back): the
+    qualification items have no judgment that counts, and their answer key (`gold.score`)
+    stood in as the human score without a word."""
+    owner = make_user("gold-owner")
+    project = make_project(kind=TaskKind.LIKERT, owner=owner, slug="gold-fallback")
+    stage = make_stage(project)
+    content = {"passage": "", "question": "Where?", "references": ["on the mat"]}
+    for candidate, score in (("on the mat", 5), ("under it", 1), ("the mat", 4)):
+        item = make_item(project, content={**content, "candidate": candidate})
+        make_judgment(item=item, stage=stage, score=score)
+    make_item(project, gold={"score": 5}, content={**content, "candidate": "mat"})
+    project_score_metrics(project=project, metric_names=["f1"])
+    report = metric_report_refresh(project=project, params={"n_resamples": 0})
+    assert report.data["n_imported_gold"] == 1
+    assert report.data["correlations"]["f1"]["overall"]["n"] == 4
+    client.force_login(owner)
+    page = client.get(reverse("metrics:project-metrics", args=[project.slug]),
+                      {"n_resamples": 0}).content.decode()
+    assert 'id="imported-gold"' in page
+    assert "1 of the items below have no judgment that counts" in page

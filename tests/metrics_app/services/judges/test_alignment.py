@@ -100,6 +100,29 @@ def test_an_ab_judge_with_position_bias_is_seen():
     assert position["ci_first"][0] > 0.5 and position["position_consistency"] < 0.8
 
 
+def test_an_ab_judges_disagreements_say_which_answer_is_better_not_correct():
+    """Walking an A/B study: `judge_report` and the judges page listed the judge's
+    disagreements as "humans correct (n=3, mean 1.00), judge incorrect" — on A/B items label 1
+    means answer A is the better one — and the page's candidate column read "None"."""
+    project = make_project(TaskKind.AB)
+    stage = make_stage(project)
+    worker = make_worker()
+    for i in range(12):
+        item = make_item(project, content=item_content(TaskKind.AB, i))
+        make_judgment(item=item, stage=stage, worker=worker, choice="A" if i % 2 else "B")
+    with FakeChatServer(position_bias=0.0, seed=3) as server:
+        version = judge_version_create(name="abd", config={"base_url": server.url,
+                                                           "model": "fake-judge", "task": "ab"})[0]
+        judge_project(project=project, version=version)
+    rows = judge_alignment_report(project=project, n_resamples=0)["judges"]["abd@1"][
+        "disagreements"]
+    assert rows, "the fake judge disagrees with some of the alternating votes"
+    for row in rows:
+        assert {row["human_label"], row["judge_verdict"]} == {"A better", "B better"}
+        assert row["human_mean_of"] == "share choosing A"
+        assert row["candidate"].startswith("A: ") and " | B: " in row["candidate"]
+
+
 def test_the_plan_recommends_a_judge_within_the_budget():
     from io import StringIO
 
