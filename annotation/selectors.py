@@ -579,21 +579,21 @@ def _reoffered_count(by_id: dict[int, Stage], result: dict[int, Progress]) -> No
                 .values_list("stage_id", "n")):
             result[stage_id].reoffered = n
     mturk = [pk for pk, s in by_id.items() if s.provider == Provider.MTURK]
-    if mturk:
-        for stage_id, n in (ProviderCall.objects.filter(
-                stage_id__in=mturk, operation=REOFFER_OPERATION,
-                status=ProviderCallStatus.SUCCEEDED)
-                .order_by().values_list("stage_id").annotate(n=Count("id"))
-                .values_list("stage_id", "n")):
-            result[stage_id].reoffered = n
+    for stage_id, n in _succeeded_calls(mturk, REOFFER_OPERATION):
+        result[stage_id].reoffered = n
     prolific = [pk for pk, s in by_id.items() if s.provider == Provider.PROLIFIC]
-    if prolific:
-        for stage_id, n in (ProviderCall.objects.filter(
-                stage_id__in=prolific, operation=PROLIFIC_REOFFER_OPERATION,
-                status=ProviderCallStatus.SUCCEEDED)
+    for stage_id, n in _succeeded_calls(prolific, PROLIFIC_REOFFER_OPERATION):
+        result[stage_id].places_added = n
+
+
+def _succeeded_calls(stage_ids: list[int], operation: str) -> list[tuple[int, int]]:
+    """(stage id, how many `operation` provider calls succeeded) of the given stages."""
+    if not stage_ids:
+        return []
+    return list(ProviderCall.objects.filter(stage_id__in=stage_ids, operation=operation,
+                                            status=ProviderCallStatus.SUCCEEDED)
                 .order_by().values_list("stage_id").annotate(n=Count("id"))
-                .values_list("stage_id", "n")):
-            result[stage_id].places_added = n
+                .values_list("stage_id", "n"))
 
 
 def stages_with_progress(*, project: Project) -> list[tuple[Stage, Progress]]:

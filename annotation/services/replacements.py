@@ -126,23 +126,33 @@ def stage_replacements_offer(*, stage: Stage) -> ReplacementReport:
                 break  # every further one costs as much
             continue
         key = f"mturk:reoffer:{assignment.pk}"
-        try:
-            provider_call_run(
-                provider=Provider.MTURK, operation=REOFFER_OPERATION, key=key,
-                token=new_token(f"qaj-reoffer-{assignment.pk}"),
-                call_fn=lambda token, hit=hit: provider.assignments_add(hit=hit, count=1,
-                                                                        token=token),
-                stage=stage, hit=hit, assignment=assignment, worker=assignment.worker,
-                request={"NumberOfAdditionalAssignments": 1,
-                         "replaces": assignment.external_id})
-        except ProviderCallRefused as exc:
-            report.waiting.append(f"{assignment}: MTurk refused a replacement: {exc}")
-            continue
-        except Exception as exc:  # throttled or lost: the next sync repeats the same token
-            report.waiting.append(f"{assignment}: replacement not confirmed yet: {exc}")
-            continue
-        report.reoffered += _reoffer_record(ProviderCall.objects.get(key=key).pk)
+        # Throttled or lost: the next sync repeats the same token.
+        _reoffer_call(report, assignment, what="a replacement", provider=Provider.MTURK,
+                      operation=REOFFER_OPERATION, key=key,
+                      token=new_token(f"qaj-reoffer-{assignment.pk}"),
+                      call_fn=lambda token, hit=hit: provider.assignments_add(
+                          hit=hit, count=1, token=token),
+                      stage=stage, hit=hit,
+                      request={"NumberOfAdditionalAssignments": 1,
+                               "replaces": assignment.external_id})
     return report
+
+
+def _reoffer_call(report: ReplacementReport, assignment: Assignment, *, what: str,
+                  **call) -> None:
+    """Run one recorded re-offer call (`provider_call_run`) for `assignment` and record it
+    (`_reoffer_record`); a refusal or an unconfirmed answer is said in `report.waiting`, and
+    the next sync retries the same call."""
+    provider_name = Provider(call["provider"]).label
+    try:
+        provider_call_run(assignment=assignment, worker=assignment.worker, **call)
+    except ProviderCallRefused as exc:
+        report.waiting.append(f"{assignment}: {provider_name} refused {what}: {exc}")
+        return
+    except Exception as exc:  # throttled or lost
+        report.waiting.append(f"{assignment}: {what} not confirmed yet: {exc}")
+        return
+    report.reoffered += _reoffer_record(ProviderCall.objects.get(key=call["key"]).pk)
 
 
 def _released_assignment_ids(stage: Stage) -> QuerySet[Judgment]:
@@ -194,21 +204,14 @@ def _prolific_places_offer(stage: Stage, report: ReplacementReport) -> Replaceme
         previous = ProviderCall.objects.filter(key=key).first()
         target = (int(previous.request["total_available_places"]) if previous is not None
                   else _next_places_target(stage))
-        try:
-            provider_call_run(
-                provider=Provider.PROLIFIC, operation=PROLIFIC_REOFFER_OPERATION, key=key,
-                call_fn=lambda _token, target=target: provider.study_places_raise(
-                    stage=stage, at_least=target),
-                stage=stage, hit=hit, assignment=assignment, worker=assignment.worker,
-                request={"total_available_places": target,
-                         "replaces": assignment.external_id})
-        except ProviderCallRefused as exc:
-            report.waiting.append(f"{assignment}: Prolific refused a place: {exc}")
-            continue
-        except Exception as exc:  # throttled or lost: the next sync sets the same number
-            report.waiting.append(f"{assignment}: place not confirmed yet: {exc}")
-            continue
-        report.reoffered += _reoffer_record(ProviderCall.objects.get(key=key).pk)
+        # Throttled or lost: the next sync sets the same number.
+        _reoffer_call(report, assignment, what="a place", provider=Provider.PROLIFIC,
+                      operation=PROLIFIC_REOFFER_OPERATION, key=key,
+                      call_fn=lambda _token, target=target: provider.study_places_raise(
+                          stage=stage, at_least=target),
+                      stage=stage, hit=hit,
+                      request={"total_available_places": target,
+                               "replaces": assignment.external_id})
     return report
 
 

@@ -12,11 +12,10 @@ from annotation.access_selectors import access_project
 from annotation.serializers import RefuseUnknownFieldsMixin
 from core.api import JsonApiMixin, paginated_response, with_errors
 from core.statistics import MAX_RESAMPLES
-from metrics_app.access_selectors import access_project_job
+from metrics_app.apis.job_cancel import JobCancelApi
 from metrics_app.domain.judge_prompts import JudgeConfigError
 from metrics_app.judge_selectors import judge_job_in_flight, judge_version_get
 from metrics_app.models import JudgeJob
-from metrics_app.services.job_leases import JobNotCancellable, leased_job_cancel
 from metrics_app.services.judges.alignment import cached_judge_alignment_report
 from metrics_app.services.judges.planning import judge_plan
 from metrics_app.services.judges.runs import (
@@ -135,17 +134,13 @@ class JudgeJobListCreateApi(JsonApiMixin, APIView):
                         status=status.HTTP_202_ACCEPTED if queued else status.HTTP_200_OK)
 
 
-class JudgeJobCancelApi(APIView):
+class JudgeJobCancelApi(JobCancelApi):
     """POST /api/metrics/projects/<slug>/judge-jobs/<id>/cancel/ (no body): cancel a queued or
-    running judge job of a project the user may see, as they may queue one. A queued job never
-    runs; a running one stops at its next stored batch, keeping the verdicts stored (and paid
-    for) so far, counted in `spent`. 409 for a job already done, failed or cancelled."""
+    running judge job (`JobCancelApi`); a running one keeps the verdicts stored (and paid for)
+    so far, counted in `spent`."""
+
+    model, serializer_class = JudgeJob, JudgeJobSerializer
 
     @extend_schema(request=None, responses=with_errors({200: JudgeJobSerializer}, 404, 409))
     def post(self, request, slug: str, job_id: int):
-        job = access_project_job(access_project(request.user, slug), JudgeJob, job_id)
-        try:
-            job = leased_job_cancel(job=job, user=request.user)
-        except JobNotCancellable as exc:
-            return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
-        return Response(JudgeJobSerializer(job).data)
+        return super().post(request, slug, job_id)

@@ -19,12 +19,12 @@ from core.api import (
     with_errors,
 )
 from core.statistics import MAX_RESAMPLES
-from metrics_app.access_selectors import access_item_scoring_job, access_project_job
+from metrics_app.access_selectors import access_item_scoring_job
+from metrics_app.apis.job_cancel import JobCancelApi
 from metrics_app.apis.report_schemas import MetricReportResponseSerializer
 from metrics_app.domain.score_input import ScoreInputError, check_score_row, first_repeated_id
 from metrics_app.models import ScoringJob, ScoringStatus
 from metrics_app.registry import MetricInput, metric_names, metric_sync_ok
-from metrics_app.services.job_leases import JobNotCancellable, leased_job_cancel
 from metrics_app.services.meta_evaluation_report import metric_report_cached, metric_report_compute
 from metrics_app.services.scoring import (
     ITEM_JOB_MAX_ITEMS,
@@ -132,20 +132,15 @@ class ScoringJobListCreateApi(JsonApiMixin, APIView):
                         status=status.HTTP_202_ACCEPTED)
 
 
-class ScoringJobCancelApi(APIView):
+class ScoringJobCancelApi(JobCancelApi):
     """POST /api/metrics/projects/<slug>/scoring-jobs/<id>/cancel/ (no body): cancel a queued
-    or running scoring job of a project the user may see, as they may queue one. A queued job
-    never runs; a running one stops after its current batch, keeping the scores stored so
-    far. 409 for a job already done, failed or cancelled."""
+    or running scoring job (`JobCancelApi`); a running one keeps the scores stored so far."""
+
+    model, serializer_class = ScoringJob, ScoringJobSerializer
 
     @extend_schema(request=None, responses=with_errors({200: ScoringJobSerializer}, 404, 409))
     def post(self, request, slug: str, job_id: int):
-        job = access_project_job(access_project(request.user, slug), ScoringJob, job_id)
-        try:
-            job = leased_job_cancel(job=job, user=request.user)
-        except JobNotCancellable as exc:
-            return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
-        return Response(ScoringJobSerializer(job).data)
+        return super().post(request, slug, job_id)
 
 
 def _item_ref(index: int, row) -> str:
