@@ -12,6 +12,8 @@ from metrics_app.models import ModelStatus, ModelVersion
 
 # The versions a lookup means when it names no model: the regression (the stored name "lerc").
 REGRESSION_MODEL_NAME = vocabulary.ModelKind.REGRESSION.model_name
+# Items read at once for their passage group (below SQLite's limit on query parameters).
+GROUP_READ_BATCH = 900
 # The metrics a trained model scores with, and the model name its versions are stored under.
 LEARNED_METRIC_MODELS = {
     **{kind.metric_name: kind.model_name for kind in vocabulary.ModelKind},
@@ -75,9 +77,14 @@ def learned_metric_seen_items(project: Project, metric: str, version: str | None
     seen = set(record.get("items") or ())
     in_dataset = seen | set(record.get("test_items") or ())
     groups = set(record.get("groups") or ())
-    items = Item.objects.filter(project=project).values_list(
-        "id", "group_key", "content__passage", "content__question")
-    return frozenset(
-        item_id for item_id, group_key, passage, question in items
-        if item_id in seen or (item_id not in in_dataset and groups
-                               and passage_group(group_key, passage, question) in groups))
+    ids = list(Item.objects.filter(project=project).values_list("id", flat=True))
+    found = {item_id for item_id in ids if item_id in seen}
+    # Only the items outside its data are read for their passage (on the project it trained
+    # on, the answers judged since), in batches the database takes as parameters.
+    outside = [item_id for item_id in ids if item_id not in in_dataset]
+    for start in range(0, len(outside) if groups else 0, GROUP_READ_BATCH):
+        rows = Item.objects.filter(id__in=outside[start:start + GROUP_READ_BATCH]).values_list(
+            "id", "group_key", "content__passage", "content__question")
+        found |= {item_id for item_id, group_key, passage, question in rows
+                  if passage_group(group_key, passage, question) in groups}
+    return frozenset(found)

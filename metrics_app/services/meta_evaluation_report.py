@@ -47,12 +47,23 @@ def normalize_params(params: dict | None) -> dict:
     return merged
 
 
-def _scores(*, project: Project, versions: dict[str, str]) -> dict[str, dict[tuple[int, str], float | None]]:
+def _seen_by_metric(*, project: Project, versions: dict[str, str]) -> dict[str, frozenset[int]]:
+    """metric → the items its version trained or calibrated on (`learned_metric_seen_items`;
+    empty but for a learned metric), read once per report."""
+    return {name: learned_metric_seen_items(project, name, version)
+            for name, version in versions.items()}
+
+
+def _scores(*, project: Project, versions: dict[str, str],
+            seen_by: dict[str, frozenset[int]] | None = None,
+            ) -> dict[str, dict[tuple[int, str], float | None]]:
     """metric → (item, side) → its stored value, leaving out a learned metric's values on the
-    answers its version trained or calibrated on (`learned_metric_seen_items`)."""
+    answers its version trained or calibrated on (`seen_by`, else read here)."""
+    seen_by = seen_by if seen_by is not None else _seen_by_metric(project=project,
+                                                                  versions=versions)
     result: dict[str, dict[tuple[int, str], float | None]] = defaultdict(dict)
     for name, version in versions.items():
-        seen = learned_metric_seen_items(project, name, version)
+        seen = seen_by[name]
         rows = MetricScore.objects.filter(item__project=project, metric=name, version=version)
         for item_id, side, value in rows.values_list("item_id", "side", "value"):
             if item_id not in seen:
@@ -60,12 +71,13 @@ def _scores(*, project: Project, versions: dict[str, str]) -> dict[str, dict[tup
     return result
 
 
-def _left_out_seen(*, project: Project, versions: dict[str, str]) -> dict[str, dict]:
+def _left_out_seen(*, project: Project, versions: dict[str, str],
+                   seen_by: dict[str, frozenset[int]]) -> dict[str, dict]:
     """For each learned metric, how many of its scored items were left out because its
     version saw them (shown beside the tables, so a smaller n is explained)."""
     left_out = {}
     for name, version in versions.items():
-        seen = learned_metric_seen_items(project, name, version)
+        seen = seen_by[name]
         if seen:
             scored = set(MetricScore.objects.filter(item__project=project, metric=name,
                                                     version=version)
@@ -379,13 +391,14 @@ def metric_evaluation_build(*, project: Project, params: dict | None = None,
     versions = project_metric_versions(project=project)
     if metric_names is not None:
         versions = {name: v for name, v in versions.items() if name in set(metric_names)}
-    scores = _scores(project=project, versions=versions)
+    seen_by = _seen_by_metric(project=project, versions=versions)
+    scores = _scores(project=project, versions=versions, seen_by=seen_by)
     report: dict = {
         "project": project.slug, "kind": project.kind, "params": params,
         "human_score": (("z-normalized " if params["znormalize"] else "")
                         + ("median" if project.aggregation_model == "median" else "mean")),
         "metrics": versions,
-        "left_out_seen": _left_out_seen(project=project, versions=versions),
+        "left_out_seen": _left_out_seen(project=project, versions=versions, seen_by=seen_by),
     }
     if project.kind == TaskKind.LIKERT:
         study = _study_items(project=project, params=params)

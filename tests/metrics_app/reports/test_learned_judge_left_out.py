@@ -41,7 +41,11 @@ def item_with_passage(project, passage: str, **fields):
                                        "references": ["r"], "candidate": "c"}, **fields)
 
 
-def test_the_seen_items_are_the_train_and_validation_items_and_their_passages_never_the_test():
+@pytest.mark.parametrize("batch", [900, 1])
+def test_the_seen_items_are_the_train_and_validation_items_and_their_passages_never_the_test(
+        batch, monkeypatch):
+    # Items outside the version's data are read for their passage in batches.
+    monkeypatch.setattr("metrics_app.model_selectors.GROUP_READ_BATCH", batch)
     project = make_project(TaskKind.LIKERT, slug="seen-rule")
     trained = item_with_passage(project, "Passage one.")
     validated = item_with_passage(project, "Passage two.")
