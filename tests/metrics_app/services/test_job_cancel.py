@@ -148,6 +148,49 @@ def test_a_running_scoring_job_cancelled_stops_after_its_batch_and_keeps_its_sco
     assert stale_jobs_recover_all()["retried"] == 0 and sent == []
 
 
+def test_a_scoring_job_cancelled_mid_run_brings_its_stored_scores_into_the_report(
+        monkeypatch, sent):
+    """The scores a cancelled run stored before it stopped reach the cached metric report, as
+    a finished run's do: the report is refreshed, not left stale ("new metric scores")."""
+    from annotation.models import StageKind
+    from metrics_app.services.meta_evaluation_report import (
+        metric_report_cached_with_reason,
+        metric_report_refresh,
+    )
+    from testing.factories import make_judgment, make_stage
+
+    alice = make_user("alice")
+    project = _scoring_project(4)
+    stage = make_stage(project, kind=StageKind.FULL)
+    for item, score in zip(project.items.order_by("pk"), (5, 1, 4, 2), strict=True):
+        make_judgment(item=item, stage=stage, score=score)
+    metric_report_refresh(project=project)
+    job = ScoringJob.objects.create(project=project, metrics=["em", "f1"])
+    real_build = scoring.build_metric
+
+    class CancelledWhileScoring:
+        def __init__(self, metric):
+            self.metric, self.version = metric, metric.version
+
+        def score_batch(self, batch):
+            leased_job_cancel(job=job, user=alice)
+            return self.metric.score_batch(batch)
+
+        def close(self):
+            scoring.close_metric(self.metric)
+
+    def build_metric(name, **options):
+        metric = real_build(name, **options)
+        return CancelledWhileScoring(metric) if name == "em" else metric
+
+    monkeypatch.setattr(scoring, "build_metric", build_metric)
+    scoring.scoring_job_run(job_id=job.pk)
+    assert ScoringJob.objects.get(pk=job.pk).status == ScoringStatus.CANCELLED
+    report, stale_reason = metric_report_cached_with_reason(project=project)
+    assert stale_reason == ""
+    assert set(report.data["metrics"]) == {"em"}
+
+
 def test_the_same_scoring_job_queued_twice_answers_the_one_in_flight(
         django_capture_on_commit_callbacks, sent):
     alice = make_user("alice")
