@@ -360,3 +360,37 @@ def _call(call_command, *args) -> str:
     out = io.StringIO()
     call_command(*args, stdout=out)
     return out.getvalue()
+
+
+def test_a_judge_request_retrying_when_the_run_is_cancelled_is_not_sent_again(
+        monkeypatch, sent):
+    """Every request is rate-limited (429, Retry-After 0.05 s) and would be retried 60 times.
+    The job is cancelled while they retry: once the run learns it (its next write), no request
+    is sent again; the items stay unjudged (not failed) for a later run."""
+    monkeypatch.setattr(runs, "FLUSH_SECONDS", 0.1)
+    alice = make_user("alice")
+    project = _likert_project(4)
+    patient = runs.RetryPolicy(attempts=60, base_delay=0.05, max_delay=0.05)
+    with FakeChatServer() as server:
+        server.rate_limit_burst(100_000)
+        version = _judge(server)
+        job = judge_job_create(project=project, version=version, concurrency=2, user=alice)
+
+        def cancel_while_retrying(done, detail):
+            if server.stats["429"] and not JudgeJob.objects.filter(
+                    pk=job.pk, status=ScoringStatus.CANCELLED).exists():
+                leased_job_cancel(job=job, user=alice)
+
+        started = time.monotonic()
+        judge_job_run(job_id=job.pk, retry=patient, progress=cancel_while_retrying)
+        took = time.monotonic() - started
+        asked = server.stats["requests"]
+        time.sleep(0.3)
+        assert server.stats["requests"] == asked  # nothing still retrying in the background
+    job.refresh_from_db()
+    assert job.status == ScoringStatus.CANCELLED and job.detail["stopped"] == "cancelled"
+    # Two requests would have retried 60 times each (3 s apart); they stopped within a few
+    # backoffs of the next write after the cancel.
+    assert asked < 40 and took < 2.5, (asked, took)
+    assert job.detail["failed"] == 0 and job.detail["errors"] == []
+    assert not JudgeVerdict.objects.filter(judge_version=version).exists()
