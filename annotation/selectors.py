@@ -64,13 +64,14 @@ def _blocked_here(project: Project, worker_field: str = "worker") -> Q:
             | Q(**{f"{worker_field}_id__in": _researchers_of(project)}))
 
 
-def _blocks_by_researchers_of_its_project() -> QuerySet:
-    """Blocks of a judgment's worker (`OuterRef("worker_id")`) by the owner of the judgment's
-    project or a researcher it is shared with: `_researchers_of` for a row of any project."""
+def _blocks_by_researchers_of_its_project(project_path: str = "item__project") -> QuerySet:
+    """Blocks of a row's worker (`OuterRef("worker_id")`) by the owner of the row's project
+    (`project_path`: a judgment's `item__project`, a qualification result's `stage__project`)
+    or a researcher it is shared with: `_researchers_of` for a row of any project."""
     shared = Project.shared_with.through.objects.filter(
-        project_id=OuterRef(OuterRef("item__project_id"))).values("user_id")
+        project_id=OuterRef(OuterRef(f"{project_path}_id"))).values("user_id")
     return WorkerBlock.objects.filter(worker_id=OuterRef("worker_id")).filter(
-        Q(researcher_id=OuterRef("item__project__owner_id")) | Q(researcher_id__in=shared))
+        Q(researcher_id=OuterRef(f"{project_path}__owner_id")) | Q(researcher_id__in=shared))
 
 
 def blocked_worker_ids_for(project: Project) -> set[int]:
@@ -305,7 +306,8 @@ class Progress:
       practice or qualification stage, its accepted work), and `not_counted`: those collected
       on them but not counted (rejected, returned, flagged or unverified work, a blocked
       worker).
-    - A qualification is counted in takers: graded (`takers`) and `passed`, of `max_takers`.
+    - A qualification is counted in takers: graded (`takers`) and `passed`, of `max_takers`;
+      a worker blocked for the project is no taker (the rule of `judgments_that_count`).
     - `reoffered`: the slots given back and offered to other workers (a stage's; 0 for a
       project): on in-house and Prolific pages each judgment on those items that gives its
       slot back (`judgments_releasing_slots`), served again by picking; on MTurk the extra
@@ -526,8 +528,13 @@ def stage_progress(*, stages: Sequence[Stage]) -> dict[int, Progress]:
                                 for split, n, regular in per_project.get(stage.project_id, [])]
 
     qualifications = [pk for pk, s in by_id.items() if s.kind == StageKind.QUALIFICATION]
+    # A taker counts as a judgment does (`judgments_that_count`): a worker blocked for the
+    # project is no taker ("3 of 3 takers counted" while one of them was blocked).
     takers = {row["stage_id"]: row for row in (
-        WorkerQualification.objects.filter(stage_id__in=qualifications).values("stage_id")
+        WorkerQualification.objects.filter(stage_id__in=qualifications)
+        .exclude(worker__status=WorkerStatus.BLOCKED)
+        .exclude(Exists(_blocks_by_researchers_of_its_project("stage__project")))
+        .values("stage_id")
         .annotate(n=Count("id"), passed=Count("id", filter=Q(passed=True))).order_by()
     )} if qualifications else {}
     for pk, stage in by_id.items():

@@ -26,6 +26,7 @@ import numpy as np
 from annotation.domain.agreement import pearson
 from annotation.judgment_selectors import item_gold_scores, judgment_rows, watermark
 from annotation.models import Judgment, Project, TaskKind
+from annotation.selectors import counting_fingerprint
 from core.statistics import resamples_check
 from core.vocabulary import AB_CHOICES
 from metrics_app.domain import meta_evaluation
@@ -441,6 +442,8 @@ def metric_report_compute(*, project: Project, params: dict | None = None) -> tu
     # kept and their groups, the aggregation model): the project report's fingerprint.
     data["item_fingerprint"] = item_fingerprint(project=project)
     data["aggregation"] = project.aggregation_model
+    # Kept apart as well, so a stale copy can say that rejected work or a block is the cause.
+    data["counting_fingerprint"] = counting_fingerprint(project=project)
     return data, judgment_mark
 
 
@@ -459,9 +462,20 @@ def metric_report_refresh(*, project: Project, params: dict | None = None) -> Re
 
 def metric_report_cached(*, project: Project, params: dict | None = None,
                          any_resamples: bool = False) -> tuple[Report | None, bool]:
-    """(cached report or None, is_stale): stale when judgments or scores were added since.
+    """(cached report or None, is_stale): stale when judgments or scores were added since,
+    or anything else the report reads changed (`metric_report_cached_with_reason`).
     any_resamples: accept the newest report with the same options whatever its number of
     bootstrap resamples (the page shows what exists rather than nothing)."""
+    report, reason = metric_report_cached_with_reason(project=project, params=params,
+                                                      any_resamples=any_resamples)
+    return report, report is None or bool(reason)
+
+
+def metric_report_cached_with_reason(*, project: Project, params: dict | None = None,
+                                     any_resamples: bool = False
+                                     ) -> tuple[Report | None, str]:
+    """(cached report or None, why it is stale: "" when it is fresh). The page says the
+    reason: "new judgments arrived" beside a copy made stale by a block misled the reader."""
     params = normalize_params(params)
     reports = Report.objects.filter(project=project, kind=REPORT_KIND)
     report = reports.filter(params=params).order_by("-computed_at").first()
@@ -472,16 +486,45 @@ def metric_report_cached(*, project: Project, params: dict | None = None,
                 report = candidate
                 break
     if report is None:
-        return None, True
+        return None, "no report has been computed with these options"
+    return report, metric_report_stale_reason(project=project, report=report)
+
+
+def metric_report_stale_reason(*, project: Project, report: Report) -> str:
+    """Why the cached `report` no longer matches the project ("" when it does), naming every
+    cause found: new judgments, new metric scores (a finished or a cancelled scoring job),
+    the counting rule (rejected, returned or flagged work, a session verified, a worker
+    blocked), the aggregation model, or another input of the fingerprint (an item excluded or
+    regrouped, a stage's settings, an adjudication, LERC scores or judge verdicts)."""
     judgment_mark, score_mark = _watermarks(project)
-    stale = (judgment_mark > report.judgment_watermark
-             or score_mark > report.data.get("score_watermark", 0)
-             # Rejected work, a blocked worker, an item excluded or regrouped, another
-             # aggregation model: the human side changes without a new judgment.
-             or report.data.get("item_fingerprint") != item_fingerprint(project=project)
-             # Computed before a learned metric left out the answers its version saw.
-             or "left_out_seen" not in report.data)
-    return report, stale
+    reasons = []
+    if judgment_mark > report.judgment_watermark:
+        reasons.append("new judgments arrived")
+    if score_mark > report.data.get("score_watermark", 0):
+        reasons.append("new metric scores were stored")
+    if report.data.get("item_fingerprint") != item_fingerprint(project=project):
+        # Rejected work, a blocked worker, an item excluded or regrouped, another aggregation
+        # model: the human side changes without a new judgment. Which one is told by the parts
+        # stored beside the fingerprint (a report stored before them says it generally).
+        other = True
+        if ("counting_fingerprint" in report.data
+                and report.data["counting_fingerprint"] != counting_fingerprint(project=project)):
+            reasons.append("the judgments that count changed (work rejected, returned or "
+                           "flagged, a Prolific session verified, or a worker blocked)")
+            other = False
+        if report.data.get("aggregation", project.aggregation_model) != project.aggregation_model:
+            reasons.append(f"the aggregation model changed ({report.data['aggregation']} → "
+                           f"{project.aggregation_model})")
+            other = False
+        if other:
+            reasons.append("what the report reads changed without a new judgment (work "
+                           "rejected or a worker blocked, an item excluded or regrouped, a "
+                           "stage's settings, an adjudication, LERC scores or judge verdicts)")
+    if "left_out_seen" not in report.data:
+        # Computed before a learned metric left out the answers its version saw.
+        reasons.append("learned metrics are measured only on the answers they never saw "
+                       "(this copy predates that)")
+    return "; ".join(reasons)
 
 
 def scatter_points(*, project: Project, metric: str, params: dict | None = None,

@@ -18,7 +18,7 @@ from django.utils import timezone
 
 from annotation.models import Item, Project, TaskKind
 from core.background import task_send
-from core.leases import JobLease, leased_run, scope_lock
+from core.leases import JobCancelled, JobLease, leased_run, scope_lock
 from metrics_app.models import JOB_IN_FLIGHT, ItemScoringJob, ScoringJob, ScoringStatus
 
 from ..models import MetricScore
@@ -394,9 +394,10 @@ def _progress_recorder(lease: JobLease, *, total: int) -> Progress:
 
 def scoring_job_run(*, job_id: int) -> ScoringJob | None:
     """Run a queued job: score, record progress as it goes, then refresh the project's cached
-    metric report. Failures are stored on the job (and re-raised for Celery's log). A job that
-    is finished or alive in another worker (a redelivered message) is left alone (None); a run
-    that lost its lease stops and returns the job as the other run left it."""
+    metric report, also when it is cancelled mid-run (the scores it stored stay). Failures are
+    stored on the job (and re-raised for Celery's log). A job that is finished or alive in
+    another worker (a redelivered message) is left alone (None); a run that lost its lease
+    stops and returns the job as the other run left it."""
     from metrics_app.services.meta_evaluation_report import metric_report_refresh
 
     with leased_run(ScoringJob, job_id, done=0) as (lease, job):
@@ -408,10 +409,16 @@ def scoring_job_run(*, job_id: int) -> ScoringJob | None:
                             user=job.requested_by)
         progress = _progress_recorder(
             lease, total=len(project_metric_inputs(project=job.project)) * len(job.metrics))
-        detail = project_score_metrics(
-            project=job.project, metric_names=job.metrics,
-            model=(job.options or {}).get("model"), progress=progress,
-        )
+        try:
+            detail = project_score_metrics(
+                project=job.project, metric_names=job.metrics,
+                model=(job.options or {}).get("model"), progress=progress,
+            )
+        except JobCancelled:
+            # Cancelled mid-run: the batches stored before the cancel stay, so the cached
+            # report reads them as it would a finished run's (it was left stale).
+            metric_report_refresh(project=job.project)
+            raise
         metric_report_refresh(project=job.project)
         lease.finish(status=ScoringStatus.DONE, detail=detail, error="")
     return ScoringJob.objects.get(pk=job_id)

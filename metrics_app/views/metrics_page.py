@@ -21,7 +21,7 @@ from metrics_app.reports.charts import metric_scatter_png, roc_png
 from metrics_app.score_selectors import project_metric_versions
 from metrics_app.services.job_leases import JobNotCancellable, leased_job_cancel
 from metrics_app.services.meta_evaluation_report import (
-    metric_report_cached,
+    metric_report_cached_with_reason,
     normalize_params,
     roc_curves,
     scatter_points,
@@ -46,10 +46,11 @@ def project_metrics(request, slug: str):
         stat = "pearson"
     # The cached report comes from the report cache (services/meta_evaluation_report.py),
     # everything else the page shows from its selector (metrics_app/metrics_page_selectors.py).
-    report, stale = metric_report_cached(project=project, params=params, any_resamples=True)
+    report, stale_reason = metric_report_cached_with_reason(project=project, params=params,
+                                                           any_resamples=True)
     context = {
         **metrics_page(project=project, report=report, stat=stat),
-        "params": params, "stale": stale,
+        "params": params, "stale": bool(stale_reason), "stale_reason": stale_reason,
         "stored": project_metric_versions(project=project),
         "scorable": project.kind in SCORABLE_KINDS,
     }

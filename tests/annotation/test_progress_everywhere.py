@@ -28,6 +28,7 @@ from testing.factories import (
     make_item,
     make_judgment,
     make_project,
+    make_qualification,
     make_stage,
     make_user,
     make_worker,
@@ -210,3 +211,26 @@ def test_the_demo_shows_one_counted_and_wanted_in_the_admin_and_the_cockpit(clie
     # which counts nowhere (it showed "5 of 27").
     assert (answered["demo-likert"], answered["demo-mc-qa"], answered["demo-mc-pilot"]) == (
         5, 4, 4)
+
+
+def test_a_blocked_workers_qualification_result_is_no_counted_taker_on_any_page(client):
+    """A qualification with three graded takers, one blocked by the owner, one blocked by
+    another researcher (their block does not reach this project): "2 of 3 takers counted" on
+    every page, the blocked taker's pass not among the passed; it read "3 of 3" everywhere."""
+    owner = make_user("owner")
+    stranger = make_user("stranger")
+    project = make_project(TaskKind.LIKERT, owner=owner, slug="qualified")
+    item = make_item(project, gold={"score": 4})
+    qual = make_stage(project, kind=StageKind.QUALIFICATION, name="qual", order=0,
+                      settings={"max_workers": 3})
+    qual.items.set([item])
+    takers = [make_worker() for _ in range(3)]
+    for worker in takers:
+        make_qualification(worker=worker, stage=qual, passed=True)
+    worker_block(worker=takers[0], reason="bot", by=owner)
+    worker_block(worker=takers[1], reason="not here", by=stranger)
+    client.force_login(owner)
+    seen = _text_everywhere(client, project)
+    assert _one_line(seen["qual"]) == "2 of 3 takers counted (67%); 2 passed"
+    row = next(r for r in study_cockpit(project=project).stages if r.stage.name == "qual")
+    assert (row.progress.takers, row.progress.passed) == (2, 2)

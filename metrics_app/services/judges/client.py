@@ -9,6 +9,7 @@ import json
 import logging
 import os
 import random
+import threading
 import time
 from dataclasses import dataclass, field
 
@@ -25,6 +26,11 @@ class EndpointError(Exception):
     def __init__(self, message: str, *, fatal: bool = False):
         super().__init__(message)
         self.fatal = fatal  # 401/403/404: every other request would fail the same way
+
+
+class RequestStopped(Exception):
+    """A request retrying was given up without asking again because its run was told to stop
+    (its job cancelled: core/leases.py `JobCancelled`); not an endpoint failure."""
 
 
 @dataclass
@@ -96,7 +102,10 @@ class ChatClient:
         self.close()
 
     def complete(self, *, system: str, prompt: str, temperature: float, max_tokens: int,
-                 logprobs: bool) -> ChatAnswer:
+                 logprobs: bool, stop: threading.Event | None = None) -> ChatAnswer:
+        """One chat completion, retried as the policy says. `stop` set (the run's job was
+        cancelled) ends the retries: no new request, each one paid for, is sent after it;
+        RequestStopped instead."""
         body = {"model": self.model, "temperature": temperature, "max_tokens": max_tokens,
                 "messages": [{"role": "system", "content": system},
                              {"role": "user", "content": prompt}]}
@@ -124,8 +133,20 @@ class ChatClient:
                                             fatal=response.status_code in (401, 403, 404))
                     retry_after = response.headers.get("Retry-After")
             if attempt + 1 < self.retry.attempts:
-                self.retry.sleep(self.retry.delay(attempt, retry_after))
+                self._pause(self.retry.delay(attempt, retry_after), stop)
+                if stop is not None and stop.is_set():
+                    raise RequestStopped(f"not asked again after {attempt + 1} attempts: the "
+                                         f"run was stopped; last: {last}")
         raise EndpointError(f"no answer after {self.retry.attempts} attempts; last: {last}")
+
+
+    def _pause(self, seconds: float, stop: threading.Event | None) -> None:
+        """The backoff; with the default sleep, a stop wakes it at once (a Retry-After may be
+        20 s)."""
+        if stop is not None and self.retry.sleep is time.sleep:
+            stop.wait(seconds)
+        else:
+            self.retry.sleep(seconds)
 
 
 class _BrokenBody(Exception):

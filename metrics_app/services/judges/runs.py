@@ -19,6 +19,7 @@ import hashlib
 import json
 import logging
 import math
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -53,7 +54,7 @@ from ...domain.judge_prompts import (
 )
 from ...judge_selectors import judge_job_in_flight
 from ...models import JudgeJob, JudgeKind, JudgeVerdict, JudgeVersion, ScoringStatus
-from .client import ChatAnswer, ChatClient, EndpointError, RetryPolicy
+from .client import ChatAnswer, ChatClient, EndpointError, RequestStopped, RetryPolicy
 from .versions import price_for
 
 logger = logging.getLogger(__name__)
@@ -138,8 +139,9 @@ def judge_project(*, project: Project, version: JudgeVersion, budget: float | No
     prompt_tokens, completion_tokens, cost, stopped, errors}. `progress(done, detail)` is
     called after each stored batch (the job's lease renews there and may raise LeaseLost,
     which stops the run). When it raises JobCancelled (the job was cancelled by hand) no new
-    request is sent, the answers already on their way (paid for) are stored and counted, and
-    the run returns with `stopped` "cancelled". An endpoint that refuses the key or the model
+    request is sent (a request retrying after a 429 or a 5xx is not sent again either), the
+    answers already on their way (paid for) are stored and counted, and the run returns with
+    `stopped` "cancelled". An endpoint that refuses the key or the model
     (401/403/404) ends the run with EndpointError."""
     if version.judge.kind != JudgeKind.LLM:
         raise JudgeConfigError(f"{version.label} is an {version.judge.kind} judge: only LLM "
@@ -179,9 +181,14 @@ def judge_project(*, project: Project, version: JudgeVersion, budget: float | No
             try:
                 progress(done, detail)
             except JobCancelled:
-                # Stop asking; the loop still drains (stores, counts) what is in flight.
+                # Stop asking; the loop still drains (stores, counts) what is in flight, and
+                # a request retrying (429, 5xx) is not sent again.
                 detail["stopped"] = "cancelled"
+                stop.set()
 
+    # Set when the job is cancelled, or the run ends early (an error, a lost lease): requests
+    # retrying in the pool then give up instead of paying for answers nobody stores.
+    stop = threading.Event()
     client = ChatClient(base_url=config["base_url"], model=config["model"],
                         api_key_env=config.get("api_key_env", ""), concurrency=concurrency,
                         timeout=timeout, retry=retry)
@@ -216,7 +223,7 @@ def judge_project(*, project: Project, version: JudgeVersion, budget: float | No
                                      prompt=request.prompt,
                                      temperature=config["temperature"],
                                      max_tokens=config["max_tokens"],
-                                     logprobs=bool(config.get("logprobs")))
+                                     logprobs=bool(config.get("logprobs")), stop=stop)
                 pending[future] = (request, worst)
             if not pending:
                 break
@@ -226,6 +233,8 @@ def judge_project(*, project: Project, version: JudgeVersion, budget: float | No
                 reserved -= worst
                 try:
                     answer = future.result()
+                except RequestStopped:
+                    continue  # unjudged, not failed: a later run asks it
                 except EndpointError as exc:
                     if exc.fatal:
                         # Keep what was answered (paid for) before the endpoint refused, and
@@ -263,6 +272,7 @@ def judge_project(*, project: Project, version: JudgeVersion, budget: float | No
                 flush()
         flush()
     finally:
+        stop.set()
         for future in pending:
             future.cancel()
         pool.shutdown(wait=True, cancel_futures=True)

@@ -148,6 +148,49 @@ def test_a_running_scoring_job_cancelled_stops_after_its_batch_and_keeps_its_sco
     assert stale_jobs_recover_all()["retried"] == 0 and sent == []
 
 
+def test_a_scoring_job_cancelled_mid_run_brings_its_stored_scores_into_the_report(
+        monkeypatch, sent):
+    """The scores a cancelled run stored before it stopped reach the cached metric report, as
+    a finished run's do: the report is refreshed, not left stale ("new metric scores")."""
+    from annotation.models import StageKind
+    from metrics_app.services.meta_evaluation_report import (
+        metric_report_cached_with_reason,
+        metric_report_refresh,
+    )
+    from testing.factories import make_judgment, make_stage
+
+    alice = make_user("alice")
+    project = _scoring_project(4)
+    stage = make_stage(project, kind=StageKind.FULL)
+    for item, score in zip(project.items.order_by("pk"), (5, 1, 4, 2), strict=True):
+        make_judgment(item=item, stage=stage, score=score)
+    metric_report_refresh(project=project)
+    job = ScoringJob.objects.create(project=project, metrics=["em", "f1"])
+    real_build = scoring.build_metric
+
+    class CancelledWhileScoring:
+        def __init__(self, metric):
+            self.metric, self.version = metric, metric.version
+
+        def score_batch(self, batch):
+            leased_job_cancel(job=job, user=alice)
+            return self.metric.score_batch(batch)
+
+        def close(self):
+            scoring.close_metric(self.metric)
+
+    def build_metric(name, **options):
+        metric = real_build(name, **options)
+        return CancelledWhileScoring(metric) if name == "em" else metric
+
+    monkeypatch.setattr(scoring, "build_metric", build_metric)
+    scoring.scoring_job_run(job_id=job.pk)
+    assert ScoringJob.objects.get(pk=job.pk).status == ScoringStatus.CANCELLED
+    report, stale_reason = metric_report_cached_with_reason(project=project)
+    assert stale_reason == ""
+    assert set(report.data["metrics"]) == {"em"}
+
+
 def test_the_same_scoring_job_queued_twice_answers_the_one_in_flight(
         django_capture_on_commit_callbacks, sent):
     alice = make_user("alice")
@@ -317,3 +360,37 @@ def _call(call_command, *args) -> str:
     out = io.StringIO()
     call_command(*args, stdout=out)
     return out.getvalue()
+
+
+def test_a_judge_request_retrying_when_the_run_is_cancelled_is_not_sent_again(
+        monkeypatch, sent):
+    """Every request is rate-limited (429, Retry-After 0.05 s) and would be retried 60 times.
+    The job is cancelled while they retry: once the run learns it (its next write), no request
+    is sent again; the items stay unjudged (not failed) for a later run."""
+    monkeypatch.setattr(runs, "FLUSH_SECONDS", 0.1)
+    alice = make_user("alice")
+    project = _likert_project(4)
+    patient = runs.RetryPolicy(attempts=60, base_delay=0.05, max_delay=0.05)
+    with FakeChatServer() as server:
+        server.rate_limit_burst(100_000)
+        version = _judge(server)
+        job = judge_job_create(project=project, version=version, concurrency=2, user=alice)
+
+        def cancel_while_retrying(done, detail):
+            if server.stats["429"] and not JudgeJob.objects.filter(
+                    pk=job.pk, status=ScoringStatus.CANCELLED).exists():
+                leased_job_cancel(job=job, user=alice)
+
+        started = time.monotonic()
+        judge_job_run(job_id=job.pk, retry=patient, progress=cancel_while_retrying)
+        took = time.monotonic() - started
+        asked = server.stats["requests"]
+        time.sleep(0.3)
+        assert server.stats["requests"] == asked  # nothing still retrying in the background
+    job.refresh_from_db()
+    assert job.status == ScoringStatus.CANCELLED and job.detail["stopped"] == "cancelled"
+    # Two requests would have retried 60 times each (3 s apart); they stopped within a few
+    # backoffs of the next write after the cancel.
+    assert asked < 40 and took < 2.5, (asked, took)
+    assert job.detail["failed"] == 0 and job.detail["errors"] == []
+    assert not JudgeVerdict.objects.filter(judge_version=version).exists()
