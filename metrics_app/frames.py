@@ -6,7 +6,10 @@
     frames.items        # one row per item: ids, grouping columns, content fields, gold
     frames.judgments    # one row per judgment, `counts` says whether it counts (the rule
                         #   every report uses: data stages, work not rejected, worker not blocked)
-    frames.scores       # one row per item (and A/B side), one column per metric
+    frames.scores       # one row per item (and A/B side), one column per metric; for a
+                        #   learned metric (lerc, lerc_prob, lerc_ab) also
+                        #   `<metric>_seen_by_version`: its version trained or calibrated on
+                        #   the item, so its score there is memory, not a judgment
     frames.human        # per item: mean score of the judgments that count, n judgments
     frames.judgments[frames.judgments.counts].groupby("worker").score.mean()
 
@@ -49,6 +52,7 @@ def project_frames(slug: str) -> ProjectFrames:
     """Every table of one project (see the module docstring); LookupError for an unknown slug."""
     from annotation.models import Judgment, Project
     from annotation.selectors import judgments_that_count
+    from metrics_app.model_selectors import LEARNED_METRIC_MODELS, learned_metric_seen_items
     from metrics_app.models import MetricScore
     from metrics_app.score_selectors import project_metric_versions
 
@@ -85,6 +89,12 @@ def project_frames(slug: str) -> ProjectFrames:
                                aggfunc="first", dropna=False).reset_index()
               if len(long) else pd.DataFrame(columns=["item_id", "side"]))
     scores.columns.name = None
+    # Raw data keeps every row; the flag lets a notebook measure a learned metric against the
+    # humans only where its version did not see the answer, as every report does.
+    for name, version in versions.items():
+        if name in LEARNED_METRIC_MODELS and name in scores.columns:
+            seen = learned_metric_seen_items(project, name, version)
+            scores[f"{name}_seen_by_version"] = scores["item_id"].isin(seen)
 
     counted = judgments[judgments["counts"]]
     human = (counted.groupby("item_id")

@@ -52,8 +52,10 @@ def learned_metric_seen_items(project: Project, metric: str, version: str | None
     items, `ModelVersion.examples_seen`), or on another answer of the same passage or question
     (an item it never had, judged after it was trained, whose passage group it trained on).
     Its test items are never among them. Every reading of a learned metric against humans
-    leaves these out (the judge views, so the judges page, the estimates and the routing's
-    reports; the metric report; the leaderboard's metric boards): measured on them it scores
+    leaves these out (the judge views, so the judges page, the judge plan, the estimates and
+    the routing; the metric report; the leaderboard's metric boards), and every door says how
+    many (the API, the commands, the model card; the notebook frames flag them,
+    `<metric>_seen_by_version`, and keep the rows): measured on them it scores
     its memory, and a prediction-powered estimate corrected with labels its predictions were
     fitted to is biased. Empty for any other metric.
 

@@ -100,6 +100,13 @@ class SignificanceSerializer(serializers.Serializer):
     pairs = serializers.ListField(child=MetricPairSerializer())
 
 
+class LeftOutSeenSerializer(serializers.Serializer):
+    version = serializers.CharField()
+    items = serializers.IntegerField(help_text="Scored items its version trained or "
+                                               "calibrated on, left out.")
+    measured_on = serializers.IntegerField(help_text="Scored items it never saw.")
+
+
 class MetricReportSerializer(serializers.Serializer):
     project = serializers.CharField()
     kind = serializers.CharField()
@@ -133,6 +140,11 @@ class MetricReportSerializer(serializers.Serializer):
                                   "counting rule, items, settings): changed → stale.")
     aggregation = serializers.CharField(
         required=False, help_text="The project's aggregation model the human gold used.")
+    left_out_seen = serializers.DictField(
+        child=LeftOutSeenSerializer(), required=False,
+        help_text="Learned metrics (lerc, lerc_prob, lerc_ab) whose version trained or "
+                  "calibrated on some scored items: those items are left out of every cell "
+                  "of that metric (its n is then below the others').")
 
 
 class MetricReportResponseSerializer(serializers.Serializer):
@@ -216,7 +228,9 @@ class ProjectReportSerializer(serializers.Serializer):
                   "bias against the humans) and prediction-powered (PPI++: humans + LERC on "
                   "every item, with the effective number of human judgments it is worth); per "
                   "pair of systems the difference and the judgments still needed to separate "
-                  "them at 95%; `assumptions` states what each interval rests on.")
+                  "them at 95%; `assumptions` states what each interval rests on; "
+                  "`metric.left_out_seen` and `left_out_note`: the items a learned judge's "
+                  "version trained or calibrated on, counted as unscored (predicted unsure).")
     adaptive_redundancy = serializers.ListField(
         child=serializers.DictField(), required=False,
         help_text="Stages with adaptive redundancy: items settled by agreement or at max, "
@@ -256,3 +270,9 @@ class LeaderboardSerializer(serializers.Serializer):
     skipped = serializers.DictField(child=serializers.IntegerField(), required=False)
     order_recorded = serializers.BooleanField(required=False)
     tie_choices = serializers.DictField(child=serializers.IntegerField(), required=False)
+    judges = serializers.DictField(
+        child=serializers.DictField(), required=False,
+        help_text="Automatic judges as voters, each a board like `overall` (or {error}) with "
+                  "`judge`: kind, label and, for a metric, `left_out_seen` (the items a "
+                  "learned metric's version trained or calibrated on: it votes only on the "
+                  "others); LLM judges: position consistency, unparseable verdicts.")

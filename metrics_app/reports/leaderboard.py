@@ -108,11 +108,14 @@ def _board(found: tuple[Votes | None, dict], *, rounds: int, seed: int) -> dict 
     return board
 
 
-def metric_votes(project: Project, stage: Stage | None = None) -> dict[str, Votes]:
+def metric_votes(project: Project, stage: Stage | None = None, *,
+                 left_out: dict[str, int] | None = None) -> dict[str, Votes]:
     """Each automatic metric that scored both answers of the project's A/B items (the latest
     version stored) as a judge: one vote per item for the answer it scores higher, a tie when
     equal. Answer A counts as shown on the left (a metric sees no order). With `stage`, only
-    the items released in it, as the humans' board of that stage reads."""
+    the items released in it, as the humans' board of that stage reads. `left_out`, when
+    given, is filled with judge label -> the scored items left out because its version saw
+    them (learned metrics only)."""
     # The items the human and judge boards read: not practice, not excluded from the study
     # (scores stored before an item was excluded stay in the table).
     rows = MetricScore.objects.filter(item__project=project, side__in=AB_CHOICES,
@@ -133,6 +136,10 @@ def metric_votes(project: Project, stage: Stage | None = None) -> dict[str, Vote
                 "item_id", "side", "value"):
             if item_id not in seen:
                 scores.setdefault(item_id, {})[side] = value
+        if left_out is not None and seen:
+            left_out[f"{metric}@{version}"] = len(
+                set(rows.filter(metric=metric, version=version, item_id__in=seen)
+                    .values_list("item_id", flat=True)))
         paired = {pk: s for pk, s in scores.items() if len(s) == 2}
         items = _item_table(sorted(paired))
         names: dict[str, int] = {}
@@ -287,13 +294,15 @@ def leaderboard_report(frame: JudgmentFrame, *, project: Project | None = None,
             for group in groups}
     if project is not None:
         judges = {}
-        for name, votes in metric_votes(project, stage).items():
+        left_out: dict[str, int] = {}
+        for name, votes in metric_votes(project, stage, left_out=left_out).items():
             try:
                 judges[name] = leaderboard(votes, rounds=rounds, seed=seed, position=False,
                                            robustness=False)
             except LeaderboardError as exc:
                 judges[name] = {"error": str(exc)}
-            judges[name]["judge"] = {"kind": "metric", "label": name}
+            judges[name]["judge"] = {"kind": "metric", "label": name,
+                                     "left_out_seen": left_out.get(name, 0)}
         combined = {}
         for name, (votes, about) in verdict_votes(project, stage).items():
             try:

@@ -21,6 +21,7 @@ from annotation.models import Stage, TaskKind
 from annotation.stage_errors import StageError
 
 from ..domain.estimates import routing_probabilities
+from ..model_selectors import learned_metric_seen_items
 from ..reports.estimates import PROBABILITY_METRIC, judge_predictions, latest_metric_scores
 from .draws import draw_population, draw_record
 
@@ -73,6 +74,17 @@ def stage_route_by_uncertainty(*, stage: Stage, budget: int | None = None,
         version = about["judge"]
     else:
         version, predicted = latest_metric_scores(stage.project, PROBABILITY_METRIC)
+    if not predicted and version is not None and not judge:
+        # Scores are stored, but every one is withheld: "no LERC scores stored" would send the
+        # researcher to score a project that is scored.
+        seen = len(learned_metric_seen_items(stage.project, PROBABILITY_METRIC, version))
+        if seen:
+            raise StageError(
+                f"{stage}: LERC {version} was trained or calibrated on every item of "
+                f"{stage.project.slug} it scored ({seen} items seen): its predictions there are its "
+                "memory of their human labels, so they cannot route (train a version that "
+                "leaves some of this project's items out, or route on another judge with "
+                "--judge)")
     if not predicted:
         raise StageError(f"{stage}: no LERC scores stored for this project; score it with the "
                          f"promoted LERC first (score_project SLUG --metric {PROBABILITY_METRIC})")

@@ -85,8 +85,10 @@ class Command(BaseCommand):
         for label, error in report["errors"].items():
             out(f"{label}: not compared: {error}")
         for label, j in report["judges"].items():
-            out(f"\n{label} ({j['kind']}, {j['judged_with_labels']} items; {j['decision']}; "
-                f"{j['unparseable']} of {j['asked']} unparseable)")
+            left_out = (f", {j['left_out_seen']} it saw left out (its version trained or "
+                        "calibrated on them)" if j.get("left_out_seen") else "")
+            out(f"\n{label} ({j['kind']}, {j['judged_with_labels']} items{left_out}; "
+                f"{j['decision']}; {j['unparseable']} of {j['asked']} unparseable)")
             for name in ("accuracy", "kappa", "roc_auc", "pearson", "spearman", "ece"):
                 out(f"  {name:9} {_f(j.get(name))}{_ci(j['ci'].get(name))}")
             c = j["confusion"]
@@ -144,6 +146,8 @@ class Command(BaseCommand):
             raise CommandError(report["skipped"])
         self.stdout.write(f"system estimates with {report['metric']['judge']} "
                           f"(accuracy, 95% intervals)")
+        if report.get("left_out_note"):
+            self.stdout.write(f"  {report['left_out_note']}")
         for system, row in report["systems"].items():
             human = row["accuracy"]["human"]
             ppi = row["accuracy"].get("ppi") or {}
@@ -186,3 +190,6 @@ class Command(BaseCommand):
                                if best else "nothing fits this budget"))
         for ref, error in result["errors"].items():
             out(f"{ref}: left out: {error}")
+        for label, n in result.get("left_out_seen", {}).items():
+            out(f"{label}: the pilot leaves out the {n} scored answers its version trained "
+                "or calibrated on (for every judge: the pilot is the same items for all)")

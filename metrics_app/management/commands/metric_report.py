@@ -68,6 +68,13 @@ class Command(BaseCommand):
                 f"No metric scores yet for {project.slug!r}: compute them first, e.g.\n"
                 f"  python manage.py score_project {project.slug} --metric em,f1,bleu1,rougeL,"
                 "meteor,bertscore\n(or the metrics page, or the API).")
+        for name, left in sorted((data.get("left_out_seen") or {}).items()):
+            # The page's note: without it a LERC n below the other metrics' reads as a bug.
+            self.stdout.write(
+                f"{name} {left['version']} is measured on the {left['measured_on']} scored "
+                f"answers it never saw: its version trained, or chose its epoch and "
+                f"calibrator, on the other {left['items']} (or on another answer to the same "
+                "passage), and measured there it would score its memory.")
         for name, groups in data.get("correlations", {}).items():
             self.stdout.write(f"\n{name} ({data['metrics'][name]})")
             self.stdout.write(f"  {'group':32} pearson spearman kendall      n")

@@ -148,6 +148,7 @@ def _estimate_lines(estimates: dict) -> list[str]:
             line += (f"; on new questions {_points(general)}, "
                      f"{'separated' if general['separated'] else 'not separated'}")
         lines.append(line)
-    if estimates.get("note"):
-        lines.append(f"  {estimates['note']}")
+    for key in ("left_out_note", "note"):
+        if estimates.get(key):
+            lines.append(f"  {estimates[key]}")
     return lines

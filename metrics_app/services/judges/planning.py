@@ -37,6 +37,11 @@ def judge_plan(*, project: Project, budget: float, label_cost: float,
     result = plan(y=y, predictions=predictions, n_items=n_items, label_cost=label_cost,
                   judge_costs=costs, budget=budget)
     result["errors"] = errors
+    # A learned judge's pilot leaves out the labelled answers its version trained or
+    # calibrated on (`metric_view`), and with it every judge's pilot (the same items for all):
+    # say so, or a pilot smaller than the labels reads as a bug.
+    result["left_out_seen"] = {view.label: view.left_out_seen for view in views
+                               if view.left_out_seen}
     return result
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 
+from metrics_app.model_selectors import LEARNED_METRIC_MODELS, learned_metric_seen_items
 from metrics_app.models import ModelVersion
 
 HIDDEN_PROJECT = "(a project you do not see)"
@@ -169,13 +170,19 @@ def model_card_page(version: ModelVersion, *, visible_project_ids: set[int] | No
     for event in events:  # shown, never saved: "created: projects: a, b" names them all
         event.detail = _redact(event.detail, hidden_slugs)
     projects, hidden = [], 0
+    # The metric its scores are stored under (the rule is the same for lerc and lerc_prob).
+    scored_metric = next((metric for metric, model in LEARNED_METRIC_MODELS.items()
+                          if model == version.name), version.name)
     for project in version.projects.order_by("slug"):
         if visible_project_ids is not None and project.pk not in visible_project_ids:
             hidden += 1
             continue
         seen = per_project.get(project.slug) or {}
         projects.append({"project": project, "judgments": seen.get("judgments"),
-                         "items": seen.get("items"), "watermark": seen.get("watermark")})
+                         "items": seen.get("items"), "watermark": seen.get("watermark"),
+                         # The answers the project's pages never measure this version on.
+                         "left_out": len(learned_metric_seen_items(
+                             project, scored_metric, f"v{version.number}"))})
     comparison = metrics.get("baselines") or {}
     thresholds = comparison.get("thresholds") or {}
     splits = []
