@@ -431,9 +431,18 @@ def stage_delete_refusal(stage: Stage) -> str:
     committed against the budget; deleted, the HITs would stay open with nobody reviewing or
     recording the work, and the next stage would be published against a budget that forgot
     it. Close it instead. The rule of the stage admin (delete button, bulk delete), the
-    project page's stage rows and a project's deletion (`project_delete_refusal`)."""
+    project page's stage rows and a project's deletion (`project_delete_refusal`).
+    A draft stage that a published stage requires is refused too: deleting it would clear
+    that stage's requirement (`requires_stage` is set to null) and open it to workers who
+    never passed."""
     if stage.status == StageStatus.DRAFT:
-        return ""
+        gated = (Stage.objects.filter(requires_stage=stage).exclude(status=StageStatus.DRAFT)
+                 .order_by("pk").first())
+        if gated is None:
+            return ""
+        return (f"stage {stage.name!r} is required by {gated.get_status_display().lower()} "
+                f"stage {gated.name!r}: deleting it would open that stage to workers who "
+                "never passed it")
     return (f"stage {stage.name!r} is {stage.get_status_display().lower()}: its HITs were "
             f"created on {stage.get_provider_display()} and its payments and committed money "
             "are recorded with it; close it instead of deleting it")

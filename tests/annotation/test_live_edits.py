@@ -500,3 +500,35 @@ def test_the_project_pages_stage_rows_keep_the_stage_rules_of_every_door(admin_c
                         "provider": Provider.INHOUSE}, format="json")
     if len(rows) == 1:  # the same rule at the API
         assert refused.status_code == 400 and message in str(refused.json())
+
+
+@pytest.mark.reliability
+def test_a_draft_stage_that_a_published_stage_requires_is_not_deleted(admin_client_, owner):
+    """A live stage's requirement was one delete away: deleting the draft qualification it
+    requires set `requires_stage` to null, and the stage then served workers who never
+    passed. The delete button, the bulk delete and the project page's rows refuse it."""
+    from annotation.services.stages import stage_delete_refusal
+
+    project = make_project(TaskKind.LIKERT, owner=owner)
+    qualification = make_stage(project, kind=StageKind.QUALIFICATION, name="qual",
+                               status=StageStatus.DRAFT)
+    gated = make_stage(project, kind=StageKind.FULL, name="full", status=StageStatus.DRAFT)
+    gated.requires_stage = qualification
+    gated.save(update_fields=["requires_stage"])
+    assert stage_delete_refusal(qualification) == ""  # both drafts: nothing is open yet
+    Stage.objects.filter(pk=gated.pk).update(status=StageStatus.COLLECTING)
+    why = stage_delete_refusal(qualification)
+    assert why == ("stage 'qual' is required by collecting stage 'full': deleting it would "
+                   "open that stage to workers who never passed it")
+    delete_url = reverse("admin:annotation_stage_delete", args=[qualification.pk])
+    assert admin_client_.post(delete_url, {"post": "yes"}).status_code == 403
+    admin_client_.post(reverse("admin:annotation_stage_changelist"), {
+        "action": "delete_selected", "_selected_action": [qualification.pk], "post": "yes"})
+    url = reverse("admin:annotation_project_change", args=[project.pk])
+    page = admin_client_.get(url)
+    forms_ = page.context["inline_admin_formsets"][0].formset.forms
+    row = next(n for n, form in enumerate(forms_) if form.instance.pk == qualification.pk)
+    response = admin_client_.post(url, admin_form_as_posted(page, **{f"stages-{row}-DELETE":
+                                                                     "on"}))
+    assert "deleting it would open that stage" in response.content.decode()
+    assert Stage.objects.get(pk=gated.pk).requires_stage_id == qualification.pk
