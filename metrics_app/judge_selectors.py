@@ -67,6 +67,9 @@ class JudgeView:
     # A learned metric's items left out because its version trained or calibrated on them
     # (`learned_metric_seen_items`): no reading of the judge against humans may use them.
     left_out_seen: int = 0
+    # Those items themselves, and any item of the project its version saw though unscored:
+    # the estimates predict them unsure, and so does the judge plan.
+    seen_items: frozenset[int] = frozenset()
 
     @property
     def label(self) -> str:
@@ -111,6 +114,7 @@ def metric_view(project: Project, name: str) -> JudgeView:
                      score_range=LIKERT_RANGE if name == LIKERT_SCORE_METRIC else None)
     is_probability = name in PROBABILITY_METRICS
     seen = learned_metric_seen_items(project, name, version)
+    view.seen_items = seen
     for item_id, value in rows.filter(version=version).values_list("item_id", "value"):
         if item_id in seen:
             view.left_out_seen += 1

@@ -32,6 +32,10 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 Z95 = 1.959963984540054
+# The prediction of an item a judge gives none on that can be used (unscored, or seen by a
+# learned metric's version in training): maximally unsure, P(correct) 0.5. Fixed before the
+# labels, it keeps a prediction-powered estimate unbiased; only its width suffers.
+UNSURE_PROBABILITY = 0.5
 BOOTSTRAP_UP_TO = 2000  # scores; more are summarised by the normal interval
 
 ASSUMPTIONS = {

@@ -87,7 +87,7 @@ def clip_share(quantity: dict) -> dict:
 
 def _quantity(*, human: dict[int, float], predicted: dict[int, float], items: list[int],
               to_label, verdict, routed: dict[int, tuple[float, bool]] | None = None,
-              unsure: float = 0.5) -> dict:
+              unsure: float = estimates.UNSURE_PROBABILITY) -> dict:
     """The three estimates of one quantity (accuracy or mean score) over `items`. With a
     routing draw (`routed`: item → its probability of reaching humans and whether it was
     drawn), labels are weighted by 1/probability (active inference) instead of treated as a
@@ -132,7 +132,8 @@ def _routed_quantity(*, human, predicted, items, to_label, verdict, routed) -> d
     pi = np.array([routed[i][0] if i in routed and (routed[i][1] or i not in human) else 1.0
                    for i in population])
     y = np.array([to_label(human[population[k]]) for k in labeled], dtype=float)
-    f_all = np.array([predicted.get(i, 0.5) for i in population], dtype=float)
+    f_all = np.array([predicted.get(i, estimates.UNSURE_PROBABILITY) for i in population],
+                     dtype=float)
     out = {"human": estimates.active_estimate(y, labeled, f_all, pi, lam=0.0).as_dict(),
            "routed": True, "population": len(population)}
     out["human"]["method"] = "human_weighted"

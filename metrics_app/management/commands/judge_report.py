@@ -191,5 +191,6 @@ class Command(BaseCommand):
         for ref, error in result["errors"].items():
             out(f"{ref}: left out: {error}")
         for label, n in result.get("left_out_seen", {}).items():
-            out(f"{label}: the pilot leaves out the {n} scored answers its version trained "
-                "or calibrated on (for every judge: the pilot is the same items for all)")
+            out(f"{label}: its predictions on the {n} answers its version trained or "
+                "calibrated on are not used; the plan predicts them unsure (0.5), as the "
+                "estimates do")

@@ -8,6 +8,7 @@ import numpy as np
 
 from annotation.models import Project
 
+from ...domain.estimates import UNSURE_PROBABILITY
 from ...domain.judge_planning import plan
 from ...judge_selectors import default_refs, judge_view, predictor_values
 from ...models import JudgeVerdict, JudgeVersion
@@ -26,23 +27,35 @@ def judge_plan(*, project: Project, budget: float, label_cost: float,
             views.append(judge_view(project, ref))
         except LookupError as exc:
             errors[ref] = str(exc)
-    # The pilot: labelled items every judge scored (the same items for all).
-    common = sorted(set(human).intersection(*(set(v.calls) for v in views))
+    # The pilot: labelled items every judge scored (the same items for all), a learned
+    # metric's seen items among them: the estimates predict those unsure for good, so the plan
+    # does too (left out instead, the pilot would hold only the items the judge predicts and
+    # promise a narrower interval than the estimates will give).
+    common = sorted(set(human).intersection(*(set(v.calls) | v.seen_items for v in views))
                     if views else human)
     y = [human[i]["label"] for i in common]
     predictions, costs = {}, {}
     for view in views:
-        predictions[view.label] = predictor_values(view, common).tolist()
+        predictions[view.label] = _pilot_predictions(view, common)
         costs[view.label] = _judge_cost(view, n_items)
     result = plan(y=y, predictions=predictions, n_items=n_items, label_cost=label_cost,
                   judge_costs=costs, budget=budget)
     result["errors"] = errors
-    # A learned judge's pilot leaves out the labelled answers its version trained or
-    # calibrated on (`metric_view`), and with it every judge's pilot (the same items for all):
-    # say so, or a pilot smaller than the labels reads as a bug.
+    # A learned judge's predictions on the answers its version trained or calibrated on are
+    # not used (`metric_view`): say how many, or a weak learned judge on a pilot it memorized
+    # reads as a bug.
     result["left_out_seen"] = {view.label: view.left_out_seen for view in views
                                if view.left_out_seen}
     return result
+
+
+def _pilot_predictions(view, items: list[int]) -> list[float]:
+    """The judge's value on each pilot item as the estimates read it: `predictor_values` where
+    it has a usable prediction, unsure (`UNSURE_PROBABILITY`) on an item its learned version
+    saw."""
+    scored = [i for i in items if i in view.calls]
+    values = dict(zip(scored, predictor_values(view, scored).tolist(), strict=True))
+    return [values.get(i, UNSURE_PROBABILITY) for i in items]
 
 
 def _judge_cost(view, n_items: int) -> float:

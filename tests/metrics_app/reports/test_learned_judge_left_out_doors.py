@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 
+import numpy as np
 import pytest
 from django.core.management import call_command
 from django.urls import reverse
@@ -82,14 +83,16 @@ def test_the_notebook_frames_flag_the_scores_a_version_saw_and_keep_them(study):
     assert len(unseen) == 80
 
 
-def test_the_judge_plan_says_its_pilot_left_out_what_lerc_saw(study):
+def test_the_judge_plan_says_it_did_not_use_what_lerc_saw(study):
     result = judge_plan(project=study["project"], budget=50, label_cost=0.5,
                         refs=["metric:lerc_prob"])
     assert result["left_out_seen"] == {"metric:lerc_prob": 120}
+    # The seen answers stay in the pilot, predicted unsure, as the estimates read them.
+    assert result["pilot_labels"] == 200
     out = io.StringIO()
     call_command("judge_report", study["project"].slug, "--plan", "50", "--label-cost", "0.5",
                  "--judge", "metric:lerc_prob", stdout=out)
-    assert "leaves out the 120 scored answers its version trained or calibrated on" \
+    assert "predictions on the 120 answers its version trained or calibrated on are not used" \
         in out.getvalue()
 
 
@@ -141,3 +144,78 @@ def test_the_model_card_counts_per_project_what_the_pages_leave_out(client, stud
     assert 'id="card-left-out"' in page
     assert "<td>120</td>" in page
 
+
+
+def _half_study(*, seen_share: float):
+    """300 answers of one system, the first 150 judged by humans; LERC v1 scored all 300,
+    trained on the first `seen_share` of the judged ones (memorized their labels), an honest
+    noisy judge on the rest."""
+    project = make_project(TaskKind.LIKERT, slug=f"half-{int(seen_share * 100)}")
+    stage = make_stage(project, kind=StageKind.FULL)
+    worker = make_worker()
+    rng = np.random.default_rng(11)
+    items, seen = [], []
+    for n in range(300):
+        item = item_with_passage(project, f"Passage {n}.", source="x")
+        correct = bool(rng.random() < 0.6)
+        if n < 150:
+            make_judgment(item=item, stage=stage, worker=worker, score=5 if correct else 1)
+        if n < 150 * seen_share:
+            seen.append(item)
+            store_lerc(item, 1.0 if correct else 0.0)
+        else:
+            store_lerc(item, float(np.clip((0.75 if correct else 0.25) + rng.normal(0, 0.2),
+                                           0.01, 0.99)))
+        items.append(item)
+    promoted(project, examples_seen={"items": [i.pk for i in seen], "groups": [],
+                                     "test_items": [i.pk for i in items if i not in seen]})
+    return project
+
+
+def _estimated_half_width(project) -> float:
+    from annotation.judgment_selectors import load_judgments
+    from metrics_app.reports.estimates import estimates_report
+
+    report = estimates_report(load_judgments(project=project), project=project)
+    ppi = report["systems"]["x"]["accuracy"]["ppi"]
+    return (ppi["high"] - ppi["low"]) / 2
+
+
+def test_the_plans_width_for_a_lerc_that_saw_part_of_the_labels_is_the_estimates_width():
+    """LERC v1 saw 60 of the 150 labelled answers: the estimates predict those unsure (0.5),
+    so the plan does too, and its width at 150 labels is the one the estimates report with
+    those 150 labels. Before, the pilot kept only the 90 answers LERC did not see, as if it
+    would predict every answer, and promised ±0.031 where the estimates give ±0.042."""
+    project = _half_study(seen_share=0.4)
+    result = judge_plan(project=project, budget=75, label_cost=0.5, refs=["metric:lerc_prob"])
+    assert result["pilot_labels"] == 150
+    assert result["left_out_seen"] == {"metric:lerc_prob": 60}
+    lerc = result["per_judge"]["metric:lerc_prob"]
+    assert lerc["affordable_labels"] == 150
+    assert lerc["half_width_at_budget"] == pytest.approx(_estimated_half_width(project),
+                                                         rel=1e-4)
+    out = io.StringIO()
+    call_command("judge_report", project.slug, "--plan", "75", "--label-cost", "0.5",
+                 "--judge", "metric:lerc_prob", stdout=out)
+    assert "predictions on the 60 answers its version trained or calibrated on are not " \
+        "used; the plan predicts them unsure (0.5)" in out.getvalue()
+
+
+def test_without_seen_answers_the_plan_reads_every_labelled_prediction_as_before():
+    project = _half_study(seen_share=0.0)
+    result = judge_plan(project=project, budget=75, label_cost=0.5, refs=["metric:lerc_prob"])
+    assert result["left_out_seen"] == {}
+    labelled = sorted(project.items.filter(judgments__isnull=False).values_list("id", flat=True))
+    scores = dict(MetricScore.objects.filter(item__project=project, metric="lerc_prob")
+                  .values_list("item_id", "value"))
+    labels = {i.pk: int(i.judgments.get().score >= 3) for i in project.items.all()
+              if i.pk in set(labelled)}
+    from metrics_app.domain.judge_planning import plan
+
+    expected = plan(y=[labels[i] for i in labelled],
+                    predictions={"metric:lerc_prob": [scores[i] for i in labelled]},
+                    n_items=300, label_cost=0.5, judge_costs={"metric:lerc_prob": 0.0},
+                    budget=75)
+    assert result["per_judge"] == expected["per_judge"]
+    assert result["per_judge"]["metric:lerc_prob"]["half_width_at_budget"] == pytest.approx(
+        _estimated_half_width(project), rel=1e-4)
