@@ -108,6 +108,22 @@ REOFFER_OPERATION = "CreateAdditionalAssignmentsForHIT"
 PROLIFIC_REOFFER_OPERATION = "UpdateStudyPlaces"
 
 
+def qualification_results_that_count(queryset: QuerySet[WorkerQualification] | None = None
+                                      ) -> QuerySet[WorkerQualification]:
+    """The qualification results that qualify, as `judgments_that_count` counts work: not one
+    graded from an assignment that was rejected (work rejected as spam passes no one, whatever
+    its answers scored). A result stored before results named their assignment reads the
+    worker's assignments in the stage: any rejected one leaves it out. The gates (in-house and
+    provider task pages, link readiness), the provider grant, the messages to qualified workers
+    and progress (takers and passed) read this rule; the result itself is kept for the record."""
+    queryset = WorkerQualification.objects.all() if queryset is None else queryset
+    rejected_before_named = Assignment.objects.filter(
+        worker_id=OuterRef("worker_id"), stage_id=OuterRef("stage_id"),
+        status=AssignmentStatus.REJECTED)
+    return (queryset.exclude(assignment__status=AssignmentStatus.REJECTED)
+            .exclude(Q(assignment__isnull=True) & Exists(rejected_before_named)))
+
+
 def judgments_that_count(queryset: QuerySet[Judgment] | None = None, *,
                          project: Project | None = None, data_stages_only: bool = True,
                          include_rejected: bool = False) -> QuerySet[Judgment]:
@@ -307,7 +323,8 @@ class Progress:
       on them but not counted (rejected, returned, flagged or unverified work, a blocked
       worker).
     - A qualification is counted in takers: graded (`takers`) and `passed`, of `max_takers`;
-      a worker blocked for the project is no taker (the rule of `judgments_that_count`).
+      a worker blocked for the project is no taker (the rule of `judgments_that_count`), nor
+      one whose qualification work was rejected (`qualification_results_that_count`).
     - `reoffered`: the slots given back and offered to other workers (a stage's; 0 for a
       project): on in-house and Prolific pages each judgment on those items that gives its
       slot back (`judgments_releasing_slots`), served again by picking; on MTurk the extra
@@ -529,9 +546,11 @@ def stage_progress(*, stages: Sequence[Stage]) -> dict[int, Progress]:
 
     qualifications = [pk for pk, s in by_id.items() if s.kind == StageKind.QUALIFICATION]
     # A taker counts as a judgment does (`judgments_that_count`): a worker blocked for the
-    # project is no taker ("3 of 3 takers counted" while one of them was blocked).
+    # project, or whose qualification work was rejected (`qualification_results_that_count`),
+    # is no taker ("3 of 3 takers counted" while one of them was blocked or rejected).
     takers = {row["stage_id"]: row for row in (
-        WorkerQualification.objects.filter(stage_id__in=qualifications)
+        qualification_results_that_count(
+            WorkerQualification.objects.filter(stage_id__in=qualifications))
         .exclude(worker__status=WorkerStatus.BLOCKED)
         .exclude(Exists(_blocks_by_researchers_of_its_project("stage__project")))
         .values("stage_id")
@@ -623,7 +642,7 @@ class WorkerHistory:
     judgments: int
     mean_time_ms: float | None
     bonus_paid: Decimal | None
-    qualifications: list[WorkerQualification]
+    qualifications: list[WorkerQualification]  # each with `counts`
 
 
 def worker_history(*, worker: Worker, user) -> WorkerHistory:
@@ -641,8 +660,17 @@ def worker_history(*, worker: Worker, user) -> WorkerHistory:
     return WorkerHistory(
         assignments_by_status=by_status, judgments=judgments["n"],
         mean_time_ms=judgments["ms"], bonus_paid=bonus,
-        qualifications=list(WorkerQualification.objects.filter(
-            worker=worker, stage__project__in=visible).select_related("stage")))
+        qualifications=list(qualification_results_counting_annotate(
+            WorkerQualification.objects.filter(worker=worker, stage__project__in=visible)
+            .select_related("stage"))))
+
+
+def qualification_results_counting_annotate(queryset: QuerySet[WorkerQualification]
+                                            ) -> QuerySet[WorkerQualification]:
+    """Each result with `counts`: whether it qualifies (`qualification_results_that_count`),
+    for the pages that list results (a pass graded from rejected work says so)."""
+    return queryset.annotate(counts=Exists(qualification_results_that_count(
+        WorkerQualification.objects.filter(pk=OuterRef("pk")))))
 
 
 # --- What the REST API reads ----------------------------------------------------------------------

@@ -76,7 +76,9 @@ class ProgressSerializer(serializers.Serializer):
     percent = serializers.IntegerField(
         help_text="Counted of wanted (a qualification: graded takers of max_takers).")
     takers = serializers.IntegerField(
-        allow_null=True, help_text="A qualification's graded takers; null otherwise.")
+        allow_null=True, help_text="A qualification's graded takers (not blocked for the "
+                                   "project, their qualification work not rejected); null "
+                                   "otherwise.")
     passed = serializers.IntegerField(
         allow_null=True, help_text="A qualification's takers who passed; null otherwise.")
     max_takers = serializers.IntegerField(

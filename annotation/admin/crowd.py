@@ -31,7 +31,7 @@ from annotation.models import (
     WorkerQualification,
     WorkerStatus,
 )
-from annotation.selectors import worker_history
+from annotation.selectors import qualification_results_counting_annotate, worker_history
 from annotation.services.access import LINK_STAGE_OF_ANOTHER_PROJECT
 from annotation.services.stage_plans import stage_items_fixed_refusal
 from annotation.services.stages import hit_delete_refusal
@@ -86,6 +86,7 @@ class WorkerHistoryMixin:
         history = worker_history(worker=obj, user=viewer)
         quals = ", ".join(
             f"{q.stage.name}: {'passed' if q.passed else 'failed'} ({q.score:.0%})"
+            + ("" if q.counts else "; work rejected: does not qualify")
             for q in history.qualifications)
         statuses = ", ".join(f"{AssignmentStatus(k).label}: {v}" for k, v in
                              sorted(history.assignments_by_status.items())) or "none"
@@ -430,12 +431,21 @@ class WorkerAdmin(WorkerHistoryMixin, ProjectScopedAdmin):
 @admin.register(WorkerQualification)
 class WorkerQualificationAdmin(ProjectScopedAdmin):
     project_path = "stage__project"
-    list_display = ("worker", "stage", "passed", "score", "n_items", "granted_externally",
-                    "created_at")
+    list_display = ("worker", "stage", "passed", "qualifies", "score", "n_items",
+                    "granted_externally", "created_at")
     list_filter = ("passed", "granted_externally", "stage__kind")
     list_select_related = ("worker", "stage__project")
     search_fields = ("worker__external_id", "worker__display_name", "stage__name")
     autocomplete_fields = ("worker", "stage")
+
+    def get_queryset(self, request):
+        return qualification_results_counting_annotate(super().get_queryset(request))
+
+    @admin.display(boolean=True, description="Qualifies")
+    def qualifies(self, obj) -> bool:
+        """Passed, and not graded from rejected work (`qualification_results_that_count`):
+        the result the gates, the provider grant and progress read."""
+        return bool(obj.passed and getattr(obj, "counts", True))
 
 
 INHOUSE_LINK_IDENTITY_FIELDS = ("worker", "project", "stage")

@@ -243,6 +243,11 @@ class CrowdProvider(abc.ABC):
         """Record a qualification result where the provider can enforce it."""
         return {}
 
+    def withdraw_qualification(self, *, stage, worker, value: int) -> dict:
+        """Take back a pass recorded with `grant_qualification` (its work was rejected):
+        `value` is the failing value to record where the provider keeps one."""
+        return {}
+
     # --- reconciliation ------------------------------------------------------------------------
     def confirmation_deadline(self, *, assignment) -> dt.datetime | None:
         """When a locally submitted assignment must have shown up in the provider's list; past

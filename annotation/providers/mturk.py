@@ -628,6 +628,11 @@ class MTurkProvider(RemoteProvider):
         )
         return {"QualificationTypeId": type_id, "IntegerValue": int(value)}
 
+    def withdraw_qualification(self, *, stage, worker, value: int) -> dict:
+        # Associating again replaces the worker's value: below the pass mark, MTurk's own
+        # requirement keeps them out of the trial's HITs.
+        return self.grant_qualification(stage=stage, worker=worker, value=value, passed=False)
+
 
 def aws_credentials_found() -> bool:
     """Whether boto3's standard chain finds credentials (environment, ~/.aws, instance role)."""

@@ -469,6 +469,12 @@ class ProlificProvider(RemoteProvider):
                      json={"participant_ids": [worker.external_id]})
         return {"group": group_id}
 
+    def withdraw_qualification(self, *, stage, worker, value: int) -> dict:
+        group_id = self.ensure_participant_group(stage)
+        self.request("DELETE", f"participant-groups/{group_id}/participants/",
+                     json={"participant_ids": [worker.external_id]})
+        return {"group": group_id, "removed": worker.external_id}
+
     def block(self, *, worker, reason: str) -> dict:
         group_id = getattr(settings, "PROLIFIC_BLOCKLIST_GROUP_ID", "")
         if not group_id:

@@ -33,7 +33,7 @@ from annotation.models import (
     Stage,
     Worker,
 )
-from annotation.selectors import worker_is_blocked_for
+from annotation.selectors import qualification_results_that_count, worker_is_blocked_for
 
 from .assignments import (
     FINISHED_STATUSES,
@@ -108,6 +108,10 @@ def stage_link_problem(*, stage: Stage, worker: Worker | None = None) -> str:
         if result is None:
             return (f"{worker} has not passed the qualification {stage.requires_stage} yet: the "
                     f"link refuses them until they do")
+        if not qualification_results_that_count(
+                WorkerQualification.objects.filter(pk=result.pk)).exists():
+            return (f"{worker}'s work on the qualification {stage.requires_stage} was "
+                    "rejected: the link will refuse them")
         if not result.passed:
             return (f"{worker} failed the qualification {stage.requires_stage} (score "
                     f"{result.score:.0%}): the link will refuse them")

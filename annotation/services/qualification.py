@@ -27,6 +27,7 @@ from annotation.models import (
     WorkerQualification,
 )
 from annotation.providers.calls import provider_call_run
+from annotation.selectors import qualification_results_that_count
 
 
 def answer_is_correct(*, item: Item, judgment: Judgment, tolerance: float = 0.0) -> bool | None:
@@ -130,22 +131,73 @@ def qualification_grant(*, qualification: WorkerQualification) -> WorkerQualific
             f"{qualification.stage.get_provider_display()} has not confirmed; not granted")
     stage = qualification.stage
     provider = get_provider(stage.provider)
-    value = granted_value(score=qualification.score, passed=qualification.passed,
+    # Rejected work qualifies no one, whatever its answers scored: granted as a fail (MTurk's
+    # value below the pass mark keeps the worker out of the trial; Prolific adds no one).
+    passed = qualification.passed and qualification_counts(qualification)
+    value = granted_value(score=qualification.score, passed=passed,
                           threshold=stage.project.qualification_threshold)
     provider_call_run(
         provider=stage.provider,
         operation="GrantQualification",
         key=f"{stage.provider}:qualification-grant:{qualification.pk}",
         call_fn=lambda _token: provider.grant_qualification(
-            stage=stage, worker=qualification.worker, value=value, passed=qualification.passed
+            stage=stage, worker=qualification.worker, value=value, passed=passed
         ),
         stage=stage,
         worker=qualification.worker,
-        request={"value": value, "passed": qualification.passed},
+        request={"value": value, "passed": passed},
     )
     qualification.granted_externally = True
     qualification.save(update_fields=["granted_externally"])
     return qualification
+
+
+def qualification_counts(qualification: WorkerQualification) -> bool:
+    """Whether the result qualifies (`qualification_results_that_count`: not graded from
+    rejected work)."""
+    return qualification_results_that_count(
+        WorkerQualification.objects.filter(pk=qualification.pk)).exists()
+
+
+def qualification_withdraw_rejected(*, qualification: WorkerQualification) -> bool:
+    """Take back a pass granted on the provider once the work it was graded from is rejected
+    (MTurk: the value set below the pass mark; Prolific: out of the allow-list group). Once
+    only (a recorded call); True when the result needed it."""
+    from annotation.providers import get_provider
+
+    if not (qualification.granted_externally and qualification.passed) \
+            or qualification_counts(qualification):
+        return False
+    stage = qualification.stage
+    provider = get_provider(stage.provider)
+    value = granted_value(score=qualification.score, passed=False,
+                          threshold=stage.project.qualification_threshold)
+    provider_call_run(
+        provider=stage.provider,
+        operation="WithdrawQualification",
+        key=f"{stage.provider}:qualification-withdraw:{qualification.pk}",
+        call_fn=lambda _token: provider.withdraw_qualification(
+            stage=stage, worker=qualification.worker, value=value),
+        stage=stage,
+        worker=qualification.worker,
+        request={"value": value},
+    )
+    return True
+
+
+def qualification_withdraw_after_rejection(*, assignment: Assignment) -> None:
+    """Called where a qualification assignment becomes rejected (a researcher's or the
+    review's rejection, one mirrored from the provider): withdraw the pass granted from it. A
+    provider fault is left to the periodic review, which retries (`stage_auto_review`)."""
+    if assignment.stage.kind != StageKind.QUALIFICATION:
+        return
+    for qualification in WorkerQualification.objects.filter(
+            worker=assignment.worker, stage=assignment.stage).select_related(
+            "worker", "stage", "stage__project"):
+        try:
+            qualification_withdraw_rejected(qualification=qualification)
+        except Exception:  # noqa: BLE001 - retried by the periodic review
+            continue
 
 
 def qualification_grade_on_submit(*, assignment: Assignment) -> WorkerQualification | None:

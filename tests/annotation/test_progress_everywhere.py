@@ -234,3 +234,42 @@ def test_a_blocked_workers_qualification_result_is_no_counted_taker_on_any_page(
     assert _one_line(seen["qual"]) == "2 of 3 takers counted (67%); 2 passed"
     row = next(r for r in study_cockpit(project=project).stages if r.stage.name == "qual")
     assert (row.progress.takers, row.progress.passed) == (2, 2)
+
+
+@pytest.mark.reliability
+def test_a_taker_whose_qualification_work_was_rejected_is_no_counted_taker_on_any_page(client):
+    """Three takers passed; the owner rejected one's qualification work (spam): "2 of 3 takers
+    counted; 2 passed" on every page, as `judgments_that_count` leaves rejected work out, and
+    the result lists say the rejected pass does not qualify. It read "3 of 3" everywhere."""
+    from annotation.models import AssignmentStatus, WorkerQualification
+    from annotation.services.review import assignment_reject
+    from testing.factories import make_assignment
+
+    owner = make_user("owner-rejected")
+    project = make_project(TaskKind.LIKERT, owner=owner, slug="qualified-rejected")
+    item = make_item(project, gold={"score": 4})
+    qual = make_stage(project, kind=StageKind.QUALIFICATION, name="qual", order=0,
+                      settings={"max_workers": 3})
+    qual.items.set([item])
+    takers = [make_worker() for _ in range(3)]
+    assignments = [make_assignment(qual, worker=w, items=[item], status=AssignmentStatus.SUBMITTED)
+                   for w in takers]
+    for worker, assignment in zip(takers, assignments, strict=True):
+        make_judgment(item=item, stage=qual, worker=worker, assignment=assignment, score=4)
+        make_qualification(worker=worker, stage=qual, passed=True, assignment=assignment)
+    assignment_reject(assignment=assignments[0], reason="spam")
+    client.force_login(owner)
+    seen = _text_everywhere(client, project)
+    assert _one_line(seen["qual"]) == (
+        "2 of 3 takers counted (67%); 2 passed; 1 collected but not counted (rejected, "
+        "returned, flagged or a blocked worker)")
+    row = next(r for r in study_cockpit(project=project).stages if r.stage.name == "qual")
+    assert (row.progress.takers, row.progress.passed) == (2, 2)
+    # The admin's result list and the worker's history say which pass does not qualify.
+    listed = client.get(_admin(WorkerQualification, "changelist"))
+    qualifies = {q.worker_id: bool(q.passed and q.counts)
+                 for q in listed.context["cl"].result_list}
+    assert qualifies == {takers[0].pk: False, takers[1].pk: True, takers[2].pk: True}
+    from annotation.models import Worker
+    page = client.get(_admin(Worker, "change", takers[0].pk)).content.decode()
+    assert "work rejected: does not qualify" in page

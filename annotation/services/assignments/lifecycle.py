@@ -26,7 +26,7 @@ from annotation.models import (
     Worker,
     WorkerQualification,
 )
-from annotation.selectors import worker_is_blocked_for
+from annotation.selectors import qualification_results_that_count, worker_is_blocked_for
 from annotation.services.redundancy import adaptive_targets_refresh
 from annotation.task_selectors import answer_roles
 
@@ -59,11 +59,17 @@ from .timeouts import is_late, live_assignments, mark_late
 def _check_worker(*, stage: Stage, worker: Worker) -> None:
     if worker_is_blocked_for(worker=worker, project=stage.project):
         raise WorkerBlocked("Your account can no longer take tasks in this study.")
-    if stage.requires_stage_id and not WorkerQualification.objects.filter(
-        worker=worker, stage_id=stage.requires_stage_id, passed=True
-    ).exists():
-        if WorkerQualification.objects.filter(worker=worker, stage_id=stage.requires_stage_id,
-                                              passed=False).exists():
+    results = WorkerQualification.objects.filter(worker=worker,
+                                                 stage_id=stage.requires_stage_id)
+    if stage.requires_stage_id and not qualification_results_that_count(
+            results.filter(passed=True)).exists():
+        if results.exists() and not qualification_results_that_count(results).exists():
+            # Its answers may have scored a pass: rejected work qualifies no one.
+            raise QualificationRequired(
+                "This task is open to those who passed its qualification, and your "
+                "qualification work was rejected, so there is nothing more for you to do "
+                "here.")
+        if results.filter(passed=False).exists():
             raise QualificationRequired(
                 "This task is open to those who passed its qualification, and your "
                 "qualification result was below the pass mark, so there is nothing more for "

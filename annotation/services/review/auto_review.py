@@ -29,6 +29,7 @@ from annotation.services.qualification import (
     qualification_grade,
     qualification_grant,
     qualification_source_confirmed,
+    qualification_withdraw_rejected,
 )
 from annotation.services.replacements import stage_replacements_offer
 from core.leases import JobLease, owner_state, stale_filter
@@ -109,6 +110,16 @@ def _qualifications_grade_and_grant(stage: Stage, submitted, report: ReviewRepor
             report.granted += 1
         except Exception as exc:  # retried on the next run
             report.errors.append(f"grant {qualification.worker}: {exc}")
+    # A pass granted before its work was rejected is taken back (retried here when the call at
+    # the rejection failed; once only, a recorded call).
+    for qualification in WorkerQualification.objects.filter(
+            stage=stage, granted_externally=True, passed=True,
+            assignment__status=AssignmentStatus.REJECTED).select_related(
+            "worker", "stage", "stage__project"):
+        try:
+            qualification_withdraw_rejected(qualification=qualification)
+        except Exception as exc:  # retried on the next run
+            report.errors.append(f"withdraw {qualification.worker}: {exc}")
 
 
 def _decide(due, report: ReviewReport) -> None:

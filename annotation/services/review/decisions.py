@@ -25,14 +25,17 @@ from annotation.models import (
     StageKind,
     TaskKind,
     Worker,
+    WorkerQualification,
     WorkerStatus,
 )
 from annotation.providers import get_provider
 from annotation.providers.base import call_token_is_stale
 from annotation.providers.calls import new_token, provider_call_run
+from annotation.selectors import qualification_results_that_count
 from annotation.services.qualification import (
     answer_is_correct,
     assignment_provider_confirmed,
+    qualification_withdraw_after_rejection,
 )
 from annotation.services.redundancy import adaptive_targets_refresh
 
@@ -218,6 +221,7 @@ def _assignment_decide(assignment: Assignment, *, status: str, verb: str, operat
     assignment.save(update_fields=fields)
     if status == AssignmentStatus.REJECTED:  # its judgments stop counting: items re-open
         adaptive_targets_refresh(judgments=Judgment.objects.filter(assignment=assignment))
+        qualification_withdraw_after_rejection(assignment=assignment)
     return assignment
 
 
@@ -355,10 +359,12 @@ def worker_unblock_everywhere(*, worker: Worker, reason: str = "", by=None) -> W
 
 def stage_qualified_workers(*, stage: Stage) -> list[Worker]:
     """The active workers who passed the qualification `stage` requires (who a message about
-    the stage reaches)."""
-    return list(Worker.objects.filter(
-        qualifications__stage_id=stage.requires_stage_id, qualifications__passed=True,
-        status=WorkerStatus.ACTIVE).order_by("provider", "external_id"))
+    the stage reaches); a pass graded from rejected work qualifies no one
+    (`qualification_results_that_count`)."""
+    passed = qualification_results_that_count(WorkerQualification.objects.filter(
+        stage_id=stage.requires_stage_id, passed=True)).values("worker_id")
+    return list(Worker.objects.filter(pk__in=passed, status=WorkerStatus.ACTIVE)
+                .order_by("provider", "external_id"))
 
 
 def stage_qualified_workers_notify(*, stage: Stage, message: str,

@@ -38,6 +38,7 @@ from annotation.models import (
 from annotation.providers import SubmissionStatus, get_provider
 from annotation.providers.base import Submission
 from annotation.services.assignments import stage_sessions_verify
+from annotation.services.qualification import qualification_withdraw_after_rejection
 from annotation.services.redundancy import adaptive_targets_refresh
 
 from .decisions import ASSIGNMENT_OPERATIONS, ReviewReport, assignment_flag
@@ -183,6 +184,7 @@ def _mirror_decision(assignment: Assignment, submission: Submission, status: str
     assignment.save(update_fields=["status", "reviewed_at", "submitted_at", "review_note"])
     if status == AssignmentStatus.REJECTED:  # its judgments stop counting: items re-open
         adaptive_targets_refresh(judgments=assignment.judgments.all())
+        qualification_withdraw_after_rejection(assignment=assignment)
 
 
 def _decided_note(submission: Submission) -> str:
