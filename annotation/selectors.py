@@ -321,14 +321,15 @@ class Progress:
     - `judgments`: the judgments on those items that count (`judgments_that_count`; in a
       practice or qualification stage, its accepted work), and `not_counted`: those collected
       on them but not counted (rejected, returned, flagged or unverified work, a blocked
-      worker).
+      worker); in a qualification, in takers (the workers with answers that do not count).
     - A qualification is counted in takers: graded (`takers`) and `passed`, of `max_takers`;
       a worker blocked for the project is no taker (the rule of `judgments_that_count`), nor
       one whose qualification work was rejected (`qualification_results_that_count`).
     - `reoffered`: the slots given back and offered to other workers (a stage's; 0 for a
       project): on in-house and Prolific pages each judgment on those items that gives its
-      slot back (`judgments_releasing_slots`), served again by picking; on MTurk the extra
-      assignments created for them (`annotation/services/replacements.py`).
+      slot back (`judgments_releasing_slots`), served again by picking; on MTurk, in the same
+      unit, a judgment per regular item of the HIT for each extra assignment created for them
+      (`annotation/services/replacements.py`).
     - `places_added`: Prolific, the places the sync added to the study for approved work given
       back (Prolific reopens a rejected or returned submission's place itself); 0 elsewhere.
     """
@@ -582,6 +583,17 @@ def stage_progress(*, stages: Sequence[Stage]) -> dict[int, Progress]:
     for pk, progress in result.items():
         progress.judgments = counted.get(pk, 0)
         progress.not_counted = collected.get(pk, 0) - progress.judgments
+    if qualifications:
+        # A qualification counts takers: what it collected but does not count is takers too
+        # ("3 of 4 takers counted; 3 collected but not counted" meant one blocked taker's 3
+        # answers).
+        answers = Judgment.objects.filter(stage_id__in=qualifications)
+        counting = judgments_that_count(answers, data_stages_only=False).values("pk")
+        not_counted = dict(answers.exclude(pk__in=counting).order_by().values_list("stage_id")
+                           .annotate(n=Count("worker_id", distinct=True))
+                           .values_list("stage_id", "n"))
+        for pk in qualifications:
+            result[pk].not_counted = not_counted.get(pk, 0)
     _reoffered_count(by_id, result)
     for row in (
         Assignment.objects.filter(stage_id__in=by_id)
@@ -605,8 +617,17 @@ def _reoffered_count(by_id: dict[int, Stage], result: dict[int, Progress]) -> No
                 .values_list("stage_id", "n")):
             result[stage_id].reoffered = n
     mturk = [pk for pk, s in by_id.items() if s.provider == Provider.MTURK]
-    for stage_id, n in _succeeded_calls(mturk, REOFFER_OPERATION):
-        result[stage_id].reoffered = n
+    if mturk:
+        # One extra assignment re-offers a judgment of each regular item of its HIT: counted in
+        # judgments like `not_counted` beside it ("6 collected but not counted; 2 slots
+        # re-offered" read as 4 still missing, for 2 assignments of 3 items each).
+        regular = _regular("hit__items__") & Q(hit__items__excluded=False)
+        for stage_id, n in (ProviderCall.objects.filter(
+                stage_id__in=mturk, operation=REOFFER_OPERATION,
+                status=ProviderCallStatus.SUCCEEDED)
+                .order_by().values_list("stage_id")
+                .annotate(n=Count("hit__items", filter=regular)).values_list("stage_id", "n")):
+            result[stage_id].reoffered = n
     prolific = [pk for pk, s in by_id.items() if s.provider == Provider.PROLIFIC]
     for stage_id, n in _succeeded_calls(prolific, PROLIFIC_REOFFER_OPERATION):
         result[stage_id].places_added = n

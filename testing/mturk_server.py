@@ -330,6 +330,20 @@ class MTurkState:
             }
             return assignment_id
 
+    def worker_return(self, assignment_id: str, worker_id: str) -> dict:
+        """The worker gives an accepted assignment back (MTurk's "Return"): its slot opens
+        again and the worker may accept the HIT again, under a new assignment id."""
+        with self.lock:
+            assignment = self.assignments.get(assignment_id)
+            if assignment is None or assignment["WorkerId"] != worker_id:
+                raise MTurkError(f"Assignment {assignment_id!r} is not {worker_id}'s.", status=404)
+            if assignment["AssignmentStatus"] != "Accepted":
+                raise MTurkError(f"Assignment {assignment_id} is already "
+                                 f"{assignment['AssignmentStatus']}; only an accepted one can "
+                                 "be returned.", status=409)
+            assignment["AssignmentStatus"] = "Returned"
+            return assignment
+
     def worker_submit(self, assignment_id: str, answer: str = "<QuestionFormAnswers/>") -> dict:
         with self.lock:
             assignment = self.assignments.get(assignment_id)
@@ -431,6 +445,15 @@ class MTurkServer:
                                                                   worker_id=worker_id))
                     server.stats["worker:accept"] += 1
                     return self._redirect(url)
+                if path == "/worker/return":
+                    worker_id = fields.get("workerId", "").strip()
+                    try:
+                        state.worker_return(fields.get("assignmentId", ""), worker_id)
+                    except MTurkError as exc:
+                        return self._html(exc.status, site.error_page(str(exc),
+                                                                      worker_id=worker_id))
+                    server.stats["worker:return"] += 1
+                    return self._redirect("/worker/?" + site.urlencode({"workerId": worker_id}))
                 # /mturk/externalSubmit
                 assignment_id = fields.get("assignmentId", "")
                 if not assignment_id:
@@ -463,7 +486,7 @@ class MTurkServer:
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length)
                 path = urlsplit(self.path).path
-                if path in ("/worker/accept", "/mturk/externalSubmit"):
+                if path in ("/worker/accept", "/worker/return", "/mturk/externalSubmit"):
                     return self._worker_post(path, site.form_fields(raw))
                 body = json.loads(raw or b"{}")
                 target = self.headers.get("X-Amz-Target", "")

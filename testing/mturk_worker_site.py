@@ -8,6 +8,8 @@ over HTTP, so a researcher can rehearse a study in a browser (`manage.py mturk_r
                                  and go to the HIT's ExternalQuestion URL with assignmentId,
                                  hitId, turkSubmitTo and workerId, as MTurk opens it
     GET  /worker/preview?hitId=H the ExternalQuestion URL with assignmentId=ASSIGNMENT_ID_NOT_AVAILABLE
+    POST /worker/return          assignmentId, workerId: give an accepted assignment back (MTurk's
+                                 Return); the worker may accept the HIT again, under a new id
     POST /mturk/externalSubmit   the task page hands the HIT back: the assignment is Submitted,
                                  its Answer the posted fields as QuestionFormAnswers XML
 
@@ -119,7 +121,12 @@ def hit_list_page(state, worker_id: str) -> str:
         if assignment is not None and assignment["AssignmentStatus"] == "Accepted":
             url = task_url(view, assignment_id=assignment["AssignmentId"], worker_id=worker_id,
                            turk_submit_to=state.site_url)
-            action = f'<a class="continue" href="{html.escape(url)}">Continue</a>'
+            action = (f'<a class="continue" href="{html.escape(url)}">Continue</a> '
+                      f'<form method="post" action="/worker/return" class="return">'
+                      f'<input type="hidden" name="assignmentId" '
+                      f'value="{html.escape(assignment["AssignmentId"])}">'
+                      f'<input type="hidden" name="workerId" value="{html.escape(worker_id)}">'
+                      f'<button type="submit">Return</button></form>')
         elif assignment is not None:
             action = html.escape(assignment["AssignmentStatus"])
         else:

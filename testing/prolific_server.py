@@ -46,9 +46,11 @@ class ApiError(Exception):
 
 
 class ProlificState:
-    def __init__(self):
+    def __init__(self, *, first_id: int = 1):
         self.lock = threading.RLock()
-        self.ids = itertools.count(1)
+        # first_id: where this server's ids start (the rehearsal starts each run elsewhere, so
+        # a restarted server never hands out a study or session id an earlier run gave).
+        self.ids = itertools.count(first_id)
         self.studies: dict[str, dict] = {}
         self.submissions: dict[str, dict] = {}
         self.bonuses: dict[str, dict] = {}
@@ -270,9 +272,10 @@ class ProlificServer:
     """The API under /api/v1/ (token required) and the participant pages
     (`testing/prolific_participant_site.py`) at `site_url`."""
 
-    def __init__(self, *, token: str = "test-token", port: int = 0, host: str = "127.0.0.1"):
+    def __init__(self, *, token: str = "test-token", port: int = 0, host: str = "127.0.0.1",
+                 first_id: int = 1):
         self.token = token
-        self.state = ProlificState()
+        self.state = ProlificState(first_id=first_id)
         self.rate_limit_next: dict[str, int] = defaultdict(int)
         self.lose_response_next: dict[str, int] = defaultdict(int)
         self.stats: dict[str, int] = defaultdict(int)

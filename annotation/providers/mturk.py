@@ -86,6 +86,11 @@ def _digest(*parts: str) -> str:
     return hashlib.sha256("\x00".join(parts).encode()).hexdigest()[:20]
 
 
+# A submit on its way when the assignment duration ends (as the sweep of abandoned assignments,
+# `annotation/services/assignments/timeouts.py:HIT_ASSIGNMENT_GRACE`).
+SUBMIT_GRACE = dt.timedelta(minutes=10)
+
+
 class MTurkProvider(RemoteProvider):
     name = Provider.MTURK
     confirms_submissions = True
@@ -449,17 +454,25 @@ class MTurkProvider(RemoteProvider):
 
     # --- reconciliation ------------------------------------------------------------------------
     def confirmation_deadline(self, *, assignment) -> dt.datetime | None:
-        """A real submission is listed by MTurk as soon as the worker submits; the last moment
-        one can still be submitted is the HIT's expiry plus the assignment duration."""
+        """A real submission is listed by MTurk as soon as the worker submits, and MTurk takes
+        it only within the assignment duration of its accept, which came before our page
+        first opened it (`started_at`): after that (+ `SUBMIT_GRACE`) an unlisted one was
+        returned (the late submit of a page left open), abandoned or made up. It was the HIT's
+        expiry plus the duration (a week by default), while the stale submission held the
+        HIT's local slot, so the worker who took the slot on MTurk read "no assignments left",
+        and its answers counted. Never later than the last moment the HIT takes a submission."""
         stage = assignment.stage
         duration = dt.timedelta(seconds=assignment_duration_seconds(stage))
+        deadlines = []
+        if assignment.started_at is not None:
+            deadlines.append(assignment.started_at + duration + SUBMIT_GRACE)
         hit = assignment.hit
         if hit is not None and hit.expires_at is not None:
-            return hit.expires_at + duration
-        start = assignment.submitted_at or assignment.started_at
-        if start is None:
-            return None
-        return start + dt.timedelta(seconds=lifetime_seconds(stage)) + duration
+            deadlines.append(hit.expires_at + duration)
+        elif assignment.submitted_at is not None:
+            deadlines.append(assignment.submitted_at + dt.timedelta(
+                seconds=lifetime_seconds(stage)) + duration)
+        return min(deadlines) if deadlines else None
 
     def accepts_no_more_submissions(self, *, stage, now: dt.datetime,
                                     active_listed: int) -> tuple[bool, str]:

@@ -21,6 +21,7 @@ from annotation.models import (
     StageStatus,
     TaskKind,
 )
+from annotation.selectors import stage_progress
 from annotation.services.demo import demo_data_load
 from annotation.services.workers import worker_block
 from testing.factories import (
@@ -273,3 +274,32 @@ def test_a_taker_whose_qualification_work_was_rejected_is_no_counted_taker_on_an
     from annotation.models import Worker
     page = client.get(_admin(Worker, "change", takers[0].pk)).content.decode()
     assert "work rejected: does not qualify" in page
+
+
+def test_a_qualification_counts_what_it_does_not_count_in_takers_too():
+    """Rehearsal: a qualification of 3 items with a blocked taker read "2 of 4 takers counted;
+    1 passed; 3 collected but not counted": the 3 were the blocked taker's answers, in judgments
+    beside takers. Now the not-counted are takers too, and a taker still answering (its
+    answers count while in progress) is not one of them."""
+    owner = make_user()
+    project = make_project(TaskKind.LIKERT, owner=owner)
+    gold = [make_item(project, gold={"score": s}) for s in (2, 4, 5)]
+    qualification = make_stage(project, kind=StageKind.QUALIFICATION, provider="inhouse",
+                               status=StageStatus.COLLECTING, settings={"max_workers": 4})
+    qualification.items.set(gold)
+    workers = [make_worker() for _ in range(3)]
+    for worker in workers:
+        assignment = make_assignment(qualification, worker=worker, items=gold,
+                                     status=AssignmentStatus.APPROVED)
+        for item in gold:
+            make_judgment(item=item, stage=qualification, worker=worker, assignment=assignment)
+        make_qualification(worker=worker, stage=qualification, passed=True)
+    answering = make_worker()
+    in_progress = make_assignment(qualification, worker=answering, items=gold)
+    make_judgment(item=gold[0], stage=qualification, worker=answering, assignment=in_progress)
+    worker_block(worker=workers[2], reason="spam", by=owner)
+
+    progress = stage_progress(stages=[qualification])[qualification.pk]
+    assert (progress.takers, progress.passed, progress.not_counted) == (2, 2, 1)
+    assert progress.text() == ("2 of 4 takers counted (50%); 2 passed; 1 collected but not "
+                               "counted (rejected, returned, flagged or a blocked worker)")

@@ -207,3 +207,31 @@ def test_rehearsal_command_serves_the_worker_pages_until_stopped(tmp_path):
             process.kill()
     assert process.returncode == 0, rest
     assert "Stopped: 0 HITs, 0 assignments" in rest
+
+
+def test_return_gives_the_assignment_back_and_the_worker_may_accept_again(server):
+    """The rehearsal could not rehearse MTurk's Return (and accepting again, or the late submit
+    of the page left open): the list now offers Return beside Continue."""
+    state = server.state
+    hit_id = make_hit(state, max_assignments=1)
+    accept(server, hit_id, "W1")
+    (first,) = state.assignments
+    _, _, page = request(server, "GET", "/worker/?workerId=W1")
+    assert 'action="/worker/return"' in page and f'value="{first}"' in page
+    status, _, page = request(server, "POST", "/worker/return",
+                              {"assignmentId": first, "workerId": "W2"})
+    assert status == 404 and "is not W2&#x27;s" in page  # nobody returns another's
+    status, headers, _ = request(server, "POST", "/worker/return",
+                                 {"assignmentId": first, "workerId": "W1"})
+    assert status == 303 and headers["Location"] == "/worker/?workerId=W1"
+    assert state.assignments[first]["AssignmentStatus"] == "Returned"
+    assert state.ListAssignmentsForHIT({"HITId": hit_id})["Assignments"] == []
+    assert accept(server, hit_id, "W1")[0] == 303  # the slot is free again
+    (second,) = set(state.assignments) - {first}
+    status, _, page = request(server, "POST", "/mturk/externalSubmit",
+                              {"assignmentId": first, "completionCode": "late"})
+    assert status == 409 and "already Returned" in page
+    status, _, page = request(server, "POST", "/worker/return",
+                              {"assignmentId": first, "workerId": "W1"})
+    assert status == 409 and "only an accepted one can be returned" in page
+    assert state.assignments[second]["AssignmentStatus"] == "Accepted"

@@ -15,6 +15,8 @@ when run, so a deployment without the folder only loses this command.
 """
 from __future__ import annotations
 
+import secrets
+
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
@@ -56,7 +58,12 @@ class Command(BaseCommand):
         except ImportError as exc:  # a deployment that left the testing/ folder out
             raise CommandError(f"The local MTurk server is not available here: {exc}") from exc
         try:
-            server = MTurkServer(port=port, host=host, throttle_rate=throttle_rate)
+            # A fresh id space each run (the tests' servers are seeded for repeatability): a
+            # restarted rehearsal forgets its HITs, and reissuing an earlier run's HIT and
+            # assignment ids, which the database still holds, refused the new workers' pages
+            # ("belongs to another worker or HIT") and synced new HITs into old stages.
+            server = MTurkServer(port=port, host=host, throttle_rate=throttle_rate,
+                                 seed=secrets.randbits(64))
         except OSError as exc:
             raise CommandError(f"Cannot listen on {host}:{port}: {exc}") from exc
         if public_url:

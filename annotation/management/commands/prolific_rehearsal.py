@@ -37,6 +37,14 @@ def rehearsal_env(*, site_url: str, public_base_url: str,
     }
 
 
+def rehearsal_first_id() -> int:
+    """Where a run's study, submission and group ids start: random, so that a restarted
+    rehearsal (which forgets everything) never hands out an id of an earlier run that the
+    database still holds — a new study under an old stage's `prolific_study_id` would be synced
+    into that stage, and a new session under an old assignment's id refused as someone else's."""
+    return secrets.randbits(64) << 16
+
+
 class Command(BaseCommand):
     help = ("Run the local Prolific fake with participant pages (studies, take part, "
             "completion) to rehearse qualification → trial → full. Runs until Ctrl-C.")
@@ -62,7 +70,8 @@ class Command(BaseCommand):
         except ImportError as exc:  # a deployment that left the testing/ folder out
             raise CommandError(f"The local Prolific server is not available here: {exc}") from exc
         try:
-            server = ProlificServer(token=token, port=port, host=host)
+            server = ProlificServer(token=token, port=port, host=host,
+                                    first_id=rehearsal_first_id())
         except OSError as exc:
             raise CommandError(f"Cannot listen on {host}:{port}: {exc}") from exc
         serve_until_stopped(server.httpd, announce=lambda: self._announce(server.site_url, token))

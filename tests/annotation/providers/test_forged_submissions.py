@@ -182,3 +182,65 @@ def test_a_confirmed_result_replaces_an_unconfirmed_failure(db):
     assert result.pk == first.pk and result.passed and result.assignment == real
     # A confirmed result stands against anything later.
     assert qualification_grade(assignment=forged).assignment == real
+
+
+@pytest.mark.mturk
+@pytest.mark.reliability
+def test_a_returned_assignments_late_submit_gives_the_slot_back_after_its_duration(
+        mturk_server, likert_study, researcher, client):
+    """Rehearsal: a worker returned the HIT on MTurk, then pressed Submit in the page still
+    open. Our server stored it (MTurk refused it); unlisted, it held the HIT's local slot and
+    counted until the HIT's expiry plus the duration (a week), so the worker who took the slot
+    on MTurk read "This HIT has no assignments left". MTurk takes a submission only within the
+    duration of its accept, before our page opened: past that, it is flagged and frees the
+    slot."""
+    from urllib.parse import urlencode
+
+    from django.urls import reverse
+
+    from annotation.providers.mturk_protocol import assignment_duration_seconds
+    from annotation.selectors import stage_progress
+    from tests.support.providers import make_stages
+
+    state = mturk_server.state
+    project, _gold, _items = likert_study
+    _q, trial, _f = make_stages(project, "mturk")
+    trial.requires_stage = None
+    trial.save()
+    stage_publish(stage=trial, user=researcher)
+    hit = trial.hits.order_by("pk").first()
+    for worker_id in ("W1", "W2"):
+        done = state.worker_accept(hit.external_id, worker_id)
+        mturk_worker_submits(client, stage=trial, hit_id=hit.external_id, worker_id=worker_id,
+                             assignment_id=done, answer_for=lambda _item: {"score": 4})
+        state.worker_submit(done)
+    returned_id = state.worker_accept(hit.external_id, "WRET")
+    state.worker_return(returned_id, "WRET")
+    returned = mturk_worker_submits(client, stage=trial, hit_id=hit.external_id,
+                                    worker_id="WRET", assignment_id=returned_id,
+                                    answer_for=lambda _item: {"score": 4})
+    taker_id = state.worker_accept(hit.external_id, "W4")  # MTurk gave the slot back
+
+    def taker_page():
+        return client.get(reverse("annotation:task-mturk", kwargs={"stage_id": trial.pk})
+                          + "?" + urlencode({"assignmentId": taker_id, "hitId": hit.external_id,
+                                             "workerId": "W4",
+                                             "turkSubmitTo": "https://workersandbox.mturk.com"}))
+
+    assert "no assignments left" in taker_page().content.decode()  # the stale one holds it
+    sync, review = stage_sync_and_review(stage=trial)
+    assert (sync.listed, review.unconfirmed) == (2, 1)
+
+    returned.refresh_from_db()
+    after = returned.started_at + dt.timedelta(seconds=assignment_duration_seconds(trial),
+                                               minutes=11)
+    hit.refresh_from_db()
+    assert after < hit.expires_at  # well before the HIT's own end
+    review = stage_auto_review(stage=trial, now=after)
+    assert review.never_listed == 1
+    returned.refresh_from_db()
+    assert returned.status == AssignmentStatus.FLAGGED
+    assert "never listed this assignment" in returned.review_note
+    counted = stage_progress(stages=[trial])[trial.pk].judgments
+    assert counted == 2 * hit.items.filter(is_gold_check=False, is_practice=False).count()
+    assert taker_page().status_code == 200

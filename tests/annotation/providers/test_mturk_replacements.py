@@ -77,7 +77,9 @@ def test_a_rejected_assignment_is_replaced_on_mturk_once(mturk_server, likert_st
     assert state.hits[hit.external_id]["MaxAssignments"] == 4
     hit.refresh_from_db()
     assert (hit.max_assignments, hit.status) == (4, HitStatus.OPEN)
-    assert stage_progress(stages=[trial])[trial.pk].reoffered == 1
+    # In judgments: one for each regular item of the HIT the extra assignment holds.
+    assert stage_progress(stages=[trial])[trial.pk].reoffered == hit.items.filter(
+        is_gold_check=False, is_practice=False).count()
 
     sync, _review = stage_sync_and_review(stage=trial)  # a repeated sync
     assert sync.reoffered == 0 and _reoffer_calls(trial) == 1
@@ -106,6 +108,28 @@ def test_a_blocked_workers_approved_work_is_replaced(mturk_server, likert_study,
     sync, _review = stage_sync_and_review(stage=trial)
     assert sync.reoffered == 1
     assert server.state.hits[hit.external_id]["MaxAssignments"] == 4
+
+
+@pytest.mark.reliability
+def test_the_slots_reoffered_on_mturk_are_counted_in_judgments_like_what_does_not_count(
+        mturk_server, likert_study, researcher, client):
+    """Rehearsal: a blocked worker's 2 assignments of 3 items each read "6 collected but not
+    counted; 2 slots of work that does not count re-offered": one extra assignment re-offers
+    a judgment of each item of its HIT, so the page now says as many slots as it lost."""
+    project, _gold, _items = likert_study
+    trial = _trial(project, researcher)
+    hit = trial.hits.order_by("pk").first()
+    spam = _work(mturk_server, client, trial, hit, "WSPAM")
+    stage_sync_and_review(stage=trial)
+    worker_block(worker=spam.worker, reason="copied answers", by=project.owner)
+    sync, _review = stage_sync_and_review(stage=trial)
+    assert sync.reoffered == 1  # one assignment bought
+    progress = stage_progress(stages=[trial])[trial.pk]
+    regular = hit.items.filter(is_gold_check=False, is_practice=False).count()
+    assert regular > 1
+    assert progress.not_counted == spam.judgments.count() == regular
+    assert progress.reoffered == regular
+    assert f"{regular} slots of work that does not count" in progress.reoffered_text()
 
 
 def test_a_closed_stage_or_a_full_budget_reoffers_nothing(mturk_server, likert_study,
