@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import secrets
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -44,6 +44,7 @@ from .assignments import (
     SessionNotVerified,
     StageNotOpen,
     WorkerBlocked,
+    closed_stage_lets_finish,
     hit_is_expired,
 )
 from .assignments.state import stage_not_open_message
@@ -285,11 +286,35 @@ def worker_for(*, provider: str, external_id: str) -> Worker:
         return Worker.objects.get(provider=provider, external_id=external_id)
 
 
-def _refuse_if_not_open(stage: Stage) -> None:
+def _refuse_if_not_open(stage: Stage, *,
+                        existing: Callable[[], Assignment | None] | None = None) -> None:
     """StageNotOpen for a draft, reviewing or closed stage, with the message assignment_start
-    gives."""
-    if stage.status not in OPEN_STAGE_STATUSES:
-        raise StageNotOpen(stage_not_open_message(stage))
+    gives, unless `existing()` (the assignment the URL names, already matched to its worker;
+    looked up only for a stage that is not open) is one a closed crowd stage still lets its
+    worker finish (`closed_stage_lets_finish`)."""
+    if stage.status in OPEN_STAGE_STATUSES:
+        return
+    named = existing() if existing is not None else None
+    if named is not None:
+        named.stage = stage
+        if closed_stage_lets_finish(named):
+            return
+    raise StageNotOpen(stage_not_open_message(stage))
+
+
+def _named_assignment(*, stage: Stage, external_id: str, worker_provider: str,
+                      worker_external_id: str, hit: Hit | None = None) -> Assignment | None:
+    """The stage's assignment with this provider id, when it is this worker's (well-formed ids
+    only): what a closed stage may still let its worker finish."""
+    if not (_EXTERNAL_ID.match(external_id or "") and _EXTERNAL_ID.match(
+            worker_external_id or "")):
+        return None
+    found = Assignment.objects.filter(
+        stage=stage, external_id=external_id, worker__provider=worker_provider,
+        worker__external_id=worker_external_id)
+    if hit is not None:
+        found = found.filter(hit=hit)
+    return found.order_by("pk").first()
 
 
 @dataclass
@@ -310,11 +335,15 @@ def mturk_access_check(*, stage: Stage, assignment_id: str, hit_id: str,
         raise AccessDenied("This HIT is not part of this task.")
     expired = HitExpired("This HIT has expired, so it can no longer be accepted. Please return "
                          "it; other HITs of this task may still be available.")
-    # A draft or closed stage opens nothing (assignment_start refuses it too): refused here,
-    # before a worker row is created for whatever workerId the URL carries, and a preview must
-    # not show more than accepting would give.
-    _refuse_if_not_open(stage)
-    if (assignment_id or "").strip() == MTURK_PREVIEW_ID:
+    # A draft or closed stage opens nothing new (assignment_start refuses it too): refused
+    # here, before a worker row is created for whatever workerId the URL carries, and a preview
+    # must not show more than accepting would give. On a closed stage an assignment accepted
+    # (and opened) before the close goes on within its duration, as MTurk lets it.
+    preview = (assignment_id or "").strip() == MTURK_PREVIEW_ID
+    _refuse_if_not_open(stage, existing=None if preview else lambda: _named_assignment(
+        stage=stage, external_id=(assignment_id or "").strip(), hit=hit,
+        worker_provider=Provider.MTURK, worker_external_id=(worker_id or "").strip()))
+    if preview:
         if hit_is_expired(hit):
             raise expired
         return MturkAccess(hit=hit, assignment_id="", worker=None, preview=True)
@@ -349,8 +378,11 @@ def prolific_access_check(*, stage: Stage, pid: str, study_id: str,
     pid = _external_id(pid, "PROLIFIC_PID")
     study_id = _external_id(study_id, "STUDY_ID")
     session_id = _external_id(session_id, "SESSION_ID")
-    # Before the participant's worker row is created and Prolific is asked about the session.
-    _refuse_if_not_open(stage)
+    # Before the participant's worker row is created and Prolific is asked about the session;
+    # on a stopped study, a session that was active before goes on within its duration.
+    _refuse_if_not_open(stage, existing=lambda: _named_assignment(
+        stage=stage, external_id=session_id, worker_provider=Provider.PROLIFIC,
+        worker_external_id=pid))
     expected = (stage.settings or {}).get("prolific_study_id")
     if expected and expected != study_id:
         raise AccessDenied("This link belongs to another Prolific study.")
@@ -421,7 +453,9 @@ def assignment_access_recheck(*, assignment: Assignment) -> None:
         raise SessionNotVerified("Prolific does not know this session for this participant, so "
                                  "these answers cannot be saved.")
     stage = assignment.stage
-    if stage.status not in OPEN_STAGE_STATUSES:
+    if stage.status not in OPEN_STAGE_STATUSES and not closed_stage_lets_finish(assignment):
+        # A closed MTurk/Prolific stage still takes the work of an assignment accepted before
+        # the close, within its duration (the provider's own contract); nothing else.
         raise StageNotOpen("The researcher has closed this task, so these answers can no "
                            "longer be saved. Thank you for your work.")
     if worker_is_blocked_for(worker=assignment.worker, project=stage.project):

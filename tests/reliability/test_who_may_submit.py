@@ -14,6 +14,7 @@ from rest_framework.test import APIClient
 
 from annotation.models import (
     Assignment,
+    AssignmentStatus,
     Judgment,
     Provider,
     StageStatus,
@@ -28,6 +29,7 @@ from annotation.services.assignments import (
     WorkerBlocked,
     assignment_release_abandoned,
     assignment_start,
+    closed_stage_lets_finish,
 )
 from testing.factories import make_hit, make_judgment, make_stage, make_user, make_worker
 from tests.support.tasks import api, make_task, page_config
@@ -71,6 +73,13 @@ def test_an_inhouse_link_pinned_to_a_crowd_stage_opens_nothing(client):
 # --- 2. an open page re-checks its permission -------------------------------------------------
 
 
+def _close(stage):
+    from annotation.services.stages import stage_transition
+
+    stage_transition(stage=stage, to_status=StageStatus.CLOSED, actor="test",
+                     reason="closed by the researcher")
+
+
 def _open_inhouse(client):
     project, stage, items = make_task(TaskKind.LIKERT, owner=make_user())
     worker = make_worker()
@@ -85,6 +94,9 @@ def _open_inhouse(client):
     ("close stage", b"closed this task"),
 ])
 def test_autosave_and_submit_refuse_once_the_permission_is_gone(client, change, message):
+    """In-house: closing the stage ends its open pages (no provider contract lets them
+    finish); a crowd assignment accepted before the close is the one exception
+    (`test_an_mturk_assignment_accepted_before_the_close_is_still_submitted`)."""
     project, stage, worker, link, config = _open_inhouse(client)
     assert api(client, "task-autosave", config["token"], {"draft": {"a": 1}}).status_code == 200
     if change == "revoke link":
@@ -94,8 +106,7 @@ def test_autosave_and_submit_refuse_once_the_permission_is_gone(client, change, 
 
         worker_block(worker=worker, reason="spam", by=project.owner)
     else:
-        stage.status = StageStatus.CLOSED
-        stage.save(update_fields=["status"])
+        _close(stage)
     saved = api(client, "task-autosave", config["token"], {"draft": {"a": 2}})
     submitted = api(client, "task-submit", config["token"], _answers(config))
     for response in (saved, submitted):
@@ -227,3 +238,108 @@ def test_a_non_staff_token_cannot_create_import_or_score():
     staff.force_authenticate(make_user("researcher2"))
     assert staff.get("/api/projects/").status_code == 200
     assert APIClient().get("/api/projects/").status_code == 401
+
+
+# --- 6. a closed crowd stage lets accepted assignments finish ---------------------------------
+#
+# The provider's own contract (docs/PROVIDERS.md, "Closed stages"): closing expires the HITs /
+# stops the study, which stops new accepts; an assignment accepted before goes on within its
+# duration and is paid. `closed_stage_lets_finish` is the one rule every door asks.
+
+
+def _accepted_mturk(client, *, duration=600):
+    project, stage, items = make_task(TaskKind.LIKERT, provider=Provider.MTURK)
+    stage.settings = {**(stage.settings or {}), "assignment_duration_seconds": duration}
+    stage.save(update_fields=["settings"])
+    make_hit(stage, items=items, external_id="HITMAX", max_assignments=3)
+    page = client.get(_mturk_url(stage, "ACC1", "WACC"))
+    assert page.status_code == 200
+    return project, stage, page_config(page)
+
+
+def test_an_mturk_assignment_accepted_before_the_close_is_still_submitted(client):
+    project, stage, config = _accepted_mturk(client)
+    assert api(client, "task-autosave", config["token"], {"draft": {"a": 1}}).status_code == 200
+    _close(stage)
+    # The worker reloads the page inside MTurk: it opens again, with the same assignment.
+    again = client.get(_mturk_url(stage, "ACC1", "WACC"))
+    assert again.status_code == 200
+    config = page_config(again)
+    assert api(client, "task-autosave", config["token"], {"draft": {"a": 2}}).status_code == 200
+    done = api(client, "task-submit", config["token"], _answers(config))
+    assert done.status_code == 200 and done.json()["ok"], done.content
+    assignment = Assignment.objects.get(external_id="ACC1")
+    assert assignment.status == AssignmentStatus.SUBMITTED
+    assert Judgment.objects.filter(assignment=assignment).count() == len(config["items"])
+    assert client.get(done.json()["complete_url"]).status_code == 200
+    # A new accept after the close is refused, and creates nothing.
+    late = client.get(_mturk_url(stage, "NEW1", "WNEW"))
+    assert late.status_code == 403 and b"This task has ended" in late.content
+    assert not Assignment.objects.filter(external_id="NEW1").exists()
+    assert not Worker.objects.filter(external_id="WNEW").exists()
+    # A preview shows nothing either.
+    assert client.get(_mturk_url(stage, "ASSIGNMENT_ID_NOT_AVAILABLE", "")).status_code == 403
+
+
+def test_an_mturk_assignment_past_its_duration_is_refused_after_the_close(client):
+    project, stage, config = _accepted_mturk(client, duration=600)
+    Assignment.objects.filter(external_id="ACC1").update(
+        started_at=timezone.now() - timedelta(seconds=601))
+    _close(stage)
+    for response in (api(client, "task-autosave", config["token"], {"draft": {"a": 2}}),
+                     api(client, "task-submit", config["token"], _answers(config))):
+        assert response.status_code == 403 and b"closed this task" in response.content
+    page = client.get(_mturk_url(stage, "ACC1", "WACC"))
+    assert page.status_code == 403 and b"This task has ended" in page.content
+    assert not Judgment.objects.exists()
+
+
+def test_an_assignment_started_after_the_close_or_of_a_blocked_worker_is_refused(client):
+    from annotation.services.workers import worker_block
+
+    project, stage, config = _accepted_mturk(client)
+    _close(stage)
+    assignment = Assignment.objects.get(external_id="ACC1")
+    assert closed_stage_lets_finish(assignment)
+    Assignment.objects.filter(pk=assignment.pk).update(
+        started_at=timezone.now() + timedelta(seconds=1))
+    assignment.refresh_from_db()
+    assert not closed_stage_lets_finish(assignment)
+    Assignment.objects.filter(pk=assignment.pk).update(
+        started_at=timezone.now() - timedelta(seconds=5))
+    worker_block(worker=assignment.worker, reason="spam",
+                 by=make_user("root", superuser=True))
+    refused = api(client, "task-submit", config["token"], _answers(config))
+    assert refused.status_code == 403 and b"can no longer take part" in refused.content
+    assert not Judgment.objects.exists()
+
+
+def test_a_reviewing_crowd_stage_keeps_refusing_open_pages(client):
+    from annotation.services.stages import stage_transition
+
+    project, stage, config = _accepted_mturk(client)
+    for status in (StageStatus.COLLECTING, StageStatus.REVIEWING):
+        stage_transition(stage=stage, to_status=status, actor="test", reason="test")
+    refused = api(client, "task-autosave", config["token"], {"draft": {"a": 2}})
+    assert refused.status_code == 403
+
+
+@override_settings(PROLIFIC_COMPLETION_URL="https://prolific.test/complete")
+def test_a_prolific_session_active_before_the_close_completes_with_its_code(client):
+    project, stage, items = make_task(TaskKind.LIKERT, provider=Provider.PROLIFIC)
+    stage.settings = {"prolific_study_id": "STUDY1", "prolific_completion_code": "C0DE42"}
+    stage.save(update_fields=["settings"])
+    base = reverse("annotation:task-prolific", kwargs={"stage_id": stage.pk})
+    config = page_config(client.get(f"{base}?PROLIFIC_PID=P1&STUDY_ID=STUDY1&SESSION_ID=S1"))
+    _close(stage)
+    again = client.get(f"{base}?PROLIFIC_PID=P1&STUDY_ID=STUDY1&SESSION_ID=S1")
+    assert again.status_code == 200
+    late = client.get(f"{base}?PROLIFIC_PID=P2&STUDY_ID=STUDY1&SESSION_ID=S2")
+    assert late.status_code == 403 and not Assignment.objects.filter(external_id="S2").exists()
+    done = api(client, "task-submit", config["token"], _answers(config))
+    assert done.status_code == 200 and done.json()["ok"], done.content
+    page = client.get(done.json()["complete_url"]).content.decode()
+    assert "cc=C0DE42" in page
+    assignment = Assignment.objects.get(external_id="S1")
+    assert assignment.completion_code == "C0DE42"
+    assert Judgment.objects.filter(assignment=assignment).count() == len(items)

@@ -54,6 +54,7 @@ from .state import (
     REFUSED_KEY,
     SERVER_DRAFT_KEY,
     answer_rules,
+    closed_stage_lets_finish,
     hit_is_expired,
 )
 from .submission import (
@@ -115,6 +116,7 @@ __all__ = [
     "assignment_touch",
     "assignment_verification_failed",
     "assignment_verify",
+    "closed_stage_lets_finish",
     "gold_items_for_stage",
     "hit_is_expired",
     "items_pick_next",

@@ -50,6 +50,7 @@ from .state import (
     GUESS_TIMING_KEY,
     OPEN_STAGE_STATUSES,
     SERVER_DRAFT_KEY,
+    closed_stage_lets_finish,
     hit_is_expired,
     stage_not_open_message,
 )
@@ -180,6 +181,21 @@ def _reopen(assignment: Assignment, worker: Worker) -> Assignment:
     return assignment
 
 
+def _finishing_after_close(*, stage: Stage, worker: Worker, hit: Hit | None,
+                           external_id: str) -> bool:
+    """The worker comes back to an assignment of a closed stage that they may still finish."""
+    if not external_id:
+        return False
+    found = Assignment.objects.filter(stage=stage, external_id=external_id, worker=worker)
+    if hit is not None:
+        found = found.filter(hit=hit)
+    assignment = found.order_by("pk").first()
+    if assignment is None:
+        return False
+    assignment.stage = stage
+    return closed_stage_lets_finish(assignment)
+
+
 @transaction.atomic
 def assignment_start(*, stage: Stage, worker: Worker, hit: Hit | None = None,
                      external_id: str = "", shown: bool = False,
@@ -194,8 +210,13 @@ def assignment_start(*, stage: Stage, worker: Worker, hit: Hit | None = None,
     with (a second session Prolific verified gets the first one's assignment back, one it could
     not vouch for is refused (`SessionUnconfirmed`), a participant who finished gets
     the completion again); `verification` is what the provider said about this session at the
-    door (`ParticipantVerification`; PENDING when it could not tell)."""
-    if stage.status not in OPEN_STAGE_STATUSES:
+    door (`ParticipantVerification`; PENDING when it could not tell).
+
+    A closed MTurk or Prolific stage only reopens the worker's assignment for `external_id`
+    that `closed_stage_lets_finish` still lets them finish (accepted before the close, within
+    its duration); it never creates one."""
+    if stage.status not in OPEN_STAGE_STATUSES and not _finishing_after_close(
+            stage=stage, worker=worker, hit=hit, external_id=external_id):
         raise StageNotOpen(stage_not_open_message(stage))
     if hit is not None and hit.stage_id != stage.pk:
         raise ForeignAssignment("This HIT belongs to another task.")
@@ -230,6 +251,9 @@ def assignment_start(*, stage: Stage, worker: Worker, hit: Hit | None = None,
                 # Reopening brings it back to life; remember that its items were free meanwhile.
                 mark_late(reopened)
             return reopened
+        if stage.status not in OPEN_STAGE_STATUSES:
+            # Nothing new on a closed stage, whatever the worker comes back with.
+            raise StageNotOpen(stage_not_open_message(stage))
         if prolific:
             held = _participant_held(stage=stage, worker=worker, verification=verification,
                                      session_id=external_id)

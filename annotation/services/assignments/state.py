@@ -2,7 +2,7 @@
 server-owned part of the draft, the items a stage releases and the answer rules of a project."""
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.utils import timezone
 
@@ -18,8 +18,10 @@ from annotation.models import (
     ExperimentMode,
     Hit,
     HitStatus,
+    Provider,
     Stage,
     StageStatus,
+    StageTransition,
     TaskKind,
 )
 
@@ -74,6 +76,49 @@ def hit_is_expired(hit: Hit, now: datetime | None = None) -> bool:
     return hit.expires_at is not None and hit.expires_at <= (now or timezone.now())
 
 
+# Providers whose own close lets the workers already in an assignment finish it: MTurk's
+# ExpireHIT stops new accepts and leaves accepted assignments their duration; a stopped
+# Prolific study takes no new participants and lets active ones complete. In-house links have
+# no such contract: closing an in-house stage ends its pages.
+FINISH_AFTER_CLOSE_PROVIDERS = (Provider.MTURK, Provider.PROLIFIC)
+
+
+def stage_closed_at(stage: Stage) -> datetime | None:
+    """When `stage` was closed (its logged transition to CLOSED); None when it is not closed
+    or no close was logged."""
+    if stage.status != StageStatus.CLOSED:
+        return None
+    return (StageTransition.objects.filter(stage=stage, to_status=StageStatus.CLOSED)
+            .order_by("-created_at", "-pk").values_list("created_at", flat=True).first())
+
+
+def assignment_finish_deadline(assignment: Assignment) -> datetime:
+    """The last moment the provider takes this assignment's submission: its start plus the
+    assignment duration (the HIT type's on MTurk; on Prolific the same setting, as the study's
+    maximum time allowed is not stored: the stage's `assignment_duration_seconds`, else the
+    project's assignment timeout)."""
+    from annotation.providers.mturk_protocol import assignment_duration_seconds
+
+    return assignment.started_at + timedelta(
+        seconds=assignment_duration_seconds(assignment.stage))
+
+
+def closed_stage_lets_finish(assignment: Assignment, now: datetime | None = None) -> bool:
+    """Whether `assignment` may still be worked on and submitted although its stage is
+    closed: the stage is an MTurk or Prolific one closed with a logged transition, the
+    assignment was created before that close, is still in progress (not submitted, decided or
+    returned) and its assignment duration has not run out. The one rule every door that
+    re-checks an existing assignment asks; nothing new is ever created on a closed stage, and
+    the worker checks (a block) still apply after it."""
+    stage = assignment.stage
+    if stage.provider not in FINISH_AFTER_CLOSE_PROVIDERS:
+        return False
+    if assignment.status != AssignmentStatus.IN_PROGRESS:
+        return False
+    closed_at = stage_closed_at(stage)
+    if closed_at is None or assignment.started_at is None or assignment.started_at >= closed_at:
+        return False
+    return (now or timezone.now()) < assignment_finish_deadline(assignment)
 
 
 def server_state_save(assignment: Assignment, state: dict) -> None:
