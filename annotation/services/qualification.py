@@ -136,17 +136,11 @@ def qualification_grant(*, qualification: WorkerQualification) -> WorkerQualific
     passed = qualification.passed and qualification_counts(qualification)
     value = granted_value(score=qualification.score, passed=passed,
                           threshold=stage.project.qualification_threshold)
-    provider_call_run(
-        provider=stage.provider,
-        operation="GrantQualification",
-        key=f"{stage.provider}:qualification-grant:{qualification.pk}",
-        call_fn=lambda _token: provider.grant_qualification(
-            stage=stage, worker=qualification.worker, value=value, passed=passed
-        ),
-        stage=stage,
-        worker=qualification.worker,
-        request={"value": value, "passed": passed},
-    )
+    _qualification_call(qualification, "GrantQualification", "qualification-grant",
+                        lambda: provider.grant_qualification(
+                            stage=stage, worker=qualification.worker, value=value,
+                            passed=passed),
+                        request={"value": value, "passed": passed})
     qualification.granted_externally = True
     qualification.save(update_fields=["granted_externally"])
     return qualification
@@ -172,17 +166,23 @@ def qualification_withdraw_rejected(*, qualification: WorkerQualification) -> bo
     provider = get_provider(stage.provider)
     value = granted_value(score=qualification.score, passed=False,
                           threshold=stage.project.qualification_threshold)
-    provider_call_run(
-        provider=stage.provider,
-        operation="WithdrawQualification",
-        key=f"{stage.provider}:qualification-withdraw:{qualification.pk}",
-        call_fn=lambda _token: provider.withdraw_qualification(
-            stage=stage, worker=qualification.worker, value=value),
-        stage=stage,
-        worker=qualification.worker,
-        request={"value": value},
-    )
+    _qualification_call(qualification, "WithdrawQualification", "qualification-withdraw",
+                        lambda: provider.withdraw_qualification(
+                            stage=stage, worker=qualification.worker, value=value),
+                        request={"value": value})
     return True
+
+
+def _qualification_call(qualification: WorkerQualification, operation: str, key_name: str,
+                        call, *, request: dict) -> None:
+    """One recorded provider call about a worker's qualification result, made once per result
+    (`provider_call_run`, keyed by the result)."""
+    stage = qualification.stage
+    provider_call_run(
+        provider=stage.provider, operation=operation,
+        key=f"{stage.provider}:{key_name}:{qualification.pk}",
+        call_fn=lambda _token: call(), stage=stage, worker=qualification.worker,
+        request=request)
 
 
 def qualification_withdraw_after_rejection(*, assignment: Assignment) -> None:
