@@ -60,6 +60,12 @@ def item_in_use(*, item: Item) -> str:
     judged = Judgment.objects.filter(item_id=item.pk).count()
     if judged:
         return f"it has {judged} judgment{'s' * (judged != 1)}"
+    return _item_served(item=item)
+
+
+def _item_served(*, item: Item) -> str:
+    """Why a live stage holds the item (empty when none does): a stage serving it now, or a
+    worker answering it in an assignment still in progress."""
     stored = Item.objects.filter(pk=item.pk).values_list("project_id", flat=True).first()
     listed = Stage.items.through.objects.filter(stage_id=OuterRef("pk"))
     serving = Stage.objects.filter(status__in=SERVING_STAGE_STATUSES).filter(
@@ -76,6 +82,28 @@ def item_in_use(*, item: Item) -> str:
     if held is not None:
         return f"a worker holds it in assignment {held.assignment_id}, in progress"
     return ""
+
+
+# Work whose review is still to come, and would read an answer key given now (gold accuracy).
+AWAITING_DECISION = (AssignmentStatus.IN_PROGRESS, AssignmentStatus.SUBMITTED,
+                     AssignmentStatus.FLAGGED)
+
+
+def item_first_gold_error(*, item: Item) -> str:
+    """Why an item without an answer key may not be given one now (empty when it may). Nobody
+    was graded against a key that did not exist, so its judgments do not fix it (imported
+    expert labels, decided work: a study uses them as its qualification's key); only work a
+    key given now would grade unlike the work before it does: a live stage serving the item,
+    or its judgments awaiting review."""
+    waiting = Judgment.objects.filter(item_id=item.pk,
+                                      assignment__status__in=AWAITING_DECISION).count()
+    why = (f"{waiting} of its judgments await review" if waiting
+           else _item_served(item=item))
+    if not why:
+        return ""
+    return (f"cannot add an answer key now: {why}, and that work would be graded against a "
+            f"key the work before it was not; add it once the stage is closed and its work "
+            f"reviewed")
 
 
 def item_edit_errors(*, item: Item, changes: dict[str, Any]) -> dict[str, str]:
@@ -102,8 +130,15 @@ def item_edit_errors(*, item: Item, changes: dict[str, Any]) -> dict[str, str]:
         return {}
     why = item_in_use(item=stored)
     if why:
-        return {name: f"cannot change: {why}, and {ITEM_FIXED_FIELDS[name]}; {ITEM_FIXED_HOW}"
-                for name in changed}
+        errors = {name: f"cannot change: {why}, and {ITEM_FIXED_FIELDS[name]}; {ITEM_FIXED_HOW}"
+                  for name in changed}
+        if "gold" in changed and stored.gold is None:  # a first key: nobody was graded on it
+            first = item_first_gold_error(item=stored)
+            if first:
+                errors["gold"] = first
+            else:
+                del errors["gold"]
+        return errors
     if "content" not in changed:
         return {}
     # What other apps computed from the content (annotation.hooks), e.g. cached metric scores.

@@ -19,6 +19,7 @@ from annotation.models import (
     TaskKind,
 )
 from annotation.services.items import item_edit_errors
+from core.vocabulary import Provider
 from metrics_app.models import MetricScore
 from testing.factories import (
     make_assignment,
@@ -56,6 +57,7 @@ def _post(client, item, **changes):
                        _form(item, **changes))
 
 
+@pytest.mark.reliability
 def test_a_judged_items_shown_content_and_gold_cannot_change_on_the_form(admin_client_):
     """Was: the passage an annotator judged, and the qualification's answer key, were rewritten
     in place under the judgments (saved, 302)."""
@@ -155,3 +157,53 @@ def test_a_scored_items_content_cannot_change_under_its_cached_metric_scores(adm
     assert _post(admin_client_, item, content=json.dumps(content)).status_code == 302
     item.refresh_from_db()
     assert item.content["candidate"] == "A corrected candidate answer."
+
+
+@pytest.mark.reliability
+def test_an_answer_key_is_added_to_items_judged_only_by_imported_experts(admin_client_):
+    """Was: a researcher who imported expert A/B labels and marked the unanimous pairs as the
+    qualification's gold was refused, item by item, with "workers were graded (qualification,
+    gold checks) against this answer key" — there was no key, nobody was graded — and told to
+    re-add each pair under a new id, which left the experts' judgments outside the counts."""
+    project = make_project(TaskKind.AB)
+    imported = make_stage(project, kind=StageKind.IMPORTED, status=StageStatus.CLOSED,
+                          provider=Provider.IMPORT)
+    item = make_item(project)
+    make_judgment(item=item, stage=imported, choice="B")
+    assert _post(admin_client_, item, gold=json.dumps({"choice": "B"})).status_code == 302
+    item.refresh_from_db()
+    assert item.gold == {"choice": "B"}
+    # Once given, the key is fixed like any other: a qualification may have graded on it.
+    response = _post(admin_client_, item, gold=json.dumps({"choice": "A"}))
+    assert "graded" in response.context["adminform"].form.errors["gold"][0]
+    # Decided work (approved or rejected) is not graded again either.
+    decided = make_item(project)
+    trial = make_stage(project, kind=StageKind.TRIAL, status=StageStatus.CLOSED)
+    make_judgment(item=decided, stage=trial, assignment=make_assignment(
+        trial, items=[decided], status=AssignmentStatus.APPROVED))
+    assert item_edit_errors(item=decided, changes={"gold": {"choice": "A"}}) == {}
+
+
+@pytest.mark.reliability
+def test_a_first_answer_key_waits_for_the_work_it_would_grade():
+    """A key given while work on the item awaits review, or while a live stage serves it,
+    would grade that work unlike the work before it: refused, naming which."""
+    project = make_project(TaskKind.AB)
+    waiting = make_item(project)
+    closed = make_stage(project, kind=StageKind.TRIAL, status=StageStatus.CLOSED)
+    make_judgment(item=waiting, stage=closed, assignment=make_assignment(
+        closed, items=[waiting], status=AssignmentStatus.SUBMITTED))
+    error = item_edit_errors(item=waiting, changes={"gold": {"choice": "A"}})["gold"]
+    assert "1 of its judgments await review" in error
+    assert "cannot add an answer key now" in error
+    served = make_item(project)
+    make_judgment(item=served, stage=make_stage(project, kind=StageKind.IMPORTED,
+                                                 status=StageStatus.CLOSED,
+                                                 provider=Provider.IMPORT))
+    live = make_stage(project, kind=StageKind.FULL, status=StageStatus.COLLECTING)
+    live.items.set([served])
+    error = item_edit_errors(item=served, changes={"gold": {"choice": "A"}})["gold"]
+    assert f"stage {live.name!r} is collecting and serves it" in error
+    # The content stays fixed by the judgments whatever the key does.
+    changes = {"gold": {"choice": "A"}, "content": dict(waiting.content, question="Other?")}
+    assert set(item_edit_errors(item=waiting, changes=changes)) == {"gold", "content"}
