@@ -29,7 +29,7 @@ from .assignment_draft import (
     SERVER_DRAFT_KEY,
     server_state,
 )
-from .domain.answers import AB_SHOWN, MC_SHOWN
+from .domain.answers import AB_SHOWN, MC_SHOWN, PADDING_RUN
 from .models import (
     Assignment,
     AssignmentItem,
@@ -198,6 +198,7 @@ def task_page_config(*, assignment: Assignment | None, stage: Stage, items: list
         "items": [item["id"] for item in items],
         "practice": [item["id"] for item in items if item.get("is_practice")],
         "justification_min_length": project.justification_min_length,
+        "justification_padding_run": PADDING_RUN,
         "scale_size": project.scale_top,
         "draft": draft,
         "confirmed": confirmed,

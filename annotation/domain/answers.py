@@ -8,6 +8,7 @@ it back: `presented_order[i]` is the item-order letter shown at position i.
 """
 from __future__ import annotations
 
+import itertools
 import unicodedata
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -100,13 +101,33 @@ def _clean_likert(answer: dict, rules: AnswerRules) -> dict[str, Any]:
     return {"score": float(score)}
 
 
+# A character repeated this many times in a row or more is padding ("aaaa…", "……", spaces
+# between two words): the run counts as one character. Words repeat a letter twice at most.
+PADDING_RUN = 3
+PADDING_NOTE = f"; a character repeated {PADDING_RUN} or more times in a row counts once"
+
+
 # Characters that take no room on the screen: zero-width spaces and joiners, the byte order
 # mark, direction marks (Unicode category Cf). Twenty of them look like an empty box.
+def _visible_runs(text: str) -> list[int]:
+    """Lengths of the runs of one character in the text as the reader sees it: trimmed,
+    invisible format characters (category Cf) left out."""
+    visible = (char for char in text.strip() if unicodedata.category(char) != "Cf")
+    return [sum(1 for _ in run) for _, run in itertools.groupby(visible)]
+
+
 def justification_length(text: str) -> int:
     """How many characters a justification has, as the page counts them (static/annotation/
     task.js `written`): code points, so an emoji is one character (not the two UTF-16 units a
-    browser's `length` gives), leaving out invisible format characters (category Cf)."""
-    return sum(1 for char in text.strip() if unicodedata.category(char) != "Cf")
+    browser's `length` gives), leaving out invisible format characters (category Cf), and a
+    run of `PADDING_RUN` or more of one character counted once (80 "b"s reached an
+    80-character minimum and were paid as a justification)."""
+    return sum(n if n < PADDING_RUN else 1 for n in _visible_runs(text))
+
+
+def justification_padded(text: str) -> bool:
+    """Whether the count left out padding (a run of `PADDING_RUN` or more of one character)."""
+    return any(n >= PADDING_RUN for n in _visible_runs(text))
 
 
 # A justification at least this long that is found whole inside one of the answers was pasted.
@@ -168,7 +189,7 @@ def _clean_ab(answer: dict, rules: AnswerRules, presented_order: list[str],
     elif written < rules.justification_min_length:
         errors.append(
             f"Write a justification of at least {rules.justification_min_length} characters "
-            f"({written} so far)."
+            f"({written} so far{PADDING_NOTE if justification_padded(justification) else ''})."
         )
     elif len(justification) > MAX_JUSTIFICATION_LENGTH:
         errors.append(f"Keep the justification under {MAX_JUSTIFICATION_LENGTH} characters.")

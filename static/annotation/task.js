@@ -168,7 +168,8 @@
       if (a.difficult === null) out.push("Say whether the choice was difficult (yes or no).");
       const n = written(a.justification);
       if (n < cfg.justification_min_length) {
-        out.push(`Write a justification of at least ${cfg.justification_min_length} characters (${n} so far).`);
+        const note = padded(a.justification) ? `; a character repeated ${cfg.justification_padding_run} or more times in a row counts once` : "";
+        out.push(`Write a justification of at least ${cfg.justification_min_length} characters (${n} so far${note}).`);
       }
     } else if (mode === "validity") {
       if (!a.validity) out.push("Say whether the question has one correct answer, more than one, or none.");
@@ -333,11 +334,27 @@
 
   // --- A/B helpers ----------------------------------------------------------------------------
   // Characters as the server counts them (annotation/domain/answers.py justification_length):
-  // code points, so an emoji is one (String.length says two), and invisible format
-  // characters (zero-width spaces, direction marks) not at all.
+  // code points, so an emoji is one (String.length says two), invisible format characters
+  // (zero-width spaces, direction marks) not at all, and a run of one character repeated
+  // `justification_padding_run` times or more ("aaaa…", padding) once.
   const INVISIBLE = /\p{Cf}/u;
+  function visibleRuns(text) {
+    const chars = Array.from((text || "").trim()).filter((c) => !INVISIBLE.test(c));
+    const runs = [];
+    for (let i = 0; i < chars.length;) {
+      let j = i;
+      while (j < chars.length && chars[j] === chars[i]) j++;
+      runs.push(j - i);
+      i = j;
+    }
+    return runs;
+  }
   function written(text) {
-    return Array.from((text || "").trim()).filter((c) => !INVISIBLE.test(c)).length;
+    const run = cfg.justification_padding_run;
+    return visibleRuns(text).reduce((n, len) => n + (len < run ? len : 1), 0);
+  }
+  function padded(text) {
+    return visibleRuns(text).some((len) => len >= cfg.justification_padding_run);
   }
 
   function updateCount(el) {

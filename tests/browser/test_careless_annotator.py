@@ -22,7 +22,7 @@ def expect_text(page, selector: str, text: str) -> None:
 def test_ab_justification_counter_counts_what_the_server_counts(live_server, page):
     """Twelve emoji read "24 / 20 — enough" (UTF-16 units) and the submit was refused with
     "12 so far"; twenty-five zero-width spaces read "enough" and were stored as a justification;
-    answer A pasted as the justification was stored."""
+    85 "B"s read "enough" and were stored; answer A pasted as the justification was stored."""
     project, stage, items = make_task(TaskKind.AB, n_items=1, justification_min_length=20)
     item = items[0]
     content = {**item.content,
@@ -36,8 +36,15 @@ def test_ab_justification_counter_counts_what_the_server_counts(live_server, pag
     box = f"#justification-{item.pk}"
     page.check(f"#choice-{item.pk}-A")
     page.check(f"#difficult-{item.pk}-no")
-    page.fill(box, "\U0001f44d" * 12)
+    page.fill(box, "\U0001f44d\U0001f600" * 6)
     expect_text(page, f"#count-{item.pk}", "12 / 20 characters — 8 more needed")
+    # Padding: a run of one character counts once, as the server counts it.
+    page.fill(box, "B" * 85)
+    expect_text(page, f"#count-{item.pk}", "1 / 20 characters — 19 more needed")
+    page.click("#submit-button")
+    expect_text(page, f"#err-{item.pk}", "(1 so far; a character repeated 3 or more times in a "
+                                          "row counts once)")
+    assert Judgment.objects.count() == 0
     page.fill(box, "\u200b" * 25)
     expect_text(page, f"#count-{item.pk}", "0 / 20 characters")
     expect_text(page, "#progress", "0 of 1 answered")

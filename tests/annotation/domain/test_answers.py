@@ -3,7 +3,12 @@ from __future__ import annotations
 
 import pytest
 
-from annotation.domain.answers import AnswerError, AnswerRules, clean_answer
+from annotation.domain.answers import (
+    AnswerError,
+    AnswerRules,
+    clean_answer,
+    justification_length,
+)
 
 LIKERT = AnswerRules(kind="likert")
 AB = AnswerRules(kind="ab", justification_min_length=5)
@@ -49,8 +54,8 @@ ANSWERS = ("Light from the sun is scattered by the air, and blue light is scatte
 @pytest.mark.parametrize("text, written", [
     pytest.param("\u200b" * 25, 0, id="zero-width-spaces"),
     pytest.param("\u200e\u200f\ufeff\u2060" * 6, 0, id="direction-marks-and-joiners"),
-    pytest.param("A\u200b" * 12, 12, id="letters-padded-with-zero-width"),
-    pytest.param("\U0001f44d" * 12, 12, id="emoji-count-once-each"),
+    pytest.param("Ab\u200b" * 6, 12, id="letters-padded-with-zero-width"),
+    pytest.param("\U0001f44d\U0001f600" * 6, 12, id="emoji-count-once-each"),
 ])
 def test_a_justification_is_counted_in_visible_characters(text, written):
     """Twenty zero-width spaces passed a 20-character minimum (an empty box on the screen),
@@ -58,6 +63,34 @@ def test_a_justification_is_counted_in_visible_characters(text, written):
     with pytest.raises(AnswerError) as refused:
         clean_answer(rules=AB20, answer=ab_answer(text), presented_order=["A", "B"])
     assert f"at least 20 characters ({written} so far)" in " ".join(refused.value.messages)
+
+
+@pytest.mark.reliability
+@pytest.mark.parametrize("text, written", [
+    pytest.param("b" * 85, 1, id="one-letter-repeated"),
+    pytest.param("A better" + "." * 80, 9, id="dots-after-two-words"),
+    pytest.param("A" + " " * 30 + "is better", 11, id="spaces-between-words"),
+    pytest.param("Ab\u200bb\u200bb" * 4, 8, id="a-run-split-by-zero-width-is-one-run"),
+])
+def test_a_justification_padded_with_one_character_is_counted_without_the_padding(text, written):
+    """Was: a trial worker's 85 "b"s, and "aaaa…" in the qualification, reached the project's
+    80-character minimum and were stored, approved and paid as justifications. A run of three
+    or more of one character counts once, on the page and the server, and the message says so."""
+    with pytest.raises(AnswerError) as refused:
+        clean_answer(rules=AB20, answer=ab_answer(text), presented_order=["A", "B"])
+    message = " ".join(refused.value.messages)
+    assert (f"at least 20 characters ({written} so far; a character repeated 3 or more times "
+            f"in a row counts once)") in message
+    assert justification_length(text) == written
+
+
+def test_words_with_double_letters_count_in_full():
+    text = "All three sheep agree: A is correct."  # "ll", "ee" twice: words, not padding
+    assert justification_length(text) == len(text)
+    with pytest.raises(AnswerError) as refused:
+        clean_answer(rules=AnswerRules(kind="ab", justification_min_length=40),
+                     answer=ab_answer(text), presented_order=["A", "B"])
+    assert f"({len(text)} so far)." in " ".join(refused.value.messages)
 
 
 @pytest.mark.reliability

@@ -375,7 +375,7 @@ def test_ab_aspect_preferences_are_stored_in_item_order():
 def test_unknown_aspect_preference_and_oversized_justification_are_refused():
     _, stage, items = make_task(TaskKind.AB, n_items=1, aspect_preferences=["coherence"])
     assignment = assignment_start(stage=stage, worker=make_worker())
-    answer = {**ab_answer(assignment, items[0], text="x" * 10_001),
+    answer = {**ab_answer(assignment, items[0], text="xy" * 5_001),
               "aspect_preferences": {"humour": "A"}}
     with pytest.raises(SubmissionInvalid) as exc:
         assignment_submit(assignment=assignment, answers=[answer])
