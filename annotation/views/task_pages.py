@@ -49,6 +49,7 @@ from annotation.services.assignments import (
     more_work_for,
     pilot_paragraph,
     prolific_session_check,
+    stages_next_open_for,
 )
 from annotation.task_selectors import (
     assignment_feedback,
@@ -400,6 +401,10 @@ def _completion(request: HttpRequest, assignment: Assignment, *,
                     return redirect(access.inhouse_home_stage_path(
                         link=link, stage=assignment.stage) + f"?{SAVED_PARAM}=1")
                 context["home_url"] = access.inhouse_home_path(link=link)
+                if completion.qualification is not None and completion.qualification.passed:
+                    # Already open: "appears when the researcher opens it" sent them away.
+                    context["next_open"] = stages_next_open_for(
+                        qualification=assignment.stage, worker=assignment.worker)
             else:
                 try:
                     stage = access.inhouse_link_stage(link=link)

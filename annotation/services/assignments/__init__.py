@@ -44,6 +44,7 @@ from .lifecycle import (
     assignment_touch,
     assignment_verification_failed,
     more_work_for,
+    stages_next_open_for,
 )
 from .picking import items_pick_next, practice_items_for_stage
 from .state import (
@@ -128,6 +129,7 @@ __all__ = [
     "practice_items_for_stage",
     "prolific_session_check",
     "stage_items",
+    "stages_next_open_for",
     "stage_sessions_verify",
     "unverified_timeout",
 ]

@@ -107,6 +107,14 @@ def more_work_for(*, stage: Stage, worker: Worker) -> bool:
         return bool(items_pick_next(stage=stage, worker=worker, limit=1))
 
 
+def stages_next_open_for(*, qualification: Stage, worker: Worker) -> list[Stage]:
+    """The in-house stages that require `qualification` and would give `worker` items now
+    (`more_work_for`), in pipeline order: what a passed annotator can start at once."""
+    following = Stage.objects.filter(requires_stage=qualification, provider=Provider.INHOUSE,
+                                     status__in=OPEN_STAGE_STATUSES).order_by("order", "pk")
+    return [stage for stage in following if more_work_for(stage=stage, worker=worker)]
+
+
 def _presented_order(kind: str) -> list[str]:
     letters = answer_roles(kind)
     random.SystemRandom().shuffle(letters)

@@ -113,3 +113,30 @@ def test_open_domain_items_without_a_passage_get_no_empty_passage_panel(client):
     assert "The cat sat on the mat." in page
     assert page.count('class="passage-block no-passage"') == 1
     assert "Who won 0?" in page and "Who won 1?" in page
+
+
+def test_after_the_qualification_an_open_next_stage_is_named_not_awaited(client):
+    """A study walk: the trial was already collecting when an annotator passed the
+    qualification, and the page told them it "appears on your page when the researcher opens
+    it" — they would wait for what was open. It names the open stage; a stage with nothing
+    left for them (or none) keeps the waiting line."""
+    project = make_project(TaskKind.LIKERT, items_per_hit=2, qualification_threshold=0.5,
+                           redundancy={"default": 1}, gold_rate=0)
+    gold = [make_item(project, gold={"score": 4}) for _ in range(2)]
+    qualification = make_stage(project, kind=StageKind.QUALIFICATION, name="qual",
+                               status=StageStatus.PUBLISHED)
+    qualification.items.set(gold)
+    trial = make_stage(project, kind=StageKind.TRIAL, name="trial", order=2,
+                       status=StageStatus.COLLECTING, requires_stage=qualification)
+    trial.items.set([make_item(project) for _ in range(2)])
+    worker = make_worker(external_id="dee")
+    link, _entry = inhouse_link_create(worker=worker, project=project)
+    start = client.get(inhouse_home_stage_path(link=link, stage=qualification))
+    _items, complete_url = _submit_all(client, start)
+    text = client.get(complete_url).content.decode()
+    assert worker.qualifications.get(stage=qualification).passed
+    assert "The next part is open for you now: start “trial” from your page." in text
+    assert "when the researcher opens it" not in text
+    trial.status = StageStatus.CLOSED
+    trial.save()
+    assert "when the researcher opens it" in client.get(complete_url).content.decode()
