@@ -64,6 +64,17 @@ def _shown_to_role(shown: Any, *, labels: tuple[str, ...], presented_order: list
     return order[labels.index(shown)]
 
 
+def position_shown(choice: Any, presented_order: list[str] | None) -> Any:
+    """Where on the screen the chosen option was (`pos0` the first shown, ...), the choice
+    itself when the order shown was not recorded (imported judgments). Straight-lining is
+    pressing the same key: with the order shuffled per assignment, it scatters over the
+    stored choices, while a careful judge whose better answers all sat on one side of the
+    file repeats a stored choice on every item."""
+    if presented_order and choice in presented_order:
+        return f"pos{presented_order.index(choice)}"
+    return choice
+
+
 def item_id_of(value: Any) -> int | None:
     """The item id a page sent: an integer, or a string of ASCII digits, that an id column can
     hold; None for anything else (a float such as 68.5 is not silently read as item 68, a bool

@@ -184,7 +184,8 @@ SETTINGS: tuple[SettingSpec, ...] = (
                 "Mean time per item below this looks like clicking through.", "Auto-review",
                 "2", minimum=0.0),
     SettingSpec("review.max_same_answer_share", "float", "Maximum same-answer share",
-                "Straight-lining: work whose most common answer reaches this share fails.",
+                "Straight-lining: work whose most common answer reaches this share fails "
+                "(A/B and multiple choice: the position on screen, the order being shuffled).",
                 "Auto-review", "1.0 (only every answer identical)", minimum=0.0, maximum=1.0),
     SettingSpec("review.straightline_min_items", "int", "Straight-lining judged from",
                 "Straight-lining is only judged on assignments with this many items or more.",

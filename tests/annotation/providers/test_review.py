@@ -106,6 +106,41 @@ def likert_assignment(stage, scores, seconds=5.0, gold_checks=0, worker=None):
     return assignment
 
 
+def ab_assignment(stage, picks):
+    """An A/B assignment: (stored choice, order shown) per item, five seconds each."""
+    worker = make_worker()
+    items = [make_item(stage.project) for _ in picks]
+    assignment = make_assignment(stage, worker=worker, items=items,
+                                 status=AssignmentStatus.SUBMITTED)
+    for item, (choice, order) in zip(items, picks, strict=True):
+        make_judgment(item=item, stage=stage, worker=worker, assignment=assignment,
+                      choice=choice, presented_order=order, time_spent_ms=5000)
+    return assignment
+
+
+@pytest.mark.reliability
+def test_ab_straight_lining_is_judged_by_the_position_on_screen(db):
+    """A study walk: a careful judge whose five better answers were all the file's answer B
+    (shown left or right at random) was held for "the same answer on 100% of 5 items" (with
+    `auto_reject`, rejected unpaid), while a worker who pressed the left answer every time
+    passed, their stored choices scattered by the shuffle. The dashboard's "modal answer
+    share" read positions all along; the rule now reads them too (`position_shown`)."""
+    stage = make_stage(make_project(TaskKind.AB))
+    left, right = ["A", "B"], ["B", "A"]
+    careful = ab_assignment(stage, [("B", left), ("B", right), ("B", right), ("B", left),
+                                    ("B", right)])
+    decision = assignment_review_rules(assignment=careful)
+    assert decision.action == "approve", decision.reasons
+    assert decision.metrics["same_answer_share"] == 0.6
+    presser = ab_assignment(stage, [("A", left), ("B", right), ("B", right), ("A", left),
+                                    ("B", right)])
+    decision = assignment_review_rules(assignment=presser)
+    assert decision.action == "hold" and "same answer on 100% of 5" in decision.reasons[0]
+    # Judgments without a recorded order (imported) fall back to the stored choice.
+    assert assignment_review_rules(assignment=ab_assignment(
+        stage, [("A", [])] * 5)).metrics["same_answer_share"] == 1.0
+
+
 def test_rules_approve_good_work_and_name_each_problem(db):
     stage = make_stage(make_project(TaskKind.LIKERT))
     good = likert_assignment(stage, [3, 4, 2, 5, 3], gold_checks=2)
