@@ -7,7 +7,7 @@ import dataclasses
 import statistics
 from collections import Counter
 
-from annotation.domain.answers import answer_matches_gold
+from annotation.domain.answers import ab_label_shown, answer_matches_gold
 from annotation.models import Assignment, AssignmentItem, Judgment, TaskKind
 from annotation.selectors import judgments_that_count
 
@@ -54,13 +54,17 @@ def judged_parts(kind: str, content: dict) -> list[tuple[str, str]]:
 
 
 def answer_text(kind: str, *, score=None, choice: str = "", choices=None, difficult=None,
-                justification: str = "") -> str:
-    """A judgment (or a gold answer) as the researcher reads it."""
+                justification: str = "", shown: str = "") -> str:
+    """A judgment (or a gold answer) as the researcher reads it. `shown`: A/B, the letter the
+    worker saw their choice under, said when it is not the file's (their justification names
+    the sides as they saw them: "A — 'B is better'" read as a contradiction)."""
     if kind == TaskKind.LIKERT:
         return "" if score is None else f"{score:g}"
     if kind == TaskKind.MC and not choice and choices is not None:
         return "valid: " + (", ".join(choices) if choices else "none")
     text = choice
+    if kind == TaskKind.AB and shown and shown != choice:
+        text += f" (shown to them as {shown}: the answers were swapped on their page)"
     if kind == TaskKind.AB and difficult:
         text += " (hard to choose)"
     if justification:
@@ -72,7 +76,8 @@ def answer_text(kind: str, *, score=None, choice: str = "", choices=None, diffic
 def _judgment_text(kind: str, judgment: Judgment) -> str:
     return answer_text(kind, score=judgment.score, choice=judgment.choice,
                        choices=judgment.choices if kind == TaskKind.MC else None,
-                       difficult=judgment.difficult, justification=judgment.justification)
+                       difficult=judgment.difficult, justification=judgment.justification,
+                       shown=ab_label_shown(judgment.choice, judgment.presented_order))
 
 
 def _core(kind: str, judgment: Judgment) -> str:

@@ -64,6 +64,15 @@ def _shown_to_role(shown: Any, *, labels: tuple[str, ...], presented_order: list
     return order[labels.index(shown)]
 
 
+def ab_label_shown(choice: Any, presented_order: list[str] | None) -> str:
+    """The letter under which a worker saw the A/B answer they chose ("" when the order shown
+    was not recorded or the choice is not a side): the file's answer A is shown as B to half of
+    the workers, and a justification says "B is better" about it."""
+    if presented_order and choice in presented_order:
+        return AB_SHOWN[presented_order.index(choice)]
+    return ""
+
+
 def position_shown(choice: Any, presented_order: list[str] | None) -> Any:
     """Where on the screen the chosen option was (`pos0` the first shown, ...), the choice
     itself when the order shown was not recorded (imported judgments). Straight-lining is

@@ -134,3 +134,28 @@ def test_the_review_page_shows_what_the_worker_judged():
                   score=2)
     (row,) = assignment_review(assignment=assignment)
     assert row.judged == [("candidate", "Marlowe"), ("reference", "Shakespeare")]
+
+
+@pytest.mark.reliability
+def test_an_ab_choice_says_the_letter_the_worker_saw_beside_their_justification(client):
+    """A study walk: the review page listed the answers in the file's order and the worker's
+    choice as "A — “Answer B addresses the question directly…”": the answers had been swapped
+    on the worker's page, and an honest justification read as a contradiction to the
+    researcher about to reject it (unpaid). The choice now says under which letter it was
+    seen; a choice seen under its own letter, or with no recorded order, stays as it was."""
+    project = make_project(TaskKind.AB)
+    stage = make_stage(project)
+    swapped, same, imported = make_item(project), make_item(project), make_item(project)
+    assignment = make_assignment(stage, items=[swapped, same, imported],
+                                 status=AssignmentStatus.SUBMITTED)
+    for item, order in ((swapped, ["B", "A"]), (same, ["A", "B"]), (imported, [])):
+        make_judgment(item=item, stage=stage, worker=assignment.worker, assignment=assignment,
+                      choice="A", presented_order=order,
+                      justification="Answer B explains the mechanism; the other does not.")
+    rows = assignment_review(assignment=assignment)
+    assert rows[0].answer.startswith(
+        "A (shown to them as B: the answers were swapped on their page) — “Answer B explains")
+    assert rows[1].answer.startswith("A — “Answer B") and rows[2].answer.startswith("A — “")
+    client.force_login(make_user(superuser=True))
+    page = client.get(reverse("admin:annotation_assignment_change", args=[assignment.pk]))
+    assert "shown to them as B" in page.content.decode()
