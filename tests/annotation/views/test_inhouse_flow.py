@@ -35,6 +35,27 @@ def _submit_all(client, response):
     return config["items"], result.json()["complete_url"]
 
 
+def _qualification_study(**project_fields):
+    """A Likert project with a published qualification of two gold items (pass mark 0.5)."""
+    project = make_project(TaskKind.LIKERT, items_per_hit=2, qualification_threshold=0.5,
+                           **project_fields)
+    qualification = make_stage(project, kind=StageKind.QUALIFICATION, name="qual",
+                               status=StageStatus.PUBLISHED)
+    qualification.items.set([make_item(project, gold={"score": 4}) for _ in range(2)])
+    return project, qualification
+
+
+def _pass_from_home(client, project, qualification, name: str):
+    """A project-wide link holder starts the qualification from their home page and passes
+    it (4 against gold 4): their link and the completion page's URL."""
+    worker = make_worker(external_id=name)
+    link, _entry = inhouse_link_create(worker=worker, project=project)
+    start = client.get(inhouse_home_stage_path(link=link, stage=qualification))
+    _items, complete_url = _submit_all(client, start)
+    assert worker.qualifications.get(stage=qualification).passed
+    return link, complete_url
+
+
 def test_one_page_holds_several_passages_and_the_next_page_follows_at_once(client):
     project, stage = _likert_study(8, items_per_hit=5)
     worker = make_worker(external_id="ann")
@@ -78,18 +99,10 @@ def test_after_the_qualification_the_page_says_what_comes_next(client):
 def test_after_the_qualification_a_project_link_holder_is_sent_to_their_page(client):
     """With one link for the whole project the next stage appears on the annotator's home page;
     the page told them to wait for a link the researcher never sends."""
-    project = make_project(TaskKind.LIKERT, items_per_hit=2, qualification_threshold=0.5)
-    items = [make_item(project, gold={"score": 4}) for _ in range(2)]
-    qualification = make_stage(project, kind=StageKind.QUALIFICATION, name="qual",
-                               status=StageStatus.PUBLISHED)
-    qualification.items.set(items)
-    worker = make_worker(external_id="cal")
-    link, _entry = inhouse_link_create(worker=worker, project=project)
+    project, qualification = _qualification_study()
+    link, complete_url = _pass_from_home(client, project, qualification, "cal")
     home = inhouse_home_path(link=link)
-    start = client.get(inhouse_home_stage_path(link=link, stage=qualification))
-    _items, complete_url = _submit_all(client, start)
     text = client.get(complete_url).content.decode()
-    assert worker.qualifications.get(stage=qualification).passed
     assert "You passed the qualification" in text
     assert "link to the next part" not in text
     assert "appears on your page" in text and f'href="{home}"' in text
@@ -120,21 +133,12 @@ def test_after_the_qualification_an_open_next_stage_is_named_not_awaited(client)
     qualification, and the page told them it "appears on your page when the researcher opens
     it" — they would wait for what was open. It names the open stage; a stage with nothing
     left for them (or none) keeps the waiting line."""
-    project = make_project(TaskKind.LIKERT, items_per_hit=2, qualification_threshold=0.5,
-                           redundancy={"default": 1}, gold_rate=0)
-    gold = [make_item(project, gold={"score": 4}) for _ in range(2)]
-    qualification = make_stage(project, kind=StageKind.QUALIFICATION, name="qual",
-                               status=StageStatus.PUBLISHED)
-    qualification.items.set(gold)
+    project, qualification = _qualification_study(redundancy={"default": 1}, gold_rate=0)
     trial = make_stage(project, kind=StageKind.TRIAL, name="trial", order=2,
                        status=StageStatus.COLLECTING, requires_stage=qualification)
     trial.items.set([make_item(project) for _ in range(2)])
-    worker = make_worker(external_id="dee")
-    link, _entry = inhouse_link_create(worker=worker, project=project)
-    start = client.get(inhouse_home_stage_path(link=link, stage=qualification))
-    _items, complete_url = _submit_all(client, start)
+    _link, complete_url = _pass_from_home(client, project, qualification, "dee")
     text = client.get(complete_url).content.decode()
-    assert worker.qualifications.get(stage=qualification).passed
     assert "The next part is open for you now: start “trial” from your page." in text
     assert "when the researcher opens it" not in text
     trial.status = StageStatus.CLOSED
