@@ -63,6 +63,12 @@ class LeaseStates(NamedTuple):
     failed: str
     cancelled: str = ""
 
+    @property
+    def in_flight(self) -> tuple[str, str]:
+        """Queued or running: the job is not finished, failed or cancelled (a stale running
+        one too: the sweep sends it again or fails it)."""
+        return (self.queued, self.running)
+
 
 class LeaseLost(Exception):
     """This worker no longer holds the job (it was recovered and given to another run, or
@@ -146,6 +152,19 @@ def stale_filter(model: type[models.Model], now=None) -> Q:
     )
 
 
+def claimable_filter(model: type[models.Model], now=None) -> Q:
+    """Jobs of `model` a worker may claim: queued, or running with a stale heartbeat (its
+    worker was lost)."""
+    return Q(status=model.lease_states.queued) | stale_filter(model, now)
+
+
+def held_filter(model: type[models.Model], now=None) -> Q:
+    """Running jobs of `model` whose holder beat within the stale limit: a live worker holds
+    them, and with them their scope (a stale one lost its worker: the sweep sends it again or
+    fails it, and it holds nothing)."""
+    return Q(status=model.lease_states.running) & ~stale_filter(model, now)
+
+
 def _counts_attempts(model: type[models.Model]) -> bool:
     return any(field.name == "attempts" for field in model._meta.get_fields())
 
@@ -171,12 +190,12 @@ class JobLease:
     # --- claiming -----------------------------------------------------------------------------
 
     def claim(self, *, claimable: Q | None = None, **fields):
-        """Make the job running under this lease if it is `claimable` (default: queued, or
-        running with a stale heartbeat), setting `fields` too; the job, or None. With an
+        """Make the job running under this lease if it is `claimable` (default:
+        `claimable_filter`: queued, or running with a stale heartbeat), setting `fields` too; the job, or None. With an
         `attempts` column the run counts and a job out of attempts is not claimed."""
         now = timezone.now()
         if claimable is None:
-            claimable = Q(status=self.states.queued) | stale_filter(self.model, now)
+            claimable = claimable_filter(self.model, now)
         jobs = self.model.objects.filter(claimable, pk=self.job_id)
         if _counts_attempts(self.model):
             jobs = jobs.filter(attempts__lt=max_attempts())
@@ -324,6 +343,19 @@ def scope_lock(row: models.Model) -> None:
     turns anyway). NO KEY UPDATE: rows that merely point at it are not held up."""
     list(type(row).objects.select_for_update(no_key=True).filter(pk=row.pk)
          .values_list("pk", flat=True))
+
+
+def job_in_flight(model: type[models.Model], *,
+                  same: Callable[[models.Model], bool] | None = None, **scope):
+    """The oldest queued or running job of `model` in `scope` (field lookups: `project=`,
+    `judge_version=` ...), if any: what a second request to queue the same work answers with
+    instead of a second job. `same`: what else must match that the database cannot compare
+    alike everywhere (a JSON list in any order). Queuing asks it under `scope_lock`, so two
+    requests at once take turns."""
+    jobs = model.objects.filter(status__in=model.lease_states.in_flight, **scope).order_by("pk")
+    if same is None:
+        return jobs.first()
+    return next((job for job in jobs if same(job)), None)
 
 
 # --- recovery ----------------------------------------------------------------------------------

@@ -18,8 +18,8 @@ from django.utils import timezone
 
 from annotation.models import Item, Project, TaskKind
 from core.background import task_send
-from core.leases import JobCancelled, JobLease, leased_run, scope_lock
-from metrics_app.models import JOB_IN_FLIGHT, ItemScoringJob, ScoringJob, ScoringStatus
+from core.leases import JobCancelled, JobLease, job_in_flight, leased_run, scope_lock
+from metrics_app.models import ItemScoringJob, ScoringJob, ScoringStatus
 
 from ..models import MetricScore
 from ..registry import MetricInput, MetricUnavailable, get_metric, metric_accepts_option
@@ -318,8 +318,8 @@ def scoring_jobs_create(
     with transaction.atomic():
         scope_lock(project)
         for queue, names in by_queue.items():
-            existing = scoring_job_in_flight(project=project, metric_names=names,
-                                             options=options)
+            existing = job_in_flight(ScoringJob, project=project,
+                                     same=_same_metrics_and_options(names, options))
             if existing is not None:
                 jobs.append(existing)
                 continue
@@ -332,15 +332,10 @@ def scoring_jobs_create(
     return jobs
 
 
-def scoring_job_in_flight(*, project: Project, metric_names: Sequence[str],
-                          options: dict) -> ScoringJob | None:
-    """The queued or running scoring job of the project with these metrics (in any order)
-    and options, if any (oldest)."""
+def _same_metrics_and_options(metric_names: Sequence[str], options: dict):
+    """A scoring job asks for the same scores: these metrics (in any order), these options."""
     wanted = sorted(metric_names)
-    for job in ScoringJob.objects.filter(project=project, status__in=JOB_IN_FLIGHT).order_by("pk"):
-        if sorted(job.metrics or []) == wanted and (job.options or {}) == options:
-            return job
-    return None
+    return lambda job: sorted(job.metrics or []) == wanted and (job.options or {}) == options
 
 
 def _is_registered(name: str) -> bool:

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from django.db import transaction
-from django.db.models import Exists, OuterRef, Q
+from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
 from annotation.domain.control_characters import without_control_characters
@@ -37,10 +37,12 @@ from core.leases import (
     JobCancelled,
     JobLease,
     LeaseLost,
+    claimable_filter,
+    held_filter,
+    job_in_flight,
     leased_run,
     scope_lock,
     stale_after_seconds,
-    stale_filter,
 )
 
 from ...domain.judge_prompts import (
@@ -52,7 +54,6 @@ from ...domain.judge_prompts import (
     render,
     worst_case_cost,
 )
-from ...judge_selectors import judge_job_in_flight
 from ...models import JudgeJob, JudgeKind, JudgeVerdict, JudgeVersion, ScoringStatus
 from .client import ChatAnswer, ChatClient, EndpointError, RequestStopped, RetryPolicy
 from .versions import price_for
@@ -320,7 +321,7 @@ def judge_job_create(*, project: Project, version: JudgeVersion, budget: float |
             # A run here (`send=False`) is not deduplicated: it is held to one run per scope
             # when it claims (`judge_job_run`), and refused there while a worker runs it.
             scope_lock(project)
-            existing = judge_job_in_flight(project=project, version=version)
+            existing = job_in_flight(JudgeJob, project=project, judge_version=version)
             if existing is not None:
                 return _same_request_or_refuse(existing, budget=budget,
                                                concurrency=concurrency)
@@ -372,8 +373,8 @@ def _same_scope_running() -> Exists:
     heartbeat (`OuterRef`: the job being claimed). A stale one lost its worker: the sweep
     sends it again, and it does not hold the scope."""
     return Exists(JudgeJob.objects.filter(
-        project_id=OuterRef("project_id"), judge_version_id=OuterRef("judge_version_id"),
-        status=ScoringStatus.RUNNING).exclude(pk=OuterRef("pk")).exclude(stale_filter(JudgeJob)))
+        held_filter(JudgeJob), project_id=OuterRef("project_id"),
+        judge_version_id=OuterRef("judge_version_id")).exclude(pk=OuterRef("pk")))
 
 
 def _judge_version_locked(job_id: int) -> None:
@@ -388,10 +389,9 @@ def _scope_holder(job_id: int) -> JudgeJob | None:
     job = JudgeJob.objects.filter(pk=job_id, status=ScoringStatus.QUEUED).first()
     if job is None:
         return None
-    return (JudgeJob.objects.filter(project_id=job.project_id,
-                                    judge_version_id=job.judge_version_id,
-                                    status=ScoringStatus.RUNNING)
-            .exclude(pk=job.pk).exclude(stale_filter(JudgeJob)).first())
+    return (JudgeJob.objects.filter(held_filter(JudgeJob), project_id=job.project_id,
+                                    judge_version_id=job.judge_version_id)
+            .exclude(pk=job.pk).first())
 
 
 def _follow_later(job_id: int, holder: JudgeJob) -> None:
@@ -426,8 +426,7 @@ def judge_job_run(*, job_id: int, retry: RetryPolicy | None = None,
     later and then asks only what is left. `here` (a run in this process, `run_judge`): it
     is failed instead, and JudgeRunBusy says which job holds the scope."""
     with leased_run(JudgeJob, job_id, claim_lock=lambda: _judge_version_locked(job_id),
-                    claimable=((Q(status=ScoringStatus.QUEUED) | stale_filter(JudgeJob))
-                               & ~_same_scope_running()),
+                    claimable=claimable_filter(JudgeJob) & ~_same_scope_running(),
                     done=0) as (lease, job):
         if job is None:
             holder = _scope_holder(job_id)

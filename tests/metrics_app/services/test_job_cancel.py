@@ -292,14 +292,14 @@ def test_two_requests_queuing_one_judge_run_at_once_make_one_job(monkeypatch, se
     project = _likert_project(2)
     with FakeChatServer() as server:
         version = _judge(server)
-        real_lookup = runs.judge_job_in_flight
+        real_lookup = runs.job_in_flight
 
-        def slow_lookup(**kwargs):
-            found = real_lookup(**kwargs)
+        def slow_lookup(*args, **kwargs):
+            found = real_lookup(*args, **kwargs)
             time.sleep(0.5)  # the other request looks meanwhile
             return found
 
-        monkeypatch.setattr(runs, "judge_job_in_flight", slow_lookup)
+        monkeypatch.setattr(runs, "job_in_flight", slow_lookup)
         barrier = threading.Barrier(2)
         outcomes = []
 
