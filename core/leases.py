@@ -358,6 +358,15 @@ def job_in_flight(model: type[models.Model], *,
     return next((job for job in jobs if same(job)), None)
 
 
+def jobs_unsent(model: type[models.Model], *, older_than_seconds: float):
+    """Queued jobs of `model` that never reached the broker (no task id: it was down when they
+    were queued, or a sweep queued them again), oldest first, for beat to send. Jobs younger
+    than `older_than_seconds` are left alone: their task id is written just after sending."""
+    cutoff = timezone.now() - timedelta(seconds=older_than_seconds)
+    return model.objects.filter(status=model.lease_states.queued, task_id="",
+                                created_at__lte=cutoff).order_by("pk")
+
+
 # --- recovery ----------------------------------------------------------------------------------
 
 @dataclass(frozen=True)

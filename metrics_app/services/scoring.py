@@ -11,14 +11,19 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
-from datetime import timedelta
 
 from django.db import transaction
-from django.utils import timezone
 
 from annotation.models import Item, Project, TaskKind
 from core.background import task_send
-from core.leases import JobCancelled, JobLease, job_in_flight, leased_run, scope_lock
+from core.leases import (
+    JobCancelled,
+    JobLease,
+    job_in_flight,
+    jobs_unsent,
+    leased_run,
+    scope_lock,
+)
 from metrics_app.models import ItemScoringJob, ScoringJob, ScoringStatus
 
 from ..models import MetricScore
@@ -361,16 +366,9 @@ def scoring_job_send(job: ScoringJob | ItemScoringJob) -> bool:
 
 def scoring_jobs_enqueue_pending(*, older_than_seconds: int = 60) -> int:
     """Send queued jobs (project `ScoringJob`s and `ItemScoringJob`s) that never reached the
-    broker (it was down when they were created); returns how many were sent. Jobs younger than
-    `older_than_seconds` may still be on their way (the task id is written just after
-    sending), so they are left alone."""
-    cutoff = timezone.now() - timedelta(seconds=older_than_seconds)
-    sent = 0
-    for model in (ScoringJob, ItemScoringJob):
-        pending = model.objects.filter(status=ScoringStatus.QUEUED, task_id="",
-                                       created_at__lte=cutoff).order_by("id")
-        sent += sum(scoring_job_send(job) for job in pending)
-    return sent
+    broker (`core/leases.py` `jobs_unsent`); returns how many were sent."""
+    return sum(scoring_job_send(job) for model in (ScoringJob, ItemScoringJob)
+               for job in jobs_unsent(model, older_than_seconds=older_than_seconds))
 
 
 def _progress_recorder(lease: JobLease, *, total: int) -> Progress:

@@ -23,6 +23,7 @@ from core.leases import (
     claimable_filter,
     held_filter,
     job_in_flight,
+    jobs_unsent,
     owner_state,
     stale_jobs_recover,
 )
@@ -209,7 +210,7 @@ def test_a_beat_renews_the_heartbeat_only_for_the_holder(kind):
 
 
 @pytest.mark.parametrize("kind", JOB_KINDS)
-def test_in_flight_and_held_read_the_same_way_for_every_kind(kind):
+def test_in_flight_held_and_unsent_read_the_same_way_for_every_kind(kind):
     """One rule for every kind, read from its `lease_states` (the judge runs' copy read the
     scoring jobs' statuses, right only because JudgeJob borrows ScoringJobBase's columns):
     queued or running is in flight, the oldest first; finished, failed or cancelled is not; a
@@ -228,6 +229,10 @@ def test_in_flight_and_held_read_the_same_way_for_every_kind(kind):
     assert list(in_flight.filter(held_filter(model)).values_list("pk", flat=True)) == [running.pk]
     assert sorted(in_flight.filter(claimable_filter(model)).values_list("pk", flat=True)) == \
         [queued.pk]
+    mine = [queued.pk, running.pk, done.pk]
+    assert [job.pk for job in jobs_unsent(model, older_than_seconds=0) if job.pk in mine] == \
+        [queued.pk]  # never sent (no task id), queued: beat sends it
+    assert not jobs_unsent(model, older_than_seconds=3600).filter(pk__in=mine).exists()
     model.objects.filter(pk=running.pk).update(heartbeat_at=timezone.now() - timedelta(hours=1))
     assert not in_flight.filter(held_filter(model)).exists()
     assert sorted(in_flight.filter(claimable_filter(model)).values_list("pk", flat=True)) == \

@@ -24,7 +24,6 @@ import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
-from datetime import timedelta
 
 from django.db import transaction
 from django.db.models import Exists, OuterRef
@@ -40,6 +39,7 @@ from core.leases import (
     claimable_filter,
     held_filter,
     job_in_flight,
+    jobs_unsent,
     leased_run,
     scope_lock,
     stale_after_seconds,
@@ -358,10 +358,10 @@ def judge_job_send(job: JudgeJob) -> bool:
 
 
 def judge_jobs_enqueue_pending(*, older_than_seconds: int = 60) -> int:
-    cutoff = timezone.now() - timedelta(seconds=older_than_seconds)
-    pending = JudgeJob.objects.filter(status=ScoringStatus.QUEUED, task_id="",
-                                      created_at__lte=cutoff).order_by("id")
-    return sum(judge_job_send(job) for job in pending)
+    """Send queued judge jobs that never reached the broker (`core/leases.py` `jobs_unsent`);
+    returns how many were sent."""
+    return sum(judge_job_send(job)
+               for job in jobs_unsent(JudgeJob, older_than_seconds=older_than_seconds))
 
 
 class JudgeRunBusy(JudgeConfigError):

@@ -8,7 +8,6 @@ import threading
 import time
 import traceback
 import uuid
-from datetime import timedelta
 from pathlib import Path
 
 from django.db import IntegrityError, transaction
@@ -24,6 +23,7 @@ from core.leases import (
     heartbeat_age,
     heartbeat_seconds,
     held_filter,
+    jobs_unsent,
     owner_state,
     stale_after_seconds,
 )
@@ -203,11 +203,9 @@ def model_versions_send_pending(*, older_than_seconds: int = 60) -> int:
     """Send the training of queued versions that never reached the broker (no task id) and
     are older than `older_than_seconds` (a younger one may still be on its way); how many were
     sent. A version delivered twice trains once (`model_version_train`)."""
-    cutoff = timezone.now() - timedelta(seconds=older_than_seconds)
     sent = 0
-    for version_id in (ModelVersion.objects.filter(status=ModelStatus.QUEUED, task_id="",
-                                                   created_at__lte=cutoff)
-                       .order_by("pk").values_list("pk", flat=True)):
+    for version_id in (jobs_unsent(ModelVersion, older_than_seconds=older_than_seconds)
+                       .values_list("pk", flat=True)):
         task_id = str(uuid.uuid4())
         if ModelVersion.objects.filter(pk=version_id, task_id="").update(task_id=task_id):
             sent += _send("worker.tasks.lerc.lerc_train", version_id, task_id)
