@@ -31,7 +31,11 @@ machine lost); it is queued and sent again while attempts remain, otherwise fail
 reason. The broker's own redelivery (late acks) is a second path to the same end; whichever
 comes first claims the job and the other finds nothing to do.
 
-Plain Django: the job kinds live in the apps above; this module knows only the protocol.
+Sending a job's task (`job_send`) records its task id; a job the broker never took keeps none
+and beat sends it (`jobs_unsent`).
+
+Plain Django (and the task sender of `core/background.py`): the job kinds live in the apps
+above; this module knows only the protocol.
 """
 from __future__ import annotations
 
@@ -50,6 +54,8 @@ from django.conf import settings
 from django.db import connection, models, transaction
 from django.db.models import F, Q
 from django.utils import timezone
+
+from .background import task_send
 
 logger = logging.getLogger(__name__)
 
@@ -356,6 +362,20 @@ def job_in_flight(model: type[models.Model], *,
     if same is None:
         return jobs.first()
     return next((job for job in jobs if same(job)), None)
+
+
+def job_send(job: models.Model, task_name: str, **options) -> bool:
+    """Send the job's task (`core/background.py` `task_send`, by name; `options` go to
+    `apply_async`: queue ...) and record its task id; False when the broker is unreachable:
+    the job stays queued without a task id, and beat sends it (`jobs_unsent`)."""
+    try:
+        result = task_send(task_name, args=[job.pk], **options)
+    except Exception:
+        logger.warning("%s %s not sent (broker unavailable); will retry", type(job).__name__,
+                       job.pk, exc_info=True)
+        return False
+    type(job).objects.filter(pk=job.pk).update(task_id=result.id or "")
+    return True
 
 
 def jobs_unsent(model: type[models.Model], *, older_than_seconds: float):

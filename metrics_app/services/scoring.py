@@ -15,11 +15,11 @@ from dataclasses import asdict, dataclass, field
 from django.db import transaction
 
 from annotation.models import Item, Project, TaskKind
-from core.background import task_send
 from core.leases import (
     JobCancelled,
     JobLease,
     job_in_flight,
+    job_send,
     jobs_unsent,
     leased_run,
     scope_lock,
@@ -352,16 +352,7 @@ def _is_registered(name: str) -> bool:
 def scoring_job_send(job: ScoringJob | ItemScoringJob) -> bool:
     """Send the job's task (False when the broker is unreachable: beat sends it later)."""
     name = "metrics.score_items" if isinstance(job, ItemScoringJob) else "metrics.score_project"
-    try:
-        result = task_send(name, args=[job.pk], queue=job.queue)
-    except Exception:
-        # Broker unreachable: the job is stored and the request answered; it stays queued
-        # without a task id until scoring_jobs_enqueue_pending (beat) sends it.
-        logger.warning("%s %s not sent (broker unavailable); will retry",
-                       type(job).__name__, job.pk, exc_info=True)
-        return False
-    type(job).objects.filter(pk=job.pk).update(task_id=result.id or "")
-    return True
+    return job_send(job, name, queue=job.queue)
 
 
 def scoring_jobs_enqueue_pending(*, older_than_seconds: int = 60) -> int:

@@ -39,6 +39,7 @@ from core.leases import (
     claimable_filter,
     held_filter,
     job_in_flight,
+    job_send,
     jobs_unsent,
     leased_run,
     scope_lock,
@@ -347,14 +348,7 @@ def _same_request_or_refuse(existing: JudgeJob, *, budget: float | None,
 
 def judge_job_send(job: JudgeJob) -> bool:
     """Send the job's task (False when the broker is unreachable: beat sends it later)."""
-    try:
-        result = task_send("judges.run", args=[job.pk], queue=job.queue)
-    except Exception:
-        logger.warning("JudgeJob %s not sent (broker unavailable); will retry", job.pk,
-                       exc_info=True)
-        return False
-    JudgeJob.objects.filter(pk=job.pk).update(task_id=result.id or "")
-    return True
+    return job_send(job, "judges.run", queue=job.queue)
 
 
 def judge_jobs_enqueue_pending(*, older_than_seconds: int = 60) -> int:

@@ -14,6 +14,7 @@ from django.db import connections
 from django.utils import timezone
 
 from annotation.models import TaskKind
+from core import leases
 from core.leases import JobCancelled, JobLease, job_cancel
 from metrics_app.models import JudgeJob, JudgeVerdict, MetricScore, ScoringJob, ScoringStatus
 from metrics_app.services import scoring
@@ -54,8 +55,8 @@ def sent(monkeypatch):
         calls.append((name, list(args)))
         return type("Result", (), {"id": f"task-{len(calls)}"})()
 
-    monkeypatch.setattr(scoring, "task_send", task_send)
-    monkeypatch.setattr(runs, "task_send", task_send)
+    monkeypatch.setattr(leases, "task_send", task_send)  # a job's own send (`job_send`)
+    monkeypatch.setattr(runs, "task_send", task_send)    # a judge job sent again later
     return calls
 
 
