@@ -21,6 +21,7 @@ from core.vocabulary import RECRUITING_PROVIDERS
 
 from .access_selectors import projects_visible_to
 from .models import (
+    LIVE_STAGE_STATUSES,
     NON_DATA_STAGE_KINDS,
     UNVERIFIED,
     Assignment,
@@ -249,7 +250,7 @@ def stage_ids_to_sync() -> list[int]:
     submit, and MTurk auto-approves what stays undecided: `Stage.reconciled_at` is set by the
     sync once nothing more can arrive and every submission is decided)."""
     return list(Stage.objects.filter(
-        Q(status__in=[StageStatus.PUBLISHED, StageStatus.COLLECTING, StageStatus.REVIEWING])
+        Q(status__in=LIVE_STAGE_STATUSES)
         | Q(status=StageStatus.CLOSED, reconciled_at__isnull=True),
         provider__in=RECRUITING_PROVIDERS,
     ).order_by("pk").values_list("pk", flat=True))

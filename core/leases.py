@@ -31,7 +31,11 @@ machine lost); it is queued and sent again while attempts remain, otherwise fail
 reason. The broker's own redelivery (late acks) is a second path to the same end; whichever
 comes first claims the job and the other finds nothing to do.
 
-Plain Django: the job kinds live in the apps above; this module knows only the protocol.
+Sending a job's task (`job_send`) records its task id; a job the broker never took keeps none
+and beat sends it (`jobs_unsent`).
+
+Plain Django (and the task sender of `core/background.py`): the job kinds live in the apps
+above; this module knows only the protocol.
 """
 from __future__ import annotations
 
@@ -51,6 +55,8 @@ from django.db import connection, models, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
+from .background import task_send
+
 logger = logging.getLogger(__name__)
 
 
@@ -62,6 +68,12 @@ class LeaseStates(NamedTuple):
     running: str
     failed: str
     cancelled: str = ""
+
+    @property
+    def in_flight(self) -> tuple[str, str]:
+        """Queued or running: the job is not finished, failed or cancelled (a stale running
+        one too: the sweep sends it again or fails it)."""
+        return (self.queued, self.running)
 
 
 class LeaseLost(Exception):
@@ -146,6 +158,19 @@ def stale_filter(model: type[models.Model], now=None) -> Q:
     )
 
 
+def claimable_filter(model: type[models.Model], now=None) -> Q:
+    """Jobs of `model` a worker may claim: queued, or running with a stale heartbeat (its
+    worker was lost)."""
+    return Q(status=model.lease_states.queued) | stale_filter(model, now)
+
+
+def held_filter(model: type[models.Model], now=None) -> Q:
+    """Running jobs of `model` whose holder beat within the stale limit: a live worker holds
+    them, and with them their scope (a stale one lost its worker: the sweep sends it again or
+    fails it, and it holds nothing)."""
+    return Q(status=model.lease_states.running) & ~stale_filter(model, now)
+
+
 def _counts_attempts(model: type[models.Model]) -> bool:
     return any(field.name == "attempts" for field in model._meta.get_fields())
 
@@ -171,12 +196,12 @@ class JobLease:
     # --- claiming -----------------------------------------------------------------------------
 
     def claim(self, *, claimable: Q | None = None, **fields):
-        """Make the job running under this lease if it is `claimable` (default: queued, or
-        running with a stale heartbeat), setting `fields` too; the job, or None. With an
+        """Make the job running under this lease if it is `claimable` (default:
+        `claimable_filter`: queued, or running with a stale heartbeat), setting `fields` too; the job, or None. With an
         `attempts` column the run counts and a job out of attempts is not claimed."""
         now = timezone.now()
         if claimable is None:
-            claimable = Q(status=self.states.queued) | stale_filter(self.model, now)
+            claimable = claimable_filter(self.model, now)
         jobs = self.model.objects.filter(claimable, pk=self.job_id)
         if _counts_attempts(self.model):
             jobs = jobs.filter(attempts__lt=max_attempts())
@@ -324,6 +349,42 @@ def scope_lock(row: models.Model) -> None:
     turns anyway). NO KEY UPDATE: rows that merely point at it are not held up."""
     list(type(row).objects.select_for_update(no_key=True).filter(pk=row.pk)
          .values_list("pk", flat=True))
+
+
+def job_in_flight(model: type[models.Model], *,
+                  same: Callable[[models.Model], bool] | None = None, **scope):
+    """The oldest queued or running job of `model` in `scope` (field lookups: `project=`,
+    `judge_version=` ...), if any: what a second request to queue the same work answers with
+    instead of a second job. `same`: what else must match that the database cannot compare
+    alike everywhere (a JSON list in any order). Queuing asks it under `scope_lock`, so two
+    requests at once take turns."""
+    jobs = model.objects.filter(status__in=model.lease_states.in_flight, **scope).order_by("pk")
+    if same is None:
+        return jobs.first()
+    return next((job for job in jobs if same(job)), None)
+
+
+def job_send(job: models.Model, task_name: str, **options) -> bool:
+    """Send the job's task (`core/background.py` `task_send`, by name; `options` go to
+    `apply_async`: queue ...) and record its task id; False when the broker is unreachable:
+    the job stays queued without a task id, and beat sends it (`jobs_unsent`)."""
+    try:
+        result = task_send(task_name, args=[job.pk], **options)
+    except Exception:
+        logger.warning("%s %s not sent (broker unavailable); will retry", type(job).__name__,
+                       job.pk, exc_info=True)
+        return False
+    type(job).objects.filter(pk=job.pk).update(task_id=result.id or "")
+    return True
+
+
+def jobs_unsent(model: type[models.Model], *, older_than_seconds: float):
+    """Queued jobs of `model` that never reached the broker (no task id: it was down when they
+    were queued, or a sweep queued them again), oldest first, for beat to send. Jobs younger
+    than `older_than_seconds` are left alone: their task id is written just after sending."""
+    cutoff = timezone.now() - timedelta(seconds=older_than_seconds)
+    return model.objects.filter(status=model.lease_states.queued, task_id="",
+                                created_at__lte=cutoff).order_by("pk")
 
 
 # --- recovery ----------------------------------------------------------------------------------

@@ -23,9 +23,7 @@ from .model_selectors import (
     promoted_model_version,
 )
 from .models import (
-    JOB_IN_FLIGHT,
     Judge,
-    JudgeJob,
     JudgeKind,
     JudgeVerdict,
     JudgeVersion,
@@ -162,12 +160,6 @@ def _verdict_score_range(project: Project, version: JudgeVersion) -> tuple | Non
             (version.config or {}).get("parse") == DEFAULT_PARSE[TaskKind.LIKERT]:
         return LIKERT_RANGE
     return None
-
-
-def judge_job_in_flight(*, project: Project, version: JudgeVersion) -> JudgeJob | None:
-    """The queued or running job of this judge version on this project, if any (oldest)."""
-    return (JudgeJob.objects.filter(project=project, judge_version=version,
-                                    status__in=JOB_IN_FLIGHT).order_by("pk").first())
 
 
 def judge_version_get(label: str) -> JudgeVersion:

@@ -7,7 +7,7 @@ from typing import Any
 
 from annotation.models import Project, TaskKind
 from core.vocabulary import ModelKind
-from metrics_app.models import JOB_IN_FLIGHT, Report, ScoringJob
+from metrics_app.models import Report, ScoringJob
 from metrics_app.registry import metric_description, metric_names
 
 STATS = {"pearson": "Pearson r", "spearman": "Spearman ρ", "kendall": "Kendall τ"}
@@ -89,9 +89,10 @@ def metrics_page(*, project: Project, report: Report | None, stat: str) -> dict[
     context: dict[str, Any] = {
         "project": project, "stat": stat, "stats": STATS, "report": report, "data": data,
         "jobs": jobs,
-        "running": any(job.status in JOB_IN_FLIGHT for job in jobs),
+        "running": any(job.status in ScoringJob.lease_states.in_flight for job in jobs),
         # Jobs the page offers to cancel (queued or running); whoever sees the page may.
-        "cancellable_ids": {job.pk for job in jobs if job.status in JOB_IN_FLIGHT},
+        "cancellable_ids": {job.pk for job in jobs
+                            if job.status in ScoringJob.lease_states.in_flight},
         "available": [{"name": n, "description": metric_description(n),
                        "checked": n in DEFAULT_METRICS} for n in offered_metrics(project)],
         "is_likert": project.kind == TaskKind.LIKERT,

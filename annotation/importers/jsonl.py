@@ -42,7 +42,8 @@ INFORMATIONAL_JUDGMENT_FIELDS = {"worker_provider", "server_time_ms", "created_a
                                  "assignment_id", "hit_id", "provider_assignment_id",
                                  "assignment_status", "counts"}
 
-# Review outcomes of work that does not count (annotation.selectors.judgments_that_count).
+# Review outcomes of work that does not count: `NOT_COUNTED_ASSIGNMENT_STATUSES` of
+# annotation/selectors.py, spelled here as text to keep the parser pure (a test holds them equal).
 NOT_ACCEPTED_STATUSES = frozenset({"rejected", "returned", "flagged"})
 
 _DEFAULTS: dict[str, Any] = {

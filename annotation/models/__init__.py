@@ -21,6 +21,7 @@ from .provider_calls import ProviderCall, ProviderCallStatus
 from .stage import (
     COLLECTION_STAGE_KINDS,
     DATA_STAGE_KINDS,
+    LIVE_STAGE_STATUSES,
     NON_DATA_STAGE_KINDS,
     OPEN_STAGE_STATUSES,
     AdaptiveTarget,
@@ -38,6 +39,7 @@ __all__ = [
     "Adjudication",
     "COLLECTION_STAGE_KINDS",
     "DATA_STAGE_KINDS",
+    "LIVE_STAGE_STATUSES",
     "NON_DATA_STAGE_KINDS",
     "OPEN_STAGE_STATUSES",
     "AppendOnlyError",

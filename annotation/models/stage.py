@@ -45,6 +45,10 @@ Provider = django_choices(vocabulary.Provider, module=__name__)
 
 # The stages that take work now (links, HITs and the annotator's home offer them).
 OPEN_STAGE_STATUSES = (StageStatus.PUBLISHED, StageStatus.COLLECTING)
+# Live stages: published and not closed. They serve items (a reviewing stage pauses its pages
+# but reopens when more work is wanted), keep their provider's HITs or study offered, are
+# synced, and read the project settings they were published with.
+LIVE_STAGE_STATUSES = (*OPEN_STAGE_STATUSES, StageStatus.REVIEWING)
 
 
 class Stage(models.Model):

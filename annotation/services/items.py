@@ -18,6 +18,7 @@ from annotation.domain.item_content import (
 )
 from annotation.hooks import item_content_readers_registered
 from annotation.models import (
+    LIVE_STAGE_STATUSES,
     AssignmentItem,
     AssignmentStatus,
     HitItem,
@@ -25,7 +26,6 @@ from annotation.models import (
     Judgment,
     Project,
     Stage,
-    StageStatus,
 )
 
 ITEM_FIELDS = (
@@ -45,8 +45,6 @@ ITEM_FIXED_FIELDS = {
 }
 ITEM_FIXED_HOW = ("add the corrected item under a new external id and mark this one excluded "
                   "(its judgments stay, outside the counts)")
-# Stages that serve items to workers now (a draft serves nobody; a closed one no longer does).
-SERVING_STAGE_STATUSES = (StageStatus.PUBLISHED, StageStatus.COLLECTING, StageStatus.REVIEWING)
 
 
 def item_in_use(*, item: Item) -> str:
@@ -68,7 +66,8 @@ def _item_served(*, item: Item) -> str:
     worker answering it in an assignment still in progress."""
     stored = Item.objects.filter(pk=item.pk).values_list("project_id", flat=True).first()
     listed = Stage.items.through.objects.filter(stage_id=OuterRef("pk"))
-    serving = Stage.objects.filter(status__in=SERVING_STAGE_STATUSES).filter(
+    # A live stage serves items (a draft serves nobody; a closed one no longer does).
+    serving = Stage.objects.filter(status__in=LIVE_STAGE_STATUSES).filter(
         Exists(listed.filter(item_id=item.pk))
         | Exists(HitItem.objects.filter(hit__stage_id=OuterRef("pk"), item_id=item.pk))
         | Exists(AssignmentItem.objects.filter(assignment__stage_id=OuterRef("pk"),

@@ -109,7 +109,7 @@ def adaptive_targets_refresh(*, judgments) -> int:
     """Recompute the targets of the items of these judgments (a queryset), in each stage of
     theirs with adaptive redundancy: called when which of them count
     changes without a submit (a worker blocked or unblocked, an assignment rejected, a session
-    the provider does not know)."""
+    the provider does not know, an abandoned assignment released with items it confirmed)."""
     pairs: dict[int, set[int]] = defaultdict(set)
     for stage_id, item_id in judgments.order_by().values_list("stage_id", "item_id").distinct():
         pairs[stage_id].add(item_id)

@@ -50,6 +50,7 @@ from django.utils import timezone
 
 from annotation.cost_selectors import extra_assignment_over_budget
 from annotation.models import (
+    LIVE_STAGE_STATUSES,
     NON_DATA_STAGE_KINDS,
     Assignment,
     AssignmentStatus,
@@ -60,7 +61,6 @@ from annotation.models import (
     ProviderCall,
     ProviderCallStatus,
     Stage,
-    StageStatus,
 )
 from annotation.providers import get_provider
 from annotation.providers.calls import ProviderCallRefused, new_token, provider_call_run
@@ -70,8 +70,6 @@ from annotation.selectors import (
     judgments_releasing_slots,
 )
 
-# A stage whose HITs are still offered: a replacement bought for a closed stage is never used.
-LIVE_STATUSES = (StageStatus.PUBLISHED, StageStatus.COLLECTING, StageStatus.REVIEWING)
 # MTurk refuses to take a HIT made with fewer than 10 assignments to 10 or more.
 MTURK_ASSIGNMENT_TIER = 10
 # The recorded calls that re-offer a slot, each growing its HIT by one once recorded.
@@ -111,7 +109,8 @@ def stage_replacements_offer(*, stage: Stage) -> ReplacementReport:
             or stage.kind in NON_DATA_STAGE_KINDS):
         return report
     _reoffers_record(stage)  # calls a crash left unrecorded
-    if stage.status not in LIVE_STATUSES:
+    # A live stage's HITs are still offered: a replacement bought for a closed one is never used.
+    if stage.status not in LIVE_STAGE_STATUSES:
         return report
     if stage.provider == Provider.PROLIFIC:
         return _prolific_places_offer(stage, report)

@@ -36,6 +36,7 @@ from annotation.judgment_selectors import (
     stage_alpha,
 )
 from annotation.models import (
+    LIVE_STAGE_STATUSES,
     AssignmentStatus,
     Hit,
     HitItem,
@@ -383,8 +384,7 @@ def project_edit_errors(*, project, changes: dict) -> dict[str, str]:
     changed = {name: value for name, value in changes.items()
                if hasattr(stored, name) and getattr(stored, name) != value}
     errors: dict[str, str] = {}
-    live = list(stored.stages.filter(status__in=(StageStatus.PUBLISHED, StageStatus.COLLECTING,
-                                                 StageStatus.REVIEWING)))
+    live = list(stored.stages.filter(status__in=LIVE_STAGE_STATUSES))
     for name, (reads, why) in LIVE_READ_PROJECT_FIELDS.items():
         if name not in changed:
             continue
@@ -771,7 +771,7 @@ def stage_close(*, stage: Stage, user=None, reason: str = "", actor: str = "") -
 
 
 def stage_extend(*, stage: Stage, seconds: int, user=None, actor: str = "") -> Stage:
-    if stage.status in (StageStatus.DRAFT, StageStatus.CLOSED):
+    if stage.status not in LIVE_STAGE_STATUSES:
         raise IllegalTransition(f"{stage} is {stage.status}: only a live stage can be extended")
     hit_updates_record(get_provider(stage.provider).extend_stage(stage=stage, seconds=seconds))
     if stage.status == StageStatus.REVIEWING:

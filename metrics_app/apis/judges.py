@@ -11,10 +11,11 @@ from rest_framework.views import APIView
 from annotation.access_selectors import access_project
 from annotation.serializers import RefuseUnknownFieldsMixin
 from core.api import JsonApiMixin, paginated_response, with_errors
+from core.leases import job_in_flight
 from core.statistics import MAX_RESAMPLES
 from metrics_app.apis.job_cancel import JobCancelApi
 from metrics_app.domain.judge_prompts import JudgeConfigError
-from metrics_app.judge_selectors import judge_job_in_flight, judge_version_get
+from metrics_app.judge_selectors import judge_version_get
 from metrics_app.models import JudgeJob
 from metrics_app.services.judges.alignment import cached_judge_alignment_report
 from metrics_app.services.judges.planning import judge_plan
@@ -118,7 +119,7 @@ class JudgeJobListCreateApi(JsonApiMixin, APIView):
         data.is_valid(raise_exception=True)
         try:
             version = judge_version_get(data.validated_data["judge"])
-            before = judge_job_in_flight(project=project, version=version)
+            before = job_in_flight(JudgeJob, project=project, judge_version=version)
             job = judge_job_create(project=project, version=version,
                                    budget=data.validated_data.get("budget"),
                                    concurrency=data.validated_data["concurrency"],

@@ -3,10 +3,9 @@ from .judges import Judge, JudgeJob, JudgeKind, JudgeVerdict, JudgeVersion
 from .model_versions import ModelKind, ModelStatus, ModelVersion, ModelVersionEvent
 from .reports import Report
 from .scores import MetricScore
-from .scoring_jobs import JOB_IN_FLIGHT, ItemScoringJob, ScoringJob, ScoringJobBase, ScoringStatus
+from .scoring_jobs import ItemScoringJob, ScoringJob, ScoringJobBase, ScoringStatus
 
 __all__ = [
-    "JOB_IN_FLIGHT",
     "Judge",
     "JudgeJob",
     "JudgeKind",

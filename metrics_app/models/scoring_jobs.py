@@ -17,10 +17,6 @@ class ScoringStatus(models.TextChoices):
     CANCELLED = "cancelled", "Cancelled"
 
 
-# A job in flight: queued, or running (a stale running one is sent again by the sweep).
-JOB_IN_FLIGHT = (ScoringStatus.QUEUED, ScoringStatus.RUNNING)
-
-
 class ScoringJobBase(models.Model):
     """What every scoring job records: its metrics and queue, status and progress, timings."""
 

@@ -28,7 +28,7 @@ from .lfqa import lfqa_report
 from .likert import likert_report
 from .stages import stages_report
 from .starc import starc_report
-from .store import report_store
+from .store import report_cached, report_store
 from .workers import worker_report
 
 REPORT_KIND = "project"
@@ -223,11 +223,7 @@ def cached_project_report(
 
 
 def _cached_row(*, project: Project, stage: Stage | None, group_by: str | None) -> Report | None:
-    # Compared in Python: JSON equality lookups differ between SQLite and PostgreSQL.
-    for row in Report.objects.filter(project=project, stage=stage, kind=REPORT_KIND):
-        if row.params == _params(group_by):
-            return row
-    return None
+    return report_cached(project=project, stage=stage, kind=REPORT_KIND, params=_params(group_by))
 
 
 def report_refresh(
@@ -292,10 +288,7 @@ _CHARTS_FINGERPRINT = "_item_fingerprint"  # stored beside the SVGs, never retur
 
 def _charts_row(*, project: Project, stage: Stage | None, group_by: str | None
                 ) -> Report | None:
-    params = _params(group_by)
-    rows = [r for r in Report.objects.filter(project=project, stage=stage, kind=CHARTS_KIND)
-            if r.params == params]
-    return rows[0] if rows else None
+    return report_cached(project=project, stage=stage, kind=CHARTS_KIND, params=_params(group_by))
 
 
 def dashboard_data(

@@ -1,4 +1,9 @@
-"""How every cached report is written: one `Report` row per (project, stage, kind, params).
+"""How every cached report is written and found: one `Report` row per (project, stage, kind,
+params), its params compared in Python (`report_cached`): a JSON equality lookup compares the
+stored text on SQLite, key order included, and the parsed value on PostgreSQL, so a row whose
+params were stored in another key order (a database restored from a PostgreSQL dump, whose
+jsonb reorders keys) would be found on one and missed on the other, while `report_store`
+kept refreshing that same row.
 
 Each refresh used to read "is there a row?" and then delete and create: two refreshes of one
 report at once (the beat's and a researcher's click, two web workers) both found none and both
@@ -32,7 +37,6 @@ def report_store(
         list(Project.objects.select_for_update(no_key=True).filter(pk=project.pk)
              .values_list("pk", flat=True))
         rows = _project_stage_rows(project=project, stage=stage)
-        # Compared in Python: JSON equality lookups differ between SQLite and PostgreSQL.
         same = [r for r in rows if r.kind == kind and r.params == params]  # newest first
         replaced = [r.pk for r in rows if r not in same and supersedes is not None
                     and supersedes(r)]
@@ -47,6 +51,21 @@ def report_store(
         row.data, row.judgment_watermark = data, judgment_watermark
         row.save(update_fields=["data", "judgment_watermark", "computed_at"])
         return row
+
+
+def report_rows(*, project: Project, stage: Stage | None, kind: str) -> list[Report]:
+    """The cached reports of one kind of the project (or stage), newest first, whatever their
+    params (to pick from with a rule of one's own)."""
+    return [row for row in _project_stage_rows(project=project, stage=stage) if row.kind == kind]
+
+
+def report_cached(*, project: Project, stage: Stage | None, kind: str, params: dict
+                  ) -> Report | None:
+    """THE lookup of a cached report: the newest row of (project, stage, kind) whose params
+    equal `params` (compared in Python, as `report_store` compares them), or None. Whether
+    it is fresh is the reader's rule (a watermark, a fingerprint)."""
+    return next((row for row in report_rows(project=project, stage=stage, kind=kind)
+                 if row.params == params), None)
 
 
 def _project_stage_rows(*, project: Project, stage: Stage | None) -> list[Report]:

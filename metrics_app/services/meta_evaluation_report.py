@@ -34,7 +34,7 @@ from metrics_app.domain.text_match import is_exact_match
 from metrics_app.model_selectors import learned_metric_seen_items
 from metrics_app.models import MetricScore, Report
 from metrics_app.reports.project import item_fingerprint
-from metrics_app.reports.store import report_store
+from metrics_app.reports.store import report_cached, report_rows, report_store
 from metrics_app.score_selectors import project_metric_versions
 
 REPORT_KIND = "metric_eval"
@@ -477,10 +477,9 @@ def metric_report_cached_with_reason(*, project: Project, params: dict | None = 
     """(cached report or None, why it is stale: "" when it is fresh). The page says the
     reason: "new judgments arrived" beside a copy made stale by a block misled the reader."""
     params = normalize_params(params)
-    reports = Report.objects.filter(project=project, kind=REPORT_KIND)
-    report = reports.filter(params=params).order_by("-computed_at").first()
+    report = report_cached(project=project, stage=None, kind=REPORT_KIND, params=params)
     if report is None and any_resamples:
-        for candidate in reports.order_by("-computed_at"):
+        for candidate in report_rows(project=project, stage=None, kind=REPORT_KIND):
             other = normalize_params(candidate.params)
             if all(other[k] == params[k] for k in params if k != "n_resamples"):
                 report = candidate

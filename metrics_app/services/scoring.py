@@ -11,15 +11,20 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
-from datetime import timedelta
 
 from django.db import transaction
-from django.utils import timezone
 
 from annotation.models import Item, Project, TaskKind
-from core.background import task_send
-from core.leases import JobCancelled, JobLease, leased_run, scope_lock
-from metrics_app.models import JOB_IN_FLIGHT, ItemScoringJob, ScoringJob, ScoringStatus
+from core.leases import (
+    JobCancelled,
+    JobLease,
+    job_in_flight,
+    job_send,
+    jobs_unsent,
+    leased_run,
+    scope_lock,
+)
+from metrics_app.models import ItemScoringJob, ScoringJob, ScoringStatus
 
 from ..models import MetricScore
 from ..registry import MetricInput, MetricUnavailable, get_metric, metric_accepts_option
@@ -318,8 +323,8 @@ def scoring_jobs_create(
     with transaction.atomic():
         scope_lock(project)
         for queue, names in by_queue.items():
-            existing = scoring_job_in_flight(project=project, metric_names=names,
-                                             options=options)
+            existing = job_in_flight(ScoringJob, project=project,
+                                     same=_same_metrics_and_options(names, options))
             if existing is not None:
                 jobs.append(existing)
                 continue
@@ -332,15 +337,10 @@ def scoring_jobs_create(
     return jobs
 
 
-def scoring_job_in_flight(*, project: Project, metric_names: Sequence[str],
-                          options: dict) -> ScoringJob | None:
-    """The queued or running scoring job of the project with these metrics (in any order)
-    and options, if any (oldest)."""
+def _same_metrics_and_options(metric_names: Sequence[str], options: dict):
+    """A scoring job asks for the same scores: these metrics (in any order), these options."""
     wanted = sorted(metric_names)
-    for job in ScoringJob.objects.filter(project=project, status__in=JOB_IN_FLIGHT).order_by("pk"):
-        if sorted(job.metrics or []) == wanted and (job.options or {}) == options:
-            return job
-    return None
+    return lambda job: sorted(job.metrics or []) == wanted and (job.options or {}) == options
 
 
 def _is_registered(name: str) -> bool:
@@ -352,30 +352,14 @@ def _is_registered(name: str) -> bool:
 def scoring_job_send(job: ScoringJob | ItemScoringJob) -> bool:
     """Send the job's task (False when the broker is unreachable: beat sends it later)."""
     name = "metrics.score_items" if isinstance(job, ItemScoringJob) else "metrics.score_project"
-    try:
-        result = task_send(name, args=[job.pk], queue=job.queue)
-    except Exception:
-        # Broker unreachable: the job is stored and the request answered; it stays queued
-        # without a task id until scoring_jobs_enqueue_pending (beat) sends it.
-        logger.warning("%s %s not sent (broker unavailable); will retry",
-                       type(job).__name__, job.pk, exc_info=True)
-        return False
-    type(job).objects.filter(pk=job.pk).update(task_id=result.id or "")
-    return True
+    return job_send(job, name, queue=job.queue)
 
 
 def scoring_jobs_enqueue_pending(*, older_than_seconds: int = 60) -> int:
     """Send queued jobs (project `ScoringJob`s and `ItemScoringJob`s) that never reached the
-    broker (it was down when they were created); returns how many were sent. Jobs younger than
-    `older_than_seconds` may still be on their way (the task id is written just after
-    sending), so they are left alone."""
-    cutoff = timezone.now() - timedelta(seconds=older_than_seconds)
-    sent = 0
-    for model in (ScoringJob, ItemScoringJob):
-        pending = model.objects.filter(status=ScoringStatus.QUEUED, task_id="",
-                                       created_at__lte=cutoff).order_by("id")
-        sent += sum(scoring_job_send(job) for job in pending)
-    return sent
+    broker (`core/leases.py` `jobs_unsent`); returns how many were sent."""
+    return sum(scoring_job_send(job) for model in (ScoringJob, ItemScoringJob)
+               for job in jobs_unsent(model, older_than_seconds=older_than_seconds))
 
 
 def _progress_recorder(lease: JobLease, *, total: int) -> Progress:

@@ -358,3 +358,13 @@ def test_practice_item_answers_stay_out_of_reports_gates_and_lerc_data(practice_
     dataset = lerc_dataset_build(projects=[project], split_mode="item")
     assert dataset.snapshot["judgment_count"] == 12
     assert {e.score for e in dataset.train} == {4.0}
+
+
+def test_the_jsonl_importer_leaves_out_exactly_the_work_the_counting_rule_leaves_out():
+    """The JSON Lines parser is pure (no Django), so it spells the not-counted review outcomes
+    as plain strings: they must stay the counting rule's, or an audit export's rejected work
+    would come back in as data (or accepted work be dropped)."""
+    from annotation.importers.jsonl import NOT_ACCEPTED_STATUSES
+    from annotation.selectors import NOT_COUNTED_ASSIGNMENT_STATUSES
+
+    assert NOT_ACCEPTED_STATUSES == {str(status) for status in NOT_COUNTED_ASSIGNMENT_STATUSES}

@@ -16,7 +16,17 @@ from django.test import override_settings
 from django.utils import timezone
 
 from annotation.models import TaskKind
-from core.leases import JobLease, LeasedJobKind, LeaseLost, owner_state, stale_jobs_recover
+from core.leases import (
+    JobLease,
+    LeasedJobKind,
+    LeaseLost,
+    claimable_filter,
+    held_filter,
+    job_in_flight,
+    jobs_unsent,
+    owner_state,
+    stale_jobs_recover,
+)
 from metrics_app.models import (
     ItemScoringJob,
     JudgeJob,
@@ -197,6 +207,36 @@ def test_a_beat_renews_the_heartbeat_only_for_the_holder(kind):
     assert other.beat() is False and other.lost.is_set()
     with pytest.raises(LeaseLost):
         other.update(error="not mine")
+
+
+@pytest.mark.parametrize("kind", JOB_KINDS)
+def test_in_flight_held_and_unsent_read_the_same_way_for_every_kind(kind):
+    """One rule for every kind, read from its `lease_states` (the judge runs' copy read the
+    scoring jobs' statuses, right only because JudgeJob borrows ScoringJobBase's columns):
+    queued or running is in flight, the oldest first; finished, failed or cancelled is not; a
+    running job holds its scope only while its heartbeat is fresh."""
+    queued, running, done = (JOB_KINDS[kind]() for _ in range(3))
+    model, states = type(queued), type(queued).lease_states
+    assert states.in_flight == (states.queued, states.running)
+    JobLease(model, running.pk).claim()
+    model.objects.filter(pk=done.pk).update(status=states.failed)
+    in_flight = model.objects.filter(pk__in=[queued.pk, running.pk, done.pk])
+    assert job_in_flight(model, pk__in=[running.pk, done.pk]).pk == running.pk
+    assert job_in_flight(model, pk__in=[queued.pk, running.pk]).pk == queued.pk
+    assert job_in_flight(model, pk__in=[queued.pk, running.pk],
+                         same=lambda job: job.pk != queued.pk).pk == running.pk
+    assert job_in_flight(model, pk=done.pk) is None
+    assert list(in_flight.filter(held_filter(model)).values_list("pk", flat=True)) == [running.pk]
+    assert sorted(in_flight.filter(claimable_filter(model)).values_list("pk", flat=True)) == \
+        [queued.pk]
+    mine = [queued.pk, running.pk, done.pk]
+    assert [job.pk for job in jobs_unsent(model, older_than_seconds=0) if job.pk in mine] == \
+        [queued.pk]  # never sent (no task id), queued: beat sends it
+    assert not jobs_unsent(model, older_than_seconds=3600).filter(pk__in=mine).exists()
+    model.objects.filter(pk=running.pk).update(heartbeat_at=timezone.now() - timedelta(hours=1))
+    assert not in_flight.filter(held_filter(model)).exists()
+    assert sorted(in_flight.filter(claimable_filter(model)).values_list("pk", flat=True)) == \
+        sorted([queued.pk, running.pk])
 
 
 @pytest.mark.parametrize(("kind", "recovered"), [

@@ -17,9 +17,11 @@ from annotation.models import (
     Assignment,
     AssignmentItem,
     AssignmentStatus,
+    Judgment,
     ParticipantVerification,
     Stage,
 )
+from annotation.services.redundancy import adaptive_targets_refresh
 
 from .state import SERVER_DRAFT_KEY
 
@@ -107,7 +109,9 @@ def assignment_release_abandoned(*, now: datetime | None = None) -> int:
     frees their items for other workers; sessions the provider has not verified (Prolific) after
     `unverified_timeout()` of idleness, whatever the project's timeout. Assignments tied to a
     provider HIT follow MTurk's own assignment duration instead
-    (`_release_expired_hit_assignments`)."""
+    (`_release_expired_hit_assignments`). The items an assignment confirmed one by one
+    (STARC) are judgments that stop counting once it is returned: their adaptive targets are
+    recomputed, as after a rejection."""
     now = now or timezone.now()
     from annotation.models import Project
 
@@ -116,19 +120,33 @@ def assignment_release_abandoned(*, now: datetime | None = None) -> int:
         stages__assignments__status=AssignmentStatus.IN_PROGRESS
     ).values_list("assignment_timeout_minutes", flat=True).distinct()
     for minutes in set(timeouts):
-        released += Assignment.objects.annotate(seen=Coalesce("last_seen_at", "started_at")).filter(
+        released += _return(Assignment.objects.annotate(
+            seen=Coalesce("last_seen_at", "started_at")).filter(
             status=AssignmentStatus.IN_PROGRESS,
             hit__isnull=True,
             stage__project__assignment_timeout_minutes=minutes,
             seen__lt=now - timedelta(minutes=minutes),
-        ).update(status=AssignmentStatus.RETURNED)
+        ))
     # Sessions the provider has not verified hold their items for a short while only.
-    released += Assignment.objects.annotate(seen=Coalesce("last_seen_at", "started_at")).filter(
+    released += _return(Assignment.objects.annotate(
+        seen=Coalesce("last_seen_at", "started_at")).filter(
         status=AssignmentStatus.IN_PROGRESS, hit__isnull=True,
         verification=ParticipantVerification.PENDING, seen__lt=_unverified_cutoff(now),
-    ).update(status=AssignmentStatus.RETURNED)
+    ))
     released += _release_expired_hit_assignments(now=now)
     return released
+
+
+def _return(abandoned: QuerySet[Assignment]) -> int:
+    """Mark these in-progress assignments RETURNED (how many were), and recompute the adaptive
+    targets of the judgments they stored before (confirmed items), which stop counting."""
+    ids = list(abandoned.values_list("pk", flat=True))
+    if not ids:
+        return 0
+    returned = Assignment.objects.filter(pk__in=ids, status=AssignmentStatus.IN_PROGRESS) \
+        .update(status=AssignmentStatus.RETURNED)
+    adaptive_targets_refresh(judgments=Judgment.objects.filter(assignment_id__in=ids))
+    return returned
 
 
 # After MTurk's assignment duration nobody can submit the assignment there any more; the margin
@@ -148,8 +166,8 @@ def _release_expired_hit_assignments(*, now: datetime) -> int:
     ).select_related("project").distinct()
     for stage in stages:
         cutoff = now - timedelta(seconds=assignment_duration_seconds(stage)) - HIT_ASSIGNMENT_GRACE
-        released += Assignment.objects.filter(
+        released += _return(Assignment.objects.filter(
             stage=stage, status=AssignmentStatus.IN_PROGRESS, hit__isnull=False,
             provider_confirmed_at__isnull=True, started_at__lt=cutoff,
-        ).update(status=AssignmentStatus.RETURNED)
+        ))
     return released

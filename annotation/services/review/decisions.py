@@ -215,17 +215,30 @@ def _assignment_decide(assignment: Assignment, *, status: str, verb: str, operat
         stage=assignment.stage, assignment=assignment, worker=assignment.worker,
         **({"request": request} if request else {}),
     )
+    assignment_decision_record(assignment, status=status, note=note)
+    return assignment
+
+
+def assignment_decision_record(assignment: Assignment, *, status: str, note: str = "",
+                               submitted_at=None) -> None:
+    """Store a decision on the assignment (approved or rejected), ours or one the provider
+    holds (the sync mirrors it): its status, when it was first reviewed, the note, and the
+    submission time the provider gives when none is stored. Rejected work stops counting, so
+    its items re-open (adaptive targets recomputed) and a qualification graded from it is
+    withdrawn."""
     assignment.status = status
     assignment.reviewed_at = assignment.reviewed_at or timezone.now()
     fields = ["status", "reviewed_at"]
+    if submitted_at is not None and assignment.submitted_at is None:
+        assignment.submitted_at = submitted_at
+        fields.append("submitted_at")
     if note:
         assignment.review_note = (assignment.review_note + " " + note).strip()
         fields.append("review_note")
     assignment.save(update_fields=fields)
-    if status == AssignmentStatus.REJECTED:  # its judgments stop counting: items re-open
+    if status == AssignmentStatus.REJECTED:
         adaptive_targets_refresh(judgments=Judgment.objects.filter(assignment=assignment))
         qualification_withdraw_after_rejection(assignment=assignment)
-    return assignment
 
 
 # The key of the STARC bonus per correct answer (`correct_answer_bonus`), paid by review.

@@ -38,10 +38,13 @@ from annotation.models import (
 from annotation.providers import SubmissionStatus, get_provider
 from annotation.providers.base import Submission
 from annotation.services.assignments import stage_sessions_verify
-from annotation.services.qualification import qualification_withdraw_after_rejection
-from annotation.services.redundancy import adaptive_targets_refresh
 
-from .decisions import ASSIGNMENT_OPERATIONS, ReviewReport, assignment_flag
+from .decisions import (
+    ASSIGNMENT_OPERATIONS,
+    ReviewReport,
+    assignment_decision_record,
+    assignment_flag,
+)
 
 FLAG_NO_LOCAL = "Submitted on {provider} but no local assignment exists: check and decide by hand."
 
@@ -177,14 +180,8 @@ def _mirror_decision(assignment: Assignment, submission: Submission, status: str
         note = "Our decision, confirmed by the sync."
     else:
         note = f"Decided on {provider_name}."
-    assignment.status = status
-    assignment.reviewed_at = assignment.reviewed_at or timezone.now()
-    assignment.submitted_at = assignment.submitted_at or submission.submitted_at
-    assignment.review_note = (assignment.review_note + " " + note).strip()
-    assignment.save(update_fields=["status", "reviewed_at", "submitted_at", "review_note"])
-    if status == AssignmentStatus.REJECTED:  # its judgments stop counting: items re-open
-        adaptive_targets_refresh(judgments=assignment.judgments.all())
-        qualification_withdraw_after_rejection(assignment=assignment)
+    assignment_decision_record(assignment, status=status, note=note,
+                               submitted_at=submission.submitted_at)
 
 
 def _decided_note(submission: Submission) -> str:

@@ -15,9 +15,11 @@ import sys
 
 from django.core.management.base import BaseCommand, CommandError
 
+from core.leases import job_in_flight
 from metrics_app.domain.judge_prompts import JudgeConfigError
-from metrics_app.judge_selectors import judge_job_in_flight, judge_version_get
+from metrics_app.judge_selectors import judge_version_get
 from metrics_app.management.projects import projects_by_slug
+from metrics_app.models import JudgeJob
 from metrics_app.services.judges.client import EndpointError
 from metrics_app.services.judges.runs import (
     DEFAULT_CONCURRENCY,
@@ -48,7 +50,7 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from None
         try:
             if options["queue"]:
-                before = judge_job_in_flight(project=project, version=version)
+                before = job_in_flight(JudgeJob, project=project, judge_version=version)
                 job = judge_job_create(project=project, version=version,
                                        budget=options["budget"],
                                        concurrency=options["concurrency"])

@@ -431,10 +431,10 @@ def judge_alignment_report_refresh(*, project: Project, refs: list[str] | None =
 
 
 def _cached(project: Project, params: dict) -> dict | None:
-    from ...models import Report
+    from ...reports.store import report_cached
 
-    row = Report.objects.filter(project=project, stage=None, kind=ALIGNMENT_KIND).first()
-    return row.data if row is not None and row.params == params else None
+    row = report_cached(project=project, stage=None, kind=ALIGNMENT_KIND, params=params)
+    return row.data if row is not None else None
 
 
 def _json_ready(value):

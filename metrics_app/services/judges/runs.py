@@ -24,10 +24,9 @@ import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
-from datetime import timedelta
 
 from django.db import transaction
-from django.db.models import Exists, OuterRef, Q
+from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
 from annotation.domain.control_characters import without_control_characters
@@ -37,10 +36,14 @@ from core.leases import (
     JobCancelled,
     JobLease,
     LeaseLost,
+    claimable_filter,
+    held_filter,
+    job_in_flight,
+    job_send,
+    jobs_unsent,
     leased_run,
     scope_lock,
     stale_after_seconds,
-    stale_filter,
 )
 
 from ...domain.judge_prompts import (
@@ -52,7 +55,6 @@ from ...domain.judge_prompts import (
     render,
     worst_case_cost,
 )
-from ...judge_selectors import judge_job_in_flight
 from ...models import JudgeJob, JudgeKind, JudgeVerdict, JudgeVersion, ScoringStatus
 from .client import ChatAnswer, ChatClient, EndpointError, RequestStopped, RetryPolicy
 from .versions import price_for
@@ -320,7 +322,7 @@ def judge_job_create(*, project: Project, version: JudgeVersion, budget: float |
             # A run here (`send=False`) is not deduplicated: it is held to one run per scope
             # when it claims (`judge_job_run`), and refused there while a worker runs it.
             scope_lock(project)
-            existing = judge_job_in_flight(project=project, version=version)
+            existing = job_in_flight(JudgeJob, project=project, judge_version=version)
             if existing is not None:
                 return _same_request_or_refuse(existing, budget=budget,
                                                concurrency=concurrency)
@@ -346,21 +348,14 @@ def _same_request_or_refuse(existing: JudgeJob, *, budget: float | None,
 
 def judge_job_send(job: JudgeJob) -> bool:
     """Send the job's task (False when the broker is unreachable: beat sends it later)."""
-    try:
-        result = task_send("judges.run", args=[job.pk], queue=job.queue)
-    except Exception:
-        logger.warning("JudgeJob %s not sent (broker unavailable); will retry", job.pk,
-                       exc_info=True)
-        return False
-    JudgeJob.objects.filter(pk=job.pk).update(task_id=result.id or "")
-    return True
+    return job_send(job, "judges.run", queue=job.queue)
 
 
 def judge_jobs_enqueue_pending(*, older_than_seconds: int = 60) -> int:
-    cutoff = timezone.now() - timedelta(seconds=older_than_seconds)
-    pending = JudgeJob.objects.filter(status=ScoringStatus.QUEUED, task_id="",
-                                      created_at__lte=cutoff).order_by("id")
-    return sum(judge_job_send(job) for job in pending)
+    """Send queued judge jobs that never reached the broker (`core/leases.py` `jobs_unsent`);
+    returns how many were sent."""
+    return sum(judge_job_send(job)
+               for job in jobs_unsent(JudgeJob, older_than_seconds=older_than_seconds))
 
 
 class JudgeRunBusy(JudgeConfigError):
@@ -372,8 +367,8 @@ def _same_scope_running() -> Exists:
     heartbeat (`OuterRef`: the job being claimed). A stale one lost its worker: the sweep
     sends it again, and it does not hold the scope."""
     return Exists(JudgeJob.objects.filter(
-        project_id=OuterRef("project_id"), judge_version_id=OuterRef("judge_version_id"),
-        status=ScoringStatus.RUNNING).exclude(pk=OuterRef("pk")).exclude(stale_filter(JudgeJob)))
+        held_filter(JudgeJob), project_id=OuterRef("project_id"),
+        judge_version_id=OuterRef("judge_version_id")).exclude(pk=OuterRef("pk")))
 
 
 def _judge_version_locked(job_id: int) -> None:
@@ -388,10 +383,9 @@ def _scope_holder(job_id: int) -> JudgeJob | None:
     job = JudgeJob.objects.filter(pk=job_id, status=ScoringStatus.QUEUED).first()
     if job is None:
         return None
-    return (JudgeJob.objects.filter(project_id=job.project_id,
-                                    judge_version_id=job.judge_version_id,
-                                    status=ScoringStatus.RUNNING)
-            .exclude(pk=job.pk).exclude(stale_filter(JudgeJob)).first())
+    return (JudgeJob.objects.filter(held_filter(JudgeJob), project_id=job.project_id,
+                                    judge_version_id=job.judge_version_id)
+            .exclude(pk=job.pk).first())
 
 
 def _follow_later(job_id: int, holder: JudgeJob) -> None:
@@ -426,8 +420,7 @@ def judge_job_run(*, job_id: int, retry: RetryPolicy | None = None,
     later and then asks only what is left. `here` (a run in this process, `run_judge`): it
     is failed instead, and JudgeRunBusy says which job holds the scope."""
     with leased_run(JudgeJob, job_id, claim_lock=lambda: _judge_version_locked(job_id),
-                    claimable=((Q(status=ScoringStatus.QUEUED) | stale_filter(JudgeJob))
-                               & ~_same_scope_running()),
+                    claimable=claimable_filter(JudgeJob) & ~_same_scope_running(),
                     done=0) as (lease, job):
         if job is None:
             holder = _scope_holder(job_id)

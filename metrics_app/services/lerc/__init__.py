@@ -20,7 +20,7 @@ the training run, its heartbeat), `evaluation` (scorers and validation/test numb
 (scheduled retraining and stuck-job safety), `options` (a version's stored options and the one
 place they become a TrainConfig); `common` holds what they share.
 """
-from .common import IN_FLIGHT, NAME_BY_KIND, TASK_KIND_BY_MODEL_KIND, LercError
+from .common import NAME_BY_KIND, TASK_KIND_BY_MODEL_KIND, LercError
 from .datasets import SPLIT_MODES, VAL_SPLITS, LercDataset, lerc_dataset_build, mc_pretraining_build
 from .evaluation import lerc_minimal_pair_accuracy, model_version_scorer
 from .model_card import (
@@ -50,7 +50,6 @@ from .training import (
 )
 
 __all__ = [
-    "IN_FLIGHT",
     "LercDataset",
     "LercError",
     "NAME_BY_KIND",

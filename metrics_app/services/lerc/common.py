@@ -1,4 +1,4 @@
-"""What the LERC service modules share: model names per kind, the in-flight statuses, the error
+"""What the LERC service modules share: model names per kind, the trained statuses, the error
 and the event log of a version (`version_event`)."""
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ NAME_BY_KIND = {kind: vocabulary.ModelKind(kind).model_name for kind in ModelKin
 TASK_KIND_BY_MODEL_KIND = {ModelKind.REGRESSION: TaskKind.LIKERT, ModelKind.PAIRWISE: TaskKind.AB}
 
 
-IN_FLIGHT = (ModelStatus.QUEUED, ModelStatus.TRAINING)
 # Finished training and evaluation: the promotion rule's verdict is in (or pending), and the
 # weights are stored. A version label scores only with one of these (a rejected version may be
 # compared by hand; a queued, failed or cancelled one has no model).

@@ -12,11 +12,10 @@ from django.utils import timezone
 
 from annotation.models import Project, StageKind
 from annotation.selectors import judgments_that_count
-from core.leases import max_attempts, stale_after_seconds
+from core.leases import max_attempts, scope_lock, stale_after_seconds
 from metrics_app.models import ModelKind, ModelStatus, ModelVersion
 
 from .common import (
-    IN_FLIGHT,
     NAME_BY_KIND,
     TASK_KIND_BY_MODEL_KIND,
     TRAINED,
@@ -76,7 +75,7 @@ def _in_flight(project: Project, kind: ModelKind) -> bool:
     training."""
     newest = (ModelVersion.objects.filter(name=NAME_BY_KIND[kind], projects=project)
               .exclude(status=ModelStatus.CANCELLED).order_by("-created_at", "-id").first())
-    return newest is not None and newest.status in IN_FLIGHT
+    return newest is not None and newest.status in ModelVersion.lease_states.in_flight
 
 
 def lerc_refresh(*, min_new_judgments: int | None = None) -> list[ModelVersion]:
@@ -95,7 +94,7 @@ def lerc_refresh(*, min_new_judgments: int | None = None) -> list[ModelVersion]:
         with transaction.atomic():
             # Refreshes take turns per project (a second beat, an overlapping run): one that
             # finds a version queued meanwhile by another does not queue a second one.
-            Project.objects.select_for_update().filter(pk=project.pk).first()
+            scope_lock(project)
             if _in_flight(project, kind):
                 continue
             version = model_version_create(projects=[project], kind=kind,

@@ -8,7 +8,6 @@ import threading
 import time
 import traceback
 import uuid
-from datetime import timedelta
 from pathlib import Path
 
 from django.db import IntegrityError, transaction
@@ -23,9 +22,10 @@ from core.leases import (
     LeaseLost,
     heartbeat_age,
     heartbeat_seconds,
+    held_filter,
+    jobs_unsent,
     owner_state,
     stale_after_seconds,
-    stale_filter,
 )
 from metrics_app.judge_selectors import judge_view
 from metrics_app.lerc.config import TrainingCancelled
@@ -36,7 +36,6 @@ from metrics_app.models import ModelKind, ModelStatus, ModelVersion
 from metrics_app.services.lerc_artifacts import artifact_store, work_dir
 
 from .common import (
-    IN_FLIGHT,
     NAME_BY_KIND,
     TASK_KIND_BY_MODEL_KIND,
     LercError,
@@ -204,11 +203,9 @@ def model_versions_send_pending(*, older_than_seconds: int = 60) -> int:
     """Send the training of queued versions that never reached the broker (no task id) and
     are older than `older_than_seconds` (a younger one may still be on its way); how many were
     sent. A version delivered twice trains once (`model_version_train`)."""
-    cutoff = timezone.now() - timedelta(seconds=older_than_seconds)
     sent = 0
-    for version_id in (ModelVersion.objects.filter(status=ModelStatus.QUEUED, task_id="",
-                                                   created_at__lte=cutoff)
-                       .order_by("pk").values_list("pk", flat=True)):
+    for version_id in (jobs_unsent(ModelVersion, older_than_seconds=older_than_seconds)
+                       .values_list("pk", flat=True)):
         task_id = str(uuid.uuid4())
         if ModelVersion.objects.filter(pk=version_id, task_id="").update(task_id=task_id):
             sent += _send("worker.tasks.lerc.lerc_train", version_id, task_id)
@@ -323,8 +320,8 @@ def _scope_training(version: ModelVersion) -> ModelVersion | None:
     """Another version of the same model and project set in training with a fresh heartbeat
     (a stale one lost its worker: the lease sweep fails it)."""
     scope = version_project_set(version)
-    others = (ModelVersion.objects.filter(name=version.name, status=ModelStatus.TRAINING)
-              .exclude(pk=version.pk).exclude(stale_filter(ModelVersion)).order_by("pk"))
+    others = (ModelVersion.objects.filter(held_filter(ModelVersion), name=version.name)
+              .exclude(pk=version.pk).order_by("pk"))
     return next((other for other in others if version_project_set(other) == scope), None)
 
 
@@ -338,7 +335,7 @@ def _claim_for_training(model_version: ModelVersion, lease: JobLease
     one set claimed at once do not both start."""
     versions_locked(model_version.name)
     version = ModelVersion.objects.select_for_update().get(pk=model_version.pk)
-    if version.status not in IN_FLIGHT:
+    if version.status not in ModelVersion.lease_states.in_flight:
         logger.info("%s is %s; nothing to train", version, version.status)
         return version, False
     if version.status == ModelStatus.TRAINING:
@@ -369,7 +366,7 @@ def _claim_for_training(model_version: ModelVersion, lease: JobLease
             f"(worker {holder.lease or '?'}); v{version.number} starts after it",
             countdown=max(60, int(stale_after_seconds())))
     # The row is locked and the decision made: the claim takes it whatever its lease says.
-    version = lease.claim(claimable=Q(status__in=IN_FLIGHT),
+    version = lease.claim(claimable=Q(status__in=ModelVersion.lease_states.in_flight),
                           started_at=version.started_at or timezone.now(), error="",
                           progress={"phase": "preparing"})
     if not version.events.filter(event="training started").exists():
@@ -473,7 +470,7 @@ def model_version_cancel(*, model_version: ModelVersion, user=None) -> ModelVers
     """Queued: cancelled at once. Training: the loop stops at its next cancel check."""
     with transaction.atomic():
         version = ModelVersion.objects.select_for_update().get(pk=model_version.pk)
-        if version.status not in IN_FLIGHT:
+        if version.status not in ModelVersion.lease_states.in_flight:
             raise LercError(f"v{version.number} is {version.status}; nothing to cancel")
         version.cancel_requested = True
         version.save(update_fields=["cancel_requested"])

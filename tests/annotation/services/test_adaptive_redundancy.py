@@ -3,6 +3,8 @@ disagree; workers are served through the real picking and submit services, and t
 how many judgments were saved against four per item."""
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 from django.urls import reverse
 from django.utils import timezone
@@ -10,6 +12,7 @@ from django.utils import timezone
 from annotation.domain.redundancy import AdaptiveRedundancy, adaptive_redundancy, next_target
 from annotation.models import (
     AdaptiveTarget,
+    Assignment,
     AssignmentStatus,
     Judgment,
     ParticipantVerification,
@@ -19,7 +22,12 @@ from annotation.models import (
 )
 from annotation.providers import get_provider
 from annotation.providers.base import Submission, SubmissionStatus
-from annotation.services.assignments import NoItemsAvailable, assignment_start, assignment_submit
+from annotation.services.assignments import (
+    NoItemsAvailable,
+    assignment_release_abandoned,
+    assignment_start,
+    assignment_submit,
+)
 from annotation.services.assignments.lifecycle import assignment_verification_failed
 from annotation.services.redundancy import adaptive_redundancy_guard, adaptive_targets_update
 from annotation.services.review import assignment_reject, provider_sync
@@ -189,6 +197,31 @@ def test_a_session_being_verified_counts_until_the_provider_does_not_know_it():
     target = AdaptiveTarget.objects.get(stage=stage, item=item)
     assert (target.target, target.settled) == (2, True)  # presumed real while pending
     assignment_verification_failed(assignment=unverified, note="not a Prolific session")
+    target.refresh_from_db()
+    assert (target.target, target.settled) == (3, False)
+
+
+@pytest.mark.django_db
+def test_an_abandoned_assignment_released_by_the_timeout_reopens_the_item():
+    """Items confirmed one by one (STARC) are judgments of an assignment still in progress;
+    when the timeout releases it (RETURNED) they stop counting, as a rejection's do. Every
+    other door that makes work stop counting (a rejection here or on the provider, a block, a
+    failed session) recomputed the targets; the timeout's bulk release did not, so the item
+    stayed settled on an answer that no longer counts."""
+    _project, stage, [item] = make_task(TaskKind.LIKERT, n_items=1, items_per_hit=1)
+    stage.settings = {"redundancy": RULE}
+    stage.save()
+    make_judgment(item=item, stage=stage, score=5)
+    left = make_assignment(stage)
+    Assignment.objects.filter(pk=left.pk).update(
+        started_at=timezone.now() - timedelta(days=2), last_seen_at=None)
+    make_judgment(item=item, stage=stage, worker=left.worker, assignment=left, score=5)
+    adaptive_targets_update(stage=stage, item_ids=[item.pk])
+    target = AdaptiveTarget.objects.get(stage=stage, item=item)
+    assert (target.target, target.settled) == (2, True)
+    assert assignment_release_abandoned() == 1
+    left.refresh_from_db()
+    assert left.status == AssignmentStatus.RETURNED
     target.refresh_from_db()
     assert (target.target, target.settled) == (3, False)
 

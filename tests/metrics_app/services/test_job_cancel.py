@@ -14,6 +14,7 @@ from django.db import connections
 from django.utils import timezone
 
 from annotation.models import TaskKind
+from core import leases
 from core.leases import JobCancelled, JobLease, job_cancel
 from metrics_app.models import JudgeJob, JudgeVerdict, MetricScore, ScoringJob, ScoringStatus
 from metrics_app.services import scoring
@@ -54,8 +55,8 @@ def sent(monkeypatch):
         calls.append((name, list(args)))
         return type("Result", (), {"id": f"task-{len(calls)}"})()
 
-    monkeypatch.setattr(scoring, "task_send", task_send)
-    monkeypatch.setattr(runs, "task_send", task_send)
+    monkeypatch.setattr(leases, "task_send", task_send)  # a job's own send (`job_send`)
+    monkeypatch.setattr(runs, "task_send", task_send)    # a judge job sent again later
     return calls
 
 
@@ -292,14 +293,14 @@ def test_two_requests_queuing_one_judge_run_at_once_make_one_job(monkeypatch, se
     project = _likert_project(2)
     with FakeChatServer() as server:
         version = _judge(server)
-        real_lookup = runs.judge_job_in_flight
+        real_lookup = runs.job_in_flight
 
-        def slow_lookup(**kwargs):
-            found = real_lookup(**kwargs)
+        def slow_lookup(*args, **kwargs):
+            found = real_lookup(*args, **kwargs)
             time.sleep(0.5)  # the other request looks meanwhile
             return found
 
-        monkeypatch.setattr(runs, "judge_job_in_flight", slow_lookup)
+        monkeypatch.setattr(runs, "job_in_flight", slow_lookup)
         barrier = threading.Barrier(2)
         outcomes = []
 

@@ -7,7 +7,7 @@ from scipy.stats import pearsonr
 
 from annotation.domain.aggregation import mean_by_item
 from annotation.models import TaskKind
-from metrics_app.models import MetricScore
+from metrics_app.models import MetricScore, Report
 from metrics_app.services.meta_evaluation_report import (
     metric_evaluation_build,
     metric_report_cached,
@@ -159,13 +159,19 @@ def test_items_without_judgments_fall_back_to_imported_gold_and_excluded_items_a
     assert cell["n"] == 3 and cell["pearson"] > 0.9
 
 
-def test_cached_report_goes_stale_with_new_judgments_or_scores():
+def _judged_and_scored():
+    """Three judged items scored with F1: (project, stage, items)."""
     project = make_project(kind=TaskKind.LIKERT)
     stage = make_stage(project)
     items = [_item(project, c, ["on the mat"]) for c in ("on the mat", "rug", "a mat")]
     for item, score in zip(items, (5, 1, 4), strict=True):
         make_judgment(item=item, stage=stage, score=score)
     project_score_metrics(project=project, metric_names=["f1"])
+    return project, stage, items
+
+
+def test_cached_report_goes_stale_with_new_judgments_or_scores():
+    project, stage, items = _judged_and_scored()
     assert metric_report_cached(project=project) == (None, True)
     report = metric_report_refresh(project=project, params={"n_resamples": 20})
     assert metric_report_cached(project=project, params={"n_resamples": 20}) == (report, False)
@@ -174,6 +180,24 @@ def test_cached_report_goes_stale_with_new_judgments_or_scores():
     report = metric_report_refresh(project=project, params={"n_resamples": 20})
     project_score_metrics(project=project, metric_names=["length"])
     assert metric_report_cached(project=project, params={"n_resamples": 20})[1] is True
+
+
+def test_a_cached_report_whose_params_were_stored_in_another_key_order_is_found():
+    """A database restored from a PostgreSQL dump holds the params in jsonb's key order. The
+    metric report looked its row up with a JSON equality lookup: PostgreSQL compares values,
+    SQLite the stored text, so on SQLite the page said "no report has been computed" while
+    each refresh (`report_store`, which compares in Python) rewrote that very row. Every
+    cached report is now found by the one lookup, `reports/store.py:report_cached`."""
+    project, _stage, _items = _judged_and_scored()
+    report = metric_report_refresh(project=project, params={"n_resamples": 20})
+    reordered = dict(reversed(list(report.params.items())))
+    assert list(reordered) != list(report.params) and reordered == report.params
+    Report.objects.filter(pk=report.pk).update(params=reordered)
+    assert metric_report_cached(project=project, params={"n_resamples": 20}) == (report, False)
+    assert metric_report_cached(project=project, params={"n_resamples": 30},
+                                any_resamples=True) == (report, False)
+    assert metric_report_refresh(project=project, params={"n_resamples": 20}).pk == report.pk
+    assert Report.objects.filter(project=project).count() == 1
 
 
 def test_scores_without_any_judgment_give_a_report_without_decision_or_significance():

@@ -20,12 +20,12 @@ pytestmark = [pytest.mark.django_db, pytest.mark.reliability]
 
 @pytest.fixture(autouse=True)
 def no_broker(monkeypatch):
-    from metrics_app.services import scoring
+    from core import leases
 
     def task_send(name, *, args=(), **options):
         return type("Result", (), {"id": "sent"})()
 
-    monkeypatch.setattr(scoring, "task_send", task_send)
+    monkeypatch.setattr(leases, "task_send", task_send)
     monkeypatch.setattr(runs, "task_send", task_send)
 
 

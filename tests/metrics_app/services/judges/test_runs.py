@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from annotation.models import TaskKind
+from core import leases
 from metrics_app.domain.judge_prompts import JudgeConfigError, worst_case_cost
 from metrics_app.models import JudgeJob, JudgeVerdict, ScoringStatus
 from metrics_app.services.judges.client import EndpointError, RetryPolicy
@@ -441,7 +442,7 @@ def test_a_judge_job_resent_after_its_worker_died_keeps_to_one_budget(
         JudgeJob.objects.filter(pk=job.pk).update(
             heartbeat_at=timezone.now() - timedelta(hours=1))
         sent = []
-        monkeypatch.setattr(runs, "task_send", lambda name, args, **kw: sent.append(args) or
+        monkeypatch.setattr(leases, "task_send", lambda name, args, **kw: sent.append(args) or
                             type("R", (), {"id": "resent"})())
         assert stale_jobs_recover_all()["retried"] == 1 and sent == [[job.pk]]
         judge_job_run(job_id=job.pk, retry=FAST)
@@ -515,5 +516,5 @@ def test_run_judge_interrupted_here_is_failed_and_never_resumed_by_a_worker(monk
     assert job.done >= 2  # what it paid for before the interruption stays counted
     JudgeJob.objects.filter(pk=job.pk).update(heartbeat_at=timezone.now() - timedelta(hours=1))
     sent = []
-    monkeypatch.setattr(runs, "task_send", lambda *a, **kw: sent.append(a))
+    monkeypatch.setattr(leases, "task_send", lambda *a, **kw: sent.append(a))
     assert stale_jobs_recover_all()["retried"] == 0 and sent == []
