@@ -1,4 +1,6 @@
 """Test settings: fast password hashing, eager nothing (integration tests start real workers)."""
+import os
+
 from .base import *  # noqa: F403
 
 DEBUG = False
@@ -11,3 +13,10 @@ QAJ_LERC_PROMOTION_BASELINES: list[str] = []
 # The suite runs on machines with and without native bf16 (AMX, AVX-512 BF16): fp32 scoring
 # makes every number it checks the same on both. bf16 scoring has its own tests, which ask for it.
 QAJ_LERC_PRECISION = "fp32"
+
+# A job's heartbeat runs in a thread on its own database connection, which cannot see the rows
+# of a test that runs inside a transaction: its first beat would find no job and end the run as
+# "taken over" (it did on a loaded machine, when one step of a test outlasted 15 s). The tests
+# of the lease itself and of killed workers set their own interval (override_settings, or the
+# environment of the worker they start).
+QAJ_JOB_HEARTBEAT_SECONDS = float(os.environ.get("QAJ_JOB_HEARTBEAT_SECONDS", "600"))
