@@ -81,6 +81,9 @@ class WorkerProcess:
             "QAJ_ARTIFACT_ROOT": str(tmp_path / "artifacts"),
             "QAJ_LERC_TRAIN_OPTIONS": json.dumps({**TINY_TRAIN_OPTIONS, "epochs": 10}),
             "OMP_NUM_THREADS": "1",
+            # A real worker works on committed rows: it beats as in production (the test
+            # settings' long interval is for jobs run inside a test's transaction).
+            "QAJ_JOB_HEARTBEAT_SECONDS": "15",
             **env,
         }
         self.process = None
