@@ -342,7 +342,10 @@ def _confusion_statistics(tp, fp, fn, tn) -> dict[str, np.ndarray]:
         accuracy = (tp + tn) / total
         f1 = np.where(2 * tp + fp + fn > 0, 2 * tp / (2 * tp + fp + fn), 0.0)
         expected = ((tp + fp) * (tp + fn) + (fn + tn) * (fp + tn)) / total**2
-        kappa = np.where(expected < 1, (accuracy - expected) / (1 - expected), 0.0)
+        # Both sides one and the same label throughout: chance agreement is 1 and κ is 0/0,
+        # undefined (scikit-learn's NaN, `annotation.domain.agreement.cohen_kappa`'s None),
+        # not the 0 of "no better than chance".
+        kappa = np.where(expected < 1, (accuracy - expected) / (1 - expected), np.nan)
     return {"accuracy": accuracy, "f1": f1, "kappa": kappa}
 
 
@@ -357,8 +360,9 @@ def decision_statistics(
 ) -> dict:
     """How well "score ≥ threshold means correct" matches human labels (1 correct, 0 not):
     {n, threshold, positive_rate, accuracy, f1, kappa, roc_auc, ci: {name: [low, high]}}.
-    κ is Cohen's (as scikit-learn computes it; 0 when either side is constant); ROC AUC is
-    threshold-free (None with one class only). Intervals: percentile bootstrap over items."""
+    κ is Cohen's (as scikit-learn computes it: 0 when one side is constant and the other is
+    not, None when both give one and the same label throughout); ROC AUC is threshold-free
+    (None with one class only). Intervals: percentile bootstrap over items."""
     from sklearn.metrics import roc_auc_score
 
     s = np.asarray(scores, dtype=float)
