@@ -163,7 +163,12 @@ class StageSummarySerializer(serializers.Serializer):
     n_items = serializers.IntegerField()
     n_workers = serializers.IntegerField()
     krippendorff_alpha = serializers.FloatField(allow_null=True)
-    gate = serializers.DictField(allow_null=True, help_text="Qualification gate, if any.")
+    alpha_undefined = serializers.CharField(
+        allow_null=True, help_text="Why krippendorff_alpha is null (no judgments that count, "
+                                   "no item judged twice, one answer only); null when it has "
+                                   "a value.")
+    gate = serializers.DictField(allow_null=True, help_text="The agreement gate, if any: stage, "
+                                 "alpha, alpha_undefined, threshold, passes, overridden.")
 
 
 class AnnotatorPairSerializer(serializers.Serializer):
@@ -205,7 +210,8 @@ class ProjectReportSerializer(serializers.Serializer):
     agreement = serializers.DictField(
         child=serializers.DictField(),
         help_text="group (\"all\" or a group_by value) → Krippendorff's α with its bootstrap "
-                  "interval, Fleiss' κ, percent agreement and counts.")
+                  "interval, Fleiss' κ, percent agreement and counts; `alpha_undefined` says "
+                  "why α (and κ) is null.")
     stages = serializers.ListField(child=StageSummarySerializer())
     workers = serializers.ListField(
         child=serializers.DictField(),
