@@ -21,6 +21,10 @@ class CorrelationSerializer(serializers.Serializer):
         help_text="Bootstrap interval [low, high] per correlation.")
     n_resamples = serializers.IntegerField(required=False)
     confidence = serializers.FloatField(required=False)
+    undefined = serializers.CharField(
+        allow_null=True, required=False,
+        help_text="Why the correlations are null (fewer than 3 items, or every item has the "
+                  "same automatic or human score); null when they have values.")
 
 
 class AccuracySerializer(serializers.Serializer):
@@ -46,6 +50,10 @@ class DecisionCellSerializer(serializers.Serializer):
     accuracy = serializers.FloatField(allow_null=True)
     f1 = serializers.FloatField(allow_null=True, help_text='F1 of "correct".')
     kappa = serializers.FloatField(allow_null=True, help_text="Cohen's κ.")
+    kappa_undefined = serializers.CharField(
+        allow_null=True, required=False,
+        help_text="Why kappa is null (no items, or both sides one and the same label); null "
+                  "when it has a value.")
     roc_auc = serializers.FloatField(allow_null=True)
     ci = serializers.DictField(child=serializers.ListField(
         child=serializers.FloatField(allow_null=True), min_length=2, max_length=2))

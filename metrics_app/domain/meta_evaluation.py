@@ -82,6 +82,26 @@ def _resample_ranks(values: np.ndarray, counts: np.ndarray) -> np.ndarray:
     return mid[:, group]
 
 
+def correlation_undefined_reason(metric_values: Sequence[float],
+                                 human_values: Sequence[float]) -> str | None:
+    """Why Pearson, Spearman and Kendall of these paired scores are undefined, in the words
+    every door shows (the metrics page, the judges page, `metric_report`, `judge_report`, the
+    APIs); None when they are defined. The cases are exactly those `correlations` answers None
+    for: fewer than 3 items, or a side without variation (a correlation divides by it)."""
+    x = np.asarray(metric_values, dtype=float)
+    y = np.asarray(human_values, dtype=float)
+    if len(x) < 3:
+        return (f"{len(x)} item{'' if len(x) == 1 else 's'} with both an automatic and a "
+                "human score; a correlation needs 3")
+    if np.ptp(x) == 0:
+        return (f"every item has the same automatic score ({x[0]:g}), so there is no "
+                "variation to correlate")
+    if np.ptp(y) == 0:
+        return (f"every item has the same human score ({y[0]:g}), so there is no variation "
+                "to correlate")
+    return None
+
+
 def correlations(
     metric_values: Sequence[float],
     human_values: Sequence[float],
@@ -91,8 +111,9 @@ def correlations(
     confidence: float = 0.95,
     seed: int = 0,
 ) -> dict:
-    """{n, pearson, spearman, kendall, ci: {pearson: [low, high], ...}}; a correlation is None
-    when either side is constant (or fewer than 3 items)."""
+    """{n, pearson, spearman, kendall, ci: {pearson: [low, high], ...}, undefined}; the
+    correlations are None when either side is constant (or fewer than 3 items), and
+    `undefined` says which (`correlation_undefined_reason`; None when they are defined)."""
     from scipy.stats import kendalltau, spearmanr
 
     x = np.asarray(metric_values, dtype=float)
@@ -102,8 +123,9 @@ def correlations(
     n = len(x)
     result: dict = {"n": n, "pearson": None, "spearman": None, "kendall": None,
                     "ci": {name: [None, None] for name in CORRELATIONS},
-                    "n_resamples": n_resamples, "confidence": confidence}
-    if n < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
+                    "n_resamples": n_resamples, "confidence": confidence,
+                    "undefined": correlation_undefined_reason(x, y)}
+    if result["undefined"]:
         return result
     result["pearson"] = pearson(x, y)
     result["spearman"] = finite_or_none(spearmanr(x, y).statistic)
@@ -335,6 +357,12 @@ def best_threshold(scores: Sequence[float | None], labels: Sequence[int]) -> flo
     return float(distinct[int(np.argmax(accuracy))])
 
 
+# Why Cohen's κ of a correct/incorrect decision is undefined (`kappa_undefined`).
+NO_ITEMS = "no items to compare"
+ONE_LABEL_BOTH_SIDES = ("both sides give one and the same label throughout, so chance "
+                        "explains all the agreement")
+
+
 def _confusion_statistics(tp, fp, fn, tn) -> dict[str, np.ndarray]:
     """Accuracy, F1 of "correct" and Cohen's κ from (possibly weighted) confusion counts."""
     total = tp + fp + fn + tn
@@ -359,7 +387,8 @@ def decision_statistics(
     seed: int = 0,
 ) -> dict:
     """How well "score ≥ threshold means correct" matches human labels (1 correct, 0 not):
-    {n, threshold, positive_rate, accuracy, f1, kappa, roc_auc, ci: {name: [low, high]}}.
+    {n, threshold, positive_rate, accuracy, f1, kappa, roc_auc, ci: {name: [low, high]},
+    kappa_undefined: why κ is None, else None}.
     κ is Cohen's (as scikit-learn computes it: 0 when one side is constant and the other is
     not, None when both give one and the same label throughout); ROC AUC is threshold-free
     (None with one class only). Intervals: percentile bootstrap over items."""
@@ -373,7 +402,8 @@ def decision_statistics(
     result: dict = {"n": n, "threshold": threshold, "positive_rate": None, "accuracy": None,
                     "f1": None, "kappa": None, "roc_auc": None,
                     "ci": {name: [None, None] for name in ("accuracy", "f1", "kappa", "roc_auc")},
-                    "n_resamples": n_resamples, "confidence": confidence}
+                    "n_resamples": n_resamples, "confidence": confidence,
+                    "kappa_undefined": NO_ITEMS}
     if n == 0:
         return result
     predicted = (s >= threshold).astype(float)
@@ -381,6 +411,7 @@ def decision_statistics(
                       (1 - predicted) * (1 - y)])            # tp, fp, fn, tn per item
     point = _confusion_statistics(*cells.sum(axis=1))
     result.update({name: finite_or_none(value) for name, value in point.items()})
+    result["kappa_undefined"] = None if result["kappa"] is not None else ONE_LABEL_BOTH_SIDES
     result["positive_rate"] = float(y.mean())
     two_classes = 0 < y.sum() < n
     if two_classes:

@@ -296,3 +296,53 @@ def test_alpha_is_undefined_exactly_when_a_reason_is_given_and_matches_the_packa
                                           level_of_measurement="interval")
             assert alpha == pytest.approx(expected)
     assert seen == {"defined", "no", "every"}
+
+
+# --- why a correlation or κ against the humans is undefined, at every door ---------------------
+
+def test_an_undefined_correlation_or_kappa_says_why_the_same_at_every_door(client):
+    """A metric giving every answer one score: Pearson and Spearman divide by its variation.
+    Before: "–" on the metrics page, the judges page, `metric_report` and `judge_report`, null
+    in the APIs, with nothing saying why."""
+    from metrics_app.services.meta_evaluation_report import metric_report_refresh
+
+    owner = make_user("owner-constant")
+    project = degenerate_project("likert_constant_metric", owner)
+    metric_report_refresh(project=project, params={"n_resamples": 20})
+    why = "every item has the same automatic score (1), so there is no variation to correlate"
+    client.force_login(owner)
+    api = APIClient()
+    api.force_authenticate(owner)
+    report = api.get(reverse("metrics-api:metric-report", args=[project.slug]),
+                     {"n_resamples": 20}).json()["report"]
+    assert report["correlations"]["length"]["overall"]["pearson"] is None
+    assert report["correlations"]["length"]["overall"]["undefined"] == why
+    page = client.get(reverse("metrics:project-metrics", args=[project.slug])).content.decode()
+    assert f"undefined: {why}" in page
+    out = io.StringIO()
+    call_command("metric_report", project.slug, "--resamples", "20", stdout=out)
+    assert f"undefined: {why}" in out.getvalue()
+    judges = api.get(reverse("metrics-api:judge-report", args=[project.slug]),
+                     {"judge": "metric:length"}).json()
+    assert judges["judges"]["metric:length"]["undefined"]["pearson"] == why
+    page = client.get(reverse("metrics:project-judges", args=[project.slug])).content.decode()
+    assert f"undefined: {why}" in page
+    out = io.StringIO()
+    call_command("judge_report", project.slug, "--judge", "metric:length", "--resamples", "20",
+                 stdout=out)
+    assert f"pearson   undefined ({why})" in out.getvalue()
+
+
+def test_an_undefined_kappa_of_the_human_ceiling_says_why_on_the_judges_doors(client):
+    """Every judgment gives one score: each judgment and the others' majority agree with one
+    label throughout, κ is 0/0. Before: "kappa 0.000 [0.000, 0.000]" (and, with κ None, a
+    blank on the judges page)."""
+    owner = make_user("owner-same")
+    project = degenerate_project("likert_all_same", owner)
+    why = "both sides give one and the same label throughout, so chance explains all the agreement"
+    client.force_login(owner)
+    page = client.get(reverse("metrics:project-judges", args=[project.slug])).content.decode()
+    assert f"κ undefined: {why};" in page
+    out = io.StringIO()
+    call_command("judge_report", project.slug, "--resamples", "20", stdout=out)
+    assert f"kappa undefined ({why}) on 4 items" in out.getvalue()
