@@ -272,6 +272,11 @@ class LeaderboardBoardSerializer(serializers.Serializer):
                                           "covariates and the style coefficients.")
     robustness = serializers.DictField(required=False, help_text="drop_to_flip_top, "
                                        "position_bias, flagged_workers, power.")
+    notes = serializers.ListField(
+        child=serializers.CharField(), required=False,
+        help_text="Why intervals or ranks are missing or unusual, one sentence each (the "
+                  "dashboard's and `manage.py report`'s): bootstrap schemes left out, systems "
+                  "without a finite strength, systems placed only by ties.")
 
 
 class LeaderboardSerializer(serializers.Serializer):

@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import json
 import re
+from html import unescape
 
 import krippendorff
 import numpy as np
@@ -346,3 +347,30 @@ def test_an_undefined_kappa_of_the_human_ceiling_says_why_on_the_judges_doors(cl
     out = io.StringIO()
     call_command("judge_report", project.slug, "--resamples", "20", stdout=out)
     assert f"kappa undefined ({why}) on 4 items" in out.getvalue()
+
+
+@pytest.mark.parametrize(("name", "expected"), [
+    ("ab_all_same", ["s1 never lost a vote", "s2 never won a vote",
+                     "4 items: too few for item bootstrap intervals"]),
+    ("ab_all_ties", ["s1, s2: only ties, which resampling cannot move"]),
+])
+def test_a_leaderboard_says_why_its_intervals_are_missing_at_every_door(name, expected, client):
+    """Systems that never lost (never won) a vote, or met only in ties, or votes in fewer than
+    5 items: the dashboard said why the intervals are open or missing, `manage.py report`
+    printed "[—, —] ranks ?-?" beside a finite-looking strength and nothing else."""
+    owner = make_user(f"owner-board-{name}")
+    project = degenerate_project(name, owner)
+    api = APIClient()
+    api.force_authenticate(owner)
+    notes = api.get(reverse("metrics-api:project-leaderboard", args=[project.slug])
+                    ).json()["overall"]["notes"]
+    client.force_login(owner)
+    html = unescape(client.get(reverse("metrics:project-dashboard", args=[project.slug]))
+                    .content.decode())
+    out = io.StringIO()
+    call_command("report", project.slug, stdout=out)
+    for fragment in expected:
+        assert any(fragment in note for note in notes), (fragment, notes)
+    for note in notes:
+        assert note in html
+        assert f"  {note}" in out.getvalue()

@@ -114,6 +114,8 @@ def _summary(report: dict) -> str:
         if groups:
             lines.append("  Groups never compared with each other, ranked each on its own: "
                          + " | ".join(", ".join(names) for names in groups))
+        # Why an interval or a rank is missing: the dashboard's notes, word for word.
+        lines += [f"  {note}" for note in board.get("notes") or []]
     lines += _estimate_lines(report.get("estimates") or {})
     if report["starc"]:
         lines.append("STARC accuracy:")
