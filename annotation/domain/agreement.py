@@ -24,7 +24,7 @@ from typing import Literal
 
 import numpy as np
 
-from core.statistics import finite_or_none
+from core.statistics import finite_or_none, has_variation
 
 Level = Literal["nominal", "ordinal", "interval"]
 LEVELS: tuple[Level, ...] = ("nominal", "ordinal", "interval")
@@ -545,7 +545,7 @@ def _correlation(statistic, a, b) -> float | None:
         raise ValueError("both annotators need one value per item (NaN for missing)")
     keep = ~(np.isnan(a) | np.isnan(b))
     a, b = a[keep], b[keep]
-    if len(a) < 2 or np.ptp(a) == 0 or np.ptp(b) == 0:
+    if not (has_variation(a) and has_variation(b)):  # fewer than 2, or one value up to rounding
         return None
     return finite_or_none(statistic(a, b).statistic)
 

@@ -28,7 +28,12 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 
 from annotation.domain.agreement import pearson
-from core.statistics import finite_or_none, percentile_interval
+from core.statistics import (
+    ROUNDING_VARIANCE,
+    finite_or_none,
+    has_variation,
+    percentile_interval,
+)
 from core.vocabulary import AB_CHOICES
 
 CORRELATIONS = ("pearson", "spearman", "kendall")
@@ -64,8 +69,8 @@ def _correlation(cov: np.ndarray, vx: np.ndarray, vy: np.ndarray, scale_x, scale
     """cov / √(vx·vy) inside [−1, 1]; NaN where a side is constant. A resample of one distinct
     value has variance 0, which floating point leaves as rounding noise (±1e-17): undefined
     there, not a correlation of 10^8 or an infinite bound on the metrics page."""
-    vx = np.where(vx > 1e-12 * (scale_x + 1e-300), vx, np.nan)
-    vy = np.where(vy > 1e-12 * (scale_y + 1e-300), vy, np.nan)
+    vx = np.where(vx > ROUNDING_VARIANCE * (scale_x + 1e-300), vx, np.nan)
+    vy = np.where(vy > ROUNDING_VARIANCE * (scale_y + 1e-300), vy, np.nan)
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.clip(cov / np.sqrt(vx * vy), -1.0, 1.0)
 
@@ -93,10 +98,10 @@ def correlation_undefined_reason(metric_values: Sequence[float],
     if len(x) < 3:
         return (f"{len(x)} item{'' if len(x) == 1 else 's'} with both an automatic and a "
                 "human score; a correlation needs 3")
-    if np.ptp(x) == 0:
+    if not has_variation(x):  # up to rounding: 0.1 + 0.2 beside 0.3 is one score
         return (f"every item has the same automatic score ({x[0]:g}), so there is no "
                 "variation to correlate")
-    if np.ptp(y) == 0:
+    if not has_variation(y):
         return (f"every item has the same human score ({y[0]:g}), so there is no variation "
                 "to correlate")
     return None

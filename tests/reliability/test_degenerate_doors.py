@@ -301,6 +301,27 @@ def test_alpha_is_undefined_exactly_when_a_reason_is_given_and_matches_the_packa
 
 # --- why a correlation or κ against the humans is undefined, at every door ---------------------
 
+def test_a_metric_constant_up_to_rounding_has_no_correlation_and_says_why():
+    """0.1 + 0.2 beside 0.3 (one score, computed two ways): scipy correlates the rounding
+    noise, and the metric report read Pearson -0.387, Spearman -0.775 with the interval
+    [-1.00, -0.66] for a metric that scores every answer alike."""
+    from annotation.domain.agreement import pearson, spearman
+    from metrics_app.domain.meta_evaluation import correlations
+
+    metric, human = [0.1 + 0.2, 0.3, 0.3, 0.3], [1, 2, 3, 4]
+    result = correlations(metric, human, n_resamples=50)
+    assert result["pearson"] is None and result["spearman"] is None
+    assert result["kendall"] is None and result["ci"]["pearson"] == [None, None]
+    assert result["undefined"] == ("every item has the same automatic score (0.3), so there "
+                                   "is no variation to correlate")
+    assert pearson(metric, human) is None and spearman(metric, human) is None
+    # Small but real differences stay a correlation, scipy's.
+    from scipy.stats import pearsonr
+    varied = [0.3, 0.3 + 1e-4, 0.3 + 3e-4, 0.3 + 2e-4]
+    assert correlations(varied, human, n_resamples=0)["pearson"] == pytest.approx(
+        pearsonr(varied, human).statistic)
+
+
 def test_an_undefined_correlation_or_kappa_says_why_the_same_at_every_door(client):
     """A metric giving every answer one score: Pearson and Spearman divide by its variation.
     Before: "–" on the metrics page, the judges page, `metric_report` and `judge_report`, null
