@@ -102,27 +102,19 @@ def degenerate_project(name: str, owner):
                 make_judgment(item=item, stage=stage, worker=worker, score=1 + (n + i) % 5)
             MetricScore.objects.create(item=item, metric="length", version="1", value=1.0)
             MetricScore.objects.create(item=item, metric="em", version="1", value=0.0)
-    elif name == "ab_all_ties":
+    elif name in ("ab_all_ties", "ab_all_same", "mc_all_same"):  # one answer throughout
         for n in range(4):
-            item = ab_item(project, n)
+            item = (ab_item(project, n) if kind == TaskKind.AB else
+                    make_item(project, gold={"choice": "A"}, text_level="Elementary"))
             for worker in workers:
-                make_judgment(item=item, stage=stage, worker=worker, choice="tie")
+                make_judgment(item=item, stage=stage, worker=worker,
+                              choice="tie" if name == "ab_all_ties" else "A")
     elif name == "ab_disconnected":
         for n in range(6):
             item = ab_item(project, n, *(("s1", "s2") if n % 2 else ("s3", "s4")))
             for i, worker in enumerate(workers):
                 make_judgment(item=item, stage=stage, worker=worker,
                               choice="A" if (n + i) % 3 else "B")
-    elif name == "ab_all_same":
-        for n in range(4):
-            item = ab_item(project, n)
-            for worker in workers:
-                make_judgment(item=item, stage=stage, worker=worker, choice="A")
-    elif name == "mc_all_same":
-        for _ in range(4):
-            item = make_item(project, gold={"choice": "A"}, text_level="Elementary")
-            for worker in workers:
-                make_judgment(item=item, stage=stage, worker=worker, choice="A")
     elif name != "likert_no_items":
         raise AssertionError(name)
     return project
