@@ -10,7 +10,7 @@ from annotation.cost_selectors import committed_amount, stage_cost_estimate, sta
 from annotation.judgment_selectors import (
     agreement_override_reason,
     agreement_stage_for,
-    stage_alpha,
+    stage_alpha_with_reason,
 )
 from annotation.models import (
     DATA_STAGE_KINDS,
@@ -66,6 +66,7 @@ class CockpitStage:
     # it counts for nothing and is paid nothing until the researcher approves or rejects it.
     flagged: int
     alpha: float | None
+    alpha_undefined: str | None  # why `alpha` is None (a data stage), the dashboard's words
     gate: str  # "" when the stage has no agreement gate
     gate_open: bool | None
     estimate: Decimal | None
@@ -117,11 +118,11 @@ def study_cockpit(*, project: Project) -> Cockpit:
                   key=lambda pair: (PIPELINE.index(pair[0].kind)
                                     if pair[0].kind in PIPELINE else len(PIPELINE),
                                     pair[0].order, pair[0].pk))
-    alphas: dict[int, float | None] = {}
+    alphas: dict[int, tuple[float | None, str | None]] = {}
 
-    def alpha_of(stage: Stage) -> float | None:
+    def alpha_of(stage: Stage) -> tuple[float | None, str | None]:
         if stage.pk not in alphas:
-            alphas[stage.pk] = stage_alpha(stage=stage)
+            alphas[stage.pk] = stage_alpha_with_reason(stage=stage)
         return alphas[stage.pk]
 
     stages = []
@@ -133,9 +134,9 @@ def study_cockpit(*, project: Project) -> Cockpit:
         gating = (agreement_stage_for(stage) if stage.agreement_threshold is not None
                   else None)
         if gating is not None:  # the same stage and α the publish guard checks
-            gate_alpha = alpha_of(gating)
+            gate_alpha, undefined = alpha_of(gating)
             gate_open = gate_alpha is not None and gate_alpha >= stage.agreement_threshold
-            shown = "too few judgments" if gate_alpha is None else f"α = {gate_alpha:.2f}"
+            shown = f"α undefined: {undefined}" if gate_alpha is None else f"α = {gate_alpha:.2f}"
             gate = f"needs α ≥ {stage.agreement_threshold:g} on “{gating.name}” ({shown})"
             override = None if gate_open else agreement_override_reason(stage)
             if override:  # "shut" beside a stage collecting after an override
@@ -156,7 +157,8 @@ def study_cockpit(*, project: Project) -> Cockpit:
                 error = str(exc)
         stages.append(CockpitStage(
             stage=stage, progress=progress, waiting_review=waiting, flagged=flagged,
-            alpha=alpha_of(stage) if stage.kind in DATA_STAGE_KINDS else None,
+            alpha=alpha_of(stage)[0] if stage.kind in DATA_STAGE_KINDS else None,
+            alpha_undefined=alpha_of(stage)[1] if stage.kind in DATA_STAGE_KINDS else None,
             gate=gate, gate_open=gate_open, estimate=estimate, estimate_error=error,
             spent=stage_spent(stage=stage) if stage.provider != Provider.IMPORT else Decimal("0.00"),
             pay=pay, problem=problem, release=release,

@@ -22,6 +22,7 @@ from annotation.domain.aggregation import aggregate_items, mean_by_item, znormal
 from annotation.domain.agreement import (
     FleissResult,
     Level,
+    agreement_undefined_reason,
     fleiss_kappa_from_counts,
     krippendorff_alpha_from_counts,
 )
@@ -138,9 +139,12 @@ class JudgmentFrame:
             index = np.searchsorted(domain, self.score)
             return has, np.where(has, index, 0), domain
         has = self.choice != ""
-        labels = np.union1d(CHOICE_DOMAIN, np.unique(self.choice[has]))
+        labels = self._choice_labels()
         index = np.searchsorted(labels, self.choice)
         return has, np.where(has, index, 0), np.arange(len(labels), dtype=float)
+
+    def _choice_labels(self) -> np.ndarray:
+        return np.union1d(CHOICE_DOMAIN, np.unique(self.choice[self.choice != ""]))
 
     def counts(self, mask: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(items × values counts over the judgments in `mask`, numeric domain)."""
@@ -151,9 +155,25 @@ class JudgmentFrame:
         counts = flat.reshape(len(self.item_table_ids), len(domain))
         return counts[counts.sum(axis=1) > 0], domain
 
+    def value_labels(self) -> list[str]:
+        """The answer each column of `counts` stands for ("3", "A", "tie")."""
+        _has, _index, domain = self.coded_values()
+        if self.kind == TaskKind.LIKERT:
+            return [format(float(v), "g") for v in domain]
+        return [str(v) for v in self._choice_labels()]
+
     def alpha(self, *, level: Level | None = None, mask: np.ndarray | None = None) -> float | None:
+        return self.alpha_with_reason(level=level, mask=mask)[0]
+
+    def alpha_with_reason(self, *, level: Level | None = None, mask: np.ndarray | None = None
+                          ) -> tuple[float | None, str | None]:
+        """(α, None), or (None, why α is undefined: `agreement_undefined_reason`)."""
         counts, domain = self.counts(mask)
-        return krippendorff_alpha_from_counts(counts, domain, level or self.default_level())
+        alpha = krippendorff_alpha_from_counts(counts, domain, level or self.default_level())
+        if alpha is not None:
+            return alpha, None
+        return None, (agreement_undefined_reason(counts, self.value_labels())
+                      or "undefined for these judgments")
 
     def fleiss(self, *, mask: np.ndarray | None = None, n_raters: int | None = None) -> FleissResult:
         counts, _domain = self.counts(mask)
@@ -285,8 +305,14 @@ def fetch_plain_rows(queryset) -> list[tuple]:
 def stage_agreement(*, stage: Stage, level: Level | None = None) -> float | None:
     """Krippendorff's α of one stage's judgments (interval for Likert, nominal for A/B and
     multiple choice unless `level` says otherwise); None when undefined or no data."""
+    return stage_agreement_with_reason(stage=stage, level=level)[0]
+
+
+def stage_agreement_with_reason(*, stage: Stage, level: Level | None = None
+                                ) -> tuple[float | None, str | None]:
+    """`stage_agreement` and, when it is None, why (`JudgmentFrame.alpha_with_reason`)."""
     frame = load_judgments(project=stage.project, stage=stage)
-    return frame.alpha(level=level)
+    return frame.alpha_with_reason(level=level)
 
 
 @dataclass(frozen=True)
@@ -413,6 +439,10 @@ def agreement_override_reason(stage: Stage) -> str | None:
     return logged.split("reason: ", 1)[1] if "reason: " in logged else ""
 
 
+# Why a gate's α is undefined when the project has no stage to measure it on.
+NO_GATE_STAGE = "no earlier stage to measure it on"
+
+
 def agreement_stage_for(stage: Stage) -> Stage | None:
     """The stage whose agreement gates this one: `settings["agreement_stage_id"]` (a stage of
     the same project; None when it names none), else the closest earlier trial/pilot/full
@@ -449,9 +479,18 @@ def stage_alpha(*, stage: Stage, level: str | None = None,
     Likert, nominal otherwise); None when too few to compute. `frame`: a project frame already
     loaded (the report's) is read instead of the database when it holds the stage's
     judgments."""
+    return stage_alpha_with_reason(stage=stage, level=level, frame=frame)[0]
+
+
+def stage_alpha_with_reason(*, stage: Stage, level: str | None = None,
+                            frame: JudgmentFrame | None = None
+                            ) -> tuple[float | None, str | None]:
+    """(`stage_alpha`, None), or (None, why it is undefined), the one statement the publish
+    guard, the cockpit and the dashboard's stage rows and gates give
+    (`annotation.domain.agreement.agreement_undefined_reason`)."""
     level = level or (stage.settings or {}).get("agreement_level")
     if frame is not None:
         mask = stage_mask(frame, stage)
         if mask.any():
-            return frame.alpha(level=level, mask=mask)
-    return stage_agreement(stage=stage, level=level)
+            return frame.alpha_with_reason(level=level, mask=mask)
+    return stage_agreement_with_reason(stage=stage, level=level)

@@ -18,6 +18,23 @@ def resamples_check(value, name: str = "n_resamples") -> None:
                          f"{MAX_RESAMPLES}, not {value!r}")
 
 
+# Values whose variance is at most this share of their mean square are one number up to
+# floating-point rounding (0.1 + 0.2 beside 0.3): a statistic that divides by their variation
+# (a correlation) is undefined there, not a confident correlation of the rounding noise.
+ROUNDING_VARIANCE = 1e-12
+
+
+def has_variation(values) -> bool:
+    """Whether `values` (two or more) vary by more than floating-point rounding
+    (`ROUNDING_VARIANCE`)."""
+    values = np.asarray(values, dtype=float)
+    if len(values) < 2:
+        return False
+    centred = values - values.mean()
+    return float((centred * centred).mean()) > ROUNDING_VARIANCE * (
+        float((values * values).mean()) + 1e-300)
+
+
 def finite_or_none(value: float) -> float | None:
     """`value` as a Python float, or None where it is NaN or ±inf (undefined statistics read as
     missing, and strict JSON has no NaN)."""

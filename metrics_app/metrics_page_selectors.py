@@ -31,6 +31,7 @@ def correlation_table(data: dict, stat: str) -> dict:
             cell = cells.get(group) or {}
             row["cells"].append({
                 "value": cell.get(stat), "ci": (cell.get("ci") or {}).get(stat) or [None, None],
+                "why": cell.get("undefined"),
                 "n": cell.get("n", 0), "best": best.get(group) == name,
             })
         rows.append(row)

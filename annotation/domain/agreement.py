@@ -24,7 +24,7 @@ from typing import Literal
 
 import numpy as np
 
-from core.statistics import finite_or_none
+from core.statistics import finite_or_none, has_variation
 
 Level = Literal["nominal", "ordinal", "interval"]
 LEVELS: tuple[Level, ...] = ("nominal", "ordinal", "interval")
@@ -121,6 +121,34 @@ def krippendorff_alpha(
             reliability_data=data, value_domain=value_domain, level_of_measurement=level
         )
     )
+
+
+# Why a statistic of judgments has no value when no judgment counts (yet).
+NO_JUDGMENTS = "no judgments that count yet"
+
+
+def agreement_undefined_reason(counts: np.ndarray,
+                               value_labels: Sequence[str] | None = None) -> str | None:
+    """Why agreement (Krippendorff's α at any level, and Fleiss' κ over the same items) of
+    these (items × values) counts is undefined, in the words every door shows (the dashboard,
+    the cockpit, the publish guard, the report API, `manage.py report`); None when there is
+    something to compute. The cases are exactly those where `krippendorff_alpha_from_counts`
+    answers None: no judgment, no item with two judgments (agreement compares judgments of one
+    item), or one answer only among the items judged twice (no variation: chance agreement is
+    complete, and α = 1 − 0/0). `value_labels` (one per column) names that answer."""
+    counts = np.asarray(counts)
+    if counts.ndim != 2 or counts.sum() == 0:
+        return NO_JUDGMENTS
+    pairable = counts[counts.sum(axis=1) >= 2]
+    if len(pairable) == 0:
+        return ("no item has two judgments that count yet (agreement compares judgments of "
+                "the same item)")
+    used = np.flatnonzero(pairable.sum(axis=0) > 0)
+    if len(used) < 2:
+        named = f" ({value_labels[int(used[0])]})" if value_labels is not None else ""
+        return (f"every judgment of the items judged twice gives the same answer{named}, "
+                "so there is no variation to agree on")
+    return None
 
 
 def krippendorff_alpha_from_counts(
@@ -517,7 +545,7 @@ def _correlation(statistic, a, b) -> float | None:
         raise ValueError("both annotators need one value per item (NaN for missing)")
     keep = ~(np.isnan(a) | np.isnan(b))
     a, b = a[keep], b[keep]
-    if len(a) < 2 or np.ptp(a) == 0 or np.ptp(b) == 0:
+    if not (has_variation(a) and has_variation(b)):  # fewer than 2, or one value up to rounding
         return None
     return finite_or_none(statistic(a, b).statistic)
 

@@ -32,8 +32,9 @@ from annotation.domain.stage_settings import (
 )
 from annotation.judgment_selectors import (
     AGREEMENT_OVERRIDE_MARK,
+    NO_GATE_STAGE,
     agreement_stage_for,
-    stage_alpha,
+    stage_alpha_with_reason,
 )
 from annotation.models import (
     LIVE_STAGE_STATUSES,
@@ -556,8 +557,9 @@ def agreement_guard(*, stage: Stage, override_reason: str | None = None) -> str:
     if named and gate is None:  # no override: there is no gate to override
         raise GuardFailed(f"{stage}: the agreement gate stage (agreement_stage_id {named}) is "
                           f"not a stage of project {stage.project.slug}")
-    alpha = stage_alpha(stage=gate) if gate is not None else None
-    shown = "n/a" if alpha is None else f"{alpha:.3f}"
+    alpha, undefined = (stage_alpha_with_reason(stage=gate) if gate is not None
+                        else (None, NO_GATE_STAGE))
+    shown = f"undefined ({undefined})" if alpha is None else f"{alpha:.3f}"
     if alpha is not None and alpha >= stage.agreement_threshold:
         return f"agreement guard passed: alpha {shown} of {gate} ≥ {stage.agreement_threshold}"
     if override_reason and override_reason.strip():
@@ -566,13 +568,13 @@ def agreement_guard(*, stage: Stage, override_reason: str | None = None) -> str:
             f"reason: {override_reason.strip()}"
         )
     if alpha is None:
-        # "is n/a, below the required 0.0" read as a bug: alpha has no value (no item of the
-        # gate holds two judgments that count, or they all give one answer), it is not low.
+        # "is n/a, below the required 0.0" read as a bug: alpha has no value, it is not low;
+        # the reason is the one the cockpit and the dashboard give.
         raise GuardFailed(
-            f"Krippendorff's alpha of {gate or 'the previous stage'} cannot be computed yet (no "
-            f"item has two judgments that count, or they all give the same answer), so it "
-            f"cannot be checked against the required {stage.agreement_threshold}; collect more "
-            f"judgments there, or publish with an override reason to go ahead anyway"
+            f"Krippendorff's alpha of {gate or 'the previous stage'} cannot be computed yet "
+            f"({undefined}), so it cannot be checked against the required "
+            f"{stage.agreement_threshold}; collect more judgments there, or publish with an "
+            f"override reason to go ahead anyway"
         )
     raise GuardFailed(
         f"Krippendorff's alpha of {gate or 'the previous stage'} is {shown}, below the required "

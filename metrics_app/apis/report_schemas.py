@@ -21,6 +21,10 @@ class CorrelationSerializer(serializers.Serializer):
         help_text="Bootstrap interval [low, high] per correlation.")
     n_resamples = serializers.IntegerField(required=False)
     confidence = serializers.FloatField(required=False)
+    undefined = serializers.CharField(
+        allow_null=True, required=False,
+        help_text="Why the correlations are null (fewer than 3 items, or every item has the "
+                  "same automatic or human score); null when they have values.")
 
 
 class AccuracySerializer(serializers.Serializer):
@@ -46,6 +50,10 @@ class DecisionCellSerializer(serializers.Serializer):
     accuracy = serializers.FloatField(allow_null=True)
     f1 = serializers.FloatField(allow_null=True, help_text='F1 of "correct".')
     kappa = serializers.FloatField(allow_null=True, help_text="Cohen's κ.")
+    kappa_undefined = serializers.CharField(
+        allow_null=True, required=False,
+        help_text="Why kappa is null (no items, or both sides one and the same label); null "
+                  "when it has a value.")
     roc_auc = serializers.FloatField(allow_null=True)
     ci = serializers.DictField(child=serializers.ListField(
         child=serializers.FloatField(allow_null=True), min_length=2, max_length=2))
@@ -163,7 +171,12 @@ class StageSummarySerializer(serializers.Serializer):
     n_items = serializers.IntegerField()
     n_workers = serializers.IntegerField()
     krippendorff_alpha = serializers.FloatField(allow_null=True)
-    gate = serializers.DictField(allow_null=True, help_text="Qualification gate, if any.")
+    alpha_undefined = serializers.CharField(
+        allow_null=True, help_text="Why krippendorff_alpha is null (no judgments that count, "
+                                   "no item judged twice, one answer only); null when it has "
+                                   "a value.")
+    gate = serializers.DictField(allow_null=True, help_text="The agreement gate, if any: stage, "
+                                 "alpha, alpha_undefined, threshold, passes, overridden.")
 
 
 class AnnotatorPairSerializer(serializers.Serializer):
@@ -205,7 +218,8 @@ class ProjectReportSerializer(serializers.Serializer):
     agreement = serializers.DictField(
         child=serializers.DictField(),
         help_text="group (\"all\" or a group_by value) → Krippendorff's α with its bootstrap "
-                  "interval, Fleiss' κ, percent agreement and counts.")
+                  "interval, Fleiss' κ, percent agreement and counts; `alpha_undefined` says "
+                  "why α (and κ) is null.")
     stages = serializers.ListField(child=StageSummarySerializer())
     workers = serializers.ListField(
         child=serializers.DictField(),
@@ -258,6 +272,11 @@ class LeaderboardBoardSerializer(serializers.Serializer):
                                           "covariates and the style coefficients.")
     robustness = serializers.DictField(required=False, help_text="drop_to_flip_top, "
                                        "position_bias, flagged_workers, power.")
+    notes = serializers.ListField(
+        child=serializers.CharField(), required=False,
+        help_text="Why intervals or ranks are missing or unusual, one sentence each (the "
+                  "dashboard's and `manage.py report`'s): bootstrap schemes left out, systems "
+                  "without a finite strength, systems placed only by ties.")
 
 
 class LeaderboardSerializer(serializers.Serializer):

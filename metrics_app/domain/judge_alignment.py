@@ -70,13 +70,17 @@ def binary_alignment(*, rank: Sequence[float], threshold: float, labels: Sequenc
                  "judge_incorrect_human_correct": int((~predicted & (labels == 1)).sum()),
                  "judge_incorrect_human_incorrect": int((~predicted & (labels == 0)).sum())}
     corr = correlations(rank, human_mean, n_resamples=n_resamples, kendall_resamples=20,
-                        seed=seed) if len(rank) >= 3 else {"pearson": None, "spearman": None,
-                                                           "ci": {}}
+                        seed=seed)
     out = {"n": int(len(rank)), "threshold": threshold,
            "judge_positive_rate": finite_or_none(predicted.mean()) if len(rank) else None,
            "human_positive_rate": decision["positive_rate"],
            **{k: decision[k] for k in ("accuracy", "kappa", "f1", "roc_auc")},
            "pearson": corr["pearson"], "spearman": corr["spearman"],
+           # Why a statistic is None, as the metric report says it (`correlations`,
+           # `decision_statistics`).
+           "undefined": {name: why for name, why in (
+               ("kappa", decision["kappa_undefined"]), ("pearson", corr["undefined"]),
+               ("spearman", corr["undefined"])) if why},
            "ci": {**{k: decision["ci"][k] for k in ("accuracy", "kappa", "f1", "roc_auc")},
                   "pearson": corr["ci"].get("pearson", [None, None]),
                   "spearman": corr["ci"].get("spearman", [None, None])},
@@ -137,11 +141,12 @@ def human_ceiling(judgments: dict[int, list[int]], *, n_resamples: int = 1000,
             others.append(int(2 * rest_pos > rest_n))
     if not own:
         return {"n_items": items, "n_pairs": 0, "accuracy": None, "kappa": None,
+                "kappa_undefined": "no item has two human labels",
                 "ci": {"accuracy": [None, None], "kappa": [None, None]}}
     stats = decision_statistics(np.array(own, float), np.array(others), 0.5,
                                 n_resamples=n_resamples, seed=seed)
     return {"n_items": items, "n_pairs": len(own), "accuracy": stats["accuracy"],
-            "kappa": stats["kappa"],
+            "kappa": stats["kappa"], "kappa_undefined": stats["kappa_undefined"],
             "ci": {"accuracy": stats["ci"]["accuracy"], "kappa": stats["ci"]["kappa"]}}
 
 

@@ -458,8 +458,8 @@ def leaderboard(votes: Votes, *, rounds: int = 200, level: float = 0.95, seed: i
         by_cluster = cluster_counts(table, votes.outcome, cluster)
         n_clusters = n_clusters_of[scheme] = by_cluster.n_clusters
         if n_clusters < MIN_CLUSTERS:
-            notes[scheme] = (f"{n_clusters} {scheme}s: too few for a {scheme} bootstrap "
-                             f"(at least {MIN_CLUSTERS})")
+            notes[scheme] = (f"{n_clusters} {scheme}s: too few for {scheme} bootstrap "
+                             f"intervals (at least {MIN_CLUSTERS})")
             continue
         counts = bootstrap_counts(by_cluster, rounds, rng)
         counts = counts[counts.sum(axis=(1, 2)) > 0]  # a round that drew no cluster
@@ -587,6 +587,7 @@ def leaderboard(votes: Votes, *, rounds: int = 200, level: float = 0.95, seed: i
                                        start=point)
         if style and votes.style is not None and votes.style.size else None,
     }
+    board["notes"] = board_notes(board)
     if robustness:
         board["robustness"] = {
             "drop_to_flip_top": drop_to_flip_top(table, k, ties=ties, systems=votes.systems,
@@ -601,6 +602,31 @@ def leaderboard(votes: Votes, *, rounds: int = 200, level: float = 0.95, seed: i
 
 
 # --- style control -----------------------------------------------------------------------------
+
+UNBOUNDED_NOTES = {
+    "above": "never lost a vote (or is one of a set that never lost one to the rest of its "
+             "group): its strength has no upper bound and its interval is open",
+    "below": "never won a vote (or is one of a set that never won one against the rest of its "
+             "group): its strength has no lower bound and its interval is open",
+    "both": "has no bound on its strength: it lost every vote to some systems and won every "
+            "vote against others, or every vote went to one position",
+}
+
+
+def board_notes(board: dict) -> list[str]:
+    """Why a board's intervals or ranks are missing or unusual, one sentence each, in the
+    words every door shows (the dashboard, `manage.py report`, the API's `notes`): the
+    bootstrap schemes left out, each system without a finite strength, the systems placed only
+    by ties."""
+    notes = list((board["model"].get("bootstrap_notes") or {}).values())
+    notes += [f"{row['system']} {UNBOUNDED_NOTES[row['unbounded']]}."
+              for row in board["systems"] if row.get("unbounded")]
+    if board["model"].get("curvature_intervals"):
+        notes.append(f"{', '.join(board['model']['curvature_intervals'])}: only ties, which "
+                     "resampling cannot move; the interval is the curvature's (strength ± "
+                     "1.96·se) and the rank interval the ranks it allows.")
+    return notes
+
 
 def style_control(votes: Votes, *, ties: bool, position: bool = True,
                   level: float = 0.95, start: Fit | None = None) -> dict | None:

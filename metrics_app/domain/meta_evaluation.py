@@ -28,7 +28,12 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 
 from annotation.domain.agreement import pearson
-from core.statistics import finite_or_none, percentile_interval
+from core.statistics import (
+    ROUNDING_VARIANCE,
+    finite_or_none,
+    has_variation,
+    percentile_interval,
+)
 from core.vocabulary import AB_CHOICES
 
 CORRELATIONS = ("pearson", "spearman", "kendall")
@@ -64,8 +69,8 @@ def _correlation(cov: np.ndarray, vx: np.ndarray, vy: np.ndarray, scale_x, scale
     """cov / √(vx·vy) inside [−1, 1]; NaN where a side is constant. A resample of one distinct
     value has variance 0, which floating point leaves as rounding noise (±1e-17): undefined
     there, not a correlation of 10^8 or an infinite bound on the metrics page."""
-    vx = np.where(vx > 1e-12 * (scale_x + 1e-300), vx, np.nan)
-    vy = np.where(vy > 1e-12 * (scale_y + 1e-300), vy, np.nan)
+    vx = np.where(vx > ROUNDING_VARIANCE * (scale_x + 1e-300), vx, np.nan)
+    vy = np.where(vy > ROUNDING_VARIANCE * (scale_y + 1e-300), vy, np.nan)
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.clip(cov / np.sqrt(vx * vy), -1.0, 1.0)
 
@@ -82,6 +87,26 @@ def _resample_ranks(values: np.ndarray, counts: np.ndarray) -> np.ndarray:
     return mid[:, group]
 
 
+def correlation_undefined_reason(metric_values: Sequence[float],
+                                 human_values: Sequence[float]) -> str | None:
+    """Why Pearson, Spearman and Kendall of these paired scores are undefined, in the words
+    every door shows (the metrics page, the judges page, `metric_report`, `judge_report`, the
+    APIs); None when they are defined. The cases are exactly those `correlations` answers None
+    for: fewer than 3 items, or a side without variation (a correlation divides by it)."""
+    x = np.asarray(metric_values, dtype=float)
+    y = np.asarray(human_values, dtype=float)
+    if len(x) < 3:
+        return (f"{len(x)} item{'' if len(x) == 1 else 's'} with both an automatic and a "
+                "human score; a correlation needs 3")
+    if not has_variation(x):  # up to rounding: 0.1 + 0.2 beside 0.3 is one score
+        return (f"every item has the same automatic score ({x[0]:g}), so there is no "
+                "variation to correlate")
+    if not has_variation(y):
+        return (f"every item has the same human score ({y[0]:g}), so there is no variation "
+                "to correlate")
+    return None
+
+
 def correlations(
     metric_values: Sequence[float],
     human_values: Sequence[float],
@@ -91,8 +116,9 @@ def correlations(
     confidence: float = 0.95,
     seed: int = 0,
 ) -> dict:
-    """{n, pearson, spearman, kendall, ci: {pearson: [low, high], ...}}; a correlation is None
-    when either side is constant (or fewer than 3 items)."""
+    """{n, pearson, spearman, kendall, ci: {pearson: [low, high], ...}, undefined}; the
+    correlations are None when either side is constant (or fewer than 3 items), and
+    `undefined` says which (`correlation_undefined_reason`; None when they are defined)."""
     from scipy.stats import kendalltau, spearmanr
 
     x = np.asarray(metric_values, dtype=float)
@@ -102,8 +128,9 @@ def correlations(
     n = len(x)
     result: dict = {"n": n, "pearson": None, "spearman": None, "kendall": None,
                     "ci": {name: [None, None] for name in CORRELATIONS},
-                    "n_resamples": n_resamples, "confidence": confidence}
-    if n < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
+                    "n_resamples": n_resamples, "confidence": confidence,
+                    "undefined": correlation_undefined_reason(x, y)}
+    if result["undefined"]:
         return result
     result["pearson"] = pearson(x, y)
     result["spearman"] = finite_or_none(spearmanr(x, y).statistic)
@@ -335,6 +362,12 @@ def best_threshold(scores: Sequence[float | None], labels: Sequence[int]) -> flo
     return float(distinct[int(np.argmax(accuracy))])
 
 
+# Why Cohen's κ of a correct/incorrect decision is undefined (`kappa_undefined`).
+NO_ITEMS = "no items to compare"
+ONE_LABEL_BOTH_SIDES = ("both sides give one and the same label throughout, so chance "
+                        "explains all the agreement")
+
+
 def _confusion_statistics(tp, fp, fn, tn) -> dict[str, np.ndarray]:
     """Accuracy, F1 of "correct" and Cohen's κ from (possibly weighted) confusion counts."""
     total = tp + fp + fn + tn
@@ -342,7 +375,10 @@ def _confusion_statistics(tp, fp, fn, tn) -> dict[str, np.ndarray]:
         accuracy = (tp + tn) / total
         f1 = np.where(2 * tp + fp + fn > 0, 2 * tp / (2 * tp + fp + fn), 0.0)
         expected = ((tp + fp) * (tp + fn) + (fn + tn) * (fp + tn)) / total**2
-        kappa = np.where(expected < 1, (accuracy - expected) / (1 - expected), 0.0)
+        # Both sides one and the same label throughout: chance agreement is 1 and κ is 0/0,
+        # undefined (scikit-learn's NaN, `annotation.domain.agreement.cohen_kappa`'s None),
+        # not the 0 of "no better than chance".
+        kappa = np.where(expected < 1, (accuracy - expected) / (1 - expected), np.nan)
     return {"accuracy": accuracy, "f1": f1, "kappa": kappa}
 
 
@@ -356,9 +392,11 @@ def decision_statistics(
     seed: int = 0,
 ) -> dict:
     """How well "score ≥ threshold means correct" matches human labels (1 correct, 0 not):
-    {n, threshold, positive_rate, accuracy, f1, kappa, roc_auc, ci: {name: [low, high]}}.
-    κ is Cohen's (as scikit-learn computes it; 0 when either side is constant); ROC AUC is
-    threshold-free (None with one class only). Intervals: percentile bootstrap over items."""
+    {n, threshold, positive_rate, accuracy, f1, kappa, roc_auc, ci: {name: [low, high]},
+    kappa_undefined: why κ is None, else None}.
+    κ is Cohen's (as scikit-learn computes it: 0 when one side is constant and the other is
+    not, None when both give one and the same label throughout); ROC AUC is threshold-free
+    (None with one class only). Intervals: percentile bootstrap over items."""
     from sklearn.metrics import roc_auc_score
 
     s = np.asarray(scores, dtype=float)
@@ -369,7 +407,8 @@ def decision_statistics(
     result: dict = {"n": n, "threshold": threshold, "positive_rate": None, "accuracy": None,
                     "f1": None, "kappa": None, "roc_auc": None,
                     "ci": {name: [None, None] for name in ("accuracy", "f1", "kappa", "roc_auc")},
-                    "n_resamples": n_resamples, "confidence": confidence}
+                    "n_resamples": n_resamples, "confidence": confidence,
+                    "kappa_undefined": NO_ITEMS}
     if n == 0:
         return result
     predicted = (s >= threshold).astype(float)
@@ -377,6 +416,7 @@ def decision_statistics(
                       (1 - predicted) * (1 - y)])            # tp, fp, fn, tn per item
     point = _confusion_statistics(*cells.sum(axis=1))
     result.update({name: finite_or_none(value) for name, value in point.items()})
+    result["kappa_undefined"] = None if result["kappa"] is not None else ONE_LABEL_BOTH_SIDES
     result["positive_rate"] = float(y.mean())
     two_classes = 0 < y.sum() < n
     if two_classes:

@@ -51,8 +51,9 @@ def _decision(scores, labels, gold, threshold) -> dict:
     y = np.asarray(labels, dtype=int)
     predicted = (s >= threshold).astype(int)
     result = {"accuracy": float((predicted == y).mean())}
+    # One and the same label on both sides: κ is 0/0, undefined (scikit-learn's NaN), not 0.
     result["kappa"] = (float(cohen_kappa_score(y, predicted))
-                       if len(set(y.tolist()) | set(predicted.tolist())) > 1 else 0.0)
+                       if len(set(y.tolist()) | set(predicted.tolist())) > 1 else None)
     result["f1"] = float(f1_score(y, predicted, zero_division=0.0))
     result["roc_auc"] = float(roc_auc_score(y, s)) if len(set(y.tolist())) > 1 else None
     result["pearson"] = pearson(s, np.asarray(gold, dtype=float))

@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from annotation.domain.agreement import (
+    agreement_undefined_reason,
     fleiss_kappa_ci,
     fleiss_kappa_from_counts,
     krippendorff_alpha_ci,
@@ -21,7 +22,8 @@ def group_agreement(frame: JudgmentFrame, mask: np.ndarray, *, with_ci: bool = T
 
     Likert: Krippendorff's α interval (the headline number, as in MOCHA) and ordinal.
     A/B and multiple choice: α nominal and Fleiss' κ (over the items with the most common
-    number of judgments; the others are counted in `fleiss_items_skipped`)."""
+    number of judgments; the others are counted in `fleiss_items_skipped`). `alpha_undefined`:
+    why α is null (no judgments, no item judged twice, one answer only), else null."""
     counts, domain = frame.counts(mask)
     n_items = int(len(counts))
     per_item = counts.sum(axis=1)
@@ -31,6 +33,9 @@ def group_agreement(frame: JudgmentFrame, mask: np.ndarray, *, with_ci: bool = T
         "n_items_pairable": int((per_item >= 2).sum()),
         "percent_agreement": percent_agreement_from_counts(counts),
     }
+    # Why α (and κ over the same items) has no value, when it has none: the statement every
+    # door shows instead of a blank (`agreement_undefined_reason`).
+    row["alpha_undefined"] = agreement_undefined_reason(counts, frame.value_labels())
     if frame.kind == TaskKind.LIKERT:
         row["level"] = "interval"
         row["krippendorff_alpha"] = krippendorff_alpha_from_counts(counts, domain, "interval")

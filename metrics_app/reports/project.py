@@ -34,7 +34,7 @@ from .workers import worker_report
 REPORT_KIND = "project"
 # Bump when the report's content or definitions change: cached reports of another version are
 # recomputed even though no judgment arrived.
-REPORT_VERSION = 15  # 15: a learned judge leaves out the items it saw (14: an excluded item's judgments are not data)
+REPORT_VERSION = 16  # 16: an undefined α says why, a leaderboard board its notes (15: a learned judge leaves out the items it saw; 14: an excluded item's judgments are not data)
 
 
 def _params(group_by: str | None) -> dict:
@@ -73,7 +73,7 @@ def project_report(
         "judgment_watermark": frame.watermark,
         "n_judgments": int(frame.data_mask().sum()) if len(frame) else 0,
         "agreement": agreement_report(frame, group_by=group_by),
-        "stages": stages_report(frame, project=project),
+        "stages": stages_report(frame, project=project, narrowed_to=stage),
         "workers": worker_report(frame, tolerance=project.qualification_tolerance),
         "annotator_pairs": annotator_pairs_report(frame),
         "likert": likert_report(frame) if project.kind == TaskKind.LIKERT else {},

@@ -4,25 +4,32 @@ from __future__ import annotations
 
 import numpy as np
 
+from annotation.domain.agreement import NO_JUDGMENTS
 from annotation.judgment_selectors import (
+    NO_GATE_STAGE,
     JudgmentFrame,
     agreement_override_reason,
     agreement_stage_for,
-    stage_alpha,
+    stage_alpha_with_reason,
     stage_mask,
 )
 from annotation.models import Project, Stage
 
 
-def stages_report(frame: JudgmentFrame, *, project: Project) -> list[dict]:
+def stages_report(frame: JudgmentFrame, *, project: Project,
+                  narrowed_to: Stage | None = None) -> list[dict]:
+    """One row per stage of the project: its judgments, items and workers in `frame`, its α
+    (or why it has none), and its agreement gate. A report narrowed to one stage holds no
+    other stage's judgments: their rows say so instead of "no judgments"."""
 
-    alphas: dict[int, float | None] = {}
+    alphas: dict[int, tuple[float | None, str | None]] = {}
 
-    def alpha_of(stage: Stage) -> float | None:
+    def alpha_of(stage: Stage) -> tuple[float | None, str | None]:
         # The α the stage's gate checks (`stage_alpha`: its data, at its agreement level), read
-        # from the frame when it holds the stage (a stage-narrowed report: from the database).
+        # from the frame when it holds the stage (a stage-narrowed report: from the database),
+        # and why it is undefined when it is.
         if stage.pk not in alphas:
-            alphas[stage.pk] = stage_alpha(stage=stage, frame=frame)
+            alphas[stage.pk] = stage_alpha_with_reason(stage=stage, frame=frame)
         return alphas[stage.pk]
 
     rows = []
@@ -36,15 +43,22 @@ def stages_report(frame: JudgmentFrame, *, project: Project) -> list[dict]:
             "n_judgments": int(mask.sum()),
             "n_items": int(len(np.unique(frame.item_id[mask]))),
             "n_workers": int(len(np.unique(frame.worker_id[mask]))),
-            "krippendorff_alpha": alpha_of(stage) if mask.any() else None,
+            "krippendorff_alpha": None,
+            "alpha_undefined": NO_JUDGMENTS,
             "gate": None,
         }
+        if mask.any():
+            row["krippendorff_alpha"], row["alpha_undefined"] = alpha_of(stage)
+        elif narrowed_to is not None and stage.pk != narrowed_to.pk:
+            row["alpha_undefined"] = f"this report reads stage “{narrowed_to.name}” only"
         if stage.agreement_threshold is not None:
             gating = agreement_stage_for(stage)
-            alpha = alpha_of(gating) if gating is not None else None
+            alpha, undefined = (alpha_of(gating) if gating is not None
+                                else (None, NO_GATE_STAGE))
             row["gate"] = {
                 "stage": gating.name if gating is not None else None,
                 "alpha": alpha,
+                "alpha_undefined": undefined,
                 "threshold": stage.agreement_threshold,
                 "passes": alpha is not None and alpha >= stage.agreement_threshold,
                 # Published past a failing gate: say so rather than "blocked".

@@ -18,6 +18,15 @@ def num(value, digits: int = 3) -> str:
 
 
 @register.filter
+def num_or_why(value, why) -> str:
+    """`num`, or "undefined: <why>" where the report says why the value is missing (the
+    statement the other doors give, never a bare dash)."""
+    if value is None and why:
+        return f"undefined: {why}"
+    return num(value)
+
+
+@register.filter
 def pct(value) -> str:
     if value is None or value == "":
         return "—"

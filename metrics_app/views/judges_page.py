@@ -34,7 +34,9 @@ def project_judges(request, slug: str):
     for label, judge in (report.get("judges") or {}).items():
         rows.append({"label": label, "judge": judge,
                      "cells": [{"name": name, "value": judge.get(name),
-                                "ci": judge["ci"].get(name)} for name in STATS],
+                                "ci": judge["ci"].get(name),
+                                "why": (judge.get("undefined") or {}).get(name)}
+                               for name in STATS],
                      "estimate": (report.get("estimates") or {}).get(label)})
     return render(request, "metrics_app/judges.html", {
         "project": project, "report": report, "rows": rows, "stats": STATS})

@@ -22,8 +22,11 @@ from metrics_app.management.projects import projects_by_slug
 from metrics_app.services.judges.alignment import ESTIMATE_LABELS, judge_alignment_report
 
 
-def _f(value, digits=3) -> str:
-    return "–" if value is None else f"{value:.{digits}f}"
+def _f(value, digits=3, *, why: str | None = None) -> str:
+    """The number, or why it is undefined (the pages' words), or "–"."""
+    if value is None:
+        return f"undefined ({why})" if why else "–"
+    return f"{value:.{digits}f}"
 
 
 def _ci(cell) -> str:
@@ -80,7 +83,8 @@ class Command(BaseCommand):
         ceiling = report["ceiling"]
         out("human ceiling (each judgment vs the others' majority): " + (
             f"accuracy {_f(ceiling['accuracy'])}{_ci(ceiling['ci']['accuracy'])}, kappa "
-            f"{_f(ceiling['kappa'])}{_ci(ceiling['ci']['kappa'])} on {ceiling['n_items']} items"
+            f"{_f(ceiling['kappa'], why=ceiling.get('kappa_undefined'))}"
+            f"{_ci(ceiling['ci']['kappa'])} on {ceiling['n_items']} items"
             if ceiling["n_pairs"] else "no item has two human labels"))
         for label, error in report["errors"].items():
             out(f"{label}: not compared: {error}")
@@ -90,7 +94,8 @@ class Command(BaseCommand):
             out(f"\n{label} ({j['kind']}, {j['judged_with_labels']} items{left_out}; "
                 f"{j['decision']}; {j['unparseable']} of {j['asked']} unparseable)")
             for name in ("accuracy", "kappa", "roc_auc", "pearson", "spearman", "ece"):
-                out(f"  {name:9} {_f(j.get(name))}{_ci(j['ci'].get(name))}")
+                why = (j.get("undefined") or {}).get(name)
+                out(f"  {name:9} {_f(j.get(name), why=why)}{_ci(j['ci'].get(name))}")
             c = j["confusion"]
             out(f"  confusion (judge/human): c/c {c['judge_correct_human_correct']}  c/i "
                 f"{c['judge_correct_human_incorrect']}  i/c {c['judge_incorrect_human_correct']}"

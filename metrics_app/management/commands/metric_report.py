@@ -79,8 +79,9 @@ class Command(BaseCommand):
             self.stdout.write(f"\n{name} ({data['metrics'][name]})")
             self.stdout.write(f"  {'group':32} pearson spearman kendall      n")
             for group, row in groups.items():
+                why = f"  undefined: {row['undefined']}" if row.get("undefined") else ""
                 self.stdout.write(f"  {group:32} {_fmt(row['pearson'])} {_fmt(row['spearman'])}"
-                                  f"  {_fmt(row['kendall'])} {row['n']:6d}")
+                                  f"  {_fmt(row['kendall'])} {row['n']:6d}{why}")
         self._decision(data.get("decision"))
         self._significance(data.get("significance"))
         for name, groups in data.get("minimal_pairs", {}).items():
@@ -111,7 +112,9 @@ class Command(BaseCommand):
                 self.stdout.write(
                     f"  {name:12} {group:28} {_fmt(row['threshold'])}   {_fmt(row['accuracy'])}"
                     f" {_fmt(row['f1'])} {_fmt(row['kappa'])}   {_fmt(row['roc_auc'])}"
-                    f" {row['n']:6d}")
+                    f" {row['n']:6d}"
+                    + (f"  kappa undefined: {row['kappa_undefined']}"
+                       if row.get("kappa_undefined") else ""))
 
     def _significance(self, significance: dict | None) -> None:
         if not significance or not significance["pairs"]:

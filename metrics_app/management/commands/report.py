@@ -62,11 +62,32 @@ def _summary(report: dict) -> str:
              f"{report['n_judgments']} judgments"]
     lines.append("Agreement:")
     for group, row in report["agreement"].items():
+        undefined = row.get("alpha_undefined")
+        agreement = (f"α undefined: {undefined};" if row["krippendorff_alpha"] is None
+                     and undefined else
+                     f"α={_fmt(row['krippendorff_alpha'])} κ={_fmt(row.get('fleiss_kappa'))}")
         lines.append(
-            f"  {group:<30} α={_fmt(row['krippendorff_alpha'])} "
-            f"κ={_fmt(row.get('fleiss_kappa'))} items={row['n_items']} "
-            f"judgments={row['n_judgments']}"
+            f"  {group:<30} {agreement} items={row['n_items']} judgments={row['n_judgments']}"
         )
+    if report.get("stages"):
+        lines.append("Stages:")
+        for row in report["stages"]:
+            alpha = (f"α undefined: {row['alpha_undefined']}"
+                     if row["krippendorff_alpha"] is None and row.get("alpha_undefined")
+                     else f"α={_fmt(row['krippendorff_alpha'])}")
+            line = (f"  {row['name']:<30} {alpha}; judgments={row['n_judgments']} "
+                    f"items={row['n_items']} workers={row['n_workers']}")
+            gate = row.get("gate")
+            if gate:
+                gate_alpha = (f"undefined ({gate['alpha_undefined']})"
+                              if gate["alpha"] is None and gate.get("alpha_undefined")
+                              else _fmt(gate["alpha"]))
+                verdict = ("passes" if gate["passes"] else
+                           f"published with an override (“{gate['overridden']}”)"
+                           if gate.get("overridden") else "blocked")
+                line += (f"; agreement guard {verdict}: α of “{gate['stage'] or '—'}” "
+                         f"{gate_alpha} vs {_fmt(gate['threshold'])}")
+            lines.append(line)
     flagged = [w for w in report["workers"] if w["flags"]]
     lines.append(f"Workers: {len(report['workers'])}, flagged {len(flagged)}")
     for w in flagged[:20]:
@@ -93,6 +114,8 @@ def _summary(report: dict) -> str:
         if groups:
             lines.append("  Groups never compared with each other, ranked each on its own: "
                          + " | ".join(", ".join(names) for names in groups))
+        # Why an interval or a rank is missing: the dashboard's notes, word for word.
+        lines += [f"  {note}" for note in board.get("notes") or []]
     lines += _estimate_lines(report.get("estimates") or {})
     if report["starc"]:
         lines.append("STARC accuracy:")

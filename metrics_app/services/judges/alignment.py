@@ -389,8 +389,9 @@ PAGE_RESAMPLES = 200
 
 
 # Bumped when the report reads differently, so a cached copy of the older reading is not
-# served (2: a learned metric leaves out the answers its version saw).
-ALIGNMENT_FORMAT = 2
+# served (2: a learned metric leaves out the answers its version saw; 3: κ of one label on
+# both sides is undefined, not 0).
+ALIGNMENT_FORMAT = 3
 
 
 def _alignment_params(project: Project, refs: list[str] | None, n_resamples: int) -> dict:

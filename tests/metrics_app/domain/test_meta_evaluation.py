@@ -163,6 +163,28 @@ def test_decision_statistics_match_scikit_learn_and_intervals_cover_them():
     assert same["kappa"] == pytest.approx(cohen_kappa_score([1, 1, 1], [0, 1, 1]))
 
 
+@pytest.mark.reliability
+def test_kappa_of_one_label_on_both_sides_is_undefined_not_zero():
+    """Every human and the judge say "correct" for every item: chance agreement is 1 and κ is
+    0/0 (scikit-learn: NaN; the annotator pairs' κ: None), never "0.000 [0.000, 0.000]" (the
+    human ceiling of a project whose judgments all give one score read so)."""
+    import warnings
+
+    from sklearn.metrics import cohen_kappa_score
+
+    from metrics_app.domain.judge_alignment import human_ceiling
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert np.isnan(cohen_kappa_score([1, 1, 1], [1, 1, 1]))
+    both = meta_evaluation.decision_statistics([0.9, 0.8, 0.7], [1, 1, 1], 0.5, n_resamples=50)
+    assert both["accuracy"] == 1.0 and both["kappa"] is None
+    assert both["ci"]["kappa"] == [None, None]
+    ceiling = human_ceiling({1: [1, 1, 1], 2: [1, 1, 1], 3: [1, 1]}, n_resamples=50)
+    assert ceiling["accuracy"] == 1.0 and ceiling["kappa"] is None
+    assert ceiling["ci"]["kappa"] == [None, None]
+
+
 def test_validation_half_is_stable_and_about_half():
     keys = [f"question {n}" for n in range(2000)]
     chosen = [meta_evaluation.is_validation_key(key) for key in keys]

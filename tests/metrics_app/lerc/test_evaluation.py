@@ -1,6 +1,8 @@
 """Reading what a judge gets wrong (`metrics_app.lerc.evaluation.judge_errors`)."""
 from __future__ import annotations
 
+import pytest
+
 
 def test_judge_errors_counts_disagreements_and_samples_them_reproducibly():
     from metrics_app.lerc.data import LercExample
@@ -35,6 +37,20 @@ def test_false_negative_and_positive_rates_separate_strictness_from_leniency():
     assert report["accuracy"] == 5 / 8
     only_correct = decision_report([0.9, 0.1], [5, 4], 0.5, bootstrap=0)
     assert only_correct["false_negative_rate"] == 0.5 and only_correct["false_positive_rate"] is None
+
+
+@pytest.mark.reliability
+def test_kappa_of_one_label_on_both_sides_is_undefined_on_the_model_card_not_zero():
+    """Every validation answer correct and judged correct: κ is 0/0 (scikit-learn: NaN),
+    shown as "–" on the model card, as the metric report and the judges page say it; it
+    read 0.000. One side constant and the other not stays scikit-learn's 0."""
+    from sklearn.metrics import cohen_kappa_score
+
+    from metrics_app.lerc.evaluation import decision_report
+
+    assert decision_report([0.9, 0.8, 0.7], [5, 5, 4], 0.5, bootstrap=0)["kappa"] is None
+    mixed = decision_report([0.9, 0.8, 0.7], [5, 1, 4], 0.5, bootstrap=0)
+    assert mixed["kappa"] == pytest.approx(cohen_kappa_score([1, 0, 1], [1, 1, 1])) == 0.0
 
 
 def test_report_by_length_buckets_answers_by_words_and_reports_each_bucket():

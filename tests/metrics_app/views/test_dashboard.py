@@ -342,7 +342,9 @@ def test_one_judgment_per_item_shows_why_there_is_no_agreement_instead_of_dashes
     client.force_login(owner)
     html = client.get(reverse("metrics:project-dashboard", args=[project.slug])).content.decode()
     agreement = _section(html, "agreement")
-    assert "agreement needs two or more per item" in agreement
+    # The statement the API's `alpha_undefined`, the cockpit and `manage.py report` give.
+    assert ("undefined: no item has two judgments that count yet (agreement compares "
+            "judgments of the same item). Set the redundancy above 1") in agreement
     assert "Krippendorff" not in agreement
 
 
