@@ -425,6 +425,16 @@ def metric_evaluation_build(*, project: Project, params: dict | None = None,
     return report
 
 
+# What a cached copy of an older format misses, by its format (copies stored before formats
+# were numbered: 2 with `left_out_seen`, else 1): the page says it until the copy is refreshed.
+METRIC_REPORT_FORMAT = 3
+METRIC_REPORT_CHANGES = {
+    1: "learned metrics are measured only on the answers they never saw, and an undefined "
+       "correlation or kappa says why",
+    2: "an undefined correlation or kappa says why instead of showing a number or a dash",
+}
+
+
 def _watermarks(project: Project) -> tuple[int, int]:
     return (watermark(Judgment.objects.filter(item__project=project)),
             watermark(MetricScore.objects.filter(item__project=project)))
@@ -444,6 +454,7 @@ def metric_report_compute(*, project: Project, params: dict | None = None) -> tu
     data["aggregation"] = project.aggregation_model
     # Kept apart as well, so a stale copy can say that rejected work or a block is the cause.
     data["counting_fingerprint"] = counting_fingerprint(project=project)
+    data["format_version"] = METRIC_REPORT_FORMAT
     return data, judgment_mark
 
 
@@ -519,10 +530,11 @@ def metric_report_stale_reason(*, project: Project, report: Report) -> str:
             reasons.append("what the report reads changed without a new judgment (work "
                            "rejected or a worker blocked, an item excluded or regrouped, a "
                            "stage's settings, an adjudication, LERC scores or judge verdicts)")
-    if "left_out_seen" not in report.data:
-        # Computed before a learned metric left out the answers its version saw.
-        reasons.append("learned metrics are measured only on the answers they never saw "
-                       "(this copy predates that)")
+    stored_format = report.data.get("format_version",
+                                    2 if "left_out_seen" in report.data else 1)
+    if stored_format < METRIC_REPORT_FORMAT:
+        reasons.append(f"the report reads differently since this copy was made "
+                       f"({METRIC_REPORT_CHANGES[stored_format]})")
     return "; ".join(reasons)
 
 

@@ -11,7 +11,9 @@ from metrics_app.models import MetricScore, Report
 from metrics_app.services.meta_evaluation_report import (
     metric_evaluation_build,
     metric_report_cached,
+    metric_report_cached_with_reason,
     metric_report_refresh,
+    metric_report_stale_reason,
     scatter_points,
 )
 from metrics_app.services.scoring import project_score_metrics
@@ -180,6 +182,27 @@ def test_cached_report_goes_stale_with_new_judgments_or_scores():
     report = metric_report_refresh(project=project, params={"n_resamples": 20})
     project_score_metrics(project=project, metric_names=["length"])
     assert metric_report_cached(project=project, params={"n_resamples": 20})[1] is True
+
+
+def test_a_copy_cached_by_an_older_report_says_so_until_it_is_refreshed():
+    """A copy stored before an undefined correlation said why keeps showing a dash (or kappa
+    0.000) with no word that it is old: no judgment or score changed. Its format says it."""
+    project, _stage, _items = _judged_and_scored()
+    report = metric_report_refresh(project=project, params={"n_resamples": 20})
+    assert metric_report_stale_reason(project=project, report=report) == ""
+    for stored, says in [({"format_version": 2}, "undefined correlation or kappa says why"),
+                         ({}, "only on the answers they never saw")]:
+        data = {k: v for k, v in report.data.items() if k != "format_version"}
+        if stored:
+            data.update(stored)
+        else:
+            data.pop("left_out_seen")
+        Report.objects.filter(pk=report.pk).update(data=data)
+        cached, reason = metric_report_cached_with_reason(project=project,
+                                                          params={"n_resamples": 20})
+        assert cached.pk == report.pk and says in reason
+    metric_report_refresh(project=project, params={"n_resamples": 20})
+    assert metric_report_cached(project=project, params={"n_resamples": 20})[1] is False
 
 
 def test_a_cached_report_whose_params_were_stored_in_another_key_order_is_found():
