@@ -9,8 +9,9 @@ items, A–D for multiple choice. Scores are numbers (Likert: 1–5), probabilit
 
 Everything is checked before anything is stored: unknown item ids, the same item twice (A/B:
 in the same order, a missing order counting as AB), values out of range, a version that
-already holds verdicts on this project. Every problem is reported (up to 20, with line
-numbers) and nothing is stored."""
+already holds other verdicts on this project. Every problem is reported (up to 20, with line
+numbers) and nothing is stored. The same file imported again as the same version stores
+nothing and is no error (`unchanged` counts its rows)."""
 from __future__ import annotations
 
 import csv
@@ -28,14 +29,12 @@ from annotation.domain.control_characters import (
 )
 from annotation.models import Project, TaskKind
 from core.json_limits import json_loads_limited, refuse_duplicate_keys
-from core.vocabulary import AB_CHOICES, MC_ROLES
 
+from ...domain.judge_prompts import TASK_VERDICTS, task_verdict
 from ...models import JudgeKind, JudgeVerdict
 from .versions import judge_label_error, judge_version_create
 
 MAX_ERRORS = 20
-_TRUE = {"correct", "yes", "true", "1", "1.0"}
-_FALSE = {"incorrect", "no", "false", "0", "0.0"}
 SCORE_RANGE = {TaskKind.LIKERT: (1.0, 5.0)}
 
 
@@ -92,6 +91,10 @@ def read_rows(path: Path) -> list[tuple[int, dict]]:
 def _number(value, name: str, line: int, errors: list[str]) -> float | None:
     if value is None:
         return None
+    if isinstance(value, bool):
+        # float(true) is 1.0: a JSON `true` in a score or probability column is no number.
+        errors.append(f"line {line}: {name} {value!r} is not a number")
+        return None
     try:
         number = float(value)
     except (TypeError, ValueError):
@@ -104,24 +107,16 @@ def _number(value, name: str, line: int, errors: list[str]) -> float | None:
 
 
 def _verdict(value, kind: str, line: int, errors: list[str]) -> str:
+    """The row's verdict as stored, by the rule an LLM judge's answers are read with
+    (`task_verdict`)."""
     if value is None:
         return ""
-    text = str(value).strip()
-    if kind == TaskKind.LIKERT:
-        if text.lower() in _TRUE:
-            return "correct"
-        if text.lower() in _FALSE:
-            return "incorrect"
-        errors.append(f"line {line}: verdict {value!r} is not correct/incorrect")
-    elif kind == TaskKind.AB:
-        if text.upper() in AB_CHOICES:
-            return text.upper()
-        errors.append(f"line {line}: verdict {value!r} is not A or B")
-    else:
-        if text.upper() in MC_ROLES:
-            return text.upper()
-        errors.append(f"line {line}: verdict {value!r} is not one of A-D")
-    return ""
+    verdict = task_verdict(kind, value)
+    if verdict is None:
+        errors.append(f"line {line}: verdict {value!r} is not one of "
+                      f"{', '.join(TASK_VERDICTS[kind])}")
+        return ""
+    return verdict
 
 
 def _mixed_scores_error(kind: str, score_line: int, decided_line: int) -> str:
@@ -214,9 +209,15 @@ def verdicts_import(*, project: Project, path: Path, judge: str | None = None,
         judge_version, _ = judge_version_create(
             name=judge, kind=JudgeKind.IMPORTED, config={"version": version},
             description=description, version_name=version)
-        if JudgeVerdict.objects.filter(judge_version=judge_version,
-                                       item__project=project).exists():
-            raise VerdictImportError([f"{judge}@{version} already holds verdicts on "
+        stored = set(JudgeVerdict.objects.filter(
+            judge_version=judge_version, item__project=project).values_list(
+            "item_id", "order", "verdict", "score", "probability", "reasoning"))
+        if stored and stored == set(parsed):
+            # The same file again (a script run twice): nothing new, nothing refused.
+            return {"judge": judge, "version": judge_version.version,
+                    "label": judge_version.label, "imported": 0, "unchanged": len(stored)}
+        if stored:
+            raise VerdictImportError([f"{judge}@{version} already holds other verdicts on "
                                       f"{project.slug}: import a new version"])
         JudgeVerdict.objects.bulk_create([
             JudgeVerdict(judge_version=judge_version, item_id=item_id, order=order,
@@ -227,4 +228,4 @@ def verdicts_import(*, project: Project, path: Path, judge: str | None = None,
             for item_id, order, verdict, score, probability, reasoning in parsed
         ], batch_size=2000)
     return {"judge": judge, "version": judge_version.version, "label": judge_version.label,
-            "imported": len(parsed)}
+            "imported": len(parsed), "unchanged": 0}
