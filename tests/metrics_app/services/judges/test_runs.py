@@ -3,6 +3,8 @@ budget stop, both orders of A/B pairs, retries on 429 and 5xx, unparseable answe
 counted, bounded concurrency, the key read from the environment, and the Celery job path."""
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from annotation.models import TaskKind
@@ -11,7 +13,7 @@ from metrics_app.models import JudgeJob, JudgeVerdict, ScoringStatus
 from metrics_app.services.judges.client import EndpointError, RetryPolicy
 from metrics_app.services.judges.runs import judge_job_create, judge_job_run, judge_project
 from metrics_app.services.judges.versions import judge_version_create
-from testing.factories import item_content, make_item, make_project
+from testing.factories import item_content, make_item, make_project, make_user
 from testing.openai_server import FakeChatServer
 
 pytestmark = pytest.mark.django_db
@@ -517,3 +519,105 @@ def test_run_judge_interrupted_here_is_failed_and_never_resumed_by_a_worker(monk
     sent = []
     monkeypatch.setattr(runs, "task_send", lambda *a, **kw: sent.append(a))
     assert stale_jobs_recover_all()["retried"] == 0 and sent == []
+
+
+# --- endpoints that misbehave, keys they must never see stored ---------------------------------
+
+
+@pytest.mark.reliability
+def test_an_answer_trickled_past_the_timeout_is_a_timeout_not_a_run_that_never_ends():
+    """httpx's timeout is per read: a body sent a few bytes at a time never hit it, and a run
+    waited as long as the endpoint liked for each answer."""
+    project = _likert_project(2)
+    with FakeChatServer(trickle=0.05) as server:
+        version = _judge(server)
+        started = time.monotonic()
+        detail = judge_project(project=project, version=version, concurrency=2, timeout=0.3,
+                               retry=RetryPolicy(attempts=2, base_delay=0.001, max_delay=0.01))
+        elapsed = time.monotonic() - started
+    assert detail["calls"] == 0 and detail["failed"] == 2
+    assert "took more than 0.3 s to arrive" in detail["errors"][0]
+    assert elapsed < 3  # two attempts of 0.3 s (and one last chunk each), not the whole body
+    assert not JudgeVerdict.objects.filter(judge_version=version).exists()
+
+
+@pytest.mark.reliability
+def test_a_huge_answer_is_not_read_nor_asked_again():
+    project = _likert_project(2)
+    with FakeChatServer(padding=3_000_000) as server:
+        version = _judge(server)
+        detail = judge_project(project=project, version=version, concurrency=2, retry=FAST)
+        assert server.stats["requests"] == 2  # not retried: it would be as large, paid again
+    assert detail["calls"] == 0 and detail["failed"] == 2 and detail["cost"] == 0
+    assert "HTTP 200 with a body of 30" in detail["errors"][0]
+    assert "an answer may take: not read" in detail["errors"][0]
+
+
+@pytest.mark.reliability
+def test_a_redirect_is_never_followed_and_ends_the_run_naming_where_it_points(monkeypatch):
+    """The key must not go to an address the judge was not configured with; every request
+    would be redirected alike, so the run ends at the first."""
+    monkeypatch.setenv("QAJ_TEST_JUDGE_KEY", "secret-123")
+    project = _likert_project(5)
+    with FakeChatServer(api_key="secret-123") as elsewhere:
+        target = elsewhere.url + "/chat/completions"
+        with FakeChatServer(redirect_to=target) as server:
+            version = _judge(server, api_key_env="QAJ_TEST_JUDGE_KEY")
+            with pytest.raises(EndpointError) as refused:
+                judge_project(project=project, version=version, concurrency=1, retry=FAST)
+            assert server.stats["redirected"] == 1
+        assert elsewhere.stats["requests"] == 0
+    assert refused.value.fatal
+    assert f"HTTP 307: the endpoint redirects to {target}" in str(refused.value)
+    assert "set the judge's base_url" in str(refused.value)
+
+
+@pytest.mark.reliability
+def test_a_key_the_endpoint_echoes_is_never_in_an_error_the_job_or_the_api_shows(
+        monkeypatch, client):
+    """Some proxies answer a refused key by quoting it: the error was stored on the job as
+    the endpoint wrote it, and the job list of the API showed the key."""
+    project = _likert_project(2)
+    project.owner = make_user("judge-key-owner")
+    project.save(update_fields=["owner"])
+    with FakeChatServer(api_key="right-key", echo_key=True) as server:
+        version = _judge(server, api_key_env="QAJ_TEST_JUDGE_KEY")
+        monkeypatch.setenv("QAJ_TEST_JUDGE_KEY", "sk-wrong-0123456789")
+        job = judge_job_create(project=project, version=version, send=False)
+        with pytest.raises(EndpointError, match="401"):
+            judge_job_run(job_id=job.pk, retry=FAST)
+        assert server.stats["401"] >= 1
+    job.refresh_from_db()
+    assert job.status == ScoringStatus.FAILED and "invalid api key: got 'Bearer [api key]'" \
+        in job.error
+    client.force_login(project.owner)
+    body = client.get(f"/api/metrics/projects/{project.slug}/judge-jobs/").content.decode()
+    assert "[api key]" in body
+    for where in (job.error, str(job.detail), body):
+        assert "0123456789" not in where
+
+
+@pytest.mark.reliability
+@pytest.mark.parametrize("key", ["secret-123\n", " secret-123 ", "secret-123\r\n"])
+def test_a_key_with_whitespace_around_it_is_read_without_it(monkeypatch, key):
+    """A key read from an env file kept its newline: httpx refused the header, quoting the
+    key in the error (stored on the job, shown by the API), on every request."""
+    project = _likert_project(2)
+    monkeypatch.setenv("QAJ_TEST_JUDGE_KEY", key)
+    with FakeChatServer(api_key="secret-123") as server:
+        version = _judge(server, api_key_env="QAJ_TEST_JUDGE_KEY")
+        assert judge_project(project=project, version=version, retry=FAST)["calls"] == 2
+
+
+@pytest.mark.reliability
+@pytest.mark.parametrize("key", ["secret 123", "secret\n123", "sécret-123"])
+def test_a_key_no_header_can_carry_is_refused_without_being_shown(monkeypatch, key):
+    project = _likert_project(2)
+    monkeypatch.setenv("QAJ_TEST_JUDGE_KEY", key)
+    with FakeChatServer(api_key="secret-123") as server:
+        version = _judge(server, api_key_env="QAJ_TEST_JUDGE_KEY")
+        with pytest.raises(EndpointError) as refused:
+            judge_project(project=project, version=version, retry=FAST)
+        assert server.stats["requests"] == 0
+    assert refused.value.fatal and "$QAJ_TEST_JUDGE_KEY holds a character" in str(refused.value)
+    assert "123" not in str(refused.value)
