@@ -17,7 +17,8 @@ answers); `logprobs` on or off; `latency` seconds per request (slept in the requ
 so concurrent requests overlap as at a real endpoint). Endpoints that misbehave: `redirect_to`
 (every chat request answered 307 to that URL), `trickle` (an answer's body sent 64 bytes at a
 time, that many seconds apart), `padding` (bytes of whitespace after each answer's JSON: a
-huge body), `echo_key` (a 401 quotes the Authorization header it got, as some proxies do).
+huge body), `chunked` (answers sent without a Content-Length, in chunks, as streaming servers
+do), `echo_key` (a 401 quotes the Authorization header it got, as some proxies do).
 
 As a process of its own (a rehearsal, or a benchmark that keeps the endpoint off its own CPU):
 
@@ -84,8 +85,9 @@ class FakeChatServer:
                  broken_body_rate: float = 0.0, error_rate: float = 0.0,
                  refusal_rate: float = 0.0, position_bias: float = 0.0, seed: int = 0, port: int = 0,
                  redirect_to: str | None = None, trickle: float = 0.0, padding: int = 0,
-                 echo_key: bool = False):
+                 echo_key: bool = False, chunked: bool = False):
         self.latency = latency
+        self.chunked = chunked
         self.redirect_to = redirect_to
         self.trickle = trickle
         self.padding = padding
@@ -250,12 +252,25 @@ class FakeChatServer:
                 answer = status == 200 and self.path.rstrip("/") == "/v1/chat/completions"
                 if answer and server.padding:
                     data += b" " * server.padding
+                chunked = answer and server.chunked
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
+                if chunked:
+                    self.send_header("Transfer-Encoding", "chunked")
+                else:
+                    self.send_header("Content-Length", str(len(data)))
                 for key, value in (headers or {}).items():
                     self.send_header(key, value)
                 self.end_headers()
+                if chunked:
+                    try:
+                        for start in range(0, len(data), 65536):
+                            part = data[start:start + 65536]
+                            self.wfile.write(b"%x\r\n%s\r\n" % (len(part), part))
+                        self.wfile.write(b"0\r\n\r\n")
+                    except OSError:
+                        self.close_connection = True  # the client stopped reading
+                    return
                 if not (answer and server.trickle):
                     self.wfile.write(data)
                     return
