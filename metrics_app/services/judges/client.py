@@ -239,7 +239,7 @@ def _answer(body: bytes, *, retries: int) -> ChatAnswer:
         data = json.loads(body)
         choice = data["choices"][0]
         message = choice["message"]
-        text = message.get("content") or ""
+        text = _content_text(message.get("content"))
         refusal = message.get("refusal") if not text else None
         usage = data.get("usage") or {}
         tokens = [_token_count(usage.get(name)) for name in ("prompt_tokens",
@@ -256,6 +256,20 @@ def _answer(body: bytes, *, retries: int) -> ChatAnswer:
         raise _BrokenBody(f"HTTP 200 with a body that is not a chat completion "
                           f"({type(exc).__name__}): "
                           f"{body.decode('utf-8', errors='replace')[:200]}") from None
+
+
+def _content_text(content) -> str:
+    """The answer's text: a string, or a list of content parts (some OpenAI-compatible servers
+    answer so; the text parts joined, a reasoning part left out). Anything else (a number, an
+    object) is no chat completion: TypeError, which `_answer` reads as a broken body. It
+    reached the parse rules, whose `.strip()` failed the whole run, unsaved answers lost."""
+    if content is None or isinstance(content, str):
+        return content or ""
+    if isinstance(content, list) and all(isinstance(part, dict) for part in content):
+        parts = [part.get("text") for part in content if part.get("type", "text") == "text"]
+        if all(isinstance(part, str) for part in parts):
+            return "".join(parts)
+    raise TypeError(f"message content is a {type(content).__name__}, not text")
 
 
 def _token_count(value) -> int | None:

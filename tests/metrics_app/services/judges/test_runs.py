@@ -623,3 +623,34 @@ def test_a_key_no_header_can_carry_is_refused_without_being_shown(monkeypatch, k
         assert server.stats["requests"] == 0
     assert refused.value.fatal and "$QAJ_TEST_JUDGE_KEY holds a character" in str(refused.value)
     assert "123" not in str(refused.value)
+
+
+@pytest.mark.reliability
+@pytest.mark.parametrize("content, stored", [
+    (5, None), ({"text": "Score: 5"}, None), ([{"type": "text", "text": 5}], None),
+    ([{"type": "reasoning", "text": "hmm"}, {"type": "text", "text": "Score: 5"}], "Score: 5"),
+])
+def test_an_answer_whose_content_is_not_text_is_a_broken_body_not_a_crashed_run(content, stored):
+    """A 200 whose message content was a number or an object reached the parse rules, whose
+    `.strip()` failed the whole run with an AttributeError naming no item, and the answers
+    already paid for but not yet stored were lost. Content parts (a list) are read as text."""
+    project = _likert_project(3)
+
+    class OddContent(FakeChatServer):
+        def _complete(self, body):
+            status, payload, headers = super()._complete(body)
+            if status == 200:
+                payload["choices"][0]["message"]["content"] = content
+            return status, payload, headers
+
+    with OddContent() as server:
+        version = _judge(server)
+        detail = judge_project(project=project, version=version, concurrency=1, retry=FAST)
+    rows = JudgeVerdict.objects.filter(judge_version=version)
+    if stored is None:
+        assert detail["calls"] == 0 and detail["failed"] == 3 and not rows.exists()
+        assert detail["errors"][0].startswith("item ")
+        assert "not a chat completion (TypeError)" in detail["errors"][0]
+    else:
+        assert detail["calls"] == 3 and {row.raw for row in rows} == {stored}
+        assert all(row.parsed and row.verdict == "correct" for row in rows)
