@@ -272,10 +272,17 @@ def _content_text(content) -> str:
     raise TypeError(f"message content is a {type(content).__name__}, not text")
 
 
+# More tokens than any one call uses (the longest context windows hold about 10 million), and
+# less than the verdict's token columns hold (PositiveIntegerField: 2**31 - 1 on PostgreSQL).
+MAX_REPORTED_TOKENS = 100_000_000
+
+
 def _token_count(value) -> int | None:
     """A usage count as reported, or None when it is missing or no count (negative, not a
-    whole number): a negative count made a negative cost that undid the budget."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0 \
-            or not float(value).is_integer():
+    whole number, more than MAX_REPORTED_TOKENS): a negative count made a negative cost that
+    undid the budget, and a count past the column's range failed the batch's write (a
+    DataError on PostgreSQL, an OverflowError on SQLite), the run and its unsaved answers."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or \
+            not 0 <= value <= MAX_REPORTED_TOKENS or not float(value).is_integer():
         return None
     return int(value)

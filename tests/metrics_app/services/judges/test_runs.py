@@ -114,11 +114,15 @@ class _UsageServer(FakeChatServer):
 
 
 @pytest.mark.parametrize("usage", [None, {"prompt_tokens": -100000, "completion_tokens": -5},
-                                   {"prompt_tokens": "many", "completion_tokens": 1.5}])
+                                   {"prompt_tokens": "many", "completion_tokens": 1.5},
+                                   {"prompt_tokens": 10**20, "completion_tokens": 5},
+                                   {"prompt_tokens": 3_000_000_000, "completion_tokens": 5},
+                                   {"prompt_tokens": 1e300, "completion_tokens": 5}])
 def test_a_call_whose_usage_is_missing_or_garbage_is_charged_its_worst_case(usage):
     """Without usage a call cost nothing and the budget never stopped the run; negative counts
     made a negative cost (spent went down) and rows the database refused (their answers were
-    paid for and lost). Such a call is stored with its worst case as its cost."""
+    paid for and lost), and so did counts past the column's range (3e9 only on PostgreSQL).
+    Such a call is stored with its worst case as its cost."""
     project = _likert_project(30)
     budget = 0.02
     with _UsageServer(usage) as server:
