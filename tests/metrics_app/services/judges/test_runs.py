@@ -3,6 +3,7 @@ budget stop, both orders of A/B pairs, retries on 429 and 5xx, unparseable answe
 counted, bounded concurrency, the key read from the environment, and the Celery job path."""
 from __future__ import annotations
 
+import threading
 import time
 
 import pytest
@@ -658,3 +659,27 @@ def test_an_answer_whose_content_is_not_text_is_a_broken_body_not_a_crashed_run(
     else:
         assert detail["calls"] == 3 and {row.raw for row in rows} == {stored}
         assert all(row.parsed and row.verdict == "correct" for row in rows)
+
+
+@pytest.mark.reliability
+def test_a_json_verdict_outside_the_set_is_stored_unparseable_and_the_run_goes_on():
+    """A long verdict ("correct, because ..." past the column's 50 characters) failed the
+    batch's write on PostgreSQL, the run and its unsaved paid answers with it; a short one
+    ("maybe") was stored as a parsed verdict no report could read."""
+    project = _likert_project(4)
+    answers = iter(['{"verdict": "' + "correct, because the years match; " * 3 + '"}',
+                    '{"verdict": "maybe"}', '{"verdict": "yes"}', '{"verdict": "no"}'])
+    lock = threading.Lock()
+
+    def behaviour(prompt):
+        with lock:
+            return next(answers)
+
+    with FakeChatServer(behaviour=behaviour) as server:
+        version = _judge(server, parse="json")
+        detail = judge_project(project=project, version=version, concurrency=1, retry=FAST)
+    assert detail["calls"] == 4 and detail["unparseable"] == 2 and detail["failed"] == 0
+    rows = JudgeVerdict.objects.filter(judge_version=version)
+    assert sorted(rows.values_list("verdict", flat=True)) == ["", "", "correct", "incorrect"]
+    assert all("is not one of correct, incorrect" in row.reasoning
+               for row in rows.filter(parsed=False))
