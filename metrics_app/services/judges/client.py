@@ -146,7 +146,9 @@ class ChatClient:
             retry_after = None
             try:
                 status, headers, data = self._post(body, limit)
-            except (httpx.TimeoutException, httpx.TransportError, _SlowBody) as exc:
+            except (httpx.RequestError, _SlowBody) as exc:
+                # Timeouts, dropped connections, and a body that does not decode as its
+                # Content-Encoding says (DecodingError, no TransportError: it failed the run).
                 last = self._scrub(f"{type(exc).__name__}: {exc}")
             except _LargeBody as exc:
                 # Asked again it would be as large (and paid for again): failed, not retried.

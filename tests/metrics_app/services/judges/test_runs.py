@@ -683,3 +683,21 @@ def test_a_json_verdict_outside_the_set_is_stored_unparseable_and_the_run_goes_o
     assert sorted(rows.values_list("verdict", flat=True)) == ["", "", "correct", "incorrect"]
     assert all("is not one of correct, incorrect" in row.reasoning
                for row in rows.filter(parsed=False))
+
+
+@pytest.mark.reliability
+def test_a_body_that_does_not_decode_as_its_encoding_says_fails_the_request_not_the_run():
+    """A body labelled gzip that is not: httpx's DecodingError is no TransportError, and it
+    failed the whole run instead of the request."""
+    project = _likert_project(3)
+
+    class NotGzip(FakeChatServer):
+        def _complete(self, body):
+            status, payload, headers = super()._complete(body)
+            return status, payload, {**headers, "Content-Encoding": "gzip"}
+
+    with NotGzip() as server:
+        version = _judge(server)
+        detail = judge_project(project=project, version=version, concurrency=1, retry=FAST)
+    assert detail["calls"] == 0 and detail["failed"] == 3
+    assert detail["errors"][0].startswith("item ") and "DecodingError" in detail["errors"][0]
