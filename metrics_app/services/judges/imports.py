@@ -4,6 +4,9 @@
 are given with the file (or in columns `judge` / `judge_version`, which must then agree on
 every row).
 
+Any other column (a misspelt `probabilty`), a CSV column named twice, or a row with more cells
+than the header is refused.
+
 Verdicts: correct/incorrect (also yes/no, true/false, 1/0) for Likert items, A/B for A/B
 items, A–D for multiple choice. Scores are numbers (Likert: 1–5), probabilities 0–1.
 
@@ -59,7 +62,21 @@ def read_rows(path: Path) -> list[tuple[int, dict]]:
         reader = csv.DictReader(io.StringIO(text))
         if not reader.fieldnames or "item_id" not in reader.fieldnames:
             raise VerdictImportError([f"{path}: the CSV header has no item_id column"])
+        names = [name for name in reader.fieldnames if name]
+        twice = sorted({name for name in names if names.count(name) > 1})
+        if twice:
+            # csv.DictReader keeps the last cell of a column named twice; a JSON line naming
+            # a key twice is refused (`refuse_duplicate_keys`): so is the header.
+            errors.append(f"{path}: the CSV header names {', '.join(map(repr, twice))} twice")
+        if error := _unknown_columns(names):
+            errors.append(f"{path}: the CSV header has {error}")
+        if errors:
+            raise VerdictImportError(errors)
         for line, row in enumerate(reader, start=2):
+            if None in row:  # more cells than the header names (DictReader's restkey)
+                errors.append(f"line {line}: {len(row[None])} more cell(s) than the header "
+                              "has columns")
+                continue
             rows.append((line, {k: v for k, v in row.items() if k and v not in (None, "")}))
     elif path.suffix.lower() in (".jsonl", ".ndjson", ".json"):
         # Lines as a text file gives them: str.splitlines would also cut at U+2028 or U+0085
@@ -78,6 +95,9 @@ def read_rows(path: Path) -> list[tuple[int, dict]]:
             if not isinstance(row, dict):
                 errors.append(f"line {line}: not a JSON object")
                 continue
+            if error := _unknown_columns(row):
+                errors.append(f"line {line}: {error}")
+                continue
             rows.append((line, row))
     else:
         raise VerdictImportError([f"{path}: use a .jsonl or .csv file"])
@@ -86,6 +106,20 @@ def read_rows(path: Path) -> list[tuple[int, dict]]:
     if not rows:
         raise VerdictImportError([f"{path}: no rows"])
     return rows
+
+
+# Every column a verdict file may hold (module docstring).
+COLUMNS = ("item_id", "verdict", "score", "probability", "reasoning", "order", "judge",
+           "judge_version")
+
+
+def _unknown_columns(names) -> str | None:
+    """Why columns outside COLUMNS are refused, or None: a misspelt `probability` was dropped
+    without a word, and the judge was read by its verdicts alone."""
+    unknown = sorted(set(names) - set(COLUMNS))
+    if not unknown:
+        return None
+    return (f"unknown column(s) {', '.join(map(repr, unknown))} (known: {', '.join(COLUMNS)})")
 
 
 def _number(value, name: str, line: int, errors: list[str]) -> float | None:

@@ -3,6 +3,7 @@ every problem named (metrics_app/services/judges/imports.py, command import_verd
 from __future__ import annotations
 
 import json
+import re
 from io import StringIO
 
 import pytest
@@ -245,3 +246,37 @@ def test_verdict_lines_are_read_by_the_json_rule_of_every_door(project, tmp_path
         verdicts_import(project=project, path=path, judge="j", version="1")
     assert "line 1" in str(info.value)
     assert not JudgeVerdict.objects.exists()
+
+
+@pytest.mark.reliability
+@pytest.mark.parametrize("name, text, message", [
+    ("v.jsonl", '{"item_id": "q0", "verdict": "correct", "probabilty": 0.9}\n',
+     "line 1: unknown column(s) 'probabilty' (known: item_id, verdict, score, probability"),
+    ("v.csv", "item_id,verdict,prob\nq0,correct,0.9\n",
+     "the CSV header has unknown column(s) 'prob'"),
+    ("v.csv", "item_id,verdict,verdict\nq0,correct,incorrect\n",
+     "the CSV header names 'verdict' twice"),
+    ("v.csv", "item_id,verdict\nq0,correct,0.9\n",
+     "line 2: 1 more cell(s) than the header has columns"),
+])
+def test_a_column_that_would_be_dropped_or_overwritten_is_refused(project, tmp_path, name, text,
+                                                                  message):
+    """A misspelt `probability` was dropped without a word (the judge then read by its
+    verdicts alone); a CSV column named twice kept its last cell, where a JSON key given twice
+    is refused; a cell past the header's columns was dropped."""
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(VerdictImportError, match=re.escape(message)):
+        verdicts_import(project=project, path=path, judge="j", version="1")
+    with pytest.raises(CommandError, match=re.escape(message)):
+        call_command("import_verdicts", "imp", str(path), "--judge", "j", "--judge-version", "1")
+    assert not JudgeVerdict.objects.exists() and not Judge.objects.exists()
+
+
+def test_a_csv_with_a_bom_crlf_and_an_empty_trailing_column_is_read(project, tmp_path):
+    path = tmp_path / "v.csv"
+    path.write_bytes("\ufeffitem_id,verdict,score,\r\nq0,correct,4,\r\nq1,no,,\r\n"
+                     .encode("utf-8"))
+    assert verdicts_import(project=project, path=path, judge="j", version="1")["imported"] == 2
+    assert sorted(JudgeVerdict.objects.values_list("verdict", "score")) == \
+        [("correct", 4.0), ("incorrect", None)]
