@@ -105,6 +105,7 @@ class FakeChatServer:
         self.lock = threading.Lock()
         self.stats: dict[str, int] = defaultdict(int)
         self.prompts: list[str] = []
+        self.queries: list[str] = []  # each chat request's query string ("" without one)
         self._rate_limited = 0
         self._fail: list[int] = []
         self._in_flight = 0
@@ -222,8 +223,10 @@ class FakeChatServer:
                         server.fail_next(int(faults.get("fail_next", 0)),
                                          int(faults.get("status", 503)))
                         return self._reply(200, {"ok": True})
-                    if self.path.rstrip("/") != "/v1/chat/completions":
+                    if self.path.split("?")[0].rstrip("/") != "/v1/chat/completions":
                         return self._reply(404, {"error": {"message": f"no route {self.path}"}})
+                    with server.lock:
+                        server.queries.append(self.path.partition("?")[2])
                     if server.redirect_to:
                         with server.lock:
                             server.stats["redirected"] += 1
@@ -249,7 +252,8 @@ class FakeChatServer:
 
             def _reply(self, status: int, payload, headers: dict | None = None) -> None:
                 data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
-                answer = status == 200 and self.path.rstrip("/") == "/v1/chat/completions"
+                answer = status == 200 and \
+                    self.path.split("?")[0].rstrip("/") == "/v1/chat/completions"
                 if answer and server.padding:
                     data += b" " * server.padding
                 chunked = answer and server.chunked

@@ -117,7 +117,16 @@ def validate_config(config: dict) -> dict:
         raise JudgeConfigError(f"base_url: {out['base_url']!r} is not an http(s) URL")
     from urllib.parse import parse_qs, urlsplit
 
-    parts = urlsplit(out["base_url"])
+    try:
+        parts = urlsplit(out["base_url"])
+        parts.port  # noqa: B018 - raises ValueError when out of range
+    except ValueError as exc:
+        raise JudgeConfigError(f"base_url: {out['base_url']!r} is no URL ({exc})") from None
+    if not parts.hostname or re.search(r"\s", out["base_url"]) or parts.fragment:
+        # "http://" has no host, "http://ho st/v1" or a trailing newline no request can be
+        # sent to: every request of the run failed after its retries.
+        raise JudgeConfigError(f"base_url: {out['base_url']!r} is no endpoint URL (a host, "
+                               "no spaces, no #fragment)")
     if parts.username or parts.password or any(
             "key" in name.lower() or "token" in name.lower() for name in parse_qs(parts.query)):
         raise JudgeConfigError("base_url: carries credentials; name the key's environment "

@@ -110,7 +110,10 @@ class ChatClient:
         key = api_key(api_key_env)
         self._key = key
         headers = {"Authorization": f"Bearer {key}"} if key else {}
-        self.url = base_url.rstrip("/") + "/chat/completions"
+        # The path goes before a query the base URL carries (Azure's ?api-version=...): it was
+        # appended after it, and every request went to a URL no endpoint serves.
+        base = httpx.URL(base_url)
+        self.url = base.copy_with(path=base.path.rstrip("/") + "/chat/completions")
         self.model = model
         self.retry = retry or RetryPolicy()
         self.timeout = timeout

@@ -350,3 +350,16 @@ def test_a_key_written_as_api_key_env_is_refused_and_not_echoed(written):
     assert written not in str(refused.value)
     for name in ("OPENAI_API_KEY", "vllm_key", "HF_TOKEN", "JUDGE_KEY_2024"):
         assert validate_config({**BASE, "api_key_env": name})["api_key_env"] == name
+
+
+@pytest.mark.parametrize("url", ["http://", "http://[::1", "http://host:99999/v1",
+                                 "http://ho st/v1", "http://host/v1\n", "https://host/v1#x",
+                                 "file:///etc/passwd", "gopher://host/v1"])
+def test_a_base_url_no_request_can_be_sent_to_is_refused_when_the_judge_is_created(url):
+    """"http://[::1" raised a ValueError out of create_judge; "http://", a space or a
+    trailing newline were stored, and every request of the run failed after its retries."""
+    with pytest.raises(JudgeConfigError, match="base_url: "):
+        validate_config({**BASE, "base_url": url})
+    for good in ("http://127.0.0.1:8765/v1", "http://[::1]:80/v1",
+                 "https://example.org/openai/v1?api-version=2024-06-01"):
+        assert validate_config({**BASE, "base_url": good})["base_url"] == good

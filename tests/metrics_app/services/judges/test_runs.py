@@ -701,3 +701,15 @@ def test_a_body_that_does_not_decode_as_its_encoding_says_fails_the_request_not_
         detail = judge_project(project=project, version=version, concurrency=1, retry=FAST)
     assert detail["calls"] == 0 and detail["failed"] == 3
     assert detail["errors"][0].startswith("item ") and "DecodingError" in detail["errors"][0]
+
+
+def test_a_base_url_with_a_query_keeps_it_after_the_path():
+    """Azure's OpenAI endpoints take `?api-version=...`: "/chat/completions" was appended after
+    the query, and every request went to a URL no endpoint serves."""
+    project = _likert_project(2)
+    with FakeChatServer() as server:
+        version = judge_version_create(name="azure-like", config={
+            "base_url": server.url + "/?api-version=2024-06-01", "model": "fake-judge"})[0]
+        detail = judge_project(project=project, version=version, retry=FAST)
+        assert server.queries == ["api-version=2024-06-01"] * 2
+    assert detail["calls"] == 2 and detail["failed"] == 0
