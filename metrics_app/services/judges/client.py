@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 
 import httpx
 
+from core.json_limits import lone_surrogates_replaced
+
 # One INFO line per request from httpx would drown a 5,000-item run's log.
 logging.getLogger("httpx").setLevel(logging.WARNING)
 
@@ -250,14 +252,15 @@ def _answer(body: bytes, *, retries: int) -> ChatAnswer:
         tokens = [_token_count(usage.get(name)) for name in ("prompt_tokens",
                                                              "completion_tokens")]
         known = None not in tokens
-        return ChatAnswer(text=text or str(refusal or ""),
+        return ChatAnswer(text=lone_surrogates_replaced(text or str(refusal or "")),
                           finish_reason=choice.get("finish_reason") or "",
                           logprobs=(choice.get("logprobs") or {}).get("content"),
                           prompt_tokens=tokens[0] if known else 0,
                           completion_tokens=tokens[1] if known else 0,
                           retries=retries, refused=bool(refusal), usage_known=known)
     except (json.JSONDecodeError, KeyError, IndexError, TypeError, AttributeError,
-            ValueError) as exc:
+            ValueError, RecursionError) as exc:
+        # RecursionError: a body nested a few thousand levels (it failed the whole run).
         raise _BrokenBody(f"HTTP 200 with a body that is not a chat completion "
                           f"({type(exc).__name__}): "
                           f"{body.decode('utf-8', errors='replace')[:200]}") from None

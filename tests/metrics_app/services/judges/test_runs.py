@@ -713,3 +713,34 @@ def test_a_base_url_with_a_query_keeps_it_after_the_path():
         detail = judge_project(project=project, version=version, retry=FAST)
         assert server.queries == ["api-version=2024-06-01"] * 2
     assert detail["calls"] == 2 and detail["failed"] == 0
+
+
+_SURROGATE_BODY = (b'{"choices": [{"message": {"content": "The year matches.\\nScore: 5 \\ud800"}, '
+                   b'"finish_reason": "stop"}], "usage": {"prompt_tokens": 1, '
+                   b'"completion_tokens": 1}}')
+
+
+@pytest.mark.reliability
+@pytest.mark.parametrize("body, stored", [(_SURROGATE_BODY, "Score: 5 \ufffd"),
+                                          (b"[" * 100_000, None)])
+def test_a_hostile_json_body_fails_the_request_or_is_stored_clean_never_the_run(body, stored):
+    """An answer holding a lone surrogate (valid JSON, no character) failed the batch's write
+    on PostgreSQL, and a body nested 100,000 levels raised RecursionError: either ended the
+    whole run, its unsaved paid answers with it."""
+    project = _likert_project(3)
+
+    class Hostile(FakeChatServer):
+        def _complete(self, request_body):
+            super()._complete(request_body)
+            return 200, body, {}
+
+    with Hostile() as server:
+        version = _judge(server)
+        detail = judge_project(project=project, version=version, concurrency=1, retry=FAST)
+    rows = JudgeVerdict.objects.filter(judge_version=version)
+    if stored is None:
+        assert detail["calls"] == 0 and detail["failed"] == 3 and not rows.exists()
+        assert "not a chat completion (RecursionError)" in detail["errors"][0]
+    else:
+        assert detail["calls"] == 3 and all(row.raw.endswith(stored) and row.verdict ==
+                                            "correct" for row in rows)
