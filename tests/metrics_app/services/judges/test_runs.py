@@ -744,3 +744,28 @@ def test_a_hostile_json_body_fails_the_request_or_is_stored_clean_never_the_run(
     else:
         assert detail["calls"] == 3 and all(row.raw.endswith(stored) and row.verdict ==
                                             "correct" for row in rows)
+
+
+@pytest.mark.reliability
+def test_an_error_no_rule_foresaw_fails_its_request_naming_the_item_not_the_run(monkeypatch):
+    """Each endpoint answer the client did not foresee (a gzip label on plain JSON, a body
+    nested 100,000 levels, content that was no text) ended the whole run with a bare
+    exception, and the answers paid for since the last stored batch were lost."""
+    from metrics_app.services.judges import client as client_module
+
+    project = _likert_project(6)
+    first = project.items.order_by("id").first()
+    real = client_module.ChatClient.complete
+
+    def complete(self, **kwargs):
+        if "in the garden 0" in kwargs["prompt"]:
+            raise RuntimeError("something no rule foresaw")
+        return real(self, **kwargs)
+
+    monkeypatch.setattr(client_module.ChatClient, "complete", complete)
+    with FakeChatServer() as server:
+        version = _judge(server)
+        detail = judge_project(project=project, version=version, concurrency=2, retry=FAST)
+    assert detail["calls"] == 5 and detail["failed"] == 1
+    assert detail["errors"] == [f"item {first.pk}: RuntimeError: something no rule foresaw"]
+    assert JudgeVerdict.objects.filter(judge_version=version).count() == 5
