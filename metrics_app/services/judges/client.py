@@ -154,10 +154,10 @@ class ChatClient:
             except (httpx.RequestError, _SlowBody) as exc:
                 # Timeouts, dropped connections, and a body that does not decode as its
                 # Content-Encoding says (DecodingError, no TransportError: it failed the run).
-                last = self._scrub(f"{type(exc).__name__}: {exc}")
+                last = self.redact(f"{type(exc).__name__}: {exc}")
             except _LargeBody as exc:
                 # Asked again it would be as large (and paid for again): failed, not retried.
-                raise EndpointError(self._scrub(str(exc))) from None
+                raise EndpointError(self.redact(str(exc))) from None
             else:
                 if status == 200:
                     try:
@@ -167,7 +167,7 @@ class ChatClient:
                         # the model's answer: asked again like a 5xx, never stored as one.
                         last = str(exc)
                 elif 300 <= status < 400:
-                    where = self._scrub(headers.get("location") or "nowhere named")
+                    where = self.redact(headers.get("location") or "nowhere named")
                     raise EndpointError(
                         f"HTTP {status}: the endpoint redirects to {where}; redirects are not "
                         "followed (the request and its key would go to another address): "
@@ -215,7 +215,7 @@ class ChatClient:
                 data = data.replace(self._key.encode(), REDACTED.encode())
             return response.status_code, response.headers, data
 
-    def _scrub(self, text: str) -> str:
+    def redact(self, text: str) -> str:
         """`text` without the key (an endpoint or a proxy may echo it; httpx quotes a header
         it refuses)."""
         return text.replace(self._key, REDACTED) if self._key else text

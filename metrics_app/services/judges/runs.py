@@ -241,7 +241,7 @@ def judge_project(*, project: Project, version: JudgeVersion, budget: float | No
                     # naming the item, not the run: the run ended with the error alone, and
                     # the answers paid for since the last stored batch were lost.
                     exc = raised if isinstance(raised, EndpointError) else EndpointError(
-                        f"{type(raised).__name__}: {raised}")
+                        client.redact(f"{type(raised).__name__}: {raised}"))
                     if exc.fatal:
                         # Keep what was answered (paid for) before the endpoint refused, and
                         # count it on the job (its spent, done and detail) as any batch is.

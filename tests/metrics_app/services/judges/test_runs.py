@@ -759,13 +759,15 @@ def test_an_error_no_rule_foresaw_fails_its_request_naming_the_item_not_the_run(
 
     def complete(self, **kwargs):
         if "in the garden 0" in kwargs["prompt"]:
-            raise RuntimeError("something no rule foresaw")
+            raise RuntimeError("no rule foresaw 'Bearer secret-123'")
         return real(self, **kwargs)
 
     monkeypatch.setattr(client_module.ChatClient, "complete", complete)
-    with FakeChatServer() as server:
-        version = _judge(server)
+    monkeypatch.setenv("QAJ_TEST_JUDGE_KEY", "secret-123")
+    with FakeChatServer(api_key="secret-123") as server:
+        version = _judge(server, api_key_env="QAJ_TEST_JUDGE_KEY")
         detail = judge_project(project=project, version=version, concurrency=2, retry=FAST)
     assert detail["calls"] == 5 and detail["failed"] == 1
-    assert detail["errors"] == [f"item {first.pk}: RuntimeError: something no rule foresaw"]
+    assert detail["errors"] == [f"item {first.pk}: RuntimeError: no rule foresaw 'Bearer "
+                                "[api key]'"]
     assert JudgeVerdict.objects.filter(judge_version=version).count() == 5
