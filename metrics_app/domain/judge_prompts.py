@@ -174,15 +174,16 @@ def validate_config(config: dict) -> dict:
 
 
 # Keys whose shape is also a variable name's: Hugging Face's hf_..., Groq's gsk_..., and any
-# long mix of lower case and digits (variable names are words: OPENAI_API_KEY, vllm_key).
+# run of 20 or more letters and digits mixed (variable names are words joined by _:
+# OPENAI_API_KEY, my_vllm_server_key_2024).
 _KEY_PREFIXES = ("hf_", "gsk_", "sk_", "pk_", "rk_", "ghp_", "gho_", "github_pat_", "glpat_")
 
 
 def _looks_like_a_key(name: str) -> bool:
     if name.startswith(_KEY_PREFIXES):
         return True
-    return len(name) >= 24 and sum(c.isdigit() for c in name) >= 4 and \
-        any(c.islower() for c in name)
+    return any(len(run) >= 20 and re.search(r"\d", run) and re.search(r"[A-Za-z]", run)
+               for run in name.split("_"))
 
 
 def render(template: str, fields: dict) -> str:

@@ -348,7 +348,8 @@ def test_a_key_written_as_api_key_env_is_refused_and_not_echoed(written):
     with pytest.raises(JudgeConfigError, match="api_key_env: not the name") as refused:
         validate_config({**BASE, "api_key_env": written})
     assert written not in str(refused.value)
-    for name in ("OPENAI_API_KEY", "vllm_key", "HF_TOKEN", "JUDGE_KEY_2024"):
+    for name in ("OPENAI_API_KEY", "vllm_key", "HF_TOKEN", "JUDGE_KEY_2024",
+                 "my_vllm_server_api_key_2024", "AZURE_OPENAI_API_KEY_WESTEUROPE2"):
         assert validate_config({**BASE, "api_key_env": name})["api_key_env"] == name
 
 
