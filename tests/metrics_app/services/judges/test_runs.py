@@ -630,6 +630,21 @@ def test_a_key_no_header_can_carry_is_refused_without_being_shown(monkeypatch, k
     assert "123" not in str(refused.value)
 
 
+def _judged_by(server_class, project) -> tuple[dict, object]:
+    """(the run's detail, its stored verdicts) of a run against `server_class`, one request at
+    a time."""
+    with server_class() as server:
+        version = _judge(server)
+        detail = judge_project(project=project, version=version, concurrency=1, retry=FAST)
+    return detail, JudgeVerdict.objects.filter(judge_version=version)
+
+
+def _assert_every_request_failed(detail: dict, rows, n: int, why: str) -> None:
+    """Each of the `n` requests failed naming its item and `why`; the run went on, no row."""
+    assert detail["calls"] == 0 and detail["failed"] == n and not rows.exists()
+    assert detail["errors"][0].startswith("item ") and why in detail["errors"][0]
+
+
 @pytest.mark.reliability
 @pytest.mark.parametrize("content, stored", [
     (5, None), ({"text": "Score: 5"}, None), ([{"type": "text", "text": 5}], None),
@@ -648,14 +663,9 @@ def test_an_answer_whose_content_is_not_text_is_a_broken_body_not_a_crashed_run(
                 payload["choices"][0]["message"]["content"] = content
             return status, payload, headers
 
-    with OddContent() as server:
-        version = _judge(server)
-        detail = judge_project(project=project, version=version, concurrency=1, retry=FAST)
-    rows = JudgeVerdict.objects.filter(judge_version=version)
+    detail, rows = _judged_by(OddContent, project)
     if stored is None:
-        assert detail["calls"] == 0 and detail["failed"] == 3 and not rows.exists()
-        assert detail["errors"][0].startswith("item ")
-        assert "not a chat completion (TypeError)" in detail["errors"][0]
+        _assert_every_request_failed(detail, rows, 3, "not a chat completion (TypeError)")
     else:
         assert detail["calls"] == 3 and {row.raw for row in rows} == {stored}
         assert all(row.parsed and row.verdict == "correct" for row in rows)
@@ -696,11 +706,7 @@ def test_a_body_that_does_not_decode_as_its_encoding_says_fails_the_request_not_
             status, payload, headers = super()._complete(body)
             return status, payload, {**headers, "Content-Encoding": "gzip"}
 
-    with NotGzip() as server:
-        version = _judge(server)
-        detail = judge_project(project=project, version=version, concurrency=1, retry=FAST)
-    assert detail["calls"] == 0 and detail["failed"] == 3
-    assert detail["errors"][0].startswith("item ") and "DecodingError" in detail["errors"][0]
+    _assert_every_request_failed(*_judged_by(NotGzip, project), 3, "DecodingError")
 
 
 def test_a_base_url_with_a_query_keeps_it_after_the_path():
@@ -734,13 +740,9 @@ def test_a_hostile_json_body_fails_the_request_or_is_stored_clean_never_the_run(
             super()._complete(request_body)
             return 200, body, {}
 
-    with Hostile() as server:
-        version = _judge(server)
-        detail = judge_project(project=project, version=version, concurrency=1, retry=FAST)
-    rows = JudgeVerdict.objects.filter(judge_version=version)
+    detail, rows = _judged_by(Hostile, project)
     if stored is None:
-        assert detail["calls"] == 0 and detail["failed"] == 3 and not rows.exists()
-        assert "not a chat completion (RecursionError)" in detail["errors"][0]
+        _assert_every_request_failed(detail, rows, 3, "not a chat completion (RecursionError)")
     else:
         assert detail["calls"] == 3 and all(row.raw.endswith(stored) and row.verdict ==
                                             "correct" for row in rows)
