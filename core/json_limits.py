@@ -99,6 +99,12 @@ def find_lone_surrogate(value: Any) -> str | None:
     return None
 
 
+def lone_surrogates_replaced(text: str) -> str:
+    """`text` with each lone surrogate replaced by U+FFFD, for text that is kept rather than
+    refused (an LLM endpoint's answer: it is paid for, and no database stores the surrogate)."""
+    return _SURROGATE.sub("\ufffd", text)
+
+
 def check_json_depth(value: Any, *, max_depth: int = MAX_JSON_DEPTH) -> Any:
     if json_depth(value) > max_depth:
         raise JsonTooDeep(JsonTooDeep.default_message(max_depth))

@@ -14,7 +14,11 @@ counted in `stats`: `rate_limit_burst(n)` (the next n requests get 429 with Retr
 `truncated_rate` (cut short, finish_reason "length"), `broken_body_rate` (a 200 whose body is
 not JSON), `refusal_rate` (the model declines: content null and a `refusal` text, as OpenAI
 answers); `logprobs` on or off; `latency` seconds per request (slept in the request's thread,
-so concurrent requests overlap as at a real endpoint).
+so concurrent requests overlap as at a real endpoint). Endpoints that misbehave: `redirect_to`
+(every chat request answered 307 to that URL), `trickle` (an answer's body sent 64 bytes at a
+time, that many seconds apart), `padding` (bytes of whitespace after each answer's JSON: a
+huge body), `chunked` (answers sent without a Content-Length, in chunks, as streaming servers
+do), `echo_key` (a 401 quotes the Authorization header it got, as some proxies do).
 
 As a process of its own (a rehearsal, or a benchmark that keeps the endpoint off its own CPU):
 
@@ -79,8 +83,15 @@ class FakeChatServer:
                  behaviour: Callable[[str], str] | None = None, logprobs: bool = True,
                  malformed_rate: float = 0.0, truncated_rate: float = 0.0,
                  broken_body_rate: float = 0.0, error_rate: float = 0.0,
-                 refusal_rate: float = 0.0, position_bias: float = 0.0, seed: int = 0, port: int = 0):
+                 refusal_rate: float = 0.0, position_bias: float = 0.0, seed: int = 0, port: int = 0,
+                 redirect_to: str | None = None, trickle: float = 0.0, padding: int = 0,
+                 echo_key: bool = False, chunked: bool = False):
         self.latency = latency
+        self.chunked = chunked
+        self.redirect_to = redirect_to
+        self.trickle = trickle
+        self.padding = padding
+        self.echo_key = echo_key
         self.api_key = api_key
         self.rng = random.Random(seed)
         self.behaviour = behaviour or (lambda prompt: default_behaviour(
@@ -94,6 +105,7 @@ class FakeChatServer:
         self.lock = threading.Lock()
         self.stats: dict[str, int] = defaultdict(int)
         self.prompts: list[str] = []
+        self.queries: list[str] = []  # each chat request's query string ("" without one)
         self._rate_limited = 0
         self._fail: list[int] = []
         self._in_flight = 0
@@ -202,15 +214,23 @@ class FakeChatServer:
                             f"Bearer {server.api_key}":
                         with server.lock:
                             server.stats["401"] += 1
-                        return self._reply(401, {"error": {"message": "invalid api key"}})
+                        got = f": got {self.headers.get('Authorization')!r}" \
+                            if server.echo_key else ""
+                        return self._reply(401, {"error": {"message": f"invalid api key{got}"}})
                     if self.path.rstrip("/") == "/fake/faults":
                         faults = json.loads(raw or b"{}")
                         server.rate_limit_burst(int(faults.get("rate_limit_burst", 0)))
                         server.fail_next(int(faults.get("fail_next", 0)),
                                          int(faults.get("status", 503)))
                         return self._reply(200, {"ok": True})
-                    if self.path.rstrip("/") != "/v1/chat/completions":
+                    if self.path.split("?")[0].rstrip("/") != "/v1/chat/completions":
                         return self._reply(404, {"error": {"message": f"no route {self.path}"}})
+                    with server.lock:
+                        server.queries.append(self.path.partition("?")[2])
+                    if server.redirect_to:
+                        with server.lock:
+                            server.stats["redirected"] += 1
+                        return self._reply(307, {}, {"Location": server.redirect_to})
                     try:
                         body = json.loads(raw or b"{}")
                     except json.JSONDecodeError:
@@ -232,13 +252,39 @@ class FakeChatServer:
 
             def _reply(self, status: int, payload, headers: dict | None = None) -> None:
                 data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+                answer = status == 200 and \
+                    self.path.split("?")[0].rstrip("/") == "/v1/chat/completions"
+                if answer and server.padding:
+                    data += b" " * server.padding
+                chunked = answer and server.chunked
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
+                if chunked:
+                    self.send_header("Transfer-Encoding", "chunked")
+                else:
+                    self.send_header("Content-Length", str(len(data)))
                 for key, value in (headers or {}).items():
                     self.send_header(key, value)
                 self.end_headers()
-                self.wfile.write(data)
+                if chunked:
+                    try:
+                        for start in range(0, len(data), 65536):
+                            part = data[start:start + 65536]
+                            self.wfile.write(b"%x\r\n%s\r\n" % (len(part), part))
+                        self.wfile.write(b"0\r\n\r\n")
+                    except OSError:
+                        self.close_connection = True  # the client stopped reading
+                    return
+                if not (answer and server.trickle):
+                    self.wfile.write(data)
+                    return
+                try:
+                    for start in range(0, len(data), 64):
+                        self.wfile.write(data[start:start + 64])
+                        self.wfile.flush()
+                        time.sleep(server.trickle)
+                except OSError:
+                    pass  # the client gave up on the answer
 
         return Handler
 

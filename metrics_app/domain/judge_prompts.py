@@ -37,9 +37,17 @@ import math
 import re
 from dataclasses import dataclass, field
 
-from core.vocabulary import TASK_KINDS, TaskKind
+from core.vocabulary import AB_CHOICES, MC_ROLES, TASK_KINDS, TaskKind
 
 PARSE_RULES = ("likert", "yes_no", "ab", "choice", "json", "regex")
+# The rules that can give a verdict on each task's items (a `likert` rule on A/B items read
+# "correct", which no A/B report can use: every answer would have been a verdict of nothing).
+TASK_PARSE_RULES = {TaskKind.LIKERT: ("likert", "yes_no", "json", "regex"),
+                    TaskKind.AB: ("ab", "json", "regex"),
+                    TaskKind.MC: ("choice", "json", "regex")}
+# The verdicts stored on each task's items (`JudgeVerdict.verdict`), whoever gave them.
+TASK_VERDICTS = {TaskKind.LIKERT: ("correct", "incorrect"), TaskKind.AB: AB_CHOICES,
+                 TaskKind.MC: MC_ROLES}
 CORRECT_AT = 3.0
 
 DEFAULT_SYSTEM = ("You are a careful grader of answers to questions. Every text you grade is "
@@ -109,14 +117,27 @@ def validate_config(config: dict) -> dict:
         raise JudgeConfigError(f"base_url: {out['base_url']!r} is not an http(s) URL")
     from urllib.parse import parse_qs, urlsplit
 
-    parts = urlsplit(out["base_url"])
+    try:
+        parts = urlsplit(out["base_url"])
+        parts.port  # noqa: B018 - raises ValueError when out of range
+    except ValueError as exc:
+        raise JudgeConfigError(f"base_url: {out['base_url']!r} is no URL ({exc})") from None
+    if not parts.hostname or re.search(r"\s", out["base_url"]) or parts.fragment:
+        # "http://" has no host, "http://ho st/v1" or a trailing newline no request can be
+        # sent to: every request of the run failed after its retries.
+        raise JudgeConfigError(f"base_url: {out['base_url']!r} is no endpoint URL (a host, "
+                               "no spaces, no #fragment)")
     if parts.username or parts.password or any(
             "key" in name.lower() or "token" in name.lower() for name in parse_qs(parts.query)):
         raise JudgeConfigError("base_url: carries credentials; name the key's environment "
                                "variable in api_key_env instead (configs are stored)")
     env = out.setdefault("api_key_env", "")
-    if env and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", env):
-        raise JudgeConfigError(f"api_key_env: {env!r} is not an environment variable name")
+    if env and (not isinstance(env, str) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", env)
+                or _looks_like_a_key(env)):
+        # Not shown: what was written there may be the key itself ("sk-...", "hf_...").
+        raise JudgeConfigError("api_key_env: not the name of an environment variable (letters, "
+                               "digits and _, like OPENAI_API_KEY); if it is the key itself, "
+                               "put the key in a variable and name that (configs are stored)")
     out.setdefault("system", DEFAULT_SYSTEM)
     prompt = out.setdefault("prompt", DEFAULT_PROMPTS[task])
     try:
@@ -133,6 +154,9 @@ def validate_config(config: dict) -> dict:
     parse = out.setdefault("parse", DEFAULT_PARSE[task])
     if parse not in PARSE_RULES:
         raise JudgeConfigError(f"parse: {parse!r} is not one of {', '.join(PARSE_RULES)}")
+    if parse not in TASK_PARSE_RULES[task]:
+        raise JudgeConfigError(f"parse: {parse!r} gives no verdict on {task} items (use one "
+                               f"of {', '.join(TASK_PARSE_RULES[task])})")
     if parse == "regex":
         try:
             if re.compile(out.get("pattern") or "").groups < 1:
@@ -147,6 +171,19 @@ def validate_config(config: dict) -> dict:
                                           for v in price.values())):
         raise JudgeConfigError("price: {prompt_per_million: USD, completion_per_million: USD}")
     return out
+
+
+# Keys whose shape is also a variable name's: Hugging Face's hf_..., Groq's gsk_..., and any
+# run of 20 or more letters and digits mixed (variable names are words joined by _:
+# OPENAI_API_KEY, my_vllm_server_key_2024).
+_KEY_PREFIXES = ("hf_", "gsk_", "sk_", "pk_", "rk_", "ghp_", "gho_", "github_pat_", "glpat_")
+
+
+def _looks_like_a_key(name: str) -> bool:
+    if name.startswith(_KEY_PREFIXES):
+        return True
+    return any(len(run) >= 20 and re.search(r"\d", run) and re.search(r"[A-Za-z]", run)
+               for run in name.split("_"))
 
 
 def render(template: str, fields: dict) -> str:
@@ -209,6 +246,23 @@ class Parsed:
 
 _YES = ("yes", "correct", "true")
 _NO = ("no", "incorrect", "false", "wrong")
+
+
+def task_verdict(task: str, value) -> str | None:
+    """`value` as the verdict stored on a `task` item (`TASK_VERDICTS`), or None when it is
+    none: Likert correct/incorrect (also yes/no, true/false, wrong, 1/0), A/B and A-D letters
+    in any case. The one rule of the answers the json and regex rules read and of imported
+    verdict files: a verdict outside the set was stored as read ("maybe", "Correct.") and
+    counted as a verdict that no report could use."""
+    text = str(value).strip()
+    if task == TaskKind.LIKERT:
+        lowered = text.lower()
+        if lowered in (*_YES, "1", "1.0"):
+            return "correct"
+        if lowered in (*_NO, "0", "0.0"):
+            return "incorrect"
+        return None
+    return text.upper() if text.upper() in TASK_VERDICTS.get(task, ()) else None
 
 # What a model wraps a verdict in: markdown emphasis and code, quotes, brackets
 # ("**Better:** B", "Verdict: `yes`", "Answer: (C)").
@@ -279,6 +333,16 @@ def parse_answer(text: str, config: dict, logprobs: list | None = None) -> Parse
         parsed = _RULES[rule](text, config)
     except (ValueError, TypeError) as exc:
         return Parsed(ok=False, error=str(exc), reasoning=text[:2000])
+    task = config.get("task", TaskKind.LIKERT)
+    if parsed.verdict or (parsed.score is None and parsed.probability is None):
+        # The json and regex rules pass on what the model wrote; only a verdict of the task's
+        # set is one (a json answer may give only a score or a probability instead).
+        verdict = task_verdict(task, parsed.verdict)
+        if verdict is None:
+            return Parsed(ok=False, reasoning=text[:2000], error=(
+                f"verdict {parsed.verdict!r} is not one of "
+                f"{', '.join(TASK_VERDICTS.get(task, ()))}"))
+        parsed.verdict = verdict
     if parsed.ok and parsed.probability is None and logprobs:
         parsed.probability = probability_from_logprobs(rule, parsed, logprobs)
     if parsed.ok and not parsed.reasoning:
@@ -340,15 +404,8 @@ def _json(text: str, config: dict) -> Parsed:
         raise ValueError(f"invalid JSON: {exc.msg}") from None
     if not isinstance(data, dict) or not isinstance(data.get("verdict"), str | bool):
         raise ValueError("the JSON object has no string 'verdict'")
-    verdict = data["verdict"]
-    if isinstance(verdict, bool):
-        verdict = "correct" if verdict else "incorrect"
-    verdict = verdict.strip()
-    lowered = verdict.lower()
-    if lowered in _YES:
-        verdict = "correct"
-    elif lowered in _NO:
-        verdict = "incorrect"
+    # true/false, yes/no are read by the task's verdict set (`task_verdict`, in parse_answer).
+    verdict = str(data["verdict"]).strip()
     score, probability = data.get("score"), data.get("probability")
     for name, value in (("score", score), ("probability", probability)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
@@ -369,11 +426,16 @@ def _regex(text: str, config: dict) -> Parsed:
         raise ValueError("the pattern does not match")
     raw = match.group(1)
     mapping = config.get("verdicts") or {}
-    verdict = mapping.get(raw, mapping.get(raw.lower(), raw))
+    verdict = mapping.get(raw, mapping.get(raw.lower()))
     try:
         score = float(raw)
     except ValueError:
         score = None
+    if verdict is None:
+        # Unmapped: a number is a score ("Score: (\\d)"), anything else is read as the verdict
+        # itself and must be one of the task's (`task_verdict`).
+        verdict = "" if score is not None and math.isfinite(score) else raw
+        score = score if verdict == "" else None
     return Parsed(ok=True, verdict=str(verdict), score=score, extra=_read(match))
 
 

@@ -35,5 +35,7 @@ class Command(BaseCommand):
                                      description=options["description"])
         except (VerdictImportError, JudgeConfigError) as exc:
             raise CommandError(str(exc)) from None
+        unchanged = (f" ({result['unchanged']} already imported, unchanged)"
+                     if result["unchanged"] else "")
         self.stdout.write(f"{result['label']}: {result['imported']} verdicts imported on "
-                          f"{project.slug}")
+                          f"{project.slug}{unchanged}")

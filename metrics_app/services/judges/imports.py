@@ -4,13 +4,17 @@
 are given with the file (or in columns `judge` / `judge_version`, which must then agree on
 every row).
 
+Any other column (a misspelt `probabilty`), a CSV column named twice, or a row with more cells
+than the header is refused.
+
 Verdicts: correct/incorrect (also yes/no, true/false, 1/0) for Likert items, A/B for A/B
 items, A–D for multiple choice. Scores are numbers (Likert: 1–5), probabilities 0–1.
 
 Everything is checked before anything is stored: unknown item ids, the same item twice (A/B:
 in the same order, a missing order counting as AB), values out of range, a version that
-already holds verdicts on this project. Every problem is reported (up to 20, with line
-numbers) and nothing is stored."""
+already holds other verdicts on this project. Every problem is reported (up to 20, with line
+numbers) and nothing is stored. The same file imported again as the same version stores
+nothing and is no error (`unchanged` counts its rows)."""
 from __future__ import annotations
 
 import csv
@@ -28,14 +32,12 @@ from annotation.domain.control_characters import (
 )
 from annotation.models import Project, TaskKind
 from core.json_limits import json_loads_limited, refuse_duplicate_keys
-from core.vocabulary import AB_CHOICES, MC_ROLES
 
+from ...domain.judge_prompts import TASK_VERDICTS, task_verdict
 from ...models import JudgeKind, JudgeVerdict
 from .versions import judge_label_error, judge_version_create
 
 MAX_ERRORS = 20
-_TRUE = {"correct", "yes", "true", "1", "1.0"}
-_FALSE = {"incorrect", "no", "false", "0", "0.0"}
 SCORE_RANGE = {TaskKind.LIKERT: (1.0, 5.0)}
 
 
@@ -60,7 +62,21 @@ def read_rows(path: Path) -> list[tuple[int, dict]]:
         reader = csv.DictReader(io.StringIO(text))
         if not reader.fieldnames or "item_id" not in reader.fieldnames:
             raise VerdictImportError([f"{path}: the CSV header has no item_id column"])
+        names = [name for name in reader.fieldnames if name]
+        twice = sorted({name for name in names if names.count(name) > 1})
+        if twice:
+            # csv.DictReader keeps the last cell of a column named twice; a JSON line naming
+            # a key twice is refused (`refuse_duplicate_keys`): so is the header.
+            errors.append(f"{path}: the CSV header names {', '.join(map(repr, twice))} twice")
+        if error := _unknown_columns(names):
+            errors.append(f"{path}: the CSV header has {error}")
+        if errors:
+            raise VerdictImportError(errors)
         for line, row in enumerate(reader, start=2):
+            if None in row:  # more cells than the header names (DictReader's restkey)
+                errors.append(f"line {line}: {len(row[None])} more cell(s) than the header "
+                              "has columns")
+                continue
             rows.append((line, {k: v for k, v in row.items() if k and v not in (None, "")}))
     elif path.suffix.lower() in (".jsonl", ".ndjson", ".json"):
         # Lines as a text file gives them: str.splitlines would also cut at U+2028 or U+0085
@@ -79,6 +95,9 @@ def read_rows(path: Path) -> list[tuple[int, dict]]:
             if not isinstance(row, dict):
                 errors.append(f"line {line}: not a JSON object")
                 continue
+            if error := _unknown_columns(row):
+                errors.append(f"line {line}: {error}")
+                continue
             rows.append((line, row))
     else:
         raise VerdictImportError([f"{path}: use a .jsonl or .csv file"])
@@ -89,8 +108,26 @@ def read_rows(path: Path) -> list[tuple[int, dict]]:
     return rows
 
 
+# Every column a verdict file may hold (module docstring).
+COLUMNS = ("item_id", "verdict", "score", "probability", "reasoning", "order", "judge",
+           "judge_version")
+
+
+def _unknown_columns(names) -> str | None:
+    """Why columns outside COLUMNS are refused, or None: a misspelt `probability` was dropped
+    without a word, and the judge was read by its verdicts alone."""
+    unknown = sorted(set(names) - set(COLUMNS))
+    if not unknown:
+        return None
+    return (f"unknown column(s) {', '.join(map(repr, unknown))} (known: {', '.join(COLUMNS)})")
+
+
 def _number(value, name: str, line: int, errors: list[str]) -> float | None:
     if value is None:
+        return None
+    if isinstance(value, bool):
+        # float(true) is 1.0: a JSON `true` in a score or probability column is no number.
+        errors.append(f"line {line}: {name} {value!r} is not a number")
         return None
     try:
         number = float(value)
@@ -104,24 +141,16 @@ def _number(value, name: str, line: int, errors: list[str]) -> float | None:
 
 
 def _verdict(value, kind: str, line: int, errors: list[str]) -> str:
+    """The row's verdict as stored, by the rule an LLM judge's answers are read with
+    (`task_verdict`)."""
     if value is None:
         return ""
-    text = str(value).strip()
-    if kind == TaskKind.LIKERT:
-        if text.lower() in _TRUE:
-            return "correct"
-        if text.lower() in _FALSE:
-            return "incorrect"
-        errors.append(f"line {line}: verdict {value!r} is not correct/incorrect")
-    elif kind == TaskKind.AB:
-        if text.upper() in AB_CHOICES:
-            return text.upper()
-        errors.append(f"line {line}: verdict {value!r} is not A or B")
-    else:
-        if text.upper() in MC_ROLES:
-            return text.upper()
-        errors.append(f"line {line}: verdict {value!r} is not one of A-D")
-    return ""
+    verdict = task_verdict(kind, value)
+    if verdict is None:
+        errors.append(f"line {line}: verdict {value!r} is not one of "
+                      f"{', '.join(TASK_VERDICTS[kind])}")
+        return ""
+    return verdict
 
 
 def _mixed_scores_error(kind: str, score_line: int, decided_line: int) -> str:
@@ -214,9 +243,15 @@ def verdicts_import(*, project: Project, path: Path, judge: str | None = None,
         judge_version, _ = judge_version_create(
             name=judge, kind=JudgeKind.IMPORTED, config={"version": version},
             description=description, version_name=version)
-        if JudgeVerdict.objects.filter(judge_version=judge_version,
-                                       item__project=project).exists():
-            raise VerdictImportError([f"{judge}@{version} already holds verdicts on "
+        stored = set(JudgeVerdict.objects.filter(
+            judge_version=judge_version, item__project=project).values_list(
+            "item_id", "order", "verdict", "score", "probability", "reasoning"))
+        if stored and stored == set(parsed):
+            # The same file again (a script run twice): nothing new, nothing refused.
+            return {"judge": judge, "version": judge_version.version,
+                    "label": judge_version.label, "imported": 0, "unchanged": len(stored)}
+        if stored:
+            raise VerdictImportError([f"{judge}@{version} already holds other verdicts on "
                                       f"{project.slug}: import a new version"])
         JudgeVerdict.objects.bulk_create([
             JudgeVerdict(judge_version=judge_version, item_id=item_id, order=order,
@@ -227,4 +262,4 @@ def verdicts_import(*, project: Project, path: Path, judge: str | None = None,
             for item_id, order, verdict, score, probability, reasoning in parsed
         ], batch_size=2000)
     return {"judge": judge, "version": judge_version.version, "label": judge_version.label,
-            "imported": len(parsed)}
+            "imported": len(parsed), "unchanged": 0}

@@ -237,7 +237,13 @@ def judge_project(*, project: Project, version: JudgeVersion, budget: float | No
                     answer = future.result()
                 except RequestStopped:
                     continue  # unjudged, not failed: a later run asks it
-                except EndpointError as exc:
+                except Exception as raised:  # noqa: BLE001 - see below
+                    # What no rule of the client foresaw in an endpoint's answer (a body that
+                    # decoded to nothing it reads, a library's own error) fails this request,
+                    # naming the item, not the run: the run ended with the error alone, and
+                    # the answers paid for since the last stored batch were lost.
+                    exc = raised if isinstance(raised, EndpointError) else EndpointError(
+                        client.redact(f"{type(raised).__name__}: {raised}"))
                     if exc.fatal:
                         # Keep what was answered (paid for) before the endpoint refused, and
                         # count it on the job (its spent, done and detail) as any batch is.

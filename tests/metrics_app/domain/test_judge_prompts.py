@@ -297,3 +297,70 @@ def test_cost_and_its_upper_bound():
 def test_a_base_url_with_credentials_is_refused(url):
     with pytest.raises(JudgeConfigError, match="credentials"):
         validate_config({**BASE, "base_url": url})
+
+
+@pytest.mark.reliability
+@pytest.mark.parametrize("text, config, verdict", [
+    ('{"verdict": "maybe"}', {"parse": "json"}, None),
+    ('{"verdict": "Correct."}', {"parse": "json"}, None),
+    ('{"verdict": "", "score": 4}', {"parse": "json"}, ""),
+    ('{"verdict": ""}', {"parse": "json"}, None),
+    ('{"verdict": true}', {"parse": "json"}, "correct"),
+    ('{"verdict": "No"}', {"parse": "json"}, "incorrect"),
+    ('{"verdict": "a"}', {"parse": "json", "task": "ab"}, "A"),
+    ('{"verdict": "C"}', {"parse": "json", "task": "ab"}, None),
+    ('{"verdict": "yes"}', {"parse": "json", "task": "ab"}, None),
+    ('{"verdict": "d"}', {"parse": "json", "task": "mc"}, "D"),
+    ("grade: maybe", {"parse": "regex", "pattern": r"grade:\s*(\w+)",
+                      "verdicts": {"pass": "correct", "fail": "incorrect"}}, None),
+    ("grade: pass", {"parse": "regex", "pattern": r"grade:\s*(\w+)",
+                     "verdicts": {"pass": "correct", "fail": "incorrect"}}, "correct"),
+    ("Winner: E", {"parse": "regex", "pattern": r"Winner:\s*(\w)", "task": "ab"}, None),
+    ("Rating 4", {"parse": "regex", "pattern": r"Rating (\d)"}, ""),
+])
+def test_a_verdict_outside_the_tasks_set_is_unparseable_not_stored(text, config, verdict):
+    """The json and regex rules passed on what the model wrote: "maybe" was stored as a
+    parsed verdict that every report then read as no verdict at all (the judge's whole row
+    failed as one giving "only a score" on that item)."""
+    parsed = parse_answer(text, cfg(**config))
+    if verdict is None:
+        assert not parsed.ok and "is not one of" in parsed.error
+    else:
+        assert parsed.ok and parsed.verdict == verdict
+    if verdict == "":
+        assert parsed.score == 4.0
+
+
+@pytest.mark.reliability
+@pytest.mark.parametrize("task, parse", [("ab", "likert"), ("ab", "yes_no"), ("likert", "ab"),
+                                         ("likert", "choice"), ("mc", "likert"), ("mc", "ab")])
+def test_a_parse_rule_that_gives_no_verdict_on_the_task_is_refused(task, parse):
+    with pytest.raises(JudgeConfigError, match=f"parse: '{parse}' gives no verdict on {task}"):
+        validate_config({**BASE, "task": task, "parse": parse})
+
+
+@pytest.mark.reliability
+@pytest.mark.parametrize("written", ["hf_AbCdEfGhIjKlMnOpQrStUv", "gsk_8f3kd93kfl2k4k5k6k7",
+                                     "a8Fk3nd92kLd03kfLqp29dkE", "sk-proj-abc123"])
+def test_a_key_written_as_api_key_env_is_refused_and_not_echoed(written):
+    """Hugging Face and Groq keys have the shape of a variable name: written in api_key_env
+    by mistake, the key was stored in the config (the admin shows it)."""
+    with pytest.raises(JudgeConfigError, match="api_key_env: not the name") as refused:
+        validate_config({**BASE, "api_key_env": written})
+    assert written not in str(refused.value)
+    for name in ("OPENAI_API_KEY", "vllm_key", "HF_TOKEN", "JUDGE_KEY_2024",
+                 "my_vllm_server_api_key_2024", "AZURE_OPENAI_API_KEY_WESTEUROPE2"):
+        assert validate_config({**BASE, "api_key_env": name})["api_key_env"] == name
+
+
+@pytest.mark.parametrize("url", ["http://", "http://[::1", "http://host:99999/v1",
+                                 "http://ho st/v1", "http://host/v1\n", "https://host/v1#x",
+                                 "file:///etc/passwd", "gopher://host/v1"])
+def test_a_base_url_no_request_can_be_sent_to_is_refused_when_the_judge_is_created(url):
+    """"http://[::1" raised a ValueError out of create_judge; "http://", a space or a
+    trailing newline were stored, and every request of the run failed after its retries."""
+    with pytest.raises(JudgeConfigError, match="base_url: "):
+        validate_config({**BASE, "base_url": url})
+    for good in ("http://127.0.0.1:8765/v1", "http://[::1]:80/v1",
+                 "https://example.org/openai/v1?api-version=2024-06-01"):
+        assert validate_config({**BASE, "base_url": good})["base_url"] == good

@@ -3,6 +3,7 @@ every problem named (metrics_app/services/judges/imports.py, command import_verd
 from __future__ import annotations
 
 import json
+import re
 from io import StringIO
 
 import pytest
@@ -38,7 +39,7 @@ def test_jsonl_verdicts_are_stored_as_the_named_version(project, tmp_path):
     ])
     result = verdicts_import(project=project, path=path, judge="gpt-x", version="2024-05")
     assert result == {"judge": "gpt-x", "version": "2024-05", "label": "gpt-x@2024-05",
-                      "imported": 3}
+                      "imported": 3, "unchanged": 0}
     rows = {r.item.external_id: r for r in JudgeVerdict.objects.select_related("item")}
     assert (rows["q0"].verdict, rows["q0"].probability, rows["q0"].reasoning) == \
         ("correct", 0.9, "same")
@@ -64,7 +65,10 @@ def test_csv_with_judge_columns(project, tmp_path):
     ([{"item_id": "q0", "score": 7}], "score 7 is outside 1..5"),
     ([{"item_id": "q0", "probability": -0.1}], "probability -0.1 is outside 0..1"),
     ([{"item_id": "q0", "probability": "NaN"}], "not finite"),
-    ([{"item_id": "q0", "verdict": "maybe"}], "'maybe' is not correct/incorrect"),
+    ([{"item_id": "q0", "verdict": "maybe"}], "'maybe' is not one of correct, incorrect"),
+    ([{"item_id": "q0", "score": True}], "score True is not a number"),
+    ([{"item_id": "q0", "verdict": "correct", "probability": False}],
+     "probability False is not a number"),
     ([{"item_id": "q0"}], "no verdict, score or probability"),
     ([{"verdict": "correct"}], "no item_id"),
     ([{"item_id": "q0", "verdict": "correct", "reasoning": "ok\x00"}],
@@ -136,12 +140,29 @@ def test_create_judge_refuses_a_name_no_door_could_name(tmp_path):
     assert Judge.objects.get().name == "my-judge_2"
 
 
-def test_a_version_is_imported_once(project, tmp_path):
-    path = _jsonl(tmp_path, [{"item_id": "q0", "verdict": "correct"}])
+@pytest.mark.reliability
+def test_the_same_file_again_stores_nothing_and_other_verdicts_are_refused(project, tmp_path):
+    """A re-run of the same import (a script run twice) is no error and stores nothing; other
+    verdicts under the version it holds are refused as a whole, whichever door."""
+    rows = [{"item_id": "q0", "verdict": "correct", "probability": 0.8, "reasoning": "r"},
+            {"item_id": "q1", "score": 2}]
+    path = _jsonl(tmp_path, rows)
     verdicts_import(project=project, path=path, judge="j", version="1")
-    with pytest.raises(VerdictImportError, match="already holds verdicts"):
-        verdicts_import(project=project, path=path, judge="j", version="1")
-    assert JudgeVerdict.objects.count() == 1
+    again = verdicts_import(project=project, path=path, judge="j", version="1")
+    assert (again["imported"], again["unchanged"]) == (0, 2)
+    out = StringIO()
+    call_command("import_verdicts", "imp", str(path), "--judge", "j", "--judge-version", "1",
+                 stdout=out)
+    assert "j@1: 0 verdicts imported on imp (2 already imported, unchanged)" in out.getvalue()
+    changed = _jsonl(tmp_path, [{**rows[0], "verdict": "incorrect"}, rows[1]], "c.jsonl")
+    with pytest.raises(VerdictImportError, match="already holds other verdicts"):
+        verdicts_import(project=project, path=changed, judge="j", version="1")
+    fewer = _jsonl(tmp_path, rows[:1], "f.jsonl")
+    with pytest.raises(CommandError, match="already holds other verdicts"):
+        call_command("import_verdicts", "imp", str(fewer), "--judge", "j",
+                     "--judge-version", "1")
+    assert sorted(JudgeVerdict.objects.values_list("item__external_id", "verdict")) == \
+        [("q0", "correct"), ("q1", "")]
 
 
 def test_ab_verdicts_per_order(tmp_path):
@@ -152,7 +173,7 @@ def test_ab_verdicts_per_order(tmp_path):
     verdicts_import(project=project, path=path, judge="j", version="1")
     assert sorted(JudgeVerdict.objects.values_list("order", "verdict")) == \
         [("AB", "A"), ("BA", "B")]
-    with pytest.raises(VerdictImportError, match="not A or B"):
+    with pytest.raises(VerdictImportError, match="not one of A, B"):
         verdicts_import(project=project, path=_jsonl(tmp_path, [
             {"item_id": "p0", "verdict": "C"}], "c.jsonl"), judge="j", version="2")
 
@@ -225,3 +246,37 @@ def test_verdict_lines_are_read_by_the_json_rule_of_every_door(project, tmp_path
         verdicts_import(project=project, path=path, judge="j", version="1")
     assert "line 1" in str(info.value)
     assert not JudgeVerdict.objects.exists()
+
+
+@pytest.mark.reliability
+@pytest.mark.parametrize("name, text, message", [
+    ("v.jsonl", '{"item_id": "q0", "verdict": "correct", "probabilty": 0.9}\n',
+     "line 1: unknown column(s) 'probabilty' (known: item_id, verdict, score, probability"),
+    ("v.csv", "item_id,verdict,prob\nq0,correct,0.9\n",
+     "the CSV header has unknown column(s) 'prob'"),
+    ("v.csv", "item_id,verdict,verdict\nq0,correct,incorrect\n",
+     "the CSV header names 'verdict' twice"),
+    ("v.csv", "item_id,verdict\nq0,correct,0.9\n",
+     "line 2: 1 more cell(s) than the header has columns"),
+])
+def test_a_column_that_would_be_dropped_or_overwritten_is_refused(project, tmp_path, name, text,
+                                                                  message):
+    """A misspelt `probability` was dropped without a word (the judge then read by its
+    verdicts alone); a CSV column named twice kept its last cell, where a JSON key given twice
+    is refused; a cell past the header's columns was dropped."""
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(VerdictImportError, match=re.escape(message)):
+        verdicts_import(project=project, path=path, judge="j", version="1")
+    with pytest.raises(CommandError, match=re.escape(message)):
+        call_command("import_verdicts", "imp", str(path), "--judge", "j", "--judge-version", "1")
+    assert not JudgeVerdict.objects.exists() and not Judge.objects.exists()
+
+
+def test_a_csv_with_a_bom_crlf_and_an_empty_trailing_column_is_read(project, tmp_path):
+    path = tmp_path / "v.csv"
+    path.write_bytes("\ufeffitem_id,verdict,score,\r\nq0,correct,4,\r\nq1,no,,\r\n"
+                     .encode("utf-8"))
+    assert verdicts_import(project=project, path=path, judge="j", version="1")["imported"] == 2
+    assert sorted(JudgeVerdict.objects.values_list("verdict", "score")) == \
+        [("correct", 4.0), ("incorrect", None)]

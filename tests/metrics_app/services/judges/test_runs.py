@@ -3,6 +3,9 @@ budget stop, both orders of A/B pairs, retries on 429 and 5xx, unparseable answe
 counted, bounded concurrency, the key read from the environment, and the Celery job path."""
 from __future__ import annotations
 
+import threading
+import time
+
 import pytest
 
 from annotation.models import TaskKind
@@ -12,7 +15,7 @@ from metrics_app.models import JudgeJob, JudgeVerdict, ScoringStatus
 from metrics_app.services.judges.client import EndpointError, RetryPolicy
 from metrics_app.services.judges.runs import judge_job_create, judge_job_run, judge_project
 from metrics_app.services.judges.versions import judge_version_create
-from testing.factories import item_content, make_item, make_project
+from testing.factories import item_content, make_item, make_project, make_user
 from testing.openai_server import FakeChatServer
 
 pytestmark = pytest.mark.django_db
@@ -113,11 +116,15 @@ class _UsageServer(FakeChatServer):
 
 
 @pytest.mark.parametrize("usage", [None, {"prompt_tokens": -100000, "completion_tokens": -5},
-                                   {"prompt_tokens": "many", "completion_tokens": 1.5}])
+                                   {"prompt_tokens": "many", "completion_tokens": 1.5},
+                                   {"prompt_tokens": 10**20, "completion_tokens": 5},
+                                   {"prompt_tokens": 3_000_000_000, "completion_tokens": 5},
+                                   {"prompt_tokens": 1e300, "completion_tokens": 5}])
 def test_a_call_whose_usage_is_missing_or_garbage_is_charged_its_worst_case(usage):
     """Without usage a call cost nothing and the budget never stopped the run; negative counts
     made a negative cost (spent went down) and rows the database refused (their answers were
-    paid for and lost). Such a call is stored with its worst case as its cost."""
+    paid for and lost), and so did counts past the column's range (3e9 only on PostgreSQL).
+    Such a call is stored with its worst case as its cost."""
     project = _likert_project(30)
     budget = 0.02
     with _UsageServer(usage) as server:
@@ -518,3 +525,252 @@ def test_run_judge_interrupted_here_is_failed_and_never_resumed_by_a_worker(monk
     sent = []
     monkeypatch.setattr(leases, "task_send", lambda *a, **kw: sent.append(a))
     assert stale_jobs_recover_all()["retried"] == 0 and sent == []
+
+
+# --- endpoints that misbehave, keys they must never see stored ---------------------------------
+
+
+@pytest.mark.reliability
+def test_an_answer_trickled_past_the_timeout_is_a_timeout_not_a_run_that_never_ends():
+    """httpx's timeout is per read: a body sent a few bytes at a time never hit it, and a run
+    waited as long as the endpoint liked for each answer."""
+    project = _likert_project(2)
+    with FakeChatServer(trickle=0.05) as server:
+        version = _judge(server)
+        started = time.monotonic()
+        detail = judge_project(project=project, version=version, concurrency=2, timeout=0.3,
+                               retry=RetryPolicy(attempts=2, base_delay=0.001, max_delay=0.01))
+        elapsed = time.monotonic() - started
+    assert detail["calls"] == 0 and detail["failed"] == 2
+    assert "took more than 0.3 s to arrive" in detail["errors"][0]
+    assert elapsed < 3  # two attempts of 0.3 s (and one last chunk each), not the whole body
+    assert not JudgeVerdict.objects.filter(judge_version=version).exists()
+
+
+@pytest.mark.reliability
+@pytest.mark.parametrize("chunked, said", [(False, "HTTP 200 with a body of 30"),
+                                           (True, "HTTP 200 with a body over the")])
+def test_a_huge_answer_is_not_read_nor_asked_again(chunked, said):
+    """Whether its size is declared (Content-Length) or found while reading (chunked)."""
+    project = _likert_project(2)
+    with FakeChatServer(padding=3_000_000, chunked=chunked) as server:
+        version = _judge(server)
+        detail = judge_project(project=project, version=version, concurrency=2, retry=FAST)
+        assert server.stats["requests"] == 2  # not retried: it would be as large, paid again
+    assert detail["calls"] == 0 and detail["failed"] == 2 and detail["cost"] == 0
+    assert said in detail["errors"][0] and "an answer may take: not read" in detail["errors"][0]
+
+
+@pytest.mark.reliability
+def test_a_redirect_is_never_followed_and_ends_the_run_naming_where_it_points(monkeypatch):
+    """The key must not go to an address the judge was not configured with; every request
+    would be redirected alike, so the run ends at the first."""
+    monkeypatch.setenv("QAJ_TEST_JUDGE_KEY", "secret-123")
+    project = _likert_project(5)
+    with FakeChatServer(api_key="secret-123") as elsewhere:
+        target = elsewhere.url + "/chat/completions"
+        with FakeChatServer(redirect_to=target) as server:
+            version = _judge(server, api_key_env="QAJ_TEST_JUDGE_KEY")
+            with pytest.raises(EndpointError) as refused:
+                judge_project(project=project, version=version, concurrency=1, retry=FAST)
+            assert server.stats["redirected"] == 1
+        assert elsewhere.stats["requests"] == 0
+    assert refused.value.fatal
+    assert f"HTTP 307: the endpoint redirects to {target}" in str(refused.value)
+    assert "set the judge's base_url" in str(refused.value)
+
+
+@pytest.mark.reliability
+def test_a_key_the_endpoint_echoes_is_never_in_an_error_the_job_or_the_api_shows(
+        monkeypatch, client):
+    """Some proxies answer a refused key by quoting it: the error was stored on the job as
+    the endpoint wrote it, and the job list of the API showed the key."""
+    project = _likert_project(2)
+    project.owner = make_user("judge-key-owner")
+    project.save(update_fields=["owner"])
+    with FakeChatServer(api_key="right-key", echo_key=True) as server:
+        version = _judge(server, api_key_env="QAJ_TEST_JUDGE_KEY")
+        monkeypatch.setenv("QAJ_TEST_JUDGE_KEY", "sk-wrong-0123456789")
+        job = judge_job_create(project=project, version=version, send=False)
+        with pytest.raises(EndpointError, match="401"):
+            judge_job_run(job_id=job.pk, retry=FAST)
+        assert server.stats["401"] >= 1
+    job.refresh_from_db()
+    assert job.status == ScoringStatus.FAILED and "invalid api key: got 'Bearer [api key]'" \
+        in job.error
+    client.force_login(project.owner)
+    body = client.get(f"/api/metrics/projects/{project.slug}/judge-jobs/").content.decode()
+    assert "[api key]" in body
+    for where in (job.error, str(job.detail), body):
+        assert "0123456789" not in where
+
+
+@pytest.mark.reliability
+@pytest.mark.parametrize("key", ["secret-123\n", " secret-123 ", "secret-123\r\n"])
+def test_a_key_with_whitespace_around_it_is_read_without_it(monkeypatch, key):
+    """A key read from an env file kept its newline: httpx refused the header, quoting the
+    key in the error (stored on the job, shown by the API), on every request."""
+    project = _likert_project(2)
+    monkeypatch.setenv("QAJ_TEST_JUDGE_KEY", key)
+    with FakeChatServer(api_key="secret-123") as server:
+        version = _judge(server, api_key_env="QAJ_TEST_JUDGE_KEY")
+        assert judge_project(project=project, version=version, retry=FAST)["calls"] == 2
+
+
+@pytest.mark.reliability
+@pytest.mark.parametrize("key", ["secret 123", "secret\n123", "sécret-123"])
+def test_a_key_no_header_can_carry_is_refused_without_being_shown(monkeypatch, key):
+    project = _likert_project(2)
+    monkeypatch.setenv("QAJ_TEST_JUDGE_KEY", key)
+    with FakeChatServer(api_key="secret-123") as server:
+        version = _judge(server, api_key_env="QAJ_TEST_JUDGE_KEY")
+        with pytest.raises(EndpointError) as refused:
+            judge_project(project=project, version=version, retry=FAST)
+        assert server.stats["requests"] == 0
+    assert refused.value.fatal and "$QAJ_TEST_JUDGE_KEY holds a character" in str(refused.value)
+    assert "123" not in str(refused.value)
+
+
+def _judged_by(server_class, project) -> tuple[dict, object]:
+    """(the run's detail, its stored verdicts) of a run against `server_class`, one request at
+    a time."""
+    with server_class() as server:
+        version = _judge(server)
+        detail = judge_project(project=project, version=version, concurrency=1, retry=FAST)
+    return detail, JudgeVerdict.objects.filter(judge_version=version)
+
+
+def _assert_every_request_failed(detail: dict, rows, n: int, why: str) -> None:
+    """Each of the `n` requests failed naming its item and `why`; the run went on, no row."""
+    assert detail["calls"] == 0 and detail["failed"] == n and not rows.exists()
+    assert detail["errors"][0].startswith("item ") and why in detail["errors"][0]
+
+
+@pytest.mark.reliability
+@pytest.mark.parametrize("content, stored", [
+    (5, None), ({"text": "Score: 5"}, None), ([{"type": "text", "text": 5}], None),
+    ([{"type": "reasoning", "text": "hmm"}, {"type": "text", "text": "Score: 5"}], "Score: 5"),
+])
+def test_an_answer_whose_content_is_not_text_is_a_broken_body_not_a_crashed_run(content, stored):
+    """A 200 whose message content was a number or an object reached the parse rules, whose
+    `.strip()` failed the whole run with an AttributeError naming no item, and the answers
+    already paid for but not yet stored were lost. Content parts (a list) are read as text."""
+    project = _likert_project(3)
+
+    class OddContent(FakeChatServer):
+        def _complete(self, body):
+            status, payload, headers = super()._complete(body)
+            if status == 200:
+                payload["choices"][0]["message"]["content"] = content
+            return status, payload, headers
+
+    detail, rows = _judged_by(OddContent, project)
+    if stored is None:
+        _assert_every_request_failed(detail, rows, 3, "not a chat completion (TypeError)")
+    else:
+        assert detail["calls"] == 3 and {row.raw for row in rows} == {stored}
+        assert all(row.parsed and row.verdict == "correct" for row in rows)
+
+
+@pytest.mark.reliability
+def test_a_json_verdict_outside_the_set_is_stored_unparseable_and_the_run_goes_on():
+    """A long verdict ("correct, because ..." past the column's 50 characters) failed the
+    batch's write on PostgreSQL, the run and its unsaved paid answers with it; a short one
+    ("maybe") was stored as a parsed verdict no report could read."""
+    project = _likert_project(4)
+    answers = iter(['{"verdict": "' + "correct, because the years match; " * 3 + '"}',
+                    '{"verdict": "maybe"}', '{"verdict": "yes"}', '{"verdict": "no"}'])
+    lock = threading.Lock()
+
+    def behaviour(prompt):
+        with lock:
+            return next(answers)
+
+    with FakeChatServer(behaviour=behaviour) as server:
+        version = _judge(server, parse="json")
+        detail = judge_project(project=project, version=version, concurrency=1, retry=FAST)
+    assert detail["calls"] == 4 and detail["unparseable"] == 2 and detail["failed"] == 0
+    rows = JudgeVerdict.objects.filter(judge_version=version)
+    assert sorted(rows.values_list("verdict", flat=True)) == ["", "", "correct", "incorrect"]
+    assert all("is not one of correct, incorrect" in row.reasoning
+               for row in rows.filter(parsed=False))
+
+
+@pytest.mark.reliability
+def test_a_body_that_does_not_decode_as_its_encoding_says_fails_the_request_not_the_run():
+    """A body labelled gzip that is not: httpx's DecodingError is no TransportError, and it
+    failed the whole run instead of the request."""
+    project = _likert_project(3)
+
+    class NotGzip(FakeChatServer):
+        def _complete(self, body):
+            status, payload, headers = super()._complete(body)
+            return status, payload, {**headers, "Content-Encoding": "gzip"}
+
+    _assert_every_request_failed(*_judged_by(NotGzip, project), 3, "DecodingError")
+
+
+def test_a_base_url_with_a_query_keeps_it_after_the_path():
+    """Azure's OpenAI endpoints take `?api-version=...`: "/chat/completions" was appended after
+    the query, and every request went to a URL no endpoint serves."""
+    project = _likert_project(2)
+    with FakeChatServer() as server:
+        version = judge_version_create(name="azure-like", config={
+            "base_url": server.url + "/?api-version=2024-06-01", "model": "fake-judge"})[0]
+        detail = judge_project(project=project, version=version, retry=FAST)
+        assert server.queries == ["api-version=2024-06-01"] * 2
+    assert detail["calls"] == 2 and detail["failed"] == 0
+
+
+_SURROGATE_BODY = (b'{"choices": [{"message": {"content": "The year matches.\\nScore: 5 \\ud800"}, '
+                   b'"finish_reason": "stop"}], "usage": {"prompt_tokens": 1, '
+                   b'"completion_tokens": 1}}')
+
+
+@pytest.mark.reliability
+@pytest.mark.parametrize("body, stored", [(_SURROGATE_BODY, "Score: 5 \ufffd"),
+                                          (b"[" * 100_000, None)])
+def test_a_hostile_json_body_fails_the_request_or_is_stored_clean_never_the_run(body, stored):
+    """An answer holding a lone surrogate (valid JSON, no character) failed the batch's write
+    on PostgreSQL, and a body nested 100,000 levels raised RecursionError: either ended the
+    whole run, its unsaved paid answers with it."""
+    project = _likert_project(3)
+
+    class Hostile(FakeChatServer):
+        def _complete(self, request_body):
+            super()._complete(request_body)
+            return 200, body, {}
+
+    detail, rows = _judged_by(Hostile, project)
+    if stored is None:
+        _assert_every_request_failed(detail, rows, 3, "not a chat completion (RecursionError)")
+    else:
+        assert detail["calls"] == 3 and all(row.raw.endswith(stored) and row.verdict ==
+                                            "correct" for row in rows)
+
+
+@pytest.mark.reliability
+def test_an_error_no_rule_foresaw_fails_its_request_naming_the_item_not_the_run(monkeypatch):
+    """Each endpoint answer the client did not foresee (a gzip label on plain JSON, a body
+    nested 100,000 levels, content that was no text) ended the whole run with a bare
+    exception, and the answers paid for since the last stored batch were lost."""
+    from metrics_app.services.judges import client as client_module
+
+    project = _likert_project(6)
+    first = project.items.order_by("id").first()
+    real = client_module.ChatClient.complete
+
+    def complete(self, **kwargs):
+        if "in the garden 0" in kwargs["prompt"]:
+            raise RuntimeError("no rule foresaw 'Bearer secret-123'")
+        return real(self, **kwargs)
+
+    monkeypatch.setattr(client_module.ChatClient, "complete", complete)
+    monkeypatch.setenv("QAJ_TEST_JUDGE_KEY", "secret-123")
+    with FakeChatServer(api_key="secret-123") as server:
+        version = _judge(server, api_key_env="QAJ_TEST_JUDGE_KEY")
+        detail = judge_project(project=project, version=version, concurrency=2, retry=FAST)
+    assert detail["calls"] == 5 and detail["failed"] == 1
+    assert detail["errors"] == [f"item {first.pk}: RuntimeError: no rule foresaw 'Bearer "
+                                "[api key]'"]
+    assert JudgeVerdict.objects.filter(judge_version=version).count() == 5
