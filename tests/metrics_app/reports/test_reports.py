@@ -164,6 +164,24 @@ def test_starc_pilot_before_after_flags_and_practice_exclusion():
     assert starc["question_flags"]["q2"] == ["too easy"]
 
 
+def test_starc_guessing_answers_meet_only_the_before_reading_criteria():
+    """In the guessing experiment nobody reads the paragraph: its answers are guesses. They
+    were judged by the after-reading criteria, so a question most guessers got wrong read
+    "question or answers problem" and one whose guesses spread over B, C and D "distractor
+    problem" — what guessing should look like. They are the pilot's before-reading answers:
+    a question guessed right by more than 60% is guessable, and nothing else is flagged."""
+    project = make_project(TaskKind.MC, experiment_mode=ExperimentMode.GUESSING)
+    stage = make_stage(project)
+    people = [make_worker() for _ in range(10)]
+    guessable, hard = _mc_item(project, "q1", "Ele"), _mc_item(project, "q2", "Adv")
+    for i, person in enumerate(people):
+        make_judgment(item=guessable, stage=stage, worker=person, choice="A" if i < 7 else "B")
+        make_judgment(item=hard, stage=stage, worker=person, choice="ABCD"[i % 4])
+    starc = project_report(project=project)["starc"]
+    assert starc["accuracy"]["onestopqa"] == pytest.approx((7 + 3) / 20)
+    assert starc["question_flags"] == {"q1": ["guessable"]}
+
+
 def test_starc_validity_invalid_share_and_ceiling():
     project = make_project(TaskKind.MC, experiment_mode=ExperimentMode.VALIDITY)
     stage = make_stage(project)
