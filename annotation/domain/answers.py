@@ -63,6 +63,16 @@ def _shown_to_role(shown: Any, *, labels: tuple[str, ...], presented_order: list
     return order[labels.index(shown)]
 
 
+def answer_position(choice: str, presented_order: list[str] | None) -> str:
+    """Where on the screen the chosen option was ("pos0" for the first shown), for A/B and
+    multiple-choice answers stored with the order shown; the choice itself otherwise. What
+    straight-lining is measured on: in STARC the correct answer is always role A, so a reader
+    who gets every item right chose "A" every time while clicking all over the page, and one
+    who always clicks the first option chose every role."""
+    order = presented_order or []
+    return f"pos{order.index(choice)}" if choice and choice in order else choice
+
+
 def item_id_of(value: Any) -> int | None:
     """The item id a page sent: an integer, or a string of ASCII digits, that an id column can
     hold; None for anything else (a float such as 68.5 is not silently read as item 68, a bool

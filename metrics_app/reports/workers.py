@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from annotation.domain.agreement import alpha_without_each, krippendorff_alpha_from_counts
-from annotation.domain.answers import answer_matches_gold
+from annotation.domain.answers import answer_matches_gold, answer_position
 from annotation.judgment_selectors import JudgmentFrame
 from annotation.models import TaskKind, Worker
 
@@ -46,11 +46,8 @@ def _grouped_mean(index: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
 def shown_position(frame: JudgmentFrame) -> np.ndarray:
     """A/B and MC: the position on screen of the chosen option (straight-lining by position:
     always clicking the first option looks random in item order when the order is shuffled)."""
-    out = np.array(frame.choice, dtype=object)
-    for j, order in enumerate(frame.presented_order):
-        if order and frame.choice[j] in order:
-            out[j] = f"pos{order.index(frame.choice[j])}"
-    return out
+    return np.array([answer_position(choice, order) for choice, order
+                     in zip(frame.choice, frame.presented_order, strict=True)], dtype=object)
 
 
 def worker_report(frame: JudgmentFrame, *, tolerance: float = 0.0) -> list[dict]:

@@ -13,6 +13,7 @@ from django.db.models import Sum
 from django.utils import timezone
 
 from annotation.cost_selectors import bonus_over_budget
+from annotation.domain.answers import answer_position
 from annotation.models import (
     Assignment,
     AssignmentStatus,
@@ -137,8 +138,10 @@ def assignment_review_rules(*, assignment: Assignment) -> ReviewDecision:
                 reasons.append(f"{mean_seconds:.1f} s per item is below the minimum of "
                                f"{rules['min_seconds_per_item']} s ({measured})")
         if len(judgments) >= rules["straightline_min_items"]:
-            values = [j.score if stage.project.kind == TaskKind.LIKERT else j.choice
-                      for j in judgments]
+            # By position on the screen for A/B and multiple choice (as the dashboard's
+            # "modal answer share"): a STARC reader right on every item chose role A each time.
+            values = [j.score if stage.project.kind == TaskKind.LIKERT
+                      else answer_position(j.choice, j.presented_order) for j in judgments]
             share = Counter(values).most_common(1)[0][1] / len(values)
             metrics["same_answer_share"] = share
             if share >= rules["max_same_answer_share"]:
