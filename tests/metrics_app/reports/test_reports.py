@@ -162,6 +162,15 @@ def test_starc_pilot_before_after_flags_and_practice_exclusion():
     assert set(starc["question_flags"]["q1"]) == {
         "guessable", "distractor problem", "caters to one level"}
     assert starc["question_flags"]["q2"] == ["too easy"]
+    # `manage.py report` says what the dashboard says (it printed the accuracies only).
+    out = io.StringIO()
+    call_command("report", project.slug, "--refresh", stdout=out)
+    text = out.getvalue()
+    assert "1 excluded for failing practice items; 20 trials analysed" in text
+    assert "A before reading" in text
+    adv = next(line.split() for line in text.splitlines() if "onestopqa/Adv" in line)
+    assert adv == ["onestopqa/Adv", "5", "0.200", "0.800", "0.000", "0.000", "0.400"]
+    assert "q1: guessable, distractor problem, caters to one level" in text
 
 
 def test_starc_guessing_answers_meet_only_the_before_reading_criteria():
@@ -199,6 +208,11 @@ def test_starc_validity_invalid_share_and_ceiling():
     assert validity["RACE"]["invalid_share"] == pytest.approx(2 / 3)
     # Ceiling: valid 1; ambiguous 1 / mean(2, 2, 3); none correct counts as 4 answers → 1/4.
     assert validity["RACE"]["ceiling"] == pytest.approx((1 + 1 / (7 / 3) + 1 / 4) / 3)
+    out = io.StringIO()
+    call_command("report", project.slug, "--refresh", stdout=out)
+    race = next(line.split() for line in out.getvalue().splitlines() if "validity RACE" in line)
+    assert race == ["validity", "RACE", "items=3", "all", "judges", "invalid", "0.667",
+                    "approximate", "ceiling", "0.560"]
 
 
 def test_report_cache_follows_the_judgment_watermark(likert_project):
