@@ -246,15 +246,19 @@ def assignment_feedback(*, assignment: Assignment, item_id: int) -> dict[str, An
     if project.kind != TaskKind.MC:
         return feedback
     mode = project.experiment_mode
+    order = row.presented_order or list(MC_ROLES)
+    if judgment.choice in order:
+        # The answer kept, as shown: a second tab (or a reload) shows it checked, not
+        # whichever option that page had selected when its late confirm was refused.
+        feedback["chosen_shown"] = MC_SHOWN[order.index(judgment.choice)]
     if mode in (ExperimentMode.GUESSING, ExperimentMode.QA):
         feedback["paragraph"] = item.content.get("paragraph", "")
     reveal = (mode in (ExperimentMode.QA, ExperimentMode.GUESSING)
               and row.assignment.stage.kind != StageKind.QUALIFICATION and item.gold)
     if reveal:
-        order = row.presented_order or list(MC_ROLES)
         correct_role = item.gold.get("choice")
         if correct_role in order:
-            feedback["correct_shown"] = "abcd"[order.index(correct_role)]
+            feedback["correct_shown"] = MC_SHOWN[order.index(correct_role)]
             feedback["is_correct"] = judgment.choice == correct_role
     return feedback
 # --- What the task views look up (annotation/views/task_pages.py) -------------------------------

@@ -74,11 +74,13 @@ def ab_label_shown(choice: Any, presented_order: list[str] | None) -> str:
 
 
 def position_shown(choice: Any, presented_order: list[str] | None) -> Any:
-    """Where on the screen the chosen option was (`pos0` the first shown, ...), the choice
-    itself when the order shown was not recorded (imported judgments). Straight-lining is
-    pressing the same key: with the order shuffled per assignment, it scatters over the
-    stored choices, while a careful judge whose better answers all sat on one side of the
-    file repeats a stored choice on every item."""
+    """Where on the screen the chosen option was (`pos0` the first shown, ...), for A/B and
+    multiple-choice answers stored with the order shown; the choice itself when the order
+    shown was not recorded (imported judgments). What straight-lining is measured on: it is
+    pressing the same key. With the order shuffled per assignment, that scatters over the
+    stored choices, while a careful judge repeats one stored choice on every item (an A/B
+    judge whose better answers all sat on one side of the file; a STARC reader who gets every
+    item right chose role A every time while clicking all over the page)."""
     if presented_order and choice in presented_order:
         return f"pos{presented_order.index(choice)}"
     return choice

@@ -1,7 +1,8 @@
 """The STARC design (BRIEF, STARC paper §4.3 and appendix A): the design unit is the text a
 participant reads — a OneStopQA paragraph (at any of its levels), a RACE article — and a
 participant never gets two items of one unit, at any level, in any assignment or stage of a
-project. The conditions of a unit are its items (question x text level); participant lists
+project, or in another project holding the same text (a study's experiment modes are one project
+each). The conditions of a unit are its items (question x text level); participant lists
 rotate through them in a Latin square. Pure functions, no database: the picking code, the MTurk
 HIT plans and the tests all use these.
 

@@ -478,6 +478,14 @@ def demo_data_load() -> list[Project]:
     return projects
 
 
+def demo_walk_worker(slug: str) -> str:
+    """The demo worker whose link `rundemo` prints for a demo project: Ada everywhere but the
+    STARC pilot, which Ben takes. The two STARC demos hold the same paragraphs, and a
+    participant who read them in the QA demo is never served them again in the pilot (a
+    guess after reading is no guess): one participant per experiment, as in STARC."""
+    return "demo-expert-2" if slug == "demo-mc-pilot" else "demo-expert-1"
+
+
 def demo_links() -> list[tuple[Project, Worker, str]]:
     """(project, worker, URL path) of every live personal link of the demo workers."""
     from annotation.services.access import inhouse_link_path

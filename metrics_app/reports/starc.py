@@ -125,7 +125,14 @@ def starc_report(frame: JudgmentFrame, *, experiment_mode: str = "") -> dict:
     has_before = any(before)
     if has_before:
         report["before_reading"] = _accuracy_block(sources, levels, before)
-    report["question_flags"] = _question_flags(frame, idx, after, before if has_before else None)
+    if experiment_mode == ExperimentMode.GUESSING:
+        # Guessing answers are made without the paragraph: they are the "before reading"
+        # answers of the pilot's criteria (guessable), never its after-reading ones (a wrong
+        # guess is no "question or answers problem", a spread of guesses no distractor one).
+        report["question_flags"] = _question_flags(frame, idx, [""] * len(idx), after)
+    else:
+        report["question_flags"] = _question_flags(frame, idx, after,
+                                                   before if has_before else None)
     report["validity"] = _validity(frame, idx, sources) if validity_mode or any(
         frame.choices[j] for j in idx
     ) else {}
@@ -135,7 +142,7 @@ def starc_report(frame: JudgmentFrame, *, experiment_mode: str = "") -> dict:
 def _question_flags(frame: JudgmentFrame, idx: np.ndarray, after: list[str],
                     before: list[str] | None) -> dict[str, list[str]]:
     """Question key → the pilot criteria it meets (only questions meeting any are listed)."""
-    if not any(after):
+    if not any(after) and not any(before or []):
         return {}
     external = frame.items["external_id"][frame.item_pos]
     metadata = frame.items["metadata"][frame.item_pos]

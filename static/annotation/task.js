@@ -444,6 +444,19 @@
     setInputsDisabled(el, true);
     const box = el.querySelector(".feedback");
     box.textContent = "";
+    if (fb.chosen_shown && mode !== "validity") {
+      // The answer the server kept: another tab or window confirmed this item first, so the
+      // option this page had selected was not stored; show the kept one checked, and say so.
+      const mine = checkedValue(el, `opt-${id}`);
+      if (mine && mine !== fb.chosen_shown) fb.kept_earlier = true;
+      setChecked(el, `opt-${id}`, fb.chosen_shown);
+    }
+    if (fb.kept_earlier) {
+      const kept = document.createElement("p");
+      kept.className = "kept-earlier";
+      kept.textContent = `This item was already answered in another tab or window: that answer, (${fb.chosen_shown}), is the one kept.`;
+      box.appendChild(kept);
+    }
     const p = document.createElement("p");
     if (fb.refused) {
       // A late confirm refused because others filled the item: settled, nothing to answer.

@@ -174,11 +174,13 @@ def _demo_walk() -> dict[str, int]:
     practice item comes first. Returns the regular items answered per project."""
     from annotation.models import AssignmentItem, Worker
     from annotation.services.assignments.lifecycle import assignment_start
+    from annotation.services.demo import demo_walk_worker
 
     projects = demo_data_load()
-    worker = Worker.objects.get(external_id="demo-expert-1")
     answered = {}
     for project in projects:
+        # The worker whose link rundemo prints: the STARC pilot is another participant's.
+        worker = Worker.objects.get(external_id=demo_walk_worker(project.slug))
         stage = project.stages.get(kind=StageKind.FULL)
         assignment = assignment_start(stage=stage, worker=worker)
         items = [row.item for row in AssignmentItem.objects.filter(assignment=assignment)

@@ -122,3 +122,37 @@ def test_a_second_tab_submitting_other_answers_is_told_they_were_not_stored(live
     expect_text(other, "#form-errors", "the answers on this page were not stored")
     assert "/task/complete/" not in other.url
     assert [j.score for j in Judgment.objects.order_by("item_id")] == [4.0, 2.0, 5.0]
+
+
+def test_a_second_tab_shows_the_answer_kept_not_the_one_it_had_selected(live_server, browser):
+    """STARC QA open in two tabs: the first confirms the correct answer; the second, still
+    showing the item open, selects another option and confirms. The server keeps the first
+    answer (one judgment), but the second tab read "Correct!" beside the option it had
+    selected, a wrong one. It now shows the kept option checked and says why."""
+    project, stage, items = make_task(TaskKind.MC, mode=ExperimentMode.QA, n_items=1)
+    item = items[0]
+    _, path = inhouse_link_create(worker=make_worker(), project=project)
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    context.set_default_timeout(20_000)
+    first, second = context.new_page(), context.new_page()
+    for tab in (first, second):
+        tab.goto(live_server.url + path)
+        tab.wait_for_load_state("networkidle")
+    order = item.assignmentitem_set.get().presented_order
+    right, wrong = "abcd"[order.index("A")], "abcd"[order.index("B")]
+    first.check(f"#opt-{item.pk}-{right}")
+    first.click(f"#item-{item.pk} .confirm")
+    expect_text(first, f"#item-{item.pk} .feedback", "Correct!")
+    second.check(f"#opt-{item.pk}-{wrong}")
+    second.click(f"#item-{item.pk} .confirm")
+    expect_text(second, f"#item-{item.pk} .feedback", "already answered in another tab")
+    assert f"({right}), is the one kept" in second.inner_text(f"#item-{item.pk} .feedback")
+    assert second.is_checked(f"#opt-{item.pk}-{right}")
+    assert not second.is_checked(f"#opt-{item.pk}-{wrong}")
+    # A reload shows the kept answer checked, without the note (nothing else was selected).
+    second.reload()
+    second.wait_for_load_state("networkidle")
+    assert second.is_checked(f"#opt-{item.pk}-{right}")
+    assert "another tab" not in second.inner_text(f"#item-{item.pk} .feedback")
+    assert Judgment.objects.get().choice == "A"
+    context.close()

@@ -551,3 +551,51 @@ def test_six_starc_annotators_read_each_paragraph_once(live_server, browser):
         assert design_violations(exposures) == []
         assert balance_violations([(who, level) for who, _p, level in exposures], slack=0,
                                   values=["Ele", "Int", "Adv"]) == []
+
+
+def test_one_annotator_invited_to_the_qa_and_guessing_projects_reads_each_paragraph_once(
+        live_server, page):
+    """A STARC study's modes are one project each. A lab annotator invited by name to the QA
+    project and to the guessing project answered two paragraphs in the first, and the second
+    then served her the same two (her place in both squares is the same): "guesses" on texts
+    she had just read. Now the guessing page offers only the paragraph she has not read."""
+    from annotation.services.access import inhouse_home_links
+    from testing.factories import make_item
+
+    def starc_project(mode, paragraphs):
+        project, stage, _ = make_task(TaskKind.MC, mode=mode, n_items=0, items_per_hit=3)
+        for paragraph in paragraphs:
+            for level in ("Ele", "Int", "Adv"):
+                make_item(project, dataset="onestopqa", text_level=level,
+                          gold={"choice": "A"}, content={
+                              "paragraph": f"Paragraph {paragraph} written at the {level} level.",
+                              "question": f"Question on paragraph {paragraph}?",
+                              "answers": ["right", "misread", "distractor", "unsupported"]},
+                          metadata={"article": 1, "paragraph": paragraph, "question": 1})
+        return project, stage
+
+    qa, qa_stage = starc_project(ExperimentMode.QA, [0, 1])
+    guessing, guess_stage = starc_project(ExperimentMode.GUESSING, [0, 1, 2])
+    homes = {project: live_server.url + inhouse_home_links(project=project, names=["Ann"])[0][1]
+             for project in (qa, guessing)}
+    page.goto(homes[qa])
+    page.locator("#home-stages tr").get_by_role("link", name="Start").click()
+    page.wait_for_selector("text=0 of 2 answered")
+    page.wait_for_load_state("networkidle")  # task.js (deferred) handles the keys
+    for _ in range(2):
+        page.keyboard.press("a")
+        page.keyboard.press("Enter")
+        page.locator("[id^=item-]:not([hidden]) .feedback").wait_for(state="visible")
+        page.keyboard.press("Enter")
+    finish(page)
+    read = set(Judgment.objects.filter(stage=qa_stage).values_list(
+        "item__metadata__paragraph", flat=True))
+    assert len(read) == 2
+    page.goto(homes[guessing])
+    page.locator("#home-stages tr").get_by_role("link", name="Start").click()
+    page.wait_for_selector("text=0 of 1 answered")
+    unread = ({0, 1, 2} - read).pop()
+    assert f"Question on paragraph {unread}?" in page.inner_text("#task-form")
+    for paragraph in read:
+        assert f"Question on paragraph {paragraph}?" not in page.content()
+    assert Assignment.objects.get(stage=guess_stage).items.get().metadata["paragraph"] == unread

@@ -39,10 +39,10 @@ class Command(BaseCommand):
 
             projects = demo_data_load()
             self.stdout.write(f"Demo data: {len(projects)} projects ready.")
-            from annotation.services.demo import demo_links
+            from annotation.services.demo import demo_links, demo_walk_worker
 
             for project, worker, path in demo_links():
-                if worker.external_id == "demo-expert-1":
+                if worker.external_id == demo_walk_worker(project.slug):
                     self.stdout.write(f"  {project.slug}: annotate as {worker} at "
                                       f"http://{host}:{port}{path}")
         password = self._ensure_admin()

@@ -6,16 +6,17 @@ One rule at every door: in-house links and Prolific pick items through `latin_sq
 MTurk HIT plans are cut from `stage_square(...).list_items` (annotation.services.stage_plans),
 and a HIT accept is refused by `hit_design_refusal` when the HIT repeats a unit the worker
 read. A unit once read (judged, held by a live assignment, or shown in one that ended, in any
-stage of the project) is never served to that worker again, whatever `reuse_earlier_items`
-says: that setting lets a stage release items of earlier stages again, to participants who have
-not read them. A qualification serves one item per unit not yet read (`one_item_per_unread_unit`;
-every taker the same items). Practice items are outside the design (they should come from
-other texts, as STARC's practice article).
+stage of the project, or in another project holding the same text: `units_seen`) is never
+served to that worker again, whatever `reuse_earlier_items` says: that setting lets a stage
+release items of earlier stages again, to participants who have not read them. A qualification
+serves one item per unit not yet read (`one_item_per_unread_unit`; every taker the same items).
+Practice items are outside the design (they should come from other texts, as STARC's practice
+article).
 """
 from __future__ import annotations
 
 from django.db import connection
-from django.db.models import Min, Q, QuerySet
+from django.db.models import Exists, Min, OuterRef, Q, QuerySet
 
 from annotation.domain.design import unit_key
 from annotation.models import (
@@ -39,17 +40,25 @@ def _lock_worker(worker: Worker) -> None:
 
 
 def units_seen(*, project_id: int, worker: Worker) -> set[str]:
-    """The design units this worker has read in the project, in any stage (practice items left
-    out): judged, held by a live assignment, or shown to them in an assignment that ended
-    without a judgment (returned, expired, abandoned: the text was on their screen, so another
-    level of it is no longer a first reading)."""
-    mine = Judgment.objects.filter(item__project_id=project_id, worker=worker).values("item_id")
+    """The design units this worker has read (practice items left out): judged, held by a live
+    assignment, or shown to them in an assignment that ended without a judgment (returned,
+    expired, abandoned: the text was on their screen, so another level of it is no longer a
+    first reading) — in any stage of the project, and in any other project that holds the same
+    text (an item of the same dataset and design unit): the experiment modes of one STARC study
+    are one project each (QA, guessing, validity, pilot), and a participant invited to two of
+    them must not guess on a paragraph they read in the other, nor read it at another level."""
+    mine = Judgment.objects.filter(worker=worker).values("item_id")
     held = AssignmentItem.objects.filter(
         Q(assignment__status=AssignmentStatus.IN_PROGRESS) | Q(first_shown_at__isnull=False),
-        assignment__stage__project_id=project_id, assignment__worker=worker).values("item_id")
+        assignment__worker=worker).values("item_id")
     read = Item.objects.filter(Q(pk__in=mine) | Q(pk__in=held), is_practice=False)
-    return {unit_key(item_id=pk, design_unit=unit)
-            for pk, unit in read.values_list("pk", "design_unit")}
+    here = {unit_key(item_id=pk, design_unit=unit) for pk, unit in
+            read.filter(project_id=project_id).values_list("pk", "design_unit")}
+    same_text_here = Item.objects.filter(project_id=project_id, dataset=OuterRef("dataset"),
+                                         design_unit=OuterRef("design_unit"))
+    elsewhere = (read.exclude(project_id=project_id).exclude(design_unit="")
+                 .filter(Exists(same_text_here)).values_list("design_unit", flat=True))
+    return here | set(elsewhere)
 
 
 def one_item_per_unread_unit(*, stage: Stage, worker: Worker,

@@ -139,7 +139,8 @@ def assignment_review_rules(*, assignment: Assignment) -> ReviewDecision:
                                f"{rules['min_seconds_per_item']} s ({measured})")
         if len(judgments) >= rules["straightline_min_items"]:
             # A/B and MC: the position on screen, as the dashboard's "modal answer share"
-            # reads it (the stored choice flagged careful judges and missed key-pressers).
+            # reads it (the stored choice flagged careful judges, a STARC reader right on
+            # every item among them, and missed key-pressers).
             values = [j.score if stage.project.kind == TaskKind.LIKERT
                       else position_shown(j.choice, j.presented_order) for j in judgments]
             share = Counter(values).most_common(1)[0][1] / len(values)

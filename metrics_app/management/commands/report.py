@@ -118,10 +118,35 @@ def _summary(report: dict) -> str:
         lines += [f"  {note}" for note in board.get("notes") or []]
     lines += _estimate_lines(report.get("estimates") or {})
     if report["starc"]:
-        lines.append("STARC accuracy:")
-        for key, value in report["starc"]["accuracy"].items():
-            lines.append(f"  {key:<20} {_fmt(value)}")
+        lines += _starc_lines(report["starc"])
     return "\n".join(lines)
+
+
+def _starc_lines(starc: dict) -> list[str]:
+    """The dashboard's STARC section as text: choice rates (and A before reading), the
+    weighted rows, validity judging, the questions to revise."""
+    lines = [f"STARC ({starc['experiment_mode'] or 'no mode'}): {starc['n_participants']} "
+             f"participants, {starc['n_excluded_practice']} excluded for failing practice "
+             f"items; {starc['n_judgments']} trials analysed"]
+    before = (starc.get("before_reading") or {}).get("accuracy") or {}
+    if starc["choice_rates"]:
+        lines.append(f"  {'source / level':<20} {'n':>5} {'A':>6} {'B':>6} {'C':>6} {'D':>6}"
+                     + (f" {'A before reading':>17}" if before else ""))
+        for key, r in starc["choice_rates"].items():
+            lines.append(f"  {key:<20} {r['n']:>5} {_fmt(r['A']):>6} {_fmt(r['B']):>6} "
+                         f"{_fmt(r['C']):>6} {_fmt(r['D']):>6}"
+                         + (f" {_fmt(before.get(key)):>17}" if before else ""))
+        for key, value in starc["accuracy_weighted"].items():
+            lines.append(f"  {key + ', levels weighted':<26} {_fmt(value):>6}")
+    for key, v in (starc.get("validity") or {}).items():
+        lines.append(f"  validity {key:<20} items={v['n_items']} all judges invalid "
+                     f"{_fmt(v['invalid_share'])} approximate ceiling {_fmt(v['ceiling'])}")
+    flags = starc.get("question_flags") or {}
+    if flags:
+        lines.append(f"  Questions to revise: {len(flags)}")
+        for question, met in list(flags.items())[:20]:
+            lines.append(f"    {question}: {', '.join(met)}")
+    return lines
 
 
 def _interval(row: dict | None) -> str:

@@ -160,6 +160,30 @@ def test_rules_approve_good_work_and_name_each_problem(db):
     assert assignment_review_rules(assignment=empty).action == "hold"
 
 
+def test_a_starc_reader_right_on_every_item_is_no_straight_liner(db):
+    """STARC's correct answer is always role A, shown at a random place: a reader who got all
+    six items right was held as "the same answer on 100% of 6 items" (the rule read the role,
+    the dashboard the position on screen); one who clicks the first option every time is."""
+    stage = make_stage(make_project(TaskKind.MC))
+    orders = [list(order) for order in ("BADC", "ACBD", "DCAB", "CBDA", "BDAC", "DBCA")]
+
+    def mc_assignment(choices):
+        worker = make_worker()
+        items = [make_item(stage.project, gold={"choice": "A"}) for _ in orders]
+        assignment = make_assignment(stage, worker=worker, items=items,
+                                     status=AssignmentStatus.SUBMITTED)
+        for item, order, choice in zip(items, orders, choices, strict=True):
+            make_judgment(item=item, stage=stage, worker=worker, assignment=assignment,
+                          choice=choice, presented_order=order, time_spent_ms=20_000)
+        return assignment
+
+    careful = mc_assignment(["A"] * 6)
+    assert assignment_review_rules(assignment=careful).action == "approve"
+    first_clicker = mc_assignment([order[0] for order in orders])
+    decision = assignment_review_rules(assignment=first_clicker)
+    assert decision.action == "hold" and "same answer on 100% of 6" in decision.reasons[0]
+
+
 def test_qualification_grading_tolerance_threshold_and_no_retake(db):
     project = make_project(TaskKind.LIKERT, qualification_tolerance=1.0,
                            qualification_threshold=0.8)

@@ -320,6 +320,65 @@ def test_prolific_participants_get_the_same_design_across_studies(client, starc)
     assert Counter(who for who, _i in shown) == {f"P{n}": N_PARAGRAPHS for n in range(9)}
 
 
+def test_one_participant_in_two_modes_of_a_study_never_reads_a_paragraph_twice(client, starc):
+    """A STARC study's experiment modes are one project each: the researcher invites the same
+    in-house annotators to the QA project and to the guessing project. Before, the square gave
+    each of them in the guessing project the very items they had just read in the QA project
+    (their arrival number is the same in both), so the "guesses" were made after reading. The
+    MTurk accept and a qualification read the same rule (`units_seen`). A project of other
+    texts that reuses the unit names (another dataset) is not touched."""
+    qa_project, items = starc
+    qa = make_stage(qa_project, status=StageStatus.PUBLISHED)
+    qa.items.set(items)
+    guessing = make_project(TaskKind.MC, experiment_mode=ExperimentMode.GUESSING,
+                            items_per_hit=3, redundancy={"default": 1})
+    import_records(project=guessing, records=onestopqa.parse(ONESTOPQA), progress=False)
+    units = {item.design_unit for item in items}
+    guess = make_stage(guessing, status=StageStatus.PUBLISHED)
+    guess.items.set(Item.objects.filter(project=guessing, design_unit__in=units))
+    other = make_project(TaskKind.MC, items_per_hit=3, redundancy={"default": 1})
+    import_records(project=other, records=[
+        jsonl.parse_line({"external_id": f"mine-{n}", "dataset": "mine", "design_unit": unit,
+                          "content": {"paragraph": "Some text.", "question": "Why?",
+                                      "answers": ["a", "b", "c", "d"], "critical_span": None,
+                                      "distractor_span": None}},
+                         kind=TaskKind.MC, path=Path("items.jsonl"), line=n, split=None)
+        for n, unit in enumerate(sorted(units)[:3], start=1)], progress=False)
+    elsewhere = make_stage(other, status=StageStatus.PUBLISHED)
+    elsewhere.items.set(Item.objects.filter(project=other))
+    workers = [make_worker() for _ in range(3)]
+    read: dict[int, set] = {}
+    for worker in workers:
+        _link, path = inhouse_link_create(worker=worker, project=qa_project, stage=qa)
+        config = page_config(client.get(path))
+        read[worker.pk] = {item.design_unit for item in _shown(config)}
+        _answer_all(client, config)
+    assert all(len(units_read) == N_PARAGRAPHS for units_read in read.values())
+    # Each has read all nine paragraphs in the QA project: nothing of them to guess on.
+    for worker in workers:
+        _link, path = inhouse_link_create(worker=worker, project=guessing, stage=guess)
+        response = client.get(path)
+        assert b"task-config" not in response.content
+        assert not Judgment.objects.filter(stage=guess, worker=worker).exists()
+    # A newcomer guesses; a worker who read only some paragraphs gets the others.
+    newcomer = make_worker()
+    _link, path = inhouse_link_create(worker=newcomer, project=guessing, stage=guess)
+    assert len(_shown(page_config(client.get(path)))) == 3
+    partial = make_worker()
+    _link, path = inhouse_link_create(worker=partial, project=qa_project, stage=qa)
+    qa_project.items_per_hit = 3
+    qa_project.save(update_fields=["items_per_hit"])
+    config = page_config(client.get(path))
+    first = {item.design_unit for item in _shown(config)}
+    _answer_all(client, config)
+    _link, path = inhouse_link_create(worker=partial, project=guessing, stage=guess)
+    guessed = {item.design_unit for item in _shown(page_config(client.get(path)))}
+    assert guessed and not guessed & first
+    # Unit names of another dataset are other texts: served as usual.
+    _link, path = inhouse_link_create(worker=workers[0], project=other, stage=elsewhere)
+    assert len(_shown(page_config(client.get(path)))) == 3
+
+
 # --- MTurk ------------------------------------------------------------------------------------
 
 

@@ -428,9 +428,11 @@ def test_no_gold_or_scoring_in_any_page_or_json_before_answering(client, kind, m
                         {"item": first, "answer": {"shown_choice": "b"}}).json()
         assert GOLD_SENTINEL not in json.dumps(confirmed)
         if mode in (ExperimentMode.QA, ExperimentMode.GUESSING):
-            # After answering the worker is told which shown option was right; nothing more.
+            # After answering the worker is told which shown option was right and which of
+            # theirs was kept (their own answer, as shown); nothing more.
             assert set(confirmed["feedback"]) <= {"confirmed", "paragraph", "correct_shown",
-                                                  "is_correct"}
+                                                  "is_correct", "chosen_shown"}
+            assert confirmed["feedback"]["chosen_shown"] == "b"
         # Reloading shows the feedback for the confirmed item only.
         reloaded = page_config(client.get(response.wsgi_request.path))
         assert list(reloaded["confirmed"]) == [str(first)]

@@ -162,6 +162,33 @@ def test_starc_pilot_before_after_flags_and_practice_exclusion():
     assert set(starc["question_flags"]["q1"]) == {
         "guessable", "distractor problem", "caters to one level"}
     assert starc["question_flags"]["q2"] == ["too easy"]
+    # `manage.py report` says what the dashboard says (it printed the accuracies only).
+    out = io.StringIO()
+    call_command("report", project.slug, "--refresh", stdout=out)
+    text = out.getvalue()
+    assert "1 excluded for failing practice items; 20 trials analysed" in text
+    assert "A before reading" in text
+    adv = next(line.split() for line in text.splitlines() if "onestopqa/Adv" in line)
+    assert adv == ["onestopqa/Adv", "5", "0.200", "0.800", "0.000", "0.000", "0.400"]
+    assert "q1: guessable, distractor problem, caters to one level" in text
+
+
+def test_starc_guessing_answers_meet_only_the_before_reading_criteria():
+    """In the guessing experiment nobody reads the paragraph: its answers are guesses. They
+    were judged by the after-reading criteria, so a question most guessers got wrong read
+    "question or answers problem" and one whose guesses spread over B, C and D "distractor
+    problem" — what guessing should look like. They are the pilot's before-reading answers:
+    a question guessed right by more than 60% is guessable, and nothing else is flagged."""
+    project = make_project(TaskKind.MC, experiment_mode=ExperimentMode.GUESSING)
+    stage = make_stage(project)
+    people = [make_worker() for _ in range(10)]
+    guessable, hard = _mc_item(project, "q1", "Ele"), _mc_item(project, "q2", "Adv")
+    for i, person in enumerate(people):
+        make_judgment(item=guessable, stage=stage, worker=person, choice="A" if i < 7 else "B")
+        make_judgment(item=hard, stage=stage, worker=person, choice="ABCD"[i % 4])
+    starc = project_report(project=project)["starc"]
+    assert starc["accuracy"]["onestopqa"] == pytest.approx((7 + 3) / 20)
+    assert starc["question_flags"] == {"q1": ["guessable"]}
 
 
 def test_starc_validity_invalid_share_and_ceiling():
@@ -181,6 +208,11 @@ def test_starc_validity_invalid_share_and_ceiling():
     assert validity["RACE"]["invalid_share"] == pytest.approx(2 / 3)
     # Ceiling: valid 1; ambiguous 1 / mean(2, 2, 3); none correct counts as 4 answers → 1/4.
     assert validity["RACE"]["ceiling"] == pytest.approx((1 + 1 / (7 / 3) + 1 / 4) / 3)
+    out = io.StringIO()
+    call_command("report", project.slug, "--refresh", stdout=out)
+    race = next(line.split() for line in out.getvalue().splitlines() if "validity RACE" in line)
+    assert race == ["validity", "RACE", "items=3", "all", "judges", "invalid", "0.667",
+                    "approximate", "ceiling", "0.560"]
 
 
 def test_report_cache_follows_the_judgment_watermark(likert_project):

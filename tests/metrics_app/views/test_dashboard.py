@@ -6,7 +6,7 @@ import json
 import pytest
 from django.urls import reverse
 
-from annotation.models import StageKind, TaskKind, WorkerBlock, WorkerStatus
+from annotation.models import ExperimentMode, StageKind, TaskKind, WorkerBlock, WorkerStatus
 from annotation.selectors import blocked_worker_ids_for
 from metrics_app.models import Report
 from testing.factories import (
@@ -283,6 +283,27 @@ def test_dashboard_renders_a_starc_project_with_choice_bars(client):
     assert "STARC: accuracy and answer choices" in starc
     assert "<svg" in starc  # the stacked A-D choice-rate bars
     assert "onestopqa/Ele" in starc and "onestopqa/Adv" in starc
+
+
+@pytest.mark.parametrize("mode", [ExperimentMode.VALIDITY, ExperimentMode.GUESSING])
+def test_the_starc_section_says_what_each_mode_measures(client, mode):
+    """A validity project showed an accuracy table with its header and no rows; a guessing
+    project's column read "accuracy (A)" for answers given without the paragraph."""
+    owner = make_user("starc-owner")
+    project = make_project(TaskKind.MC, owner=owner, experiment_mode=mode)
+    stage = make_stage(project)
+    item = make_item(project, text_level="Ele", dataset="onestopqa", gold={"choice": "A"})
+    for choice in "AB":
+        make_judgment(item=item, stage=stage, worker=make_worker(), choice=choice,
+                      choices=[choice] if mode == ExperimentMode.VALIDITY else [])
+    client.force_login(owner)
+    starc = _section(client.get(reverse("metrics:project-dashboard", args=[project.slug]))
+                     .content.decode(), "starc")
+    if mode == ExperimentMode.VALIDITY:
+        assert "<th>source / level</th>" not in starc and "no accuracy" in starc
+        assert "Validity judging" in starc
+    else:
+        assert "guessed right (A), no paragraph" in starc and "accuracy (A)" not in starc
 
 
 def test_lfqa_difficult_rate_and_aspect_counts_per_domain(ab_project):
