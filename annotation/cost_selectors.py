@@ -10,9 +10,12 @@ The balance (`with_balance=True`) is informational: when the provider cannot be 
 estimate says "balance unknown: <reason>" and publishing is not held up by it.
 
 Effective hourly pay = reward per HIT ÷ (items per HIT × seconds per item) × 3600, with the
-seconds per item taken from the project's trial (the median over its submitted assignments of
-wall time from start to submit ÷ items, which includes reading the instructions: what the
-worker actually spends), else from the stage's stated assumption (`settings.seconds_per_item`).
+seconds per item taken from the project's trial (the median over its assignments whose work
+counts — `annotation.selectors.judgments_that_count`: not rejected, returned or flagged, no blocked
+worker, no unverified session, some data item answered — of wall time from start to submit ÷
+items, which includes reading the instructions: what the worker actually spends; a spammer's fast
+rejected work would drag the median down and underpay careful workers), else from the stage's
+stated assumption (`settings.seconds_per_item`).
 Below `QAJ_MIN_HOURLY_PAY` (USD, default 12) the estimate carries a warning.
 """
 from __future__ import annotations
@@ -25,7 +28,8 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Count
 
-from annotation.models import Assignment, Stage, StageKind, StageStatus
+from annotation.models import Assignment, AssignmentStatus, Stage, StageKind, StageStatus
+from annotation.selectors import judgments_that_count
 from annotation.stage_plan_selectors import stage_hits_planned
 
 CENT = Decimal("0.01")
@@ -47,7 +51,9 @@ class StageCostEstimate:
     balance: Decimal | None = None
     balance_error: str = ""  # why the balance could not be read (asked for, not known)
     seconds_per_item: float | None = None
-    seconds_per_item_source: str = ""  # "trial (N assignments)" or "stated in the settings"
+    # "trial median of N counted assignments (A approved, S awaiting review)" or "stated in the
+    # stage settings"
+    seconds_per_item_source: str = ""
     hourly_pay: Decimal | None = None
     min_hourly_pay: Decimal | None = None
 
@@ -160,18 +166,25 @@ def stage_cost_estimate(*, stage: Stage, with_balance: bool = False,
 
 
 def seconds_per_item(*, stage: Stage) -> tuple[float | None, str]:
-    """(seconds a worker spends per item, where the number comes from), or (None, "")."""
-    durations = []
+    """(seconds a worker spends per item, where the number comes from), or (None, ""): the
+    trial's median over the assignments whose work counts (`judgments_that_count`), saying how
+    many it read and how many of them are approved."""
+    counted = (judgments_that_count(project=stage.project)
+               .filter(stage__kind=StageKind.TRIAL).values("assignment_id"))
     trial_work = (Assignment.objects
-                  .filter(stage__project_id=stage.project_id, stage__kind=StageKind.TRIAL,
-                          submitted_at__isnull=False)
+                  .filter(pk__in=counted, submitted_at__isnull=False)
                   .annotate(n_items=Count("items"))
-                  .values_list("started_at", "submitted_at", "n_items"))
-    for started, submitted, n_items in trial_work:
+                  .values_list("started_at", "submitted_at", "n_items", "status"))
+    durations, approved = [], 0
+    for started, submitted, n_items, status in trial_work:
         if n_items and submitted > started:
             durations.append((submitted - started).total_seconds() / n_items)
+            approved += status == AssignmentStatus.APPROVED
     if durations:
-        return statistics.median(durations), f"trial median of {len(durations)} assignments"
+        read = len(durations)
+        return statistics.median(durations), (
+            f"trial median of {read} counted assignment{'s' if read != 1 else ''} "
+            f"({approved} approved, {read - approved} awaiting review)")
     stated = (stage.settings or {}).get("seconds_per_item")
     try:
         stated = float(stated) if stated is not None else None
@@ -271,7 +284,6 @@ def extra_assignment_over_budget(*, stage: Stage, reward: Decimal, max_assignmen
 def stage_spent(*, stage: Stage) -> Decimal:
     """Money paid so far on the stage: each approved assignment's reward and the provider's fee
     on it, plus every bonus paid and its fee."""
-    from annotation.models import AssignmentStatus
     from annotation.providers import get_provider
 
     provider = get_provider(stage.provider)

@@ -73,6 +73,7 @@ class JudgmentFrame:
     stage_kinds: dict[int, str]
     presented_order: list
     choices: list
+    justification: list  # str per judgment ("" when none); A/B and MC only, [] for Likert
     # item columns, aligned with `item_table_ids`; `item_pos` maps each judgment to its row
     item_table_ids: np.ndarray
     item_pos: np.ndarray
@@ -215,6 +216,7 @@ def load_judgments(
         stage_kinds={pk: kind for pk, _name, kind in stages},
         presented_order=list(rich_columns[3]),
         choices=list(rich_columns[4]),
+        justification=list(rich_columns[5]),
         item_table_ids=item_ids,
         item_pos=np.searchsorted(item_ids, item_id),
         items=items,
@@ -236,7 +238,7 @@ def _factorize_as_text(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def _judgment_columns(queryset, *, kind: str, rich: bool) -> tuple[np.ndarray, np.ndarray, list]:
     """The judgments as a float table (id, item, worker, stage, score, time; NaN for NULL),
     their choices, and for A/B and MC the JSON columns (difficult, aspects, extra, presented
-    order, choices)."""
+    order, choices) and the justification."""
     # Likert needs one query, and every statistic is order-free: no ORDER BY (sorting 120,000
     # rows costs more than reading them). A/B and MC read several column sets that must line
     # up row by row, so those queries are ordered by id.
@@ -259,10 +261,11 @@ def _judgment_columns(queryset, *, kind: str, rich: bool) -> tuple[np.ndarray, n
         np.array([c for (c,) in fetch_plain_rows(queryset.values_list("choice"))], dtype=str)
         if kind != TaskKind.LIKERT and n_rows else np.full(n_rows, "", dtype=str)
     )
-    rich_fields = ["difficult", "aspects", "extra", "presented_order", "choices"]
+    rich_fields = ["difficult", "aspects", "extra", "presented_order", "choices",
+                   "justification"]
     rich_columns = (
         list(zip(*queryset.values_list(*rich_fields), strict=True)) if rich and n_rows
-        else [[None] * n_rows, [], [], [], []]
+        else [[None] * n_rows, [], [], [], [], []]
     )
     return table, choice, rich_columns
 

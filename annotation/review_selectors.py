@@ -28,6 +28,7 @@ class ReviewRow:
     seconds: float | None  # as the server measured it, else as the browser reported it
     client_seconds: float | None  # as the browser reported it
     others_median_seconds: float | None
+    justification: str = ""  # this worker's, in full (A/B; `answer` shows it shortened)
 
 
 def _clip(text, limit: int = 300) -> str:
@@ -137,5 +138,6 @@ def assignment_review(*, assignment: Assignment) -> list[ReviewRow]:
             client_seconds=(mine.time_spent_ms / 1000
                             if mine is not None and mine.time_spent_ms is not None else None),
             others_median_seconds=statistics.median(times) if times else None,
+            justification=mine.justification if mine is not None else "",
         ))
     return rows

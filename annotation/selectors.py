@@ -333,6 +333,12 @@ class Progress:
       (`annotation/services/replacements.py`).
     - `places_added`: Prolific, the places the sync added to the study for approved work given
       back (Prolific reopens a rejected or returned submission's place itself); 0 elsewhere.
+    - `imported` (a project's): the judgments that count gathered elsewhere, an imported
+      stage's (expert labels from a file). They are data for reports and exports like any
+      (`judgments_that_count`), but no collection stage asked for them: a project's
+      `judgments` are its collection stages' and fill its plan; the imported are said apart
+      ("+ 260 imported"). "310 counted, 170 beyond the 140 wanted" read as a finished study
+      whose crowd collection was at 8%. 0 for a stage (an imported stage counts its own).
     """
 
     items: int = 0
@@ -345,6 +351,7 @@ class Progress:
     max_takers: int | None = None
     reoffered: int = 0
     places_added: int = 0
+    imported: int = 0
 
     def reoffered_text(self, *, stage_open: bool = True) -> str:
         """"2 slots of work that does not count re-offered to other workers" (and, on
@@ -387,8 +394,9 @@ class Progress:
         return max(0, self.counted - self.planned) if self.planned is not None else 0
 
     def text(self) -> str:
-        """The one sentence every page shows: "5 of 24 judgments counted (21%)", with what was
-        collected but not counted, beyond the plan, or (a qualification) passed."""
+        """The one sentence every page shows: "5 of 24 judgments counted (21%)", with the
+        judgments imported beside it (a project's: "+ 260 imported"), what was collected but
+        not counted, beyond the plan, or (a qualification) passed."""
         if self.planned is None:
             main = f"{self.counted} {self.unit} counted"
         elif self.beyond_plan:
@@ -398,6 +406,8 @@ class Progress:
                     f"{self.planned} wanted")
         else:
             main = f"{self.counted} of {self.planned} {self.unit} counted ({self.percent}%)"
+        if self.imported:
+            main += f" + {self.imported} imported"
         extra = []
         if self.passed is not None:
             extra.append(f"{self.passed} passed")
@@ -430,6 +440,7 @@ class Progress:
             "max_takers": self.max_takers,
             "reoffered": self.reoffered,
             "places_added": self.places_added,
+            "imported": self.imported,
             "text": self.text(),
             "assignments": dict(self.assignments),
         }
@@ -441,21 +452,30 @@ def _regular(prefix: str = "") -> Q:
     return Q(**{f"{prefix}is_practice": False, f"{prefix}is_gold_check": False})
 
 
+# Judgments gathered elsewhere (`judgment_path`: the path to the judgment): an imported stage's,
+# whatever its kind says, as `stage_progress` reads a stage with no plan.
+def _imported(judgment_path: str = "") -> Q:
+    return (Q(**{f"{judgment_path}stage__kind": StageKind.IMPORTED})
+            | Q(**{f"{judgment_path}stage__provider": Provider.IMPORT}))
+
+
+def _grouped_count(queryset: QuerySet[Judgment], key: str) -> dict[int, int]:
+    return dict(queryset.order_by().values_list(key).annotate(n=Count("id"))
+                .values_list(key, "n"))
+
+
 def _counted_and_collected(judgments: QuerySet[Judgment], key: str
                            ) -> tuple[dict[int, int], dict[int, int]]:
     """Per `key` (a judgment field path): the judgments that count (`judgments_that_count`,
     each against its own project's blocks; `judgments` is already restricted to data) and
     all of them. Two grouped queries."""
-    def grouped(queryset: QuerySet[Judgment]) -> dict[int, int]:
-        return dict(queryset.order_by().values_list(key).annotate(n=Count("id"))
-                    .values_list(key, "n"))
-
-    return (grouped(judgments_that_count(judgments, data_stages_only=False)),
-            grouped(judgments))
+    return (_grouped_count(judgments_that_count(judgments, data_stages_only=False), key),
+            _grouped_count(judgments, key))
 
 
 def project_progress(*, projects: Sequence[Project]) -> dict[int, Progress]:
-    """Progress per project id (its data stages together: `Progress`), in four grouped queries
+    """Progress per project id (its collection stages together against its regular items ×
+    their redundancy, the imported judgments apart: `Progress`), in five grouped queries
     whatever the number of projects."""
     by_id = {p.pk: p for p in projects}
     result = {pk: Progress() for pk in by_id}
@@ -471,13 +491,16 @@ def project_progress(*, projects: Sequence[Project]) -> dict[int, Progress]:
         progress = result[row["project_id"]]
         progress.items += row["n"]
         progress.wanted += row["n"] * by_id[row["project_id"]].redundancy_for(row["split"])
-    counted, collected = _counted_and_collected(
-        Judgment.objects.filter(_regular("item__"), item__project_id__in=by_id,
-                                item__excluded=False)
-        .exclude(stage__kind__in=NON_DATA_STAGE_KINDS), "item__project_id")
+    data = (Judgment.objects.filter(_regular("item__"), item__project_id__in=by_id,
+                                    item__excluded=False)
+            .exclude(stage__kind__in=NON_DATA_STAGE_KINDS))
+    counted, collected = _counted_and_collected(data, "item__project_id")
+    imported = _grouped_count(judgments_that_count(data.filter(_imported()),
+                                                   data_stages_only=False), "item__project_id")
     for pk, progress in result.items():
-        progress.judgments = counted.get(pk, 0)
-        progress.not_counted = collected.get(pk, 0) - progress.judgments
+        progress.imported = imported.get(pk, 0)
+        progress.judgments = counted.get(pk, 0) - progress.imported
+        progress.not_counted = collected.get(pk, 0) - counted.get(pk, 0)
     assignment_rows = (
         Assignment.objects.filter(stage__project_id__in=by_id)
         .values("stage__project_id", "status")

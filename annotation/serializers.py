@@ -56,7 +56,8 @@ class ProgressSerializer(serializers.Serializer):
                   "practice or qualification stage's own items.")
     judgments = serializers.IntegerField(
         help_text="Judgments on those items that count (the counting rule of exports and "
-                  "reports; a practice or qualification stage: its accepted work).")
+                  "reports; a practice or qualification stage: its accepted work); a project: "
+                  "its collection stages' (the imported apart, in `imported`).")
     not_counted = serializers.IntegerField(
         help_text="Judgments collected on those items that do not count (rejected, returned, "
                   "flagged or unverified work, a blocked worker).")
@@ -68,6 +69,11 @@ class ProgressSerializer(serializers.Serializer):
         help_text="Prolific: places the sync added to the study for approved work given back "
                   "(a blocked worker; Prolific reopens a rejected submission's place itself); "
                   "0 elsewhere.")
+    imported = serializers.IntegerField(
+        help_text="A project's judgments that count gathered elsewhere (imported stages: "
+                  "expert labels from a file): data for reports and exports, said apart "
+                  "(\"+ 260 imported\"), never in `judgments` nor filling `wanted`; 0 for a "
+                  "stage (an imported stage counts its own in `judgments`).")
     wanted = serializers.IntegerField(
         allow_null=True,
         help_text="Judgments the plan asks for: each item × its redundancy (the stage's "

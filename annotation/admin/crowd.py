@@ -14,6 +14,7 @@ from annotation.access_selectors import (
     worker_shared_beyond,
     workers_visible_to,
 )
+from annotation.domain.answers import same_justification_count
 from annotation.domain.numbers import row_id_of
 from annotation.models import (
     Adjudication,
@@ -301,6 +302,10 @@ def _review_summary(rows) -> str:
     if compared:
         parts.append(f"agrees with the others' most given answer on "
                      f"{sum(r.agrees_with_others for r in compared)} of {len(compared)}")
+    # The review rule's comparison (`max_same_justification_share` reads the same count).
+    same = same_justification_count(r.justification for r in answered)
+    if same:
+        parts.append(f"the same justification on {same} of {len(answered)} items")
     return "; ".join(parts) + "."
 
 

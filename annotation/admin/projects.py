@@ -356,7 +356,7 @@ class ProjectAdmin(ProjectImportMixin, ProjectHomeLinksMixin, ProgressColumnsMix
         if obj is None or obj.pk is None:
             return "–"
         total = project_progress(projects=[obj])[obj.pk]
-        rows = [("All data stages", "", total.items, progress_cell(total),
+        rows = [("All collection stages (imported apart)", "", total.items, progress_cell(total),
                  total.assignments_summary() or "–")]
         rows += [
             (stage.name, stage.get_status_display(), progress.items, progress_cell(progress),

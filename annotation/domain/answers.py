@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import itertools
 import unicodedata
+from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -168,6 +170,34 @@ def copied_from(justification: str, answer_texts: tuple[str, ...] | list[str]) -
     if len(folded) < COPIED_MIN_LENGTH:
         return False
     return any(folded in _folded(text) for text in answer_texts if isinstance(text, str))
+
+
+# The same justification pasted on item after item (a plausible sentence, long enough, found in
+# neither answer, so the page takes it) is not a judgment of each item. Review holds work whose
+# most repeated justification covers this share of its items or more, and the dashboard flags a
+# worker the same way. 0.8: nearly all identical (4 of 5, 8 of 10) — a careful judge may well
+# reuse a phrase ("B is more complete and answers the question directly") on two or three of
+# ten items, and a spammer who varies one or two items to dodge "every item identical" is still
+# caught; the stage setting `review.max_same_justification_share` moves it.
+SAME_JUSTIFICATION_SHARE = 0.8
+
+
+def justification_key(text: Any) -> str:
+    """A justification as compared for repeats: case folded, invisible characters, punctuation
+    and symbols dropped, whitespace collapsed ("B is better!" and "b is  better" are one);
+    "" when nothing is left."""
+    if not isinstance(text, str):
+        return ""
+    kept = "".join(" " if unicodedata.category(c)[0] in "PS" else c for c in text)
+    return _folded(kept)
+
+
+def same_justification_count(justifications: Iterable[Any]) -> int:
+    """How many of the justifications are the most repeated one (`justification_key`); empty
+    ones never count, and a justification written once is not repeated (0)."""
+    counts = Counter(key for key in map(justification_key, justifications) if key)
+    most = counts.most_common(1)[0][1] if counts else 0
+    return most if most >= 2 else 0
 
 
 def ab_answer_texts(content: Any) -> tuple[str, ...]:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+from annotation.domain.answers import SAME_JUSTIFICATION_SHARE
 from annotation.domain.judge_refs import judge_ref_error
 from annotation.domain.redundancy import MAX_JUDGMENTS, adaptive_redundancy
 from core.vocabulary import RECRUITING_PROVIDERS, TASK_KINDS, Provider, TaskKind
@@ -187,8 +188,16 @@ SETTINGS: tuple[SettingSpec, ...] = (
                 "Straight-lining: work whose most common answer reaches this share fails "
                 "(A/B and multiple choice: the position on screen, the order being shuffled).",
                 "Auto-review", "1.0 (only every answer identical)", minimum=0.0, maximum=1.0),
+    SettingSpec("review.max_same_justification_share", "float",
+                "Maximum same-justification share",
+                "Work whose most repeated justification (compared ignoring case, spacing and "
+                "punctuation) covers this share of its items fails: one sentence pasted on "
+                "every item.", "Auto-review",
+                f"{SAME_JUSTIFICATION_SHARE} (nearly all identical: 4 of 5, 8 of 10 items)",
+                minimum=0.0, maximum=1.0, kinds=(TaskKind.AB,)),
     SettingSpec("review.straightline_min_items", "int", "Straight-lining judged from",
-                "Straight-lining is only judged on assignments with this many items or more.",
+                "Straight-lining and repeated justifications are only judged on assignments "
+                "with this many items or more.",
                 "Auto-review", "5", minimum=1),
     SettingSpec("review.auto_reject", "bool", "Reject failing work",
                 "Reject work that fails the rules (with the reasons) instead of flagging it "

@@ -34,7 +34,10 @@ from .workers import worker_report
 REPORT_KIND = "project"
 # Bump when the report's content or definitions change: cached reports of another version are
 # recomputed even though no judgment arrived.
-REPORT_VERSION = 16  # 16: an undefined α says why, a leaderboard board its notes (15: a learned judge leaves out the items it saw; 14: an excluded item's judgments are not data)
+# 17: workers' same-justification share; 16: an undefined α says why, a leaderboard board its
+# notes; 15: a learned judge leaves out the items it saw; 14: an excluded item's judgments are
+# not data.
+REPORT_VERSION = 17
 
 
 def _params(group_by: str | None) -> dict:

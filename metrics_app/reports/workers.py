@@ -1,11 +1,16 @@
 """Per-worker quality: agreement with the others, accuracy on gold/practice items, speed,
-straight-lining. Everything is computed in one vectorised pass over the judgments."""
+straight-lining, one justification pasted on item after item. Everything is computed in one vectorised pass over the judgments."""
 from __future__ import annotations
 
 import numpy as np
 
 from annotation.domain.agreement import alpha_without_each, krippendorff_alpha_from_counts
-from annotation.domain.answers import answer_matches_gold, position_shown
+from annotation.domain.answers import (
+    SAME_JUSTIFICATION_SHARE,
+    answer_matches_gold,
+    position_shown,
+    same_justification_count,
+)
 from annotation.judgment_selectors import JudgmentFrame
 from annotation.models import TaskKind, Worker
 
@@ -103,6 +108,7 @@ def worker_report(frame: JudgmentFrame, *, tolerance: float = 0.0) -> list[dict]
             **{key: values[w] for key, values in accuracies.items()},
             "median_time_s": float(np.median(times) / 1000) if len(times) else None,
             "modal_answer_share": None if np.isnan(modal[w]) else float(modal[w]),
+            "same_justification_share": _same_justification_share(frame, idx),
         }
         row["flags"] = _flags(row)
         rows.append(row)
@@ -185,12 +191,27 @@ def _modal_answer_share(frame: JudgmentFrame, has: np.ndarray, value_index: np.n
     return np.where(n_answered > 0, per_answer.max(axis=1) / np.maximum(n_answered, 1), np.nan)
 
 
+def _same_justification_share(frame: JudgmentFrame, idx: np.ndarray) -> float | None:
+    """The share of a worker's data judgments (`idx`) carrying their most repeated
+    justification, as review compares them (`same_justification_count`); None when the task
+    has no justifications or the worker wrote none twice."""
+    if not frame.justification or not len(idx):
+        return None
+    same = same_justification_count(frame.justification[i] for i in idx)
+    return same / len(idx) if same else None
+
+
 def _flags(row: dict) -> list[str]:
     flags = []
     if (row["modal_answer_share"] or 0) >= STRAIGHT_LINING_SHARE and (
         row["n_judgments"] >= STRAIGHT_LINING_MIN_JUDGMENTS
     ):
         flags.append("straight-lining")
+    # The review rule's default share (annotation/domain/answers.py says why 0.8).
+    if (row["same_justification_share"] or 0) >= SAME_JUSTIFICATION_SHARE and (
+        row["n_judgments"] >= STRAIGHT_LINING_MIN_JUDGMENTS
+    ):
+        flags.append("same justification")
     if row["gold_accuracy"] is not None and row["n_gold"] >= GOLD_MIN_ITEMS and (
         row["gold_accuracy"] < GOLD_ACCURACY_FLOOR
     ):

@@ -19,7 +19,7 @@ from annotation.access_selectors import (
 )
 from annotation.domain.control_characters import CONTROL_CHARACTER, control_character_message
 from annotation.judgment_selectors import GROUP_FIELDS
-from annotation.models import Project
+from annotation.models import Project, TaskKind
 from metrics_app.reports.project import dashboard_data, with_current_worker_status
 
 WORKER_SORTS = {
@@ -28,6 +28,7 @@ WORKER_SORTS = {
     "gold": ("gold_accuracy", False),
     "speed": ("median_time_s", False),
     "straight": ("modal_answer_share", True),
+    "justification": ("same_justification_share", True),
     "judgments": ("n_judgments", True),
 }
 # The confirmation form's maxlength: the reason is stored with the block.
@@ -65,7 +66,9 @@ def project_dashboard(request: HttpRequest, slug: str) -> HttpResponse:
         "report": report,
         "workers": workers,
         "sort": sort,
-        "sorts": list(WORKER_SORTS),
+        # A same-justification share only where workers write justifications (A/B).
+        "sorts": [name for name in WORKER_SORTS
+                  if name != "justification" or project.kind == TaskKind.AB],
         # matplotlib escapes every text it writes into the SVG.
         "charts": {name: mark_safe(svg) if svg else None for name, svg in charts.items()},
     })

@@ -305,3 +305,45 @@ def test_a_qualification_counts_what_it_does_not_count_in_takers_too():
     assert (progress.takers, progress.passed, progress.not_counted) == (2, 2, 1)
     assert progress.text() == ("2 of 4 takers counted (50%); 2 passed; 1 collected but not "
                                "counted (rejected, returned, flagged or a blocked worker)")
+
+
+def test_imported_judgments_are_said_apart_from_the_projects_collection(client, study):
+    """A study walk: expert labels imported from a file counted toward the project's progress,
+    so the project list and the projects API read "310 judgments counted, 170 beyond the 140
+    wanted" (a finished study) while its crowd collection was at 8%. The project's line is its
+    collection stages' against its plan, the imported beside it ("+ 6 imported") at every door;
+    the imported stay data (the counting rule) and their stage says what it holds."""
+    from annotation.models import Provider
+    from annotation.selectors import judgments_that_count
+
+    project = study["project"]
+    imported = make_stage(project, kind=StageKind.IMPORTED, name="experts", order=9,
+                          provider=Provider.IMPORT, status=StageStatus.CLOSED)
+    experts = [make_worker(provider=Provider.IMPORT) for _ in range(2)]
+    for item in project.items.filter(is_practice=False, is_gold_check=False)[:3]:
+        for expert in experts:
+            make_judgment(item=item, stage=imported, worker=expert, score=5)
+    # A blocked expert's imported judgment counts nowhere, imported or not.
+    blocked = make_worker(provider=Provider.IMPORT)
+    make_judgment(item=project.items.filter(is_practice=False, is_gold_check=False).first(),
+                  stage=imported, worker=blocked, score=1)
+    worker_block(worker=blocked, reason="not an expert", by=study["owner"])
+    client.force_login(study["owner"])
+    seen = _text_everywhere(client, project)
+    assert _one_line(seen["(project)"]) == (
+        "12 of 15 judgments counted (80%) + 6 imported; 4 collected but not counted "
+        "(rejected, returned, flagged or a blocked worker)")
+    assert seen["(project)"]["project page"] == "in"
+    assert _one_line(seen["experts"]) == (
+        "6 judgments counted; 1 collected but not counted (rejected, returned, flagged or a "
+        "blocked worker)")
+    api = APIClient()
+    api.force_authenticate(study["owner"])
+    progress = api.get(f"/api/projects/{project.slug}/").json()["progress"]
+    assert (progress["judgments"], progress["imported"], progress["wanted"],
+            progress["percent"]) == (12, 6, 15, 80)
+    listed = api.get("/api/projects/").json()["results"]
+    assert [p["progress"]["text"] for p in listed if p["slug"] == project.slug] == [
+        progress["text"]]
+    # Still data: the counting rule (exports, reports) keeps the imported judgments.
+    assert judgments_that_count(project=project).filter(stage=imported).count() == 6

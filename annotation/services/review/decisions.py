@@ -13,7 +13,11 @@ from django.db.models import Sum
 from django.utils import timezone
 
 from annotation.cost_selectors import bonus_over_budget
-from annotation.domain.answers import position_shown
+from annotation.domain.answers import (
+    SAME_JUSTIFICATION_SHARE,
+    position_shown,
+    same_justification_count,
+)
 from annotation.models import (
     Assignment,
     AssignmentStatus,
@@ -46,6 +50,8 @@ DEFAULT_RULES = {
     "min_seconds_per_item": 2.0,  # mean time per item below this looks like clicking through
     "straightline_min_items": 5,  # straight-lining is only judged on this many items or more
     "max_same_answer_share": 1.0,  # every answer identical = straight-lining
+    # one justification pasted on nearly every item (why 0.8: annotation/domain/answers.py)
+    "max_same_justification_share": SAME_JUSTIFICATION_SHARE,
     "auto_reject": False,  # False: failing work is held for the researcher instead
     "block_after_rejections": 0,  # block a worker after this many rejections (0: never)
 }
@@ -147,6 +153,15 @@ def assignment_review_rules(*, assignment: Assignment) -> ReviewDecision:
             metrics["same_answer_share"] = share
             if share >= rules["max_same_answer_share"]:
                 reasons.append(f"the same answer on {share:.0%} of {len(values)} items")
+            # A/B: one justification pasted on item after item (judged from as many items
+            # as straight-lining, its sibling).
+            same = same_justification_count(j.justification for j in judgments)
+            if same:
+                metrics["same_justification_items"] = same
+                metrics["same_justification_share"] = same / len(judgments)
+                if same / len(judgments) >= rules["max_same_justification_share"]:
+                    reasons.append(f"the same justification on {same} of {len(judgments)} "
+                                   f"items")
     if reasons:
         return ReviewDecision("reject" if rules["auto_reject"] else "hold", reasons, metrics)
     return ReviewDecision("approve", [], metrics)

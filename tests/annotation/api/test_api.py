@@ -217,7 +217,7 @@ def test_project_progress_in_detail(api, project):
     progress = api.get("/api/projects/mocha-dev/").json()["progress"]
     assert progress == {"items": 2, "judgments": 1, "not_counted": 0, "wanted": 6,
                         "percent": 17, "takers": None, "passed": None, "max_takers": None,
-                        "reoffered": 0, "places_added": 0,
+                        "reoffered": 0, "places_added": 0, "imported": 0,
                         "text": "1 of 6 judgments counted (17%)",
                         "assignments": {"submitted": 1}}
 
@@ -401,6 +401,7 @@ def test_stages_list_and_detail_with_progress(api, project):
     assert rows[1]["progress"] == {"items": 3, "judgments": 1, "not_counted": 0, "wanted": 9,
                                    "percent": 11, "takers": None, "passed": None,
                                    "max_takers": None, "reoffered": 0, "places_added": 0,
+                                   "imported": 0,
                                    "text": "1 of 9 judgments counted (11%)", "assignments": {}}
     detail = api.get(f"/api/projects/mocha-dev/stages/{full.pk}/").json()
     assert detail["progress"]["judgments"] == 1

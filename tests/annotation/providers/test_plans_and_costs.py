@@ -276,28 +276,81 @@ def test_hourly_pay_is_unknown_until_a_trial_or_a_stated_time_says_it(db):
         estimate.as_text()
 
 
-def test_the_trials_median_time_per_item_sets_the_pay_and_a_low_pay_is_warned(db, settings):
+def _trial_assignment(trial, items, *, seconds, status, worker=None):
+    """A trial assignment of `items` that took `seconds` (None: still in progress), with a
+    judgment per item as a submitted page leaves."""
     from datetime import timedelta
 
     from django.utils import timezone
 
     from annotation.models import Assignment, AssignmentStatus
-    from testing.factories import make_assignment
+    from testing.factories import make_assignment, make_judgment
+
+    submitted = seconds is not None and status != AssignmentStatus.IN_PROGRESS
+    assignment = make_assignment(trial, items=items, status=status, worker=worker)
+    now = timezone.now()
+    Assignment.objects.filter(pk=assignment.pk).update(
+        started_at=now - timedelta(seconds=seconds or 999),
+        submitted_at=now if submitted else None)
+    if submitted:
+        for item in items:
+            make_judgment(item=item, stage=trial, worker=assignment.worker,
+                          assignment=assignment)
+    return assignment
+
+
+def test_the_trials_median_time_per_item_sets_the_pay_and_a_low_pay_is_warned(db, settings):
+    from annotation.models import AssignmentStatus
 
     project, items, stage = _full_stage_of_five_item_hits(seconds_per_item=12)
     trial = make_stage(project, kind=StageKind.TRIAL, provider="mturk")
-    now = timezone.now()
-    for seconds in (100, 150, 400, None):  # 20, 30, 80 s per item; one still in progress
-        assignment = make_assignment(trial, items=items[:5], status=(
-            AssignmentStatus.SUBMITTED if seconds else AssignmentStatus.IN_PROGRESS))
-        Assignment.objects.filter(pk=assignment.pk).update(
-            started_at=now - timedelta(seconds=seconds or 999),
-            submitted_at=now if seconds else None)
+    for seconds, status in ((100, AssignmentStatus.APPROVED), (150, AssignmentStatus.SUBMITTED),
+                            (400, AssignmentStatus.APPROVED),
+                            (None, AssignmentStatus.IN_PROGRESS)):
+        # 20, 30, 80 s per item; one still in progress
+        _trial_assignment(trial, items[:5], seconds=seconds, status=status)
     estimate = stage_cost_estimate(stage=stage)
     # The trial wins over the stated 12 s: median 30 s per item → $0.40 / 150 s → $9.60/h.
     assert estimate.seconds_per_item == 30
-    assert estimate.seconds_per_item_source == "trial median of 3 assignments"
+    assert estimate.seconds_per_item_source == \
+        "trial median of 3 counted assignments (2 approved, 1 awaiting review)"
     assert estimate.hourly_pay == Decimal("9.60")
     assert "WARNING: effective pay $9.60/h is below the floor of $12.00/h" in estimate.as_text()
     settings.QAJ_MIN_HOURLY_PAY = 9
     assert stage_cost_estimate(stage=stage).pay_warning == ""
+
+
+def test_the_pay_estimate_reads_only_trial_work_that_counts(db, researcher):
+    """A study walk: spammers click through a trial in 10 s, are rejected or flagged (or their
+    worker blocked); their speed dragged the trial's median down and the estimate told the
+    researcher that a low reward paid well, underpaying the careful workers of the full stage.
+    The median reads the assignments behind `judgments_that_count` and says how many."""
+    from annotation.models import AssignmentStatus, WorkerBlock, WorkerStatus
+    from testing.factories import make_item, make_worker
+
+    project, items, stage = _full_stage_of_five_item_hits()
+    project.owner = researcher
+    project.save(update_fields=["owner"])
+    trial = make_stage(project, kind=StageKind.TRIAL, provider="mturk")
+    for seconds in (300, 400):  # careful work: 60 and 80 s per item, approved
+        _trial_assignment(trial, items[:5], seconds=seconds, status=AssignmentStatus.APPROVED)
+    for status in (AssignmentStatus.REJECTED, AssignmentStatus.FLAGGED,
+                   AssignmentStatus.RETURNED):  # 2 s per item, not counted
+        _trial_assignment(trial, items[:5], seconds=10, status=status)
+    blocked = make_worker(provider="mturk", status=WorkerStatus.BLOCKED)
+    _trial_assignment(trial, items[:5], seconds=10, status=AssignmentStatus.APPROVED,
+                      worker=blocked)
+    owner_block = make_worker(provider="mturk")
+    WorkerBlock.objects.create(worker=owner_block, researcher=project.owner)
+    _trial_assignment(trial, items[:5], seconds=10, status=AssignmentStatus.SUBMITTED,
+                      worker=owner_block)
+    practice = [make_item(project, is_practice=True) for _ in range(5)]
+    _trial_assignment(trial, practice, seconds=10, status=AssignmentStatus.APPROVED)
+    estimate = stage_cost_estimate(stage=stage)
+    assert estimate.seconds_per_item == 70
+    assert estimate.seconds_per_item_source == \
+        "trial median of 2 counted assignments (2 approved, 0 awaiting review)"
+    # $0.40 for 5 items × 70 s = 350 s → $4.11/h, with the warning (the spammers' 2 s per item
+    # read $0.40 / 10 s as $144/h, no warning).
+    assert estimate.hourly_pay == Decimal("4.11")
+    assert "below the floor" in estimate.pay_warning
