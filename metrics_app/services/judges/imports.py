@@ -181,6 +181,9 @@ def _number(value, name: str, line: int, errors: list[str]) -> float | None:
     except (TypeError, ValueError):
         errors.append(f"line {line}: {name} {value!r} is not a number")
         return None
+    except OverflowError:  # a whole number of hundreds of digits: valid JSON, no float
+        errors.append(f"line {line}: {name} is too large to be a number")
+        return None
     if not math.isfinite(number):
         errors.append(f"line {line}: {name} {value!r} is not finite")
         return None

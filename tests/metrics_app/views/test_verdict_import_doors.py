@@ -101,6 +101,9 @@ DOORS = {"command": _command, "api-file": _api_file, "api-json": _api_json, "pag
      "line 2: unknown column(s) 'probabilty'"),
     (["q0"], "line 2: not a JSON object"),
     ([None], "line 2: not a JSON object"),
+    # A 400-digit whole number is valid JSON that no float holds (an OverflowError: a
+    # traceback from the command, a 500 from the API and the page).
+    ([{"item_id": "q0", "score": 10 ** 400}], "line 2: score is too large to be a number"),
 ])
 def test_one_rule_at_every_door(project, tmp_path, door, rows, message):
     """A file one door refuses, every door refuses, with the same message (its line and
