@@ -19,6 +19,8 @@ urlpatterns: list = [
     path("projects/<slug:slug>/judges/report/", judges.JudgeReportApi.as_view(),
          name="judge-report"),
     path("projects/<slug:slug>/judges/plan/", judges.JudgePlanApi.as_view(), name="judge-plan"),
+    path("projects/<slug:slug>/judges/verdicts/", judges.JudgeVerdictImportApi.as_view(),
+         name="judge-verdicts"),
     path("projects/<slug:slug>/judge-jobs/", judges.JudgeJobListCreateApi.as_view(),
          name="judge-jobs"),
     path("projects/<slug:slug>/judge-jobs/<int:job_id>/cancel/",

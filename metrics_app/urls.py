@@ -29,6 +29,8 @@ urlpatterns: list = [
          name="metric-scatter"),
     path("<slug:slug>/metrics/roc.png", metrics_page.project_metric_roc, name="metric-roc"),
     path("<slug:slug>/judges/", judges_page.project_judges, name="project-judges"),
+    path("<slug:slug>/judges/verdicts/", judges_page.judge_verdicts_upload,
+         name="judge-verdicts-upload"),
     path("<slug:slug>/judges/reliability/<str:label>.png", judges_page.project_judge_reliability,
          name="judge-reliability"),
     path("<slug:slug>/adjudicate/", adjudication.adjudication_page, name="adjudicate"),

@@ -32,15 +32,12 @@ from annotation.importers import FORMAT_MODULES
 from annotation.models import TaskKind
 from annotation.services.import_files import ImportRefused, NewProject, import_file
 from core.background import BrokerUnreachable, task_send_or_fail_fast
+from core.uploads import upload_max_bytes, upload_size_error
 
 REPORT_REFRESH_TASK = "worker.tasks.reports.report_refresh"
 SIGNING_SALT = "annotation.admin.import-upload"
 # A preview must be confirmed within this time; older uploads are deleted.
 UPLOAD_MAX_AGE_SECONDS = 3600
-
-
-def upload_max_bytes() -> int:
-    return int(getattr(settings, "QAJ_IMPORT_UPLOAD_MAX_MB", 20)) * 1024 * 1024
 
 
 def upload_dir() -> Path:
@@ -60,12 +57,8 @@ class ImportFileForm(forms.Form):
 
     def clean_file(self):
         upload = self.cleaned_data["file"]
-        limit = upload_max_bytes()
-        if upload.size > limit:
-            raise forms.ValidationError(
-                f"The file is {upload.size / 1024 / 1024:.1f} MB; the browser import takes at "
-                f"most {limit // 1024 // 1024} MB (QAJ_IMPORT_UPLOAD_MAX_MB). Import larger files "
-                "with manage.py import_data.")
+        if error := upload_size_error(upload.size, command="manage.py import_data"):
+            raise forms.ValidationError(error)
         return upload
 
 

@@ -1,16 +1,17 @@
-"""REST endpoints for judges: the alignment report, the judge recommendation, and LLM judge
-jobs (list, queue, cancel). The same numbers as `manage.py judge_report` and
-`run_judge --queue`."""
+"""REST endpoints for judges: the alignment report, the judge recommendation, LLM judge
+jobs (list, queue, cancel) and imported verdicts. The same numbers as `manage.py
+judge_report`, `run_judge --queue` and `import_verdicts`."""
 from __future__ import annotations
 
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status
+from rest_framework.parsers import MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotation.access_selectors import access_project
 from annotation.serializers import RefuseUnknownFieldsMixin
-from core.api import JsonApiMixin, paginated_response, with_errors
+from core.api import JsonApiMixin, LimitedJSONParser, paginated_response, with_errors
 from core.leases import job_in_flight
 from core.statistics import MAX_RESAMPLES
 from metrics_app.apis.job_cancel import JobCancelApi
@@ -18,6 +19,14 @@ from metrics_app.domain.judge_prompts import JudgeConfigError
 from metrics_app.judge_selectors import judge_version_get
 from metrics_app.models import JudgeJob
 from metrics_app.services.judges.alignment import cached_judge_alignment_report
+from metrics_app.services.judges.imports import (
+    IMPORT_REFUSED,
+    MAX_ERRORS,
+    VerdictImportError,
+    json_rows,
+    upload_rows,
+    verdicts_import,
+)
 from metrics_app.services.judges.planning import judge_plan
 from metrics_app.services.judges.runs import (
     MAX_CONCURRENCY,
@@ -145,3 +154,76 @@ class JudgeJobCancelApi(JobCancelApi):
     @extend_schema(request=None, responses=with_errors({200: JudgeJobSerializer}, 404, 409))
     def post(self, request, slug: str, job_id: int):
         return super().post(request, slug, job_id)
+
+
+class VerdictImportOutputSerializer(serializers.Serializer):
+    judge = serializers.CharField()
+    version = serializers.CharField()
+    label = serializers.CharField(help_text="name@version, as every judge door names it")
+    imported = serializers.IntegerField(help_text="verdicts stored by this request")
+    unchanged = serializers.IntegerField(
+        help_text="verdicts already stored, equal to the ones sent (the same file again)")
+
+
+class _VerdictImportInput(RefuseUnknownFieldsMixin, serializers.Serializer):
+    judge = serializers.CharField(required=False, allow_blank=True,
+                                  help_text="the judge's name, or a `judge` column")
+    version = serializers.CharField(required=False, allow_blank=True,
+                                    help_text="its version, or a `judge_version` column")
+    description = serializers.CharField(required=False, allow_blank=True)
+
+
+class VerdictFileInputSerializer(_VerdictImportInput):
+    file = serializers.FileField(
+        help_text="a .jsonl or .csv file (docs/DATA_FORMATS.md), at most "
+                  "QAJ_IMPORT_UPLOAD_MAX_MB")
+
+
+class VerdictJsonInputSerializer(_VerdictImportInput):
+    verdicts = serializers.ListField(
+        child=serializers.JSONField(allow_null=True), allow_empty=False,
+        help_text="one object per verdict, the columns of a JSONL file's lines; the Nth is "
+                  "named `line N` in errors")
+
+
+class JudgeVerdictImportApi(APIView):
+    """POST /api/metrics/projects/<slug>/judges/verdicts/: a judge's verdicts produced
+    elsewhere, stored as one judge version by the service behind `manage.py import_verdicts`
+    (`verdicts_import`: the same checks, the same messages). A file as multipart
+    (`file`, `judge`, `version`), or JSON `{"judge", "version", "verdicts": [...]}`."""
+
+    parser_classes = (LimitedJSONParser, MultiPartParser)
+
+    @extend_schema(
+        summary="Import a judge's verdicts: all or nothing",
+        description=(
+            "201: the verdicts were stored as the judge version. 200: the same verdicts are "
+            "already stored under that version (a file sent again): nothing is stored, "
+            "`unchanged` counts them. 400: nothing is stored; `detail` lists every problem "
+            f"(up to {MAX_ERRORS}, each naming its line and column, e.g. `line 3: score 7 is "
+            "outside 1..5`), `errors` the same list. Other verdicts under a version that "
+            "holds some are refused: import a new version."),
+        request={"multipart/form-data": VerdictFileInputSerializer,
+                 "application/json": VerdictJsonInputSerializer},
+        responses=with_errors({201: VerdictImportOutputSerializer,
+                               200: VerdictImportOutputSerializer}, 400, 404, 415))
+    def post(self, request, slug: str):
+        project = access_project(request.user, slug)
+        multipart = request.content_type.startswith("multipart/")
+        data = (VerdictFileInputSerializer if multipart else VerdictJsonInputSerializer)(
+            data=request.data)
+        data.is_valid(raise_exception=True)
+        given = data.validated_data
+        try:
+            rows = upload_rows(given["file"]) if multipart else json_rows(given["verdicts"])
+            result = verdicts_import(project=project, rows=rows,
+                                     judge=given.get("judge") or None,
+                                     version=given.get("version") or None,
+                                     description=given.get("description", ""))
+        except IMPORT_REFUSED as exc:
+            errors = exc.errors if isinstance(exc, VerdictImportError) else [str(exc)]
+            return Response({"detail": str(exc), "errors": errors[:MAX_ERRORS]},
+                            status=status.HTTP_400_BAD_REQUEST)
+        return Response(VerdictImportOutputSerializer(result).data,
+                        status=status.HTTP_201_CREATED if result["imported"]
+                        else status.HTTP_200_OK)

@@ -1,15 +1,25 @@
 """The judges page (`/metrics/SLUG/judges/`): every judge against the human labels side by
 side (metrics_app/services/judges/alignment.py, cached), with a reliability plot per judge
-that gives probabilities."""
+that gives probabilities, and a form to upload a judge's verdicts (the service behind
+`manage.py import_verdicts` and the API's `judges/verdicts/`: the same checks and messages)."""
 from __future__ import annotations
 
+from django import forms
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse
-from django.shortcuts import render
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
 
 from annotation.access_selectors import access_project
 from metrics_app.reports.charts import reliability_png
 from metrics_app.services.judges.alignment import PAGE_RESAMPLES, cached_judge_alignment_report
+from metrics_app.services.judges.imports import (
+    IMPORT_REFUSED,
+    upload_rows,
+    verdicts_import,
+    verdicts_import_summary,
+)
 
 STATS = ("accuracy", "kappa", "roc_auc", "pearson", "spearman", "ece")
 
@@ -26,9 +36,42 @@ def _resamples(request) -> int:
         return PAGE_RESAMPLES
 
 
+class VerdictUploadForm(forms.Form):
+    file = forms.FileField(help_text="a .jsonl or .csv file: item_id, verdict, score, "
+                                     "probability, reasoning (docs/DATA_FORMATS.md)")
+    judge = forms.CharField(required=False, help_text="empty: the file's judge column")
+    version = forms.CharField(required=False, help_text="empty: the file's judge_version "
+                                                        "column")
+
+
 @login_required
 def project_judges(request, slug: str):
+    return _judges_page(request, access_project(request.user, slug), form=VerdictUploadForm())
+
+
+@login_required
+@require_POST
+def judge_verdicts_upload(request, slug: str):
+    """The page's upload form: stored, the page says what (as the command does); refused, the
+    page shows every problem with its line, and nothing is stored."""
     project = access_project(request.user, slug)
+    form = VerdictUploadForm(request.POST, request.FILES)
+    error = ""
+    if form.is_valid():
+        given = form.cleaned_data
+        try:
+            result = verdicts_import(project=project, rows=upload_rows(given["file"]),
+                                     judge=given["judge"] or None,
+                                     version=given["version"] or None)
+        except IMPORT_REFUSED as exc:
+            error = str(exc)
+        else:
+            messages.success(request, verdicts_import_summary(result, project))
+            return redirect("metrics:project-judges", project.slug)
+    return _judges_page(request, project, form=form, error=error, status=400)
+
+
+def _judges_page(request, project, *, form, error: str = "", status: int = 200):
     report = cached_judge_alignment_report(project=project, n_resamples=_resamples(request))
     rows = []
     for label, judge in (report.get("judges") or {}).items():
@@ -39,7 +82,8 @@ def project_judges(request, slug: str):
                                for name in STATS],
                      "estimate": (report.get("estimates") or {}).get(label)})
     return render(request, "metrics_app/judges.html", {
-        "project": project, "report": report, "rows": rows, "stats": STATS})
+        "project": project, "report": report, "rows": rows, "stats": STATS,
+        "verdict_form": form, "verdict_error": error}, status=status)
 
 
 @login_required

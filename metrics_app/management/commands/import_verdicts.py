@@ -12,9 +12,12 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from metrics_app.domain.judge_prompts import JudgeConfigError
 from metrics_app.management.projects import projects_by_slug
-from metrics_app.services.judges.imports import VerdictImportError, verdicts_import
+from metrics_app.services.judges.imports import (
+    IMPORT_REFUSED,
+    verdicts_import,
+    verdicts_import_summary,
+)
 
 
 class Command(BaseCommand):
@@ -33,9 +36,6 @@ class Command(BaseCommand):
             result = verdicts_import(project=project, path=options["file"],
                                      judge=options["judge"], version=options["judge_version"],
                                      description=options["description"])
-        except (VerdictImportError, JudgeConfigError) as exc:
+        except IMPORT_REFUSED as exc:
             raise CommandError(str(exc)) from None
-        unchanged = (f" ({result['unchanged']} already imported, unchanged)"
-                     if result["unchanged"] else "")
-        self.stdout.write(f"{result['label']}: {result['imported']} verdicts imported on "
-                          f"{project.slug}{unchanged}")
+        self.stdout.write(verdicts_import_summary(result, project))

@@ -32,13 +32,16 @@ from annotation.domain.control_characters import (
 )
 from annotation.models import Project, TaskKind
 from core.json_limits import json_loads_limited, refuse_duplicate_keys
+from core.uploads import upload_size_error
 
-from ...domain.judge_prompts import TASK_VERDICTS, task_verdict
+from ...domain.judge_prompts import TASK_VERDICTS, JudgeConfigError, task_verdict
 from ...models import JudgeKind, JudgeVerdict
 from .versions import judge_label_error, judge_version_create
 
 MAX_ERRORS = 20
 SCORE_RANGE = {TaskKind.LIKERT: (1.0, 5.0)}
+# Where the rows came from, for an upload that is too large: the command takes any size.
+LARGER_FILES = "manage.py import_verdicts"
 
 
 class VerdictImportError(ValueError):
@@ -50,26 +53,43 @@ class VerdictImportError(ValueError):
         self.errors = errors
 
 
+# What refuses an import at every door (the command, the API, the judges page), each
+# answering its message: the file's problems, or a judge name taken by another kind of judge.
+IMPORT_REFUSED = (VerdictImportError, JudgeConfigError)
+
+
 def read_rows(path: Path) -> list[tuple[int, dict]]:
     """(line number, row) from a .jsonl or .csv file; VerdictImportError on a broken file."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError) as exc:
+        data = path.read_bytes()
+    except OSError as exc:
         raise VerdictImportError([f"{path}: cannot read ({exc})"]) from None
+    return file_rows(str(path), data)
+
+
+def file_rows(name: str, data: bytes) -> list[tuple[int, dict]]:
+    """(line number, row) from a file's bytes, read as .jsonl or .csv by its `name` (a path
+    from the command, an uploaded file's name from the API and the judges page: one parser
+    for every door); VerdictImportError on a broken file."""
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise VerdictImportError([f"{name}: cannot read ({exc})"]) from None
     rows, errors = [], []
-    if path.suffix.lower() == ".csv":
+    suffix = Path(name).suffix.lower()
+    if suffix == ".csv":
         reader = csv.DictReader(io.StringIO(text))
         if not reader.fieldnames or "item_id" not in reader.fieldnames:
-            raise VerdictImportError([f"{path}: the CSV header has no item_id column"])
-        names = [name for name in reader.fieldnames if name]
-        twice = sorted({name for name in names if names.count(name) > 1})
+            raise VerdictImportError([f"{name}: the CSV header has no item_id column"])
+        names = [column for column in reader.fieldnames if column]
+        twice = sorted({column for column in names if names.count(column) > 1})
         if twice:
             # csv.DictReader keeps the last cell of a column named twice; a JSON line naming
             # a key twice is refused (`refuse_duplicate_keys`): so is the header.
-            errors.append(f"{path}: the CSV header names {', '.join(map(repr, twice))} twice")
+            errors.append(f"{name}: the CSV header names {', '.join(map(repr, twice))} twice")
         if error := _unknown_columns(names):
-            errors.append(f"{path}: the CSV header has {error}")
+            errors.append(f"{name}: the CSV header has {error}")
         if errors:
             raise VerdictImportError(errors)
         for line, row in enumerate(reader, start=2):
@@ -78,7 +98,7 @@ def read_rows(path: Path) -> list[tuple[int, dict]]:
                               "has columns")
                 continue
             rows.append((line, {k: v for k, v in row.items() if k and v not in (None, "")}))
-    elif path.suffix.lower() in (".jsonl", ".ndjson", ".json"):
+    elif suffix in (".jsonl", ".ndjson", ".json"):
         # Lines as a text file gives them: str.splitlines would also cut at U+2028 or U+0085
         # inside a reasoning, which JSON strings may hold as they are.
         for line, raw in enumerate(io.StringIO(text, newline=None), start=1):
@@ -92,20 +112,47 @@ def read_rows(path: Path) -> list[tuple[int, dict]]:
             except ValueError as exc:
                 errors.append(f"line {line}: {exc}")
                 continue
-            if not isinstance(row, dict):
-                errors.append(f"line {line}: not a JSON object")
-                continue
-            if error := _unknown_columns(row):
-                errors.append(f"line {line}: {error}")
-                continue
-            rows.append((line, row))
+            _json_row(line, row, rows, errors)
     else:
-        raise VerdictImportError([f"{path}: use a .jsonl or .csv file"])
+        raise VerdictImportError([f"{name}: use a .jsonl or .csv file"])
     if errors:
         raise VerdictImportError(errors)
     if not rows:
-        raise VerdictImportError([f"{path}: no rows"])
+        raise VerdictImportError([f"{name}: no rows"])
     return rows
+
+
+def upload_rows(upload) -> list[tuple[int, dict]]:
+    """(line number, row) from an uploaded file (Django's `UploadedFile`: the API's and the
+    judges page's), within the upload limit of every upload door (`core.uploads`)."""
+    if error := upload_size_error(upload.size, command=LARGER_FILES):
+        raise VerdictImportError([error])
+    return file_rows(upload.name, upload.read())
+
+
+def json_rows(values: list) -> list[tuple[int, dict]]:
+    """(line number, row) from verdicts already parsed from a JSON body (the API's
+    `verdicts` list, read by the rule of every JSON door, `core.api.LimitedJSONParser`): the
+    Nth verdict is line N, as the Nth line of a JSONL file, and is checked as that line."""
+    rows: list[tuple[int, dict]] = []
+    errors: list[str] = []
+    for line, row in enumerate(values, start=1):
+        _json_row(line, row, rows, errors)
+    if errors:
+        raise VerdictImportError(errors)
+    if not rows:
+        raise VerdictImportError(["no rows"])
+    return rows
+
+
+def _json_row(line: int, row, rows: list, errors: list[str]) -> None:
+    """A JSON line's (or a JSON body's) verdict: kept in `rows`, or its problem in `errors`."""
+    if not isinstance(row, dict):
+        errors.append(f"line {line}: not a JSON object")
+    elif error := _unknown_columns(row):
+        errors.append(f"line {line}: {error}")
+    else:
+        rows.append((line, row))
 
 
 # Every column a verdict file may hold (module docstring).
@@ -133,6 +180,9 @@ def _number(value, name: str, line: int, errors: list[str]) -> float | None:
         number = float(value)
     except (TypeError, ValueError):
         errors.append(f"line {line}: {name} {value!r} is not a number")
+        return None
+    except OverflowError:  # a whole number of hundreds of digits: valid JSON, no float
+        errors.append(f"line {line}: {name} is too large to be a number")
         return None
     if not math.isfinite(number):
         errors.append(f"line {line}: {name} {value!r} is not finite")
@@ -163,11 +213,18 @@ def _mixed_scores_error(kind: str, score_line: int, decided_line: int) -> str:
             "it a verdict; give every row a verdict (or a probability), or none")
 
 
-def verdicts_import(*, project: Project, path: Path, judge: str | None = None,
+def verdicts_import(*, project: Project, path: Path | None = None,
+                    rows: list[tuple[int, dict]] | None = None, judge: str | None = None,
                     version: str | None = None, description: str = "") -> dict:
-    """Validate the whole file, then store it as one judge version in one transaction.
-    Returns {judge, version, imported}. VerdictImportError lists every problem found."""
-    rows = read_rows(path)
+    """Validate the whole file (at `path`, or its `rows` as `file_rows` or `json_rows` read
+    them from an upload or a JSON body), then store it as one judge version in one
+    transaction. Returns {judge, version, label, imported, unchanged}. VerdictImportError
+    lists every problem found; the same rule and messages at every door (the command, the
+    API, the judges page)."""
+    if (path is None) == (rows is None):
+        raise TypeError("give a path or rows")
+    if rows is None:
+        rows = read_rows(path)
     errors: list[str] = []
     names = {str(r.get("judge")) for _, r in rows if r.get("judge")}
     versions = {str(r.get("judge_version")) for _, r in rows if r.get("judge_version")}
@@ -180,9 +237,9 @@ def verdicts_import(*, project: Project, path: Path, judge: str | None = None,
     judge = judge or (names.pop() if len(names) == 1 else None)
     version = version or (versions.pop() if len(versions) == 1 else None)
     if not judge:
-        errors.append("no judge name (give --judge or a `judge` column)")
+        errors.append("no judge name (give one with the file, or a `judge` column)")
     if not version:
-        errors.append("no judge version (give --version or a `judge_version` column)")
+        errors.append("no judge version (give one with the file, or a `judge_version` column)")
     if judge and version and (error := judge_label_error(judge, version)):
         errors.append(error)
     items = dict(project.items.values_list("external_id", "id"))
@@ -263,3 +320,11 @@ def verdicts_import(*, project: Project, path: Path, judge: str | None = None,
         ], batch_size=2000)
     return {"judge": judge, "version": judge_version.version, "label": judge_version.label,
             "imported": len(parsed), "unchanged": 0}
+
+
+def verdicts_import_summary(result: dict, project: Project) -> str:
+    """What an import stored, as the command and the judges page say it."""
+    unchanged = (f" ({result['unchanged']} already imported, unchanged)"
+                 if result["unchanged"] else "")
+    return (f"{result['label']}: {result['imported']} verdicts imported on {project.slug}"
+            f"{unchanged}")

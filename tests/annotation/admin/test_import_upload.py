@@ -192,7 +192,7 @@ def test_a_file_over_the_size_limit_is_refused_with_the_limit(client, alice, pro
     client.force_login(alice)
     response = preview(client, import_url(project), upload(rows(1)))
     page = response.content.decode()
-    assert "the browser import takes at most 0 MB" in page
+    assert "an upload takes at most 0 MB" in page
     assert "manage.py import_data" in page
     assert Item.objects.count() == 0
 

@@ -137,7 +137,8 @@ def test_the_pages_list_covers_every_project_page():
     posts_only = {"metrics:worker-block", "metrics:worker-unblock",
                   "metrics:project-metrics-compute", "metrics:adjudicate-record",
                   "metrics:scoring-job-cancel", "metrics-api:scoring-job-cancel",
-                  "metrics-api:judge-job-cancel"}
+                  "metrics-api:judge-job-cancel", "metrics:judge-verdicts-upload",
+                  "metrics-api:judge-verdicts"}
     names = set()
     for namespace in ("metrics", "metrics-api"):
         resolver = get_resolver().namespace_dict[namespace][1]
