@@ -21,6 +21,7 @@ from core.vocabulary import RECRUITING_PROVIDERS
 
 from .access_selectors import projects_visible_to
 from .models import (
+    COLLECTION_STAGE_KINDS,
     LIVE_STAGE_STATUSES,
     NON_DATA_STAGE_KINDS,
     UNVERIFIED,
@@ -397,7 +398,9 @@ class Progress:
         """The one sentence every page shows: "5 of 24 judgments counted (21%)", with the
         judgments imported beside it (a project's: "+ 260 imported"), what was collected but
         not counted, beyond the plan, or (a qualification) passed."""
-        if self.planned is None:
+        if self.planned is None and self.imported and not self.counted:
+            main = f"{self.imported} imported {self.unit}; no collection stage"
+        elif self.planned is None:
             main = f"{self.counted} {self.unit} counted"
         elif self.beyond_plan:
             # Imported studies often hold more judgments than the redundancy asks for (LFQA:
@@ -406,7 +409,7 @@ class Progress:
                     f"{self.planned} wanted")
         else:
             main = f"{self.counted} of {self.planned} {self.unit} counted ({self.percent}%)"
-        if self.imported:
+        if self.imported and not main.startswith(f"{self.imported} imported"):
             main += f" + {self.imported} imported"
         extra = []
         if self.passed is not None:
@@ -497,10 +500,16 @@ def project_progress(*, projects: Sequence[Project]) -> dict[int, Progress]:
     counted, collected = _counted_and_collected(data, "item__project_id")
     imported = _grouped_count(judgments_that_count(data.filter(_imported()),
                                                    data_stages_only=False), "item__project_id")
+    collecting = set(Stage.objects.filter(project_id__in=by_id, kind__in=COLLECTION_STAGE_KINDS)
+                     .exclude(provider=Provider.IMPORT).values_list("project_id", flat=True))
     for pk, progress in result.items():
         progress.imported = imported.get(pk, 0)
         progress.judgments = counted.get(pk, 0) - progress.imported
         progress.not_counted = collected.get(pk, 0) - counted.get(pk, 0)
+        if pk not in collecting:
+            # Nothing is being collected (judgments imported with the items, no stage yet):
+            # "0 of 1525 judgments counted (0%)" read as a study stalled at its start.
+            progress.wanted = None
     assignment_rows = (
         Assignment.objects.filter(stage__project_id__in=by_id)
         .values("stage__project_id", "status")

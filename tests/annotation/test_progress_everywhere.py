@@ -347,3 +347,32 @@ def test_imported_judgments_are_said_apart_from_the_projects_collection(client, 
         progress["text"]]
     # Still data: the counting rule (exports, reports) keeps the imported judgments.
     assert judgments_that_count(project=project).filter(stage=imported).count() == 6
+
+
+def test_a_project_of_imported_judgments_with_no_collection_stage_says_so(client, db):
+    """Real data imported with its judgments and no stage to collect more (the demo's EVOUNA,
+    LFQA and OneStopQA projects) read "0 of 1525 judgments counted (0%) + 1525 imported": a
+    study stalled at its start. With no collection stage there is no plan; once one is added
+    (a draft), the plan and its 0% are the project's line again."""
+    from annotation.models import Provider
+
+    owner = make_user("owner")
+    project = make_project(TaskKind.LIKERT, owner=owner, slug="imported-only",
+                           redundancy={"default": 1})
+    imported = make_stage(project, kind=StageKind.IMPORTED, name="file", order=1,
+                          provider=Provider.IMPORT, status=StageStatus.CLOSED)
+    expert = make_worker(provider=Provider.IMPORT)
+    for _ in range(3):
+        make_judgment(item=make_item(project, split="dev"), stage=imported, worker=expert,
+                      score=4)
+    client.force_login(owner)
+    api = APIClient()
+    api.force_authenticate(owner)
+    seen = _text_everywhere(client, project)
+    assert _one_line(seen["(project)"]) == "3 imported judgments; no collection stage"
+    progress = api.get(f"/api/projects/{project.slug}/").json()["progress"]
+    assert (progress["judgments"], progress["imported"], progress["wanted"]) == (0, 3, None)
+
+    make_stage(project, kind=StageKind.FULL, name="crowd", order=2, status=StageStatus.DRAFT)
+    seen = _text_everywhere(client, project)
+    assert _one_line(seen["(project)"]) == "0 of 3 judgments counted (0%) + 3 imported"
