@@ -6,9 +6,7 @@ after an import, `manage.py report`)."""
 from __future__ import annotations
 
 import hashlib
-import math
 
-import numpy as np
 from django.db import connection
 from django.db.models import Count, Max, TextField
 from django.db.models.functions import Cast
@@ -17,6 +15,7 @@ from annotation.judgment_selectors import fetch_plain_rows, load_judgments, wate
 from annotation.models import Adjudication, Item, Judgment, Project, Stage, TaskKind, Worker
 from annotation.selectors import blocked_worker_ids_for, counting_fingerprint
 from annotation.services.redundancy import adaptive_redundancy_summary
+from core.json_limits import json_ready
 
 from ..judge_selectors import lerc_versions_read
 from ..models import Report
@@ -42,19 +41,6 @@ REPORT_VERSION = 17
 
 def _params(group_by: str | None) -> dict:
     return {"group_by": group_by, "version": REPORT_VERSION}
-
-
-def _clean(value):
-    """numpy scalars → Python, NaN/inf → None, so the result is strict JSON."""
-    if isinstance(value, dict):
-        return {str(k): _clean(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_clean(v) for v in value]
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, float) and (math.isnan(value) or math.isinf(value)):
-        return None
-    return value
 
 
 def project_report(
@@ -91,7 +77,7 @@ def project_report(
                                     for s in project.stages.order_by("order", "pk"))
             if summary is not None],
     }
-    return _clean(report)
+    return json_ready(report)  # numpy scalars → Python, NaN/inf → None: strict JSON
 
 
 def judgment_watermark(*, project: Project, stage: Stage | None = None) -> int:

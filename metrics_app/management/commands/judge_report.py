@@ -12,11 +12,11 @@ effective n (`--labels` human labels drawn at random, the rest read as unlabelle
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
+from core.json_limits import json_dumps_strict
 from core.statistics import MAX_RESAMPLES, resamples_check
 from metrics_app.management.projects import projects_by_slug
 from metrics_app.services.judges.alignment import ESTIMATE_LABELS, judge_alignment_report
@@ -72,7 +72,7 @@ class Command(BaseCommand):
                                         n_resamples=options["resamples"],
                                         estimate_labels=max(2, options["labels"]))
         if options["json"]:
-            options["json"].write_text(json.dumps(report, indent=1, default=str),
+            options["json"].write_text(json_dumps_strict(report, indent=1, default=str),
                                        encoding="utf-8")
         if "skipped" in report:
             self.stdout.write(report["skipped"])

@@ -7,13 +7,12 @@ metrics_app/reports/project.py). Served from the report cache unless judgments a
 """
 from __future__ import annotations
 
-import json
-
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation.access_selectors import project_stage_by_ref
 from annotation.judgment_selectors import GROUP_FIELDS
 from annotation.models import Project
+from core.json_limits import json_dumps_strict
 from metrics_app.reports.project import (
     fresh_cached_report,
     report_refresh,
@@ -48,7 +47,7 @@ class Command(BaseCommand):
             report = report_refresh(project=project, stage=stage, group_by=options["group_by"])
         report = with_current_worker_status(report, project=project)
         if options["json"]:
-            self.stdout.write(json.dumps(report, ensure_ascii=False))
+            self.stdout.write(json_dumps_strict(report, ensure_ascii=False))
             return
         self.stdout.write(_summary(report))
 
