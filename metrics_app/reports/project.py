@@ -11,6 +11,7 @@ from django.db import connection
 from django.db.models import Count, Max, TextField
 from django.db.models.functions import Cast
 
+from annotation.domain.agreement import NO_JUDGMENTS
 from annotation.judgment_selectors import fetch_plain_rows, load_judgments, watermark
 from annotation.models import Adjudication, Item, Judgment, Project, Stage, TaskKind, Worker
 from annotation.selectors import blocked_worker_ids_for, counting_fingerprint
@@ -28,15 +29,16 @@ from .likert import likert_report
 from .stages import stages_report
 from .starc import starc_report
 from .store import report_cached, report_store
-from .workers import worker_report
+from .workers import own_items_reason, worker_report
 
 REPORT_KIND = "project"
 # Bump when the report's content or definitions change: cached reports of another version are
 # recomputed even though no judgment arrived.
+# 18: a worker's undefined α contribution, an estimate that cannot be made, say why;
 # 17: workers' same-justification share; 16: an undefined α says why, a leaderboard board its
 # notes; 15: a learned judge leaves out the items it saw; 14: an excluded item's judgments are
 # not data.
-REPORT_VERSION = 17
+REPORT_VERSION = 18
 
 
 def _params(group_by: str | None) -> dict:
@@ -157,12 +159,15 @@ def with_current_worker_status(report: dict, *, project: Project) -> dict:
     missing = blocked - listed
     if missing:
         template = dict.fromkeys(workers[0], None) if workers else {}
+        blocked_why = own_items_reason(NO_JUDGMENTS)
         for pk, external_id, name, n in (
                 Worker.objects.filter(pk__in=missing, judgments__item__project=project)
                 .annotate(n=Count("judgments")).order_by("external_id")
                 .values_list("pk", "external_id", "display_name", "n")):
             rows.append({**template, "worker_id": pk, "external_id": external_id, "name": name,
                          "status": "blocked", "n_judgments": 0, "n_blocked_judgments": n,
+                         "alpha_undefined": blocked_why,
+                         "agreement_with_others_undefined": blocked_why,
                          "flags": ["blocked: judgments not counted"]})
     if not rows:
         return report

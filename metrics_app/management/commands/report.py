@@ -91,6 +91,7 @@ def _summary(report: dict) -> str:
     lines.append(f"Workers: {len(report['workers'])}, flagged {len(flagged)}")
     for w in flagged[:20]:
         lines.append(f"  {w['external_id']}: {', '.join(w['flags'])}")
+    lines += _undefined_worker_lines(report["workers"])
     if report["lfqa"]:
         lines.append("Long-form A/B by domain:")
         for domain, row in report["lfqa"]["by_domain"].items():
@@ -119,6 +120,20 @@ def _summary(report: dict) -> str:
     if report["starc"]:
         lines += _starc_lines(report["starc"])
     return "\n".join(lines)
+
+
+def _undefined_worker_lines(workers: list[dict]) -> list[str]:
+    """The workers whose α contribution is undefined, grouped by why (the dashboard's words):
+    one line per reason, the first 10 workers named."""
+    by_reason: dict[str, list[str]] = {}
+    for w in workers:
+        if w.get("alpha_contribution") is None and w.get("alpha_undefined"):
+            by_reason.setdefault(w["alpha_undefined"], []).append(w["external_id"])
+    lines = []
+    for why, names in by_reason.items():
+        more = f" and {len(names) - 10} more" if len(names) > 10 else ""
+        lines.append(f"  α contribution undefined ({why}): {', '.join(names[:10])}{more}")
+    return lines
 
 
 def _starc_lines(starc: dict) -> list[str]:
