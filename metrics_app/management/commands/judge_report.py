@@ -156,11 +156,14 @@ class Command(BaseCommand):
         for system, row in report["systems"].items():
             human = row["accuracy"]["human"]
             ppi = row["accuracy"].get("ppi") or {}
+            no_judge = row["accuracy"].get("judge_undefined")
             self.stdout.write(
                 f"  {system}: {row['n_judged']} of {row['n_items']} judged by humans; humans "
-                f"{_f(human['estimate'])} [{_f(human['low'])}, {_f(human['high'])}]; with the "
-                f"judge {_f(ppi.get('estimate'))} [{_f(ppi.get('low'))}, {_f(ppi.get('high'))}]"
-                f", effective n {_f(ppi.get('effective_n'), 0)}")
+                f"{_f(human['estimate'], why=human.get('undefined'))} [{_f(human['low'])}, "
+                f"{_f(human['high'])}]; with the judge "
+                f"{_f(ppi.get('estimate'), why=ppi.get('undefined') or no_judge)}"
+                f" [{_f(ppi.get('low'))}, {_f(ppi.get('high'))}], effective n "
+                f"{_f(ppi.get('effective_n'), 0, why=ppi.get('effective_n_undefined'))}")
 
     def _plan(self, project, options) -> None:
         from metrics_app.services.judges.planning import judge_plan

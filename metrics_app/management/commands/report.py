@@ -163,9 +163,13 @@ def _starc_lines(starc: dict) -> list[str]:
     return lines
 
 
-def _interval(row: dict | None) -> str:
+def _interval(row: dict | None, why: str | None = None) -> str:
+    """An estimate with its interval, or why it cannot be made (the dashboard's words)."""
+    why = (row or {}).get("undefined") or why
     if not row or row.get("estimate") is None:
-        return "—"
+        return f"undefined ({why})" if why else "—"
+    if row.get("low") is None and why:
+        return f"{row['estimate']:.3f} (no interval: {why})"
     if row.get("low") is None:
         return f"{row['estimate']:.3f}"
     return f"{row['estimate']:.3f} [{row['low']:.3f}, {row['high']:.3f}]"
@@ -188,15 +192,23 @@ def _estimate_lines(estimates: dict) -> list[str]:
         metric = accuracy.get("metric") or {}
         ppi = accuracy.get("ppi") or {}
         worth = (f", worth {ppi['effective_n']:.0f} human judgments"
-                 if ppi.get("effective_n") else "")
+                 if ppi.get("effective_n") else
+                 f", worth: {ppi['effective_n_undefined']}" if ppi.get("effective_n_undefined")
+                 else "")
         if row["n_judged"] and row["n_judged"] == row["n_items"]:
             worth = (f", all judged: exact for these items; on new questions "
                      f"{_interval(accuracy.get('human_new_questions'))}")
-        lines.append(f"  {system:<20} {_interval(accuracy['human'])} | "
-                     f"{_fmt(metric.get('estimate'))} (bias {_fmt(metric.get('bias'))}) | "
-                     f"{_interval(ppi)}  [{row['n_judged']} judged of {row['n_items']}{worth}]")
+        bias = (_fmt(metric.get("bias")) if metric.get("bias") is not None
+                else f"undefined: {metric.get('bias_undefined')}")
+        alone = (f"{_fmt(metric.get('estimate'))} (bias {bias})" if metric
+                 else f"undefined ({accuracy.get('judge_undefined')})")
+        lines.append(f"  {system:<20} {_interval(accuracy['human'])} | {alone} | "
+                     f"{_interval(ppi, accuracy.get('judge_undefined'))}  "
+                     f"[{row['n_judged']} judged of {row['n_items']}{worth}]")
     for pair in estimates["pairs"]:
         best = pair["accuracy"].get("ppi") or pair["accuracy"].get("human")
+        if best and best.get("difference") is None and best.get("undefined"):
+            lines.append(f"  {pair['a']} − {pair['b']}: undefined ({best['undefined']})")
         if not best or best.get("difference") is None:
             continue
         verdict = ("every item judged: exact for these items"
