@@ -1,4 +1,5 @@
-"""Limits on JSON that comes from outside: nesting depth, and only JSON's own values.
+"""Limits on JSON that comes from outside: nesting depth, and only JSON's own values; and
+strict JSON going out (`json_dumps_strict`).
 
 Python's parser recurses once per level, so a body of a few thousand brackets raises
 RecursionError deep inside it (a 500) and every later walk over the value risks the same.
@@ -15,6 +16,7 @@ stored (PostgreSQL's COPY) or, worse, was stored (SQLite) and broke every later 
 from __future__ import annotations
 
 import json
+import math
 import re
 from typing import Any, NoReturn
 
@@ -126,3 +128,33 @@ def json_loads_limited(raw: bytes | str, *, max_depth: int = MAX_JSON_DEPTH,
     if (surrogate := find_lone_surrogate(value)) is not None:
         raise JsonNotStandard(f"{surrogate} (a lone surrogate) is not a Unicode character")
     return value
+
+
+def json_ready(value: Any) -> Any:
+    """`value` with numpy scalars as Python values and NaN/±inf as None (an undefined number
+    reads as missing, its reason beside it where the report gives one), keys as text."""
+    if isinstance(value, dict):
+        return {str(k): json_ready(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_ready(v) for v in value]
+    if hasattr(value, "item") and type(value).__module__ == "numpy":
+        value = value.item()
+    if isinstance(value, float) and (math.isnan(value) or math.isinf(value)):
+        return None
+    return value
+
+
+def json_dumps_strict(value: Any, **options) -> str:
+    """json.dumps that writes JSON a strict parser reads (jq, JavaScript's JSON.parse,
+    PostgreSQL's jsonb): NaN, Infinity and -Infinity become null. Python's default writes them
+    as bare tokens, which jq and every other standard parser refuse, so one undefined number
+    would make a whole report or export unreadable downstream. Null rather than a refusal:
+    every report already says an undefined number is None (with the reason beside it), so a
+    stray NaN reaching a writer means the same thing, and a researcher piping `--json` to jq
+    wants the rest of the report. `options` as for json.dumps (indent, ensure_ascii, default)."""
+    try:
+        return json.dumps(value, allow_nan=False, **options)
+    except ValueError as exc:  # only a non-finite float (the cleaning walk is the slow path)
+        if "Out of range float" not in str(exc):
+            raise
+        return json.dumps(json_ready(value), allow_nan=False, **options)

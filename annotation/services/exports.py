@@ -6,7 +6,6 @@ reads back (see docs/DATA_FORMATS.md), so export → import round-trips.
 """
 from __future__ import annotations
 
-import json
 import sys
 from collections import Counter, defaultdict
 from collections.abc import Iterator
@@ -39,6 +38,7 @@ from annotation.models import (
 )
 from annotation.selectors import judgments_that_count
 from annotation.services.adjudication import adjudicated_labels
+from core.json_limits import json_dumps_strict
 from core.vocabulary import AB_CHOICES, MC_ROLES
 
 CHUNK_SIZE = 2000
@@ -347,7 +347,7 @@ def _csv_value(value: Any) -> Any:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, (dict, list)):
-        return json.dumps(value, ensure_ascii=False, sort_keys=True)
+        return json_dumps_strict(value, ensure_ascii=False, sort_keys=True)
     return value
 
 
@@ -408,7 +408,7 @@ def export_write(*, project: Project, out: IO[str], fmt: str = "jsonl", aggregat
     count = 0
     if fmt == "jsonl":
         for row in rows:
-            out.write(json.dumps(row, ensure_ascii=False) + "\n")
+            out.write(json_dumps_strict(row, ensure_ascii=False) + "\n")
             count += 1
         return count
     writer = SafeDictWriter(out, fieldnames=csv_columns(project=project, aggregate=aggregate),

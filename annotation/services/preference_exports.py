@@ -10,7 +10,6 @@ the aggregation model and where the label came from, and the systems of both ans
 """
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from typing import IO, Any
 
@@ -18,6 +17,7 @@ from annotation.domain.answers import AB_TIE_CHOICES
 from annotation.domain.item_content import answer_system
 from annotation.models import Judgment, Project, Stage, TaskKind
 from annotation.selectors import data_only_for, judgments_that_count
+from core.json_limits import json_dumps_strict
 from core.vocabulary import AB_CHOICES
 
 from .exports import aggregate_rows
@@ -102,6 +102,6 @@ def preference_write(*, project: Project, out: IO[str], **options) -> int:
     """Write the preference pairs as JSON Lines; returns the number of rows."""
     count = 0
     for row in preference_rows(project=project, **options):
-        out.write(json.dumps(row, ensure_ascii=False) + "\n")
+        out.write(json_dumps_strict(row, ensure_ascii=False) + "\n")
         count += 1
     return count

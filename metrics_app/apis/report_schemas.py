@@ -244,7 +244,10 @@ class ProjectReportSerializer(serializers.Serializer):
                   "pair of systems the difference and the judgments still needed to separate "
                   "them at 95%; `assumptions` states what each interval rests on; "
                   "`metric.left_out_seen` and `left_out_note`: the items a learned judge's "
-                  "version trained or calibrated on, counted as unscored (predicted unsure).")
+                  "version trained or calibrated on, counted as unscored (predicted unsure). "
+                  "An estimate that cannot be made says why: each estimate's `undefined` (and "
+                  "`effective_n_undefined`), the judge alone's `bias_undefined`, a system's "
+                  "`judge_undefined` (no prediction on its items), a pair's `undefined`.")
     adaptive_redundancy = serializers.ListField(
         child=serializers.DictField(), required=False,
         help_text="Stages with adaptive redundancy: items settled by agreement or at max, "

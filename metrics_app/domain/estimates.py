@@ -31,6 +31,8 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from annotation.domain.agreement import NO_JUDGMENTS
+
 Z95 = 1.959963984540054
 # The prediction of an item a judge gives none on that can be used (unscored, or seen by a
 # learned metric's version in training): maximally unsure, P(correct) 0.5. Fixed before the
@@ -57,6 +59,23 @@ ASSUMPTIONS = {
 }
 
 
+def too_few_labels(n: int, needed: str) -> str:
+    """Why an estimate (or its interval) cannot be made from `n` human labels, in the words
+    every door shows (the dashboard, the report API, `manage.py report`, `judge_report`);
+    `needed` says what asks for more ("an interval needs 2")."""
+    if n == 0:
+        return NO_JUDGMENTS
+    return f"{n} item{'' if n == 1 else 's'} with a human label; {needed}"
+
+
+PPI_NEEDS = "a prediction-powered estimate needs 2 (to measure the judge's error)"
+# Why a prediction-powered estimate is worth no number of human judgments: its own sampling
+# error is 0, so there is nothing to compare the humans' with.
+EVERY_ITEM_JUDGED = "every item judged: exact for these items"
+SAME_RESIDUAL = ("the human label minus the judge's prediction is the same on every labelled "
+                 "item: no sampling error to weigh")
+
+
 @dataclass(frozen=True)
 class Estimate:
     method: str
@@ -69,6 +88,10 @@ class Estimate:
     # PPI only: the power-tuning weight and the human-only sample size it is worth.
     lam: float | None = None
     effective_n: float | None = None
+    # Why the estimate, or its interval, is missing (`too_few_labels`); and why `effective_n`
+    # is (EVERY_ITEM_JUDGED, SAME_RESIDUAL). None where there is a number.
+    undefined: str | None = None
+    effective_n_undefined: str | None = None
 
     def as_dict(self) -> dict:
         return {k: _round(v) for k, v in asdict(self).items()}
@@ -106,10 +129,12 @@ def human_only(y: Sequence[float], *, n_items: int | None = None, n_resamples: i
     n = len(y)
     total = n_items if n_items is not None else n
     if n == 0:
-        return Estimate("human", None, None, None, None, 0, total)
+        return Estimate("human", None, None, None, None, 0, total,
+                        undefined=too_few_labels(0, ""))
     mean = float(y.mean())
     if n == 1:
-        return Estimate("human", mean, None, None, None, 1, total)
+        return Estimate("human", mean, None, None, None, 1, total,
+                        undefined=too_few_labels(1, "an interval needs 2"))
     fpc = _fpc(n, total) if n_items is not None else 1.0
     if np.isin(y, (0.0, 1.0)).all():
         return _wilson(mean, n, total, fpc)
@@ -175,14 +200,23 @@ def prediction_powered(y: Sequence[float], f_labeled: Sequence[float],
     f_all = np.asarray(f_all, dtype=float)
     n, total = len(y), len(f_all)
     if n < 2 or total < n:
-        return Estimate("ppi", None, None, None, None, n, total)
+        return Estimate("ppi", None, None, None, None, n, total,
+                        undefined=too_few_labels(n, PPI_NEEDS))
     lam = power_tuning_weight(y, f) if lam is None else lam
     residual = y - lam * f
     estimate = lam * float(f_all.mean()) + float(residual.mean())
     se = math.sqrt(_fpc(n, total) * residual.var(ddof=1) / n)
     classical = classical_se(y, total)
     effective = (n * classical**2 / se**2) if se > 0 and math.isfinite(classical) else None
-    return _normal("ppi", estimate, se, n, total, lam=lam, effective_n=effective)
+    return _normal("ppi", estimate, se, n, total, lam=lam, effective_n=effective,
+                   effective_n_undefined=_worth_undefined(se, n, total))
+
+
+def _worth_undefined(se: float, n: int, total: int) -> str | None:
+    """Why a prediction-powered estimate's effective n is None: a standard error of 0."""
+    if se > 0:
+        return None
+    return EVERY_ITEM_JUDGED if n >= total else SAME_RESIDUAL
 
 
 def superpopulation_ppi(y: Sequence[float], f_labeled: Sequence[float],
@@ -246,7 +280,8 @@ def active_estimate(y_labeled: Sequence[float], labeled: Sequence[int], f_all: S
     y = np.asarray(y_labeled, dtype=float)
     total, n = len(f_all), len(index)
     if n < 2:
-        return Estimate("active", None, None, None, None, n, total)
+        return Estimate("active", None, None, None, None, n, total,
+                        undefined=too_few_labels(n, PPI_NEEDS))
     p, f = pi[index], f_all[index]
     if np.any(p <= 0):
         raise ValueError("a labelled item has sampling probability 0")
@@ -264,7 +299,8 @@ def active_estimate(y_labeled: Sequence[float], labeled: Sequence[int], f_all: S
     var_y = float((share * y**2).sum() - ((share * y).sum()) ** 2)
     classical = _fpc(n, total) * var_y / n
     effective = n * classical / se**2 if se > 0 and classical > 0 else None
-    return _normal("active", estimate, se, n, total, lam=lam, effective_n=effective)
+    return _normal("active", estimate, se, n, total, lam=lam, effective_n=effective,
+                   effective_n_undefined=_worth_undefined(se, n, total))
 
 
 def metric_only(f_all: Sequence[float], f_labeled: Sequence[float], y: Sequence[float], *,
@@ -276,7 +312,8 @@ def metric_only(f_all: Sequence[float], f_labeled: Sequence[float], y: Sequence[
     y = np.asarray(y, dtype=float)
     out = {"method": "metric", "estimate": _round(float(f_all.mean())) if len(f_all) else None,
            "n_items": len(f_all), "n_human": len(y), "bias": None, "bias_low": None,
-           "bias_high": None}
+           "bias_high": None, "bias_undefined": None if len(y) >= 2 else too_few_labels(
+               len(y), "the judge's bias needs 2")}
     if len(y) >= 2:
         diff = f - y
         rng = np.random.default_rng(seed)
@@ -287,7 +324,8 @@ def metric_only(f_all: Sequence[float], f_labeled: Sequence[float], y: Sequence[
     return out
 
 
-def difference(a: Estimate, b: Estimate, *, bounds: tuple[float, float] | None = None) -> dict:
+def difference(a: Estimate, b: Estimate, *, bounds: tuple[float, float] | None = None,
+               names: tuple[str, str] = ("a", "b")) -> dict:
     """a − b for estimates from independent samples (different systems' items), with a 95%
     interval and the human judgments still needed, at the same method and the current
     difference, for the interval to exclude zero.
@@ -299,8 +337,12 @@ def difference(a: Estimate, b: Estimate, *, bounds: tuple[float, float] | None =
     err together, so treating them as independent makes the interval wider than a paired one,
     never narrower."""
     if a.estimate is None or b.estimate is None or a.se is None or b.se is None:
+        # Why: the first side's own reason (a single label, none), named.
+        side, why = next((name, e.undefined) for name, e in zip(names, (a, b), strict=True)
+                         if e.estimate is None or e.se is None)
         return {"method": a.method, "difference": None, "low": None, "high": None,
-                "separated": None, "more_judgments_needed": None}
+                "separated": None, "more_judgments_needed": None,
+                "undefined": f"{side}: {why}" if why else None}
     delta = a.estimate - b.estimate
     se = math.sqrt(a.se**2 + b.se**2)
     if None not in (a.low, a.high, b.low, b.high):

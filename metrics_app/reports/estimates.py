@@ -87,14 +87,17 @@ def clip_share(quantity: dict) -> dict:
 
 def _quantity(*, human: dict[int, float], predicted: dict[int, float], items: list[int],
               to_label, verdict, routed: dict[int, tuple[float, bool]] | None = None,
-              unsure: float = estimates.UNSURE_PROBABILITY) -> dict:
+              unsure: float = estimates.UNSURE_PROBABILITY, unscored: str = "") -> dict:
     """The three estimates of one quantity (accuracy or mean score) over `items`. With a
     routing draw (`routed`: item → its probability of reaching humans and whether it was
     drawn), labels are weighted by 1/probability (active inference) instead of treated as a
-    random sample."""
+    random sample. Without a prediction on any of the items there is no judge alone and no
+    prediction-powered estimate: `judge_undefined` says why (`unscored`, `_unscored_reason`;
+    None where the judge scored some)."""
     if routed and any(i in routed for i in items):
         return _routed_quantity(human=human, predicted=predicted, items=items,
-                                to_label=to_label, verdict=verdict, routed=routed)
+                                to_label=to_label, verdict=verdict, routed=routed,
+                                unscored=unscored)
     judged = [i for i in items if i in human]
     y_all = np.array([to_label(human[i]) for i in judged], dtype=float)
     scored = [i for i in items if i in predicted]
@@ -118,10 +121,11 @@ def _quantity(*, human: dict[int, float], predicted: dict[int, float], items: li
         f = np.array([predicted[i] for i in both], dtype=float)
         out["metric"] = estimates.metric_only(verdict(f_all), verdict(f), y)
         out["ppi"] = estimates.prediction_powered(y, f, f_all).as_dict()
+    out["judge_undefined"] = None if scored else unscored
     return out
 
 
-def _routed_quantity(*, human, predicted, items, to_label, verdict, routed) -> dict:
+def _routed_quantity(*, human, predicted, items, to_label, verdict, routed, unscored) -> dict:
     """Estimates over the routed population plus the items judged outside it (probability 1):
     humans alone = Horvitz–Thompson (λ = 0), prediction-powered = active inference. Unscored
     items are predicted 0.5, as the routing counted them."""
@@ -140,6 +144,7 @@ def _routed_quantity(*, human, predicted, items, to_label, verdict, routed) -> d
     if predicted:
         out["metric"] = estimates.metric_only(verdict(f_all), verdict(f_all[labeled]), y)
         out["ppi"] = estimates.active_estimate(y, labeled, f_all, pi).as_dict()
+    out["judge_undefined"] = None if predicted else unscored
     return out
 
 
@@ -163,8 +168,9 @@ def _routing_probabilities(project: Project,
 
 def judge_predictions(project: Project, ref: str) -> tuple[dict, dict[int, float],
                                                           dict[int, float]]:
-    """({judge, version, ...}, item -> predicted P(correct), item -> predicted 1-5 score) of
-    any judge; LookupError names what is missing."""
+    """({judge, version, ..., seen_items}, item -> predicted P(correct), item -> predicted 1-5
+    score) of any judge; LookupError names what is missing. `seen_items`: the items a learned
+    metric's version saw (left out of its predictions)."""
     view = judge_view(project, ref)
     if not view.calls:
         # Every verdict unparseable (or every score missing): no prediction on any item,
@@ -184,8 +190,31 @@ def judge_predictions(project: Project, ref: str) -> tuple[dict, dict[int, float
         score = {i: 1 + 4 * p for i, p in probability.items()}
     return ({"judge": view.label, "kind": view.kind, "probability": view.label,
              "probability_version": view.version, "score": view.label,
-             "score_version": view.version, "left_out_seen": view.left_out_seen},
+             "score_version": view.version, "left_out_seen": view.left_out_seen,
+             "seen_items": view.seen_items},
             probability, score)
+
+
+NO_LERC_SCORES = "no LERC scores stored for this project"
+
+
+def _seen_every_item(version: str, scope: str, judge: str = "LERC") -> str:
+    return (f"{judge} {version} was trained or calibrated on every item of this {scope} it "
+            "scored")
+
+
+def _unscored_reason(ids: list[int], *, judge: str | None, version: str | None,
+                     any_prediction: bool, seen: frozenset[int]) -> str:
+    """Why a system has no estimate from the judge alone and no prediction-powered one: no
+    prediction of the judge (`judge`; None: the default LERC) on any of its items. No LERC
+    score stored for the project, or every item it scored seen by its version in training
+    (the project's note says the same); a learned judge's version that saw every item of the
+    system it scored; else the judge scored none of the system's items."""
+    if judge is None and not any_prediction:
+        return _seen_every_item(version, "project") if version and seen else NO_LERC_SCORES
+    if seen and not seen.isdisjoint(ids):
+        return _seen_every_item(version, "system", judge or "LERC")
+    return f"{judge or 'LERC'} scored none of this system's items"
 
 
 def judge_watermark(project: Project) -> int:
@@ -215,6 +244,7 @@ def estimates_report(frame: JudgmentFrame, *, project: Project, judge: str | Non
     if judge:
         try:
             metric, probability, score = judge_predictions(project, judge)
+            seen = metric.pop("seen_items")
         except LookupError as exc:
             where = (f"the project's estimates_judge {judge!r}" if chosen == "project"
                      else f"judge {judge!r}")
@@ -223,7 +253,8 @@ def estimates_report(frame: JudgmentFrame, *, project: Project, judge: str | Non
     else:
         version, probability = latest_metric_scores(project, PROBABILITY_METRIC)
         score_version, score = latest_metric_scores(project, SCORE_METRIC)
-        left_out = len(learned_metric_seen_items(project, PROBABILITY_METRIC, version))
+        seen = learned_metric_seen_items(project, PROBABILITY_METRIC, version)
+        left_out = len(seen)
         metric = {"judge": "lerc" if probability else None, "kind": "metric",
                   "probability": PROBABILITY_METRIC if probability else None,
                   "probability_version": version, "score": SCORE_METRIC if score else None,
@@ -243,23 +274,27 @@ def estimates_report(frame: JudgmentFrame, *, project: Project, judge: str | Non
             "not used (those items count as unscored, predicted unsure), since a prediction "
             "fitted to an item's human label would bias the prediction-powered estimate.")
     if not probability and not judge and version is not None and left_out:
-        report["note"] = (f"LERC {version} was trained or calibrated on every item of this "
-                          "project it scored: estimates are from the human judgments alone.")
+        report["note"] = (f"{_seen_every_item(version, 'project')}: estimates are from the "
+                          "human judgments alone.")
     elif not probability and not judge:
-        report["note"] = ("No LERC scores stored for this project: estimates are from the human "
-                          "judgments alone. Score the project with the promoted LERC "
-                          "(score_project SLUG --metric lerc,lerc_prob) for prediction-powered estimates.")
+        report["note"] = (f"{NO_LERC_SCORES[0].upper()}{NO_LERC_SCORES[1:]}: estimates are "
+                          "from the human judgments alone. Score the project with the promoted "
+                          "LERC (score_project SLUG --metric lerc,lerc_prob) for "
+                          "prediction-powered estimates.")
     for system, ids in sorted(by_system.items()):
+        unscored = _unscored_reason(ids, judge=metric["judge"] if judge else None,
+                                    version=metric["probability_version"],
+                                    any_prediction=bool(probability), seen=seen)
         report["systems"][system] = {
             "n_items": len(ids), "n_judged": sum(i in human for i in ids),
             "n_scored": sum(i in probability for i in ids),
             "accuracy": clip_share(_quantity(human=human, predicted=probability, items=ids,
                                              to_label=lambda s: float(s >= CORRECT_AT),
                                              verdict=lambda p: (p >= 0.5).astype(float),
-                                             routed=routed)),
+                                             routed=routed, unscored=unscored)),
             "mean_score": _quantity(human=human, predicted=score, items=ids,
                                     to_label=float, verdict=lambda s: s, routed=routed,
-                                    unsure=3.0),
+                                    unsure=3.0, unscored=unscored),
         }
     for a, b in combinations(sorted(by_system), 2):
         # Exact only when both systems had every item judged: a zero standard error alone
@@ -274,6 +309,6 @@ def estimates_report(frame: JudgmentFrame, *, project: Project, judge: str | Non
             if first and second:
                 pair["accuracy"][method] = estimates.difference(
                     estimates.Estimate(**first), estimates.Estimate(**second),
-                    bounds=(-1.0, 1.0))  # two shares differ by at most 100 points
+                    bounds=(-1.0, 1.0), names=(a, b))  # shares differ by at most 100 points
         report["pairs"].append(pair)
     return report

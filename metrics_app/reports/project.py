@@ -6,17 +6,17 @@ after an import, `manage.py report`)."""
 from __future__ import annotations
 
 import hashlib
-import math
 
-import numpy as np
 from django.db import connection
 from django.db.models import Count, Max, TextField
 from django.db.models.functions import Cast
 
+from annotation.domain.agreement import NO_JUDGMENTS
 from annotation.judgment_selectors import fetch_plain_rows, load_judgments, watermark
 from annotation.models import Adjudication, Item, Judgment, Project, Stage, TaskKind, Worker
 from annotation.selectors import blocked_worker_ids_for, counting_fingerprint
 from annotation.services.redundancy import adaptive_redundancy_summary
+from core.json_limits import json_ready
 
 from ..judge_selectors import lerc_versions_read
 from ..models import Report
@@ -29,32 +29,20 @@ from .likert import likert_report
 from .stages import stages_report
 from .starc import starc_report
 from .store import report_cached, report_store
-from .workers import worker_report
+from .workers import own_items_reason, worker_report
 
 REPORT_KIND = "project"
 # Bump when the report's content or definitions change: cached reports of another version are
 # recomputed even though no judgment arrived.
+# 18: a worker's undefined α contribution, an estimate that cannot be made, say why;
 # 17: workers' same-justification share; 16: an undefined α says why, a leaderboard board its
 # notes; 15: a learned judge leaves out the items it saw; 14: an excluded item's judgments are
 # not data.
-REPORT_VERSION = 17
+REPORT_VERSION = 18
 
 
 def _params(group_by: str | None) -> dict:
     return {"group_by": group_by, "version": REPORT_VERSION}
-
-
-def _clean(value):
-    """numpy scalars → Python, NaN/inf → None, so the result is strict JSON."""
-    if isinstance(value, dict):
-        return {str(k): _clean(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_clean(v) for v in value]
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, float) and (math.isnan(value) or math.isinf(value)):
-        return None
-    return value
 
 
 def project_report(
@@ -91,7 +79,7 @@ def project_report(
                                     for s in project.stages.order_by("order", "pk"))
             if summary is not None],
     }
-    return _clean(report)
+    return json_ready(report)  # numpy scalars → Python, NaN/inf → None: strict JSON
 
 
 def judgment_watermark(*, project: Project, stage: Stage | None = None) -> int:
@@ -171,12 +159,15 @@ def with_current_worker_status(report: dict, *, project: Project) -> dict:
     missing = blocked - listed
     if missing:
         template = dict.fromkeys(workers[0], None) if workers else {}
+        blocked_why = own_items_reason(NO_JUDGMENTS)
         for pk, external_id, name, n in (
                 Worker.objects.filter(pk__in=missing, judgments__item__project=project)
                 .annotate(n=Count("judgments")).order_by("external_id")
                 .values_list("pk", "external_id", "display_name", "n")):
             rows.append({**template, "worker_id": pk, "external_id": external_id, "name": name,
                          "status": "blocked", "n_judgments": 0, "n_blocked_judgments": n,
+                         "alpha_undefined": blocked_why,
+                         "agreement_with_others_undefined": blocked_why,
                          "flags": ["blocked: judgments not counted"]})
     if not rows:
         return report

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from annotation.domain.agreement import alpha_without_each, krippendorff_alpha_from_counts
+from annotation.domain.agreement import (
+    agreement_undefined_reason,
+    alpha_without_each,
+    krippendorff_alpha_from_counts,
+)
 from annotation.domain.answers import (
     SAME_JUSTIFICATION_SHARE,
     answer_matches_gold,
@@ -72,6 +76,8 @@ def worker_report(frame: JudgmentFrame, *, tolerance: float = 0.0) -> list[dict]
         frame, counts, domain, use, value_index, w_index, n_workers)
     agreement, n_shared = _agreement_with_others(frame, counts, domain, use, value_index,
                                                  w_index, n_workers)
+    why = _alpha_reasons(frame, counts, use, value_index, w_index, n_workers,
+                         alpha_all=alpha_all, alpha_without=alpha_without, n_shared=n_shared)
     accuracies = _accuracies(frame, tolerance, data, w_index, n_workers)
     modal = _modal_answer_share(frame, has, value_index, data, w_index, n_workers)
     info = {
@@ -98,6 +104,7 @@ def worker_report(frame: JudgmentFrame, *, tolerance: float = 0.0) -> list[dict]
             "n_judgments": int(len(idx)),
             "n_items_shared": int(n_shared[w]),
             "agreement_with_others": None if np.isnan(agreement[w]) else float(agreement[w]),
+            "agreement_with_others_undefined": None if n_shared[w] else why[w],
             "agreement_measure": "mean_abs_diff" if frame.kind == TaskKind.LIKERT
             else "share_agreeing",
             "alpha_without": None if np.isnan(without) else float(without),
@@ -105,6 +112,8 @@ def worker_report(frame: JudgmentFrame, *, tolerance: float = 0.0) -> list[dict]
             # None when the worker shares no item with anyone (removing them changes nothing).
             "alpha_contribution": None if np.isnan(without) or alpha_all is None
             or n_shared[w] == 0 else float(alpha_all - without),
+            # Why α without the worker, or the contribution, is None (`_alpha_reasons`).
+            "alpha_undefined": why[w],
             **{key: values[w] for key, values in accuracies.items()},
             "median_time_s": float(np.median(times) / 1000) if len(times) else None,
             "modal_answer_share": None if np.isnan(modal[w]) else float(modal[w]),
@@ -133,6 +142,46 @@ def _alpha_without_each_worker(frame: JudgmentFrame, counts: np.ndarray, domain:
             [alpha_without, np.full(n_workers - len(alpha_without), np.nan)]
         )
     return alpha_all, alpha_without
+
+
+def own_items_reason(reason: str) -> str:
+    """Why a worker's agreement with the others is undefined, in the words of the agreement
+    rule (`agreement_undefined_reason`) read on the worker's own items."""
+    return f"this worker's items: {reason}"
+
+
+def _alpha_reasons(frame: JudgmentFrame, counts: np.ndarray, use: np.ndarray,
+                   value_index: np.ndarray, w_index: np.ndarray, n_workers: int, *,
+                   alpha_all: float | None, alpha_without: np.ndarray,
+                   n_shared: np.ndarray) -> list[str | None]:
+    """Per worker, why their α contribution (α without them, and their agreement with the
+    others) is undefined, None where it is defined, always from `agreement_undefined_reason`:
+    α of everyone undefined (its own reason, the agreement row's); the worker's items without
+    a second judgment ("this worker's items: ..."): removing them changes nothing and there is
+    no one to agree with; α of the others undefined ("without this worker: ...", e.g. every
+    other judgment gives one answer). Counts are rebuilt only for the workers concerned."""
+    labels = frame.value_labels()
+    overall = None if alpha_all is not None else agreement_undefined_reason(counts, labels)
+    # Each worker's counted judgments, grouped once (a loop of masks would be workers × rows).
+    judged = np.flatnonzero(use)
+    judged = judged[np.argsort(w_index[judged], kind="stable")]
+    bounds = np.searchsorted(w_index[judged], np.arange(n_workers + 1))
+    out: list[str | None] = []
+    for w in range(n_workers):
+        mine = judged[bounds[w]:bounds[w + 1]]
+        if not n_shared[w]:
+            # The worker's items only: none has a judgment by anyone else.
+            out.append(own_items_reason(agreement_undefined_reason(
+                counts[np.unique(frame.item_pos[mine])], labels)))
+        elif overall is not None:
+            out.append(overall)
+        elif np.isnan(alpha_without[w]):
+            rest = counts.copy()
+            np.add.at(rest, (frame.item_pos[mine], value_index[mine]), -1)
+            out.append(f"without this worker: {agreement_undefined_reason(rest, labels)}")
+        else:
+            out.append(None)
+    return out
 
 
 def _agreement_with_others(frame: JudgmentFrame, counts: np.ndarray, domain: np.ndarray,

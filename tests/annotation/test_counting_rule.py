@@ -99,6 +99,9 @@ def test_reports_stage_gates_and_lerc_data_use_the_same_rule(study):
     blocked = workers[study["blocked_worker"].pk]
     assert (blocked["status"], blocked["n_judgments"]) == ("blocked", 0)
     assert blocked["agreement_with_others"] is None
+    # ... and say why, as for any worker without a judgment that counts.
+    assert blocked["alpha_undefined"] == blocked["agreement_with_others_undefined"] == (
+        "this worker's items: no judgments that count yet")
     # Three workers who all agree: α is undefined or perfect, never dragged down by the 1s.
     alpha = stage_agreement(stage=study["full"])
     assert alpha is None or alpha == pytest.approx(1.0)

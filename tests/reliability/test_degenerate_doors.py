@@ -75,6 +75,11 @@ def degenerate_project(name: str, owner):
             item = make_item(project, source="gpt2" if n % 2 else "mhpg", gold={"score": 3})
             for worker in workers:
                 make_judgment(item=item, stage=stage, worker=worker, score=3)
+    elif name == "likert_one_dissenter":  # two workers always 3, the third varies
+        for n in range(4):
+            item = make_item(project)
+            for i, worker in enumerate(workers):
+                make_judgment(item=item, stage=stage, worker=worker, score=1 + n if i == 2 else 3)
     elif name == "likert_only_practice":
         for n in range(3):
             item = make_item(project, is_practice=True, gold={"score": 3})
@@ -289,6 +294,48 @@ def test_alpha_is_undefined_exactly_when_a_reason_is_given_and_matches_the_packa
                                           level_of_measurement="interval")
             assert alpha == pytest.approx(expected)
     assert seen == {"defined", "no", "every"}
+
+
+# --- why a worker's α contribution is undefined, on the workers table's doors -----------------
+
+SAME = "every judgment of the items judged twice gives the same answer (3), so there is no " \
+       "variation to agree on"
+OWN = "this worker's items: no item has two judgments that count yet (agreement compares " \
+      "judgments of the same item)"
+
+
+@pytest.mark.parametrize(("name", "expected"), [
+    ("likert_all_same", {"w0": SAME, "w1": SAME, "w2": SAME}),
+    ("likert_one_worker", {"w0": OWN}),
+    ("likert_one_dissenter", {"w0": None, "w1": None, "w2": f"without this worker: {SAME}"}),
+])
+def test_an_undefined_alpha_contribution_says_why_on_the_workers_table(name, expected, client):
+    """Before: the dashboard's workers table showed "—" for the α contribution (and for the
+    agreement with the others of a worker sharing no item), the report JSON null, and
+    `manage.py report` nothing, with no word of why: α of everyone undefined, a worker whose
+    items no one else judged, or the others without the worker all giving one score."""
+    owner = make_user(f"owner-workers-{name}")
+    project = degenerate_project(name, owner)
+    api = APIClient()
+    api.force_authenticate(owner)
+    rows = {row["external_id"].rsplit("-", 1)[1]: row for row in api.get(
+        reverse("metrics-api:project-report", args=[project.slug])).json()["workers"]}
+    client.force_login(owner)
+    html = unescape(client.get(reverse("metrics:project-dashboard", args=[project.slug]))
+                    .content.decode())
+    out = io.StringIO()
+    call_command("report", project.slug, stdout=out)
+    for worker, why in expected.items():
+        row = rows[worker]
+        assert row["alpha_undefined"] == why, (worker, row)
+        assert (row["alpha_contribution"] is None) == (why is not None)
+        own = why if why == OWN else None
+        assert row["agreement_with_others_undefined"] == own
+        assert (row["agreement_with_others"] is None) == (own is not None)
+        if why:
+            assert f"<small>undefined: {why}</small>" in html
+            assert re.search(rf"α contribution undefined \({re.escape(why)}\): .*{worker}",
+                             out.getvalue()), out.getvalue()
 
 
 # --- why a correlation or κ against the humans is undefined, at every door ---------------------

@@ -12,11 +12,11 @@ effective n (`--labels` human labels drawn at random, the rest read as unlabelle
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
+from core.json_limits import json_dumps_strict
 from core.statistics import MAX_RESAMPLES, resamples_check
 from metrics_app.management.projects import projects_by_slug
 from metrics_app.services.judges.alignment import ESTIMATE_LABELS, judge_alignment_report
@@ -72,7 +72,7 @@ class Command(BaseCommand):
                                         n_resamples=options["resamples"],
                                         estimate_labels=max(2, options["labels"]))
         if options["json"]:
-            options["json"].write_text(json.dumps(report, indent=1, default=str),
+            options["json"].write_text(json_dumps_strict(report, indent=1, default=str),
                                        encoding="utf-8")
         if "skipped" in report:
             self.stdout.write(report["skipped"])
@@ -156,11 +156,14 @@ class Command(BaseCommand):
         for system, row in report["systems"].items():
             human = row["accuracy"]["human"]
             ppi = row["accuracy"].get("ppi") or {}
+            no_judge = row["accuracy"].get("judge_undefined")
             self.stdout.write(
                 f"  {system}: {row['n_judged']} of {row['n_items']} judged by humans; humans "
-                f"{_f(human['estimate'])} [{_f(human['low'])}, {_f(human['high'])}]; with the "
-                f"judge {_f(ppi.get('estimate'))} [{_f(ppi.get('low'))}, {_f(ppi.get('high'))}]"
-                f", effective n {_f(ppi.get('effective_n'), 0)}")
+                f"{_f(human['estimate'], why=human.get('undefined'))} [{_f(human['low'])}, "
+                f"{_f(human['high'])}]; with the judge "
+                f"{_f(ppi.get('estimate'), why=ppi.get('undefined') or no_judge)}"
+                f" [{_f(ppi.get('low'))}, {_f(ppi.get('high'))}], effective n "
+                f"{_f(ppi.get('effective_n'), 0, why=ppi.get('effective_n_undefined'))}")
 
     def _plan(self, project, options) -> None:
         from metrics_app.services.judges.planning import judge_plan

@@ -12,11 +12,10 @@ computed first (`score_project`, the metrics page or the API). Likert projects a
 """
 from __future__ import annotations
 
-import json
-
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation.models import Project
+from core.json_limits import json_dumps_strict
 from core.statistics import MAX_RESAMPLES, resamples_check
 from metrics_app.services.meta_evaluation_report import (
     metric_report_cached,
@@ -61,7 +60,7 @@ class Command(BaseCommand):
             report = metric_report_refresh(project=project, params=params)
         data = report.data
         if options["json"]:
-            self.stdout.write(json.dumps(data, indent=2, ensure_ascii=False))
+            self.stdout.write(json_dumps_strict(data, indent=2, ensure_ascii=False))
             return
         if not data.get("metrics"):
             self.stdout.write(

@@ -7,13 +7,12 @@ metrics_app/reports/project.py). Served from the report cache unless judgments a
 """
 from __future__ import annotations
 
-import json
-
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation.access_selectors import project_stage_by_ref
 from annotation.judgment_selectors import GROUP_FIELDS
 from annotation.models import Project
+from core.json_limits import json_dumps_strict
 from metrics_app.reports.project import (
     fresh_cached_report,
     report_refresh,
@@ -48,7 +47,7 @@ class Command(BaseCommand):
             report = report_refresh(project=project, stage=stage, group_by=options["group_by"])
         report = with_current_worker_status(report, project=project)
         if options["json"]:
-            self.stdout.write(json.dumps(report, ensure_ascii=False))
+            self.stdout.write(json_dumps_strict(report, ensure_ascii=False))
             return
         self.stdout.write(_summary(report))
 
@@ -92,6 +91,7 @@ def _summary(report: dict) -> str:
     lines.append(f"Workers: {len(report['workers'])}, flagged {len(flagged)}")
     for w in flagged[:20]:
         lines.append(f"  {w['external_id']}: {', '.join(w['flags'])}")
+    lines += _undefined_worker_lines(report["workers"])
     if report["lfqa"]:
         lines.append("Long-form A/B by domain:")
         for domain, row in report["lfqa"]["by_domain"].items():
@@ -122,6 +122,20 @@ def _summary(report: dict) -> str:
     return "\n".join(lines)
 
 
+def _undefined_worker_lines(workers: list[dict]) -> list[str]:
+    """The workers whose α contribution is undefined, grouped by why (the dashboard's words):
+    one line per reason, the first 10 workers named."""
+    by_reason: dict[str, list[str]] = {}
+    for w in workers:
+        if w.get("alpha_contribution") is None and w.get("alpha_undefined"):
+            by_reason.setdefault(w["alpha_undefined"], []).append(w["external_id"])
+    lines = []
+    for why, names in by_reason.items():
+        more = f" and {len(names) - 10} more" if len(names) > 10 else ""
+        lines.append(f"  α contribution undefined ({why}): {', '.join(names[:10])}{more}")
+    return lines
+
+
 def _starc_lines(starc: dict) -> list[str]:
     """The dashboard's STARC section as text: choice rates (and A before reading), the
     weighted rows, validity judging, the questions to revise."""
@@ -149,9 +163,13 @@ def _starc_lines(starc: dict) -> list[str]:
     return lines
 
 
-def _interval(row: dict | None) -> str:
+def _interval(row: dict | None, why: str | None = None) -> str:
+    """An estimate with its interval, or why it cannot be made (the dashboard's words)."""
+    why = (row or {}).get("undefined") or why
     if not row or row.get("estimate") is None:
-        return "—"
+        return f"undefined ({why})" if why else "—"
+    if row.get("low") is None and why:
+        return f"{row['estimate']:.3f} (no interval: {why})"
     if row.get("low") is None:
         return f"{row['estimate']:.3f}"
     return f"{row['estimate']:.3f} [{row['low']:.3f}, {row['high']:.3f}]"
@@ -174,15 +192,23 @@ def _estimate_lines(estimates: dict) -> list[str]:
         metric = accuracy.get("metric") or {}
         ppi = accuracy.get("ppi") or {}
         worth = (f", worth {ppi['effective_n']:.0f} human judgments"
-                 if ppi.get("effective_n") else "")
+                 if ppi.get("effective_n") else
+                 f", worth: {ppi['effective_n_undefined']}" if ppi.get("effective_n_undefined")
+                 else "")
         if row["n_judged"] and row["n_judged"] == row["n_items"]:
             worth = (f", all judged: exact for these items; on new questions "
                      f"{_interval(accuracy.get('human_new_questions'))}")
-        lines.append(f"  {system:<20} {_interval(accuracy['human'])} | "
-                     f"{_fmt(metric.get('estimate'))} (bias {_fmt(metric.get('bias'))}) | "
-                     f"{_interval(ppi)}  [{row['n_judged']} judged of {row['n_items']}{worth}]")
+        bias = (_fmt(metric.get("bias")) if metric.get("bias") is not None
+                else f"undefined: {metric.get('bias_undefined')}")
+        alone = (f"{_fmt(metric.get('estimate'))} (bias {bias})" if metric
+                 else f"undefined ({accuracy.get('judge_undefined')})")
+        lines.append(f"  {system:<20} {_interval(accuracy['human'])} | {alone} | "
+                     f"{_interval(ppi, accuracy.get('judge_undefined'))}  "
+                     f"[{row['n_judged']} judged of {row['n_items']}{worth}]")
     for pair in estimates["pairs"]:
         best = pair["accuracy"].get("ppi") or pair["accuracy"].get("human")
+        if best and best.get("difference") is None and best.get("undefined"):
+            lines.append(f"  {pair['a']} − {pair['b']}: undefined ({best['undefined']})")
         if not best or best.get("difference") is None:
             continue
         verdict = ("every item judged: exact for these items"

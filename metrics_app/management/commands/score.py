@@ -17,7 +17,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation.importers.base import ImportFormatError, read_text
-from core.json_limits import json_loads_limited, refuse_duplicate_keys
+from core.json_limits import json_dumps_strict, json_loads_limited, refuse_duplicate_keys
 from metrics_app.domain.score_input import ScoreInputError, check_score_row, first_repeated_id
 from metrics_app.management.scoring_options import scoring_options_check
 from metrics_app.registry import MetricInput, metric_names
@@ -120,5 +120,5 @@ class Command(BaseCommand):
                 row = {"id": row_id}
                 for name in names:
                     row[name] = runs[name].values[index]
-                out.write(json.dumps(row, ensure_ascii=False) + "\n")
+                out.write(json_dumps_strict(row, ensure_ascii=False) + "\n")
         self.stderr.write(f"wrote {len(ids)} lines to {options['output']}")

@@ -15,6 +15,7 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation.models import Project, TaskKind
+from core.json_limits import json_dumps_strict
 from metrics_app.management.projects import projects_by_slug
 from metrics_app.models import ModelKind
 from metrics_app.services.lerc import (
@@ -103,7 +104,7 @@ class Command(BaseCommand):
         except Exception as exc:
             raise CommandError(f"{label} failed: {exc}") from exc
         self.stdout.write(f"{label}: {version.status}")
-        self.stdout.write(json.dumps(model_version_summary(version), indent=2, default=str))
+        self.stdout.write(json_dumps_strict(model_version_summary(version), indent=2, default=str))
 
     @staticmethod
     def _train_options(options: dict) -> dict:

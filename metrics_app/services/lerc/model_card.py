@@ -2,9 +2,9 @@
 and test numbers against the baselines, and the promotion decision."""
 from __future__ import annotations
 
-import json
 import re
 
+from core.json_limits import json_dumps_strict
 from metrics_app.model_selectors import LEARNED_METRIC_MODELS, learned_metric_seen_items
 from metrics_app.models import ModelVersion
 
@@ -145,7 +145,7 @@ def write_model_card(folder, version: ModelVersion, metrics: dict, snapshot: dic
                          backbone=version.backbone, config=version.config, metrics=metrics,
                          status=version.status, id=version.id)
     (folder / "MODEL_CARD.md").write_text(model_card(shown))
-    (folder / "model_card.json").write_text(json.dumps(
+    (folder / "model_card.json").write_text(json_dumps_strict(
         {"name": version.name, "number": version.number, "config": version.config,
          "data_snapshot": snapshot, "metrics": metrics}, indent=2, default=str))
 
