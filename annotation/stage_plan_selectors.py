@@ -14,7 +14,13 @@ from collections import Counter, defaultdict
 
 from django.db.models import Count, QuerySet
 
-from annotation.domain.design import Condition, LatinSquare, unit_key
+from annotation.domain.design import (
+    Condition,
+    LatinSquare,
+    article_of,
+    spread_order,
+    unit_key,
+)
 from annotation.domain.stage_settings import MAX_GOLD_RATE
 from annotation.models import (
     COLLECTION_STAGE_KINDS,
@@ -117,6 +123,12 @@ def repeated_design_units(items) -> dict[str, int]:
     return {unit: n for unit, n in sorted(counts.items()) if n > 1}
 
 
+def item_article(item: Item) -> str:
+    """The article the text of `item` belongs to (`annotation.domain.design.article_of` of its
+    design unit; an item without one is an article of its own)."""
+    return article_of(unit_key(item_id=item.pk, design_unit=item.design_unit))
+
+
 def stage_square(stage: Stage, items: QuerySet[Item] | None = None) -> LatinSquare:
     """The square over the stage's regular items (not practice or gold checks)."""
     qs = stage_items(stage) if items is None else items
@@ -162,21 +174,24 @@ def stage_items_by_kind(*, stage: Stage, only: tuple[str, ...] = ()) -> list[Ite
     options = stage.settings or {}
     base = Item.objects.filter(project_id=stage.project_id, excluded=False)
     if only:
-        base = base.only(*{"id", "design_unit", *only})
+        base = base.only(*{"id", "design_unit", "is_gold_check", *only})
     if stage.kind == StageKind.QUALIFICATION:
         n = int(options.get("n_items", DEFAULT_QUALIFICATION_ITEMS))
         with_gold = base.filter(gold__isnull=False).order_by("-is_gold_check", "id")
         if design_applies(stage):
             # Every taker answers the same items, so a paragraph at two levels would be read
-            # twice by everyone: one item per text (the first by id, gold checks first).
-            chosen, units = [], set()
+            # twice by everyone: one item per text (the first by id, gold checks first), the
+            # articles interleaved (`spread_order`), so that the takers read one paragraph of
+            # each of n articles rather than an article's paragraphs in order.
+            firsts, units = [], set()
             for item in with_gold.iterator():
                 if item.design_unit and item.design_unit in units:
                     continue
                 units.add(item.design_unit)
-                chosen.append(item)
-                if len(chosen) == n:
-                    break
+                firsts.append(item)
+            spread = spread_order([item_article(item) for item in firsts])
+            chosen = sorted((firsts[k] for k in spread),
+                            key=lambda item: not item.is_gold_check)[:n]
             what = "items with gold answers, each from a different text"
         else:
             chosen = list(with_gold[:n])
@@ -301,14 +316,17 @@ class _GoldMixer:
         groups = {item.group_key for item in regular if item.group_key}
         taken = {item.pk for item in regular}  # explicit stage items may include gold items
         units = {item.design_unit for item in regular if item.design_unit}
-        # A gold item never repeats a text of its HIT (the STARC paragraph rule).
+        # A gold item never repeats a text of its HIT (the STARC paragraph rule), and comes from
+        # another article than the HIT's items where the pool has one.
         candidates = [g for g in self.pool if g.pk not in taken and g.design_unit not in units]
         same_group = [g for g in candidates if g.group_key in groups] if groups else []
         pool = same_group or ([] if self.likert and groups else candidates)
         if not pool or not n_gold:
             return regular
         order = {item.pk: self.rng.random() for item in pool}
-        chosen = sorted(pool, key=lambda g: (self.used[g.pk], order[g.pk]))[:n_gold]
+        articles = {item_article(item) for item in regular}
+        chosen = sorted(pool, key=lambda g: (item_article(g) in articles, self.used[g.pk],
+                                             order[g.pk]))[:n_gold]
         mixed = list(regular)
         for item in chosen:
             self.used[item.pk] += 1

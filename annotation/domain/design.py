@@ -12,20 +12,28 @@ conventions (`os21_1_2_Int` -> `os21_1`, RACE `r3919_1_Middle` -> `r3919`); else
 metadata (`article` and `paragraph`, or `article` alone); else none, and the item is a unit of
 its own (`unit_key`).
 
-The square: units are ranked within their dataset (natural order of their names); unit j with
-k conditions, ordered question-major and level-minor (q1 Ele, q1 Int, q1 Adv, q2 Ele …), shows
-condition (j + p) mod k to participant p. Consecutive units of a dataset therefore rotate the
-levels, so each participant's items are balanced over levels (and every participant gets every
-dataset's units), and participants 0 … k-1 see each condition of a unit exactly once.
-Picking pages (in-house, Prolific) use p = the participant's arrival order in the stage; MTurk
-HIT plans use fixed lists L = 0 … K-1 (K the largest k), list L holding unit j at condition
-(j + L) mod k when L < k: every condition in exactly one list.
+The square: units are ranked within their dataset, the articles interleaved (`spread_by_article`:
+each article's paragraphs spread evenly over the ranking, in article order, so consecutive units
+are paragraphs of different articles and any run of up to ~N/n units — N units, n the most
+paragraphs of one article — holds one paragraph per article; a RACE article is its own); unit j
+with k conditions, ordered question-major and level-minor (q1 Ele, q1 Int, q1 Adv, q2 Ele …),
+shows condition (j + p) mod k to participant p. Consecutive units of a dataset therefore rotate
+the levels, so each participant's items are balanced over levels (and every participant gets
+every dataset's units), and participants 0 … k-1 see each condition of a unit exactly once.
+Picking pages (in-house, Prolific) use p = the participant's arrival order in the stage and take
+a run of consecutive units (`LatinSquare.position`); MTurk HIT plans use fixed lists
+L = 0 … K-1 (K the largest k), list L holding unit j at condition (j + L) mod k when L < k:
+every condition in exactly one list, each HIT a run of it. A run of consecutive units is what
+keeps a participant's batch to one paragraph per article: in the guessing and pilot modes the
+paragraph shown after an item would otherwise help with the next question of its article, and
+the paper draws a participant's trials from different articles.
 """
 from __future__ import annotations
 
 import dataclasses
+import heapq
 import re
-from collections import Counter, defaultdict
+from collections import Counter, defaultdict, deque
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 
 LEVEL_ORDER = ("Ele", "Int", "Adv", "Middle", "High")
@@ -66,6 +74,81 @@ def _natural(text: str) -> tuple:
     return tuple(int(part) if part.isdigit() else part for part in re.split(r"(\d+)", text))
 
 
+ONESTOPQA_UNIT = re.compile(r"^(os\d+)_\d+$")  # os<article>_<paragraph>
+METADATA_UNIT = re.compile(r"^(article .+) paragraph [^ ]+$")  # `design_unit_for`'s metadata unit
+
+
+def article_of(unit: str) -> str:
+    """The article a design unit is a paragraph of (`os21_1` -> `os21`, `article 7 paragraph
+    2` -> `article 7`); any other unit (a RACE article, a unit named by hand, an item of its
+    own) is an article of its own."""
+    for pattern in (ONESTOPQA_UNIT, METADATA_UNIT):
+        match = pattern.match(unit)
+        if match:
+            return match.group(1)
+    return unit
+
+
+def spread_order(articles: Sequence[str]) -> list[int]:
+    """A permutation of the indexes of `articles` (the article of each unit, in a preferred
+    order) that spreads each article's units evenly over the order: its i-th of n aims at
+    (i + 1/2) / n, ties in the order of the articles' first appearance, each article's own units
+    kept in the given order. Never two of one article in a row while another can come between
+    (an article that the others could only just keep apart goes next), so consecutive units
+    are of different articles wherever the mix allows (where it does not, each unit at its aim,
+    the repeats spread); an order whose units are all of different articles stays as it is.
+    Heaps, their stale entries skipped: O(n log n)."""
+    queues: dict[str, deque[int]] = defaultdict(deque)
+    for n, article in enumerate(articles):
+        queues[article].append(n)
+    total = {article: len(queue) for article, queue in queues.items()}
+    rank = {article: r for r, article in enumerate(queues)}
+
+    def aim(article: str) -> tuple[float, int]:
+        placed = total[article] - len(queues[article])
+        return (2 * placed + 1) / (2 * total[article]), rank[article]
+
+    by_aim = [(aim(a), a) for a in queues]
+    by_left = [(-total[a], rank[a], a) for a in queues]
+    heapq.heapify(by_aim)
+    heapq.heapify(by_left)
+    order: list[int] = []
+    last = None
+    while len(order) < len(articles):
+        left = len(articles) - len(order)
+        while by_left and -by_left[0][0] != len(queues[by_left[0][2]]):
+            heapq.heappop(by_left)  # stale
+        most = by_left[0][2]
+        if 2 * len(queues[most]) > left + 1:
+            last = None  # too many of one article to keep apart: each unit at its aim
+        if most != last and 2 * len(queues[most]) == left + 1:
+            chosen = most  # later, the others could no longer keep it apart
+        else:
+            skipped, chosen = [], None
+            while by_aim:
+                key, article = heapq.heappop(by_aim)
+                if not queues[article] or key != aim(article):
+                    continue  # stale
+                skipped.append((key, article))
+                if article != last:
+                    chosen = article
+                    break
+            chosen = chosen or skipped[0][1]  # only `last` is left
+            for entry in skipped:
+                heapq.heappush(by_aim, entry)
+        order.append(queues[chosen].popleft())
+        last = chosen
+        if queues[chosen]:
+            heapq.heappush(by_aim, (aim(chosen), chosen))
+            heapq.heappush(by_left, (-len(queues[chosen]), rank[chosen], chosen))
+    return order
+
+
+def spread_by_article(units: Sequence[str]) -> list[str]:
+    """`units` reordered by `spread_order` of their articles (`article_of`)."""
+    return [units[n] for n in spread_order([article_of(unit) for unit in units])]
+
+
 @dataclasses.dataclass(frozen=True)
 class Condition:
     """One item as a condition of the design."""
@@ -102,13 +185,14 @@ class LatinSquare:
         for unit, group in self.units.items():
             by_dataset[group[0].dataset].append(unit)
         for units in by_dataset.values():
-            for j, unit in enumerate(sorted(units, key=_natural)):
+            for j, unit in enumerate(spread_by_article(sorted(units, key=_natural))):
                 self.index[unit] = j
         self.n_lists = max((len(group) for group in self.units.values()), default=0)
         self.unit_of = {c.item_id: unit for unit, group in self.units.items() for c in group}
 
     def position(self, item_id: int) -> tuple:
-        """Sort key that alternates the datasets: each dataset's first unit, then the second …"""
+        """Sort key that alternates the datasets: each dataset's first unit, then the second …
+        (within a dataset, the interleaved articles of the ranking)."""
         unit = self.unit_of[item_id]
         return self.index[unit], self.units[unit][0].dataset, _natural(unit)
 

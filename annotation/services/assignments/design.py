@@ -15,10 +15,12 @@ article).
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from django.db import connection
 from django.db.models import Exists, Min, OuterRef, Q, QuerySet
 
-from annotation.domain.design import unit_key
+from annotation.domain.design import spread_order, unit_key
 from annotation.models import (
     Assignment,
     AssignmentItem,
@@ -28,7 +30,7 @@ from annotation.models import (
     Stage,
     Worker,
 )
-from annotation.stage_plan_selectors import stage_square
+from annotation.stage_plan_selectors import item_article, stage_square
 
 
 def _lock_worker(worker: Worker) -> None:
@@ -92,15 +94,17 @@ def participant_number(*, stage: Stage, worker: Worker) -> int:
 
 
 def latin_square_filter(*, stage: Stage, worker: Worker, available: QuerySet[Item],
-                        deficits) -> QuerySet[Item]:
+                        deficits) -> tuple[QuerySet[Item], dict[int, tuple]]:
     """`available` cut to one item per design unit the worker has not read: participant p gets
     the condition the square gives p, or, when that one already has its judgments (a
     participant before p returned their assignment), the unit's next condition still short of
     its target, so the stage can finish. `deficits(ids)` maps item ids to how many judgments
-    each still needs."""
+    each still needs. With it, {item id: its place in the square} (`LatinSquare.position`):
+    among items as short of their target, the picking takes a run of consecutive units, which
+    keeps the participant's levels balanced and their batch to one paragraph per article."""
     square = stage_square(stage)
     if not square.units:
-        return available
+        return available, {}
     _lock_worker(worker)
     if connection.features.has_select_for_update:
         # Arrivals take their number one at a time (SQLite already has its write lock). The
@@ -124,7 +128,22 @@ def latin_square_filter(*, stage: Stage, worker: Worker, available: QuerySet[Ite
             fallback = next((pk for pk in wanted[unit][1:] if rest.get(pk, 0) > 0), None)
             if fallback is not None:
                 allowed.append(fallback)
-    return available.filter(pk__in=allowed)
+    return available.filter(pk__in=allowed), {pk: square.position(pk) for pk in allowed}
+
+
+def spread_articles(items: list[Item]) -> list[Item]:
+    """`items` (in the order preferred) as a page shows them: each article's paragraphs spread
+    apart (`spread_order`), so that no item is followed by another paragraph of its article
+    where the batch allows it — in the guessing and pilot modes the paragraph shown after an
+    item would help with the next question of its article."""
+    order = spread_order([item_article(item) for item in items])
+    return [items[n] for n in order]
+
+
+def in_square_order(items: list[Item], position: Mapping[int, tuple]) -> list[Item]:
+    """A batch picked under the square in the order its page shows it: the square's order
+    (`LatinSquare.position`), its articles spread apart (`spread_articles`)."""
+    return spread_articles(sorted(items, key=lambda item: position[item.pk]))
 
 
 def hit_design_refusal(*, stage: Stage, worker: Worker, items: list[Item]) -> str:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter
+from collections.abc import Mapping
 
 from django.core.exceptions import EmptyResultSet
 from django.db import connection, transaction
@@ -51,6 +52,7 @@ from annotation.selectors import judgments_releasing_slots
 from annotation.stage_plan_selectors import (
     design_applies,
     gold_items_for_stage,
+    item_article,
     latin_square_on,
     mixes_in_extras,
     stage_items,
@@ -59,8 +61,10 @@ from annotation.stage_plan_selectors import (
 from ..redundancy import stage_adaptive_rule
 from .design import (
     hit_design_refusal,
+    in_square_order,
     latin_square_filter,
     one_item_per_unread_unit,
+    spread_articles,
     units_seen,
 )
 from .errors import NoItemsAvailable
@@ -219,12 +223,15 @@ def items_pick_next(*, stage: Stage, worker: Worker, limit: int) -> list[Item]:
     if stage.kind in (StageKind.PRACTICE, StageKind.QUALIFICATION):
         # Qualification and practice stages test workers on the same items: no redundancy cap.
         rest = available.filter(is_practice=False)
+        spread = False
         if stage.kind == StageKind.QUALIFICATION:
             if WorkerQualification.objects.filter(stage=stage, worker=worker).exists():
                 return []  # graded once, on one assignment: no retake, no second half
             if design_applies(stage):
                 rest = one_item_per_unread_unit(stage=stage, worker=worker, available=rest)
-        return picked + list(rest.order_by("pk")[:room])
+                spread = True
+        chosen = list(rest.order_by("pk")[:room])
+        return picked + (spread_articles(chosen) if spread else chosen)
 
     n_gold = 0
     if project.gold_rate > 0 and room > 1:
@@ -233,10 +240,15 @@ def items_pick_next(*, stage: Stage, worker: Worker, limit: int) -> list[Item]:
         n_gold = min(room - 1, int(expected) + (random.random() < expected - int(expected)))
     regular_qs = available.filter(is_practice=False, is_gold_check=False)
     square = latin_square_on(stage)
+    position: dict[int, tuple] | None = None
     if square:
-        regular_qs = latin_square_filter(stage=stage, worker=worker, available=regular_qs,
-                                         deficits=lambda ids: _deficits(stage, ids))
-    regular = _pick_regular(stage=stage, available=regular_qs, room=room - n_gold)
+        regular_qs, position = latin_square_filter(
+            stage=stage, worker=worker, available=regular_qs,
+            deficits=lambda ids: _deficits(stage, ids))
+    regular = _pick_regular(stage=stage, available=regular_qs, room=room - n_gold,
+                            order=position)
+    if position:  # a run of the square, each article's paragraphs apart
+        regular = in_square_order(regular, position)
     if (stage.provider == Provider.INHOUSE and project.kind == TaskKind.LIKERT and regular
             and not latin_square_on(stage)):
         # In-house pages have no HIT to keep to one passage: fill the page with further
@@ -263,7 +275,12 @@ def items_pick_next(*, stage: Stage, worker: Worker, limit: int) -> list[Item]:
         same_group = list(gold_qs.filter(group_key__in=groups)) if groups else []
         pool = same_group or ([] if project.kind == TaskKind.LIKERT and groups
                               else list(gold_qs))
-        gold = random.sample(pool, min(n_gold, len(pool)))
+        if square:  # and of another article than the page's items where the pool has one
+            articles = {item_article(item) for item in regular}
+            gold = sorted(random.sample(pool, len(pool)),
+                          key=lambda g: item_article(g) in articles)[:n_gold]
+        else:
+            gold = random.sample(pool, min(n_gold, len(pool)))
     mixed = list(regular)
     for item in gold:
         mixed.insert(random.randint(0, len(mixed)), item)
@@ -289,14 +306,17 @@ def _sql(qs: QuerySet) -> tuple[str, tuple]:
     return qs.query.get_compiler(using=qs.db).as_sql()
 
 
-def _ranked(stage: Stage, available: QuerySet[Item], *, limit: int) -> list[tuple[int, str]]:
+def _ranked(stage: Stage, available: QuerySet[Item], *, limit: int,
+            order: Mapping[int, tuple] | None = None) -> list[tuple[int, str]]:
     """(pk, group_key) of the `limit` available items furthest from their target (deficit > 0),
-    furthest first, ranked in the database: one row per available item carrying its target,
-    one row (-1) per judgment in the stage and per live hold, summed per item, ORDER BY the sum
-    with a LIMIT. A UNION + GROUP BY rather than joins or correlated count subqueries: its cost
-    does not depend on the planner's row estimates (a fresh stage without statistics got nested
-    loops re-aggregating per item, seconds at 4,000 items). Items judged or held but not
-    available sum below zero and are dropped here."""
+    furthest first, then by `order` (the Latin square's place of each available item: a pool of
+    one item per unit, all its rows read and ordered here) or by id; ranked in the database:
+    one row per available item carrying its target, one row (-1) per judgment in the stage and
+    per live hold, summed per item, ORDER BY the sum with a LIMIT. A UNION + GROUP BY rather
+    than joins or correlated count subqueries: its cost does not depend on the planner's row
+    estimates (a fresh stage without statistics got nested loops re-aggregating per item,
+    seconds at 4,000 items). Items judged or held but not available sum below zero and are
+    dropped here."""
     try:
         avail_sql, avail_params = _sql(
             available.order_by().annotate(qaj_target=_target(stage))
@@ -322,14 +342,21 @@ def _ranked(stage: Stage, available: QuerySet[Item], *, limit: int) -> list[tupl
         ) counts
         GROUP BY item_id
         ORDER BY deficit DESC, item_id
-        LIMIT %s"""
+        {"" if order is not None else "LIMIT %s"}"""
     with connection.cursor() as cursor:
         cursor.execute(sql, (*avail_params, *judged_params, *held_params, *back_params,
-                             int(limit)))
-        return [(pk, group_key) for pk, group_key, deficit in cursor.fetchall() if deficit > 0]
+                             *(() if order is not None else (int(limit),))))
+        rows = [(pk, group_key, deficit) for pk, group_key, deficit in cursor.fetchall()
+                if deficit > 0]
+    if order is not None:
+        rows = sorted(rows, key=lambda row: (-row[2], order.get(row[0], ()), row[0]))[:limit]
+    return [(pk, group_key) for pk, group_key, _deficit in rows]
 
 
-def _pick_regular(*, stage: Stage, available: QuerySet[Item], room: int) -> list[Item]:
+def _pick_regular(*, stage: Stage, available: QuerySet[Item], room: int,
+                  order: Mapping[int, tuple] | None = None) -> list[Item]:
+    """The `room` available items furthest from their target (Likert: of one passage group),
+    then by `order` (`_ranked`) or by id."""
     likert_groups = stage.project.kind == TaskKind.LIKERT
     tried: set[int] = set()
     tried_groups: set[str] = set()
@@ -339,7 +366,7 @@ def _pick_regular(*, stage: Stage, available: QuerySet[Item], room: int) -> list
         pool = available.exclude(pk__in=tried) if tried else available
         if tried_groups:
             pool = pool.exclude(group_key__in=tried_groups)
-        ranked = _ranked(stage, pool, limit=1 if likert_groups else room * 3)
+        ranked = _ranked(stage, pool, limit=1 if likert_groups else room * 3, order=order)
         if not ranked:
             return []
         first_group = ranked[0][1]
@@ -363,7 +390,8 @@ def _pick_regular(*, stage: Stage, available: QuerySet[Item], room: int) -> list
         # database evaluate both count subqueries twice per row.
         counted = _annotate_deficit(Item.objects.filter(pk__in=locked), stage)
         fresh = sorted((item for item in counted if item.deficit > 0),
-                       key=lambda item: (-item.deficit, item.pk))[:room]
+                       key=lambda item: (-item.deficit, (order or {}).get(item.pk, ()),
+                                         item.pk))[:room]
         if fresh:
             return fresh
     return []

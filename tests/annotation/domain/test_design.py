@@ -12,9 +12,12 @@ from hypothesis import strategies as st
 from annotation.domain.design import (
     Condition,
     LatinSquare,
+    article_of,
     balance_violations,
     design_unit_for,
     design_violations,
+    spread_by_article,
+    spread_order,
     unit_key,
 )
 
@@ -111,6 +114,73 @@ def test_any_shape_keeps_the_design(shape, n_participants):
         order = square.preference(unit, n_participants)
         assert order[0] == square.condition_for(unit, n_participants)
         assert sorted(c.item_id for c in order) == sorted(full[unit])
+
+
+@pytest.mark.parametrize(("unit", "article"), [
+    ("os21_1", "os21"), ("os2_13", "os2"),
+    ("article 7 paragraph 2", "article 7"), ("article guardian-4", "article guardian-4"),
+    ("r3919", "r3919"), ("lesson-4", "lesson-4"), ("item:5", "item:5"),
+])
+def test_article_of(unit, article):
+    assert article_of(unit) == article
+
+
+def test_the_ranking_interleaves_articles_so_a_run_of_units_is_one_paragraph_per_article():
+    """OneStopQA's shape (articles of 4 to 7 paragraphs): consecutive units of the square are
+    paragraphs of different articles, any run of N / n of them too (N units, n the most
+    paragraphs of one article: 55 / 7 here), each article's paragraphs in order; the square
+    keeps giving a participant a run of nine balanced over levels and questions."""
+    shape = [4, 5, 6, 7, 5, 6, 4, 7, 6, 5]
+    conditions = [Condition(item_id=a * 1000 + p * 10 + q * 3 + n, unit=f"os{a}_{p}",
+                            level=level, dataset="onestopqa", question=q)
+                  for a, n_paragraphs in enumerate(shape, start=1)
+                  for p in range(1, n_paragraphs + 1) for q in (1, 2, 3)
+                  for n, level in enumerate(LEVELS)]
+    square = LatinSquare(conditions)
+    ranking = sorted(square.units, key=square.index.__getitem__)
+    assert len(ranking) == sum(shape)
+    spread = len(ranking) // max(shape)
+    assert spread == 7
+    for start in range(len(ranking) - spread + 1):
+        run = ranking[start:start + spread]
+        assert len({article_of(u) for u in run}) == spread, run
+    for start in range(len(ranking) - 8):
+        got = [square.condition_for(unit, 4) for unit in ranking[start:start + 9]]
+        assert Counter(c.level for c in got) == {level: 3 for level in LEVELS}
+        assert Counter(c.question for c in got) == {1: 3, 2: 3, 3: 3}
+    for a, n_paragraphs in enumerate(shape, start=1):
+        assert [u for u in ranking if article_of(u) == f"os{a}"] == \
+            [f"os{a}_{p}" for p in range(1, n_paragraphs + 1)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from("abcdef"), max_size=30))
+def test_spread_order_is_a_permutation_keeping_each_articles_order(articles):
+    order = spread_order(articles)
+    assert sorted(order) == list(range(len(articles)))
+    for article in set(articles):
+        assert [n for n in order if articles[n] == article] == \
+            [n for n, a in enumerate(articles) if a == article]
+    # No two of one article in a row whenever the mix allows it (no article over half).
+    most = max(Counter(articles).values(), default=0)
+    if 2 * most <= len(articles) + 1:
+        assert all(articles[a] != articles[b] for a, b in zip(order, order[1:], strict=False))
+    if len(set(articles)) == len(articles):
+        assert order == list(range(len(articles)))  # already one unit per article: unchanged
+
+
+def test_spread_by_article_separates_an_articles_paragraphs():
+    assert spread_by_article(["os1_1", "os1_2", "os1_3", "os2_1", "os2_2", "os3_1"]) == \
+        ["os1_1", "os2_1", "os1_2", "os3_1", "os2_2", "os1_3"]
+    assert spread_by_article(["r2", "r1", "os5_1"]) == ["r2", "r1", "os5_1"]
+    # Three of one article among three others: kept apart, not at their aims side by side.
+    assert spread_by_article(["os1_1", "os1_2", "os1_3", "r1", "r2", "r3"]) == \
+        ["os1_1", "r1", "os1_2", "r2", "r3", "os1_3"]
+    # Too many of one article to keep apart: the repeats spread, not piled at the end.
+    spread = [article_of(u) for u in spread_by_article(
+        [f"os1_{p}" for p in range(1, 7)] + ["os2_1", "os2_2", "os2_3"])]
+    pairs = [a == b for a, b in zip(spread, spread[1:], strict=False)]
+    assert sum(pairs) == 2 and not any(a and b for a, b in zip(pairs, pairs[1:], strict=False))
 
 
 def test_violations_name_what_breaks():

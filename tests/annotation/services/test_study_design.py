@@ -281,6 +281,99 @@ def test_mixed_datasets_each_participant_gets_every_paragraph_and_article_once(c
             assert datasets[:2] in (["onestopqa", "race"], ["race", "onestopqa"])
 
 
+# --- articles: one paragraph of an article per batch ------------------------------------------
+
+
+def _article(item) -> str:
+    return item.design_unit.split("_")[0]  # os21_1 -> os21
+
+
+def test_a_participants_batches_interleave_articles_at_every_door(client, db):
+    """A browser walk of a real STARC study: in-house participant Ann got os21_1 … os21_6, one
+    article's paragraphs in article order. In the guessing and pilot modes the paragraph shown
+    after each item helps with the next question of the same article, and the paper draws a
+    participant's trials from different articles. With the whole OneStopQA (30 articles) each
+    participant's batches hold one paragraph per article, consecutive items of different
+    articles, across their batches too (in-house, Prolific, MTurk HIT plans), and the square
+    still gives every participant each paragraph once, levels and questions balanced."""
+    project = make_project(TaskKind.MC, experiment_mode=ExperimentMode.GUESSING,
+                           items_per_hit=N_PARAGRAPHS, redundancy={"default": 1})
+    import_records(project=project, records=onestopqa.parse(ONESTOPQA), progress=False)
+    items = list(Item.objects.filter(project=project))
+    assert len({_article(i) for i in items}) == 30
+    by_pk = {item.pk: item for item in items}
+    inhouse = make_stage(project, status=StageStatus.PUBLISHED)
+    inhouse.items.set(items)
+    shown = []
+    for n in range(9):
+        _link, path = inhouse_link_create(worker=make_worker(), project=project, stage=inhouse)
+        mine = []
+        for _batch in range(2):
+            config = page_config(client.get(path))
+            mine += [by_pk[pk] for pk in config["items"]]  # in page order
+            _answer_all(client, config)
+        assert len(mine) == 2 * N_PARAGRAPHS
+        assert len({_article(i) for i in mine}) == len(mine), [i.design_unit for i in mine]
+        shown += [(n, item) for item in mine]
+    conditions = _conditions(items)
+    assert design_violations(_exposures(shown), conditions=conditions) == []
+    _assert_balanced(_exposures(shown), per_participant=2 * N_PARAGRAPHS)
+    # Prolific: the same picking, another stage and its own participants.
+    prolific = make_stage(project, provider=Provider.PROLIFIC, status=StageStatus.PUBLISHED,
+                          settings={"items_per_assignment": 6})
+    prolific.items.set(items)
+    for n in range(3):
+        config = page_config(_prolific(client, prolific, f"P{n}", f"S{n}"))
+        got = [by_pk[pk] for pk in config["items"]]
+        assert len(got) == 6 and len({_article(i) for i in got}) == 6
+        _answer_all(client, config)
+    # MTurk: each Latin-square HIT holds one paragraph per article, every condition once.
+    mturk = make_stage(project, provider=Provider.MTURK, status=StageStatus.DRAFT)
+    mturk.items.set(items)
+    plans = stage_hit_plan(stage=mturk, store=False)
+    assert Counter(i.pk for plan in plans for i in plan.items) == {i.pk: 1 for i in items}
+    for plan in plans:
+        assert len({_article(i) for i in plan.items}) == len(plan.items) == N_PARAGRAPHS, \
+            [i.design_unit for i in plan.items]
+    # A qualification chosen by kind (every taker the same items): ten articles, not os21's
+    # six paragraphs and four of the next article's.
+    qualification = make_stage(project, kind=StageKind.QUALIFICATION, status=StageStatus.DRAFT,
+                               settings={"n_items": 10})
+    stage_publish(stage=qualification, user=None)
+    _link, path = inhouse_link_create(worker=make_worker(), project=project, stage=qualification)
+    got = [by_pk[pk] for pk in page_config(client.get(path))["items"]]
+    assert len(got) == 10 and len({_article(i) for i in got}) == 10, [i.design_unit for i in got]
+
+
+def test_gold_items_come_from_another_article_than_the_batchs_items(client, db):
+    """A gold check is a text read too: beside the rule that it is never a paragraph the
+    worker reads, it comes from an article none of the batch's items is from, when the pool
+    has one (here one gold item of 28: os4_1's; the others are paragraphs 2 of the batch's
+    three articles), in-house and in MTurk HIT plans."""
+    project = make_project(TaskKind.MC, experiment_mode=ExperimentMode.GUESSING,
+                           items_per_hit=4, gold_rate=0.25, redundancy={"default": 9})
+    import_records(project=project, records=onestopqa.parse(ONESTOPQA), progress=False)
+    regular = list(Item.objects.filter(project=project,
+                                       design_unit__in=["os1_1", "os2_1", "os3_1"]))
+    Item.objects.filter(project=project, design_unit__in=["os1_2", "os2_2", "os3_2"]) \
+        .update(is_gold_check=True)
+    other = Item.objects.filter(project=project, design_unit="os4_1").order_by("pk").first()
+    Item.objects.filter(pk=other.pk).update(is_gold_check=True)
+    stage = make_stage(project, status=StageStatus.PUBLISHED)
+    stage.items.set(regular)
+    for _n in range(4):
+        _link, path = inhouse_link_create(worker=make_worker(), project=project, stage=stage)
+        got = list(Item.objects.filter(pk__in=page_config(client.get(path))["items"]))
+        assert len(got) == 4 and len({_article(i) for i in got}) == 4, \
+            [i.design_unit for i in got]
+        assert [i.pk for i in got if i.is_gold_check] == [other.pk]
+    mturk = make_stage(project, provider=Provider.MTURK, status=StageStatus.DRAFT)
+    mturk.items.set(regular)
+    for plan in stage_hit_plan(stage=mturk, store=False):
+        assert [i.pk for i in plan.items if i.is_gold_check] == [other.pk]
+        assert len({_article(i) for i in plan.items}) == 4
+
+
 # --- Prolific ---------------------------------------------------------------------------------
 
 
