@@ -52,6 +52,7 @@ from annotation.models import (
 from annotation.providers import PublishReport, get_provider
 from annotation.readiness_selectors import stage_readiness
 from annotation.selectors import judgments_releasing_slots
+from annotation.services.budget import budget_lock
 from annotation.stage_errors import BudgetExceeded, GuardFailed, IllegalTransition, StageError
 from annotation.stage_plan_selectors import (
     design_applies,
@@ -721,7 +722,10 @@ def stage_row_lock(stage: Stage) -> None:
 def _publish_draft(*, stage: Stage, user, actor: str, override_reason: str | None,
                    probe: bool) -> tuple[list[Hit], StageCostEstimate]:
     # Every check reads the stage as it is under its row lock, held until the HITs they
-    # approved are built and the stage is published (an edit waits: `stage_update`).
+    # approved are built and the stage is published (an edit waits: `stage_update`). The
+    # project's budget lock first: another stage's publish, a bonus or a replacement checked
+    # meanwhile waits, then counts this stage (`annotation/services/budget.py`).
+    budget_lock(stage.project)
     stage_row_lock(stage)
     stage.refresh_from_db()
     if stage.status != StageStatus.DRAFT:
