@@ -303,6 +303,14 @@ def committed_after(*, stage: Stage, estimate_grows: Decimal = Decimal("0"),
             + _stage_committed(stage, estimate_grows=estimate_grows, spent_grows=spent_grows))
 
 
+def budget_cap_now(*, project_id: int) -> Decimal | None:
+    """The project's budget cap as stored now: a check made under the budget lock reads the
+    cap a researcher may have just changed, not the one its project object was loaded with."""
+    from annotation.models import Project
+
+    return Project.objects.values_list("budget_cap", flat=True).get(pk=project_id)
+
+
 def spend_over_budget(*, stage: Stage, what: str, estimate_grows: Decimal = Decimal("0"),
                       spent_grows: Decimal = Decimal("0"), advice: str = "raise the cap first"
                       ) -> str:
@@ -312,7 +320,7 @@ def spend_over_budget(*, stage: Stage, what: str, estimate_grows: Decimal = Deci
     (`annotation.services.budget.budget_lock`), and writes its provider call's row (counted
     from then on) before the lock is let go: a bonus by hand or per correct answer, a
     replacement assignment, a Prolific place."""
-    cap = stage.project.budget_cap
+    cap = budget_cap_now(project_id=stage.project_id)
     if cap is None:
         return ""
     after = committed_after(stage=stage, estimate_grows=estimate_grows,

@@ -282,3 +282,64 @@ def test_two_stages_published_at_once_never_pass_the_cap(monkeypatch):
     assert len(refused) == 1 and "budget cap" in refused[0], refused
     assert statuses == sorted([StageStatus.DRAFT, StageStatus.COLLECTING])
     assert project_committed_cost(project=project) <= project.budget_cap
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_cap_lowered_while_a_bonus_is_paid_never_ends_below_what_is_committed(monkeypatch):
+    """A researcher lowers the cap to what is committed while a bonus is being paid: each
+    check alone holds, both together would leave the project committing $4.00 under a $3.00
+    cap. Each check waits, after reading what is committed, for the other (3 s at most: with
+    the budget lock the other cannot get there); one of them is refused."""
+    require_shared_database()
+    from annotation.models import Project
+    from annotation.services import stages as stage_services
+    from annotation.services.projects import project_update
+    from annotation.services.review import decisions
+
+    provider = RecordingProvider()
+    with override_provider("inhouse", provider):
+        project, stage, hit = _stage_of_three_dollars("5.00")
+        pk = _approved(stage, hit).pk
+    read_both = threading.Barrier(2)
+
+    def waiting(original):
+        def check_then_wait(**kwargs):
+            result = original(**kwargs)
+            try:
+                read_both.wait(timeout=3)
+            except threading.BrokenBarrierError:
+                pass  # the other one waits for the lock this one holds
+            return result
+        return check_then_wait
+
+    monkeypatch.setattr(decisions, "bonus_over_budget", waiting(decisions.bonus_over_budget))
+    monkeypatch.setattr(stage_services, "project_committed_cost",
+                        waiting(stage_services.project_committed_cost))
+    refused: list[str] = []
+    errors: list[str] = []
+
+    def run(step) -> None:
+        try:
+            with override_provider("inhouse", provider):
+                step()
+        except Exception as exc:  # noqa: BLE001 - sorted below
+            (refused if "cap" in str(exc) else errors).append(
+                "".join(traceback.format_exception(exc)))
+        finally:
+            connections.close_all()
+
+    steps = [
+        lambda: assignment_bonus_pay(assignment=Assignment.objects.get(pk=pk),
+                                     amount=Decimal("1.00"), reason="great"),
+        lambda: project_update(project=Project.objects.get(pk=project.pk), user=None,
+                               data={"budget_cap": Decimal("3.00")}),
+    ]
+    threads = [threading.Thread(target=run, args=(step,)) for step in steps]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    assert errors == []
+    assert len(refused) == 1, refused
+    project.refresh_from_db()
+    assert project_committed_cost(project=project) <= project.budget_cap
