@@ -326,7 +326,7 @@ def assignment_bonus_pay(*, assignment: Assignment, amount: Decimal, reason: str
     provider_call_run(call_fn=pay, **call_fields)
     # The paid total is recomputed from the recorded calls, so it cannot drift on retries.
     paid = ProviderCall.objects.filter(
-        assignment=assignment, operation="SendBonus", status=ProviderCallStatus.SUCCEEDED
+        assignment=assignment, operation=BONUS_OPERATION, status=ProviderCallStatus.SUCCEEDED
     ).aggregate(total=Sum("amount"))["total"] or Decimal("0")
     assignment.bonus_paid = paid
     assignment.save(update_fields=["bonus_paid"])
@@ -344,7 +344,7 @@ def _bonus_paid_by_earlier_attempt(provider, assignment: Assignment, amount: Dec
     remote = sum(1 for paid, why in listed if paid == amount and why == reason)
     recorded = sum(
         1 for call in ProviderCall.objects.filter(
-            assignment=assignment, operation="SendBonus", status=ProviderCallStatus.SUCCEEDED,
+            assignment=assignment, operation=BONUS_OPERATION, status=ProviderCallStatus.SUCCEEDED,
             amount=amount)
         if (call.request or {}).get("reason", "")[:1024] == reason
     )
