@@ -4,12 +4,9 @@ lock (`annotation.services.budget.budget_lock`) by bonuses (by hand and per corr
 replacement assignments, Prolific places and publishing."""
 from __future__ import annotations
 
-import threading
-import traceback
 from decimal import Decimal
 
 import pytest
-from django.db import connections
 
 from annotation.cost_selectors import (
     project_committed_cost,
@@ -42,6 +39,7 @@ from testing.factories import (
 )
 from tests.annotation.providers.test_review import RecordingProvider
 from tests.support.paths import require_shared_database
+from tests.support.races import side_by_side
 
 pytestmark = pytest.mark.reliability
 
@@ -156,8 +154,8 @@ def test_a_replacement_asked_for_is_committed_before_its_answer(recording):
 def test_two_bonuses_at_once_never_pass_the_cap(monkeypatch):
     """Two researchers (or a researcher and the per-correct review) pay bonuses on one project
     at once, each fitting the cap alone, not both: each check is forced to wait, after reading
-    what is committed, for the other to have read too (3 s at most: with the budget lock the
-    other cannot get there). One is paid, the other refused."""
+    what is committed, for the other to have read too (`side_by_side`). One is paid, the other
+    refused."""
     require_shared_database()
     from annotation.services.review import decisions
 
@@ -165,43 +163,21 @@ def test_two_bonuses_at_once_never_pass_the_cap(monkeypatch):
     with override_provider("inhouse", provider):
         project, stage, hit = _stage_of_three_dollars("5.00")
         pks = [_approved(stage, hit).pk for _ in range(2)]
-    read_both = threading.Barrier(2)
-    original = decisions.bonus_over_budget
 
-    def check_then_wait(**kwargs):
-        why = original(**kwargs)
-        try:
-            read_both.wait(timeout=3)
-        except threading.BrokenBarrierError:
-            pass  # the other one waits for the lock this one holds
-        return why
-
-    monkeypatch.setattr(decisions, "bonus_over_budget", check_then_wait)
-    refused: list[str] = []
-    errors: list[str] = []
-
-    def pay(pk: int) -> None:
-        try:
+    def pay(pk: int):
+        def step() -> None:
             with override_provider("inhouse", provider):
                 assignment_bonus_pay(assignment=Assignment.objects.get(pk=pk),
                                      amount=Decimal("2.00"), reason=f"bonus {pk}")
-        except ReviewError as exc:
-            refused.append(str(exc))
-        except Exception as exc:  # noqa: BLE001 - reported below
-            errors.append("".join(traceback.format_exception(exc)))
-        finally:
-            connections.close_all()
+        return step
 
-    threads = [threading.Thread(target=pay, args=(pk,)) for pk in pks]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=30)
+    refused, errors = side_by_side([pay(pk) for pk in pks], monkeypatch=monkeypatch,
+                                   reads=[(decisions, "bonus_over_budget")],
+                                   expected=ReviewError)
     assert errors == []
     assert len([d for d in provider.done if d[0] == "bonus"]) == 1
     assert len(refused) == 1 and "budget cap" in refused[0]
     assert project_committed_cost(project=project) == Decimal("5.00")
-
 
 @pytest.mark.django_db
 def test_a_replacement_a_crash_left_unrecorded_is_grown_into_its_hit_by_the_next_sync():
@@ -233,8 +209,8 @@ def test_a_replacement_a_crash_left_unrecorded_is_grown_into_its_hit_by_the_next
 def test_two_stages_published_at_once_never_pass_the_cap(monkeypatch):
     """Two stages of one project published at once (two researchers, the admin and a Celery
     publish), each fitting the cap alone: each publish's budget check waits, after reading what
-    is committed, for the other to have read too (3 s at most: with the budget lock the other
-    cannot get there). One is published; the other is refused and stays a draft."""
+    is committed, for the other to have read too (`side_by_side`). One is published; the other
+    is refused and stays a draft."""
     require_shared_database()
     from annotation.models import Stage, StageKind, StageStatus
     from annotation.services import stages as stage_services
@@ -248,49 +224,26 @@ def test_two_stages_published_at_once_never_pass_the_cap(monkeypatch):
     pks = [make_stage(project, kind=StageKind.TRIAL, status=StageStatus.DRAFT, order=n,
                       judgments_per_item=1, settings={"n_items": 10}).pk for n in (1, 2)]
     assert stage_cost_estimate(stage=Stage.objects.get(pk=pks[0])).total == Decimal("0.80")
-    read_both = threading.Barrier(2)
-    original = stage_services.budget_guard
-
-    def check_then_wait(**kwargs):
-        original(**kwargs)
-        try:
-            read_both.wait(timeout=3)
-        except threading.BrokenBarrierError:
-            pass  # the other one waits for the lock this one holds
-
-    monkeypatch.setattr(stage_services, "budget_guard", check_then_wait)
-    refused: list[str] = []
-    errors: list[str] = []
-
-    def publish(pk: int) -> None:
-        try:
-            stage_publish(stage=Stage.objects.get(pk=pk), actor="test")
-        except BudgetExceeded as exc:
-            refused.append(str(exc))
-        except Exception as exc:  # noqa: BLE001 - reported below
-            errors.append("".join(traceback.format_exception(exc)))
-        finally:
-            connections.close_all()
-
-    threads = [threading.Thread(target=publish, args=(pk,)) for pk in pks]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=30)
+    refused, errors = side_by_side(
+        [lambda pk=pk: stage_publish(stage=Stage.objects.get(pk=pk), actor="test")
+         for pk in pks],
+        monkeypatch=monkeypatch, reads=[(stage_services, "budget_guard")],
+        expected=BudgetExceeded)
     assert errors == []
     statuses = sorted(Stage.objects.filter(pk__in=pks).values_list("status", flat=True))
     assert len(refused) == 1 and "budget cap" in refused[0], refused
     assert statuses == sorted([StageStatus.DRAFT, StageStatus.COLLECTING])
     assert project_committed_cost(project=project) <= project.budget_cap
 
-
 @pytest.mark.django_db(transaction=True)
 def test_a_cap_lowered_while_a_bonus_is_paid_never_ends_below_what_is_committed(monkeypatch):
     """A researcher lowers the cap to what is committed while a bonus is being paid: each
     check alone holds, both together would leave the project committing $4.00 under a $3.00
-    cap. Each check waits, after reading what is committed, for the other (3 s at most: with
-    the budget lock the other cannot get there); one of them is refused."""
+    cap. Each check waits, after reading what is committed, for the other (`side_by_side`);
+    one of them is refused."""
     require_shared_database()
+    from django.core.exceptions import ValidationError
+
     from annotation.models import Project
     from annotation.services import stages as stage_services
     from annotation.services.projects import project_update
@@ -300,46 +253,19 @@ def test_a_cap_lowered_while_a_bonus_is_paid_never_ends_below_what_is_committed(
     with override_provider("inhouse", provider):
         project, stage, hit = _stage_of_three_dollars("5.00")
         pk = _approved(stage, hit).pk
-    read_both = threading.Barrier(2)
 
-    def waiting(original):
-        def check_then_wait(**kwargs):
-            result = original(**kwargs)
-            try:
-                read_both.wait(timeout=3)
-            except threading.BrokenBarrierError:
-                pass  # the other one waits for the lock this one holds
-            return result
-        return check_then_wait
+    def bonus() -> None:
+        with override_provider("inhouse", provider):
+            assignment_bonus_pay(assignment=Assignment.objects.get(pk=pk),
+                                 amount=Decimal("1.00"), reason="great")
 
-    monkeypatch.setattr(decisions, "bonus_over_budget", waiting(decisions.bonus_over_budget))
-    monkeypatch.setattr(stage_services, "project_committed_cost",
-                        waiting(stage_services.project_committed_cost))
-    refused: list[str] = []
-    errors: list[str] = []
-
-    def run(step) -> None:
-        try:
-            with override_provider("inhouse", provider):
-                step()
-        except Exception as exc:  # noqa: BLE001 - sorted below
-            (refused if "cap" in str(exc) else errors).append(
-                "".join(traceback.format_exception(exc)))
-        finally:
-            connections.close_all()
-
-    steps = [
-        lambda: assignment_bonus_pay(assignment=Assignment.objects.get(pk=pk),
-                                     amount=Decimal("1.00"), reason="great"),
-        lambda: project_update(project=Project.objects.get(pk=project.pk), user=None,
-                               data={"budget_cap": Decimal("3.00")}),
-    ]
-    threads = [threading.Thread(target=run, args=(step,)) for step in steps]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=30)
+    refused, errors = side_by_side(
+        [bonus, lambda: project_update(project=Project.objects.get(pk=project.pk), user=None,
+                                       data={"budget_cap": Decimal("3.00")})],
+        monkeypatch=monkeypatch,
+        reads=[(decisions, "bonus_over_budget"), (stage_services, "project_committed_cost")],
+        expected=(ReviewError, ValidationError))
     assert errors == []
-    assert len(refused) == 1, refused
+    assert len(refused) == 1 and "cap" in refused[0], refused
     project.refresh_from_db()
     assert project_committed_cost(project=project) <= project.budget_cap
