@@ -6,7 +6,12 @@ from __future__ import annotations
 import dataclasses
 from decimal import Decimal
 
-from annotation.cost_selectors import committed_amount, stage_cost_estimate, stage_spent
+from annotation.cost_selectors import (
+    StagePaid,
+    committed_amount,
+    stage_cost_estimate,
+    stage_paid,
+)
 from annotation.judgment_selectors import (
     agreement_override_reason,
     agreement_stage_for,
@@ -125,7 +130,7 @@ def study_cockpit(*, project: Project) -> Cockpit:
             alphas[stage.pk] = stage_alpha_with_reason(stage=stage)
         return alphas[stage.pk]
 
-    stages = []
+    stages, committed = [], Decimal("0")
     readiness_cache: dict[str, list[str]] = {}
     for stage, progress in rows:
         waiting = progress.assignments.get(AssignmentStatus.SUBMITTED, 0)
@@ -148,19 +153,24 @@ def study_cockpit(*, project: Project) -> Cockpit:
             # slow part of this page).
             preview = stage_release_preview(stage=stage)
             release, plans = preview.as_text(), (preview.plans if not preview.error else None)
-        estimate, error, pay = None, "", ""
+        estimate, error, pay, cost = None, "", "", None
         if stage.provider != Provider.IMPORT:
             try:
                 cost = stage_cost_estimate(stage=stage, plans=plans)
                 estimate, pay = cost.total, cost.pay_text()
             except Exception as exc:  # no items yet, or a plan the provider would refuse
                 error = str(exc)
+        paid = stage_paid(stage=stage) if stage.provider != Provider.IMPORT else StagePaid()
+        if stage.status != StageStatus.DRAFT:
+            # What the budget guards count (`project_committed_cost`), from the numbers read here.
+            committed += committed_amount(estimate=cost, paid=paid,
+                                          built_hits=stage.hits.exists())
         stages.append(CockpitStage(
             stage=stage, progress=progress, waiting_review=waiting, flagged=flagged,
             alpha=alpha_of(stage)[0] if stage.kind in DATA_STAGE_KINDS else None,
             alpha_undefined=alpha_of(stage)[1] if stage.kind in DATA_STAGE_KINDS else None,
             gate=gate, gate_open=gate_open, estimate=estimate, estimate_error=error,
-            spent=stage_spent(stage=stage) if stage.provider != Provider.IMPORT else Decimal("0.00"),
+            spent=paid.total,
             pay=pay, problem=problem, release=release,
             reoffered=progress.reoffered_text(stage_open=stage.status in OPEN_STAGE_STATUSES),
             next_step=("fix what the problem says, then publish again" if problem
@@ -168,10 +178,6 @@ def study_cockpit(*, project: Project) -> Cockpit:
                        stage.status == StageStatus.CLOSED
                        else _next_step(stage, waiting=waiting + flagged,
                                        started=bool(progress.assignments)))))
-    # What the budget guards count (`project_committed_cost`), from the numbers read above.
-    committed = sum((committed_amount(estimate=s.estimate, spent=s.spent,
-                                      built_hits=s.stage.hits.exists()) for s in stages
-                     if s.stage.status != StageStatus.DRAFT), Decimal("0"))
     return Cockpit(project=project, stages=stages, budget=project.budget_cap,
                    committed=Decimal(committed), spent=sum((s.spent for s in stages),
                                                            Decimal("0.00")))

@@ -25,7 +25,6 @@ import statistics
 from decimal import ROUND_HALF_UP, Decimal
 
 from django.conf import settings
-from django.db import models
 from django.db.models import Count
 
 from annotation.models import Assignment, AssignmentStatus, Stage, StageKind, StageStatus
@@ -33,6 +32,8 @@ from annotation.selectors import judgments_that_count
 from annotation.stage_plan_selectors import stage_hits_planned
 
 CENT = Decimal("0.01")
+# The recorded call of every bonus payment, whichever door pays it.
+BONUS_OPERATION = "SendBonus"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -108,7 +109,9 @@ def stage_cost_estimate(*, stage: Stage, with_balance: bool = False,
     provider = get_provider(stage.provider)
     hits = list(stage.hits.all())
     if hits:
-        groups = [(hit.max_assignments, hit.items.count(), hit.reward) for hit in hits]
+        asked = reoffers_in_flight(stage=stage)
+        groups = [(hit.max_assignments + asked.get(hit.pk, 0), hit.items.count(), hit.reward)
+                  for hit in hits]
     else:
         groups = [(plan.max_assignments, len(plan.items), stage.reward)
                   for plan in (plans if plans is not None
@@ -134,7 +137,6 @@ def stage_cost_estimate(*, stage: Stage, with_balance: bool = False,
     else:
         bonus_budget = per_correct * n_judgments
         bonus_fees = per_correct_fees
-    total = rewards + fees + bonus_budget + bonus_fees
     balance, balance_error = None, ""
     if with_balance:
         balance, balance_error = _balance(provider)
@@ -155,7 +157,8 @@ def stage_cost_estimate(*, stage: Stage, with_balance: bool = False,
         hits_in_40pct_tier=in_tier,
         bonus_budget=_money(bonus_budget),
         bonus_fees=_money(bonus_fees),
-        total=_money(total),
+        # The sum of the lines it shows, each rounded to the cent.
+        total=_money(rewards) + _money(fees) + _money(bonus_budget) + _money(bonus_fees),
         balance=balance,
         balance_error=balance_error,
         seconds_per_item=seconds,
@@ -163,6 +166,29 @@ def stage_cost_estimate(*, stage: Stage, with_balance: bool = False,
         hourly_pay=hourly_pay,
         min_hourly_pay=_money(Decimal(str(settings.QAJ_MIN_HOURLY_PAY))),
     )
+
+
+def reoffers_in_flight(*, stage: Stage) -> dict[int, int]:
+    """{HIT id: assignments (places) asked for and not yet grown into the HIT}: the re-offer
+    calls written (`annotation/services/replacements.py`) that did not fail for good and are
+    not recorded yet. The estimate counts them from the moment their row exists, so a spend
+    checked while one is in flight (its answer not back, or lost) sees it."""
+    from annotation.models import ProviderCall, ProviderCallStatus
+    from annotation.selectors import (
+        PROLIFIC_REOFFER_OPERATION,
+        REOFFER_OPERATION,
+        reoffers_not_grown,
+    )
+
+    asked: dict[int, int] = {}
+    calls = reoffers_not_grown(ProviderCall.objects.filter(
+        stage=stage, hit__isnull=False,
+        operation__in=(REOFFER_OPERATION, PROLIFIC_REOFFER_OPERATION)).exclude(
+        status=ProviderCallStatus.FAILED)).values_list("hit_id", "request")
+    for hit_id, request in calls:
+        asked[hit_id] = asked.get(hit_id, 0) + int(
+            (request or {}).get("NumberOfAdditionalAssignments", 1))
+    return asked
 
 
 def seconds_per_item(*, stage: Stage) -> tuple[float | None, str]:
@@ -207,27 +233,52 @@ def _balance(provider) -> tuple[Decimal | None, str]:
         return None, balance_error_text(exc)
 
 
-def committed_amount(*, estimate: Decimal | None, spent: Decimal,
+@dataclasses.dataclass(frozen=True)
+class StagePaid:
+    """What a stage has paid: rewards of approved work and their fees; bonuses paid or in
+    flight and their fees (`stage_paid`)."""
+    rewards: Decimal = Decimal("0")
+    bonuses: Decimal = Decimal("0")
+
+    @property
+    def total(self) -> Decimal:
+        return _money(self.rewards + self.bonuses)
+
+
+def committed_amount(*, estimate: StageCostEstimate | None, paid: StagePaid,
                      built_hits: bool = True) -> Decimal:
-    """The money a published stage holds of the budget, from its estimate and what it has paid:
-    the estimate, or what was paid when that is more (a bonus granted by hand, paid work the
-    estimate did not foresee): money spent stays spent whatever the estimate said. A stage that
-    never built HITs (`built_hits` False: an imported one, whose judgments were collected
-    elsewhere; a draft closed unpublished) put nothing on a provider: it holds what it paid,
-    never the price of a plan it would not run. The budget guards and the cockpit both add
-    these up."""
-    if not built_hits:
-        return spent
-    return max(estimate if estimate is not None else Decimal("0"), spent)
+    """The money a published stage holds of the budget, from its estimate and what it has
+    paid, rewards and bonuses each on their own: the estimate's rewards and fees, or the
+    rewards paid when that is more; plus its bonus budget and fees, or the bonuses paid (or in
+    flight) when that is more. Money spent stays spent whatever the estimate said, and a bonus
+    beyond the bonus budget never hides in the rewards still to be paid (one max over the
+    totals let a $5 bonus on a stage whose $10 of rewards were not yet paid commit $10, not
+    $15). A stage that never built HITs (`built_hits` False: an imported one, whose judgments
+    were collected elsewhere; a draft closed unpublished) put nothing on a provider: it holds
+    what it paid, never the price of a plan it would not run. The budget guards and the
+    cockpit both add these up."""
+    if not built_hits or estimate is None:
+        return paid.total
+    return _money(max(estimate.rewards + estimate.fees, paid.rewards)
+                  + max(estimate.bonus_budget + estimate.bonus_fees, paid.bonuses))
 
 
 def stage_committed_cost(*, stage: Stage) -> Decimal:
     """`committed_amount` of a published stage (planning a stage that never built HITs priced
     phantom HITs, or raised for a qualification without gold: it is not planned)."""
+    return _stage_committed(stage)
+
+
+def _stage_committed(stage: Stage, *, estimate_grows: Decimal = Decimal("0"),
+                     spent_grows: Decimal = Decimal("0")) -> Decimal:
     built_hits = stage.hits.exists()
-    return committed_amount(
-        estimate=stage_cost_estimate(stage=stage).total if built_hits else None,
-        spent=stage_spent(stage=stage), built_hits=built_hits)
+    paid = stage_paid(stage=stage)
+    paid = StagePaid(rewards=paid.rewards, bonuses=paid.bonuses + spent_grows)
+    if not built_hits:
+        return _money(paid.total + estimate_grows)
+    estimate = stage_cost_estimate(stage=stage)
+    estimate = dataclasses.replace(estimate, fees=estimate.fees + estimate_grows)
+    return committed_amount(estimate=estimate, paid=paid)
 
 
 def project_committed_cost(*, project, exclude_stage: Stage | None = None) -> Decimal:
@@ -242,61 +293,116 @@ def project_committed_cost(*, project, exclude_stage: Stage | None = None) -> De
     return total
 
 
+def committed_after(*, stage: Stage, estimate_grows: Decimal = Decimal("0"),
+                    spent_grows: Decimal = Decimal("0")) -> Decimal:
+    """What the project would commit (`project_committed_cost`) once `stage` spends more: its
+    estimated rewards grown by `estimate_grows` (one more assignment or place, fee included)
+    and its bonuses paid or in flight by `spent_grows` (a bonus and its fee). The one sum
+    behind every spending door's check (`spend_over_budget`)."""
+    return (project_committed_cost(project=stage.project, exclude_stage=stage)
+            + _stage_committed(stage, estimate_grows=estimate_grows, spent_grows=spent_grows))
+
+
+def budget_cap_now(*, project_id: int) -> Decimal | None:
+    """The project's budget cap as stored now: a check made under the budget lock reads the
+    cap a researcher may have just changed, not the one its project object was loaded with."""
+    from annotation.models import Project
+
+    return Project.objects.values_list("budget_cap", flat=True).get(pk=project_id)
+
+
+def spend_over_budget(*, stage: Stage, what: str, estimate_grows: Decimal = Decimal("0"),
+                      spent_grows: Decimal = Decimal("0"), advice: str = "raise the cap first"
+                      ) -> str:
+    """Why spending `what` on `stage` would take the project past its budget cap ("" when it
+    would not, or there is no cap), from `committed_after`. Every door that spends beyond what
+    publishing committed asks it under the project's budget lock
+    (`annotation.services.budget.budget_lock`), and writes its provider call's row (counted
+    from then on) before the lock is let go: a bonus by hand or per correct answer, a
+    replacement assignment, a Prolific place."""
+    cap = budget_cap_now(project_id=stage.project_id)
+    if cap is None:
+        return ""
+    after = committed_after(stage=stage, estimate_grows=estimate_grows,
+                            spent_grows=spent_grows)
+    if after <= cap:
+        return ""
+    return (f"{what} would commit ${_money(after)} of the project's ${cap} budget cap; "
+            f"{advice}")
+
+
 def bonus_over_budget(*, stage: Stage, amount: Decimal) -> str:
     """Why paying a bonus of `amount` (plus the provider's fee on it) on `stage` would take
     the project past its budget cap ("" when it would not, or there is no cap): the stage
-    then holds what it has paid plus this bonus, if that is more than its estimate."""
+    then holds what it has paid (bonuses in flight included) plus this bonus, if that is more
+    than its estimate."""
     from annotation.providers import get_provider
 
-    cap = stage.project.budget_cap
-    if cap is None:
-        return ""
     cost = amount + get_provider(stage.provider).bonus_fee(amount=amount)
-    others = project_committed_cost(project=stage.project, exclude_stage=stage)
-    this = max(stage_cost_estimate(stage=stage).total, stage_spent(stage=stage) + cost)
-    if others + this <= cap:
-        return ""
-    return (f"a bonus of ${amount} (${_money(cost)} with the provider's fee) would commit "
-            f"${_money(others + this)} of the project's ${cap} budget cap; raise the cap first")
+    return spend_over_budget(
+        stage=stage, spent_grows=cost,
+        what=f"a bonus of ${amount} (${_money(cost)} with the provider's fee)")
 
 
 def extra_assignment_over_budget(*, stage: Stage, reward: Decimal, max_assignments: int) -> str:
     """Why offering one more assignment (at `reward`, on a HIT that will then have
     `max_assignments`) would take the project past its budget cap ("" when it would not, or
-    there is no cap): the stage's estimate grows by the reward and the provider's fee on it,
-    counted on what the project has committed already (a rejected assignment is not paid, so
-    this errs on the side of the cap)."""
+    there is no cap): the stage's estimate grows by the reward and the provider's fee on it
+    (a rejected assignment is not paid, so this errs on the side of the cap)."""
     from annotation.providers import get_provider
 
-    cap = stage.project.budget_cap
-    if cap is None:
-        return ""
     cost = reward + get_provider(stage.provider).assignment_fee(
         reward=reward, max_assignments=max_assignments)
-    committed = project_committed_cost(project=stage.project)
-    if committed + cost <= cap:
-        return ""
-    return (f"one more assignment (${_money(cost)} with the provider's fee) would commit "
-            f"${_money(committed + cost)} of the project's ${cap} budget cap; raise the cap "
-            "to re-offer it")
+    return spend_over_budget(
+        stage=stage, estimate_grows=cost,
+        what=f"one more assignment (${_money(cost)} with the provider's fee)",
+        advice="raise the cap to re-offer it")
 
 
 def stage_spent(*, stage: Stage) -> Decimal:
+    """Money paid so far on the stage (`stage_paid`'s total)."""
+    return stage_paid(stage=stage).total
+
+
+def stage_paid(*, stage: Stage) -> StagePaid:
     """Money paid so far on the stage: each approved assignment's reward and the provider's fee
-    on it, plus every bonus paid and its fee."""
+    on it; every bonus paid or in flight and its fee (`stage_bonuses_committed`)."""
     from annotation.providers import get_provider
 
     provider = get_provider(stage.provider)
-    spent = Decimal("0")
-    paid = (Assignment.objects.filter(stage=stage)
-            .filter(models.Q(status=AssignmentStatus.APPROVED) | models.Q(bonus_paid__gt=0))
-            .select_related("hit"))
-    for assignment in paid:
-        if assignment.status == AssignmentStatus.APPROVED:
-            reward = assignment.hit.reward if assignment.hit else stage.reward
-            max_assignments = assignment.hit.max_assignments if assignment.hit else 1
-            spent += reward + provider.assignment_fee(reward=reward,
-                                                      max_assignments=max_assignments)
-        if assignment.bonus_paid:
-            spent += assignment.bonus_paid + provider.bonus_fee(amount=assignment.bonus_paid)
-    return _money(spent)
+    rewards = Decimal("0")
+    approved = (Assignment.objects.filter(stage=stage, status=AssignmentStatus.APPROVED)
+                .select_related("hit"))
+    for assignment in approved:
+        reward = assignment.hit.reward if assignment.hit else stage.reward
+        max_assignments = assignment.hit.max_assignments if assignment.hit else 1
+        rewards += reward + provider.assignment_fee(reward=reward,
+                                                    max_assignments=max_assignments)
+    return StagePaid(rewards=_money(rewards),
+                     bonuses=_money(stage_bonuses_committed(stage=stage, provider=provider)))
+
+
+def stage_bonuses_committed(*, stage: Stage, provider) -> Decimal:
+    """Every bonus payment of the stage that paid or may have paid, each with the provider's fee
+    on it (MTurk's $0.01 minimum is per payment): the recorded `SendBonus` calls that did not
+    fail for good, so one in flight (written before it is sent, its answer not back, or lost)
+    is committed from the moment its row exists and a second bonus checked meanwhile counts it;
+    plus, for safety, any bonus an assignment records beyond its calls."""
+    from annotation.models import ProviderCall, ProviderCallStatus
+
+    total = Decimal("0")
+    recorded: dict[int, Decimal] = {}
+    calls = (ProviderCall.objects.filter(stage=stage, operation=BONUS_OPERATION,
+                                         amount__gt=0)
+             .exclude(status=ProviderCallStatus.FAILED)
+             .values_list("assignment_id", "amount", "status"))
+    for assignment_id, amount, status in calls:
+        total += amount + provider.bonus_fee(amount=amount)
+        if status == ProviderCallStatus.SUCCEEDED:
+            recorded[assignment_id] = recorded.get(assignment_id, Decimal("0")) + amount
+    for pk, paid in (Assignment.objects.filter(stage=stage, bonus_paid__gt=0)
+                     .values_list("pk", "bonus_paid")):
+        beyond = paid - recorded.get(pk, Decimal("0"))
+        if beyond > 0:
+            total += beyond + provider.bonus_fee(amount=beyond)
+    return total

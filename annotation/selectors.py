@@ -110,6 +110,14 @@ REOFFER_OPERATION = "CreateAdditionalAssignmentsForHIT"
 PROLIFIC_REOFFER_OPERATION = "UpdateStudyPlaces"
 
 
+def reoffers_not_grown(calls: QuerySet) -> QuerySet:
+    """The re-offer calls of `calls` not yet grown into their HIT (no `"recorded": true` in
+    their response). Not `.exclude(response__recorded=True)`: in SQL a response without the
+    key compares as NULL, and NOT NULL drops the row, so every call a crash left unrecorded
+    was skipped (on SQLite and PostgreSQL alike)."""
+    return calls.filter(Q(response__recorded__isnull=True) | ~Q(response__recorded=True))
+
+
 def qualification_results_that_count(queryset: QuerySet[WorkerQualification] | None = None
                                       ) -> QuerySet[WorkerQualification]:
     """The qualification results that qualify, as `judgments_that_count` counts work: not one

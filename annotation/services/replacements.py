@@ -63,12 +63,19 @@ from annotation.models import (
     Stage,
 )
 from annotation.providers import get_provider
-from annotation.providers.calls import ProviderCallRefused, new_token, provider_call_run
+from annotation.providers.calls import (
+    ProviderCallRefused,
+    new_token,
+    provider_call_get_or_create,
+    provider_call_run,
+)
 from annotation.selectors import (
     PROLIFIC_REOFFER_OPERATION,
     REOFFER_OPERATION,
     judgments_releasing_slots,
+    reoffers_not_grown,
 )
+from annotation.services.budget import budget_lock
 
 # MTurk refuses to take a HIT made with fewer than 10 assignments to 10 or more.
 MTURK_ASSIGNMENT_TIER = 10
@@ -118,40 +125,55 @@ def stage_replacements_offer(*, stage: Stage) -> ReplacementReport:
     now = timezone.now()
     for assignment in assignments_to_replace(stage=stage):
         hit = Hit.objects.get(pk=assignment.hit_id)  # fresh: an earlier pass may have grown it
-        why = _cannot_reoffer(stage, hit, now)
+        why = _cannot_reoffer(hit, now)
         if why:
             report.waiting.append(f"{assignment}: {why}")
-            if "budget cap" in why:
-                break  # every further one costs as much
             continue
         key = f"mturk:reoffer:{assignment.pk}"
         # Throttled or lost: the next sync repeats the same token.
-        _reoffer_call(report, assignment, what="a replacement", provider=Provider.MTURK,
+        if not _reoffer_call(report, assignment, what="a replacement", provider=Provider.MTURK,
                       operation=REOFFER_OPERATION, key=key,
                       token=new_token(f"qaj-reoffer-{assignment.pk}"),
                       call_fn=lambda token, hit=hit: provider.assignments_add(
                           hit=hit, count=1, token=token),
                       stage=stage, hit=hit,
                       request={"NumberOfAdditionalAssignments": 1,
-                               "replaces": assignment.external_id})
+                               "replaces": assignment.external_id}):
+            break  # past the budget cap: every further one costs as much
     return report
 
 
 def _reoffer_call(report: ReplacementReport, assignment: Assignment, *, what: str,
-                  **call) -> None:
+                  **call) -> bool:
     """Run one recorded re-offer call (`provider_call_run`) for `assignment` and record it
     (`_reoffer_record`); a refusal or an unconfirmed answer is said in `report.waiting`, and
-    the next sync retries the same call."""
+    the next sync retries the same call. False when the project's budget cap refuses it: the
+    check (`extra_assignment_over_budget`) and the call's row are made under the budget lock,
+    so a bonus or another stage's replacement checked meanwhile counts this one."""
     provider_name = Provider(call["provider"]).label
+    hit = call["hit"]
+    with transaction.atomic():
+        budget_lock(assignment.stage.project)
+        if not ProviderCall.objects.filter(key=call["key"]).exclude(
+                status=ProviderCallStatus.FAILED).exists():  # a retry is counted already
+            why = extra_assignment_over_budget(stage=call["stage"], reward=hit.reward,
+                                               max_assignments=hit.max_assignments + 1)
+            if why:
+                report.waiting.append(f"{assignment}: {why}")
+                return False
+            provider_call_get_or_create(
+                **{name: value for name, value in call.items() if name != "call_fn"},
+                assignment=assignment, worker=assignment.worker)
     try:
         provider_call_run(assignment=assignment, worker=assignment.worker, **call)
     except ProviderCallRefused as exc:
         report.waiting.append(f"{assignment}: {provider_name} refused {what}: {exc}")
-        return
+        return True
     except Exception as exc:  # throttled or lost
         report.waiting.append(f"{assignment}: {what} not confirmed yet: {exc}")
-        return
+        return True
     report.reoffered += _reoffer_record(ProviderCall.objects.get(key=call["key"]).pk)
+    return True
 
 
 def _released_assignment_ids(stage: Stage) -> QuerySet[Judgment]:
@@ -194,23 +216,19 @@ def _prolific_places_offer(stage: Stage, report: ReplacementReport) -> Replaceme
             report.waiting.append(f"{assignment}: the stage has no HIT to record a place on")
             continue
         hit = Hit.objects.get(pk=hit.pk)  # fresh: an earlier pass may have grown it
-        why = extra_assignment_over_budget(stage=stage, reward=hit.reward,
-                                           max_assignments=hit.max_assignments + 1)
-        if why:
-            report.waiting.append(f"{assignment}: {why}")
-            break  # every further place costs as much
         key = f"prolific:places:{assignment.pk}"
         previous = ProviderCall.objects.filter(key=key).first()
         target = (int(previous.request["total_available_places"]) if previous is not None
                   else _next_places_target(stage))
         # Throttled or lost: the next sync sets the same number.
-        _reoffer_call(report, assignment, what="a place", provider=Provider.PROLIFIC,
+        if not _reoffer_call(report, assignment, what="a place", provider=Provider.PROLIFIC,
                       operation=PROLIFIC_REOFFER_OPERATION, key=key,
                       call_fn=lambda _token, target=target: provider.study_places_raise(
                           stage=stage, at_least=target),
                       stage=stage, hit=hit,
                       request={"total_available_places": target,
-                               "replaces": assignment.external_id})
+                               "replaces": assignment.external_id}):
+            break  # past the budget cap: every further place costs as much
     return report
 
 
@@ -227,7 +245,7 @@ def _next_places_target(stage: Stage) -> int:
     return base + calls.count() + 1
 
 
-def _cannot_reoffer(stage: Stage, hit: Hit, now) -> str:
+def _cannot_reoffer(hit: Hit, now) -> str:
     if not hit.external_id:
         return "its HIT is not on MTurk"
     if hit.status == HitStatus.EXPIRED or (hit.expires_at is not None and hit.expires_at <= now):
@@ -235,17 +253,15 @@ def _cannot_reoffer(stage: Stage, hit: Hit, now) -> str:
     if hit.max_assignments < MTURK_ASSIGNMENT_TIER <= hit.max_assignments + 1:
         return (f"MTurk cannot take a HIT made with fewer than {MTURK_ASSIGNMENT_TIER} "
                 f"assignments to {MTURK_ASSIGNMENT_TIER}")
-    return extra_assignment_over_budget(stage=stage, reward=hit.reward,
-                                        max_assignments=hit.max_assignments + 1)
+    return ""
 
 
 def _reoffers_record(stage: Stage) -> int:
     """Grow each HIT by the replacements MTurk added and this database has not recorded yet
     (the call and its record in one transaction: counted once); a HIT marked done opens
     again. Returns how many were recorded."""
-    pending = ProviderCall.objects.filter(stage=stage, operation__in=REOFFER_OPERATIONS,
-                                          status=ProviderCallStatus.SUCCEEDED).exclude(
-        response__recorded=True)
+    pending = reoffers_not_grown(ProviderCall.objects.filter(
+        stage=stage, operation__in=REOFFER_OPERATIONS, status=ProviderCallStatus.SUCCEEDED))
     return sum(_reoffer_record(pk) for pk in pending.values_list("pk", flat=True))
 
 

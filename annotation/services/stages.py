@@ -19,6 +19,7 @@ from django.utils import timezone
 
 from annotation.cost_selectors import (
     StageCostEstimate,
+    budget_cap_now,
     project_committed_cost,
     stage_committed_cost,
     stage_cost_estimate,
@@ -52,6 +53,7 @@ from annotation.models import (
 from annotation.providers import PublishReport, get_provider
 from annotation.readiness_selectors import stage_readiness
 from annotation.selectors import judgments_releasing_slots
+from annotation.services.budget import budget_lock
 from annotation.stage_errors import BudgetExceeded, GuardFailed, IllegalTransition, StageError
 from annotation.stage_plan_selectors import (
     design_applies,
@@ -319,9 +321,12 @@ def stage_edit_errors(*, stage: Stage, changes: dict) -> dict[str, str]:
 def _bonus_budget_problem(stored: Stage, settings: dict) -> str:
     """Why the new bonus budget of a published stage would take the project past its cap."""
     old, new = (stored.settings or {}).get("bonus_budget"), settings.get("bonus_budget")
-    cap = stored.project.budget_cap
-    if old == new or cap is None:
+    if old == new or stored.project.budget_cap is None:
         return ""
+    # Checked and saved under the budget lock (the door's transaction), so a spend checked
+    # meanwhile counts the new budget, and this check counts that spend.
+    budget_lock(stored.project)
+    cap = budget_cap_now(project_id=stored.project_id)
     changed = Stage.objects.get(pk=stored.pk)
     changed.settings = settings
     committed = (project_committed_cost(project=stored.project, exclude_stage=stored)
@@ -407,6 +412,11 @@ def project_edit_errors(*, project, changes: dict) -> dict[str, str]:
             "Reword the labels, or close the stage first")
     if errors or not ({"budget_cap", "bonus_per_correct"} & set(changed)):
         return errors
+    # Checked and saved under the budget lock (the door's transaction: the API's
+    # `project_update`, the admin's change form), so a spend checked meanwhile (a bonus, a
+    # replacement, a publish) reads the new cap, and this check counts that spend.
+    budget_lock(stored)
+    stored.budget_cap = budget_cap_now(project_id=stored.pk)
     for name, value in changed.items():
         if name in ("budget_cap", "bonus_per_correct"):
             setattr(stored, name, value)
@@ -648,7 +658,7 @@ def design_guard(*, stage: Stage) -> None:
 
 
 def budget_guard(*, stage: Stage, estimate: StageCostEstimate) -> None:
-    cap = stage.project.budget_cap
+    cap = budget_cap_now(project_id=stage.project_id)
     if cap is not None:
         committed = project_committed_cost(project=stage.project, exclude_stage=stage)
         if committed + estimate.total > cap:
@@ -721,7 +731,10 @@ def stage_row_lock(stage: Stage) -> None:
 def _publish_draft(*, stage: Stage, user, actor: str, override_reason: str | None,
                    probe: bool) -> tuple[list[Hit], StageCostEstimate]:
     # Every check reads the stage as it is under its row lock, held until the HITs they
-    # approved are built and the stage is published (an edit waits: `stage_update`).
+    # approved are built and the stage is published (an edit waits: `stage_update`). The
+    # project's budget lock first: another stage's publish, a bonus or a replacement checked
+    # meanwhile waits, then counts this stage (`annotation/services/budget.py`).
+    budget_lock(stage.project)
     stage_row_lock(stage)
     stage.refresh_from_db()
     if stage.status != StageStatus.DRAFT:

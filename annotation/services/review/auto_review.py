@@ -10,6 +10,7 @@ import datetime as dt
 from django.db.models import Count, Q
 from django.utils import timezone
 
+from annotation.cost_selectors import BONUS_OPERATION
 from annotation.models import (
     Assignment,
     AssignmentStatus,
@@ -146,7 +147,7 @@ def _pay_correct_answer_bonuses(stage: Stage, provider, report: ReviewReport) ->
     # Separate from approving, so an approval confirmed later (lost answer, MTurk's own
     # auto-approval) still gets its bonus — once: the key names this bonus.
     paid = ProviderCall.objects.filter(
-        assignment__stage=stage, operation="SendBonus", key__endswith=f":{PER_CORRECT_KEY}",
+        assignment__stage=stage, operation=BONUS_OPERATION, key__endswith=f":{PER_CORRECT_KEY}",
         status=ProviderCallStatus.SUCCEEDED).values("assignment_id")
     approved = stage.assignments.filter(status=AssignmentStatus.APPROVED).exclude(pk__in=paid)
     if provider.confirms_submissions:

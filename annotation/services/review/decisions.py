@@ -9,10 +9,11 @@ import statistics
 from collections import Counter
 from decimal import Decimal
 
+from django.db import transaction
 from django.db.models import Sum
 from django.utils import timezone
 
-from annotation.cost_selectors import bonus_over_budget
+from annotation.cost_selectors import BONUS_OPERATION, bonus_over_budget
 from annotation.domain.answers import (
     SAME_JUSTIFICATION_SHARE,
     position_shown,
@@ -35,8 +36,13 @@ from annotation.models import (
 )
 from annotation.providers import get_provider
 from annotation.providers.base import call_token_is_stale
-from annotation.providers.calls import new_token, provider_call_run
+from annotation.providers.calls import (
+    new_token,
+    provider_call_get_or_create,
+    provider_call_run,
+)
 from annotation.selectors import qualification_results_that_count
+from annotation.services.budget import budget_lock
 from annotation.services.qualification import (
     answer_is_correct,
     assignment_provider_confirmed,
@@ -291,13 +297,22 @@ def assignment_bonus_pay(*, assignment: Assignment, amount: Decimal, reason: str
     _require_confirmed(assignment, "pay a bonus for")
     stage = assignment.stage
     call_key = bonus_call_key(assignment=assignment, amount=amount, reason=reason, key=key)
-    if key != PER_CORRECT_KEY and not bonus_already_paid(
-            assignment=assignment, amount=amount, reason=reason, key=key):
-        # The per-correct bonus was budgeted at publish (the estimate holds it at its maximum);
-        # a bonus granted by hand was not, so it must fit under the cap.
-        over = bonus_over_budget(stage=stage, amount=amount)
-        if over:
-            raise ReviewError(over)
+    call_fields = {"provider": stage.provider, "operation": BONUS_OPERATION, "key": call_key,
+                   "token": new_token(f"qaj-bonus-{assignment.pk}"), "stage": stage,
+                   "assignment": assignment, "worker": assignment.worker, "amount": amount,
+                   "request": {"reason": reason}}
+    with transaction.atomic():
+        # Every bonus, by hand or per correct answer (a stage's `bonus_budget` replaces the
+        # per-correct maximum in its estimate), fits under the cap with every bonus in flight;
+        # its row, written under the lock, is counted by the next one checked.
+        budget_lock(stage.project)
+        written = ProviderCall.objects.filter(key=call_key).exclude(
+            status=ProviderCallStatus.FAILED).exists()
+        if not written:  # a call already written is counted already: only retried here
+            over = bonus_over_budget(stage=stage, amount=amount)
+            if over:
+                raise ReviewError(over)
+            provider_call_get_or_create(**call_fields)
     provider = get_provider(stage.provider)
     # A payment first tried longer ago than the provider remembers its token (MTurk: 24 h) is
     # looked up before it is sent again: the first attempt may have paid.
@@ -308,15 +323,10 @@ def assignment_bonus_pay(*, assignment: Assignment, amount: Decimal, reason: str
             return {"paid_by_earlier_attempt": f"{amount:.2f}", "found_by": "ListBonusPayments"}
         return provider.bonus(assignment=assignment, amount=amount, reason=reason, token=token)
 
-    provider_call_run(
-        provider=stage.provider, operation="SendBonus", key=call_key,
-        token=new_token(f"qaj-bonus-{assignment.pk}"), call_fn=pay,
-        stage=stage, assignment=assignment, worker=assignment.worker, amount=amount,
-        request={"reason": reason},
-    )
+    provider_call_run(call_fn=pay, **call_fields)
     # The paid total is recomputed from the recorded calls, so it cannot drift on retries.
     paid = ProviderCall.objects.filter(
-        assignment=assignment, operation="SendBonus", status=ProviderCallStatus.SUCCEEDED
+        assignment=assignment, operation=BONUS_OPERATION, status=ProviderCallStatus.SUCCEEDED
     ).aggregate(total=Sum("amount"))["total"] or Decimal("0")
     assignment.bonus_paid = paid
     assignment.save(update_fields=["bonus_paid"])
@@ -334,7 +344,7 @@ def _bonus_paid_by_earlier_attempt(provider, assignment: Assignment, amount: Dec
     remote = sum(1 for paid, why in listed if paid == amount and why == reason)
     recorded = sum(
         1 for call in ProviderCall.objects.filter(
-            assignment=assignment, operation="SendBonus", status=ProviderCallStatus.SUCCEEDED,
+            assignment=assignment, operation=BONUS_OPERATION, status=ProviderCallStatus.SUCCEEDED,
             amount=amount)
         if (call.request or {}).get("reason", "")[:1024] == reason
     )

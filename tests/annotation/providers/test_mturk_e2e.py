@@ -173,6 +173,7 @@ def test_qualification_trial_review_on_the_mturk_protocol(mturk_server, likert_s
     assert ProviderCall.objects.count() == calls_before
     assert_local_matches_server(server, trial)
     assert_local_matches_server(server, qualification)
+    assert_money_matches_server(state, project)
 
     # --- full collection: held back by the trial's agreement until overridden (logged) -------
     full.agreement_threshold = 0.99
@@ -219,3 +220,27 @@ def test_mturk_auto_approval_is_mirrored_and_missing_judgments_flagged(mturk_ser
     empty = Assignment.objects.get(external_id=empty_id)
     assert empty.status == AssignmentStatus.FLAGGED
     assert "already marked it approved" in empty.review_note
+
+
+def assert_money_matches_server(state, project) -> None:
+    """What the cockpit says was spent is what MTurk took from the account (rewards approved
+    and bonuses sent, as the server's balance fell) plus MTurk's fees on each (20%, 40% for a
+    HIT of 10+ assignments, at least $0.01 per assignment and per bonus payment); what it says
+    is committed is what the budget guards count."""
+    from annotation.cockpit_selectors import study_cockpit
+    from annotation.cost_selectors import project_committed_cost
+
+    cent = Decimal("0.01")
+    fees = Decimal("0")
+    for assignment in state.assignments.values():
+        if assignment["AssignmentStatus"] == "Approved":
+            hit = state.hits[assignment["HITId"]]
+            rate = Decimal("0.40") if hit["MaxAssignments"] >= 10 else Decimal("0.20")
+            fees += max(cent, Decimal(hit["Reward"]) * rate)
+    fees += sum((max(cent, Decimal(b["BonusAmount"]) * Decimal("0.20"))
+                 for b in state.bonuses), Decimal("0"))
+    taken = Decimal("10000.00") - state.balance
+    assert taken > 0
+    cockpit = study_cockpit(project=project)
+    assert cockpit.spent == (taken + fees).quantize(cent)
+    assert cockpit.committed == project_committed_cost(project=project)

@@ -66,8 +66,10 @@ def test_the_cockpit_reads_the_study_as_its_researcher_would():
     assert full_row.next_step == "estimate the cost, then publish"
     assert trial_row.next_step.startswith("review the submitted work (open “to review”")
     assert cockpit.budget == Decimal("50.00")
-    # Only published stages are committed; the draft full stage is not.
-    assert cockpit.committed == trial_row.estimate
+    # Only published stages are committed; the draft full stage is not. The $0.50 bonus is
+    # beyond the stage's bonus budget ($0): it adds to the $6 of rewards the estimate holds,
+    # never hides in the $4 of them not paid yet.
+    assert cockpit.committed == trial_row.estimate + Decimal("0.50")
 
 
 def test_the_cockpit_page_shows_the_pipeline_and_is_private(client):

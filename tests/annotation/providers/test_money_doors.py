@@ -1,0 +1,271 @@
+"""The budget cap at every door that spends: one sum of what is committed
+(`annotation.cost_selectors.committed_after`), one check (`spend_over_budget`) asked under one
+lock (`annotation.services.budget.budget_lock`) by bonuses (by hand and per correct answer),
+replacement assignments, Prolific places and publishing."""
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+
+from annotation.cost_selectors import (
+    project_committed_cost,
+    stage_cost_estimate,
+    stage_spent,
+)
+from annotation.models import (
+    Assignment,
+    AssignmentStatus,
+    ProviderCall,
+    ProviderCallStatus,
+    TaskKind,
+)
+from annotation.providers import override_provider
+from annotation.selectors import REOFFER_OPERATION
+from annotation.services.review import (
+    ReviewError,
+    assignment_approve,
+    assignment_bonus_pay,
+    stage_auto_review,
+)
+from testing.factories import (
+    make_assignment,
+    make_hit,
+    make_item,
+    make_judgment,
+    make_project,
+    make_stage,
+    make_worker,
+)
+from tests.annotation.providers.test_review import RecordingProvider
+from tests.support.paths import require_shared_database
+from tests.support.races import side_by_side
+
+pytestmark = pytest.mark.reliability
+
+
+@pytest.fixture
+def recording():
+    provider = RecordingProvider()
+    with override_provider("inhouse", provider):
+        yield provider
+
+
+def _approved(stage, hit, n_items=3):
+    worker = make_worker()
+    items = [make_item(stage.project) for _ in range(n_items)]
+    assignment = make_assignment(stage, worker=worker, hit=hit, items=items,
+                                 status=AssignmentStatus.SUBMITTED)
+    for item in items:
+        make_judgment(item=item, stage=stage, worker=worker, assignment=assignment, score=3,
+                      time_spent_ms=5000)
+    assignment_approve(assignment=assignment)
+    return assignment
+
+
+def _stage_of_three_dollars(cap: str):
+    """An in-house stage (no fees) whose one HIT of 3 assignments at $1.00 commits $3.00."""
+    project = make_project(TaskKind.LIKERT, budget_cap=Decimal(cap),
+                           reward_per_hit=Decimal("1.00"))
+    stage = make_stage(project)
+    hit = make_hit(stage, items=[make_item(project)], max_assignments=3,
+                   reward=Decimal("1.00"))
+    return project, stage, hit
+
+
+@pytest.mark.django_db
+def test_a_bonus_beyond_the_bonus_budget_adds_to_the_rewards_not_yet_paid(recording):
+    """The stage holds $3.00 of rewards, $1.00 paid so far. A $1.00 bonus by hand is not in
+    its estimate: once the other two assignments are paid the stage has cost $4.00. One max
+    over the totals (estimate $3.00 against $1.00 paid + $1.00 bonus) let it under a $3.00 cap."""
+    project, stage, hit = _stage_of_three_dollars("3.00")
+    assignment = _approved(stage, hit)
+    assert project_committed_cost(project=project) == Decimal("3.00")
+    with pytest.raises(ReviewError, match=r"would commit \$4.00 of the project's \$3.00"):
+        assignment_bonus_pay(assignment=assignment, amount=Decimal("1.00"), reason="great")
+    assert [d for d in recording.done if d[0] == "bonus"] == []
+    project.budget_cap = Decimal("4.00")
+    project.save()
+    assignment_bonus_pay(assignment=assignment, amount=Decimal("1.00"), reason="great")
+    assert project_committed_cost(project=project) == Decimal("4.00")
+
+
+@pytest.mark.django_db
+def test_a_bonus_in_flight_counts_against_the_cap(recording):
+    """A bonus whose answer was lost may have paid: it is committed from the moment its call
+    is written, so a second bonus checked meanwhile counts it; its own retry is not refused."""
+    project, stage, hit = _stage_of_three_dollars("5.00")
+    first, second = _approved(stage, hit), _approved(stage, hit)
+    recording.lose_next = 1
+    with pytest.raises(ConnectionError):
+        assignment_bonus_pay(assignment=first, amount=Decimal("1.50"), reason="a")
+    assert ProviderCall.objects.get(operation="SendBonus").status == ProviderCallStatus.PENDING
+    assert stage_spent(stage=stage) == Decimal("3.50")  # $2.00 approved + $1.50 in flight
+    with pytest.raises(ReviewError, match=r"would commit \$6.00 of the project's \$5.00"):
+        assignment_bonus_pay(assignment=second, amount=Decimal("1.50"), reason="b")
+    assignment_bonus_pay(assignment=first, amount=Decimal("1.50"), reason="a")  # the retry
+    assert [d[2] for d in recording.done if d[0] == "bonus"] == ["1.50"]
+    assert project_committed_cost(project=project) == Decimal("4.50")
+
+
+@pytest.mark.django_db
+def test_a_per_correct_bonus_past_the_cap_is_refused(recording):
+    """A stage's `bonus_budget` replaces the per-correct maximum in its estimate, so the
+    per-correct bonus is not always budgeted at publish: review asks the cap too, and a refused
+    bonus is said in its report (the approval stands)."""
+    project = make_project(TaskKind.MC, bonus_per_correct=Decimal("1.00"),
+                           budget_cap=Decimal("1.00"), reward_per_hit=Decimal("1.00"))
+    stage = make_stage(project, settings={"bonus_budget": 0})
+    items = [make_item(project, gold={"choice": "A"}) for _ in range(4)]
+    hit = make_hit(stage, items=items, max_assignments=1, reward=Decimal("1.00"))
+    assert stage_cost_estimate(stage=stage).total == Decimal("1.00")
+    worker = make_worker()
+    assignment = make_assignment(stage, worker=worker, hit=hit, items=items,
+                                 status=AssignmentStatus.SUBMITTED)
+    for item in items:
+        make_judgment(item=item, stage=stage, worker=worker, assignment=assignment,
+                      choice="A", time_spent_ms=9000)
+    assignment.submitted_at = assignment.started_at
+    assignment.save()
+    report = stage_auto_review(stage=stage)
+    assert (report.approved, report.bonuses) == (1, 0)
+    assert any("budget cap" in error for error in report.errors), report.errors
+    assert [d[0] for d in recording.done] == ["approve"]
+    assert project_committed_cost(project=project) <= project.budget_cap
+
+
+@pytest.mark.django_db
+def test_a_replacement_asked_for_is_committed_before_its_answer(recording):
+    """A re-offer call written and not yet grown into its HIT (answer lost, or in flight) is one
+    more assignment in the estimate, so a bonus checked meanwhile counts it."""
+    project, stage, hit = _stage_of_three_dollars("4.00")
+    assignment = _approved(stage, hit)
+    ProviderCall.objects.create(provider="inhouse", operation=REOFFER_OPERATION,
+                                key="mturk:reoffer:x", token="t", stage=stage, hit=hit,
+                                assignment=assignment,
+                                request={"NumberOfAdditionalAssignments": 1})
+    assert stage_cost_estimate(stage=stage).n_assignments == 4
+    assert project_committed_cost(project=project) == Decimal("4.00")
+    with pytest.raises(ReviewError, match="budget cap"):
+        assignment_bonus_pay(assignment=assignment, amount=Decimal("0.50"), reason="r")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_bonuses_at_once_never_pass_the_cap(monkeypatch):
+    """Two researchers (or a researcher and the per-correct review) pay bonuses on one project
+    at once, each fitting the cap alone, not both: each check is forced to wait, after reading
+    what is committed, for the other to have read too (`side_by_side`). One is paid, the other
+    refused."""
+    require_shared_database()
+    from annotation.services.review import decisions
+
+    provider = RecordingProvider()
+    with override_provider("inhouse", provider):
+        project, stage, hit = _stage_of_three_dollars("5.00")
+        pks = [_approved(stage, hit).pk for _ in range(2)]
+
+    def pay(pk: int):
+        def step() -> None:
+            with override_provider("inhouse", provider):
+                assignment_bonus_pay(assignment=Assignment.objects.get(pk=pk),
+                                     amount=Decimal("2.00"), reason=f"bonus {pk}")
+        return step
+
+    refused, errors = side_by_side([pay(pk) for pk in pks], monkeypatch=monkeypatch,
+                                   reads=[(decisions, "bonus_over_budget")],
+                                   expected=ReviewError)
+    assert errors == []
+    assert len([d for d in provider.done if d[0] == "bonus"]) == 1
+    assert len(refused) == 1 and "budget cap" in refused[0]
+    assert project_committed_cost(project=project) == Decimal("5.00")
+
+@pytest.mark.django_db
+def test_a_replacement_a_crash_left_unrecorded_is_grown_into_its_hit_by_the_next_sync():
+    """MTurk added the assignment (the call succeeded), the process died before the HIT grew:
+    the next sync records it, so the estimate and the cap count the assignment bought. The
+    old query (`exclude(response__recorded=True)`) never found such a call: a response
+    without the key compares as NULL in SQL."""
+    from annotation.services.replacements import stage_replacements_offer
+
+    project, stage, hit = _stage_of_three_dollars("10.00")
+    stage.provider = "mturk"
+    stage.save()
+    assignment = make_assignment(stage, hit=hit, status=AssignmentStatus.REJECTED)
+    ProviderCall.objects.create(provider="mturk", operation=REOFFER_OPERATION,
+                                key=f"mturk:reoffer:{assignment.pk}", token="t", stage=stage,
+                                hit=hit, assignment=assignment,
+                                status=ProviderCallStatus.SUCCEEDED, response={"HIT": "x"},
+                                request={"NumberOfAdditionalAssignments": 1})
+    stage_replacements_offer(stage=stage)
+    hit.refresh_from_db()
+    assert hit.max_assignments == 4
+    assert ProviderCall.objects.get(operation=REOFFER_OPERATION).response["recorded"] is True
+    stage_replacements_offer(stage=stage)  # recorded once
+    hit.refresh_from_db()
+    assert hit.max_assignments == 4
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_stages_published_at_once_never_pass_the_cap(monkeypatch):
+    """Two stages of one project published at once (two researchers, the admin and a Celery
+    publish), each fitting the cap alone: each publish's budget check waits, after reading what
+    is committed, for the other to have read too (`side_by_side`). One is published; the other
+    is refused and stays a draft."""
+    require_shared_database()
+    from annotation.models import Stage, StageKind, StageStatus
+    from annotation.services import stages as stage_services
+    from annotation.services.stages import stage_publish
+    from annotation.stage_errors import BudgetExceeded
+
+    project = make_project(TaskKind.LIKERT, reward_per_hit=Decimal("0.40"), items_per_hit=5,
+                           budget_cap=Decimal("1.20"), redundancy={"default": 1})
+    for _ in range(30):
+        make_item(project, split="dev", group_key="one passage")
+    pks = [make_stage(project, kind=StageKind.TRIAL, status=StageStatus.DRAFT, order=n,
+                      judgments_per_item=1, settings={"n_items": 10}).pk for n in (1, 2)]
+    assert stage_cost_estimate(stage=Stage.objects.get(pk=pks[0])).total == Decimal("0.80")
+    refused, errors = side_by_side(
+        [lambda pk=pk: stage_publish(stage=Stage.objects.get(pk=pk), actor="test")
+         for pk in pks],
+        monkeypatch=monkeypatch, reads=[(stage_services, "budget_guard")],
+        expected=BudgetExceeded)
+    assert errors == []
+    statuses = sorted(Stage.objects.filter(pk__in=pks).values_list("status", flat=True))
+    assert len(refused) == 1 and "budget cap" in refused[0], refused
+    assert statuses == sorted([StageStatus.DRAFT, StageStatus.COLLECTING])
+    assert project_committed_cost(project=project) <= project.budget_cap
+
+@pytest.mark.django_db(transaction=True)
+def test_a_cap_lowered_while_a_bonus_is_paid_never_ends_below_what_is_committed(monkeypatch):
+    """A researcher lowers the cap to what is committed while a bonus is being paid: each
+    check alone holds, both together would leave the project committing $4.00 under a $3.00
+    cap. Each check waits, after reading what is committed, for the other (`side_by_side`);
+    one of them is refused."""
+    require_shared_database()
+    from django.core.exceptions import ValidationError
+
+    from annotation.models import Project
+    from annotation.services import stages as stage_services
+    from annotation.services.projects import project_update
+    from annotation.services.review import decisions
+
+    provider = RecordingProvider()
+    with override_provider("inhouse", provider):
+        project, stage, hit = _stage_of_three_dollars("5.00")
+        pk = _approved(stage, hit).pk
+
+    def bonus() -> None:
+        with override_provider("inhouse", provider):
+            assignment_bonus_pay(assignment=Assignment.objects.get(pk=pk),
+                                 amount=Decimal("1.00"), reason="great")
+
+    refused, errors = side_by_side(
+        [bonus, lambda: project_update(project=Project.objects.get(pk=project.pk), user=None,
+                                       data={"budget_cap": Decimal("3.00")})],
+        monkeypatch=monkeypatch,
+        reads=[(decisions, "bonus_over_budget"), (stage_services, "project_committed_cost")],
+        expected=(ReviewError, ValidationError))
+    assert errors == []
+    assert len(refused) == 1 and "cap" in refused[0], refused
+    project.refresh_from_db()
+    assert project_committed_cost(project=project) <= project.budget_cap
