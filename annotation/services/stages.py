@@ -723,7 +723,11 @@ class PublishRaced(IllegalTransition):
 
 
 def stage_row_lock(stage: Stage) -> None:
-    """Lock the stage's row until the transaction ends (publishing and editing take it)."""
+    """Lock the project's budget row, then the stage's row, until the transaction ends
+    (publishing and editing take them). Always in this order: an edit of a live stage's bonus
+    budget takes the budget lock as well, and a publish holding it while it waited for the
+    stage's row would deadlock with an edit holding the row while it waited for the budget."""
+    budget_lock(stage.project)
     list(Stage.objects.select_for_update().filter(pk=stage.pk).values_list("pk", flat=True))
 
 
@@ -734,7 +738,6 @@ def _publish_draft(*, stage: Stage, user, actor: str, override_reason: str | Non
     # approved are built and the stage is published (an edit waits: `stage_update`). The
     # project's budget lock first: another stage's publish, a bonus or a replacement checked
     # meanwhile waits, then counts this stage (`annotation/services/budget.py`).
-    budget_lock(stage.project)
     stage_row_lock(stage)
     stage.refresh_from_db()
     if stage.status != StageStatus.DRAFT:

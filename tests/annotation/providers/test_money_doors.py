@@ -269,3 +269,35 @@ def test_a_cap_lowered_while_a_bonus_is_paid_never_ends_below_what_is_committed(
     assert len(refused) == 1 and "cap" in refused[0], refused
     project.refresh_from_db()
     assert project_committed_cost(project=project) <= project.budget_cap
+
+
+@pytest.mark.django_db
+def test_every_door_takes_the_budget_lock_before_the_stage_row(monkeypatch):
+    """Publishing took the project's budget lock, then the stage's row; an edit of a live
+    stage's bonus budget took the row, then the budget lock. Two transactions taking two locks
+    in opposite orders can each hold the one the other waits for (PostgreSQL then kills one as
+    a deadlock). Every door takes them in one order: `stage_row_lock` takes both."""
+    from annotation.models import Stage, StageStatus
+    from annotation.services import stages as stage_services
+
+    order: list[str] = []
+    real_budget_lock = stage_services.budget_lock
+    real_select_for_update = type(Stage.objects).select_for_update
+
+    def budget_lock(project):
+        order.append("budget")
+        return real_budget_lock(project)
+
+    def select_for_update(manager, *args, **kwargs):
+        if manager.model is Stage:
+            order.append("stage row")
+        return real_select_for_update(manager, *args, **kwargs)
+
+    monkeypatch.setattr(stage_services, "budget_lock", budget_lock)
+    monkeypatch.setattr(type(Stage.objects), "select_for_update", select_for_update)
+    project = make_project(TaskKind.LIKERT, budget_cap=Decimal("100"),
+                           reward_per_hit=Decimal("1.00"))
+    live = make_stage(project, status=StageStatus.COLLECTING, settings={"bonus_budget": 1})
+    stage_services.stage_update(stage=live, data={"settings": {"bonus_budget": 2}})
+    assert order and order[0] == "budget" and "stage row" in order, order
+    assert Stage.objects.get(pk=live.pk).settings["bonus_budget"] == 2
