@@ -298,3 +298,10 @@ class LeaderboardSerializer(serializers.Serializer):
                   "`judge`: kind, label and, for a metric, `left_out_seen` (the items a "
                   "learned metric's version trained or calibrated on: it votes only on the "
                   "others); LLM judges: position consistency, unparseable verdicts.")
+    side_by_side = serializers.ListField(
+        child=serializers.DictField(), required=False,
+        help_text="Per system (the humans' order): rank and strength by the humans and by "
+                  "each judge, the judge's on the humans' items only (`side_by_side_items`).")
+    side_by_side_items = serializers.IntegerField(
+        required=False, help_text="The items of the humans' board, on which the side by side "
+                                  "ranks every judge.")

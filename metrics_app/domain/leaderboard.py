@@ -306,7 +306,12 @@ def cluster_counts(table: PairTable, outcome: np.ndarray, cluster: np.ndarray) -
     probe = np.random.default_rng(12345).random((matrix.shape[1], 2))
     keys = np.ascontiguousarray(matrix @ probe).view(np.complex128)[:, 0]
     _, first, multiplicity = np.unique(keys, return_index=True, return_counts=True)
-    return ClusterCounts(signatures=matrix[first], multiplicity=multiplicity,
+    # Signatures in the order of their first cluster (clusters sorted by id), not of their
+    # projections: the projections depend on the systems' indices, so the seeded weights would
+    # go to other clusters (and the intervals move) when the same votes list the systems in
+    # another order or under other names.
+    by_first = np.argsort(first, kind="stable")
+    return ClusterCounts(signatures=matrix[first[by_first]], multiplicity=multiplicity[by_first],
                          n_clusters=len(codes))
 
 
@@ -330,10 +335,17 @@ def _interval(samples: np.ndarray, level: float) -> np.ndarray:
     return np.quantile(samples, [alpha, 1 - alpha], axis=0).T
 
 
+# Strengths closer than this (logits) are equal: two systems with the same record fit to
+# values a rounding error apart, and ranks 1 and 2 (and "the top") went by which was listed
+# first.
+EQUAL_STRENGTH = 1e-8
+
+
 def _ranks(theta: np.ndarray, group: np.ndarray | None = None) -> np.ndarray:
-    """Rank 1 is the strongest; each system's rank = 1 + systems strictly stronger (in its
-    `group` only: systems never compared, even through others, have no order)."""
-    stronger = theta[..., None, :] > theta[..., :, None]
+    """Rank 1 is the strongest; each system's rank = 1 + systems strictly stronger (by more
+    than `EQUAL_STRENGTH`: equal systems share a rank) in its `group` only (systems never
+    compared, even through others, have no order)."""
+    stronger = theta[..., None, :] > theta[..., :, None] + EQUAL_STRENGTH
     if group is not None:
         stronger &= group[:, None] == group[None, :]
     return 1 + stronger.sum(-1)
@@ -417,6 +429,26 @@ def expected_matrices(theta: np.ndarray, eta: float | None,
     return pw, pt
 
 
+def canonical_votes(votes: Votes, *, position: bool) -> Votes:
+    """The same votes in one canonical form, so the seeded bootstrap (and every tie broken by
+    index) gives the same board whatever order the votes came in: the systems sorted by name,
+    and, without a position effect (left and right then mean nothing), each vote oriented
+    from the system listed first (its outcome and style differences flipped with it)."""
+    order = np.argsort(np.array(votes.systems, dtype=object), kind="stable")
+    index = np.empty(len(order), dtype=np.int64)
+    index[order] = np.arange(len(order))
+    left, right = index[votes.left], index[votes.right]
+    outcome, style = votes.outcome, votes.style
+    if not position:
+        flip = left > right
+        left, right = np.where(flip, right, left), np.where(flip, left, right)
+        outcome = np.where(flip & (outcome != TIE), LEFT + RIGHT - outcome, outcome)
+        if style is not None:
+            style = np.where(flip[:, None], -style, style)
+    return Votes([votes.systems[i] for i in order], left, right, outcome, votes.item,
+                 votes.worker, style, list(votes.style_names))
+
+
 def leaderboard(votes: Votes, *, rounds: int = 200, level: float = 0.95, seed: int = 0,
                 ties: bool | None = None, position: bool = True, style: bool = True,
                 robustness: bool = True) -> dict:
@@ -435,6 +467,7 @@ def leaderboard(votes: Votes, *, rounds: int = 200, level: float = 0.95, seed: i
             f"{k} systems: at most {MAX_SYSTEMS} can be ranked (the fit's cost grows with the "
             "cube of their number); check that each answer's `system` names the system that "
             "wrote it, not the item")
+    votes = canonical_votes(votes, position=position)
     table = pair_table(votes, position=position)
     ties = bool((votes.outcome == TIE).any()) if ties is None else ties
     point = fit_counts(table.design, table.counts, ties=ties)
@@ -468,8 +501,9 @@ def leaderboard(votes: Votes, *, rounds: int = 200, level: float = 0.95, seed: i
         intervals[scheme] = _interval(fitted.beta[:, :k], level)
         rank_intervals[scheme] = _interval(_ranks(fitted.beta[:, :k], group), level)
     se = _centred_se(point.covariance, k, components)
-    order = np.lexsort((-theta, group))  # by group, then strongest first (stable)
     rank = _ranks(theta, group)
+    # By group, then strongest first; equal strengths (a shared rank) by name.
+    order = np.lexsort((-theta, rank, group))
     # A system that won (or lost) every decided vote has no finite maximum-likelihood
     # strength: only the prior holds it, and every bootstrap round agrees. Its interval is open
     # on that side (None), not the narrow band the rounds would show.
@@ -630,7 +664,8 @@ def board_notes(board: dict) -> list[str]:
 
 def style_control(votes: Votes, *, ties: bool, position: bool = True,
                   level: float = 0.95, start: Fit | None = None) -> dict | None:
-    """Strengths with the style differences as covariates (each feature standardized), the
+    """Strengths with the style differences as covariates (each feature scaled by its root
+    mean square, its spread about no difference), the
     style coefficients (log-odds per standard deviation of the difference) with sandwich
     standard errors clustered by item."""
     k = len(votes.systems)
@@ -645,7 +680,10 @@ def style_control(votes: Votes, *, ties: bool, position: bool = True,
         return None
     s = s[:, keep]
     names = [votes.style_names[c] for c in keep]
-    scale = s.std(axis=0)
+    # Each difference is scaled by its root mean square, its spread about zero (no difference):
+    # the standard deviation about its mean changed with which answer is on the left (A or
+    # B when the order shown is not recorded), and the coefficients with it.
+    scale = np.sqrt((s ** 2).mean(axis=0))
     z = s / scale
     n = len(votes)
     extra = 1 if position else 0
@@ -725,7 +763,9 @@ def style_features(text_a: str, text_b: str) -> dict[str, float]:
 # --- robustness --------------------------------------------------------------------------------
 
 def _top(theta: np.ndarray, among: list[int]) -> int:
-    return among[int(np.argmax(theta[among]))]
+    """The strongest of `among`; of equal strengths (`EQUAL_STRENGTH`), the first listed."""
+    values = theta[among]
+    return among[int(np.flatnonzero(values >= values.max() - EQUAL_STRENGTH)[0])]
 
 
 def drop_to_flip_top(table: PairTable, k: int, *, ties: bool, systems: list[str],

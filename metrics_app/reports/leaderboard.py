@@ -251,8 +251,25 @@ def combine_votes(human: Votes, judge: Votes) -> Votes:
                  list(human.style_names))
 
 
+def _on_items(board: dict, votes: Votes, items: np.ndarray, *, rounds: int, seed: int,
+              position: bool) -> dict | None:
+    """A judge's board on `items` only (the items the humans' board read): the judge's own
+    board when it voted on no other item, else a refit of its votes on those items."""
+    keep = np.isin(votes.item, items)
+    if keep.all():
+        return board
+    if not keep.any():
+        return None
+    try:
+        return leaderboard(votes.subset(keep), rounds=rounds, seed=seed, position=position,
+                           style=False, robustness=False)
+    except LeaderboardError:
+        return None
+
+
 def _side_by_side(human: dict | None, judges: dict[str, dict]) -> list[dict]:
-    """Per system (the human order): its rank and strength by the humans and by each judge."""
+    """Per system (the human order): its rank and strength by the humans and by each judge
+    (`judges`: each judge's board on the humans' items)."""
     if not human or "systems" not in human:
         return []
     rows = []
@@ -294,11 +311,17 @@ def leaderboard_report(frame: JudgmentFrame, *, project: Project | None = None,
             for group in groups}
     if project is not None:
         judges = {}
+        # The side by side compares the rankings on the same items: a judge that scored items
+        # no human judged (yet) is refitted on the humans' items for it.
+        human_items = np.unique(found[0].item)
+        beside: dict[str, dict | None] = {}
         left_out: dict[str, int] = {}
         for name, votes in metric_votes(project, stage, left_out=left_out).items():
             try:
                 judges[name] = leaderboard(votes, rounds=rounds, seed=seed, position=False,
                                            robustness=False)
+                beside[name] = _on_items(judges[name], votes, human_items, rounds=rounds,
+                                         seed=seed, position=False)
             except LeaderboardError as exc:
                 judges[name] = {"error": str(exc)}
             judges[name]["judge"] = {"kind": "metric", "label": name,
@@ -308,6 +331,8 @@ def leaderboard_report(frame: JudgmentFrame, *, project: Project | None = None,
             try:
                 judges[name] = leaderboard(votes, rounds=rounds, seed=seed,
                                            position=about["order_recorded"], robustness=False)
+                beside[name] = _on_items(judges[name], votes, human_items, rounds=rounds,
+                                         seed=seed, position=about["order_recorded"])
             except LeaderboardError as exc:
                 judges[name] = {"error": str(exc)}
             judges[name]["judge"] = about
@@ -321,7 +346,9 @@ def leaderboard_report(frame: JudgmentFrame, *, project: Project | None = None,
                 combined[name] = board
         if judges:
             report["judges"] = judges
-            report["side_by_side"] = _side_by_side(report["overall"], judges)
+            report["side_by_side"] = _side_by_side(
+                report["overall"], {name: beside.get(name) for name in judges})
+            report["side_by_side_items"] = len(human_items)
         if combined:
             report["combined"] = combined
     _label_workers(report)

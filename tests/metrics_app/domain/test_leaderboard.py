@@ -517,3 +517,86 @@ def test_a_system_judged_on_one_item_gets_the_curvature_interval_not_two_bootstr
                                             d["strength"] + 1.959964 * d["se"]], abs=1e-4)
     for name in "abc":
         assert rows[name]["ci_item"][0] < rows[name]["strength"] < rows[name]["ci_item"][1]
+
+
+def _board_by_name(votes, **kwargs):
+    board = leaderboard(votes, rounds=200, style=False, **kwargs)
+    return {r["system"]: r for r in board["systems"]}, board
+
+
+def _same_board(first, second, rename=None):
+    rename = rename or {}
+    for name, row in first.items():
+        other = second[rename.get(name, name)]
+        for key in ("strength", "se"):
+            assert other[key] == pytest.approx(row[key], abs=1e-9)
+        for key in ("ci_item", "ci_worker"):
+            assert other[key] == pytest.approx(row[key], abs=1e-9)
+        for key in ("rank", "rank_interval_item", "rank_interval_worker", "wins", "losses"):
+            assert other[key] == row[key]
+
+
+@pytest.mark.reliability
+@pytest.mark.parametrize("position", [True, False])
+def test_the_board_does_not_depend_on_the_order_names_or_sides_of_the_votes(position):
+    """The seeded bootstrap drew its weights in the order of the clusters' projections, which
+    follow the systems' indices (the order they first appear in): the same judgments listed in
+    another order, under other names, or (without a position effect) with answers A and B
+    swapped and the choice flipped, gave other intervals and rank intervals."""
+    votes = simulate([0.8, 0.3, 0.0, -0.5], 240, seed=11, n_workers=12)
+    base, _ = _board_by_name(votes, position=position)
+    rng = np.random.default_rng(3)
+    shuffled = rng.permutation(len(votes))
+    reindex = np.array([2, 0, 3, 1])  # the systems listed in another order
+    names = [votes.systems[i] for i in np.argsort(reindex)]
+    listed = Votes(names, reindex[votes.left][shuffled], reindex[votes.right][shuffled],
+                   votes.outcome[shuffled], votes.item[shuffled], votes.worker[shuffled])
+    _same_board(base, _board_by_name(listed, position=position)[0])
+    rename = {"sys0": "zeta", "sys1": "alpha", "sys2": "mu", "sys3": "beta"}
+    renamed = Votes([rename[s] for s in votes.systems], votes.left, votes.right, votes.outcome,
+                    votes.item, votes.worker)
+    _same_board(base, _board_by_name(renamed, position=position)[0], rename)
+    if not position:  # left/right mean nothing then: a swapped side is the same vote
+        swap = rng.random(len(votes)) < 0.5
+        flipped = np.where(swap & (votes.outcome != TIE), LEFT + RIGHT - votes.outcome,
+                           votes.outcome)
+        swapped = Votes(votes.systems, np.where(swap, votes.right, votes.left),
+                        np.where(swap, votes.left, votes.right), flipped, votes.item,
+                        votes.worker)
+        _same_board(base, _board_by_name(swapped, position=False)[0])
+        # Style control too: a swapped vote's style difference changes sign with it, and so
+        # does the vote of a pair whose systems' names sort the other way after renaming (the
+        # coefficient was per standard deviation about the mean, which moved with the signs).
+        length = np.random.default_rng(5).normal(0.2, 0.3, len(votes))[:, None]
+        styled = [leaderboard(Votes(v.systems, v.left, v.right, v.outcome, v.item, v.worker,
+                                    style, ["length"]), rounds=5, position=False,
+                              robustness=False)["style_control"]
+                  for v, style in ((votes, length), (swapped, np.where(swap[:, None], -length,
+                                                                       length)),
+                                   (renamed, length))]
+        for other in styled[1:]:
+            assert other["coefficients"][0]["coefficient"] == pytest.approx(
+                styled[0]["coefficients"][0]["coefficient"], abs=1e-9)
+            for row, again in zip(styled[0]["systems"], other["systems"], strict=True):
+                assert again["ci"] == pytest.approx(row["ci"], abs=1e-9)
+
+
+@pytest.mark.reliability
+def test_systems_with_the_same_record_share_a_rank_whoever_is_listed_first():
+    """a and b each beat c 6 of 10 and split 5-5: their strengths fit a rounding error apart,
+    and the first listed was ranked 1, the other 2, and named the top."""
+    left, right, outcome = [], [], []
+    for a, b, outcomes in ((0, 2, [LEFT] * 6 + [RIGHT] * 4), (1, 2, [LEFT] * 6 + [RIGHT] * 4),
+                           (0, 1, [LEFT] * 5 + [RIGHT] * 5)):
+        left += [a] * 10
+        right += [b] * 10
+        outcome += outcomes
+    n = len(left)
+    for perm in ([0, 1, 2], [1, 0, 2], [2, 1, 0]):
+        p = np.array(perm)
+        names = [["a", "b", "c"][i] for i in np.argsort(p)]
+        rows, board = _board_by_name(Votes(names, p[left], p[right], outcome, list(range(n)),
+                                           [i % 7 for i in range(n)]), position=False)
+        assert rows["a"]["rank"] == rows["b"]["rank"] == 1 and rows["c"]["rank"] == 3
+        assert [r["system"] for r in board["systems"]] == ["a", "b", "c"]
+        assert board["robustness"]["drop_to_flip_top"]["original_top"] == "a"

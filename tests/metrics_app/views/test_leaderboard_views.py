@@ -392,3 +392,39 @@ def test_a_board_mixing_imported_votes_says_how_many_lack_the_order_shown(client
     assert "order_unrecorded" not in board["skipped"]
     page = client.get(reverse("metrics:project-dashboard", args=[project.slug])).content.decode()
     assert f"not recorded for 5 of {total} votes" in page
+
+
+@pytest.mark.reliability
+def test_the_side_by_side_ranks_a_judge_on_the_items_the_humans_judged(client, arena):
+    """The length judge also scored 20 pairs no human judged, where the weak system wrote the
+    longer answer: its side-by-side column ranked the systems on 60 items against the humans'
+    40, so a judge looked wrong (or right) by items the humans never saw."""
+    from metrics_app.domain.leaderboard import leaderboard
+    from metrics_app.reports.leaderboard import metric_votes
+    from metrics_app.services.scoring import project_score_metrics
+
+    project, owner = arena
+    judged = [item.pk for item in project.items.all()]
+    for n in range(20):
+        make_item(project, domain="History", content={
+            "question": f"unjudged {n}", "evidence": [], "setting": "HM",
+            "answer_a": {"text": " ".join(["x"] * 60), "kind": "model", "upvotes": None,
+                         "system": "weak"},
+            "answer_b": {"text": "y", "kind": "model", "upvotes": None, "system": "strong"}})
+    project_score_metrics(project=project, metric_names=["length"])
+    client.force_login(owner)
+    board = client.get(reverse("metrics-api:project-leaderboard", args=[project.slug])).json()
+    (name, judge), = board["judges"].items()
+    assert judge["model"]["n_votes"] == 60  # the judge's own board reads every pair it scored
+    assert board["side_by_side_items"] == 40
+    votes = metric_votes(project)[name]
+    same_items = leaderboard(votes.subset(np.isin(votes.item, judged)), position=False,
+                             style=False, robustness=False)
+    expected = {r["system"]: (r["rank"], r["strength"]) for r in same_items["systems"]}
+    everything = {r["system"]: (r["rank"], r["strength"]) for r in judge["systems"]}
+    assert expected != everything
+    for row in board["side_by_side"]:
+        assert (row[name]["rank"], row[name]["strength"]) == pytest.approx(
+            expected[row["system"]])
+    html = client.get(reverse("metrics:project-dashboard", args=[project.slug])).content.decode()
+    assert "On the 40 items the humans judged" in html
