@@ -92,6 +92,8 @@ def test_an_estimate_that_cannot_be_made_says_why_at_every_door(systems, client)
                 f"bias undefined: {ONE_BIAS}", f"undefined: {NONE}", f"undefined: {UNSCORED}",
                 f"undefined: {SEEN}", f"undefined: one: {ONE_PPI}"):
         assert why in table, why
+    # A system without the judge's scores says so once, across the judge's three columns.
+    assert table.count(f"undefined: {UNSCORED}") == 1
 
     out = io.StringIO()
     call_command("report", project.slug, stdout=out)
