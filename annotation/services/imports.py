@@ -394,7 +394,9 @@ def _import_chunk(
             raise ImportConflictError(
                 f"record {record.external_id}: an item with this external id already exists in "
                 f"project {project.slug!r} with different {', '.join(differing)}; "
-                "give it another external id or import into another project"
+                "give it another external id, import into another project, or keep the "
+                "existing items and attach the file's judgments to them (import_data "
+                "--keep-existing-items, the import form's 'Keep existing items')"
             )
         summary.items_unchanged += 1
         summary.items_kept_differing += bool(differing)
