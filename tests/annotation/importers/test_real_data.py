@@ -273,3 +273,15 @@ def test_import_records_service_reports_counts(shared_data):
     again = import_records(project=project, records=records, progress=False)
     assert (again.items_unchanged, again.judgments_unchanged, again.items_created) == (140, 260, 0)
     assert not again.created_anything
+
+
+def test_a_folder_where_one_file_is_read_names_the_files_it_holds(shared_data):
+    """`import_data evouna ../shared/data/open_qa_judgments` (the folder, as for lfqa-experts)
+    is refused naming the files to choose from; nothing is written, no project created."""
+    state = db_state()
+    with pytest.raises(Exception, match=r"open_qa_judgments: is a folder, not a file: this "
+                                        r"format reads one file; it holds evouna_nq\.json, "
+                                        r"evouna_tq\.json"):
+        run_import("evouna", str(shared_data / "open_qa_judgments"), "--project", "ev",
+                   "--create")
+    assert db_state() == state
