@@ -217,6 +217,15 @@ def item_metric_inputs(item: Item, kind: str) -> list[tuple[str, MetricInput]]:
     return []
 
 
+def project_unscorable_reason(project: Project) -> str | None:
+    """Why automatic metrics cannot score the project's items (a multiple-choice project: its
+    items hold no candidate or reference answer), or None when they can: the one answer of
+    every door that would score them or report their scores."""
+    if project.kind in SCORABLE_KINDS:
+        return None
+    return f"{project.kind} items have no candidate or reference answers to score"
+
+
 def project_metric_inputs(*, project: Project) -> list[tuple[int, str, MetricInput]]:
     """(item id, side, input) for every scorable item of the project (practice items and
     items excluded from collection are left out)."""
@@ -312,8 +321,8 @@ def scoring_jobs_create(
     unknown = [name for name in metric_names if not _is_registered(name)]
     if unknown:
         raise ValueError(f"unknown metric(s): {', '.join(unknown)}")
-    if project.kind not in SCORABLE_KINDS:
-        raise ValueError(f"{project.kind} items have no candidate or reference answers to score")
+    if reason := project_unscorable_reason(project):
+        raise ValueError(reason)
     scoring_model_check(metric_names=metric_names, model=model, user=user)
     by_queue: dict[str, list[str]] = {}
     for name in metric_names:

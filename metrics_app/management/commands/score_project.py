@@ -15,7 +15,7 @@ import sys
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation.models import Project
-from metrics_app.management.scoring_options import scoring_options_check
+from metrics_app.management.scoring_options import scoring_options_check, unscorable_advice
 from metrics_app.registry import metric_names
 from metrics_app.services.scoring import (
     DEFAULT_BATCH_SIZE,
@@ -52,6 +52,8 @@ class Command(BaseCommand):
                                f"known metrics: {', '.join(known)}")
         scoring_options_check(metric_names=names, model=options["model"],
                               batch_size=options["batch_size"])
+        if advice := unscorable_advice(project):
+            raise CommandError(f"project {project.slug!r}: {advice}")
         n_inputs = len(project_metric_inputs(project=project))
         if not n_inputs:
             raise CommandError(f"project {project.slug!r} has no items to score")
