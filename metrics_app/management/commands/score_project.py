@@ -66,9 +66,13 @@ class Command(BaseCommand):
         finally:
             bar.close()
         for name, detail in summary.items():
+            # `scored` counts every answer the metric was run on; those it gave no value
+            # (an answer without references) are the unscorable ones, not scored ones.
+            unscorable = detail["unscorable"]
             state = (f"not computed: {detail['error']}" if detail["error"] else
-                     f"{detail['scored']} scored, {detail['cached']} already stored, "
-                     f"{detail['unscorable']} unscorable")
+                     f"{detail['scored'] - unscorable} scored, {detail['cached']} already "
+                     f"stored, {unscorable} unscorable"
+                     + (" (no reference answer to compare with)" if unscorable else ""))
             self.stdout.write(f"{name} ({detail['version'] or '?'}): {state}")
         missing = [f"{name}: {d['error']}" for name, d in summary.items() if d["error"]]
         if missing and not options["allow_missing"]:

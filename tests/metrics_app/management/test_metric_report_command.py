@@ -191,6 +191,17 @@ def test_a_multiple_choice_project_is_never_sent_to_score_project(shared_data):
         call_command("score_project", "starc", "--metric", "em,f1", "--no-progress")
 
 
+def test_answers_without_references_are_counted_unscorable_not_scored(shared_data):
+    """The real LFQA expert pairs hold no reference answers: em ran on 280 answers and gave
+    none a value, which read "280 scored, 0 already stored, 280 unscorable"."""
+    call_command("import_data", "lfqa-experts", str(shared_data / "lfqa_experts"), "--project",
+                 "lfqa", "--create", "--no-progress", "--no-report", stdout=io.StringIO())
+    out = io.StringIO()
+    call_command("score_project", "lfqa", "--metric", "em", "--no-progress", stdout=out)
+    assert ("em (squad-v1): 0 scored, 0 already stored, 280 unscorable (no reference answer "
+            "to compare with)") in out.getvalue()
+
+
 @pytest.mark.reliability
 @pytest.mark.parametrize("resamples", ["-5", "5001", "2000000000"])
 def test_resamples_outside_the_apis_limits_are_refused_and_nothing_is_stored(resamples):
