@@ -285,3 +285,14 @@ def test_a_folder_where_one_file_is_read_names_the_files_it_holds(shared_data):
         run_import("evouna", str(shared_data / "open_qa_judgments"), "--project", "ev",
                    "--create")
     assert db_state() == state
+
+
+def test_a_second_project_of_the_same_participants_counts_them_present(shared_data):
+    """Workers are shared across projects: the in-lab TSV imported into a second project read
+    "workers: 0 created", as if it had no participants; it now says the 12 were present."""
+    tsv = str(shared_data / "onestopqa" / "in_lab_qa.tsv")
+    first = run_import("onestopqa-responses", tsv, "--project", "one", "--create")
+    assert "workers: 12 created, 0 already present" in first
+    second = run_import("onestopqa-responses", tsv, "--project", "two", "--create")
+    assert "judgments: 430 created" in second
+    assert "workers: 0 created, 12 already present" in second
