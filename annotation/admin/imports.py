@@ -67,7 +67,8 @@ class CreateFromFileForm(ImportFileForm):
     title = forms.CharField(max_length=200, required=False)
     kind = forms.ChoiceField(
         required=False, choices=[("", "the format's kind"), *TaskKind.choices],
-        help_text="needed for jsonl, whose files hold any kind")
+        help_text="jsonl, whose files hold any kind: the kind its lines state (an "
+                  "export's), else needed")
 
     field_order = ["slug", "title", "kind", "format", "file", "split", "keep_existing_items"]
 

@@ -280,9 +280,22 @@ def _refuse_control_characters(record: ItemRecord) -> None:
             raise ItemContentError(path, NON_FINITE_MESSAGE)
 
 
+FOLDER_FILES_NAMED = 5  # files of a folder a refusal names, when a file was expected
+
+
 def require_file(path: Path) -> Path:
     if not path.exists():
         raise ImportFormatError(path, "file not found")
+    if path.is_dir():
+        # A folder where one file is read (only lfqa-experts reads a folder): name what is in
+        # it, so the researcher picks the file rather than guessing.
+        names = sorted(child.name for child in path.iterdir()
+                       if child.is_file() and not child.name.startswith("."))
+        shown = ", ".join(names[:FOLDER_FILES_NAMED])
+        more = f" and {len(names) - FOLDER_FILES_NAMED} more" if len(names) > FOLDER_FILES_NAMED else ""
+        held = f"it holds {shown}{more}" if names else "it holds no files"
+        raise ImportFormatError(
+            path, f"is a folder, not a file: this format reads one file; {held}")
     if not path.is_file():
         raise ImportFormatError(path, "is not a file")
     return path

@@ -53,6 +53,24 @@ _DEFAULTS: dict[str, Any] = {
 }
 
 
+def declared_kind(path: Path) -> str | None:
+    """The kind the file's first record states in its informational `kind` field (the export
+    writes its project's kind on every line), or None when it states none or the first line
+    cannot be read (parsing the file names that problem): the kind of a project created from
+    the file when none is given, so an export imports back into a new project as it is."""
+    try:
+        text = read_text(path)
+    except (ImportFormatError, OSError):
+        return None
+    first = next((line for line in text.splitlines() if line.strip()), "")
+    try:
+        raw = json_parse(first, path=path)
+    except ImportFormatError:
+        return None
+    kind = raw.get("kind") if isinstance(raw, dict) else None
+    return kind if isinstance(kind, str) and kind else None
+
+
 def _judgment(raw: Any, *, path: Path, record: Any, field: str) -> JudgmentRecord:
     if not isinstance(raw, dict):
         raise ImportFormatError(path, "must be an object", record=record, field=field)

@@ -16,7 +16,7 @@ from django.core.exceptions import ValidationError
 from django.db import OperationalError, transaction
 
 from annotation.importers import ImportFormatError, ItemRecord, importer_for, normalize_split
-from annotation.models import Project
+from annotation.models import Project, TaskKind
 from annotation.services.imports import ImportConflictError, ImportSummary, import_records
 from core.db_busy import BUSY_MESSAGE, is_database_busy
 
@@ -149,6 +149,19 @@ def import_project_create(spec: NewProject, kind: str) -> Project:
     return project
 
 
+def new_project_kind(importer, path: Path, requested: str | None) -> str | None:
+    """The task kind of a project created from `path`: the one asked for, else the format's,
+    else the one the file states (a `jsonl` export names its project's kind on every line);
+    None when none of them says (the door then asks for it)."""
+    if requested:
+        return requested
+    if importer.KIND is not None:
+        return importer.KIND
+    declared = getattr(importer, "declared_kind", None)
+    kind = declared(path) if declared is not None else None
+    return kind if kind in TaskKind.values else None
+
+
 def import_file(
     *,
     format_name: str,
@@ -172,7 +185,7 @@ def import_file(
     if project is not None:
         kind = project.kind
     else:
-        kind = new_project.kind or importer.KIND
+        kind = new_project_kind(importer, path, new_project.kind)
         if kind is None:
             raise ImportRefused(f"choose the task kind of the new project: {format_name} files "
                                 "hold items of any kind")

@@ -55,6 +55,8 @@ class ImportSummary:
     judgments_created: int = 0
     judgments_unchanged: int = 0
     workers_created: int = 0
+    # The file's workers that were already known (from an earlier import, into any project).
+    workers_unchanged: int = 0
     stages_created: list[str] = field(default_factory=list)
     # Records the file gave: none is an empty file, which was not "imported before".
     records: int = 0
@@ -68,7 +70,7 @@ class ImportSummary:
             f"items: {self.items_created} created, {self.items_unchanged} already present; "
             f"judgments: {self.judgments_created} created, "
             f"{self.judgments_unchanged} already present; "
-            f"workers: {self.workers_created} created"
+            f"workers: {self.workers_created} created, {self.workers_unchanged} already present"
         )
         if not self.records:
             text += " — the file holds no records"
@@ -349,6 +351,7 @@ def import_records(
     workers, summary.workers_created = import_workers_get_or_create(
         external_ids=(j.worker for record in records for j in record.judgments)
     )
+    summary.workers_unchanged = len(workers) - summary.workers_created
 
     # A project without items needs no look-ups of existing items and judgments.
     fresh_project = not Item.objects.filter(project=project).exists()
@@ -394,7 +397,9 @@ def _import_chunk(
             raise ImportConflictError(
                 f"record {record.external_id}: an item with this external id already exists in "
                 f"project {project.slug!r} with different {', '.join(differing)}; "
-                "give it another external id or import into another project"
+                "give it another external id, import into another project, or keep the "
+                "existing items and attach the file's judgments to them (import_data "
+                "--keep-existing-items, the import form's 'Keep existing items')"
             )
         summary.items_unchanged += 1
         summary.items_kept_differing += bool(differing)

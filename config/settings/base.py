@@ -128,6 +128,10 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
     })
     DATABASES["default"]["CONN_MAX_AGE"] = 0
+    # A fresh QAJ_VAR_DIR (or a DATABASE_URL file in a folder not made yet): SQLite creates the
+    # file but not its folder, and `migrate` would fail with "unable to open database file".
+    if DATABASES["default"]["NAME"] not in ("", ":memory:"):
+        Path(DATABASES["default"]["NAME"]).parent.mkdir(parents=True, exist_ok=True)
 # Parallel test runs (several developers, or SQLite + PostgreSQL passes) must not share a test
 # database; QAJ_TEST_DB_NAME pins the name for a run and for the worker processes it starts.
 if os.environ.get("QAJ_TEST_DB_NAME"):

@@ -1,13 +1,18 @@
 """What the scoring commands (`score`, `score_project`) share: their --batch-size and --model
 checked by the scoring services' own rules (the ones the APIs apply), before anything is
-scored."""
+scored; and what they and `metric_report` say of a project metrics cannot score."""
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 from django.core.management.base import CommandError
 
-from metrics_app.services.scoring import ScoringModelError, batch_size_check, scoring_model_check
+from metrics_app.services.scoring import (
+    ScoringModelError,
+    batch_size_check,
+    project_unscorable_reason,
+    scoring_model_check,
+)
 
 
 def scoring_options_check(*, metric_names: Sequence[str], model: str | None,
@@ -23,3 +28,14 @@ def scoring_options_check(*, metric_names: Sequence[str], model: str | None,
         scoring_model_check(metric_names=metric_names, model=model)
     except ScoringModelError as exc:
         raise CommandError(f"--model: {exc}") from None
+
+
+def unscorable_advice(project) -> str | None:
+    """What `score_project` and `metric_report` say of a project automatic metrics cannot
+    score (`project_unscorable_reason`, the web's and API's rule), with where its numbers
+    are instead; None when they can score it."""
+    reason = project_unscorable_reason(project)
+    if reason is None:
+        return None
+    return (f"{reason}; metrics score Likert and A/B answers (its accuracy and answer choices: "
+            f"python manage.py report {project.slug})")

@@ -22,6 +22,7 @@ from annotation.services.import_files import (
     NewProject,
     import_file,
     import_project_create,
+    new_project_kind,
 )
 from annotation.services.projects import (
     ProjectOwnershipError,
@@ -78,11 +79,13 @@ class Command(BaseCommand):
 
         slug = options["project"]
         project = Project.objects.filter(slug=slug).first()
-        kind = options["kind"] or (project.kind if project else importer.KIND)
         if project is None and not options["create"]:
             raise CommandError(f"project {slug!r} does not exist; pass --create to create it")
+        kind = options["kind"] or (project.kind if project
+                                   else new_project_kind(importer, path, None))
         if kind is None:
-            raise CommandError(f"--kind is required to create a project from {format_name}")
+            raise CommandError(f"--kind is required to create a project from {format_name} "
+                               "(its first line states no kind)")
         if project is not None and options["kind"] and options["kind"] != project.kind:
             raise CommandError(f"project {slug!r} is of kind {project.kind!r}, not {kind!r}")
         if importer.KIND is not None and importer.KIND != kind:

@@ -17,6 +17,7 @@ from django.core.management.base import BaseCommand, CommandError
 from annotation.models import Project
 from core.json_limits import json_dumps_strict
 from core.statistics import MAX_RESAMPLES, resamples_check
+from metrics_app.management.scoring_options import unscorable_advice
 from metrics_app.services.meta_evaluation_report import (
     metric_report_cached,
     metric_report_refresh,
@@ -62,7 +63,9 @@ class Command(BaseCommand):
         if options["json"]:
             self.stdout.write(json_dumps_strict(data, indent=2, ensure_ascii=False))
             return
-        if not data.get("metrics"):
+        if not data.get("metrics") and (advice := unscorable_advice(project)):
+            self.stdout.write(f"No metric scores for {project.slug!r}: {advice}.")
+        elif not data.get("metrics"):
             self.stdout.write(
                 f"No metric scores yet for {project.slug!r}: compute them first, e.g.\n"
                 f"  python manage.py score_project {project.slug} --metric em,f1,bleu1,rougeL,"

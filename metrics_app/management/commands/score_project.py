@@ -15,7 +15,7 @@ import sys
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation.models import Project
-from metrics_app.management.scoring_options import scoring_options_check
+from metrics_app.management.scoring_options import scoring_options_check, unscorable_advice
 from metrics_app.registry import metric_names
 from metrics_app.services.scoring import (
     DEFAULT_BATCH_SIZE,
@@ -52,6 +52,8 @@ class Command(BaseCommand):
                                f"known metrics: {', '.join(known)}")
         scoring_options_check(metric_names=names, model=options["model"],
                               batch_size=options["batch_size"])
+        if advice := unscorable_advice(project):
+            raise CommandError(f"project {project.slug!r}: {advice}")
         n_inputs = len(project_metric_inputs(project=project))
         if not n_inputs:
             raise CommandError(f"project {project.slug!r} has no items to score")
@@ -64,9 +66,13 @@ class Command(BaseCommand):
         finally:
             bar.close()
         for name, detail in summary.items():
+            # `scored` counts every answer the metric was run on; those it gave no value
+            # (an answer without references) are the unscorable ones, not scored ones.
+            unscorable = detail["unscorable"]
             state = (f"not computed: {detail['error']}" if detail["error"] else
-                     f"{detail['scored']} scored, {detail['cached']} already stored, "
-                     f"{detail['unscorable']} unscorable")
+                     f"{detail['scored'] - unscorable} scored, {detail['cached']} already "
+                     f"stored, {unscorable} unscorable"
+                     + (" (no reference answer to compare with)" if unscorable else ""))
             self.stdout.write(f"{name} ({detail['version'] or '?'}): {state}")
         missing = [f"{name}: {d['error']}" for name, d in summary.items() if d["error"]]
         if missing and not options["allow_missing"]:

@@ -154,7 +154,9 @@ def test_responses_attach_to_dataset_items_when_asked(shared_data):
                "--project", "os", "--create")
     tsv = str(shared_data / "onestopqa" / "in_lab_qa.tsv")
     state = db_state()
-    with pytest.raises(Exception, match="already exists .* with different"):
+    # The refusal names the way out that the format's documentation gives.
+    with pytest.raises(Exception, match="already exists .* with different .*"
+                                        "--keep-existing-items"):
         run_import("onestopqa-responses", tsv, "--project", "os")
     assert db_state() == state
     run_import("onestopqa-responses", tsv, "--project", "os", "--keep-existing-items")
@@ -271,3 +273,26 @@ def test_import_records_service_reports_counts(shared_data):
     again = import_records(project=project, records=records, progress=False)
     assert (again.items_unchanged, again.judgments_unchanged, again.items_created) == (140, 260, 0)
     assert not again.created_anything
+
+
+def test_a_folder_where_one_file_is_read_names_the_files_it_holds(shared_data):
+    """`import_data evouna ../shared/data/open_qa_judgments` (the folder, as for lfqa-experts)
+    is refused naming the files to choose from; nothing is written, no project created."""
+    state = db_state()
+    with pytest.raises(Exception, match=r"open_qa_judgments: is a folder, not a file: this "
+                                        r"format reads one file; it holds evouna_nq\.json, "
+                                        r"evouna_tq\.json"):
+        run_import("evouna", str(shared_data / "open_qa_judgments"), "--project", "ev",
+                   "--create")
+    assert db_state() == state
+
+
+def test_a_second_project_of_the_same_participants_counts_them_present(shared_data):
+    """Workers are shared across projects: the in-lab TSV imported into a second project read
+    "workers: 0 created", as if it had no participants; it now says the 12 were present."""
+    tsv = str(shared_data / "onestopqa" / "in_lab_qa.tsv")
+    first = run_import("onestopqa-responses", tsv, "--project", "one", "--create")
+    assert "workers: 12 created, 0 already present" in first
+    second = run_import("onestopqa-responses", tsv, "--project", "two", "--create")
+    assert "judgments: 430 created" in second
+    assert "workers: 0 created, 12 already present" in second

@@ -92,6 +92,33 @@ def test_round_trip_of_real_expert_data(shared_data, tmp_path):
     assert _normalized(run_export("lfqa-copy")) == _normalized(path.read_text())
 
 
+@pytest.mark.reliability
+def test_an_export_imports_back_into_a_new_project_without_naming_its_kind(shared_data,
+                                                                           tmp_path):
+    """The export states its project's kind on every line, so `import_data jsonl EXPORT
+    --project NEW --create` and the admin's create-from-file (the same service) take it from
+    there: the real in-lab responses come back as an mc project with all their items and
+    judgments. A file whose lines state no kind still asks for one."""
+    from annotation.services.import_files import ImportRefused, NewProject, import_file
+
+    run_import("onestopqa-responses", str(shared_data / "onestopqa" / "in_lab_qa.tsv"),
+               "--project", "inlab", "--create")
+    path = tmp_path / "inlab.jsonl"
+    run_export("inlab", "--output", str(path))
+    output = run_import("jsonl", str(path), "--project", "inlab-copy", "--create")
+    copy_project = Project.objects.get(slug="inlab-copy")
+    assert copy_project.kind == "mc" and "'inlab-copy' (mc)" in output
+    assert copy_project.items.count() == 430
+    assert Judgment.objects.filter(item__project=copy_project).count() == 430
+    outcome = import_file(format_name="jsonl", path=path, new_project=NewProject(slug="inlab-2"))
+    assert outcome.project.kind == "mc" and outcome.summary.judgments_created == 430
+    plain = write_jsonl(tmp_path / "plain.jsonl", [{**LIKERT_ROW, "external_id": "p1"}])
+    with pytest.raises(CommandError, match="--kind is required .* states no kind"):
+        run_import("jsonl", str(plain), "--project", "plain", "--create")
+    with pytest.raises(ImportRefused, match="choose the task kind"):
+        import_file(format_name="jsonl", path=plain, new_project=NewProject(slug="plain"))
+
+
 def test_csv_has_one_row_per_judgment(tmp_path):
     project = _project_with_everything(tmp_path, "ab", AB_ROW)
     rows = list(csv.DictReader(io.StringIO(run_export(project.slug, "--format", "csv"))))

@@ -173,6 +173,35 @@ def test_score_project_scores_resumes_and_explains_bad_input():
                      stdout=io.StringIO())
 
 
+def test_a_multiple_choice_project_is_never_sent_to_score_project(shared_data):
+    """The real OneStopQA items (mc): `metric_report` said "compute them first, e.g.
+    score_project starc --metric em,f1,...", and that command then said only "has no items to
+    score". Both now give the rule the metrics page and API give, and where the numbers are."""
+    out = io.StringIO()
+    call_command("import_data", "onestopqa", str(shared_data / "onestopqa" / "onestop_qa.json"),
+                 "--project", "starc", "--create", "--no-progress", "--no-report", stdout=out)
+    assert "1458 created" in out.getvalue()
+    hint = io.StringIO()
+    call_command("metric_report", "starc", stdout=hint)
+    assert "score_project" not in hint.getvalue()
+    assert "mc items have no candidate or reference answers to score" in hint.getvalue()
+    assert "python manage.py report starc" in hint.getvalue()
+    with pytest.raises(CommandError, match="'starc': mc items have no candidate or reference "
+                                           "answers to score;.*python manage.py report starc"):
+        call_command("score_project", "starc", "--metric", "em,f1", "--no-progress")
+
+
+def test_answers_without_references_are_counted_unscorable_not_scored(shared_data):
+    """The real LFQA expert pairs hold no reference answers: em ran on 280 answers and gave
+    none a value, which read "280 scored, 0 already stored, 280 unscorable"."""
+    call_command("import_data", "lfqa-experts", str(shared_data / "lfqa_experts"), "--project",
+                 "lfqa", "--create", "--no-progress", "--no-report", stdout=io.StringIO())
+    out = io.StringIO()
+    call_command("score_project", "lfqa", "--metric", "em", "--no-progress", stdout=out)
+    assert ("em (squad-v1): 0 scored, 0 already stored, 280 unscorable (no reference answer "
+            "to compare with)") in out.getvalue()
+
+
 @pytest.mark.reliability
 @pytest.mark.parametrize("resamples", ["-5", "5001", "2000000000"])
 def test_resamples_outside_the_apis_limits_are_refused_and_nothing_is_stored(resamples):

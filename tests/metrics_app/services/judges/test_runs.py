@@ -774,3 +774,17 @@ def test_an_error_no_rule_foresaw_fails_its_request_naming_the_item_not_the_run(
     assert detail["errors"] == [f"item {first.pk}: RuntimeError: no rule foresaw 'Bearer "
                                 "[api key]'"]
     assert JudgeVerdict.objects.filter(judge_version=version).count() == 5
+
+
+def test_a_judges_requests_are_read_in_the_same_few_queries_for_any_number_of_items(
+        django_assert_max_num_queries):
+    """The items' deferred project_id cost one query per item (as `project_metric_inputs`
+    did on the real EVOUNA data); 60 items' requests now take a fixed handful."""
+    from metrics_app.services.judges.runs import judge_requests
+
+    project = _likert_project(60)
+    with FakeChatServer() as server:
+        version = _judge(server)
+    with django_assert_max_num_queries(3):
+        requests = judge_requests(project, version)
+    assert len(requests) == 60
