@@ -53,7 +53,7 @@ def accuracy_rows(section: dict, groups: list[str], labels: dict | None = None) 
     for name, cells in section.items():
         rows.append({"name": labels.get(name, name), "baseline": name in labels, "cells": [
             {"value": cells.get(g, {}).get("accuracy"), "n": cells.get(g, {}).get("n", 0),
-             "best": False}
+             "why": cells.get(g, {}).get("undefined"), "best": False}
             for g in groups
         ]})
     for index in range(len(groups)):

@@ -23,14 +23,19 @@ class CorrelationSerializer(serializers.Serializer):
     confidence = serializers.FloatField(required=False)
     undefined = serializers.CharField(
         allow_null=True, required=False,
-        help_text="Why the correlations are null (fewer than 3 items, or every item has the "
-                  "same automatic or human score); null when they have values.")
+        help_text="Why the correlations are null (fewer than 3 items, every item has the "
+                  "same automatic or human score, or the metric could give no answer a value: "
+                  "no reference answer); null when they have values.")
 
 
 class AccuracySerializer(serializers.Serializer):
     accuracy = serializers.FloatField(**_NULLABLE_FLOAT, help_text="Ties count half.")
     n = serializers.IntegerField()
     ties = serializers.IntegerField(required=False)
+    undefined = serializers.CharField(
+        required=False,
+        help_text="A metric's A/B accuracy only: why it is null when the metric could give "
+                  "none of the answers a value (no reference answer to compare with).")
 
 
 class PairwiseSerializer(serializers.Serializer):

@@ -107,6 +107,21 @@ def correlation_undefined_reason(metric_values: Sequence[float],
     return None
 
 
+# Why a metric gives an answer no value (`metrics_app.metrics.baselines`: a reference-based
+# metric of an answer without references); `score_project` says it beside its count.
+NO_REFERENCE = "no reference answer to compare with"
+
+
+def unscorable_reason(values: Sequence[float | None]) -> str | None:
+    """Why a metric has nothing to evaluate on these stored scores: it stored some and every
+    one is None (it could not score any of the answers); None when one has a value or none
+    was stored. The words every door shows in the metric's cell."""
+    if values and all(value is None for value in values):
+        return (f"unscorable: the metric gave none of the {len(values)} answers a value "
+                f"({NO_REFERENCE})")
+    return None
+
+
 def correlations(
     metric_values: Sequence[float],
     human_values: Sequence[float],

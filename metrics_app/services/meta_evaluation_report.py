@@ -164,6 +164,16 @@ def _study_items(*, project: Project, params: dict) -> _StudyItems:
                        raw_gold=raw_gold)
 
 
+def _say_unscorable(cell: dict, scores: dict, keys: Sequence[tuple[int, str]]) -> None:
+    """Give the cell of a metric that stored a score for some of `keys` (item, side) and a
+    value for none of them the reason (`meta_evaluation.unscorable_reason`) instead of a
+    bare dash or "0 items"."""
+    reason = meta_evaluation.unscorable_reason(
+        [scores[key] for key in dict.fromkeys(keys) if key in scores])  # an item once
+    if reason:
+        cell["undefined"] = reason
+
+
 def _correlation_section(*, params, versions, scores, study: _StudyItems
                          ) -> tuple[dict, list[str], dict, int]:
     items, gold, skipped = study.items, study.gold, study.n_skipped
@@ -177,6 +187,8 @@ def _correlation_section(*, params, versions, scores, study: _StudyItems
             section[name][group] = meta_evaluation.correlations(
                 [m for m, _ in pairs], [h for _, h in pairs], n_resamples=params["n_resamples"],
             )
+            _say_unscorable(section[name][group], scores[name],
+                            [(item_id, "") for item_id in groups[group]])
     best = {}
     for group in order:
         ranked = [(section[name][group]["pearson"], name) for name in versions
@@ -379,6 +391,8 @@ def _pairwise_section(*, project, versions, scores) -> dict | None:
                 (scores[name].get((c[0], "A")), scores[name].get((c[0], "B")), c[2])
                 for c in chosen
             )
+            _say_unscorable(metrics[name][group], scores[name],
+                            [(c[0], side) for c in chosen for side in "AB"])
     return {"groups": order, "baselines": baselines, "metrics": metrics,
             "unit": "judgment (each expert's choice is one comparison)"}
 
@@ -427,11 +441,13 @@ def metric_evaluation_build(*, project: Project, params: dict | None = None,
 
 # What a cached copy of an older format misses, by its format (copies stored before formats
 # were numbered: 2 with `left_out_seen`, else 1): the page says it until the copy is refreshed.
-METRIC_REPORT_FORMAT = 3
+METRIC_REPORT_FORMAT = 4
 METRIC_REPORT_CHANGES = {
     1: "learned metrics are measured only on the answers they never saw, and an undefined "
        "correlation or kappa says why",
     2: "an undefined correlation or kappa says why instead of showing a number or a dash",
+    3: "a metric that could give no answer a value (no reference answer) says so in its "
+       "cells instead of a dash",
 }
 
 

@@ -434,3 +434,40 @@ def test_a_leaderboard_says_why_its_intervals_are_missing_at_every_door(name, ex
     for note in notes:
         assert note in html
         assert f"  {note}" in out.getvalue()
+
+
+def test_a_metric_without_reference_answers_says_why_at_every_door(client):
+    """Before: A/B pairs without reference answers (the long-form QA experts' file) left em
+    and f1 a bare "–" on the metrics page and `metric_report`, and null in the API, though
+    `score_project` had said every answer was unscorable for want of a reference."""
+    from metrics_app.services.scoring import project_score_metrics
+
+    owner = make_user("owner-noref")
+    project = make_project(TaskKind.AB, owner=owner, slug="ab-no-references")
+    stage = make_stage(project, kind=StageKind.FULL, name="full", order=1)
+    workers = [make_worker(external_id=f"noref-w{i}") for i in range(2)]
+    for n in range(3):
+        item = ab_item(project, n)
+        for worker in workers:
+            make_judgment(item=item, stage=stage, worker=worker, choice="A" if n else "B")
+    project_score_metrics(project=project, metric_names=["em", "f1", "length"])
+    why = ("unscorable: the metric gave none of the 6 answers a value (no reference answer "
+           "to compare with)")
+
+    api = APIClient()
+    api.force_authenticate(owner)
+    data = strict_json(api.get(reverse("metrics-api:metric-report", args=[project.slug]),
+                               {"n_resamples": "0"}).content)["report"]
+    pairwise = data["pairwise"]["metrics"]
+    for metric in ("em", "f1"):
+        assert pairwise[metric]["overall"]["accuracy"] is None
+        assert pairwise[metric]["overall"]["undefined"] == why
+    assert pairwise["length"]["overall"]["accuracy"] is not None
+    assert "undefined" not in pairwise["length"]["overall"]
+    out = io.StringIO()
+    call_command("metric_report", project.slug, "--resamples", "0", stdout=out)
+    assert f"pairwise em: overall – (undefined: {why})" in out.getvalue()
+    client.force_login(owner)  # the page shows the report the command stored
+    page = unescape(client.get(reverse("metrics:project-metrics", args=[project.slug]),
+                               ).content.decode())
+    assert page.count(f"undefined: {why}") == 2 * len(data["pairwise"]["groups"])

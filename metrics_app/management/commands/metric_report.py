@@ -95,8 +95,11 @@ class Command(BaseCommand):
             rows = {**{f"[{k}]": v for k, v in pairwise["baselines"].items()},
                     **pairwise["metrics"]}
             for name, groups in rows.items():
-                cells = ", ".join(f"{g} {_fmt(groups[g]['accuracy']).strip()}"
-                                  for g in pairwise["groups"])
+                cells = ", ".join(
+                    f"{g} {_fmt(groups[g]['accuracy']).strip()}"
+                    + (f" (undefined: {groups[g]['undefined']})"
+                       if groups[g].get("undefined") else "")
+                    for g in pairwise["groups"])
                 self.stdout.write(f"pairwise {name}: {cells}")
 
     def _decision(self, decision: dict | None) -> None:

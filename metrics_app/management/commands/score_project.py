@@ -15,6 +15,7 @@ import sys
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation.models import Project
+from metrics_app.domain.meta_evaluation import NO_REFERENCE
 from metrics_app.management.scoring_options import scoring_options_check, unscorable_advice
 from metrics_app.registry import metric_names
 from metrics_app.services.scoring import (
@@ -72,7 +73,7 @@ class Command(BaseCommand):
             state = (f"not computed: {detail['error']}" if detail["error"] else
                      f"{detail['scored'] - unscorable} scored, {detail['cached']} already "
                      f"stored, {unscorable} unscorable"
-                     + (" (no reference answer to compare with)" if unscorable else ""))
+                     + (f" ({NO_REFERENCE})" if unscorable else ""))
             self.stdout.write(f"{name} ({detail['version'] or '?'}): {state}")
         missing = [f"{name}: {d['error']}" for name, d in summary.items() if d["error"]]
         if missing and not options["allow_missing"]:
