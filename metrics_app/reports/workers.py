@@ -144,6 +144,19 @@ def _alpha_without_each_worker(frame: JudgmentFrame, counts: np.ndarray, domain:
     return alpha_all, alpha_without
 
 
+def workers_table_note(rows: list[dict], agreement_all: dict | None
+                       ) -> tuple[str | None, list[dict]]:
+    """(the reason α is undefined for everyone, which the dashboard says once above its
+    workers table, or None; copies of `rows` marking `alpha_see_note` where a worker's
+    `alpha_undefined` is that same reason). Every worker sharing an item then carried the
+    agreement row's sentence, repeated row after row; a worker's own reason ("this worker's
+    items: ...") still stands in its cell. The report's JSON is left as it is."""
+    reason = (agreement_all or {}).get("alpha_undefined")
+    marked = [{**row, "alpha_see_note": bool(reason) and row.get("alpha_contribution") is None
+               and row.get("alpha_undefined") == reason} for row in rows]
+    return (reason if any(row["alpha_see_note"] for row in marked) else None), marked
+
+
 def own_items_reason(reason: str) -> str:
     """Why a worker's agreement with the others is undefined, in the words of the agreement
     rule (`agreement_undefined_reason`) read on the worker's own items."""

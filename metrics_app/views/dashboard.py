@@ -21,6 +21,7 @@ from annotation.domain.control_characters import CONTROL_CHARACTER, control_char
 from annotation.judgment_selectors import GROUP_FIELDS
 from annotation.models import Project, TaskKind
 from metrics_app.reports.project import dashboard_data, with_current_worker_status
+from metrics_app.reports.workers import workers_table_note
 
 WORKER_SORTS = {
     "contribution": ("alpha_contribution", False),
@@ -57,6 +58,7 @@ def project_dashboard(request: HttpRequest, slug: str) -> HttpResponse:
         report["workers"],
         key=lambda w: (w[key] is None, -(w[key] or 0) if descending else (w[key] or 0)),
     )
+    alpha_note, workers = workers_table_note(workers, (report.get("agreement") or {}).get("all"))
     return render(request, "metrics_app/dashboard.html", {
         "project": project,
         "stage": stage,
@@ -65,6 +67,7 @@ def project_dashboard(request: HttpRequest, slug: str) -> HttpResponse:
         "group_fields": GROUP_FIELDS,
         "report": report,
         "workers": workers,
+        "alpha_note": alpha_note,
         "sort": sort,
         # A same-justification share only where workers write justifications (A/B).
         "sorts": [name for name in WORKER_SORTS

@@ -323,6 +323,7 @@ def test_an_undefined_alpha_contribution_says_why_on_the_workers_table(name, exp
     client.force_login(owner)
     html = unescape(client.get(reverse("metrics:project-dashboard", args=[project.slug]))
                     .content.decode())
+    workers_table = _workers_section(html)
     out = io.StringIO()
     call_command("report", project.slug, stdout=out)
     for worker, why in expected.items():
@@ -332,10 +333,43 @@ def test_an_undefined_alpha_contribution_says_why_on_the_workers_table(name, exp
         own = why if why == OWN else None
         assert row["agreement_with_others_undefined"] == own
         assert (row["agreement_with_others"] is None) == (own is not None)
-        if why:
-            assert f"<small>undefined: {why}</small>" in html
+        if why == SAME:  # α of everyone: said once above the table
+            assert workers_table.count(why) == 1
+            assert "<small>undefined (see note)</small>" in workers_table
+        elif why:
+            assert f"<small>undefined: {why}</small>" in workers_table
             assert re.search(rf"α contribution undefined \({re.escape(why)}\): .*{worker}",
                              out.getvalue()), out.getvalue()
+
+
+def _workers_section(html: str) -> str:
+    return html.split('<section id="workers">', 1)[1].split("</section>", 1)[0]
+
+
+def test_alpha_undefined_for_everyone_is_said_once_above_the_workers_table(client):
+    """Before: when α of everyone was undefined, each worker row of the dashboard repeated the
+    agreement row's whole sentence. Now a note says it once and those cells say "undefined
+    (see note)"; a worker whose own reason differs (items no one else judged) keeps it in its
+    cell, and the report JSON still carries each worker's full reason."""
+    owner = make_user("owner-workers-note")
+    project = degenerate_project("likert_all_same", owner)
+    stage = project.stages.get(name="full")
+    loner = make_worker(external_id="likert_all_same-w9")
+    make_judgment(item=make_item(project), stage=stage, worker=loner, score=2)
+    api = APIClient()
+    api.force_authenticate(owner)
+    rows = {row["external_id"].rsplit("-", 1)[1]: row for row in api.get(
+        reverse("metrics-api:project-report", args=[project.slug])).json()["workers"]}
+    assert [rows[w]["alpha_undefined"] for w in ("w0", "w1", "w2")] == [SAME] * 3
+    assert rows["w9"]["alpha_undefined"] == OWN
+    client.force_login(owner)
+    table = _workers_section(unescape(client.get(
+        reverse("metrics:project-dashboard", args=[project.slug])).content.decode()))
+    assert table.count(SAME) == 1
+    assert f"undefined for every worker marked “see note”: {SAME}." in table
+    assert table.count("<small>undefined (see note)</small>") == 3
+    # its α contribution and its agreement with the others: no one else judged its item
+    assert table.count(f"<small>undefined: {OWN}</small>") == 2
 
 
 # --- why a correlation or κ against the humans is undefined, at every door ---------------------
