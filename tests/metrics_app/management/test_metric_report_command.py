@@ -200,6 +200,11 @@ def test_answers_without_references_are_counted_unscorable_not_scored(shared_dat
     call_command("score_project", "lfqa", "--metric", "em", "--no-progress", stdout=out)
     assert ("em (squad-v1): 0 scored, 0 already stored, 280 unscorable (no reference answer "
             "to compare with)") in out.getvalue()
+    # ... and the report says it in em's cells, where it printed a bare "–"
+    report = io.StringIO()
+    call_command("metric_report", "lfqa", "--resamples", "0", stdout=report)
+    assert ("pairwise em: overall – (undefined: unscorable: the metric gave none of the 280 "
+            "answers a value (no reference answer to compare with))") in report.getvalue()
 
 
 @pytest.mark.reliability
