@@ -126,13 +126,12 @@ def _clean_likert(answer: dict, rules: AnswerRules) -> dict[str, Any]:
 
 
 # A character repeated this many times in a row or more is padding ("aaaa…", "……", spaces
-# between two words): the run counts as one character. Words repeat a letter twice at most.
+# between two words): the run counts as one character. Words almost never repeat a letter
+# three times; a number's zeros do ("1000" counts 2), a small undercount prose can afford.
 PADDING_RUN = 3
 PADDING_NOTE = f"; a character repeated {PADDING_RUN} or more times in a row counts once"
 
 
-# Characters that take no room on the screen: zero-width spaces and joiners, the byte order
-# mark, direction marks (Unicode category Cf). Twenty of them look like an empty box.
 def _visible_runs(text: str) -> list[int]:
     """Lengths of the runs of one character in the text as the reader sees it: trimmed,
     invisible format characters (category Cf) left out."""
@@ -140,6 +139,8 @@ def _visible_runs(text: str) -> list[int]:
     return [sum(1 for _ in run) for _, run in itertools.groupby(visible)]
 
 
+# Characters that take no room on the screen: zero-width spaces and joiners, the byte order
+# mark, direction marks (Unicode category Cf). Twenty of them look like an empty box.
 def justification_length(text: str) -> int:
     """How many characters a justification has, as the page counts them (static/annotation/
     task.js `written`): code points, so an emoji is one character (not the two UTF-16 units a
