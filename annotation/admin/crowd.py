@@ -33,7 +33,7 @@ from annotation.models import (
     WorkerStatus,
 )
 from annotation.selectors import qualification_results_counting_annotate, worker_history
-from annotation.services.access import LINK_STAGE_OF_ANOTHER_PROJECT
+from annotation.services.access import LINK_STAGE_OF_ANOTHER_PROJECT, link_worker_problem
 from annotation.services.stage_plans import stage_items_fixed_refusal
 from annotation.services.stages import hit_delete_refusal
 from annotation.services.workers import worker_block, worker_unblock
@@ -349,7 +349,8 @@ class WorkerAdmin(WorkerHistoryMixin, ProjectScopedAdmin):
     )
     list_filter = ("provider", "status")
     search_fields = ("external_id", "display_name", "email")
-    readonly_fields = ("created_at", "provider_history")
+    # Whose in-house annotator a worker is follows from the invitation, never from a form.
+    readonly_fields = ("researcher", "created_at", "provider_history")
     action_form = BlockActionForm
     actions = ("block_workers", "unblock_workers", *WORKER_ACTIONS)
     inlines = [WorkerBlockInline]
@@ -402,6 +403,8 @@ class WorkerAdmin(WorkerHistoryMixin, ProjectScopedAdmin):
         """A superuser's change of `status` on the form is a global block or unblock through
         `worker_block` / `worker_unblock`, as the actions are (what counts is refreshed there),
         not a bare write of the column."""
+        if not change and obj.provider == Provider.INHOUSE and not request.user.is_superuser:
+            obj.researcher = request.user  # a researcher's "Ann" is theirs, as an invite's is
         if not (change and "status" in form.changed_data):
             return super().save_model(request, obj, form, change)
         status, reason = obj.status, obj.blocked_reason
@@ -485,6 +488,10 @@ class InhouseLinkAdmin(ProjectScopedAdmin):
                 stage, project = cleaned.get("stage"), cleaned.get("project")
                 if stage is not None and project is not None and stage.project_id != project.pk:
                     self.add_error("stage", LINK_STAGE_OF_ANOTHER_PROJECT)
+                worker = cleaned.get("worker")
+                if worker is not None and project is not None and (
+                        problem := link_worker_problem(worker=worker, project=project)):
+                    self.add_error("worker", problem)
                 return cleaned
 
         return LinkForm

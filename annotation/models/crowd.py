@@ -24,14 +24,29 @@ class Worker(models.Model):
         max_length=10, choices=WorkerStatus.choices, default=WorkerStatus.ACTIVE
     )
     blocked_reason = models.TextField(blank=True)
+    # An in-house annotator is named by a researcher ("Ann"), so the name is theirs: another
+    # researcher's "Ann" is another person, with her own reading history and qualifications.
+    # Null for ids the provider makes global (an MTurk worker id, a Prolific participant id),
+    # for imported annotators, and for in-house annotators created before names were scoped.
+    researcher = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT,
+        related_name="inhouse_annotators",
+        help_text="The researcher whose in-house annotator this is (their name for them).",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         ordering = ["provider", "external_id"]
         constraints = [
             models.UniqueConstraint(
-                fields=["provider", "external_id"], name="worker_unique_per_provider"
-            )
+                fields=["provider", "external_id"], condition=models.Q(researcher__isnull=True),
+                name="worker_unique_per_provider",
+            ),
+            models.UniqueConstraint(
+                fields=["provider", "external_id", "researcher"],
+                condition=models.Q(researcher__isnull=False),
+                name="inhouse_annotator_unique_per_researcher",
+            ),
         ]
 
     def __str__(self) -> str:

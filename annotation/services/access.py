@@ -125,12 +125,23 @@ def stage_link_problem(*, stage: Stage, worker: Worker | None = None) -> str:
 LINK_STAGE_OF_ANOTHER_PROJECT = "The stage belongs to another project."
 
 
+def link_worker_problem(*, worker: Worker, project: Project) -> str:
+    """Why `worker` cannot be given a personal link to `project` ("" when they can): another
+    researcher's in-house annotator is another researcher's "Ann", not this project's."""
+    if worker.researcher_id is not None and worker.researcher_id != project.owner_id:
+        return (f"{worker} is another researcher's in-house annotator. Invite this project's "
+                "annotator by name (the Invite action), which makes the project owner's own.")
+    return ""
+
+
 def inhouse_link_create(*, worker: Worker, project: Project, stage: Stage | None = None,
                         expires_at: datetime | None = None) -> tuple[InhouseLink, str]:
     """A personal, revocable link (no password) for an in-house annotator; returns the link and
     its URL path (prefix `settings.QAJ_PUBLIC_BASE_URL` to send it)."""
     if stage is not None and stage.project_id != project.pk:
         raise ValueError(LINK_STAGE_OF_ANOTHER_PROJECT)
+    if problem := link_worker_problem(worker=worker, project=project):
+        raise ValueError(problem)
     link = InhouseLink.objects.create(
         worker=worker, project=project, stage=stage, expires_at=expires_at,
         nonce=secrets.token_urlsafe(24),
@@ -138,18 +149,38 @@ def inhouse_link_create(*, worker: Worker, project: Project, stage: Stage | None
     return link, inhouse_link_path(link=link)
 
 
+def inhouse_annotator(*, project: Project, name: str, external_id: str = "") -> Worker:
+    """The in-house annotator a researcher calls `name` (created once, keyed by the slug of the
+    name, or by `external_id` when given): the project owner's own, so another researcher's
+    "Ann" is another worker, with her own reading history (a STARC paragraph one Ann read is
+    not kept from the other), qualifications and contact details. An annotator from before
+    names were scoped, unscoped because several researchers worked with her, is still reached
+    by each of them while she has worked (or holds a link) in their projects."""
+    from django.utils.text import slugify
+
+    external_id = external_id or slugify(name)[:200] or name[:200]
+    owner = project.owner
+    if owner is not None:
+        legacy = Worker.objects.filter(
+            provider=Provider.INHOUSE, external_id=external_id, researcher=None).filter(
+            Q(links__project__owner=owner) | Q(assignments__stage__project__owner=owner)
+        ).first()
+        if legacy is not None:
+            return legacy
+    worker, _ = Worker.objects.get_or_create(
+        provider=Provider.INHOUSE, external_id=external_id, researcher=owner,
+        defaults={"display_name": name})
+    return worker
+
+
 @transaction.atomic
 def inhouse_annotators_invite(*, stage: Stage, names: list[str]) -> list[tuple[str, str, str]]:
     """In-house annotators by name (created once, keyed by the slug of the name) with a personal
     link to `stage` each: (name, URL path, problem) per name, to be sent to the annotators;
     `problem` says why the link would not work now (`stage_link_problem`, "" when it would)."""
-    from django.utils.text import slugify
-
     invited = []
     for name in names:
-        worker, _ = Worker.objects.get_or_create(
-            provider=Provider.INHOUSE, external_id=slugify(name)[:200] or name[:200],
-            defaults={"display_name": name})
+        worker = inhouse_annotator(project=stage.project, name=name)
         _link, path = inhouse_link_create(worker=worker, project=stage.project, stage=stage)
         invited.append((name, path, stage_link_problem(stage=stage, worker=worker)))
     return invited
@@ -224,14 +255,10 @@ def inhouse_entry_path(*, link: InhouseLink) -> str:
 def inhouse_home_links(*, project: Project, names: list[str]) -> list[tuple[str, str]]:
     """One personal home-page link per in-house annotator for the whole project (created once:
     an annotator's valid project-wide link is handed out again): (name, URL path) per name."""
-    from django.utils.text import slugify
-
     now = timezone.now()
     invited = []
     for name in names:
-        worker, _ = Worker.objects.get_or_create(
-            provider=Provider.INHOUSE, external_id=slugify(name)[:200] or name[:200],
-            defaults={"display_name": name})
+        worker = inhouse_annotator(project=project, name=name)
         link = (InhouseLink.objects.filter(worker=worker, project=project, stage=None,
                                            revoked=False)
                 .filter(Q(expires_at__isnull=True) | Q(expires_at__gt=now)).order_by("pk")

@@ -28,7 +28,11 @@ from django.db import transaction
 from django.urls import reverse
 
 from annotation.models import Hit, HitItem, Project, Provider, Stage, Worker
-from annotation.services.access import inhouse_link_create, stage_link_problem
+from annotation.services.access import (
+    inhouse_annotator,
+    inhouse_link_create,
+    stage_link_problem,
+)
 from annotation.services.assignments import (
     OPEN_STAGE_STATUSES,
     assignment_size,
@@ -71,13 +75,12 @@ class Command(BaseCommand):
                 raise CommandError("no demo projects here (manage.py rundemo creates them); "
                                    "name a project with --project SLUG, or --all-projects "
                                    "for every open stage of every project")
-        annotator, _ = Worker.objects.get_or_create(
-            provider=Provider.INHOUSE, external_id=worker, defaults={"display_name": worker}
-        )
         for proj in projects:
             stages = proj.stages.filter(status__in=OPEN_STAGE_STATUSES).order_by("order", "pk")
             if not stages.exists():
                 continue
+            # The project owner's annotator of that name (another researcher's is another).
+            annotator = inhouse_annotator(project=proj, name=worker, external_id=worker)
             self.stdout.write(self.style.MIGRATE_HEADING(f"{proj.title} [{proj.slug}]"))
             for stage in stages:
                 problem = stage_link_problem(
