@@ -306,7 +306,12 @@ class LeaderboardSerializer(serializers.Serializer):
     side_by_side = serializers.ListField(
         child=serializers.DictField(), required=False,
         help_text="Per system (the humans' order): rank and strength by the humans and by "
-                  "each judge, the judge's on the humans' items only (`side_by_side_items`).")
+                  "each judge, the judge's on the humans' items only (`side_by_side_items`); "
+                  "a judge that read only some of them also carries `human_rank` and "
+                  "`human_strength`: the humans' board refitted on that judge's items.")
     side_by_side_items = serializers.IntegerField(
         required=False, help_text="The items of the humans' board, on which the side by side "
                                   "ranks every judge.")
+    side_by_side_judge_items = serializers.DictField(
+        child=serializers.IntegerField(), required=False,
+        help_text="Per judge, how many of the humans' items it voted on.")

@@ -267,20 +267,44 @@ def _on_items(board: dict, votes: Votes, items: np.ndarray, *, rounds: int, seed
         return None
 
 
-def _side_by_side(human: dict | None, judges: dict[str, dict]) -> list[dict]:
+def _humans_on_items(found: tuple[Votes, dict], items: np.ndarray, *, rounds: int,
+                     seed: int) -> dict | None:
+    """The humans' board refitted on `items` (a judge's share of the humans' items), so a judge
+    that voted on only some of them is ranked beside the humans on the same items."""
+    votes, info = found
+    keep = np.isin(votes.item, items)
+    try:
+        return leaderboard(votes.subset(keep), rounds=rounds, seed=seed,
+                           position=info["order_recorded"], style=False, robustness=False)
+    except LeaderboardError:
+        return None
+
+
+def _side_by_side(human: dict | None, judges: dict[str, dict],
+                  humans_beside: dict[str, dict | None]) -> list[dict]:
     """Per system (the human order): its rank and strength by the humans and by each judge
-    (`judges`: each judge's board on the humans' items)."""
+    (`judges`: each judge's board on the humans' items). A judge that read only some of the
+    humans' items (`humans_beside`: the humans refitted on those) carries the humans' rank and
+    strength on its items beside its own (`human_rank`, `human_strength`)."""
     if not human or "systems" not in human:
         return []
+
+    def found(board, system):
+        return next((r for r in (board or {}).get("systems", []) if r["system"] == system),
+                    None)
+
     rows = []
     for row in human["systems"]:
         entry = {"system": row["system"], "human": {"rank": row["rank"],
                                                     "strength": row["strength"]}}
         for name, board in judges.items():
-            found = next((r for r in (board or {}).get("systems", [])
-                          if r["system"] == row["system"]), None)
-            entry[name] = ({"rank": found["rank"], "strength": found["strength"]}
-                           if found else None)
+            mine = found(board, row["system"])
+            entry[name] = ({"rank": mine["rank"], "strength": mine["strength"]}
+                           if mine else None)
+            if mine and name in humans_beside:
+                theirs = found(humans_beside[name], row["system"])
+                entry[name].update(human_rank=theirs["rank"] if theirs else None,
+                                   human_strength=theirs["strength"] if theirs else None)
         rows.append(entry)
     return rows
 
@@ -312,16 +336,29 @@ def leaderboard_report(frame: JudgmentFrame, *, project: Project | None = None,
     if project is not None:
         judges = {}
         # The side by side compares the rankings on the same items: a judge that scored items
-        # no human judged (yet) is refitted on the humans' items for it.
+        # no human judged (yet) is refitted on the humans' items for it, and one that read
+        # only some of the humans' items (an LLM judge run on a sample, a learned judge
+        # beside the items it trained on) stands beside the humans refitted on its items.
         human_items = np.unique(found[0].item)
         beside: dict[str, dict | None] = {}
+        humans_beside: dict[str, dict | None] = {}
+        judge_items: dict[str, int] = {}
+
+        def side_by_side_add(name: str, votes: Votes, *, position: bool) -> None:
+            beside[name] = _on_items(judges[name], votes, human_items, rounds=rounds,
+                                     seed=seed, position=position)
+            shared = np.intersect1d(human_items, votes.item)
+            judge_items[name] = len(shared)
+            if 0 < len(shared) < len(human_items):
+                humans_beside[name] = _humans_on_items(found, shared, rounds=rounds,
+                                                       seed=seed)
+
         left_out: dict[str, int] = {}
         for name, votes in metric_votes(project, stage, left_out=left_out).items():
             try:
                 judges[name] = leaderboard(votes, rounds=rounds, seed=seed, position=False,
                                            robustness=False)
-                beside[name] = _on_items(judges[name], votes, human_items, rounds=rounds,
-                                         seed=seed, position=False)
+                side_by_side_add(name, votes, position=False)
             except LeaderboardError as exc:
                 judges[name] = {"error": str(exc)}
             judges[name]["judge"] = {"kind": "metric", "label": name,
@@ -331,8 +368,7 @@ def leaderboard_report(frame: JudgmentFrame, *, project: Project | None = None,
             try:
                 judges[name] = leaderboard(votes, rounds=rounds, seed=seed,
                                            position=about["order_recorded"], robustness=False)
-                beside[name] = _on_items(judges[name], votes, human_items, rounds=rounds,
-                                         seed=seed, position=about["order_recorded"])
+                side_by_side_add(name, votes, position=about["order_recorded"])
             except LeaderboardError as exc:
                 judges[name] = {"error": str(exc)}
             judges[name]["judge"] = about
@@ -347,8 +383,10 @@ def leaderboard_report(frame: JudgmentFrame, *, project: Project | None = None,
         if judges:
             report["judges"] = judges
             report["side_by_side"] = _side_by_side(
-                report["overall"], {name: beside.get(name) for name in judges})
+                report["overall"], {name: beside.get(name) for name in judges},
+                humans_beside)
             report["side_by_side_items"] = len(human_items)
+            report["side_by_side_judge_items"] = judge_items
         if combined:
             report["combined"] = combined
     _label_workers(report)

@@ -428,3 +428,44 @@ def test_the_side_by_side_ranks_a_judge_on_the_items_the_humans_judged(client, a
             expected[row["system"]])
     html = client.get(reverse("metrics:project-dashboard", args=[project.slug])).content.decode()
     assert "On the 40 items the humans judged" in html
+
+
+@pytest.mark.reliability
+def test_a_judge_that_read_some_of_the_humans_items_is_ranked_beside_the_humans_on_those(
+        client, arena):
+    """An LLM judge run on a sample, or a learned judge beside the pairs it trained on, votes
+    on part of the humans' items: its side-by-side column stood beside the humans' ranking on
+    all 40 items, so the two rankings differed by the items as much as by the judge. Its cell
+    now also carries the humans' ranking refitted on its own items."""
+    from annotation.judgment_selectors import load_judgments
+    from metrics_app.domain.leaderboard import leaderboard
+    from metrics_app.models import MetricScore
+    from metrics_app.reports.leaderboard import frame_votes
+
+    project, owner = arena
+    items = list(project.items.order_by("id"))
+    sample = items[:20]
+    # A judge that prefers B on these 20 pairs: its ranking is not the humans'.
+    MetricScore.objects.bulk_create([
+        MetricScore(item=item, metric="sampled", version="v1", side=side, value=value)
+        for item in sample for side, value in (("A", 0.0), ("B", 1.0))])
+    client.force_login(owner)
+    board = client.get(reverse("metrics-api:project-leaderboard", args=[project.slug])).json()
+    assert board["side_by_side_items"] == 40
+    assert board["side_by_side_judge_items"] == {"sampled@v1": 20}
+    frame = load_judgments(project=project, include_non_data_stages=True)
+    votes, info = frame_votes(frame, frame.data_mask()
+                              & np.isin(frame.item_id, [item.pk for item in sample]))
+    humans_there = leaderboard(votes, position=info["order_recorded"], style=False,
+                               robustness=False)
+    expected = {r["system"]: (r["rank"], r["strength"]) for r in humans_there["systems"]}
+    everywhere = {r["system"]: (r["human"]["rank"], r["human"]["strength"])
+                  for r in board["side_by_side"]}
+    assert expected != everywhere  # the same humans read differently on the judge's items
+    for row in board["side_by_side"]:
+        cell = row["sampled@v1"]
+        assert (cell["human_rank"], cell["human_strength"]) == pytest.approx(
+            expected[row["system"]])
+    html = client.get(reverse("metrics:project-dashboard", args=[project.slug])).content.decode()
+    assert "sampled@v1 voted on 20 of them" in html
+    assert html.count("humans on its items:") == len(board["side_by_side"])
