@@ -35,10 +35,10 @@ from .errors import AssignmentClosed, SubmissionInvalid
 from .locking import assignment_item_row, assignment_lock, assignment_open_locked
 from .picking import items_filled_since_timeout
 from .state import (
-    FINISHED_STATUSES,
     GUESS_TIMING_KEY,
     REFUSED_KEY,
     answer_rules,
+    assignment_finished,
     server_state_save,
 )
 from .timeouts import is_late, late_refusal_message
@@ -208,7 +208,7 @@ def assignment_submit(*, assignment: Assignment, answers: list[dict],
     participant is asked to return the study (`return_requested`; not submitted, no code).
     """
     locked = assignment_lock(assignment.pk)
-    if locked.status in FINISHED_STATUSES:
+    if assignment_finished(locked):
         return SubmittedJudgments(locked.judgments.order_by("pk"), already_submitted=True)
     late = _submittable(locked)
     assignment = locked
@@ -388,7 +388,7 @@ def _judgments_store(assignment: Assignment, judgments: list[Judgment], *, n_ite
             Judgment.objects.bulk_create(judgments)
     except IntegrityError:
         fresh = Assignment.objects.get(pk=assignment.pk)
-        if fresh.status in FINISHED_STATUSES or Judgment.objects.filter(
+        if assignment_finished(fresh) or Judgment.objects.filter(
             assignment=assignment
         ).count() == n_items:
             return False

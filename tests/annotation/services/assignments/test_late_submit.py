@@ -258,3 +258,51 @@ def test_submit_endpoint_names_the_refused_items(client):
     assert response.status_code == 200 and data["ok"] and data["n_judgments"] == 1
     assert list(data["refused"]) == [str(items[0].pk)]
     assert "item 1" in data["refused"][str(items[0].pk)][0]
+
+
+@pytest.mark.reliability
+@pytest.mark.parametrize("timed_out", ["no", "revived by autosave", "released by the beat"])
+def test_a_submission_held_for_review_stays_held_whatever_its_page_sends_again(client, timed_out):
+    """A submission the review held (FLAGGED) is finished work: its page sending the submit
+    again (a second tab, a retry, or on purpose) is answered "already submitted" and changes
+    nothing. Against the old code a late-submitted one (timed out, then submitted) was taken
+    for a late assignment again: the resent submit made it "submitted" with a new completion
+    code, out of the review, and its autosave still wrote; a flagged one that had not timed
+    out answered 409 "returned or has expired" to the resent submit."""
+    from django.urls import reverse
+
+    from annotation.services.access import assignment_token_make
+    from annotation.services.review.decisions import assignment_flag
+
+    project, stage, items = make_task(TaskKind.LIKERT, n_items=2, group="",
+                                      assignment_timeout_minutes=30)
+    assignment = assignment_start(stage=stage, worker=make_worker())
+    token = assignment_token_make(assignment=assignment)
+
+    def call(name, body):
+        return client.post(reverse(f"annotation:{name}"), data=body,
+                           content_type="application/json", HTTP_X_ASSIGNMENT_TOKEN=token)
+
+    if timed_out != "no":
+        _idle(assignment)
+        if timed_out == "released by the beat":
+            assert assignment_release_abandoned() == 1
+        else:
+            assert call("task-autosave", {"draft": {"answers": {}}}).status_code == 200
+    assert call("task-submit", {"answers": _answers(items)}).json()["n_judgments"] == 2
+    assignment.refresh_from_db()
+    assignment_flag(assignment, "Held for review: every item has the same score.")
+    held = Assignment.objects.get(pk=assignment.pk)
+    assert held.status == AssignmentStatus.FLAGGED
+
+    again = call("task-submit", {"answers": _answers(items, score=1)})
+    assert again.status_code == 200, again.content
+    assert again.json()["already_submitted"] is True
+    saved = call("task-autosave", {"draft": {"answers": {"x": 1}}})
+    assert saved.status_code == 200 and saved.json()["already_submitted"] is True
+    confirmed = call("task-confirm", {"item": items[0].pk, "answer": {"score": 1}})
+    assert confirmed.json().get("already_submitted") is True
+    after = Assignment.objects.get(pk=assignment.pk)
+    assert (after.status, after.completion_code, after.review_note, after.draft) == (
+        AssignmentStatus.FLAGGED, held.completion_code, held.review_note, held.draft)
+    assert sorted(Judgment.objects.values_list("score", flat=True)) == [4.0, 4.0]
