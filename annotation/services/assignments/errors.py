@@ -5,7 +5,7 @@ from annotation.models import (
     Assignment,
 )
 
-from .state import FINISHED_STATUSES
+from .state import assignment_finished
 
 
 class AssignmentRefused(Exception):
@@ -68,7 +68,7 @@ class AssignmentClosed(AssignmentRefused):
 
     @property
     def finished(self) -> bool:
-        return self.assignment is not None and self.assignment.status in FINISHED_STATUSES
+        return self.assignment is not None and assignment_finished(self.assignment)
 
 
 class ReturnRequested(AssignmentClosed):

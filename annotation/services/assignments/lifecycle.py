@@ -50,6 +50,7 @@ from .state import (
     GUESS_TIMING_KEY,
     OPEN_STAGE_STATUSES,
     SERVER_DRAFT_KEY,
+    assignment_finished,
     closed_stage_lets_finish,
     hit_is_expired,
     stage_not_open_message,
@@ -182,7 +183,7 @@ def _reopen(assignment: Assignment, worker: Worker) -> Assignment:
     if assignment.status != AssignmentStatus.IN_PROGRESS:
         message = (
             "You have already submitted this assignment."
-            if assignment.status in FINISHED_STATUSES
+            if assignment_finished(assignment)
             else "This assignment was returned or has expired; it can no longer be worked on."
         )
         raise AssignmentClosed(message, assignment=assignment)

@@ -13,7 +13,7 @@ from annotation.models import Assignment, AssignmentItem, AssignmentStatus, Stag
 
 from .comprehension import refuse_if_return_requested
 from .errors import AssignmentClosed, SubmissionInvalid
-from .state import FINISHED_STATUSES
+from .state import assignment_finished
 from .timeouts import TIMED_OUT_MESSAGE, is_late, mark_late
 
 
@@ -39,7 +39,7 @@ def assignment_open_locked(assignment: Assignment, *, allow_late: bool = False) 
     against the redundancy when they are stored (`items_filled_since_timeout`)."""
     fresh = assignment_lock(assignment.pk)
     refuse_if_return_requested(fresh)
-    if fresh.status in FINISHED_STATUSES:
+    if assignment_finished(fresh):
         raise AssignmentClosed("This assignment was already submitted.", assignment=fresh)
     if fresh.status != AssignmentStatus.IN_PROGRESS and not (allow_late and is_late(fresh)):
         raise AssignmentClosed(

@@ -43,6 +43,17 @@ FINISHED_STATUSES = (AssignmentStatus.SUBMITTED, AssignmentStatus.APPROVED,
                      AssignmentStatus.REJECTED)
 
 
+def assignment_finished(assignment: Assignment) -> bool:
+    """Whether the worker's part of `assignment` is over because it was submitted: submitted,
+    approved, rejected, or flagged for review after its submit (FLAGGED with `submitted_at`: a
+    review rule held it, the provider never listed it). Every write a page makes asks this
+    first. A flagged submission is not returned work its page may still submit late: a submit
+    sent again from that page (another tab, a retry) made it "submitted" again, with a new
+    completion code, out of the researcher's review."""
+    return assignment.status in FINISHED_STATUSES or (
+        assignment.status == AssignmentStatus.FLAGGED and assignment.submitted_at is not None)
+
+
 MAX_DRAFT_BYTES = 200_000
 
 # Server draft state of STARC pilot pages beside `guesses` (item id -> role): item id ->

@@ -35,13 +35,13 @@ from .errors import AssignmentClosed, SubmissionInvalid
 from .locking import assignment_item_row, assignment_lock, assignment_open_locked
 from .picking import items_filled_since_timeout
 from .state import (
-    FINISHED_STATUSES,
     GUESS_TIMING_KEY,
     REFUSED_KEY,
     answer_rules,
+    assignment_finished,
     server_state_save,
 )
-from .timeouts import is_late, late_refusal_message
+from .timeouts import is_late, late_refusal_message, newer_page_refusal_message
 
 
 def _is_correct(item: Item, fields: dict) -> bool | None:
@@ -114,7 +114,8 @@ def assignment_confirm_item(*, assignment: Assignment, item: Item | int, answer:
     the same item returns the first judgment unchanged.
 
     Returns None, storing no judgment, when (a) a late assignment's item was filled by others
-    meanwhile (recorded as refused: settled for the page and the submit), or (b) a Prolific
+    meanwhile, or its worker holds it in a newer assignment (recorded as refused: settled for
+    the page and the submit), or (b) a Prolific
     comprehension check was answered wrong the first time (the attempt is recorded; the next
     answer is the judgment). A second wrong answer is stored and the participant is asked to
     return the study (`ReturnRequested` from then on). `assignment_feedback` says which."""
@@ -127,12 +128,15 @@ def assignment_confirm_item(*, assignment: Assignment, item: Item | int, answer:
     key = str(row.item_id)
     if key in (state.get(REFUSED_KEY) or {}):
         return None
-    if is_late(assignment) and items_filled_since_timeout(assignment=assignment, rows=[row]):
-        # Recorded rather than raised: the page shows the item as no longer needed, so the
-        # worker can still submit the rest, and the submit does not ask for it again.
-        state[REFUSED_KEY] = {**(state.get(REFUSED_KEY) or {}), key: late_refusal_message([row])}
-        server_state_save(assignment, state)
-        return None
+    if is_late(assignment):
+        newer, filled = _late_settled(assignment, [row])
+        if newer or filled:
+            # Recorded rather than raised: the page shows the item as no longer needed, so the
+            # worker can still submit the rest, and the submit does not ask for it again.
+            message = newer_page_refusal_message([row]) if newer else late_refusal_message([row])
+            state[REFUSED_KEY] = {**(state.get(REFUSED_KEY) or {}), key: message}
+            server_state_save(assignment, state)
+            return None
     locked_guess = (state.get("guesses") or {}).get(key)
     try:
         fields = clean_answer(rules=answer_rules(assignment.stage.project, assignment.stage),
@@ -168,7 +172,8 @@ def assignment_confirm_item(*, assignment: Assignment, item: Item | int, answer:
 class SubmittedJudgments(list):
     """`assignment_submit`'s result: the assignment's judgments; after a late submit also
     `refused` (item id -> message) for the answers that could not be stored because other
-    workers filled those items after the timeout, and `message` saying so."""
+    workers filled those items after the timeout, or because the worker holds them in a newer
+    assignment, and `message` saying so."""
 
     def __init__(self, judgments, *, refused: dict[str, list[str]] | None = None,
                  message: str = "", retry: dict[str, list[str]] | None = None,
@@ -200,7 +205,9 @@ def assignment_submit(*, assignment: Assignment, answers: list[dict],
     A late submit (the assignment timed out, so its items were free for others) stores the
     answers to the items that still need judgments and refuses, by item, those others have
     filled meanwhile (`SubmittedJudgments.refused`); if none can be stored it is refused
-    (AssignmentClosed) naming the items. Items whose late confirm was refused that way
+    (AssignmentClosed) naming the items. Items the worker holds in a newer assignment of the
+    stage (the task opened again after the timeout) are refused the same way, so that newer
+    page can still be submitted. Items whose late confirm was refused that way
     (`assignment_confirm_item`) are settled and need no answer.
 
     On Prolific, a comprehension check answered wrong for the first time stores nothing and
@@ -208,7 +215,7 @@ def assignment_submit(*, assignment: Assignment, answers: list[dict],
     participant is asked to return the study (`return_requested`; not submitted, no code).
     """
     locked = assignment_lock(assignment.pk)
-    if locked.status in FINISHED_STATUSES:
+    if assignment_finished(locked):
         return SubmittedJudgments(locked.judgments.order_by("pk"), already_submitted=True)
     late = _submittable(locked)
     assignment = locked
@@ -217,9 +224,9 @@ def assignment_submit(*, assignment: Assignment, answers: list[dict],
     done = set(Judgment.objects.filter(assignment=assignment).values_list("item_id", flat=True))
     given, errors = _answers_by_item(answers, {row.item_id for row in rows})
     state = server_state(assignment)
-    filled = _settled_elsewhere(assignment, state, rows, done=done, late=late)
+    newer, filled = _settled_elsewhere(assignment, state, rows, done=done, late=late)
     judgments, checks = _judgments_of(assignment, rows, given, errors, state=state,
-                                      skip=done | filled, client_meta=client_meta)
+                                      skip=done | newer | filled, client_meta=client_meta)
     answered = {judgment.item_id for judgment in judgments}
     per_item = _server_time_ms(assignment, [row for row in rows if row.item_id in answered],
                                n=len(judgments), answered_before=bool(done))
@@ -229,8 +236,11 @@ def assignment_submit(*, assignment: Assignment, answers: list[dict],
     if answered_checks is not None:
         return answered_checks
     filled_rows = [row for row in rows if row.item_id in filled]
-    message = late_refusal_message(filled_rows) if filled_rows else ""
-    if filled_rows and not judgments and not done:
+    newer_rows = [row for row in rows if row.item_id in newer]
+    refused = {row.item_id: late_refusal_message(filled_rows) for row in filled_rows}
+    refused |= {row.item_id: newer_page_refusal_message(newer_rows) for row in newer_rows}
+    message = " ".join(dict.fromkeys(refused.values()))
+    if refused and not judgments and not done:
         raise AssignmentClosed(message + " Nothing was stored; thank you for your time.",
                                assignment=assignment)
     if not _judgments_store(assignment, judgments, n_items=len(rows)):
@@ -248,7 +258,7 @@ def assignment_submit(*, assignment: Assignment, answers: list[dict],
     qualification_grade_on_submit(assignment=assignment)
     return SubmittedJudgments(
         Judgment.objects.filter(assignment=assignment).order_by("pk"),
-        refused={str(row.item_id): [message] for row in filled_rows}, message=message,
+        refused={str(item_id): [why] for item_id, why in refused.items()}, message=message,
     )
 
 
@@ -291,15 +301,42 @@ def _answers_by_item(answers: Any, item_ids: set[int]
 
 
 def _settled_elsewhere(assignment: Assignment, state: dict, rows: list[AssignmentItem], *,
-                       done: set[int], late: bool) -> set[int]:
-    """Items that need no answer any more: refused at a late confirm, or (late submit) filled
-    by other workers since the timeout."""
+                       done: set[int], late: bool) -> tuple[set[int], set[int]]:
+    """Items that need no answer any more, as (held in the worker's newer assignment, filled
+    by others): refused at a late confirm, or found so by a late submit (`_late_settled`)."""
     # Refused at a late confirm: settled, whatever the count says now.
-    filled = {int(key) for key in (state.get(REFUSED_KEY) or {})} - done
-    filled |= items_filled_since_timeout(
-        assignment=assignment, rows=[row for row in rows if row.item_id not in done | filled]
-    ) if late else set()
-    return filled
+    refused = {int(key) for key in (state.get(REFUSED_KEY) or {})} - done
+    if not late:
+        return set(), refused
+    newer, filled = _late_settled(assignment, [row for row in rows if row.item_id not in done],
+                                  refused=refused)
+    return newer, filled | (refused - newer)
+
+
+def _late_settled(assignment: Assignment, rows: list[AssignmentItem], *,
+                  refused: set[int] = frozenset()) -> tuple[set[int], set[int]]:
+    """Items of a late assignment that take no answer any more, as (held in the worker's newer
+    assignment, filled by others since the timeout), the rule the late confirm and the late
+    submit share. `refused`: items already refused at a confirm, not counted again."""
+    newer = _held_in_newer_assignment(assignment, rows)
+    filled = items_filled_since_timeout(
+        assignment=assignment, rows=[row for row in rows if row.item_id not in newer | refused])
+    return newer, filled
+
+
+def _held_in_newer_assignment(assignment: Assignment, rows: list[AssignmentItem]) -> set[int]:
+    """Items of a late assignment its worker holds in a newer assignment of the stage: they
+    opened the task again after this one timed out and were given these items again (two
+    tabs). Stored from here, they made that newer page's submit fail for good ("already judged
+    by you in this stage") while it kept holding the items, so they are answered there; a
+    newer assignment that was returned too holds nothing."""
+    ids = [row.item_id for row in rows]
+    if not ids:
+        return set()
+    return set(AssignmentItem.objects.filter(
+        item_id__in=ids, assignment__stage_id=assignment.stage_id,
+        assignment__worker_id=assignment.worker_id, assignment_id__gt=assignment.pk,
+    ).exclude(assignment__status=AssignmentStatus.RETURNED).values_list("item_id", flat=True))
 
 
 def _judgments_of(assignment: Assignment, rows: list[AssignmentItem], given: dict[int, dict],
@@ -388,7 +425,7 @@ def _judgments_store(assignment: Assignment, judgments: list[Judgment], *, n_ite
             Judgment.objects.bulk_create(judgments)
     except IntegrityError:
         fresh = Assignment.objects.get(pk=assignment.pk)
-        if fresh.status in FINISHED_STATUSES or Judgment.objects.filter(
+        if assignment_finished(fresh) or Judgment.objects.filter(
             assignment=assignment
         ).count() == n_items:
             return False

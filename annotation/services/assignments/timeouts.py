@@ -103,6 +103,19 @@ def late_refusal_message(rows: list[AssignmentItem]) -> str:
             f"workers, so your answers to them could not be stored.")
 
 
+def newer_page_refusal_message(rows: list[AssignmentItem]) -> str:
+    """Why the answers to these items of a late assignment were not stored: its worker opened
+    the task again after the timeout and holds them in the newer page."""
+    numbers = ", ".join(str(row.position + 1) for row in rows)
+    if len(rows) == 1:
+        return (f"Your assignment timed out and you opened this task again since: item {numbers} "
+                f"is in your newer page, so your answer to it was not stored here. Answer it "
+                f"there.")
+    return (f"Your assignment timed out and you opened this task again since: items {numbers} "
+            f"are in your newer page, so your answers to them were not stored here. Answer them "
+            f"there.")
+
+
 @transaction.atomic
 def assignment_release_abandoned(*, now: datetime | None = None) -> int:
     """Mark in-progress assignments idle for longer than their project's timeout RETURNED, which

@@ -258,3 +258,116 @@ def test_submit_endpoint_names_the_refused_items(client):
     assert response.status_code == 200 and data["ok"] and data["n_judgments"] == 1
     assert list(data["refused"]) == [str(items[0].pk)]
     assert "item 1" in data["refused"][str(items[0].pk)][0]
+
+
+@pytest.mark.reliability
+@pytest.mark.parametrize("timed_out", ["no", "revived by autosave", "released by the beat"])
+def test_a_submission_held_for_review_stays_held_whatever_its_page_sends_again(client, timed_out):
+    """A submission the review held (FLAGGED) is finished work: its page sending the submit
+    again (a second tab, a retry, or on purpose) is answered "already submitted" and changes
+    nothing. Against the old code a late-submitted one (timed out, then submitted) was taken
+    for a late assignment again: the resent submit made it "submitted" with a new completion
+    code, out of the review, and its autosave still wrote; a flagged one that had not timed
+    out answered 409 "returned or has expired" to the resent submit."""
+    from django.urls import reverse
+
+    from annotation.services.access import assignment_token_make
+    from annotation.services.review.decisions import assignment_flag
+
+    project, stage, items = make_task(TaskKind.LIKERT, n_items=2, group="",
+                                      assignment_timeout_minutes=30)
+    assignment = assignment_start(stage=stage, worker=make_worker())
+    token = assignment_token_make(assignment=assignment)
+
+    def call(name, body):
+        return client.post(reverse(f"annotation:{name}"), data=body,
+                           content_type="application/json", HTTP_X_ASSIGNMENT_TOKEN=token)
+
+    if timed_out != "no":
+        _idle(assignment)
+        if timed_out == "released by the beat":
+            assert assignment_release_abandoned() == 1
+        else:
+            assert call("task-autosave", {"draft": {"answers": {}}}).status_code == 200
+    assert call("task-submit", {"answers": _answers(items)}).json()["n_judgments"] == 2
+    assignment.refresh_from_db()
+    assignment_flag(assignment, "Held for review: every item has the same score.")
+    held = Assignment.objects.get(pk=assignment.pk)
+    assert held.status == AssignmentStatus.FLAGGED
+
+    again = call("task-submit", {"answers": _answers(items, score=1)})
+    assert again.status_code == 200, again.content
+    assert again.json()["already_submitted"] is True
+    saved = call("task-autosave", {"draft": {"answers": {"x": 1}}})
+    assert saved.status_code == 200 and saved.json()["already_submitted"] is True
+    confirmed = call("task-confirm", {"item": items[0].pk, "answer": {"score": 1}})
+    assert confirmed.json().get("already_submitted") is True
+    after = Assignment.objects.get(pk=assignment.pk)
+    assert (after.status, after.completion_code, after.review_note, after.draft) == (
+        AssignmentStatus.FLAGGED, held.completion_code, held.review_note, held.draft)
+    assert sorted(Judgment.objects.values_list("score", flat=True)) == [4.0, 4.0]
+
+
+@pytest.mark.reliability
+@pytest.mark.parametrize("first", ["old page", "new page"])
+def test_a_timed_out_tab_never_leaves_the_newer_page_unsubmittable(client, first):
+    """An annotator leaves a page until it times out, opens their link again (a new page: the
+    same items, since they judged none of them) and then submits from the old tab too. The
+    old tab's late answers to items the newer page holds are refused by name ("answer them
+    there"), whichever page submits first, and the newer page is submitted. Against the old
+    code the old tab's late submit stored them, and the newer page could never be submitted
+    ("Some of these items were already judged by you in this stage") while still holding the
+    items, its link reopening the same dead page until it timed out."""
+    from annotation.services.access import inhouse_link_create
+    from tests.support.tasks import api, page_config
+
+    project, stage, items = make_task(TaskKind.LIKERT, n_items=3, group="",
+                                      assignment_timeout_minutes=30)
+    worker = make_worker()
+    _, path = inhouse_link_create(worker=worker, project=project, stage=stage)
+    old = page_config(client.get(path))
+    _idle(Assignment.objects.get())
+    assert assignment_release_abandoned() == 1  # the beat's sweep, every minute
+    new = page_config(client.get(path))
+    assert new["token"] != old["token"] and new["items"] == old["items"]
+
+    def submit(config, score):
+        return api(client, "task-submit", config["token"],
+                   {"answers": [{"item": i, "score": score} for i in config["items"]]})
+
+    if first == "old page":
+        # One by one (the confirm call) too: settled, not stored.
+        confirmed = api(client, "task-confirm", old["token"],
+                        {"item": old["items"][0], "answer": {"score": 1}}).json()
+        assert "in your newer page" in confirmed["feedback"]["refused"]
+        late = submit(old, 1)
+        assert late.status_code == 409 and "in your newer page" in late.json()["message"]
+        assert "items 1, 2, 3" in late.json()["message"]
+        assert "Nothing was stored" in late.json()["message"]
+        kept = submit(new, 5)
+        assert kept.status_code == 200, kept.content
+    else:
+        assert submit(new, 5).status_code == 200
+        late = submit(old, 1)
+        assert late.status_code == 409 and "in your newer page" in late.json()["message"]
+    assert sorted(Judgment.objects.values_list("score", flat=True)) == [5.0, 5.0, 5.0]
+    statuses = dict(Assignment.objects.values_list("pk", "status"))
+    assert sorted(statuses.values()) == [AssignmentStatus.RETURNED, AssignmentStatus.SUBMITTED]
+
+
+def test_a_late_answer_to_an_item_the_newer_page_does_not_hold_is_still_kept():
+    """Only the items the worker holds again are refused: a late submit keeps the rest."""
+    project, stage, items = make_task(TaskKind.LIKERT, n_items=3, group="",
+                                      assignment_timeout_minutes=30)
+    worker = make_worker()
+    late = assignment_start(stage=stage, worker=worker)
+    _idle(late)
+    assignment_release_abandoned()
+    newer = assignment_start(stage=stage, worker=worker)
+    # The newer page holds the first item only (the others went elsewhere meanwhile).
+    newer.assignmentitem_set.exclude(item=items[0]).delete()
+    judgments = assignment_submit(assignment=late, answers=_answers(items))
+    assert sorted(j.item_id for j in judgments) == [items[1].pk, items[2].pk]
+    assert list(judgments.refused) == [str(items[0].pk)]
+    assert "item 1 is in your newer page" in judgments.refused[str(items[0].pk)][0]
+    assert len(assignment_submit(assignment=newer, answers=_answers(items[:1]))) == 1
