@@ -159,3 +159,76 @@ def test_researcher_cannot_lift_another_researchers_block_on_the_provider(client
     assert "also blocked by another researcher" in text
     assert set(WorkerBlock.objects.filter(worker=worker).values_list("reason", flat=True)) == {
         "bob's", "mine"}
+
+
+# --- In-house annotators are named, not picked: a name another study uses -----------------------
+
+
+def _invite(client, model: str, pk: int, names: str):
+    return client.post(reverse(f"admin:annotation_{model}_changelist"),
+                       {"action": {"stage": "create_inhouse_links",
+                                   "project": "create_home_links"}[model],
+                        "_selected_action": [pk], "reason": names}, follow=True)
+
+
+@pytest.mark.reliability
+@pytest.mark.parametrize("model", ["stage", "project"])
+def test_a_name_another_study_uses_never_hands_its_annotator_over(client, model):
+    """In-house annotators are keyed by their name's slug, one person in every study that
+    invites the name. Bob's annotator Ann Lee (her email typed in by Bob) is not given to
+    Alice, who types the same name in either invite action: she would read Ann's name and
+    email on the worker page, Bob could no longer edit them, and two people would be one
+    (the STARC design would withhold from Alice's Ann the paragraphs Bob's Ann read)."""
+    from annotation.models import InhouseLink, StageStatus
+    from annotation.services.access import inhouse_annotators_invite
+
+    alice, bob = make_user("alice"), make_user("bob")
+    bobs_stage = make_stage(make_project(owner=bob), status=StageStatus.COLLECTING)
+    inhouse_annotators_invite(stage=bobs_stage, names=["Ann Lee"], by=bob)
+    ann = Worker.objects.get(provider="inhouse", external_id="ann-lee")
+    Worker.objects.filter(pk=ann.pk).update(email="ann@bob-lab.example")
+    alices_stage = make_stage(make_project(owner=alice), status=StageStatus.COLLECTING)
+    target = alices_stage if model == "stage" else alices_stage.project
+
+    client.force_login(alice)
+    refused = _invite(client, model, target.pk, "Bo, ann lee")
+    assert not refused["Content-Type"].startswith("text/csv")
+    text = " ".join(str(m) for m in refused.context["messages"])
+    assert "'ann lee'" in text and "a study you cannot see" in text
+    assert "ann@bob-lab.example" not in refused.content.decode()
+    # Nothing made: not Ann's link, nor Bo's (the names are checked before any is created).
+    assert not InhouseLink.objects.filter(project=alices_stage.project).exists()
+    assert not Worker.objects.filter(external_id="bo").exists()
+    assert client.get(change_url(ann)).status_code == 302  # still not Alice's to open
+
+    # Told apart by name, Alice's annotator is her own worker.
+    taken = _invite(client, model, target.pk, "Ann Lee (Alice's lab)")
+    assert taken["Content-Type"].startswith("text/csv")
+    assert InhouseLink.objects.get(project=alices_stage.project).worker.external_id == (
+        "ann-lee-alices-lab")
+
+    # Bob, who sees every study Ann is in, invites her by name to his next study: one person.
+    bobs_next = make_stage(make_project(owner=bob), status=StageStatus.COLLECTING)
+    inhouse_annotators_invite(stage=bobs_next, names=["Ann Lee"], by=bob)
+    assert InhouseLink.objects.get(project=bobs_next.project).worker == ann
+    # So does a superuser, and the command line (no researcher: by=None).
+    inhouse_annotators_invite(stage=alices_stage, names=["Ann Lee"],
+                              by=make_user("root", superuser=True))
+    assert InhouseLink.objects.filter(project=alices_stage.project, worker=ann).exists()
+
+
+def test_an_annotator_a_researcher_already_sees_is_invited_again_by_name(client):
+    """A name clash made before the rule (Ann in Alice's and Bob's studies) stays usable to
+    both: Alice already sees Ann, so inviting her again shows nothing new."""
+    from annotation.models import InhouseLink, StageStatus
+    from annotation.services.access import inhouse_link_create
+
+    alice, bob = make_user("alice"), make_user("bob")
+    ann = make_worker(provider="inhouse", external_id="ann-lee")
+    inhouse_link_create(worker=ann, project=make_project(owner=bob))
+    inhouse_link_create(worker=ann, project=make_project(owner=alice))
+    stage = make_stage(make_project(owner=alice), status=StageStatus.COLLECTING)
+    client.force_login(alice)
+    response = _invite(client, "stage", stage.pk, "Ann Lee")
+    assert response["Content-Type"].startswith("text/csv")
+    assert InhouseLink.objects.get(project=stage.project).worker == ann
