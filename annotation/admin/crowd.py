@@ -139,6 +139,11 @@ class HitAdmin(ProjectScopedAdmin):
                        "max_assignments", "reward", "status", "expires_at", "created_at")
     inlines = (HitItemInline,)
 
+    def has_add_permission(self, request):
+        # Publishing (or a draft's stored plan) builds HITs from the stage's items; the fields
+        # a HIT needs are read-only above, so an add page could only fail (a 500 on save).
+        return False
+
     def has_delete_permission(self, request, obj=None):
         if obj is not None and hit_delete_refusal(obj):
             return False

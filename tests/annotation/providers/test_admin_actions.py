@@ -241,6 +241,23 @@ def test_assignments_are_never_deleted_in_the_admin(admin_client_):
     assert Assignment.objects.filter(pk=assignment.pk).exists()
 
 
+def test_hits_are_never_added_by_hand_in_the_admin(client):
+    """A HIT is built by publishing (or a draft's stored plan) from the stage's items, and its
+    stage, provider and reward are read-only: an "Add HIT" page saved a HIT with none of them
+    (a 500: NOT NULL constraint failed: annotation_hit.reward). No add page, for a researcher
+    or a superuser."""
+    from annotation.models import Hit
+
+    make_project(TaskKind.LIKERT, owner=make_user("alice"))
+    add = reverse("admin:annotation_hit_add")
+    for user in (make_user("alice2"), make_user("root", superuser=True)):
+        client.force_login(user)
+        assert client.get(add).status_code == 403
+        assert client.post(add, {"hititem_set-TOTAL_FORMS": 0,
+                                 "hititem_set-INITIAL_FORMS": 0}).status_code == 403
+    assert not Hit.objects.exists()
+
+
 def test_a_link_added_by_hand_keeps_the_rules_of_the_actions(admin_client_):
     """The link admin's add form refuses a stage of another project (the rule of
     `inhouse_link_create`), and an issued link never changes whom it lets in or where."""
