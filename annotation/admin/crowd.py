@@ -439,7 +439,14 @@ class WorkerAdmin(WorkerHistoryMixin, ProjectScopedAdmin):
 
 
 @admin.register(WorkerQualification)
-class WorkerQualificationAdmin(ProjectScopedAdmin):
+class WorkerQualificationAdmin(ReadOnlyAdmin):
+    """Who passed which qualification, as graded (`qualification_grade`): the record of graded
+    work, stored once (a failing worker cannot retake) and granted on the provider from it, so
+    never added, changed or deleted here (a pass ticked here let a failed worker into the
+    stages it gates while MTurk kept their failing value; a deleted result, a retake). A
+    rejection of the work it was graded from takes it back (`qualification_withdraw_rejected`);
+    a worker is kept out with Block."""
+
     project_path = "stage__project"
     list_display = ("worker", "stage", "passed", "qualifies", "score", "n_items",
                     "granted_externally", "created_at")
