@@ -34,7 +34,7 @@ from annotation.models import (
 )
 from annotation.selectors import qualification_results_counting_annotate, worker_history
 from annotation.services.access import LINK_STAGE_OF_ANOTHER_PROJECT
-from annotation.services.stage_plans import stage_items_fixed_refusal
+from annotation.services.stage_plans import hit_item_refusal, stage_items_fixed_refusal
 from annotation.services.stages import hit_delete_refusal
 from annotation.services.workers import worker_block, worker_unblock
 
@@ -101,11 +101,28 @@ class WorkerHistoryMixin:
         )
 
 
+class HitItemForm(forms.ModelForm):
+    """One item row of a HIT: an item of the HIT's project (`hit_item_refusal`)."""
+
+    class Meta:
+        model = HitItem
+        fields = ("item", "position")
+
+    def clean(self):
+        cleaned = super().clean()
+        hit = self.instance.hit if self.instance.hit_id is not None else None
+        why = hit_item_refusal(hit=hit, item=cleaned.get("item"))
+        if why:
+            self.add_error("item", why)
+        return cleaned
+
+
 class HitItemInline(admin.TabularInline):
     """A HIT's items: fixed once its stage is published (`stage_items_fixed_refusal`), as
-    the stage's are; the page served its workers these."""
+    the stage's are; the page served its workers these. Only the HIT's project's items."""
 
     model = HitItem
+    form = HitItemForm
     extra = 0
     autocomplete_fields = ("item",)
 

@@ -10,6 +10,7 @@ from django.urls import reverse
 from annotation.models import AssignmentStatus, StageStatus, TaskKind, WorkerStatus
 from testing.factories import (
     make_assignment,
+    make_hit,
     make_item,
     make_judgment,
     make_project,
@@ -256,6 +257,35 @@ def test_hits_are_never_added_by_hand_in_the_admin(client):
         assert client.post(add, {"hititem_set-TOTAL_FORMS": 0,
                                  "hititem_set-INITIAL_FORMS": 0}).status_code == 403
     assert not Hit.objects.exists()
+
+
+def test_a_drafts_hit_takes_no_item_of_another_project_on_its_page(admin_client_):
+    """A draft's HITs are published as they stand (`stage_hits_build` keeps them), so the HIT
+    page's items are what its workers will be served: an item of another project (here an A/B
+    pair in a Likert study) is refused naming both projects, as it would be judged in a stage
+    of a project it does not belong to (its judgments then counted in neither study's way)."""
+    from annotation.models import HitItem
+
+    project, other = make_project(TaskKind.LIKERT, slug="mine"), make_project(TaskKind.AB,
+                                                                            slug="theirs")
+    items = [make_item(project) for _ in range(2)]
+    foreign = make_item(other)
+    hit = make_hit(make_stage(project, status=StageStatus.DRAFT), items=items)
+    url = reverse("admin:annotation_hit_change", args=[hit.pk])
+    prefix = admin_client_.get(url).context["inline_admin_formsets"][0].formset.prefix
+    rows = list(HitItem.objects.filter(hit=hit).order_by("position"))
+    data = {f"{prefix}-TOTAL_FORMS": 3, f"{prefix}-INITIAL_FORMS": 2,
+            f"{prefix}-MIN_NUM_FORMS": 0, f"{prefix}-MAX_NUM_FORMS": 1000}
+    for i, row in enumerate([*rows, HitItem(hit=hit, item=foreign, position=2)]):
+        data.update({f"{prefix}-{i}-id": row.pk or "", f"{prefix}-{i}-hit": hit.pk,
+                     f"{prefix}-{i}-item": row.item_id, f"{prefix}-{i}-position": row.position})
+    response = admin_client_.post(url, data)
+    assert response.status_code == 200  # the page again, with the error
+    errors = " ".join(str(e) for form in response.context["inline_admin_formsets"][0].formset
+                      for e in form.errors.get("item", []))
+    assert "'theirs'" in errors and "'mine'" in errors
+    assert list(HitItem.objects.filter(hit=hit).values_list("item__project__slug", flat=True)
+                ) == ["mine", "mine"]
 
 
 def test_a_link_added_by_hand_keeps_the_rules_of_the_actions(admin_client_):
