@@ -290,15 +290,21 @@ def test_approval_waits_for_the_configured_delay(recording):
     assert stage_auto_review(stage=stage, now=later).approved == 1
 
 
-def test_repeated_rejections_block_the_worker(recording):
-    stage = make_stage(make_project(TaskKind.LIKERT),
-                       settings={"review": {"auto_reject": True, "block_after_rejections": 2}})
-    worker = make_worker()
+def _rejected_twice_and_blocked(stage, worker) -> None:
+    """Two straight-lined assignments of `worker`, rejected by the stage's rules, which block
+    after two rejections."""
     for _ in range(2):
         likert_assignment(stage, [2, 2, 2, 2, 2], worker=worker)  # straight-lining
     report = stage_auto_review(stage=stage)
     assert (report.rejected, report.blocked) == (2, 1)
     worker.refresh_from_db()
+
+
+def test_repeated_rejections_block_the_worker(recording):
+    stage = make_stage(make_project(TaskKind.LIKERT),
+                       settings={"review": {"auto_reject": True, "block_after_rejections": 2}})
+    worker = make_worker()
+    _rejected_twice_and_blocked(stage, worker)
     assert worker.status == WorkerStatus.BLOCKED
     assert ("block", worker.external_id) in recording.done
 
@@ -325,11 +331,7 @@ def test_a_superuser_owned_studys_block_rule_blocks_for_that_study_only(recordin
                                 items=[make_item(bobs)])
     make_judgment(item=bobs_work.items.get(), stage=bobs_stage, worker=worker,
                   assignment=bobs_work)
-    for _ in range(2):
-        likert_assignment(stage, [2, 2, 2, 2, 2], worker=worker)  # straight-lining
-    report = stage_auto_review(stage=stage)
-    assert (report.rejected, report.blocked) == (2, 1)
-    worker.refresh_from_db()
+    _rejected_twice_and_blocked(stage, worker)
     assert worker.status == WorkerStatus.ACTIVE
     assert worker_is_blocked_for(worker=worker, project=stage.project)
     assert not worker_is_blocked_for(worker=worker, project=bobs)
