@@ -88,21 +88,43 @@ AWAITING_DECISION = (AssignmentStatus.IN_PROGRESS, AssignmentStatus.SUBMITTED,
                      AssignmentStatus.FLAGGED)
 
 
+def _grading_pending(*, item: Item) -> str:
+    """Why work on the item is still to be graded (empty when none is): its judgments await
+    review, or a live stage serves it."""
+    waiting = Judgment.objects.filter(item_id=item.pk,
+                                      assignment__status__in=AWAITING_DECISION).count()
+    return f"{waiting} of its judgments await review" if waiting else _item_served(item=item)
+
+
 def item_first_gold_error(*, item: Item) -> str:
     """Why an item without an answer key may not be given one now (empty when it may). Nobody
     was graded against a key that did not exist, so its judgments do not fix it (imported
     expert labels, decided work: a study uses them as its qualification's key); only work a
     key given now would grade unlike the work before it does: a live stage serving the item,
     or its judgments awaiting review."""
-    waiting = Judgment.objects.filter(item_id=item.pk,
-                                      assignment__status__in=AWAITING_DECISION).count()
-    why = (f"{waiting} of its judgments await review" if waiting
-           else _item_served(item=item))
+    why = _grading_pending(item=item)
     if not why:
         return ""
     return (f"cannot add an answer key now: {why}, and that work would be graded against a "
             f"key the work before it was not; add it once the stage is closed and its work "
             f"reviewed")
+
+
+def item_gold_check_error(*, item: Item, check: bool, gold: Any) -> str:
+    """Why an item with an answer key (`gold`) may not become (`check`) or stop being a gold
+    check now (empty when it may): review grades submitted work on its gold checks
+    (`min_gold_accuracy`), so while work on it awaits review or a live stage serves it, the
+    flag would grade that work unlike the work before it (a worker who read it as an ordinary
+    item and disagreed with its reference held or rejected, or one who failed the check
+    approved). The rule of `item_first_gold_error`, for the flag."""
+    if gold is None:
+        return ""  # review grades only checks with a key
+    why = _grading_pending(item=item)
+    if not why:
+        return ""
+    return (f"cannot {'become' if check else 'stop being'} a gold check now: {why}, and review "
+            f"grades that work on its gold checks, so it would be graded unlike the work "
+            f"before it; change it once the stage is closed and its work reviewed")
 
 
 def item_edit_errors(*, item: Item, changes: dict[str, Any]) -> dict[str, str]:
@@ -111,14 +133,26 @@ def item_edit_errors(*, item: Item, changes: dict[str, Any]) -> dict[str, str]:
     item). `changes`: the fields posted with their new values; values equal to the stored ones
     are no change. `ITEM_FIXED_FIELDS` are fixed while `item_in_use`, and the content while
     another app stores something computed from it (`annotation.hooks`: metric scores, which
-    rescoring would not redo); the practice, gold-check
-    and exclusion flags and the grouping fields stay free (the counting rule and the cached
-    reports follow them)."""
+    rescoring would not redo); the gold-check flag of an item with a key while work on it is
+    still to be graded (`item_gold_check_error`); the practice and exclusion flags, the
+    gold-check flag otherwise and the grouping fields stay free (the counting rule and the
+    cached reports follow them)."""
     if item.pk is None:
         return {}
     stored = Item.objects.filter(pk=item.pk).first()
     if stored is None:
         return {}
+    errors = {}
+    if "is_gold_check" in changes and bool(changes["is_gold_check"]) != stored.is_gold_check:
+        why = item_gold_check_error(item=stored, check=bool(changes["is_gold_check"]),
+                                    gold=changes.get("gold", stored.gold))
+        if why:
+            errors["is_gold_check"] = why
+    return {**errors, **_fixed_field_errors(stored=stored, changes=changes)}
+
+
+def _fixed_field_errors(*, stored: Item, changes: dict[str, Any]) -> dict[str, str]:
+    """`item_edit_errors` for `ITEM_FIXED_FIELDS` and the content other apps computed from."""
 
     def value(name: str, of) -> Any:
         return of.project_id if name == "project" else getattr(of, name)
