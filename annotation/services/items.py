@@ -110,21 +110,27 @@ def item_first_gold_error(*, item: Item) -> str:
             f"reviewed")
 
 
-def item_gold_check_error(*, item: Item, check: bool, gold: Any) -> str:
-    """Why an item with an answer key (`gold`) may not become (`check`) or stop being a gold
-    check now (empty when it may): review grades submitted work on its gold checks
-    (`min_gold_accuracy`), so while work on it awaits review or a live stage serves it, the
-    flag would grade that work unlike the work before it (a worker who read it as an ordinary
-    item and disagreed with its reference held or rejected, or one who failed the check
-    approved). The rule of `item_first_gold_error`, for the flag."""
+# The flags review grades submitted work by: gold accuracy (`min_gold_accuracy`) on gold
+# checks; practice items as Prolific's comprehension checks and STARC's practice rule.
+GRADED_FLAGS = {"is_gold_check": "gold check", "is_practice": "practice item"}
+
+
+def item_graded_flag_error(*, item: Item, flag: str, on: bool, gold: Any) -> str:
+    """Why an item with an answer key (`gold`) may not become (`on`) or stop being a gold
+    check or practice item (`flag`, one of `GRADED_FLAGS`) now (empty when it may): review
+    grades submitted work on those items, so while work on it awaits review or a live stage
+    serves it, the flag would grade that work unlike the work before it (a worker who read it
+    as an ordinary item and disagreed with its reference held or rejected, or one who failed
+    the check approved). The rule of `item_first_gold_error`, for the flags."""
     if gold is None:
-        return ""  # review grades only checks with a key
+        return ""  # review grades only items with a key
     why = _grading_pending(item=item)
     if not why:
         return ""
-    return (f"cannot {'become' if check else 'stop being'} a gold check now: {why}, and review "
-            f"grades that work on its gold checks, so it would be graded unlike the work "
-            f"before it; change it once the stage is closed and its work reviewed")
+    what = GRADED_FLAGS[flag]
+    return (f"cannot {'become' if on else 'stop being'} a {what} now: {why}, and review "
+            f"grades that work on its {what}s, so it would be graded unlike the work before "
+            f"it; change it once the stage is closed and its work reviewed")
 
 
 def item_edit_errors(*, item: Item, changes: dict[str, Any]) -> dict[str, str]:
@@ -133,21 +139,22 @@ def item_edit_errors(*, item: Item, changes: dict[str, Any]) -> dict[str, str]:
     item). `changes`: the fields posted with their new values; values equal to the stored ones
     are no change. `ITEM_FIXED_FIELDS` are fixed while `item_in_use`, and the content while
     another app stores something computed from it (`annotation.hooks`: metric scores, which
-    rescoring would not redo); the gold-check flag of an item with a key while work on it is
-    still to be graded (`item_gold_check_error`); the practice and exclusion flags, the
-    gold-check flag otherwise and the grouping fields stay free (the counting rule and the
-    cached reports follow them)."""
+    rescoring would not redo); the gold-check and practice flags of an item with a key while
+    work on it is still to be graded (`item_graded_flag_error`); the exclusion flag, those
+    flags otherwise and the grouping fields stay free (the counting rule and the cached
+    reports follow them)."""
     if item.pk is None:
         return {}
     stored = Item.objects.filter(pk=item.pk).first()
     if stored is None:
         return {}
     errors = {}
-    if "is_gold_check" in changes and bool(changes["is_gold_check"]) != stored.is_gold_check:
-        why = item_gold_check_error(item=stored, check=bool(changes["is_gold_check"]),
-                                    gold=changes.get("gold", stored.gold))
-        if why:
-            errors["is_gold_check"] = why
+    for flag in GRADED_FLAGS:
+        if flag in changes and bool(changes[flag]) != getattr(stored, flag):
+            why = item_graded_flag_error(item=stored, flag=flag, on=bool(changes[flag]),
+                                         gold=changes.get("gold", stored.gold))
+            if why:
+                errors[flag] = why
     return {**errors, **_fixed_field_errors(stored=stored, changes=changes)}
 
 

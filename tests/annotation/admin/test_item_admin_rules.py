@@ -210,13 +210,14 @@ def test_a_first_answer_key_waits_for_the_work_it_would_grade():
 
 
 @pytest.mark.reliability
-def test_an_item_becomes_or_stops_being_a_gold_check_only_once_its_work_is_reviewed(
+def test_an_item_becomes_or_stops_being_a_check_only_once_its_work_is_reviewed(
         admin_client_):
     """Review grades submitted work on its gold checks (`min_gold_accuracy`): ticking "gold
     check" on a data item whose judgments await review would reject the workers who read it
     as an ordinary item and disagreed with its reference score (unpaid), and unticking one
     would approve those who failed it. Refused while work on it awaits review or a live stage
-    serves it, as a first answer key is (`item_gold_check_error`); free once reviewed."""
+    serves it, as a first answer key is (`item_graded_flag_error`); so is "practice item"
+    (Prolific's comprehension checks hold a participant who failed one); free once reviewed."""
     project = make_project(TaskKind.LIKERT)
     item = make_item(project, gold={"score": 5})
     trial = make_stage(project, kind=StageKind.TRIAL, status=StageStatus.CLOSED)
@@ -233,9 +234,10 @@ def test_an_item_becomes_or_stops_being_a_gold_check_only_once_its_work_is_revie
     check = make_item(project, gold={"score": 5}, is_gold_check=True)
     make_judgment(item=check, stage=trial, assignment=work, score=1)
     assert "is_gold_check" in item_edit_errors(item=check, changes={"is_gold_check": False})
-    # The other flags stay free, and so does this one once the work is decided.
-    assert item_edit_errors(item=item, changes={"is_gold_check": False, "excluded": True,
-                                                "is_practice": True}) == {}
+    assert "cannot become a practice item now: 1 of its judgments await review" in (
+        item_edit_errors(item=item, changes={"is_practice": True})["is_practice"])
+    # Exclusion stays free, and so do the flags once the work is decided.
+    assert item_edit_errors(item=item, changes={"is_gold_check": False, "excluded": True}) == {}
     work.status = AssignmentStatus.APPROVED
     work.save(update_fields=["status"])
     assert _post(admin_client_, item, is_gold_check="on").status_code == 302
