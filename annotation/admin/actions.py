@@ -246,7 +246,7 @@ def extend_stages(modeladmin, request, queryset):
 def create_inhouse_links(modeladmin, request, queryset):
     from django.conf import settings
 
-    from annotation.services.access import InhouseNameTaken, inhouse_annotators_invite
+    from annotation.services.access import inhouse_annotators_invite
 
     names = [name.strip() for name in _reason(request).split(",") if name.strip()]
     if not names:
@@ -256,12 +256,7 @@ def create_inhouse_links(modeladmin, request, queryset):
     base = settings.QAJ_PUBLIC_BASE_URL.rstrip("/")
     rows = []
     for stage in queryset.select_related("project"):
-        try:
-            invited = inhouse_annotators_invite(stage=stage, names=names, by=request.user)
-        except InhouseNameTaken as exc:
-            modeladmin.message_user(request, f"{stage}: {exc}", messages.ERROR)
-            return
-        for name, path, problem in invited:
+        for name, path, problem in inhouse_annotators_invite(stage=stage, names=names):
             rows.append((stage.project.slug, stage.name, name, f"{base}{path}", problem))
             if problem:  # shown on the next admin page; the file carries it too
                 modeladmin.message_user(request, f"Link for {name}: {problem}.",

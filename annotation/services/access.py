@@ -22,7 +22,6 @@ from django.db.models import Q
 from django.urls import reverse
 from django.utils import timezone
 
-from annotation.access_selectors import worker_shared_beyond, workers_visible_to
 from annotation.assignment_draft import SUPERSEDED_KEY, server_state
 from annotation.models import (
     Assignment,
@@ -139,55 +138,18 @@ def inhouse_link_create(*, worker: Worker, project: Project, stage: Stage | None
     return link, inhouse_link_path(link=link)
 
 
-class InhouseNameTaken(ValueError):
-    """An in-house annotator's name that already names someone in a study the inviting
-    researcher cannot see (`inhouse_annotators_for`)."""
-
-
-def inhouse_annotators_for(*, names: list[str], by) -> list[tuple[str, Worker]]:
-    """The in-house annotator of each name (keyed by the slug of the name, created on first
-    use): the one owner of naming an annotator, asked by both invite actions (stage links,
-    project home links).
-
-    One name is one person in every study that invites it (the STARC design withholds what
-    they read in one study from the next). So a name that already names an annotator of a
-    study `by` cannot see, and who is not `by`'s yet, is refused (`InhouseNameTaken`, every
-    such name, before any annotator is created): handing that annotator over would show `by`
-    the other study's name and email for them, leave the other researcher unable to edit
-    them (`worker_shared_beyond`) and make two people one. An annotator `by` already sees
-    (or one in no study) is theirs to invite again; `by=None` (the command line) and a
-    superuser see every study."""
+@transaction.atomic
+def inhouse_annotators_invite(*, stage: Stage, names: list[str]) -> list[tuple[str, str, str]]:
+    """In-house annotators by name (created once, keyed by the slug of the name) with a personal
+    link to `stage` each: (name, URL path, problem) per name, to be sent to the annotators;
+    `problem` says why the link would not work now (`stage_link_problem`, "" when it would)."""
     from django.utils.text import slugify
 
-    keys = {name: slugify(name)[:200] or name[:200] for name in names}
-    stored = {worker.external_id: worker for worker in Worker.objects.filter(
-        provider=Provider.INHOUSE, external_id__in=set(keys.values()))}
-    if by is not None:
-        visible = set(workers_visible_to(by).filter(pk__in=[w.pk for w in stored.values()])
-                      .values_list("pk", flat=True))
-        taken = [name for name, key in keys.items() if key in stored
-                 and stored[key].pk not in visible and worker_shared_beyond(by, stored[key])]
-        if taken:
-            raise InhouseNameTaken(
-                f"nothing created: an in-house annotator called "
-                f"{', '.join(repr(name) for name in taken)} already takes part in a study you "
-                "cannot see, and one name is one person in every study that invites it; give "
-                "your annotator a name that tells them apart (e.g. \"Ann Lee (your lab)\"), or "
-                "ask that study's researcher to share it with you")
-    return [(name, stored.get(keys[name]) or Worker.objects.get_or_create(
-        provider=Provider.INHOUSE, external_id=keys[name], defaults={"display_name": name})[0])
-        for name in names]
-
-
-@transaction.atomic
-def inhouse_annotators_invite(*, stage: Stage, names: list[str],
-                              by=None) -> list[tuple[str, str, str]]:
-    """In-house annotators by name (`inhouse_annotators_for`, for the researcher `by`) with a
-    personal link to `stage` each: (name, URL path, problem) per name, to be sent to the
-    annotators; `problem` says why the link would not work now (`stage_link_problem`, "" when
-    it would)."""
     invited = []
-    for name, worker in inhouse_annotators_for(names=names, by=by):
+    for name in names:
+        worker, _ = Worker.objects.get_or_create(
+            provider=Provider.INHOUSE, external_id=slugify(name)[:200] or name[:200],
+            defaults={"display_name": name})
         _link, path = inhouse_link_create(worker=worker, project=stage.project, stage=stage)
         invited.append((name, path, stage_link_problem(stage=stage, worker=worker)))
     return invited
@@ -259,15 +221,17 @@ def inhouse_entry_path(*, link: InhouseLink) -> str:
 
 
 @transaction.atomic
-@transaction.atomic
-def inhouse_home_links(*, project: Project, names: list[str],
-                       by=None) -> list[tuple[str, str]]:
-    """One personal home-page link per in-house annotator (`inhouse_annotators_for`, for the
-    researcher `by`) for the whole project (created once: an annotator's valid project-wide
-    link is handed out again): (name, URL path) per name."""
+def inhouse_home_links(*, project: Project, names: list[str]) -> list[tuple[str, str]]:
+    """One personal home-page link per in-house annotator for the whole project (created once:
+    an annotator's valid project-wide link is handed out again): (name, URL path) per name."""
+    from django.utils.text import slugify
+
     now = timezone.now()
     invited = []
-    for name, worker in inhouse_annotators_for(names=names, by=by):
+    for name in names:
+        worker, _ = Worker.objects.get_or_create(
+            provider=Provider.INHOUSE, external_id=slugify(name)[:200] or name[:200],
+            defaults={"display_name": name})
         link = (InhouseLink.objects.filter(worker=worker, project=project, stage=None,
                                            revoked=False)
                 .filter(Q(expires_at__isnull=True) | Q(expires_at__gt=now)).order_by("pk")
