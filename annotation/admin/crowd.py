@@ -34,7 +34,7 @@ from annotation.models import (
 )
 from annotation.selectors import qualification_results_counting_annotate, worker_history
 from annotation.services.access import LINK_STAGE_OF_ANOTHER_PROJECT, link_worker_problem
-from annotation.services.stage_plans import stage_items_fixed_refusal
+from annotation.services.stage_plans import hit_item_refusal, stage_items_fixed_refusal
 from annotation.services.stages import hit_delete_refusal
 from annotation.services.workers import worker_block, worker_unblock
 
@@ -101,11 +101,28 @@ class WorkerHistoryMixin:
         )
 
 
+class HitItemForm(forms.ModelForm):
+    """One item row of a HIT: an item of the HIT's project (`hit_item_refusal`)."""
+
+    class Meta:
+        model = HitItem
+        fields = ("item", "position")
+
+    def clean(self):
+        cleaned = super().clean()
+        hit = self.instance.hit if self.instance.hit_id is not None else None
+        why = hit_item_refusal(hit=hit, item=cleaned.get("item"))
+        if why:
+            self.add_error("item", why)
+        return cleaned
+
+
 class HitItemInline(admin.TabularInline):
     """A HIT's items: fixed once its stage is published (`stage_items_fixed_refusal`), as
-    the stage's are; the page served its workers these."""
+    the stage's are; the page served its workers these. Only the HIT's project's items."""
 
     model = HitItem
+    form = HitItemForm
     extra = 0
     autocomplete_fields = ("item",)
 
@@ -138,6 +155,11 @@ class HitAdmin(ProjectScopedAdmin):
     readonly_fields = ("stage", "provider", "external_id", "hit_type_id", "unique_request_token",
                        "max_assignments", "reward", "status", "expires_at", "created_at")
     inlines = (HitItemInline,)
+
+    def has_add_permission(self, request):
+        # Publishing (or a draft's stored plan) builds HITs from the stage's items; the fields
+        # a HIT needs are read-only above, so an add page could only fail (a 500 on save).
+        return False
 
     def has_delete_permission(self, request, obj=None):
         if obj is not None and hit_delete_refusal(obj):
@@ -437,7 +459,14 @@ class WorkerAdmin(WorkerHistoryMixin, ProjectScopedAdmin):
 
 
 @admin.register(WorkerQualification)
-class WorkerQualificationAdmin(ProjectScopedAdmin):
+class WorkerQualificationAdmin(ReadOnlyAdmin):
+    """Who passed which qualification, as graded (`qualification_grade`): the record of graded
+    work, stored once (a failing worker cannot retake) and granted on the provider from it, so
+    never added, changed or deleted here (a pass ticked here let a failed worker into the
+    stages it gates while MTurk kept their failing value; a deleted result, a retake). A
+    rejection of the work it was graded from takes it back (`qualification_withdraw_rejected`);
+    a worker is kept out with Block."""
+
     project_path = "stage__project"
     list_display = ("worker", "stage", "passed", "qualifies", "score", "n_items",
                     "granted_externally", "created_at")

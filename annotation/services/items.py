@@ -88,21 +88,49 @@ AWAITING_DECISION = (AssignmentStatus.IN_PROGRESS, AssignmentStatus.SUBMITTED,
                      AssignmentStatus.FLAGGED)
 
 
+def _grading_pending(*, item: Item) -> str:
+    """Why work on the item is still to be graded (empty when none is): its judgments await
+    review, or a live stage serves it."""
+    waiting = Judgment.objects.filter(item_id=item.pk,
+                                      assignment__status__in=AWAITING_DECISION).count()
+    return f"{waiting} of its judgments await review" if waiting else _item_served(item=item)
+
+
 def item_first_gold_error(*, item: Item) -> str:
     """Why an item without an answer key may not be given one now (empty when it may). Nobody
     was graded against a key that did not exist, so its judgments do not fix it (imported
     expert labels, decided work: a study uses them as its qualification's key); only work a
     key given now would grade unlike the work before it does: a live stage serving the item,
     or its judgments awaiting review."""
-    waiting = Judgment.objects.filter(item_id=item.pk,
-                                      assignment__status__in=AWAITING_DECISION).count()
-    why = (f"{waiting} of its judgments await review" if waiting
-           else _item_served(item=item))
+    why = _grading_pending(item=item)
     if not why:
         return ""
     return (f"cannot add an answer key now: {why}, and that work would be graded against a "
             f"key the work before it was not; add it once the stage is closed and its work "
             f"reviewed")
+
+
+# The flags review grades submitted work by: gold accuracy (`min_gold_accuracy`) on gold
+# checks; practice items as Prolific's comprehension checks and STARC's practice rule.
+GRADED_FLAGS = {"is_gold_check": "gold check", "is_practice": "practice item"}
+
+
+def item_graded_flag_error(*, item: Item, flag: str, on: bool, gold: Any) -> str:
+    """Why an item with an answer key (`gold`) may not become (`on`) or stop being a gold
+    check or practice item (`flag`, one of `GRADED_FLAGS`) now (empty when it may): review
+    grades submitted work on those items, so while work on it awaits review or a live stage
+    serves it, the flag would grade that work unlike the work before it (a worker who read it
+    as an ordinary item and disagreed with its reference held or rejected, or one who failed
+    the check approved). The rule of `item_first_gold_error`, for the flags."""
+    if gold is None:
+        return ""  # review grades only items with a key
+    why = _grading_pending(item=item)
+    if not why:
+        return ""
+    what = GRADED_FLAGS[flag]
+    return (f"cannot {'become' if on else 'stop being'} a {what} now: {why}, and review "
+            f"grades that work on its {what}s, so it would be graded unlike the work before "
+            f"it; change it once the stage is closed and its work reviewed")
 
 
 def item_edit_errors(*, item: Item, changes: dict[str, Any]) -> dict[str, str]:
@@ -111,14 +139,27 @@ def item_edit_errors(*, item: Item, changes: dict[str, Any]) -> dict[str, str]:
     item). `changes`: the fields posted with their new values; values equal to the stored ones
     are no change. `ITEM_FIXED_FIELDS` are fixed while `item_in_use`, and the content while
     another app stores something computed from it (`annotation.hooks`: metric scores, which
-    rescoring would not redo); the practice, gold-check
-    and exclusion flags and the grouping fields stay free (the counting rule and the cached
+    rescoring would not redo); the gold-check and practice flags of an item with a key while
+    work on it is still to be graded (`item_graded_flag_error`); the exclusion flag, those
+    flags otherwise and the grouping fields stay free (the counting rule and the cached
     reports follow them)."""
     if item.pk is None:
         return {}
     stored = Item.objects.filter(pk=item.pk).first()
     if stored is None:
         return {}
+    errors = {}
+    for flag in GRADED_FLAGS:
+        if flag in changes and bool(changes[flag]) != getattr(stored, flag):
+            why = item_graded_flag_error(item=stored, flag=flag, on=bool(changes[flag]),
+                                         gold=changes.get("gold", stored.gold))
+            if why:
+                errors[flag] = why
+    return {**errors, **_fixed_field_errors(stored=stored, changes=changes)}
+
+
+def _fixed_field_errors(*, stored: Item, changes: dict[str, Any]) -> dict[str, str]:
+    """`item_edit_errors` for `ITEM_FIXED_FIELDS` and the content other apps computed from."""
 
     def value(name: str, of) -> Any:
         return of.project_id if name == "project" else getattr(of, name)

@@ -97,6 +97,19 @@ def stage_items_fixed_refusal(stage: Stage | None) -> str:
             "is published")
 
 
+def hit_item_refusal(*, hit, item: Item | None) -> str:
+    """Why `item` may not be one of `hit`'s items ("" when it may): a HIT serves items of its
+    stage's project only. A draft's HITs are published as they stand (`stage_hits_build`
+    keeps them), so an item of another project put on the HIT page by hand would be served
+    and judged in a stage of a project it does not belong to. The HIT page's item rows ask
+    here; the HITs publishing builds take the stage's own items."""
+    if item is None or hit is None or item.project_id == hit.stage.project_id:
+        return ""
+    return (f"item {item.external_id!r} belongs to project {item.project.slug!r}; this HIT "
+            f"serves stage {hit.stage.name!r} of project {hit.stage.project.slug!r}, and "
+            "serves only that project's items")
+
+
 def stage_items_select(*, stage: Stage, dataset: str = "", split: str = "", source: str = "",
                        count: int | None = None) -> int:
     """Choose a draft stage's items by filter instead of by listing them (a stage of thousands

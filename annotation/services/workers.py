@@ -4,7 +4,8 @@ block the worker on MTurk) without the admin or the API changing.
 Who a block stops: a superuser's block (or one with no researcher, as automatic rules on an
 ownerless project set) is global, `Worker.status = BLOCKED`; a staff researcher's block is a
 `WorkerBlock` that applies to the projects that researcher owns or that are shared with them
-(`annotation.selectors.blocked_worker_ids_for`), never to other researchers' studies.
+(`annotation.selectors.blocked_worker_ids_for`), never to other researchers' studies; so is a
+study's automatic rule's block for its owner, a superuser included (`study_rule`).
 """
 from __future__ import annotations
 
@@ -42,11 +43,13 @@ def worker_provider_unblock_check(*, worker: Worker, by=None) -> None:
 
 
 @transaction.atomic
-def worker_block(*, worker: Worker, reason: str, by=None) -> Worker:
+def worker_block(*, worker: Worker, reason: str, by=None, study_rule: bool = False) -> Worker:
     """Block a worker: globally when `by` is a superuser or None, else for `by`'s projects.
-    Blocking again updates the reason."""
+    `study_rule`: a study's automatic rule blocking for its owner `by`, whose block is a
+    `WorkerBlock` (the owner's projects) even when `by` is a superuser: a rule of one study is
+    no superuser's decision about every study. Blocking again updates the reason."""
     worker = Worker.objects.select_for_update().get(pk=worker.pk)
-    if _is_global(by):
+    if _is_global(by) and not (study_rule and by is not None):
         worker.status = WorkerStatus.BLOCKED
         worker.blocked_reason = reason.strip()
         worker.save(update_fields=["status", "blocked_reason"])
@@ -60,16 +63,16 @@ def worker_block(*, worker: Worker, reason: str, by=None) -> Worker:
 
 @transaction.atomic
 def worker_unblock(*, worker: Worker, by=None) -> Worker:
-    """Lift the block `by` set (a superuser or None: the global one); a no-op when there is
-    none."""
+    """Lift the block `by` set (a superuser: the global one, and their own study rules'
+    blocks; None: the global one); a no-op when there is none."""
     worker = Worker.objects.select_for_update().get(pk=worker.pk)
-    if not _is_global(by):
-        WorkerBlock.objects.filter(worker=worker, researcher=by).delete()
-    elif worker.status == WorkerStatus.ACTIVE and not worker.blocked_reason:
-        return worker
-    else:
+    lifted = bool(by is not None
+                  and WorkerBlock.objects.filter(worker=worker, researcher=by).delete()[0])
+    if _is_global(by) and (worker.status != WorkerStatus.ACTIVE or worker.blocked_reason):
         worker.status = WorkerStatus.ACTIVE
         worker.blocked_reason = ""
         worker.save(update_fields=["status", "blocked_reason"])
-    adaptive_targets_refresh(judgments=Judgment.objects.filter(worker=worker))
+        lifted = True
+    if lifted or not _is_global(by):
+        adaptive_targets_refresh(judgments=Judgment.objects.filter(worker=worker))
     return worker

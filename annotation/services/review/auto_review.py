@@ -175,9 +175,10 @@ def _block_repeated_rejections(stage: Stage, threshold: int, report: ReviewRepor
     for row in offenders:
         worker = Worker.objects.get(pk=row["worker"])
         try:
-            # The study's own rule: it blocks for the project's researcher, not globally.
+            # The study's own rule: it blocks for the project's researcher, not globally,
+            # even when that researcher is a superuser (an ownerless project's is global).
             worker_block_everywhere(worker=worker, reason=f"{row['n']} rejected assignments",
-                                    by=stage.project.owner)
+                                    by=stage.project.owner, study_rule=True)
             report.blocked += 1
         except Exception as exc:
             report.errors.append(f"block {worker}: {exc}")

@@ -365,13 +365,15 @@ def correct_answer_bonus(*, assignment: Assignment) -> Decimal:
     return per * correct
 
 
-def worker_block_everywhere(*, worker: Worker, reason: str, by=None) -> Worker:
-    """Block here (for `by`'s projects, or globally: see services/workers.py) and on the
-    worker's provider (CreateWorkerBlock: MTurk blocks are per requester account, the account
-    of the study that blocks)."""
+def worker_block_everywhere(*, worker: Worker, reason: str, by=None,
+                            study_rule: bool = False) -> Worker:
+    """Block here (for `by`'s projects, or globally: see services/workers.py; `study_rule`:
+    a study's automatic rule, for its owner's projects only) and on the worker's provider
+    (CreateWorkerBlock: MTurk blocks are per requester account, the account of the study that
+    blocks)."""
     from annotation.services.workers import worker_block
 
-    worker = worker_block(worker=worker, reason=reason, by=by)
+    worker = worker_block(worker=worker, reason=reason, by=by, study_rule=study_rule)
     provider = get_provider(worker.provider)
     provider_call_run(
         provider=worker.provider, operation="BlockWorker",

@@ -247,6 +247,48 @@ def test_judgment_admin_is_read_only(client, superuser, world):
     assert judgment.score == 3
 
 
+@pytest.mark.reliability
+def test_a_qualification_result_is_graded_once_and_never_rewritten_in_the_admin(client):
+    """A qualification result is the record of graded work (`qualification_grade`: stored once,
+    a failing worker cannot retake, granted on the provider from it). The admin shows it and
+    changes nothing: ticking "passed" on a failed worker's result let them into the stage the
+    qualification gates (while MTurk kept their failing value), deleting it let them take the
+    qualification again, and a result added by hand qualified a worker who never took it."""
+    from annotation.models import StageStatus, WorkerQualification
+    from annotation.services.assignments import more_work_for
+
+    alice = make_user("alice")
+    project = make_project(TaskKind.LIKERT, owner=alice)
+    make_item(project)
+    qualification = make_stage(project, kind=StageKind.QUALIFICATION, name="qual")
+    full = make_stage(project, name="full", requires_stage=qualification,
+                      status=StageStatus.COLLECTING)
+    taken = make_assignment(qualification, status=AssignmentStatus.APPROVED)
+    failed = make_qualification(worker=taken.worker, stage=qualification, passed=False,
+                                score=0.2, n_items=5, assignment=taken)
+    stranger = make_assignment(qualification).worker  # in progress: not graded yet
+    assert not more_work_for(stage=full, worker=failed.worker)
+    for user in (alice, make_user("root", superuser=True)):
+        client.force_login(user)
+        page = client.get(admin_url(WorkerQualification, "change", failed.pk))
+        assert page.status_code == 200 and 'name="_save"' not in page.content.decode()
+        assert client.post(admin_url(WorkerQualification, "change", failed.pk), {
+            "worker": failed.worker_id, "stage": qualification.pk, "passed": "on",
+            "score": "1.0", "n_items": 5, "assignment": taken.pk}).status_code == 403
+        assert client.post(admin_url(WorkerQualification, "delete", failed.pk),
+                           {"post": "yes"}).status_code == 403
+        client.post(admin_url(WorkerQualification, "changelist"),
+                    {"action": "delete_selected", "_selected_action": [failed.pk],
+                     "post": "yes"})
+        assert client.post(admin_url(WorkerQualification, "add"), {
+            "worker": stranger.pk, "stage": qualification.pk, "passed": "on",
+            "score": "1.0", "n_items": 5}).status_code == 403
+    assert list(WorkerQualification.objects.values_list("worker_id", "passed", "score")) == [
+        (failed.worker_id, False, 0.2)]
+    assert not more_work_for(stage=full, worker=failed.worker)
+    assert not more_work_for(stage=full, worker=stranger)
+
+
 def test_block_and_unblock_actions(client, superuser, world):
     client.force_login(superuser)
     workers = [world[TaskKind.LIKERT]["worker"], world[TaskKind.AB]["worker"]]

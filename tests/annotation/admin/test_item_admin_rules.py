@@ -207,3 +207,39 @@ def test_a_first_answer_key_waits_for_the_work_it_would_grade():
     # The content stays fixed by the judgments whatever the key does.
     changes = {"gold": {"choice": "A"}, "content": dict(waiting.content, question="Other?")}
     assert set(item_edit_errors(item=waiting, changes=changes)) == {"gold", "content"}
+
+
+@pytest.mark.reliability
+def test_an_item_becomes_or_stops_being_a_check_only_once_its_work_is_reviewed(
+        admin_client_):
+    """Review grades submitted work on its gold checks (`min_gold_accuracy`): ticking "gold
+    check" on a data item whose judgments await review would reject the workers who read it
+    as an ordinary item and disagreed with its reference score (unpaid), and unticking one
+    would approve those who failed it. Refused while work on it awaits review or a live stage
+    serves it, as a first answer key is (`item_graded_flag_error`); so is "practice item"
+    (Prolific's comprehension checks hold a participant who failed one); free once reviewed."""
+    project = make_project(TaskKind.LIKERT)
+    item = make_item(project, gold={"score": 5})
+    trial = make_stage(project, kind=StageKind.TRIAL, status=StageStatus.CLOSED)
+    work = make_assignment(trial, items=[item], status=AssignmentStatus.SUBMITTED)
+    make_judgment(item=item, stage=trial, assignment=work, score=1)
+
+    response = _post(admin_client_, item, is_gold_check="on")
+    assert response.status_code == 200
+    error = response.context["adminform"].form.errors["is_gold_check"][0]
+    assert "1 of its judgments await review" in error and "gold check" in error
+    item.refresh_from_db()
+    assert not item.is_gold_check
+
+    check = make_item(project, gold={"score": 5}, is_gold_check=True)
+    make_judgment(item=check, stage=trial, assignment=work, score=1)
+    assert "is_gold_check" in item_edit_errors(item=check, changes={"is_gold_check": False})
+    assert "cannot become a practice item now: 1 of its judgments await review" in (
+        item_edit_errors(item=item, changes={"is_practice": True})["is_practice"])
+    # Exclusion stays free, and so do the flags once the work is decided.
+    assert item_edit_errors(item=item, changes={"is_gold_check": False, "excluded": True}) == {}
+    work.status = AssignmentStatus.APPROVED
+    work.save(update_fields=["status"])
+    assert _post(admin_client_, item, is_gold_check="on").status_code == 302
+    item.refresh_from_db()
+    assert item.is_gold_check

@@ -10,6 +10,7 @@ from django.urls import reverse
 from annotation.models import AssignmentStatus, StageStatus, TaskKind, WorkerStatus
 from testing.factories import (
     make_assignment,
+    make_hit,
     make_item,
     make_judgment,
     make_project,
@@ -239,6 +240,52 @@ def test_assignments_are_never_deleted_in_the_admin(admin_client_):
     assert admin_client_.post(url, {"post": "yes"}).status_code == 403
     act(admin_client_, "assignment", "delete_selected", [assignment.pk], post="yes")
     assert Assignment.objects.filter(pk=assignment.pk).exists()
+
+
+def test_hits_are_never_added_by_hand_in_the_admin(client):
+    """A HIT is built by publishing (or a draft's stored plan) from the stage's items, and its
+    stage, provider and reward are read-only: an "Add HIT" page saved a HIT with none of them
+    (a 500: NOT NULL constraint failed: annotation_hit.reward). No add page, for a researcher
+    or a superuser."""
+    from annotation.models import Hit
+
+    make_project(TaskKind.LIKERT, owner=make_user("alice"))
+    add = reverse("admin:annotation_hit_add")
+    for user in (make_user("alice2"), make_user("root", superuser=True)):
+        client.force_login(user)
+        assert client.get(add).status_code == 403
+        assert client.post(add, {"hititem_set-TOTAL_FORMS": 0,
+                                 "hititem_set-INITIAL_FORMS": 0}).status_code == 403
+    assert not Hit.objects.exists()
+
+
+def test_a_drafts_hit_takes_no_item_of_another_project_on_its_page(admin_client_):
+    """A draft's HITs are published as they stand (`stage_hits_build` keeps them), so the HIT
+    page's items are what its workers will be served: an item of another project (here an A/B
+    pair in a Likert study) is refused naming both projects, as it would be judged in a stage
+    of a project it does not belong to (its judgments then counted in neither study's way)."""
+    from annotation.models import HitItem
+
+    project, other = make_project(TaskKind.LIKERT, slug="mine"), make_project(TaskKind.AB,
+                                                                            slug="theirs")
+    items = [make_item(project) for _ in range(2)]
+    foreign = make_item(other)
+    hit = make_hit(make_stage(project, status=StageStatus.DRAFT), items=items)
+    url = reverse("admin:annotation_hit_change", args=[hit.pk])
+    prefix = admin_client_.get(url).context["inline_admin_formsets"][0].formset.prefix
+    rows = list(HitItem.objects.filter(hit=hit).order_by("position"))
+    data = {f"{prefix}-TOTAL_FORMS": 3, f"{prefix}-INITIAL_FORMS": 2,
+            f"{prefix}-MIN_NUM_FORMS": 0, f"{prefix}-MAX_NUM_FORMS": 1000}
+    for i, row in enumerate([*rows, HitItem(hit=hit, item=foreign, position=2)]):
+        data.update({f"{prefix}-{i}-id": row.pk or "", f"{prefix}-{i}-hit": hit.pk,
+                     f"{prefix}-{i}-item": row.item_id, f"{prefix}-{i}-position": row.position})
+    response = admin_client_.post(url, data)
+    assert response.status_code == 200  # the page again, with the error
+    errors = " ".join(str(e) for form in response.context["inline_admin_formsets"][0].formset
+                      for e in form.errors.get("item", []))
+    assert "'theirs'" in errors and "'mine'" in errors
+    assert list(HitItem.objects.filter(hit=hit).values_list("item__project__slug", flat=True)
+                ) == ["mine", "mine"]
 
 
 def test_a_link_added_by_hand_keeps_the_rules_of_the_actions(admin_client_):

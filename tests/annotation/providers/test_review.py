@@ -290,17 +290,57 @@ def test_approval_waits_for_the_configured_delay(recording):
     assert stage_auto_review(stage=stage, now=later).approved == 1
 
 
-def test_repeated_rejections_block_the_worker(recording):
-    stage = make_stage(make_project(TaskKind.LIKERT),
-                       settings={"review": {"auto_reject": True, "block_after_rejections": 2}})
-    worker = make_worker()
+def _rejected_twice_and_blocked(stage, worker) -> None:
+    """Two straight-lined assignments of `worker`, rejected by the stage's rules, which block
+    after two rejections."""
     for _ in range(2):
         likert_assignment(stage, [2, 2, 2, 2, 2], worker=worker)  # straight-lining
     report = stage_auto_review(stage=stage)
     assert (report.rejected, report.blocked) == (2, 1)
     worker.refresh_from_db()
+
+
+def test_repeated_rejections_block_the_worker(recording):
+    stage = make_stage(make_project(TaskKind.LIKERT),
+                       settings={"review": {"auto_reject": True, "block_after_rejections": 2}})
+    worker = make_worker()
+    _rejected_twice_and_blocked(stage, worker)
     assert worker.status == WorkerStatus.BLOCKED
     assert ("block", worker.external_id) in recording.done
+
+
+@pytest.mark.reliability
+def test_a_superuser_owned_studys_block_rule_blocks_for_that_study_only(recording):
+    """The study's own rule (`block_after_rejections`) blocks for the project's researcher
+    even when that researcher is a superuser: it is no superuser's decision about every
+    study. The worker's accepted work in Bob's study keeps counting there (a global block took
+    it out of Bob's counts and re-offered its slots, paid again), and the owner lifts the block
+    with the ordinary unblock."""
+    from annotation.models import Worker, WorkerBlock
+    from annotation.selectors import judgments_that_count, worker_is_blocked_for
+    from annotation.services.workers import worker_unblock
+    from testing.factories import make_user
+
+    root = make_user("root", superuser=True)
+    stage = make_stage(make_project(TaskKind.LIKERT, owner=root),
+                       settings={"review": {"auto_reject": True, "block_after_rejections": 2}})
+    bobs = make_project(TaskKind.LIKERT, owner=make_user("bob"))
+    bobs_stage = make_stage(bobs)
+    worker = make_worker()
+    bobs_work = make_assignment(bobs_stage, worker=worker, status=AssignmentStatus.APPROVED,
+                                items=[make_item(bobs)])
+    make_judgment(item=bobs_work.items.get(), stage=bobs_stage, worker=worker,
+                  assignment=bobs_work)
+    _rejected_twice_and_blocked(stage, worker)
+    assert worker.status == WorkerStatus.ACTIVE
+    assert worker_is_blocked_for(worker=worker, project=stage.project)
+    assert not worker_is_blocked_for(worker=worker, project=bobs)
+    assert judgments_that_count(bobs_stage.judgments.all(), project=bobs).count() == 1
+    assert ("block", worker.external_id) in recording.done  # the provider's block, as before
+
+    worker_unblock(worker=Worker.objects.get(pk=worker.pk), by=root)
+    assert not WorkerBlock.objects.filter(worker=worker).exists()
+    assert not worker_is_blocked_for(worker=worker, project=stage.project)
 
 
 def test_block_and_notify(recording):
