@@ -159,3 +159,42 @@ def test_researcher_cannot_lift_another_researchers_block_on_the_provider(client
     assert "also blocked by another researcher" in text
     assert set(WorkerBlock.objects.filter(worker=worker).values_list("reason", flat=True)) == {
         "bob's", "mine"}
+
+
+# --- In-house annotators are named by their researcher ------------------------------------------
+
+
+def _invite(client, model: str, pk: int, names: str):
+    return client.post(reverse(f"admin:annotation_{model}_changelist"),
+                       {"action": {"stage": "create_inhouse_links",
+                                   "project": "create_home_links"}[model],
+                        "_selected_action": [pk], "reason": names}, follow=True)
+
+
+@pytest.mark.reliability
+@pytest.mark.parametrize("model", ["stage", "project"])
+def test_a_name_another_researcher_uses_gives_their_own_annotator_at_both_invite_actions(
+        client, model):
+    """Bob's annotator Ann Lee (her email typed in by Bob) is not handed to Alice, who types
+    the same name in either invite action: Alice gets an Ann Lee of her own. Before, she got
+    Bob's worker, whose page (with Bob's email) opened for her, and two people were one."""
+    from annotation.models import InhouseLink, StageStatus
+    from annotation.services.access import inhouse_annotators_invite
+
+    alice, bob = make_user("alice"), make_user("bob")
+    bobs_stage = make_stage(make_project(owner=bob), status=StageStatus.COLLECTING)
+    inhouse_annotators_invite(stage=bobs_stage, names=["Ann Lee"])
+    bobs_ann = Worker.objects.get(provider="inhouse", external_id="ann-lee")
+    Worker.objects.filter(pk=bobs_ann.pk).update(email="ann@bob-lab.example")
+    alices_stage = make_stage(make_project(owner=alice), status=StageStatus.COLLECTING)
+    target = alices_stage if model == "stage" else alices_stage.project
+
+    client.force_login(alice)
+    response = _invite(client, model, target.pk, "ann lee")
+    assert response["Content-Type"].startswith("text/csv")
+    assert "ann@bob-lab.example" not in response.content.decode()
+    alices_ann = InhouseLink.objects.get(project=alices_stage.project).worker
+    assert alices_ann != bobs_ann and alices_ann.researcher == alice
+    assert client.get(change_url(bobs_ann)).status_code == 302  # still not Alice's to open
+    assert client.get(change_url(alices_ann)).status_code == 200
+    assert not InhouseLink.objects.filter(project=alices_stage.project, worker=bobs_ann).exists()
