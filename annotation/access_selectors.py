@@ -48,15 +48,19 @@ def projects_visible_to(user) -> QuerySet[Project]:
 
 
 def workers_visible_to(user) -> QuerySet[Worker]:
-    """Workers who have worked on (or hold a link to) a project visible to `user`."""
+    """Workers who have worked on (or hold a link to) a project visible to `user`, and the
+    user's own in-house annotators (one added by hand before any link is theirs to find)."""
     if user is not None and user.is_authenticated and user.is_active and user.is_superuser:
         return Worker.objects.all()
     projects = projects_visible_to(user).values("pk")
-    return Worker.objects.filter(
+    visible = (
         Q(pk__in=Assignment.objects.filter(stage__project__in=projects).values("worker_id"))
         | Q(pk__in=Judgment.objects.filter(item__project__in=projects).values("worker_id"))
         | Q(pk__in=InhouseLink.objects.filter(project__in=projects).values("worker_id"))
     )
+    if user is not None and user.is_authenticated and user.is_active and user.is_staff:
+        visible |= Q(researcher_id=user.pk)
+    return Worker.objects.filter(visible)
 
 
 def worker_shared_beyond(user, worker: Worker) -> bool:

@@ -198,3 +198,21 @@ def test_a_name_another_researcher_uses_gives_their_own_annotator_at_both_invite
     assert client.get(change_url(bobs_ann)).status_code == 302  # still not Alice's to open
     assert client.get(change_url(alices_ann)).status_code == 200
     assert not InhouseLink.objects.filter(project=alices_stage.project, worker=bobs_ann).exists()
+
+
+def test_an_annotator_a_researcher_adds_by_hand_is_theirs_to_find_again(client):
+    """An in-house annotator added on the worker admin before any link or work was saved and
+    then hidden from the list that added it (no project of the researcher's had them)."""
+    alice, bob = make_user("alice"), make_user("bob")
+    client.force_login(alice)
+    response = client.post(reverse("admin:annotation_worker_add"), {
+        "provider": "inhouse", "external_id": "dana", "display_name": "Dana", "email": "",
+        "blocks-TOTAL_FORMS": 0, "blocks-INITIAL_FORMS": 0})
+    assert response.status_code == 302, response.content.decode()[:2000]
+    dana = Worker.objects.get(external_id="dana")
+    assert dana.researcher == alice
+    listing = client.get(reverse("admin:annotation_worker_changelist")).content.decode()
+    assert "Dana" in listing and client.get(change_url(dana)).status_code == 200
+    client.force_login(bob)
+    assert "Dana" not in client.get(reverse("admin:annotation_worker_changelist")).content.decode()
+    assert client.get(change_url(dana)).status_code == 302
