@@ -162,6 +162,19 @@ def _verdict_score_range(project: Project, version: JudgeVersion) -> tuple | Non
     return None
 
 
+def item_imported_verdicts_note(item_id: int) -> str:
+    """What the item rule says about an item with imported verdicts ("" when it has none):
+    they judged this content, and an imported judge cannot be asked again (an LLM judge's
+    verdicts carry a hash of what it read, and a rerun asks it again on new content).
+    Registered as an `annotation.hooks` content reader."""
+    labels = sorted({f"{name}@{version}" for name, version in JudgeVerdict.objects.filter(
+        item_id=item_id, judge_version__judge__kind=JudgeKind.IMPORTED).values_list(
+        "judge_version__judge__name", "judge_version__version")})
+    if not labels:
+        return ""
+    return f"it has imported verdicts ({', '.join(labels)}) on this content"
+
+
 def judge_version_get(label: str) -> JudgeVersion:
     """`name@version`, or `name` for its latest version; LookupError names what is missing."""
     name, _, version = label.partition("@")

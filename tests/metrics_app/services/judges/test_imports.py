@@ -280,3 +280,21 @@ def test_a_csv_with_a_bom_crlf_and_an_empty_trailing_column_is_read(project, tmp
     assert verdicts_import(project=project, path=path, judge="j", version="1")["imported"] == 2
     assert sorted(JudgeVerdict.objects.values_list("verdict", "score")) == \
         [("correct", 4.0), ("incorrect", None)]
+
+
+@pytest.mark.reliability
+def test_an_item_with_imported_verdicts_keeps_the_content_they_judged(project, tmp_path):
+    """An imported judge cannot be asked again: once its verdicts are on an item, the item's
+    content is fixed by the item rule every door that edits an item asks (`item_edit_errors`),
+    as it is once metric scores are computed from it. Before, the text could be changed under the
+    verdicts, which went on counting in the judge's accuracy against the humans."""
+    from annotation.services.items import item_edit_errors
+
+    item = project.items.get(external_id="q0")
+    other = project.items.get(external_id="q1")
+    verdicts_import(project=project, path=_jsonl(tmp_path, [
+        {"item_id": "q0", "verdict": "correct"}]), judge="ext", version="1")
+    changed = {**item.content, "candidate": "something else"}
+    assert "imported verdicts (ext@1)" in item_edit_errors(
+        item=item, changes={"content": changed})["content"]
+    assert item_edit_errors(item=other, changes={"content": {**other.content, "x": 1}}) == {}
