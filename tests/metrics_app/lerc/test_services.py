@@ -146,7 +146,8 @@ def test_train_promotes_first_version_then_rule_compares_on_same_judgments(lerc_
     assert v1.status == ModelStatus.EVALUATED
 
     # By hand: promote the rejected one, then roll back; both logged with the user.
-    model_version_promote(model_version=worse, user=researcher, reason="looks fine to me")
+    model_version_promote(model_version=worse, user=researcher, reason="looks fine to me",
+                          force=True)  # the rule rejected it (test_hand_promotion.py)
     back = model_version_rollback(user=researcher)
     assert back.pk == equal.pk and back.status == ModelStatus.PROMOTED
     assert worse.events.filter(event="rolled back", user=researcher).exists()
@@ -158,7 +159,7 @@ def test_train_promotes_first_version_then_rule_compares_on_same_judgments(lerc_
                                              references=["red"], candidate="red",
                                              passage="Thing 0 is red.")])
     assert isinstance(scores[0], float)
-    model_version_promote(model_version=v1, user=researcher)
+    model_version_promote(model_version=v1, user=researcher, force=True)
     with pytest.raises(MetricUnavailable, match="changed from"):
         metric.score_batch([MetricInput(id="1", question="q", references=["r"], candidate="c")])
     metric.close()
