@@ -13,7 +13,7 @@ from metrics_app.lerc.config import KIND_PAIRWISE, KIND_REGRESSION
 from metrics_app.lerc.evaluation import decision_report
 from metrics_app.lerc.validation import pairwise_accuracy_of_labels, validation_metric_name
 from metrics_app.models import ModelKind, ModelVersion
-from metrics_app.services.lerc_artifacts import artifact_local_path
+from metrics_app.services.lerc_artifacts import ModelFilesUnusable, artifact_local_path
 
 from .datasets import is_held_out, item_example, text_group
 
@@ -67,8 +67,24 @@ def scorer_for_path(path: str):
 
 
 def model_version_scorer(model_version: ModelVersion):
-    """A LercScorer for a trained version (downloading it from S3 once if needed)."""
-    return scorer_for_path(str(artifact_local_path(model_version.artifact_uri)))
+    """A LercScorer for a trained version (downloading it from S3 once if needed).
+    ModelFilesUnusable when its folder is missing or its files cannot be loaded (a truncated
+    copy, a disk error): one clear error for every door, instead of whatever the file reader
+    raised (a SafetensorError, a JSON error) failing a scoring job or a promotion decision."""
+    path = str(artifact_local_path(model_version.artifact_uri))
+    try:
+        return scorer_for_path(path)
+    except MemoryError:
+        raise
+    except Exception as exc:
+        import torch
+
+        if isinstance(exc, torch.OutOfMemoryError):
+            raise  # the machine, not the files
+        raise ModelFilesUnusable(
+            f"model folder {path} cannot be loaded, its files are damaged or incomplete "
+            f"({type(exc).__name__}: {exc}); restore the folder or train a new version"
+        ) from exc
 
 
 def split_metrics(scorer, kind: str, examples: list, predictions: list | None = None

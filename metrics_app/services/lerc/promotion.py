@@ -22,6 +22,7 @@ from metrics_app.model_selectors import (
     version_project_set,
 )
 from metrics_app.models import ModelKind, ModelStatus, ModelVersion
+from metrics_app.services.lerc_artifacts import ModelFilesUnusable
 
 from .common import TRAINED, LercError, decision_pending, version_event, versions_locked
 from .datasets import version_dataset_build
@@ -64,7 +65,7 @@ def model_version_decide(*, model_version: ModelVersion, val_examples: list | No
             try:
                 candidate = split_metrics(model_version_scorer(version), version.kind,
                                           val_examples).get(_validation_metric(version))
-            except FileNotFoundError as exc:
+            except ModelFilesUnusable as exc:
                 raise LercError(f"v{version.number} cannot be measured again: {exc}") from exc
     for _attempt in range(5):
         incumbent = promoted_model_version(name=version.name, projects=version_project_set(version))
@@ -119,8 +120,9 @@ def _promotion_verdict(version: ModelVersion, incumbent: ModelVersion | None,
         try:
             incumbent_value = split_metrics(model_version_scorer(incumbent), version.kind,
                                         val_examples).get(metric)
-        except FileNotFoundError as exc:
-            # The served model is gone: it cannot be compared, and serving it fails anyway.
+        except ModelFilesUnusable as exc:
+            # The served model is gone or damaged: it cannot be compared, and serving it fails
+            # anyway.
             incumbent_value = None
             decision["incumbent_error"] = str(exc)
         decision.update(incumbent=f"v{incumbent.number}", incumbent_value=incumbent_value)
