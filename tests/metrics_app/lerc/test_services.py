@@ -178,8 +178,8 @@ def test_refresh_due_counts_from_latest_version_and_skips_in_flight(lerc_setting
     project = make_project(kind=TaskKind.LIKERT)
     stage = make_stage(project)
     items = [make_item(project) for _ in range(4)]
-    for item in items[:3]:
-        make_judgment(item=item, stage=stage, score=4)
+    for score, item in enumerate(items[:3], start=2):  # scores that vary: a model can learn
+        make_judgment(item=item, stage=stage, score=score)
     assert [(p.pk, n) for p, _kind, n in lerc_refresh_due(min_new_judgments=3)] == [
         (project.pk, 3)]
     version = model_version_create(projects=[project])
@@ -301,8 +301,8 @@ def test_the_refresh_task_refuses_default_options_that_cannot_train_and_creates_
 
     project = make_project(kind=TaskKind.LIKERT)
     stage = make_stage(project)
-    for _ in range(3):
-        make_judgment(item=make_item(project), stage=stage, score=4)
+    for score in (2, 3, 4):
+        make_judgment(item=make_item(project), stage=stage, score=score)
     lerc_settings.QAJ_LERC_MIN_NEW_JUDGMENTS = 3
     lerc_settings.QAJ_LERC_TRAIN_OPTIONS = {"epochs": -3, "batch_size": 0,
                                             "learning_rate": -1}
