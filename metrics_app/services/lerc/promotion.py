@@ -26,7 +26,7 @@ from metrics_app.services.lerc_artifacts import ModelFilesUnusable
 
 from .common import TRAINED, LercError, decision_pending, version_event, versions_locked
 from .datasets import version_dataset_build
-from .evaluation import model_version_scorer, split_metrics
+from .evaluation import model_version_scorer, split_metrics, validation_undefined_reason
 from .options import version_train_config
 
 # A decision reads the candidate's validation number of its training (no new measurement).
@@ -115,7 +115,9 @@ def _promotion_verdict(version: ModelVersion, incumbent: ModelVersion | None,
     if incumbent is None:
         promote, why = candidate is not None, "no promoted version yet"
         if candidate is None:
-            why = f"validation {metric} could not be computed"
+            why = (f"validation {metric} could not be computed: "
+                   + (validation_undefined_reason(version) if not remeasured else
+                      f"undefined on the {len(val_examples)} validation examples"))
     else:
         try:
             incumbent_value = split_metrics(model_version_scorer(incumbent), version.kind,

@@ -71,3 +71,28 @@ def test_the_refresh_does_not_queue_a_project_whose_judgments_all_give_one_score
     make_judgment(item=items[0], stage=stage, worker=make_worker(), score=2)
     assert [(p.pk, n) for p, _kind, n in lerc_refresh_due(min_new_judgments=10)] == [
         (project.pk, 25)]
+
+
+def test_a_validation_number_that_cannot_be_computed_says_why_in_the_decision(lerc_settings):
+    """Training answers vary, but every validation answer was judged 3: the version trains,
+    and its rejection says why its validation Pearson is missing (it read "could not be
+    computed" and nothing more)."""
+    lerc_settings.QAJ_LERC_TRAIN_OPTIONS = {**lerc_settings.QAJ_LERC_TRAIN_OPTIONS, "epochs": 1}
+    lerc_settings.QAJ_LERC_PROMOTION_BASELINES = []
+    project = make_project(kind=TaskKind.LIKERT)
+    stage = make_stage(project)
+    worker = make_worker()
+    for split in ("train", "dev"):
+        for example in toy_examples(12):
+            item = make_item(project, split=split, dataset="toy", content={
+                "passage": example.passage, "question": example.question,
+                "references": list(example.references), "candidate": example.candidate})
+            make_judgment(item=item, stage=stage, worker=worker,
+                          score=example.score if split == "train" else 3)
+    version = model_version_train(model_version=model_version_create(projects=[project]))
+    assert version.status == ModelStatus.REJECTED
+    why = ("validation pearson could not be computed: every item has the same human score "
+           "(3), so there is no variation to correlate")
+    assert version.events.get(event="rejected").detail == f"automatic: {why}"
+    assert version.events.get(event="evaluated").detail.startswith(
+        "validation pearson undefined: every item has the same human score (3)")
