@@ -238,7 +238,8 @@ def model_version_promote(*, model_version: ModelVersion, user=None, reason: str
     with the promotion on the version's card."""
     versions_locked(model_version.name)
     version = ModelVersion.objects.get(pk=model_version.pk)
-    if version.status != ModelStatus.PROMOTED:
+    if version.status in (ModelStatus.EVALUATED, ModelStatus.REJECTED) and version.artifact_uri:
+        # (Any other version is refused by `_promote` for what it is: untrained, or serving.)
         # Read under the lock: a decision promoting another version of the set at this
         # moment is either seen here or happens after this promotion.
         objection = hand_promotion_objection(version)

@@ -11,6 +11,7 @@ from annotation.models import TaskKind
 from metrics_app.admin import PROMOTE_FORCE_FIELD
 from metrics_app.models import ModelStatus, ModelVersion
 from metrics_app.services.lerc import (
+    LercError,
     PromotionNeedsForce,
     model_version_create,
     model_version_promote,
@@ -86,6 +87,11 @@ def test_a_version_never_compared_with_the_one_serving_needs_force():
             "pearson 0.8000 on its own examples, not comparable\\)")):
         model_version_promote(model_version=undecided, user=researcher)
     assert promoted_model_version(projects=[project]).pk == v3.pk
+    # A version with no model is refused for that, not sent to the "Promote anyway" page.
+    queued = model_version_create(projects=[project])
+    with pytest.raises(LercError, match="is queued; only trained versions") as refused:
+        model_version_promote(model_version=queued, user=researcher)
+    assert not isinstance(refused.value, PromotionNeedsForce)
 
 
 def test_a_version_the_rule_promoted_over_the_one_serving_needs_no_force_after_a_rollback():
