@@ -132,3 +132,7 @@ def test_the_admin_shows_the_numbers_and_promotes_only_when_told_to_promote_anyw
     assert promoted_model_version(projects=[project]).pk == v2.pk
     event = v2.events.get(event="promoted")
     assert event.user == admin_user and "forced over the promotion rule" in event.detail
+    # Whoever reads the version's card later sees that it was forced, and the numbers.
+    card = client.get(reverse("metrics:model-card", args=[v2.pk])).content.decode()
+    assert "forced over the promotion rule: the promotion rule rejected" in card
+    assert f"pearson 0.5200 vs v{v1.number}&#x27;s 0.7100" in card
