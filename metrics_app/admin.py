@@ -21,6 +21,9 @@ from metrics_app.models import (
 
 from .models import MetricScore, ModelVersion, ModelVersionEvent, Report
 
+# The field of the "Promote anyway" page that confirms a promotion against the promotion rule.
+PROMOTE_FORCE_FIELD = "force_promotion"
+
 
 @admin.register(MetricScore)
 class MetricScoreAdmin(ReadOnlyAdmin):
@@ -270,15 +273,38 @@ class ModelVersionAdmin(ReadOnlyAdmin):
 
     @admin.action(description="Promote (serve this version)")
     def promote_version(self, request, queryset):
-        from .services.lerc import model_version_promote
+        from django.contrib.admin import helpers
+        from django.template.response import TemplateResponse
+
+        from .services.lerc import LercError, PromotionNeedsForce, model_version_promote
 
         if not request.user.is_superuser:
             self.message_user(request, "Only superusers promote model versions.", messages.ERROR)
-            return
+            return None
         if queryset.count() != 1:
             self.message_user(request, "Select exactly one version to promote.", messages.ERROR)
-            return
-        self._run(request, queryset, model_version_promote, reason="by hand in the admin")
+            return None
+        version = queryset.get()
+        # A version the promotion rule has not shown at least as good as the one serving is
+        # promoted only from the page that shows the numbers ("Promote anyway").
+        force = request.POST.get(PROMOTE_FORCE_FIELD) == "yes"
+        try:
+            model_version_promote(model_version=version, user=request.user,
+                                  reason="by hand in the admin", force=force)
+        except PromotionNeedsForce as exc:
+            return TemplateResponse(request, "admin/metrics_app/modelversion/promote_force.html", {
+                **self.admin_site.each_context(request),
+                "title": f"Promote {version.name} v{version.number} against the promotion rule?",
+                "opts": self.model._meta, "version": version, "objection": str(exc),
+                "action": request.POST.get("action", ""),
+                "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
+                "force_field": PROMOTE_FORCE_FIELD})
+        except LercError as exc:
+            self.message_user(request, str(exc), level=messages.ERROR)
+            return None
+        self.message_user(request, f"{version.name} v{version.number}: promoted"
+                          + (" (forced over the promotion rule)" if force else ""))
+        return None
 
     @admin.action(description="Roll back to the previously promoted version")
     def rollback_promoted(self, request, queryset):

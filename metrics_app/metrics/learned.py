@@ -56,6 +56,7 @@ class LercMetric:
 
     def score_batch(self, inputs: Sequence[MetricInput]) -> list[float | None]:
         from metrics_app.services.lerc import model_version_scorer
+        from metrics_app.services.lerc_artifacts import ModelFilesUnusable
 
         if self.label is None:
             # Follow the promoted version, but never store scores of one model under another's
@@ -69,7 +70,7 @@ class LercMetric:
             version = self._pinned
         try:
             scorer = model_version_scorer(version)
-        except FileNotFoundError as exc:
+        except ModelFilesUnusable as exc:
             raise MetricUnavailable(f"{self.model_name} v{version.number}: {exc}") from exc
         examples = [
             LercExample(question=i.question, references=tuple(i.references) or ("",),

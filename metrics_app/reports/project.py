@@ -243,12 +243,25 @@ def report_refresh(
     return data
 
 
-def project_reports_refresh(*, project_id: int) -> int:
+def project_reports_refresh(*, project_id: int, up_to: int | None = None) -> int:
     """The background refresh of one project: its project-wide report and dashboard charts
-    recomputed and stored. Returns the report's judgment watermark (0: the project is gone)."""
+    recomputed and stored. Returns the report's judgment watermark (0: the project is gone).
+
+    `up_to`: the project's newest judgment when the beat sent this refresh
+    (`stale_report_watermarks`). A report stored since that reads up to it already answers
+    what the refresh was sent for, so it computes nothing: while judgments keep arriving, each
+    copy the beat sent during a slow refresh found the report stale again and recomputed it,
+    one after another, and the copies outgrew the queue (provider syncs wait on the same one).
+    The next beat sends one for what arrived since."""
     project = Project.objects.filter(pk=project_id).first()
     if project is None:
         return 0
+    if up_to is not None:
+        stored = _cached_row(project=project, stage=None, group_by=None)
+        if (stored is not None and stored.judgment_watermark >= up_to
+                and _charts_fresh(_charts_row(project=project, stage=None, group_by=None),
+                                  stored.data)):
+            return stored.judgment_watermark
     fresh = fresh_cached_report(project=project)
     if fresh is not None and _charts_fresh(_charts_row(project=project, stage=None,
                                                        group_by=None), fresh):
@@ -263,6 +276,12 @@ def project_reports_refresh(*, project_id: int) -> int:
 
 def stale_report_projects() -> list[int]:
     """Ids of projects whose project-wide report is missing or older than their judgments."""
+    return sorted(stale_report_watermarks())
+
+
+def stale_report_watermarks() -> dict[int, int]:
+    """Project id → its newest judgment's id, for the projects whose project-wide report is
+    missing or older than their judgments (what the beat sends a refresh `up_to`)."""
     latest = dict(
         Judgment.objects.values_list("item__project").annotate(top=Max("id")).values_list(
             "item__project", "top"
@@ -275,7 +294,7 @@ def stale_report_projects() -> list[int]:
         ).values_list("project_id", "judgment_watermark", "params")
         if params == _params(None)
     }
-    return sorted(pk for pk, top in latest.items() if cached.get(pk, -1) < top)
+    return {pk: top for pk, top in sorted(latest.items()) if cached.get(pk, -1) < top}
 
 
 CHARTS_KIND = "project-charts"

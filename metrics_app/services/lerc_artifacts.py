@@ -13,6 +13,12 @@ from urllib.parse import urlparse
 from django.conf import settings
 
 
+class ModelFilesUnusable(Exception):
+    """A version's model folder cannot serve here: missing on this machine, or its files
+    damaged (truncated weights, a config that is not JSON). The message names the folder and
+    what to do; every door that serves or compares a stored version catches this one error."""
+
+
 def artifact_root() -> str:
     return str(settings.QAJ_ARTIFACT_ROOT)
 
@@ -59,11 +65,11 @@ def artifact_store(local_folder: Path, key: str) -> str:
 def artifact_local_path(uri: str) -> Path:
     """A local folder holding the model at `uri` (downloaded once from S3 into a cache)."""
     if not uri:
-        raise FileNotFoundError("the model version has no artifact")
+        raise ModelFilesUnusable("the model version has no artifact")
     if not is_s3(uri):
         path = Path(uri)
         if not path.is_dir():
-            raise FileNotFoundError(f"model folder {uri} is missing on this machine")
+            raise ModelFilesUnusable(f"model folder {uri} is missing on this machine")
         return path
     cache = Path(settings.VAR_DIR) / "artifact-cache" / hashlib.sha256(uri.encode()).hexdigest()[:16]
     if (cache / ".complete").is_file():
@@ -80,6 +86,6 @@ def artifact_local_path(uri: str) -> Path:
             client.download_file(parsed.netloc, obj["Key"], str(target))
             found = True
     if not found:
-        raise FileNotFoundError(f"no model files under {uri}")
+        raise ModelFilesUnusable(f"no model files under {uri}")
     (cache / ".complete").write_text(uri)
     return cache

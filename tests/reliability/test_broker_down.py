@@ -109,8 +109,8 @@ def test_a_lerc_version_queued_while_the_broker_was_down_is_sent_by_the_next_ref
     settings.QAJ_LERC_TRAIN_OPTIONS = tiny_lerc_options
     project = make_project(kind=TaskKind.LIKERT)
     stage = make_stage(project)
-    for _ in range(3):
-        make_judgment(item=make_item(project), stage=stage, score=4)
+    for score in (2, 3, 4):
+        make_judgment(item=make_item(project), stage=stage, score=score)
     created = lerc_refresh(min_new_judgments=3)
     version = ModelVersion.objects.get()
     assert [v.pk for v in created] == [version.pk]

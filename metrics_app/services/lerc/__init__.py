@@ -32,6 +32,8 @@ from .model_card import (
 )
 from .options import default_train_options
 from .promotion import (
+    PromotionNeedsForce,
+    hand_promotion_objection,
     model_version_decide,
     model_version_for_label,
     model_version_promote,
@@ -53,11 +55,13 @@ __all__ = [
     "LercDataset",
     "LercError",
     "NAME_BY_KIND",
+    "PromotionNeedsForce",
     "SPLIT_MODES",
     "TASK_KIND_BY_MODEL_KIND",
     "TrainingElsewhere",
     "VAL_SPLITS",
     "default_train_options",
+    "hand_promotion_objection",
     "lerc_dataset_build",
     "lerc_minimal_pair_accuracy",
     "lerc_refresh",

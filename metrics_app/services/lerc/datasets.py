@@ -21,6 +21,7 @@ from annotation.judgment_selectors import (
     watermark,
 )
 from annotation.models import NON_DATA_STAGE_KINDS, Item, Judgment, Project, TaskKind
+from core.statistics import has_variation
 from core.vocabulary import AB_CHOICES
 from metrics_app.domain.text_match import is_exact_match, passage_group
 from metrics_app.judge_selectors import judge_view, predictor_values
@@ -48,6 +49,18 @@ class LercDataset:
     # a LercExample scored 1 + 4·P(correct); they reach only the calibrated judge's fit.
     distill: list = field(default_factory=list)
     snapshot: dict = field(default_factory=dict)
+
+
+def one_score_reason(scores: list[float], *, what: str) -> str | None:
+    """Why a regression version cannot learn from these gold scores: all of them one value (a
+    project whose workers all answered 5, a spot-check stage of known-good answers), so no
+    answer is better or worse than another and its validation Pearson is undefined. None when
+    they vary (beyond floating-point rounding). `what` names them ("training answers")."""
+    if not scores or has_variation(scores):
+        return None
+    return (f"all {len(scores)} {what} have the same score ({scores[0]:g}): a model cannot "
+            "learn from them which answers are better; gather judgments that use more of the "
+            "scale, then train")
 
 
 def _group_bucket(group: str, seed: int) -> float:

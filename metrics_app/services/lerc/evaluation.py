@@ -8,12 +8,16 @@ from django.conf import settings
 
 from annotation.domain.agreement import pearson
 from annotation.models import Item, Project, TaskKind
-from metrics_app.domain.meta_evaluation import minimal_pair_accuracy, minimal_pairs
+from metrics_app.domain.meta_evaluation import (
+    correlation_undefined_reason,
+    minimal_pair_accuracy,
+    minimal_pairs,
+)
 from metrics_app.lerc.config import KIND_PAIRWISE, KIND_REGRESSION
 from metrics_app.lerc.evaluation import decision_report
 from metrics_app.lerc.validation import pairwise_accuracy_of_labels, validation_metric_name
 from metrics_app.models import ModelKind, ModelVersion
-from metrics_app.services.lerc_artifacts import artifact_local_path
+from metrics_app.services.lerc_artifacts import ModelFilesUnusable, artifact_local_path
 
 from .datasets import is_held_out, item_example, text_group
 
@@ -47,7 +51,20 @@ def validation_summary(version: ModelVersion) -> str:
     name = validation_metric_name(KIND_PAIRWISE if version.kind == ModelKind.PAIRWISE
                                   else KIND_REGRESSION)
     value = (version.metrics.get("validation") or {}).get(name)
-    return f"validation {name} = {value if value is None else round(value, 4)}"
+    if value is None:
+        return f"validation {name} undefined: {validation_undefined_reason(version)}"
+    return f"validation {name} = {round(value, 4)}"
+
+
+def validation_undefined_reason(version: ModelVersion) -> str:
+    """Why the version's validation number is missing, from what its evaluation stored."""
+    name = validation_metric_name(KIND_PAIRWISE if version.kind == ModelKind.PAIRWISE
+                                  else KIND_REGRESSION)
+    validation = version.metrics.get("validation") or {}
+    if not validation.get("n"):
+        return ("no validation examples (too few items, or none in a validation split, to "
+                "measure it on)")
+    return validation.get(f"{name}_undefined") or f"{name} undefined on {validation['n']} examples"
 
 
 _SCORERS: dict[str, Any] = {}
@@ -67,8 +84,24 @@ def scorer_for_path(path: str):
 
 
 def model_version_scorer(model_version: ModelVersion):
-    """A LercScorer for a trained version (downloading it from S3 once if needed)."""
-    return scorer_for_path(str(artifact_local_path(model_version.artifact_uri)))
+    """A LercScorer for a trained version (downloading it from S3 once if needed).
+    ModelFilesUnusable when its folder is missing or its files cannot be loaded (a truncated
+    copy, a disk error): one clear error for every door, instead of whatever the file reader
+    raised (a SafetensorError, a JSON error) failing a scoring job or a promotion decision."""
+    path = str(artifact_local_path(model_version.artifact_uri))
+    try:
+        return scorer_for_path(path)
+    except MemoryError:
+        raise
+    except Exception as exc:
+        import torch
+
+        if isinstance(exc, torch.OutOfMemoryError):
+            raise  # the machine, not the files
+        raise ModelFilesUnusable(
+            f"model folder {path} cannot be loaded, its files are damaged or incomplete "
+            f"({type(exc).__name__}: {exc}); restore the folder or train a new version"
+        ) from exc
 
 
 def split_metrics(scorer, kind: str, examples: list, predictions: list | None = None
@@ -84,6 +117,12 @@ def split_metrics(scorer, kind: str, examples: list, predictions: list | None = 
         predictions = scorer.score(examples)
     gold = [e.score for e in examples]
     result: dict[str, Any] = {"pearson": pearson(predictions, gold), "n": len(examples)}
+    if result["pearson"] is None:
+        # Said where the number is read (the version's "evaluated" event, the promotion
+        # decision): a bare "could not be computed" left the researcher to guess.
+        scored = [(p, g) for p, g in zip(predictions, gold, strict=True) if p is not None]
+        result["pearson_undefined"] = correlation_undefined_reason(
+            [p for p, _g in scored], [g for _p, g in scored])
     by_dataset = {}
     for name in sorted({e.dataset for e in examples}):
         chosen = [i for i, e in enumerate(examples) if e.dataset == name]

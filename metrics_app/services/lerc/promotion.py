@@ -22,10 +22,11 @@ from metrics_app.model_selectors import (
     version_project_set,
 )
 from metrics_app.models import ModelKind, ModelStatus, ModelVersion
+from metrics_app.services.lerc_artifacts import ModelFilesUnusable
 
 from .common import TRAINED, LercError, decision_pending, version_event, versions_locked
 from .datasets import version_dataset_build
-from .evaluation import model_version_scorer, split_metrics
+from .evaluation import model_version_scorer, split_metrics, validation_undefined_reason
 from .options import version_train_config
 
 # A decision reads the candidate's validation number of its training (no new measurement).
@@ -64,7 +65,7 @@ def model_version_decide(*, model_version: ModelVersion, val_examples: list | No
             try:
                 candidate = split_metrics(model_version_scorer(version), version.kind,
                                           val_examples).get(_validation_metric(version))
-            except FileNotFoundError as exc:
+            except ModelFilesUnusable as exc:
                 raise LercError(f"v{version.number} cannot be measured again: {exc}") from exc
     for _attempt in range(5):
         incumbent = promoted_model_version(name=version.name, projects=version_project_set(version))
@@ -80,7 +81,7 @@ def model_version_decide(*, model_version: ModelVersion, val_examples: list | No
             version.metrics = {**version.metrics, "promotion_decision": decision}
             version.save(update_fields=["metrics"])
             if promote:
-                return model_version_promote(model_version=version, reason=f"automatic: {why}")
+                return _promote(model_version=version, reason=f"automatic: {why}")
             version.status = ModelStatus.REJECTED
             version.save(update_fields=["status"])
             version_event(version, "rejected", f"automatic: {why}")
@@ -114,13 +115,16 @@ def _promotion_verdict(version: ModelVersion, incumbent: ModelVersion | None,
     if incumbent is None:
         promote, why = candidate is not None, "no promoted version yet"
         if candidate is None:
-            why = f"validation {metric} could not be computed"
+            why = (f"validation {metric} could not be computed: "
+                   + (validation_undefined_reason(version) if not remeasured else
+                      f"undefined on the {len(val_examples)} validation examples"))
     else:
         try:
             incumbent_value = split_metrics(model_version_scorer(incumbent), version.kind,
                                         val_examples).get(metric)
-        except FileNotFoundError as exc:
-            # The served model is gone: it cannot be compared, and serving it fails anyway.
+        except ModelFilesUnusable as exc:
+            # The served model is gone or damaged: it cannot be compared, and serving it fails
+            # anyway.
             incumbent_value = None
             decision["incumbent_error"] = str(exc)
         decision.update(incumbent=f"v{incumbent.number}", incumbent_value=incumbent_value)
@@ -168,11 +172,92 @@ def _baseline_floor(version: ModelVersion, metric: str) -> dict | None:
             "unavailable": (version.metrics.get("baselines") or {}).get("unavailable", {})}
 
 
+class PromotionNeedsForce(LercError):
+    """A promotion by hand of a version the promotion rule has not shown at least as good as
+    the one serving its project set; the message gives the numbers. Promote with `force=True`
+    to serve it anyway (the numbers are then logged with the promotion)."""
+
+
+def _number(value) -> str:
+    return "undefined" if value is None else f"{value:.4f}"
+
+
+def _decision_words(decision: dict) -> str:
+    """A stored promotion decision in numbers: the candidate against the incumbent on the same
+    validation examples, and the baseline floor."""
+    metric = decision.get("metric", "validation metric")
+    words = f"{metric} {_number(decision.get('candidate'))}"
+    if decision.get("incumbent"):
+        words += (f" vs {decision['incumbent']}'s {_number(decision.get('incumbent_value'))} on "
+                  f"the same {decision.get('validation_examples')} validation examples")
+    floor = decision.get("floor") or {}
+    if floor.get("best"):
+        words += (f"; best baseline {floor['best']} {_number(floor.get('best_value'))} "
+                  f"({'beaten' if floor.get('passed') else 'not beaten'})")
+    return words
+
+
+def hand_promotion_objection(version: ModelVersion) -> str | None:
+    """Why a promotion by hand of `version` would serve a version the promotion rule has not
+    shown at least as good as the one serving its project set now, with the numbers; None when
+    its own decision was made against the version serving now (or, with none serving, against
+    none) and said promote (as after a rollback from it).
+
+    Only stored numbers are read (no model is scored in a researcher's request): the decision
+    measured both versions on the same validation examples; a version never compared with the
+    one serving now is not shown at least as good, whatever its own number on other examples."""
+    metric = _validation_metric(version)
+    current = promoted_model_version(name=version.name, projects=version_project_set(version))
+    serving = f"v{current.number}" if current is not None else None
+    decision = (version.metrics or {}).get("promotion_decision")
+    own = _number((version.metrics.get("validation") or {}).get(metric))
+    if decision is None:
+        objection = (f"v{version.number} was never compared by the promotion rule "
+                     f"(validation {metric} {own} on its own examples)")
+        if current is not None:
+            theirs = _number((current.metrics.get("validation") or {}).get(metric))
+            objection += (f"; {serving} serves now (validation {metric} {theirs} on its own "
+                          "examples, not comparable)")
+        return objection
+    if decision.get("incumbent") != serving:
+        return (f"v{version.number}'s promotion decision compared it with "
+                f"{decision.get('incumbent') or 'no promoted version'} ({_decision_words(decision)})"
+                f", but {serving or 'no version'} serves now and was never compared with it")
+    if decision.get("promoted"):
+        return None
+    return f"the promotion rule rejected v{version.number}: {_decision_words(decision)}"
+
+
 @transaction.atomic
-def model_version_promote(*, model_version: ModelVersion, user=None, reason: str = ""
-                          ) -> ModelVersion:
+def model_version_promote(*, model_version: ModelVersion, user=None, reason: str = "",
+                          force: bool = False) -> ModelVersion:
+    """Promotion by hand (the admin's action): serve this version for its project set, if the
+    promotion rule showed it at least as good as the version serving now
+    (`hand_promotion_objection`). Otherwise PromotionNeedsForce, with the numbers, unless
+    `force`: a researcher may overrule the rule, but then says so, and the numbers are logged
+    with the promotion on the version's card."""
+    versions_locked(model_version.name)
+    version = ModelVersion.objects.get(pk=model_version.pk)
+    if version.status in (ModelStatus.EVALUATED, ModelStatus.REJECTED) and version.artifact_uri:
+        # (Any other version is refused by `_promote` for what it is: untrained, or serving.)
+        # Read under the lock: a decision promoting another version of the set at this
+        # moment is either seen here or happens after this promotion.
+        objection = hand_promotion_objection(version)
+        if objection is not None and not force:
+            raise PromotionNeedsForce(
+                f"{objection}. Promote it anyway only with force (the numbers are logged with "
+                "the promotion).")
+        if objection is not None:
+            reason = f"{reason or 'by hand'}; forced over the promotion rule: {objection}"
+    return _promote(model_version=version, user=user, reason=reason)
+
+
+@transaction.atomic
+def _promote(*, model_version: ModelVersion, user=None, reason: str = "") -> ModelVersion:
     """Make this the served version of its name for its project set; the version promoted for
-    the same set goes back to evaluated (other project sets keep theirs)."""
+    the same set goes back to evaluated (other project sets keep theirs). The rule's own
+    verdict and a rollback come here directly; a promotion by hand through
+    `model_version_promote`."""
     versions_locked(model_version.name)
     version = ModelVersion.objects.select_for_update().get(pk=model_version.pk)
     if version.status == ModelStatus.PROMOTED:
@@ -232,8 +317,9 @@ def model_version_rollback(*, name: str = REGRESSION_MODEL_NAME, user=None,
         raise LercError(f"{name} v{current.number} is the only version ever promoted for "
                         f"projects {_scope_label(scope)}")
     version_event(current, "rolled back", f"back to v{earlier.number}", user)
-    return model_version_promote(model_version=earlier, user=user,
-                                 reason=f"rollback from v{current.number}")
+    # A rollback is the researcher's undo of a promotion and needs no force: the version it
+    # serves again served before, and the event says from which.
+    return _promote(model_version=earlier, user=user, reason=f"rollback from v{current.number}")
 
 
 # "3", "v3", "V3": a version number as a label gives it.

@@ -23,6 +23,7 @@ from .common import (
     version_event,
     versions_locked,
 )
+from .datasets import one_score_reason
 from .options import default_train_options_check
 from .training import model_version_create, model_version_enqueue, model_versions_send_pending
 
@@ -46,7 +47,8 @@ def lerc_refresh_due(*, min_new_judgments: int) -> list[tuple[Project, ModelKind
     (promoted, evaluated or rejected): counting from the promoted one would retrain after every
     rejection on every beat, and counting from a failed one (e.g. a lost worker) would wait for
     N more judgments before replacing a version that never trained. A project whose newest
-    version is in flight is skipped.
+    version is in flight is skipped, and so is one whose judgments that count all give one
+    score (Likert): training would refuse them (`datasets.one_score_reason`).
     """
     due = []
     for kind, task_kind in TASK_KIND_BY_MODEL_KIND.items():
@@ -65,9 +67,27 @@ def lerc_refresh_due(*, min_new_judgments: int) -> list[tuple[Project, ModelKind
                 # adds none): only work collected here makes a refresh due.
                 new = new.exclude(stage__kind=StageKind.IMPORTED)
             new = new.count()
-            if new >= min_new_judgments:
+            if new >= min_new_judgments and not _one_score_only(project, kind):
                 due.append((project, kind, new))
     return due
+
+
+def _one_score_only(project: Project, kind: ModelKind) -> bool:
+    """Whether every judgment of the project that counts gives one score, so a version would
+    be refused before training (`datasets.one_score_reason`, unless a distilling judge's
+    verdicts vary). Not due then: a refused version
+    is failed, and the refresh, which counts from the last version that trained, would queue
+    another each beat for as long as the scores stay one."""
+    if kind != ModelKind.REGRESSION:
+        return False
+    # Read only for a project already due (rare): its scores, one small integer per judgment.
+    reason = one_score_reason(
+        [float(score) for score in judgments_that_count(project=project)
+         .exclude(score__isnull=True).values_list("score", flat=True)],
+        what="judgments that count")
+    if reason:
+        logger.info("lerc refresh: %s not due: %s", project.slug, reason)
+    return reason is not None
 
 
 def _in_flight(project: Project, kind: ModelKind) -> bool:

@@ -47,6 +47,7 @@ from .datasets import (
     LercDataset,
     examples_seen_record,
     mc_pretraining_build,
+    one_score_reason,
     project_adjudication_watermarks,
     project_watermarks,
     version_dataset_build,
@@ -390,6 +391,13 @@ def _train_and_evaluate(version: ModelVersion, reporter: _ProgressReporter
              force=True)
     if not dataset.train:
         raise LercError("no training examples in the selected judgments")
+    if version.kind == ModelKind.REGRESSION:
+        # Refused before the GPU time: such a version trained in full, then was rejected as
+        # "validation pearson could not be computed", which said nothing of the data.
+        constant = one_score_reason([e.score for e in dataset.train + dataset.distill],
+                                    what="training answers")
+        if constant:
+            raise LercError(f"not trained: {constant}")
     key = f"{version.name}-v{version.number}"
     cfg = version_train_config(version, work_dir(key))
     started = time.monotonic()

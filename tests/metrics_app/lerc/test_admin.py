@@ -6,6 +6,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from annotation.models import TaskKind
+from metrics_app.admin import PROMOTE_FORCE_FIELD
 from metrics_app.models import ModelStatus, ModelVersion
 from metrics_app.services.lerc import model_version_create
 from testing.factories import make_project, make_user
@@ -48,7 +49,10 @@ def test_promote_rollback_and_cancel_actions(client):
     client.force_login(admin_user)
     url = reverse(CHANGELIST)
 
-    client.post(url, {"action": "promote_version", "_selected_action": [v2.pk]})
+    # v2 was never compared with v1: promoted from the "Promote anyway" page
+    # (test_hand_promotion.py).
+    client.post(url, {"action": "promote_version", "_selected_action": [v2.pk],
+                      PROMOTE_FORCE_FIELD: "yes"})
     v1.refresh_from_db()
     v2.refresh_from_db()
     assert (v1.status, v2.status) == (ModelStatus.EVALUATED, ModelStatus.PROMOTED)
@@ -85,7 +89,8 @@ def test_rollback_in_the_admin_rolls_back_only_the_selected_versions_project_set
     b1 = _trained(second, ModelStatus.PROMOTED)
     client.force_login(admin_user)
     url = reverse(CHANGELIST)
-    client.post(url, {"action": "promote_version", "_selected_action": [a2.pk]})
+    client.post(url, {"action": "promote_version", "_selected_action": [a2.pk],
+                      PROMOTE_FORCE_FIELD: "yes"})
     client.post(url, {"action": "rollback_promoted", "_selected_action": [a2.pk, b1.pk]})
     for version in (a1, a2, b1):
         version.refresh_from_db()

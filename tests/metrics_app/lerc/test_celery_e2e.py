@@ -157,3 +157,28 @@ def test_a_decision_lost_with_its_worker_is_sent_again_by_the_sweep(workers, red
     assert decided.events.filter(event="decision sent again").count() == 1
     assert decided.events.filter(event="promoted").count() == 1
     assert decided.metrics["promotion_decision"]["promoted"] is True
+
+
+@pytest.mark.reliability
+def test_a_training_on_answers_all_judged_alike_fails_on_the_worker_saying_why(
+        workers, redis_url):
+    """Sent to a real worker, a version whose training answers all carry one score ends
+    failed with the reason, before the training loop, and is not trained later by a copy."""
+    from metrics_app.services.lerc import model_version_create
+    from worker.tasks.lerc import lerc_train
+
+    project = make_project(kind=TaskKind.LIKERT)
+    stage, annotator = make_stage(project), make_worker()
+    same = [LercExample(question=e.question, references=e.references, candidate=e.candidate,
+                        passage=e.passage, score=5.0, id=e.id) for e in toy_examples(24)]
+    add_judged_items(project, stage, annotator, same, "train")
+    add_judged_items(project, stage, annotator, same[:6], "dev")
+    version = model_version_create(projects=[project], train_options=dict(TINY_TRAIN_OPTIONS))
+    worker = workers()
+    send(lerc_train, redis_url, version.id)
+    failed = wait_for(lambda: ModelVersion.objects.filter(
+        pk=version.pk, status__in=FINISHED).first(), worker, 120, "the version to finish")
+    assert failed.status == ModelStatus.FAILED, worker.tail()
+    assert "not trained: all 16 training answers have the same score (5)" in failed.error
+    assert not failed.artifact_uri and "global_step" not in (failed.progress or {})
+    assert not failed.events.filter(event="evaluated").exists()

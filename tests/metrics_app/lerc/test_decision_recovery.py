@@ -160,9 +160,9 @@ def test_a_version_promoted_by_hand_before_any_decision_is_not_decided_later(
 
     project = make_project(kind=TaskKind.LIKERT)
     by_hand = _trained(project, 0.2)
-    model_version_promote(model_version=by_hand, reason="by hand")
+    model_version_promote(model_version=by_hand, reason="by hand", force=True)
     later = _trained(project, 0.3)
-    model_version_promote(model_version=later, reason="by hand")
+    model_version_promote(model_version=later, reason="by hand", force=True)
     by_hand.refresh_from_db()
     assert by_hand.status == ModelStatus.EVALUATED and by_hand.promoted_at is not None
     assert _sweep(django_capture_on_commit_callbacks) == {"retried": 0, "failed": 0}

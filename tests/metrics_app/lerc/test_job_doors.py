@@ -46,9 +46,10 @@ def test_refresh_counts_only_judgments_that_count(lerc_settings):
         make_judgment(item=item, stage=stage, worker=spammer, score=1)
     assert lerc_refresh_due(min_new_judgments=1) == []
     good = make_assignment(stage, status=AssignmentStatus.APPROVED)
-    make_judgment(item=items[0], stage=stage, assignment=good, worker=good.worker, score=4)
+    for item, score in ((items[0], 4), (items[1], 2)):  # scores that vary: a model can learn
+        make_judgment(item=item, stage=stage, assignment=good, worker=good.worker, score=score)
     assert [(p.pk, n) for p, _kind, n in lerc_refresh_due(min_new_judgments=1)] == [
-        (project.pk, 1)]
+        (project.pk, 2)]
 
 
 def _evaluated(project, pearson_value, status=ModelStatus.EVALUATED):
@@ -156,8 +157,8 @@ def test_two_overlapping_refreshes_queue_one_version(lerc_settings, monkeypatch)
 
     project = make_project(kind=TaskKind.LIKERT)
     stage = make_stage(project)
-    for _ in range(3):
-        make_judgment(item=make_item(project), stage=stage, score=4)
+    for score in (2, 3, 4):
+        make_judgment(item=make_item(project), stage=stage, score=score)
     due_before = lerc_refresh_due(min_new_judgments=3)
     assert len(lerc_refresh(min_new_judgments=3)) == 1
     monkeypatch.setattr(refresh_module, "lerc_refresh_due", lambda **_kw: due_before)

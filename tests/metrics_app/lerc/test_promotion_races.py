@@ -83,7 +83,7 @@ def test_a_rollback_during_a_promotion_decision_rolls_back_what_that_decision_pr
     monkeypatch.setattr(promotion, "split_metrics", lambda scorer, kind, examples, scores=None:
                         {"pearson": scorer.metrics["validation"]["pearson"]})
     promoting = threading.Event()
-    promote = promotion.model_version_promote
+    promote = promotion._promote  # what the decision (and a rollback) promotes through
 
     def promote_slowly(**kwargs):
         if threading.current_thread().name == "decide":
@@ -91,7 +91,7 @@ def test_a_rollback_during_a_promotion_decision_rolls_back_what_that_decision_pr
             time.sleep(1.0)
         return promote(**kwargs)
 
-    monkeypatch.setattr(promotion, "model_version_promote", promote_slowly)
+    monkeypatch.setattr(promotion, "_promote", promote_slowly)
     rolled_back = []
 
     def rollback():

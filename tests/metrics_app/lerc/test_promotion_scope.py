@@ -62,7 +62,7 @@ def test_two_projects_each_keep_their_promoted_version(lerc_settings, researcher
         "version"] == f"v{b1.number}"
 
     # By hand: promoting a2 replaces a1, not b1; rollback within A's set; both logged.
-    model_version_promote(model_version=a2, user=researcher, reason="by hand")
+    model_version_promote(model_version=a2, user=researcher, reason="by hand", force=True)
     a1.refresh_from_db()
     b1.refresh_from_db()
     assert (a1.status, b1.status) == (ModelStatus.EVALUATED, ModelStatus.PROMOTED)

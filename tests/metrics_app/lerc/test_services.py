@@ -146,7 +146,8 @@ def test_train_promotes_first_version_then_rule_compares_on_same_judgments(lerc_
     assert v1.status == ModelStatus.EVALUATED
 
     # By hand: promote the rejected one, then roll back; both logged with the user.
-    model_version_promote(model_version=worse, user=researcher, reason="looks fine to me")
+    model_version_promote(model_version=worse, user=researcher, reason="looks fine to me",
+                          force=True)  # the rule rejected it (test_hand_promotion.py)
     back = model_version_rollback(user=researcher)
     assert back.pk == equal.pk and back.status == ModelStatus.PROMOTED
     assert worse.events.filter(event="rolled back", user=researcher).exists()
@@ -158,7 +159,7 @@ def test_train_promotes_first_version_then_rule_compares_on_same_judgments(lerc_
                                              references=["red"], candidate="red",
                                              passage="Thing 0 is red.")])
     assert isinstance(scores[0], float)
-    model_version_promote(model_version=v1, user=researcher)
+    model_version_promote(model_version=v1, user=researcher, force=True)
     with pytest.raises(MetricUnavailable, match="changed from"):
         metric.score_batch([MetricInput(id="1", question="q", references=["r"], candidate="c")])
     metric.close()
@@ -177,8 +178,8 @@ def test_refresh_due_counts_from_latest_version_and_skips_in_flight(lerc_setting
     project = make_project(kind=TaskKind.LIKERT)
     stage = make_stage(project)
     items = [make_item(project) for _ in range(4)]
-    for item in items[:3]:
-        make_judgment(item=item, stage=stage, score=4)
+    for score, item in enumerate(items[:3], start=2):  # scores that vary: a model can learn
+        make_judgment(item=item, stage=stage, score=score)
     assert [(p.pk, n) for p, _kind, n in lerc_refresh_due(min_new_judgments=3)] == [
         (project.pk, 3)]
     version = model_version_create(projects=[project])
@@ -300,8 +301,8 @@ def test_the_refresh_task_refuses_default_options_that_cannot_train_and_creates_
 
     project = make_project(kind=TaskKind.LIKERT)
     stage = make_stage(project)
-    for _ in range(3):
-        make_judgment(item=make_item(project), stage=stage, score=4)
+    for score in (2, 3, 4):
+        make_judgment(item=make_item(project), stage=stage, score=score)
     lerc_settings.QAJ_LERC_MIN_NEW_JUDGMENTS = 3
     lerc_settings.QAJ_LERC_TRAIN_OPTIONS = {"epochs": -3, "batch_size": 0,
                                             "learning_rate": -1}

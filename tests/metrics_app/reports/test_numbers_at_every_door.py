@@ -271,7 +271,8 @@ def test_a_retraining_is_due_on_new_judgments_that_count_only():
     worker_block(worker=blocked, reason="spam")
     assert lerc_refresh_due(min_new_judgments=1) == []
     make_judgment(item=items[0], stage=stage, score=4)
-    assert [n for _p, _k, n in lerc_refresh_due(min_new_judgments=1)] == [1]
+    make_judgment(item=items[1], stage=stage, score=2)  # scores that vary: a model can learn
+    assert [n for _p, _k, n in lerc_refresh_due(min_new_judgments=1)] == [2]
 
 
 def test_the_leaderboards_metric_boards_read_the_items_the_human_board_reads():

@@ -179,24 +179,30 @@ def test_refresh_task_recomputes_stale_projects(ab_project, settings):
         app.conf.task_always_eager = False
 
 
-def test_a_refresh_sent_again_for_a_fresh_project_computes_nothing(ab_project, monkeypatch):
-    """The beat sends a refresh of every stale project every two minutes; a report slower
-    than that is sent again while its refresh is queued or running. The copies that run after
-    it find the report fresh and compute nothing (they recomputed it each, one after another,
-    so a slow project's refreshes piled up on the queue)."""
+def _report_computations(monkeypatch) -> list[int]:
+    """The ids of the projects whose report is computed from now on, in order."""
     from metrics_app.reports import project as project_reports
 
-    project, _owner, workers = ab_project
-    watermark = report_refresh_task(project.pk)
-    computed = {r.kind: r.computed_at for r in Report.objects.filter(project=project)}
     real = project_reports.project_report_with_fingerprint
-    asked = []
+    asked: list[int] = []
 
     def counted(**kwargs):
         asked.append(kwargs["project"].pk)
         return real(**kwargs)
 
     monkeypatch.setattr(project_reports, "project_report_with_fingerprint", counted)
+    return asked
+
+
+def test_a_refresh_sent_again_for_a_fresh_project_computes_nothing(ab_project, monkeypatch):
+    """The beat sends a refresh of every stale project every two minutes; a report slower
+    than that is sent again while its refresh is queued or running. The copies that run after
+    it find the report fresh and compute nothing (they recomputed it each, one after another,
+    so a slow project's refreshes piled up on the queue)."""
+    project, _owner, workers = ab_project
+    watermark = report_refresh_task(project.pk)
+    computed = {r.kind: r.computed_at for r in Report.objects.filter(project=project)}
+    asked = _report_computations(monkeypatch)
     assert report_refresh_task(project.pk) == watermark
     assert asked == []
     assert {r.kind: r.computed_at for r in Report.objects.filter(project=project)} == computed
@@ -204,6 +210,38 @@ def test_a_refresh_sent_again_for_a_fresh_project_computes_nothing(ab_project, m
     make_judgment(item=make_item(project), stage=project.stages.first(), worker=workers[0])
     assert report_refresh_task(project.pk) > watermark
     assert asked == [project.pk]
+
+
+@pytest.mark.reliability
+def test_refreshes_sent_while_judgments_keep_arriving_compute_once_for_what_they_were_sent_for(
+        ab_project, monkeypatch):
+    """A live study: judgments keep arriving while a slow report refreshes. The beat sent a
+    refresh (A), then another (B) once a judgment arrived; A ran after both were sent and read
+    B's judgment; then another judgment arrived. B finds what it was sent for read already and
+    computes nothing, where it found the report stale again and recomputed it: every copy the
+    beat sent during a slow refresh recomputed in turn, and the copies outgrew the queue that
+    the provider syncs wait on too. What arrived after is the next beat's refresh."""
+    from metrics_app.reports.project import stale_report_watermarks
+
+    project, _owner, workers = ab_project
+    stage = project.stages.first()
+    make_judgment(item=make_item(project), stage=stage, worker=workers[0])
+    sent_a = stale_report_watermarks()[project.pk]
+    make_judgment(item=make_item(project), stage=stage, worker=workers[0])
+    sent_b = stale_report_watermarks()[project.pk]
+    assert sent_b > sent_a
+    asked = _report_computations(monkeypatch)
+    assert report_refresh_task(project.pk, sent_a) == sent_b  # A reads B's judgment too
+    make_judgment(item=make_item(project), stage=stage, worker=workers[0])
+    assert report_refresh_task(project.pk, sent_b) == sent_b  # B: nothing to compute
+    assert asked == [project.pk]
+    newest = stale_report_watermarks()[project.pk]
+    assert report_refresh_task(project.pk, newest) == newest  # the next beat's computes
+    assert asked == [project.pk, project.pk]
+    # A refresh sent without a watermark (an import, a finished job) computes as before.
+    make_judgment(item=make_item(project), stage=stage, worker=workers[0])
+    assert report_refresh_task(project.pk) > newest
+    assert len(asked) == 3
 
 
 def test_admin_project_list_links_to_the_dashboard(client, ab_project):
