@@ -324,13 +324,18 @@ BYTE_ORDER_MARK = "\ufeff"
 
 
 def read_text(path: Path) -> str:
-    """The file's text, read the one way every importer reads files: UTF-8, with a leading
-    byte-order mark dropped (Notepad and Excel write one; it is no part of the data), or UTF-16
-    when the file begins with UTF-16's byte-order mark. A byte
-    that is not UTF-8 is an ImportFormatError naming its line and position, never a guess at
-    another encoding."""
+    """The file's text, read the one way every importer reads files (`decode_text`)."""
     require_file(path)
-    data = path.read_bytes()
+    return decode_text(path.read_bytes(), path=path)
+
+
+def decode_text(data: bytes, *, path: str | Path) -> str:
+    """A file's bytes as text, by the one rule of every file door (the importers, and judge
+    verdicts from the command, the API and the judges page): UTF-8, with a leading
+    byte-order mark dropped (Notepad and Excel write one; it is no part of the data), or UTF-16
+    when the file begins with UTF-16's byte-order mark. A byte that is not UTF-8 is an
+    ImportFormatError naming `path`, the byte's line and its position, never a guess at
+    another encoding."""
     if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
         # Excel's "Unicode text" and Notepad's "Unicode" are UTF-16 with this mark: the mark
         # says which encoding it is, so this is no guess.

@@ -30,6 +30,7 @@ from annotation.domain.control_characters import (
     control_character_message,
     find_control_character,
 )
+from annotation.importers.base import ImportFormatError, decode_text, require_file
 from annotation.models import Project, TaskKind
 from core.json_limits import json_loads_limited, refuse_duplicate_keys
 from core.uploads import upload_size_error
@@ -62,7 +63,10 @@ def read_rows(path: Path) -> list[tuple[int, dict]]:
     """(line number, row) from a .jsonl or .csv file; VerdictImportError on a broken file."""
     path = Path(path)
     try:
+        require_file(path)  # a folder or a missing path named as every import door names it
         data = path.read_bytes()
+    except ImportFormatError as exc:
+        raise VerdictImportError([str(exc)]) from None
     except OSError as exc:
         raise VerdictImportError([f"{path}: cannot read ({exc})"]) from None
     return file_rows(str(path), data)
@@ -72,10 +76,10 @@ def file_rows(name: str, data: bytes) -> list[tuple[int, dict]]:
     """(line number, row) from a file's bytes, read as .jsonl or .csv by its `name` (a path
     from the command, an uploaded file's name from the API and the judges page: one parser
     for every door); VerdictImportError on a broken file."""
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise VerdictImportError([f"{name}: cannot read ({exc})"]) from None
+    try:  # the encoding rule of every file door: a BOM dropped, UTF-16 by its mark
+        text = decode_text(data, path=name)
+    except ImportFormatError as exc:
+        raise VerdictImportError([str(exc)]) from None
     rows, errors = [], []
     suffix = Path(name).suffix.lower()
     if suffix == ".csv":

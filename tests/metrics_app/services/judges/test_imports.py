@@ -280,3 +280,38 @@ def test_a_csv_with_a_bom_crlf_and_an_empty_trailing_column_is_read(project, tmp
     assert verdicts_import(project=project, path=path, judge="j", version="1")["imported"] == 2
     assert sorted(JudgeVerdict.objects.values_list("verdict", "score")) == \
         [("correct", 4.0), ("incorrect", None)]
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-le", "utf-16-be"])
+def test_a_utf16_verdict_file_with_its_mark_is_read_as_item_files_are(project, tmp_path,
+                                                                      encoding):
+    # Notepad's "Unicode" and Excel's "Unicode text" save UTF-16 with a byte-order mark: the
+    # item importers read it (`decode_text`); the verdict reader refused it as undecodable.
+    path = tmp_path / "v.csv"
+    body = "item_id,verdict,reasoning\r\nq0,correct,café ✓\r\nq1,no,\r\n"
+    path.write_bytes((body if encoding == "utf-16" else "\ufeff" + body).encode(encoding))
+    assert verdicts_import(project=project, path=path, judge="j", version="1")["imported"] == 2
+    assert JudgeVerdict.objects.get(item__external_id="q0").reasoning == "café ✓"
+
+
+def test_a_latin1_verdict_file_is_refused_naming_the_line_as_item_files_are(project,
+                                                                             tmp_path):
+    path = tmp_path / "v.csv"
+    path.write_bytes("item_id,verdict,reasoning\nq0,correct,ok\nq1,no,caf\xe9\n"
+                     .encode("latin-1"))
+    message = "line 3, byte 10 of the line is 0xE9"
+    with pytest.raises(VerdictImportError, match=message):
+        verdicts_import(project=project, path=path, judge="j", version="1")
+    with pytest.raises(CommandError, match=message):
+        call_command("import_verdicts", "imp", str(path), "--judge", "j", "--judge-version", "1")
+    assert not JudgeVerdict.objects.exists() and not Judge.objects.exists()
+
+
+def test_a_folder_given_as_the_verdict_file_is_named_as_a_folder(project, tmp_path):
+    folder = tmp_path / "verdicts.csv"
+    folder.mkdir()
+    (folder / "gpt.csv").write_text("item_id,verdict\nq0,correct\n", encoding="utf-8")
+    with pytest.raises(VerdictImportError, match="is a folder, not a file.*it holds gpt.csv"):
+        verdicts_import(project=project, path=folder, judge="j", version="1")
+    with pytest.raises(VerdictImportError, match="file not found"):
+        verdicts_import(project=project, path=tmp_path / "nope.csv", judge="j", version="1")
