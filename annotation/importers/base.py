@@ -357,6 +357,39 @@ def decode_text(data: bytes, *, path: str | Path) -> str:
     return text.removeprefix(BYTE_ORDER_MARK)
 
 
+def header_problems(names, *, required=(), known=None) -> list[str]:
+    """What is wrong with a table's header row, by the one rule of every CSV/TSV door (the
+    in-lab TSV, judge verdict CSVs), each as a phrase that follows "the header ...": a column
+    named twice (a reader keeps one of its cells and drops the other without a word), a
+    `required` column missing and, when `known` is given, a column outside it. A column that
+    is a wanted one but for case or surrounding spaces (`Item_ID`, ` verdict`) is named beside
+    the one it resembles: in a spreadsheet the two look alike, and "missing item_id" alone
+    sends the researcher to look at a header that seems to have it. Empty names (a trailing
+    delimiter) are no columns."""
+    names = [name for name in names or () if name]
+    problems = []
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if twice:
+        problems.append(f"names {', '.join(map(repr, twice))} twice (a reader would keep one "
+                        "of its cells and drop the other)")
+    wanted = {*required, *(known or ())}
+    resembles = {name: column for name in names if name not in wanted
+                 for column in wanted if name.strip().lower() == column.lower()}
+
+    def hint(given: list[str]) -> str:
+        near = [f"{name!r} for {column!r}" for entry in given
+                for name, column in resembles.items() if entry in (name, column)]
+        return (f" (it has {', '.join(near)}: column names are matched exactly, in case and "
+                "spaces)") if near else ""
+
+    if missing := [column for column in required if column not in names]:
+        problems.append(f"has no column(s) {', '.join(missing)}{hint(missing)}")
+    if known is not None and (unknown := sorted(set(names) - set(known))):
+        problems.append(f"has unknown column(s) {', '.join(map(repr, unknown))}{hint(unknown)} "
+                        f"(known: {', '.join(known)})")
+    return problems
+
+
 def load_json(path: Path) -> Any:
     """The parsed JSON document (`read_text`, `json_parse`), or ImportFormatError naming the
     file and what is wrong (a malformed document's line and column)."""

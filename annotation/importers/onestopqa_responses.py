@@ -22,7 +22,14 @@ from pathlib import Path
 
 from core.vocabulary import MC_ROLES
 
-from .base import ImportFormatError, ItemRecord, JudgmentRecord, read_text, validate_record
+from .base import (
+    ImportFormatError,
+    ItemRecord,
+    JudgmentRecord,
+    header_problems,
+    read_text,
+    validate_record,
+)
 
 KIND = "mc"
 REQUIRED_COLUMNS = (
@@ -57,10 +64,11 @@ def parse(path: Path, *, kind: str = KIND, split: str | None = None) -> list[Ite
     try:
         with io.StringIO(text, newline="") as handle:
             reader = csv.DictReader(handle, delimiter="\t")
-            missing = [c for c in REQUIRED_COLUMNS if c not in (reader.fieldnames or [])]
-            if missing:
-                raise ImportFormatError(path, f"missing column(s) {', '.join(missing)}",
-                                        field=missing[0])
+            # The header rule of every table door: a column named twice is refused (a
+            # reader keeps one of its cells), a missing one named with what resembles it.
+            if problems := header_problems(reader.fieldnames, required=REQUIRED_COLUMNS):
+                raise ImportFormatError(path, "the header " + "; ".join(problems),
+                                        field="(header)")
             for row_number, row in enumerate(reader, start=2):
                 record = _record(path, row, row_number, split)
                 previous = records.get(record.external_id)

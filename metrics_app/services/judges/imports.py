@@ -30,7 +30,12 @@ from annotation.domain.control_characters import (
     control_character_message,
     find_control_character,
 )
-from annotation.importers.base import ImportFormatError, decode_text, require_file
+from annotation.importers.base import (
+    ImportFormatError,
+    decode_text,
+    header_problems,
+    require_file,
+)
 from annotation.models import Project, TaskKind
 from core.json_limits import json_loads_limited, refuse_duplicate_keys
 from core.uploads import upload_size_error
@@ -83,25 +88,29 @@ def file_rows(name: str, data: bytes) -> list[tuple[int, dict]]:
     rows, errors = [], []
     suffix = Path(name).suffix.lower()
     if suffix == ".csv":
-        reader = csv.DictReader(io.StringIO(text))
-        if not reader.fieldnames or "item_id" not in reader.fieldnames:
-            raise VerdictImportError([f"{name}: the CSV header has no item_id column"])
-        names = [column for column in reader.fieldnames if column]
-        twice = sorted({column for column in names if names.count(column) > 1})
-        if twice:
-            # csv.DictReader keeps the last cell of a column named twice; a JSON line naming
-            # a key twice is refused (`refuse_duplicate_keys`): so is the header.
-            errors.append(f"{name}: the CSV header names {', '.join(map(repr, twice))} twice")
-        if error := _unknown_columns(names):
-            errors.append(f"{name}: the CSV header has {error}")
-        if errors:
-            raise VerdictImportError(errors)
-        for line, row in enumerate(reader, start=2):
-            if None in row:  # more cells than the header names (DictReader's restkey)
-                errors.append(f"line {line}: {len(row[None])} more cell(s) than the header "
-                              "has columns")
+        reader = csv.reader(io.StringIO(text, newline=""))
+        header = next(reader, [])
+        # The header rule of every table door: a column named twice (csv.DictReader kept its
+        # last cell; a JSON line naming a key twice is refused too), item_id missing, or a
+        # column outside COLUMNS, each named with what it resembles (`Item_ID`, ` verdict`).
+        if problems := header_problems(header, required=("item_id",), known=COLUMNS):
+            raise VerdictImportError([f"{name}: the CSV header {problem}"
+                                      for problem in problems])
+        while True:
+            # A row's line is where it starts in the file: a quoted reasoning may hold line
+            # breaks, and counting rows named every later row by a line it is not on.
+            line = reader.line_num + 1
+            cells = next(reader, None)
+            if cells is None:
+                break
+            if not cells:  # a blank line
                 continue
-            rows.append((line, {k: v for k, v in row.items() if k and v not in (None, "")}))
+            if len(cells) > len(header):
+                errors.append(f"line {line}: {len(cells) - len(header)} more cell(s) than the "
+                              "header has columns")
+                continue
+            rows.append((line, {column: value for column, value in zip(header, cells, strict=False)
+                                if column and value != ""}))
     elif suffix in (".jsonl", ".ndjson", ".json"):
         # Lines as a text file gives them: str.splitlines would also cut at U+2028 or U+0085
         # inside a reasoning, which JSON strings may hold as they are.
@@ -166,11 +175,10 @@ COLUMNS = ("item_id", "verdict", "score", "probability", "reasoning", "order", "
 
 def _unknown_columns(names) -> str | None:
     """Why columns outside COLUMNS are refused, or None: a misspelt `probability` was dropped
-    without a word, and the judge was read by its verdicts alone."""
-    unknown = sorted(set(names) - set(COLUMNS))
-    if not unknown:
-        return None
-    return (f"unknown column(s) {', '.join(map(repr, unknown))} (known: {', '.join(COLUMNS)})")
+    without a word, and the judge was read by its verdicts alone. The header rule of the CSV
+    (`header_problems`), so a JSON key `Item_ID` is named beside `item_id` as a column is."""
+    problems = header_problems(list(names), known=COLUMNS)
+    return problems[0].removeprefix("has ") if problems else None
 
 
 def _number(value, name: str, line: int, errors: list[str]) -> float | None:

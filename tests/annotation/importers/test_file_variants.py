@@ -251,3 +251,29 @@ def test_a_typed_split_is_spelled_as_the_file_name_rule_spells_it(shared_data, t
     run_import("jsonl", str(path), "--project", "j", "--create", "--kind", "likert",
                "--split", typed)
     assert set(Item.objects.values_list("split", flat=True)) == {stored}
+
+
+def test_a_tsv_column_named_twice_is_refused_not_read_from_its_last_cell(shared_data,
+                                                                         tmp_path):
+    # A spreadsheet edit that pasted a second `answer_response` column (a recoded copy):
+    # csv.DictReader kept the last cell, so every judgment took the copy's answer silently.
+    rows = _tsv_rows(shared_data)[:6]
+    column = rows[0].index("answer_response")
+    rows = [rows[0] + ["answer_response"]] + [row + [str((int(row[column]) + 1) % 4)]
+                                              for row in rows[1:]]
+    path = _write(tmp_path / "in_lab_qa.tsv", _tsv_bytes(rows))
+    before = db_state()
+    import_fails("onestopqa-responses", str(path), "--project", "t", "--create",
+                 match="the header names 'answer_response' twice")
+    assert db_state() == before
+
+
+def test_a_tsv_header_in_another_case_names_the_columns_it_resembles(shared_data, tmp_path):
+    rows = _tsv_rows(shared_data)[:3]
+    rows[0] = [{"item_id": "ITEM_ID", "RT": "rt"}.get(name, name) for name in rows[0]]
+    path = _write(tmp_path / "in_lab_qa.tsv", _tsv_bytes(rows))
+    before = db_state()
+    import_fails("onestopqa-responses", str(path), "--project", "t", "--create",
+                 match="the header has no column\\(s\\) item_id, RT \\(it has 'ITEM_ID' for "
+                       "'item_id', 'rt' for 'RT': column names are matched exactly")
+    assert db_state() == before

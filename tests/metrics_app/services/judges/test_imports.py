@@ -106,7 +106,7 @@ def test_broken_files_and_missing_names(project, tmp_path):
         verdicts_import(project=project, path=xlsx, judge="j", version="1")
     headerless = tmp_path / "h.csv"
     headerless.write_text("id,verdict\nq0,correct\n", encoding="utf-8")
-    with pytest.raises(CommandError, match="no item_id column"):
+    with pytest.raises(CommandError, match="the CSV header has no column\\(s\\) item_id"):
         call_command("import_verdicts", "imp", str(headerless), "--judge", "j",
                      "--judge-version", "1")
     assert not JudgeVerdict.objects.exists()
@@ -315,3 +315,33 @@ def test_a_folder_given_as_the_verdict_file_is_named_as_a_folder(project, tmp_pa
         verdicts_import(project=project, path=folder, judge="j", version="1")
     with pytest.raises(VerdictImportError, match="file not found"):
         verdicts_import(project=project, path=tmp_path / "nope.csv", judge="j", version="1")
+
+
+def test_a_row_after_a_reasoning_with_line_breaks_is_named_by_its_own_line(project, tmp_path):
+    # An LLM's reasoning holds line breaks; a CSV keeps them inside the quoted cell. The
+    # unknown item is on line 7 of the file (what an editor shows), not the 4th row.
+    path = tmp_path / "v.csv"
+    path.write_text('item_id,verdict,reasoning\r\nq0,correct,"Step 1: read.\r\nStep 2: compare.'
+                    '\r\nSo: correct."\r\nq1,no,short\r\n\r\nqX,yes,"again\nx"\r\nq2,maybe,\r\n',
+                    encoding="utf-8")
+    with pytest.raises(VerdictImportError) as refused:
+        verdicts_import(project=project, path=path, judge="j", version="1")
+    assert refused.value.errors[:2] == [
+        "line 7: item_id 'qX' is not an item of imp",
+        "line 9: verdict 'maybe' is not one of correct, incorrect"]
+    assert not JudgeVerdict.objects.exists()
+
+
+@pytest.mark.parametrize("header, message", [
+    ("Item_ID,verdict", "the CSV header has no column(s) item_id (it has 'Item_ID' for "
+                        "'item_id': column names are matched exactly, in case and spaces)"),
+    ("item_id, verdict", "the CSV header has unknown column(s) ' verdict' (it has ' verdict' "
+                         "for 'verdict'"),
+])
+def test_a_header_differing_only_in_case_or_spaces_names_what_it_resembles(project, tmp_path,
+                                                                           header, message):
+    path = tmp_path / "v.csv"
+    path.write_text(f"{header}\nq0,correct\n", encoding="utf-8")
+    with pytest.raises(VerdictImportError, match=re.escape(message)):
+        verdicts_import(project=project, path=path, judge="j", version="1")
+    assert not JudgeVerdict.objects.exists()
