@@ -41,3 +41,29 @@ def find_non_finite(value: Any, where: str = "") -> str | None:
             continue
         stack.extend(reversed(children))  # the first one in document order is named
     return None
+
+
+def json_equal(first: Any, second: Any) -> bool:
+    """Whether two values are the same JSON value, the one comparison of what a JSON column
+    gave back with what a door received (a repeated import, a retried API request). PostgreSQL's
+    jsonb stores a number as an exact decimal and gives a float such as 1e23 back as the whole
+    number 100000000000000000000000, which Python's == never finds equal to the float it came
+    from (SQLite gives back 1e+23): so a number is compared as a float when either side is
+    one, which gives exactly the float that was stored. A bool is no number here (true is not
+    1), dict keys are compared whatever their order; anything else by ==."""
+    if isinstance(first, bool) or isinstance(second, bool):
+        return type(first) is type(second) and first == second
+    if isinstance(first, float) or isinstance(second, float):
+        if not isinstance(first, (int, float)) or not isinstance(second, (int, float)):
+            return False
+        try:
+            return float(first) == float(second)
+        except OverflowError:  # a whole number no float holds is no float's value
+            return False
+    if isinstance(first, dict) and isinstance(second, dict):
+        return first.keys() == second.keys() and all(
+            json_equal(value, second[key]) for key, value in first.items())
+    if isinstance(first, (list, tuple)) and isinstance(second, (list, tuple)):
+        return len(first) == len(second) and all(
+            json_equal(a, b) for a, b in zip(first, second, strict=True))
+    return first == second

@@ -23,6 +23,7 @@ from django.db import connection, models, transaction
 from django.utils import timezone
 from tqdm import tqdm
 
+from annotation.domain.json_values import json_equal
 from annotation.importers.base import ItemRecord, JudgmentRecord
 from annotation.models import (
     NON_DATA_STAGE_KINDS,
@@ -79,8 +80,9 @@ class ImportSummary:
         return text
 
 
-# Stored and incoming values are compared with plain ==, which already treats 5 and 5.0 as
-# equal and ignores the key order of dicts (jsonb reorders keys).
+# Stored and incoming values are compared by `json_equal`: 5 and 5.0 are equal, the key order
+# of dicts is ignored (jsonb reorders keys), and a float PostgreSQL gives back as a whole number
+# (1e23) is the float it stored.
 
 
 def _judgment_value(source) -> dict:
@@ -391,7 +393,7 @@ def _import_chunk(
             continue
         differing = [
             name for name in identity
-            if item[name] != getattr(record, name)
+            if not json_equal(item[name], getattr(record, name))
         ]
         if differing and not keep_existing_items:
             raise ImportConflictError(
@@ -449,7 +451,7 @@ def _insert_judgments(judged: list[tuple[ItemRecord, JudgmentRecord]], existing:
         stage_id = stage_ids[judgment.stage]
         previous = stored.get((worker_id, item_id, stage_id))
         if previous is not None:
-            if previous != _judgment_value(judgment):
+            if not json_equal(previous, _judgment_value(judgment)):
                 raise ImportConflictError(
                     f"record {record.external_id}: worker {judgment.worker!r} already has a "
                     f"different judgment of this item in stage {judgment.stage!r} "
