@@ -303,7 +303,9 @@ def verdicts_import(*, project: Project, path: Path | None = None,
         reasoning = str(row.get("reasoning") or "")
         if found := find_control_character(reasoning):
             errors.append(f"line {line}: reasoning {control_character_message(found[1])}")
-        parsed.append((items[external], order, verdict, score, probability, reasoning[:4000]))
+        # Stored whole: the file is the researcher's record (an LLM run cuts its own answers at
+        # 4000 characters to bound what an endpoint sends; a file's reasoning was cut silently).
+        parsed.append((items[external], order, verdict, score, probability, reasoning))
     if first_decided and first_score_only and kind != TaskKind.LIKERT:
         errors.append(_mixed_scores_error(kind, first_score_only, first_decided))
     if errors:

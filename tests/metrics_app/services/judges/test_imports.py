@@ -345,3 +345,13 @@ def test_a_header_differing_only_in_case_or_spaces_names_what_it_resembles(proje
     with pytest.raises(VerdictImportError, match=re.escape(message)):
         verdicts_import(project=project, path=path, judge="j", version="1")
     assert not JudgeVerdict.objects.exists()
+
+
+def test_a_long_reasoning_is_stored_whole_and_the_file_again_is_unchanged(project, tmp_path):
+    # A chain-of-thought reasoning of 5,000 characters was cut to 4,000 without a word.
+    reasoning = "Step. " * 1000 + "So the answer is correct."
+    path = _jsonl(tmp_path, [{"item_id": "q0", "verdict": "correct", "reasoning": reasoning}])
+    assert verdicts_import(project=project, path=path, judge="j", version="1")["imported"] == 1
+    assert JudgeVerdict.objects.get().reasoning == reasoning
+    again = verdicts_import(project=project, path=path, judge="j", version="1")
+    assert (again["imported"], again["unchanged"]) == (0, 1)
