@@ -17,7 +17,6 @@ numbers) and nothing is stored. The same file imported again as the same version
 nothing and is no error (`unchanged` counts its rows)."""
 from __future__ import annotations
 
-import csv
 import hashlib
 import io
 import json
@@ -35,6 +34,7 @@ from annotation.importers.base import (
     decode_text,
     header_problems,
     require_file,
+    table_rows,
 )
 from annotation.models import Project, TaskKind
 from core.json_limits import json_loads_limited, refuse_duplicate_keys
@@ -88,23 +88,18 @@ def file_rows(name: str, data: bytes) -> list[tuple[int, dict]]:
     rows, errors = [], []
     suffix = Path(name).suffix.lower()
     if suffix == ".csv":
-        reader = csv.reader(io.StringIO(text, newline=""))
-        header = next(reader, [])
+        try:  # the reading of every table door: lines where rows start, no silent swallowing
+            table = table_rows(text, path=name)
+        except ImportFormatError as exc:
+            raise VerdictImportError([str(exc)]) from None
+        header = table[0][1] if table else []
         # The header rule of every table door: a column named twice (csv.DictReader kept its
         # last cell; a JSON line naming a key twice is refused too), item_id missing, or a
         # column outside COLUMNS, each named with what it resembles (`Item_ID`, ` verdict`).
         if problems := header_problems(header, required=("item_id",), known=COLUMNS):
             raise VerdictImportError([f"{name}: the CSV header {problem}"
                                       for problem in problems])
-        while True:
-            # A row's line is where it starts in the file: a quoted reasoning may hold line
-            # breaks, and counting rows named every later row by a line it is not on.
-            line = reader.line_num + 1
-            cells = next(reader, None)
-            if cells is None:
-                break
-            if not cells:  # a blank line
-                continue
+        for line, cells in table[1:]:
             if len(cells) > len(header):
                 errors.append(f"line {line}: {len(cells) - len(header)} more cell(s) than the "
                               "header has columns")

@@ -277,3 +277,18 @@ def test_a_tsv_header_in_another_case_names_the_columns_it_resembles(shared_data
                  match="the header has no column\\(s\\) item_id, RT \\(it has 'ITEM_ID' for "
                        "'item_id', 'rt' for 'RT': column names are matched exactly")
     assert db_state() == before
+
+
+def test_a_tsv_quote_never_closed_is_refused_naming_its_line(shared_data, tmp_path):
+    rows = _tsv_rows(shared_data)[:8]
+    column = rows[0].index("question")
+    text = _tsv_bytes(rows).decode("utf-8").split("\n")
+    cells = text[3].split("\t")
+    cells[column] = '"' + cells[column]  # a stray opening quote, never closed
+    text[3] = "\t".join(cells)
+    path = _write(tmp_path / "in_lab_qa.tsv", "\n".join(text).encode("utf-8"))
+    before = db_state()
+    import_fails("onestopqa-responses", str(path), "--project", "t", "--create",
+                 match="malformed TSV: the row starting on line 4 (opens a quoted cell that "
+                       "is never closed|has text after the quote that closes a quoted cell)")
+    assert db_state() == before

@@ -355,3 +355,30 @@ def test_a_long_reasoning_is_stored_whole_and_the_file_again_is_unchanged(projec
     assert JudgeVerdict.objects.get().reasoning == reasoning
     again = verdicts_import(project=project, path=path, judge="j", version="1")
     assert (again["imported"], again["unchanged"]) == (0, 1)
+
+
+def test_a_quote_never_closed_is_refused_not_the_rest_of_the_file_swallowed(project, tmp_path):
+    # A reasoning opening with a stray quote: csv's lenient reading took every later row into
+    # that cell, and the import stored 2 verdicts of 4 without a word.
+    path = tmp_path / "v.csv"
+    path.write_text('item_id,verdict,reasoning\nq0,correct,fine\nq1,no,"He said no\n'
+                    'q2,yes,ok\nq3,no,ok\n', encoding="utf-8")
+    with pytest.raises(VerdictImportError, match="the row starting on line 3 opens a quoted "
+                                                 "cell that is never closed"):
+        verdicts_import(project=project, path=path, judge="j", version="1")
+    path.write_text('item_id,verdict,reasoning\nq0,correct,"fine" really\n', encoding="utf-8")
+    with pytest.raises(VerdictImportError, match="line 2 has text after the quote that "
+                                                 "closes a quoted cell"):
+        verdicts_import(project=project, path=path, judge="j", version="1")
+    assert not JudgeVerdict.objects.exists()
+
+
+def test_a_cell_longer_than_csvs_default_limit_is_read(project, tmp_path):
+    # 200,000 characters: csv's default limit (131,072) raised an uncaught csv.Error, a
+    # traceback from the command and a 500 from the API and the judges page.
+    reasoning = "long thought " * 15_000 + "done"
+    path = tmp_path / "v.csv"
+    path.write_text(f'item_id,verdict,reasoning\nq0,correct,"{reasoning}"\nq1,no,\n',
+                    encoding="utf-8")
+    assert verdicts_import(project=project, path=path, judge="j", version="1")["imported"] == 2
+    assert JudgeVerdict.objects.get(item__external_id="q0").reasoning == reasoning
