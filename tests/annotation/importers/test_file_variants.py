@@ -292,3 +292,19 @@ def test_a_tsv_quote_never_closed_is_refused_naming_its_line(shared_data, tmp_pa
                  match="malformed TSV: the row starting on line 4 (opens a quoted cell that "
                        "is never closed|has text after the quote that closes a quoted cell)")
     assert db_state() == before
+
+
+def test_an_expert_file_downloaded_twice_into_the_folder_is_named_by_both_files(shared_data,
+                                                                                 tmp_path):
+    # A browser saves a second download as "... (1).json": every pair of it got a second
+    # judgment by the same expert, refused as "judges this item twice" naming neither file.
+    folder = tmp_path / "lfqa"
+    originals = sorted((shared_data / "lfqa_experts").glob("Biology_*.json"))[:2]
+    for source in originals:
+        _write(folder / source.name, source.read_bytes())
+    _write(folder / f"{originals[0].stem} (1).json", originals[0].read_bytes())
+    before = db_state()
+    message = import_fails("lfqa-experts", str(folder), "--project", "l", "--create",
+                           match="judged this pair already in")
+    assert f"{originals[0].stem} (1).json" in message and f"/{originals[0].name}:" in message
+    assert "is one file a copy of the other?" in message and db_state() == before
