@@ -382,3 +382,19 @@ def test_a_cell_longer_than_csvs_default_limit_is_read(project, tmp_path):
                     encoding="utf-8")
     assert verdicts_import(project=project, path=path, judge="j", version="1")["imported"] == 2
     assert JudgeVerdict.objects.get(item__external_id="q0").reasoning == reasoning
+
+
+@pytest.mark.parametrize("indent", [None, 2])
+def test_a_json_array_of_verdicts_is_refused_saying_what_it_is(project, tmp_path, indent):
+    # What json.dump(verdicts, f, indent=2) writes: read line by line it was ten "not JSON"
+    # errors (or one "not a JSON object") for a file that is valid JSON.
+    path = tmp_path / "v.json"
+    path.write_text(json.dumps([{"item_id": "q0", "verdict": "correct"},
+                                {"item_id": "q1", "verdict": "no"}], indent=indent),
+                    encoding="utf-8")
+    with pytest.raises(VerdictImportError) as refused:
+        verdicts_import(project=project, path=path, judge="j", version="1")
+    assert len(refused.value.errors) == 1
+    assert "holds one JSON array of 2 value(s), not one JSON object per line" in \
+        refused.value.errors[0]
+    assert not JudgeVerdict.objects.exists()
