@@ -322,6 +322,24 @@ def json_parse(text: str, *, path: Path, record: Any = None, field: str = "") ->
         raise ImportFormatError(path, str(exc), record=record, field=field) from None
 
 
+def json_lines_not_array(text: str, *, path: str | Path, what: str, instead: str = "") -> None:
+    """ImportFormatError when a JSON Lines `text` is one JSON array instead (what
+    `json.dump(rows, f, indent=2)` writes), saying so: read line by line, its first line "["
+    was "malformed JSON" (item files) or ten "not JSON" errors (verdicts) for a file that is
+    valid JSON. `what` names the rows, `instead` another way to send them."""
+    if not text.lstrip().startswith("["):
+        return
+    try:
+        value = json_loads_limited(text, object_pairs_hook=refuse_duplicate_keys)
+    except ValueError:  # not one document: its lines are read, and their problems named
+        return
+    if isinstance(value, list):
+        raise ImportFormatError(
+            path, f"holds one JSON array of {len(value)} value(s), not one JSON object per "
+                  f"line: write the {what} as JSON Lines (e.g. `jq -c '.[]'`)"
+                  + (f", {instead}" if instead else ""))
+
+
 BYTE_ORDER_MARK = "\ufeff"
 
 

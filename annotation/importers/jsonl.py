@@ -21,6 +21,7 @@ from .base import (
     ItemRecord,
     JudgmentRecord,
     Records,
+    json_lines_not_array,
     json_parse,
     left_out_note,
     read_text,
@@ -194,7 +195,9 @@ def parse(path: Path, *, kind: str, split: str | None = None) -> list[ItemRecord
     # worker id → (provider, line) as the export names it: two providers' workers with one id
     # are two people, whom the import (provider `import`, keyed by id) would make one.
     providers: dict[str, tuple[str, int]] = {}
-    for line_number, line in _lines(read_text(path)):
+    text = read_text(path)
+    json_lines_not_array(text, path=path, what="items")
+    for line_number, line in _lines(text):
         if not line.strip():
             continue
         raw = json_parse(line, path=path, record=f"line {line_number}", field="line")

@@ -33,6 +33,7 @@ from annotation.importers.base import (
     ImportFormatError,
     decode_text,
     header_problems,
+    json_lines_not_array,
     require_file,
     table_rows,
 )
@@ -107,13 +108,11 @@ def file_rows(name: str, data: bytes) -> list[tuple[int, dict]]:
             rows.append((line, {column: value for column, value in zip(header, cells, strict=False)
                                 if column and value != ""}))
     elif suffix in (".jsonl", ".ndjson", ".json"):
-        if array := _json_array(text):
-            # `json.dump(verdicts, f, indent=2)` writes this: read line by line it was ten
-            # "not JSON" errors for a file that is JSON.
-            raise VerdictImportError([
-                f"{name}: holds one JSON array of {len(array)} value(s), not one JSON object "
-                "per line: write the verdicts as JSON Lines (e.g. `jq -c '.[]'`), or send the "
-                "list as the API's `verdicts`"])
+        try:  # a file that is one JSON array (json.dump(verdicts, f, indent=2)) said so
+            json_lines_not_array(text, path=name, what="verdicts",
+                                 instead="or send the list as the API's `verdicts`")
+        except ImportFormatError as exc:
+            raise VerdictImportError([str(exc)]) from None
         # Lines as a text file gives them: str.splitlines would also cut at U+2028 or U+0085
         # inside a reasoning, which JSON strings may hold as they are.
         for line, raw in enumerate(io.StringIO(text, newline=None), start=1):
@@ -135,17 +134,6 @@ def file_rows(name: str, data: bytes) -> list[tuple[int, dict]]:
     if not rows:
         raise VerdictImportError([f"{name}: no rows"])
     return rows
-
-
-def _json_array(text: str) -> list | None:
-    """The JSON array the whole text is (read by the rule of every JSON door), else None."""
-    if not text.lstrip().startswith("["):
-        return None
-    try:
-        value = json_loads_limited(text, object_pairs_hook=refuse_duplicate_keys)
-    except ValueError:  # not one document: the lines are read, and their problems named
-        return None
-    return value if isinstance(value, list) else None
 
 
 def upload_rows(upload) -> list[tuple[int, dict]]:

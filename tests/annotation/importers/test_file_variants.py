@@ -308,3 +308,16 @@ def test_an_expert_file_downloaded_twice_into_the_folder_is_named_by_both_files(
                            match="judged this pair already in")
     assert f"{originals[0].stem} (1).json" in message and f"/{originals[0].name}:" in message
     assert "is one file a copy of the other?" in message and db_state() == before
+
+
+@pytest.mark.parametrize("indent", [None, 2])
+def test_a_json_array_of_items_given_as_jsonl_is_refused_saying_what_it_is(tmp_path, indent):
+    # json.dump(items, f, indent=2): its first line "[" was "malformed JSON at column 2".
+    path = _write(tmp_path / "items.json",
+                  json.dumps([LIKERT_ROW, {**LIKERT_ROW, "external_id": "q2"}],
+                             indent=indent).encode("utf-8"))
+    before = db_state()
+    import_fails("jsonl", str(path), "--project", "j", "--create", "--kind", "likert",
+                 match="holds one JSON array of 2 value\\(s\\), not one JSON object per line: "
+                       "write the items as JSON Lines")
+    assert db_state() == before
