@@ -321,3 +321,42 @@ def test_a_json_array_of_items_given_as_jsonl_is_refused_saying_what_it_is(tmp_p
                  match="holds one JSON array of 2 value\\(s\\), not one JSON object per line: "
                        "write the items as JSON Lines")
     assert db_state() == before
+
+
+def _evouna_subset(shared_data, name: str, count: int = 30) -> list:
+    return json.loads((shared_data / "open_qa_judgments" / name).read_text(
+        encoding="utf-8"))[:count]
+
+
+def test_a_file_imported_again_under_another_name_is_refused_not_doubled(shared_data,
+                                                                         tmp_path):
+    # EVOUNA's dataset (and so every external id) comes from the file's name: a second
+    # download "evouna_nq (1).json" gave the same answers new ids and doubled the project.
+    questions = _evouna_subset(shared_data, "evouna_nq.json")
+    body = json.dumps(questions).encode("utf-8")
+    first = _write(tmp_path / "evouna_nq.json", body)
+    run_import("evouna", str(first), "--project", "ev", "--create")
+    before = db_state()
+    copy = _write(tmp_path / "copy" / "evouna_nq (1).json", body)
+    message = import_fails("evouna", str(copy), "--project", "ev",
+                           match="is the file a copy, under another name, of one imported before")
+    assert "'evouna_nq (1)/0/fid' is 'evouna_nq/0/fid'" in message and db_state() == before
+    # Another file, or the copy into another project, imports as before.
+    other = _write(tmp_path / "evouna_tq.json",
+                   json.dumps(_evouna_subset(shared_data, "evouna_tq.json")).encode("utf-8"))
+    assert "nothing new" not in run_import("evouna", str(other), "--project", "ev")
+    run_import("evouna", str(copy), "--project", "ev-second", "--create")
+    assert Item.objects.filter(project__slug="ev-second").count() == \
+        Item.objects.filter(project__slug="ev", dataset="evouna_nq").count()
+
+
+def test_an_expert_file_renamed_is_refused_as_a_copy_not_doubled(shared_data, tmp_path):
+    # The long-form experts' domain comes from the file's name prefix: Biology_12 copied as
+    # Bio_12 gave its 20 pairs a second set of ids.
+    source = sorted((shared_data / "lfqa_experts").glob("Biology_*.json"))[0]
+    run_import("lfqa-experts", str(source), "--project", "lf", "--create")
+    before = db_state()
+    renamed = _write(tmp_path / f"Bio_{source.name.split('_', 1)[1]}", source.read_bytes())
+    import_fails("lfqa-experts", str(renamed), "--project", "lf",
+                 match="every one of the 20 item\\(s\\) this file would add repeats an item")
+    assert db_state() == before
