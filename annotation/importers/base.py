@@ -418,15 +418,16 @@ def _table_error(message: str) -> str:
     return f"cannot be read ({message})"
 
 
-def header_problems(names, *, required=(), known=None) -> list[str]:
+def header_problems(names, *, required=(), known=None, delimiter: str = ",") -> list[str]:
     """What is wrong with a table's header row, by the one rule of every CSV/TSV door (the
     in-lab TSV, judge verdict CSVs), each as a phrase that follows "the header ...": a column
     named twice (a reader keeps one of its cells and drops the other without a word), a
     `required` column missing and, when `known` is given, a column outside it. A column that
     is a wanted one but for case or surrounding spaces (`Item_ID`, ` verdict`) is named beside
     the one it resembles: in a spreadsheet the two look alike, and "missing item_id" alone
-    sends the researcher to look at a header that seems to have it. Empty names (a trailing
-    delimiter) are no columns."""
+    sends the researcher to look at a header that seems to have it. A header whose cells are
+    separated by another character than `delimiter` (Excel saves "CSV" with ';' where the
+    decimal mark is a comma) says so. Empty names (a trailing delimiter) are no columns."""
     names = [name for name in names or () if name]
     problems = []
     twice = sorted({name for name in names if names.count(name) > 1})
@@ -444,7 +445,11 @@ def header_problems(names, *, required=(), known=None) -> list[str]:
                 "spaces)") if near else ""
 
     if missing := [column for column in required if column not in names]:
-        problems.append(f"has no column(s) {', '.join(missing)}{hint(missing)}")
+        other = next((mark for mark in (";", "\t", ",", "|") if mark != delimiter and any(
+            column in name.split(mark) for name in names for column in missing)), None)
+        separated = (f" (its cells are separated by {other!r}, not {delimiter!r}: save the file "
+                     f"with {delimiter!r} between cells)") if other else ""
+        problems.append(f"has no column(s) {', '.join(missing)}{hint(missing)}{separated}")
     if known is not None and (unknown := sorted(set(names) - set(known))):
         problems.append(f"has unknown column(s) {', '.join(map(repr, unknown))}{hint(unknown)} "
                         f"(known: {', '.join(known)})")

@@ -65,7 +65,7 @@ def parse(path: Path, *, kind: str = KIND, split: str | None = None) -> list[Ite
     # resembles it).
     table = table_rows(text, path=path, delimiter="\t")
     header = table[0][1] if table else []
-    if problems := header_problems(header, required=REQUIRED_COLUMNS):
+    if problems := header_problems(header, required=REQUIRED_COLUMNS, delimiter="\t"):
         raise ImportFormatError(path, "the header " + "; ".join(problems), field="(header)")
     for row_number, cells in table[1:]:
         # As csv.DictReader gives a row: a missing cell is None, extra cells under None.

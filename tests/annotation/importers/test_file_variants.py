@@ -360,3 +360,13 @@ def test_an_expert_file_renamed_is_refused_as_a_copy_not_doubled(shared_data, tm
     import_fails("lfqa-experts", str(renamed), "--project", "lf",
                  match="every one of the 20 item\\(s\\) this file would add repeats an item")
     assert db_state() == before
+
+
+def test_a_comma_separated_copy_of_the_tsv_says_how_its_cells_are_separated(shared_data,
+                                                                            tmp_path):
+    rows = _tsv_rows(shared_data)[:3]
+    out = io.StringIO()
+    csv.writer(out, lineterminator="\n").writerows(rows)
+    path = _write(tmp_path / "in_lab_qa.tsv", out.getvalue().encode("utf-8"))
+    import_fails("onestopqa-responses", str(path), "--project", "t", "--create",
+                 match="its cells are separated by ',', not '\\\\t'")

@@ -398,3 +398,14 @@ def test_a_json_array_of_verdicts_is_refused_saying_what_it_is(project, tmp_path
     assert "holds one JSON array of 2 value(s), not one JSON object per line" in \
         refused.value.errors[0]
     assert not JudgeVerdict.objects.exists()
+
+
+def test_a_semicolon_separated_csv_says_how_its_cells_are_separated(project, tmp_path):
+    # Excel saves "CSV" with ';' where the decimal mark is a comma: the header was one column
+    # 'item_id;verdict;score', refused as having no item_id and nothing more.
+    path = tmp_path / "v.csv"
+    path.write_text("item_id;verdict;score\nq0;correct;4,5\n", encoding="utf-8")
+    with pytest.raises(VerdictImportError, match=re.escape(
+            "the CSV header has no column(s) item_id (its cells are separated by ';', not "
+            "',': save the file with ',' between cells)")):
+        verdicts_import(project=project, path=path, judge="j", version="1")
