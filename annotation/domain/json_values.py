@@ -41,3 +41,51 @@ def find_non_finite(value: Any, where: str = "") -> str | None:
             continue
         stack.extend(reversed(children))  # the first one in document order is named
     return None
+
+
+def json_equal(first: Any, second: Any) -> bool:
+    """Whether two values are the same JSON value, the one comparison of what a JSON column
+    gave back with what a door received (a repeated import, a retried API request). PostgreSQL's
+    jsonb stores a number as an exact decimal and gives a float such as 1e23 back as the whole
+    number 100000000000000000000000, which Python's == never finds equal to the float it came
+    from (SQLite gives back 1e+23): so a number is compared as a float when either side is
+    one, which gives exactly the float that was stored. A bool is no number here (true is not
+    1), dict keys are compared whatever their order; anything else by ==."""
+    if isinstance(first, bool) or isinstance(second, bool):
+        return type(first) is type(second) and first == second
+    if isinstance(first, float) or isinstance(second, float):
+        if not isinstance(first, (int, float)) or not isinstance(second, (int, float)):
+            return False
+        try:
+            return float(first) == float(second)
+        except OverflowError:  # a whole number no float holds is no float's value
+            return False
+    if isinstance(first, dict) and isinstance(second, dict):
+        return first.keys() == second.keys() and all(
+            json_equal(value, second[key]) for key, value in first.items())
+    if isinstance(first, (list, tuple)) and isinstance(second, (list, tuple)):
+        return len(first) == len(second) and all(
+            json_equal(a, b) for a, b in zip(first, second, strict=True))
+    return first == second
+
+
+def json_key(value: Any) -> str:
+    """A text that two values `json_equal` finds equal share (numbers as floats, keys sorted):
+    for finding a stored value among many at once, where comparing pairs would not do."""
+    import json
+
+    def canonical(node: Any) -> Any:
+        if isinstance(node, bool) or node is None or isinstance(node, str):
+            return node
+        if isinstance(node, (int, float)):
+            try:
+                return float(node)
+            except OverflowError:  # a whole number no float holds stays itself
+                return node
+        if isinstance(node, dict):
+            return {key: canonical(child) for key, child in node.items()}
+        if isinstance(node, (list, tuple)):
+            return [canonical(child) for child in node]
+        return node
+
+    return json.dumps(canonical(value), sort_keys=True, ensure_ascii=False)

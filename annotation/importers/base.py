@@ -7,7 +7,9 @@ database. `annotation.services.imports.import_records` writes them.
 from __future__ import annotations
 
 import codecs
+import csv
 import hashlib
+import io
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -320,17 +322,40 @@ def json_parse(text: str, *, path: Path, record: Any = None, field: str = "") ->
         raise ImportFormatError(path, str(exc), record=record, field=field) from None
 
 
+def json_lines_not_array(text: str, *, path: str | Path, what: str, instead: str = "") -> None:
+    """ImportFormatError when a JSON Lines `text` is one JSON array instead (what
+    `json.dump(rows, f, indent=2)` writes), saying so: read line by line, its first line "["
+    was "malformed JSON" (item files) or ten "not JSON" errors (verdicts) for a file that is
+    valid JSON. `what` names the rows, `instead` another way to send them."""
+    if not text.lstrip().startswith("["):
+        return
+    try:
+        value = json_loads_limited(text, object_pairs_hook=refuse_duplicate_keys)
+    except ValueError:  # not one document: its lines are read, and their problems named
+        return
+    if isinstance(value, list):
+        raise ImportFormatError(
+            path, f"holds one JSON array of {len(value)} value(s), not one JSON object per "
+                  f"line: write the {what} as JSON Lines (e.g. `jq -c '.[]'`)"
+                  + (f", {instead}" if instead else ""))
+
+
 BYTE_ORDER_MARK = "\ufeff"
 
 
 def read_text(path: Path) -> str:
-    """The file's text, read the one way every importer reads files: UTF-8, with a leading
-    byte-order mark dropped (Notepad and Excel write one; it is no part of the data), or UTF-16
-    when the file begins with UTF-16's byte-order mark. A byte
-    that is not UTF-8 is an ImportFormatError naming its line and position, never a guess at
-    another encoding."""
+    """The file's text, read the one way every importer reads files (`decode_text`)."""
     require_file(path)
-    data = path.read_bytes()
+    return decode_text(path.read_bytes(), path=path)
+
+
+def decode_text(data: bytes, *, path: str | Path) -> str:
+    """A file's bytes as text, by the one rule of every file door (the importers, and judge
+    verdicts from the command, the API and the judges page): UTF-8, with a leading
+    byte-order mark dropped (Notepad and Excel write one; it is no part of the data), or UTF-16
+    when the file begins with UTF-16's byte-order mark. A byte that is not UTF-8 is an
+    ImportFormatError naming `path`, the byte's line and its position, never a guess at
+    another encoding."""
     if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
         # Excel's "Unicode text" and Notepad's "Unicode" are UTF-16 with this mark: the mark
         # says which encoding it is, so this is no guess.
@@ -350,6 +375,85 @@ def read_text(path: Path) -> str:
                   f"is 0x{data[exc.start]:02X} ({exc.reason}); save the file as UTF-8 (it may "
                   "be Latin-1 or Windows-1252)") from None
     return text.removeprefix(BYTE_ORDER_MARK)
+
+
+# The longest cell a table may hold: a whole upload (csv's own default, 131,072 characters, made
+# a long reasoning an uncaught csv.Error at every verdict door).
+TABLE_CELL_LIMIT = 2**31 - 1
+
+
+def table_rows(text: str, *, path: str | Path, delimiter: str = ",",
+               ) -> list[tuple[int, list[str]]]:
+    """(line, cells) of every row of a CSV or TSV text, the header first, by the one reading of
+    every table door (the in-lab TSV, judge verdict CSVs): `line` is where the row starts in
+    the file (a quoted cell may hold line breaks), blank lines are skipped, a cell may be as
+    long as the file. A quoted cell that is never closed, or text after a closing quote, is an
+    ImportFormatError naming the line where the row starts: csv's lenient reading took the
+    rest of the file into that one cell, and the rows after it vanished without a word."""
+    csv.field_size_limit(TABLE_CELL_LIMIT)
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=True)
+    rows = []
+    while True:
+        line = reader.line_num + 1
+        try:
+            cells = next(reader, None)
+        except csv.Error as exc:
+            raise ImportFormatError(
+                path, f"malformed {'TSV' if delimiter == chr(9) else 'CSV'}: the row starting on "
+                      f"line {line} {_table_error(str(exc))}") from None
+        if cells is None:
+            return rows
+        if cells:
+            rows.append((line, cells))
+
+
+def _table_error(message: str) -> str:
+    """csv's error, said as what the researcher can look for in the row."""
+    if message == "unexpected end of data":
+        return ("opens a quoted cell that is never closed (a stray '\"'?), so nothing after it "
+                "could be read")
+    if "expected after" in message:
+        return ("has text after the quote that closes a quoted cell (a stray '\"' at the start "
+                "of a cell? a quote inside a quoted cell is written twice: \"\")")
+    return f"cannot be read ({message})"
+
+
+def header_problems(names, *, required=(), known=None, delimiter: str = ",") -> list[str]:
+    """What is wrong with a table's header row, by the one rule of every CSV/TSV door (the
+    in-lab TSV, judge verdict CSVs), each as a phrase that follows "the header ...": a column
+    named twice (a reader keeps one of its cells and drops the other without a word), a
+    `required` column missing and, when `known` is given, a column outside it. A column that
+    is a wanted one but for case or surrounding spaces (`Item_ID`, ` verdict`) is named beside
+    the one it resembles: in a spreadsheet the two look alike, and "missing item_id" alone
+    sends the researcher to look at a header that seems to have it. A header whose cells are
+    separated by another character than `delimiter` (Excel saves "CSV" with ';' where the
+    decimal mark is a comma) says so. Empty names (a trailing delimiter) are no columns."""
+    names = [name for name in names or () if name]
+    problems = []
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if twice:
+        problems.append(f"names {', '.join(map(repr, twice))} twice (a reader would keep one "
+                        "of its cells and drop the other)")
+    wanted = {*required, *(known or ())}
+    resembles = {name: column for name in names if name not in wanted
+                 for column in wanted if name.strip().lower() == column.lower()}
+
+    def hint(given: list[str]) -> str:
+        near = [f"{name!r} for {column!r}" for entry in given
+                for name, column in resembles.items() if entry in (name, column)]
+        return (f" (it has {', '.join(near)}: column names are matched exactly, in case and "
+                "spaces)") if near else ""
+
+    if missing := [column for column in required if column not in names]:
+        other = next((mark for mark in (";", "\t", ",", "|") if mark != delimiter and any(
+            column in name.split(mark) for name in names for column in missing)), None)
+        separated = (f" (its cells are separated by {other!r}, not {delimiter!r}: save the file "
+                     f"with {delimiter!r} between cells)") if other else ""
+        problems.append(f"has no column(s) {', '.join(missing)}{hint(missing)}{separated}")
+    if known is not None and (unknown := sorted(set(names) - set(known))):
+        problems.append(f"has unknown column(s) {', '.join(map(repr, unknown))}{hint(unknown)} "
+                        f"(known: {', '.join(known)})")
+    return problems
 
 
 def load_json(path: Path) -> Any:

@@ -21,6 +21,7 @@ from .base import (
     ItemRecord,
     JudgmentRecord,
     Records,
+    json_lines_not_array,
     json_parse,
     left_out_note,
     read_text,
@@ -53,6 +54,13 @@ _DEFAULTS: dict[str, Any] = {
 }
 
 
+def _lines(text: str):
+    """(line number, line) of a JSON Lines text as a text file gives them (\n, \r\n or \r),
+    never split at U+2028, U+2029 or U+0085 inside a string (the export writes them as they
+    are; str.splitlines would cut a line there): one reading for the records and the kind."""
+    return enumerate(io.StringIO(text, newline=None), start=1)
+
+
 def declared_kind(path: Path) -> str | None:
     """The kind the file's first record states in its informational `kind` field (the export
     writes its project's kind on every line), or None when it states none or the first line
@@ -62,7 +70,7 @@ def declared_kind(path: Path) -> str | None:
         text = read_text(path)
     except (ImportFormatError, OSError):
         return None
-    first = next((line for line in text.splitlines() if line.strip()), "")
+    first = next((line for _, line in _lines(text) if line.strip()), "")
     try:
         raw = json_parse(first, path=path)
     except ImportFormatError:
@@ -187,27 +195,27 @@ def parse(path: Path, *, kind: str, split: str | None = None) -> list[ItemRecord
     # worker id → (provider, line) as the export names it: two providers' workers with one id
     # are two people, whom the import (provider `import`, keyed by id) would make one.
     providers: dict[str, tuple[str, int]] = {}
-    # Lines as a text file gives them (\n, \r\n or \r), never split at U+2028 inside a string.
-    with io.StringIO(read_text(path), newline=None) as handle:
-        for line_number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            raw = json_parse(line, path=path, record=f"line {line_number}", field="line")
-            record = parse_line(raw, kind=kind, path=path, line=line_number, split=split)
-            entries = [raw["judgment"]] if "judgment" in raw else raw.get("judgments", [])
-            not_accepted += sum(1 for entry in entries if _not_accepted(entry))
-            _check_providers(providers, entries, path=path, line=line_number)
-            previous = records.get(record.external_id)
-            if previous is None:
-                records[record.external_id] = record
-                continue
-            if previous.columns() != record.columns():
-                raise ImportFormatError(
-                    path, "repeats an external id with different item fields",
-                    record=f"line {line_number} ({record.external_id})", field="external_id",
-                )
-            previous.judgments.extend(record.judgments)
-            merged[record.external_id] = line_number
+    text = read_text(path)
+    json_lines_not_array(text, path=path, what="items")
+    for line_number, line in _lines(text):
+        if not line.strip():
+            continue
+        raw = json_parse(line, path=path, record=f"line {line_number}", field="line")
+        record = parse_line(raw, kind=kind, path=path, line=line_number, split=split)
+        entries = [raw["judgment"]] if "judgment" in raw else raw.get("judgments", [])
+        not_accepted += sum(1 for entry in entries if _not_accepted(entry))
+        _check_providers(providers, entries, path=path, line=line_number)
+        previous = records.get(record.external_id)
+        if previous is None:
+            records[record.external_id] = record
+            continue
+        if previous.columns() != record.columns():
+            raise ImportFormatError(
+                path, "repeats an external id with different item fields",
+                record=f"line {line_number} ({record.external_id})", field="external_id",
+            )
+        previous.judgments.extend(record.judgments)
+        merged[record.external_id] = line_number
     for external_id, line_number in merged.items():
         # Merged lines may give one worker two judgments of the item in one stage.
         validate_record(records[external_id], path=path, index=f"line {line_number}")

@@ -151,6 +151,16 @@ def _add(items: dict, file: Path, domain: str, index: int, raw: Any, split: str 
             file, f"differs from {record.metadata['answer1_label']!r} given for the same pair",
             record=label, field="answer1_label",
         )
+    earlier = next((j for j in record.judgments if j.worker == judgment.worker), None)
+    if earlier is not None:
+        # Named by file: a folder holding a file twice (a browser's "Biology_12_Common20
+        # (1).json") gives every pair of it a second judgment by the same expert.
+        where = (f"in this file (id {earlier.extra.get('id')})"
+                 if earlier.extra["file"] == file.name else
+                 f"in {earlier.extra['file']!r} (id {earlier.extra.get('id')}): is one file a "
+                 "copy of the other?")
+        raise ImportFormatError(file, f"expert {annotator!r} judged this pair already {where}",
+                                record=label, field="annotator")
     record.judgments.append(judgment)
 
 

@@ -16,13 +16,19 @@ participant answering an item twice is refused.
 """
 from __future__ import annotations
 
-import csv
-import io
 from pathlib import Path
 
 from core.vocabulary import MC_ROLES
 
-from .base import ImportFormatError, ItemRecord, JudgmentRecord, read_text, validate_record
+from .base import (
+    ImportFormatError,
+    ItemRecord,
+    JudgmentRecord,
+    header_problems,
+    read_text,
+    table_rows,
+    validate_record,
+)
 
 KIND = "mc"
 REQUIRED_COLUMNS = (
@@ -51,37 +57,40 @@ def _role(index: int, *, path: Path, record: str, field: str) -> str:
 def parse(path: Path, *, kind: str = KIND, split: str | None = None) -> list[ItemRecord]:
     path = Path(path)
     text = read_text(path)
-    csv.field_size_limit(10**8)
     records: dict[str, ItemRecord] = {}
     first_row: dict[str, int] = {}
-    try:
-        with io.StringIO(text, newline="") as handle:
-            reader = csv.DictReader(handle, delimiter="\t")
-            missing = [c for c in REQUIRED_COLUMNS if c not in (reader.fieldnames or [])]
-            if missing:
-                raise ImportFormatError(path, f"missing column(s) {', '.join(missing)}",
-                                        field=missing[0])
-            for row_number, row in enumerate(reader, start=2):
-                record = _record(path, row, row_number, split)
-                previous = records.get(record.external_id)
-                if previous is None:
-                    records[record.external_id] = record
-                    first_row[record.external_id] = row_number
-                    continue
-                # Another participant's trial of the same item: one item, one more judgment,
-                # when the rows agree on the item (else the file contradicts itself).
-                label = f"row {row_number} ({record.external_id})"
-                if previous.columns() != record.columns():
-                    differing = [name for name in ItemRecord.COLUMN_FIELDS
-                                 if previous.columns()[name] != record.columns()[name]]
-                    raise ImportFormatError(
-                        path, f"repeats the item of row {first_row[record.external_id]} with "
-                              f"different {', '.join(differing)}", record=label, field="item_id")
-                previous.judgments.extend(record.judgments)
-                # One participant answering one item twice is refused by name.
-                validate_record(previous, path=path, index=label)
-    except csv.Error as exc:
-        raise ImportFormatError(path, f"malformed TSV: {exc}") from None
+    # The reading of every table door (`table_rows`: a row named by the line it starts on, a
+    # quote never closed refused) and its header rule (`header_problems`: a column named twice
+    # is refused, since a reader keeps one of its cells; a missing one is named with what
+    # resembles it).
+    table = table_rows(text, path=path, delimiter="\t")
+    header = table[0][1] if table else []
+    if problems := header_problems(header, required=REQUIRED_COLUMNS, delimiter="\t"):
+        raise ImportFormatError(path, "the header " + "; ".join(problems), field="(header)")
+    for row_number, cells in table[1:]:
+        # As csv.DictReader gives a row: a missing cell is None, extra cells under None.
+        row = dict(zip(header, cells, strict=False))
+        row.update({column: None for column in header[len(cells):]})
+        if len(cells) > len(header):
+            row[None] = cells[len(header):]
+        record = _record(path, row, row_number, split)
+        previous = records.get(record.external_id)
+        if previous is None:
+            records[record.external_id] = record
+            first_row[record.external_id] = row_number
+            continue
+        # Another participant's trial of the same item: one item, one more judgment,
+        # when the rows agree on the item (else the file contradicts itself).
+        label = f"row {row_number} ({record.external_id})"
+        if previous.columns() != record.columns():
+            differing = [name for name in ItemRecord.COLUMN_FIELDS
+                         if previous.columns()[name] != record.columns()[name]]
+            raise ImportFormatError(
+                path, f"repeats the item of row {first_row[record.external_id]} with "
+                      f"different {', '.join(differing)}", record=label, field="item_id")
+        previous.judgments.extend(record.judgments)
+        # One participant answering one item twice is refused by name.
+        validate_record(previous, path=path, index=label)
     return list(records.values())
 
 

@@ -23,6 +23,7 @@ from django.db import connection, models, transaction
 from django.utils import timezone
 from tqdm import tqdm
 
+from annotation.domain.json_values import json_equal, json_key
 from annotation.importers.base import ItemRecord, JudgmentRecord
 from annotation.models import (
     NON_DATA_STAGE_KINDS,
@@ -79,8 +80,9 @@ class ImportSummary:
         return text
 
 
-# Stored and incoming values are compared with plain ==, which already treats 5 and 5.0 as
-# equal and ignores the key order of dicts (jsonb reorders keys).
+# Stored and incoming values are compared by `json_equal`: 5 and 5.0 are equal, the key order
+# of dicts is ignored (jsonb reorders keys), and a float PostgreSQL gives back as a whole number
+# (1e23) is the float it stored.
 
 
 def _judgment_value(source) -> dict:
@@ -355,6 +357,8 @@ def import_records(
 
     # A project without items needs no look-ups of existing items and judgments.
     fresh_project = not Item.objects.filter(project=project).exists()
+    if not fresh_project:
+        _refuse_renamed_copy(project, records)
     try:
         for chunk in _chunks(records, CHUNK_SIZE):
             _import_chunk(project, chunk, stages, workers, summary, keep_existing_items,
@@ -363,6 +367,36 @@ def import_records(
     finally:
         bar.close()
     return summary
+
+
+def _refuse_renamed_copy(project: Project, records: list[ItemRecord]) -> None:
+    """ImportConflictError when every item the file would add repeats an item the project
+    holds (the same content, gold and source) under another external id. Formats that take part
+    of the id from the file's name (EVOUNA's dataset `evouna_nq`, the long-form experts'
+    domain) give a copy of a file imported before under another name ("evouna_nq (1).json", a
+    second download) new ids for the same items: it doubled the project without a word."""
+    stored_ids = set(Item.objects.filter(project=project).values_list("external_id", flat=True))
+    new = [record for record in records if record.external_id not in stored_ids]
+    if not new:
+        return
+
+    def key(content, gold, source) -> str:
+        return json_key([content, gold, source])
+
+    stored: dict[str, str] = {}
+    for external_id, content, gold, source in Item.objects.filter(project=project).values_list(
+            "external_id", "content", "gold", "source").iterator(chunk_size=CHUNK_SIZE):
+        stored.setdefault(key(content, gold, source), external_id)
+    repeated = {record.external_id: stored.get(key(record.content, record.gold, record.source))
+                for record in new}
+    if all(repeated.values()):
+        first = new[0].external_id
+        raise ImportConflictError(
+            f"every one of the {len(new)} item(s) this file would add repeats an item project "
+            f"{project.slug!r} already holds under another external id (e.g. {first!r} is "
+            f"{repeated[first]!r}): is the file a copy, under another name, of one imported "
+            "before? Nothing imported. To hold a second copy on purpose, import it into "
+            "another project")
 
 
 def _import_chunk(
@@ -391,7 +425,7 @@ def _import_chunk(
             continue
         differing = [
             name for name in identity
-            if item[name] != getattr(record, name)
+            if not json_equal(item[name], getattr(record, name))
         ]
         if differing and not keep_existing_items:
             raise ImportConflictError(
@@ -449,7 +483,7 @@ def _insert_judgments(judged: list[tuple[ItemRecord, JudgmentRecord]], existing:
         stage_id = stage_ids[judgment.stage]
         previous = stored.get((worker_id, item_id, stage_id))
         if previous is not None:
-            if previous != _judgment_value(judgment):
+            if not json_equal(previous, _judgment_value(judgment)):
                 raise ImportConflictError(
                     f"record {record.external_id}: worker {judgment.worker!r} already has a "
                     f"different judgment of this item in stage {judgment.stage!r} "

@@ -16,6 +16,7 @@ from annotation.domain.item_content import (
     validate_item_content,
     validate_item_text,
 )
+from annotation.domain.json_values import json_equal
 from annotation.hooks import item_content_readers_registered
 from annotation.models import (
     LIVE_STAGE_STATUSES,
@@ -307,7 +308,8 @@ def _stored_replay(*, project: Project, items: Sequence[dict[str, Any]], built: 
         if existing is None:
             continue
         for field in data:  # the fields the client posted; the rest are the server's
-            if field != "external_id" and getattr(existing, field) != getattr(item, field):
+            if field != "external_id" and not json_equal(getattr(existing, field),
+                                                         getattr(item, field)):
                 raise ItemInputError(
                     field, f"{item.external_id!r} already exists in this project with a "
                            f"different {field}; a retry must repeat the stored item exactly",

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from annotation.importers.base import ImportFormatError, read_text
+from annotation.importers.base import ImportFormatError, json_lines_not_array, read_text
 from core.json_limits import json_dumps_strict, json_loads_limited, refuse_duplicate_keys
 from metrics_app.domain.score_input import ScoreInputError, check_score_row, first_repeated_id
 from metrics_app.management.scoring_options import scoring_options_check
@@ -49,6 +49,7 @@ def read_inputs(path: Path) -> tuple[list, list[MetricInput]]:
     ids, inputs, numbers = [], [], []
     try:
         text = read_text(path)  # the importers' reader: a BOM dropped, a bad byte's line named
+        json_lines_not_array(text, path=path, what="inputs")  # json.dump(rows, f) said so
     except ImportFormatError as exc:
         raise CommandError(str(exc)) from None
     # Lines end at real line breaks only: U+2028 and U+0085 are text inside a JSON string.

@@ -17,7 +17,6 @@ numbers) and nothing is stored. The same file imported again as the same version
 nothing and is no error (`unchanged` counts its rows)."""
 from __future__ import annotations
 
-import csv
 import hashlib
 import io
 import json
@@ -29,6 +28,14 @@ from django.db import transaction
 from annotation.domain.control_characters import (
     control_character_message,
     find_control_character,
+)
+from annotation.importers.base import (
+    ImportFormatError,
+    decode_text,
+    header_problems,
+    json_lines_not_array,
+    require_file,
+    table_rows,
 )
 from annotation.models import Project, TaskKind
 from core.json_limits import json_loads_limited, refuse_duplicate_keys
@@ -62,7 +69,10 @@ def read_rows(path: Path) -> list[tuple[int, dict]]:
     """(line number, row) from a .jsonl or .csv file; VerdictImportError on a broken file."""
     path = Path(path)
     try:
+        require_file(path)  # a folder or a missing path named as every import door names it
         data = path.read_bytes()
+    except ImportFormatError as exc:
+        raise VerdictImportError([str(exc)]) from None
     except OSError as exc:
         raise VerdictImportError([f"{path}: cannot read ({exc})"]) from None
     return file_rows(str(path), data)
@@ -72,33 +82,37 @@ def file_rows(name: str, data: bytes) -> list[tuple[int, dict]]:
     """(line number, row) from a file's bytes, read as .jsonl or .csv by its `name` (a path
     from the command, an uploaded file's name from the API and the judges page: one parser
     for every door); VerdictImportError on a broken file."""
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise VerdictImportError([f"{name}: cannot read ({exc})"]) from None
+    try:  # the encoding rule of every file door: a BOM dropped, UTF-16 by its mark
+        text = decode_text(data, path=name)
+    except ImportFormatError as exc:
+        raise VerdictImportError([str(exc)]) from None
     rows, errors = [], []
     suffix = Path(name).suffix.lower()
     if suffix == ".csv":
-        reader = csv.DictReader(io.StringIO(text))
-        if not reader.fieldnames or "item_id" not in reader.fieldnames:
-            raise VerdictImportError([f"{name}: the CSV header has no item_id column"])
-        names = [column for column in reader.fieldnames if column]
-        twice = sorted({column for column in names if names.count(column) > 1})
-        if twice:
-            # csv.DictReader keeps the last cell of a column named twice; a JSON line naming
-            # a key twice is refused (`refuse_duplicate_keys`): so is the header.
-            errors.append(f"{name}: the CSV header names {', '.join(map(repr, twice))} twice")
-        if error := _unknown_columns(names):
-            errors.append(f"{name}: the CSV header has {error}")
-        if errors:
-            raise VerdictImportError(errors)
-        for line, row in enumerate(reader, start=2):
-            if None in row:  # more cells than the header names (DictReader's restkey)
-                errors.append(f"line {line}: {len(row[None])} more cell(s) than the header "
-                              "has columns")
+        try:  # the reading of every table door: lines where rows start, no silent swallowing
+            table = table_rows(text, path=name)
+        except ImportFormatError as exc:
+            raise VerdictImportError([str(exc)]) from None
+        header = table[0][1] if table else []
+        # The header rule of every table door: a column named twice (csv.DictReader kept its
+        # last cell; a JSON line naming a key twice is refused too), item_id missing, or a
+        # column outside COLUMNS, each named with what it resembles (`Item_ID`, ` verdict`).
+        if problems := header_problems(header, required=("item_id",), known=COLUMNS):
+            raise VerdictImportError([f"{name}: the CSV header {problem}"
+                                      for problem in problems])
+        for line, cells in table[1:]:
+            if len(cells) > len(header):
+                errors.append(f"line {line}: {len(cells) - len(header)} more cell(s) than the "
+                              "header has columns")
                 continue
-            rows.append((line, {k: v for k, v in row.items() if k and v not in (None, "")}))
+            rows.append((line, {column: value for column, value in zip(header, cells, strict=False)
+                                if column and value != ""}))
     elif suffix in (".jsonl", ".ndjson", ".json"):
+        try:  # a file that is one JSON array (json.dump(verdicts, f, indent=2)) said so
+            json_lines_not_array(text, path=name, what="verdicts",
+                                 instead="or send the list as the API's `verdicts`")
+        except ImportFormatError as exc:
+            raise VerdictImportError([str(exc)]) from None
         # Lines as a text file gives them: str.splitlines would also cut at U+2028 or U+0085
         # inside a reasoning, which JSON strings may hold as they are.
         for line, raw in enumerate(io.StringIO(text, newline=None), start=1):
@@ -162,11 +176,10 @@ COLUMNS = ("item_id", "verdict", "score", "probability", "reasoning", "order", "
 
 def _unknown_columns(names) -> str | None:
     """Why columns outside COLUMNS are refused, or None: a misspelt `probability` was dropped
-    without a word, and the judge was read by its verdicts alone."""
-    unknown = sorted(set(names) - set(COLUMNS))
-    if not unknown:
-        return None
-    return (f"unknown column(s) {', '.join(map(repr, unknown))} (known: {', '.join(COLUMNS)})")
+    without a word, and the judge was read by its verdicts alone. The header rule of the CSV
+    (`header_problems`), so a JSON key `Item_ID` is named beside `item_id` as a column is."""
+    problems = header_problems(list(names), known=COLUMNS)
+    return problems[0].removeprefix("has ") if problems else None
 
 
 def _number(value, name: str, line: int, errors: list[str]) -> float | None:
@@ -291,7 +304,9 @@ def verdicts_import(*, project: Project, path: Path | None = None,
         reasoning = str(row.get("reasoning") or "")
         if found := find_control_character(reasoning):
             errors.append(f"line {line}: reasoning {control_character_message(found[1])}")
-        parsed.append((items[external], order, verdict, score, probability, reasoning[:4000]))
+        # Stored whole: the file is the researcher's record (an LLM run cuts its own answers at
+        # 4000 characters to bound what an endpoint sends; a file's reasoning was cut silently).
+        parsed.append((items[external], order, verdict, score, probability, reasoning))
     if first_decided and first_score_only and kind != TaskKind.LIKERT:
         errors.append(_mixed_scores_error(kind, first_score_only, first_decided))
     if errors:

@@ -322,6 +322,23 @@ def test_a_repeated_bulk_request_answers_the_stored_items_and_creates_nothing(ap
 
 
 @pytest.mark.reliability
+def test_a_repeated_bulk_request_with_large_floats_is_still_the_same_request(api, project):
+    # PostgreSQL's jsonb gives 1e23 back as the whole number 100000000000000000000000, which
+    # == never found equal to the float posted: the exact retry was a 400 "different metadata".
+    items = [{"external_id": "q0", "content": {**item_content("likert"), "score": 2.5e30},
+              "metadata": {"tokens": 1e23, "losses": [1.5e24, 0.1]}}]
+    first = api.post("/api/projects/mocha-dev/items/bulk/", {"items": items}, format="json")
+    assert first.status_code == 201
+    again = api.post("/api/projects/mocha-dev/items/bulk/", {"items": items}, format="json")
+    assert again.status_code == 200, again.json()
+    changed = [{**items[0], "metadata": {"tokens": 2e23, "losses": [1.5e24, 0.1]}}]
+    response = api.post("/api/projects/mocha-dev/items/bulk/", {"items": changed},
+                        format="json")
+    assert response.status_code == 400 and "different metadata" in str(response.json())
+    assert project.items.count() == 1
+
+
+@pytest.mark.reliability
 def test_a_bulk_request_differing_from_the_stored_one_is_refused_naming_index_and_field(
         api, project):
     items = [{"external_id": f"q{i}", "content": item_content("likert", i)} for i in range(3)]

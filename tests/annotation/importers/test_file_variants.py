@@ -251,3 +251,122 @@ def test_a_typed_split_is_spelled_as_the_file_name_rule_spells_it(shared_data, t
     run_import("jsonl", str(path), "--project", "j", "--create", "--kind", "likert",
                "--split", typed)
     assert set(Item.objects.values_list("split", flat=True)) == {stored}
+
+
+def test_a_tsv_column_named_twice_is_refused_not_read_from_its_last_cell(shared_data,
+                                                                         tmp_path):
+    # A spreadsheet edit that pasted a second `answer_response` column (a recoded copy):
+    # csv.DictReader kept the last cell, so every judgment took the copy's answer silently.
+    rows = _tsv_rows(shared_data)[:6]
+    column = rows[0].index("answer_response")
+    rows = [rows[0] + ["answer_response"]] + [row + [str((int(row[column]) + 1) % 4)]
+                                              for row in rows[1:]]
+    path = _write(tmp_path / "in_lab_qa.tsv", _tsv_bytes(rows))
+    before = db_state()
+    import_fails("onestopqa-responses", str(path), "--project", "t", "--create",
+                 match="the header names 'answer_response' twice")
+    assert db_state() == before
+
+
+def test_a_tsv_header_in_another_case_names_the_columns_it_resembles(shared_data, tmp_path):
+    rows = _tsv_rows(shared_data)[:3]
+    rows[0] = [{"item_id": "ITEM_ID", "RT": "rt"}.get(name, name) for name in rows[0]]
+    path = _write(tmp_path / "in_lab_qa.tsv", _tsv_bytes(rows))
+    before = db_state()
+    import_fails("onestopqa-responses", str(path), "--project", "t", "--create",
+                 match="the header has no column\\(s\\) item_id, RT \\(it has 'ITEM_ID' for "
+                       "'item_id', 'rt' for 'RT': column names are matched exactly")
+    assert db_state() == before
+
+
+def test_a_tsv_quote_never_closed_is_refused_naming_its_line(shared_data, tmp_path):
+    rows = _tsv_rows(shared_data)[:8]
+    column = rows[0].index("question")
+    text = _tsv_bytes(rows).decode("utf-8").split("\n")
+    cells = text[3].split("\t")
+    cells[column] = '"' + cells[column]  # a stray opening quote, never closed
+    text[3] = "\t".join(cells)
+    path = _write(tmp_path / "in_lab_qa.tsv", "\n".join(text).encode("utf-8"))
+    before = db_state()
+    import_fails("onestopqa-responses", str(path), "--project", "t", "--create",
+                 match="malformed TSV: the row starting on line 4 (opens a quoted cell that "
+                       "is never closed|has text after the quote that closes a quoted cell)")
+    assert db_state() == before
+
+
+def test_an_expert_file_downloaded_twice_into_the_folder_is_named_by_both_files(shared_data,
+                                                                                 tmp_path):
+    # A browser saves a second download as "... (1).json": every pair of it got a second
+    # judgment by the same expert, refused as "judges this item twice" naming neither file.
+    folder = tmp_path / "lfqa"
+    originals = sorted((shared_data / "lfqa_experts").glob("Biology_*.json"))[:2]
+    for source in originals:
+        _write(folder / source.name, source.read_bytes())
+    _write(folder / f"{originals[0].stem} (1).json", originals[0].read_bytes())
+    before = db_state()
+    message = import_fails("lfqa-experts", str(folder), "--project", "l", "--create",
+                           match="judged this pair already in")
+    assert f"{originals[0].stem} (1).json" in message and f"/{originals[0].name}:" in message
+    assert "is one file a copy of the other?" in message and db_state() == before
+
+
+@pytest.mark.parametrize("indent", [None, 2])
+def test_a_json_array_of_items_given_as_jsonl_is_refused_saying_what_it_is(tmp_path, indent):
+    # json.dump(items, f, indent=2): its first line "[" was "malformed JSON at column 2".
+    path = _write(tmp_path / "items.json",
+                  json.dumps([LIKERT_ROW, {**LIKERT_ROW, "external_id": "q2"}],
+                             indent=indent).encode("utf-8"))
+    before = db_state()
+    import_fails("jsonl", str(path), "--project", "j", "--create", "--kind", "likert",
+                 match="holds one JSON array of 2 value\\(s\\), not one JSON object per line: "
+                       "write the items as JSON Lines")
+    assert db_state() == before
+
+
+def _evouna_subset(shared_data, name: str, count: int = 30) -> list:
+    return json.loads((shared_data / "open_qa_judgments" / name).read_text(
+        encoding="utf-8"))[:count]
+
+
+def test_a_file_imported_again_under_another_name_is_refused_not_doubled(shared_data,
+                                                                         tmp_path):
+    # EVOUNA's dataset (and so every external id) comes from the file's name: a second
+    # download "evouna_nq (1).json" gave the same answers new ids and doubled the project.
+    questions = _evouna_subset(shared_data, "evouna_nq.json")
+    body = json.dumps(questions).encode("utf-8")
+    first = _write(tmp_path / "evouna_nq.json", body)
+    run_import("evouna", str(first), "--project", "ev", "--create")
+    before = db_state()
+    copy = _write(tmp_path / "copy" / "evouna_nq (1).json", body)
+    message = import_fails("evouna", str(copy), "--project", "ev",
+                           match="is the file a copy, under another name, of one imported before")
+    assert "'evouna_nq (1)/0/fid' is 'evouna_nq/0/fid'" in message and db_state() == before
+    # Another file, or the copy into another project, imports as before.
+    other = _write(tmp_path / "evouna_tq.json",
+                   json.dumps(_evouna_subset(shared_data, "evouna_tq.json")).encode("utf-8"))
+    assert "nothing new" not in run_import("evouna", str(other), "--project", "ev")
+    run_import("evouna", str(copy), "--project", "ev-second", "--create")
+    assert Item.objects.filter(project__slug="ev-second").count() == \
+        Item.objects.filter(project__slug="ev", dataset="evouna_nq").count()
+
+
+def test_an_expert_file_renamed_is_refused_as_a_copy_not_doubled(shared_data, tmp_path):
+    # The long-form experts' domain comes from the file's name prefix: Biology_12 copied as
+    # Bio_12 gave its 20 pairs a second set of ids.
+    source = sorted((shared_data / "lfqa_experts").glob("Biology_*.json"))[0]
+    run_import("lfqa-experts", str(source), "--project", "lf", "--create")
+    before = db_state()
+    renamed = _write(tmp_path / f"Bio_{source.name.split('_', 1)[1]}", source.read_bytes())
+    import_fails("lfqa-experts", str(renamed), "--project", "lf",
+                 match="every one of the 20 item\\(s\\) this file would add repeats an item")
+    assert db_state() == before
+
+
+def test_a_comma_separated_copy_of_the_tsv_says_how_its_cells_are_separated(shared_data,
+                                                                            tmp_path):
+    rows = _tsv_rows(shared_data)[:3]
+    out = io.StringIO()
+    csv.writer(out, lineterminator="\n").writerows(rows)
+    path = _write(tmp_path / "in_lab_qa.tsv", out.getvalue().encode("utf-8"))
+    import_fails("onestopqa-responses", str(path), "--project", "t", "--create",
+                 match="its cells are separated by ',', not '\\\\t'")

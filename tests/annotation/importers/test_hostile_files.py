@@ -96,3 +96,21 @@ def test_nan_or_infinity_in_metadata_or_judgments(tmp_path, where, number):
 def test_the_item_rule_refuses_non_finite_numbers_for_every_door():
     with pytest.raises(ItemContentError, match=r"gold\.weights\[0\]: must be a finite number"):
         validate_item_text({"gold": {"choice": "A", "weights": [float("inf")]}})
+
+
+def test_a_file_with_large_floats_imported_twice_creates_nothing_the_second_time(tmp_path):
+    # PostgreSQL's jsonb gives 1.5e24 back as the whole number 1500000000000000000000000,
+    # which == never found equal to the float in the file: the second import of the same
+    # file was refused there as "different content" / "a different judgment".
+    row = copy.deepcopy(LIKERT_ROW)
+    row["content"]["retrieval_score"] = 2.5e30
+    row["metadata"] = {"tokens": 1e23}
+    row["judgments"][0]["extra"] = {"model_loss": 1.5e24, "scores": [1e23, 0.1, 7]}
+    path = write_jsonl(tmp_path / "items.jsonl", [row])
+    run_import("jsonl", str(path), "--project", "big", "--create", "--kind", "likert")
+    again = run_import("jsonl", str(path), "--project", "big")
+    assert "nothing new: this data was imported before" in again
+    changed = copy.deepcopy(row)
+    changed["judgments"][0]["extra"]["model_loss"] = 1.6e24
+    import_fails("jsonl", str(write_jsonl(tmp_path / "changed.jsonl", [changed])),
+                 "--project", "big", match="already has a different judgment")

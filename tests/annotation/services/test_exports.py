@@ -29,7 +29,8 @@ VOLATILE = {"project", "created_at", "worker_provider", "stage_kind"}
 
 def _normalized(jsonl: str) -> list[dict]:
     rows = []
-    for line in jsonl.splitlines():
+    # Lines end at "\n" only: str.splitlines would also cut at a U+2028 inside a text.
+    for line in filter(None, jsonl.split("\n")):
         row = json.loads(line)
         for key in VOLATILE:
             row.pop(key, None)
@@ -117,6 +118,25 @@ def test_an_export_imports_back_into_a_new_project_without_naming_its_kind(share
         run_import("jsonl", str(plain), "--project", "plain", "--create")
     with pytest.raises(ImportRefused, match="choose the task kind"):
         import_file(format_name="jsonl", path=plain, new_project=NewProject(slug="plain"))
+
+
+@pytest.mark.parametrize("separator", ["\u2028", "\u2029", "\u0085"])
+def test_an_export_whose_first_text_holds_a_unicode_line_separator_imports_back_as_it_is(
+        tmp_path, separator):
+    # The export writes U+2028 as it is (valid JSON); the kind was read from the first line as
+    # str.splitlines cut it, so the line did not parse and the import asked for --kind.
+    row = copy.deepcopy(LIKERT_ROW)
+    row["content"]["candidate"] = f"on a mat{separator}by the fire"
+    run_import("jsonl", str(write_jsonl(tmp_path / "in.jsonl", [row])), "--project", "sep",
+               "--create", "--kind", "likert")
+    path = tmp_path / "sep.jsonl"
+    run_export("sep", "--output", str(path))
+    assert separator in path.read_text(encoding="utf-8")
+    output = run_import("jsonl", str(path), "--project", "sep-copy", "--create")
+    assert "'sep-copy' (likert)" in output
+    copied = Project.objects.get(slug="sep-copy").items.get()
+    assert copied.content["candidate"] == f"on a mat{separator}by the fire"
+    assert _normalized(run_export("sep-copy")) == _normalized(path.read_text(encoding="utf-8"))
 
 
 def test_csv_has_one_row_per_judgment(tmp_path):

@@ -171,6 +171,9 @@ def test_score_command_names_the_bad_line_and_field(tmp_path, line, message):
     (b'{"id": 0, "question": "q", "references": ["r"], "candidate": "caf\xe9"}',
      "line 1, byte 66 of the line is 0xE9"),
     (('{"a": ' * 3000 + "1" + "}" * 3000).encode(), "line 1: .*deep"),
+    # json.dump(rows, f, indent=2): one JSON array, said so (was "line 1: ... '['").
+    (b'[\n {"id": 0, "question": "q", "references": ["r"], "candidate": "c"}\n]',
+     "holds one JSON array of 1 value\\(s\\), not one JSON object per line"),
 ])
 def test_score_command_reads_its_file_by_the_json_rule_of_every_door(tmp_path, raw, message):
     """A key given twice, a lone surrogate, a Latin-1 byte and runaway nesting are refused

@@ -106,7 +106,7 @@ def test_broken_files_and_missing_names(project, tmp_path):
         verdicts_import(project=project, path=xlsx, judge="j", version="1")
     headerless = tmp_path / "h.csv"
     headerless.write_text("id,verdict\nq0,correct\n", encoding="utf-8")
-    with pytest.raises(CommandError, match="no item_id column"):
+    with pytest.raises(CommandError, match="the CSV header has no column\\(s\\) item_id"):
         call_command("import_verdicts", "imp", str(headerless), "--judge", "j",
                      "--judge-version", "1")
     assert not JudgeVerdict.objects.exists()
@@ -298,3 +298,132 @@ def test_an_item_with_imported_verdicts_keeps_the_content_they_judged(project, t
     assert "imported verdicts (ext@1)" in item_edit_errors(
         item=item, changes={"content": changed})["content"]
     assert item_edit_errors(item=other, changes={"content": {**other.content, "x": 1}}) == {}
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-le", "utf-16-be"])
+def test_a_utf16_verdict_file_with_its_mark_is_read_as_item_files_are(project, tmp_path,
+                                                                      encoding):
+    # Notepad's "Unicode" and Excel's "Unicode text" save UTF-16 with a byte-order mark: the
+    # item importers read it (`decode_text`); the verdict reader refused it as undecodable.
+    path = tmp_path / "v.csv"
+    body = "item_id,verdict,reasoning\r\nq0,correct,café ✓\r\nq1,no,\r\n"
+    path.write_bytes((body if encoding == "utf-16" else "\ufeff" + body).encode(encoding))
+    assert verdicts_import(project=project, path=path, judge="j", version="1")["imported"] == 2
+    assert JudgeVerdict.objects.get(item__external_id="q0").reasoning == "café ✓"
+
+
+def test_a_latin1_verdict_file_is_refused_naming_the_line_as_item_files_are(project,
+                                                                             tmp_path):
+    path = tmp_path / "v.csv"
+    path.write_bytes("item_id,verdict,reasoning\nq0,correct,ok\nq1,no,caf\xe9\n"
+                     .encode("latin-1"))
+    message = "line 3, byte 10 of the line is 0xE9"
+    with pytest.raises(VerdictImportError, match=message):
+        verdicts_import(project=project, path=path, judge="j", version="1")
+    with pytest.raises(CommandError, match=message):
+        call_command("import_verdicts", "imp", str(path), "--judge", "j", "--judge-version", "1")
+    assert not JudgeVerdict.objects.exists() and not Judge.objects.exists()
+
+
+def test_a_folder_given_as_the_verdict_file_is_named_as_a_folder(project, tmp_path):
+    folder = tmp_path / "verdicts.csv"
+    folder.mkdir()
+    (folder / "gpt.csv").write_text("item_id,verdict\nq0,correct\n", encoding="utf-8")
+    with pytest.raises(VerdictImportError, match="is a folder, not a file.*it holds gpt.csv"):
+        verdicts_import(project=project, path=folder, judge="j", version="1")
+    with pytest.raises(VerdictImportError, match="file not found"):
+        verdicts_import(project=project, path=tmp_path / "nope.csv", judge="j", version="1")
+
+
+def test_a_row_after_a_reasoning_with_line_breaks_is_named_by_its_own_line(project, tmp_path):
+    # An LLM's reasoning holds line breaks; a CSV keeps them inside the quoted cell. The
+    # unknown item is on line 7 of the file (what an editor shows), not the 4th row.
+    path = tmp_path / "v.csv"
+    path.write_text('item_id,verdict,reasoning\r\nq0,correct,"Step 1: read.\r\nStep 2: compare.'
+                    '\r\nSo: correct."\r\nq1,no,short\r\n\r\nqX,yes,"again\nx"\r\nq2,maybe,\r\n',
+                    encoding="utf-8")
+    with pytest.raises(VerdictImportError) as refused:
+        verdicts_import(project=project, path=path, judge="j", version="1")
+    assert refused.value.errors[:2] == [
+        "line 7: item_id 'qX' is not an item of imp",
+        "line 9: verdict 'maybe' is not one of correct, incorrect"]
+    assert not JudgeVerdict.objects.exists()
+
+
+@pytest.mark.parametrize("header, message", [
+    ("Item_ID,verdict", "the CSV header has no column(s) item_id (it has 'Item_ID' for "
+                        "'item_id': column names are matched exactly, in case and spaces)"),
+    ("item_id, verdict", "the CSV header has unknown column(s) ' verdict' (it has ' verdict' "
+                         "for 'verdict'"),
+])
+def test_a_header_differing_only_in_case_or_spaces_names_what_it_resembles(project, tmp_path,
+                                                                           header, message):
+    path = tmp_path / "v.csv"
+    path.write_text(f"{header}\nq0,correct\n", encoding="utf-8")
+    with pytest.raises(VerdictImportError, match=re.escape(message)):
+        verdicts_import(project=project, path=path, judge="j", version="1")
+    assert not JudgeVerdict.objects.exists()
+
+
+def test_a_long_reasoning_is_stored_whole_and_the_file_again_is_unchanged(project, tmp_path):
+    # A chain-of-thought reasoning of 5,000 characters was cut to 4,000 without a word.
+    reasoning = "Step. " * 1000 + "So the answer is correct."
+    path = _jsonl(tmp_path, [{"item_id": "q0", "verdict": "correct", "reasoning": reasoning}])
+    assert verdicts_import(project=project, path=path, judge="j", version="1")["imported"] == 1
+    assert JudgeVerdict.objects.get().reasoning == reasoning
+    again = verdicts_import(project=project, path=path, judge="j", version="1")
+    assert (again["imported"], again["unchanged"]) == (0, 1)
+
+
+def test_a_quote_never_closed_is_refused_not_the_rest_of_the_file_swallowed(project, tmp_path):
+    # A reasoning opening with a stray quote: csv's lenient reading took every later row into
+    # that cell, and the import stored 2 verdicts of 4 without a word.
+    path = tmp_path / "v.csv"
+    path.write_text('item_id,verdict,reasoning\nq0,correct,fine\nq1,no,"He said no\n'
+                    'q2,yes,ok\nq3,no,ok\n', encoding="utf-8")
+    with pytest.raises(VerdictImportError, match="the row starting on line 3 opens a quoted "
+                                                 "cell that is never closed"):
+        verdicts_import(project=project, path=path, judge="j", version="1")
+    path.write_text('item_id,verdict,reasoning\nq0,correct,"fine" really\n', encoding="utf-8")
+    with pytest.raises(VerdictImportError, match="line 2 has text after the quote that "
+                                                 "closes a quoted cell"):
+        verdicts_import(project=project, path=path, judge="j", version="1")
+    assert not JudgeVerdict.objects.exists()
+
+
+def test_a_cell_longer_than_csvs_default_limit_is_read(project, tmp_path):
+    # 200,000 characters: csv's default limit (131,072) raised an uncaught csv.Error, a
+    # traceback from the command and a 500 from the API and the judges page.
+    reasoning = "long thought " * 15_000 + "done"
+    path = tmp_path / "v.csv"
+    path.write_text(f'item_id,verdict,reasoning\nq0,correct,"{reasoning}"\nq1,no,\n',
+                    encoding="utf-8")
+    assert verdicts_import(project=project, path=path, judge="j", version="1")["imported"] == 2
+    assert JudgeVerdict.objects.get(item__external_id="q0").reasoning == reasoning
+
+
+@pytest.mark.parametrize("indent", [None, 2])
+def test_a_json_array_of_verdicts_is_refused_saying_what_it_is(project, tmp_path, indent):
+    # What json.dump(verdicts, f, indent=2) writes: read line by line it was ten "not JSON"
+    # errors (or one "not a JSON object") for a file that is valid JSON.
+    path = tmp_path / "v.json"
+    path.write_text(json.dumps([{"item_id": "q0", "verdict": "correct"},
+                                {"item_id": "q1", "verdict": "no"}], indent=indent),
+                    encoding="utf-8")
+    with pytest.raises(VerdictImportError) as refused:
+        verdicts_import(project=project, path=path, judge="j", version="1")
+    assert len(refused.value.errors) == 1
+    assert "holds one JSON array of 2 value(s), not one JSON object per line" in \
+        refused.value.errors[0]
+    assert not JudgeVerdict.objects.exists()
+
+
+def test_a_semicolon_separated_csv_says_how_its_cells_are_separated(project, tmp_path):
+    # Excel saves "CSV" with ';' where the decimal mark is a comma: the header was one column
+    # 'item_id;verdict;score', refused as having no item_id and nothing more.
+    path = tmp_path / "v.csv"
+    path.write_text("item_id;verdict;score\nq0;correct;4,5\n", encoding="utf-8")
+    with pytest.raises(VerdictImportError, match=re.escape(
+            "the CSV header has no column(s) item_id (its cells are separated by ';', not "
+            "',': save the file with ',' between cells)")):
+        verdicts_import(project=project, path=path, judge="j", version="1")
