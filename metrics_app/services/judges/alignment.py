@@ -44,15 +44,16 @@ DISAGREEMENTS = 25
 ESTIMATE_LABELS = 200
 
 
-def human_labels(project: Project) -> dict[int, dict]:
+def human_labels(project: Project, *, with_unlabelled: bool = False) -> dict[int, dict]:
     """item id -> {labels: [1/0 per judgment], label, mean, n, spread, agreement}. The label of
     a Likert item is its human score (`item_gold_scores`: a researcher's adjudicated score,
     else the mean, or the median when the project's aggregation says so) at or above
     CORRECT_AT, as the export's label, the estimates and the metric report's decision table
     read it; of an A/B item the export's label (`item_labels`: the adjudicated side, else the
     project's aggregation model: majority, Dawid–Skene, MACE or GLAD; an item without one, a
-    majority tie, is left out). `labels`, `mean` and `spread` describe the votes, `agreement`
-    the share of them on the label's side."""
+    majority tie, is left out, or kept with label and agreement None `with_unlabelled`: the
+    human ceiling reads every item's votes). `labels`, `mean` and `spread` describe the votes,
+    `agreement` the share of them on the label's side."""
     frame = load_judgments(project=project)
     ab = project.kind == TaskKind.AB
     gold = item_gold_scores(project=project) if not ab else {}
@@ -75,6 +76,8 @@ def human_labels(project: Project) -> dict[int, dict]:
             label = int(gold[item_id] >= CORRECT_AT)
         elif sides.get(item_id) in AB_CHOICES:
             label = int(sides[item_id] == "A")
+        elif with_unlabelled:
+            label = None  # a majority tie: no label, its votes still read by the ceiling
         else:
             continue  # no label: a majority tie
         out[item_id] = {"labels": [int(b) for b in binary], "label": label,
@@ -83,7 +86,7 @@ def human_labels(project: Project) -> dict[int, dict]:
                         # adjudicated against unanimous judges (or a model's label against the
                         # majority) has little, not full, agreement.
                         "spread": float(np.std(values)),
-                        "agreement": share if label else 1 - share}
+                        "agreement": None if label is None else share if label else 1 - share}
     return out
 
 
@@ -158,7 +161,8 @@ def judge_alignment_report(*, project: Project, refs: list[str] | None = None,
     """{"judges": {label: {...}}, "ceiling", "paired", "estimates", "history", ...}."""
     if project.kind not in (TaskKind.LIKERT, TaskKind.AB):
         return {"skipped": "the alignment report covers Likert and A/B projects"}
-    human = human_labels(project)
+    votes = human_labels(project, with_unlabelled=True)
+    human = {i: h for i, h in votes.items() if h["label"] is not None}
     refs = refs or default_refs(project)
     items = {row["id"]: row for row in project.items.filter(
         is_practice=False, excluded=False, is_gold_check=False).values(
@@ -167,7 +171,10 @@ def judge_alignment_report(*, project: Project, refs: list[str] | None = None,
     report = {"project": project.slug, "kind": project.kind, "n_items": len(items),
               "n_labelled": sum(i in items for i in human), "n_resamples": n_resamples,
               "judges": {}, "errors": {}, "paired": [], "estimates": {}, "history": {}}
-    report["ceiling"] = human_ceiling({i: h["labels"] for i, h in human.items() if i in items},
+    # Every item's votes, labelled or not: the A/B items without a label are those whose
+    # judgments split evenly, and leaving them out kept the items where the humans agree
+    # (two experts who agree 70% of the time read as a ceiling of 1.0).
+    report["ceiling"] = human_ceiling({i: h["labels"] for i, h in votes.items() if i in items},
                                       n_resamples=n_resamples, seed=seed)
     views: dict[str, JudgeView] = {}
     correct: dict[str, dict[int, bool]] = {}
@@ -390,8 +397,8 @@ PAGE_RESAMPLES = 200
 
 # Bumped when the report reads differently, so a cached copy of the older reading is not
 # served (2: a learned metric leaves out the answers its version saw; 3: κ of one label on
-# both sides is undefined, not 0).
-ALIGNMENT_FORMAT = 3
+# both sides is undefined, not 0; 4: the human ceiling reads the items whose votes tie).
+ALIGNMENT_FORMAT = 4
 
 
 def _alignment_params(project: Project, refs: list[str] | None, n_resamples: int) -> dict:

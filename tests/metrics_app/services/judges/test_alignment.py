@@ -242,3 +242,22 @@ def test_an_imported_judge_with_verdicts_on_some_items_and_scores_on_others(tmp_
     assert judge["judged_with_labels"] == len(own_call)
     assert judge["accuracy"] == pytest.approx(sum(right) / len(right))
     assert "own call on each item" in judge["decision"]
+
+
+@pytest.mark.reliability
+def test_the_human_ceiling_reads_the_ab_items_whose_two_votes_split():
+    """Two experts per pair, as the long-form QA study's Economics and Physics domains: the
+    ceiling read only items with a majority label, so the pairs the experts split on (no
+    label) were left out and two experts agreeing on 7 of 10 pairs read as a ceiling of 1.0
+    (the real study: 0.922 on the judges page where its experts agree 0.807)."""
+    project = make_project(TaskKind.AB)
+    stage = make_stage(project)
+    first, second = make_worker(), make_worker()
+    for i in range(10):
+        item = make_item(project, content=item_content(TaskKind.AB, i))
+        make_judgment(item=item, stage=stage, worker=first, choice="A")
+        make_judgment(item=item, stage=stage, worker=second, choice="A" if i < 7 else "B")
+    assert len(human_labels(project)) == 7  # the split pairs have no label
+    ceiling = judge_alignment_report(project=project, n_resamples=20)["ceiling"]
+    assert ceiling["n_items"] == 10 and ceiling["n_pairs"] == 20
+    assert ceiling["accuracy"] == pytest.approx(14 / 20)
