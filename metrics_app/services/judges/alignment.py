@@ -268,6 +268,7 @@ def _bias_cards(view, common, items, human, predicted, rank, labels, *, n_resamp
         lengths = [len(str((items[i]["content"] or {}).get("candidate", "")).split())
                    for i in common]
         cards["length"] = length_bias(lengths, rank, [human[i]["mean"] for i in common],
+                                      judge_positive=judge_pos, human_positive=human_pos,
                                       n_resamples=min(n_resamples, 500), seed=seed)
     for column in ("source", "dataset"):
         groups: dict[str, list[int]] = {}
@@ -416,8 +417,9 @@ PAGE_RESAMPLES = 200
 # Bumped when the report reads differently, so a cached copy of the older reading is not
 # served (2: a learned metric leaves out the answers its version saw; 3: κ of one label on
 # both sides is undefined, not 0; 4: the human ceiling reads the items whose votes tie; 5: the
-# items in the order of what they say, not of their ids, `item_order`).
-ALIGNMENT_FORMAT = 5
+# items in the order of what they say, not of their ids, `item_order`; 6: the length card's
+# tercile rates are shares called correct, not means of scores).
+ALIGNMENT_FORMAT = 6
 
 
 def _alignment_params(project: Project, refs: list[str] | None, n_resamples: int) -> dict:

@@ -307,3 +307,23 @@ def test_the_alignment_report_does_not_depend_on_the_order_or_names_of_the_items
     assert set(one["judges"]) == {"metric:f1", "metric:length"}
     assert one["estimates"]["metric:f1"]["n_labels"] == 15
     assert _without_ids(one) == _without_ids(two)
+
+
+@pytest.mark.reliability
+def test_the_length_cards_tercile_rates_are_shares_called_correct():
+    """The length card's per-tercile `human_rate` was the humans' mean 1-5 score (4.11 on 600
+    real EVOUNA answers) beside a judge's `judge_rate` that was the mean of its graded
+    values: neither was the share of items called correct that the card's rates say, which
+    the per-system cards give."""
+    rows = [(i, " ".join(["on the mat"] + ["word"] * (i % 9)), 5 if i % 3 else 1)
+            for i in range(60)]
+    project = _study_in_order("tercile-rates", rows, "t")
+    card = judge_alignment_report(project=project, refs=["metric:length"],
+                                  n_resamples=50)["judges"]["metric:length"]["bias"]
+    terciles, systems = card["length"]["terciles"], card["source"]
+    assert len(terciles) == 3
+    for rate in ("judge_rate", "human_rate"):
+        assert all(0 <= row[rate] <= 1 for row in terciles)
+        by_length = sum(row[rate] * row["n"] for row in terciles)
+        by_system = sum(cell[rate] * cell["n"] for cell in systems.values())
+        assert by_length == pytest.approx(by_system)
