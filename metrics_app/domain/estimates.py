@@ -145,6 +145,10 @@ def human_only(y: Sequence[float], *, n_items: int | None = None, n_resamples: i
         se = math.sqrt(fpc * float(y.var(ddof=1)) / n)
         return Estimate("human", mean, mean - Z95 * se, mean + Z95 * se, se, n, total)
     rng = np.random.default_rng(seed)
+    # The resampled statistic is a mean, a function of the values alone: drawn from them
+    # sorted, the interval does not depend on the order the items came in (their ids follow
+    # the order a file was imported in).
+    y = np.sort(y)
     # Means of resamples in chunks: 2,000 × n draws at once would be 16 MB at n = 1,000.
     means = np.concatenate([
         y[rng.integers(0, n, size=(min(500, n_resamples - start), n))].mean(axis=1)
@@ -315,7 +319,7 @@ def metric_only(f_all: Sequence[float], f_labeled: Sequence[float], y: Sequence[
            "bias_high": None, "bias_undefined": None if len(y) >= 2 else too_few_labels(
                len(y), "the judge's bias needs 2")}
     if len(y) >= 2:
-        diff = f - y
+        diff = np.sort(f - y)  # sorted: the interval does not follow the items' order
         rng = np.random.default_rng(seed)
         means = diff[rng.integers(0, len(diff), size=(n_resamples, len(diff)))].mean(axis=1)
         low, high = np.percentile(means, [2.5, 97.5])

@@ -168,10 +168,16 @@ def rate_gap(judge: Sequence[float], human: Sequence[float], *, n_resamples: int
 
 
 def length_bias(lengths: Sequence[float], judge: Sequence[float], human: Sequence[float], *,
+                judge_positive: Sequence[float] | None = None,
+                human_positive: Sequence[float] | None = None,
                 n_resamples: int = 500, seed: int = 0) -> dict:
     """Does the judge favour longer answers more than the humans? Spearman(length, judge)
     minus Spearman(length, human) on the same items with a paired bootstrap interval (> 0:
-    more than the humans), and the judge-minus-human positive rate per length tercile."""
+    more than the humans), and the judge's and the humans' positive rates per length tercile:
+    the shares of items each calls correct (`judge_positive`, `human_positive`: 1/0 per item;
+    by default `judge` and `human` themselves, when they are such calls). The rates are never
+    means of the graded values: beside a judge's rate of 0.51, the humans' mean score of 4.11
+    on the 1-5 scale read as their "rate"."""
     from scipy.stats import rankdata
 
     length = np.asarray(lengths, dtype=float)
@@ -196,6 +202,8 @@ def length_bias(lengths: Sequence[float], judge: Sequence[float], human: Sequenc
     out.update(spearman_length_judge=finite_or_none(sj), spearman_length_human=finite_or_none(sh),
                difference=finite_or_none(sj - sh), ci=ci,
                favours_longer=None if ci[0] is None else bool(ci[0] > 0))
+    j_pos = j if judge_positive is None else np.asarray(judge_positive, dtype=float)
+    h_pos = h if human_positive is None else np.asarray(human_positive, dtype=float)
     edges = np.quantile(length, [1 / 3, 2 / 3])
     tercile = np.searchsorted(edges, length, side="right")
     for t, name in enumerate(("short", "medium", "long")):
@@ -204,8 +212,8 @@ def length_bias(lengths: Sequence[float], judge: Sequence[float], human: Sequenc
             out["terciles"].append({
                 "tercile": name, "n": int(members.sum()),
                 "max_words": finite_or_none(length[members].max()),
-                "judge_rate": finite_or_none(j[members].mean()),
-                "human_rate": finite_or_none(h[members].mean())})
+                "judge_rate": finite_or_none(j_pos[members].mean()),
+                "human_rate": finite_or_none(h_pos[members].mean())})
     return out
 
 

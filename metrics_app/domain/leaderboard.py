@@ -294,24 +294,45 @@ class ClusterCounts:
     n_clusters: int
 
 
-def cluster_counts(table: PairTable, outcome: np.ndarray, cluster: np.ndarray) -> ClusterCounts:
+def cluster_counts(table: PairTable, outcome: np.ndarray, cluster: np.ndarray, *,
+                   system_order: np.ndarray | None = None,
+                   position: bool = True) -> ClusterCounts:
+    """The distinct cluster signatures, in an order that depends on the votes alone.
+
+    The seeded bootstrap draws one weight per signature in this order, so the order must not
+    follow anything the data do not mean: not the clusters' ids (database keys, which follow
+    the order items and workers were imported: the same judgments imported in another order,
+    or under other item or worker names, gave other intervals), nor the systems' indices (their
+    names). Signatures are ordered by a fixed random projection of their counts written in
+    canonical columns: the systems in `system_order` (each system's place, e.g. by strength),
+    and, without a position effect (`position` False: left and right mean nothing), each pair
+    from the system placed first, its outcome flipped with it."""
+    if system_order is None:
+        system_order = np.arange(int(table.rows.max()) + 1 if len(table.rows) else 1)
+    place = np.asarray(system_order, dtype=np.int64)
+    k = len(place)
+    left, right = place[table.rows[:, 0]], place[table.rows[:, 1]]
+    swap = (left > right) if not position else np.zeros(len(left), dtype=bool)
+    low, high = np.where(swap, right, left), np.where(swap, left, right)
+    vote_swapped = swap[table.row_of_vote]
+    canonical_outcome = np.where(vote_swapped & (outcome != TIE), LEFT + RIGHT - outcome,
+                                 outcome)
+    canonical_cols = (low * k + high)[table.row_of_vote] * 3 + canonical_outcome
     codes, cluster_index = factorize(cluster)
     cols = table.row_of_vote * 3 + outcome
     matrix = sparse.csr_matrix((np.ones(len(cols)), (cluster_index, cols)),
                                shape=(len(codes), len(table.rows) * 3))
     matrix.sum_duplicates()
-    matrix.sort_indices()
-    # Identical rows give identical projections (same terms, same order); two random
-    # projections tell different rows apart with probability 1.
-    probe = np.random.default_rng(12345).random((matrix.shape[1], 2))
-    keys = np.ascontiguousarray(matrix @ probe).view(np.complex128)[:, 0]
+    canonical = sparse.csr_matrix((np.ones(len(cols)), (cluster_index, canonical_cols)),
+                                  shape=(len(codes), k * k * 3))
+    canonical.sum_duplicates()
+    canonical.sort_indices()  # the same terms summed in the same order: bit-identical keys
+    # Identical rows give identical projections; two random projections tell different rows
+    # apart with probability 1. np.unique returns them sorted by key: the canonical order.
+    probe = np.random.default_rng(12345).random((canonical.shape[1], 2))
+    keys = np.ascontiguousarray(canonical @ probe).view(np.complex128)[:, 0]
     _, first, multiplicity = np.unique(keys, return_index=True, return_counts=True)
-    # Signatures in the order of their first cluster (clusters sorted by id), not of their
-    # projections: the projections depend on the systems' indices, so the seeded weights would
-    # go to other clusters (and the intervals move) when the same votes list the systems in
-    # another order or under other names.
-    by_first = np.argsort(first, kind="stable")
-    return ClusterCounts(signatures=matrix[first[by_first]], multiplicity=multiplicity[by_first],
+    return ClusterCounts(signatures=matrix[first], multiplicity=multiplicity,
                          n_clusters=len(codes))
 
 
@@ -485,10 +506,15 @@ def leaderboard(votes: Votes, *, rounds: int = 200, level: float = 0.95, seed: i
     group = np.empty(k, dtype=np.int64)
     for g, members in enumerate(components):
         group[members] = g
+    # The systems' places for the bootstrap's order (`cluster_counts`): by strength, so it
+    # does not follow their names; equal strengths (rare) by name.
+    system_order = np.empty(k, dtype=np.int64)
+    system_order[np.lexsort((np.arange(k), _ranks(theta)))] = np.arange(k)
     rng = np.random.default_rng(seed)
     intervals, rank_intervals, notes, n_clusters_of = {}, {}, {}, {}
     for scheme, cluster in (("item", votes.item), ("worker", votes.worker)):
-        by_cluster = cluster_counts(table, votes.outcome, cluster)
+        by_cluster = cluster_counts(table, votes.outcome, cluster,
+                                    system_order=system_order, position=position)
         n_clusters = n_clusters_of[scheme] = by_cluster.n_clusters
         if n_clusters < MIN_CLUSTERS:
             notes[scheme] = (f"{n_clusters} {scheme}s: too few for {scheme} bootstrap "

@@ -347,6 +347,18 @@ def resample_row_counts(rng: np.random.Generator, freq: np.ndarray, size: int) -
         size, len(freq)).astype(float)
 
 
+def content_order_key(content: dict | None, *rest) -> tuple:
+    """A sort key for an item from what it says (a digest of its content), then `rest`: the
+    one order of items every bootstrap and sampled draw over items reads, so a result does
+    not depend on the items' ids, which follow the order a file was imported in, nor on
+    their names. Items alike in content and `rest` are interchangeable."""
+    import hashlib
+    import json
+
+    text = json.dumps(content or {}, sort_keys=True, ensure_ascii=False)
+    return (hashlib.sha256(text.encode("utf-8")).hexdigest(), *rest)
+
+
 def is_validation_key(key: str, fraction: float = 0.5) -> bool:
     """A stable, seedless assignment of a key (a question) to the validation half: the same
     question is always on the same side, whatever else the project holds."""

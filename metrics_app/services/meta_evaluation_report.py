@@ -108,6 +108,11 @@ def _kept_likert_items(*, project: Project, params: dict) -> list[dict]:
                 and meta_evaluation.is_number_pair(candidate, refs)):
             continue
         kept.append(item)
+    # In the order of what the items say, not of their ids (the import order): the paired
+    # bootstrap of the significance section resamples positions in this order.
+    kept.sort(key=lambda item: meta_evaluation.content_order_key(
+        item["content"], item["source"] or "", item["dataset"] or "", item["split"] or "",
+        item["id"]))
     return kept
 
 
@@ -441,13 +446,15 @@ def metric_evaluation_build(*, project: Project, params: dict | None = None,
 
 # What a cached copy of an older format misses, by its format (copies stored before formats
 # were numbered: 2 with `left_out_seen`, else 1): the page says it until the copy is refreshed.
-METRIC_REPORT_FORMAT = 4
+METRIC_REPORT_FORMAT = 5
 METRIC_REPORT_CHANGES = {
     1: "learned metrics are measured only on the answers they never saw, and an undefined "
        "correlation or kappa says why",
     2: "an undefined correlation or kappa says why instead of showing a number or a dash",
     3: "a metric that could give no answer a value (no reference answer) says so in its "
        "cells instead of a dash",
+    4: "the paired bootstrap of the significance tests no longer depends on the order the "
+       "items were imported in",
 }
 
 

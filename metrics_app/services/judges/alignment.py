@@ -27,7 +27,7 @@ from ...domain.judge_alignment import (
     rate_gap,
     resample_indices,
 )
-from ...domain.meta_evaluation import best_threshold, is_validation_key
+from ...domain.meta_evaluation import best_threshold, content_order_key, is_validation_key
 from ...judge_selectors import (
     LIKERT_RANGE,
     JudgeView,
@@ -44,15 +44,16 @@ DISAGREEMENTS = 25
 ESTIMATE_LABELS = 200
 
 
-def human_labels(project: Project) -> dict[int, dict]:
+def human_labels(project: Project, *, with_unlabelled: bool = False) -> dict[int, dict]:
     """item id -> {labels: [1/0 per judgment], label, mean, n, spread, agreement}. The label of
     a Likert item is its human score (`item_gold_scores`: a researcher's adjudicated score,
     else the mean, or the median when the project's aggregation says so) at or above
     CORRECT_AT, as the export's label, the estimates and the metric report's decision table
     read it; of an A/B item the export's label (`item_labels`: the adjudicated side, else the
     project's aggregation model: majority, Dawid–Skene, MACE or GLAD; an item without one, a
-    majority tie, is left out). `labels`, `mean` and `spread` describe the votes, `agreement`
-    the share of them on the label's side."""
+    majority tie, is left out, or kept with label and agreement None `with_unlabelled`: the
+    human ceiling reads every item's votes). `labels`, `mean` and `spread` describe the votes,
+    `agreement` the share of them on the label's side."""
     frame = load_judgments(project=project)
     ab = project.kind == TaskKind.AB
     gold = item_gold_scores(project=project) if not ab else {}
@@ -75,6 +76,8 @@ def human_labels(project: Project) -> dict[int, dict]:
             label = int(gold[item_id] >= CORRECT_AT)
         elif sides.get(item_id) in AB_CHOICES:
             label = int(sides[item_id] == "A")
+        elif with_unlabelled:
+            label = None  # a majority tie: no label, its votes still read by the ceiling
         else:
             continue  # no label: a majority tie
         out[item_id] = {"labels": [int(b) for b in binary], "label": label,
@@ -83,8 +86,24 @@ def human_labels(project: Project) -> dict[int, dict]:
                         # adjudicated against unanimous judges (or a model's label against the
                         # majority) has little, not full, agreement.
                         "spread": float(np.std(values)),
-                        "agreement": share if label else 1 - share}
+                        "agreement": None if label is None else share if label else 1 - share}
     return out
+
+
+def item_order(items: dict[int, dict], votes: dict[int, dict]) -> dict[int, tuple]:
+    """item id -> its sort key in the report (`content_order_key`: its content, source and
+    dataset, then its human votes, the id last). Every bootstrap of the report resamples
+    positions in this order and the estimates draw their labelled sample from it: in the
+    order of the ids, the same judgments imported in another row order (or under other item
+    names) drew other labels for the estimates (a prediction-powered accuracy of 0.799 became
+    0.793) and other bootstrap intervals."""
+    def key(pk: int) -> tuple:
+        row, vote = items[pk], votes.get(pk) or {}
+        return content_order_key(row.get("content"), row.get("source") or "",
+                                 row.get("dataset") or "", sorted(vote.get("labels") or []),
+                                 vote.get("mean", 0.0), pk)
+
+    return {pk: key(pk) for pk in items}
 
 
 def _decision(view: JudgeView, items: list[int], human: dict, questions: dict[int, str]
@@ -158,16 +177,21 @@ def judge_alignment_report(*, project: Project, refs: list[str] | None = None,
     """{"judges": {label: {...}}, "ceiling", "paired", "estimates", "history", ...}."""
     if project.kind not in (TaskKind.LIKERT, TaskKind.AB):
         return {"skipped": "the alignment report covers Likert and A/B projects"}
-    human = human_labels(project)
+    votes = human_labels(project, with_unlabelled=True)
+    human = {i: h for i, h in votes.items() if h["label"] is not None}
     refs = refs or default_refs(project)
     items = {row["id"]: row for row in project.items.filter(
         is_practice=False, excluded=False, is_gold_check=False).values(
         "id", "external_id", "source", "dataset", "content")}
+    order = item_order(items, votes)
     questions = {i: (row["content"] or {}).get("question", "") for i, row in items.items()}
     report = {"project": project.slug, "kind": project.kind, "n_items": len(items),
               "n_labelled": sum(i in items for i in human), "n_resamples": n_resamples,
               "judges": {}, "errors": {}, "paired": [], "estimates": {}, "history": {}}
-    report["ceiling"] = human_ceiling({i: h["labels"] for i, h in human.items() if i in items},
+    # Every item's votes, labelled or not: the A/B items without a label are those whose
+    # judgments split evenly, and leaving them out kept the items where the humans agree
+    # (two experts who agree 70% of the time read as a ceiling of 1.0).
+    report["ceiling"] = human_ceiling({i: h["labels"] for i, h in votes.items() if i in items},
                                       n_resamples=n_resamples, seed=seed)
     views: dict[str, JudgeView] = {}
     correct: dict[str, dict[int, bool]] = {}
@@ -177,7 +201,8 @@ def judge_alignment_report(*, project: Project, refs: list[str] | None = None,
         except LookupError as exc:
             report["errors"][ref] = str(exc)
             continue
-        common = sorted(i for i in view.calls if i in human and i in items)
+        common = sorted((i for i in view.calls if i in human and i in items),
+                        key=order.__getitem__)
         if len(common) < 2:
             report["errors"][view.label] = (
                 f"only {len(common)} judged items carry human labels"
@@ -209,11 +234,11 @@ def judge_alignment_report(*, project: Project, refs: list[str] | None = None,
         entry["bias"] = _bias_cards(view, common, items, human, predicted, rank, labels,
                                     n_resamples=n_resamples, seed=seed)
         entry["disagreements"] = _disagreements(view, common, items, human, predicted, prob,
-                                                ab=project.kind == TaskKind.AB)
+                                                order, ab=project.kind == TaskKind.AB)
         report["judges"][view.label] = entry
     labels_sorted = sorted(correct)
     for a, b in combinations(labels_sorted, 2):
-        shared = sorted(set(correct[a]) & set(correct[b]))
+        shared = sorted(set(correct[a]) & set(correct[b]), key=order.__getitem__)
         comparison = paired_comparison([correct[a][i] for i in shared],
                                        [correct[b][i] for i in shared],
                                        n_resamples=n_resamples, seed=seed)
@@ -223,7 +248,7 @@ def judge_alignment_report(*, project: Project, refs: list[str] | None = None,
             name = label.split("@")[0]
             report["history"][name] = _history(project, name, human, items, questions)
         if project.kind == TaskKind.LIKERT:
-            report["estimates"][label] = _estimates(view, items, human,
+            report["estimates"][label] = _estimates(view, items, human, order,
                                                     estimate_labels=estimate_labels, seed=seed)
     return report
 
@@ -243,6 +268,7 @@ def _bias_cards(view, common, items, human, predicted, rank, labels, *, n_resamp
         lengths = [len(str((items[i]["content"] or {}).get("candidate", "")).split())
                    for i in common]
         cards["length"] = length_bias(lengths, rank, [human[i]["mean"] for i in common],
+                                      judge_positive=judge_pos, human_positive=human_pos,
                                       n_resamples=min(n_resamples, 500), seed=seed)
     for column in ("source", "dataset"):
         groups: dict[str, list[int]] = {}
@@ -274,7 +300,7 @@ def _shown_answers(content: dict) -> str:
     return f"A: {texts[0]} | B: {texts[1]}"
 
 
-def _disagreements(view, common, items, human, predicted, prob, *, ab: bool = False
+def _disagreements(view, common, items, human, predicted, prob, order, *, ab: bool = False
                    ) -> list[dict]:
     """ab: an A/B item's label 1 means answer A is the better one, not "correct": the rows say
     "A better" / "B better" (they said "humans correct, judge incorrect" on A/B projects)."""
@@ -301,7 +327,7 @@ def _disagreements(view, common, items, human, predicted, prob, *, ab: bool = Fa
                      "reasoning": call.reasoning[:600], "_confidence": confidence})
     # The judge is most plainly wrong where the humans agree and the judge was sure.
     rows.sort(key=lambda r: (-r["human_agreement"], -r["human_n"], -r["_confidence"],
-                             r["item_id"]))
+                             order[r["item_id"]]))
     for row in rows:
         del row["_confidence"]
     return rows[:DISAGREEMENTS]
@@ -335,12 +361,12 @@ def _history(project, name, human, items, questions) -> list[dict]:
     return out
 
 
-def _estimates(view: JudgeView, items: dict, human: dict, *, estimate_labels: int,
-               seed: int) -> dict:
+def _estimates(view: JudgeView, items: dict, human: dict, order: dict[int, tuple], *,
+               estimate_labels: int, seed: int) -> dict:
     """Accuracy over the items this judge scored, prediction-powered with `estimate_labels`
     human labels drawn at random from the labelled ones (the rest read as unlabelled), next to
     the human-only estimate from the same labels and the accuracy of all labels."""
-    population = sorted(i for i in view.calls if i in items)
+    population = sorted((i for i in view.calls if i in items), key=order.__getitem__)
     labelled = [k for k, i in enumerate(population) if i in human]
     if len(labelled) < 2:
         return {"skipped": "fewer than two labelled items"}
@@ -390,8 +416,10 @@ PAGE_RESAMPLES = 200
 
 # Bumped when the report reads differently, so a cached copy of the older reading is not
 # served (2: a learned metric leaves out the answers its version saw; 3: κ of one label on
-# both sides is undefined, not 0).
-ALIGNMENT_FORMAT = 3
+# both sides is undefined, not 0; 4: the human ceiling reads the items whose votes tie; 5: the
+# items in the order of what they say, not of their ids, `item_order`; 6: the length card's
+# tercile rates are shares called correct, not means of scores).
+ALIGNMENT_FORMAT = 6
 
 
 def _alignment_params(project: Project, refs: list[str] | None, n_resamples: int) -> dict:
