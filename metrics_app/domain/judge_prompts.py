@@ -142,6 +142,8 @@ def validate_config(config: dict) -> dict:
         raise JudgeConfigError("api_key_env: not the name of an environment variable (letters, "
                                "digits and _, like OPENAI_API_KEY); if it is the key itself, "
                                "put the key in a variable and name that (configs are stored)")
+    if error := api_key_env_error(env):
+        raise JudgeConfigError(error)
     _text_check("model", out["model"], MAX_MODEL_CHARS, multiline=False)
     _text_check("system", out.setdefault("system", DEFAULT_SYSTEM), MAX_PROMPT_CHARS,
                 multiline=True, empty=True)
@@ -260,6 +262,25 @@ def _verdicts_check(verdicts, task: str) -> None:
         if task_verdict(task, value) is None:
             raise JudgeConfigError(f"verdicts: {key!r} maps to {value!r}, not one of "
                                    f"{', '.join(TASK_VERDICTS[task])}")
+
+
+# The deployment's own secrets (config/settings, boto's for MTurk): a judge's key is sent as
+# "Authorization: Bearer ..." to the endpoint its config names, so a config naming one of these
+# would hand it to whoever runs that endpoint.
+APP_SECRET_VARIABLES = frozenset({
+    "DJANGO_SECRET_KEY", "DATABASE_URL", "CELERY_BROKER_URL", "CELERY_RESULT_BACKEND",
+    "REDIS_URL", "QAJ_CACHE_URL", "PROLIFIC_API_TOKEN", "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "PGPASSWORD"})
+
+
+def api_key_env_error(env: str) -> str | None:
+    """Why a judge may not read its key from `env`, or None: the app's own secrets
+    (`APP_SECRET_VARIABLES`). Checked when the judge is made and again when its key is read
+    (a version stored before)."""
+    if isinstance(env, str) and env.upper() in APP_SECRET_VARIABLES:
+        return (f"api_key_env: ${env} holds this deployment's own secret, which would be sent "
+                "to the judge's endpoint; put the endpoint's key in a variable of its own")
+    return None
 
 
 # Keys whose shape is also a variable name's: Hugging Face's hf_..., Groq's gsk_..., and any

@@ -37,6 +37,8 @@ import httpx
 
 from core.json_limits import lone_surrogates_replaced
 
+from ...domain.judge_prompts import api_key_env_error
+
 # One INFO line per request from httpx would drown a 5,000-item run's log.
 logging.getLogger("httpx").setLevel(logging.WARNING)
 
@@ -104,6 +106,8 @@ def api_key(env_name: str) -> str | None:
     shown."""
     if not env_name:
         return None
+    if error := api_key_env_error(env_name):
+        raise EndpointError(error, fatal=True)
     value = (os.environ.get(env_name) or "").strip()
     if not value:
         raise EndpointError(f"the judge reads its API key from ${env_name}, which is not set",

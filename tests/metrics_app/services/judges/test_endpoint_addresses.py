@@ -11,7 +11,8 @@ import pytest
 from django.test import override_settings
 
 from annotation.models import TaskKind
-from metrics_app.models import JudgeVerdict
+from metrics_app.domain.judge_prompts import JudgeConfigError, validate_config
+from metrics_app.models import Judge, JudgeKind, JudgeVerdict, JudgeVersion
 from metrics_app.services.judges.client import (
     EndpointError,
     RetryPolicy,
@@ -19,7 +20,7 @@ from metrics_app.services.judges.client import (
     private_networks,
 )
 from metrics_app.services.judges.runs import judge_project
-from metrics_app.services.judges.versions import judge_version_create
+from metrics_app.services.judges.versions import config_hash, judge_version_create
 from testing.factories import item_content, make_item, make_project
 from testing.openai_server import FakeChatServer
 
@@ -145,3 +146,31 @@ def test_a_host_name_is_resolved_once_and_the_checked_address_is_the_one_connect
             detail = judge_project(project=project, version=version, concurrency=1, retry=FAST)
         assert detail["calls"] == 3 and server.stats["requests"] == 3
     assert set(connects) == {"127.0.0.1"}
+
+
+@pytest.mark.parametrize("env", ["DJANGO_SECRET_KEY", "PROLIFIC_API_TOKEN", "database_url",
+                                 "AWS_SECRET_ACCESS_KEY"])
+def test_a_judge_cannot_read_its_key_from_the_deployments_own_secrets(env):
+    with pytest.raises(JudgeConfigError, match=f"api_key_env: \\${env} holds this deployment"):
+        validate_config({"base_url": "https://api.example.com/v1", "model": "m",
+                         "api_key_env": env})
+
+
+@pytest.mark.django_db
+@pytest.mark.reliability
+def test_a_stored_judge_naming_a_deployment_secret_sends_nothing(monkeypatch):
+    """A version stored before the rule: the key is refused when it is read, and the endpoint
+    (whoever runs it) never sees the secret."""
+    monkeypatch.setenv("PROLIFIC_API_TOKEN", "prolific-secret-123")
+    with FakeChatServer() as server:
+        judge = Judge.objects.create(name="old-secret", kind=JudgeKind.LLM)
+        config = {"base_url": server.url, "model": "fake-judge",
+                  "api_key_env": "PROLIFIC_API_TOKEN", "task": "likert",
+                  "system": "", "prompt": "<candidate>{candidate}</candidate>",
+                  "temperature": 0, "max_tokens": 16, "parse": "likert", "logprobs": False}
+        version = JudgeVersion.objects.create(judge=judge, version="1", config=config,
+                                              config_hash=config_hash(config))
+        with pytest.raises(EndpointError, match="holds this deployment's own secret") as refused:
+            judge_project(project=_project(), version=version, concurrency=1, retry=FAST)
+        assert server.stats["requests"] == 0
+    assert refused.value.fatal and "prolific-secret-123" not in str(refused.value)
