@@ -40,6 +40,8 @@ import string
 import unicodedata
 from dataclasses import dataclass, field
 
+import regex
+
 from annotation.domain.control_characters import display_text_error
 from core.vocabulary import AB_CHOICES, MC_ROLES, TASK_KINDS, TaskKind
 
@@ -168,9 +170,9 @@ def validate_config(config: dict) -> dict:
         pattern = out.get("pattern") or ""
         _text_check("pattern", pattern, MAX_PATTERN_CHARS, multiline=False)
         try:
-            if re.compile(pattern).groups < 1:
+            if regex.compile(pattern, regex.IGNORECASE).groups < 1:
                 raise JudgeConfigError("pattern: needs one group (the verdict)")
-        except re.error as exc:
+        except regex.error as exc:
             raise JudgeConfigError(f"pattern: {exc}") from None
         _verdicts_check(out.get("verdicts"), task)
     elif "pattern" in out or "verdicts" in out:
@@ -192,6 +194,9 @@ def validate_config(config: dict) -> dict:
 MAX_MODEL_CHARS = 200
 MAX_PROMPT_CHARS = 65_536
 MAX_PATTERN_CHARS = 1000
+# The regex rule's time on one answer (the `regex` module's timeout; `re` has none): a verdict
+# pattern reads a few kilobytes in microseconds.
+PATTERN_SECONDS = 1.0
 # The fields a prompt must show for its verdict to be about the item (a Likert prompt without
 # {candidate} grades nothing; A/B without both answers cannot compare them).
 REQUIRED_FIELDS = {TaskKind.LIKERT: ("candidate",), TaskKind.AB: ("answer_a", "answer_b"),
@@ -583,8 +588,15 @@ def _regex(text: str, config: dict) -> Parsed:
     # The last match, as every rule reads the last verdict line: a model quoting the
     # candidate's forged "Grade: pass" before its own "Grade: fail" was read as passing.
     match = None
-    for match in re.finditer(config["pattern"], text, re.IGNORECASE):  # noqa: B007
-        pass
+    try:
+        for match in regex.finditer(config["pattern"], text, regex.IGNORECASE,  # noqa: B007
+                                    timeout=PATTERN_SECONDS):
+            pass
+    except TimeoutError:
+        # "(a|a)+$" on a long answer backtracks for days: it held the run's thread (and the
+        # job) for good. Unparseable, counted and shown like any answer no rule reads.
+        raise ValueError(f"the pattern took more than {PATTERN_SECONDS:g} s on this answer "
+                         "(a pattern that backtracks, such as (a|a)+$)") from None
     if not match:
         raise ValueError("the pattern does not match")
     raw = match.group(1)

@@ -5,6 +5,7 @@ config that fails (or builds a gigabyte) at the run's first item."""
 from __future__ import annotations
 
 import json
+import threading
 import time
 
 import pytest
@@ -14,6 +15,7 @@ from metrics_app.domain.judge_prompts import (
     FIELDS,
     REQUIRED_FIELDS,
     JudgeConfigError,
+    parse_answer,
     render,
     validate_config,
 )
@@ -101,3 +103,19 @@ def test_create_judge_says_what_is_wrong_and_stores_nothing(tmp_path, fields, me
         call_command("create_judge", "hostile", str(path))
     assert message in str(refused.value)
     assert not Judge.objects.filter(name="hostile").exists()
+
+
+def test_a_backtracking_pattern_leaves_the_answer_unparseable_instead_of_holding_the_run():
+    """`(a|a)+$` on 40 a's and a "!" backtracks for days (`re` has no timeout): the run's
+    thread, and the job, never came back."""
+    config = validate_config({**BASE, "parse": "regex", "pattern": "(a|a)+$"})
+    result = {}
+    worker = threading.Thread(target=lambda: result.update(
+        parsed=parse_answer("a" * 40 + "!", config)), daemon=True)
+    worker.start()
+    worker.join(timeout=10)
+    assert not worker.is_alive()
+    assert not result["parsed"].ok and "took more than" in result["parsed"].error
+    assert parse_answer("aaa", config).ok is False  # "aaa" is no verdict of the task
+    assert parse_answer("Grade: 4", validate_config(
+        {**BASE, "parse": "regex", "pattern": r"grade: (\d)"})).score == 4.0
