@@ -11,3 +11,5 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": "WARNING"},
 }
+# The benchmark's judges run against fake endpoints on 127.0.0.1 (testing/openai_server.py).
+QAJ_JUDGE_PRIVATE_NETWORKS = "loopback"

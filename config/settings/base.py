@@ -414,6 +414,13 @@ CELERY_BEAT_SCHEDULE["judges-enqueue-pending"] = {
 # USD per million tokens per judge model, {"model": [prompt, completion]}, adding to or
 # replacing metrics_app/services/judges/versions.py DEFAULT_PRICES.
 QAJ_JUDGE_PRICES = json.loads(os.environ.get("QAJ_JUDGE_PRICES", "{}") or "{}")
+# The loopback and private networks an LLM judge's endpoint may be in (comma-separated CIDRs or
+# addresses, or the words `loopback` and `private`): a judge's base_url is written by one
+# researcher, and an endpoint at an internal address would reach the deployment's own network.
+# Public addresses are always allowed, link-local ones (the cloud metadata service) never
+# (metrics_app/services/judges/client.py:address_refusal). Production: none unless set, e.g.
+# "loopback" for vLLM on this machine, "10.1.2.3" for the lab's server.
+QAJ_JUDGE_PRIVATE_NETWORKS = os.environ.get("QAJ_JUDGE_PRIVATE_NETWORKS", "")
 # Reports: recompute agreement/worker/STARC/long-form reports of projects with new judgments.
 CELERY_BEAT_SCHEDULE["reports-refresh-stale"] = {
     "task": "worker.tasks.reports.reports_refresh_stale",

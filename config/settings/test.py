@@ -20,3 +20,7 @@ QAJ_LERC_PRECISION = "fp32"
 # of the lease itself and of killed workers set their own interval (override_settings, or the
 # environment of the worker they start).
 QAJ_JOB_HEARTBEAT_SECONDS = float(os.environ.get("QAJ_JOB_HEARTBEAT_SECONDS", "600"))
+
+# The fake endpoints the tests start (testing/openai_server.py) listen on 127.0.0.1; the tests of
+# the address policy set their own.
+QAJ_JUDGE_PRIVATE_NETWORKS = os.environ.get("QAJ_JUDGE_PRIVATE_NETWORKS", "loopback")

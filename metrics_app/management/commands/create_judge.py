@@ -3,7 +3,7 @@
     python manage.py create_judge NAME CONFIG.json [--description TEXT]
 
 CONFIG: {"base_url": "http://localhost:8000/v1", "model": "...", "api_key_env": "OPENAI_API_KEY",
-"task": "likert" | "ab" | "mc", "prompt": "...{question}...", "system": "...", "temperature": 0,
+"task": "likert" | "ab" | "mc", "prompt": "...<candidate>{candidate}</candidate>...", "system": "...", "temperature": 0,
 "max_tokens": 256, "parse": "likert" | "yes_no" | "ab" | "choice" | "json" | "regex",
 "logprobs": true, "price": {"prompt_per_million": 0.15, "completion_per_million": 0.6}}.
 Only base_url and model are required. The same config finds the version it has; any edit (a

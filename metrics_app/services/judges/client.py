@@ -9,21 +9,35 @@ its key, would go to another address; the run ends naming where it pointed), an 
 for at most the client's timeout in all (an endpoint that trickles its body is a timeout, not a
 run that never ends) and up to `max_body_bytes` (a larger body is not read), and the key never
 appears in a message the client makes (an endpoint or a proxy that echoes it back, or a key
-that no header can carry)."""
+that no header can carry).
+
+Where an endpoint may be is bounded too (`address_refusal`, checked at connect time on the
+address the host name resolves to, so a name that resolves to an internal address, an IP
+written in decimal or hex, or an IPv4-mapped IPv6 address are all seen as what they are):
+link-local addresses (the cloud metadata service at 169.254.169.254 and its IPv6 and vendor
+variants) never, loopback and private addresses only inside `QAJ_JUDGE_PRIVATE_NETWORKS`. A
+judge's config is written by one researcher and its error messages are read by others: an
+endpoint at an internal address would let a config read the app's own network (the
+metadata's credentials, an internal service's answer quoted in the job's error)."""
 from __future__ import annotations
 
+import ipaddress
 import json
 import logging
 import os
 import random
 import re
+import socket
 import threading
 import time
 from dataclasses import dataclass, field
 
+import httpcore
 import httpx
 
 from core.json_limits import lone_surrogates_replaced
+
+from ...domain.judge_prompts import api_key_env_error
 
 # One INFO line per request from httpx would drown a 5,000-item run's log.
 logging.getLogger("httpx").setLevel(logging.WARNING)
@@ -36,6 +50,10 @@ class EndpointError(Exception):
     def __init__(self, message: str, *, fatal: bool = False):
         super().__init__(message)
         self.fatal = fatal  # 401/403/404: every other request would fail the same way
+
+
+class AddressRefused(Exception):
+    """The endpoint's host is (or resolves to) an address judges may not reach."""
 
 
 class RequestStopped(Exception):
@@ -88,6 +106,8 @@ def api_key(env_name: str) -> str | None:
     shown."""
     if not env_name:
         return None
+    if error := api_key_env_error(env_name):
+        raise EndpointError(error, fatal=True)
     value = (os.environ.get(env_name) or "").strip()
     if not value:
         raise EndpointError(f"the judge reads its API key from ${env_name}, which is not set",
@@ -99,6 +119,109 @@ def api_key(env_name: str) -> str | None:
     return value
 
 
+# Never an endpoint, whatever the setting says: link-local (169.254.0.0/16 holds the metadata
+# service of AWS, GCP, Azure and OpenStack, whose answers carry the instance's credentials),
+# the other clouds' metadata addresses, "this host" (0.0.0.0 and :: connect to the machine
+# itself), multicast and reserved space.
+NEVER_NETWORKS = tuple(ipaddress.ip_network(network) for network in (
+    "169.254.0.0/16", "fe80::/10", "fd00:ec2::254/128", "100.100.100.200/32",
+    "0.0.0.0/8", "::/128", "224.0.0.0/4", "ff00::/8", "240.0.0.0/4"))
+# Words QAJ_JUDGE_PRIVATE_NETWORKS may use besides networks (CIDR) and single addresses.
+NETWORK_WORDS = {
+    "loopback": ("127.0.0.0/8", "::1/128"),
+    "private": ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10", "fc00::/7"),
+}
+SETTING = "QAJ_JUDGE_PRIVATE_NETWORKS"
+
+
+def private_networks(value) -> tuple:
+    """The networks of QAJ_JUDGE_PRIVATE_NETWORKS (comma-separated, or a list: CIDRs, single
+    addresses, `loopback`, `private`); EndpointError naming the entry it cannot read."""
+    entries = value.split(",") if isinstance(value, str) else list(value or ())
+    networks = []
+    for entry in (str(entry).strip() for entry in entries):
+        if not entry:
+            continue
+        try:
+            networks += [ipaddress.ip_network(network, strict=False)
+                         for network in NETWORK_WORDS.get(entry.lower(), (entry,))]
+        except ValueError:
+            raise EndpointError(f"{SETTING}: {entry!r} is not a network (CIDR such as "
+                                "10.0.0.0/8, an address, 'loopback' or 'private')",
+                                fatal=True) from None
+    return tuple(networks)
+
+
+def _embedded_ipv4(address) -> ipaddress.IPv4Address | None:
+    """The IPv4 address an IPv6 address carries (IPv4-mapped ::ffff:a.b.c.d, 6to4, NAT64
+    64:ff9b::/96), which is where a connection to it may end up."""
+    if address.version != 6:
+        return None
+    if address.ipv4_mapped or address.sixtofour:
+        return address.ipv4_mapped or address.sixtofour
+    if address in ipaddress.ip_network("64:ff9b::/96"):
+        return ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
+    return None
+
+
+def address_refusal(address: str, allowed: tuple) -> str | None:
+    """None when a judge endpoint may be at `address` (an IP, as resolved), else why not:
+    NEVER_NETWORKS always; an address that is not public (loopback, private, shared, ...)
+    unless it lies in `allowed` (QAJ_JUDGE_PRIVATE_NETWORKS)."""
+    ip = ipaddress.ip_address(address.split("%")[0])  # without an IPv6 scope ("fe80::1%eth0")
+    embedded = _embedded_ipv4(ip)
+    seen = (ip, embedded) if embedded else (ip,)
+    if any(one in network for one in seen for network in NEVER_NETWORKS):
+        return (f"{address}, a link-local, metadata or reserved address, which a judge "
+                "endpoint may never be at (the cloud metadata service answers there)")
+    # An address carrying an IPv4 one is where that one is (::ffff:8.8.8.8 is public).
+    if (embedded or ip).is_global or any(
+            one in network for one in seen for network in allowed):
+        return None
+    return (f"{address}, a loopback or private address; a judge endpoint may be there only "
+            f"when {SETTING} includes it (e.g. {SETTING}=loopback for a model served on this "
+            "machine, or the lab server's network, 10.0.0.0/8)")
+
+
+class _GuardedBackend(httpcore.SyncBackend):
+    """httpcore's socket backend that resolves the host itself, refuses the connection when
+    any address it resolves to is refused (`address_refusal`) and connects to the address it
+    checked: a name resolved twice (checked, then connected) could answer differently the
+    second time (DNS rebinding). TLS still verifies the certificate against the host name."""
+
+    def __init__(self, allowed: tuple):
+        self.allowed = allowed
+
+    def connect_tcp(self, host, port, timeout=None, local_address=None, socket_options=None):
+        try:
+            infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        except OSError as exc:
+            raise httpcore.ConnectError(f"{host}: {exc}") from None
+        addresses = list(dict.fromkeys(info[4][0] for info in infos))
+        for address in addresses:
+            if reason := address_refusal(address, self.allowed):
+                shown = "" if host == address else f"{host} resolves to "
+                raise AddressRefused(f"the judge's endpoint is refused: {shown}{reason}")
+        failure = httpcore.ConnectError(f"{host}: no address")
+        for address in addresses:
+            try:
+                return super().connect_tcp(address, port, timeout=timeout,
+                                           local_address=local_address,
+                                           socket_options=socket_options)
+            except httpcore.ConnectError as exc:
+                failure = exc
+        raise failure
+
+
+def guarded_transport(allowed: tuple, limits: httpx.Limits) -> httpx.HTTPTransport:
+    """An httpx transport whose every connection goes through `_GuardedBackend`. httpx takes
+    no network backend of its own, so its pool's is replaced. Environment proxies are not
+    used: through one, the proxy would reach the address the policy refuses."""
+    transport = httpx.HTTPTransport(limits=limits)
+    transport._pool._network_backend = _GuardedBackend(allowed)
+    return transport
+
+
 # At most this much of an answer is read (a chat completion with `max_tokens` tokens and five
 # log-probabilities per token is far smaller); a larger body is the endpoint's fault.
 BODY_BYTES_BASE = 1 << 20
@@ -108,21 +231,31 @@ BODY_BYTES_PER_TOKEN = 2048
 class ChatClient:
     def __init__(self, *, base_url: str, model: str, api_key_env: str = "",
                  concurrency: int = 8, timeout: float = 120.0,
-                 retry: RetryPolicy | None = None):
+                 retry: RetryPolicy | None = None, allowed_networks=None):
+        """`allowed_networks`: the loopback and private networks the endpoint may be in
+        (`private_networks`), QAJ_JUDGE_PRIVATE_NETWORKS when None."""
+        if allowed_networks is None:
+            from django.conf import settings
+
+            allowed_networks = private_networks(getattr(settings, SETTING, ""))
         key = api_key(api_key_env)
         self._key = key
         headers = {"Authorization": f"Bearer {key}"} if key else {}
         # The path goes before a query the base URL carries (Azure's ?api-version=...): it was
         # appended after it, and every request went to a URL no endpoint serves.
-        base = httpx.URL(base_url)
+        try:
+            base = httpx.URL(base_url)
+        except httpx.InvalidURL as exc:
+            # "http://0251.0376.0251.0376/v1" passes the config's URL check, not httpx's.
+            raise EndpointError(f"base_url: {exc}", fatal=True) from None
         self.url = base.copy_with(path=base.path.rstrip("/") + "/chat/completions")
         self.model = model
         self.retry = retry or RetryPolicy()
         self.timeout = timeout
         self.http = httpx.Client(
             headers=headers, timeout=httpx.Timeout(timeout, connect=10.0),
-            limits=httpx.Limits(max_connections=concurrency,
-                                max_keepalive_connections=concurrency),
+            transport=guarded_transport(allowed_networks, httpx.Limits(
+                max_connections=concurrency, max_keepalive_connections=concurrency)),
             follow_redirects=False,
         )
 
@@ -155,6 +288,9 @@ class ChatClient:
                 # Timeouts, dropped connections, and a body that does not decode as its
                 # Content-Encoding says (DecodingError, no TransportError: it failed the run).
                 last = self.redact(f"{type(exc).__name__}: {exc}")
+            except AddressRefused as exc:
+                # Every request goes to the same host: the run ends at the first.
+                raise EndpointError(str(exc), fatal=True) from None
             except _LargeBody as exc:
                 # Asked again it would be as large (and paid for again): failed, not retried.
                 raise EndpointError(self.redact(str(exc))) from None

@@ -53,8 +53,10 @@ def test_a_run_stores_one_verdict_per_item_and_a_rerun_asks_nothing():
         assert second["calls"] == 0 and second["cached"] == 20
         assert server.stats["requests"] == 20  # the cache: nothing asked again
         # A prompt edit is a new version, and a new version asks again.
-        edited = _judge(server, prompt="Q: {question}\nReference answer(s): {references}\n"
-                                       "Candidate answer: {candidate}\nScore 1-5.")
+        edited = _judge(server, prompt="Q: <question>{question}</question>\nReference "
+                                       "answer(s): <references>{references}</references>\n"
+                                       "Candidate answer: <candidate>{candidate}</candidate>\n"
+                                       "Score 1-5.")
         assert edited.version == "2" and edited.judge_id == version.judge_id
         assert _judge(server).pk == version.pk  # the same config finds its version
         judge_project(project=project, version=edited, concurrency=4, retry=FAST)
