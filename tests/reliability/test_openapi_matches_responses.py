@@ -16,6 +16,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from annotation.models import TaskKind
+from metrics_app.services.judges.versions import judge_version_create
 from metrics_app.services.scoring import project_score_metrics
 from testing.factories import (
     item_content,
@@ -208,6 +209,22 @@ def test_every_answer_of_a_real_project_matches_the_served_schema(researcher_api
             response = api.post(cancel)
             assert response.status_code == expected, response.content[:300]
             checker.check("POST", cancel, response)
+    # A judge run queued (202), the same POST again answering the run in flight (200), listed,
+    # cancelled, then refused as cancelled (409). Nothing is sent: the run is never started.
+    judge_version_create(name=f"llm-{project.kind}", config={
+        "base_url": "http://127.0.0.1:9", "model": "never-called", "task": project.kind,
+        "price": {"prompt_per_million": 1, "completion_per_million": 1}})
+    jobs = f"/api/metrics/projects/{project.slug}/judge-jobs/"
+    for expected in (202, 200):
+        response = api.post(jobs, {"judge": f"llm-{project.kind}", "budget": 1}, format="json")
+        assert response.status_code == expected, response.content[:300]
+        checker.check("POST", jobs, response)
+    checker.check("GET", jobs, api.get(jobs))
+    cancel = f"{jobs}{response.json()['id']}/cancel/"
+    for expected in (200, 409):
+        response = api.post(cancel)
+        assert response.status_code == expected, response.content[:300]
+        checker.check("POST", cancel, response)
     checker.assert_all_matched()
 
 
