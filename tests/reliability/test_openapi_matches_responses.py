@@ -75,6 +75,7 @@ class SchemaChecker:
         self.schema = schema
         self.components = _as_json_schema(schema["components"])
         self.mismatches: list[str] = []
+        self.called: set[tuple[str, str]] = set()
 
     def check(self, method: str, url: str, response) -> None:
         """Every mismatch is kept, so one run lists them all."""
@@ -103,6 +104,7 @@ class SchemaChecker:
 
     def _check(self, method: str, url: str, response) -> None:
         template, operation = self.operation(method, url)
+        self.called.add((method, template))
         where = f"{method} {url} -> {response.status_code}"
         documented = operation["responses"]
         assert str(response.status_code) in documented, (
@@ -149,7 +151,7 @@ def _calls(project) -> list[tuple[str, str, object, int | None]]:
             f"{m}/report/", f"{m}/report/?group_by=source", f"{m}/metric-report/?n_resamples=20",
             f"{m}/judges/report/",
             f"{m}/judge-jobs/", f"{m}/scoring-jobs/"]
-    calls = [("GET", url, None, 200) for url in gets]
+    calls = [("GET", url, None, 200) for url in gets + ["/api/projects/"]]
     # The leaderboard ranks A/B systems; another kind's is an explained 400.
     calls.append(("GET", f"{m}/leaderboard/", None, 200 if project.kind == TaskKind.AB else 400))
     if project.kind == TaskKind.AB:
@@ -157,10 +159,18 @@ def _calls(project) -> list[tuple[str, str, object, int | None]]:
     calls.append(("GET", f"{m}/judges/plan/", None, 400))  # budget and label_cost missing
     calls += [("GET", url, None, 400) for url in (f"{p}/items/?limit=abc",
                                                    f"{p}/judgments/?offset=-1",
-                                                   f"{m}/metric-report/?n_resamples=x")]
+                                                   f"{m}/metric-report/?n_resamples=x",
+                                                   f"{m}/metric-report/?znormalize=maybe",
+                                                   f"{m}/report/?group_by=nonsense",
+                                                   f"{p}/judgments/?after_id=x",
+                                                   f"{m}/judges/report/?judge=j&resamples=-1")]
     calls += [("GET", url, None, 404) for url in (f"{p}/items/999999/", f"{p}/stages/999999/",
                                                    "/api/projects/no-such/",
-                                                   "/api/metrics/projects/no-such/report/")]
+                                                   f"/api/metrics/score-jobs/{10**9}/",
+                                                   "/api/metrics/projects/no-such/report/",
+                                                   f"{m}/report/?stage=no-such-stage")]
+    # An unknown judge is reported beside the others (`errors`), not refused.
+    calls.append(("GET", f"{m}/judges/report/?judge=nobody", None, 200))
     calls += [
         ("PATCH", f"{p}/", {"title": "Renamed"}, 200),
         ("PATCH", f"{p}/", {"title": ""}, 400),
@@ -226,6 +236,10 @@ def test_every_answer_of_a_real_project_matches_the_served_schema(researcher_api
         assert response.status_code == expected, response.content[:300]
         checker.check("POST", cancel, response)
     checker.assert_all_matched()
+    # Every GET operation the schema lists was called: a new endpoint is not left out unseen.
+    listed = {("GET", path) for path, operations in checker.schema["paths"].items()
+              if "get" in operations}
+    assert listed - checker.called == set()
 
 
 def _send(api, method: str, url: str, body):
