@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.core.exceptions import ValidationError as DjangoValidationError
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse
 from rest_framework import serializers
 from rest_framework.exceptions import ParseError
@@ -28,9 +27,17 @@ class ErrorDetailSerializer(serializers.Serializer):
 
 
 _ERRORS = {
+    # One shape for every 400, whichever layer refuses: a serializer ({"field": ["msg"]}), a
+    # service naming one input ({"project": "msg"}), or the JSON parser and whole-request
+    # checks ({"detail": "msg"}). Clients read each key's message(s) the same way.
     400: OpenApiResponse(
-        OpenApiTypes.OBJECT,
-        description="Invalid input: each offending field (or query parameter) maps to its "
+        {"type": "object", "minProperties": 1, "additionalProperties": {"oneOf": [
+            {"type": "string"},
+            {"type": "array", "items": {"type": "string"}},
+            {"type": "object", "description": "a bulk item's errors, keyed by its fields"},
+        ]}},
+        description="Invalid input: each offending field or query parameter (`detail` when "
+        "the whole request is refused, e.g. JSON that does not parse) maps to its message or "
         "messages; bulk item errors are keyed by the item's index.",
     ),
     401: OpenApiResponse(ErrorDetailSerializer, description="No or invalid credentials."),

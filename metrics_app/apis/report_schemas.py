@@ -153,6 +153,12 @@ class MetricReportSerializer(serializers.Serializer):
                                   "counting rule, items, settings): changed → stale.")
     aggregation = serializers.CharField(
         required=False, help_text="The project's aggregation model the human gold used.")
+    counting_fingerprint = serializers.CharField(
+        required=False, help_text="Which judgments count (rejections, blocks): kept apart "
+                                  "from item_fingerprint so staleness can name that cause.")
+    format_version = serializers.IntegerField(
+        required=False, help_text="How the report is read; a copy of an older format is "
+                                  "stale.")
     left_out_seen = serializers.DictField(
         child=LeftOutSeenSerializer(), required=False,
         help_text="Learned metrics (lerc, lerc_prob, lerc_ab) whose version trained or "
