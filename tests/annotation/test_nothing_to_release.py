@@ -100,3 +100,26 @@ def test_a_qualification_short_of_gold_items_says_how_to_release_it():
         stage_items_by_kind(stage=empty)
     assert "n_items" not in str(refused.value) and "import items with gold answers" in str(
         refused.value)
+
+
+def test_the_cockpit_says_a_draft_has_nothing_to_release_once(client):
+    """The cockpit read "releases nothing to release: … has no items to release" beside a
+    trial left without items; a draft with items still reads "releases 3 items …"."""
+    from django.urls import reverse
+
+    from testing.factories import make_user
+
+    owner = make_user(staff=True)
+    client.force_login(owner)
+    project = make_project(TaskKind.LIKERT, owner=owner)
+    items = [make_item(project, gold={"score": 5}) for _ in range(3)]
+    trial = make_stage(project, kind=StageKind.TRIAL, name="trial", order=2,
+                       status=StageStatus.DRAFT)
+    page = client.get(reverse("metrics:project-cockpit", args=[project.slug])).content.decode()
+    assert "releases 3 items" in page
+    qualification = make_stage(project, kind=StageKind.QUALIFICATION, name="qual",
+                               status=StageStatus.COLLECTING, order=1)
+    qualification.items.set(items)
+    page = client.get(reverse("metrics:project-cockpit", args=[project.slug])).content.decode()
+    assert f"nothing to release: {trial} has no items to release" in page
+    assert "releases nothing" not in page
