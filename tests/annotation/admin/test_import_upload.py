@@ -279,6 +279,7 @@ def test_the_preview_counts_gold_practice_and_excluded_items(client, alice, proj
     assert "none, so a qualification would have nothing to give" in none.content.decode()
 
 
+@pytest.mark.reliability
 @pytest.mark.parametrize(("name", "data", "said"), [
     ("logo.png", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)), "a PNG image"),
     ("dev.xlsx", b"PK\x03\x04\x14\x00\x06\x00" + bytes(range(128, 256)),

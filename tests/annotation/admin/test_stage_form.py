@@ -120,6 +120,7 @@ def test_bad_adaptive_redundancy_and_routing_settings_are_refused_on_the_form(ad
     assert stage.settings == {"redundancy": {"min": 2, "max": 4}}
 
 
+@pytest.mark.reliability
 def test_a_filter_typed_under_a_choice_that_does_not_read_it_is_refused(admin_client_):
     """A trial stage saved with "…how many" 5 and Items left at "Keep the current choice":
     the admin said "added successfully" and the stage page then previewed every item."""
