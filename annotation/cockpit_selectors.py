@@ -152,7 +152,10 @@ def study_cockpit(*, project: Project) -> Cockpit:
             # One plan for the release line and the estimate (a full stage's plan is the
             # slow part of this page).
             preview = stage_release_preview(stage=stage)
-            release, plans = preview.as_text(), (preview.plans if not preview.error else None)
+            # "releases 9 items …", or the reason there are none ("releases nothing to
+            # release: … has no items to release" read twice).
+            release = preview.as_text() if preview.error else f"releases {preview.as_text()}"
+            plans = preview.plans if not preview.error else None
         estimate, error, pay, cost = None, "", "", None
         if stage.provider != Provider.IMPORT:
             try:

@@ -197,8 +197,13 @@ def stage_items_by_kind(*, stage: Stage, only: tuple[str, ...] = ()) -> list[Ite
             chosen = list(with_gold[:n])
             what = "items with gold answers"
         if len(chosen) < n:
+            # Say what makes it releasable: a smaller "Number of items" (the default 10 is
+            # MOCHA's, not a rule) when there are some, or items with gold answers.
+            fewer = (f"set “Number of items” (n_items) to {len(chosen)} or fewer, or "
+                     if chosen else "")
             raise StageError(
-                f"a qualification needs {n} {what}; the project has {len(chosen)}"
+                f"a qualification needs {n} {what}; the project has {len(chosen)}: "
+                f"{fewer}import items with gold answers"
             )
     elif stage.kind == StageKind.PRACTICE:
         chosen = list(base.filter(is_practice=True).order_by("id"))

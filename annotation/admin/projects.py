@@ -526,13 +526,25 @@ class StageAdminForm(StageSettingsFormMixin, forms.ModelForm):
         saved, the stage would list no items and take its items by kind when published —
         releasing (and using up) items nobody chose."""
         choice = cleaned.get("item_choice") or "keep"
+        given = {field: cleaned.get(f"item_{field}") or "" for field in ITEM_FILTER_FIELDS}
+        # A filter or count typed under a choice that does not read it was dropped without a
+        # word: the stage saved "successfully" and released every item instead of the 5 asked.
+        unread = [f"…{field}" for field, value in given.items() if value and choice != "filter"]
+        if cleaned.get("item_count") and choice == "keep":
+            unread.append("…how many")
+        if unread:
+            them = "them" if len(unread) > 1 else "it"
+            label = dict(self.fields["item_choice"].choices)[choice]
+            self.add_error("item_choice", f"{', '.join(unread)} given, but “{label}” does not "
+                           f"read {them}: choose “Choose by the filter below” to use {them}, "
+                           f"or clear {them}")
+            return
         refusal = stage_items_fixed_refusal(self.instance)
         if choice != "keep" and refusal:
             self.add_error("item_choice", refusal)
             return
         if choice != "filter":
             return
-        given = {field: cleaned.get(f"item_{field}") or "" for field in ITEM_FILTER_FIELDS}
         if not any(given.values()) and not cleaned.get("item_count"):
             self.add_error("item_choice", "give a dataset, split, source or number of items")
             return

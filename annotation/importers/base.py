@@ -368,6 +368,14 @@ def decode_text(data: bytes, *, path: str | Path) -> str:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
+        binary = binary_file_kind(data)
+        if binary:
+            # "save the file as UTF-8 (it may be Latin-1 …)" sent the researcher who picked
+            # an image or a workbook by mistake to re-encode it.
+            raise ImportFormatError(
+                path, f"not a text file: it looks like {binary}; choose the data file itself "
+                      "(JSON, JSON Lines or TSV text; save a spreadsheet as UTF-8 CSV/TSV)"
+            ) from None
         line_start = data.rfind(b"\n", 0, exc.start) + 1
         line = data.count(b"\n", 0, exc.start) + 1
         raise ImportFormatError(
@@ -375,6 +383,24 @@ def decode_text(data: bytes, *, path: str | Path) -> str:
                   f"is 0x{data[exc.start]:02X} ({exc.reason}); save the file as UTF-8 (it may "
                   "be Latin-1 or Windows-1252)") from None
     return text.removeprefix(BYTE_ORDER_MARK)
+
+
+_BINARY_SIGNATURES = (
+    (b"\x89PNG\r\n\x1a\n", "a PNG image"), (b"\xff\xd8\xff", "a JPEG image"),
+    (b"GIF8", "a GIF image"), (b"%PDF-", "a PDF document"),
+    (b"PK\x03\x04", "a ZIP archive (an .xlsx or .docx file is one)"),
+    (b"\x1f\x8b", "a gzip archive (unpack it first)"),
+    (b"\xd0\xcf\x11\xe0", "an old Office file (.xls or .doc)"),
+)
+
+
+def binary_file_kind(data: bytes) -> str:
+    """What a file that is not text looks like ("a PNG image"), from its first bytes, or ""
+    when it may be text in another encoding."""
+    for signature, kind in _BINARY_SIGNATURES:
+        if data.startswith(signature):
+            return kind
+    return "a binary file, not text" if b"\x00" in data[:8192] else ""
 
 
 # The longest cell a table may hold: a whole upload (csv's own default, 131,072 characters, made

@@ -75,3 +75,51 @@ def test_the_release_preview_says_which_items_each_kind_chooses_from():
     preview = stage_release_preview(stage=full)
     assert preview.how.endswith("from the items no other stage released")
     assert {i.pk for i in preview.items} == {i.pk for i in items[2:]}
+
+
+def test_a_qualification_short_of_gold_items_says_how_to_release_it():
+    """A researcher's first import (MOCHA's nine dev examples) and a qualification stage: the
+    stage page read "a qualification needs 10 items with gold answers; the project has 9",
+    naming neither the setting that asks for 10 nor what to set it to."""
+    project = make_project(TaskKind.LIKERT)
+    for _ in range(9):
+        make_item(project, gold={"score": 4})
+    qualification = make_stage(project, kind=StageKind.QUALIFICATION, name="qual")
+    with pytest.raises(StageError) as refused:
+        stage_items_by_kind(stage=qualification)
+    message = str(refused.value)
+    assert "needs 10 items with gold answers; the project has 9" in message
+    assert "set “Number of items” (n_items) to 9 or fewer" in message
+
+    qualification.settings = {"n_items": 9}
+    qualification.save(update_fields=["settings"])
+    assert len(stage_items_by_kind(stage=qualification)) == 9  # the advice works
+
+    empty = make_stage(make_project(TaskKind.LIKERT), kind=StageKind.QUALIFICATION, name="q")
+    with pytest.raises(StageError) as refused:
+        stage_items_by_kind(stage=empty)
+    assert "n_items" not in str(refused.value) and "import items with gold answers" in str(
+        refused.value)
+
+
+def test_the_cockpit_says_a_draft_has_nothing_to_release_once(client):
+    """The cockpit read "releases nothing to release: … has no items to release" beside a
+    trial left without items; a draft with items still reads "releases 3 items …"."""
+    from django.urls import reverse
+
+    from testing.factories import make_user
+
+    owner = make_user(staff=True)
+    client.force_login(owner)
+    project = make_project(TaskKind.LIKERT, owner=owner)
+    items = [make_item(project, gold={"score": 5}) for _ in range(3)]
+    trial = make_stage(project, kind=StageKind.TRIAL, name="trial", order=2,
+                       status=StageStatus.DRAFT)
+    page = client.get(reverse("metrics:project-cockpit", args=[project.slug])).content.decode()
+    assert "releases 3 items" in page
+    qualification = make_stage(project, kind=StageKind.QUALIFICATION, name="qual",
+                               status=StageStatus.COLLECTING, order=1)
+    qualification.items.set(items)
+    page = client.get(reverse("metrics:project-cockpit", args=[project.slug])).content.decode()
+    assert f"nothing to release: {trial} has no items to release" in page
+    assert "releases nothing" not in page

@@ -138,3 +138,30 @@ def test_researcher_pages_fit_a_phone_and_the_admin_list_fits_a_laptop(live_serv
                     '#result_list thead th')].map(th => th.innerText + ':' + th.offsetWidth)""")
                 assert table <= box + 1, (table, box, ' '.join(widths))
         context.close()
+
+
+def test_the_dashboard_stages_table_fits_a_laptop_when_alpha_is_undefined(live_server, page):
+    """A first import (one judgment per item) beside draft trial and full stages: the α cells
+    read "undefined: no item has two judgments that count yet (…)", a sentence that did not
+    wrap, and the dashboard was 1,432 px wide at 1,280 px."""
+    from django.contrib.auth import get_user_model
+
+    owner = get_user_model().objects.create_user("firstweek", password=PASSWORD,
+                                                 is_staff=True)
+    project = make_project(TaskKind.LIKERT, owner=owner, slug="first-import")
+    imported = make_stage(project, kind=StageKind.IMPORTED, name="imported")
+    worker = make_worker(external_id="mocha-crowd")
+    for n in range(9):
+        make_judgment(item=make_item(project, source=f"sys{n % 3}"), stage=imported,
+                      worker=worker, score=1 + n % 5)
+    make_stage(project, kind=StageKind.TRIAL, name="Trial", order=2)
+    make_stage(project, kind=StageKind.FULL, name="Full", order=3)
+    page.goto(f"{live_server.url}/admin/login/?next=/metrics/first-import/dashboard/")
+    page.fill("#id_username", "firstweek")
+    page.fill("#id_password", PASSWORD)
+    page.click("input[type=submit]")
+    page.wait_for_selector("#stages")
+    assert "no item has two judgments that count yet" in page.inner_text("#stages")
+    found = page.evaluate(WIDEST_ELEMENTS)
+    assert found["scrollWidth"] <= found["width"] + 1, found
+    assert not page.js_errors

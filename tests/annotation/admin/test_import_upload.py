@@ -277,3 +277,26 @@ def test_the_preview_counts_gold_practice_and_excluded_items(client, alice, proj
     plain = [{**row, "external_id": f"plain-{n}", "gold": None} for n, row in enumerate(rows(2))]
     none = preview(client, import_url(project), upload(plain, name="plain.jsonl"))
     assert "none, so a qualification would have nothing to give" in none.content.decode()
+
+
+@pytest.mark.reliability
+@pytest.mark.parametrize(("name", "data", "said"), [
+    ("logo.png", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)), "a PNG image"),
+    ("dev.xlsx", b"PK\x03\x04\x14\x00\x06\x00" + bytes(range(128, 256)),
+     "a ZIP archive (an .xlsx or .docx file is one)"),
+    ("dev.bin", b"\x00\x01\x02\xff\xfe" * 50, "a binary file, not text"),
+])
+def test_a_file_that_is_not_text_is_named_as_such_not_sent_to_be_re_encoded(
+        client, alice, uploads_in_tmp, name, data, said):
+    """A researcher picking an image or a workbook by mistake read "not UTF-8 text: line 1,
+    byte 1 … save the file as UTF-8 (it may be Latin-1 or Windows-1252)"."""
+    client.force_login(alice)
+    before = db_state()
+    response = client.post(reverse("admin:annotation_project_import_new"), {
+        "format": "mocha", "file": SimpleUploadedFile(name, data), "slug": "bio-study",
+        "title": "Bio study"})
+    assert response.status_code == 400
+    text = response.content.decode()
+    assert f"{name}: not a text file: it looks like {said}; choose the data file itself" in text
+    assert "Latin-1" not in text
+    assert db_state() == before and not any(uploads_in_tmp.iterdir())

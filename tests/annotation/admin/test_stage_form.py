@@ -118,3 +118,29 @@ def test_bad_adaptive_redundancy_and_routing_settings_are_refused_on_the_form(ad
     _save(admin_client_, stage, settings='{"redundancy": {"min": 2, "max": 4}}')
     stage.refresh_from_db()
     assert stage.settings == {"redundancy": {"min": 2, "max": 4}}
+
+
+@pytest.mark.reliability
+def test_a_filter_typed_under_a_choice_that_does_not_read_it_is_refused(admin_client_):
+    """A trial stage saved with "…how many" 5 and Items left at "Keep the current choice":
+    the admin said "added successfully" and the stage page then previewed every item."""
+    project = make_project(TaskKind.LIKERT)
+    for n in range(9):
+        make_item(project, dataset="nq" if n % 2 else "tq")
+    stage = make_stage(project, status=StageStatus.DRAFT, kind=StageKind.TRIAL)
+    kept = _save(admin_client_, stage, item_count="5", name="renamed")
+    page = kept.content.decode()
+    assert "…how many given, but “Keep the current choice” does not read it" in page
+    stage.refresh_from_db()
+    assert stage.name != "renamed" and stage.items.count() == 0  # nothing saved
+
+    by_kind = _save(admin_client_, stage, item_choice="kind", item_dataset="nq",
+                    item_split="dev", item_count="5")
+    assert "…dataset, …split given, but “Chosen by the stage&#x27;s kind" in \
+        by_kind.content.decode()
+
+    _save(admin_client_, stage, item_choice="filter", item_count="5")  # the advice works
+    assert stage.items.count() == 5
+    by_kind = _save(admin_client_, stage, item_choice="kind", item_count="4")
+    assert "does not read" not in by_kind.content.decode()  # "by kind" reads a count
+    assert stage.items.count() == 4

@@ -52,6 +52,24 @@ def test_the_page_shows_every_judge_with_intervals_and_the_reliability_plot(clie
                               args=[project.slug, "nobody@1"])).status_code == 404
 
 
+def test_a_project_no_judge_has_scored_says_how_to_get_one(client):
+    """The demo's EVOUNA project (1,525 human labels, nothing scored yet) showed a table of
+    headers with no row and an empty "Per judge" heading: nothing said what fills them."""
+    owner = make_user("first-week")
+    project = make_project(TaskKind.LIKERT, owner=owner, slug="unjudged")
+    stage = make_stage(project)
+    for n in range(4):
+        make_judgment(item=make_item(project, external_id=f"u{n}"), stage=stage, score=5)
+    client.force_login(owner)
+    page = client.get(reverse("metrics:project-judges", args=[project.slug]))
+    text = page.content.decode()
+    assert page.status_code == 200 and page.context["rows"] == []
+    assert "No judge to compare yet" in text
+    assert reverse("metrics:project-metrics", args=[project.slug]) in text
+    assert "run_judge unjudged" in text
+    assert "<h2>Per judge</h2>" not in text and "<th>judge</th>" not in text
+
+
 @pytest.mark.reliability
 def test_strangers_see_nothing(client, project):
     client.force_login(make_user("stranger"))
