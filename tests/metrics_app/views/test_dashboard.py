@@ -403,7 +403,10 @@ def test_one_judgment_per_item_shows_why_there_is_no_agreement_instead_of_dashes
     agreement = _section(html, "agreement")
     # The statement the API's `alpha_undefined`, the cockpit and `manage.py report` give.
     assert ("undefined: no item has two judgments that count yet (agreement compares "
-            "judgments of the same item). Set the redundancy above 1") in agreement
+            "judgments of the same item). It is measured once two workers have judged the same "
+            "items") in agreement
+    # Not "set the redundancy above 1": a trial asking 3 per item reads this before its work.
+    assert "Set the redundancy above 1" not in agreement
     assert "Krippendorff" not in agreement
 
 
