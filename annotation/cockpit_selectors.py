@@ -28,7 +28,7 @@ from annotation.models import (
     StageStatus,
 )
 from annotation.readiness_selectors import stage_readiness
-from annotation.selectors import Progress, stages_with_progress
+from annotation.selectors import Progress, stage_awaits_qualified_workers, stages_with_progress
 from annotation.stage_plan_selectors import stage_release_preview
 
 # Pipeline order: who may work in a stage depends on the stages before it.
@@ -193,6 +193,9 @@ def _next_step(stage: Stage, *, waiting: int, started: bool) -> str:
         # Every HIT is taken and every piece of work decided: "review what is waiting" pointed
         # at nothing.
         return "nothing waits for review: close the stage (stage action “Close”)"
+    if stage.status in OPEN_STAGE_STATUSES and not started and (
+            waiting_on := stage_awaits_qualified_workers(stage)):
+        return waiting_on  # not "wait for submissions": nobody may take its work yet
     if stage.provider == Provider.INHOUSE:
         if stage.status == StageStatus.COLLECTING and not waiting:
             return INHOUSE_NOTHING_WAITING[started]

@@ -134,6 +134,18 @@ def qualification_results_that_count(queryset: QuerySet[WorkerQualification] | N
             .exclude(Q(assignment__isnull=True) & Exists(rejected_before_named)))
 
 
+def stage_awaits_qualified_workers(stage: Stage) -> str:
+    """What publishing `stage` cannot say by its counts alone ("" when nothing): it requires a
+    qualification nobody has passed yet (by the rule above), so no one can take its work until
+    somebody does; the researcher reads it beside "published" instead of waiting for work."""
+    required = stage.requires_stage
+    if required is None or qualification_results_that_count(
+            WorkerQualification.objects.filter(stage=required, passed=True)).exists():
+        return ""
+    return (f"only workers who pass {required.name} can take it, and nobody has passed it yet: "
+            f"work arrives once {required.name} has takers who pass")
+
+
 def judgments_that_count(queryset: QuerySet[Judgment] | None = None, *,
                          project: Project | None = None, data_stages_only: bool = True,
                          include_rejected: bool = False) -> QuerySet[Judgment]:

@@ -84,6 +84,7 @@ def _warn_balance_unknown(modeladmin, request, stage, estimate) -> None:
 @admin.action(description="Publish (guards: agreement, budget, balance; reason overrides "
                           "the agreement guard)")
 def publish_stages(modeladmin, request, queryset):
+    from annotation.selectors import stage_awaits_qualified_workers
     from annotation.services.stages import stage_publish
 
     done, failed = [], []
@@ -108,8 +109,10 @@ def publish_stages(modeladmin, request, queryset):
                 f"judgments); estimated ${result.estimate.total} at the project's reward, no "
                 "platform fees" if stage.provider == Provider.INHOUSE
                 else result.estimate.as_text())
+        waiting = stage_awaits_qualified_workers(result.stage)
         done.append(f"{stage}: {result.stage.get_status_display()}; {result.report.created} "
-                    f"HITs created, {already} already there; {cost}")
+                    f"HITs created, {already} already there; {cost}"
+                    + (f"; {waiting}" if waiting else ""))
     _report(modeladmin, request, done, failed)
 
 

@@ -503,3 +503,30 @@ def test_an_action_that_failed_is_not_reported_as_a_success(admin_client_):
     paid = act(admin_client_, "assignment", "bonus_assignments", [ok.pk], amount="0.25",
                reason="thanks")
     assert [m.level for m in paid.context["messages"]] == [django_messages.SUCCESS]
+
+
+def test_publishing_a_stage_behind_a_qualification_nobody_passed_says_work_waits_for_it(
+        admin_client_):
+    """A trial that requires a qualification nobody has passed yet published with "1 HITs
+    created" and nothing more, and the researcher waited for work no one could take."""
+    from annotation.models import StageKind
+    from annotation.cockpit_selectors import study_cockpit
+    from annotation.selectors import stage_awaits_qualified_workers
+    from testing.factories import make_qualification
+
+    project = make_project(TaskKind.LIKERT)
+    make_item(project)
+    qualification = make_stage(project, kind=StageKind.QUALIFICATION, name="qual",
+                               status=StageStatus.COLLECTING)
+    trial = make_stage(project, kind=StageKind.TRIAL, name="trial", order=2,
+                       requires_stage=qualification, status=StageStatus.DRAFT)
+    shown = messages_of(act(admin_client_, "stage", "publish_stages", [trial.pk]))
+    assert any("HITs created" in m and "nobody has passed it yet" in m
+               and "only workers who pass qual" in m for m in shown), shown
+    # The cockpit's next step says the same, not "wait for submissions".
+    steps = {row.stage.pk: row.next_step for row in study_cockpit(project=project).stages}
+    assert "nobody has passed it yet" in steps[trial.pk]
+    make_qualification(worker=make_worker(), stage=qualification, passed=True)
+    assert stage_awaits_qualified_workers(trial) == ""  # a pass: work can arrive
+    steps = {row.stage.pk: row.next_step for row in study_cockpit(project=project).stages}
+    assert "nobody has passed" not in steps[trial.pk]
