@@ -23,3 +23,4 @@ def test_the_landing_page_lists_only_the_researchers_projects(client):
     for project in (mine, shared):
         assert f"/metrics/{project.slug}/cockpit/" in page
         assert f"/metrics/{project.slug}/dashboard/" in page
+        assert f"/metrics/{project.slug}/judges/" in page  # the judges page, not only from metrics
