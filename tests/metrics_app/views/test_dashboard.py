@@ -357,6 +357,22 @@ def test_lfqa_difficult_rate_and_aspect_counts_per_domain(ab_project):
     assert lfqa["overall"]["aspect_counts"] == {"factuality": 6}
 
 
+def test_the_lfqa_table_says_when_no_aspect_was_ticked(client, ab_project):
+    """The real expert files record no aspects: the "top aspects" cell was left blank."""
+    project, owner, workers = ab_project
+    stage = project.stages.get()
+    for n in range(2):
+        item = make_item(project, domain="Law")
+        for worker in workers[:2]:
+            make_judgment(item=item, stage=stage, worker=worker, choice="AB"[n], aspects=[])
+    client.force_login(owner)
+    lfqa = _section(client.get(reverse("metrics:project-dashboard",
+                                       args=[project.slug])).content.decode(), "lfqa")
+    law = lfqa[lfqa.index("<td>Law</td>"):]
+    assert law[:law.index("</tr>")].endswith("<td>none ticked</td>")
+    assert "factuality 3</td>" in lfqa
+
+
 def test_a_stage_is_named_by_id_or_name_in_the_dashboard_report_api_and_cli(client, ab_project):
     """One rule (annotation.access_selectors.project_stage_by_ref): id or name, everywhere."""
     import io
