@@ -49,7 +49,7 @@ def read_inputs(path: Path) -> tuple[list, list[MetricInput]]:
     ids, inputs, numbers = [], [], []
     try:
         text = read_text(path)  # the importers' reader: a BOM dropped, a bad byte's line named
-        json_lines_not_array(text, path=path, what="inputs")  # json.dump(rows, f) said so
+        json_lines_not_array(text, path=path, what="inputs")  # one array, as json.dump writes
     except ImportFormatError as exc:
         raise CommandError(str(exc)) from None
     # Lines end at real line breaks only: U+2028 and U+0085 are text inside a JSON string.
