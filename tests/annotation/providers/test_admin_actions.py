@@ -509,8 +509,8 @@ def test_publishing_a_stage_behind_a_qualification_nobody_passed_says_work_waits
         admin_client_):
     """A trial that requires a qualification nobody has passed yet published with "1 HITs
     created" and nothing more, and the researcher waited for work no one could take."""
-    from annotation.models import StageKind
     from annotation.cockpit_selectors import study_cockpit
+    from annotation.models import StageKind
     from annotation.selectors import stage_awaits_qualified_workers
     from testing.factories import make_qualification
 
