@@ -36,7 +36,6 @@ from annotation.models import (
 from annotation.selectors import qualification_results_that_count, worker_is_blocked_for
 
 from .assignments import (
-    FINISHED_STATUSES,
     OPEN_STAGE_STATUSES,
     AssignmentClosed,
     AssignmentRefused,
@@ -47,7 +46,7 @@ from .assignments import (
     closed_stage_lets_finish,
     hit_is_expired,
 )
-from .assignments.state import stage_not_open_message
+from .assignments.state import assignment_finished, stage_not_open_message
 
 LINK_SALT = "qaj.inhouse-link"
 ASSIGNMENT_SALT = "qaj.assignment"
@@ -468,7 +467,7 @@ def assignment_access_recheck(*, assignment: Assignment) -> None:
     link to it. Raises the refusal the page shows; nothing
     is stored. A finished assignment is left to the caller (a repeated submit answers with the
     completion again, idempotently)."""
-    if assignment.status in FINISHED_STATUSES:
+    if assignment_finished(assignment):
         return
     if server_state(assignment).get(SUPERSEDED_KEY):
         raise AssignmentClosed("You accepted this HIT again, so this copy of the page no longer "

@@ -46,12 +46,12 @@ from .errors import (
 from .locking import stage_write_lock
 from .picking import items_pick_next, refuse_hit_seen_before
 from .state import (
-    FINISHED_STATUSES,
     GUESS_TIMING_KEY,
     OPEN_STAGE_STATUSES,
     SERVER_DRAFT_KEY,
     assignment_finished,
     closed_stage_lets_finish,
+    finished_filter,
     hit_is_expired,
     stage_not_open_message,
 )
@@ -353,7 +353,7 @@ def _participant_held(*, stage: Stage, worker: Worker, verification: str,
     mine = Assignment.objects.filter(stage=stage, worker=worker).select_related("stage__project")
     held = mine.filter(status=AssignmentStatus.IN_PROGRESS).order_by("pk").first()
     finished = None if held is not None else \
-        mine.filter(status__in=FINISHED_STATUSES).order_by("pk").first()
+        mine.filter(finished_filter()).order_by("pk").first()
     previous = held or finished
     if previous is None:
         return None

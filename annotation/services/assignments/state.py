@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
+from django.db.models import Q
 from django.utils import timezone
 
 # Re-exported for the assignment modules (`X as X`); defined below the services, where the
@@ -52,6 +53,12 @@ def assignment_finished(assignment: Assignment) -> bool:
     completion code, out of the researcher's review."""
     return assignment.status in FINISHED_STATUSES or (
         assignment.status == AssignmentStatus.FLAGGED and assignment.submitted_at is not None)
+
+
+def finished_filter() -> Q:
+    """`assignment_finished` as a query filter on assignments."""
+    return Q(status__in=FINISHED_STATUSES) | Q(status=AssignmentStatus.FLAGGED,
+                                               submitted_at__isnull=False)
 
 
 MAX_DRAFT_BYTES = 200_000

@@ -371,3 +371,24 @@ def test_a_late_answer_to_an_item_the_newer_page_does_not_hold_is_still_kept():
     assert list(judgments.refused) == [str(items[0].pk)]
     assert "item 1 is in your newer page" in judgments.refused[str(items[0].pk)][0]
     assert len(assignment_submit(assignment=newer, answers=_answers(items[:1]))) == 1
+
+
+def test_a_prolific_participant_whose_batch_is_held_gets_no_second_one_from_a_new_session():
+    """The Prolific entry reads a held submission as finished too (`finished_filter`, the
+    query form of `assignment_finished`): a participant whose submitted batch the review held
+    who came back with another session id was given a second batch of the stage."""
+    from annotation.models import AssignmentItem, Item, Provider
+    from annotation.services.review.decisions import assignment_flag
+
+    project, _, _items = make_task(TaskKind.LIKERT, n_items=4, items_per_hit=2, group="")
+    stage = make_stage(project, status=StageStatus.PUBLISHED, provider=Provider.PROLIFIC)
+    worker = make_worker(provider=Provider.PROLIFIC)
+    first = assignment_start(stage=stage, worker=worker, external_id="SESSION-1")
+    mine = Item.objects.filter(pk__in=AssignmentItem.objects.filter(
+        assignment=first).values("item_id"))
+    assert len(assignment_submit(assignment=first, answers=_answers(mine))) == 2
+    first.refresh_from_db()
+    assignment_flag(first, "Held for review: every item has the same score.")
+    with pytest.raises(AssignmentClosed):
+        assignment_start(stage=stage, worker=worker, external_id="SESSION-2")
+    assert Assignment.objects.filter(stage=stage, worker=worker).count() == 1
