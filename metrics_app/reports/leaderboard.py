@@ -253,8 +253,8 @@ def combine_votes(human: Votes, judge: Votes) -> Votes:
 
 def _on_items(board: dict, votes: Votes, items: np.ndarray, *, rounds: int, seed: int,
               position: bool) -> dict | None:
-    """A judge's board on `items` only (the items the humans' board read): the judge's own
-    board when it voted on no other item, else a refit of its votes on those items."""
+    """A board on `items` only: `board` itself when its votes are on no other item, else a
+    refit of `votes` on those items (a judge on the humans' items, the humans on a judge's)."""
     keep = np.isin(votes.item, items)
     if keep.all():
         return board
@@ -263,19 +263,6 @@ def _on_items(board: dict, votes: Votes, items: np.ndarray, *, rounds: int, seed
     try:
         return leaderboard(votes.subset(keep), rounds=rounds, seed=seed, position=position,
                            style=False, robustness=False)
-    except LeaderboardError:
-        return None
-
-
-def _humans_on_items(found: tuple[Votes, dict], items: np.ndarray, *, rounds: int,
-                     seed: int) -> dict | None:
-    """The humans' board refitted on `items` (a judge's share of the humans' items), so a judge
-    that voted on only some of them is ranked beside the humans on the same items."""
-    votes, info = found
-    keep = np.isin(votes.item, items)
-    try:
-        return leaderboard(votes.subset(keep), rounds=rounds, seed=seed,
-                           position=info["order_recorded"], style=False, robustness=False)
     except LeaderboardError:
         return None
 
@@ -350,8 +337,9 @@ def leaderboard_report(frame: JudgmentFrame, *, project: Project | None = None,
             shared = np.intersect1d(human_items, votes.item)
             judge_items[name] = len(shared)
             if 0 < len(shared) < len(human_items):
-                humans_beside[name] = _humans_on_items(found, shared, rounds=rounds,
-                                                       seed=seed)
+                humans_beside[name] = _on_items(report["overall"], found[0], shared,
+                                                rounds=rounds, seed=seed,
+                                                position=found[1]["order_recorded"])
 
         left_out: dict[str, int] = {}
         for name, votes in metric_votes(project, stage, left_out=left_out).items():
