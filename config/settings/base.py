@@ -166,6 +166,9 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = Path(os.environ.get("DJANGO_STATIC_ROOT", VAR_DIR / "staticfiles"))
 
 LOGIN_URL = "admin:login"
+# Where a sign-in goes when its `next` is missing or points off-site (Django refuses those):
+# the landing page, which links every researcher page. Django's default is no page here.
+LOGIN_REDIRECT_URL = "/"
 
 REST_FRAMEWORK = {
     # Token first: DRF takes the WWW-Authenticate header from the first class, so a request

@@ -98,3 +98,19 @@ def test_the_throttle_keys_on_a_real_address_or_none(meta, expected):
     request = HttpRequest()
     request.META.update(meta)
     assert client_address(request) == expected
+
+
+@pytest.mark.parametrize("unsafe_next", [
+    "https://evil.example/x", "//evil.example/x", "/\\evil.example", "https:evil.example", "",
+])
+def test_signing_in_with_an_unsafe_or_no_next_lands_on_the_landing_page(client, unsafe_next):
+    """Django refuses a `next` on another host, and then falls back to LOGIN_REDIRECT_URL,
+    whose default (/accounts/profile/) is no page here: a researcher who followed a tampered
+    sign-in link was signed in onto a 404."""
+    _user("alice")
+    response = client.post(reverse("admin:login"),
+                           {"username": "alice", "password": PASSWORD, "next": unsafe_next},
+                           REMOTE_ADDR="10.0.0.1")
+    assert response.status_code == 302
+    assert response["Location"] == "/"
+    assert client.get(response["Location"]).status_code == 200
