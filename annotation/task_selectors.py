@@ -29,7 +29,7 @@ from .assignment_draft import (
     SERVER_DRAFT_KEY,
     server_state,
 )
-from .domain.answers import AB_SHOWN, MC_SHOWN, PADDING_RUN
+from .domain.answers import AB_SHOWN, MC_SHOWN, PADDING_RUN, shown_roles
 from .models import (
     Assignment,
     AssignmentItem,
@@ -50,11 +50,7 @@ from .models import (
 def answer_roles(kind: str) -> list[str]:
     """The answer roles an item of this task kind shows, in canonical order (none for Likert):
     what assignment creation shuffles into each item's `presented_order`, and a preview too."""
-    if kind == TaskKind.AB:
-        return list(AB_CHOICES)
-    if kind == TaskKind.MC:
-        return list(MC_ROLES)
-    return []
+    return list(shown_roles(kind))
 
 
 # The long-form QA files (lfqa_eval, from ELI5) mark line breaks in answers with a literal

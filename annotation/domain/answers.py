@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from core.vocabulary import TaskKind
+from core.vocabulary import AB_CHOICES, MC_ROLES, TaskKind
 
 # C0 controls and DEL, except tab, line feed and carriage return, which pasted text carries.
 from .control_characters import CONTROL_CHARACTER
@@ -64,6 +64,46 @@ def _shown_to_role(shown: Any, *, labels: tuple[str, ...], presented_order: list
         raise AnswerError([f"Choose {what}."])
     order = presented_order or [label.upper() for label in labels]
     return order[labels.index(shown)]
+
+
+def shown_roles(kind: str) -> tuple[str, ...]:
+    """The answer roles an item of this task kind shows, in item order (none for Likert): what
+    each assignment item's `presented_order` is a shuffle of."""
+    return {TaskKind.AB: AB_CHOICES, TaskKind.MC: MC_ROLES}.get(kind, ())
+
+
+def presented_order_error(kind: str, order: Any) -> str | None:
+    """Why `order` cannot be the order an item's answers were shown in, or None: empty (not
+    recorded), or every role of the kind once (`shown_roles`; a Likert item shows none). Every
+    reader maps the choice through it (the leaderboard's left and right, position bias,
+    straight-lining, the letter the worker saw), so ["B", "B"] or ["A"] would make each of them
+    read something else."""
+    if not isinstance(order, list):
+        return "must be a list"
+    if not order:
+        return None
+    roles = shown_roles(kind)
+    if not roles:
+        return (f"must be empty: a {kind} item shows no answers in an order, got "
+                f"{order!r}"[:300])
+    if (len(order) != len(roles) or not all(isinstance(role, str) for role in order)
+            or set(order) != set(roles)):
+        return (f"must list the answers in the order shown, each of {', '.join(roles)} once "
+                f"(e.g. {list(reversed(roles))!r}), or be empty when the order was not "
+                f"recorded; got {order!r}"[:300])
+    return None
+
+
+ASPECTS_NOT_NAMES = "Aspects must be a list of names."
+
+
+def aspect_names_error(aspects: Any) -> str | None:
+    """Why `aspects` is not a list of aspect names (non-blank strings), or None: the shape the
+    task page stores and every report counts (an object in it cannot be counted)."""
+    if not isinstance(aspects, list) or not all(
+            isinstance(name, str) and name.strip() for name in aspects):
+        return ASPECTS_NOT_NAMES
+    return None
 
 
 def ab_label_shown(choice: Any, presented_order: list[str] | None) -> str:
@@ -251,8 +291,8 @@ def _clean_ab(answer: dict, rules: AnswerRules, presented_order: list[str],
                       "words why you chose it.")
     fields["justification"] = justification
     aspects = answer.get("aspects", [])
-    if not isinstance(aspects, list) or not all(isinstance(a, str) for a in aspects):
-        errors.append("Aspects must be a list of names.")
+    if (wrong := aspect_names_error(aspects)) is not None:
+        errors.append(wrong)
     elif set(aspects) - set(rules.aspects):
         errors.append("Unknown aspect: " + ", ".join(sorted(set(aspects) - set(rules.aspects))))
     else:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from annotation.domain.answers import AB_TIE_CHOICES
+from annotation.domain.answers import AB_TIE_CHOICES, aspect_names_error, presented_order_error
 from annotation.domain.control_characters import control_character_message, find_control_character
 from annotation.domain.design import MAX_UNIT_LENGTH, design_unit_for
 from annotation.domain.item_content import (
@@ -199,6 +199,11 @@ def _check_judgment(kind: str, judgment: JudgmentRecord) -> None:
     for name in ("choices", "aspects", "presented_order"):
         if not isinstance(getattr(judgment, name), list):
             raise ItemContentError(name, "must be a list")
+    # The rules of the task page's answers: every report reads these as the page stores them.
+    if aspect_names_error(judgment.aspects) is not None:
+        raise ItemContentError("aspects", "must be a list of aspect names (non-blank strings)")
+    if (wrong := presented_order_error(kind, judgment.presented_order)) is not None:
+        raise ItemContentError("presented_order", wrong)
     if judgment.difficult is not None and not isinstance(judgment.difficult, bool):
         raise ItemContentError("difficult", "must be true, false or null")
     if not isinstance(judgment.justification, str):

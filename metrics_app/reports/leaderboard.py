@@ -24,6 +24,7 @@ from ..domain.leaderboard import (
     LeaderboardError,
     Votes,
     leaderboard,
+    position_bias,
     style_features,
 )
 from ..model_selectors import learned_metric_seen_items
@@ -86,7 +87,13 @@ def frame_votes(frame: JudgmentFrame, mask: np.ndarray) -> tuple[Votes | None, d
     # fitted only when every vote's order is known ("left" otherwise just means answer A).
     skipped["order_recorded"] = all(order_recorded)
     skipped["order_unrecorded"] = order_recorded.count(False)
+    skipped[RECORDED] = np.array(order_recorded, dtype=bool)
     return votes, skipped
+
+
+# The key of `frame_votes`'s info holding which votes recorded the order shown (not reported).
+RECORDED = "recorded"
+INFO_KEYS = ("order_recorded", "order_unrecorded", RECORDED)
 
 
 def _board(found: tuple[Votes | None, dict], *, rounds: int, seed: int) -> dict | None:
@@ -102,9 +109,16 @@ def _board(found: tuple[Votes | None, dict], *, rounds: int, seed: int) -> dict 
     if missing and "note" in position:
         # Platform judgments record the order shown, imported ones rarely do: "the order shown
         # was not recorded" beside 40 recorded votes of 60 read as a bug of the task page.
-        position["note"] = (f"the order shown was not recorded for {missing} of {len(votes)} "
-                            "votes (imported judgments rarely say it): no position effect is "
-                            "fitted")
+        note = (f"the order shown was not recorded for {missing} of {len(votes)} votes "
+                "(imported judgments rarely say it): no position effect is fitted")
+        recorded = info.get(RECORDED)
+        if recorded is not None and recorded.any():
+            # The check reads the votes that say which answer was on the left (a crowd stage
+            # beside imported expert labels), as that stage's own board does.
+            position = board["robustness"]["position_bias"] = position_bias(
+                votes.subset(recorded))
+            note += f"; position bias is read on the {int(recorded.sum())} votes that recorded it"
+        position["note"] = note
     return board
 
 
@@ -307,8 +321,7 @@ def leaderboard_report(frame: JudgmentFrame, *, project: Project | None = None,
     if found[0] is None:
         return {}
     report = {"judge": "human", "overall": _board(found, rounds=rounds, seed=seed),
-              "skipped": {k: v for k, v in found[1].items()
-                          if k not in ("order_recorded", "order_unrecorded")},
+              "skipped": {k: v for k, v in found[1].items() if k not in INFO_KEYS},
               "order_recorded": found[1]["order_recorded"],
               "tie_choices": {c: int((frame.choice[mask] == c).sum()) for c in AB_TIE_CHOICES}}
     for field in ("domain", "dataset"):

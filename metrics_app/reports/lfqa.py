@@ -7,7 +7,7 @@ from collections import Counter
 
 import numpy as np
 
-from annotation.domain.agreement import fleiss_kappa_from_counts
+from annotation.domain.agreement import agreement_undefined_reason, fleiss_kappa_from_counts
 from annotation.domain.answers import AB_TIE_CHOICES
 from annotation.judgment_selectors import JudgmentFrame
 from annotation.models import Item
@@ -32,6 +32,19 @@ def _target_side(setting: str, a_kind: str, a_up, b_kind: str, b_up, metadata: d
             return "A" if a_up > b_up else "B"
         return ""
     return ""
+
+
+def fleiss_undefined_reason(counts: np.ndarray, experts: int,
+                            value_labels: list[str]) -> str | None:
+    """Why Fleiss' κ of a domain (over the pairs all its `experts` judged) has no value, in the
+    words the dashboard, the report API and `manage.py report` show; None when it has one."""
+    if experts < 2:
+        return ("one expert judged this domain (κ compares the answers of several experts to "
+                "the same pairs)")
+    full = counts[counts.sum(axis=1) == experts] if len(counts) else counts
+    if len(full) == 0:
+        return f"no pair was judged by all {experts} experts of this domain (κ reads those)"
+    return agreement_undefined_reason(full, value_labels)
 
 
 def _share(hits: list[bool]) -> float | None:
@@ -72,6 +85,7 @@ def lfqa_report(frame: JudgmentFrame) -> dict:
     }
     target = {pk: _target_side(*info) for pk, info in item_info.items()}
     setting = {pk: info[0] for pk, info in item_info.items()}
+    labels = frame.value_labels() if len(frame) else []
     domains = frame.item_column("domain").astype(str) if len(frame) else np.array([], dtype=str)
     by_domain: dict[str, dict] = {}
     totals = {"hh": [], "hm": [], "difficult": [], "aspects": Counter()}
@@ -83,6 +97,7 @@ def lfqa_report(frame: JudgmentFrame) -> dict:
         counts, _domain_values = frame.counts(dmask)
         # Table 2 computes κ over the pairs all experts of the domain judged.
         fleiss = fleiss_kappa_from_counts(counts, n_raters=experts) if experts >= 2 else None
+        kappa = fleiss.kappa if fleiss else None
         by_domain[domain or "(none)"] = {
             "n_experts": experts,
             "n_items": int(len(counts)),
@@ -91,7 +106,9 @@ def lfqa_report(frame: JudgmentFrame) -> dict:
             "n_hh": len(hh),
             "prefer_model_hm": _share(hm),
             "n_hm": len(hm),
-            "fleiss_kappa": fleiss.kappa if fleiss else None,
+            "fleiss_kappa": kappa,
+            "fleiss_undefined": (fleiss_undefined_reason(counts, experts, labels)
+                                 if kappa is None else None),
             "fleiss_n_items": fleiss.n_items if fleiss else 0,
             "difficult_rate": _share(difficult),
             "aspect_counts": dict(aspects.most_common()),

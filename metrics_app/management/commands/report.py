@@ -96,7 +96,10 @@ def _summary(report: dict) -> str:
         lines.append("Long-form A/B by domain:")
         for domain, row in report["lfqa"]["by_domain"].items():
             lines.append(f"  {domain:<12} H/H {_fmt(row['prefer_higher_voted_hh'])} "
-                         f"H/M {_fmt(row['prefer_model_hm'])} κ {_fmt(row['fleiss_kappa'])}")
+                         f"H/M {_fmt(row['prefer_model_hm'])} " + (
+                             f"κ undefined: {row['fleiss_undefined']}"
+                             if row["fleiss_kappa"] is None and row.get("fleiss_undefined")
+                             else f"κ {_fmt(row['fleiss_kappa'])}"))
     board = (report.get("leaderboard") or {}).get("overall") or {}
     if board.get("error"):
         lines.append(f"Leaderboard: none ({board['error']})")

@@ -10,6 +10,7 @@ from scipy import optimize
 
 from metrics_app.domain.leaderboard import (
     LEFT,
+    RIDGE,
     RIGHT,
     TIE,
     LeaderboardError,
@@ -619,3 +620,27 @@ def test_the_board_does_not_depend_on_the_ids_of_items_and_workers(position):
                        (rng.permutation(len(items)) * 7 + 1000)[item_code],
                        (rng.permutation(len(workers)) * 3 + 50)[worker_code])
     _same_board(base, _board_by_name(relabelled, position=position)[0])
+
+
+def test_a_system_seen_twice_does_not_swing_the_intervals_of_the_others(monkeypatch):
+    """a and b meet on 60 items (40-20); c twice, beaten by a and beating b, by two workers.
+    Every round that keeps c's win and drops its loss has c never losing: only the prior
+    holds it there, and the centring (Σθ = 0) passed its swing to a and b, whose intervals
+    were [-1.08, 1.79] and [-1.86, 1.11] (with a prior ten times wider, [-2.39, 3.09]): set
+    by the prior, not by their 60 votes. Each round is now placed by the systems it measures,
+    so a's and b's intervals are those of a board of their own votes alone."""
+    games = [(0, 1, LEFT if n % 3 else RIGHT, n, n % 7) for n in range(60)]
+    both = Votes(list("abc"), *map(list, zip(*games, (0, 2, LEFT, 100, 0), (2, 1, LEFT, 101, 1),
+                                             strict=True)))
+    alone = Votes(list("ab"), *map(list, zip(*games, strict=True)))
+    for prior in (RIDGE, RIDGE / 100):  # the prior's sd: 10 logits, then 100
+        monkeypatch.setitem(fit_counts.__kwdefaults__, "ridge", prior)
+        rows, board = _board_by_name(both, position=False)
+        pair, _ = _board_by_name(alone, position=False)
+        assert "c: votes in fewer than 5 items" in board["model"]["bootstrap_notes"]["item_systems"]
+        for name in "ab":
+            for scheme in ("ci_item", "ci_worker"):
+                low, high = rows[name][scheme]
+                assert low < rows[name]["strength"] < high
+                width = pair[name][scheme][1] - pair[name][scheme][0]
+                assert high - low == pytest.approx(width, rel=0.25), (name, scheme, prior)

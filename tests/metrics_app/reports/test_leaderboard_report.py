@@ -111,3 +111,37 @@ def test_ties_stay_out_of_the_preference_shares_and_count_as_ties():
     board = report["leaderboard"]["overall"]
     assert board["model"]["name"] == "davidson" and board["model"]["n_ties"] == 2
     assert report["leaderboard"]["tie_choices"] == {"tie": 1, "both_good": 1, "both_bad": 0}
+
+
+def test_position_bias_reads_the_votes_whose_order_was_recorded_when_others_were_imported():
+    """Experts' labels imported without the order shown beside a crowd stage that recorded
+    it: the whole project's board fits no position effect (it needs every vote's order), but
+    its position-bias check reads the crowd's votes, as the crowd stage's own board does; it
+    said only "the order shown was not recorded", hiding a worker who always clicks left."""
+    from annotation.models import StageKind, TaskKind
+    from testing.factories import make_item, make_judgment, make_project, make_stage, make_worker
+
+    project = make_project(TaskKind.AB, slug="mixed-orders")
+    imported = make_stage(project, kind=StageKind.IMPORTED, name="experts")
+    crowd = make_stage(project, kind=StageKind.FULL, name="crowd")
+    experts = [make_worker(external_id=f"expert-{n}") for n in range(2)]
+    clicker, careful = make_worker(external_id="left-clicker"), make_worker(external_id="careful")
+    for n in range(24):
+        item = make_item(project)
+        for expert in experts:
+            make_judgment(item=item, stage=imported, worker=expert, choice="AB"[n % 5 == 0],
+                          presented_order=[])
+        order = ["A", "B"] if n % 2 else ["B", "A"]
+        make_judgment(item=item, stage=crowd, worker=clicker, choice=order[0],
+                      presented_order=order)
+        make_judgment(item=item, stage=crowd, worker=careful, choice="AB"[n % 3 == 0],
+                      presented_order=order)
+    whole = project_report(project=project)["leaderboard"]["overall"]
+    alone = project_report(project=project, stage=crowd)["leaderboard"]["overall"]
+    assert whole["model"]["position_effect"] is None  # 48 votes say no order
+    assert alone["model"]["position_effect"] is not None
+    bias, crowd_bias = whole["robustness"]["position_bias"], alone["robustness"]["position_bias"]
+    assert bias["overall"] == crowd_bias["overall"] and bias["overall"]["n"] == 48
+    flagged = [w["external_id"] for w in bias["workers"] if w["biased"]]
+    assert flagged == ["left-clicker"]
+    assert "48 of 96 votes" in bias["note"] and "no position effect is fitted" in bias["note"]

@@ -373,6 +373,45 @@ def test_the_lfqa_table_says_when_no_aspect_was_ticked(client, ab_project):
     assert "factuality 3</td>" in lfqa
 
 
+def test_the_lfqa_table_says_why_a_domains_kappa_is_undefined_at_every_door(client, ab_project):
+    """Fleiss' κ of a domain judged by one expert, by experts who never judged the same pair,
+    or by experts who all gave one answer has no value: the dashboard, the report API and
+    `manage.py report` say which, as the agreement section does, not a bare dash beside an
+    item count (the real files' Chemistry, Law and TechCS read "– (0)")."""
+    import io
+
+    from django.core.management import call_command
+
+    project, owner, workers = ab_project
+    stage = project.stages.get()
+    for n in range(2):
+        make_judgment(item=make_item(project, domain="Law"), stage=stage, worker=workers[0],
+                      choice="AB"[n])
+        make_judgment(item=make_item(project, domain="Physics"), stage=stage,
+                      worker=workers[n], choice="A")
+        both = make_item(project, domain="Economics")
+        for worker in workers[:2]:
+            make_judgment(item=both, stage=stage, worker=worker, choice="B")
+    why = {"Law": "one expert judged this domain",
+           "Physics": "no pair was judged by all 2 experts",
+           "Economics": "every judgment of the items judged twice gives the same answer (B)"}
+    client.force_login(owner)
+    api = client.get(reverse("metrics-api:project-report", args=[project.slug])).json()
+    out = io.StringIO()
+    call_command("report", project.slug, stdout=out)
+    lfqa = _section(client.get(reverse("metrics:project-dashboard",
+                                       args=[project.slug])).content.decode(), "lfqa")
+    for domain, reason in why.items():
+        row = api["lfqa"]["by_domain"][domain]
+        assert row["fleiss_kappa"] is None and reason in row["fleiss_undefined"], domain
+        line = next(line for line in out.getvalue().splitlines()
+                    if line.strip().startswith(domain))
+        assert f"κ undefined: {reason}" in line, line
+        cells = lfqa[lfqa.index(f"<td>{domain}</td>"):]
+        assert f"undefined: {reason}" in cells[:cells.index("</tr>")], domain
+    assert api["lfqa"]["by_domain"]["Biology"]["fleiss_undefined"] is None
+
+
 def test_a_stage_is_named_by_id_or_name_in_the_dashboard_report_api_and_cli(client, ab_project):
     """One rule (annotation.access_selectors.project_stage_by_ref): id or name, everywhere."""
     import io
