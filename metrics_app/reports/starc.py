@@ -111,8 +111,12 @@ def _accuracy_block(keys: np.ndarray, levels: np.ndarray, chosen: list[str]) -> 
             "definitions": ACCURACY_DEFINITIONS}
 
 
-def starc_report(frame: JudgmentFrame, *, experiment_mode: str = "") -> dict:
-    excluded = practice_failures(frame)
+def starc_report(frame: JudgmentFrame, *, experiment_mode: str = "",
+                 excluded: set[int] | None = None) -> dict:
+    """`excluded`: the workers the practice rule excludes
+    (`annotation.selectors.practice_failed_worker_ids`, which also sees practice answered in
+    another stage than the one read); by default those of the frame's practice answers."""
+    excluded = practice_failures(frame) if excluded is None else set(excluded)
     data = frame.data_mask() & ~frame.items["is_practice"][frame.item_pos].astype(bool) \
         if len(frame) else np.zeros(0, dtype=bool)
     data &= ~np.isin(frame.worker_id, list(excluded))
