@@ -277,7 +277,8 @@ def data_only_for(*, stage: Stage | None = None, include_qualification: bool = F
 
 def counting_fingerprint(*, project: Project) -> str:
     """What the counting rule depends on besides the judgments themselves, which are
-    append-only: the not-counted (or not yet verified) assignments and the blocked workers.
+    append-only: the not-counted (or not yet verified) assignments and the blocked workers
+    (a STARC practice answered wrongly is a judgment: the watermark sees it).
     Cached reports compare it, since rejecting work, verifying a session or blocking a worker
     adds no judgment."""
     # Read from the few not-counted assignments and blocked workers, each probing the judgment
