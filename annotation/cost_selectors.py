@@ -25,7 +25,7 @@ import statistics
 from decimal import ROUND_HALF_UP, Decimal
 
 from django.conf import settings
-from django.db.models import Count
+from django.db.models import Count, Q
 
 from annotation.models import Assignment, AssignmentStatus, Stage, StageKind, StageStatus
 from annotation.selectors import judgments_that_count
@@ -108,34 +108,40 @@ def stage_cost_estimate(*, stage: Stage, with_balance: bool = False,
 
     provider = get_provider(stage.provider)
     hits = list(stage.hits.all())
+    # (assignments, items, items a correct answer earns the bonus on, reward) per HIT: the
+    # bonus per correct answer is never paid on a practice item (`correct_answer_bonus`).
     if hits:
         asked = reoffers_in_flight(stage=stage)
-        groups = [(hit.max_assignments + asked.get(hit.pk, 0), hit.items.count(), hit.reward)
-                  for hit in hits]
+        counted = {row["pk"]: (row["n"], row["paid"]) for row in stage.hits.values("pk").annotate(
+            n=Count("items"), paid=Count("items", filter=Q(items__is_practice=False)))}
+        groups = [(hit.max_assignments + asked.get(hit.pk, 0), *counted.get(hit.pk, (0, 0)),
+                   hit.reward) for hit in hits]
     else:
-        groups = [(plan.max_assignments, len(plan.items), stage.reward)
+        groups = [(plan.max_assignments, len(plan.items),
+                   sum(not item.is_practice for item in plan.items), stage.reward)
                   for plan in (plans if plans is not None
                                else stage_hits_planned(stage=stage))]
     rewards = fees = Decimal("0")
-    n_assignments = n_judgments = in_tier = 0
+    n_assignments = n_judgments = in_tier = n_bonus_answers = 0
     per_correct = stage.project.bonus_per_correct or Decimal("0")
     per_correct_fees = Decimal("0")
-    for max_assignments, n_items, reward in groups:
+    for max_assignments, n_items, n_paid_items, reward in groups:
         rate = provider.fee_rate(max_assignments=max_assignments)
         rewards += reward * max_assignments
         fees += provider.assignment_fee(reward=reward,
                                         max_assignments=max_assignments) * max_assignments
         n_assignments += max_assignments
         n_judgments += max_assignments * n_items
+        n_bonus_answers += max_assignments * n_paid_items
         in_tier += rate >= Decimal("0.40")
         # One per-correct bonus payment per assignment, at most every item right.
-        per_correct_fees += provider.bonus_fee(amount=per_correct * n_items) * max_assignments
+        per_correct_fees += provider.bonus_fee(amount=per_correct * n_paid_items) * max_assignments
     budget = (stage.settings or {}).get("bonus_budget")
     if budget is not None:
         bonus_budget = Decimal(str(budget))
         bonus_fees = provider.bonus_fee(amount=bonus_budget)
     else:
-        bonus_budget = per_correct * n_judgments
+        bonus_budget = per_correct * n_bonus_answers
         bonus_fees = per_correct_fees
     balance, balance_error = None, ""
     if with_balance:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 
 from django.db.models import Avg, Count, Exists, OuterRef, Q, QuerySet, Sum, Value
+from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import Coalesce
 
 from core.vocabulary import RECRUITING_PROVIDERS
@@ -37,6 +38,7 @@ from .models import (
     Stage,
     StageKind,
     StageStatus,
+    TaskKind,
     Worker,
     WorkerBlock,
     WorkerQualification,
@@ -92,6 +94,49 @@ def worker_is_blocked_for(*, worker: Worker, project: Project) -> bool:
 
 
 # --- Which judgments count ---------------------------------------------------------------------
+
+# STARC's practice rule: a multiple-choice participant who failed a practice item is out of it.
+
+
+def practice_answers_wrong(project: Project | None = None) -> QuerySet[Judgment]:
+    """THE practice rule of multiple-choice (STARC) projects: the answers to a practice item
+    (`Item.is_practice`, every participant answers those first) that are not its correct
+    answer (the item's gold choice; role A, the STARC correct answer, where it names none).
+    "Participants who did not answer both practice trials correctly were excluded from the
+    analysis": every answer of such a worker in the project is out of the counting rule
+    (`judgments_that_count`), gives its redundancy slot back (`judgments_releasing_slots`), is
+    left out of the STARC analytics and earns no bonus per correct answer. Likert and A/B
+    projects read practice accuracy as a worker-quality number only."""
+    wrong = Judgment.objects.filter(item__is_practice=True, item__project__kind=TaskKind.MC)
+    if project is not None:
+        wrong = wrong.filter(item__project=project)
+    # KeyTextTransform, not KT: KT("item__gold__choice") reads keys of `item`, not the item's
+    # gold (the SQL applied #>> to the item id on PostgreSQL).
+    return wrong.exclude(choice=Coalesce(KeyTextTransform("choice", "item__gold"), Value("A")))
+
+
+def practice_failed_worker_ids(project: Project) -> set[int]:
+    """The workers `practice_answers_wrong` excludes from `project` (none unless multiple
+    choice)."""
+    if project.kind != TaskKind.MC:
+        return set()
+    return set(practice_answers_wrong(project).values_list("worker_id", flat=True).distinct())
+
+
+def _failed_practice(project: Project | None) -> Q:
+    """The condition "this judgment is data of a worker who failed the practice of its
+    project" (their practice answers themselves stay: they are what shows the failure), as SQL;
+    an empty condition for a project that is not multiple choice."""
+    if project is not None:
+        # The few failed workers first, as a literal list (as `counting_fingerprint` reads the
+        # blocked ones): a correlated subquery per judgment of a large project costs more.
+        failed = sorted(practice_failed_worker_ids(project))
+        return Q(item__is_practice=False, worker_id__in=failed) if failed else Q(pk__in=[])
+    wrong = practice_answers_wrong().filter(worker_id=OuterRef("worker_id"),
+                                            item__project_id=OuterRef("item__project_id"))
+    # The kind first: the subquery is probed only for multiple-choice projects' judgments.
+    return Q(item__project__kind=TaskKind.MC, item__is_practice=False) & Q(Exists(wrong))
+
 
 # Work the study did not accept: rejected on review, returned (a participant asked to return the
 # study, or an assignment the provider says was returned), or flagged because the provider never
@@ -163,13 +208,16 @@ def judgments_that_count(queryset: QuerySet[Judgment] | None = None, *,
       and, on Prolific, its session was verified with the provider (`Assignment.verification`
       not PENDING or FAILED: annotation/services/assignments/verification.py);
     - its worker is not blocked for its project (`blocked_worker_ids_for`: a global block or
-      one by the project's owner or a researcher it is shared with).
+      one by the project's owner or a researcher it is shared with);
+    - multiple choice (STARC): its worker answered every practice item of the project
+      correctly (`practice_answers_wrong`); the wrong practice answers themselves stay, read
+      with `data_stages_only=False` like all practice work.
 
     Gold/attention-check items are data like any other item: their judgments count (gold
     accuracy is read from them too); they are only outside a stage's redundancy plan
     (`stage_progress`).
 
-    `include_rejected=True` drops the last two conditions (audits: `export_data
+    `include_rejected=True` drops the last three conditions (audits: `export_data
     --include-rejected`). With `project` the blocked-worker condition reads that project's
     blocks once; without it (progress over the stages of many projects) each judgment is
     checked against its own item's project.
@@ -184,6 +232,7 @@ def judgments_that_count(queryset: QuerySet[Judgment] | None = None, *,
         return queryset
     queryset = queryset.exclude(assignment__status__in=NOT_COUNTED_ASSIGNMENT_STATUSES)
     queryset = queryset.exclude(assignment__verification__in=UNVERIFIED)
+    queryset = queryset.exclude(_failed_practice(project))
     if project is not None:
         return queryset.exclude(_blocked_here(project))
     return queryset.exclude(worker__status=WorkerStatus.BLOCKED).exclude(
@@ -198,7 +247,8 @@ def judgments_releasing_slots(queryset: QuerySet[Judgment] | None = None, *,
     that still could: a Prolific session being verified (presumed real until the provider
     says otherwise) and, beside the judgments, the live assignments holding the item. What is
     left is given back: rejected, returned or flagged work, a session the provider does not
-    know, a worker blocked for the project.
+    know, a worker blocked for the project, a multiple-choice worker who failed its practice
+    (`practice_answers_wrong`).
 
     Read by every door that enforces redundancy: picking for in-house and Prolific pages
     (`annotation/services/assignments/picking.py`, fixed redundancy), the adaptive targets
@@ -207,7 +257,8 @@ def judgments_releasing_slots(queryset: QuerySet[Judgment] | None = None, *,
     Without `project`, each judgment is checked against its own item's project's blocks."""
     queryset = Judgment.objects.all() if queryset is None else queryset
     given_back = (Q(assignment__status__in=NOT_COUNTED_ASSIGNMENT_STATUSES)
-                  | Q(assignment__verification=ParticipantVerification.FAILED))
+                  | Q(assignment__verification=ParticipantVerification.FAILED)
+                  | _failed_practice(project))
     if project is not None:
         return queryset.filter(item__project=project).filter(given_back | _blocked_here(project))
     return queryset.filter(given_back | Q(worker__status=WorkerStatus.BLOCKED)
@@ -226,7 +277,8 @@ def data_only_for(*, stage: Stage | None = None, include_qualification: bool = F
 
 def counting_fingerprint(*, project: Project) -> str:
     """What the counting rule depends on besides the judgments themselves, which are
-    append-only: the not-counted (or not yet verified) assignments and the blocked workers.
+    append-only: the not-counted (or not yet verified) assignments and the blocked workers
+    (a STARC practice answered wrongly is a judgment: the watermark sees it).
     Cached reports compare it, since rejecting work, verifying a session or blocking a worker
     adds no judgment."""
     # Read from the few not-counted assignments and blocked workers, each probing the judgment

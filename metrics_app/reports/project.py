@@ -14,7 +14,11 @@ from django.db.models.functions import Cast
 from annotation.domain.agreement import NO_JUDGMENTS
 from annotation.judgment_selectors import fetch_plain_rows, load_judgments, watermark
 from annotation.models import Adjudication, Item, Judgment, Project, Stage, TaskKind, Worker
-from annotation.selectors import blocked_worker_ids_for, counting_fingerprint
+from annotation.selectors import (
+    blocked_worker_ids_for,
+    counting_fingerprint,
+    practice_failed_worker_ids,
+)
 from annotation.services.redundancy import adaptive_redundancy_summary
 from core.json_limits import json_ready
 
@@ -34,6 +38,8 @@ from .workers import own_items_reason, worker_report
 REPORT_KIND = "project"
 # Bump when the report's content or definitions change: cached reports of another version are
 # recomputed even though no judgment arrived.
+# 26: a STARC participant who failed practice is out of every number (the counting rule);
+# 25: STARC's pilot criteria compare exact shares (a question at a boundary is not flagged);
 # 24: position bias read on the votes that recorded the order shown beside imported ones;
 # 23: a leaderboard's rounds are placed by the systems they measure (`_anchored`);
 # 22: a long-form QA domain's undefined Fleiss' κ says why;
@@ -45,7 +51,7 @@ REPORT_KIND = "project"
 # 17: workers' same-justification share; 16: an undefined α says why, a leaderboard board its
 # notes; 15: a learned judge leaves out the items it saw; 14: an excluded item's judgments are
 # not data.
-REPORT_VERSION = 24
+REPORT_VERSION = 26
 
 
 def _params(group_by: str | None) -> dict:
@@ -78,7 +84,8 @@ def project_report(
         "lfqa": lfqa_report(frame) if project.kind == TaskKind.AB else {},
         "leaderboard": leaderboard_report(frame, project=project, stage=stage)
         if project.kind == TaskKind.AB else {},
-        "starc": starc_report(frame, experiment_mode=project.experiment_mode)
+        "starc": starc_report(frame, experiment_mode=project.experiment_mode,
+                              excluded=practice_failed_worker_ids(project))
         if project.kind == TaskKind.MC else {},
         "estimates": estimates_report(frame, project=project),
         "adaptive_redundancy": [

@@ -5,6 +5,7 @@ judges call invalid, and the approximate ceiling."""
 from __future__ import annotations
 
 from collections import defaultdict
+from fractions import Fraction
 
 import numpy as np
 
@@ -17,12 +18,15 @@ LEVEL_WEIGHTS = {"race": {"middle": 1436, "high": 3498}}
 ELEMENTARY = {"ele", "elementary"}
 ADVANCED = {"adv", "advanced"}
 
-# The STARC pilot's criteria for revising a question (see the brief).
-GUESSABLE_BEFORE_A = 0.60
-PROBLEM_AFTER_A = 0.50
-TOO_EASY_AFTER_A = 0.95
-DISTRACTOR_AFTER = 0.30
-LEVEL_GAP = 0.30
+# The STARC pilot's criteria for revising a question (see the brief), as exact fractions: a
+# share is compared as counts (`_share`), so a boundary is never crossed by rounding (in floats
+# 1.0 - 0.7 > 0.30: all right at Elementary and 7 in 10 at Advanced read as more than 30 points
+# apart).
+GUESSABLE_BEFORE_A = Fraction(60, 100)
+PROBLEM_AFTER_A = Fraction(50, 100)
+TOO_EASY_AFTER_A = Fraction(95, 100)
+DISTRACTOR_AFTER = Fraction(30, 100)
+LEVEL_GAP = Fraction(30, 100)
 # A share over fewer answers than this says nothing about a question (the in-lab experiment has
 # one answer per question and level); such questions are not flagged.
 MIN_ANSWERS_FOR_FLAGS = 3
@@ -32,6 +36,11 @@ def _rates(choices: list[str]) -> dict:
     n = len(choices)
     rates = {role: (sum(c == role for c in choices) / n if n else None) for role in MC_ROLES}
     return {**rates, "n": n}
+
+
+def _share(choices: list, role) -> Fraction:
+    """The exact share of `choices` equal to `role` (of a non-empty list)."""
+    return Fraction(sum(c == role for c in choices), len(choices))
 
 
 def _source(frame: JudgmentFrame) -> np.ndarray:
@@ -102,8 +111,12 @@ def _accuracy_block(keys: np.ndarray, levels: np.ndarray, chosen: list[str]) -> 
             "definitions": ACCURACY_DEFINITIONS}
 
 
-def starc_report(frame: JudgmentFrame, *, experiment_mode: str = "") -> dict:
-    excluded = practice_failures(frame)
+def starc_report(frame: JudgmentFrame, *, experiment_mode: str = "",
+                 excluded: set[int] | None = None) -> dict:
+    """`excluded`: the workers the practice rule excludes
+    (`annotation.selectors.practice_failed_worker_ids`, which also sees practice answered in
+    another stage than the one read); by default those of the frame's practice answers."""
+    excluded = practice_failures(frame) if excluded is None else set(excluded)
     data = frame.data_mask() & ~frame.items["is_practice"][frame.item_pos].astype(bool) \
         if len(frame) else np.zeros(0, dtype=bool)
     data &= ~np.isin(frame.worker_id, list(excluded))
@@ -161,21 +174,21 @@ def _question_flags(frame: JudgmentFrame, idx: np.ndarray, after: list[str],
     for key, entry in per_question.items():
         found = []
         if len(entry["before"]) >= MIN_ANSWERS_FOR_FLAGS and (
-            _rates(entry["before"])["A"] > GUESSABLE_BEFORE_A
+            _share(entry["before"], "A") > GUESSABLE_BEFORE_A
         ):
             found.append("guessable")
         if len(entry["after"]) >= MIN_ANSWERS_FOR_FLAGS:
-            rates = _rates(entry["after"])
-            if rates["A"] < PROBLEM_AFTER_A:
+            right = _share(entry["after"], "A")
+            if right < PROBLEM_AFTER_A:
                 found.append("question or answers problem")
-            if rates["A"] > TOO_EASY_AFTER_A:
+            if right > TOO_EASY_AFTER_A:
                 found.append("too easy")
-            if any(rates[r] > DISTRACTOR_AFTER for r in ("B", "C", "D")):
+            if any(_share(entry["after"], r) > DISTRACTOR_AFTER for r in ("B", "C", "D")):
                 found.append("distractor problem")
         ele = [v for lvl, vs in entry["levels"].items() if lvl in ELEMENTARY for v in vs]
         adv = [v for lvl, vs in entry["levels"].items() if lvl in ADVANCED for v in vs]
         if len(ele) >= MIN_ANSWERS_FOR_FLAGS and len(adv) >= MIN_ANSWERS_FOR_FLAGS and (
-            abs(np.mean(ele) - np.mean(adv)) > LEVEL_GAP
+            abs(_share(ele, True) - _share(adv, True)) > LEVEL_GAP
         ):
             found.append("caters to one level")
         if found:

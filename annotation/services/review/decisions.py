@@ -41,7 +41,7 @@ from annotation.providers.calls import (
     provider_call_get_or_create,
     provider_call_run,
 )
-from annotation.selectors import qualification_results_that_count
+from annotation.selectors import practice_failed_worker_ids, qualification_results_that_count
 from annotation.services.budget import budget_lock
 from annotation.services.qualification import (
     answer_is_correct,
@@ -352,12 +352,17 @@ def _bonus_paid_by_earlier_attempt(provider, assignment: Assignment, amount: Dec
 
 
 def correct_answer_bonus(*, assignment: Assignment) -> Decimal:
-    """STARC: the project's bonus per correct answer times the correct answers."""
-    per = assignment.stage.project.bonus_per_correct
-    if not per or per <= 0:
+    """STARC: the project's bonus per correct answer times the correct answers, as the cost
+    estimate budgets it (`stage_cost_estimate`: the HITs' items): never for a practice item,
+    and nothing for a worker the practice rule excludes from the study
+    (`practice_failed_worker_ids`)."""
+    project = assignment.stage.project
+    per = project.bonus_per_correct
+    if not per or per <= 0 or assignment.worker_id in practice_failed_worker_ids(project):
         return Decimal("0")
     correct = 0
-    for judgment in assignment.judgments.select_related("item", "item__project"):
+    for judgment in assignment.judgments.filter(item__is_practice=False).select_related(
+            "item", "item__project"):
         verdict = judgment.extra.get("is_correct") if judgment.extra else None
         if verdict is None:
             verdict = answer_is_correct(item=judgment.item, judgment=judgment)

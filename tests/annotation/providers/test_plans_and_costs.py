@@ -152,6 +152,24 @@ def test_mturk_fee_is_at_least_one_cent_per_assignment_and_bonus(db):
     assert stage_cost_estimate(stage=stage).fees == Decimal("0.00")
 
 
+def test_the_per_correct_bonus_is_budgeted_on_the_items_it_is_paid_on(db):
+    """Review never pays the bonus per correct answer on a practice item
+    (`correct_answer_bonus`); the estimate budgeted it on every HIT item, so a practice stage
+    committed bonuses (and fees) that can never be paid, drafted and published alike."""
+    project = make_project(TaskKind.MC, reward_per_hit=Decimal("0.40"), items_per_hit=2,
+                           redundancy={"default": 3}, bonus_per_correct=Decimal("0.05"))
+    for _ in range(2):
+        make_item(project, is_practice=True, gold={"choice": "A"})
+    stage = make_stage(project, kind=StageKind.PRACTICE, status=StageStatus.DRAFT,
+                       provider="mturk")
+    estimate = stage_cost_estimate(stage=stage)
+    assert (estimate.bonus_budget, estimate.bonus_fees) == (Decimal("0.00"), Decimal("0.00"))
+    stage_hits_build(stage=stage)
+    estimate = stage_cost_estimate(stage=stage)
+    assert (estimate.bonus_budget, estimate.bonus_fees) == (Decimal("0.00"), Decimal("0.00"))
+    assert estimate.rewards == Decimal("1.20")
+
+
 @pytest.mark.mturk
 def test_budget_guard_refuses_when_the_balance_does_not_cover(mturk_server, researcher):
     from decimal import Decimal as D

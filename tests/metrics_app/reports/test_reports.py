@@ -191,6 +191,37 @@ def test_starc_guessing_answers_meet_only_the_before_reading_criteria():
     assert starc["question_flags"] == {"q1": ["guessable"]}
 
 
+def test_starc_pilot_criteria_at_their_boundaries_are_not_met():
+    """The brief's criteria are strict ("A chosen > 60% before reading", "A < 50%", "A > 95%",
+    "any of B/C/D > 30%", "differing by > 30 points"): a question exactly at a boundary is not
+    flagged. In floats 1.0 - 0.7 and 0.8 - 0.5 are more than 0.30, so a question all right at
+    Elementary and 7 in 10 right at Advanced read "caters to one level"."""
+    project = make_project(TaskKind.MC, experiment_mode=ExperimentMode.PILOT)
+    stage = make_stage(project)
+
+    def answers(item, choices, guesses=None):
+        for n, choice in enumerate(choices):
+            extra = {"guess_choice": guesses[n]} if guesses else {}
+            make_judgment(item=item, stage=stage, worker=make_worker(), choice=choice,
+                          extra=extra)
+
+    # Elementary 3 of 3 and Advanced 7 of 10 right: 30 points apart, not more.
+    answers(_mc_item(project, "gap1", "Ele"), "AAA")
+    answers(_mc_item(project, "gap1", "Adv"), "AAAAAAABCD")
+    # Elementary 4 of 5 and Advanced 3 of 6: 30 points again.
+    answers(_mc_item(project, "gap2", "Ele"), "AAAAB")
+    answers(_mc_item(project, "gap2", "Adv"), "AAABCD")
+    # A guessed right by exactly 60% before reading, chosen by exactly 50% after, B by 30%.
+    answers(_mc_item(project, "edge", "Int"), "AAAAABBBCD", guesses="AAAAAABBCD")
+    # A chosen by exactly 95% after reading.
+    answers(_mc_item(project, "easy", "Int"), "A" * 19 + "B")
+    # Just past each boundary: flagged.
+    answers(_mc_item(project, "past", "Ele"), "AAAA")
+    answers(_mc_item(project, "past", "Adv"), "AAAAAAABCD" + "D")
+    starc = project_report(project=project)["starc"]
+    assert starc["question_flags"] == {"past": ["caters to one level"]}
+
+
 def test_starc_validity_invalid_share_and_ceiling():
     project = make_project(TaskKind.MC, experiment_mode=ExperimentMode.VALIDITY)
     stage = make_stage(project)
