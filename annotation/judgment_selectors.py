@@ -78,13 +78,24 @@ class JudgmentFrame:
     item_table_ids: np.ndarray
     item_pos: np.ndarray
     items: dict[str, np.ndarray] = field(default_factory=dict)
+    # The one stage the frame was loaded for (`load_judgments(stage=...)`), None for a project.
+    stage_read: int | None = None
 
     def data_mask(self) -> np.ndarray:
-        """Judgments that are data, as the counting rule says (`judgments_that_count`): of data
-        stages (not practice or qualification) and not of a practice item (every worker answers
-        those first to learn the task) nor of an item removed from the study (excluded). A frame loaded with `include_non_data_stages` holds the
-        others too, for worker-quality numbers (practice accuracy, STARC's practice rule)."""
+        """The judgments a read counts: those that are data, as the counting rule says
+        (`judgments_that_count`): of data stages (not practice or qualification) and not of a
+        practice item (every worker answers those first to learn the task) nor of an item
+        removed from the study (excluded). A frame loaded with `include_non_data_stages` holds
+        the others too, for worker-quality numbers (practice accuracy, STARC's practice rule).
+        A frame read for one practice or qualification stage counts every judgment it holds
+        (`data_only_for`: reading that stage is asking for its work), as the stage's own row
+        and α do (`stage_mask`); a report narrowed to a qualification stage said "0 judgments,
+        no judgments that count yet" above a stage row of 2 judgments and their α."""
         if "_data_mask" in self.__dict__:
+            return self.__dict__["_data_mask"].copy()
+        if (self.stage_read is not None
+                and self.stage_kinds.get(self.stage_read) in NON_DATA_STAGE_KINDS):
+            self.__dict__["_data_mask"] = self.stage_id == self.stage_read
             return self.__dict__["_data_mask"].copy()
         non_data = {pk for pk, kind in self.stage_kinds.items() if kind in NON_DATA_STAGE_KINDS}
         practice = ((self.items["is_practice"] | self.items["excluded"])[self.item_pos]
@@ -220,6 +231,7 @@ def load_judgments(
         item_table_ids=item_ids,
         item_pos=np.searchsorted(item_ids, item_id),
         items=items,
+        stage_read=stage.pk if stage is not None else None,
     )
 
 

@@ -34,6 +34,8 @@ from .workers import own_items_reason, worker_report
 REPORT_KIND = "project"
 # Bump when the report's content or definitions change: cached reports of another version are
 # recomputed even though no judgment arrived.
+# 22: a report narrowed to a practice or qualification stage counts that stage's judgments
+# (its headline, agreement and workers, as its stage row);
 # 21: the estimates' bootstrap intervals do not depend on the items' order;
 # 20: a leaderboard's intervals do not depend on item or worker ids (the import order);
 # 19: a leaderboard does not depend on how its votes are listed (bootstrap draws, shared
@@ -42,7 +44,7 @@ REPORT_KIND = "project"
 # 17: workers' same-justification share; 16: an undefined α says why, a leaderboard board its
 # notes; 15: a learned judge leaves out the items it saw; 14: an excluded item's judgments are
 # not data.
-REPORT_VERSION = 21
+REPORT_VERSION = 22
 
 
 def _params(group_by: str | None) -> dict:

@@ -356,3 +356,51 @@ def test_the_cockpits_committed_money_is_what_the_budget_guard_counts():
     assert guard >= Decimal("10.40")
     assert cockpit.committed == guard
     assert cockpit.spent == guard
+
+
+def test_a_report_narrowed_to_a_qualification_stage_counts_what_its_stage_row_counts(client):
+    """The dashboard's stage menu lists the qualification stage. Narrowed to it, the page said
+    "0 judgments in stage qual" and "Agreement is undefined: no judgments that count yet"
+    above its own stage row of 9 judgments, 3 items and α 0.76 (`stage_mask`: a read of a
+    qualification stage counts its work, `data_only_for`). The headline, the agreement and
+    the workers table now read the judgments the row reads; the project's report still
+    leaves qualification answers out."""
+    from django.urls import reverse
+
+    from testing.factories import make_user
+
+    owner = make_user("qual-owner")
+    project = make_project(TaskKind.LIKERT, owner=owner)
+    qual = make_stage(project, kind=StageKind.QUALIFICATION, name="qual", order=0)
+    full = make_stage(project, kind=StageKind.FULL, name="full", order=1)
+    keys = [make_item(project, external_id=f"q{n}", gold={"score": s})
+            for n, s in enumerate((5, 1, 4))]
+    takers = [make_worker(external_id=f"taker{n}") for n in range(3)]
+    for worker, scores in zip(takers, ((5, 1, 4), (5, 2, 4), (3, 1, 5)), strict=True):
+        for item, score in zip(keys, scores, strict=True):
+            make_judgment(item=item, stage=qual, worker=worker, score=score)
+    data = make_item(project, external_id="d0")
+    for worker in takers[:2]:
+        make_judgment(item=data, stage=full, worker=worker, score=4)
+
+    narrowed = project_report(project=project, stage=qual)
+    row = {r["name"]: r for r in narrowed["stages"]}["qual"]
+    assert row["n_judgments"] == 9 and row["n_items"] == 3
+    assert row["krippendorff_alpha"] == pytest.approx(stage_alpha(stage=qual))
+    assert narrowed["n_judgments"] == row["n_judgments"]
+    everyone = narrowed["agreement"]["all"]
+    assert (everyone["n_judgments"], everyone["n_items"]) == (9, 3)
+    assert everyone["krippendorff_alpha"] == pytest.approx(row["krippendorff_alpha"])
+    assert {w["external_id"]: w["n_judgments"] for w in narrowed["workers"]} == {
+        "taker0": 3, "taker1": 3, "taker2": 3}
+    # The whole project's numbers keep qualification answers out (the counting rule).
+    whole = project_report(project=project)
+    assert whole["n_judgments"] == 2
+    assert {r["name"]: r["n_judgments"] for r in whole["stages"]} == {"qual": 9, "full": 2}
+
+    client.force_login(owner)
+    page = client.get(reverse("metrics:project-dashboard", args=[project.slug]),
+                      {"stage": qual.pk}).content.decode()
+    assert "9 judgments\n  in stage “qual”" in page
+    assert "no judgments that count yet" not in page
+
