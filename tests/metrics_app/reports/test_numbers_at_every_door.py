@@ -404,3 +404,45 @@ def test_a_report_narrowed_to_a_qualification_stage_counts_what_its_stage_row_co
     assert "9 judgments\n  in stage “qual”" in page
     assert "no judgments that count yet" not in page
 
+
+@pytest.mark.parametrize("aggregation", ["mean", "median"])
+def test_the_notebooks_human_label_is_the_one_the_metric_report_correlates_with(aggregation):
+    """docs/ANALYSIS.md's notebook reproduces the metric report's per-system Pearson from
+    `project_frames`. Its `human` table had only `mean_score`: once a researcher adjudicated
+    an item, or under the median, the notebook correlated with other numbers than the report
+    (overall Pearson of f1 0.94 on `mean_score` against the report's 0.40 here: the item
+    adjudicated 1 has mean 4.67) and said nothing. `label` is
+    the report's human score (`item_gold_scores`), the same at both doors."""
+    from annotation.services.adjudication import adjudication_record
+    from metrics_app.frames import project_frames
+    from metrics_app.services.meta_evaluation_report import metric_report_compute
+    from metrics_app.services.scoring import project_score_metrics
+
+    project = make_project(TaskKind.LIKERT, aggregation=aggregation, slug=f"nb-{aggregation}")
+    stage = make_stage(project)
+    workers = [make_worker() for _ in range(3)]
+    rows = [("on the mat", (5, 5, 4)), ("a rug", (1, 3, 3)), ("the mat", (4, 4, 2)),
+            ("kitchen", (1, 2, 1)), ("mat", (5, 3, 3)), ("sofa", (2, 1, 4)),
+            ("on a mat", (4, 5, 5)), ("under the mat", (1, 3, 4))]
+    items = []
+    for n, (candidate, scores) in enumerate(rows):
+        item = make_item(project, source="fid" if n % 2 else "gpt4",
+                         content={"passage": "", "question": "Where did the cat sit?",
+                                  "references": ["on the mat"], "candidate": candidate})
+        items.append(item)
+        for worker, score in zip(workers, scores, strict=True):
+            make_judgment(item=item, stage=stage, worker=worker, score=score)
+    adjudication_record(item=items[0], value=1, note="the mat is on the cat")
+    project_score_metrics(project=project, metric_names=["f1"])
+    report, _mark = metric_report_compute(project=project, params={"n_resamples": 0})
+
+    frames = project_frames(project.slug)
+    merged = (frames.scores.merge(frames.human, left_on="item_id", right_index=True)
+              .merge(frames.items[["source"]], left_on="item_id", right_index=True))
+    assert merged["f1"].corr(merged["label"]) == pytest.approx(
+        report["correlations"]["f1"]["overall"]["pearson"])
+    for source, group in merged.groupby("source"):
+        assert group["f1"].corr(group["label"]) == pytest.approx(
+            report["correlations"]["f1"][f"source:{source}"]["pearson"])
+    assert frames.human.loc[items[0].pk, "label"] == 1.0
+    assert frames.human.loc[items[0].pk, "mean_score"] == pytest.approx(14 / 3)
