@@ -91,6 +91,44 @@ def counted_label(*, include_qualification: bool, include_rejected: bool) -> str
             + ("+rejected" if include_rejected else ""))
 
 
+def export_note(*, project: Project, stage: Stage | None = None,
+                include_qualification: bool = False, include_rejected: bool = False) -> str:
+    """What an export of `project` (or of one `stage`) holds and what it leaves out, in words,
+    from the counting rule the rows follow (`judgments_that_count`): the note the export
+    command and the admin's export actions give beside the file, as the dashboard says "56
+    judgments in all data stages" and progress "20 collected but not counted": "56 judgments
+    that count, in all data stages; left out: 20 that do not count (…) and 15 answers of
+    practice or qualification work or on items excluded from the study". An export said
+    nothing of what it left out, so a file of 56 rows read as the whole study of 91."""
+    everything = Judgment.objects.filter(item__project=project)
+    if stage is not None:
+        everything = everything.filter(stage=stage)
+    data_only = not include_qualification
+    written = judgments_that_count(everything, project=project, data_stages_only=data_only,
+                                   include_rejected=include_rejected).count()
+    kept_by_stage = (judgments_that_count(everything, project=project, data_stages_only=True,
+                                          include_rejected=True).count()
+                     if data_only else everything.count())
+    non_data = everything.count() - kept_by_stage
+    not_counted = kept_by_stage - written
+    where = f"in stage “{stage.name}”" if stage is not None else "in all data stages"
+    if include_qualification:
+        where = (f"in stage “{stage.name}”" if stage is not None
+                 else "in all stages") + ", practice and qualification answers included"
+    held = (f"{written} judgment{'s' if written != 1 else ''}, {where}, work that does not "
+            f"count included (its `counts` column says which)" if include_rejected
+            else f"{written} judgment{'s that count' if written != 1 else ' that counts'}, "
+                 f"{where}")
+    left = []
+    if not_counted:
+        left.append(f"{not_counted} that do not count (rejected, returned or flagged work, "
+                    f"unverified sessions, blocked workers)")
+    if non_data:
+        left.append(f"{non_data} answer{'s' if non_data != 1 else ''} of practice or "
+                    f"qualification work or on items excluded from the study")
+    return held + ("; left out: " + " and ".join(left) if left else "; nothing left out")
+
+
 def _item_chunks(project: Project) -> Iterator[list[dict]]:
     """The project's items as dicts, in id order, CHUNK_SIZE at a time (keyset pagination)."""
     last_id = 0
