@@ -437,6 +437,15 @@ def item_gold_scores(
     return with_adjudications(gold, project=project, standardize=standardize)
 
 
+def human_score_name(project: Project) -> str:
+    """What `item_gold_scores` makes of a Likert item's judgments, in words ("median human
+    score" under the median aggregation, else "mean human score"; an adjudicated score
+    replaces either): the one name every door gives the score that "correct" reads (the
+    metrics page, `metric_report`, the dashboard's system accuracy). They said "mean human
+    score" whatever the project aggregated by."""
+    return f"{'median' if project.aggregation_model == 'median' else 'mean'} human score"
+
+
 # What the publish guard writes into the publish transition's reason when the researcher
 # overrode a failing agreement gate (`annotation.services.stages.agreement_guard`).
 AGREEMENT_OVERRIDE_MARK = "agreement guard OVERRIDDEN"

@@ -446,3 +446,47 @@ def test_the_notebooks_human_label_is_the_one_the_metric_report_correlates_with(
             report["correlations"]["f1"][f"source:{source}"]["pearson"])
     assert frames.human.loc[items[0].pk, "label"] == 1.0
     assert frames.human.loc[items[0].pk, "mean_score"] == pytest.approx(14 / 3)
+
+
+@pytest.mark.parametrize("aggregation", ["mean", "median"])
+def test_every_door_names_the_human_score_correct_reads_as_the_project_aggregates(
+        client, aggregation):
+    """Under the median aggregation every door reads an item's median score against "3 or
+    more is correct" (`item_gold_scores`), and the metric report's JSON says `human_score`
+    median; the metrics page, `manage.py metric_report` and the dashboard's system accuracy
+    still said "a mean human score of at least 3". One name, `human_score_name`."""
+    import io
+
+    from django.core.management import call_command
+    from django.urls import reverse
+
+    from metrics_app.services.scoring import project_score_metrics
+    from testing.factories import make_user
+
+    owner = make_user(f"{aggregation}-owner")
+    project = make_project(TaskKind.LIKERT, owner=owner, aggregation=aggregation,
+                           slug=f"{aggregation}-study")
+    stage = make_stage(project)
+    workers = [make_worker() for _ in range(3)]
+    for n in range(12):
+        item = make_item(project, source="fid" if n % 2 else "gpt4",
+                         content={"passage": "", "question": f"Where is thing {n}?",
+                                  "references": [f"in box {n}"],
+                                  "candidate": f"in box {n}" if n % 3 else "nowhere"})
+        for worker, score in zip(workers, (1, 3, 3) if n % 3 else (5, 2, 1), strict=True):
+            make_judgment(item=item, stage=stage, worker=worker, score=score)
+    project_score_metrics(project=project, metric_names=["f1"])
+    out = io.StringIO()
+    call_command("metric_report", project.slug, "--resamples", "0", stdout=out)
+    client.force_login(owner)
+    doors = {
+        "metric_report": out.getvalue(),
+        "metrics page": client.get(reverse("metrics:project-metrics",
+                                           args=[project.slug])).content.decode(),
+        "dashboard": client.get(reverse("metrics:project-dashboard",
+                                        args=[project.slug])).content.decode(),
+    }
+    other = "mean" if aggregation == "median" else "median"
+    for door, text in doors.items():
+        assert f"{aggregation} human score" in text, door
+        assert f"{other} human score" not in text, door
