@@ -113,9 +113,8 @@ def _with_labels(human: pd.DataFrame, project) -> pd.DataFrame:
     an adjudicated item none of whose judgments counts. `mean_score` alone is another number
     than the metric report's once an item is adjudicated or the project aggregates by median:
     a notebook correlating with it disagreed with the report it set out to reproduce."""
-    from annotation.judgment_selectors import item_gold_scores
+    from annotation.judgment_selectors import item_gold_scores, item_labels
     from annotation.models import TaskKind
-    from annotation.services.exports import item_labels
 
     labels = (item_gold_scores(project=project) if project.kind == TaskKind.LIKERT
               else {pk: entry.label for pk, entry in item_labels(project=project).items()})
