@@ -12,13 +12,22 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from itertools import chain
+from typing import Any
 
 import numpy as np
 from django.db import connection
 from django.db.models import FloatField, Max, Q, QuerySet, Value
 from django.db.models.functions import Coalesce
 
-from annotation.domain.aggregation import aggregate_items, mean_by_item, znormalize_by_annotator
+from annotation.domain.aggregation import (
+    LIKERT_LABELS,
+    AggregateLabel,
+    aggregate_items,
+    aggregation_kind,
+    mean_by_item,
+    resolve_aggregation,
+    znormalize_by_annotator,
+)
 from annotation.domain.agreement import (
     FleissResult,
     Level,
@@ -26,11 +35,14 @@ from annotation.domain.agreement import (
     fleiss_kappa_from_counts,
     krippendorff_alpha_from_counts,
 )
+from annotation.domain.answers import VALIDITY_CHOICES
 from annotation.models import (
     COLLECTION_STAGE_KINDS,
     NON_DATA_STAGE_KINDS,
     Adjudication,
+    ExperimentMode,
     Item,
+    Judgment,
     Project,
     Stage,
     TaskKind,
@@ -78,13 +90,24 @@ class JudgmentFrame:
     item_table_ids: np.ndarray
     item_pos: np.ndarray
     items: dict[str, np.ndarray] = field(default_factory=dict)
+    # The one stage the frame was loaded for (`load_judgments(stage=...)`), None for a project.
+    stage_read: int | None = None
 
     def data_mask(self) -> np.ndarray:
-        """Judgments that are data, as the counting rule says (`judgments_that_count`): of data
-        stages (not practice or qualification) and not of a practice item (every worker answers
-        those first to learn the task) nor of an item removed from the study (excluded). A frame loaded with `include_non_data_stages` holds the
-        others too, for worker-quality numbers (practice accuracy, STARC's practice rule)."""
+        """The judgments a read counts: those that are data, as the counting rule says
+        (`judgments_that_count`): of data stages (not practice or qualification) and not of a
+        practice item (every worker answers those first to learn the task) nor of an item
+        removed from the study (excluded). A frame loaded with `include_non_data_stages` holds
+        the others too, for worker-quality numbers (practice accuracy, STARC's practice rule).
+        A frame read for one practice or qualification stage counts every judgment it holds
+        (`data_only_for`: reading that stage is asking for its work), as the stage's own row
+        and α do (`stage_mask`); a report narrowed to a qualification stage said "0 judgments,
+        no judgments that count yet" above a stage row of 2 judgments and their α."""
         if "_data_mask" in self.__dict__:
+            return self.__dict__["_data_mask"].copy()
+        if (self.stage_read is not None
+                and self.stage_kinds.get(self.stage_read) in NON_DATA_STAGE_KINDS):
+            self.__dict__["_data_mask"] = self.stage_id == self.stage_read
             return self.__dict__["_data_mask"].copy()
         non_data = {pk for pk, kind in self.stage_kinds.items() if kind in NON_DATA_STAGE_KINDS}
         practice = ((self.items["is_practice"] | self.items["excluded"])[self.item_pos]
@@ -220,6 +243,7 @@ def load_judgments(
         item_table_ids=item_ids,
         item_pos=np.searchsorted(item_ids, item_id),
         items=items,
+        stage_read=stage.pk if stage is not None else None,
     )
 
 
@@ -402,8 +426,7 @@ def item_gold_scores(
     (`with_adjudications`), else the mean of its judgments, or the median when the project's
     aggregation model says so; optionally z-normalized per annotator first (an adjudicated
     score is then standardized by the mean and spread of all the scores). Empty for A/B and
-    multiple-choice projects: their labels are choices
-    (`annotation.services.exports.item_labels`)."""
+    multiple-choice projects: their labels are choices (`item_labels`)."""
     if project.kind != TaskKind.LIKERT:
         return {}
     triples = [
@@ -423,6 +446,94 @@ def item_gold_scores(
     else:
         gold = mean_by_item(triples, znormalize=znormalize)
     return with_adjudications(gold, project=project, standardize=standardize)
+
+
+def human_score_name(project: Project) -> str:
+    """What `item_gold_scores` makes of a Likert item's judgments, in words ("median human
+    score" under the median aggregation, else "mean human score"; an adjudicated score
+    replaces either): the one name every door gives the score that "correct" reads (the
+    metrics page, `metric_report`, the dashboard's system accuracy). They said "mean human
+    score" whatever the project aggregated by."""
+    return f"{'median' if project.aggregation_model == 'median' else 'mean'} human score"
+
+
+def vote_validity(judgment: dict) -> str | None:
+    """"one" / "several" / "none" of a validity-judging MC judgment (from `extra.validity`, or
+    from `choices` for rows imported without it)."""
+    validity = (judgment["extra"] or {}).get("validity")
+    if validity in VALIDITY_CHOICES:
+        return validity
+    choices = judgment["choices"] or []
+    if len(choices) >= 2:
+        return "several"
+    if choices or judgment["choice"]:
+        return "one"
+    return "none"
+
+
+def vote_label(judgment: dict, *, validity_mode: bool) -> str | None:
+    """The label a judgment votes for: its choice, or in validity judging "several"/"none"."""
+    if validity_mode:
+        validity = vote_validity(judgment)
+        if validity != "one":
+            return validity
+        return judgment["choice"] or next(iter(judgment["choices"] or []), None)
+    return judgment["choice"] or None
+
+
+def _model_aggregates(*, project: Project, stage: Stage | None, include_rejected: bool,
+                      include_qualification: bool, model: str,
+                      validity_mode: bool) -> tuple[dict[int, AggregateLabel], set[int]]:
+    """(item id → the aggregation model's label for every judged item, the judged items).
+    Read in one pass before the rows: Dawid–Skene, MACE and GLAD weigh each worker by their
+    record over the whole project, so they see every judgment that counts (the same ones as
+    the rows) at once."""
+    queryset = judgments_that_count(
+        Judgment.objects.filter(item__project=project), project=project,
+        data_stages_only=not include_qualification, include_rejected=include_rejected)
+    if stage is not None:
+        queryset = queryset.filter(stage=stage)
+    kind = aggregation_kind(project.kind)
+    triples = []
+    for row in queryset.order_by("id").values("worker_id", "item_id", "score", "choice",
+                                              "choices", "extra").iterator(chunk_size=2000):
+        value = (row["score"] if kind == LIKERT_LABELS
+                 else vote_label(row, validity_mode=validity_mode))
+        triples.append((row["worker_id"], row["item_id"], value))
+    return aggregate_items(triples, model=model, kind=kind), {item for _, item, _ in triples}
+
+
+@dataclass(frozen=True)
+class ItemLabel:
+    """An item's human label (`label`: the adjudicated one when recorded, else the model's),
+    the aggregation model's verdict (`aggregate`, None when it gave none) and the adjudication
+    (`adjudicated`: its label, None when there is none)."""
+
+    label: Any
+    aggregate: AggregateLabel | None
+    adjudicated: Any = None
+
+
+def item_labels(*, project: Project, stage: Stage | None = None,
+                aggregation: str | None = None, include_rejected: bool = False,
+                include_qualification: bool = False) -> dict[int, ItemLabel]:
+    """item id → its human label, for every judged or adjudicated item: the project's
+    aggregation model (`aggregation` overrides it for one call; ValueError when it does not fit
+    the project's kind) over the judgments that count, replaced by a researcher's adjudication
+    where one was recorded (`with_adjudications`). The one owner of an item's label: the export,
+    the judges page's alignment and anything else that needs one label per item read it."""
+    validity_mode = (project.kind == TaskKind.MC
+                     and project.experiment_mode == ExperimentMode.VALIDITY)
+    model = (resolve_aggregation(project.kind, aggregation) if aggregation
+             else project.aggregation_model)
+    aggregates, judged = _model_aggregates(
+        project=project, stage=stage, include_rejected=include_rejected,
+        include_qualification=include_qualification, model=model, validity_mode=validity_mode)
+    decided = with_adjudications({}, project=project)
+    return {item: ItemLabel(label=decided[item] if item in decided else
+                            (aggregates[item].label if item in aggregates else None),
+                            aggregate=aggregates.get(item), adjudicated=decided.get(item))
+            for item in judged | decided.keys()}
 
 
 # What the publish guard writes into the publish transition's reason when the researcher

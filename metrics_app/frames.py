@@ -10,7 +10,9 @@
                         #   learned metric (lerc, lerc_prob, lerc_ab) also
                         #   `<metric>_seen_by_version`: its version trained or calibrated on
                         #   the item, so its score there is memory, not a judgment
-    frames.human        # per item: mean score of the judgments that count, n judgments
+    frames.human        # per item: mean score of the judgments that count, n judgments, and
+                        #   `label`: the item's human label as every report reads it (an
+                        #   adjudication, else the project's aggregation model)
     frames.judgments[frames.judgments.counts].groupby("worker").score.mean()
 
 `setup()` reads the same environment as `manage.py` (DATABASE_URL, or the default SQLite file);
@@ -100,4 +102,26 @@ def project_frames(slug: str) -> ProjectFrames:
     human = (counted.groupby("item_id")
              .agg(mean_score=("score", "mean"), n_judgments=("judgment_id", "size"))
              if len(counted) else pd.DataFrame(columns=["mean_score", "n_judgments"]))
-    return ProjectFrames(items=items, judgments=judgments, scores=scores, human=human)
+    return ProjectFrames(items=items, judgments=judgments, scores=scores,
+                         human=_with_labels(human, project))
+
+
+def _with_labels(human: pd.DataFrame, project) -> pd.DataFrame:
+    """`human` with `label`: the item's human label from the selectors every report reads
+    (`item_gold_scores` for a Likert score: the adjudicated score, else the mean or the median
+    as the project's aggregation says; `item_labels` for an A/B or STARC label), and a row for
+    an adjudicated item none of whose judgments counts. `mean_score` alone is another number
+    than the metric report's once an item is adjudicated or the project aggregates by median:
+    a notebook correlating with it disagreed with the report it set out to reproduce."""
+    from annotation.judgment_selectors import item_gold_scores, item_labels
+    from annotation.models import TaskKind
+
+    labels = (item_gold_scores(project=project) if project.kind == TaskKind.LIKERT
+              else {pk: entry.label for pk, entry in item_labels(project=project).items()})
+    rows = human.index.union(pd.Index(sorted(labels), dtype="int64"))
+    human = human.reindex(rows)
+    human.index.name = "item_id"
+    human["n_judgments"] = human["n_judgments"].fillna(0).astype(int)
+    human["label"] = pd.Series(labels, dtype=object if project.kind != TaskKind.LIKERT
+                               else "float64").reindex(rows)
+    return human

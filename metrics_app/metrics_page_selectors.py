@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from annotation.judgment_selectors import human_score_name
 from annotation.models import Project, TaskKind
 from core.vocabulary import ModelKind
 from metrics_app.models import Report, ScoringJob
@@ -97,6 +98,8 @@ def metrics_page(*, project: Project, report: Report | None, stat: str) -> dict[
         "available": [{"name": n, "description": metric_description(n),
                        "checked": n in DEFAULT_METRICS} for n in offered_metrics(project)],
         "is_likert": project.kind == TaskKind.LIKERT,
+        # The score "correct" reads, named as the project aggregates it.
+        "human_score_name": human_score_name(project),
         # A learned metric is measured only on answers its version did not see.
         "left_out_seen": sorted((data.get("left_out_seen") or {}).items()),
     }

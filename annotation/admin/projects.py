@@ -287,6 +287,13 @@ class ProjectAdmin(ProjectImportMixin, ProjectHomeLinksMixin, ProgressColumnsMix
         if not projects:
             self.message_user(request, "No project selected.", messages.WARNING)
             return None
+        from annotation.services.exports import export_note
+
+        # What each file holds and leaves out (the export command's note), shown on the next
+        # page: the file itself is the rows.
+        for project in projects:
+            self.message_user(request, f"Exported {project.slug}: " + export_note(
+                project=project, include_qualification=include_qualification))
         return export_response(projects, fmt, include_qualification=include_qualification)
 
     @admin.action(description="Export judgments of selected projects (JSON Lines)")

@@ -9,7 +9,6 @@ from __future__ import annotations
 import sys
 from collections import Counter, defaultdict
 from collections.abc import Iterator
-from dataclasses import dataclass
 from statistics import fmean, pstdev
 from typing import IO, Any
 
@@ -17,16 +16,12 @@ from django.db.models import F
 from tqdm import tqdm
 
 from annotation.domain.aggregation import (
-    LIKERT_LABELS,
-    AggregateLabel,
-    aggregate_items,
-    aggregation_kind,
     majority_by_item,
     resolve_aggregation,
 )
 from annotation.domain.answers import VALIDITY_CHOICES
 from annotation.domain.csv_safe import SafeDictWriter
-from annotation.judgment_selectors import with_adjudications
+from annotation.judgment_selectors import item_labels, vote_label, vote_validity
 from annotation.models import (
     NON_DATA_STAGE_KINDS,
     ExperimentMode,
@@ -89,6 +84,44 @@ def counted_label(*, include_qualification: bool, include_rejected: bool) -> str
     "+practice+qualification" and/or "+rejected" when the export asked for them."""
     return ("data" + ("+practice+qualification" if include_qualification else "")
             + ("+rejected" if include_rejected else ""))
+
+
+def export_note(*, project: Project, stage: Stage | None = None,
+                include_qualification: bool = False, include_rejected: bool = False) -> str:
+    """What an export of `project` (or of one `stage`) holds and what it leaves out, in words,
+    from the counting rule the rows follow (`judgments_that_count`): the note the export
+    command and the admin's export actions give beside the file, as the dashboard says "56
+    judgments in all data stages" and progress "20 collected but not counted": "56 judgments
+    that count, in all data stages; left out: 20 that do not count (…) and 15 answers of
+    practice or qualification work or on items excluded from the study". An export said
+    nothing of what it left out, so a file of 56 rows read as the whole study of 91."""
+    everything = Judgment.objects.filter(item__project=project)
+    if stage is not None:
+        everything = everything.filter(stage=stage)
+    data_only = not include_qualification
+    written = judgments_that_count(everything, project=project, data_stages_only=data_only,
+                                   include_rejected=include_rejected).count()
+    kept_by_stage = (judgments_that_count(everything, project=project, data_stages_only=True,
+                                          include_rejected=True).count()
+                     if data_only else everything.count())
+    non_data = everything.count() - kept_by_stage
+    not_counted = kept_by_stage - written
+    where = f"in stage “{stage.name}”" if stage is not None else "in all data stages"
+    if include_qualification:
+        where = (f"in stage “{stage.name}”" if stage is not None
+                 else "in all stages") + ", practice and qualification answers included"
+    held = (f"{written} judgment{'s' if written != 1 else ''}, {where}, work that does not "
+            f"count included (its `counts` column says which)" if include_rejected
+            else f"{written} judgment{'s that count' if written != 1 else ' that counts'}, "
+                 f"{where}")
+    left = []
+    if not_counted:
+        left.append(f"{not_counted} that do not count (rejected, returned or flagged work, "
+                    f"unverified sessions, blocked workers)")
+    if non_data:
+        left.append(f"{non_data} answer{'s' if non_data != 1 else ''} of practice or "
+                    f"qualification work or on items excluded from the study")
+    return held + ("; left out: " + " and ".join(left) if left else "; nothing left out")
 
 
 def _item_chunks(project: Project) -> Iterator[list[dict]]:
@@ -170,89 +203,11 @@ def _items_with_judgments(*, project: Project, stage: Stage | None, progress: bo
             bar.update(len(chunk))
 
 
-def _validity(judgment: dict) -> str | None:
-    """"one" / "several" / "none" of a validity-judging MC judgment (from `extra.validity`, or
-    from `choices` for rows imported without it)."""
-    validity = (judgment["extra"] or {}).get("validity")
-    if validity in VALIDITY_CHOICES:
-        return validity
-    choices = judgment["choices"] or []
-    if len(choices) >= 2:
-        return "several"
-    if choices or judgment["choice"]:
-        return "one"
-    return "none"
-
-
-def _label(judgment: dict, *, validity_mode: bool) -> str | None:
-    """The label a judgment votes for: its choice, or in validity judging "several"/"none"."""
-    if validity_mode:
-        validity = _validity(judgment)
-        if validity != "one":
-            return validity
-        return judgment["choice"] or next(iter(judgment["choices"] or []), None)
-    return judgment["choice"] or None
-
-
 def _marked_roles(judgment: dict, *, validity_mode: bool) -> list[str]:
     """Roles a judgment marks as correct: in validity judging every role in `choices`."""
     if validity_mode and judgment["choices"]:
         return list(judgment["choices"])
     return [judgment["choice"]] if judgment["choice"] else []
-
-
-def _model_aggregates(*, project: Project, stage: Stage | None, include_rejected: bool,
-                      include_qualification: bool, model: str,
-                      validity_mode: bool) -> tuple[dict[int, AggregateLabel], set[int]]:
-    """(item id → the aggregation model's label for every judged item, the judged items).
-    Read in one pass before the rows: Dawid–Skene, MACE and GLAD weigh each worker by their
-    record over the whole project, so they see every judgment that counts (the same ones as
-    the rows) at once."""
-    queryset = judgments_that_count(
-        Judgment.objects.filter(item__project=project), project=project,
-        data_stages_only=not include_qualification, include_rejected=include_rejected)
-    if stage is not None:
-        queryset = queryset.filter(stage=stage)
-    kind = aggregation_kind(project.kind)
-    triples = []
-    for row in queryset.order_by("id").values("worker_id", "item_id", "score", "choice",
-                                              "choices", "extra").iterator(chunk_size=CHUNK_SIZE):
-        value = row["score"] if kind == LIKERT_LABELS else _label(row, validity_mode=validity_mode)
-        triples.append((row["worker_id"], row["item_id"], value))
-    return aggregate_items(triples, model=model, kind=kind), {item for _, item, _ in triples}
-
-
-@dataclass(frozen=True)
-class ItemLabel:
-    """An item's human label (`label`: the adjudicated one when recorded, else the model's),
-    the aggregation model's verdict (`aggregate`, None when it gave none) and the adjudication
-    (`adjudicated`: its label, None when there is none)."""
-
-    label: Any
-    aggregate: AggregateLabel | None
-    adjudicated: Any = None
-
-
-def item_labels(*, project: Project, stage: Stage | None = None,
-                aggregation: str | None = None, include_rejected: bool = False,
-                include_qualification: bool = False) -> dict[int, ItemLabel]:
-    """item id → its human label, for every judged or adjudicated item: the project's
-    aggregation model (`aggregation` overrides it for one call; ValueError when it does not fit
-    the project's kind) over the judgments that count, replaced by a researcher's adjudication
-    where one was recorded (`with_adjudications`). The one owner of an item's label: the export,
-    the judges page's alignment and anything else that needs one label per item read it."""
-    validity_mode = (project.kind == TaskKind.MC
-                     and project.experiment_mode == ExperimentMode.VALIDITY)
-    model = (resolve_aggregation(project.kind, aggregation) if aggregation
-             else project.aggregation_model)
-    aggregates, judged = _model_aggregates(
-        project=project, stage=stage, include_rejected=include_rejected,
-        include_qualification=include_qualification, model=model, validity_mode=validity_mode)
-    decided = with_adjudications({}, project=project)
-    return {item: ItemLabel(label=decided[item] if item in decided else
-                            (aggregates[item].label if item in aggregates else None),
-                            aggregate=aggregates.get(item), adjudicated=decided.get(item))
-            for item in judged | decided.keys()}
 
 
 def aggregate_rows(*, project: Project, stage: Stage | None = None,
@@ -296,12 +251,12 @@ def aggregate_rows(*, project: Project, stage: Stage | None = None,
                              for role in _marked_roles(j, validity_mode=validity_mode))
             row["choice_counts"] = {role: counts.get(role, 0) for role in roles}
             labels = [(item["id"], label) for j in item_judgments
-                      if (label := _label(j, validity_mode=validity_mode))]
+                      if (label := vote_label(j, validity_mode=validity_mode))]
             majority = majority_by_item(labels).get(item["id"])
             if majority is not None:
                 row["majority"], row["majority_tie"] = majority[0], majority[1]
             if validity_mode:
-                validity = Counter(_validity(j) for j in item_judgments)
+                validity = Counter(vote_validity(j) for j in item_judgments)
                 row["validity_counts"] = {v: validity.get(v, 0)
                                           for v in VALIDITY_CHOICES}
         # The item's label (`item_labels`, the label every door reads): a researcher's

@@ -38,6 +38,8 @@ from .workers import own_items_reason, worker_report
 REPORT_KIND = "project"
 # Bump when the report's content or definitions change: cached reports of another version are
 # recomputed even though no judgment arrived.
+# 27: a report narrowed to a practice or qualification stage counts that stage's judgments
+# (its headline, agreement and workers, as its stage row);
 # 26: a STARC participant who failed practice is out of every number (the counting rule);
 # 25: STARC's pilot criteria compare exact shares (a question at a boundary is not flagged);
 # 24: position bias read on the votes that recorded the order shown beside imported ones;
@@ -51,7 +53,7 @@ REPORT_KIND = "project"
 # 17: workers' same-justification share; 16: an undefined α says why, a leaderboard board its
 # notes; 15: a learned judge leaves out the items it saw; 14: an excluded item's judgments are
 # not data.
-REPORT_VERSION = 26
+REPORT_VERSION = 27
 
 
 def _params(group_by: str | None) -> dict:

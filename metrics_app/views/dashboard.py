@@ -18,7 +18,7 @@ from annotation.access_selectors import (
     projects_visible_to,
 )
 from annotation.domain.control_characters import CONTROL_CHARACTER, control_character_message
-from annotation.judgment_selectors import GROUP_FIELDS
+from annotation.judgment_selectors import GROUP_FIELDS, human_score_name
 from annotation.models import Project, TaskKind
 from metrics_app.reports.project import dashboard_data, with_current_worker_status
 from metrics_app.reports.workers import workers_table_note
@@ -68,6 +68,7 @@ def project_dashboard(request: HttpRequest, slug: str) -> HttpResponse:
         "report": report,
         "workers": workers,
         "alpha_note": alpha_note,
+        "human_score_name": human_score_name(project),
         "sort": sort,
         # A same-justification share only where workers write justifications (A/B).
         "sorts": [name for name in WORKER_SORTS

@@ -371,3 +371,51 @@ def test_the_jsonl_importer_leaves_out_exactly_the_work_the_counting_rule_leaves
     from annotation.selectors import NOT_COUNTED_ASSIGNMENT_STATUSES
 
     assert NOT_ACCEPTED_STATUSES == {str(status) for status in NOT_COUNTED_ASSIGNMENT_STATUSES}
+
+
+def test_every_export_says_what_it_holds_and_what_it_left_out(study, client):
+    """The dashboard says "12 judgments in all data stages" and progress "8 collected but not
+    counted"; the export wrote the same 12 rows and said nothing, so its file read as the
+    whole study (21 judgments). The command and the admin's export actions now say beside
+    the file what it holds and what it left out (`export_note`, from the rule the rows
+    follow): what it holds is the dashboard's number, what it left out progress's (no gold
+    checks here: progress leaves their answers out of both its numbers)."""
+    from django.urls import reverse
+
+    from annotation.selectors import project_progress
+
+    project = study["project"]
+    report = cached_project_report(project=project)
+    progress = project_progress(projects=[project])[project.pk]
+    not_counted = ("8 that do not count (rejected, returned or flagged work, unverified "
+                   "sessions, blocked workers)")
+    tests_workers = "1 answer of practice or qualification work or on items excluded from the study"
+
+    def export(*flags):
+        out, err = io.StringIO(), io.StringIO()
+        call_command("export_data", "study", "--no-progress", *flags, stdout=out, stderr=err)
+        rows = [json.loads(line) for line in out.getvalue().splitlines()]
+        return [r for r in rows if r.get("judgment")], err.getvalue().strip()
+
+    rows, note = export()
+    assert len(rows) == report["n_judgments"] == progress.judgments == 12
+    assert progress.not_counted == 8
+    assert note == (f"exported study: 12 judgments that count, in all data stages; left out: "
+                    f"{not_counted} and {tests_workers}")
+    rows, note = export("--include-rejected")
+    assert len(rows) == 20 and note == (
+        "exported study: 20 judgments, in all data stages, work that does not count included "
+        f"(its `counts` column says which); left out: {tests_workers}")
+    rows, note = export("--include-qualification", "--stage", "qual")
+    assert len(rows) == 1 and note == (
+        "exported study: 1 judgment that counts, in stage “qual”, practice and qualification "
+        "answers included; nothing left out")
+    _rows, note = export("--aggregate")
+    assert note.startswith("exported study: 12 judgments that count, in all data stages;")
+
+    client.force_login(study["owner"])
+    url = reverse("admin:annotation_project_changelist")
+    client.post(url, {"action": "export_csv", "_selected_action": [project.pk]})
+    shown = [str(m) for m in client.get(url).context["messages"]]
+    assert shown == [f"Exported study: 12 judgments that count, in all data stages; left out: "
+                     f"{not_counted} and {tests_workers}"]

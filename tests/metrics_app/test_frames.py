@@ -35,8 +35,8 @@ def test_project_frames_hold_items_judgments_scores_and_the_counting_rule():
     assert list(frames.judgments.columns[:3]) == ["judgment_id", "item_id", "external_id"]
     assert frames.judgments.counts.tolist() == [True, True, True, False]
     assert set(frames.judgments.worker) == {"alice", "bob"}
-    assert frames.human.loc[first.pk].tolist() == [4.5, 2]
-    assert frames.human.loc[second.pk].tolist() == [1.0, 1]
+    assert frames.human.loc[first.pk].tolist() == [4.5, 2, 4.5]  # mean, n, label
+    assert frames.human.loc[second.pk].tolist() == [1.0, 1, 1.0]
     scores = frames.scores.set_index("item_id")
     assert scores.loc[first.pk, "em"] == 1.0 and scores.loc[second.pk, "em"] == 0.0
     assert {"em", "f1", "side"} <= set(frames.scores.columns)

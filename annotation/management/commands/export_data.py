@@ -17,7 +17,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from annotation.domain.aggregation import AGGREGATION_MODELS, resolve_aggregation
 from annotation.models import NON_DATA_STAGE_KINDS, Project
-from annotation.services.exports import EXPORT_FORMATS, export_write
+from annotation.services.exports import EXPORT_FORMATS, export_note, export_write
 from annotation.services.preference_exports import PreferenceExportError, preference_write
 
 
@@ -108,15 +108,21 @@ class Command(BaseCommand):
             raise CommandError(f"stage {stage.name!r} is a {stage.kind} stage: its judgments "
                                "test workers, not items; add --include-qualification to "
                                "export them")
+        # What the file holds and leaves out, beside it (standard error: the rows stay the
+        # data), as the dashboard and progress say it.
+        note = export_note(project=instance, stage=stage,
+                           include_qualification=options["include_qualification"],
+                           include_rejected=options["include_rejected"])
         if options["output"]:
             with _output_open(options["output"], newline="") as handle:
                 count = export_write(out=handle, **kwargs)
-            self.stderr.write(f"{count} rows written to {options['output']}")
+            self.stderr.write(f"{count} rows written to {options['output']}: {note}")
         else:
             try:
                 export_write(out=self.stdout, **kwargs)
             except BrokenPipeError:  # `export_data ... | head`: the reader has seen enough
-                pass
+                return
+            self.stderr.write(f"exported {instance.slug}: {note}")
 
     def _preferences(self, instance, stage, options):
         if options["aggregate"] or options["format"] != "jsonl":

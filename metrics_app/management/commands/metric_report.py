@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
+from annotation.judgment_selectors import human_score_name
 from annotation.models import Project
 from core.json_limits import json_dumps_strict
 from core.statistics import MAX_RESAMPLES, resamples_check
@@ -84,7 +85,7 @@ class Command(BaseCommand):
                 why = f"  undefined: {row['undefined']}" if row.get("undefined") else ""
                 self.stdout.write(f"  {group:32} {_fmt(row['pearson'])} {_fmt(row['spearman'])}"
                                   f"  {_fmt(row['kendall'])} {row['n']:6d}{why}")
-        self._decision(data.get("decision"))
+        self._decision(data.get("decision"), project)
         self._significance(data.get("significance"))
         for name, groups in data.get("minimal_pairs", {}).items():
             cells = ", ".join(f"{g} {_fmt(r['accuracy']).strip()} (n={r['n']})"
@@ -102,11 +103,12 @@ class Command(BaseCommand):
                     for g in pairwise["groups"])
                 self.stdout.write(f"pairwise {name}: {cells}")
 
-    def _decision(self, decision: dict | None) -> None:
+    def _decision(self, decision: dict | None, project: Project) -> None:
         if not decision:
             return
         self.stdout.write(
-            f"\ncorrect / incorrect (mean human score ≥ {decision['correct_at']:g}); each "
+            f"\ncorrect / incorrect ({human_score_name(project)} ≥ "
+            f"{decision['correct_at']:g}); each "
             f"metric's threshold chosen on {decision['threshold_chosen_on']} "
             f"({decision['n_validation_items']} items), measured on the other "
             f"{decision['n_test_items']}:")

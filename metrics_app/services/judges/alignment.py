@@ -12,9 +12,8 @@ from itertools import combinations
 
 import numpy as np
 
-from annotation.judgment_selectors import item_gold_scores, load_judgments
+from annotation.judgment_selectors import item_gold_scores, item_labels, load_judgments
 from annotation.models import Project, TaskKind
-from annotation.services.exports import item_labels
 from core.vocabulary import AB_CHOICES
 
 from ...domain import estimates as est

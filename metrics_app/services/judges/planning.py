@@ -13,6 +13,7 @@ from ...domain.judge_planning import plan
 from ...judge_selectors import default_refs, judge_view, predictor_values
 from ...models import JudgeVerdict, JudgeVersion
 from .alignment import human_labels
+from .runs import judged_items
 
 
 def judge_plan(*, project: Project, budget: float, label_cost: float,
@@ -20,6 +21,7 @@ def judge_plan(*, project: Project, budget: float, label_cost: float,
     human = human_labels(project)
     n_items = project.items.filter(is_practice=False, excluded=False,
                                    is_gold_check=False).count()
+    n_judged = judged_items(project).count()
     views = []
     errors = {}
     for ref in refs or default_refs(project):
@@ -37,7 +39,9 @@ def judge_plan(*, project: Project, budget: float, label_cost: float,
     predictions, costs = {}, {}
     for view in views:
         predictions[view.label] = _pilot_predictions(view, common)
-        costs[view.label] = _judge_cost(view, n_items)
+        # A run asks every item of the study, gold checks too (`judged_items`); the estimates'
+        # population (`n_items`) leaves those out, and the plan priced the judge on it.
+        costs[view.label] = _judge_cost(view, n_judged)
     result = plan(y=y, predictions=predictions, n_items=n_items, label_cost=label_cost,
                   judge_costs=costs, budget=budget)
     result["errors"] = errors

@@ -85,6 +85,14 @@ def _check_kind(project: Project, version: JudgeVersion) -> str:
     return task
 
 
+def judged_items(project: Project):
+    """The items a judge run asks about: every item of the study (not a practice item, not
+    excluded), gold checks included (their human votes are data: the leaderboard's judge boards
+    read the judge on them). What running a judge costs is counted on these
+    (`planning.judge_plan`), whatever subset the estimates then read."""
+    return project.items.filter(is_practice=False, excluded=False)
+
+
 def judge_requests(project: Project, version: JudgeVersion) -> list[Request]:
     """Every request the judge makes on the project (A/B: both orders per item)."""
     config = version.config
@@ -93,8 +101,7 @@ def judge_requests(project: Project, version: JudgeVersion) -> list[Request]:
     requests = []
     # project_id too: the related manager checks each row's project against `project`, and a
     # deferred project_id cost one query per item (10,000 on EVOUNA-TQ, half the run).
-    items = project.items.filter(is_practice=False, excluded=False).only("id", "project_id",
-                                                                         "content")
+    items = judged_items(project).only("id", "project_id", "content")
     for item in items.order_by("id").iterator(chunk_size=2000):
         for order in orders:
             prompt = render(config["prompt"], item_fields(task, item.content,

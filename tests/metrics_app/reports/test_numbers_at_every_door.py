@@ -356,3 +356,137 @@ def test_the_cockpits_committed_money_is_what_the_budget_guard_counts():
     assert guard >= Decimal("10.40")
     assert cockpit.committed == guard
     assert cockpit.spent == guard
+
+
+def test_a_report_narrowed_to_a_qualification_stage_counts_what_its_stage_row_counts(client):
+    """The dashboard's stage menu lists the qualification stage. Narrowed to it, the page said
+    "0 judgments in stage qual" and "Agreement is undefined: no judgments that count yet"
+    above its own stage row of 9 judgments, 3 items and α 0.76 (`stage_mask`: a read of a
+    qualification stage counts its work, `data_only_for`). The headline, the agreement and
+    the workers table now read the judgments the row reads; the project's report still
+    leaves qualification answers out."""
+    from django.urls import reverse
+
+    from testing.factories import make_user
+
+    owner = make_user("qual-owner")
+    project = make_project(TaskKind.LIKERT, owner=owner)
+    qual = make_stage(project, kind=StageKind.QUALIFICATION, name="qual", order=0)
+    full = make_stage(project, kind=StageKind.FULL, name="full", order=1)
+    keys = [make_item(project, external_id=f"q{n}", gold={"score": s})
+            for n, s in enumerate((5, 1, 4))]
+    takers = [make_worker(external_id=f"taker{n}") for n in range(3)]
+    for worker, scores in zip(takers, ((5, 1, 4), (5, 2, 4), (3, 1, 5)), strict=True):
+        for item, score in zip(keys, scores, strict=True):
+            make_judgment(item=item, stage=qual, worker=worker, score=score)
+    data = make_item(project, external_id="d0")
+    for worker in takers[:2]:
+        make_judgment(item=data, stage=full, worker=worker, score=4)
+
+    narrowed = project_report(project=project, stage=qual)
+    row = {r["name"]: r for r in narrowed["stages"]}["qual"]
+    assert row["n_judgments"] == 9 and row["n_items"] == 3
+    assert row["krippendorff_alpha"] == pytest.approx(stage_alpha(stage=qual))
+    assert narrowed["n_judgments"] == row["n_judgments"]
+    everyone = narrowed["agreement"]["all"]
+    assert (everyone["n_judgments"], everyone["n_items"]) == (9, 3)
+    assert everyone["krippendorff_alpha"] == pytest.approx(row["krippendorff_alpha"])
+    assert {w["external_id"]: w["n_judgments"] for w in narrowed["workers"]} == {
+        "taker0": 3, "taker1": 3, "taker2": 3}
+    # The whole project's numbers keep qualification answers out (the counting rule).
+    whole = project_report(project=project)
+    assert whole["n_judgments"] == 2
+    assert {r["name"]: r["n_judgments"] for r in whole["stages"]} == {"qual": 9, "full": 2}
+
+    client.force_login(owner)
+    page = client.get(reverse("metrics:project-dashboard", args=[project.slug]),
+                      {"stage": qual.pk}).content.decode()
+    assert "9 judgments\n  in stage “qual”" in page
+    assert "no judgments that count yet" not in page
+
+
+@pytest.mark.parametrize("aggregation", ["mean", "median"])
+def test_the_notebooks_human_label_is_the_one_the_metric_report_correlates_with(aggregation):
+    """docs/ANALYSIS.md's notebook reproduces the metric report's per-system Pearson from
+    `project_frames`. Its `human` table had only `mean_score`: once a researcher adjudicated
+    an item, or under the median, the notebook correlated with other numbers than the report
+    (overall Pearson of f1 0.94 on `mean_score` against the report's 0.40 here: the item
+    adjudicated 1 has mean 4.67) and said nothing. `label` is
+    the report's human score (`item_gold_scores`), the same at both doors."""
+    from annotation.services.adjudication import adjudication_record
+    from metrics_app.frames import project_frames
+    from metrics_app.services.meta_evaluation_report import metric_report_compute
+    from metrics_app.services.scoring import project_score_metrics
+
+    project = make_project(TaskKind.LIKERT, aggregation=aggregation, slug=f"nb-{aggregation}")
+    stage = make_stage(project)
+    workers = [make_worker() for _ in range(3)]
+    rows = [("on the mat", (5, 5, 4)), ("a rug", (1, 3, 3)), ("the mat", (4, 4, 2)),
+            ("kitchen", (1, 2, 1)), ("mat", (5, 3, 3)), ("sofa", (2, 1, 4)),
+            ("on a mat", (4, 5, 5)), ("under the mat", (1, 3, 4))]
+    items = []
+    for n, (candidate, scores) in enumerate(rows):
+        item = make_item(project, source="fid" if n % 2 else "gpt4",
+                         content={"passage": "", "question": "Where did the cat sit?",
+                                  "references": ["on the mat"], "candidate": candidate})
+        items.append(item)
+        for worker, score in zip(workers, scores, strict=True):
+            make_judgment(item=item, stage=stage, worker=worker, score=score)
+    adjudication_record(item=items[0], value=1, note="the mat is on the cat")
+    project_score_metrics(project=project, metric_names=["f1"])
+    report, _mark = metric_report_compute(project=project, params={"n_resamples": 0})
+
+    frames = project_frames(project.slug)
+    merged = (frames.scores.merge(frames.human, left_on="item_id", right_index=True)
+              .merge(frames.items[["source"]], left_on="item_id", right_index=True))
+    assert merged["f1"].corr(merged["label"]) == pytest.approx(
+        report["correlations"]["f1"]["overall"]["pearson"])
+    for source, group in merged.groupby("source"):
+        assert group["f1"].corr(group["label"]) == pytest.approx(
+            report["correlations"]["f1"][f"source:{source}"]["pearson"])
+    assert frames.human.loc[items[0].pk, "label"] == 1.0
+    assert frames.human.loc[items[0].pk, "mean_score"] == pytest.approx(14 / 3)
+
+
+@pytest.mark.parametrize("aggregation", ["mean", "median"])
+def test_every_door_names_the_human_score_correct_reads_as_the_project_aggregates(
+        client, aggregation):
+    """Under the median aggregation every door reads an item's median score against "3 or
+    more is correct" (`item_gold_scores`), and the metric report's JSON says `human_score`
+    median; the metrics page, `manage.py metric_report` and the dashboard's system accuracy
+    still said "a mean human score of at least 3". One name, `human_score_name`."""
+    import io
+
+    from django.core.management import call_command
+    from django.urls import reverse
+
+    from metrics_app.services.scoring import project_score_metrics
+    from testing.factories import make_user
+
+    owner = make_user(f"{aggregation}-owner")
+    project = make_project(TaskKind.LIKERT, owner=owner, aggregation=aggregation,
+                           slug=f"{aggregation}-study")
+    stage = make_stage(project)
+    workers = [make_worker() for _ in range(3)]
+    for n in range(12):
+        item = make_item(project, source="fid" if n % 2 else "gpt4",
+                         content={"passage": "", "question": f"Where is thing {n}?",
+                                  "references": [f"in box {n}"],
+                                  "candidate": f"in box {n}" if n % 3 else "nowhere"})
+        for worker, score in zip(workers, (1, 3, 3) if n % 3 else (5, 2, 1), strict=True):
+            make_judgment(item=item, stage=stage, worker=worker, score=score)
+    project_score_metrics(project=project, metric_names=["f1"])
+    out = io.StringIO()
+    call_command("metric_report", project.slug, "--resamples", "0", stdout=out)
+    client.force_login(owner)
+    doors = {
+        "metric_report": out.getvalue(),
+        "metrics page": client.get(reverse("metrics:project-metrics",
+                                           args=[project.slug])).content.decode(),
+        "dashboard": client.get(reverse("metrics:project-dashboard",
+                                        args=[project.slug])).content.decode(),
+    }
+    other = "mean" if aggregation == "median" else "median"
+    for door, text in doors.items():
+        assert f"{aggregation} human score" in text, door
+        assert f"{other} human score" not in text, door

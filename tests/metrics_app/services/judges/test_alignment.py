@@ -327,3 +327,24 @@ def test_the_length_cards_tercile_rates_are_shares_called_correct():
         by_length = sum(row[rate] * row["n"] for row in terciles)
         by_system = sum(cell[rate] * cell["n"] for cell in systems.values())
         assert by_length == pytest.approx(by_system)
+
+
+def test_the_plan_prices_a_judge_on_the_items_its_run_asks():
+    """A study with gold checks: the run asks the judge about them too (their human votes are
+    data; the leaderboard's judge boards read them), but the plan priced the judge on the
+    estimates' items only, gold checks left out: it priced 30 calls ($0.00557) for a run of
+    33 ($0.00613), and counted the difference as money left for labels."""
+    from metrics_app.services.judges.planning import judge_plan
+
+    project = _likert()
+    for i in range(3):
+        make_item(project, content=item_content(TaskKind.LIKERT, 100 + i), is_gold_check=True,
+                  gold={"score": 5})
+    with FakeChatServer() as server:
+        version = judge_version_create(name="priced", config={
+            "base_url": server.url, "model": "fake-judge", "logprobs": True})[0]
+        detail = judge_project(project=project, version=version)
+    assert detail["requests"] == 33
+    result = judge_plan(project=project, budget=10.0, label_cost=0.5)
+    assert result["n_items"] == 30  # the estimates' population: gold checks apart
+    assert result["per_judge"]["priced@1"]["judge_cost"] == pytest.approx(detail["cost"])
