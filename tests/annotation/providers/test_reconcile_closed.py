@@ -159,3 +159,45 @@ def test_closed_prolific_study_is_reconciled_once_nobody_is_active(prolific_serv
     sync, _review = stage_sync_and_review(stage=stage)
     assert sync.flagged == 1 and sync.reconciled
     assert Assignment.objects.get(external_id=working).status == AssignmentStatus.FLAGGED
+
+
+def test_a_rejection_that_mturk_auto_approval_overtook_does_not_keep_the_stage_open(
+        mturk_server, likert_study, researcher, client):
+    """Our RejectAssignment throttled past its retries (never processed), then MTurk approved
+    the work itself (auto-approval): the rejection's outcome is known — it did not happen —
+    so it no longer holds the closed stage open, and the assignment says so."""
+    from annotation.models import ProviderCall, ProviderCallStatus
+    from annotation.services.review import assignment_reject
+
+    state = mturk_server.state
+    project, _gold, items = likert_study
+    stage = make_stage(project, kind=StageKind.TRIAL, status=StageStatus.DRAFT,
+                       provider="mturk", judgments_per_item=2,
+                       settings={"locales": [], "review": {"approve_after_seconds": 3600}})
+    stage.items.set(items[:5])
+    stage_publish(stage=stage, user=researcher)
+    hit = stage.hits.get()
+    w1 = state.worker_accept(hit.external_id, "W1")
+    assignment = mturk_worker_submits(client, stage=stage, hit_id=hit.external_id,
+                                      worker_id="W1", assignment_id=w1,
+                                      answer_for=scores_cycle([1, 2, 3, 4, 5]))
+    state.worker_submit(w1)
+    stage_sync_and_review(stage=stage)  # confirmed, not yet due for approval
+    mturk_server.throttle_next["RejectAssignment"] = 100
+    with pytest.raises(Exception, match="Rate exceeded"):
+        assignment_reject(assignment=Assignment.objects.get(pk=assignment.pk), reason="spam")
+    mturk_server.throttle_next["RejectAssignment"] = 0
+    state.assignments[w1]["AssignmentStatus"] = "Approved"  # MTurk's auto-approval
+    stage_close(stage=stage, user=researcher)
+    hit.refresh_from_db()
+    hit.expires_at = timezone.now() - dt.timedelta(days=1)
+    hit.save(update_fields=["expires_at"])
+
+    sync, _review = stage_sync_and_review(stage=stage)
+    assert sync.mirrored == 1
+    assert sync.reconciled, sync.open_reason
+    assignment.refresh_from_db()
+    assert assignment.status == AssignmentStatus.APPROVED
+    assert "before our rejection went through (it did not)" in assignment.review_note
+    call = ProviderCall.objects.get(assignment=assignment, operation="RejectAssignment")
+    assert call.status == ProviderCallStatus.FAILED and "overtaken" in call.error
