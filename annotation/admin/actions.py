@@ -119,19 +119,23 @@ def publish_stages(modeladmin, request, queryset):
 @admin.action(description="Check provider readiness (credentials, endpoint, settings; asks "
                           "the provider once, creates nothing)")
 def check_readiness(modeladmin, request, queryset):
+    from annotation.providers import get_provider
     from annotation.readiness_selectors import stage_readiness
 
     done, failed = [], []
     for stage in queryset:
         readiness = stage_readiness(stage=stage, probe=True)
         balance = f"; balance ${readiness.balance}" if readiness.balance is not None else ""
-        line = f"{stage}: {stage.get_provider_display()} {readiness.as_text()}{balance}"
+        where = get_provider(stage.provider).environment()
+        line = (f"{stage}: {stage.get_provider_display()} {readiness.as_text()}{balance}"
+                + (f" (publishing goes to {where})" if where else ""))
         (done if readiness.ready else failed).append(line)
     _report(modeladmin, request, done, failed)
 
 
 @admin.action(description="Publish in the background (Celery)")
 def publish_stages_background(modeladmin, request, queryset):
+    from annotation.providers import get_provider
     from annotation.services.stages import stage_publish_enqueue
     from core.background import BrokerUnreachable
 
@@ -145,7 +149,8 @@ def publish_stages_background(modeladmin, request, queryset):
                 f"published; use \"Publish\" to publish now, or try again once the Celery "
                 f"broker is back.")
             continue
-        queued.append(str(stage))
+        where = get_provider(stage.provider).environment()
+        queued.append(f"{stage} (on {where})" if where else str(stage))
     done = [f"Queued {len(queued)} stage(s) for publishing: {', '.join(queued)}."] if queued \
         else []
     _report(modeladmin, request, done, failed)
