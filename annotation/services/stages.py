@@ -701,14 +701,27 @@ def stage_publish(*, stage: Stage, user=None, override_reason: str | None = None
             _publish_problem_record(stage, f"publish refused: {error}")
         raise
     report = stage_hits_create(stage=stage)
-    if report.complete and stage.status == StageStatus.PUBLISHED:
-        stage_transition(stage=stage, to_status=StageStatus.COLLECTING, user=user, actor=actor,
-                         reason=f"{len(hits)} HITs live on {stage.get_provider_display()}")
+    if report.complete:
+        _publish_complete_mark(stage=stage, n_hits=len(hits), user=user, actor=actor)
     _publish_problem_record(stage, "" if report.complete else (
         f"{report.failed} of {len(hits)} HITs not created on {stage.get_provider_display()} "
         f"({'; '.join(report.errors[:3])}): nothing is served until they are; publish again "
         "to retry"))
     return StagePublishResult(stage=stage, estimate=estimate, report=report, n_hits=len(hits))
+
+
+@transaction.atomic
+def _publish_complete_mark(*, stage: Stage, n_hits: int, user, actor: str) -> None:
+    """Published → collecting once every HIT exists, read under the stage's row lock: another
+    publish of the same stage running at once (a double click, a retry after a timeout, the
+    background task beside the action) resumes the HITs this one is still creating and may
+    finish first; then the stage is collecting already, and this publish, which succeeded as
+    well, says so instead of failing with "cannot go from collecting to collecting"."""
+    fresh = Stage.objects.select_for_update().get(pk=stage.pk)
+    if fresh.status == StageStatus.PUBLISHED:
+        stage_transition(stage=fresh, to_status=StageStatus.COLLECTING, user=user, actor=actor,
+                         reason=f"{n_hits} HITs live on {stage.get_provider_display()}")
+    stage.status = fresh.status
 
 
 def _provider_ready(*, stage: Stage, probe: bool):
