@@ -198,7 +198,8 @@ def stage_identity_errors(*, project, name: str | None, kind: str | None,
 
 
 def stage_requirement_error(*, project, required: Stage | None,
-                            stage_pk: int | None = None) -> str | None:
+                            stage_pk: int | None = None,
+                            provider: str | None = None) -> str | None:
     """Why `required` cannot be the `requires_stage` of a stage of `project` (`stage_pk`, None
     for a new one), or None: only the project's qualification stage grades workers
     (`WorkerQualification`), so a stage that requires another kind, another project's stage or
@@ -219,6 +220,14 @@ def stage_requirement_error(*, project, required: Stage | None,
         return (f"{required}, which holds imported qualification answers: it grades nobody "
                 "here, so nobody could work here; require a qualification stage of this "
                 "project, or none")
+    if provider and provider != required.provider:
+        # A worker is one provider's id: an in-house or Prolific qualification grants nothing
+        # on MTurk (its HITs would require a qualification type nobody holds, so nobody could
+        # accept them), nor an MTurk one on Prolific.
+        where = Provider(provider).label
+        return (f"{required}, a qualification on {required.get_provider_display()}: only "
+                f"the workers who took it there qualify, so nobody on {where} could work "
+                f"here; require a qualification stage on {where}, or none")
     return None
 
 
@@ -599,7 +608,7 @@ def requirement_guard(*, stage: Stage) -> None:
     qualifications, would let them accept its HITs."""
     required = stage.requires_stage
     if why := stage_requirement_error(project=stage.project, required=required,
-                                      stage_pk=stage.pk):
+                                      stage_pk=stage.pk, provider=stage.provider):
         # Saved before the doors checked it, or through the shell: the same rule.
         raise GuardFailed(f"{stage} requires {why}")
     if required is not None and required.status == StageStatus.DRAFT:
