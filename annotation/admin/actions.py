@@ -400,20 +400,27 @@ def reject_assignments(modeladmin, request, queryset):
 
 @admin.action(description="Pay a bonus (amount and reason above; paid once)")
 def bonus_assignments(modeladmin, request, queryset):
-    from annotation.services.review import assignment_bonus_pay, bonus_already_paid
+    from annotation.services.review import assignment_bonus_pay, bonus_already_paid, bonus_amount
 
+    typed = request.POST.get("amount", "").strip()
     try:
-        amount = Decimal(request.POST.get("amount", "").strip())
+        amount = Decimal(typed)
     except InvalidOperation:
-        modeladmin.message_user(request, "Type the bonus amount in dollars.", messages.ERROR)
+        amount = None
+    if amount is None or not amount.is_finite():  # "Infinity" and "NaN" parse as Decimals
+        modeladmin.message_user(request, "Type the bonus amount in dollars (e.g. 0.50)"
+                                + (f", not {typed!r}." if typed else "."), messages.ERROR)
         return
     reason = _reason(request) or "Bonus"
     done, already, failed = 0, 0, []
     for assignment in queryset.select_related("stage", "worker"):
-        if bonus_already_paid(assignment=assignment, amount=amount, reason=reason):
-            already += 1  # the same bonus (amount and reason) is never paid twice
-            continue
         try:
+            # The rule of every bonus (whole cents, above $0, not beyond what the assignment
+            # can record), before the amount names a bonus already paid.
+            if bonus_already_paid(assignment=assignment, amount=bonus_amount(amount),
+                                  reason=reason):
+                already += 1  # the same bonus (amount and reason) is never paid twice
+                continue
             assignment_bonus_pay(assignment=assignment, amount=amount, reason=reason)
             done += 1
         except Exception as exc:
