@@ -104,11 +104,9 @@ def test_closed_stage_is_synced_until_every_hit_is_decided(mturk_server, likert_
                                                             AssignmentStatus.FLAGGED}
 
 
-def test_closed_stage_waits_for_undecided_work_and_calls_in_doubt(mturk_server, likert_study,
-                                                                  researcher, client):
-    from annotation.models import ProviderCall, ProviderCallStatus
-
-    state = mturk_server.state
+def _w1_submitted_awaiting_review(state, likert_study, researcher, client):
+    """A published one-HIT MTurk trial whose work is approved only an hour after submission;
+    W1 has submitted on our page and on MTurk."""
     project, _gold, items = likert_study
     stage = make_stage(project, kind=StageKind.TRIAL, status=StageStatus.DRAFT,
                        provider="mturk", judgments_per_item=2,
@@ -121,6 +119,16 @@ def test_closed_stage_waits_for_undecided_work_and_calls_in_doubt(mturk_server, 
                                       worker_id="W1", assignment_id=w1,
                                       answer_for=scores_cycle([1, 2, 3, 4, 5]))
     state.worker_submit(w1)
+    return stage, hit, w1, assignment
+
+
+def test_closed_stage_waits_for_undecided_work_and_calls_in_doubt(mturk_server, likert_study,
+                                                                  researcher, client):
+    from annotation.models import ProviderCall, ProviderCallStatus
+
+    state = mturk_server.state
+    stage, hit, w1, assignment = _w1_submitted_awaiting_review(state, likert_study,
+                                                               researcher, client)
     stage_close(stage=stage, user=researcher)
     hit.refresh_from_db()
     hit.expires_at = timezone.now() - dt.timedelta(days=1)
@@ -170,18 +178,8 @@ def test_a_rejection_that_mturk_auto_approval_overtook_does_not_keep_the_stage_o
     from annotation.services.review import assignment_reject
 
     state = mturk_server.state
-    project, _gold, items = likert_study
-    stage = make_stage(project, kind=StageKind.TRIAL, status=StageStatus.DRAFT,
-                       provider="mturk", judgments_per_item=2,
-                       settings={"locales": [], "review": {"approve_after_seconds": 3600}})
-    stage.items.set(items[:5])
-    stage_publish(stage=stage, user=researcher)
-    hit = stage.hits.get()
-    w1 = state.worker_accept(hit.external_id, "W1")
-    assignment = mturk_worker_submits(client, stage=stage, hit_id=hit.external_id,
-                                      worker_id="W1", assignment_id=w1,
-                                      answer_for=scores_cycle([1, 2, 3, 4, 5]))
-    state.worker_submit(w1)
+    stage, hit, w1, assignment = _w1_submitted_awaiting_review(state, likert_study,
+                                                               researcher, client)
     stage_sync_and_review(stage=stage)  # confirmed, not yet due for approval
     mturk_server.throttle_next["RejectAssignment"] = 100
     with pytest.raises(Exception, match="Rate exceeded"):
