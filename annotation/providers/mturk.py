@@ -428,10 +428,14 @@ class MTurkProvider(RemoteProvider):
             yield HitUpdate(hit_id=hit.pk, status=HitStatus.EXPIRED, expires_at=past)
 
     def extend_stage(self, *, stage, seconds: int) -> Iterator[HitUpdate]:
-        until = timezone.now() + dt.timedelta(seconds=seconds)
+        """Each HIT `seconds` longer than it would have lasted: from its own expiry while it is
+        open, from now once it has expired. "Extend by one day" set every HIT to expire a day
+        from now, which cut a HIT with six days left to one."""
+        now = timezone.now()
         for hit in stage.hits.filter(status__in=[HitStatus.OPEN, HitStatus.EXPIRED]).exclude(
             external_id=""
         ):
+            until = max(hit.expires_at or now, now) + dt.timedelta(seconds=seconds)
             self._update_expiration(hit, until, "extend")
             yield HitUpdate(hit_id=hit.pk, status=HitStatus.OPEN, expires_at=until)
 

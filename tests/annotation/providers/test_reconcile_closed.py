@@ -199,3 +199,35 @@ def test_a_rejection_that_mturk_auto_approval_overtook_does_not_keep_the_stage_o
     assert "before our rejection went through (it did not)" in assignment.review_note
     call = ProviderCall.objects.get(assignment=assignment, operation="RejectAssignment")
     assert call.status == ProviderCallStatus.FAILED and "overtaken" in call.error
+
+
+def test_extending_a_stage_lengthens_each_hit_from_its_own_expiry(mturk_server, likert_study,
+                                                                 researcher):
+    """"Extend by one day" gives each HIT a day more than it had: an open HIT with a week
+    left keeps it plus a day (it was cut to a day from now), an expired one reopens for a
+    day."""
+    from annotation.services.stages import stage_extend
+
+    state = mturk_server.state
+    project, _gold, items = likert_study
+    stage = make_stage(project, kind=StageKind.TRIAL, status=StageStatus.DRAFT,
+                       provider="mturk", judgments_per_item=2,
+                       settings={"locales": [], "lifetime_seconds": 7 * 86400})
+    stage.items.set(items[:10])  # two passages: two HITs
+    stage_publish(stage=stage, user=researcher)
+    week, expired = stage.hits.order_by("pk")
+    past = timezone.now() - dt.timedelta(hours=1)
+    expired.status, expired.expires_at = HitStatus.EXPIRED, past
+    expired.save(update_fields=["status", "expires_at"])
+    state.hits[expired.external_id]["Expiration"] = past.timestamp()
+    week_ends = week.expires_at
+
+    stage_extend(stage=stage, seconds=86400, user=researcher)
+    week.refresh_from_db()
+    expired.refresh_from_db()
+    assert week.expires_at == week_ends + dt.timedelta(days=1)
+    assert state.hits[week.external_id]["Expiration"] == pytest.approx(
+        week.expires_at.timestamp(), abs=1)
+    in_a_day = timezone.now() + dt.timedelta(days=1)
+    assert abs((expired.expires_at - in_a_day).total_seconds()) < 60
+    assert expired.status == HitStatus.OPEN
