@@ -27,6 +27,7 @@ from annotation.models import (
     StageKind,
     StageStatus,
 )
+from annotation.providers import get_provider
 from annotation.readiness_selectors import stage_readiness
 from annotation.selectors import Progress, stage_awaits_qualified_workers, stages_with_progress
 from annotation.stage_plan_selectors import stage_release_preview
@@ -86,6 +87,8 @@ class CockpitStage:
     # Slots of work that does not count given back (`Progress.reoffered_text`), said as the
     # stage's status allows: re-offered while it serves workers, left unfilled once it does not.
     reoffered: str = ""
+    # Where the stage publishes (`CrowdProvider.environment`): MTurk sandbox or PRODUCTION.
+    environment: str = ""
 
 
 @dataclasses.dataclass
@@ -176,6 +179,7 @@ def study_cockpit(*, project: Project) -> Cockpit:
             spent=paid.total,
             pay=pay, problem=problem, release=release,
             reoffered=progress.reoffered_text(stage_open=stage.status in OPEN_STAGE_STATUSES),
+            environment=get_provider(stage.provider).environment(),
             next_step=("fix what the problem says, then publish again" if problem
                        else "review the waiting work first" if (waiting or flagged) and
                        stage.status == StageStatus.CLOSED

@@ -57,6 +57,9 @@ class StageCostEstimate:
     seconds_per_item_source: str = ""
     hourly_pay: Decimal | None = None
     min_hourly_pay: Decimal | None = None
+    # Where the money goes (`CrowdProvider.environment`: MTurk sandbox or PRODUCTION, ...),
+    # said first wherever the estimate is shown, so the two cannot be confused.
+    environment: str = ""
 
     @property
     def covered_by_balance(self) -> bool | None:
@@ -87,8 +90,9 @@ class StageCostEstimate:
             balance = f"; balance unknown: {self.balance_error}"
         else:
             balance = ""
+        where = f"on {self.environment}: " if self.environment else ""
         return (
-            f"{self.n_hits} HITs × reward ${self.reward_per_hit} = {self.n_assignments} "
+            f"{where}{self.n_hits} HITs × reward ${self.reward_per_hit} = {self.n_assignments} "
             f"assignments ({self.n_judgments} judgments): rewards ${self.rewards} + fees "
             f"${self.fees}{tier} + bonus budget ${self.bonus_budget} (+ fees ${self.bonus_fees})"
             f" = ${self.total}{balance}; {self.pay_text()}"
@@ -171,6 +175,7 @@ def stage_cost_estimate(*, stage: Stage, with_balance: bool = False,
         seconds_per_item_source=source,
         hourly_pay=hourly_pay,
         min_hourly_pay=_money(Decimal(str(settings.QAJ_MIN_HOURLY_PAY))),
+        environment=provider.environment(),
     )
 
 

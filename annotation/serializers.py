@@ -527,7 +527,10 @@ class StageWriteSerializer(RefuseUnknownFieldsMixin, serializers.ModelSerializer
         project = self.context["project"]
         instance = self.instance
         why = stage_requirement_error(project=project, required=attrs.get("requires_stage"),
-                                      stage_pk=getattr(instance, "pk", None))
+                                      stage_pk=getattr(instance, "pk", None),
+                                      provider=attrs.get("provider") or getattr(
+                                          instance, "provider",
+                                          Stage._meta.get_field("provider").default))
         if why:
             raise serializers.ValidationError({"requires_stage": [why]})
         clashes = stage_identity_errors(project=project, name=attrs.get("name"),

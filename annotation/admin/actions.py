@@ -119,19 +119,23 @@ def publish_stages(modeladmin, request, queryset):
 @admin.action(description="Check provider readiness (credentials, endpoint, settings; asks "
                           "the provider once, creates nothing)")
 def check_readiness(modeladmin, request, queryset):
+    from annotation.providers import get_provider
     from annotation.readiness_selectors import stage_readiness
 
     done, failed = [], []
     for stage in queryset:
         readiness = stage_readiness(stage=stage, probe=True)
         balance = f"; balance ${readiness.balance}" if readiness.balance is not None else ""
-        line = f"{stage}: {stage.get_provider_display()} {readiness.as_text()}{balance}"
+        where = get_provider(stage.provider).environment()
+        line = (f"{stage}: {stage.get_provider_display()} {readiness.as_text()}{balance}"
+                + (f" (publishing goes to {where})" if where else ""))
         (done if readiness.ready else failed).append(line)
     _report(modeladmin, request, done, failed)
 
 
 @admin.action(description="Publish in the background (Celery)")
 def publish_stages_background(modeladmin, request, queryset):
+    from annotation.providers import get_provider
     from annotation.services.stages import stage_publish_enqueue
     from core.background import BrokerUnreachable
 
@@ -145,7 +149,8 @@ def publish_stages_background(modeladmin, request, queryset):
                 f"published; use \"Publish\" to publish now, or try again once the Celery "
                 f"broker is back.")
             continue
-        queued.append(str(stage))
+        where = get_provider(stage.provider).environment()
+        queued.append(f"{stage} (on {where})" if where else str(stage))
     done = [f"Queued {len(queued)} stage(s) for publishing: {', '.join(queued)}."] if queued \
         else []
     _report(modeladmin, request, done, failed)
@@ -395,20 +400,27 @@ def reject_assignments(modeladmin, request, queryset):
 
 @admin.action(description="Pay a bonus (amount and reason above; paid once)")
 def bonus_assignments(modeladmin, request, queryset):
-    from annotation.services.review import assignment_bonus_pay, bonus_already_paid
+    from annotation.services.review import assignment_bonus_pay, bonus_already_paid, bonus_amount
 
+    typed = request.POST.get("amount", "").strip()
     try:
-        amount = Decimal(request.POST.get("amount", "").strip())
+        amount = Decimal(typed)
     except InvalidOperation:
-        modeladmin.message_user(request, "Type the bonus amount in dollars.", messages.ERROR)
+        amount = None
+    if amount is None or not amount.is_finite():  # "Infinity" and "NaN" parse as Decimals
+        modeladmin.message_user(request, "Type the bonus amount in dollars (e.g. 0.50)"
+                                + (f", not {typed!r}." if typed else "."), messages.ERROR)
         return
     reason = _reason(request) or "Bonus"
     done, already, failed = 0, 0, []
     for assignment in queryset.select_related("stage", "worker"):
-        if bonus_already_paid(assignment=assignment, amount=amount, reason=reason):
-            already += 1  # the same bonus (amount and reason) is never paid twice
-            continue
         try:
+            # The rule of every bonus (whole cents, above $0, not beyond what the assignment
+            # can record), before the amount names a bonus already paid.
+            if bonus_already_paid(assignment=assignment, amount=bonus_amount(amount),
+                                  reason=reason):
+                already += 1  # the same bonus (amount and reason) is never paid twice
+                continue
             assignment_bonus_pay(assignment=assignment, amount=amount, reason=reason)
             done += 1
         except Exception as exc:

@@ -511,7 +511,8 @@ class StageAdminForm(StageSettingsFormMixin, forms.ModelForm):
         if project is None:
             return cleaned
         why = stage_requirement_error(project=project, required=cleaned.get("requires_stage"),
-                                      stage_pk=self.instance.pk)
+                                      stage_pk=self.instance.pk,
+                                      provider=cleaned.get("provider") or self.instance.provider)
         if why:
             self.add_error("requires_stage", why)
         for name, why in stage_identity_errors(

@@ -141,6 +141,12 @@ class CrowdProvider(abc.ABC):
     # retry must look for what the first attempt did before calling again.
     token_dedup_window: dt.timedelta | None = None
 
+    def environment(self) -> str:
+        """Where publishing sends the work and the money, in the researcher's words ("MTurk
+        sandbox (no real money)", "MTurk PRODUCTION (real money)"); "" where there is no
+        platform (in-house, imports)."""
+        return ""
+
     # --- money ------------------------------------------------------------------------------
     def fee_rate(self, *, max_assignments: int) -> Decimal:
         """Commission on rewards of a HIT with this many assignments."""

@@ -74,6 +74,7 @@ from .mturk_protocol import (
     lifetime_seconds,
     mturk_client,
     mturk_endpoint,
+    mturk_environment,
     mturk_is_production,
     parse_response_time,
 )
@@ -123,6 +124,9 @@ class MTurkProvider(RemoteProvider):
                 self._sleep(delay)
         raise AssertionError("unreachable")
 
+    def environment(self) -> str:
+        return mturk_environment()
+
     # --- money ---------------------------------------------------------------------------------
     def fee_rate(self, *, max_assignments: int) -> Decimal:
         # MTurk: 20% commission, 40% for HITs with 10 or more assignments.
@@ -155,6 +159,11 @@ class MTurkProvider(RemoteProvider):
             problems.append(ReadinessProblem(
                 "endpoint", f"MTURK_ENDPOINT_URL={custom!r} is not an http(s) URL: unset it for "
                             "the sandbox (MTURK_PRODUCTION=true for production)"))
+        if settings.MTURK_PRODUCTION and custom and not mturk_is_production():
+            problems.append(ReadinessProblem(
+                "endpoint", f"MTURK_PRODUCTION=true, but MTURK_ENDPOINT_URL={custom!r} sends "
+                            f"every call to {mturk_environment()}: unset one of the two, so "
+                            "that you publish where you meant to"))
         if self._client is None and not aws_credentials_found():
             problems.append(ReadinessProblem(
                 "credentials", "no AWS credentials found: set AWS_ACCESS_KEY_ID and "
@@ -419,10 +428,14 @@ class MTurkProvider(RemoteProvider):
             yield HitUpdate(hit_id=hit.pk, status=HitStatus.EXPIRED, expires_at=past)
 
     def extend_stage(self, *, stage, seconds: int) -> Iterator[HitUpdate]:
-        until = timezone.now() + dt.timedelta(seconds=seconds)
+        """Each HIT `seconds` longer than it would have lasted: from its own expiry while it is
+        open, from now once it has expired. "Extend by one day" set every HIT to expire a day
+        from now, which cut a HIT with six days left to one."""
+        now = timezone.now()
         for hit in stage.hits.filter(status__in=[HitStatus.OPEN, HitStatus.EXPIRED]).exclude(
             external_id=""
         ):
+            until = max(hit.expires_at or now, now) + dt.timedelta(seconds=seconds)
             self._update_expiration(hit, until, "extend")
             yield HitUpdate(hit_id=hit.pk, status=HitStatus.OPEN, expires_at=until)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 from decimal import Decimal
+from urllib.parse import urlsplit
 from xml.sax.saxutils import escape
 
 from django.conf import settings
@@ -66,8 +67,28 @@ def mturk_endpoint() -> str:
     return PRODUCTION_ENDPOINT if settings.MTURK_PRODUCTION else SANDBOX_ENDPOINT
 
 
+def _endpoint_host(url: str) -> str:
+    return (urlsplit(url or "").hostname or "").lower()
+
+
 def mturk_is_production() -> bool:
-    return mturk_endpoint() == PRODUCTION_ENDPOINT
+    """Whether calls reach MTurk's production requester API (real money), however its address
+    is written: `MTURK_ENDPOINT_URL=https://mturk-requester.us-east-1.amazonaws.com/` (a
+    trailing slash, capitals) is production as much as `MTURK_PRODUCTION=true`. Compared as
+    strings, it read as "not production": no red banner, no https check of the task URL."""
+    return _endpoint_host(mturk_endpoint()) == _endpoint_host(PRODUCTION_ENDPOINT)
+
+
+def mturk_environment() -> str:
+    """Which MTurk the calls reach, as every publish door says it before money is spent (the
+    estimate, the publish message and its logged transition, the readiness check, the
+    cockpit)."""
+    if mturk_is_production():
+        return "MTurk PRODUCTION (real money)"
+    endpoint = mturk_endpoint()
+    if _endpoint_host(endpoint) == _endpoint_host(SANDBOX_ENDPOINT):
+        return "MTurk sandbox (no real money)"
+    return f"the MTurk endpoint {endpoint} (MTURK_ENDPOINT_URL; neither the sandbox nor production)"
 
 
 def mturk_client():

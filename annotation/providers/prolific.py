@@ -141,6 +141,12 @@ class ProlificProvider(RemoteProvider):
         return self.fee_rate(max_assignments=1)
 
     # --- readiness (annotation/readiness_selectors.py) -------------------------------------
+    def environment(self) -> str:
+        if prolific_is_real():
+            return "Prolific (real money)"
+        return (f"the Prolific API at {settings.PROLIFIC_API_URL} (PROLIFIC_API_URL; not "
+                "Prolific's own)")
+
     def readiness_problems(self, *, stage) -> list[ReadinessProblem]:
         problems = []
         if self._client is None and not settings.PROLIFIC_API_TOKEN:
@@ -153,8 +159,7 @@ class ProlificProvider(RemoteProvider):
             problems.append(ReadinessProblem(
                 "endpoint", f"PROLIFIC_API_URL={url!r} is not an http(s) URL (Prolific's is "
                             "https://api.prolific.com/api/v1/)"))
-        real = (urlparse(url or "").hostname or "").endswith(("prolific.com", "prolific.co"))
-        problems += public_url_problems(who="Prolific", must_be_public=real)
+        problems += public_url_problems(who="Prolific", must_be_public=prolific_is_real())
         if stage.reward is None or stage.reward <= 0:
             problems.append(ReadinessProblem(
                 "reward", "Prolific pays every participant: set a reward per HIT above $0"))
@@ -535,3 +540,9 @@ def _ensure_token(stage, key: str) -> str:
         token = new_token(f"qaj-study-{stage.pk}")
         stage_setting_store(stage, key, token)
     return token
+
+
+def prolific_is_real() -> bool:
+    """Whether PROLIFIC_API_URL is Prolific's own API (real money), not a rehearsal fake."""
+    host = urlparse(settings.PROLIFIC_API_URL or "").hostname or ""
+    return host.endswith(("prolific.com", "prolific.co"))

@@ -198,7 +198,8 @@ def stage_identity_errors(*, project, name: str | None, kind: str | None,
 
 
 def stage_requirement_error(*, project, required: Stage | None,
-                            stage_pk: int | None = None) -> str | None:
+                            stage_pk: int | None = None,
+                            provider: str | None = None) -> str | None:
     """Why `required` cannot be the `requires_stage` of a stage of `project` (`stage_pk`, None
     for a new one), or None: only the project's qualification stage grades workers
     (`WorkerQualification`), so a stage that requires another kind, another project's stage or
@@ -219,6 +220,14 @@ def stage_requirement_error(*, project, required: Stage | None,
         return (f"{required}, which holds imported qualification answers: it grades nobody "
                 "here, so nobody could work here; require a qualification stage of this "
                 "project, or none")
+    if provider and provider != required.provider:
+        # A worker is one provider's id: an in-house or Prolific qualification grants nothing
+        # on MTurk (its HITs would require a qualification type nobody holds, so nobody could
+        # accept them), nor an MTurk one on Prolific.
+        where = Provider(provider).label
+        return (f"{required}, a qualification on {required.get_provider_display()}: only "
+                f"the workers who took it there qualify, so nobody on {where} could work "
+                f"here; require a qualification stage on {where}, or none")
     return None
 
 
@@ -599,7 +608,7 @@ def requirement_guard(*, stage: Stage) -> None:
     qualifications, would let them accept its HITs."""
     required = stage.requires_stage
     if why := stage_requirement_error(project=stage.project, required=required,
-                                      stage_pk=stage.pk):
+                                      stage_pk=stage.pk, provider=stage.provider):
         # Saved before the doors checked it, or through the shell: the same rule.
         raise GuardFailed(f"{stage} requires {why}")
     if required is not None and required.status == StageStatus.DRAFT:
@@ -701,14 +710,27 @@ def stage_publish(*, stage: Stage, user=None, override_reason: str | None = None
             _publish_problem_record(stage, f"publish refused: {error}")
         raise
     report = stage_hits_create(stage=stage)
-    if report.complete and stage.status == StageStatus.PUBLISHED:
-        stage_transition(stage=stage, to_status=StageStatus.COLLECTING, user=user, actor=actor,
-                         reason=f"{len(hits)} HITs live on {stage.get_provider_display()}")
+    if report.complete:
+        _publish_complete_mark(stage=stage, n_hits=len(hits), user=user, actor=actor)
     _publish_problem_record(stage, "" if report.complete else (
         f"{report.failed} of {len(hits)} HITs not created on {stage.get_provider_display()} "
         f"({'; '.join(report.errors[:3])}): nothing is served until they are; publish again "
         "to retry"))
     return StagePublishResult(stage=stage, estimate=estimate, report=report, n_hits=len(hits))
+
+
+@transaction.atomic
+def _publish_complete_mark(*, stage: Stage, n_hits: int, user, actor: str) -> None:
+    """Published → collecting once every HIT exists, read under the stage's row lock: another
+    publish of the same stage running at once (a double click, a retry after a timeout, the
+    background task beside the action) resumes the HITs this one is still creating and may
+    finish first; then the stage is collecting already, and this publish, which succeeded as
+    well, says so instead of failing with "cannot go from collecting to collecting"."""
+    fresh = Stage.objects.select_for_update().get(pk=stage.pk)
+    if fresh.status == StageStatus.PUBLISHED:
+        stage_transition(stage=fresh, to_status=StageStatus.COLLECTING, user=user, actor=actor,
+                         reason=f"{n_hits} HITs live on {stage.get_provider_display()}")
+    stage.status = fresh.status
 
 
 def _provider_ready(*, stage: Stage, probe: bool):

@@ -87,3 +87,46 @@ def test_a_stage_may_require_only_its_projects_qualification_at_every_door(clien
     response = api.post("/api/projects/mine/stages/", {
         "name": "full", "kind": "full", "requires_stage": qual.pk}, format="json")
     assert response.status_code == 201
+
+
+def test_a_stage_may_require_only_a_qualification_on_its_own_provider_at_every_door(client):
+    """A worker is one provider's id: an in-house (or Prolific) qualification qualifies nobody
+    on MTurk, whose HITs would then require a qualification type nobody holds — a paid stage
+    published that no worker could accept. The API, the stage form and publishing refuse it."""
+    from annotation.models import StageStatus
+    from annotation.services.stages import stage_publish
+    from annotation.stage_errors import GuardFailed
+
+    alice = make_user("alice")
+    project = make_project(TaskKind.LIKERT, owner=alice, slug="mine")
+    qual = make_stage(project, name="qual", kind="qualification", provider="inhouse")
+    api = APIClient()
+    api.force_authenticate(alice)
+    response = api.post("/api/projects/mine/stages/", {
+        "name": "trial", "kind": "trial", "provider": "mturk", "requires_stage": qual.pk},
+        format="json")
+    assert response.status_code == 400
+    assert "a qualification on In-house link: only the workers who took it there qualify, so " \
+        "nobody on Mechanical Turk could work here" in response.json()["requires_stage"][0]
+    assert not Stage.objects.filter(name="trial").exists()
+    trial = make_stage(project, name="trial", kind="trial", provider="mturk",
+                       status=StageStatus.DRAFT)
+    response = api.patch(f"/api/projects/mine/stages/{trial.pk}/",
+                         {"requires_stage": qual.pk}, format="json")
+    assert response.status_code == 400 and "nobody on Mechanical Turk" in \
+        response.json()["requires_stage"][0]
+
+    client.force_login(alice)
+    response = client.post(reverse("admin:annotation_stage_change", args=[trial.pk]), {
+        "project": project.pk, "kind": "trial", "name": "trial", "order": 0,
+        "provider": "mturk", "settings": "{}", "requires_stage": qual.pk})
+    assert response.status_code == 200
+    assert "nobody on Mechanical Turk could work here" in response.context[
+        "adminform"].form.errors["requires_stage"][0]
+
+    # Saved before the rule (or through the shell): publishing refuses it before any call.
+    Stage.objects.filter(pk=trial.pk).update(requires_stage=qual)
+    with pytest.raises(GuardFailed, match="nobody on Mechanical Turk could work here"):
+        stage_publish(stage=trial, user=alice)
+    trial.refresh_from_db()
+    assert trial.status == StageStatus.DRAFT and not trial.hits.exists()

@@ -7,7 +7,7 @@ import dataclasses
 import hashlib
 import statistics
 from collections import Counter
-from decimal import Decimal
+from decimal import Decimal, InvalidOperation
 
 from django.db import transaction
 from django.db.models import Sum
@@ -284,14 +284,42 @@ def bonus_already_paid(*, assignment: Assignment, amount: Decimal, reason: str,
         status=ProviderCallStatus.SUCCEEDED).exists()
 
 
+CENT = Decimal("0.01")
+# What an assignment's paid bonuses can add up to (`Assignment.bonus_paid`, 8 digits, 2 decimals).
+MAX_BONUS = Decimal("999999.99")
+
+
+def bonus_amount(value) -> Decimal:
+    """A bonus as the providers pay it: dollars in whole cents, above $0 (the one rule of
+    every door that pays one: the admin's action, `assignment_bonus_pay`). Raises ReviewError
+    naming what is wrong. Rounded silently, "0.015" paid $0.02 while the message said $0.015,
+    "0.001" was refused as "not positive", and "Infinity", "sNaN" or "1e100" ended the admin
+    page in a server error."""
+    text = str(value).strip()
+    try:
+        amount = Decimal(text)
+    except (InvalidOperation, ValueError):
+        amount = None
+    if amount is None or not amount.is_finite():
+        raise ReviewError(f"the bonus amount {text!r} is not a number of dollars (e.g. 0.50)")
+    if amount <= 0:
+        raise ReviewError("a bonus must be positive")
+    if amount > MAX_BONUS:
+        raise ReviewError(f"a bonus of ${text} is more than ${MAX_BONUS}, the most one "
+                          "assignment's bonuses can add up to")
+    if amount != amount.quantize(CENT):
+        raise ReviewError(f"a bonus of ${text} is not a whole number of cents: the provider "
+                          f"pays cents (type {amount.quantize(CENT, rounding='ROUND_DOWN')} or "
+                          f"{amount.quantize(CENT, rounding='ROUND_UP')})")
+    return amount.quantize(CENT)
+
+
 def assignment_bonus_pay(*, assignment: Assignment, amount: Decimal, reason: str,
                          key: str | None = None) -> Assignment:
     """Pay a bonus once. `key` names the bonus (e.g. "per-correct"); the same key never pays
     twice, whatever happens to the request; the default key is the amount and reason, so a
     double-clicked admin action pays once too."""
-    amount = Decimal(amount).quantize(Decimal("0.01"))
-    if amount <= 0:
-        raise ReviewError("a bonus must be positive")
+    amount = bonus_amount(amount)
     if assignment.status != AssignmentStatus.APPROVED:
         raise ReviewError("only approved assignments get bonuses")
     _require_confirmed(assignment, "pay a bonus for")

@@ -171,13 +171,27 @@ def _mirror_decision(assignment: Assignment, submission: Submission, status: str
     """Take over a decision the provider holds: our own call whose answer was lost (the
     worker running it died), or a decision made on the provider (MTurk's auto-approval, a
     decision made there by hand)."""
-    operation = ("ApproveAssignment" if submission.status == SubmissionStatus.APPROVED
-                 else "RejectAssignment")
+    approved = submission.status == SubmissionStatus.APPROVED
+    operation, opposite = (("ApproveAssignment", "RejectAssignment") if approved
+                           else ("RejectAssignment", "ApproveAssignment"))
+    now = timezone.now()
     ours = ProviderCall.objects.filter(assignment=assignment, operation=operation,
                                        status=ProviderCallStatus.PENDING)
-    if ours.update(status=ProviderCallStatus.SUCCEEDED, completed_at=timezone.now(),
+    # The opposite call of ours still in doubt (throttled or unanswered until the provider
+    # decided: MTurk's auto-approval overtook a rejection) has an outcome now: the provider
+    # holds the other decision, so ours did not stand. Left pending, it kept a closed stage
+    # from ever being reconciled ("no known outcome"), and the researcher never learnt that
+    # the rejection they asked for did not happen.
+    overtaken = ProviderCall.objects.filter(
+        assignment=assignment, operation=opposite, status=ProviderCallStatus.PENDING,
+    ).update(status=ProviderCallStatus.FAILED, completed_at=now,
+             error=f"overtaken: {provider_name} holds this assignment {submission.status}")
+    if ours.update(status=ProviderCallStatus.SUCCEEDED, completed_at=now,
                    response={"confirmed_by_sync": submission.status}):
         note = "Our decision, confirmed by the sync."
+    elif overtaken:
+        note = (f"{submission.status.capitalize()} on {provider_name} before our "
+                f"{'rejection' if approved else 'approval'} went through (it did not).")
     else:
         note = f"Decided on {provider_name}."
     assignment_decision_record(assignment, status=status, note=note,

@@ -530,3 +530,36 @@ def test_publishing_a_stage_behind_a_qualification_nobody_passed_says_work_waits
     assert stage_awaits_qualified_workers(trial) == ""  # a pass: work can arrive
     steps = {row.stage.pk: row.next_step for row in study_cockpit(project=project).stages}
     assert "nobody has passed" not in steps[trial.pk]
+
+
+def test_a_bonus_is_paid_as_typed_or_refused_naming_what_is_wrong(admin_client_):
+    """One rule for every bonus (`bonus_amount`): dollars in whole cents, above $0. "0.015"
+    was paid as $0.02 while the message said "Paid a $0.015 bonus"; "0.001" was refused as
+    not positive; "Infinity", "sNaN" and "1e100" ended the page in a server error; "NaN"
+    read "[<class 'decimal.InvalidOperation'>]"."""
+    from annotation.models import ProviderCall
+    from annotation.services.review import ReviewError, assignment_bonus_pay
+
+    ok, _bad = _two_submitted()
+    act(admin_client_, "assignment", "approve_assignments", [ok.pk])
+    for typed in ("Infinity", "sNaN", "NaN", "-Infinity", "abc"):
+        shown = messages_of(act(admin_client_, "assignment", "bonus_assignments", [ok.pk],
+                                amount=typed, reason="thanks"))
+        assert shown == [f"Type the bonus amount in dollars (e.g. 0.50), not {typed!r}."], shown
+    refusals = {"0.015": "not a whole number of cents: the provider pays cents (type 0.01 or "
+                         "0.02)",
+                "0.001": "not a whole number of cents",
+                "1e100": "is more than $999999.99"}
+    for typed, why in refusals.items():
+        shown = messages_of(act(admin_client_, "assignment", "bonus_assignments", [ok.pk],
+                                amount=typed, reason="thanks"))
+        assert any(m.endswith(" bonus on no assignment.") for m in shown), shown
+        assert any(why in m for m in shown), (typed, shown)
+    assert not ProviderCall.objects.filter(operation="SendBonus").exists()
+    with pytest.raises(ReviewError, match="whole number of cents"):  # the Celery task's door
+        assignment_bonus_pay(assignment=ok, amount=Decimal("0.125"), reason="thanks")
+    shown = messages_of(act(admin_client_, "assignment", "bonus_assignments", [ok.pk],
+                            amount="0.50", reason="thanks"))
+    assert shown == ["Paid a $0.50 bonus on 1 assignment(s)."]
+    ok.refresh_from_db()
+    assert ok.bonus_paid == Decimal("0.50")

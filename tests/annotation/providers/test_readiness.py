@@ -222,3 +222,69 @@ def test_a_failed_hit_type_leaves_the_stage_saying_so_and_publishing_again_retri
     stage.refresh_from_db()
     assert stage.status == StageStatus.COLLECTING and not stage.publish_problem
     assert len(mturk_server.state.hits) == stage.hits.count() == 2
+
+
+def test_every_publish_door_says_sandbox_or_production_before_money_is_spent(
+        admin_client_, settings, aws_env):
+    """Sandbox and production cannot be confused: the estimate (its action and the stage
+    page), the readiness check, the background publish's message and the cockpit name where
+    the money goes; production is recognised however its address is written."""
+    from annotation.cost_selectors import stage_cost_estimate
+
+    stage = _stage("mturk", settings={"locales": []})
+    settings.MTURK_ENDPOINT_URL = ""
+    settings.MTURK_PRODUCTION = False
+    assert stage_cost_estimate(stage=stage).as_text().startswith(
+        "on MTurk sandbox (no real money): ")
+    shown = _action(admin_client_, "estimate_cost", stage)
+    assert any("on MTurk sandbox (no real money): " in m for m in shown), shown
+    settings.MTURK_PRODUCTION = True
+    for action in ("estimate_cost", "check_readiness"):
+        shown = _action(admin_client_, action, stage)
+        assert any("MTurk PRODUCTION (real money)" in m for m in shown), (action, shown)
+    cockpit = admin_client_.get(reverse("metrics:project-cockpit", args=[stage.project.slug]))
+    assert "on MTurk PRODUCTION (real money)" in cockpit.content.decode()
+    page = admin_client_.get(reverse("admin:annotation_stage_change", args=[stage.pk]))
+    assert "on MTurk PRODUCTION (real money): " in page.content.decode()
+
+    # Production's address written by hand (a trailing slash, capitals) is production: the red
+    # banner, the https check of the task URL and the estimate all say so.
+    settings.MTURK_PRODUCTION = False
+    settings.MTURK_ENDPOINT_URL = "https://MTurk-Requester.us-east-1.amazonaws.com/"
+    settings.QAJ_PUBLIC_BASE_URL = "http://qaj.example.org"
+    assert "on MTurk PRODUCTION (real money): " in stage_cost_estimate(stage=stage).as_text()
+    changelist = admin_client_.get(reverse("admin:annotation_stage_changelist"))
+    assert b"MTurk PRODUCTION is ON" in changelist.content
+    shown = _publish(admin_client_, stage)
+    assert any("MTurk production sends workers to QAJ_PUBLIC_BASE_URL" in m for m in shown), \
+        shown
+    _still_draft_and_nothing_sent(stage)
+
+
+def test_production_asked_for_but_the_endpoint_elsewhere_is_refused(admin_client_, settings,
+                                                                    aws_env):
+    settings.MTURK_PRODUCTION = True
+    settings.MTURK_ENDPOINT_URL = "https://mturk-requester-sandbox.us-east-1.amazonaws.com"
+    stage = _stage("mturk", settings={"locales": []})
+    shown = _publish(admin_client_, stage)
+    assert any("MTURK_PRODUCTION=true, but MTURK_ENDPOINT_URL=" in m
+               and "MTurk sandbox (no real money)" in m for m in shown), shown
+    _still_draft_and_nothing_sent(stage)
+
+
+@pytest.mark.mturk
+def test_the_publish_message_and_its_logged_transition_name_the_endpoint(admin_client_,
+                                                                         mturk_server):
+    stage = _stage("mturk", settings={"locales": []})
+    shown = _publish(admin_client_, stage)
+    where = f"on the MTurk endpoint {mturk_server.url} (MTURK_ENDPOINT_URL"
+    assert any(where in m for m in shown), shown
+    stage.refresh_from_db()
+    assert stage.status == StageStatus.COLLECTING
+    assert where in stage.transitions.get(to_status=StageStatus.PUBLISHED).reason
+
+
+def _action(client, action, stage):
+    response = client.post(reverse("admin:annotation_stage_changelist"), {
+        "action": action, "_selected_action": [str(stage.pk)], "index": "0"}, follow=True)
+    return [str(m) for m in response.context["messages"]]

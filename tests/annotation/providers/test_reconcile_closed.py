@@ -104,11 +104,9 @@ def test_closed_stage_is_synced_until_every_hit_is_decided(mturk_server, likert_
                                                             AssignmentStatus.FLAGGED}
 
 
-def test_closed_stage_waits_for_undecided_work_and_calls_in_doubt(mturk_server, likert_study,
-                                                                  researcher, client):
-    from annotation.models import ProviderCall, ProviderCallStatus
-
-    state = mturk_server.state
+def _w1_submitted_awaiting_review(state, likert_study, researcher, client):
+    """A published one-HIT MTurk trial whose work is approved only an hour after submission;
+    W1 has submitted on our page and on MTurk."""
     project, _gold, items = likert_study
     stage = make_stage(project, kind=StageKind.TRIAL, status=StageStatus.DRAFT,
                        provider="mturk", judgments_per_item=2,
@@ -121,6 +119,16 @@ def test_closed_stage_waits_for_undecided_work_and_calls_in_doubt(mturk_server, 
                                       worker_id="W1", assignment_id=w1,
                                       answer_for=scores_cycle([1, 2, 3, 4, 5]))
     state.worker_submit(w1)
+    return stage, hit, w1, assignment
+
+
+def test_closed_stage_waits_for_undecided_work_and_calls_in_doubt(mturk_server, likert_study,
+                                                                  researcher, client):
+    from annotation.models import ProviderCall, ProviderCallStatus
+
+    state = mturk_server.state
+    stage, hit, w1, assignment = _w1_submitted_awaiting_review(state, likert_study,
+                                                               researcher, client)
     stage_close(stage=stage, user=researcher)
     hit.refresh_from_db()
     hit.expires_at = timezone.now() - dt.timedelta(days=1)
@@ -159,3 +167,67 @@ def test_closed_prolific_study_is_reconciled_once_nobody_is_active(prolific_serv
     sync, _review = stage_sync_and_review(stage=stage)
     assert sync.flagged == 1 and sync.reconciled
     assert Assignment.objects.get(external_id=working).status == AssignmentStatus.FLAGGED
+
+
+def test_a_rejection_that_mturk_auto_approval_overtook_does_not_keep_the_stage_open(
+        mturk_server, likert_study, researcher, client):
+    """Our RejectAssignment throttled past its retries (never processed), then MTurk approved
+    the work itself (auto-approval): the rejection's outcome is known — it did not happen —
+    so it no longer holds the closed stage open, and the assignment says so."""
+    from annotation.models import ProviderCall, ProviderCallStatus
+    from annotation.services.review import assignment_reject
+
+    state = mturk_server.state
+    stage, hit, w1, assignment = _w1_submitted_awaiting_review(state, likert_study,
+                                                               researcher, client)
+    stage_sync_and_review(stage=stage)  # confirmed, not yet due for approval
+    mturk_server.throttle_next["RejectAssignment"] = 100
+    with pytest.raises(Exception, match="Rate exceeded"):
+        assignment_reject(assignment=Assignment.objects.get(pk=assignment.pk), reason="spam")
+    mturk_server.throttle_next["RejectAssignment"] = 0
+    state.assignments[w1]["AssignmentStatus"] = "Approved"  # MTurk's auto-approval
+    stage_close(stage=stage, user=researcher)
+    hit.refresh_from_db()
+    hit.expires_at = timezone.now() - dt.timedelta(days=1)
+    hit.save(update_fields=["expires_at"])
+
+    sync, _review = stage_sync_and_review(stage=stage)
+    assert sync.mirrored == 1
+    assert sync.reconciled, sync.open_reason
+    assignment.refresh_from_db()
+    assert assignment.status == AssignmentStatus.APPROVED
+    assert "before our rejection went through (it did not)" in assignment.review_note
+    call = ProviderCall.objects.get(assignment=assignment, operation="RejectAssignment")
+    assert call.status == ProviderCallStatus.FAILED and "overtaken" in call.error
+
+
+def test_extending_a_stage_lengthens_each_hit_from_its_own_expiry(mturk_server, likert_study,
+                                                                 researcher):
+    """"Extend by one day" gives each HIT a day more than it had: an open HIT with a week
+    left keeps it plus a day (it was cut to a day from now), an expired one reopens for a
+    day."""
+    from annotation.services.stages import stage_extend
+
+    state = mturk_server.state
+    project, _gold, items = likert_study
+    stage = make_stage(project, kind=StageKind.TRIAL, status=StageStatus.DRAFT,
+                       provider="mturk", judgments_per_item=2,
+                       settings={"locales": [], "lifetime_seconds": 7 * 86400})
+    stage.items.set(items[:10])  # two passages: two HITs
+    stage_publish(stage=stage, user=researcher)
+    week, expired = stage.hits.order_by("pk")
+    past = timezone.now() - dt.timedelta(hours=1)
+    expired.status, expired.expires_at = HitStatus.EXPIRED, past
+    expired.save(update_fields=["status", "expires_at"])
+    state.hits[expired.external_id]["Expiration"] = past.timestamp()
+    week_ends = week.expires_at
+
+    stage_extend(stage=stage, seconds=86400, user=researcher)
+    week.refresh_from_db()
+    expired.refresh_from_db()
+    assert week.expires_at == week_ends + dt.timedelta(days=1)
+    assert state.hits[week.external_id]["Expiration"] == pytest.approx(
+        week.expires_at.timestamp(), abs=1)
+    in_a_day = timezone.now() + dt.timedelta(days=1)
+    assert abs((expired.expires_at - in_a_day).total_seconds()) < 60
+    assert expired.status == HitStatus.OPEN
