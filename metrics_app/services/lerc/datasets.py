@@ -14,6 +14,7 @@ from annotation.domain.aggregation import (
     mean_by_item,
     znormalize_by_annotator,
 )
+from annotation.domain.answers import AB_TIE_CHOICES
 from annotation.judgment_selectors import (
     adjudication_watermark,
     judgment_rows,
@@ -103,7 +104,7 @@ def lerc_dataset_build(
     the mean (median) of the annotators' z-scores is mapped back onto the 1–5 scale with the
     project's pooled mean and standard deviation of the raw scores, z · std + mean, so `lerc`
     still scores on 1–5 and "≥ 3 means correct" keeps its meaning);
-    A/B gold = share of judgments preferring A. A researcher's adjudication of an item wins
+    A/B gold = share of judgments preferring A, a tie counting half. A researcher's adjudication of an item wins
     over the crowd's gold, as at every door that reads an item's label
     (`annotation.judgment_selectors.with_adjudications`): its score, or for A/B 1 (A) or 0
     (B); `adjudication_watermarks` pins which adjudications are read (a version pinned before
@@ -140,7 +141,7 @@ def lerc_dataset_build(
         split_args = {"holdout_dataset": holdout_dataset, "seed": seed,
                       "val_fraction": val_fraction, "test_fraction": test_fraction}
         if kind == ModelKind.PAIRWISE:
-            rows = [r for r in rows if r.choice in AB_CHOICES]
+            rows = [r for r in rows if r.choice in AB_CHOICES or r.choice in AB_TIE_CHOICES]
         else:
             rows = [r for r in rows if r.score is not None]
         used_items = _usable_items({r.item_id for r in rows}, kind=kind,
@@ -259,6 +260,9 @@ def _usable_items(item_ids: set[int], *, kind: str, drop_exact_match: bool,
     return used_items
 
 
+_PREFERS_A = {"A": 1.0, "B": 0.0}
+
+
 def _target_aggregation(project: Project) -> str:
     """The project's choice of targets: mean or median for Likert; for A/B the worker model
     (dawid_skene, mace, glad) whose posterior becomes the soft target, or majority (the share
@@ -280,11 +284,15 @@ def _gold_by_item(rows: list, *, kind: str, znormalize: bool, summary: dict,
             # The model's posterior that A is better: a worker it trusts counts for more than
             # one it found guessing.
             summary["aggregation"] = aggregation
-            posterior = aggregate_items(((r.worker_id, r.item_id, r.choice) for r in rows),
+            # The worker models read A and B only (their label set); a tie is no label.
+            posterior = aggregate_items(((r.worker_id, r.item_id, r.choice) for r in rows
+                                         if r.choice in AB_CHOICES),
                                         model=aggregation, kind="nominal")
             return {item_id: (a.confidence if a.label == "A" else 1.0 - a.confidence)
                     for item_id, a in posterior.items() if a.label is not None}
-        return mean_by_item((r.worker_id, r.item_id, 1.0 if r.choice == "A" else 0.0)
+        # A tie ("tie", "both good", "both bad") counts half, as the leaderboard counts it: a
+        # pair voted [A, tie, tie] is a mild preference (2/3), not a certain one.
+        return mean_by_item((r.worker_id, r.item_id, _PREFERS_A.get(r.choice, 0.5))
                             for r in rows)
     summary["aggregation"] = aggregation
     if aggregation == "median":

@@ -242,6 +242,35 @@ def test_ab_lerc_targets_are_the_worker_models_posterior_when_the_project_choose
     assert posterior.snapshot["projects"]["ab-targets"]["aggregation"] == "dawid_skene"
 
 
+def test_ab_lerc_targets_count_a_tie_half_as_the_leaderboard_does():
+    """A pair voted [A, tie, tie] was trained on as "A certainly better" (ties were dropped),
+    while the leaderboard counts a tie as half a win. The share now counts it half; the worker
+    models still read A and B only."""
+    from metrics_app.models import ModelKind
+
+    project = make_project(TaskKind.AB, slug="ab-ties")
+    stage = make_stage(project)
+    judges = [make_worker(external_id=f"t{n}") for n in range(3)]
+    votes = {"mild": ("A", "tie", "tie"), "even": ("both_good", "both_bad", "tie"),
+             "clear": ("B", "B", "both_bad")}
+    items = {}
+    for name, choices in votes.items():
+        items[name] = item = make_item(project, split="train", external_id=name)
+        for judge, choice in zip(judges, choices, strict=True):
+            Judgment.objects.create(item=item, stage=stage, worker=judge, choice=choice)
+    share = lerc_dataset_build(projects=[project], kind=ModelKind.PAIRWISE, split_mode="item")
+    labels = {e.id: e.label for e in share.train}
+    assert labels == {str(items["mild"].pk): pytest.approx(2 / 3),
+                      str(items["even"].pk): pytest.approx(0.5),
+                      str(items["clear"].pk): pytest.approx(1 / 6)}
+    project.aggregation = "dawid_skene"
+    project.save()
+    posterior = lerc_dataset_build(projects=[project], kind=ModelKind.PAIRWISE,
+                                   split_mode="item")
+    # Only pairs with an A or B vote get a posterior; the all-tie pair is no example.
+    assert {e.id for e in posterior.train} == {str(items["mild"].pk), str(items["clear"].pk)}
+
+
 def test_metric_report_gold_follows_the_median_setting_and_goes_stale_when_it_changes():
     from metrics_app.services.meta_evaluation_report import (
         metric_report_cached,
