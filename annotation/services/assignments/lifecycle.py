@@ -21,13 +21,13 @@ from annotation.models import (
     ParticipantVerification,
     Provider,
     Stage,
-    StageKind,
     TaskKind,
     Worker,
     WorkerQualification,
 )
 from annotation.selectors import qualification_results_that_count, worker_is_blocked_for
 from annotation.services.redundancy import adaptive_targets_refresh
+from annotation.stage_plan_selectors import assignment_size
 from annotation.task_selectors import answer_roles
 
 from .comprehension import RETURN_KEY, RETURN_MESSAGE
@@ -79,18 +79,6 @@ def _check_worker(*, stage: Stage, worker: Worker) -> None:
         raise QualificationRequired(
             "This task needs a qualification you have not passed yet."
         )
-
-
-def assignment_size(stage: Stage) -> int:
-    """How many items an assignment picked for a worker holds: a qualification's every listed
-    item (it is graded once, on one assignment, as its MTurk HITs hold all of them; publishing
-    lists them); else, and for a qualification listing none, the stage's
-    `items_per_assignment`, or the project's items per HIT."""
-    if stage.kind == StageKind.QUALIFICATION:
-        listed = stage.items.filter(excluded=False).count()
-        if listed:
-            return listed
-    return int((stage.settings or {}).get("items_per_assignment") or stage.project.items_per_hit)
 
 
 def more_work_for(*, stage: Stage, worker: Worker) -> bool:
