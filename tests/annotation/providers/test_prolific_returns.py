@@ -1,0 +1,80 @@
+"""A participant who returns a Prolific study, or lets it time out, gives their place back to
+the study (Prolific reopens it for another participant); the sync gives their items back with
+it, once, so the participant who takes the reopened place has work (local Prolific fake)."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.urls import reverse
+
+from annotation.models import AssignmentStatus
+from annotation.selectors import judgments_that_count
+from annotation.services.review import assignment_approve, stage_sync_and_review
+from annotation.services.review.decisions import ReviewError
+from testing.workers_sim import page_config, prolific_participant_submits, scores_cycle
+from tests.annotation.providers.test_prolific_places import _study, _take_part, _trial
+
+pytestmark = [pytest.mark.prolific, pytest.mark.django_db]
+
+
+def _open(client, stage, study_id, pid, session):
+    url = reverse("annotation:task-prolific", kwargs={"stage_id": stage.pk}) + (
+        f"?PROLIFIC_PID={pid}&STUDY_ID={study_id}&SESSION_ID={session}")
+    return client.get(url)
+
+
+@pytest.mark.reliability
+def test_a_session_returned_or_timed_out_on_prolific_gives_its_items_back_once(
+        prolific_server, likert_study, researcher, client):
+    """P1 submits our page but times out on Prolific before entering the code; P2 opens the page,
+    then returns the study. Prolific reopens both places; the sync gives both batches back (P1's
+    submitted work flagged for the researcher, not counted; P2's released), once, and the
+    participants who take the reopened places get the items. Was: the sync ignored returned and
+    timed-out sessions: P1's five judgments counted, P2 held the items until the project's
+    timeout, and P3, in a place Prolific reopened, read "Nothing more to do"."""
+    server = prolific_server
+    project, _gold, items = likert_study
+    trial = _trial(project, items, researcher)  # 5 items x 2 judgments: 2 places
+    study_id = _study(server, trial)["id"]
+    s1 = server.state.participant_start(study_id, "P1")
+    timed_out = prolific_participant_submits(
+        client, stage=trial, pid="P1", study_id=study_id, session_id=s1,
+        answer_for=scores_cycle([1, 2, 3]))
+    server.state.submissions[s1]["status"] = "TIMED-OUT"
+    s2 = server.state.participant_start(study_id, "P2")
+    p2_page = page_config(_open(client, trial, study_id, "P2", s2))
+    server.state.submissions[s2]["status"] = "RETURNED"
+
+    sync, _review = stage_sync_and_review(stage=trial)
+    assert sync.given_back == 2
+    timed_out.refresh_from_db()
+    assert timed_out.status == AssignmentStatus.FLAGGED
+    assert "timed out on Prolific" in timed_out.review_note
+    returned = trial.assignments.get(external_id=s2)
+    assert returned.status == AssignmentStatus.RETURNED
+    assert not judgments_that_count(project=project).filter(stage=trial).exists()
+    with pytest.raises(ReviewError):  # Prolific lists no completed submission to approve
+        assignment_approve(assignment=timed_out, allow_flagged=True)
+
+    again, _review = stage_sync_and_review(stage=trial)  # a repeated sync frees nothing twice
+    assert again.given_back == 0
+    notes = trial.assignments.get(external_id=s2).review_note
+    assert notes.count("Returned or timed out on Prolific") == 1
+
+    # The places Prolific reopened are taken, and their participants get the items.
+    p3, p4 = (_take_part(server, client, trial, pid) for pid in ("P3", "P4"))
+    assert {p3.items.count(), p4.items.count()} == {5}
+    stage_sync_and_review(stage=trial)
+    assert judgments_that_count(project=project).filter(stage=trial).count() == 10
+
+    # P2's page, left open, may still submit late (as after our own timeout; Prolific lets a
+    # timed-out participant complete), but the answers it brings are no longer needed and
+    # the sync keeps a submission Prolific lists as returned out of the data.
+    answers = [{"item": item, "time_spent_ms": 6000, "score": 3} for item in p2_page["items"]]
+    client.post(reverse("annotation:task-submit"), data=json.dumps({"answers": answers}),
+                content_type="application/json", HTTP_X_ASSIGNMENT_TOKEN=p2_page["token"])
+    stage_sync_and_review(stage=trial)
+    assert trial.assignments.get(external_id=s2).status in (AssignmentStatus.RETURNED,
+                                                             AssignmentStatus.FLAGGED)
+    assert judgments_that_count(project=project).filter(stage=trial).count() == 10
