@@ -11,6 +11,7 @@ from django.urls import reverse
 from annotation.models import AssignmentStatus
 from annotation.selectors import judgments_that_count
 from annotation.services.review import assignment_approve, stage_sync_and_review
+from annotation.services.stages import stage_close
 from annotation.services.review.decisions import ReviewError
 from testing.workers_sim import page_config, prolific_participant_submits, scores_cycle
 from tests.annotation.providers.test_prolific_places import _study, _take_part, _trial
@@ -78,3 +79,25 @@ def test_a_session_returned_or_timed_out_on_prolific_gives_its_items_back_once(
     assert trial.assignments.get(external_id=s2).status in (AssignmentStatus.RETURNED,
                                                              AssignmentStatus.FLAGGED)
     assert judgments_that_count(project=project).filter(stage=trial).count() == 10
+
+
+@pytest.mark.reliability
+def test_a_screened_out_session_gives_its_place_back_and_lets_a_closed_study_reconcile(
+        prolific_server, likert_study, researcher, client):
+    """Prolific lists a participant screened out (paid the fixed screen-out reward) as
+    "SCREENED OUT", and reopens the place: the sync releases their batch like a returned one's,
+    and a closed stage whose last participant was screened out is reconciled. Was: the status
+    was read as still active, so the batch stayed held and the closed stage read "1
+    participant(s) still active on Prolific" at every sync, for ever."""
+    server = prolific_server
+    project, _gold, items = likert_study
+    trial = _trial(project, items, researcher)
+    study_id = _study(server, trial)["id"]
+    session = server.state.participant_start(study_id, "P1")
+    page_config(_open(client, trial, study_id, "P1", session))
+    server.state.submissions[session]["status"] = "SCREENED OUT"
+    stage_close(stage=trial, user=researcher)
+    sync, _review = stage_sync_and_review(stage=trial)
+    assert sync.given_back == 1 and sync.active == 0
+    assert trial.assignments.get(external_id=session).status == AssignmentStatus.RETURNED
+    assert sync.reconciled, sync.open_reason
