@@ -11,8 +11,8 @@ from django.urls import reverse
 from annotation.models import AssignmentStatus
 from annotation.selectors import judgments_that_count
 from annotation.services.review import assignment_approve, stage_sync_and_review
-from annotation.services.stages import stage_close
 from annotation.services.review.decisions import ReviewError
+from annotation.services.stages import stage_close
 from testing.workers_sim import page_config, prolific_participant_submits, scores_cycle
 from tests.annotation.providers.test_prolific_places import _study, _take_part, _trial
 
