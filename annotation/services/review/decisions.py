@@ -49,6 +49,7 @@ from annotation.services.qualification import (
     qualification_withdraw_after_rejection,
 )
 from annotation.services.redundancy import adaptive_targets_refresh
+from annotation.services.stages import stage_reopen_if_slots_free
 
 DEFAULT_RULES = {
     "approve_after_seconds": 0,  # wait this long after submission before auto-approving
@@ -201,11 +202,15 @@ def assignment_reject(*, assignment: Assignment, reason: str,
     if not reason.strip():
         raise ReviewError("a rejection needs a reason the worker can read")
     provider = get_provider(assignment.stage.provider)
-    return _assignment_decide(
+    decided = _assignment_decide(
         assignment, status=AssignmentStatus.REJECTED, verb="reject",
         operation="RejectAssignment", allow_flagged=allow_flagged,
         call_fn=lambda _token: provider.reject(assignment=assignment, reason=reason),
         request={"reason": reason}, note=f"Rejected: {reason}")
+    # Its slot is free now (on Prolific its place reopened with the rejection): a reviewing
+    # stage collects again at once, not at the next sync.
+    stage_reopen_if_slots_free(stage=decided.stage, actor="rejection (assignment_reject)")
+    return decided
 
 
 def assignment_flag(assignment: Assignment, note: str) -> str:

@@ -286,3 +286,28 @@ def test_the_study_has_a_place_for_every_batch_its_pages_hand_out(
     batches = [_take_part(server, client, trial, f"P{n}") for n in range(5)]
     assert [batch.items.count() for batch in batches] == [2] * 5  # each the size planned
     assert stage_progress(stages=[trial])[trial.pk].judgments == 10
+
+
+@pytest.mark.reliability
+def test_a_rejection_by_hand_reopens_a_reviewing_study_at_once(
+        prolific_server, likert_study, researcher, client):
+    """Prolific reopens a rejected submission's place the moment it is rejected, so a
+    rejection by hand (admin, dashboard, API: `assignment_reject`) takes a reviewing stage back
+    to collecting at once, as the sync would: the participant who takes the place gets the items.
+    Was: the stage stayed reviewing until the next sync, and that participant, in a place
+    Prolific had just offered, read that the task was paused for review."""
+    server = prolific_server
+    project, _gold, items = likert_study
+    trial = _trial(project, items, researcher, review={"approve_after_seconds": 3600})
+    _take_part(server, client, trial, "P1")
+    spam = _take_part(server, client, trial, "P2")
+    stage_sync_and_review(stage=trial)
+    trial.refresh_from_db()
+    assert trial.status == StageStatus.REVIEWING
+    spam.refresh_from_db()
+    assignment_reject(assignment=spam, reason="copied the same score everywhere")
+    trial.refresh_from_db()
+    assert trial.status == StageStatus.COLLECTING
+    assert trial.transitions.order_by("-pk").first().to_status == StageStatus.COLLECTING
+    replacement = _take_part(server, client, trial, "P3")  # no sync in between
+    assert replacement.items.count() == 5
