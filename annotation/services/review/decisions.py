@@ -268,6 +268,9 @@ def assignment_decision_record(assignment: Assignment, *, status: str, note: str
         qualification_withdraw_after_rejection(assignment=assignment)
 
 
+# The most an assignment's bonuses can add up to (`Assignment.bonus_paid`: 8 digits, 2 decimals).
+MAX_BONUS_PAID = Decimal("999999.99")
+
 # The key of the STARC bonus per correct answer (`correct_answer_bonus`), paid by review.
 PER_CORRECT_KEY = "per-correct"
 
@@ -294,9 +297,16 @@ def assignment_bonus_pay(*, assignment: Assignment, amount: Decimal, reason: str
     """Pay a bonus once. `key` names the bonus (e.g. "per-correct"); the same key never pays
     twice, whatever happens to the request; the default key is the amount and reason, so a
     double-clicked admin action pays once too."""
+    if not Decimal(amount).is_finite():
+        raise ReviewError(f"a bonus must be an amount in dollars, not {amount}")
     amount = Decimal(amount).quantize(Decimal("0.01"))
     if amount <= 0:
         raise ReviewError("a bonus must be positive")
+    if assignment.bonus_paid + amount > MAX_BONUS_PAID:
+        # Refused before anything is written or sent: the total would not fit the record of
+        # what the assignment was paid (it failed after the provider had paid).
+        raise ReviewError(f"a bonus of ${amount} would take this assignment's bonuses past "
+                          f"${MAX_BONUS_PAID}; check the amount")
     if assignment.status != AssignmentStatus.APPROVED:
         raise ReviewError("only approved assignments get bonuses")
     _require_confirmed(assignment, "pay a bonus for")
