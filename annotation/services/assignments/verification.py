@@ -29,7 +29,9 @@ from datetime import datetime
 
 from django.conf import settings
 from django.db import transaction
+from django.utils import timezone
 
+from annotation.assignment_draft import SERVER_DRAFT_KEY, server_state
 from annotation.models import (
     Assignment,
     AssignmentStatus,
@@ -42,7 +44,8 @@ from annotation.models import (
 from annotation.providers import get_provider
 from annotation.services.redundancy import adaptive_targets_refresh
 
-from .lifecycle import assignment_verification_failed
+from .lifecycle import RETURNED_ON_PROVIDER_KEY, assignment_verification_failed
+from .timeouts import LATE_KEY
 
 NOT_FOUND_NOTE = ("Prolific does not list session {session} for participant {pid} in this "
                   "study: never counted, never paid.")
@@ -174,7 +177,13 @@ def stage_sessions_returned(*, stage: Stage, returned: dict[str, str]) -> int:
         assignment.status = AssignmentStatus.FLAGGED if submitted else AssignmentStatus.RETURNED
         note = (RETURNED_SUBMITTED_NOTE if submitted else RETURNED_NOTE).format(session=session)
         assignment.review_note = "\n".join(p for p in (assignment.review_note, note) if p)
-        assignment.save(update_fields=["status", "review_note"])
+        if not submitted:
+            # Reopened if the participant comes back with a session Prolific verifies
+            # (`_participant_held`), as late work: its items are free for others from now.
+            state = {**server_state(assignment), RETURNED_ON_PROVIDER_KEY: session,
+                     LATE_KEY: timezone.now().isoformat()}
+            assignment.draft = {**(assignment.draft or {}), SERVER_DRAFT_KEY: state}
+        assignment.save(update_fields=["status", "review_note", "draft"])
         adaptive_targets_refresh(judgments=Judgment.objects.filter(assignment=assignment))
         freed += 1
     return freed

@@ -13,7 +13,12 @@ from annotation.selectors import judgments_that_count
 from annotation.services.review import assignment_approve, stage_sync_and_review
 from annotation.services.review.decisions import ReviewError
 from annotation.services.stages import stage_close
-from testing.workers_sim import page_config, prolific_participant_submits, scores_cycle
+from testing.workers_sim import (
+    page_config,
+    prolific_participant_submits,
+    scores_cycle,
+    spend_time,
+)
 from tests.annotation.providers.test_prolific_places import _study, _take_part, _trial
 
 pytestmark = [pytest.mark.prolific, pytest.mark.django_db]
@@ -101,3 +106,41 @@ def test_a_screened_out_session_gives_its_place_back_and_lets_a_closed_study_rec
     assert sync.given_back == 1 and sync.active == 0
     assert trial.assignments.get(external_id=session).status == AssignmentStatus.RETURNED
     assert sync.reconciled, sync.open_reason
+
+
+@pytest.mark.reliability
+def test_a_participant_back_after_the_give_back_continues_their_batch(
+        prolific_server, likert_study, researcher, client):
+    """A participant whose returned session's batch the sync gave back, and who starts the
+    study again under a session Prolific verifies for them, continues that batch under the new
+    session (as one back before the sync does), and it is confirmed and counted. Was (with the
+    give-back alone): a fresh batch, the answers confirmed under the returned session left
+    uncounted."""
+    server = prolific_server
+    project, _gold, items = likert_study
+    trial = _trial(project, items, researcher)
+    study_id = _study(server, trial)["id"]
+    first = server.state.participant_start(study_id, "P1")
+    before = page_config(_open(client, trial, study_id, "P1", first))
+    server.state.submissions[first]["status"] = "RETURNED"
+    assert stage_sync_and_review(stage=trial)[0].given_back == 1
+    # Prolific lets them start again: a new session (the fake refuses a second start).
+    again = server.state.new_id("s")
+    server.state.submissions[again] = {**server.state.submissions[first], "id": again,
+                                       "status": "ACTIVE"}
+    after = page_config(_open(client, trial, study_id, "P1", again))
+    assert after["items"] == before["items"]
+    batch = trial.assignments.get()
+    assert (batch.external_id, batch.status) == (again, AssignmentStatus.IN_PROGRESS)
+    spend_time(after, 6.0)
+    answers = [{"item": item, "time_spent_ms": 6000, "score": 1 + n % 5}
+               for n, item in enumerate(after["items"])]
+    done = client.post(reverse("annotation:task-submit"), data=json.dumps({"answers": answers}),
+                       content_type="application/json", HTTP_X_ASSIGNMENT_TOKEN=after["token"])
+    assert done.status_code == 200 and done.json()["n_judgments"] == 5
+    server.state.participant_complete(again, trial.settings["prolific_completion_code"])
+    stage_sync_and_review(stage=trial)
+    batch.refresh_from_db()
+    assert batch.provider_confirmed_at is not None, batch.review_note
+    assert batch.status == AssignmentStatus.APPROVED, batch.review_note
+    assert judgments_that_count(project=project).filter(stage=trial).count() == 5
