@@ -837,15 +837,18 @@ def stage_reopen_if_slots_free(*, stage: Stage, actor: str, reoffered: int = 0,
     that new work needs (`stage_collection_complete`), at once, whichever door freed it (the
     sync after its review and re-offers; a rejection by hand: Prolific reopens a rejected
     submission's place the moment it is rejected). On MTurk only for the assignments bought
-    (`reoffered`): a slot it could not buy, nobody could take. Returns whether it reopened."""
-    if stage.status != StageStatus.REVIEWING:
-        return False
+    (`reoffered`): a slot it could not buy, nobody could take. Returns whether it reopened.
+    The status is read under the stage row's lock, not from `stage` (loaded before another
+    rejection, or another request, reopened it)."""
     if stage.provider == Provider.MTURK and not reoffered:
         return False
-    if stage_collection_complete(stage=stage):
-        return False
-    stage_transition(stage=stage, to_status=StageStatus.COLLECTING, user=user, actor=actor,
-                     reason=_reopen_reason(stage, reoffered))
+    with transaction.atomic():
+        fresh = Stage.objects.select_for_update().get(pk=stage.pk)
+        stage.status = fresh.status
+        if fresh.status != StageStatus.REVIEWING or stage_collection_complete(stage=fresh):
+            return False
+        stage_transition(stage=stage, to_status=StageStatus.COLLECTING, user=user, actor=actor,
+                         reason=_reopen_reason(stage, reoffered))
     return True
 
 

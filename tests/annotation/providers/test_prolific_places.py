@@ -299,15 +299,20 @@ def test_a_rejection_by_hand_reopens_a_reviewing_study_at_once(
     server = prolific_server
     project, _gold, items = likert_study
     trial = _trial(project, items, researcher, review={"approve_after_seconds": 3600})
-    _take_part(server, client, trial, "P1")
+    other = _take_part(server, client, trial, "P1")
     spam = _take_part(server, client, trial, "P2")
     stage_sync_and_review(stage=trial)
     trial.refresh_from_db()
     assert trial.status == StageStatus.REVIEWING
     spam.refresh_from_db()
+    other.refresh_from_db()
+    assert other.stage.status == StageStatus.REVIEWING  # loaded now, as a second action's is
     assignment_reject(assignment=spam, reason="copied the same score everywhere")
     trial.refresh_from_db()
     assert trial.status == StageStatus.COLLECTING
     assert trial.transitions.order_by("-pk").first().to_status == StageStatus.COLLECTING
+    # A second rejection whose stage object still says reviewing rejects, and reopens nothing.
+    assignment_reject(assignment=other, reason="the same score on every candidate answer")
+    assert trial.transitions.filter(to_status=StageStatus.COLLECTING).count() == 2
     replacement = _take_part(server, client, trial, "P3")  # no sync in between
     assert replacement.items.count() == 5
