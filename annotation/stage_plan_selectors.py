@@ -357,6 +357,23 @@ def _latin_square_lists(stage: Stage, items: list[Item]) -> dict[int, tuple[int,
     return lists
 
 
+def assignment_size(stage: Stage) -> int:
+    """How many items one assignment of the stage holds: the one rule of its HIT plan (the
+    Prolific study's places, the cost estimate) and of the pages that pick items themselves
+    (Prolific, in-house), so a study has a place for every batch its pages hand out. A
+    qualification: every listed item (graded once, on one assignment, as its MTurk HITs hold
+    all of them; publishing lists them). Otherwise the stage's `items_per_assignment` (Prolific
+    and in-house, where the page picks), else its `items_per_hit`, else the project's items per
+    HIT."""
+    options = stage.settings or {}
+    if stage.kind == StageKind.QUALIFICATION and stage.pk is not None:
+        listed = stage.items.filter(excluded=False).count()
+        if listed:
+            return listed
+    per_page = options.get("items_per_assignment") if stage.provider != Provider.MTURK else None
+    return max(1, int(per_page or options.get("items_per_hit") or stage.project.items_per_hit))
+
+
 def stage_hits_planned(*, stage: Stage, items: list[Item] | None = None) -> list[HitPlan]:
     """Group the stage's items into HITs (without writing HITs).
 
@@ -376,7 +393,7 @@ def stage_hits_planned(*, stage: Stage, items: list[Item] | None = None) -> list
                                         allow_40pct=bool(options.get("allow_40pct_fee_tier")))
         plans = [HitPlan(items=items, max_assignments=size, split="") for size in sizes]
     else:
-        per_hit = max(1, int(options.get("items_per_hit") or stage.project.items_per_hit))
+        per_hit = assignment_size(stage)
         gold = _GoldMixer(stage) if stage.kind != StageKind.PRACTICE else None
         groups: dict[tuple[str, str], list[Item]] = defaultdict(list)
         lists = _latin_square_lists(stage, items)

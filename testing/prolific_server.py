@@ -31,10 +31,11 @@ from testing.http_fake import FakeApiHandler
 
 PAGE_SIZE = 2
 MIN_REJECTION_MESSAGE = 100
-# Submissions that give their place back to the study: the participant returned it or timed
-# out, or the researcher rejected it (Prolific reopens a rejected submission's place for a new
-# participant). An approved submission keeps its place whatever the researcher learns later.
-PLACE_FREEING_STATUSES = ("RETURNED", "TIMED-OUT", "REJECTED")
+# Submissions that give their place back to the study: the participant returned it, timed out
+# or was screened out, or the researcher rejected it (Prolific reopens a rejected submission's
+# place for a new participant). An approved submission keeps its place whatever the researcher
+# learns later.
+PLACE_FREEING_STATUSES = ("RETURNED", "TIMED-OUT", "SCREENED OUT", "REJECTED")
 # What a published study's update may change (Prolific: only its places, and only up).
 PUBLISHED_STUDY_UPDATABLE = {"total_available_places", "internal_name"}
 

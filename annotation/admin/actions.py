@@ -202,6 +202,9 @@ def sync_stages(modeladmin, request, queryset):
         if sync.verified or sync.not_found:
             line += (f"; participants' sessions verified {sync.verified}, not found at the "
                      f"provider {sync.not_found} (their work never counts)")
+        if sync.given_back:
+            line += (f"; {sync.given_back} session(s) returned or timed out on Prolific gave "
+                     f"their items back (submitted work among them flagged, not counted)")
         if sync.reoffered and stage.provider == Provider.PROLIFIC:
             line += (f"; {sync.reoffered} place(s) added to the Prolific study for approved "
                      f"work of blocked workers")

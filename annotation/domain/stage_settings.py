@@ -97,8 +97,9 @@ SETTINGS: tuple[SettingSpec, ...] = (
                 "the project's items per HIT", minimum=1),
     SettingSpec("items_per_assignment", "int", "Items per assignment",
                 "Items a page that picks items itself (Prolific, in-house) gives one "
-                "assignment; a qualification takes all its items.", "Items and HITs",
-                "the project's items per HIT", minimum=1,
+                "assignment; the HITs (a Prolific study's places) and the cost estimate are "
+                "planned with the same number. A qualification takes all its items.",
+                "Items and HITs", "the stage's items per HIT, else the project's", minimum=1,
                 providers=(Provider.PROLIFIC, Provider.INHOUSE)),
     SettingSpec("max_workers", "int", "Qualification takers",
                 "Qualification stages: how many workers take the qualification in all.",

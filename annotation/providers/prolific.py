@@ -43,13 +43,19 @@ from .base import (
 
 logger = logging.getLogger(__name__)
 
+# Prolific's submission statuses ("Submission object"). RETURNED, TIMED-OUT and SCREENED OUT
+# (paid Prolific's fixed screen-out reward) give the place back to the study and hold no work to
+# review: their local batch is given back too (`stage_sessions_returned`). RESERVED holds a
+# place for a participant who has not started yet.
 STATUS_MAP = {
     "AWAITING REVIEW": SubmissionStatus.SUBMITTED,
     "APPROVED": SubmissionStatus.APPROVED,
     "REJECTED": SubmissionStatus.REJECTED,
     "RETURNED": SubmissionStatus.RETURNED,
     "TIMED-OUT": SubmissionStatus.RETURNED,
+    "SCREENED OUT": SubmissionStatus.RETURNED,
     "ACTIVE": SubmissionStatus.ACTIVE,
+    "RESERVED": SubmissionStatus.ACTIVE,
 }
 # Prolific asks for a rejection message of at least 100 characters.
 MIN_REJECTION_MESSAGE = 100

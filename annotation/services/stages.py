@@ -852,3 +852,31 @@ def stage_collection_complete(*, stage: Stage) -> bool:
         done = done.filter(provider_confirmed_at__isnull=False)
     return wanted > 0 and done.count() >= wanted
 
+
+def stage_reopen_if_slots_free(*, stage: Stage, actor: str, reoffered: int = 0,
+                               user=None) -> bool:
+    """Take a reviewing stage back to collecting when work no longer holds a slot or place
+    that new work needs (`stage_collection_complete`), at once, whichever door freed it (the
+    sync after its review and re-offers; a rejection by hand: Prolific reopens a rejected
+    submission's place the moment it is rejected). On MTurk only for the assignments bought
+    (`reoffered`): a slot it could not buy, nobody could take. Returns whether it reopened.
+    The status is read under the stage row's lock, not from `stage` (loaded before another
+    rejection, or another request, reopened it)."""
+    if stage.provider == Provider.MTURK and not reoffered:
+        return False
+    with transaction.atomic():
+        fresh = Stage.objects.select_for_update().get(pk=stage.pk)
+        stage.status = fresh.status
+        if fresh.status != StageStatus.REVIEWING or stage_collection_complete(stage=fresh):
+            return False
+        stage_transition(stage=stage, to_status=StageStatus.COLLECTING, user=user, actor=actor,
+                         reason=_reopen_reason(stage, reoffered))
+    return True
+
+
+def _reopen_reason(stage: Stage, reoffered: int) -> str:
+    if stage.provider == Provider.MTURK:
+        return f"{reoffered} slot(s) of rejected or blocked work re-offered as new assignments"
+    added = f"; {reoffered} place(s) added to the Prolific study" if reoffered else ""
+    return ("slots of work that no longer counts (rejected, flagged or a blocked worker) "
+            f"are offered to other workers again{added}")

@@ -46,7 +46,7 @@ def stage_sync(stage_id: int) -> dict:
     return {"listed": sync.listed, "flagged": sync.flagged, "approved": review.approved,
             "rejected": review.rejected, "bonuses": review.bonuses, "errors": len(review.errors),
             "never_listed": review.never_listed, "reconciled": sync.reconciled,
-            "reoffered": sync.reoffered}
+            "reoffered": sync.reoffered, "given_back": sync.given_back}
 
 
 @shared_task(name="worker.tasks.providers.providers_sync_all")

@@ -75,6 +75,7 @@ from .verification import (
     VerifyReport,
     assignment_verify,
     prolific_session_check,
+    stage_sessions_returned,
     stage_sessions_verify,
 )
 
@@ -130,6 +131,7 @@ __all__ = [
     "prolific_session_check",
     "stage_items",
     "stages_next_open_for",
+    "stage_sessions_returned",
     "stage_sessions_verify",
     "unverified_timeout",
 ]

@@ -9,7 +9,7 @@ from datetime import timedelta
 from django.db import transaction
 from django.utils import timezone
 
-from annotation.assignment_draft import CONTINUES_KEY, SUPERSEDED_KEY
+from annotation.assignment_draft import CONTINUES_KEY, SUPERSEDED_KEY, server_state
 from annotation.models import (
     Assignment,
     AssignmentItem,
@@ -21,13 +21,13 @@ from annotation.models import (
     ParticipantVerification,
     Provider,
     Stage,
-    StageKind,
     TaskKind,
     Worker,
     WorkerQualification,
 )
 from annotation.selectors import qualification_results_that_count, worker_is_blocked_for
 from annotation.services.redundancy import adaptive_targets_refresh
+from annotation.stage_plan_selectors import assignment_size
 from annotation.task_selectors import answer_roles
 
 from .comprehension import RETURN_KEY, RETURN_MESSAGE
@@ -79,18 +79,6 @@ def _check_worker(*, stage: Stage, worker: Worker) -> None:
         raise QualificationRequired(
             "This task needs a qualification you have not passed yet."
         )
-
-
-def assignment_size(stage: Stage) -> int:
-    """How many items an assignment picked for a worker holds: a qualification's every listed
-    item (it is graded once, on one assignment, as its MTurk HITs hold all of them; publishing
-    lists them); else, and for a qualification listing none, the stage's
-    `items_per_assignment`, or the project's items per HIT."""
-    if stage.kind == StageKind.QUALIFICATION:
-        listed = stage.items.filter(excluded=False).count()
-        if listed:
-            return listed
-    return int((stage.settings or {}).get("items_per_assignment") or stage.project.items_per_hit)
 
 
 def more_work_for(*, stage: Stage, worker: Worker) -> bool:
@@ -333,6 +321,9 @@ REPLACED_NOTE = ("Released: the participant came back with a session Prolific ve
 
 # Server draft state: the Prolific sessions this assignment was moved away from.
 SESSIONS_LEFT_KEY = "sessions_left"
+# Server draft state: the session Prolific listed as returned or timed out when the sync gave
+# this (in-progress) assignment's items back (`stage_sessions_returned`).
+RETURNED_ON_PROVIDER_KEY = "returned_on_provider"
 CONTINUED_NOTE = ("Continued under session {new}, which Prolific verified for this participant "
                   "(session {old} was returned or timed out on Prolific).")
 
@@ -354,6 +345,8 @@ def _participant_held(*, stage: Stage, worker: Worker, verification: str,
     held = mine.filter(status=AssignmentStatus.IN_PROGRESS).order_by("pk").first()
     finished = None if held is not None else \
         mine.filter(finished_filter()).order_by("pk").first()
+    if held is None and finished is None and verification == ParticipantVerification.VERIFIED:
+        held = _returned_on_provider_reopen(mine, session_id=session_id)
     previous = held or finished
     if previous is None:
         return None
@@ -390,6 +383,21 @@ def _participant_held(*, stage: Stage, worker: Worker, verification: str,
     if is_late(held):
         mark_late(held)
     return held
+
+
+def _returned_on_provider_reopen(mine, *, session_id: str) -> Assignment | None:
+    """The participant's batch the sync gave back when Prolific listed its session as
+    returned or timed out, reopened for the new session Prolific verified for them (the one
+    Prolific will list and pay): the work goes on where it stopped, as late work (answers to
+    items others filled meanwhile are refused by item at the submit). None when there is
+    none."""
+    returned = (mine.filter(status=AssignmentStatus.RETURNED).exclude(external_id=session_id)
+                .order_by("-pk").first())
+    if returned is None or not server_state(returned).get(RETURNED_ON_PROVIDER_KEY):
+        return None
+    returned.status = AssignmentStatus.IN_PROGRESS
+    returned.save(update_fields=["status"])
+    return returned
 
 
 def assignment_verification_failed(*, assignment: Assignment, note: str) -> Assignment:

@@ -55,6 +55,7 @@ from annotation.stage_plan_selectors import (
     item_article,
     latin_square_on,
     mixes_in_extras,
+    stage_gold_rate,
     stage_items,
 )
 
@@ -205,7 +206,7 @@ def _lock_available(qs: QuerySet[Item]) -> list[int]:
 def items_pick_next(*, stage: Stage, worker: Worker, limit: int) -> list[Item]:
     """The next `limit` items for `worker` in `stage`: practice items first, then the items
     furthest from their redundancy target (Likert: one passage group), with gold/attention items
-    mixed in at `project.gold_rate`. Must run inside the transaction that stores the choice (it
+    mixed in at the stage's rate (`stage_gold_rate`: its `gold_rate`, else the project's). Must run inside the transaction that stores the choice (it
     does when called from `assignment_start`) so the row locks cover the write."""
     stage_write_lock(stage)
     project = stage.project
@@ -234,9 +235,11 @@ def items_pick_next(*, stage: Stage, worker: Worker, limit: int) -> list[Item]:
         return picked + (spread_articles(chosen) if spread else chosen)
 
     n_gold = 0
-    if project.gold_rate > 0 and room > 1:
+    # The stage's rate, as its HIT plan (a Prolific study's places) was built with.
+    rate = stage_gold_rate(stage)
+    if rate > 0 and room > 1:
         # Randomised rounding keeps the long-run share at gold_rate even for small HITs.
-        expected = room * project.gold_rate
+        expected = room * rate
         n_gold = min(room - 1, int(expected) + (random.random() < expected - int(expected)))
     regular_qs = available.filter(is_practice=False, is_gold_check=False)
     square = latin_square_on(stage)

@@ -12,6 +12,12 @@ is real when Prolific lists it among the study's submissions for that participan
   the study's complete submission list: listed for its participant -> VERIFIED; listed for
   another participant, or not listed although it started before the list was read -> FAILED.
 
+A session the participant returned on Prolific, or that timed out there, gave its place in the
+study back, so the sync gives its items back too, once (`stage_sessions_returned`): in progress
+-> RETURNED (its page may still submit late, as after our own timeout: Prolific lets a timed-out
+participant complete); submitted here -> FLAGGED for the researcher (not counted; Prolific will
+not list it as completed unless the participant still enters the code).
+
 PENDING and FAILED work never counts (`annotation.selectors.judgments_that_count`) nor is paid
 (approving and paying need the sync's confirmation, which verifies); a PENDING session idle for
 `QAJ_PROLIFIC_UNVERIFIED_TIMEOUT_MINUTES` (default 45) gives its items back.
@@ -23,17 +29,23 @@ from datetime import datetime
 
 from django.conf import settings
 from django.db import transaction
+from django.utils import timezone
 
+from annotation.assignment_draft import SERVER_DRAFT_KEY, server_state
 from annotation.models import (
     Assignment,
+    AssignmentStatus,
+    Judgment,
     ParticipantVerification,
     Provider,
     Stage,
     Worker,
 )
 from annotation.providers import get_provider
+from annotation.services.redundancy import adaptive_targets_refresh
 
-from .lifecycle import assignment_verification_failed
+from .lifecycle import RETURNED_ON_PROVIDER_KEY, assignment_verification_failed
+from .timeouts import LATE_KEY
 
 NOT_FOUND_NOTE = ("Prolific does not list session {session} for participant {pid} in this "
                   "study: never counted, never paid.")
@@ -133,3 +145,45 @@ def stage_sessions_verify(*, stage: Stage, listed: dict[str, str], listed_since:
                 session=session or "(none)", pid=pid))
             report.failed += 1
     return report
+
+
+RETURNED_NOTE = ("Returned or timed out on Prolific (session {session}): its place in the study "
+                 "reopened there, so its items went back to other participants.")
+RETURNED_SUBMITTED_NOTE = (
+    "Submitted here, but returned or timed out on Prolific (session {session}): its place in "
+    "the study reopened there, so it does not count and its items went back to other "
+    "participants. Decide it by hand if Prolific lists it as completed later.")
+
+
+@transaction.atomic
+def stage_sessions_returned(*, stage: Stage, returned: dict[str, str]) -> int:
+    """After the provider listed the stage's sessions: the local assignments of the sessions
+    its participant returned on Prolific or let time out (`returned`: session id ->
+    participant id) give their items back, as Prolific gives their place back — in progress:
+    RETURNED; submitted (not decided): FLAGGED, never counted nor approved automatically.
+    Anything else (decided, flagged, returned already) stays: a repeated sync frees nothing
+    twice. Returns how many were given back."""
+    if stage.provider != Provider.PROLIFIC or not returned:
+        return 0
+    freed = 0
+    for assignment in Assignment.objects.select_for_update().filter(
+            stage=stage, external_id__in=list(returned), worker__provider=Provider.PROLIFIC,
+            status__in=(AssignmentStatus.IN_PROGRESS, AssignmentStatus.SUBMITTED),
+    ).select_related("worker"):
+        session = assignment.external_id
+        if returned.get(session) != assignment.worker.external_id:
+            continue  # another participant's session: the verification decides it
+        submitted = assignment.status == AssignmentStatus.SUBMITTED
+        assignment.status = AssignmentStatus.FLAGGED if submitted else AssignmentStatus.RETURNED
+        note = (RETURNED_SUBMITTED_NOTE if submitted else RETURNED_NOTE).format(session=session)
+        assignment.review_note = "\n".join(p for p in (assignment.review_note, note) if p)
+        if not submitted:
+            # Reopened if the participant comes back with a session Prolific verifies
+            # (`_participant_held`), as late work: its items are free for others from now.
+            state = {**server_state(assignment), RETURNED_ON_PROVIDER_KEY: session,
+                     LATE_KEY: timezone.now().isoformat()}
+            assignment.draft = {**(assignment.draft or {}), SERVER_DRAFT_KEY: state}
+        assignment.save(update_fields=["status", "review_note", "draft"])
+        adaptive_targets_refresh(judgments=Judgment.objects.filter(assignment=assignment))
+        freed += 1
+    return freed

@@ -14,7 +14,6 @@ from annotation.cost_selectors import BONUS_OPERATION
 from annotation.models import (
     Assignment,
     AssignmentStatus,
-    Provider,
     ProviderCall,
     ProviderCallStatus,
     Stage,
@@ -223,7 +222,11 @@ def _sync_claimable(pk: int) -> Q:
 
 
 def _sync_and_review(stage: Stage) -> tuple[SyncReport, ReviewReport]:
-    from annotation.services.stages import stage_collection_complete, stage_transition
+    from annotation.services.stages import (
+        stage_collection_complete,
+        stage_reopen_if_slots_free,
+        stage_transition,
+    )
 
     sync = provider_sync(stage=stage)
     review = stage_auto_review(stage=stage)
@@ -236,23 +239,12 @@ def _sync_and_review(stage: Stage) -> tuple[SyncReport, ReviewReport]:
         stage_transition(stage=stage, to_status=StageStatus.REVIEWING,
                          actor="provider sync (stage_sync_and_review)",
                          reason="every HIT has all its assignments submitted")
-    elif (stage.status == StageStatus.REVIEWING
-          and (replacements.reoffered or stage.provider != Provider.MTURK)
-          and not stage_collection_complete(stage=stage)):
-        # MTurk reopens for the assignments this sync bought (not for a slot it could not buy:
-        # nobody could take it); Prolific and in-house for any slot or place given back, which
-        # picking serves again (a Prolific rejection reopens its place by itself).
-        stage_transition(stage=stage, to_status=StageStatus.COLLECTING,
-                         actor="provider sync (stage_sync_and_review)",
-                         reason=_reopen_reason(stage, replacements.reoffered))
     elif stage.status == StageStatus.CLOSED:
         stage_reconcile_mark(stage=stage, sync=sync, review=review)
+    else:
+        # Reviewing: Prolific and in-house collect again for any slot or place given back,
+        # which picking serves again; MTurk for the assignments this sync bought.
+        stage_reopen_if_slots_free(stage=stage, reoffered=replacements.reoffered,
+                                   actor="provider sync (stage_sync_and_review)")
     return sync, review
 
-
-def _reopen_reason(stage: Stage, reoffered: int) -> str:
-    if stage.provider == Provider.MTURK:
-        return f"{reoffered} slot(s) of rejected or blocked work re-offered as new assignments"
-    added = f"; {reoffered} place(s) added to the Prolific study" if reoffered else ""
-    return ("slots of work that no longer counts (rejected, flagged or a blocked worker) "
-            f"are offered to other workers again{added}")

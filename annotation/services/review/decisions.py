@@ -49,6 +49,7 @@ from annotation.services.qualification import (
     qualification_withdraw_after_rejection,
 )
 from annotation.services.redundancy import adaptive_targets_refresh
+from annotation.services.stages import stage_reopen_if_slots_free
 
 DEFAULT_RULES = {
     "approve_after_seconds": 0,  # wait this long after submission before auto-approving
@@ -201,11 +202,15 @@ def assignment_reject(*, assignment: Assignment, reason: str,
     if not reason.strip():
         raise ReviewError("a rejection needs a reason the worker can read")
     provider = get_provider(assignment.stage.provider)
-    return _assignment_decide(
+    decided = _assignment_decide(
         assignment, status=AssignmentStatus.REJECTED, verb="reject",
         operation="RejectAssignment", allow_flagged=allow_flagged,
         call_fn=lambda _token: provider.reject(assignment=assignment, reason=reason),
         request={"reason": reason}, note=f"Rejected: {reason}")
+    # Its slot is free now (on Prolific its place reopened with the rejection): a reviewing
+    # stage collects again at once, not at the next sync.
+    stage_reopen_if_slots_free(stage=decided.stage, actor="rejection (assignment_reject)")
+    return decided
 
 
 def assignment_flag(assignment: Assignment, note: str) -> str:
@@ -263,6 +268,9 @@ def assignment_decision_record(assignment: Assignment, *, status: str, note: str
         qualification_withdraw_after_rejection(assignment=assignment)
 
 
+# The most an assignment's bonuses can add up to (`Assignment.bonus_paid`: 8 digits, 2 decimals).
+MAX_BONUS_PAID = Decimal("999999.99")
+
 # The key of the STARC bonus per correct answer (`correct_answer_bonus`), paid by review.
 PER_CORRECT_KEY = "per-correct"
 
@@ -285,8 +293,6 @@ def bonus_already_paid(*, assignment: Assignment, amount: Decimal, reason: str,
 
 
 CENT = Decimal("0.01")
-# What an assignment's paid bonuses can add up to (`Assignment.bonus_paid`, 8 digits, 2 decimals).
-MAX_BONUS = Decimal("999999.99")
 
 
 def bonus_amount(value) -> Decimal:
@@ -304,8 +310,8 @@ def bonus_amount(value) -> Decimal:
         raise ReviewError(f"the bonus amount {text!r} is not a number of dollars (e.g. 0.50)")
     if amount <= 0:
         raise ReviewError("a bonus must be positive")
-    if amount > MAX_BONUS:
-        raise ReviewError(f"a bonus of ${text} is more than ${MAX_BONUS}, the most one "
+    if amount > MAX_BONUS_PAID:
+        raise ReviewError(f"a bonus of ${text} is more than ${MAX_BONUS_PAID}, the most one "
                           "assignment's bonuses can add up to")
     if amount != amount.quantize(CENT):
         raise ReviewError(f"a bonus of ${text} is not a whole number of cents: the provider "
@@ -320,6 +326,11 @@ def assignment_bonus_pay(*, assignment: Assignment, amount: Decimal, reason: str
     twice, whatever happens to the request; the default key is the amount and reason, so a
     double-clicked admin action pays once too."""
     amount = bonus_amount(amount)
+    if assignment.bonus_paid + amount > MAX_BONUS_PAID:
+        # Refused before anything is written or sent: the total would not fit the record of
+        # what the assignment was paid (it failed after the provider had paid).
+        raise ReviewError(f"a bonus of ${amount} would take this assignment's bonuses past "
+                          f"${MAX_BONUS_PAID}; check the amount")
     if assignment.status != AssignmentStatus.APPROVED:
         raise ReviewError("only approved assignments get bonuses")
     _require_confirmed(assignment, "pay a bonus for")

@@ -37,7 +37,7 @@ from annotation.models import (
 )
 from annotation.providers import SubmissionStatus, get_provider
 from annotation.providers.base import Submission
-from annotation.services.assignments import stage_sessions_verify
+from annotation.services.assignments import stage_sessions_returned, stage_sessions_verify
 
 from .decisions import (
     ASSIGNMENT_OPERATIONS,
@@ -68,6 +68,9 @@ class SyncReport:
     active: int = 0  # still being worked on at the provider (Prolific ACTIVE)
     verified: int = 0  # sessions found at the provider for their participant (Prolific)
     not_found: int = 0  # sessions the provider does not list for their participant: FAILED
+    # Sessions returned or timed out at the provider (Prolific) whose local assignment this
+    # sync gave back (in progress: returned; submitted: flagged).
+    given_back: int = 0
     reconciled: bool = False  # this sync marked a closed stage fully reconciled
     open_reason: str = ""  # why a closed stage is not reconciled yet
     # Slots of rejected or blocked work re-offered by this sync — MTurk: new assignments;
@@ -84,7 +87,7 @@ def provider_sync(*, stage: Stage) -> SyncReport:
     report = SyncReport()
     listed_since = timezone.now()
     sessions: dict[str, str] = {}
-    returned: set[str] = set()
+    returned: dict[str, str] = {}  # session id -> participant id
     for submission in provider.list_submissions(stage=stage):
         report.listed += 1
         sessions[submission.external_id] = submission.worker_external_id
@@ -92,7 +95,7 @@ def provider_sync(*, stage: Stage) -> SyncReport:
             report.ignored += 1
             report.active += submission.status == SubmissionStatus.ACTIVE
             if submission.status == SubmissionStatus.RETURNED:
-                returned.add(submission.external_id)
+                returned[submission.external_id] = submission.worker_external_id
             continue
         outcome = _sync_one(stage=stage, submission=submission,
                             hit=hits.get(submission.hit_external_id))
@@ -102,8 +105,10 @@ def provider_sync(*, stage: Stage) -> SyncReport:
         # and fail those it should name but does not (annotation/services/assignments/
         # verification.py).
         verified = stage_sessions_verify(stage=stage, listed=sessions, listed_since=listed_since,
-                                         returned=returned)
+                                         returned=set(returned))
         report.verified, report.not_found = verified.verified, verified.failed
+    # Prolific reopened their places: their items go back to other participants too.
+    report.given_back = stage_sessions_returned(stage=stage, returned=returned)
     return report
 
 

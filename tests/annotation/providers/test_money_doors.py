@@ -91,6 +91,25 @@ def test_a_bonus_beyond_the_bonus_budget_adds_to_the_rewards_not_yet_paid(record
 
 
 @pytest.mark.django_db
+@pytest.mark.parametrize("typed", ["NaN", "Infinity", "1000000"])
+def test_a_bonus_amount_that_is_no_amount_is_refused_before_anything_is_paid(recording, typed):
+    """The bonus action takes the amount as typed: NaN and Infinity are refused by name, and
+    an amount whose total the assignment's record of bonuses cannot hold is refused before its
+    call is written. Was: NaN and Infinity failed with "[<class 'decimal.InvalidOperation'>]",
+    and a $1,000,000 bonus (no cap set) was sent to the provider, its total too large for the
+    assignment's record of bonuses (8 digits)."""
+    project = make_project(TaskKind.LIKERT, reward_per_hit=Decimal("1.00"))
+    stage = make_stage(project)
+    assignment = _approved(stage, make_hit(stage, items=[make_item(project)], max_assignments=1,
+                                           reward=Decimal("1.00")))
+    with pytest.raises(ReviewError,
+                       match="'NaN' is not a number|'Infinity' is not a number|more than \\$999999.99"):
+        assignment_bonus_pay(assignment=assignment, amount=Decimal(typed), reason="typo")
+    assert [d for d in recording.done if d[0] == "bonus"] == []
+    assert not ProviderCall.objects.filter(operation="SendBonus").exists()
+
+
+@pytest.mark.django_db
 def test_a_bonus_in_flight_counts_against_the_cap(recording):
     """A bonus whose answer was lost may have paid: it is committed from the moment its call
     is written, so a second bonus checked meanwhile counts it; its own retry is not refused."""

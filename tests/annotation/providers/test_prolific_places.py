@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from annotation.cost_selectors import project_committed_cost
+from annotation.cost_selectors import project_committed_cost, stage_cost_estimate
 from annotation.models import (
     AssignmentStatus,
     Provider,
@@ -21,6 +21,7 @@ from annotation.services.replacements import stage_replacements_offer
 from annotation.services.review import assignment_reject, stage_sync_and_review
 from annotation.services.stages import stage_collection_complete, stage_publish
 from annotation.services.workers import worker_block
+from annotation.stage_plan_selectors import stage_hits_planned
 from testing.factories import make_assignment, make_hit, make_judgment, make_worker
 from testing.prolific_server import ApiError
 from testing.workers_sim import prolific_participant_submits, scores_cycle
@@ -32,14 +33,17 @@ pytestmark = [pytest.mark.prolific, pytest.mark.django_db]
 PATCH_STUDY = "PATCH studies/<id>/"
 
 
-def _trial(project, items, researcher, *, review=None):
-    """A trial of one passage's 5 items × 2 judgments: one HIT, so a study of 2 places."""
+def _trial(project, items, researcher, *, review=None, publish=True, **options):
+    """A trial of one passage's 5 items × 2 judgments: one HIT, so a study of 2 places
+    (`options`: more settings; `publish=False` leaves it a draft)."""
     _q, trial, _f = make_stages(project, "prolific")
     trial.requires_stage = None
     trial.judgments_per_item = 2
-    trial.settings.update({"gold_rate": 0, "review": review or {}})
+    trial.settings.update({"gold_rate": 0, "review": review or {}, **options})
     trial.save()
     trial.items.set(items[:5])  # passage p0
+    if not publish:
+        return trial
     result = stage_publish(stage=trial, user=researcher)
     assert result.report.failed == 0, result.report.errors
     trial.refresh_from_db()
@@ -253,3 +257,62 @@ def test_inhouse_collection_is_complete_only_with_work_that_holds_its_slot():
     spam.status = AssignmentStatus.REJECTED
     spam.save()
     assert not stage_collection_complete(stage=stage)
+
+
+@pytest.mark.reliability
+@pytest.mark.parametrize("page_setting", ["items_per_assignment", "items_per_hit"])
+def test_the_study_has_a_place_for_every_batch_its_pages_hand_out(
+        prolific_server, likert_study, researcher, client, page_setting):
+    """A stage with a page size of its own (`items_per_assignment`, or `items_per_hit`; the
+    project's items per HIT is 5) plans its places, its estimate and its pages with one number
+    (`annotation/stage_plan_selectors.py:assignment_size`): 5 items × 2 judgments in batches of
+    2 are 6 places (2 + 2 + 1 items, twice), the estimate counts 6 rewards before and after
+    publishing, and participants given 2 items each collect every judgment within them. Was: `items_per_assignment` 2 gave a study of 2 places (planned with 5-item
+    HITs) and 2-item pages, so it was full after 4 of the 10 judgments, and the estimate
+    counted 2 rewards; `items_per_hit` 2 gave 6 places but 5-item pages: 2 participants took
+    everything and 4 places stayed open for participants with nothing to do."""
+    server = prolific_server
+    project, _gold, items = likert_study
+    assert project.items_per_hit == 5
+    trial = _trial(project, items, researcher, publish=False, **{page_setting: 2})
+    assert [len(plan.items) for plan in stage_hits_planned(stage=trial)] == [2, 2, 1]
+    assert stage_cost_estimate(stage=trial).n_assignments == 6
+    result = stage_publish(stage=trial, user=researcher)
+    assert result.report.failed == 0, result.report.errors
+    trial.refresh_from_db()
+    assert _study(server, trial)["total_available_places"] == 6
+    estimate = stage_cost_estimate(stage=trial)
+    assert estimate.n_assignments == 6 and estimate.rewards == 6 * trial.reward
+    batches = [_take_part(server, client, trial, f"P{n}") for n in range(5)]
+    assert [batch.items.count() for batch in batches] == [2] * 5  # each the size planned
+    assert stage_progress(stages=[trial])[trial.pk].judgments == 10
+
+
+@pytest.mark.reliability
+def test_a_rejection_by_hand_reopens_a_reviewing_study_at_once(
+        prolific_server, likert_study, researcher, client):
+    """Prolific reopens a rejected submission's place the moment it is rejected, so a
+    rejection by hand (admin, dashboard, API: `assignment_reject`) takes a reviewing stage back
+    to collecting at once, as the sync would: the participant who takes the place gets the items.
+    Was: the stage stayed reviewing until the next sync, and that participant, in a place
+    Prolific had just offered, read that the task was paused for review."""
+    server = prolific_server
+    project, _gold, items = likert_study
+    trial = _trial(project, items, researcher, review={"approve_after_seconds": 3600})
+    other = _take_part(server, client, trial, "P1")
+    spam = _take_part(server, client, trial, "P2")
+    stage_sync_and_review(stage=trial)
+    trial.refresh_from_db()
+    assert trial.status == StageStatus.REVIEWING
+    spam.refresh_from_db()
+    other.refresh_from_db()
+    assert other.stage.status == StageStatus.REVIEWING  # loaded now, as a second action's is
+    assignment_reject(assignment=spam, reason="copied the same score everywhere")
+    trial.refresh_from_db()
+    assert trial.status == StageStatus.COLLECTING
+    assert trial.transitions.order_by("-pk").first().to_status == StageStatus.COLLECTING
+    # A second rejection whose stage object still says reviewing rejects, and reopens nothing.
+    assignment_reject(assignment=other, reason="the same score on every candidate answer")
+    assert trial.transitions.filter(to_status=StageStatus.COLLECTING).count() == 2
+    replacement = _take_part(server, client, trial, "P3")  # no sync in between
+    assert replacement.items.count() == 5

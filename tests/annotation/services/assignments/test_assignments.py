@@ -112,6 +112,24 @@ def test_practice_items_come_first_and_gold_is_mixed_in():
     assert sum(item in items for item in picked) == 2
 
 
+@pytest.mark.reliability
+@pytest.mark.parametrize(("project_rate", "stage_rate", "n_gold"), [(0.5, 0.0, 0), (0.0, 0.5, 2)])
+def test_pages_mix_gold_at_the_stages_rate_as_its_hit_plan_does(project_rate, stage_rate, n_gold):
+    """A Prolific (or in-house) page mixes gold at the rate the stage's HIT plan and places were
+    built with (`stage_gold_rate`: the stage's `gold_rate`, else the project's). Was: the page
+    read the project's rate only, so a stage with gold off still got half its page in gold
+    checks, and a stage with gold on, under a project without, got none."""
+    project, stage, items = make_task(TaskKind.MC, n_items=4, gold_rate=project_rate,
+                                      provider=Provider.PROLIFIC)
+    stage.settings = {**(stage.settings or {}), "gold_rate": stage_rate}
+    stage.save(update_fields=["settings"])
+    gold = [make_item(project, is_gold_check=True, gold={"choice": "A"}) for _ in range(5)]
+    picked = items_pick_next(stage=stage, worker=make_worker(provider=Provider.PROLIFIC),
+                             limit=4)
+    assert sum(item in gold for item in picked) == n_gold
+    assert sum(item in items for item in picked) == 4 - n_gold
+
+
 def test_qualification_stage_gives_every_worker_the_same_items():
     project, _, items = make_task(TaskKind.LIKERT, n_items=3, redundancy={"default": 1})
     qual = make_stage(project, kind=StageKind.QUALIFICATION, status=StageStatus.PUBLISHED)
