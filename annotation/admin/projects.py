@@ -38,7 +38,7 @@ from annotation.selectors import (
     stage_progress,
     stages_with_progress,
 )
-from annotation.services.items import item_delete_error, item_edit_errors
+from annotation.services.items import item_delete_error, item_edit_errors, item_exclusion
 from annotation.services.projects import (
     PROJECT_FIXED_FIELDS,
     ProjectShareError,
@@ -405,6 +405,11 @@ class ItemAdminForm(forms.ModelForm):
         for name, why in item_edit_errors(item=self.instance, changes=cleaned).items():
             if name not in self.errors:
                 self.add_error(name, why)
+        if not self.errors:  # MOCHA's send filter, as every door that writes an item applies it
+            cleaned["excluded"], cleaned["exclusion_reason"] = item_exclusion(
+                item=self.instance, kind=project.kind, content=cleaned.get("content"),
+                dataset=cleaned.get("dataset"), excluded=bool(cleaned.get("excluded")),
+                exclusion_reason=cleaned.get("exclusion_reason") or "")
         return cleaned
 
 
