@@ -13,6 +13,8 @@ from annotation.access_selectors import projects_visible_to
 from annotation.domain.design import design_unit_for
 from annotation.domain.item_content import (
     ItemContentError,
+    group_key_for,
+    normalize_split,
     validate_gold,
     validate_item_content,
     validate_item_text,
@@ -391,6 +393,9 @@ class ItemAdminForm(forms.ModelForm):
         project = cleaned.get("project") or getattr(self.instance, "project", None)
         if project is None:
             return cleaned
+        cleaned["group_key"] = group_key_for(kind=project.kind, content=cleaned.get("content"),
+                                             group_key=cleaned.get("group_key") or "")
+        cleaned["split"] = normalize_split(cleaned.get("split") or "")
         for name, check in (("content", validate_item_content), ("gold", validate_gold)):
             if name in cleaned:
                 try:

@@ -12,6 +12,8 @@ from django.db.models import Exists, OuterRef, Q
 from annotation.domain.design import design_unit_for
 from annotation.domain.item_content import (
     ItemContentError,
+    group_key_for,
+    normalize_split,
     validate_gold,
     validate_item_content,
     validate_item_text,
@@ -248,6 +250,10 @@ def _build(project: Project, data: dict[str, Any]) -> Item:
     item = Item(project=project, **data)
     if not item.design_unit:  # the one derivation rule (annotation.domain.design)
         item.design_unit = design_unit_for(external_id=item.external_id, metadata=item.metadata)
+    item.group_key = group_key_for(kind=project.kind, content=item.content,
+                                   group_key=item.group_key)
+    if isinstance(item.split, str):  # one spelling, as the importers store it
+        item.split = normalize_split(item.split)
     item.excluded, item.exclusion_reason = item_exclusion(
         item=item, kind=project.kind, content=item.content, dataset=item.dataset,
         excluded=item.excluded, exclusion_reason=item.exclusion_reason)
