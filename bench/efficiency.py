@@ -79,7 +79,7 @@ def lexical_cross_predictions(rows: list[dict], *, fit_size: int = 3000,
                               seed: int = 0) -> dict[str, float]:
     """P(correct) of every answer from the lexical judge fitted on a seeded sample of the other
     dataset's judgments (answers equal to a reference are judged correct by rule, as served)."""
-    from metrics_app.domain.text_match import is_exact_match
+    from core.text_match import is_exact_match
     from metrics_app.lerc.calibration import fit_calibrator
 
     rng = np.random.default_rng(seed)

@@ -87,7 +87,7 @@ def max_by_owner(values, owner, n) -> list[float | None]:
 
 
 def anchor_squad(name: str) -> Callable:
-    from metrics_app.domain.text_match import exact_match, token_f1
+    from core.text_match import exact_match, token_f1
 
     function = exact_match if name == "em" else token_f1
 
@@ -199,7 +199,7 @@ def timed(function, *args) -> tuple[float, list]:
 
 
 def compare(name: str, inputs, anchor: Callable, extra: dict | None = None) -> dict:
-    from metrics_app.domain.text_match import forget_normalized_texts
+    from core.text_match import forget_normalized_texts
 
     # Both start cold: the SQuAD anchor runs on our normalization, which remembers recent
     # texts, and would otherwise find every string normalized by our run before it.

@@ -7,7 +7,7 @@ import re
 
 from annotation.models import NON_DATA_STAGE_KINDS, Item, Judgment, Project
 from core import vocabulary
-from metrics_app.domain.text_match import passage_group
+from core.text_match import passage_group
 from metrics_app.models import ModelStatus, ModelVersion
 
 # The versions a lookup means when it names no model: the regression (the stored name "lerc").

@@ -63,7 +63,7 @@ SERVING_SAMPLE = 1000  # test answers the serving rate is measured on (the serve
 
 
 def question_bucket(question: str) -> float:
-    from metrics_app.domain.text_match import squad_normalize
+    from core.text_match import squad_normalize
 
     digest = hashlib.sha256(f"evouna:{squad_normalize(question)}".encode()).hexdigest()
     return int(digest[:12], 16) / float(16**12)
@@ -200,7 +200,7 @@ def baseline_scores(examples, cache: Path, names) -> dict[str, dict[str, float |
 
 def train_run(run: dict, args) -> dict:
     """Train (or reuse) the run's model; returns the training result."""
-    from metrics_app.domain.text_match import is_exact_match
+    from core.text_match import is_exact_match
     from metrics_app.lerc.config import TrainConfig
     from metrics_app.lerc.data import capped_examples
     from metrics_app.lerc.training import calibrate_model, train
@@ -253,7 +253,7 @@ def train_run(run: dict, args) -> dict:
 
 
 def evaluate_run(run: dict, result: dict, baselines: dict, args) -> dict:
-    from metrics_app.domain.text_match import is_exact_match
+    from core.text_match import is_exact_match
     from metrics_app.lerc.config import TrainConfig
     from metrics_app.lerc.evaluation import best_threshold, labels_of, paired_by_length
     from metrics_app.lerc.features import FEATURE_SETS, SERVED_FEATURE_SET
@@ -331,7 +331,7 @@ def served_details(scorer, test, test_raw, args) -> list[dict]:
     """`scorer.score_details(test)` from encoder scores already computed (`test_raw`) and the
     cached semantic values: the served rules (empty answer wrong, exact match right), then the
     model folder's calibrator."""
-    from metrics_app.domain.text_match import is_exact_match
+    from core.text_match import is_exact_match
 
     calibrator = scorer.calibrator
     rest = [i for i, e in enumerate(test)
@@ -403,7 +403,7 @@ def refitted_judge(val, val_raw, test, test_raw, feature_names, args,
     raw scores with `feature_names` and `augment` rewrites (encoder kept or not by the same
     held-out-system CV); the served rules (empty answer wrong, exact match right) as
     `LercScorer` applies them. Rewrites get their encoder score from `raw_of`."""
-    from metrics_app.domain.text_match import is_exact_match
+    from core.text_match import is_exact_match
     from metrics_app.lerc.calibration import fit_calibrator
     from metrics_app.lerc.features import reads_semantic
 
@@ -430,7 +430,7 @@ def lexical_judges(run: dict, report, args) -> dict:
     """The calibrated judge without the encoder ("lexical judge alone"), once per calibrator
     input set of --calibrator-features: {"lexical_judge" or "lexical_judge+<set>": report}.
     Needs no trained model, so `--lexical-only` can run it on every run in seconds."""
-    from metrics_app.domain.text_match import is_exact_match
+    from core.text_match import is_exact_match
     from metrics_app.lerc.calibration import fit_calibrator
     from metrics_app.lerc.features import FEATURE_SETS, reads_semantic
 
@@ -504,7 +504,7 @@ def screen_run(run: dict, args) -> dict:
     each `--calibrator-features` set) on the run's validation answers whose exact match fails;
     its held-out-system cross-validated accuracy and false-negative rate, overall and by answer
     length, and its held-out accuracy on the folds' own rewrites. No test answer is read."""
-    from metrics_app.domain.text_match import is_exact_match
+    from core.text_match import is_exact_match
     from metrics_app.lerc.calibration import fit_calibrator
     from metrics_app.lerc.evaluation import decision_report, report_by_length
     from metrics_app.lerc.features import FEATURE_SETS, reads_semantic
@@ -550,7 +550,7 @@ def encoder_screen_run(run: dict, args) -> dict:
     import numpy as np
     from sklearn.metrics import log_loss
 
-    from metrics_app.domain.text_match import is_exact_match
+    from core.text_match import is_exact_match
     from metrics_app.lerc.calibration import CORRECT_AT, fit_calibrator, group_folds, held_out_keys
     from metrics_app.lerc.features import FEATURE_SETS, SERVED_FEATURE_SET
 
@@ -625,7 +625,7 @@ def format_probe_run(run: dict, args) -> dict:
     """`--format-probe`: validation only, on a trained run's served judge: each of the run's
     calibration answers (validation, exact match failing) as written and under each
     `FORMAT_REWRITES` rule; how many decisions (P >= 0.5) flip and the accuracy either way."""
-    from metrics_app.domain.text_match import is_exact_match
+    from core.text_match import is_exact_match
     from metrics_app.lerc.calibration import CORRECT_AT
     from metrics_app.lerc.inference import LercScorer
 
@@ -671,8 +671,8 @@ def distill_teachers(val, labelled_ids: set, args) -> dict[str, list[float]]:
     the threshold that fits the labelled answers best (a real, weaker judge)."""
     import random
 
+    from core.text_match import token_f1
     from metrics_app.domain.meta_evaluation import best_threshold
-    from metrics_app.domain.text_match import token_f1
     from metrics_app.lerc.calibration import CORRECT_AT
 
     human = [int(e.score >= CORRECT_AT) for e in val]
@@ -700,7 +700,7 @@ def distill_screen_run(run: dict, args) -> dict:
 
     import numpy as np
 
-    from metrics_app.domain.text_match import is_exact_match
+    from core.text_match import is_exact_match
     from metrics_app.lerc.calibration import CORRECT_AT, DistilledInputs, fit_calibrator
     from metrics_app.lerc.config import TrainConfig
     from metrics_app.lerc.features import FEATURE_SETS, SERVED_FEATURE_SET
@@ -806,7 +806,7 @@ def screen_markdown(screens: dict) -> str:
 
 def evaluate_lexical_run(run: dict, baselines: dict, args) -> dict:
     """`--lexical-only`: the baselines and the lexical judges of a run, no encoder."""
-    from metrics_app.domain.text_match import is_exact_match
+    from core.text_match import is_exact_match
     from metrics_app.lerc.evaluation import best_threshold, labels_of
 
     test, val = run["test"], run["val"]
@@ -827,7 +827,7 @@ def evaluate_lexical_run(run: dict, baselines: dict, args) -> dict:
 
 def _reporter(test, args):
     """report(scores, threshold): all answers, those whose exact match fails, by length."""
-    from metrics_app.domain.text_match import is_exact_match
+    from core.text_match import is_exact_match
     from metrics_app.lerc.evaluation import decision_report, report_by_length
 
     gold = [e.score for e in test]
@@ -850,7 +850,7 @@ def _reporter(test, args):
 def audit_text(run: dict, result: dict, size: int, device: str = "cpu") -> str:
     """The served judge's errors on the run's validation answers whose exact match fails (the
     answers it is fitted on and judges; exact matches are scored by rule), as plain text."""
-    from metrics_app.domain.text_match import is_exact_match
+    from core.text_match import is_exact_match
     from metrics_app.lerc.evaluation import judge_errors
     from metrics_app.lerc.inference import LercScorer
 

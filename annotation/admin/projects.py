@@ -13,6 +13,8 @@ from annotation.access_selectors import projects_visible_to
 from annotation.domain.design import design_unit_for
 from annotation.domain.item_content import (
     ItemContentError,
+    group_key_for,
+    normalize_split,
     validate_gold,
     validate_item_content,
     validate_item_text,
@@ -38,7 +40,7 @@ from annotation.selectors import (
     stage_progress,
     stages_with_progress,
 )
-from annotation.services.items import item_delete_error, item_edit_errors
+from annotation.services.items import item_delete_error, item_edit_errors, item_exclusion
 from annotation.services.projects import (
     PROJECT_FIXED_FIELDS,
     ProjectShareError,
@@ -398,6 +400,9 @@ class ItemAdminForm(forms.ModelForm):
         project = cleaned.get("project") or getattr(self.instance, "project", None)
         if project is None:
             return cleaned
+        cleaned["group_key"] = group_key_for(kind=project.kind, content=cleaned.get("content"),
+                                             group_key=cleaned.get("group_key") or "")
+        cleaned["split"] = normalize_split(cleaned.get("split") or "")
         for name, check in (("content", validate_item_content), ("gold", validate_gold)):
             if name in cleaned:
                 try:
@@ -412,6 +417,11 @@ class ItemAdminForm(forms.ModelForm):
         for name, why in item_edit_errors(item=self.instance, changes=cleaned).items():
             if name not in self.errors:
                 self.add_error(name, why)
+        if not self.errors:  # MOCHA's send filter, as every door that writes an item applies it
+            cleaned["excluded"], cleaned["exclusion_reason"] = item_exclusion(
+                item=self.instance, kind=project.kind, content=cleaned.get("content"),
+                dataset=cleaned.get("dataset"), excluded=bool(cleaned.get("excluded")),
+                exclusion_reason=cleaned.get("exclusion_reason") or "")
         return cleaned
 
 

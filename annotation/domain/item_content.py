@@ -5,6 +5,7 @@ item is checked the same way wherever it enters.
 """
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 from core.vocabulary import AB_CHOICES, MC_ROLES, TaskKind
@@ -181,3 +182,32 @@ def answer_system(content: dict, side: str, *, source: str = "",
             return "human"
         return HUMAN_HIGHER_VOTED if mine > theirs else HUMAN_LOWER_VOTED
     return HUMAN_HIGHER_VOTED if higher == side else HUMAN_LOWER_VOTED
+
+
+def text_key(text: str) -> str:
+    """Short stable key of a text, used as group_key so items sharing a passage share a HIT."""
+    return hashlib.sha1(text.encode("utf-8")).hexdigest()[:16]
+
+
+def group_key_for(*, kind: str, content: Any, group_key: str) -> str:
+    """The HIT group an item is stored with (the one derivation, as `design_unit_for` is the
+    design unit's): the key it was given; else, for a Likert item, its passage's key, so that
+    candidates of one passage share HITs and assignments (MOCHA: the passage is read once)
+    whichever door stored them, as the MOCHA importer groups them; else none."""
+    if group_key or kind != TaskKind.LIKERT or not isinstance(content, dict):
+        return group_key
+    passage = content.get("passage")
+    return text_key(passage) if isinstance(passage, str) and passage.strip() else ""
+
+
+# The file-name rule's splits (dev.json, validation.json) and their one spelling.
+KNOWN_SPLITS = {"train": "train", "dev": "dev", "validation": "dev", "val": "dev", "test": "test"}
+
+
+def normalize_split(split: str) -> str:
+    """The split's one spelling: validation/val → dev, any case of train/dev/test lowered;
+    other names kept as given (spaces around trimmed). Every door that stores an item's split
+    (the importers, the items API, the item admin) and the project's redundancy per split
+    (`Project.redundancy_for`) read a split through it, so per-split settings
+    (redundancy {"dev": 3}) and reports find it whichever door and spelling named it."""
+    return KNOWN_SPLITS.get(split.strip().lower(), split.strip())

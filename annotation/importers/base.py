@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import codecs
 import csv
-import hashlib
 import io
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,7 +17,10 @@ from annotation.domain.answers import AB_TIE_CHOICES, aspect_names_error, presen
 from annotation.domain.control_characters import control_character_message, find_control_character
 from annotation.domain.design import MAX_UNIT_LENGTH, design_unit_for
 from annotation.domain.item_content import (
+    KNOWN_SPLITS,
     ItemContentError,
+    group_key_for,
+    normalize_split,
     validate_gold,
     validate_item_content,
     validate_item_text,
@@ -29,7 +31,6 @@ from core.vocabulary import AB_CHOICES, MC_ROLES, TaskKind
 
 # Name of the IMPORTED stage that receives judgments when a record names none.
 DEFAULT_IMPORT_STAGE = "imported"
-KNOWN_SPLITS = {"train": "train", "dev": "dev", "validation": "dev", "val": "dev", "test": "test"}
 # The most `time_spent_ms` a judgment may carry: the largest value every database's positive
 # integer column holds (PostgreSQL's integer), about 24.8 days; more is an error in the file,
 # not an OverflowError when stored.
@@ -117,6 +118,8 @@ class ItemRecord:
         columns = {name: getattr(self, name) for name in self.COLUMN_FIELDS}
         columns["design_unit"] = self.design_unit or design_unit_for(
             external_id=self.external_id, metadata=self.metadata)
+        columns["group_key"] = group_key_for(kind=self.kind, content=self.content,
+                                             group_key=self.group_key)
         return columns
 
 
@@ -133,19 +136,6 @@ class Records(list):
 def left_out_note(count: int, what: str) -> str:
     """"3 true/false judgment(s) of ...: ..." when count > 0, else "" (dropped by Records)."""
     return f"{count} {what}" if count else ""
-
-
-def text_key(text: str) -> str:
-    """Short stable key of a text, used as group_key so items sharing a passage share a HIT."""
-    return hashlib.sha1(text.encode("utf-8")).hexdigest()[:16]
-
-
-def normalize_split(split: str) -> str:
-    """The split's one spelling: validation/val → dev, any case of train/dev/test lowered;
-    other names kept as given. The file-name rule (dev.json, validation.json) and the split a
-    researcher types (--split, the admin's field) name a split the same way, so per-split
-    settings (redundancy {"dev": 3}) and reports find it."""
-    return KNOWN_SPLITS.get(split.strip().lower(), split.strip())
 
 
 def split_from_path(path: Path, explicit: str | None) -> str:

@@ -15,6 +15,8 @@ import io
 from pathlib import Path
 from typing import Any
 
+from annotation.domain.item_content import normalize_split
+
 from .base import (
     DEFAULT_IMPORT_STAGE,
     ImportFormatError,
@@ -140,6 +142,8 @@ def parse_line(raw: Any, *, kind: str, path: Path, line: int, split: str | None)
         columns["metadata"] = {}
     if split is not None and not columns["split"]:
         columns["split"] = split
+    if isinstance(columns["split"], str):  # one spelling, as --split and file names
+        columns["split"] = normalize_split(columns["split"])
     raw_judgments = raw.get("judgments", [])
     if "judgment" in raw:
         raw_judgments = [] if raw["judgment"] is None else [raw["judgment"]]

@@ -26,7 +26,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from annotation.domain.item_content import answer_system
+from annotation.domain.item_content import answer_system, text_key
 from annotation.domain.json_values import is_finite_number
 from core.vocabulary import AB_CHOICES
 
@@ -37,7 +37,6 @@ from .base import (
     JudgmentRecord,
     expect,
     load_json,
-    text_key,
     validate_record,
 )
 

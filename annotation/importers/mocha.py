@@ -13,6 +13,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from annotation.domain.item_content import text_key
+
 from .base import (
     ImportFormatError,
     ItemRecord,
@@ -20,7 +22,6 @@ from .base import (
     expect,
     load_json,
     split_from_path,
-    text_key,
     validate_record,
 )
 

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from annotation.domain.item_content import text_key
+
 from .base import (
     ImportFormatError,
     ItemRecord,
     expect,
     load_json,
     split_from_path,
-    text_key,
     validate_record,
 )
 from .mocha import entry_extras, field_str, iter_entries

@@ -8,6 +8,7 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
 from annotation.domain.aggregation import AGGREGATION_MODELS, resolve_aggregation
+from annotation.domain.item_content import normalize_split
 from annotation.domain.judge_refs import judge_ref_error
 from annotation.validators import validate_multiline_text, validate_one_line_text
 from core import vocabulary
@@ -188,6 +189,19 @@ class Project(models.Model):
         """The aggregation model in use: the `aggregation` setting, or the kind's default."""
         return resolve_aggregation(self.kind, self.aggregation)
 
+    def redundancy_by_split(self) -> dict[str, int]:
+        """`redundancy` read under the one spelling of a split (`normalize_split`: a
+        researcher's {"validation": 3} is dev's), its "default" entry apart: what every door
+        that sends items out by split reads (HIT plans, progress, the pages' picking)."""
+        return {normalize_split(key): int(value) for key, value in
+                (self.redundancy or {}).items() if key != "default"}
+
     def redundancy_for(self, split: str) -> int:
-        values = self.redundancy or {}
-        return int(values.get(split, values.get("default", 1)))
+        """Judgments wanted per item of `split` (`redundancy_by_split`), else the "default"
+        entry, else 1."""
+        return self.redundancy_by_split().get(normalize_split(split or ""),
+                                              self.redundancy_default())
+
+    def redundancy_default(self) -> int:
+        """Judgments wanted per item of a split `redundancy` does not name."""
+        return int((self.redundancy or {}).get("default", 1))

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 
 from django.db import transaction
 
-from annotation.importers.base import ItemRecord, text_key, validate_record
+from annotation.domain.item_content import text_key
+from annotation.importers.base import ItemRecord, validate_record
 from annotation.models import (
     ExperimentMode,
     InhouseLink,

@@ -118,6 +118,8 @@ def _warnings(outcome: ImportOutcome, records: list[ItemRecord]) -> list[str]:
         warnings.append(f"{summary.judgments_unchanged} judgment(s) already stored: skipped.")
     warnings.extend(f"Not imported, by the {outcome.format_name} format's rule: {note}."
                     for note in outcome.left_out)
+    if summary.filtered_note():
+        warnings.append(f"{summary.filtered_note()}.")
     if records and not any(r.split for r in records):
         warnings.append("No item has a split (train/dev/test): name the file dev.jsonl etc. or "
                         "give the split.")

@@ -24,6 +24,7 @@ from django.utils import timezone
 from tqdm import tqdm
 
 from annotation.domain.json_values import json_equal, json_key
+from annotation.domain.send_filter import item_send_filter
 from annotation.importers.base import ItemRecord, JudgmentRecord
 from annotation.models import (
     NON_DATA_STAGE_KINDS,
@@ -36,6 +37,7 @@ from annotation.models import (
     TaskKind,
     Worker,
 )
+from core.text_match import SEND_FILTER_PREFIX
 
 CHUNK_SIZE = 2000
 # Below this many records a progress bar is noise.
@@ -61,6 +63,16 @@ class ImportSummary:
     stages_created: list[str] = field(default_factory=list)
     # Records the file gave: none is an empty file, which was not "imported before".
     records: int = 0
+    # Records MOCHA's send filter stores excluded (never sent out to annotators).
+    items_filtered: int = 0
+
+    def filtered_note(self) -> str:
+        """The sentence every import door says about MOCHA's send filter (empty: none)."""
+        if not self.items_filtered:
+            return ""
+        return (f"Not sent out: {self.items_filtered} Likert candidate(s) that match a "
+                "reference exactly after normalization, or number-vs-number pairs on DROP "
+                "(MOCHA's rule): stored excluded, the reason in their exclusion_reason")
 
     @property
     def created_anything(self) -> bool:
@@ -325,6 +337,7 @@ def import_records(
                 f"{project.slug!r} of kind {project.kind!r}"
             )
     _fit_likert_scale(project=project, records=records)
+    summary.items_filtered = _send_filter_records(records)
     seen: set[str] = set()
     for record in records:
         if record.external_id in seen:
@@ -367,6 +380,21 @@ def import_records(
     finally:
         bar.close()
     return summary
+
+
+def _send_filter_records(records: list[ItemRecord]) -> int:
+    """MOCHA's send filter (`annotation.domain.send_filter`) on the records that carry no
+    judgments, in place (the admin preview counts what it excluded); how many it filters. A
+    record with judgments is a study's measurement and stays as the file gives it."""
+    filtered = 0
+    for record in records:
+        if record.judgments:
+            continue
+        record.excluded, record.exclusion_reason = item_send_filter(
+            kind=record.kind, content=record.content, dataset=record.dataset,
+            excluded=record.excluded, exclusion_reason=record.exclusion_reason)
+        filtered += record.exclusion_reason.startswith(SEND_FILTER_PREFIX)
+    return filtered
 
 
 def _refuse_renamed_copy(project: Project, records: list[ItemRecord]) -> None:

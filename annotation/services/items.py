@@ -12,11 +12,14 @@ from django.db.models import Exists, OuterRef, Q
 from annotation.domain.design import design_unit_for
 from annotation.domain.item_content import (
     ItemContentError,
+    group_key_for,
+    normalize_split,
     validate_gold,
     validate_item_content,
     validate_item_text,
 )
 from annotation.domain.json_values import json_equal
+from annotation.domain.send_filter import item_send_filter
 from annotation.hooks import item_content_readers_registered
 from annotation.models import (
     LIVE_STAGE_STATUSES,
@@ -190,6 +193,18 @@ def _fixed_field_errors(*, stored: Item, changes: dict[str, Any]) -> dict[str, s
     return {}
 
 
+def item_exclusion(*, item: Item, kind: str, content: Any, dataset: str | None,
+                   excluded: bool, exclusion_reason: str) -> tuple[bool, str]:
+    """(excluded, exclusion_reason) an item is saved with by the items API and the item admin:
+    MOCHA's send filter (`annotation.domain.send_filter`) on the posted fields, as the
+    importers apply it to a record without judgments; an item with judgments keeps the
+    exclusion it is given (a study's measurement, as an imported record with judgments)."""
+    if item.pk is not None and Judgment.objects.filter(item_id=item.pk).exists():
+        return excluded, exclusion_reason
+    return item_send_filter(kind=kind, content=content, dataset=dataset, excluded=excluded,
+                            exclusion_reason=exclusion_reason)
+
+
 def item_delete_error(*, item: Item) -> str:
     """Why the item may not be deleted (empty when it may): the same rule as editing its
     content, since deleting it would take it from its judgments (which protect it) or from
@@ -235,6 +250,13 @@ def _build(project: Project, data: dict[str, Any]) -> Item:
     item = Item(project=project, **data)
     if not item.design_unit:  # the one derivation rule (annotation.domain.design)
         item.design_unit = design_unit_for(external_id=item.external_id, metadata=item.metadata)
+    item.group_key = group_key_for(kind=project.kind, content=item.content,
+                                   group_key=item.group_key)
+    if isinstance(item.split, str):  # one spelling, as the importers store it
+        item.split = normalize_split(item.split)
+    item.excluded, item.exclusion_reason = item_exclusion(
+        item=item, kind=project.kind, content=item.content, dataset=item.dataset,
+        excluded=item.excluded, exclusion_reason=item.exclusion_reason)
     return item
 
 

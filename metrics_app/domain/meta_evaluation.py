@@ -10,8 +10,9 @@
   random / always-human / longer-answer baselines. LERC's validation and promotion count
   training pairs with it too (`lerc.validation.pairwise_accuracy_of_labels`).
 - Pearson is `annotation.domain.agreement.pearson` everywhere (None when undefined); exact match
-  and SQuAD normalization are `metrics_app.domain.text_match`.
-- Study filters: `is_number_pair` (MOCHA drops number-vs-number pairs on DROP).
+  and SQuAD normalization are `core.text_match`.
+- Study filters: `is_number_pair` and `NUMBER_PAIR_DATASETS` (MOCHA drops number-vs-number
+  pairs on DROP) are `core.text_match`'s, the rule the annotation app sends items out by.
 
 Bootstrap speed: a resample is a vector of counts over the original items, so Pearson and
 Spearman are computed for all resamples at once as count-weighted statistics (Spearman from the
@@ -22,7 +23,6 @@ has no such shortcut and runs one scipy call per resample, so it uses at most
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterable, Sequence
 
 import numpy as np
@@ -37,10 +37,6 @@ from core.statistics import (
 from core.vocabulary import AB_CHOICES
 
 CORRELATIONS = ("pearson", "spearman", "kendall")
-# Datasets whose number-vs-number candidates are filtered. The MOCHA paper: "We also
-# filtered out instances in DROP where the reference and the candidate are both numbers" -- only
-# DROP; its other span datasets (Quoref, ROPES) kept such pairs and had them annotated.
-NUMBER_PAIR_DATASETS = frozenset({"drop"})
 
 
 def _weighted_pearson(x: np.ndarray, y: np.ndarray, w: np.ndarray) -> np.ndarray:
@@ -303,21 +299,6 @@ def always_human_accuracy(comparisons: Iterable[tuple[str, str, str]]) -> dict:
 def random_accuracy(n: int) -> dict:
     """Picking an answer at random is right half the time in expectation."""
     return {"accuracy": 0.5 if n else None, "n": n, "ties": 0}
-
-
-# --- study filters ------------------------------------------------------------------------------
-
-_NUMBER = re.compile(r"^[-+]?(\d+(\.\d*)?|\.\d+)$")
-
-
-def _is_number(text: str) -> bool:
-    return bool(_NUMBER.match(text.strip().replace(",", "").rstrip(".")))
-
-
-def is_number_pair(candidate: str, references: Sequence[str]) -> bool:
-    """Candidate and a reference are both plain numbers (MOCHA filters these on DROP, see
-    `NUMBER_PAIR_DATASETS`: such unequal pairs were always judged wrong)."""
-    return _is_number(candidate) and any(_is_number(r) for r in references)
 
 
 # --- Deciding correct / incorrect (binary-labelled answers) -------------------------------------

@@ -17,7 +17,7 @@ import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
-from metrics_app.domain.text_match import squad_normalize
+from core.text_match import squad_normalize
 
 from .config import TrainConfig
 

@@ -25,7 +25,7 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 
-from metrics_app.domain.text_match import (
+from core.text_match import (
     char_ngrams,
     contains_answer,
     multiset_prf,

@@ -15,8 +15,8 @@ from typing import Any
 
 import torch
 
+from core.text_match import is_exact_match
 from metrics_app.domain.batching import batch_token_budget, length_sorted_batches
-from metrics_app.domain.text_match import is_exact_match
 
 from .batching import collate, sequential_batches
 from .calibration import Calibrator

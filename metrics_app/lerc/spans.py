@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from metrics_app.domain.text_match import multiset_prf, squad_normalize
+from core.text_match import multiset_prf, squad_normalize
 
 LONG_ANSWER_FEATURES = (
     "best_sentence_f1", "best_window_f1", "best_window_char3_f1",

@@ -32,8 +32,8 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from core.text_match import contains_answer, exact_match, token_f1
 from metrics_app.domain.batching import DEFAULT_MAX_BATCH_TOKENS, length_sorted_batches
-from metrics_app.domain.text_match import contains_answer, exact_match, token_f1
 from metrics_app.registry import MetricInput, MetricUnavailable, register_metric
 
 # --- text normalization: one definition for the project, in text_match ------------------------

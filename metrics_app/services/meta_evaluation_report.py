@@ -28,9 +28,9 @@ from annotation.judgment_selectors import item_gold_scores, judgment_rows, water
 from annotation.models import Judgment, Project, TaskKind
 from annotation.selectors import counting_fingerprint
 from core.statistics import resamples_check
+from core.text_match import is_exact_match, is_filtered_number_pair
 from core.vocabulary import AB_CHOICES
 from metrics_app.domain import meta_evaluation
-from metrics_app.domain.text_match import is_exact_match
 from metrics_app.model_selectors import learned_metric_seen_items
 from metrics_app.models import MetricScore, Report
 from metrics_app.reports.project import item_fingerprint
@@ -103,9 +103,8 @@ def _kept_likert_items(*, project: Project, params: dict) -> list[dict]:
         candidate = content.get("candidate", "")
         if params["drop_exact_matches"] and is_exact_match(candidate, refs):
             continue
-        if (params["drop_number_pairs"]
-                and (item["dataset"] or "").lower() in meta_evaluation.NUMBER_PAIR_DATASETS
-                and meta_evaluation.is_number_pair(candidate, refs)):
+        if params["drop_number_pairs"] and is_filtered_number_pair(item["dataset"], candidate,
+                                                                    refs):
             continue
         kept.append(item)
     # In the order of what the items say, not of their ids (the import order): the paired

@@ -94,7 +94,7 @@ def test_the_summary_says_how_the_served_judge_used_the_encoder(bench_lerc):
 
 
 def test_format_rewrites_change_the_writing_and_never_the_content(bench_lerc):
-    from metrics_app.domain.text_match import squad_normalize
+    from core.text_match import squad_normalize
     from metrics_app.lerc.data import LercExample
 
     example = LercExample(question="who wrote hamlet", references=("Shakespeare", "W. Shakespeare"),

@@ -18,8 +18,8 @@ from django.core.management import call_command
 from annotation.importers import evouna
 from annotation.models import Item, Judgment, Project, TaskKind
 from annotation.services.imports import import_records
+from core.text_match import squad_normalize
 from metrics_app.domain import meta_evaluation
-from metrics_app.domain.text_match import squad_normalize
 from metrics_app.models import MetricScore
 from metrics_app.registry import MetricInput, get_metric
 from metrics_app.services.meta_evaluation_report import metric_evaluation_build

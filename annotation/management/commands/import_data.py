@@ -129,6 +129,8 @@ class Command(BaseCommand):
         self.stdout.write(f"{format_name} {path} → project {slug!r}: {summary.as_text()}")
         for note in outcome.left_out:  # what the format leaves out of the counts, and why
             self.stdout.write(self.style.WARNING(f"Not imported: {note}."))
+        if summary.filtered_note():
+            self.stdout.write(self.style.WARNING(f"{summary.filtered_note()}."))
         if summary.created_anything and not options["no_report"]:
             # The job that changes the data precomputes what the dashboard shows, so its first
             # visitor does not wait for the report (the task by name: reports sit above us).

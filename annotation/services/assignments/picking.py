@@ -98,10 +98,9 @@ def _target(stage: Stage):
                         Value(rule.min, output_field=IntegerField()))
     if stage.judgments_per_item:
         return Value(int(stage.judgments_per_item), output_field=IntegerField())
-    redundancy = stage.project.redundancy or {}
-    default = stage.project.redundancy_for("")
-    whens = [When(split=split, then=Value(int(n))) for split, n in redundancy.items()
-             if split != "default"]
+    default = stage.project.redundancy_default()
+    whens = [When(split=split, then=Value(n))
+             for split, n in stage.project.redundancy_by_split().items()]
     return Case(*whens, default=Value(default), output_field=IntegerField()) if whens \
         else Value(default, output_field=IntegerField())
 

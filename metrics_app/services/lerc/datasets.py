@@ -23,8 +23,8 @@ from annotation.judgment_selectors import (
 )
 from annotation.models import NON_DATA_STAGE_KINDS, Item, Judgment, Project, TaskKind
 from core.statistics import has_variation
+from core.text_match import is_exact_match, passage_group
 from core.vocabulary import AB_CHOICES
-from metrics_app.domain.text_match import is_exact_match, passage_group
 from metrics_app.judge_selectors import judge_view, predictor_values
 from metrics_app.lerc.data import LercExample, PairExample, mc_item_row, mc_pretraining_examples
 from metrics_app.models import ModelKind, ModelVersion

@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 from scipy.stats import kendalltau, pearsonr, spearmanr
 
+from core.text_match import is_exact_match, is_number_pair
 from metrics_app.domain import meta_evaluation
-from metrics_app.domain.text_match import is_exact_match
 
 
 def test_correlations_match_scipy_and_intervals_cover_the_estimate():
@@ -137,7 +137,7 @@ def test_pairwise_and_baselines():
 ])
 def test_study_filters(candidate, references, exact, numbers):
     assert is_exact_match(candidate, references) is exact
-    assert meta_evaluation.is_number_pair(candidate, references) is numbers
+    assert is_number_pair(candidate, references) is numbers
 
 
 # --- correct / incorrect, and comparing two metrics ----------------------------------------------

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from metrics_app.domain import text_match
+from core import text_match
 from metrics_app.metrics import baselines
 from metrics_app.registry import MetricInput, MetricUnavailable, get_metric, metric_names
 from metrics_app.services.scoring import score_inputs

@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from annotation.judgment_selectors import load_judgments
 from annotation.models import StageKind, TaskKind
-from metrics_app.domain.text_match import passage_group
+from core.text_match import passage_group
 from metrics_app.judge_selectors import metric_view
 from metrics_app.model_selectors import learned_metric_seen_items
 from metrics_app.models import MetricScore, ModelStatus, ModelVersion

@@ -1,7 +1,9 @@
 """Answer-string matching: the one definition of SQuAD normalization, exact match, token
 precision/recall/F1, character n-grams and "the reference is contained in the answer". Pure Python, no Django, no
 heavy imports: the baseline metrics (`metrics_app.metrics.baselines`), the LERC data code and its lexical features
-all use these functions, so "exact match" means the same thing everywhere.
+all use these functions, so "exact match" means the same thing everywhere. MOCHA's rule of which
+candidates are not sent out to annotators (`send_filter_reason`) is here too: the annotation app
+sends items out by it and the metric report's study filters drop by it.
 """
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import re
 import string
 from collections import Counter
 from collections.abc import Iterable
+from typing import Any
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b", re.UNICODE)
 # str.translate deletes punctuation in one C pass (a character-by-character join was most of
@@ -119,3 +122,53 @@ def passage_group(group_key: str | None, passage: str | None, question: str | No
     if not isinstance(text, str):  # a JSON value the study stored as a list or number
         text = str(text)
     return "text:" + hashlib.sha256(text.strip().lower().encode()).hexdigest()[:16]
+
+
+# --- MOCHA's send filter: candidates that are not sent out to annotators ----------------------
+
+# Datasets whose number-vs-number candidates are filtered. The MOCHA paper: "We also
+# filtered out instances in DROP where the reference and the candidate are both numbers" -- only
+# DROP; its other span datasets (Quoref, ROPES) kept such pairs and had them annotated.
+NUMBER_PAIR_DATASETS = frozenset({"drop"})
+
+_NUMBER = re.compile(r"^[-+]?(\d+(\.\d*)?|\.\d+)$")
+
+# The reasons an item is not sent out, as its `exclusion_reason` says them; every one begins
+# with SEND_FILTER_PREFIX, which tells the rule's exclusion from one a researcher made.
+SEND_FILTER_PREFIX = "not sent out: "
+EXACT_MATCH_REASON = (f"{SEND_FILTER_PREFIX}the candidate matches a reference exactly after "
+                      "normalization (MOCHA)")
+NUMBER_PAIR_REASON = (f"{SEND_FILTER_PREFIX}candidate and reference are both numbers on "
+                      "{dataset} (MOCHA: such unequal pairs are always wrong)")
+
+
+def _is_number(text: str) -> bool:
+    return bool(_NUMBER.match(text.strip().replace(",", "").rstrip(".")))
+
+
+def is_number_pair(candidate: str, references: Iterable[str]) -> bool:
+    """Candidate and a reference are both plain numbers (MOCHA filters these on DROP, see
+    `NUMBER_PAIR_DATASETS`: such unequal pairs were always judged wrong)."""
+    return _is_number(candidate) and any(_is_number(r) for r in references)
+
+
+def is_filtered_number_pair(dataset: str | None, candidate: str,
+                            references: Iterable[str]) -> bool:
+    """A number-vs-number pair on a dataset MOCHA filters them on (any case of its name)."""
+    return ((dataset or "").lower() in NUMBER_PAIR_DATASETS
+            and is_number_pair(candidate, references))
+
+
+def send_filter_reason(*, dataset: str | None, candidate: Any, references: Any) -> str:
+    """Why MOCHA would not send this candidate out to annotators (empty when it would): it
+    matches a reference exactly after SQuAD normalization, or it and a reference are both
+    numbers on a dataset of `NUMBER_PAIR_DATASETS`. Content that is not text (refused by the
+    content check) is never filtered here."""
+    if not isinstance(candidate, str) or not isinstance(references, list) or not all(
+            isinstance(reference, str) for reference in references):
+        return ""
+    if is_exact_match(candidate, references):
+        return EXACT_MATCH_REASON
+    if is_filtered_number_pair(dataset, candidate, references):
+        return NUMBER_PAIR_REASON.format(dataset=dataset)
+    return ""
