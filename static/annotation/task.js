@@ -291,6 +291,7 @@
     if (status === 429) return "The server asked for a pause (too many requests at once)";
     if (status >= 500) return `The server is busy or unavailable just now (error ${status})`;
     if (status) return `The server did not take the request (error ${status})`;
+    if (err && err.name === "AbortError") return "Connection problem: the server did not answer in time";
     return "Connection problem: the server could not be reached";
   }
   function keptWhere() {
@@ -301,13 +302,19 @@
     return Math.min(Math.max(seconds || 5, 1), 60) * 1000;
   }
 
+  // A request left unanswered this long is given up, as a lost connection (a stalled mobile
+  // connection otherwise kept "Submitting…" on the button for good); sending it again is safe.
+  const REQUEST_TIMEOUT_MS = 45 * 1000;
   function post(url, body) {
+    const controller = typeof AbortController === "function" ? new AbortController() : null;
+    const timeout = controller ? setTimeout(() => controller.abort(), REQUEST_TIMEOUT_MS) : null;
     return fetch(url, {
       method: "POST",
       credentials: "same-origin",
       headers: { "Content-Type": "application/json", "X-Assignment-Token": cfg.token },
       body: JSON.stringify(body),
-    }).then((r) => {
+      signal: controller ? controller.signal : undefined,
+    }).finally(() => clearTimeout(timeout)).then((r) => {
       if (r.status === 429 || r.status >= 500) {
         throw new Unreached(r.status, parseInt(r.headers.get("Retry-After") || "", 10));
       }

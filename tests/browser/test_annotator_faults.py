@@ -114,6 +114,28 @@ def test_a_submit_whose_answer_was_lost_goes_on_when_pressed_again(live_server, 
     assert texts[1] == "B نعم هذا أفضل 🙂 שלום — B names the mechanism, A does not."
 
 
+def test_a_submit_left_unanswered_is_given_up_and_can_be_sent_again(live_server, page):
+    """A stalled connection: the submit gets no answer at all. Before, the button read
+    "Submitting…" for good; after 45 s the page now says so and Submit works again."""
+    page.clock.install()
+    items, url = open_task(live_server, page, TaskKind.LIKERT, group="p1")
+    stalled: list = []
+    page.route("**/submit/", lambda route: stalled.append(route))  # never answered
+    for key in "425":
+        page.keyboard.press(key)
+    page.keyboard.press("Enter")
+    page.wait_for_function("() => document.querySelector('#submit-button').disabled")
+    assert stalled
+    page.clock.fast_forward("00:46")
+    expect_text(page, "#form-errors", "Connection problem: the server did not answer in time")
+    assert "Nothing is lost" in page.inner_text("#form-errors")
+    assert page.inner_text("#submit-button") == "Submit"
+    page.unroute("**/submit/")
+    page.click("#submit-button")
+    page.wait_for_url("**/task/complete/**")
+    assert [j.score for j in Judgment.objects.order_by("item_id")] == [4.0, 2.0, 5.0]
+
+
 def test_a_confirm_without_storage_says_the_answer_is_kept_on_this_page(live_server, page):
     """STARC QA: the confirm hits a busy server, in a browser that refuses the page storage
     (where "kept in this browser" would be untrue); confirming again goes through."""
