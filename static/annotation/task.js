@@ -126,6 +126,12 @@
     return { shown_choice: chosen };
   }
 
+  // Nothing chosen, ticked or written for an item (every field null, empty or absent).
+  function unanswered(a) {
+    return !a || Object.values(a).every((v) => v === null || v === undefined || v === "" ||
+      (Array.isArray(v) ? v.length === 0 : typeof v === "object" && Object.keys(v).length === 0));
+  }
+
   function setChecked(el, name, value) {
     el.querySelectorAll(`input[name="${name}"]`).forEach((i) => { i.checked = i.value === value; });
   }
@@ -867,6 +873,23 @@
     updateProgress();
   }
   window.addEventListener("pagehide", () => { snapshot(); saveLocal(); });
+  // Two tabs of one batch: each autosave sends the whole page, so a tab's save carried the
+  // items answered only in the other tab as empty, and once both were closed those answers
+  // were gone from the draft. The other tab's copy in this browser (a `storage` event) fills
+  // the items still empty here; an item answered here is never overwritten. Pages that confirm
+  // item by item store each answer on the server at once and are left alone.
+  window.addEventListener("storage", (ev) => {
+    if (cfg.preview || confirmMode || !cfg.storage_key || ev.key !== cfg.storage_key || !ev.newValue) return;
+    let other = null;
+    try { other = JSON.parse(ev.newValue); } catch (e) { return; }
+    let filled = false;
+    Object.entries((other && other.answers) || {}).forEach(([id, a]) => {
+      if (!byId[id] || unanswered(a) || !unanswered(readItem(id))) return;
+      applyItem(id, a);
+      filled = true;
+    });
+    if (filled) scheduleSave();
+  });
   setInterval(heartbeat, HEARTBEAT_MS);
   document.addEventListener("visibilitychange", heartbeat);
   window.addEventListener("online", () => { if (saveStatus.classList.contains("offline")) saveNow(); });
