@@ -269,13 +269,13 @@ def submitted_from_page(*, assignment: Assignment, answers: Any, client_meta: An
     for another tab or window, an earlier page load, or a page that sends no id: those answers
     were not stored."""
     page_id = client_meta.get("page_id") if isinstance(client_meta, dict) else None
-    if not page_id:
+    if not page_id or not isinstance(page_id, str) or not isinstance(answers, list):
         return False
-    rows = answers if isinstance(answers, list) else []
-    item_ids = {item_id_of(a.get("item")) for a in rows if isinstance(a, dict)}
+    # No answers at all: a page whose items were all confirmed one by one (stored then).
+    item_ids = {item_id_of(a.get("item")) for a in answers if isinstance(a, dict)}
     stored = {j.item_id: str(((j.extra or {}).get("client_meta") or {}).get("page_id"))
               for j in Judgment.objects.filter(assignment=assignment, item_id__in=item_ids)}
-    return all(stored.get(item_id) == str(page_id)[:300] for item_id in item_ids)
+    return all(stored.get(item_id) == page_id[:300] for item_id in item_ids)
 
 
 def _submittable(assignment: Assignment) -> bool:
