@@ -50,6 +50,7 @@ from annotation.services.assignments import (
     pilot_paragraph,
     prolific_session_check,
     stages_next_open_for,
+    submitted_from_page,
 )
 from annotation.task_selectors import (
     assignment_feedback,
@@ -544,5 +545,9 @@ def task_submit(request: HttpRequest, assignment: Assignment, body: dict) -> Htt
         # Submitted before (another tab or window, a retry): this page's answers were not
         # stored; the page says so instead of "saved".
         "already_submitted": judgments.already_submitted,
+        # ...unless they were: this page's own earlier submit, whose answer was lost.
+        "submitted_by_this_page": judgments.already_submitted and submitted_from_page(
+            assignment=assignment, answers=body.get("answers"),
+            client_meta=body.get("client_meta")),
         "complete_url": _complete_url(assignment, turk_submit_to=turk_submit_to),
     })

@@ -126,6 +126,12 @@
     return { shown_choice: chosen };
   }
 
+  // Nothing chosen, ticked or written for an item (every field null, empty or absent).
+  function unanswered(a) {
+    return !a || Object.values(a).every((v) => v === null || v === undefined || v === "" ||
+      (Array.isArray(v) ? v.length === 0 : typeof v === "object" && Object.keys(v).length === 0));
+  }
+
   function setChecked(el, name, value) {
     el.querySelectorAll(`input[name="${name}"]`).forEach((i) => { i.checked = i.value === value; });
   }
@@ -258,8 +264,14 @@
     return state;
   }
 
+  // Whether this browser holds a copy of the answers (storage can be refused, e.g. in a
+  // third-party iframe): what the page says about where unsaved answers are kept follows it.
+  let keptInBrowser = false;
   function saveLocal() {
-    try { if (cfg.storage_key) localStorage.setItem(cfg.storage_key, JSON.stringify(state)); } catch (e) { /* ignore */ }
+    try {
+      if (cfg.storage_key) localStorage.setItem(cfg.storage_key, JSON.stringify(state));
+      keptInBrowser = Boolean(cfg.storage_key);
+    } catch (e) { keptInBrowser = false; }
   }
 
   function forgetLocal() {
@@ -268,14 +280,53 @@
     }
   }
 
+  // A request that did not get through: no answer (status 0), the server busy or down (5xx:
+  // a busy database, a proxy's 502/503/504) or asking to slow down (429). Nothing the page
+  // sent was refused for what it holds, so it is said to be kept, and where, and that sending
+  // it again is safe (the server never stores an answer twice). The text of a 5xx is not shown:
+  // the busy database's names the setup advice meant for the researcher, a proxy's is HTML.
+  class Unreached extends Error {
+    constructor(status, retryAfter) {
+      super(`request not answered (${status})`);
+      this.status = status;
+      this.retryAfter = retryAfter;
+    }
+  }
+  function unreachedReason(err) {
+    const status = err instanceof Unreached ? err.status : 0;
+    if (status === 429) return "The server asked for a pause (too many requests at once)";
+    if (status >= 500) return `The server is busy or unavailable just now (error ${status})`;
+    if (status) return `The server did not take the request (error ${status})`;
+    if (err && err.name === "AbortError") return "Connection problem: the server did not answer in time";
+    return "Connection problem: the server could not be reached";
+  }
+  function keptWhere() {
+    return keptInBrowser ? "on this page and in this browser" : "on this page (keep it open)";
+  }
+  function retryDelayMs(err) {
+    const seconds = err instanceof Unreached ? err.retryAfter : 0;
+    return Math.min(Math.max(seconds || 5, 1), 60) * 1000;
+  }
+
+  // A request left unanswered this long is given up, as a lost connection (a stalled mobile
+  // connection otherwise kept "Submitting…" on the button for good); sending it again is safe.
+  const REQUEST_TIMEOUT_MS = 45 * 1000;
   function post(url, body) {
+    const controller = typeof AbortController === "function" ? new AbortController() : null;
+    const timeout = controller ? setTimeout(() => controller.abort(), REQUEST_TIMEOUT_MS) : null;
     return fetch(url, {
       method: "POST",
       credentials: "same-origin",
       headers: { "Content-Type": "application/json", "X-Assignment-Token": cfg.token },
       body: JSON.stringify(body),
-    }).then((r) => r.json().catch(() => ({ ok: false, message: `Server error (${r.status}).` }))
-      .then((data) => ({ status: r.status, data })));
+      signal: controller ? controller.signal : undefined,
+    }).finally(() => clearTimeout(timeout)).then((r) => {
+      if (r.status === 429 || r.status >= 500) {
+        throw new Unreached(r.status, parseInt(r.headers.get("Retry-After") || "", 10));
+      }
+      return r.json().catch(() => { throw new Unreached(r.status, 0); })
+        .then((data) => ({ status: r.status, data }));
+    });
   }
 
   function scheduleSave() {
@@ -295,22 +346,26 @@
     return post(cfg.endpoints.autosave, { draft: state }).then(({ status, data }) => {
       if (data.ok) {
         lastSaved = Date.now();
+        saveStatus.classList.remove("offline");
         saveStatus.textContent = "All answers saved";
         saveStatus.classList.remove("offline");
       } else if (status === 409 || status === 403) {
         saveStatus.textContent = data.message;
+        saveStatus.classList.add("offline");
       } else if (status === 400) {
         // Refused, not lost (e.g. a control character pasted into a text box): say which field;
         // retrying the same draft would only be refused again.
         const all = (data.errors && data.errors.__all__) || [];
         saveStatus.textContent = all.length ? all.join(" ") : data.message;
       } else {
-        throw new Error(data.message);
+        throw new Unreached(status, 0);
       }
-    }).catch(() => {
-      saveStatus.textContent = "Connection problem — your answers are kept in this browser; retrying…";
+    }).catch((err) => {
+      const delay = retryDelayMs(err);
+      saveStatus.textContent = `${unreachedReason(err)}. Nothing is lost: your answers are kept ` +
+        `${keptWhere()}; saving again in ${Math.round(delay / 1000)} s.`;
       saveStatus.classList.add("offline");
-      retryTimer = setTimeout(saveNow, 5000);
+      retryTimer = setTimeout(saveNow, delay);
     });
   }
 
@@ -420,11 +475,25 @@
     }
   }
 
+  // The reading page after a reload asks the server for the paragraph again; until it comes
+  // the page says why it is not there and tries again (it said "Loading the paragraph…" for
+  // good after one failed request).
+  let paragraphTimer = null;
   function fetchParagraph(id) {
     const a = state.answers[id] || {};
+    clearTimeout(paragraphTimer);
     setParagraph(byId[id], "Loading the paragraph…");
     post(cfg.endpoints.confirm, { item: Number(id), step: "guess", answer: { shown_guess: a.shown_guess || lockedGuesses[id] } })
-      .then(({ data }) => { if (data.ok) setParagraph(byId[id], data.paragraph); });
+      .then(({ status, data }) => {
+        if (data.ok) setParagraph(byId[id], data.paragraph);
+        else setParagraph(byId[id], data.message || `The paragraph could not be loaded (${status}). Reload the page.`);
+      })
+      .catch((err) => {
+        const delay = retryDelayMs(err);
+        setParagraph(byId[id], `${unreachedReason(err)}, so the paragraph could not be loaded. ` +
+          `Your guess is saved. Trying again in ${Math.round(delay / 1000)} s…`);
+        paragraphTimer = setTimeout(() => { if (ids[state.current] === id && pilotStep(id) === "read") fetchParagraph(id); }, delay);
+      });
   }
 
   function setParagraph(el, text) {
@@ -529,7 +598,7 @@
       button.disabled = false;
       if (!data.ok) {
         if (data.return_study) { askToReturn(data.return_study); return; }
-        showError(id, (data.errors && data.errors[id]) || [data.message || `Could not save (${status}).`]);
+        showError(id, (data.errors && data.errors[id]) || [data.message || `Not saved (${status}).`]);
         return;
       }
       const fb = data.feedback || {};
@@ -557,9 +626,10 @@
         showStep(state.current, true);
       }
       scheduleSave();
-    }).catch(() => {
+    }).catch((err) => {
       button.disabled = false;
-      showError(id, ["Connection problem — your answer is kept here. Try again in a moment."]);
+      showError(id, [`${unreachedReason(err)}. Nothing is lost: your answer is kept ${keptWhere()}. ` +
+        "Confirm again in a moment."]);
     });
   }
 
@@ -579,8 +649,12 @@
   }
 
   // --- Submit ---------------------------------------------------------------------------------
+  // One id per page load, stored with each judgment this page sends: when a submit's answer is
+  // lost on the way back and the next press finds the assignment submitted, the server says
+  // whether it was this page's own press (go on) or another tab's (these answers not stored).
+  const pageId = `${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 10)}`;
   function clientMeta() {
-    return { viewport: `${window.innerWidth}x${window.innerHeight}`, tz_offset_min: new Date().getTimezoneOffset() };
+    return { viewport: `${window.innerWidth}x${window.innerHeight}`, tz_offset_min: new Date().getTimezoneOffset(), page_id: pageId };
   }
 
   function submitAll() {
@@ -623,6 +697,11 @@
           stopHere(`${data.refused[refused[0]][0]} Your other answers are saved.`);
           return;
         }
+        if (data.already_submitted && data.submitted_by_this_page) {
+          // This page's earlier press was stored; only its answer was lost on the way back.
+          window.location.assign(done);
+          return;
+        }
         if (data.already_submitted) {
           // Another tab or window submitted first: say so, never "saved", for these answers.
           stopHere("This assignment was already submitted (in another tab or window, or by " +
@@ -639,11 +718,12 @@
       const errs = data.errors || {};
       const badIds = Object.keys(errs).filter((k) => byId[k]);
       badIds.forEach((k) => showError(k, errs[k]));
-      showSummary(badIds, badIds.length ? null : (errs.__all__ || [data.message || `Server error (${status}).`]).join(" "));
-    }).catch(() => {
+      showSummary(badIds, badIds.length ? null : (errs.__all__ || [data.message || `Not submitted (${status}).`]).join(" "));
+    }).catch((err) => {
       submitButton.disabled = false;
       submitButton.textContent = "Submit";
-      showSummary([], "Connection problem — nothing was lost. Check your connection and press Submit again.");
+      showSummary([], `${unreachedReason(err)}. Nothing is lost: your answers are kept ${keptWhere()}. ` +
+        "Press Submit again in a moment; pressing it again never stores anything twice.");
     });
   }
 
@@ -793,6 +873,23 @@
     updateProgress();
   }
   window.addEventListener("pagehide", () => { snapshot(); saveLocal(); });
+  // Two tabs of one batch: each autosave sends the whole page, so a tab's save carried the
+  // items answered only in the other tab as empty, and once both were closed those answers
+  // were gone from the draft. The other tab's copy in this browser (a `storage` event) fills
+  // the items still empty here; an item answered here is never overwritten. Pages that confirm
+  // item by item store each answer on the server at once and are left alone.
+  window.addEventListener("storage", (ev) => {
+    if (cfg.preview || confirmMode || !cfg.storage_key || ev.key !== cfg.storage_key || !ev.newValue) return;
+    let other = null;
+    try { other = JSON.parse(ev.newValue); } catch (e) { return; }
+    let filled = false;
+    Object.entries((other && other.answers) || {}).forEach(([id, a]) => {
+      if (!byId[id] || unanswered(a) || !unanswered(readItem(id))) return;
+      applyItem(id, a);
+      filled = true;
+    });
+    if (filled) scheduleSave();
+  });
   setInterval(heartbeat, HEARTBEAT_MS);
   document.addEventListener("visibilitychange", heartbeat);
   window.addEventListener("online", () => { if (saveStatus.classList.contains("offline")) saveNow(); });

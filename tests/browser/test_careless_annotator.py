@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from annotation.models import ExperimentMode, Item, Judgment, TaskKind
+from annotation.models import Assignment, ExperimentMode, Item, Judgment, TaskKind
 from annotation.services.access import inhouse_link_create
 from testing.factories import make_worker
 from tests.support.tasks import make_task
@@ -156,3 +156,34 @@ def test_a_second_tab_shows_the_answer_kept_not_the_one_it_had_selected(live_ser
     assert "another tab" not in second.inner_text(f"#item-{item.pk} .feedback")
     assert Judgment.objects.get().choice == "A"
     context.close()
+
+
+def test_answers_given_in_two_tabs_of_one_batch_are_all_kept_in_the_draft(live_server, page):
+    """One Likert batch open in two tabs, an item answered in each, both closed unsubmitted.
+    Each autosave sent its whole page, so the second tab's save carried the first tab's item as
+    unanswered: reopened, the batch had lost the first tab's answer."""
+    project, stage, items = make_task(TaskKind.LIKERT, group="p1")
+    _, path = inhouse_link_create(worker=make_worker(), project=project)
+    page.goto(live_server.url + path)
+    other = page.context.new_page()
+    other.goto(live_server.url + path)
+    page.keyboard.press("4")  # the first item, in the first tab
+    expect_text(page, "#save-status", "All answers saved")
+    other.wait_for_function(f"() => document.querySelector('#score-{items[0].pk}-4').checked")
+    other.click(f"label[for=score-{items[1].pk}-2]")  # the second item, in the other tab
+    expect_text(other, "#save-status", "All answers saved")
+    # An item answered in a tab is never overwritten by the other tab's copy.
+    page.click(f"label[for=score-{items[1].pk}-5]")
+    expect_text(page, "#save-status", "All answers saved")
+    assert other.is_checked(f"#score-{items[1].pk}-2")
+    other.click(f"label[for=score-{items[2].pk}-1]")
+    expect_text(other, "#save-status", "All answers saved")
+    draft = Assignment.objects.get().draft["answers"]
+    assert draft[str(items[0].pk)]["score"] == 4 and draft[str(items[2].pk)]["score"] == 1
+    page.close()
+    other.close()
+    reopened = page.context.new_page()
+    reopened.goto(live_server.url + path)
+    reopened.wait_for_load_state("networkidle")
+    assert reopened.is_checked(f"#score-{items[0].pk}-4")
+    assert reopened.is_checked(f"#score-{items[2].pk}-1")

@@ -288,6 +288,13 @@ A11Y_CHECK = """() => {
       if (!document.getElementById(id)) problems.push('dangling aria-describedby ' + id);
     }
   }
+  // Named regions (landmarks) tell themselves apart: an "Answer A" region for every A/B
+  // question made a screen reader's landmark list "Answer A, Answer B, Answer A, …".
+  const regions = [...document.querySelectorAll('section[aria-labelledby], section[aria-label]')]
+    .map((el) => el.getAttribute('aria-label') || el.getAttribute('aria-labelledby').split(' ')
+      .map((id) => (document.getElementById(id) || {}).textContent || '').join(' ').trim());
+  const sameName = regions.filter((name, i) => regions.indexOf(name) !== i);
+  if (sameName.length) problems.push('regions named alike ' + sameName.join(','));
   if (document.documentElement.scrollWidth > window.innerWidth + 1) {
     problems.push('horizontal overflow ' + document.documentElement.scrollWidth);
   }

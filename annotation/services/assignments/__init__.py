@@ -63,6 +63,7 @@ from .submission import (
     assignment_confirm_item,
     assignment_submit,
     pilot_paragraph,
+    submitted_from_page,
 )
 from .timeouts import (
     HIT_ASSIGNMENT_GRACE,
@@ -115,6 +116,7 @@ __all__ = [
     "assignment_save_draft",
     "assignment_start",
     "assignment_submit",
+    "submitted_from_page",
     "assignment_touch",
     "assignment_verification_failed",
     "assignment_verify",

@@ -262,6 +262,22 @@ def assignment_submit(*, assignment: Assignment, answers: list[dict],
     )
 
 
+def submitted_from_page(*, assignment: Assignment, answers: Any, client_meta: Any) -> bool:
+    """Whether a submit that found `assignment` already submitted repeats this page's own
+    earlier submit (its answer lost on the way back): every item it answers is stored with the
+    `page_id` it carries in `client_meta` (one per page load, kept with each judgment). False
+    for another tab or window, an earlier page load, or a page that sends no id: those answers
+    were not stored."""
+    page_id = client_meta.get("page_id") if isinstance(client_meta, dict) else None
+    if not page_id or not isinstance(page_id, str) or not isinstance(answers, list):
+        return False
+    # No answers at all: a page whose items were all confirmed one by one (stored then).
+    item_ids = {item_id_of(a.get("item")) for a in answers if isinstance(a, dict)}
+    stored = {j.item_id: str(((j.extra or {}).get("client_meta") or {}).get("page_id"))
+              for j in Judgment.objects.filter(assignment=assignment, item_id__in=item_ids)}
+    return all(stored.get(item_id) == page_id[:300] for item_id in item_ids)
+
+
 def _submittable(assignment: Assignment) -> bool:
     """Refuse a submit to an assignment that was returned, expired or whose participant was
     asked to return the study; True when the submit comes after the timeout (late)."""

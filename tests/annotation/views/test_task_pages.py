@@ -367,6 +367,29 @@ def test_submit_validation_messages_then_success_then_idempotent_resubmit(client
 
 
 @pytest.mark.reliability
+def test_a_repeated_submit_says_whether_the_stored_one_came_from_the_same_page(client):
+    """A submit whose answer was lost, sent again by the same page load (its `page_id`), is told
+    the stored submission is its own, so the page goes on; another page's (a second tab, a
+    reload, a page sending no id or a malformed body) is not, and its answers were not stored."""
+    project, stage, items = make_task(TaskKind.LIKERT, n_items=2)
+    response, _, _ = open_link(client, project)
+    config = page_config(response)
+    answers = [{"item": i, "score": 3} for i in config["items"]]
+    first = api(client, "task-submit", config["token"],
+                {"answers": answers, "client_meta": {"page_id": "page-1"}})
+    assert first.json()["already_submitted"] is False
+    assert first.json()["submitted_by_this_page"] is False
+    for body, same in (({"answers": answers, "client_meta": {"page_id": "page-1"}}, True),
+                       ({"answers": answers, "client_meta": {"page_id": "page-2"}}, False),
+                       ({"answers": answers}, False),
+                       ({"answers": "nonsense", "client_meta": {"page_id": ["page-1"]}}, False)):
+        again = api(client, "task-submit", config["token"], body)
+        assert again.status_code == 200 and again.json()["already_submitted"] is True
+        assert again.json()["submitted_by_this_page"] is same, body
+    assert Judgment.objects.count() == 2
+
+
+@pytest.mark.reliability
 def test_item_text_is_escaped_on_the_page(client):
     project, stage, items = make_task(TaskKind.LIKERT, n_items=1)
     Item.objects.filter(pk=items[0].pk).update(content={
