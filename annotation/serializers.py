@@ -17,6 +17,7 @@ from .domain.aggregation import (
 from .domain.control_characters import control_character_message, find_control_character
 from .domain.item_content import (
     ItemContentError,
+    redundancy_error,
     validate_gold,
     validate_item_content,
     validate_item_text,
@@ -116,13 +117,8 @@ class ProjectOutputSerializer(serializers.ModelSerializer):
 
 
 def _validate_redundancy(value):
-    if not isinstance(value, dict) or not all(
-        isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= 1000
-        for k, v in value.items()
-    ):
-        raise serializers.ValidationError(
-            'must map split names to integers from 1 to 1000, e.g. {"dev": 3, "default": 1}'
-        )
+    if (error := redundancy_error(value)) is not None:
+        raise serializers.ValidationError(error)
     return reject_null_characters(value)
 
 

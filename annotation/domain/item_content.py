@@ -211,3 +211,27 @@ def normalize_split(split: str) -> str:
     (`Project.redundancy_for`) read a split through it, so per-split settings
     (redundancy {"dev": 3}) and reports find it whichever door and spelling named it."""
     return KNOWN_SPLITS.get(split.strip().lower(), split.strip())
+
+
+REDUNDANCY_SHAPE = 'must map split names to integers from 1 to 1000, e.g. {"dev": 3, "default": 1}'
+
+
+def redundancy_error(value) -> str | None:
+    """Why a project's `redundancy` setting cannot be used, or None: the one rule of the admin
+    form, the API and every service that cleans a project. Two keys naming one split
+    (`normalize_split`: {"dev": 3, "validation": 2}) are refused, not read as whichever came
+    last."""
+    if not isinstance(value, dict) or not all(
+            isinstance(key, str) and isinstance(count, int) and not isinstance(count, bool)
+            and 1 <= count <= 1000 for key, count in value.items()):
+        return REDUNDANCY_SHAPE
+    named: dict[str, str] = {}
+    for key in value:
+        if key == "default":
+            continue
+        split = normalize_split(key)
+        if split in named:
+            return (f'"{named[split]}" and "{key}" name one split ({split}): give its number '
+                    "of judgments once")
+        named[split] = key
+    return None

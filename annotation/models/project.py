@@ -8,7 +8,7 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
 from annotation.domain.aggregation import AGGREGATION_MODELS, resolve_aggregation
-from annotation.domain.item_content import normalize_split
+from annotation.domain.item_content import normalize_split, redundancy_error
 from annotation.domain.judge_refs import judge_ref_error
 from annotation.validators import validate_multiline_text, validate_one_line_text
 from core import vocabulary
@@ -183,6 +183,8 @@ class Project(models.Model):
         error = judge_ref_error(self.estimates_judge, field="estimates_judge")
         if error:
             raise ValidationError({"estimates_judge": error})
+        if (error := redundancy_error(self.redundancy)) is not None:
+            raise ValidationError({"redundancy": error[0].upper() + error[1:] + "."})
 
     @property
     def aggregation_model(self) -> str:

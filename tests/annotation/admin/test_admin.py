@@ -428,6 +428,31 @@ def test_researcher_creates_project_as_owner_and_cannot_pick_others_projects(
     assert "project" in response.context["adminform"].form.errors
 
 
+@pytest.mark.parametrize(("typed", "named"), [
+    ('{"dev": 3, "validation": 2}', '"dev" and "validation" name one split (dev)'),
+    ('{"dev": "three"}', "Must map split names to integers from 1 to 1000"),
+    ('{"dev": 0}', "Must map split names to integers from 1 to 1000"),
+    ("[3]", "Must map split names to integers from 1 to 1000"),
+])
+def test_the_project_form_refuses_a_redundancy_the_api_refuses(client, two_researchers,
+                                                               typed, named):
+    """The admin took any JSON as the redundancy: {"dev": "three"} was saved and failed every
+    HIT plan later, and two names of one split were read as whichever came last."""
+    client.force_login(two_researchers["alice"])
+    response = client.post(admin_url(Project, "add"), {
+        "title": "Mine", "slug": "mine", "kind": "likert", "instructions": "",
+        "items_per_hit": 10, "redundancy": typed, "reward_per_hit": "0.40",
+        "qualification_threshold": 0.8, "qualification_tolerance": 0,
+        "assignment_timeout_minutes": 60, "gold_rate": 0, "scale_labels": "[]",
+        "justification_min_length": 0, "aspects": "[]", "aspect_preferences": "[]",
+        "experiment_mode": "qa", "bonus_per_correct": "0",
+        "stages-TOTAL_FORMS": 0, "stages-INITIAL_FORMS": 0,
+    })
+    assert response.status_code == 200
+    assert named in " ".join(response.context["adminform"].form.errors["redundancy"])
+    assert not Project.objects.filter(slug="mine").exists()
+
+
 def test_staff_without_projects_sees_empty_lists(client, world):
     carol = make_user("carol")
     client.force_login(carol)

@@ -166,6 +166,9 @@ def test_create_project_sets_owner(api, alice, bob):
     ({"slug": "a", "kind": "ab"}, "title"),
     ({"slug": "a", "title": "A", "kind": "ab", "redundancy": {"dev": 0}}, "redundancy"),
     ({"slug": "a", "title": "A", "kind": "ab", "redundancy": [1]}, "redundancy"),
+    # two names of one split: which number counts would depend on the keys' order
+    ({"slug": "a", "title": "A", "kind": "ab", "redundancy": {"dev": 3, "Validation": 2}},
+     "redundancy"),
     ({"slug": "a", "title": "A", "kind": "ab", "gold_rate": 2}, "gold_rate"),
     ({"slug": "a", "title": "A", "kind": "ab", "shared_with": ["nobody"]}, "shared_with"),
     ({"slug": "a", "title": "A", "kind": "likert", "scale_labels": "bad"}, "scale_labels"),
