@@ -25,7 +25,7 @@ import statistics
 from decimal import ROUND_HALF_UP, Decimal
 
 from django.conf import settings
-from django.db.models import Count, Q
+from django.db.models import Count, Exists, OuterRef, Q
 
 from annotation.models import Assignment, AssignmentStatus, Stage, StageKind, StageStatus
 from annotation.selectors import judgments_that_count
@@ -377,12 +377,20 @@ def stage_spent(*, stage: Stage) -> Decimal:
 
 def stage_paid(*, stage: Stage) -> StagePaid:
     """Money paid so far on the stage: each approved assignment's reward and the provider's fee
-    on it; every bonus paid or in flight and its fee (`stage_bonuses_committed`)."""
+    on it — approved here, or approved by the provider itself while we held it (MTurk's
+    auto-approval of flagged work: a succeeded approve call recorded by the sync, whatever the
+    researcher decides later); every bonus paid or in flight and its fee
+    (`stage_bonuses_committed`)."""
+    from annotation.models import ProviderCall, ProviderCallStatus
     from annotation.providers import get_provider
 
     provider = get_provider(stage.provider)
     rewards = Decimal("0")
-    approved = (Assignment.objects.filter(stage=stage, status=AssignmentStatus.APPROVED)
+    provider_approved = ProviderCall.objects.filter(
+        assignment=OuterRef("pk"), operation="ApproveAssignment",
+        status=ProviderCallStatus.SUCCEEDED)
+    approved = (Assignment.objects.filter(stage=stage)
+                .filter(Q(status=AssignmentStatus.APPROVED) | Exists(provider_approved))
                 .select_related("hit"))
     for assignment in approved:
         reward = assignment.hit.reward if assignment.hit else stage.reward
