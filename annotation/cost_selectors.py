@@ -25,7 +25,7 @@ import statistics
 from decimal import ROUND_HALF_UP, Decimal
 
 from django.conf import settings
-from django.db.models import Count, Exists, OuterRef, Q
+from django.db.models import Count, Q
 
 from annotation.models import (
     Assignment,
@@ -35,7 +35,7 @@ from annotation.models import (
     StageKind,
     StageStatus,
 )
-from annotation.selectors import judgments_that_count
+from annotation.selectors import judgments_that_count, provider_paid_filter
 from annotation.stage_plan_selectors import stage_hits_planned
 
 CENT = Decimal("0.01")
@@ -408,16 +408,11 @@ def stage_paid(*, stage: Stage) -> StagePaid:
     auto-approval of flagged work: a succeeded approve call recorded by the sync, whatever the
     researcher decides later); every bonus paid or in flight and its fee
     (`stage_bonuses_committed`)."""
-    from annotation.models import ProviderCall, ProviderCallStatus
     from annotation.providers import get_provider
 
     provider = get_provider(stage.provider)
     rewards = Decimal("0")
-    provider_approved = ProviderCall.objects.filter(
-        assignment=OuterRef("pk"), operation="ApproveAssignment",
-        status=ProviderCallStatus.SUCCEEDED)
-    approved = (Assignment.objects.filter(stage=stage)
-                .filter(Q(status=AssignmentStatus.APPROVED) | Exists(provider_approved))
+    approved = (Assignment.objects.filter(provider_paid_filter(), stage=stage)
                 .select_related("hit"))
     for assignment in approved:
         reward = assignment.hit.reward if assignment.hit else stage.reward

@@ -55,8 +55,8 @@ FLAG_NO_JUDGMENTS = "Submitted on {provider} but no judgments were saved here: d
 
 
 HELD_BUT_PAID = (
-    "{provider} approved and paid this work itself (its auto-approval after the HIT's delay, "
-    "or a decision on {provider}'s site) while it was held here: it stays held, out of the "
+    "{provider} approved and paid this work itself (its auto-approval once the delay for "
+    "deciding ran out, or a decision on {provider}'s site) while it was held here: it stays held, out of the "
     "data and without a bonus, until you decide. Approve it to count it (nothing is sent "
     "again); reject it to keep its data out ({provider} already paid: a rejection there is no "
     "longer possible)."

@@ -117,3 +117,42 @@ def test_held_work_mturk_auto_approved_can_still_be_rejected_here(mturk_server, 
     assignment.refresh_from_db()
     assert assignment.status == AssignmentStatus.REJECTED and review.bonuses == 0
     assert state.bonuses == []
+
+
+@pytest.mark.prolific
+def test_held_prolific_work_prolific_approved_then_rejected_here_gets_its_place_back(
+        prolific_server, likert_study, researcher, client):
+    """Prolific approves held work itself: it stays held and paid; rejected here afterwards,
+    Prolific keeps its place (only a rejection there reopens one), so the sync adds a place
+    for it, as for an approved submission given back."""
+    from annotation.selectors import PROLIFIC_REOFFER_OPERATION
+    from testing.workers_sim import prolific_participant_submits
+
+    server = prolific_server
+    project, _gold, items = likert_study
+    stage = make_stage(project, kind=StageKind.TRIAL, status=StageStatus.DRAFT,
+                       provider="prolific", judgments_per_item=2, settings={"gold_rate": 0})
+    stage.items.set(items[:5])
+    stage_publish(stage=stage, user=researcher)
+    stage.refresh_from_db()
+    study_id = stage.settings["prolific_study_id"]
+    session = server.state.participant_start(study_id, "P1")
+    prolific_participant_submits(client, stage=stage, pid="P1", study_id=study_id,
+                                 session_id=session, answer_for=scores_cycle([3]))
+    server.state.participant_complete(session, stage.settings["prolific_completion_code"])
+    _sync, review = stage_sync_and_review(stage=stage)
+    assert review.held == 1
+    server.state.submissions[session]["status"] = "APPROVED"  # Prolific's auto-approval
+    sync, _review = stage_sync_and_review(stage=stage)
+    assignment = Assignment.objects.get(external_id=session)
+    assert assignment.status == AssignmentStatus.FLAGGED and sync.held_paid == 1
+    assert _counted(assignment) == 0
+    assert not ProviderCall.objects.filter(operation=PROLIFIC_REOFFER_OPERATION).exists()
+
+    assignment_reject(assignment=assignment, reason="the same answer on every item",
+                      allow_flagged=True)
+    sync, _review = stage_sync_and_review(stage=stage)
+    assignment.refresh_from_db()
+    assert assignment.status == AssignmentStatus.REJECTED
+    assert sync.reoffered == 1
+    assert server.state.studies[study_id]["total_available_places"] == 3
