@@ -27,8 +27,15 @@ from decimal import ROUND_HALF_UP, Decimal
 from django.conf import settings
 from django.db.models import Count, Q
 
-from annotation.models import Assignment, AssignmentStatus, Stage, StageKind, StageStatus
-from annotation.selectors import judgments_that_count
+from annotation.models import (
+    Assignment,
+    AssignmentStatus,
+    Provider,
+    Stage,
+    StageKind,
+    StageStatus,
+)
+from annotation.selectors import judgments_that_count, provider_paid_filter
 from annotation.stage_plan_selectors import stage_hits_planned
 
 CENT = Decimal("0.01")
@@ -81,6 +88,16 @@ class StageCostEstimate:
         text = (f"effective pay ${self.hourly_pay}/h at {self.seconds_per_item:.0f} s per item "
                 f"({self.seconds_per_item_source})")
         return f"{text}; WARNING: {self.pay_warning}" if self.pay_warning else text
+
+    def confirmation_text(self) -> str:
+        """What a researcher confirms before real money is spent: where, how much work, and
+        the total with fees ("on MTurk PRODUCTION (real money): 3 HITs, 27 assignments,
+        $12.96 with fees and bonus budget")."""
+        work = (f"{self.n_assignments} places" if self.provider == Provider.PROLIFIC
+                else f"{self.n_hits} HITs, {self.n_assignments} assignments")
+        return (f"on {self.environment}: {work}, ${self.total} in all (rewards ${self.rewards} "
+                f"+ fees ${self.fees} + bonus budget ${self.bonus_budget} + fees "
+                f"${self.bonus_fees})")
 
     def as_text(self) -> str:
         tier = f", {self.hits_in_40pct_tier} HITs at the 40% fee" if self.hits_in_40pct_tier else ""
@@ -177,6 +194,16 @@ def stage_cost_estimate(*, stage: Stage, with_balance: bool = False,
         min_hourly_pay=_money(Decimal(str(settings.QAJ_MIN_HOURLY_PAY))),
         environment=provider.environment(),
     )
+
+
+def publish_needs_confirmation(*, stage: Stage) -> bool:
+    """Whether publishing this stage waits for the researcher to confirm its cost: a draft
+    whose provider spends real money (MTurk production, Prolific's own API; the services'
+    `confirmation_guard`). Sandbox, rehearsal endpoints and in-house publish at once."""
+    from annotation.providers import get_provider
+
+    return (stage.status == StageStatus.DRAFT
+            and get_provider(stage.provider).spends_real_money())
 
 
 def reoffers_in_flight(*, stage: Stage) -> dict[int, int]:
@@ -377,12 +404,15 @@ def stage_spent(*, stage: Stage) -> Decimal:
 
 def stage_paid(*, stage: Stage) -> StagePaid:
     """Money paid so far on the stage: each approved assignment's reward and the provider's fee
-    on it; every bonus paid or in flight and its fee (`stage_bonuses_committed`)."""
+    on it — approved here, or approved by the provider itself while we held it (MTurk's
+    auto-approval of flagged work: a succeeded approve call recorded by the sync, whatever the
+    researcher decides later); every bonus paid or in flight and its fee
+    (`stage_bonuses_committed`)."""
     from annotation.providers import get_provider
 
     provider = get_provider(stage.provider)
     rewards = Decimal("0")
-    approved = (Assignment.objects.filter(stage=stage, status=AssignmentStatus.APPROVED)
+    approved = (Assignment.objects.filter(provider_paid_filter(), stage=stage)
                 .select_related("hit"))
     for assignment in approved:
         reward = assignment.hit.reward if assignment.hit else stage.reward

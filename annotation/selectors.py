@@ -239,6 +239,17 @@ def judgments_that_count(queryset: QuerySet[Judgment] | None = None, *,
         Exists(_blocks_by_researchers_of_its_project()))
 
 
+def provider_paid_filter() -> Q:
+    """Assignments whose reward the provider paid: approved here, or approved by the provider
+    itself while we held the work (MTurk's auto-approval of flagged work, recorded by the sync
+    as a succeeded approve call: `annotation/services/review/sync.py:_held_paid_record`),
+    whatever the researcher decided after. Money spent counts them (`stage_paid`), and a
+    Prolific submission among them keeps its place on Prolific (`prolific_places_owed`)."""
+    return Q(status=AssignmentStatus.APPROVED) | Exists(ProviderCall.objects.filter(
+        assignment=OuterRef("pk"), operation="ApproveAssignment",
+        status=ProviderCallStatus.SUCCEEDED))
+
+
 def judgments_releasing_slots(queryset: QuerySet[Judgment] | None = None, *,
                                project: Project | None = None) -> QuerySet[Judgment]:
     """THE rule of a redundancy slot given back: the judgments that will never count, so the

@@ -15,3 +15,13 @@ class GuardFailed(StageError):
 
 class BudgetExceeded(StageError):
     pass
+
+
+class PublishNeedsConfirmation(StageError):
+    """Publishing would spend real money and the researcher has not confirmed this cost (or
+    confirmed another one: the stage changed since). Nothing was stored or sent; `estimate` is
+    the cost to confirm."""
+
+    def __init__(self, message: str, *, estimate) -> None:
+        super().__init__(message)
+        self.estimate = estimate

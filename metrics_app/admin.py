@@ -297,7 +297,7 @@ class ModelVersionAdmin(ReadOnlyAdmin):
                 "title": f"Promote {version.name} v{version.number} against the promotion rule?",
                 "opts": self.model._meta, "version": version, "objection": str(exc),
                 "action": request.POST.get("action", ""),
-                "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
+                "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME, "selected": [version.pk],
                 "force_field": PROMOTE_FORCE_FIELD})
         except LercError as exc:
             self.message_user(request, str(exc), level=messages.ERROR)

@@ -8,7 +8,9 @@ from decimal import Decimal, InvalidOperation
 
 from django import forms
 from django.contrib import admin, messages
+from django.contrib.admin import helpers
 from django.contrib.admin.helpers import ActionForm
+from django.template.response import TemplateResponse
 
 from annotation.admin.worker_message import message_compose_response, message_confirmed
 from annotation.models import (
@@ -81,17 +83,79 @@ def _warn_balance_unknown(modeladmin, request, stage, estimate) -> None:
                      f"account can pay ${estimate.total}.", messages.WARNING)
 
 
+PUBLISH_CONFIRM_FIELD = "publish_confirmed"
+CONFIRMED_TOTAL_PREFIX = "confirmed_total_"
+
+
+def _publish_confirm_page(modeladmin, request, queryset, *, verb: str):
+    """The page a publish opens first when a selected stage spends real money (MTurk
+    production, Prolific's own API; `publish_needs_confirmation`), as Django's delete action
+    asks before deleting: where, how much work and the total with fees, per stage, after the
+    checks publishing makes (`stage_publish_confirmation`). Nothing is published or queued
+    until it is confirmed. Returns (the page or None, the selected stages publishing refused
+    with their messages): None when nothing needs confirming (sandbox, rehearsal, in-house:
+    one click) or this is the confirmation."""
+    from annotation.cost_selectors import publish_needs_confirmation
+    from annotation.services.stages import stage_publish_confirmation
+
+    if request.POST.get(PUBLISH_CONFIRM_FIELD) == "yes":
+        return None, {}
+    costs, others, refused = [], [], {}
+    for stage in queryset:
+        if not publish_needs_confirmation(stage=stage):
+            others.append(stage)
+            continue
+        try:
+            estimate = stage_publish_confirmation(stage=stage,
+                                                  override_reason=_reason(request) or None)
+        except Exception as exc:
+            refused[stage.pk] = (stage, exc)
+            continue
+        costs.append((stage, estimate))
+    if not costs:
+        return None, refused
+    for line in _refusals(refused, "not published"):
+        modeladmin.message_user(request, line, messages.ERROR)
+    return TemplateResponse(request, "admin/annotation/stage/publish_confirm.html", {
+        **modeladmin.admin_site.each_context(request),
+        "title": f"{verb.capitalize()} with real money?", "opts": modeladmin.model._meta,
+        "costs": costs, "others": [str(stage) for stage in others], "verb": verb,
+        "grand_total": sum((estimate.total for _stage, estimate in costs), Decimal("0")),
+        "action": request.POST.get("action", ""), "reason": _reason(request),
+        "selected": [stage.pk for stage, _estimate in costs] + [stage.pk for stage in others],
+        "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
+        "confirm_field": PUBLISH_CONFIRM_FIELD,
+        "total_field_prefix": CONFIRMED_TOTAL_PREFIX}), refused
+
+
+def _refusals(refused: dict, what: str) -> list[str]:
+    return [f"{stage}: {what} — {exc}" for stage, exc in refused.values()]
+
+
+def _confirmed_total(request, stage) -> Decimal | None:
+    """The total the researcher confirmed for this stage on the confirmation page, or None."""
+    typed = request.POST.get(f"{CONFIRMED_TOTAL_PREFIX}{stage.pk}", "")
+    try:
+        return Decimal(typed) if typed else None
+    except InvalidOperation:
+        return None
+
+
 @admin.action(description="Publish (guards: agreement, budget, balance; reason overrides "
-                          "the agreement guard)")
+                          "the agreement guard; real money is confirmed first)")
 def publish_stages(modeladmin, request, queryset):
     from annotation.selectors import stage_awaits_qualified_workers
     from annotation.services.stages import stage_publish
 
-    done, failed = [], []
-    for stage in queryset:
+    page, refused = _publish_confirm_page(modeladmin, request, queryset, verb="publish")
+    if page is not None:
+        return page
+    done, failed = [], _refusals(refused, "not published")
+    for stage in queryset.exclude(pk__in=refused):
         try:
             result = stage_publish(stage=stage, user=request.user,
-                                   override_reason=_reason(request) or None)
+                                   override_reason=_reason(request) or None,
+                                   confirmed_total=_confirmed_total(request, stage))
         except Exception as exc:
             failed.append(f"{stage}: not published — {exc}")
             continue
@@ -133,16 +197,25 @@ def check_readiness(modeladmin, request, queryset):
     _report(modeladmin, request, done, failed)
 
 
-@admin.action(description="Publish in the background (Celery)")
+@admin.action(description="Publish in the background (Celery; real money is confirmed first)")
 def publish_stages_background(modeladmin, request, queryset):
     from annotation.providers import get_provider
     from annotation.services.stages import stage_publish_enqueue
+    from annotation.stage_errors import PublishNeedsConfirmation
     from core.background import BrokerUnreachable
 
-    queued, failed = [], []
-    for stage in queryset:
+    page, refused = _publish_confirm_page(modeladmin, request, queryset,
+                                          verb="publish in the background")
+    if page is not None:
+        return page
+    queued, failed = [], _refusals(refused, "not queued")
+    for stage in queryset.exclude(pk__in=refused):
         try:
-            stage_publish_enqueue(stage=stage, by=request.user, reason=_reason(request) or None)
+            stage_publish_enqueue(stage=stage, by=request.user, reason=_reason(request) or None,
+                                  confirmed_total=_confirmed_total(request, stage))
+        except PublishNeedsConfirmation as exc:
+            failed.append(f"{stage}: not queued — {exc}; run the action again to confirm")
+            continue
         except BrokerUnreachable as exc:
             failed.append(
                 f"{stage}: not queued — the task broker is unreachable ({exc}). Nothing was "

@@ -147,6 +147,12 @@ class CrowdProvider(abc.ABC):
         platform (in-house, imports)."""
         return ""
 
+    def spends_real_money(self) -> bool:
+        """Whether publishing here pays real workers with real money (MTurk production,
+        Prolific's own API): such a publish needs the researcher's confirmation of its cost
+        (`annotation/cost_selectors.py:publish_confirmation_needed`)."""
+        return False
+
     # --- money ------------------------------------------------------------------------------
     def fee_rate(self, *, max_assignments: int) -> Decimal:
         """Commission on rewards of a HIT with this many assignments."""

@@ -127,6 +127,9 @@ class MTurkProvider(RemoteProvider):
     def environment(self) -> str:
         return mturk_environment()
 
+    def spends_real_money(self) -> bool:
+        return mturk_is_production()
+
     # --- money ---------------------------------------------------------------------------------
     def fee_rate(self, *, max_assignments: int) -> Decimal:
         # MTurk: 20% commission, 40% for HITs with 10 or more assignments.

@@ -147,6 +147,9 @@ class ProlificProvider(RemoteProvider):
         return self.fee_rate(max_assignments=1)
 
     # --- readiness (annotation/readiness_selectors.py) -------------------------------------
+    def spends_real_money(self) -> bool:
+        return prolific_is_real()
+
     def environment(self) -> str:
         if prolific_is_real():
             return "Prolific (real money)"

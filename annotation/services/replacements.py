@@ -73,6 +73,7 @@ from annotation.selectors import (
     PROLIFIC_REOFFER_OPERATION,
     REOFFER_OPERATION,
     judgments_releasing_slots,
+    provider_paid_filter,
     reoffers_not_grown,
 )
 from annotation.services.budget import budget_lock
@@ -182,14 +183,16 @@ def _released_assignment_ids(stage: Stage) -> QuerySet[Judgment]:
 
 
 def prolific_places_owed(*, stage: Stage) -> QuerySet[Assignment]:
-    """The stage's Prolific submissions that Prolific approved (so they keep their place) and
-    whose slot was given back here (`judgments_releasing_slots`: a worker blocked for the
-    project), with no place added for them yet."""
+    """The stage's Prolific submissions that Prolific approved (so they keep their place:
+    approved here, or by Prolific while held and then rejected here, `provider_paid_filter`)
+    and whose slot was given back here (`judgments_releasing_slots`: a worker blocked for the
+    project, work rejected after Prolific approved it), with no place added for them yet."""
     added = ProviderCall.objects.filter(stage=stage, operation=PROLIFIC_REOFFER_OPERATION,
                                         status=ProviderCallStatus.SUCCEEDED)
-    return (stage.assignments.filter(provider_confirmed_at__isnull=False,
-                                     status=AssignmentStatus.APPROVED,
+    # Held work stays held (no place for it until it is decided).
+    return (stage.assignments.filter(provider_paid_filter(), provider_confirmed_at__isnull=False,
                                      pk__in=_released_assignment_ids(stage))
+            .exclude(status=AssignmentStatus.FLAGGED)
             .exclude(pk__in=added.values("assignment_id"))
             .select_related("hit", "worker").order_by("pk"))
 

@@ -13,6 +13,7 @@ idempotency token is stored before its call, so publishing can be interrupted an
 from __future__ import annotations
 
 import dataclasses
+from decimal import Decimal
 
 from django.db import transaction
 from django.utils import timezone
@@ -21,6 +22,7 @@ from annotation.cost_selectors import (
     StageCostEstimate,
     budget_cap_now,
     project_committed_cost,
+    publish_needs_confirmation,
     stage_committed_cost,
     stage_cost_estimate,
     stage_spent,
@@ -54,7 +56,13 @@ from annotation.providers import PublishReport, get_provider
 from annotation.readiness_selectors import stage_readiness
 from annotation.selectors import judgments_releasing_slots
 from annotation.services.budget import budget_lock
-from annotation.stage_errors import BudgetExceeded, GuardFailed, IllegalTransition, StageError
+from annotation.stage_errors import (
+    BudgetExceeded,
+    GuardFailed,
+    IllegalTransition,
+    PublishNeedsConfirmation,
+    StageError,
+)
 from annotation.stage_plan_selectors import (
     design_applies,
     repeated_design_units,
@@ -666,6 +674,26 @@ def design_guard(*, stage: Stage) -> None:
             "item per text, or let the stage choose its items")
 
 
+def confirmation_guard(*, stage: Stage, estimate: StageCostEstimate,
+                       confirmed_total: Decimal | None) -> None:
+    """Real money is spent only on the researcher's word: a publish on MTurk production or
+    Prolific's own API needs `confirmed_total` equal to the stage's estimated total with fees
+    (what the confirmation page showed, or what the caller states), so a stage edited since
+    the page was shown is asked again. Sandbox, rehearsal endpoints and in-house publish at
+    once."""
+    if not get_provider(stage.provider).spends_real_money():
+        return
+    if confirmed_total is None:
+        raise PublishNeedsConfirmation(
+            f"publishing {stage} spends real money — {estimate.confirmation_text()}: confirm "
+            f"this cost first", estimate=estimate)
+    if Decimal(confirmed_total) != estimate.total:
+        raise PublishNeedsConfirmation(
+            f"publishing {stage} costs ${estimate.total} now, not the ${confirmed_total} you "
+            f"confirmed (the stage changed since) — {estimate.confirmation_text()}: confirm "
+            f"this cost", estimate=estimate)
+
+
 def budget_guard(*, stage: Stage, estimate: StageCostEstimate) -> None:
     cap = budget_cap_now(project_id=stage.project_id)
     if cap is not None:
@@ -686,12 +714,15 @@ def budget_guard(*, stage: Stage, estimate: StageCostEstimate) -> None:
 
 
 def stage_publish(*, stage: Stage, user=None, override_reason: str | None = None,
-                  check_balance: bool = True, actor: str = "") -> StagePublishResult:
+                  check_balance: bool = True, actor: str = "",
+                  confirmed_total: Decimal | None = None) -> StagePublishResult:
     """Publish a draft stage (or resume publishing one whose HITs are not all created): the one
     path every door takes (admin actions, Celery, commands). Every check — order of stages,
     settings, routing, redundancy, agreement gate, items, budget and the provider's readiness
     (`check_balance`: with its read-only probe) — runs before anything is stored or sent; a
-    refusal leaves the stage a draft, raises, and is kept in `Stage.publish_problem`."""
+    refusal leaves the stage a draft, raises, and is kept in `Stage.publish_problem`. A draft
+    that spends real money (MTurk production, Prolific's own API) also needs the researcher's
+    confirmation of its cost: `confirmed_total`, the total they saw (`confirmation_guard`)."""
     stage.refresh_from_db()
     actor = actor or "stage_publish called without a user"
     if stage.status not in (StageStatus.DRAFT, StageStatus.PUBLISHED, StageStatus.COLLECTING):
@@ -700,13 +731,15 @@ def stage_publish(*, stage: Stage, user=None, override_reason: str | None = None
         if stage.status == StageStatus.DRAFT:
             hits, estimate = _publish_draft(stage=stage, user=user, actor=actor,
                                             override_reason=override_reason,
-                                            probe=check_balance)
+                                            probe=check_balance,
+                                            confirmed_total=confirmed_total)
         else:  # resuming: HITs not all created yet
             _provider_ready(stage=stage, probe=check_balance)
             hits = list(stage.hits.all())
             estimate = stage_cost_estimate(stage=stage)
     except StageError as error:
-        if not isinstance(error, PublishRaced):  # the winner's outcome is the stage's
+        # The winner's outcome is the stage's; an unconfirmed cost is a question, not a problem.
+        if not isinstance(error, PublishRaced | PublishNeedsConfirmation):
             _publish_problem_record(stage, f"publish refused: {error}")
         raise
     report = stage_hits_create(stage=stage)
@@ -755,7 +788,8 @@ def stage_row_lock(stage: Stage) -> None:
 
 @transaction.atomic
 def _publish_draft(*, stage: Stage, user, actor: str, override_reason: str | None,
-                   probe: bool) -> tuple[list[Hit], StageCostEstimate]:
+                   probe: bool, confirmed_total: Decimal | None,
+                   ) -> tuple[list[Hit], StageCostEstimate]:
     # Every check reads the stage as it is under its row lock, held until the HITs they
     # approved are built and the stage is published (an edit waits: `stage_update`). The
     # project's budget lock first: another stage's publish, a bonus or a replacement checked
@@ -764,6 +798,20 @@ def _publish_draft(*, stage: Stage, user, actor: str, override_reason: str | Non
     stage.refresh_from_db()
     if stage.status != StageStatus.DRAFT:
         raise PublishRaced(f"{stage} is {stage.status}: another publish of it went first")
+    estimate, note = _publish_checks(stage=stage, override_reason=override_reason, probe=probe)
+    # Last: real money waits for the researcher's word on this very cost.
+    confirmation_guard(stage=stage, estimate=estimate, confirmed_total=confirmed_total)
+    hits = stage_hits_build(stage=stage)
+    reason = "; ".join(part for part in (estimate.as_text(), note) if part)
+    stage_transition(stage=stage, to_status=StageStatus.PUBLISHED, user=user, actor=actor,
+                     reason=reason)
+    return hits, estimate
+
+
+def _publish_checks(*, stage: Stage, override_reason: str | None,
+                    probe: bool) -> tuple[StageCostEstimate, str]:
+    """Every check publishing a draft makes before it stores or sends anything: (the cost
+    estimate, with the balance when probed; the agreement override's note)."""
     requirement_guard(stage=stage)
     settings_guard(stage=stage)
     routing_guard(stage=stage)
@@ -781,18 +829,41 @@ def _publish_draft(*, stage: Stage, user, actor: str, override_reason: str | Non
         estimate = dataclasses.replace(estimate, balance=readiness.balance,
                                        balance_error=readiness.balance_error)
     budget_guard(stage=stage, estimate=estimate)
-    hits = stage_hits_build(stage=stage)
-    reason = "; ".join(part for part in (estimate.as_text(), note) if part)
-    stage_transition(stage=stage, to_status=StageStatus.PUBLISHED, user=user, actor=actor,
-                     reason=reason)
-    return hits, estimate
+    return estimate, note
 
 
-def stage_publish_enqueue(*, stage: Stage, by=None, reason: str | None = None):
+def stage_publish_confirmation(*, stage: Stage,
+                               override_reason: str | None = None) -> StageCostEstimate | None:
+    """The cost a researcher confirms before a stage that spends real money is published
+    (`publish_needs_confirmation`): the estimate after every check publishing makes (guards,
+    budget, the provider's readiness with its read-only probe), so a confirmation page never
+    asks about a publish that would be refused — the refusal is raised (and kept in
+    `Stage.publish_problem`) instead. None: nothing to confirm, publish at once."""
+    stage.refresh_from_db()
+    if not publish_needs_confirmation(stage=stage):
+        return None
+    try:
+        estimate, _note = _publish_checks(stage=stage, override_reason=override_reason,
+                                          probe=True)
+    except StageError as error:
+        _publish_problem_record(stage, f"publish refused: {error}")
+        raise
+    return estimate
+
+
+def stage_publish_enqueue(*, stage: Stage, by=None, reason: str | None = None,
+                          confirmed_total: Decimal | None = None):
     """Queue `stage_publish` on a Celery worker (the admin's "publish in the background");
-    raises background.BrokerUnreachable within seconds when the broker is down."""
-    return task_send_or_fail_fast("worker.tasks.providers.stage_publish",
-                                  args=[stage.pk, getattr(by, "pk", None), reason])
+    raises background.BrokerUnreachable within seconds when the broker is down. A stage that
+    spends real money is queued only with its cost confirmed (`confirmation_guard`, asked here
+    before queueing and again by the task)."""
+    if publish_needs_confirmation(stage=stage):
+        confirmation_guard(stage=stage, estimate=stage_cost_estimate(stage=stage),
+                           confirmed_total=confirmed_total)
+    return task_send_or_fail_fast(
+        "worker.tasks.providers.stage_publish",
+        args=[stage.pk, getattr(by, "pk", None), reason,
+              None if confirmed_total is None else str(confirmed_total)])
 
 
 def stage_hits_create(*, stage: Stage) -> PublishReport:

@@ -17,7 +17,8 @@ logger = logging.getLogger(__name__)
 
 @shared_task(name="worker.tasks.providers.stage_publish")
 def stage_publish(stage_id: int, user_id: int | None = None,
-                  override_reason: str | None = None) -> dict:
+                  override_reason: str | None = None,
+                  confirmed_total: str | None = None) -> dict:
     from django.contrib.auth import get_user_model
 
     from annotation.models import Stage
@@ -26,6 +27,7 @@ def stage_publish(stage_id: int, user_id: int | None = None,
     user = get_user_model().objects.filter(pk=user_id).first() if user_id else None
     result = publish(stage=Stage.objects.get(pk=stage_id), user=user,
                      override_reason=override_reason,
+                     confirmed_total=Decimal(confirmed_total) if confirmed_total else None,
                      actor="Celery task worker.tasks.providers.stage_publish")
     return {"created": result.report.created, "failed": result.report.failed,
             "status": result.stage.status}

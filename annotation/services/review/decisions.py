@@ -188,6 +188,39 @@ def _require_confirmed(assignment: Assignment, action: str) -> None:
             f"submissions")
 
 
+def decision_call_key(assignment: Assignment, verb: str) -> str:
+    """The key of our ApproveAssignment ("approve") or RejectAssignment ("reject") call on an
+    assignment; the sync records the provider's own approval of held work under the approve
+    key (`assignment_provider_approval_record`)."""
+    return f"{assignment.stage.provider}:{verb}:{assignment.pk}"
+
+
+def assignment_provider_approved(assignment: Assignment) -> bool:
+    """Whether the provider holds this assignment approved and paid: our approval went
+    through, or the provider approved it itself (MTurk's auto-approval) while we held it."""
+    return ProviderCall.objects.filter(key=decision_call_key(assignment, "approve"),
+                                       status=ProviderCallStatus.SUCCEEDED).exists()
+
+
+def assignment_provider_approval_record(assignment: Assignment, *, found: str) -> bool:
+    """Record that the provider approved and paid work we hold (flagged), found by the sync
+    (`found`: what it saw, e.g. "MTurk lists it Approved"): a succeeded row under our approve
+    key, so the money spent (`cost_selectors.stage_paid`) counts the reward, a later approval
+    here sends nothing again, and a later rejection stays local. The assignment keeps its
+    status: the researcher decides. True when recorded now (False: recorded before)."""
+    call = provider_call_get_or_create(
+        provider=assignment.stage.provider, operation="ApproveAssignment",
+        key=decision_call_key(assignment, "approve"), stage=assignment.stage,
+        assignment=assignment, worker=assignment.worker,
+        request={"not_sent": "approved by the provider itself; recorded by the sync"})
+    if call.status == ProviderCallStatus.SUCCEEDED:
+        return False
+    ProviderCall.objects.filter(pk=call.pk).update(
+        status=ProviderCallStatus.SUCCEEDED, completed_at=timezone.now(), error="",
+        response={"approved_by_provider": found})
+    return True
+
+
 def assignment_approve(*, assignment: Assignment, feedback: str = "",
                        allow_flagged: bool = False) -> Assignment:
     provider = get_provider(assignment.stage.provider)
@@ -202,6 +235,18 @@ def assignment_reject(*, assignment: Assignment, reason: str,
     if not reason.strip():
         raise ReviewError("a rejection needs a reason the worker can read")
     provider = get_provider(assignment.stage.provider)
+    if (allow_flagged and assignment.status == AssignmentStatus.FLAGGED
+            and assignment_provider_approved(assignment)):
+        # Held work the provider approved and paid itself (MTurk's auto-approval): the
+        # provider refuses to reject approved work, so the rejection is ours only — the data
+        # stays out, the reward is spent.
+        _require_confirmed(assignment, "reject")
+        assignment_decision_record(
+            assignment, status=AssignmentStatus.REJECTED,
+            note=f"Rejected here: {reason} ({assignment.stage.get_provider_display()} had "
+                 f"already approved and paid it; a rejection there is no longer possible, "
+                 f"so nothing was sent: its data stays out of the study).")
+        return assignment
     decided = _assignment_decide(
         assignment, status=AssignmentStatus.REJECTED, verb="reject",
         operation="RejectAssignment", allow_flagged=allow_flagged,
@@ -238,7 +283,7 @@ def _assignment_decide(assignment: Assignment, *, status: str, verb: str, operat
     _require_confirmed(assignment, verb)
     provider_call_run(
         provider=assignment.stage.provider, operation=operation,
-        key=f"{assignment.stage.provider}:{verb}:{assignment.pk}", call_fn=call_fn,
+        key=decision_call_key(assignment, verb), call_fn=call_fn,
         stage=assignment.stage, assignment=assignment, worker=assignment.worker,
         **({"request": request} if request else {}),
     )

@@ -44,12 +44,23 @@ from .decisions import (
     ReviewReport,
     assignment_decision_record,
     assignment_flag,
+    assignment_provider_approval_record,
+    assignment_provider_approved,
 )
 
 FLAG_NO_LOCAL = "Submitted on {provider} but no local assignment exists: check and decide by hand."
 
 
 FLAG_NO_JUDGMENTS = "Submitted on {provider} but no judgments were saved here: decide by hand."
+
+
+HELD_BUT_PAID = (
+    "{provider} approved and paid this work itself (its auto-approval once the delay for "
+    "deciding ran out, or a decision on {provider}'s site) while it was held here: it stays held, out of the "
+    "data and without a bonus, until you decide. Approve it to count it (nothing is sent "
+    "again); reject it to keep its data out ({provider} already paid: a rejection there is no "
+    "longer possible)."
+)
 
 
 FLAG_NEVER_LISTED = (
@@ -64,6 +75,8 @@ class SyncReport:
     matched: int = 0
     flagged: int = 0
     mirrored: int = 0
+    # Held (flagged) work the provider approved and paid itself: recorded as paid, still held.
+    held_paid: int = 0
     ignored: int = 0
     active: int = 0  # still being worked on at the provider (Prolific ACTIVE)
     verified: int = 0  # sessions found at the provider for their participant (Prolific)
@@ -123,13 +136,14 @@ def _sync_one(*, stage: Stage, submission: Submission, hit: Hit | None) -> str:
     )
     provider_name = stage.get_provider_display()
     if assignment is None:
-        Assignment.objects.create(
+        flagged = Assignment.objects.create(
             stage=stage, hit=hit, worker=worker, external_id=submission.external_id,
             status=AssignmentStatus.FLAGGED, submitted_at=submission.submitted_at,
             provider_confirmed_at=timezone.now(),  # it is the provider's own record
             review_note=FLAG_NO_LOCAL.format(provider=provider_name)
             + _decided_note(submission),
         )
+        _held_paid_record(flagged, submission, provider_name=provider_name)
         return "flagged"
     if assignment.worker_id != worker.pk:
         if assignment.status == AssignmentStatus.FLAGGED:
@@ -151,13 +165,19 @@ def _sync_one(*, stage: Stage, submission: Submission, hit: Hit | None) -> str:
     if submission.status in decided:
         if not has_judgments:
             if assignment.status == AssignmentStatus.FLAGGED:
+                _held_paid_record(assignment, submission, provider_name=provider_name)
                 return "matched"
-            return assignment_flag(assignment, FLAG_NO_JUDGMENTS.format(provider=provider_name)
-                                   + _decided_note(submission))
+            outcome = assignment_flag(assignment, FLAG_NO_JUDGMENTS.format(
+                provider=provider_name) + _decided_note(submission))
+            _held_paid_record(assignment, submission, provider_name=provider_name)
+            return outcome
+        if (assignment.status == AssignmentStatus.REJECTED
+                and submission.status == SubmissionStatus.APPROVED
+                and assignment_provider_approved(assignment)):
+            return "matched"  # held work the provider paid, then rejected here: stays out
         if assignment.status != decided[submission.status]:
-            _mirror_decision(assignment, submission, decided[submission.status],
-                             provider_name=provider_name)
-            return "mirrored"
+            return _mirror_decision(assignment, submission, decided[submission.status],
+                                    provider_name=provider_name)
         return "matched"
     # Submitted on the provider, not yet decided there.
     if assignment.status in (AssignmentStatus.APPROVED, AssignmentStatus.REJECTED,
@@ -172,16 +192,19 @@ def _sync_one(*, stage: Stage, submission: Submission, hit: Hit | None) -> str:
 
 
 def _mirror_decision(assignment: Assignment, submission: Submission, status: str, *,
-                     provider_name: str) -> None:
+                     provider_name: str) -> str:
     """Take over a decision the provider holds: our own call whose answer was lost (the
     worker running it died), or a decision made on the provider (MTurk's auto-approval, a
-    decision made there by hand)."""
+    decision made there by hand) — except an approval of work our review held (flagged)
+    that nobody here approved: the reward is recorded as paid and the work stays held for
+    the researcher (`_held_paid_record`). Returns the sync's outcome for it."""
     approved = submission.status == SubmissionStatus.APPROVED
     operation, opposite = (("ApproveAssignment", "RejectAssignment") if approved
                            else ("RejectAssignment", "ApproveAssignment"))
     now = timezone.now()
     ours = ProviderCall.objects.filter(assignment=assignment, operation=operation,
                                        status=ProviderCallStatus.PENDING)
+    held = (approved and assignment.status == AssignmentStatus.FLAGGED and not ours.exists())
     # The opposite call of ours still in doubt (throttled or unanswered until the provider
     # decided: MTurk's auto-approval overtook a rejection) has an outcome now: the provider
     # holds the other decision, so ours did not stand. Left pending, it kept a closed stage
@@ -191,6 +214,14 @@ def _mirror_decision(assignment: Assignment, submission: Submission, status: str
         assignment=assignment, operation=opposite, status=ProviderCallStatus.PENDING,
     ).update(status=ProviderCallStatus.FAILED, completed_at=now,
              error=f"overtaken: {provider_name} holds this assignment {submission.status}")
+    if held:
+        if not _held_paid_record(assignment, submission, provider_name=provider_name):
+            return "matched"  # recorded by an earlier sync
+        if overtaken:
+            assignment.review_note = (f"{assignment.review_note} Approved on {provider_name} "
+                                      f"before our rejection went through (it did not).").strip()
+            assignment.save(update_fields=["review_note"])
+        return "held_paid"
     if ours.update(status=ProviderCallStatus.SUCCEEDED, completed_at=now,
                    response={"confirmed_by_sync": submission.status}):
         note = "Our decision, confirmed by the sync."
@@ -201,6 +232,25 @@ def _mirror_decision(assignment: Assignment, submission: Submission, status: str
         note = f"Decided on {provider_name}."
     assignment_decision_record(assignment, status=status, note=note,
                                submitted_at=submission.submitted_at)
+    return "mirrored"
+
+
+def _held_paid_record(assignment: Assignment, submission: Submission, *,
+                      provider_name: str) -> bool:
+    """Held (flagged) work the provider lists approved was paid by the provider (MTurk's
+    auto-approval): record the payment (money spent, a later approval sends nothing) and say
+    so in the note, once; the assignment stays flagged, like held work at every other door
+    (`assignment_finished`, `finished_filter`, `judgments_that_count`): out of the data and
+    without the automatic bonus until the researcher decides. True when recorded now."""
+    if submission.status != SubmissionStatus.APPROVED:
+        return False
+    if not assignment_provider_approval_record(
+            assignment, found=f"{provider_name} lists it {submission.status}"):
+        return False
+    assignment.review_note = (assignment.review_note + " "
+                              + HELD_BUT_PAID.format(provider=provider_name)).strip()
+    assignment.save(update_fields=["review_note"])
+    return True
 
 
 def _decided_note(submission: Submission) -> str:

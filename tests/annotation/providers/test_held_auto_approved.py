@@ -1,0 +1,158 @@
+"""Work our review held (flagged, "held for your decision") that MTurk then approves itself
+(the HIT's auto-approval delay ran out before the researcher decided) stays held: the sync
+records that MTurk paid the reward (money spent, the cockpit's cost) but the work stays out of
+the data and gets no automatic bonus until the researcher approves it (no second
+ApproveAssignment) or rejects it (kept out; nothing sent to MTurk, which no longer allows it).
+Local MTurk-protocol server, real boto3 client."""
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+
+from annotation.cost_selectors import stage_paid
+from annotation.models import (
+    Assignment,
+    AssignmentStatus,
+    Judgment,
+    ProviderCall,
+    StageKind,
+    StageStatus,
+)
+from annotation.selectors import judgments_that_count
+from annotation.services.review import (
+    assignment_approve,
+    assignment_reject,
+    stage_sync_and_review,
+)
+from annotation.services.stages import stage_publish
+from testing.factories import make_stage
+from testing.workers_sim import mturk_worker_submits, scores_cycle
+
+pytestmark = [pytest.mark.mturk, pytest.mark.django_db]
+
+REWARD_AND_FEE = Decimal("0.48")  # $0.40 and MTurk's 20%
+
+
+def _held_then_auto_approved(mturk_server, likert_study, researcher, client):
+    """W1's work, held by the review (the same answer on every item), then approved by MTurk's
+    auto-approval and synced."""
+    state = mturk_server.state
+    project, _gold, items = likert_study
+    project.bonus_per_correct = Decimal("0.10")
+    project.save(update_fields=["bonus_per_correct"])
+    for item in items[:5]:  # each answer right: the bonus per correct answer would be paid
+        item.gold = {"score": 3}
+        item.save(update_fields=["gold"])
+    stage = make_stage(project, kind=StageKind.TRIAL, status=StageStatus.DRAFT,
+                       provider="mturk", judgments_per_item=2, settings={"locales": []})
+    stage.items.set(items[:5])
+    stage_publish(stage=stage, user=researcher)
+    hit = stage.hits.get()
+    w1 = state.worker_accept(hit.external_id, "W1")
+    mturk_worker_submits(client, stage=stage, hit_id=hit.external_id, worker_id="W1",
+                         assignment_id=w1, answer_for=scores_cycle([3]))
+    state.worker_submit(w1)
+    _sync, review = stage_sync_and_review(stage=stage)
+    assert review.held == 1
+    assert Assignment.objects.get(external_id=w1).status == AssignmentStatus.FLAGGED
+
+    state.assignments[w1]["AssignmentStatus"] = "Approved"  # the auto-approval delay ran out
+    sync, _review = stage_sync_and_review(stage=stage)
+    return stage, Assignment.objects.get(external_id=w1), sync
+
+
+def _counted(assignment: Assignment) -> int:
+    return judgments_that_count(Judgment.objects.filter(assignment=assignment)).count()
+
+
+def test_held_work_mturk_auto_approved_stays_held_but_is_paid(mturk_server, likert_study,
+                                                              researcher, client):
+    state = mturk_server.state
+    stage, assignment, sync = _held_then_auto_approved(mturk_server, likert_study, researcher,
+                                                       client)
+    assert assignment.status == AssignmentStatus.FLAGGED
+    assert "approved and paid this work itself" in assignment.review_note
+    assert sync.held_paid == 1 and sync.mirrored == 0
+    assert _counted(assignment) == 0
+    assert not ProviderCall.objects.filter(operation="SendBonus").exists()
+    assert state.bonuses == []
+    assert stage_paid(stage=stage).rewards == REWARD_AND_FEE  # the money MTurk spent
+
+    # Later syncs change nothing and say it once.
+    sync, _review = stage_sync_and_review(stage=stage)
+    assignment.refresh_from_db()
+    assert (sync.held_paid, sync.mirrored) == (0, 0)
+    assert assignment.status == AssignmentStatus.FLAGGED
+    assert assignment.review_note.count("approved and paid this work itself") == 1
+
+    # The researcher approves it: it counts now, nothing is sent to MTurk again, and the
+    # review pays its bonus per correct answer.
+    calls_before = list(state.calls)
+    assignment_approve(assignment=assignment, allow_flagged=True)
+    assignment.refresh_from_db()
+    assert assignment.status == AssignmentStatus.APPROVED
+    assert _counted(assignment) == 5
+    _sync, review = stage_sync_and_review(stage=stage)
+    assert review.bonuses == 1 and review.errors == []
+    assert state.calls[len(calls_before):].count("ApproveAssignment") == 0
+    assert stage_paid(stage=stage).rewards == REWARD_AND_FEE  # paid once
+
+
+def test_held_work_mturk_auto_approved_can_still_be_rejected_here(mturk_server, likert_study,
+                                                                  researcher, client):
+    state = mturk_server.state
+    stage, assignment, _sync = _held_then_auto_approved(mturk_server, likert_study, researcher,
+                                                        client)
+    calls_before = list(state.calls)
+    assignment_reject(assignment=assignment, reason="same answer everywhere", allow_flagged=True)
+    assignment.refresh_from_db()
+    assert assignment.status == AssignmentStatus.REJECTED
+    assert "already approved and paid it" in assignment.review_note
+    assert "no longer possible" in assignment.review_note
+    assert "RejectAssignment" not in state.calls[len(calls_before):]
+    assert _counted(assignment) == 0
+    assert stage_paid(stage=stage).rewards == REWARD_AND_FEE  # spent all the same
+    sync, review = stage_sync_and_review(stage=stage)
+    assignment.refresh_from_db()
+    assert assignment.status == AssignmentStatus.REJECTED and review.bonuses == 0
+    assert state.bonuses == []
+
+
+@pytest.mark.prolific
+def test_held_prolific_work_prolific_approved_then_rejected_here_gets_its_place_back(
+        prolific_server, likert_study, researcher, client):
+    """Prolific approves held work itself: it stays held and paid; rejected here afterwards,
+    Prolific keeps its place (only a rejection there reopens one), so the sync adds a place
+    for it, as for an approved submission given back."""
+    from annotation.selectors import PROLIFIC_REOFFER_OPERATION
+    from testing.workers_sim import prolific_participant_submits
+
+    server = prolific_server
+    project, _gold, items = likert_study
+    stage = make_stage(project, kind=StageKind.TRIAL, status=StageStatus.DRAFT,
+                       provider="prolific", judgments_per_item=2, settings={"gold_rate": 0})
+    stage.items.set(items[:5])
+    stage_publish(stage=stage, user=researcher)
+    stage.refresh_from_db()
+    study_id = stage.settings["prolific_study_id"]
+    session = server.state.participant_start(study_id, "P1")
+    prolific_participant_submits(client, stage=stage, pid="P1", study_id=study_id,
+                                 session_id=session, answer_for=scores_cycle([3]))
+    server.state.participant_complete(session, stage.settings["prolific_completion_code"])
+    _sync, review = stage_sync_and_review(stage=stage)
+    assert review.held == 1
+    server.state.submissions[session]["status"] = "APPROVED"  # Prolific's auto-approval
+    sync, _review = stage_sync_and_review(stage=stage)
+    assignment = Assignment.objects.get(external_id=session)
+    assert assignment.status == AssignmentStatus.FLAGGED and sync.held_paid == 1
+    assert _counted(assignment) == 0
+    assert not ProviderCall.objects.filter(operation=PROLIFIC_REOFFER_OPERATION).exists()
+
+    assignment_reject(assignment=assignment, reason="the same answer on every item",
+                      allow_flagged=True)
+    sync, _review = stage_sync_and_review(stage=stage)
+    assignment.refresh_from_db()
+    assert assignment.status == AssignmentStatus.REJECTED
+    assert sync.reoffered == 1
+    assert server.state.studies[study_id]["total_available_places"] == 3
