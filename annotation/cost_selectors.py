@@ -35,8 +35,12 @@ from annotation.models import (
     StageKind,
     StageStatus,
 )
-from annotation.selectors import judgments_that_count, provider_paid_filter
-from annotation.stage_plan_selectors import stage_hits_planned
+from annotation.selectors import (
+    judgments_that_count,
+    prolific_study_places,
+    provider_paid_filter,
+)
+from annotation.stage_plan_selectors import places_for_plans, stage_hits_planned
 
 CENT = Decimal("0.01")
 # The recorded call of every bonus payment, whichever door pays it.
@@ -138,10 +142,10 @@ def stage_cost_estimate(*, stage: Stage, with_balance: bool = False,
         groups = [(hit.max_assignments + asked.get(hit.pk, 0), *counted.get(hit.pk, (0, 0)),
                    hit.reward) for hit in hits]
     else:
+        plans = plans if plans is not None else stage_hits_planned(stage=stage)
         groups = [(plan.max_assignments, len(plan.items),
                    sum(not item.is_practice for item in plan.items), stage.reward)
-                  for plan in (plans if plans is not None
-                               else stage_hits_planned(stage=stage))]
+                  for plan in plans]
     rewards = fees = Decimal("0")
     n_assignments = n_judgments = in_tier = n_bonus_answers = 0
     per_correct = stage.project.bonus_per_correct or Decimal("0")
@@ -157,6 +161,15 @@ def stage_cost_estimate(*, stage: Stage, with_balance: bool = False,
         in_tier += rate >= Decimal("0.40")
         # One per-correct bonus payment per assignment, at most every item right.
         per_correct_fees += provider.bonus_fee(amount=per_correct * n_paid_items) * max_assignments
+    if stage.provider == Provider.PROLIFIC and groups:
+        # A study pays its places, the batches its pages hand out (`places_for_plans`), not
+        # the HITs' assignments: the judgments are the same, fewer participants carry them.
+        places = (prolific_study_places(stage=stage) + sum(asked.values()) if hits
+                  else places_for_plans(stage=stage, plans=plans))
+        surplus, reward = n_assignments - places, groups[0][3]
+        rewards -= reward * surplus
+        fees -= provider.assignment_fee(reward=reward, max_assignments=1) * surplus
+        n_assignments = places
     budget = (stage.settings or {}).get("bonus_budget")
     if budget is not None:
         bonus_budget = Decimal(str(budget))

@@ -47,6 +47,8 @@ from .models import (
 from .stage_errors import StageError
 from .stage_plan_selectors import (
     DEFAULT_QUALIFICATION_WORKERS,
+    HitPlan,
+    places_for_plans,
     redundancy_target,
     stage_items_by_kind,
 )
@@ -153,6 +155,21 @@ REOFFER_OPERATION = "CreateAdditionalAssignmentsForHIT"
 # keeps the place of (approved, then its worker blocked): one call per such assignment, keyed
 # by it (annotation/services/replacements.py).
 PROLIFIC_REOFFER_OPERATION = "UpdateStudyPlaces"
+
+
+def prolific_study_places(*, stage: Stage) -> int:
+    """The places of the stage's Prolific study: the batches its pages hand out for the HITs
+    as built (`places_for_plans`), plus one per place the sync added and recorded into a HIT
+    (each grew its HIT by one assignment: taken back out of the HIT before the plan is read).
+    The one count publishing creates the study with, the cost estimate charges and
+    `stage_collection_complete` waits for."""
+    grown = Counter(ProviderCall.objects.filter(
+        stage=stage, operation=PROLIFIC_REOFFER_OPERATION, response__recorded=True,
+    ).values_list("hit_id", flat=True))
+    plans = [HitPlan(items=list(hit.items.all()), split="",
+                     max_assignments=hit.max_assignments - grown[hit.pk])
+             for hit in stage.hits.prefetch_related("items")]
+    return places_for_plans(stage=stage, plans=plans) + sum(grown.values())
 
 
 def reoffers_not_grown(calls: QuerySet) -> QuerySet:

@@ -429,6 +429,38 @@ def stage_hits_planned(*, stage: Stage, items: list[Item] | None = None) -> list
     return plans
 
 
+def places_for_plans(*, stage: Stage, plans: list[HitPlan]) -> int:
+    """The places a Prolific study of these HIT plans needs: the batches its pages will hand
+    out. Pages pick items themselves (`annotation/services/assignments/picking.py`): the items
+    furthest from their target first, one Likert passage (`group_key`) per batch, so a batch
+    fills across the plan's HIT boundaries (5 items × 2 judgments in batches of 2: 5 batches,
+    not the 6 of HITs of 2, 2 and 1). For such a pool of items, each wanting `r_i` judgments in
+    batches of `k` distinct items, largest-deficit-first hands out max(max r_i, ceil(sum r_i /
+    k)) batches; `k` is the pool's fullest plan's items. A place more than that stays open for nobody: its participant finds nothing to do and
+    the stage never completes. Elsewhere the plans' assignments: MTurk's fixed HITs, a
+    qualification, a practice stage, a Latin square's lists, and a stage mixing in gold (the
+    pages draw each batch's gold apart from the plan's, so its batches are not known ahead).
+    """
+    if (stage.provider != Provider.PROLIFIC
+            or stage.kind in (StageKind.QUALIFICATION, StageKind.PRACTICE)
+            or latin_square_on(stage) or stage_gold_rate(stage) > 0):
+        return sum(plan.max_assignments for plan in plans)
+    likert = stage.project.kind == TaskKind.LIKERT
+    pools: dict[str, list[tuple[int, int]]] = defaultdict(list)
+    places = 0
+    for plan in plans:
+        regular = [item for item in plan.items if not (item.is_gold_check or item.is_practice)]
+        if not regular:  # practice only: as planned
+            places += plan.max_assignments
+            continue
+        pools[regular[0].group_key if likert else ""].append((len(regular), plan.max_assignments))
+    for rows in pools.values():
+        room = max(n for n, _r in rows)
+        wanted = sum(n * r for n, r in rows)
+        places += max(max(r for _n, r in rows), -(-wanted // room))
+    return places
+
+
 @dataclasses.dataclass
 class ReleasePreview:
     """Exactly the items publishing the stage releases (as `stage_hits_build` will store them),

@@ -24,6 +24,7 @@ from django.utils.dateparse import parse_datetime
 
 from annotation.models import HitStatus, Provider, ProviderCall, ProviderCallStatus, StageKind
 from annotation.providers.calls import ProviderCallRefused, new_token, provider_call_run
+from annotation.selectors import prolific_study_places
 
 from .base import (
     HitFailure,
@@ -238,7 +239,7 @@ class ProlificProvider(RemoteProvider):
 
     def publish_stage(self, *, stage) -> Iterator[HitUpdate | HitFailure]:
         hits = list(stage.hits.all())
-        places = sum(hit.max_assignments for hit in hits) or 1
+        places = prolific_study_places(stage=stage) or 1
         if not stage.settings.get("prolific_completion_code"):
             stage_setting_store(stage, "prolific_completion_code",
                                  secrets.token_hex(4).upper())

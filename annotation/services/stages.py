@@ -54,7 +54,7 @@ from annotation.models import (
 )
 from annotation.providers import PublishReport, get_provider
 from annotation.readiness_selectors import stage_readiness
-from annotation.selectors import judgments_releasing_slots
+from annotation.selectors import judgments_releasing_slots, prolific_study_places
 from annotation.services.budget import budget_lock
 from annotation.stage_errors import (
     BudgetExceeded,
@@ -898,7 +898,8 @@ def stage_collection_complete(*, stage: Stage) -> bool:
 
     - MTurk: every assignment MTurk used up, rejected ones too (MTurk never gives one back;
       the sync buys a replacement, which grows the HIT: `annotation/services/replacements.py`);
-    - Prolific: every submission holding a place in the study: not one Prolific reopened the
+    - Prolific: every submission holding a place in the study (`prolific_study_places`: the
+      batches its pages hand out, not the HITs' assignments): not one Prolific reopened the
       place of (rejected, returned, timed out), and an approved one given back holds its place
       until the sync adds one (which grows the HIT), since until then no new participant can
       take part;
@@ -907,7 +908,8 @@ def stage_collection_complete(*, stage: Stage) -> bool:
       blocked for the project), whose items picking serves again.
 
     So a stage whose slots or places reopened stays in, or goes back to, collecting."""
-    wanted = sum(stage.hits.values_list("max_assignments", flat=True))
+    wanted = prolific_study_places(stage=stage) if stage.provider == Provider.PROLIFIC \
+        else sum(stage.hits.values_list("max_assignments", flat=True))
     done = stage.assignments.exclude(
         status__in=[AssignmentStatus.IN_PROGRESS, AssignmentStatus.RETURNED]
     )

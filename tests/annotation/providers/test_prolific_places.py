@@ -266,8 +266,9 @@ def test_the_study_has_a_place_for_every_batch_its_pages_hand_out(
     """A stage with a page size of its own (`items_per_assignment`, or `items_per_hit`; the
     project's items per HIT is 5) plans its places, its estimate and its pages with one number
     (`annotation/stage_plan_selectors.py:assignment_size`): 5 items × 2 judgments in batches of
-    2 are 6 places (2 + 2 + 1 items, twice), the estimate counts 6 rewards before and after
-    publishing, and participants given 2 items each collect every judgment within them. Was: `items_per_assignment` 2 gave a study of 2 places (planned with 5-item
+    2 are 5 places (HITs of 2 + 2 + 1 items, twice, but the pages fill each batch across
+    them: `places_for_plans`), the estimate counts 5 rewards before and after publishing, and
+    participants given 2 items each collect every judgment within them. Was: `items_per_assignment` 2 gave a study of 2 places (planned with 5-item
     HITs) and 2-item pages, so it was full after 4 of the 10 judgments, and the estimate
     counted 2 rewards; `items_per_hit` 2 gave 6 places but 5-item pages: 2 participants took
     everything and 4 places stayed open for participants with nothing to do."""
@@ -276,13 +277,13 @@ def test_the_study_has_a_place_for_every_batch_its_pages_hand_out(
     assert project.items_per_hit == 5
     trial = _trial(project, items, researcher, publish=False, **{page_setting: 2})
     assert [len(plan.items) for plan in stage_hits_planned(stage=trial)] == [2, 2, 1]
-    assert stage_cost_estimate(stage=trial).n_assignments == 6
+    assert stage_cost_estimate(stage=trial).n_assignments == 5
     result = stage_publish(stage=trial, user=researcher)
     assert result.report.failed == 0, result.report.errors
     trial.refresh_from_db()
-    assert _study(server, trial)["total_available_places"] == 6
+    assert _study(server, trial)["total_available_places"] == 5
     estimate = stage_cost_estimate(stage=trial)
-    assert estimate.n_assignments == 6 and estimate.rewards == 6 * trial.reward
+    assert estimate.n_assignments == 5 and estimate.rewards == 5 * trial.reward
     batches = [_take_part(server, client, trial, f"P{n}") for n in range(5)]
     assert [batch.items.count() for batch in batches] == [2] * 5  # each the size planned
     assert stage_progress(stages=[trial])[trial.pk].judgments == 10
