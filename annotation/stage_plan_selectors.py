@@ -24,6 +24,7 @@ from annotation.domain.design import (
 from annotation.domain.stage_settings import MAX_GOLD_RATE
 from annotation.models import (
     COLLECTION_STAGE_KINDS,
+    OPEN_STAGE_STATUSES,
     Item,
     Provider,
     Stage,
@@ -159,6 +160,19 @@ def practice_overlap_error(stage: Stage, items) -> str:
             "text at every level, so no participant could be served those data items. Use "
             "practice items from paragraphs (or articles) that are not in the study, or "
             "leave that text's items out of the stage")
+
+
+def open_stages_serving_unit(*, item: Item) -> list[Stage]:
+    """The open STARC data stages of the item's project that serve another (non-practice) item
+    of its text: made a practice item now, that text could no longer be served to anyone who
+    did the practice (`practice_overlap_error` at publish; the picking's `units_read`)."""
+    if not item.design_unit:
+        return []
+    stages = Stage.objects.filter(project_id=item.project_id, status__in=OPEN_STAGE_STATUSES)
+    return [stage for stage in stages.order_by("pk")
+            if mixes_in_extras(stage) and design_applies(stage)
+            and stage_items(stage).filter(design_unit=item.design_unit, is_practice=False)
+            .exclude(pk=item.pk).exists()]
 
 
 def repeated_design_units(items) -> dict[str, int]:

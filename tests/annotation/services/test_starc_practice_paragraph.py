@@ -241,3 +241,33 @@ def test_the_demo_starc_stage_is_completed_by_its_participants_each_text_read_on
         assert len({i.design_unit for i in shown}) == len(shown), worker
         assert Judgment.objects.filter(stage=stage, worker=worker).count() == len(shown)
     assert practice.design_unit not in data_units
+
+
+def test_an_item_becomes_a_practice_item_only_while_no_open_stage_serves_its_paragraph(
+        client, starc):
+    """The item form (the one door that sets the flag on a stored item): os1_1_1_Ele made a
+    practice item while an open stage serves os1_1's other items would leave those items
+    unservable to everyone who did the practice, so the stage would never finish. Refused,
+    naming the stage and the paragraph; free once the stage is closed."""
+    import json
+
+    project, data = starc
+    Item.objects.filter(project=project, external_id=PRACTICE).update(is_practice=False)
+    item = Item.objects.get(project=project, external_id=PRACTICE)
+    stage = make_stage(project, status=StageStatus.COLLECTING, name="full")
+    stage.items.set(data)  # os1_1's eight other conditions, not this item
+    client.force_login(make_user("root", superuser=True))
+    form = {name: getattr(item, name) or "" for name in (
+        "external_id", "dataset", "source", "split", "domain", "text_level", "group_key",
+        "design_unit", "exclusion_reason")}
+    form.update(project=project.pk, content=json.dumps(item.content), gold=json.dumps(item.gold),
+                metadata=json.dumps(item.metadata or {}), is_practice="on")
+    url = reverse("admin:annotation_item_change", args=[item.pk])
+    response = client.post(url, form)
+    assert response.status_code == 200
+    error = response.context["adminform"].form.errors["is_practice"][0]
+    assert "open stage" in error and "full" in error and "os1_1" in error
+    assert not Item.objects.get(pk=item.pk).is_practice
+    Stage.objects.filter(pk=stage.pk).update(status=StageStatus.CLOSED)
+    assert client.post(url, form).status_code == 302
+    assert Item.objects.get(pk=item.pk).is_practice
