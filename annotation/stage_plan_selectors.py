@@ -24,6 +24,7 @@ from annotation.domain.design import (
 from annotation.domain.stage_settings import MAX_GOLD_RATE
 from annotation.models import (
     COLLECTION_STAGE_KINDS,
+    OPEN_STAGE_STATUSES,
     Item,
     Provider,
     Stage,
@@ -113,6 +114,65 @@ def design_applies(stage: Stage) -> bool:
     if setting is not None:
         return bool(setting)
     return stage.project.kind == TaskKind.MC
+
+
+def stage_practice_items(stage: Stage) -> QuerySet[Item]:
+    """The practice items a stage's workers do first: a data stage's are the project's (not
+    excluded; publishing stores only the regular items on the stage), a practice or
+    qualification stage's those it lists."""
+    if not mixes_in_extras(stage):
+        return stage_items(stage).filter(is_practice=True)
+    return Item.objects.filter(project_id=stage.project_id, excluded=False, is_practice=True)
+
+
+def practice_shared_units(stage: Stage, items) -> dict[str, list[str]]:
+    """{design unit: the practice items of it} for each text that one of `items` (its data
+    items: not practice) shares with a practice item of the stage, under the STARC design: a
+    practice item is a reading of its paragraph (or article), so a data item of that text, at
+    any level, would be read a second time by every participant (and the picking, which counts
+    the practice reading, could never serve it: the stage would never finish)."""
+    if not design_applies(stage):
+        return {}
+    data_units = {item.design_unit for item in items
+                  if item.design_unit and not item.is_practice}
+    practice = [*stage_practice_items(stage).exclude(design_unit="")
+                .order_by("pk").values_list("design_unit", "external_id"),
+                *((item.design_unit, item.external_id) for item in items
+                  if item.is_practice and item.design_unit)]
+    shared: dict[str, list[str]] = {}
+    for unit, external_id in practice:
+        if unit in data_units and external_id not in shared.setdefault(unit, []):
+            shared[unit].append(external_id)
+    return {unit: names for unit, names in sorted(shared.items()) if names}
+
+
+def practice_overlap_error(stage: Stage, items) -> str:
+    """Why the stage cannot be published with `items` ("" when it can): its data items share a
+    text with one of its practice items (`practice_shared_units`)."""
+    shared = practice_shared_units(stage, items)
+    if not shared:
+        return ""
+    named = "; ".join(f"{unit} (practice {', '.join(names[:3])})"
+                      for unit, names in list(shared.items())[:5])
+    more = f" and {len(shared) - 5} more" if len(shared) > 5 else ""
+    return (f"{stage}: its data items share a text with its practice items: {named}{more}. "
+            "A participant reads each text once, and a practice item is a reading of its "
+            "text at every level, so no participant could be served those data items. Use "
+            "practice items from paragraphs (or articles) that are not in the study, or "
+            "leave that text's items out of the stage")
+
+
+def open_stages_serving_unit(*, item: Item) -> list[Stage]:
+    """The open STARC data stages of the item's project that serve another (non-practice) item
+    of its text: made a practice item now, that text could no longer be served to anyone who
+    did the practice (`practice_overlap_error` at publish; the picking's `units_read`)."""
+    if not item.design_unit:
+        return []
+    stages = Stage.objects.filter(project_id=item.project_id, status__in=OPEN_STAGE_STATUSES)
+    return [stage for stage in stages.order_by("pk")
+            if mixes_in_extras(stage) and design_applies(stage)
+            and stage_items(stage).filter(design_unit=item.design_unit, is_practice=False)
+            .exclude(pk=item.pk).exists()]
 
 
 def repeated_design_units(items) -> dict[str, int]:
@@ -386,6 +446,8 @@ def stage_hits_planned(*, stage: Stage, items: list[Item] | None = None) -> list
     """
     if items is None:
         items = stage_items_planned(stage=stage)
+    if problem := practice_overlap_error(stage, items):
+        raise StageError(problem)
     options = stage.settings or {}
     if stage.kind == StageKind.QUALIFICATION:
         workers = int(options.get("max_workers", DEFAULT_QUALIFICATION_WORKERS))

@@ -186,6 +186,26 @@ _AB_ITEMS = [
 # critical and distractor sentences (located in the paragraph to make the spans).
 _MC_PARAGRAPHS = [
     {
+        # The practice paragraph: a text of its own, in no other item (a practice item is a
+        # reading of its paragraph, so none of its other items could be served as data).
+        "id": "kite", "level": "Ele", "practice": True,
+        "paragraph": (
+            "Every spring the village holds a kite festival on the hill above the river. Most "
+            "kites are made at home from paper and thin sticks, and a prize goes to the kite "
+            "that stays up the longest. Last year the winner was a red fish that flew for "
+            "almost three hours."
+        ),
+        "questions": [
+            ("Which kite won last year?",
+             ["A red fish that flew for almost three hours",
+              "A paper kite made from thin sticks by the river",
+              "The kite that was made at home fastest",
+              "A blue bird bought in a shop"],
+             "Last year the winner was a red fish that flew for almost three hours.",
+             "Most kites are made at home from paper and thin sticks"),
+        ],
+    },
+    {
         "id": "garden", "level": "Ele",
         "paragraph": (
             "The school garden started with three boxes of soil behind the gym. The children "
@@ -371,8 +391,8 @@ def mc_records() -> list[ItemRecord]:
                 # conditions, so each annotator answers one question of each paragraph.
                 design_unit=f"demo-{paragraph['id']}",
                 gold={"choice": "A"},
-                # The first question of the garden paragraph is the practice item.
-                is_practice=paragraph["id"] == "garden" and number == 1,
+                # The practice paragraph's question is the practice item.
+                is_practice=bool(paragraph.get("practice")),
             ))
     return records
 

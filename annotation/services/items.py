@@ -31,6 +31,7 @@ from annotation.models import (
     Project,
     Stage,
 )
+from annotation.stage_plan_selectors import open_stages_serving_unit
 
 ITEM_FIELDS = (
     "external_id", "dataset", "source", "split", "domain", "text_level", "group_key",
@@ -159,7 +160,25 @@ def item_edit_errors(*, item: Item, changes: dict[str, Any]) -> dict[str, str]:
                                          gold=changes.get("gold", stored.gold))
             if why:
                 errors[flag] = why
+    if changes.get("is_practice") and not stored.is_practice and "is_practice" not in errors:
+        if why := practice_flag_error(item=stored):
+            errors["is_practice"] = why
     return {**errors, **_fixed_field_errors(stored=stored, changes=changes)}
+
+
+def practice_flag_error(*, item: Item) -> str:
+    """Why `item` may not become a practice item now (empty when it may): under the STARC
+    design a practice item is a reading of its paragraph, so an open stage serving another item
+    of that paragraph could no longer serve it to anyone who did the practice, and would never
+    finish (publishing refuses such a stage: `practice_overlap_error`)."""
+    stages = open_stages_serving_unit(item=item)
+    if not stages:
+        return ""
+    names = ", ".join(str(stage) for stage in stages[:3])
+    return (f"cannot become a practice item now: open stage {names} serves other items of its "
+            f"text {item.design_unit}, and a practice item is a reading of its text, so those "
+            "items could no longer be served to anyone who did the practice; use a practice "
+            "item from a paragraph (or article) that is not in the study")
 
 
 def _fixed_field_errors(*, stored: Item, changes: dict[str, Any]) -> dict[str, str]:

@@ -200,7 +200,7 @@ def test_the_demo_shows_one_counted_and_wanted_in_the_admin_and_the_cockpit(clie
     client.force_login(root)
     listed = {p.slug: p for p in
               client.get(_admin(Project, "changelist")).context["cl"].result_list}
-    wanted = {"demo-likert": 24, "demo-mc-qa": 27, "demo-mc-pilot": 27}
+    wanted = {"demo-likert": 24, "demo-mc-qa": 30, "demo-mc-pilot": 30}
     for slug, n in wanted.items():
         project = listed[slug]
         cockpit = study_cockpit(project=project)

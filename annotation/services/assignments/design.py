@@ -10,8 +10,12 @@ stage of the project, or in another project holding the same text: `units_seen`)
 served to that worker again, whatever `reuse_earlier_items` says: that setting lets a stage
 release items of earlier stages again, to participants who have not read them. A qualification
 serves one item per unit not yet read (`one_item_per_unread_unit`; every taker the same items).
-Practice items are outside the design (they should come from other texts, as STARC's practice
-article).
+Practice items are outside the square (every worker does all of them, first), but each is a
+reading of its text: `units_read` counts the units of the practice items a worker did or the
+stage has them do first, so no data item of a practice paragraph is ever served to them, at any
+level (and publishing refuses a stage whose data items share a practice text:
+`annotation.stage_plan_selectors.practice_overlap_error`). They should come from other texts,
+as STARC's practice article.
 """
 from __future__ import annotations
 
@@ -30,7 +34,7 @@ from annotation.models import (
     Stage,
     Worker,
 )
-from annotation.stage_plan_selectors import item_article, stage_square
+from annotation.stage_plan_selectors import item_article, stage_practice_items, stage_square
 
 
 def _lock_worker(worker: Worker) -> None:
@@ -42,8 +46,8 @@ def _lock_worker(worker: Worker) -> None:
 
 
 def units_seen(*, project_id: int, worker: Worker) -> set[str]:
-    """The design units this worker has read (practice items left out): judged, held by a live
-    assignment, or shown to them in an assignment that ended without a judgment (returned,
+    """The design units this worker has read (practice items included: a practice item is a
+    reading of its paragraph too): judged, held by a live assignment, or shown to them in an assignment that ended without a judgment (returned,
     expired, abandoned: the text was on their screen, so another level of it is no longer a
     first reading) — in any stage of the project, and in any other project that holds the same
     text (an item of the same dataset and design unit): the experiment modes of one STARC study
@@ -53,7 +57,7 @@ def units_seen(*, project_id: int, worker: Worker) -> set[str]:
     held = AssignmentItem.objects.filter(
         Q(assignment__status=AssignmentStatus.IN_PROGRESS) | Q(first_shown_at__isnull=False),
         assignment__worker=worker).values("item_id")
-    read = Item.objects.filter(Q(pk__in=mine) | Q(pk__in=held), is_practice=False)
+    read = Item.objects.filter(Q(pk__in=mine) | Q(pk__in=held))
     here = {unit_key(item_id=pk, design_unit=unit) for pk, unit in
             read.filter(project_id=project_id).values_list("pk", "design_unit")}
     same_text_here = Item.objects.filter(project_id=project_id, dataset=OuterRef("dataset"),
@@ -63,14 +67,25 @@ def units_seen(*, project_id: int, worker: Worker) -> set[str]:
     return here | set(elsewhere)
 
 
+def units_read(*, stage: Stage, worker: Worker) -> set[str]:
+    """The one rule of which texts a worker of `stage` has read, at every door that picks items
+    (in-house links, Prolific, MTurk accepts, gold, the fallback that gives returned work to
+    the next arrival): what they read (`units_seen`) and the texts of the stage's practice
+    items, which every worker does first, whether already stored or picked with this page."""
+    practice = {unit_key(item_id=pk, design_unit=unit) for pk, unit in
+                stage_practice_items(stage).values_list("pk", "design_unit")}
+    return units_seen(project_id=stage.project_id, worker=worker) | practice
+
+
 def one_item_per_unread_unit(*, stage: Stage, worker: Worker,
                              available: QuerySet[Item]) -> QuerySet[Item]:
     """`available` cut to the first item (by id) of each design unit the worker has not read:
     a qualification serves every taker the same items, so it has no square to vary levels
     over, but a paragraph listed at two levels, or read in another stage, must still not be
-    read twice. Items outside the design (no unit; practice) all stay."""
+    read twice, nor a text of a practice item. Items outside the design (no unit; practice)
+    all stay."""
     _lock_worker(worker)
-    seen = units_seen(project_id=stage.project_id, worker=worker)
+    seen = units_read(stage=stage, worker=worker)
     keep, units = [], set()
     for pk, unit, practice in available.order_by("pk").values_list("pk", "design_unit",
                                                                     "is_practice"):
@@ -111,7 +126,7 @@ def latin_square_filter(*, stage: Stage, worker: Worker, available: QuerySet[Ite
         # stage row only: Stage's default ordering joins the project, whose row FOR UPDATE
         # would also lock and serialise every other stage of the project.
         Stage.objects.select_for_update().filter(pk=stage.pk).order_by().first()
-    seen = units_seen(project_id=stage.project_id, worker=worker)
+    seen = units_read(stage=stage, worker=worker)
     number = participant_number(stage=stage, worker=worker)
     open_ids = set(available.values_list("pk", flat=True))
     wanted = {unit: [c.item_id for c in square.preference(unit, number)
@@ -148,16 +163,20 @@ def in_square_order(items: list[Item], position: Mapping[int, tuple]) -> list[It
 
 def hit_design_refusal(*, stage: Stage, worker: Worker, items: list[Item]) -> str:
     """Why a worker may not take a HIT under the square ("" when they may): the HIT repeats a
-    design unit within itself (a HIT plan is cut from one list, so only a hand-made HIT does)
-    or holds a unit the worker already read, at any level, in any stage of the project."""
-    units = [unit_key(item_id=pk, design_unit=unit)
-             for pk, unit in Item.objects.filter(pk__in=[i.pk for i in items], is_practice=False)
-             .values_list("pk", "design_unit")]
+    design unit within itself (a HIT plan is cut from one list, so only a hand-made HIT does),
+    or a practice item's text (a practice item in the HIT, or one of the stage's), or holds a
+    unit the worker already read, at any level, in any stage of the project (`units_read`)."""
+    rows = Item.objects.filter(pk__in=[i.pk for i in items]).values_list(
+        "pk", "design_unit", "is_practice")
+    units = [unit_key(item_id=pk, design_unit=unit) for pk, unit, practice in rows
+             if not practice]
+    practice = {unit_key(item_id=pk, design_unit=unit) for pk, unit, is_practice in rows
+                if is_practice}
     _lock_worker(worker)
-    if len(units) != len(set(units)):
+    if len(units) != len(set(units)) or set(units) & practice:
         return ("This HIT shows the same text twice, which this study does not allow. Please "
                 "return it; other HITs may be open to you.")
-    if set(units) & units_seen(project_id=stage.project_id, worker=worker):
+    if set(units) & units_read(stage=stage, worker=worker):
         return ("This HIT shows a text you have already read in another version. Please "
                 "return it; other HITs may be open to you.")
     return ""

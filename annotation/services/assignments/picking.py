@@ -57,6 +57,7 @@ from annotation.stage_plan_selectors import (
     mixes_in_extras,
     stage_gold_rate,
     stage_items,
+    stage_practice_items,
 )
 
 from ..redundancy import stage_adaptive_rule
@@ -66,7 +67,7 @@ from .design import (
     latin_square_filter,
     one_item_per_unread_unit,
     spread_articles,
-    units_seen,
+    units_read,
 )
 from .errors import NoItemsAvailable
 from .locking import stage_write_lock
@@ -77,10 +78,8 @@ def practice_items_for_stage(*, stage: Stage, worker: Worker | None = None) -> Q
     """The practice items every worker does first. In a data stage these are the project's
     practice items, minus those `worker` already did in another stage of the project (a
     practice stage before the trial): practice trains the worker once."""
-    if not mixes_in_extras(stage):
-        return stage_items(stage).filter(is_practice=True)
-    qs = Item.objects.filter(project_id=stage.project_id, excluded=False, is_practice=True)
-    if worker is not None:
+    qs = stage_practice_items(stage)
+    if worker is not None and mixes_in_extras(stage):
         qs = qs.exclude(pk__in=Judgment.objects.filter(
             worker=worker, stage__project_id=stage.project_id).exclude(stage=stage)
             .values("item_id"))
@@ -269,7 +268,7 @@ def items_pick_next(*, stage: Stage, worker: Worker, limit: int) -> list[Item]:
         gold_qs = _not_seen_earlier(
             _not_seen_by(gold_items_for_stage(stage=stage), stage, worker), stage, worker)
         if square:  # a gold item is a text read too: never one of a unit read or picked
-            read = units_seen(project_id=stage.project_id, worker=worker)
+            read = units_read(stage=stage, worker=worker)
             gold_qs = gold_qs.exclude(design_unit__in=read | {
                 item.design_unit for item in regular if item.design_unit})
         groups = {item.group_key for item in regular if item.group_key}

@@ -51,19 +51,18 @@ from testing.factories import (
     make_worker,
 )
 from tests.support.paths import shared_data_path
+from tests.support.starc import ONESTOPQA
+from tests.support.starc import exposures as _exposures
+from tests.support.starc import mturk_page as _mturk
+from tests.support.starc import natural_unit as _natural
+from tests.support.starc import shown_items as _shown
 from tests.support.tasks import api, page_config
 
 pytestmark = [pytest.mark.django_db, pytest.mark.reliability]
 
-ONESTOPQA = shared_data_path() / "onestopqa" / "onestop_qa.json"
 IN_LAB = shared_data_path() / "onestopqa" / "in_lab_qa.tsv"
 LEVELS = ["Ele", "Int", "Adv"]
 N_PARAGRAPHS = 9  # 9 paragraphs x 3 questions x 3 levels = 81 conditions, 9 per paragraph
-
-
-def _natural(unit: str) -> tuple[int, int]:
-    article, paragraph = unit[2:].split("_")
-    return int(article), int(paragraph)
 
 
 @pytest.fixture
@@ -88,12 +87,6 @@ def _conditions(items) -> dict[str, set]:
     return full
 
 
-def _exposures(rows):
-    """(participant, paragraph, (question, level)) of (participant, item) rows."""
-    return [(who, item.design_unit, (item.metadata["question"], item.text_level))
-            for who, item in rows]
-
-
 def _stored(stage):
     rows = Judgment.objects.filter(stage=stage).select_related("item")
     return _exposures((j.worker_id, j.item) for j in rows)
@@ -103,10 +96,6 @@ def _answer_all(client, config):
     response = api(client, "task-submit", config["token"], {"answers": [
         {"item": item_id, "shown_choice": "a"} for item_id in config["items"]]})
     assert response.status_code == 200, response.content
-
-
-def _shown(config) -> list[Item]:
-    return list(Item.objects.filter(pk__in=config["items"]))
 
 
 def _assert_balanced(exposures, *, per_participant: int):
@@ -473,13 +462,6 @@ def test_one_participant_in_two_modes_of_a_study_never_reads_a_paragraph_twice(c
 
 
 # --- MTurk ------------------------------------------------------------------------------------
-
-
-def _mturk(client, stage, hit, worker, assignment):
-    return client.get(reverse("annotation:task-mturk", kwargs={"stage_id": stage.pk}) + "?"
-                      + urlencode({"assignmentId": assignment, "hitId": hit,
-                                   "workerId": worker,
-                                   "turkSubmitTo": "https://workersandbox.mturk.com"}))
 
 
 def test_mturk_hit_plans_are_latin_square_lists_and_accept_keeps_the_design(client, starc):
