@@ -275,12 +275,12 @@ def qualification_only_items(project: Project) -> QuerySet[Item]:
 def measured_on_summary(*, n_items: int, n_labelled: int, n_imported: int = 0) -> dict:
     """How every door that compares a metric or judge with the humans says its n: `n_labelled`
     of the `n_items` study items (`items_measured_on`) carry a human label from judgments that
-    count; `n_imported` more are scored by the human score their file gave them (the metric
-    report only: a MOCHA file's mean score)."""
+    count; `n_imported` others are scored by the human score their file gave them (the
+    metric report only: a MOCHA file's mean score)."""
     text = (f"{n_labelled} of {n_items} study items carry a human label from judgments that "
             "count")
     if n_imported:
-        text += f", {n_imported} more the human score their file gave them"
+        text += f", {n_imported} the human score their file gave them"
     text += ("; gold checks, practice items, items released only in a qualification and "
              "excluded items are not study items")
     return {"items": n_items, "labelled": n_labelled, "imported": n_imported, "text": text}
