@@ -23,6 +23,7 @@ from core.vocabulary import RECRUITING_PROVIDERS
 from .access_selectors import projects_visible_to
 from .models import (
     COLLECTION_STAGE_KINDS,
+    DATA_STAGE_KINDS,
     LIVE_STAGE_STATUSES,
     NON_DATA_STAGE_KINDS,
     UNVERIFIED,
@@ -232,7 +233,8 @@ def judgments_that_count(queryset: QuerySet[Judgment] | None = None, *,
 
     Gold/attention-check items are data like any other item: their judgments count (gold
     accuracy is read from them too); they are only outside a stage's redundancy plan
-    (`stage_progress`).
+    (`stage_progress`) and are not study items (`items_measured_on`): no metric, judge,
+    estimate or leaderboard is measured on them.
 
     `include_rejected=True` drops the last three conditions (audits: `export_data
     --include-rejected`). With `project` the blocked-worker condition reads that project's
@@ -265,6 +267,51 @@ def provider_paid_filter() -> Q:
     return Q(status=AssignmentStatus.APPROVED) | Exists(ProviderCall.objects.filter(
         assignment=OuterRef("pk"), operation="ApproveAssignment",
         status=ProviderCallStatus.SUCCEEDED))
+
+
+def items_measured_on(project: Project) -> QuerySet[Item]:
+    """THE study items: the items a metric or judge is measured on against the humans, and the
+    population the system estimates and the judge plan estimate over. Read by the metric
+    report (page, `metric_report`, its API), the judges report (page, `judge_report`, its
+    API), the judge plan and the estimates, so each says the same n (`measured_on_summary`).
+
+    An item is study data unless it is
+    - a practice item or excluded from the study (as `judgments_that_count`);
+    - a gold/attention check (`Item.is_gold_check`): the researcher chose it for its known
+      answer to test the workers, it is mixed in outside the redundancy plan and is no sample
+      of the systems' answers; its answer key is not a human judgment of the study, and its
+      workers' judgments measure the workers (gold accuracy), not a metric;
+    - released only in a qualification stage: listed on a qualification and on no data
+      stage, and judged in none (its answers test the workers, as a qualification's do).
+    Rule and reasons: docs/ANALYSIS.md "Which items a metric or judge is measured on"."""
+    return Item.objects.filter(project=project, is_practice=False, excluded=False,
+                               is_gold_check=False).exclude(
+        pk__in=qualification_only_items(project).values("pk"))
+
+
+def qualification_only_items(project: Project) -> QuerySet[Item]:
+    """The project's items released in a qualification stage that no data stage lists and no
+    data stage's judgment is on: not study items (`items_measured_on`)."""
+    in_data_stage = Item.objects.filter(project=project, stages__kind__in=DATA_STAGE_KINDS)
+    judged_as_data = Judgment.objects.filter(item__project=project).exclude(
+        stage__kind__in=NON_DATA_STAGE_KINDS)
+    return (Item.objects.filter(project=project, stages__kind=StageKind.QUALIFICATION)
+            .exclude(pk__in=in_data_stage.values("pk"))
+            .exclude(pk__in=judged_as_data.values("item_id")).distinct())
+
+
+def measured_on_summary(*, n_items: int, n_labelled: int, n_imported: int = 0) -> dict:
+    """How every door that compares a metric or judge with the humans says its n: `n_labelled`
+    of the `n_items` study items (`items_measured_on`) carry a human label from judgments that
+    count; `n_imported` others are scored by the human score their file gave them (the
+    metric report only: a MOCHA file's mean score)."""
+    text = (f"{n_labelled} of {n_items} study items carry a human label from judgments that "
+            "count")
+    if n_imported:
+        text += f", {n_imported} the human score their file gave them"
+    text += ("; gold checks, practice items, items released only in a qualification and "
+             "excluded items are not study items")
+    return {"items": n_items, "labelled": n_labelled, "imported": n_imported, "text": text}
 
 
 def judgments_releasing_slots(queryset: QuerySet[Judgment] | None = None, *,

@@ -120,6 +120,15 @@ class LeftOutSeenSerializer(serializers.Serializer):
     measured_on = serializers.IntegerField(help_text="Scored items it never saw.")
 
 
+class MeasuredOnSerializer(serializers.Serializer):
+    items = serializers.IntegerField(help_text="Study items the report reads.")
+    labelled = serializers.IntegerField(help_text="Of those, items with a human label from "
+                                        "judgments that count.")
+    imported = serializers.IntegerField(help_text="Of those, items scored by the human score "
+                                        "their file gave them.")
+    text = serializers.CharField()
+
+
 class MetricReportSerializer(serializers.Serializer):
     project = serializers.CharField()
     kind = serializers.CharField()
@@ -138,6 +147,10 @@ class MetricReportSerializer(serializers.Serializer):
     n_imported_gold = serializers.IntegerField(
         required=False, help_text="Likert projects: items whose human score is their imported "
         "gold score, since no judgment of theirs counts.")
+    measured_on = MeasuredOnSerializer(
+        required=False, help_text="Likert projects: the study items (not gold checks, practice, "
+        "qualification-only or excluded items) and how many carry a human label, as the judges "
+        "report says it.")
     minimal_pairs = serializers.DictField(
         child=serializers.DictField(child=AccuracySerializer()), required=False,
         help_text="Likert projects with minimal pairs: metric → group → accuracy.")

@@ -17,6 +17,7 @@ from django.db.models import Q
 from annotation.domain.aggregation import aggregate_items
 from annotation.judgment_selectors import JudgmentFrame, watermark, with_adjudications
 from annotation.models import Project, RoutingDraw, TaskKind
+from annotation.selectors import items_measured_on, measured_on_summary
 from core.vocabulary import PROBABILITY_METRIC_NAME, ModelKind
 
 from ..domain import estimates
@@ -231,8 +232,7 @@ def estimates_report(frame: JudgmentFrame, *, project: Project, judge: str | Non
     blank, is the promoted LERC); `metric.chosen_by` says which (argument, project, default)."""
     if project.kind != TaskKind.LIKERT:
         return {"skipped": "system estimates are computed for Likert correctness projects"}
-    items = list(project.items.filter(is_practice=False, excluded=False, is_gold_check=False)
-                 .values_list("id", "source"))
+    items = list(items_measured_on(project).values_list("id", "source"))
     by_system: dict[str, list[int]] = {}
     for item_id, source in items:
         by_system.setdefault(source or "(none)", []).append(item_id)
@@ -266,6 +266,8 @@ def estimates_report(frame: JudgmentFrame, *, project: Project, judge: str | Non
         "metric": metric,
         "assumptions": estimates.ASSUMPTIONS,
         "systems": {}, "pairs": [],
+        "measured_on": measured_on_summary(
+            n_items=len(items), n_labelled=sum(item_id in human for item_id, _ in items)),
     }
     if metric.get("left_out_seen"):
         report["left_out_note"] = (

@@ -14,7 +14,7 @@ from annotation.domain.csv_safe import SafeWriter
 from annotation.domain.item_content import answer_system
 from annotation.judgment_selectors import JudgmentFrame
 from annotation.models import Item, Project, Stage, Worker
-from annotation.selectors import items_in_stage
+from annotation.selectors import items_in_stage, items_measured_on
 from core.vocabulary import AB_CHOICES
 
 from ..domain.leaderboard import (
@@ -130,11 +130,12 @@ def metric_votes(project: Project, stage: Stage | None = None, *,
     the items released in it, as the humans' board of that stage reads. `left_out`, when
     given, is filled with judge label -> the scored items left out because its version saw
     them (learned metrics only)."""
-    # The items the human and judge boards read: not practice, not excluded from the study
-    # (scores stored before an item was excluded stay in the table).
+    # The items the human and judge boards read: the study items (`items_measured_on`: not
+    # practice, gold checks or qualification-only, not excluded from the study; scores
+    # stored before an item was excluded stay in the table).
     rows = MetricScore.objects.filter(item__project=project, side__in=AB_CHOICES,
-                                      value__isnull=False, item__is_practice=False,
-                                      item__excluded=False)
+                                      value__isnull=False,
+                                      item__in=items_measured_on(project).values("pk"))
     if stage is not None:
         rows = rows.filter(item__in=items_in_stage(stage=stage).values("pk"))
     latest: dict[str, tuple[int, str]] = {}
@@ -188,7 +189,7 @@ def verdict_votes(project: Project, stage: Stage | None = None
     asked, its position consistency (the share of items whose two verdicts name the same
     side). With `stage`, only the items released in it, as the humans' board of that stage
     reads."""
-    scope = Item.objects.filter(project=project, is_practice=False, excluded=False)
+    scope = items_measured_on(project)
     if stage is not None:
         scope = scope.filter(pk__in=items_in_stage(stage=stage).values("pk"))
     versions: dict[str, JudgeVersion] = {}
@@ -317,6 +318,12 @@ def leaderboard_report(frame: JudgmentFrame, *, project: Project | None = None,
     both answers as another judge (`judges`, overall) and the rankings side by side. `stage`:
     the frame is that stage's judgments, and the judges read that stage's items too."""
     mask = frame.data_mask() if len(frame) else np.zeros(0, dtype=bool)
+    if project is not None and len(frame):
+        # The study items only (`items_measured_on`): a gold check's votes test the workers
+        # (its pair was chosen for its known answer), and the judge boards beside are
+        # measured against these votes.
+        mask &= np.isin(frame.item_id, list(items_measured_on(project).values_list(
+            "id", flat=True)))
     found = frame_votes(frame, mask)
     if found[0] is None:
         return {}

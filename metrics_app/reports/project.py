@@ -18,6 +18,7 @@ from annotation.selectors import (
     blocked_worker_ids_for,
     counting_fingerprint,
     practice_failed_worker_ids,
+    qualification_only_items,
 )
 from annotation.services.redundancy import adaptive_redundancy_summary
 from core.json_limits import json_ready
@@ -38,6 +39,8 @@ from .workers import own_items_reason, worker_report
 REPORT_KIND = "project"
 # Bump when the report's content or definitions change: cached reports of another version are
 # recomputed even though no judgment arrived.
+# 28: the estimates read the study items (`items_measured_on`): an item released only in a
+# qualification is no system "(none)" any more;
 # 27: a report narrowed to a practice or qualification stage counts that stage's judgments
 # (its headline, agreement and workers, as its stage row);
 # 26: a STARC participant who failed practice is out of every number (the counting rule);
@@ -53,7 +56,7 @@ REPORT_KIND = "project"
 # 17: workers' same-justification share; 16: an undefined α says why, a leaderboard board its
 # notes; 15: a learned judge leaves out the items it saw; 14: an excluded item's judgments are
 # not data.
-REPORT_VERSION = 27
+REPORT_VERSION = 28
 
 
 def _params(group_by: str | None) -> dict:
@@ -145,6 +148,10 @@ def item_fingerprint(*, project: Project) -> str:
     digest.update(repr(list(Stage.objects.filter(project=project).order_by("pk").values_list(
         "pk", "name", "kind", "status", "order", "settings", "agreement_threshold",
         "requires_stage_id"))).encode())
+    # Which items are study items (`items_measured_on`) also depends on the stages' item
+    # lists: an item released in a qualification becomes one when a data stage lists it.
+    digest.update(repr(list(qualification_only_items(project).order_by("pk")
+                            .values_list("pk", flat=True))).encode())
     # LERC scores feed the prediction-powered estimates: newly stored ones change the report.
     digest.update(f"lerc:{metric_watermark(project)}".encode())
     # ... and which version's scores they are: a promotion or a rollback stores no score.

@@ -8,8 +8,11 @@ files carry the mean human score) -- except when z-normalizing: an imported mean
 annotators' raw 1-5 scores has no z-score, so such items are left out (and counted in
 `n_skipped_imported_gold`) rather than mixing raw and z scales. Items scored by their gold
 score are counted in `n_imported_gold`: the page says so, since the judges page, the
-dashboard and the exports count only items with judgments that count (a qualification's
-answer key is such a gold score). When several versions of a
+dashboard and the exports count only items with judgments that count. The items are the
+study items (`annotation.selectors.items_measured_on`, as the judges report, the judge plan
+and the estimates read them): no gold check is scored by its answer key, no item released
+only in a qualification is counted; `measured_on` says the n as every such door says it
+(`measured_on_summary`). When several versions of a
 metric were stored, the most recently stored version is evaluated.
 
 Minimal-pair items (`metadata.minimal_pair`) count only in the `minimal_pairs` section, never
@@ -26,7 +29,7 @@ import numpy as np
 from annotation.domain.agreement import pearson
 from annotation.judgment_selectors import item_gold_scores, judgment_rows, watermark
 from annotation.models import Judgment, Project, TaskKind
-from annotation.selectors import counting_fingerprint
+from annotation.selectors import counting_fingerprint, items_measured_on, measured_on_summary
 from core.statistics import resamples_check
 from core.text_match import is_exact_match, is_filtered_number_pair
 from core.vocabulary import AB_CHOICES
@@ -90,9 +93,10 @@ def _left_out_seen(*, project: Project, versions: dict[str, str],
 
 
 def _kept_likert_items(*, project: Project, params: dict) -> list[dict]:
-    """The items the correlations (and scatter plots) use: data items that are not minimal
-    pairs and pass the study filters chosen in `params`."""
-    items = list(project.items.filter(is_practice=False, excluded=False)
+    """The items the correlations (and scatter plots) use: the study items
+    (`items_measured_on`) that are not minimal pairs and pass the study filters chosen in
+    `params`."""
+    items = list(items_measured_on(project)
                  .values("id", "dataset", "source", "split", "content", "gold", "metadata"))
     kept = []
     for item in items:
@@ -357,8 +361,7 @@ def _minimal_pair_section(*, project, versions, scores) -> dict | None:
 
 def _pairwise_section(*, project, versions, scores) -> dict | None:
     items = {
-        row["id"]: row for row in project.items.filter(is_practice=False, excluded=False)
-        .values("id", "domain", "content")
+        row["id"]: row for row in items_measured_on(project).values("id", "domain", "content")
     }
     comparisons = []  # (item_id, group keys, choice, kind_a, kind_b, len_a, len_b)
     for row in judgment_rows(project=project):
@@ -424,7 +427,10 @@ def metric_evaluation_build(*, project: Project, params: dict | None = None,
         correlations, groups, best, skipped = _correlation_section(
             params=params, versions=versions, scores=scores, study=study)
         report.update(correlations=correlations, groups=groups, best=best,
-                      n_skipped_imported_gold=skipped, n_imported_gold=study.n_imported_gold)
+                      n_skipped_imported_gold=skipped, n_imported_gold=study.n_imported_gold,
+                      measured_on=measured_on_summary(
+                          n_items=len(study.items), n_imported=study.n_imported_gold,
+                          n_labelled=len(study.gold) - study.n_imported_gold))
         decision = _decision_section(project=project, params=params, versions=versions,
                                      scores=scores, study=study)
         if decision is not None:
@@ -445,8 +451,10 @@ def metric_evaluation_build(*, project: Project, params: dict | None = None,
 
 # What a cached copy of an older format misses, by its format (copies stored before formats
 # were numbered: 2 with `left_out_seen`, else 1): the page says it until the copy is refreshed.
-METRIC_REPORT_FORMAT = 5
+METRIC_REPORT_FORMAT = 6
 METRIC_REPORT_CHANGES = {
+    5: "gold checks and items released only in a qualification are left out (the study "
+       "items, as the judges page and the estimates read them)",
     1: "learned metrics are measured only on the answers they never saw, and an undefined "
        "correlation or kappa says why",
     2: "an undefined correlation or kappa says why instead of showing a number or a dash",

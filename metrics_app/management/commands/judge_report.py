@@ -78,8 +78,8 @@ class Command(BaseCommand):
             self.stdout.write(report["skipped"])
             return
         out = self.stdout.write
-        out(f"{project.slug}: {report['n_labelled']} of {report['n_items']} items carry human "
-            f"labels; 95% bootstrap intervals ({report['n_resamples']} resamples)")
+        out(f"{project.slug}: {report['measured_on']['text']}; 95% bootstrap intervals "
+            f"({report['n_resamples']} resamples)")
         ceiling = report["ceiling"]
         out("human ceiling (each judgment vs the others' majority): " + (
             f"accuracy {_f(ceiling['accuracy'])}{_ci(ceiling['ci']['accuracy'])}, kappa "

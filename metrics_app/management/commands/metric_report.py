@@ -71,6 +71,8 @@ class Command(BaseCommand):
                 f"No metric scores yet for {project.slug!r}: compute them first, e.g.\n"
                 f"  python manage.py score_project {project.slug} --metric em,f1,bleu1,rougeL,"
                 "meteor,bertscore\n(or the metrics page, or the API).")
+        if data.get("measured_on"):
+            self.stdout.write(f"{project.slug}: {data['measured_on']['text']}.")
         for name, left in sorted((data.get("left_out_seen") or {}).items()):
             # The page's note: without it a LERC n below the other metrics' reads as a bug.
             self.stdout.write(

@@ -190,6 +190,8 @@ def _estimate_lines(estimates: dict) -> list[str]:
         return [f"System accuracy: {estimates['skipped']}"] if estimates.get("judge") else []
     judge = (estimates.get("metric") or {}).get("judge") or "LERC"
     lines = [f"System accuracy (95% intervals; human | {judge} alone | prediction-powered):"]
+    if estimates.get("measured_on"):
+        lines.append(f"  {estimates['measured_on']['text']}")
     for system, row in estimates["systems"].items():
         accuracy = row["accuracy"]
         metric = accuracy.get("metric") or {}

@@ -14,6 +14,7 @@ import numpy as np
 
 from annotation.judgment_selectors import item_gold_scores, item_labels, load_judgments
 from annotation.models import Project, TaskKind
+from annotation.selectors import items_measured_on, measured_on_summary
 from core.vocabulary import AB_CHOICES
 
 from ...domain import estimates as est
@@ -52,7 +53,9 @@ def human_labels(project: Project, *, with_unlabelled: bool = False) -> dict[int
     project's aggregation model: majority, Dawid–Skene, MACE or GLAD; an item without one, a
     majority tie, is left out, or kept with label and agreement None `with_unlabelled`: the
     human ceiling reads every item's votes). `labels`, `mean` and `spread` describe the votes,
-    `agreement` the share of them on the label's side."""
+    `agreement` the share of them on the label's side. Only the study items
+    (`items_measured_on`): a gold check's or a qualification-only item's judgments measure
+    the workers, and the judge plan's pilot is read from here."""
     frame = load_judgments(project=project)
     ab = project.kind == TaskKind.AB
     gold = item_gold_scores(project=project) if not ab else {}
@@ -60,8 +63,11 @@ def human_labels(project: Project, *, with_unlabelled: bool = False) -> dict[int
              if ab else {})
     mask = frame.data_mask()
     per_item: dict[int, list] = {}
+    study = set(items_measured_on(project).values_list("id", flat=True))
     for item_id, score, choice in zip(frame.item_id[mask].tolist(), frame.score[mask].tolist(),
                                       frame.choice[mask].tolist(), strict=True):
+        if item_id not in study:
+            continue
         if ab:
             if choice in AB_CHOICES:
                 per_item.setdefault(item_id, []).append(1.0 if choice == "A" else 0.0)
@@ -179,13 +185,14 @@ def judge_alignment_report(*, project: Project, refs: list[str] | None = None,
     votes = human_labels(project, with_unlabelled=True)
     human = {i: h for i, h in votes.items() if h["label"] is not None}
     refs = refs or default_refs(project)
-    items = {row["id"]: row for row in project.items.filter(
-        is_practice=False, excluded=False, is_gold_check=False).values(
+    items = {row["id"]: row for row in items_measured_on(project).values(
         "id", "external_id", "source", "dataset", "content")}
     order = item_order(items, votes)
     questions = {i: (row["content"] or {}).get("question", "") for i, row in items.items()}
     report = {"project": project.slug, "kind": project.kind, "n_items": len(items),
               "n_labelled": sum(i in items for i in human), "n_resamples": n_resamples,
+              "measured_on": measured_on_summary(n_items=len(items),
+                                                 n_labelled=sum(i in items for i in human)),
               "judges": {}, "errors": {}, "paired": [], "estimates": {}, "history": {}}
     # Every item's votes, labelled or not: the A/B items without a label are those whose
     # judgments split evenly, and leaving them out kept the items where the humans agree
@@ -417,8 +424,9 @@ PAGE_RESAMPLES = 200
 # served (2: a learned metric leaves out the answers its version saw; 3: κ of one label on
 # both sides is undefined, not 0; 4: the human ceiling reads the items whose votes tie; 5: the
 # items in the order of what they say, not of their ids, `item_order`; 6: the length card's
-# tercile rates are shares called correct, not means of scores).
-ALIGNMENT_FORMAT = 6
+# tercile rates are shares called correct, not means of scores; 7: the study items,
+# `items_measured_on`: items released only in a qualification are left out, `measured_on`).
+ALIGNMENT_FORMAT = 7
 
 
 def _alignment_params(project: Project, refs: list[str] | None, n_resamples: int) -> dict:

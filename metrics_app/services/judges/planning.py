@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from annotation.models import Project
+from annotation.selectors import items_measured_on, measured_on_summary
 
 from ...domain.estimates import UNSURE_PROBABILITY
 from ...domain.judge_planning import plan
@@ -19,8 +20,7 @@ from .runs import judged_items
 def judge_plan(*, project: Project, budget: float, label_cost: float,
                refs: list[str] | None = None) -> dict:
     human = human_labels(project)
-    n_items = project.items.filter(is_practice=False, excluded=False,
-                                   is_gold_check=False).count()
+    n_items = items_measured_on(project).count()
     n_judged = judged_items(project).count()
     views = []
     errors = {}
@@ -45,6 +45,7 @@ def judge_plan(*, project: Project, budget: float, label_cost: float,
     result = plan(y=y, predictions=predictions, n_items=n_items, label_cost=label_cost,
                   judge_costs=costs, budget=budget)
     result["errors"] = errors
+    result["measured_on"] = measured_on_summary(n_items=n_items, n_labelled=len(human))
     # A learned judge's predictions on the answers its version trained or calibrated on are
     # not used (`metric_view`): say how many, or a weak learned judge on a pilot it memorized
     # reads as a bug.
