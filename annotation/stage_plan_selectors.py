@@ -540,7 +540,7 @@ class ReleasePreview:
 
     def as_text(self) -> str:
         if self.error:
-            return f"nothing to release: {self.error}"
+            return f"cannot be published yet: {self.error}"
         by = ", ".join(f"{name}: {n}" for name, n in self.counts("dataset")[:6])
         gold = f" + {len(self.gold)} gold items mixed in" if self.gold else ""
         return (f"{len(self.items)} items ({by}){gold} in {self.n_hits} HITs; {self.how}")

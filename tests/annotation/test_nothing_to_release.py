@@ -121,5 +121,5 @@ def test_the_cockpit_says_a_draft_has_nothing_to_release_once(client):
                                status=StageStatus.COLLECTING, order=1)
     qualification.items.set(items)
     page = client.get(reverse("metrics:project-cockpit", args=[project.slug])).content.decode()
-    assert f"nothing to release: {trial} has no items to release" in page
+    assert f"cannot be published yet: {trial} has no items to release" in page
     assert "releases nothing" not in page
