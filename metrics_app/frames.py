@@ -3,7 +3,8 @@
     from metrics_app.frames import setup, project_frames
     setup()                                   # once per notebook (Django settings, database)
     frames = project_frames("evouna-nq")
-    frames.items        # one row per item: ids, grouping columns, content fields, gold
+    frames.items        # one row per item: ids, grouping columns, content fields, gold,
+                        #   `study_item`: whether reports measure metrics and judges on it
     frames.judgments    # one row per judgment, `counts` says whether it counts (the rule
                         #   every report uses: data stages, work not rejected, worker not blocked)
     frames.scores       # one row per item (and A/B side), one column per metric; for a
@@ -12,7 +13,8 @@
                         #   the item, so its score there is memory, not a judgment
     frames.human        # per item: mean score of the judgments that count, n judgments, and
                         #   `label`: the item's human label as every report reads it (an
-                        #   adjudication, else the project's aggregation model)
+                        #   adjudication, else the project's aggregation model), and
+                        #   `study_item` (keep those rows to reproduce the metric report)
     frames.judgments[frames.judgments.counts].groupby("worker").score.mean()
 
 `setup()` reads the same environment as `manage.py` (DATABASE_URL, or the default SQLite file);
@@ -53,7 +55,7 @@ class ProjectFrames:
 def project_frames(slug: str) -> ProjectFrames:
     """Every table of one project (see the module docstring); LookupError for an unknown slug."""
     from annotation.models import Judgment, Project
-    from annotation.selectors import judgments_that_count
+    from annotation.selectors import items_measured_on, judgments_that_count
     from metrics_app.model_selectors import LEARNED_METRIC_MODELS, learned_metric_seen_items
     from metrics_app.models import MetricScore
     from metrics_app.score_selectors import project_metric_versions
@@ -102,8 +104,14 @@ def project_frames(slug: str) -> ProjectFrames:
     human = (counted.groupby("item_id")
              .agg(mean_score=("score", "mean"), n_judgments=("judgment_id", "size"))
              if len(counted) else pd.DataFrame(columns=["mean_score", "n_judgments"]))
-    return ProjectFrames(items=items, judgments=judgments, scores=scores,
-                         human=_with_labels(human, project))
+    # The items every report measures a metric or judge on (`items_measured_on`: no gold
+    # check, practice or qualification-only item): a notebook correlating on every row of
+    # `human` disagreed with the metric report's n and numbers.
+    study = set(items_measured_on(project).values_list("pk", flat=True))
+    items["study_item"] = items["item_id"].isin(study)
+    human = _with_labels(human, project)
+    human["study_item"] = human.index.isin(study)
+    return ProjectFrames(items=items, judgments=judgments, scores=scores, human=human)
 
 
 def _with_labels(human: pd.DataFrame, project) -> pd.DataFrame:

@@ -35,12 +35,21 @@ def test_project_frames_hold_items_judgments_scores_and_the_counting_rule():
     assert list(frames.judgments.columns[:3]) == ["judgment_id", "item_id", "external_id"]
     assert frames.judgments.counts.tolist() == [True, True, True, False]
     assert set(frames.judgments.worker) == {"alice", "bob"}
-    assert frames.human.loc[first.pk].tolist() == [4.5, 2, 4.5]  # mean, n, label
-    assert frames.human.loc[second.pk].tolist() == [1.0, 1, 1.0]
+    assert frames.human.loc[first.pk].tolist() == [4.5, 2, 4.5, True]  # mean, n, label, study
+    assert frames.human.loc[second.pk].tolist() == [1.0, 1, 1.0, True]
     scores = frames.scores.set_index("item_id")
     assert scores.loc[first.pk, "em"] == 1.0 and scores.loc[second.pk, "em"] == 0.0
     assert {"em", "f1", "side"} <= set(frames.scores.columns)
     merged = frames.scores.merge(frames.human, left_on="item_id", right_index=True)
     assert isinstance(merged, pd.DataFrame) and len(merged) == 2
+    # A judged gold check keeps its row but is no study item, as the metric report reads it.
+    check = make_item(project, is_gold_check=True, gold={"score": 5}, content={
+        "passage": "", "question": "Where?", "references": ["Paris"], "candidate": "Lyon"})
+    make_judgment(item=check, stage=stage, worker=bob, score=2)
+    frames = project_frames("frames")
+    assert frames.human.loc[check.pk, "n_judgments"] == 1
+    assert frames.human.study_item.to_dict() == {first.pk: True, second.pk: True,
+                                                 check.pk: False}
+    assert frames.items.study_item.tolist() == [True, True, False]
     with pytest.raises(LookupError, match="no project with slug 'nope'"):
         project_frames("nope")
