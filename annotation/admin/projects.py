@@ -421,7 +421,8 @@ class ItemAdminForm(forms.ModelForm):
             cleaned["excluded"], cleaned["exclusion_reason"] = item_exclusion(
                 item=self.instance, kind=project.kind, content=cleaned.get("content"),
                 dataset=cleaned.get("dataset"), excluded=bool(cleaned.get("excluded")),
-                exclusion_reason=cleaned.get("exclusion_reason") or "")
+                exclusion_reason=cleaned.get("exclusion_reason") or "",
+                gold_check=bool(cleaned.get("is_gold_check", self.instance.is_gold_check)))
         return cleaned
 
 

@@ -16,12 +16,17 @@ from core.vocabulary import TaskKind
 
 
 def item_send_filter(*, kind: str, content: Any, dataset: str | None, excluded: bool,
-                     exclusion_reason: str) -> tuple[bool, str]:
+                     exclusion_reason: str, gold_check: bool = False) -> tuple[bool, str]:
     """(excluded, exclusion_reason) the item is stored with: the rule's when it filters the
     item; none when the rule excluded it before and no longer does (its candidate or
-    references were corrected); else as given (a researcher's own exclusion stays)."""
+    references were corrected); else as given (a researcher's own exclusion stays).
+
+    A gold/attention check (`gold_check`: "a perfect answer scores 5" is a common one) is the
+    researcher's test of the workers, chosen for its known answer, not a candidate to be
+    judged: it is sent as the researcher chose. (An answer key alone says nothing of the
+    kind: the MOCHA importer stores the published mean score as every item's gold.)"""
     reason = ""
-    if kind == TaskKind.LIKERT and isinstance(content, dict):
+    if kind == TaskKind.LIKERT and isinstance(content, dict) and not gold_check:
         reason = send_filter_reason(dataset=dataset, candidate=content.get("candidate"),
                                     references=content.get("references"))
     if reason:

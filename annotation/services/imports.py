@@ -392,7 +392,8 @@ def _send_filter_records(records: list[ItemRecord]) -> int:
             continue
         record.excluded, record.exclusion_reason = item_send_filter(
             kind=record.kind, content=record.content, dataset=record.dataset,
-            excluded=record.excluded, exclusion_reason=record.exclusion_reason)
+            excluded=record.excluded, exclusion_reason=record.exclusion_reason,
+            gold_check=record.is_gold_check)
         filtered += record.exclusion_reason.startswith(SEND_FILTER_PREFIX)
     return filtered
 

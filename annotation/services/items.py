@@ -213,7 +213,8 @@ def _fixed_field_errors(*, stored: Item, changes: dict[str, Any]) -> dict[str, s
 
 
 def item_exclusion(*, item: Item, kind: str, content: Any, dataset: str | None,
-                   excluded: bool, exclusion_reason: str) -> tuple[bool, str]:
+                   excluded: bool, exclusion_reason: str, gold_check: bool = False
+                   ) -> tuple[bool, str]:
     """(excluded, exclusion_reason) an item is saved with by the items API and the item admin:
     MOCHA's send filter (`annotation.domain.send_filter`) on the posted fields, as the
     importers apply it to a record without judgments; an item with judgments keeps the
@@ -221,7 +222,7 @@ def item_exclusion(*, item: Item, kind: str, content: Any, dataset: str | None,
     if item.pk is not None and Judgment.objects.filter(item_id=item.pk).exists():
         return excluded, exclusion_reason
     return item_send_filter(kind=kind, content=content, dataset=dataset, excluded=excluded,
-                            exclusion_reason=exclusion_reason)
+                            exclusion_reason=exclusion_reason, gold_check=gold_check)
 
 
 def item_delete_error(*, item: Item) -> str:
@@ -275,7 +276,8 @@ def _build(project: Project, data: dict[str, Any]) -> Item:
         item.split = normalize_split(item.split)
     item.excluded, item.exclusion_reason = item_exclusion(
         item=item, kind=project.kind, content=item.content, dataset=item.dataset,
-        excluded=item.excluded, exclusion_reason=item.exclusion_reason)
+        excluded=item.excluded, exclusion_reason=item.exclusion_reason,
+        gold_check=item.is_gold_check)
     return item
 
 

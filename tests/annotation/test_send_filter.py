@@ -157,3 +157,27 @@ def test_the_item_admin_filters_on_add_and_when_a_candidate_is_edited(client):
     assert client.post(change, {**data, "excluded": ""}).status_code == 302
     item.refresh_from_db()
     assert item.excluded is False
+
+
+def test_a_gold_check_is_the_researchers_test_of_the_workers_and_is_sent(tmp_path):
+    """"A perfect answer scores 5" is a common gold/attention check: a candidate copying its
+    reference, marked a gold check on purpose. The send filter filters candidates to be
+    judged, not the researcher's tests of the workers."""
+    owner = make_user("bob")
+    project = make_project(TaskKind.LIKERT, slug="keys", owner=owner)
+    client = APIClient()
+    client.force_authenticate(owner)
+    check = {**LIKERT_ITEM, "external_id": "perfect", "gold": {"score": 5},
+             "is_gold_check": True, "excluded": False}
+    response = client.post("/api/projects/keys/items/", check, format="json")
+    assert response.status_code == 201, response.content
+    assert response.json()["excluded"] is False
+    path = tmp_path / "items.jsonl"
+    path.write_text(json.dumps({**LIKERT_ITEM, "external_id": "perfect2", "gold": {"score": 5},
+                                "is_gold_check": True}) + "\n"
+                    + json.dumps({**LIKERT_ITEM, "external_id": "copy"}) + "\n")
+    call_command("import_data", "jsonl", str(path), "--project", "keys", "--no-report",
+                 stdout=(tmp_path / "o.txt").open("w"))
+    assert _filtered(project) == {"copy": EXACT_MATCH_REASON}
+    assert set(Item.objects.filter(project=project, excluded=False, is_gold_check=True)
+               .values_list("external_id", flat=True)) == {"perfect", "perfect2"}
