@@ -182,6 +182,10 @@ SETTINGS: tuple[SettingSpec, ...] = (
     SettingSpec("review.min_gold_accuracy", "float", "Minimum gold accuracy",
                 "Accuracy on gold/attention items work needs to pass (when it has any).",
                 "Auto-review", "0.5", minimum=0.0, maximum=1.0),
+    SettingSpec("review.min_gold_checks_to_reject", "int", "Check items needed to reject",
+                "Work failing fewer check items than this is held for you, never rejected "
+                "(nor counted towards a block) on its gold accuracy alone: one or two answers "
+                "are too little evidence.", "Auto-review", "2", minimum=1),
     SettingSpec("review.min_seconds_per_item", "float", "Minimum seconds per item",
                 "Mean time per item below this looks like clicking through.", "Auto-review",
                 "2", minimum=0.0),

@@ -54,6 +54,8 @@ from annotation.services.stages import stage_reopen_if_slots_free
 DEFAULT_RULES = {
     "approve_after_seconds": 0,  # wait this long after submission before auto-approving
     "min_gold_accuracy": 0.5,  # on gold/attention items, when the assignment has any
+    # fewer check items than this are too little evidence to reject (or block) on: held
+    "min_gold_checks_to_reject": 2,
     "min_seconds_per_item": 2.0,  # mean time per item below this looks like clicking through
     "straightline_min_items": 5,  # straight-lining is only judged on this many items or more
     "max_same_answer_share": 1.0,  # every answer identical = straight-lining
@@ -110,6 +112,7 @@ def assignment_review_rules(*, assignment: Assignment) -> ReviewDecision:
     if not judgments:
         return ReviewDecision("hold", ["no judgments saved"], {})
     reasons: list[str] = []
+    thin: list[str] = []  # reasons resting on too little evidence to reject on their own
     metrics: dict = {"n": len(judgments)}
     if stage.provider == Provider.PROLIFIC and stage.kind != StageKind.QUALIFICATION:
         # Prolific: a participant who failed a comprehension check (a practice item; two
@@ -132,8 +135,17 @@ def assignment_review_rules(*, assignment: Assignment) -> ReviewDecision:
             # Prolific allows rejecting for attention checks only after two failed ones.
             enough = stage.provider != Provider.PROLIFIC or len(checks) - right >= 2
             if accuracy < rules["min_gold_accuracy"] and enough:
-                reasons.append(f"accuracy on check items {accuracy:.0%} is below "
-                               f"{rules['min_gold_accuracy']:.0%}")
+                reason = (f"accuracy on check items {accuracy:.0%} ({right} of {len(checks)}) "
+                          f"is below {rules['min_gold_accuracy']:.0%}")
+                if len(checks) < int(rules["min_gold_checks_to_reject"]):
+                    # One or two answers are too little to reject (and, through
+                    # `block_after_rejections`, block) a worker on: a researcher decides.
+                    reason += (f": only {len(checks)} check item"
+                               f"{'' if len(checks) == 1 else 's'}, too few to reject on "
+                               f"(at least {int(rules['min_gold_checks_to_reject'])}); "
+                               f"held for you")
+                    thin.append(reason)
+                reasons.append(reason)
         # The server's measure when there is one (the browser's can be made up: a submit
         # 0.1 s after the page opened claiming an hour per item); the browser's for judgments
         # stored without one (imported, or before the server measured).
@@ -170,7 +182,8 @@ def assignment_review_rules(*, assignment: Assignment) -> ReviewDecision:
                     reasons.append(f"the same justification on {same} of {len(judgments)} "
                                    f"items")
     if reasons:
-        return ReviewDecision("reject" if rules["auto_reject"] else "hold", reasons, metrics)
+        rejects = rules["auto_reject"] and any(reason not in thin for reason in reasons)
+        return ReviewDecision("reject" if rejects else "hold", reasons, metrics)
     return ReviewDecision("approve", [], metrics)
 
 

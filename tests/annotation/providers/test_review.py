@@ -152,7 +152,7 @@ def test_rules_approve_good_work_and_name_each_problem(db):
     assert "0.5 s per item" in assignment_review_rules(assignment=fast).reasons[0]
     wrong_gold = likert_assignment(stage, [1, 5, 3], gold_checks=2)
     reasons = assignment_review_rules(assignment=wrong_gold).reasons
-    assert reasons == ["accuracy on check items 0% is below 50%"]
+    assert reasons == ["accuracy on check items 0% (0 of 2) is below 50%"]
     stage.settings = {"review": {"auto_reject": True}}
     stage.save()
     assert assignment_review_rules(assignment=wrong_gold).action == "reject"
@@ -310,6 +310,37 @@ def test_repeated_rejections_block_the_worker(recording):
 
 
 @pytest.mark.reliability
+def test_one_wrong_check_answer_is_held_never_rejected_nor_blocked_on(recording):
+    """A worker whose assignments each held one check item, answered wrong once each, was
+    rejected twice ("accuracy on check items 0% is below 50%", from one answer) and then
+    blocked by `block_after_rejections`: two gold answers in all. Fewer check items than
+    `min_gold_checks_to_reject` (2) are held for the researcher, the reason saying how little
+    it rests on; the other rules still reject; with enough checks the rule rejects as before."""
+    stage = make_stage(make_project(TaskKind.LIKERT),
+                       settings={"review": {"auto_reject": True, "block_after_rejections": 2}})
+    worker = make_worker()
+    thin = [likert_assignment(stage, [1, 3, 4, 2, 5], gold_checks=1, worker=worker)
+            for _ in range(2)]
+    decision = assignment_review_rules(assignment=thin[0])
+    assert decision.action == "hold"
+    assert decision.reasons == [
+        "accuracy on check items 0% (0 of 1) is below 50%: only 1 check item, too few to "
+        "reject on (at least 2); held for you"]
+    report = stage_auto_review(stage=stage)
+    assert (report.rejected, report.held, report.blocked) == (0, 2, 0)
+    worker.refresh_from_db()
+    assert worker.status == WorkerStatus.ACTIVE
+    assert not [done for done in recording.done if done[0] in ("reject", "block")]
+    # Another reason beside it still rejects; enough check items reject on accuracy alone.
+    fast = likert_assignment(stage, [1, 3, 4], gold_checks=1, seconds=0.5)
+    assert assignment_review_rules(assignment=fast).action == "reject"
+    enough = likert_assignment(stage, [1, 5, 4], gold_checks=2)
+    decision = assignment_review_rules(assignment=enough)
+    assert (decision.action, decision.reasons) == (
+        "reject", ["accuracy on check items 0% (0 of 2) is below 50%"])
+
+
+@pytest.mark.reliability
 def test_a_superuser_owned_studys_block_rule_blocks_for_that_study_only(recording):
     """The study's own rule (`block_after_rejections`) blocks for the project's researcher
     even when that researcher is a superuser: it is no superuser's decision about every
@@ -379,8 +410,12 @@ def test_prolific_needs_two_failed_checks_before_a_check_rejection(db):
     assert assignment_review_rules(assignment=two_wrong).action == "reject"
     mturk_stage = make_stage(stage.project, provider="mturk",
                              settings={"review": {"auto_reject": True}})
+    # Elsewhere one failed check of one is held for the researcher (too little to reject on:
+    # `min_gold_checks_to_reject`), no longer rejected; two of two reject.
     assert assignment_review_rules(
-        assignment=likert_assignment(mturk_stage, [1, 4, 2], gold_checks=1)).action == "reject"
+        assignment=likert_assignment(mturk_stage, [1, 4, 2], gold_checks=1)).action == "hold"
+    assert assignment_review_rules(
+        assignment=likert_assignment(mturk_stage, [1, 5, 2], gold_checks=2)).action == "reject"
 
 
 def test_work_failing_the_rules_is_flagged_for_the_researcher(recording):
