@@ -222,6 +222,10 @@ def copied_from(justification: str, answer_texts: tuple[str, ...] | list[str]) -
 # caught; the stage setting `review.max_same_justification_share` moves it.
 SAME_JUSTIFICATION_SHARE = 0.8
 
+# Mean seconds per item below this looks like clicking through: the review rule's default
+# (`review.min_seconds_per_item`) and the workers table's "too fast" flag.
+MIN_SECONDS_PER_ITEM = 2.0
+
 
 def justification_key(text: Any) -> str:
     """A justification as compared for repeats: case folded, invisible characters, punctuation

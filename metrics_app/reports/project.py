@@ -39,6 +39,7 @@ from .workers import own_items_reason, worker_report
 REPORT_KIND = "project"
 # Bump when the report's content or definitions change: cached reports of another version are
 # recomputed even though no judgment arrived.
+# 29: a worker answering in under 2 s per item (median) is flagged "too fast";
 # 28: the estimates read the study items (`items_measured_on`): an item released only in a
 # qualification is no system "(none)" any more;
 # 27: a report narrowed to a practice or qualification stage counts that stage's judgments
@@ -56,7 +57,7 @@ REPORT_KIND = "project"
 # 17: workers' same-justification share; 16: an undefined α says why, a leaderboard board its
 # notes; 15: a learned judge leaves out the items it saw; 14: an excluded item's judgments are
 # not data.
-REPORT_VERSION = 28
+REPORT_VERSION = 29
 
 
 def _params(group_by: str | None) -> dict:

@@ -10,6 +10,7 @@ from annotation.domain.agreement import (
     krippendorff_alpha_from_counts,
 )
 from annotation.domain.answers import (
+    MIN_SECONDS_PER_ITEM,
     SAME_JUSTIFICATION_SHARE,
     answer_matches_gold,
     position_shown,
@@ -278,6 +279,10 @@ def _flags(row: dict) -> list[str]:
         row["gold_accuracy"] < GOLD_ACCURACY_FLOOR
     ):
         flags.append("low gold accuracy")
+    # The review rule's default minimum time per item (it reads each assignment's mean; here
+    # the worker's median over their work that counts).
+    if row["median_time_s"] is not None and row["median_time_s"] < MIN_SECONDS_PER_ITEM:
+        flags.append("too fast")
     if row["practice_accuracy"] is not None and row["practice_accuracy"] < 1.0:
         flags.append("failed practice")
     if row["alpha_contribution"] is not None and (

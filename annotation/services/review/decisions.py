@@ -15,6 +15,7 @@ from django.utils import timezone
 
 from annotation.cost_selectors import BONUS_OPERATION, bonus_over_budget
 from annotation.domain.answers import (
+    MIN_SECONDS_PER_ITEM,
     SAME_JUSTIFICATION_SHARE,
     position_shown,
     same_justification_count,
@@ -56,7 +57,7 @@ DEFAULT_RULES = {
     "min_gold_accuracy": 0.5,  # on gold/attention items, when the assignment has any
     # fewer check items than this are too little evidence to reject (or block) on: held
     "min_gold_checks_to_reject": 2,
-    "min_seconds_per_item": 2.0,  # mean time per item below this looks like clicking through
+    "min_seconds_per_item": MIN_SECONDS_PER_ITEM,  # mean time per item below: clicking through
     "straightline_min_items": 5,  # straight-lining is only judged on this many items or more
     "max_same_answer_share": 1.0,  # every answer identical = straight-lining
     # one justification pasted on nearly every item (why 0.8: annotation/domain/answers.py)

@@ -120,6 +120,27 @@ def test_worker_gold_practice_and_straight_lining():
     assert project_report(project=project)["agreement"]["all"]["n_judgments"] == 16
 
 
+@pytest.mark.reliability
+def test_a_worker_clicking_through_is_flagged_too_fast_on_the_workers_table():
+    """A worker answering every item in 0.4 s (the review rule holds work under 2 s per item)
+    read with no flag on the workers table beside a straight-liner's three: the table flagged
+    straight-lining, repeated justifications and low gold accuracy, the review rule's siblings,
+    but not speed. Flagged from the median over the worker's work; a careful worker is not."""
+    project = make_project(TaskKind.LIKERT)
+    stage = make_stage(project)
+    fast, careful = make_worker(external_id="fast"), make_worker(external_id="careful")
+    for n in range(6):
+        item = make_item(project)
+        make_judgment(item=item, stage=stage, worker=fast, score=1 + n % 5,
+                      time_spent_ms=400, server_time_ms=400)
+        make_judgment(item=item, stage=stage, worker=careful, score=1 + n % 5,
+                      time_spent_ms=9000, server_time_ms=1900 if n == 0 else 9000)
+    rows = {w["external_id"]: w for w in project_report(project=project)["workers"]}
+    assert rows["fast"]["median_time_s"] == pytest.approx(0.4)
+    assert rows["fast"]["flags"] == ["too fast"]
+    assert rows["careful"]["flags"] == []
+
+
 def _mc_item(project, question: str, level: str, **fields):
     return make_item(project, external_id=f"{question}_{level}", text_level=level,
                      dataset="onestopqa", gold={"choice": "A"}, **fields)
