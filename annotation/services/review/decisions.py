@@ -142,9 +142,8 @@ def assignment_review_rules(*, assignment: Assignment) -> ReviewDecision:
                     # One or two answers are too little to reject (and, through
                     # `block_after_rejections`, block) a worker on: a researcher decides.
                     reason += (f": only {len(checks)} check item"
-                               f"{'' if len(checks) == 1 else 's'}, too few to reject on "
-                               f"(at least {int(rules['min_gold_checks_to_reject'])}); "
-                               f"held for you")
+                               f"{'' if len(checks) == 1 else 's'}, too few to reject on alone "
+                               f"(at least {int(rules['min_gold_checks_to_reject'])})")
                     thin.append(reason)
                 reasons.append(reason)
         # The server's measure when there is one (the browser's can be made up: a submit

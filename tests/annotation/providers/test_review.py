@@ -325,7 +325,7 @@ def test_one_wrong_check_answer_is_held_never_rejected_nor_blocked_on(recording)
     assert decision.action == "hold"
     assert decision.reasons == [
         "accuracy on check items 0% (0 of 1) is below 50%: only 1 check item, too few to "
-        "reject on (at least 2); held for you"]
+        "reject on alone (at least 2)"]
     report = stage_auto_review(stage=stage)
     assert (report.rejected, report.held, report.blocked) == (0, 2, 0)
     worker.refresh_from_db()
