@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import datetime as dt
 
-from django.db.models import Count, Q
+from django.db.models import Count, Exists, OuterRef, Q
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from annotation.cost_selectors import BONUS_OPERATION
@@ -164,11 +165,20 @@ def _pay_correct_answer_bonuses(stage: Stage, provider, report: ReviewReport) ->
 
 
 def _block_repeated_rejections(stage: Stage, threshold: int, report: ReviewReport) -> None:
-    """Block, for the project's researcher, workers with `threshold` or more rejections."""
+    """Block, for the project's researcher, workers with `threshold` or more rejections not
+    already acted on: a rejection decided before this rule's last block of the worker (the
+    recorded BlockWorker call) counts no more, so a researcher who lifts the block is not
+    overruled by the next run; `threshold` new rejections block again."""
+    acted_on = ProviderCall.objects.filter(
+        operation="BlockWorker", worker_id=OuterRef("worker_id"),
+        request__rule_project=stage.project_id,
+        # a rejection without its decision time (imported) is as old as the assignment
+        created_at__gte=Coalesce(OuterRef("reviewed_at"), OuterRef("started_at")))
     offenders = (
         Assignment.objects.filter(stage__project_id=stage.project_id,
                                   status=AssignmentStatus.REJECTED)
         .exclude(worker_id__in=blocked_worker_ids_for(stage.project))
+        .exclude(Exists(acted_on))
         .values("worker").annotate(n=Count("pk")).filter(n__gte=threshold)
     )
     for row in offenders:
@@ -177,7 +187,8 @@ def _block_repeated_rejections(stage: Stage, threshold: int, report: ReviewRepor
             # The study's own rule: it blocks for the project's researcher, not globally,
             # even when that researcher is a superuser (an ownerless project's is global).
             worker_block_everywhere(worker=worker, reason=f"{row['n']} rejected assignments",
-                                    by=stage.project.owner, study_rule=True)
+                                    by=stage.project.owner, study_rule=True,
+                                    rule_project_id=stage.project_id)
             report.blocked += 1
         except Exception as exc:
             report.errors.append(f"block {worker}: {exc}")

@@ -468,11 +468,13 @@ def correct_answer_bonus(*, assignment: Assignment) -> Decimal:
 
 
 def worker_block_everywhere(*, worker: Worker, reason: str, by=None,
-                            study_rule: bool = False) -> Worker:
+                            study_rule: bool = False, rule_project_id: int | None = None
+                            ) -> Worker:
     """Block here (for `by`'s projects, or globally: see services/workers.py; `study_rule`:
     a study's automatic rule, for its owner's projects only) and on the worker's provider
     (CreateWorkerBlock: MTurk blocks are per requester account, the account of the study that
-    blocks)."""
+    blocks). `rule_project_id`: the project whose `block_after_rejections` rule blocks, kept on
+    the call's record (the rejections it acted on: `auto_review._block_repeated_rejections`)."""
     from annotation.services.workers import worker_block
 
     worker = worker_block(worker=worker, reason=reason, by=by, study_rule=study_rule)
@@ -481,7 +483,8 @@ def worker_block_everywhere(*, worker: Worker, reason: str, by=None,
         provider=worker.provider, operation="BlockWorker",
         key=f"{worker.provider}:block:{worker.pk}:{new_token('b')}",
         call_fn=lambda _token: provider.block(worker=worker, reason=reason),
-        worker=worker, request={"reason": reason},
+        worker=worker, request={"reason": reason, **(
+            {"rule_project": rule_project_id} if rule_project_id is not None else {})},
     )
     return worker
 

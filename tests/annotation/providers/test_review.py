@@ -18,6 +18,7 @@ from annotation.models import (
 )
 from annotation.providers import CrowdProvider, override_provider
 from annotation.providers.calls import provider_call_run
+from annotation.selectors import worker_is_blocked_for
 from annotation.services.qualification import qualification_grade
 from annotation.services.review import (
     ReviewError,
@@ -372,6 +373,36 @@ def test_a_superuser_owned_studys_block_rule_blocks_for_that_study_only(recordin
     worker_unblock(worker=Worker.objects.get(pk=worker.pk), by=root)
     assert not WorkerBlock.objects.filter(worker=worker).exists()
     assert not worker_is_blocked_for(worker=worker, project=stage.project)
+
+
+@pytest.mark.reliability
+def test_a_researchers_unblock_is_not_overruled_by_the_next_review(recording):
+    """The study's rule blocked a worker after two rejections; the researcher read the work
+    and lifted the block; the next beat run (every sync) blocked them again on the very same
+    two rejections and sent the provider a second block. The rule counts only rejections not
+    already behind its last block of the worker: two new ones block again, once."""
+    from annotation.services.workers import worker_unblock
+    from testing.factories import make_user
+
+    owner = make_user("alice")
+    stage = make_stage(make_project(TaskKind.LIKERT, owner=owner),
+                       settings={"review": {"auto_reject": True, "block_after_rejections": 2}})
+    worker = make_worker()
+    _rejected_twice_and_blocked(stage, worker)
+    assert worker_is_blocked_for(worker=worker, project=stage.project)
+    worker_unblock(worker=worker, by=owner)
+    report = stage_auto_review(stage=stage)
+    assert report.blocked == 0
+    assert not worker_is_blocked_for(worker=worker, project=stage.project)
+    assert [done for done in recording.done if done[0] == "block"] == [
+        ("block", worker.external_id)]
+    likert_assignment(stage, [4, 4, 4, 4, 4], worker=worker)  # one new rejection: not yet
+    assert (stage_auto_review(stage=stage).rejected,
+            worker_is_blocked_for(worker=worker, project=stage.project)) == (1, False)
+    likert_assignment(stage, [5, 5, 5, 5, 5], worker=worker)  # two new ones: blocked again
+    assert stage_auto_review(stage=stage).blocked == 1
+    assert worker_is_blocked_for(worker=worker, project=stage.project)
+    assert len([done for done in recording.done if done[0] == "block"]) == 2
 
 
 def test_block_and_notify(recording):
