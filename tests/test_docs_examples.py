@@ -103,3 +103,16 @@ def test_the_readme_leaderboard_is_the_one_leaderboard_md_keeps_current():
     current = _board(LEADERBOARD, "## On the long-form QA expert judgments")
     assert len(readme) == 3
     assert readme == current
+
+
+@pytest.mark.parametrize("command", ["import_data", "export_data"])
+def test_data_formats_names_every_option_of_the_import_and_export_commands(command):
+    from django.core.management import load_command_class
+
+    parser = load_command_class("annotation", command).create_parser("manage.py", command)
+    django_defaults = {"--version", "--verbosity", "--settings", "--pythonpath", "--traceback",
+                       "--no-color", "--force-color", "--skip-checks", "--help"}
+    options = {option for action in parser._actions for option in action.option_strings
+               if option.startswith("--")} - django_defaults
+    synopsis = DATA_FORMATS.split("\n\n", 2)[1]
+    assert sorted(o for o in options if o not in synopsis) == []
