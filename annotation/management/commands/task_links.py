@@ -75,10 +75,12 @@ class Command(BaseCommand):
                 raise CommandError("no demo projects here (manage.py rundemo creates them); "
                                    "name a project with --project SLUG, or --all-projects "
                                    "for every open stage of every project")
+        shown = 0
         for proj in projects:
             stages = proj.stages.filter(status__in=OPEN_STAGE_STATUSES).order_by("order", "pk")
             if not stages.exists():
                 continue
+            shown += 1
             # The project owner's annotator of that name (another researcher's is another).
             annotator = inhouse_annotator(project=proj, name=worker, external_id=worker)
             self.stdout.write(self.style.MIGRATE_HEADING(f"{proj.title} [{proj.slug}]"))
@@ -114,6 +116,11 @@ class Command(BaseCommand):
                     self.stdout.write(f"  {stage.name}: (a local HIT no sync touches; to "
                                       "rehearse the stage with sync and review: "
                                       "manage.py mturk_rehearsal)")
+        if not shown:
+            # Silence would read as "done"; say why there is no link and how to get one.
+            which = ", ".join(projects.values_list("slug", flat=True)) or "any project"
+            self.stdout.write(f"no open stage in {which}: a link opens a published stage "
+                              "(the admin's Publish action on a stage)")
 
     @transaction.atomic
     def _simulated_hit(self, stage: Stage) -> Hit | None:

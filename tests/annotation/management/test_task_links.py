@@ -73,3 +73,16 @@ def test_a_simulated_qualification_hit_holds_every_qualification_item():
                  stdout=io.StringIO())
     hit = Hit.objects.get(stage=qualification)
     assert sorted(hit.items.values_list("pk", flat=True)) == sorted(i.pk for i in items)
+
+
+def test_task_links_say_why_there_is_no_link_when_no_stage_is_open():
+    """README: "a link per open stage". A project whose stages are all drafts printed nothing
+    and exited 0, which reads as done; it now says there is no open stage and how to open one."""
+    project, stage, _ = make_task(TaskKind.LIKERT, group="p1")
+    stage.status = StageStatus.DRAFT
+    stage.save(update_fields=["status"])
+    out = io.StringIO()
+    call_command("task_links", "--project", project.slug, stdout=out)
+    assert out.getvalue().strip() == (
+        f"no open stage in {project.slug}: a link opens a published stage "
+        "(the admin's Publish action on a stage)")
