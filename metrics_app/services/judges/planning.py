@@ -35,6 +35,16 @@ def judge_plan(*, project: Project, budget: float, label_cost: float,
     # promise a narrower interval than the estimates will give).
     common = sorted(set(human).intersection(*(set(v.calls) | v.seen_items for v in views))
                     if views else human)
+    if len(common) < 3 <= len(human):
+        # The pilot is the labelled items every judge scored: name the judge that narrows it,
+        # or "needs 3 pilot labels" reads wrong beside a project with many.
+        covered = ", ".join(
+            f"{view.label} scored {len(set(human) & (set(view.calls) | view.seen_items))}"
+            for view in views)
+        raise ValueError(f"a plan needs at least 3 pilot items (labelled items every judge "
+                         f"scored): {len(human)} items carry a human label, but {covered} of "
+                         f"them ({len(common)} in common); run the judge on more labelled "
+                         "items or leave it out of the plan")
     y = [human[i]["label"] for i in common]
     predictions, costs = {}, {}
     for view in views:

@@ -348,3 +348,21 @@ def test_the_plan_prices_a_judge_on_the_items_its_run_asks():
     result = judge_plan(project=project, budget=10.0, label_cost=0.5)
     assert result["n_items"] == 30  # the estimates' population: gold checks apart
     assert result["per_judge"]["priced@1"]["judge_cost"] == pytest.approx(detail["cost"])
+
+
+def test_a_plan_short_of_pilot_items_names_the_judge_that_narrows_it():
+    """30 labelled items, a judge that scored 2 of them: the plan said "needs at least 3 pilot
+    labels" beside a project with 30."""
+    from metrics_app.models import JudgeVerdict
+    from metrics_app.services.judges.planning import judge_plan
+
+    project = _likert()
+    with FakeChatServer() as server:
+        version = judge_version_create(name="sampled", config={
+            "base_url": server.url, "model": "fake-judge", "logprobs": True})[0]
+        judge_project(project=project, version=version)
+    kept = list(project.items.order_by("pk").values_list("pk", flat=True)[:2])
+    JudgeVerdict.objects.filter(judge_version=version).exclude(item_id__in=kept).delete()
+    with pytest.raises(ValueError, match=r"30 items carry a human label, but sampled@1 scored 2 "
+                                         r"of them \(2 in common\)"):
+        judge_plan(project=project, budget=10.0, label_cost=0.5)
