@@ -44,6 +44,7 @@ def select_all(action: str, some_worker: Worker, **extra) -> dict:
             "_selected_action": [some_worker.pk], **extra}
 
 
+@pytest.mark.reliability
 def test_researcher_blocks_and_unblocks_a_whole_fleet_in_constant_queries(
         client, fleet, django_assert_max_num_queries):
     alice, workers = fleet["alice"], fleet["workers"]
@@ -67,6 +68,7 @@ def test_researcher_blocks_and_unblocks_a_whole_fleet_in_constant_queries(
     assert not WorkerBlock.objects.exists()
 
 
+@pytest.mark.reliability
 def test_superuser_blocks_and_unblocks_a_whole_fleet_globally_in_constant_queries(
         client, fleet, django_assert_max_num_queries):
     client.force_login(make_user("root", superuser=True))
