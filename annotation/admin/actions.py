@@ -558,6 +558,9 @@ def unblock_on_provider(modeladmin, request, queryset):
             done += 1
         except WorkerUnblockRefused as exc:
             failed.append(str(exc))
+        except Exception as exc:  # noqa: BLE001 - the provider's answer (credentials, network)
+            # The provider is called before anything changes here: the worker stays blocked.
+            failed.append(f"{worker}: {exc} (still blocked here and on the provider)")
     _report(modeladmin, request, [f"Unblocked {done} worker(s) here and on the provider."]
             if done else [], failed)
 

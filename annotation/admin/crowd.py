@@ -36,7 +36,12 @@ from annotation.selectors import qualification_results_counting_annotate, worker
 from annotation.services.access import LINK_STAGE_OF_ANOTHER_PROJECT, link_worker_problem
 from annotation.services.stage_plans import hit_item_refusal, stage_items_fixed_refusal
 from annotation.services.stages import hit_delete_refusal
-from annotation.services.workers import worker_block, worker_unblock
+from annotation.services.workers import (
+    worker_block,
+    worker_unblock,
+    workers_block,
+    workers_unblock,
+)
 
 from .actions import ASSIGNMENT_ACTIONS, LINK_ACTIONS, WORKER_ACTIONS, ProviderActionForm
 from .base import ProjectScopedAdmin, ProviderBannerMixin, ReadOnlyAdmin, StageFilter, count_of
@@ -443,18 +448,19 @@ class WorkerAdmin(WorkerHistoryMixin, ProjectScopedAdmin):
     @admin.action(description="Block selected workers")
     def block_workers(self, request, queryset):
         reason = request.POST.get("reason", "").strip() or f"Blocked by {request.user} in the admin"
-        for worker in queryset:
-            worker_block(worker=worker, reason=reason, by=request.user)
+        # One bulk write whatever the selection ("select all" of a whole fleet included).
+        blocked = workers_block(workers=queryset.values_list("pk", flat=True), reason=reason,
+                                by=request.user)
         scope = ("in every project" if request.user.is_superuser
                  else "in your projects (owned or shared with you)")
-        self.message_user(request, f"Blocked {len(queryset)} worker(s) {scope}.",
+        self.message_user(request, f"Blocked {len(blocked)} worker(s) {scope}.",
                           messages.SUCCESS)
 
     @admin.action(description="Unblock selected workers")
     def unblock_workers(self, request, queryset):
-        for worker in queryset:
-            worker_unblock(worker=worker, by=request.user)
-        self.message_user(request, f"Lifted your block on {len(queryset)} worker(s).",
+        asked = list(queryset.values_list("pk", flat=True))
+        workers_unblock(workers=asked, by=request.user)
+        self.message_user(request, f"Lifted your block on {len(asked)} worker(s).",
                           messages.SUCCESS)
 
 

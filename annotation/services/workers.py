@@ -42,37 +42,66 @@ def worker_provider_unblock_check(*, worker: Worker, by=None) -> None:
             f"your own block here. Nothing was changed.")
 
 
+def _locked_ids(workers) -> list[int]:
+    """The ids of these workers (instances or ids), their rows locked in id order."""
+    ids = [getattr(worker, "pk", worker) for worker in workers]
+    return list(Worker.objects.select_for_update().filter(pk__in=ids).order_by("pk")
+                .values_list("pk", flat=True))
+
+
 @transaction.atomic
-def worker_block(*, worker: Worker, reason: str, by=None, study_rule: bool = False) -> Worker:
-    """Block a worker: globally when `by` is a superuser or None, else for `by`'s projects.
-    `study_rule`: a study's automatic rule blocking for its owner `by`, whose block is a
-    `WorkerBlock` (the owner's projects) even when `by` is a superuser: a rule of one study is
-    no superuser's decision about every study. Blocking again updates the reason."""
-    worker = Worker.objects.select_for_update().get(pk=worker.pk)
+def workers_block(*, workers, reason: str, by=None, study_rule: bool = False) -> list[int]:
+    """Block these workers (instances or ids): globally when `by` is a superuser or None, else
+    for `by`'s projects. `study_rule`: a study's automatic rule blocking for its owner `by`,
+    whose block is a `WorkerBlock` (the owner's projects) even when `by` is a superuser: a rule
+    of one study is no superuser's decision about every study. Blocking again updates the
+    reason. A constant number of queries for any number of workers (the admin's "select all"
+    blocks a whole fleet in one request); returns the ids blocked."""
+    ids = _locked_ids(workers)
+    reason = reason.strip()
     if _is_global(by) and not (study_rule and by is not None):
-        worker.status = WorkerStatus.BLOCKED
-        worker.blocked_reason = reason.strip()
-        worker.save(update_fields=["status", "blocked_reason"])
+        Worker.objects.filter(pk__in=ids).update(status=WorkerStatus.BLOCKED,
+                                                 blocked_reason=reason)
     else:
-        WorkerBlock.objects.update_or_create(worker=worker, researcher=by,
-                                             defaults={"reason": reason.strip()})
+        WorkerBlock.objects.bulk_create(
+            [WorkerBlock(worker_id=pk, researcher=by, reason=reason) for pk in ids],
+            update_conflicts=True, unique_fields=["worker", "researcher"],
+            update_fields=["reason"])
     # Their judgments stop counting: items they settled collect replacements.
-    adaptive_targets_refresh(judgments=Judgment.objects.filter(worker=worker))
-    return worker
+    adaptive_targets_refresh(judgments=Judgment.objects.filter(worker_id__in=ids))
+    return ids
 
 
 @transaction.atomic
+def workers_unblock(*, workers, by=None) -> list[int]:
+    """Lift the blocks `by` set on these workers (a superuser: the global ones, and their own
+    study rules' blocks; None: the global ones); a no-op for a worker without one. Constant
+    queries for any number of workers; returns the ids whose block was lifted."""
+    ids = _locked_ids(workers)
+    lifted: set[int] = set()
+    if by is not None:
+        own = WorkerBlock.objects.filter(worker_id__in=ids, researcher=by)
+        lifted.update(own.values_list("worker_id", flat=True))
+        own.delete()
+    if _is_global(by):
+        blocked = Worker.objects.filter(pk__in=ids).exclude(status=WorkerStatus.ACTIVE,
+                                                            blocked_reason="")
+        lifted.update(blocked.values_list("pk", flat=True))
+        blocked.update(status=WorkerStatus.ACTIVE, blocked_reason="")
+    # A researcher's unblock refreshes every worker asked about (another block may remain).
+    refresh = sorted(lifted) if _is_global(by) else ids
+    if refresh:
+        adaptive_targets_refresh(judgments=Judgment.objects.filter(worker_id__in=refresh))
+    return sorted(lifted)
+
+
+def worker_block(*, worker: Worker, reason: str, by=None, study_rule: bool = False) -> Worker:
+    """`workers_block` for one worker; returns it as stored."""
+    workers_block(workers=[worker], reason=reason, by=by, study_rule=study_rule)
+    return Worker.objects.get(pk=worker.pk)
+
+
 def worker_unblock(*, worker: Worker, by=None) -> Worker:
-    """Lift the block `by` set (a superuser: the global one, and their own study rules'
-    blocks; None: the global one); a no-op when there is none."""
-    worker = Worker.objects.select_for_update().get(pk=worker.pk)
-    lifted = bool(by is not None
-                  and WorkerBlock.objects.filter(worker=worker, researcher=by).delete()[0])
-    if _is_global(by) and (worker.status != WorkerStatus.ACTIVE or worker.blocked_reason):
-        worker.status = WorkerStatus.ACTIVE
-        worker.blocked_reason = ""
-        worker.save(update_fields=["status", "blocked_reason"])
-        lifted = True
-    if lifted or not _is_global(by):
-        adaptive_targets_refresh(judgments=Judgment.objects.filter(worker=worker))
-    return worker
+    """`workers_unblock` for one worker; returns it as stored."""
+    workers_unblock(workers=[worker], by=by)
+    return Worker.objects.get(pk=worker.pk)

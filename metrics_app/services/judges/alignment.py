@@ -7,6 +7,7 @@ item's human score (adjudicated, else the project's mean or median) of 3 or more
 projects: the adjudicated side, else the project's aggregation model's."""
 from __future__ import annotations
 
+import logging
 import math
 from itertools import combinations
 
@@ -38,6 +39,8 @@ from ...judge_selectors import (
     predictor_values,
     verdict_view,
 )
+
+logger = logging.getLogger(__name__)
 
 CORRECT_AT = 3.0
 DISAGREEMENTS = 25
@@ -464,6 +467,24 @@ def judge_alignment_report_refresh(*, project: Project, refs: list[str] | None =
                  judgment_watermark=params["watermarks"]["judgments"],
                  supersedes=lambda row: row.kind == ALIGNMENT_KIND)
     return data
+
+
+def judge_alignment_precompute(*, project: Project) -> bool:
+    """The judges page's report (`PAGE_RESAMPLES`) computed and stored by the job that changed
+    the data (a judge job, the project's report refresh after an import or new judgments),
+    not by the page's next visitor: on the EVOUNA import (23,499 judged answers) every visit
+    to the judges page computed it again, 9.4 s each. Nothing is computed while the stored
+    copy is fresh. A failure is logged and leaves the page to compute it; it never fails the
+    job that called. Returns whether it computed."""
+    try:
+        if _cached(project, _alignment_params(project, None, PAGE_RESAMPLES)) is not None:
+            return False
+        judge_alignment_report_refresh(project=project, n_resamples=PAGE_RESAMPLES)
+    except Exception:  # noqa: BLE001 - the caller's data is stored; the page can still compute
+        logger.warning("judge alignment report not precomputed for %s", project.slug,
+                       exc_info=True)
+        return False
+    return True
 
 
 def _cached(project: Project, params: dict) -> dict | None:

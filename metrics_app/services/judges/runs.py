@@ -453,7 +453,9 @@ def judge_job_run(*, job_id: int, retry: RetryPolicy | None = None,
                                error="interrupted in this process (Ctrl-C); not resumed")
                 raise
     if job is not None:
-        _alignment_precompute(job.project)
+        from .alignment import judge_alignment_precompute
+
+        judge_alignment_precompute(project=job.project)
         return JudgeJob.objects.get(pk=job_id)
     if holder is not None and here:
         message = (f"not run: judge job {holder.pk} of the same judge version on this "
@@ -482,19 +484,6 @@ def _judge_job_work(lease: JobLease, job_id: int, *, retry: RetryPolicy | None,
                  spent=before + (detail["cost"] or 0.0),
                  done=detail["cached"] + detail["calls"], error=detail["stopped"])
     return job
-
-
-def _alignment_precompute(project: Project) -> None:
-    """The judges page's report, computed here in the job rather than in the first request
-    after it; a failure leaves the page to compute it and never fails the finished job."""
-    from .alignment import PAGE_RESAMPLES, judge_alignment_report_refresh
-
-    try:
-        # The job stored verdicts, so any cached report is stale: recompute and store.
-        judge_alignment_report_refresh(project=project, n_resamples=PAGE_RESAMPLES)
-    except Exception:  # noqa: BLE001 - the verdicts are stored; the page can still compute
-        logger.warning("judge alignment report not precomputed for %s", project.slug,
-                       exc_info=True)
 
 
 def _job_progress(lease: JobLease, *, spent_before: float = 0.0,

@@ -563,3 +563,23 @@ def test_a_bonus_is_paid_as_typed_or_refused_naming_what_is_wrong(admin_client_)
     assert shown == ["Paid a $0.50 bonus on 1 assignment(s)."]
     ok.refresh_from_db()
     assert ok.bonus_paid == Decimal("0.50")
+
+
+@pytest.mark.reliability
+def test_unblock_on_the_provider_that_fails_names_the_worker_and_changes_nothing(admin_client_):
+    """A provider that cannot be reached (no credentials) was a 500 for the whole selection;
+    the block action already reported each failure. Nothing changes for the failed worker."""
+    from unittest import mock
+
+    from annotation.providers.mturk import MTurkProvider
+
+    worker = make_worker(provider="mturk", external_id="A2WORKER", status=WorkerStatus.BLOCKED,
+                         blocked_reason="fraud")
+    with mock.patch.object(MTurkProvider, "unblock",
+                           side_effect=RuntimeError("Unable to locate credentials")):
+        response = act(admin_client_, "worker", "unblock_on_provider", [worker.pk])
+    assert response.status_code == 200
+    assert any("A2WORKER" in m and "Unable to locate credentials" in m
+               for m in messages_of(response)), messages_of(response)
+    worker.refresh_from_db()
+    assert (worker.status, worker.blocked_reason) == (WorkerStatus.BLOCKED, "fraud")
