@@ -21,6 +21,7 @@ from annotation.selectors import (
     qualification_only_items,
 )
 from annotation.services.redundancy import adaptive_redundancy_summary
+from annotation.spot_check_selectors import spot_check_counts
 from core.json_limits import json_ready
 
 from ..judge_selectors import lerc_versions_read
@@ -171,7 +172,8 @@ def item_fingerprint(*, project: Project) -> str:
 
 def with_current_worker_status(report: dict, *, project: Project) -> dict:
     """The report with each worker's status for this project read now ("blocked" when blocked
-    globally or by one of the project's researchers): blocking a worker adds no judgment, so a
+    globally or by one of the project's researchers), and their spot checks ("spot_checked",
+    "spot_problems": `spot_check_counts`): blocking a worker adds no judgment, so a
     cached report would show them active until the next judgment arrives."""
     workers = report.get("workers") or []
     blocked = blocked_worker_ids_for(project)
@@ -195,6 +197,9 @@ def with_current_worker_status(report: dict, *, project: Project) -> dict:
                          "flags": ["blocked: judgments not counted"]})
     if not rows:
         return report
+    # Spot checks add no judgment either: read them now too (checked / problems per worker).
+    checks = spot_check_counts(project=project)
+    rows = [{**w, **checks.get(w["worker_id"], {"spot_checked": 0, "spot_problems": 0})} for w in rows]
     return {**report, "workers": rows}
 
 
