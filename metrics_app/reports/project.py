@@ -172,8 +172,7 @@ def item_fingerprint(*, project: Project) -> str:
 
 def with_current_worker_status(report: dict, *, project: Project) -> dict:
     """The report with each worker's status for this project read now ("blocked" when blocked
-    globally or by one of the project's researchers), and their spot checks ("spot_checked",
-    "spot_problems": `spot_check_counts`): blocking a worker adds no judgment, so a
+    globally or by one of the project's researchers): blocking a worker adds no judgment, so a
     cached report would show them active until the next judgment arrives."""
     workers = report.get("workers") or []
     blocked = blocked_worker_ids_for(project)
@@ -197,10 +196,16 @@ def with_current_worker_status(report: dict, *, project: Project) -> dict:
                          "flags": ["blocked: judgments not counted"]})
     if not rows:
         return report
-    # Spot checks add no judgment either: read them now too (checked / problems per worker).
-    checks = spot_check_counts(project=project)
-    rows = [{**w, **checks.get(w["worker_id"], {"spot_checked": 0, "spot_problems": 0})} for w in rows]
     return {**report, "workers": rows}
+
+
+def with_spot_checks(workers: list[dict], *, project: Project) -> list[dict]:
+    """The workers table's rows with each worker's spot checks of this project read now
+    ("spot_checked", "spot_problems": `spot_check_counts`; a spot check adds no judgment, so a
+    cached report could not carry them)."""
+    checks = spot_check_counts(project=project)
+    return [{**w, **checks.get(w["worker_id"], {"spot_checked": 0, "spot_problems": 0})}
+            for w in workers]
 
 
 def fresh_cached_report(
