@@ -40,8 +40,13 @@ def _sample_params(request: HttpRequest, project, source) -> dict:
     elif not seed:
         seed = request.session.get(key) or secrets.token_hex(4)
     request.session[key] = seed
-    size = ascii_whole_number((source.get("size") or "").strip())
-    size = DEFAULT_SAMPLE_SIZE if size is None else max(1, min(size, MAX_SAMPLE_SIZE))
+    asked = (source.get("size") or "").strip()
+    size = ascii_whole_number(asked)
+    if size is None or not 1 <= size <= MAX_SAMPLE_SIZE:
+        if asked:
+            messages.warning(request, f"The sample size must be a whole number from 1 to "
+                                      f"{MAX_SAMPLE_SIZE}; showing {DEFAULT_SAMPLE_SIZE}.")
+        size = DEFAULT_SAMPLE_SIZE
     stage = access_stage(project, source["stage"]) if source.get("stage") else None
     return {"seed": seed, "size": size, "stage": stage}
 

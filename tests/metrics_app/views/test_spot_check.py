@@ -57,6 +57,8 @@ def test_page_shows_only_this_projects_sample_and_only_to_its_researchers(client
     # Without a seed the page keeps this session's seed: a reload shows the same sample.
     seed = client.get(url).content.decode().split("drawn by seed <code>")[1].split("<")[0]
     assert seed and f"drawn by seed <code>{seed}</code>" in client.get(url).content.decode()
+    wrong = client.get(url, {"size": "lots"}).content.decode()
+    assert "The sample size must be a whole number from 1 to 100; showing 10." in wrong
     fresh = client.get(url, {"new": "1"}).content.decode()
     assert f"drawn by seed <code>{seed}</code>" not in fresh            # a new sample
     # The cockpit links to the page.
