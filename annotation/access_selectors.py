@@ -24,6 +24,7 @@ NO_SUCH_PROJECT = "No such project."
 NO_SUCH_STAGE = "No such stage."
 NO_SUCH_ITEM = "No such item."
 NO_SUCH_WORKER = "No such worker in this project."
+NO_SUCH_JUDGMENT = "No such judgment in this project."
 
 
 # --- The rule -----------------------------------------------------------------------------------
@@ -135,6 +136,15 @@ def access_item(project: Project, item_id: int) -> Item:
     if item is None:
         raise Http404(NO_SUCH_ITEM)
     return item
+
+
+def access_judgment(project: Project, judgment_id: int) -> Judgment:
+    """A judgment of a project an `access_project*` door opened (the spot-check page);
+    Http404 when it has none such."""
+    judgment = Judgment.objects.filter(item__project=project, pk=judgment_id).first()
+    if judgment is None:
+        raise Http404(NO_SUCH_JUDGMENT)
+    return judgment
 
 
 def access_project_worker(project: Project, worker_id: int) -> Worker:

@@ -10,6 +10,7 @@ from .views import (  # noqa: E402
     judges_page,
     metrics_page,
     model_card_page,
+    spot_check,
 )
 
 urlpatterns: list = [
@@ -36,4 +37,7 @@ urlpatterns: list = [
     path("<slug:slug>/adjudicate/", adjudication.adjudication_page, name="adjudicate"),
     path("<slug:slug>/adjudicate/record/", adjudication.adjudication_submit,
          name="adjudicate-record"),
+    path("<slug:slug>/spot-check/", spot_check.spot_check_page, name="spot-check"),
+    path("<slug:slug>/spot-check/record/", spot_check.spot_check_submit,
+         name="spot-check-record"),
 ]

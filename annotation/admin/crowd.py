@@ -27,6 +27,7 @@ from annotation.models import (
     Judgment,
     Provider,
     ProviderCall,
+    SpotCheck,
     Worker,
     WorkerBlock,
     WorkerQualification,
@@ -579,3 +580,47 @@ class AdjudicationAdmin(ReadOnlyAdmin):
     list_select_related = ("item__project", "decided_by")
     search_fields = ("item__external_id", "note")
     readonly_fields = [f.name for f in Adjudication._meta.fields]
+
+
+SPOT_CHECK_CSV_COLUMNS = ("project", "stage", "item", "judgment", "worker", "verdict", "note",
+                          "checked_by", "checked_at")
+
+
+@admin.register(SpotCheck)
+class SpotCheckAdmin(ReadOnlyAdmin):
+    """Spot checks recorded on the spot-check page (/metrics/<slug>/spot-check/): one per
+    judgment, append-only, so read-only here; "Export selected spot checks as CSV" downloads
+    them (cells a spreadsheet would run as formulas escaped)."""
+
+    project_path = "judgment__item__project"
+    list_display = ("id", "judgment", "worker", "verdict", "note", "checked_by", "created_at")
+    list_filter = ("verdict", ("judgment__item__project", admin.RelatedOnlyFieldListFilter))
+    list_select_related = ("judgment__item__project", "judgment__worker", "checked_by")
+    search_fields = ("judgment__item__external_id", "judgment__worker__external_id", "note")
+    readonly_fields = [f.name for f in SpotCheck._meta.fields]
+    actions = ("export_csv",)
+
+    @admin.display(description="worker", ordering="judgment__worker__external_id")
+    def worker(self, obj):
+        return obj.judgment.worker.external_id
+
+    @admin.action(description="Export selected spot checks as CSV")
+    def export_csv(self, request, queryset):
+        from django.http import HttpResponse
+
+        from annotation.domain.csv_safe import SafeWriter
+
+        response = HttpResponse(content_type="text/csv; charset=utf-8")
+        response["Content-Disposition"] = 'attachment; filename="spot-checks.csv"'
+        writer = SafeWriter(response)
+        writer.writerow(SPOT_CHECK_CSV_COLUMNS)
+        rows = queryset.select_related("judgment__item__project", "judgment__stage",
+                                       "judgment__worker", "checked_by").order_by("id")
+        for check in rows:
+            judgment = check.judgment
+            writer.writerow((judgment.item.project.slug, judgment.stage.name,
+                             judgment.item.external_id, judgment.pk,
+                             judgment.worker.external_id, check.verdict, check.note,
+                             check.checked_by.get_username() if check.checked_by else "",
+                             check.created_at.isoformat()))
+        return response

@@ -74,3 +74,14 @@ def display_text_error(text: str, *, multiline: bool) -> str | None:
         return (f"must be one line (found {describe(found.group())}): no line breaks, tabs or "
                 "other control characters")
     return None
+
+
+def note_problem(note: str, max_chars: int) -> str | None:
+    """What is wrong with a researcher's note (adjudication, spot check), None when nothing:
+    longer than `max_chars`, or holding a control character."""
+    if len(note) > max_chars:
+        return f"the note is longer than {max_chars} characters"
+    control = CONTROL_CHARACTER.search(note)
+    if control:
+        return f"the note contains a control character (U+{ord(control.group()):04X})"
+    return None

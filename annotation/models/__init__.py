@@ -15,7 +15,7 @@ from .crowd import (
     WorkerStatus,
 )
 from .item import Item
-from .judgment import Adjudication, AppendOnlyError, Judgment
+from .judgment import Adjudication, AppendOnlyError, Judgment, SpotCheck, SpotCheckVerdict
 from .project import DEFAULT_AB_ASPECTS, DEFAULT_LIKERT_LABELS, ExperimentMode, Project, TaskKind
 from .provider_calls import ProviderCall, ProviderCallStatus
 from .stage import (
@@ -62,6 +62,8 @@ __all__ = [
     "ProviderCall",
     "ProviderCallStatus",
     "RoutingDraw",
+    "SpotCheck",
+    "SpotCheckVerdict",
     "Stage",
     "StageKind",
     "StageStatus",

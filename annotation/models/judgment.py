@@ -128,3 +128,36 @@ class Adjudication(AppendOnlyModel):
     @property
     def label(self) -> str:
         return self.choice or (format(self.score, "g") if self.score is not None else "")
+
+
+class SpotCheckVerdict(models.TextChoices):
+    OK = "ok", "Looks right"
+    PROBLEM = "problem", "Problem"
+
+
+class SpotCheckQuerySet(AppendOnlyQuerySet):
+    refusal = "Spot checks are append-only: a judgment is spot-checked once."
+
+
+class SpotCheck(AppendOnlyModel):
+    """A researcher's random spot check of one judgment (the spot-check page,
+    /metrics/<slug>/spot-check/): does the answer look right? Recorded once per judgment
+    (a second decision on the same judgment is the first one: `spot_check_record`);
+    append-only. The workers table counts them per worker (checked / problems)."""
+
+    judgment = models.OneToOneField(Judgment, on_delete=models.PROTECT,
+                                    related_name="spot_check")
+    verdict = models.CharField(max_length=10, choices=SpotCheckVerdict.choices)
+    note = models.TextField(blank=True, help_text="What is wrong (or right), for the next reader.")
+    checked_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                   on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    objects = SpotCheckQuerySet.as_manager()
+    refusal = SpotCheckQuerySet.refusal
+
+    class Meta:
+        ordering = ["id"]
+
+    def __str__(self) -> str:
+        return f"Spot check of judgment {self.judgment_id}: {self.verdict}"

@@ -14,7 +14,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from statistics import pstdev
 
-from annotation.domain.answers import CONTROL_CHARACTER
+from annotation.domain.control_characters import note_problem
 from annotation.domain.numbers import ascii_whole_number
 from annotation.judgment_selectors import latest_adjudications
 from annotation.models import Adjudication, Item, Project, TaskKind
@@ -101,12 +101,9 @@ def adjudication_record(*, item: Item, value, note: str = "", user=None) -> Adju
             raise AdjudicationInvalid(f"the label must be one of {', '.join(allowed)}")
         fields = {"choice": text.upper()}
     note = (note or "").strip()
-    if len(note) > MAX_NOTE_CHARS:
-        raise AdjudicationInvalid(f"the note is longer than {MAX_NOTE_CHARS} characters")
-    control = CONTROL_CHARACTER.search(note)
-    if control:
-        raise AdjudicationInvalid(f"the note contains a control character "
-                                  f"(U+{ord(control.group()):04X})")
+    problem = note_problem(note, MAX_NOTE_CHARS)
+    if problem:
+        raise AdjudicationInvalid(problem)
     return Adjudication.objects.create(item=item, note=note, decided_by=user, **fields)
 
 

@@ -21,6 +21,7 @@ from annotation.selectors import (
     qualification_only_items,
 )
 from annotation.services.redundancy import adaptive_redundancy_summary
+from annotation.spot_check_selectors import spot_check_counts
 from core.json_limits import json_ready
 
 from ..judge_selectors import lerc_versions_read
@@ -196,6 +197,15 @@ def with_current_worker_status(report: dict, *, project: Project) -> dict:
     if not rows:
         return report
     return {**report, "workers": rows}
+
+
+def with_spot_checks(workers: list[dict], *, project: Project) -> list[dict]:
+    """The workers table's rows with each worker's spot checks of this project read now
+    ("spot_checked", "spot_problems": `spot_check_counts`; a spot check adds no judgment, so a
+    cached report could not carry them)."""
+    checks = spot_check_counts(project=project)
+    return [{**w, **checks.get(w["worker_id"], {"spot_checked": 0, "spot_problems": 0})}
+            for w in workers]
 
 
 def fresh_cached_report(

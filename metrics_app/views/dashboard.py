@@ -20,7 +20,11 @@ from annotation.access_selectors import (
 from annotation.domain.control_characters import CONTROL_CHARACTER, control_character_message
 from annotation.judgment_selectors import GROUP_FIELDS, human_score_name
 from annotation.models import Project, TaskKind
-from metrics_app.reports.project import dashboard_data, with_current_worker_status
+from metrics_app.reports.project import (
+    dashboard_data,
+    with_current_worker_status,
+    with_spot_checks,
+)
 from metrics_app.reports.workers import workers_table_note
 
 WORKER_SORTS = {
@@ -59,6 +63,7 @@ def project_dashboard(request: HttpRequest, slug: str) -> HttpResponse:
         key=lambda w: (w[key] is None, -(w[key] or 0) if descending else (w[key] or 0)),
     )
     alpha_note, workers = workers_table_note(workers, (report.get("agreement") or {}).get("all"))
+    workers = with_spot_checks(workers, project=project)
     return render(request, "metrics_app/dashboard.html", {
         "project": project,
         "stage": stage,
