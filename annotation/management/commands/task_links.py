@@ -75,9 +75,11 @@ class Command(BaseCommand):
                 raise CommandError("no demo projects here (manage.py rundemo creates them); "
                                    "name a project with --project SLUG, or --all-projects "
                                    "for every open stage of every project")
+        closed: list[str] = []
         for proj in projects:
             stages = proj.stages.filter(status__in=OPEN_STAGE_STATUSES).order_by("order", "pk")
             if not stages.exists():
+                closed.append(proj.slug)
                 continue
             # The project owner's annotator of that name (another researcher's is another).
             annotator = inhouse_annotator(project=proj, name=worker, external_id=worker)
@@ -114,6 +116,12 @@ class Command(BaseCommand):
                     self.stdout.write(f"  {stage.name}: (a local HIT no sync touches; to "
                                       "rehearse the stage with sync and review: "
                                       "manage.py mturk_rehearsal)")
+        if closed:  # said, not a silent exit 0 with no link
+            message = (f"no open stage in {', '.join(closed)}: a link opens a published or "
+                       "running stage; publish one in the admin (or the project's stages page)")
+            if len(closed) == len(projects):
+                raise CommandError(message)
+            self.stdout.write(self.style.WARNING(message))
 
     @transaction.atomic
     def _simulated_hit(self, stage: Stage) -> Hit | None:
