@@ -11,6 +11,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 import metrics_app.management.commands.score as score_command
+from annotation.models import Project
 
 ROW = {"id": "a", "question": "Where did the cat sit?", "candidate": "on the mat",
        "references": ["on the mat"]}
@@ -62,3 +63,16 @@ def test_the_scores_replace_an_old_output(source, tmp_path):
     _score(source, target)
     assert [json.loads(line) for line in target.read_text().splitlines()] == \
         [{"id": "a", "em": 1.0}]
+
+
+@pytest.mark.django_db
+def test_judge_report_json_path_is_checked_by_the_same_rule(tmp_path):
+    """Before: `judge_report SLUG --json FOLDER` computed the report, then ended in an
+    IsADirectoryError traceback; `--json missing/x.json` in a FileNotFoundError one."""
+    Project.objects.create(slug="study", title="Study", kind="likert")
+    with pytest.raises(CommandError, match="--json .*a folder; give a file name inside it"):
+        call_command("judge_report", "study", "--json", str(tmp_path))
+    with pytest.raises(CommandError, match="--json .*folder .*nowhere does not exist"):
+        call_command("judge_report", "study", "--json", str(tmp_path / "nowhere" / "r.json"))
+    call_command("judge_report", "study", "--json", str(tmp_path / "r.json"))
+    assert json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))
