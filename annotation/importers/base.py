@@ -318,11 +318,15 @@ def json_parse(text: str, *, path: Path, record: Any = None, field: str = "") ->
 
 
 def json_lines_not_array(text: str, *, path: str | Path, what: str, instead: str = "") -> None:
-    """ImportFormatError when a JSON Lines `text` is one JSON array instead (what
-    `json.dump(rows, f, indent=2)` writes), saying so: read line by line, its first line "["
+    """ImportFormatError when a JSON Lines `text` is one JSON document instead, saying so: one
+    JSON array (what `json.dump(rows, f, indent=2)` writes) or one object over several lines (a
+    pretty-printed object, a MOCHA or OneStopQA file). Read line by line, its first line "["
     was "malformed JSON" (item files) or ten "not JSON" errors (verdicts) for a file that is
-    valid JSON. `what` names the rows, `instead` another way to send them."""
-    if not text.lstrip().startswith("["):
+    valid JSON, and an object's "{" a hundred "Extra data" errors. `what` names the rows,
+    `instead` another way to send them."""
+    start = text.lstrip()[:1]
+    lines = sum(1 for line in text.splitlines() if line.strip())
+    if start != "[" and not (start == "{" and lines > 1):
         return
     try:
         value = json_loads_limited(text, object_pairs_hook=refuse_duplicate_keys)
@@ -333,6 +337,12 @@ def json_lines_not_array(text: str, *, path: str | Path, what: str, instead: str
             path, f"holds one JSON array of {len(value)} value(s), not one JSON object per "
                   f"line: write the {what} as JSON Lines (e.g. `jq -c '.[]'`)"
                   + (f", {instead}" if instead else ""))
+    if isinstance(value, dict):
+        raise ImportFormatError(
+            path, f"holds one JSON object written over {lines} lines (keys: "
+                  f"{', '.join(map(str, list(value)[:3]))}{', ...' if len(value) > 3 else ''}), "
+                  f"not one JSON object per line: write the {what} as JSON Lines, one object "
+                  "on each line" + (f", {instead}" if instead else ""))
 
 
 BYTE_ORDER_MARK = "\ufeff"

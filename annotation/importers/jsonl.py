@@ -200,7 +200,9 @@ def parse(path: Path, *, kind: str, split: str | None = None) -> list[ItemRecord
     # are two people, whom the import (provider `import`, keyed by id) would make one.
     providers: dict[str, tuple[str, int]] = {}
     text = read_text(path)
-    json_lines_not_array(text, path=path, what="items")
+    json_lines_not_array(text, path=path, what="items",
+                         instead="or import a dataset file by its own format (mocha, onestopqa, "
+                                 "evouna, ...)")
     for line_number, line in _lines(text):
         if not line.strip():
             continue

@@ -13,28 +13,29 @@ Columns: docs/DATA_FORMATS.md.
 """
 from __future__ import annotations
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
 from annotation.domain.aggregation import AGGREGATION_MODELS, resolve_aggregation
 from annotation.models import NON_DATA_STAGE_KINDS, Project
 from annotation.services.exports import EXPORT_FORMATS, export_note, export_write
 from annotation.services.preference_exports import PreferenceExportError, preference_write
+from core.output_files import InterruptibleCommand, OutputPathError, output_file
 
 
 def _output_open(path: str, *, newline: str | None = None):
-    """The --output file opened for writing, or a CommandError naming it and why (a missing
-    folder, a directory, no permission), before anything is read."""
+    """The --output file, written whole or not at all (`core.output_files.output_file`), or a
+    CommandError naming it and why (a missing folder, a directory), before anything is read."""
     try:
-        return open(path, "w", encoding="utf-8", newline=newline)  # closed by the caller's with
-    except OSError as error:
-        raise CommandError(f"--output {path}: cannot write there: "
-                           f"{error.strerror or error}") from None
+        return output_file(path, newline=newline)
+    except OutputPathError as error:
+        raise CommandError(f"--output {error}") from None
 
 
-class Command(BaseCommand):
+class Command(InterruptibleCommand):
     # Data commands need the models only: skip the URL/admin checks (seconds on a busy machine).
     requires_system_checks: list[str] = []
     help = "Export judgments (or per-item aggregates) of a project as JSON Lines or CSV."
+    interrupted_note = "no --output file written (an existing one is left as it was)"
 
     def add_arguments(self, parser):
         parser.add_argument("project", help="project slug")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 from django.db import transaction
 
 from annotation.importers import FORMAT_MODULES, importer_for
@@ -31,13 +31,15 @@ from annotation.services.projects import (
     users_by_username,
 )
 from core.background import task_run_here
+from core.output_files import InterruptibleCommand
 
 REPORT_REFRESH_TASK = "worker.tasks.reports.report_refresh"
 
 
-class Command(BaseCommand):
+class Command(InterruptibleCommand):
     # Data commands need the models only: skip the URL/admin checks (seconds on a busy machine).
     requires_system_checks: list[str] = []
+    interrupted_note = "nothing imported (the import is one transaction: the project is as it was)"
     help = "Import a data file (jsonl, mocha, onestopqa, lfqa-experts, evouna, ...) into a project."
 
     def add_arguments(self, parser):
@@ -119,6 +121,8 @@ class Command(BaseCommand):
             raise CommandError(f"nothing imported: {exc}") from None
         except ProjectOwnershipError as exc:
             raise CommandError(f"nothing imported: {path}: {exc}") from None
+        self.interrupted_note = ("the import is complete and stored; only the report precompute "
+                                 "was stopped (the first dashboard visit computes it)")
         if created:
             self.stdout.write(f"Created project {slug!r} ({kind}), titled {project.title!r} "
                               f"(what annotators see; --title or the admin changes it).")

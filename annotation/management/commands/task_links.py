@@ -75,12 +75,12 @@ class Command(BaseCommand):
                 raise CommandError("no demo projects here (manage.py rundemo creates them); "
                                    "name a project with --project SLUG, or --all-projects "
                                    "for every open stage of every project")
-        shown = 0
+        closed: list[str] = []
         for proj in projects:
             stages = proj.stages.filter(status__in=OPEN_STAGE_STATUSES).order_by("order", "pk")
             if not stages.exists():
+                closed.append(proj.slug)
                 continue
-            shown += 1
             # The project owner's annotator of that name (another researcher's is another).
             annotator = inhouse_annotator(project=proj, name=worker, external_id=worker)
             self.stdout.write(self.style.MIGRATE_HEADING(f"{proj.title} [{proj.slug}]"))
@@ -116,11 +116,12 @@ class Command(BaseCommand):
                     self.stdout.write(f"  {stage.name}: (a local HIT no sync touches; to "
                                       "rehearse the stage with sync and review: "
                                       "manage.py mturk_rehearsal)")
-        if not shown:
-            # Silence would read as "done"; say why there is no link and how to get one.
-            which = ", ".join(projects.values_list("slug", flat=True)) or "any project"
-            self.stdout.write(f"no open stage in {which}: a link opens a published stage "
-                              "(the admin's Publish action on a stage)")
+        if closed:  # said, not a silent exit 0 with no link
+            message = (f"no open stage in {', '.join(closed)}: a link opens a published or "
+                       "running stage; publish one in the admin (or the project's stages page)")
+            if len(closed) == len(projects):
+                raise CommandError(message)
+            self.stdout.write(self.style.WARNING(message))
 
     @transaction.atomic
     def _simulated_hit(self, stage: Stage) -> Hit | None:

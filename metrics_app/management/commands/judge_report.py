@@ -17,6 +17,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from core.json_limits import json_dumps_strict
+from core.output_files import OutputPathError, output_file
 from core.statistics import MAX_RESAMPLES, resamples_check
 from metrics_app.management.projects import projects_by_slug
 from metrics_app.services.judges.alignment import ESTIMATE_LABELS, judge_alignment_report
@@ -68,12 +69,16 @@ class Command(BaseCommand):
         if options["estimates_with"]:
             return self._estimates(project, options["estimates_with"])
         refs = [r.strip() for r in options["judge"].split(",") if r.strip()] or None
+        try:  # a bad --json path is said before the report is computed, not after it
+            json_out = output_file(options["json"]) if options["json"] else None
+        except OutputPathError as exc:
+            raise CommandError(f"--json {exc}") from None
         report = judge_alignment_report(project=project, refs=refs,
                                         n_resamples=options["resamples"],
                                         estimate_labels=max(2, options["labels"]))
-        if options["json"]:
-            options["json"].write_text(json_dumps_strict(report, indent=1, default=str),
-                                       encoding="utf-8")
+        if json_out is not None:
+            with json_out as handle:
+                handle.write(json_dumps_strict(report, indent=1, default=str))
         if "skipped" in report:
             self.stdout.write(report["skipped"])
             return

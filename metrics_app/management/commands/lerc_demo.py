@@ -6,9 +6,10 @@ interrupted).
 """
 from __future__ import annotations
 
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 from django.urls import reverse
 
+from annotation.models import Project
 from metrics_app.services.lerc.demo import DEMO_PROJECT_SLUG, lerc_demo_training_ensure
 
 
@@ -17,9 +18,16 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--base-url", default="http://127.0.0.1:8000")
-        parser.add_argument("--project", default=DEMO_PROJECT_SLUG)
+        parser.add_argument("--project", default=None,
+                            help=f"the project to train on (default: {DEMO_PROJECT_SLUG}, "
+                                 "when the demo's real data is loaded)")
 
-    def handle(self, *args, base_url: str, project: str, **options):
+    def handle(self, *args, base_url: str, project: str | None, **options):
+        # A project named and missing was a silent exit 0; the demo's own (rundemo's call)
+        # may be absent when its real data is (nothing to train on, rundemo says why).
+        if project is not None and not Project.objects.filter(slug=project).exists():
+            raise CommandError(f"no project with slug {project!r}")
+        project = project or DEMO_PROJECT_SLUG
         training = lerc_demo_training_ensure(project_slug=project)
         if training is None:
             return

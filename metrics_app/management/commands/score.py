@@ -14,10 +14,11 @@ import json
 import sys
 from pathlib import Path
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
 from annotation.importers.base import ImportFormatError, json_lines_not_array, read_text
 from core.json_limits import json_dumps_strict, json_loads_limited, refuse_duplicate_keys
+from core.output_files import InterruptibleCommand, OutputPathError, output_file
 from metrics_app.domain.score_input import ScoreInputError, check_score_row, first_repeated_id
 from metrics_app.management.scoring_options import scoring_options_check
 from metrics_app.registry import MetricInput, metric_names
@@ -70,8 +71,9 @@ def read_inputs(path: Path) -> tuple[list, list[MetricInput]]:
     return ids, inputs
 
 
-class Command(BaseCommand):
+class Command(InterruptibleCommand):
     help = "Score a JSONL file of candidates with one or more registered metrics."
+    interrupted_note = "nothing written (the scores are written once all are computed)"
 
     def add_arguments(self, parser):
         parser.add_argument("--metric", required=True,
@@ -102,6 +104,11 @@ class Command(BaseCommand):
         if not options["input"].is_file():
             raise CommandError(f"input file {options['input']} does not exist")
         ids, inputs = read_inputs(options["input"])
+        try:  # a bad --output is said before the scoring, not after it
+            output = output_file(options["output"], inputs=(options["input"],),
+                                 make_folder=True)  # made once the scores are in
+        except OutputPathError as error:
+            raise CommandError(f"--output {error}") from None
         bar = tqdm(total=len(inputs) * len(names), file=sys.stderr, unit="score",
                    disable=options["no_progress"], desc="scoring")
         try:
@@ -115,8 +122,7 @@ class Command(BaseCommand):
                                + " (--allow-missing writes null for them)")
         for message in missing:
             self.stderr.write(f"warning: not computed: {message}")
-        options["output"].parent.mkdir(parents=True, exist_ok=True)
-        with options["output"].open("w", encoding="utf-8") as out:
+        with output as out:
             for index, row_id in enumerate(ids):
                 row = {"id": row_id}
                 for name in names:

@@ -5,7 +5,7 @@ import io
 import re
 
 import pytest
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 
 from annotation.models import Assignment, Hit, Provider, StageStatus, TaskKind
 from testing.factories import make_stage
@@ -75,14 +75,11 @@ def test_a_simulated_qualification_hit_holds_every_qualification_item():
     assert sorted(hit.items.values_list("pk", flat=True)) == sorted(i.pk for i in items)
 
 
-def test_task_links_say_why_there_is_no_link_when_no_stage_is_open():
-    """README: "a link per open stage". A project whose stages are all drafts printed nothing
-    and exited 0, which reads as done; it now says there is no open stage and how to open one."""
+def test_a_project_without_an_open_stage_is_said_not_a_silent_empty_output():
+    """Before: `task_links --project SLUG` of a project whose stages are all drafts printed
+    nothing and exited 0, as if the links had been printed elsewhere."""
     project, stage, _ = make_task(TaskKind.LIKERT, group="p1")
     stage.status = StageStatus.DRAFT
     stage.save(update_fields=["status"])
-    out = io.StringIO()
-    call_command("task_links", "--project", project.slug, stdout=out)
-    assert out.getvalue().strip() == (
-        f"no open stage in {project.slug}: a link opens a published stage "
-        "(the admin's Publish action on a stage)")
+    with pytest.raises(CommandError, match=rf"no open stage in {project.slug}: .*publish one"):
+        call_command("task_links", "--project", project.slug, stdout=io.StringIO())
