@@ -419,3 +419,13 @@ def test_every_export_says_what_it_holds_and_what_it_left_out(study, client):
     shown = [str(m) for m in client.get(url).context["messages"]]
     assert shown == [f"Exported study: 12 judgments that count, in all data stages; left out: "
                      f"{not_counted} and {tests_workers}"]
+
+    # An item nobody judged yet is one row with no judgment, and the note counts it: the
+    # EVOUNA-TQ export said "10000 rows written: 9690 judgments that count" and no more.
+    make_item(project, split="train", external_id="unjudged")
+    out, err = io.StringIO(), io.StringIO()
+    call_command("export_data", "study", "--no-progress", stdout=out, stderr=err)
+    assert sum(json.loads(line)["judgment"] is None for line in out.getvalue().splitlines()) == 1
+    assert err.getvalue().strip() == (
+        "exported study: 12 judgments that count, in all data stages, and 1 item with none of "
+        f"them, one row each with no judgment; left out: {not_counted} and {tests_workers}")

@@ -113,7 +113,8 @@ class Command(InterruptibleCommand):
         # data), as the dashboard and progress say it.
         note = export_note(project=instance, stage=stage,
                            include_qualification=options["include_qualification"],
-                           include_rejected=options["include_rejected"])
+                           include_rejected=options["include_rejected"],
+                           per_judgment_rows=not options["aggregate"])
         if options["output"]:
             with _output_open(options["output"], newline="") as handle:
                 count = export_write(out=handle, **kwargs)
