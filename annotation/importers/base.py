@@ -325,7 +325,9 @@ def json_lines_not_array(text: str, *, path: str | Path, what: str, instead: str
     valid JSON, and an object's "{" a hundred "Extra data" errors. `what` names the rows,
     `instead` another way to send them."""
     start = text.lstrip()[:1]
-    lines = sum(1 for line in text.splitlines() if line.strip())
+    # Lines as JSON Lines has them: "\n" only (`splitlines` also breaks at U+2028 and other
+    # separators a JSON string may hold, so a one-line object read as pretty-printed).
+    lines = sum(1 for line in text.split("\n") if line.strip())
     if start != "[" and not (start == "{" and lines > 1):
         return
     try:

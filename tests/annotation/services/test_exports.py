@@ -276,9 +276,12 @@ def test_an_output_path_that_cannot_be_written_is_a_command_error_naming_it(tmp_
 
     make_project("ab", slug="out")
     extra = ("--preferences",) if preferences else ("--format", "csv")
-    for target, why in ((tmp_path / "missing" / "x.csv", "No such file or directory"),
-                        (tmp_path, "Is a directory")):
+    for target, why in (
+            (tmp_path / "missing" / "x.csv",
+             f"the folder {tmp_path / 'missing'} does not exist; create it first or choose "
+             "another path"),
+            (tmp_path, f"a folder; give a file name inside it, e.g. {tmp_path / 'out.jsonl'}")):
         with pytest.raises(CommandError) as error:
             run_export("out", *extra, "--output", str(target))
-        assert str(error.value) == f"--output {target}: cannot write there: {why}"
+        assert str(error.value) == f"--output {target}: {why}"
     assert not (tmp_path / "missing").exists()
