@@ -36,7 +36,10 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 PASSWORD = "a long enough password 9"
 PASSAGE = "The cat sat on the mat while the dog slept by the fire."
-CANDIDATES = ["on the mat", "on a mat", "by the fire", "under the table", "on the rug", "mat"]
+# No candidate copies its reference: MOCHA's send filter would keep it from the annotators
+# (tests/annotation/test_send_filter.py walks that rule).
+CANDIDATES = ["on the doormat", "on a blue mat", "by the fire", "under the table", "on the rug",
+              "mat"]
 
 
 def _rows() -> list[dict]:
