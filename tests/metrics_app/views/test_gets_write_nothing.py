@@ -74,6 +74,8 @@ PAGES = [
     ("metrics:project-judges", "likert", (), "?resamples=10"),
     ("metrics:judge-reliability", "likert", ("ext@1",), ""),
     ("metrics:adjudicate", "ab", (), ""),
+    ("metrics:spot-check", "likert", (), ""),
+    ("metrics:spot-check", "ab", (), "?size=3"),
     ("metrics-api:project-report", "likert", (), ""),
     ("metrics-api:project-report", "likert", (), "?stage=trial&group_by=dataset"),
     ("metrics-api:project-leaderboard", "ab", (), ""),
@@ -136,6 +138,7 @@ def test_the_pages_list_covers_every_project_page():
     covered = {name for name, *_ in PAGES}
     posts_only = {"metrics:worker-block", "metrics:worker-unblock",
                   "metrics:project-metrics-compute", "metrics:adjudicate-record",
+                  "metrics:spot-check-record",
                   "metrics:scoring-job-cancel", "metrics-api:scoring-job-cancel",
                   "metrics-api:judge-job-cancel", "metrics:judge-verdicts-upload",
                   "metrics-api:judge-verdicts"}
