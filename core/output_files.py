@@ -89,6 +89,13 @@ def _umask() -> int:
     return current
 
 
+# The Ctrl-C notes of the commands that compute, store and print a project report (`report`,
+# `metric_report`): the report is stored in one transaction once it is computed.
+REPORT_NOT_STORED_NOTE = ("no report stored: a report is stored only once fully computed, so the "
+                          "cached one is as it was")
+REPORT_STORED_NOTE = "the report is computed and stored; only its printing stopped"
+
+
 class InterruptibleCommand(BaseCommand):
     """A command whose Ctrl-C is a one-line `CommandError` saying what was left as it was."""
 

@@ -16,6 +16,7 @@ import hashlib
 import json
 import math
 import shutil
+import tempfile
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -141,11 +142,25 @@ def pretrain_backbone(cfg: TrainConfig, mc_examples, folder: str | Path,
     summary = _pretrain_mc(model, tokenizer, cfg, mc_examples, device, progress, None)
     summary.update(pretrain_epochs=cfg.pretrain_epochs, max_length=cfg.max_length,
                    seconds=round(time.monotonic() - started, 1), base=cfg.backbone or "packaged")
-    folder.mkdir(parents=True, exist_ok=True)
-    model.encoder.save_pretrained(str(folder))
-    tokenizer.save_pretrained(str(folder))
-    (folder / "pretrain.json").write_text(json.dumps(summary, indent=2))
+    _folder_written_whole(folder, lambda part: (
+        model.encoder.save_pretrained(str(part)), tokenizer.save_pretrained(str(part)),
+        (part / "pretrain.json").write_text(json.dumps(summary, indent=2))))
     return summary
+
+
+def _folder_written_whole(folder: Path, write) -> None:
+    """`write(part)` fills a hidden folder beside `folder`, whose files then move in, the
+    model's `config.json` last: a Ctrl-C or an error while saving leaves no half model (a
+    `config.json` without its weights would read as a model already there)."""
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    part = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", suffix=".part", dir=folder.parent))
+    try:
+        write(part)
+        folder.mkdir(exist_ok=True)
+        for file in sorted(part.iterdir(), key=lambda f: f.name == "config.json"):
+            file.replace(folder / file.name)
+    finally:
+        shutil.rmtree(part, ignore_errors=True)
 
 
 # ---- one training run -------------------------------------------------------------------------

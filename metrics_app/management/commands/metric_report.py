@@ -12,11 +12,12 @@ computed first (`score_project`, the metrics page or the API). Likert projects a
 """
 from __future__ import annotations
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
 from annotation.judgment_selectors import human_score_name
 from annotation.models import Project
 from core.json_limits import json_dumps_strict
+from core.output_files import REPORT_NOT_STORED_NOTE, REPORT_STORED_NOTE, InterruptibleCommand
 from core.statistics import MAX_RESAMPLES, resamples_check
 from metrics_app.management.scoring_options import unscorable_advice
 from metrics_app.services.meta_evaluation_report import (
@@ -29,8 +30,9 @@ def _fmt(value) -> str:
     return "   –  " if value is None else f"{value:6.3f}"
 
 
-class Command(BaseCommand):
+class Command(InterruptibleCommand):
     help = "Correlations of automatic metrics with the human judgments of a project."
+    interrupted_note = REPORT_NOT_STORED_NOTE
 
     def add_arguments(self, parser):
         parser.add_argument("slug")
@@ -60,6 +62,7 @@ class Command(BaseCommand):
         report, stale = metric_report_cached(project=project, params=params)
         if report is None or stale or options["refresh"]:
             report = metric_report_refresh(project=project, params=params)
+        self.interrupted_note = REPORT_STORED_NOTE
         data = report.data
         if options["json"]:
             self.stdout.write(json_dumps_strict(data, indent=2, ensure_ascii=False))

@@ -15,15 +15,18 @@ import sys
 from pathlib import Path
 
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
 from annotation.models import TaskKind
+from core.output_files import InterruptibleCommand
 from metrics_app.management.projects import projects_by_slug
 from metrics_app.services.lerc.datasets import mc_pretraining_build
 
 
-class Command(BaseCommand):
+class Command(InterruptibleCommand):
     help = "Pre-train the LERC encoder on multiple-choice projects once; write a backbone folder."
+    interrupted_note = ("nothing written (--out is written only once pre-training ends); run "
+                        "the command again, it starts over")
 
     def add_arguments(self, parser):
         parser.add_argument("--project", action="append", required=True,
@@ -88,6 +91,7 @@ class Command(BaseCommand):
             summary = pretrain_backbone(cfg, examples, out, progress=progress)
         finally:
             bar.close()
+        self.interrupted_note = f"pre-training finished and {out} is written whole"
         accuracy = summary["pretrain_train_accuracy"]
         self.stdout.write(
             f"wrote {out}: {summary['pretrain_examples']} examples, {cfg.pretrain_epochs} "

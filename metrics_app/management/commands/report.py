@@ -7,12 +7,13 @@ metrics_app/reports/project.py). Served from the report cache unless judgments a
 """
 from __future__ import annotations
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
 from annotation.access_selectors import project_stage_by_ref
 from annotation.judgment_selectors import GROUP_FIELDS
 from annotation.models import Project
 from core.json_limits import json_dumps_strict
+from core.output_files import REPORT_NOT_STORED_NOTE, REPORT_STORED_NOTE, InterruptibleCommand
 from metrics_app.reports.project import (
     fresh_cached_report,
     report_refresh,
@@ -20,8 +21,9 @@ from metrics_app.reports.project import (
 )
 
 
-class Command(BaseCommand):
+class Command(InterruptibleCommand):
     help = "Agreement, worker, Likert, long-form A/B and STARC report of a project."
+    interrupted_note = REPORT_NOT_STORED_NOTE
 
     def add_arguments(self, parser):
         parser.add_argument("slug")
@@ -45,6 +47,7 @@ class Command(BaseCommand):
             project=project, stage=stage, group_by=options["group_by"])
         if report is None:
             report = report_refresh(project=project, stage=stage, group_by=options["group_by"])
+        self.interrupted_note = REPORT_STORED_NOTE
         report = with_current_worker_status(report, project=project)
         if options["json"]:
             self.stdout.write(json_dumps_strict(report, ensure_ascii=False))

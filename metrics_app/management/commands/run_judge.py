@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import sys
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
 from core.leases import job_in_flight
+from core.output_files import InterruptibleCommand
 from metrics_app.domain.judge_prompts import JudgeConfigError
 from metrics_app.judge_selectors import judge_version_get
 from metrics_app.management.projects import projects_by_slug
@@ -28,8 +29,9 @@ from metrics_app.services.judges.runs import (
 )
 
 
-class Command(BaseCommand):
+class Command(InterruptibleCommand):
     help = "Run an LLM judge version over a project's items (cached, budgeted, resumable)."
+    interrupted_note = "nothing was asked or queued"
 
     def add_arguments(self, parser):
         parser.add_argument("slug")
@@ -54,6 +56,7 @@ class Command(BaseCommand):
                 job = judge_job_create(project=project, version=version,
                                        budget=options["budget"],
                                        concurrency=options["concurrency"])
+                self.interrupted_note = f"judge job {job.pk} is queued"
                 if before is not None and before.pk == job.pk:
                     self.stdout.write(f"judge job {job.pk} is already {job.status} "
                                       f"({version.label} on {project.slug}); nothing queued")
@@ -69,6 +72,10 @@ class Command(BaseCommand):
                 bar.n = done
                 bar.refresh()
 
+            self.interrupted_note = (
+                "the verdicts answered before the stop are stored and this run's judge job is "
+                "marked failed; run the same command again to ask only the rest (stored "
+                "verdicts are reused, not paid for again)")
             try:
                 # A judge job run here: the same lease, and refused while a worker runs this
                 # judge on this project (it would pay again for what that run asks).

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import sys
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
 from annotation.models import Project
+from core.output_files import InterruptibleCommand
 from metrics_app.domain.meta_evaluation import NO_REFERENCE
 from metrics_app.management.scoring_options import scoring_options_check, unscorable_advice
 from metrics_app.registry import metric_names
@@ -25,8 +26,10 @@ from metrics_app.services.scoring import (
 )
 
 
-class Command(BaseCommand):
+class Command(InterruptibleCommand):
     help = "Score a project's items with one or more metrics (resumable; no worker needed)."
+    interrupted_note = ("the scores stored before the stop are kept (they are stored batch by "
+                        "batch); run the same command again to score the rest")
 
     def add_arguments(self, parser):
         parser.add_argument("slug")

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import json
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
 from annotation.models import Project, TaskKind
 from core.json_limits import json_dumps_strict
+from core.output_files import InterruptibleCommand
 from metrics_app.management.projects import projects_by_slug
-from metrics_app.models import ModelKind
+from metrics_app.models import ModelKind, ModelStatus, ModelVersion
 from metrics_app.services.lerc import (
     LercError,
     model_version_create,
@@ -27,8 +28,9 @@ from metrics_app.services.lerc import (
 )
 
 
-class Command(BaseCommand):
+class Command(InterruptibleCommand):
     help = "Queue (or with --sync run) LERC training on projects' judgments."
+    interrupted_note = "no model version was created"
 
     def add_arguments(self, parser):
         parser.add_argument("--project", action="append", required=True,
@@ -90,6 +92,8 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from exc
         label = f"{version.name} v{version.number}"
         if not options["sync"]:
+            self.interrupted_note = (f"{label} is created and queued for a GPU worker (cancel "
+                                     "it on the models page if it should not train)")
             task_id = model_version_enqueue(model_version=version)
             version.refresh_from_db(fields=["task_id"])
             if not version.task_id:
@@ -101,6 +105,9 @@ class Command(BaseCommand):
         self.stdout.write(f"training {label} here ...")
         try:
             version = model_version_train_here(model_version=version)
+        except KeyboardInterrupt:
+            self.interrupted_note = _stopped_note(version, label)
+            raise
         except Exception as exc:
             raise CommandError(f"{label} failed: {exc}") from exc
         self.stdout.write(f"{label}: {version.status}")
@@ -126,3 +133,15 @@ class Command(BaseCommand):
             if options[flag] is not None:
                 train_options[field] = options[flag]
         return train_options
+
+
+def _stopped_note(version, label: str) -> str:
+    """What a Ctrl-C of `--sync` left: the version failed (`model_version_train_here` fails
+    one it had not finished), or finished before the stop."""
+    version.refresh_from_db(fields=["status"])
+    if version.status == ModelStatus.FAILED:
+        return (f"{label} is marked failed (stopped by Ctrl-C) and nothing was promoted; run "
+                "the command again to train a new version")
+    if version.status in ModelVersion.lease_states.in_flight:
+        return f"{label} is left {version.status}"
+    return f"{label} had finished before the stop: it is {version.status}"

@@ -289,6 +289,13 @@ def judge_project(*, project: Project, version: JudgeVersion, budget: float | No
             if len(buffer) >= FLUSH_EVERY or time.monotonic() - last_flush >= FLUSH_SECONDS:
                 flush()
         flush()
+    except KeyboardInterrupt:
+        # Ctrl-C of `run_judge`: the answers paid for since the last stored batch are stored
+        # (not `flush`: its progress may raise and hide the Ctrl-C), so a rerun reuses them
+        # instead of paying for them again.
+        stop.set()
+        JudgeVerdict.objects.bulk_create(buffer, ignore_conflicts=True)
+        raise
     finally:
         stop.set()
         for future in pending:

@@ -497,6 +497,26 @@ def model_version_train_here(*, model_version: ModelVersion) -> ModelVersion:
     except TrainingElsewhere as exc:
         model_version_cancel(model_version=model_version)
         raise LercError(f"not trained: {exc}") from exc
+    except KeyboardInterrupt:
+        _fail_stopped_here(model_version)
+        raise
+
+
+STOPPED_HERE = "stopped by Ctrl-C in this process (train_lerc --sync); not resumed"
+
+
+def _fail_stopped_here(model_version: ModelVersion) -> None:
+    """Ctrl-C stopped `train_lerc --sync`: the version it was training (or had still to
+    claim, or to decide on) is failed with STOPPED_HERE. Left `training`, the lease sweep
+    would hand it to a GPU worker to resume the run its user stopped (and until then it read
+    as training); left queued or undecided, the next refresh would send it."""
+    version = ModelVersion.objects.get(pk=model_version.pk)
+    if version.status not in (ModelStatus.QUEUED, ModelStatus.TRAINING) \
+            and not decision_pending(version):
+        return  # finished before the stop: promoted, rejected, failed or cancelled stays
+    if ModelVersion.objects.filter(pk=version.pk, status=version.status).update(
+            status=ModelStatus.FAILED, error=STOPPED_HERE, finished_at=timezone.now()):
+        version_event(version, "failed", STOPPED_HERE)
 
 
 def model_version_worker_lost(version: ModelVersion, reason: str) -> None:
