@@ -16,6 +16,7 @@ from django.core.exceptions import ValidationError
 from django.db import OperationalError, transaction
 
 from annotation.importers import ImportFormatError, ItemRecord, importer_for, normalize_split
+from annotation.importers.detect import FormatMismatch, format_mismatch
 from annotation.models import Project, TaskKind
 from annotation.services.imports import ImportConflictError, ImportSummary, import_records
 from core.db_busy import BUSY_MESSAGE, is_database_busy
@@ -25,6 +26,24 @@ SAMPLE_SIZE = 5
 
 class ImportRefused(ValueError):
     """The file cannot be imported; nothing was written. The message says why and where."""
+
+
+class ImportWrongFormat(ImportRefused):
+    """The file does not fit the chosen format but clearly is another known one
+    (`mismatch.detected`). The message ends "choose the format X instead" (the admin's words); a door
+    with its own way to choose, such as `import_data`, says it with `mismatch.reason(path)`."""
+
+    def __init__(self, path: Path, mismatch: FormatMismatch):
+        self.path, self.mismatch = path, mismatch
+        super().__init__(f"{mismatch.reason(path)}: choose the format {mismatch.detected} "
+                         "instead")
+
+
+def wrong_format_check(path: Path, format_name: str) -> None:
+    """ImportWrongFormat when `path`, refused as `format_name`, clearly is another format."""
+    mismatch = format_mismatch(path, format_name)
+    if mismatch is not None:
+        raise ImportWrongFormat(path, mismatch)
 
 
 @dataclass
@@ -128,10 +147,12 @@ def _warnings(outcome: ImportOutcome, records: list[ItemRecord]) -> list[str]:
     return warnings
 
 
-def _parse(importer, path: Path, *, kind: str, split: str | None) -> list[ItemRecord]:
+def _parse(importer, path: Path, *, format_name: str, kind: str,
+           split: str | None) -> list[ItemRecord]:
     try:
         return importer.parse(path, kind=kind, split=split)
     except ImportFormatError as exc:
+        wrong_format_check(path, format_name)  # a file of another format says which
         raise ImportRefused(str(exc)) from None
     except UnicodeDecodeError as exc:  # every format is read as UTF-8 text
         raise ImportRefused(f"{path}: not UTF-8 text (byte {exc.start}: {exc.reason})") from None
@@ -189,18 +210,20 @@ def import_file(
     else:
         kind = new_project_kind(importer, path, new_project.kind)
         if kind is None:
+            wrong_format_check(path, format_name)  # a dataset file given as jsonl
             raise ImportRefused(f"choose the task kind of the new project: {format_name} files "
                                 "hold items of any kind")
         if Project.objects.filter(slug=new_project.slug).exists():
             raise ImportRefused(f"a project with slug {new_project.slug!r} already exists; "
                                 "import into it from its own page, or choose another slug")
     if importer.KIND is not None and importer.KIND != kind:
+        wrong_format_check(path, format_name)  # the file's own format may fit the project
         target = project.slug if project is not None else new_project.slug
         raise ImportRefused(f"format {format_name} holds {importer.KIND} items; project "
                             f"{target!r} is {kind}")
     if split is not None:  # the split typed at a door, spelled as the file-name rule spells it
         split = normalize_split(split) or None
-    records = _parse(importer, path, kind=kind, split=split)
+    records = _parse(importer, path, format_name=format_name, kind=kind, split=split)
     try:
         with transaction.atomic():
             created = project is None

@@ -19,10 +19,12 @@ from annotation.importers import FORMAT_MODULES, importer_for
 from annotation.models import Project, TaskKind
 from annotation.services.import_files import (
     ImportRefused,
+    ImportWrongFormat,
     NewProject,
     import_file,
     import_project_create,
     new_project_kind,
+    wrong_format_check,
 )
 from annotation.services.projects import (
     ProjectOwnershipError,
@@ -86,11 +88,13 @@ class Command(InterruptibleCommand):
         kind = options["kind"] or (project.kind if project
                                    else new_project_kind(importer, path, None))
         if kind is None:
+            self._refuse_if_another_format(path, format_name, slug)
             raise CommandError(f"--kind is required to create a project from {format_name} "
                                "(its first line states no kind)")
         if project is not None and options["kind"] and options["kind"] != project.kind:
             raise CommandError(f"project {slug!r} is of kind {project.kind!r}, not {kind!r}")
         if importer.KIND is not None and importer.KIND != kind:
+            self._refuse_if_another_format(path, format_name, slug)
             raise CommandError(
                 f"format {format_name} holds {importer.KIND} items; project {slug!r} is {kind}"
             )
@@ -117,6 +121,8 @@ class Command(InterruptibleCommand):
                     split=options["split"], keep_existing_items=options["keep_existing_items"],
                 )
                 summary = outcome.summary
+        except ImportWrongFormat as exc:
+            raise CommandError(_run_instead(exc, slug)) from None
         except ImportRefused as exc:
             raise CommandError(f"nothing imported: {exc}") from None
         except ProjectOwnershipError as exc:
@@ -142,3 +148,20 @@ class Command(InterruptibleCommand):
             task_run_here(REPORT_REFRESH_TASK, args=[project.pk])
             self.stdout.write(f"Project report precomputed in {time.perf_counter() - started:.1f} "
                               "s (the dashboard opens from it).")
+
+
+    @staticmethod
+    def _refuse_if_another_format(path: Path, format_name: str, slug: str) -> None:
+        """Before a refusal about the kind: the file's own format may be the one to give."""
+        try:
+            wrong_format_check(path, format_name)
+        except ImportWrongFormat as exc:
+            raise CommandError(_run_instead(exc, slug)) from None
+
+
+def _run_instead(refusal: ImportWrongFormat, slug: str) -> str:
+    """The refusal of a file of another format, naming the command that imports it."""
+    detected = refusal.mismatch.detected
+    return (f"nothing imported: {refusal.mismatch.reason(refusal.path)}: give the format "
+            f"{detected} instead (`manage.py import_data {detected} {refusal.path} --project "
+            f"{slug} ...`)")

@@ -21,9 +21,17 @@ def mocha_file(shared_data):
     return shared_data / "mocha_format_sample" / "dev.json"
 
 
-def test_the_item_import_says_what_the_file_is_and_names_the_formats(mocha_file):
-    with pytest.raises(CommandError, match=SAYS + r".*by its own format \(mocha"):
+def test_the_item_import_says_what_the_file_is_and_names_the_formats(mocha_file, tmp_path):
+    # A file of a known format names that format (tests/annotation/importers/test_wrong_format.py)
+    with pytest.raises(CommandError, match=r"it is a MOCHA file .*give the format mocha instead"):
         call_command("import_data", "jsonl", str(mocha_file), "--project", "study", "--create",
+                     "--kind", "likert", "--no-progress")
+    # ... and a pretty-printed file of none says what it is and names the formats.
+    other = tmp_path / "other.json"
+    other.write_text('{\n  "rows": [1, 2]\n}\n', encoding="utf-8")
+    with pytest.raises(CommandError, match=r"holds one JSON object written over 3 lines \(keys: "
+                                           r"rows\).*by its own format \(mocha"):
+        call_command("import_data", "jsonl", str(other), "--project", "study", "--create",
                      "--kind", "likert", "--no-progress")
     assert not Project.objects.exists()
 
