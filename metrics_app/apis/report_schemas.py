@@ -248,7 +248,8 @@ class ProjectReportSerializer(serializers.Serializer):
     workers = serializers.ListField(
         child=serializers.DictField(),
         help_text="Per worker: judgments, agreement with the others and what removing them "
-                  "does to α, gold/practice accuracy, time, status and flags.")
+                  "does to α, gold/practice accuracy, time, status, spot checks "
+                  "(`spot_checked`, `spot_problems`, as the dashboard's table) and flags.")
     annotator_pairs = AnnotatorPairsSerializer(required=False)
     likert = serializers.DictField(help_text="Likert projects: score distributions.")
     lfqa = serializers.DictField(help_text="A/B projects: preferences and agreement.")

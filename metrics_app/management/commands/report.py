@@ -16,7 +16,7 @@ from core.json_limits import json_dumps_strict
 from metrics_app.reports.project import (
     fresh_cached_report,
     report_refresh,
-    with_current_worker_status,
+    with_current_worker_columns,
 )
 
 
@@ -45,7 +45,7 @@ class Command(BaseCommand):
             project=project, stage=stage, group_by=options["group_by"])
         if report is None:
             report = report_refresh(project=project, stage=stage, group_by=options["group_by"])
-        report = with_current_worker_status(report, project=project)
+        report = with_current_worker_columns(report, project=project)
         if options["json"]:
             self.stdout.write(json_dumps_strict(report, ensure_ascii=False))
             return

@@ -131,3 +131,25 @@ def test_export_data_spot_checks_refuse_what_does_not_apply(checked):
                  stderr=io.StringIO())
     assert len(out.getvalue().splitlines()) == 2
 
+
+@pytest.mark.reliability
+def test_the_workers_table_has_the_spot_check_counts_at_every_door(checked, client):
+    """The dashboard's workers table showed "spot checks (problems)"; the report API and
+    `report --json`, the same table, had no such columns. They now read them the same way,
+    now, also when the report comes from the cache (a spot check adds no judgment)."""
+    from metrics_app.reports.project import report_refresh
+
+    project, judgments = checked
+    report_refresh(project=project)  # cached before the next check: read now, not stored
+    spot_check_record(judgment=judgments[1], verdict="problem", user=project.owner)
+    client.force_login(project.owner)
+    page = client.get(reverse("metrics:project-dashboard", args=[project.slug]))
+    shown = {w["external_id"]: (w["spot_checked"], w["spot_problems"])
+             for w in page.context["workers"]}
+    api = _api(project.owner).get(
+        reverse("metrics-api:project-report", args=[project.slug])).json()
+    out = io.StringIO()
+    call_command("report", project.slug, "--json", stdout=out)
+    for workers in (api["workers"], json.loads(out.getvalue())["workers"]):
+        assert {w["external_id"]: (w["spot_checked"], w["spot_problems"])
+                for w in workers} == shown == {"w-1": (3, 2)}
