@@ -182,6 +182,9 @@ class MetricReportSerializer(serializers.Serializer):
 class MetricReportResponseSerializer(serializers.Serializer):
     project = serializers.CharField()
     stale = serializers.BooleanField(help_text="Judgments or scores arrived since computing.")
+    stale_reason = serializers.CharField(
+        allow_blank=True, help_text="Why the report is stale, as the metrics page says it "
+                                    "(\"new judgments arrived\", …); empty when it is not.")
     computed_at = serializers.DateTimeField()
     report = MetricReportSerializer()
 
