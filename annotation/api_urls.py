@@ -39,4 +39,9 @@ urlpatterns: list = [
         apis.JudgmentListApi.as_view(),
         name="judgment-list",
     ),
+    path(
+        "projects/<slug:project_slug>/spot-checks/",
+        apis.SpotCheckListApi.as_view(),
+        name="spot-check-list",
+    ),
 ]

@@ -50,6 +50,7 @@ from .serializers import (
     ProjectCreateInputSerializer,
     ProjectOutputSerializer,
     ProjectUpdateInputSerializer,
+    SpotCheckOutputSerializer,
     StageCreateInputSerializer,
     StageOutputSerializer,
     StageReleasePreviewSerializer,
@@ -58,6 +59,7 @@ from .serializers import (
 from .services.items import ItemInputError, StoredItems, item_create, items_bulk_create
 from .services.projects import ProjectShareError, project_create, project_update
 from .services.stages import StageEditRefused, stage_create, stage_update
+from .spot_check_selectors import spot_check_list
 from .stage_plan_selectors import stage_release_preview
 
 
@@ -359,3 +361,19 @@ class JudgmentListApi(JsonApiMixin, APIView):
         return paginated_response(request=request, view=self,
                                   queryset=judgment_list(project=project, filters=filters),
                                   serializer_class=JudgmentOutputSerializer)
+
+
+class SpotCheckListApi(JsonApiMixin, APIView):
+    """A project's spot checks (recorded on the spot-check page), oldest first: every one, as
+    the workers table counts them and `export_data --spot-checks` writes them. Read-only:
+    they are recorded on the page, once per judgment."""
+
+    @extend_schema(
+        summary="Spot checks of a project, oldest first",
+        responses=with_errors({200: SpotCheckOutputSerializer(many=True)}, 400, 404),
+    )
+    def get(self, request, project_slug: str):
+        project = access_project(request.user, project_slug)
+        return paginated_response(request=request, view=self,
+                                  queryset=spot_check_list(project=project),
+                                  serializer_class=SpotCheckOutputSerializer)

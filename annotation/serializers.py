@@ -23,7 +23,7 @@ from .domain.item_content import (
     validate_item_text,
 )
 from .domain.judge_refs import judge_ref_error
-from .models import Item, Judgment, Project, Stage
+from .models import Item, Judgment, Project, SpotCheck, Stage
 
 MAX_DB_INT = 2**63 - 1
 
@@ -610,6 +610,25 @@ class JudgmentOutputSerializer(serializers.ModelSerializer):
             "extra", "presented_order", "time_spent_ms", "server_time_ms", "client_started_at",
             "created_at",
         )
+
+
+class SpotCheckOutputSerializer(serializers.ModelSerializer):
+    """One spot check as the export's row names it (`export_data --spot-checks`), with the
+    judgment's, item's and stage's ids as the judgments list gives them."""
+
+    item = serializers.IntegerField(source="judgment.item_id", read_only=True)
+    item_external_id = serializers.CharField(source="judgment.item.external_id", read_only=True)
+    stage = serializers.IntegerField(source="judgment.stage_id", read_only=True)
+    worker = serializers.CharField(source="judgment.worker.external_id", read_only=True)
+    checked_by = serializers.CharField(
+        source="checked_by.get_username", read_only=True, allow_null=True, default=None,
+        help_text="The researcher who checked it (null when their account is gone).")
+    checked_at = serializers.DateTimeField(source="created_at", read_only=True)
+
+    class Meta:
+        model = SpotCheck
+        fields = ("id", "judgment", "item", "item_external_id", "stage", "worker", "verdict",
+                  "note", "checked_by", "checked_at")
 
 
 class JudgmentFilterSerializer(serializers.Serializer):

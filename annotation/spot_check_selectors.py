@@ -8,11 +8,16 @@ stage) that nobody has spot-checked yet. The sample is random but reproducible: 
 judgment of the pool is ranked by a hash of (project, seed, judgment id) and the `size`
 lowest are shown, so the same seed shows the same sample on every reload, and recording a
 decision only replaces the decided judgment by the next one in that order.
+
+The spot checks recorded are read at every door by `spot_check_list` (all of the project's,
+as the workers table counts them): the API's `spot-checks/` list, `export_data --spot-checks`
+and the admin's CSV, whose rows are `spot_check_row`.
 """
 from __future__ import annotations
 
 import hashlib
 from collections import defaultdict
+from typing import Any
 
 from django.db.models import Q, QuerySet
 
@@ -27,6 +32,10 @@ from annotation.models import (
 )
 from annotation.selectors import judgments_that_count
 
+# The columns of a spot check row in exports (export_data, the admin's CSV): the item by its
+# external id, as the judgment exports name it.
+SPOT_CHECK_COLUMNS = ("project", "stage", "item", "judgment", "worker", "verdict", "note",
+                      "checked_by", "checked_at")
 DEFAULT_SAMPLE_SIZE = 10
 MAX_SAMPLE_SIZE = 100
 CHECKED_STATUSES = (AssignmentStatus.SUBMITTED, AssignmentStatus.APPROVED)
@@ -67,3 +76,31 @@ def spot_check_counts(*, project: Project) -> dict[int, dict[str, int]]:
         counts[worker_id]["spot_checked"] += 1
         counts[worker_id]["spot_problems"] += verdict == SpotCheckVerdict.PROBLEM
     return dict(counts)
+
+
+def spot_check_list(*, project: Project, stage: Stage | None = None) -> QuerySet[SpotCheck]:
+    """Every spot check of `project` (of `stage` when given), oldest first, with what a row
+    names loaded: all of them, whether or not the judgment still counts, as the workers
+    table counts them (`spot_check_counts`)."""
+    checks = SpotCheck.objects.filter(judgment__item__project=project)
+    if stage is not None:
+        checks = checks.filter(judgment__stage=stage)
+    return spot_checks_loaded(checks)
+
+
+def spot_checks_loaded(checks: QuerySet[SpotCheck]) -> QuerySet[SpotCheck]:
+    """`checks` (any selection: the admin's) oldest first, with what `spot_check_row` reads."""
+    return checks.select_related("judgment__item__project", "judgment__stage",
+                                 "judgment__worker", "checked_by").order_by("id")
+
+
+def spot_check_row(check: SpotCheck) -> dict[str, Any]:
+    """One spot check as an export row (`SPOT_CHECK_COLUMNS`); `checked_by` is None when the
+    researcher's account is gone."""
+    judgment = check.judgment
+    return {"project": judgment.item.project.slug, "stage": judgment.stage.name,
+            "item": judgment.item.external_id, "judgment": judgment.pk,
+            "worker": judgment.worker.external_id, "verdict": check.verdict,
+            "note": check.note,
+            "checked_by": check.checked_by.get_username() if check.checked_by else None,
+            "checked_at": check.created_at.isoformat()}

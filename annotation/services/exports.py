@@ -1,4 +1,5 @@
-"""Exporting a project's judgments (one row each) or per-item aggregates, as JSON Lines or CSV.
+"""Exporting a project's judgments (one row each), per-item aggregates or spot checks, as JSON
+Lines or CSV.
 
 Rows are streamed: items are read in id order, a chunk at a time, with their judgments, so a
 large project never sits in memory. The JSON Lines rows are exactly what the `jsonl` importer
@@ -8,11 +9,11 @@ from __future__ import annotations
 
 import sys
 from collections import Counter, defaultdict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from statistics import fmean, pstdev
 from typing import IO, Any
 
-from django.db.models import F
+from django.db.models import F, QuerySet
 from tqdm import tqdm
 
 from annotation.domain.aggregation import (
@@ -28,11 +29,13 @@ from annotation.models import (
     Item,
     Judgment,
     Project,
+    SpotCheck,
     Stage,
     TaskKind,
 )
 from annotation.selectors import judgments_that_count
 from annotation.services.adjudication import adjudicated_labels
+from annotation.spot_check_selectors import SPOT_CHECK_COLUMNS, spot_check_row, spot_checks_loaded
 from core.json_limits import json_dumps_strict
 from core.vocabulary import AB_CHOICES, MC_ROLES
 
@@ -372,16 +375,36 @@ def export_write(*, project: Project, out: IO[str], fmt: str = "jsonl", aggregat
         rows = judgment_rows(project=project, stage=stage, progress=progress,
                              include_rejected=include_rejected,
                              include_qualification=include_qualification)
+    return _rows_write(rows, out=out, fmt=fmt,
+                       columns=csv_columns(project=project, aggregate=aggregate),
+                       flatten=_flatten)
+
+
+def spot_checks_write(*, checks: QuerySet[SpotCheck], out: IO[str], fmt: str = "jsonl") -> int:
+    """Write the spot checks `checks` (`spot_check_list`: a project's; the admin's selection),
+    oldest first, one row each (`SPOT_CHECK_COLUMNS`); returns the number written. CSV cells a
+    spreadsheet would run as a formula are escaped (a note is free text), as every export's."""
+    if fmt not in EXPORT_FORMATS:
+        raise ValueError(f"unknown export format {fmt!r}; use {' or '.join(EXPORT_FORMATS)}")
+    rows = (spot_check_row(check)
+            for check in spot_checks_loaded(checks).iterator(chunk_size=CHUNK_SIZE))
+    return _rows_write(rows, out=out, fmt=fmt, columns=list(SPOT_CHECK_COLUMNS),
+                       flatten=dict)
+
+
+def _rows_write(rows: Iterator[dict[str, Any]], *, out: IO[str], fmt: str, columns: list[str],
+                flatten: Callable[[dict[str, Any]], dict[str, Any]]) -> int:
+    """Each row as a JSON line (verbatim), or flattened as a CSV row of `columns`
+    (formula-safe)."""
     count = 0
     if fmt == "jsonl":
         for row in rows:
             out.write(json_dumps_strict(row, ensure_ascii=False) + "\n")
             count += 1
         return count
-    writer = SafeDictWriter(out, fieldnames=csv_columns(project=project, aggregate=aggregate),
-                            extrasaction="raise")
+    writer = SafeDictWriter(out, fieldnames=columns, extrasaction="raise")
     writer.writeheader()
     for row in rows:
-        writer.writerow({key: _csv_value(value) for key, value in _flatten(row).items()})
+        writer.writerow({key: _csv_value(value) for key, value in flatten(row).items()})
         count += 1
     return count

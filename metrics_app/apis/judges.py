@@ -18,7 +18,7 @@ from metrics_app.apis.job_cancel import JobCancelApi
 from metrics_app.domain.judge_prompts import JudgeConfigError
 from metrics_app.judge_selectors import judge_version_get
 from metrics_app.models import JudgeJob
-from metrics_app.services.judges.alignment import cached_judge_alignment_report
+from metrics_app.services.judges.alignment import PAGE_RESAMPLES, cached_judge_alignment_report
 from metrics_app.services.judges.imports import (
     IMPORT_REFUSED,
     MAX_ERRORS,
@@ -40,12 +40,18 @@ def _refs(text: str) -> list[str] | None:
 
 
 class JudgeReportApi(APIView):
-    """GET /api/metrics/projects/<slug>/judges/report/?judge=metric:f1,my-llm&resamples=1000"""
+    """GET /api/metrics/projects/<slug>/judges/report/?judge=metric:f1,my-llm&resamples=200
+
+    Without options, the copy the judges page shows: the one the report refresh stores
+    (`PAGE_RESAMPLES` resamples, every judge), read while nothing changed since and computed
+    in the request only when the page would compute it too. Other options are computed in
+    every call (nothing stored). `stored_copy` says when the stored copy was computed, whether
+    it is current and whether it answered (`served`)."""
 
     class FilterSerializer(serializers.Serializer):
         judge = serializers.CharField(required=False, allow_blank=True, max_length=1000)
         resamples = serializers.IntegerField(required=False, min_value=0, max_value=MAX_RESAMPLES,
-                                             default=1000)
+                                             default=PAGE_RESAMPLES)
 
     @extend_schema(parameters=[OpenApiParameter("judge", str), OpenApiParameter("resamples", int)],
                    responses=with_errors({200: dict}, 400, 404))

@@ -25,7 +25,10 @@ from metrics_app.apis.report_schemas import MetricReportResponseSerializer
 from metrics_app.domain.score_input import ScoreInputError, check_score_row, first_repeated_id
 from metrics_app.models import ScoringJob, ScoringStatus
 from metrics_app.registry import MetricInput, metric_names, metric_sync_ok
-from metrics_app.services.meta_evaluation_report import metric_report_cached, metric_report_compute
+from metrics_app.services.meta_evaluation_report import (
+    metric_report_cached_with_reason,
+    metric_report_compute,
+)
 from metrics_app.services.scoring import (
     ITEM_JOB_MAX_ITEMS,
     ScoringModelError,
@@ -52,7 +55,10 @@ def _validate_metric_names(value: list[str]) -> list[str]:
 class MetricReportApi(APIView):
     """GET the project's metric report: per metric and group {pearson, spearman, kendall, n}
     with bootstrap intervals, plus `minimal_pairs` / `pairwise` where the project has them.
-    The cached report is returned (with `stale`); `refresh=1` or no cached copy recomputes."""
+    The cached report is returned (with `stale` and the page's `stale_reason`); `refresh=1` or
+    no cached copy recomputes. Without `n_resamples`, the copy the metrics page shows: the
+    newest with these options whatever its resamples (`report.params.n_resamples` says how
+    many), so a script reads what the page reads instead of computing 1,000 in each call."""
 
     class InputSerializer(serializers.Serializer):
         znormalize = serializers.BooleanField(required=False, default=False)
@@ -70,15 +76,18 @@ class MetricReportApi(APIView):
         params.is_valid(raise_exception=True)
         options = dict(params.validated_data)
         refresh = options.pop("refresh")
-        report, stale = metric_report_cached(project=project, params=options)
+        report, stale_reason = metric_report_cached_with_reason(
+            project=project, params=options,
+            any_resamples="n_resamples" not in request.query_params)
         if report is None or refresh:
             # Computed for this answer and not stored: a GET writes nothing (scoring jobs
             # and `manage.py metric_report` fill the cache).
             data, _watermark = metric_report_compute(project=project, params=options)
-            return Response({"project": project.slug, "stale": False,
+            return Response({"project": project.slug, "stale": False, "stale_reason": "",
                              "computed_at": timezone.now(), "report": data})
-        return Response({"project": project.slug, "stale": stale,
-                         "computed_at": report.computed_at, "report": report.data})
+        return Response({"project": project.slug, "stale": bool(stale_reason),
+                         "stale_reason": stale_reason, "computed_at": report.computed_at,
+                         "report": report.data})
 
 
 class ScoringJobSerializer(serializers.ModelSerializer):

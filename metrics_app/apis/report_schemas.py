@@ -182,6 +182,9 @@ class MetricReportSerializer(serializers.Serializer):
 class MetricReportResponseSerializer(serializers.Serializer):
     project = serializers.CharField()
     stale = serializers.BooleanField(help_text="Judgments or scores arrived since computing.")
+    stale_reason = serializers.CharField(
+        allow_blank=True, help_text="Why the report is stale, as the metrics page says it "
+                                    "(\"new judgments arrived\", …); empty when it is not.")
     computed_at = serializers.DateTimeField()
     report = MetricReportSerializer()
 
@@ -248,7 +251,8 @@ class ProjectReportSerializer(serializers.Serializer):
     workers = serializers.ListField(
         child=serializers.DictField(),
         help_text="Per worker: judgments, agreement with the others and what removing them "
-                  "does to α, gold/practice accuracy, time, status and flags.")
+                  "does to α, gold/practice accuracy, time, status, spot checks "
+                  "(`spot_checked`, `spot_problems`, as the dashboard's table) and flags.")
     annotator_pairs = AnnotatorPairsSerializer(required=False)
     likert = serializers.DictField(help_text="Likert projects: score distributions.")
     lfqa = serializers.DictField(help_text="A/B projects: preferences and agreement.")

@@ -208,6 +208,18 @@ def with_spot_checks(workers: list[dict], *, project: Project) -> list[dict]:
             for w in workers]
 
 
+def with_current_worker_columns(report: dict, *, project: Project) -> dict:
+    """The report with the workers table's columns that no cached report can carry read now:
+    each worker's status (`with_current_worker_status`) and spot checks (`with_spot_checks`).
+    Every door that shows the table reads it through here (the dashboard, the report API,
+    `manage.py report`): the API and `report --json` had no spot-check counts while the
+    dashboard's table showed them."""
+    report = with_current_worker_status(report, project=project)
+    if not report.get("workers"):
+        return report
+    return {**report, "workers": with_spot_checks(report["workers"], project=project)}
+
+
 def fresh_cached_report(
     *, project: Project, stage: Stage | None = None, group_by: str | None = None
 ) -> dict | None:
@@ -240,14 +252,15 @@ def cached_project_report(
     *, project: Project, stage: Stage | None = None, group_by: str | None = None,
     refresh: bool = False,
 ) -> dict:
-    """The fresh cached report, else computed in this call, with worker status read now.
+    """The fresh cached report, else computed in this call, with worker status and spot
+    checks read now (`with_current_worker_columns`).
     Writes nothing: a GET never stores a report. The cache is filled by the precompute paths
     (`report_refresh`: the Beat task for stale projects, after an import, `manage.py report`)."""
     report = None if refresh else fresh_cached_report(project=project, stage=stage,
                                                       group_by=group_by)
     if report is None:
         report = project_report_with_fingerprint(project=project, stage=stage, group_by=group_by)
-    return with_current_worker_status(report, project=project)
+    return with_current_worker_columns(report, project=project)
 
 
 def _cached_row(*, project: Project, stage: Stage | None, group_by: str | None) -> Report | None:

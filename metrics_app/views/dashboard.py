@@ -20,11 +20,7 @@ from annotation.access_selectors import (
 from annotation.domain.control_characters import CONTROL_CHARACTER, control_character_message
 from annotation.judgment_selectors import GROUP_FIELDS, human_score_name
 from annotation.models import Project, TaskKind
-from metrics_app.reports.project import (
-    dashboard_data,
-    with_current_worker_status,
-    with_spot_checks,
-)
+from metrics_app.reports.project import dashboard_data
 from metrics_app.reports.workers import workers_table_note
 
 WORKER_SORTS = {
@@ -49,10 +45,10 @@ def project_dashboard(request: HttpRequest, slug: str) -> HttpResponse:
     group_by = request.GET.get("group_by") or None
     if group_by not in (None, *GROUP_FIELDS):
         raise Http404("unknown group")
-    report, charts = dashboard_data(project=project, stage=stage, group_by=group_by)
-    # Worker status is not part of the judgment watermark: read it fresh so a block shows at
+    # Worker status and spot checks are not part of the judgment watermark: the report reads
+    # them now (`with_current_worker_columns`), as the report API does, so a block shows at
     # once even when the report itself comes from the cache.
-    report = with_current_worker_status(report, project=project)
+    report, charts = dashboard_data(project=project, stage=stage, group_by=group_by)
     sort = request.GET.get("sort")
     if sort not in WORKER_SORTS:
         # The page says which order it shows: an unknown ?sort= is the default one.
@@ -63,7 +59,6 @@ def project_dashboard(request: HttpRequest, slug: str) -> HttpResponse:
         key=lambda w: (w[key] is None, -(w[key] or 0) if descending else (w[key] or 0)),
     )
     alpha_note, workers = workers_table_note(workers, (report.get("agreement") or {}).get("all"))
-    workers = with_spot_checks(workers, project=project)
     return render(request, "metrics_app/dashboard.html", {
         "project": project,
         "stage": stage,

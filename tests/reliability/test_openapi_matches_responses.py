@@ -15,7 +15,7 @@ import jsonschema
 import pytest
 from rest_framework.test import APIClient
 
-from annotation.models import TaskKind
+from annotation.models import Judgment, SpotCheck, TaskKind
 from metrics_app.services.judges.versions import judge_version_create
 from metrics_app.services.scoring import project_score_metrics
 from testing.factories import (
@@ -49,6 +49,10 @@ def judged_project(kind: str, owner, slug: str, mode: str = ""):
             make_judgment(item=item, stage=stage, worker=judge, **answer)
     if kind != TaskKind.MC:
         project_score_metrics(project=project, metric_names=["em", "f1", "length"])
+    # Two spot checks: one by the owner, one whose researcher's account is gone (null).
+    first, second = Judgment.objects.filter(item__project=project).order_by("pk")[:2]
+    SpotCheck.objects.create(judgment=first, verdict="ok", checked_by=owner)
+    SpotCheck.objects.create(judgment=second, verdict="problem", note="off by one")
     return project
 
 
@@ -150,7 +154,7 @@ def _calls(project) -> list[tuple[str, str, object, int | None]]:
             f"{p}/stages/{stage.pk}/", f"{p}/stages/{stage.pk}/release-preview/",
             f"{m}/report/", f"{m}/report/?group_by=source", f"{m}/metric-report/?n_resamples=20",
             f"{m}/judges/report/",
-            f"{m}/judge-jobs/", f"{m}/scoring-jobs/"]
+            f"{m}/judge-jobs/", f"{m}/scoring-jobs/", f"{p}/spot-checks/"]
     calls = [("GET", url, None, 200) for url in gets + ["/api/projects/"]]
     # The leaderboard ranks A/B systems; another kind's is an explained 400.
     calls.append(("GET", f"{m}/leaderboard/", None, 200 if project.kind == TaskKind.AB else 400))
@@ -159,6 +163,7 @@ def _calls(project) -> list[tuple[str, str, object, int | None]]:
     calls.append(("GET", f"{m}/judges/plan/", None, 400))  # budget and label_cost missing
     calls += [("GET", url, None, 400) for url in (f"{p}/items/?limit=abc",
                                                    f"{p}/judgments/?offset=-1",
+                                                   f"{p}/spot-checks/?limit=abc",
                                                    f"{m}/metric-report/?n_resamples=x",
                                                    f"{m}/metric-report/?znormalize=maybe",
                                                    f"{m}/report/?group_by=nonsense",
@@ -253,6 +258,9 @@ def _assert_filled_in(project, url, response) -> None:
     kind's sections, the leaderboard ranks the items' systems."""
     if "/leaderboard/" in url:
         assert "system-0" in response.content.decode()
+    elif "/spot-checks/" in url:
+        assert [row["checked_by"] for row in response.json()["results"]] == [
+            project.owner.username, None]
     elif "/report/" in url and "/judges/" not in url:
         assert response.json()["project"] == project.slug
     elif "/metric-report/" in url:

@@ -1,15 +1,18 @@
-"""Export a project's judgments (one row each) or per-item aggregates.
+"""Export a project's judgments (one row each), per-item aggregates or spot checks.
 
     python manage.py export_data SLUG --format jsonl|csv [--output FILE] [--aggregate]
                                  [--aggregation MODEL] [--stage NAME] [--no-progress]
                                  [--include-qualification] [--include-rejected]
     python manage.py export_data SLUG --preferences [--min-agreement X] [--include-ties]
                                  [--include-contested] [--aggregation MODEL] [--output FILE]
+    python manage.py export_data SLUG --spot-checks --format jsonl|csv [--stage NAME]
+                                 [--output FILE]
 
 Writes to standard output unless --output is given. Only the judgments that count
 (`annotation.selectors.judgments_that_count`), like every report; practice and qualification
 answers with --include-qualification, unaccepted work with --include-rejected (audits).
-Columns: docs/DATA_FORMATS.md.
+--spot-checks writes every spot check recorded on the project (the spot-check page's), as the
+workers table counts them. Columns: docs/DATA_FORMATS.md.
 """
 from __future__ import annotations
 
@@ -17,9 +20,19 @@ from django.core.management.base import CommandError
 
 from annotation.domain.aggregation import AGGREGATION_MODELS, resolve_aggregation
 from annotation.models import NON_DATA_STAGE_KINDS, Project
-from annotation.services.exports import EXPORT_FORMATS, export_note, export_write
+from annotation.services.exports import (
+    EXPORT_FORMATS,
+    export_note,
+    export_write,
+    spot_checks_write,
+)
 from annotation.services.preference_exports import PreferenceExportError, preference_write
+from annotation.spot_check_selectors import spot_check_list
 from core.output_files import InterruptibleCommand, OutputPathError, output_file
+
+# What a spot-check export cannot take: it writes the checks recorded, not judgments.
+NOT_WITH_SPOT_CHECKS = ("aggregate", "aggregation", "preferences", "include_qualification",
+                        "include_rejected")
 
 
 def _output_open(path: str, *, newline: str | None = None):
@@ -68,6 +81,10 @@ class Command(InterruptibleCommand):
                             help="with --preferences: also items whose label is a tie")
         parser.add_argument("--include-contested", action="store_true",
                             help="with --preferences: also items without a clear majority")
+        parser.add_argument("--spot-checks", action="store_true",
+                            help="one row per spot check recorded on the project (the "
+                                 "spot-check page's): judgment, item, worker, verdict, note, "
+                                 "who checked it and when")
         parser.add_argument("--include-rejected", action="store_true",
                             help="audit export: also rejected, returned and flagged work and "
                                  "blocked workers' judgments (assignment_status says which)")
@@ -85,6 +102,9 @@ class Command(InterruptibleCommand):
                     f"project {project!r} has no stage {options['stage']!r} (stages: {names})"
                 )
         aggregation = options["aggregation"]
+        if options["spot_checks"]:
+            self._spot_checks(instance, stage, options)
+            return
         if options["preferences"]:
             self._preferences(instance, stage, options)
             return
@@ -125,6 +145,24 @@ class Command(InterruptibleCommand):
             except BrokenPipeError:  # `export_data ... | head`: the reader has seen enough
                 return
             self.stderr.write(f"exported {instance.slug}: {note}")
+
+    def _spot_checks(self, instance, stage, options):
+        given = [f"--{name.replace('_', '-')}" for name in NOT_WITH_SPOT_CHECKS
+                 if options[name] not in (None, False)]
+        if given:
+            raise CommandError(f"--spot-checks writes the spot checks recorded, every one: "
+                               f"drop {', '.join(given)}")
+        checks = spot_check_list(project=instance, stage=stage)
+        if options["output"]:
+            with _output_open(options["output"], newline="") as handle:
+                count = spot_checks_write(checks=checks, out=handle, fmt=options["format"])
+            self.stderr.write(f"{count} spot checks written to {options['output']}")
+        else:
+            try:
+                count = spot_checks_write(checks=checks, out=self.stdout, fmt=options["format"])
+            except BrokenPipeError:
+                return
+            self.stderr.write(f"exported {count} spot checks of {instance.slug}")
 
     def _preferences(self, instance, stage, options):
         if options["aggregate"] or options["format"] != "jsonl":

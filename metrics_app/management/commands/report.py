@@ -17,7 +17,7 @@ from core.output_files import REPORT_NOT_STORED_NOTE, REPORT_STORED_NOTE, Interr
 from metrics_app.reports.project import (
     fresh_cached_report,
     report_refresh,
-    with_current_worker_status,
+    with_current_worker_columns,
 )
 
 
@@ -48,7 +48,7 @@ class Command(InterruptibleCommand):
         if report is None:
             report = report_refresh(project=project, stage=stage, group_by=options["group_by"])
         self.interrupted_note = REPORT_STORED_NOTE
-        report = with_current_worker_status(report, project=project)
+        report = with_current_worker_columns(report, project=project)
         if options["json"]:
             self.stdout.write(json_dumps_strict(report, ensure_ascii=False))
             return

@@ -446,12 +446,31 @@ def _computed(project: Project, refs: list[str] | None, n_resamples: int) -> dic
 
 
 def cached_judge_alignment_report(*, project: Project, refs: list[str] | None = None,
-                                  n_resamples: int = 1000) -> dict:
+                                  n_resamples: int = PAGE_RESAMPLES) -> dict:
     """The report from the `Report` cache while no judgment, verdict or score was stored
     since and the counting rule reads the same judgments; else computed in this call and not
-    stored (a GET writes nothing; `judge_alignment_report_refresh` fills the cache)."""
-    cached = _cached(project, _alignment_params(project, refs, n_resamples))
-    return cached if cached is not None else _computed(project, refs, n_resamples)
+    stored (a GET writes nothing; `judge_alignment_report_refresh` fills the cache). The one
+    rule of the judges page and the API: the default options are the ones the report refresh
+    stores (`PAGE_RESAMPLES`, every judge), so neither computes while that copy is current.
+
+    `stored_copy` says which copy answered, for a script polling the API: the project's stored
+    copy's `computed_at`, whether it is `current` (nothing changed since it was computed),
+    its options, and whether it was `served` (false: computed in this call, for other options
+    or because something changed since)."""
+    from ...reports.store import report_rows
+
+    params = _alignment_params(project, refs, n_resamples)
+    stored = report_rows(project=project, stage=None, kind=ALIGNMENT_KIND)  # newest first
+    served = next((row for row in stored if row.params == params), None)
+    report = served.data if served is not None else _computed(project, refs, n_resamples)
+    copy = served if served is not None else (stored[0] if stored else None)
+    return {**report, "stored_copy": None if copy is None else {
+        "computed_at": copy.data.get("computed_at"),
+        "current": (copy.params.get("watermarks") == params["watermarks"]
+                    and copy.params.get("format") == ALIGNMENT_FORMAT),
+        "n_resamples": copy.params.get("n_resamples"),
+        "judges": copy.params.get("refs") or None,
+        "served": copy is served}}
 
 
 def judge_alignment_report_refresh(*, project: Project, refs: list[str] | None = None,

@@ -170,15 +170,22 @@ def test_scoring_jobs_api(scored_project, monkeypatch):
     assert api.get(url, {"limit": "abc"}).status_code == 400
 
 
-def test_page_falls_back_to_a_report_with_other_resamples_and_never_stars_ties(client):
-    owner = make_user("owner2")
+def _three_answers(owner, answers: list[tuple[str, int]], metric_names: list[str]):
+    """A Likert project of one judged answer per question (reference "on the mat"), scored."""
     project = make_project(kind=TaskKind.LIKERT, owner=owner)
     stage = make_stage(project)
-    for index, (candidate, score) in enumerate([("x y", 1), ("on the mat", 5), ("On the mat!", 4)]):
+    for index, (candidate, score) in enumerate(answers):
         item = make_item(project, content={"passage": "", "question": f"q{index}",
                                            "references": ["on the mat"], "candidate": candidate})
         make_judgment(item=item, stage=stage, score=score)
-    project_score_metrics(project=project, metric_names=["em", "f1"])
+    project_score_metrics(project=project, metric_names=metric_names)
+    return project, stage
+
+
+def test_page_falls_back_to_a_report_with_other_resamples_and_never_stars_ties(client):
+    owner = make_user("owner2")
+    project, _stage = _three_answers(owner, [("x y", 1), ("on the mat", 5), ("On the mat!", 4)],
+                                     ["em", "f1"])
     metric_report_refresh(project=project, params={"n_resamples": 0})
     client.force_login(owner)
     page = client.get(reverse("metrics:project-metrics", args=[project.slug]))
@@ -281,3 +288,35 @@ def test_items_scored_by_their_gold_score_are_counted_and_said(client):
                       {"n_resamples": 0}).content.decode()
     assert 'id="imported-gold"' in page
     assert "1 of the items below have no judgment that counts" in page
+
+
+@pytest.mark.reliability
+def test_the_report_api_reads_the_copy_the_page_shows_and_says_why_it_is_stale(client):
+    """The page shows the newest copy with its options whatever its resamples and says why it
+    is stale; the API asked for exactly 1,000 resamples (computing them in every call when
+    the stored copy had others) and said only `stale`."""
+    from unittest import mock
+
+    from metrics_app.apis import metrics as metrics_api
+
+    owner = make_user("owner3")
+    project, stage = _three_answers(owner, [("x y", 1), ("on the mat", 5), ("a mat", 4)], ["f1"])
+    metric_report_refresh(project=project, params={"n_resamples": 20})
+    client.force_login(owner)
+    api = APIClient()
+    api.force_authenticate(owner)
+    url = reverse("metrics-api:metric-report", args=[project.slug])
+    page_url = reverse("metrics:project-metrics", args=[project.slug])
+    with mock.patch.object(metrics_api, "metric_report_compute",
+                           side_effect=AssertionError("computed in the request")):
+        body = api.get(url).json()
+        page = client.get(page_url)
+    assert body["report"] == page.context["report"].data
+    assert body["report"]["params"]["n_resamples"] == 20
+    assert body["stale"] is False and body["stale_reason"] == ""
+
+    make_judgment(item=project.items.first(), stage=stage, score=2)
+    body = api.get(url).json()
+    page = client.get(page_url)
+    assert body["stale"] is True
+    assert body["stale_reason"] == page.context["stale_reason"] == "new judgments arrived"
