@@ -351,14 +351,25 @@ class MturkAccess:
     preview: bool
 
 
-def mturk_access_check(*, stage: Stage, assignment_id: str, hit_id: str,
+# What a crowd entry URL (/task/mturk/<id>/, /task/prolific/<id>/) answers when it names no stage
+# of that provider (`stage` None: no such id, or another provider's stage) and when the provider
+# id that only a real worker holds does not match: one answer for both, given before anything
+# that describes the stage (its status, its study), so counting stage ids tells an outsider
+# nothing. The checks of the parameters' format, which need no stage, come first.
+NOT_THIS_HIT = "This HIT is not part of this task."
+NOT_THIS_STUDY = "This link belongs to another Prolific study."
+
+
+def mturk_access_check(*, stage: Stage | None, assignment_id: str, hit_id: str,
                        worker_id: str) -> MturkAccess:
     """Check ExternalQuestion parameters against the stored HIT (and assignment, when known);
-    a HIT past its expiry opens only the assignments accepted before (HitExpired)."""
+    a HIT past its expiry opens only the assignments accepted before (HitExpired). `stage` None
+    (the URL names no MTurk stage) is refused as a HIT of another task is (NOT_THIS_HIT)."""
     hit_id = _external_id(hit_id, "hitId")
-    hit = Hit.objects.filter(stage=stage, external_id=hit_id).first()
+    hit = (Hit.objects.filter(stage=stage, external_id=hit_id).first()
+           if stage is not None else None)
     if hit is None:
-        raise AccessDenied("This HIT is not part of this task.")
+        raise AccessDenied(NOT_THIS_HIT)
     expired = HitExpired("This HIT has expired, so it can no longer be accepted. Please return "
                          "it; other HITs of this task may still be available.")
     # A draft or closed stage opens nothing new (assignment_start refuses it too): refused
@@ -397,21 +408,26 @@ class ProlificAccess:
     session_id: str
 
 
-def prolific_access_check(*, stage: Stage, pid: str, study_id: str,
+def prolific_access_check(*, stage: Stage | None, pid: str, study_id: str,
                           session_id: str) -> ProlificAccess:
     """Check PROLIFIC_PID / STUDY_ID / SESSION_ID; the study must be this stage's study when the
-    stage names one, and a known session must belong to the same participant."""
+    stage names one, and a known session must belong to the same participant. `stage` None (the
+    URL names no Prolific stage) is refused as another study's link is (NOT_THIS_STUDY), and so
+    is any study at a stage that is not open and names none (never published on Prolific, so no
+    participant holds a link to it): only a link with the right STUDY_ID learns the status."""
     pid = _external_id(pid, "PROLIFIC_PID")
     study_id = _external_id(study_id, "STUDY_ID")
     session_id = _external_id(session_id, "SESSION_ID")
+    if stage is None:
+        raise AccessDenied(NOT_THIS_STUDY)
+    expected = (stage.settings or {}).get("prolific_study_id") or ""
+    if expected != study_id and (expected or stage.status not in OPEN_STAGE_STATUSES):
+        raise AccessDenied(NOT_THIS_STUDY)
     # Before the participant's worker row is created and Prolific is asked about the session;
     # on a stopped study, a session that was active before goes on within its duration.
     _refuse_if_not_open(stage, existing=lambda: _named_assignment(
         stage=stage, external_id=session_id, worker_provider=Provider.PROLIFIC,
         worker_external_id=pid))
-    expected = (stage.settings or {}).get("prolific_study_id")
-    if expected and expected != study_id:
-        raise AccessDenied("This link belongs to another Prolific study.")
     existing = Assignment.objects.filter(stage=stage, external_id=session_id).select_related(
         "worker"
     ).first()

@@ -318,9 +318,9 @@ def _turk_submit_to(value: str) -> str:
 def task_mturk(request: HttpRequest, stage_id: int) -> HttpResponse:
     # Each entry point serves only its own provider's stages: an in-house or Prolific stage is
     # not reachable through a made-up MTurk URL (ids are small integers), and nothing is created.
+    # No such stage is refused as a HIT of another task is (access.NOT_THIS_HIT), not with a 404
+    # that would tell which ids exist.
     stage = provider_task_stage(stage_id=stage_id, provider=Provider.MTURK)
-    if stage is None:
-        raise Http404("No such task.")
     params = request.GET
     turk_submit_to = _turk_submit_to(params.get("turkSubmitTo", ""))
     try:
@@ -346,9 +346,8 @@ def task_mturk(request: HttpRequest, stage_id: int) -> HttpResponse:
 @require_GET
 @task_page
 def task_prolific(request: HttpRequest, stage_id: int) -> HttpResponse:
+    # No such stage is refused as another study's link is (access.NOT_THIS_STUDY).
     stage = provider_task_stage(stage_id=stage_id, provider=Provider.PROLIFIC)
-    if stage is None:
-        raise Http404("No such task.")
     try:
         checked = access.prolific_access_check(
             stage=stage, pid=request.GET.get("PROLIFIC_PID", ""),

@@ -102,15 +102,17 @@ def test_a_model_version_names_only_the_projects_the_viewer_sees_at_every_door(c
         assert hidden.slug in client.get(url).content.decode(), url
 
 
-def _dev_settings(debug: str, *, secret: str | None) -> subprocess.CompletedProcess:
+def _dev_settings(debug: str, *, secret: str | None, show: str = "settings.DEBUG",
+                  **environ: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items()
-           if k not in ("DJANGO_SECRET_KEY", "DJANGO_ALLOW_ASYNC_UNSAFE")}
-    env.update(DJANGO_SETTINGS_MODULE="config.settings.dev", DJANGO_DEBUG=debug)
+           if k not in ("DJANGO_SECRET_KEY", "DJANGO_ALLOW_ASYNC_UNSAFE",
+                        "DJANGO_SECURE_COOKIES")}
+    env.update(DJANGO_SETTINGS_MODULE="config.settings.dev", DJANGO_DEBUG=debug, **environ)
     if secret is not None:
         env["DJANGO_SECRET_KEY"] = secret
     return subprocess.run(
         [sys.executable, "-c", "import django; from django.conf import settings; "
-                               "django.setup(); print(settings.DEBUG)"],
+                               f"django.setup(); print({show})"],
         cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=120)
 
 
@@ -132,6 +134,27 @@ def test_the_development_settings_with_debug_off_need_a_strong_secret_key(debug,
     if not starts:
         assert "DJANGO_SECRET_KEY" in result.stderr and "DEBUG is off" in result.stderr
         assert "secrets.token_urlsafe" in result.stderr
+
+
+COOKIES_AND_CSP = ("(settings.SESSION_COOKIE_SECURE, settings.CSRF_COOKIE_SECURE, "
+                   "settings.SESSION_COOKIE_HTTPONLY, "
+                   "'config.security.DefaultCSPMiddleware' in settings.MIDDLEWARE)")
+
+
+@pytest.mark.parametrize("debug, environ, expected", [
+    ("1", {}, "(False, False, True, False)"),  # development on http://127.0.0.1
+    ("0", {}, "(True, True, True, True)"),  # a deployment: production's cookies and CSP
+    ("0", {"DJANGO_SECURE_COOKIES": "0"}, "(False, False, True, True)"),  # said: plain HTTP
+])
+def test_the_development_settings_with_debug_off_send_cookies_over_https_only(debug, environ,
+                                                                               expected):
+    """With DEBUG off the development settings are a deployment: its session cookie (a
+    researcher's sign-in) and CSRF cookie were sent over plain HTTP too, and its pages had no
+    CSP, where production sets Secure cookies and the CSP."""
+    result = _dev_settings(debug, secret=secrets.token_urlsafe(60), show=COOKIES_AND_CSP,
+                           **environ)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip() == expected
 
 
 INLINE_HANDLER = re.compile(r"<[^>]*\son[a-z]+\s*=", re.I)
