@@ -10,7 +10,7 @@ from collections import Counter
 from decimal import Decimal, InvalidOperation
 
 from django.db import transaction
-from django.db.models import Prefetch, Sum
+from django.db.models import Sum
 from django.utils import timezone
 
 from annotation.cost_selectors import BONUS_OPERATION, bonus_over_budget
@@ -115,10 +115,11 @@ def stage_rules(stage: Stage) -> dict:
 
 
 def assignment_review_rules(*, assignment: Assignment,
-                            judgments: list[Judgment] | None = None) -> ReviewDecision:
+                            judgments: list[Judgment] | list[_RuleJudgment] | None = None
+                            ) -> ReviewDecision:
     """Apply the stage's rules to a submitted assignment (no writes). `judgments`: the
-    assignment's judgments with their items, when the caller read them already (a read over
-    many assignments: `workers_review_rule_flags`)."""
+    assignment's judgments with their items when the caller read them already, as rows of
+    what the rules read (a read over many assignments: `workers_review_rule_flags`)."""
     stage = assignment.stage
     rules = stage_rules(stage)
     if judgments is None:
@@ -214,31 +215,73 @@ REVIEWED_STATUSES = (AssignmentStatus.SUBMITTED, AssignmentStatus.APPROVED,
                      AssignmentStatus.FLAGGED, AssignmentStatus.REJECTED)
 
 
-def workers_review_rule_flags(*, project: Project, stage: Stage | None = None
-                              ) -> dict[int, dict[str, str]]:
+@dataclasses.dataclass(frozen=True, slots=True)
+class _RuleItem:
+    """What `assignment_review_rules` reads of an item (as `Item`: a row read as a model
+    instance, with its project, cost more than the rest of the project report together)."""
+    project: Project
+    gold: object
+    is_gold_check: bool
+    is_practice: bool
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _RuleJudgment:
+    """What `assignment_review_rules` reads of a judgment (as `Judgment`)."""
+    item: _RuleItem
+    score: float | None
+    choice: str
+    presented_order: list
+    justification: str
+    server_time_ms: int | None
+    time_spent_ms: int | None
+
+
+_RULE_JUDGMENT_COLUMNS = ("assignment_id", "item_id", "score", "choice", "presented_order",
+                          "justification", "server_time_ms", "time_spent_ms", "item__gold",
+                          "item__is_gold_check", "item__is_practice")
+
+
+def workers_review_rule_flags(*, project: Project, stage: Stage | None = None,
+                              chunk: int = 1000) -> dict[int, dict[str, str]]:
     """Per worker, the workers table's flags the project's review rules raise on their work
     (`ReviewDecision.flags`: flag name → the rule's reason, with its numbers; the first
     assignment's reason per flag): `assignment_review_rules` itself, with each stage's
     configured rules, over every submitted or decided assignment of the project (or of
     `stage`), so a worker a rule holds, rejects or (through the rejections) blocks is flagged
-    for the same reason, never "fine" beside an automatic rejection. Reads only: two queries
-    per chunk of assignments."""
-    assignments = (Assignment.objects.filter(stage__project=project, status__in=REVIEWED_STATUSES)
-                   .exclude(stage__kind=StageKind.QUALIFICATION)
-                   .select_related("stage", "stage__project").order_by("pk")
-                   .prefetch_related(Prefetch("judgments", queryset=Judgment.objects
-                                              .select_related("item", "item__project")
-                                              .defer("item__metadata", "item__content"))))
+    for the same reason, never "fine" beside an automatic rejection. Reads only: one query
+    for the assignments, one per `chunk` of them for their judgments."""
+    stages = {s.pk: s for s in Stage.objects.filter(project=project).exclude(
+        kind=StageKind.QUALIFICATION)}
+    for each in stages.values():
+        each.project = project
+    assignments = Assignment.objects.filter(stage_id__in=list(stages),
+                                            status__in=REVIEWED_STATUSES)
     if stage is not None:
         assignments = assignments.filter(stage=stage)
+    rows = list(assignments.order_by("pk").values_list("pk", "worker_id", "stage_id"))
+    items: dict[int, _RuleItem] = {}
     out: dict[int, dict[str, str]] = {}
-    for assignment in assignments.iterator(chunk_size=500):
-        judgments = list(assignment.judgments.all())
-        if not judgments:
-            continue
-        decision = assignment_review_rules(assignment=assignment, judgments=judgments)
-        for flag, reason in decision.flags.items():
-            out.setdefault(assignment.worker_id, {}).setdefault(flag, reason)
+    for start in range(0, len(rows), chunk):
+        part = rows[start:start + chunk]
+        judgments: dict[int, list[_RuleJudgment]] = {}
+        for (assignment_id, item_id, score, choice, order, justification, server_ms, client_ms,
+             gold, is_gold_check, is_practice) in Judgment.objects.filter(
+                assignment_id__in=[pk for pk, _w, _s in part]).order_by("pk").values_list(
+                *_RULE_JUDGMENT_COLUMNS):
+            item = items.get(item_id)
+            if item is None:
+                item = items[item_id] = _RuleItem(project, gold, is_gold_check, is_practice)
+            judgments.setdefault(assignment_id, []).append(_RuleJudgment(
+                item, score, choice, order, justification, server_ms, client_ms))
+        for pk, worker_id, stage_id in part:
+            if pk not in judgments:
+                continue
+            decision = assignment_review_rules(
+                assignment=Assignment(pk=pk, worker_id=worker_id, stage=stages[stage_id]),
+                judgments=judgments[pk])
+            for flag, reason in decision.flags.items():
+                out.setdefault(worker_id, {}).setdefault(flag, reason)
     return out
 
 

@@ -9,7 +9,11 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from annotation.domain.answers import FLAG_LOW_GOLD_ACCURACY, FLAG_STRAIGHT_LINING
+from annotation.domain.answers import (
+    FLAG_LOW_GOLD_ACCURACY,
+    FLAG_SAME_JUSTIFICATION,
+    FLAG_STRAIGHT_LINING,
+)
 from annotation.models import AssignmentStatus, TaskKind
 from annotation.services.review import assignment_review_rules
 from metrics_app.reports.project import project_report
@@ -73,6 +77,16 @@ def test_every_worker_a_review_rule_acts_on_is_flagged_for_its_reason(review):
     stage = make_stage(project, settings={"review": review})
     assignments = _synthetic_workers(stage)
 
+    acted = _assert_flagged_as_the_rules_act(project, assignments)
+    # The grid reaches both sides of each boundary: some workers acted on, some not.
+    assert 0 < acted[FLAG_STRAIGHT_LINING] < len(assignments)
+    assert 0 < acted[FLAG_LOW_GOLD_ACCURACY] < len(assignments)
+
+
+def _assert_flagged_as_the_rules_act(project, assignments) -> dict[str, int]:
+    """Each worker (one assignment each) carries every flag the rule raises on their work, with
+    the rule's reason, and no rule reason where the rule approves; returns how many workers the
+    rules acted on per flag."""
     rows = {row["worker_id"]: row for row in project_report(project=project)["workers"]}
     acted = {FLAG_STRAIGHT_LINING: 0, FLAG_LOW_GOLD_ACCURACY: 0}
     for assignment in assignments:
@@ -87,9 +101,34 @@ def test_every_worker_a_review_rule_acts_on_is_flagged_for_its_reason(review):
         if decision.action == "approve":
             # A worker no rule acts on carries no rule reason (looks may still flag them).
             assert not rows.get(assignment.worker_id, {}).get("flag_reasons")
-    # The grid reaches both sides of each boundary: some workers acted on, some not.
+    return acted
+
+
+@pytest.mark.reliability
+def test_ab_workers_the_rules_act_on_are_flagged_too():
+    """A/B reads positions on screen and justifications: pressing the left answer on 5 to 6
+    items, one pasted justification, fewer items than the rule judges from."""
+    project = make_project(TaskKind.AB)
+    stage = make_stage(project)
+    left, right = ["A", "B"], ["B", "A"]
+    assignments = []
+    for n, pasted in ((4, False), (5, False), (6, False), (5, True), (6, True)):
+        for all_left in (True, False):
+            worker = make_worker()
+            items = [make_item(project) for _ in range(n)]
+            assignment = make_assignment(stage, worker=worker, items=items,
+                                         status=STATUSES[len(assignments) % 4])
+            for k, item in enumerate(items):
+                order = left if all_left or k else right
+                note = ("B is more complete and answers the question directly" if pasted
+                        else f"answer {k} covers point {k * 7} of the question best")
+                make_judgment(item=item, stage=stage, worker=worker, assignment=assignment,
+                              choice="A", presented_order=order, justification=note,
+                              time_spent_ms=6000)
+            assignments.append(assignment)
+    acted = _assert_flagged_as_the_rules_act(project, assignments)
     assert 0 < acted[FLAG_STRAIGHT_LINING] < len(assignments)
-    assert 0 < acted[FLAG_LOW_GOLD_ACCURACY] < len(assignments)
+    assert 0 < acted.get(FLAG_SAME_JUSTIFICATION, 0) < len(assignments)
 
 
 @pytest.mark.reliability
