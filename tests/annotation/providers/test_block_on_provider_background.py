@@ -116,3 +116,32 @@ def test_unblock_on_the_provider_unblocks_here_only_once_the_provider_has(client
     worker.refresh_from_db()
     assert worker.status == WorkerStatus.ACTIVE
     assert ProviderCall.objects.get(key__endswith=batch).status == ProviderCallStatus.SUCCEEDED
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+@pytest.mark.mturk
+def test_a_real_worker_makes_the_queued_blocks_on_the_mturk_fake(workers, redis_url, aws_env,
+                                                                  celery_app):
+    """Through Redis to a real Celery worker process, which calls the local MTurk server."""
+    from annotation.services.review.provider_blocks import workers_block_on_provider_enqueue
+    from testing.mturk_server import MTurkServer
+    from tests.support.celery_workers import KEY_PREFIX, wait_for
+
+    blocked = [make_worker(provider="mturk", external_id=f"AREAL{n}") for n in range(3)]
+    with MTurkServer() as server:
+        worker = workers(queue="default", MTURK_ENDPOINT_URL=server.url)
+        celery_app.conf.broker_url = redis_url
+        saved_options = celery_app.conf.broker_transport_options
+        celery_app.conf.broker_transport_options = {"global_keyprefix": KEY_PREFIX}
+        try:
+            queued = workers_block_on_provider_enqueue(workers=blocked, reason="bots",
+                                                       by=make_user(superuser=True))
+        finally:
+            celery_app.conf.broker_transport_options = saved_options
+        assert queued.queued == 3 and not queued.not_queued
+        calls = ProviderCall.objects.filter(key__endswith=queued.batch)
+        wait_for(lambda: not calls.filter(status=ProviderCallStatus.PENDING).exists(), worker,
+                 120, "the queued blocks")
+        assert set(calls.values_list("status", flat=True)) == {ProviderCallStatus.SUCCEEDED}
+        assert server.state.blocks == {f"AREAL{n}": "bots" for n in range(3)}
