@@ -141,6 +141,14 @@ def worker_report(frame: JudgmentFrame, *, tolerance: float = 0.0,
     return rows + _rows_without_counted_work(rule_flags, listed={r["worker_id"] for r in rows})
 
 
+def flags_with_reasons(row: dict) -> list[str]:
+    """A row's flags as the workers table shows them: each one a review rule raised followed
+    by the rule's reason ("low gold accuracy (review rule: accuracy on check items 0% ...)")."""
+    reasons = row.get("flag_reasons") or {}
+    return [f"{flag} (review rule: {reasons[flag]})" if flag in reasons else flag
+            for flag in row.get("flags") or []]
+
+
 def worker_row_without_counted_work(*, worker_id: int, external_id: str, name: str,
                                     status: str, why: str, **fields) -> dict:
     """A workers-table row for a worker none of whose judgments count (blocked, or every

@@ -25,7 +25,7 @@ from metrics_app.reports.project import (
     with_current_worker_status,
     with_spot_checks,
 )
-from metrics_app.reports.workers import workers_table_note
+from metrics_app.reports.workers import flags_with_reasons, workers_table_note
 
 WORKER_SORTS = {
     "contribution": ("alpha_contribution", False),
@@ -63,7 +63,8 @@ def project_dashboard(request: HttpRequest, slug: str) -> HttpResponse:
         key=lambda w: (w[key] is None, -(w[key] or 0) if descending else (w[key] or 0)),
     )
     alpha_note, workers = workers_table_note(workers, (report.get("agreement") or {}).get("all"))
-    workers = with_spot_checks(workers, project=project)
+    workers = [{**w, "flags_shown": flags_with_reasons(w)}
+               for w in with_spot_checks(workers, project=project)]
     return render(request, "metrics_app/dashboard.html", {
         "project": project,
         "stage": stage,

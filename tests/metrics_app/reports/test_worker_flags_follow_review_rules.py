@@ -6,7 +6,10 @@ below 0.5 on ≥ 2 checks), so a worker the rule rejected for 2 of 2 wrong check
 same answer on 5 to 9 items, stood "fine" beside the automatic rejection."""
 from __future__ import annotations
 
+import io
+
 import pytest
+from django.core.management import call_command
 from django.urls import reverse
 
 from annotation.domain.answers import (
@@ -135,7 +138,8 @@ def test_ab_workers_the_rules_act_on_are_flagged_too():
 def test_the_cases_the_dashboard_called_fine_are_flagged_in_the_rules_words(client):
     """2 of 2 checks wrong, and the same answer on 5 items (both under the dashboard's old
     thresholds), rejected by the default rules with `auto_reject`: flagged, the reason shown
-    beside the flag on the dashboard, though none of their work counts any more."""
+    beside the flag on the dashboard and by `manage.py report`, though none of their work
+    counts any more."""
     owner = make_user()
     project = make_project(TaskKind.LIKERT, owner=owner)
     stage = make_stage(project, settings={"review": {"auto_reject": True}})
@@ -154,3 +158,8 @@ def test_the_cases_the_dashboard_called_fine_are_flagged_in_the_rules_words(clie
     page = client.get(reverse("metrics:project-dashboard", args=[project.slug])).content.decode()
     assert "accuracy on check items 0% (0 of 2) is below 50%" in page
     assert "the same answer on 100% of 5 items (the rule: 100% or more on 5 items or more)" in page
+    # `manage.py report` lists them the same way.
+    out = io.StringIO()
+    call_command("report", project.slug, stdout=out)
+    assert (f"{two_wrong.worker.external_id}: low gold accuracy (review rule: accuracy on check "
+            "items 0% (0 of 2) is below 50%)") in out.getvalue()
