@@ -11,6 +11,7 @@ from django.contrib import admin, messages
 from django.contrib.admin import helpers
 from django.contrib.admin.helpers import ActionForm
 from django.template.response import TemplateResponse
+from django.urls import reverse
 
 from annotation.admin.worker_message import message_compose_response, message_confirmed
 from annotation.models import (
@@ -530,39 +531,49 @@ ASSIGNMENT_ACTIONS = (approve_assignments, reject_assignments, bonus_assignments
 # --- workers -------------------------------------------------------------------------------------
 
 
-@admin.action(description="Block on the provider too (MTurk CreateWorkerBlock)")
+@admin.action(description="Block on the provider too (MTurk CreateWorkerBlock; the provider's "
+                          "blocks run in the background)")
 def block_on_provider(modeladmin, request, queryset):
-    from annotation.services.review import worker_block_everywhere
+    from annotation.services.review.provider_blocks import workers_block_on_provider_enqueue
 
     reason = _reason(request) or f"Blocked by {request.user}"
-    done, failed = 0, []
-    for worker in queryset:
-        try:
-            worker_block_everywhere(worker=worker, reason=reason, by=request.user)
-            done += 1
-        except Exception as exc:
-            failed.append(f"{worker}: {exc}")
-    _report(modeladmin, request, [f"Blocked {done} worker(s) here and on the provider."]
-            if done else [], failed)
+    queued = workers_block_on_provider_enqueue(workers=list(queryset), reason=reason,
+                                               by=request.user)
+    n = queryset.count()
+    done = [f"Blocked {n} worker(s) here."] if n else []
+    _report(modeladmin, request, done + _provider_calls_queued_lines(queued, "blocks"),
+            _provider_calls_refused_lines(queued, "blocked here; block them on the provider "
+                                                  "again once the broker is back"))
 
 
-@admin.action(description="Unblock on the provider too")
+@admin.action(description="Unblock on the provider too (in the background; each worker is "
+                          "unblocked here once the provider has)")
 def unblock_on_provider(modeladmin, request, queryset):
-    from annotation.services.review import worker_unblock_everywhere
-    from annotation.services.workers import WorkerUnblockRefused
+    from annotation.services.review.provider_blocks import workers_unblock_on_provider_enqueue
 
-    done, failed = 0, []
-    for worker in queryset:
-        try:
-            worker_unblock_everywhere(worker=worker, reason=_reason(request), by=request.user)
-            done += 1
-        except WorkerUnblockRefused as exc:
-            failed.append(str(exc))
-        except Exception as exc:  # noqa: BLE001 - the provider's answer (credentials, network)
-            # The provider is called before anything changes here: the worker stays blocked.
-            failed.append(f"{worker}: {exc} (still blocked here and on the provider)")
-    _report(modeladmin, request, [f"Unblocked {done} worker(s) here and on the provider."]
-            if done else [], failed)
+    queued = workers_unblock_on_provider_enqueue(workers=list(queryset), reason=_reason(request),
+                                                 by=request.user)
+    _report(modeladmin, request, _provider_calls_queued_lines(queued, "unblocks"),
+            queued.refused + _provider_calls_refused_lines(
+                queued, "still blocked here and on the provider"))
+
+
+def _provider_calls_queued_lines(queued, what: str) -> list[str]:
+    """Where a queued batch of provider calls reports each worker's outcome."""
+    if not queued.queued:
+        return []
+    where = reverse("admin:annotation_providercall_changelist") + f"?q={queued.batch}"
+    follow = (" Each worker is unblocked here once the provider has unblocked them."
+              if what == "unblocks" else "")
+    return [f"Queued the provider's {what} of {queued.queued} worker(s) (batch {queued.batch})."
+            f"{follow} Each worker's outcome is under Provider calls ({where}): succeeded, or "
+            f"failed with the provider's error."]
+
+
+def _provider_calls_refused_lines(queued, state: str) -> list[str]:
+    if not queued.not_queued:
+        return []
+    return [f"The provider calls were NOT queued: {queued.not_queued}. The workers are {state}."]
 
 
 @admin.action(description="Send a message through the provider (subject and message on the "

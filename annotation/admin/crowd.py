@@ -49,10 +49,14 @@ from .base import ProjectScopedAdmin, ProviderBannerMixin, ReadOnlyAdmin, StageF
 
 
 @admin.register(ProviderCall)
-class ProviderCallAdmin(admin.ModelAdmin):
+class ProviderCallAdmin(ReadOnlyAdmin):
     """Every outbound provider call (read-only): what was sent, its token, and its outcome —
-    a PENDING row is a call whose answer never came; the next sync or retry settles it."""
+    a PENDING row is a call whose answer never came; the next sync or retry settles it. A
+    researcher sees the calls of their projects' stages and the calls on no stage they queued
+    (a worker's block or unblock on the provider: `annotation/services/review/
+    provider_blocks.py`, whose admin message links here)."""
 
+    project_path = "stage__project"
     list_display = ("created_at", "provider", "operation", "status", "stage", "assignment",
                     "worker", "amount", "attempts", "error")
     list_filter = ("provider", "operation", "status")
@@ -60,19 +64,11 @@ class ProviderCallAdmin(admin.ModelAdmin):
     list_select_related = ("stage__project", "assignment", "worker")
 
     def get_queryset(self, request):
-        queryset = super().get_queryset(request)
-        if not request.user.is_superuser:
-            queryset = queryset.filter(stage__project__in=projects_visible_to(request.user))
-        return queryset
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
+        scoped = super().get_queryset(request)
+        if request.user.is_superuser:
+            return scoped
+        return scoped | ProviderCall.objects.filter(stage__isnull=True,
+                                                    request__queued_by=request.user.pk)
 
 
 class WorkerHistoryMixin:

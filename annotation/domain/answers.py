@@ -226,6 +226,15 @@ SAME_JUSTIFICATION_SHARE = 0.8
 # (`review.min_seconds_per_item`) and the workers table's "too fast" flag.
 MIN_SECONDS_PER_ITEM = 2.0
 
+# The names of the workers table's flags that the review rules share (one name per reason,
+# whichever of them raises it: the dashboard's own looser "look" thresholds or a review rule
+# that acts on the worker's work, `annotation.services.review.workers_review_rule_flags`).
+FLAG_STRAIGHT_LINING = "straight-lining"
+FLAG_SAME_JUSTIFICATION = "same justification"
+FLAG_LOW_GOLD_ACCURACY = "low gold accuracy"
+FLAG_TOO_FAST = "too fast"
+FLAG_FAILED_PRACTICE = "failed practice"
+
 
 def justification_key(text: Any) -> str:
     """A justification as compared for repeats: case folded, invisible characters, punctuation

@@ -21,6 +21,7 @@ from annotation.selectors import (
     qualification_only_items,
 )
 from annotation.services.redundancy import adaptive_redundancy_summary
+from annotation.services.review import workers_review_rule_flags
 from annotation.spot_check_selectors import spot_check_counts
 from core.json_limits import json_ready
 
@@ -35,11 +36,13 @@ from .likert import likert_report
 from .stages import stages_report
 from .starc import starc_report
 from .store import report_cached, report_store
-from .workers import own_items_reason, worker_report
+from .workers import own_items_reason, worker_report, worker_row_without_counted_work
 
 REPORT_KIND = "project"
 # Bump when the report's content or definitions change: cached reports of another version are
 # recomputed even though no judgment arrived.
+# 30: a worker the project's review rules act on is flagged for the rule's reason, in its words
+# (`flag_reasons`), with a row even when none of their work counts any more;
 # 29: a worker answering in under 2 s per item (median) is flagged "too fast";
 # 28: the estimates read the study items (`items_measured_on`): an item released only in a
 # qualification is no system "(none)" any more;
@@ -58,7 +61,7 @@ REPORT_KIND = "project"
 # 17: workers' same-justification share; 16: an undefined α says why, a leaderboard board its
 # notes; 15: a learned judge leaves out the items it saw; 14: an excluded item's judgments are
 # not data.
-REPORT_VERSION = 29
+REPORT_VERSION = 30
 
 
 def _params(group_by: str | None) -> dict:
@@ -85,7 +88,9 @@ def project_report(
         "n_judgments": int(frame.data_mask().sum()) if len(frame) else 0,
         "agreement": agreement_report(frame, group_by=group_by),
         "stages": stages_report(frame, project=project, narrowed_to=stage),
-        "workers": worker_report(frame, tolerance=project.qualification_tolerance),
+        "workers": worker_report(frame, tolerance=project.qualification_tolerance,
+                                 rule_flags=workers_review_rule_flags(project=project,
+                                                                      stage=stage)),
         "annotator_pairs": annotator_pairs_report(frame),
         "likert": likert_report(frame) if project.kind == TaskKind.LIKERT else {},
         "lfqa": lfqa_report(frame) if project.kind == TaskKind.AB else {},
@@ -183,17 +188,15 @@ def with_current_worker_status(report: dict, *, project: Project) -> dict:
     listed = {w["worker_id"] for w in workers}
     missing = blocked - listed
     if missing:
-        template = dict.fromkeys(workers[0], None) if workers else {}
         blocked_why = own_items_reason(NO_JUDGMENTS)
         for pk, external_id, name, n in (
                 Worker.objects.filter(pk__in=missing, judgments__item__project=project)
                 .annotate(n=Count("judgments")).order_by("external_id")
                 .values_list("pk", "external_id", "display_name", "n")):
-            rows.append({**template, "worker_id": pk, "external_id": external_id, "name": name,
-                         "status": "blocked", "n_judgments": 0, "n_blocked_judgments": n,
-                         "alpha_undefined": blocked_why,
-                         "agreement_with_others_undefined": blocked_why,
-                         "flags": ["blocked: judgments not counted"]})
+            rows.append(worker_row_without_counted_work(
+                worker_id=pk, external_id=external_id, name=name, status="blocked",
+                why=blocked_why, n_blocked_judgments=n,
+                flags=["blocked: judgments not counted"]))
     if not rows:
         return report
     return {**report, "workers": rows}

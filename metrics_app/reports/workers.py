@@ -5,11 +5,17 @@ from __future__ import annotations
 import numpy as np
 
 from annotation.domain.agreement import (
+    NO_JUDGMENTS,
     agreement_undefined_reason,
     alpha_without_each,
     krippendorff_alpha_from_counts,
 )
 from annotation.domain.answers import (
+    FLAG_FAILED_PRACTICE,
+    FLAG_LOW_GOLD_ACCURACY,
+    FLAG_SAME_JUSTIFICATION,
+    FLAG_STRAIGHT_LINING,
+    FLAG_TOO_FAST,
     MIN_SECONDS_PER_ITEM,
     SAME_JUSTIFICATION_SHARE,
     answer_matches_gold,
@@ -19,6 +25,8 @@ from annotation.domain.answers import (
 from annotation.judgment_selectors import JudgmentFrame
 from annotation.models import TaskKind, Worker
 
+# The dashboard's own "look" thresholds, read on all of a worker's counted work; a worker the
+# project's review rules act on is flagged whatever these say (`rule_flags` of `worker_report`).
 # A worker giving the same answer this often (with enough judgments) is flagged.
 STRAIGHT_LINING_SHARE = 0.9
 STRAIGHT_LINING_MIN_JUDGMENTS = 10
@@ -61,10 +69,16 @@ def shown_position(frame: JudgmentFrame) -> np.ndarray:
                     dtype=object)
 
 
-def worker_report(frame: JudgmentFrame, *, tolerance: float = 0.0) -> list[dict]:
-    """One row per worker, sorted by agreement contribution (most harmful first)."""
+def worker_report(frame: JudgmentFrame, *, tolerance: float = 0.0,
+                  rule_flags: dict[int, dict[str, str]] | None = None) -> list[dict]:
+    """One row per worker, sorted by agreement contribution (most harmful first). `rule_flags`:
+    per worker, the flags the project's review rules raise on their work and the rules'
+    reasons (`annotation.services.review.workers_review_rule_flags`): each is among the row's
+    `flags`, its reason in `flag_reasons`, so a flag never comes later than a rule acts; a
+    worker whose only work a rule held or rejected (none of it counts) gets a row too."""
+    rule_flags = rule_flags or {}
     if len(frame) == 0:
-        return []
+        return _rows_without_counted_work(rule_flags, listed=set())
     worker_ids, w_index = np.unique(frame.worker_id, return_inverse=True)
     n_workers = len(worker_ids)
     data = frame.data_mask()
@@ -120,10 +134,47 @@ def worker_report(frame: JudgmentFrame, *, tolerance: float = 0.0) -> list[dict]
             "modal_answer_share": None if np.isnan(modal[w]) else float(modal[w]),
             "same_justification_share": _same_justification_share(frame, idx),
         }
+        row["flag_reasons"] = rule_flags.get(row["worker_id"], {})
         row["flags"] = _flags(row)
         rows.append(row)
     rows.sort(key=lambda r: (r["alpha_contribution"] is None, r["alpha_contribution"] or 0.0))
-    return rows
+    return rows + _rows_without_counted_work(rule_flags, listed={r["worker_id"] for r in rows})
+
+
+def flags_with_reasons(row: dict) -> list[str]:
+    """A row's flags as the workers table shows them: each one a review rule raised followed
+    by the rule's reason ("low gold accuracy (review rule: accuracy on check items 0% ...)")."""
+    reasons = row.get("flag_reasons") or {}
+    return [f"{flag} (review rule: {reasons[flag]})" if flag in reasons else flag
+            for flag in row.get("flags") or []]
+
+
+def worker_row_without_counted_work(*, worker_id: int, external_id: str, name: str,
+                                    status: str, why: str, **fields) -> dict:
+    """A workers-table row for a worker none of whose judgments count (blocked, or every
+    assignment held or rejected): the row's every key, numbers empty, `why` the reason their
+    agreement is undefined; `fields` add to it (flags, the judgments not counted)."""
+    return {
+        "worker_id": worker_id, "external_id": external_id, "name": name, "status": status,
+        "n_judgments": 0, "n_items_shared": 0, "agreement_with_others": None,
+        "agreement_with_others_undefined": why, "agreement_measure": None,
+        "alpha_without": None, "alpha_contribution": None, "alpha_undefined": why,
+        "gold_accuracy": None, "n_gold": 0, "practice_accuracy": None, "n_practice": 0,
+        "median_time_s": None, "modal_answer_share": None, "same_justification_share": None,
+        "flag_reasons": {}, "flags": [], **fields,
+    }
+
+
+def _rows_without_counted_work(rule_flags: dict[int, dict[str, str]], *,
+                               listed: set[int]) -> list[dict]:
+    """Rows for the workers the review rules flag whose work is all out of the count."""
+    missing = sorted(set(rule_flags) - listed)
+    why = own_items_reason(NO_JUDGMENTS)
+    return [worker_row_without_counted_work(
+        worker_id=pk, external_id=external_id, name=name, status=status, why=why,
+        flag_reasons=rule_flags[pk], flags=list(rule_flags[pk]))
+        for pk, external_id, name, status in Worker.objects.filter(pk__in=missing)
+        .order_by("external_id").values_list("pk", "external_id", "display_name", "status")]
 
 
 def _alpha_without_each_worker(frame: JudgmentFrame, counts: np.ndarray, domain: np.ndarray,
@@ -265,28 +316,33 @@ def _same_justification_share(frame: JudgmentFrame, idx: np.ndarray) -> float | 
 
 
 def _flags(row: dict) -> list[str]:
-    flags = []
+    """The row's flags: each one the review rules raise on the worker's work
+    (`row["flag_reasons"]`), and the dashboard's own looser looks at all their counted work."""
+    flags = set(row["flag_reasons"])
     if (row["modal_answer_share"] or 0) >= STRAIGHT_LINING_SHARE and (
         row["n_judgments"] >= STRAIGHT_LINING_MIN_JUDGMENTS
     ):
-        flags.append("straight-lining")
+        flags.add(FLAG_STRAIGHT_LINING)
     # The review rule's default share (annotation/domain/answers.py says why 0.8).
     if (row["same_justification_share"] or 0) >= SAME_JUSTIFICATION_SHARE and (
         row["n_judgments"] >= STRAIGHT_LINING_MIN_JUDGMENTS
     ):
-        flags.append("same justification")
+        flags.add(FLAG_SAME_JUSTIFICATION)
     if row["gold_accuracy"] is not None and row["n_gold"] >= GOLD_MIN_ITEMS and (
         row["gold_accuracy"] < GOLD_ACCURACY_FLOOR
     ):
-        flags.append("low gold accuracy")
+        flags.add(FLAG_LOW_GOLD_ACCURACY)
     # The review rule's default minimum time per item (it reads each assignment's mean; here
     # the worker's median over their work that counts).
     if row["median_time_s"] is not None and row["median_time_s"] < MIN_SECONDS_PER_ITEM:
-        flags.append("too fast")
+        flags.add(FLAG_TOO_FAST)
     if row["practice_accuracy"] is not None and row["practice_accuracy"] < 1.0:
-        flags.append("failed practice")
+        flags.add(FLAG_FAILED_PRACTICE)
     if row["alpha_contribution"] is not None and (
         row["alpha_contribution"] < -LOWERS_AGREEMENT_BY
     ):
-        flags.append("lowers agreement")
-    return flags
+        flags.add("lowers agreement")
+    # One order on every row, whichever raised a flag.
+    order = (FLAG_STRAIGHT_LINING, FLAG_SAME_JUSTIFICATION, FLAG_LOW_GOLD_ACCURACY,
+             FLAG_TOO_FAST, FLAG_FAILED_PRACTICE, "lowers agreement")
+    return sorted(flags, key=lambda flag: order.index(flag) if flag in order else len(order))

@@ -21,7 +21,7 @@ from annotation.domain.control_characters import CONTROL_CHARACTER, control_char
 from annotation.judgment_selectors import GROUP_FIELDS, human_score_name
 from annotation.models import Project, TaskKind
 from metrics_app.reports.project import dashboard_data
-from metrics_app.reports.workers import workers_table_note
+from metrics_app.reports.workers import flags_with_reasons, workers_table_note
 
 WORKER_SORTS = {
     "contribution": ("alpha_contribution", False),
@@ -59,6 +59,7 @@ def project_dashboard(request: HttpRequest, slug: str) -> HttpResponse:
         key=lambda w: (w[key] is None, -(w[key] or 0) if descending else (w[key] or 0)),
     )
     alpha_note, workers = workers_table_note(workers, (report.get("agreement") or {}).get("all"))
+    workers = [{**w, "flags_shown": flags_with_reasons(w)} for w in workers]
     return render(request, "metrics_app/dashboard.html", {
         "project": project,
         "stage": stage,

@@ -33,6 +33,15 @@ def stage_publish(stage_id: int, user_id: int | None = None,
             "status": result.stage.status}
 
 
+@shared_task(name="worker.tasks.providers.worker_provider_calls_run")
+def worker_provider_calls_run(batch: str) -> dict:
+    """The admin's "Block / unblock on the provider too", queued: the batch's calls, one per
+    worker (`annotation.services.review.provider_blocks`)."""
+    from annotation.services.review.provider_blocks import worker_provider_calls_run as run
+
+    return run(batch=batch)
+
+
 @shared_task(name="worker.tasks.providers.stage_sync")
 def stage_sync(stage_id: int) -> dict:
     from annotation.models import Stage

@@ -24,6 +24,7 @@ from .decisions import (
     worker_block_everywhere,
     worker_unblock_everywhere,
     workers_notify,
+    workers_review_rule_flags,
 )
 from .sync import (
     FLAG_NEVER_LISTED,
@@ -66,4 +67,5 @@ __all__ = [
     "stage_qualified_workers",
     "stage_qualified_workers_notify",
     "workers_notify",
+    "workers_review_rule_flags",
 ]

@@ -15,6 +15,11 @@ from django.utils import timezone
 
 from annotation.cost_selectors import BONUS_OPERATION, bonus_over_budget
 from annotation.domain.answers import (
+    FLAG_FAILED_PRACTICE,
+    FLAG_LOW_GOLD_ACCURACY,
+    FLAG_SAME_JUSTIFICATION,
+    FLAG_STRAIGHT_LINING,
+    FLAG_TOO_FAST,
     MIN_SECONDS_PER_ITEM,
     SAME_JUSTIFICATION_SHARE,
     position_shown,
@@ -25,6 +30,7 @@ from annotation.models import (
     AssignmentStatus,
     Judgment,
     ParticipantVerification,
+    Project,
     Provider,
     ProviderCall,
     ProviderCallStatus,
@@ -85,6 +91,9 @@ class ReviewDecision:
     action: str  # "approve" | "reject" | "hold"
     reasons: list[str]
     metrics: dict
+    # The workers table's flag naming each reason (`FLAG_*`: annotation/domain/answers.py) →
+    # the reason, so the dashboard flags every worker a rule acts on, in the rule's words.
+    flags: dict[str, str] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass
@@ -105,14 +114,20 @@ def stage_rules(stage: Stage) -> dict:
     return {**DEFAULT_RULES, **((stage.settings or {}).get("review") or {})}
 
 
-def assignment_review_rules(*, assignment: Assignment) -> ReviewDecision:
-    """Apply the stage's rules to a submitted assignment (no writes)."""
+def assignment_review_rules(*, assignment: Assignment,
+                            judgments: list[Judgment] | list[_RuleJudgment] | None = None
+                            ) -> ReviewDecision:
+    """Apply the stage's rules to a submitted assignment (no writes). `judgments`: the
+    assignment's judgments with their items when the caller read them already, as rows of
+    what the rules read (a read over many assignments: `workers_review_rule_flags`)."""
     stage = assignment.stage
     rules = stage_rules(stage)
-    judgments = list(assignment.judgments.select_related("item", "item__project"))
+    if judgments is None:
+        judgments = list(assignment.judgments.select_related("item", "item__project"))
     if not judgments:
         return ReviewDecision("hold", ["no judgments saved"], {})
     reasons: list[str] = []
+    flags: dict[str, str] = {}
     thin: list[str] = []  # reasons resting on too little evidence to reject on their own
     metrics: dict = {"n": len(judgments)}
     if stage.provider == Provider.PROLIFIC and stage.kind != StageKind.QUALIFICATION:
@@ -124,7 +139,8 @@ def assignment_review_rules(*, assignment: Assignment) -> ReviewDecision:
             item=j.item, judgment=j, tolerance=tolerance) is False]
         if failed:
             metrics["comprehension_failed"] = len(failed)
-            return ReviewDecision("hold", [ASKED_TO_RETURN], metrics)
+            return ReviewDecision("hold", [ASKED_TO_RETURN], metrics,
+                                  {FLAG_FAILED_PRACTICE: ASKED_TO_RETURN})
     if stage.kind != StageKind.QUALIFICATION:  # qualification takers are paid either way
         checks = [j for j in judgments if j.item.is_gold_check and j.item.gold]
         if checks:
@@ -146,6 +162,7 @@ def assignment_review_rules(*, assignment: Assignment) -> ReviewDecision:
                                f"(at least {int(rules['min_gold_checks_to_reject'])})")
                     thin.append(reason)
                 reasons.append(reason)
+                flags[FLAG_LOW_GOLD_ACCURACY] = reason
         # The server's measure when there is one (the browser's can be made up: a submit
         # 0.1 s after the page opened claiming an hour per item); the browser's for judgments
         # stored without one (imported, or before the server measured).
@@ -162,6 +179,7 @@ def assignment_review_rules(*, assignment: Assignment) -> ReviewDecision:
                 measured = "measured by the server" if server else "reported by the browser"
                 reasons.append(f"{mean_seconds:.1f} s per item is below the minimum of "
                                f"{rules['min_seconds_per_item']} s ({measured})")
+                flags[FLAG_TOO_FAST] = reasons[-1]
         if len(judgments) >= rules["straightline_min_items"]:
             # A/B and MC: the position on screen, as the dashboard's "modal answer share"
             # reads it (the stored choice flagged careful judges, a STARC reader right on
@@ -171,7 +189,10 @@ def assignment_review_rules(*, assignment: Assignment) -> ReviewDecision:
             share = Counter(values).most_common(1)[0][1] / len(values)
             metrics["same_answer_share"] = share
             if share >= rules["max_same_answer_share"]:
-                reasons.append(f"the same answer on {share:.0%} of {len(values)} items")
+                reasons.append(f"the same answer on {share:.0%} of {len(values)} items "
+                               f"(the rule: {rules['max_same_answer_share']:.0%} or more on "
+                               f"{rules['straightline_min_items']} items or more)")
+                flags[FLAG_STRAIGHT_LINING] = reasons[-1]
             # A/B: one justification pasted on item after item (judged from as many items
             # as straight-lining, its sibling).
             same = same_justification_count(j.justification for j in judgments)
@@ -181,10 +202,87 @@ def assignment_review_rules(*, assignment: Assignment) -> ReviewDecision:
                 if same / len(judgments) >= rules["max_same_justification_share"]:
                     reasons.append(f"the same justification on {same} of {len(judgments)} "
                                    f"items")
+                    flags[FLAG_SAME_JUSTIFICATION] = reasons[-1]
     if reasons:
         rejects = rules["auto_reject"] and any(reason not in thin for reason in reasons)
-        return ReviewDecision("reject" if rejects else "hold", reasons, metrics)
+        return ReviewDecision("reject" if rejects else "hold", reasons, metrics, flags)
     return ReviewDecision("approve", [], metrics)
+
+
+# The work the review rules read: submitted, and decided since (a rule's hold or rejection
+# takes the work out of every count, so the flag cannot come from the counted judgments).
+REVIEWED_STATUSES = (AssignmentStatus.SUBMITTED, AssignmentStatus.APPROVED,
+                     AssignmentStatus.FLAGGED, AssignmentStatus.REJECTED)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _RuleItem:
+    """What `assignment_review_rules` reads of an item (as `Item`: a row read as a model
+    instance, with its project, cost more than the rest of the project report together)."""
+    project: Project
+    gold: object
+    is_gold_check: bool
+    is_practice: bool
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _RuleJudgment:
+    """What `assignment_review_rules` reads of a judgment (as `Judgment`)."""
+    item: _RuleItem
+    score: float | None
+    choice: str
+    presented_order: list
+    justification: str
+    server_time_ms: int | None
+    time_spent_ms: int | None
+
+
+_RULE_JUDGMENT_COLUMNS = ("assignment_id", "item_id", "score", "choice", "presented_order",
+                          "justification", "server_time_ms", "time_spent_ms", "item__gold",
+                          "item__is_gold_check", "item__is_practice")
+
+
+def workers_review_rule_flags(*, project: Project, stage: Stage | None = None,
+                              chunk: int = 1000) -> dict[int, dict[str, str]]:
+    """Per worker, the workers table's flags the project's review rules raise on their work
+    (`ReviewDecision.flags`: flag name → the rule's reason, with its numbers; the first
+    assignment's reason per flag): `assignment_review_rules` itself, with each stage's
+    configured rules, over every submitted or decided assignment of the project (or of
+    `stage`), so a worker a rule holds, rejects or (through the rejections) blocks is flagged
+    for the same reason, never "fine" beside an automatic rejection. Reads only: one query
+    for the assignments, one per `chunk` of them for their judgments."""
+    stages = {s.pk: s for s in Stage.objects.filter(project=project).exclude(
+        kind=StageKind.QUALIFICATION)}
+    for each in stages.values():
+        each.project = project
+    assignments = Assignment.objects.filter(stage_id__in=list(stages),
+                                            status__in=REVIEWED_STATUSES)
+    if stage is not None:
+        assignments = assignments.filter(stage=stage)
+    rows = list(assignments.order_by("pk").values_list("pk", "worker_id", "stage_id"))
+    items: dict[int, _RuleItem] = {}
+    out: dict[int, dict[str, str]] = {}
+    for start in range(0, len(rows), chunk):
+        part = rows[start:start + chunk]
+        judgments: dict[int, list[_RuleJudgment]] = {}
+        for (assignment_id, item_id, score, choice, order, justification, server_ms, client_ms,
+             gold, is_gold_check, is_practice) in Judgment.objects.filter(
+                assignment_id__in=[pk for pk, _w, _s in part]).order_by("pk").values_list(
+                *_RULE_JUDGMENT_COLUMNS):
+            item = items.get(item_id)
+            if item is None:
+                item = items[item_id] = _RuleItem(project, gold, is_gold_check, is_practice)
+            judgments.setdefault(assignment_id, []).append(_RuleJudgment(
+                item, score, choice, order, justification, server_ms, client_ms))
+        for pk, worker_id, stage_id in part:
+            if pk not in judgments:
+                continue
+            decision = assignment_review_rules(
+                assignment=Assignment(pk=pk, worker_id=worker_id, stage=stages[stage_id]),
+                judgments=judgments[pk])
+            for flag, reason in decision.flags.items():
+                out.setdefault(worker_id, {}).setdefault(flag, reason)
+    return out
 
 
 def _require_confirmed(assignment: Assignment, action: str) -> None:

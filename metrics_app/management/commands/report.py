@@ -19,6 +19,7 @@ from metrics_app.reports.project import (
     report_refresh,
     with_current_worker_columns,
 )
+from metrics_app.reports.workers import flags_with_reasons
 
 
 class Command(InterruptibleCommand):
@@ -93,7 +94,7 @@ def _summary(report: dict) -> str:
     flagged = [w for w in report["workers"] if w["flags"]]
     lines.append(f"Workers: {len(report['workers'])}, flagged {len(flagged)}")
     for w in flagged[:20]:
-        lines.append(f"  {w['external_id']}: {', '.join(w['flags'])}")
+        lines.append(f"  {w['external_id']}: {', '.join(flags_with_reasons(w))}")
     lines += _undefined_worker_lines(report["workers"])
     if report["lfqa"]:
         lines.append("Long-form A/B by domain:")

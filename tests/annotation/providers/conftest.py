@@ -88,3 +88,14 @@ def prolific_server(settings):
         with override_provider(Provider.PROLIFIC, ProlificProvider()) as provider:
             server.provider = provider
             yield server
+
+
+@pytest.fixture
+def celery_app():
+    """The Celery app, its broker URL and eager mode restored after the test (a test sets
+    `task_always_eager` to run a queued task here, or points the broker nowhere)."""
+    from worker.celery import app
+
+    saved = (app.conf.broker_url, app.conf.task_always_eager)
+    yield app
+    app.conf.broker_url, app.conf.task_always_eager = saved

@@ -123,7 +123,8 @@ def test_approve_reject_bonus_actions(admin_client_):
 
 
 @pytest.mark.mturk
-def test_block_on_mturk_from_the_admin(admin_client_, mturk_server):
+def test_block_on_mturk_from_the_admin(admin_client_, mturk_server, celery_app):
+    celery_app.conf.task_always_eager = True  # the provider's calls run here, not on a worker
     worker = make_worker(provider="mturk", external_id="A1WORKER")
     act(admin_client_, "worker", "block_on_provider", [worker.pk], reason="copy-paste answers")
     worker.refresh_from_db()
@@ -338,15 +339,6 @@ def test_qualified_workers_are_told_about_the_trial(admin_client_, mturk_server)
     sent = mturk_server.state.notifications
     assert len(sent) == 1 and sorted(sent[0]["WorkerIds"]) == ["WP1", "WP2"]
     assert sent[0]["MessageText"] == "The trial is open: 200 answers to judge."
-
-
-@pytest.fixture
-def celery_app():
-    from worker.celery import app
-
-    saved = (app.conf.broker_url, app.conf.task_always_eager)
-    yield app
-    app.conf.broker_url, app.conf.task_always_eager = saved
 
 
 def test_publish_in_the_background_with_the_broker_down_says_so(admin_client_, celery_app):
@@ -566,20 +558,27 @@ def test_a_bonus_is_paid_as_typed_or_refused_naming_what_is_wrong(admin_client_)
 
 
 @pytest.mark.reliability
-def test_unblock_on_the_provider_that_fails_names_the_worker_and_changes_nothing(admin_client_):
+def test_unblock_on_the_provider_that_fails_names_the_worker_and_changes_nothing(admin_client_,
+                                                                              celery_app):
     """A provider that cannot be reached (no credentials) was a 500 for the whole selection;
-    the block action already reported each failure. Nothing changes for the failed worker."""
+    the block action already reported each failure. Nothing changes for the failed worker; its
+    call, queued and made in the background, names it and the provider's error."""
     from unittest import mock
 
+    from annotation.models import ProviderCall, ProviderCallStatus
     from annotation.providers.mturk import MTurkProvider
 
+    celery_app.conf.task_always_eager = True
     worker = make_worker(provider="mturk", external_id="A2WORKER", status=WorkerStatus.BLOCKED,
                          blocked_reason="fraud")
     with mock.patch.object(MTurkProvider, "unblock",
                            side_effect=RuntimeError("Unable to locate credentials")):
         response = act(admin_client_, "worker", "unblock_on_provider", [worker.pk])
     assert response.status_code == 200
-    assert any("A2WORKER" in m and "Unable to locate credentials" in m
+    assert any("Queued the provider's unblocks of 1 worker(s)" in m
                for m in messages_of(response)), messages_of(response)
+    call = ProviderCall.objects.get(worker=worker, operation="UnblockWorker")
+    assert call.status == ProviderCallStatus.FAILED
+    assert call.error == "RuntimeError: Unable to locate credentials"
     worker.refresh_from_db()
     assert (worker.status, worker.blocked_reason) == (WorkerStatus.BLOCKED, "fraud")
