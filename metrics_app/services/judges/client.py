@@ -240,6 +240,7 @@ class ChatClient:
             allowed_networks = private_networks(getattr(settings, SETTING, ""))
         key = api_key(api_key_env)
         self._key = key
+        self._key_forms = _escaped_forms(key) if key else ()
         headers = {"Authorization": f"Bearer {key}"} if key else {}
         # The path goes before a query the base URL carries (Azure's ?api-version=...): it was
         # appended after it, and every request went to a URL no endpoint serves.
@@ -297,11 +298,16 @@ class ChatClient:
             else:
                 if status == 200:
                     try:
-                        return _answer(data, retries=attempt)
+                        answer = _answer(data, retries=attempt)
                     except _BrokenBody as exc:
                         # The endpoint's fault (a cut connection, a proxy's error page), not
                         # the model's answer: asked again like a 5xx, never stored as one.
-                        last = str(exc)
+                        last = self.redact(str(exc))
+                    else:
+                        # The key JSON-escaped in the body ("\u0073k-...", "ab\/cd") is the
+                        # key again once decoded: the stored answer never holds it.
+                        answer.text = self.redact(answer.text)
+                        return answer
                 elif 300 <= status < 400:
                     where = self.redact(headers.get("location") or "nowhere named")
                     raise EndpointError(
@@ -309,7 +315,7 @@ class ChatClient:
                         "followed (the request and its key would go to another address): "
                         "set the judge's base_url to the endpoint itself", fatal=True)
                 else:
-                    last = f"HTTP {status}: {data.decode('utf-8', errors='replace')[:200]}"
+                    last = f"HTTP {status}: {self.redact(_body_text(data))[:200]}"
                     if status not in self.retry.retried_statuses:
                         raise EndpointError(last, fatal=status in (401, 403, 404))
                     retry_after = headers.get("retry-after")
@@ -345,10 +351,10 @@ class ChatClient:
                                     f"({size} bytes so far)")
                 chunks.append(chunk)
             data = b"".join(chunks)
-            if self._key:
+            for form in self._key_forms:
                 # Whatever is kept of the body (an error's text, a stored answer) never holds
-                # the key, whole or cut short.
-                data = data.replace(self._key.encode(), REDACTED.encode())
+                # the key, whole or cut short, as written or JSON-escaped.
+                data = data.replace(form, REDACTED.encode())
             return response.status_code, response.headers, data
 
     def redact(self, text: str) -> str:
@@ -363,6 +369,23 @@ class ChatClient:
             stop.wait(seconds)
         else:
             self.retry.sleep(seconds)
+
+
+def _escaped_forms(key: str) -> tuple[bytes, ...]:
+    """The key as a body may spell it: as is, JSON-escaped (a quote or a backslash; PHP's
+    "\\/"), or every character a \\u escape."""
+    forms = {key, json.dumps(key)[1:-1], json.dumps(key)[1:-1].replace("/", "\\/"),
+             "".join(f"\\u{ord(char):04x}" for char in key)}
+    return tuple(sorted((form.encode() for form in forms), key=len, reverse=True))
+
+
+def _body_text(data: bytes) -> str:
+    """An error body as text to show: a JSON body decoded (its escapes read, so the key
+    spelt in escapes is redacted as the key), else the bytes as UTF-8."""
+    try:
+        return json.dumps(json.loads(data), ensure_ascii=False)
+    except (ValueError, RecursionError):
+        return data.decode("utf-8", errors="replace")
 
 
 class _BrokenBody(Exception):

@@ -790,3 +790,34 @@ def test_a_judges_requests_are_read_in_the_same_few_queries_for_any_number_of_it
     with django_assert_max_num_queries(3):
         requests = judge_requests(project, version)
     assert len(requests) == 60
+
+
+@pytest.mark.reliability
+@pytest.mark.parametrize("status", [200, 500])
+def test_a_key_the_endpoint_echoes_json_escaped_is_never_stored_nor_shown(monkeypatch, status):
+    """An endpoint (or a proxy) quoting the key in a JSON string may escape it ("\\/",
+    "\\u0073..."): the raw bytes then did not hold the key, and the decoded answer stored on the
+    verdict (or the error stored on the job) did."""
+    project = _likert_project(2)
+    key = "sk-echo/0123456789"
+    monkeypatch.setenv("QAJ_TEST_JUDGE_KEY", key)
+    mixed = b"s\\u006b-echo\\/0123456789"  # one letter escaped, the slash PHP's way
+
+    class EchoesTheKey(FakeChatServer):
+        def _complete(self, body):
+            super()._complete(body)
+            if status == 500:
+                return 500, b'{"error": {"message": "bad key ' + mixed + b'"}}', {}
+            return 200, (b'{"choices": [{"message": {"content": "You sent ' + mixed +
+                         b'.\\nScore: 5"}, "finish_reason": "stop"}], "usage": '
+                         b'{"prompt_tokens": 3, "completion_tokens": 3}}'), {}
+
+    with EchoesTheKey(api_key=key) as server:
+        version = _judge(server, api_key_env="QAJ_TEST_JUDGE_KEY")
+        detail = judge_project(project=project, version=version, concurrency=1, retry=FAST)
+    stored = [value for row in JudgeVerdict.objects.filter(judge_version=version)
+              for value in (row.raw, row.reasoning)]
+    assert (detail["calls"], detail["failed"]) == ((2, 0) if status == 200 else (0, 2))
+    assert any("[api key]" in text for text in stored + detail["errors"])
+    for text in stored + detail["errors"]:
+        assert "0123456789" not in text
