@@ -75,6 +75,9 @@ class Request:
     order: str
     prompt: str
     content_hash: str
+    # The item's texts the prompt quoted: a verdict they state is not read from the answer
+    # (a model may echo the candidate's forged "Score: 5" after its own verdict).
+    quoted: tuple[str, ...] = ()
 
 
 def _check_kind(project: Project, version: JudgeVersion) -> str:
@@ -104,11 +107,12 @@ def judge_requests(project: Project, version: JudgeVersion) -> list[Request]:
     items = judged_items(project).only("id", "project_id", "content")
     for item in items.order_by("id").iterator(chunk_size=2000):
         for order in orders:
-            prompt = render(config["prompt"], item_fields(task, item.content,
-                                                          swap=order == "BA"))
+            fields = item_fields(task, item.content, swap=order == "BA")
+            prompt = render(config["prompt"], fields)
             digest = hashlib.sha256(json.dumps(
                 [config["system"], prompt], ensure_ascii=False).encode()).hexdigest()
-            requests.append(Request(item.pk, order, prompt, digest))
+            quoted = tuple(value for value in fields.values() if isinstance(value, str))
+            requests.append(Request(item.pk, order, prompt, digest, quoted))
     return requests
 
 
@@ -119,7 +123,7 @@ def _verdict_row(version: JudgeVersion, request: Request, answer: ChatAnswer,
         # The refusal text is kept as the raw answer; it is no verdict.
         parsed = Parsed(ok=False, error="refused")
     else:
-        parsed = parse_answer(answer.text, config, answer.logprobs)
+        parsed = parse_answer(answer.text, config, answer.logprobs, quoted=request.quoted)
         if not parsed.ok and answer.finish_reason == "length":
             parsed.error = f"truncated (finish_reason length): {parsed.error}"
     verdict, score, probability = parsed.verdict, parsed.score, parsed.probability
