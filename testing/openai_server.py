@@ -350,6 +350,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--malformed", type=float, default=0.0)
     parser.add_argument("--truncated", type=float, default=0.0)
     parser.add_argument("--errors", type=float, default=0.0, help="share of 500 answers")
+    parser.add_argument("--broken", type=float, default=0.0,
+                        help="share of 200 answers whose body is cut short (not JSON)")
     parser.add_argument("--no-logprobs", action="store_true")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--echo", choices=ECHOES, default=None,
@@ -357,7 +359,8 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     server = FakeChatServer(latency=args.latency, api_key=args.api_key,
                             malformed_rate=args.malformed, truncated_rate=args.truncated,
-                            error_rate=args.errors, logprobs=not args.no_logprobs,
+                            error_rate=args.errors, broken_body_rate=args.broken,
+                            logprobs=not args.no_logprobs,
                             seed=args.seed, port=args.port, echo=args.echo)
     print(server.url, flush=True)
     try:
