@@ -125,24 +125,26 @@ def validate_config(config: dict) -> dict:
     for key in ("base_url", "model"):
         if not isinstance(out.get(key), str) or not out[key].strip():
             raise JudgeConfigError(f"{key}: required (a non-empty string)")
+    # Shown in every message with its credentials blanked: a URL refused for another reason
+    # ("ftp://user:sk-...@host", a space, a port out of range) was echoed whole, key and all.
+    shown = url_redacted(out["base_url"])
     if not out["base_url"].startswith(("http://", "https://")):
-        raise JudgeConfigError(f"base_url: {out['base_url']!r} is not an http(s) URL")
-    from urllib.parse import parse_qs, urlsplit
+        raise JudgeConfigError(f"base_url: {shown!r} is not an http(s) URL")
+    from urllib.parse import urlsplit
 
     try:
         parts = urlsplit(out["base_url"])
         parts.port  # noqa: B018 - raises ValueError when out of range
     except ValueError as exc:
-        raise JudgeConfigError(f"base_url: {out['base_url']!r} is no URL ({exc})") from None
+        raise JudgeConfigError(f"base_url: {shown!r} is no URL "
+                               f"({url_redacted(str(exc))})") from None
     if not parts.hostname or re.search(r"\s", out["base_url"]) or parts.fragment:
         # "http://" has no host, "http://ho st/v1" or a trailing newline no request can be
         # sent to: every request of the run failed after its retries.
-        raise JudgeConfigError(f"base_url: {out['base_url']!r} is no endpoint URL (a host, "
+        raise JudgeConfigError(f"base_url: {shown!r} is no endpoint URL (a host, "
                                "no spaces, no #fragment)")
-    if parts.username or parts.password or any(
-            "key" in name.lower() or "token" in name.lower() for name in parse_qs(parts.query)):
-        raise JudgeConfigError("base_url: carries credentials; name the key's environment "
-                               "variable in api_key_env instead (configs are stored)")
+    if error := base_url_credentials_error(out["base_url"]):
+        raise JudgeConfigError(error)
     env = out.setdefault("api_key_env", "")
     if env and (not isinstance(env, str) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", env)
                 or _looks_like_a_key(env)):
@@ -282,6 +284,45 @@ APP_SECRET_VARIABLES = frozenset({
     "DJANGO_SECRET_KEY", "DATABASE_URL", "CELERY_BROKER_URL", "CELERY_RESULT_BACKEND",
     "REDIS_URL", "QAJ_CACHE_URL", "PROLIFIC_API_TOKEN", "AWS_ACCESS_KEY_ID",
     "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "PGPASSWORD"})
+
+
+# Query parameters that carry a credential: any name holding one of the words, or one of the
+# names (Azure Functions' ?code=, a signed URL's ?sig=).
+_CREDENTIAL_WORDS = ("key", "token", "secret", "password", "passwd", "credential")
+_CREDENTIAL_NAMES = ("code", "sig", "signature", "auth", "pwd", "pass")
+_USERINFO = re.compile(r"(?<=//)[^/?#@\s]*@")
+_QUERY_VALUE = re.compile(r"(?<=[?&;])([^=&;#\s]*)=([^&;#\s]*)")
+
+
+def _credential_name(name: str) -> bool:
+    lowered = name.lower()
+    return lowered in _CREDENTIAL_NAMES or any(word in lowered for word in _CREDENTIAL_WORDS)
+
+
+def base_url_credentials_error(url: str) -> str | None:
+    """Why `url` may not be a judge's base_url because it carries a credential (user:password@,
+    ?api_key=...), or None. Checked when the judge is made and again when a stored one runs
+    (a version stored before the rule)."""
+    if _USERINFO.search(url) or any(_credential_name(match.group(1))
+                                    for match in _QUERY_VALUE.finditer(url)):
+        return ("base_url: carries credentials; name the key's environment variable in "
+                "api_key_env instead (configs are stored; the URL is not shown)")
+    return None
+
+
+def url_redacted(url: str) -> str:
+    """`url` to show: its userinfo and its credential query values blanked
+    ("https://[credentials]@host/v1?api_key=[redacted]"), whether or not it parses."""
+    url = _USERINFO.sub("[credentials]@", url)
+    return _QUERY_VALUE.sub(lambda match: f"{match.group(1)}=[redacted]"
+                            if _credential_name(match.group(1)) else match.group(0), url)
+
+
+def config_shown(config: dict) -> dict:
+    """A judge version's config as pages show it: its base_url through `url_redacted`."""
+    if isinstance(config, dict) and isinstance(config.get("base_url"), str):
+        return {**config, "base_url": url_redacted(config["base_url"])}
+    return config
 
 
 def api_key_env_error(env: str) -> str | None:

@@ -38,7 +38,7 @@ import httpx
 
 from core.json_limits import lone_surrogates_replaced
 
-from ...domain.judge_prompts import api_key_env_error
+from ...domain.judge_prompts import api_key_env_error, base_url_credentials_error, url_redacted
 
 # One INFO line per request from httpx would drown a 5,000-item run's log.
 logging.getLogger("httpx").setLevel(logging.WARNING)
@@ -249,6 +249,10 @@ class ChatClient:
             from django.conf import settings
 
             allowed_networks = private_networks(getattr(settings, SETTING, ""))
+        if error := base_url_credentials_error(base_url):
+            # A version stored before such URLs were refused: not sent (httpx would send the
+            # userinfo as a Basic header to wherever the URL points) nor shown.
+            raise EndpointError(error, fatal=True)
         key = api_key(api_key_env)
         self._key = key
         self._key_forms = _escaped_forms(key) if key else ()
@@ -259,7 +263,7 @@ class ChatClient:
             base = httpx.URL(base_url)
         except httpx.InvalidURL as exc:
             # "http://0251.0376.0251.0376/v1" passes the config's URL check, not httpx's.
-            raise EndpointError(f"base_url: {exc}", fatal=True) from None
+            raise EndpointError(f"base_url: {url_redacted(str(exc))}", fatal=True) from None
         self.url = base.copy_with(path=base.path.rstrip("/") + "/chat/completions")
         self.model = model
         self.retry = retry or RetryPolicy()

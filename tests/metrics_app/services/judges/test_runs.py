@@ -883,3 +883,27 @@ def test_an_answer_cut_by_max_tokens_gives_no_verdict_even_when_a_line_reads_as_
     assert not row.parsed and row.verdict == "" and row.score is None
     assert row.reasoning.startswith("truncated (finish_reason length) before the answer ended")
 
+
+@pytest.mark.reliability
+def test_a_stored_version_whose_base_url_carries_credentials_is_not_run_nor_shown(client):
+    """A version stored before such URLs were refused: the run sent the userinfo to the
+    endpoint as a Basic header, and the admin showed the key in the version's config."""
+    from metrics_app.models import Judge, JudgeVersion
+
+    project = _likert_project(2)
+    with FakeChatServer() as server:
+        url = server.url.replace("http://", "http://user:sk-stored-4242@")
+        config = {**_judge(server).config, "base_url": url}
+        judge = Judge.objects.create(name="legacy", kind="llm")
+        version = JudgeVersion.objects.create(judge=judge, version="1", config=config,
+                                              config_hash="legacy")
+        with pytest.raises(EndpointError) as refused:
+            judge_project(project=project, version=version, retry=FAST)
+        assert server.stats["requests"] == 0
+    assert refused.value.fatal and "credentials" in str(refused.value)
+    assert "sk-stored-4242" not in str(refused.value)
+    client.force_login(make_user("judge-admin", staff=True, superuser=True))
+    page = client.get(f"/admin/metrics_app/judgeversion/{version.pk}/change/")
+    assert page.status_code == 200
+    assert "[credentials]@127.0.0.1" in page.content.decode()
+    assert "sk-stored-4242" not in page.content.decode()
