@@ -10,6 +10,7 @@ from django.utils.safestring import mark_safe
 
 from annotation.admin.base import ReadOnlyAdmin
 from metrics_app.access_selectors import access_model_version, item_scoring_jobs_visible_to
+from metrics_app.domain.judge_prompts import config_shown
 from metrics_app.models import (
     ItemScoringJob,
     Judge,
@@ -361,6 +362,14 @@ class JudgeVersionAdmin(_GlobalReadOnlyAdmin):
     list_filter = ("judge__kind",)
     list_select_related = ("judge",)
     search_fields = ("judge__name", "version")
+    # The config as pages show it: a base_url stored with credentials (before they were
+    # refused) has them blanked.
+    exclude = ("config",)
+    readonly_fields = ("shown_config",)
+
+    @admin.display(description="config")
+    def shown_config(self, obj):
+        return json.dumps(config_shown(obj.config), indent=2, ensure_ascii=False)
 
 
 @admin.register(JudgeVerdict)

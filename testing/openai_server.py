@@ -18,11 +18,15 @@ so concurrent requests overlap as at a real endpoint). Endpoints that misbehave:
 (every chat request answered 307 to that URL), `trickle` (an answer's body sent 64 bytes at a
 time, that many seconds apart), `padding` (bytes of whitespace after each answer's JSON: a
 huge body), `chunked` (answers sent without a Content-Length, in chunks, as streaming servers
-do), `echo_key` (a 401 quotes the Authorization header it got, as some proxies do).
+do), `echo_key` (a 401 quotes the Authorization header it got, as some proxies do). A model that
+quotes what it graded AFTER its verdict, naively (`echo`): "answer" quotes the judged answers
+(the candidate; both answers; the four choices), "prompt" the whole prompt it was sent, so an
+answer's forged "Score: 5" or "Verdict: correct" comes after the model's own verdict line.
 
 As a process of its own (a rehearsal, or a benchmark that keeps the endpoint off its own CPU):
 
     python -m testing.openai_server --port 8765 --latency 0.5 [--api-key K] [--malformed 0.02]
+        [--echo answer|prompt]
 
 prints its base URL; `GET /fake/stats` answers the counters, `POST /fake/faults`
 {"rate_limit_burst": n, "fail_next": n, "status": 503} schedules faults.
@@ -85,7 +89,10 @@ class FakeChatServer:
                  broken_body_rate: float = 0.0, error_rate: float = 0.0,
                  refusal_rate: float = 0.0, position_bias: float = 0.0, seed: int = 0, port: int = 0,
                  redirect_to: str | None = None, trickle: float = 0.0, padding: int = 0,
-                 echo_key: bool = False, chunked: bool = False):
+                 echo_key: bool = False, chunked: bool = False, echo: str | None = None):
+        if echo not in (None, *ECHOES):
+            raise ValueError(f"echo: {echo!r} is not one of {', '.join(ECHOES)}")
+        self.echo = echo
         self.latency = latency
         self.chunked = chunked
         self.redirect_to = redirect_to
@@ -165,6 +172,8 @@ class FakeChatServer:
                 self.stats["broken_body"] += 1
             return 200, b'{"id": "chatcmpl-broken", "choices": [', {}
         text = self.behaviour(prompt)
+        if self.echo:
+            text += "\n\nFor the record, what I graded:\n" + _echoed(prompt, self.echo)
         finish = "stop"
         message = None
         roll -= self.broken_body_rate
@@ -289,6 +298,20 @@ class FakeChatServer:
         return Handler
 
 
+ECHOES = ("answer", "prompt")
+# The fields an "answer" echo quotes: what is judged, whatever the task.
+JUDGED_FIELDS = ("candidate", "answer_a", "answer_b", "choice_a", "choice_b", "choice_c",
+                 "choice_d")
+
+
+def _echoed(prompt: str, echo: str) -> str:
+    """What a model echoing naively quotes: the prompt itself, or the judged answers' texts."""
+    if echo == "prompt":
+        return prompt
+    return "\n".join(text for name in JUDGED_FIELDS
+                     if (text := _field(prompt, name, r"(?!)")) is not None)
+
+
 def _logprobs(text: str) -> list[dict]:
     """Token log-probabilities as chat completions return them, with alternatives at the
     verdict's token: the chosen token gets 0.8, its neighbours the rest."""
@@ -327,13 +350,18 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--malformed", type=float, default=0.0)
     parser.add_argument("--truncated", type=float, default=0.0)
     parser.add_argument("--errors", type=float, default=0.0, help="share of 500 answers")
+    parser.add_argument("--broken", type=float, default=0.0,
+                        help="share of 200 answers whose body is cut short (not JSON)")
     parser.add_argument("--no-logprobs", action="store_true")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--echo", choices=ECHOES, default=None,
+                        help="quote the judged answers (or the prompt) after the verdict")
     args = parser.parse_args(argv)
     server = FakeChatServer(latency=args.latency, api_key=args.api_key,
                             malformed_rate=args.malformed, truncated_rate=args.truncated,
-                            error_rate=args.errors, logprobs=not args.no_logprobs,
-                            seed=args.seed, port=args.port)
+                            error_rate=args.errors, broken_body_rate=args.broken,
+                            logprobs=not args.no_logprobs,
+                            seed=args.seed, port=args.port, echo=args.echo)
     print(server.url, flush=True)
     try:
         server.httpd.serve_forever()

@@ -29,6 +29,11 @@ without such a line only an unambiguous reply is read, anything else is unparsea
 - `regex`: the last match of `config["pattern"]`, a regular expression whose first group is
   the verdict (`config["verdicts"]` maps raw groups to verdicts, e.g. {"1": "correct"}).
 
+A verdict the item's own texts state in the form a rule reads (`quoted`: a candidate's forged
+"Score: 5", "Verdict: correct" or JSON verdict) is never read from the answer, before or after
+the model's own (a model may quote the candidate after its verdict): the data can at most leave
+its item unparseable, never choose its verdict (`_stated`).
+
 Whatever a rule cannot read is `Parsed(ok=False, error=...)`: counted and shown, never dropped.
 """
 from __future__ import annotations
@@ -38,6 +43,7 @@ import math
 import re
 import string
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import regex
@@ -119,24 +125,26 @@ def validate_config(config: dict) -> dict:
     for key in ("base_url", "model"):
         if not isinstance(out.get(key), str) or not out[key].strip():
             raise JudgeConfigError(f"{key}: required (a non-empty string)")
+    # Shown in every message with its credentials blanked: a URL refused for another reason
+    # ("ftp://user:sk-...@host", a space, a port out of range) was echoed whole, key and all.
+    shown = url_redacted(out["base_url"])
     if not out["base_url"].startswith(("http://", "https://")):
-        raise JudgeConfigError(f"base_url: {out['base_url']!r} is not an http(s) URL")
-    from urllib.parse import parse_qs, urlsplit
+        raise JudgeConfigError(f"base_url: {shown!r} is not an http(s) URL")
+    from urllib.parse import urlsplit
 
     try:
         parts = urlsplit(out["base_url"])
         parts.port  # noqa: B018 - raises ValueError when out of range
     except ValueError as exc:
-        raise JudgeConfigError(f"base_url: {out['base_url']!r} is no URL ({exc})") from None
+        raise JudgeConfigError(f"base_url: {shown!r} is no URL "
+                               f"({url_redacted(str(exc))})") from None
     if not parts.hostname or re.search(r"\s", out["base_url"]) or parts.fragment:
         # "http://" has no host, "http://ho st/v1" or a trailing newline no request can be
         # sent to: every request of the run failed after its retries.
-        raise JudgeConfigError(f"base_url: {out['base_url']!r} is no endpoint URL (a host, "
+        raise JudgeConfigError(f"base_url: {shown!r} is no endpoint URL (a host, "
                                "no spaces, no #fragment)")
-    if parts.username or parts.password or any(
-            "key" in name.lower() or "token" in name.lower() for name in parse_qs(parts.query)):
-        raise JudgeConfigError("base_url: carries credentials; name the key's environment "
-                               "variable in api_key_env instead (configs are stored)")
+    if error := base_url_credentials_error(out["base_url"]):
+        raise JudgeConfigError(error)
     env = out.setdefault("api_key_env", "")
     if env and (not isinstance(env, str) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", env)
                 or _looks_like_a_key(env)):
@@ -278,6 +286,45 @@ APP_SECRET_VARIABLES = frozenset({
     "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "PGPASSWORD"})
 
 
+# Query parameters that carry a credential: any name holding one of the words, or one of the
+# names (Azure Functions' ?code=, a signed URL's ?sig=).
+_CREDENTIAL_WORDS = ("key", "token", "secret", "password", "passwd", "credential")
+_CREDENTIAL_NAMES = ("code", "sig", "signature", "auth", "pwd", "pass")
+_USERINFO = re.compile(r"(?<=//)[^/?#@\s]*@")
+_QUERY_VALUE = re.compile(r"(?<=[?&;])([^=&;#\s]*)=([^&;#\s]*)")
+
+
+def _credential_name(name: str) -> bool:
+    lowered = name.lower()
+    return lowered in _CREDENTIAL_NAMES or any(word in lowered for word in _CREDENTIAL_WORDS)
+
+
+def base_url_credentials_error(url: str) -> str | None:
+    """Why `url` may not be a judge's base_url because it carries a credential (user:password@,
+    ?api_key=...), or None. Checked when the judge is made and again when a stored one runs
+    (a version stored before the rule)."""
+    if _USERINFO.search(url) or any(_credential_name(match.group(1))
+                                    for match in _QUERY_VALUE.finditer(url)):
+        return ("base_url: carries credentials; name the key's environment variable in "
+                "api_key_env instead (configs are stored; the URL is not shown)")
+    return None
+
+
+def url_redacted(url: str) -> str:
+    """`url` to show: its userinfo and its credential query values blanked
+    ("https://[credentials]@host/v1?api_key=[redacted]"), whether or not it parses."""
+    url = _USERINFO.sub("[credentials]@", url)
+    return _QUERY_VALUE.sub(lambda match: f"{match.group(1)}=[redacted]"
+                            if _credential_name(match.group(1)) else match.group(0), url)
+
+
+def config_shown(config: dict) -> dict:
+    """A judge version's config as pages show it: its base_url through `url_redacted`."""
+    if isinstance(config, dict) and isinstance(config.get("base_url"), str):
+        return {**config, "base_url": url_redacted(config["base_url"])}
+    return config
+
+
 def api_key_env_error(env: str) -> str | None:
     """Why a judge may not read its key from `env`, or None: the app's own secrets
     (`APP_SECRET_VARIABLES`). Checked when the judge is made and again when its key is read
@@ -345,8 +392,7 @@ def fence_tags_seen(text: str) -> list[str]:
     """The field tags a model reading `text` would see (after NFKC, invisible characters
     left out), in order: what a prompt's fences must be, each once."""
     return [match.group(0).lower().replace(" ", "")
-            for match in FENCE_TAG.finditer(_INVISIBLE.sub("", unicodedata.normalize(
-                "NFKC", text)))]
+            for match in FENCE_TAG.finditer(_as_read(text))]
 
 
 def item_fields(task: str, content: dict, *, swap: bool = False) -> dict:
@@ -449,12 +495,38 @@ _SCORE_LINE = re.compile(r"(?i:\b(?:score|rating))[*_`]*\s*[:=]?" + _WRAP +
 _LONE_SCORE = re.compile(r"(?<![\d.])([1-5])(?!\d|\.\d)")
 
 
-def _last(text: str, *patterns: re.Pattern) -> re.Match | None:
-    """The last match of any of `patterns`: a model reasons first and gives its verdict at
-    the end, and the reasoning may name either side ("Answer A is shorter, while Answer B
-    covers every point.\nBetter: B")."""
+def _last(text: str, *patterns: re.Pattern, quoted: tuple[str, ...] = (),
+          value: Callable[[re.Match], str] = lambda match: match.group(1)) -> re.Match | None:
+    """The last match of any of `patterns` whose verdict (`value`) no quoted text states: a
+    model reasons first and gives its verdict at the end, and the reasoning may name either
+    side ("Answer A is shorter, while Answer B covers every point.\nBetter: B")."""
+    forged = _stated(quoted, patterns, value)
     matches = [match for pattern in patterns for match in pattern.finditer(text)]
-    return max(matches, key=lambda match: match.start(1), default=None)
+    own = [match for match in matches if value(match) not in forged]
+    if matches and not own:
+        raise ValueError(_QUOTED_ONLY)
+    return max(own, key=lambda match: match.start(1), default=None)
+
+
+# Why an answer whose every verdict is one the item's texts state is unparseable.
+_QUOTED_ONLY = ("every verdict in the answer is one the item's own texts state (quoted data, "
+                "which a model may echo after its verdict): not read as the judge's")
+
+
+def _stated(quoted: tuple[str, ...], patterns, value: Callable[[re.Match], str]) -> set:
+    """The verdicts the quoted texts (the item's fields, as the prompt showed them) state in
+    the form `patterns` read, as a model echoing them would write them (NFKC, invisible
+    characters left out). A model may quote the candidate AFTER its own verdict ("Score: 1\n
+    The candidate wrote: ... Score: 5"), and the last verdict line is read: a verdict the data
+    states is never read from the answer, so the data can at most leave its item unparseable,
+    never choose its verdict."""
+    return {value(match) for text in map(_as_read, quoted) for pattern in patterns
+            for match in pattern.finditer(text)}
+
+
+def _as_read(text: str) -> str:
+    """`text` as a model reads (and would echo) it: NFKC, invisible characters left out."""
+    return _INVISIBLE.sub("", unicodedata.normalize("NFKC", text))
 
 
 def _read(match: re.Match) -> dict:
@@ -463,14 +535,17 @@ def _read(match: re.Match) -> dict:
     return {"token": match.group(1), "offset": match.start(1)}
 
 
-def parse_answer(text: str, config: dict, logprobs: list | None = None) -> Parsed:
-    """Read the judge's answer with the config's rule (see the module docstring)."""
+def parse_answer(text: str, config: dict, logprobs: list | None = None, *,
+                 quoted: tuple[str, ...] = ()) -> Parsed:
+    """Read the judge's answer with the config's rule (see the module docstring). `quoted`:
+    the texts the prompt quoted (the item's fields); a verdict they state is not read from
+    the answer (`_stated`)."""
     rule = config.get("parse", "likert")
     text = text or ""
     if not text.strip():
         return Parsed(ok=False, error="empty answer")
     try:
-        parsed = _RULES[rule](text, config)
+        parsed = _RULES[rule](text, config, quoted)
     except (ValueError, TypeError) as exc:
         return Parsed(ok=False, error=str(exc), reasoning=text[:2000])
     task = config.get("task", TaskKind.LIKERT)
@@ -490,14 +565,17 @@ def parse_answer(text: str, config: dict, logprobs: list | None = None) -> Parse
     return parsed
 
 
-def _likert(text: str, config: dict) -> Parsed:
-    match = _last(text, _SCORE_LINE)
+def _likert(text: str, config: dict, quoted: tuple[str, ...]) -> Parsed:
+    match = _last(text, _SCORE_LINE, quoted=quoted)
     if not match:
         # No "Score: N" line: a reply with one number 1-5 ("I'd give it a 3.") says it; one
-        # with several ("names 2 of the 3 cities") does not say which is the score.
-        lone = list(_LONE_SCORE.finditer(text))
+        # with several ("names 2 of the 3 cities") does not say which is the score. A number
+        # the item's texts hold may be the model quoting them ("it wrote '5 sides'").
+        forged = _stated(quoted, (_LONE_SCORE,), lambda found: found.group(1))
+        every = list(_LONE_SCORE.finditer(text))
+        lone = [found for found in every if found.group(1) not in forged]
         if not lone:
-            raise ValueError("no score 1-5 found")
+            raise ValueError(_QUOTED_ONLY if every else "no score 1-5 found")
         if len({found.group(1) for found in lone}) > 1:
             raise ValueError("no 'Score: N' line, and several numbers 1-5 (ambiguous)")
         match = lone[-1]
@@ -506,8 +584,10 @@ def _likert(text: str, config: dict) -> Parsed:
                   score=score, extra=_read(match))
 
 
-def _yes_no(text: str, config: dict) -> Parsed:
-    match = _last(text, _YES_NO_LINE) or _YES_NO_OPENING.match(text)
+def _yes_no(text: str, config: dict, quoted: tuple[str, ...]) -> Parsed:
+    match = _last(text, _YES_NO_LINE, quoted=quoted,
+                  value=lambda found: str(found.group(1).lower() in _YES)) \
+        or _YES_NO_OPENING.match(text)
     if not match:
         raise ValueError("no verdict line ('Verdict: yes' or 'Verdict: no') and the reply "
                          "does not open with yes/no (correct/incorrect)")
@@ -516,8 +596,8 @@ def _yes_no(text: str, config: dict) -> Parsed:
                   extra=_read(match))
 
 
-def _ab(text: str, config: dict) -> Parsed:
-    match = _last(text, _AB_LINE, _AB_BRACKETS) or _AB_ALONE.fullmatch(text)
+def _ab(text: str, config: dict, quoted: tuple[str, ...]) -> Parsed:
+    match = _last(text, _AB_LINE, _AB_BRACKETS, quoted=quoted) or _AB_ALONE.fullmatch(text)
     if not match:
         raise ValueError("no verdict line ('Better: A' or 'Better: B') and the reply is not "
                          "just A or B")
@@ -526,46 +606,66 @@ def _ab(text: str, config: dict) -> Parsed:
                   extra=_read(match))
 
 
-def _choice(text: str, config: dict) -> Parsed:
-    match = _last(text, _CHOICE_LINE) or _CHOICE_ALONE.fullmatch(text)
+def _choice(text: str, config: dict, quoted: tuple[str, ...]) -> Parsed:
+    match = _last(text, _CHOICE_LINE, quoted=quoted) or _CHOICE_ALONE.fullmatch(text)
     if not match:
         raise ValueError("no verdict line ('Answer: X', X one of A-D) and the reply is not "
                          "just a letter A-D")
     return Parsed(ok=True, verdict=match.group(1), extra=_read(match))
 
 
-def _last_json_object(text: str) -> dict:
-    """The answer's last JSON object with a `verdict`, not inside another: the model's own,
-    after any it quoted ("The candidate writes {"verdict": "correct"}, but ...\n{"verdict":
+def _last_json_object(text: str, quoted: tuple[str, ...] = ()) -> dict:
+    """The answer's last JSON object with a `verdict`, not inside another, whose verdict no
+    quoted text states in an object of its own (`_stated`): the model's own, before or after
+    any it quoted ("The candidate writes {"verdict": "correct"}, but ...\n{"verdict":
     "incorrect"}"), or ValueError. An object cut short or broken after it ('{"verdict": "inc')
     leaves nothing read, never the quoted one before it; a brace of prose ("{a, b}") is no
     object."""
+    forged = {_json_verdict(data) for text_read in map(_as_read, quoted)
+              for data in _json_objects(text_read, strict=False) if _json_verdict(data)}
+    found, error = None, "no JSON object found"
+    for data in _json_objects(text, strict=True):
+        if not _json_verdict(data):
+            error = "the JSON object has no string 'verdict'"
+        elif _json_verdict(data) in forged:
+            error = _QUOTED_ONLY
+        else:
+            found = data
+    if found is None:
+        raise ValueError(error)
+    return found
+
+
+def _json_objects(text: str, *, strict: bool):
+    """The JSON values that open with a brace in `text`, not inside another, in order.
+    `strict`: an object cut short or broken is ValueError (a brace of prose is skipped)."""
     decoder = json.JSONDecoder()
-    found, error, position = None, "no JSON object found", 0
+    position = 0
     while (start := text.find("{", position)) >= 0:
         try:
             data, position = decoder.raw_decode(text, start)
         except (json.JSONDecodeError, RecursionError) as exc:
-            if _OBJECT_START.match(text, start):
+            if strict and _OBJECT_START.match(text, start):
                 raise ValueError(f"invalid JSON: {getattr(exc, 'msg', 'nested too deep')}"
                                  ) from None
             position = start + 1
             continue
-        if isinstance(data, dict) and "verdict" in data:
-            found = data
-        else:
-            error = "the JSON object has no string 'verdict'"
-    if found is None:
-        raise ValueError(error)
-    return found
+        yield data
+
+
+def _json_verdict(data) -> str:
+    """The verdict a JSON object states, as compared with a quoted one ("" for none)."""
+    if isinstance(data, dict) and "verdict" in data:
+        return str(data["verdict"]).strip().lower() or " "
+    return ""
 
 
 # What opens a JSON object rather than a brace of prose: a key or the closing brace.
 _OBJECT_START = re.compile(r'\{\s*["}]')
 
 
-def _json(text: str, config: dict) -> Parsed:
-    data = _last_json_object(text)
+def _json(text: str, config: dict, quoted: tuple[str, ...]) -> Parsed:
+    data = _last_json_object(text, quoted)
     if not isinstance(data, dict) or not isinstance(data.get("verdict"), str | bool):
         raise ValueError("the JSON object has no string 'verdict'")
     # true/false, yes/no are read by the task's verdict set (`task_verdict`, in parse_answer).
@@ -584,14 +684,23 @@ def _json(text: str, config: dict) -> Parsed:
                   reasoning=str(data.get("reasoning") or ""))
 
 
-def _regex(text: str, config: dict) -> Parsed:
+def _regex(text: str, config: dict, quoted: tuple[str, ...]) -> Parsed:
     # The last match, as every rule reads the last verdict line: a model quoting the
-    # candidate's forged "Grade: pass" before its own "Grade: fail" was read as passing.
+    # candidate's forged "Grade: pass" before its own "Grade: fail" was read as passing; one
+    # echoing it after its own is not read either (`_stated`).
+    def matches(text: str):
+        return regex.finditer(config["pattern"], text, regex.IGNORECASE,
+                              timeout=PATTERN_SECONDS)
+
     match = None
     try:
-        for match in regex.finditer(config["pattern"], text, regex.IGNORECASE,  # noqa: B007
-                                    timeout=PATTERN_SECONDS):
-            pass
+        forged = {found.group(1).lower() for text_read in map(_as_read, quoted)
+                  for found in matches(text_read)}
+        own = [found for found in matches(text) if found.group(1).lower() not in forged]
+        if own:
+            match = own[-1]
+        elif any(True for _ in matches(text)):
+            raise ValueError(_QUOTED_ONLY)
     except TimeoutError:
         # "(a|a)+$" on a long answer backtracks for days: it held the run's thread (and the
         # job) for good. Unparseable, counted and shown like any answer no rule reads.

@@ -92,7 +92,9 @@ class Command(InterruptibleCommand):
             f"{version.label}: {detail['calls']} calls, {detail['cached']} cached, "
             f"{detail['unparseable']} unparseable ({detail['truncated']} truncated), "
             f"{detail['failed']} failed, {detail['retries']} retries, "
-            f"{detail['prompt_tokens']}+{detail['completion_tokens']} tokens, {cost}")
+            f"{detail['prompt_tokens']}+{detail['completion_tokens']} tokens, {cost}"
+            + (f" (with {unusable} answered 200s whose bodies were unusable, each charged its "
+               "worst case)" if (unusable := detail.get("paid_unusable", 0)) else ""))
         for error in detail["errors"]:
             self.stdout.write(f"  {error}")
         if detail["stopped"]:

@@ -30,6 +30,7 @@ import re
 import socket
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import httpcore
@@ -37,7 +38,7 @@ import httpx
 
 from core.json_limits import lone_surrogates_replaced
 
-from ...domain.judge_prompts import api_key_env_error
+from ...domain.judge_prompts import api_key_env_error, base_url_credentials_error, url_redacted
 
 # One INFO line per request from httpx would drown a 5,000-item run's log.
 logging.getLogger("httpx").setLevel(logging.WARNING)
@@ -47,9 +48,11 @@ class EndpointError(Exception):
     """The endpoint could not answer this request (after retries, or a 4xx that retrying
     cannot fix); the message says what it answered."""
 
-    def __init__(self, message: str, *, fatal: bool = False):
+    def __init__(self, message: str, *, fatal: bool = False, paid_unusable: int = 0):
         super().__init__(message)
         self.fatal = fatal  # 401/403/404: every other request would fail the same way
+        # Attempts answered 200 whose body could not be used (`ChatAnswer.paid_unusable`).
+        self.paid_unusable = paid_unusable
 
 
 class AddressRefused(Exception):
@@ -59,6 +62,10 @@ class AddressRefused(Exception):
 class RequestStopped(Exception):
     """A request retrying was given up without asking again because its run was told to stop
     (its job cancelled: core/leases.py `JobCancelled`); not an endpoint failure."""
+
+    def __init__(self, message: str, *, paid_unusable: int = 0):
+        super().__init__(message)
+        self.paid_unusable = paid_unusable
 
 
 @dataclass
@@ -75,6 +82,10 @@ class ChatAnswer:
     # The body gave both token counts as non-negative integers; otherwise they read 0 and the
     # run charges the call its worst case (a budget must not trust what was not reported).
     usage_known: bool = True
+    # Earlier attempts answered 200 with a body that could not be used (cut short, not a chat
+    # completion, too slow): the endpoint ran the model for them, so the run charges each its
+    # worst case.
+    paid_unusable: int = 0
 
 
 @dataclass
@@ -238,8 +249,13 @@ class ChatClient:
             from django.conf import settings
 
             allowed_networks = private_networks(getattr(settings, SETTING, ""))
+        if error := base_url_credentials_error(base_url):
+            # A version stored before such URLs were refused: not sent (httpx would send the
+            # userinfo as a Basic header to wherever the URL points) nor shown.
+            raise EndpointError(error, fatal=True)
         key = api_key(api_key_env)
         self._key = key
+        self._key_forms = _escaped_forms(key) if key else ()
         headers = {"Authorization": f"Bearer {key}"} if key else {}
         # The path goes before a query the base URL carries (Azure's ?api-version=...): it was
         # appended after it, and every request went to a URL no endpoint serves.
@@ -247,7 +263,7 @@ class ChatClient:
             base = httpx.URL(base_url)
         except httpx.InvalidURL as exc:
             # "http://0251.0376.0251.0376/v1" passes the config's URL check, not httpx's.
-            raise EndpointError(f"base_url: {exc}", fatal=True) from None
+            raise EndpointError(f"base_url: {url_redacted(str(exc))}", fatal=True) from None
         self.url = base.copy_with(path=base.path.rstrip("/") + "/chat/completions")
         self.model = model
         self.retry = retry or RetryPolicy()
@@ -269,10 +285,13 @@ class ChatClient:
         self.close()
 
     def complete(self, *, system: str, prompt: str, temperature: float, max_tokens: int,
-                 logprobs: bool, stop: threading.Event | None = None) -> ChatAnswer:
+                 logprobs: bool, stop: threading.Event | None = None,
+                 pay_again: Callable[[], bool] | None = None) -> ChatAnswer:
         """One chat completion, retried as the policy says. `stop` set (the run's job was
         cancelled) ends the retries: no new request, each one paid for, is sent after it;
-        RequestStopped instead."""
+        RequestStopped instead. A 200 whose body cannot be used was paid for (counted in
+        `paid_unusable` of the answer or the error); it is asked again only when `pay_again()`
+        says the budget covers another paid answer (it reserves it)."""
         body = {"model": self.model, "temperature": temperature, "max_tokens": max_tokens,
                 "messages": [{"role": "system", "content": system},
                              {"role": "user", "content": prompt}]}
@@ -280,28 +299,39 @@ class ChatClient:
             body.update(logprobs=True, top_logprobs=5)
         limit = BODY_BYTES_BASE + BODY_BYTES_PER_TOKEN * max_tokens
         last = ""
+        paid_unusable = 0
         for attempt in range(self.retry.attempts):
             retry_after = None
+            paid_now = False
             try:
                 status, headers, data = self._post(body, limit)
             except (httpx.RequestError, _SlowBody) as exc:
                 # Timeouts, dropped connections, and a body that does not decode as its
                 # Content-Encoding says (DecodingError, no TransportError: it failed the run).
                 last = self.redact(f"{type(exc).__name__}: {exc}")
+                paid_now = getattr(exc, "answered", False)
             except AddressRefused as exc:
                 # Every request goes to the same host: the run ends at the first.
                 raise EndpointError(str(exc), fatal=True) from None
             except _LargeBody as exc:
                 # Asked again it would be as large (and paid for again): failed, not retried.
-                raise EndpointError(self.redact(str(exc))) from None
+                raise EndpointError(self.redact(str(exc)),
+                                    paid_unusable=paid_unusable + 1) from None
             else:
                 if status == 200:
                     try:
-                        return _answer(data, retries=attempt)
+                        answer = _answer(data, retries=attempt)
                     except _BrokenBody as exc:
                         # The endpoint's fault (a cut connection, a proxy's error page), not
                         # the model's answer: asked again like a 5xx, never stored as one.
-                        last = str(exc)
+                        last = self.redact(str(exc))
+                        paid_now = True
+                    else:
+                        # The key JSON-escaped in the body ("\u0073k-...", "ab\/cd") is the
+                        # key again once decoded: the stored answer never holds it.
+                        answer.text = self.redact(answer.text)
+                        answer.paid_unusable = paid_unusable
+                        return answer
                 elif 300 <= status < 400:
                     where = self.redact(headers.get("location") or "nowhere named")
                     raise EndpointError(
@@ -309,16 +339,23 @@ class ChatClient:
                         "followed (the request and its key would go to another address): "
                         "set the judge's base_url to the endpoint itself", fatal=True)
                 else:
-                    last = f"HTTP {status}: {data.decode('utf-8', errors='replace')[:200]}"
+                    last = f"HTTP {status}: {self.redact(_body_text(data))[:200]}"
                     if status not in self.retry.retried_statuses:
                         raise EndpointError(last, fatal=status in (401, 403, 404))
                     retry_after = headers.get("retry-after")
+            paid_unusable += paid_now
             if attempt + 1 < self.retry.attempts:
+                if paid_now and pay_again is not None and not pay_again():
+                    raise EndpointError(
+                        f"not asked again after {attempt + 1} attempts: the budget cannot "
+                        f"cover another paid answer; last: {last}", paid_unusable=paid_unusable)
                 self._pause(self.retry.delay(attempt, retry_after), stop)
                 if stop is not None and stop.is_set():
                     raise RequestStopped(f"not asked again after {attempt + 1} attempts: the "
-                                         f"run was stopped; last: {last}")
-        raise EndpointError(f"no answer after {self.retry.attempts} attempts; last: {last}")
+                                         f"run was stopped; last: {last}",
+                                         paid_unusable=paid_unusable)
+        raise EndpointError(f"no answer after {self.retry.attempts} attempts; last: {last}",
+                            paid_unusable=paid_unusable)
 
     def _post(self, body: dict, limit: int) -> tuple[int, httpx.Headers, bytes]:
         """(status, headers, body) of one request, the body read within the client's timeout
@@ -342,13 +379,13 @@ class ChatClient:
                     break  # an error page: its start says enough
                 if time.monotonic() > deadline:
                     raise _SlowBody(f"the answer took more than {self.timeout:g} s to arrive "
-                                    f"({size} bytes so far)")
+                                    f"({size} bytes so far)", answered=answer)
                 chunks.append(chunk)
             data = b"".join(chunks)
-            if self._key:
+            for form in self._key_forms:
                 # Whatever is kept of the body (an error's text, a stored answer) never holds
-                # the key, whole or cut short.
-                data = data.replace(self._key.encode(), REDACTED.encode())
+                # the key, whole or cut short, as written or JSON-escaped.
+                data = data.replace(form, REDACTED.encode())
             return response.status_code, response.headers, data
 
     def redact(self, text: str) -> str:
@@ -365,12 +402,33 @@ class ChatClient:
             self.retry.sleep(seconds)
 
 
+def _escaped_forms(key: str) -> tuple[bytes, ...]:
+    """The key as a body may spell it: as is, JSON-escaped (a quote or a backslash; PHP's
+    "\\/"), or every character a \\u escape."""
+    forms = {key, json.dumps(key)[1:-1], json.dumps(key)[1:-1].replace("/", "\\/"),
+             "".join(f"\\u{ord(char):04x}" for char in key)}
+    return tuple(sorted((form.encode() for form in forms), key=len, reverse=True))
+
+
+def _body_text(data: bytes) -> str:
+    """An error body as text to show: a JSON body decoded (its escapes read, so the key
+    spelt in escapes is redacted as the key), else the bytes as UTF-8."""
+    try:
+        return json.dumps(json.loads(data), ensure_ascii=False)
+    except (ValueError, RecursionError):
+        return data.decode("utf-8", errors="replace")
+
+
 class _BrokenBody(Exception):
     """A 200 whose body is not a chat completion."""
 
 
 class _SlowBody(Exception):
-    """A body still arriving when the request's time was up."""
+    """A body still arriving when the request's time was up (`answered`: a 200's)."""
+
+    def __init__(self, message: str, *, answered: bool):
+        super().__init__(message)
+        self.answered = answered
 
 
 class _LargeBody(Exception):

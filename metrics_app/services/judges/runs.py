@@ -75,6 +75,9 @@ class Request:
     order: str
     prompt: str
     content_hash: str
+    # The item's texts the prompt quoted: a verdict they state is not read from the answer
+    # (a model may echo the candidate's forged "Score: 5" after its own verdict).
+    quoted: tuple[str, ...] = ()
 
 
 def _check_kind(project: Project, version: JudgeVersion) -> str:
@@ -104,11 +107,12 @@ def judge_requests(project: Project, version: JudgeVersion) -> list[Request]:
     items = judged_items(project).only("id", "project_id", "content")
     for item in items.order_by("id").iterator(chunk_size=2000):
         for order in orders:
-            prompt = render(config["prompt"], item_fields(task, item.content,
-                                                          swap=order == "BA"))
+            fields = item_fields(task, item.content, swap=order == "BA")
+            prompt = render(config["prompt"], fields)
             digest = hashlib.sha256(json.dumps(
                 [config["system"], prompt], ensure_ascii=False).encode()).hexdigest()
-            requests.append(Request(item.pk, order, prompt, digest))
+            quoted = tuple(value for value in fields.values() if isinstance(value, str))
+            requests.append(Request(item.pk, order, prompt, digest, quoted))
     return requests
 
 
@@ -119,8 +123,15 @@ def _verdict_row(version: JudgeVersion, request: Request, answer: ChatAnswer,
         # The refusal text is kept as the raw answer; it is no verdict.
         parsed = Parsed(ok=False, error="refused")
     else:
-        parsed = parse_answer(answer.text, config, answer.logprobs)
-        if not parsed.ok and answer.finish_reason == "length":
+        parsed = parse_answer(answer.text, config, answer.logprobs, quoted=request.quoted)
+        if answer.finish_reason == "length" and parsed.ok:
+            # Cut before it ended: the verdict the prompt asks for last never came, and what
+            # was read is a line of the reasoning ("At first Score: 4 seemed right, but the").
+            parsed = Parsed(ok=False, error=(
+                f"truncated (finish_reason length) before the answer ended: the verdict "
+                f"{parsed.verdict or parsed.score!r} read in it may not be the model's final "
+                "one (raise max_tokens)"))
+        elif answer.finish_reason == "length":
             parsed.error = f"truncated (finish_reason length): {parsed.error}"
     verdict, score, probability = parsed.verdict, parsed.score, parsed.probability
     if request.order == "BA" and parsed.ok:
@@ -171,6 +182,7 @@ def judge_project(*, project: Project, version: JudgeVersion, budget: float | No
     todo = [r for r in requests if (r.item_id, r.order, r.content_hash) not in have]
     detail = {"requests": len(requests), "cached": len(requests) - len(todo), "calls": 0,
               "unparseable": 0, "truncated": 0, "failed": 0, "retries": 0,
+              "paid_unusable": 0,
               "prompt_tokens": 0, "completion_tokens": 0, "cost": 0.0 if price else None,
               "stopped": "", "errors": []}
     done = detail["cached"]
@@ -178,7 +190,7 @@ def judge_project(*, project: Project, version: JudgeVersion, budget: float | No
         progress(done, detail)  # JobCancelled here: nothing was asked; the job stops
     if not todo:
         return detail
-    spent = reserved = 0.0
+    ledger = _Ledger(budget)
     buffer: list[JudgeVerdict] = []
     last_flush = time.monotonic()
 
@@ -221,31 +233,34 @@ def judge_project(*, project: Project, version: JudgeVersion, budget: float | No
                     break
                 worst = worst_case_cost(config["system"] + request.prompt,
                                         config["max_tokens"], price) or 0.0
-                if budget is not None and spent + reserved + worst > budget:
+                if not ledger.reserve(worst):
                     if pending:
                         # In-flight requests reserve their worst case; what they really cost
                         # is known when they answer. Wait for them before deciding.
                         held = request
                         break
-                    detail["stopped"] = (f"budget: ${spent:.4f} spent of ${budget:.4f}; the "
-                                         f"next request could cost up to ${worst:.4f}")
+                    detail["stopped"] = (f"budget: ${ledger.spent:.4f} spent of "
+                                         f"${budget:.4f}; the next request could cost up to "
+                                         f"${worst:.4f}")
                     break
-                reserved += worst
+                holds = _Holds(ledger, worst)
                 future = pool.submit(client.complete, system=config["system"],
                                      prompt=request.prompt,
                                      temperature=config["temperature"],
                                      max_tokens=config["max_tokens"],
-                                     logprobs=bool(config.get("logprobs")), stop=stop)
-                pending[future] = (request, worst)
+                                     logprobs=bool(config.get("logprobs")), stop=stop,
+                                     pay_again=holds.reserve_again)
+                pending[future] = (request, holds)
             if not pending:
                 break
             finished, _ = wait(pending, timeout=FLUSH_SECONDS, return_when=FIRST_COMPLETED)
             for future in finished:
-                request, worst = pending.pop(future)
-                reserved -= worst
+                request, holds = pending.pop(future)
+                worst = holds.worst
                 try:
                     answer = future.result()
-                except RequestStopped:
+                except RequestStopped as stopped:
+                    _charge_unusable(detail, holds, stopped.paid_unusable)
                     continue  # unjudged, not failed: a later run asks it
                 except Exception as raised:  # noqa: BLE001 - see below
                     # What no rule of the client foresaw in an endpoint's answer (a body that
@@ -254,6 +269,7 @@ def judge_project(*, project: Project, version: JudgeVersion, budget: float | No
                     # the answers paid for since the last stored batch were lost.
                     exc = raised if isinstance(raised, EndpointError) else EndpointError(
                         client.redact(f"{type(raised).__name__}: {raised}"))
+                    _charge_unusable(detail, holds, exc.paid_unusable)
                     if exc.fatal:
                         # Keep what was answered (paid for) before the endpoint refused, and
                         # count it on the job (its spent, done and detail) as any batch is.
@@ -280,9 +296,7 @@ def judge_project(*, project: Project, version: JudgeVersion, budget: float | No
                 detail["retries"] += answer.retries
                 detail["prompt_tokens"] += answer.prompt_tokens
                 detail["completion_tokens"] += answer.completion_tokens
-                if row.cost is not None:
-                    spent += row.cost
-                    detail["cost"] = round(spent, 6)
+                _charge_unusable(detail, holds, answer.paid_unusable, row.cost)
                 if not parsed.ok:
                     detail["unparseable"] += 1
                     detail["truncated"] += answer.finish_reason == "length"
@@ -303,6 +317,55 @@ def judge_project(*, project: Project, version: JudgeVersion, budget: float | No
         pool.shutdown(wait=True, cancel_futures=True)
         client.close()
     return detail
+
+
+class _Ledger:
+    """A run's money, shared with its requests' threads (a request retrying after a paid
+    answer it could not use reserves again from its thread): what was spent, and the worst
+    case the requests in flight have reserved. Nothing is reserved past the budget."""
+
+    def __init__(self, budget: float | None):
+        self.budget = budget
+        self.spent = self.reserved = 0.0
+        self.lock = threading.Lock()
+
+    def reserve(self, worst: float) -> bool:
+        with self.lock:
+            if self.budget is not None and self.spent + self.reserved + worst > self.budget:
+                return False
+            self.reserved += worst
+            return True
+
+    def settle(self, reserved: float, cost: float) -> None:
+        with self.lock:
+            self.reserved -= reserved
+            self.spent += cost
+
+
+class _Holds:
+    """What one request has reserved: its worst case once per answer it may be paid for."""
+
+    def __init__(self, ledger: _Ledger, worst: float):
+        self.ledger, self.worst, self.count = ledger, worst, 1
+
+    def reserve_again(self) -> bool:
+        if not self.ledger.reserve(self.worst):
+            return False
+        self.count += 1
+        return True
+
+
+def _charge_unusable(detail: dict, holds: _Holds, paid_unusable: int,
+                     cost: float | None = None) -> None:
+    """Settle a finished request: release what it reserved and charge what it cost (`cost`,
+    its stored answer's) plus its worst case for each 200 it could not use: the endpoint ran
+    the model for those, and a budget that counted only stored answers was exceeded by an
+    endpoint whose bodies broke."""
+    detail["paid_unusable"] += paid_unusable
+    charged = (cost or 0.0) + holds.worst * paid_unusable
+    holds.ledger.settle(holds.worst * holds.count, charged)
+    if detail["cost"] is not None and (cost is not None or paid_unusable):
+        detail["cost"] = round(holds.ledger.spent, 6)
 
 
 # --- jobs -------------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ from metrics_app.domain.judge_prompts import (
     parse_answer,
     probability_from_logprobs,
     render,
+    url_redacted,
     validate_config,
     worst_case_cost,
 )
@@ -364,3 +365,24 @@ def test_a_base_url_no_request_can_be_sent_to_is_refused_when_the_judge_is_creat
     for good in ("http://127.0.0.1:8765/v1", "http://[::1]:80/v1",
                  "https://example.org/openai/v1?api-version=2024-06-01"):
         assert validate_config({**BASE, "base_url": good})["base_url"] == good
+
+
+@pytest.mark.reliability
+@pytest.mark.parametrize("url", [
+    "ftp://user:sk-secret-77@api.example.com/v1",           # not http(s)
+    "https://user:sk-secret-77@api.exa mple.com/v1",        # a space
+    "https://user:sk-secret-77@api.example.com:99999/v1",   # a port out of range
+    "https://api.example.com/v1?api_key=sk-secret-77#x",    # a fragment
+    "https://api.example.com/v1?code=sk-secret-77",         # Azure Functions' key
+    "https://api.example.com/v1?sig=sk-secret-77&api-version=1",
+])
+def test_a_base_url_refused_for_any_reason_never_echoes_its_credentials(url):
+    """A URL refused for another reason than its credentials was echoed whole in the error
+    (the command's output, the API's 400), the key with it."""
+    with pytest.raises(JudgeConfigError) as refused:
+        validate_config({**BASE, "base_url": url})
+    assert "sk-secret-77" not in str(refused.value)
+    assert url_redacted(url).count("sk-secret-77") == 0
+    # An endpoint's own query parameters stay as written.
+    assert url_redacted("https://h/v1?api-version=2024-06-01") == \
+        "https://h/v1?api-version=2024-06-01"

@@ -13,8 +13,13 @@ from core import leases
 from metrics_app.domain.judge_prompts import JudgeConfigError, worst_case_cost
 from metrics_app.models import JudgeJob, JudgeVerdict, ScoringStatus
 from metrics_app.services.judges.client import EndpointError, RetryPolicy
-from metrics_app.services.judges.runs import judge_job_create, judge_job_run, judge_project
-from metrics_app.services.judges.versions import judge_version_create
+from metrics_app.services.judges.runs import (
+    judge_job_create,
+    judge_job_run,
+    judge_project,
+    judge_requests,
+)
+from metrics_app.services.judges.versions import judge_version_create, price_for
 from testing.factories import item_content, make_item, make_project, make_user
 from testing.openai_server import FakeChatServer
 
@@ -559,7 +564,12 @@ def test_a_huge_answer_is_not_read_nor_asked_again(chunked, said):
         version = _judge(server)
         detail = judge_project(project=project, version=version, concurrency=2, retry=FAST)
         assert server.stats["requests"] == 2  # not retried: it would be as large, paid again
-    assert detail["calls"] == 0 and detail["failed"] == 2 and detail["cost"] == 0
+    # Each was paid for: charged its worst case (the budget counts it).
+    worst = sum(worst_case_cost(version.config["system"] + request.prompt,
+                                version.config["max_tokens"], price_for(version.config))
+                for request in judge_requests(project, version))
+    assert detail["calls"] == 0 and detail["failed"] == 2 and detail["paid_unusable"] == 2
+    assert detail["cost"] == pytest.approx(worst, abs=1e-6)
     assert said in detail["errors"][0] and "an answer may take: not read" in detail["errors"][0]
 
 
@@ -790,3 +800,110 @@ def test_a_judges_requests_are_read_in_the_same_few_queries_for_any_number_of_it
     with django_assert_max_num_queries(3):
         requests = judge_requests(project, version)
     assert len(requests) == 60
+
+
+@pytest.mark.reliability
+@pytest.mark.parametrize("status", [200, 500])
+def test_a_key_the_endpoint_echoes_json_escaped_is_never_stored_nor_shown(monkeypatch, status):
+    """An endpoint (or a proxy) quoting the key in a JSON string may escape it ("\\/",
+    "\\u0073..."): the raw bytes then did not hold the key, and the decoded answer stored on the
+    verdict (or the error stored on the job) did."""
+    project = _likert_project(2)
+    key = "sk-echo/0123456789"
+    monkeypatch.setenv("QAJ_TEST_JUDGE_KEY", key)
+    mixed = b"s\\u006b-echo\\/0123456789"  # one letter escaped, the slash PHP's way
+
+    class EchoesTheKey(FakeChatServer):
+        def _complete(self, body):
+            super()._complete(body)
+            if status == 500:
+                return 500, b'{"error": {"message": "bad key ' + mixed + b'"}}', {}
+            return 200, (b'{"choices": [{"message": {"content": "You sent ' + mixed +
+                         b'.\\nScore: 5"}, "finish_reason": "stop"}], "usage": '
+                         b'{"prompt_tokens": 3, "completion_tokens": 3}}'), {}
+
+    with EchoesTheKey(api_key=key) as server:
+        version = _judge(server, api_key_env="QAJ_TEST_JUDGE_KEY")
+        detail = judge_project(project=project, version=version, concurrency=1, retry=FAST)
+    stored = [value for row in JudgeVerdict.objects.filter(judge_version=version)
+              for value in (row.raw, row.reasoning)]
+    assert (detail["calls"], detail["failed"]) == ((2, 0) if status == 200 else (0, 2))
+    assert any("[api key]" in text for text in stored + detail["errors"])
+    for text in stored + detail["errors"]:
+        assert "0123456789" not in text
+
+
+@pytest.mark.reliability
+def test_a_200_whose_body_breaks_is_charged_and_the_budget_holds():
+    """An endpoint that runs the model and then cuts the body (or answers a 200 that is no
+    chat completion) was paid for each attempt, and the run charged nothing for them: a $0.02
+    budget let every request be retried to the end, each attempt paid."""
+    project = _likert_project(6)
+    with FakeChatServer(broken_body_rate=1.0) as server:
+        version = _judge(server, price={"prompt_per_million": 100.0,
+                                        "completion_per_million": 100.0})
+        prompt = judge_requests(project, version)[0].prompt
+        budget = 10.5 * worst_case_cost(version.config["system"] + prompt,
+                                        version.config["max_tokens"], version.config["price"])
+        detail = judge_project(project=project, version=version, budget=budget,
+                               concurrency=2, retry=FAST)
+        paid = server.stats["broken_body"]
+    worst_each = [worst_case_cost(version.config["system"] + r.prompt,
+                                  version.config["max_tokens"], version.config["price"])
+                  for r in judge_requests(project, version)]
+    # No more 200s were sent than the budget covers (the prompts differ by a few characters:
+    # 10 worst cases fit), and each is charged its worst case.
+    assert 9 <= paid <= 10
+    assert detail["cost"] == pytest.approx(sum(worst_each) / len(worst_each) * paid, rel=0.05)
+    assert detail.get("paid_unusable") == paid and detail["failed"] == 2
+    assert "the budget cannot cover another paid answer" in detail["errors"][0]
+    assert detail["stopped"].startswith("budget: ")
+    assert detail["cost"] <= budget and detail["calls"] == 0
+    assert not JudgeVerdict.objects.filter(judge_version=version).exists()
+
+
+@pytest.mark.reliability
+def test_an_answer_cut_by_max_tokens_gives_no_verdict_even_when_a_line_reads_as_one():
+    """A reasoning cut short may hold a line that reads as a verdict before the model's own
+    final line ("Score: 4 looked right at first, but the"): it was stored as the verdict."""
+    project = _likert_project(1)
+
+    class CutShort(FakeChatServer):
+        def _complete(self, body):
+            status, payload, headers = super()._complete(body)
+            payload["choices"][0].update(finish_reason="length", message={
+                "role": "assistant", "content": "Score: 4 looked right at first, but the"})
+            return status, payload, headers
+
+    with CutShort() as server:
+        version = _judge(server)
+        detail = judge_project(project=project, version=version, retry=FAST)
+    row = JudgeVerdict.objects.get(judge_version=version)
+    assert (detail["unparseable"], detail["truncated"]) == (1, 1)
+    assert not row.parsed and row.verdict == "" and row.score is None
+    assert row.reasoning.startswith("truncated (finish_reason length) before the answer ended")
+
+
+@pytest.mark.reliability
+def test_a_stored_version_whose_base_url_carries_credentials_is_not_run_nor_shown(client):
+    """A version stored before such URLs were refused: the run sent the userinfo to the
+    endpoint as a Basic header, and the admin showed the key in the version's config."""
+    from metrics_app.models import Judge, JudgeVersion
+
+    project = _likert_project(2)
+    with FakeChatServer() as server:
+        url = server.url.replace("http://", "http://user:sk-stored-4242@")
+        config = {**_judge(server).config, "base_url": url}
+        judge = Judge.objects.create(name="legacy", kind="llm")
+        version = JudgeVersion.objects.create(judge=judge, version="1", config=config,
+                                              config_hash="legacy")
+        with pytest.raises(EndpointError) as refused:
+            judge_project(project=project, version=version, retry=FAST)
+        assert server.stats["requests"] == 0
+    assert refused.value.fatal and "credentials" in str(refused.value)
+    assert "sk-stored-4242" not in str(refused.value)
+    client.force_login(make_user("judge-admin", staff=True, superuser=True))
+    page = client.get(f"/admin/metrics_app/judgeversion/{version.pk}/change/")
+    assert page.status_code == 200
+    assert "[credentials]@127.0.0.1" in page.content.decode()
+    assert "sk-stored-4242" not in page.content.decode()
