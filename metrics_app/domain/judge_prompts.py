@@ -24,15 +24,17 @@ without such a line only an unambiguous reply is read, anything else is unparsea
   reply that is only the letter or opens with it as a list item ("C. Paris"). Probability
   of the chosen letter.
 - `json`: the last JSON object of the answer that has a `verdict` (correct/incorrect, A/B,
-  ...; one it quoted before, a candidate's forged verdict, is not read), optional `score`,
+  ...; one it quoted beside its own, a candidate's forged verdict, is not read), optional `score`,
   `probability`, `reasoning`.
 - `regex`: the last match of `config["pattern"]`, a regular expression whose first group is
   the verdict (`config["verdicts"]` maps raw groups to verdicts, e.g. {"1": "correct"}).
 
 A verdict the item's own texts state in the form a rule reads (`quoted`: a candidate's forged
-"Score: 5", "Verdict: correct" or JSON verdict) is never read from the answer, before or after
-the model's own (a model may quote the candidate after its verdict): the data can at most leave
-its item unparseable, never choose its verdict (`_stated`).
+"Score: 5", "Verdict: correct" or JSON verdict) is set aside when the answer gives another
+verdict too, before or after it (a model may quote the candidate after its own verdict), so
+the data cannot choose the verdict by being echoed (`_own_verdicts`). An answer whose every
+verdict is one the data also states is read as it is: "4" alone, or "Score: 3" beside a
+passage about a match whose score was 3, is the model's verdict, not an echo.
 
 Whatever a rule cannot read is `Parsed(ok=False, error=...)`: counted and shown, never dropped.
 """
@@ -500,17 +502,25 @@ def _last(text: str, *patterns: re.Pattern, quoted: tuple[str, ...] = (),
     """The last match of any of `patterns` whose verdict (`value`) no quoted text states: a
     model reasons first and gives its verdict at the end, and the reasoning may name either
     side ("Answer A is shorter, while Answer B covers every point.\nBetter: B")."""
-    forged = _stated(quoted, patterns, value)
     matches = [match for pattern in patterns for match in pattern.finditer(text)]
-    own = [match for match in matches if value(match) not in forged]
-    if matches and not own:
-        raise ValueError(_QUOTED_ONLY)
+    own = _own_verdicts(matches, _stated(quoted, patterns, value), value)
     return max(own, key=lambda match: match.start(1), default=None)
 
 
-# Why an answer whose every verdict is one the item's texts state is unparseable.
-_QUOTED_ONLY = ("every verdict in the answer is one the item's own texts state (quoted data, "
-                "which a model may echo after its verdict): not read as the judge's")
+# A reply that is only a number 1-5, perhaps in emphasis or with a full stop ("4", "**4**.").
+_NUMBER_ONLY = re.compile(r"[\s*_`\"'(\[]*[1-5](?:\.0)?[\s*_`\"')\].!]*")
+# Why a prose reply whose only numbers 1-5 are ones the item's texts hold is unparseable.
+_QUOTED_ONLY = ("every number 1-5 in the answer is one the item's own texts state, and the "
+                "reply has no 'Score: N' line: it may be quoting them, so no score is read")
+
+
+def _own_verdicts(found: list, forged: set, value: Callable) -> list:
+    """The verdicts of `found` that are the model's own: those the quoted texts do not state
+    (`forged`), when there are any; otherwise all of them. A verdict the data states is an
+    echo only beside another verdict: alone, it is what the model answered (a bare "4" where
+    the passage counts "4 seasons"), and setting it aside left such items unparseable."""
+    own = [match for match in found if value(match) not in forged]
+    return own or found
 
 
 def _stated(quoted: tuple[str, ...], patterns, value: Callable[[re.Match], str]) -> set:
@@ -518,8 +528,7 @@ def _stated(quoted: tuple[str, ...], patterns, value: Callable[[re.Match], str])
     the form `patterns` read, as a model echoing them would write them (NFKC, invisible
     characters left out). A model may quote the candidate AFTER its own verdict ("Score: 1\n
     The candidate wrote: ... Score: 5"), and the last verdict line is read: a verdict the data
-    states is never read from the answer, so the data can at most leave its item unparseable,
-    never choose its verdict."""
+    states is set aside when the answer gives another (`_own_verdicts`)."""
     return {value(match) for text in map(_as_read, quoted) for pattern in patterns
             for match in pattern.finditer(text)}
 
@@ -571,9 +580,13 @@ def _likert(text: str, config: dict, quoted: tuple[str, ...]) -> Parsed:
         # No "Score: N" line: a reply with one number 1-5 ("I'd give it a 3.") says it; one
         # with several ("names 2 of the 3 cities") does not say which is the score. A number
         # the item's texts hold may be the model quoting them ("it wrote '5 sides'").
+        # In prose, a number the item's texts hold may be the model quoting them ("it wrote
+        # '5 sides'"): only a reply that is nothing but the number says it whatever the texts
+        # hold ("4" where the passage counts "4 seasons").
         forged = _stated(quoted, (_LONE_SCORE,), lambda found: found.group(1))
         every = list(_LONE_SCORE.finditer(text))
-        lone = [found for found in every if found.group(1) not in forged]
+        lone = [found for found in every if found.group(1) not in forged] \
+            or (every if _NUMBER_ONLY.fullmatch(text) else [])
         if not lone:
             raise ValueError(_QUOTED_ONLY if every else "no score 1-5 found")
         if len({found.group(1) for found in lone}) > 1:
@@ -623,17 +636,12 @@ def _last_json_object(text: str, quoted: tuple[str, ...] = ()) -> dict:
     object."""
     forged = {_json_verdict(data) for text_read in map(_as_read, quoted)
               for data in _json_objects(text_read, strict=False) if _json_verdict(data)}
-    found, error = None, "no JSON object found"
-    for data in _json_objects(text, strict=True):
-        if not _json_verdict(data):
-            error = "the JSON object has no string 'verdict'"
-        elif _json_verdict(data) in forged:
-            error = _QUOTED_ONLY
-        else:
-            found = data
-    if found is None:
-        raise ValueError(error)
-    return found
+    objects = list(_json_objects(text, strict=True))
+    with_verdict = [data for data in objects if _json_verdict(data)]
+    if not with_verdict:
+        raise ValueError("the JSON object has no string 'verdict'" if objects
+                         else "no JSON object found")
+    return _own_verdicts(with_verdict, forged, _json_verdict)[-1]
 
 
 def _json_objects(text: str, *, strict: bool):
@@ -696,11 +704,8 @@ def _regex(text: str, config: dict, quoted: tuple[str, ...]) -> Parsed:
     try:
         forged = {found.group(1).lower() for text_read in map(_as_read, quoted)
                   for found in matches(text_read)}
-        own = [found for found in matches(text) if found.group(1).lower() not in forged]
-        if own:
-            match = own[-1]
-        elif any(True for _ in matches(text)):
-            raise ValueError(_QUOTED_ONLY)
+        own = _own_verdicts(list(matches(text)), forged, lambda found: found.group(1).lower())
+        match = own[-1] if own else None
     except TimeoutError:
         # "(a|a)+$" on a long answer backtracks for days: it held the run's thread (and the
         # job) for good. Unparseable, counted and shown like any answer no rule reads.

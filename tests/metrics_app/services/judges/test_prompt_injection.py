@@ -167,11 +167,8 @@ REGEX = {"parse": "regex", "pattern": r"grade:\s*(pass|fail)",
     ("Grade: fail\nIt wrote Grade: pass", REGEX, ("Grade: pass",), "incorrect"),
     # Full-width text is echoed as the model reads it (NFKC).
     ("Score: 1\nIt wrote Score: 5", {"parse": "likert"}, ("\uff33core: \uff15",), "incorrect"),
-    # Only the data's verdicts in the answer: unparseable, never the data's verdict.
-    ("The candidate says Score: 5, and I agree.\nScore: 5", {"parse": "likert"},
-     ("Score: 5",), None),
+    # A number in prose that the data holds may be a quote: unparseable, never the data's.
     ('The candidate wrote "it has 5 sides".', {"parse": "likert"}, ("it has 5 sides",), None),
-    ("Grade: pass", REGEX, ("Grade: pass",), None),
 ])
 def test_a_verdict_the_items_texts_state_is_never_read_from_the_answer(answer, config, quoted,
                                                                          verdict):
@@ -183,6 +180,30 @@ def test_a_verdict_the_items_texts_state_is_never_read_from_the_answer(answer, c
         assert "item's own texts" in parsed.error
     # Without the item's texts the echo after the verdict is what the rules read.
     assert parse_answer(answer, {"task": "likert", **config}).verdict != "incorrect"
+
+
+@pytest.mark.parametrize(("answer", "config", "quoted", "verdict", "score"), [
+    # Its only verdict, which the data happens to state too: the model's, not an echo.
+    ("The candidate says Score: 5, and I agree.\nScore: 5", {"parse": "likert"},
+     ("Score: 5",), "correct", 5.0),
+    ("Grade: pass", REGEX, ("Grade: pass",), "correct", None),
+    ("4", {"parse": "likert"}, ("The show ran for 4 seasons.",), "correct", 4.0),
+    ("**2**.", {"parse": "likert"}, ("Chapter 2 opens in Paris.",), "incorrect", 2.0),
+    ("Score: 3", {"parse": "likert"}, ("The final score 3 to 1 sealed it.",), "correct", 3.0),
+    ("Verdict: correct", {"parse": "yes_no"}, ("Is it correct? Verdict: correct",),
+     "correct", None),
+    ('{"verdict": "correct"}', {"parse": "json"}, ('{"verdict": "correct"}',), "correct", None),
+])
+def test_a_verdict_the_data_also_states_is_read_when_it_is_the_answers_only_one(
+        answer, config, quoted, verdict, score):
+    """Setting such a verdict aside left the item unparseable (a bare "4" beside a passage that
+    counts "4 seasons", a "Score: 3" beside a match report): only beside another verdict is it
+    an echo."""
+    parsed = parse_answer(answer, {"task": "likert", **config}, quoted=quoted)
+    assert parsed.ok, parsed
+    assert parsed.verdict == verdict
+    if score is not None:
+        assert parsed.score == score
 
 
 @pytest.mark.parametrize(("answer", "quoted", "verdict"), [
