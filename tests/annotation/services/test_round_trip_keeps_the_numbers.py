@@ -67,6 +67,14 @@ def _studied_project(tmp_path, kind: str) -> Project:
     return project
 
 
+def _exported_and_copied(tmp_path, project: Project) -> tuple:
+    """The project's JSON Lines export and the project `import_data --create` makes of it."""
+    path = tmp_path / "export.jsonl"
+    run_export(project.slug, "--output", str(path))
+    run_import("jsonl", str(path), "--project", "copy", "--create")
+    return path, Project.objects.get(slug="copy")
+
+
 def _labels(project: Project) -> dict[str, object]:
     return {row["external_id"]: row["label"]
             for row in aggregate_rows(project=project, progress=False)}
@@ -83,10 +91,7 @@ def test_a_copy_keeps_each_items_label(tmp_path, kind):
     """Against the old code the adjudicated item's label fell back to the majority or the mean
     in the copy: the export carried no adjudication."""
     project = _studied_project(tmp_path, kind)
-    path = tmp_path / "export.jsonl"
-    run_export(project.slug, "--output", str(path))
-    run_import("jsonl", str(path), "--project", "copy", "--create")
-    copied = Project.objects.get(slug="copy")
+    path, copied = _exported_and_copied(tmp_path, project)
     assert _labels(copied) == _labels(project)
     assert _labels(copied)["collected"] == (2.0 if kind == "likert" else DECISION[kind])
     decision = latest_adjudications(project=copied)[copied.items.get(external_id="collected").pk]
@@ -103,19 +108,13 @@ def test_a_copy_keeps_the_workers_median_times(tmp_path, kind):
     """Against the old code the copy's workers report read the browser's 90 s instead of the
     server's 4-5 s: `server_time_ms` was exported but ignored on import."""
     project = _studied_project(tmp_path, kind)
-    path = tmp_path / "export.jsonl"
-    run_export(project.slug, "--output", str(path))
-    run_import("jsonl", str(path), "--project", "copy", "--create")
-    copied = Project.objects.get(slug="copy")
+    path, copied = _exported_and_copied(tmp_path, project)
     assert _median_times(copied) == _median_times(project)
     assert (_median_times(copied)["expert-0"], _median_times(copied)["expert-1"]) == (4.0, 5.0)
 
 
 def test_an_import_never_overrules_a_decision_taken_in_the_copy(tmp_path):
-    project = _studied_project(tmp_path, "ab")
-    path = tmp_path / "export.jsonl"
-    run_export(project.slug, "--output", str(path))
-    run_import("jsonl", str(path), "--project", "copy", "--create")
+    path, _copied = _exported_and_copied(tmp_path, _studied_project(tmp_path, "ab"))
     item = Item.objects.get(project__slug="copy", external_id="collected")
     adjudication_record(item=item, value="A", note="second reading")
     import_fails("jsonl", str(path), "--project", "copy",
