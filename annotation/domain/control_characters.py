@@ -76,7 +76,12 @@ def display_text_error(text: str, *, multiline: bool) -> str | None:
     return None
 
 
-def note_problem(note: str, max_chars: int) -> str | None:
+# The longest note a researcher records on a decision (an adjudication, a spot check), at every
+# door that stores one (the pages, the API, an import).
+MAX_NOTE_CHARS = 2000
+
+
+def note_problem(note: str, max_chars: int = MAX_NOTE_CHARS) -> str | None:
     """What is wrong with a researcher's note (adjudication, spot check), None when nothing:
     longer than `max_chars`, or holding a control character."""
     if len(note) > max_chars:

@@ -14,7 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from annotation.domain.answers import AB_TIE_CHOICES, aspect_names_error, presented_order_error
-from annotation.domain.control_characters import control_character_message, find_control_character
+from annotation.domain.control_characters import (
+    control_character_message,
+    find_control_character,
+    note_problem,
+)
 from annotation.domain.design import MAX_UNIT_LENGTH, design_unit_for
 from annotation.domain.item_content import (
     KNOWN_SPLITS,
@@ -71,6 +75,10 @@ class JudgmentRecord:
     extra: dict = field(default_factory=dict)
     presented_order: list = field(default_factory=list)
     time_spent_ms: int | None = None
+    # The time the exporting server measured (an export's `server_time_ms`): stored as it is,
+    # so the workers' median time reads the same number in the copy. Not part of the answer:
+    # a re-import compares `VALUE_FIELDS` only.
+    server_time_ms: int | None = None
 
     VALUE_FIELDS = (
         "score", "choice", "choices", "difficult", "justification", "aspects", "extra",
@@ -102,6 +110,9 @@ class ItemRecord:
     exclusion_reason: str = ""
     metadata: dict = field(default_factory=dict)
     judgments: list[JudgmentRecord] = field(default_factory=list)
+    # A researcher's latest decision on the item (an export's `adjudication`: {"score",
+    # "choice", "note"}), or None: the item's label in every report, so a copy keeps it.
+    adjudication: dict | None = None
 
     # Fields that must match when the external id already exists in the project: they define
     # what was judged. Flags (excluded, practice, ...) may be changed by researchers afterwards.
@@ -200,12 +211,45 @@ def _check_judgment(kind: str, judgment: JudgmentRecord) -> None:
         raise ItemContentError("justification", "must be a string")
     if not isinstance(judgment.extra, dict):
         raise ItemContentError("extra", "must be an object")
-    spent = judgment.time_spent_ms
-    if spent is not None and (not _is_int(spent) or spent < 0):
-        raise ItemContentError("time_spent_ms", "must be a non-negative integer or null")
-    if spent is not None and spent > MAX_TIME_SPENT_MS:
-        raise ItemContentError("time_spent_ms", f"must be at most {MAX_TIME_SPENT_MS} "
-                                                f"(about 24.8 days), got {spent}")
+    for name in ("time_spent_ms", "server_time_ms"):
+        spent = getattr(judgment, name)
+        if spent is not None and (not _is_int(spent) or spent < 0):
+            raise ItemContentError(name, "must be a non-negative integer or null")
+        if spent is not None and spent > MAX_TIME_SPENT_MS:
+            raise ItemContentError(name, f"must be at most {MAX_TIME_SPENT_MS} "
+                                         f"(about 24.8 days), got {spent}")
+
+
+ADJUDICATION_FIELDS = ("score", "choice", "note")
+# Written by the export beside the decision, for people reading the file; ignored on import.
+INFORMATIONAL_ADJUDICATION_FIELDS = ("decided_by", "created_at")
+
+
+def _check_adjudication(kind: str, adjudication: Any) -> None:
+    """Raise ItemContentError (field prefixed with `adjudication`) when the decision does not
+    fit the kind: a Likert score from 1 (the project's top is checked where it is known,
+    `import_records`), an A/B side or a STARC role, and a text note."""
+    if not isinstance(adjudication, dict):
+        raise ItemContentError("adjudication", "must be an object or null")
+    unknown = set(adjudication) - set(ADJUDICATION_FIELDS) - set(INFORMATIONAL_ADJUDICATION_FIELDS)
+    if unknown:
+        raise ItemContentError("adjudication", f"unknown field(s) {', '.join(sorted(unknown))}")
+    score, choice = adjudication.get("score"), adjudication.get("choice") or ""
+    note = adjudication.get("note") or ""
+    if not isinstance(note, str):
+        raise ItemContentError("adjudication.note", "must be a string")
+    if (problem := note_problem(note)) is not None:
+        raise ItemContentError("adjudication.note", problem)
+    if kind == TaskKind.LIKERT:
+        if (not isinstance(score, (int, float)) or isinstance(score, bool)
+                or not is_finite_number(score) or score < 1 or choice):
+            raise ItemContentError("adjudication.score", "must be a score from 1 to the "
+                                                         "project's top score, and no choice")
+        return
+    allowed = AB_CHOICES if kind == TaskKind.AB else MC_ROLES
+    if score is not None or choice not in allowed:
+        raise ItemContentError("adjudication.choice", f"must be one of {', '.join(allowed)}, "
+                                                      "and no score")
 
 
 # Column widths of annotation.models.Item: longer values are an import error, not a crash.
@@ -238,6 +282,8 @@ def validate_record(record: ItemRecord, *, path: str | Path, index: Any) -> Item
         except ItemContentError as exc:
             raise ItemContentError(f"content.{exc.field}", str(exc).split(": ", 1)[1]) from None
         validate_gold(record.kind, record.gold)
+        if record.adjudication is not None:
+            _check_adjudication(record.kind, record.adjudication)
         _refuse_control_characters(record)
         seen: set[tuple[str, str]] = set()
         for position, judgment in enumerate(record.judgments):

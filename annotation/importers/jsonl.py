@@ -35,13 +35,16 @@ KIND = None  # the project's kind; a line may repeat it in "kind"
 ITEM_FIELDS = {
     "external_id", "dataset", "source", "split", "domain", "text_level", "group_key",
     "design_unit", "content", "gold", "is_gold_check", "is_practice", "excluded",
-    "exclusion_reason", "metadata",
+    "exclusion_reason", "metadata", "adjudication",
 }
 # Written by export_data for people reading the file; ignored on import.
 INFORMATIONAL_ITEM_FIELDS = {"kind", "project"}
-JUDGMENT_FIELDS = {"worker", "stage", "stage_kind", *JudgmentRecord.VALUE_FIELDS}
-# `stage_kind` is read too: practice and qualification answers stay out of the data on import.
-INFORMATIONAL_JUDGMENT_FIELDS = {"worker_provider", "server_time_ms", "created_at",
+# `stage_kind` is read too: practice and qualification answers stay out of the data on import;
+# and `server_time_ms`, the time the exporting server measured, which the workers' median time
+# reads.
+JUDGMENT_FIELDS = {"worker", "stage", "stage_kind", "server_time_ms",
+                   *JudgmentRecord.VALUE_FIELDS}
+INFORMATIONAL_JUDGMENT_FIELDS = {"worker_provider", "created_at",
                                  "assignment_id", "hit_id", "provider_assignment_id",
                                  "assignment_status", "counts"}
 
@@ -52,7 +55,7 @@ NOT_ACCEPTED_STATUSES = frozenset({"rejected", "returned", "flagged"})
 _DEFAULTS: dict[str, Any] = {
     "dataset": "", "source": "", "split": "", "domain": "", "text_level": "", "group_key": "",
     "design_unit": "", "gold": None, "is_gold_check": False, "is_practice": False, "excluded": False,
-    "exclusion_reason": "", "metadata": {},
+    "exclusion_reason": "", "metadata": {}, "adjudication": None,
 }
 
 
@@ -191,6 +194,26 @@ def _check_providers(providers: dict[str, tuple[str, int]], entries: list, *, pa
                 record=f"line {line}", field="worker_provider")
 
 
+# The first cells of the header of `export_data --format csv` (and the admin's CSV export).
+CSV_EXPORT_HEADER = ("project", "kind", "external_id")
+
+
+def _not_a_csv_export(text: str, *, path: Path) -> None:
+    """ImportFormatError when `text` is a CSV export, saying so: read as JSON Lines its header
+    was "malformed JSON at column 1". A CSV export is written for spreadsheets (a cell a
+    spreadsheet would run as a formula gets a leading `'`, objects are JSON strings) and is not
+    an import format; the JSON Lines export of the same project is, verbatim."""
+    first = next((line for _, line in _lines(text) if line.strip()), "")
+    cells = [cell.strip().strip('"') for cell in first.split(",")]
+    if tuple(cells[:len(CSV_EXPORT_HEADER)]) == CSV_EXPORT_HEADER:
+        raise ImportFormatError(
+            path, "is a CSV export (header project, kind, external_id, ...): CSV exports are "
+                  "for spreadsheets and do not import back (a cell beginning with = + - @ "
+                  "carries a protective '); import the project's JSON Lines export instead "
+                  "(export_data SLUG, or the admin's JSON Lines export action)",
+            record="line 1")
+
+
 def parse(path: Path, *, kind: str, split: str | None = None) -> list[ItemRecord]:
     path = Path(path)
     records: dict[str, ItemRecord] = {}
@@ -200,6 +223,7 @@ def parse(path: Path, *, kind: str, split: str | None = None) -> list[ItemRecord
     # are two people, whom the import (provider `import`, keyed by id) would make one.
     providers: dict[str, tuple[str, int]] = {}
     text = read_text(path)
+    _not_a_csv_export(text, path=path)
     json_lines_not_array(text, path=path, what="items",
                          instead="or import a dataset file by its own format (mocha, onestopqa, "
                                  "evouna, ...)")
@@ -215,7 +239,8 @@ def parse(path: Path, *, kind: str, split: str | None = None) -> list[ItemRecord
         if previous is None:
             records[record.external_id] = record
             continue
-        if previous.columns() != record.columns():
+        if (previous.columns() != record.columns()
+                or previous.adjudication != record.adjudication):
             raise ImportFormatError(
                 path, "repeats an external id with different item fields",
                 record=f"line {line_number} ({record.external_id})", field="external_id",

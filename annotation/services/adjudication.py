@@ -14,14 +14,12 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from statistics import pstdev
 
-from annotation.domain.control_characters import note_problem
+from annotation.domain.control_characters import MAX_NOTE_CHARS, note_problem
 from annotation.domain.numbers import ascii_whole_number
 from annotation.judgment_selectors import latest_adjudications
 from annotation.models import Adjudication, Item, Project, TaskKind
 from annotation.selectors import judgments_that_count
 from core.vocabulary import AB_CHOICES, MC_ROLES
-
-MAX_NOTE_CHARS = 2000
 
 
 class AdjudicationInvalid(ValueError):

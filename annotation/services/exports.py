@@ -22,9 +22,16 @@ from annotation.domain.aggregation import (
 )
 from annotation.domain.answers import VALIDITY_CHOICES
 from annotation.domain.csv_safe import SafeDictWriter
-from annotation.judgment_selectors import item_labels, vote_label, vote_validity
+from annotation.judgment_selectors import (
+    item_labels,
+    latest_adjudications,
+    vote_label,
+    vote_validity,
+)
 from annotation.models import (
+    DEFAULT_LIKERT_LABELS,
     NON_DATA_STAGE_KINDS,
+    Adjudication,
     ExperimentMode,
     Item,
     Judgment,
@@ -40,6 +47,8 @@ from core.json_limits import json_dumps_strict
 from core.vocabulary import AB_CHOICES, MC_ROLES
 
 CHUNK_SIZE = 2000
+# The scale of a Likert project created without labels (`DEFAULT_LIKERT_LABELS`).
+DEFAULT_SCALE_TOP = len(DEFAULT_LIKERT_LABELS)
 PROGRESS_MIN_ITEMS = 2000
 EXPORT_FORMATS = ("jsonl", "csv")
 
@@ -122,8 +131,11 @@ def export_note(*, project: Project, stage: Stage | None = None,
                  f"{where}")
     left = []
     if not_counted:
+        # STARC's practice rule is a reason too: a participant who failed a practice item.
+        practice = (", participants who failed the practice" if project.kind == TaskKind.MC
+                    else "")
         left.append(f"{not_counted} that do not count (rejected, returned or flagged work, "
-                    f"unverified sessions, blocked workers)")
+                    f"unverified sessions, blocked workers{practice})")
     if non_data:
         left.append(f"{non_data} answer{'s' if non_data != 1 else ''} of practice or "
                     f"qualification work or on items excluded from the study")
@@ -136,7 +148,35 @@ def export_note(*, project: Project, stage: Stage | None = None,
     if unjudged:
         held += (f", and {unjudged} item{'s' if unjudged != 1 else ''} with none of them, one "
                  "row each with no judgment")
-    return held + ("; left out: " + " and ".join(left) if left else "; nothing left out")
+    # A decision replaces the item's earlier ones: rows carry the latest (the item's label).
+    decisions = Adjudication.objects.filter(item__project=project)
+    decided = decisions.values("item_id").distinct().count()
+    if decided:
+        held += (f"; the latest adjudication of {decided} item{'s' if decided != 1 else ''}"
+                 if per_judgment_rows else "")
+        replaced = decisions.count() - decided
+        if replaced:
+            left.append(f"{replaced} earlier adjudication{'s' if replaced != 1 else ''} "
+                        "replaced by a later one")
+    settings = settings_not_carried(project)
+    return (held + ("; left out: " + " and ".join(left) if left else "; nothing left out")
+            + ("; not in the file, set on a copy before reading its numbers: "
+               + ", ".join(settings) if settings else ""))
+
+
+def settings_not_carried(project: Project) -> list[str]:
+    """The project's settings that change the numbers a copy reads and that no export holds
+    (a file holds items and judgments, not a project), when they are not the defaults a
+    project created from the file gets: its aggregation model (each item's label), its Likert
+    scale (a copy on 5 points refuses the scores above 5) and its STARC mode (the analytics)."""
+    settings = []
+    if project.aggregation_model != resolve_aggregation(project.kind, ""):
+        settings.append(f"aggregation model {project.aggregation_model}")
+    if project.kind == TaskKind.LIKERT and project.scale_top != DEFAULT_SCALE_TOP:
+        settings.append(f"{project.scale_top}-point scale")
+    if project.kind == TaskKind.MC and project.experiment_mode not in ("", ExperimentMode.QA):
+        settings.append(f"STARC mode {project.experiment_mode}")
+    return settings
 
 
 def _item_chunks(project: Project) -> Iterator[list[dict]]:
@@ -192,15 +232,29 @@ def judgment_rows(*, project: Project, stage: Stage | None = None,
     flagged work and blocked workers' judgments only with `include_rejected`.
 
     Without `stage`, an item nobody judged yet appears once with "judgment": null, so the export
-    is a complete copy of the project's items.
+    is a complete copy of the project's items. Every row ends with the item's `adjudication`,
+    a researcher's latest decision on it (null without): the item's label in every report,
+    which the `jsonl` import stores again, so a copy's labels are the original's.
     """
+    decisions = item_adjudications(project=project)
     for item, item_judgments in _items_with_judgments(
             project=project, stage=stage, progress=progress,
             data_stages_only=not include_qualification, include_rejected=include_rejected):
+        adjudication = decisions.get(item["id"])
         if not item_judgments and stage is None:
-            yield {**_item_part(project, item), "judgment": None}
+            yield {**_item_part(project, item), "judgment": None, "adjudication": adjudication}
         for judgment in item_judgments:
-            yield {**_item_part(project, item), "judgment": judgment}
+            yield {**_item_part(project, item), "judgment": judgment,
+                   "adjudication": adjudication}
+
+
+def item_adjudications(*, project: Project) -> dict[int, dict]:
+    """item id → its latest adjudication as an export writes it (and the `jsonl` import reads
+    it): {"score", "choice", "note"}, and `decided_by` and `created_at` for the reader."""
+    return {item_id: {"score": a.score, "choice": a.choice, "note": a.note,
+                      "decided_by": a.decided_by.get_username() if a.decided_by else "",
+                      "created_at": a.created_at.isoformat()}
+            for item_id, a in latest_adjudications(project=project).items()}
 
 
 def _items_with_judgments(*, project: Project, stage: Stage | None, progress: bool | None,
@@ -324,7 +378,8 @@ def _csv_value(value: Any) -> Any:
 def csv_columns(*, project: Project, aggregate: bool) -> list[str]:
     columns = ["project", "kind", *ITEM_COLUMNS]
     if not aggregate:
-        return columns + list(JUDGMENT_COLUMNS)
+        # The item's adjudication last, so the earlier columns keep their places.
+        return columns + list(JUDGMENT_COLUMNS) + ["adjudication"]
     columns += [c for c in AGGREGATE_COLUMNS if c not in ("choice_counts", "validity_counts")]
     if project.kind != TaskKind.LIKERT:
         roles = AB_CHOICES if project.kind == TaskKind.AB else MC_ROLES

@@ -28,6 +28,7 @@ from annotation.domain.send_filter import item_send_filter
 from annotation.importers.base import ItemRecord, JudgmentRecord
 from annotation.models import (
     NON_DATA_STAGE_KINDS,
+    Adjudication,
     Item,
     Judgment,
     Project,
@@ -57,6 +58,10 @@ class ImportSummary:
     items_kept_differing: int = 0
     judgments_created: int = 0
     judgments_unchanged: int = 0
+    # Researchers' decisions the file carries (an export's `adjudication`): stored, or already
+    # the item's latest decision.
+    adjudications_created: int = 0
+    adjudications_unchanged: int = 0
     workers_created: int = 0
     # The file's workers that were already known (from an earlier import, into any project).
     workers_unchanged: int = 0
@@ -76,7 +81,8 @@ class ImportSummary:
 
     @property
     def created_anything(self) -> bool:
-        return bool(self.items_created or self.judgments_created or self.workers_created)
+        return bool(self.items_created or self.judgments_created or self.workers_created
+                    or self.adjudications_created)
 
     def as_text(self) -> str:
         text = (
@@ -85,6 +91,9 @@ class ImportSummary:
             f"{self.judgments_unchanged} already present; "
             f"workers: {self.workers_created} created, {self.workers_unchanged} already present"
         )
+        if self.adjudications_created or self.adjudications_unchanged:
+            text += (f"; adjudications: {self.adjudications_created} created, "
+                     f"{self.adjudications_unchanged} already present")
         if not self.records:
             text += " — the file holds no records"
         elif not self.created_anything:
@@ -294,6 +303,11 @@ def _fit_likert_scale(*, project: Project, records: list[ItemRecord]) -> None:
         return
     top = project.scale_top
     for record in records:
+        decided = (record.adjudication or {}).get("score")
+        if decided is not None and not 1 <= decided <= top:
+            raise ImportConflictError(
+                f"record {record.external_id}: field 'adjudication.score': {decided:g} is "
+                f"outside project {project.slug!r}'s scale 1-{top}")
         for position, judgment in enumerate(record.judgments):
             binary = judgment.extra.get("binary") if isinstance(judgment.extra, dict) else None
             if isinstance(binary, bool):
@@ -470,6 +484,47 @@ def _import_chunk(
     judged = [(record, j) for record in chunk for j in record.judgments]
     if judged:
         _insert_judgments(judged, existing, item_ids, stages, workers, summary, now)
+    decided = [record for record in chunk if record.adjudication is not None]
+    if decided:
+        _insert_adjudications(decided, existing, item_ids, summary)
+
+
+def _adjudication_value(source) -> dict:
+    """A decision as the file and the table both give it: score, choice and note."""
+    if isinstance(source, dict):
+        return {"score": source.get("score"), "choice": source.get("choice") or "",
+                "note": source.get("note") or ""}
+    return {"score": source.score, "choice": source.choice, "note": source.note}
+
+
+def _insert_adjudications(decided: list[ItemRecord], existing: dict[str, dict],
+                          item_ids: dict[str, int], summary: ImportSummary) -> None:
+    """Store the records' adjudications (an export carries each item's latest decision) on
+    items that have none; an item whose latest decision is the file's is left alone (importing
+    again adds nothing), and one decided otherwise here is an ImportConflictError: an import
+    never overrules a researcher's decision, nor is the file's dropped without a word."""
+    latest: dict[int, Adjudication] = {}
+    earlier = [existing[r.external_id]["id"] for r in decided if r.external_id in existing]
+    for adjudication in Adjudication.objects.filter(item_id__in=earlier).order_by("id"):
+        latest[adjudication.item_id] = adjudication
+    new = []
+    for record in decided:
+        item_id = item_ids[record.external_id]
+        wanted = _adjudication_value(record.adjudication)
+        stored = latest.get(item_id)
+        if stored is None:
+            new.append(Adjudication(item_id=item_id, **wanted))
+        elif json_equal(_adjudication_value(stored), wanted):
+            summary.adjudications_unchanged += 1
+        else:
+            raise ImportConflictError(
+                f"record {record.external_id}: field 'adjudication': the item's latest "
+                f"adjudication in this project is {stored.label!r}, the file's "
+                f"{Adjudication(**wanted).label!r}; an import does not overrule a "
+                "researcher's decision (record a new one on the adjudication page, or import "
+                "into another project)")
+    Adjudication.objects.bulk_create(new)
+    summary.adjudications_created += len(new)
 
 
 def _insert_items(project: Project, existing: dict[str, dict], new_items: list[dict],
@@ -521,7 +576,8 @@ def _insert_judgments(judged: list[tuple[ItemRecord, JudgmentRecord]], existing:
             summary.judgments_unchanged += 1
             continue
         new_judgments.append({"item_id": item_id, "worker_id": worker_id, "stage_id": stage_id,
-                              "created_at": now, **judgment.values()})
+                              "created_at": now, "server_time_ms": judgment.server_time_ms,
+                              **judgment.values()})
     if new_judgments:
         rows_insert(Judgment, new_judgments)
         summary.judgments_created += len(new_judgments)

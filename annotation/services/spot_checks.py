@@ -6,10 +6,8 @@ from __future__ import annotations
 
 from django.db import IntegrityError, transaction
 
-from annotation.domain.control_characters import note_problem
+from annotation.domain.control_characters import MAX_NOTE_CHARS, note_problem
 from annotation.models import Judgment, SpotCheck, SpotCheckVerdict
-
-MAX_NOTE_CHARS = 2000
 
 
 class SpotCheckInvalid(ValueError):
