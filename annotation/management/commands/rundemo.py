@@ -7,6 +7,7 @@ run. Ctrl-C stops every process it started.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import signal
@@ -96,14 +97,7 @@ class Command(BaseCommand):
         except KeyboardInterrupt:
             self.stdout.write("Stopping ...")
         finally:
-            for process in processes.values():
-                if process.poll() is None:
-                    process.send_signal(signal.SIGTERM)
-            for process in processes.values():
-                try:
-                    process.wait(timeout=15)
-                except subprocess.TimeoutExpired:
-                    process.kill()
+            children_stop(list(processes.values()))
 
     def _load_real_data(self, host: str, port: int) -> None:
         """The published judgments of ../shared/data (QAJ_DEMO_DATA_DIR), so the dashboards
@@ -146,6 +140,25 @@ class Command(BaseCommand):
         password_file.write_text(password + "\n")
         password_file.chmod(0o600)
         return password
+
+
+def children_stop(processes: list[subprocess.Popen], *, grace_s: float = 15) -> None:
+    """Stop the demo's children, each started in a process group of its own: SIGTERM, up to
+    `grace_s` each to finish, then SIGKILL to the whole group. A worker stopped mid-task (the
+    demo's LERC training) waits for its task and is killed; its pool process, in the same
+    group, went on training with nobody left to stop it."""
+    for process in processes:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+    for process in processes:
+        try:
+            process.wait(timeout=grace_s)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+    for process in processes:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, signal.SIGKILL)
 
 
 def _raise_keyboard_interrupt(signum, frame):
