@@ -406,6 +406,12 @@ def project_edit_errors(*, project, changes: dict) -> dict[str, str]:
     stored = Project.objects.get(pk=project.pk)
     changed = {name: value for name, value in changes.items()
                if hasattr(stored, name) and getattr(stored, name) != value}
+    if changed:
+        # Which stages are live is read under the budget lock a publish holds from its checks
+        # until its stage is published (`_publish_draft`), held by the door's transaction until
+        # the change is saved: a change made while a stage is being published waits, then
+        # counts that stage as live, never saved beside HITs built with the old value.
+        budget_lock(stored)
     errors: dict[str, str] = {}
     live = list(stored.stages.filter(status__in=LIVE_STAGE_STATUSES))
     for name, (reads, why) in LIVE_READ_PROJECT_FIELDS.items():
@@ -429,10 +435,9 @@ def project_edit_errors(*, project, changes: dict) -> dict[str, str]:
             "Reword the labels, or close the stage first")
     if errors or not ({"budget_cap", "bonus_per_correct"} & set(changed)):
         return errors
-    # Checked and saved under the budget lock (the door's transaction: the API's
+    # Checked and saved under the budget lock taken above (the door's transaction: the API's
     # `project_update`, the admin's change form), so a spend checked meanwhile (a bonus, a
     # replacement, a publish) reads the new cap, and this check counts that spend.
-    budget_lock(stored)
     stored.budget_cap = budget_cap_now(project_id=stored.pk)
     for name, value in changed.items():
         if name in ("budget_cap", "bonus_per_correct"):
