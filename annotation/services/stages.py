@@ -748,6 +748,7 @@ def stage_publish(*, stage: Stage, user=None, override_reason: str | None = None
             _publish_problem_record(stage, f"publish refused: {error}")
         raise
     report = stage_hits_create(stage=stage)
+    _hits_opened_meanwhile_expire(stage)
     if report.complete:
         _publish_complete_mark(stage=stage, n_hits=len(hits), user=user, actor=actor)
     _publish_problem_record(stage, "" if report.complete else (
@@ -878,12 +879,27 @@ def stage_hits_create(*, stage: Stage) -> PublishReport:
 
 
 def stage_close(*, stage: Stage, user=None, reason: str = "", actor: str = "") -> Stage:
-    """Stop the stage on the provider (expire HITs / stop the study) and close it."""
+    """Stop the stage on the provider (expire HITs / stop the study) and close it. Expired
+    first, so a provider that fails leaves the stage open to close again; then whatever a
+    publish running beside it created meanwhile is expired too."""
     if stage.status != StageStatus.DRAFT:
         hit_updates_record(get_provider(stage.provider).expire_stage(stage=stage))
-    return stage_transition(stage=stage, to_status=StageStatus.CLOSED, user=user,
-                            actor=actor or "stage_close called without a user",
-                            reason=reason.strip() or "closed (no reason given)")
+    stage_transition(stage=stage, to_status=StageStatus.CLOSED, user=user,
+                     actor=actor or "stage_close called without a user",
+                     reason=reason.strip() or "closed (no reason given)")
+    _hits_opened_meanwhile_expire(stage)
+    return stage
+
+
+def _hits_opened_meanwhile_expire(stage: Stage) -> None:
+    """Expire the HITs of a closed stage that are open: created by a publish that ran beside
+    its close (the admin's Close while a background publish creates the HITs). The publish
+    stops creating once it sees the stage closed (`stage_hits_publish`) and calls this after
+    its last create; the close calls it after its transition, so whichever ends last finds
+    every HIT the other created, and a closed stage keeps none open on the provider."""
+    fresh = Stage.objects.get(pk=stage.pk)
+    if fresh.status == StageStatus.CLOSED and fresh.hits.filter(status=HitStatus.OPEN).exists():
+        hit_updates_record(get_provider(fresh.provider).expire_stage(stage=fresh))
 
 
 def stage_extend(*, stage: Stage, seconds: int, user=None, actor: str = "") -> Stage:

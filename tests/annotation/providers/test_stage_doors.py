@@ -13,6 +13,7 @@ from decimal import Decimal
 
 import pytest
 from django.urls import reverse
+from django.utils import timezone
 from rest_framework.test import APIClient
 
 from annotation.models import Hit, Provider, ProviderCall, Stage, StageKind, StageStatus, TaskKind
@@ -272,3 +273,39 @@ def test_publishing_from_two_doors_creates_the_hits_once(admin, live, mturk_serv
     assert ProviderCall.objects.filter(stage=full,
                                        operation="CreateHITWithHITType").count() == built
     assert len(mturk_server.state.hits) == Hit.objects.count()
+
+
+def test_a_stage_closed_while_its_hits_are_being_created_keeps_none_open(admin, live,
+                                                                        mturk_server,
+                                                                        monkeypatch):
+    """The admin's Close while the background publish (the Celery task) is creating the HITs on
+    MTurk, between its first HIT and the rest: the close expired what was there, the publish
+    went on creating the others, and the closed stage kept HITs open on MTurk, taking work
+    nobody would review. The publish stops creating once the stage is closed and expires
+    what it created; the close expires what was created while it closed."""
+    project, _qualification, _trial = live
+    full = make_stage(project, kind=StageKind.FULL, name="full", status=StageStatus.DRAFT,
+                      provider=Provider.MTURK, settings={"locales": []})
+    full.items.set(make_item(project, group_key=f"f{n}") for n in range(6))
+    provider, closed = mturk_server.provider, []
+    publish_stage = provider.publish_stage
+
+    def close_after_the_first_hit(*, stage):
+        for outcome in publish_stage(stage=stage):
+            yield outcome
+            if not closed:
+                closed.append(_admin_action(admin, "close_stages", full))
+
+    monkeypatch.setattr(provider, "publish_stage", close_after_the_first_hit)
+    from worker.tasks.providers import stage_publish as task
+
+    result = task(full.pk)
+    assert closed and closed[0] == [f"{full}: closed"], closed
+    full.refresh_from_db()
+    assert result["status"] == full.status == StageStatus.CLOSED
+    on_mturk = [mturk_server.state.hits[hit.external_id] for hit in full.hits.all()
+                if hit.external_id]
+    assert on_mturk, "the first HIT was created"
+    assert Hit.objects.filter(stage=full, status="open").count() == 0
+    now = timezone.now().timestamp()
+    assert all(float(hit["Expiration"]) <= now for hit in on_mturk), on_mturk
