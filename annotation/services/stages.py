@@ -892,20 +892,26 @@ def stage_close(*, stage: Stage, user=None, reason: str = "", actor: str = "") -
 
 
 def _hits_opened_meanwhile_expire(stage: Stage) -> None:
-    """Expire the HITs of a closed stage that are open: created by a publish that ran beside
-    its close (the admin's Close while a background publish creates the HITs). The publish
-    stops creating once it sees the stage closed (`stage_hits_publish`) and calls this after
-    its last create; the close calls it after its transition, so whichever ends last finds
-    every HIT the other created, and a closed stage keeps none open on the provider."""
+    """Expire the HITs of a closed stage that are open: created by a publish, or reopened by
+    an extend, that ran beside its close (the admin's Close while a background publish creates
+    the HITs, or in another tab while "Extend by one day" runs). The publish stops creating
+    once it sees the stage closed (`stage_hits_publish`); the publish and the extend call this
+    after their last provider call, the close after its transition, so whichever ends last
+    finds every HIT the other opened, and a closed stage keeps none open on the provider."""
     fresh = Stage.objects.get(pk=stage.pk)
     if fresh.status == StageStatus.CLOSED and fresh.hits.filter(status=HitStatus.OPEN).exists():
         hit_updates_record(get_provider(fresh.provider).expire_stage(stage=fresh))
 
 
 def stage_extend(*, stage: Stage, seconds: int, user=None, actor: str = "") -> Stage:
+    """Keep a live stage's HITs (study) open `seconds` longer; a reviewing stage collects
+    again. A close that ran while the HITs were being extended wins: what the extend reopened
+    is expired again."""
+    stage.refresh_from_db(fields=["status"])
     if stage.status not in LIVE_STAGE_STATUSES:
         raise IllegalTransition(f"{stage} is {stage.status}: only a live stage can be extended")
     hit_updates_record(get_provider(stage.provider).extend_stage(stage=stage, seconds=seconds))
+    _hits_opened_meanwhile_expire(stage)
     if stage.status == StageStatus.REVIEWING:
         stage_transition(stage=stage, to_status=StageStatus.COLLECTING, user=user,
                          actor=actor or "stage_extend called without a user",

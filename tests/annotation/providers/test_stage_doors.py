@@ -309,3 +309,30 @@ def test_a_stage_closed_while_its_hits_are_being_created_keeps_none_open(admin, 
     assert Hit.objects.filter(stage=full, status="open").count() == 0
     now = timezone.now().timestamp()
     assert all(float(hit["Expiration"]) <= now for hit in on_mturk), on_mturk
+
+
+def test_a_stage_closed_while_it_is_being_extended_keeps_no_hit_open(admin, live, mturk_server,
+                                                                    monkeypatch):
+    """The admin's Close while "Extend by one day" (a second tab) is moving the HITs' expiry
+    on MTurk: the extend went on with the HITs after the close expired them, and the closed
+    stage had HITs open for another day. The extend expires again whatever it reopened on a
+    stage closed meanwhile."""
+    _project, _qualification, trial = live
+    provider, closed = mturk_server.provider, []
+    extend_stage = provider.extend_stage
+
+    def close_after_the_first_hit(*, stage, seconds):
+        for outcome in extend_stage(stage=stage, seconds=seconds):
+            yield outcome
+            if not closed:
+                closed.append(_admin_action(admin, "close_stages", trial))
+
+    monkeypatch.setattr(provider, "extend_stage", close_after_the_first_hit)
+    shown = _admin_action(admin, "extend_stages", trial)
+    assert closed and closed[0] == [f"{trial}: closed"], closed
+    trial.refresh_from_db()
+    assert trial.status == StageStatus.CLOSED, shown
+    assert Hit.objects.filter(stage=trial, status="open").count() == 0
+    now = timezone.now().timestamp()
+    on_mturk = [mturk_server.state.hits[hit.external_id] for hit in trial.hits.all()]
+    assert len(on_mturk) > 1 and all(float(hit["Expiration"]) <= now for hit in on_mturk)
