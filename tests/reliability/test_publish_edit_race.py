@@ -68,20 +68,27 @@ def _in_thread(fn, results: list, name: str) -> threading.Thread:
     return thread
 
 
-def test_an_edit_during_publishing_waits_and_is_refused_as_a_live_edit(draft, monkeypatch):
-    owner, stage = draft
+def _during_publishing(stage: Stage, owner, monkeypatch, edit) -> dict:
+    """Publish `stage` in one thread and, once it runs its checks, call `edit` in another:
+    {"publish" / "edit": (outcome, detail)}, the outcome "ok" (detail: what it returned) or
+    the name of the exception raised (detail: its message)."""
     started, results = threading.Event(), []
     _slow_checks(monkeypatch, started)
     publish = _in_thread(lambda: stage_publish(stage=Stage.objects.get(pk=stage.pk),
                                                user=owner, check_balance=False),
                          results, "publish")
     assert started.wait(10)
-    edit = _in_thread(lambda: stage_update(stage=Stage.objects.get(pk=stage.pk),
-                                           data={"judgments_per_item": 10}),
-                      results, "edit")
+    editing = _in_thread(edit, results, "edit")
     publish.join(30)
-    edit.join(30)
-    outcome = {name: (status, detail) for name, status, detail in results}
+    editing.join(30)
+    return {name: (status, detail) for name, status, detail in results}
+
+
+def test_an_edit_during_publishing_waits_and_is_refused_as_a_live_edit(draft, monkeypatch):
+    owner, stage = draft
+    outcome = _during_publishing(stage, owner, monkeypatch,
+                                 lambda: stage_update(stage=Stage.objects.get(pk=stage.pk),
+                                                      data={"judgments_per_item": 10}))
     assert outcome["publish"][0] == "ok", outcome
     assert outcome["edit"][0] == StageEditRefused.__name__, outcome
     assert "judgments_per_item" in outcome["edit"][1]
@@ -130,18 +137,10 @@ def test_a_stage_form_saved_during_publishing_is_refused_as_a_live_edit(draft, m
     owner, stage = draft
     url = reverse("admin:annotation_stage_change", args=[stage.pk])
     posted = admin_form_as_posted(_admin_client(owner).get(url), judgments_per_item="10")
-    started, results = threading.Event(), []
-    _slow_checks(monkeypatch, started)
-    publish = _in_thread(lambda: stage_publish(stage=Stage.objects.get(pk=stage.pk),
-                                               user=owner, check_balance=False),
-                         results, "publish")
-    assert started.wait(10)
-    edit = _in_thread(lambda: _admin_client(owner).post(url, posted), results, "form")
-    publish.join(30)
-    edit.join(30)
-    outcome = {name: (status, detail) for name, status, detail in results}
+    outcome = _during_publishing(stage, owner, monkeypatch,
+                                 lambda: _admin_client(owner).post(url, posted))
     assert outcome["publish"][0] == "ok", outcome
-    response = outcome["form"][1]
+    response = outcome["edit"][1]
     assert response.status_code == 200, response  # the form again, with its error
     # Refused as the edit of a live stage (published, or collecting once its HITs exist).
     assert re.search("the stage is (published|collecting)",
@@ -180,16 +179,7 @@ def test_a_project_setting_changed_during_publishing_is_refused_once_the_stage_i
 
         def edit():
             return _admin_client(owner).post(url, posted)
-    started, results = threading.Event(), []
-    _slow_checks(monkeypatch, started)
-    publish = _in_thread(lambda: stage_publish(stage=Stage.objects.get(pk=stage.pk),
-                                               user=owner, check_balance=False),
-                         results, "publish")
-    assert started.wait(10)
-    editing = _in_thread(edit, results, "edit")
-    publish.join(30)
-    editing.join(30)
-    outcome = {name: (status, detail) for name, status, detail in results}
+    outcome = _during_publishing(stage, owner, monkeypatch, edit)
     assert outcome["publish"][0] == "ok", outcome
     response = outcome["edit"][1]
     if door == "api":
