@@ -526,6 +526,7 @@ def stage_update(*, stage: Stage, data: dict) -> Stage:
     # row), so the rule below reads the status it left: an edit never slips in between the
     # checks and the HITs they approved.
     stage_row_lock(stage)
+    stage.refresh_from_db(fields=["status"])  # what the item choice below is judged by
     errors = stage_edit_errors(stage=stage, changes=data)
     if "name" in data and (error := stage_name_error(data["name"])) is not None:
         errors["name"] = error

@@ -191,3 +191,20 @@ def test_a_project_setting_changed_during_publishing_is_refused_once_the_stage_i
                          str(response.context["adminform"].form.errors))
     project.refresh_from_db()
     assert project.reward_per_hit == Decimal("0.40")
+
+
+def test_an_item_choice_sent_during_publishing_is_refused_as_a_live_stages(draft, monkeypatch):
+    """The API's PATCH of `items` on the stage it loaded as a draft, arriving while the stage
+    is being published: the rule read the status of the stage as loaded (draft), so the
+    published stage's list went from its 4 items to 1 beside HITs built with 4. It reads the
+    status under the row lock now."""
+    from annotation.stage_errors import StageError
+
+    owner, stage = draft
+    loaded = Stage.objects.get(pk=stage.pk)  # the request's copy, read before the publish
+    outcome = _during_publishing(stage, owner, monkeypatch,
+                                 lambda: stage_update(stage=loaded, data={"items": {"count": 1}}))
+    assert outcome["publish"][0] == "ok", outcome
+    assert outcome["edit"][0] == StageError.__name__, outcome
+    assert "its items are fixed once it is published" in outcome["edit"][1]
+    assert stage.items.count() == 4
