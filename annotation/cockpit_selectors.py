@@ -90,6 +90,12 @@ class CockpitStage:
     # Where the stage publishes (`CrowdProvider.environment`): MTurk sandbox or PRODUCTION.
     environment: str = ""
 
+    @property
+    def acts(self) -> bool:
+        """Whether a stage action (publish, sync, extend, close) still applies: any stage
+        but a closed one, which no door reopens."""
+        return self.stage.status != StageStatus.CLOSED
+
 
 @dataclasses.dataclass
 class Cockpit:

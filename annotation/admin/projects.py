@@ -65,6 +65,7 @@ from annotation.services.stages import (
     stage_identity_clashes,
     stage_identity_errors,
     stage_requirement_error,
+    stage_row_lock,
 )
 from annotation.stage_errors import StageError
 from annotation.stage_plan_selectors import stage_release_preview
@@ -88,6 +89,20 @@ from .stage_settings_form import (
     settings_fieldsets,
     stage_settings_form_class,
 )
+
+
+def stage_form_lock(form: forms.ModelForm) -> None:
+    """Hold a saved stage's row (after its project's budget) for the rest of the admin's
+    transaction (Django's change page runs in one, its save included) and read its status
+    under it: the lock `stage_update` takes for the API. A form saved while the stage is being
+    published waits for the publish (`_publish_draft` holds the row from its checks until the
+    stage is published), then is judged as an edit of a live stage, instead of checked as a
+    draft and written over the HITs that publish built."""
+    stage = form.instance
+    if stage.pk is None:
+        return
+    stage_row_lock(stage)
+    stage.status = Stage.objects.values_list("status", flat=True).get(pk=stage.pk)
 
 
 def stage_edit_errors_on_form(form: forms.ModelForm, cleaned: dict) -> None:
@@ -119,6 +134,7 @@ class StageInlineForm(forms.ModelForm):
 
     def clean(self):
         cleaned = super().clean()
+        stage_form_lock(self)
         if self.instance.pk is None:  # the API's rule for a stage made by hand
             for name, why in stage_by_hand_errors(kind=cleaned.get("kind"),
                                                   provider=cleaned.get("provider")).items():
@@ -521,6 +537,7 @@ class StageAdminForm(StageSettingsFormMixin, forms.ModelForm):
         project = cleaned.get("project") or getattr(self.instance, "project", None)
         if project is None:
             return cleaned
+        stage_form_lock(self)  # before anything below reads the stage's status
         why = stage_requirement_error(project=project, required=cleaned.get("requires_stage"),
                                       stage_pk=self.instance.pk,
                                       provider=cleaned.get("provider") or self.instance.provider)

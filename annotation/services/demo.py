@@ -481,16 +481,13 @@ def demo_data_load() -> list[Project]:
                        progress=False)
         stage = project.stages.filter(kind=StageKind.FULL).order_by("id").first()
         if stage is None:
-            from annotation.models import StageStatus
-            from annotation.services.stages import stage_create, stage_transition
+            from annotation.services.stages import stage_create, stage_publish
 
             stage = stage_create(project=project, kind=StageKind.FULL, name="full", order=1,
                                  provider=Provider.INHOUSE, judgments_per_item=3)
-            # Opened for the in-house pages (which pick items themselves: no HITs), through
-            # the logged status machine so the log explains its status.
-            stage_transition(stage=stage, to_status=StageStatus.PUBLISHED,
-                             actor="demo data (rundemo)",
-                             reason="demo stage: every item, served by personal links")
+            # Published as at every other door (the same checks, HITs and logged moves), so
+            # the demo shows a stage as a researcher's publish leaves it.
+            stage_publish(stage=stage, actor="demo data (rundemo)")
         for worker in workers:
             if not InhouseLink.objects.filter(worker=worker, project=project, stage=stage,
                                               revoked=False).exists():

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from annotation.models import Hit, HitStatus, Stage
+from annotation.models import Hit, HitStatus, Stage, StageStatus
 from annotation.providers import CrowdProvider, HitFailure, HitUpdate, PublishReport
 from annotation.providers.calls import new_token
 
@@ -39,12 +39,16 @@ def stage_hits_publish(*, stage: Stage, provider: CrowdProvider) -> PublishRepor
         if isinstance(outcome, HitFailure):
             report.failed += outcome.count
             report.errors.append(outcome.error)
-            continue
-        hit_update_record(update=outcome)
-        if outcome.created:
-            report.created += 1
         else:
-            report.already_created += 1
+            hit_update_record(update=outcome)
+            if outcome.created:
+                report.created += 1
+            else:
+                report.already_created += 1
+        # Closed meanwhile (the admin's Close beside a background publish): create no more.
+        # What was created is expired by the close, or by the publish (`stage_publish`).
+        if Stage.objects.filter(pk=stage.pk, status=StageStatus.CLOSED).exists():
+            break
     return report
 
 

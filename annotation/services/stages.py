@@ -406,6 +406,12 @@ def project_edit_errors(*, project, changes: dict) -> dict[str, str]:
     stored = Project.objects.get(pk=project.pk)
     changed = {name: value for name, value in changes.items()
                if hasattr(stored, name) and getattr(stored, name) != value}
+    if changed:
+        # Which stages are live is read under the budget lock a publish holds from its checks
+        # until its stage is published (`_publish_draft`), held by the door's transaction until
+        # the change is saved: a change made while a stage is being published waits, then
+        # counts that stage as live, never saved beside HITs built with the old value.
+        budget_lock(stored)
     errors: dict[str, str] = {}
     live = list(stored.stages.filter(status__in=LIVE_STAGE_STATUSES))
     for name, (reads, why) in LIVE_READ_PROJECT_FIELDS.items():
@@ -429,10 +435,9 @@ def project_edit_errors(*, project, changes: dict) -> dict[str, str]:
             "Reword the labels, or close the stage first")
     if errors or not ({"budget_cap", "bonus_per_correct"} & set(changed)):
         return errors
-    # Checked and saved under the budget lock (the door's transaction: the API's
+    # Checked and saved under the budget lock taken above (the door's transaction: the API's
     # `project_update`, the admin's change form), so a spend checked meanwhile (a bonus, a
     # replacement, a publish) reads the new cap, and this check counts that spend.
-    budget_lock(stored)
     stored.budget_cap = budget_cap_now(project_id=stored.pk)
     for name, value in changed.items():
         if name in ("budget_cap", "bonus_per_correct"):
@@ -521,6 +526,7 @@ def stage_update(*, stage: Stage, data: dict) -> Stage:
     # row), so the rule below reads the status it left: an edit never slips in between the
     # checks and the HITs they approved.
     stage_row_lock(stage)
+    stage.refresh_from_db(fields=["status"])  # what the item choice below is judged by
     errors = stage_edit_errors(stage=stage, changes=data)
     if "name" in data and (error := stage_name_error(data["name"])) is not None:
         errors["name"] = error
@@ -743,6 +749,7 @@ def stage_publish(*, stage: Stage, user=None, override_reason: str | None = None
             _publish_problem_record(stage, f"publish refused: {error}")
         raise
     report = stage_hits_create(stage=stage)
+    _hits_opened_meanwhile_expire(stage)
     if report.complete:
         _publish_complete_mark(stage=stage, n_hits=len(hits), user=user, actor=actor)
     _publish_problem_record(stage, "" if report.complete else (
@@ -873,18 +880,39 @@ def stage_hits_create(*, stage: Stage) -> PublishReport:
 
 
 def stage_close(*, stage: Stage, user=None, reason: str = "", actor: str = "") -> Stage:
-    """Stop the stage on the provider (expire HITs / stop the study) and close it."""
+    """Stop the stage on the provider (expire HITs / stop the study) and close it. Expired
+    first, so a provider that fails leaves the stage open to close again; then whatever a
+    publish running beside it created meanwhile is expired too."""
     if stage.status != StageStatus.DRAFT:
         hit_updates_record(get_provider(stage.provider).expire_stage(stage=stage))
-    return stage_transition(stage=stage, to_status=StageStatus.CLOSED, user=user,
-                            actor=actor or "stage_close called without a user",
-                            reason=reason.strip() or "closed (no reason given)")
+    stage_transition(stage=stage, to_status=StageStatus.CLOSED, user=user,
+                     actor=actor or "stage_close called without a user",
+                     reason=reason.strip() or "closed (no reason given)")
+    _hits_opened_meanwhile_expire(stage)
+    return stage
+
+
+def _hits_opened_meanwhile_expire(stage: Stage) -> None:
+    """Expire the HITs of a closed stage that are open: created by a publish, or reopened by
+    an extend, that ran beside its close (the admin's Close while a background publish creates
+    the HITs, or in another tab while "Extend by one day" runs). The publish stops creating
+    once it sees the stage closed (`stage_hits_publish`); the publish and the extend call this
+    after their last provider call, the close after its transition, so whichever ends last
+    finds every HIT the other opened, and a closed stage keeps none open on the provider."""
+    fresh = Stage.objects.get(pk=stage.pk)
+    if fresh.status == StageStatus.CLOSED and fresh.hits.filter(status=HitStatus.OPEN).exists():
+        hit_updates_record(get_provider(fresh.provider).expire_stage(stage=fresh))
 
 
 def stage_extend(*, stage: Stage, seconds: int, user=None, actor: str = "") -> Stage:
+    """Keep a live stage's HITs (study) open `seconds` longer; a reviewing stage collects
+    again. A close that ran while the HITs were being extended wins: what the extend reopened
+    is expired again."""
+    stage.refresh_from_db(fields=["status"])
     if stage.status not in LIVE_STAGE_STATUSES:
         raise IllegalTransition(f"{stage} is {stage.status}: only a live stage can be extended")
     hit_updates_record(get_provider(stage.provider).extend_stage(stage=stage, seconds=seconds))
+    _hits_opened_meanwhile_expire(stage)
     if stage.status == StageStatus.REVIEWING:
         stage_transition(stage=stage, to_status=StageStatus.COLLECTING, user=user,
                          actor=actor or "stage_extend called without a user",

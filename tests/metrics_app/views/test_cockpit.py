@@ -214,3 +214,16 @@ def test_a_stage_published_past_its_gate_says_overridden_not_shut_or_blocked(cli
     html = dashboard.content.decode()
     assert "published with an override (“instructions revised”)" in html
     assert '<span class="flags">blocked</span>' not in html
+
+
+def test_the_cockpit_offers_the_stage_actions_to_every_stage_but_a_closed_one(client):
+    """A closed stage is reopened at no door, so its row links to no stage action; every
+    other one does (the template asked the stored string "closed" before)."""
+    alice = make_user("alice")
+    project, trial, full = _study(owner=alice)
+    make_stage(project, kind=StageKind.PILOT, name="pilot", status=StageStatus.CLOSED)
+    client.force_login(alice)
+    rows = {row.stage.name: row.acts for row in study_cockpit(project=project).stages}
+    assert rows == {"trial": True, "full": True, "pilot": False}
+    page = client.get(reverse("metrics:project-cockpit", args=[project.slug])).content.decode()
+    assert page.count(">stage actions</a>") == 2
