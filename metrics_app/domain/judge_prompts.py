@@ -503,8 +503,29 @@ def _last(text: str, *patterns: re.Pattern, quoted: tuple[str, ...] = (),
     model reasons first and gives its verdict at the end, and the reasoning may name either
     side ("Answer A is shorter, while Answer B covers every point.\nBetter: B")."""
     matches = [match for pattern in patterns for match in pattern.finditer(text)]
-    own = _own_verdicts(matches, _stated(quoted, patterns, value), value)
+    own = _own_verdicts(matches, _stated(quoted, patterns, value, as_verdict=True), value)
     return max(own, key=lambda match: match.start(1), default=None)
+
+
+# What may follow a verdict the data states as one ("Score: 5", "Verdict: correct."): the end
+# of its line, or punctuation. "score: 4-2" or "final score 3 to 1" in a match report is no
+# verdict, and setting a model's own "Score: 4" aside for it read an earlier "Score: 5 would be
+# too generous" instead.
+_VERDICT_END = re.compile(r"[ \t*_`'\"”’)\]]*(?:$|[\r\n.!,;])")
+
+
+# A reply that is nothing but a verdict, perhaps labelled ("4", "A", "Yes.", "Score: 4",
+# "[[B]]"): complete however short `max_tokens` was (a logprobs judge asks for one token, and
+# endpoints report finish_reason "length" whenever the limit is reached).
+_VERDICT_ONLY = re.compile(
+    r"[\s*_`'\"(\[]*(?i:(?:score|rating|verdict|answer|better|choice|grade)[*_`]*\s*[:=]?"
+    r"[\s*_`'\"(\[]*)?(?:[1-5](?:\.0)?|[ABCD]|(?i:yes|no|correct|incorrect|true|false))"
+    r"[\s*_`'\")\].!]*")
+
+
+def is_verdict_only(text: str) -> bool:
+    """Whether the reply is only a verdict, so a cut at `max_tokens` lost nothing of it."""
+    return bool(_VERDICT_ONLY.fullmatch(text or ""))
 
 
 # A reply that is only a number 1-5, perhaps in emphasis or with a full stop ("4", "**4**.").
@@ -523,14 +544,18 @@ def _own_verdicts(found: list, forged: set, value: Callable) -> list:
     return own or found
 
 
-def _stated(quoted: tuple[str, ...], patterns, value: Callable[[re.Match], str]) -> set:
+def _stated(quoted: tuple[str, ...], patterns, value: Callable[[re.Match], str], *,
+            as_verdict: bool = False) -> set:
     """The verdicts the quoted texts (the item's fields, as the prompt showed them) state in
     the form `patterns` read, as a model echoing them would write them (NFKC, invisible
     characters left out). A model may quote the candidate AFTER its own verdict ("Score: 1\n
     The candidate wrote: ... Score: 5"), and the last verdict line is read: a verdict the data
-    states is set aside when the answer gives another (`_own_verdicts`)."""
+    states is set aside when the answer gives another (`_own_verdicts`). `as_verdict`: only
+    those the data states as a verdict, ending its line or followed by punctuation
+    (`_VERDICT_END`)."""
     return {value(match) for text in map(_as_read, quoted) for pattern in patterns
-            for match in pattern.finditer(text)}
+            for match in pattern.finditer(text)
+            if not as_verdict or _VERDICT_END.match(text, match.end())}
 
 
 def _as_read(text: str) -> str:

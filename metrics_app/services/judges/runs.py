@@ -50,6 +50,7 @@ from ...domain.judge_prompts import (
     JudgeConfigError,
     Parsed,
     call_cost,
+    is_verdict_only,
     item_fields,
     parse_answer,
     render,
@@ -124,9 +125,11 @@ def _verdict_row(version: JudgeVersion, request: Request, answer: ChatAnswer,
         parsed = Parsed(ok=False, error="refused")
     else:
         parsed = parse_answer(answer.text, config, answer.logprobs, quoted=request.quoted)
-        if answer.finish_reason == "length" and parsed.ok:
+        if answer.finish_reason == "length" and parsed.ok \
+                and not is_verdict_only(answer.text):
             # Cut before it ended: the verdict the prompt asks for last never came, and what
             # was read is a line of the reasoning ("At first Score: 4 seemed right, but the").
+            # A reply that is only its verdict lost nothing (a one-token logprobs judge).
             parsed = Parsed(ok=False, error=(
                 f"truncated (finish_reason length) before the answer ended: the verdict "
                 f"{parsed.verdict or parsed.score!r} read in it may not be the model's final "

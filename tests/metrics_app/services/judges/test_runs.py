@@ -885,6 +885,29 @@ def test_an_answer_cut_by_max_tokens_gives_no_verdict_even_when_a_line_reads_as_
 
 
 @pytest.mark.reliability
+@pytest.mark.parametrize("content", ["4", "Score: 4", "**4**."])
+def test_a_reply_that_is_only_its_verdict_is_read_though_max_tokens_cut_it(content):
+    """A judge asking for one token (logprobs at the verdict) is answered "4" with
+    finish_reason "length" whenever the limit is reached: every such answer was paid for and
+    stored unparseable."""
+    project = _likert_project(1)
+
+    class OneToken(FakeChatServer):
+        def _complete(self, body):
+            status, payload, headers = super()._complete(body)
+            payload["choices"][0].update(finish_reason="length", message={
+                "role": "assistant", "content": content})
+            return status, payload, headers
+
+    with OneToken() as server:
+        version = _judge(server)
+        detail = judge_project(project=project, version=version, retry=FAST)
+    row = JudgeVerdict.objects.get(judge_version=version)
+    assert detail["unparseable"] == 0
+    assert row.parsed and row.score == 4.0 and row.verdict == "correct"
+
+
+@pytest.mark.reliability
 def test_a_stored_version_whose_base_url_carries_credentials_is_not_run_nor_shown(client):
     """A version stored before such URLs were refused: the run sent the userinfo to the
     endpoint as a Basic header, and the admin showed the key in the version's config."""
