@@ -421,13 +421,20 @@ def prolific_access_check(*, stage: Stage | None, pid: str, study_id: str,
     if stage is None:
         raise AccessDenied(NOT_THIS_STUDY)
     expected = (stage.settings or {}).get("prolific_study_id") or ""
-    if expected != study_id and (expected or stage.status not in OPEN_STAGE_STATUSES):
+
+    def session_here() -> Assignment | None:
+        return _named_assignment(stage=stage, external_id=session_id,
+                                 worker_provider=Provider.PROLIFIC, worker_external_id=pid)
+
+    # A stage that names no study and is no longer open refuses a link it never handed out,
+    # but not a participant's own session on it (a simulated study closed while they work):
+    # whoever holds one already knew the stage.
+    if expected != study_id and (expected or (stage.status not in OPEN_STAGE_STATUSES
+                                              and session_here() is None)):
         raise AccessDenied(NOT_THIS_STUDY)
     # Before the participant's worker row is created and Prolific is asked about the session;
     # on a stopped study, a session that was active before goes on within its duration.
-    _refuse_if_not_open(stage, existing=lambda: _named_assignment(
-        stage=stage, external_id=session_id, worker_provider=Provider.PROLIFIC,
-        worker_external_id=pid))
+    _refuse_if_not_open(stage, existing=session_here)
     existing = Assignment.objects.filter(stage=stage, external_id=session_id).select_related(
         "worker"
     ).first()

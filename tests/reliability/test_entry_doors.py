@@ -495,3 +495,21 @@ def test_a_malformed_rate_limit_setting_is_refused_naming_what_is_wrong(raw, mes
     assert _rate_limits('{"page_address": [3000, 60]}') == {"page_address": (3000, 60)}
     with pytest.raises(ValueError, match=message.replace("[", r"\[").replace("]", r"\]")):
         _rate_limits(raw)
+
+
+def test_a_participant_mid_session_reloads_a_closed_study_less_stage_and_an_outsider_does_not(
+        client):
+    """A Prolific stage that names no study (simulated, `task_links`) and is closed refuses
+    links it never handed out, so an outsider cannot read its status; the refusal also
+    refused the participant whose session was open when it closed, whom a closed stage lets
+    finish within the assignment's duration."""
+    from annotation.services.stages import stage_transition
+
+    _project, stage, _items = _prolific_stage()
+    assert page_config(_prolific_page(client, stage, "PARTICIPANT1", "SESSION1"))
+    stage_transition(stage=stage, to_status=StageStatus.CLOSED, actor="test",
+                     reason="closed by the researcher")
+    again = _prolific_page(client, stage, "PARTICIPANT1", "SESSION1")
+    assert again.status_code == 200 and page_config(again)["items"]
+    outsider = _prolific_page(client, stage, "OUTSIDER", "SESSION9")
+    assert outsider.status_code == 403 and b"another Prolific study" in outsider.content
