@@ -42,6 +42,14 @@ def worker_provider_unblock_check(*, worker: Worker, by=None) -> None:
             f"your own block here. Nothing was changed.")
 
 
+def worker_blocked_by(*, worker: Worker, by=None) -> bool:
+    """Whether the block `by` sets (`workers_block`: global for a superuser or None, else
+    `by`'s own) is on `worker` now."""
+    if _is_global(by):
+        return Worker.objects.filter(pk=worker.pk, status=WorkerStatus.BLOCKED).exists()
+    return WorkerBlock.objects.filter(worker=worker, researcher=by).exists()
+
+
 def _locked_ids(workers) -> list[int]:
     """The ids of these workers (instances or ids), their rows locked in id order."""
     ids = [getattr(worker, "pk", worker) for worker in workers]

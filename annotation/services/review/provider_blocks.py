@@ -25,6 +25,7 @@ from annotation.providers import get_provider
 from annotation.providers.calls import new_token, provider_call_run
 from annotation.services.workers import (
     WorkerUnblockRefused,
+    worker_blocked_by,
     worker_provider_unblock_check,
     worker_unblock,
     workers_block,
@@ -34,6 +35,10 @@ from core.background import BrokerUnreachable, task_send_or_fail_fast
 BLOCK_OPERATION = "BlockWorker"
 UNBLOCK_OPERATION = "UnblockWorker"
 RUN_TASK = "worker.tasks.providers.worker_provider_calls_run"
+
+
+class ProviderCallNotSent(Exception):
+    """A queued call the task no longer makes, and why (recorded FAILED on its row)."""
 
 
 @dataclasses.dataclass
@@ -118,7 +123,8 @@ def worker_provider_calls_run(*, batch: str) -> dict[str, int]:
         except Exception as exc:  # noqa: BLE001 - the provider's answer, kept on its row
             ProviderCall.objects.filter(pk=call.pk).update(
                 status=ProviderCallStatus.FAILED, completed_at=timezone.now(),
-                error=f"{type(exc).__name__}: {exc}"[:2000])
+                error=(str(exc) if isinstance(exc, ProviderCallNotSent)
+                       else f"{type(exc).__name__}: {exc}")[:2000])
             outcome["failed"] += 1
         else:
             outcome["succeeded"] += 1
@@ -132,6 +138,12 @@ def _call_make(call: ProviderCall) -> None:
     by = get_user_model().objects.filter(pk=by_pk).first() if by_pk else None
     provider = get_provider(worker.provider)
     if call.operation == BLOCK_OPERATION:
+        # Unblocked here since the click (a block by mistake, undone at once, whose unblock's
+        # task ran first): blocking on the provider now would leave the worker blocked on the
+        # whole requester account while active here.
+        if not worker_blocked_by(worker=worker, by=by):
+            raise ProviderCallNotSent(f"not sent: {worker} was unblocked here before the "
+                                      "block reached the provider")
         provider_call_run(provider=call.provider, operation=call.operation, key=call.key,
                           call_fn=lambda _token: provider.block(worker=worker, reason=reason))
         return

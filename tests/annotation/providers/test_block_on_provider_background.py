@@ -118,6 +118,31 @@ def test_unblock_on_the_provider_unblocks_here_only_once_the_provider_has(client
     assert ProviderCall.objects.get(key__endswith=batch).status == ProviderCallStatus.SUCCEEDED
 
 
+@pytest.mark.reliability
+def test_a_block_undone_before_its_task_ran_is_not_sent_to_the_provider(client, celery_app):
+    """Block by mistake, unblock at once: the unblock's task may run first, and the block's
+    task then blocked the worker on the whole requester account while active here."""
+    from annotation.providers import override_provider
+
+    client.force_login(make_user(superuser=True))
+    worker = make_worker(provider="mturk", external_id="AOOPS")
+    batch = _batch(messages_of(act(client, "block_on_provider", [worker], reason="oops")))
+    provider = mock.Mock(spec=MTurkProvider)
+    provider.unblock.return_value = {"unblocked": "AOOPS"}
+    undo = _batch(messages_of(act(client, "unblock_on_provider", [worker])))
+    with override_provider("mturk", provider):
+        task_run_here("worker.tasks.providers.worker_provider_calls_run", args=[undo])
+        outcome = task_run_here("worker.tasks.providers.worker_provider_calls_run",
+                                args=[batch])
+    provider.block.assert_not_called()
+    assert outcome == {"succeeded": 0, "failed": 1}
+    worker.refresh_from_db()
+    assert worker.status == WorkerStatus.ACTIVE
+    call = ProviderCall.objects.get(key__endswith=batch)
+    assert call.status == ProviderCallStatus.FAILED
+    assert call.error.startswith("not sent: ") and "was unblocked here before" in call.error
+
+
 @pytest.mark.integration
 @pytest.mark.slow
 @pytest.mark.mturk
