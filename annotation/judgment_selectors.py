@@ -377,7 +377,8 @@ def latest_adjudications(*, project: Project, up_to: int | None = None
     """item id → the item's latest adjudication (a later decision replaces an earlier one);
     `up_to`: only adjudications with id ≤ it (they are append-only, so an id pins the set, as
     a watermark pins judgments: `adjudication_watermark`)."""
-    rows = Adjudication.objects.filter(item__project=project)
+    # Who decided is read by exports and pages: one query, not one per adjudication.
+    rows = Adjudication.objects.filter(item__project=project).select_related("decided_by")
     if up_to is not None:
         rows = rows.filter(id__lte=up_to)
     latest: dict[int, Adjudication] = {}

@@ -132,3 +132,22 @@ def test_adjudications_are_append_only_and_the_latest_is_the_label_in_aggregates
     export_write(project=project, out=csv_out, fmt="csv", aggregate=True)
     header = csv_out.getvalue().splitlines()[0].split(",")
     assert {"adjudicated", "adjudication_note", "label"} <= set(header)
+
+
+def test_the_latest_adjudications_and_who_decided_them_are_read_in_one_query(
+        django_assert_num_queries):
+    """Exports name who decided each item: reading the user loaded one query per adjudication
+    (51 for 50), inside the admin's export request."""
+    from annotation.judgment_selectors import latest_adjudications
+    from annotation.services.adjudication import adjudication_record
+    from testing.factories import make_item, make_project, make_user
+
+    project = make_project(kind="likert")
+    users = [make_user(f"adjudicator-{n}") for n in range(3)]
+    for n in range(12):
+        adjudication_record(item=make_item(project, external_id=f"adj{n}"), value="4",
+                            user=users[n % 3])
+    with django_assert_num_queries(1):
+        latest = latest_adjudications(project=project)
+        names = {a.decided_by.get_username() for a in latest.values()}
+    assert names == {user.username for user in users}
