@@ -241,9 +241,11 @@ def _check_adjudication(kind: str, adjudication: Any) -> None:
     if (problem := note_problem(note)) is not None:
         raise ItemContentError("adjudication.note", problem)
     if kind == TaskKind.LIKERT:
+        # Whole points, as `adjudication_record` stores a researcher's decision: 2.5 is no
+        # point of the scale.
         if (not isinstance(score, (int, float)) or isinstance(score, bool)
-                or not is_finite_number(score) or score < 1 or choice):
-            raise ItemContentError("adjudication.score", "must be a score from 1 to the "
+                or not is_finite_number(score) or score < 1 or score != int(score) or choice):
+            raise ItemContentError("adjudication.score", "must be a whole score from 1 to the "
                                                          "project's top score, and no choice")
         return
     allowed = AB_CHOICES if kind == TaskKind.AB else MC_ROLES

@@ -126,6 +126,8 @@ def test_an_import_never_overrules_a_decision_taken_in_the_copy(tmp_path):
 @pytest.mark.parametrize(("kind", "decision", "field"), [
     ("likert", {"score": 4, "choice": "A"}, "adjudication.score"),
     ("likert", {"score": 0}, "adjudication.score"),
+    # A researcher decides in whole points (`adjudication_record`); 2.5 came in on import.
+    ("likert", {"score": 2.5}, "adjudication.score"),
     ("ab", {"choice": "C"}, "adjudication.choice"),
     ("mc", {"choice": "A", "score": 3}, "adjudication.choice"),
     ("mc", {"choice": "A", "note": "bad\x00note"}, "adjudication.note"),
