@@ -157,8 +157,11 @@ def children_stop(processes: list[subprocess.Popen], *, grace_s: float = 15) -> 
             process.kill()
             process.wait()
     for process in processes:
+        group = getattr(process, "pid", None)  # the group each child leads (process_group=0)
+        if not isinstance(group, int) or group <= 0:
+            continue  # no child of ours (0 would be this command's own group)
         with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(process.pid, signal.SIGKILL)
+            os.killpg(group, signal.SIGKILL)
 
 
 def _raise_keyboard_interrupt(signum, frame):
