@@ -3,8 +3,8 @@ estimate, MTurk HITs, a Prolific study's places) and of the pages that pick item
 (Prolific, in-house), so the places a study is created with are exactly the batches its pages
 hand out, and a researcher can say ahead what each batch holds.
 
-Pure functions. The rate is read as the researcher wrote it (0.15, not the float nearest to
-it), so 0.15 of 10 is 1.5, rounded up to 2, not 1.4999… rounded down:
+Pure functions. The rate is read as the researcher wrote it (0.58, not the float nearest to
+it), so 0.58 of 25 is 14.5, rounded up to 15, not the float product 14.4999… rounded down:
 
 - a full batch of `per_batch` items holds round-half-up(per_batch × rate) gold items, at most
   per_batch − 1 (a batch is never all gold) and none in a batch of one;
