@@ -21,6 +21,11 @@ from annotation.domain.design import (
     spread_order,
     unit_key,
 )
+from annotation.domain.gold_mix import (
+    gold_per_batch,
+    gold_per_batch_text,
+    gold_with_regular,
+)
 from annotation.domain.stage_settings import MAX_GOLD_RATE
 from annotation.models import (
     COLLECTION_STAGE_KINDS,
@@ -327,11 +332,23 @@ def stage_gold_rate(stage: Stage) -> float:
     return min(max(float(rate or 0.0), 0.0), MAX_GOLD_RATE)
 
 
-def _random_round(expected: float, rng: random.Random) -> int:
-    # Randomised rounding keeps the long-run share at the rate even for small HITs (as
-    # items_pick_next does for the pages that pick items themselves).
-    whole = int(expected)
-    return whole + (rng.random() < expected - whole)
+def gold_available(pool_keys: list[str], *, likert: bool, group_key: str) -> int:
+    """How many gold items of a stage's pool (their `group_key`s) could go in a batch of the
+    Likert passage `group_key` ("" for other kinds, or items without a passage): a Likert
+    batch takes gold from its own passage only. The plan (`_GoldMixer.slots`) and the pages
+    (`items_pick_next`) ask it of the same pool (`gold_items_for_stage`), so a passage
+    without gold has batches full of regular items in both."""
+    if likert and group_key:
+        return sum(key == group_key for key in pool_keys)
+    return len(pool_keys)
+
+
+def gold_slots(*, per_batch: int, rate: float, available: int) -> int:
+    """Gold items in a full batch of `per_batch` (`annotation.domain.gold_mix.gold_per_batch`),
+    none when no gold item could go with it (`gold_available`), never more than could."""
+    if not available:
+        return 0
+    return min(available, gold_per_batch(per_batch, rate))
 
 
 def qualification_hit_sizes(*, workers: int, provider: str, allow_40pct: bool) -> list[int]:
@@ -349,10 +366,13 @@ def qualification_hit_sizes(*, workers: int, provider: str, allow_40pct: bool) -
 class _GoldMixer:
     """Adds the project's gold/attention items to the HITs of a data stage at the stage's gold
     rate, the way `items_pick_next` (annotation/services/assignments/picking.py) mixes them into the
-    assignments it picks: gold takes slots of the HIT, a Likert HIT only gets gold from its own
-    passage, and the gold items are inserted at random positions. The least used gold items
-    go first, so each is repeated in as few HITs as possible (a worker judges an item once per
-    stage). Seeded by the stage, so the estimate and the published HITs agree."""
+    assignments it picks: gold takes slots of the HIT, as many as `gold_slots` says (the
+    count `annotation.domain.gold_mix` rounds, the pages' too, so a Prolific study's places
+    are the batches its pages hand out), a Likert HIT only gets gold from its own passage, and
+    the gold items are inserted at random positions. The least used gold items go first, so
+    each is repeated in as few HITs as possible (a worker judges an item once per stage).
+    Which gold items, and where, are seeded by the stage, so the estimate and the published
+    HITs agree."""
 
     def __init__(self, stage: Stage):
         self.rate = stage_gold_rate(stage)
@@ -364,20 +384,15 @@ class _GoldMixer:
     def slots(self, per_hit: int, group_key: str) -> int:
         """Gold items in a full HIT of `per_hit` items of the Likert passage `group_key` (""
         for other kinds): none when no gold item could go with it, so its HITs stay full."""
-        if self.likert and group_key:
-            available = sum(g.group_key == group_key for g in self.pool)
-        else:
-            available = len(self.pool)
-        if not available or per_hit < 2:
-            return 0
-        return min(per_hit - 1, available, _random_round(per_hit * self.rate, self.rng))
+        available = gold_available([g.group_key for g in self.pool], likert=self.likert,
+                                   group_key=group_key)
+        return gold_slots(per_batch=per_hit, rate=self.rate, available=available)
 
-    def mix(self, regular: list[Item], n_gold: int, full: bool) -> list[Item]:
+    def mix(self, regular: list[Item], n_gold: int, per_hit: int) -> list[Item]:
         if not n_gold or not regular:
             return regular
-        if not full:  # a short last HIT gets gold in proportion to its regular items
-            n_gold = min(n_gold, _random_round(len(regular) * self.rate / (1 - self.rate),
-                                               self.rng))
+        # A short last HIT gets gold in proportion to its regular items.
+        n_gold = min(n_gold, gold_with_regular(len(regular), per_batch=per_hit, rate=self.rate))
         groups = {item.group_key for item in regular if item.group_key}
         taken = {item.pk for item in regular}  # explicit stage items may include gold items
         units = {item.design_unit for item in regular if item.design_unit}
@@ -475,8 +490,7 @@ def stage_hits_planned(*, stage: Stage, items: list[Item] | None = None) -> list
                 room = per_hit - n_gold
                 regular = members[start:start + room]
                 start += room
-                hit_items = gold.mix(regular, n_gold, full=len(regular) == room) if gold \
-                    else regular
+                hit_items = gold.mix(regular, n_gold, per_hit) if gold else regular
                 plans.append(HitPlan(items=hit_items,
                                      max_assignments=redundancy_target(stage=stage, split=split),
                                      split=split))
@@ -498,14 +512,16 @@ def places_for_plans(*, stage: Stage, plans: list[HitPlan]) -> int:
     fills across the plan's HIT boundaries (5 items × 2 judgments in batches of 2: 5 batches,
     not the 6 of HITs of 2, 2 and 1). For such a pool of items, each wanting `r_i` judgments in
     batches of `k` distinct items, largest-deficit-first hands out max(max r_i, ceil(sum r_i /
-    k)) batches; `k` is the pool's fullest plan's items. A place more than that stays open for nobody: its participant finds nothing to do and
-    the stage never completes. Elsewhere the plans' assignments: MTurk's fixed HITs, a
-    qualification, a practice stage, a Latin square's lists, and a stage mixing in gold (the
-    pages draw each batch's gold apart from the plan's, so its batches are not known ahead).
+    k)) batches; `k` is the pool's fullest plan's regular items. A place more than that stays
+    open for nobody: its participant finds nothing to do and the stage never completes. Gold
+    items take the same slots of a batch in the plan and on the pages (`gold_slots`: a whole
+    number per batch of the pool, none for a Likert passage without gold), so they only make
+    `k` smaller. Elsewhere the plans' assignments: MTurk's fixed HITs, a qualification, a
+    practice stage and a Latin square's lists.
     """
     if (stage.provider != Provider.PROLIFIC
             or stage.kind in (StageKind.QUALIFICATION, StageKind.PRACTICE)
-            or latin_square_on(stage) or stage_gold_rate(stage) > 0):
+            or latin_square_on(stage)):
         return sum(plan.max_assignments for plan in plans)
     likert = stage.project.kind == TaskKind.LIKERT
     pools: dict[str, list[tuple[int, int]]] = defaultdict(list)
@@ -534,6 +550,9 @@ class ReleasePreview:
     how: str  # where the items come from: "listed on the stage", "chosen by kind: ..."
     error: str = ""
     plans: list[HitPlan] = dataclasses.field(default_factory=list)  # a draft's HIT plan
+    # What the gold rate gives a batch ("1 gold item in each batch of 5 (20%; ...)"), "" for a
+    # stage without gold (`stage_gold_text`)
+    gold_rule: str = ""
 
     def counts(self, field: str) -> list[tuple[str, int]]:
         return Counter(getattr(item, field) or "–" for item in self.items).most_common()
@@ -542,7 +561,8 @@ class ReleasePreview:
         if self.error:
             return f"cannot be published yet: {self.error}"
         by = ", ".join(f"{name}: {n}" for name, n in self.counts("dataset")[:6])
-        gold = f" + {len(self.gold)} gold items mixed in" if self.gold else ""
+        rule = f" ({self.gold_rule})" if self.gold_rule else ""
+        gold = f" + {len(self.gold)} gold items mixed in{rule}" if self.gold else ""
         return (f"{len(self.items)} items ({by}){gold} in {self.n_hits} HITs; {self.how}")
 
 
@@ -560,6 +580,19 @@ def _chosen_from(stage: Stage) -> str:
     return "the items no other stage released"
 
 
+def stage_gold_text(stage: Stage) -> str:
+    """What the stage's gold rate gives each batch (its HITs and the pages' batches alike:
+    `gold_slots`), "" when it mixes in no gold: "1 gold item in each batch of 5 (20%; gold
+    rate 0.15)", and for Likert that the gold comes from the batch's passage."""
+    rate = stage_gold_rate(stage)
+    if not rate or stage.kind in (StageKind.PRACTICE, StageKind.QUALIFICATION):
+        return ""
+    text = gold_per_batch_text(assignment_size(stage), rate)
+    if stage.project.kind == TaskKind.LIKERT:
+        text += ", from the batch's passage (a passage without gold items gets none)"
+    return text
+
+
 def stage_release_preview(*, stage: Stage) -> ReleasePreview:
     """What publishing the stage releases, computed without storing anything: a draft's plan
     (the same seeded choice `stage_hits_build` makes), or a live stage's HITs."""
@@ -575,7 +608,7 @@ def stage_release_preview(*, stage: Stage) -> ReleasePreview:
         items = [i for i in seen.values() if i.pk in listed]
         gold = [i for i in seen.values() if i.pk not in listed]
         return ReleasePreview(items=items, gold=gold, n_hits=stage.hits.count(),
-                              how="the HITs already built")
+                              how="the HITs already built", gold_rule=stage_gold_text(stage))
     how = ("listed on the stage" if stage.items.exists() else
            f"chosen by the stage's kind ({stage.get_kind_display().lower()}) from "
            + _chosen_from(stage))
@@ -592,4 +625,5 @@ def stage_release_preview(*, stage: Stage) -> ReleasePreview:
                 continue
             seen_ids.add(item.pk)
             (items if item.pk in chosen else gold).append(item)
-    return ReleasePreview(items=items, gold=gold, n_hits=len(plans), how=how, plans=plans)
+    return ReleasePreview(items=items, gold=gold, n_hits=len(plans), how=how, plans=plans,
+                          gold_rule=stage_gold_text(stage))

@@ -34,6 +34,7 @@ from django.db.models import (
 )
 from django.db.models.functions import Coalesce
 
+from annotation.domain.gold_mix import gold_with_regular
 from annotation.models import (
     AdaptiveTarget,
     Assignment,
@@ -51,7 +52,9 @@ from annotation.models import (
 from annotation.selectors import judgments_releasing_slots
 from annotation.stage_plan_selectors import (
     design_applies,
+    gold_available,
     gold_items_for_stage,
+    gold_slots,
     item_article,
     latin_square_on,
     mixes_in_extras,
@@ -204,8 +207,11 @@ def _lock_available(qs: QuerySet[Item]) -> list[int]:
 def items_pick_next(*, stage: Stage, worker: Worker, limit: int) -> list[Item]:
     """The next `limit` items for `worker` in `stage`: practice items first, then the items
     furthest from their redundancy target (Likert: one passage group), with gold/attention items
-    mixed in at the stage's rate (`stage_gold_rate`: its `gold_rate`, else the project's). Must run inside the transaction that stores the choice (it
-    does when called from `assignment_start`) so the row locks cover the write."""
+    mixed in at the stage's rate (`stage_gold_rate`: its `gold_rate`, else the project's), as
+    many per batch as its HIT plan has (`gold_slots`, `annotation.domain.gold_mix`): a whole
+    number, not drawn at random, none for a Likert passage without gold. Must run inside the
+    transaction that stores the choice (it does when called from `assignment_start`) so the
+    row locks cover the write."""
     stage_write_lock(stage)
     project = stage.project
     available = _not_seen_earlier(_not_seen_by(stage_items(stage), stage, worker), stage, worker)
@@ -232,13 +238,21 @@ def items_pick_next(*, stage: Stage, worker: Worker, limit: int) -> list[Item]:
         chosen = list(rest.order_by("pk")[:room])
         return picked + (spread_articles(chosen) if spread else chosen)
 
-    n_gold = 0
-    # The stage's rate, as its HIT plan (a Prolific study's places) was built with.
+    # The stage's rate, as its HIT plan (a Prolific study's places) was built with, and the
+    # plan's count of gold per batch (`gold_slots`): a batch holds as many regular items as
+    # the plan's HIT of its pool, so the study has a place for every batch and no more.
     rate = stage_gold_rate(stage)
-    if rate > 0 and room > 1:
-        # Randomised rounding keeps the long-run share at gold_rate even for small HITs.
-        expected = room * rate
-        n_gold = min(room - 1, int(expected) + (random.random() < expected - int(expected)))
+    pool_keys = (list(gold_items_for_stage(stage=stage).values_list("group_key", flat=True))
+                 if rate > 0 and room > 1 else [])
+    passages = project.kind == TaskKind.LIKERT
+
+    def slots(group_key: str) -> int:
+        return gold_slots(per_batch=room, rate=rate, available=gold_available(
+            pool_keys, likert=passages, group_key=group_key))
+
+    # A Likert batch's gold depends on its passage (none when no gold item shares it): the
+    # passage is picked first, for a whole batch, and the gold's slots are given back after.
+    n_gold = 0 if passages else slots("")
     regular_qs = available.filter(is_practice=False, is_gold_check=False)
     square = latin_square_on(stage)
     position: dict[int, tuple] | None = None
@@ -248,6 +262,9 @@ def items_pick_next(*, stage: Stage, worker: Worker, limit: int) -> list[Item]:
             deficits=lambda ids: _deficits(stage, ids))
     regular = _pick_regular(stage=stage, available=regular_qs, room=room - n_gold,
                             order=position)
+    if passages and regular:
+        n_gold = slots(regular[0].group_key)
+        regular = regular[:room - n_gold]
     if position:  # a run of the square, each article's paragraphs apart
         regular = in_square_order(regular, position)
     if (stage.provider == Provider.INHOUSE and project.kind == TaskKind.LIKERT and regular
@@ -263,6 +280,8 @@ def items_pick_next(*, stage: Stage, worker: Worker, limit: int) -> list[Item]:
             if not more:
                 break
             regular += more
+    # A short batch (the last of its pool) gets gold in proportion, as the plan's last HIT.
+    n_gold = min(n_gold, gold_with_regular(len(regular), per_batch=room, rate=rate))
     gold: list[Item] = []
     if n_gold and regular:
         gold_qs = _not_seen_earlier(

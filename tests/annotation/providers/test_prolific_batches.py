@@ -13,10 +13,11 @@ import pytest
 from django.urls import reverse
 
 from annotation.cost_selectors import stage_cost_estimate
+from annotation.domain.gold_mix import gold_per_batch
 from annotation.models import Judgment, Provider, StageStatus, TaskKind
 from annotation.services.review import stage_sync_and_review
 from annotation.services.stages import stage_publish
-from annotation.stage_plan_selectors import stage_hits_planned
+from annotation.stage_plan_selectors import stage_hits_planned, stage_release_preview
 from testing.factories import make_item, make_project
 from testing.workers_sim import page_config, spend_time
 from tests.support.providers import make_stages
@@ -47,16 +48,16 @@ def _trial(kind, passages: list[int], provider: str = "prolific"):
     return trial, items
 
 
-def _take_part(server, client, stage, study_id: str, pid: str) -> int:
-    """A participant opens the page and submits what it hands out: the batch's size (0: the
-    page had nothing to do)."""
+def _take_part(server, client, stage, study_id: str, pid: str) -> list[int]:
+    """A participant opens the page and submits what it hands out: the batch's item ids ([]:
+    the page had nothing to do)."""
     session = server.state.participant_start(study_id, pid)
     query = urlencode({"PROLIFIC_PID": pid, "STUDY_ID": study_id, "SESSION_ID": session})
     page = client.get(reverse("annotation:task-prolific", kwargs={"stage_id": stage.pk})
                       + "?" + query)
     assert page.status_code == 200
     if b'id="task-config"' not in page.content:
-        return 0
+        return []
     config = page_config(page)
     spend_time(config, 6.0)
     answers = [{"item": pk, "time_spent_ms": 6000, **ANSWERS[stage.project.kind]}
@@ -65,7 +66,7 @@ def _take_part(server, client, stage, study_id: str, pid: str) -> int:
                        content_type="application/json", HTTP_X_ASSIGNMENT_TOKEN=config["token"])
     assert done.status_code == 200, done.content[:300]
     server.state.participant_complete(session, stage.settings["prolific_completion_code"])
-    return len(config["items"])
+    return list(config["items"])
 
 
 @pytest.mark.reliability
@@ -94,8 +95,77 @@ def test_a_study_has_a_place_per_batch_its_pages_hand_out(
 
     handed = [_take_part(prolific_server, client, trial, study["id"], f"P{n}")
               for n in range(batches)]
-    assert 0 not in handed  # no place without work
+    assert all(handed)  # no place without work
     assert Judgment.objects.filter(stage=trial).count() == 2 * len(items)
+    stage_sync_and_review(stage=trial)
+    trial.refresh_from_db()
+    assert trial.status == StageStatus.REVIEWING
+
+
+GOLD = {TaskKind.LIKERT: {"score": 5}, TaskKind.AB: {"choice": "B"}}
+
+
+@pytest.mark.reliability
+@pytest.mark.parametrize("kind,passages,gold_in,rate", [
+    # A/B, 14 items × 2 judgments in batches of 5 at 0.15: 0.75, half up, 1 gold item and 4
+    # regular items a batch (was: 24 to 27 of the 28 judgments, the places all taken).
+    (TaskKind.AB, [14], [0], 0.15),
+    (TaskKind.AB, [14], [0], 0.2),  # a whole number: 1 of 5
+    # Likert: gold in passages 0 and 2 only; a batch of passage 1 or 3 holds 5 regular items
+    # in the plan and on the pages alike (was: places for nobody, or judgments missing).
+    (TaskKind.LIKERT, [6, 4, 7, 3], [0, 2], 0.15),
+    (TaskKind.LIKERT, [6, 4, 7, 3], [0, 2], 0.4),  # 2 of 5
+])
+def test_a_study_mixing_gold_has_a_place_per_batch_its_pages_hand_out(
+        prolific_server, researcher, client, kind, passages, gold_in, rate):
+    """The HIT plan (the study's places, the estimate) and the pages give each batch the same
+    whole number of gold items (`annotation.domain.gold_mix`; a Likert batch only from its
+    passage), so every place gets a batch, every item its 2 judgments, and the stage reaches
+    reviewing by itself."""
+    likert = kind == TaskKind.LIKERT
+    project = make_project(kind, reward_per_hit=Decimal("0.40"), items_per_hit=5,
+                           redundancy={"default": 2}, justification_min_length=20)
+    items = [make_item(project, group_key=f"p{g}" if likert else "")
+             for g, size in enumerate(passages) for _ in range(size)]
+    gold = [make_item(project, group_key=f"p{g}" if likert else "", is_gold_check=True,
+                      gold=GOLD[kind]) for g in gold_in for _ in range(3)]
+    _q, trial, _f = make_stages(project, "prolific")
+    trial.requires_stage = None
+    trial.judgments_per_item = 2
+    trial.settings.update({"gold_rate": rate})
+    trial.save()
+    trial.items.set(items)
+    n_gold = gold_per_batch(5, rate)
+    assert n_gold  # every case mixes gold in
+    # Per pool (a Likert passage; A/B: all items): batches of `room` regular items, the
+    # largest deficit first, hand out max(2, ceil(2 × items / room)) batches.
+    rooms = {g: 5 - (n_gold if g in gold_in else 0) for g in range(len(passages))}
+    places = sum(max(2, -(-2 * size // rooms[g])) for g, size in enumerate(passages))
+    preview = stage_release_preview(stage=trial)
+    assert f"{n_gold} gold item" in preview.as_text() and "batch of 5" in preview.as_text()
+    assert stage_cost_estimate(stage=trial).n_assignments == places
+    result = stage_publish(stage=trial, user=researcher)
+    assert result.report.failed == 0, result.report.errors
+    trial.refresh_from_db()
+    study = prolific_server.state.studies[trial.settings["prolific_study_id"]]
+    assert study["total_available_places"] == places
+
+    handed = [_take_part(prolific_server, client, trial, study["id"], f"P{n}")
+              for n in range(places)]
+    assert all(handed)  # no place without work
+    passage_of = {item.pk: g for g, item in
+                  ((int(i.group_key[1:]) if likert else 0, i) for i in [*items, *gold])}
+    gold_ids = {item.pk for item in gold}
+    for batch in handed:
+        regular = [pk for pk in batch if pk not in gold_ids]
+        pool = passage_of[regular[0]]
+        assert len(regular) <= rooms[pool]
+        if pool not in gold_in:  # a passage without gold: its batches hold none
+            assert len(regular) == len(batch)
+    assert any(set(batch) & gold_ids for batch in handed)
+    counted = Judgment.objects.filter(stage=trial, item__in=items).values_list("item_id",
+                                                                              flat=True)
+    assert sorted(counted) == sorted(item.pk for item in items for _ in range(2))
     stage_sync_and_review(stage=trial)
     trial.refresh_from_db()
     assert trial.status == StageStatus.REVIEWING

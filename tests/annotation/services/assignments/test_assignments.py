@@ -540,7 +540,7 @@ def _published(project, kind=StageKind.TRIAL, **fields):
 
 
 @pytest.mark.parametrize("kind", [StageKind.TRIAL, StageKind.FULL])
-def test_published_stage_serves_practice_first_and_mixes_in_gold(kind, monkeypatch):
+def test_published_stage_serves_practice_first_and_mixes_in_gold(kind):
     project, draft_stage, items = make_task(TaskKind.MC, n_items=8, gold_rate=0.5,
                                             items_per_hit=5, redundancy={"default": 3})
     draft_stage.delete()
@@ -549,15 +549,14 @@ def test_published_stage_serves_practice_first_and_mixes_in_gold(kind, monkeypat
     stage = _published(project, kind=kind, settings={"n_items": 8})
     # Publishing stored only the regular items on the stage.
     assert set(stage.items.all()) == set(items)
-    monkeypatch.setattr("annotation.services.assignments.picking.random.random", lambda: 0.99)
 
     worker = make_worker()
     first = list(assignment_start(stage=stage, worker=worker).items
                  .order_by("assignmentitem__position"))
     assert first[:2] == practice
-    # Room of 3 after the practice items: 3 x 0.5 = 1.5, rounded down by random() = 0.99.
-    assert sum(item in gold for item in first) == 1
-    assert sum(item in items for item in first) == 2
+    # Room of 3 after the practice items: 3 x 0.5 = 1.5, rounded half up to 2 (never at random).
+    assert sum(item in gold for item in first) == 2
+    assert sum(item in items for item in first) == 1
     assignment = Assignment.objects.get(worker=worker)
     for item in first:
         make_judgment(item=item, stage=stage, worker=worker, assignment=assignment)
@@ -565,8 +564,8 @@ def test_published_stage_serves_practice_first_and_mixes_in_gold(kind, monkeypat
 
     second = items_pick_next(stage=stage, worker=worker, limit=5)
     assert not set(second) & set(practice)  # practice once per worker
-    assert sum(item in gold for item in second) == 2  # 5 x 0.5 = 2.5 -> 2
-    assert sum(item in items for item in second) == 3
+    assert sum(item in gold for item in second) == 3  # 5 x 0.5 = 2.5, half up: 3
+    assert sum(item in items for item in second) == 2
 
 
 def test_practice_done_in_a_practice_stage_is_not_repeated_in_the_trial():
