@@ -158,7 +158,9 @@ class MTurkState:
         mine = [a for a in self.assignments.values() if a["HITId"] == hit_id]
         return {
             "taken": sum(a["AssignmentStatus"] != "Returned" for a in mine),
-            "pending": sum(a["AssignmentStatus"] in ("Accepted", "Submitted") for a in mine),
+            # Accepted, not yet submitted, returned or abandoned (botocore's documentation of
+            # NumberOfAssignmentsPending); a submitted one is neither pending nor completed.
+            "pending": sum(a["AssignmentStatus"] == "Accepted" for a in mine),
             "completed": sum(a["AssignmentStatus"] in ("Approved", "Rejected") for a in mine),
         }
 
@@ -191,14 +193,25 @@ class MTurkState:
                 if a["HITId"] == p["HITId"] and a["AssignmentStatus"] in statuses]
         return self._page(rows, p, "Assignments")
 
-    def GetAssignment(self, p: dict) -> dict:
+    def _assignment(self, p: dict) -> dict:
         assignment = self.assignments.get(p["AssignmentId"])
         if assignment is None:
             raise MTurkError(f"Assignment {p['AssignmentId']} does not exist.")
+        return assignment
+
+    def GetAssignment(self, p: dict) -> dict:
+        """As MTurk: only a submitted, approved or rejected assignment is described (the
+        AssignmentStatus enum of botocore's service model has no other value). One accepted
+        and not yet submitted, or returned, is refused with a RequestError, so a requester
+        cannot tell from it whether, or by whom, an unsubmitted assignment is still held."""
+        assignment = self._assignment(p)
+        if assignment["AssignmentStatus"] not in ("Submitted", "Approved", "Rejected"):
+            raise MTurkError("This operation can be called with a status of: "
+                             "Reviewable,Approved,Rejected")
         return {"Assignment": assignment, "HIT": self._hit_view(self.hits[assignment["HITId"]])}
 
     def _decide(self, p: dict, status: str) -> dict:
-        assignment = self.GetAssignment(p)["Assignment"]
+        assignment = self._assignment(p)
         if assignment["AssignmentStatus"] != "Submitted":
             raise MTurkError(
                 f"This operation can be called with a status of: Submitted "
@@ -223,7 +236,7 @@ class MTurkState:
         if token and token in self.bonus_tokens:
             raise MTurkError(f"The UniqueRequestToken {token} has already been used; "
                              "the bonus was already sent (request ID 1)")
-        assignment = self.GetAssignment(p)["Assignment"]
+        assignment = self._assignment(p)
         if assignment["WorkerId"] != p["WorkerId"]:
             raise MTurkError("The worker did not work on this assignment.")
         if assignment["AssignmentStatus"] not in ("Approved", "Submitted"):

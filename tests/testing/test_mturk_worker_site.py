@@ -235,3 +235,54 @@ def test_return_gives_the_assignment_back_and_the_worker_may_accept_again(server
                               {"assignmentId": first, "workerId": "W1"})
     assert status == 409 and "only an accepted one can be returned" in page
     assert state.assignments[second]["AssignmentStatus"] == "Accepted"
+
+
+def test_what_a_requester_sees_of_unsubmitted_assignments_is_what_mturk_shows(server):
+    """Through the real boto3 client, checked against botocore's service model: GetAssignment
+    describes a submitted, approved or rejected assignment only (its AssignmentStatus enum has
+    no other value), and NumberOfAssignmentsPending counts the accepted, unsubmitted ones. The
+    fake answered GetAssignment for an accepted or returned assignment (with statuses MTurk
+    never returns) and counted submitted ones as pending, so a fix that asks MTurk whether a
+    worker returned the HIT would have passed here and failed on MTurk."""
+    import boto3
+    from botocore.exceptions import ClientError
+
+    client = boto3.client("mturk", endpoint_url=server.url, region_name="us-east-1",
+                          aws_access_key_id="x", aws_secret_access_key="x")
+    statuses = client.meta.service_model.shape_for("AssignmentStatus").enum
+    state = server.state
+    hit_id = make_hit(state, max_assignments=2)
+
+    def counts() -> tuple[int, int, int]:
+        hit = client.get_hit(HITId=hit_id)["HIT"]
+        return (hit["NumberOfAssignmentsAvailable"], hit["NumberOfAssignmentsPending"],
+                hit["NumberOfAssignmentsCompleted"])
+
+    def refused(assignment_id: str) -> bool:
+        try:
+            client.get_assignment(AssignmentId=assignment_id)
+        except ClientError as exc:
+            return exc.response["Error"]["Code"] == "RequestError"
+        return False
+
+    working = state.worker_accept(hit_id, "W1")
+    returned = state.worker_accept(hit_id, "W2")
+    assert counts() == (0, 2, 0)
+    state.worker_return(returned, "W2")
+    assert counts() == (1, 1, 0)
+    taker = state.worker_accept(hit_id, "W3")  # the returned slot, taken by another worker
+    assert counts() == (0, 2, 0)  # as before the return: nothing tells who holds the slots
+    assert all(refused(a) for a in (working, returned, taker))
+    assert client.list_assignments_for_hit(HITId=hit_id)["Assignments"] == []
+
+    state.worker_submit(working)
+    assert counts() == (0, 1, 0)  # submitted: no longer pending, not yet completed
+    seen = client.get_assignment(AssignmentId=working)["Assignment"]
+    assert (seen["AssignmentStatus"], seen["WorkerId"]) == ("Submitted", "W1")
+    client.approve_assignment(AssignmentId=working)
+    assert counts() == (0, 1, 1)
+    listed = client.list_assignments_for_hit(HITId=hit_id)["Assignments"]
+    assert [a["AssignmentId"] for a in listed] == [working]
+    assert {a["AssignmentStatus"] for a in listed} <= set(statuses)
+    assert client.get_assignment(AssignmentId=working)["Assignment"][
+        "AssignmentStatus"] in statuses
