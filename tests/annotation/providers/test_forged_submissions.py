@@ -211,8 +211,11 @@ def test_a_returned_assignments_late_submit_gives_the_slot_back_after_its_durati
     hit = trial.hits.order_by("pk").first()
     for worker_id in ("W1", "W2"):
         done = state.worker_accept(hit.external_id, worker_id)
+        # Varied answers: the first HIT is one passage of 2 to 5 items (the seeded plan reads
+        # the stage's id), and one score on all 5 would be held as straight-lining.
         mturk_worker_submits(client, stage=trial, hit_id=hit.external_id, worker_id=worker_id,
-                             assignment_id=done, answer_for=lambda _item: {"score": 4})
+                             assignment_id=done,
+                             answer_for=lambda item_id: {"score": 1 + item_id % 5})
         state.worker_submit(done)
     returned_id = state.worker_accept(hit.external_id, "WRET")
     state.worker_return(returned_id, "WRET")
