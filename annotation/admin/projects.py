@@ -14,6 +14,7 @@ from annotation.domain.design import design_unit_for
 from annotation.domain.item_content import (
     ItemContentError,
     group_key_for,
+    normalize_answer_systems,
     normalize_split,
     validate_gold,
     validate_item_content,
@@ -419,6 +420,8 @@ class ItemAdminForm(forms.ModelForm):
         cleaned["group_key"] = group_key_for(kind=project.kind, content=cleaned.get("content"),
                                              group_key=cleaned.get("group_key") or "")
         cleaned["split"] = normalize_split(cleaned.get("split") or "")
+        if "content" in cleaned:  # each answer's system in its one spelling, as the API stores it
+            cleaned["content"] = normalize_answer_systems(project.kind, cleaned["content"])
         for name, check in (("content", validate_item_content), ("gold", validate_gold)):
             if name in cleaned:
                 try:

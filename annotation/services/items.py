@@ -13,6 +13,7 @@ from annotation.domain.design import design_unit_for
 from annotation.domain.item_content import (
     ItemContentError,
     group_key_for,
+    normalize_answer_systems,
     normalize_split,
     validate_gold,
     validate_item_content,
@@ -266,6 +267,8 @@ def _build(project: Project, data: dict[str, Any]) -> Item:
     unknown = set(data) - set(ITEM_FIELDS)
     if unknown:
         raise ItemInputError(sorted(unknown)[0], "is not an item field")
+    if "content" in data:  # each answer's system in its one spelling, as the importers store it
+        data = {**data, "content": normalize_answer_systems(project.kind, data["content"])}
     item_validate(project=project, data=data)
     item = Item(project=project, **data)
     if not item.design_unit:  # the one derivation rule (annotation.domain.design)
