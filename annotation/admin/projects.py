@@ -14,7 +14,6 @@ from annotation.domain.design import design_unit_for
 from annotation.domain.item_content import (
     ItemContentError,
     group_key_for,
-    normalize_answer_systems,
     normalize_split,
     validate_gold,
     validate_item_content,
@@ -41,7 +40,12 @@ from annotation.selectors import (
     stage_progress,
     stages_with_progress,
 )
-from annotation.services.items import item_delete_error, item_edit_errors, item_exclusion
+from annotation.services.items import (
+    item_content_to_store,
+    item_delete_error,
+    item_edit_errors,
+    item_exclusion,
+)
 from annotation.services.projects import (
     PROJECT_FIXED_FIELDS,
     ProjectShareError,
@@ -421,7 +425,9 @@ class ItemAdminForm(forms.ModelForm):
                                              group_key=cleaned.get("group_key") or "")
         cleaned["split"] = normalize_split(cleaned.get("split") or "")
         if "content" in cleaned:  # each answer's system in its one spelling, as the API stores it
-            cleaned["content"] = normalize_answer_systems(project.kind, cleaned["content"])
+            cleaned["content"] = item_content_to_store(
+                kind=project.kind, content=cleaned["content"],
+                stored=self.instance.content if self.instance.pk else None)
         for name, check in (("content", validate_item_content), ("gold", validate_gold)):
             if name in cleaned:
                 try:

@@ -246,6 +246,18 @@ class ItemInputError(ValueError):
         super().__init__(f"{where}{field}: {message}")
 
 
+def item_content_to_store(*, kind: str, content: Any, stored: Any = None) -> Any:
+    """The content a door stores: each A/B answer's system in its one spelling
+    (`normalize_answer_systems`). An edit of a saved item whose content differs from the stored
+    one only in that spelling keeps the stored content: a name stored before the rule is read
+    in its one spelling anyway (`answer_system`), and respelling it would be a change of what
+    was judged, which the edit rules refuse on an item in use."""
+    content = normalize_answer_systems(kind, content)
+    if stored is not None and normalize_answer_systems(kind, stored) == content:
+        return stored
+    return content
+
+
 def item_validate(*, project: Project, data: dict[str, Any]) -> None:
     """Raise ItemInputError when `content` or `gold` do not fit the project's kind, or a text
     field holds a control character (`validate_item_text`)."""
@@ -268,7 +280,8 @@ def _build(project: Project, data: dict[str, Any]) -> Item:
     if unknown:
         raise ItemInputError(sorted(unknown)[0], "is not an item field")
     if "content" in data:  # each answer's system in its one spelling, as the importers store it
-        data = {**data, "content": normalize_answer_systems(project.kind, data["content"])}
+        data = {**data, "content": item_content_to_store(kind=project.kind,
+                                                         content=data["content"])}
     item_validate(project=project, data=data)
     item = Item(project=project, **data)
     if not item.design_unit:  # the one derivation rule (annotation.domain.design)

@@ -221,3 +221,21 @@ def test_every_item_door_stores_one_spelling_of_a_system(tmp_path, client):
         "external_id", "content__answer_a__system"))
     assert stored == {"api": CAFE_NFC, "jsonl": CAFE_NFC, "admin": CAFE_NFC}
     assert all(unicodedata.is_normalized("NFC", name) for name in stored.values())
+
+
+def test_a_judged_item_stored_with_an_old_spelling_can_still_be_edited_in_the_admin(client):
+    """Its content is fixed once judged; the form respelling the name on save would be a
+    change of it, refused, and the flags (excluded) could no longer be set."""
+    owner = make_user("cafe-editor", superuser=True)
+    project = make_project(TaskKind.AB, slug="cafe-edit", owner=owner)
+    content = _content(f" {CAFE_NFD}", "b", "x", "y")
+    item = make_item(project, content=content)
+    make_judgment(item=item, stage=make_stage(project), choice="A")
+    client.force_login(owner)
+    response = client.post(reverse("admin:annotation_item_change", args=[item.pk]), {
+        "project": project.pk, "external_id": item.external_id, "split": "",
+        "design_unit": item.design_unit, "content": json.dumps(content), "gold": "null",
+        "metadata": "{}", "excluded": "on", "exclusion_reason": "off topic"})
+    assert response.status_code == 302, response.content[:3000]
+    item.refresh_from_db()
+    assert item.excluded and item.content == content
