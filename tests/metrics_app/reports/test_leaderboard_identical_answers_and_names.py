@@ -239,3 +239,25 @@ def test_a_judged_item_stored_with_an_old_spelling_can_still_be_edited_in_the_ad
     assert response.status_code == 302, response.content[:3000]
     item.refresh_from_db()
     assert item.excluded and item.content == content
+
+
+def test_a_file_or_request_stored_before_the_rule_is_the_same_item_when_sent_again(tmp_path):
+    """An item stored with an NFD name (before the one spelling): importing its file again, or
+    retrying its API request, is the same item, not a conflict over a different content."""
+    owner = make_user("cafe-again", superuser=True)
+    project = make_project(TaskKind.AB, slug="cafe-again", owner=owner)
+    old = _content(CAFE_NFD, "b", "x", "y")
+    make_item(project, external_id="jsonl", content=old, dataset="", split="")
+    make_item(project, external_id="api", content=_content(CAFE_NFD, "b", "x2", "y"))
+    path = tmp_path / "items.jsonl"
+    path.write_text(json.dumps({"external_id": "jsonl", "content": old}) + "\n")
+    out = io.StringIO()
+    call_command("import_data", "jsonl", str(path), "--project", "cafe-again", "--no-report",
+                 stdout=out)
+    assert "items: 0 created, 1 already present" in out.getvalue()
+    api = APIClient()
+    api.force_authenticate(owner)
+    response = api.post("/api/projects/cafe-again/items/", {
+        "external_id": "api", "content": _content(CAFE_NFD, "b", "x2", "y")}, format="json")
+    assert response.status_code == 200, response.content
+    assert Item.objects.get(project=project, external_id="jsonl").content == old
