@@ -40,7 +40,12 @@ from annotation.selectors import (
     stage_progress,
     stages_with_progress,
 )
-from annotation.services.items import item_delete_error, item_edit_errors, item_exclusion
+from annotation.services.items import (
+    item_content_to_store,
+    item_delete_error,
+    item_edit_errors,
+    item_exclusion,
+)
 from annotation.services.projects import (
     PROJECT_FIXED_FIELDS,
     ProjectShareError,
@@ -419,6 +424,10 @@ class ItemAdminForm(forms.ModelForm):
         cleaned["group_key"] = group_key_for(kind=project.kind, content=cleaned.get("content"),
                                              group_key=cleaned.get("group_key") or "")
         cleaned["split"] = normalize_split(cleaned.get("split") or "")
+        if "content" in cleaned:  # each answer's system in its one spelling, as the API stores it
+            cleaned["content"] = item_content_to_store(
+                kind=project.kind, content=cleaned["content"],
+                stored=self.instance.content if self.instance.pk else None)
         for name, check in (("content", validate_item_content), ("gold", validate_gold)):
             if name in cleaned:
                 try:

@@ -6,6 +6,7 @@ item is checked the same way wherever it enters.
 from __future__ import annotations
 
 import hashlib
+import unicodedata
 from typing import Any
 
 from core.vocabulary import AB_CHOICES, MC_ROLES, TaskKind
@@ -161,16 +162,70 @@ def validate_gold(kind: str, gold: Any) -> None:
             raise ItemContentError("gold.choice", "must be one of A, B, C, D")
 
 
+def normalize_system(name: str) -> str:
+    """A system's one spelling: Unicode NFC (an "é" typed as one code point or as "e" and a
+    combining accent is one name) without the spaces around it. Every door that stores an
+    A/B answer's `system` (the importers, the items API, the item admin:
+    `normalize_answer_systems`) and every reader (`answer_system`: the leaderboard, adaptive
+    pairing, the preference export) goes through it, so a name stored before this rule still
+    groups with its other spelling."""
+    return unicodedata.normalize("NFC", name).strip()
+
+
+def normalize_answer_systems(kind: str, content: Any) -> Any:
+    """An A/B item's content with each answer's `system` in its one spelling
+    (`normalize_system`); anything else (another kind, content that is not an object, a
+    system that is not a string) is returned as given, for the validation to judge."""
+    if kind != TaskKind.AB or not isinstance(content, dict):
+        return content
+    out = content
+    for field in ("answer_a", "answer_b"):
+        answer = content.get(field)
+        if isinstance(answer, dict) and isinstance(answer.get("system"), str):
+            spelled = normalize_system(answer["system"])
+            if spelled != answer["system"]:
+                if out is content:
+                    out = dict(content)
+                out[field] = {**answer, "system": spelled}
+    return out
+
+
+def _answer_text_key(text: Any) -> str:
+    """An answer's text as a reader sees it: NFC, invisible format characters (category Cf)
+    left out, whitespace runs collapsed and trimmed (case kept: it is visible)."""
+    if not isinstance(text, str):
+        return ""
+    text = unicodedata.normalize("NFC", text)
+    return " ".join("".join(c for c in text if unicodedata.category(c) != "Cf").split())
+
+
+def answers_identical(content: Any) -> bool:
+    """Whether an A/B item's two answers are the same text once Unicode (NFC), invisible
+    characters and whitespace are set aside (two systems that wrote the same answer): a judge
+    shown it can only guess, so its pick says nothing about the systems. The leaderboard
+    leaves such votes out, every board counting them; the items are stored all the same (a
+    gold attention check may pair an answer with itself on purpose)."""
+    if not isinstance(content, dict):
+        return False
+    a, b = ((content.get(f) or {}) for f in ("answer_a", "answer_b"))
+    if not isinstance(a, dict) or not isinstance(b, dict):
+        return False
+    key = _answer_text_key(a.get("text"))
+    return bool(key) and key == _answer_text_key(b.get("text"))
+
+
 def answer_system(content: dict, side: str, *, source: str = "",
                   metadata: dict | None = None) -> str:
-    """The system that produced answer `side` ("A" or "B") of an A/B item: the answer's own
+    """The system that produced answer `side` ("A" or "B") of an A/B item, in its one spelling
+    (`normalize_system`: a name stored before that rule still groups): the answer's own
     `system` when given; otherwise a model answer is the item's `source` (or "model") and a
     human answer is "human-higher-voted" or "human-lower-voted" by the recorded higher-voted
     side (or the upvotes), the human answer of an H/M pair counting as the higher-voted."""
     answer = content.get(f"answer_{side.lower()}") or {}
     if isinstance(answer.get("system"), str) and answer["system"].strip():
-        return answer["system"].strip()
+        return normalize_system(answer["system"])
     if answer.get("kind") == "model":
+        source = normalize_system(source or "")
         return source if source and source != "human" else "model"
     if content.get("setting") == "HM":
         return HUMAN_HIGHER_VOTED

@@ -24,6 +24,7 @@ from annotation.domain.item_content import (
     KNOWN_SPLITS,
     ItemContentError,
     group_key_for,
+    normalize_answer_systems,
     normalize_split,
     validate_gold,
     validate_item_content,
@@ -279,6 +280,8 @@ def validate_record(record: ItemRecord, *, path: str | Path, index: Any) -> Item
                 raise ItemContentError(name, "must be true or false")
         if not isinstance(record.metadata, dict):
             raise ItemContentError("metadata", "must be an object")
+        # Each answer's system in its one spelling, as every door stores it.
+        record.content = normalize_answer_systems(record.kind, record.content)
         try:
             validate_item_content(record.kind, record.content)
         except ItemContentError as exc:

@@ -15,6 +15,7 @@ from pathlib import Path
 from django.core.exceptions import ValidationError
 from django.db import OperationalError, transaction
 
+from annotation.domain.item_content import answers_identical
 from annotation.importers import ImportFormatError, ItemRecord, importer_for, normalize_split
 from annotation.importers.detect import FormatMismatch, format_mismatch
 from annotation.models import Project, TaskKind
@@ -89,6 +90,22 @@ class ImportOutcome:
     # What the file holds that its format does not import, one sentence each (`Records`).
     left_out: list[str] = field(default_factory=list)
     project_created: bool = False
+    # The sentence on the file's A/B items whose two answers are one text, or "".
+    identical_answers: str = ""
+
+
+def identical_answers_note(records: list[ItemRecord]) -> str:
+    """How many A/B items of the file have two answers of one text (`answers_identical`), in
+    the words the admin's preview and `import_data` show; "" when none. They are stored: a
+    gold attention check may pair an answer with itself on purpose."""
+    same = [r for r in records if r.kind == TaskKind.AB and answers_identical(r.content)]
+    if not same:
+        return ""
+    gold = sum(r.is_gold_check for r in same)
+    return (f"{len(same)} A/B item(s) whose two answers are the same text"
+            + (f" ({gold} of them gold checks)" if gold else "")
+            + ": stored (an attention check may pair an answer with itself), but the "
+            "leaderboard leaves their votes out (the judge can only guess).")
 
 
 def _describe(records: list[ItemRecord]) -> dict:
@@ -114,6 +131,7 @@ def _describe(records: list[ItemRecord]) -> dict:
         "excluded": sum(r.excluded for r in records),
         "groups": sorted(groups.values(), key=lambda g: (g.split, g.dataset, g.source)),
         "sample": records[:SAMPLE_SIZE],
+        "identical_answers": identical_answers_note(records),
     }
 
 
@@ -139,6 +157,8 @@ def _warnings(outcome: ImportOutcome, records: list[ItemRecord]) -> list[str]:
                     for note in outcome.left_out)
     if summary.filtered_note():
         warnings.append(f"{summary.filtered_note()}.")
+    if outcome.identical_answers:
+        warnings.append(outcome.identical_answers)
     if records and not any(r.split for r in records):
         warnings.append("No item has a split (train/dev/test): name the file dev.jsonl etc. or "
                         "give the split.")

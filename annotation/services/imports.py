@@ -23,6 +23,7 @@ from django.db import connection, models, transaction
 from django.utils import timezone
 from tqdm import tqdm
 
+from annotation.domain.item_content import normalize_answer_systems
 from annotation.domain.json_values import json_equal, json_key
 from annotation.domain.send_filter import item_send_filter
 from annotation.importers.base import ItemRecord, JudgmentRecord
@@ -466,9 +467,12 @@ def _import_chunk(
             new_items.append({"project_id": project.pk, "external_id": record.external_id,
                               "created_at": now, **record.columns()})
             continue
+        # A content stored before the one spelling of a system name (`normalize_answer_systems`,
+        # which the record went through) is the same content.
+        stored = {**item, "content": normalize_answer_systems(record.kind, item["content"])}
         differing = [
             name for name in identity
-            if not json_equal(item[name], getattr(record, name))
+            if not json_equal(stored[name], getattr(record, name))
         ]
         if differing and not keep_existing_items:
             raise ImportConflictError(

@@ -13,6 +13,7 @@ from annotation.domain.design import design_unit_for
 from annotation.domain.item_content import (
     ItemContentError,
     group_key_for,
+    normalize_answer_systems,
     normalize_split,
     validate_gold,
     validate_item_content,
@@ -245,6 +246,18 @@ class ItemInputError(ValueError):
         super().__init__(f"{where}{field}: {message}")
 
 
+def item_content_to_store(*, kind: str, content: Any, stored: Any = None) -> Any:
+    """The content a door stores: each A/B answer's system in its one spelling
+    (`normalize_answer_systems`). An edit of a saved item whose content differs from the stored
+    one only in that spelling keeps the stored content: a name stored before the rule is read
+    in its one spelling anyway (`answer_system`), and respelling it would be a change of what
+    was judged, which the edit rules refuse on an item in use."""
+    content = normalize_answer_systems(kind, content)
+    if stored is not None and normalize_answer_systems(kind, stored) == content:
+        return stored
+    return content
+
+
 def item_validate(*, project: Project, data: dict[str, Any]) -> None:
     """Raise ItemInputError when `content` or `gold` do not fit the project's kind, or a text
     field holds a control character (`validate_item_text`)."""
@@ -266,6 +279,9 @@ def _build(project: Project, data: dict[str, Any]) -> Item:
     unknown = set(data) - set(ITEM_FIELDS)
     if unknown:
         raise ItemInputError(sorted(unknown)[0], "is not an item field")
+    if "content" in data:  # each answer's system in its one spelling, as the importers store it
+        data = {**data, "content": item_content_to_store(kind=project.kind,
+                                                         content=data["content"])}
     item_validate(project=project, data=data)
     item = Item(project=project, **data)
     if not item.design_unit:  # the one derivation rule (annotation.domain.design)
@@ -351,8 +367,11 @@ def _stored_replay(*, project: Project, items: Sequence[dict[str, Any]], built: 
         if existing is None:
             continue
         for field in data:  # the fields the client posted; the rest are the server's
-            if field != "external_id" and not json_equal(getattr(existing, field),
-                                                         getattr(item, field)):
+            # A content stored before the one spelling of a system name is the same content.
+            mine = (item_content_to_store(kind=project.kind, content=item.content,
+                                          stored=existing.content)
+                    if field == "content" else getattr(item, field))
+            if field != "external_id" and not json_equal(getattr(existing, field), mine):
                 raise ItemInputError(
                     field, f"{item.external_id!r} already exists in this project with a "
                            f"different {field}; a retry must repeat the stored item exactly",

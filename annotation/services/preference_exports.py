@@ -5,7 +5,8 @@ One row per item with a clear human preference: the item's label (a researcher's
 when recorded, else the project's aggregation model, `aggregate_rows`) names the chosen answer.
 Left out unless asked: ties (the label is a tie choice, `AB_TIE_CHOICES`) and contested items
 (no strict majority between the answers, or agreement — the share of the item's judgments that
-chose the label — below `min_agreement`; an adjudicated item is never contested). Each row's metadata carries the votes, the agreement,
+chose the label — below `min_agreement`; an adjudicated item is never contested). Never: an
+item whose two answers are one text (`answers_identical`: the pick was a guess). Each row's metadata carries the votes, the agreement,
 the aggregation model and where the label came from, and the systems of both answers.
 """
 from __future__ import annotations
@@ -14,7 +15,7 @@ from collections.abc import Iterator
 from typing import IO, Any
 
 from annotation.domain.answers import AB_TIE_CHOICES
-from annotation.domain.item_content import answer_system
+from annotation.domain.item_content import answer_system, answers_identical
 from annotation.models import Judgment, Project, Stage, TaskKind
 from annotation.selectors import data_only_for, judgments_that_count
 from core.json_limits import json_dumps_strict
@@ -60,6 +61,8 @@ def preference_rows(*, project: Project, stage: Stage | None = None,
         if not row["n_judgments"]:
             continue
         content = row["content"] or {}
+        if answers_identical(content):
+            continue  # chosen and rejected would be one text: nothing to learn from the pick
         votes = votes_by_item.get(row["external_id"]) or {}
         label = row["label"]
         total = sum(votes.values())

@@ -11,7 +11,7 @@ import numpy as np
 
 from annotation.domain.answers import AB_TIE_CHOICES
 from annotation.domain.csv_safe import SafeWriter
-from annotation.domain.item_content import answer_system
+from annotation.domain.item_content import answer_system, answers_identical
 from annotation.judgment_selectors import JudgmentFrame
 from annotation.models import Item, Project, Stage, Worker
 from annotation.selectors import items_in_stage, items_measured_on
@@ -35,7 +35,8 @@ STYLE_NAMES = ("length", "markdown_headers", "markdown_lists", "markdown_bold")
 
 
 def _item_table(item_ids: list[int]) -> dict[int, dict]:
-    """Per item: the systems of answers A and B and the style differences (A minus B)."""
+    """Per item: the systems of answers A and B, the style differences (A minus B) and whether
+    the two answers are one text (`answers_identical`)."""
     table = {}
     rows = Item.objects.filter(pk__in=item_ids).values_list("id", "content", "source", "metadata")
     for pk, content, source, metadata in rows.iterator(chunk_size=2000):
@@ -44,8 +45,32 @@ def _item_table(item_ids: list[int]) -> dict[int, dict]:
                         for side in AB_CHOICES)
         texts = [(content.get(f"answer_{s}") or {}).get("text") or "" for s in "ab"]
         features = style_features(*texts)
-        table[pk] = {"systems": systems, "style": [features[n] for n in STYLE_NAMES]}
+        table[pk] = {"systems": systems, "style": [features[n] for n in STYLE_NAMES],
+                     "identical": answers_identical(content)}
     return table
+
+
+# Why votes were left out: the two answers are one text (`answers_identical`).
+IDENTICAL = "identical_answers"
+
+
+def _left_out(info: dict | None) -> str | None:
+    """Why an item's votes are not a comparison of two systems, or None: its two answers come
+    from one system (`same_system`), or are one text (`identical_answers`: the judge could
+    only guess, so the pick is noise; not a tie either, which would say the judge found them
+    equal). The one rule of every board: the humans', each judge's, the combined ones."""
+    if info is None or info["systems"][0] == info["systems"][1]:
+        return "same_system"
+    if info["identical"]:
+        return IDENTICAL
+    return None
+
+
+def identical_note(votes: int, items: int) -> str:
+    """The sentence every door shows for the votes `_left_out` drops as identical answers."""
+    return (f"{votes} vote{'s' if votes != 1 else ''} on {items} item{'s' if items != 1 else ''}"
+            " whose two answers are the same text (after Unicode and whitespace normalization)"
+            " left out: the judge could only guess, so the pick says nothing about the systems.")
 
 
 def frame_votes(frame: JudgmentFrame, mask: np.ndarray) -> tuple[Votes | None, dict]:
@@ -54,13 +79,16 @@ def frame_votes(frame: JudgmentFrame, mask: np.ndarray) -> tuple[Votes | None, d
     items = _item_table(sorted({int(frame.item_id[j]) for j in idx}))
     names: dict[str, int] = {}
     left, right, outcome, item, worker, style = [], [], [], [], [], []
-    skipped = {"same_system": 0, "unknown_choice": 0}
+    skipped = {"same_system": 0, IDENTICAL: 0, "unknown_choice": 0}
+    identical_items: set[int] = set()
     order_recorded = []
     for j in idx:
         info = items.get(int(frame.item_id[j]))
         choice = str(frame.choice[j])
-        if info is None or info["systems"][0] == info["systems"][1]:
-            skipped["same_system"] += 1
+        if (why := _left_out(info)) is not None:
+            skipped[why] += 1
+            if why == IDENTICAL:
+                identical_items.add(int(frame.item_id[j]))
             continue
         if choice not in AB_CHOICES and choice not in AB_TIE_CHOICES:
             skipped["unknown_choice"] += 1
@@ -79,6 +107,7 @@ def frame_votes(frame: JudgmentFrame, mask: np.ndarray) -> tuple[Votes | None, d
         item.append(int(frame.item_id[j]))
         worker.append(int(frame.worker_id[j]))
         style.append([-v for v in info["style"]] if flip else info["style"])
+    skipped[IDENTICAL_ITEMS] = frozenset(identical_items)
     if not left:
         return None, skipped
     votes = Votes(list(names), left, right, outcome, item, worker,
@@ -93,7 +122,17 @@ def frame_votes(frame: JudgmentFrame, mask: np.ndarray) -> tuple[Votes | None, d
 
 # The key of `frame_votes`'s info holding which votes recorded the order shown (not reported).
 RECORDED = "recorded"
-INFO_KEYS = ("order_recorded", "order_unrecorded", RECORDED)
+# The items the identical-answer votes were on (their number is said in the board's note).
+IDENTICAL_ITEMS = "identical_answer_items"
+INFO_KEYS = ("order_recorded", "order_unrecorded", RECORDED, IDENTICAL_ITEMS)
+
+
+def _note_identical(board: dict | None, info: dict) -> dict | None:
+    """Add the identical-answer sentence to a fitted board's notes (every door shows them)."""
+    if board is not None and "systems" in board and info.get(IDENTICAL):
+        board["notes"] = [*board.get("notes", []),
+                          identical_note(info[IDENTICAL], len(info[IDENTICAL_ITEMS]))]
+    return board
 
 
 def _board(found: tuple[Votes | None, dict], *, rounds: int, seed: int) -> dict | None:
@@ -104,6 +143,7 @@ def _board(found: tuple[Votes | None, dict], *, rounds: int, seed: int) -> dict 
         board = leaderboard(votes, rounds=rounds, seed=seed, position=info["order_recorded"])
     except LeaderboardError as exc:
         return {"error": str(exc)}
+    _note_identical(board, info)
     missing = info.get("order_unrecorded")
     position = (board.get("robustness") or {}).get("position_bias") or {}
     if missing and "note" in position:
@@ -123,13 +163,15 @@ def _board(found: tuple[Votes | None, dict], *, rounds: int, seed: int) -> dict 
 
 
 def metric_votes(project: Project, stage: Stage | None = None, *,
-                 left_out: dict[str, int] | None = None) -> dict[str, Votes]:
+                 left_out: dict[str, int] | None = None,
+                 identical: dict[str, dict] | None = None) -> dict[str, Votes]:
     """Each automatic metric that scored both answers of the project's A/B items (the latest
     version stored) as a judge: one vote per item for the answer it scores higher, a tie when
     equal. Answer A counts as shown on the left (a metric sees no order). With `stage`, only
     the items released in it, as the humans' board of that stage reads. `left_out`, when
     given, is filled with judge label -> the scored items left out because its version saw
-    them (learned metrics only)."""
+    them (learned metrics only); `identical`, with judge label -> the items left out because
+    their two answers are one text (`_left_out`, as for the humans)."""
     # The items the human and judge boards read: the study items (`items_measured_on`: not
     # practice, gold checks or qualification-only, not excluded from the study; scores
     # stored before an item was excluded stay in the table).
@@ -159,15 +201,21 @@ def metric_votes(project: Project, stage: Stage | None = None, *,
         items = _item_table(sorted(paired))
         names: dict[str, int] = {}
         left, right, outcome, item, style = [], [], [], [], []
+        same_text: set[int] = set()
         for pk, s in paired.items():
             a_system, b_system = items[pk]["systems"]
-            if a_system == b_system:
+            if (why := _left_out(items[pk])) is not None:
+                if why == IDENTICAL:
+                    same_text.add(pk)
                 continue
             left.append(names.setdefault(a_system, len(names)))
             right.append(names.setdefault(b_system, len(names)))
             outcome.append(TIE if s["A"] == s["B"] else LEFT if s["A"] > s["B"] else RIGHT)
             item.append(pk)
             style.append(items[pk]["style"])
+        if identical is not None:
+            identical[f"{metric}@{version}"] = {IDENTICAL: len(same_text),
+                                                IDENTICAL_ITEMS: frozenset(same_text)}
         if len(names) >= 2:
             judges[f"{metric}@{version}"] = Votes(
                 list(names), left, right, outcome, item, np.zeros(len(left), dtype=np.int64),
@@ -209,7 +257,8 @@ def verdict_votes(project: Project, stage: Stage | None = None
         left, right, outcome, item, style = [], [], [], [], []
         sides: dict[int, dict[str, str]] = {}
         seen: set[tuple[int, str]] = set()
-        unparseable = same_system = 0
+        unparseable = same_system = identical = 0
+        same_text: set[int] = set()
         order_recorded = True
         for item_id, order, verdict, parsed in rows:
             if (item_id, order or "AB") in seen:
@@ -218,10 +267,15 @@ def verdict_votes(project: Project, stage: Stage | None = None
             if not parsed or verdict not in (*AB_CHOICES, *AB_TIE_CHOICES):
                 unparseable += 1
                 continue
-            info = items.get(item_id)
-            if info is None or info["systems"][0] == info["systems"][1]:
+            why = _left_out(items.get(item_id))
+            if why == IDENTICAL:
+                identical += 1
+                same_text.add(item_id)
+            elif why is not None:
                 same_system += 1
+            if why is not None:
                 continue
+            info = items[item_id]
             order_recorded &= order in ("AB", "BA")
             order = order or "AB"
             sides.setdefault(item_id, {})[order] = verdict
@@ -240,7 +294,8 @@ def verdict_votes(project: Project, stage: Stage | None = None
         consistent = sum(s["AB"] == s["BA"] for s in pairs)
         about = {"kind": version.judge.kind, "label": version.label,
                  "n_verdicts": len(seen), "unparseable": unparseable,
-                 "same_system": same_system, "order_recorded": order_recorded,
+                 "same_system": same_system, IDENTICAL: identical,
+                 IDENTICAL_ITEMS: frozenset(same_text), "order_recorded": order_recorded,
                  "position_consistency": {
                      "items": len(pairs), "consistent": consistent,
                      "rate": consistent / len(pairs) if pairs else None}}
@@ -328,7 +383,8 @@ def leaderboard_report(frame: JudgmentFrame, *, project: Project | None = None,
     if found[0] is None:
         return {}
     report = {"judge": "human", "overall": _board(found, rounds=rounds, seed=seed),
-              "skipped": {k: v for k, v in found[1].items() if k not in INFO_KEYS},
+              "skipped": {**{k: v for k, v in found[1].items() if k not in INFO_KEYS},
+                          IDENTICAL_ITEMS: len(found[1][IDENTICAL_ITEMS])},
               "order_recorded": found[1]["order_recorded"],
               "tie_choices": {c: int((frame.choice[mask] == c).sum()) for c in AB_TIE_CHOICES}}
     for field in ("domain", "dataset"):
@@ -362,28 +418,35 @@ def leaderboard_report(frame: JudgmentFrame, *, project: Project | None = None,
                                                 position=found[1]["order_recorded"])
 
         left_out: dict[str, int] = {}
-        for name, votes in metric_votes(project, stage, left_out=left_out).items():
+        identical: dict[str, dict] = {}
+        for name, votes in metric_votes(project, stage, left_out=left_out,
+                                        identical=identical).items():
             try:
-                judges[name] = leaderboard(votes, rounds=rounds, seed=seed, position=False,
-                                           robustness=False)
+                judges[name] = _note_identical(leaderboard(
+                    votes, rounds=rounds, seed=seed, position=False, robustness=False),
+                    identical[name])
                 side_by_side_add(name, votes, position=False)
             except LeaderboardError as exc:
                 judges[name] = {"error": str(exc)}
             judges[name]["judge"] = {"kind": "metric", "label": name,
-                                     "left_out_seen": left_out.get(name, 0)}
+                                     "left_out_seen": left_out.get(name, 0),
+                                     IDENTICAL: identical[name][IDENTICAL]}
         combined = {}
         for name, (votes, about) in verdict_votes(project, stage).items():
             try:
-                judges[name] = leaderboard(votes, rounds=rounds, seed=seed,
-                                           position=about["order_recorded"], robustness=False)
+                judges[name] = _note_identical(leaderboard(
+                    votes, rounds=rounds, seed=seed, position=about["order_recorded"],
+                    robustness=False), about)
                 side_by_side_add(name, votes, position=about["order_recorded"])
             except LeaderboardError as exc:
                 judges[name] = {"error": str(exc)}
-            judges[name]["judge"] = about
+            judges[name]["judge"] = {k: v for k, v in about.items() if k != IDENTICAL_ITEMS}
             # The judge as one more voter beside the humans; the position effect is fitted
             # only when the order shown is known for the humans' votes and the judge's.
-            both = (combine_votes(found[0], votes), {"order_recorded": bool(
-                found[1]["order_recorded"] and about["order_recorded"])})
+            both = (combine_votes(found[0], votes), {
+                "order_recorded": bool(found[1]["order_recorded"] and about["order_recorded"]),
+                IDENTICAL: found[1][IDENTICAL] + about[IDENTICAL],
+                IDENTICAL_ITEMS: found[1][IDENTICAL_ITEMS] | about[IDENTICAL_ITEMS]})
             board = _board(both, rounds=rounds, seed=seed)
             if board is not None:
                 board["voters"] = f"humans + {name} (one extra voter, worker 0)"

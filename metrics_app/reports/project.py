@@ -60,8 +60,9 @@ REPORT_KIND = "project"
 # 18: a worker's undefined α contribution, an estimate that cannot be made, say why;
 # 17: workers' same-justification share; 16: an undefined α says why, a leaderboard board its
 # notes; 15: a learned judge leaves out the items it saw; 14: an excluded item's judgments are
-# not data.
-REPORT_VERSION = 30
+# not data; 31: a leaderboard leaves out the votes on identical answers and groups system
+# names by their one spelling (`normalize_system`).
+REPORT_VERSION = 31
 
 
 def _params(group_by: str | None) -> dict:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 from django.db import transaction
 
-from annotation.domain.item_content import answer_system
+from annotation.domain.item_content import answer_system, answers_identical
 from annotation.judgment_selectors import load_judgments
 from annotation.models import Stage, TaskKind
 from annotation.stage_errors import StageError
@@ -90,7 +90,10 @@ def stage_draw_adaptive_pairs(*, stage: Stage, budget: int | None = None) -> Pai
     systems = sorted({s for pair in item_systems for s in pair})
     index = {name: i for i, name in enumerate(systems)}
     share, votes_so_far = _pair_probabilities(stage, systems, budget)
-    keys = [tuple(sorted((index[a], index[b]))) for a, b in item_systems]
+    # An item whose two answers are one text compares nothing (the leaderboard leaves its
+    # votes out): it is never drawn, as a pair of one system is not.
+    keys = [tuple(sorted((index[a], index[b]))) if not answers_identical(item.content) else
+            (index[a], index[a]) for (a, b), item in zip(item_systems, population, strict=True)]
     available = {key: keys.count(key) for key in set(keys)}
     # Only pairs the stage has items for can be drawn: their shares are renormalized.
     total = sum(share.get(key, 0) for key in available)

@@ -141,6 +141,8 @@ class Command(InterruptibleCommand):
             self.stdout.write(self.style.WARNING(f"Not imported: {note}."))
         if summary.filtered_note():
             self.stdout.write(self.style.WARNING(f"{summary.filtered_note()}."))
+        if outcome.identical_answers:
+            self.stdout.write(self.style.WARNING(outcome.identical_answers))
         if summary.created_anything and not options["no_report"]:
             # The job that changes the data precomputes what the dashboard shows, so its first
             # visitor does not wait for the report (the task by name: reports sit above us).

@@ -8,6 +8,9 @@ from annotation.domain.item_content import (
     HUMAN_LOWER_VOTED,
     ItemContentError,
     answer_system,
+    answers_identical,
+    normalize_answer_systems,
+    normalize_system,
     validate_item_content,
 )
 
@@ -43,3 +46,23 @@ def test_derived_systems_follow_setting_upvotes_and_source():
     assert answer_system(hh, "A", metadata={"higher_voted": "A"}) == HUMAN_HIGHER_VOTED
     assert answer_system(_content({"upvotes": 3}, {"upvotes": 3}), "A") == "human"
 
+
+
+def test_a_system_has_one_spelling_whatever_its_unicode_form_and_surrounding_spaces():
+    nfc, nfd = "Caf\u00e9", "Cafe\u0301"
+    content = _content({"system": f" {nfd}\t", "kind": "model"}, {"kind": "model"}, "HM")
+    assert answer_system(content, "A") == nfc
+    assert answer_system(content, "B", source=nfd) == nfc
+    assert normalize_system(f" {nfd} ") == nfc
+    stored = normalize_answer_systems("ab", content)
+    assert stored["answer_a"]["system"] == nfc and content["answer_a"]["system"] == f" {nfd}\t"
+    likert = {"passage": "p", "system": nfd}
+    assert normalize_answer_systems("likert", likert) is likert
+
+
+def test_answers_are_identical_when_only_unicode_form_spacing_or_invisible_characters_differ():
+    assert answers_identical(_content({"text": "Caf\u00e9 au\u200b lait. "},
+                                      {"text": " Cafe\u0301  au lait.\n"}))
+    assert not answers_identical(_content({"text": "Caf\u00e9 au lait."},
+                                          {"text": "caf\u00e9 au lait."}))  # case is seen
+    assert not answers_identical(_content({"text": "a"}, {"text": "b"}))
