@@ -223,8 +223,10 @@ def judgments_that_count(queryset: QuerySet[Judgment] | None = None, *,
       back. Practice and qualification work tests the workers, not the items; it is kept apart
       and read with `data_stages_only=False` (worker-quality numbers, `--include-qualification`);
     - its assignment was not rejected, returned or flagged (NOT_COUNTED_ASSIGNMENT_STATUSES),
-      and, on Prolific, its session was verified with the provider (`Assignment.verification`
-      not PENDING or FAILED: annotation/services/assignments/verification.py);
+      and the provider vouched for it (`Assignment.verification` not PENDING or FAILED): on
+      Prolific, its session was verified (annotation/services/assignments/verification.py);
+      on MTurk, work admitted over its HIT's local count was listed by MTurk as submitted
+      (`annotation/services/assignments/lifecycle.py:_over_admission`);
     - its worker is not blocked for its project (`blocked_worker_ids_for`: a global block or
       one by the project's owner or a researcher it is shared with);
     - multiple choice (STARC): its worker answered every practice item of the project
