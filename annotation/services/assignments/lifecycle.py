@@ -435,11 +435,11 @@ def _hit_items_for(*, stage: Stage, worker: Worker, hit: Hit) -> tuple[list[Item
         status=AssignmentStatus.RETURNED
     ).exists():
         raise AssignmentClosed("You already have an assignment for this HIT.")
-    # Never more local assignments than the HIT has on MTurk (counted under the HIT's row
-    # lock taken above): made-up assignmentId/workerId pairs cannot multiply its items.
-    # Returned ones free their slot, and so do flagged ones the provider never listed; an
-    # unconfirmed one is released by the sweep once MTurk's own duration is over. Meanwhile a
-    # newcomer may be admitted on trust over the count (`_over_admission`).
+    # No more local assignments than the HIT has on MTurk (counted under the HIT's row lock
+    # taken above), except those admitted on trust for a slot returned on MTurk, at most one
+    # per holder (`_over_admission`): made-up assignmentId/workerId pairs cannot multiply its
+    # items. Returned ones free their slot, and so do flagged ones the provider never listed;
+    # an unconfirmed one is released by the sweep once MTurk's own duration is over.
     taken = Assignment.objects.filter(hit=hit).exclude(status__in=_SLOT_FREED)
     if taken.count() >= hit.max_assignments:
         return items, _over_admission(stage=stage, worker=worker, hit=hit, taken=taken)
@@ -485,10 +485,13 @@ def _over_admission(*, stage: Stage, worker: Worker, hit: Hit, taken) -> str:
     ).exclude(verification__in=_OVER_ADMITTED).count()
     if over >= holders:
         raise NoItemsAvailable(NO_SLOT_LEFT_MESSAGE)
+    # One live assignment with a verification state per worker and stage (`Assignment`'s
+    # constraint): their other HIT of this task admitted over the count comes first. The
+    # worker's row is locked (after the HIT's, as a Prolific participant's is) so that two
+    # HITs of the stage taken at once cannot both pass this check.
+    Worker.objects.select_for_update().filter(pk=worker.pk).first()
     if Assignment.objects.filter(stage=stage, worker=worker, status=AssignmentStatus.IN_PROGRESS,
                                  verification__in=_OVER_ADMITTED).exists():
-        # One live assignment with a verification state per worker and stage (`Assignment`'s
-        # constraint): their other HIT of this task admitted over the count comes first.
         raise NoItemsAvailable("This HIT has no assignments left for now. Please submit or "
                                "return your other HIT of this task first.")
     return OVER_ADMITTED_NOTE.format(hit=hit.external_id or hit.pk, slots=hit.max_assignments,

@@ -201,9 +201,10 @@ def _varied(item_id: int) -> dict:
     return {"score": 1 + item_id % 5}
 
 
-def _trial_with_two_submitted(mturk_server, likert_study, researcher, client):
+def _full_hit(mturk_server, likert_study, researcher, client, *, third: str):
     """A published MTurk trial whose first HIT (3 assignments) has two workers' work submitted
-    on MTurk and here."""
+    on MTurk and here, and a third worker who accepted it and opened our page: the trial, the
+    HIT, its number of regular items and the third worker's assignmentId."""
     from tests.support.providers import make_stages
 
     state = mturk_server.state
@@ -219,7 +220,10 @@ def _trial_with_two_submitted(mturk_server, likert_study, researcher, client):
         mturk_worker_submits(client, stage=trial, hit_id=hit.external_id, worker_id=worker_id,
                              assignment_id=done, answer_for=_varied)
         state.worker_submit(done)
-    return trial, hit
+    third_id = state.worker_accept(hit.external_id, third)
+    assert _mturk_page(client, trial, hit, assignment_id=third_id,
+                       worker_id=third).status_code == 200
+    return trial, hit, hit.items.filter(is_gold_check=False, is_practice=False).count(), third_id
 
 
 def _progress(stage):
@@ -247,11 +251,8 @@ def test_a_slot_returned_on_mturk_opens_to_the_next_worker_at_once(
     from annotation.providers.mturk_protocol import assignment_duration_seconds
 
     state = mturk_server.state
-    trial, hit = _trial_with_two_submitted(mturk_server, likert_study, researcher, client)
-    regular = hit.items.filter(is_gold_check=False, is_practice=False).count()
-    returned_id = state.worker_accept(hit.external_id, "WRET")
-    assert _mturk_page(client, trial, hit, assignment_id=returned_id,
-                       worker_id="WRET").status_code == 200
+    trial, hit, regular, returned_id = _full_hit(mturk_server, likert_study, researcher,
+                                                 client, third="WRET")
     state.worker_return(returned_id, "WRET")
     taker_id = state.worker_accept(hit.external_id, "W4")  # MTurk gave the slot back
 
@@ -305,11 +306,8 @@ def test_made_up_ids_over_the_count_are_bounded_and_never_count(
     from annotation.models import Assignment, ParticipantVerification
 
     state = mturk_server.state
-    trial, hit = _trial_with_two_submitted(mturk_server, likert_study, researcher, client)
-    regular = hit.items.filter(is_gold_check=False, is_practice=False).count()
-    working_id = state.worker_accept(hit.external_id, "WA")
-    assert _mturk_page(client, trial, hit, assignment_id=working_id,
-                       worker_id="WA").status_code == 200
+    trial, hit, regular, working_id = _full_hit(mturk_server, likert_study, researcher,
+                                                client, third="WA")
     sync, _review = stage_sync_and_review(stage=trial)  # W1 and W2 listed: one holder left
     assert sync.listed == 2
 
