@@ -223,8 +223,10 @@ def judgments_that_count(queryset: QuerySet[Judgment] | None = None, *,
       back. Practice and qualification work tests the workers, not the items; it is kept apart
       and read with `data_stages_only=False` (worker-quality numbers, `--include-qualification`);
     - its assignment was not rejected, returned or flagged (NOT_COUNTED_ASSIGNMENT_STATUSES),
-      and, on Prolific, its session was verified with the provider (`Assignment.verification`
-      not PENDING or FAILED: annotation/services/assignments/verification.py);
+      and the provider vouched for it (`Assignment.verification` not PENDING or FAILED): on
+      Prolific, its session was verified (annotation/services/assignments/verification.py);
+      on MTurk, work admitted over its HIT's local count was listed by MTurk as submitted
+      (`annotation/services/assignments/lifecycle.py:_over_admission`);
     - its worker is not blocked for its project (`blocked_worker_ids_for`: a global block or
       one by the project's owner or a researcher it is shared with);
     - multiple choice (STARC): its worker answered every practice item of the project
@@ -474,6 +476,12 @@ class Progress:
     - A qualification is counted in takers: graded (`takers`) and `passed`, of `max_takers`;
       a worker blocked for the project is no taker (the rule of `judgments_that_count`), nor
       one whose qualification work was rejected (`qualification_results_that_count`).
+    - `awaiting` (0 for a qualification, counted in takers): of
+      `not_counted`, the judgments whose work waits for the provider to list or verify it
+      (`Assignment.verification` PENDING, not rejected, returned or flagged): a Prolific
+      session not verified yet, an MTurk assignment admitted over its HIT's local count
+      (`annotation/services/assignments/lifecycle.py:_over_admission`) that MTurk has not
+      listed as submitted yet. They count once it does, and never if it does not.
     - `reoffered`: the slots given back and offered to other workers (a stage's; 0 for a
       project): on in-house and Prolific pages each judgment on those items that gives its
       slot back (`judgments_releasing_slots`), served again by picking; on MTurk, in the same
@@ -493,6 +501,7 @@ class Progress:
     judgments: int = 0
     wanted: int | None = 0
     not_counted: int = 0
+    awaiting: int = 0
     assignments: dict[str, int] = field(default_factory=dict)
     takers: int | None = None
     passed: int | None = None
@@ -561,9 +570,12 @@ class Progress:
         extra = []
         if self.passed is not None:
             extra.append(f"{self.passed} passed")
-        if self.not_counted:
-            extra.append(f"{self.not_counted} collected but not counted (rejected, returned, "
-                         f"flagged or a blocked worker)")
+        if self.not_counted > self.awaiting:
+            extra.append(f"{self.not_counted - self.awaiting} collected but not counted "
+                         f"(rejected, returned, flagged or a blocked worker)")
+        if self.awaiting:
+            extra.append(f"{self.awaiting} waiting for the provider to list or verify their "
+                         f"work (counted once it does)")
         return main + (f"; {'; '.join(extra)}" if extra else "")
 
     @property
@@ -583,6 +595,7 @@ class Progress:
             "items": self.items,
             "judgments": self.judgments,
             "not_counted": self.not_counted,
+            "awaiting": self.awaiting,
             "wanted": self.wanted,
             "percent": self.percent,
             "takers": self.takers,
@@ -614,13 +627,24 @@ def _grouped_count(queryset: QuerySet[Judgment], key: str) -> dict[int, int]:
                 .values_list(key, "n"))
 
 
+# Judgments whose work waits for the provider to list or verify it (`Progress.awaiting`).
+_AWAITING_PROVIDER = Q(assignment__verification=ParticipantVerification.PENDING) & ~Q(
+    assignment__status__in=NOT_COUNTED_ASSIGNMENT_STATUSES)
+
+
 def _counted_and_collected(judgments: QuerySet[Judgment], key: str
-                           ) -> tuple[dict[int, int], dict[int, int]]:
+                           ) -> tuple[dict[int, int], dict[int, int], dict[int, int]]:
     """Per `key` (a judgment field path): the judgments that count (`judgments_that_count`,
-    each against its own project's blocks; `judgments` is already restricted to data) and
-    all of them. Two grouped queries."""
+    each against its own project's blocks; `judgments` is already restricted to data), all of
+    them, and those waiting for the provider (`Progress.awaiting`). Two grouped queries."""
+    collected: dict[int, int] = {}
+    awaiting: dict[int, int] = {}
+    for group, n, waiting in (judgments.order_by().values_list(key).annotate(
+            n=Count("id"), waiting=Count("id", filter=_AWAITING_PROVIDER))
+            .values_list(key, "n", "waiting")):
+        collected[group], awaiting[group] = n, waiting
     return (_grouped_count(judgments_that_count(judgments, data_stages_only=False), key),
-            _grouped_count(judgments, key))
+            collected, awaiting)
 
 
 def project_progress(*, projects: Sequence[Project]) -> dict[int, Progress]:
@@ -644,7 +668,7 @@ def project_progress(*, projects: Sequence[Project]) -> dict[int, Progress]:
     data = (Judgment.objects.filter(_regular("item__"), item__project_id__in=by_id,
                                     item__excluded=False)
             .exclude(stage__kind__in=NON_DATA_STAGE_KINDS))
-    counted, collected = _counted_and_collected(data, "item__project_id")
+    counted, collected, awaiting = _counted_and_collected(data, "item__project_id")
     imported = _grouped_count(judgments_that_count(data.filter(_imported()),
                                                    data_stages_only=False), "item__project_id")
     collecting = set(Stage.objects.filter(project_id__in=by_id, kind__in=COLLECTION_STAGE_KINDS)
@@ -653,6 +677,7 @@ def project_progress(*, projects: Sequence[Project]) -> dict[int, Progress]:
         progress.imported = imported.get(pk, 0)
         progress.judgments = counted.get(pk, 0) - progress.imported
         progress.not_counted = collected.get(pk, 0) - counted.get(pk, 0)
+        progress.awaiting = min(awaiting.get(pk, 0), progress.not_counted)
         if pk not in collecting:
             # Nothing is being collected (judgments imported with the items, no stage yet):
             # "0 of 1525 judgments counted (0%)" read as a study stalled at its start.
@@ -757,12 +782,13 @@ def stage_progress(*, stages: Sequence[Stage]) -> dict[int, Progress]:
 
     # The judgments on the wanted items: a data stage's on regular items, a practice or
     # qualification stage's all (its accepted work counts for it, never as data).
-    counted, collected = _counted_and_collected(
-        Judgment.objects.filter(stage_id__in=by_id, item__excluded=False)
-        .filter(Q(stage__kind__in=NON_DATA_STAGE_KINDS) | _regular("item__")), "stage_id")
+    wanted_judgments = Judgment.objects.filter(stage_id__in=by_id, item__excluded=False)\
+        .filter(Q(stage__kind__in=NON_DATA_STAGE_KINDS) | _regular("item__"))
+    counted, collected, awaiting = _counted_and_collected(wanted_judgments, "stage_id")
     for pk, progress in result.items():
         progress.judgments = counted.get(pk, 0)
         progress.not_counted = collected.get(pk, 0) - progress.judgments
+        progress.awaiting = min(awaiting.get(pk, 0), progress.not_counted)
     if qualifications:
         # A qualification counts takers: what it collected but does not count is takers too
         # ("3 of 4 takers counted; 3 collected but not counted" meant one blocked taker's 3
@@ -774,6 +800,7 @@ def stage_progress(*, stages: Sequence[Stage]) -> dict[int, Progress]:
                            .values_list("stage_id", "n"))
         for pk in qualifications:
             result[pk].not_counted = not_counted.get(pk, 0)
+            result[pk].awaiting = 0  # in judgments, not takers
     _reoffered_count(by_id, result)
     for row in (
         Assignment.objects.filter(stage_id__in=by_id)

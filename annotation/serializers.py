@@ -62,6 +62,11 @@ class ProgressSerializer(serializers.Serializer):
     not_counted = serializers.IntegerField(
         help_text="Judgments collected on those items that do not count (rejected, returned, "
                   "flagged or unverified work, a blocked worker).")
+    awaiting = serializers.IntegerField(
+        help_text="Of not_counted, the judgments whose work waits for the provider to list or "
+                  "verify it (a Prolific session not verified yet; MTurk work admitted over "
+                  "its HIT's local count, not yet listed as submitted): they count once it "
+                  "does, never if it does not. 0 for a qualification (counted in takers).")
     reoffered = serializers.IntegerField(
         help_text="A stage's redundancy slots given back by work that will never count "
                   "(rejected, a blocked worker, ...) and offered to other workers: served again "

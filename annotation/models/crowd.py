@@ -167,7 +167,9 @@ class ParticipantVerification(models.TextChoices):
     SESSION_ID exists in the study's submissions, for the PROLIFIC_PID the page was opened with).
     Work of a PENDING or FAILED session never counts (`annotation.selectors.judgments_that_count`)
     nor is paid; a PENDING session idle for `QAJ_PROLIFIC_UNVERIFIED_TIMEOUT_MINUTES` gives its
-    items back."""
+    items back. MTurk: an assignment admitted over its HIT's local count (a slot returned on
+    MTurk, `annotation/services/assignments/lifecycle.py:_over_admission`) is PENDING until
+    MTurk lists it as submitted (VERIFIED); others carry NOT_NEEDED."""
 
     NOT_NEEDED = "", "Not needed (in-house, MTurk, imported)"
     PENDING = "pending", "Not verified yet"

@@ -16,6 +16,7 @@ from annotation.models import (
     Assignment,
     AssignmentStatus,
     Judgment,
+    ParticipantVerification,
     Provider,
     StageStatus,
     TaskKind,
@@ -146,23 +147,53 @@ def _mturk_url(stage, assignment_id, worker_id, hit_id="HITMAX"):
                          "workerId": worker_id}))
 
 
-def test_made_up_assignments_never_exceed_the_hits_max_assignments(client):
+def test_made_up_assignments_stay_within_the_hits_max_assignments_and_its_holders(client):
+    """Over MaxAssignments, a newcomer is admitted on trust (a slot returned on MTurk) at most
+    once per assignment admitted within it that MTurk has not listed as submitted; those
+    admitted over it never count until MTurk lists them."""
     project, stage, items = make_task(TaskKind.LIKERT, provider=Provider.MTURK)
     hit = make_hit(stage, items=items, external_id="HITMAX", max_assignments=2)
-    pages = [client.get(_mturk_url(stage, f"FAKE{n}", f"W{n}")) for n in range(5)]
-    assert Assignment.objects.filter(hit=hit).count() == 2
-    for page in pages[2:]:
+    pages = [client.get(_mturk_url(stage, f"FAKE{n}", f"W{n}")) for n in range(6)]
+    assert Assignment.objects.filter(hit=hit).count() == 2 + 2
+    assert Assignment.objects.filter(
+        hit=hit, verification=ParticipantVerification.PENDING).count() == 2
+    for page in pages[4:]:
         assert b"no assignments left" in page.content
         assert b"task-config" not in page.content  # no task, no token
     # MTurk's own duration passes with no submission the provider ever listed: the sweep
     # releases the unconfirmed assignments, which frees the slots.
     Assignment.objects.filter(hit=hit).update(started_at=timezone.now() - timedelta(days=2))
-    assert assignment_release_abandoned() == 2
+    assert assignment_release_abandoned() == 4
     assert client.get(_mturk_url(stage, "REAL1", "WREAL")).status_code == 200
     assert client.get(_mturk_url(stage, "REAL2", "WREAL2")).status_code == 200
+    for n in range(2):
+        over = assignment_start(stage=stage, worker=make_worker(provider=Provider.MTURK),
+                                hit=hit, external_id=f"FAKE-X{n}")
+        assert over.verification == ParticipantVerification.PENDING
     with pytest.raises(NoItemsAvailable):
         assignment_start(stage=stage, worker=make_worker(provider=Provider.MTURK), hit=hit,
-                         external_id="FAKE-X")
+                         external_id="FAKE-Y")
+
+
+def test_a_worker_holds_one_assignment_over_the_count_per_stage_at_a_time(client):
+    """Work admitted over the count carries a verification state, and a worker holds one live
+    assignment with one per stage (`Assignment`'s constraint): their second full HIT of the
+    stage refuses them in words until they submit or return the first, instead of failing."""
+    project, stage, items = make_task(TaskKind.LIKERT, provider=Provider.MTURK)
+    first = make_hit(stage, items=items[:2], external_id="HIT1", max_assignments=1)
+    second = make_hit(stage, items=items[2:4], external_id="HIT2", max_assignments=1)
+    worker = make_worker(provider=Provider.MTURK)
+    for hit in (first, second):
+        assignment_start(stage=stage, worker=make_worker(provider=Provider.MTURK), hit=hit,
+                         external_id=f"HOLD-{hit.external_id}")
+    over = assignment_start(stage=stage, worker=worker, hit=first, external_id="OVER1")
+    assert over.verification == ParticipantVerification.PENDING
+    with pytest.raises(NoItemsAvailable, match="your other HIT of this task first"):
+        assignment_start(stage=stage, worker=worker, hit=second, external_id="OVER2")
+    over.status = AssignmentStatus.SUBMITTED
+    over.save(update_fields=["status"])
+    assert assignment_start(stage=stage, worker=worker, hit=second,
+                            external_id="OVER2").hit == second
 
 
 # --- 4. blocks stay with the researcher who set them ------------------------------------------

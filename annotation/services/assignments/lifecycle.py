@@ -139,7 +139,7 @@ def earlier_guesses(*, stage: Stage, worker: Worker, items: list[Item]) -> dict:
 
 def _create(*, stage: Stage, worker: Worker, items: list[Item], hit: Hit | None,
             external_id: str, shown: bool = False, verification: str = "",
-            previous: Assignment | None = None) -> Assignment:
+            previous: Assignment | None = None, review_note: str = "") -> Assignment:
     """A new assignment of `items`. `previous`: the same worker's assignment of the same items
     that this one replaces (`_superseded_on_mturk`): its answer orders carry over, and the page
     is told which assignment it continues (`CONTINUES_KEY`), so the browser that typed the
@@ -153,7 +153,7 @@ def _create(*, stage: Stage, worker: Worker, items: list[Item], hit: Hit | None,
         "item_id", "presented_order")) if previous is not None else {}
     assignment = Assignment.objects.create(
         stage=stage, worker=worker, hit=hit, external_id=external_id, last_seen_at=now,
-        verification=verification, draft=draft,
+        verification=verification, draft=draft, review_note=review_note,
     )
     AssignmentItem.objects.bulk_create([
         AssignmentItem(assignment=assignment, item=item, position=position,
@@ -265,17 +265,19 @@ def assignment_start(*, stage: Stage, worker: Worker, hit: Hit | None = None,
             unfinished.worker = worker
             return unfinished
 
-    previous = None
+    previous, over_note = None, ""
     if hit is not None:
         previous = _superseded_on_mturk(hit=hit, worker=worker, external_id=external_id)
-        items = _hit_items_for(stage=stage, worker=worker, hit=hit)
+        items, over_note = _hit_items_for(stage=stage, worker=worker, hit=hit)
     else:
         items = items_pick_next(stage=stage, worker=worker, limit=assignment_size(stage))
     if not items:
         raise NoItemsAvailable("There are no more items for you in this task. Thank you!")
+    if over_note:  # counted only once MTurk lists it (`_over_admission`)
+        verification = ParticipantVerification.PENDING
     return _create(stage=stage, worker=worker, items=items, hit=hit, external_id=external_id,
-                   shown=shown, verification=verification if prolific else "",
-                   previous=previous)
+                   shown=shown, verification=verification if prolific or over_note else "",
+                   previous=previous, review_note=over_note)
 
 
 SUPERSEDED_NOTE = ("Returned on MTurk: the worker accepted this HIT again as assignment {new} "
@@ -418,9 +420,10 @@ def assignment_verification_failed(*, assignment: Assignment, note: str) -> Assi
     return assignment
 
 
-def _hit_items_for(*, stage: Stage, worker: Worker, hit: Hit) -> list[Item]:
+def _hit_items_for(*, stage: Stage, worker: Worker, hit: Hit) -> tuple[list[Item], str]:
     """The items of the HIT the worker accepted, unless the worker judged or saw them before,
-    already holds an assignment of it, or the HIT has no assignment left."""
+    already holds an assignment of it, or the HIT has no assignment left; and "" or, for a
+    newcomer admitted over the HIT's local count (`_over_admission`), why."""
     if hit_is_expired(hit):
         raise HitExpired("This HIT has expired, so it can no longer be accepted. Please return "
                          "it; other HITs of this task may still be available.")
@@ -432,16 +435,67 @@ def _hit_items_for(*, stage: Stage, worker: Worker, hit: Hit) -> list[Item]:
         status=AssignmentStatus.RETURNED
     ).exists():
         raise AssignmentClosed("You already have an assignment for this HIT.")
-    # Never more local assignments than the HIT has on MTurk (counted under the HIT's row
-    # lock taken above): made-up assignmentId/workerId pairs cannot multiply its items.
-    # Returned ones free their slot, and so do flagged ones the provider never listed; an
-    # unconfirmed one is released by the sweep once MTurk's own duration is over.
-    taken = Assignment.objects.filter(hit=hit).exclude(
-        status__in=(AssignmentStatus.RETURNED, AssignmentStatus.FLAGGED)).count()
-    if taken >= hit.max_assignments:
-        raise NoItemsAvailable("This HIT has no assignments left. Please return it; "
-                               "other HITs of this task may still be available.")
-    return items
+    # No more local assignments than the HIT has on MTurk (counted under the HIT's row lock
+    # taken above), except those admitted on trust for a slot returned on MTurk, at most one
+    # per holder (`_over_admission`): made-up assignmentId/workerId pairs cannot multiply its
+    # items. Returned ones free their slot, and so do flagged ones the provider never listed;
+    # an unconfirmed one is released by the sweep once MTurk's own duration is over.
+    taken = Assignment.objects.filter(hit=hit).exclude(status__in=_SLOT_FREED)
+    if taken.count() >= hit.max_assignments:
+        return items, _over_admission(stage=stage, worker=worker, hit=hit, taken=taken)
+    return items, ""
+
+
+# A HIT's local assignments that no longer take one of its slots.
+_SLOT_FREED = (AssignmentStatus.RETURNED, AssignmentStatus.FLAGGED)
+# An MTurk assignment admitted over its HIT's local count carries a verification state (MTurk
+# assignments otherwise carry none): PENDING until MTurk lists it as submitted (the sync then
+# makes it VERIFIED), so it is told apart for good from those admitted within the count.
+_OVER_ADMITTED = (ParticipantVerification.PENDING, ParticipantVerification.VERIFIED)
+
+OVER_ADMITTED_NOTE = (
+    "Admitted over the HIT's local count: MTurk offered this worker a slot of HIT {hit} while "
+    "all {slots} of its slots were taken here, {holders} of them by work MTurk had not listed "
+    "as submitted (one of those workers may have returned the HIT on MTurk, and MTurk's API "
+    "cannot tell a worker given the returned slot from a made-up assignment id). Its judgments "
+    "count only once MTurk lists this assignment as submitted; if MTurk never lists it, it is "
+    "flagged and never counts.")
+
+NO_SLOT_LEFT_MESSAGE = ("This HIT has no assignments left. Please return it; other HITs of this "
+                        "task may still be available.")
+
+
+def _over_admission(*, stage: Stage, worker: Worker, hit: Hit, taken) -> str:
+    """A newcomer to an MTurk HIT whose local slots are all taken: MTurk lets a worker return
+    a HIT (the accepted assignment stays in progress here until MTurk's duration is over) and
+    gives the slot to the next worker at once, and its requester API cannot tell that worker
+    from a made-up assignment id. So the newcomer is admitted on trust, bounded: at most one
+    assignment over the count per holder that may have been returned on MTurk (admitted within
+    the count, not listed by MTurk as submitted: in progress here, or submitted here but not
+    listed), never counted until MTurk lists it (`_OVER_ADMITTED`, the counting rule's
+    PENDING: `annotation.selectors.judgments_that_count`). A made-up id flood thus adds at most
+    as many pages as there are such holders. Returns the new assignment's review note (why it
+    was admitted), or raises NoItemsAvailable. Called under the HIT's row lock."""
+    if stage.provider != Provider.MTURK:
+        raise NoItemsAvailable(NO_SLOT_LEFT_MESSAGE)
+    over = taken.filter(verification__in=_OVER_ADMITTED).count()
+    holders = taken.filter(
+        status__in=(AssignmentStatus.IN_PROGRESS, AssignmentStatus.SUBMITTED),
+        provider_confirmed_at__isnull=True,
+    ).exclude(verification__in=_OVER_ADMITTED).count()
+    if over >= holders:
+        raise NoItemsAvailable(NO_SLOT_LEFT_MESSAGE)
+    # One live assignment with a verification state per worker and stage (`Assignment`'s
+    # constraint): their other HIT of this task admitted over the count comes first. The
+    # worker's row is locked (after the HIT's, as a Prolific participant's is) so that two
+    # HITs of the stage taken at once cannot both pass this check.
+    Worker.objects.select_for_update().filter(pk=worker.pk).first()
+    if Assignment.objects.filter(stage=stage, worker=worker, status=AssignmentStatus.IN_PROGRESS,
+                                 verification__in=_OVER_ADMITTED).exists():
+        raise NoItemsAvailable("This HIT has no assignments left for now. Please submit or "
+                               "return your other HIT of this task first.")
+    return OVER_ADMITTED_NOTE.format(hit=hit.external_id or hit.pk, slots=hit.max_assignments,
+                                     holders=holders)
 
 
 # A page re-opened within this interval of the last sign of life does not write it again (a

@@ -218,7 +218,7 @@ def test_project_progress_in_detail(api, project):
     make_judgment(item=items[0], stage=stage)
     make_assignment(stage, status=AssignmentStatus.SUBMITTED)
     progress = api.get("/api/projects/mocha-dev/").json()["progress"]
-    assert progress == {"items": 2, "judgments": 1, "not_counted": 0, "wanted": 6,
+    assert progress == {"items": 2, "judgments": 1, "not_counted": 0, "awaiting": 0, "wanted": 6,
                         "percent": 17, "takers": None, "passed": None, "max_takers": None,
                         "reoffered": 0, "places_added": 0, "imported": 0,
                         "text": "1 of 6 judgments counted (17%)",
@@ -418,7 +418,7 @@ def test_stages_list_and_detail_with_progress(api, project):
     assert rows[0]["progress"]["items"] == 1 and rows[0]["progress"]["wanted"] == 50
     assert rows[0]["progress"]["text"] == "0 of 50 takers counted (0%); 0 passed"
     assert rows[0]["explicit_item_count"] == 1
-    assert rows[1]["progress"] == {"items": 3, "judgments": 1, "not_counted": 0, "wanted": 9,
+    assert rows[1]["progress"] == {"items": 3, "judgments": 1, "not_counted": 0, "awaiting": 0, "wanted": 9,
                                    "percent": 11, "takers": None, "passed": None,
                                    "max_takers": None, "reoffered": 0, "places_added": 0,
                                    "imported": 0,

@@ -184,22 +184,27 @@ def test_a_confirmed_result_replaces_an_unconfirmed_failure(db):
     assert qualification_grade(assignment=forged).assignment == real
 
 
-@pytest.mark.mturk
-@pytest.mark.reliability
-def test_a_returned_assignments_late_submit_gives_the_slot_back_after_its_duration(
-        mturk_server, likert_study, researcher, client):
-    """Rehearsal: a worker returned the HIT on MTurk, then pressed Submit in the page still
-    open. Our server stored it (MTurk refused it); unlisted, it held the HIT's local slot and
-    counted until the HIT's expiry plus the duration (a week), so the worker who took the slot
-    on MTurk read "This HIT has no assignments left". MTurk takes a submission only within the
-    duration of its accept, before our page opened: past that, it is flagged and frees the
-    slot."""
+def _mturk_page(client, stage, hit, *, assignment_id: str, worker_id: str):
     from urllib.parse import urlencode
 
     from django.urls import reverse
 
-    from annotation.providers.mturk_protocol import assignment_duration_seconds
-    from annotation.selectors import stage_progress
+    return client.get(reverse("annotation:task-mturk", kwargs={"stage_id": stage.pk}) + "?"
+                      + urlencode({"assignmentId": assignment_id, "hitId": hit.external_id,
+                                   "workerId": worker_id,
+                                   "turkSubmitTo": "https://workersandbox.mturk.com"}))
+
+
+def _varied(item_id: int) -> dict:
+    # Varied answers: the first HIT is one passage of 2 to 5 items (the seeded plan reads the
+    # stage's id), and one score on all 5 would be held as straight-lining.
+    return {"score": 1 + item_id % 5}
+
+
+def _full_hit(mturk_server, likert_study, researcher, client, *, third: str):
+    """A published MTurk trial whose first HIT (3 assignments) has two workers' work submitted
+    on MTurk and here, and a third worker who accepted it and opened our page: the trial, the
+    HIT, its number of regular items and the third worker's assignmentId."""
     from tests.support.providers import make_stages
 
     state = mturk_server.state
@@ -209,32 +214,71 @@ def test_a_returned_assignments_late_submit_gives_the_slot_back_after_its_durati
     trial.save()
     stage_publish(stage=trial, user=researcher)
     hit = trial.hits.order_by("pk").first()
+    assert hit.max_assignments == 3
     for worker_id in ("W1", "W2"):
         done = state.worker_accept(hit.external_id, worker_id)
-        # Varied answers: the first HIT is one passage of 2 to 5 items (the seeded plan reads
-        # the stage's id), and one score on all 5 would be held as straight-lining.
         mturk_worker_submits(client, stage=trial, hit_id=hit.external_id, worker_id=worker_id,
-                             assignment_id=done,
-                             answer_for=lambda item_id: {"score": 1 + item_id % 5})
+                             assignment_id=done, answer_for=_varied)
         state.worker_submit(done)
-    returned_id = state.worker_accept(hit.external_id, "WRET")
+    third_id = state.worker_accept(hit.external_id, third)
+    assert _mturk_page(client, trial, hit, assignment_id=third_id,
+                       worker_id=third).status_code == 200
+    return trial, hit, hit.items.filter(is_gold_check=False, is_practice=False).count(), third_id
+
+
+def _progress(stage):
+    from annotation.selectors import stage_progress
+
+    return stage_progress(stages=[stage])[stage.pk]
+
+
+def _counted(stage) -> int:
+    return _progress(stage).judgments
+
+
+@pytest.mark.mturk
+@pytest.mark.reliability
+def test_a_slot_returned_on_mturk_opens_to_the_next_worker_at_once(
+        mturk_server, likert_study, researcher, client):
+    """Rehearsal: a worker accepted the HIT, opened our page and returned the HIT on MTurk,
+    which gave the slot to the next worker at once. Our page refused that worker ("This HIT
+    has no assignments left") until the returned assignment's duration was over (+10 min),
+    and after every return on MTurk each worker who took the slot was refused in turn. Now
+    the next worker is admitted over the local count, their work counts once MTurk lists it,
+    and the stage ends with exactly its redundancy. The returned worker's late submit from
+    the page left open is flagged once MTurk's duration is over, as before."""
+    from annotation.models import Assignment, ParticipantVerification
+    from annotation.providers.mturk_protocol import assignment_duration_seconds
+
+    state = mturk_server.state
+    trial, hit, regular, returned_id = _full_hit(mturk_server, likert_study, researcher,
+                                                 client, third="WRET")
     state.worker_return(returned_id, "WRET")
+    taker_id = state.worker_accept(hit.external_id, "W4")  # MTurk gave the slot back
+
+    taker = mturk_worker_submits(client, stage=trial, hit_id=hit.external_id, worker_id="W4",
+                                 assignment_id=taker_id, answer_for=_varied)
+    state.worker_submit(taker_id)
+    assert taker.status == AssignmentStatus.SUBMITTED
+    assert taker.verification == ParticipantVerification.PENDING
+    assert "Admitted over the HIT's local count" in taker.review_note
+    assert _counted(trial) == 2 * regular  # not before MTurk lists it
+    progress = _progress(trial)
+    assert progress.awaiting == regular
+    assert f"{regular} waiting for the provider to list or verify" in progress.text()
+    # The returned worker presses Submit in the page still open (MTurk refuses it there).
     returned = mturk_worker_submits(client, stage=trial, hit_id=hit.external_id,
                                     worker_id="WRET", assignment_id=returned_id,
                                     answer_for=lambda _item: {"score": 4})
-    taker_id = state.worker_accept(hit.external_id, "W4")  # MTurk gave the slot back
+    assert returned.status == AssignmentStatus.SUBMITTED
 
-    def taker_page():
-        return client.get(reverse("annotation:task-mturk", kwargs={"stage_id": trial.pk})
-                          + "?" + urlencode({"assignmentId": taker_id, "hitId": hit.external_id,
-                                             "workerId": "W4",
-                                             "turkSubmitTo": "https://workersandbox.mturk.com"}))
-
-    assert "no assignments left" in taker_page().content.decode()  # the stale one holds it
     sync, review = stage_sync_and_review(stage=trial)
-    assert (sync.listed, review.unconfirmed) == (2, 1)
+    assert (sync.listed, review.unconfirmed) == (3, 1)
+    taker.refresh_from_db()
+    assert taker.provider_confirmed_at is not None
+    assert taker.verification == ParticipantVerification.VERIFIED
+    assert Assignment.objects.filter(hit=hit, provider_confirmed_at__isnull=False).count() == 3
 
-    returned.refresh_from_db()
     after = returned.started_at + dt.timedelta(seconds=assignment_duration_seconds(trial),
                                                minutes=11)
     hit.refresh_from_db()
@@ -244,6 +288,50 @@ def test_a_returned_assignments_late_submit_gives_the_slot_back_after_its_durati
     returned.refresh_from_db()
     assert returned.status == AssignmentStatus.FLAGGED
     assert "never listed this assignment" in returned.review_note
-    counted = stage_progress(stages=[trial])[trial.pk].judgments
-    assert counted == 2 * hit.items.filter(is_gold_check=False, is_practice=False).count()
-    assert taker_page().status_code == 200
+    assert _counted(trial) == hit.max_assignments * regular  # exactly its redundancy
+    assert _progress(trial).awaiting == 0
+    # MTurk's three slots are taken: a made-up id now finds none here either.
+    assert "no assignments left" in _mturk_page(client, trial, hit, assignment_id="X" * 30,
+                                                worker_id="WX").content.decode()
+
+
+@pytest.mark.mturk
+@pytest.mark.reliability
+def test_made_up_ids_over_the_count_are_bounded_and_never_count(
+        mturk_server, likert_study, researcher, client):
+    """While a worker is really working on a full HIT, a made-up assignment id is admitted
+    over the local count (it cannot be told from a worker given a returned slot), at most one
+    per assignment MTurk has not listed as submitted; its judgments never count, and it ends
+    flagged as never listed. The next made-up id is refused."""
+    from annotation.models import Assignment, ParticipantVerification
+
+    state = mturk_server.state
+    trial, hit, regular, working_id = _full_hit(mturk_server, likert_study, researcher,
+                                                client, third="WA")
+    sync, _review = stage_sync_and_review(stage=trial)  # W1 and W2 listed: one holder left
+    assert sync.listed == 2
+
+    forged = mturk_worker_submits(client, stage=trial, hit_id=hit.external_id,
+                                  worker_id="WF1", assignment_id="F" * 30,
+                                  answer_for=_varied)
+    assert forged.verification == ParticipantVerification.PENDING
+    assert "Admitted over the HIT's local count" in forged.review_note
+    assert _counted(trial) == 2 * regular and _progress(trial).awaiting == regular
+    page = _mturk_page(client, trial, hit, assignment_id="G" * 30, worker_id="WF2")
+    assert "no assignments left" in page.content.decode()
+    assert not Assignment.objects.filter(external_id="G" * 30).exists()
+
+    mturk_worker_submits(client, stage=trial, hit_id=hit.external_id, worker_id="WA",
+                         assignment_id=working_id, answer_for=_varied)
+    state.worker_submit(working_id)
+    sync, review = stage_sync_and_review(stage=trial)
+    assert (sync.listed, review.unconfirmed) == (3, 1)
+    assert _counted(trial) == 3 * regular  # the made-up one still does not count
+
+    later = forged.started_at + dt.timedelta(days=30)
+    review = stage_auto_review(stage=trial, now=later)
+    forged.refresh_from_db()
+    assert review.never_listed == 1 and forged.status == AssignmentStatus.FLAGGED
+    assert "never listed this assignment" in forged.review_note
+    assert _counted(trial) == 3 * regular
+    assert not ProviderCall.objects.filter(assignment=forged).exists()
