@@ -185,16 +185,30 @@ def qualification_results_that_count(queryset: QuerySet[WorkerQualification] | N
                                       ) -> QuerySet[WorkerQualification]:
     """The qualification results that qualify, as `judgments_that_count` counts work: not one
     graded from an assignment that was rejected (work rejected as spam passes no one, whatever
-    its answers scored). A result stored before results named their assignment reads the
-    worker's assignments in the stage: any rejected one leaves it out. The gates (in-house and
-    provider task pages, link readiness), the provider grant, the messages to qualified workers
-    and progress (takers and passed) read this rule; the result itself is kept for the record."""
+    its answers scored), nor one graded from work the provider has not vouched for
+    (`Assignment.verification` PENDING or FAILED, as `judgments_that_count` leaves such work
+    out: a Prolific session not verified, an MTurk assignment admitted over its HIT's local
+    count and not listed by MTurk; it qualifies once the provider does). A result stored before
+    results named their assignment reads the worker's assignments in the stage: any rejected one
+    leaves it out. The gates (in-house and provider task pages, link readiness), the provider
+    grant, the messages to qualified workers and progress (takers and passed) read this rule;
+    the result itself is kept for the record."""
     queryset = WorkerQualification.objects.all() if queryset is None else queryset
     rejected_before_named = Assignment.objects.filter(
         worker_id=OuterRef("worker_id"), stage_id=OuterRef("stage_id"),
         status=AssignmentStatus.REJECTED)
     return (queryset.exclude(assignment__status=AssignmentStatus.REJECTED)
+            .exclude(assignment__verification__in=UNVERIFIED)
             .exclude(Q(assignment__isnull=True) & Exists(rejected_before_named)))
+
+
+def qualification_results_awaiting_provider(queryset: QuerySet[WorkerQualification]
+                                             ) -> QuerySet[WorkerQualification]:
+    """Of `queryset`, the results left out by `qualification_results_that_count` only because
+    the provider has not vouched for their work yet (PENDING, not rejected): the pages and the
+    link check say "waiting", not "rejected", to such a worker."""
+    return queryset.filter(assignment__verification=ParticipantVerification.PENDING).exclude(
+        assignment__status=AssignmentStatus.REJECTED)
 
 
 def stage_awaits_qualified_workers(stage: Stage) -> str:

@@ -33,7 +33,11 @@ from annotation.models import (
     Stage,
     Worker,
 )
-from annotation.selectors import qualification_results_that_count, worker_is_blocked_for
+from annotation.selectors import (
+    qualification_results_awaiting_provider,
+    qualification_results_that_count,
+    worker_is_blocked_for,
+)
 
 from .assignments import (
     OPEN_STAGE_STATUSES,
@@ -108,8 +112,11 @@ def stage_link_problem(*, stage: Stage, worker: Worker | None = None) -> str:
         if result is None:
             return (f"{worker} has not passed the qualification {stage.requires_stage} yet: the "
                     f"link refuses them until they do")
-        if not qualification_results_that_count(
-                WorkerQualification.objects.filter(pk=result.pk)).exists():
+        mine = WorkerQualification.objects.filter(pk=result.pk)
+        if result.passed and qualification_results_awaiting_provider(mine).exists():
+            return (f"{worker}'s pass of the qualification {stage.requires_stage} waits for "
+                    "the provider to confirm its work: the link refuses them until it does")
+        if not qualification_results_that_count(mine).exists():
             return (f"{worker}'s work on the qualification {stage.requires_stage} was "
                     "rejected: the link will refuse them")
         if not result.passed:

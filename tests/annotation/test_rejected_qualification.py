@@ -66,3 +66,38 @@ def test_a_result_stored_before_results_named_their_assignment_reads_the_workers
     make_qualification(worker=worker, stage=qual, passed=True)  # no assignment named
     assert not more_work_for(stage=trial, worker=worker)
     assert stage_qualified_workers(stage=trial) == []
+
+
+def test_a_pass_graded_from_work_the_provider_has_not_vouched_for_waits_for_it():
+    """A pass graded from work the provider has not listed or verified yet (an MTurk
+    assignment admitted over its HIT's local count, a Prolific session not verified) opens
+    no gate until it does, as such work counts for nothing in `judgments_that_count`; the
+    worker reads that it waits, not that it was rejected."""
+    from annotation.models import ParticipantVerification
+
+    project = make_project(TaskKind.LIKERT, slug="pending-gate")
+    gold = make_item(project, gold={"score": 4})
+    make_item(project)
+    qual = make_stage(project, kind=StageKind.QUALIFICATION, name="qual", order=0)
+    qual.items.set([gold])
+    trial = make_stage(project, kind=StageKind.FULL, name="trial", order=1,
+                       status=StageStatus.COLLECTING, requires_stage=qual)
+    worker = make_worker()
+    assignment = make_assignment(qual, worker=worker, items=[gold],
+                                 status=AssignmentStatus.SUBMITTED)
+    assignment.verification = ParticipantVerification.PENDING
+    assignment.save(update_fields=["verification"])
+    make_judgment(item=gold, stage=qual, worker=worker, assignment=assignment, score=4)
+    make_qualification(worker=worker, stage=qual, passed=True, assignment=assignment)
+
+    assert not more_work_for(stage=trial, worker=worker)
+    with pytest.raises(QualificationRequired, match="waiting for the platform to confirm"):
+        assignment_start(stage=trial, worker=worker)
+    assert "waits for the provider" in stage_link_problem(stage=trial, worker=worker)
+    assert stage_qualified_workers(stage=trial) == []
+
+    assignment.verification = ParticipantVerification.VERIFIED
+    assignment.save(update_fields=["verification"])
+    assert more_work_for(stage=trial, worker=worker)
+    assert stage_link_problem(stage=trial, worker=worker) == ""
+    assert stage_qualified_workers(stage=trial) == [worker]

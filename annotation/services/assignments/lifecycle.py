@@ -25,7 +25,11 @@ from annotation.models import (
     Worker,
     WorkerQualification,
 )
-from annotation.selectors import qualification_results_that_count, worker_is_blocked_for
+from annotation.selectors import (
+    qualification_results_awaiting_provider,
+    qualification_results_that_count,
+    worker_is_blocked_for,
+)
 from annotation.services.redundancy import adaptive_targets_refresh
 from annotation.stage_plan_selectors import assignment_size
 from annotation.task_selectors import answer_roles
@@ -65,6 +69,11 @@ def _check_worker(*, stage: Stage, worker: Worker) -> None:
                                                  stage_id=stage.requires_stage_id)
     if stage.requires_stage_id and not qualification_results_that_count(
             results.filter(passed=True)).exists():
+        if qualification_results_awaiting_provider(results.filter(passed=True)).exists():
+            raise QualificationRequired(
+                "This task is open to those who passed its qualification, and your "
+                "qualification work is still waiting for the platform to confirm it. Please "
+                "try again later.")
         if results.exists() and not qualification_results_that_count(results).exists():
             # Its answers may have scored a pass: rejected work qualifies no one.
             raise QualificationRequired(
