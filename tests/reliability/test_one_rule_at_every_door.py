@@ -14,6 +14,8 @@ never reads one of the project's names; the pages and the API are held to the sa
 """
 from __future__ import annotations
 
+import re
+
 import pytest
 from django.apps import apps
 from django.contrib import admin
@@ -53,6 +55,10 @@ pytestmark = [pytest.mark.django_db, pytest.mark.reliability]
 # Every name of the owner's project carries this marker: a page that shows it to an actor who
 # may not see the project leaked it.
 SECRET = "zqsecret"
+
+# The stranger's own project (shared with the revoked researcher too): the doors below are
+# opened through it with ids of the owner's things.
+MINE = "strangers-study"
 
 SEES = ("owner", "colleague")
 BLIND = ("stranger", "revoked")
@@ -106,8 +112,13 @@ def world():
         user_id=owner.pk, queryset=[stage], action_flag=CHANGE,
         change_message=f"Changed name to {SECRET} stage.", single_object=True)
     # The stranger's own project, so their pages are not empty by construction.
-    mine = make_project(TaskKind.LIKERT, owner=stranger, slug="strangers-study")
-    make_judgment(item=make_item(mine), stage=make_stage(mine))
+    mine = make_project(TaskKind.LIKERT, owner=stranger, slug=MINE, shared_with=[revoked])
+    my_item, my_stage = make_item(mine), make_stage(mine)
+    my_worker = make_worker()
+    make_judgment(item=my_item, stage=my_stage, worker=my_worker,
+                  assignment=make_assignment(my_stage, worker=my_worker, items=[my_item]))
+    make_hit(make_stage(mine, status="draft"), items=[my_item])
+    make_inhouse_link(worker=my_worker, project=mine, stage=my_stage)
     users = {"owner": owner, "colleague": colleague, "stranger": stranger,
              "revoked": revoked, "annotator": annotator, "anonymous": None}
     return {"users": users, "objects": objects, "project": project}
@@ -244,9 +255,19 @@ def test_an_autocomplete_offers_only_visible_projects_things(world, actor, app_l
     if actor in OUTSIDERS:
         assert _login_redirect(response), response.status_code
         return
+    model = apps.get_model(app_label, model_name)
+    target = model._meta.get_field(field_name).related_model
+    if not admin.site._registry[target].has_view_permission(_request_of(world, actor)):
+        assert response.status_code == 403  # accounts: a superuser's to list
+        return
+    assert response.status_code == 200
     text = _text(response)
     if actor in BLIND:
         assert SECRET not in text, text[:500]
+        return
+    secret = next((obj for obj in world["objects"].values() if type(obj) is target), None)
+    if secret is not None:
+        assert str(secret.pk) in {row["id"] for row in response.json()["results"]}
 
 
 # --- Writes: actions and change forms ------------------------------------------------------------
@@ -316,3 +337,165 @@ def test_a_change_form_posted_after_the_share_is_gone_stores_nothing(world, acto
                                                            "title": "mine"})
     assert response.status_code in (302, 403)
     assert _fingerprint() == before
+
+
+# --- Objects named by id in a posted form --------------------------------------------------------
+
+
+def _choice_fields(model_admin, request, obj):
+    """(where, field) for every model choice of the admin's form and its inlines' forms: what a
+    posted id is checked against."""
+    from django.forms import ModelChoiceField
+
+    forms = [("form", model_admin.get_form(request, obj))]
+    forms += [(type(inline).__name__, inline.get_formset(request, obj).form)
+              for inline in model_admin.get_inline_instances(request, obj)]
+    return [(f"{where}.{name}", field) for where, form in forms
+            for name, field in form.base_fields.items() if isinstance(field, ModelChoiceField)]
+
+
+@pytest.mark.parametrize("actor", BLIND)
+@pytest.mark.parametrize("model_name", _admin_ids())
+def test_a_form_accepts_no_id_of_another_researchers_object(world, actor, model_name, rf):
+    """Every foreign key a researcher's add or change form takes (the admin's own or an
+    inline's) is checked against the rows they may see: an id of the owner's stage, item,
+    worker or project posted by hand is "not one of the available choices"."""
+    model, model_admin = next((m, a) for m, a in _admins() if m._meta.model_name == model_name)
+    _client(world, actor)  # the revoked share is gone
+    request = rf.get("/")
+    request.user = world["users"][actor]
+    secret = {type(obj): obj for obj in world["objects"].values()}
+    own = model_admin.get_queryset(request).first()
+    pages = [None] if model_admin.has_add_permission(request) else []
+    if own is not None and model_admin.has_change_permission(request, own):
+        pages.append(own)
+    for obj in pages:
+        for where, field in _choice_fields(model_admin, request, obj):
+            hidden = secret.get(field.queryset.model)
+            if hidden is not None:
+                assert not field.queryset.filter(pk=hidden.pk).exists(), (obj, where)
+
+
+# --- The admin's own views and "view on site" ----------------------------------------------------
+
+
+STANDARD_VIEWS = ("changelist", "add", "history", "delete", "change")
+
+
+def _custom_object_views():
+    """(model name, URL name, method) of every view an admin adds under one object's id."""
+    doors = []
+    for model, model_admin in _admins():
+        for pattern in model_admin.get_urls():
+            name = pattern.name or ""
+            if not name or any(name.endswith(f"_{view}") for view in STANDARD_VIEWS):
+                continue
+            if not pattern.pattern.converters:
+                continue  # no object in the URL (a new project's import)
+            for method in ("get", "post"):
+                doors.append((model._meta.model_name, name, method))
+    return doors
+
+
+@pytest.mark.parametrize("actor", [*BLIND, *OUTSIDERS])
+@pytest.mark.parametrize(("model_name", "url_name", "method"), _custom_object_views(),
+                         ids=["-".join(d) for d in _custom_object_views()])
+def test_an_admin_view_of_another_researchers_object_answers_as_a_missing_one(
+        world, actor, model_name, url_name, method):
+    obj = world["objects"][model_name]
+    client = _client(world, actor)
+    before = _fingerprint()
+    body = {"decision": "approve", "confirm": "1"} if method == "post" else None
+    hidden = getattr(client, method)(reverse(f"admin:{url_name}", args=[obj.pk]), body)
+    missing = getattr(client, method)(reverse(f"admin:{url_name}", args=[obj.pk + 10_000]),
+                                      body)
+    assert _fingerprint() == before
+    if actor in OUTSIDERS:
+        assert _login_redirect(hidden) and _login_redirect(missing)
+        return
+    assert hidden.status_code == missing.status_code == 404
+    assert _text(hidden) == _text(missing)
+
+
+@pytest.mark.parametrize("actor", [*BLIND, *OUTSIDERS])
+@pytest.mark.parametrize("model_name", _admin_ids())
+def test_view_on_site_tells_nothing_of_another_researchers_object(world, actor, model_name):
+    obj = world["objects"].get(model_name)
+    if obj is None:
+        return
+    from django.contrib.contenttypes.models import ContentType
+
+    type_id = ContentType.objects.get_for_model(type(obj)).pk
+    client = _client(world, actor)
+    hidden = client.get(reverse("admin:view_on_site", args=[type_id, obj.pk]))
+    missing = client.get(reverse("admin:view_on_site", args=[type_id, obj.pk + 10_000]))
+    assert hidden.status_code == missing.status_code
+    assert _text(hidden) == _text(missing)
+    assert SECRET not in _text(hidden) and SECRET not in hidden.get("Location", "")
+
+
+# --- Pages and the API: another project's ids through a project one may see ----------------------
+
+
+# (method, URL, body): {mine} is a project the actor sees, the other placeholders the owner's
+# objects' ids. Each answers exactly as it does for an id that exists nowhere.
+CROSS_DOORS = [
+    ("get", "/api/projects/{mine}/items/{item}/", None),
+    ("get", "/api/projects/{mine}/stages/{stage}/", None),
+    ("patch", "/api/projects/{mine}/stages/{stage}/", {"name": "x"}),
+    ("get", "/api/projects/{mine}/stages/{stage}/release-preview/", None),
+    ("post", "/api/projects/{mine}/stages/", {"name": "gated", "kind": "full",
+                                             "requires_stage": "{stage}"}),
+    ("get", "/api/projects/{mine}/judgments/?stage={stage}", None),
+    ("get", "/api/metrics/projects/{mine}/report/?stage={stage}", None),
+    ("post", "/api/metrics/projects/{mine}/scoring-jobs/{scoringjob}/cancel/", {}),
+    ("get", "/metrics/{mine}/dashboard/?stage={stage}", None),
+    ("get", "/metrics/{mine}/dashboard/workers/{worker}/block/", None),
+    ("post", "/metrics/{mine}/dashboard/workers/{worker}/block/", {"confirm": "1"}),
+    ("post", "/metrics/{mine}/dashboard/workers/{worker}/unblock/", {}),
+    ("post", "/metrics/{mine}/adjudicate/record/", {"item": "{item}", "label": "3"}),
+    ("get", "/metrics/{mine}/spot-check/?stage={stage}", None),
+    ("post", "/metrics/{mine}/spot-check/record/", {"judgment": "{judgment}",
+                                                   "verdict": "problem"}),
+    ("post", "/metrics/{mine}/metrics/jobs/{scoringjob}/cancel/", {}),
+]
+
+
+def _fill(template, ids: dict):
+    if isinstance(template, dict):
+        return {key: _fill(value, ids) for key, value in template.items()}
+    if not isinstance(template, str):
+        return template
+    filled = template.format(mine=MINE, **ids)
+    return int(filled) if filled.isdigit() and template != filled and "/" not in filled else filled
+
+
+def _send(client, method, url, body):
+    if url.startswith("/api/"):
+        return getattr(client, method)(url, body, content_type="application/json")
+    return getattr(client, method)(url, body) if body is not None else getattr(client, method)(url)
+
+
+@pytest.mark.parametrize("actor", BLIND)
+@pytest.mark.parametrize(("method", "url", "body"), CROSS_DOORS,
+                         ids=[f"{m} {u}" for m, u, _b in CROSS_DOORS])
+def test_another_projects_id_through_ones_own_project_is_a_missing_id(world, actor, method,
+                                                                     url, body):
+    objects = world["objects"]
+    hidden_ids = {name: obj.pk for name, obj in objects.items()}
+    missing_ids = {name: pk + 10_000 for name, pk in hidden_ids.items()}
+    client = _client(world, actor)
+    before = _fingerprint()
+    hidden = _send(client, method, _fill(url, hidden_ids), _fill(body, hidden_ids))
+    after_hidden = _fingerprint()
+    missing = _send(client, method, _fill(url, missing_ids), _fill(body, missing_ids))
+    assert after_hidden == before
+    assert hidden.status_code == missing.status_code, (hidden.status_code, _text(hidden)[:300])
+    assert hidden.status_code in (400, 404)
+    text = _text(hidden)
+    assert SECRET not in text, _around(text)
+    # The same answer, but for the id the request named.
+    for name in re.findall(r"{(\w+)}", f"{url} {body}"):
+        if name != "mine":
+            text = re.sub(rf"\b{hidden_ids[name]}\b", str(missing_ids[name]), text)
+    assert text == _text(missing)
