@@ -499,3 +499,29 @@ def test_another_projects_id_through_ones_own_project_is_a_missing_id(world, act
         if name != "mine":
             text = re.sub(rf"\b{hidden_ids[name]}\b", str(missing_ids[name]), text)
     assert text == _text(missing)
+
+
+# --- A worker both researchers' projects share ---------------------------------------------------
+
+
+@pytest.mark.parametrize("actor", BLIND)
+@pytest.mark.parametrize("view", ["change", "history", "changelist"])
+def test_a_shared_worker_shows_a_blind_researcher_nothing_of_the_other_project(world, actor,
+                                                                             view):
+    """A crowd worker who judged in the owner's project and in the actor's own: the actor
+    reaches the worker, and the page counts and names only their own project's work."""
+    from annotation.models import Stage
+
+    worker = make_worker(external_id="shared-worker")
+    project = world["project"]
+    make_judgment(item=world["objects"]["item"], stage=world["objects"]["stage"], worker=worker,
+                  assignment=make_assignment(world["objects"]["stage"], worker=worker,
+                                             items=[world["objects"]["item"]]))
+    mine = Stage.objects.filter(project__slug=MINE).first()
+    make_judgment(item=mine.project.items.first(), stage=mine, worker=worker)
+    assert project.slug.startswith(SECRET)
+    client = _client(world, actor)
+    args = () if view == "changelist" else (worker.pk,)
+    response = client.get(_url(worker._meta.model, view, *args))
+    assert response.status_code == 200
+    assert SECRET not in _text(response), _around(_text(response))
