@@ -75,6 +75,29 @@ def worker_shared_beyond(user, worker: Worker) -> bool:
             or InhouseLink.objects.filter(worker=worker, project__in=hidden).exists())
 
 
+class QueuedAccessLost(PermissionError):
+    """Raised when queued work runs for a researcher who no longer sees its project
+    (`queued_access_refusal`'s message): the job fails saying so, nothing is stored or paid."""
+
+
+def queued_access_check(*, user, project: Project) -> None:
+    """`queued_access_refusal` for the jobs' runs: QueuedAccessLost when it refuses."""
+    refusal = queued_access_refusal(user=user, project=project)
+    if refusal:
+        raise QueuedAccessLost(refusal)
+
+
+def queued_access_refusal(*, user, project: Project) -> str:
+    """Why work `user` queued for `project` (a background publish, a scoring or judge job) may
+    not run now: "" while they still see the project, or when no account queued it (a command,
+    the beat, an account since deleted). Asked when the work runs, so a share revoked or a
+    staff flag removed after the click stops what was queued, as their next page would."""
+    if user is None or projects_visible_to(user).filter(pk=project.pk).exists():
+        return ""
+    return (f"not run: {user.get_username()}, who queued it, no longer has access to this "
+            "project")
+
+
 # --- The doors ----------------------------------------------------------------------------------
 
 

@@ -8,6 +8,8 @@ import tempfile
 import zipfile
 
 from django.contrib import admin, messages
+from django.contrib.admin.utils import get_fields_from_path
+from django.db import models
 from django.db.models import Count, IntegerField, OuterRef, Subquery, Value
 from django.db.models.functions import Coalesce
 from django.http import FileResponse
@@ -75,6 +77,39 @@ def progress_cell(progress) -> str:
     return progress.text()
 
 
+class ScopedAllValuesFieldListFilter(admin.AllValuesFieldListFilter):
+    """The values of a field in the rows this admin shows (its scoped `get_queryset`). Django's
+    own filter reads every row of the related model for a path through a relation
+    (`item__dataset` on judgments): it listed other researchers' datasets and sources."""
+
+    def __init__(self, field, request, params, model, model_admin, field_path):
+        super().__init__(field, request, params, model, model_admin, field_path)
+        self.lookup_choices = (model_admin.get_queryset(request).order_by(field_path)
+                               .values_list(field_path, flat=True).distinct())
+
+
+def scoped_list_filter(model, entry):
+    """A `list_filter` entry whose choices come from the admin's own rows: a relation offers
+    only the related rows those reach (RelatedOnlyFieldListFilter), a plain field only the
+    values they hold. Choices, booleans and dates name nothing of a project; a filter class
+    written here decides its own lookups."""
+    if isinstance(entry, tuple):
+        path, filter_class = entry
+        if filter_class is admin.RelatedFieldListFilter:
+            return path, admin.RelatedOnlyFieldListFilter
+        if filter_class is admin.AllValuesFieldListFilter:
+            return path, ScopedAllValuesFieldListFilter
+        return entry
+    if not isinstance(entry, str):
+        return entry  # a SimpleListFilter: its own lookups
+    field = get_fields_from_path(model, entry)[-1]
+    if field.remote_field is not None:
+        return entry, admin.RelatedOnlyFieldListFilter
+    if field.choices or isinstance(field, (models.BooleanField, models.DateField)):
+        return entry
+    return entry, ScopedAllValuesFieldListFilter
+
+
 class ProjectScopedAdmin(admin.ModelAdmin):
     """Rows reachable from a project (`project_path`) are visible to the project's owner, the
     researchers it is shared with and superusers. Staff need no model permissions: the project
@@ -92,6 +127,11 @@ class ProjectScopedAdmin(admin.ModelAdmin):
             return queryset
         lookup = f"{self.project_path}__in" if self.project_path else "pk__in"
         return queryset.filter(**{lookup: projects_visible_to(request.user).values("pk")})
+
+    def get_list_filter(self, request):
+        # Every filter's choices from the scoped rows, however the entry is written.
+        return [scoped_list_filter(self.model, entry)
+                for entry in super().get_list_filter(request)]
 
     def _is_staff(self, request) -> bool:
         return request.user.is_active and request.user.is_staff

@@ -18,6 +18,7 @@ from decimal import Decimal
 from django.db import transaction
 from django.utils import timezone
 
+from annotation.access_selectors import queued_access_refusal
 from annotation.cost_selectors import (
     StageCostEstimate,
     budget_cap_now,
@@ -721,19 +722,26 @@ def budget_guard(*, stage: Stage, estimate: StageCostEstimate) -> None:
 
 def stage_publish(*, stage: Stage, user=None, override_reason: str | None = None,
                   check_balance: bool = True, actor: str = "",
-                  confirmed_total: Decimal | None = None) -> StagePublishResult:
+                  confirmed_total: Decimal | None = None,
+                  queued: bool = False) -> StagePublishResult:
     """Publish a draft stage (or resume publishing one whose HITs are not all created): the one
     path every door takes (admin actions, Celery, commands). Every check — order of stages,
     settings, routing, redundancy, agreement gate, items, budget and the provider's readiness
     (`check_balance`: with its read-only probe) — runs before anything is stored or sent; a
     refusal leaves the stage a draft, raises, and is kept in `Stage.publish_problem`. A draft
     that spends real money (MTurk production, Prolific's own API) also needs the researcher's
-    confirmation of its cost: `confirmed_total`, the total they saw (`confirmation_guard`)."""
+    confirmation of its cost: `confirmed_total`, the total they saw (`confirmation_guard`).
+    `queued`: run later for `user` (the background publish), who must still see the project
+    then (`queued_access_refusal`)."""
     stage.refresh_from_db()
     actor = actor or "stage_publish called without a user"
     if stage.status not in (StageStatus.DRAFT, StageStatus.PUBLISHED, StageStatus.COLLECTING):
         raise IllegalTransition(f"{stage} is {stage.status}; only a draft can be published")
     try:
+        # Queued (the background publish): its researcher must still see the project.
+        refusal = queued_access_refusal(user=user, project=stage.project) if queued else ""
+        if refusal:
+            raise GuardFailed(refusal)
         if stage.status == StageStatus.DRAFT:
             hits, estimate = _publish_draft(stage=stage, user=user, actor=actor,
                                             override_reason=override_reason,

@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field
 
 from django.db import transaction
 
+from annotation.access_selectors import queued_access_check
 from annotation.models import Item, Project, TaskKind
 from core.leases import (
     JobCancelled,
@@ -401,6 +402,7 @@ def scoring_job_run(*, job_id: int) -> ScoringJob | None:
             return None
         job = ScoringJob.objects.select_related("project", "requested_by").get(pk=job.pk)
         # Checked again for the requester: their access may have changed since it was queued.
+        queued_access_check(user=job.requested_by, project=job.project)
         scoring_model_check(metric_names=job.metrics, model=(job.options or {}).get("model"),
                             user=job.requested_by)
         progress = _progress_recorder(

@@ -28,7 +28,8 @@ def stage_publish(stage_id: int, user_id: int | None = None,
     result = publish(stage=Stage.objects.get(pk=stage_id), user=user,
                      override_reason=override_reason,
                      confirmed_total=Decimal(confirmed_total) if confirmed_total else None,
-                     actor="Celery task worker.tasks.providers.stage_publish")
+                     actor="Celery task worker.tasks.providers.stage_publish",
+                     queued=True)
     return {"created": result.report.created, "failed": result.report.failed,
             "status": result.stage.status}
 

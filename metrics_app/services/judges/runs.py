@@ -29,6 +29,7 @@ from django.db import transaction
 from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
+from annotation.access_selectors import queued_access_check
 from annotation.domain.control_characters import without_control_characters
 from annotation.models import Project, TaskKind
 from core.background import task_send
@@ -544,7 +545,10 @@ def judge_job_run(*, job_id: int, retry: RetryPolicy | None = None,
 def _judge_job_work(lease: JobLease, job_id: int, *, retry: RetryPolicy | None,
                     progress: Callable[[int, dict], None] | None) -> JudgeJob:
     """The run of a claimed judge job, under `lease`."""
-    job = JudgeJob.objects.select_related("project", "judge_version__judge").get(pk=job_id)
+    job = JudgeJob.objects.select_related("project", "judge_version__judge",
+                                          "requested_by").get(pk=job_id)
+    # Its requester may have lost the project since it was queued: then nothing is asked.
+    queued_access_check(user=job.requested_by, project=job.project)
     # The budget is the job's, over all its runs: a run sent again after its worker died
     # may spend only what the earlier runs left (their verdicts are reused, not asked again).
     before = job.spent or 0.0

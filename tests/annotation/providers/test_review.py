@@ -419,7 +419,9 @@ def test_celery_tasks_and_beat_entry(recording, researcher):
 
     assert django_settings.CELERY_BEAT_SCHEDULE["providers-sync"]["task"] == \
         "worker.tasks.providers.providers_sync_all"
-    project = make_project(TaskKind.LIKERT, items_per_hit=2, redundancy={"default": 1})
+    # Queued by the project's researcher: the task checks they still see it.
+    project = make_project(TaskKind.LIKERT, items_per_hit=2, redundancy={"default": 1},
+                           owner=researcher)
     for _ in range(4):
         make_item(project)
     stage = make_stage(project, status=StageStatus.DRAFT)

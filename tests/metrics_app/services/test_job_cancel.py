@@ -239,6 +239,7 @@ def test_a_running_judge_job_cancelled_mid_run_keeps_its_paid_verdicts(monkeypat
     monkeypatch.setattr(runs, "FLUSH_EVERY", 1)
     alice = make_user("alice")
     project = _likert_project(40)
+    project.shared_with.add(alice)  # a run checks that its requester still sees it
     with FakeChatServer(latency=0.05) as server:
         version = _judge(server)
         job = judge_job_create(project=project, version=version, concurrency=4, user=alice)
@@ -371,6 +372,7 @@ def test_a_judge_request_retrying_when_the_run_is_cancelled_is_not_sent_again(
     monkeypatch.setattr(runs, "FLUSH_SECONDS", 0.1)
     alice = make_user("alice")
     project = _likert_project(4)
+    project.shared_with.add(alice)  # a run checks that its requester still sees it
     patient = runs.RetryPolicy(attempts=60, base_delay=0.05, max_delay=0.05)
     with FakeChatServer() as server:
         server.rate_limit_burst(100_000)

@@ -108,7 +108,8 @@ def ids(owner, colleague):
 
 def _client(url: str, user):
     client = APIClient() if url.startswith("/api/") else Client()
-    client.force_login(user)
+    if user is not None:  # None: anonymous
+        client.force_login(user)
     return client
 
 
@@ -136,6 +137,32 @@ def test_a_stranger_gets_what_a_missing_slug_gets(method, url, body, through, id
     assert hidden.content == missing.content
     if url.startswith("/api/"):
         assert hidden.json() == {"detail": "No such project."}
+
+
+@pytest.mark.reliability
+@pytest.mark.parametrize("who", ["revoked", "annotator", "anonymous"])
+@pytest.mark.parametrize(("method", "url", "body", "through"), DOORS,
+                         ids=[f"{m} {u}" for m, u, _b, _s in DOORS])
+def test_a_revoked_share_an_annotator_and_anonymous_get_what_a_missing_slug_gets(
+        method, url, body, through, who, ids, owner, colleague):
+    """The other actors of the rule (`projects_visible_to`): a researcher whose share was
+    revoked after they opened the project's pages (signed in still), a non-staff account and
+    anonymous get at each door what they get for a slug that does not exist: a page's 404 or
+    its login redirect, the API's 403 or 401, never a sign that the slug exists."""
+    from annotation.models import Project
+
+    user = {"revoked": colleague, "annotator": make_user("annotator", staff=False),
+            "anonymous": None}[who]
+    if who == "revoked":
+        opened = _request("get", f"/metrics/{SLUG}/dashboard/", None, colleague)
+        assert opened.status_code == 200
+        Project.objects.get(slug=SLUG).shared_with.remove(colleague)
+    hidden = _request(method, _fill(url, ids, SLUG), body, user)
+    missing = _request(method, _fill(url, ids, MISSING), body, user)
+    assert hidden.status_code == missing.status_code
+    assert hidden.status_code in (401, 403, 404) or "/login/" in hidden["Location"]
+    assert hidden.content.replace(SLUG.encode(), MISSING.encode()) == missing.content
+    assert hidden.get("Location", "").replace(SLUG, MISSING) == missing.get("Location", "")
 
 
 @pytest.mark.parametrize("who", ["owner", "colleague", "superuser"])
