@@ -51,6 +51,7 @@ from annotation.services.projects import (
     ProjectShareError,
     project_share_check,
     share_refusals,
+    shareable_users,
 )
 from annotation.services.stage_plans import (
     ITEM_FILTER_FIELDS,
@@ -289,6 +290,11 @@ class ProjectAdmin(ProjectImportMixin, ProjectHomeLinksMixin, ProgressColumnsMix
         # The slug is typed (prefilled from the title) only on the add page: read-only after.
         return {} if obj is not None and obj.pk is not None else super(
             ).get_prepopulated_fields(request, obj)
+
+    def formfield_for_manytomany(self, db_field, request, **kwargs):
+        if db_field.name == "shared_with":  # only accounts a share can name (`share_refusals`)
+            kwargs["queryset"] = shareable_users()
+        return super().formfield_for_manytomany(db_field, request, **kwargs)
 
     @staticmethod
     def _may_share(request, obj) -> bool:

@@ -7,6 +7,7 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.db.models import Q
 
 from annotation.models import Project, TaskKind
 
@@ -125,6 +126,14 @@ def project_update(*, project: Project, user, data: dict[str, Any]) -> Project:
     if usernames is not None:
         _set_shared_with(project=project, usernames=usernames)
     return project
+
+
+def shareable_users():
+    """The accounts a project can be shared with, as `share_refusals` allows them: active
+    researcher (staff) accounts and superusers. The admin's picker lists only these, so an
+    annotator's or a deactivated account's name is never shown to other researchers."""
+    return get_user_model().objects.filter(
+        Q(is_staff=True) | Q(is_superuser=True), is_active=True).order_by("username")
 
 
 def share_refusals(*, owner, users) -> list[str]:

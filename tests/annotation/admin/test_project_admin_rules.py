@@ -100,3 +100,22 @@ def test_project_update_refuses_a_new_kind_or_slug(team):
         "slug": ["cannot be changed after the project is created"]}
     project.refresh_from_db()
     assert (project.kind, project.slug) == (TaskKind.LIKERT, "alices")
+
+
+def test_the_sharing_picker_lists_only_accounts_a_share_can_name(client, team):
+    """Only active researcher (staff) accounts can open a shared project (`share_refusals`),
+    so the picker lists only those: an annotator's or a deactivated account's name is never
+    shown to another researcher."""
+    from django.contrib.auth import get_user_model
+
+    annotator = get_user_model().objects.create_user("annotator-dora", password="x")
+    gone = make_user("gone-researcher")
+    gone.is_active = False
+    gone.save(update_fields=["is_active"])
+    client.force_login(team["alice"])
+    page = client.get(change_url(team["project"]))
+    listed = {user.username for user in
+              page.context["adminform"].form.fields["shared_with"].queryset}
+    assert {"bob", "carol"} <= listed
+    assert not listed & {annotator.username, gone.username}
+    assert "annotator-dora" not in page.content.decode()
