@@ -20,6 +20,7 @@ import dataclasses
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
+from annotation.access_selectors import workers_visible_to
 from annotation.models import ProviderCall, ProviderCallStatus, Worker
 from annotation.providers import get_provider
 from annotation.providers.calls import new_token, provider_call_run
@@ -136,6 +137,11 @@ def _call_make(call: ProviderCall) -> None:
     reason = (call.request or {}).get("reason", "")
     by_pk = (call.request or {}).get("queued_by")
     by = get_user_model().objects.filter(pk=by_pk).first() if by_pk else None
+    if by is not None and not workers_visible_to(by).filter(pk=worker.pk).exists():
+        # The researcher lost the projects this worker worked on (a share revoked, the staff
+        # flag removed) after the click: their next page would not show the worker either.
+        raise ProviderCallNotSent(f"not sent: {by.get_username()}, who queued it, no longer "
+                                  f"has access to {worker}'s projects")
     provider = get_provider(worker.provider)
     if call.operation == BLOCK_OPERATION:
         # Unblocked here since the click (a block by mistake, undone at once, whose unblock's

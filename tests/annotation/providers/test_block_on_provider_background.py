@@ -170,3 +170,25 @@ def test_a_real_worker_makes_the_queued_blocks_on_the_mturk_fake(workers, redis_
                  120, "the queued blocks")
         assert set(calls.values_list("status", flat=True)) == {ProviderCallStatus.SUCCEEDED}
         assert server.state.blocks == {f"AREAL{n}": "bots" for n in range(3)}
+
+
+@pytest.mark.reliability
+@pytest.mark.mturk
+def test_a_queued_block_is_not_sent_for_a_researcher_who_lost_the_project(client, mturk_server):
+    """A share revoked (or the staff flag removed) between the click and the task: the
+    provider's block is not sent, as queued publishing, scoring and judge jobs are not run
+    (`queued_access_refusal`); the call says why."""
+    owner, helper = make_user("owner-revokes"), make_user("helper-revoked")
+    project = make_project(owner=owner, shared_with=[helper])
+    worker = make_worker(provider="mturk", external_id="AREVOKED")
+    make_judgment(item=make_item(project), worker=worker)
+    client.force_login(helper)
+    batch = _batch(messages_of(act(client, "block_on_provider", [worker], reason="spam")))
+    project.shared_with.remove(helper)
+
+    outcome = task_run_here("worker.tasks.providers.worker_provider_calls_run", args=[batch])
+    assert outcome == {"succeeded": 0, "failed": 1}
+    assert mturk_server.state.blocks == {}
+    call = ProviderCall.objects.get(key__endswith=batch)
+    assert call.status == ProviderCallStatus.FAILED
+    assert "helper-revoked, who queued it, no longer has access" in call.error
