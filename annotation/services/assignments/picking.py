@@ -322,6 +322,33 @@ def _deficits(stage: Stage, ids: list[int]) -> dict[int, int]:
             for pk, target in targets.values_list("pk", "qaj_target")}
 
 
+def stage_items_short(*, stage: Stage, confirmed_only: bool = False) -> int:
+    """How many of the stage's regular items (not practice, not gold) are still short of their
+    redundancy target (`_target`) with the submitted work alone: their judgments in the stage
+    that keep their slot (`_given_back` gives the others back), not those of an assignment
+    still in progress (a STARC page confirms items one by one before its submit), nor
+    (`confirmed_only`: Prolific) of a submission the provider has not listed yet. The rule
+    the pages pick by, without the live holds: 0 means the pages have nothing more to hand
+    out, so the stage is complete (`stage_collection_complete`, in-house), however the HIT
+    plan cut the items (its assignments are not the batches the pages hand out). -1 for a
+    stage without regular items (nothing to collect, nothing complete)."""
+    regular = stage_items(stage).filter(is_practice=False, is_gold_check=False)
+    targets = dict(regular.annotate(qaj_target=_target(stage)).values_list("pk", "qaj_target"))
+    if not targets:
+        return -1
+
+    def per_item(judgments: QuerySet[Judgment]) -> Counter[int]:
+        judgments = judgments.filter(item__in=regular.values("pk")).exclude(
+            assignment__status=AssignmentStatus.IN_PROGRESS)
+        if confirmed_only:
+            judgments = judgments.filter(assignment__provider_confirmed_at__isnull=False)
+        return Counter(judgments.values_list("item_id", flat=True))
+
+    judged = per_item(Judgment.objects.filter(stage=stage))
+    given_back = per_item(_given_back(stage))
+    return sum(target - judged[pk] + given_back[pk] > 0 for pk, target in targets.items())
+
+
 def _sql(qs: QuerySet) -> tuple[str, tuple]:
     return qs.query.get_compiler(using=qs.db).as_sql()
 
