@@ -513,10 +513,11 @@ def places_for_plans(*, stage: Stage, plans: list[HitPlan]) -> int:
     not the 6 of HITs of 2, 2 and 1). For such a pool of items, each wanting `r_i` judgments in
     batches of `k` distinct items, largest-deficit-first hands out max(max r_i, ceil(sum r_i /
     k)) batches; `k` is the pool's fullest plan's regular items. A place more than that stays
-    open for nobody: its participant finds nothing to do and the stage never completes. Gold
-    items take the same slots of a batch in the plan and on the pages (`gold_slots`: a whole
-    number per batch of the pool, none for a Likert passage without gold), so they only make
-    `k` smaller. Elsewhere the plans' assignments: MTurk's fixed HITs, a qualification, a
+    open for nobody: its participant finds nothing to do. Gold items take the same slots of a
+    batch in the plan and on the pages (`gold_slots`: a whole number per batch of the pool,
+    none for a Likert passage without gold), so they only make `k` smaller; the project's
+    practice items come on top of a worker's first batch (`items_pick_next`), so they take
+    none of `k`. Elsewhere the plans' assignments: MTurk's fixed HITs, a qualification, a
     practice stage and a Latin square's lists.
     """
     if (stage.provider != Provider.PROLIFIC

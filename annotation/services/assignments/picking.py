@@ -209,35 +209,43 @@ def items_pick_next(*, stage: Stage, worker: Worker, limit: int) -> list[Item]:
     furthest from their redundancy target (Likert: one passage group), with gold/attention items
     mixed in at the stage's rate (`stage_gold_rate`: its `gold_rate`, else the project's), as
     many per batch as its HIT plan has (`gold_slots`, `annotation.domain.gold_mix`): a whole
-    number, not drawn at random, none for a Likert passage without gold. Must run inside the
-    transaction that stores the choice (it does when called from `assignment_start`) so the
-    row locks cover the write."""
+    number, not drawn at random, none for a Likert passage without gold. In a data stage the
+    project's practice items the worker has not done come on top of the batch's `limit`
+    (practice trains the worker; it takes no room of the data the HIT plan, a Prolific study's
+    places and the reward were counted with), and only with data: a worker with no data item
+    left gets nothing, not a batch of practice alone. Must run inside the transaction that
+    stores the choice (it does when called from `assignment_start`) so the row locks cover
+    the write."""
     stage_write_lock(stage)
-    project = stage.project
     available = _not_seen_earlier(_not_seen_by(stage_items(stage), stage, worker), stage, worker)
-    picked: list[Item] = []
 
     # Practice items: every worker does them, first, whatever the redundancy.
     practice_qs = _not_seen_by(practice_items_for_stage(stage=stage, worker=worker), stage, worker)
-    practice = list(practice_qs.order_by("pk")[:limit])
-    picked += practice
+    if mixes_in_extras(stage):
+        data = _pick_data(stage=stage, worker=worker, available=available, room=limit)
+        return list(practice_qs.order_by("pk")) + data if data else []
+    picked = list(practice_qs.order_by("pk")[:limit])
     room = limit - len(picked)
     if room <= 0:
         return picked
+    # Qualification and practice stages test workers on the same items: no redundancy cap.
+    rest = available.filter(is_practice=False)
+    spread = False
+    if stage.kind == StageKind.QUALIFICATION:
+        if WorkerQualification.objects.filter(stage=stage, worker=worker).exists():
+            return []  # graded once, on one assignment: no retake, no second half
+        if design_applies(stage):
+            rest = one_item_per_unread_unit(stage=stage, worker=worker, available=rest)
+            spread = True
+    chosen = list(rest.order_by("pk")[:room])
+    return picked + (spread_articles(chosen) if spread else chosen)
 
-    if stage.kind in (StageKind.PRACTICE, StageKind.QUALIFICATION):
-        # Qualification and practice stages test workers on the same items: no redundancy cap.
-        rest = available.filter(is_practice=False)
-        spread = False
-        if stage.kind == StageKind.QUALIFICATION:
-            if WorkerQualification.objects.filter(stage=stage, worker=worker).exists():
-                return []  # graded once, on one assignment: no retake, no second half
-            if design_applies(stage):
-                rest = one_item_per_unread_unit(stage=stage, worker=worker, available=rest)
-                spread = True
-        chosen = list(rest.order_by("pk")[:room])
-        return picked + (spread_articles(chosen) if spread else chosen)
 
+def _pick_data(*, stage: Stage, worker: Worker, available: QuerySet[Item],
+               room: int) -> list[Item]:
+    """A data stage's batch of `room` items for `worker` (`items_pick_next`, practice apart):
+    the regular items furthest from their target, gold mixed in as the HIT plan has it."""
+    project = stage.project
     # The stage's rate, as its HIT plan (a Prolific study's places) was built with, and the
     # plan's count of gold per batch (`gold_slots`): a batch holds as many regular items as
     # the plan's HIT of its pool, so the study has a place for every batch and no more.
@@ -304,7 +312,7 @@ def items_pick_next(*, stage: Stage, worker: Worker, limit: int) -> list[Item]:
     mixed = list(regular)
     for item in gold:
         mixed.insert(random.randint(0, len(mixed)), item)
-    return picked + mixed
+    return mixed
 
 
 def _deficits(stage: Stage, ids: list[int]) -> dict[int, int]:

@@ -244,6 +244,47 @@ def test_an_inhouse_stage_with_an_item_short_is_not_complete(researcher, client)
 
 
 @pytest.mark.reliability
+@pytest.mark.parametrize("provider", [Provider.PROLIFIC, Provider.INHOUSE])
+@pytest.mark.parametrize("kind,passages,n_practice", [
+    (TaskKind.AB, [5], 1),  # was: each place a practice item and 1 of its 2 data items
+    (TaskKind.LIKERT, [3, 2, 1, 4], 2),  # was: the first batch all practice, no data
+])
+def test_practice_items_come_on_top_of_the_batch_its_place_was_counted_with(
+        prolific_server, researcher, client, provider, kind, passages, n_practice):
+    """Every participant does the project's practice items first, on top of the batch of 2
+    data items the HIT plan, the study's places and the reward were counted with: so every
+    place gets its full batch, every item its 2 judgments, and the stage reaches reviewing by
+    itself (was: practice took room of the batch, so the places were all taken with judgments
+    missing and the stage went to reviewing early)."""
+    trial, items = _trial(kind, passages, provider=provider)
+    practice = [make_item(trial.project, is_practice=True) for _ in range(n_practice)]
+    practice_ids = {item.pk for item in practice}
+    places = stage_cost_estimate(stage=trial).n_assignments
+    assert stage_publish(stage=trial, user=researcher).report.failed == 0
+    trial.refresh_from_db()
+    handed = []
+    while trial.status == StageStatus.COLLECTING and len(handed) < 4 * len(items):
+        if provider == Provider.PROLIFIC:
+            study = prolific_server.state.studies[trial.settings["prolific_study_id"]]
+            assert study["total_available_places"] == places
+            handed.append(_take_part(prolific_server, client, trial, study["id"],
+                                     f"P{len(handed)}"))
+        else:
+            handed.append(_work_one_inhouse_page(client, trial, f"A{len(handed)}"))
+        stage_sync_and_review(stage=trial)
+        trial.refresh_from_db()
+    assert trial.status == StageStatus.REVIEWING
+    if provider == Provider.PROLIFIC:
+        assert len(handed) == places  # the study's places, all taken
+    for batch in handed:
+        assert set(batch[:n_practice]) == practice_ids  # practice first, every participant
+        assert 0 < len(batch) - n_practice <= 2
+    counted = Judgment.objects.filter(stage=trial, item__in=items).values_list("item_id",
+                                                                              flat=True)
+    assert sorted(counted) == sorted(item.pk for item in items for _ in range(2))
+
+
+@pytest.mark.reliability
 def test_a_study_whose_items_settled_early_is_complete_with_places_left(
         prolific_server, researcher, client):
     """Adaptive redundancy (2 judgments, more only while judges disagree) on a study planned
