@@ -26,6 +26,7 @@ from annotation.domain.gold_mix import (
     gold_per_batch_text,
     gold_with_regular,
 )
+from annotation.domain.redundancy import AdaptiveRedundancy, adaptive_redundancy
 from annotation.domain.stage_settings import MAX_GOLD_RATE
 from annotation.models import (
     COLLECTION_STAGE_KINDS,
@@ -37,7 +38,7 @@ from annotation.models import (
     StageStatus,
     TaskKind,
 )
-from annotation.stage_errors import StageError
+from annotation.stage_errors import GuardFailed, StageError
 
 MTURK_MAX_ASSIGNMENTS_20PCT = 9  # 10 or more assignments on one HIT costs a 40% fee
 DEFAULT_QUALIFICATION_ITEMS = 10
@@ -323,6 +324,19 @@ def redundancy_target(*, stage: Stage, split: str) -> int:
     if stage.judgments_per_item:
         return int(stage.judgments_per_item)
     return stage.project.redundancy_for(split)
+
+
+def stage_adaptive_rule(stage: Stage, *, strict: bool = False) -> AdaptiveRedundancy | None:
+    """The stage's rule, or None. A malformed setting raises GuardFailed naming the fault when
+    `strict` (publishing, the stage form); elsewhere it counts as no rule, so a setting broken
+    after publishing never turns a worker's task page into an error: the fixed redundancy
+    applies until it is fixed."""
+    try:
+        return adaptive_redundancy(stage.settings)
+    except ValueError as exc:
+        if strict:
+            raise GuardFailed(f"{stage}: {exc}") from exc
+        return None
 
 
 def stage_gold_rate(stage: Stage) -> float:

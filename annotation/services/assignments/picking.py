@@ -58,12 +58,12 @@ from annotation.stage_plan_selectors import (
     item_article,
     latin_square_on,
     mixes_in_extras,
+    stage_adaptive_rule,
     stage_gold_rate,
     stage_items,
     stage_practice_items,
 )
 
-from ..redundancy import stage_adaptive_rule
 from .design import (
     hit_design_refusal,
     in_square_order,

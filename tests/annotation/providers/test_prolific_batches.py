@@ -304,6 +304,10 @@ def test_a_study_whose_items_settled_early_is_complete_with_places_left(
         assert _take_part(prolific_server, client, trial, study["id"], f"P{n}")
         stage_sync_and_review(stage=trial)
         trial.refresh_from_db()
+        progress = stage_progress(stages=[trial])[trial.pk]
+        assert (progress.percent == 100) == (trial.status == StageStatus.REVIEWING)
     assert trial.status == StageStatus.REVIEWING
+    # Progress reads the items' targets, as completion does (was: 8 of 12, 67%, in reviewing).
+    assert stage_progress(stages=[trial])[trial.pk].text() == "8 of 8 judgments counted (100%)"
     assert sorted(Judgment.objects.filter(stage=trial).values_list("item_id", flat=True)) \
         == sorted(item.pk for item in items for _ in range(2))
