@@ -261,6 +261,7 @@ def test_inhouse_collection_is_complete_only_with_work_that_holds_its_slot():
     assert not stage_collection_complete(stage=stage)
 
 
+@pytest.mark.reliability
 def test_inhouse_items_confirmed_on_a_page_still_open_do_not_complete_the_stage():
     """A STARC page confirms items one by one: their judgments are in before its submit, so
     the stage is complete only once the assignment is submitted (the items' redundancy is
