@@ -337,7 +337,8 @@ def stage_items_short(*, stage: Stage, confirmed_only: bool = False) -> int:
     still in progress (a STARC page confirms items one by one before its submit), nor
     (`confirmed_only`: Prolific) of a submission the provider has not listed yet. The rule
     the pages pick by, without the live holds: 0 means the pages have nothing more to hand
-    out, so the stage is complete (`stage_collection_complete`, in-house), however the HIT
+    out, so the stage is complete (`stage_collection_complete`: in-house and Prolific data
+    stages), however the HIT
     plan cut the items (its assignments are not the batches the pages hand out). -1 for a
     stage without regular items (nothing to collect, nothing complete)."""
     regular = stage_items(stage).filter(is_practice=False, is_gold_check=False)
