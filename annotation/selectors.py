@@ -27,6 +27,7 @@ from .models import (
     LIVE_STAGE_STATUSES,
     NON_DATA_STAGE_KINDS,
     UNVERIFIED,
+    AdaptiveTarget,
     Assignment,
     AssignmentStatus,
     Item,
@@ -51,6 +52,7 @@ from .stage_plan_selectors import (
     HitPlan,
     places_for_plans,
     redundancy_target,
+    stage_adaptive_rule,
     stage_items_by_kind,
 )
 
@@ -480,9 +482,11 @@ class Progress:
       (mixed in at the gold rate, outside the redundancy). A practice or qualification stage's
       own items.
     - `wanted`: the judgments its plan asks for, each item × its redundancy target
-      (`redundancy_target`: the stage's `judgments_per_item`, else the project's per split); a
-      qualification: every item for each of its `max_takers`; None where nothing is planned (an
-      imported stage).
+      (`redundancy_target`: the stage's `judgments_per_item`, else the project's per split);
+      under adaptive redundancy each item's current target (`AdaptiveTarget`, less the
+      replacements it makes room for; the rule's `min` before any judgment), what picking and
+      "collection complete" work by; a qualification: every item for each of its
+      `max_takers`; None where nothing is planned (an imported stage).
     - `judgments`: the judgments on those items that count (`judgments_that_count`; in a
       practice or qualification stage, its accepted work), and `not_counted`: those collected
       on them but not counted (rejected, returned, flagged or unverified work, a blocked
@@ -816,6 +820,7 @@ def stage_progress(*, stages: Sequence[Stage]) -> dict[int, Progress]:
             result[pk].not_counted = not_counted.get(pk, 0)
             result[pk].awaiting = 0  # in judgments, not takers
     _reoffered_count(by_id, result)
+    _adaptive_wanted(by_id, result)
     for row in (
         Assignment.objects.filter(stage_id__in=by_id)
         .values("stage_id", "status")
@@ -852,6 +857,26 @@ def _reoffered_count(by_id: dict[int, Stage], result: dict[int, Progress]) -> No
     prolific = [pk for pk, s in by_id.items() if s.provider == Provider.PROLIFIC]
     for stage_id, n in _succeeded_calls(prolific, PROLIFIC_REOFFER_OPERATION):
         result[stage_id].places_added = n
+
+
+def _adaptive_wanted(by_id: dict[int, Stage], result: dict[int, Progress]) -> None:
+    """`Progress.wanted` of each data stage under adaptive redundancy: its items' current
+    targets (the rule's `min` for an item without one yet), each less the judgments that do not
+    count it makes room for (`Progress.reoffered`, read first), in one grouped query."""
+    rules = {pk: rule for pk, s in by_id.items()
+             if s.kind not in NON_DATA_STAGE_KINDS and result[pk].wanted is not None
+             and (rule := stage_adaptive_rule(s)) is not None}
+    if not rules:
+        return
+    stored = {row["stage_id"]: row for row in (
+        AdaptiveTarget.objects.filter(_regular("item__"), stage_id__in=rules,
+                                      item__excluded=False)
+        .values("stage_id").annotate(n=Count("id"), total=Sum("target")).order_by())}
+    for pk, rule in rules.items():
+        row = stored.get(pk, {})
+        progress = result[pk]
+        progress.wanted = (row.get("total", 0) - progress.reoffered
+                           + max(0, progress.items - row.get("n", 0)) * rule.min)
 
 
 def _succeeded_calls(stage_ids: list[int], operation: str) -> list[tuple[int, int]]:

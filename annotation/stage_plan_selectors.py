@@ -26,6 +26,7 @@ from annotation.domain.gold_mix import (
     gold_per_batch_text,
     gold_with_regular,
 )
+from annotation.domain.redundancy import AdaptiveRedundancy, adaptive_redundancy
 from annotation.domain.stage_settings import MAX_GOLD_RATE
 from annotation.models import (
     COLLECTION_STAGE_KINDS,
@@ -37,7 +38,7 @@ from annotation.models import (
     StageStatus,
     TaskKind,
 )
-from annotation.stage_errors import StageError
+from annotation.stage_errors import GuardFailed, StageError
 
 MTURK_MAX_ASSIGNMENTS_20PCT = 9  # 10 or more assignments on one HIT costs a 40% fee
 DEFAULT_QUALIFICATION_ITEMS = 10
@@ -325,6 +326,19 @@ def redundancy_target(*, stage: Stage, split: str) -> int:
     return stage.project.redundancy_for(split)
 
 
+def stage_adaptive_rule(stage: Stage, *, strict: bool = False) -> AdaptiveRedundancy | None:
+    """The stage's rule, or None. A malformed setting raises GuardFailed naming the fault when
+    `strict` (publishing, the stage form); elsewhere it counts as no rule, so a setting broken
+    after publishing never turns a worker's task page into an error: the fixed redundancy
+    applies until it is fixed."""
+    try:
+        return adaptive_redundancy(stage.settings)
+    except ValueError as exc:
+        if strict:
+            raise GuardFailed(f"{stage}: {exc}") from exc
+        return None
+
+
 def stage_gold_rate(stage: Stage) -> float:
     """Share of gold/attention items in each HIT: `settings["gold_rate"]`, else the project's."""
     rate = (stage.settings or {}).get("gold_rate")
@@ -513,10 +527,11 @@ def places_for_plans(*, stage: Stage, plans: list[HitPlan]) -> int:
     not the 6 of HITs of 2, 2 and 1). For such a pool of items, each wanting `r_i` judgments in
     batches of `k` distinct items, largest-deficit-first hands out max(max r_i, ceil(sum r_i /
     k)) batches; `k` is the pool's fullest plan's regular items. A place more than that stays
-    open for nobody: its participant finds nothing to do and the stage never completes. Gold
-    items take the same slots of a batch in the plan and on the pages (`gold_slots`: a whole
-    number per batch of the pool, none for a Likert passage without gold), so they only make
-    `k` smaller. Elsewhere the plans' assignments: MTurk's fixed HITs, a qualification, a
+    open for nobody: its participant finds nothing to do. Gold items take the same slots of a
+    batch in the plan and on the pages (`gold_slots`: a whole number per batch of the pool,
+    none for a Likert passage without gold), so they only make `k` smaller; the project's
+    practice items come on top of a worker's first batch (`items_pick_next`), so they take
+    none of `k`. Elsewhere the plans' assignments: MTurk's fixed HITs, a qualification, a
     practice stage and a Latin square's lists.
     """
     if (stage.provider != Provider.PROLIFIC

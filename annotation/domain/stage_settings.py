@@ -98,7 +98,8 @@ SETTINGS: tuple[SettingSpec, ...] = (
     SettingSpec("items_per_assignment", "int", "Items per assignment",
                 "Items a page that picks items itself (Prolific, in-house) gives one "
                 "assignment; the HITs (a Prolific study's places) and the cost estimate are "
-                "planned with the same number. A qualification takes all its items.",
+                "planned with the same number. The project's practice items a worker has not "
+                "done come first, on top of it. A qualification takes all its items.",
                 "Items and HITs", "the stage's items per HIT, else the project's", minimum=1,
                 providers=(Provider.PROLIFIC, Provider.INHOUSE)),
     SettingSpec("max_workers", "int", "Qualification takers",

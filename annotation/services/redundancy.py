@@ -15,12 +15,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 
-from annotation.domain.redundancy import (
-    AdaptiveRedundancy,
-    adaptive_redundancy,
-    likert_label,
-    next_target,
-)
+from annotation.domain.redundancy import likert_label, next_target
 from annotation.models import (
     AdaptiveTarget,
     Judgment,
@@ -30,19 +25,7 @@ from annotation.models import (
 )
 from annotation.selectors import judgments_releasing_slots
 from annotation.stage_errors import GuardFailed
-
-
-def stage_adaptive_rule(stage: Stage, *, strict: bool = False) -> AdaptiveRedundancy | None:
-    """The stage's rule, or None. A malformed setting raises GuardFailed naming the fault when
-    `strict` (publishing, the stage form); elsewhere it counts as no rule, so a setting broken
-    after publishing never turns a worker's task page into an error: the fixed redundancy
-    applies until it is fixed."""
-    try:
-        return adaptive_redundancy(stage.settings)
-    except ValueError as exc:
-        if strict:
-            raise GuardFailed(f"{stage}: {exc}") from exc
-        return None
+from annotation.stage_plan_selectors import stage_adaptive_rule
 
 
 def adaptive_redundancy_guard(*, stage: Stage) -> None:

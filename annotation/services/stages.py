@@ -66,12 +66,14 @@ from annotation.stage_errors import (
 )
 from annotation.stage_plan_selectors import (
     design_applies,
+    mixes_in_extras,
     repeated_design_units,
     stage_items_planned,
 )
 from core.background import task_send_or_fail_fast
 from core.vocabulary import Provider
 
+from .assignments import stage_items_short
 from .hits import hit_updates_record, stage_hits_publish
 from .readiness import ProviderNotReady
 from .redundancy import adaptive_redundancy_guard
@@ -929,21 +931,35 @@ def stage_extend(*, stage: Stage, seconds: int, user=None, actor: str = "") -> S
 
 
 def stage_collection_complete(*, stage: Stage) -> bool:
-    """Every HIT got all its assignments submitted, counting only the submitted work that
-    still takes a slot where new work would need one:
+    """Nothing more can come: counting only the submitted work that still takes a slot where
+    new work would need one,
 
+    - where the pages pick the items (a Prolific or in-house data stage): every regular item
+      reached its redundancy (`annotation/services/assignments/picking.py:stage_items_short`,
+      the rule the pages pick by: the next page has nothing to hand out), whatever the HIT
+      plan's assignments (they are not the batches the pages hand out: A/B, 5 items × 2
+      judgments in batches of 2 is 6 assignments and 5 batches), with work the provider
+      confirmed (Prolific listed the submission). Work that gives its slot back
+      (`annotation.selectors.judgments_releasing_slots`: rejected or flagged work, a worker
+      blocked for the project) leaves its items short, and picking serves them again;
     - MTurk: every assignment MTurk used up, rejected ones too (MTurk never gives one back;
       the sync buys a replacement, which grows the HIT: `annotation/services/replacements.py`);
-    - Prolific: every submission holding a place in the study (`prolific_study_places`: the
-      batches its pages hand out, not the HITs' assignments): not one Prolific reopened the
-      place of (rejected, returned, timed out), and an approved one given back holds its place
-      until the sync adds one (which grows the HIT), since until then no new participant can
-      take part;
-    - in-house: the work that still holds its redundancy slot, not what gives it back
-      (`annotation.selectors.judgments_releasing_slots`: rejected or flagged work, a worker
-      blocked for the project), whose items picking serves again.
+    - Prolific, besides: every submission holding a place in the study
+      (`prolific_study_places`: the batches its pages hand out, not the HITs' assignments):
+      not one Prolific reopened the place of (rejected, returned, timed out), and an approved
+      one given back holds its place until the sync adds one (which grows the HIT), since
+      until then no new participant can take part;
+    - an in-house qualification or practice stage, whose pages give every worker all its
+      items: its HITs' assignments (its takers) with work that holds its slot.
 
     So a stage whose slots or places reopened stays in, or goes back to, collecting."""
+    if stage.provider in (Provider.INHOUSE, Provider.PROLIFIC) and mixes_in_extras(stage):
+        short = stage_items_short(
+            stage=stage, confirmed_only=get_provider(stage.provider).confirms_submissions)
+        if short == 0:
+            return True
+        if stage.provider == Provider.INHOUSE:
+            return False
     wanted = prolific_study_places(stage=stage) if stage.provider == Provider.PROLIFIC \
         else sum(stage.hits.values_list("max_assignments", flat=True))
     done = stage.assignments.exclude(

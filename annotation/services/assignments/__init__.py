@@ -46,7 +46,7 @@ from .lifecycle import (
     more_work_for,
     stages_next_open_for,
 )
-from .picking import items_pick_next, practice_items_for_stage
+from .picking import items_pick_next, practice_items_for_stage, stage_items_short
 from .state import (
     CONFIRM_MODES,
     FINISHED_STATUSES,
@@ -117,6 +117,7 @@ __all__ = [
     "assignment_start",
     "assignment_submit",
     "submitted_from_page",
+    "stage_items_short",
     "assignment_touch",
     "assignment_verification_failed",
     "assignment_verify",

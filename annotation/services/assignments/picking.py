@@ -58,12 +58,12 @@ from annotation.stage_plan_selectors import (
     item_article,
     latin_square_on,
     mixes_in_extras,
+    stage_adaptive_rule,
     stage_gold_rate,
     stage_items,
     stage_practice_items,
 )
 
-from ..redundancy import stage_adaptive_rule
 from .design import (
     hit_design_refusal,
     in_square_order,
@@ -209,35 +209,43 @@ def items_pick_next(*, stage: Stage, worker: Worker, limit: int) -> list[Item]:
     furthest from their redundancy target (Likert: one passage group), with gold/attention items
     mixed in at the stage's rate (`stage_gold_rate`: its `gold_rate`, else the project's), as
     many per batch as its HIT plan has (`gold_slots`, `annotation.domain.gold_mix`): a whole
-    number, not drawn at random, none for a Likert passage without gold. Must run inside the
-    transaction that stores the choice (it does when called from `assignment_start`) so the
-    row locks cover the write."""
+    number, not drawn at random, none for a Likert passage without gold. In a data stage the
+    project's practice items the worker has not done come on top of the batch's `limit`
+    (practice trains the worker; it takes no room of the data the HIT plan, a Prolific study's
+    places and the reward were counted with), and only with data: a worker with no data item
+    left gets nothing, not a batch of practice alone. Must run inside the transaction that
+    stores the choice (it does when called from `assignment_start`) so the row locks cover
+    the write."""
     stage_write_lock(stage)
-    project = stage.project
     available = _not_seen_earlier(_not_seen_by(stage_items(stage), stage, worker), stage, worker)
-    picked: list[Item] = []
 
     # Practice items: every worker does them, first, whatever the redundancy.
     practice_qs = _not_seen_by(practice_items_for_stage(stage=stage, worker=worker), stage, worker)
-    practice = list(practice_qs.order_by("pk")[:limit])
-    picked += practice
+    if mixes_in_extras(stage):
+        data = _pick_data(stage=stage, worker=worker, available=available, room=limit)
+        return list(practice_qs.order_by("pk")) + data if data else []
+    picked = list(practice_qs.order_by("pk")[:limit])
     room = limit - len(picked)
     if room <= 0:
         return picked
+    # Qualification and practice stages test workers on the same items: no redundancy cap.
+    rest = available.filter(is_practice=False)
+    spread = False
+    if stage.kind == StageKind.QUALIFICATION:
+        if WorkerQualification.objects.filter(stage=stage, worker=worker).exists():
+            return []  # graded once, on one assignment: no retake, no second half
+        if design_applies(stage):
+            rest = one_item_per_unread_unit(stage=stage, worker=worker, available=rest)
+            spread = True
+    chosen = list(rest.order_by("pk")[:room])
+    return picked + (spread_articles(chosen) if spread else chosen)
 
-    if stage.kind in (StageKind.PRACTICE, StageKind.QUALIFICATION):
-        # Qualification and practice stages test workers on the same items: no redundancy cap.
-        rest = available.filter(is_practice=False)
-        spread = False
-        if stage.kind == StageKind.QUALIFICATION:
-            if WorkerQualification.objects.filter(stage=stage, worker=worker).exists():
-                return []  # graded once, on one assignment: no retake, no second half
-            if design_applies(stage):
-                rest = one_item_per_unread_unit(stage=stage, worker=worker, available=rest)
-                spread = True
-        chosen = list(rest.order_by("pk")[:room])
-        return picked + (spread_articles(chosen) if spread else chosen)
 
+def _pick_data(*, stage: Stage, worker: Worker, available: QuerySet[Item],
+               room: int) -> list[Item]:
+    """A data stage's batch of `room` items for `worker` (`items_pick_next`, practice apart):
+    the regular items furthest from their target, gold mixed in as the HIT plan has it."""
+    project = stage.project
     # The stage's rate, as its HIT plan (a Prolific study's places) was built with, and the
     # plan's count of gold per batch (`gold_slots`): a batch holds as many regular items as
     # the plan's HIT of its pool, so the study has a place for every batch and no more.
@@ -304,7 +312,7 @@ def items_pick_next(*, stage: Stage, worker: Worker, limit: int) -> list[Item]:
     mixed = list(regular)
     for item in gold:
         mixed.insert(random.randint(0, len(mixed)), item)
-    return picked + mixed
+    return mixed
 
 
 def _deficits(stage: Stage, ids: list[int]) -> dict[int, int]:
@@ -320,6 +328,34 @@ def _deficits(stage: Stage, ids: list[int]) -> dict[int, int]:
                          .values_list("item_id", flat=True))
     return {pk: target - judged[pk] + given_back[pk] - held[pk]
             for pk, target in targets.values_list("pk", "qaj_target")}
+
+
+def stage_items_short(*, stage: Stage, confirmed_only: bool = False) -> int:
+    """How many of the stage's regular items (not practice, not gold) are still short of their
+    redundancy target (`_target`) with the submitted work alone: their judgments in the stage
+    that keep their slot (`_given_back` gives the others back), not those of an assignment
+    still in progress (a STARC page confirms items one by one before its submit), nor
+    (`confirmed_only`: Prolific) of a submission the provider has not listed yet. The rule
+    the pages pick by, without the live holds: 0 means the pages have nothing more to hand
+    out, so the stage is complete (`stage_collection_complete`: in-house and Prolific data
+    stages), however the HIT
+    plan cut the items (its assignments are not the batches the pages hand out). -1 for a
+    stage without regular items (nothing to collect, nothing complete)."""
+    regular = stage_items(stage).filter(is_practice=False, is_gold_check=False)
+    targets = dict(regular.annotate(qaj_target=_target(stage)).values_list("pk", "qaj_target"))
+    if not targets:
+        return -1
+
+    def per_item(judgments: QuerySet[Judgment]) -> Counter[int]:
+        judgments = judgments.filter(item__in=regular.values("pk")).exclude(
+            assignment__status=AssignmentStatus.IN_PROGRESS)
+        if confirmed_only:
+            judgments = judgments.filter(assignment__provider_confirmed_at__isnull=False)
+        return Counter(judgments.values_list("item_id", flat=True))
+
+    judged = per_item(Judgment.objects.filter(stage=stage))
+    given_back = per_item(_given_back(stage))
+    return sum(target - judged[pk] + given_back[pk] > 0 for pk, target in targets.items())
 
 
 def _sql(qs: QuerySet) -> tuple[str, tuple]:

@@ -249,7 +249,8 @@ def _sync_and_review(stage: Stage) -> tuple[SyncReport, ReviewReport]:
     if stage.status == StageStatus.COLLECTING and stage_collection_complete(stage=stage):
         stage_transition(stage=stage, to_status=StageStatus.REVIEWING,
                          actor="provider sync (stage_sync_and_review)",
-                         reason="every HIT has all its assignments submitted")
+                         reason="collection complete: every item has its judgments, or "
+                                "every HIT (Prolific: every place) its submitted work")
     elif stage.status == StageStatus.CLOSED:
         stage_reconcile_mark(stage=stage, sync=sync, review=review)
     else:

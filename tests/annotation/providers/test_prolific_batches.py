@@ -3,7 +3,8 @@ items themselves, furthest from their target first (one Likert passage per batch
 fills across the HIT plan's boundaries: 5 items × 2 judgments in batches of 2 are 5 batches,
 not the 6 assignments of HITs of 2, 2 and 1. Places, the cost estimate and
 `stage_collection_complete` read one count (`places_for_plans`); MTurk keeps its HITs'
-assignments. On the local Prolific fake."""
+assignments. On the local Prolific fake. In-house pages pick the same way: such a stage is
+complete when its items reached their redundancy, not at its HITs' assignments."""
 from __future__ import annotations
 
 from decimal import Decimal
@@ -12,13 +13,16 @@ from urllib.parse import urlencode
 import pytest
 from django.urls import reverse
 
+from annotation.cockpit_selectors import study_cockpit
 from annotation.cost_selectors import stage_cost_estimate
 from annotation.domain.gold_mix import gold_per_batch
 from annotation.models import Judgment, Provider, StageStatus, TaskKind
+from annotation.selectors import stage_progress
+from annotation.services.access import inhouse_link_create
 from annotation.services.review import stage_sync_and_review
 from annotation.services.stages import stage_publish
 from annotation.stage_plan_selectors import stage_hits_planned, stage_release_preview
-from testing.factories import make_item, make_project
+from testing.factories import make_item, make_project, make_worker
 from testing.workers_sim import page_config, spend_time
 from tests.support.providers import make_stages
 
@@ -53,8 +57,16 @@ def _take_part(server, client, stage, study_id: str, pid: str) -> list[int]:
     the page had nothing to do)."""
     session = server.state.participant_start(study_id, pid)
     query = urlencode({"PROLIFIC_PID": pid, "STUDY_ID": study_id, "SESSION_ID": session})
-    page = client.get(reverse("annotation:task-prolific", kwargs={"stage_id": stage.pk})
-                      + "?" + query)
+    items = _answer_page(client, stage, client.get(
+        reverse("annotation:task-prolific", kwargs={"stage_id": stage.pk}) + "?" + query))
+    if items:
+        server.state.participant_complete(session, stage.settings["prolific_completion_code"])
+    return items
+
+
+def _answer_page(client, stage, page) -> list[int]:
+    """Answer every item of a task page and submit it: its item ids ([]: the page had
+    nothing to do)."""
     assert page.status_code == 200
     if b'id="task-config"' not in page.content:
         return []
@@ -65,7 +77,6 @@ def _take_part(server, client, stage, study_id: str, pid: str) -> list[int]:
     done = client.post(reverse("annotation:task-submit"), data={"answers": answers},
                        content_type="application/json", HTTP_X_ASSIGNMENT_TOKEN=config["token"])
     assert done.status_code == 200, done.content[:300]
-    server.state.participant_complete(session, stage.settings["prolific_completion_code"])
     return list(config["items"])
 
 
@@ -174,3 +185,129 @@ def test_a_study_mixing_gold_has_a_place_per_batch_its_pages_hand_out(
 def test_mturk_hits_keep_their_assignments(db):
     trial, _items = _trial(TaskKind.AB, [5], provider=Provider.MTURK)
     assert stage_cost_estimate(stage=trial).n_assignments == 6  # HITs of 2, 2 and 1, × 2
+
+
+def _work_one_inhouse_page(client, stage, name: str) -> list[int]:
+    """An annotator opens their in-house link and submits the page's batch: its item ids ([]:
+    nothing to do)."""
+    _link, path = inhouse_link_create(worker=make_worker(external_id=name),
+                                      project=stage.project, stage=stage)
+    return _answer_page(client, stage, client.get(path))
+
+
+@pytest.mark.reliability
+@pytest.mark.parametrize("kind,passages", [
+    (TaskKind.AB, [5]),  # HITs 2+2+1 × 2: 6 assignments; the pages hand out 5 batches
+    (TaskKind.MC, [5]),
+    (TaskKind.LIKERT, [3, 2, 1, 4]),  # 12 assignments; in-house pages fill across passages
+])
+def test_an_inhouse_stage_is_complete_when_its_items_reach_their_redundancy(
+        researcher, client, kind, passages):
+    """In-house pages pick items as Prolific's do, so the stage is complete (reviewing, by
+    itself at the sync) once every item has its 2 judgments, not at its HITs' assignments,
+    and not a batch earlier; the progress every door shows says the same (was: 6 planned
+    assignments for 5 batches, the stage stayed collecting for work no page could hand out)."""
+    trial, items = _trial(kind, passages, provider=Provider.INHOUSE)
+    assert stage_publish(stage=trial, user=researcher).report.failed == 0
+    planned = sum(trial.hits.values_list("max_assignments", flat=True))
+    batches = []
+    while trial.status == StageStatus.COLLECTING:
+        batches.append(_work_one_inhouse_page(client, trial, f"A{len(batches)}"))
+        assert batches[-1]  # no annotator of a collecting stage without work
+        stage_sync_and_review(stage=trial)
+        trial.refresh_from_db()
+        progress = stage_progress(stages=[trial])[trial.pk]
+        collected = Judgment.objects.filter(stage=trial).count()
+        assert trial.status == (StageStatus.REVIEWING if collected == 2 * len(items)
+                                else StageStatus.COLLECTING)
+        assert (progress.percent == 100) == (trial.status == StageStatus.REVIEWING)
+        assert len(batches) <= 2 * len(items)
+    assert len(batches) < planned  # the pages fill batches across the HITs' boundaries
+    assert trial.status == StageStatus.REVIEWING
+    assert sorted(Judgment.objects.filter(stage=trial).values_list("item_id", flat=True)) \
+        == sorted(item.pk for item in items for _ in range(2))
+    row = next(row for row in study_cockpit(project=trial.project).stages
+               if row.stage.pk == trial.pk)
+    assert row.next_step.startswith("nothing waits for review")
+
+
+def test_an_inhouse_stage_with_an_item_short_is_not_complete(researcher, client):
+    """Every batch but the last in: the stage keeps collecting, whatever the assignments."""
+    trial, items = _trial(TaskKind.AB, [5], provider=Provider.INHOUSE)
+    stage_publish(stage=trial, user=researcher)
+    for n in range(4):
+        assert _work_one_inhouse_page(client, trial, f"A{n}")
+    stage_sync_and_review(stage=trial)
+    trial.refresh_from_db()
+    assert trial.status == StageStatus.COLLECTING
+    assert stage_progress(stages=[trial])[trial.pk].judgments == 8
+
+
+@pytest.mark.reliability
+@pytest.mark.parametrize("provider", [Provider.PROLIFIC, Provider.INHOUSE])
+@pytest.mark.parametrize("kind,passages,n_practice", [
+    (TaskKind.AB, [5], 1),  # was: each place a practice item and 1 of its 2 data items
+    (TaskKind.LIKERT, [3, 2, 1, 4], 2),  # was: the first batch all practice, no data
+])
+def test_practice_items_come_on_top_of_the_batch_its_place_was_counted_with(
+        prolific_server, researcher, client, provider, kind, passages, n_practice):
+    """Every participant does the project's practice items first, on top of the batch of 2
+    data items the HIT plan, the study's places and the reward were counted with: so every
+    place gets its full batch, every item its 2 judgments, and the stage reaches reviewing by
+    itself (was: practice took room of the batch, so the places were all taken with judgments
+    missing and the stage went to reviewing early)."""
+    trial, items = _trial(kind, passages, provider=provider)
+    practice = [make_item(trial.project, is_practice=True) for _ in range(n_practice)]
+    practice_ids = {item.pk for item in practice}
+    places = stage_cost_estimate(stage=trial).n_assignments
+    assert stage_publish(stage=trial, user=researcher).report.failed == 0
+    trial.refresh_from_db()
+    handed = []
+    while trial.status == StageStatus.COLLECTING and len(handed) < 4 * len(items):
+        if provider == Provider.PROLIFIC:
+            study = prolific_server.state.studies[trial.settings["prolific_study_id"]]
+            assert study["total_available_places"] == places
+            handed.append(_take_part(prolific_server, client, trial, study["id"],
+                                     f"P{len(handed)}"))
+        else:
+            handed.append(_work_one_inhouse_page(client, trial, f"A{len(handed)}"))
+        stage_sync_and_review(stage=trial)
+        trial.refresh_from_db()
+    assert trial.status == StageStatus.REVIEWING
+    if provider == Provider.PROLIFIC:
+        assert len(handed) == places  # the study's places, all taken
+    for batch in handed:
+        assert set(batch[:n_practice]) == practice_ids  # practice first, every participant
+        assert 0 < len(batch) - n_practice <= 2
+    counted = Judgment.objects.filter(stage=trial, item__in=items).values_list("item_id",
+                                                                              flat=True)
+    assert sorted(counted) == sorted(item.pk for item in items for _ in range(2))
+
+
+@pytest.mark.reliability
+def test_a_study_whose_items_settled_early_is_complete_with_places_left(
+        prolific_server, researcher, client):
+    """Adaptive redundancy (2 judgments, more only while judges disagree) on a study planned
+    with places for 3 judgments per item: once every item settled at 2, the pages hand out
+    nothing more, so the stage reaches reviewing by itself with places left (was: it waited
+    for participants who would read "nothing more to do")."""
+    trial, items = _trial(TaskKind.LIKERT, [4])
+    trial.judgments_per_item = 3
+    trial.settings.update({"redundancy": {"min": 2, "max": 3, "agreement": 0.75}})
+    trial.save()
+    assert stage_publish(stage=trial, user=researcher).report.failed == 0
+    trial.refresh_from_db()
+    study = prolific_server.state.studies[trial.settings["prolific_study_id"]]
+    assert study["total_available_places"] == 6  # 4 items × 3 in batches of 2
+    for n in range(4):  # every judge gives 3: each item settles at 2 judgments
+        assert trial.status == StageStatus.COLLECTING
+        assert _take_part(prolific_server, client, trial, study["id"], f"P{n}")
+        stage_sync_and_review(stage=trial)
+        trial.refresh_from_db()
+        progress = stage_progress(stages=[trial])[trial.pk]
+        assert (progress.percent == 100) == (trial.status == StageStatus.REVIEWING)
+    assert trial.status == StageStatus.REVIEWING
+    # Progress reads the items' targets, as completion does (was: 8 of 12, 67%, in reviewing).
+    assert stage_progress(stages=[trial])[trial.pk].text() == "8 of 8 judgments counted (100%)"
+    assert sorted(Judgment.objects.filter(stage=trial).values_list("item_id", flat=True)) \
+        == sorted(item.pk for item in items for _ in range(2))

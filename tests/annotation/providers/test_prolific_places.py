@@ -245,6 +245,8 @@ def test_inhouse_collection_is_complete_only_with_work_that_holds_its_slot():
     serves it again, so it no longer completes the stage (was: counted as done)."""
     project, stage, items = make_task(TaskKind.LIKERT, n_items=1, items_per_hit=1,
                                       provider=Provider.INHOUSE)
+    stage.judgments_per_item = 2  # the item wants 2 judgments (complete: its items have them)
+    stage.save()
     make_hit(stage, items=items, max_assignments=2)
     kept = make_assignment(stage, items=items, status=AssignmentStatus.APPROVED)
     make_judgment(item=items[0], stage=stage, assignment=kept, worker=kept.worker)
@@ -257,6 +259,25 @@ def test_inhouse_collection_is_complete_only_with_work_that_holds_its_slot():
     spam.status = AssignmentStatus.REJECTED
     spam.save()
     assert not stage_collection_complete(stage=stage)
+
+
+@pytest.mark.reliability
+def test_inhouse_items_confirmed_on_a_page_still_open_do_not_complete_the_stage():
+    """A STARC page confirms items one by one: their judgments are in before its submit, so
+    the stage is complete only once the assignment is submitted (the items' redundancy is
+    counted with submitted work)."""
+    project, stage, items = make_task(TaskKind.MC, n_items=2, items_per_hit=2,
+                                      provider=Provider.INHOUSE)
+    stage.judgments_per_item = 1
+    stage.save()
+    make_hit(stage, items=items, max_assignments=1)
+    page = make_assignment(stage, items=items, status=AssignmentStatus.IN_PROGRESS)
+    for item in items:
+        make_judgment(item=item, stage=stage, assignment=page, worker=page.worker)
+    assert not stage_collection_complete(stage=stage)
+    page.status = AssignmentStatus.SUBMITTED
+    page.save()
+    assert stage_collection_complete(stage=stage)
 
 
 @pytest.mark.reliability

@@ -22,6 +22,7 @@ from annotation.models import (
 )
 from annotation.providers import get_provider
 from annotation.providers.base import Submission, SubmissionStatus
+from annotation.selectors import stage_progress
 from annotation.services.assignments import (
     NoItemsAvailable,
     assignment_release_abandoned,
@@ -31,6 +32,7 @@ from annotation.services.assignments import (
 from annotation.services.assignments.lifecycle import assignment_verification_failed
 from annotation.services.redundancy import adaptive_redundancy_guard, adaptive_targets_update
 from annotation.services.review import assignment_reject, provider_sync
+from annotation.services.stages import stage_collection_complete
 from annotation.services.workers import worker_block, worker_unblock
 from annotation.stage_errors import GuardFailed
 from metrics_app.reports.project import project_report
@@ -89,6 +91,10 @@ def test_items_get_more_judgments_only_while_judges_disagree_and_the_report_coun
     assert counts == {easy.pk: 2, split.pk: 4, close.pk: 4}
     targets = {t.item_id: (t.target, t.settled) for t in AdaptiveTarget.objects.filter(stage=stage)}
     assert targets[easy.pk] == (2, True) and targets[split.pk] == (4, True)
+    # Every item reached its target: the stage is complete, and its progress says so at the
+    # items' targets (was: "10 judgments counted, 1 beyond the 9 wanted": the fixed 3 each).
+    assert stage_collection_complete(stage=stage)
+    assert stage_progress(stages=[stage])[stage.pk].text() == "10 of 10 judgments counted (100%)"
     [summary] = project_report(project=project)["adaptive_redundancy"]
     assert summary["items_finished"] == 3 and summary["items_settled_by_agreement"] == 1
     assert summary["judgments_finished_items"] == 10

@@ -108,7 +108,9 @@ def test_practice_items_come_first_and_gold_is_mixed_in():
     gold = [make_item(project, is_gold_check=True, gold={"choice": "A"}) for _ in range(5)]
     picked = items_pick_next(stage=stage, worker=make_worker(), limit=5)
     assert picked[0] == practice
-    assert sum(item in gold for item in picked) == 2
+    # Practice on top of the batch of 5: 5 x 0.5 = 2.5, rounded half up to 3 gold items.
+    assert len(picked) == 6
+    assert sum(item in gold for item in picked) == 3
     assert sum(item in items for item in picked) == 2
 
 
@@ -554,9 +556,11 @@ def test_published_stage_serves_practice_first_and_mixes_in_gold(kind):
     first = list(assignment_start(stage=stage, worker=worker).items
                  .order_by("assignmentitem__position"))
     assert first[:2] == practice
-    # Room of 3 after the practice items: 3 x 0.5 = 1.5, rounded half up to 2 (never at random).
-    assert sum(item in gold for item in first) == 2
-    assert sum(item in items for item in first) == 1
+    # The practice items come on top of the batch of 5 the HIT plan counts: 5 x 0.5 = 2.5,
+    # rounded half up to 3 gold items (never at random), and 2 regular items.
+    assert len(first) == 7
+    assert sum(item in gold for item in first) == 3
+    assert sum(item in items for item in first) == 2
     assignment = Assignment.objects.get(worker=worker)
     for item in first:
         make_judgment(item=item, stage=stage, worker=worker, assignment=assignment)
