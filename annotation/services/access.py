@@ -96,8 +96,11 @@ def stage_link_problem(*, stage: Stage, worker: Worker | None = None) -> str:
                 "qualification stage" if stage.kind == StageKind.QUALIFICATION else
                 "its judgments per item are fixed once it is published: to collect more, "
                 "close it and publish another stage")
-        return (f"{stage} closed itself: every HIT has all its assignments"
-                + (" (its max takers took it)" if stage.kind == StageKind.QUALIFICATION else "")
+        # Completion is by items where the pages pick them, by assignments on MTurk
+        # (`stage_collection_complete`): the sentence is true of both.
+        return (f"{stage} closed itself: it collected all it asked for"
+                + (" (its max takers took it)" if stage.kind == StageKind.QUALIFICATION else
+                   " (every item its judgments, or every HIT its assignments)")
                 + f"; the link shows the annotator that the task is paused. {more[0].upper()}"
                   f"{more[1:]}")
     if stage.status == StageStatus.CLOSED:
