@@ -214,11 +214,18 @@ class ProjectAdminForm(forms.ModelForm):
                   "justification_min_length", "aspects", "aspect_preferences",
                   "experiment_mode", "bonus_per_correct", "aggregation", "estimates_judge")
 
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if "shared_with" in self.fields:  # only accounts a share can name (`share_refusals`)
+            self.fields["shared_with"].queryset = shareable_users(self.instance)
+
     def clean(self):
         cleaned = super().clean()
         if "shared_with" in cleaned and "shared_with" in self.changed_data:
             owner = cleaned.get("owner") or getattr(self.instance, "owner", None)
-            for why in share_refusals(owner=owner, users=cleaned["shared_with"]):
+            kept = (self.instance.shared_with.values_list("pk", flat=True)
+                    if self.instance.pk else ())
+            for why in share_refusals(owner=owner, users=cleaned["shared_with"], kept=kept):
                 self.add_error("shared_with", why)
         if self.instance.pk is not None and not self.errors:
             changes = {name: cleaned[name] for name in self.changed_data if name in cleaned}
@@ -290,11 +297,6 @@ class ProjectAdmin(ProjectImportMixin, ProjectHomeLinksMixin, ProgressColumnsMix
         # The slug is typed (prefilled from the title) only on the add page: read-only after.
         return {} if obj is not None and obj.pk is not None else super(
             ).get_prepopulated_fields(request, obj)
-
-    def formfield_for_manytomany(self, db_field, request, **kwargs):
-        if db_field.name == "shared_with":  # only accounts a share can name (`share_refusals`)
-            kwargs["queryset"] = shareable_users()
-        return super().formfield_for_manytomany(db_field, request, **kwargs)
 
     @staticmethod
     def _may_share(request, obj) -> bool:

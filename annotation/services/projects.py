@@ -128,24 +128,35 @@ def project_update(*, project: Project, user, data: dict[str, Any]) -> Project:
     return project
 
 
-def shareable_users():
-    """The accounts a project can be shared with, as `share_refusals` allows them: active
-    researcher (staff) accounts and superusers. The admin's picker lists only these, so an
-    annotator's or a deactivated account's name is never shown to other researchers."""
+def shareable_users(project: Project | None = None):
+    """The accounts `project` can be shared with, as `share_refusals` allows them: active
+    researcher (staff) accounts and superusers, and those it is shared with already (a
+    collaborator deactivated since keeps the share, which opens nothing until they are
+    active again: the owner's next save must not drop it unseen). The admin's picker lists
+    only these, so an annotator's or a deactivated account's name is never shown to other
+    researchers."""
+    keep = Q(pk__in=project.shared_with.values("pk")) if project is not None and project.pk \
+        else Q(pk__in=[])
     return get_user_model().objects.filter(
-        Q(is_staff=True) | Q(is_superuser=True), is_active=True).order_by("username")
+        (Q(is_staff=True) | Q(is_superuser=True)) & Q(is_active=True) | keep
+    ).order_by("username")
 
 
-def share_refusals(*, owner, users) -> list[str]:
+def share_refusals(*, owner, users, kept: Iterable[int] = ()) -> list[str]:
     """Why `users` cannot be the project's collaborators, one line each: the owner already has
     the project, and only an active researcher (staff) account can open one
-    (`projects_visible_to`), so sharing with anyone else gives them nothing. The API, the
-    admin's project form and `import_data --share` all ask here."""
+    (`projects_visible_to`), so sharing with anyone else gives them nothing. `kept`: the ids
+    the project is shared with already, whose share stays whatever their account is now (a
+    form or request that lists them again keeps them). The API, the admin's project form and
+    `import_data --share` all ask here."""
     refusals = []
+    kept = set(kept)
     for user in users:
         name = user.get_username()
         if owner is not None and user.pk == owner.pk:
             refusals.append(f"{name} owns the project: sharing it with them adds nothing")
+        elif user.pk in kept:
+            continue
         elif not (user.is_active and (user.is_staff or user.is_superuser)):
             refusals.append(f"{name} is not an active researcher (staff) account: they could "
                             "not open the project")
@@ -158,7 +169,8 @@ def _set_shared_with(*, project: Project, usernames: Iterable[str]) -> None:
     missing = usernames - {u.username for u in users}
     if missing:
         raise ValueError(f"unknown users: {', '.join(sorted(missing))}")
-    refusals = share_refusals(owner=project.owner, users=users)
+    refusals = share_refusals(owner=project.owner, users=users,
+                              kept=project.shared_with.values_list("pk", flat=True))
     if refusals:
         raise ValidationError({"shared_with": refusals})
     project.shared_with.set(users)

@@ -119,3 +119,26 @@ def test_the_sharing_picker_lists_only_accounts_a_share_can_name(client, team):
     assert {"bob", "carol"} <= listed
     assert not listed & {annotator.username, gone.username}
     assert "annotator-dora" not in page.content.decode()
+
+
+def test_the_owners_save_keeps_a_collaborator_deactivated_since(client, team):
+    """A collaborator deactivated (or no longer staff) after the share keeps it: the picker
+    still lists them for this project, so the owner's next save of anything else does not
+    drop the share unseen, and it opens the project again once they are active."""
+    carol = team["carol"]
+    carol.is_active = False
+    carol.save(update_fields=["is_active"])
+    project = team["project"]
+    client.force_login(team["alice"])
+    page = client.get(change_url(project))
+    response = client.post(change_url(project), admin_form_as_posted(page, title="Retitled"))
+    assert response.status_code == 302
+    project.refresh_from_db()
+    assert project.title == "Retitled"
+    assert shared_usernames(project) == {"carol"}
+    # Adding someone beside her is not refused for her account either.
+    page = client.get(change_url(project))
+    response = client.post(change_url(project), admin_form_as_posted(
+        page, shared_with=[str(carol.pk), str(team["bob"].pk)]))
+    assert response.status_code == 302
+    assert shared_usernames(project) == {"bob", "carol"}
