@@ -430,6 +430,9 @@ def _refuse_renamed_copy(project: Project, records: list[ItemRecord]) -> None:
     stored: dict[str, str] = {}
     for external_id, content, gold, source in Item.objects.filter(project=project).values_list(
             "external_id", "content", "gold", "source").iterator(chunk_size=CHUNK_SIZE):
+        # Compared in the one spelling of a system name the records are in (an item stored
+        # before that rule is the same item, as `_import_chunk` compares it).
+        content = normalize_answer_systems(project.kind, content)
         stored.setdefault(key(content, gold, source), external_id)
     repeated = {record.external_id: stored.get(key(record.content, record.gold, record.source))
                 for record in new}

@@ -261,3 +261,20 @@ def test_a_file_or_request_stored_before_the_rule_is_the_same_item_when_sent_aga
         "external_id": "api", "content": _content(CAFE_NFD, "b", "x2", "y")}, format="json")
     assert response.status_code == 200, response.content
     assert Item.objects.get(project=project, external_id="jsonl").content == old
+
+
+def test_a_renamed_copy_of_a_file_stored_before_the_rule_is_still_refused(tmp_path):
+    """A copy under new external ids of items stored with an NFD name (before the one
+    spelling) repeats them: refused as the renamed copy it is, not imported a second time
+    (the stored content is compared in the one spelling, as importing again compares it)."""
+    from django.core.management.base import CommandError
+
+    project = make_project(TaskKind.AB, slug="cafe-copy")
+    old = _content(CAFE_NFD, "b", "x", "y")
+    make_item(project, external_id="first", content=old, dataset="", split="")
+    path = tmp_path / "copy.jsonl"
+    path.write_text(json.dumps({"external_id": "first-copy", "content": old}) + "\n")
+    with pytest.raises(CommandError, match="already holds under another external id"):
+        call_command("import_data", "jsonl", str(path), "--project", "cafe-copy",
+                     "--no-report", stdout=io.StringIO())
+    assert Item.objects.filter(project=project).count() == 1
