@@ -6,7 +6,9 @@ hand out, and a researcher can say ahead what each batch holds.
 Pure functions. The rate is read as the researcher wrote it (0.58, not the float nearest to
 it), so 0.58 of 25 is 14.5, rounded up to 15, not the float product 14.4999… rounded down:
 
-- a full batch of `per_batch` items holds round-half-up(per_batch × rate) gold items, at most
+- a full batch of `per_batch` items holds round-half-up(per_batch × rate) gold items, at
+  least one when the rate is above 0 (a rate too small to round to one item, 0.04 of 10,
+  gave none: the researcher who asked for attention checks got none, unseen), at most
   per_batch − 1 (a batch is never all gold) and none in a batch of one;
 - a short batch (the last of a pool: fewer regular items than a full batch holds) gets gold in
   proportion to its regular items, round-half-up(regular × rate / (1 − rate)), never more
@@ -32,7 +34,7 @@ def gold_per_batch(per_batch: int, rate: float) -> int:
     """Gold items in a full batch of `per_batch` items at `rate`."""
     if per_batch < 2 or rate <= 0:
         return 0
-    return min(per_batch - 1, _half_up(per_batch * _share(rate)))
+    return min(per_batch - 1, max(1, _half_up(per_batch * _share(rate))))
 
 
 def gold_with_regular(n_regular: int, *, per_batch: int, rate: float) -> int:

@@ -107,7 +107,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
                 "Items and HITs", "50", minimum=1),
     SettingSpec("gold_rate", "float", "Gold item rate",
                 "Share of gold/attention items mixed into each HIT (or page of items), as a "
-                "whole number per batch: items × rate rounded half up, at most one fewer "
+                "whole number per batch: items × rate rounded half up, at least one, at most one fewer "
                 "than the batch (0.15 of 5 items: 1 gold item, 20%); a short last batch gets "
                 "them in proportion, a Likert batch only from its passage. The release preview "
                 "says what each batch gets.", "Items and HITs",

@@ -13,7 +13,10 @@ pytestmark = pytest.mark.reliability
     (5, 0.15, 1),   # 0.75, rounded half up
     (5, 0.2, 1),    # a whole number stays as it is
     (5, 0.1, 1),    # 0.5: half up
-    (5, 0.05, 0),   # 0.25: down
+    (5, 0.05, 1),   # 0.25 would be none: a rate above 0 gives at least one
+    (10, 0.04, 1),  # 0.4 likewise: a researcher who asked for checks gets one
+    (10, 0.16, 2),  # 1.6: up
+    (10, 0.14, 1),  # 1.4: down
     (10, 0.15, 2),  # 1.5: up
     (25, 0.58, 15),  # 14.5 as written, up (the float product is 14.499999999999998)
     (10, 0.35, 4),  # 3.5: up
@@ -22,7 +25,7 @@ pytestmark = pytest.mark.reliability
     (1, 0.5, 0),    # a batch of one holds no gold
     (5, 0.0, 0),
 ])
-def test_a_full_batch_holds_the_rate_rounded_half_up_never_all_gold(per_batch, rate, gold):
+def test_a_full_batch_holds_the_rate_rounded_half_up_at_least_one_never_all_gold(per_batch, rate, gold):
     assert gold_per_batch(per_batch, rate) == gold
 
 
