@@ -91,9 +91,14 @@ def queued_access_refusal(*, user, project: Project) -> str:
     """Why work `user` queued for `project` (a background publish, a scoring or judge job) may
     not run now: "" while they still see the project, or when no account queued it (a command,
     the beat, an account since deleted). Asked when the work runs, so a share revoked or a
-    staff flag removed after the click stops what was queued, as their next page would."""
+    staff flag removed after the click stops what was queued, as their next page would. An
+    account deleted since it queued the work is passed as an anonymous user (the background
+    publish looks its id up): refused too, as nobody who may spend the project's money asked
+    for it any more."""
     if user is None or projects_visible_to(user).filter(pk=project.pk).exists():
         return ""
+    if not user.is_authenticated:
+        return "not run: the account that queued it has been deleted since"
     return (f"not run: {user.get_username()}, who queued it, no longer has access to this "
             "project")
 

@@ -55,6 +55,22 @@ def test_a_background_publish_queued_before_the_share_was_revoked_publishes_noth
     assert "no longer has access" in stage.publish_problem
 
 
+def test_a_background_publish_whose_researcher_was_deleted_since_publishes_nothing(study):
+    """The account that clicked Publish was deleted before the task ran: nobody who may spend
+    the project's money asks for it any more, so nothing is published (it ran as if queued by
+    a command)."""
+    from worker.tasks.providers import stage_publish as publish_task
+
+    stage = make_stage(study["project"], status=StageStatus.DRAFT, name="full")
+    colleague_id = study["colleague"].pk
+    study["colleague"].delete()
+    with pytest.raises(GuardFailed, match="the account that queued it has been deleted"):
+        publish_task.run(stage.pk, colleague_id)
+    stage.refresh_from_db()
+    assert stage.status == StageStatus.DRAFT and not stage.hits.exists()
+    assert "has been deleted" in stage.publish_problem
+
+
 def test_a_background_publish_for_a_researcher_who_still_sees_the_project_runs(study):
     from worker.tasks.providers import stage_publish as publish_task
 

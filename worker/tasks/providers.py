@@ -20,11 +20,14 @@ def stage_publish(stage_id: int, user_id: int | None = None,
                   override_reason: str | None = None,
                   confirmed_total: str | None = None) -> dict:
     from django.contrib.auth import get_user_model
+    from django.contrib.auth.models import AnonymousUser
 
     from annotation.models import Stage
     from annotation.services.stages import stage_publish as publish
 
     user = get_user_model().objects.filter(pk=user_id).first() if user_id else None
+    if user_id and user is None:  # deleted since the click: refused (`queued_access_refusal`)
+        user = AnonymousUser()
     result = publish(stage=Stage.objects.get(pk=stage_id), user=user,
                      override_reason=override_reason,
                      confirmed_total=Decimal(confirmed_total) if confirmed_total else None,
