@@ -38,6 +38,7 @@ MIN_REJECTION_MESSAGE = 100
 PLACE_FREEING_STATUSES = ("RETURNED", "TIMED-OUT", "SCREENED OUT", "REJECTED")
 # What a published study's update may change (Prolific: only its places, and only up).
 PUBLISHED_STUDY_UPDATABLE = {"total_available_places", "internal_name"}
+DEFAULT_WORKSPACE_ID = f"w{1:022x}"
 
 
 class ApiError(Exception):
@@ -58,6 +59,19 @@ class ProlificState:
         self.payments: list[dict] = []
         self.groups: dict[str, set[str]] = {}
         self.messages: list[dict] = []
+        # The researcher's workspaces, as "Get all a user's workspaces" lists them; each one's
+        # money (`currency_code`, balances in its hundredths) as "Get the balance of a
+        # workspace" shows it. One USD workspace unless a test says otherwise
+        # (`workspace_add`, or `workspaces[...]["currency_code"] = "GBP"`).
+        self.workspaces: dict[str, dict] = {}
+        self.workspace_add(workspace_id=DEFAULT_WORKSPACE_ID)
+
+    def workspace_add(self, *, workspace_id: str, currency_code: str = "USD",
+                      available_balance: int = 10_000_000) -> dict:
+        self.workspaces[workspace_id] = {
+            "id": workspace_id, "title": f"Workspace {workspace_id[-4:]}",
+            "currency_code": currency_code, "available_balance": available_balance}
+        return self.workspaces[workspace_id]
 
     def new_id(self, prefix: str) -> str:
         return f"{prefix}{next(self.ids):022x}"
@@ -111,6 +125,8 @@ class ProlificState:
     def handle(self, method: str, path: str, query: dict, body: dict) -> dict | list:
         routes = [
             ("GET", r"users/me/", self.get_me),
+            ("GET", r"workspaces/", self.list_workspaces),
+            ("GET", r"workspaces/(?P<wid>\w+)/balance/", self.get_workspace_balance),
             ("GET", r"studies/", self.list_studies),
             ("POST", r"studies/", self.create_study),
             ("GET", r"studies/(?P<sid>\w+)/", self.get_study),
@@ -142,6 +158,22 @@ class ProlificState:
 
     def get_me(self, *, query, body):
         return {"id": "researcher0000000000000001", "name": "Fake researcher"}
+
+    def list_workspaces(self, *, query, body):
+        """Listed without their money: the currency is on the balance (as on Prolific)."""
+        rows = [{"id": w["id"], "title": w["title"], "owner": "researcher0000000000000001"}
+                for w in self.workspaces.values()]
+        return self._page(rows, query, self.base_url + "workspaces/")
+
+    def get_workspace_balance(self, *, query, body, wid):
+        workspace = self.workspaces.get(wid)
+        if workspace is None:
+            raise ApiError(404, "workspace not found")
+        available = workspace["available_balance"]
+        return {"currency_code": workspace["currency_code"], "total_balance": available,
+                "balance_breakdown": {"rewards": available, "fees": 0, "vat": 0},
+                "available_balance": available,
+                "available_balance_breakdown": {"rewards": available, "fees": 0, "vat": 0}}
 
     def list_studies(self, *, query, body):
         return self._page(list(self.studies.values()), query, self.base_url + "studies/")

@@ -87,6 +87,12 @@ class ReadinessProblem:
         return f"{self.check}: {self.message}"
 
 
+# The one currency of every amount QA Judge stores, shows and checks: rewards, bonuses,
+# `QAJ_MIN_HOURLY_PAY`, budget caps, cost estimates and the total a researcher confirms. A
+# provider account priced in another currency is refused at publish (`readiness_probe`).
+AMOUNTS_CURRENCY = "USD"
+
+
 @dataclasses.dataclass
 class ProbeResult:
     """What a provider's read-only readiness call found."""

@@ -27,6 +27,7 @@ from annotation.providers.calls import ProviderCallRefused, new_token, provider_
 from annotation.selectors import prolific_study_places
 
 from .base import (
+    AMOUNTS_CURRENCY,
     HitFailure,
     HitUpdate,
     ProbeResult,
@@ -176,31 +177,79 @@ class ProlificProvider(RemoteProvider):
         return problems
 
     def readiness_probe(self, *, stage) -> ProbeResult:
-        """GET users/me/ once, with a short timeout: the token is accepted and the API answers
-        (the publish path's retries would spend a minute on a wrong host)."""
+        """Read-only calls, each tried once with a short timeout (the publish path's retries
+        would spend a minute on a wrong host): GET users/me/ (the token is accepted and the API
+        answers), then the workspace's currency, `currency_code` of "Get the balance of a
+        workspace" (GET workspaces/<id>/balance/; the workspace is `PROLIFIC_WORKSPACE_ID`, or
+        the account's only one from GET workspaces/). Prolific prices a study's `reward` (and
+        its bonuses) in the workspace's currency, in its hundredths: a workspace not priced in
+        `AMOUNTS_CURRENCY` is a blocking problem, as is a currency that cannot be learned."""
+        response, problem = self._probe_get("users/me/")
+        if problem is not None:
+            return ProbeResult(problems=[problem])
+        notes = []
+        if response.status_code == 429:  # the token is not known bad: the currency decides
+            notes.append(ReadinessProblem(
+                "Prolific answer", "rate limited (429); publishing retries", blocking=False))
+        workspace_id, currency, problem = self._workspace_currency()
+        if problem is None and currency != AMOUNTS_CURRENCY:
+            problem = ReadinessProblem("currency", _currency_mismatch(workspace_id, currency))
+        return ProbeResult(problems=notes + ([problem] if problem is not None else []))
+
+    def _probe_get(self, path: str):
+        """(response, None), or (None, the blocking problem) when the API could not be reached
+        or refused: one GET with the readiness timeout, no retries. A 429 is a response."""
         import httpx
 
         where = settings.PROLIFIC_API_URL
         try:
-            response = self.client.get("users/me/", timeout=float(
+            response = self.client.get(path, timeout=float(
                 getattr(settings, "PROLIFIC_READINESS_TIMEOUT", 10)))
         except httpx.HTTPError as exc:
-            return ProbeResult(problems=[ReadinessProblem(
+            return None, ReadinessProblem(
                 "Prolific answer", f"the Prolific API at {where} could not be reached "
                                    f"({type(exc).__name__}: {exc}): check PROLIFIC_API_URL and "
-                                   "the network; nothing was created")])
+                                   "the network; nothing was created")
         if response.status_code in (401, 403):
-            return ProbeResult(problems=[ReadinessProblem(
+            return None, ReadinessProblem(
                 "credentials", f"Prolific refused PROLIFIC_API_TOKEN ({response.status_code}): "
-                               "set a valid API token; nothing was created")])
+                               "set a valid API token; nothing was created")
+        if response.status_code >= 400 and response.status_code != 429:
+            return None, ReadinessProblem(
+                "Prolific answer", f"GET {path} at {where} answered {response.status_code} "
+                                   f"{response.text[:200]}; nothing was created")
+        return response, None
+
+    def _workspace_currency(self) -> tuple[str, str, ReadinessProblem | None]:
+        """(workspace id, the currency Prolific prices this deployment's studies in, None), or
+        why it is unknown."""
+        workspace_id = getattr(settings, "PROLIFIC_WORKSPACE_ID", "")
+        if not workspace_id:
+            response, problem = self._probe_get("workspaces/")
+            if problem is not None:
+                return "", "", problem
+            if response.status_code == 429:
+                return "", "", _currency_unknown("GET workspaces/ was rate limited (429)")
+            page = response.json() or {}
+            ids = [w.get("id") for w in page.get("results", [])]
+            more = ((page.get("_links") or {}).get("next") or {}).get("href")
+            if len(ids) != 1 or more:
+                return "", "", _currency_unknown(
+                    f"the token's account has {'more than ' if more else ''}{len(ids)} "
+                    "workspaces: set PROLIFIC_WORKSPACE_ID to the one the studies are "
+                    "published in")
+            workspace_id = ids[0]
+        response, problem = self._probe_get(f"workspaces/{workspace_id}/balance/")
+        if problem is not None:
+            return "", "", problem
         if response.status_code == 429:
-            return ProbeResult(problems=[ReadinessProblem(
-                "Prolific answer", "rate limited (429); publishing retries", blocking=False)])
-        if response.status_code >= 400:
-            return ProbeResult(problems=[ReadinessProblem(
-                "Prolific answer", f"GET users/me/ at {where} answered {response.status_code} "
-                                   f"{response.text[:200]}; nothing was created")])
-        return ProbeResult()
+            return "", "", _currency_unknown(
+                f"GET workspaces/{workspace_id}/balance/ was rate limited (429)")
+        currency = str((response.json() or {}).get("currency_code") or "").upper()
+        if not currency:
+            return "", "", _currency_unknown(
+                f"GET workspaces/{workspace_id}/balance/ named no currency_code")
+        return workspace_id, currency, None
 
     # --- publishing ---------------------------------------------------------------------------
     def study_payload(self, *, stage, places: int, internal_name: str) -> dict[str, Any]:
@@ -550,6 +599,22 @@ def _ensure_token(stage, key: str) -> str:
         token = new_token(f"qaj-study-{stage.pk}")
         stage_setting_store(stage, key, token)
     return token
+
+
+def _currency_mismatch(workspace_id: str, currency: str) -> str:
+    return (f"the Prolific workspace {workspace_id} prices studies in {currency}, but every amount QA Judge "
+            f"stores, shows and checks (rewards, bonuses, QAJ_MIN_HOURLY_PAY, budget caps, the "
+            f"cost you confirm) is in {AMOUNTS_CURRENCY}: a reward of 0.40 would pay 0.40 "
+            f"{currency}. Publish from a {AMOUNTS_CURRENCY} workspace (create one in Prolific and "
+            "set PROLIFIC_WORKSPACE_ID to its id); nothing was created")
+
+
+def _currency_unknown(why: str) -> ReadinessProblem:
+    return ReadinessProblem(
+        "currency", f"the Prolific workspace's currency is unknown ({why}): QA Judge's amounts "
+                    f"are in {AMOUNTS_CURRENCY} and Prolific pays a study's reward in its "
+                    "workspace's currency, so nothing is published until it is known; nothing "
+                    "was created")
 
 
 def prolific_is_real() -> bool:
