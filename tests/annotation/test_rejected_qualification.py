@@ -29,20 +29,35 @@ from testing.factories import (
 pytestmark = [pytest.mark.django_db, pytest.mark.reliability]
 
 
-def test_a_pass_graded_from_rejected_work_opens_no_gate():
-    project = make_project(TaskKind.LIKERT, slug="rejected-gate")
+def _gated_study(slug: str):
+    """A qualification of one gold item and a collecting trial that requires it."""
+    project = make_project(TaskKind.LIKERT, slug=slug)
     gold = make_item(project, gold={"score": 4})
     make_item(project)
     qual = make_stage(project, kind=StageKind.QUALIFICATION, name="qual", order=0)
     qual.items.set([gold])
     trial = make_stage(project, kind=StageKind.FULL, name="trial", order=1,
                        status=StageStatus.COLLECTING, requires_stage=qual)
+    return gold, qual, trial
+
+
+def _passed(*, gold, qual, worker, verification: str = ""):
+    """`worker`'s submitted qualification work on `gold`, graded a pass."""
+    assignment = make_assignment(qual, worker=worker, items=[gold],
+                                 status=AssignmentStatus.SUBMITTED)
+    if verification:
+        assignment.verification = verification
+        assignment.save(update_fields=["verification"])
+    make_judgment(item=gold, stage=qual, worker=worker, assignment=assignment, score=4)
+    make_qualification(worker=worker, stage=qual, passed=True, assignment=assignment)
+    return assignment
+
+
+def test_a_pass_graded_from_rejected_work_opens_no_gate():
+    gold, qual, trial = _gated_study("rejected-gate")
     spammer, honest = make_worker(), make_worker()
     for worker in (spammer, honest):
-        assignment = make_assignment(qual, worker=worker, items=[gold],
-                                     status=AssignmentStatus.SUBMITTED)
-        make_judgment(item=gold, stage=qual, worker=worker, assignment=assignment, score=4)
-        make_qualification(worker=worker, stage=qual, passed=True, assignment=assignment)
+        assignment = _passed(gold=gold, qual=qual, worker=worker)
         if worker is spammer:
             assignment_reject(assignment=assignment, reason="copied answers")
 
@@ -75,20 +90,10 @@ def test_a_pass_graded_from_work_the_provider_has_not_vouched_for_waits_for_it()
     worker reads that it waits, not that it was rejected."""
     from annotation.models import ParticipantVerification
 
-    project = make_project(TaskKind.LIKERT, slug="pending-gate")
-    gold = make_item(project, gold={"score": 4})
-    make_item(project)
-    qual = make_stage(project, kind=StageKind.QUALIFICATION, name="qual", order=0)
-    qual.items.set([gold])
-    trial = make_stage(project, kind=StageKind.FULL, name="trial", order=1,
-                       status=StageStatus.COLLECTING, requires_stage=qual)
+    gold, qual, trial = _gated_study("pending-gate")
     worker = make_worker()
-    assignment = make_assignment(qual, worker=worker, items=[gold],
-                                 status=AssignmentStatus.SUBMITTED)
-    assignment.verification = ParticipantVerification.PENDING
-    assignment.save(update_fields=["verification"])
-    make_judgment(item=gold, stage=qual, worker=worker, assignment=assignment, score=4)
-    make_qualification(worker=worker, stage=qual, passed=True, assignment=assignment)
+    assignment = _passed(gold=gold, qual=qual, worker=worker,
+                         verification=ParticipantVerification.PENDING)
 
     assert not more_work_for(stage=trial, worker=worker)
     with pytest.raises(QualificationRequired, match="waiting for the platform to confirm"):
