@@ -227,7 +227,8 @@ def stage_awaits_qualified_workers(stage: Stage) -> str:
 
 def judgments_that_count(queryset: QuerySet[Judgment] | None = None, *,
                          project: Project | None = None, data_stages_only: bool = True,
-                         include_rejected: bool = False) -> QuerySet[Judgment]:
+                         include_rejected: bool = False,
+                         awaiting_provider: bool = False) -> QuerySet[Judgment]:
     """THE counting rule, used by exports, aggregates, reports, dashboards, progress (admin, API,
     cockpit), stage gates and LERC datasets. A judgment counts when
 
@@ -254,6 +255,8 @@ def judgments_that_count(queryset: QuerySet[Judgment] | None = None, *,
     (`stage_progress`) and are not study items (`items_measured_on`): no metric, judge,
     estimate or leaderboard is measured on them.
 
+    `awaiting_provider=True` gives instead the judgments that meet every condition but the
+    provider's (PENDING: they count once it lists or verifies their work; `Progress.awaiting`).
     `include_rejected=True` drops the last three conditions (audits: `export_data
     --include-rejected`). With `project` the blocked-worker condition reads that project's
     blocks once; without it (progress over the stages of many projects) each judgment is
@@ -268,7 +271,10 @@ def judgments_that_count(queryset: QuerySet[Judgment] | None = None, *,
     if include_rejected:
         return queryset
     queryset = queryset.exclude(assignment__status__in=NOT_COUNTED_ASSIGNMENT_STATUSES)
-    queryset = queryset.exclude(assignment__verification__in=UNVERIFIED)
+    if awaiting_provider:  # those that count once the provider vouches for them, nothing else
+        queryset = queryset.filter(assignment__verification=ParticipantVerification.PENDING)
+    else:
+        queryset = queryset.exclude(assignment__verification__in=UNVERIFIED)
     queryset = queryset.exclude(_failed_practice(project))
     if project is not None:
         return queryset.exclude(_blocked_here(project))
@@ -645,20 +651,17 @@ def _grouped_count(queryset: QuerySet[Judgment], key: str) -> dict[int, int]:
                 .values_list(key, "n"))
 
 
-# Judgments whose work waits for the provider to list or verify it (`Progress.awaiting`).
-_AWAITING_PROVIDER = Q(assignment__verification=ParticipantVerification.PENDING) & ~Q(
-    assignment__status__in=NOT_COUNTED_ASSIGNMENT_STATUSES)
-
-
 def _counted_and_collected(judgments: QuerySet[Judgment], key: str
                            ) -> tuple[dict[int, int], dict[int, int], dict[int, int]]:
     """Per `key` (a judgment field path): the judgments that count (`judgments_that_count`,
     each against its own project's blocks; `judgments` is already restricted to data), all of
-    them, and those waiting for the provider (`Progress.awaiting`). Two grouped queries."""
+    them, and those that count once the provider lists or verifies their work
+    (`Progress.awaiting`: not a blocked worker's, say). Two grouped queries."""
+    waits = judgments_that_count(judgments, data_stages_only=False, awaiting_provider=True)
     collected: dict[int, int] = {}
     awaiting: dict[int, int] = {}
     for group, n, waiting in (judgments.order_by().values_list(key).annotate(
-            n=Count("id"), waiting=Count("id", filter=_AWAITING_PROVIDER))
+            n=Count("id"), waiting=Count("id", filter=Q(pk__in=waits.values("pk"))))
             .values_list(key, "n", "waiting")):
         collected[group], awaiting[group] = n, waiting
     return (_grouped_count(judgments_that_count(judgments, data_stages_only=False), key),

@@ -429,3 +429,28 @@ def test_every_export_says_what_it_holds_and_what_it_left_out(study, client):
     assert err.getvalue().strip() == (
         "exported study: 12 judgments that count, in all data stages, and 1 item with none of "
         f"them, one row each with no judgment; left out: {not_counted} and {tests_workers}")
+
+
+def test_what_waits_for_the_provider_is_only_what_would_count_once_it_vouches():
+    """`Progress.awaiting` ("counted once it does"): work whose assignment waits for the
+    provider (PENDING) and meets every other condition; a blocked worker's pending work never
+    counts, so it is not said to wait."""
+    from annotation.models import ParticipantVerification, StageStatus
+    from annotation.selectors import stage_progress
+
+    project = make_project(TaskKind.LIKERT, slug="awaiting-rule")
+    items = [make_item(project) for _ in range(2)]
+    stage = make_stage(project, kind=StageKind.FULL, status=StageStatus.COLLECTING)
+    honest, blocked = make_worker(), make_worker()
+    for worker in (honest, blocked):
+        assignment = make_assignment(stage, worker=worker, items=items,
+                                     status=AssignmentStatus.SUBMITTED)
+        assignment.verification = ParticipantVerification.PENDING
+        assignment.save(update_fields=["verification"])
+        for item in items:
+            make_judgment(item=item, stage=stage, worker=worker, assignment=assignment)
+    worker_block(worker=blocked, reason="spam")
+    progress = stage_progress(stages=[stage])[stage.pk]
+    assert (progress.judgments, progress.not_counted, progress.awaiting) == (0, 4, 2)
+    assert set(judgments_that_count(project=project, awaiting_provider=True).values_list(
+        "worker_id", flat=True)) == {honest.pk}
