@@ -6,9 +6,9 @@ Local checks (no network): the credentials are there, the endpoint is a URL, the
 workers are sent to is https where real workers must reach it, the stage is one that can be
 published at all. The probe (publish, and the admin's "Check provider readiness" action) adds
 one read-only call: MTurk GetAccountBalance (credentials, endpoint and the balance in one go),
-Prolific GET users/me/ (the token and the API are reachable) and the workspace's currency
-(`currency_code` of GET workspaces/<id>/balance/: anything but `AMOUNTS_CURRENCY` is refused),
-each tried once with a short timeout — never the publish path's long retries. Each problem is named; a stage with a blocking
+Prolific GET users/me/ (the token and the API are reachable) and the workspace's currency and
+balance (`currency_code` of GET workspaces/<id>/balance/: anything but `AMOUNTS_CURRENCY` is
+refused; its `available_balance` in dollars is the balance), each tried once with a short timeout — never the publish path's long retries. Each problem is named; a stage with a blocking
 problem stays a draft and says why (`Stage.publish_problem`).
 """
 from __future__ import annotations

@@ -21,7 +21,7 @@ import re
 import threading
 import time
 from collections import defaultdict
-from decimal import Decimal
+from decimal import ROUND_HALF_UP, Decimal
 from http.cookies import SimpleCookie
 from http.server import ThreadingHTTPServer
 from urllib.parse import parse_qs, urlparse
@@ -39,6 +39,8 @@ PLACE_FREEING_STATUSES = ("RETURNED", "TIMED-OUT", "SCREENED OUT", "REJECTED")
 # What a published study's update may change (Prolific: only its places, and only up).
 PUBLISHED_STUDY_UPDATABLE = {"total_available_places", "internal_name"}
 DEFAULT_WORKSPACE_ID = f"w{1:022x}"
+# Prolific's service fee on rewards and bonuses (the estimate's `PROLIFIC_FEE_RATE` default).
+SERVICE_FEE_RATE = Decimal("0.333")
 
 
 class ApiError(Exception):
@@ -61,17 +63,39 @@ class ProlificState:
         self.messages: list[dict] = []
         # The researcher's workspaces, as "Get all a user's workspaces" lists them; each one's
         # money (`currency_code`, balances in its hundredths) as "Get the balance of a
-        # workspace" shows it. One USD workspace unless a test says otherwise
-        # (`workspace_add`, or `workspaces[...]["currency_code"] = "GBP"`).
+        # workspace" shows it. One USD workspace of $100,000 unless a test says otherwise
+        # (`workspace_add`, or `workspaces[...]["currency_code"] = "GBP"` /
+        # `["available_balance"] = 480`). Studies are funded from `DEFAULT_WORKSPACE_ID`.
         self.workspaces: dict[str, dict] = {}
         self.workspace_add(workspace_id=DEFAULT_WORKSPACE_ID)
 
     def workspace_add(self, *, workspace_id: str, currency_code: str = "USD",
                       available_balance: int = 10_000_000) -> dict:
+        """`total_balance`: the workspace's funds; `available_balance`: what is left of them
+        after the funds publishing locked for active studies (and bonuses paid)."""
         self.workspaces[workspace_id] = {
             "id": workspace_id, "title": f"Workspace {workspace_id[-4:]}",
-            "currency_code": currency_code, "available_balance": available_balance}
+            "currency_code": currency_code, "total_balance": available_balance,
+            "available_balance": available_balance}
         return self.workspaces[workspace_id]
+
+    def funds_take(self, cents: int, *, what: str, lock: bool) -> None:
+        """Publishing a study (or raising its places, or paying a bonus) needs the funds: as on
+        Prolific, which checks the balance and locks the amount when a study is published, a
+        workspace whose available balance does not cover the cost with Prolific's fee refuses
+        it (400) and nothing changes. Locked funds leave the available balance only; paid ones
+        leave the total too."""
+        workspace = self.workspaces.get(DEFAULT_WORKSPACE_ID)
+        if workspace is None:
+            return
+        cost = cents + int((Decimal(cents) * SERVICE_FEE_RATE).to_integral_value(ROUND_HALF_UP))
+        if cost > workspace["available_balance"]:
+            raise ApiError(400, f"insufficient balance: {what} needs {cost} "
+                                f"({workspace['currency_code']} hundredths, fee included); "
+                                f"the workspace has {workspace['available_balance']} available")
+        workspace["available_balance"] -= cost
+        if not lock:
+            workspace["total_balance"] -= cost
 
     def new_id(self, prefix: str) -> str:
         return f"{prefix}{next(self.ids):022x}"
@@ -169,9 +193,9 @@ class ProlificState:
         workspace = self.workspaces.get(wid)
         if workspace is None:
             raise ApiError(404, "workspace not found")
-        available = workspace["available_balance"]
-        return {"currency_code": workspace["currency_code"], "total_balance": available,
-                "balance_breakdown": {"rewards": available, "fees": 0, "vat": 0},
+        total, available = workspace["total_balance"], workspace["available_balance"]
+        return {"currency_code": workspace["currency_code"], "total_balance": total,
+                "balance_breakdown": {"rewards": total, "fees": 0, "vat": 0},
                 "available_balance": available,
                 "available_balance_breakdown": {"rewards": available, "fees": 0, "vat": 0}}
 
@@ -217,6 +241,9 @@ class ProlificState:
             if study["status"] != "UNPUBLISHED" and places < study["total_available_places"]:
                 raise ApiError(400, "total_available_places can only be increased once the "
                                     "study is published")
+            if study["status"] != "UNPUBLISHED":
+                self.funds_take(study["reward"] * (places - study["total_available_places"]),
+                                what=f"study {sid}'s new places", lock=True)
         study.update(body)
         return study
 
@@ -229,6 +256,9 @@ class ProlificState:
             raise ApiError(400, f"unknown action {action}")
         if action == "PUBLISH" and study["status"] != "UNPUBLISHED":
             raise ApiError(400, "study already published")
+        if action == "PUBLISH":
+            self.funds_take(study["reward"] * study["total_available_places"],
+                            what=f"study {sid}", lock=True)
         study["status"] = target
         return study
 
@@ -278,6 +308,8 @@ class ProlificState:
             raise ApiError(404, "bonus not found")
         if bonus["paid"]:
             raise ApiError(400, "this bonus has already been paid")
+        self.funds_take(int(sum(a for _p, a in bonus["rows"]) * 100), what=f"bonus {bid}",
+                        lock=False)
         bonus["paid"] = True
         for pid, amount in bonus["rows"]:
             self.payments.append({"participant_id": pid, "amount": amount, "bonus": bid})

@@ -179,11 +179,15 @@ class ProlificProvider(RemoteProvider):
     def readiness_probe(self, *, stage) -> ProbeResult:
         """Read-only calls, each tried once with a short timeout (the publish path's retries
         would spend a minute on a wrong host): GET users/me/ (the token is accepted and the API
-        answers), then the workspace's currency, `currency_code` of "Get the balance of a
-        workspace" (GET workspaces/<id>/balance/; the workspace is `PROLIFIC_WORKSPACE_ID`, or
-        the account's only one from GET workspaces/). Prolific prices a study's `reward` (and
-        its bonuses) in the workspace's currency, in its hundredths: a workspace not priced in
-        `AMOUNTS_CURRENCY` is a blocking problem, as is a currency that cannot be learned."""
+        answers), then "Get the balance of a workspace" (GET workspaces/<id>/balance/; the
+        workspace is `PROLIFIC_WORKSPACE_ID`, or the account's only one from GET workspaces/):
+        its `currency_code` and its `available_balance`. Prolific prices a study's `reward`
+        (and its bonuses) in the workspace's currency, in its hundredths: a workspace not
+        priced in `AMOUNTS_CURRENCY` is a blocking problem, as is a currency that cannot be
+        learned. The available balance (what is left after the funds active studies hold) is
+        the probe's balance, in dollars, as MTurk's GetAccountBalance is: the publish's budget
+        guard refuses a stage it does not cover (`budget_guard`); a balance Prolific does not
+        state is unknown, said, and does not hold the publish up."""
         response, problem = self._probe_get("users/me/")
         if problem is not None:
             return ProbeResult(problems=[problem])
@@ -191,10 +195,39 @@ class ProlificProvider(RemoteProvider):
         if response.status_code == 429:  # the token is not known bad: the currency decides
             notes.append(ReadinessProblem(
                 "Prolific answer", "rate limited (429); publishing retries", blocking=False))
-        workspace_id, currency, problem = self._workspace_currency()
-        if problem is None and currency != AMOUNTS_CURRENCY:
+        balance, balance_error, problem = self._available_balance()
+        return ProbeResult(balance=balance, balance_error=balance_error,
+                           problems=notes + ([problem] if problem is not None else []))
+
+    def balance(self) -> Decimal | None:
+        """The workspace's available balance in dollars (the cost estimate's "balance"), read
+        as the readiness probe reads it; why it is unknown is raised."""
+        balance, balance_error, problem = self._available_balance()
+        if problem is not None:
+            raise ProlificError(problem.message)
+        if balance is None:
+            raise ProlificError(balance_error)
+        return balance
+
+    def _available_balance(self) -> tuple[Decimal | None, str, ReadinessProblem | None]:
+        """(the workspace's available balance in dollars, or None and why it is unknown; the
+        blocking problem: a currency other than `AMOUNTS_CURRENCY`, or unknown)."""
+        workspace_id, body, problem = self._workspace_balance()
+        if problem is not None:
+            return None, problem.message, problem
+        currency = str(body.get("currency_code") or "").upper()
+        where = f"GET workspaces/{workspace_id}/balance/"
+        if not currency:
+            problem = _currency_unknown(f"{where} named no currency_code")
+            return None, problem.message, problem
+        if currency != AMOUNTS_CURRENCY:
             problem = ReadinessProblem("currency", _currency_mismatch(workspace_id, currency))
-        return ProbeResult(problems=notes + ([problem] if problem is not None else []))
+            return None, problem.message, problem
+        available = body.get("available_balance")
+        if isinstance(available, bool) or not isinstance(available, int):
+            return None, f"{where} named no available_balance ({available!r})", None
+        # In the currency's hundredths (cents): dollars to the cent, as every amount here.
+        return (Decimal(available) / 100).quantize(Decimal("0.01")), "", None
 
     def _probe_get(self, path: str):
         """(response, None), or (None, the blocking problem) when the API could not be reached
@@ -220,36 +253,32 @@ class ProlificProvider(RemoteProvider):
                                    f"{response.text[:200]}; nothing was created")
         return response, None
 
-    def _workspace_currency(self) -> tuple[str, str, ReadinessProblem | None]:
-        """(workspace id, the currency Prolific prices this deployment's studies in, None), or
-        why it is unknown."""
+    def _workspace_balance(self) -> tuple[str, dict, ReadinessProblem | None]:
+        """(workspace id, its "Get the balance of a workspace" answer, None), or why it could
+        not be read."""
         workspace_id = getattr(settings, "PROLIFIC_WORKSPACE_ID", "")
         if not workspace_id:
             response, problem = self._probe_get("workspaces/")
             if problem is not None:
-                return "", "", problem
+                return "", {}, problem
             if response.status_code == 429:
-                return "", "", _currency_unknown("GET workspaces/ was rate limited (429)")
+                return "", {}, _currency_unknown("GET workspaces/ was rate limited (429)")
             page = response.json() or {}
             ids = [w.get("id") for w in page.get("results", [])]
             more = ((page.get("_links") or {}).get("next") or {}).get("href")
             if len(ids) != 1 or more:
-                return "", "", _currency_unknown(
+                return "", {}, _currency_unknown(
                     f"the token's account has {'more than ' if more else ''}{len(ids)} "
                     "workspaces: set PROLIFIC_WORKSPACE_ID to the one the studies are "
                     "published in")
             workspace_id = ids[0]
         response, problem = self._probe_get(f"workspaces/{workspace_id}/balance/")
         if problem is not None:
-            return "", "", problem
+            return "", {}, problem
         if response.status_code == 429:
-            return "", "", _currency_unknown(
+            return "", {}, _currency_unknown(
                 f"GET workspaces/{workspace_id}/balance/ was rate limited (429)")
-        currency = str((response.json() or {}).get("currency_code") or "").upper()
-        if not currency:
-            return "", "", _currency_unknown(
-                f"GET workspaces/{workspace_id}/balance/ named no currency_code")
-        return workspace_id, currency, None
+        return workspace_id, response.json() or {}, None
 
     # --- publishing ---------------------------------------------------------------------------
     def study_payload(self, *, stage, places: int, internal_name: str) -> dict[str, Any]:

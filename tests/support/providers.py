@@ -1,8 +1,13 @@
-"""The qualification → trial → full stages of a study on one provider."""
+"""Stages on a provider for tests: a study's qualification → trial → full stages, a Prolific
+draft, and the admin's stage actions."""
 from __future__ import annotations
 
-from annotation.models import StageKind, StageStatus
-from testing.factories import make_stage
+from decimal import Decimal
+
+from django.urls import reverse
+
+from annotation.models import ProviderCall, StageKind, StageStatus, TaskKind
+from testing.factories import make_item, make_project, make_stage, make_user
 
 
 def make_stages(project, provider: str):
@@ -14,3 +19,30 @@ def make_stages(project, provider: str):
     full = make_stage(project, kind=StageKind.FULL, status=StageStatus.DRAFT, provider=provider,
                       order=3, requires_stage=qualification, agreement_threshold=0.5)
     return qualification, trial, full
+
+
+def prolific_draft_stage():
+    """A draft full stage on Prolific: 4 Likert items, 2 per HIT, one judgment each, $0.40."""
+    project = make_project(TaskKind.LIKERT, items_per_hit=2, redundancy={"default": 1},
+                           reward_per_hit=Decimal("0.40"))
+    for _ in range(4):
+        make_item(project)
+    return make_stage(project, kind=StageKind.FULL, status=StageStatus.DRAFT,
+                      provider="prolific")
+
+
+def stage_admin_action(client, stage, action: str) -> list[str]:
+    """Run a stage changelist action as a superuser: the messages it shows."""
+    client.force_login(make_user(superuser=True))
+    response = client.post(reverse("admin:annotation_stage_changelist"), {
+        "action": action, "_selected_action": [str(stage.pk)], "index": "0"}, follow=True)
+    return [str(m) for m in response.context["messages"]]
+
+
+def refused_and_nothing_created(stage, prolific_server) -> None:
+    """The publish was refused before anything: a draft, no HIT, no provider call, no study."""
+    stage.refresh_from_db()
+    assert stage.status == StageStatus.DRAFT
+    assert not stage.hits.exists()
+    assert not ProviderCall.objects.filter(stage=stage).exists()
+    assert not prolific_server.state.studies

@@ -9,61 +9,37 @@ created, learns the currency and refuses a workspace not priced in USD, naming b
 and what to do; nothing is created on Prolific and the stage stays a draft."""
 from __future__ import annotations
 
-from decimal import Decimal
-
 import pytest
-from django.urls import reverse
 
-from annotation.models import ProviderCall, StageKind, StageStatus, TaskKind
+from annotation.models import StageStatus
 from annotation.services.readiness import ProviderNotReady
-from testing.factories import make_item, make_project, make_stage, make_user
 from testing.prolific_server import DEFAULT_WORKSPACE_ID
+from tests.support.providers import (
+    prolific_draft_stage,
+    refused_and_nothing_created,
+    stage_admin_action,
+)
 
 pytestmark = [pytest.mark.django_db, pytest.mark.reliability]
 
 GBP_WORKSPACE = f"w{2:022x}"
 
 
-def _stage():
-    project = make_project(TaskKind.LIKERT, items_per_hit=2, redundancy={"default": 1},
-                           reward_per_hit=Decimal("0.40"))
-    for _ in range(4):
-        make_item(project)
-    return make_stage(project, kind=StageKind.FULL, status=StageStatus.DRAFT,
-                      provider="prolific")
-
-
-def _admin_publish(client, stage) -> list[str]:
-    client.force_login(make_user(superuser=True))
-    response = client.post(reverse("admin:annotation_stage_changelist"), {
-        "action": "publish_stages", "_selected_action": [str(stage.pk)], "index": "0"},
-        follow=True)
-    return [str(m) for m in response.context["messages"]]
-
-
-def _refused_and_nothing_created(stage, server) -> None:
-    stage.refresh_from_db()
-    assert stage.status == StageStatus.DRAFT
-    assert not stage.hits.exists()
-    assert not ProviderCall.objects.filter(stage=stage).exists()
-    assert not server.state.studies
-
-
 def test_a_gbp_workspace_is_refused_at_the_admin_publish_naming_both_currencies(
         client, prolific_server):
     prolific_server.state.workspaces[DEFAULT_WORKSPACE_ID]["currency_code"] = "GBP"
-    stage = _stage()
-    shown = _admin_publish(client, stage)
+    stage = prolific_draft_stage()
+    shown = stage_admin_action(client, stage, "publish_stages")
     refusal = [m for m in shown if "not published" in m]
     assert refusal and "GBP" in refusal[0] and "USD" in refusal[0], shown
     assert "PROLIFIC_WORKSPACE_ID" in refusal[0]
-    _refused_and_nothing_created(stage, prolific_server)
+    refused_and_nothing_created(stage, prolific_server)
     assert f"workspace {DEFAULT_WORKSPACE_ID} prices studies in GBP" in stage.publish_problem
     assert prolific_server.stats["GET workspaces/<id>/balance/"] == 1  # read once, no retries
 
     # The same stage from a USD workspace publishes, its reward in cents.
     prolific_server.state.workspaces[DEFAULT_WORKSPACE_ID]["currency_code"] = "USD"
-    _admin_publish(client, stage)
+    stage_admin_action(client, stage, "publish_stages")
     stage.refresh_from_db()
     assert stage.status == StageStatus.COLLECTING and stage.publish_problem == ""
     (study,) = prolific_server.state.studies.values()
@@ -76,15 +52,15 @@ def test_the_background_publish_and_the_confirmation_are_refused_too(
     from worker.tasks.providers import stage_publish as publish_task
 
     prolific_server.state.workspaces[DEFAULT_WORKSPACE_ID]["currency_code"] = "GBP"
-    stage = _stage()
+    stage = prolific_draft_stage()
     with pytest.raises(ProviderNotReady, match="prices studies in GBP"):
         publish_task(stage.pk)
-    _refused_and_nothing_created(stage, prolific_server)
+    refused_and_nothing_created(stage, prolific_server)
     # Real money: no total in dollars is put to the researcher for a GBP workspace.
     monkeypatch.setattr(prolific_server.provider, "spends_real_money", lambda: True)
     with pytest.raises(ProviderNotReady, match="prices studies in GBP"):
         stage_publish_confirmation(stage=stage)
-    _refused_and_nothing_created(stage, prolific_server)
+    refused_and_nothing_created(stage, prolific_server)
 
 
 def test_the_workspace_is_prolific_workspace_id_and_several_need_it_named(
@@ -92,15 +68,15 @@ def test_the_workspace_is_prolific_workspace_id_and_several_need_it_named(
     from annotation.services.stages import stage_publish
 
     prolific_server.state.workspace_add(workspace_id=GBP_WORKSPACE, currency_code="GBP")
-    stage = _stage()
+    stage = prolific_draft_stage()
     # Two workspaces and none named: the currency is unknown, nothing is published.
     with pytest.raises(ProviderNotReady, match="2 workspaces.*PROLIFIC_WORKSPACE_ID"):
         stage_publish(stage=stage)
-    _refused_and_nothing_created(stage, prolific_server)
+    refused_and_nothing_created(stage, prolific_server)
     settings.PROLIFIC_WORKSPACE_ID = GBP_WORKSPACE
     with pytest.raises(ProviderNotReady, match="prices studies in GBP"):
         stage_publish(stage=stage)
-    _refused_and_nothing_created(stage, prolific_server)
+    refused_and_nothing_created(stage, prolific_server)
     settings.PROLIFIC_WORKSPACE_ID = DEFAULT_WORKSPACE_ID
     assert stage_publish(stage=stage).stage.status == StageStatus.COLLECTING
     assert len(prolific_server.state.studies) == 1
@@ -110,7 +86,7 @@ def test_a_rate_limited_currency_check_publishes_nothing(prolific_server):
     from annotation.services.stages import stage_publish
 
     prolific_server.rate_limit_next["GET workspaces/"] = 1
-    stage = _stage()
+    stage = prolific_draft_stage()
     with pytest.raises(ProviderNotReady, match="currency is unknown.*429"):
         stage_publish(stage=stage)
     stage.refresh_from_db()
