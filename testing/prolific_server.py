@@ -65,8 +65,11 @@ class ProlificState:
         # money (`currency_code`, balances in its hundredths) as "Get the balance of a
         # workspace" shows it. One USD workspace of $100,000 unless a test says otherwise
         # (`workspace_add`, or `workspaces[...]["currency_code"] = "GBP"` /
-        # `["available_balance"] = 480`). Studies are funded from `DEFAULT_WORKSPACE_ID`.
+        # `["available_balance"] = 480`). A study is funded from the workspace of its
+        # `project` ("Get project" names it: `workspace`), one created without a project from
+        # `DEFAULT_WORKSPACE_ID` (the account's first, "My workspace").
         self.workspaces: dict[str, dict] = {}
+        self.projects: dict[str, dict] = {}
         self.workspace_add(workspace_id=DEFAULT_WORKSPACE_ID)
 
     def workspace_add(self, *, workspace_id: str, currency_code: str = "USD",
@@ -79,13 +82,25 @@ class ProlificState:
             "available_balance": available_balance}
         return self.workspaces[workspace_id]
 
-    def funds_take(self, cents: int, *, what: str, lock: bool) -> None:
+    def project_add(self, *, project_id: str, workspace_id: str) -> dict:
+        """A project of `workspace_id`, as "Get project" shows it."""
+        self.projects[project_id] = {"id": project_id, "title": f"Project {project_id[-4:]}",
+                                     "workspace": workspace_id}
+        return self.projects[project_id]
+
+    def study_workspace(self, study: dict) -> str:
+        """The workspace a study's money comes from: its project's, else the default one."""
+        project = self.projects.get(study.get("project") or "")
+        return project["workspace"] if project else DEFAULT_WORKSPACE_ID
+
+    def funds_take(self, cents: int, *, what: str, lock: bool,
+                   workspace_id: str = DEFAULT_WORKSPACE_ID) -> None:
         """Publishing a study (or raising its places, or paying a bonus) needs the funds: as on
         Prolific, which checks the balance and locks the amount when a study is published, a
         workspace whose available balance does not cover the cost with Prolific's fee refuses
         it (400) and nothing changes. Locked funds leave the available balance only; paid ones
         leave the total too."""
-        workspace = self.workspaces.get(DEFAULT_WORKSPACE_ID)
+        workspace = self.workspaces.get(workspace_id)
         if workspace is None:
             return
         cost = cents + int((Decimal(cents) * SERVICE_FEE_RATE).to_integral_value(ROUND_HALF_UP))
@@ -151,6 +166,7 @@ class ProlificState:
             ("GET", r"users/me/", self.get_me),
             ("GET", r"workspaces/", self.list_workspaces),
             ("GET", r"workspaces/(?P<wid>\w+)/balance/", self.get_workspace_balance),
+            ("GET", r"projects/(?P<pid>\w+)/", self.get_project),
             ("GET", r"studies/", self.list_studies),
             ("POST", r"studies/", self.create_study),
             ("GET", r"studies/(?P<sid>\w+)/", self.get_study),
@@ -199,6 +215,11 @@ class ProlificState:
                 "available_balance": available,
                 "available_balance_breakdown": {"rewards": available, "fees": 0, "vat": 0}}
 
+    def get_project(self, *, query, body, pid):
+        if pid not in self.projects:
+            raise ApiError(404, "project not found")
+        return self.projects[pid]
+
     def list_studies(self, *, query, body):
         return self._page(list(self.studies.values()), query, self.base_url + "studies/")
 
@@ -214,6 +235,8 @@ class ProlificState:
                 raise ApiError(400, f"external_study_url lacks {placeholder}")
         if not isinstance(body["reward"], int) or body["reward"] <= 0:
             raise ApiError(400, "reward must be a positive number of cents")
+        if body.get("project") and body["project"] not in self.projects:
+            raise ApiError(400, f"project {body['project']} not found")
         study_id = self.new_id("st")
         self.studies[study_id] = {**body, "id": study_id, "status": "UNPUBLISHED"}
         return self.studies[study_id]
@@ -243,7 +266,8 @@ class ProlificState:
                                     "study is published")
             if study["status"] != "UNPUBLISHED":
                 self.funds_take(study["reward"] * (places - study["total_available_places"]),
-                                what=f"study {sid}'s new places", lock=True)
+                                what=f"study {sid}'s new places", lock=True,
+                                workspace_id=self.study_workspace(study))
         study.update(body)
         return study
 
@@ -258,7 +282,8 @@ class ProlificState:
             raise ApiError(400, "study already published")
         if action == "PUBLISH":
             self.funds_take(study["reward"] * study["total_available_places"],
-                            what=f"study {sid}", lock=True)
+                            what=f"study {sid}", lock=True,
+                            workspace_id=self.study_workspace(study))
         study["status"] = target
         return study
 
@@ -309,7 +334,8 @@ class ProlificState:
         if bonus["paid"]:
             raise ApiError(400, "this bonus has already been paid")
         self.funds_take(int(sum(a for _p, a in bonus["rows"]) * 100), what=f"bonus {bid}",
-                        lock=False)
+                        lock=False, workspace_id=self.study_workspace(
+                            self.studies.get(bonus["study"]) or {}))
         bonus["paid"] = True
         for pid, amount in bonus["rows"]:
             self.payments.append({"participant_id": pid, "amount": amount, "bonus": bid})

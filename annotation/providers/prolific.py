@@ -195,7 +195,7 @@ class ProlificProvider(RemoteProvider):
         if response.status_code == 429:  # the token is not known bad: the currency decides
             notes.append(ReadinessProblem(
                 "Prolific answer", "rate limited (429); publishing retries", blocking=False))
-        balance, balance_error, problem = self._available_balance()
+        balance, balance_error, problem = self._available_balance(stage=stage)
         return ProbeResult(balance=balance, balance_error=balance_error,
                            problems=notes + ([problem] if problem is not None else []))
 
@@ -209,10 +209,12 @@ class ProlificProvider(RemoteProvider):
             raise ProlificError(balance_error)
         return balance
 
-    def _available_balance(self) -> tuple[Decimal | None, str, ReadinessProblem | None]:
+    def _available_balance(self, *, stage=None
+                           ) -> tuple[Decimal | None, str, ReadinessProblem | None]:
         """(the workspace's available balance in dollars, or None and why it is unknown; the
-        blocking problem: a currency other than `AMOUNTS_CURRENCY`, or unknown)."""
-        workspace_id, body, problem = self._workspace_balance()
+        blocking problem: a currency other than `AMOUNTS_CURRENCY`, or unknown). `stage`: the
+        workspace is the one its studies will be created in (`_stage_workspace`)."""
+        workspace_id, body, problem = self._workspace_balance(stage=stage)
         if problem is not None:
             return None, problem.message, problem
         currency = str(body.get("currency_code") or "").upper()
@@ -253,10 +255,62 @@ class ProlificProvider(RemoteProvider):
                                    f"{response.text[:200]}; nothing was created")
         return response, None
 
-    def _workspace_balance(self) -> tuple[str, dict, ReadinessProblem | None]:
+    def _stage_workspace(self, stage) -> tuple[str, ReadinessProblem | None]:
+        """The workspace `stage`'s study is created in, whose currency and funds pay it: the
+        workspace of its `prolific_project_id` ("Get project" names it), which must be
+        `PROLIFIC_WORKSPACE_ID` when that is set (its participant groups are there). A stage
+        without a project is created in the project Prolific chooses, so only an account with
+        one workspace may leave it out: with several, checking `PROLIFIC_WORKSPACE_ID` said
+        nothing of the workspace that would pay (a GBP "My workspace", say). ("", None): no
+        project and no stage, the single-workspace rule of `_workspace_balance`."""
+        configured = getattr(settings, "PROLIFIC_WORKSPACE_ID", "")
+        project_id = str(((stage.settings or {}) if stage is not None else {}).get(
+            "prolific_project_id") or "")
+        if not project_id:
+            if stage is None or not configured:
+                return "", None  # the account's only workspace, or refused as several
+            response, problem = self._probe_get("workspaces/")
+            if problem is not None:
+                return "", problem
+            page = response.json() if response.status_code != 429 else {}
+            ids = [w.get("id") for w in (page or {}).get("results", [])]
+            more = (((page or {}).get("_links") or {}).get("next") or {}).get("href")
+            if ids == [configured] and not more:
+                return configured, None
+            why = ("its workspaces could not be listed (rate limited, 429)"
+                   if response.status_code == 429 else
+                   "the token's account has more than one workspace" if more or len(ids) > 1
+                   else "the token's account has no workspace PROLIFIC_WORKSPACE_ID")
+            return "", ReadinessProblem("Prolific project", (
+                f"the stage names no Prolific project, and {why}: "
+                "a study created without a project goes to the project Prolific chooses, "
+                f"whose workspace's currency and funds were not checked. Set the stage's "
+                f"Prolific project id (settings key prolific_project_id) to a project of "
+                f"workspace {configured}; nothing was created"))
+        response, problem = self._probe_get(f"projects/{project_id}/")
+        if problem is not None:
+            return "", problem
+        if response.status_code == 429:
+            return "", _currency_unknown(f"GET projects/{project_id}/ was rate limited (429)")
+        workspace_id = str((response.json() or {}).get("workspace") or "")
+        if not workspace_id:
+            return "", _currency_unknown(f"GET projects/{project_id}/ named no workspace")
+        if configured and workspace_id != configured:
+            return "", ReadinessProblem("Prolific project", (
+                f"the stage's Prolific project {project_id} is in workspace {workspace_id}, "
+                f"not in PROLIFIC_WORKSPACE_ID {configured} (where its participant groups "
+                "are made): name a project of that workspace, or set PROLIFIC_WORKSPACE_ID to "
+                f"{workspace_id}; nothing was created"))
+        return workspace_id, None
+
+    def _workspace_balance(self, *, stage=None) -> tuple[str, dict, ReadinessProblem | None]:
         """(workspace id, its "Get the balance of a workspace" answer, None), or why it could
-        not be read."""
-        workspace_id = getattr(settings, "PROLIFIC_WORKSPACE_ID", "")
+        not be read. The workspace: `stage`'s (`_stage_workspace`), else
+        `PROLIFIC_WORKSPACE_ID`, else the account's only one."""
+        workspace_id, problem = self._stage_workspace(stage)
+        if problem is not None:
+            return "", {}, problem
+        workspace_id = workspace_id or getattr(settings, "PROLIFIC_WORKSPACE_ID", "")
         if not workspace_id:
             response, problem = self._probe_get("workspaces/")
             if problem is not None:

@@ -23,6 +23,7 @@ from tests.support.providers import (
 pytestmark = [pytest.mark.django_db, pytest.mark.reliability]
 
 GBP_WORKSPACE = f"w{2:022x}"
+GBP_PROJECT, USD_PROJECT = f"p{1:022x}", f"p{2:022x}"
 
 
 def test_a_gbp_workspace_is_refused_at_the_admin_publish_naming_both_currencies(
@@ -74,12 +75,58 @@ def test_the_workspace_is_prolific_workspace_id_and_several_need_it_named(
         stage_publish(stage=stage)
     refused_and_nothing_created(stage, prolific_server)
     settings.PROLIFIC_WORKSPACE_ID = GBP_WORKSPACE
+    prolific_server.state.project_add(project_id=GBP_PROJECT, workspace_id=GBP_WORKSPACE)
+    stage.settings = {**(stage.settings or {}), "prolific_project_id": GBP_PROJECT}
+    stage.save(update_fields=["settings"])
     with pytest.raises(ProviderNotReady, match="prices studies in GBP"):
         stage_publish(stage=stage)
     refused_and_nothing_created(stage, prolific_server)
+    stage.settings = {key: value for key, value in stage.settings.items()
+                      if key != "prolific_project_id"}
+    stage.save(update_fields=["settings"])
+    # Named, but the stage names no project: with two workspaces its study would go to the
+    # project Prolific chooses, maybe in the GBP one, so the USD check says nothing.
     settings.PROLIFIC_WORKSPACE_ID = DEFAULT_WORKSPACE_ID
+    with pytest.raises(ProviderNotReady, match="names no Prolific project.*more than one"):
+        stage_publish(stage=stage)
+    refused_and_nothing_created(stage, prolific_server)
+    prolific_server.state.project_add(project_id=USD_PROJECT, workspace_id=DEFAULT_WORKSPACE_ID)
+    stage.settings = {**(stage.settings or {}), "prolific_project_id": USD_PROJECT}
+    stage.save(update_fields=["settings"])
     assert stage_publish(stage=stage).stage.status == StageStatus.COLLECTING
     assert len(prolific_server.state.studies) == 1
+
+
+def test_the_workspace_checked_is_the_one_the_stages_project_is_in(settings, prolific_server):
+    """Following the refusal's advice literally (a USD workspace in PROLIFIC_WORKSPACE_ID)
+    while the stage's project is in the GBP one checked the USD workspace and paid pence: the
+    workspace checked is the project's, and it must be PROLIFIC_WORKSPACE_ID."""
+    from annotation.services.stages import stage_publish
+
+    usd = prolific_server.state.workspace_add(workspace_id=GBP_WORKSPACE.replace("2", "3"))
+    prolific_server.state.workspaces[DEFAULT_WORKSPACE_ID]["currency_code"] = "GBP"
+    prolific_server.state.project_add(project_id=GBP_PROJECT, workspace_id=DEFAULT_WORKSPACE_ID)
+    prolific_server.state.project_add(project_id=USD_PROJECT, workspace_id=usd["id"])
+    settings.PROLIFIC_WORKSPACE_ID = usd["id"]
+    stage = prolific_draft_stage()
+    stage.settings = {**(stage.settings or {}), "prolific_project_id": GBP_PROJECT}
+    stage.save(update_fields=["settings"])
+    with pytest.raises(ProviderNotReady, match=f"project {GBP_PROJECT} is in workspace "
+                                               f"{DEFAULT_WORKSPACE_ID}, not in "
+                                               "PROLIFIC_WORKSPACE_ID"):
+        stage_publish(stage=stage)
+    refused_and_nothing_created(stage, prolific_server)
+    # Without PROLIFIC_WORKSPACE_ID the project's own (GBP) workspace is the one checked.
+    settings.PROLIFIC_WORKSPACE_ID = ""
+    with pytest.raises(ProviderNotReady, match="prices studies in GBP"):
+        stage_publish(stage=stage)
+    refused_and_nothing_created(stage, prolific_server)
+    # A project of the USD workspace publishes, and its study is paid from that workspace.
+    stage.settings = {**stage.settings, "prolific_project_id": USD_PROJECT}
+    stage.save(update_fields=["settings"])
+    before = usd["available_balance"]
+    assert stage_publish(stage=stage).stage.status == StageStatus.COLLECTING
+    assert usd["available_balance"] < before
 
 
 def test_a_rate_limited_currency_check_publishes_nothing(prolific_server):
