@@ -90,7 +90,7 @@ def queued_access_check(*, user, project: Project) -> None:
 def queued_access_refusal(*, user, project: Project) -> str:
     """Why work `user` queued for `project` (a background publish, a scoring or judge job) may
     not run now: "" while they still see the project, or when no account queued it (a command,
-    the beat, an account since deleted). Asked when the work runs, so a share revoked or a
+    the beat; a job whose requester was deleted, as the job keeps no trace of them). Asked when the work runs, so a share revoked or a
     staff flag removed after the click stops what was queued, as their next page would. An
     account deleted since it queued the work is passed as an anonymous user (the background
     publish looks its id up): refused too, as nobody who may spend the project's money asked

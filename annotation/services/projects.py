@@ -133,8 +133,8 @@ def shareable_users(project: Project | None = None):
     researcher (staff) accounts and superusers, and those it is shared with already (a
     collaborator deactivated since keeps the share, which opens nothing until they are
     active again: the owner's next save must not drop it unseen). The admin's picker lists
-    only these, so an annotator's or a deactivated account's name is never shown to other
-    researchers."""
+    only these, so an annotator's name, or a deactivated account's the project is not shared
+    with, is never shown to other researchers."""
     keep = Q(pk__in=project.shared_with.values("pk")) if project is not None and project.pk \
         else Q(pk__in=[])
     return get_user_model().objects.filter(

@@ -137,6 +137,9 @@ def _call_make(call: ProviderCall) -> None:
     reason = (call.request or {}).get("reason", "")
     by_pk = (call.request or {}).get("queued_by")
     by = get_user_model().objects.filter(pk=by_pk).first() if by_pk else None
+    if by_pk and by is None:  # the account was deleted since the click
+        raise ProviderCallNotSent("not sent: the account that queued it has been deleted "
+                                  "since")
     if by is not None and not workers_visible_to(by).filter(pk=worker.pk).exists():
         # The researcher lost the projects this worker worked on (a share revoked, the staff
         # flag removed) after the click: their next page would not show the worker either.

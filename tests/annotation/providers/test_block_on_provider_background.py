@@ -192,3 +192,21 @@ def test_a_queued_block_is_not_sent_for_a_researcher_who_lost_the_project(client
     call = ProviderCall.objects.get(key__endswith=batch)
     assert call.status == ProviderCallStatus.FAILED
     assert "helper-revoked, who queued it, no longer has access" in call.error
+
+
+@pytest.mark.reliability
+@pytest.mark.mturk
+def test_a_queued_block_is_not_sent_for_an_account_deleted_since(client, mturk_server):
+    researcher = make_user("deleted-after-click")
+    worker = make_worker(provider="mturk", external_id="ADELETED")
+    make_judgment(item=make_item(make_project(owner=researcher)), worker=worker)
+    client.force_login(researcher)
+    batch = _batch(messages_of(act(client, "block_on_provider", [worker], reason="spam")))
+    client.logout()
+    WorkerBlock.objects.filter(researcher=researcher).delete()
+    researcher.delete()
+
+    outcome = task_run_here("worker.tasks.providers.worker_provider_calls_run", args=[batch])
+    assert outcome == {"succeeded": 0, "failed": 1}
+    assert mturk_server.state.blocks == {}
+    assert "has been deleted since" in ProviderCall.objects.get(key__endswith=batch).error
