@@ -47,7 +47,8 @@ def project_owner_and_share(*, project: Project, owner=None, share: Iterable = (
         project.save(update_fields=["owner", "updated_at"])
     share = [user for user in share if user.pk != project.owner_id]
     # The sharing rule of every door (the owner aside: an import keeps a project's owner).
-    refusals = share_refusals(owner=None, users=share)
+    refusals = share_refusals(owner=None, users=share,
+                              kept=project.shared_with.values_list("pk", flat=True))
     if refusals:
         raise ProjectOwnershipError("; ".join(refusals))
     if share:

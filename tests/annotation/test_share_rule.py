@@ -49,3 +49,29 @@ def test_the_project_form_refuses_the_same(client, owner):
         assert response.status_code == 200
         assert response.context["adminform"].form.errors["shared_with"]
     assert list(project.shared_with.all()) == []
+
+
+def test_a_collaborator_deactivated_since_keeps_the_share_at_the_api_and_the_import(
+        owner, tmp_path):
+    """Listing again someone the project is shared with keeps them, whatever their account is
+    now (the API's PATCH with the same list, `import_data --share` run again); only an account
+    newly added is refused for not being an active researcher."""
+    import json
+
+    from django.core.management import call_command
+
+    colleague = make_user("colleague-gone")
+    project = make_project(owner=owner, slug="keep-share", shared_with=[colleague])
+    colleague.is_active = False
+    colleague.save(update_fields=["is_active"])
+    api = APIClient()
+    api.force_authenticate(owner)
+    response = api.patch("/api/projects/keep-share/", {"shared_with": ["colleague-gone"]},
+                         format="json")
+    assert response.status_code == 200, response.content
+    path = tmp_path / "items.jsonl"
+    path.write_text(json.dumps({"external_id": "a", "content": {
+        "passage": "p", "question": "q", "references": ["r"], "candidate": "c"}}) + "\n")
+    call_command("import_data", "jsonl", str(path), "--project", "keep-share",
+                 "--owner", owner.username, "--share", "colleague-gone", "--no-report")
+    assert list(project.shared_with.all()) == [colleague]
