@@ -10,9 +10,10 @@ it), so 0.58 of 25 is 14.5, rounded up to 15, not the float product 14.4999… r
   least one when the rate is above 0 (a rate too small to round to one item, 0.04 of 10,
   gave none: the researcher who asked for attention checks got none, unseen), at most
   per_batch − 1 (a batch is never all gold) and none in a batch of one;
-- a short batch (the last of a pool: fewer regular items than a full batch holds) gets gold in
-  proportion to its regular items, round-half-up(regular × rate / (1 − rate)), never more
-  than a full batch.
+- a short batch (the last of a pool, or a Likert passage with fewer candidates than a
+  batch: fewer regular items than a full batch holds) gets gold in proportion to its regular
+  items, round-half-up(regular × rate / (1 − rate)), at least one as a full batch does (a
+  study of short passages at 0.1 had no gold at all), never more than a full batch.
 
 Whether a batch can have gold at all is the caller's (a Likert batch takes gold from its own
 passage only; one without gold items keeps its slots for regular items).
@@ -39,15 +40,15 @@ def gold_per_batch(per_batch: int, rate: float) -> int:
 
 def gold_with_regular(n_regular: int, *, per_batch: int, rate: float) -> int:
     """Gold items that go with `n_regular` regular items in a batch of `per_batch`: a full
-    batch's `gold_per_batch` when they fill the rest of it, else in proportion (a short last
-    batch), never more."""
+    batch's `gold_per_batch` when they fill the rest of it, else in proportion (a short
+    batch), at least one, never more."""
     full = gold_per_batch(per_batch, rate)
     if n_regular <= 0 or not full:
         return 0
     if n_regular >= per_batch - full:
         return full
     share = _share(rate)
-    return min(full, _half_up(n_regular * share / (1 - share)))
+    return min(full, max(1, _half_up(n_regular * share / (1 - share))))
 
 
 def gold_per_batch_text(per_batch: int, rate: float) -> str:

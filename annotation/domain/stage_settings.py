@@ -107,10 +107,11 @@ SETTINGS: tuple[SettingSpec, ...] = (
                 "Items and HITs", "50", minimum=1),
     SettingSpec("gold_rate", "float", "Gold item rate",
                 "Share of gold/attention items mixed into each HIT (or page of items), as a "
-                "whole number per batch: items × rate rounded half up, at least one, at most one fewer "
-                "than the batch (0.15 of 5 items: 1 gold item, 20%); a short last batch gets "
-                "them in proportion, a Likert batch only from its passage. The release preview "
-                "says what each batch gets.", "Items and HITs",
+                "whole number per batch: items × rate rounded half up, at least one, at most "
+                "one fewer than the batch (0.15 of 5 items: 1 gold item, 20%); a short batch "
+                "(the last, or a Likert passage shorter than a batch) gets them in proportion, "
+                "at least one, a Likert batch only from its passage. The release preview says "
+                "what each batch gets.", "Items and HITs",
                 "the project's gold rate", minimum=0.0, maximum=MAX_GOLD_RATE),
     SettingSpec("reuse_earlier_items", "bool", "Reuse earlier items",
                 "Release items that were already in the project's qualification (other data "

@@ -31,9 +31,12 @@ def test_a_full_batch_holds_the_rate_rounded_half_up_at_least_one_never_all_gold
 
 def test_a_short_batch_gets_gold_in_proportion_never_more_than_a_full_one():
     # Batches of 10 at 0.15: 2 gold items with 8 regular ones; fewer regular ones get
-    # round-half-up(regular × 0.15 / 0.85): 2 → 0.35 → 0, 3 → 0.53 → 1, 6 → 1.06 → 1, 7 → 1.24 → 1.
+    # round-half-up(regular × 0.15 / 0.85), at least one: 2 → 0.35 → 1, 3 → 0.53 → 1,
+    # 6 → 1.06 → 1, 7 → 1.24 → 1.
     assert [gold_with_regular(n, per_batch=10, rate=0.15) for n in (0, 2, 3, 6, 7, 8, 9)] == [
-        0, 0, 1, 1, 1, 2, 2]
+        0, 1, 1, 1, 1, 2, 2]
+    # Likert passages of 3 candidates in batches of 10 at 0.1: one gold item each, not none.
+    assert gold_with_regular(3, per_batch=10, rate=0.1) == 1
     # 0.5 of 4: 2 gold with 2 regular; 1 regular gets 1 (1 × 0.5 / 0.5).
     assert gold_with_regular(1, per_batch=4, rate=0.5) == 1
     assert gold_with_regular(3, per_batch=5, rate=0.0) == 0
