@@ -280,6 +280,13 @@ class ProlificState:
             raise ApiError(400, f"unknown action {action}")
         if action == "PUBLISH" and study["status"] != "UNPUBLISHED":
             raise ApiError(400, "study already published")
+        # Prolific pauses an active study (it is then shown to no new participant:
+        # `participant_start` refuses it; those in it can still complete) and starts a paused
+        # one again; neither applies to a draft or to a study in another state.
+        if action == "PAUSE" and study["status"] != "ACTIVE":
+            raise ApiError(400, f"only an active study can be paused (it is {study['status']})")
+        if action == "START" and study["status"] in ("UNPUBLISHED", "ACTIVE"):
+            raise ApiError(400, f"a study {study['status']} cannot be started")
         if action == "PUBLISH":
             self.funds_take(study["reward"] * study["total_available_places"],
                             what=f"study {sid}", lock=True,

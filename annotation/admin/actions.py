@@ -287,6 +287,8 @@ def sync_stages(modeladmin, request, queryset):
                      f"assignments")
         if sync.reoffer_waiting:
             line += f"; not re-offered yet: {'; '.join(sync.reoffer_waiting[:3])}"
+        if sync.recruiting_problem:
+            failed.append(f"{stage}: {sync.recruiting_problem} (the next sync tries again)")
         if sync.reconciled:
             line += "; closed stage fully reconciled (no longer synced)"
         elif sync.open_reason and stage.status == StageStatus.CLOSED:

@@ -210,6 +210,14 @@ class CrowdProvider(abc.ABC):
         """Keep the stage open `seconds` longer."""
         return iter(())
 
+    def stage_recruiting(self, *, stage, recruiting: bool, occasion: str) -> dict:
+        """Let the provider recruit new workers for the stage (`recruiting`: it collects) or
+        stop showing it to them (it is reviewing), once per `occasion` (the stage transition
+        it follows; `annotation/services/stages.py:stage_recruitment_follow`). Nothing by
+        default: a reviewing MTurk stage has no assignment left to accept, and our pages
+        refuse in-house links of a stage that does not collect."""
+        return {}
+
     # --- participants' sessions ---------------------------------------------------------------
     def sessions_listable(self, *, stage) -> bool:
         """True where `list_submissions` lists every session of the stage, started or

@@ -432,14 +432,25 @@ class ProlificProvider(RemoteProvider):
                 return {"status": "ACTIVE"}
             raise
 
-    def _study_transition(self, stage, study_id: str, action: str) -> None:
-        # Recorded like every side effect; each stop/start is its own call (a new key).
-        provider_call_run(
+    def _study_transition(self, stage, study_id: str, action: str, *, occasion: str = "",
+                          only_from: str = "") -> dict:
+        """POST studies/<id>/transition/ `action`, recorded like every side effect: one call
+        per `occasion` (what it follows, e.g. the stage's transition; none: a new key each
+        time, as an explicit stop or extend is). `only_from`: send it only while the study is
+        in that status (Prolific pauses an ACTIVE study and starts a PAUSED one), read first,
+        so a retry after a lost answer, or a study Prolific moved by itself, is left alone."""
+        def transition(_token: str) -> dict:
+            if only_from:
+                status = self.request("GET", f"studies/{study_id}/").get("status")
+                if status != only_from:
+                    return {"status": status, "sent": False}
+            return self.request("POST", f"studies/{study_id}/transition/",
+                                json={"action": action})
+
+        return provider_call_run(
             provider=Provider.PROLIFIC, operation=f"StudyTransition{action.title()}",
-            key=f"prolific:study-{action.lower()}:{stage.pk}:{new_token('t')}",
-            call_fn=lambda _token: self.request(
-                "POST", f"studies/{study_id}/transition/", json={"action": action}),
-            stage=stage, request={"study_id": study_id, "action": action},
+            key=f"prolific:study-{action.lower()}:{stage.pk}:{occasion or new_token('t')}",
+            call_fn=transition, stage=stage, request={"study_id": study_id, "action": action},
         )
 
     def expire_stage(self, *, stage) -> Iterator[HitUpdate]:
@@ -450,11 +461,23 @@ class ProlificProvider(RemoteProvider):
                 yield HitUpdate(hit_id=hit_id, status=HitStatus.EXPIRED)
 
     def extend_stage(self, *, stage, seconds: int) -> Iterator[HitUpdate]:
-        # Prolific studies have no expiry; "extend" reopens a paused study.
+        # Prolific studies have no expiry; "extend" reopens a paused (or stopped) study.
         study_id = stage.settings.get("prolific_study_id")
-        if study_id:
+        if study_id and self.request("GET", f"studies/{study_id}/").get("status") != "ACTIVE":
             self._study_transition(stage, study_id, "START")
         return iter(())
+
+    def stage_recruiting(self, *, stage, recruiting: bool, occasion: str) -> dict:
+        """PAUSE the study while the stage does not collect (Prolific then shows it to no new
+        participant; those in it can still complete), START it again when it collects: each
+        once per `occasion`, and only from ACTIVE (PAUSE) or PAUSED (START). A study stopped
+        (COMPLETED) or full (AWAITING REVIEW) recruits nobody and is left as it is."""
+        study_id = (stage.settings or {}).get("prolific_study_id")
+        if not study_id:
+            return {}
+        action, only_from = ("START", "PAUSED") if recruiting else ("PAUSE", "ACTIVE")
+        return self._study_transition(stage, study_id, action, occasion=occasion,
+                                      only_from=only_from)
 
     def study_places_raise(self, *, stage, at_least: int) -> dict:
         """Raise the study's places to at least `at_least` ("Update a study": PATCH

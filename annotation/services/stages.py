@@ -13,6 +13,7 @@ idempotency token is stored before its call, so publishing can be interrupted an
 from __future__ import annotations
 
 import dataclasses
+import logging
 from decimal import Decimal
 
 from django.db import transaction
@@ -78,6 +79,8 @@ from .hits import hit_updates_record, stage_hits_publish
 from .readiness import ProviderNotReady
 from .redundancy import adaptive_redundancy_guard
 from .stage_plans import stage_hit_plan, stage_items_choose, stage_items_select
+
+logger = logging.getLogger(__name__)
 
 ALLOWED_TRANSITIONS: dict[str, set[str]] = {
     StageStatus.DRAFT: {StageStatus.PUBLISHED, StageStatus.CLOSED},
@@ -927,7 +930,34 @@ def stage_extend(*, stage: Stage, seconds: int, user=None, actor: str = "") -> S
         stage_transition(stage=stage, to_status=StageStatus.COLLECTING, user=user,
                          actor=actor or "stage_extend called without a user",
                          reason=f"extended by {seconds} s")
+        stage_recruitment_follow(stage=stage)
     return stage
+
+
+def stage_recruitment_follow(*, stage: Stage) -> str:
+    """The provider recruits exactly while the stage collects: after the stage's latest move
+    between collecting and reviewing (whichever door made it: the sync, a rejection by hand,
+    an extend), the provider stops showing it to new workers (reviewing: Prolific PAUSEs the
+    study, so nobody is sent to a page that turns them away unpaid) or shows it again
+    (collecting: START), once per move (`CrowdProvider.stage_recruiting`, a `ProviderCall`
+    keyed by the logged `StageTransition`). Called after the move is committed, never inside
+    it: a provider that fails leaves the move logged and the call recorded as not done, and
+    every sync calls this again until it is done (`_sync_and_review`). Returns why it failed
+    ("" when done or nothing to do); never raises."""
+    last = StageTransition.objects.filter(stage_id=stage.pk).order_by("-pk").first()
+    if last is None or {last.from_status, last.to_status} != {StageStatus.COLLECTING,
+                                                              StageStatus.REVIEWING}:
+        return ""
+    try:
+        get_provider(stage.provider).stage_recruiting(
+            stage=stage, recruiting=last.to_status == StageStatus.COLLECTING,
+            occasion=f"transition-{last.pk}")
+    except Exception as exc:  # noqa: BLE001 - recorded in its ProviderCall, retried by the sync
+        problem = (f"{stage.get_provider_display()} was not told that {stage} is "
+                   f"{last.get_to_status_display().lower()}: {type(exc).__name__}: {exc}")
+        logger.warning("%s (the next sync tries again)", problem)
+        return problem[:500]
+    return ""
 
 
 def stage_collection_complete(*, stage: Stage) -> bool:
@@ -996,6 +1026,7 @@ def stage_reopen_if_slots_free(*, stage: Stage, actor: str, reoffered: int = 0,
             return False
         stage_transition(stage=stage, to_status=StageStatus.COLLECTING, user=user, actor=actor,
                          reason=_reopen_reason(stage, reoffered))
+    stage_recruitment_follow(stage=stage)
     return True
 
 

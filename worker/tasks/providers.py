@@ -61,7 +61,8 @@ def stage_sync(stage_id: int) -> dict:
     return {"listed": sync.listed, "flagged": sync.flagged, "approved": review.approved,
             "rejected": review.rejected, "bonuses": review.bonuses, "errors": len(review.errors),
             "never_listed": review.never_listed, "reconciled": sync.reconciled,
-            "reoffered": sync.reoffered, "given_back": sync.given_back}
+            "reoffered": sync.reoffered, "given_back": sync.given_back,
+            "recruiting_problem": sync.recruiting_problem}
 
 
 @shared_task(name="worker.tasks.providers.providers_sync_all")

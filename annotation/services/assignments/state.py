@@ -33,6 +33,13 @@ def stage_not_open_message(stage: Stage) -> str:
     if stage.status == StageStatus.DRAFT:
         return ("This task has not started yet. Your link will work once the researcher "
                 "opens it.")
+    if stage.status == StageStatus.REVIEWING and stage.provider == Provider.PROLIFIC:
+        # The study is paused on Prolific (`stage_recruitment_follow`), but a participant who
+        # reserved a place before the pause still arrives: they cannot wait with a place held.
+        return ("This study has collected all the answers it needs, so there is nothing for "
+                "you to do. Please return the study on Prolific (\u201cStop without "
+                "completing\u201d) so your place is released; returning it does not count "
+                "against you.")
     if stage.status == StageStatus.REVIEWING:
         return ("This task has collected all the answers it asked for and is paused while "
                 "the researcher reviews them. Your link will work again if the researcher "

@@ -235,6 +235,7 @@ def _sync_claimable(pk: int) -> Q:
 def _sync_and_review(stage: Stage) -> tuple[SyncReport, ReviewReport]:
     from annotation.services.stages import (
         stage_collection_complete,
+        stage_recruitment_follow,
         stage_reopen_if_slots_free,
         stage_transition,
     )
@@ -258,5 +259,9 @@ def _sync_and_review(stage: Stage) -> tuple[SyncReport, ReviewReport]:
         # which picking serves again; MTurk for the assignments this sync bought.
         stage_reopen_if_slots_free(stage=stage, reoffered=replacements.reoffered,
                                    actor="provider sync (stage_sync_and_review)")
+    if stage.status in (StageStatus.COLLECTING, StageStatus.REVIEWING):
+        # The provider recruits while the stage collects, and not while it is reviewing: told
+        # after this sync's move, or again after a move it was not told of (a failed call).
+        sync.recruiting_problem = stage_recruitment_follow(stage=stage)
     return sync, review
 

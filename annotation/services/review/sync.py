@@ -91,6 +91,9 @@ class SyncReport:
     # (`annotation/services/replacements.py`).
     reoffered: int = 0
     reoffer_waiting: list[str] = dataclasses.field(default_factory=list)
+    # Why the provider was not told the stage stopped or started collecting (Prolific: the
+    # study's PAUSE / START failed; the next sync tries again), "" when it was.
+    recruiting_problem: str = ""
 
 
 def provider_sync(*, stage: Stage) -> SyncReport:

@@ -16,13 +16,23 @@ from django.urls import reverse
 from annotation.cockpit_selectors import study_cockpit
 from annotation.cost_selectors import stage_cost_estimate
 from annotation.domain.gold_mix import gold_per_batch
-from annotation.models import Judgment, Provider, StageStatus, TaskKind
+from annotation.models import (
+    Judgment,
+    Provider,
+    ProviderCall,
+    ProviderCallStatus,
+    StageStatus,
+    TaskKind,
+)
+from annotation.providers import get_provider
+from annotation.providers.calls import ProviderCallRefused
 from annotation.selectors import stage_progress
 from annotation.services.access import inhouse_link_create
-from annotation.services.review import stage_sync_and_review
+from annotation.services.review import assignment_reject, stage_sync_and_review
 from annotation.services.stages import stage_publish
 from annotation.stage_plan_selectors import stage_hits_planned, stage_release_preview
 from testing.factories import make_item, make_project, make_worker
+from testing.prolific_server import ApiError
 from testing.workers_sim import page_config, spend_time
 from tests.support.providers import make_stages
 
@@ -311,3 +321,115 @@ def test_a_study_whose_items_settled_early_is_complete_with_places_left(
     assert stage_progress(stages=[trial])[trial.pk].text() == "8 of 8 judgments counted (100%)"
     assert sorted(Judgment.objects.filter(stage=trial).values_list("item_id", flat=True)) \
         == sorted(item.pk for item in items for _ in range(2))
+
+
+TRANSITION = "POST studies/<id>/transition/"
+
+
+def _settled_early(server, researcher, client):
+    """The adaptive study above, its work held for review (not approved yet): 4 participants,
+    then every item settled at 2 judgments with 2 of the study's 6 places left. Returns
+    (stage, study, the submitted assignments)."""
+    trial, _items = _trial(TaskKind.LIKERT, [4])
+    trial.judgments_per_item = 3
+    trial.settings.update({"redundancy": {"min": 2, "max": 3, "agreement": 0.75},
+                           "review": {"approve_after_seconds": 3600}})
+    trial.save()
+    assert stage_publish(stage=trial, user=researcher).report.failed == 0
+    trial.refresh_from_db()
+    study = server.state.studies[trial.settings["prolific_study_id"]]
+    for n in range(4):
+        assert _take_part(server, client, trial, study["id"], f"P{n}")
+    return trial, study, list(trial.assignments.order_by("pk"))
+
+
+def _transitions(stage, action: str) -> list[ProviderCall]:
+    return list(ProviderCall.objects.filter(stage=stage, request__action=action)
+                .order_by("pk"))
+
+
+@pytest.mark.reliability
+def test_a_study_recruits_exactly_while_its_stage_collects(prolific_server, researcher,
+                                                           client):
+    """A study complete with places left is PAUSED on Prolific when the sync moves its stage
+    to reviewing, so Prolific sends nobody to a page with nothing to do (was: the study stayed
+    ACTIVE, and each participant it sent read "paused while the researcher reviews" and had
+    to return it unpaid); one recorded call, not one per sync. A rejection by hand reopens the
+    stage and STARTs the study: the next participant gets the items; complete again, it is
+    paused again."""
+    server = prolific_server
+    trial, study, work = _settled_early(server, researcher, client)
+    assert study["status"] == "ACTIVE"
+    stage_sync_and_review(stage=trial)
+    trial.refresh_from_db()
+    assert trial.status == StageStatus.REVIEWING
+    assert study["status"] == "PAUSED"
+    assert study["total_available_places"] - server.state.places_taken(study["id"]) == 2
+    with pytest.raises(ApiError, match="not active"):
+        server.state.participant_start(study["id"], "P8")  # no new participant
+    stage_sync_and_review(stage=trial)
+    assert [c.status for c in _transitions(trial, "PAUSE")] == [ProviderCallStatus.SUCCEEDED]
+    assert server.stats[TRANSITION] == 2  # PUBLISH, PAUSE
+
+    # One who reserved a place before the pause is told to return the study, not to wait.
+    page = client.get(reverse("annotation:task-prolific", kwargs={"stage_id": trial.pk}) + "?"
+                      + urlencode({"PROLIFIC_PID": "P9", "STUDY_ID": study["id"],
+                                   "SESSION_ID": f"s{9:022x}"}))
+    assert page.status_code == 403
+    assert "return the study on Prolific" in page.content.decode()
+
+    work[0].refresh_from_db()
+    assignment_reject(assignment=work[0], reason="the same score on every candidate answer")
+    trial.refresh_from_db()
+    assert trial.status == StageStatus.COLLECTING
+    assert study["status"] == "ACTIVE"
+    assert [c.status for c in _transitions(trial, "START")] == [ProviderCallStatus.SUCCEEDED]
+    assert _take_part(server, client, trial, study["id"], "P8")  # the items again
+    stage_sync_and_review(stage=trial)
+    trial.refresh_from_db()
+    assert trial.status == StageStatus.REVIEWING
+    assert study["status"] == "PAUSED"
+    assert len(_transitions(trial, "PAUSE")) == 2
+
+
+@pytest.mark.reliability
+def test_a_pause_that_fails_is_seen_and_retried_by_the_next_sync(prolific_server, researcher,
+                                                                 client, settings):
+    """Prolific throttles every try of the PAUSE: the stage still moves to reviewing (logged),
+    the sync says the study was not paused, the call stays recorded as not done, and the next
+    sync pauses it (was: nothing paused it at all)."""
+    server = prolific_server
+    trial, study, _work = _settled_early(server, researcher, client)
+    settings.PROLIFIC_MAX_ATTEMPTS = 2
+    server.rate_limit_next[TRANSITION] = 2
+    sync, _review = stage_sync_and_review(stage=trial)
+    trial.refresh_from_db()
+    assert trial.status == StageStatus.REVIEWING
+    assert trial.transitions.order_by("-pk").first().to_status == StageStatus.REVIEWING
+    assert study["status"] == "ACTIVE"
+    assert "Prolific was not told" in sync.recruiting_problem
+    [call] = _transitions(trial, "PAUSE")
+    assert call.status == ProviderCallStatus.PENDING and "429" in call.error
+
+    sync, _review = stage_sync_and_review(stage=trial)
+    assert sync.recruiting_problem == ""
+    assert study["status"] == "PAUSED"
+    [call] = _transitions(trial, "PAUSE")
+    assert (call.status, call.attempts) == (ProviderCallStatus.SUCCEEDED, 2)
+
+
+def test_the_fake_pauses_only_an_active_study_and_starts_only_a_paused_one(
+        prolific_server, researcher, client):
+    """As Prolific: PAUSE an ACTIVE study, START a PAUSED one; the provider reads the status
+    first, so a study Prolific moved by itself (full: no longer ACTIVE) is left alone."""
+    server = prolific_server
+    trial, study, _work = _settled_early(server, researcher, client)
+    provider = get_provider(Provider.PROLIFIC)
+    with pytest.raises(ProviderCallRefused):
+        provider.request("POST", f"studies/{study['id']}/transition/", json={"action": "START"})
+    study["status"] = "AWAITING REVIEW"
+    assert provider.stage_recruiting(stage=trial, recruiting=False, occasion="t1") == {
+        "status": "AWAITING REVIEW", "sent": False}
+    assert study["status"] == "AWAITING REVIEW"
+    with pytest.raises(ProviderCallRefused):
+        provider.request("POST", f"studies/{study['id']}/transition/", json={"action": "PAUSE"})
