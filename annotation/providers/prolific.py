@@ -438,12 +438,20 @@ class ProlificProvider(RemoteProvider):
         per `occasion` (what it follows, e.g. the stage's transition; none: a new key each
         time, as an explicit stop or extend is). `only_from`: send it only while the study is
         in that status (Prolific pauses an ACTIVE study and starts a PAUSED one), read first,
-        so a retry after a lost answer, or a study Prolific moved by itself, is left alone."""
+        so a retry after a lost answer, or a study Prolific moved by itself, is left alone: done
+        when the study is already where the action leads, or over (COMPLETED, AWAITING
+        REVIEW); any other status (PUBLISHING, SCHEDULED, one Prolific passes through) raises,
+        so the call stays not done and the next sync tries again."""
+        settled = {STUDY_ACTION_TARGETS.get(action), "COMPLETED", "AWAITING REVIEW"}
+
         def transition(_token: str) -> dict:
             if only_from:
                 status = self.request("GET", f"studies/{study_id}/").get("status")
-                if status != only_from:
+                if status in settled:
                     return {"status": status, "sent": False}
+                if status != only_from:
+                    raise ProlificError(f"study {study_id} is {status}: {action} is sent once "
+                                        f"it is {only_from} (the next sync tries again)")
             return self.request("POST", f"studies/{study_id}/transition/",
                                 json={"action": action})
 
@@ -705,6 +713,10 @@ def _ensure_token(stage, key: str) -> str:
         token = new_token(f"qaj-study-{stage.pk}")
         stage_setting_store(stage, key, token)
     return token
+
+
+# Where a study transition leads ("Transition a study": the study object's statuses).
+STUDY_ACTION_TARGETS = {"PAUSE": "PAUSED", "START": "ACTIVE", "STOP": "COMPLETED"}
 
 
 def _currency_mismatch(workspace_id: str, currency: str) -> str:

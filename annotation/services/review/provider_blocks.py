@@ -137,7 +137,9 @@ def _call_make(call: ProviderCall) -> None:
     reason = (call.request or {}).get("reason", "")
     by_pk = (call.request or {}).get("queued_by")
     by = get_user_model().objects.filter(pk=by_pk).first() if by_pk else None
-    if by_pk and by is None:  # the account was deleted since the click
+    if by_pk and by is None and call.operation == BLOCK_OPERATION:
+        # The account was deleted since the click (an unblock still goes: the local blocks
+        # went with the account, and the provider's must not outlive them).
         raise ProviderCallNotSent("not sent: the account that queued it has been deleted "
                                   "since")
     if by is not None and not workers_visible_to(by).filter(pk=worker.pk).exists():

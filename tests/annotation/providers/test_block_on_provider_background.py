@@ -210,3 +210,24 @@ def test_a_queued_block_is_not_sent_for_an_account_deleted_since(client, mturk_s
     assert outcome == {"succeeded": 0, "failed": 1}
     assert mturk_server.state.blocks == {}
     assert "has been deleted since" in ProviderCall.objects.get(key__endswith=batch).error
+
+
+@pytest.mark.reliability
+@pytest.mark.mturk
+def test_a_queued_unblock_still_goes_for_an_account_deleted_since(client, mturk_server):
+    """The account's own blocks went with it, so the provider's block must not outlive them:
+    its queued unblock is still sent (only a block is held back for a deleted account)."""
+    researcher = make_user("unblocks-then-deleted")
+    worker = make_worker(provider="mturk", external_id="AUNDEL")
+    make_judgment(item=make_item(make_project(owner=researcher)), worker=worker)
+    client.force_login(researcher)
+    block = _batch(messages_of(act(client, "block_on_provider", [worker], reason="spam")))
+    task_run_here("worker.tasks.providers.worker_provider_calls_run", args=[block])
+    assert mturk_server.state.blocks == {"AUNDEL": "spam"}
+    unblock = _batch(messages_of(act(client, "unblock_on_provider", [worker])))
+    client.logout()
+    researcher.delete()
+
+    outcome = task_run_here("worker.tasks.providers.worker_provider_calls_run", args=[unblock])
+    assert outcome == {"succeeded": 1, "failed": 0}
+    assert mturk_server.state.blocks == {}

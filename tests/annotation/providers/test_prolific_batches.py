@@ -433,3 +433,25 @@ def test_the_fake_pauses_only_an_active_study_and_starts_only_a_paused_one(
     assert study["status"] == "AWAITING REVIEW"
     with pytest.raises(ProviderCallRefused):
         provider.request("POST", f"studies/{study['id']}/transition/", json={"action": "PAUSE"})
+
+
+@pytest.mark.reliability
+def test_a_pause_due_while_prolific_shows_a_passing_status_waits_for_the_next_sync(
+        prolific_server, researcher, client):
+    """A study Prolific shows in a passing status (PUBLISHING, SCHEDULED) when the pause is
+    due: the call is not counted done (it was: the skip was recorded as a success under the
+    move's key, and the study never paused), and the next sync pauses it."""
+    server = prolific_server
+    trial, study, _work = _settled_early(server, researcher, client)
+    study["status"] = "PUBLISHING"
+    sync, _review = stage_sync_and_review(stage=trial)
+    trial.refresh_from_db()
+    assert trial.status == StageStatus.REVIEWING
+    assert "is PUBLISHING" in sync.recruiting_problem
+    [call] = _transitions(trial, "PAUSE")
+    assert call.status != ProviderCallStatus.SUCCEEDED
+    study["status"] = "ACTIVE"
+    sync, _review = stage_sync_and_review(stage=trial)
+    assert sync.recruiting_problem == "" and study["status"] == "PAUSED"
+    [call] = _transitions(trial, "PAUSE")
+    assert call.status == ProviderCallStatus.SUCCEEDED
