@@ -90,11 +90,12 @@ def queued_access_check(*, user, project: Project) -> None:
 def queued_access_refusal(*, user, project: Project) -> str:
     """Why work `user` queued for `project` (a background publish, a scoring or judge job) may
     not run now: "" while they still see the project, or when no account queued it (a command,
-    the beat; a job whose requester was deleted, as the job keeps no trace of them). Asked when the work runs, so a share revoked or a
-    staff flag removed after the click stops what was queued, as their next page would. An
-    account deleted since it queued the work is passed as an anonymous user (the background
-    publish looks its id up): refused too, as nobody who may spend the project's money asked
-    for it any more."""
+    the beat). Asked when the work runs, so a share revoked or a staff flag removed after the
+    click stops what was queued, as their next page would. The background publish passes an
+    account deleted since the click as an anonymous user (it keeps the id and looks it up):
+    refused, as nobody who may spend the project's money asks for it any more. A scoring or
+    judge job keeps no trace of a deleted requester (its `requested_by` is cleared), so it
+    runs as a command's would."""
     if user is None or projects_visible_to(user).filter(pk=project.pk).exists():
         return ""
     if not user.is_authenticated:

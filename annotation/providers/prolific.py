@@ -720,11 +720,12 @@ STUDY_ACTION_TARGETS = {"PAUSE": "PAUSED", "START": "ACTIVE", "STOP": "COMPLETED
 
 
 def _currency_mismatch(workspace_id: str, currency: str) -> str:
-    return (f"the Prolific workspace {workspace_id} prices studies in {currency}, but every amount QA Judge "
-            f"stores, shows and checks (rewards, bonuses, QAJ_MIN_HOURLY_PAY, budget caps, the "
-            f"cost you confirm) is in {AMOUNTS_CURRENCY}: a reward of 0.40 would pay 0.40 "
-            f"{currency}. Publish from a {AMOUNTS_CURRENCY} workspace (create one in Prolific and "
-            "set PROLIFIC_WORKSPACE_ID to its id); nothing was created")
+    return (f"the Prolific workspace {workspace_id} prices studies in {currency}, but every "
+            "amount QA Judge stores, shows and checks (rewards, bonuses, QAJ_MIN_HOURLY_PAY, "
+            f"budget caps, the cost you confirm) is in {AMOUNTS_CURRENCY}: a reward of 0.40 "
+            f"would pay 0.40 {currency}. Publish from a {AMOUNTS_CURRENCY} workspace (create one "
+            "in Prolific, set PROLIFIC_WORKSPACE_ID to its id and the stage's Prolific project "
+            "id to a project of it); nothing was created")
 
 
 def _currency_unknown(why: str) -> ReadinessProblem:
