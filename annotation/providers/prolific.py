@@ -269,17 +269,12 @@ class ProlificProvider(RemoteProvider):
         if not project_id:
             if stage is None or not configured:
                 return "", None  # the account's only workspace, or refused as several
-            response, problem = self._probe_get("workspaces/")
+            ids, more, problem = self._workspace_ids()
             if problem is not None:
                 return "", problem
-            page = response.json() if response.status_code != 429 else {}
-            ids = [w.get("id") for w in (page or {}).get("results", [])]
-            more = (((page or {}).get("_links") or {}).get("next") or {}).get("href")
             if ids == [configured] and not more:
                 return configured, None
-            why = ("its workspaces could not be listed (rate limited, 429)"
-                   if response.status_code == 429 else
-                   "the token's account has more than one workspace" if more or len(ids) > 1
+            why = ("the token's account has more than one workspace" if more or len(ids) > 1
                    else "the token's account has no workspace PROLIFIC_WORKSPACE_ID")
             return "", ReadinessProblem("Prolific project", (
                 f"the stage names no Prolific project, and {why}: "
@@ -303,6 +298,19 @@ class ProlificProvider(RemoteProvider):
                 f"{workspace_id}; nothing was created"))
         return workspace_id, None
 
+    def _workspace_ids(self) -> tuple[list[str], bool, ReadinessProblem | None]:
+        """The ids on the first page of the token's workspaces ("Get all a user's
+        workspaces"), whether more pages follow, or why they are unknown (unreachable,
+        refused, rate limited): the one read of the account's workspaces."""
+        response, problem = self._probe_get("workspaces/")
+        if problem is not None:
+            return [], False, problem
+        if response.status_code == 429:
+            return [], False, _currency_unknown("GET workspaces/ was rate limited (429)")
+        page = response.json() or {}
+        more = bool(((page.get("_links") or {}).get("next") or {}).get("href"))
+        return [w.get("id") for w in page.get("results", [])], more, None
+
     def _workspace_balance(self, *, stage=None) -> tuple[str, dict, ReadinessProblem | None]:
         """(workspace id, its "Get the balance of a workspace" answer, None), or why it could
         not be read. The workspace: `stage`'s (`_stage_workspace`), else
@@ -312,14 +320,9 @@ class ProlificProvider(RemoteProvider):
             return "", {}, problem
         workspace_id = workspace_id or getattr(settings, "PROLIFIC_WORKSPACE_ID", "")
         if not workspace_id:
-            response, problem = self._probe_get("workspaces/")
+            ids, more, problem = self._workspace_ids()
             if problem is not None:
                 return "", {}, problem
-            if response.status_code == 429:
-                return "", {}, _currency_unknown("GET workspaces/ was rate limited (429)")
-            page = response.json() or {}
-            ids = [w.get("id") for w in page.get("results", [])]
-            more = ((page.get("_links") or {}).get("next") or {}).get("href")
             if len(ids) != 1 or more:
                 return "", {}, _currency_unknown(
                     f"the token's account has {'more than ' if more else ''}{len(ids)} "
