@@ -179,7 +179,7 @@ def stage_cost_estimate(*, stage: Stage, with_balance: bool = False,
         bonus_fees = per_correct_fees
     balance, balance_error = None, ""
     if with_balance:
-        balance, balance_error = _balance(provider)
+        balance, balance_error = _balance(provider, stage=stage)
     seconds, source = seconds_per_item(stage=stage)
     hourly_pay = None
     if seconds and n_judgments:
@@ -272,14 +272,15 @@ def seconds_per_item(*, stage: Stage) -> tuple[float | None, str]:
     return None, ""
 
 
-def _balance(provider) -> tuple[Decimal | None, str]:
-    """The provider's balance, or why it is unknown. Any failure is reported rather than
+def _balance(provider, *, stage: Stage) -> tuple[Decimal | None, str]:
+    """The provider's balance for `stage` (the workspace it is paid from), or why it is
+    unknown. Any failure is reported rather than
     raised: the estimate goes on without the balance, saying so (whether publishing may go on
     is the readiness check's call, annotation/readiness_selectors.py)."""
     from annotation.providers.base import balance_error_text
 
     try:
-        return provider.balance(), ""
+        return provider.balance(stage=stage), ""
     except Exception as exc:  # shown to the researcher, never hidden
         return None, balance_error_text(exc)
 

@@ -175,8 +175,9 @@ class CrowdProvider(abc.ABC):
         """Commission on one bonus payment."""
         return amount * self.bonus_fee_rate()
 
-    def balance(self) -> Decimal | None:
-        """Money available on the account, when the provider says."""
+    def balance(self, *, stage=None) -> Decimal | None:
+        """Money available on the account, when the provider says (`stage`: the account
+        or workspace that stage would be paid from, where the provider has several)."""
         return None
 
     # --- readiness (annotation/readiness_selectors.py) -------------------------------------
@@ -189,7 +190,7 @@ class CrowdProvider(abc.ABC):
         """One read-only call that proves the provider answers (and its balance, where it has
         one). The default asks for the balance and reports a failure as a note only."""
         try:
-            return ProbeResult(balance=self.balance())
+            return ProbeResult(balance=self.balance(stage=stage))
         except Exception as exc:  # shown to the researcher, never hidden
             return ProbeResult(balance_error=balance_error_text(exc))
 

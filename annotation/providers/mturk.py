@@ -149,7 +149,7 @@ class MTurkProvider(RemoteProvider):
             return Decimal("0")
         return max(MIN_COMMISSION, amount * self.bonus_fee_rate())
 
-    def balance(self) -> Decimal | None:
+    def balance(self, *, stage=None) -> Decimal | None:
         # Informational: a short try, so an unreachable endpoint does not hold up the admin.
         response = self.call("get_account_balance", attempts=2)
         return Decimal(response["AvailableBalance"])

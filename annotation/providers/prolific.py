@@ -199,10 +199,12 @@ class ProlificProvider(RemoteProvider):
         return ProbeResult(balance=balance, balance_error=balance_error,
                            problems=notes + ([problem] if problem is not None else []))
 
-    def balance(self) -> Decimal | None:
+    def balance(self, *, stage=None) -> Decimal | None:
         """The workspace's available balance in dollars (the cost estimate's "balance"), read
-        as the readiness probe reads it; why it is unknown is raised."""
-        balance, balance_error, problem = self._available_balance()
+        as the readiness probe reads it: for `stage`, the workspace its study is created in
+        and paid from (`_stage_workspace`), the one the publish's budget guard reads; why it
+        is unknown is raised."""
+        balance, balance_error, problem = self._available_balance(stage=stage)
         if problem is not None:
             raise ProlificError(problem.message)
         if balance is None:

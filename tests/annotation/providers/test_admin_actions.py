@@ -374,7 +374,7 @@ def test_unknown_balance_is_a_warning_in_the_admin(admin_client_):
     from annotation.providers.inhouse import InhouseProvider
 
     class Unreachable(InhouseProvider):
-        def balance(self):
+        def balance(self, *, stage=None):
             raise ConnectionError("no route to the provider")
 
     project = make_project(TaskKind.LIKERT, items_per_hit=2)

@@ -241,7 +241,7 @@ class _NoBalance:
     def __getattr__(self, name):
         return getattr(self.inner, name)
 
-    def balance(self):
+    def balance(self, *, stage=None):
         raise ConnectionError("endpoint unreachable")
 
 

@@ -103,3 +103,21 @@ def test_a_balance_prolific_does_not_state_is_said_and_publishing_goes_on(
     stage.refresh_from_db()
     assert stage.status == StageStatus.COLLECTING
     assert "balance unknown" in stage.transitions.get(to_status="published").reason
+
+
+def test_the_estimate_reads_the_balance_of_the_workspace_the_stage_is_paid_from(
+        settings, prolific_server):
+    """The account has two workspaces and the stage names a Prolific project of the second:
+    the publish checks (and pays from) that workspace, so the cost estimate's balance is that
+    workspace's too, not "unknown: several workspaces" nor another workspace's funds."""
+    settings.PROLIFIC_WORKSPACE_ID = ""
+    _workspace(prolific_server)["available_balance"] = 500  # $5.00, the other workspace
+    second = prolific_server.state.workspace_add(workspace_id=f"w{3:022x}")
+    second["available_balance"] = 123456
+    prolific_server.state.project_add(project_id=f"p{3:022x}", workspace_id=second["id"])
+    stage = prolific_draft_stage()
+    stage.settings = {**(stage.settings or {}), "prolific_project_id": f"p{3:022x}"}
+    stage.save(update_fields=["settings"])
+    estimate = stage_cost_estimate(stage=stage, with_balance=True)
+    assert (estimate.balance, estimate.balance_error) == (Decimal("1234.56"), "")
+    refused_and_nothing_created(stage, prolific_server)
