@@ -40,7 +40,11 @@ from annotation.selectors import (
     prolific_study_places,
     provider_paid_filter,
 )
-from annotation.stage_plan_selectors import places_for_plans, stage_hits_planned
+from annotation.stage_plan_selectors import (
+    adaptive_rule_planned,
+    places_for_plans,
+    stage_hits_planned,
+)
 
 CENT = Decimal("0.01")
 # The recorded call of every bonus payment, whichever door pays it.
@@ -71,6 +75,8 @@ class StageCostEstimate:
     # Where the money goes (`CrowdProvider.environment`: MTurk sandbox or PRODUCTION, ...),
     # said first wherever the estimate is shown, so the two cannot be confused.
     environment: str = ""
+    # Under adaptive redundancy the plan is its most (`planned_redundancy`): said with the total.
+    redundancy_note: str = ""
 
     @property
     def covered_by_balance(self) -> bool | None:
@@ -101,7 +107,10 @@ class StageCostEstimate:
                 else f"{self.n_hits} HITs, {self.n_assignments} assignments")
         return (f"on {self.environment}: {work}, ${self.total} in all (rewards ${self.rewards} "
                 f"+ fees ${self.fees} + bonus budget ${self.bonus_budget} + fees "
-                f"${self.bonus_fees})")
+                f"${self.bonus_fees}){self._redundancy_said()}")
+
+    def _redundancy_said(self) -> str:
+        return f"; {self.redundancy_note}" if self.redundancy_note else ""
 
     def as_text(self) -> str:
         tier = f", {self.hits_in_40pct_tier} HITs at the 40% fee" if self.hits_in_40pct_tier else ""
@@ -116,7 +125,7 @@ class StageCostEstimate:
             f"{where}{self.n_hits} HITs × reward ${self.reward_per_hit} = {self.n_assignments} "
             f"assignments ({self.n_judgments} judgments): rewards ${self.rewards} + fees "
             f"${self.fees}{tier} + bonus budget ${self.bonus_budget} (+ fees ${self.bonus_fees})"
-            f" = ${self.total}{balance}; {self.pay_text()}"
+            f" = ${self.total}{self._redundancy_said()}{balance}; {self.pay_text()}"
         )
 
 
@@ -206,7 +215,17 @@ def stage_cost_estimate(*, stage: Stage, with_balance: bool = False,
         hourly_pay=hourly_pay,
         min_hourly_pay=_money(Decimal(str(settings.QAJ_MIN_HOURLY_PAY))),
         environment=provider.environment(),
+        redundancy_note=_adaptive_note(stage),
     )
+
+
+def _adaptive_note(stage: Stage) -> str:
+    rule = adaptive_rule_planned(stage)
+    if rule is None:
+        return ""
+    return (f"planned for up to {rule.max} judgments per item (adaptive redundancy: {rule.min} "
+            f"and more while judges disagree), the most it can cost; items settled sooner "
+            f"leave work unused, which is not paid")
 
 
 def publish_needs_confirmation(*, stage: Stage) -> bool:

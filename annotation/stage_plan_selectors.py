@@ -326,6 +326,26 @@ def redundancy_target(*, stage: Stage, split: str) -> int:
     return stage.project.redundancy_for(split)
 
 
+def planned_redundancy(*, stage: Stage, split: str) -> int:
+    """Judgments per item a stage's HITs are planned (and so paid) for: `redundancy_target`,
+    except under adaptive redundancy on a data stage whose pages pick the items (in-house,
+    Prolific; MTurk refuses the rule), where an item may want up to the rule's `max` and
+    picking ignores the fixed number: planned for `max`, so a Prolific study has a place for
+    every batch its items can come to want (`places_for_plans`) and its cost estimate and
+    budget check are the most it can cost. Items that agree sooner leave places unused (the
+    study is paused when the stage completes, `stage_recruitment_follow`), which are not
+    paid."""
+    rule = adaptive_rule_planned(stage)
+    return rule.max if rule is not None else redundancy_target(stage=stage, split=split)
+
+
+def adaptive_rule_planned(stage: Stage) -> AdaptiveRedundancy | None:
+    """The adaptive rule the stage's plan follows (`planned_redundancy`), or None."""
+    if stage.provider == Provider.MTURK or not mixes_in_extras(stage):
+        return None
+    return stage_adaptive_rule(stage)
+
+
 def stage_adaptive_rule(stage: Stage, *, strict: bool = False) -> AdaptiveRedundancy | None:
     """The stage's rule, or None. A malformed setting raises GuardFailed naming the fault when
     `strict` (publishing, the stage form); elsewhere it counts as no rule, so a setting broken
@@ -506,7 +526,7 @@ def stage_hits_planned(*, stage: Stage, items: list[Item] | None = None) -> list
                 start += room
                 hit_items = gold.mix(regular, n_gold, per_hit) if gold else regular
                 plans.append(HitPlan(items=hit_items,
-                                     max_assignments=redundancy_target(stage=stage, split=split),
+                                     max_assignments=planned_redundancy(stage=stage, split=split),
                                      split=split))
     if stage.provider == Provider.MTURK and not options.get("allow_40pct_fee_tier"):
         too_many = [plan for plan in plans if plan.max_assignments > MTURK_MAX_ASSIGNMENTS_20PCT]

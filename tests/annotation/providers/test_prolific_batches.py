@@ -455,3 +455,66 @@ def test_a_pause_due_while_prolific_shows_a_passing_status_waits_for_the_next_sy
     assert sync.recruiting_problem == "" and study["status"] == "PAUSED"
     [call] = _transitions(trial, "PAUSE")
     assert call.status == ProviderCallStatus.SUCCEEDED
+
+
+def _take_part_disagreeing(server, client, stage, study_id: str, pid: str) -> list[int]:
+    """As `_take_part`, each item scored 1 or 5 in turn (the item's judgments so far even or
+    odd), so its judges never agree: the rule asks for more up to its `max`."""
+    session = server.state.participant_start(study_id, pid)
+    query = urlencode({"PROLIFIC_PID": pid, "STUDY_ID": study_id, "SESSION_ID": session})
+    page = client.get(reverse("annotation:task-prolific", kwargs={"stage_id": stage.pk})
+                      + "?" + query)
+    assert page.status_code == 200
+    if b'id="task-config"' not in page.content:
+        return []
+    config = page_config(page)
+    spend_time(config, 6.0)
+    answers = [{"item": pk, "time_spent_ms": 6000,
+                "score": 1 if Judgment.objects.filter(item_id=pk).count() % 2 == 0 else 5}
+               for pk in config["items"]]
+    done = client.post(reverse("annotation:task-submit"), data={"answers": answers},
+                       content_type="application/json", HTTP_X_ASSIGNMENT_TOKEN=config["token"])
+    assert done.status_code == 200, done.content[:300]
+    server.state.participant_complete(session, stage.settings["prolific_completion_code"])
+    return list(config["items"])
+
+
+@pytest.mark.reliability
+def test_an_adaptive_study_has_places_for_the_rules_max_and_its_estimate_says_so(
+        prolific_server, researcher, client):
+    """Adaptive redundancy {min 2, max 4} on a stage of 2 judgments per item: judges who never
+    agree make every item want 4. The study was planned at the fixed 2 (4 places for 4 items
+    in batches of 2), so its places ran out with every item short and the stage went to
+    reviewing half collected. It is planned at the rule's max: 8 places, every item reaches 4,
+    and the estimate (the publish confirmation's total) says it is the most it can cost."""
+    trial, items = _trial(TaskKind.LIKERT, [4])
+    trial.settings.update({"redundancy": {"min": 2, "max": 4, "agreement": 0.75}})
+    trial.save()
+    estimate = stage_cost_estimate(stage=trial)
+    assert estimate.n_assignments == 8 and estimate.rewards == Decimal("3.20")
+    assert "planned for up to 4 judgments per item" in estimate.as_text()
+    assert "planned for up to 4 judgments per item" in estimate.confirmation_text()
+    assert stage_publish(stage=trial, user=researcher).report.failed == 0
+    trial.refresh_from_db()
+    study = prolific_server.state.studies[trial.settings["prolific_study_id"]]
+    assert study["total_available_places"] == 8
+    for n in range(8):
+        assert trial.status == StageStatus.COLLECTING, n
+        assert _take_part_disagreeing(prolific_server, client, trial, study["id"], f"P{n}")
+        stage_sync_and_review(stage=trial)
+        trial.refresh_from_db()
+    assert trial.status == StageStatus.REVIEWING
+    counts = sorted(Judgment.objects.filter(stage=trial, item__in=items)
+                    .values_list("item_id", flat=True))
+    assert counts == sorted(item.pk for item in items for _ in range(4))
+
+
+def test_a_fixed_redundancy_stage_and_mturk_are_planned_as_before(db):
+    """The rule's max plans only the stages whose pages follow the rule."""
+    trial, _items = _trial(TaskKind.LIKERT, [4])
+    assert stage_cost_estimate(stage=trial).redundancy_note == ""
+    assert {plan.max_assignments for plan in stage_hits_planned(stage=trial)} == {2}
+    trial.settings.update({"redundancy": {"min": 2, "max": 4, "agreement": 0.75}})
+    trial.provider = Provider.MTURK  # refused at publish; its plan is not the rule's
+    assert {plan.max_assignments for plan in stage_hits_planned(stage=trial)} == {2}
+    assert stage_cost_estimate(stage=trial).redundancy_note == ""
