@@ -47,8 +47,10 @@ from .assignments import (
     SessionNotVerified,
     StageNotOpen,
     WorkerBlocked,
+    QualificationRequired,
     closed_stage_lets_finish,
     hit_is_expired,
+    qualification_check,
 )
 from .assignments.state import assignment_finished, stage_not_open_message
 
@@ -496,8 +498,9 @@ def assignment_token_resolve(*, token: str) -> Assignment:
 def assignment_access_recheck(*, assignment: Assignment) -> None:
     """The permission a page was opened with must still hold when it saves, confirms or
     submits: the provider has not said the session is unknown (Prolific), the stage is still
-    open, the worker is not blocked for this project, and an in-house worker still holds a live
-    link to it. Raises the refusal the page shows; nothing
+    open, the worker is not blocked for this project, still holds a pass that counts of the
+    qualification the stage requires (`qualification_check`), and an in-house worker still holds
+    a live link to it. Raises the refusal the page shows; nothing
     is stored. A finished assignment is left to the caller (a repeated submit answers with the
     completion again, idempotently)."""
     if assignment_finished(assignment):
@@ -520,6 +523,12 @@ def assignment_access_recheck(*, assignment: Assignment) -> None:
     if worker_is_blocked_for(worker=assignment.worker, project=stage.project):
         raise WorkerBlocked("Your account can no longer take part in this study, so these "
                             "answers cannot be saved.")
+    try:
+        # The gate the page was opened through: a pass taken back since (its work rejected)
+        # lets the page store nothing more, as its entry now refuses the worker.
+        qualification_check(stage=stage, worker=assignment.worker)
+    except QualificationRequired as exc:
+        raise QualificationRequired(f"{exc.message} These answers cannot be saved.") from None
     if assignment.worker.provider == Provider.INHOUSE:
         # In-house workers reach pages through their links only: once every link they held for
         # this stage is revoked or expired, their open pages stop saving too.

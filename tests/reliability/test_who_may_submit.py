@@ -18,6 +18,7 @@ from annotation.models import (
     Judgment,
     ParticipantVerification,
     Provider,
+    StageKind,
     StageStatus,
     TaskKind,
     Worker,
@@ -32,7 +33,17 @@ from annotation.services.assignments import (
     assignment_start,
     closed_stage_lets_finish,
 )
-from testing.factories import make_hit, make_judgment, make_stage, make_user, make_worker
+from testing.factories import (
+    make_assignment,
+    make_hit,
+    make_item,
+    make_judgment,
+    make_project,
+    make_qualification,
+    make_stage,
+    make_user,
+    make_worker,
+)
 from tests.support.tasks import api, make_task, page_config
 
 pytestmark = [pytest.mark.django_db, pytest.mark.reliability]
@@ -136,6 +147,59 @@ def test_a_submitted_assignment_still_answers_a_repeated_submit_after_the_stage_
     again = api(client, "task-submit", config["token"], _answers(config))
     assert again.status_code == 200 and again.json()["ok"]
     assert Judgment.objects.count() == count
+
+
+def _open_gated_inhouse(client):
+    """An in-house trial requiring a qualification that `worker` passed (graded from their
+    submitted qualification work), and the worker's open trial page."""
+    project = make_project(TaskKind.LIKERT, slug="gated", owner=make_user(), items_per_hit=2)
+    gold = make_item(project, gold={"score": 4})
+    for _ in range(2):
+        make_item(project)
+    qual = make_stage(project, kind=StageKind.QUALIFICATION, name="qual", order=0)
+    qual.items.set([gold])
+    trial = make_stage(project, kind=StageKind.FULL, name="trial", order=1,
+                       status=StageStatus.COLLECTING, requires_stage=qual)
+    worker = make_worker()
+    qualification_work = make_assignment(qual, worker=worker, items=[gold],
+                                         status=AssignmentStatus.SUBMITTED)
+    make_judgment(item=gold, stage=qual, worker=worker, assignment=qualification_work, score=4)
+    make_qualification(worker=worker, stage=qual, passed=True, assignment=qualification_work)
+    _link, path = inhouse_link_create(worker=worker, project=project, stage=trial)
+    config = page_config(client.get(path))
+    return trial, path, qualification_work, config
+
+
+@pytest.mark.parametrize("door", ["task-autosave", "task-confirm", "task-submit"])
+def test_an_open_page_stores_nothing_once_its_qualification_pass_is_taken_back(client, door):
+    """The qualification gate holds at every write an open page makes, as at its entry
+    (`qualification_check`): a pass whose work the researcher rejects while the worker holds a
+    page of the trial it opened stores no draft, confirmed answer or submission, and the page
+    says why. Before, the reload was refused while the open page's submit stored (and
+    counted) every answer."""
+    from annotation.services.review import assignment_reject
+
+    trial, path, qualification_work, config = _open_gated_inhouse(client)
+    body = {"task-autosave": {"draft": {"a": 1}},
+            "task-confirm": {"item": config["items"][0], "answer": {"score": 4}},
+            "task-submit": _answers(config)}[door]
+    assignment_reject(assignment=qualification_work, reason="copied the answers")
+
+    assert client.get(path).status_code == 403  # the entry refused it already
+    response = api(client, door, config["token"], body)
+    assert response.status_code == 403 and response.json()["ok"] is False
+    assert response.json()["code"] == "qualification_required"
+    assert "qualification work was rejected" in response.json()["message"]
+    assert "cannot be saved" in response.json()["message"]
+    assert not Judgment.objects.filter(stage=trial).exists()
+    assert Assignment.objects.get(stage=trial).draft == {}
+
+
+def test_an_open_page_of_a_worker_still_qualified_saves_and_submits(client):
+    trial, _path, _work, config = _open_gated_inhouse(client)
+    assert api(client, "task-autosave", config["token"], {"draft": {"a": 1}}).status_code == 200
+    assert api(client, "task-submit", config["token"], _answers(config)).status_code == 200
+    assert Judgment.objects.filter(stage=trial).count() == len(config["items"]) == 2
 
 
 # --- 3. MaxAssignments ------------------------------------------------------------------------

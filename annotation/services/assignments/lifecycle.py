@@ -65,10 +65,21 @@ from .timeouts import is_late, live_assignments, mark_late
 def _check_worker(*, stage: Stage, worker: Worker) -> None:
     if worker_is_blocked_for(worker=worker, project=stage.project):
         raise WorkerBlocked("Your account can no longer take tasks in this study.")
+    qualification_check(stage=stage, worker=worker)
+
+
+def qualification_check(*, stage: Stage, worker: Worker) -> None:
+    """QualificationRequired, saying why, unless `worker` holds a pass of the qualification
+    `stage` requires that counts (`qualification_results_that_count`: not graded from rejected
+    work, nor from work the provider has not vouched for). The one gate rule of every door: a
+    page's entry (`assignment_start`, `more_work_for`) and every write an open page makes
+    (`annotation/services/access.py:assignment_access_recheck`), so a pass taken back while the
+    page is open (its work rejected) stores nothing more."""
+    if not stage.requires_stage_id:
+        return
     results = WorkerQualification.objects.filter(worker=worker,
                                                  stage_id=stage.requires_stage_id)
-    if stage.requires_stage_id and not qualification_results_that_count(
-            results.filter(passed=True)).exists():
+    if not qualification_results_that_count(results.filter(passed=True)).exists():
         if qualification_results_awaiting_provider(results.filter(passed=True)).exists():
             raise QualificationRequired(
                 "This task is open to those who passed its qualification, and your "
