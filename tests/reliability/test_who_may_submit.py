@@ -25,7 +25,12 @@ from annotation.models import (
     WorkerBlock,
     WorkerStatus,
 )
-from annotation.services.access import inhouse_link_create, inhouse_link_revoke
+from annotation.services import access
+from annotation.services.access import (
+    inhouse_link_create,
+    inhouse_link_reissue,
+    inhouse_link_revoke,
+)
 from annotation.services.assignments import (
     NoItemsAvailable,
     WorkerBlocked,
@@ -147,6 +152,74 @@ def test_a_submitted_assignment_still_answers_a_repeated_submit_after_the_stage_
     again = api(client, "task-submit", config["token"], _answers(config))
     assert again.status_code == 200 and again.json()["ok"]
     assert Judgment.objects.count() == count
+
+
+def _answered_by_score(config, score):
+    return {"answers": [{"item": i, "score": score} for i in config["items"]]}
+
+
+@pytest.mark.parametrize("door", ["task-autosave", "task-confirm", "task-submit"])
+def test_a_reissued_links_open_page_stores_nothing(client, door):
+    """A link reissued because it leaked (`inhouse_link_reissue`) stops the pages opened
+    through it, though the annotator holds the new link: the page token names its link
+    (`access.PageToken`, `inhouse_page_link`). The annotator goes on with the new link in the
+    same assignment, their draft intact. Before, the leaked page saved and submitted as the
+    annotator, since the worker held a live link (the new one)."""
+    project, stage, items = make_task(TaskKind.LIKERT, n_items=6, items_per_hit=3,
+                                      owner=make_user())
+    worker = make_worker()
+    link, leaked_path = inhouse_link_create(worker=worker, project=project, stage=stage)
+    ann = page_config(client.get(leaked_path))
+    assert api(client, "task-autosave", ann["token"], {"draft": {"mine": 1}}).status_code == 200
+    leaked = page_config(client.get(leaked_path))  # the same assignment, opened by another
+    _new_link, new_path = inhouse_link_reissue(link=link)
+
+    body = {"task-autosave": {"draft": {"theirs": 1}},
+            "task-confirm": {"item": leaked["items"][0], "answer": {"score": 1}},
+            "task-submit": _answered_by_score(leaked, 1)}[door]
+    response = api(client, door, leaked["token"], body)
+    assert response.status_code == 403 and response.json()["code"] == "link_revoked"
+    assert "revoked" in response.json()["message"]
+    assert not Judgment.objects.exists()
+    assert client.get(leaked_path).status_code == 403
+
+    reopened = page_config(client.get(new_path))
+    assert reopened["items"] == ann["items"] and reopened["draft"] == {"mine": 1}
+    assert api(client, "task-submit", reopened["token"],
+               _answered_by_score(reopened, 4)).status_code == 200
+    assert set(Judgment.objects.values_list("score", flat=True)) == {4.0}
+
+
+@pytest.mark.parametrize("project_wide", [False, True])
+def test_a_completion_page_never_hands_out_the_link_that_replaced_its_own(client, project_wide):
+    """The completion page goes on with the link its page was opened through only
+    (`inhouse_completion`), so a leaked link's holder who finished a batch before the reissue
+    reloads their completion URL and gets neither the annotator's new link nor their new home
+    page. Before, it redirected to the newest live link: the reissued one."""
+    project, stage, items = make_task(TaskKind.LIKERT, n_items=9, items_per_hit=3,
+                                      owner=make_user())
+    worker = make_worker()
+    link, path = inhouse_link_create(worker=worker, project=project,
+                                     stage=None if project_wide else stage)
+    entry = access.inhouse_home_stage_path(link=link, stage=stage) if project_wide else path
+    leaked = page_config(client.get(entry))
+    complete_url = api(client, "task-submit", leaked["token"],
+                       _answered_by_score(leaked, 3)).json()["complete_url"]
+    before = client.get(complete_url)
+    assert before.status_code == 302  # more work: on with the same link
+
+    new_link, new_path = inhouse_link_reissue(link=link)
+    after = client.get(complete_url)
+    new_token = new_path.rstrip("/").rsplit("/", 1)[-1]
+    assert after.status_code == 200
+    assert new_token not in after.content.decode() and not after.get("Location")
+    assert b"Thank you" in after.content
+
+    # The annotator's own page, opened through the new link, goes on with it.
+    ann = page_config(client.get(access.inhouse_home_stage_path(link=new_link, stage=stage)
+                                 if project_wide else new_path))
+    ann_done = api(client, "task-submit", ann["token"], _answered_by_score(ann, 4))
+    assert new_token in client.get(ann_done.json()["complete_url"])["Location"]
 
 
 def _open_gated_inhouse(client):
