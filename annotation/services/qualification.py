@@ -3,8 +3,7 @@
 A worker answers N items with known answers; an answer is correct when the multiple-choice or
 A/B choice equals the gold choice, or the Likert score is within `project.qualification_tolerance`
 of the gold score. Passing needs at least `project.qualification_threshold` of the N correct
-(unanswered items count as wrong; on an in-house link, every item the worker was given, over
-all their pages: `graded_assignments`). The result is stored once per worker and stage — a failing
+(unanswered items count as wrong). The result is stored once per worker and stage — a failing
 worker cannot retake — and granted on the provider (`qualification_grant`), where MTurk's
 qualification value (the score in percent) also keeps failing workers out of the trial.
 
@@ -105,35 +104,10 @@ def qualification_grade(*, assignment: Assignment) -> WorkerQualification:
         return WorkerQualification.objects.get(worker=assignment.worker, stage=stage)
 
 
-def graded_assignments(assignment: Assignment) -> list[Assignment]:
-    """The assignments one qualification result is graded from: `assignment` and, for a
-    provider that keeps no list of its own (in-house links), the worker's other assignments of
-    the stage. A page left until it timed out keeps the answers it confirmed one by one, and
-    those items are never served to the worker again (`_not_seen_by`): graded from the last
-    assignment alone, a worker who answered some items, let the page time out and opened the
-    link again was graded on the rest only (2 wrong answers of 4 never graded: a pass at
-    100%). On MTurk and Prolific a worker id is no proof (another assignment under it may be a
-    forger's, see `qualification_grade`), and a HIT's items are fixed: one assignment each."""
-    from annotation.providers import get_provider
-
-    if assignment.hit_id is not None or get_provider(
-            assignment.stage.provider).confirms_submissions:
-        return [assignment]
-    others = Assignment.objects.filter(
-        stage_id=assignment.stage_id, worker_id=assignment.worker_id).exclude(pk=assignment.pk)
-    return [assignment, *others]
-
-
 def _grade(assignment: Assignment) -> tuple[bool, float, int]:
-    """(passed, score, number of check items) over every item with a gold answer the worker
-    was given in `graded_assignments`; an item they never answered counts as wrong."""
     project = assignment.stage.project
-    graded = graded_assignments(assignment)
-    items = list(Item.objects.filter(
-        assignments__in=graded, gold__isnull=False).select_related(
-        "project").distinct().order_by("pk"))
-    items = [item for item in items if item.gold]
-    judgments = {j.item_id: j for j in Judgment.objects.filter(assignment__in=graded)}
+    items = [item for item in assignment.items.select_related("project") if item.gold]
+    judgments = {j.item_id: j for j in assignment.judgments.all()}
     correct = sum(
         1 for item in items
         if item.pk in judgments and answer_is_correct(

@@ -4,21 +4,9 @@ boundary: 8 of 10 passes and 7 of 10 fails, tolerance 0 against 1 (`qualificatio
 one grading every door reaches: the task page's submit, the provider sync, the admin)."""
 from __future__ import annotations
 
-from datetime import timedelta
-
 import pytest
-from django.utils import timezone
 
-from annotation.models import (
-    Assignment,
-    AssignmentStatus,
-    StageKind,
-    StageStatus,
-    TaskKind,
-    WorkerQualification,
-)
-from annotation.services.access import inhouse_link_create
-from annotation.services.assignments import assignment_release_abandoned
+from annotation.models import AssignmentStatus, StageKind, TaskKind
 from annotation.services.qualification import qualification_grade
 from testing.factories import (
     make_assignment,
@@ -26,10 +14,8 @@ from testing.factories import (
     make_judgment,
     make_project,
     make_stage,
-    make_user,
     make_worker,
 )
-from tests.support.tasks import api, page_config
 
 pytestmark = pytest.mark.django_db
 
@@ -57,30 +43,3 @@ def test_ten_gold_items_pass_at_eighty_percent_within_the_tolerance(right, off_b
     expected_score = (right + (10 - right) * (off_by <= tolerance)) / 10
     assert (result.passed, result.n_items) == (passed, 10)
     assert result.score == pytest.approx(expected_score)
-
-
-def test_answers_confirmed_on_a_page_that_timed_out_are_graded_with_the_rest(client):
-    """A qualification is graded on every check item the worker was given, whichever of their
-    pages answered it (`graded_assignments`): the answers a page confirmed one by one before
-    it timed out stay theirs, and the page the link opens next serves only the rest, so grading
-    that page alone passed a worker on the items they chose to leave for it."""
-    project = make_project(TaskKind.LIKERT, owner=make_user(), items_per_hit=4,
-                           qualification_threshold=0.8)
-    items = [make_item(project, gold={"score": 4}, group_key="one passage") for _ in range(4)]
-    stage = make_stage(project, kind=StageKind.QUALIFICATION, status=StageStatus.COLLECTING)
-    stage.items.set(items)
-    _link, path = inhouse_link_create(worker=make_worker(), project=project, stage=stage)
-    first = page_config(client.get(path))
-    for item in first["items"][:2]:  # the two it is least sure of, answered and left
-        assert api(client, "task-confirm", first["token"],
-                   {"item": item, "answer": {"score": 1}}).status_code == 200
-    Assignment.objects.update(last_seen_at=timezone.now() - timedelta(days=2))
-    assert assignment_release_abandoned() == 1
-    second = page_config(client.get(path))
-    assert second["items"] == first["items"][2:]
-    submitted = api(client, "task-submit", second["token"],
-                    {"answers": [{"item": item, "score": 4} for item in second["items"]]})
-    assert submitted.status_code == 200
-
-    result = WorkerQualification.objects.get()
-    assert (result.n_items, result.score, result.passed) == (4, 0.5, False)
