@@ -154,10 +154,6 @@ def test_a_submitted_assignment_still_answers_a_repeated_submit_after_the_stage_
     assert Judgment.objects.count() == count
 
 
-def _answered_by_score(config, score):
-    return {"answers": [{"item": i, "score": score} for i in config["items"]]}
-
-
 @pytest.mark.parametrize("door", ["task-autosave", "task-confirm", "task-submit"])
 def test_a_reissued_links_open_page_stores_nothing(client, door):
     """A link reissued because it leaked (`inhouse_link_reissue`) stops the pages opened
@@ -176,7 +172,7 @@ def test_a_reissued_links_open_page_stores_nothing(client, door):
 
     body = {"task-autosave": {"draft": {"theirs": 1}},
             "task-confirm": {"item": leaked["items"][0], "answer": {"score": 1}},
-            "task-submit": _answered_by_score(leaked, 1)}[door]
+            "task-submit": _answers(leaked, 1)}[door]
     response = api(client, door, leaked["token"], body)
     assert response.status_code == 403 and response.json()["code"] == "link_revoked"
     assert "revoked" in response.json()["message"]
@@ -186,7 +182,7 @@ def test_a_reissued_links_open_page_stores_nothing(client, door):
     reopened = page_config(client.get(new_path))
     assert reopened["items"] == ann["items"] and reopened["draft"] == {"mine": 1}
     assert api(client, "task-submit", reopened["token"],
-               _answered_by_score(reopened, 4)).status_code == 200
+               _answers(reopened, 4)).status_code == 200
     assert set(Judgment.objects.values_list("score", flat=True)) == {4.0}
 
 
@@ -204,7 +200,7 @@ def test_a_completion_page_never_hands_out_the_link_that_replaced_its_own(client
     entry = access.inhouse_home_stage_path(link=link, stage=stage) if project_wide else path
     leaked = page_config(client.get(entry))
     complete_url = api(client, "task-submit", leaked["token"],
-                       _answered_by_score(leaked, 3)).json()["complete_url"]
+                       _answers(leaked, 3)).json()["complete_url"]
     before = client.get(complete_url)
     assert before.status_code == 302  # more work: on with the same link
 
@@ -218,7 +214,7 @@ def test_a_completion_page_never_hands_out_the_link_that_replaced_its_own(client
     # The annotator's own page, opened through the new link, goes on with it.
     ann = page_config(client.get(access.inhouse_home_stage_path(link=new_link, stage=stage)
                                  if project_wide else new_path))
-    ann_done = api(client, "task-submit", ann["token"], _answered_by_score(ann, 4))
+    ann_done = api(client, "task-submit", ann["token"], _answers(ann, 4))
     assert new_token in client.get(ann_done.json()["complete_url"])["Location"]
 
 
