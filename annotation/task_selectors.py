@@ -297,16 +297,44 @@ class InhouseCompletion:
     qualification: WorkerQualification | None
 
 
-def inhouse_completion(*, assignment: Assignment) -> InhouseCompletion:
-    """What the completion page of an in-house assignment reads: the link to go on with and,
-    for a qualification stage, the worker's result."""
+def inhouse_link_live(link: InhouseLink | None, now=None) -> bool:
+    """Whether an in-house link still opens pages: not revoked, not past its expiry."""
+    return link is not None and not link.revoked and (
+        link.expires_at is None or link.expires_at > (now or timezone.now()))
+
+
+def inhouse_page_link(*, assignment: Assignment, link_id: int) -> InhouseLink | None:
+    """The in-house link a page of `assignment` was opened through (named by the page's token),
+    while it still opens that page: live (`inhouse_link_live`), the assignment's worker's, to
+    its stage or its whole project. None once it is revoked (a leaked link reissued), expired,
+    or names something else. The one rule of the page's writes
+    (`annotation/services/access.py:assignment_access_recheck`) and of where its completion
+    page goes on (`inhouse_completion`): a page opened through a link keeps no more than the
+    link gave, and never learns the link that replaced it."""
     stage = assignment.stage
     link = InhouseLink.objects.filter(
-        Q(stage=stage) | Q(stage__isnull=True),
-        worker=assignment.worker, project=stage.project, revoked=False,
-    ).order_by("-pk").select_related("stage").first()
-    if link is not None and link.expires_at is not None and link.expires_at <= timezone.now():
-        link = None
+        Q(stage=stage) | Q(stage__isnull=True), pk=link_id, worker_id=assignment.worker_id,
+        project_id=stage.project_id,
+    ).select_related("stage").first()
+    return link if inhouse_link_live(link) else None
+
+
+def inhouse_completion(*, assignment: Assignment,
+                       link_id: int | None = None) -> InhouseCompletion:
+    """What the completion page of an in-house assignment reads: the link to go on with and,
+    for a qualification stage, the worker's result. `link_id`: the link the page was opened
+    through (its token names it), the only one it goes on with (`inhouse_page_link`); without
+    one (a token from before tokens named their link), the annotator's newest live link."""
+    stage = assignment.stage
+    if link_id is not None:
+        link = inhouse_page_link(assignment=assignment, link_id=link_id)
+    else:
+        link = InhouseLink.objects.filter(
+            Q(stage=stage) | Q(stage__isnull=True),
+            worker=assignment.worker, project=stage.project, revoked=False,
+        ).order_by("-pk").select_related("stage").first()
+        if not inhouse_link_live(link):
+            link = None
     qualification = (assignment.worker.qualifications.filter(stage=stage).first()
                      if stage.kind == StageKind.QUALIFICATION else None)
     return InhouseCompletion(link=link, qualification=qualification)

@@ -38,17 +38,20 @@ from annotation.selectors import (
     qualification_results_that_count,
     worker_is_blocked_for,
 )
+from annotation.task_selectors import inhouse_link_live, inhouse_page_link
 
 from .assignments import (
     OPEN_STAGE_STATUSES,
     AssignmentClosed,
     AssignmentRefused,
     HitExpired,
+    QualificationRequired,
     SessionNotVerified,
     StageNotOpen,
     WorkerBlocked,
     closed_stage_lets_finish,
     hit_is_expired,
+    qualification_check,
 )
 from .assignments.state import assignment_finished, stage_not_open_message
 
@@ -470,13 +473,27 @@ def assignment_token_max_age() -> int:
     return int(getattr(settings, "QAJ_TASK_TOKEN_MAX_AGE_SECONDS", 24 * 3600))
 
 
-def assignment_token_make(*, assignment: Assignment) -> str:
-    return signing.dumps({"a": assignment.pk, "w": assignment.worker_id}, salt=ASSIGNMENT_SALT)
+def assignment_token_make(*, assignment: Assignment, link_id: int | None = None) -> str:
+    """The signed token of a page of `assignment`; `link_id`: the in-house link it was opened
+    through, which must stay live for the page to save (`assignment_access_recheck`)."""
+    data: dict[str, int] = {"a": assignment.pk, "w": assignment.worker_id}
+    if link_id is not None:
+        data["l"] = link_id
+    return signing.dumps(data, salt=ASSIGNMENT_SALT)
 
 
-def assignment_token_resolve(*, token: str) -> Assignment:
-    """The assignment a page token names; AccessDenied when tampered or not matching,
-    TokenExpired when older than `assignment_token_max_age()`."""
+@dataclass(frozen=True)
+class PageToken:
+    assignment: Assignment
+    # The in-house link the page was opened through; None for a crowd page (and for a token
+    # made before tokens named their link).
+    link_id: int | None
+
+
+def page_token_resolve(*, token: str) -> PageToken:
+    """The assignment a page token names, and the in-house link the page was opened through;
+    AccessDenied when tampered or not matching, TokenExpired when older than
+    `assignment_token_max_age()`."""
     try:
         data = signing.loads(token or "", salt=ASSIGNMENT_SALT,
                              max_age=assignment_token_max_age())
@@ -490,16 +507,25 @@ def assignment_token_resolve(*, token: str) -> Assignment:
     ).first()
     if assignment is None:
         raise AccessDenied("This assignment does not exist.")
-    return assignment
+    link_id = data.get("l")
+    return PageToken(assignment=assignment,
+                     link_id=link_id if isinstance(link_id, int) else None)
 
 
-def assignment_access_recheck(*, assignment: Assignment) -> None:
+def assignment_token_resolve(*, token: str) -> Assignment:
+    """The assignment a page token names (`page_token_resolve`)."""
+    return page_token_resolve(token=token).assignment
+
+
+def assignment_access_recheck(*, assignment: Assignment,
+                              link_id: int | None = None) -> None:
     """The permission a page was opened with must still hold when it saves, confirms or
     submits: the provider has not said the session is unknown (Prolific), the stage is still
-    open, the worker is not blocked for this project, and an in-house worker still holds a live
-    link to it. Raises the refusal the page shows; nothing
-    is stored. A finished assignment is left to the caller (a repeated submit answers with the
-    completion again, idempotently)."""
+    open, the worker is not blocked for this project, still holds a pass that counts of the
+    qualification the stage requires (`qualification_check`), and an in-house page's link
+    (`link_id`, named by its token) still opens it (`inhouse_page_link`). Raises the refusal the
+    page shows; nothing is stored. A finished assignment is left to the caller (a repeated
+    submit answers with the completion again, idempotently)."""
     if assignment_finished(assignment):
         return
     if server_state(assignment).get(SUPERSEDED_KEY):
@@ -520,18 +546,32 @@ def assignment_access_recheck(*, assignment: Assignment) -> None:
     if worker_is_blocked_for(worker=assignment.worker, project=stage.project):
         raise WorkerBlocked("Your account can no longer take part in this study, so these "
                             "answers cannot be saved.")
+    try:
+        # The gate the page was opened through: a pass taken back since (its work rejected)
+        # lets the page store nothing more, as its entry now refuses the worker.
+        qualification_check(stage=stage, worker=assignment.worker)
+    except QualificationRequired as exc:
+        raise QualificationRequired(f"{exc.message} These answers cannot be saved.") from None
     if assignment.worker.provider == Provider.INHOUSE:
-        # In-house workers reach pages through their links only: once every link they held for
-        # this stage is revoked or expired, their open pages stop saving too.
-        now = timezone.now()
+        if link_id is not None:
+            # The link the page was opened through must still open it: a leaked link the
+            # researcher revoked or reissued stops its open pages, even though the annotator
+            # holds the new link (with which they reopen the same assignment).
+            if inhouse_page_link(assignment=assignment, link_id=link_id) is None:
+                raise LinkRevoked(PAGE_LINK_GONE)
+            return
+        # A token naming no link (made before tokens named theirs): once every link they held
+        # for this stage is revoked or expired, their open pages stop saving too.
         links = list(InhouseLink.objects.filter(
             Q(stage__isnull=True) | Q(stage=stage), worker=assignment.worker,
-            project=stage.project).values_list("revoked", "expires_at"))
-        live = [1 for revoked, expires in links
-                if not revoked and (expires is None or expires > now)]
-        if links and not live:
-            raise LinkRevoked("Your link to this study has been revoked or has expired, so "
-                              "these answers cannot be saved. Ask the researcher for a new link.")
+            project=stage.project))
+        if links and not any(inhouse_link_live(link) for link in links):
+            raise LinkRevoked(PAGE_LINK_GONE)
+
+
+PAGE_LINK_GONE = ("The link this page was opened with has been revoked or has expired, so these "
+                  "answers cannot be saved. Open the task again from your current link (your "
+                  "saved answers come back), or ask the researcher for a new one.")
 
 
 # --- Rate-limit keys ----------------------------------------------------------------------------

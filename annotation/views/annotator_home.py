@@ -49,4 +49,4 @@ def task_home_stage(request: HttpRequest, token: str, stage_id: int) -> HttpResp
         stage = access.inhouse_link_stage_choose(link=link, stage_id=stage_id)
     except AssignmentRefused as exc:
         return task_pages.task_refused(request, exc)
-    return task_pages.task_start(request, stage=stage, worker=link.worker)
+    return task_pages.task_start(request, stage=stage, worker=link.worker, link_id=link.pk)

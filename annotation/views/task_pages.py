@@ -221,8 +221,11 @@ def task_refused(request: HttpRequest, exc: AssignmentRefused, *,
 SAVED_PARAM = "saved"
 
 
-def _complete_url(assignment: Assignment, *, turk_submit_to: str = "", token: str = "") -> str:
-    token = token or access.assignment_token_make(assignment=assignment)
+def _complete_url(assignment: Assignment, *, turk_submit_to: str = "", token: str = "",
+                  link_id: int | None = None) -> str:
+    # The completion page of an in-house page names the link it was opened through: it goes on
+    # with that link only (`inhouse_completion`), never with one that replaced it.
+    token = token or access.assignment_token_make(assignment=assignment, link_id=link_id)
     url = reverse("annotation:task-complete", kwargs={"token": token})
     if turk_submit_to:
         url += "?" + urlencode({"turkSubmitTo": turk_submit_to})
@@ -231,7 +234,8 @@ def _complete_url(assignment: Assignment, *, turk_submit_to: str = "", token: st
 
 def _render_task(request: HttpRequest, *, stage: Stage, assignment: Assignment | None,
                  items: list[dict] | None = None, preview: bool = False,
-                 turk_submit_to: str = "", total: int | None = None) -> HttpResponse:
+                 turk_submit_to: str = "", total: int | None = None,
+                 link_id: int | None = None) -> HttpResponse:
     project = stage.project
     token = ""
     complete_url = ""
@@ -242,7 +246,7 @@ def _render_task(request: HttpRequest, *, stage: Stage, assignment: Assignment |
                          unshown=any(row.first_shown_at is None for row in rows))
         items = task_items(assignment=assignment, rows=rows)
         judged = [row.item_id for row in rows if row.judged]
-        token = access.assignment_token_make(assignment=assignment)
+        token = access.assignment_token_make(assignment=assignment, link_id=link_id)
         complete_url = _complete_url(assignment, turk_submit_to=turk_submit_to, token=token)
     items = items or []
     config = task_page_config(assignment=assignment, stage=stage, items=items, token=token,
@@ -277,19 +281,21 @@ def _render_task(request: HttpRequest, *, stage: Stage, assignment: Assignment |
 
 
 def task_start(request: HttpRequest, *, stage: Stage, turk_submit_to: str = "",
-               **start_kwargs) -> HttpResponse:
+               link_id: int | None = None, **start_kwargs) -> HttpResponse:
     """Start (or continue) the worker's assignment of `stage` and show it: the task page, the
-    completion page when it is finished, or the refusal (also the home page's entry)."""
+    completion page when it is finished, or the refusal (also the home page's entry).
+    `link_id`: the in-house link the page is opened through, which its token names."""
     try:
         assignment = assignment_start(stage=stage, shown=True, **start_kwargs)
     except AssignmentClosed as exc:
         if exc.finished:
-            return _completion(request, exc.assignment, turk_submit_to=turk_submit_to)
+            return _completion(request, exc.assignment, turk_submit_to=turk_submit_to,
+                               link_id=link_id)
         return task_refused(request, exc)
     except AssignmentRefused as exc:
         return task_refused(request, exc)
     return _render_task(request, stage=stage, assignment=assignment,
-                        turk_submit_to=turk_submit_to)
+                        turk_submit_to=turk_submit_to, link_id=link_id)
 
 
 # --- Pages --------------------------------------------------------------------------------------
@@ -305,7 +311,7 @@ def task_link(request: HttpRequest, token: str) -> HttpResponse:
         stage = access.inhouse_link_stage(link=link)
     except AssignmentRefused as exc:
         return task_refused(request, exc)
-    return task_start(request, stage=stage, worker=link.worker)
+    return task_start(request, stage=stage, worker=link.worker, link_id=link.pk)
 
 
 def _turk_submit_to(value: str) -> str:
@@ -375,7 +381,7 @@ def prolific_completion_url(stage: Stage) -> str:
 
 
 def _completion(request: HttpRequest, assignment: Assignment, *,
-                turk_submit_to: str = "") -> HttpResponse:
+                turk_submit_to: str = "", link_id: int | None = None) -> HttpResponse:
     provider = assignment.worker.provider
     withheld = completion_withheld(assignment=assignment)
     if withheld:
@@ -391,7 +397,7 @@ def _completion(request: HttpRequest, assignment: Assignment, *,
     else:
         # In-house: no completion code (nobody to hand it to) and no stop between pages: while
         # the stage has more for this annotator, the next items open at once.
-        completion = inhouse_completion(assignment=assignment)
+        completion = inhouse_completion(assignment=assignment, link_id=link_id)
         link = completion.link
         if link is not None:
             if link.stage_id is None:
@@ -425,12 +431,12 @@ def _completion(request: HttpRequest, assignment: Assignment, *,
 @task_page
 def task_complete(request: HttpRequest, token: str) -> HttpResponse:
     try:
-        assignment = access.assignment_token_resolve(token=token)
+        page = access.page_token_resolve(token=token)
     except AssignmentRefused as exc:
         return task_refused(request, exc)
-    if assignment.submitted_at is None:
+    if page.assignment.submitted_at is None:
         return task_refused(request, access.AccessDenied("This assignment has not been submitted."))
-    return _completion(request, assignment,
+    return _completion(request, page.assignment, link_id=page.link_id,
                        turk_submit_to=_turk_submit_to(request.GET.get("turkSubmitTo", "")))
 
 
@@ -444,7 +450,8 @@ def _json_error(message: str, *, status: int, errors: dict | None = None,
 
 
 def task_api(view):
-    """JSON endpoints: POST only, a JSON body, the signed assignment token in the
+    """JSON endpoints: POST only, a JSON body, the signed page token (`access.PageToken`: the
+    assignment, and an in-house page's link; the view gets it) in the
     X-Assignment-Token header (a custom header a foreign origin cannot send without CORS, so it
     replaces the CSRF cookie that MTurk's third-party iframe may not carry) and, when the browser
     says where the request comes from, our own origin."""
@@ -459,8 +466,9 @@ def task_api(view):
             if urlsplit(origin).netloc != request.get_host():
                 return _json_error("Cross-origin request refused.", status=403)
         try:
-            assignment = access.assignment_token_resolve(token=request.META.get(TOKEN_HEADER, ""))
-            access.assignment_access_recheck(assignment=assignment)
+            page = access.page_token_resolve(token=request.META.get(TOKEN_HEADER, ""))
+            assignment = page.assignment
+            access.assignment_access_recheck(assignment=assignment, link_id=page.link_id)
         except AssignmentRefused as exc:
             return _json_error(exc.message, status=403, code=exc.code)
         if _over_limits(request, scope="api", identity=f"assignment:{assignment.pk}"):
@@ -481,13 +489,14 @@ def task_api(view):
         if not isinstance(body, dict):
             return _json_error("The request body must be a JSON object.", status=400)
         try:
-            return view(request, assignment, body)
+            return view(request, page, body)
         except SubmissionInvalid as exc:
             return _json_error("Some answers need attention.", status=400, errors=exc.errors)
         except AssignmentClosed as exc:
             if exc.finished:
                 return JsonResponse({"ok": True, "already_submitted": True,
-                                     "complete_url": _complete_url(exc.assignment)})
+                                     "complete_url": _complete_url(exc.assignment,
+                                                                   link_id=page.link_id)})
             if isinstance(exc, ReturnRequested):
                 return _json_error(exc.message, status=409, return_study=exc.message)
             return _json_error(exc.message, status=409)
@@ -498,13 +507,14 @@ def task_api(view):
 
 
 @task_api
-def task_autosave(request: HttpRequest, assignment: Assignment, body: dict) -> HttpResponse:
-    assignment = assignment_save_draft(assignment=assignment, draft=body.get("draft"))
+def task_autosave(request: HttpRequest, page: access.PageToken, body: dict) -> HttpResponse:
+    assignment = assignment_save_draft(assignment=page.assignment, draft=body.get("draft"))
     return JsonResponse({"ok": True, "saved_at": assignment.last_seen_at.isoformat()})
 
 
 @task_api
-def task_confirm(request: HttpRequest, assignment: Assignment, body: dict) -> HttpResponse:
+def task_confirm(request: HttpRequest, page: access.PageToken, body: dict) -> HttpResponse:
+    assignment = page.assignment
     # Read once by the rule every door uses; None (not an item id) is refused by the service.
     item_id = item_id_of(body.get("item"))
     answer = body.get("answer") if isinstance(body.get("answer"), dict) else {}
@@ -523,7 +533,8 @@ def task_confirm(request: HttpRequest, assignment: Assignment, body: dict) -> Ht
 
 
 @task_api
-def task_submit(request: HttpRequest, assignment: Assignment, body: dict) -> HttpResponse:
+def task_submit(request: HttpRequest, page: access.PageToken, body: dict) -> HttpResponse:
+    assignment = page.assignment
     turk_submit_to = _turk_submit_to(str(body.get("turkSubmitTo") or ""))
     judgments = assignment_submit(assignment=assignment, answers=body.get("answers") or [],
                                   client_meta=body.get("client_meta"))
@@ -548,5 +559,6 @@ def task_submit(request: HttpRequest, assignment: Assignment, body: dict) -> Htt
         "submitted_by_this_page": judgments.already_submitted and submitted_from_page(
             assignment=assignment, answers=body.get("answers"),
             client_meta=body.get("client_meta")),
-        "complete_url": _complete_url(assignment, turk_submit_to=turk_submit_to),
+        "complete_url": _complete_url(assignment, turk_submit_to=turk_submit_to,
+                                      link_id=page.link_id),
     })

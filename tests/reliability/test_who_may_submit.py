@@ -18,13 +18,19 @@ from annotation.models import (
     Judgment,
     ParticipantVerification,
     Provider,
+    StageKind,
     StageStatus,
     TaskKind,
     Worker,
     WorkerBlock,
     WorkerStatus,
 )
-from annotation.services.access import inhouse_link_create, inhouse_link_revoke
+from annotation.services import access
+from annotation.services.access import (
+    inhouse_link_create,
+    inhouse_link_reissue,
+    inhouse_link_revoke,
+)
 from annotation.services.assignments import (
     NoItemsAvailable,
     WorkerBlocked,
@@ -32,7 +38,17 @@ from annotation.services.assignments import (
     assignment_start,
     closed_stage_lets_finish,
 )
-from testing.factories import make_hit, make_judgment, make_stage, make_user, make_worker
+from testing.factories import (
+    make_assignment,
+    make_hit,
+    make_item,
+    make_judgment,
+    make_project,
+    make_qualification,
+    make_stage,
+    make_user,
+    make_worker,
+)
 from tests.support.tasks import api, make_task, page_config
 
 pytestmark = [pytest.mark.django_db, pytest.mark.reliability]
@@ -136,6 +152,123 @@ def test_a_submitted_assignment_still_answers_a_repeated_submit_after_the_stage_
     again = api(client, "task-submit", config["token"], _answers(config))
     assert again.status_code == 200 and again.json()["ok"]
     assert Judgment.objects.count() == count
+
+
+@pytest.mark.parametrize("door", ["task-autosave", "task-confirm", "task-submit"])
+def test_a_reissued_links_open_page_stores_nothing(client, door):
+    """A link reissued because it leaked (`inhouse_link_reissue`) stops the pages opened
+    through it, though the annotator holds the new link: the page token names its link
+    (`access.PageToken`, `inhouse_page_link`). The annotator goes on with the new link in the
+    same assignment, their draft intact. Before, the leaked page saved and submitted as the
+    annotator, since the worker held a live link (the new one)."""
+    project, stage, items = make_task(TaskKind.LIKERT, n_items=6, items_per_hit=3,
+                                      owner=make_user())
+    worker = make_worker()
+    link, leaked_path = inhouse_link_create(worker=worker, project=project, stage=stage)
+    ann = page_config(client.get(leaked_path))
+    assert api(client, "task-autosave", ann["token"], {"draft": {"mine": 1}}).status_code == 200
+    leaked = page_config(client.get(leaked_path))  # the same assignment, opened by another
+    _new_link, new_path = inhouse_link_reissue(link=link)
+
+    body = {"task-autosave": {"draft": {"theirs": 1}},
+            "task-confirm": {"item": leaked["items"][0], "answer": {"score": 1}},
+            "task-submit": _answers(leaked, 1)}[door]
+    response = api(client, door, leaked["token"], body)
+    assert response.status_code == 403 and response.json()["code"] == "link_revoked"
+    assert "revoked" in response.json()["message"]
+    assert not Judgment.objects.exists()
+    assert client.get(leaked_path).status_code == 403
+
+    reopened = page_config(client.get(new_path))
+    assert reopened["items"] == ann["items"] and reopened["draft"] == {"mine": 1}
+    assert api(client, "task-submit", reopened["token"],
+               _answers(reopened, 4)).status_code == 200
+    assert set(Judgment.objects.values_list("score", flat=True)) == {4.0}
+
+
+@pytest.mark.parametrize("project_wide", [False, True])
+def test_a_completion_page_never_hands_out_the_link_that_replaced_its_own(client, project_wide):
+    """The completion page goes on with the link its page was opened through only
+    (`inhouse_completion`), so a leaked link's holder who finished a batch before the reissue
+    reloads their completion URL and gets neither the annotator's new link nor their new home
+    page. Before, it redirected to the newest live link: the reissued one."""
+    project, stage, items = make_task(TaskKind.LIKERT, n_items=9, items_per_hit=3,
+                                      owner=make_user())
+    worker = make_worker()
+    link, path = inhouse_link_create(worker=worker, project=project,
+                                     stage=None if project_wide else stage)
+    entry = access.inhouse_home_stage_path(link=link, stage=stage) if project_wide else path
+    leaked = page_config(client.get(entry))
+    complete_url = api(client, "task-submit", leaked["token"],
+                       _answers(leaked, 3)).json()["complete_url"]
+    before = client.get(complete_url)
+    assert before.status_code == 302  # more work: on with the same link
+
+    new_link, new_path = inhouse_link_reissue(link=link)
+    after = client.get(complete_url)
+    new_token = new_path.rstrip("/").rsplit("/", 1)[-1]
+    assert after.status_code == 200
+    assert new_token not in after.content.decode() and not after.get("Location")
+    assert b"Thank you" in after.content
+
+    # The annotator's own page, opened through the new link, goes on with it.
+    ann = page_config(client.get(access.inhouse_home_stage_path(link=new_link, stage=stage)
+                                 if project_wide else new_path))
+    ann_done = api(client, "task-submit", ann["token"], _answers(ann, 4))
+    assert new_token in client.get(ann_done.json()["complete_url"])["Location"]
+
+
+def _open_gated_inhouse(client):
+    """An in-house trial requiring a qualification that `worker` passed (graded from their
+    submitted qualification work), and the worker's open trial page."""
+    project = make_project(TaskKind.LIKERT, slug="gated", owner=make_user(), items_per_hit=2)
+    gold = make_item(project, gold={"score": 4})
+    for _ in range(2):
+        make_item(project)
+    qual = make_stage(project, kind=StageKind.QUALIFICATION, name="qual", order=0)
+    qual.items.set([gold])
+    trial = make_stage(project, kind=StageKind.FULL, name="trial", order=1,
+                       status=StageStatus.COLLECTING, requires_stage=qual)
+    worker = make_worker()
+    qualification_work = make_assignment(qual, worker=worker, items=[gold],
+                                         status=AssignmentStatus.SUBMITTED)
+    make_judgment(item=gold, stage=qual, worker=worker, assignment=qualification_work, score=4)
+    make_qualification(worker=worker, stage=qual, passed=True, assignment=qualification_work)
+    _link, path = inhouse_link_create(worker=worker, project=project, stage=trial)
+    config = page_config(client.get(path))
+    return trial, path, qualification_work, config
+
+
+@pytest.mark.parametrize("door", ["task-autosave", "task-confirm", "task-submit"])
+def test_an_open_page_stores_nothing_once_its_qualification_pass_is_taken_back(client, door):
+    """The qualification gate holds at every write an open page makes, as at its entry
+    (`qualification_check`): a pass whose work the researcher rejects while the worker holds a
+    page of the trial it opened stores no draft, confirmed answer or submission, and the page
+    says why. Before, the reload was refused while the open page's submit stored (and
+    counted) every answer."""
+    from annotation.services.review import assignment_reject
+
+    trial, path, qualification_work, config = _open_gated_inhouse(client)
+    body = {"task-autosave": {"draft": {"a": 1}},
+            "task-confirm": {"item": config["items"][0], "answer": {"score": 4}},
+            "task-submit": _answers(config)}[door]
+    assignment_reject(assignment=qualification_work, reason="copied the answers")
+
+    assert client.get(path).status_code == 403  # the entry refused it already
+    response = api(client, door, config["token"], body)
+    assert response.status_code == 403 and response.json()["ok"] is False
+    assert response.json()["code"] == "qualification_required"
+    assert "qualification work was rejected" in response.json()["message"]
+    assert "cannot be saved" in response.json()["message"]
+    assert not Judgment.objects.filter(stage=trial).exists()
+    assert Assignment.objects.get(stage=trial).draft == {}
+
+
+def test_an_open_page_of_a_worker_still_qualified_saves_and_submits(client):
+    trial, _path, _work, config = _open_gated_inhouse(client)
+    assert api(client, "task-autosave", config["token"], {"draft": {"a": 1}}).status_code == 200
+    assert api(client, "task-submit", config["token"], _answers(config)).status_code == 200
+    assert Judgment.objects.filter(stage=trial).count() == len(config["items"]) == 2
 
 
 # --- 3. MaxAssignments ------------------------------------------------------------------------

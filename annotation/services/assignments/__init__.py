@@ -44,6 +44,7 @@ from .lifecycle import (
     assignment_touch,
     assignment_verification_failed,
     more_work_for,
+    qualification_check,
     stages_next_open_for,
 )
 from .picking import items_pick_next, practice_items_for_stage, stage_items_short
@@ -130,6 +131,7 @@ __all__ = [
     "latin_square_on",
     "participant_number",
     "pilot_paragraph",
+    "qualification_check",
     "practice_items_for_stage",
     "prolific_session_check",
     "stage_items",

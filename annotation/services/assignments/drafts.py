@@ -18,6 +18,7 @@ from annotation.models import (
 
 from .comprehension import ATTEMPTS_KEY, RETRY_MESSAGE
 from .errors import SubmissionInvalid
+from .lifecycle import earlier_guesses
 from .locking import assignment_item_row, assignment_open_locked
 from .state import GUESS_TIMING_KEY, MAX_DRAFT_BYTES, REFUSED_KEY, SERVER_DRAFT_KEY
 
@@ -64,7 +65,9 @@ def assignment_page_state(*, assignment: Assignment) -> dict[str, dict]:
 @transaction.atomic
 def assignment_record_guess(*, assignment: Assignment, item: Item | int, answer: dict) -> str:
     """Pilot page 1: lock the guess made before reading (returns it as a role letter). The
-    paragraph is only revealed after this, and the guess cannot be changed afterwards."""
+    paragraph is only revealed after this, and the guess cannot be changed afterwards: one
+    guess per worker and item in the project (`earlier_guesses`, read when an assignment is
+    made and again here), whichever of their assignments locked it first."""
     assignment = assignment_open_locked(assignment, allow_late=True)
     row = assignment_item_row(assignment, getattr(item, "pk", item))
     key = str(row.item_id)
@@ -75,13 +78,23 @@ def assignment_record_guess(*, assignment: Assignment, item: Item | int, answer:
     state = server_state(assignment)
     guesses = dict(state.get("guesses") or {})
     if key not in guesses:
-        try:
-            guesses[key] = clean_guess(answer=answer, presented_order=row.presented_order)
-        except AnswerError as exc:
-            raise SubmissionInvalid({key: exc.messages}) from None
+        # A guess the worker locked on this item in another assignment since this one was
+        # made (the old tab of a page that timed out, whose item came back in this one) was
+        # followed by the paragraph there: it is their guess here too, never a second one.
+        locked = earlier_guesses(stage=assignment.stage, worker=assignment.worker,
+                                 items=[row.item])
+        if locked:
+            guesses[key] = locked["guesses"][key]
+            timing = (locked.get(GUESS_TIMING_KEY) or {}).get(key)
+        else:
+            try:
+                guesses[key] = clean_guess(answer=answer, presented_order=row.presented_order)
+            except AnswerError as exc:
+                raise SubmissionInvalid({key: exc.messages}) from None
+            timing = _guess_timing(assignment, row, answer)
         state["guesses"] = guesses
-        state[GUESS_TIMING_KEY] = {**(state.get(GUESS_TIMING_KEY) or {}),
-                                   key: _guess_timing(assignment, row, answer)}
+        if timing:
+            state[GUESS_TIMING_KEY] = {**(state.get(GUESS_TIMING_KEY) or {}), key: timing}
         assignment.draft = {**(assignment.draft or {}), SERVER_DRAFT_KEY: state}
         assignment.last_seen_at = timezone.now()
         assignment.save(update_fields=["draft", "last_seen_at"])

@@ -21,6 +21,7 @@ from annotation.models import (
     ParticipantVerification,
     Provider,
     Stage,
+    StageKind,
     TaskKind,
     Worker,
     WorkerQualification,
@@ -65,10 +66,21 @@ from .timeouts import is_late, live_assignments, mark_late
 def _check_worker(*, stage: Stage, worker: Worker) -> None:
     if worker_is_blocked_for(worker=worker, project=stage.project):
         raise WorkerBlocked("Your account can no longer take tasks in this study.")
+    qualification_check(stage=stage, worker=worker)
+
+
+def qualification_check(*, stage: Stage, worker: Worker) -> None:
+    """QualificationRequired, saying why, unless `worker` holds a pass of the qualification
+    `stage` requires that counts (`qualification_results_that_count`: not graded from rejected
+    work, nor from work the provider has not vouched for). The one gate rule of every door: a
+    page's entry (`assignment_start`, `more_work_for`) and every write an open page makes
+    (`annotation/services/access.py:assignment_access_recheck`), so a pass taken back while the
+    page is open (its work rejected) stores nothing more."""
+    if not stage.requires_stage_id:
+        return
     results = WorkerQualification.objects.filter(worker=worker,
                                                  stage_id=stage.requires_stage_id)
-    if stage.requires_stage_id and not qualification_results_that_count(
-            results.filter(passed=True)).exists():
+    if not qualification_results_that_count(results.filter(passed=True)).exists():
         if qualification_results_awaiting_provider(results.filter(passed=True)).exists():
             raise QualificationRequired(
                 "This task is open to those who passed its qualification, and your "
@@ -99,7 +111,8 @@ def more_work_for(*, stage: Stage, worker: Worker) -> bool:
         _check_worker(stage=stage, worker=worker)
     except AssignmentRefused:
         return False
-    if live_assignments(stage).filter(worker=worker, hit__isnull=True).exists():
+    if live_assignments(stage).filter(worker=worker, hit__isnull=True).exists() or \
+            _timed_out_qualifications(stage=stage, worker=worker):
         return True  # an unfinished one is waiting for them
     with transaction.atomic():
         return bool(items_pick_next(stage=stage, worker=worker, limit=1))
@@ -268,6 +281,8 @@ def assignment_start(*, stage: Stage, worker: Worker, hit: Hit | None = None,
     elif hit is None:
         unfinished = live_assignments(stage).filter(worker=worker, hit__isnull=True)\
             .order_by("-pk").first()
+        if unfinished is None:
+            unfinished = _timed_out_qualification(stage=stage, worker=worker)
         if unfinished is not None:
             # The page reads stage and project next; reuse the objects we already hold.
             unfinished.stage = stage
@@ -287,6 +302,40 @@ def assignment_start(*, stage: Stage, worker: Worker, hit: Hit | None = None,
     return _create(stage=stage, worker=worker, items=items, hit=hit, external_id=external_id,
                    shown=shown, verification=verification if prolific or over_note else "",
                    previous=previous, review_note=over_note)
+
+
+def _timed_out_qualifications(*, stage: Stage, worker: Worker) -> list[Assignment]:
+    """The worker's pages of qualification `stage` that the sweep released unsubmitted (an
+    in-house page has no other way to be RETURNED; a Prolific participant asked to return is
+    not one), newest first."""
+    if stage.kind != StageKind.QUALIFICATION or WorkerQualification.objects.filter(
+            worker=worker, stage=stage).exists():
+        return []  # graded once: nothing is reopened after it
+    released = (Assignment.objects.filter(stage=stage, worker=worker, hit__isnull=True,
+                                          status=AssignmentStatus.RETURNED,
+                                          submitted_at__isnull=True)
+                .exclude(verification=ParticipantVerification.FAILED).order_by("-pk"))
+    # Read in Python: a JSON key test under exclude() drops rows without the key on PostgreSQL.
+    return [assignment for assignment in released
+            if not server_state(assignment).get(RETURN_KEY)]
+
+
+def _timed_out_qualification(*, stage: Stage, worker: Worker) -> Assignment | None:
+    """A qualification is one assignment of all its items (`assignment_size`), graded once:
+    the worker's qualification page that timed out (released by the sweep, never submitted)
+    opens again, late, where they left it, rather than a new page of whatever is left. A new
+    page could not hold the same items: a STARC qualification's paragraphs were shown, so they
+    count as read (`units_read`) and the worker got "Nothing more to do", with no result and
+    no way into the stages it gates."""
+    released = _timed_out_qualifications(stage=stage, worker=worker)
+    if not released:
+        return None
+    timed_out = released[0]
+    mark_late(timed_out)
+    timed_out.status = AssignmentStatus.IN_PROGRESS
+    timed_out.last_seen_at = timezone.now()
+    timed_out.save(update_fields=["status", "last_seen_at"])
+    return timed_out
 
 
 SUPERSEDED_NOTE = ("Returned on MTurk: the worker accepted this HIT again as assignment {new} "

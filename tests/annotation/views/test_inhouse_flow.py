@@ -2,15 +2,28 @@
 straight after a submit (8 trial items took 6–8 cycles of Submit → code → "Continue")."""
 from __future__ import annotations
 
-import pytest
+from datetime import timedelta
 
-from annotation.models import Judgment, StageKind, StageStatus, TaskKind
+import pytest
+from django.utils import timezone
+
+from annotation.models import (
+    Assignment,
+    AssignmentItem,
+    ExperimentMode,
+    Judgment,
+    StageKind,
+    StageStatus,
+    TaskKind,
+    WorkerQualification,
+)
 from annotation.services.access import (
     inhouse_home_path,
     inhouse_home_stage_path,
     inhouse_link_create,
 )
-from testing.factories import make_item, make_project, make_stage, make_worker
+from annotation.services.assignments import assignment_release_abandoned
+from testing.factories import make_item, make_project, make_stage, make_user, make_worker
 from tests.support.tasks import api, page_config
 
 pytestmark = pytest.mark.django_db
@@ -144,3 +157,65 @@ def test_after_the_qualification_an_open_next_stage_is_named_not_awaited(client)
     trial.status = StageStatus.CLOSED
     trial.save()
     assert "when the researcher opens it" in client.get(complete_url).content.decode()
+
+
+def _time_out_every_page():
+    """The sweep after the project's timeout: every idle page released (RETURNED)."""
+    Assignment.objects.update(last_seen_at=timezone.now() - timedelta(days=2))
+    assert assignment_release_abandoned() >= 1
+
+
+def test_a_qualification_page_that_timed_out_opens_again_and_is_graded_whole(client):
+    """A qualification is one assignment of all its items, graded once: the link reopens the
+    page the sweep released (late), with the answers it confirmed, rather than a new page of
+    what was left. Before, the new page held the two unanswered items only and its submit was
+    graded on them: the two wrong answers confirmed before the timeout never counted (a pass
+    at 100% on 2 items instead of a fail at 50% on 4)."""
+    project = make_project(TaskKind.LIKERT, owner=make_user(), items_per_hit=4,
+                           qualification_threshold=0.8)
+    items = [make_item(project, gold={"score": 4}, group_key="one passage") for _ in range(4)]
+    stage = make_stage(project, kind=StageKind.QUALIFICATION, status=StageStatus.COLLECTING)
+    stage.items.set(items)
+    _link, path = inhouse_link_create(worker=make_worker(), project=project, stage=stage)
+    first = page_config(client.get(path))
+    for item in first["items"][:2]:  # answered, then the page is left
+        assert api(client, "task-confirm", first["token"],
+                   {"item": item, "answer": {"score": 1}}).status_code == 200
+    _time_out_every_page()
+
+    again = page_config(client.get(path))
+    assert again["items"] == first["items"] and sorted(again["confirmed"]) == sorted(
+        str(item) for item in first["items"][:2])
+    submitted = api(client, "task-submit", again["token"],
+                    {"answers": [{"item": item, "score": 4} for item in first["items"][2:]]})
+    assert submitted.status_code == 200
+    result = WorkerQualification.objects.get()
+    assert (result.n_items, result.score, result.passed) == (4, 0.5, False)
+    assert Assignment.objects.count() == 1
+
+
+def test_a_starc_qualification_page_that_timed_out_can_still_be_finished(client):
+    """Its paragraphs were shown, so they count as read, and a new page could hold none of
+    them: the annotator read "Nothing more to do", got no result and could never enter the
+    stages it gates (the home page offered no Start either). The timed-out page opens again."""
+    project = make_project(TaskKind.MC, experiment_mode=ExperimentMode.QA, owner=make_user(),
+                           items_per_hit=3, qualification_threshold=0.5)
+    items = [make_item(project, gold={"choice": "A"}, design_unit=f"p{n}") for n in range(3)]
+    stage = make_stage(project, kind=StageKind.QUALIFICATION, status=StageStatus.COLLECTING)
+    stage.items.set(items)
+    worker = make_worker()
+    link, path = inhouse_link_create(worker=worker, project=project)
+    home_stage = inhouse_home_stage_path(link=link, stage=stage)
+    first = page_config(client.get(home_stage))
+    _time_out_every_page()
+
+    home = client.get(inhouse_home_path(link=link)).content
+    assert home_stage.encode() in home and b"nothing more for you here" not in home
+    again = page_config(client.get(home_stage))
+    assert again["items"] == first["items"]
+    rows = {row.item_id: row.presented_order for row in AssignmentItem.objects.all()}
+    answers = [{"item": item, "shown_choice": "abcd"[rows[item].index("A")]}
+               for item in again["items"]]
+    assert api(client, "task-submit", again["token"], {"answers": answers}).status_code == 200
+    result = WorkerQualification.objects.get(worker=worker)
+    assert result.passed and result.n_items == 3

@@ -4,15 +4,19 @@ the guess they locked (no second guess after reading), and the guess page's time
 """
 from __future__ import annotations
 
+from datetime import timedelta
 from urllib.parse import urlencode
 
 import pytest
 from django.urls import reverse
+from django.utils import timezone
 
 from annotation.models import (
     Assignment,
+    AssignmentItem,
     AssignmentStatus,
     ExperimentMode,
+    Item,
     Judgment,
     Provider,
     TaskKind,
@@ -103,10 +107,6 @@ def test_an_abandoned_inhouse_pilot_page_keeps_its_guess_in_the_next_assignment(
     api(client, "task-confirm", first["token"],
         {"item": item, "step": "guess", "answer": {"shown_guess": "b"}})
     # Left open past the timeout: released, and the item goes out again, to the same worker.
-    from datetime import timedelta
-
-    from django.utils import timezone
-
     Assignment.objects.update(last_seen_at=timezone.now() - timedelta(days=2))
     assert assignment_release_abandoned() == 1
     again = page_config(client.get(path))
@@ -158,3 +158,40 @@ def test_the_page_of_the_returned_copy_no_longer_saves_or_submits(client):
     assert not Judgment.objects.exists()
     assert api(client, "task-submit", again["token"], answers).status_code == 200
     assert set(Judgment.objects.values_list("assignment__external_id", flat=True)) == {"ASG2"}
+
+
+def test_a_guess_locked_in_the_old_tab_is_the_guess_of_the_newer_page_too(client):
+    """The page of a timed-out assignment still takes a guess (and serves the paragraph after
+    it) while the worker's newer page, made before that guess, holds the same item: the newer
+    page's guess step gives back the one locked first (`assignment_record_guess` reads
+    `earlier_guesses` again), so a second guess after reading is never stored. Before, the
+    worker read the paragraph in the old tab and then locked the correct answer as their
+    'guess before reading' in the new one."""
+    project, stage, items = make_task(TaskKind.MC, mode=ExperimentMode.PILOT, n_items=1)
+    Item.objects.filter(pk=items[0].pk).update(gold={"choice": "A"})
+    _, path = inhouse_link_create(worker=make_worker(), project=project)
+    old = page_config(client.get(path))
+    item = old["items"][0]
+    Assignment.objects.update(last_seen_at=timezone.now() - timedelta(days=2))
+    assert assignment_release_abandoned() == 1
+    new = page_config(client.get(path))
+    assert new["items"] == [item] and new["locked_guesses"] == {}
+
+    old_order = AssignmentItem.objects.get(assignment__status=AssignmentStatus.RETURNED,
+                                           item_id=item).presented_order
+    new_order = AssignmentItem.objects.get(assignment__status=AssignmentStatus.IN_PROGRESS,
+                                           item_id=item).presented_order
+    wrong = next(role for role in old_order if role != "A")
+    read = api(client, "task-confirm", old["token"], {
+        "item": item, "step": "guess", "answer": {"shown_guess": "abcd"[old_order.index(wrong)]}})
+    assert read.status_code == 200 and read.json()["paragraph"]  # the paragraph, read
+
+    second = api(client, "task-confirm", new["token"], {
+        "item": item, "step": "guess", "answer": {"shown_guess": "abcd"[new_order.index("A")]}})
+    assert second.status_code == 200
+    assert second.json()["guess_shown"] == "abcd"[new_order.index(wrong)]
+    final = api(client, "task-confirm", new["token"], {
+        "item": item, "answer": {"shown_choice": "abcd"[new_order.index("A")]}})
+    assert final.status_code == 200
+    judgment = Judgment.objects.get()
+    assert judgment.choice == "A" and judgment.extra["guess_choice"] == wrong
