@@ -305,11 +305,12 @@ def assignment_start(*, stage: Stage, worker: Worker, hit: Hit | None = None,
 
 
 def _timed_out_qualifications(*, stage: Stage, worker: Worker) -> list[Assignment]:
-    """The worker's pages of qualification `stage` that the sweep released unsubmitted (an
-    in-house page has no other way to be RETURNED; a Prolific participant asked to return is
-    not one), newest first."""
-    if stage.kind != StageKind.QUALIFICATION or WorkerQualification.objects.filter(
-            worker=worker, stage=stage).exists():
+    """The worker's pages of in-house qualification `stage` that the sweep released
+    unsubmitted (an in-house page has no other way to be RETURNED), newest first. Only
+    in-house: a Prolific page is one session, which Prolific timed out too (its participant
+    comes back with a new session and a new assignment), and an MTurk one is MTurk's."""
+    if stage.kind != StageKind.QUALIFICATION or stage.provider != Provider.INHOUSE \
+            or WorkerQualification.objects.filter(worker=worker, stage=stage).exists():
         return []  # graded once: nothing is reopened after it
     released = (Assignment.objects.filter(stage=stage, worker=worker, hit__isnull=True,
                                           status=AssignmentStatus.RETURNED,
