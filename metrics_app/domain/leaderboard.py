@@ -417,7 +417,8 @@ def _components(table: PairTable, k: int) -> list[list[int]]:
     return [np.nonzero(labels == c)[0].tolist() for c in range(n)]
 
 
-def _unbounded_sets(table: PairTable, k: int) -> tuple[np.ndarray, np.ndarray]:
+def _unbounded_sets(rows: np.ndarray, counts: np.ndarray, k: int
+                    ) -> tuple[np.ndarray, np.ndarray]:
     """(above, below): systems whose strength has no finite maximum-likelihood value upwards
     or downwards. The likelihood has a finite maximum only where the graph of "beat or tied at
     least once" (a tie both ways: it keeps a Davidson difference finite) is strongly connected
@@ -425,11 +426,14 @@ def _unbounded_sets(table: PairTable, k: int) -> tuple[np.ndarray, np.ndarray]:
     (a source of the graph's condensation) can move up without bound, a set that never beat
     the rest down (a sink); a set between such sets, both ways. A single system that never lost
     is the smallest such set; two systems that split their votes and won every vote against
-    two others are the next."""
+    two others are the next. A system that won every decided vote but tied some is not, while
+    the tie parameter is held (`ties_grow_with_gaps` says when it is not): its ties bound it
+    (Davidson's P(tie) vanishes as the difference grows). `rows` (R, 2) and `counts` (R, 3):
+    a pair table's."""
     from scipy.sparse.csgraph import connected_components
 
-    i, j = table.rows[:, 0], table.rows[:, 1]
-    w, lo, t = (table.counts[:, c] > 0 for c in range(3))
+    i, j = rows[:, 0], rows[:, 1]
+    w, lo, t = (counts[:, c] > 0 for c in range(3))
     src = np.concatenate([i[w], j[lo], i[t], j[t]])
     dst = np.concatenate([j[w], i[lo], j[t], i[t]])
     graph = sparse.coo_matrix((np.ones(len(src)), (src, dst)), shape=(k, k))
@@ -442,6 +446,34 @@ def _unbounded_sets(table: PairTable, k: int) -> tuple[np.ndarray, np.ndarray]:
     # A set that beat others is open above, one beaten by others below; a set between sets
     # that always beat it and sets it always beat, both ways.
     return beats_others[scc], beaten_by_others[scc]
+
+
+def ties_grow_with_gaps(rows: np.ndarray, counts: np.ndarray, k: int) -> bool:
+    """Whether the tie parameter and the gaps can grow without bound together: every decided
+    vote agrees with one order of the systems, spaced so that each winner's gap over its loser
+    is at least the spacing of every tied pair (a strength per system with θ_w − θ_l ≥ 1 for
+    every decided vote and |θ_i − θ_j| ≤ 1 for every tie). Along that direction, with log ν
+    growing at half the rate, every vote's probability rises: no finite maximum, though each
+    tie bounds its own pair (`_unbounded_sets`). Two systems, 20 wins and 10 ties to none, are
+    the smallest case; a pair that split its decided votes anywhere on the board holds ν and
+    rules it out. The constraints are difference constraints: feasible exactly when their
+    graph (winner → loser weighing −1, a tie +1 both ways) has no negative cycle (Bellman–Ford
+    from a virtual source)."""
+    i, j = rows[:, 0], rows[:, 1]
+    w, lo, t = (counts[:, c] > 0 for c in range(3))
+    if not t.any() or not (w | lo).any():
+        return False  # without ties ν is not fitted; without decided votes nothing separates
+    src = np.concatenate([i[w], j[lo], i[t], j[t]])
+    dst = np.concatenate([j[w], i[lo], j[t], i[t]])
+    cost = np.concatenate([-np.ones(int(w.sum() + lo.sum())), np.ones(2 * int(t.sum()))])
+    distance = np.zeros(k)
+    for _ in range(k):
+        relaxed = distance.copy()
+        np.minimum.at(relaxed, dst, distance[src] + cost)
+        if np.array_equal(relaxed, distance):
+            return True  # settled: a solution, no negative cycle
+        distance = relaxed
+    return False  # still relaxing after k rounds: a negative cycle
 
 
 def win_matrices(table: PairTable, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -553,16 +585,22 @@ def leaderboard(votes: Votes, *, rounds: int = 200, level: float = 0.95, seed: i
     rank = _ranks(theta, group)
     # By group, then strongest first; equal strengths (a shared rank) by name.
     order = np.lexsort((-theta, rank, group))
-    # A system that won (or lost) every decided vote has no finite maximum-likelihood
-    # strength: only the prior holds it, and every bootstrap round agrees. Its interval is open
-    # on that side (None), not the narrow band the rounds would show.
-    never_lost = (played[:, 1] == 0) & (played[:, 0] > 0)
-    never_won = (played[:, 0] == 0) & (played[:, 1] > 0)
-    # The same for a set of systems that never lost (or never won) a vote against the rest of
-    # their group: the prior alone holds the gap, and every round agrees on it.
-    above, below = _unbounded_sets(table, k)
-    never_lost |= above
-    never_won |= below
+    # A system that won (or lost) every vote, or a set of systems that never lost (never won)
+    # a vote against the rest of their group, has no finite maximum-likelihood strength: only
+    # the prior holds it, and every bootstrap round agrees. Its interval is open on that side
+    # (None), not the narrow band the rounds would show. A tie bounds it: a system that won
+    # every decided vote and tied some has a finite maximum (`_unbounded_sets`, Ford's
+    # condition with a tie counted both ways); "never lost a decided vote" opened its interval
+    # and said its strength had no bound.
+    never_lost, never_won = _unbounded_sets(table.rows, table.counts, k)
+    # Unless nothing holds the tie parameter: every decided vote agrees with one order of the
+    # systems (`ties_grow_with_gaps`), and the gaps grow with ν, each tie notwithstanding.
+    if ties_grow_with_gaps(table.rows, table.counts, k):
+        never_lost |= played[:, 0] > 0
+        never_won |= played[:, 1] > 0
+        notes["ties"] = ("every decided vote agrees with one order of the systems: the tie "
+                         "parameter and the gaps between the systems can grow together without "
+                         "bound, so the ties do not hold the strengths (only the prior does)")
     # Every decided vote went to one position (a judge that always picks the answer shown
     # first) and no tie holds the position effect: it grows without bound and explains every
     # vote, so the votes say nothing about the systems. Every round then refit strengths of
@@ -672,7 +710,8 @@ def leaderboard(votes: Votes, *, rounds: int = 200, level: float = 0.95, seed: i
         "expected": {"systems": names, "win": expected_win[reorder].tolist(),
                      "tie": expected_tie[reorder].tolist() if ties else None},
         "style_control": style_control(votes, ties=ties, position=position, level=level,
-                                       start=point)
+                                       start=point, components=components,
+                                       open_above=never_lost, open_below=never_won)
         if style and votes.style is not None and votes.style.size else None,
     }
     board["notes"] = board_notes(board)
@@ -717,11 +756,18 @@ def board_notes(board: dict) -> list[str]:
 
 
 def style_control(votes: Votes, *, ties: bool, position: bool = True,
-                  level: float = 0.95, start: Fit | None = None) -> dict | None:
+                  level: float = 0.95, start: Fit | None = None,
+                  components: list[list[int]] | None = None,
+                  open_above: np.ndarray | None = None,
+                  open_below: np.ndarray | None = None) -> dict | None:
     """Strengths with the style differences as covariates (each feature scaled by its root
     mean square, its spread about no difference), the
     style coefficients (log-odds per standard deviation of the difference) with sandwich
-    standard errors clustered by item."""
+    standard errors clustered by item. The board's rules hold here too: systems never
+    compared (`components`, the board's groups) are centred and ranked within their group,
+    and a strength with no finite maximum (`open_above`/`open_below`, the board's: the style
+    terms do not bound a system that never lost) has its interval open on that side, where
+    the sandwich gave a narrow band around the prior's value."""
     k = len(votes.systems)
     s = votes.style
     # A feature enters where it is present: nonzero in at least MIN_STYLE_VOTES votes over
@@ -782,16 +828,26 @@ def style_control(votes: Votes, *, ties: bool, position: bool = True,
             "sd_of_difference": float(scale[c]),
         })
     theta = beta[:k]
-    se = np.concatenate([_centred_se(robust, k), se[k:]])
-    # Differences θ_i − θ_j are identified; report each θ (Σθ = 0) with its robust interval.
-    order = np.argsort(-theta, kind="stable")
+    components = components or [list(range(k))]
+    group = np.empty(k, dtype=np.int64)
+    for g, members in enumerate(components):
+        group[members] = g
+    se = np.concatenate([_centred_se(robust, k, components), se[k:]])
+    above = np.zeros(k, dtype=bool) if open_above is None else np.asarray(open_above)
+    below = np.zeros(k, dtype=bool) if open_below is None else np.asarray(open_below)
+    ranks = _ranks(theta, group)
+    # Differences θ_i − θ_j are identified within a group; report each θ (Σθ = 0 in its
+    # group) with its robust interval, group by group as the board lists them.
+    order = np.lexsort((np.arange(k), -theta, group))
     return {
         "features": names,
         "coefficients": coefficients,
         "systems": [{"system": votes.systems[i], "strength": float(theta[i]),
                      "score": float(1000 + ELO_SCALE * theta[i]),
-                     "ci": [float(theta[i] - zq * se[i]), float(theta[i] + zq * se[i])],
-                     "rank": int(_ranks(theta)[i])} for i in order],
+                     "ci": [None if below[i] else float(theta[i] - zq * se[i]),
+                            None if above[i] else float(theta[i] + zq * se[i])],
+                     "rank": int(ranks[i]), "component": int(group[i]) + 1}
+                    for i in order],
         "interval": "normal, sandwich standard errors clustered by item",
     }
 
