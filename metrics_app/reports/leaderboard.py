@@ -366,19 +366,27 @@ def _side_by_side(human: dict | None, judges: dict[str, dict],
     return rows
 
 
+def board_mask(frame: JudgmentFrame, project: Project | None = None) -> np.ndarray:
+    """The judgments a board of systems reads, THE rule of the leaderboard and of adaptive
+    pairing (which fits the board to choose the next pairs): the data (`data_mask`) on the
+    study items (`items_measured_on`, with `project`): a gold check's votes test the workers
+    (its pair was chosen for its known answer), and the judge boards beside are measured
+    against these votes. Pairing read the gold checks' votes too: a pair the board calls open
+    looked settled there, and its "earlier votes" were not the board's."""
+    mask = frame.data_mask() if len(frame) else np.zeros(0, dtype=bool)
+    if project is not None and len(frame):
+        mask &= np.isin(frame.item_id, list(items_measured_on(project).values_list(
+            "id", flat=True)))
+    return mask
+
+
 def leaderboard_report(frame: JudgmentFrame, *, project: Project | None = None,
                        stage: Stage | None = None, rounds: int = ROUNDS, seed: int = 0) -> dict:
     """Human judges' leaderboard overall, per domain and per dataset (when the project has
     more than one), with what was left out; with `project`, each automatic metric that scored
     both answers as another judge (`judges`, overall) and the rankings side by side. `stage`:
     the frame is that stage's judgments, and the judges read that stage's items too."""
-    mask = frame.data_mask() if len(frame) else np.zeros(0, dtype=bool)
-    if project is not None and len(frame):
-        # The study items only (`items_measured_on`): a gold check's votes test the workers
-        # (its pair was chosen for its known answer), and the judge boards beside are
-        # measured against these votes.
-        mask &= np.isin(frame.item_id, list(items_measured_on(project).values_list(
-            "id", flat=True)))
+    mask = board_mask(frame, project)
     found = frame_votes(frame, mask)
     if found[0] is None:
         return {}
