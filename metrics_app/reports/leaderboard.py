@@ -81,6 +81,7 @@ def frame_votes(frame: JudgmentFrame, mask: np.ndarray) -> tuple[Votes | None, d
     left, right, outcome, item, worker, style = [], [], [], [], [], []
     skipped = {"same_system": 0, IDENTICAL: 0, "unknown_choice": 0}
     identical_items: set[int] = set()
+    one_system: set[str] = set()
     order_recorded = []
     for j in idx:
         info = items.get(int(frame.item_id[j]))
@@ -89,6 +90,8 @@ def frame_votes(frame: JudgmentFrame, mask: np.ndarray) -> tuple[Votes | None, d
             skipped[why] += 1
             if why == IDENTICAL:
                 identical_items.add(int(frame.item_id[j]))
+            elif info is not None:
+                one_system.add(info["systems"][0])
             continue
         if choice not in AB_CHOICES and choice not in AB_TIE_CHOICES:
             skipped["unknown_choice"] += 1
@@ -108,6 +111,7 @@ def frame_votes(frame: JudgmentFrame, mask: np.ndarray) -> tuple[Votes | None, d
         worker.append(int(frame.worker_id[j]))
         style.append([-v for v in info["style"]] if flip else info["style"])
     skipped[IDENTICAL_ITEMS] = frozenset(identical_items)
+    skipped[ONE_SYSTEM] = frozenset(one_system)
     if not left:
         return None, skipped
     votes = Votes(list(names), left, right, outcome, item, worker,
@@ -124,7 +128,36 @@ def frame_votes(frame: JudgmentFrame, mask: np.ndarray) -> tuple[Votes | None, d
 RECORDED = "recorded"
 # The items the identical-answer votes were on (their number is said in the board's note).
 IDENTICAL_ITEMS = "identical_answer_items"
-INFO_KEYS = ("order_recorded", "order_unrecorded", RECORDED, IDENTICAL_ITEMS)
+# The system names of the items whose two answers name one system (said when no vote is left).
+ONE_SYSTEM = "one_system_names"
+INFO_KEYS = ("order_recorded", "order_unrecorded", RECORDED, IDENTICAL_ITEMS, ONE_SYSTEM)
+
+
+def no_board_reason(info: dict) -> str | None:
+    """Why judgments that count gave no vote between two systems, in the words every door
+    shows (the dashboard's "No leaderboard: …", `manage.py report`'s "Leaderboard: none (…)",
+    the API's `overall.error`); None when there were no judgments to read. An A/B file whose
+    answers carry no `system` (every answer then reads as one system, "human" or the item's
+    source) had its board vanish from every door without a word."""
+    same, identical = info.get("same_system", 0), info.get(IDENTICAL, 0)
+    unknown = info.get("unknown_choice", 0)
+    total = same + identical + unknown
+    if not total:
+        return None
+    parts = []
+    if same:
+        names = sorted(info.get(ONE_SYSTEM) or ())
+        named = ", ".join(f"“{n}”" for n in names[:3]) + (" …" if len(names) > 3 else "")
+        parts.append(f"{same} on items whose two answers name one system"
+                     + (f" ({named})" if named else "")
+                     + ": give each answer the `system` that wrote it (docs/LEADERBOARD.md, "
+                       "“Systems”)")
+    if identical:
+        parts.append(f"{identical} on items whose two answers are the same text")
+    if unknown:
+        parts.append(f"{unknown} with a choice that names neither answer nor a tie")
+    return (f"none of the {total} vote{'s' if total != 1 else ''} compares two systems: "
+            + "; ".join(parts))
 
 
 def _note_identical(board: dict | None, info: dict) -> dict | None:
@@ -380,6 +413,12 @@ def board_mask(frame: JudgmentFrame, project: Project | None = None) -> np.ndarr
     return mask
 
 
+def _skipped(info: dict) -> dict:
+    """The report's `skipped`: the votes left out by reason, and the identical-answer items."""
+    return {**{k: v for k, v in info.items() if k not in INFO_KEYS},
+            IDENTICAL_ITEMS: len(info[IDENTICAL_ITEMS])}
+
+
 def leaderboard_report(frame: JudgmentFrame, *, project: Project | None = None,
                        stage: Stage | None = None, rounds: int = ROUNDS, seed: int = 0) -> dict:
     """Human judges' leaderboard overall, per domain and per dataset (when the project has
@@ -389,10 +428,12 @@ def leaderboard_report(frame: JudgmentFrame, *, project: Project | None = None,
     mask = board_mask(frame, project)
     found = frame_votes(frame, mask)
     if found[0] is None:
-        return {}
+        why = no_board_reason(found[1])
+        return {} if why is None else {
+            "judge": "human", "overall": {"error": why},
+            "skipped": _skipped(found[1])}
     report = {"judge": "human", "overall": _board(found, rounds=rounds, seed=seed),
-              "skipped": {**{k: v for k, v in found[1].items() if k not in INFO_KEYS},
-                          IDENTICAL_ITEMS: len(found[1][IDENTICAL_ITEMS])},
+              "skipped": _skipped(found[1]),
               "order_recorded": found[1]["order_recorded"],
               "tie_choices": {c: int((frame.choice[mask] == c).sum()) for c in AB_TIE_CHOICES}}
     for field in ("domain", "dataset"):

@@ -62,7 +62,8 @@ REPORT_KIND = "project"
 # notes; 15: a learned judge leaves out the items it saw; 14: an excluded item's judgments are
 # not data; 31: a leaderboard leaves out the votes on identical answers and groups system
 # names by their one spelling (`normalize_system`); 32: a tie bounds a strength unless every
-# decided vote agrees with one order; style control keeps the board's groups and open sides.
+# decided vote agrees with one order; style control keeps the board's groups and open sides;
+# a leaderboard without a vote between two systems says why (`no_board_reason`).
 REPORT_VERSION = 32
 
 

@@ -354,6 +354,39 @@ def test_too_many_systems_is_said_at_every_door_and_the_report_stands(client):
     assert "Agreement:" in out.getvalue()
 
 
+def test_no_vote_between_two_systems_is_said_at_every_door(client):
+    """A/B answers imported without a `system` (and without a model `kind`): every answer
+    reads as one system ("human"), so no judgment compares two systems. The board vanished
+    from the dashboard, the API (`{}`) and the text report without a word; now each says why,
+    with the counts, and the CSV has no row."""
+    from django.core.management import call_command
+
+    owner = make_user("owner")
+    project = make_project(TaskKind.AB, owner=owner, slug="no-systems")
+    stage = make_stage(project, kind=StageKind.FULL, name="full")
+    workers = [make_worker(external_id=f"w{i}") for i in range(3)]
+    for n in range(4):
+        item = make_item(project, content={
+            "question": f"q{n}", "evidence": [],
+            "answer_a": {"text": f"one {n}"}, "answer_b": {"text": f"two {n}"}})
+        for worker in workers:
+            make_judgment(item=item, stage=stage, worker=worker, choice="A")
+    client.force_login(owner)
+    url = reverse("metrics-api:project-leaderboard", args=[project.slug])
+    board = client.get(url).json()
+    reason = board["overall"]["error"]
+    assert reason.startswith("none of the 12 votes compares two systems: 12 on items whose "
+                             "two answers name one system (“human”)")
+    assert board["skipped"]["same_system"] == 12
+    rows = list(csv.reader(io.StringIO(client.get(url, {"output": "csv"}).content.decode())))
+    assert len(rows) == 1  # the header
+    html = client.get(reverse("metrics:project-dashboard", args=[project.slug])).content.decode()
+    assert "No leaderboard: none of the 12 votes compares two systems" in html
+    out = io.StringIO()
+    call_command("report", project.slug, stdout=out)
+    assert "Leaderboard: none (none of the 12 votes compares two systems" in out.getvalue()
+
+
 def test_a_stages_leaderboard_reads_the_judges_on_that_stages_items_only(client, arena):
     """With ?stage= the humans' board is that stage's judgments; the judges' boards read that
     stage's items too, not the whole project's."""
