@@ -571,7 +571,8 @@ def leaderboard(votes: Votes, *, rounds: int = 200, level: float = 0.95, seed: i
                                     system_order=system_order, position=position)
         n_clusters = n_clusters_of[scheme] = by_cluster.n_clusters
         if n_clusters < MIN_CLUSTERS:
-            notes[scheme] = (f"{n_clusters} {scheme}s: too few for {scheme} bootstrap "
+            notes[scheme] = (f"{n_clusters} {scheme}{'s' if n_clusters != 1 else ''}: too few "
+                             f"for {scheme} bootstrap "
                              f"intervals (at least {MIN_CLUSTERS})")
             continue
         counts = bootstrap_counts(by_cluster, rounds, rng)

@@ -387,6 +387,35 @@ def test_no_vote_between_two_systems_is_said_at_every_door(client):
     assert "Leaderboard: none (none of the 12 votes compares two systems" in out.getvalue()
 
 
+def test_the_per_domain_and_judge_boards_say_why_an_interval_is_open_on_the_dashboard(client):
+    """In Law the strong system won every vote: its Law interval is open above ("[0.9, —]").
+    The API's board says why in its `notes`; the dashboard's per-domain table showed the dash
+    alone (only the overall board's sentences were shown). Each board's sentences are shown
+    beside its ranking, word for word."""
+    owner = make_user("owner")
+    project = make_project(TaskKind.AB, owner=owner, slug="open-domain")
+    stage = make_stage(project, kind=StageKind.FULL, name="full")
+    workers = [make_worker(external_id=f"w{i}") for i in range(6)]
+    for n in range(24):
+        domain = "Law" if n % 2 else "History"
+        item = make_item(project, domain=domain, content={
+            "question": f"q{n}", "evidence": [],
+            "answer_a": {"text": f"one {n}", "kind": "model", "system": "strong"},
+            "answer_b": {"text": f"two {n}", "kind": "model", "system": "weak"}})
+        for i, worker in enumerate(workers):
+            choice = "A" if domain == "Law" or (n + i) % 3 else "B"
+            make_judgment(item=item, stage=stage, worker=worker, choice=choice)
+    client.force_login(owner)
+    board = client.get(reverse("metrics-api:project-leaderboard", args=[project.slug])).json()
+    law = board["by_domain"]["Law"]
+    sentence = next(note for note in law["notes"] if note.startswith("strong never lost"))
+    html = client.get(reverse("metrics:project-dashboard", args=[project.slug])).content.decode()
+    section = html[html.index("Per domain"):]
+    assert sentence in section
+    assert not any(note.startswith("strong never lost")
+                   for note in board["by_domain"]["History"]["notes"])
+
+
 def test_a_stages_leaderboard_reads_the_judges_on_that_stages_items_only(client, arena):
     """With ?stage= the humans' board is that stage's judgments; the judges' boards read that
     stage's items too, not the whole project's."""
