@@ -82,6 +82,7 @@ def frame_votes(frame: JudgmentFrame, mask: np.ndarray) -> tuple[Votes | None, d
     skipped = {"same_system": 0, IDENTICAL: 0, "unknown_choice": 0}
     identical_items: set[int] = set()
     one_system: set[str] = set()
+    tie_choices = dict.fromkeys(AB_TIE_CHOICES, 0)
     order_recorded = []
     for j in idx:
         info = items.get(int(frame.item_id[j]))
@@ -105,6 +106,7 @@ def frame_votes(frame: JudgmentFrame, mask: np.ndarray) -> tuple[Votes | None, d
         right.append(a if flip else b)
         if choice in AB_TIE_CHOICES:
             outcome.append(TIE)
+            tie_choices[choice] += 1
         else:
             outcome.append(LEFT if choice == first else RIGHT)
         item.append(int(frame.item_id[j]))
@@ -112,6 +114,7 @@ def frame_votes(frame: JudgmentFrame, mask: np.ndarray) -> tuple[Votes | None, d
         style.append([-v for v in info["style"]] if flip else info["style"])
     skipped[IDENTICAL_ITEMS] = frozenset(identical_items)
     skipped[ONE_SYSTEM] = frozenset(one_system)
+    skipped[TIE_CHOICES] = tie_choices
     if not left:
         return None, skipped
     votes = Votes(list(names), left, right, outcome, item, worker,
@@ -130,7 +133,11 @@ RECORDED = "recorded"
 IDENTICAL_ITEMS = "identical_answer_items"
 # The system names of the items whose two answers name one system (said when no vote is left).
 ONE_SYSTEM = "one_system_names"
-INFO_KEYS = ("order_recorded", "order_unrecorded", RECORDED, IDENTICAL_ITEMS, ONE_SYSTEM)
+# The tie votes the board counts, by the choice given (tie, both good, both bad): the report's
+# `tie_choices`, which read every tie of the frame, those left out of the board too.
+TIE_CHOICES = "tie_choices"
+INFO_KEYS = ("order_recorded", "order_unrecorded", RECORDED, IDENTICAL_ITEMS, ONE_SYSTEM,
+             TIE_CHOICES)
 
 
 def no_board_reason(info: dict) -> str | None:
@@ -435,7 +442,7 @@ def leaderboard_report(frame: JudgmentFrame, *, project: Project | None = None,
     report = {"judge": "human", "overall": _board(found, rounds=rounds, seed=seed),
               "skipped": _skipped(found[1]),
               "order_recorded": found[1]["order_recorded"],
-              "tie_choices": {c: int((frame.choice[mask] == c).sum()) for c in AB_TIE_CHOICES}}
+              TIE_CHOICES: found[1][TIE_CHOICES]}
     for field in ("domain", "dataset"):
         values = frame.item_column(field).astype(str)
         groups = sorted(set(values[mask & (frame.choice != "")]))

@@ -416,6 +416,24 @@ def test_the_per_domain_and_judge_boards_say_why_an_interval_is_open_on_the_dash
                    for note in board["by_domain"]["History"]["notes"])
 
 
+def test_the_tie_choices_count_the_ties_the_board_counts(client, arena):
+    """`tie_choices` (tie, both good, both bad) counts the tie votes of the board: ties on an
+    item whose two answers are one text, left out of every board, counted there too (30
+    "tie" beside the board's 24 ties)."""
+    project, owner = arena
+    stage = project.stages.get(name="full")
+    same = make_item(project, domain="History", content={
+        "question": "q same", "evidence": [],
+        "answer_a": {"text": "one text", "kind": "model", "system": "strong"},
+        "answer_b": {"text": "one text", "kind": "model", "system": "weak"}})
+    for worker in {j.worker for j in stage.judgments.all()}:
+        make_judgment(item=same, stage=stage, worker=worker, choice="tie")
+    client.force_login(owner)
+    board = client.get(reverse("metrics-api:project-leaderboard", args=[project.slug])).json()
+    assert board["skipped"]["identical_answers"] == 6
+    assert sum(board["tie_choices"].values()) == board["overall"]["model"]["n_ties"] > 0
+
+
 def test_a_stages_leaderboard_reads_the_judges_on_that_stages_items_only(client, arena):
     """With ?stage= the humans' board is that stage's judgments; the judges' boards read that
     stage's items too, not the whole project's."""
