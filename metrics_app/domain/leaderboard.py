@@ -418,9 +418,11 @@ def _components(table: PairTable, k: int) -> list[list[int]]:
 
 
 def _unbounded_sets(rows: np.ndarray, counts: np.ndarray, k: int
-                    ) -> tuple[np.ndarray, np.ndarray]:
-    """(above, below): systems whose strength has no finite maximum-likelihood value upwards
-    or downwards. The likelihood has a finite maximum only where the graph of "beat or tied at
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(above, below, linked): systems whose strength has no finite maximum-likelihood value
+    upwards or downwards, and each system's strongly connected set (`linked`: the gap between
+    two systems is bounded exactly when they share one; otherwise raising every system that
+    beat or tied one of them, even through others, widens it). The likelihood has a finite maximum only where the graph of "beat or tied at
     least once" (a tie both ways: it keeps a Davidson difference finite) is strongly connected
     (Ford 1957). Otherwise a set of systems that never lost a vote to the rest of its group
     (a source of the graph's condensation) can move up without bound, a set that never beat
@@ -445,7 +447,7 @@ def _unbounded_sets(rows: np.ndarray, counts: np.ndarray, k: int
     beaten_by_others[scc[dst[across]]] = True
     # A set that beat others is open above, one beaten by others below; a set between sets
     # that always beat it and sets it always beat, both ways.
-    return beats_others[scc], beaten_by_others[scc]
+    return beats_others[scc], beaten_by_others[scc], scc
 
 
 def ties_grow_with_gaps(rows: np.ndarray, counts: np.ndarray, k: int) -> bool:
@@ -593,10 +595,11 @@ def leaderboard(votes: Votes, *, rounds: int = 200, level: float = 0.95, seed: i
     # every decided vote and tied some has a finite maximum (`_unbounded_sets`, Ford's
     # condition with a tie counted both ways); "never lost a decided vote" opened its interval
     # and said its strength had no bound.
-    never_lost, never_won = _unbounded_sets(table.rows, table.counts, k)
+    never_lost, never_won, linked = _unbounded_sets(table.rows, table.counts, k)
     # Unless nothing holds the tie parameter: every decided vote agrees with one order of the
     # systems (`ties_grow_with_gaps`), and the gaps grow with ν, each tie notwithstanding.
-    if ties_grow_with_gaps(table.rows, table.counts, k):
+    loose = OPEN_GAP_TIES if ties_grow_with_gaps(table.rows, table.counts, k) else None
+    if loose:
         never_lost |= played[:, 0] > 0
         never_won |= played[:, 1] > 0
         notes["ties"] = ("every decided vote agrees with one order of the systems: the tie "
@@ -610,6 +613,7 @@ def leaderboard(votes: Votes, *, rounds: int = 200, level: float = 0.95, seed: i
     position_only = bool(position and not ties and len(decided)
                          and (decided == decided[0]).all())
     if position_only:
+        loose = OPEN_GAP_POSITION
         never_lost |= played.sum(1) > 0
         never_won |= played.sum(1) > 0
         shown = "first (left)" if decided[0] == LEFT else "second (right)"
@@ -724,9 +728,25 @@ def leaderboard(votes: Votes, *, rounds: int = 200, level: float = 0.95, seed: i
             {"note": "the order shown was not recorded: no position effect is fitted"},
             "flagged_workers": flagged_workers(votes, table, point, k, ties=ties),
             "power": adjacent_power(table, point, k, ties=ties, order=order,
-                                    systems=votes.systems, group=group),
+                                    systems=votes.systems, group=group,
+                                    open_gap=_open_gaps(linked, never_lost | never_won,
+                                                        loose=loose)),
         }
     return board
+
+
+def _open_gaps(linked: np.ndarray, open_side: np.ndarray, *, loose: str | None) -> np.ndarray:
+    """(K, K) object: why the gap between two systems has no finite maximum-likelihood value,
+    or None: they lie in different strongly connected sets of "beat or tied"
+    (`_unbounded_sets`), or nothing holds the gaps at all (`loose`, its reason: the tie
+    parameter grows with them, or the position effect explains every vote) and either is
+    open."""
+    gaps = np.full((len(linked), len(linked)), None, dtype=object)
+    if loose:
+        gaps[open_side[:, None] | open_side[None, :]] = loose
+    gaps[linked[:, None] != linked[None, :]] = OPEN_GAP
+    np.fill_diagonal(gaps, None)
+    return gaps
 
 
 # --- style control -----------------------------------------------------------------------------
@@ -894,6 +914,15 @@ def drop_to_flip_top(table: PairTable, k: int, *, ties: bool, systems: list[str]
     theta = fit.beta[0, :k]
     leader = _top(theta, among)
     searched = [systems[i] for i in among] if len(among) < k else None
+    values = theta[among]
+    shared = [systems[among[i]] for i in np.flatnonzero(values >= values.max() - EQUAL_STRENGTH)]
+    if len(shared) > 1:
+        # Systems with the same record share rank 1 (`_ranks`): there is no single top to
+        # flip ("dropping 1 vote makes b the top instead of a" of two systems 1-1 named a
+        # top that the board itself did not).
+        return {"votes": None, "share": None, "original_top": systems[leader],
+                "new_top": None, "removed": [], "among": searched, "shared_top": sorted(shared),
+                "method": "the top is shared: no single system leads"}
     removed = 0
     path: list[dict] = []
     start = None
@@ -1022,18 +1051,36 @@ def flagged_workers(votes: Votes, table: PairTable, fit: Fit, k: int, *, ties: b
                     "flagged workers stay in the fit"}
 
 
+# Said of an adjacent pair whose gap the votes do not bound (`_open_gaps`).
+OPEN_GAP = ("no finite difference: one never beat or tied the other, even through others, "
+            "so the votes do not size the gap (its value is the prior's)")
+OPEN_GAP_TIES = ("no finite difference: every decided vote agrees with one order of the "
+                 "systems and the tie parameter grows with the gaps (its value is the prior's)")
+OPEN_GAP_POSITION = ("no finite difference: every vote went to one position, which the "
+                     "position effect explains (its value is the prior's)")
+
+
 def adjacent_power(table: PairTable, fit: Fit, k: int, *, ties: bool, order: np.ndarray,
                    systems: list[str], alpha: float = 0.05, power: float = 0.8,
-                   group: np.ndarray | None = None) -> list[dict]:
+                   group: np.ndarray | None = None,
+                   open_gap: np.ndarray | None = None) -> list[dict]:
     """For each pair of adjacent systems (of the same `group`: across groups the difference
     is the prior's, not the data's): the difference, its standard error, and how many more
     direct comparisons of the two would make a two-sided level-α test reject with the given
-    power if the difference is as estimated (Sherman–Morrison on the information)."""
+    power if the difference is as estimated (Sherman–Morrison on the information). A pair
+    whose gap has no finite maximum (`open_gap`) gets no difference, standard error or count,
+    and `undefined` says why: those numbers were the prior's ("difference 3.91 ± 6.43, about
+    26 more comparisons" after one vote)."""
     z = stats.norm.ppf(1 - alpha / 2) + stats.norm.ppf(power)
     eta = float(fit.eta[0]) if ties else None
     rows = []
     for a, b in zip(order[:-1], order[1:], strict=True):
         if group is not None and group[a] != group[b]:
+            continue
+        if open_gap is not None and open_gap[a, b]:
+            rows.append({"higher": systems[a], "lower": systems[b], "difference": None,
+                         "se": None, "separated": None, "more_comparisons": None,
+                         "undefined": open_gap[a, b]})
             continue
         c = np.zeros(fit.covariance.shape[0])
         c[a], c[b] = 1, -1

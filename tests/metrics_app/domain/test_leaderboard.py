@@ -546,6 +546,27 @@ def test_style_control_keeps_the_boards_groups_and_open_intervals():
     assert raw["a"]["unbounded"] == "above"
 
 
+def test_power_and_the_flip_search_claim_nothing_the_votes_do_not_hold():
+    """After one vote a beat b, the power check said "difference 3.91 ± 6.43, about 26 more
+    direct comparisons for 80% power": the prior's gap, not the votes'. Two systems 1-1 share
+    rank 1, yet the flip search said dropping one vote "makes b the top instead of a". The
+    gap now has no difference and says why; a shared top is named as shared."""
+    one = leaderboard(Votes(["a", "b"], [0], [1], [LEFT], [1], [1]), rounds=5, position=False)
+    (pair,) = one["robustness"]["power"]
+    assert pair["difference"] is None and pair["more_comparisons"] is None
+    assert pair["undefined"].startswith("no finite difference: one never beat or tied")
+    split = leaderboard(Votes(["a", "b"], [0, 0], [1, 1], [LEFT, RIGHT], [1, 2], [1, 2]),
+                        rounds=5, position=False)
+    flip = split["robustness"]["drop_to_flip_top"]
+    assert flip["shared_top"] == ["a", "b"] and flip["votes"] is None
+    assert flip["new_top"] is None
+    # A gap the votes bound keeps its numbers: systems that beat each other both ways.
+    board = leaderboard(simulate([0.5, 0.0, -0.5], 600, seed=4), rounds=5)
+    for pair in board["robustness"]["power"]:
+        assert "undefined" not in pair and pair["difference"] is not None
+    assert board["robustness"]["drop_to_flip_top"].get("shared_top") is None
+
+
 def test_the_batched_bootstrap_fit_is_each_rounds_own_fit():
     """The bootstrap fits every round at once (the Hessians summed from the pair rows' outer
     products); each round's strengths are those of fitting its counts alone."""

@@ -434,6 +434,23 @@ def test_the_tie_choices_count_the_ties_the_board_counts(client, arena):
     assert sum(board["tie_choices"].values()) == board["overall"]["model"]["n_ties"] > 0
 
 
+def test_the_dashboard_sizes_no_gap_and_flips_no_top_the_votes_do_not_hold(client):
+    """Two systems, one vote: the robustness list said "difference 3.91 ± 6.43; about 26 more
+    direct comparisons for 80% power" (the prior's gap). It says why there is no difference."""
+    owner = make_user("owner")
+    project = make_project(TaskKind.AB, owner=owner, slug="one-vote")
+    stage = make_stage(project, kind=StageKind.FULL, name="full")
+    item = make_item(project, content={
+        "question": "q", "evidence": [],
+        "answer_a": {"text": "one", "kind": "model", "system": "a"},
+        "answer_b": {"text": "two", "kind": "model", "system": "b"}})
+    make_judgment(item=item, stage=stage, worker=make_worker(), choice="A")
+    client.force_login(owner)
+    html = client.get(reverse("metrics:project-dashboard", args=[project.slug])).content.decode()
+    assert "a vs b: no finite difference: one never beat or tied the other" in html
+    assert "more direct comparisons" not in html
+
+
 def test_a_stages_leaderboard_reads_the_judges_on_that_stages_items_only(client, arena):
     """With ?stage= the humans' board is that stage's judgments; the judges' boards read that
     stage's items too, not the whole project's."""
