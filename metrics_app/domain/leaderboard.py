@@ -361,15 +361,22 @@ def _anchored(rounds: np.ndarray, theta: np.ndarray, components: list[list[int]]
     that swing to every other system of its group (two systems 40-20 over 60 votes read
     [-1.08, 1.79] beside a third seen twice, [-2.39, 3.09] with a wider prior). Placed by the
     systems the rounds measure, an interval is that of the votes among them. A group whose
-    systems are all measured, or none, is left as fitted."""
+    systems are all measured, or none, is left as fitted. `measured` (K,) or, per round,
+    (rounds, K): a round is placed by the systems it measures (`_round_open`: those of its
+    main strongly connected set)."""
     out = rounds
+    measured = np.broadcast_to(measured, rounds.shape)
     for members in components:
         members = np.asarray(members)
-        held = members[measured[members]]
-        if 0 < len(held) < len(members):
+        held = measured[:, members]
+        n = held.sum(axis=1)
+        moved = (n > 0) & (n < len(members))
+        if moved.any():
             if out is rounds:
                 out = rounds.copy()
-            out[:, members] += (theta[held].mean() - rounds[:, held].mean(axis=1))[:, None]
+            safe = np.maximum(n, 1)
+            shift = (held @ theta[members] - (held * rounds[:, members]).sum(axis=1)) / safe
+            out[:, members] += np.where(moved, shift, 0.0)[:, None]
     return out
 
 
@@ -465,6 +472,8 @@ def ties_grow_with_gaps(rows: np.ndarray, counts: np.ndarray, k: int) -> bool:
     w, lo, t = (counts[:, c] > 0 for c in range(3))
     if not t.any() or not (w | lo).any():
         return False  # without ties ν is not fitted; without decided votes nothing separates
+    if (w & lo).any():
+        return False  # a pair that split its decided votes: a negative cycle of two
     src = np.concatenate([i[w], j[lo], i[t], j[t]])
     dst = np.concatenate([j[w], i[lo], j[t], i[t]])
     cost = np.concatenate([-np.ones(int(w.sum() + lo.sum())), np.ones(2 * int(t.sum()))])
@@ -476,6 +485,71 @@ def ties_grow_with_gaps(rows: np.ndarray, counts: np.ndarray, k: int) -> bool:
             return True  # settled: a solution, no negative cycle
         distance = relaxed
     return False  # still relaxing after k rounds: a negative cycle
+
+
+def _open_sides(rows: np.ndarray, counts: np.ndarray, k: int
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
+    """(above, below, linked, loose) of one set of counts (the votes', or one bootstrap
+    round's): the systems with no finite maximum upwards and downwards (`_unbounded_sets`,
+    and, where the tie parameter grows with the gaps, `ties_grow_with_gaps`, every system
+    that won a decided vote above and every one that lost one below), each system's strongly
+    connected set, and whether the gaps grow with ν."""
+    above, below, linked = _unbounded_sets(rows, counts, k)
+    loose = ties_grow_with_gaps(rows, counts, k)
+    if loose:
+        above |= (np.bincount(rows[:, 0], counts[:, 0], k)
+                  + np.bincount(rows[:, 1], counts[:, 1], k)) > 0
+        below |= (np.bincount(rows[:, 0], counts[:, 1], k)
+                  + np.bincount(rows[:, 1], counts[:, 0], k)) > 0
+    return above, below, linked, loose
+
+
+def _round_open(rows: np.ndarray, counts: np.ndarray, k: int,
+                components: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
+    """Per bootstrap round (`counts` (B, R, 3)), which systems have no finite strength above
+    and below relative to the round's main strongly connected set of "beat or tied" in their
+    group (the set with the most votes among its members): a system that beat (or tied) its
+    way into the main set but was never beaten back by it is open above, one the main set
+    reaches but never beat it back below, one neither way both. In such a round its strength
+    is the prior's; the main set's are the votes' (each round is placed by them, `_anchored`).
+    Where the tie parameter grows with the gaps (`ties_grow_with_gaps`) nothing is held:
+    every system that won a decided vote is open above and every one that lost one below."""
+    from scipy.sparse.csgraph import breadth_first_order, connected_components
+
+    up = np.zeros((len(counts), k), dtype=bool)
+    down = np.zeros((len(counts), k), dtype=bool)
+    i, j = rows[:, 0], rows[:, 1]
+    for b, round_counts in enumerate(counts):
+        if ties_grow_with_gaps(rows, round_counts, k):
+            above, below, _linked, _loose = _open_sides(rows, round_counts, k)
+            up[b], down[b] = above, below
+            continue
+        w, lo, t = (round_counts[:, c] > 0 for c in range(3))
+        src = np.concatenate([i[w], j[lo], i[t], j[t]])
+        dst = np.concatenate([j[w], i[lo], j[t], i[t]])
+        graph = sparse.csr_matrix((np.ones(len(src)), (src, dst)), shape=(k, k))
+        _n, linked = connected_components(graph, directed=True, connection="strong")
+        inside = round_counts.sum(1) * (linked[i] == linked[j])
+        votes_of = np.bincount(i, round_counts.sum(1), k) + np.bincount(j, round_counts.sum(1), k)
+        for members in components:
+            members = np.asarray(members)
+            sets = np.unique(linked[members])
+            if len(sets) < 2:
+                continue
+            key = [(np.bincount(linked[i], inside, linked.max() + 1)[c],
+                    votes_of[members[linked[members] == c]].sum(), -c) for c in sets]
+            main = sets[max(range(len(sets)), key=key.__getitem__)]
+            start = int(members[linked[members] == main][0])
+            below_main = np.zeros(k, dtype=bool)
+            below_main[breadth_first_order(graph, start, directed=True,
+                                           return_predecessors=False)] = True
+            above_main = np.zeros(k, dtype=bool)
+            above_main[breadth_first_order(graph.T.tocsr(), start, directed=True,
+                                           return_predecessors=False)] = True
+            outside = members[linked[members] != main]
+            up[b, outside] = ~below_main[outside] | above_main[outside]
+            down[b, outside] = ~above_main[outside] | below_main[outside]
+    return up, down
 
 
 def win_matrices(table: PairTable, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -568,6 +642,7 @@ def leaderboard(votes: Votes, *, rounds: int = 200, level: float = 0.95, seed: i
     system_order[np.lexsort((np.arange(k), _ranks(theta)))] = np.arange(k)
     rng = np.random.default_rng(seed)
     intervals, rank_intervals, notes, n_clusters_of, round_strengths = {}, {}, {}, {}, {}
+    round_open: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     for scheme, cluster in (("item", votes.item), ("worker", votes.worker)):
         by_cluster = cluster_counts(table, votes.outcome, cluster,
                                     system_order=system_order, position=position)
@@ -583,6 +658,7 @@ def leaderboard(votes: Votes, *, rounds: int = 200, level: float = 0.95, seed: i
         fitted = fit_counts(table.design, counts, ties=ties, start=start)
         # Ranks within a group do not depend on its level: read before the rounds are placed.
         round_strengths[scheme] = fitted.beta[:, :k]
+        round_open[scheme] = _round_open(table.rows, counts, k, components)
         rank_intervals[scheme] = _interval(_ranks(fitted.beta[:, :k], group), level)
     se = _centred_se(point.covariance, k, components)
     rank = _ranks(theta, group)
@@ -595,13 +671,11 @@ def leaderboard(votes: Votes, *, rounds: int = 200, level: float = 0.95, seed: i
     # every decided vote and tied some has a finite maximum (`_unbounded_sets`, Ford's
     # condition with a tie counted both ways); "never lost a decided vote" opened its interval
     # and said its strength had no bound.
-    never_lost, never_won, linked = _unbounded_sets(table.rows, table.counts, k)
     # Unless nothing holds the tie parameter: every decided vote agrees with one order of the
     # systems (`ties_grow_with_gaps`), and the gaps grow with ν, each tie notwithstanding.
-    loose = OPEN_GAP_TIES if ties_grow_with_gaps(table.rows, table.counts, k) else None
+    never_lost, never_won, linked, loose = _open_sides(table.rows, table.counts, k)
+    loose = OPEN_GAP_TIES if loose else None
     if loose:
-        never_lost |= played[:, 0] > 0
-        never_won |= played[:, 1] > 0
         notes["ties"] = ("every decided vote agrees with one order of the systems: the tie "
                          "parameter and the gaps between the systems can grow together without "
                          "bound, so the ties do not hold the strengths (only the prior does)")
@@ -650,16 +724,37 @@ def leaderboard(votes: Votes, *, rounds: int = 200, level: float = 0.95, seed: i
                 f"{scheme} interval is the curvature's (strength ± {z:.2f}·se) and the rank "
                 "interval the ranks it allows")
     for scheme, strengths in round_strengths.items():
+        # A bound is the prior's where more than (1 − level)/2 of the rounds have no finite
+        # maximum on that side: a system that lost one vote of ten is unbeaten in the 37% of
+        # item rounds that leave that item out, held there by the prior alone, and the
+        # percentile read that value ("[0.53, 4.06]"). Open instead, with the share said.
+        # (A system placed by the curvature, with few clusters or only ties, keeps its
+        # interval: its rounds are not read.)
+        curvature = few[scheme] | only_ties | unplayed
+        up_in_round, down_in_round = round_open[scheme]
+        share_up, share_down = up_in_round.mean(axis=0), down_in_round.mean(axis=0)
+        open_up = never_lost | ((share_up > (1 - level) / 2) & ~curvature)
+        open_down = never_won | ((share_down > (1 - level) / 2) & ~curvature)
+        by_rounds = [f"{votes.systems[i]} {what} in {share[i]:.0%} of the {scheme} rounds"
+                     for i in order for flag, point_open, share, what in (
+                         (open_up, never_lost, share_up, "never lost (no upper bound)"),
+                         (open_down, never_won, share_down, "never won (no lower bound)"))
+                     if flag[i] and not point_open[i]]
+        if by_rounds:
+            notes[f"{scheme}_rounds"] = (
+                "; ".join(by_rounds) + ": those rounds' strengths are the prior's, not the "
+                f"votes', so the {scheme} interval is open on that side")
         # Each round placed by the systems the rounds measure (`_anchored`): a system held
         # only by the prior in some rounds (its few clusters drawn one way) swung every
         # other strength of its group through the centring.
-        measured = ~(few[scheme] | never_lost | never_won | only_ties | unplayed)
+        measured = (~(few[scheme] | never_lost | never_won | only_ties | unplayed)[None, :]
+                    & ~(up_in_round | down_in_round))
         intervals[scheme] = _interval(_anchored(strengths, theta, components, measured),
                                       level).astype(object)
         intervals[scheme][few[scheme], 0] = theta[few[scheme]] - z * se[few[scheme]]
         intervals[scheme][few[scheme], 1] = theta[few[scheme]] + z * se[few[scheme]]
-        intervals[scheme][never_lost, 1] = None
-        intervals[scheme][never_won, 0] = None
+        intervals[scheme][open_up, 1] = None
+        intervals[scheme][open_down, 0] = None
         intervals[scheme][only_ties, 0] = theta[only_ties] - z * se[only_ties]
         intervals[scheme][only_ties, 1] = theta[only_ties] + z * se[only_ties]
         intervals[scheme][unplayed] = None

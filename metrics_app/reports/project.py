@@ -63,7 +63,8 @@ REPORT_KIND = "project"
 # not data; 31: a leaderboard leaves out the votes on identical answers and groups system
 # names by their one spelling (`normalize_system`); 32: a tie bounds a strength unless every
 # decided vote agrees with one order; style control keeps the board's groups and open sides;
-# a leaderboard without a vote between two systems says why (`no_board_reason`).
+# a leaderboard without a vote between two systems says why (`no_board_reason`); an interval's
+# end that the prior sets in many bootstrap rounds is open (`_round_open`).
 REPORT_VERSION = 32
 
 
