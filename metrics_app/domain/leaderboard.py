@@ -762,6 +762,13 @@ def leaderboard(votes: Votes, *, rounds: int = 200, level: float = 0.95, seed: i
         for s in np.flatnonzero(only_ties | few[scheme] | position_only):
             rank_intervals[scheme][s] = _overlap_rank_interval(
                 s, intervals[scheme][:, 0], intervals[scheme][:, 1], components[group[s]])
+    # Chatbot Arena's rank by the intervals: 1 + the systems of its group whose interval lies
+    # wholly above its own, so systems whose intervals overlap share a rank (the point `rank`
+    # orders them by a difference the votes do not settle: the long-form QA experts' model and
+    # higher-voted answer read 1 and 2, both 1 by their intervals).
+    rank_by_ci = {scheme: [None if unplayed[s] else _overlap_rank_interval(
+        s, bounds[:, 0], bounds[:, 1], components[group[s]])[0] for s in range(k)]
+        for scheme, bounds in intervals.items()}
     systems = []
     for s in order:
         systems.append({
@@ -777,6 +784,8 @@ def leaderboard(votes: Votes, *, rounds: int = 200, level: float = 0.95, seed: i
                for scheme in ("item", "worker")},
             **{f"rank_interval_{scheme}": [int(round(x)) for x in rank_intervals[scheme][s]]
                if scheme in rank_intervals and not unplayed[s] else None
+               for scheme in ("item", "worker")},
+            **{f"rank_ci_{scheme}": rank_by_ci[scheme][s] if scheme in rank_by_ci else None
                for scheme in ("item", "worker")},
             "n_votes": int(played[s].sum()),
             "wins": int(played[s, 0]), "losses": int(played[s, 1]), "ties": int(played[s, 2]),

@@ -545,7 +545,7 @@ CSV_COLUMNS = ("category", "component", "rank", "system", "strength", "score", "
                "ci_item_high", "ci_worker_low", "ci_worker_high", "rank_item_low",
                "rank_item_high", "rank_worker_low", "rank_worker_high", "n_votes", "wins",
                "losses", "ties", "style_controlled_strength", "style_controlled_ci_low",
-               "style_controlled_ci_high")
+               "style_controlled_ci_high", "rank_ci_item", "rank_ci_worker")
 
 
 def leaderboard_boards(report: dict, *, judges: bool = False) -> list[tuple[str, dict]]:
@@ -582,6 +582,8 @@ def leaderboard_csv(report: dict) -> str:
                 row["n_votes"], row["wins"], row["losses"], row["ties"],
                 _num(styled["strength"]) if styled else "",
                 *(map(_num, styled["ci"]) if styled else ("", "")),
+                *("" if row.get(f"rank_ci_{scheme}") is None else row[f"rank_ci_{scheme}"]
+                  for scheme in ("item", "worker")),
             ])
     return out.getvalue()
 

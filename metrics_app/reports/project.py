@@ -64,7 +64,8 @@ REPORT_KIND = "project"
 # names by their one spelling (`normalize_system`); 32: a tie bounds a strength unless every
 # decided vote agrees with one order; style control keeps the board's groups and open sides;
 # a leaderboard without a vote between two systems says why (`no_board_reason`); an interval's
-# end that the prior sets in many bootstrap rounds is open (`_round_open`).
+# end that the prior sets in many bootstrap rounds is open (`_round_open`); ranks by the
+# intervals (`rank_ci_item`, `rank_ci_worker`).
 REPORT_VERSION = 32
 
 

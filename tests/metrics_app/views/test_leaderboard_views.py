@@ -451,6 +451,41 @@ def test_the_dashboard_sizes_no_gap_and_flips_no_top_the_votes_do_not_hold(clien
     assert "more direct comparisons" not in html
 
 
+def test_systems_whose_intervals_overlap_share_a_rank_by_ci_at_every_door(client):
+    """x won 33 of 60 votes against y: the point ranks read 1 and 2, a strict order the votes
+    do not settle. The rank by the intervals (Chatbot Arena's: 1 + the systems whose interval
+    lies wholly above) is 1 for both, the same in the JSON, the CSV and on the dashboard; a
+    third system every interval puts below gets its own."""
+    owner = make_user("owner")
+    project = make_project(TaskKind.AB, owner=owner, slug="close")
+    stage = make_stage(project, kind=StageKind.FULL, name="full")
+    workers = [make_worker(external_id=f"w{i}") for i in range(6)]
+    for n in range(20):
+        first, second = ("x", "y") if n < 10 else (("x", "z") if n % 2 else ("y", "z"))
+        item = make_item(project, content={
+            "question": f"q{n}", "evidence": [],
+            "answer_a": {"text": f"one {n}", "kind": "model", "system": first},
+            "answer_b": {"text": f"two {n}", "kind": "model", "system": second}})
+        for i, worker in enumerate(workers):
+            wins = (n * 6 + i) % 60 < 33 if n < 10 else (n * 6 + i) % 6 != 0
+            make_judgment(item=item, stage=stage, worker=worker, choice="A" if wins else "B")
+    client.force_login(owner)
+    url = reverse("metrics-api:project-leaderboard", args=[project.slug])
+    rows = {r["system"]: r for r in client.get(url).json()["overall"]["systems"]}
+    assert (rows["x"]["rank"], rows["y"]["rank"]) == (1, 2)
+    assert rows["x"]["rank_ci_item"] == rows["y"]["rank_ci_item"] == 1
+    assert rows["z"]["rank_ci_item"] == 3
+    table = {r["system"]: r for r in csv.DictReader(io.StringIO(
+        client.get(url, {"output": "csv"}).content.decode())) if r["category"] == "overall"}
+    assert {name: table[name]["rank_ci_item"] for name in "xyz"} == {
+        name: str(rows[name]["rank_ci_item"]) for name in "xyz"}
+    html = client.get(reverse("metrics:project-dashboard", args=[project.slug])).content.decode()
+    assert "rank by CI (items / workers)" in html
+    for name in "xyz":
+        cell = (f"<td>{rows[name]['rank_ci_item']} / {rows[name]['rank_ci_worker']}</td>")
+        assert cell in html[html.index(f"<td>{name}</td>"):]
+
+
 def test_a_stages_leaderboard_reads_the_judges_on_that_stages_items_only(client, arena):
     """With ?stage= the humans' board is that stage's judgments; the judges' boards read that
     stage's items too, not the whole project's."""
