@@ -454,7 +454,8 @@ def test_the_dashboard_sizes_no_gap_and_flips_no_top_the_votes_do_not_hold(clien
 def test_systems_whose_intervals_overlap_share_a_rank_by_ci_at_every_door(client):
     """x won 33 of 60 votes against y: the point ranks read 1 and 2, a strict order the votes
     do not settle. The rank by the intervals (Chatbot Arena's: 1 + the systems whose interval
-    lies wholly above) is 1 for both, the same in the JSON, the CSV and on the dashboard; a
+    lies wholly above) is 1 for both, the same in the JSON, the CSV, on the dashboard and in
+    `manage.py report`; a
     third system every interval puts below gets its own."""
     owner = make_user("owner")
     project = make_project(TaskKind.AB, owner=owner, slug="close")
@@ -479,6 +480,13 @@ def test_systems_whose_intervals_overlap_share_a_rank_by_ci_at_every_door(client
         client.get(url, {"output": "csv"}).content.decode())) if r["category"] == "overall"}
     assert {name: table[name]["rank_ci_item"] for name in "xyz"} == {
         name: str(rows[name]["rank_ci_item"]) for name in "xyz"}
+    from django.core.management import call_command
+
+    out = io.StringIO()
+    call_command("report", project.slug, stdout=out)
+    for name in "xyz":
+        assert any(line.split()[1] == name and line.endswith(f"by CI {rows[name]['rank_ci_item']}")
+                   for line in out.getvalue().splitlines() if len(line.split()) > 1)
     html = client.get(reverse("metrics:project-dashboard", args=[project.slug])).content.decode()
     assert "rank by CI (items / workers)" in html
     for name in "xyz":
