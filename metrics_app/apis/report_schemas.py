@@ -291,7 +291,9 @@ class LeaderboardBoardSerializer(serializers.Serializer):
                   "system, strength (log-odds, Σ = 0 within the component), score (1000 + "
                   "400·strength/ln 10), se, ci_item, ci_worker (95% percentile bootstrap; "
                   "null with fewer than 5 clusters; θ ± 1.96·se for a system with only ties), "
-                  "rank_interval_item/_worker, n_votes, wins, losses, ties.")
+                  "rank_interval_item/_worker, rank_ci_item/_worker (rank by the interval: 1 + the "
+                  "systems of the component whose interval lies wholly above; overlapping "
+                  "intervals share a rank), n_votes, wins, losses, ties.")
     model = serializers.DictField(help_text="davidson or bradley_terry, tie parameter, "
                                             "position effect, counts, bootstrap notes, "
                                             "components (when the systems fall into groups "

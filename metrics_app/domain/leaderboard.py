@@ -361,15 +361,22 @@ def _anchored(rounds: np.ndarray, theta: np.ndarray, components: list[list[int]]
     that swing to every other system of its group (two systems 40-20 over 60 votes read
     [-1.08, 1.79] beside a third seen twice, [-2.39, 3.09] with a wider prior). Placed by the
     systems the rounds measure, an interval is that of the votes among them. A group whose
-    systems are all measured, or none, is left as fitted."""
+    systems are all measured, or none, is left as fitted. `measured` (K,) or, per round,
+    (rounds, K): a round is placed by the systems it measures (`_round_open`: those of its
+    main strongly connected set)."""
     out = rounds
+    measured = np.broadcast_to(measured, rounds.shape)
     for members in components:
         members = np.asarray(members)
-        held = members[measured[members]]
-        if 0 < len(held) < len(members):
+        held = measured[:, members]
+        n = held.sum(axis=1)
+        moved = (n > 0) & (n < len(members))
+        if moved.any():
             if out is rounds:
                 out = rounds.copy()
-            out[:, members] += (theta[held].mean() - rounds[:, held].mean(axis=1))[:, None]
+            safe = np.maximum(n, 1)
+            shift = (held @ theta[members] - (held * rounds[:, members]).sum(axis=1)) / safe
+            out[:, members] += np.where(moved, shift, 0.0)[:, None]
     return out
 
 
@@ -417,19 +424,25 @@ def _components(table: PairTable, k: int) -> list[list[int]]:
     return [np.nonzero(labels == c)[0].tolist() for c in range(n)]
 
 
-def _unbounded_sets(table: PairTable, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """(above, below): systems whose strength has no finite maximum-likelihood value upwards
-    or downwards. The likelihood has a finite maximum only where the graph of "beat or tied at
+def _unbounded_sets(rows: np.ndarray, counts: np.ndarray, k: int
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(above, below, linked): systems whose strength has no finite maximum-likelihood value
+    upwards or downwards, and each system's strongly connected set (`linked`: the gap between
+    two systems is bounded exactly when they share one; otherwise raising every system that
+    beat or tied one of them, even through others, widens it). The likelihood has a finite maximum only where the graph of "beat or tied at
     least once" (a tie both ways: it keeps a Davidson difference finite) is strongly connected
     (Ford 1957). Otherwise a set of systems that never lost a vote to the rest of its group
     (a source of the graph's condensation) can move up without bound, a set that never beat
     the rest down (a sink); a set between such sets, both ways. A single system that never lost
     is the smallest such set; two systems that split their votes and won every vote against
-    two others are the next."""
+    two others are the next. A system that won every decided vote but tied some is not, while
+    the tie parameter is held (`ties_grow_with_gaps` says when it is not): its ties bound it
+    (Davidson's P(tie) vanishes as the difference grows). `rows` (R, 2) and `counts` (R, 3):
+    a pair table's."""
     from scipy.sparse.csgraph import connected_components
 
-    i, j = table.rows[:, 0], table.rows[:, 1]
-    w, lo, t = (table.counts[:, c] > 0 for c in range(3))
+    i, j = rows[:, 0], rows[:, 1]
+    w, lo, t = (counts[:, c] > 0 for c in range(3))
     src = np.concatenate([i[w], j[lo], i[t], j[t]])
     dst = np.concatenate([j[w], i[lo], j[t], i[t]])
     graph = sparse.coo_matrix((np.ones(len(src)), (src, dst)), shape=(k, k))
@@ -441,7 +454,102 @@ def _unbounded_sets(table: PairTable, k: int) -> tuple[np.ndarray, np.ndarray]:
     beaten_by_others[scc[dst[across]]] = True
     # A set that beat others is open above, one beaten by others below; a set between sets
     # that always beat it and sets it always beat, both ways.
-    return beats_others[scc], beaten_by_others[scc]
+    return beats_others[scc], beaten_by_others[scc], scc
+
+
+def ties_grow_with_gaps(rows: np.ndarray, counts: np.ndarray, k: int) -> bool:
+    """Whether the tie parameter and the gaps can grow without bound together: every decided
+    vote agrees with one order of the systems, spaced so that each winner's gap over its loser
+    is at least the spacing of every tied pair (a strength per system with θ_w − θ_l ≥ 1 for
+    every decided vote and |θ_i − θ_j| ≤ 1 for every tie). Along that direction, with log ν
+    growing at half the rate, every vote's probability rises: no finite maximum, though each
+    tie bounds its own pair (`_unbounded_sets`). Two systems, 20 wins and 10 ties to none, are
+    the smallest case; a pair that split its decided votes anywhere on the board holds ν and
+    rules it out. The constraints are difference constraints: feasible exactly when their
+    graph (winner → loser weighing −1, a tie +1 both ways) has no negative cycle (Bellman–Ford
+    from a virtual source)."""
+    i, j = rows[:, 0], rows[:, 1]
+    w, lo, t = (counts[:, c] > 0 for c in range(3))
+    if not t.any() or not (w | lo).any():
+        return False  # without ties ν is not fitted; without decided votes nothing separates
+    if (w & lo).any():
+        return False  # a pair that split its decided votes: a negative cycle of two
+    src = np.concatenate([i[w], j[lo], i[t], j[t]])
+    dst = np.concatenate([j[w], i[lo], j[t], i[t]])
+    cost = np.concatenate([-np.ones(int(w.sum() + lo.sum())), np.ones(2 * int(t.sum()))])
+    distance = np.zeros(k)
+    for _ in range(k):
+        relaxed = distance.copy()
+        np.minimum.at(relaxed, dst, distance[src] + cost)
+        if np.array_equal(relaxed, distance):
+            return True  # settled: a solution, no negative cycle
+        distance = relaxed
+    return False  # still relaxing after k rounds: a negative cycle
+
+
+def _open_sides(rows: np.ndarray, counts: np.ndarray, k: int
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
+    """(above, below, linked, loose) of one set of counts (the votes', or one bootstrap
+    round's): the systems with no finite maximum upwards and downwards (`_unbounded_sets`,
+    and, where the tie parameter grows with the gaps, `ties_grow_with_gaps`, every system
+    that won a decided vote above and every one that lost one below), each system's strongly
+    connected set, and whether the gaps grow with ν."""
+    above, below, linked = _unbounded_sets(rows, counts, k)
+    loose = ties_grow_with_gaps(rows, counts, k)
+    if loose:
+        above |= (np.bincount(rows[:, 0], counts[:, 0], k)
+                  + np.bincount(rows[:, 1], counts[:, 1], k)) > 0
+        below |= (np.bincount(rows[:, 0], counts[:, 1], k)
+                  + np.bincount(rows[:, 1], counts[:, 0], k)) > 0
+    return above, below, linked, loose
+
+
+def _round_open(rows: np.ndarray, counts: np.ndarray, k: int,
+                components: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
+    """Per bootstrap round (`counts` (B, R, 3)), which systems have no finite strength above
+    and below relative to the round's main strongly connected set of "beat or tied" in their
+    group (the set with the most votes among its members): a system that beat (or tied) its
+    way into the main set but was never beaten back by it is open above, one the main set
+    reaches but never beat it back below, one neither way both. In such a round its strength
+    is the prior's; the main set's are the votes' (each round is placed by them, `_anchored`).
+    Where the tie parameter grows with the gaps (`ties_grow_with_gaps`) nothing is held:
+    every system that won a decided vote is open above and every one that lost one below."""
+    from scipy.sparse.csgraph import breadth_first_order, connected_components
+
+    up = np.zeros((len(counts), k), dtype=bool)
+    down = np.zeros((len(counts), k), dtype=bool)
+    i, j = rows[:, 0], rows[:, 1]
+    for b, round_counts in enumerate(counts):
+        if ties_grow_with_gaps(rows, round_counts, k):
+            above, below, _linked, _loose = _open_sides(rows, round_counts, k)
+            up[b], down[b] = above, below
+            continue
+        w, lo, t = (round_counts[:, c] > 0 for c in range(3))
+        src = np.concatenate([i[w], j[lo], i[t], j[t]])
+        dst = np.concatenate([j[w], i[lo], j[t], i[t]])
+        graph = sparse.csr_matrix((np.ones(len(src)), (src, dst)), shape=(k, k))
+        _n, linked = connected_components(graph, directed=True, connection="strong")
+        inside = round_counts.sum(1) * (linked[i] == linked[j])
+        votes_of = np.bincount(i, round_counts.sum(1), k) + np.bincount(j, round_counts.sum(1), k)
+        for members in components:
+            members = np.asarray(members)
+            sets = np.unique(linked[members])
+            if len(sets) < 2:
+                continue
+            key = [(np.bincount(linked[i], inside, linked.max() + 1)[c],
+                    votes_of[members[linked[members] == c]].sum(), -c) for c in sets]
+            main = sets[max(range(len(sets)), key=key.__getitem__)]
+            start = int(members[linked[members] == main][0])
+            below_main = np.zeros(k, dtype=bool)
+            below_main[breadth_first_order(graph, start, directed=True,
+                                           return_predecessors=False)] = True
+            above_main = np.zeros(k, dtype=bool)
+            above_main[breadth_first_order(graph.T.tocsr(), start, directed=True,
+                                           return_predecessors=False)] = True
+            outside = members[linked[members] != main]
+            up[b, outside] = ~below_main[outside] | above_main[outside]
+            down[b, outside] = ~above_main[outside] | below_main[outside]
+    return up, down
 
 
 def win_matrices(table: PairTable, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -534,12 +642,14 @@ def leaderboard(votes: Votes, *, rounds: int = 200, level: float = 0.95, seed: i
     system_order[np.lexsort((np.arange(k), _ranks(theta)))] = np.arange(k)
     rng = np.random.default_rng(seed)
     intervals, rank_intervals, notes, n_clusters_of, round_strengths = {}, {}, {}, {}, {}
+    round_open: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     for scheme, cluster in (("item", votes.item), ("worker", votes.worker)):
         by_cluster = cluster_counts(table, votes.outcome, cluster,
                                     system_order=system_order, position=position)
         n_clusters = n_clusters_of[scheme] = by_cluster.n_clusters
         if n_clusters < MIN_CLUSTERS:
-            notes[scheme] = (f"{n_clusters} {scheme}s: too few for {scheme} bootstrap "
+            notes[scheme] = (f"{n_clusters} {scheme}{'s' if n_clusters != 1 else ''}: too few "
+                             f"for {scheme} bootstrap "
                              f"intervals (at least {MIN_CLUSTERS})")
             continue
         counts = bootstrap_counts(by_cluster, rounds, rng)
@@ -548,21 +658,27 @@ def leaderboard(votes: Votes, *, rounds: int = 200, level: float = 0.95, seed: i
         fitted = fit_counts(table.design, counts, ties=ties, start=start)
         # Ranks within a group do not depend on its level: read before the rounds are placed.
         round_strengths[scheme] = fitted.beta[:, :k]
+        round_open[scheme] = _round_open(table.rows, counts, k, components)
         rank_intervals[scheme] = _interval(_ranks(fitted.beta[:, :k], group), level)
     se = _centred_se(point.covariance, k, components)
     rank = _ranks(theta, group)
     # By group, then strongest first; equal strengths (a shared rank) by name.
     order = np.lexsort((-theta, rank, group))
-    # A system that won (or lost) every decided vote has no finite maximum-likelihood
-    # strength: only the prior holds it, and every bootstrap round agrees. Its interval is open
-    # on that side (None), not the narrow band the rounds would show.
-    never_lost = (played[:, 1] == 0) & (played[:, 0] > 0)
-    never_won = (played[:, 0] == 0) & (played[:, 1] > 0)
-    # The same for a set of systems that never lost (or never won) a vote against the rest of
-    # their group: the prior alone holds the gap, and every round agrees on it.
-    above, below = _unbounded_sets(table, k)
-    never_lost |= above
-    never_won |= below
+    # A system that won (or lost) every vote, or a set of systems that never lost (never won)
+    # a vote against the rest of their group, has no finite maximum-likelihood strength: only
+    # the prior holds it, and every bootstrap round agrees. Its interval is open on that side
+    # (None), not the narrow band the rounds would show. A tie bounds it: a system that won
+    # every decided vote and tied some has a finite maximum (`_unbounded_sets`, Ford's
+    # condition with a tie counted both ways); "never lost a decided vote" opened its interval
+    # and said its strength had no bound.
+    # Unless nothing holds the tie parameter: every decided vote agrees with one order of the
+    # systems (`ties_grow_with_gaps`), and the gaps grow with ν, each tie notwithstanding.
+    never_lost, never_won, linked, loose = _open_sides(table.rows, table.counts, k)
+    loose = OPEN_GAP_TIES if loose else None
+    if loose:
+        notes["ties"] = ("every decided vote agrees with one order of the systems: the tie "
+                         "parameter and the gaps between the systems can grow together without "
+                         "bound, so the ties do not hold the strengths (only the prior does)")
     # Every decided vote went to one position (a judge that always picks the answer shown
     # first) and no tie holds the position effect: it grows without bound and explains every
     # vote, so the votes say nothing about the systems. Every round then refit strengths of
@@ -571,6 +687,7 @@ def leaderboard(votes: Votes, *, rounds: int = 200, level: float = 0.95, seed: i
     position_only = bool(position and not ties and len(decided)
                          and (decided == decided[0]).all())
     if position_only:
+        loose = OPEN_GAP_POSITION
         never_lost |= played.sum(1) > 0
         never_won |= played.sum(1) > 0
         shown = "first (left)" if decided[0] == LEFT else "second (right)"
@@ -607,16 +724,37 @@ def leaderboard(votes: Votes, *, rounds: int = 200, level: float = 0.95, seed: i
                 f"{scheme} interval is the curvature's (strength ± {z:.2f}·se) and the rank "
                 "interval the ranks it allows")
     for scheme, strengths in round_strengths.items():
+        # A bound is the prior's where more than (1 − level)/2 of the rounds have no finite
+        # maximum on that side: a system that lost one vote of ten is unbeaten in the 37% of
+        # item rounds that leave that item out, held there by the prior alone, and the
+        # percentile read that value ("[0.53, 4.06]"). Open instead, with the share said.
+        # (A system placed by the curvature, with few clusters or only ties, keeps its
+        # interval: its rounds are not read.)
+        curvature = few[scheme] | only_ties | unplayed
+        up_in_round, down_in_round = round_open[scheme]
+        share_up, share_down = up_in_round.mean(axis=0), down_in_round.mean(axis=0)
+        open_up = never_lost | ((share_up > (1 - level) / 2) & ~curvature)
+        open_down = never_won | ((share_down > (1 - level) / 2) & ~curvature)
+        by_rounds = [f"{votes.systems[i]} {what} in {share[i]:.0%} of the {scheme} rounds"
+                     for i in order for flag, point_open, share, what in (
+                         (open_up, never_lost, share_up, "never lost (no upper bound)"),
+                         (open_down, never_won, share_down, "never won (no lower bound)"))
+                     if flag[i] and not point_open[i]]
+        if by_rounds:
+            notes[f"{scheme}_rounds"] = (
+                "; ".join(by_rounds) + ": those rounds' strengths are the prior's, not the "
+                f"votes', so the {scheme} interval is open on that side")
         # Each round placed by the systems the rounds measure (`_anchored`): a system held
         # only by the prior in some rounds (its few clusters drawn one way) swung every
         # other strength of its group through the centring.
-        measured = ~(few[scheme] | never_lost | never_won | only_ties | unplayed)
+        measured = (~(few[scheme] | never_lost | never_won | only_ties | unplayed)[None, :]
+                    & ~(up_in_round | down_in_round))
         intervals[scheme] = _interval(_anchored(strengths, theta, components, measured),
                                       level).astype(object)
         intervals[scheme][few[scheme], 0] = theta[few[scheme]] - z * se[few[scheme]]
         intervals[scheme][few[scheme], 1] = theta[few[scheme]] + z * se[few[scheme]]
-        intervals[scheme][never_lost, 1] = None
-        intervals[scheme][never_won, 0] = None
+        intervals[scheme][open_up, 1] = None
+        intervals[scheme][open_down, 0] = None
         intervals[scheme][only_ties, 0] = theta[only_ties] - z * se[only_ties]
         intervals[scheme][only_ties, 1] = theta[only_ties] + z * se[only_ties]
         intervals[scheme][unplayed] = None
@@ -624,6 +762,13 @@ def leaderboard(votes: Votes, *, rounds: int = 200, level: float = 0.95, seed: i
         for s in np.flatnonzero(only_ties | few[scheme] | position_only):
             rank_intervals[scheme][s] = _overlap_rank_interval(
                 s, intervals[scheme][:, 0], intervals[scheme][:, 1], components[group[s]])
+    # Chatbot Arena's rank by the intervals: 1 + the systems of its group whose interval lies
+    # wholly above its own, so systems whose intervals overlap share a rank (the point `rank`
+    # orders them by a difference the votes do not settle: the long-form QA experts' model and
+    # higher-voted answer read 1 and 2, both 1 by their intervals).
+    rank_by_ci = {scheme: [None if unplayed[s] else _overlap_rank_interval(
+        s, bounds[:, 0], bounds[:, 1], components[group[s]])[0] for s in range(k)]
+        for scheme, bounds in intervals.items()}
     systems = []
     for s in order:
         systems.append({
@@ -639,6 +784,8 @@ def leaderboard(votes: Votes, *, rounds: int = 200, level: float = 0.95, seed: i
                for scheme in ("item", "worker")},
             **{f"rank_interval_{scheme}": [int(round(x)) for x in rank_intervals[scheme][s]]
                if scheme in rank_intervals and not unplayed[s] else None
+               for scheme in ("item", "worker")},
+            **{f"rank_ci_{scheme}": rank_by_ci[scheme][s] if scheme in rank_by_ci else None
                for scheme in ("item", "worker")},
             "n_votes": int(played[s].sum()),
             "wins": int(played[s, 0]), "losses": int(played[s, 1]), "ties": int(played[s, 2]),
@@ -672,7 +819,8 @@ def leaderboard(votes: Votes, *, rounds: int = 200, level: float = 0.95, seed: i
         "expected": {"systems": names, "win": expected_win[reorder].tolist(),
                      "tie": expected_tie[reorder].tolist() if ties else None},
         "style_control": style_control(votes, ties=ties, position=position, level=level,
-                                       start=point)
+                                       start=point, components=components,
+                                       open_above=never_lost, open_below=never_won)
         if style and votes.style is not None and votes.style.size else None,
     }
     board["notes"] = board_notes(board)
@@ -684,9 +832,25 @@ def leaderboard(votes: Votes, *, rounds: int = 200, level: float = 0.95, seed: i
             {"note": "the order shown was not recorded: no position effect is fitted"},
             "flagged_workers": flagged_workers(votes, table, point, k, ties=ties),
             "power": adjacent_power(table, point, k, ties=ties, order=order,
-                                    systems=votes.systems, group=group),
+                                    systems=votes.systems, group=group,
+                                    open_gap=_open_gaps(linked, never_lost | never_won,
+                                                        loose=loose)),
         }
     return board
+
+
+def _open_gaps(linked: np.ndarray, open_side: np.ndarray, *, loose: str | None) -> np.ndarray:
+    """(K, K) object: why the gap between two systems has no finite maximum-likelihood value,
+    or None: they lie in different strongly connected sets of "beat or tied"
+    (`_unbounded_sets`), or nothing holds the gaps at all (`loose`, its reason: the tie
+    parameter grows with them, or the position effect explains every vote) and either is
+    open."""
+    gaps = np.full((len(linked), len(linked)), None, dtype=object)
+    if loose:
+        gaps[open_side[:, None] | open_side[None, :]] = loose
+    gaps[linked[:, None] != linked[None, :]] = OPEN_GAP
+    np.fill_diagonal(gaps, None)
+    return gaps
 
 
 # --- style control -----------------------------------------------------------------------------
@@ -717,11 +881,18 @@ def board_notes(board: dict) -> list[str]:
 
 
 def style_control(votes: Votes, *, ties: bool, position: bool = True,
-                  level: float = 0.95, start: Fit | None = None) -> dict | None:
+                  level: float = 0.95, start: Fit | None = None,
+                  components: list[list[int]] | None = None,
+                  open_above: np.ndarray | None = None,
+                  open_below: np.ndarray | None = None) -> dict | None:
     """Strengths with the style differences as covariates (each feature scaled by its root
     mean square, its spread about no difference), the
     style coefficients (log-odds per standard deviation of the difference) with sandwich
-    standard errors clustered by item."""
+    standard errors clustered by item. The board's rules hold here too: systems never
+    compared (`components`, the board's groups) are centred and ranked within their group,
+    and a strength with no finite maximum (`open_above`/`open_below`, the board's: the style
+    terms do not bound a system that never lost) has its interval open on that side, where
+    the sandwich gave a narrow band around the prior's value."""
     k = len(votes.systems)
     s = votes.style
     # A feature enters where it is present: nonzero in at least MIN_STYLE_VOTES votes over
@@ -782,16 +953,26 @@ def style_control(votes: Votes, *, ties: bool, position: bool = True,
             "sd_of_difference": float(scale[c]),
         })
     theta = beta[:k]
-    se = np.concatenate([_centred_se(robust, k), se[k:]])
-    # Differences θ_i − θ_j are identified; report each θ (Σθ = 0) with its robust interval.
-    order = np.argsort(-theta, kind="stable")
+    components = components or [list(range(k))]
+    group = np.empty(k, dtype=np.int64)
+    for g, members in enumerate(components):
+        group[members] = g
+    se = np.concatenate([_centred_se(robust, k, components), se[k:]])
+    above = np.zeros(k, dtype=bool) if open_above is None else np.asarray(open_above)
+    below = np.zeros(k, dtype=bool) if open_below is None else np.asarray(open_below)
+    ranks = _ranks(theta, group)
+    # Differences θ_i − θ_j are identified within a group; report each θ (Σθ = 0 in its
+    # group) with its robust interval, group by group as the board lists them.
+    order = np.lexsort((np.arange(k), -theta, group))
     return {
         "features": names,
         "coefficients": coefficients,
         "systems": [{"system": votes.systems[i], "strength": float(theta[i]),
                      "score": float(1000 + ELO_SCALE * theta[i]),
-                     "ci": [float(theta[i] - zq * se[i]), float(theta[i] + zq * se[i])],
-                     "rank": int(_ranks(theta)[i])} for i in order],
+                     "ci": [None if below[i] else float(theta[i] - zq * se[i]),
+                            None if above[i] else float(theta[i] + zq * se[i])],
+                     "rank": int(ranks[i]), "component": int(group[i]) + 1}
+                    for i in order],
         "interval": "normal, sandwich standard errors clustered by item",
     }
 
@@ -837,6 +1018,15 @@ def drop_to_flip_top(table: PairTable, k: int, *, ties: bool, systems: list[str]
     theta = fit.beta[0, :k]
     leader = _top(theta, among)
     searched = [systems[i] for i in among] if len(among) < k else None
+    values = theta[among]
+    shared = [systems[among[i]] for i in np.flatnonzero(values >= values.max() - EQUAL_STRENGTH)]
+    if len(shared) > 1:
+        # Systems with the same record share rank 1 (`_ranks`): there is no single top to
+        # flip ("dropping 1 vote makes b the top instead of a" of two systems 1-1 named a
+        # top that the board itself did not).
+        return {"votes": None, "share": None, "original_top": systems[leader],
+                "new_top": None, "removed": [], "among": searched, "shared_top": sorted(shared),
+                "method": "the top is shared: no single system leads"}
     removed = 0
     path: list[dict] = []
     start = None
@@ -965,18 +1155,36 @@ def flagged_workers(votes: Votes, table: PairTable, fit: Fit, k: int, *, ties: b
                     "flagged workers stay in the fit"}
 
 
+# Said of an adjacent pair whose gap the votes do not bound (`_open_gaps`).
+OPEN_GAP = ("no finite difference: one never beat or tied the other, even through others, "
+            "so the votes do not size the gap (its value is the prior's)")
+OPEN_GAP_TIES = ("no finite difference: every decided vote agrees with one order of the "
+                 "systems and the tie parameter grows with the gaps (its value is the prior's)")
+OPEN_GAP_POSITION = ("no finite difference: every vote went to one position, which the "
+                     "position effect explains (its value is the prior's)")
+
+
 def adjacent_power(table: PairTable, fit: Fit, k: int, *, ties: bool, order: np.ndarray,
                    systems: list[str], alpha: float = 0.05, power: float = 0.8,
-                   group: np.ndarray | None = None) -> list[dict]:
+                   group: np.ndarray | None = None,
+                   open_gap: np.ndarray | None = None) -> list[dict]:
     """For each pair of adjacent systems (of the same `group`: across groups the difference
     is the prior's, not the data's): the difference, its standard error, and how many more
     direct comparisons of the two would make a two-sided level-α test reject with the given
-    power if the difference is as estimated (Sherman–Morrison on the information)."""
+    power if the difference is as estimated (Sherman–Morrison on the information). A pair
+    whose gap has no finite maximum (`open_gap`) gets no difference, standard error or count,
+    and `undefined` says why: those numbers were the prior's ("difference 3.91 ± 6.43, about
+    26 more comparisons" after one vote)."""
     z = stats.norm.ppf(1 - alpha / 2) + stats.norm.ppf(power)
     eta = float(fit.eta[0]) if ties else None
     rows = []
     for a, b in zip(order[:-1], order[1:], strict=True):
         if group is not None and group[a] != group[b]:
+            continue
+        if open_gap is not None and open_gap[a, b]:
+            rows.append({"higher": systems[a], "lower": systems[b], "difference": None,
+                         "se": None, "separated": None, "more_comparisons": None,
+                         "undefined": open_gap[a, b]})
             continue
         c = np.zeros(fit.covariance.shape[0])
         c[a], c[b] = 1, -1

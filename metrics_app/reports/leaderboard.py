@@ -81,6 +81,8 @@ def frame_votes(frame: JudgmentFrame, mask: np.ndarray) -> tuple[Votes | None, d
     left, right, outcome, item, worker, style = [], [], [], [], [], []
     skipped = {"same_system": 0, IDENTICAL: 0, "unknown_choice": 0}
     identical_items: set[int] = set()
+    one_system: set[str] = set()
+    tie_choices = dict.fromkeys(AB_TIE_CHOICES, 0)
     order_recorded = []
     for j in idx:
         info = items.get(int(frame.item_id[j]))
@@ -89,6 +91,8 @@ def frame_votes(frame: JudgmentFrame, mask: np.ndarray) -> tuple[Votes | None, d
             skipped[why] += 1
             if why == IDENTICAL:
                 identical_items.add(int(frame.item_id[j]))
+            elif info is not None:
+                one_system.add(info["systems"][0])
             continue
         if choice not in AB_CHOICES and choice not in AB_TIE_CHOICES:
             skipped["unknown_choice"] += 1
@@ -102,12 +106,15 @@ def frame_votes(frame: JudgmentFrame, mask: np.ndarray) -> tuple[Votes | None, d
         right.append(a if flip else b)
         if choice in AB_TIE_CHOICES:
             outcome.append(TIE)
+            tie_choices[choice] += 1
         else:
             outcome.append(LEFT if choice == first else RIGHT)
         item.append(int(frame.item_id[j]))
         worker.append(int(frame.worker_id[j]))
         style.append([-v for v in info["style"]] if flip else info["style"])
     skipped[IDENTICAL_ITEMS] = frozenset(identical_items)
+    skipped[ONE_SYSTEM] = frozenset(one_system)
+    skipped[TIE_CHOICES] = tie_choices
     if not left:
         return None, skipped
     votes = Votes(list(names), left, right, outcome, item, worker,
@@ -124,7 +131,40 @@ def frame_votes(frame: JudgmentFrame, mask: np.ndarray) -> tuple[Votes | None, d
 RECORDED = "recorded"
 # The items the identical-answer votes were on (their number is said in the board's note).
 IDENTICAL_ITEMS = "identical_answer_items"
-INFO_KEYS = ("order_recorded", "order_unrecorded", RECORDED, IDENTICAL_ITEMS)
+# The system names of the items whose two answers name one system (said when no vote is left).
+ONE_SYSTEM = "one_system_names"
+# The tie votes the board counts, by the choice given (tie, both good, both bad): the report's
+# `tie_choices`, which read every tie of the frame, those left out of the board too.
+TIE_CHOICES = "tie_choices"
+INFO_KEYS = ("order_recorded", "order_unrecorded", RECORDED, IDENTICAL_ITEMS, ONE_SYSTEM,
+             TIE_CHOICES)
+
+
+def no_board_reason(info: dict) -> str | None:
+    """Why judgments that count gave no vote between two systems, in the words every door
+    shows (the dashboard's "No leaderboard: …", `manage.py report`'s "Leaderboard: none (…)",
+    the API's `overall.error`); None when there were no judgments to read. An A/B file whose
+    answers carry no `system` (every answer then reads as one system, "human" or the item's
+    source) had its board vanish from every door without a word."""
+    same, identical = info.get("same_system", 0), info.get(IDENTICAL, 0)
+    unknown = info.get("unknown_choice", 0)
+    total = same + identical + unknown
+    if not total:
+        return None
+    parts = []
+    if same:
+        names = sorted(info.get(ONE_SYSTEM) or ())
+        named = ", ".join(f"“{n}”" for n in names[:3]) + (" …" if len(names) > 3 else "")
+        parts.append(f"{same} on items whose two answers name one system"
+                     + (f" ({named})" if named else "")
+                     + ": give each answer the `system` that wrote it (docs/LEADERBOARD.md, "
+                       "“Systems”)")
+    if identical:
+        parts.append(f"{identical} on items whose two answers are the same text")
+    if unknown:
+        parts.append(f"{unknown} with a choice that names neither answer nor a tie")
+    return (f"none of the {total} vote{'s' if total != 1 else ''} compares two systems: "
+            + "; ".join(parts))
 
 
 def _note_identical(board: dict | None, info: dict) -> dict | None:
@@ -366,27 +406,43 @@ def _side_by_side(human: dict | None, judges: dict[str, dict],
     return rows
 
 
+def board_mask(frame: JudgmentFrame, project: Project | None = None) -> np.ndarray:
+    """The judgments a board of systems reads, THE rule of the leaderboard and of adaptive
+    pairing (which fits the board to choose the next pairs): the data (`data_mask`) on the
+    study items (`items_measured_on`, with `project`): a gold check's votes test the workers
+    (its pair was chosen for its known answer), and the judge boards beside are measured
+    against these votes. Pairing read the gold checks' votes too: a pair the board calls open
+    looked settled there, and its "earlier votes" were not the board's."""
+    mask = frame.data_mask() if len(frame) else np.zeros(0, dtype=bool)
+    if project is not None and len(frame):
+        mask &= np.isin(frame.item_id, list(items_measured_on(project).values_list(
+            "id", flat=True)))
+    return mask
+
+
+def _skipped(info: dict) -> dict:
+    """The report's `skipped`: the votes left out by reason, and the identical-answer items."""
+    return {**{k: v for k, v in info.items() if k not in INFO_KEYS},
+            IDENTICAL_ITEMS: len(info[IDENTICAL_ITEMS])}
+
+
 def leaderboard_report(frame: JudgmentFrame, *, project: Project | None = None,
                        stage: Stage | None = None, rounds: int = ROUNDS, seed: int = 0) -> dict:
     """Human judges' leaderboard overall, per domain and per dataset (when the project has
     more than one), with what was left out; with `project`, each automatic metric that scored
     both answers as another judge (`judges`, overall) and the rankings side by side. `stage`:
     the frame is that stage's judgments, and the judges read that stage's items too."""
-    mask = frame.data_mask() if len(frame) else np.zeros(0, dtype=bool)
-    if project is not None and len(frame):
-        # The study items only (`items_measured_on`): a gold check's votes test the workers
-        # (its pair was chosen for its known answer), and the judge boards beside are
-        # measured against these votes.
-        mask &= np.isin(frame.item_id, list(items_measured_on(project).values_list(
-            "id", flat=True)))
+    mask = board_mask(frame, project)
     found = frame_votes(frame, mask)
     if found[0] is None:
-        return {}
+        why = no_board_reason(found[1])
+        return {} if why is None else {
+            "judge": "human", "overall": {"error": why},
+            "skipped": _skipped(found[1])}
     report = {"judge": "human", "overall": _board(found, rounds=rounds, seed=seed),
-              "skipped": {**{k: v for k, v in found[1].items() if k not in INFO_KEYS},
-                          IDENTICAL_ITEMS: len(found[1][IDENTICAL_ITEMS])},
+              "skipped": _skipped(found[1]),
               "order_recorded": found[1]["order_recorded"],
-              "tie_choices": {c: int((frame.choice[mask] == c).sum()) for c in AB_TIE_CHOICES}}
+              TIE_CHOICES: found[1][TIE_CHOICES]}
     for field in ("domain", "dataset"):
         values = frame.item_column(field).astype(str)
         groups = sorted(set(values[mask & (frame.choice != "")]))
@@ -489,7 +545,7 @@ CSV_COLUMNS = ("category", "component", "rank", "system", "strength", "score", "
                "ci_item_high", "ci_worker_low", "ci_worker_high", "rank_item_low",
                "rank_item_high", "rank_worker_low", "rank_worker_high", "n_votes", "wins",
                "losses", "ties", "style_controlled_strength", "style_controlled_ci_low",
-               "style_controlled_ci_high")
+               "style_controlled_ci_high", "rank_ci_item", "rank_ci_worker")
 
 
 def leaderboard_boards(report: dict, *, judges: bool = False) -> list[tuple[str, dict]]:
@@ -526,6 +582,8 @@ def leaderboard_csv(report: dict) -> str:
                 row["n_votes"], row["wins"], row["losses"], row["ties"],
                 _num(styled["strength"]) if styled else "",
                 *(map(_num, styled["ci"]) if styled else ("", "")),
+                *("" if row.get(f"rank_ci_{scheme}") is None else row[f"rank_ci_{scheme}"]
+                  for scheme in ("item", "worker")),
             ])
     return out.getvalue()
 

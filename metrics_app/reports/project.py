@@ -61,8 +61,12 @@ REPORT_KIND = "project"
 # 17: workers' same-justification share; 16: an undefined α says why, a leaderboard board its
 # notes; 15: a learned judge leaves out the items it saw; 14: an excluded item's judgments are
 # not data; 31: a leaderboard leaves out the votes on identical answers and groups system
-# names by their one spelling (`normalize_system`).
-REPORT_VERSION = 31
+# names by their one spelling (`normalize_system`); 32: a tie bounds a strength unless every
+# decided vote agrees with one order; style control keeps the board's groups and open sides;
+# a leaderboard without a vote between two systems says why (`no_board_reason`); an interval's
+# end that the prior sets in many bootstrap rounds is open (`_round_open`); ranks by the
+# intervals (`rank_ci_item`, `rank_ci_worker`).
+REPORT_VERSION = 32
 
 
 def _params(group_by: str | None) -> dict:

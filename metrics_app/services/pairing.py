@@ -21,7 +21,7 @@ from annotation.stage_errors import StageError
 from core.vocabulary import AB_CHOICES
 
 from ..domain.leaderboard import fit_counts, pair_sampling_probabilities, pair_table
-from ..reports.leaderboard import frame_votes
+from ..reports.leaderboard import board_mask, frame_votes
 from .draws import draw_population, draw_record
 
 FLOOR = 0.1
@@ -45,7 +45,9 @@ def _pair_probabilities(stage: Stage, systems: list[str], batch: int) -> tuple[d
     """(unordered system pair → share of the next `batch` comparisons, votes so far)."""
     index = {name: i for i, name in enumerate(systems)}
     frame = load_judgments(project=stage.project)
-    votes, info = frame_votes(frame, frame.data_mask()) if len(frame) else (None, {})
+    # The votes the leaderboard reads (`board_mask`: no gold check's, which test workers).
+    votes, info = (frame_votes(frame, board_mask(frame, stage.project)) if len(frame)
+                   else (None, {}))
     k = len(systems)
     pairs = [(i, j) for i in range(k) for j in range(i + 1, k)]
     if votes is None:

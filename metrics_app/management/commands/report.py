@@ -109,15 +109,18 @@ def _summary(report: dict) -> str:
         lines.append(f"Leaderboard: none ({board['error']})")
     if board.get("systems"):
         lines.append(f"Leaderboard ({board['model']['name']}, {board['model']['n_votes']} votes; "
-                     "strength [95% CI by item] ranks):")
+                     "strength [95% CI by item] ranks, rank by that CI):")
         groups = board["model"].get("components")
         for row in board["systems"]:
             ci = row["ci_item"] or [None, None]
             ranks = row["rank_interval_item"] or ["?", "?"]
             # Systems never compared, even through others, are ranked within their group.
             group = f" (group {row['component']})" if groups else ""
+            # The rank by the interval (`rank_ci_item`): overlapping intervals share one.
+            by_ci = row.get("rank_ci_item")
             lines.append(f"  {row['rank']}. {row['system']:<24} {_fmt(row['strength'])} "
-                         f"[{_fmt(ci[0])}, {_fmt(ci[1])}] ranks {ranks[0]}-{ranks[1]}{group}")
+                         f"[{_fmt(ci[0])}, {_fmt(ci[1])}] ranks {ranks[0]}-{ranks[1]}"
+                         f", by CI {_fmt(by_ci)}{group}")
         if groups:
             lines.append("  Groups never compared with each other, ranked each on its own: "
                          + " | ".join(", ".join(names) for names in groups))

@@ -65,6 +65,34 @@ def test_draw_favours_the_close_pair_and_records_every_probability(arena):
     assert again.drawn == summary.drawn
 
 
+def test_gold_checks_do_not_move_the_pairing(arena):
+    """Adaptive pairing fits the votes the leaderboard reads (`board_mask`): a gold check's
+    pair was built for its known answer (here s2's answer is plainly better, 40 of 40 votes),
+    so it ranks no system on the board, and it must not settle s1-s2 for the pairing either
+    (it made that close pair look decided and cut its share)."""
+    from metrics_app.reports.project import project_report
+
+    project, draft = arena
+    before = stage_draw_adaptive_pairs(stage=draft, budget=20)
+    probabilities = dict(RoutingDraw.objects.filter(stage=draft).values_list("item_id",
+                                                                             "probability"))
+    earlier = project.stages.get(kind=StageKind.TRIAL)
+    workers = list({j.worker for j in earlier.judgments.all()})
+    for n in range(10):
+        gold = _item(project, "s1", "s2", 500 + n)
+        gold.is_gold_check = True
+        gold.gold = {"choice": "B"}
+        gold.save(update_fields=["is_gold_check", "gold"])
+        for worker in workers:
+            make_judgment(item=gold, stage=earlier, worker=worker, choice="B")
+    after = stage_draw_adaptive_pairs(stage=draft, budget=20)
+    assert after.votes_so_far == before.votes_so_far == 120
+    board = project_report(project=project)["leaderboard"]["overall"]
+    assert board["model"]["n_votes"] == after.votes_so_far
+    again = dict(RoutingDraw.objects.filter(stage=draft).values_list("item_id", "probability"))
+    assert again == pytest.approx(probabilities)
+
+
 def test_guards(arena):
     project, draft = arena
     with pytest.raises(StageError, match="pairing budget"):

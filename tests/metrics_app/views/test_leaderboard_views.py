@@ -354,6 +354,146 @@ def test_too_many_systems_is_said_at_every_door_and_the_report_stands(client):
     assert "Agreement:" in out.getvalue()
 
 
+def test_no_vote_between_two_systems_is_said_at_every_door(client):
+    """A/B answers imported without a `system` (and without a model `kind`): every answer
+    reads as one system ("human"), so no judgment compares two systems. The board vanished
+    from the dashboard, the API (`{}`) and the text report without a word; now each says why,
+    with the counts, and the CSV has no row."""
+    from django.core.management import call_command
+
+    owner = make_user("owner")
+    project = make_project(TaskKind.AB, owner=owner, slug="no-systems")
+    stage = make_stage(project, kind=StageKind.FULL, name="full")
+    workers = [make_worker(external_id=f"w{i}") for i in range(3)]
+    for n in range(4):
+        item = make_item(project, content={
+            "question": f"q{n}", "evidence": [],
+            "answer_a": {"text": f"one {n}"}, "answer_b": {"text": f"two {n}"}})
+        for worker in workers:
+            make_judgment(item=item, stage=stage, worker=worker, choice="A")
+    client.force_login(owner)
+    url = reverse("metrics-api:project-leaderboard", args=[project.slug])
+    board = client.get(url).json()
+    reason = board["overall"]["error"]
+    assert reason.startswith("none of the 12 votes compares two systems: 12 on items whose "
+                             "two answers name one system (“human”)")
+    assert board["skipped"]["same_system"] == 12
+    rows = list(csv.reader(io.StringIO(client.get(url, {"output": "csv"}).content.decode())))
+    assert len(rows) == 1  # the header
+    html = client.get(reverse("metrics:project-dashboard", args=[project.slug])).content.decode()
+    assert "No leaderboard: none of the 12 votes compares two systems" in html
+    out = io.StringIO()
+    call_command("report", project.slug, stdout=out)
+    assert "Leaderboard: none (none of the 12 votes compares two systems" in out.getvalue()
+
+
+def test_the_per_domain_and_judge_boards_say_why_an_interval_is_open_on_the_dashboard(client):
+    """In Law the strong system won every vote: its Law interval is open above ("[0.9, —]").
+    The API's board says why in its `notes`; the dashboard's per-domain table showed the dash
+    alone (only the overall board's sentences were shown). Each board's sentences are shown
+    beside its ranking, word for word."""
+    owner = make_user("owner")
+    project = make_project(TaskKind.AB, owner=owner, slug="open-domain")
+    stage = make_stage(project, kind=StageKind.FULL, name="full")
+    workers = [make_worker(external_id=f"w{i}") for i in range(6)]
+    for n in range(24):
+        domain = "Law" if n % 2 else "History"
+        item = make_item(project, domain=domain, content={
+            "question": f"q{n}", "evidence": [],
+            "answer_a": {"text": f"one {n}", "kind": "model", "system": "strong"},
+            "answer_b": {"text": f"two {n}", "kind": "model", "system": "weak"}})
+        for i, worker in enumerate(workers):
+            choice = "A" if domain == "Law" or (n + i) % 3 else "B"
+            make_judgment(item=item, stage=stage, worker=worker, choice=choice)
+    client.force_login(owner)
+    board = client.get(reverse("metrics-api:project-leaderboard", args=[project.slug])).json()
+    law = board["by_domain"]["Law"]
+    sentence = next(note for note in law["notes"] if note.startswith("strong never lost"))
+    html = client.get(reverse("metrics:project-dashboard", args=[project.slug])).content.decode()
+    section = html[html.index("Per domain"):]
+    assert sentence in section
+    assert not any(note.startswith("strong never lost")
+                   for note in board["by_domain"]["History"]["notes"])
+
+
+def test_the_tie_choices_count_the_ties_the_board_counts(client, arena):
+    """`tie_choices` (tie, both good, both bad) counts the tie votes of the board: ties on an
+    item whose two answers are one text, left out of every board, counted there too (30
+    "tie" beside the board's 24 ties)."""
+    project, owner = arena
+    stage = project.stages.get(name="full")
+    same = make_item(project, domain="History", content={
+        "question": "q same", "evidence": [],
+        "answer_a": {"text": "one text", "kind": "model", "system": "strong"},
+        "answer_b": {"text": "one text", "kind": "model", "system": "weak"}})
+    for worker in {j.worker for j in stage.judgments.all()}:
+        make_judgment(item=same, stage=stage, worker=worker, choice="tie")
+    client.force_login(owner)
+    board = client.get(reverse("metrics-api:project-leaderboard", args=[project.slug])).json()
+    assert board["skipped"]["identical_answers"] == 6
+    assert sum(board["tie_choices"].values()) == board["overall"]["model"]["n_ties"] > 0
+
+
+def test_the_dashboard_sizes_no_gap_and_flips_no_top_the_votes_do_not_hold(client):
+    """Two systems, one vote: the robustness list said "difference 3.91 ± 6.43; about 26 more
+    direct comparisons for 80% power" (the prior's gap). It says why there is no difference."""
+    owner = make_user("owner")
+    project = make_project(TaskKind.AB, owner=owner, slug="one-vote")
+    stage = make_stage(project, kind=StageKind.FULL, name="full")
+    item = make_item(project, content={
+        "question": "q", "evidence": [],
+        "answer_a": {"text": "one", "kind": "model", "system": "a"},
+        "answer_b": {"text": "two", "kind": "model", "system": "b"}})
+    make_judgment(item=item, stage=stage, worker=make_worker(), choice="A")
+    client.force_login(owner)
+    html = client.get(reverse("metrics:project-dashboard", args=[project.slug])).content.decode()
+    assert "a vs b: no finite difference: one never beat or tied the other" in html
+    assert "more direct comparisons" not in html
+
+
+def test_systems_whose_intervals_overlap_share_a_rank_by_ci_at_every_door(client):
+    """x won 33 of 60 votes against y: the point ranks read 1 and 2, a strict order the votes
+    do not settle. The rank by the intervals (Chatbot Arena's: 1 + the systems whose interval
+    lies wholly above) is 1 for both, the same in the JSON, the CSV, on the dashboard and in
+    `manage.py report`; a
+    third system every interval puts below gets its own."""
+    owner = make_user("owner")
+    project = make_project(TaskKind.AB, owner=owner, slug="close")
+    stage = make_stage(project, kind=StageKind.FULL, name="full")
+    workers = [make_worker(external_id=f"w{i}") for i in range(6)]
+    for n in range(20):
+        first, second = ("x", "y") if n < 10 else (("x", "z") if n % 2 else ("y", "z"))
+        item = make_item(project, content={
+            "question": f"q{n}", "evidence": [],
+            "answer_a": {"text": f"one {n}", "kind": "model", "system": first},
+            "answer_b": {"text": f"two {n}", "kind": "model", "system": second}})
+        for i, worker in enumerate(workers):
+            wins = (n * 6 + i) % 60 < 33 if n < 10 else (n * 6 + i) % 6 != 0
+            make_judgment(item=item, stage=stage, worker=worker, choice="A" if wins else "B")
+    client.force_login(owner)
+    url = reverse("metrics-api:project-leaderboard", args=[project.slug])
+    rows = {r["system"]: r for r in client.get(url).json()["overall"]["systems"]}
+    assert (rows["x"]["rank"], rows["y"]["rank"]) == (1, 2)
+    assert rows["x"]["rank_ci_item"] == rows["y"]["rank_ci_item"] == 1
+    assert rows["z"]["rank_ci_item"] == 3
+    table = {r["system"]: r for r in csv.DictReader(io.StringIO(
+        client.get(url, {"output": "csv"}).content.decode())) if r["category"] == "overall"}
+    assert {name: table[name]["rank_ci_item"] for name in "xyz"} == {
+        name: str(rows[name]["rank_ci_item"]) for name in "xyz"}
+    from django.core.management import call_command
+
+    out = io.StringIO()
+    call_command("report", project.slug, stdout=out)
+    for name in "xyz":
+        assert any(line.split()[1] == name and line.endswith(f"by CI {rows[name]['rank_ci_item']}")
+                   for line in out.getvalue().splitlines() if len(line.split()) > 1)
+    html = client.get(reverse("metrics:project-dashboard", args=[project.slug])).content.decode()
+    assert "rank by CI (items / workers)" in html
+    for name in "xyz":
+        cell = (f"<td>{rows[name]['rank_ci_item']} / {rows[name]['rank_ci_worker']}</td>")
+        assert cell in html[html.index(f"<td>{name}</td>"):]
+
+
 def test_a_stages_leaderboard_reads_the_judges_on_that_stages_items_only(client, arena):
     """With ?stage= the humans' board is that stage's judgments; the judges' boards read that
     stage's items too, not the whole project's."""
