@@ -61,8 +61,9 @@ REPORT_KIND = "project"
 # 17: workers' same-justification share; 16: an undefined α says why, a leaderboard board its
 # notes; 15: a learned judge leaves out the items it saw; 14: an excluded item's judgments are
 # not data; 31: a leaderboard leaves out the votes on identical answers and groups system
-# names by their one spelling (`normalize_system`).
-REPORT_VERSION = 31
+# names by their one spelling (`normalize_system`); 32: an estimate from labels without
+# spread, items unlabelled, has no interval (`estimates.no_spread`), not one of width 0.
+REPORT_VERSION = 32
 
 
 def _params(group_by: str | None) -> dict:

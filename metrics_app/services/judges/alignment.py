@@ -428,8 +428,10 @@ PAGE_RESAMPLES = 200
 # both sides is undefined, not 0; 4: the human ceiling reads the items whose votes tie; 5: the
 # items in the order of what they say, not of their ids, `item_order`; 6: the length card's
 # tercile rates are shares called correct, not means of scores; 7: the study items,
-# `items_measured_on`: items released only in a qualification are left out, `measured_on`).
-ALIGNMENT_FORMAT = 7
+# `items_measured_on`: items released only in a qualification are left out, `measured_on`;
+# 8: a prediction-powered estimate whose labels show no error of the judge has no interval,
+# `estimates.no_spread`, not one of width 0).
+ALIGNMENT_FORMAT = 8
 
 
 def _alignment_params(project: Project, refs: list[str] | None, n_resamples: int) -> dict:
