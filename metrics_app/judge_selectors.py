@@ -16,7 +16,7 @@ from django.db.models import Max
 from annotation.models import Project, TaskKind
 from core.vocabulary import PROBABILITY_METRIC_NAME, ModelKind
 
-from .domain.judge_prompts import DEFAULT_PARSE
+from .domain.judge_prompts import DEFAULT_PARSE, answer_score_problem
 from .model_selectors import (
     REGRESSION_MODEL_NAME,
     learned_metric_seen_items,
@@ -134,9 +134,12 @@ def verdict_view(project: Project, version: JudgeVersion) -> JudgeView:
             .order_by("item_id", "id")
             .values_list("item_id", "order", "verdict", "score", "probability", "parsed",
                          "reasoning"))
+    config = {**(version.config or {}), "task": project.kind}
     for item_id, order, verdict, score, probability, parsed, reasoning in rows:
         view.asked += 1
-        if not parsed:
+        if not parsed or answer_score_problem(config, score):
+            # A score off the task's scale, stored before the parse rules refused it, is read
+            # as the rules now read that answer: unparseable.
             view.unparseable += 1
             continue
         if ab:

@@ -62,7 +62,8 @@ REPORT_KIND = "project"
 # notes; 15: a learned judge leaves out the items it saw; 14: an excluded item's judgments are
 # not data; 31: a leaderboard leaves out the votes on identical answers and groups system
 # names by their one spelling (`normalize_system`); 32: an estimate from labels without
-# spread, items unlabelled, has no interval (`estimates.no_spread`), not one of width 0.
+# spread, items unlabelled, has no interval (`estimates.no_spread`), not one of width 0; a
+# judge's stored score off the task's scale is unparseable (`answer_score_problem`).
 REPORT_VERSION = 32
 
 

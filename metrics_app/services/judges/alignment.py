@@ -446,7 +446,8 @@ PAGE_RESAMPLES = 200
 # `items_measured_on`: items released only in a qualification are left out, `measured_on`;
 # 8: a prediction-powered estimate whose labels show no error of the judge has no interval,
 # `estimates.no_spread`, not one of width 0; an adjudicated item none of whose judgments
-# counts carries its adjudicated label, `human_labels`).
+# counts carries its adjudicated label, `human_labels`; a json or regex judge's stored score
+# off the task's scale is read as unparseable, `answer_score_problem`).
 ALIGNMENT_FORMAT = 8
 
 
