@@ -84,7 +84,7 @@ SAME_BIAS = ("the judge minus the humans is the same on every labelled item: a s
 NO_SPREAD = 1e-9
 
 
-def no_spread(se: float, n: int, total: int) -> bool:
+def no_spread(se: float, n: int, total: float) -> bool:
     """Whether a standard error of (about) 0 comes from labels without spread while items
     remain unlabelled: n labels that all agree (every answer correct, or the judge right on
     each) measure no error, they do not show that there is none, so such an estimate gets no
@@ -147,6 +147,9 @@ def human_only(y: Sequence[float], *, n_items: int | None = None, n_resamples: i
     y = np.asarray(y, dtype=float)
     n = len(y)
     total = n_items if n_items is not None else n
+    # Without `n_items` the labels are read as a sample of an unbounded population (new
+    # questions like these): never all of it.
+    population = total if n_items is not None else math.inf
     if n == 0:
         return Estimate("human", None, None, None, None, 0, total,
                         undefined=too_few_labels(0, ""))
@@ -162,7 +165,7 @@ def human_only(y: Sequence[float], *, n_items: int | None = None, n_resamples: i
         # within its own Monte-Carlo error, and resampling 40,000 scores 2,000 times would
         # cost seconds on every report refresh.
         se = math.sqrt(fpc * float(y.var(ddof=1)) / n)
-        if no_spread(se, n, total):
+        if no_spread(se, n, population):
             return Estimate("human", mean, None, None, None, n, total, undefined=SAME_LABEL)
         return Estimate("human", mean, mean - Z95 * se, mean + Z95 * se, se, n, total)
     rng = np.random.default_rng(seed)
@@ -176,7 +179,7 @@ def human_only(y: Sequence[float], *, n_items: int | None = None, n_resamples: i
         for start in range(0, n_resamples, 500)])
     shrink = math.sqrt(fpc)
     se = float(means.std(ddof=1)) * shrink
-    if no_spread(se, n, total):
+    if no_spread(se, n, population):
         return Estimate("human", mean, None, None, None, n, total, undefined=SAME_LABEL)
     low, high = np.percentile(means, [2.5, 97.5])
     return Estimate("human", mean, mean - (mean - float(low)) * shrink,

@@ -58,6 +58,8 @@ def test_labels_without_spread_give_no_interval_and_every_item_labelled_stays_ex
     assert scores.estimate == 5.0 and scores.low is None
     assert scores.undefined == estimates.SAME_LABEL
     assert estimates.human_only(np.full(6, 5.0), n_items=6).low == 5.0  # all judged: exact
+    # ... but read as a sample of new questions like these, never all of them.
+    assert estimates.human_only(np.full(6, 5.0)).undefined == estimates.SAME_LABEL
     # Shares all alike keep Wilson's interval, which is made for them.
     share = estimates.human_only(np.ones(8), n_items=40)
     assert share.low < 0.8 and share.high == pytest.approx(1.0)
