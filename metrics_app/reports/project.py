@@ -63,7 +63,8 @@ REPORT_KIND = "project"
 # not data; 31: a leaderboard leaves out the votes on identical answers and groups system
 # names by their one spelling (`normalize_system`); 32: an estimate from labels without
 # spread, items unlabelled, has no interval (`estimates.no_spread`), not one of width 0; a
-# judge's stored score off the task's scale is unparseable (`answer_score_problem`).
+# judge's stored score off the task's scale is unparseable (`answer_score_problem`); an
+# estimate's point stays on its scale as its interval does (`clip_to_scale`).
 REPORT_VERSION = 32
 
 
