@@ -130,12 +130,19 @@ def verdict_view(project: Project, version: JudgeVersion) -> JudgeView:
     view = JudgeView(ref=version.label, kind=version.judge.kind, version=version.version,
                      score_range=_verdict_score_range(project, version))
     ab = project.kind == TaskKind.AB
+    # Newest first: an item whose content changed since was asked again (its verdicts carry a
+    # hash of what the judge read), and only the verdict on what it holds now counts, parsed
+    # or not, as on the leaderboard's judge boards (`reports/leaderboard.py:verdict_votes`).
     rows = (JudgeVerdict.objects.filter(judge_version=version, item__project=project)
-            .order_by("item_id", "id")
+            .order_by("item_id", "-id")
             .values_list("item_id", "order", "verdict", "score", "probability", "parsed",
                          "reasoning"))
     config = {**(version.config or {}), "task": project.kind}
+    read: set[tuple[int, str]] = set()
     for item_id, order, verdict, score, probability, parsed, reasoning in rows:
+        if (item_id, order or "AB") in read:
+            continue  # an older verdict in the same order, on the item's earlier content
+        read.add((item_id, order or "AB"))
         view.asked += 1
         if not parsed or answer_score_problem(config, score):
             # A score off the task's scale, stored before the parse rules refused it, is read
