@@ -40,6 +40,7 @@ Whatever a rule cannot read is `Parsed(ok=False, error=...)`: counted and shown,
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import re
@@ -428,6 +429,21 @@ def fence_tags_seen(text: str) -> list[str]:
     left out), in order: what a prompt's fences must be, each once."""
     return [match.group(0).lower().replace(" ", "")
             for match in FENCE_TAG.finditer(_as_read(text))]
+
+
+def item_prompt(config: dict, content: dict, *, order: str = ""
+                ) -> tuple[str, str, tuple[str, ...]]:
+    """(prompt, content hash, quoted texts) of a judge's request on an item's `content`
+    (`order` "BA" shows an A/B item's answer B first): the hash is of exactly what the judge
+    is shown (system message and prompt), the key a stored verdict is found by. The one rule
+    of the run (`services/judges/runs.py:judge_requests`: what is asked, and not asked again)
+    and of the reads (`judge_selectors.verdict_view`: a verdict on content the item no longer
+    holds is not the judge's verdict on it)."""
+    fields = item_fields(config["task"], content, swap=order == "BA")
+    prompt = render(config["prompt"], fields)
+    digest = hashlib.sha256(json.dumps([config["system"], prompt], ensure_ascii=False)
+                            .encode()).hexdigest()
+    return prompt, digest, tuple(value for value in fields.values() if isinstance(value, str))
 
 
 def item_fields(task: str, content: dict, *, swap: bool = False) -> dict:

@@ -254,6 +254,8 @@ def judge_alignment_report(*, project: Project, refs: list[str] | None = None,
         entry = {"kind": view.kind, "version": view.version, "decision": how,
                  "asked": view.asked, "unparseable": view.unparseable,
                  "judged_with_labels": len(common), "left_out_seen": view.left_out_seen,
+                 # verdicts on text the item no longer holds, left out until a rerun
+                 "on_earlier_content": view.on_earlier_content,
                  **stats}
         entry["bias"] = _bias_cards(view, common, items, human, predicted, rank, labels,
                                     n_resamples=n_resamples, seed=seed)
@@ -447,7 +449,8 @@ PAGE_RESAMPLES = 200
 # 8: a prediction-powered estimate whose labels show no error of the judge has no interval,
 # `estimates.no_spread`, not one of width 0; an adjudicated item none of whose judgments
 # counts carries its adjudicated label, `human_labels`; a json or regex judge's stored score
-# off the task's scale is read as unparseable, `answer_score_problem`).
+# off the task's scale is read as unparseable, `answer_score_problem`; a verdict on content
+# the item no longer holds is not read, `current_verdicts`).
 ALIGNMENT_FORMAT = 8
 
 

@@ -14,7 +14,7 @@ import json
 import pytest
 
 from annotation.judgment_selectors import load_judgments
-from metrics_app.domain.judge_prompts import parse_answer
+from metrics_app.domain.judge_prompts import item_prompt, parse_answer
 from metrics_app.judge_selectors import judge_view
 from metrics_app.models import JudgeVerdict
 from metrics_app.reports.estimates import estimates_report
@@ -99,6 +99,7 @@ def test_the_same_rule_reads_regex_answers_imported_files_and_rows_stored_before
     JudgeVerdict.objects.filter(judge_version=version, item=first).update(score=1e300)
     view = judge_view(project, "older")
     assert first.pk not in view.calls and view.unparseable == 3
-    JudgeVerdict.objects.create(judge_version=yes_no, item=first, content_hash="x",
-                                verdict="incorrect", score=0.0)
+    JudgeVerdict.objects.create(judge_version=yes_no, item=first, verdict="incorrect",
+                                score=0.0, content_hash=item_prompt(yes_no.config,
+                                                                    first.content)[1])
     assert judge_view(project, "yes-no").calls[first.pk].score == 0.0
