@@ -321,5 +321,17 @@ def estimates_report(frame: JudgmentFrame, *, project: Project, judge: str | Non
                 pair["accuracy"][method] = estimates.difference(
                     estimates.Estimate(**first), estimates.Estimate(**second),
                     bounds=(-1.0, 1.0), names=(a, b))  # shares differ by at most 100 points
+        pair["shown"] = shown_difference(pair["accuracy"])
         report["pairs"].append(pair)
     return report
+
+
+def shown_difference(differences: dict) -> str:
+    """The method whose difference the pair's verdict reads (the dashboard, `report`): the
+    prediction-powered one, else the humans' where the judge's cannot be made (a judge right
+    on every labelled item gives no interval: `estimates.no_spread`) and theirs can; else
+    the one whose reason is said."""
+    for method in ("ppi", "human"):
+        if (differences.get(method) or {}).get("difference") is not None:
+            return method
+    return "ppi" if "ppi" in differences else "human"
