@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 import numpy as np
 from django.db.models import Max
 
-from annotation.models import Project, TaskKind
+from annotation.models import Item, Project, TaskKind
 from core.vocabulary import PROBABILITY_METRIC_NAME, ModelKind
 
-from .domain.judge_prompts import DEFAULT_PARSE
+from .domain.judge_prompts import DEFAULT_PARSE, answer_score_problem, item_prompt
 from .model_selectors import (
     REGRESSION_MODEL_NAME,
     learned_metric_seen_items,
@@ -68,6 +68,8 @@ class JudgeView:
     # Those items themselves, and any item of the project its version saw though unscored:
     # the estimates predict them unsure, and so does the judge plan.
     seen_items: frozenset[int] = frozenset()
+    # Item orders whose only verdicts judged text the item no longer holds (`current_verdicts`).
+    on_earlier_content: int = 0
 
     @property
     def label(self) -> str:
@@ -126,17 +128,71 @@ def metric_view(project: Project, name: str) -> JudgeView:
     return view
 
 
+VERDICT_FIELDS = ("item_id", "order", "verdict", "score", "probability", "parsed", "reasoning")
+
+
+def current_verdicts(project: Project, version: JudgeVersion, *, items=None
+                     ) -> tuple[list[tuple], int]:
+    """(rows of `VERDICT_FIELDS`, how many item orders have verdicts on earlier content only)
+    of a judge version on the project's items (`items`: a narrower queryset of them): per item
+    and order shown, its newest verdict on what the item holds now, parsed or not. An LLM
+    judge's verdict carries a hash of what it was shown (`judge_prompts.item_prompt`): one on
+    text the item no longer holds (edited before anyone judged it) is not the judge's verdict
+    on it, and a rerun asks again. The one read of every door that reads a judge's verdicts
+    (`verdict_view`: the judges page and API, `judge_report`, the estimates, the routing, the
+    plan; the leaderboard's judge boards)."""
+    rows = JudgeVerdict.objects.filter(judge_version=version, item__project=project)
+    if items is not None:
+        rows = rows.filter(item__in=items.values("pk"))
+    rows = list(rows.order_by("item_id", "-id").values_list(*VERDICT_FIELDS, "content_hash"))
+    current = _current_hashes(version, {row[0] for row in rows})
+    read: set[tuple[int, str]] = set()
+    earlier: set[tuple[int, str]] = set()
+    out = []
+    for row in rows:
+        key = (row[0], row[1] or "AB")
+        if key in read:
+            continue  # an older verdict in the same order
+        expected = current.get((row[0], row[1]))
+        if expected is not None and row[-1] != expected:
+            earlier.add(key)  # a verdict on the item's earlier content
+            continue
+        read.add(key)
+        out.append(row[:-1])
+    return out, len(earlier - read)
+
+
+def _current_hashes(version: JudgeVersion, item_ids: set[int]) -> dict[tuple[int, str], str]:
+    """(item id, order) -> the hash of what an LLM judge version would be shown now; empty for
+    an imported judge (its items' content is fixed while it has verdicts:
+    `item_imported_verdicts_note`) or a config that renders no prompt."""
+    config = version.config or {}
+    if version.judge.kind != JudgeKind.LLM or not item_ids:
+        return {}
+    orders = ("AB", "BA") if config.get("task") == TaskKind.AB else ("",)
+    out = {}
+    try:
+        for item_id, content in (Item.objects.filter(pk__in=item_ids)
+                                 .values_list("id", "content")):
+            for order in orders:
+                out[item_id, order] = item_prompt(config, content, order=order)[1]
+    except (KeyError, ValueError, TypeError):
+        return {}  # a config no prompt renders from: read its verdicts as stored
+    return out
+
+
 def verdict_view(project: Project, version: JudgeVersion) -> JudgeView:
     view = JudgeView(ref=version.label, kind=version.judge.kind, version=version.version,
                      score_range=_verdict_score_range(project, version))
     ab = project.kind == TaskKind.AB
-    rows = (JudgeVerdict.objects.filter(judge_version=version, item__project=project)
-            .order_by("item_id", "id")
-            .values_list("item_id", "order", "verdict", "score", "probability", "parsed",
-                         "reasoning"))
+    # Per item and order, the newest verdict on what the item holds now, parsed or not.
+    rows, view.on_earlier_content = current_verdicts(project, version)
+    config = {**(version.config or {}), "task": project.kind}
     for item_id, order, verdict, score, probability, parsed, reasoning in rows:
         view.asked += 1
-        if not parsed:
+        if not parsed or answer_score_problem(config, score):
+            # A score off the task's scale, stored before the parse rules refused it, is read
+            # as the rules now read that answer: unparseable.
             view.unparseable += 1
             continue
         if ab:

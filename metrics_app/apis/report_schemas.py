@@ -275,7 +275,10 @@ class ProjectReportSerializer(serializers.Serializer):
                   "version trained or calibrated on, counted as unscored (predicted unsure). "
                   "An estimate that cannot be made says why: each estimate's `undefined` (and "
                   "`effective_n_undefined`), the judge alone's `bias_undefined`, a system's "
-                  "`judge_undefined` (no prediction on its items), a pair's `undefined`.")
+                  "`judge_undefined` (no prediction on its items), a pair's `undefined`; "
+                  "labels without spread, items unlabelled, give no interval (`undefined`), "
+                  "and a pair's `shown` names the difference its verdict reads (`ppi`, else "
+                  "`human` where the judge's cannot be made).")
     adaptive_redundancy = serializers.ListField(
         child=serializers.DictField(), required=False,
         help_text="Stages with adaptive redundancy: items settled by agreement or at max, "

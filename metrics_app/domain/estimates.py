@@ -73,7 +73,26 @@ PPI_NEEDS = "a prediction-powered estimate needs 2 (to measure the judge's error
 # error is 0, so there is nothing to compare the humans' with.
 EVERY_ITEM_JUDGED = "every item judged: exact for these items"
 SAME_RESIDUAL = ("the human label minus the judge's prediction is the same on every labelled "
-                 "item: no sampling error to weigh")
+                 "item: those labels show no error of the judge, which does not make it exact "
+                 "on the items not labelled")
+SAME_LABEL = ("every labelled item has the same value: a sample without spread does not make "
+              "the items not labelled certain")
+SAME_BIAS = ("the judge minus the humans is the same on every labelled item: a sample without "
+             "spread does not make the bias certain")
+# A standard error at or below this, from labels of part of the items, is a sample without
+# spread (rounding: a power-tuning weight of 0.9999999999999998 leaves a residual of 1e-16).
+NO_SPREAD = 1e-9
+
+
+def no_spread(se: float, n: int, total: float) -> bool:
+    """Whether a standard error of (about) 0 comes from labels without spread while items
+    remain unlabelled: n labels that all agree (every answer correct, or the judge right on
+    each) measure no error, they do not show that there is none, so such an estimate gets no
+    interval (one of width 0 would read as exact and tell any two systems apart). The one
+    rule of the human-only, judge-bias, prediction-powered and active estimates, and of the
+    judge plan's predicted widths (`metrics_app/domain/judge_planning.py`). Every item
+    labelled (n = total) is exact, not this."""
+    return n < total and se <= NO_SPREAD
 
 
 @dataclass(frozen=True)
@@ -128,6 +147,9 @@ def human_only(y: Sequence[float], *, n_items: int | None = None, n_resamples: i
     y = np.asarray(y, dtype=float)
     n = len(y)
     total = n_items if n_items is not None else n
+    # Without `n_items` the labels are read as a sample of an unbounded population (new
+    # questions like these): never all of it.
+    population = total if n_items is not None else math.inf
     if n == 0:
         return Estimate("human", None, None, None, None, 0, total,
                         undefined=too_few_labels(0, ""))
@@ -143,6 +165,8 @@ def human_only(y: Sequence[float], *, n_items: int | None = None, n_resamples: i
         # within its own Monte-Carlo error, and resampling 40,000 scores 2,000 times would
         # cost seconds on every report refresh.
         se = math.sqrt(fpc * float(y.var(ddof=1)) / n)
+        if no_spread(se, n, population):
+            return Estimate("human", mean, None, None, None, n, total, undefined=SAME_LABEL)
         return Estimate("human", mean, mean - Z95 * se, mean + Z95 * se, se, n, total)
     rng = np.random.default_rng(seed)
     # The resampled statistic is a mean, a function of the values alone: drawn from them
@@ -154,10 +178,12 @@ def human_only(y: Sequence[float], *, n_items: int | None = None, n_resamples: i
         y[rng.integers(0, n, size=(min(500, n_resamples - start), n))].mean(axis=1)
         for start in range(0, n_resamples, 500)])
     shrink = math.sqrt(fpc)
+    se = float(means.std(ddof=1)) * shrink
+    if no_spread(se, n, population):
+        return Estimate("human", mean, None, None, None, n, total, undefined=SAME_LABEL)
     low, high = np.percentile(means, [2.5, 97.5])
     return Estimate("human", mean, mean - (mean - float(low)) * shrink,
-                    mean + (float(high) - mean) * shrink, float(means.std(ddof=1)) * shrink,
-                    n, total)
+                    mean + (float(high) - mean) * shrink, se, n, total)
 
 
 def _wilson(share: float, n: int, total: int, fpc: float) -> Estimate:
@@ -210,14 +236,25 @@ def prediction_powered(y: Sequence[float], f_labeled: Sequence[float],
     residual = y - lam * f
     estimate = lam * float(f_all.mean()) + float(residual.mean())
     se = math.sqrt(_fpc(n, total) * residual.var(ddof=1) / n)
+    if no_spread(se, n, total):
+        return _unmeasured("ppi", estimate, n, total, lam=lam)
     classical = classical_se(y, total)
     effective = (n * classical**2 / se**2) if se > 0 and math.isfinite(classical) else None
     return _normal("ppi", estimate, se, n, total, lam=lam, effective_n=effective,
                    effective_n_undefined=_worth_undefined(se, n, total))
 
 
+def _unmeasured(method: str, estimate: float, n: int, total: int, *, lam: float) -> Estimate:
+    """A prediction-powered (or active) estimate whose labels show no error of the judge
+    (`no_spread`): the point estimate, no interval and no effective n, saying why."""
+    why = SAME_RESIDUAL if lam else SAME_LABEL  # λ = 0: the humans' labels alone
+    return Estimate(method, float(estimate), None, None, None, n, total, lam=lam,
+                    undefined=why, effective_n_undefined=why)
+
+
 def _worth_undefined(se: float, n: int, total: int) -> str | None:
-    """Why a prediction-powered estimate's effective n is None: a standard error of 0."""
+    """Why a prediction-powered estimate's effective n is None: a standard error of 0, every
+    item being labelled (a sample without spread has no interval at all: `_unmeasured`)."""
     if se > 0:
         return None
     return EVERY_ITEM_JUDGED if n >= total else SAME_RESIDUAL
@@ -297,6 +334,8 @@ def active_estimate(y_labeled: Sequence[float], labeled: Sequence[int], f_all: S
     residual = y - lam * f
     estimate = lam * float(f_all.mean()) + float((residual / p).sum()) / total
     se = math.sqrt(float((w * residual**2).sum())) / total
+    if no_spread(se, n, total):
+        return _unmeasured("active", estimate, n, total, lam=lam)
     # What the same number of labels drawn at random (humans alone) would give: the
     # population variance of y estimated with the same 1/π weights.
     share = (1 / p) / (1 / p).sum()
@@ -322,9 +361,12 @@ def metric_only(f_all: Sequence[float], f_labeled: Sequence[float], y: Sequence[
         diff = np.sort(f - y)  # sorted: the interval does not follow the items' order
         rng = np.random.default_rng(seed)
         means = diff[rng.integers(0, len(diff), size=(n_resamples, len(diff)))].mean(axis=1)
-        low, high = np.percentile(means, [2.5, 97.5])
-        out.update(bias=_round(float(diff.mean())), bias_low=_round(float(low)),
-                   bias_high=_round(float(high)))
+        out["bias"] = _round(float(diff.mean()))
+        if no_spread(float(diff.std()), len(diff), len(f_all)):
+            out["bias_undefined"] = SAME_BIAS
+        else:
+            low, high = np.percentile(means, [2.5, 97.5])
+            out.update(bias_low=_round(float(low)), bias_high=_round(float(high)))
     return out
 
 

@@ -14,9 +14,15 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .estimates import power_tuning_weight
+from .estimates import NO_SPREAD, power_tuning_weight
 
 DEFAULT_GRID = (25, 50, 100, 200, 400, 800, 1600, 3200)
+# Why no width is predicted: a pilot without spread (`estimates.no_spread`, the estimates'
+# own rule: such labels give no interval, so they predict none, not a width of 0).
+SAME_PILOT_LABEL = "every pilot label is the same: the pilot predicts no width"
+SAME_PILOT_RESIDUAL = ("the human label minus the judge's prediction is the same on every "
+                       "pilot item: the pilot shows no error of the judge and predicts no "
+                       "width")
 
 
 def half_width(variance: float, n: int, n_items: int) -> float | None:
@@ -51,6 +57,9 @@ def plan(*, y: Sequence[float], predictions: dict[str, Sequence[float]], n_items
         variances[name] = float((y - lam * f).var(ddof=1))
     table, per_judge = [], {}
     for name, variance in variances.items():
+        unpredictable = None
+        if variance <= NO_SPREAD**2:
+            unpredictable = SAME_PILOT_LABEL if name == "humans" else SAME_PILOT_RESIDUAL
         fixed = 0.0 if name == "humans" else float(judge_costs.get(name, 0.0))
         affordable = int(max(0, (budget - fixed) // label_cost))
         affordable = min(affordable, n_items)
@@ -58,18 +67,27 @@ def plan(*, y: Sequence[float], predictions: dict[str, Sequence[float]], n_items
                                                               else set()))
         for n in sizes:
             table.append({"judge": name, "n_labels": n, "cost": round(fixed + n * label_cost, 4),
-                          "half_width": half_width(variance, n, n_items)})
-        best_n = affordable if affordable >= 2 else None
+                          "half_width": (None if unpredictable
+                                         else half_width(variance, n, n_items))})
+        best_n = affordable if affordable >= 2 and not unpredictable else None
         per_judge[name] = {"lam": lambdas[name], "residual_variance": variance,
                            "judge_cost": fixed, "affordable_labels": affordable,
                            "half_width_at_budget": (half_width(variance, best_n, n_items)
                                                     if best_n else None),
+                           "half_width_undefined": unpredictable,
                            # labels humans alone would need for the same width
-                           "worth_labels": (None if variance <= 0 or not best_n else
+                           "worth_labels": (None if variance <= 0 or not best_n
+                                            or variances["humans"] <= NO_SPREAD**2 else
                                             round(best_n * variances["humans"] / variance, 1))}
     candidates = [(v["half_width_at_budget"], name) for name, v in per_judge.items()
                   if v["half_width_at_budget"] is not None]
     best = None
+    best_undefined = None
+    if not candidates and any(v["half_width_undefined"] and v["affordable_labels"] >= 2
+                              for v in per_judge.values()):
+        best_undefined = "no width can be predicted: " + "; ".join(
+            f"{name}: {v['half_width_undefined']}" for name, v in per_judge.items()
+            if v["half_width_undefined"])
     if candidates:
         width, name = min(candidates)
         best = {"judge": name, "n_labels": per_judge[name]["affordable_labels"],
@@ -77,4 +95,6 @@ def plan(*, y: Sequence[float], predictions: dict[str, Sequence[float]], n_items
                                                    + per_judge[name]["affordable_labels"]
                                                    * label_cost, 4)}
     return {"budget": budget, "label_cost": label_cost, "n_items": n_items,
-            "pilot_labels": len(y), "table": table, "per_judge": per_judge, "best": best}
+            "pilot_labels": len(y), "table": table, "per_judge": per_judge, "best": best,
+            "best_undefined": best_undefined}
+

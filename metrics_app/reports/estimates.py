@@ -75,15 +75,23 @@ def _human_scores(frame: JudgmentFrame, *, project: Project) -> dict[int, float]
     return with_adjudications(scores, project=project)
 
 
-def clip_share(quantity: dict) -> dict:
-    """An accuracy's estimates with their interval bounds inside [0, 1]: a normal interval
-    (prediction-powered) around 0.97 ran to 104%, which a share cannot be."""
+def clip_to_scale(quantity: dict, low: float, high: float) -> dict:
+    """A quantity's estimates, points and interval bounds, inside its scale (an accuracy 0-1,
+    a mean score 1 to the project's top score): a normal interval (prediction-powered) around
+    0.97 ran to 104%, and the Horvitz-Thompson estimate of a routed draw whose labelled
+    answers were all correct read 125% (a mean score of 6.3 on 1-5), outside its own clipped
+    interval. Clipping only moves a number towards every value the truth can take."""
     for cell in quantity.values():
         if isinstance(cell, dict):
-            for bound in ("low", "high"):
-                if cell.get(bound) is not None:
-                    cell[bound] = min(1.0, max(0.0, cell[bound]))
+            for key in ("estimate", "low", "high"):
+                if cell.get(key) is not None:
+                    cell[key] = min(high, max(low, cell[key]))
     return quantity
+
+
+def clip_share(quantity: dict) -> dict:
+    """`clip_to_scale` of an accuracy: inside [0, 1]."""
+    return clip_to_scale(quantity, 0.0, 1.0)
 
 
 def _quantity(*, human: dict[int, float], predicted: dict[int, float], items: list[int],
@@ -294,9 +302,10 @@ def estimates_report(frame: JudgmentFrame, *, project: Project, judge: str | Non
                                              to_label=lambda s: float(s >= CORRECT_AT),
                                              verdict=lambda p: (p >= 0.5).astype(float),
                                              routed=routed, unscored=unscored)),
-            "mean_score": _quantity(human=human, predicted=score, items=ids,
-                                    to_label=float, verdict=lambda s: s, routed=routed,
-                                    unsure=3.0, unscored=unscored),
+            "mean_score": clip_to_scale(
+                _quantity(human=human, predicted=score, items=ids, to_label=float,
+                          verdict=lambda s: s, routed=routed, unsure=3.0, unscored=unscored),
+                1.0, float(project.scale_top)),
         }
     for a, b in combinations(sorted(by_system), 2):
         # Exact only when both systems had every item judged: a zero standard error alone
@@ -312,5 +321,17 @@ def estimates_report(frame: JudgmentFrame, *, project: Project, judge: str | Non
                 pair["accuracy"][method] = estimates.difference(
                     estimates.Estimate(**first), estimates.Estimate(**second),
                     bounds=(-1.0, 1.0), names=(a, b))  # shares differ by at most 100 points
+        pair["shown"] = shown_difference(pair["accuracy"])
         report["pairs"].append(pair)
     return report
+
+
+def shown_difference(differences: dict) -> str:
+    """The method whose difference the pair's verdict reads (the dashboard, `report`): the
+    prediction-powered one, else the humans' where the judge's cannot be made (a judge right
+    on every labelled item gives no interval: `estimates.no_spread`) and theirs can; else
+    the one whose reason is said."""
+    for method in ("ppi", "human"):
+        if (differences.get(method) or {}).get("difference") is not None:
+            return method
+    return "ppi" if "ppi" in differences else "human"

@@ -27,8 +27,9 @@ from ..domain.leaderboard import (
     position_bias,
     style_features,
 )
+from ..judge_selectors import current_verdicts
 from ..model_selectors import learned_metric_seen_items
-from ..models import JudgeVerdict, JudgeVersion, MetricScore
+from ..models import JudgeVersion, MetricScore
 
 ROUNDS = 200
 STYLE_NAMES = ("length", "markdown_headers", "markdown_lists", "markdown_bold")
@@ -286,12 +287,10 @@ def verdict_votes(project: Project, stage: Stage | None = None
         versions.setdefault(version.judge.name, version)
     out = {}
     for _name, version in sorted(versions.items()):
-        # Newest first: an item whose content changed was asked again, and the verdict on
-        # what it holds now is the one that counts.
-        rows = list(JudgeVerdict.objects.filter(judge_version=version,
-                                                item__in=scope.values("pk"))
-                    .order_by("item_id", "-id")
-                    .values_list("item_id", "order", "verdict", "parsed"))
+        # Per item and order, the newest verdict on what the item holds now (an item whose
+        # content changed was asked again): the judges page's read, `current_verdicts`.
+        rows = [(item_id, order, verdict, parsed) for item_id, order, verdict, _score, _p,
+                parsed, _reasoning in current_verdicts(project, version, items=scope)[0]]
         items = _item_table(sorted({r[0] for r in rows}))
         names: dict[str, int] = {}
         left, right, outcome, item, style = [], [], [], [], []

@@ -66,7 +66,11 @@ REPORT_KIND = "project"
 # a leaderboard without a vote between two systems says why (`no_board_reason`); an interval's
 # end that the prior sets in many bootstrap rounds is open (`_round_open`); ranks by the
 # intervals (`rank_ci_item`, `rank_ci_worker`).
-REPORT_VERSION = 32
+# 33: an estimate from labels without
+# spread, items unlabelled, has no interval (`estimates.no_spread`), not one of width 0; a
+# judge's stored score off the task's scale is unparseable (`answer_score_problem`); an
+# estimate's point stays on its scale as its interval does (`clip_to_scale`).
+REPORT_VERSION = 33
 
 
 def _params(group_by: str | None) -> dict:

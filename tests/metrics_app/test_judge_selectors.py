@@ -116,3 +116,47 @@ def test_a_judge_whose_every_verdict_is_unparseable_gives_no_estimates(version_e
         for item in project.items.all()])
     report = estimates_report(load_judgments(project=project), project=project, judge="mute")
     assert "systems" not in report and "no usable verdict" in report["skipped"]
+
+
+@pytest.mark.django_db
+def test_an_item_asked_again_after_its_content_changed_is_read_by_its_newest_verdict():
+    """An LLM judge's verdict on an item whose text was then corrected (allowed: no judgment
+    yet; the verdict carries a hash of what the judge read, so a rerun asks again): before the
+    rerun every door read the old text's verdict as the judge's verdict on the new text; after
+    a rerun whose answer was unparseable the judges page still did, and counted 31 answers on
+    30 items, where the leaderboard's judge boards read the newest. One rule now
+    (`current_verdicts`): per item and order, the newest verdict on what the item holds now,
+    parsed or not."""
+    from metrics_app.models import JudgeVerdict
+    from metrics_app.services.judges.alignment import judge_alignment_report
+    from metrics_app.services.judges.runs import judge_project
+    from metrics_app.services.judges.versions import judge_version_create
+    from testing.openai_server import FakeChatServer, default_behaviour
+    from tests.metrics_app.services.judges.test_alignment import _likert
+
+    project = _likert()
+    edited = project.items.order_by("id").first()
+
+    def behaviour(prompt: str) -> str:
+        return "I cannot tell." if "corrected" in prompt else default_behaviour(prompt)
+
+    with FakeChatServer(behaviour=behaviour, logprobs=False) as server:
+        version = judge_version_create(name="rerun", config={
+            "base_url": server.url, "model": "fake-judge"})[0]
+        judge_project(project=project, version=version)
+        assert judge_view(project, "rerun").calls[edited.pk].verdict is not None
+        type(edited).objects.filter(pk=edited.pk).update(
+            content={**edited.content, "candidate": "corrected: on the mat"})
+        # Before the rerun: the verdict judged text the item no longer holds.
+        stale = judge_view(project, "rerun")
+        assert edited.pk not in stale.calls and stale.on_earlier_content == 1
+        assert stale.asked == 29
+        assert judge_project(project=project, version=version)["calls"] == 1
+    assert JudgeVerdict.objects.filter(judge_version=version, item=edited).count() == 2
+    view = judge_view(project, "rerun")
+    assert edited.pk not in view.calls
+    assert (view.asked, view.unparseable) == (30, 1)
+    row = judge_alignment_report(project=project, refs=["rerun"], n_resamples=0)["judges"][
+        "rerun@1"]
+    assert (row["asked"], row["unparseable"], row["judged_with_labels"]) == (30, 1, 29)
+    assert row["on_earlier_content"] == 0

@@ -30,6 +30,13 @@ def _f(value, digits=3, *, why: str | None = None) -> str:
     return f"{value:.{digits}f}"
 
 
+def _interval(cell: dict) -> str:
+    """An estimate's " [low, high]", or why it has none (the pages' words)."""
+    if cell.get("low") is None and cell.get("undefined"):
+        return f" (no interval: {cell['undefined']})"
+    return f" [{_f(cell.get('low'))}, {_f(cell.get('high'))}]"
+
+
 def _ci(cell) -> str:
     if not cell or cell[0] is None:
         return ""
@@ -137,7 +144,7 @@ class Command(BaseCommand):
                 if "skipped" in e:
                     continue
                 ppi, alone = e["ppi"], e["human"]
-                out(f"  {label}: {_f(ppi['estimate'])} [{_f(ppi['low'])}, {_f(ppi['high'])}] "
+                out(f"  {label}: {_f(ppi['estimate'])}{_interval(ppi)} "
                     f"effective n {_f(ppi['effective_n'], 0)} from {e['n_labels']} labels "
                     f"(humans alone [{_f(alone['low'])}, {_f(alone['high'])}]; all "
                     f"{e['labels_available']} labels: {_f(e['all_labels_accuracy'])})")
@@ -164,10 +171,10 @@ class Command(BaseCommand):
             no_judge = row["accuracy"].get("judge_undefined")
             self.stdout.write(
                 f"  {system}: {row['n_judged']} of {row['n_items']} judged by humans; humans "
-                f"{_f(human['estimate'], why=human.get('undefined'))} [{_f(human['low'])}, "
-                f"{_f(human['high'])}]; with the judge "
+                f"{_f(human['estimate'], why=human.get('undefined'))}"
+                f"{_interval(human) if human['estimate'] is not None else ''}; with the judge "
                 f"{_f(ppi.get('estimate'), why=ppi.get('undefined') or no_judge)}"
-                f" [{_f(ppi.get('low'))}, {_f(ppi.get('high'))}], effective n "
+                f"{_interval(ppi) if ppi.get('estimate') is not None else ''}, effective n "
                 f"{_f(ppi.get('effective_n'), 0, why=ppi.get('effective_n_undefined'))}")
 
     def _plan(self, project, options) -> None:
@@ -197,10 +204,14 @@ class Command(BaseCommand):
             for name in result["per_judge"]:
                 out(f"  {name:27}" + " ".join(
                     f"{_f(widths.get((name, n))):>6}" for n in sizes))
+        for name, row in result["per_judge"].items():
+            if row.get("half_width_undefined"):
+                out(f"  {name}: no width predicted: {row['half_width_undefined']}")
         best = result["best"]
         out("recommended: " + (f"{best['judge']} with {best['n_labels']} human labels "
                                f"(±{best['half_width']:.3f}, ${best['cost']:g})"
-                               if best else "nothing fits this budget"))
+                               if best else result.get("best_undefined")
+                               or "nothing fits this budget"))
         for ref, error in result["errors"].items():
             out(f"{ref}: left out: {error}")
         for label, n in result.get("left_out_seen", {}).items():

@@ -218,7 +218,7 @@ def _estimate_lines(estimates: dict) -> list[str]:
                      f"{_interval(ppi, accuracy.get('judge_undefined'))}  "
                      f"[{row['n_judged']} judged of {row['n_items']}{worth}]")
     for pair in estimates["pairs"]:
-        best = pair["accuracy"].get("ppi") or pair["accuracy"].get("human")
+        best = pair["accuracy"].get(pair.get("shown") or "ppi") or pair["accuracy"].get("human")
         if best and best.get("difference") is None and best.get("undefined"):
             lines.append(f"  {pair['a']} − {pair['b']}: undefined ({best['undefined']})")
         if not best or best.get("difference") is None:

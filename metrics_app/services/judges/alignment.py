@@ -13,7 +13,12 @@ from itertools import combinations
 
 import numpy as np
 
-from annotation.judgment_selectors import item_gold_scores, item_labels, load_judgments
+from annotation.judgment_selectors import (
+    item_gold_scores,
+    item_labels,
+    load_judgments,
+    with_adjudications,
+)
 from annotation.models import Project, TaskKind
 from annotation.selectors import items_measured_on, measured_on_summary
 from core.vocabulary import AB_CHOICES
@@ -95,6 +100,16 @@ def human_labels(project: Project, *, with_unlabelled: bool = False) -> dict[int
                         # majority) has little, not full, agreement.
                         "spread": float(np.std(values)),
                         "agreement": None if label is None else share if label else 1 - share}
+    # An item none of whose judgments counts any more (rejected work, a blocked worker) but
+    # which a researcher adjudicated carries that label, as at every door that reads one
+    # (`with_adjudications`: the metric report, the estimates, the export, the frames). No
+    # votes: n 0, the label itself as the mean, no agreement to speak of.
+    for item_id, value in with_adjudications({}, project=project).items():
+        if item_id in out or item_id not in study:
+            continue
+        label = int(value == "A") if ab else int(float(value) >= CORRECT_AT)
+        out[item_id] = {"labels": [], "label": label, "n": 0, "spread": 0.0,
+                        "mean": float(label) if ab else float(value), "agreement": None}
     return out
 
 
@@ -239,6 +254,8 @@ def judge_alignment_report(*, project: Project, refs: list[str] | None = None,
         entry = {"kind": view.kind, "version": view.version, "decision": how,
                  "asked": view.asked, "unparseable": view.unparseable,
                  "judged_with_labels": len(common), "left_out_seen": view.left_out_seen,
+                 # verdicts on text the item no longer holds, left out until a rerun
+                 "on_earlier_content": view.on_earlier_content,
                  **stats}
         entry["bias"] = _bias_cards(view, common, items, human, predicted, rank, labels,
                                     n_resamples=n_resamples, seed=seed)
@@ -335,7 +352,7 @@ def _disagreements(view, common, items, human, predicted, prob, order, *, ab: bo
                      "judge_score": call.score, "judge_probability": call.probability,
                      "reasoning": call.reasoning[:600], "_confidence": confidence})
     # The judge is most plainly wrong where the humans agree and the judge was sure.
-    rows.sort(key=lambda r: (-r["human_agreement"], -r["human_n"], -r["_confidence"],
+    rows.sort(key=lambda r: (-(r["human_agreement"] or 0.0), -r["human_n"], -r["_confidence"],
                              order[r["item_id"]]))
     for row in rows:
         del row["_confidence"]
@@ -428,8 +445,13 @@ PAGE_RESAMPLES = 200
 # both sides is undefined, not 0; 4: the human ceiling reads the items whose votes tie; 5: the
 # items in the order of what they say, not of their ids, `item_order`; 6: the length card's
 # tercile rates are shares called correct, not means of scores; 7: the study items,
-# `items_measured_on`: items released only in a qualification are left out, `measured_on`).
-ALIGNMENT_FORMAT = 7
+# `items_measured_on`: items released only in a qualification are left out, `measured_on`;
+# 8: a prediction-powered estimate whose labels show no error of the judge has no interval,
+# `estimates.no_spread`, not one of width 0; an adjudicated item none of whose judgments
+# counts carries its adjudicated label, `human_labels`; a json or regex judge's stored score
+# off the task's scale is read as unparseable, `answer_score_problem`; a verdict on content
+# the item no longer holds is not read, `current_verdicts`).
+ALIGNMENT_FORMAT = 8
 
 
 def _alignment_params(project: Project, refs: list[str] | None, n_resamples: int) -> dict:

@@ -41,12 +41,16 @@ from annotation.models import Project, TaskKind
 from core.json_limits import json_loads_limited, refuse_duplicate_keys
 from core.uploads import upload_size_error
 
-from ...domain.judge_prompts import TASK_VERDICTS, JudgeConfigError, task_verdict
+from ...domain.judge_prompts import (
+    TASK_VERDICTS,
+    JudgeConfigError,
+    task_score_problem,
+    task_verdict,
+)
 from ...models import JudgeKind, JudgeVerdict
 from .versions import judge_label_error, judge_version_create
 
 MAX_ERRORS = 20
-SCORE_RANGE = {TaskKind.LIKERT: (1.0, 5.0)}
 # Where the rows came from, for an upload that is too large: the command takes any size.
 LARGER_FILES = "manage.py import_verdicts"
 
@@ -257,7 +261,6 @@ def verdicts_import(*, project: Project, path: Path | None = None,
         errors.append(error)
     items = dict(project.items.values_list("external_id", "id"))
     kind = project.kind
-    low, high = SCORE_RANGE.get(kind, (-math.inf, math.inf))
     seen: dict[tuple[str, str], int] = {}
     parsed = []
     # The first row that says correct/incorrect (A/B: which side) itself, and the first with
@@ -291,8 +294,8 @@ def verdicts_import(*, project: Project, path: Path | None = None,
         verdict = _verdict(row.get("verdict"), kind, line, errors)
         score = _number(row.get("score"), "score", line, errors)
         probability = _number(row.get("probability"), "probability", line, errors)
-        if score is not None and not low <= score <= high:
-            errors.append(f"line {line}: score {score:g} is outside {low:g}..{high:g}")
+        if problem := task_score_problem(kind, score):
+            errors.append(f"line {line}: {problem}")
         if probability is not None and not 0 <= probability <= 1:
             errors.append(f"line {line}: probability {probability:g} is outside 0..1")
         if not verdict and score is None and probability is None:

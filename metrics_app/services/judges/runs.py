@@ -15,8 +15,6 @@ stored verdicts, the sweep sends the job again, and the rerun asks only for the 
 """
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 import math
 import threading
@@ -52,9 +50,8 @@ from ...domain.judge_prompts import (
     Parsed,
     call_cost,
     is_verdict_only,
-    item_fields,
+    item_prompt,
     parse_answer,
-    render,
     worst_case_cost,
 )
 from ...models import JudgeJob, JudgeKind, JudgeVerdict, JudgeVersion, ScoringStatus
@@ -109,11 +106,8 @@ def judge_requests(project: Project, version: JudgeVersion) -> list[Request]:
     items = judged_items(project).only("id", "project_id", "content")
     for item in items.order_by("id").iterator(chunk_size=2000):
         for order in orders:
-            fields = item_fields(task, item.content, swap=order == "BA")
-            prompt = render(config["prompt"], fields)
-            digest = hashlib.sha256(json.dumps(
-                [config["system"], prompt], ensure_ascii=False).encode()).hexdigest()
-            quoted = tuple(value for value in fields.values() if isinstance(value, str))
+            prompt, digest, quoted = item_prompt({**config, "task": task}, item.content,
+                                                 order=order)
             requests.append(Request(item.pk, order, prompt, digest, quoted))
     return requests
 

@@ -184,3 +184,33 @@ def test_an_accuracy_interval_stays_inside_zero_and_one():
                            "routed": True})
     assert (quantity["ppi"]["low"], quantity["ppi"]["high"]) == (0.9, 1.0)
     assert (quantity["human"]["low"], quantity["human"]["high"]) == (0.0, 0.1)
+
+
+def test_a_routed_estimate_stays_on_its_scale_point_and_interval(client):
+    """A routed draw with probability 0.1 per answer that drew 8 of 40, all judged correct
+    (5): the Horvitz-Thompson estimate of the humans' accuracy read 200% and their mean score
+    10.0 on a 1-5 scale, the prediction-powered accuracy over 100%, each outside its own
+    interval clipped to the scale; the dashboard printed "200.0%"."""
+    from annotation.models import RoutingDraw
+
+    owner = make_user("routed-scale-owner")
+    project = make_project(TaskKind.LIKERT, slug="routed-scale", owner=owner)
+    stage = make_stage(project, kind=StageKind.FULL)
+    for n in range(40):
+        item = make_item(project, source="only")
+        score(item, "lerc_prob", 0.9 if n % 3 else 0.4)
+        score(item, "lerc", 4.5 if n % 3 else 2.5)
+        RoutingDraw.objects.create(stage=stage, item=item, probability=0.1, drawn=n < 8)
+        if n < 8:
+            make_judgment(item=item, stage=stage, score=5)
+    row = project_report(project=project)["estimates"]["systems"]["only"]
+    assert row["accuracy"]["routed"] is True
+    for quantity, (low, high) in (("accuracy", (0.0, 1.0)), ("mean_score", (1.0, 5.0))):
+        for method in ("human", "ppi"):
+            cell = row[quantity][method]
+            assert low <= cell["estimate"] <= high, (quantity, method, cell)
+            if cell["low"] is not None:
+                assert cell["low"] <= cell["estimate"] <= cell["high"]
+    client.force_login(owner)
+    page = client.get(reverse("metrics:project-dashboard", args=[project.slug])).content
+    assert b"200.0%" not in page and b"100.0%" in page

@@ -257,3 +257,53 @@ def test_an_adjudicated_ab_pair_is_a_certain_lerc_target():
                                  split_mode="group")
     labels = {e.id: e.label for e in (*dataset.train, *dataset.val, *dataset.test)}
     assert labels[str(items[0].pk)] == 0.0 and labels[str(items[1].pk)] == 1.0
+
+
+@pytest.mark.parametrize("kind", [TaskKind.LIKERT, TaskKind.AB])
+def test_an_adjudicated_item_whose_judgments_no_longer_count_is_labelled_at_every_door(kind):
+    """An item judged only by a worker since blocked, then adjudicated by a researcher: the
+    metric report, the estimates, the export and the frames read its adjudicated label; the
+    judges page and the judge plan left it out ("7 of 8 study items carry a human label"
+    beside the metric report's "8 of 8"), so a judge was measured on other items there."""
+    from annotation.judgment_selectors import load_judgments
+    from annotation.models import WorkerStatus
+    from metrics_app.reports.estimates import estimates_report
+    from metrics_app.services.judges.alignment import judge_alignment_report
+    from metrics_app.services.judges.planning import judge_plan
+
+    project = make_project(kind, slug=f"adjudicated-only-{kind}")
+    stage = make_stage(project)
+    blocked = make_worker(status=WorkerStatus.BLOCKED)
+    workers = [make_worker() for _ in range(2)]
+    for n in range(8):
+        item = make_item(project, external_id=f"a{n}", source="s1" if n % 2 else "s2",
+                         content={"passage": "The cat sat on the mat.",
+                                  "question": f"Where? {n}", "references": ["on the mat"],
+                                  "candidate": CANDIDATES[n]} if kind == TaskKind.LIKERT
+                         else {"question": f"Why? {n}", "answer_a": {"text": f"a {n}"},
+                               "answer_b": {"text": f"b {n}"}})
+        if n == 0:
+            make_judgment(item=item, stage=stage, worker=blocked,
+                          **({"score": 1} if kind == TaskKind.LIKERT else {"choice": "B"}))
+            _decide(project, "a0", 5 if kind == TaskKind.LIKERT else "A")
+            continue
+        for worker in workers:
+            make_judgment(item=item, stage=stage, worker=worker,
+                          **({"score": 1 + n % 5} if kind == TaskKind.LIKERT
+                             else {"choice": "AB"[n % 2]}))
+    adjudicated = project.items.get(external_id="a0")
+    assert _export(project)["a0"]["label"] == (5 if kind == TaskKind.LIKERT else "A")
+    labels = human_labels(project)
+    assert labels[adjudicated.pk]["label"] == 1 and labels[adjudicated.pk]["n"] == 0
+    judges = judge_alignment_report(project=project, refs=[], n_resamples=0)
+    assert (judges["n_items"], judges["n_labelled"]) == (8, 8)
+    if kind == TaskKind.LIKERT:
+        project_score_metrics(project=project, metric_names=["f1"])
+        metric = metric_report_refresh(project=project, params={"n_resamples": 0}).data
+        estimates = estimates_report(load_judgments(project=project), project=project)
+        judges = judge_alignment_report(project=project, refs=["metric:f1"], n_resamples=0)
+        plan = judge_plan(project=project, budget=10, label_cost=1, refs=["metric:f1"])
+        assert metric["measured_on"]["labelled"] == 8
+        assert (judges["measured_on"] == estimates["measured_on"] == plan["measured_on"]
+                == metric["measured_on"])
+        assert plan["pilot_labels"] == 8
