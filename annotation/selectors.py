@@ -909,7 +909,8 @@ def attach_progress(objects: Iterable, progress: dict[int, Progress]) -> list:
 @dataclass
 class WorkerHistory:
     assignments_by_status: dict[str, int]
-    judgments: int
+    judgments: int  # every judgment collected, rejected and blocked work included
+    judgments_counted: int  # of those, the judgments that count (`judgments_that_count`)
     mean_time_ms: float | None
     bonus_paid: Decimal | None
     qualifications: list[WorkerQualification]  # each with `counts`
@@ -919,16 +920,20 @@ def worker_history(*, worker: Worker, user) -> WorkerHistory:
     """A worker's record in the projects `user` may see (`projects_visible_to`: every project
     for a superuser, else the researcher's own and shared ones; another researcher's study is
     never counted): assignments by status, judgments and their mean time, bonuses paid and
-    qualification results (the worker's admin page; the list's columns use the same scope)."""
+    qualification results (the worker's admin page; the list's columns use the same scope).
+    `judgments_counted` is the counting rule's number of them, the one the dashboard's workers
+    table and every report read: the page said "Judgments: 12" of a worker the dashboard
+    counted 4 for (8 rejected), with nothing to tell the two apart."""
     visible = projects_visible_to(user).values("pk")
     assignments = Assignment.objects.filter(worker=worker, stage__project__in=visible)
     by_status = dict(assignments.values_list("status").annotate(n=Count("pk"))
                      .values_list("status", "n"))
-    judgments = Judgment.objects.filter(worker=worker, item__project__in=visible).aggregate(
-        n=Count("pk"), ms=Avg(judgment_time_ms()))
+    collected = Judgment.objects.filter(worker=worker, item__project__in=visible)
+    judgments = collected.aggregate(n=Count("pk"), ms=Avg(judgment_time_ms()))
     bonus = assignments.aggregate(total=Sum("bonus_paid"))["total"]
     return WorkerHistory(
         assignments_by_status=by_status, judgments=judgments["n"],
+        judgments_counted=judgments_that_count(collected).count(),
         mean_time_ms=judgments["ms"], bonus_paid=bonus,
         qualifications=list(qualification_results_counting_annotate(
             WorkerQualification.objects.filter(worker=worker, stage__project__in=visible)

@@ -95,11 +95,15 @@ class WorkerHistoryMixin:
                              sorted(history.assignments_by_status.items())) or "none"
         ms = history.mean_time_ms
         seconds = f"{ms / 1000:.1f} s" if ms else "–"
+        # Collected and counted, as the list's column ("Judgments collected") and the
+        # dashboard's workers table (the judgments that count) name them.
         return format_html(
-            "Assignments — {}<br>Judgments: {} (mean time per item {})<br>Bonuses paid: ${}"
+            "Assignments — {}<br>Judgments collected: {}, of which {} count (the dashboard's "
+            "number; rejected, returned or flagged work, practice and qualification answers "
+            "and a blocked worker's work do not) (mean time per item {})<br>Bonuses paid: ${}"
             "<br>Qualifications: {}",
-            statuses, history.judgments, seconds, history.bonus_paid or Decimal("0.00"),
-            quals or "none",
+            statuses, history.judgments, history.judgments_counted, seconds,
+            history.bonus_paid or Decimal("0.00"), quals or "none",
         )
 
 

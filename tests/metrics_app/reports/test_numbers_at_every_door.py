@@ -184,6 +184,41 @@ def test_a_workers_time_per_item_is_the_servers_measure_on_the_admin_page_too(cl
     assert "mean time per item 4.0 s" in page.content.decode()
 
 
+@pytest.mark.reliability
+def test_a_workers_admin_page_says_how_many_of_their_judgments_count(client):
+    """A researcher deciding whether to block a worker reads the worker's admin page beside
+    the dashboard's workers table: the page said "Judgments: 6" (every judgment collected,
+    rejected work and practice answers included) where the dashboard counted 3, with nothing
+    to tell the two numbers apart. The page now says both, the counted one being the
+    dashboard's (`judgments_that_count`)."""
+    from django.urls import reverse
+
+    from annotation.models import AssignmentStatus
+    from annotation.selectors import worker_history
+    from testing.factories import make_assignment, make_user
+
+    admin = make_user(superuser=True)
+    project = make_project(TaskKind.LIKERT, owner=admin)
+    stage = make_stage(project)
+    worker, other = make_worker(external_id="half-rejected"), make_worker(external_id="peer")
+    for status, n in ((AssignmentStatus.APPROVED, 3), (AssignmentStatus.REJECTED, 2)):
+        items = [make_item(project) for _ in range(n)]
+        assignment = make_assignment(stage, worker=worker, items=items, status=status)
+        for item in items:
+            make_judgment(item=item, stage=stage, worker=worker, assignment=assignment,
+                          score=4)
+            make_judgment(item=item, stage=stage, worker=other, score=4)
+    practice = make_item(project, is_practice=True)
+    make_judgment(item=practice, stage=stage, worker=worker, score=2)
+    rows = {row["external_id"]: row for row in project_report(project=project)["workers"]}
+    assert rows["half-rejected"]["n_judgments"] == 3
+    history = worker_history(worker=worker, user=admin)
+    assert (history.judgments, history.judgments_counted) == (6, 3)
+    client.force_login(admin)
+    page = client.get(reverse("admin:annotation_worker_change", args=[worker.pk]))
+    assert "Judgments collected: 6, of which 3 count" in page.content.decode()
+
+
 def test_an_item_removed_from_the_study_counts_at_no_door():
     """A researcher excludes an item after it was judged (an improper question). Progress,
     the metric report, the estimates, the judges and LERC already left it out; the dashboard's
