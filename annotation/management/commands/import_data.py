@@ -22,6 +22,7 @@ from annotation.services.import_files import (
     ImportWrongFormat,
     NewProject,
     import_file,
+    import_file_empty_check,
     import_project_create,
     new_project_kind,
     wrong_format_check,
@@ -80,6 +81,10 @@ class Command(InterruptibleCommand):
         path = Path(options["path"])
         if not path.exists():
             raise CommandError(f"{path}: file not found")
+        try:  # before the project's kind is read from the file, or a project created for it
+            import_file_empty_check(path)
+        except ImportRefused as exc:
+            raise CommandError(f"nothing imported: {exc}") from None
 
         slug = options["project"]
         project = Project.objects.filter(slug=slug).first()
