@@ -532,3 +532,55 @@ def test_every_door_names_the_human_score_correct_reads_as_the_project_aggregate
     for door, text in doors.items():
         assert f"{aggregation} human score" in text, door
         assert f"{other} human score" not in text, door
+
+
+@pytest.mark.reliability
+@pytest.mark.parametrize("setup", ["first stage", "named elsewhere", "trial before it"])
+def test_an_agreement_gate_reads_the_same_at_the_cockpit_the_stage_page_the_report_and_publish(
+        client, setup):
+    """A full stage with an agreement threshold: the cockpit, the stage's admin page, the
+    dashboard's stage rows (`report`) and the publish guard state one gate. Where there was no
+    stage to measure α on (the first collection stage, an `agreement_stage_id` of another
+    project's stage) the cockpit showed no gate at all and "estimate the cost, then publish",
+    the report a gate that does not pass and the guard refused; the stage page said "needs α ≥
+    0.6 on the previous stage" whatever the stage and its α."""
+    from django.urls import reverse
+
+    from annotation.models import Stage, StageStatus
+    from annotation.services.stages import agreement_guard
+    from annotation.stage_errors import GuardFailed
+    from testing.factories import make_user
+
+    admin = make_user(superuser=True)
+    project = make_project(TaskKind.LIKERT, owner=admin)
+    settings = {}
+    if setup == "named elsewhere":
+        settings["agreement_stage_id"] = make_stage(make_project(TaskKind.LIKERT)).pk
+    if setup == "trial before it":
+        trial = make_stage(project, kind=StageKind.TRIAL, name="trial", order=1)
+        workers = [make_worker(), make_worker()]
+        for scores in ((1, 4), (2, 1), (3, 5), (4, 2)):  # two workers who disagree
+            item = make_item(project)
+            for worker, score in zip(workers, scores, strict=True):
+                make_judgment(item=item, stage=trial, worker=worker, score=score)
+    full = make_stage(project, kind=StageKind.FULL, name="full", order=2, status="draft",
+                      agreement_threshold=0.6, settings=settings)
+    cockpit = {row.stage.pk: row for row in study_cockpit(project=project).stages}[full.pk]
+    stage_row = {row["id"]: row for row in project_report(project=project)["stages"]}[full.pk]
+    assert cockpit.gate_open is False and stage_row["gate"]["passes"] is False
+    why = stage_row["gate"]["alpha_undefined"]
+    alpha = stage_row["gate"]["alpha"]
+    if setup == "trial before it":
+        assert alpha is not None and cockpit.gate == (
+            f"needs α ≥ 0.6 on “trial” (α = {alpha:.2f})")
+    else:
+        assert alpha is None and why in {"no earlier stage to measure it on",
+                                          f"agreement_stage_id {settings.get('agreement_stage_id')}"
+                                          " is not a stage of this project"}
+        assert cockpit.gate == f"needs α ≥ 0.6 on an earlier stage (α undefined: {why})"
+    with pytest.raises(GuardFailed):
+        agreement_guard(stage=Stage.objects.get(pk=full.pk))
+    client.force_login(admin)
+    page = client.get(reverse("admin:annotation_stage_change", args=[full.pk])).content.decode()
+    assert f"agreement gate: {cockpit.gate}" in page.replace("&#x27;", "'"), page
+    assert Stage.objects.get(pk=full.pk).status == StageStatus.DRAFT
