@@ -17,7 +17,12 @@ from django.db import OperationalError, transaction
 
 from annotation.domain.item_content import answers_identical
 from annotation.importers import ImportFormatError, ItemRecord, importer_for, normalize_split
-from annotation.importers.detect import FormatMismatch, format_mismatch
+from annotation.importers.detect import (
+    CSV_EXPORT_REFUSAL,
+    FormatMismatch,
+    format_mismatch,
+    is_csv_export,
+)
 from annotation.models import Project, TaskKind
 from annotation.services.imports import ImportConflictError, ImportSummary, import_records
 from core.db_busy import BUSY_MESSAGE, is_database_busy
@@ -41,10 +46,14 @@ class ImportWrongFormat(ImportRefused):
 
 
 def wrong_format_check(path: Path, format_name: str) -> None:
-    """ImportWrongFormat when `path`, refused as `format_name`, clearly is another format."""
+    """ImportWrongFormat when `path`, refused as `format_name`, clearly is another format;
+    ImportRefused when it is a CSV export, which no format imports (`is_csv_export`: a JSON
+    format called its header "malformed JSON at line 1, column 1")."""
     mismatch = format_mismatch(path, format_name)
     if mismatch is not None:
         raise ImportWrongFormat(path, mismatch)
+    if is_csv_export(path):
+        raise ImportRefused(f"{path}: {CSV_EXPORT_REFUSAL}")
 
 
 @dataclass

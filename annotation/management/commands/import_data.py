@@ -164,6 +164,8 @@ class Command(InterruptibleCommand):
             wrong_format_check(path, format_name)
         except ImportWrongFormat as exc:
             raise CommandError(_run_instead(exc, slug)) from None
+        except ImportRefused as exc:  # a CSV export, which no format imports
+            raise CommandError(f"nothing imported: {exc}") from None
 
 
 def _run_instead(refusal: ImportWrongFormat, slug: str) -> str:
