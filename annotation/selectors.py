@@ -21,6 +21,7 @@ from django.db.models.functions import Coalesce
 from core.vocabulary import RECRUITING_PROVIDERS
 
 from .access_selectors import projects_visible_to
+from .domain.item_content import item_filter_value
 from .models import (
     COLLECTION_STAGE_KINDS,
     DATA_STAGE_KINDS,
@@ -434,7 +435,7 @@ def item_list(*, project: Project, filters: dict | None = None) -> QuerySet[Item
     queryset = Item.objects.filter(project=project).select_related("project")
     for name in ("dataset", "split", "source", "domain", "text_level"):
         if filters.get(name):
-            queryset = queryset.filter(**{name: filters[name]})
+            queryset = queryset.filter(**{name: item_filter_value(name, filters[name])})
     stage = filters.get("stage")
     if stage is not None:
         queryset = queryset.filter(pk__in=items_in_stage(stage=stage).values("pk"))
@@ -464,7 +465,8 @@ def judgment_list(*, project: Project, filters: dict | None = None) -> QuerySet[
         queryset = queryset.filter(worker__external_id=filters["worker"])
     for name in ("dataset", "split", "source"):
         if filters.get(name):
-            queryset = queryset.filter(**{f"item__{name}": filters[name]})
+            queryset = queryset.filter(**{f"item__{name}": item_filter_value(name,
+                                                                            filters[name])})
     if filters.get("item"):
         queryset = queryset.filter(item__external_id=filters["item"])
     if filters.get("after_id") is not None:
