@@ -41,6 +41,7 @@ from annotation.services.workers import (
     worker_block,
     worker_unblock,
     workers_block,
+    workers_blocked_by_others,
     workers_unblock,
 )
 
@@ -459,10 +460,27 @@ class WorkerAdmin(WorkerHistoryMixin, ProjectScopedAdmin):
 
     @admin.action(description="Unblock selected workers")
     def unblock_workers(self, request, queryset):
+        """Lifts the viewer's block (a superuser's: the global one) and says what it did: how
+        many blocks it lifted, how many selected workers had none to lift, and each worker
+        another block still keeps out (`workers_blocked_by_others`, the rule the provider-side
+        unblock refuses on). It said "Lifted your block on 5 worker(s)" of 5 selected, two of
+        them never blocked by the researcher and one still blocked by a superuser."""
         asked = list(queryset.values_list("pk", flat=True))
-        workers_unblock(workers=asked, by=request.user)
-        self.message_user(request, f"Lifted your block on {len(asked)} worker(s).",
-                          messages.SUCCESS)
+        lifted = workers_unblock(workers=asked, by=request.user)
+        mine = ("the block in every project" if request.user.is_superuser
+                else "your block")
+        line = f"Lifted {mine} on {len(lifted)} of {len(asked)} selected worker(s)"
+        if len(lifted) < len(asked):
+            line += f"; {len(asked) - len(lifted)} had no such block to lift"
+        self.message_user(request, line + ".", messages.SUCCESS if lifted else messages.WARNING)
+        still = workers_blocked_by_others(workers=asked, by=request.user)
+        if still:
+            names = dict(Worker.objects.filter(pk__in=still).values_list("pk", "external_id"))
+            listed = "; ".join(f"{names[pk]} ({why})" for pk, why in sorted(
+                still.items(), key=lambda pair: names[pair[0]])[:20])
+            more = f" and {len(still) - 20} more" if len(still) > 20 else ""
+            self.message_user(request, f"Still blocked by another block: {listed}{more}.",
+                              messages.WARNING)
 
 
 @admin.register(WorkerQualification)
