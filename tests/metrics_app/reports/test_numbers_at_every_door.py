@@ -219,6 +219,48 @@ def test_a_workers_admin_page_says_how_many_of_their_judgments_count(client):
     assert "Judgments collected: 6, of which 3 count" in page.content.decode()
 
 
+@pytest.mark.reliability
+def test_the_judgments_admin_says_which_judgments_count_as_the_dashboard_counts(client):
+    """The judgment list of a stage showed every judgment stored (5) beside a dashboard and a
+    progress of 2, with nothing to tell the rejected, practice and blocked worker's answers
+    apart. Each row now says whether it counts and the list filters on it, by the counting
+    rule (`judgments_that_count`)."""
+    from django.urls import reverse
+
+    from annotation.models import AssignmentStatus, Judgment
+    from annotation.selectors import stage_progress
+    from annotation.services.workers import worker_block
+    from testing.factories import make_assignment, make_user
+
+    admin = make_user(superuser=True)
+    project = make_project(TaskKind.LIKERT, owner=admin)
+    stage = make_stage(project)
+    kept, rejected, blocked = (make_worker(external_id=name) for name in
+                               ("kept", "rejected", "blocked"))
+    item = make_item(project)
+    counted = [make_judgment(item=item, stage=stage, worker=kept, score=4).pk,
+               make_judgment(item=make_item(project), stage=stage, worker=kept, score=2).pk]
+    make_judgment(item=make_item(project, is_practice=True), stage=stage, worker=kept)
+    assignment = make_assignment(stage, worker=rejected, items=[item],
+                                 status=AssignmentStatus.REJECTED)
+    make_judgment(item=item, stage=stage, worker=rejected, assignment=assignment)
+    make_judgment(item=item, stage=stage, worker=blocked)
+    worker_block(worker=blocked, reason="bot", by=admin)
+    assert stage_progress(stages=[stage])[stage.pk].judgments == 2
+    rows = {row["external_id"]: row for row in project_report(project=project)["workers"]}
+    assert rows["kept"]["n_judgments"] == 2
+    client.force_login(admin)
+    url = reverse("admin:annotation_judgment_changelist")
+    shown = client.get(url, {"stage": stage.pk}).context["cl"].result_list
+    assert sorted(j.pk for j in shown if j.counts) == sorted(counted)
+    assert len(shown) == 5
+    yes = client.get(url, {"stage": stage.pk, "counts": "yes"}).context["cl"].result_list
+    no = client.get(url, {"stage": stage.pk, "counts": "no"}).context["cl"].result_list
+    assert sorted(j.pk for j in yes) == sorted(counted)
+    assert sorted(j.pk for j in no) == sorted(
+        Judgment.objects.filter(stage=stage).exclude(pk__in=counted).values_list("pk", flat=True))
+
+
 def test_an_item_removed_from_the_study_counts_at_no_door():
     """A researcher excludes an item after it was judged (an improper question). Progress,
     the metric report, the estimates, the judges and LERC already left it out; the dashboard's
