@@ -181,6 +181,24 @@ def test_a_plan_for_a_budget_that_is_no_budget_is_refused_at_the_command_as_at_t
     assert response.status_code == 400
 
 
+@pytest.mark.reliability
+@pytest.mark.parametrize("args, why", [
+    (["--labels", "-4"], "--labels: at least 2 human labels for the estimates, not -4"),
+    (["--disagreements", "-1"], "--disagreements: how many to show, 0 or more, not -1"),
+])
+def test_judge_report_refuses_counts_it_would_bend(args, why):
+    """`--labels -4` ran the estimates with 2 labels, and `--disagreements -1` listed every
+    disagreement of each judge but the last; each is refused naming the value."""
+    from io import StringIO
+
+    from django.core.management import CommandError, call_command
+
+    project = _likert()
+    with pytest.raises(CommandError) as refused:
+        call_command("judge_report", project.slug, *args, stdout=StringIO())
+    assert str(refused.value) == why
+
+
 def test_lerc_versions_are_judges_read_as_probabilities():
     from metrics_app.models import MetricScore
 
