@@ -12,11 +12,7 @@ from annotation.cost_selectors import (
     stage_cost_estimate,
     stage_paid,
 )
-from annotation.judgment_selectors import (
-    agreement_override_reason,
-    agreement_stage_for,
-    stage_alpha_with_reason,
-)
+from annotation.judgment_selectors import agreement_gate, stage_alpha_with_reason
 from annotation.models import (
     DATA_STAGE_KINDS,
     OPEN_STAGE_STATUSES,
@@ -145,17 +141,12 @@ def study_cockpit(*, project: Project) -> Cockpit:
         waiting = progress.assignments.get(AssignmentStatus.SUBMITTED, 0)
         flagged = progress.assignments.get(AssignmentStatus.FLAGGED, 0)
         gate, gate_open = "", None
-        gating = (agreement_stage_for(stage) if stage.agreement_threshold is not None
-                  else None)
-        if gating is not None:  # the same stage and α the publish guard checks
-            gate_alpha, undefined = alpha_of(gating)
-            gate_open = gate_alpha is not None and gate_alpha >= stage.agreement_threshold
-            shown = f"α undefined: {undefined}" if gate_alpha is None else f"α = {gate_alpha:.2f}"
-            gate = f"needs α ≥ {stage.agreement_threshold:g} on “{gating.name}” ({shown})"
-            override = None if gate_open else agreement_override_reason(stage)
-            if override:  # "shut" beside a stage collecting after an override
-                gate_open = None
-                gate = f"published with an override (“{override}”); {gate}"
+        # The same stage and α the publish guard checks, in the words of every door.
+        if (agreement := agreement_gate(stage, alpha_of=alpha_of)) is not None:
+            gate = agreement.text()
+            # Neither "open" nor "shut" beside a stage collecting after an override.
+            gate_open = (agreement.passes
+                         if agreement.passes or not agreement.overridden else None)
         problem, release, plans = _stage_problem(stage, readiness_cache), "", None
         if stage.status == StageStatus.DRAFT and stage.provider != Provider.IMPORT:
             # One plan for the release line and the estimate (a full stage's plan is the

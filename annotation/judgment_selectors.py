@@ -576,6 +576,55 @@ def agreement_stage_for(stage: Stage) -> Stage | None:
     return earlier or stage.requires_stage
 
 
+@dataclass(frozen=True)
+class AgreementGate:
+    """A stage's agreement gate as every door states it (the cockpit, the stage's admin page,
+    the dashboard's and `report`'s stage rows): the stage whose α it reads (None when there is
+    none to read), the threshold, that α or why it is undefined, and the reason the researcher
+    gave to publish past it (None when they did not)."""
+
+    gating: Stage | None
+    threshold: float
+    alpha: float | None
+    undefined: str | None
+    overridden: str | None
+
+    @property
+    def passes(self) -> bool:
+        return self.alpha is not None and self.alpha >= self.threshold
+
+    def text(self) -> str:
+        """"needs α ≥ 0.6 on “trial” (α = 0.42)", with the override before it when there was
+        one; the same sentence wherever the gate is shown."""
+        where = f"“{self.gating.name}”" if self.gating is not None else "an earlier stage"
+        shown = (f"α undefined: {self.undefined}" if self.alpha is None
+                 else f"α = {self.alpha:.2f}")
+        text = f"needs α ≥ {self.threshold:g} on {where} ({shown})"
+        if self.overridden and not self.passes:
+            text = f"published with an override (“{self.overridden}”); {text}"
+        return text
+
+
+def agreement_gate(stage: Stage, *, alpha_of=None) -> AgreementGate | None:
+    """The agreement gate of `stage` (None when it has no threshold): the stage the publish
+    guard reads (`agreement_stage_for`) and its α (`stage_alpha_with_reason`, or `alpha_of(stage)`
+    when the caller holds them already). No stage to read (the first collection stage with a
+    threshold, or an `agreement_stage_id` naming none of the project's stages) is a gate that
+    does not pass, saying why, as the publish guard refuses it; the cockpit showed no gate at
+    all there, beside a "publish" the guard then refused."""
+    if stage.agreement_threshold is None:
+        return None
+    gating = agreement_stage_for(stage)
+    if gating is not None:
+        alpha, undefined = (alpha_of or (lambda s: stage_alpha_with_reason(stage=s)))(gating)
+    else:
+        named = (stage.settings or {}).get("agreement_stage_id")
+        alpha, undefined = None, (f"agreement_stage_id {named} is not a stage of this project"
+                                  if named else NO_GATE_STAGE)
+    return AgreementGate(gating=gating, threshold=stage.agreement_threshold, alpha=alpha,
+                         undefined=undefined, overridden=agreement_override_reason(stage))
+
+
 def stage_mask(frame: JudgmentFrame, stage: Stage) -> np.ndarray:
     """The judgments of `frame` that a read of `stage` counts (`load_judgments(stage=...)`):
     the stage's own, and of a data stage only the data (`data_only_for`: no practice item's

@@ -21,6 +21,7 @@ from django.db.models.functions import Coalesce
 from core.vocabulary import RECRUITING_PROVIDERS
 
 from .access_selectors import projects_visible_to
+from .domain.item_content import item_filter_value
 from .models import (
     COLLECTION_STAGE_KINDS,
     DATA_STAGE_KINDS,
@@ -434,7 +435,7 @@ def item_list(*, project: Project, filters: dict | None = None) -> QuerySet[Item
     queryset = Item.objects.filter(project=project).select_related("project")
     for name in ("dataset", "split", "source", "domain", "text_level"):
         if filters.get(name):
-            queryset = queryset.filter(**{name: filters[name]})
+            queryset = queryset.filter(**{name: item_filter_value(name, filters[name])})
     stage = filters.get("stage")
     if stage is not None:
         queryset = queryset.filter(pk__in=items_in_stage(stage=stage).values("pk"))
@@ -464,7 +465,8 @@ def judgment_list(*, project: Project, filters: dict | None = None) -> QuerySet[
         queryset = queryset.filter(worker__external_id=filters["worker"])
     for name in ("dataset", "split", "source"):
         if filters.get(name):
-            queryset = queryset.filter(**{f"item__{name}": filters[name]})
+            queryset = queryset.filter(**{f"item__{name}": item_filter_value(name,
+                                                                            filters[name])})
     if filters.get("item"):
         queryset = queryset.filter(item__external_id=filters["item"])
     if filters.get("after_id") is not None:
@@ -909,7 +911,8 @@ def attach_progress(objects: Iterable, progress: dict[int, Progress]) -> list:
 @dataclass
 class WorkerHistory:
     assignments_by_status: dict[str, int]
-    judgments: int
+    judgments: int  # every judgment collected, rejected and blocked work included
+    judgments_counted: int  # of those, the judgments that count (`judgments_that_count`)
     mean_time_ms: float | None
     bonus_paid: Decimal | None
     qualifications: list[WorkerQualification]  # each with `counts`
@@ -919,16 +922,20 @@ def worker_history(*, worker: Worker, user) -> WorkerHistory:
     """A worker's record in the projects `user` may see (`projects_visible_to`: every project
     for a superuser, else the researcher's own and shared ones; another researcher's study is
     never counted): assignments by status, judgments and their mean time, bonuses paid and
-    qualification results (the worker's admin page; the list's columns use the same scope)."""
+    qualification results (the worker's admin page; the list's columns use the same scope).
+    `judgments_counted` is the counting rule's number of them, the one the dashboard's workers
+    table and every report read: the page said "Judgments: 12" of a worker the dashboard
+    counted 4 for (8 rejected), with nothing to tell the two apart."""
     visible = projects_visible_to(user).values("pk")
     assignments = Assignment.objects.filter(worker=worker, stage__project__in=visible)
     by_status = dict(assignments.values_list("status").annotate(n=Count("pk"))
                      .values_list("status", "n"))
-    judgments = Judgment.objects.filter(worker=worker, item__project__in=visible).aggregate(
-        n=Count("pk"), ms=Avg(judgment_time_ms()))
+    collected = Judgment.objects.filter(worker=worker, item__project__in=visible)
+    judgments = collected.aggregate(n=Count("pk"), ms=Avg(judgment_time_ms()))
     bonus = assignments.aggregate(total=Sum("bonus_paid"))["total"]
     return WorkerHistory(
         assignments_by_status=by_status, judgments=judgments["n"],
+        judgments_counted=judgments_that_count(collected).count(),
         mean_time_ms=judgments["ms"], bonus_paid=bonus,
         qualifications=list(qualification_results_counting_annotate(
             WorkerQualification.objects.filter(worker=worker, stage__project__in=visible)

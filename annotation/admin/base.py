@@ -290,8 +290,10 @@ class StageProviderMixin(ProviderBannerMixin):
             url = reverse("metrics:project-dashboard", kwargs={"slug": obj.project.slug})
         except NoReverseMatch:
             return "–"
-        gate = ""
-        if obj.agreement_threshold is not None:
-            gate = f" (publishing needs α ≥ {obj.agreement_threshold} on the previous stage)"
+        from annotation.judgment_selectors import agreement_gate
+
+        # The gate's stage and α, as the cockpit and the publish guard read them ("on the
+        # previous stage" named none, nor whether it passed).
+        gate = agreement_gate(obj)
         return format_html('<a href="{}?stage={}">Agreement and workers for this stage</a>{}',
-                           url, obj.pk, gate)
+                           url, obj.pk, f"; agreement gate: {gate.text()}" if gate else "")

@@ -7,6 +7,7 @@ from decimal import Decimal
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.helpers import ActionForm
+from django.db.models import Exists, OuterRef
 from django.utils.html import format_html
 
 from annotation.access_selectors import (
@@ -33,7 +34,11 @@ from annotation.models import (
     WorkerQualification,
     WorkerStatus,
 )
-from annotation.selectors import qualification_results_counting_annotate, worker_history
+from annotation.selectors import (
+    judgments_that_count,
+    qualification_results_counting_annotate,
+    worker_history,
+)
 from annotation.services.access import LINK_STAGE_OF_ANOTHER_PROJECT, link_worker_problem
 from annotation.services.stage_plans import hit_item_refusal, stage_items_fixed_refusal
 from annotation.services.stages import hit_delete_refusal
@@ -41,6 +46,7 @@ from annotation.services.workers import (
     worker_block,
     worker_unblock,
     workers_block,
+    workers_blocked_by_others,
     workers_unblock,
 )
 
@@ -95,11 +101,15 @@ class WorkerHistoryMixin:
                              sorted(history.assignments_by_status.items())) or "none"
         ms = history.mean_time_ms
         seconds = f"{ms / 1000:.1f} s" if ms else "–"
+        # Collected and counted, as the list's column ("Judgments collected") and the
+        # dashboard's workers table (the judgments that count) name them.
         return format_html(
-            "Assignments — {}<br>Judgments: {} (mean time per item {})<br>Bonuses paid: ${}"
+            "Assignments — {}<br>Judgments collected: {}, of which {} count (the dashboard's "
+            "number; rejected, returned or flagged work, practice and qualification answers "
+            "and a blocked worker's work do not) (mean time per item {})<br>Bonuses paid: ${}"
             "<br>Qualifications: {}",
-            statuses, history.judgments, seconds, history.bonus_paid or Decimal("0.00"),
-            quals or "none",
+            statuses, history.judgments, history.judgments_counted, seconds,
+            history.bonus_paid or Decimal("0.00"), quals or "none",
         )
 
 
@@ -455,10 +465,27 @@ class WorkerAdmin(WorkerHistoryMixin, ProjectScopedAdmin):
 
     @admin.action(description="Unblock selected workers")
     def unblock_workers(self, request, queryset):
+        """Lifts the viewer's block (a superuser's: the global one) and says what it did: how
+        many blocks it lifted, how many selected workers had none to lift, and each worker
+        another block still keeps out (`workers_blocked_by_others`, the rule the provider-side
+        unblock refuses on). It said "Lifted your block on 5 worker(s)" of 5 selected, two of
+        them never blocked by the researcher and one still blocked by a superuser."""
         asked = list(queryset.values_list("pk", flat=True))
-        workers_unblock(workers=asked, by=request.user)
-        self.message_user(request, f"Lifted your block on {len(asked)} worker(s).",
-                          messages.SUCCESS)
+        lifted = workers_unblock(workers=asked, by=request.user)
+        mine = ("the block in every project" if request.user.is_superuser
+                else "your block")
+        line = f"Lifted {mine} on {len(lifted)} of {len(asked)} selected worker(s)"
+        if len(lifted) < len(asked):
+            line += f"; {len(asked) - len(lifted)} had no such block to lift"
+        self.message_user(request, line + ".", messages.SUCCESS if lifted else messages.WARNING)
+        still = workers_blocked_by_others(workers=asked, by=request.user)
+        if still:
+            names = dict(Worker.objects.filter(pk__in=still).values_list("pk", "external_id"))
+            listed = "; ".join(f"{names[pk]} ({why})" for pk, why in sorted(
+                still.items(), key=lambda pair: names[pair[0]])[:20])
+            more = f" and {len(still) - 20} more" if len(still) > 20 else ""
+            self.message_user(request, f"Still blocked by another block: {listed}{more}.",
+                              messages.WARNING)
 
 
 @admin.register(WorkerQualification)
@@ -547,22 +574,54 @@ class InhouseLinkAdmin(ProjectScopedAdmin):
         return f"{settings.QAJ_PUBLIC_BASE_URL.rstrip('/')}{inhouse_entry_path(link=obj)}"
 
 
+class CountsFilter(admin.SimpleListFilter):
+    """The judgments that count, or those that do not (`judgments_that_count`: the number the
+    dashboard, progress and the exports read; their `counts` column), so the list of a stage
+    can be read against its "counted / wanted"."""
+
+    title = "counts (dashboard, progress, exports)"
+    parameter_name = "counts"
+
+    def lookups(self, request, model_admin):
+        return [("yes", "counts"), ("no", "does not count")]
+
+    def queryset(self, request, queryset):
+        if self.value() == "yes":
+            return judgments_that_count(queryset)
+        if self.value() == "no":
+            return queryset.exclude(pk__in=judgments_that_count(queryset).values("pk"))
+        return queryset
+
+
 @admin.register(Judgment)
 class JudgmentAdmin(ReadOnlyAdmin):
+    """Every judgment stored, each with whether it counts (`counts`, the exports' column): the
+    list of a stage showed 30 rows beside a dashboard and a progress of 20 with nothing to
+    tell which 10 were left out."""
+
     project_path = "item__project"
     list_display = (
-        "id", "item", "worker", "stage", "score", "choice", "difficult", "server_time_ms",
-        "time_spent_ms", "created_at",
+        "id", "item", "worker", "stage", "score", "choice", "counts", "difficult",
+        "server_time_ms", "time_spent_ms", "created_at",
     )
     list_filter = (
         ("item__project", admin.RelatedOnlyFieldListFilter),
-        StageFilter, "stage__kind", "stage__status",
+        StageFilter, CountsFilter, "stage__kind", "stage__status",
         "worker__provider", "item__dataset", "item__split", "item__source", "difficult",
     )
     list_select_related = ("item__project", "worker", "stage__project")
     search_fields = ("item__external_id", "worker__external_id", "justification")
     readonly_fields = [f.name for f in Judgment._meta.fields]
     show_full_result_count = False
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).annotate(counts=Exists(judgments_that_count(
+            Judgment.objects.filter(pk=OuterRef("pk")))))
+
+    @admin.display(boolean=True, description="Counts")
+    def counts(self, obj) -> bool:
+        """Whether the study counts it (`judgments_that_count`), as the exports' `counts`."""
+        return bool(getattr(obj, "counts", False))
 
 
 @admin.register(Adjudication)

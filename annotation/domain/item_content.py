@@ -268,6 +268,17 @@ def normalize_split(split: str) -> str:
     return KNOWN_SPLITS.get(split.strip().lower(), split.strip())
 
 
+def item_filter_value(name: str, value: str) -> str:
+    """A filter's value as items store it: a split in its one spelling (`normalize_split`), so
+    a filter naming the dataset's own spelling finds the items; other fields as given. Read
+    by every door that filters items by a typed value: the items and judgments APIs
+    (`annotation.selectors.item_list`, `judgment_list`) and a stage's item filter
+    (`annotation.services.stage_plans.stage_items_matching`: the stage form and API). They
+    answered `?split=validation` with nothing, and refused a stage filtered on it, of items
+    imported from validation.json (stored as `dev`)."""
+    return normalize_split(value) if name == "split" else value
+
+
 REDUNDANCY_SHAPE = 'must map split names to integers from 1 to 1000, e.g. {"dev": 3, "default": 1}'
 
 

@@ -75,6 +75,32 @@ JSON_SHAPES: tuple[tuple[str, str, Callable[[Any], bool]], ...] = (
 RESPONSES_WHAT = ("OneStopQA in-lab responses (a TSV with item_id, answer_response, "
                   "new_options)")
 JSONL_WHAT = "JSON Lines items (one object per line with external_id and content)"
+# The first cells of the header of `export_data --format csv` (and the admin's CSV export).
+CSV_EXPORT_HEADER = ("project", "kind", "external_id")
+# Why a CSV export is refused by every format, and what to import instead.
+CSV_EXPORT_REFUSAL = ("is a CSV export (header project, kind, external_id, ...): CSV exports "
+                      "are for spreadsheets and do not import back (a cell beginning with = + - "
+                      "@ carries a protective '); import the project's JSON Lines export "
+                      "instead (export_data SLUG, or the admin's JSON Lines export action)")
+
+
+def is_csv_export_header(first_line: str) -> bool:
+    """Whether a file's first non-blank line is the header of a CSV export."""
+    cells = [cell.strip().strip('"') for cell in first_line.split(",")]
+    return tuple(cells[:len(CSV_EXPORT_HEADER)]) == CSV_EXPORT_HEADER
+
+
+def is_csv_export(path: str | Path) -> bool:
+    """Whether `path` is a CSV export (`is_csv_export_header`): every format refuses one with
+    `CSV_EXPORT_REFUSAL` (a JSON format read its header as "malformed JSON at line 1")."""
+    path = Path(path)
+    if not path.is_file():
+        return False
+    try:
+        text = read_text(path)
+    except (ImportFormatError, OSError, UnicodeDecodeError):
+        return False
+    return is_csv_export_header(next((line for line in text.split("\n") if line.strip()), ""))
 LFQA_FOLDER_WHAT = "a folder of long-form QA expert comparison files"
 
 

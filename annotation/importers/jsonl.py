@@ -29,6 +29,7 @@ from .base import (
     read_text,
     validate_record,
 )
+from .detect import CSV_EXPORT_REFUSAL, is_csv_export_header
 
 KIND = None  # the project's kind; a line may repeat it in "kind"
 
@@ -194,24 +195,15 @@ def _check_providers(providers: dict[str, tuple[str, int]], entries: list, *, pa
                 record=f"line {line}", field="worker_provider")
 
 
-# The first cells of the header of `export_data --format csv` (and the admin's CSV export).
-CSV_EXPORT_HEADER = ("project", "kind", "external_id")
-
-
 def _not_a_csv_export(text: str, *, path: Path) -> None:
     """ImportFormatError when `text` is a CSV export, saying so: read as JSON Lines its header
     was "malformed JSON at column 1". A CSV export is written for spreadsheets (a cell a
     spreadsheet would run as a formula gets a leading `'`, objects are JSON strings) and is not
-    an import format; the JSON Lines export of the same project is, verbatim."""
+    an import format; the JSON Lines export of the same project is, verbatim. The other formats
+    refuse one in the same words (`annotation.importers.detect.is_csv_export`)."""
     first = next((line for _, line in _lines(text) if line.strip()), "")
-    cells = [cell.strip().strip('"') for cell in first.split(",")]
-    if tuple(cells[:len(CSV_EXPORT_HEADER)]) == CSV_EXPORT_HEADER:
-        raise ImportFormatError(
-            path, "is a CSV export (header project, kind, external_id, ...): CSV exports are "
-                  "for spreadsheets and do not import back (a cell beginning with = + - @ "
-                  "carries a protective '); import the project's JSON Lines export instead "
-                  "(export_data SLUG, or the admin's JSON Lines export action)",
-            record="line 1")
+    if is_csv_export_header(first):
+        raise ImportFormatError(path, CSV_EXPORT_REFUSAL, record="line 1")
 
 
 def parse(path: Path, *, kind: str, split: str | None = None) -> list[ItemRecord]:

@@ -17,7 +17,12 @@ from django.db import OperationalError, transaction
 
 from annotation.domain.item_content import answers_identical
 from annotation.importers import ImportFormatError, ItemRecord, importer_for, normalize_split
-from annotation.importers.detect import FormatMismatch, format_mismatch
+from annotation.importers.detect import (
+    CSV_EXPORT_REFUSAL,
+    FormatMismatch,
+    format_mismatch,
+    is_csv_export,
+)
 from annotation.models import Project, TaskKind
 from annotation.services.imports import ImportConflictError, ImportSummary, import_records
 from core.db_busy import BUSY_MESSAGE, is_database_busy
@@ -41,10 +46,14 @@ class ImportWrongFormat(ImportRefused):
 
 
 def wrong_format_check(path: Path, format_name: str) -> None:
-    """ImportWrongFormat when `path`, refused as `format_name`, clearly is another format."""
+    """ImportWrongFormat when `path`, refused as `format_name`, clearly is another format;
+    ImportRefused when it is a CSV export, which no format imports (`is_csv_export`: a JSON
+    format called its header "malformed JSON at line 1, column 1")."""
     mismatch = format_mismatch(path, format_name)
     if mismatch is not None:
         raise ImportWrongFormat(path, mismatch)
+    if is_csv_export(path):
+        raise ImportRefused(f"{path}: {CSV_EXPORT_REFUSAL}")
 
 
 @dataclass
@@ -138,9 +147,7 @@ def _describe(records: list[ItemRecord]) -> dict:
 def _warnings(outcome: ImportOutcome, records: list[ItemRecord]) -> list[str]:
     summary = outcome.summary
     warnings = []
-    if not records:
-        warnings.append("The file holds no records.")
-    elif not summary.created_anything:
+    if not summary.created_anything:  # an empty file is refused (`import_file_empty_check`)
         warnings.append("Nothing new: every item and judgment of this file is already in the "
                         "project (it was imported before).")
     same = summary.items_unchanged - summary.items_kept_differing
@@ -167,15 +174,46 @@ def _warnings(outcome: ImportOutcome, records: list[ItemRecord]) -> list[str]:
     return warnings
 
 
+# Bytes a file may hold and still hold nothing: whitespace and a UTF-8 byte-order mark.
+_BLANK_BYTES = b" \t\r\n\x0b\x0c\xef\xbb\xbf"
+
+
+def import_file_empty_check(path: str | Path) -> None:
+    """ImportRefused when `path` is a file holding nothing (no bytes, or only blank lines and
+    a byte-order mark): "PATH: the file is empty: nothing to import", in every format, at every
+    import door (`import_data`, the admin's import and create-from-file pages), before anything
+    else is asked of the file (its kind, its format) or written (a project `--create` would
+    make). The items API refuses an empty list the same way. Read until the first byte that is
+    not blank, so a real file costs one read. A folder (the lfqa-experts format) is its
+    importer's to read."""
+    path = Path(path)
+    if not path.is_file():
+        return
+    with path.open("rb") as handle:
+        while chunk := handle.read(65536):
+            if chunk.strip(_BLANK_BYTES):
+                return
+    raise ImportRefused(f"{path}: the file is empty: nothing to import")
+
+
 def _parse(importer, path: Path, *, format_name: str, kind: str,
            split: str | None) -> list[ItemRecord]:
     try:
-        return importer.parse(path, kind=kind, split=split)
+        records = importer.parse(path, kind=kind, split=split)
     except ImportFormatError as exc:
         wrong_format_check(path, format_name)  # a file of another format says which
         raise ImportRefused(str(exc)) from None
     except UnicodeDecodeError as exc:  # every format is read as UTF-8 text
         raise ImportRefused(f"{path}: not UTF-8 text (byte {exc.start}: {exc.reason})") from None
+    if not records:
+        # A file with no record to store ("[]", "{}", a folder of empty lists, or only rows
+        # the format leaves out) imports nothing: refused, as an empty file is, saying what
+        # the file held instead.
+        left_out = list(getattr(records, "left_out", []))
+        raise ImportRefused(f"{path}: the file holds no records: nothing to import"
+                            + (f" (it holds only what {format_name} does not import: "
+                               + "; ".join(left_out) + ")" if left_out else ""))
+    return records
 
 
 def import_project_create(spec: NewProject, kind: str) -> Project:
@@ -225,6 +263,7 @@ def import_file(
     except ValueError as exc:
         raise ImportRefused(str(exc)) from None
     path = Path(path)
+    import_file_empty_check(path)
     if project is not None:
         kind = project.kind
     else:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import random
 
+from annotation.domain.item_content import item_filter_value
 from annotation.models import Item, Stage, StageStatus
 from annotation.stage_errors import StageError
 from annotation.stage_plan_selectors import (
@@ -50,7 +51,7 @@ def stage_items_matching(*, project_id: int, dataset: str = "", split: str = "",
                                    is_gold_check=False)
     for field, value in (("dataset", dataset), ("split", split), ("source", source)):
         if value:
-            matching = matching.filter(**{field: value})
+            matching = matching.filter(**{field: item_filter_value(field, value)})
     return matching
 
 

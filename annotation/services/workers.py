@@ -24,18 +24,45 @@ def _is_global(by) -> bool:
     return by is None or getattr(by, "is_superuser", False)
 
 
+# Who else blocks a worker (`workers_blocked_by_others`).
+BLOCKED_BY_SUPERUSER = "a superuser's block, in every project"
+
+
+def workers_blocked_by_others(*, workers, by=None) -> dict[int, str]:
+    """Of these workers (instances or ids), those a block other than the one `by` sets or lifts
+    (`workers_block` / `workers_unblock`) keeps blocked: id → whose block
+    (`BLOCKED_BY_SUPERUSER`, or "researcher NAME's block"). For a researcher, a superuser's
+    global block and other researchers' blocks; for a superuser (or None), researchers'
+    blocks. The rule behind every unblock door's answer: the provider-side unblock refuses on
+    it (`worker_provider_unblock_check`), the admin's "Unblock selected workers" names them."""
+    ids = [getattr(worker, "pk", worker) for worker in workers]
+    out: dict[int, str] = {}
+    if not _is_global(by):
+        out.update(dict.fromkeys(Worker.objects.filter(pk__in=ids, status=WorkerStatus.BLOCKED)
+                                 .values_list("pk", flat=True), BLOCKED_BY_SUPERUSER))
+    others = WorkerBlock.objects.filter(worker_id__in=ids)
+    if by is not None:
+        others = others.exclude(researcher=by)
+    for pk, name in others.order_by("researcher__username").values_list(
+            "worker_id", "researcher__username"):
+        out.setdefault(pk, f"researcher {name}'s block")
+    return out
+
+
 def worker_provider_unblock_check(*, worker: Worker, by=None) -> None:
     """Refuse (`WorkerUnblockRefused`) a researcher's provider-side unblock while someone else
-    still blocks the worker: the provider's block covers the whole requester account, so lifting
-    it would lift a superuser's global block or another researcher's block there too."""
+    still blocks the worker (`workers_blocked_by_others`): the provider's block covers the
+    whole requester account, so lifting it would lift a superuser's global block or another
+    researcher's block there too."""
     if _is_global(by):
         return
     worker = Worker.objects.get(pk=worker.pk)
-    if worker.status == WorkerStatus.BLOCKED:
+    other = workers_blocked_by_others(workers=[worker], by=by).get(worker.pk)
+    if other == BLOCKED_BY_SUPERUSER:
         raise WorkerUnblockRefused(
             f"{worker} is blocked in every project by a superuser; only a superuser lifts that "
             f"block, here or on {worker.get_provider_display()}. Nothing was changed.")
-    if WorkerBlock.objects.filter(worker=worker).exclude(researcher=by).exists():
+    if other is not None:
         raise WorkerUnblockRefused(
             f"{worker} is also blocked by another researcher, so the block on "
             f"{worker.get_provider_display()} stays; use \"Unblock selected workers\" to lift "

@@ -34,6 +34,22 @@ def half_width(variance: float, n: int, n_items: int) -> float | None:
     return float(t.ppf(0.975, n - 1) * math.sqrt(fpc * variance / n))
 
 
+def plan_costs_error(*, budget: float, label_cost: float) -> str:
+    """Why a plan cannot be made for this budget and price per human label ("" when it can):
+    the budget a finite number of dollars, 0 or more, the label's price finite and above 0.
+    The rule of every door that plans (`judge_report --plan --label-cost`, the plan API's
+    `budget` and `label_cost`): the command printed plans for `--plan -3`, `--plan inf` and
+    `--label-cost nan` where the API answered 400."""
+    if not (isinstance(budget, int | float) and math.isfinite(budget) and budget >= 0):
+        return (f"the budget (budget, --plan) must be a number of dollars, 0 or more, "
+                f"not {budget!r}")
+    if not (isinstance(label_cost, int | float) and math.isfinite(label_cost)
+            and label_cost > 0):
+        return (f"the cost of a human label (label_cost, --label-cost) must be a number of "
+                f"dollars above 0, not {label_cost!r}")
+    return ""
+
+
 def plan(*, y: Sequence[float], predictions: dict[str, Sequence[float]], n_items: int,
          label_cost: float, judge_costs: dict[str, float], budget: float,
          grid: Sequence[int] = DEFAULT_GRID) -> dict:
@@ -41,11 +57,11 @@ def plan(*, y: Sequence[float], predictions: dict[str, Sequence[float]], n_items
     `y` are pilot human labels and `predictions[judge]` that judge's values on the same items
     (0-1); `judge_costs[judge]` what running it over all `n_items` costs; "humans" (no judge)
     is always a candidate."""
+    if why := plan_costs_error(budget=budget, label_cost=label_cost):
+        raise ValueError(why)
     y = np.asarray(y, dtype=float)
     if len(y) < 3:
         raise ValueError("a plan needs at least 3 pilot labels")
-    if label_cost <= 0:
-        raise ValueError("label_cost must be positive")
     variances = {"humans": float(y.var(ddof=1))}
     lambdas = {"humans": 0.0}
     for name, values in predictions.items():

@@ -6,10 +6,8 @@ import numpy as np
 
 from annotation.domain.agreement import NO_JUDGMENTS
 from annotation.judgment_selectors import (
-    NO_GATE_STAGE,
     JudgmentFrame,
-    agreement_override_reason,
-    agreement_stage_for,
+    agreement_gate,
     stage_alpha_with_reason,
     stage_mask,
 )
@@ -51,18 +49,15 @@ def stages_report(frame: JudgmentFrame, *, project: Project,
             row["krippendorff_alpha"], row["alpha_undefined"] = alpha_of(stage)
         elif narrowed_to is not None and stage.pk != narrowed_to.pk:
             row["alpha_undefined"] = f"this report reads stage “{narrowed_to.name}” only"
-        if stage.agreement_threshold is not None:
-            gating = agreement_stage_for(stage)
-            alpha, undefined = (alpha_of(gating) if gating is not None
-                                else (None, NO_GATE_STAGE))
+        if (gate := agreement_gate(stage, alpha_of=alpha_of)) is not None:
             row["gate"] = {
-                "stage": gating.name if gating is not None else None,
-                "alpha": alpha,
-                "alpha_undefined": undefined,
-                "threshold": stage.agreement_threshold,
-                "passes": alpha is not None and alpha >= stage.agreement_threshold,
+                "stage": gate.gating.name if gate.gating is not None else None,
+                "alpha": gate.alpha,
+                "alpha_undefined": gate.undefined,
+                "threshold": gate.threshold,
+                "passes": gate.passes,
                 # Published past a failing gate: say so rather than "blocked".
-                "overridden": agreement_override_reason(stage),
+                "overridden": gate.overridden,
             }
         rows.append(row)
     return rows

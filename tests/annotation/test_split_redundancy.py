@@ -78,3 +78,32 @@ def test_the_pages_picking_reads_the_redundancy_under_the_same_spelling():
         held.update(AssignmentItem.objects.filter(assignment=assignment)
                     .values_list("item__external_id", flat=True))
     assert held == {"d": 3, "t": 1}
+
+
+@pytest.mark.reliability
+@pytest.mark.parametrize("typed", ["validation", "Val", " dev "])
+def test_every_door_that_filters_by_split_reads_the_same_spelling(typed):
+    """Items imported from validation.json are stored with split `dev`; a researcher who
+    filters by the dataset's own spelling found nothing: the items and judgments APIs
+    answered `?split=validation` with an empty list, and a stage's item filter was refused
+    ("no data items of the project match split='validation'"). Every filter reads the split
+    as it is stored (`annotation.domain.item_content.item_filter_value`)."""
+    from annotation.services.stage_plans import stage_item_filter_errors, stage_items_select
+    from testing.factories import make_item, make_judgment
+
+    owner = make_user("alice", superuser=True)
+    project = make_project(TaskKind.LIKERT, slug="splits", owner=owner)
+    stage = make_stage(project, status=StageStatus.DRAFT)
+    dev = [make_item(project, external_id=f"dev{n}", split="dev") for n in range(3)]
+    make_item(project, external_id="train0", split="train")
+    for item in dev:
+        make_judgment(item=item, stage=stage, worker=make_worker(), score=4)
+    api = APIClient()
+    api.force_authenticate(owner)
+    items = api.get("/api/projects/splits/items/", {"split": typed}).json()["results"]
+    assert sorted(row["external_id"] for row in items) == ["dev0", "dev1", "dev2"]
+    judgments = api.get("/api/projects/splits/judgments/", {"split": typed}).json()["results"]
+    assert len(judgments) == 3
+    assert stage_item_filter_errors(project_id=project.pk, split=typed) == {}
+    assert stage_items_select(stage=stage, split=typed) == 3
+    assert sorted(stage.items.values_list("external_id", flat=True)) == ["dev0", "dev1", "dev2"]

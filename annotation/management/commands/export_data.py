@@ -1,23 +1,25 @@
 """Export a project's judgments (one row each), per-item aggregates or spot checks.
 
     python manage.py export_data SLUG --format jsonl|csv [--output FILE] [--aggregate]
-                                 [--aggregation MODEL] [--stage NAME] [--no-progress]
+                                 [--aggregation MODEL] [--stage NAME|ID] [--no-progress]
                                  [--include-qualification] [--include-rejected]
     python manage.py export_data SLUG --preferences [--min-agreement X] [--include-ties]
                                  [--include-contested] [--aggregation MODEL] [--output FILE]
-    python manage.py export_data SLUG --spot-checks --format jsonl|csv [--stage NAME]
+    python manage.py export_data SLUG --spot-checks --format jsonl|csv [--stage NAME|ID]
                                  [--output FILE]
 
 Writes to standard output unless --output is given. Only the judgments that count
 (`annotation.selectors.judgments_that_count`), like every report; practice and qualification
 answers with --include-qualification, unaccepted work with --include-rejected (audits).
 --spot-checks writes every spot check recorded on the project (the spot-check page's), as the
-workers table counts them. Columns: docs/DATA_FORMATS.md.
+workers table counts them. An option that would change nothing in the export asked for is
+refused, naming it (the pairs' options without --preferences). Columns: docs/DATA_FORMATS.md.
 """
 from __future__ import annotations
 
 from django.core.management.base import CommandError
 
+from annotation.access_selectors import project_stage_by_ref
 from annotation.domain.aggregation import AGGREGATION_MODELS, resolve_aggregation
 from annotation.models import NON_DATA_STAGE_KINDS, Project
 from annotation.services.exports import (
@@ -33,6 +35,16 @@ from core.output_files import InterruptibleCommand, OutputPathError, output_file
 # What a spot-check export cannot take: it writes the checks recorded, not judgments.
 NOT_WITH_SPOT_CHECKS = ("aggregate", "aggregation", "preferences", "include_qualification",
                         "include_rejected")
+# What chooses the pairs of a --preferences export only: elsewhere it would change nothing.
+PREFERENCES_ONLY = ("min_agreement", "include_ties", "include_contested")
+# What a --preferences export cannot take: its pairs are built from the judgments that count.
+NOT_WITH_PREFERENCES = ("include_qualification", "include_rejected")
+
+
+def _given(options: dict, names: tuple[str, ...]) -> list[str]:
+    """The options of `names` given on the command line, spelled as typed (`--include-ties`)."""
+    return [f"--{name.replace('_', '-')}" for name in names
+            if options[name] not in (None, False)]
 
 
 def _output_open(path: str, *, newline: str | None = None):
@@ -61,7 +73,7 @@ class Command(InterruptibleCommand):
         parser.add_argument("--aggregation", metavar="MODEL",
                             help="with --aggregate: this model instead of the project's setting "
                                  f"({', '.join(AGGREGATION_MODELS)}; must fit the project's kind)")
-        parser.add_argument("--stage", help="only judgments of the stage with this name (a "
+        parser.add_argument("--stage", help="only judgments of this stage, its name or id (a "
                                                  "practice or qualification stage needs "
                                                  "--include-qualification)")
         parser.add_argument("--include-qualification", action="store_true",
@@ -74,7 +86,7 @@ class Command(InterruptibleCommand):
                             help="A/B projects: JSON Lines {prompt, chosen, rejected, metadata} "
                                  "for preference training (DPO), items with a clear human "
                                  "preference only")
-        parser.add_argument("--min-agreement", type=float, default=0.0, metavar="X",
+        parser.add_argument("--min-agreement", type=float, default=None, metavar="X",
                             help="with --preferences: leave out items where fewer than this "
                                  "share of the judgments chose the label (0-1)")
         parser.add_argument("--include-ties", action="store_true",
@@ -95,13 +107,20 @@ class Command(InterruptibleCommand):
             raise CommandError(f"project {project!r} does not exist")
         stage = None
         if options["stage"]:
-            stage = instance.stages.filter(name=options["stage"]).order_by("id").first()
+            # The one rule for naming a stage (`report --stage`, the report URLs): id or name.
+            stage = project_stage_by_ref(project=instance, ref=options["stage"])
             if stage is None:
                 names = ", ".join(instance.stages.values_list("name", flat=True)) or "none"
                 raise CommandError(
                     f"project {project!r} has no stage {options['stage']!r} (stages: {names})"
                 )
         aggregation = options["aggregation"]
+        if not options["preferences"] and (given := _given(options, PREFERENCES_ONLY)):
+            # As --aggregation without --aggregate: an option that would change nothing here is
+            # refused, not ignored (an export taken for one with ties was the plain judgments).
+            raise CommandError(f"{', '.join(given)} {'chooses' if len(given) == 1 else 'choose'}"
+                               " the pairs of a --preferences export; add --preferences, or "
+                               "drop " + ("it" if len(given) == 1 else "them"))
         if options["spot_checks"]:
             self._spot_checks(instance, stage, options)
             return
@@ -147,9 +166,7 @@ class Command(InterruptibleCommand):
             self.stderr.write(f"exported {instance.slug}: {note}")
 
     def _spot_checks(self, instance, stage, options):
-        given = [f"--{name.replace('_', '-')}" for name in NOT_WITH_SPOT_CHECKS
-                 if options[name] not in (None, False)]
-        if given:
+        if given := _given(options, NOT_WITH_SPOT_CHECKS):
             raise CommandError(f"--spot-checks writes the spot checks recorded, every one: "
                                f"drop {', '.join(given)}")
         checks = spot_check_list(project=instance, stage=stage)
@@ -168,12 +185,16 @@ class Command(InterruptibleCommand):
         if options["aggregate"] or options["format"] != "jsonl":
             raise CommandError("--preferences writes JSON Lines pairs: drop --aggregate and "
                                "--format csv")
+        if given := _given(options, NOT_WITH_PREFERENCES):
+            raise CommandError(f"--preferences builds its pairs from the judgments that count "
+                               f"(data stages, accepted work): drop {', '.join(given)}")
         if options["aggregation"] is not None:
             try:
                 resolve_aggregation(instance.kind, options["aggregation"])
             except ValueError as error:
                 raise CommandError(f"--aggregation: {error}") from None
-        kwargs = dict(project=instance, stage=stage, min_agreement=options["min_agreement"],
+        kwargs = dict(project=instance, stage=stage,
+                      min_agreement=options["min_agreement"] or 0.0,
                       include_ties=options["include_ties"],
                       include_contested=options["include_contested"],
                       aggregation=options["aggregation"] or None)

@@ -22,6 +22,7 @@ from annotation.services.import_files import (
     ImportWrongFormat,
     NewProject,
     import_file,
+    import_file_empty_check,
     import_project_create,
     new_project_kind,
     wrong_format_check,
@@ -80,6 +81,10 @@ class Command(InterruptibleCommand):
         path = Path(options["path"])
         if not path.exists():
             raise CommandError(f"{path}: file not found")
+        try:  # before the project's kind is read from the file, or a project created for it
+            import_file_empty_check(path)
+        except ImportRefused as exc:
+            raise CommandError(f"nothing imported: {exc}") from None
 
         slug = options["project"]
         project = Project.objects.filter(slug=slug).first()
@@ -159,6 +164,8 @@ class Command(InterruptibleCommand):
             wrong_format_check(path, format_name)
         except ImportWrongFormat as exc:
             raise CommandError(_run_instead(exc, slug)) from None
+        except ImportRefused as exc:  # a CSV export, which no format imports
+            raise CommandError(f"nothing imported: {exc}") from None
 
 
 def _run_instead(refusal: ImportWrongFormat, slug: str) -> str:

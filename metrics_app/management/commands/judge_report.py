@@ -53,8 +53,10 @@ class Command(BaseCommand):
                             help=f"Bootstrap resamples for the intervals (0: none; at most "
                                  f"{MAX_RESAMPLES}, as the API).")
         parser.add_argument("--labels", type=int, default=ESTIMATE_LABELS,
-                            help="Human labels the prediction-powered estimates use.")
-        parser.add_argument("--disagreements", type=int, default=3)
+                            help="Human labels the prediction-powered estimates use (at "
+                                 "least 2).")
+        parser.add_argument("--disagreements", type=int, default=3,
+                            help="Disagreements shown per judge (0 or more).")
         parser.add_argument("--json", type=Path, default=None, help="Write the whole report.")
         parser.add_argument("--plan", type=float, default=None, metavar="USD",
                             help="Recommend a judge and a number of human labels for this "
@@ -70,6 +72,14 @@ class Command(BaseCommand):
             resamples_check(options["resamples"], "--resamples")  # the API's limits
         except ValueError as exc:
             raise CommandError(str(exc)) from None
+        # Said, not bent: `--labels -4` ran with 2 labels and `--disagreements -1` listed every
+        # disagreement but the last (a negative slice).
+        if options["labels"] < 2:
+            raise CommandError(f"--labels: at least 2 human labels for the estimates, not "
+                               f"{options['labels']}")
+        if options["disagreements"] < 0:
+            raise CommandError(f"--disagreements: how many to show, 0 or more, not "
+                               f"{options['disagreements']}")
         (project,) = projects_by_slug([options["slug"]])
         if options["plan"] is not None:
             return self._plan(project, options)
@@ -82,7 +92,7 @@ class Command(BaseCommand):
             raise CommandError(f"--json {exc}") from None
         report = judge_alignment_report(project=project, refs=refs,
                                         n_resamples=options["resamples"],
-                                        estimate_labels=max(2, options["labels"]))
+                                        estimate_labels=options["labels"])
         if json_out is not None:
             with json_out as handle:
                 handle.write(json_dumps_strict(report, indent=1, default=str))

@@ -10,7 +10,7 @@ from annotation.models import Project
 from annotation.selectors import items_measured_on, measured_on_summary
 
 from ...domain.estimates import UNSURE_PROBABILITY
-from ...domain.judge_planning import plan
+from ...domain.judge_planning import plan, plan_costs_error
 from ...judge_selectors import default_refs, judge_view, predictor_values
 from ...models import JudgeVerdict, JudgeVersion
 from .alignment import human_labels
@@ -19,6 +19,8 @@ from .runs import judged_items
 
 def judge_plan(*, project: Project, budget: float, label_cost: float,
                refs: list[str] | None = None) -> dict:
+    if why := plan_costs_error(budget=budget, label_cost=label_cost):
+        raise ValueError(why)  # before the data is read: the input is what is wrong
     human = human_labels(project)
     n_items = items_measured_on(project).count()
     n_judged = judged_items(project).count()

@@ -311,6 +311,41 @@ def test_block_and_unblock_actions(client, superuser, world):
     assert workers[1].status == WorkerStatus.BLOCKED
 
 
+@pytest.mark.reliability
+def test_unblocking_a_selection_says_what_it_lifted_and_who_stays_blocked(client):
+    """A researcher selects five workers and unblocks them: two blocked by them, one of those
+    also blocked by a superuser in every project, one blocked by a colleague who shares the
+    study, two never blocked. The page said "Lifted your block on 5 worker(s)." while three of
+    them could still not work in the study. It now says how many blocks it lifted and names
+    each worker another block keeps out, as the provider-side unblock refuses them."""
+    from django.contrib.messages import get_messages
+
+    from annotation.models import WorkerBlock
+    from annotation.selectors import blocked_worker_ids_for
+    from annotation.services.workers import workers_block
+
+    alice, bob = make_user("alice"), make_user("bob")
+    project = make_project(TaskKind.LIKERT, owner=alice)
+    project.shared_with.add(bob)
+    stage = make_stage(project)
+    workers = [make_worker(external_id=f"w{n}") for n in range(5)]
+    for worker in workers:
+        make_judgment(item=make_item(project), stage=stage, worker=worker)
+    workers_block(workers=workers[:2], reason="mine", by=alice)
+    workers_block(workers=[workers[1]], reason="fraud", by=None)  # a superuser's
+    workers_block(workers=[workers[2]], reason="bob's", by=bob)
+    client.force_login(alice)
+    response = client.post(admin_url(Worker, "changelist"), {
+        "action": "unblock_workers", "_selected_action": [w.pk for w in workers]})
+    shown = [str(m) for m in get_messages(response.wsgi_request)]
+    assert shown == [
+        "Lifted your block on 2 of 5 selected worker(s); 3 had no such block to lift.",
+        "Still blocked by another block: w1 (a superuser's block, in every project); "
+        "w2 (researcher bob's block)."], shown
+    assert not WorkerBlock.objects.filter(researcher=alice).exists()
+    assert blocked_worker_ids_for(project) == {workers[1].pk, workers[2].pk}
+
+
 def test_item_admin_validates_content_naming_the_field(client, superuser, world):
     client.force_login(superuser)
     project = world[TaskKind.AB]["project"]

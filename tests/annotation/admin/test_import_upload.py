@@ -247,15 +247,24 @@ def test_an_unforeseen_failure_of_the_preview_leaves_no_upload_behind(client, al
     assert not any(uploads_in_tmp.iterdir())
 
 
-def test_an_empty_file_is_not_reported_as_imported_before(client, alice, project):
+@pytest.mark.reliability
+def test_an_empty_file_is_refused_on_the_import_and_create_pages(client, alice, project):
+    """A file of blank lines is refused at the preview, as `import_data` and the items API
+    refuse one, and nothing is stored: the page previewed "The file holds no records." with
+    a Confirm button, and the create-from-file page then asked for the project's kind."""
     client.force_login(alice)
+    before = db_state()
     response = preview(client, import_url(project), SimpleUploadedFile("items.jsonl", b"\r\n"))
     page = response.content.decode()
-    assert "The file holds no records." in page and "imported before" not in page
-    confirmed = client.post(import_url(project), {"confirm": "1", "token": token_of(response)},
-                            follow=True)
-    page = confirmed.content.decode()
-    assert "the file holds no records" in page and "imported before" not in page
+    assert "the file is empty: nothing to import" in page and 'name="confirm"' not in page
+    created = preview(client, reverse("admin:annotation_project_import_new"),
+                      SimpleUploadedFile("items.jsonl", b"\n\n"), slug="from-empty",
+                      title="From empty", kind="")
+    assert created.status_code == 400
+    page = created.content.decode()
+    assert "the file is empty: nothing to import" in page, page
+    assert db_state() == before
+    assert not Project.objects.filter(slug="from-empty").exists()
 
 
 def test_the_preview_counts_gold_practice_and_excluded_items(client, alice, project):

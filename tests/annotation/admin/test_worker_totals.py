@@ -60,16 +60,16 @@ def _list_cell(client, user) -> list[str]:
 def test_a_researcher_sees_the_totals_of_their_own_projects_only(client, shared_worker):
     worker = shared_worker["worker"]
     page = _page(client, shared_worker["alice"], worker)
-    assert "Judgments: 2 " in page and "Approved: 2" not in page and "Approved: 1" in page
+    assert "Judgments collected: 2, of which 2 count" in page and "Approved: 2" not in page and "Approved: 1" in page
     assert "Bonuses paid: $0.00" in page and "bob-secret-qual" not in page
     assert _list_cell(client, shared_worker["alice"]) == ["2"]
 
     page = _page(client, shared_worker["bob"], worker)
-    assert "Judgments: 5 " in page and re.search(r"Bonuses paid: \$3\.50?<", page)
+    assert "Judgments collected: 5, of which 5 count" in page and re.search(r"Bonuses paid: \$3\.50?<", page)
     assert "bob-secret-qual: failed" in page
     assert _list_cell(client, shared_worker["bob"]) == ["5"]
 
     root = make_user("root", superuser=True)
     page = _page(client, root, worker)
-    assert "Judgments: 7 " in page and "Approved: 2" in page
+    assert "Judgments collected: 7, of which 7 count" in page and "Approved: 2" in page
     assert _list_cell(client, root) == ["7"]

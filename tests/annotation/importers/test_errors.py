@@ -222,9 +222,37 @@ def test_lfqa_label_reading():
             parse_label(bad)
 
 
+@pytest.mark.reliability
 @pytest.mark.parametrize("body", [b"", b"\r\n\r\n", b"\xef\xbb\xbf\n  \n"])
-def test_an_empty_file_says_so_not_that_it_was_imported_before(tmp_path, body):
+@pytest.mark.parametrize("format_name, kind", [
+    ("jsonl", "likert"), ("jsonl", None), ("mocha", None), ("onestopqa-responses", None),
+    ("evouna", None)])
+def test_an_empty_file_is_refused_in_every_format_and_nothing_is_stored(tmp_path, body,
+                                                                       format_name, kind):
+    """An empty file (no bytes, blank lines, a byte-order mark) is one refusal in every
+    format, exit non-zero, no project created, as the items API refuses an empty list: the
+    `jsonl` import said "the file holds no records" and exited 0 after `--create` had made an
+    empty project, and the other formats called it "malformed JSON at line 1, column 1" or
+    "the header has no column(s) item_id, ..."."""
     path = tmp_path / "items.jsonl"
     path.write_bytes(body)
-    out = run_import("jsonl", str(path), "--project", "p", "--create", "--kind", "likert")
-    assert "the file holds no records" in out and "imported before" not in out
+    message = import_fails(format_name, str(path), "--project", "p", "--create",
+                           *(("--kind", kind) if kind else ()),
+                           match="the file is empty: nothing to import")
+    assert message.startswith(f"nothing imported: {path}: ") and "malformed" not in message
+    assert not Project.objects.filter(slug="p").exists()
+
+
+@pytest.mark.reliability
+@pytest.mark.parametrize("body", ["{}", '{"narrativeqa": {}}'])
+def test_a_file_without_records_is_refused_and_nothing_is_stored(tmp_path, body):
+    """A file that parses but holds no record (a MOCHA file of no dataset, or of empty ones)
+    imports nothing:
+    refused, naming the file, not "0 created" with exit 0 into an existing project."""
+    from testing.factories import make_project
+
+    make_project("likert", slug="p")
+    path = tmp_path / "dev.json"
+    path.write_text(body)
+    import_fails("mocha", str(path), "--project", "p",
+                 match="dev.json: the file holds no records: nothing to import")

@@ -86,3 +86,41 @@ def test_export_command_writes_pairs(study):
     with pytest.raises(CommandError, match="JSON Lines"):
         call_command("export_data", "prefs", "--preferences", "--format", "csv",
                      stdout=io.StringIO())
+
+
+@pytest.mark.reliability
+@pytest.mark.parametrize("args, refused", [
+    (["--include-ties"], "--include-ties chooses the pairs of a --preferences export"),
+    (["--min-agreement", "0.9", "--include-contested"],
+     "--min-agreement, --include-contested choose the pairs of a --preferences export"),
+    (["--spot-checks", "--include-ties"], "--include-ties chooses the pairs"),
+    (["--preferences", "--include-rejected"],
+     "--preferences builds its pairs from the judgments that count .*drop --include-rejected"),
+    (["--preferences", "--include-qualification"], "drop --include-qualification"),
+])
+def test_an_export_option_that_would_change_nothing_is_refused_not_ignored(study, tmp_path,
+                                                                          args, refused):
+    """A researcher's day: `export_data prefs --include-ties --output ties.jsonl` wrote the
+    plain judgments export, exit 0, and was taken for the pairs with ties; `--preferences
+    --include-rejected` wrote the pairs of accepted work only, read as an audit. Refused as
+    `--aggregation` without `--aggregate` is, naming the options, and no file is written."""
+    target = tmp_path / "out.jsonl"
+    with pytest.raises(CommandError, match=refused):
+        call_command("export_data", "prefs", *args, "--output", str(target),
+                     stdout=io.StringIO(), stderr=io.StringIO())
+    assert not target.exists()
+
+
+@pytest.mark.reliability
+def test_export_data_names_a_stage_by_its_id_as_report_does(study):
+    """`report --stage` (and the report URLs) take a stage's name or id
+    (`project_stage_by_ref`); `export_data --stage 7` said "project has no stage '7'"."""
+    from annotation.models import Stage
+
+    stage = Stage.objects.get(project=study)
+    by_id, by_name = io.StringIO(), io.StringIO()
+    call_command("export_data", "prefs", "--stage", str(stage.pk), "--no-progress",
+                 stdout=by_id, stderr=io.StringIO())
+    call_command("export_data", "prefs", "--stage", stage.name, "--no-progress",
+                 stdout=by_name, stderr=io.StringIO())
+    assert by_id.getvalue() == by_name.getvalue() and by_id.getvalue().count("\n") == 13

@@ -177,6 +177,27 @@ def test_a_csv_export_given_to_the_import_is_refused_saying_what_it_is(tmp_path)
     assert db_state() == before
 
 
+@pytest.mark.reliability
+def test_a_csv_export_is_refused_saying_what_it_is_by_every_format(tmp_path):
+    """The CSV export given to any importer, into the project it came from or a new one, is
+    refused in the `jsonl` import's words: a JSON format (mocha, evouna, lfqa-experts, ...)
+    read its header as "malformed JSON at line 1, column 1: Expecting value", the TSV one as
+    "the header has no column(s) item_id, ...", neither naming the file for what it is."""
+    from annotation.importers import FORMAT_MODULES
+
+    project = _studied_project(tmp_path, "likert")
+    path = tmp_path / "study.csv"
+    run_export(project.slug, "--format", "csv", "--output", str(path))
+    for format_name in FORMAT_MODULES:
+        for target in (["--project", project.slug], ["--project", "fresh", "--create"]):
+            message = import_fails(format_name, str(path), *target,
+                                   match="is a CSV export .* import the project's JSON Lines "
+                                         "export instead")
+            assert "malformed" not in message, (format_name, message)
+        with pytest.raises(ImportRefused, match="is a CSV export"):
+            import_file(format_name=format_name, path=path, project=project, dry_run=True)
+
+
 @pytest.mark.parametrize("value", [-1, 2**31, 1.5, "4000"])
 def test_a_server_time_that_no_column_holds_is_refused_naming_it(tmp_path, value):
     row = copy.deepcopy(LIKERT_ROW)

@@ -184,6 +184,83 @@ def test_a_workers_time_per_item_is_the_servers_measure_on_the_admin_page_too(cl
     assert "mean time per item 4.0 s" in page.content.decode()
 
 
+@pytest.mark.reliability
+def test_a_workers_admin_page_says_how_many_of_their_judgments_count(client):
+    """A researcher deciding whether to block a worker reads the worker's admin page beside
+    the dashboard's workers table: the page said "Judgments: 6" (every judgment collected,
+    rejected work and practice answers included) where the dashboard counted 3, with nothing
+    to tell the two numbers apart. The page now says both, the counted one being the
+    dashboard's (`judgments_that_count`)."""
+    from django.urls import reverse
+
+    from annotation.models import AssignmentStatus
+    from annotation.selectors import worker_history
+    from testing.factories import make_assignment, make_user
+
+    admin = make_user(superuser=True)
+    project = make_project(TaskKind.LIKERT, owner=admin)
+    stage = make_stage(project)
+    worker, other = make_worker(external_id="half-rejected"), make_worker(external_id="peer")
+    for status, n in ((AssignmentStatus.APPROVED, 3), (AssignmentStatus.REJECTED, 2)):
+        items = [make_item(project) for _ in range(n)]
+        assignment = make_assignment(stage, worker=worker, items=items, status=status)
+        for item in items:
+            make_judgment(item=item, stage=stage, worker=worker, assignment=assignment,
+                          score=4)
+            make_judgment(item=item, stage=stage, worker=other, score=4)
+    practice = make_item(project, is_practice=True)
+    make_judgment(item=practice, stage=stage, worker=worker, score=2)
+    rows = {row["external_id"]: row for row in project_report(project=project)["workers"]}
+    assert rows["half-rejected"]["n_judgments"] == 3
+    history = worker_history(worker=worker, user=admin)
+    assert (history.judgments, history.judgments_counted) == (6, 3)
+    client.force_login(admin)
+    page = client.get(reverse("admin:annotation_worker_change", args=[worker.pk]))
+    assert "Judgments collected: 6, of which 3 count" in page.content.decode()
+
+
+@pytest.mark.reliability
+def test_the_judgments_admin_says_which_judgments_count_as_the_dashboard_counts(client):
+    """The judgment list of a stage showed every judgment stored (5) beside a dashboard and a
+    progress of 2, with nothing to tell the rejected, practice and blocked worker's answers
+    apart. Each row now says whether it counts and the list filters on it, by the counting
+    rule (`judgments_that_count`)."""
+    from django.urls import reverse
+
+    from annotation.models import AssignmentStatus, Judgment
+    from annotation.selectors import stage_progress
+    from annotation.services.workers import worker_block
+    from testing.factories import make_assignment, make_user
+
+    admin = make_user(superuser=True)
+    project = make_project(TaskKind.LIKERT, owner=admin)
+    stage = make_stage(project)
+    kept, rejected, blocked = (make_worker(external_id=name) for name in
+                               ("kept", "rejected", "blocked"))
+    item = make_item(project)
+    counted = [make_judgment(item=item, stage=stage, worker=kept, score=4).pk,
+               make_judgment(item=make_item(project), stage=stage, worker=kept, score=2).pk]
+    make_judgment(item=make_item(project, is_practice=True), stage=stage, worker=kept)
+    assignment = make_assignment(stage, worker=rejected, items=[item],
+                                 status=AssignmentStatus.REJECTED)
+    make_judgment(item=item, stage=stage, worker=rejected, assignment=assignment)
+    make_judgment(item=item, stage=stage, worker=blocked)
+    worker_block(worker=blocked, reason="bot", by=admin)
+    assert stage_progress(stages=[stage])[stage.pk].judgments == 2
+    rows = {row["external_id"]: row for row in project_report(project=project)["workers"]}
+    assert rows["kept"]["n_judgments"] == 2
+    client.force_login(admin)
+    url = reverse("admin:annotation_judgment_changelist")
+    shown = client.get(url, {"stage": stage.pk}).context["cl"].result_list
+    assert sorted(j.pk for j in shown if j.counts) == sorted(counted)
+    assert len(shown) == 5
+    yes = client.get(url, {"stage": stage.pk, "counts": "yes"}).context["cl"].result_list
+    no = client.get(url, {"stage": stage.pk, "counts": "no"}).context["cl"].result_list
+    assert sorted(j.pk for j in yes) == sorted(counted)
+    assert sorted(j.pk for j in no) == sorted(
+        Judgment.objects.filter(stage=stage).exclude(pk__in=counted).values_list("pk", flat=True))
+
+
 def test_an_item_removed_from_the_study_counts_at_no_door():
     """A researcher excludes an item after it was judged (an improper question). Progress,
     the metric report, the estimates, the judges and LERC already left it out; the dashboard's
@@ -497,3 +574,55 @@ def test_every_door_names_the_human_score_correct_reads_as_the_project_aggregate
     for door, text in doors.items():
         assert f"{aggregation} human score" in text, door
         assert f"{other} human score" not in text, door
+
+
+@pytest.mark.reliability
+@pytest.mark.parametrize("setup", ["first stage", "named elsewhere", "trial before it"])
+def test_an_agreement_gate_reads_the_same_at_the_cockpit_the_stage_page_the_report_and_publish(
+        client, setup):
+    """A full stage with an agreement threshold: the cockpit, the stage's admin page, the
+    dashboard's stage rows (`report`) and the publish guard state one gate. Where there was no
+    stage to measure α on (the first collection stage, an `agreement_stage_id` of another
+    project's stage) the cockpit showed no gate at all and "estimate the cost, then publish",
+    the report a gate that does not pass and the guard refused; the stage page said "needs α ≥
+    0.6 on the previous stage" whatever the stage and its α."""
+    from django.urls import reverse
+
+    from annotation.models import Stage, StageStatus
+    from annotation.services.stages import agreement_guard
+    from annotation.stage_errors import GuardFailed
+    from testing.factories import make_user
+
+    admin = make_user(superuser=True)
+    project = make_project(TaskKind.LIKERT, owner=admin)
+    settings = {}
+    if setup == "named elsewhere":
+        settings["agreement_stage_id"] = make_stage(make_project(TaskKind.LIKERT)).pk
+    if setup == "trial before it":
+        trial = make_stage(project, kind=StageKind.TRIAL, name="trial", order=1)
+        workers = [make_worker(), make_worker()]
+        for scores in ((1, 4), (2, 1), (3, 5), (4, 2)):  # two workers who disagree
+            item = make_item(project)
+            for worker, score in zip(workers, scores, strict=True):
+                make_judgment(item=item, stage=trial, worker=worker, score=score)
+    full = make_stage(project, kind=StageKind.FULL, name="full", order=2, status="draft",
+                      agreement_threshold=0.6, settings=settings)
+    cockpit = {row.stage.pk: row for row in study_cockpit(project=project).stages}[full.pk]
+    stage_row = {row["id"]: row for row in project_report(project=project)["stages"]}[full.pk]
+    assert cockpit.gate_open is False and stage_row["gate"]["passes"] is False
+    why = stage_row["gate"]["alpha_undefined"]
+    alpha = stage_row["gate"]["alpha"]
+    if setup == "trial before it":
+        assert alpha is not None and cockpit.gate == (
+            f"needs α ≥ 0.6 on “trial” (α = {alpha:.2f})")
+    else:
+        assert alpha is None and why in {"no earlier stage to measure it on",
+                                          f"agreement_stage_id {settings.get('agreement_stage_id')}"
+                                          " is not a stage of this project"}
+        assert cockpit.gate == f"needs α ≥ 0.6 on an earlier stage (α undefined: {why})"
+    with pytest.raises(GuardFailed):
+        agreement_guard(stage=Stage.objects.get(pk=full.pk))
+    client.force_login(admin)
+    page = client.get(reverse("admin:annotation_stage_change", args=[full.pk])).content.decode()
+    assert f"agreement gate: {cockpit.gate}" in page.replace("&#x27;", "'"), page
+    assert Stage.objects.get(pk=full.pk).status == StageStatus.DRAFT

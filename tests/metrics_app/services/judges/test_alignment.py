@@ -150,6 +150,55 @@ def test_the_plan_recommends_a_judge_within_the_budget():
     assert "recommended: planned@1 with" in out.getvalue()
 
 
+@pytest.mark.reliability
+@pytest.mark.parametrize("args, why", [
+    (["--plan", "-3"], "the budget (budget, --plan) must be a number of dollars, 0 or more, not -3.0"),
+    (["--plan", "inf"], "the budget (budget, --plan) must be a number of dollars, 0 or more, not inf"),
+    (["--plan", "10", "--label-cost", "nan"],
+     "the cost of a human label (label_cost, --label-cost) must be a number of dollars above "
+     "0, not nan"),
+])
+def test_a_plan_for_a_budget_that_is_no_budget_is_refused_at_the_command_as_at_the_api(
+        args, why):
+    """The plan API answers 400 to a negative or infinite budget; `judge_report --plan -3`
+    printed a plan for minus three dollars, `--plan inf` and `--label-cost nan` plans too.
+    One rule (`plan_costs_error`) at both doors, before the data is read."""
+    from io import StringIO
+
+    from django.core.management import CommandError, call_command
+    from rest_framework.test import APIClient
+
+    from testing.factories import make_user
+
+    project = _likert()
+    with pytest.raises(CommandError) as refused:
+        call_command("judge_report", project.slug, *args, stdout=StringIO())
+    assert str(refused.value) == why
+    api = APIClient()
+    api.force_authenticate(make_user(superuser=True))
+    response = api.get(f"/api/metrics/projects/{project.slug}/judges/plan/",
+                       {"budget": args[1], "label_cost": args[3] if len(args) > 2 else 0.5})
+    assert response.status_code == 400
+
+
+@pytest.mark.reliability
+@pytest.mark.parametrize("args, why", [
+    (["--labels", "-4"], "--labels: at least 2 human labels for the estimates, not -4"),
+    (["--disagreements", "-1"], "--disagreements: how many to show, 0 or more, not -1"),
+])
+def test_judge_report_refuses_counts_it_would_bend(args, why):
+    """`--labels -4` ran the estimates with 2 labels, and `--disagreements -1` listed every
+    disagreement of each judge but the last; each is refused naming the value."""
+    from io import StringIO
+
+    from django.core.management import CommandError, call_command
+
+    project = _likert()
+    with pytest.raises(CommandError) as refused:
+        call_command("judge_report", project.slug, *args, stdout=StringIO())
+    assert str(refused.value) == why
+
+
 def test_lerc_versions_are_judges_read_as_probabilities():
     from metrics_app.models import MetricScore
 
