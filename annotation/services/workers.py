@@ -31,9 +31,10 @@ BLOCKED_BY_SUPERUSER = "a superuser's block, in every project"
 def workers_blocked_by_others(*, workers, by=None) -> dict[int, str]:
     """Of these workers (instances or ids), those a block other than the one `by` sets or lifts
     (`workers_block` / `workers_unblock`) keeps blocked: id → whose block
-    (`BLOCKED_BY_SUPERUSER`, or "researcher NAME's block"). For a researcher, a superuser's
-    global block and other researchers' blocks; for a superuser (or None), researchers'
-    blocks. The rule behind every unblock door's answer: the provider-side unblock refuses on
+    (`BLOCKED_BY_SUPERUSER`, or "researcher NAME's block"; to a researcher, "another
+    researcher's block": who blocked a worker in other projects is theirs to know). For a
+    researcher, a superuser's global block and other researchers' blocks; for a superuser (or
+    None), researchers' blocks. The rule behind every unblock door's answer: the provider-side unblock refuses on
     it (`worker_provider_unblock_check`), the admin's "Unblock selected workers" names them."""
     ids = [getattr(worker, "pk", worker) for worker in workers]
     out: dict[int, str] = {}
@@ -43,9 +44,11 @@ def workers_blocked_by_others(*, workers, by=None) -> dict[int, str]:
     others = WorkerBlock.objects.filter(worker_id__in=ids)
     if by is not None:
         others = others.exclude(researcher=by)
+    named = _is_global(by)
     for pk, name in others.order_by("researcher__username").values_list(
             "worker_id", "researcher__username"):
-        out.setdefault(pk, f"researcher {name}'s block")
+        out.setdefault(pk, f"researcher {name}'s block" if named
+                       else "another researcher's block")
     return out
 
 

@@ -341,7 +341,7 @@ def test_unblocking_a_selection_says_what_it_lifted_and_who_stays_blocked(client
     assert shown == [
         "Lifted your block on 2 of 5 selected worker(s); 3 had no such block to lift.",
         "Still blocked by another block: w1 (a superuser's block, in every project); "
-        "w2 (researcher bob's block)."], shown
+        "w2 (another researcher's block)."], shown
     assert not WorkerBlock.objects.filter(researcher=alice).exists()
     assert blocked_worker_ids_for(project) == {workers[1].pk, workers[2].pk}
 
