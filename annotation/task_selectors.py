@@ -29,7 +29,7 @@ from .assignment_draft import (
     SERVER_DRAFT_KEY,
     server_state,
 )
-from .domain.answers import AB_SHOWN, MC_SHOWN, PADDING_RUN, shown_roles
+from .domain.answers import AB_SHOWN, MC_SHOWN, PADDING_RUN, confirms_per_item, shown_roles
 from .models import (
     Assignment,
     AssignmentItem,
@@ -189,6 +189,8 @@ def task_page_config(*, assignment: Assignment | None, stage: Stage, items: list
     return {
         "kind": project.kind,
         "mode": project.experiment_mode if project.kind == TaskKind.MC else "",
+        # Whether the page confirms each item on its own: the rule the confirm door keeps.
+        "confirm_per_item": confirms_per_item(project.kind, project.experiment_mode),
         "preview": preview,
         "token": token,
         "items": [item["id"] for item in items],

@@ -58,6 +58,23 @@ class AnswerRules:
     ties: bool = False  # A/B: the stage offers AB_TIE_CHOICES
 
 
+# STARC modes whose page confirms each item on its own (the feedback, the paragraph or the
+# pilot's next page follows the answer): `confirms_per_item`.
+CONFIRM_MODES = ("qa", "guessing", "pilot")
+SUBMITS_TOGETHER_MESSAGE = (
+    "This task submits its answers together: answer every item and press Submit. Only STARC "
+    "QA, guessing and pilot pages confirm one item at a time.")
+
+
+def confirms_per_item(kind: str, mode: str) -> bool:
+    """Whether a page of this task kind and STARC mode confirms each item on its own before
+    the rest of the page is submitted: multiple choice in QA, guessing or pilot mode. Likert,
+    A/B and STARC validity pages submit every answer together, so the whole-page checks of the
+    submit (every item answered, the page's timing) hold for each judgment. The one rule the
+    page config (whether the page confirms) and the confirm door (what it accepts) read."""
+    return kind == TaskKind.MC and mode in CONFIRM_MODES
+
+
 def _shown_to_role(shown: Any, *, labels: tuple[str, ...], presented_order: list[str],
                    what: str) -> str:
     if not isinstance(shown, str) or shown not in labels:

@@ -491,7 +491,7 @@ def task_api(view):
         try:
             return view(request, page, body)
         except SubmissionInvalid as exc:
-            return _json_error("Some answers need attention.", status=400, errors=exc.errors)
+            return _json_error(exc.message, status=400, errors=exc.errors)
         except AssignmentClosed as exc:
             if exc.finished:
                 return JsonResponse({"ok": True, "already_submitted": True,

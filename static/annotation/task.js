@@ -14,9 +14,10 @@
   const ids = itemEls.map((el) => el.dataset.item);
   const kind = cfg.kind;
   const mode = cfg.mode;
-  const CONFIRM_MODES = ["qa", "guessing", "pilot"];
   const stepped = kind === "mc";
-  const confirmMode = stepped && CONFIRM_MODES.includes(mode);
+  // Whether each item is confirmed on its own: the server's rule (`confirms_per_item`), which
+  // its confirm door keeps too; every other page submits its answers together.
+  const confirmMode = !!cfg.confirm_per_item;
   const progressEl = document.getElementById("progress");
   const saveStatus = document.getElementById("save-status");
   const formErrors = document.getElementById("form-errors");

@@ -79,8 +79,11 @@ class ReturnRequested(AssignmentClosed):
 
 
 class SubmissionInvalid(ValueError):
-    """Answers that cannot be stored: `errors` maps item id (or "__all__") to messages."""
+    """Answers that cannot be stored: `errors` maps item id (or "__all__") to messages;
+    `message` says it for the whole request (the page shows it above the items)."""
 
-    def __init__(self, errors: dict[str, list[str]]):
+    def __init__(self, errors: dict[str, list[str]], *,
+                 message: str = "Some answers need attention."):
         self.errors = errors
+        self.message = message
         super().__init__(f"{len(errors)} item(s) need attention")

@@ -11,12 +11,12 @@ from django.utils import timezone
 # selectors read them too.
 from annotation.assignment_draft import REFUSED_KEY as REFUSED_KEY
 from annotation.assignment_draft import SERVER_DRAFT_KEY as SERVER_DRAFT_KEY
+from annotation.domain.answers import CONFIRM_MODES as _CONFIRM_MODES
 from annotation.domain.answers import AnswerRules
 from annotation.models import OPEN_STAGE_STATUSES as OPEN_STAGE_STATUSES
 from annotation.models import (
     Assignment,
     AssignmentStatus,
-    ExperimentMode,
     Hit,
     HitStatus,
     Provider,
@@ -76,8 +76,9 @@ MAX_DRAFT_BYTES = 200_000
 GUESS_TIMING_KEY = "guess_timing"
 
 
-# MC modes in which each item is confirmed on its own before the next one is shown.
-CONFIRM_MODES = (ExperimentMode.QA, ExperimentMode.GUESSING, ExperimentMode.PILOT)
+# MC modes in which each item is confirmed on its own before the next one is shown (the rule:
+# `annotation.domain.answers.confirms_per_item`).
+CONFIRM_MODES = _CONFIRM_MODES
 
 
 def answer_rules(project, stage=None) -> AnswerRules:

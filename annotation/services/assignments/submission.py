@@ -1,5 +1,6 @@
-"""Turning answers into judgments: per-item confirmation (STARC), the final submit (all or
-nothing, idempotent) and the feedback and pilot paragraph shown after an answer."""
+"""Turning answers into judgments: per-item confirmation (STARC QA, guessing and pilot pages),
+the final submit (all or nothing, idempotent) and the feedback and pilot paragraph shown after
+an answer."""
 from __future__ import annotations
 
 import secrets
@@ -11,7 +12,14 @@ from django.db.models import Max
 from django.utils import timezone
 
 from annotation.assignment_draft import server_state
-from annotation.domain.answers import AnswerError, ab_answer_texts, clean_answer, item_id_of
+from annotation.domain.answers import (
+    SUBMITS_TOGETHER_MESSAGE,
+    AnswerError,
+    ab_answer_texts,
+    clean_answer,
+    confirms_per_item,
+    item_id_of,
+)
 from annotation.domain.control_characters import control_character_message, find_control_character
 from annotation.models import (
     Assignment,
@@ -118,8 +126,16 @@ def assignment_confirm_item(*, assignment: Assignment, item: Item | int, answer:
     the page and the submit), or (b) a Prolific
     comprehension check was answered wrong the first time (the attempt is recorded; the next
     answer is the judgment). A second wrong answer is stored and the participant is asked to
-    return the study (`ReturnRequested` from then on). `assignment_feedback` says which."""
+    return the study (`ReturnRequested` from then on). `assignment_feedback` says which.
+
+    Only pages that confirm one item at a time take it (`confirms_per_item`: STARC QA, guessing
+    and pilot); any other task (Likert, A/B, STARC validity) is refused with SubmissionInvalid,
+    storing nothing: its answers go through `assignment_submit` together, with its checks."""
     assignment = assignment_open_locked(assignment, allow_late=True)
+    project = assignment.stage.project
+    if not confirms_per_item(project.kind, project.experiment_mode):
+        raise SubmissionInvalid({"__all__": [SUBMITS_TOGETHER_MESSAGE]},
+                                message=SUBMITS_TOGETHER_MESSAGE)
     row = assignment_item_row(assignment, getattr(item, "pk", item))
     existing = Judgment.objects.filter(assignment=assignment, item_id=row.item_id).first()
     if existing is not None:

@@ -171,23 +171,31 @@ def test_a_qualification_page_that_timed_out_opens_again_and_is_graded_whole(cli
     what was left. Before, the new page held the two unanswered items only and its submit was
     graded on them: the two wrong answers confirmed before the timeout never counted (a pass
     at 100% on 2 items instead of a fail at 50% on 4)."""
-    project = make_project(TaskKind.LIKERT, owner=make_user(), items_per_hit=4,
-                           qualification_threshold=0.8)
-    items = [make_item(project, gold={"score": 4}, group_key="one passage") for _ in range(4)]
+    # STARC QA: the page that confirms its items one by one (Likert and A/B pages submit
+    # theirs together, so nothing of theirs is stored before the timeout).
+    project = make_project(TaskKind.MC, experiment_mode=ExperimentMode.QA, owner=make_user(),
+                           items_per_hit=4, qualification_threshold=0.8)
+    items = [make_item(project, gold={"choice": "A"}, design_unit=f"p{n}") for n in range(4)]
     stage = make_stage(project, kind=StageKind.QUALIFICATION, status=StageStatus.COLLECTING)
     stage.items.set(items)
     _link, path = inhouse_link_create(worker=make_worker(), project=project, stage=stage)
     first = page_config(client.get(path))
-    for item in first["items"][:2]:  # answered, then the page is left
+    rows = {row.item_id: row.presented_order for row in AssignmentItem.objects.all()}
+
+    def shown(item, role):
+        return "abcd"[rows[item].index(role)]
+
+    for item in first["items"][:2]:  # answered wrong, then the page is left
         assert api(client, "task-confirm", first["token"],
-                   {"item": item, "answer": {"score": 1}}).status_code == 200
+                   {"item": item, "answer": {"shown_choice": shown(item, "B")}}
+                   ).status_code == 200
     _time_out_every_page()
 
     again = page_config(client.get(path))
     assert again["items"] == first["items"] and sorted(again["confirmed"]) == sorted(
         str(item) for item in first["items"][:2])
-    submitted = api(client, "task-submit", again["token"],
-                    {"answers": [{"item": item, "score": 4} for item in first["items"][2:]]})
+    submitted = api(client, "task-submit", again["token"], {"answers": [
+        {"item": item, "shown_choice": shown(item, "A")} for item in first["items"][2:]]})
     assert submitted.status_code == 200
     result = WorkerQualification.objects.get()
     assert (result.n_items, result.score, result.passed) == (4, 0.5, False)

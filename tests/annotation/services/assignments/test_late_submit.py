@@ -41,6 +41,10 @@ def _answers(items, score=4):
     return [{"item": item.pk, "score": score} for item in items]
 
 
+def _mc_answers(items, shown="a"):
+    return [{"item": item.pk, "shown_choice": shown} for item in items]
+
+
 def _judgments_per_item(stage):
     counts: dict[int, int] = {}
     for item_id in Judgment.objects.filter(stage=stage).values_list("item_id", flat=True):
@@ -50,7 +54,8 @@ def _judgments_per_item(stage):
 
 @pytest.mark.parametrize("released_by_beat", [False, True])
 def test_late_submit_keeps_needed_answers_and_refuses_filled_items_by_name(released_by_beat):
-    project, stage, items = make_task(TaskKind.LIKERT, n_items=3, group="",
+    # STARC QA: the other worker's page confirms items one by one (a Likert page cannot).
+    project, stage, items = make_task(TaskKind.MC, mode=ExperimentMode.QA, n_items=3,
                                       redundancy={"default": 1}, assignment_timeout_minutes=30)
     late = assignment_start(stage=stage, worker=make_worker())
     _idle(late)
@@ -59,13 +64,13 @@ def test_late_submit_keeps_needed_answers_and_refuses_filled_items_by_name(relea
     # Another worker is given the freed items and judges the first two.
     other = assignment_start(stage=stage, worker=make_worker())
     assert set(other.items.all()) == set(items)
-    assignment_confirm_item(assignment=other, item=items[0], answer={"score": 2})
-    assignment_confirm_item(assignment=other, item=items[1], answer={"score": 2})
+    assignment_confirm_item(assignment=other, item=items[0], answer={"shown_choice": "b"})
+    assignment_confirm_item(assignment=other, item=items[1], answer={"shown_choice": "b"})
     # Held by the other's live assignment, not judged: still taken.
     # Give the third back: the other worker's assignment times out too.
     _idle(other)
 
-    judgments = assignment_submit(assignment=late, answers=_answers(items))
+    judgments = assignment_submit(assignment=late, answers=_mc_answers(items))
     assert [j.item_id for j in judgments] == [items[2].pk]
     assert set(judgments.refused) == {str(items[0].pk), str(items[1].pk)}
     assert "items 1, 2" in judgments.message and "could not be stored" in judgments.message
@@ -74,7 +79,7 @@ def test_late_submit_keeps_needed_answers_and_refuses_filled_items_by_name(relea
     assert "items 1, 2" in late.review_note
     assert max(_judgments_per_item(stage).values()) == 1  # never beyond the redundancy
     # Idempotent: a second submit returns the stored judgments.
-    assert [j.pk for j in assignment_submit(assignment=late, answers=_answers(items))] == \
+    assert [j.pk for j in assignment_submit(assignment=late, answers=_mc_answers(items))] == \
         [j.pk for j in judgments]
 
 
@@ -244,15 +249,15 @@ def test_submit_endpoint_names_the_refused_items(client):
 
     from annotation.services.access import assignment_token_make
 
-    project, stage, items = make_task(TaskKind.LIKERT, n_items=2, group="",
+    project, stage, items = make_task(TaskKind.MC, mode=ExperimentMode.QA, n_items=2,
                                       redundancy={"default": 1}, assignment_timeout_minutes=30)
     late = assignment_start(stage=stage, worker=make_worker())
     _idle(late)
     other = assignment_start(stage=stage, worker=make_worker())
-    assignment_confirm_item(assignment=other, item=items[0], answer={"score": 1})
+    assignment_confirm_item(assignment=other, item=items[0], answer={"shown_choice": "a"})
     _idle(other)
     response = client.post(reverse("annotation:task-submit"),
-                           data={"answers": _answers(items)}, content_type="application/json",
+                           data={"answers": _mc_answers(items)}, content_type="application/json",
                            HTTP_X_ASSIGNMENT_TOKEN=assignment_token_make(assignment=late))
     data = response.json()
     assert response.status_code == 200 and data["ok"] and data["n_judgments"] == 1
@@ -336,10 +341,6 @@ def test_a_timed_out_tab_never_leaves_the_newer_page_unsubmittable(client, first
                    {"answers": [{"item": i, "score": score} for i in config["items"]]})
 
     if first == "old page":
-        # One by one (the confirm call) too: settled, not stored.
-        confirmed = api(client, "task-confirm", old["token"],
-                        {"item": old["items"][0], "answer": {"score": 1}}).json()
-        assert "in your newer page" in confirmed["feedback"]["refused"]
         late = submit(old, 1)
         assert late.status_code == 409 and "in your newer page" in late.json()["message"]
         assert "items 1, 2, 3" in late.json()["message"]
@@ -353,6 +354,30 @@ def test_a_timed_out_tab_never_leaves_the_newer_page_unsubmittable(client, first
     assert sorted(Judgment.objects.values_list("score", flat=True)) == [5.0, 5.0, 5.0]
     statuses = dict(Assignment.objects.values_list("pk", "status"))
     assert sorted(statuses.values()) == [AssignmentStatus.RETURNED, AssignmentStatus.SUBMITTED]
+
+
+def test_a_timed_out_tabs_confirm_of_an_item_the_newer_page_holds_is_settled_not_stored(client):
+    """The same one by one (STARC QA, the page that confirms each item): the old tab's confirm
+    of an item the newer page holds says so, stores nothing, and the newer page confirms it."""
+    from annotation.services.access import inhouse_link_create
+    from tests.support.tasks import api, page_config
+
+    project, stage, items = make_task(TaskKind.MC, mode=ExperimentMode.QA, n_items=2,
+                                      assignment_timeout_minutes=30)
+    _, path = inhouse_link_create(worker=make_worker(), project=project, stage=stage)
+    old = page_config(client.get(path))
+    _idle(Assignment.objects.get())
+    assert assignment_release_abandoned() == 1
+    new = page_config(client.get(path))
+    assert new["token"] != old["token"] and new["items"] == old["items"]
+    confirmed = api(client, "task-confirm", old["token"],
+                    {"item": old["items"][0], "answer": {"shown_choice": "a"}}).json()
+    assert "in your newer page" in confirmed["feedback"]["refused"]
+    assert not Judgment.objects.exists()
+    kept = api(client, "task-confirm", new["token"],
+               {"item": new["items"][0], "answer": {"shown_choice": "b"}})
+    assert kept.status_code == 200 and kept.json()["feedback"]["confirmed"] is True
+    assert Judgment.objects.get().assignment.pk != Assignment.objects.order_by("pk").first().pk
 
 
 def test_a_late_answer_to_an_item_the_newer_page_does_not_hold_is_still_kept():
