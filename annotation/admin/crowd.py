@@ -478,7 +478,8 @@ class WorkerAdmin(WorkerHistoryMixin, ProjectScopedAdmin):
         if len(lifted) < len(asked):
             line += f"; {len(asked) - len(lifted)} had no such block to lift"
         self.message_user(request, line + ".", messages.SUCCESS if lifted else messages.WARNING)
-        still = workers_blocked_by_others(workers=asked, by=request.user)
+        still = workers_blocked_by_others(workers=asked, by=request.user,
+                                          in_visible_projects=True)
         if still:
             names = dict(Worker.objects.filter(pk__in=still).values_list("pk", "external_id"))
             listed = "; ".join(f"{names[pk]} ({why})" for pk, why in sorted(

@@ -10,8 +10,10 @@ study's automatic rule's block for its owner, a superuser included (`study_rule`
 from __future__ import annotations
 
 from django.db import transaction
+from django.db.models import Q
 
-from annotation.models import Judgment, Worker, WorkerBlock, WorkerStatus
+from annotation.access_selectors import projects_visible_to
+from annotation.models import Judgment, Project, Worker, WorkerBlock, WorkerStatus
 from annotation.services.redundancy import adaptive_targets_refresh
 
 
@@ -28,14 +30,18 @@ def _is_global(by) -> bool:
 BLOCKED_BY_SUPERUSER = "a superuser's block, in every project"
 
 
-def workers_blocked_by_others(*, workers, by=None) -> dict[int, str]:
+def workers_blocked_by_others(*, workers, by=None, in_visible_projects: bool = False
+                              ) -> dict[int, str]:
     """Of these workers (instances or ids), those a block other than the one `by` sets or lifts
     (`workers_block` / `workers_unblock`) keeps blocked: id → whose block
-    (`BLOCKED_BY_SUPERUSER`, or "researcher NAME's block"; to a researcher, "another
-    researcher's block": who blocked a worker in other projects is theirs to know). For a
-    researcher, a superuser's global block and other researchers' blocks; for a superuser (or
-    None), researchers' blocks. The rule behind every unblock door's answer: the provider-side unblock refuses on
-    it (`worker_provider_unblock_check`), the admin's "Unblock selected workers" names them."""
+    (`BLOCKED_BY_SUPERUSER`, or "researcher NAME's block"). For a researcher, a superuser's
+    global block and other researchers' blocks; for a superuser (or None), researchers'
+    blocks. `in_visible_projects`: only the blocks that stop the worker in a project `by` may
+    see (its owner's and sharers', `blocked_worker_ids_for`): what the admin's "Unblock
+    selected workers" names, since a block in a study that is not theirs neither keeps the
+    worker out of theirs nor is theirs to know of. Without it, every block: the
+    provider-side unblock refuses on it (`worker_provider_unblock_check`), since a provider's
+    block covers the whole requester account."""
     ids = [getattr(worker, "pk", worker) for worker in workers]
     out: dict[int, str] = {}
     if not _is_global(by):
@@ -44,11 +50,15 @@ def workers_blocked_by_others(*, workers, by=None) -> dict[int, str]:
     others = WorkerBlock.objects.filter(worker_id__in=ids)
     if by is not None:
         others = others.exclude(researcher=by)
-    named = _is_global(by)
+    if in_visible_projects and not _is_global(by):
+        visible = projects_visible_to(by)
+        others = others.filter(
+            Q(researcher_id__in=visible.values("owner_id"))
+            | Q(researcher_id__in=Project.shared_with.through.objects.filter(
+                project__in=visible).values("user_id")))
     for pk, name in others.order_by("researcher__username").values_list(
             "worker_id", "researcher__username"):
-        out.setdefault(pk, f"researcher {name}'s block" if named
-                       else "another researcher's block")
+        out.setdefault(pk, f"researcher {name}'s block")
     return out
 
 

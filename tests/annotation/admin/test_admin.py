@@ -341,7 +341,7 @@ def test_unblocking_a_selection_says_what_it_lifted_and_who_stays_blocked(client
     assert shown == [
         "Lifted your block on 2 of 5 selected worker(s); 3 had no such block to lift.",
         "Still blocked by another block: w1 (a superuser's block, in every project); "
-        "w2 (another researcher's block)."], shown
+        "w2 (researcher bob's block)."], shown
     assert not WorkerBlock.objects.filter(researcher=alice).exists()
     assert blocked_worker_ids_for(project) == {workers[1].pk, workers[2].pk}
 
@@ -671,3 +671,28 @@ def test_progress_beyond_the_wanted_judgments_says_so(client, superuser):
     client.force_login(superuser)
     html = client.get(admin_url(Project, "changelist")).content.decode()
     assert "6 judgments counted, 4 beyond the 2 wanted" in html and "6 of 2" not in html
+
+
+def test_unblocking_names_no_block_of_a_study_the_researcher_cannot_see(client):
+    """Alice and Bob each block w0 in their own, unshared studies; Alice lifts hers. Bob's
+    block does not reach Alice's study, so nothing keeps w0 out of it: the page said "Still
+    blocked by another block: w0", false for every project she sees, and told her of a block
+    in a study not hers."""
+    from django.contrib.messages import get_messages
+
+    from annotation.selectors import blocked_worker_ids_for
+    from annotation.services.workers import workers_block
+
+    alice, bob = make_user("alice"), make_user("bob")
+    project = make_project(TaskKind.LIKERT, owner=alice)
+    make_project(TaskKind.LIKERT, owner=bob)
+    worker = make_worker(external_id="w0")
+    make_judgment(item=make_item(project), stage=make_stage(project), worker=worker)
+    workers_block(workers=[worker], reason="mine", by=alice)
+    workers_block(workers=[worker], reason="his", by=bob)
+    client.force_login(alice)
+    response = client.post(admin_url(Worker, "changelist"), {
+        "action": "unblock_workers", "_selected_action": [worker.pk]})
+    shown = [str(m) for m in get_messages(response.wsgi_request)]
+    assert shown == ["Lifted your block on 1 of 1 selected worker(s)."], shown
+    assert blocked_worker_ids_for(project) == set()
