@@ -215,13 +215,16 @@ def stage_cost_estimate(*, stage: Stage, with_balance: bool = False,
         hourly_pay=hourly_pay,
         min_hourly_pay=_money(Decimal(str(settings.QAJ_MIN_HOURLY_PAY))),
         environment=provider.environment(),
-        redundancy_note=_adaptive_note(stage),
+        redundancy_note=_adaptive_note(stage, planned=[group[0] for group in groups]),
     )
 
 
-def _adaptive_note(stage: Stage) -> str:
+def _adaptive_note(stage: Stage, *, planned: list[int]) -> str:
+    """What the estimate says of an adaptive rule planned at its max (`planned_redundancy`),
+    or "": no rule, or HITs built before the plan followed the rule (`planned`: each HIT's
+    assignments), which are not planned for its max and do not claim to be."""
     rule = adaptive_rule_planned(stage)
-    if rule is None:
+    if rule is None or not planned or min(planned) < rule.max:
         return ""
     return (f"planned for up to {rule.max} judgments per item (adaptive redundancy: {rule.min} "
             f"and more while judges disagree), the most it can cost; items settled sooner "

@@ -518,3 +518,17 @@ def test_a_fixed_redundancy_stage_and_mturk_are_planned_as_before(db):
     trial.provider = Provider.MTURK  # refused at publish; its plan is not the rule's
     assert {plan.max_assignments for plan in stage_hits_planned(stage=trial)} == {2}
     assert stage_cost_estimate(stage=trial).redundancy_note == ""
+
+
+def test_hits_built_at_the_fixed_redundancy_do_not_claim_the_rules_max(prolific_server,
+                                                                       researcher):
+    """A study published at the fixed redundancy (before its plan followed the rule, or the
+    rule set after publishing): its estimate reads its HITs, 2 judgments per item, and does
+    not say it is planned for the rule's max."""
+    trial, _items = _trial(TaskKind.LIKERT, [4])
+    assert stage_publish(stage=trial, user=researcher).report.failed == 0
+    trial.refresh_from_db()
+    trial.settings.update({"redundancy": {"min": 2, "max": 4, "agreement": 0.75}})
+    trial.save()
+    estimate = stage_cost_estimate(stage=trial)
+    assert (estimate.n_assignments, estimate.redundancy_note) == (4, "")
