@@ -43,8 +43,9 @@ NOT_WITH_PREFERENCES = ("include_qualification", "include_rejected")
 
 def _given(options: dict, names: tuple[str, ...]) -> list[str]:
     """The options of `names` given on the command line, spelled as typed (`--include-ties`)."""
+    # `is`, not `in`: 0.0 == False, and `--min-agreement 0` was given all the same.
     return [f"--{name.replace('_', '-')}" for name in names
-            if options[name] not in (None, False)]
+            if options[name] is not None and options[name] is not False]
 
 
 def _output_open(path: str, *, newline: str | None = None):

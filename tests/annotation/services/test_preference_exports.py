@@ -91,6 +91,7 @@ def test_export_command_writes_pairs(study):
 @pytest.mark.reliability
 @pytest.mark.parametrize("args, refused", [
     (["--include-ties"], "--include-ties chooses the pairs of a --preferences export"),
+    (["--min-agreement", "0"], "--min-agreement chooses the pairs"),  # 0.0 == False
     (["--min-agreement", "0.9", "--include-contested"],
      "--min-agreement, --include-contested choose the pairs of a --preferences export"),
     (["--spot-checks", "--include-ties"], "--include-ties chooses the pairs"),
