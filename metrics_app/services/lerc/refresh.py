@@ -8,6 +8,7 @@ import logging
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from annotation.models import Project, StageKind
@@ -17,6 +18,7 @@ from metrics_app.models import ModelKind, ModelStatus, ModelVersion
 
 from .common import (
     NAME_BY_KIND,
+    REFUSED,
     TASK_KIND_BY_MODEL_KIND,
     TRAINED,
     decision_pending,
@@ -44,9 +46,12 @@ def lerc_refresh_due(*, min_new_judgments: int) -> list[tuple[Project, ModelKind
     QAJ_LERC_REFRESH_COUNTS_IMPORTS is true.
 
     "Since" counts from the latest version that includes the project and finished training
-    (promoted, evaluated or rejected): counting from the promoted one would retrain after every
-    rejection on every beat, and counting from a failed one (e.g. a lost worker) would wait for
-    N more judgments before replacing a version that never trained. A project whose newest
+    (promoted, evaluated or rejected) or was refused for its data (`common.DataRefused`: no
+    training example once exact matches are dropped, every training answer one score):
+    counting from the promoted one would retrain after every rejection on every beat, counting
+    past a refused one would queue the same data, refused at once, on every beat, and counting
+    from one failed otherwise (e.g. a lost worker) would wait for N more judgments before
+    replacing a version that never trained. A project whose newest
     version is in flight is skipped, and so is one whose judgments that count all give one
     score (Likert): training would refuse them (`datasets.one_score_reason`).
     """
@@ -57,7 +62,7 @@ def lerc_refresh_due(*, min_new_judgments: int) -> list[tuple[Project, ModelKind
                         .exclude(status=ModelStatus.CANCELLED))
             if _in_flight(project, kind):
                 continue
-            latest = (versions.filter(status__in=TRAINED).order_by("-created_at", "-id")
+            latest = (versions.filter(_tried_on_its_data()).order_by("-created_at", "-id")
                       .first())
             since = int(((latest.data_snapshot or {}).get("watermarks") or {})
                         .get(str(project.id), 0)) if latest else 0
@@ -70,6 +75,11 @@ def lerc_refresh_due(*, min_new_judgments: int) -> list[tuple[Project, ModelKind
             if new >= min_new_judgments and not _one_score_only(project, kind):
                 due.append((project, kind, new))
     return due
+
+
+def _tried_on_its_data() -> Q:
+    """The versions whose pinned judgments were tried: trained, or refused for the data."""
+    return Q(status__in=TRAINED) | Q(status=ModelStatus.FAILED, data_snapshot__has_key=REFUSED)
 
 
 def _one_score_only(project: Project, kind: ModelKind) -> bool:
