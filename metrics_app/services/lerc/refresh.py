@@ -45,6 +45,9 @@ def lerc_refresh_due(*, min_new_judgments: int) -> list[tuple[Project, ModelKind
     worker) are counted; judgments in imported stages do not count unless
     QAJ_LERC_REFRESH_COUNTS_IMPORTS is true.
 
+    Judgments up to that version's watermark that count now but did not when it read them
+    (held work approved since) are new too (`_counted_since_read`).
+
     "Since" counts from the latest version that includes the project and finished training
     (promoted, evaluated or rejected) or was refused for its data (`common.DataRefused`: no
     training example once exact matches are dropped, every training answer one score):
@@ -71,10 +74,28 @@ def lerc_refresh_due(*, min_new_judgments: int) -> list[tuple[Project, ModelKind
                 # Imported judgments were gathered elsewhere (and a re-import of the same file
                 # adds none): only work collected here makes a refresh due.
                 new = new.exclude(stage__kind=StageKind.IMPORTED)
-            new = new.count()
+            new = new.count() + _counted_since_read(project, latest, since)
             if new >= min_new_judgments and not _one_score_only(project, kind):
                 due.append((project, kind, new))
     return due
+
+
+def _counted_since_read(project: Project, version: ModelVersion | None, since: int) -> int:
+    """Judgments up to the version's watermark that count now but did not when it read its
+    data (held work approved since, a session verified since): it never trained on them, so
+    they are new. The count it read (its snapshot's `counted`) less the count now, never
+    below 0: work rejected since offsets them, so this may count fewer, never more (a
+    training on them reads them, and they stop being new). 0 for a version that recorded no
+    count (refused before reading, or trained before it was recorded)."""
+    if version is None:
+        return 0
+    read = next((entry.get("counted") for entry in
+                 ((version.data_snapshot or {}).get("projects") or {}).values()
+                 if entry.get("id") == project.id), None)
+    if read is None:
+        return 0
+    return max(0, judgments_that_count(project=project).filter(id__lte=since).count()
+               - int(read))
 
 
 def _tried_on_its_data() -> Q:
