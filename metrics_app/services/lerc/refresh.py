@@ -54,7 +54,8 @@ def lerc_refresh_due(*, min_new_judgments: int) -> list[tuple[Project, ModelKind
     counting from the promoted one would retrain after every rejection on every beat, counting
     past a refused one would queue the same data, refused at once, on every beat, and counting
     from one failed otherwise (e.g. a lost worker) would wait for N more judgments before
-    replacing a version that never trained. A project whose newest
+    replacing a version that never trained, unless QAJ_JOB_MAX_ATTEMPTS versions in a row
+    failed since (`_counted_from`). A project whose newest
     version is in flight is skipped, and so is one whose judgments that count all give one
     score (Likert): training would refuse them (`datasets.one_score_reason`).
     """
@@ -65,8 +66,7 @@ def lerc_refresh_due(*, min_new_judgments: int) -> list[tuple[Project, ModelKind
                         .exclude(status=ModelStatus.CANCELLED))
             if _in_flight(project, kind):
                 continue
-            latest = (versions.filter(_tried_on_its_data()).order_by("-created_at", "-id")
-                      .first())
+            latest = _counted_from(versions)
             since = int(((latest.data_snapshot or {}).get("watermarks") or {})
                         .get(str(project.id), 0)) if latest else 0
             new = judgments_that_count(project=project).filter(id__gt=since)
@@ -96,6 +96,21 @@ def _counted_since_read(project: Project, version: ModelVersion | None, since: i
         return 0
     return max(0, judgments_that_count(project=project).filter(id__lte=since).count()
                - int(read))
+
+
+def _counted_from(versions) -> ModelVersion | None:
+    """The version whose watermark new judgments are counted from: the newest that trained or
+    was refused for its data; but once QAJ_JOB_MAX_ATTEMPTS versions in a row failed after it
+    (an error in training or evaluation, a worker lost each time: the same data failing
+    again), the newest of those, so the refresh waits for new judgments instead of queuing
+    another version of the same data every beat, without end."""
+    tried = versions.filter(_tried_on_its_data()).order_by("-created_at", "-id").first()
+    failed = versions.filter(status=ModelStatus.FAILED)
+    if tried is not None:
+        failed = failed.filter(Q(created_at__gt=tried.created_at)
+                               | Q(created_at=tried.created_at, id__gt=tried.id))
+    in_a_row = list(failed.order_by("-created_at", "-id")[:max_attempts()])
+    return in_a_row[0] if len(in_a_row) >= max_attempts() else tried
 
 
 def _tried_on_its_data() -> Q:

@@ -74,3 +74,28 @@ def test_a_version_whose_worker_was_lost_is_replaced_at_the_next_beat(lerc_setti
                                                       error="worker lost")
     assert [(p.pk, n) for p, _kind, n in lerc_refresh_due(min_new_judgments=10)] == [
         (project.pk, 12)]
+
+
+def test_versions_failing_in_a_row_stop_the_refresh_until_new_judgments(lerc_settings,
+                                                                       monkeypatch):
+    """A training that fails each time on the same data (an error in evaluation, a worker
+    killed for memory every time) is tried QAJ_JOB_MAX_ATTEMPTS times, then the refresh waits
+    for that many new judgments: before, it queued one more version every beat without end
+    (a full training each hour, failed each time)."""
+    from metrics_app.services.lerc import training
+
+    lerc_settings.QAJ_JOB_MAX_ATTEMPTS = 3
+    monkeypatch.setattr(training, "task_send", lambda *args, **kwargs: None)
+    project, stage, items = _exact_matches_only()
+    for attempt in range(3):
+        [version] = lerc_refresh(min_new_judgments=10)
+        ModelVersion.objects.filter(pk=version.pk).update(
+            status=ModelStatus.FAILED, error=f"RuntimeError: evaluation broke ({attempt})")
+    assert lerc_refresh_due(min_new_judgments=10) == []
+    assert lerc_refresh(min_new_judgments=10) == []
+    assert _versions(project) == [ModelStatus.FAILED] * 3
+    worker = make_worker()
+    for item in items[:10]:
+        make_judgment(item=item, stage=stage, worker=worker, score=3)
+    assert [(p.pk, n) for p, _kind, n in lerc_refresh_due(min_new_judgments=10)] == [
+        (project.pk, 10)]
