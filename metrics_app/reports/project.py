@@ -9,6 +9,7 @@ import hashlib
 
 from django.db import connection
 from django.db.models import Count, Max, TextField
+from django.db.models.fields.json import KT
 from django.db.models.functions import Cast
 
 from annotation.domain.agreement import NO_JUDGMENTS
@@ -243,9 +244,17 @@ def fresh_cached_report(
     # judgments (`stages_report`).
     if (cached is not None
             and cached.judgment_watermark == judgment_watermark(project=project)
-            and cached.data.get("item_fingerprint") == item_fingerprint(project=project)):
+            and _reads_current_inputs(cached.data.get("item_fingerprint"), project)):
         return cached.data
     return None
+
+
+def _reads_current_inputs(stored_fingerprint: str | None, project: Project) -> bool:
+    """Whether a report stored under `stored_fingerprint` read what the project holds now
+    besides its judgments (`item_fingerprint`: the counting rule, items, settings, LERC
+    versions, verdicts, adjudications). The one rule of the readers (`fresh_cached_report`),
+    the beat (`stale_report_watermarks`) and the refresh's skip (`project_reports_refresh`)."""
+    return stored_fingerprint == item_fingerprint(project=project)
 
 
 def project_report_with_fingerprint(
@@ -336,22 +345,34 @@ def stale_report_projects() -> list[int]:
     return sorted(stale_report_watermarks())
 
 
-def stale_report_watermarks() -> dict[int, int]:
-    """Project id → its newest judgment's id, for the projects whose project-wide report is
-    missing or older than their judgments (what the beat sends a refresh `up_to`)."""
+def stale_report_watermarks() -> dict[int, int | None]:
+    """Project id → what the beat sends its refresh `up_to`, for the projects whose
+    project-wide report the readers would not serve (`fresh_cached_report`): missing or older
+    than their judgments (their newest judgment's id), or reading every judgment but computed
+    before a change that adds none (work rejected, a worker blocked, an item excluded, a stage
+    closed, a LERC promotion, a judge run: `_reads_current_inputs`), sent with None, as an
+    import's refresh is (computed unless a copy stored since is fresh). Before, the beat asked
+    only the judgments: a finished study's report stayed stale after such a change, and every
+    dashboard visit computed it in the request."""
     latest = dict(
         Judgment.objects.values_list("item__project").annotate(top=Max("id")).values_list(
             "item__project", "top"
         )
     )
     cached = {
-        project_id: watermark
-        for project_id, watermark, params in Report.objects.filter(
+        project_id: (watermark, fingerprint)
+        for project_id, watermark, params, fingerprint in Report.objects.filter(
             kind=REPORT_KIND, stage=None
-        ).values_list("project_id", "judgment_watermark", "params")
+        ).values_list("project_id", "judgment_watermark", "params",
+                      KT("data__item_fingerprint"))
         if params == _params(None)
     }
-    return {pk: top for pk, top in sorted(latest.items()) if cached.get(pk, -1) < top}
+    stale: dict[int, int | None] = {
+        pk: top for pk, top in latest.items() if cached.get(pk, (-1, None))[0] < top}
+    read_all = Project.objects.in_bulk([pk for pk in latest if pk not in stale])
+    stale.update({pk: None for pk, project in read_all.items()
+                  if not _reads_current_inputs(cached[pk][1], project)})
+    return dict(sorted(stale.items()))
 
 
 CHARTS_KIND = "project-charts"

@@ -24,7 +24,8 @@ def report_refresh(project_id: int, up_to: int | None = None) -> int:
 
 @shared_task(name="worker.tasks.reports.reports_refresh_stale")
 def reports_refresh_stale(here: bool = False) -> list[int]:
-    """Send a refresh per stale project, with the newest judgment it is sent for; `here`:
+    """Send a refresh per stale project, with the newest judgment it is sent for (None: its
+    judgments are all read, another input changed, `stale_report_watermarks`); `here`:
     refresh them in this process instead (the demo's start, so the first dashboard visit
     reads a cached report: it took 18 s)."""
     from metrics_app.reports.project import stale_report_watermarks

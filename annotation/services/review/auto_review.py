@@ -40,9 +40,10 @@ from .decisions import (
     ReviewReport,
     assignment_approve,
     assignment_bonus_pay,
-    assignment_flag,
+    assignment_hold,
     assignment_reject,
     assignment_review_rules,
+    assignment_status_refresh,
     correct_answer_bonus,
     stage_rules,
     worker_block_everywhere,
@@ -124,8 +125,12 @@ def _qualifications_grade_and_grant(stage: Stage, submitted, report: ReviewRepor
 
 
 def _decide(due, report: ReviewReport) -> None:
-    """Approve, reject or hold every submission past the review delay by the stage's rules."""
-    for assignment in due:
+    """Approve, reject or hold every submission past the review delay by the stage's rules,
+    oldest first; one a researcher decided since it was listed is left as they decided
+    (`assignment_status_refresh`)."""
+    for assignment in due.order_by("pk"):
+        if assignment_status_refresh(assignment).status != AssignmentStatus.SUBMITTED:
+            continue  # decided meanwhile (the admin, the API, a sync): that decision stands
         decision = assignment_review_rules(assignment=assignment)
         try:
             if decision.action == "approve":
@@ -134,9 +139,8 @@ def _decide(due, report: ReviewReport) -> None:
             elif decision.action == "reject":
                 assignment_reject(assignment=assignment, reason="; ".join(decision.reasons))
                 report.rejected += 1
-            else:
+            elif assignment_hold(assignment, decision.reasons):
                 # Every submission ends approved, rejected or flagged: this one needs a human.
-                assignment_flag(assignment, "Held for review: " + "; ".join(decision.reasons))
                 report.held += 1
         except Exception as exc:  # one failing call must not stop the others; retried later
             report.errors.append(f"{assignment}: {exc}")

@@ -369,6 +369,35 @@ def assignment_reject(*, assignment: Assignment, reason: str,
     return decided
 
 
+# What a decision re-reads of its assignment before acting (`assignment_status_refresh`).
+DECISION_FIELDS = ("status", "review_note", "reviewed_at", "provider_confirmed_at",
+                   "verification")
+
+
+def assignment_status_refresh(assignment: Assignment) -> Assignment:
+    """The assignment's decision fields as they are now (DECISION_FIELDS), read again into it:
+    every decision (the review's approve, reject or hold, the admin's and the API's) acts on
+    the status the assignment has when it comes to it, not on the one it was listed with, so
+    a researcher's decision made meanwhile (the review of a big stage takes minutes: a
+    provider call per submission) stands."""
+    assignment.refresh_from_db(fields=list(DECISION_FIELDS))
+    return assignment
+
+
+@transaction.atomic
+def assignment_hold(assignment: Assignment, reasons: list[str]) -> bool:
+    """The review's hold: flag submitted work for the researcher ("Held for review: …"),
+    under its row lock; False (nothing written) when it is no longer submitted, decided
+    meanwhile by a researcher or a sync."""
+    fresh = Assignment.objects.select_for_update().get(pk=assignment.pk)
+    if fresh.status != AssignmentStatus.SUBMITTED:
+        assignment.status, assignment.review_note = fresh.status, fresh.review_note
+        return False
+    assignment_flag(fresh, "Held for review: " + "; ".join(reasons))
+    assignment.status, assignment.review_note = fresh.status, fresh.review_note
+    return True
+
+
 def assignment_flag(assignment: Assignment, note: str) -> str:
     """Hold the assignment for the researcher (FLAGGED), saying why in its review note; returns
     "flagged" (what a sync reports for it)."""
@@ -384,6 +413,7 @@ def _assignment_decide(assignment: Assignment, *, status: str, verb: str, operat
                        note: str = "") -> Assignment:
     """Approve or reject on the provider once (a repeat sends nothing and adds no note), then
     record it; only submitted (or, when allowed, flagged) work the provider confirmed."""
+    assignment_status_refresh(assignment)
     allowed = {AssignmentStatus.SUBMITTED, status}
     if allow_flagged:
         allowed.add(AssignmentStatus.FLAGGED)

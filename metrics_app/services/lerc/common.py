@@ -31,6 +31,17 @@ class LercError(Exception):
     """A LERC request that cannot be carried out; the message says why."""
 
 
+class DataRefused(LercError):
+    """A version refused before training for its data (no training example, one score): the
+    same pinned judgments refuse again. Its version is failed with the reason stored under
+    REFUSED in its data snapshot, and the scheduled refresh counts new judgments from it
+    (`refresh.lerc_refresh_due`) rather than queue the same data again each beat."""
+
+
+# The data snapshot key of a version refused for its data (the refusal's message).
+REFUSED = "refused"
+
+
 def version_event(model_version: ModelVersion, event: str, detail: str = "", user=None) -> None:
     from .model_card import model_card_refresh
 

@@ -138,6 +138,10 @@ def lerc_dataset_build(
             watermark = _data_watermark(project)
             watermarks[str(project.id)] = watermark
         rows = [r for r in judgment_rows(project=project) if r.id <= watermark]
+        # How many judgments up to the watermark counted when the version read them: the
+        # refresh counts those that count since (held work approved) as new
+        # (`refresh.lerc_refresh_due`).
+        counted = len(rows)
         split_args = {"holdout_dataset": holdout_dataset, "seed": seed,
                       "val_fraction": val_fraction, "test_fraction": test_fraction}
         if kind == ModelKind.PAIRWISE:
@@ -149,7 +153,8 @@ def lerc_dataset_build(
         rows = [r for r in rows if r.item_id in used_items]
         seen_ids.extend(r.id for r in rows)
         per_project[project.slug] = {
-            "id": project.id, "watermark": watermark, "judgments": len(rows),
+            "id": project.id, "watermark": watermark, "counted": counted,
+            "judgments": len(rows),
             "items": len({r.item_id for r in rows}),
         }
         gold = _gold_by_item(rows, kind=kind, znormalize=znormalize,

@@ -8,6 +8,7 @@ import logging
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from annotation.models import Project, StageKind
@@ -17,6 +18,7 @@ from metrics_app.models import ModelKind, ModelStatus, ModelVersion
 
 from .common import (
     NAME_BY_KIND,
+    REFUSED,
     TASK_KIND_BY_MODEL_KIND,
     TRAINED,
     decision_pending,
@@ -43,10 +45,17 @@ def lerc_refresh_due(*, min_new_judgments: int) -> list[tuple[Project, ModelKind
     worker) are counted; judgments in imported stages do not count unless
     QAJ_LERC_REFRESH_COUNTS_IMPORTS is true.
 
+    Judgments up to that version's watermark that count now but did not when it read them
+    (held work approved since) are new too (`_counted_since_read`).
+
     "Since" counts from the latest version that includes the project and finished training
-    (promoted, evaluated or rejected): counting from the promoted one would retrain after every
-    rejection on every beat, and counting from a failed one (e.g. a lost worker) would wait for
-    N more judgments before replacing a version that never trained. A project whose newest
+    (promoted, evaluated or rejected) or was refused for its data (`common.DataRefused`: no
+    training example once exact matches are dropped, every training answer one score):
+    counting from the promoted one would retrain after every rejection on every beat, counting
+    past a refused one would queue the same data, refused at once, on every beat, and counting
+    from one failed otherwise (e.g. a lost worker) would wait for N more judgments before
+    replacing a version that never trained, unless QAJ_JOB_MAX_ATTEMPTS versions in a row
+    failed since (`_counted_from`). A project whose newest
     version is in flight is skipped, and so is one whose judgments that count all give one
     score (Likert): training would refuse them (`datasets.one_score_reason`).
     """
@@ -57,8 +66,7 @@ def lerc_refresh_due(*, min_new_judgments: int) -> list[tuple[Project, ModelKind
                         .exclude(status=ModelStatus.CANCELLED))
             if _in_flight(project, kind):
                 continue
-            latest = (versions.filter(status__in=TRAINED).order_by("-created_at", "-id")
-                      .first())
+            latest = _counted_from(versions)
             since = int(((latest.data_snapshot or {}).get("watermarks") or {})
                         .get(str(project.id), 0)) if latest else 0
             new = judgments_that_count(project=project).filter(id__gt=since)
@@ -66,10 +74,48 @@ def lerc_refresh_due(*, min_new_judgments: int) -> list[tuple[Project, ModelKind
                 # Imported judgments were gathered elsewhere (and a re-import of the same file
                 # adds none): only work collected here makes a refresh due.
                 new = new.exclude(stage__kind=StageKind.IMPORTED)
-            new = new.count()
+            new = new.count() + _counted_since_read(project, latest, since)
             if new >= min_new_judgments and not _one_score_only(project, kind):
                 due.append((project, kind, new))
     return due
+
+
+def _counted_since_read(project: Project, version: ModelVersion | None, since: int) -> int:
+    """Judgments up to the version's watermark that count now but did not when it read its
+    data (held work approved since, a session verified since): it never trained on them, so
+    they are new. The count it read (its snapshot's `counted`) less the count now, never
+    below 0: work rejected since offsets them, so this may count fewer, never more (a
+    training on them reads them, and they stop being new). 0 for a version that recorded no
+    count (refused before reading, or trained before it was recorded)."""
+    if version is None:
+        return 0
+    read = next((entry.get("counted") for entry in
+                 ((version.data_snapshot or {}).get("projects") or {}).values()
+                 if entry.get("id") == project.id), None)
+    if read is None:
+        return 0
+    return max(0, judgments_that_count(project=project).filter(id__lte=since).count()
+               - int(read))
+
+
+def _counted_from(versions) -> ModelVersion | None:
+    """The version whose watermark new judgments are counted from: the newest that trained or
+    was refused for its data; but once QAJ_JOB_MAX_ATTEMPTS versions in a row failed after it
+    (an error in training or evaluation, a worker lost each time: the same data failing
+    again), the newest of those, so the refresh waits for new judgments instead of queuing
+    another version of the same data every beat, without end."""
+    tried = versions.filter(_tried_on_its_data()).order_by("-created_at", "-id").first()
+    failed = versions.filter(status=ModelStatus.FAILED)
+    if tried is not None:
+        failed = failed.filter(Q(created_at__gt=tried.created_at)
+                               | Q(created_at=tried.created_at, id__gt=tried.id))
+    in_a_row = list(failed.order_by("-created_at", "-id")[:max_attempts()])
+    return in_a_row[0] if len(in_a_row) >= max_attempts() else tried
+
+
+def _tried_on_its_data() -> Q:
+    """The versions whose pinned judgments were tried: trained, or refused for the data."""
+    return Q(status__in=TRAINED) | Q(status=ModelStatus.FAILED, data_snapshot__has_key=REFUSED)
 
 
 def _one_score_only(project: Project, kind: ModelKind) -> bool:

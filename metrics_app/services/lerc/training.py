@@ -37,7 +37,9 @@ from metrics_app.services.lerc_artifacts import artifact_store, work_dir
 
 from .common import (
     NAME_BY_KIND,
+    REFUSED,
     TASK_KIND_BY_MODEL_KIND,
+    DataRefused,
     LercError,
     decision_pending,
     version_event,
@@ -289,7 +291,8 @@ def model_version_train(*, model_version: ModelVersion) -> ModelVersion:
         logger.warning("%s was taken from this worker; this run stops", version)
         return ModelVersion.objects.get(pk=version.pk)
     except Exception as exc:
-        _fail(version, f"{type(exc).__name__}: {exc}", traceback.format_exc(), lease=lease)
+        _fail(version, f"{type(exc).__name__}: {exc}", traceback.format_exc(), lease=lease,
+              refused=str(exc) if isinstance(exc, DataRefused) else "")
         raise
     finally:
         heartbeat.stop()
@@ -390,14 +393,14 @@ def _train_and_evaluate(version: ModelVersion, reporter: _ProgressReporter
     reporter({"phase": "data built", "examples": dataset.snapshot.get("examples")},
              force=True)
     if not dataset.train:
-        raise LercError("no training examples in the selected judgments")
+        raise DataRefused("no training examples in the selected judgments")
     if version.kind == ModelKind.REGRESSION:
         # Refused before the GPU time: such a version trained in full, then was rejected as
         # "validation pearson could not be computed", which said nothing of the data.
         constant = one_score_reason([e.score for e in dataset.train + dataset.distill],
                                     what="training answers")
         if constant:
-            raise LercError(f"not trained: {constant}")
+            raise DataRefused(f"not trained: {constant}")
     key = f"{version.name}-v{version.number}"
     cfg = version_train_config(version, work_dir(key))
     started = time.monotonic()
@@ -465,12 +468,15 @@ def _finish_cancelled(version: ModelVersion, detail: str) -> ModelVersion:
 
 
 def _fail(version: ModelVersion, error: str, trace: str = "", *,
-          lease: JobLease) -> None:
-    """Fail the version this run holds; a row another run took over is left to that run."""
+          lease: JobLease, refused: str = "") -> None:
+    """Fail the version this run holds; a row another run took over is left to that run.
+    `refused`: why its data was refused (`DataRefused`), kept in its data snapshot."""
+    extra = {"data_snapshot": {**(version.data_snapshot or {}), REFUSED: refused}} \
+        if refused else {}
     if ModelVersion.objects.filter(pk=version.pk, lease=lease.token,
                                    status=ModelStatus.TRAINING).update(
             status=ModelStatus.FAILED, error=(error + "\n\n" + trace).strip(),
-            finished_at=timezone.now()):
+            finished_at=timezone.now(), **extra):
         version_event(version, "failed", error)
 
 

@@ -517,3 +517,44 @@ def test_the_mturk_qualification_value_agrees_with_the_local_pass_mark():
     assert granted_value(score=0.29, passed=False, threshold=0.5) == 29
     assert granted_value(score=1.0, passed=True, threshold=0.8) == 100
     assert granted_value(score=0.9, passed=False, threshold=0) == 0
+
+
+@pytest.mark.reliability
+@pytest.mark.parametrize("researcher_decides", ["approve", "reject"])
+def test_a_researchers_decision_made_during_the_review_stands(recording, monkeypatch,
+                                                              researcher_decides):
+    """The review lists a stage's due submissions, then decides them one by one (a provider
+    call each: minutes on a big stage). A researcher who approves or rejects one of them in
+    the admin meanwhile keeps that decision: the review acts on each assignment's status as it
+    is when it comes to it. Before, it held the researcher's approved (paid) work for review
+    again, FLAGGED from the status it had listed (its data out of the study, the decision
+    gone), and likewise turned a rejection into a hold."""
+    from annotation.models import Assignment
+    from annotation.services.review import assignment_reject, auto_review
+
+    stage = make_stage(make_project(TaskKind.LIKERT))
+    both = [likert_assignment(stage, [1, 2, 3], seconds=0.3)  # too fast: held
+            for _ in range(2)]
+    real_rules = auto_review.assignment_review_rules
+    seen: list[int] = []
+
+    def researcher_meanwhile(*, assignment):
+        if not seen:  # while the review decides the first of the two, the other one:
+            other = next(a for a in both if a.pk != assignment.pk)
+            mine = Assignment.objects.select_related("stage", "worker").get(pk=other.pk)
+            if researcher_decides == "approve":
+                assignment_approve(assignment=mine, allow_flagged=True)
+            else:
+                assignment_reject(assignment=mine, reason="copied answers", allow_flagged=True)
+        seen.append(assignment.pk)
+        return real_rules(assignment=assignment)
+
+    monkeypatch.setattr(auto_review, "assignment_review_rules", researcher_meanwhile)
+    report = stage_auto_review(stage=stage)
+    assert (report.held, report.errors) == (1, [])
+    held = Assignment.objects.get(pk=seen[0])
+    decided = Assignment.objects.get(pk=next(a.pk for a in both if a.pk != seen[0]))
+    assert held.status == AssignmentStatus.FLAGGED
+    assert decided.status == (AssignmentStatus.APPROVED if researcher_decides == "approve"
+                              else AssignmentStatus.REJECTED)
+    assert "Held for review" not in decided.review_note

@@ -54,9 +54,10 @@ def test_training_on_one_score_is_refused_before_training_saying_why(lerc_settin
         "then train")
     version.refresh_from_db()
     assert version.status == ModelStatus.FAILED and not version.artifact_uri
-    assert version.error.startswith("LercError: not trained: all 8 training answers have "
+    assert version.error.startswith("DataRefused: not trained: all 8 training answers have "
                                     "the same score (5)")
     assert version.events.filter(event="failed", detail__contains="same score (5)").exists()
+    assert version.data_snapshot["refused"].startswith("not trained: all 8 training answers")
 
 
 def test_the_refresh_does_not_queue_a_project_whose_judgments_all_give_one_score(

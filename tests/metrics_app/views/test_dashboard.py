@@ -532,3 +532,28 @@ def test_the_sort_links_keep_the_grouping(client, ab_project):
     html = client.get(url, {"group_by": "domain"}).content.decode()
     links = html[html.index("Sort by:"):html.index("Sort by:") + 600]
     assert "group_by=domain&amp;sort=" in links, links
+
+
+@pytest.mark.reliability
+def test_the_beat_refreshes_a_report_made_stale_without_a_new_judgment(ab_project):
+    """A finished study: no judgment arrives any more, and the researcher blocks a worker (or
+    rejects work, excludes an item, promotes a LERC version: `item_fingerprint`). The report
+    reads decide freshness by the judgments' watermark AND that fingerprint; the beat asked
+    only the watermark, so it never refreshed such a project, and every visit to its dashboard
+    computed the whole report in the request (18 s on the demo's LFQA project), forever. The
+    beat now finds it stale by the readers' rule and stores a fresh copy once."""
+    from annotation.services.workers import worker_block
+    from metrics_app.reports.project import fresh_cached_report
+    from worker.tasks.reports import reports_refresh_stale
+
+    project, owner, workers = ab_project
+    assert reports_refresh_stale(here=True) == [project.pk]
+    assert reports_refresh_stale(here=True) == []
+    before = fresh_cached_report(project=project)
+    assert before["agreement"]["all"]["n_judgments"] == 18
+    worker_block(worker=workers[2], reason="spam", by=owner)
+    assert fresh_cached_report(project=project) is None  # the readers compute it live
+    assert reports_refresh_stale(here=True) == [project.pk]
+    after = fresh_cached_report(project=project)
+    assert after is not None and after["agreement"]["all"]["n_judgments"] == 12
+    assert reports_refresh_stale(here=True) == []  # once: the stored copy is fresh again
