@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 
@@ -237,6 +237,12 @@ def prediction_powered(y: Sequence[float], f_labeled: Sequence[float],
     estimate = lam * float(f_all.mean()) + float(residual.mean())
     se = math.sqrt(_fpc(n, total) * residual.var(ddof=1) / n)
     if no_spread(se, n, total):
+        if lam == 0 and np.isin(y, (0.0, 1.0)).all():
+            # Weight 0: the estimate is the humans' share, whose interval is well defined
+            # without spread (Wilson's, as `human_only` gives it): 10 of 10 correct is not
+            # "no interval" here and [0.77, 1] there.
+            return replace(_wilson(float(y.mean()), n, total, _fpc(n, total)),
+                           method="ppi", lam=0.0, effective_n=float(n))
         return _unmeasured("ppi", estimate, n, total, lam=lam)
     classical = classical_se(y, total)
     effective = (n * classical**2 / se**2) if se > 0 and math.isfinite(classical) else None

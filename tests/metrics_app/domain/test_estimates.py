@@ -178,3 +178,16 @@ def test_bootstrap_intervals_do_not_depend_on_the_order_of_the_items():
         human_only(scores[shuffled], n_items=300).as_dict()
     assert metric_only(verdicts, verdicts, labels) == metric_only(
         verdicts[shuffled], verdicts[shuffled], labels[shuffled])
+
+
+def test_a_prediction_powered_estimate_of_weight_zero_keeps_the_humans_interval():
+    """Weight 0 is the humans' share alone: 10 of 10 labels correct of 50 items has Wilson's
+    interval there as in the human-only estimate, not "no interval" (labels without spread
+    remove only an interval the judge's error would give)."""
+    from metrics_app.domain.estimates import human_only, prediction_powered
+
+    f_all = np.linspace(0.0, 1.0, 50)
+    ppi = prediction_powered(np.ones(10), f_all[:10], f_all, lam=0.0)
+    human = human_only(np.ones(10), n_items=50)
+    assert (ppi.low, ppi.high) == (human.low, human.high) and ppi.low < 1.0
+    assert ppi.undefined is None and ppi.lam == 0.0 and ppi.effective_n == 10.0

@@ -40,9 +40,13 @@ def test_labels_without_spread_give_no_interval_and_every_item_labelled_stays_ex
     assert (ppi.low, ppi.high, ppi.se, ppi.effective_n) == (None, None, None, None)
     assert ppi.undefined == estimates.SAME_RESIDUAL
     # Every labelled answer correct, and a judge that says the same of every item: λ = 0
-    # reads the humans alone, whose labels have no spread either.
+    # reads the humans alone, a share, which keeps Wilson's interval as `human_only` does.
     flat = estimates.prediction_powered(np.ones(8), np.ones(8), np.ones(40))
-    assert flat.low is None and flat.undefined == estimates.SAME_LABEL
+    alone = estimates.human_only(np.ones(8), n_items=40)
+    assert (flat.low, flat.high, flat.undefined) == (alone.low, alone.high, None)
+    # Scores alike with λ = 0: no interval, as for the humans alone.
+    scores_flat = estimates.prediction_powered(np.full(8, 5.0), np.ones(8), np.ones(40))
+    assert scores_flat.low is None and scores_flat.undefined == estimates.SAME_LABEL
     # A power-tuning weight a rounding short of 1 leaves no real spread either.
     assert estimates.prediction_powered(y, y * (1 - 1e-15), f_all).low is None
     # The whole population labelled: exact, an interval of width 0.
