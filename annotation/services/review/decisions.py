@@ -428,7 +428,20 @@ def _assignment_decide(assignment: Assignment, *, status: str, verb: str, operat
         stage=assignment.stage, assignment=assignment, worker=assignment.worker,
         **({"request": request} if request else {}),
     )
-    assignment_decision_record(assignment, status=status, note=note)
+    with transaction.atomic():
+        # Recorded only over the status it was decided from: a decision someone else recorded
+        # during the provider call (the researcher's reject while the automatic review's
+        # approve was on its way) stands, and this one is refused, not written over it.
+        fresh = Assignment.objects.select_for_update().get(pk=assignment.pk)
+        if fresh.status == status:
+            assignment.status, assignment.review_note = fresh.status, fresh.review_note
+            return assignment
+        if fresh.status not in allowed:
+            assignment.status, assignment.review_note = fresh.status, fresh.review_note
+            raise ReviewError(f"{assignment} was {fresh.get_status_display().lower()} "
+                              f"meanwhile; the {verb} was not recorded")
+        assignment.review_note = fresh.review_note
+        assignment_decision_record(assignment, status=status, note=note)
     return assignment
 
 

@@ -558,3 +558,30 @@ def test_a_researchers_decision_made_during_the_review_stands(recording, monkeyp
     assert decided.status == (AssignmentStatus.APPROVED if researcher_decides == "approve"
                               else AssignmentStatus.REJECTED)
     assert "Held for review" not in decided.review_note
+
+
+@pytest.mark.reliability
+def test_a_decision_recorded_during_the_provider_call_stands(recording, monkeypatch):
+    """The review's approve is on its way to the provider when the researcher rejects the same
+    submission in the admin: the rejection stands and the approve is refused, not written
+    over it (it read approved with the rejection's note, both calls sent, no error)."""
+    from annotation.models import Assignment
+    from annotation.services.review import assignment_reject
+
+    stage = make_stage(make_project(TaskKind.LIKERT))
+    assignment = likert_assignment(stage, [1, 2, 3])
+    real_approve = recording.approve
+
+    def researcher_rejects_meanwhile(*, assignment, feedback=""):
+        answer = real_approve(assignment=assignment, feedback=feedback)
+        mine = Assignment.objects.select_related("stage", "worker").get(pk=assignment.pk)
+        assignment_reject(assignment=mine, reason="copied answers", allow_flagged=True)
+        return answer
+
+    monkeypatch.setattr(recording, "approve", researcher_rejects_meanwhile)
+    report = stage_auto_review(stage=stage)
+    stored = Assignment.objects.get(pk=assignment.pk)
+    assert stored.status == AssignmentStatus.REJECTED
+    assert "copied answers" in stored.review_note
+    assert any("rejected meanwhile; the approve was not recorded" in e for e in report.errors), \
+        report.errors
