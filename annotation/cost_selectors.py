@@ -443,8 +443,8 @@ def bonuses_over_budget(*, bonuses: list[tuple[Stage, Decimal]]) -> str:
             else f"the bonuses of {len(bonuses)} assignments, ${amount_total} in all")
     left = max(cap - before, Decimal("0"))
     return (f"{what} (${_money(cost)} with the provider's fees) would commit ${_money(after)} "
-            f"of the project's ${cap} budget cap (${_money(before)} committed, "
-            f"${_money(left)} left); raise the cap first")
+            f"of the project's ${cap} budget cap (“{project.title}”: ${_money(before)} "
+            f"committed, ${_money(left)} left); raise the cap first")
 
 
 def extra_assignment_over_budget(*, stage: Stage, reward: Decimal, max_assignments: int) -> str:

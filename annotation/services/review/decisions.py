@@ -584,7 +584,12 @@ def assignments_bonus_pay(*, bonuses: list[tuple[Assignment, Decimal | str]], re
         if overs:
             raise ReviewError("; ".join(overs))
         for _assignment, _amount, fields in new:
-            provider_call_get_or_create(**fields)
+            call = provider_call_get_or_create(**fields)
+            if call.status == ProviderCallStatus.FAILED:
+                # Paid again after a refusal: in flight from now on, so a bonus checked while
+                # it is sent counts it (a failed row counts nothing).
+                call.status, call.completed_at = ProviderCallStatus.PENDING, None
+                call.save(update_fields=["status", "completed_at"])
     for assignment, amount, fields in due:
         try:
             _bonus_send(assignment=assignment, amount=amount, reason=reason, fields=fields)

@@ -381,8 +381,8 @@ def test_a_selection_whose_bonuses_cross_the_cap_is_refused_whole_naming_total_l
     shown = _bonus_action(researcher, ids, "1.00")
     assert shown == [
         "No bonus was paid: the bonuses of 3 assignments, $3.00 in all ($3.00 with the "
-        "provider's fees) would commit $6.00 of the project's $5.00 budget cap ($3.00 "
-        "committed, $2.00 left); raise the cap first."], shown
+        f"provider's fees) would commit $6.00 of the project's $5.00 budget cap (“{project.title}”:"
+        " $3.00 committed, $2.00 left); raise the cap first."], shown
     assert not ProviderCall.objects.filter(operation="SendBonus").exists()
     assert [d for d in recording.done if d[0] == "bonus"] == []
     submitted = make_assignment(stage, hit=hit, items=[make_item(project)],
@@ -412,3 +412,48 @@ def test_review_pays_the_bonuses_per_correct_answer_together_or_not_at_all(recor
     project.budget_cap = Decimal("6.00")
     project.save()
     assert stage_auto_review(stage=stage).bonuses == 2
+
+
+@pytest.mark.django_db
+def test_a_refused_bonus_paid_again_counts_against_the_cap_while_it_is_sent(recording):
+    """A bonus the provider refused (its call failed for good) is paid again with the same
+    key: its row was written back under the budget lock as it stood, failed, so while the
+    payment was sent a bonus checked meanwhile did not count it. It is in flight again."""
+    from annotation.providers.calls import ProviderCallRefused
+
+    _project, stage, hit = _stage_of_three_dollars("10.00")
+    assignment = _approved(stage, hit)
+    seen: list[Decimal] = []
+
+    def refuse(**_kwargs):
+        raise ProviderCallRefused("insufficient funds")
+
+    def pay(**kwargs):
+        seen.append(stage_spent(stage=stage))  # what a bonus checked meanwhile counts
+        return {}
+
+    recording.bonus = refuse
+    with pytest.raises(ProviderCallRefused):
+        assignment_bonus_pay(assignment=assignment, amount=Decimal("1.50"), reason="a")
+    assert ProviderCall.objects.get(operation="SendBonus").status == ProviderCallStatus.FAILED
+    recording.bonus = pay
+    assignment_bonus_pay(assignment=assignment, amount=Decimal("1.50"), reason="a")
+    assert seen == [Decimal("2.50")]  # $1.00 approved + the $1.50 being paid
+    assert ProviderCall.objects.get(operation="SendBonus").status == ProviderCallStatus.SUCCEEDED
+
+
+@pytest.mark.django_db
+def test_a_selection_across_projects_is_refused_whole_when_one_project_would_pass_its_cap(
+        recording, researcher):
+    """Each project's bonuses are checked against its own cap, and the selection is paid
+    whole or not at all: one project past its cap refuses the other's bonuses too."""
+    roomy, roomy_stage, roomy_hit = _stage_of_three_dollars("100.00")
+    tight, tight_stage, tight_hit = _stage_of_three_dollars("3.00")
+    ids = [_approved(roomy_stage, roomy_hit).pk, _approved(tight_stage, tight_hit).pk]
+    shown = _bonus_action(researcher, ids, "0.50")
+    assert len(shown) == 1 and "would commit $3.50 of the project's $3.00" in shown[0], shown
+    assert f"“{tight.title}”" in shown[0] and roomy.title not in shown[0], shown
+    assert not ProviderCall.objects.filter(operation="SendBonus").exists()
+    tight.budget_cap = Decimal("3.50")
+    tight.save()
+    assert _bonus_action(researcher, ids, "0.50") == ["Paid a $0.50 bonus on 2 assignment(s)."]
