@@ -4,6 +4,7 @@ budget, and the next step for each. Reads only; the steps themselves are the adm
 from __future__ import annotations
 
 import dataclasses
+import math
 from decimal import Decimal
 
 from annotation.cost_selectors import (
@@ -103,9 +104,20 @@ class Cockpit:
 
     @property
     def budget_used_percent(self) -> int | None:
+        """The share of the budget cap committed, as it is: a project committing more than its
+        cap (work the provider approved and paid itself, a cap set after the money was spent)
+        reads over 100%, never "100%"; under the cap it is rounded down, so "100%" is a cap
+        reached, not 99.6% of it."""
         if not self.budget:
             return None
-        return min(100, round(100 * float(self.committed) / float(self.budget)))
+        return math.floor(100 * self.committed / self.budget)
+
+    @property
+    def budget_over(self) -> Decimal:
+        """How much more than the budget cap the project commits ($0 within it)."""
+        if not self.budget:
+            return Decimal("0")
+        return max(self.committed - self.budget, Decimal("0"))
 
 
 def _stage_problem(stage: Stage, cache: dict[str, list[str]]) -> str:

@@ -355,13 +355,15 @@ def _stage_committed(stage: Stage, *, estimate_grows: Decimal = Decimal("0"),
     return committed_amount(estimate=estimate, paid=paid)
 
 
-def project_committed_cost(*, project, exclude_stage: Stage | None = None) -> Decimal:
+def project_committed_cost(*, project, exclude_stage: Stage | None = None,
+                           exclude_stages=()) -> Decimal:
     """The money committed: `stage_committed_cost` of every stage of the project already
-    published."""
+    published (but `exclude_stage` / `exclude_stages`)."""
     total = Decimal("0")
     stages = project.stages.exclude(status=StageStatus.DRAFT)
-    if exclude_stage is not None:
-        stages = stages.exclude(pk=exclude_stage.pk)
+    excluded = [stage.pk for stage in (*exclude_stages, exclude_stage) if stage is not None]
+    if excluded:
+        stages = stages.exclude(pk__in=excluded)
     for other in stages:
         total += stage_committed_cost(stage=other)
     return total
@@ -392,8 +394,9 @@ def spend_over_budget(*, stage: Stage, what: str, estimate_grows: Decimal = Deci
     would not, or there is no cap), from `committed_after`. Every door that spends beyond what
     publishing committed asks it under the project's budget lock
     (`annotation.services.budget.budget_lock`), and writes its provider call's row (counted
-    from then on) before the lock is let go: a bonus by hand or per correct answer, a
-    replacement assignment, a Prolific place."""
+    from then on) before the lock is let go: a replacement assignment, a Prolific place; the
+    bonuses (by hand or per correct answer, a selection's together) ask `bonuses_over_budget`,
+    the same sum and cap."""
     cap = budget_cap_now(project_id=stage.project_id)
     if cap is None:
         return ""
@@ -405,17 +408,43 @@ def spend_over_budget(*, stage: Stage, what: str, estimate_grows: Decimal = Deci
             f"{advice}")
 
 
-def bonus_over_budget(*, stage: Stage, amount: Decimal) -> str:
-    """Why paying a bonus of `amount` (plus the provider's fee on it) on `stage` would take
-    the project past its budget cap ("" when it would not, or there is no cap): the stage
-    then holds what it has paid (bonuses in flight included) plus this bonus, if that is more
-    than its estimate."""
+def bonuses_over_budget(*, bonuses: list[tuple[Stage, Decimal]]) -> str:
+    """Why paying every bonus of `bonuses` ((stage, amount) pairs, all of one project: a
+    selection's, or review's bonuses per correct answer) together, each with the provider's
+    fee, would take the project past its budget cap ("" when it would not, or there is no
+    cap): the selection is checked as a whole, never paid in part up to the cap. Each stage
+    then holds what it has paid (bonuses in flight included) plus its new bonuses, if that is
+    more than its estimate (`committed_amount`). The refusal names the bonuses' total, what
+    the project has committed, what is left and the cap. Asked under the project's budget
+    lock (`spend_over_budget`'s rule)."""
     from annotation.providers import get_provider
 
-    cost = amount + get_provider(stage.provider).bonus_fee(amount=amount)
-    return spend_over_budget(
-        stage=stage, spent_grows=cost,
-        what=f"a bonus of ${amount} (${_money(cost)} with the provider's fee)")
+    if not bonuses:
+        return ""
+    project = bonuses[0][0].project
+    cap = budget_cap_now(project_id=project.pk)
+    if cap is None:
+        return ""
+    grows: dict[int, Decimal] = {}
+    stages: dict[int, Stage] = {}
+    amount_total = Decimal("0")
+    for stage, amount in bonuses:
+        stages[stage.pk] = stage
+        fee = get_provider(stage.provider).bonus_fee(amount=amount)
+        grows[stage.pk] = grows.get(stage.pk, Decimal("0")) + amount + fee
+        amount_total += amount
+    before = project_committed_cost(project=project)
+    after = sum((_stage_committed(stage, spent_grows=grows[pk]) for pk, stage in stages.items()),
+                project_committed_cost(project=project, exclude_stages=stages.values()))
+    if after <= cap:
+        return ""
+    cost = sum(grows.values(), Decimal("0"))
+    what = (f"a bonus of ${amount_total}" if len(bonuses) == 1
+            else f"the bonuses of {len(bonuses)} assignments, ${amount_total} in all")
+    left = max(cap - before, Decimal("0"))
+    return (f"{what} (${_money(cost)} with the provider's fees) would commit ${_money(after)} "
+            f"of the project's ${cap} budget cap (“{project.title}”: ${_money(before)} "
+            f"committed, ${_money(left)} left); raise the cap first")
 
 
 def extra_assignment_over_budget(*, stage: Stage, reward: Decimal, max_assignments: int) -> str:

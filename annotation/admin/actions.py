@@ -479,34 +479,22 @@ def reject_assignments(modeladmin, request, queryset):
 
 @admin.action(description="Pay a bonus (amount and reason above; paid once)")
 def bonus_assignments(modeladmin, request, queryset):
-    from annotation.services.review import assignment_bonus_pay, bonus_already_paid, bonus_amount
+    from annotation.services.review import ReviewError, assignments_bonus_pay, bonus_amount
 
     typed = request.POST.get("amount", "").strip()
-    try:
-        amount = Decimal(typed)
-    except InvalidOperation:
-        amount = None
-    if amount is None or not amount.is_finite():  # "Infinity" and "NaN" parse as Decimals
-        modeladmin.message_user(request, "Type the bonus amount in dollars (e.g. 0.50)"
-                                + (f", not {typed!r}." if typed else "."), messages.ERROR)
-        return
     reason = _reason(request) or "Bonus"
-    done, already, failed = 0, 0, []
-    for assignment in queryset.select_related("stage", "worker"):
-        try:
-            # The rule of every bonus (whole cents, above $0, not beyond what the assignment
-            # can record), before the amount names a bonus already paid.
-            if bonus_already_paid(assignment=assignment, amount=bonus_amount(amount),
-                                  reason=reason):
-                already += 1  # the same bonus (amount and reason) is never paid twice
-                continue
-            assignment_bonus_pay(assignment=assignment, amount=amount, reason=reason)
-            done += 1
-        except Exception as exc:
-            failed.append(f"{assignment}: {exc}")
+    selection = list(queryset.select_related("stage", "stage__project", "worker").order_by("pk"))
+    try:
+        # One rule for the whole selection: the amount is checked once, and the bonuses
+        # together against the budget cap, before anything is paid (`assignments_bonus_pay`).
+        batch = assignments_bonus_pay(bonuses=[(a, typed) for a in selection], reason=reason)
+    except ReviewError as exc:
+        modeladmin.message_user(request, f"No bonus was paid: {exc}.", messages.ERROR)
+        return
     _report(modeladmin, request,
-            _outcome(f"Paid a ${amount} bonus on", done, already,
-                     "had this bonus already (not paid again)"), failed)
+            _outcome(f"Paid a ${bonus_amount(typed)} bonus on", len(batch.paid),
+                     len(batch.already), "had this bonus already (not paid again)"),
+            [f"{assignment}: {exc}" for assignment, exc in batch.refused])
 
 
 @admin.action(description="Verify the participants' sessions with Prolific now")

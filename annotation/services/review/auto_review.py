@@ -37,13 +37,14 @@ from core.leases import JobLease, owner_state, stale_filter
 
 from .decisions import (
     PER_CORRECT_KEY,
+    ReviewError,
     ReviewReport,
     assignment_approve,
-    assignment_bonus_pay,
     assignment_hold,
     assignment_reject,
     assignment_review_rules,
     assignment_status_refresh,
+    assignments_bonus_pay,
     correct_answer_bonus,
     stage_rules,
     worker_block_everywhere,
@@ -156,16 +157,18 @@ def _pay_correct_answer_bonuses(stage: Stage, provider, report: ReviewReport) ->
     approved = stage.assignments.filter(status=AssignmentStatus.APPROVED).exclude(pk__in=paid)
     if provider.confirms_submissions:
         approved = approved.filter(provider_confirmed_at__isnull=False)
-    for assignment in approved.select_related("worker", "stage", "stage__project"):
-        bonus = correct_answer_bonus(assignment=assignment)
-        if bonus <= 0:
-            continue
-        try:
-            assignment_bonus_pay(assignment=assignment, amount=bonus,
-                                 reason="Bonus for correct answers", key=PER_CORRECT_KEY)
-            report.bonuses += 1
-        except Exception as exc:
-            report.errors.append(f"bonus {assignment}: {exc}")
+    bonuses = [(assignment, correct_answer_bonus(assignment=assignment))
+               for assignment in approved.select_related("worker", "stage", "stage__project")
+               .order_by("pk")]
+    try:
+        # The one rule of a selection's bonuses: together against the budget cap, all or none.
+        batch = assignments_bonus_pay(bonuses=[(a, bonus) for a, bonus in bonuses if bonus > 0],
+                                      reason="Bonus for correct answers", key=PER_CORRECT_KEY)
+    except ReviewError as exc:
+        report.errors.append(f"no bonus per correct answer was paid: {exc}")
+        return
+    report.bonuses += len(batch.paid)
+    report.errors.extend(f"bonus {assignment}: {exc}" for assignment, exc in batch.refused)
 
 
 def _block_repeated_rejections(stage: Stage, threshold: int, report: ReviewReport) -> None:

@@ -13,7 +13,7 @@ from django.db import transaction
 from django.db.models import Sum
 from django.utils import timezone
 
-from annotation.cost_selectors import BONUS_OPERATION, bonus_over_budget
+from annotation.cost_selectors import BONUS_OPERATION, bonuses_over_budget
 from annotation.domain.answers import (
     FLAG_FAILED_PRACTICE,
     FLAG_LOW_GOLD_ACCURACY,
@@ -519,56 +519,130 @@ def bonus_amount(value) -> Decimal:
     return amount.quantize(CENT)
 
 
-def assignment_bonus_pay(*, assignment: Assignment, amount: Decimal, reason: str,
-                         key: str | None = None) -> Assignment:
-    """Pay a bonus once. `key` names the bonus (e.g. "per-correct"); the same key never pays
-    twice, whatever happens to the request; the default key is the amount and reason, so a
-    double-clicked admin action pays once too."""
-    amount = bonus_amount(amount)
+@dataclasses.dataclass
+class BonusBatch:
+    """What `assignments_bonus_pay` did with each assignment of a selection: paid (sent and
+    recorded), already paid (the same bonus: nothing sent), or refused for a reason of its
+    own (not approved, not listed by the provider, its record of bonuses full, the provider's
+    refusal or an unanswered call), each with the error."""
+    paid: list[Assignment] = dataclasses.field(default_factory=list)
+    already: list[Assignment] = dataclasses.field(default_factory=list)
+    refused: list[tuple[Assignment, Exception]] = dataclasses.field(default_factory=list)
+
+
+def _bonus_row_refusal(assignment: Assignment, amount: Decimal) -> str:
+    """Why this assignment cannot get a bonus of `amount` ("" when it can): a reason of its
+    own, said for it alone."""
     if assignment.bonus_paid + amount > MAX_BONUS_PAID:
         # Refused before anything is written or sent: the total would not fit the record of
         # what the assignment was paid (it failed after the provider had paid).
-        raise ReviewError(f"a bonus of ${amount} would take this assignment's bonuses past "
-                          f"${MAX_BONUS_PAID}; check the amount")
+        return (f"a bonus of ${amount} would take this assignment's bonuses past "
+                f"${MAX_BONUS_PAID}; check the amount")
     if assignment.status != AssignmentStatus.APPROVED:
-        raise ReviewError("only approved assignments get bonuses")
-    _require_confirmed(assignment, "pay a bonus for")
-    stage = assignment.stage
-    call_key = bonus_call_key(assignment=assignment, amount=amount, reason=reason, key=key)
-    call_fields = {"provider": stage.provider, "operation": BONUS_OPERATION, "key": call_key,
-                   "token": new_token(f"qaj-bonus-{assignment.pk}"), "stage": stage,
-                   "assignment": assignment, "worker": assignment.worker, "amount": amount,
-                   "request": {"reason": reason}}
+        return "only approved assignments get bonuses"
+    try:
+        _require_confirmed(assignment, "pay a bonus for")
+    except ReviewError as exc:
+        return str(exc)
+    return ""
+
+
+def assignments_bonus_pay(*, bonuses: list[tuple[Assignment, Decimal | str]], reason: str,
+                          key: str | None = None) -> BonusBatch:
+    """Pay a selection's bonuses ((assignment, amount) pairs), each once, by one rule at every
+    door that pays them (the admin's action and the assignment page, review's bonus per
+    correct answer, the Celery task through `assignment_bonus_pay`): every amount is checked
+    first (`bonus_amount`: one bad amount refuses the whole selection, ReviewError, before
+    anything is written); then each assignment's own reasons (not approved, not listed, its
+    record full) refuse it alone; then, under each project's budget lock, the bonuses still to
+    pay are checked together against the budget cap (`bonuses_over_budget`): past it, the
+    whole selection is refused naming the total, what is committed, what is left and the cap,
+    nothing written or paid, never paid in part up to the cap. Their calls are written under
+    the lock (counted from then on), then sent one by one. `key` names the bonus (e.g.
+    "per-correct"); by default the amount and reason, so a double-clicked action pays once."""
+    amounts = [bonus_amount(typed) for _assignment, typed in bonuses]
+    batch = BonusBatch()
+    due: list[tuple[Assignment, Decimal, dict]] = []
+    for (assignment, _typed), amount in zip(bonuses, amounts, strict=True):
+        stage = assignment.stage
+        call_key = bonus_call_key(assignment=assignment, amount=amount, reason=reason, key=key)
+        if ProviderCall.objects.filter(key=call_key,
+                                       status=ProviderCallStatus.SUCCEEDED).exists():
+            batch.already.append(assignment)  # the same bonus is never paid twice
+            continue
+        refusal = _bonus_row_refusal(assignment, amount)
+        if refusal:
+            batch.refused.append((assignment, ReviewError(refusal)))
+            continue
+        due.append((assignment, amount, {
+            "provider": stage.provider, "operation": BONUS_OPERATION, "key": call_key,
+            "token": new_token(f"qaj-bonus-{assignment.pk}"), "stage": stage,
+            "assignment": assignment, "worker": assignment.worker, "amount": amount,
+            "request": {"reason": reason}}))
     with transaction.atomic():
         # Every bonus, by hand or per correct answer (a stage's `bonus_budget` replaces the
         # per-correct maximum in its estimate), fits under the cap with every bonus in flight;
-        # its row, written under the lock, is counted by the next one checked.
-        budget_lock(stage.project)
-        written = ProviderCall.objects.filter(key=call_key).exclude(
-            status=ProviderCallStatus.FAILED).exists()
-        if not written:  # a call already written is counted already: only retried here
-            over = bonus_over_budget(stage=stage, amount=amount)
-            if over:
-                raise ReviewError(over)
-            provider_call_get_or_create(**call_fields)
-    provider = get_provider(stage.provider)
+        # their rows, written under the lock, are counted by the next check.
+        projects = {a.stage.project_id: a.stage.project for a, _amount, _fields in due}
+        for project_id in sorted(projects):
+            budget_lock(projects[project_id])
+        # A call already written is counted already: only retried here.
+        new = [(a, amount, fields) for a, amount, fields in due
+               if not ProviderCall.objects.filter(key=fields["key"]).exclude(
+                   status=ProviderCallStatus.FAILED).exists()]
+        overs = [bonuses_over_budget(bonuses=[(a.stage, amount) for a, amount, _f in new
+                                              if a.stage.project_id == project_id])
+                 for project_id in sorted(projects)]
+        overs = [over for over in overs if over]
+        if overs:
+            raise ReviewError("; ".join(overs))
+        for _assignment, _amount, fields in new:
+            call = provider_call_get_or_create(**fields)
+            if call.status == ProviderCallStatus.FAILED:
+                # Paid again after a refusal: in flight from now on, so a bonus checked while
+                # it is sent counts it (a failed row counts nothing).
+                call.status, call.completed_at = ProviderCallStatus.PENDING, None
+                call.save(update_fields=["status", "completed_at"])
+    for assignment, amount, fields in due:
+        try:
+            _bonus_send(assignment=assignment, amount=amount, reason=reason, fields=fields)
+        except Exception as exc:  # one failed call must not stop the others; said per row
+            batch.refused.append((assignment, exc))
+        else:
+            batch.paid.append(assignment)
+    return batch
+
+
+def assignment_bonus_pay(*, assignment: Assignment, amount: Decimal, reason: str,
+                         key: str | None = None) -> Assignment:
+    """Pay one bonus once (`assignments_bonus_pay` of a selection of one): raises its
+    refusal (ReviewError) or the provider's error."""
+    batch = assignments_bonus_pay(bonuses=[(assignment, amount)], reason=reason, key=key)
+    for _assignment, exc in batch.refused:
+        raise exc
+    return assignment
+
+
+def _bonus_send(*, assignment: Assignment, amount: Decimal, reason: str, fields: dict) -> None:
+    """Send a bonus whose call is written (or retry it) and record what the assignment has
+    been paid."""
+    provider = get_provider(assignment.stage.provider)
     # A payment first tried longer ago than the provider remembers its token (MTurk: 24 h) is
     # looked up before it is sent again: the first attempt may have paid.
-    stale = call_token_is_stale(key=call_key, window=provider.token_dedup_window)
+    stale = call_token_is_stale(key=fields["key"], window=provider.token_dedup_window)
 
     def pay(token: str) -> dict:
         if stale and _bonus_paid_by_earlier_attempt(provider, assignment, amount, reason):
             return {"paid_by_earlier_attempt": f"{amount:.2f}", "found_by": "ListBonusPayments"}
         return provider.bonus(assignment=assignment, amount=amount, reason=reason, token=token)
 
-    provider_call_run(call_fn=pay, **call_fields)
+    provider_call_run(call_fn=pay, **fields)
     # The paid total is recomputed from the recorded calls, so it cannot drift on retries.
     paid = ProviderCall.objects.filter(
         assignment=assignment, operation=BONUS_OPERATION, status=ProviderCallStatus.SUCCEEDED
     ).aggregate(total=Sum("amount"))["total"] or Decimal("0")
     assignment.bonus_paid = paid
     assignment.save(update_fields=["bonus_paid"])
-    return assignment
 
 
 def _bonus_paid_by_earlier_attempt(provider, assignment: Assignment, amount: Decimal,

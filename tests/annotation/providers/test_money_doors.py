@@ -127,25 +127,33 @@ def test_a_bonus_in_flight_counts_against_the_cap(recording):
     assert project_committed_cost(project=project) == Decimal("4.50")
 
 
+def _all_correct_submitted(*, cap: str, n_items: int, n_workers: int):
+    """A STARC-like multiple-choice stage paying $1.00 per correct answer (no bonus budget in
+    its estimate), whose `n_workers` workers each submitted every item right."""
+    project = make_project(TaskKind.MC, bonus_per_correct=Decimal("1.00"),
+                           budget_cap=Decimal(cap), reward_per_hit=Decimal("1.00"))
+    stage = make_stage(project, settings={"bonus_budget": 0})
+    items = [make_item(project, gold={"choice": "A"}) for _ in range(n_items)]
+    hit = make_hit(stage, items=items, max_assignments=n_workers, reward=Decimal("1.00"))
+    for _ in range(n_workers):
+        worker = make_worker()
+        assignment = make_assignment(stage, worker=worker, hit=hit, items=items,
+                                     status=AssignmentStatus.SUBMITTED)
+        for item in items:
+            make_judgment(item=item, stage=stage, worker=worker, assignment=assignment,
+                          choice="A", time_spent_ms=9000)
+        assignment.submitted_at = assignment.started_at
+        assignment.save()
+    return project, stage
+
+
 @pytest.mark.django_db
 def test_a_per_correct_bonus_past_the_cap_is_refused(recording):
     """A stage's `bonus_budget` replaces the per-correct maximum in its estimate, so the
     per-correct bonus is not always budgeted at publish: review asks the cap too, and a refused
     bonus is said in its report (the approval stands)."""
-    project = make_project(TaskKind.MC, bonus_per_correct=Decimal("1.00"),
-                           budget_cap=Decimal("1.00"), reward_per_hit=Decimal("1.00"))
-    stage = make_stage(project, settings={"bonus_budget": 0})
-    items = [make_item(project, gold={"choice": "A"}) for _ in range(4)]
-    hit = make_hit(stage, items=items, max_assignments=1, reward=Decimal("1.00"))
+    project, stage = _all_correct_submitted(cap="1.00", n_items=4, n_workers=1)
     assert stage_cost_estimate(stage=stage).total == Decimal("1.00")
-    worker = make_worker()
-    assignment = make_assignment(stage, worker=worker, hit=hit, items=items,
-                                 status=AssignmentStatus.SUBMITTED)
-    for item in items:
-        make_judgment(item=item, stage=stage, worker=worker, assignment=assignment,
-                      choice="A", time_spent_ms=9000)
-    assignment.submitted_at = assignment.started_at
-    assignment.save()
     report = stage_auto_review(stage=stage)
     assert (report.approved, report.bonuses) == (1, 0)
     assert any("budget cap" in error for error in report.errors), report.errors
@@ -191,7 +199,7 @@ def test_two_bonuses_at_once_never_pass_the_cap(monkeypatch):
         return step
 
     refused, errors = side_by_side([pay(pk) for pk in pks], monkeypatch=monkeypatch,
-                                   reads=[(decisions, "bonus_over_budget")],
+                                   reads=[(decisions, "bonuses_over_budget")],
                                    expected=ReviewError)
     assert errors == []
     assert len([d for d in provider.done if d[0] == "bonus"]) == 1
@@ -282,7 +290,7 @@ def test_a_cap_lowered_while_a_bonus_is_paid_never_ends_below_what_is_committed(
         [bonus, lambda: project_update(project=Project.objects.get(pk=project.pk), user=None,
                                        data={"budget_cap": Decimal("3.00")})],
         monkeypatch=monkeypatch,
-        reads=[(decisions, "bonus_over_budget"), (stage_services, "project_committed_cost")],
+        reads=[(decisions, "bonuses_over_budget"), (stage_services, "project_committed_cost")],
         expected=(ReviewError, ValidationError))
     assert errors == []
     assert len(refused) == 1 and "cap" in refused[0], refused
@@ -320,3 +328,132 @@ def test_every_door_takes_the_budget_lock_before_the_stage_row(monkeypatch):
     stage_services.stage_update(stage=live, data={"settings": {"bonus_budget": 2}})
     assert order and order[0] == "budget" and "stage row" in order, order
     assert Stage.objects.get(pk=live.pk).settings["bonus_budget"] == 2
+
+
+# --- a selection's bonuses: one rule (`assignments_bonus_pay`) -------------------------------
+
+
+def _bonus_action(client, ids, amount: str) -> list[str]:
+    from django.urls import reverse
+
+    url = reverse("admin:annotation_assignment_changelist")
+    response = client.post(url, {"action": "bonus_assignments", "index": "0",
+                                 "_selected_action": [str(i) for i in ids], "amount": amount,
+                                 "reason": "thanks"}, follow=True)
+    return [str(m) for m in response.context["messages"]]
+
+
+@pytest.fixture
+def researcher(client):
+    from testing.factories import make_user
+
+    client.force_login(make_user(superuser=True))
+    return client
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("typed,why", [
+    ("-1", "a bonus must be positive"), ("0", "a bonus must be positive"),
+    ("0.015", "not a whole number of cents"), ("1e100", "is more than $999999.99"),
+    ("abc", "'abc' is not a number of dollars")])
+def test_a_bad_amount_on_a_selection_is_refused_once_before_anything_is_paid(
+        recording, researcher, typed, why):
+    """A bonus of -1 on three assignments read "Paid a $-1 bonus on no assignment." and the
+    same error three times, once per assignment; the amount is the selection's, checked once."""
+    _project, stage, hit = _stage_of_three_dollars("100.00")
+    ids = [_approved(stage, hit).pk for _ in range(3)]
+    shown = _bonus_action(researcher, ids, typed)
+    assert len(shown) == 1 and shown[0].startswith("No bonus was paid: ") and why in shown[0], \
+        shown
+    assert not ProviderCall.objects.filter(operation="SendBonus").exists()
+    assert [d for d in recording.done if d[0] == "bonus"] == []
+
+
+@pytest.mark.django_db
+def test_a_selection_whose_bonuses_cross_the_cap_is_refused_whole_naming_total_left_and_cap(
+        recording, researcher):
+    """Three $1.00 bonuses where the $5.00 cap leaves $2.00: the first two were paid and the
+    third refused, where the researcher expects the selection checked against what is left.
+    Refused whole, naming the total, what is committed and left, and the cap; nothing paid.
+    Reasons of one assignment's own (not approved) stay said for it alone."""
+    project, stage, hit = _stage_of_three_dollars("5.00")
+    ids = [_approved(stage, hit).pk for _ in range(3)]
+    shown = _bonus_action(researcher, ids, "1.00")
+    assert shown == [
+        "No bonus was paid: the bonuses of 3 assignments, $3.00 in all ($3.00 with the "
+        f"provider's fees) would commit $6.00 of the project's $5.00 budget cap (“{project.title}”:"
+        " $3.00 committed, $2.00 left); raise the cap first."], shown
+    assert not ProviderCall.objects.filter(operation="SendBonus").exists()
+    assert [d for d in recording.done if d[0] == "bonus"] == []
+    submitted = make_assignment(stage, hit=hit, items=[make_item(project)],
+                                status=AssignmentStatus.SUBMITTED)
+    project.budget_cap = Decimal("6.00")
+    project.save()
+    shown = _bonus_action(researcher, [*ids, submitted.pk], "1.00")
+    assert shown[0] == "Paid a $1.00 bonus on 3 assignment(s)."
+    assert shown[1:] == [f"{submitted}: only approved assignments get bonuses"], shown
+    assert sorted(Assignment.objects.filter(pk__in=ids).values_list("bonus_paid", flat=True)) \
+        == [Decimal("1.00")] * 3
+    assert project_committed_cost(project=project) == Decimal("6.00")
+
+
+@pytest.mark.django_db
+def test_review_pays_the_bonuses_per_correct_answer_together_or_not_at_all(recording):
+    """Review's bonuses per correct answer are a selection too: two $2.00 bonuses where the
+    cap leaves $3.00 paid the first and refused the second (one worker paid, the other not,
+    by the order of their rows); now neither, with one error naming the total."""
+    project, stage = _all_correct_submitted(cap="5.00", n_items=2, n_workers=2)
+    report = stage_auto_review(stage=stage)
+    assert (report.approved, report.bonuses) == (2, 0)
+    assert len(report.errors) == 1, report.errors
+    assert ("the bonuses of 2 assignments, $4.00 in all" in report.errors[0]
+            and "$3.00 left" in report.errors[0]), report.errors
+    assert [d[0] for d in recording.done] == ["approve", "approve"]
+    project.budget_cap = Decimal("6.00")
+    project.save()
+    assert stage_auto_review(stage=stage).bonuses == 2
+
+
+@pytest.mark.django_db
+def test_a_refused_bonus_paid_again_counts_against_the_cap_while_it_is_sent(recording):
+    """A bonus the provider refused (its call failed for good) is paid again with the same
+    key: its row was written back under the budget lock as it stood, failed, so while the
+    payment was sent a bonus checked meanwhile did not count it. It is in flight again."""
+    from annotation.providers.calls import ProviderCallRefused
+
+    _project, stage, hit = _stage_of_three_dollars("10.00")
+    assignment = _approved(stage, hit)
+    seen: list[Decimal] = []
+
+    def refuse(**_kwargs):
+        raise ProviderCallRefused("insufficient funds")
+
+    def pay(**kwargs):
+        seen.append(stage_spent(stage=stage))  # what a bonus checked meanwhile counts
+        return {}
+
+    recording.bonus = refuse
+    with pytest.raises(ProviderCallRefused):
+        assignment_bonus_pay(assignment=assignment, amount=Decimal("1.50"), reason="a")
+    assert ProviderCall.objects.get(operation="SendBonus").status == ProviderCallStatus.FAILED
+    recording.bonus = pay
+    assignment_bonus_pay(assignment=assignment, amount=Decimal("1.50"), reason="a")
+    assert seen == [Decimal("2.50")]  # $1.00 approved + the $1.50 being paid
+    assert ProviderCall.objects.get(operation="SendBonus").status == ProviderCallStatus.SUCCEEDED
+
+
+@pytest.mark.django_db
+def test_a_selection_across_projects_is_refused_whole_when_one_project_would_pass_its_cap(
+        recording, researcher):
+    """Each project's bonuses are checked against its own cap, and the selection is paid
+    whole or not at all: one project past its cap refuses the other's bonuses too."""
+    roomy, roomy_stage, roomy_hit = _stage_of_three_dollars("100.00")
+    tight, tight_stage, tight_hit = _stage_of_three_dollars("3.00")
+    ids = [_approved(roomy_stage, roomy_hit).pk, _approved(tight_stage, tight_hit).pk]
+    shown = _bonus_action(researcher, ids, "0.50")
+    assert len(shown) == 1 and "would commit $3.50 of the project's $3.00" in shown[0], shown
+    assert f"“{tight.title}”" in shown[0] and roomy.title not in shown[0], shown
+    assert not ProviderCall.objects.filter(operation="SendBonus").exists()
+    tight.budget_cap = Decimal("3.50")
+    tight.save()
+    assert _bonus_action(researcher, ids, "0.50") == ["Paid a $0.50 bonus on 2 assignment(s)."]

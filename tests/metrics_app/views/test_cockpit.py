@@ -227,3 +227,25 @@ def test_the_cockpit_offers_the_stage_actions_to_every_stage_but_a_closed_one(cl
     assert rows == {"trial": True, "full": True, "pilot": False}
     page = client.get(reverse("metrics:project-cockpit", args=[project.slug])).content.decode()
     assert page.count(">stage actions</a>") == 2
+
+
+def test_the_budget_committed_reads_its_real_share_over_the_cap_too(client):
+    """The share was capped at 100%: a project committing $6.50 under a $5.00 cap (a cap
+    stored below what is committed: work the provider approved and paid itself, data older
+    than the rule) read "100% of the budget committed", and $6.50 of a $6.52 cap read 100%
+    too. The real share, rounded down, and by how much the cap is passed."""
+    from annotation.models import Project
+
+    alice = make_user("alice")
+    project, _trial, _full = _study(owner=alice)
+    assert study_cockpit(project=project).committed == Decimal("6.50")
+    client.force_login(alice)
+    url = reverse("metrics:project-cockpit", args=[project.slug])
+    Project.objects.filter(pk=project.pk).update(budget_cap=Decimal("5.00"))
+    project.refresh_from_db()
+    assert study_cockpit(project=project).budget_used_percent == 130
+    page = client.get(url).content.decode()
+    assert "130% of the budget committed: <strong>$1.50 over the budget cap</strong>" in page
+    Project.objects.filter(pk=project.pk).update(budget_cap=Decimal("6.52"))
+    page = client.get(url).content.decode()
+    assert "99% of the budget committed</p>" in page, page
