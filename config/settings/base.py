@@ -429,3 +429,8 @@ CELERY_BEAT_SCHEDULE["reports-refresh-stale"] = {
     "task": "worker.tasks.reports.reports_refresh_stale",
     "schedule": float(os.environ.get("QAJ_REPORT_REFRESH_SECONDS", "120")),
 }
+# Of the projects whose report has read every judgment, how many a beat checks for another
+# changed input (`stale_report_watermarks`: about 16 queries and a hash of the items each), a
+# random draw of that many: a deployment of 1,000 finished studies checks each about every 50
+# beats, not all of them every 2 minutes (a page that reads a stale report recomputes it anyway).
+QAJ_REPORT_FINGERPRINT_CHECKS = int(os.environ.get("QAJ_REPORT_FINGERPRINT_CHECKS", "20"))

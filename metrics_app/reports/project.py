@@ -6,7 +6,9 @@ after an import, `manage.py report`)."""
 from __future__ import annotations
 
 import hashlib
+import random
 
+from django.conf import settings
 from django.db import connection
 from django.db.models import Count, Max, TextField
 from django.db.models.fields.json import KT
@@ -369,7 +371,14 @@ def stale_report_watermarks() -> dict[int, int | None]:
     }
     stale: dict[int, int | None] = {
         pk: top for pk, top in latest.items() if cached.get(pk, (-1, None))[0] < top}
-    read_all = Project.objects.in_bulk([pk for pk in latest if pk not in stale])
+    # Checking another input costs a fingerprint per project (about 16 queries and a hash of
+    # its items): a bounded random draw a beat, so finished studies do not cost every beat
+    # (`QAJ_REPORT_FINGERPRINT_CHECKS`; a page that reads a stale report recomputes it).
+    candidates = [pk for pk in latest if pk not in stale]
+    limit = max(0, int(getattr(settings, "QAJ_REPORT_FINGERPRINT_CHECKS", 20)))
+    if len(candidates) > limit:
+        candidates = random.sample(candidates, limit)
+    read_all = Project.objects.in_bulk(candidates)
     stale.update({pk: None for pk, project in read_all.items()
                   if not _reads_current_inputs(cached[pk][1], project)})
     return dict(sorted(stale.items()))

@@ -557,3 +557,43 @@ def test_the_beat_refreshes_a_report_made_stale_without_a_new_judgment(ab_projec
     after = fresh_cached_report(project=project)
     assert after is not None and after["agreement"]["all"]["n_judgments"] == 12
     assert reports_refresh_stale(here=True) == []  # once: the stored copy is fresh again
+
+
+def test_the_beat_checks_a_bounded_draw_of_finished_studies_for_other_changes(settings,
+                                                                             monkeypatch):
+    """The check of a finished study's other inputs costs a fingerprint (about 16 queries and
+    a hash of its items): the beat draws at most QAJ_REPORT_FINGERPRINT_CHECKS of them a time
+    (it checked every one every 2 minutes), and a study changed is still found by a later
+    beat."""
+    from annotation.services.workers import worker_block
+    from metrics_app.reports import project as project_reports
+    from worker.tasks.reports import reports_refresh_stale
+
+    owner = make_user("owner")
+    projects, blockable = [], None
+    for n in range(4):
+        project = make_project(TaskKind.AB, owner=owner, slug=f"done-{n}")
+        stage = make_stage(project, kind=StageKind.TRIAL, name="trial")
+        for w in range(2):
+            worker = make_worker(external_id=f"w{n}-{w}")
+            blockable = blockable or worker
+            make_judgment(item=make_item(project), stage=stage, worker=worker, choice="A")
+        projects.append(project)
+    assert sorted(reports_refresh_stale(here=True)) == sorted(p.pk for p in projects)
+    settings.QAJ_REPORT_FINGERPRINT_CHECKS = 1
+    checked = []
+    real = project_reports._reads_current_inputs
+
+    def counted(fingerprint, project):
+        checked.append(project.pk)
+        return real(fingerprint, project)
+
+    monkeypatch.setattr(project_reports, "_reads_current_inputs", counted)
+    assert reports_refresh_stale(here=True) == [] and len(checked) == 1
+    worker_block(worker=blockable, reason="spam", by=owner)  # changes the first study only
+    found = []
+    for _beat in range(60):  # a draw of 1 in 4 a beat: found within a few
+        found = reports_refresh_stale(here=True)
+        if found:
+            break
+    assert found == [projects[0].pk]
