@@ -106,7 +106,10 @@ def stale_after_seconds() -> float:
 
 
 def max_attempts() -> int:
-    return int(getattr(settings, "QAJ_JOB_MAX_ATTEMPTS", 3))
+    """Runs a job may start (`QAJ_JOB_MAX_ATTEMPTS`); at least 1: a job that may never run
+    is not a setting (0 failed every job unrun, and the LERC refresh's count of failures in a
+    row indexed an empty list)."""
+    return max(1, int(getattr(settings, "QAJ_JOB_MAX_ATTEMPTS", 3)))
 
 
 # --- owners ------------------------------------------------------------------------------------
