@@ -501,7 +501,9 @@ def _model_aggregates(*, project: Project, stage: Stage | None, include_rejected
         value = (row["score"] if kind == LIKERT_LABELS
                  else vote_label(row, validity_mode=validity_mode))
         triples.append((row["worker_id"], row["item_id"], value))
-    return aggregate_items(triples, model=model, kind=kind), {item for _, item, _ in triples}
+    # A Likert aggregate's confidence: its judgments on its side of the project's cut.
+    return (aggregate_items(triples, model=model, kind=kind, cut=project.correct_at),
+            {item for _, item, _ in triples})
 
 
 @dataclass(frozen=True)

@@ -44,6 +44,7 @@ LERC_PREDICTIONS = REPO / "var" / "bench-lerc"
 
 def judged_answers(data_dir: Path) -> list[dict]:
     """Every judged EVOUNA answer: id, dataset, system, question, references, candidate, label."""
+    from annotation.domain.likert_scale import is_likert_correct
     from annotation.importers import evouna
 
     rows = []
@@ -57,7 +58,7 @@ def judged_answers(data_dir: Path) -> list[dict]:
                          "question": content["question"],
                          "references": tuple(content["references"]),
                          "candidate": content["candidate"],
-                         "label": int(float(record.judgments[0].score) >= 3)})
+                         "label": int(is_likert_correct(record.judgments[0].score))})
     return rows
 
 

@@ -851,7 +851,7 @@ def audit_text(run: dict, result: dict, size: int, device: str = "cpu") -> str:
     """The served judge's errors on the run's validation answers whose exact match fails (the
     answers it is fitted on and judges; exact matches are scored by rule), as plain text."""
     from core.text_match import is_exact_match
-    from metrics_app.lerc.evaluation import judge_errors
+    from metrics_app.lerc.evaluation import CORRECT_AT, judge_errors
     from metrics_app.lerc.inference import LercScorer
 
     val = [e for e in run["val"] if not is_exact_match(e.candidate, e.references)]
@@ -860,7 +860,7 @@ def audit_text(run: dict, result: dict, size: int, device: str = "cpu") -> str:
     lines = [f"{run['name']}: the served judge decides {count} of {len(val)} validation answers "
              f"(exact match failing) against the human label; a seeded {len(sample)} of them:"]
     for number, (example, probability) in enumerate(sample, 1):
-        label = "correct" if example.score >= 3 else "wrong"
+        label = "correct" if example.score >= CORRECT_AT else "wrong"
         lines += ["", f"{number}. [{system_of(example)}] human: {label}, judge P(correct) "
                       f"{probability:.2f}", f"   Q: {example.question}",
                   f"   references: {' / '.join(example.references)[:200]}",

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from statistics import fmean, median, pstdev
 from typing import Any
 
+from annotation.domain.likert_scale import likert_correct_at
 from core.vocabulary import TaskKind
 
 
@@ -89,6 +90,7 @@ DEFAULT_AGGREGATION = {NOMINAL_LABELS: "majority", LIKERT_LABELS: "mean"}
 _PROJECT_NAMES = {TaskKind.LIKERT: "Likert", TaskKind.AB: "A/B", TaskKind.MC: "multiple-choice"}
 # Posteriors closer than this count as equal (a tie, broken as `_pick` says).
 _TIE_TOLERANCE = 1e-9
+FIVE_POINT_CUT = likert_correct_at()
 
 
 @dataclass(frozen=True)
@@ -153,13 +155,14 @@ def aggregate_items(
     *,
     model: str,
     kind: str,
-    cut: float = 3.0,
+    cut: float = FIVE_POINT_CUT,
     seed: int = 0,
 ) -> dict[Hashable, AggregateLabel]:
     """(worker, item, value) triples → item: AggregateLabel, by `model` for labels of `kind`
     ("nominal" or "likert"; see AGGREGATION_MODELS). A value of None is no vote and is left
     out (also from `n`). Labels come back as given (an int option stays an int, "A" stays "A").
-    `cut`: Likert scores ≥ cut count as correct (confidence of a Likert aggregate). `seed`: the
+    `cut`: Likert scores ≥ cut count as correct (confidence of a Likert aggregate; the
+    project's `likert_correct_at`, 3 on a 1-5 scale). `seed`: the
     random state of MACE's restarts (the other models draw nothing at random). An empty input
     gives {}; ValueError when the model does not fit the kind or a Likert value is not a
     number."""

@@ -2,8 +2,8 @@
 judges disagree (the share of the most common label is below `agreement`). Pure functions; the
 stage setting is `"redundancy": {"min": 2, "max": 5, "agreement": 0.75}`.
 
-A Likert judgment's label is its side of the correctness cut (score ≥ 3: correct), the verdict
-the judgments are collected for; A/B and multiple-choice judgments are labelled by the choice.
+A Likert judgment's label is its side of the project's correctness cut (`likert_correct_at`:
+the scale's midpoint, score ≥ 3 on 1-5, ≥ 4 on 1-7), the verdict the judgments are collected for; A/B and multiple-choice judgments are labelled by the choice.
 """
 from __future__ import annotations
 
@@ -11,8 +11,9 @@ from collections import Counter
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
+from annotation.domain.likert_scale import FIVE_POINT_TOP, is_likert_correct
+
 MAX_JUDGMENTS = 20
-CORRECT_AT = 3.0
 
 
 @dataclass(frozen=True)
@@ -49,8 +50,9 @@ def adaptive_redundancy(settings: dict | None) -> AdaptiveRedundancy | None:
     return AdaptiveRedundancy(min=low, max=high, agreement=float(agreement))
 
 
-def likert_label(score: float) -> bool:
-    return float(score) >= CORRECT_AT
+def likert_label(score: float, scale_top: int = FIVE_POINT_TOP) -> bool:
+    """A Likert judgment's label: whether its score on 1..`scale_top` is correct."""
+    return is_likert_correct(score, scale_top)
 
 
 def next_target(labels: Sequence[Hashable], rule: AdaptiveRedundancy) -> tuple[int, bool]:

@@ -10,6 +10,7 @@ from django.db import models
 from annotation.domain.aggregation import AGGREGATION_MODELS, resolve_aggregation
 from annotation.domain.item_content import normalize_split, redundancy_error
 from annotation.domain.judge_refs import judge_ref_error
+from annotation.domain.likert_scale import likert_correct_at
 from annotation.validators import validate_multiline_text, validate_one_line_text
 from core import vocabulary
 from core.choices import django_choices
@@ -172,6 +173,12 @@ class Project(models.Model):
         """The highest Likert score of the project: one label per point (a 7-point project
         collects 6s and 7s); 5 without labels."""
         return len(self.scale_labels or []) or 5
+
+    @property
+    def correct_at(self) -> float:
+        """The lowest Likert score that counts as correct on this project: the midpoint of its
+        scale (`likert_correct_at`: 3 on 1-5, 4 on 1-7)."""
+        return likert_correct_at(self.scale_top)
 
     def clean(self):
         super().clean()

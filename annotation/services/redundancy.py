@@ -41,6 +41,7 @@ def _labels(stage: Stage, ids: list[int] | None) -> tuple[dict[int, list], dict[
     """({item id: labels of the judgments that count}, {item id: judgments that do not}) in
     the stage, for `ids` (None: every item)."""
     likert = stage.project.kind == TaskKind.LIKERT
+    top = stage.project.scale_top
     labels: dict[int, list] = defaultdict(list)
     given = Judgment.objects.filter(stage=stage)
     if ids is not None:
@@ -52,7 +53,7 @@ def _labels(stage: Stage, ids: list[int] | None) -> tuple[dict[int, list], dict[
     counted = given.exclude(pk__in=released.values("pk"))
     for item_id, score, choice in counted.values_list("item_id", "score", "choice"):
         if likert and score is not None:
-            labels[item_id].append(likert_label(score))
+            labels[item_id].append(likert_label(score, top))
         elif not likert and choice:
             labels[item_id].append(choice)
     # Judgments that do not count still hold a slot in the picking deficit: the target makes

@@ -52,6 +52,7 @@ from dataclasses import dataclass, field
 import regex
 
 from annotation.domain.control_characters import display_text_error
+from annotation.domain.likert_scale import FIVE_POINT_TOP, likert_correct_at
 from core.vocabulary import AB_CHOICES, MC_ROLES, TASK_KINDS, TaskKind
 
 PARSE_RULES = ("likert", "yes_no", "ab", "choice", "json", "regex")
@@ -63,7 +64,9 @@ TASK_PARSE_RULES = {TaskKind.LIKERT: ("likert", "yes_no", "json", "regex"),
 # The verdicts stored on each task's items (`JudgeVerdict.verdict`), whoever gave them.
 TASK_VERDICTS = {TaskKind.LIKERT: ("correct", "incorrect"), TaskKind.AB: AB_CHOICES,
                  TaskKind.MC: MC_ROLES}
-CORRECT_AT = 3.0
+# The `likert` rule reads a 1-5 score whatever the project's scale: its verdict is that scale's
+# cut (`likert_correct_at`).
+CORRECT_AT = likert_correct_at(FIVE_POINT_TOP)
 # The scale of a judge's score on a task's items, where the task fixes one: a Likert item's
 # score is its 1-5 score (the estimates read it as the item's predicted mean score).
 TASK_SCORE_RANGE = {TaskKind.LIKERT: (1.0, 5.0)}

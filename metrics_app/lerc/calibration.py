@@ -33,12 +33,16 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
+from annotation.domain.likert_scale import FIVE_POINT_TOP, likert_correct_at
+
 from .augmentation import Rewrite
 from .config import CALIBRATION_ENCODER_RULES, DEFAULT_CALIBRATION_ENCODER
 from .features import DEFAULT_FEATURES, FEATURE_NAMES, lexical_features, reads_semantic
 
 CALIBRATION_FILE = "calibration.json"
-CORRECT_AT = 3.0  # gold ≥ 3 on the 1–5 scale counts as correct (binary judgments are 1 or 5)
+# Gold ≥ 3 on the 1–5 scale counts as correct (binary judgments are 1 or 5; a project on
+# another scale is mapped onto 1-5 before its gold gets here).
+CORRECT_AT = likert_correct_at(FIVE_POINT_TOP)
 C_GRID = (0.01, 0.1, 1.0, 10.0)
 MIN_EXAMPLES_PER_CLASS = 5
 

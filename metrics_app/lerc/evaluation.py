@@ -10,13 +10,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from annotation.domain.agreement import pearson
+from annotation.domain.likert_scale import FIVE_POINT_TOP, likert_correct_at
 from metrics_app.domain.meta_evaluation import best_threshold
 
 __all__ = ["CORRECT_AT", "LENGTH_BUCKETS", "baseline_scores", "best_threshold",
            "compare_with_baselines", "decision_report", "judge_errors", "labels_of",
            "length_bucket_of", "paired_by_length", "report_by_length"]
 
-CORRECT_AT = 3.0
+# Gold is on 1-5 (MOCHA / EVOUNA; a project on another scale is mapped onto it before it
+# gets here): correct at that scale's cut, 3.
+CORRECT_AT = likert_correct_at(FIVE_POINT_TOP)
 # Answer length in words: (label, longest length in the bucket). Short answers are where
 # lexical metrics already work; long ones that hold the right entity in a sentence, or qualify
 # it, are where a small judge loses most, so the protocol reports each bucket apart.
@@ -172,7 +175,7 @@ def baseline_scores(names: Sequence[str], examples) -> dict[str, list[float | No
 
 
 def compare_with_baselines(judge_val: Sequence[float | None], judge_test: Sequence[float | None],
-                           val, test, *, baselines: Sequence[str], judge_threshold: float = 3.0,
+                           val, test, *, baselines: Sequence[str], judge_threshold: float = CORRECT_AT,
                            bootstrap: int = 200) -> dict:
     """The judge's 1–5 scores and each baseline, on validation and test examples (LercExample
     with gold `score`): every baseline's threshold is tuned on validation; the judge keeps its

@@ -25,7 +25,6 @@ from ..judge_selectors import judge_view, metric_version_on_project, predictor_v
 from ..model_selectors import learned_metric_seen_items
 from ..models import JudgeVerdict, MetricScore
 
-CORRECT_AT = 3.0  # a mean human score of 3 or more on the 1–5 scale counts as correct
 # LERC's calibrated P(correct) predicts accuracy; its 1–5 score predicts the mean score.
 PROBABILITY_METRIC, SCORE_METRIC = PROBABILITY_METRIC_NAME, ModelKind.REGRESSION.metric_name
 
@@ -269,7 +268,8 @@ def estimates_report(frame: JudgmentFrame, *, project: Project, judge: str | Non
                   "score_version": score_version, "chosen_by": "default",
                   "left_out_seen": left_out}
     report = {
-        "correct_at": CORRECT_AT,
+        # A human score at or above the midpoint of the project's scale counts as correct.
+        "correct_at": project.correct_at,
         "aggregation": project.aggregation_model,
         "metric": metric,
         "assumptions": estimates.ASSUMPTIONS,
@@ -299,7 +299,7 @@ def estimates_report(frame: JudgmentFrame, *, project: Project, judge: str | Non
             "n_items": len(ids), "n_judged": sum(i in human for i in ids),
             "n_scored": sum(i in probability for i in ids),
             "accuracy": clip_share(_quantity(human=human, predicted=probability, items=ids,
-                                             to_label=lambda s: float(s >= CORRECT_AT),
+                                             to_label=lambda s: float(s >= project.correct_at),
                                              verdict=lambda p: (p >= 0.5).astype(float),
                                              routed=routed, unscored=unscored)),
             "mean_score": clip_to_scale(

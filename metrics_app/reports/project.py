@@ -73,7 +73,9 @@ REPORT_KIND = "project"
 # spread, items unlabelled, has no interval (`estimates.no_spread`), not one of width 0; a
 # judge's stored score off the task's scale is unparseable (`answer_score_problem`); an
 # estimate's point stays on its scale as its interval does (`clip_to_scale`).
-REPORT_VERSION = 33
+# 34: a Likert item is correct at or above the midpoint of the project's scale
+# (`Project.correct_at`: 4 on a 7-point project, where 3 counted as correct before).
+REPORT_VERSION = 34
 
 
 def _params(group_by: str | None) -> dict:
@@ -159,11 +161,11 @@ def item_fingerprint(*, project: Project) -> str:
     digest.update(counting_fingerprint(project=project).encode())
     # The settings the numbers are defined by, which change no judgment and no item: the gold
     # tolerance (worker accuracy), the aggregation model (the human score of the estimates and
-    # the metric report), and each stage's name, kind, status and gate (which judgments are
-    # data, the stage rows, the gate's α and its level).
+    # the metric report), the scale (its midpoint is the correctness cut), and each stage's
+    # name, kind, status and gate (which judgments are data, the stage rows, the gate's α and its level).
     digest.update(repr((str(project.kind), str(project.experiment_mode),
                         float(project.qualification_tolerance or 0),
-                        str(project.aggregation_model))).encode())
+                        str(project.aggregation_model), project.scale_top)).encode())
     digest.update(repr(list(Stage.objects.filter(project=project).order_by("pk").values_list(
         "pk", "name", "kind", "status", "order", "settings", "agreement_threshold",
         "requires_stage_id"))).encode())

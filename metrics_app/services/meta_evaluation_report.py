@@ -206,7 +206,6 @@ def _correlation_section(*, params, versions, scores, study: _StudyItems
 
 
 VALIDATION_SPLITS = frozenset({"validation", "valid", "val", "dev"})
-CORRECT_AT = 3.0  # a mean human score of 3 or more on the 1-5 scale counts as correct
 
 
 def _likert_groups(items: list[dict], keep) -> tuple[dict[str, list[int]], list[str]]:
@@ -253,8 +252,9 @@ def _decision_section(*, project, params, versions, scores, study: _StudyItems
     threshold is chosen on validation items (the project's validation/dev split when it has
     one beside other items, else the half of the questions a stable hash picks) and measured
     on the other items: accuracy, F1 and Cohen's κ at that threshold and ROC AUC, per group,
-    with bootstrap intervals. "Correct" = mean human score ≥ 3 (raw, never z-normalized). No
-    question is on both sides."""
+    with bootstrap intervals. "Correct" = mean human score at or above the project's cut
+    (`Project.correct_at`: the midpoint of its scale, 3 on 1-5, 4 on 1-7; raw, never
+    z-normalized). No question is on both sides."""
     items, gold, validation, declared = _decision_split(project=project, params=params,
                                                         study=study)
     if not gold or not versions:
@@ -263,7 +263,8 @@ def _decision_section(*, project, params, versions, scores, study: _StudyItems
         items, lambda item: item["id"] in gold and item["id"] not in validation)
     if not validation or not groups["overall"]:
         return None
-    label = {item_id: int(value >= CORRECT_AT) for item_id, value in gold.items()}
+    cut = project.correct_at
+    label = {item_id: int(value >= cut) for item_id, value in gold.items()}
     metrics: dict[str, dict] = {}
     for name in versions:
         tuning = [(scores[name].get((item_id, "")), label[item_id]) for item_id in validation]
@@ -282,7 +283,7 @@ def _decision_section(*, project, params, versions, scores, study: _StudyItems
                   if metrics[name][group]["accuracy"] is not None]
         best[group] = max(ranked)[1] if ranked else None
     return {
-        "correct_at": CORRECT_AT,
+        "correct_at": cut,
         "threshold_chosen_on": ("the project's validation split" if declared
                                 else "half of the questions (stable hash), kept out of the "
                                      "measured items"),
@@ -609,7 +610,7 @@ def roc_curves(*, project: Project, params: dict | None = None, max_points: int 
     scores = _scores(project=project, versions=versions)
     curves = {}
     for name in versions:
-        pairs = [(scores[name].get((item_id, "")), int(gold[item_id] >= CORRECT_AT))
+        pairs = [(scores[name].get((item_id, "")), int(gold[item_id] >= project.correct_at))
                  for item_id in measured]
         pairs = [(value, label) for value, label in pairs if value is not None]
         labels = [label for _, label in pairs]

@@ -120,8 +120,8 @@ def project_metric_scatter(request, slug: str, metric: str):
 
 @login_required
 def project_metric_roc(request, slug: str):
-    """PNG of every metric's ROC curve (correct = the project's human score ≥ 3,
-    `human_score_name`) on the items the correct/incorrect table measures."""
+    """PNG of every metric's ROC curve (correct = the project's human score at or above its
+    scale's midpoint, `Project.correct_at`; `human_score_name`) on the items the correct/incorrect table measures."""
     project = access_project(request.user, slug)
     curves, _binary = roc_curves(project=project, params=_params_from(request.GET))
     if not curves:

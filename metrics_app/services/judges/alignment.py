@@ -13,6 +13,7 @@ from itertools import combinations
 
 import numpy as np
 
+from annotation.domain.likert_scale import FIVE_POINT_TOP, likert_correct_at
 from annotation.judgment_selectors import (
     item_gold_scores,
     item_labels,
@@ -47,7 +48,9 @@ from ...judge_selectors import (
 
 logger = logging.getLogger(__name__)
 
-CORRECT_AT = 3.0
+# A judge's Likert score is on 1-5 (`TASK_SCORE_RANGE`), whatever the project's scale: its
+# verdict threshold is that scale's cut.
+JUDGE_CORRECT_AT = likert_correct_at(FIVE_POINT_TOP)
 DISAGREEMENTS = 25
 ESTIMATE_LABELS = 200
 
@@ -55,10 +58,10 @@ ESTIMATE_LABELS = 200
 def human_labels(project: Project, *, with_unlabelled: bool = False) -> dict[int, dict]:
     """item id -> {labels: [1/0 per judgment], label, mean, n, spread, agreement}. The label of
     a Likert item is its human score (`item_gold_scores`: a researcher's adjudicated score,
-    else the mean, or the median when the project's aggregation says so) at or above
-    CORRECT_AT, as the export's label, the estimates and the metric report's decision table
-    read it; of an A/B item the export's label (`item_labels`: the adjudicated side, else the
-    project's aggregation model: majority, Dawid–Skene, MACE or GLAD; an item without one, a
+    else the mean, or the median when the project's aggregation says so) at or above the
+    project's cut (`Project.correct_at`: the midpoint of its scale), as the export's label,
+    the estimates and the metric report's decision table read it; of an A/B item the export's
+    label (`item_labels`: the adjudicated side, else the project's aggregation model: majority, Dawid–Skene, MACE or GLAD; an item without one, a
     majority tie, is left out, or kept with label and agreement None `with_unlabelled`: the
     human ceiling reads every item's votes). `labels`, `mean` and `spread` describe the votes,
     `agreement` the share of them on the label's side. Only the study items
@@ -67,6 +70,7 @@ def human_labels(project: Project, *, with_unlabelled: bool = False) -> dict[int
     frame = load_judgments(project=project)
     ab = project.kind == TaskKind.AB
     gold = item_gold_scores(project=project) if not ab else {}
+    cut = project.correct_at
     sides = ({item: entry.label for item, entry in item_labels(project=project).items()}
              if ab else {})
     mask = frame.data_mask()
@@ -83,10 +87,10 @@ def human_labels(project: Project, *, with_unlabelled: bool = False) -> dict[int
             per_item.setdefault(item_id, []).append(score)
     out = {}
     for item_id, values in per_item.items():
-        binary = values if ab else [float(v >= CORRECT_AT) for v in values]
+        binary = values if ab else [float(v >= cut) for v in values]
         share = sum(binary) / len(binary)
         if not ab:
-            label = int(gold[item_id] >= CORRECT_AT)
+            label = int(gold[item_id] >= cut)
         elif sides.get(item_id) in AB_CHOICES:
             label = int(sides[item_id] == "A")
         elif with_unlabelled:
@@ -107,7 +111,7 @@ def human_labels(project: Project, *, with_unlabelled: bool = False) -> dict[int
     for item_id, value in with_adjudications({}, project=project).items():
         if item_id in out or item_id not in study:
             continue
-        label = int(value == "A") if ab else int(float(value) >= CORRECT_AT)
+        label = int(value == "A") if ab else int(float(value) >= cut)
         out[item_id] = {"labels": [], "label": label, "n": 0, "spread": 0.0,
                         "mean": float(label) if ab else float(value), "agreement": None}
     return out
@@ -141,8 +145,9 @@ def _decision(view: JudgeView, items: list[int], human: dict, questions: dict[in
     prob = np.array([c.probability if c.probability is not None else np.nan for c in calls])
     has_prob = not np.isnan(prob).any()
     if not np.isnan(verdict).any():
-        if not np.isnan(score).any() and np.array_equal(score >= CORRECT_AT, verdict == 1):
-            rank, threshold, how = score, CORRECT_AT, "the judge's verdict (score >= 3)"
+        if not np.isnan(score).any() and np.array_equal(score >= JUDGE_CORRECT_AT, verdict == 1):
+            rank, threshold, how = (score, JUDGE_CORRECT_AT,
+                                    f"the judge's verdict (score >= {JUDGE_CORRECT_AT:g})")
         elif has_prob and np.array_equal(prob >= 0.5, verdict == 1):
             rank, threshold, how = prob, 0.5, "the judge's verdict (probability >= 0.5)"
         else:
@@ -173,9 +178,10 @@ def _decision(view: JudgeView, items: list[int], human: dict, questions: dict[in
             raise ValueError(
                 f"{view.label} gives a verdict or probability on some items and on others "
                 f"(item id {missing[0]}, {len(missing)} in all) only a score that has no "
-                "verdict threshold (only Likert 1-5 scores do: correct at 3 or more)")
+                f"verdict threshold (only Likert 1-5 scores do: correct at "
+                f"{JUDGE_CORRECT_AT:g} or more)")
         threshold, how = 0.5, ("the judge's own call on each item: its verdict, else its "
-                               "probability >= 0.5, else its score >= 3")
+                               f"probability >= 0.5, else its score >= {JUDGE_CORRECT_AT:g}")
     return rank, float(threshold), how, prob if has_prob else None, None
 
 

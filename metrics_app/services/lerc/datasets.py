@@ -15,6 +15,7 @@ from annotation.domain.aggregation import (
     znormalize_by_annotator,
 )
 from annotation.domain.answers import AB_TIE_CHOICES
+from annotation.domain.likert_scale import FIVE_POINT_TOP, to_five_point
 from annotation.judgment_selectors import (
     adjudication_watermark,
     judgment_rows,
@@ -167,6 +168,8 @@ def lerc_dataset_build(
             adjudication_watermarks[str(project.id)] = up_to
         gold = _adjudicated(gold, kind=kind, project=project, up_to=up_to,
                             summary=per_project[project.slug])
+        if kind != ModelKind.PAIRWISE:
+            gold = _on_five_points(gold, project=project, summary=per_project[project.slug])
         has_splits = {i.split.lower() for i in used_items.values()}
         use_item_split = split_mode == "item" or (
             split_mode == "auto" and "train" in has_splits and has_splits & VAL_SPLITS
@@ -339,6 +342,18 @@ def _adjudicated(gold: dict[int, float], *, kind: str, project: Project, up_to: 
         n += 1
     summary["adjudicated"] = n
     return out
+
+
+def _on_five_points(gold: dict[int, float], *, project: Project, summary: dict
+                    ) -> dict[int, float]:
+    """Likert gold on LERC's 1-5 scale: a project on another scale (1 to `scale_top`) is mapped
+    linearly onto it (`to_five_point`: its cut, the midpoint, becomes 3), the one door where a
+    project's gold enters LERC training and evaluation, which read 1-5 and "≥ 3 is correct"."""
+    top = project.scale_top
+    if top == FIVE_POINT_TOP:
+        return gold
+    summary["scale"] = {"top": top, "mapped_onto": [1, FIVE_POINT_TOP]}
+    return {item_id: to_five_point(value, top) for item_id, value in gold.items()}
 
 
 def _split_group(item: Item, project: Project, first_holder: dict[str, int]) -> str:

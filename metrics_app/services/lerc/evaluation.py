@@ -14,7 +14,7 @@ from metrics_app.domain.meta_evaluation import (
     minimal_pairs,
 )
 from metrics_app.lerc.config import KIND_PAIRWISE, KIND_REGRESSION
-from metrics_app.lerc.evaluation import decision_report
+from metrics_app.lerc.evaluation import CORRECT_AT, decision_report
 from metrics_app.lerc.validation import pairwise_accuracy_of_labels, validation_metric_name
 from metrics_app.models import ModelKind, ModelVersion
 from metrics_app.services.lerc_artifacts import ModelFilesUnusable, artifact_local_path
@@ -129,8 +129,9 @@ def split_metrics(scorer, kind: str, examples: list, predictions: list | None = 
         by_dataset[name or "(none)"] = pearson([predictions[i] for i in chosen],
                                                [gold[i] for i in chosen])
     result["pearson_by_dataset"] = by_dataset
-    # "score ≥ 3 means correct" (binary judgments are 1 or 5): accuracy, κ, AUC.
-    decision = decision_report(predictions, gold, 3.0, bootstrap=0)
+    # "score ≥ 3 means correct" on LERC's 1-5 gold (binary judgments are 1 or 5; a project on
+    # another scale was mapped onto it, `datasets._on_five_points`): accuracy, κ, AUC.
+    decision = decision_report(predictions, gold, CORRECT_AT, bootstrap=0)
     result["accuracy_at_3"] = decision.get("accuracy")
     result.update({key: decision.get(key) for key in ("kappa", "roc_auc", "f1")})
     return result

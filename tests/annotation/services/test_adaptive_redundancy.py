@@ -314,3 +314,37 @@ def test_a_block_set_on_the_worker_form_reopens_the_items_they_settled(client):
     assert (spam.status, spam.blocked_reason) == (WorkerStatus.BLOCKED, "spam")
     target = AdaptiveTarget.objects.get(stage=stage, item=item)
     assert (target.target, target.settled) == (3, False)
+
+
+
+SEVEN_POINT = [f"point {n}" for n in range(1, 8)]
+
+
+def _judged_three_and_four(**project_fields):
+    """A one-item adaptive stage whose item two judges scored 3 and 4; (stage, item, target)."""
+    _project, stage, [item] = make_task(TaskKind.LIKERT, n_items=1, items_per_hit=1,
+                                        **project_fields)
+    stage.settings = {"redundancy": RULE}
+    stage.save()
+    _judge(stage, item, 3)
+    _judge(stage, item, 4)
+    return stage, item, AdaptiveTarget.objects.get(stage=stage, item=item)
+
+
+@pytest.mark.django_db
+def test_on_a_seven_point_scale_a_three_and_a_four_disagree():
+    """A 7-point project is correct at its midpoint, 4: a 3 ("somewhat incorrect") and a 4 are
+    on opposite sides, so the item is served again (was: both ≥ 3, counted as agreeing that
+    the answer is correct, the item settled after two judgments)."""
+    stage, item, target = _judged_three_and_four(scale_labels=SEVEN_POINT)
+    assert (target.target, target.settled) == (3, False)
+    assert _judge(stage, item, 3).items.get() == item
+    _judge(stage, item, 2)  # three of four judges call it incorrect: 0.75 agree, settled
+    target.refresh_from_db()
+    assert (target.target, target.settled) == (4, True)
+
+
+@pytest.mark.django_db
+def test_on_a_five_point_scale_a_three_and_a_four_agree():
+    _stage, _item, target = _judged_three_and_four()
+    assert (target.target, target.settled) == (2, True)
