@@ -30,6 +30,14 @@ def is_likert_correct(score: float, scale_top: int = FIVE_POINT_TOP) -> bool:
     return float(score) >= likert_correct_at(scale_top)
 
 
+def from_five_point(score: float, scale_top: int) -> float:
+    """A 1-5 score (a judge's, LERC's) mapped linearly onto 1..`scale_top`, the inverse of
+    `to_five_point`: how a judge's score predicts a project's mean score on its own scale (a
+    judge agreeing with humans who gave 7 reads 7, not 5)."""
+    top = _checked_top(scale_top)
+    return 1 + (top - 1) * (float(score) - 1) / (FIVE_POINT_TOP - 1)
+
+
 def to_five_point(score: float, scale_top: int) -> float:
     """`score` on 1..`scale_top` mapped linearly onto 1-5 (1 stays 1, the top becomes 5, the
     cut becomes 3): how a project's gold on another scale enters LERC, which trains and is

@@ -15,6 +15,7 @@ import numpy as np
 from django.db.models import Q
 
 from annotation.domain.aggregation import aggregate_items
+from annotation.domain.likert_scale import from_five_point
 from annotation.judgment_selectors import JudgmentFrame, watermark, with_adjudications
 from annotation.models import Project, RoutingDraw, TaskKind
 from annotation.selectors import items_measured_on, measured_on_summary
@@ -291,6 +292,9 @@ def estimates_report(frame: JudgmentFrame, *, project: Project, judge: str | Non
                           "from the human judgments alone. Score the project with the promoted "
                           "LERC (score_project SLUG --metric lerc,lerc_prob) for "
                           "prediction-powered estimates.")
+    # A judge's (LERC's) score is on 1-5; the humans' on the project's scale: read on theirs
+    # (a judge agreeing with 7-point humans who gave 7 read 5 and "biased by -2").
+    on_scale = {i: from_five_point(s, project.scale_top) for i, s in (score or {}).items()}
     for system, ids in sorted(by_system.items()):
         unscored = _unscored_reason(ids, judge=metric["judge"] if judge else None,
                                     version=metric["probability_version"],
@@ -303,8 +307,9 @@ def estimates_report(frame: JudgmentFrame, *, project: Project, judge: str | Non
                                              verdict=lambda p: (p >= 0.5).astype(float),
                                              routed=routed, unscored=unscored)),
             "mean_score": clip_to_scale(
-                _quantity(human=human, predicted=score, items=ids, to_label=float,
-                          verdict=lambda s: s, routed=routed, unsure=3.0, unscored=unscored),
+                _quantity(human=human, predicted=on_scale, items=ids, to_label=float,
+                          verdict=lambda s: s, routed=routed, unsure=project.correct_at,
+                          unscored=unscored),
                 1.0, float(project.scale_top)),
         }
     for a, b in combinations(sorted(by_system), 2):

@@ -129,3 +129,27 @@ def test_the_exports_confidence_reads_the_seven_point_cut():
     export_write(project=project, out=out, fmt="jsonl", aggregate=True)
     [row] = map(json.loads, out.getvalue().splitlines())
     assert row["confidence"] == 0.5
+
+
+def test_a_judges_one_to_five_score_predicts_the_mean_score_on_the_projects_scale(tmp_path):
+    """A judge's score (its 1-5 score, or 1 + 4·P) predicts a 7-point project's mean score on
+    1-7: a judge agreeing with humans who gave 7 and 1 reads 7 and 1, bias 0 (it read 5,
+    "biased by -2", and weighed the prediction-powered estimate by a slope clipped from 1.5)."""
+    project = make_project(TaskKind.LIKERT, slug="seven-mean", scale_labels=SEVEN_POINT)
+    stage = make_stage(project)
+    verdicts = []
+    for n in range(12):
+        good = n % 2 == 0
+        item = make_item(project, external_id=f"m{n}", source="good" if good else "bad")
+        make_judgment(item=item, stage=stage, worker=make_worker(), score=7 if good else 1)
+        verdicts.append({"item_id": item.external_id,
+                         "verdict": "correct" if good else "incorrect"})
+    path = tmp_path / "mean.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in verdicts), encoding="utf-8")
+    verdicts_import(project=project, path=path, judge="ext", version="1")
+    report = estimates_report(load_judgments(project=project), project=project, judge="ext")
+    for system, top in (("good", 7.0), ("bad", 1.0)):
+        mean = report["systems"][system]["mean_score"]
+        assert mean["human"]["estimate"] == top
+        assert mean["metric"]["estimate"] == pytest.approx(top)
+        assert mean["metric"]["bias"] == pytest.approx(0.0)
