@@ -300,7 +300,9 @@ class LeaderboardBoardSerializer(serializers.Serializer):
     model = serializers.DictField(help_text="davidson or bradley_terry, tie parameter, "
                                             "position effect, counts, bootstrap notes, "
                                             "components (when the systems fall into groups "
-                                            "never compared), curvature_intervals.")
+                                            "never compared), curvature_intervals, "
+                                            "position_open (systems the fitted position "
+                                            "effect leaves without a finite strength).")
     win_rate = serializers.DictField(help_text="Observed (wins + ties/2) / votes, row over "
                                                "column, and vote counts.")
     expected = serializers.DictField(help_text="Model P(row beats column) and P(tie).")

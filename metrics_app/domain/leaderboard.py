@@ -477,6 +477,12 @@ def ties_grow_with_gaps(rows: np.ndarray, counts: np.ndarray, k: int) -> bool:
     src = np.concatenate([i[w], j[lo], i[t], j[t]])
     dst = np.concatenate([j[w], i[lo], j[t], i[t]])
     cost = np.concatenate([-np.ones(int(w.sum() + lo.sum())), np.ones(2 * int(t.sum()))])
+    return _difference_feasible(src, dst, cost, k)
+
+
+def _difference_feasible(src: np.ndarray, dst: np.ndarray, cost: np.ndarray, k: int) -> bool:
+    """Whether x_dst ≤ x_src + cost (every edge) has a solution: no negative cycle
+    (Bellman–Ford from a virtual source)."""
     distance = np.zeros(k)
     for _ in range(k):
         relaxed = distance.copy()
@@ -485,6 +491,21 @@ def ties_grow_with_gaps(rows: np.ndarray, counts: np.ndarray, k: int) -> bool:
             return True  # settled: a solution, no negative cycle
         distance = relaxed
     return False  # still relaxing after k rounds: a negative cycle
+
+
+def _position_may_move(rows: np.ndarray, counts: np.ndarray, k: int) -> bool:
+    """Whether the position effect can grow along a direction of recession at all
+    (`_recession`): some γ = ±1 leaves the decided votes' constraints (θ_l − θ_r ≥ −γ for a
+    left win, ≤ −γ for a right win; ties and ν only narrow them) a solution. A pair won on the
+    right in both orders rules out γ = 1, one won on the left in both orders γ = −1: on most
+    boards both exist, and the linear programs are not needed."""
+    i, j = rows[:, 0], rows[:, 1]
+    w, lo = counts[:, 0] > 0, counts[:, 1] > 0
+    src = np.concatenate([i[w], j[lo]])
+    dst = np.concatenate([j[w], i[lo]])
+    return any(_difference_feasible(src, dst, np.concatenate(
+        [np.full(int(w.sum()), gamma), np.full(int(lo.sum()), -gamma)]), k)
+        for gamma in (1.0, -1.0))
 
 
 def _open_sides(rows: np.ndarray, counts: np.ndarray, k: int
@@ -504,6 +525,96 @@ def _open_sides(rows: np.ndarray, counts: np.ndarray, k: int
     return above, below, linked, loose
 
 
+# Numerical slack of the recession-direction programs (`_recession`): a direction's entries are
+# at most 1 (the programs' box), so a strength that moves along one moves by far more.
+RECESSION_TOL = 1e-7
+
+
+def _recession(rows: np.ndarray, counts: np.ndarray, k: int, components: list[list[int]], *,
+               ties: bool, position: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(above, below, gap_open): the systems whose strength (centred in its group) has no
+    finite maximum-likelihood value upwards and downwards, and (K, K) which pairs' gaps have
+    none, read from the likelihood's directions of recession. The log-likelihood is concave in
+    (θ, γ, log ν); its maximum is finite exactly when every direction along which no vote's
+    probability falls moves nothing (Davidson's P(left wins) falls along a direction that
+    lowers d = θ_left − θ_right + γ or raises log ν faster than d/2; a tie's, one that raises
+    |d| faster than 2·log ν). Those directions x = (θ, γ, η = the rate of log ν) form the cone
+    d ≥ 2η for every vote won on the left, d ≤ −2η for every vote won on the right, |d| ≤ 2η
+    for every tie, η ≥ 0 (η = 0 where ν is not fitted, γ = 0 where the position effect is
+    not), θ centred in each group. A linear program finds a point of its relative interior
+    (the votes' inequalities it cannot make strict are the equalities every direction keeps:
+    a strength or a gap moves along some direction exactly when it is not fixed by them), and
+    two more per moving strength, over the cone boxed to |x| ≤ 1, say which ways it moves."""
+    from scipy.optimize import linprog
+
+    i, j = rows[:, 0], rows[:, 1]
+    won, lost, tied = (counts[:, c] > 0 for c in range(3))
+    q = k + int(position) + int(ties)
+    d = np.zeros((len(rows), q))
+    d[np.arange(len(rows)), i] = 1
+    d[np.arange(len(rows)), j] = -1
+    if position:
+        d[:, k] = 1
+    eta = np.zeros(q)
+    if ties:
+        eta[-1] = 2
+    # Each row a of `cone`: a·x ≤ 0.
+    cone = np.concatenate([eta - d[won], eta + d[lost], d[tied] - eta, -d[tied] - eta])
+    centre = np.zeros((len(components), q))
+    for g, members in enumerate(components):
+        centre[g, members] = 1
+    m = len(cone)
+    free = [(None, None)] * (k + int(position)) + [(0, None)] * int(ties)
+    # The relative interior: maximise each inequality's slack (up to 1) over the unboxed cone,
+    # where scaling a direction up makes every slack that can be positive reach 1.
+    interior = linprog(np.concatenate([np.zeros(q), -np.ones(m)]),
+                       A_ub=sparse.hstack([sparse.csr_matrix(cone), sparse.eye(m)]).tocsr(),
+                       b_ub=np.zeros(m),
+                       A_eq=sparse.hstack([sparse.csr_matrix(centre),
+                                           sparse.csr_matrix((len(centre), m))]).tocsr(),
+                       b_eq=np.zeros(len(centre)), bounds=free + [(0, 1)] * m, method="highs")
+    if not interior.success:  # never seen: the program is feasible (x = 0) and bounded
+        raise LeaderboardError(f"the check of which strengths are bounded failed: "
+                               f"{interior.message}")
+    equal = interior.x[q:] < 0.5  # slacks are 0 or 1 at the optimum: 0 where none can be
+    fixed = np.vstack([cone[equal], centre])
+    # vh: all q right singular vectors (U only as large as it must be).
+    _u, singular, vh = np.linalg.svd(fixed, full_matrices=len(fixed) < q)
+    rank = int((singular > 1e-9 * max(singular.max(initial=0), 1)).sum())
+    span = vh[rank:].T  # the directions those equalities allow
+    moves = np.linalg.norm(span[:k], axis=1) > 1e-6
+    gap_open = np.linalg.norm(span[:k, None] - span[None, :k], axis=2) > 1e-6
+    above, below = np.zeros(k, dtype=bool), np.zeros(k, dtype=bool)
+    box = [(-1, 1)] * (k + int(position)) + [(0, 1)] * int(ties)
+    for s in np.flatnonzero(moves):
+        for sign, side in ((1, above), (-1, below)):
+            objective = np.zeros(q)
+            objective[s] = -sign
+            far = linprog(objective, A_ub=cone, b_ub=np.zeros(m), A_eq=centre,
+                          b_eq=np.zeros(len(centre)), bounds=box, method="highs")
+            side[s] = bool(far.success) and -far.fun > RECESSION_TOL
+    return above, below, gap_open
+
+
+def _position_open(rows: np.ndarray, counts: np.ndarray, k: int, components: list[list[int]],
+                   *, ties: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(above, below, gap_open) that the position effect opens: the sides and gaps with no
+    finite maximum once γ is fitted (`_recession`) that have one with γ held at 0. Held at 0,
+    the graph rules (`_open_sides`) give them; fitted, γ can grow with the gaps (every vote
+    that would have bounded a gap was won by the answer on the side γ favours), so strengths
+    that the votes seemed to bound are the prior's. (The bootstrap rounds keep the graph
+    rules, `_round_open`.)"""
+    none = np.zeros(k, dtype=bool)
+    if not len(rows) or not _position_may_move(rows, counts, k):
+        return none, none, np.zeros((k, k), dtype=bool)
+    up, down, gaps = _recession(rows, counts, k, components, ties=ties, position=True)
+    if not (up.any() or down.any() or gaps.any()):
+        return up, down, gaps
+    held_up, held_down, held_gaps = _recession(rows, counts, k, components, ties=ties,
+                                               position=False)
+    return up & ~held_up, down & ~held_down, gaps & ~held_gaps
+
+
 def _round_open(rows: np.ndarray, counts: np.ndarray, k: int,
                 components: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
     """Per bootstrap round (`counts` (B, R, 3)), which systems have no finite strength above
@@ -513,7 +624,10 @@ def _round_open(rows: np.ndarray, counts: np.ndarray, k: int,
     reaches but never beat it back below, one neither way both. In such a round its strength
     is the prior's; the main set's are the votes' (each round is placed by them, `_anchored`).
     Where the tie parameter grows with the gaps (`ties_grow_with_gaps`) nothing is held:
-    every system that won a decided vote is open above and every one that lost one below."""
+    every system that won a decided vote is open above and every one that lost one below.
+    The position effect is not read here: a round where only its growth frees a strength
+    (`_position_open`, which the point fit uses; a linear program per round would cost more
+    than the fit) keeps that strength's percentile, the prior's in that round."""
     from scipy.sparse.csgraph import breadth_first_order, connected_components
 
     up = np.zeros((len(counts), k), dtype=bool)
@@ -694,6 +808,26 @@ def leaderboard(votes: Votes, *, rounds: int = 200, level: float = 0.95, seed: i
         notes["position"] = (f"every vote went to the answer shown {shown}: "
                              "the position effect explains them all, and they do not place "
                              "the systems")
+    # The graph rules hold γ at 0. Fitted, the position effect can grow with the gaps where the
+    # votes seemed to bound them (b tied c and beat a, a beat c, each decided vote won on the
+    # left: the board said c 8.1 [4.94, 9.5], b −9.06 [−10.11, −5.87], closed, while the
+    # likelihood rose without end as b fell, c rose and γ grew): `_position_open` reads the
+    # likelihood's directions of recession with γ free, by linear programs.
+    by_position = np.zeros(k, dtype=bool)
+    position_gaps = None
+    if position and not position_only:
+        grow_up, grow_down, position_gaps = _position_open(table.rows, table.counts, k,
+                                                           components, ties=ties)
+        by_position = (grow_up & ~never_lost) | (grow_down & ~never_won)
+        never_lost |= grow_up
+        never_won |= grow_down
+        if by_position.any():
+            notes["position"] = (
+                ", ".join(votes.systems[i] for i in np.argsort(-theta) if by_position[i])
+                + ": with the position effect fitted, it and these systems' gaps to the "
+                "others can grow together without any vote becoming less likely, so their "
+                "strengths have no finite maximum on the side their intervals leave open "
+                "(only the prior holds them)")
     # A system with no decided vote (only ties) is placed by how the tie rate depends on the
     # difference, which resampling cannot show: every round of all-tie votes fits the same
     # strengths, a [0, 0] interval beside a curvature se of several logits. Its interval is
@@ -809,6 +943,8 @@ def leaderboard(votes: Votes, *, rounds: int = 200, level: float = 0.95, seed: i
             "components": [[votes.systems[i] for i in members] for members in components]
             if len(components) > 1 else None,
             # Systems with only ties: their intervals are the curvature's (θ ± z·se).
+            # Systems the position effect leaves unbounded (`_position_open`).
+            "position_open": [votes.systems[i] for i in order if by_position[i]] or None,
             "curvature_intervals": [votes.systems[i] for i in order if only_ties[i]] or None,
             "n_votes": len(votes), "n_ties": int((votes.outcome == TIE).sum()),
             "n_items": n_clusters_of["item"], "n_workers": n_clusters_of["worker"],
@@ -834,21 +970,25 @@ def leaderboard(votes: Votes, *, rounds: int = 200, level: float = 0.95, seed: i
             "power": adjacent_power(table, point, k, ties=ties, order=order,
                                     systems=votes.systems, group=group,
                                     open_gap=_open_gaps(linked, never_lost | never_won,
-                                                        loose=loose)),
+                                                        loose=loose,
+                                                        by_position=position_gaps)),
         }
     return board
 
 
-def _open_gaps(linked: np.ndarray, open_side: np.ndarray, *, loose: str | None) -> np.ndarray:
+def _open_gaps(linked: np.ndarray, open_side: np.ndarray, *, loose: str | None,
+               by_position: np.ndarray | None = None) -> np.ndarray:
     """(K, K) object: why the gap between two systems has no finite maximum-likelihood value,
     or None: they lie in different strongly connected sets of "beat or tied"
     (`_unbounded_sets`), or nothing holds the gaps at all (`loose`, its reason: the tie
     parameter grows with them, or the position effect explains every vote) and either is
-    open."""
+    open, or the position effect grows with the gap (`by_position`, `_position_open`)."""
     gaps = np.full((len(linked), len(linked)), None, dtype=object)
     if loose:
         gaps[open_side[:, None] | open_side[None, :]] = loose
     gaps[linked[:, None] != linked[None, :]] = OPEN_GAP
+    if by_position is not None:
+        gaps[by_position & np.equal(gaps, None)] = OPEN_GAP_POSITION_GROWS
     np.fill_diagonal(gaps, None)
     return gaps
 
@@ -865,13 +1005,24 @@ UNBOUNDED_NOTES = {
 }
 
 
+POSITION_UNBOUNDED_NOTES = {
+    side: f"has no {bound} on its strength once the position effect is fitted: the position "
+          "effect and its gaps to the others grow together without any vote becoming less "
+          "likely, so its interval is open"
+    for side, bound in (("above", "upper bound"), ("below", "lower bound"),
+                        ("both", "bound either way"))}
+
+
 def board_notes(board: dict) -> list[str]:
     """Why a board's intervals or ranks are missing or unusual, one sentence each, in the
     words every door shows (the dashboard, `manage.py report`, the API's `notes`): the
     bootstrap schemes left out, each system without a finite strength, the systems placed only
     by ties."""
     notes = list((board["model"].get("bootstrap_notes") or {}).values())
+    by_position = set(board["model"].get("position_open") or [])
     notes += [f"{row['system']} {UNBOUNDED_NOTES[row['unbounded']]}."
+              if row["system"] not in by_position else
+              f"{row['system']} {POSITION_UNBOUNDED_NOTES[row['unbounded']]}."
               for row in board["systems"] if row.get("unbounded")]
     if board["model"].get("curvature_intervals"):
         notes.append(f"{', '.join(board['model']['curvature_intervals'])}: only ties, which "
@@ -1160,6 +1311,9 @@ OPEN_GAP = ("no finite difference: one never beat or tied the other, even throug
             "so the votes do not size the gap (its value is the prior's)")
 OPEN_GAP_TIES = ("no finite difference: every decided vote agrees with one order of the "
                  "systems and the tie parameter grows with the gaps (its value is the prior's)")
+OPEN_GAP_POSITION_GROWS = ("no finite difference: the position effect can grow with the "
+                           "gap without any vote becoming less likely (its value is the "
+                           "prior's)")
 OPEN_GAP_POSITION = ("no finite difference: every vote went to one position, which the "
                      "position effect explains (its value is the prior's)")
 

@@ -489,15 +489,11 @@ def test_a_system_that_won_every_decided_vote_but_tied_some_is_bounded_when_ties
     assert any("grow together without bound" in note for note in board["notes"])
 
 
-def test_a_strength_is_open_exactly_where_the_likelihood_has_no_maximum():
-    """Checked against the likelihood itself on random small boards with ties: a centred
-    strength that moves by more than a logit when the prior is made 10,000 times weaker has
-    no finite maximum. Every such system is marked unbounded, and a board that marks none
-    has none. (The old rule, "never lost a decided vote", also marked systems whose ties
-    held them, beside a pair that split its votes.)"""
-    rng = np.random.default_rng(5)
-    checked = 0
-    for _ in range(150):
+def _small_boards(seed: int, draws: int, *, position: bool):
+    """(k, votes, board) of random small boards (2 to 4 systems, 3 to 13 votes, ties among
+    them), each system voted on and all in one group, from `draws` seeded draws."""
+    rng = np.random.default_rng(seed)
+    for _ in range(draws):
         k, n = int(rng.integers(2, 5)), int(rng.integers(3, 14))
         pairs = [rng.choice(k, 2, replace=False) for _ in range(n)]
         outcome = rng.choice(3, size=n, p=[0.5, 0.2, 0.3])
@@ -505,11 +501,21 @@ def test_a_strength_is_open_exactly_where_the_likelihood_has_no_maximum():
                       [p[1] for p in pairs], outcome, list(range(n)), list(range(n)))
         if len({int(s) for p in pairs for s in p}) < k:
             continue
-        board = leaderboard(votes, rounds=5, position=False, style=False, robustness=False)
-        if board["model"]["components"]:
-            continue
+        board = leaderboard(votes, rounds=5, position=position, style=False, robustness=False)
+        if not board["model"]["components"]:
+            yield k, votes, board
+
+
+def test_a_strength_is_open_exactly_where_the_likelihood_has_no_maximum():
+    """Checked against the likelihood itself on random small boards with ties: a centred
+    strength that moves by more than a logit when the prior is made 10,000 times weaker has
+    no finite maximum. Every such system is marked unbounded, and a board that marks none
+    has none. (The old rule, "never lost a decided vote", also marked systems whose ties
+    held them, beside a pair that split its votes.)"""
+    checked = 0
+    for k, votes, board in _small_boards(5, 150, position=False):
         table = pair_table(votes, position=False)
-        ties = bool((outcome == TIE).any())
+        ties = bool((votes.outcome == TIE).any())
         strengths = []
         for ridge in (RIDGE, RIDGE / 10_000):
             beta = fit_counts(table.design, table.counts, ties=ties, ridge=ridge,
@@ -523,6 +529,91 @@ def test_a_strength_is_open_exactly_where_the_likelihood_has_no_maximum():
         checked += 1
     assert checked > 100
 
+
+
+def test_the_position_effect_opens_the_strengths_it_lets_grow():
+    """b tied c and beat a, a beat c, every decided vote won by the answer shown on the left
+    (five times over). Without a position effect the votes bound every strength (b > a > c,
+    b tied c). Fitted, the position effect grows with the gaps: the likelihood rises without
+    end as c rises, b falls and γ grows, yet the board said c 8.1 [4.94, 9.5] and b −9.06
+    [−10.11, −5.87], closed, with no note. Now c is open above, b below, a both, and the notes
+    say that the position effect is what lets them grow."""
+    rows = ([(1, 2, TIE), (1, 0, LEFT)] + [(0, 2, LEFT)] * 4) * 5
+    left, right, outcome = map(list, zip(*rows, strict=True))
+    n = len(rows)
+    votes = Votes(["a", "b", "c"], left, right, outcome, list(range(n)), [i % 7 for i in range(n)])
+    board = leaderboard(votes, rounds=20, position=True, style=False)
+    by_name = {r["system"]: r for r in board["systems"]}
+    assert by_name["c"]["unbounded"] == "above" and by_name["c"]["ci_item"][1] is None
+    assert by_name["b"]["unbounded"] == "below" and by_name["b"]["ci_item"][0] is None
+    assert by_name["a"]["unbounded"] == "both" and by_name["a"]["ci_item"] == [None, None]
+    assert board["model"]["position_open"] == ["c", "a", "b"]
+    assert any(note.startswith("c has no upper bound on its strength once the position effect")
+               for note in board["notes"])
+    assert any("with the position effect fitted" in note for note in board["notes"])
+    assert not any("never lost a vote" in note for note in board["notes"])
+    power = board["robustness"]["power"]
+    assert all(pair["difference"] is None and "position effect" in pair["undefined"]
+               for pair in power)
+    held = leaderboard(votes, rounds=20, position=False, style=False)
+    assert all(r["unbounded"] is None for r in held["systems"])
+    assert held["model"]["position_open"] is None
+
+
+def _runs_off(table, k: int, ties: bool, s: int, sign: int) -> bool:
+    """Whether a fit with a nearly flat prior, rewarded 0.001 per logit that system s's
+    centred strength moves in direction `sign`, runs off (by far more than the votes allow):
+    exactly when some direction along which no vote's probability falls moves it that way.
+    The reward is linear: a row with counts (ε, −ε, 0) adds ε·d to the log-likelihood."""
+    others = [j for j in range(k) if j != s]
+    design = np.zeros((2 * len(others), table.design.shape[1]))
+    counts = np.zeros((2 * len(others), 3))
+    for row, j in enumerate(others):
+        design[2 * row, [s, j]] = 1, -1
+        design[2 * row + 1, [s, j]] = -1, 1
+        design[2 * row: 2 * row + 2, k:] = 1  # the position column, cancelled by the pair
+        counts[2 * row] = sign * 1e-3, -sign * 1e-3, 0
+        counts[2 * row + 1] = -sign * 1e-3, sign * 1e-3, 0
+    with np.errstate(all="ignore"):
+        fit = fit_counts(np.vstack([table.design, design]), np.vstack([table.counts, counts]),
+                         ties=ties, ridge=1e-7, max_iter=200)
+    beta = fit.beta[0, :k]
+    return not sign * (beta[s] - beta.mean()) <= 100
+
+
+def test_with_position_a_strength_is_open_where_the_likelihood_lets_it_grow():
+    """Random small boards with the position effect fitted, checked against the likelihood
+    itself. Every strength that a nearly flat prior lets run off is marked unbounded (51 of
+    284 boards were not: the graph rules held γ at 0). Side by side: a fit rewarded slightly
+    for moving a strength one way runs off exactly where some direction keeps every vote's
+    probability; each side that runs off with γ fitted but not with γ held at 0 is open, and
+    each side the board opens by the position effect runs off."""
+    checked = opened = 0
+    for k, votes, board in _small_boards(11, 70, position=True):
+        table, held = pair_table(votes, position=True), pair_table(votes, position=False)
+        ties = bool((votes.outcome == TIE).any())
+        strengths = []
+        for ridge in (1e-4, 1e-8):
+            beta = fit_counts(table.design, table.counts, ties=ties, ridge=ridge,
+                              max_iter=2000).beta[0, :k]
+            strengths.append(beta - beta.mean())
+        rows = {r["system"]: r for r in board["systems"]}
+        by_position = set(board["model"]["position_open"] or [])
+        for s in range(k):
+            row = rows[f"s{s}"]
+            moved = strengths[1][s] - strengths[0][s]
+            assert abs(moved) <= 1 or row["unbounded"] or row["system"] in (
+                board["model"]["curvature_intervals"] or [])
+            for sign, side in ((1, "above"), (-1, "below")):
+                marked = row["unbounded"] in (side, "both")
+                grows = _runs_off(table, k, ties, s, sign)
+                if grows and not _runs_off(held, k, ties, s, sign):
+                    assert marked, (votes.left, votes.right, votes.outcome, s, side)
+                    opened += 1
+                if row["system"] in by_position and marked:
+                    assert grows or _runs_off(table, k, ties, s, -sign)
+        checked += 1
+    assert checked > 50 and opened > 5
 
 def _with_length(votes: Votes, seed: int = 3) -> Votes:
     rng = np.random.default_rng(seed)
