@@ -75,7 +75,8 @@ REPORT_KIND = "project"
 # estimate's point stays on its scale as its interval does (`clip_to_scale`).
 # 34: a Likert item is correct at or above the midpoint of the project's scale
 # (`Project.correct_at`: 4 on a 7-point project, where 3 counted as correct before).
-REPORT_VERSION = 34
+# 35: with the position effect fitted, a strength it lets grow is open (`model.position_open`).
+REPORT_VERSION = 35
 
 
 def _params(group_by: str | None) -> dict:
