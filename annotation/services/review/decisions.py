@@ -595,8 +595,9 @@ def assignments_bonus_pay(*, bonuses: list[tuple[Assignment, Decimal | str]], re
                  for project_id in sorted(projects)]
         overs = [over for over in overs if over]
         if overs:
-            raise ReviewError("; ".join(overs))
-        for _assignment, _amount, fields in new:
+            new_keys = {fields["key"] for _a, _amount, fields in new}
+            due = [row for row in due if row[2]["key"] not in new_keys]
+        for _assignment, _amount, fields in ([] if overs else new):
             call = provider_call_get_or_create(**fields)
             if call.status == ProviderCallStatus.FAILED:
                 # Paid again after a refusal: in flight from now on, so a bonus checked while
@@ -610,6 +611,13 @@ def assignments_bonus_pay(*, bonuses: list[tuple[Assignment, Decimal | str]], re
             batch.refused.append((assignment, exc))
         else:
             batch.paid.append(assignment)
+    if overs:
+        # Past the cap, no new bonus is written; one already in flight (its answer lost) is
+        # counted already and adds nothing, so it is sent again all the same, then refused
+        # with the rest would have left it in doubt every time.
+        again = (f" (the {len(batch.paid)} bonus(es) already in flight were sent again)"
+                 if batch.paid else "")
+        raise ReviewError("; ".join(overs) + again)
     return batch
 
 

@@ -26,6 +26,7 @@ from annotation.services.review import (
     ReviewError,
     assignment_approve,
     assignment_bonus_pay,
+    assignments_bonus_pay,
     stage_auto_review,
 )
 from testing.factories import (
@@ -457,3 +458,29 @@ def test_a_selection_across_projects_is_refused_whole_when_one_project_would_pas
     tight.budget_cap = Decimal("3.50")
     tight.save()
     assert _bonus_action(researcher, ids, "0.50") == ["Paid a $0.50 bonus on 2 assignment(s)."]
+
+
+@pytest.mark.django_db
+def test_a_bonus_in_flight_is_sent_again_when_the_rest_of_its_selection_is_past_the_cap(
+        recording):
+    """A's $0.50 bonus lost its provider answer (in flight, counted against the cap). Paid
+    again with B's new $0.50 past the $3.90 cap, the selection is refused, but A's, which adds
+    nothing, is sent again and done: refused with the rest it stayed in doubt every time."""
+    _project, stage, hit = _stage_of_three_dollars("3.90")
+    first, second = _approved(stage, hit), _approved(stage, hit)
+    real = recording.bonus
+
+    def lost(**_kwargs):
+        raise TimeoutError("answer lost")
+
+    recording.bonus = lost
+    with pytest.raises(TimeoutError):
+        assignment_bonus_pay(assignment=first, amount=Decimal("0.50"), reason="thanks")
+    assert ProviderCall.objects.get(assignment=first, operation="SendBonus").status \
+        == ProviderCallStatus.PENDING
+    recording.bonus = real
+    with pytest.raises(ReviewError, match=r"\$3\.90.*1 bonus\(es\) already in flight were sent"):
+        assignments_bonus_pay(bonuses=[(first, "0.50"), (second, "0.50")], reason="thanks")
+    assert ProviderCall.objects.get(assignment=first, operation="SendBonus").status \
+        == ProviderCallStatus.SUCCEEDED
+    assert not ProviderCall.objects.filter(assignment=second, operation="SendBonus").exists()
