@@ -491,6 +491,14 @@ def bonus_assignments(modeladmin, request, queryset):
     except ReviewError as exc:
         modeladmin.message_user(request, f"No bonus was paid: {exc}.", messages.ERROR)
         return
+    if batch.over_cap:
+        again = (f" The {len(batch.paid)} bonus(es) of the selection already in flight (an "
+                 "earlier answer lost) were sent again." if batch.paid else "")
+        lead = "No new bonus was paid" if batch.paid else "No bonus was paid"
+        modeladmin.message_user(request, f"{lead}: {batch.over_cap}.{again}", messages.ERROR)
+        for assignment, exc in batch.refused:
+            modeladmin.message_user(request, f"{assignment}: {exc}", messages.ERROR)
+        return
     _report(modeladmin, request,
             _outcome(f"Paid a ${bonus_amount(typed)} bonus on", len(batch.paid),
                      len(batch.already), "had this bonus already (not paid again)"),

@@ -167,6 +167,8 @@ def _pay_correct_answer_bonuses(stage: Stage, provider, report: ReviewReport) ->
     except ReviewError as exc:
         report.errors.append(f"no bonus per correct answer was paid: {exc}")
         return
+    if batch.over_cap:
+        report.errors.append(f"no new bonus per correct answer was paid: {batch.over_cap}")
     report.bonuses += len(batch.paid)
     report.errors.extend(f"bonus {assignment}: {exc}" for assignment, exc in batch.refused)
 

@@ -524,10 +524,13 @@ class BonusBatch:
     """What `assignments_bonus_pay` did with each assignment of a selection: paid (sent and
     recorded), already paid (the same bonus: nothing sent), or refused for a reason of its
     own (not approved, not listed by the provider, its record of bonuses full, the provider's
-    refusal or an unanswered call), each with the error."""
+    refusal or an unanswered call), each with the error. `over_cap`: why no new bonus of the
+    selection was paid (its total past a project's budget cap), "" when none was refused so;
+    `paid` then holds only bonuses already in flight, sent again (they add nothing)."""
     paid: list[Assignment] = dataclasses.field(default_factory=list)
     already: list[Assignment] = dataclasses.field(default_factory=list)
     refused: list[tuple[Assignment, Exception]] = dataclasses.field(default_factory=list)
+    over_cap: str = ""
 
 
 def _bonus_row_refusal(assignment: Assignment, amount: Decimal) -> str:
@@ -611,13 +614,10 @@ def assignments_bonus_pay(*, bonuses: list[tuple[Assignment, Decimal | str]], re
             batch.refused.append((assignment, exc))
         else:
             batch.paid.append(assignment)
-    if overs:
-        # Past the cap, no new bonus is written; one already in flight (its answer lost) is
-        # counted already and adds nothing, so it is sent again all the same, then refused
-        # with the rest would have left it in doubt every time.
-        again = (f" (the {len(batch.paid)} bonus(es) already in flight were sent again)"
-                 if batch.paid else "")
-        raise ReviewError("; ".join(overs) + again)
+    # Past the cap, no new bonus is written; one already in flight (its answer lost) is
+    # counted already and adds nothing, so it was sent again all the same: refused with the
+    # rest, it stayed in doubt every time. The callers say both.
+    batch.over_cap = "; ".join(overs)
     return batch
 
 
@@ -628,6 +628,8 @@ def assignment_bonus_pay(*, assignment: Assignment, amount: Decimal, reason: str
     batch = assignments_bonus_pay(bonuses=[(assignment, amount)], reason=reason, key=key)
     for _assignment, exc in batch.refused:
         raise exc
+    if batch.over_cap and not batch.paid:
+        raise ReviewError(batch.over_cap)
     return assignment
 
 

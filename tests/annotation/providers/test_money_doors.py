@@ -479,8 +479,31 @@ def test_a_bonus_in_flight_is_sent_again_when_the_rest_of_its_selection_is_past_
     assert ProviderCall.objects.get(assignment=first, operation="SendBonus").status \
         == ProviderCallStatus.PENDING
     recording.bonus = real
-    with pytest.raises(ReviewError, match=r"\$3\.90.*1 bonus\(es\) already in flight were sent"):
-        assignments_bonus_pay(bonuses=[(first, "0.50"), (second, "0.50")], reason="thanks")
+    batch = assignments_bonus_pay(bonuses=[(first, "0.50"), (second, "0.50")], reason="thanks")
+    assert "$3.90 budget cap" in batch.over_cap and batch.paid == [first]
     assert ProviderCall.objects.get(assignment=first, operation="SendBonus").status \
         == ProviderCallStatus.SUCCEEDED
     assert not ProviderCall.objects.filter(assignment=second, operation="SendBonus").exists()
+
+
+@pytest.mark.django_db
+def test_the_admin_says_a_bonus_in_flight_was_sent_when_the_new_ones_are_refused(
+        recording, researcher):
+    """The admin's refusal past the cap said "No bonus was paid" after the selection's bonus
+    in flight had been sent again and paid: it says which."""
+    _project, stage, hit = _stage_of_three_dollars("3.90")
+    first, second = _approved(stage, hit), _approved(stage, hit)
+    real = recording.bonus
+
+    def lost(**_kwargs):
+        raise TimeoutError("answer lost")
+
+    recording.bonus = lost
+    with pytest.raises(TimeoutError):
+        assignment_bonus_pay(assignment=first, amount=Decimal("0.50"), reason="thanks")
+    recording.bonus = real
+    shown = _bonus_action(researcher, [first.pk, second.pk], "0.50")
+    assert len(shown) == 1 and shown[0].startswith("No new bonus was paid:"), shown
+    assert "The 1 bonus(es) of the selection already in flight" in shown[0], shown
+    first.refresh_from_db()
+    assert first.bonus_paid == Decimal("0.50")
