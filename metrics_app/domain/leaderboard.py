@@ -825,9 +825,11 @@ def leaderboard(votes: Votes, *, rounds: int = 200, level: float = 0.95, seed: i
             notes["position"] = (
                 ", ".join(votes.systems[i] for i in np.argsort(-theta) if by_position[i])
                 + ": with the position effect fitted, it and these systems' gaps to the "
-                "others can grow together without any vote becoming less likely, so their "
-                "strengths have no finite maximum on the side their intervals leave open "
-                "(only the prior holds them)")
+                "others can move together without any vote becoming less likely, so the votes "
+                "do not fix their strengths on the side their intervals leave open (only the "
+                "prior holds them): either the likelihood keeps rising that way, or each pair "
+                "was shown in one order only and the position effect cannot be told from the "
+                "gap (show both orders, or read the board without the position effect)")
     # A system with no decided vote (only ties) is placed by how the tie rate depends on the
     # difference, which resampling cannot show: every round of all-tie votes fits the same
     # strengths, a [0, 0] interval beside a curvature se of several logits. Its interval is
@@ -1007,8 +1009,9 @@ UNBOUNDED_NOTES = {
 
 POSITION_UNBOUNDED_NOTES = {
     side: f"has no {bound} on its strength once the position effect is fitted: the position "
-          "effect and its gaps to the others grow together without any vote becoming less "
-          "likely, so its interval is open"
+          "effect and its gaps to the others move together without any vote becoming less "
+          "likely (the likelihood rises that way, or its pairs were shown in one order only), "
+          "so its interval is open"
     for side, bound in (("above", "upper bound"), ("below", "lower bound"),
                         ("both", "bound either way"))}
 
@@ -1311,9 +1314,10 @@ OPEN_GAP = ("no finite difference: one never beat or tied the other, even throug
             "so the votes do not size the gap (its value is the prior's)")
 OPEN_GAP_TIES = ("no finite difference: every decided vote agrees with one order of the "
                  "systems and the tie parameter grows with the gaps (its value is the prior's)")
-OPEN_GAP_POSITION_GROWS = ("no finite difference: the position effect can grow with the "
-                           "gap without any vote becoming less likely (its value is the "
-                           "prior's)")
+OPEN_GAP_POSITION_GROWS = ("no finite difference: the position effect can move with the "
+                           "gap without any vote becoming less likely (the likelihood rises "
+                           "that way, or the pair was shown in one order only; its value is "
+                           "the prior's)")
 OPEN_GAP_POSITION = ("no finite difference: every vote went to one position, which the "
                      "position effect explains (its value is the prior's)")
 

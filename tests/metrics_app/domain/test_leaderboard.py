@@ -560,6 +560,22 @@ def test_the_position_effect_opens_the_strengths_it_lets_grow():
     assert held["model"]["position_open"] is None
 
 
+def test_a_board_whose_pairs_were_shown_in_one_order_says_the_position_cannot_be_told_apart():
+    """A baseline always shown on the left, the new system winning 60% from the right: the
+    position effect and the gap move together and no vote changes, so neither strength is
+    fixed by the votes. The intervals are open, and the note says why and what to do (it said
+    the likelihood had no finite maximum, which is not the case here: it has many)."""
+    rows = [(0, 1, RIGHT)] * 120 + [(0, 1, LEFT)] * 80
+    left, right, outcome = map(list, zip(*rows, strict=True))
+    n = len(rows)
+    votes = Votes(["baseline", "new"], left, right, outcome, list(range(n)),
+                  [i % 9 for i in range(n)])
+    board = leaderboard(votes, rounds=20, position=True, style=False)
+    assert board["model"]["position_open"] == ["new", "baseline"]
+    assert any("shown in one order only" in note and "show both orders" in note
+               for note in board["notes"]), board["notes"]
+
+
 def _runs_off(table, k: int, ties: bool, s: int, sign: int) -> bool:
     """Whether a fit with a nearly flat prior, rewarded 0.001 per logit that system s's
     centred strength moves in direction `sign`, runs off (by far more than the votes allow):
