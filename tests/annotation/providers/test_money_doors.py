@@ -460,12 +460,10 @@ def test_a_selection_across_projects_is_refused_whole_when_one_project_would_pas
     assert _bonus_action(researcher, ids, "0.50") == ["Paid a $0.50 bonus on 2 assignment(s)."]
 
 
-@pytest.mark.django_db
-def test_a_bonus_in_flight_is_sent_again_when_the_rest_of_its_selection_is_past_the_cap(
-        recording):
-    """A's $0.50 bonus lost its provider answer (in flight, counted against the cap). Paid
-    again with B's new $0.50 past the $3.90 cap, the selection is refused, but A's, which adds
-    nothing, is sent again and done: refused with the rest it stayed in doubt every time."""
+def _one_bonus_in_flight(recording):
+    """A stage committing $3.00 under a $3.90 cap (`_stage_of_three_dollars`) with two
+    approved assignments; the first one's $0.50 bonus "thanks" lost its provider answer (in
+    flight, counted against the cap). Returns (first, second), the provider answering again."""
     _project, stage, hit = _stage_of_three_dollars("3.90")
     first, second = _approved(stage, hit), _approved(stage, hit)
     real = recording.bonus
@@ -476,9 +474,19 @@ def test_a_bonus_in_flight_is_sent_again_when_the_rest_of_its_selection_is_past_
     recording.bonus = lost
     with pytest.raises(TimeoutError):
         assignment_bonus_pay(assignment=first, amount=Decimal("0.50"), reason="thanks")
+    recording.bonus = real
+    return first, second
+
+
+@pytest.mark.django_db
+def test_a_bonus_in_flight_is_sent_again_when_the_rest_of_its_selection_is_past_the_cap(
+        recording):
+    """A's $0.50 bonus lost its provider answer (in flight, counted against the cap). Paid
+    again with B's new $0.50 past the $3.90 cap, the selection is refused, but A's, which adds
+    nothing, is sent again and done: refused with the rest it stayed in doubt every time."""
+    first, second = _one_bonus_in_flight(recording)
     assert ProviderCall.objects.get(assignment=first, operation="SendBonus").status \
         == ProviderCallStatus.PENDING
-    recording.bonus = real
     batch = assignments_bonus_pay(bonuses=[(first, "0.50"), (second, "0.50")], reason="thanks")
     assert "$3.90 budget cap" in batch.over_cap and batch.paid == [first]
     assert ProviderCall.objects.get(assignment=first, operation="SendBonus").status \
@@ -491,17 +499,7 @@ def test_the_admin_says_a_bonus_in_flight_was_sent_when_the_new_ones_are_refused
         recording, researcher):
     """The admin's refusal past the cap said "No bonus was paid" after the selection's bonus
     in flight had been sent again and paid: it says which."""
-    _project, stage, hit = _stage_of_three_dollars("3.90")
-    first, second = _approved(stage, hit), _approved(stage, hit)
-    real = recording.bonus
-
-    def lost(**_kwargs):
-        raise TimeoutError("answer lost")
-
-    recording.bonus = lost
-    with pytest.raises(TimeoutError):
-        assignment_bonus_pay(assignment=first, amount=Decimal("0.50"), reason="thanks")
-    recording.bonus = real
+    first, second = _one_bonus_in_flight(recording)
     shown = _bonus_action(researcher, [first.pk, second.pk], "0.50")
     assert len(shown) == 1 and shown[0].startswith("No new bonus was paid:"), shown
     assert "The 1 bonus(es) of the selection already in flight" in shown[0], shown
