@@ -12,6 +12,7 @@ from django.utils.html import format_html
 
 from annotation.access_selectors import (
     projects_visible_to,
+    researchers_beside,
     worker_shared_beyond,
     workers_visible_to,
 )
@@ -405,6 +406,29 @@ class WorkerAdmin(WorkerHistoryMixin, ProjectScopedAdmin):
     def has_delete_permission(self, request, obj=None):
         # Workers are shared across projects and their judgments are kept forever.
         return request.user.is_superuser
+
+    def history_view(self, request, object_id, extra_context=None):
+        """The worker's history as Django writes it, but only the entries of the researchers
+        whose doings on this worker the viewer may read (`researchers_beside`): a worker is
+        shared by studies, and the page listed another study's researcher by name with what
+        they changed."""
+        from django.contrib.admin.models import LogEntry
+        from django.contrib.admin.views.main import PAGE_VAR
+
+        response = super().history_view(request, object_id, extra_context)
+        context = getattr(response, "context_data", None)
+        if request.user.is_superuser or not context or "action_list" not in context:
+            return response
+        entries = (LogEntry.objects.filter(
+            content_type__app_label=self.opts.app_label,
+            content_type__model=self.opts.model_name, object_id=str(context["object"].pk),
+            user__in=researchers_beside(request.user).values("pk"))
+            .select_related().order_by("action_time"))
+        paginator = self.get_paginator(request, entries, 100)
+        page = paginator.get_page(request.GET.get(PAGE_VAR, 1))
+        context.update(action_list=page, pagination_required=paginator.count > 100,
+                       page_range=paginator.get_elided_page_range(page.number))
+        return response
 
     def get_readonly_fields(self, request, obj=None):
         """A worker is shared by every project they worked in: a researcher's form never sets

@@ -10,10 +10,9 @@ study's automatic rule's block for its owner, a superuser included (`study_rule`
 from __future__ import annotations
 
 from django.db import transaction
-from django.db.models import Q
 
-from annotation.access_selectors import projects_visible_to
-from annotation.models import Judgment, Project, Worker, WorkerBlock, WorkerStatus
+from annotation.access_selectors import researchers_beside
+from annotation.models import Judgment, Worker, WorkerBlock, WorkerStatus
 from annotation.services.redundancy import adaptive_targets_refresh
 
 
@@ -51,11 +50,7 @@ def workers_blocked_by_others(*, workers, by=None, in_visible_projects: bool = F
     if by is not None:
         others = others.exclude(researcher=by)
     if in_visible_projects and not _is_global(by):
-        visible = projects_visible_to(by)
-        others = others.filter(
-            Q(researcher_id__in=visible.values("owner_id"))
-            | Q(researcher_id__in=Project.shared_with.through.objects.filter(
-                project__in=visible).values("user_id")))
+        others = others.filter(researcher__in=researchers_beside(by).values("pk"))
     for pk, name in others.order_by("researcher__username").values_list(
             "worker_id", "researcher__username"):
         out.setdefault(pk, f"researcher {name}'s block")
