@@ -148,3 +148,33 @@ def worker_unblock(*, worker: Worker, by=None) -> Worker:
     """`workers_unblock` for one worker; returns it as stored."""
     workers_unblock(workers=[worker], by=by)
     return Worker.objects.get(pk=worker.pk)
+
+
+def worker_added_by_hand_researcher(*, provider: str, user):
+    """Whose in-house annotator a worker `user` adds by hand on the admin is: `user`'s when
+    they are a researcher and it is in-house (their "Ann", as an invitation's is), else none."""
+    from annotation.models import Provider
+
+    if provider == Provider.INHOUSE and not getattr(user, "is_superuser", False):
+        return user
+    return None
+
+
+def worker_identity_refusal(*, provider: str, external_id: str, researcher,
+                            exclude_pk: int | None = None) -> str:
+    """Why a worker with this identity cannot be stored ("" when it can), by the database's
+    two rules: a crowd worker (or an in-house one of no researcher) once per provider id, an
+    in-house annotator once per researcher and id. The admin's worker form asks before it
+    saves: it validated neither (the researcher is no field of it), so a taken id was a 500."""
+    taken = Worker.objects.filter(provider=provider, external_id=external_id,
+                                  researcher=researcher)
+    if researcher is None:
+        taken = Worker.objects.filter(provider=provider, external_id=external_id,
+                                      researcher__isnull=True)
+    if exclude_pk is not None:
+        taken = taken.exclude(pk=exclude_pk)
+    if not taken.exists():
+        return ""
+    if researcher is not None:
+        return f"you already have an in-house annotator with the id {external_id!r}"
+    return f"a worker with the id {external_id!r} on this provider already exists"
