@@ -14,6 +14,7 @@ built on these.
 """
 from __future__ import annotations
 
+from django.contrib.auth import get_user_model
 from django.db.models import Q, QuerySet
 from django.http import Http404
 
@@ -62,6 +63,24 @@ def workers_visible_to(user) -> QuerySet[Worker]:
     if user is not None and user.is_authenticated and user.is_active and user.is_staff:
         visible |= Q(researcher_id=user.pk)
     return Worker.objects.filter(visible)
+
+
+def researchers_beside(user) -> QuerySet:
+    """The accounts whose doings about a shared thing (a worker) `user` may read: themselves
+    and the owners of and researchers shared on the projects `user` may see; every account
+    for a superuser. Another study's researcher is none of them: that they blocked, renamed
+    or wrote about a worker is their study's, not `user`'s to know. The admin's "Unblock
+    selected workers" names only these researchers' blocks, and a worker's history page
+    shows only their entries."""
+    accounts = get_user_model().objects.all()
+    if user is not None and user.is_authenticated and user.is_active and user.is_superuser:
+        return accounts
+    visible = projects_visible_to(user)
+    return accounts.filter(
+        Q(pk=getattr(user, "pk", None))
+        | Q(pk__in=visible.values("owner_id"))
+        | Q(pk__in=Project.shared_with.through.objects.filter(
+            project__in=visible).values("user_id")))
 
 
 def worker_shared_beyond(user, worker: Worker) -> bool:

@@ -12,6 +12,7 @@ from django.utils.html import format_html
 
 from annotation.access_selectors import (
     projects_visible_to,
+    researchers_beside,
     worker_shared_beyond,
     workers_visible_to,
 )
@@ -375,8 +376,50 @@ WORKER_IDENTITY_FIELDS = ("provider", "external_id")
 WORKER_CONTACT_FIELDS = ("display_name", "email")
 
 
+class WorkerAdminForm(forms.ModelForm):
+    """A worker's form: a researcher adds only their own in-house annotators by hand (a crowd
+    worker comes from their provider when they take a task: one added here had no researcher,
+    so the list that added it never showed it again, and an id another study's worker holds
+    was a 500 where a new one was saved, which told the researcher that worker exists); the
+    id is checked as the database will (`worker_identity_refusal`). `viewer` is set by
+    `WorkerAdmin.get_form`."""
+
+    viewer = None
+
+    class Meta:
+        model = Worker
+        fields = ("provider", "external_id", "display_name", "email", "status", "blocked_reason")
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        provider = self.fields.get("provider")
+        if provider is not None and self.instance.pk is None and not getattr(
+                self.viewer, "is_superuser", False):
+            provider.choices = [(Provider.INHOUSE, Provider.INHOUSE.label)]
+            provider.initial = Provider.INHOUSE
+
+    def clean(self):
+        from annotation.services.workers import (
+            worker_added_by_hand_researcher,
+            worker_identity_refusal,
+        )
+
+        cleaned = super().clean()
+        provider = cleaned.get("provider", self.instance.provider)
+        external_id = cleaned.get("external_id", self.instance.external_id)
+        if provider and external_id:
+            researcher = (self.instance.researcher if self.instance.pk is not None else
+                          worker_added_by_hand_researcher(provider=provider, user=self.viewer))
+            why = worker_identity_refusal(provider=provider, external_id=external_id,
+                                          researcher=researcher, exclude_pk=self.instance.pk)
+            if why:
+                self.add_error("external_id" if "external_id" in self.fields else None, why)
+        return cleaned
+
+
 @admin.register(Worker)
 class WorkerAdmin(WorkerHistoryMixin, ProjectScopedAdmin):
+    form = WorkerAdminForm
     list_display = (
         "__str__", "provider", "external_id", "status", "n_assignments", "n_judgments",
         "created_at",
@@ -406,6 +449,29 @@ class WorkerAdmin(WorkerHistoryMixin, ProjectScopedAdmin):
         # Workers are shared across projects and their judgments are kept forever.
         return request.user.is_superuser
 
+    def history_view(self, request, object_id, extra_context=None):
+        """The worker's history as Django writes it, but only the entries of the researchers
+        whose doings on this worker the viewer may read (`researchers_beside`): a worker is
+        shared by studies, and the page listed another study's researcher by name with what
+        they changed."""
+        from django.contrib.admin.models import LogEntry
+        from django.contrib.admin.views.main import PAGE_VAR
+
+        response = super().history_view(request, object_id, extra_context)
+        context = getattr(response, "context_data", None)
+        if request.user.is_superuser or not context or "action_list" not in context:
+            return response
+        entries = (LogEntry.objects.filter(
+            content_type__app_label=self.opts.app_label,
+            content_type__model=self.opts.model_name, object_id=str(context["object"].pk),
+            user__in=researchers_beside(request.user).values("pk"))
+            .select_related().order_by("action_time"))
+        paginator = self.get_paginator(request, entries, 100)
+        page = paginator.get_page(request.GET.get(PAGE_VAR, 1))
+        context.update(action_list=page, pagination_required=paginator.count > 100,
+                       page_range=paginator.get_elided_page_range(page.number))
+        return response
+
     def get_readonly_fields(self, request, obj=None):
         """A worker is shared by every project they worked in: a researcher's form never sets
         the global block (`status`, `blocked_reason`: a superuser's, see `WorkerBlock`; a
@@ -433,12 +499,20 @@ class WorkerAdmin(WorkerHistoryMixin, ProjectScopedAdmin):
     def n_judgments(self, obj):
         return obj.n_judgments
 
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        form = super().get_form(request, obj, change=change, **kwargs)
+        form.viewer = request.user  # a class made for this request (modelform_factory)
+        return form
+
     def save_model(self, request, obj, form, change):
         """A superuser's change of `status` on the form is a global block or unblock through
         `worker_block` / `worker_unblock`, as the actions are (what counts is refreshed there),
         not a bare write of the column."""
-        if not change and obj.provider == Provider.INHOUSE and not request.user.is_superuser:
-            obj.researcher = request.user  # a researcher's "Ann" is theirs, as an invite's is
+        from annotation.services.workers import worker_added_by_hand_researcher
+
+        if not change:  # a researcher's "Ann" is theirs, as an invite's is
+            obj.researcher = worker_added_by_hand_researcher(provider=obj.provider,
+                                                             user=request.user)
         if not (change and "status" in form.changed_data):
             return super().save_model(request, obj, form, change)
         status, reason = obj.status, obj.blocked_reason

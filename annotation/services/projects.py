@@ -88,10 +88,21 @@ def project_share_check(*, project: Project, user) -> None:
         raise ProjectShareError("only the project's owner may change who it is shared with")
 
 
-def project_owner_check(*, project: Project, user, owner) -> None:
-    """Refuse (`ProjectShareError`) a change of `project`'s owner by anyone but a superuser."""
-    if owner != project.owner and not user.is_superuser:
+def project_owner_named(*, project: Project, user, username: str):
+    """The account `username` names as `project`'s new owner, for `user`: the current owner
+    (naming them is no change); else ProjectShareError for anyone but a superuser, asked
+    before the name is looked up, so a researcher cannot tell an account that exists from
+    one that does not by the answer (it was 403 for one, "unknown user" for the other: any
+    researcher could list the platform's accounts); for a superuser ValidationError on
+    `owner` when no account has the name."""
+    if project.owner_id is not None and username == project.owner.get_username():
+        return project.owner
+    if not user.is_superuser:
         raise ProjectShareError("only a superuser may change a project's owner")
+    owner = get_user_model().objects.filter(username=username).first()
+    if owner is None:
+        raise ValidationError({"owner": [f"unknown user: {username}"]})
+    return owner
 
 
 # Fixed once a project exists: its items were validated against the kind, and the slug is in
@@ -101,7 +112,8 @@ PROJECT_FIXED_FIELDS = ("slug", "kind")
 
 @transaction.atomic
 def project_update(*, project: Project, user, data: dict[str, Any]) -> Project:
-    """Change a project's title, instructions, settings or (superusers only) owner. The kind
+    """Change a project's title, instructions, settings or (superusers only) owner, named by
+    username (`project_owner_named`). The kind
     never changes: items were validated against it. Sharing changes are reserved to the
     owner. What live stages still read is refused while they are live, and the budget is held
     to what they commit (`annotation.services.stages.project_edit_errors`)."""
@@ -111,14 +123,14 @@ def project_update(*, project: Project, user, data: dict[str, Any]) -> Project:
              if name in data and data[name] != getattr(project, name)}
     if fixed:
         raise ValidationError(fixed)
+    if "owner" in data:
+        data["owner"] = project_owner_named(project=project, user=user, username=data["owner"])
     refused = project_edit_errors(project=project, changes=data)
     if refused:
         raise ValidationError(refused)
     usernames = data.pop("shared_with", None)
     if usernames is not None:
         project_share_check(project=project, user=user)
-    if "owner" in data:
-        project_owner_check(project=project, user=user, owner=data["owner"])
     for name, value in data.items():
         setattr(project, name, value)
     if data:
@@ -159,19 +171,27 @@ def share_refusals(*, owner, users, kept: Iterable[int] = ()) -> list[str]:
         elif user.pk in kept:
             continue
         elif not (user.is_active and (user.is_staff or user.is_superuser)):
-            refusals.append(f"{name} is not an active researcher (staff) account: they could "
-                            "not open the project")
+            refusals.append(_not_a_researcher(name))
     return refusals
 
 
+def _not_a_researcher(name: str) -> str:
+    return f"{name} is not an active researcher (staff) account: they could not open the project"
+
+
 def _set_shared_with(*, project: Project, usernames: Iterable[str]) -> None:
+    """Share `project` with the accounts these usernames name (the API's door). A name no
+    account `shareable_users` offers has is refused as a name no account has: the admin's
+    picker never lists those accounts, and the answer "unknown users" for one name and "not
+    an active researcher" for another told a researcher which accounts exist on the
+    platform (annotators', deactivated researchers')."""
     usernames = set(usernames)
-    users = list(get_user_model().objects.filter(username__in=usernames))
+    offered = Q(pk__in=shareable_users(project).values("pk")) | Q(pk=project.owner_id)
+    users = list(get_user_model().objects.filter(offered, username__in=usernames))
     missing = usernames - {u.username for u in users}
-    if missing:
-        raise ValueError(f"unknown users: {', '.join(sorted(missing))}")
-    refusals = share_refusals(owner=project.owner, users=users,
-                              kept=project.shared_with.values_list("pk", flat=True))
+    refusals = [_not_a_researcher(name) for name in sorted(missing)]
+    refusals += share_refusals(owner=project.owner, users=users,
+                               kept=project.shared_with.values_list("pk", flat=True))
     if refusals:
         raise ValidationError({"shared_with": refusals})
     project.shared_with.set(users)

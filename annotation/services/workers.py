@@ -10,10 +10,9 @@ study's automatic rule's block for its owner, a superuser included (`study_rule`
 from __future__ import annotations
 
 from django.db import transaction
-from django.db.models import Q
 
-from annotation.access_selectors import projects_visible_to
-from annotation.models import Judgment, Project, Worker, WorkerBlock, WorkerStatus
+from annotation.access_selectors import researchers_beside
+from annotation.models import Judgment, Worker, WorkerBlock, WorkerStatus
 from annotation.services.redundancy import adaptive_targets_refresh
 
 
@@ -51,11 +50,7 @@ def workers_blocked_by_others(*, workers, by=None, in_visible_projects: bool = F
     if by is not None:
         others = others.exclude(researcher=by)
     if in_visible_projects and not _is_global(by):
-        visible = projects_visible_to(by)
-        others = others.filter(
-            Q(researcher_id__in=visible.values("owner_id"))
-            | Q(researcher_id__in=Project.shared_with.through.objects.filter(
-                project__in=visible).values("user_id")))
+        others = others.filter(researcher__in=researchers_beside(by).values("pk"))
     for pk, name in others.order_by("researcher__username").values_list(
             "worker_id", "researcher__username"):
         out.setdefault(pk, f"researcher {name}'s block")
@@ -153,3 +148,33 @@ def worker_unblock(*, worker: Worker, by=None) -> Worker:
     """`workers_unblock` for one worker; returns it as stored."""
     workers_unblock(workers=[worker], by=by)
     return Worker.objects.get(pk=worker.pk)
+
+
+def worker_added_by_hand_researcher(*, provider: str, user):
+    """Whose in-house annotator a worker `user` adds by hand on the admin is: `user`'s when
+    they are a researcher and it is in-house (their "Ann", as an invitation's is), else none."""
+    from annotation.models import Provider
+
+    if provider == Provider.INHOUSE and not getattr(user, "is_superuser", False):
+        return user
+    return None
+
+
+def worker_identity_refusal(*, provider: str, external_id: str, researcher,
+                            exclude_pk: int | None = None) -> str:
+    """Why a worker with this identity cannot be stored ("" when it can), by the database's
+    two rules: a crowd worker (or an in-house one of no researcher) once per provider id, an
+    in-house annotator once per researcher and id. The admin's worker form asks before it
+    saves: it validated neither (the researcher is no field of it), so a taken id was a 500."""
+    taken = Worker.objects.filter(provider=provider, external_id=external_id,
+                                  researcher=researcher)
+    if researcher is None:
+        taken = Worker.objects.filter(provider=provider, external_id=external_id,
+                                      researcher__isnull=True)
+    if exclude_pk is not None:
+        taken = taken.exclude(pk=exclude_pk)
+    if not taken.exists():
+        return ""
+    if researcher is not None:
+        return f"you already have an in-house annotator with the id {external_id!r}"
+    return f"a worker with the id {external_id!r} on this provider already exists"

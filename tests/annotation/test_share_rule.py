@@ -75,3 +75,42 @@ def test_a_collaborator_deactivated_since_keeps_the_share_at_the_api_and_the_imp
     call_command("import_data", "jsonl", str(path), "--project", "keep-share",
                  "--owner", owner.username, "--share", "colleague-gone", "--no-report")
     assert list(project.shared_with.all()) == [colleague]
+
+
+@pytest.mark.reliability
+@pytest.mark.parametrize("who", ["share-owner", "colleague"])
+@pytest.mark.parametrize("field", ["shared_with", "owner"])
+def test_the_api_never_tells_an_account_that_exists_from_one_that_does_not(owner, who, field):
+    """A name of an account the researcher may not pick (an annotator's, a deactivated
+    researcher's, or any account as the new owner for a non-superuser) is answered exactly as a
+    name no account has: before, "unknown user(s)" (400) for one and "not an active
+    researcher" (400) or "only a superuser" (403) for the other listed the platform's
+    accounts to any researcher, collaborators included."""
+    make_user("annotator-account", staff=False)
+    gone = make_user("gone-researcher")
+    gone.is_active = False
+    gone.save(update_fields=["is_active"])
+    colleague = make_user("colleague")
+    project = make_project(owner=owner, shared_with=[colleague])
+    api = APIClient()
+    api.force_authenticate(owner if who == "share-owner" else colleague)
+
+    def answer(name):
+        value = [name] if field == "shared_with" else name
+        response = api.patch(f"/api/projects/{project.slug}/", {field: value}, format="json")
+        return response.status_code, response.content.decode().replace(name, "NAME")
+
+    missing = answer("no-such-account")
+    assert missing[0] in (400, 403)
+    assert answer("annotator-account") == missing
+    assert answer("gone-researcher") == missing
+    if who == "share-owner" and field == "shared_with":
+        created = [api.post("/api/projects/", {"slug": f"new-{n}", "title": "New",
+                                               "kind": "likert", "shared_with": [n]},
+                            format="json") for n in ("annotator-account", "no-such-account")]
+        assert [r.status_code for r in created] == [400, 400]
+        assert (created[0].content.decode().replace("annotator-account", "NAME")
+                == created[1].content.decode().replace("no-such-account", "NAME"))
+    assert list(project.shared_with.all()) == [colleague]
+    project.refresh_from_db()
+    assert project.owner == owner

@@ -532,3 +532,37 @@ def test_a_shared_worker_shows_a_blind_researcher_nothing_of_the_other_project(w
     response = client.get(_url(worker._meta.model, view, *args))
     assert response.status_code == 200
     assert SECRET not in _text(response), _around(_text(response))
+
+
+@pytest.mark.parametrize("actor", [*SEES, *BLIND, "superuser"])
+def test_a_shared_workers_history_lists_only_the_entries_of_the_actors_fellow_researchers(
+        world, actor):
+    """A crowd worker of the owner's project and of the stranger's own: the worker's history
+    page lists the entries written by the viewer and by the researchers of the projects they
+    see (`researchers_beside`), never another study's researcher by name with what they
+    changed (the whole log was listed before)."""
+    from django.contrib.auth import get_user_model
+
+    from annotation.models import Stage
+
+    worker = make_worker(external_id="shared-worker")
+    make_judgment(item=world["objects"]["item"], stage=world["objects"]["stage"], worker=worker)
+    mine = Stage.objects.filter(project__slug=MINE).first()
+    make_judgment(item=mine.project.items.first(), stage=mine, worker=worker)
+    users = world["users"]
+    for author, message in ((users["owner"], f"Changed email ({SECRET} study)."),
+                            (users["stranger"], "Changed display name (strangers-entry).")):
+        LogEntry.objects.log_actions(user_id=author.pk, queryset=[worker], action_flag=CHANGE,
+                                     change_message=message, single_object=True)
+    if actor == "superuser":
+        client = Client()
+        client.force_login(get_user_model().objects.create_superuser("root", password="x-pw"))
+    else:
+        client = _client(world, actor)
+    response = client.get(_url(worker._meta.model, "history", worker.pk))
+    assert response.status_code == 200
+    text = _text(response)
+    # The owner's colleague and a superuser read the owner's entry; the stranger, and the
+    # researcher whose share of the owner's project was revoked, read the stranger's.
+    assert (SECRET in text) == (actor in (*SEES, "superuser")), _around(text)
+    assert ("strangers-entry" in text) == (actor in ("stranger", "revoked", "superuser"))

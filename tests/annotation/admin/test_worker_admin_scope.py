@@ -216,3 +216,48 @@ def test_an_annotator_a_researcher_adds_by_hand_is_theirs_to_find_again(client):
     client.force_login(bob)
     assert "Dana" not in client.get(reverse("admin:annotation_worker_changelist")).content.decode()
     assert client.get(change_url(dana)).status_code == 302
+
+
+def _add_worker(client, provider: str, external_id: str):
+    return client.post(reverse("admin:annotation_worker_add"), {
+        "provider": provider, "external_id": external_id, "display_name": "", "email": "",
+        "blocks-TOTAL_FORMS": 0, "blocks-INITIAL_FORMS": 0})
+
+
+def _answer(response, external_id: str) -> tuple[int, str]:
+    errors = (response.context["adminform"].form.errors.as_text()
+              if response.status_code == 200 else "")
+    return response.status_code, errors.replace(external_id, "ID")
+
+
+@pytest.mark.reliability
+def test_a_researcher_adds_by_hand_only_their_own_in_house_annotators(client,
+                                                                      shared_worker):
+    """A crowd worker's id another study holds was a 500 on the researcher's add page where a
+    new id was saved (and then never listed to them: no researcher, no project of theirs), so
+    the page told which crowd workers exist. A researcher now adds in-house annotators only,
+    theirs; a crowd id, taken or not, gets one answer and nothing is stored."""
+    client.raise_request_exception = False
+    alice = shared_worker["alice"]
+    taken = make_worker(provider="mturk", external_id="A1OTHERSTUDY")
+    client.force_login(alice)
+    before = set(Worker.objects.values_list("pk", flat=True))
+    answers = [_answer(_add_worker(client, "mturk", ext), ext)
+               for ext in (taken.external_id, "A1NOBODYYET")]
+    assert answers[0] == answers[1] and answers[0][0] == 200, answers
+    assert set(Worker.objects.values_list("pk", flat=True)) == before
+    # In-house: hers, and an id she already gave one of hers is a form error, not a 500.
+    assert _add_worker(client, "inhouse", "erin").status_code == 302
+    again = _add_worker(client, "inhouse", "erin")
+    assert again.status_code == 200 and "you already have" in _answer(again, "erin")[1]
+    assert Worker.objects.get(external_id="erin").researcher == alice
+
+
+def test_a_superuser_adding_a_taken_crowd_id_gets_a_form_error_not_a_500(client):
+    client.raise_request_exception = False
+    make_worker(provider="mturk", external_id="A1TAKEN")
+    client.force_login(make_user("root", superuser=True))
+    response = _add_worker(client, "mturk", "A1TAKEN")
+    assert response.status_code == 200
+    assert "already exists" in _answer(response, "A1TAKEN")[1]
+    assert Worker.objects.filter(external_id="A1TAKEN").count() == 1
