@@ -21,9 +21,11 @@ from annotation.domain.control_characters import (
 )
 from annotation.domain.design import MAX_UNIT_LENGTH, design_unit_for
 from annotation.domain.item_content import (
+    ITEM_TRIMMED_FIELDS,
     KNOWN_SPLITS,
     ItemContentError,
     group_key_for,
+    item_columns_trimmed,
     normalize_answer_systems,
     normalize_split,
     validate_gold,
@@ -268,6 +270,10 @@ def validate_record(record: ItemRecord, *, path: str | Path, index: Any) -> Item
     try:
         if not isinstance(record.external_id, str) or not record.external_id.strip():
             raise ItemContentError("external_id", "must be a non-empty string")
+        # Names and labels without the spaces around them, as the API and the admin store them.
+        for name, value in item_columns_trimmed(
+                {name: getattr(record, name) for name in ITEM_TRIMMED_FIELDS}).items():
+            setattr(record, name, value)
         if len(record.external_id) > 255:
             raise ItemContentError("external_id", "must be at most 255 characters")
         for name, width in _STRING_COLUMNS.items():

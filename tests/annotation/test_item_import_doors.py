@@ -1,0 +1,85 @@
+"""One item, one stored row, whichever door brings it: `import_data`, the admin's browser import
+and the items API store its names and labels the same way (spaces around them trimmed, as the
+API's and the admin's form fields always did), so a file imported after the same items were
+posted, or the other way round, creates nothing and every per-dataset table has one row."""
+from __future__ import annotations
+
+import copy
+import json
+import re
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.urls import reverse
+from rest_framework.test import APIClient
+
+from annotation.models import Item, TaskKind
+from testing.factories import make_project, make_user
+from tests.support.imports import LIKERT_ROW, run_import, write_jsonl
+
+pytestmark = [pytest.mark.django_db, pytest.mark.reliability]
+
+COLUMNS = ("external_id", "dataset", "source", "split", "domain", "text_level", "group_key",
+           "design_unit", "exclusion_reason", "content", "gold", "excluded")
+
+
+def padded_row() -> dict:
+    row = copy.deepcopy(LIKERT_ROW)
+    del row["judgments"]
+    row.update(external_id=" q1-c1 ", dataset="narrativeqa ", source="\tgpt2",
+               split=" dev", domain=" fiction ", text_level="", group_key=" passage-1 ",
+               design_unit=" unit-1 ", exclusion_reason="")
+    return row
+
+
+def stored(project) -> dict:
+    return Item.objects.filter(project=project).values(*COLUMNS).get()
+
+
+@pytest.fixture
+def alice():
+    return make_user("alice")
+
+
+def via_command(project, tmp_path) -> None:
+    run_import("jsonl", str(write_jsonl(tmp_path / "items.jsonl", [padded_row()])),
+               "--project", project.slug, "--no-report")
+
+
+def via_admin(project, client, settings, tmp_path) -> None:
+    settings.VAR_DIR = tmp_path
+    url = reverse("admin:annotation_project_import", args=[project.pk])
+    body = (json.dumps(padded_row()) + "\n").encode()
+    response = client.post(url, {"format": "jsonl", "split": "", "file": SimpleUploadedFile(
+        "items.jsonl", body, content_type="application/jsonl")})
+    token = re.search(r'name="token" value="([^"]+)"', response.content.decode()).group(1)
+    assert client.post(url, {"confirm": "1", "token": token}).status_code == 302
+
+
+def via_api(project, alice) -> None:
+    api = APIClient()
+    api.force_authenticate(alice)
+    response = api.post(f"/api/projects/{project.slug}/items/", padded_row(), format="json")
+    assert response.status_code == 201, response.json()
+
+
+def test_every_door_stores_the_same_item(alice, client, settings, tmp_path):
+    client.force_login(alice)
+    command, admin_, api = (make_project(TaskKind.LIKERT, owner=alice, slug=slug)
+                            for slug in ("by-command", "by-admin", "by-api"))
+    via_command(command, tmp_path)
+    via_admin(admin_, client, settings, tmp_path)
+    via_api(api, alice)
+    rows = [stored(project) for project in (command, admin_, api)]
+    assert rows[0] == rows[1] == rows[2]
+    assert rows[0]["external_id"] == "q1-c1" and rows[0]["dataset"] == "narrativeqa"
+    assert rows[0]["source"] == "gpt2" and rows[0]["domain"] == "fiction"
+
+
+def test_a_file_of_items_posted_before_imports_nothing_new(alice, tmp_path):
+    project = make_project(TaskKind.LIKERT, owner=alice, slug="study")
+    via_api(project, alice)
+    output = run_import("jsonl", str(write_jsonl(tmp_path / "items.jsonl", [padded_row()])),
+                        "--project", project.slug, "--no-report")
+    assert "items: 0 created, 1 already present" in output
+    assert Item.objects.filter(project=project).count() == 1
