@@ -33,7 +33,11 @@ from annotation.domain.item_content import (
     validate_item_text,
 )
 from annotation.domain.json_values import NON_FINITE_MESSAGE, find_non_finite, is_finite_number
-from core.json_limits import json_loads_limited, refuse_duplicate_keys
+from core.json_limits import (
+    json_loads_limited,
+    refuse_duplicate_keys,
+    without_byte_order_mark,
+)
 from core.vocabulary import AB_CHOICES, MC_ROLES, TaskKind
 
 # Name of the IMPORTED stage that receives judgments when a record names none.
@@ -404,9 +408,6 @@ def json_lines_not_array(text: str, *, path: str | Path, what: str, instead: str
                   "on each line" + (f", {instead}" if instead else ""))
 
 
-BYTE_ORDER_MARK = "\ufeff"
-
-
 def read_text(path: Path) -> str:
     """The file's text, read the one way every importer reads files (`decode_text`)."""
     require_file(path)
@@ -424,7 +425,7 @@ def decode_text(data: bytes, *, path: str | Path) -> str:
         # Excel's "Unicode text" and Notepad's "Unicode" are UTF-16 with this mark: the mark
         # says which encoding it is, so this is no guess.
         try:
-            return data.decode("utf-16").removeprefix(BYTE_ORDER_MARK)
+            return without_byte_order_mark(data.decode("utf-16"))
         except UnicodeDecodeError as exc:
             raise ImportFormatError(
                 path, f"not UTF-16 text although it begins with UTF-16's byte-order mark: byte "
@@ -446,7 +447,7 @@ def decode_text(data: bytes, *, path: str | Path) -> str:
             path, f"not UTF-8 text: line {line}, byte {exc.start - line_start + 1} of the line "
                   f"is 0x{data[exc.start]:02X} ({exc.reason}); save the file as UTF-8 (it may "
                   "be Latin-1 or Windows-1252)") from None
-    return text.removeprefix(BYTE_ORDER_MARK)
+    return without_byte_order_mark(text)
 
 
 _BINARY_SIGNATURES = (

@@ -83,3 +83,22 @@ def test_a_file_of_items_posted_before_imports_nothing_new(alice, tmp_path):
                         "--project", project.slug, "--no-report")
     assert "items: 0 created, 1 already present" in output
     assert Item.objects.filter(project=project).count() == 1
+
+
+def test_a_body_saved_with_a_byte_order_mark_is_read_as_the_file_doors_read_it(alice, tmp_path):
+    """Notepad, Excel and PowerShell save UTF-8 with a byte-order mark: `import_data` and the
+    admin's upload drop it; posting the same bytes to the API was a 400 "Unexpected UTF-8 BOM"."""
+    by_file, by_api = (make_project(TaskKind.LIKERT, owner=alice, slug=slug)
+                       for slug in ("by-file", "by-api"))
+    (tmp_path / "items.jsonl").write_bytes(
+        ("\ufeff" + json.dumps(padded_row()) + "\n").encode("utf-8"))
+    run_import("jsonl", str(tmp_path / "items.jsonl"), "--project", by_file.slug,
+               "--no-report")
+    api = APIClient()
+    api.force_authenticate(alice)
+    for url, body in ((f"/api/projects/{by_api.slug}/items/bulk/", {"items": [padded_row()]}),
+                      (f"/api/projects/{by_api.slug}/items/", padded_row())):
+        response = api.post(url, ("\ufeff" + json.dumps(body)).encode("utf-8"),
+                            content_type="application/json")
+        assert response.status_code in (200, 201), response.json()
+    assert stored(by_file) == stored(by_api)
