@@ -307,6 +307,9 @@ def validate_record(record: ItemRecord, *, path: str | Path, index: Any) -> Item
             except ItemContentError as exc:
                 message = str(exc).split(": ", 1)[1]
                 raise ItemContentError(f"judgments[{position}].{exc.field}", message) from None
+            # Who and in which stage without the spaces around them, as the stage API and
+            # form store a stage's name: "trial " is the platform's stage "trial".
+            judgment.worker, judgment.stage = judgment.worker.strip(), judgment.stage.strip()
             key = (judgment.worker, judgment.stage)
             if key in seen:
                 raise ItemContentError(

@@ -10,6 +10,7 @@ import re
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.core.management import CommandError
 from django.urls import reverse
 from rest_framework.test import APIClient
 
@@ -102,3 +103,30 @@ def test_a_body_saved_with_a_byte_order_mark_is_read_as_the_file_doors_read_it(a
                             content_type="application/json")
         assert response.status_code in (200, 201), response.json()
     assert stored(by_file) == stored(by_api)
+
+
+def test_a_stage_named_with_spaces_in_a_file_is_the_stage_of_that_name(alice, tmp_path):
+    """The stage API and form store "trial" for " trial "; a file's judgments of "trial " are
+    the platform's stage "trial" (refused: its judgments are already here), not a second
+    stage beside it that counts them twice."""
+    project = make_project(TaskKind.LIKERT, owner=alice, slug="study")
+    api = APIClient()
+    api.force_authenticate(alice)
+    assert api.post(f"/api/projects/{project.slug}/stages/", {"name": " trial ", "kind": "trial"},
+                    format="json").status_code == 201
+    row = copy.deepcopy(LIKERT_ROW)
+    row["judgments"] = [{"worker": "w1", "score": 4, "stage": "trial "}]
+    path = write_jsonl(tmp_path / "items.jsonl", [row])
+    with pytest.raises(CommandError, match="collected on the platform"):
+        run_import("jsonl", str(path), "--project", project.slug, "--no-report")
+    assert list(project.stages.values_list("name", flat=True)) == ["trial"]
+
+
+def test_one_worker_written_with_spaces_is_one_worker(alice, tmp_path):
+    project = make_project(TaskKind.LIKERT, owner=alice, slug="study")
+    row = copy.deepcopy(LIKERT_ROW)
+    row["judgments"] = [{"worker": "w1", "score": 4}, {"worker": " w1 ", "score": 5}]
+    with pytest.raises(CommandError, match="judges this item twice"):
+        run_import("jsonl", str(write_jsonl(tmp_path / "items.jsonl", [row])),
+                   "--project", project.slug, "--no-report")
+    assert not Item.objects.filter(project=project).exists()
