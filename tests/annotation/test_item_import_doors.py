@@ -14,7 +14,7 @@ from django.core.management import CommandError
 from django.urls import reverse
 from rest_framework.test import APIClient
 
-from annotation.models import Item, TaskKind
+from annotation.models import Item, Project, TaskKind
 from testing.factories import make_project, make_user
 from tests.support.imports import LIKERT_ROW, run_import, write_jsonl
 
@@ -130,3 +130,34 @@ def test_one_worker_written_with_spaces_is_one_worker(alice, tmp_path):
         run_import("jsonl", str(write_jsonl(tmp_path / "items.jsonl", [row])),
                    "--project", project.slug, "--no-report")
     assert not Item.objects.filter(project=project).exists()
+
+
+def _create_by_admin(client, settings, tmp_path, slug: str, title: str) -> Project:
+    settings.VAR_DIR = tmp_path
+    url = reverse("admin:annotation_project_import_new")
+    response = client.post(url, {
+        "format": "jsonl", "split": "", "slug": slug, "title": title, "kind": "likert",
+        "file": SimpleUploadedFile("items.jsonl", (json.dumps(padded_row()) + "\n").encode())})
+    token = re.search(r'name="token" value="([^"]+)"', response.content.decode()).group(1)
+    assert client.post(url, {"confirm": "1", "token": token}).status_code == 302
+    return Project.objects.get(slug=slug)
+
+
+def _create_by_command(tmp_path, slug: str, *title: str) -> Project:
+    run_import("jsonl", str(write_jsonl(tmp_path / "items.jsonl", [padded_row()])),
+               "--project", slug, "--create", "--kind", "likert", *title, "--no-report")
+    return Project.objects.get(slug=slug)
+
+
+def test_a_project_created_from_a_file_is_titled_alike_at_both_doors(alice, client, settings,
+                                                                      tmp_path):
+    """No title given: the browser import titled the project with its bare slug ("rita-dev"),
+    `import_data --create` with a sentence ("Rita dev: answer correctness"); a title given with
+    spaces around it kept them at the command, the form trimmed them."""
+    client.force_login(alice)
+    assert (_create_by_admin(client, settings, tmp_path, "rita-dev", "").title
+            == _create_by_command(tmp_path, "rita-dev2").title.replace("dev2", "dev")
+            == "Rita dev: answer correctness")
+    assert (_create_by_admin(client, settings, tmp_path, "bio", "  Bio study ").title
+            == _create_by_command(tmp_path, "bio2", "--title", "  Bio study ").title
+            == "Bio study")
