@@ -71,7 +71,8 @@ def _project_with_progress(request, slug: str) -> Project:
 
 
 def _query_filters(request, serializer_class, project: Project) -> dict:
-    """The validated query parameters; `stage` names a stage of this project by id."""
+    """The validated query parameters; `stage` names a stage of this project by id or name
+    (`project_stage_by_ref`, as `export_data --stage` and the report APIs)."""
     serializer = serializer_class(data=request.query_params)
     serializer.is_valid(raise_exception=True)
     filters = dict(serializer.validated_data)

@@ -397,16 +397,24 @@ class ItemBulkOutputSerializer(serializers.Serializer):
         help_text="The request's items, in its order: created (201) or already stored (200).")
 
 
+class StageRefField(serializers.CharField):
+    """`?stage=`: a stage of the project by its id or its name, the one rule of every door that
+    names a stage (`annotation.access_selectors.project_stage_by_ref`: `export_data --stage`,
+    `report --stage`, the report and leaderboard APIs); the judgments and items APIs took an
+    id only ("A valid integer is required." for the name the export took)."""
+
+    def __init__(self, **kwargs):
+        super().__init__(required=False, max_length=200, **kwargs)
+
+
 class ItemFilterSerializer(serializers.Serializer):
     dataset = serializers.CharField(required=False)
     split = serializers.CharField(required=False)
     source = serializers.CharField(required=False)
     domain = serializers.CharField(required=False)
     text_level = serializers.CharField(required=False)
-    stage = serializers.IntegerField(
-        required=False, min_value=1, max_value=MAX_DB_INT,
-        help_text="Id of a stage: items released in it.",
-    )
+    stage = StageRefField(help_text="A stage of this project, by id or name: items released in "
+                                    "it.")
 
 
 # --- Stages -------------------------------------------------------------------------------------
@@ -618,9 +626,7 @@ class SpotCheckOutputSerializer(serializers.ModelSerializer):
 
 
 class JudgmentFilterSerializer(serializers.Serializer):
-    stage = serializers.IntegerField(
-        required=False, min_value=1, max_value=MAX_DB_INT, help_text="Stage id."
-    )
+    stage = StageRefField(help_text="A stage of this project, by id or name.")
     worker = serializers.CharField(required=False, help_text="Worker external id.")
     item = serializers.CharField(required=False, help_text="Item external id.")
     dataset = serializers.CharField(required=False)

@@ -12,7 +12,12 @@ from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.parsers import JSONParser
 from rest_framework.response import Response
 
-from core.json_limits import JsonTooDeep, json_loads_limited, refuse_duplicate_keys
+from core.json_limits import (
+    JsonTooDeep,
+    json_loads_limited,
+    refuse_duplicate_keys,
+    without_byte_order_mark,
+)
 
 
 def django_to_drf(error: DjangoValidationError) -> serializers.ValidationError:
@@ -122,7 +127,8 @@ class LimitedJSONParser(JSONParser):
     def parse(self, stream, media_type=None, parser_context=None):
         encoding = (parser_context or {}).get("encoding", settings.DEFAULT_CHARSET)
         try:
-            return json_loads_limited(stream.read().decode(encoding),
+            # A leading byte-order mark dropped, as every file door drops it.
+            return json_loads_limited(without_byte_order_mark(stream.read().decode(encoding)),
                                       object_pairs_hook=refuse_duplicate_keys)
         except JsonTooDeep as exc:
             raise ParseError(str(exc)) from None

@@ -22,6 +22,19 @@ from typing import Any, NoReturn
 
 MAX_JSON_DEPTH = 64
 
+BYTE_ORDER_MARK = "\ufeff"
+
+
+def without_byte_order_mark(text: str) -> str:
+    """`text` without a leading byte-order mark: Notepad, Excel and PowerShell write one at the
+    start of a UTF-8 file, and it is no part of the data (RFC 8259 lets a JSON parser ignore
+    it). The one rule of every door that reads text from outside: the file doors
+    (`annotation.importers.base.decode_text`: imports, judge verdicts, `score --input`) and
+    the API's JSON bodies (`core.api.LimitedJSONParser`), so a file posted as it was saved is
+    read as its upload is; the API answered "Unexpected UTF-8 BOM" to the bytes the admin's
+    import read."""
+    return text.removeprefix(BYTE_ORDER_MARK)
+
 
 class JsonTooDeep(ValueError):
     @staticmethod

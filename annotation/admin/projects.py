@@ -14,6 +14,7 @@ from annotation.domain.design import design_unit_for
 from annotation.domain.item_content import (
     ItemContentError,
     group_key_for,
+    item_columns_trimmed,
     normalize_split,
     validate_gold,
     validate_item_content,
@@ -423,6 +424,7 @@ class ItemAdminForm(forms.ModelForm):
 
     def clean(self):
         cleaned = super().clean()
+        cleaned.update(item_columns_trimmed(cleaned))  # the rule of every item door
         if not cleaned.get("design_unit"):  # as the importers and the items API derive it
             cleaned["design_unit"] = design_unit_for(
                 external_id=cleaned.get("external_id") or "", metadata=cleaned.get("metadata"))

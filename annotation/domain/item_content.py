@@ -131,6 +131,23 @@ ITEM_TEXT_FIELDS = ("external_id", "dataset", "source", "split", "domain", "text
                     "group_key", "content", "gold", "exclusion_reason", "metadata")
 
 
+# The item columns that name or label it, stored without the spaces around them at every door:
+# the items API and the item admin trimmed them (DRF's and Django's form fields do), a file
+# import kept them, so one item sent through two doors was two items (" q1 " and "q1") and
+# one dataset two rows of every per-dataset table. The split has its own rule
+# (`normalize_split`, which trims too).
+ITEM_TRIMMED_FIELDS = ("external_id", "dataset", "source", "domain", "text_level",
+                       "group_key", "design_unit", "exclusion_reason")
+
+
+def item_columns_trimmed(fields: dict[str, Any]) -> dict[str, Any]:
+    """`fields` with each text of `ITEM_TRIMMED_FIELDS` stripped of surrounding whitespace (the
+    rest as given): the one rule of the importers (`annotation.importers.base.validate_record`),
+    the items API and bulk API (`annotation.services.items`) and the item admin."""
+    return {name: value.strip() if name in ITEM_TRIMMED_FIELDS and isinstance(value, str)
+            else value for name, value in fields.items()}
+
+
 def validate_item_text(fields: dict[str, Any]) -> None:
     """Raise ItemContentError naming the first item field (`metadata.note`,
     `content.references[1]`, `dataset`) holding a control character other than tab, line feed

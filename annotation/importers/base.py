@@ -21,9 +21,11 @@ from annotation.domain.control_characters import (
 )
 from annotation.domain.design import MAX_UNIT_LENGTH, design_unit_for
 from annotation.domain.item_content import (
+    ITEM_TRIMMED_FIELDS,
     KNOWN_SPLITS,
     ItemContentError,
     group_key_for,
+    item_columns_trimmed,
     normalize_answer_systems,
     normalize_split,
     validate_gold,
@@ -31,7 +33,11 @@ from annotation.domain.item_content import (
     validate_item_text,
 )
 from annotation.domain.json_values import NON_FINITE_MESSAGE, find_non_finite, is_finite_number
-from core.json_limits import json_loads_limited, refuse_duplicate_keys
+from core.json_limits import (
+    json_loads_limited,
+    refuse_duplicate_keys,
+    without_byte_order_mark,
+)
 from core.vocabulary import AB_CHOICES, MC_ROLES, TaskKind
 
 # Name of the IMPORTED stage that receives judgments when a record names none.
@@ -268,6 +274,10 @@ def validate_record(record: ItemRecord, *, path: str | Path, index: Any) -> Item
     try:
         if not isinstance(record.external_id, str) or not record.external_id.strip():
             raise ItemContentError("external_id", "must be a non-empty string")
+        # Names and labels without the spaces around them, as the API and the admin store them.
+        for name, value in item_columns_trimmed(
+                {name: getattr(record, name) for name in ITEM_TRIMMED_FIELDS}).items():
+            setattr(record, name, value)
         if len(record.external_id) > 255:
             raise ItemContentError("external_id", "must be at most 255 characters")
         for name, width in _STRING_COLUMNS.items():
@@ -297,6 +307,9 @@ def validate_record(record: ItemRecord, *, path: str | Path, index: Any) -> Item
             except ItemContentError as exc:
                 message = str(exc).split(": ", 1)[1]
                 raise ItemContentError(f"judgments[{position}].{exc.field}", message) from None
+            # Who and in which stage without the spaces around them, as the stage API and
+            # form store a stage's name: "trial " is the platform's stage "trial".
+            judgment.worker, judgment.stage = judgment.worker.strip(), judgment.stage.strip()
             key = (judgment.worker, judgment.stage)
             if key in seen:
                 raise ItemContentError(
@@ -398,9 +411,6 @@ def json_lines_not_array(text: str, *, path: str | Path, what: str, instead: str
                   "on each line" + (f", {instead}" if instead else ""))
 
 
-BYTE_ORDER_MARK = "\ufeff"
-
-
 def read_text(path: Path) -> str:
     """The file's text, read the one way every importer reads files (`decode_text`)."""
     require_file(path)
@@ -418,7 +428,7 @@ def decode_text(data: bytes, *, path: str | Path) -> str:
         # Excel's "Unicode text" and Notepad's "Unicode" are UTF-16 with this mark: the mark
         # says which encoding it is, so this is no guess.
         try:
-            return data.decode("utf-16").removeprefix(BYTE_ORDER_MARK)
+            return without_byte_order_mark(data.decode("utf-16"))
         except UnicodeDecodeError as exc:
             raise ImportFormatError(
                 path, f"not UTF-16 text although it begins with UTF-16's byte-order mark: byte "
@@ -440,7 +450,7 @@ def decode_text(data: bytes, *, path: str | Path) -> str:
             path, f"not UTF-8 text: line {line}, byte {exc.start - line_start + 1} of the line "
                   f"is 0x{data[exc.start]:02X} ({exc.reason}); save the file as UTF-8 (it may "
                   "be Latin-1 or Windows-1252)") from None
-    return text.removeprefix(BYTE_ORDER_MARK)
+    return without_byte_order_mark(text)
 
 
 _BINARY_SIGNATURES = (

@@ -25,6 +25,7 @@ from annotation.importers.detect import (
 )
 from annotation.models import Project, TaskKind
 from annotation.services.imports import ImportConflictError, ImportSummary, import_records
+from annotation.services.projects import readable_title
 from core.db_busy import BUSY_MESSAGE, is_database_busy
 
 SAMPLE_SIZE = 5
@@ -218,8 +219,12 @@ def _parse(importer, path: Path, *, format_name: str, kind: str,
 
 def import_project_create(spec: NewProject, kind: str) -> Project:
     """The project an import creates, checked as the admin checks one (a slug the URLs can
-    reach, a title that fits), at every door: `import_data --create` and the browser import."""
-    project = Project(slug=spec.slug, title=spec.title or spec.slug, kind=kind, owner=spec.owner)
+    reach, a title that fits), at every door: `import_data --create` and the browser import.
+    Its title is the one given, without the spaces around it (as the admin's and the API's
+    fields store one), else one annotators can read (`readable_title`) at both doors: the
+    browser import titled it with the bare slug where `import_data` wrote a sentence."""
+    title = (spec.title or "").strip() or readable_title(spec.slug, kind)
+    project = Project(slug=spec.slug, title=title, kind=kind, owner=spec.owner)
     try:
         project.full_clean()
     except ValidationError as exc:

@@ -13,6 +13,7 @@ from annotation.domain.design import design_unit_for
 from annotation.domain.item_content import (
     ItemContentError,
     group_key_for,
+    item_columns_trimmed,
     normalize_answer_systems,
     normalize_split,
     validate_gold,
@@ -279,6 +280,7 @@ def _build(project: Project, data: dict[str, Any]) -> Item:
     unknown = set(data) - set(ITEM_FIELDS)
     if unknown:
         raise ItemInputError(sorted(unknown)[0], "is not an item field")
+    data = item_columns_trimmed(data)  # as the importers store them, whoever calls
     if "content" in data:  # each answer's system in its one spelling, as the importers store it
         data = {**data, "content": item_content_to_store(kind=project.kind,
                                                          content=data["content"])}

@@ -30,7 +30,6 @@ from annotation.services.import_files import (
 from annotation.services.projects import (
     ProjectOwnershipError,
     project_owner_and_share,
-    readable_title,
     users_by_username,
 )
 from core.background import task_run_here
@@ -117,7 +116,7 @@ class Command(InterruptibleCommand):
             with transaction.atomic():
                 if created:
                     project = import_project_create(NewProject(
-                        slug=slug, title=options["title"] or readable_title(slug, kind)), kind)
+                        slug=slug, title=options["title"] or ""), kind)
                 project_owner_and_share(project=project, owner=owner,
                                         share=[users[name] for name in options["share"]])
                 # The same service as the admin's browser import (parse, then store).

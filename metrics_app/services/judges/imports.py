@@ -243,8 +243,11 @@ def verdicts_import(*, project: Project, path: Path | None = None,
     if rows is None:
         rows = read_rows(path)
     errors: list[str] = []
-    names = {str(r.get("judge")) for _, r in rows if r.get("judge")}
-    versions = {str(r.get("judge_version")) for _, r in rows if r.get("judge_version")}
+    # Names without the spaces around them at every door: the API's and the judges page's
+    # fields trim what they are given, so `--judge " gpt-x "` is the judge the API stores.
+    judge, version = (judge or "").strip() or None, (version or "").strip() or None
+    names = {str(r.get("judge")).strip() for _, r in rows if r.get("judge")}
+    versions = {str(r.get("judge_version")).strip() for _, r in rows if r.get("judge_version")}
     for what, given, column in (("judge", judge, names), ("version", version, versions)):
         if len(column) > 1:
             errors.append(f"the file names several {what}s: {', '.join(sorted(column))}")
@@ -271,7 +274,7 @@ def verdicts_import(*, project: Project, path: Path | None = None,
         if external in (None, ""):
             errors.append(f"line {line}: no item_id")
             continue
-        external = str(external)
+        external = str(external).strip()  # an item's external id is stored trimmed
         order = str(row.get("order") or "").upper()
         if order not in ("", "AB", "BA") or (order and kind != TaskKind.AB):
             errors.append(f"line {line}: order {row.get('order')!r} (AB or BA, A/B items only)")

@@ -427,3 +427,31 @@ def test_a_semicolon_separated_csv_says_how_its_cells_are_separated(project, tmp
             "the CSV header has no column(s) item_id (its cells are separated by ';', not "
             "',': save the file with ',' between cells)")):
         verdicts_import(project=project, path=path, judge="j", version="1")
+
+
+@pytest.mark.reliability
+def test_a_judge_named_with_spaces_is_the_same_judge_at_every_door(project, tmp_path):
+    """The API's and the judges page's fields trim `judge` and `version`; the command refused
+    `--judge " gpt-x "` ("a judge name is letters ...") that the API stored as gpt-x. And an
+    item_id written " q0 " names the item q0, as every item door stores it trimmed."""
+    from rest_framework.test import APIClient
+
+    from testing.factories import make_user
+
+    owner = make_user("owner")
+    project.owner = owner
+    project.save(update_fields=["owner"])
+    path = _jsonl(tmp_path, [{"item_id": " q0 ", "verdict": "correct"}])
+    out = StringIO()
+    call_command("import_verdicts", "imp", str(path), "--judge", " gpt-x ",
+                 "--judge-version", " 1 ", stdout=out)
+    assert "gpt-x@1: 1 verdicts imported" in out.getvalue()
+    api = APIClient()
+    api.force_authenticate(owner)
+    response = api.post("/api/metrics/projects/imp/judges/verdicts/", {
+        "judge": " gpt-x ", "version": " 1 ",
+        "verdicts": [{"item_id": " q0 ", "verdict": "correct"}]}, format="json")
+    assert response.status_code == 200, response.json()  # the same verdicts: unchanged
+    assert response.json()["unchanged"] == 1
+    assert list(Judge.objects.values_list("name", flat=True)) == ["gpt-x"]
+    assert JudgeVerdict.objects.get().item.external_id == "q0"
