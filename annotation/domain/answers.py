@@ -9,6 +9,7 @@ it back: `presented_order[i]` is the item-order letter shown at position i.
 from __future__ import annotations
 
 import itertools
+import re
 import unicodedata
 from collections import Counter
 from collections.abc import Iterable
@@ -271,12 +272,26 @@ def same_justification_count(justifications: Iterable[Any]) -> int:
     return most if most >= 2 else 0
 
 
+# The long-form QA files (lfqa_eval, from ELI5) mark line breaks in answers with a literal
+# "<newline>" token; annotators read it verbatim ("…five year old:<newline>https://…"). The
+# page shows a line break; the stored content (and every export) keeps the file's text.
+NEWLINE_TOKEN = re.compile(r"\s*<newline>\s*")
+
+
+def answer_display_text(text: str) -> str:
+    """An A/B answer's text as the task page shows it (`NEWLINE_TOKEN` as a line break)."""
+    return NEWLINE_TOKEN.sub("\n", text)
+
+
 def ab_answer_texts(content: Any) -> tuple[str, ...]:
-    """The texts of an A/B item's two answers (what a justification must not merely copy)."""
+    """The texts of an A/B item's two answers as the page shows them (`answer_display_text`):
+    what a justification must not merely copy. A span pasted from the page carries the line
+    break the page shows, never the stored "<newline>" token."""
     if not isinstance(content, dict):
         return ()
-    return tuple(answer.get("text") or "" for answer in
-                 (content.get("answer_a"), content.get("answer_b")) if isinstance(answer, dict))
+    return tuple(answer_display_text(answer.get("text") or "") for answer in
+                 (content.get("answer_a"), content.get("answer_b"))
+                 if isinstance(answer, dict) and isinstance(answer.get("text") or "", str))
 
 
 def _clean_ab(answer: dict, rules: AnswerRules, presented_order: list[str],

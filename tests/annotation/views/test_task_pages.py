@@ -552,3 +552,33 @@ def test_lfqa_newline_tokens_show_as_line_breaks_and_stay_in_the_stored_answer(c
     assert "There are forces between atoms.<br>Here is Feynman:</p>" in page
     items[0].refresh_from_db()
     assert "<newline>" in items[0].content["answer_a"]["text"]
+
+
+@pytest.mark.reliability
+def test_a_justification_copied_from_an_answer_as_shown_across_its_line_break_is_refused(client):
+    """The copy rule reads the answers as the page shows them: an LFQA answer's "<newline>"
+    tokens are line breaks on the page, so a justification selected across one and pasted
+    ("…atoms.\\nHere is…") is the answer's text, and is refused like any other copy. Was: the
+    rule compared it with the stored text ("atoms.<newline>Here"), found no copy, and stored it
+    as the worker's own words."""
+    project, stage, items = make_task(TaskKind.AB, n_items=1, justification_min_length=20)
+    content = dict(items[0].content)
+    content["answer_a"] = {**content["answer_a"],
+                           "text": "There are forces between atoms.<newline>Here is Feynman "
+                                   "explaining them:<newline><newline>https://example.org/f"}
+    items[0].content = content
+    items[0].save(update_fields=["content"])
+    response, _, _ = open_link(client, project, stage=stage)
+    config = page_config(response)
+    pasted = "forces between atoms.\nHere is Feynman explaining them"
+    assert pasted.replace("\n", "<br>") in response.content.decode()  # as the worker reads it
+    answer = {"item": items[0].pk, "shown_choice": "A", "difficult": False,
+              "justification": pasted}
+    refused = api(client, "task-submit", config["token"], {"answers": [answer]})
+    assert refused.status_code == 400, refused.content
+    assert "copy of one of the answers" in refused.json()["errors"][str(items[0].pk)][0]
+    assert not Judgment.objects.exists()
+    # In their own words, the same page submits.
+    answer["justification"] = "A quotes Feynman on forces between atoms; B only guesses."
+    assert api(client, "task-submit", config["token"], {"answers": [answer]}).status_code == 200
+    assert Judgment.objects.count() == 1
