@@ -30,6 +30,7 @@ from .assignment_draft import (
 )
 from .domain.answers import (
     AB_SHOWN,
+    BLANK_CLASS,
     MC_SHOWN,
     PADDING_RUN,
     answer_display_text,
@@ -193,6 +194,8 @@ def task_page_config(*, assignment: Assignment | None, stage: Stage, items: list
         "practice": [item["id"] for item in items if item.get("is_practice")],
         "justification_min_length": project.justification_min_length,
         "justification_padding_run": PADDING_RUN,
+        # The characters the count reads as one blank, the server's rule (`BLANK_CLASS`).
+        "justification_blank": BLANK_CLASS,
         "scale_size": project.scale_top,
         "draft": draft,
         "confirmed": confirmed,

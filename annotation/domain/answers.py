@@ -190,10 +190,23 @@ PADDING_RUN = 3
 PADDING_NOTE = f"; a character repeated {PADDING_RUN} or more times in a row counts once"
 
 
+# Characters that show as blank space: Unicode's white space (the characters both Python's
+# `str.isspace` and JavaScript's `\s` read as space, and NEL) and the glyphs that draw nothing
+# (braille pattern blank, the Hangul fillers). A reader sees one gap however they take turns
+# ("A" + " \u00a0" * 15), so for counting they are one character, a space. A regular
+# expression class both Python and the page's script (`justification_blank` in its config)
+# read alike.
+BLANK_CLASS = ("[\\t\\n\\v\\f\\r \\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f"
+               "\\u3000\\u2800\\u3164\\u115f\\u1160\\uffa0]")
+BLANK = re.compile(BLANK_CLASS)
+
+
 def _visible_runs(text: str) -> list[int]:
-    """Lengths of the runs of one character in the text as the reader sees it: trimmed,
-    invisible format characters (category Cf) left out."""
-    visible = (char for char in text.strip() if unicodedata.category(char) != "Cf")
+    """Lengths of the runs of one character in the text as the reader sees it: invisible
+    format characters (category Cf) left out, every blank character (`BLANK_CLASS`) read as a
+    space, trimmed."""
+    kept = "".join(char for char in text if unicodedata.category(char) != "Cf")
+    visible = BLANK.sub(" ", kept).strip(" ")
     return [sum(1 for _ in run) for _, run in itertools.groupby(visible)]
 
 

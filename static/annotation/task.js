@@ -391,11 +391,15 @@
   // --- A/B helpers ----------------------------------------------------------------------------
   // Characters as the server counts them (annotation/domain/answers.py justification_length):
   // code points, so an emoji is one (String.length says two), invisible format characters
-  // (zero-width spaces, direction marks) not at all, and a run of one character repeated
+  // (zero-width spaces, direction marks) not at all, every blank character (the server's
+  // BLANK_CLASS, `justification_blank` in the config: white space, braille blank, Hangul
+  // fillers) as a space, trimmed, and a run of one character repeated
   // `justification_padding_run` times or more ("aaaa…", padding) once.
   const INVISIBLE = /\p{Cf}/u;
+  const BLANK = new RegExp(cfg.justification_blank || "\\s", "gu");
   function visibleRuns(text) {
-    const chars = Array.from((text || "").trim()).filter((c) => !INVISIBLE.test(c));
+    const kept = Array.from(text || "").filter((c) => !INVISIBLE.test(c)).join("").replace(BLANK, " ");
+    const chars = Array.from(kept.replace(/^ +| +$/g, ""));
     const runs = [];
     for (let i = 0; i < chars.length;) {
       let j = i;
