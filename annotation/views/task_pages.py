@@ -508,7 +508,8 @@ def task_api(view):
 
 @task_api
 def task_autosave(request: HttpRequest, page: access.PageToken, body: dict) -> HttpResponse:
-    assignment = assignment_save_draft(assignment=page.assignment, draft=body.get("draft"))
+    assignment = assignment_save_draft(assignment=page.assignment, draft=body.get("draft"),
+                                       sequence=body.get("sequence"))
     return JsonResponse({"ok": True, "saved_at": assignment.last_seen_at.isoformat()})
 
 

@@ -255,6 +255,10 @@
   // --- Autosave -------------------------------------------------------------------------------
   let saveTimer = null;
   let retryTimer = null;
+  // Each autosave carries its number in this page load's series, so one held up on the way
+  // and arriving after a newer one is not stored over it (the server keeps the newest).
+  const saveSeries = `${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 10)}`;
+  let saveCount = 0;
 
   function snapshot() {
     ids.forEach((id) => {
@@ -344,7 +348,9 @@
     clearTimeout(retryTimer);
     snapshot();
     saveLocal();
-    return post(cfg.endpoints.autosave, { draft: state }).then(({ status, data }) => {
+    saveCount += 1;
+    const sequence = { series: saveSeries, n: saveCount };
+    return post(cfg.endpoints.autosave, { draft: state, sequence }).then(({ status, data }) => {
       if (data.ok) {
         lastSaved = Date.now();
         saveStatus.classList.remove("offline");

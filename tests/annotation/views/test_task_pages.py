@@ -582,3 +582,39 @@ def test_a_justification_copied_from_an_answer_as_shown_across_its_line_break_is
     answer["justification"] = "A quotes Feynman on forces between atoms; B only guesses."
     assert api(client, "task-submit", config["token"], {"answers": [answer]}).status_code == 200
     assert Judgment.objects.count() == 1
+
+
+@pytest.mark.reliability
+def test_an_older_autosave_arriving_late_never_overwrites_a_newer_one_of_the_same_page(client):
+    """Two autosaves of one page on a slow connection can arrive in the wrong order: the first
+    (one item answered) held up, the second (two answered) through at once. The page numbers
+    its autosaves; the one that arrives late is older than the draft stored and is not stored
+    over it. Was: the late one replaced the draft and the second answer was gone from the server
+    (in MTurk's iframe, where the browser may keep no copy, gone after a reload). Another page
+    load (a reload, another tab) numbers its own and is stored as before."""
+    project, _, items = make_task(TaskKind.AB)
+    response, worker, link = open_link(client, project)
+    token = page_config(response)["token"]
+
+    def answered(n):
+        return {"answers": {str(item.pk): {"shown_choice": "B"} for item in items[:n]},
+                "saved_at": f"2026-01-01T00:00:0{n}Z"}
+
+    def autosave(draft, series, n):
+        return api(client, "task-autosave", token,
+                   {"draft": draft, "sequence": {"series": series, "n": n}})
+
+    assert autosave(answered(2), "page-1", 2).status_code == 200
+    late = autosave(answered(1), "page-1", 1)
+    assert late.status_code == 200 and late.json()["ok"]
+    assert page_config(client.get(response.wsgi_request.path))["draft"] == answered(2)
+    assert autosave(answered(3), "page-1", 3).status_code == 200
+    assert page_config(client.get(response.wsgi_request.path))["draft"] == answered(3)
+    # A reload's page starts its own numbers.
+    assert autosave(answered(1), "page-2", 1).status_code == 200
+    assert page_config(client.get(response.wsgi_request.path))["draft"] == answered(1)
+    # A page that sends no numbers (or malformed ones) is stored as it always was.
+    for sequence in (None, {"series": ["x"], "n": "2"}, {"series": "page-2", "n": True}):
+        body = {"draft": answered(2)} | ({"sequence": sequence} if sequence else {})
+        assert api(client, "task-autosave", token, body).status_code == 200
+    assert page_config(client.get(response.wsgi_request.path))["draft"] == answered(2)
