@@ -13,6 +13,7 @@ from functools import wraps
 from urllib.parse import urlencode, urlsplit
 
 from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -20,7 +21,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST
 
-from annotation.domain.answers import item_id_of
+from annotation.domain.answers import MAX_JUSTIFICATION_LENGTH, item_id_of
 from annotation.models import (
     Assignment,
     ParticipantVerification,
@@ -73,6 +74,11 @@ MTURK_FRAME_ANCESTORS = "https://worker.mturk.com https://workersandbox.mturk.co
 DEFAULT_MTURK_SUBMIT_HOSTS = ("https://www.mturk.com", "https://workersandbox.mturk.com")
 TOKEN_HEADER = "HTTP_X_ASSIGNMENT_TOKEN"
 MAX_BODY_BYTES = 1_000_000
+# What a page whose answers are too large to send is told (its own field checks, such as the
+# justification's length, cannot answer a body that is not read).
+BODY_TOO_LARGE_MESSAGE = (
+    f"Your answers are too large to save (at most {MAX_BODY_BYTES:,} bytes at once): shorten "
+    f"the longest text; a justification holds at most {MAX_JUSTIFICATION_LENGTH:,} characters.")
 
 logger = logging.getLogger(__name__)
 
@@ -476,8 +482,17 @@ def task_api(view):
                                    status=429)
             response["Retry-After"] = "60"
             return response
-        if len(request.body) > MAX_BODY_BYTES:
-            return _json_error("Request too large.", status=413)
+        try:
+            declared = int(request.META.get("CONTENT_LENGTH") or 0)
+        except ValueError:
+            declared = 0
+        try:
+            # Asked before the body is read: past Django's upload limit reading it raises.
+            too_large = declared > MAX_BODY_BYTES or len(request.body) > MAX_BODY_BYTES
+        except RequestDataTooBig:
+            too_large = True
+        if too_large:
+            return _json_error(BODY_TOO_LARGE_MESSAGE, status=413)
         try:
             body = json_loads_limited(request.body or b"{}")
         except JsonTooDeep as exc:

@@ -359,9 +359,9 @@
       } else if (status === 409 || status === 403) {
         saveStatus.textContent = data.message;
         saveStatus.classList.add("offline");
-      } else if (status === 400) {
-        // Refused, not lost (e.g. a control character pasted into a text box): say which field;
-        // retrying the same draft would only be refused again.
+      } else if (status === 400 || status === 413) {
+        // Refused, not lost (e.g. a control character pasted into a text box, or a text too
+        // large to send): say which field; retrying the same draft would only be refused again.
         const all = (data.errors && data.errors.__all__) || [];
         saveStatus.textContent = all.length ? all.join(" ") : data.message;
       } else {
