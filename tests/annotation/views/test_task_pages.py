@@ -534,19 +534,24 @@ def test_likert_scale_is_rendered_once_and_carries_each_items_id(client):
     assert html.count("A &lt;qaj-item-id&gt; label") == 3 + 1  # three scales, the instructions
 
 
+def _lfqa_page(client, answer_a: str, **project_fields):
+    """An in-house A/B page of one item whose answer A is `answer_a` (the LFQA files' text)."""
+    project, stage, items = make_task(TaskKind.AB, n_items=1, **project_fields)
+    content = dict(items[0].content)
+    content["answer_a"] = {**content["answer_a"], "text": answer_a}
+    items[0].content = content
+    items[0].save(update_fields=["content"])
+    response, _, _ = open_link(client, project, stage=stage)
+    return response, items
+
+
 def test_lfqa_newline_tokens_show_as_line_breaks_and_stay_in_the_stored_answer(client):
     """Walking an A/B study on the long-form QA experts' files: answers carry a literal
     "<newline>" token for each line break, and the task page showed it to the annotators
     ("…five year old:<newline>https://…"). The page breaks the line; the item keeps the file's
     text, so exports and re-imports are unchanged."""
-    project, stage, items = make_task(TaskKind.AB, n_items=1)
-    content = dict(items[0].content)
-    content["answer_a"] = {**content["answer_a"],
-                           "text": "There are forces between atoms.<newline>Here is Feynman:"
-                                   "<newline><newline>https://example.org/feynman"}
-    items[0].content = content
-    items[0].save(update_fields=["content"])
-    response, _, _ = open_link(client, project, stage=stage)
+    response, items = _lfqa_page(client, "There are forces between atoms.<newline>Here is "
+                                 "Feynman:<newline><newline>https://example.org/feynman")
     page = response.content.decode()
     assert "&lt;newline&gt;" not in page and "<newline>" not in page
     assert "There are forces between atoms.<br>Here is Feynman:</p>" in page
@@ -561,14 +566,9 @@ def test_a_justification_copied_from_an_answer_as_shown_across_its_line_break_is
     ("…atoms.\\nHere is…") is the answer's text, and is refused like any other copy. Was: the
     rule compared it with the stored text ("atoms.<newline>Here"), found no copy, and stored it
     as the worker's own words."""
-    project, stage, items = make_task(TaskKind.AB, n_items=1, justification_min_length=20)
-    content = dict(items[0].content)
-    content["answer_a"] = {**content["answer_a"],
-                           "text": "There are forces between atoms.<newline>Here is Feynman "
-                                   "explaining them:<newline><newline>https://example.org/f"}
-    items[0].content = content
-    items[0].save(update_fields=["content"])
-    response, _, _ = open_link(client, project, stage=stage)
+    response, items = _lfqa_page(client, "There are forces between atoms.<newline>Here is "
+                                 "Feynman explaining them:<newline><newline>https://example.org/f",
+                                 justification_min_length=20)
     config = page_config(response)
     pasted = "forces between atoms.\nHere is Feynman explaining them"
     assert pasted.replace("\n", "<br>") in response.content.decode()  # as the worker reads it
