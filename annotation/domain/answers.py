@@ -237,11 +237,15 @@ def _folded(text: str) -> str:
 
 def copied_from(justification: str, answer_texts: tuple[str, ...] | list[str]) -> bool:
     """Whether the justification is nothing but (a part of) one of the answers, pasted: found
-    whole inside an answer's text, ignoring case, spacing and invisible characters."""
-    folded = _folded(justification)
+    whole inside an answer's text, ignoring case, spacing (blank glyphs too) and invisible
+    characters."""
+    # Blank glyphs read as the spaces they look like (`BLANK`): words parted by braille blanks
+    # are the answer's words.
+    folded = _folded(BLANK.sub(" ", justification))
     if len(folded) < COPIED_MIN_LENGTH:
         return False
-    return any(folded in _folded(text) for text in answer_texts if isinstance(text, str))
+    return any(folded in _folded(BLANK.sub(" ", text)) for text in answer_texts
+               if isinstance(text, str))
 
 
 # The same justification pasted on item after item (a plausible sentence, long enough, found in

@@ -117,6 +117,8 @@ def test_words_with_double_letters_count_in_full():
 @pytest.mark.parametrize("text", [
     ANSWERS[0], "  light from the SUN is scattered   by the air, and blue light ",
     ANSWERS[1].upper() + "\n",
+    pytest.param(ANSWERS[0].replace(" ", "\u2800"), id="words-parted-by-braille-blanks"),
+    pytest.param(ANSWERS[1].replace(" ", " \u3164"), id="spaces-with-hangul-fillers"),
 ])
 def test_a_justification_pasted_from_an_answer_is_refused(text):
     with pytest.raises(AnswerError) as refused:
