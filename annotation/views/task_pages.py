@@ -455,6 +455,12 @@ def _json_error(message: str, *, status: int, errors: dict | None = None,
                         status=status)
 
 
+def _json_too_many() -> JsonResponse:
+    response = _json_error("Too many requests; wait a minute and try again.", status=429)
+    response["Retry-After"] = "60"
+    return response
+
+
 def task_api(view):
     """JSON endpoints: POST only, a JSON body, the signed page token (`access.PageToken`: the
     assignment, and an in-house page's link; the view gets it) in the
@@ -471,17 +477,19 @@ def task_api(view):
         if origin and origin != "null":
             if urlsplit(origin).netloc != request.get_host():
                 return _json_error("Cross-origin request refused.", status=403)
+        # The address's budget counts every call, before its token is read: calls with
+        # made-up or mangled tokens (probing for a valid one) are held to it too.
+        if rate_limited(request, scope="api_address", key=_address_key(request)):
+            return _json_too_many()
         try:
             page = access.page_token_resolve(token=request.META.get(TOKEN_HEADER, ""))
             assignment = page.assignment
             access.assignment_access_recheck(assignment=assignment, link_id=page.link_id)
         except AssignmentRefused as exc:
             return _json_error(exc.message, status=403, code=exc.code)
-        if _over_limits(request, scope="api", identity=f"assignment:{assignment.pk}"):
-            response = _json_error("Too many requests; wait a minute and try again.",
-                                   status=429)
-            response["Retry-After"] = "60"
-            return response
+        if rate_limited(request, scope="api",
+                        key=_rate_key(request, identity=f"assignment:{assignment.pk}")):
+            return _json_too_many()
         try:
             declared = int(request.META.get("CONTENT_LENGTH") or 0)
         except ValueError:
