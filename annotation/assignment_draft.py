@@ -29,6 +29,11 @@ SUPERSEDED_KEY = "superseded_by"
 # browser's storage under that pk, and the new page reads them there.
 CONTINUES_KEY = "continues"
 
+# The last autosave stored, as the page numbered it ({"series": one id per page load, "n": its
+# count}): an older one of the same page arriving late is not stored over it
+# (`assignment_save_draft`).
+AUTOSAVE_KEY = "autosave"
+
 RETRY_MESSAGE = ("That answer was not right. Read the question again and answer it once more: "
                  "you have one more attempt.")
 

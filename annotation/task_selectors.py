@@ -8,7 +8,6 @@ workers' judgments are never part of it; feedback appears only for items already
 from __future__ import annotations
 
 import random
-import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,7 +28,15 @@ from .assignment_draft import (
     SERVER_DRAFT_KEY,
     server_state,
 )
-from .domain.answers import AB_SHOWN, MC_SHOWN, PADDING_RUN, confirms_per_item, shown_roles
+from .domain.answers import (
+    AB_SHOWN,
+    BLANK_CLASS,
+    MC_SHOWN,
+    PADDING_RUN,
+    answer_display_text,
+    confirms_per_item,
+    shown_roles,
+)
 from .models import (
     Assignment,
     AssignmentItem,
@@ -51,16 +58,6 @@ def answer_roles(kind: str) -> list[str]:
     """The answer roles an item of this task kind shows, in canonical order (none for Likert):
     what assignment creation shuffles into each item's `presented_order`, and a preview too."""
     return list(shown_roles(kind))
-
-
-# The long-form QA files (lfqa_eval, from ELI5) mark line breaks in answers with a literal
-# "<newline>" token; annotators read it verbatim ("…five year old:<newline>https://…"). The
-# page shows a line break; the stored content (and every export) keeps the file's text.
-NEWLINE_TOKEN = re.compile(r"\s*<newline>\s*")
-
-
-def answer_display_text(text: str) -> str:
-    return NEWLINE_TOKEN.sub("\n", text)
 
 
 def item_view(item: Item, presented_order: list[str], *, kind: str, mode: str) -> dict[str, Any]:
@@ -197,6 +194,8 @@ def task_page_config(*, assignment: Assignment | None, stage: Stage, items: list
         "practice": [item["id"] for item in items if item.get("is_practice")],
         "justification_min_length": project.justification_min_length,
         "justification_padding_run": PADDING_RUN,
+        # The characters the count reads as one blank, the server's rule (`BLANK_CLASS`).
+        "justification_blank": BLANK_CLASS,
         "scale_size": project.scale_top,
         "draft": draft,
         "confirmed": confirmed,

@@ -9,6 +9,7 @@ it back: `presented_order[i]` is the item-order letter shown at position i.
 from __future__ import annotations
 
 import itertools
+import re
 import unicodedata
 from collections import Counter
 from collections.abc import Iterable
@@ -189,10 +190,23 @@ PADDING_RUN = 3
 PADDING_NOTE = f"; a character repeated {PADDING_RUN} or more times in a row counts once"
 
 
+# Characters that show as blank space: Unicode's white space (the characters both Python's
+# `str.isspace` and JavaScript's `\s` read as space, and NEL) and the glyphs that draw nothing
+# (braille pattern blank, the Hangul fillers). A reader sees one gap however they take turns
+# ("A" + " \u00a0" * 15), so for counting they are one character, a space. A regular
+# expression class both Python and the page's script (`justification_blank` in its config)
+# read alike.
+BLANK_CLASS = ("[\\t\\n\\v\\f\\r \\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f"
+               "\\u3000\\u2800\\u3164\\u115f\\u1160\\uffa0]")
+BLANK = re.compile(BLANK_CLASS)
+
+
 def _visible_runs(text: str) -> list[int]:
-    """Lengths of the runs of one character in the text as the reader sees it: trimmed,
-    invisible format characters (category Cf) left out."""
-    visible = (char for char in text.strip() if unicodedata.category(char) != "Cf")
+    """Lengths of the runs of one character in the text as the reader sees it: invisible
+    format characters (category Cf) left out, every blank character (`BLANK_CLASS`) read as a
+    space, trimmed."""
+    kept = "".join(char for char in text if unicodedata.category(char) != "Cf")
+    visible = BLANK.sub(" ", kept).strip(" ")
     return [sum(1 for _ in run) for _, run in itertools.groupby(visible)]
 
 
@@ -223,11 +237,15 @@ def _folded(text: str) -> str:
 
 def copied_from(justification: str, answer_texts: tuple[str, ...] | list[str]) -> bool:
     """Whether the justification is nothing but (a part of) one of the answers, pasted: found
-    whole inside an answer's text, ignoring case, spacing and invisible characters."""
-    folded = _folded(justification)
+    whole inside an answer's text, ignoring case, spacing (blank glyphs too) and invisible
+    characters."""
+    # Blank glyphs read as the spaces they look like (`BLANK`): words parted by braille blanks
+    # are the answer's words.
+    folded = _folded(BLANK.sub(" ", justification))
     if len(folded) < COPIED_MIN_LENGTH:
         return False
-    return any(folded in _folded(text) for text in answer_texts if isinstance(text, str))
+    return any(folded in _folded(BLANK.sub(" ", text)) for text in answer_texts
+               if isinstance(text, str))
 
 
 # The same justification pasted on item after item (a plausible sentence, long enough, found in
@@ -271,12 +289,26 @@ def same_justification_count(justifications: Iterable[Any]) -> int:
     return most if most >= 2 else 0
 
 
+# The long-form QA files (lfqa_eval, from ELI5) mark line breaks in answers with a literal
+# "<newline>" token; annotators read it verbatim ("…five year old:<newline>https://…"). The
+# page shows a line break; the stored content (and every export) keeps the file's text.
+NEWLINE_TOKEN = re.compile(r"\s*<newline>\s*")
+
+
+def answer_display_text(text: str) -> str:
+    """An A/B answer's text as the task page shows it (`NEWLINE_TOKEN` as a line break)."""
+    return NEWLINE_TOKEN.sub("\n", text)
+
+
 def ab_answer_texts(content: Any) -> tuple[str, ...]:
-    """The texts of an A/B item's two answers (what a justification must not merely copy)."""
+    """The texts of an A/B item's two answers as the page shows them (`answer_display_text`):
+    what a justification must not merely copy. A span pasted from the page carries the line
+    break the page shows, never the stored "<newline>" token."""
     if not isinstance(content, dict):
         return ()
-    return tuple(answer.get("text") or "" for answer in
-                 (content.get("answer_a"), content.get("answer_b")) if isinstance(answer, dict))
+    return tuple(answer_display_text(answer.get("text") or "") for answer in
+                 (content.get("answer_a"), content.get("answer_b"))
+                 if isinstance(answer, dict) and isinstance(answer.get("text") or "", str))
 
 
 def _clean_ab(answer: dict, rules: AnswerRules, presented_order: list[str],

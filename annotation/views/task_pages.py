@@ -13,6 +13,7 @@ from functools import wraps
 from urllib.parse import urlencode, urlsplit
 
 from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -20,7 +21,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST
 
-from annotation.domain.answers import item_id_of
+from annotation.domain.answers import MAX_JUSTIFICATION_LENGTH, item_id_of
 from annotation.models import (
     Assignment,
     ParticipantVerification,
@@ -73,6 +74,11 @@ MTURK_FRAME_ANCESTORS = "https://worker.mturk.com https://workersandbox.mturk.co
 DEFAULT_MTURK_SUBMIT_HOSTS = ("https://www.mturk.com", "https://workersandbox.mturk.com")
 TOKEN_HEADER = "HTTP_X_ASSIGNMENT_TOKEN"
 MAX_BODY_BYTES = 1_000_000
+# What a page whose answers are too large to send is told (its own field checks, such as the
+# justification's length, cannot answer a body that is not read).
+BODY_TOO_LARGE_MESSAGE = (
+    f"Your answers are too large to save (at most {MAX_BODY_BYTES:,} bytes at once): shorten "
+    f"the longest text; a justification holds at most {MAX_JUSTIFICATION_LENGTH:,} characters.")
 
 logger = logging.getLogger(__name__)
 
@@ -449,6 +455,12 @@ def _json_error(message: str, *, status: int, errors: dict | None = None,
                         status=status)
 
 
+def _json_too_many() -> JsonResponse:
+    response = _json_error("Too many requests; wait a minute and try again.", status=429)
+    response["Retry-After"] = "60"
+    return response
+
+
 def task_api(view):
     """JSON endpoints: POST only, a JSON body, the signed page token (`access.PageToken`: the
     assignment, and an in-house page's link; the view gets it) in the
@@ -465,19 +477,30 @@ def task_api(view):
         if origin and origin != "null":
             if urlsplit(origin).netloc != request.get_host():
                 return _json_error("Cross-origin request refused.", status=403)
+        # The address's budget counts every call, before its token is read: calls with
+        # made-up or mangled tokens (probing for a valid one) are held to it too.
+        if rate_limited(request, scope="api_address", key=_address_key(request)):
+            return _json_too_many()
         try:
             page = access.page_token_resolve(token=request.META.get(TOKEN_HEADER, ""))
             assignment = page.assignment
             access.assignment_access_recheck(assignment=assignment, link_id=page.link_id)
         except AssignmentRefused as exc:
             return _json_error(exc.message, status=403, code=exc.code)
-        if _over_limits(request, scope="api", identity=f"assignment:{assignment.pk}"):
-            response = _json_error("Too many requests; wait a minute and try again.",
-                                   status=429)
-            response["Retry-After"] = "60"
-            return response
-        if len(request.body) > MAX_BODY_BYTES:
-            return _json_error("Request too large.", status=413)
+        if rate_limited(request, scope="api",
+                        key=_rate_key(request, identity=f"assignment:{assignment.pk}")):
+            return _json_too_many()
+        try:
+            declared = int(request.META.get("CONTENT_LENGTH") or 0)
+        except ValueError:
+            declared = 0
+        try:
+            # Asked before the body is read: past Django's upload limit reading it raises.
+            too_large = declared > MAX_BODY_BYTES or len(request.body) > MAX_BODY_BYTES
+        except RequestDataTooBig:
+            too_large = True
+        if too_large:
+            return _json_error(BODY_TOO_LARGE_MESSAGE, status=413)
         try:
             body = json_loads_limited(request.body or b"{}")
         except JsonTooDeep as exc:
@@ -508,7 +531,8 @@ def task_api(view):
 
 @task_api
 def task_autosave(request: HttpRequest, page: access.PageToken, body: dict) -> HttpResponse:
-    assignment = assignment_save_draft(assignment=page.assignment, draft=body.get("draft"))
+    assignment = assignment_save_draft(assignment=page.assignment, draft=body.get("draft"),
+                                       sequence=body.get("sequence"))
     return JsonResponse({"ok": True, "saved_at": assignment.last_seen_at.isoformat()})
 
 

@@ -255,6 +255,10 @@
   // --- Autosave -------------------------------------------------------------------------------
   let saveTimer = null;
   let retryTimer = null;
+  // Each autosave carries its number in this page load's series, so one held up on the way
+  // and arriving after a newer one is not stored over it (the server keeps the newest).
+  const saveSeries = `${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 10)}`;
+  let saveCount = 0;
 
   function snapshot() {
     ids.forEach((id) => {
@@ -344,7 +348,9 @@
     clearTimeout(retryTimer);
     snapshot();
     saveLocal();
-    return post(cfg.endpoints.autosave, { draft: state }).then(({ status, data }) => {
+    saveCount += 1;
+    const sequence = { series: saveSeries, n: saveCount };
+    return post(cfg.endpoints.autosave, { draft: state, sequence }).then(({ status, data }) => {
       if (data.ok) {
         lastSaved = Date.now();
         saveStatus.classList.remove("offline");
@@ -353,9 +359,9 @@
       } else if (status === 409 || status === 403) {
         saveStatus.textContent = data.message;
         saveStatus.classList.add("offline");
-      } else if (status === 400) {
-        // Refused, not lost (e.g. a control character pasted into a text box): say which field;
-        // retrying the same draft would only be refused again.
+      } else if (status === 400 || status === 413) {
+        // Refused, not lost (e.g. a control character pasted into a text box, or a text too
+        // large to send): say which field; retrying the same draft would only be refused again.
         const all = (data.errors && data.errors.__all__) || [];
         saveStatus.textContent = all.length ? all.join(" ") : data.message;
       } else {
@@ -391,11 +397,15 @@
   // --- A/B helpers ----------------------------------------------------------------------------
   // Characters as the server counts them (annotation/domain/answers.py justification_length):
   // code points, so an emoji is one (String.length says two), invisible format characters
-  // (zero-width spaces, direction marks) not at all, and a run of one character repeated
+  // (zero-width spaces, direction marks) not at all, every blank character (the server's
+  // BLANK_CLASS, `justification_blank` in the config: white space, braille blank, Hangul
+  // fillers) as a space, trimmed, and a run of one character repeated
   // `justification_padding_run` times or more ("aaaa…", padding) once.
   const INVISIBLE = /\p{Cf}/u;
+  const BLANK = new RegExp(cfg.justification_blank || "\\s", "gu");
   function visibleRuns(text) {
-    const chars = Array.from((text || "").trim()).filter((c) => !INVISIBLE.test(c));
+    const kept = Array.from(text || "").filter((c) => !INVISIBLE.test(c)).join("").replace(BLANK, " ");
+    const chars = Array.from(kept.replace(/^ +| +$/g, ""));
     const runs = [];
     for (let i = 0; i < chars.length;) {
       let j = i;

@@ -331,3 +331,29 @@ def test_a_key_given_twice_is_refused_by_the_bulk_api_as_by_the_import_files(res
     assert response.status_code == 400
     assert "key 'content' appears twice" in response.json()["detail"]
     assert not Item.objects.exists()
+
+
+@pytest.mark.parametrize("size", [1_200_000, 3_000_000])
+def test_a_task_request_too_large_says_what_to_shorten_and_is_not_retried_as_lost(client, size):
+    """A text of a megabyte or more pasted into a justification: the autosave and the submit
+    are refused with the task API's own JSON (`ok`, `message`) saying what to shorten, whatever
+    the size, so the page shows it instead of retrying the same body every few seconds as if
+    the server could not be reached. Was: "Request too large." naming nothing, and past
+    Django's upload limit an answer without `ok` or `message` (the page showed "undefined")."""
+    project, _, items = make_task(TaskKind.AB)
+    _, path = inhouse_link_create(worker=make_worker(), project=project)
+    token = page_config(client.get(path))["token"]
+    text = "A is better because " + "x" * size
+    for name, body in (("task-autosave", {"draft": {"answers": {str(items[0].pk): {
+                            "justification": text}}}}),
+                       ("task-submit", {"answers": [{"item": items[0].pk, "shown_choice": "A",
+                                                     "difficult": False,
+                                                     "justification": text}]})):
+        response = api(client, name, token, body)
+        assert response.status_code == 413, (name, response.content[:200])
+        answer = response.json()
+        assert answer["ok"] is False, name
+        assert "shorten the longest text" in answer["message"], name
+        assert "10,000 characters" in answer["message"], name
+    assert not Judgment.objects.exists()
+    assert not (Assignment.objects.get().draft or {}).get("answers")

@@ -467,6 +467,20 @@ def test_json_calls_are_limited_per_address_too(client):
     assert statuses == [200, 200, 200, 200, 429, 429]
 
 
+@override_settings(QAJ_TASK_RATE_LIMITS=LIMITS)
+def test_json_calls_with_made_up_tokens_count_against_the_address_too(client):
+    """A client posting made-up or stolen-and-mangled page tokens (probing for a valid one) is
+    held to the address's budget like any JSON caller. Was: the budget was counted only once a
+    token resolved, so refused tokens could be sent without limit; after them the address's
+    own valid page is refused too, as any call over the budget is."""
+    _project, stage, _items = _prolific_stage(n_items=12)
+    token = page_config(_prolific_page(client, stage, "P1", "S1"))["token"]
+    statuses = [api(client, "task-autosave", f"made-up-{n}", {"draft": {}}).status_code
+                for n in range(6)]
+    assert statuses == [403, 403, 403, 403, 429, 429]
+    assert api(client, "task-autosave", token, {"draft": {}}).status_code == 429
+
+
 @override_settings(QAJ_TASK_RATE_LIMITS=LIMITS, QAJ_TRUSTED_PROXY_HEADER="X-Forwarded-For")
 def test_the_address_budget_follows_the_trusted_proxy_header_only_when_configured(client):
     _project, stage, items = make_task(TaskKind.LIKERT, provider=Provider.MTURK)

@@ -57,11 +57,27 @@ def comprehension_attempt(assignment: Assignment, item: Item, fields: dict) -> d
     return record
 
 
+# What an attempt record holds beside the answer itself: when and how long, which differ
+# between two sendings of one answer.
+ATTEMPT_TIMING_KEYS = ("answered_at", "time_spent_ms", "client_started_at")
+
+
+def same_attempt(record: dict, earlier: dict) -> bool:
+    """Whether two comprehension attempt records (`comprehension_attempt`) give the same answer,
+    whatever their timing."""
+    def answer(attempt: dict) -> dict:
+        return {k: v for k, v in attempt.items() if k not in ATTEMPT_TIMING_KEYS}
+
+    return answer(record) == answer(earlier)
+
+
 def comprehension_outcome(assignment: Assignment, state: dict, row: AssignmentItem,
                           judgment: Judgment, record: dict) -> str:
     """"ok", "retry" (a first wrong answer: recorded in `state`, not stored as a judgment) or
     "failed" (wrong twice) for an answer to a Prolific comprehension check; "ok" for any other
-    item. The first attempt is attached to the judgment of the second."""
+    item. The first attempt is attached to the judgment of the second. The first wrong answer
+    sent again (`same_attempt`) is "retry" again, never the second attempt: the one rule of the
+    confirm and the submit door, so a replayed request gets the first one's result."""
     if not _is_comprehension_check(assignment, row.item):
         return "ok"
     from annotation.services.qualification import answer_is_correct
@@ -74,6 +90,12 @@ def comprehension_outcome(assignment: Assignment, state: dict, row: AssignmentIt
     tolerance = assignment.stage.project.qualification_tolerance
     if answer_is_correct(item=row.item, judgment=judgment, tolerance=tolerance) is not False:
         return "ok"
+    if earlier and same_attempt(record, earlier[-1]):
+        # The recorded first attempt again: a request sent again after its answer was lost on
+        # the way back ("Confirm again in a moment"), a second tab, a Submit pressed again with
+        # the answers unchanged. Not a second attempt: the participant has not yet been told it
+        # was wrong, so they are told now, as a replayed submit gets the first one's result.
+        return "retry"
     if earlier:
         return "failed"
     attempts[key] = [record]

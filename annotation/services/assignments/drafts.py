@@ -2,10 +2,12 @@
 and pilot guesses locked before the paragraph is shown."""
 from __future__ import annotations
 
+from typing import Any
+
 from django.db import transaction
 from django.utils import timezone
 
-from annotation.assignment_draft import server_state
+from annotation.assignment_draft import AUTOSAVE_KEY, server_state
 from annotation.domain.answers import AnswerError, clean_guess, client_time_spent_ms
 from annotation.domain.control_characters import control_character_message, find_control_character
 from annotation.models import (
@@ -22,10 +24,38 @@ from .lifecycle import earlier_guesses
 from .locking import assignment_item_row, assignment_open_locked
 from .state import GUESS_TIMING_KEY, MAX_DRAFT_BYTES, REFUSED_KEY, SERVER_DRAFT_KEY
 
+# The largest count a page's autosave sequence may carry (JavaScript's safe integers).
+MAX_AUTOSAVE_N = 2**53 - 1
+
+
+def autosave_sequence(value: Any) -> dict | None:
+    """The page's number for an autosave, `{"series": str, "n": int}` (one series per page
+    load, counting up), or None when it sent none that can be read (a page from before, a
+    hand-made request): such a draft is stored as it arrives."""
+    if not isinstance(value, dict):
+        return None
+    series, n = value.get("series"), value.get("n")
+    if not isinstance(series, str) or not 0 < len(series) <= 64:
+        return None
+    if not isinstance(n, int) or isinstance(n, bool) or not 0 <= n <= MAX_AUTOSAVE_N:
+        return None
+    return {"series": series, "n": n}
+
+
+def autosave_is_stale(stored: Any, incoming: dict | None) -> bool:
+    """Whether an autosave is older than the draft stored: the same page load (series) sent a
+    higher number already, so this one was held up on the way and arrives late."""
+    return (incoming is not None and isinstance(stored, dict)
+            and stored.get("series") == incoming["series"]
+            and isinstance(stored.get("n"), int) and stored["n"] >= incoming["n"])
+
 
 @transaction.atomic
-def assignment_save_draft(*, assignment: Assignment, draft: dict) -> Assignment:
-    """Autosave the page's partial answers (and keep the assignment alive)."""
+def assignment_save_draft(*, assignment: Assignment, draft: dict,
+                          sequence: Any = None) -> Assignment:
+    """Autosave the page's partial answers (and keep the assignment alive). `sequence`: the
+    page's number for this autosave (`autosave_sequence`); one older than the stored draft's
+    of the same page load is not stored over it (requests can arrive out of order)."""
     import json
 
     if not isinstance(draft, dict):
@@ -37,11 +67,19 @@ def assignment_save_draft(*, assignment: Assignment, draft: dict) -> Assignment:
         raise SubmissionInvalid({"__all__": [
             f"The draft field {hit[0]} {control_character_message(hit[1])}."]})
     assignment = assignment_open_locked(assignment, allow_late=True)
-    own = {key: value for key, value in draft.items() if key != SERVER_DRAFT_KEY}
-    if SERVER_DRAFT_KEY in (assignment.draft or {}):
-        own[SERVER_DRAFT_KEY] = assignment.draft[SERVER_DRAFT_KEY]
-    assignment.draft = own
     assignment.last_seen_at = timezone.now()
+    sequence = autosave_sequence(sequence)
+    state = server_state(assignment)
+    if autosave_is_stale(state.get(AUTOSAVE_KEY), sequence):
+        # A sign of life all the same; the newer draft stays.
+        assignment.save(update_fields=["last_seen_at"])
+        return assignment
+    own = {key: value for key, value in draft.items() if key != SERVER_DRAFT_KEY}
+    if sequence is not None:
+        state[AUTOSAVE_KEY] = sequence
+    if state:
+        own[SERVER_DRAFT_KEY] = state
+    assignment.draft = own
     assignment.save(update_fields=["draft", "last_seen_at"])
     return assignment
 

@@ -84,6 +84,26 @@ def test_a_justification_padded_with_one_character_is_counted_without_the_paddin
     assert justification_length(text) == written
 
 
+@pytest.mark.reliability
+@pytest.mark.parametrize("text, written", [
+    pytest.param("\u2800 " * 15, 0, id="braille-blanks-between-spaces"),
+    pytest.param("\u3164\u00a0" * 15, 0, id="hangul-fillers-and-no-break-spaces"),
+    pytest.param("A" + " \u00a0" * 15 + "is better", 11, id="two-spaces-taking-turns"),
+    pytest.param("A" + "\u2003\u2002 " * 8 + "is good", 9, id="three-spaces-taking-turns"),
+    pytest.param("\u200b  \u00a0 A is right", 10, id="blank-before-the-first-word"),
+])
+def test_blank_characters_are_one_kind_of_padding(text, written):
+    """Characters that show nothing count as one: every whitespace character and the blank
+    glyphs (braille blank, Hangul fillers) are padding however they take turns, and leading or
+    trailing ones are trimmed. Was: fifteen braille blanks between spaces, an empty-looking box,
+    counted 29 characters and were stored as a justification, and a gap of space and no-break
+    space taking turns counted in full where a run of spaces counted once."""
+    with pytest.raises(AnswerError) as refused:
+        clean_answer(rules=AB20, answer=ab_answer(text), presented_order=["A", "B"])
+    assert f"at least 20 characters ({written} so far" in " ".join(refused.value.messages)
+    assert justification_length(text) == written
+
+
 def test_words_with_double_letters_count_in_full():
     text = "All three sheep agree: A is correct."  # "ll", "ee" twice: words, not padding
     assert justification_length(text) == len(text)
@@ -97,6 +117,8 @@ def test_words_with_double_letters_count_in_full():
 @pytest.mark.parametrize("text", [
     ANSWERS[0], "  light from the SUN is scattered   by the air, and blue light ",
     ANSWERS[1].upper() + "\n",
+    pytest.param(ANSWERS[0].replace(" ", "\u2800"), id="words-parted-by-braille-blanks"),
+    pytest.param(ANSWERS[1].replace(" ", " \u3164"), id="spaces-with-hangul-fillers"),
 ])
 def test_a_justification_pasted_from_an_answer_is_refused(text):
     with pytest.raises(AnswerError) as refused:

@@ -534,21 +534,87 @@ def test_likert_scale_is_rendered_once_and_carries_each_items_id(client):
     assert html.count("A &lt;qaj-item-id&gt; label") == 3 + 1  # three scales, the instructions
 
 
+def _lfqa_page(client, answer_a: str, **project_fields):
+    """An in-house A/B page of one item whose answer A is `answer_a` (the LFQA files' text)."""
+    project, stage, items = make_task(TaskKind.AB, n_items=1, **project_fields)
+    content = dict(items[0].content)
+    content["answer_a"] = {**content["answer_a"], "text": answer_a}
+    items[0].content = content
+    items[0].save(update_fields=["content"])
+    response, _, _ = open_link(client, project, stage=stage)
+    return response, items
+
+
 def test_lfqa_newline_tokens_show_as_line_breaks_and_stay_in_the_stored_answer(client):
     """Walking an A/B study on the long-form QA experts' files: answers carry a literal
     "<newline>" token for each line break, and the task page showed it to the annotators
     ("…five year old:<newline>https://…"). The page breaks the line; the item keeps the file's
     text, so exports and re-imports are unchanged."""
-    project, stage, items = make_task(TaskKind.AB, n_items=1)
-    content = dict(items[0].content)
-    content["answer_a"] = {**content["answer_a"],
-                           "text": "There are forces between atoms.<newline>Here is Feynman:"
-                                   "<newline><newline>https://example.org/feynman"}
-    items[0].content = content
-    items[0].save(update_fields=["content"])
-    response, _, _ = open_link(client, project, stage=stage)
+    response, items = _lfqa_page(client, "There are forces between atoms.<newline>Here is "
+                                 "Feynman:<newline><newline>https://example.org/feynman")
     page = response.content.decode()
     assert "&lt;newline&gt;" not in page and "<newline>" not in page
     assert "There are forces between atoms.<br>Here is Feynman:</p>" in page
     items[0].refresh_from_db()
     assert "<newline>" in items[0].content["answer_a"]["text"]
+
+
+@pytest.mark.reliability
+def test_a_justification_copied_from_an_answer_as_shown_across_its_line_break_is_refused(client):
+    """The copy rule reads the answers as the page shows them: an LFQA answer's "<newline>"
+    tokens are line breaks on the page, so a justification selected across one and pasted
+    ("…atoms.\\nHere is…") is the answer's text, and is refused like any other copy. Was: the
+    rule compared it with the stored text ("atoms.<newline>Here"), found no copy, and stored it
+    as the worker's own words."""
+    response, items = _lfqa_page(client, "There are forces between atoms.<newline>Here is "
+                                 "Feynman explaining them:<newline><newline>https://example.org/f",
+                                 justification_min_length=20)
+    config = page_config(response)
+    pasted = "forces between atoms.\nHere is Feynman explaining them"
+    assert pasted.replace("\n", "<br>") in response.content.decode()  # as the worker reads it
+    answer = {"item": items[0].pk, "shown_choice": "A", "difficult": False,
+              "justification": pasted}
+    refused = api(client, "task-submit", config["token"], {"answers": [answer]})
+    assert refused.status_code == 400, refused.content
+    assert "copy of one of the answers" in refused.json()["errors"][str(items[0].pk)][0]
+    assert not Judgment.objects.exists()
+    # In their own words, the same page submits.
+    answer["justification"] = "A quotes Feynman on forces between atoms; B only guesses."
+    assert api(client, "task-submit", config["token"], {"answers": [answer]}).status_code == 200
+    assert Judgment.objects.count() == 1
+
+
+@pytest.mark.reliability
+def test_an_older_autosave_arriving_late_never_overwrites_a_newer_one_of_the_same_page(client):
+    """Two autosaves of one page on a slow connection can arrive in the wrong order: the first
+    (one item answered) held up, the second (two answered) through at once. The page numbers
+    its autosaves; the one that arrives late is older than the draft stored and is not stored
+    over it. Was: the late one replaced the draft and the second answer was gone from the server
+    (in MTurk's iframe, where the browser may keep no copy, gone after a reload). Another page
+    load (a reload, another tab) numbers its own and is stored as before."""
+    project, _, items = make_task(TaskKind.AB)
+    response, worker, link = open_link(client, project)
+    token = page_config(response)["token"]
+
+    def answered(n):
+        return {"answers": {str(item.pk): {"shown_choice": "B"} for item in items[:n]},
+                "saved_at": f"2026-01-01T00:00:0{n}Z"}
+
+    def autosave(draft, series, n):
+        return api(client, "task-autosave", token,
+                   {"draft": draft, "sequence": {"series": series, "n": n}})
+
+    assert autosave(answered(2), "page-1", 2).status_code == 200
+    late = autosave(answered(1), "page-1", 1)
+    assert late.status_code == 200 and late.json()["ok"]
+    assert page_config(client.get(response.wsgi_request.path))["draft"] == answered(2)
+    assert autosave(answered(3), "page-1", 3).status_code == 200
+    assert page_config(client.get(response.wsgi_request.path))["draft"] == answered(3)
+    # A reload's page starts its own numbers.
+    assert autosave(answered(1), "page-2", 1).status_code == 200
+    assert page_config(client.get(response.wsgi_request.path))["draft"] == answered(1)
+    # A page that sends no numbers (or malformed ones) is stored as it always was.
+    for sequence in (None, {"series": ["x"], "n": "2"}, {"series": "page-2", "n": True}):
+        body = {"draft": answered(2)} | ({"sequence": sequence} if sequence else {})
+        assert api(client, "task-autosave", token, body).status_code == 200
+    assert page_config(client.get(response.wsgi_request.path))["draft"] == answered(2)

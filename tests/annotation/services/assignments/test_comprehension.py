@@ -144,6 +144,7 @@ def test_a_database_error_storing_the_checks_is_not_reported_as_already_judged()
     stage, worker, assignment, practice, regular = _task(TaskKind.LIKERT)
     answers = [{"item": practice.pk, "score": 1}, {"item": regular.pk, "score": 3}]
     assert assignment_submit(assignment=assignment, answers=answers).retry
+    answers[0]["score"] = 2  # the second attempt, wrong again: the checks are stored
     with pytest.raises(DatabaseError):
         assignment_submit(assignment=assignment, answers=answers,
                           client_meta={"width": float("nan")})
@@ -211,3 +212,49 @@ def test_invalid_answers_are_not_counted_as_attempts():
         assignment_confirm_item(assignment=assignment, item=practice, answer={})
     assignment.refresh_from_db()
     assert assignment_page_state(assignment=assignment)["retry"] == {}
+
+
+@pytest.mark.reliability
+def test_a_first_wrong_answer_sent_again_is_not_the_second_attempt(client):
+    """A confirm whose answer was lost on the way back: the page says "Confirm again in a
+    moment" with the wrong option still checked, and the participant presses again. That is the
+    first attempt sent again, not a second one: the participant is told it was wrong (they never
+    were) and keeps their second attempt. Was: the repeat was read as the second wrong answer and
+    the participant, never told to try again, was asked to return the study. The same at the
+    submit door (a Submit pressed again with the answers unchanged)."""
+    stage, worker, assignment, practice, regular = _task()
+    headers = {"HTTP_X_ASSIGNMENT_TOKEN": assignment_token_make(assignment=assignment)}
+
+    def confirm(role, spent):
+        return client.post(reverse("annotation:task-confirm"), content_type="application/json",
+                           data={"item": practice.pk, "answer": {
+                               "shown_choice": _shown(assignment, practice, role),
+                               "time_spent_ms": spent}}, **headers).json()
+
+    first = confirm("B", 4000)
+    assert first["ok"] and first["feedback"]["retry"], first
+    again = confirm("B", 9000)  # the same answer, sent again later
+    assert again["ok"] and again["feedback"]["retry"], again
+    assert "return_study" not in again["feedback"] and not Judgment.objects.exists()
+    assignment.refresh_from_db()
+    assert assignment.status == AssignmentStatus.IN_PROGRESS
+    second = confirm("C", 12000)  # the second attempt, wrong again
+    assert "return the study on Prolific" in second["feedback"]["return_study"]
+    [judgment] = Judgment.objects.all()
+    assert [attempt["choice"] for attempt in judgment.extra["attempts"]] == ["B"]
+
+    # The submit door: the same wrong Likert check submitted twice is one attempt.
+    stage, worker, assignment, practice, regular = _task(TaskKind.LIKERT)
+    headers = {"HTTP_X_ASSIGNMENT_TOKEN": assignment_token_make(assignment=assignment)}
+    answers = [{"item": practice.pk, "score": 1}, {"item": regular.pk, "score": 3}]
+    for _ in range(2):
+        submit = client.post(reverse("annotation:task-submit"), content_type="application/json",
+                             data={"answers": answers}, **headers)
+        assert submit.status_code == 400 and submit.json()["retry"], submit.content
+    assignment.refresh_from_db()
+    assert assignment.status == AssignmentStatus.IN_PROGRESS
+    assert not Judgment.objects.filter(assignment=assignment).exists()
+    answers[0]["score"] = 4  # right at the second attempt
+    done = client.post(reverse("annotation:task-submit"), content_type="application/json",
+                       data={"answers": answers}, **headers)
+    assert done.status_code == 200 and done.json()["n_judgments"] == 2, done.content
