@@ -125,3 +125,33 @@ def test_a_judge_that_saw_only_some_items_still_estimates_every_item(tmp_path):
     accuracy = system["accuracy"]
     assert accuracy["ppi"]["estimate"] == pytest.approx(accuracy["human"]["estimate"]) == \
         pytest.approx(40 / 60)
+
+
+def test_the_judge_alone_reads_only_the_verdicts_it_gave(tmp_path):
+    """A judge that scored half a system's answers, calling every one wrong: the judge's own
+    estimate is 0 over the answers it scored and its bias is measured on the answers it and
+    the humans both judged. The unscored half, predicted unsure (0.5) for the
+    prediction-powered estimate, read as the judge calling them correct: its own accuracy
+    read 0.5 over every answer, and its bias +1 on answers it never judged."""
+    project = make_project(TaskKind.LIKERT, slug="half-judged")
+    stage = make_stage(project, kind=StageKind.FULL)
+    worker = make_worker()
+    rows = []
+    for n in range(40):
+        item = make_item(project, source="s", external_id=f"h{n}")
+        if n % 2 == 0:  # humans: every other answer, each of them wrong
+            make_judgment(item=item, stage=stage, worker=worker, score=1)
+        if n < 20:  # the judge: the first half, each "incorrect"
+            rows.append({"item_id": item.external_id, "verdict": "incorrect",
+                         "probability": 0.1})
+    path = tmp_path / "h.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in rows), encoding="utf-8")
+    verdicts_import(project=project, path=path, judge="half", version="1")
+
+    report = estimates_report(load_judgments(project=project), project=project, judge="half")
+    accuracy = report["systems"]["s"]["accuracy"]
+    alone = accuracy["metric"]
+    assert (alone["estimate"], alone["n_items"], alone["n_human"]) == (0.0, 20, 10)
+    assert alone["bias"] == 0.0  # it says wrong where the humans say wrong
+    # The prediction-powered estimate still covers all 40 answers.
+    assert accuracy["ppi"]["n_items"] == 40
