@@ -111,11 +111,20 @@ def _one_system(slug: str, n: int):
                                                       score=score)
 
 
-def _system_with_judge(project, tmp_path, rows) -> dict:
-    """System "s"'s estimates with a judge whose verdicts are `rows`."""
+def _system_with_judge(project, tmp_path, rows, *, routed: bool = False) -> dict:
+    """System "s"'s estimates with a judge whose verdicts are `rows` (`routed`: after a draft
+    stage drew on the judge's uncertainty, so the estimates weigh the draw)."""
     path = tmp_path / "judge.jsonl"
     path.write_text("\n".join(json.dumps(r) for r in rows), encoding="utf-8")
     verdicts_import(project=project, path=path, judge="partial", version="1")
+    if routed:
+        from annotation.models import StageStatus
+        from metrics_app.services.routing import stage_route_by_uncertainty
+
+        stage = make_stage(project, kind=StageKind.FULL, name="routed",
+                           status=StageStatus.DRAFT,
+                           settings={"routing": "uncertainty", "routing_budget": 10})
+        stage_route_by_uncertainty(stage=stage, judge="partial")
     report = estimates_report(load_judgments(project=project), project=project, judge="partial")
     return report["systems"]["s"]
 
@@ -140,7 +149,8 @@ def test_a_judge_that_saw_only_some_items_still_estimates_every_item(tmp_path):
         pytest.approx(40 / 60)
 
 
-def test_the_judge_alone_reads_only_the_verdicts_it_gave(tmp_path):
+@pytest.mark.parametrize("routed", [False, True])
+def test_the_judge_alone_reads_only_the_verdicts_it_gave(routed, tmp_path):
     """A judge that scored half a system's answers, calling every one wrong: the judge's own
     estimate is 0 over the answers it scored and its bias is measured on the answers it and
     the humans both judged. The unscored half, predicted unsure (0.5) for the
@@ -155,7 +165,8 @@ def test_the_judge_alone_reads_only_the_verdicts_it_gave(tmp_path):
             rows.append({"item_id": item.external_id, "verdict": "incorrect",
                          "probability": 0.1})
 
-    accuracy = _system_with_judge(project, tmp_path, rows)["accuracy"]
+    accuracy = _system_with_judge(project, tmp_path, rows, routed=routed)["accuracy"]
+    assert accuracy.get("routed", False) is routed
     alone = accuracy["metric"]
     assert (alone["estimate"], alone["n_items"], alone["n_human"]) == (0.0, 20, 10)
     assert alone["bias"] == 0.0  # it says wrong where the humans say wrong
