@@ -43,6 +43,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import random
 import re
 import string
 import unicodedata
@@ -469,8 +470,29 @@ def _raw_item_fields(task: str, content: dict, *, swap: bool) -> dict:
                 "answer_a": (content.get(first) or {}).get("text", ""),
                 "answer_b": (content.get(second) or {}).get("text", "")}
     answers = list(content.get("answers") or []) + [""] * 4
+    roles = mc_shown_roles(content)
     return {"paragraph": content.get("paragraph", ""), "question": content.get("question", ""),
-            **{f"choice_{letter}": answers[i] for i, letter in enumerate("abcd")}}
+            **{f"choice_{letter}": answers[MC_ROLES.index(role)]
+               for letter, role in zip("abcd", roles, strict=True)}}
+
+
+def mc_shown_roles(content: dict) -> str:
+    """The roles of a STARC item's four answers in the order a judge is shown them (the
+    role of choice A, then B, ...): a shuffle of "ABCD" fixed by the item's texts, so the same
+    item is asked the same way again (the cache) and a verdict is mapped back to its role
+    (`mc_role`). A STARC item stores its answers by role, the correct one first: shown in that
+    order every judge was handed the answer key (a judge answering "A" to everything was right
+    on every item), where the task pages shuffle them for humans."""
+    texts = json.dumps([content.get("paragraph", ""), content.get("question", ""),
+                        list(content.get("answers") or [])], ensure_ascii=False, default=str)
+    roles = list(MC_ROLES)
+    random.Random(hashlib.sha256(texts.encode()).digest()).shuffle(roles)
+    return "".join(roles)
+
+
+def mc_role(roles: str, letter: str) -> str:
+    """The role of the answer shown at `letter` (`mc_shown_roles`' order)."""
+    return roles["ABCD".index(letter)] if letter and letter in "ABCD" else letter
 
 
 @dataclass

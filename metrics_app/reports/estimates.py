@@ -110,6 +110,8 @@ def _quantity(*, human: dict[int, float], predicted: dict[int, float], items: li
     judged = [i for i in items if i in human]
     y_all = np.array([to_label(human[i]) for i in judged], dtype=float)
     scored = [i for i in items if i in predicted]
+    alone = _judge_alone(human=human, predicted=predicted, items=items, to_label=to_label,
+                         verdict=verdict)
     if scored and len(scored) < len(items):
         # A judge that saw only some of the system's items (a budget-capped LLM run, a
         # partial import): the estimate stays about every item, the unscored ones predicted
@@ -128,10 +130,24 @@ def _quantity(*, human: dict[int, float], predicted: dict[int, float], items: li
         f_all = np.array([predicted[i] for i in scored], dtype=float)
         y = np.array([to_label(human[i]) for i in both], dtype=float)
         f = np.array([predicted[i] for i in both], dtype=float)
-        out["metric"] = estimates.metric_only(verdict(f_all), verdict(f), y)
+        out["metric"] = alone
         out["ppi"] = estimates.prediction_powered(y, f, f_all).as_dict()
     out["judge_undefined"] = None if scored else unscored
     return out
+
+
+def _judge_alone(*, human, predicted, items, to_label, verdict) -> dict:
+    """The judge's own estimate (`estimates.metric_only`) from its own predictions only: its
+    verdicts on the items it scored, its bias on the items it and the humans both judged. The
+    unsure value the prediction-powered estimate gives an unscored item (0.5 reads "correct")
+    is no verdict of the judge: counted here, a judge that scored half a system's items, or
+    a learned judge beside the items its version saw, read as calling them all correct."""
+    scored = [i for i in items if i in predicted]
+    both = [i for i in scored if i in human]
+    return estimates.metric_only(
+        verdict(np.array([predicted[i] for i in scored], dtype=float)),
+        verdict(np.array([predicted[i] for i in both], dtype=float)),
+        np.array([to_label(human[i]) for i in both], dtype=float))
 
 
 def _routed_quantity(*, human, predicted, items, to_label, verdict, routed, unscored) -> dict:
@@ -151,7 +167,8 @@ def _routed_quantity(*, human, predicted, items, to_label, verdict, routed, unsc
            "routed": True, "population": len(population)}
     out["human"]["method"] = "human_weighted"
     if predicted:
-        out["metric"] = estimates.metric_only(verdict(f_all), verdict(f_all[labeled]), y)
+        out["metric"] = _judge_alone(human=human, predicted=predicted, items=population,
+                                     to_label=to_label, verdict=verdict)
         out["ppi"] = estimates.active_estimate(y, labeled, f_all, pi).as_dict()
     out["judge_undefined"] = None if predicted else unscored
     return out

@@ -76,7 +76,9 @@ REPORT_KIND = "project"
 # 34: a Likert item is correct at or above the midpoint of the project's scale
 # (`Project.correct_at`: 4 on a 7-point project, where 3 counted as correct before).
 # 35: with the position effect fitted, a strength it lets grow is open (`model.position_open`).
-REPORT_VERSION = 35
+# 36: the judge alone (`metric` of the estimates) reads only the judge's own verdicts, not the
+# unsure value its unscored items get for the prediction-powered estimate.
+REPORT_VERSION = 36
 
 
 def _params(group_by: str | None) -> dict:

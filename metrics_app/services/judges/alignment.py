@@ -56,7 +56,7 @@ ESTIMATE_LABELS = 200
 
 
 def human_labels(project: Project, *, with_unlabelled: bool = False) -> dict[int, dict]:
-    """item id -> {labels: [1/0 per judgment], label, mean, n, spread, agreement}. The label of
+    """item id -> {labels: [1/0 per judgment], label, mean, score, n, spread, agreement}. The label of
     a Likert item is its human score (`item_gold_scores`: a researcher's adjudicated score,
     else the mean, or the median when the project's aggregation says so) at or above the
     project's cut (`Project.correct_at`: the midpoint of its scale), as the export's label,
@@ -99,6 +99,10 @@ def human_labels(project: Project, *, with_unlabelled: bool = False) -> dict[int
             continue  # no label: a majority tie
         out[item_id] = {"labels": [int(b) for b in binary], "label": label,
                         "mean": float(np.mean(values)), "n": len(values),
+                        # The human score the label is read from (adjudicated, else the mean
+                        # or the median): what a judge's scores are correlated with, as the
+                        # metric report does. A/B: A's share of the votes.
+                        "score": float(np.mean(values)) if ab else float(gold[item_id]),
                         # The share of the item's judgments on its label's side: an item
                         # adjudicated against unanimous judges (or a model's label against the
                         # majority) has little, not full, agreement.
@@ -112,8 +116,9 @@ def human_labels(project: Project, *, with_unlabelled: bool = False) -> dict[int
         if item_id in out or item_id not in study:
             continue
         label = int(value == "A") if ab else int(float(value) >= cut)
+        shown = float(label) if ab else float(value)
         out[item_id] = {"labels": [], "label": label, "n": 0, "spread": 0.0,
-                        "mean": float(label) if ab else float(value), "agreement": None}
+                        "mean": shown, "score": shown, "agreement": None}
     return out
 
 
@@ -250,9 +255,9 @@ def judge_alignment_report(*, project: Project, refs: list[str] | None = None,
             prob = prob[measured] if prob is not None else None
         views[view.label] = view
         labels = np.array([human[i]["label"] for i in common])
-        means = np.array([human[i]["mean"] for i in common])
+        scores = np.array([human[i]["score"] for i in common])
         stats = binary_alignment(rank=rank, threshold=threshold, labels=labels,
-                                 human_mean=means, probability=prob,
+                                 human_mean=scores, probability=prob,
                                  n_resamples=n_resamples, seed=seed)
         predicted = rank >= threshold
         correct[view.label] = dict(zip(common, (predicted == (labels == 1)).tolist(),
@@ -299,7 +304,7 @@ def _bias_cards(view, common, items, human, predicted, rank, labels, *, n_resamp
     else:
         lengths = [len(str((items[i]["content"] or {}).get("candidate", "")).split())
                    for i in common]
-        cards["length"] = length_bias(lengths, rank, [human[i]["mean"] for i in common],
+        cards["length"] = length_bias(lengths, rank, [human[i]["score"] for i in common],
                                       judge_positive=judge_pos, human_positive=human_pos,
                                       n_resamples=min(n_resamples, 500), seed=seed)
     for column in ("source", "dataset"):
@@ -386,7 +391,7 @@ def _history(project, name, human, items, questions) -> list[dict]:
                 row["n"] = len(common)
             labels = np.array([human[i]["label"] for i in common])
             stats = binary_alignment(rank=rank, threshold=threshold, labels=labels,
-                                     human_mean=np.array([human[i]["mean"] for i in common]),
+                                     human_mean=np.array([human[i]["score"] for i in common]),
                                      n_resamples=0)
             row.update(accuracy=stats["accuracy"], kappa=stats["kappa"])
         out.append(row)
@@ -456,8 +461,10 @@ PAGE_RESAMPLES = 200
 # `estimates.no_spread`, not one of width 0; an adjudicated item none of whose judgments
 # counts carries its adjudicated label, `human_labels`; a json or regex judge's stored score
 # off the task's scale is read as unparseable, `answer_score_problem`; a verdict on content
-# the item no longer holds is not read, `current_verdicts`).
-ALIGNMENT_FORMAT = 8
+# the item no longer holds is not read, `current_verdicts`; 9: Pearson, Spearman and the length
+# card read the item's human score its label is read from, adjudicated, else the mean or the
+# median, not the mean of the votes).
+ALIGNMENT_FORMAT = 9
 
 
 def _alignment_params(project: Project, refs: list[str] | None, n_resamples: int) -> dict:

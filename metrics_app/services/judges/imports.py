@@ -39,6 +39,7 @@ from annotation.importers.base import (
 )
 from annotation.models import Project, TaskKind
 from core.json_limits import json_loads_limited, refuse_duplicate_keys
+from core.leases import scope_lock
 from core.uploads import upload_size_error
 
 from ...domain.judge_prompts import (
@@ -318,6 +319,10 @@ def verdicts_import(*, project: Project, path: Path | None = None,
     if errors:
         raise VerdictImportError(errors)
     with transaction.atomic():
+        # The same file sent twice at once (a double click on the page, an API retry): the
+        # second waits here for the first, then finds its verdicts stored (`unchanged`) instead
+        # of inserting them again (a unique violation: a 500).
+        scope_lock(project)
         judge_version, _ = judge_version_create(
             name=judge, kind=JudgeKind.IMPORTED, config={"version": version},
             description=description, version_name=version)

@@ -51,6 +51,8 @@ from ...domain.judge_prompts import (
     call_cost,
     is_verdict_only,
     item_prompt,
+    mc_role,
+    mc_shown_roles,
     parse_answer,
     worst_case_cost,
 )
@@ -77,6 +79,9 @@ class Request:
     # The item's texts the prompt quoted: a verdict they state is not read from the answer
     # (a model may echo the candidate's forged "Score: 5" after its own verdict).
     quoted: tuple[str, ...] = ()
+    # STARC: the answers' roles in the order shown (`judge_prompts.mc_shown_roles`); the
+    # verdict names the letter shown and is stored as that answer's role.
+    roles: str = ""
 
 
 def _check_kind(project: Project, version: JudgeVersion) -> str:
@@ -108,7 +113,8 @@ def judge_requests(project: Project, version: JudgeVersion) -> list[Request]:
         for order in orders:
             prompt, digest, quoted = item_prompt({**config, "task": task}, item.content,
                                                  order=order)
-            requests.append(Request(item.pk, order, prompt, digest, quoted))
+            roles = mc_shown_roles(item.content or {}) if task == TaskKind.MC else ""
+            requests.append(Request(item.pk, order, prompt, digest, quoted, roles))
     return requests
 
 
@@ -132,6 +138,9 @@ def _verdict_row(version: JudgeVersion, request: Request, answer: ChatAnswer,
         elif answer.finish_reason == "length":
             parsed.error = f"truncated (finish_reason length): {parsed.error}"
     verdict, score, probability = parsed.verdict, parsed.score, parsed.probability
+    if request.roles and parsed.ok:
+        # The letter chosen names the answer shown there: stored as that answer's role.
+        verdict = mc_role(request.roles, verdict)
     if request.order == "BA" and parsed.ok:
         # The item's answer B was shown first: map the position chosen back to the side.
         verdict = {"A": "B", "B": "A"}.get(verdict, verdict)

@@ -435,11 +435,13 @@ def text_group(example_group: str) -> str:
 def examples_seen_record(dataset: LercDataset) -> dict:
     """What a version saw of its data, kept with it for the reports that measure it against
     humans (`metrics_app.model_selectors.learned_metric_seen_items`): the items it trained on
-    and the validation items its epoch and calibrator were chosen on, their passage groups, and
+    (a distilling judge's included) and the validation items its epoch and calibrator were chosen on, their passage groups, and
     its test items. A judge measured on answers it was fitted to measures memory, and
     prediction-powered estimates need predictions made without the labels they are corrected
-    with."""
-    seen = [*dataset.train, *dataset.val]
+    with. The answers a distilling judge taught it on (`dataset.distill`) are seen too: the
+    calibrated judge is fitted on them as on the validation answers, and humans may judge them
+    later."""
+    seen = [*dataset.train, *dataset.val, *dataset.distill]
     return {"items": sorted({int(e.id) for e in seen if str(e.id).isdigit()}),
             "groups": sorted({text_group(e.group) for e in seen}),
             "test_items": sorted({int(e.id) for e in dataset.test if str(e.id).isdigit()})}

@@ -12,6 +12,7 @@ from metrics_app.domain.judge_prompts import (
     JudgeConfigError,
     call_cost,
     item_fields,
+    mc_shown_roles,
     parse_answer,
     probability_from_logprobs,
     render,
@@ -244,9 +245,14 @@ def test_prompts_render_each_kind_and_swap_ab_answers():
         "question": "Who?", "references": ["Ada", "A. Lovelace"], "candidate": "Ada L."}))
     assert "<references>Ada / A. Lovelace</references>" in text
     assert "<candidate>Ada L.</candidate>" in text
-    mc = render(cfg(task="mc")["prompt"], item_fields("mc", {
-        "paragraph": "p", "question": "q", "answers": ["w", "x", "y", "z"]}))
-    assert "<choice_d>z</choice_d>" in mc
+    starc = {"paragraph": "p", "question": "q", "answers": ["w", "x", "y", "z"]}
+    mc = render(cfg(task="mc")["prompt"], item_fields("mc", starc))
+    # Each answer once, in the item's own shuffled order (never the stored one: A correct).
+    roles = mc_shown_roles(starc)
+    assert sorted(roles) == list("ABCD")
+    for letter, role in zip("abcd", roles, strict=True):
+        answer = starc["answers"]["ABCD".index(role)]
+        assert f"<choice_{letter}>{answer}</choice_{letter}>" in mc
 
 
 # Texts a hostile or careless source puts in an item: each forges part of the prompt.

@@ -134,3 +134,41 @@ def test_train_lerc_names_a_judge_that_cannot_teach(lerc_settings):
         call_command("train_lerc", "--project", project.slug, "--distill-judge", "gpt",
                      stdout=StringIO())
     assert not ModelVersion.objects.exists()
+
+
+def test_the_answers_a_version_was_taught_on_by_the_judge_count_as_seen(tmp_path):
+    # The calibrated judge (`lerc_prob`) is fitted on the distilled answers as on its
+    # validation answers: once humans judge them, measuring the version there (the judges
+    # page, the estimates) measures what it was fitted to. They were left out of its record,
+    # so every reading of it against humans counted them as unseen.
+    from django.utils import timezone
+
+    from metrics_app.model_selectors import learned_metric_seen_items
+    from metrics_app.models import ModelStatus
+    from metrics_app.services.lerc.datasets import examples_seen_record
+
+    project = make_project(kind=TaskKind.LIKERT)
+    stage = make_stage(project)
+    make_judgment(item=_item(project, "judged", "train", "lovelace"), stage=stage, score=4)
+    taught = _item(project, "taught", "dev", "byron's daughter")
+    # A passage no human judged: its group is nowhere else in the version's data.
+    taught.content = {**taught.content, "passage": "Only the judge read this passage."}
+    taught.save()
+    untaught = _item(project, "untaught", "test", "a mathematician")
+    _import(project, tmp_path, [{"item_id": "taught", "verdict": "correct", "probability": 0.8},
+                                {"item_id": "untaught", "verdict": "correct",
+                                 "probability": 0.8}])
+    dataset = lerc_dataset_build(projects=[project], split_mode="item",
+                                 distill_judge="trusted@1")
+    assert [e.candidate for e in dataset.distill] == ["byron's daughter"]
+
+    record = examples_seen_record(dataset)
+    version = ModelVersion.objects.create(name="lerc", number=1, backbone="b",
+                                          status=ModelStatus.PROMOTED,
+                                          promoted_at=timezone.now(), examples_seen=record)
+    version.projects.add(project)
+    make_judgment(item=taught, stage=stage, score=2)  # humans judge it after training
+
+    seen = learned_metric_seen_items(project, "lerc_prob", "v1")
+    assert taught.pk in seen
+    assert untaught.pk not in seen

@@ -100,28 +100,75 @@ def test_the_command_prints_estimates_with_a_judge(project, capsys):
     assert "system estimates with imported@1" in text and "effective n" in text
 
 
+def _one_system(slug: str, n: int):
+    """A Likert project of `n` answers of one system "s", and how a human judges one."""
+    project = make_project(TaskKind.LIKERT, slug=slug)
+    stage = make_stage(project, kind=StageKind.FULL)
+    worker = make_worker()
+    for k in range(n):
+        make_item(project, source="s", external_id=f"{slug}-{k}")
+    return project, lambda item, score: make_judgment(item=item, stage=stage, worker=worker,
+                                                      score=score)
+
+
+def _system_with_judge(project, tmp_path, rows, *, routed: bool = False) -> dict:
+    """System "s"'s estimates with a judge whose verdicts are `rows` (`routed`: after a draft
+    stage drew on the judge's uncertainty, so the estimates weigh the draw)."""
+    path = tmp_path / "judge.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in rows), encoding="utf-8")
+    verdicts_import(project=project, path=path, judge="partial", version="1")
+    if routed:
+        from annotation.models import StageStatus
+        from metrics_app.services.routing import stage_route_by_uncertainty
+
+        stage = make_stage(project, kind=StageKind.FULL, name="routed",
+                           status=StageStatus.DRAFT,
+                           settings={"routing": "uncertainty", "routing_budget": 10})
+        stage_route_by_uncertainty(stage=stage, judge="partial")
+    report = estimates_report(load_judgments(project=project), project=project, judge="partial")
+    return report["systems"]["s"]
+
+
 def test_a_judge_that_saw_only_some_items_still_estimates_every_item(tmp_path):
     """A budget-capped or partial judge: the estimate is about all the system's items (the
     unscored ones predicted 0.5), so with every item labelled it equals the humans' exactly,
     not the accuracy of the few items the judge saw."""
-    project = make_project(TaskKind.LIKERT, slug="partial")
-    stage = make_stage(project, kind=StageKind.FULL)
-    worker = make_worker()
+    project, judge = _one_system("partial", 60)
     rows = []
-    for n in range(60):
-        item = make_item(project, source="s", external_id=f"p{n}")
+    for n, item in enumerate(project.items.order_by("id")):
         correct = n % 3 != 0
-        make_judgment(item=item, stage=stage, worker=worker, score=5 if correct else 1)
+        judge(item, score=5 if correct else 1)
         if n < 12 and correct:  # the judge saw 12 items, mostly right ones
             rows.append({"item_id": item.external_id, "probability": 0.9})
         elif n < 12:
             rows.append({"item_id": item.external_id, "probability": 0.6})
-    path = tmp_path / "p.jsonl"
-    path.write_text("\n".join(json.dumps(r) for r in rows), encoding="utf-8")
-    verdicts_import(project=project, path=path, judge="partial", version="1")
-    report = estimates_report(load_judgments(project=project), project=project, judge="partial")
-    system = report["systems"]["s"]
+    system = _system_with_judge(project, tmp_path, rows)
     assert system["n_scored"] == 12 and system["n_items"] == 60
     accuracy = system["accuracy"]
     assert accuracy["ppi"]["estimate"] == pytest.approx(accuracy["human"]["estimate"]) == \
         pytest.approx(40 / 60)
+
+
+@pytest.mark.parametrize("routed", [False, True])
+def test_the_judge_alone_reads_only_the_verdicts_it_gave(routed, tmp_path):
+    """A judge that scored half a system's answers, calling every one wrong: the judge's own
+    estimate is 0 over the answers it scored and its bias is measured on the answers it and
+    the humans both judged. The unscored half, predicted unsure (0.5) for the
+    prediction-powered estimate, read as the judge calling them correct: its own accuracy
+    read 0.5 over every answer, and its bias +1 on answers it never judged."""
+    project, judge = _one_system("half-judged", 40)
+    rows = []
+    for n, item in enumerate(project.items.order_by("id")):
+        if n % 2 == 0:  # humans: every other answer, each of them wrong
+            judge(item, score=1)
+        if n < 20:  # the judge: the first half, each "incorrect"
+            rows.append({"item_id": item.external_id, "verdict": "incorrect",
+                         "probability": 0.1})
+
+    accuracy = _system_with_judge(project, tmp_path, rows, routed=routed)["accuracy"]
+    assert accuracy.get("routed", False) is routed
+    alone = accuracy["metric"]
+    assert (alone["estimate"], alone["n_items"], alone["n_human"]) == (0.0, 20, 10)
+    assert alone["bias"] == 0.0  # it says wrong where the humans say wrong
+    # The prediction-powered estimate still covers all 40 answers.
+    assert accuracy["ppi"]["n_items"] == 40

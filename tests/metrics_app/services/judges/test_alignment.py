@@ -415,3 +415,46 @@ def test_a_plan_short_of_pilot_items_names_the_judge_that_narrows_it():
     with pytest.raises(ValueError, match=r"30 items carry a human label, but sampled@1 scored 2 "
                                          r"of them \(2 in common\)"):
         judge_plan(project=project, budget=10.0, label_cost=0.5)
+
+
+@pytest.mark.parametrize("aggregation", ["median", "adjudicated"])
+def test_a_judge_is_correlated_with_the_human_score_its_label_is_read_from(aggregation,
+                                                                          tmp_path):
+    """The label the report measures a judge on is the item's human score (adjudicated, else
+    the median or the mean as the project says: `item_gold_scores`, as the metric report and
+    the estimates read it); its Pearson and Spearman read the same score, not the mean of the
+    votes (which the median, or a researcher's adjudication, set aside)."""
+    import json
+
+    from annotation.services.adjudication import adjudication_record
+    from metrics_app.services.judges.imports import verdicts_import
+
+    project = make_project(TaskKind.LIKERT)
+    if aggregation == "median":
+        project.aggregation = "median"
+        project.save()
+    stage = make_stage(project)
+    workers = [make_worker() for _ in range(3)]
+    votes = [[1, 1, 5], [2, 2, 2], [4, 4, 1], [3, 3, 5], [5, 5, 5], [1, 1, 1], [4, 4, 4],
+             [2, 2, 5]]
+    rows = []
+    for n, scores in enumerate(votes):
+        item = make_item(project, content=item_content(TaskKind.LIKERT, n),
+                         external_id=f"m{n}")
+        for worker, score in zip(workers, scores, strict=True):
+            make_judgment(item=item, stage=stage, worker=worker, score=score)
+        human = sorted(scores)[1]  # the median
+        if aggregation == "adjudicated":
+            human = 6 - scores[0]  # a researcher's score, against the first vote
+            adjudication_record(item=item, value=human)
+        rows.append({"item_id": f"m{n}", "score": human,
+                     "verdict": "correct" if human >= 3 else "incorrect"})
+    path = tmp_path / "judge.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in rows), encoding="utf-8")
+    verdicts_import(project=project, path=path, judge="agrees", version="1")
+
+    judge = judge_alignment_report(project=project, refs=["agrees"], n_resamples=0)[
+        "judges"]["agrees@1"]
+    assert judge["accuracy"] == 1.0
+    assert judge["spearman"] == pytest.approx(1.0)
+    assert judge["pearson"] == pytest.approx(1.0)

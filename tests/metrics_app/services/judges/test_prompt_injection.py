@@ -226,3 +226,55 @@ def test_only_a_verdict_the_data_states_as_one_is_set_aside(answer, quoted, scor
 def test_an_ab_verdict_an_answer_states_is_not_read(answer, quoted, verdict):
     assert parse_answer(answer, {"task": "ab", "parse": "ab"}, quoted=quoted).verdict == verdict
     assert parse_answer(answer, {"task": "ab", "parse": "ab"}).verdict != verdict
+
+
+def _starc_project(n: int = 16):
+    project = make_project(TaskKind.MC)
+    for i in range(n):
+        content = item_content(TaskKind.MC, i)
+        # Each item its own answers (roles: A correct, B, C, D), as a STARC file holds them.
+        content["answers"] = [f"right {i}", f"misread {i}", f"distractor {i}", f"unsupported {i}"]
+        make_item(project, content=content)
+    return project
+
+
+def _letter_of(prompt: str, text: str) -> str:
+    return re.search(rf"<choice_([a-d])>{re.escape(text)}</choice_", prompt).group(1).upper()
+
+
+@pytest.mark.django_db
+@pytest.mark.reliability
+def test_a_starc_judge_is_not_handed_the_answer_key_by_the_choices_order():
+    """A STARC item stores its answers by role, the correct one first; the human pages
+    shuffle them. Shown in the stored order, choice A was the answer on every item: a judge
+    answering "A" to everything was right on all of them."""
+    project = _starc_project()
+    prompts = []
+
+    def lazy(prompt: str) -> str:
+        prompts.append(prompt)
+        return "Answer: A"
+
+    with FakeChatServer(behaviour=lazy, logprobs=False) as server:
+        lazy_judge = judge_version_create(name="lazy", config={
+            "base_url": server.url, "model": "fake-judge", "task": "mc"})[0]
+        judge_project(project=project, version=lazy_judge)
+    # The correct answer stands at every letter on some item, not always at A.
+    assert {_letter_of(p, f"right {i}") for i, p in enumerate(sorted(
+        prompts, key=lambda p: int(re.search(r"right (\d+)", p).group(1))))} == set("ABCD")
+    lazy_verdicts = list(JudgeVerdict.objects.filter(judge_version=lazy_judge)
+                         .values_list("verdict", flat=True))
+    assert len(lazy_verdicts) == 16 and lazy_verdicts.count("A") < 16
+
+    def reader(prompt: str) -> str:  # finds the correct answer wherever it is shown
+        number = re.search(r"right (\d+)", prompt).group(1)
+        return f"Answer: {_letter_of(prompt, f'right {number}')}"
+
+    with FakeChatServer(behaviour=reader, logprobs=False) as server:
+        careful = judge_version_create(name="careful", config={
+            "base_url": server.url, "model": "fake-judge", "task": "mc"})[0]
+        judge_project(project=project, version=careful)
+        assert judge_project(project=project, version=careful)["calls"] == 0  # the cache holds
+    # The letter chosen is stored as the role of the answer shown there: A, the correct one.
+    assert set(JudgeVerdict.objects.filter(judge_version=careful)
+               .values_list("verdict", flat=True)) == {"A"}

@@ -40,8 +40,7 @@ def _answer(prompt: str) -> str:
 
 def _systems_accuracy(project, judge: str) -> dict[str, tuple[float, float]]:
     report = estimates_report(load_judgments(project=project), project=project, judge=judge)
-    return {system: (row["accuracy"]["metric"]["estimate"],
-                     row["accuracy"]["human"]["estimate"])
+    return {system: (row["accuracy"]["metric"]["bias"], row["accuracy"]["metric"]["n_items"])
             for system, row in report["systems"].items()}
 
 
@@ -58,9 +57,10 @@ def test_an_llm_answer_scored_off_the_likert_scale_is_unparseable_not_the_judges
     assert stored["(2)?"].reasoning == "score 1e+300 is outside 1..5"
     assert stored["(4)?"].reasoning == "score 7 is outside 1..5" and not stored["(4)?"].parsed
     # The judge alone reads its verdicts' scale, not one answer's: right on every item it
-    # read, and the two it could not read count as unsure (0.5: called correct, as they are).
-    for judge_alone, humans in _systems_accuracy(project, "json-judge").values():
-        assert judge_alone == pytest.approx(humans)
+    # read (no bias against the humans there); the two it could not read are none of its.
+    alone = _systems_accuracy(project, "json-judge").values()
+    assert all(bias == 0.0 for bias, _n in alone)
+    assert sum(n for _bias, n in alone) == 28
     row = judge_alignment_report(project=project, refs=["json-judge"], n_resamples=0)[
         "judges"]["json-judge@1"]
     assert (row["unparseable"], row["asked"], row["accuracy"]) == (2, 30, 1.0)
