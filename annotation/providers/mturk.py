@@ -26,6 +26,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from annotation.domain.qualification_scores import percent_threshold
+from annotation.domain.stage_settings import mturk_auto_approval_delay
 from annotation.models import (
     Hit,
     HitStatus,
@@ -283,7 +284,7 @@ class MTurkProvider(RemoteProvider):
             return type_id
         options = stage.settings or {}
         params = {
-            "AutoApprovalDelayInSeconds": int(options.get("auto_approval_delay_seconds", 3 * 86400)),
+            "AutoApprovalDelayInSeconds": mturk_auto_approval_delay(options),
             "AssignmentDurationInSeconds": assignment_duration_seconds(stage),
             "Reward": f"{Decimal(str(stage.reward)):.2f}",
             "Title": stage_title(stage)[:128],

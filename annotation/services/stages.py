@@ -639,7 +639,7 @@ def settings_guard(*, stage: Stage) -> None:
     """The stage's settings pass the schema the admin form uses: settings written through the
     API or the shell skip the form, and a wrong value (an approval rate of 150, a string
     reward) would otherwise reach the provider or fail mid-collection."""
-    errors = stage_settings_errors(stage.settings)
+    errors = stage_settings_errors(stage.settings, provider=stage.provider)
     if errors:
         raise GuardFailed(f"{stage}: settings: {'; '.join(errors)}")
 
