@@ -63,6 +63,7 @@ from annotation.stage_errors import (
     GuardFailed,
     IllegalTransition,
     PublishNeedsConfirmation,
+    StageAlreadyClosed,
     StageError,
 )
 from annotation.stage_plan_selectors import (
@@ -895,12 +896,22 @@ def stage_hits_create(*, stage: Stage) -> PublishReport:
 def stage_close(*, stage: Stage, user=None, reason: str = "", actor: str = "") -> Stage:
     """Stop the stage on the provider (expire HITs / stop the study) and close it. Expired
     first, so a provider that fails leaves the stage open to close again; then whatever a
-    publish running beside it created meanwhile is expired too."""
+    publish running beside it created meanwhile is expired too. Closed once, whichever door
+    asks twice: a stage closed already raises `StageAlreadyClosed` (nothing sent or logged),
+    and a close that another one overtook while the provider was expiring the HITs is logged
+    by that one only."""
+    stage.refresh_from_db(fields=["status"])
+    if stage.status == StageStatus.CLOSED:
+        raise StageAlreadyClosed(f"{stage} is already closed")
     if stage.status != StageStatus.DRAFT:
         hit_updates_record(get_provider(stage.provider).expire_stage(stage=stage))
-    stage_transition(stage=stage, to_status=StageStatus.CLOSED, user=user,
-                     actor=actor or "stage_close called without a user",
-                     reason=reason.strip() or "closed (no reason given)")
+    with transaction.atomic():
+        fresh = Stage.objects.select_for_update().get(pk=stage.pk)
+        if fresh.status != StageStatus.CLOSED:  # else closed meanwhile: logged by that close
+            stage_transition(stage=stage, to_status=StageStatus.CLOSED, user=user,
+                             actor=actor or "stage_close called without a user",
+                             reason=reason.strip() or "closed (no reason given)")
+        stage.status = StageStatus.CLOSED
     _hits_opened_meanwhile_expire(stage)
     return stage
 
