@@ -930,17 +930,24 @@ def _hits_opened_meanwhile_expire(stage: Stage) -> None:
 
 def stage_extend(*, stage: Stage, seconds: int, user=None, actor: str = "") -> Stage:
     """Keep a live stage's HITs (study) open `seconds` longer; a reviewing stage collects
-    again. A close that ran while the HITs were being extended wins: what the extend reopened
-    is expired again."""
+    again, once however many extends (or syncs) reopen it at the same time. A close that ran
+    while the HITs were being extended wins: what the extend reopened is expired again."""
     stage.refresh_from_db(fields=["status"])
     if stage.status not in LIVE_STAGE_STATUSES:
         raise IllegalTransition(f"{stage} is {stage.status}: only a live stage can be extended")
     hit_updates_record(get_provider(stage.provider).extend_stage(stage=stage, seconds=seconds))
     _hits_opened_meanwhile_expire(stage)
     if stage.status == StageStatus.REVIEWING:
-        stage_transition(stage=stage, to_status=StageStatus.COLLECTING, user=user,
-                         actor=actor or "stage_extend called without a user",
-                         reason=f"extended by {seconds} s")
+        with transaction.atomic():
+            # Under the row lock: another extend (a second tab) or the sync may have taken it
+            # back to collecting while the provider moved the expiry; then it is done. A close
+            # meanwhile still refuses the move (closed → collecting).
+            fresh = Stage.objects.select_for_update().get(pk=stage.pk)
+            stage.status = fresh.status
+            if fresh.status != StageStatus.COLLECTING:
+                stage_transition(stage=stage, to_status=StageStatus.COLLECTING, user=user,
+                                 actor=actor or "stage_extend called without a user",
+                                 reason=f"extended by {seconds} s")
         stage_recruitment_follow(stage=stage)
     return stage
 

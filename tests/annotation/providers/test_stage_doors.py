@@ -369,3 +369,33 @@ def test_closing_twice_closes_once_and_says_so(admin, live, mturk_server, owner,
     assert full.status == StageStatus.CLOSED
     assert full.transitions.filter(to_status=StageStatus.CLOSED).count() == 1
     assert Hit.objects.filter(stage=full, status="open").count() == 0
+
+
+def test_extending_twice_at_once_reopens_a_reviewing_stage_once(admin, live, mturk_server,
+                                                                owner, monkeypatch):
+    """"Extend by one day" on a reviewing stage, clicked in a second tab while the first was
+    moving the HITs' expiry on MTurk: both extended the HITs, the first took the stage back to
+    collecting, and the second answered in red "not extended — cannot go from collecting to
+    collecting" although its day was added. The move back to collecting is made under the
+    stage's row lock, once (`stage_extend`)."""
+    from annotation.services.stages import stage_extend, stage_transition
+
+    _project, _qualification, trial = live
+    stage_transition(stage=trial, to_status=StageStatus.REVIEWING, actor="test",
+                     reason="collection complete")
+    provider, inner = mturk_server.provider, []
+    extend_stage = provider.extend_stage
+
+    def second_extend_meanwhile(*, stage, seconds):
+        yield from extend_stage(stage=stage, seconds=seconds)
+        if not inner:
+            inner.append("second tab")
+            stage_extend(stage=Stage.objects.get(pk=stage.pk), seconds=seconds, user=owner)
+
+    monkeypatch.setattr(provider, "extend_stage", second_extend_meanwhile)
+    shown = _admin_action(admin, "extend_stages", trial)
+    assert shown == [f"Extended 1 stage(s) by one day: {trial}."], shown
+    trial.refresh_from_db()
+    assert trial.status == StageStatus.COLLECTING
+    assert trial.transitions.filter(from_status=StageStatus.REVIEWING,
+                                    to_status=StageStatus.COLLECTING).count() == 1
