@@ -36,6 +36,7 @@ from annotation.models import (
     StageKind,
 )
 from annotation.providers.calls import (
+    ApprovedOnProvider,
     ProviderCallRefused,
     new_token,
     provider_call_run,
@@ -552,8 +553,14 @@ class MTurkProvider(RemoteProvider):
         except Exception as exc:
             if is_throttling(exc) or is_transient(exc):
                 raise
-            if self._assignment_status(assignment.external_id) == "Rejected":
+            status = self._assignment_status(assignment.external_id)
+            if status == "Rejected":
                 return {"already": True}
+            if status == "Approved":
+                raise ApprovedOnProvider(
+                    "MTurk approved and paid this assignment already (its auto-approval delay "
+                    "ran out, or it was approved on MTurk's site) and no longer allows "
+                    "rejecting it") from exc
             raise ProviderCallRefused(error_message(exc)) from exc
         return {"rejected": assignment.external_id}
 
