@@ -128,22 +128,9 @@ def test_held_prolific_work_prolific_approved_then_rejected_here_gets_its_place_
     Prolific keeps its place (only a rejection there reopens one), so the sync adds a place
     for it, as for an approved submission given back."""
     from annotation.selectors import PROLIFIC_REOFFER_OPERATION
-    from testing.workers_sim import prolific_participant_submits
 
     server = prolific_server
-    project, _gold, items = likert_study
-    stage = make_stage(project, kind=StageKind.TRIAL, status=StageStatus.DRAFT,
-                       provider="prolific", judgments_per_item=2, settings={"gold_rate": 0})
-    stage.items.set(items[:5])
-    stage_publish(stage=stage, user=researcher)
-    stage.refresh_from_db()
-    study_id = stage.settings["prolific_study_id"]
-    session = server.state.participant_start(study_id, "P1")
-    prolific_participant_submits(client, stage=stage, pid="P1", study_id=study_id,
-                                 session_id=session, answer_for=scores_cycle([3]))
-    server.state.participant_complete(session, stage.settings["prolific_completion_code"])
-    _sync, review = stage_sync_and_review(stage=stage)
-    assert review.held == 1
+    stage, study_id, session = _prolific_held(server, likert_study, researcher, client)
     server.state.submissions[session]["status"] = "APPROVED"  # Prolific's auto-approval
     sync, _review = stage_sync_and_review(stage=stage)
     assignment = Assignment.objects.get(external_id=session)
@@ -200,3 +187,47 @@ def test_work_awaiting_review_that_mturk_approved_is_refused_in_plain_words(
     stage_sync_and_review(stage=stage)
     assignment.refresh_from_db()
     assert assignment.status == AssignmentStatus.APPROVED  # mirrored by the sync, as before
+
+
+@pytest.mark.prolific
+def test_held_prolific_work_approved_there_before_any_sync_is_rejected_here_alike(
+        prolific_server, likert_study, researcher, client):
+    """Prolific approves held work itself and the researcher rejects it before the next sync:
+    Prolific refused the transition ("submission is APPROVED") and the admin showed that; now
+    the refusal says Prolific approved it (`ApprovedOnProvider`) and the held work is rejected
+    here as after that sync, so the sync adds its place back (Prolific keeps the place of
+    approved work)."""
+    server = prolific_server
+    stage, study_id, session = _prolific_held(server, likert_study, researcher, client)
+    server.state.submissions[session]["status"] = "APPROVED"  # Prolific's auto-approval
+    assignment = Assignment.objects.get(external_id=session)
+    assignment_reject(assignment=assignment, reason="the same answer on every item",
+                      allow_flagged=True)
+    assignment.refresh_from_db()
+    assert assignment.status == AssignmentStatus.REJECTED
+    assert "already approved and paid it" in assignment.review_note
+    sync, _review = stage_sync_and_review(stage=stage)
+    assignment.refresh_from_db()
+    assert assignment.status == AssignmentStatus.REJECTED and sync.reoffered == 1
+    assert server.state.studies[study_id]["total_available_places"] == 3
+
+
+def _prolific_held(server, likert_study, researcher, client):
+    """P1's submission to a Prolific trial, held by the review (the same answer on every
+    item): (the stage, its study id, P1's session)."""
+    from testing.workers_sim import prolific_participant_submits
+
+    project, _gold, items = likert_study
+    stage = make_stage(project, kind=StageKind.TRIAL, status=StageStatus.DRAFT,
+                       provider="prolific", judgments_per_item=2, settings={"gold_rate": 0})
+    stage.items.set(items[:5])
+    stage_publish(stage=stage, user=researcher)
+    stage.refresh_from_db()
+    study_id = stage.settings["prolific_study_id"]
+    session = server.state.participant_start(study_id, "P1")
+    prolific_participant_submits(client, stage=stage, pid="P1", study_id=study_id,
+                                 session_id=session, answer_for=scores_cycle([3]))
+    server.state.participant_complete(session, stage.settings["prolific_completion_code"])
+    _sync, review = stage_sync_and_review(stage=stage)
+    assert review.held == 1
+    return stage, study_id, session
