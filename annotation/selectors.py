@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 
-from django.db.models import Avg, Count, Exists, OuterRef, Q, QuerySet, Sum, Value
+from django.db.models import Avg, Count, Exists, OuterRef, Q, QuerySet, Subquery, Sum, Value
 from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import Coalesce
 
@@ -97,6 +97,31 @@ def worker_is_blocked_for(*, worker: Worker, project: Project) -> bool:
     """One query, read fresh: a block set while the worker's page was open counts at once."""
     return Worker.objects.filter(pk=worker.pk).filter(
         Q(status=WorkerStatus.BLOCKED) | Q(pk__in=_researchers_of(project))).exists()
+
+
+# What a door that lifted a block here only says of a worker their provider still blocks.
+PROVIDER_BLOCK_STANDS = ("their provider still blocks them (a block sent there by “Block on the "
+                         "provider too” or the study's block rule): lift it with the workers "
+                         "admin's “Unblock on the provider too”")
+
+
+def workers_blocked_on_provider(worker_ids: Iterable[int]) -> set[int]:
+    """Of these workers, those their provider still blocks: the last block or unblock of
+    theirs that a provider carried out (a succeeded `BlockWorker` / `UnblockWorker` call:
+    "Block on the provider too", the `block_after_rejections` rule) is a block. A Prolific
+    block without a block-list group is local only, and in-house has no provider. Every door
+    that lifts a block here only (the dashboard's Unblock, the admin's "Unblock selected
+    workers") says who stays blocked there. One query whatever the number of workers."""
+    last = (ProviderCall.objects.filter(
+        worker_id=OuterRef("pk"), operation__in=("BlockWorker", "UnblockWorker"),
+        status=ProviderCallStatus.SUCCEEDED)
+        .filter(Q(response__local_only__isnull=True) | Q(response__local_only=False))
+        .order_by("-completed_at", "-pk"))
+    return set(
+        Worker.objects.filter(pk__in=list(worker_ids), provider__in=RECRUITING_PROVIDERS)
+        .annotate(last_operation=Subquery(last.values("operation")[:1]))
+        .filter(last_operation="BlockWorker")
+        .values_list("pk", flat=True))
 
 
 # --- Which judgments count ---------------------------------------------------------------------

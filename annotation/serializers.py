@@ -505,7 +505,10 @@ class StageWriteSerializer(RefuseUnknownFieldsMixin, serializers.ModelSerializer
             value = managed_keys_kept(value, stored=getattr(self.instance, "settings", None))
         except StageSettingError as error:
             raise serializers.ValidationError(str(error)) from None
-        errors = stage_settings_errors(reject_null_characters(value))
+        # The stage's provider: the instance's, or the one a new stage is created on.
+        provider = getattr(self.instance, "provider", None) or self.initial_data.get(
+            "provider", Stage._meta.get_field("provider").default)
+        errors = stage_settings_errors(reject_null_characters(value), provider=provider)
         if errors:
             raise serializers.ValidationError(errors)
         return value

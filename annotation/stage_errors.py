@@ -9,6 +9,11 @@ class IllegalTransition(StageError):
     pass
 
 
+class StageAlreadyClosed(IllegalTransition):
+    """Close asked of a stage that is closed already (a second tab, a double click): nothing
+    was sent or logged; the stage is as the researcher asked."""
+
+
 class GuardFailed(StageError):
     pass
 

@@ -662,3 +662,18 @@ def stage_release_preview(*, stage: Stage) -> ReleasePreview:
             (items if item.pk in chosen else gold).append(item)
     return ReleasePreview(items=items, gold=gold, n_hits=len(plans), how=how, plans=plans,
                           gold_rule=stage_gold_text(stage))
+
+
+def stage_simulated_hit_refusal(stage: Stage) -> str:
+    """Why `manage.py task_links` may not add a simulated HIT (a local row for a look at the
+    MTurk page) to `stage`, or "": a stage whose HITs publishing built for its provider. A HIT
+    of the stage counts in the money it commits (`cost_selectors.stage_committed_cost`, past
+    the budget cap with no check), in the assignments its collection waits for
+    (`stage_collection_complete`: MTurk never lists the simulated one, so the stage would
+    never move to reviewing) and, while pending, in what a resumed publish creates on the
+    provider. Only a stage without such HITs (made by hand for a look) takes one."""
+    if not stage.hits.filter(provider=stage.provider).exists():
+        return ""
+    return (f"its HITs are on {stage.get_provider_display()}: a simulated HIT would count in "
+            "its cost and in the work its collection waits for, so none is made. To rehearse "
+            "the stage with sync and review: manage.py mturk_rehearsal")

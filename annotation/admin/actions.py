@@ -301,12 +301,15 @@ def sync_stages(modeladmin, request, queryset):
 @admin.action(description="Close (expire HITs / stop the study)")
 def close_stages(modeladmin, request, queryset):
     from annotation.services.stages import stage_close
+    from annotation.stage_errors import StageAlreadyClosed
 
     done, failed = [], []
     for stage in queryset:
         try:
             stage_close(stage=stage, user=request.user, reason=_reason(request))
             done.append(f"{stage}: closed")
+        except StageAlreadyClosed:  # a second tab or click: closed as asked, nothing sent
+            done.append(f"{stage}: already closed")
         except Exception as exc:
             failed.append(f"{stage}: {exc}")
     _report(modeladmin, request, done, failed)

@@ -36,9 +36,11 @@ from annotation.models import (
     WorkerStatus,
 )
 from annotation.selectors import (
+    PROVIDER_BLOCK_STANDS,
     judgments_that_count,
     qualification_results_counting_annotate,
     worker_history,
+    workers_blocked_on_provider,
 )
 from annotation.services.access import LINK_STAGE_OF_ANOTHER_PROJECT, link_worker_problem
 from annotation.services.stage_plans import hit_item_refusal, stage_items_fixed_refusal
@@ -561,6 +563,13 @@ class WorkerAdmin(WorkerHistoryMixin, ProjectScopedAdmin):
             more = f" and {len(still) - 20} more" if len(still) > 20 else ""
             self.message_user(request, f"Still blocked by another block: {listed}{more}.",
                               messages.WARNING)
+        on_provider = workers_blocked_on_provider(lifted)
+        if on_provider:
+            names = sorted(Worker.objects.filter(pk__in=on_provider)
+                           .values_list("external_id", flat=True))
+            more = f" and {len(names) - 20} more" if len(names) > 20 else ""
+            self.message_user(request, f"Unblocked here only: {', '.join(names[:20])}{more}: "
+                                       f"{PROVIDER_BLOCK_STANDS}.", messages.WARNING)
 
 
 @admin.register(WorkerQualification)

@@ -186,7 +186,8 @@ class StageSettingsFormMixin:
         merged = stage_settings_merge(merged, typed)
         if screened is not None:
             merged = stage_settings_merge(merged, {FILTERS_KEY: screened or None})
-        for message in stage_settings_errors(merged):
+        provider = cleaned.get("provider") or getattr(self.instance, "provider", None)
+        for message in stage_settings_errors(merged, provider=provider):
             self.add_error(None if typed else "settings", message)
         cleaned["settings"] = merged
 

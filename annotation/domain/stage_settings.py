@@ -183,7 +183,9 @@ SETTINGS: tuple[SettingSpec, ...] = (
                 "Cost", "no (at most 9 assignments per HIT)", providers=(Provider.MTURK,)),
     # --- auto-review ---
     SettingSpec("review.approve_after_seconds", "int", "Approve after (seconds)",
-                "Wait this long after submission before auto-approving work that passes.",
+                "Wait this long after submission before auto-approving work that passes "
+                "(the review decides nothing sooner). On MTurk it must be below the "
+                "auto-approval delay, or MTurk pays the work before the review sees it.",
                 "Auto-review", "0", minimum=0),
     SettingSpec("review.min_gold_accuracy", "float", "Minimum gold accuracy",
                 "Accuracy on gold/attention items work needs to pass (when it has any).",
@@ -368,10 +370,49 @@ def setting_check(spec: SettingSpec, value: Any) -> Any:
     raise AssertionError(f"unknown setting type {spec.type}")
 
 
-def stage_settings_errors(settings: Any) -> list[str]:
+# MTurk's auto-approval delay when the stage does not set one (`auto_approval_delay_seconds`).
+MTURK_AUTO_APPROVAL_DELAY_SECONDS = 3 * 86400
+
+
+def mturk_auto_approval_delay(settings: dict | None) -> int:
+    """The AutoApprovalDelayInSeconds of a stage's MTurk HIT type."""
+    return int((settings or {}).get("auto_approval_delay_seconds",
+                                    MTURK_AUTO_APPROVAL_DELAY_SECONDS))
+
+
+def _whole_seconds(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def review_window_problem(settings: Any, *, provider: str | None) -> str:
+    """Why an MTurk stage's review could never decide its work ("" when it can): MTurk
+    approves and pays whatever is undecided `auto_approval_delay_seconds` after it was
+    submitted, and the review decides nothing before `review.approve_after_seconds` (it holds
+    and rejects no sooner either), so a wait as long as the delay leaves every submission to
+    MTurk's approval, which the sync mirrors: failing work paid and counted, no rejection
+    possible any more. Pure; the rule of every door that sets a stage's settings (the stage
+    form, the API) and of publishing (`stage_settings_errors` with the stage's provider)."""
+    if provider != Provider.MTURK or not isinstance(settings, dict):
+        return ""
+    review = settings.get("review")
+    wait = review.get("approve_after_seconds") if isinstance(review, dict) else None
+    delay = settings.get("auto_approval_delay_seconds", MTURK_AUTO_APPROVAL_DELAY_SECONDS)
+    if not (_whole_seconds(wait) and _whole_seconds(delay)):
+        return ""  # a wrong type is named by the field's own check
+    if wait <= 0 or wait < delay:
+        return ""
+    return (f"review.approve_after_seconds ({wait:g} s) must be below "
+            f"auto_approval_delay_seconds ({delay:g} s): MTurk approves and pays undecided work "
+            f"{delay:g} s after it is submitted, before the review would decide it, so failing "
+            "work would be paid and counted and could no longer be rejected. Shorten the wait, "
+            "or lengthen the auto-approval delay (before publishing)")
+
+
+def stage_settings_errors(settings: Any, *, provider: str | None = None) -> list[str]:
     """Everything wrong with a stage's settings (empty when they are fine). Known keys are
     checked whatever the kind or provider (a key that does not apply is simply unused);
-    unknown keys are kept as they are."""
+    unknown keys are kept as they are. With the stage's `provider`, the rules across keys
+    that depend on it too (`review_window_problem`)."""
     if settings is None:
         return []
     if not isinstance(settings, dict):
@@ -395,6 +436,8 @@ def stage_settings_errors(settings: Any) -> list[str]:
             adaptive_redundancy(settings)  # min ≤ max, unknown members
         except ValueError as exc:
             errors.append(str(exc))
+    if not errors and (problem := review_window_problem(settings, provider=provider)):
+        errors.append(problem)
     return errors
 
 

@@ -25,6 +25,12 @@ class ProviderCallRefused(Exception):
     """The provider refused the call for good (not a transient fault)."""
 
 
+class ApprovedOnProvider(ProviderCallRefused):
+    """A rejection refused because the provider holds the work approved and paid already
+    (MTurk's auto-approval delay ran out, or it was approved on the provider's site): it can
+    no longer be rejected there."""
+
+
 def new_token(prefix: str) -> str:
     # MTurk accepts at most 64 characters; a random part keeps tokens unique across databases
     # sharing one requester account (test databases, staging and production).

@@ -26,6 +26,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from annotation.domain.qualification_scores import percent_threshold
+from annotation.domain.stage_settings import mturk_auto_approval_delay
 from annotation.models import (
     Hit,
     HitStatus,
@@ -35,6 +36,7 @@ from annotation.models import (
     StageKind,
 )
 from annotation.providers.calls import (
+    ApprovedOnProvider,
     ProviderCallRefused,
     new_token,
     provider_call_run,
@@ -283,7 +285,7 @@ class MTurkProvider(RemoteProvider):
             return type_id
         options = stage.settings or {}
         params = {
-            "AutoApprovalDelayInSeconds": int(options.get("auto_approval_delay_seconds", 3 * 86400)),
+            "AutoApprovalDelayInSeconds": mturk_auto_approval_delay(options),
             "AssignmentDurationInSeconds": assignment_duration_seconds(stage),
             "Reward": f"{Decimal(str(stage.reward)):.2f}",
             "Title": stage_title(stage)[:128],
@@ -551,8 +553,14 @@ class MTurkProvider(RemoteProvider):
         except Exception as exc:
             if is_throttling(exc) or is_transient(exc):
                 raise
-            if self._assignment_status(assignment.external_id) == "Rejected":
+            status = self._assignment_status(assignment.external_id)
+            if status == "Rejected":
                 return {"already": True}
+            if status == "Approved":
+                raise ApprovedOnProvider(
+                    "MTurk approved and paid this assignment already (its auto-approval delay "
+                    "ran out, or it was approved on MTurk's site) and no longer allows "
+                    "rejecting it") from exc
             raise ProviderCallRefused(error_message(exc)) from exc
         return {"rejected": assignment.external_id}
 

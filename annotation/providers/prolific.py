@@ -23,7 +23,12 @@ from django.conf import settings
 from django.utils.dateparse import parse_datetime
 
 from annotation.models import HitStatus, Provider, ProviderCall, ProviderCallStatus, StageKind
-from annotation.providers.calls import ProviderCallRefused, new_token, provider_call_run
+from annotation.providers.calls import (
+    ApprovedOnProvider,
+    ProviderCallRefused,
+    new_token,
+    provider_call_run,
+)
 from annotation.selectors import prolific_study_places
 
 from .base import (
@@ -583,11 +588,16 @@ class ProlificProvider(RemoteProvider):
             return self.request(
                 "POST", f"submissions/{assignment.external_id}/transition/", json=body
             )
-        except ProviderCallRefused:
+        except ProviderCallRefused as exc:
             # A retry after a lost response: the first attempt may have done it.
             current = self.request("GET", f"submissions/{assignment.external_id}/")
             if current.get("status") == wanted:
                 return {"already": True}
+            if wanted == "REJECTED" and current.get("status") == "APPROVED":
+                raise ApprovedOnProvider(
+                    "Prolific approved and paid this submission already (its auto-approval, "
+                    "or an approval on Prolific's site) and no longer allows rejecting it"
+                ) from exc
             raise
 
     def approve(self, *, assignment, feedback: str = "") -> dict:

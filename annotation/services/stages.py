@@ -63,6 +63,7 @@ from annotation.stage_errors import (
     GuardFailed,
     IllegalTransition,
     PublishNeedsConfirmation,
+    StageAlreadyClosed,
     StageError,
 )
 from annotation.stage_plan_selectors import (
@@ -639,7 +640,7 @@ def settings_guard(*, stage: Stage) -> None:
     """The stage's settings pass the schema the admin form uses: settings written through the
     API or the shell skip the form, and a wrong value (an approval rate of 150, a string
     reward) would otherwise reach the provider or fail mid-collection."""
-    errors = stage_settings_errors(stage.settings)
+    errors = stage_settings_errors(stage.settings, provider=stage.provider)
     if errors:
         raise GuardFailed(f"{stage}: settings: {'; '.join(errors)}")
 
@@ -895,12 +896,22 @@ def stage_hits_create(*, stage: Stage) -> PublishReport:
 def stage_close(*, stage: Stage, user=None, reason: str = "", actor: str = "") -> Stage:
     """Stop the stage on the provider (expire HITs / stop the study) and close it. Expired
     first, so a provider that fails leaves the stage open to close again; then whatever a
-    publish running beside it created meanwhile is expired too."""
+    publish running beside it created meanwhile is expired too. Closed once, whichever door
+    asks twice: a stage closed already raises `StageAlreadyClosed` (nothing sent or logged),
+    and a close that another one overtook while the provider was expiring the HITs is logged
+    by that one only."""
+    stage.refresh_from_db(fields=["status"])
+    if stage.status == StageStatus.CLOSED:
+        raise StageAlreadyClosed(f"{stage} is already closed")
     if stage.status != StageStatus.DRAFT:
         hit_updates_record(get_provider(stage.provider).expire_stage(stage=stage))
-    stage_transition(stage=stage, to_status=StageStatus.CLOSED, user=user,
-                     actor=actor or "stage_close called without a user",
-                     reason=reason.strip() or "closed (no reason given)")
+    with transaction.atomic():
+        fresh = Stage.objects.select_for_update().get(pk=stage.pk)
+        if fresh.status != StageStatus.CLOSED:  # else closed meanwhile: logged by that close
+            stage_transition(stage=stage, to_status=StageStatus.CLOSED, user=user,
+                             actor=actor or "stage_close called without a user",
+                             reason=reason.strip() or "closed (no reason given)")
+        stage.status = StageStatus.CLOSED
     _hits_opened_meanwhile_expire(stage)
     return stage
 
@@ -919,17 +930,24 @@ def _hits_opened_meanwhile_expire(stage: Stage) -> None:
 
 def stage_extend(*, stage: Stage, seconds: int, user=None, actor: str = "") -> Stage:
     """Keep a live stage's HITs (study) open `seconds` longer; a reviewing stage collects
-    again. A close that ran while the HITs were being extended wins: what the extend reopened
-    is expired again."""
+    again, once however many extends (or syncs) reopen it at the same time. A close that ran
+    while the HITs were being extended wins: what the extend reopened is expired again."""
     stage.refresh_from_db(fields=["status"])
     if stage.status not in LIVE_STAGE_STATUSES:
         raise IllegalTransition(f"{stage} is {stage.status}: only a live stage can be extended")
     hit_updates_record(get_provider(stage.provider).extend_stage(stage=stage, seconds=seconds))
     _hits_opened_meanwhile_expire(stage)
     if stage.status == StageStatus.REVIEWING:
-        stage_transition(stage=stage, to_status=StageStatus.COLLECTING, user=user,
-                         actor=actor or "stage_extend called without a user",
-                         reason=f"extended by {seconds} s")
+        with transaction.atomic():
+            # Under the row lock: another extend (a second tab) or the sync may have taken it
+            # back to collecting while the provider moved the expiry; then it is done. A close
+            # meanwhile still refuses the move (closed → collecting).
+            fresh = Stage.objects.select_for_update().get(pk=stage.pk)
+            stage.status = fresh.status
+            if fresh.status != StageStatus.COLLECTING:
+                stage_transition(stage=stage, to_status=StageStatus.COLLECTING, user=user,
+                                 actor=actor or "stage_extend called without a user",
+                                 reason=f"extended by {seconds} s")
         stage_recruitment_follow(stage=stage)
     return stage
 

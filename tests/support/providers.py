@@ -46,3 +46,25 @@ def refused_and_nothing_created(stage, prolific_server) -> None:
     assert not stage.hits.exists()
     assert not ProviderCall.objects.filter(stage=stage).exists()
     assert not prolific_server.state.studies
+
+
+def w1_submitted_awaiting_review(state, likert_study, researcher, client):
+    """A published one-HIT MTurk trial (on the local MTurk server's `state`) whose work is
+    approved only an hour after submission; W1 has submitted on our page and on MTurk.
+    Returns (stage, hit, W1's MTurk assignment id, W1's assignment)."""
+    from annotation.services.stages import stage_publish
+    from testing.workers_sim import mturk_worker_submits, scores_cycle
+
+    project, _gold, items = likert_study
+    stage = make_stage(project, kind=StageKind.TRIAL, status=StageStatus.DRAFT,
+                       provider="mturk", judgments_per_item=2,
+                       settings={"locales": [], "review": {"approve_after_seconds": 3600}})
+    stage.items.set(items[:5])
+    stage_publish(stage=stage, user=researcher)
+    hit = stage.hits.get()
+    w1 = state.worker_accept(hit.external_id, "W1")
+    assignment = mturk_worker_submits(client, stage=stage, hit_id=hit.external_id,
+                                      worker_id="W1", assignment_id=w1,
+                                      answer_for=scores_cycle([1, 2, 3, 4, 5]))
+    state.worker_submit(w1)
+    return stage, hit, w1, assignment

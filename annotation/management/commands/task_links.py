@@ -14,7 +14,9 @@ ever touches it) and a made-up worker id, plus its preview URL. A Prolific stage
 Prolific would open, with a made-up participant. Entry points serve only their own provider's
 stages, so an in-house stage has no MTurk URL.
 
-A simulated HIT is a look at the page only: to rehearse publishing, accepting, submitting, sync
+A simulated HIT is a look at the page only, made only in a stage without HITs on MTurk (one
+beside them would count in the stage's cost and in the work its collection waits for:
+`stage_simulated_hit_refusal`): to rehearse publishing, accepting, submitting, sync
 and review with several workers, use `manage.py mturk_rehearsal` (docs/PROVIDERS.md).
 """
 from __future__ import annotations
@@ -38,6 +40,7 @@ from annotation.services.assignments import (
     assignment_size,
     items_pick_next,
 )
+from annotation.stage_plan_selectors import stage_simulated_hit_refusal
 
 
 class Command(BaseCommand):
@@ -101,6 +104,11 @@ class Command(BaseCommand):
                               "SESSION_ID": f"SIMSESSION{secrets.token_hex(4).upper()}"}
                     self.stdout.write(f"  {stage.name}: Prolific  {page}?{urlencode(params)}")
                 elif stage.provider == Provider.MTURK and not no_mturk:
+                    refusal = stage_simulated_hit_refusal(stage)
+                    if refusal:
+                        self.stdout.write(self.style.WARNING(
+                            f"  {stage.name}: no simulated MTurk HIT: {refusal}"))
+                        continue
                     hit = self._simulated_hit(stage)
                     if hit is None:
                         self.stdout.write(f"  {stage.name}: (no items left for a simulated HIT)")

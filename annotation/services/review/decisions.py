@@ -44,6 +44,7 @@ from annotation.models import (
 from annotation.providers import get_provider
 from annotation.providers.base import call_token_is_stale
 from annotation.providers.calls import (
+    ApprovedOnProvider,
     new_token,
     provider_call_get_or_create,
     provider_call_run,
@@ -346,27 +347,41 @@ def assignment_reject(*, assignment: Assignment, reason: str,
     if not reason.strip():
         raise ReviewError("a rejection needs a reason the worker can read")
     provider = get_provider(assignment.stage.provider)
-    if (allow_flagged and assignment.status == AssignmentStatus.FLAGGED
-            and assignment_provider_approved(assignment)):
-        # Held work the provider approved and paid itself (MTurk's auto-approval): the
-        # provider refuses to reject approved work, so the rejection is ours only — the data
-        # stays out, the reward is spent.
-        _require_confirmed(assignment, "reject")
-        assignment_decision_record(
-            assignment, status=AssignmentStatus.REJECTED,
-            note=f"Rejected here: {reason} ({assignment.stage.get_provider_display()} had "
-                 f"already approved and paid it; a rejection there is no longer possible, "
-                 f"so nothing was sent: its data stays out of the study).")
-        return assignment
-    decided = _assignment_decide(
-        assignment, status=AssignmentStatus.REJECTED, verb="reject",
-        operation="RejectAssignment", allow_flagged=allow_flagged,
-        call_fn=lambda _token: provider.reject(assignment=assignment, reason=reason),
-        request={"reason": reason}, note=f"Rejected: {reason}")
+    held = allow_flagged and assignment.status == AssignmentStatus.FLAGGED
+    if held and assignment_provider_approved(assignment):
+        return _held_paid_reject(assignment, reason)
+    try:
+        decided = _assignment_decide(
+            assignment, status=AssignmentStatus.REJECTED, verb="reject",
+            operation="RejectAssignment", allow_flagged=allow_flagged,
+            call_fn=lambda _token: provider.reject(assignment=assignment, reason=reason),
+            request={"reason": reason}, note=f"Rejected: {reason}")
+    except ApprovedOnProvider as exc:
+        # The provider approved it before any sync recorded that: held work is rejected
+        # here as it would be after that sync; other work is the sync's to mirror.
+        found = f"{assignment.stage.get_provider_display()} lists it Approved (at a rejection)"
+        if held and assignment_status_refresh(assignment).status == AssignmentStatus.FLAGGED:
+            assignment_provider_approval_record(assignment, found=found)
+            return _held_paid_reject(assignment, reason)
+        raise ReviewError(f"{assignment}: {exc}; the next sync records that it was paid") \
+            from exc
     # Its slot is free now (on Prolific its place reopened with the rejection): a reviewing
     # stage collects again at once, not at the next sync.
     stage_reopen_if_slots_free(stage=decided.stage, actor="rejection (assignment_reject)")
     return decided
+
+
+def _held_paid_reject(assignment: Assignment, reason: str) -> Assignment:
+    """Held work the provider approved and paid itself (MTurk's auto-approval): the provider
+    refuses to reject approved work, so the rejection is ours only — the data stays out, the
+    reward is spent."""
+    _require_confirmed(assignment, "reject")
+    assignment_decision_record(
+        assignment, status=AssignmentStatus.REJECTED,
+        note=f"Rejected here: {reason} ({assignment.stage.get_provider_display()} had "
+             f"already approved and paid it; a rejection there is no longer possible, "
+             f"so nothing was sent: its data stays out of the study).")
+    return assignment
 
 
 # What a decision re-reads of its assignment before acting (`assignment_status_refresh`).

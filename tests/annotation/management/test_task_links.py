@@ -83,3 +83,38 @@ def test_a_project_without_an_open_stage_is_said_not_a_silent_empty_output():
     stage.save(update_fields=["status"])
     with pytest.raises(CommandError, match=rf"no open stage in {project.slug}: .*publish one"):
         call_command("task_links", "--project", project.slug, stdout=io.StringIO())
+
+
+def test_a_published_mturk_stage_gets_no_simulated_hit_beside_its_real_ones():
+    """A simulated HIT is a row of the stage: in a stage whose HITs are on MTurk it counted in
+    the money the stage commits (its reward and fee, past the budget cap with no check), in
+    the assignments collection waits for (the stage never moved to reviewing: its assignment
+    is never listed by MTurk), and, pending, a resumed publish would have created it on MTurk.
+    The command says so and leaves the stage alone (`stage_simulated_hit_refusal`)."""
+    from django.utils import timezone
+
+    from annotation.cost_selectors import stage_committed_cost
+    from annotation.models import AssignmentStatus, HitStatus, StageKind
+    from annotation.services.stages import stage_collection_complete
+    from testing.factories import make_assignment, make_hit, make_item, make_project
+
+    project = make_project(TaskKind.LIKERT, items_per_hit=2)
+    items = [make_item(project, group_key="p1") for _ in range(2)]
+    stage = make_stage(project, kind=StageKind.TRIAL, provider=Provider.MTURK,
+                       status=StageStatus.COLLECTING, judgments_per_item=1,
+                       settings={"mturk_hit_type_id": "HT1"})
+    stage.items.set(items)
+    hit = make_hit(stage, items=items, max_assignments=1, status=HitStatus.OPEN,
+                   external_id="HIT1")
+    make_assignment(stage, items=items, hit=hit, status=AssignmentStatus.SUBMITTED,
+                    submitted_at=timezone.now(), provider_confirmed_at=timezone.now(),
+                    external_id="A1")
+    committed = stage_committed_cost(stage=stage)
+    assert stage_collection_complete(stage=stage)
+    out = io.StringIO()
+    call_command("task_links", "--base-url", "http://testserver", "--project", project.slug,
+                 stdout=out)
+    assert list(stage.hits.all()) == [hit]
+    assert "mturk_rehearsal" in out.getvalue() and "/task/mturk/" not in out.getvalue()
+    assert stage_committed_cost(stage=stage) == committed
+    assert stage_collection_complete(stage=stage)

@@ -28,15 +28,17 @@ from annotation.services.review import (
 from annotation.services.stages import stage_publish
 from testing.factories import make_stage
 from testing.workers_sim import mturk_worker_submits, scores_cycle
+from tests.support.providers import w1_submitted_awaiting_review
 
 pytestmark = [pytest.mark.mturk, pytest.mark.django_db]
 
 REWARD_AND_FEE = Decimal("0.48")  # $0.40 and MTurk's 20%
 
 
-def _held_then_auto_approved(mturk_server, likert_study, researcher, client):
+def _held_then_auto_approved(mturk_server, likert_study, researcher, client, *,
+                             synced: bool = True):
     """W1's work, held by the review (the same answer on every item), then approved by MTurk's
-    auto-approval and synced."""
+    auto-approval and (`synced`) synced."""
     state = mturk_server.state
     project, _gold, items = likert_study
     project.bonus_per_correct = Decimal("0.10")
@@ -58,7 +60,7 @@ def _held_then_auto_approved(mturk_server, likert_study, researcher, client):
     assert Assignment.objects.get(external_id=w1).status == AssignmentStatus.FLAGGED
 
     state.assignments[w1]["AssignmentStatus"] = "Approved"  # the auto-approval delay ran out
-    sync, _review = stage_sync_and_review(stage=stage)
+    sync = stage_sync_and_review(stage=stage)[0] if synced else None
     return stage, Assignment.objects.get(external_id=w1), sync
 
 
@@ -126,22 +128,9 @@ def test_held_prolific_work_prolific_approved_then_rejected_here_gets_its_place_
     Prolific keeps its place (only a rejection there reopens one), so the sync adds a place
     for it, as for an approved submission given back."""
     from annotation.selectors import PROLIFIC_REOFFER_OPERATION
-    from testing.workers_sim import prolific_participant_submits
 
     server = prolific_server
-    project, _gold, items = likert_study
-    stage = make_stage(project, kind=StageKind.TRIAL, status=StageStatus.DRAFT,
-                       provider="prolific", judgments_per_item=2, settings={"gold_rate": 0})
-    stage.items.set(items[:5])
-    stage_publish(stage=stage, user=researcher)
-    stage.refresh_from_db()
-    study_id = stage.settings["prolific_study_id"]
-    session = server.state.participant_start(study_id, "P1")
-    prolific_participant_submits(client, stage=stage, pid="P1", study_id=study_id,
-                                 session_id=session, answer_for=scores_cycle([3]))
-    server.state.participant_complete(session, stage.settings["prolific_completion_code"])
-    _sync, review = stage_sync_and_review(stage=stage)
-    assert review.held == 1
+    stage, study_id, session = _prolific_held(server, likert_study, researcher, client)
     server.state.submissions[session]["status"] = "APPROVED"  # Prolific's auto-approval
     sync, _review = stage_sync_and_review(stage=stage)
     assignment = Assignment.objects.get(external_id=session)
@@ -156,3 +145,89 @@ def test_held_prolific_work_prolific_approved_then_rejected_here_gets_its_place_
     assert assignment.status == AssignmentStatus.REJECTED
     assert sync.reoffered == 1
     assert server.state.studies[study_id]["total_available_places"] == 3
+
+
+def test_held_work_mturk_approved_before_any_sync_saw_it_is_rejected_here_alike(
+        mturk_server, likert_study, researcher, client):
+    """The researcher rejects held work after MTurk's auto-approval and before the next sync:
+    MTurk refused the RejectAssignment and the admin showed its raw error ("This operation can
+    be called with a status of: Submitted"), while the same rejection a sync later was recorded
+    here. The refusal now says MTurk approved it (`ApprovedOnProvider`), and held work is
+    rejected here as after that sync, its payment recorded."""
+    state = mturk_server.state
+    stage, assignment, _sync = _held_then_auto_approved(mturk_server, likert_study, researcher,
+                                                        client, synced=False)
+    assignment_reject(assignment=assignment, reason="same answer everywhere", allow_flagged=True)
+    assignment.refresh_from_db()
+    assert assignment.status == AssignmentStatus.REJECTED
+    assert "already approved and paid it" in assignment.review_note
+    assert _counted(assignment) == 0
+    assert stage_paid(stage=stage).rewards == REWARD_AND_FEE
+    sync, review = stage_sync_and_review(stage=stage)
+    assignment.refresh_from_db()
+    assert assignment.status == AssignmentStatus.REJECTED and review.bonuses == 0
+    assert (sync.held_paid, sync.mirrored) == (0, 0) and state.bonuses == []
+
+
+def test_work_awaiting_review_that_mturk_approved_is_refused_in_plain_words(
+        mturk_server, likert_study, researcher, client):
+    from annotation.services.review import ReviewError
+
+    state = mturk_server.state
+    stage, _hit, w1, _assignment = w1_submitted_awaiting_review(state, likert_study,
+                                                                researcher, client)
+    stage_sync_and_review(stage=stage)
+    assignment = Assignment.objects.get(external_id=w1)
+    assert assignment.status == AssignmentStatus.SUBMITTED
+    state.assignments[w1]["AssignmentStatus"] = "Approved"
+    with pytest.raises(ReviewError, match="MTurk approved and paid this assignment already"):
+        assignment_reject(assignment=assignment, reason="changed my mind", allow_flagged=True)
+    assignment.refresh_from_db()
+    assert assignment.status == AssignmentStatus.SUBMITTED
+    stage_sync_and_review(stage=stage)
+    assignment.refresh_from_db()
+    assert assignment.status == AssignmentStatus.APPROVED  # mirrored by the sync, as before
+
+
+@pytest.mark.prolific
+def test_held_prolific_work_approved_there_before_any_sync_is_rejected_here_alike(
+        prolific_server, likert_study, researcher, client):
+    """Prolific approves held work itself and the researcher rejects it before the next sync:
+    Prolific refused the transition ("submission is APPROVED") and the admin showed that; now
+    the refusal says Prolific approved it (`ApprovedOnProvider`) and the held work is rejected
+    here as after that sync, so the sync adds its place back (Prolific keeps the place of
+    approved work)."""
+    server = prolific_server
+    stage, study_id, session = _prolific_held(server, likert_study, researcher, client)
+    server.state.submissions[session]["status"] = "APPROVED"  # Prolific's auto-approval
+    assignment = Assignment.objects.get(external_id=session)
+    assignment_reject(assignment=assignment, reason="the same answer on every item",
+                      allow_flagged=True)
+    assignment.refresh_from_db()
+    assert assignment.status == AssignmentStatus.REJECTED
+    assert "already approved and paid it" in assignment.review_note
+    sync, _review = stage_sync_and_review(stage=stage)
+    assignment.refresh_from_db()
+    assert assignment.status == AssignmentStatus.REJECTED and sync.reoffered == 1
+    assert server.state.studies[study_id]["total_available_places"] == 3
+
+
+def _prolific_held(server, likert_study, researcher, client):
+    """P1's submission to a Prolific trial, held by the review (the same answer on every
+    item): (the stage, its study id, P1's session)."""
+    from testing.workers_sim import prolific_participant_submits
+
+    project, _gold, items = likert_study
+    stage = make_stage(project, kind=StageKind.TRIAL, status=StageStatus.DRAFT,
+                       provider="prolific", judgments_per_item=2, settings={"gold_rate": 0})
+    stage.items.set(items[:5])
+    stage_publish(stage=stage, user=researcher)
+    stage.refresh_from_db()
+    study_id = stage.settings["prolific_study_id"]
+    session = server.state.participant_start(study_id, "P1")
+    prolific_participant_submits(client, stage=stage, pid="P1", study_id=study_id,
+                                 session_id=session, answer_for=scores_cycle([3]))
+    server.state.participant_complete(session, stage.settings["prolific_completion_code"])
+    _sync, review = stage_sync_and_review(stage=stage)
+    assert review.held == 1
+    return stage, study_id, session

@@ -20,6 +20,7 @@ from annotation.services.review import stage_sync_and_review
 from annotation.services.stages import stage_close, stage_publish
 from testing.factories import make_stage
 from testing.workers_sim import mturk_worker_submits, scores_cycle
+from tests.support.providers import w1_submitted_awaiting_review
 
 pytestmark = [pytest.mark.mturk, pytest.mark.django_db]
 
@@ -104,30 +105,12 @@ def test_closed_stage_is_synced_until_every_hit_is_decided(mturk_server, likert_
                                                             AssignmentStatus.FLAGGED}
 
 
-def _w1_submitted_awaiting_review(state, likert_study, researcher, client):
-    """A published one-HIT MTurk trial whose work is approved only an hour after submission;
-    W1 has submitted on our page and on MTurk."""
-    project, _gold, items = likert_study
-    stage = make_stage(project, kind=StageKind.TRIAL, status=StageStatus.DRAFT,
-                       provider="mturk", judgments_per_item=2,
-                       settings={"locales": [], "review": {"approve_after_seconds": 3600}})
-    stage.items.set(items[:5])
-    stage_publish(stage=stage, user=researcher)
-    hit = stage.hits.get()
-    w1 = state.worker_accept(hit.external_id, "W1")
-    assignment = mturk_worker_submits(client, stage=stage, hit_id=hit.external_id,
-                                      worker_id="W1", assignment_id=w1,
-                                      answer_for=scores_cycle([1, 2, 3, 4, 5]))
-    state.worker_submit(w1)
-    return stage, hit, w1, assignment
-
-
 def test_closed_stage_waits_for_undecided_work_and_calls_in_doubt(mturk_server, likert_study,
                                                                   researcher, client):
     from annotation.models import ProviderCall, ProviderCallStatus
 
     state = mturk_server.state
-    stage, hit, w1, assignment = _w1_submitted_awaiting_review(state, likert_study,
+    stage, hit, w1, assignment = w1_submitted_awaiting_review(state, likert_study,
                                                                researcher, client)
     stage_close(stage=stage, user=researcher)
     hit.refresh_from_db()
@@ -178,7 +161,7 @@ def test_a_rejection_that_mturk_auto_approval_overtook_does_not_keep_the_stage_o
     from annotation.services.review import assignment_reject
 
     state = mturk_server.state
-    stage, hit, w1, assignment = _w1_submitted_awaiting_review(state, likert_study,
+    stage, hit, w1, assignment = w1_submitted_awaiting_review(state, likert_study,
                                                                researcher, client)
     stage_sync_and_review(stage=stage)  # confirmed, not yet due for approval
     mturk_server.throttle_next["RejectAssignment"] = 100

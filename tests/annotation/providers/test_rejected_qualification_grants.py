@@ -32,8 +32,10 @@ def test_a_rejected_qualification_keeps_no_passing_value_on_mturk(mturk_server, 
     stage = make_stage(project, kind=StageKind.QUALIFICATION, status=StageStatus.DRAFT,
                        provider="mturk", settings={
                            "max_workers": 6, "locales": [],
-                           # Reviewed by hand: the work waits for the researcher's decision.
-                           "review": {"approve_after_seconds": 10**6}})
+                           # Reviewed by hand: the work waits for the researcher's decision
+                           # (before MTurk's auto-approval, which must come later still).
+                           "review": {"approve_after_seconds": 10**6},
+                           "auto_approval_delay_seconds": 2592000})
     stage_publish(stage=stage, user=researcher)
     hit = stage.hits.get()
     mark = percent_threshold(project.qualification_threshold)

@@ -336,3 +336,66 @@ def test_a_stage_closed_while_it_is_being_extended_keeps_no_hit_open(admin, live
     now = timezone.now().timestamp()
     on_mturk = [mturk_server.state.hits[hit.external_id] for hit in trial.hits.all()]
     assert len(on_mturk) > 1 and all(float(hit["Expiration"]) <= now for hit in on_mturk)
+
+
+def test_closing_twice_closes_once_and_says_so(admin, live, mturk_server, owner, monkeypatch):
+    """Close clicked twice (two tabs, a double click whose second request ran while the first
+    was expiring the HITs on MTurk): the second answered in red "cannot go from closed to
+    closed; allowed: none" although the stage was closed as asked. One close is logged, the
+    second sends nothing and says the stage is already closed (`stage_close`)."""
+    _project, _qualification, trial = live
+    assert _admin_action(admin, "close_stages", trial) == [f"{trial}: closed"]
+    calls = ProviderCall.objects.count()
+    assert _admin_action(admin, "close_stages", trial) == [f"{trial}: already closed"]
+    assert ProviderCall.objects.count() == calls
+
+    # The second close arrives while the first is expiring the HITs on the provider.
+    full = make_stage(trial.project, kind=StageKind.FULL, name="full", status=StageStatus.DRAFT,
+                      provider=Provider.MTURK, settings={"locales": []})
+    full.items.set(make_item(trial.project, group_key=f"f{n}") for n in range(4))
+    stage_publish(stage=full, user=owner)
+    provider, inner = mturk_server.provider, []
+    expire_stage = provider.expire_stage
+
+    def second_close_meanwhile(*, stage):
+        yield from expire_stage(stage=stage)
+        if not inner:
+            inner.append("second tab")
+            stage_close(stage=Stage.objects.get(pk=stage.pk), user=owner, reason="second tab")
+
+    monkeypatch.setattr(provider, "expire_stage", second_close_meanwhile)
+    assert _admin_action(admin, "close_stages", full) == [f"{full}: closed"]
+    full.refresh_from_db()
+    assert full.status == StageStatus.CLOSED
+    assert full.transitions.filter(to_status=StageStatus.CLOSED).count() == 1
+    assert Hit.objects.filter(stage=full, status="open").count() == 0
+
+
+def test_extending_twice_at_once_reopens_a_reviewing_stage_once(admin, live, mturk_server,
+                                                                owner, monkeypatch):
+    """"Extend by one day" on a reviewing stage, clicked in a second tab while the first was
+    moving the HITs' expiry on MTurk: both extended the HITs, the first took the stage back to
+    collecting, and the second answered in red "not extended — cannot go from collecting to
+    collecting" although its day was added. The move back to collecting is made under the
+    stage's row lock, once (`stage_extend`)."""
+    from annotation.services.stages import stage_extend, stage_transition
+
+    _project, _qualification, trial = live
+    stage_transition(stage=trial, to_status=StageStatus.REVIEWING, actor="test",
+                     reason="collection complete")
+    provider, inner = mturk_server.provider, []
+    extend_stage = provider.extend_stage
+
+    def second_extend_meanwhile(*, stage, seconds):
+        yield from extend_stage(stage=stage, seconds=seconds)
+        if not inner:
+            inner.append("second tab")
+            stage_extend(stage=Stage.objects.get(pk=stage.pk), seconds=seconds, user=owner)
+
+    monkeypatch.setattr(provider, "extend_stage", second_extend_meanwhile)
+    shown = _admin_action(admin, "extend_stages", trial)
+    assert shown == [f"Extended 1 stage(s) by one day: {trial}."], shown
+    trial.refresh_from_db()
+    assert trial.status == StageStatus.COLLECTING
+    assert trial.transitions.filter(from_status=StageStatus.REVIEWING,
+                                    to_status=StageStatus.COLLECTING).count() == 1
