@@ -252,6 +252,11 @@
     }
   }
 
+  // Comprehension checks whose "That answer was not right" this page has shown (the server's
+  // list on loading, then each confirm or submit told so): an answer sent again before that is
+  // the first attempt resent (its reply lost on the way back), one sent after is the second.
+  const retrySeen = new Set(Object.keys(cfg.retry || {}));
+
   // --- Autosave -------------------------------------------------------------------------------
   let saveTimer = null;
   let retryTimer = null;
@@ -601,7 +606,9 @@
     const msgs = problems(id);
     showError(id, msgs);
     if (msgs.length) { const first = el.querySelector("input:not([disabled])"); if (first) first.focus(); return; }
-    const answer = Object.assign(readItem(id), { time_spent_ms: spentMs(id), client_started_at: timer(id).started });
+    const answer = Object.assign(readItem(id), {
+      time_spent_ms: spentMs(id), client_started_at: timer(id).started, retry_seen: retrySeen.has(id),
+    });
     const step = mode === "pilot" && pilotStep(id) === "guess" ? "guess" : "final";
     const button = el.querySelector(".confirm");
     button.disabled = true;
@@ -615,6 +622,7 @@
       const fb = data.feedback || {};
       if (fb.retry) {
         // Prolific comprehension check answered wrong once: one more attempt, no answer shown.
+        retrySeen.add(id);
         showError(id, [fb.message]);
         el.querySelectorAll(`input[name="opt-${id}"]`).forEach((i) => { i.checked = false; });
         scheduleSave();
@@ -682,7 +690,7 @@
     snapshot();
     saveLocal();
     const answers = pending.map((id) => Object.assign({ item: Number(id) }, readItem(id), {
-      time_spent_ms: spentMs(id), client_started_at: timer(id).started,
+      time_spent_ms: spentMs(id), client_started_at: timer(id).started, retry_seen: retrySeen.has(id),
     }));
     submitButton.disabled = true;
     submitButton.textContent = "Submitting…";
@@ -724,6 +732,7 @@
         return;
       }
       if (data.return_study) { askToReturn(data.return_study); return; }
+      if (data.retry) Object.keys(data.errors || {}).forEach((k) => retrySeen.add(k));
       submitButton.disabled = false;
       submitButton.textContent = "Submit";
       const errs = data.errors || {};

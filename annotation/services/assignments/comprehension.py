@@ -42,10 +42,18 @@ def _is_comprehension_check(assignment: Assignment, item: Item) -> bool:
             and item.is_practice and bool(item.gold))
 
 
-def comprehension_attempt(assignment: Assignment, item: Item, fields: dict) -> dict:
+# The answer's flag by which the page says whether it has shown "That answer was not right"
+# for this item (after a confirm, a submit, or on reloading a page the server told so).
+RETRY_SEEN_FIELD = "retry_seen"
+
+
+def comprehension_attempt(assignment: Assignment, item: Item, fields: dict,
+                          answer: dict | None = None) -> dict:
     """For a comprehension check: a JSON copy of the cleaned answer `fields`, as
     `comprehension_outcome` records an attempt (taken before the judgment is built from
-    `fields`); {} for any other item."""
+    `fields`), with whether the page had told the participant their first answer was wrong
+    (`retry_seen` of the raw `answer`: told unless the page says `false`, so a request that
+    does not say is held to "wrong twice"); {} for any other item."""
     if not _is_comprehension_check(assignment, item):
         return {}
     import json
@@ -54,6 +62,7 @@ def comprehension_attempt(assignment: Assignment, item: Item, fields: dict) -> d
 
     record = json.loads(json.dumps(fields, cls=DjangoJSONEncoder))
     record["answered_at"] = timezone.now().isoformat()
+    record[RETRY_SEEN_FIELD] = (answer or {}).get(RETRY_SEEN_FIELD) is not False
     return record
 
 
@@ -76,12 +85,16 @@ def comprehension_outcome(assignment: Assignment, state: dict, row: AssignmentIt
     """"ok", "retry" (a first wrong answer: recorded in `state`, not stored as a judgment) or
     "failed" (wrong twice) for an answer to a Prolific comprehension check; "ok" for any other
     item. The first attempt is attached to the judgment of the second. The first wrong answer
-    sent again (`same_attempt`) is "retry" again, never the second attempt: the one rule of the
-    confirm and the submit door, so a replayed request gets the first one's result."""
+    sent again (`same_attempt`) by a page that has not yet told the participant it was wrong
+    (`retry_seen` false: its answer was lost on the way back) is "retry" again, never the
+    second attempt; the same wrong answer chosen again after the page told them is the second
+    (else a participant repeating it was never asked to return the study). The one rule of the
+    confirm and the submit door."""
     if not _is_comprehension_check(assignment, row.item):
         return "ok"
     from annotation.services.qualification import answer_is_correct
 
+    retry_seen = record.pop(RETRY_SEEN_FIELD, True)  # the page's word, not part of the answer
     key = str(row.item_id)
     attempts = dict(state.get(ATTEMPTS_KEY) or {})
     earlier = list(attempts.get(key) or [])
@@ -90,7 +103,7 @@ def comprehension_outcome(assignment: Assignment, state: dict, row: AssignmentIt
     tolerance = assignment.stage.project.qualification_tolerance
     if answer_is_correct(item=row.item, judgment=judgment, tolerance=tolerance) is not False:
         return "ok"
-    if earlier and same_attempt(record, earlier[-1]):
+    if earlier and not retry_seen and same_attempt(record, earlier[-1]):
         # The recorded first attempt again: a request sent again after its answer was lost on
         # the way back ("Confirm again in a moment"), a second tab, a Submit pressed again with
         # the answers unchanged. Not a second attempt: the participant has not yet been told it

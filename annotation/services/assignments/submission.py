@@ -161,7 +161,7 @@ def assignment_confirm_item(*, assignment: Assignment, item: Item | int, answer:
                               answer_texts=ab_answer_texts(row.item.content))
     except AnswerError as exc:
         raise SubmissionInvalid({key: exc.messages}) from None
-    record = comprehension_attempt(assignment, row.item, fields)
+    record = comprehension_attempt(assignment, row.item, fields, answer)
     judgment = _judgment(assignment, row, fields, _clean_client_meta(client_meta))
     judgment.server_time_ms = _server_time_ms(assignment, [row], n=1)
     outcome = comprehension_outcome(assignment, state, row, judgment, record)
@@ -396,7 +396,7 @@ def _judgments_of(assignment: Assignment, rows: list[AssignmentItem], given: dic
         except AnswerError as exc:
             errors.setdefault(str(row.item_id), []).extend(exc.messages)
             continue
-        record = comprehension_attempt(assignment, row.item, fields)
+        record = comprehension_attempt(assignment, row.item, fields, given[row.item_id])
         judgments.append(_judgment(assignment, row, fields, meta))
         if record:
             checks.append((row, judgments[-1], record))

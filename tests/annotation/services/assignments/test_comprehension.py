@@ -229,11 +229,11 @@ def test_a_first_wrong_answer_sent_again_is_not_the_second_attempt(client):
         return client.post(reverse("annotation:task-confirm"), content_type="application/json",
                            data={"item": practice.pk, "answer": {
                                "shown_choice": _shown(assignment, practice, role),
-                               "time_spent_ms": spent}}, **headers).json()
+                               "time_spent_ms": spent, "retry_seen": False}}, **headers).json()
 
     first = confirm("B", 4000)
     assert first["ok"] and first["feedback"]["retry"], first
-    again = confirm("B", 9000)  # the same answer, sent again later
+    again = confirm("B", 9000)  # the same answer, sent again later by a page never told
     assert again["ok"] and again["feedback"]["retry"], again
     assert "return_study" not in again["feedback"] and not Judgment.objects.exists()
     assignment.refresh_from_db()
@@ -246,7 +246,8 @@ def test_a_first_wrong_answer_sent_again_is_not_the_second_attempt(client):
     # The submit door: the same wrong Likert check submitted twice is one attempt.
     stage, worker, assignment, practice, regular = _task(TaskKind.LIKERT)
     headers = {"HTTP_X_ASSIGNMENT_TOKEN": assignment_token_make(assignment=assignment)}
-    answers = [{"item": practice.pk, "score": 1}, {"item": regular.pk, "score": 3}]
+    answers = [{"item": practice.pk, "score": 1, "retry_seen": False},
+               {"item": regular.pk, "score": 3}]
     for _ in range(2):
         submit = client.post(reverse("annotation:task-submit"), content_type="application/json",
                              data={"answers": answers}, **headers)
@@ -258,3 +259,36 @@ def test_a_first_wrong_answer_sent_again_is_not_the_second_attempt(client):
     done = client.post(reverse("annotation:task-submit"), content_type="application/json",
                        data={"answers": answers}, **headers)
     assert done.status_code == 200 and done.json()["n_judgments"] == 2, done.content
+
+
+@pytest.mark.parametrize("seen", [True, None])
+@pytest.mark.parametrize("door", ["confirm", "submit"])
+def test_the_same_wrong_answer_chosen_again_after_being_told_is_the_second_attempt(
+        client, door, seen):
+    """"That answer was not right": the page clears the options and the participant picks the
+    same wrong one again. That is the second attempt (the page says it told them:
+    `retry_seen`), so they are asked to return the study; was: read as the first attempt
+    resent, "try again" for ever, the participant stuck until the study timed out. A request
+    that does not say whether it was told is held to the rule too."""
+    stage, worker, assignment, practice, regular = _task(
+        TaskKind.MC if door == "confirm" else TaskKind.LIKERT)
+    headers = {"HTTP_X_ASSIGNMENT_TOKEN": assignment_token_make(assignment=assignment)}
+
+    def send(told):
+        flag = {} if told is None else {"retry_seen": told}
+        if door == "confirm":
+            return client.post(reverse("annotation:task-confirm"),
+                               content_type="application/json", data={
+                                   "item": practice.pk, "answer": {
+                                       "shown_choice": _shown(assignment, practice, "B"),
+                                       **flag}}, **headers).json()
+        return client.post(reverse("annotation:task-submit"),
+                           content_type="application/json", data={"answers": [
+                               {"item": practice.pk, "score": 1, **flag},
+                               {"item": regular.pk, "score": 3}]}, **headers).json()
+
+    first = send(False)
+    assert (first["feedback"]["retry"] if door == "confirm" else first["retry"]), first
+    second = send(seen)
+    said = second["feedback"] if door == "confirm" else second
+    assert "return the study on Prolific" in said["return_study"], (seen, second)
