@@ -37,6 +37,7 @@ from .domain.answers import (
     confirms_per_item,
     shown_roles,
 )
+from .domain.control_characters import IGNORABLE_CLASS
 from .models import (
     Assignment,
     AssignmentItem,
@@ -196,6 +197,8 @@ def task_page_config(*, assignment: Assignment | None, stage: Stage, items: list
         "justification_padding_run": PADDING_RUN,
         # The characters the count reads as one blank, the server's rule (`BLANK_CLASS`).
         "justification_blank": BLANK_CLASS,
+        # The characters it leaves out beside category Cf (`IGNORABLE_CLASS`).
+        "justification_invisible": IGNORABLE_CLASS,
         "scale_size": project.scale_top,
         "draft": draft,
         "confirmed": confirmed,

@@ -20,7 +20,7 @@ from typing import Any
 from core.vocabulary import AB_CHOICES, MC_ROLES, TaskKind
 
 # C0 controls and DEL, except tab, line feed and carriage return, which pasted text carries.
-from .control_characters import CONTROL_CHARACTER
+from .control_characters import CONTROL_CHARACTER, without_invisible
 from .numbers import ascii_whole_number, row_id_of
 
 AB_SHOWN = ("A", "B")
@@ -203,10 +203,9 @@ BLANK = re.compile(BLANK_CLASS)
 
 def _visible_runs(text: str) -> list[int]:
     """Lengths of the runs of one character in the text as the reader sees it: invisible
-    format characters (category Cf) left out, every blank character (`BLANK_CLASS`) read as a
+    characters that draw nothing (`without_invisible`) left out, every blank character (`BLANK_CLASS`) read as a
     space, trimmed."""
-    kept = "".join(char for char in text if unicodedata.category(char) != "Cf")
-    visible = BLANK.sub(" ", kept).strip(" ")
+    visible = BLANK.sub(" ", without_invisible(text)).strip(" ")
     return [sum(1 for _ in run) for _, run in itertools.groupby(visible)]
 
 
@@ -231,8 +230,7 @@ COPIED_MIN_LENGTH = 20
 
 
 def _folded(text: str) -> str:
-    return " ".join("".join(c for c in text if unicodedata.category(c) != "Cf")
-                    .casefold().split())
+    return " ".join(without_invisible(text).casefold().split())
 
 
 def copied_from(justification: str, answer_texts: tuple[str, ...] | list[str]) -> bool:
@@ -277,7 +275,9 @@ def justification_key(text: Any) -> str:
     "" when nothing is left."""
     if not isinstance(text, str):
         return ""
-    kept = "".join(" " if unicodedata.category(c)[0] in "PS" else c for c in text)
+    # Blank glyphs are spaces here too (`BLANK`: a Hangul filler is a letter by its category),
+    # as the count and the copy check read them.
+    kept = "".join(" " if unicodedata.category(c)[0] in "PS" else c for c in BLANK.sub(" ", text))
     return _folded(kept)
 
 

@@ -90,3 +90,30 @@ def note_problem(note: str, max_chars: int = MAX_NOTE_CHARS) -> str | None:
     if control:
         return f"the note contains a control character (U+{ord(control.group()):04X})"
     return None
+
+
+# Characters that draw nothing and take no room: Unicode's format characters (category Cf:
+# zero-width spaces and joiners, the byte-order mark, direction marks) and its other
+# default-ignorable code points (variation selectors, the combining grapheme joiner, Khmer's
+# inherent vowels, Mongolian free variation selectors, tag characters), which are marks (Mn)
+# or unassigned and so escaped a category test: thirty variation selectors look like an empty
+# box and filled a justification's minimum. The Hangul fillers, also default-ignorable, are
+# left to the blank rule (`annotation.domain.answers.BLANK_CLASS`: they show a gap). A regular
+# expression class of literal characters, so Python and the page's script (with its `u` flag,
+# `justification_invisible` in its config) read it alike.
+IGNORABLE_CLASS = ("[\u034f\u17b4\u17b5\u180b-\u180d\u180f\u2065\ufe00-\ufe0f\ufff0-\ufff8"
+                   "\U000e0000-\U000e0fff]")
+_IGNORABLE = re.compile(IGNORABLE_CLASS)
+
+
+def is_invisible(char: str) -> bool:
+    """Whether `char` draws nothing and takes no room (`IGNORABLE_CLASS`, category Cf)."""
+    import unicodedata
+
+    return unicodedata.category(char) == "Cf" or _IGNORABLE.match(char) is not None
+
+
+def without_invisible(text: str) -> str:
+    """`text` without the characters that draw nothing (`is_invisible`): the one rule of a
+    justification's count, the copy and repeat checks, and an A/B item's identical answers."""
+    return "".join(char for char in text if not is_invisible(char))

@@ -11,7 +11,11 @@ from typing import Any
 
 from core.vocabulary import AB_CHOICES, MC_ROLES, TaskKind
 
-from .control_characters import control_character_message, find_control_character
+from .control_characters import (
+    control_character_message,
+    find_control_character,
+    without_invisible,
+)
 from .json_values import NON_FINITE_MESSAGE, find_non_finite
 
 ANSWER_KINDS = ("human", "model")
@@ -208,12 +212,12 @@ def normalize_answer_systems(kind: str, content: Any) -> Any:
 
 
 def _answer_text_key(text: Any) -> str:
-    """An answer's text as a reader sees it: NFC, invisible format characters (category Cf)
-    left out, whitespace runs collapsed and trimmed (case kept: it is visible)."""
+    """An answer's text as a reader sees it: NFC, characters that draw nothing
+    (`without_invisible`) left out, whitespace runs collapsed and trimmed (case kept: it is visible)."""
     if not isinstance(text, str):
         return ""
     text = unicodedata.normalize("NFC", text)
-    return " ".join("".join(c for c in text if unicodedata.category(c) != "Cf").split())
+    return " ".join(without_invisible(text).split())
 
 
 def answers_identical(content: Any) -> bool:

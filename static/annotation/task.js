@@ -401,12 +401,16 @@
 
   // --- A/B helpers ----------------------------------------------------------------------------
   // Characters as the server counts them (annotation/domain/answers.py justification_length):
-  // code points, so an emoji is one (String.length says two), invisible format characters
-  // (zero-width spaces, direction marks) not at all, every blank character (the server's
+  // code points, so an emoji is one (String.length says two), characters that draw nothing
+  // (zero-width spaces, direction marks, variation selectors) not at all, every blank character (the server's
   // BLANK_CLASS, `justification_blank` in the config: white space, braille blank, Hangul
   // fillers) as a space, trimmed, and a run of one character repeated
   // `justification_padding_run` times or more ("aaaa…", padding) once.
-  const INVISIBLE = /\p{Cf}/u;
+  // Category Cf and the server's other characters that draw nothing (`IGNORABLE_CLASS`,
+  // `justification_invisible` in the config: variation selectors and the like).
+  const FORMAT = /\p{Cf}/u;
+  const IGNORABLE = cfg.justification_invisible ? new RegExp(cfg.justification_invisible, "u") : null;
+  const INVISIBLE = { test: (c) => FORMAT.test(c) || (IGNORABLE !== null && IGNORABLE.test(c)) };
   const BLANK = new RegExp(cfg.justification_blank || "\\s", "gu");
   function visibleRuns(text) {
     const kept = Array.from(text || "").filter((c) => !INVISIBLE.test(c)).join("").replace(BLANK, " ");

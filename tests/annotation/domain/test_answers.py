@@ -8,6 +8,7 @@ from annotation.domain.answers import (
     AnswerRules,
     clean_answer,
     justification_length,
+    same_justification_count,
 )
 
 LIKERT = AnswerRules(kind="likert")
@@ -91,6 +92,9 @@ def test_a_justification_padded_with_one_character_is_counted_without_the_paddin
     pytest.param("A" + " \u00a0" * 15 + "is better", 11, id="two-spaces-taking-turns"),
     pytest.param("A" + "\u2003\u2002 " * 8 + "is good", 9, id="three-spaces-taking-turns"),
     pytest.param("\u200b  \u00a0 A is right", 10, id="blank-before-the-first-word"),
+    pytest.param("\ufe0f" * 30, 0, id="variation-selectors"),
+    pytest.param("A is right" + "\U000e0100\u034f\u17b4\u180b" * 8, 10,
+                 id="marks-that-draw-nothing"),
 ])
 def test_blank_characters_are_one_kind_of_padding(text, written):
     """Characters that show nothing count as one: every whitespace character and the blank
@@ -191,3 +195,14 @@ def test_a_client_start_time_is_kept_in_utc():
                           answer={"score": 4, "client_started_at": "2026-01-01T10:00:00+05:00"})
     assert fields["client_started_at"] == datetime(2026, 1, 1, 5, tzinfo=UTC)
     assert fields["client_started_at"].utcoffset().total_seconds() == 0
+
+
+@pytest.mark.reliability
+@pytest.mark.parametrize("blank", ["\u3164", "\u2800", "\u00a0"])
+def test_one_justification_parted_by_blank_glyphs_is_the_same_justification(blank):
+    """The repeat rule reads blank glyphs as the spaces they look like, as the count and the
+    copy check do: was: a Hangul filler (a letter by its category) between the words made a
+    third copy of a sentence a new justification (count 2, not 3)."""
+    sentence = "B is more complete and answers the question"
+    assert same_justification_count([sentence, sentence.replace(" ", blank),
+                                     sentence.replace(" ", " " + blank)]) == 3
