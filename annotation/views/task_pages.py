@@ -477,18 +477,20 @@ def task_api(view):
         if origin and origin != "null":
             if urlsplit(origin).netloc != request.get_host():
                 return _json_error("Cross-origin request refused.", status=403)
-        # The address's budget counts every call, before its token is read: calls with
-        # made-up or mangled tokens (probing for a valid one) are held to it too.
-        if rate_limited(request, scope="api_address", key=_address_key(request)):
-            return _json_too_many()
         try:
             page = access.page_token_resolve(token=request.META.get(TOKEN_HEADER, ""))
             assignment = page.assignment
             access.assignment_access_recheck(assignment=assignment, link_id=page.link_id)
         except AssignmentRefused as exc:
+            # Calls with made-up or mangled tokens (probing for a valid one) are held to the
+            # address's budget in a bucket of their own: counted with the valid calls, one
+            # client behind a lab's NAT could spend the whole address's budget on fakes and
+            # lock every annotator there out of their own pages.
+            if rate_limited(request, scope="api_address",
+                            key=_address_key(request) + ":refused"):
+                return _json_too_many()
             return _json_error(exc.message, status=403, code=exc.code)
-        if rate_limited(request, scope="api",
-                        key=_rate_key(request, identity=f"assignment:{assignment.pk}")):
+        if _over_limits(request, scope="api", identity=f"assignment:{assignment.pk}"):
             return _json_too_many()
         try:
             declared = int(request.META.get("CONTENT_LENGTH") or 0)

@@ -471,14 +471,15 @@ def test_json_calls_are_limited_per_address_too(client):
 def test_json_calls_with_made_up_tokens_count_against_the_address_too(client):
     """A client posting made-up or stolen-and-mangled page tokens (probing for a valid one) is
     held to the address's budget like any JSON caller. Was: the budget was counted only once a
-    token resolved, so refused tokens could be sent without limit; after them the address's
-    own valid page is refused too, as any call over the budget is."""
+    token resolved, so refused tokens could be sent without limit. They are counted in a
+    bucket of their own (from the review: counted with the valid calls, one client behind a
+    lab's NAT spent the address's budget on fakes and locked the lab out of its own pages)."""
     _project, stage, _items = _prolific_stage(n_items=12)
     token = page_config(_prolific_page(client, stage, "P1", "S1"))["token"]
     statuses = [api(client, "task-autosave", f"made-up-{n}", {"draft": {}}).status_code
                 for n in range(6)]
     assert statuses == [403, 403, 403, 403, 429, 429]
-    assert api(client, "task-autosave", token, {"draft": {}}).status_code == 429
+    assert api(client, "task-autosave", token, {"draft": {}}).status_code == 200
 
 
 @override_settings(QAJ_TASK_RATE_LIMITS=LIMITS, QAJ_TRUSTED_PROXY_HEADER="X-Forwarded-For")
