@@ -42,12 +42,40 @@ def autosave_sequence(value: Any) -> dict | None:
     return {"series": series, "n": n}
 
 
+# How many page loads' newest autosave numbers are kept (a worker's tabs and reloads).
+AUTOSAVE_SERIES_KEPT = 8
+
+
+def _autosave_newest(stored: Any) -> dict[str, int]:
+    """The newest number stored of each recent page load, {series: n}; read from the record
+    of one series too (`{"series", "n"}`, as drafts were written before)."""
+    if not isinstance(stored, dict):
+        return {}
+    if isinstance(stored.get("series"), str) and isinstance(stored.get("n"), int):
+        return {stored["series"]: stored["n"]}
+    newest = stored.get("newest")
+    if not isinstance(newest, dict):
+        return {}
+    return {k: v for k, v in newest.items() if isinstance(k, str) and isinstance(v, int)}
+
+
 def autosave_is_stale(stored: Any, incoming: dict | None) -> bool:
-    """Whether an autosave is older than the draft stored: the same page load (series) sent a
-    higher number already, so this one was held up on the way and arrives late."""
-    return (incoming is not None and isinstance(stored, dict)
-            and stored.get("series") == incoming["series"]
-            and isinstance(stored.get("n"), int) and stored["n"] >= incoming["n"])
+    """Whether an autosave is older than one stored: its page load (series) sent a higher
+    number already, so this one was held up on the way and arrives late, whatever another
+    tab or page load saved in between (A4 stored, then B1, then A3 arriving is still old)."""
+    if incoming is None:
+        return False
+    newest = _autosave_newest(stored).get(incoming["series"])
+    return newest is not None and newest >= incoming["n"]
+
+
+def autosave_record(stored: Any, incoming: dict) -> dict:
+    """The record of newest numbers with `incoming` stored (the most recent
+    `AUTOSAVE_SERIES_KEPT` page loads)."""
+    newest = _autosave_newest(stored)
+    newest.pop(incoming["series"], None)
+    newest[incoming["series"]] = incoming["n"]
+    return {"newest": dict(list(newest.items())[-AUTOSAVE_SERIES_KEPT:])}
 
 
 @transaction.atomic
@@ -76,7 +104,7 @@ def assignment_save_draft(*, assignment: Assignment, draft: dict,
         return assignment
     own = {key: value for key, value in draft.items() if key != SERVER_DRAFT_KEY}
     if sequence is not None:
-        state[AUTOSAVE_KEY] = sequence
+        state[AUTOSAVE_KEY] = autosave_record(state.get(AUTOSAVE_KEY), sequence)
     if state:
         own[SERVER_DRAFT_KEY] = state
     assignment.draft = own

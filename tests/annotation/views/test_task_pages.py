@@ -618,3 +618,8 @@ def test_an_older_autosave_arriving_late_never_overwrites_a_newer_one_of_the_sam
         body = {"draft": answered(2)} | ({"sequence": sequence} if sequence else {})
         assert api(client, "task-autosave", token, body).status_code == 200
     assert page_config(client.get(response.wsgi_request.path))["draft"] == answered(2)
+    # From the review: a late autosave of one page load is old whatever another page load
+    # saved in between (page-1 sent 3, then page-2 saved; page-1's 2 arrives late).
+    assert autosave(answered(3), "page-2", 5).status_code == 200
+    assert autosave(answered(2), "page-1", 2).status_code == 200
+    assert page_config(client.get(response.wsgi_request.path))["draft"] == answered(3)
