@@ -609,3 +609,38 @@ def test_a_judge_that_read_some_of_the_humans_items_is_ranked_beside_the_humans_
     html = client.get(reverse("metrics:project-dashboard", args=[project.slug])).content.decode()
     assert "sampled@v1 voted on 20 of them" in html
     assert html.count("humans on its items:") == len(board["side_by_side"])
+
+
+@pytest.mark.reliability
+def test_the_dashboards_downloads_of_a_stage_are_that_stages_board(client, arena):
+    """The dashboard narrowed to a stage showed that stage's board, but its CSV and JSON
+    buttons (and the report's JSON link) fetched the whole project's: a different board for
+    the same page. Each link now carries the stage the page shows."""
+    import re
+    from html import unescape
+
+    project, owner = arena
+    items = list(project.items.order_by("pk"))
+    trial = make_stage(project, kind=StageKind.TRIAL, name="trial")
+    trial.items.set(items[:12])
+    for item in items[:12]:
+        for _ in range(2):
+            make_judgment(item=item, stage=trial, worker=make_worker(), choice="B")
+    client.force_login(owner)
+    page = reverse("metrics:project-dashboard", args=[project.slug])
+    html = client.get(page, {"stage": trial.pk}).content.decode()
+    section = html[html.index('id="leaderboard"'):]
+    shown = int(re.search(r"fit of (\d+) votes", section).group(1))
+    assert shown == 24
+    links = {text: unescape(href) for href, text in re.findall(
+        r'<a href="([^"]*)">(CSV|JSON)</a>', html)}
+    csv_rows = list(csv.DictReader(io.StringIO(client.get(links["CSV"]).content.decode())))
+    overall = [r for r in csv_rows if r["category"] == "overall"]
+    assert sum(int(r["n_votes"]) for r in overall) == 2 * shown  # each vote counts twice
+    board = client.get(links["JSON"]).json()
+    assert board["overall"]["model"]["n_votes"] == shown
+    report_link = unescape(re.search(r'<a href="([^"]*report/[^"]*)">JSON</a>', html).group(1))
+    assert client.get(report_link).json()["n_judgments"] == shown
+    # Without a stage the links read every data stage, as the page does.
+    whole = client.get(page).content.decode()
+    assert "stage=" not in re.search(r'<a href="([^"]*)">CSV</a>', whole).group(1)
