@@ -419,6 +419,20 @@ def board_mask(frame: JudgmentFrame, project: Project | None = None) -> np.ndarr
     return mask
 
 
+def preference_mask(frame: JudgmentFrame, project: Project | None = None) -> np.ndarray:
+    """The judgments whose pick compares two answers, for every door that counts A/B
+    preferences besides the boards (the long-form A/B table's "prefers the model" shares):
+    the board's judgments (`board_mask`: no gold check's) without the votes on items whose
+    two answers are one text (`_left_out`'s `identical_answers`: the pick was a guess)."""
+    mask = board_mask(frame, project)
+    if not len(frame):
+        return mask
+    ids = np.unique(frame.item_id[mask])
+    same = [pk for pk, content in Item.objects.filter(pk__in=ids.tolist()).values_list(
+        "id", "content").iterator(chunk_size=2000) if answers_identical(content or {})]
+    return mask & ~np.isin(frame.item_id, same)
+
+
 def _skipped(info: dict) -> dict:
     """The report's `skipped`: the votes left out by reason, and the identical-answer items."""
     return {**{k: v for k, v in info.items() if k not in INFO_KEYS},
