@@ -179,7 +179,10 @@ def _note_identical(board: dict | None, info: dict) -> dict | None:
 def _board(found: tuple[Votes | None, dict], *, rounds: int, seed: int) -> dict | None:
     votes, info = found
     if votes is None or len(votes.systems) < 2:
-        return None
+        # A domain (or dataset) whose votes compare no two systems says why, as the overall
+        # board does (`no_board_reason`): it was `null`, an empty row on the dashboard.
+        why = no_board_reason(info)
+        return None if why is None else {"error": why}
     try:
         board = leaderboard(votes, rounds=rounds, seed=seed, position=info["order_recorded"])
     except LeaderboardError as exc:

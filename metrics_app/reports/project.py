@@ -79,7 +79,8 @@ REPORT_KIND = "project"
 # 36: the judge alone (`metric` of the estimates) reads only the judge's own verdicts, not the
 # unsure value its unscored items get for the prediction-powered estimate.
 # 37: the long-form A/B preference shares read the leaderboard's votes (`preference_mask`):
-# no gold check's, none between two identical answers.
+# no gold check's, none between two identical answers; a domain or dataset board without a
+# vote between two systems is {error} (`no_board_reason`), not null.
 REPORT_VERSION = 37
 
 
