@@ -98,6 +98,18 @@ def counted_label(*, include_qualification: bool, include_rejected: bool) -> str
             + ("+rejected" if include_rejected else ""))
 
 
+def non_data_stage_error(stage: Stage | None, *, include_qualification: bool = False
+                         ) -> str | None:
+    """Why an export of `stage` is refused, or None: a practice or qualification stage's
+    judgments test workers, not items, and are exported only when asked for
+    (`include_qualification`; a preference export never asks). The one rule of the judgment
+    exports and the preference pairs: the latter wrote an empty file for such a stage."""
+    if stage is None or stage.kind not in NON_DATA_STAGE_KINDS or include_qualification:
+        return None
+    return (f"stage {stage.name!r} is a {stage.kind} stage: its judgments test workers, "
+            "not items")
+
+
 def export_note(*, project: Project, stage: Stage | None = None,
                 include_qualification: bool = False, include_rejected: bool = False,
                 per_judgment_rows: bool = True) -> str:

@@ -17,11 +17,11 @@ from typing import IO, Any
 from annotation.domain.answers import AB_TIE_CHOICES
 from annotation.domain.item_content import answer_system, answers_identical
 from annotation.models import Judgment, Project, Stage, TaskKind
-from annotation.selectors import data_only_for, judgments_that_count
+from annotation.selectors import judgments_that_count
 from core.json_limits import json_dumps_strict
 from core.vocabulary import AB_CHOICES
 
-from .exports import aggregate_rows
+from .exports import aggregate_rows, non_data_stage_error
 
 
 class PreferenceExportError(ValueError):
@@ -32,7 +32,7 @@ def _votes(project: Project, stage: Stage | None) -> dict[str, dict[str, int]]:
     """item external id → votes per choice, ties included (`choice_counts` of the aggregate
     rows counts A and B only)."""
     queryset = judgments_that_count(Judgment.objects.filter(item__project=project),
-                                    project=project, data_stages_only=data_only_for(stage=stage))
+                                    project=project, data_stages_only=True)
     if stage is not None:
         queryset = queryset.filter(stage=stage)
     counts: dict[str, dict[str, int]] = {}
@@ -55,6 +55,9 @@ def preference_rows(*, project: Project, stage: Stage | None = None,
             f"{project.slug} is a {project.kind} project: preference pairs come from A/B items")
     if not 0 <= min_agreement <= 1:
         raise PreferenceExportError(f"min_agreement must be between 0 and 1, got {min_agreement}")
+    if why := non_data_stage_error(stage):
+        # Its votes were counted and its labels read from the data stages: an empty file.
+        raise PreferenceExportError(f"{why}; preference pairs come from data stages")
     votes_by_item = _votes(project, stage)
     for row in aggregate_rows(project=project, stage=stage, aggregation=aggregation,
                               progress=False):

@@ -287,8 +287,16 @@ class ProjectReportSerializer(serializers.Serializer):
 
 
 class LeaderboardBoardSerializer(serializers.Serializer):
+    """A fitted board; one that cannot be fitted carries `error` only (and the report its
+    `skipped`): no vote compares two systems, or more systems than a board ranks."""
+
+    error = serializers.CharField(
+        required=False,
+        help_text="Why there is no board, in the words the dashboard and `manage.py report` "
+                  "show (no vote compares two systems; more than 100 systems); then the "
+                  "board's other fields are absent.")
     systems = serializers.ListField(
-        child=serializers.DictField(),
+        child=serializers.DictField(), required=False,
         help_text="By component (the group of systems compared with each other, even "
                   "through others), then best first: rank (within the component), component, "
                   "system, strength (log-odds, Σ = 0 within the component), score (1000 + "
@@ -297,16 +305,16 @@ class LeaderboardBoardSerializer(serializers.Serializer):
                   "rank_interval_item/_worker, rank_ci_item/_worker (rank by the interval: 1 + the "
                   "systems of the component whose interval lies wholly above; overlapping "
                   "intervals share a rank), n_votes, wins, losses, ties.")
-    model = serializers.DictField(help_text="davidson or bradley_terry, tie parameter, "
+    model = serializers.DictField(required=False, help_text="davidson or bradley_terry, tie parameter, "
                                             "position effect, counts, bootstrap notes, "
                                             "components (when the systems fall into groups "
                                             "never compared), curvature_intervals, "
                                             "position_open (systems the fitted position "
                                             "effect leaves without a finite strength).")
-    win_rate = serializers.DictField(help_text="Observed (wins + ties/2) / votes, row over "
+    win_rate = serializers.DictField(required=False, help_text="Observed (wins + ties/2) / votes, row over "
                                                "column, and vote counts.")
-    expected = serializers.DictField(help_text="Model P(row beats column) and P(tie).")
-    style_control = serializers.DictField(allow_null=True, help_text="Strengths with style "
+    expected = serializers.DictField(required=False, help_text="Model P(row beats column) and P(tie).")
+    style_control = serializers.DictField(allow_null=True, required=False, help_text="Strengths with style "
                                           "covariates and the style coefficients.")
     robustness = serializers.DictField(required=False, help_text="drop_to_flip_top, "
                                        "position_bias, flagged_workers, power.")
@@ -315,6 +323,9 @@ class LeaderboardBoardSerializer(serializers.Serializer):
         help_text="Why intervals or ranks are missing or unusual, one sentence each (the "
                   "dashboard's and `manage.py report`'s): bootstrap schemes left out, systems "
                   "without a finite strength, systems placed only by ties.")
+    voters = serializers.CharField(
+        required=False, help_text="A combined board (humans + judge): who voted, the judge "
+                                  "one extra voter (worker 0).")
 
 
 class LeaderboardSerializer(serializers.Serializer):
@@ -345,3 +356,7 @@ class LeaderboardSerializer(serializers.Serializer):
     side_by_side_judge_items = serializers.DictField(
         child=serializers.IntegerField(), required=False,
         help_text="Per judge, how many of the humans' items it voted on.")
+    combined = serializers.DictField(
+        child=LeaderboardBoardSerializer(), required=False,
+        help_text="Per LLM or imported judge: the humans' votes and the judge's in one board, "
+                  "the judge one extra voter (`voters`).")

@@ -35,6 +35,19 @@ MIN_STYLE_VOTES = 20
 # compared in every pair take minutes on two cores, a few thousand (a `system` that names the
 # item, not the system) would exhaust the server's memory. More are refused, with the reason.
 MAX_SYSTEMS = 100
+
+
+def check_system_count(k: int) -> None:
+    """THE cap on how many systems one fit reads (`MAX_SYSTEMS`), at every door that fits
+    them: the leaderboard and adaptive pairing (whose design also grows with the square of the
+    number of pairs). LeaderboardError, with the reason, beyond it."""
+    if k > MAX_SYSTEMS:
+        raise LeaderboardError(
+            f"{k} systems: at most {MAX_SYSTEMS} can be ranked (the fit's cost grows with the "
+            "cube of their number); check that each answer's `system` names the system that "
+            "wrote it, not the item")
+
+
 OUTCOMES = ("left", "right", "tie")
 LEFT, RIGHT, TIE = 0, 1, 2
 ELO_SCALE = 400 / np.log(10)  # an arena-style score: 1000 + ELO_SCALE · θ
@@ -727,11 +740,7 @@ def leaderboard(votes: Votes, *, rounds: int = 200, level: float = 0.95, seed: i
     if not 0 < level < 1:
         raise LeaderboardError(f"level must be between 0 and 1, got {level}")
     k = len(votes.systems)
-    if k > MAX_SYSTEMS:
-        raise LeaderboardError(
-            f"{k} systems: at most {MAX_SYSTEMS} can be ranked (the fit's cost grows with the "
-            "cube of their number); check that each answer's `system` names the system that "
-            "wrote it, not the item")
+    check_system_count(k)
     votes = canonical_votes(votes, position=position)
     table = pair_table(votes, position=position)
     ties = bool((votes.outcome == TIE).any()) if ties is None else ties

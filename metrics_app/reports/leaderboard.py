@@ -179,7 +179,10 @@ def _note_identical(board: dict | None, info: dict) -> dict | None:
 def _board(found: tuple[Votes | None, dict], *, rounds: int, seed: int) -> dict | None:
     votes, info = found
     if votes is None or len(votes.systems) < 2:
-        return None
+        # A domain (or dataset) whose votes compare no two systems says why, as the overall
+        # board does (`no_board_reason`): it was `null`, an empty row on the dashboard.
+        why = no_board_reason(info)
+        return None if why is None else {"error": why}
     try:
         board = leaderboard(votes, rounds=rounds, seed=seed, position=info["order_recorded"])
     except LeaderboardError as exc:
@@ -417,6 +420,20 @@ def board_mask(frame: JudgmentFrame, project: Project | None = None) -> np.ndarr
         mask &= np.isin(frame.item_id, list(items_measured_on(project).values_list(
             "id", flat=True)))
     return mask
+
+
+def preference_mask(frame: JudgmentFrame, project: Project | None = None) -> np.ndarray:
+    """The judgments whose pick compares two answers, for every door that counts A/B
+    preferences besides the boards (the long-form A/B table's "prefers the model" shares):
+    the board's judgments (`board_mask`: no gold check's) without the votes on items whose
+    two answers are one text (`_left_out`'s `identical_answers`: the pick was a guess)."""
+    mask = board_mask(frame, project)
+    if not len(frame):
+        return mask
+    ids = np.unique(frame.item_id[mask])
+    same = [pk for pk, content in Item.objects.filter(pk__in=ids.tolist()).values_list(
+        "id", "content").iterator(chunk_size=2000) if answers_identical(content or {})]
+    return mask & ~np.isin(frame.item_id, same)
 
 
 def _skipped(info: dict) -> dict:

@@ -10,8 +10,10 @@ import numpy as np
 from annotation.domain.agreement import agreement_undefined_reason, fleiss_kappa_from_counts
 from annotation.domain.answers import AB_TIE_CHOICES
 from annotation.judgment_selectors import JudgmentFrame
-from annotation.models import Item
+from annotation.models import Item, Project
 from core.vocabulary import AB_CHOICES
+
+from .leaderboard import preference_mask
 
 
 def _target_side(setting: str, a_kind: str, a_up, b_kind: str, b_up, metadata: dict) -> str:
@@ -52,15 +54,16 @@ def _share(hits: list[bool]) -> float | None:
 
 
 def _preferences(frame: JudgmentFrame, idx: np.ndarray, target: dict[int, str],
-                 setting: dict[int, str]) -> tuple[list, list, list, Counter]:
+                 setting: dict[int, str], compares: np.ndarray) -> tuple[list, list, list, Counter]:
     """For the judgments `idx`: whether each chose the target side of human-human (HH) and
-    human-model (HM) pairs (ties, where a stage offers them, are left out of both shares), the
+    human-model (HM) pairs (ties, where a stage offers them, are left out of both shares, and
+    so are the judgments `compares` does not hold: the leaderboard's `preference_mask`), the
     difficulty flags given, and the aspects named."""
     hh, hm, difficult, aspects = [], [], [], Counter()
     for j in idx:
         item_id = int(frame.item_id[j])
         side = target.get(item_id, "")
-        if frame.choice[j] in AB_TIE_CHOICES:
+        if frame.choice[j] in AB_TIE_CHOICES or not compares[j]:
             side = ""
         if side and setting.get(item_id) == "HH":
             hh.append(frame.choice[j] == side)
@@ -72,10 +75,14 @@ def _preferences(frame: JudgmentFrame, idx: np.ndarray, target: dict[int, str],
     return hh, hm, difficult, aspects
 
 
-def lfqa_report(frame: JudgmentFrame) -> dict:
+def lfqa_report(frame: JudgmentFrame, project: Project | None = None) -> dict:
     """Table 2 of the long-form QA paper per domain: how often experts prefer the higher-voted
-    human answer (HH) and the model answer (HM), Fleiss' κ, difficulty and aspects."""
+    human answer (HH) and the model answer (HM), Fleiss' κ, difficulty and aspects. The
+    preference shares read the votes the leaderboard reads (`preference_mask`, with
+    `project`: no gold check's, none between two identical answers); κ, difficulty and aspects
+    every judgment that counts, as the agreement section."""
     mask = frame.data_mask() & (frame.choice != "")
+    compares = preference_mask(frame, project)
     item_info = {
         row[0]: row[1:]
         for row in Item.objects.filter(pk__in=frame.item_table_ids.tolist()).values_list(
@@ -92,7 +99,7 @@ def lfqa_report(frame: JudgmentFrame) -> dict:
     for domain in sorted(set(domains[mask])):
         dmask = mask & (domains == domain)
         idx = np.nonzero(dmask)[0]
-        hh, hm, difficult, aspects = _preferences(frame, idx, target, setting)
+        hh, hm, difficult, aspects = _preferences(frame, idx, target, setting, compares)
         experts = len(set(frame.worker_id[idx].tolist()))
         counts, _domain_values = frame.counts(dmask)
         # Table 2 computes κ over the pairs all experts of the domain judged.

@@ -78,7 +78,10 @@ REPORT_KIND = "project"
 # 35: with the position effect fitted, a strength it lets grow is open (`model.position_open`).
 # 36: the judge alone (`metric` of the estimates) reads only the judge's own verdicts, not the
 # unsure value its unscored items get for the prediction-powered estimate.
-REPORT_VERSION = 36
+# 37: the long-form A/B preference shares read the leaderboard's votes (`preference_mask`):
+# no gold check's, none between two identical answers; a domain or dataset board without a
+# vote between two systems is {error} (`no_board_reason`), not null.
+REPORT_VERSION = 37
 
 
 def _params(group_by: str | None) -> dict:
@@ -110,7 +113,7 @@ def project_report(
                                                                       stage=stage)),
         "annotator_pairs": annotator_pairs_report(frame),
         "likert": likert_report(frame) if project.kind == TaskKind.LIKERT else {},
-        "lfqa": lfqa_report(frame) if project.kind == TaskKind.AB else {},
+        "lfqa": lfqa_report(frame, project) if project.kind == TaskKind.AB else {},
         "leaderboard": leaderboard_report(frame, project=project, stage=stage)
         if project.kind == TaskKind.AB else {},
         "starc": starc_report(frame, experiment_mode=project.experiment_mode,

@@ -20,7 +20,13 @@ from annotation.models import Stage, TaskKind
 from annotation.stage_errors import StageError
 from core.vocabulary import AB_CHOICES
 
-from ..domain.leaderboard import fit_counts, pair_sampling_probabilities, pair_table
+from ..domain.leaderboard import (
+    LeaderboardError,
+    check_system_count,
+    fit_counts,
+    pair_sampling_probabilities,
+    pair_table,
+)
 from ..reports.leaderboard import board_mask, frame_votes
 from .draws import draw_population, draw_record
 
@@ -52,6 +58,7 @@ def _pair_probabilities(stage: Stage, systems: list[str], batch: int) -> tuple[d
     pairs = [(i, j) for i in range(k) for j in range(i + 1, k)]
     if votes is None:
         return {p: 1 / len(pairs) for p in pairs}, 0
+    check_system_count(len(votes.systems))  # the earlier votes' fit, as the board's
     theta = np.zeros(k)
     done = np.zeros(len(pairs))
     table = pair_table(votes, position=info.get("order_recorded", False))
@@ -91,7 +98,14 @@ def stage_draw_adaptive_pairs(*, stage: Stage, budget: int | None = None) -> Pai
                     for item in population]
     systems = sorted({s for pair in item_systems for s in pair})
     index = {name: i for i, name in enumerate(systems)}
-    share, votes_so_far = _pair_probabilities(stage, systems, budget)
+    try:
+        # The leaderboard's cap (`check_system_count`): the design's memory grows with the
+        # square of the pairs, so a `system` naming the item exhausted the server's memory.
+        check_system_count(len(systems))
+        share, votes_so_far = _pair_probabilities(stage, systems, budget)
+    except LeaderboardError as error:
+        raise StageError(f"{stage}: adaptive pairing cannot rank these systems: {error}"
+                         ) from None
     # An item whose two answers are one text compares nothing (the leaderboard leaves its
     # votes out): it is never drawn, as a pair of one system is not.
     keys = [tuple(sorted((index[a], index[b]))) if not answers_identical(item.content) else

@@ -8,6 +8,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.http import urlencode
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_http_methods, require_POST
 
@@ -63,6 +64,7 @@ def project_dashboard(request: HttpRequest, slug: str) -> HttpResponse:
     return render(request, "metrics_app/dashboard.html", {
         "project": project,
         "stage": stage,
+        "downloads": _downloads(project, stage, group_by),
         "stages": project.stages.all(),
         "group_by": group_by,
         "group_fields": GROUP_FIELDS,
@@ -77,6 +79,21 @@ def project_dashboard(request: HttpRequest, slug: str) -> HttpResponse:
         # matplotlib escapes every text it writes into the SVG.
         "charts": {name: mark_safe(svg) if svg else None for name, svg in charts.items()},
     })
+
+
+def _downloads(project: Project, stage, group_by: str | None) -> dict[str, str]:
+    """The page's JSON and CSV links, reading what the page shows: its stage (and agreement
+    grouping). They read the whole project's board beside a stage's page."""
+    query = {"stage": stage.pk} if stage is not None else {}
+
+    def url(name: str, **extra) -> str:
+        params = {**query, **{k: v for k, v in extra.items() if v}}
+        base = reverse(f"metrics-api:{name}", args=[project.slug])
+        return f"{base}?{urlencode(params)}" if params else base
+
+    return {"report_json": url("project-report", group_by=group_by),
+            "leaderboard_json": url("project-leaderboard"),
+            "leaderboard_csv": url("project-leaderboard", output="csv")}
 
 
 def _block_scope(user) -> tuple[str, list[Project]]:

@@ -340,3 +340,53 @@ def test_closed_objects_catch_an_undocumented_field():
     assert validator.is_valid({"a": None})
     assert not validator.is_valid({"a": 1, "b": 2})
     assert not validator.is_valid({"a": "1"})
+
+
+def _ab_project(owner, slug: str, systems, n_items: int = 12):
+    """An A/B project of `n_items` items, answer n's systems `systems(n)` (None: no `system`,
+    the answer reads as "human"), three workers' votes on each."""
+    project = make_project(TaskKind.AB, owner=owner, slug=slug)
+    stage = make_stage(project)
+    workers = [make_worker() for _ in range(3)]
+    items = []
+    for n in range(n_items):
+        content = {"question": f"q{n}", "evidence": [], "answer_a": {"text": f"one {n}"},
+                   "answer_b": {"text": f"two {n}"}}
+        for side, system in zip(("answer_a", "answer_b"), systems(n), strict=True):
+            if system:
+                content[side]["system"] = system
+        items.append(make_item(project, domain=f"D{n % 2}", content=content))
+        for i, worker in enumerate(workers):
+            make_judgment(item=items[-1], stage=stage, worker=worker, choice="AB"[(n + i) % 2])
+    return project, items
+
+
+def test_every_shape_of_leaderboard_matches_the_served_schema(researcher_api, tmp_path):
+    """The leaderboard a real project answers besides a full board: no vote between two
+    systems (`overall` is {error}), more systems than a board ranks ({error} overall and per
+    domain), and an imported judge's `combined` board (humans + judge, with `voters`). The
+    schema named none of them: a generated client refused each answer."""
+    from metrics_app.services.judges.imports import verdicts_import
+
+    user, api = researcher_api
+    checker = SchemaChecker(_served_schema(api))
+    unnamed, _ = _ab_project(user, "lb-unnamed", lambda n: (None, None))
+    many, _ = _ab_project(user, "lb-many", lambda n: (f"s{n}", f"s{n + 1}"), n_items=110)
+    judged, items = _ab_project(user, "lb-judged", lambda n: ("xyz"[n % 3], "yzx"[n % 3]))
+    path = tmp_path / "verdicts.jsonl"
+    path.write_text("\n".join(json.dumps({"item_id": item.external_id, "verdict": "AB"[n % 2]})
+                              for n, item in enumerate(items)), encoding="utf-8")
+    verdicts_import(project=judged, path=path, judge="file-judge", version="1")
+    seen = set()
+    for project in (unnamed, many, judged):
+        for url in (f"/api/metrics/projects/{project.slug}/leaderboard/",
+                    f"/api/metrics/projects/{project.slug}/report/"):
+            response = api.get(url)
+            assert response.status_code == 200
+            board = response.json().get("leaderboard", response.json())
+            seen |= {key for key in ("combined",) if key in board}
+            seen |= {"error" for b in (board["overall"], *(board.get("by_domain") or {}).values())
+                     if b and "error" in b}
+            checker.check("GET", url, response)
+    assert seen == {"combined", "error"}
+    checker.assert_all_matched()

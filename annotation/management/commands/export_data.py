@@ -21,11 +21,12 @@ from django.core.management.base import CommandError
 
 from annotation.access_selectors import project_stage_by_ref
 from annotation.domain.aggregation import AGGREGATION_MODELS, resolve_aggregation
-from annotation.models import NON_DATA_STAGE_KINDS, Project
+from annotation.models import Project
 from annotation.services.exports import (
     EXPORT_FORMATS,
     export_note,
     export_write,
+    non_data_stage_error,
     spot_checks_write,
 )
 from annotation.services.preference_exports import PreferenceExportError, preference_write
@@ -144,11 +145,9 @@ class Command(InterruptibleCommand):
                       stage=stage, progress=progress,
                       include_rejected=options["include_rejected"], aggregation=aggregation,
                       include_qualification=options["include_qualification"])
-        if stage is not None and stage.kind in NON_DATA_STAGE_KINDS \
-                and not options["include_qualification"]:
-            raise CommandError(f"stage {stage.name!r} is a {stage.kind} stage: its judgments "
-                               "test workers, not items; add --include-qualification to "
-                               "export them")
+        if why := non_data_stage_error(stage,
+                                       include_qualification=options["include_qualification"]):
+            raise CommandError(f"{why}; add --include-qualification to export them")
         # What the file holds and leaves out, beside it (standard error: the rows stay the
         # data), as the dashboard and progress say it.
         note = export_note(project=instance, stage=stage,

@@ -125,3 +125,22 @@ def test_export_data_names_a_stage_by_its_id_as_report_does(study):
     call_command("export_data", "prefs", "--stage", stage.name, "--no-progress",
                  stdout=by_name, stderr=io.StringIO())
     assert by_id.getvalue() == by_name.getvalue() and by_id.getvalue().count("\n") == 13
+
+
+@pytest.mark.reliability
+def test_a_qualification_stages_preferences_are_refused_by_name_not_an_empty_file(study):
+    """`export_data --stage QUAL` refuses a qualification stage by name (its judgments test
+    workers); `--preferences --stage QUAL` wrote an empty file without a word, the pairs'
+    votes counted from the stage's work but its labels from the data stages'. It is refused
+    by name too, by the one rule the plain export reads (`non_data_stage_error`)."""
+    qualification = make_stage(study, kind=StageKind.QUALIFICATION, name="qual")
+    items = list(study.items.all())
+    qualification.items.set(items)
+    for item in items:
+        make_judgment(item=item, stage=qualification, worker=make_worker(), choice="A")
+    with pytest.raises(PreferenceExportError, match="'qual' is a qualification stage"):
+        list(preference_rows(project=study, stage=qualification))
+    for args in (["--preferences"], []):
+        with pytest.raises(CommandError, match="'qual' is a qualification stage"):
+            call_command("export_data", study.slug, *args, "--stage", "qual",
+                         stdout=io.StringIO(), stderr=io.StringIO())

@@ -145,3 +145,46 @@ def test_position_bias_reads_the_votes_whose_order_was_recorded_when_others_were
     flagged = [w["external_id"] for w in bias["workers"] if w["biased"]]
     assert flagged == ["left-clicker"]
     assert "48 of 96 votes" in bias["note"] and "no position effect is fitted" in bias["note"]
+
+
+def _hm_item(project, n, *, model_text=None, human_text=None, **fields):
+    from testing.factories import make_item
+
+    return make_item(project, domain="Physics", source="gpt-x", content={
+        "question": f"q{n}", "evidence": [], "setting": "HM",
+        "answer_a": {"text": model_text or f"model answer {n}", "kind": "model",
+                     "upvotes": None},
+        "answer_b": {"text": human_text or f"a human answer {n}", "kind": "human",
+                     "upvotes": 5}}, **fields)
+
+
+@pytest.mark.reliability
+def test_the_long_form_preference_shares_read_the_votes_the_leaderboard_reads():
+    """The long-form A/B table (Table 2's "prefers the model in H/M") and the leaderboard
+    beside it are one comparison of the model with the human answer: the table counted a
+    gold check's votes (a pair built for its known answer) and picks between two identical
+    answers, which the board leaves out, so the two disagreed on the same page."""
+    from annotation.models import StageKind, TaskKind
+    from testing.factories import make_judgment, make_project, make_stage, make_worker
+
+    project = make_project(TaskKind.AB, slug="hm-gold")
+    stage = make_stage(project, kind=StageKind.FULL)
+    workers = [make_worker() for _ in range(3)]
+    for n in range(6):  # the study: the human answer wins 2 votes of 3
+        item = _hm_item(project, n)
+        for i, worker in enumerate(workers):
+            make_judgment(item=item, stage=stage, worker=worker, choice="A" if i == 0 else "B")
+    gold = _hm_item(project, 90, human_text="no idea", is_gold_check=True)
+    same = _hm_item(project, 91, model_text="one text", human_text="one  text")
+    for item in (gold, same):
+        for worker in workers:
+            make_judgment(item=item, stage=stage, worker=worker, choice="A")
+    report = project_report(project=project)
+    board = report["leaderboard"]["overall"]
+    rate = board["win_rate"]
+    i, j = rate["systems"].index("gpt-x"), rate["systems"].index(HUMAN_HIGHER_VOTED)
+    assert board["model"]["n_votes"] == 18
+    physics = report["lfqa"]["by_domain"]["Physics"]
+    assert physics["n_hm"] == 18
+    assert physics["prefer_model_hm"] == pytest.approx(rate["matrix"][i][j]) == pytest.approx(1 / 3)
+    assert report["lfqa"]["overall"]["prefer_model_hm"] == pytest.approx(1 / 3)

@@ -137,3 +137,22 @@ def test_stage_admin_action_draws_and_reports(client, arena):
     assert response.status_code == 200
     assert "paired adaptively on 120 earlier votes" in response.content.decode()
     assert RoutingDraw.objects.filter(stage=draft).count() == 60
+
+
+@pytest.mark.reliability
+def test_more_systems_than_the_leaderboard_ranks_are_refused_by_the_pairing_too(arena):
+    """The leaderboard refuses more than `MAX_SYSTEMS` systems (a `system` naming the item);
+    adaptive pairing fitted them anyway, its design growing with the square of the pairs (a
+    few thousand exhausted the server's memory). Both doors now read one cap."""
+    from metrics_app.domain.leaderboard import MAX_SYSTEMS
+
+    project, draft = arena
+    many = [_item(project, f"m{n}", f"m{n + 1}", 500 + n) for n in range(MAX_SYSTEMS)]
+    draft.items.add(*many)
+    with pytest.raises(StageError, match=f"{MAX_SYSTEMS + 4} systems: at most {MAX_SYSTEMS}"):
+        stage_draw_adaptive_pairs(stage=draft, budget=10)
+    assert not RoutingDraw.objects.filter(stage=draft).exists()
+    out, err = io.StringIO(), io.StringIO()
+    with pytest.raises(Exception, match=f"at most {MAX_SYSTEMS}"):
+        call_command("route_stage", project.slug, "next", "--budget", "10", stdout=out,
+                     stderr=err)

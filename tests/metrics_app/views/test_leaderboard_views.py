@@ -609,3 +609,70 @@ def test_a_judge_that_read_some_of_the_humans_items_is_ranked_beside_the_humans_
     html = client.get(reverse("metrics:project-dashboard", args=[project.slug])).content.decode()
     assert "sampled@v1 voted on 20 of them" in html
     assert html.count("humans on its items:") == len(board["side_by_side"])
+
+
+@pytest.mark.reliability
+def test_the_dashboards_downloads_of_a_stage_are_that_stages_board(client, arena):
+    """The dashboard narrowed to a stage showed that stage's board, but its CSV and JSON
+    buttons (and the report's JSON link) fetched the whole project's: a different board for
+    the same page. Each link now carries the stage the page shows."""
+    import re
+    from html import unescape
+
+    project, owner = arena
+    items = list(project.items.order_by("pk"))
+    trial = make_stage(project, kind=StageKind.TRIAL, name="trial")
+    trial.items.set(items[:12])
+    for item in items[:12]:
+        for _ in range(2):
+            make_judgment(item=item, stage=trial, worker=make_worker(), choice="B")
+    client.force_login(owner)
+    page = reverse("metrics:project-dashboard", args=[project.slug])
+    html = client.get(page, {"stage": trial.pk}).content.decode()
+    section = html[html.index('id="leaderboard"'):]
+    shown = int(re.search(r"fit of (\d+) votes", section).group(1))
+    assert shown == 24
+    links = {text: unescape(href) for href, text in re.findall(
+        r'<a href="([^"]*)">(CSV|JSON)</a>', html)}
+    csv_rows = list(csv.DictReader(io.StringIO(client.get(links["CSV"]).content.decode())))
+    overall = [r for r in csv_rows if r["category"] == "overall"]
+    assert sum(int(r["n_votes"]) for r in overall) == 2 * shown  # each vote counts twice
+    board = client.get(links["JSON"]).json()
+    assert board["overall"]["model"]["n_votes"] == shown
+    report_link = unescape(re.search(r'<a href="([^"]*report/[^"]*)">JSON</a>', html).group(1))
+    assert client.get(report_link).json()["n_judgments"] == shown
+    # Without a stage the links read every data stage, as the page does.
+    whole = client.get(page).content.decode()
+    assert "stage=" not in re.search(r'<a href="([^"]*)">CSV</a>', whole).group(1)
+
+
+@pytest.mark.reliability
+def test_a_domain_without_a_vote_between_two_systems_says_why_at_every_door(client):
+    """History's items all name one system on both sides: the overall board stands, and the
+    History board was `null` in the API, an empty row on the dashboard and nothing in the CSV.
+    It now says why, in the overall board's words (`no_board_reason`), at the API and on the
+    dashboard; the CSV still has no row for it."""
+    owner = make_user("owner")
+    project = make_project(TaskKind.AB, owner=owner, slug="one-system-domain")
+    stage = make_stage(project, kind=StageKind.FULL, name="full")
+    workers = [make_worker(external_id=f"w{i}") for i in range(3)]
+    for n in range(12):
+        history = n % 2 == 0
+        item = make_item(project, domain="History" if history else "Law", content={
+            "question": f"q{n}", "evidence": [],
+            "answer_a": {"text": f"one {n}", "system": "same" if history else "strong"},
+            "answer_b": {"text": f"two {n}", "system": "same" if history else "weak"}})
+        for i, worker in enumerate(workers):
+            make_judgment(item=item, stage=stage, worker=worker, choice="AB"[(n + i) % 2])
+    client.force_login(owner)
+    url = reverse("metrics-api:project-leaderboard", args=[project.slug])
+    board = client.get(url).json()
+    assert board["overall"]["model"]["n_votes"] == 18
+    why = board["by_domain"]["History"]["error"]
+    assert why.startswith("none of the 18 votes compares two systems: 18 on items whose two "
+                          "answers name one system (“same”)")
+    html = client.get(reverse("metrics:project-dashboard", args=[project.slug])).content.decode()
+    section = html[html.index("Per domain"):]
+    assert "none of the 18 votes compares two systems" in section
+    rows = list(csv.DictReader(io.StringIO(client.get(url, {"output": "csv"}).content.decode())))
+    assert {r["category"] for r in rows} == {"overall", "domain:Law"}
