@@ -1,0 +1,142 @@
+"""`score_project` (a researcher scoring a project by hand) is a scoring job held in this
+process, under the job lease the metrics page's and the API's jobs hold: refused while a live
+worker scores the same metric on the project, shown with its progress where jobs are shown,
+cancelled by the doors that cancel jobs, failed (never resent to a worker) when stopped.
+
+Before: the command scored outside any job, so a worker's BERTScore or LERC job and the
+command scored the same answers twice at once, the metrics page showed nothing of the
+command's run and could not stop it."""
+from __future__ import annotations
+
+import io
+
+import pytest
+from django.core.management import CommandError, call_command
+from django.utils import timezone
+
+import metrics_app.services.scoring as scoring
+from annotation.models import TaskKind
+from metrics_app.models import MetricScore, ScoringJob, ScoringStatus
+from metrics_app.services.job_leases import leased_job_cancel, stale_jobs_recover_all
+from metrics_app.services.scoring import scoring_jobs_create
+from testing.factories import item_content, make_item, make_project, make_stage
+
+pytestmark = [pytest.mark.django_db, pytest.mark.reliability]
+
+
+def _project(n: int = 6):
+    project = make_project(TaskKind.LIKERT)
+    make_stage(project)
+    for i in range(n):
+        make_item(project, content=item_content(TaskKind.LIKERT, i))
+    return project
+
+
+def _held_elsewhere(project, metrics: list[str]) -> ScoringJob:
+    """A job a live worker on another machine runs (fresh heartbeat)."""
+    return ScoringJob.objects.create(
+        project=project, metrics=metrics, status=ScoringStatus.RUNNING,
+        lease="gpu-box:4242:abcd1234", heartbeat_at=timezone.now(),
+        started_at=timezone.now(), attempts=1)
+
+
+def test_score_project_is_refused_while_a_worker_scores_the_same_metric():
+    project = _project()
+    held = _held_elsewhere(project, ["bleu1", "f1"])
+    with pytest.raises(CommandError, match=rf"scoring job {held.pk} .*running.*f1"):
+        call_command("score_project", project.slug, "--metric", "f1,rougeL", "--no-progress",
+                     stdout=io.StringIO())
+    assert not MetricScore.objects.filter(item__project=project).exists()
+    # Another metric is not held: it is scored.
+    call_command("score_project", project.slug, "--metric", "rougeL", "--no-progress",
+                 stdout=io.StringIO())
+    assert MetricScore.objects.filter(item__project=project, metric="rougeL").count() == 6
+
+
+def test_score_project_runs_as_a_job_the_queuing_doors_see_with_its_progress(monkeypatch):
+    """While the command scores, the metrics page's or the API's request to queue the same
+    metric answers the command's job (nothing queued twice), whose progress it shows; after,
+    the job is done with the command's numbers."""
+    project = _project()
+    seen = {}
+    real_build = scoring.build_metric
+
+    def looks_in_the_middle(name, **kwargs):
+        metric = real_build(name, **kwargs)
+        real_score = metric.score_batch
+
+        def score_batch(inputs):
+            if not seen:
+                seen["jobs"] = scoring_jobs_create(project=project, metric_names=["f1"])
+                seen["sent"] = sent[:]
+            return real_score(inputs)
+
+        monkeypatch.setattr(metric, "score_batch", score_batch)  # (metrics are cached)
+        return metric
+
+    sent = []
+    monkeypatch.setattr(scoring, "build_metric", looks_in_the_middle)
+    monkeypatch.setattr(scoring, "scoring_job_send", lambda job: sent.append(job.pk))
+    out = io.StringIO()
+    call_command("score_project", project.slug, "--metric", "f1", "--batch-size", "2",
+                 "--no-progress", stdout=out)
+    [job] = ScoringJob.objects.filter(project=project)
+    assert [j.pk for j in seen["jobs"]] == [job.pk]
+    assert sent == []
+    assert job.status == ScoringStatus.DONE and job.total == 6 and job.done == 6
+    assert job.detail["f1"]["scored"] == 6
+    assert "6 scored, 0 already stored" in out.getvalue()
+
+
+def test_score_project_cancelled_at_another_door_stops_and_keeps_its_scores(monkeypatch):
+    project = _project()
+    real_build = scoring.build_metric
+
+    def cancelled_after_the_first_batch(name, **kwargs):
+        metric = real_build(name, **kwargs)
+        real_score, calls = metric.score_batch, []
+
+        def score_batch(inputs):
+            calls.append(1)
+            if len(calls) == 2:
+                leased_job_cancel(job=ScoringJob.objects.get(project=project))
+            return real_score(inputs)
+
+        monkeypatch.setattr(metric, "score_batch", score_batch)  # (metrics are cached)
+        return metric
+
+    monkeypatch.setattr(scoring, "build_metric", cancelled_after_the_first_batch)
+    with pytest.raises(CommandError, match=r"cancelled"):
+        call_command("score_project", project.slug, "--metric", "f1", "--batch-size", "2",
+                     "--no-progress", stdout=io.StringIO())
+    job = ScoringJob.objects.get(project=project)
+    assert job.status == ScoringStatus.CANCELLED
+    stored = MetricScore.objects.filter(item__project=project, metric="f1").count()
+    assert 2 <= stored < 6
+
+
+def test_score_project_stopped_by_ctrl_c_is_failed_not_resent_to_a_worker(monkeypatch, settings):
+    settings.QAJ_JOB_STALE_AFTER_SECONDS = 0
+    project = _project()
+    real_build = scoring.build_metric
+
+    def stops(name, **kwargs):
+        metric = real_build(name, **kwargs)
+
+        def score_batch(inputs):
+            raise KeyboardInterrupt
+
+        monkeypatch.setattr(metric, "score_batch", score_batch)  # (metrics are cached)
+        return metric
+
+    monkeypatch.setattr(scoring, "build_metric", stops)
+    sent = []
+    monkeypatch.setattr(scoring, "scoring_job_send", lambda job: sent.append(job.pk))
+    with pytest.raises(CommandError, match=r"interrupted"):
+        call_command("score_project", project.slug, "--metric", "f1", "--no-progress",
+                     stdout=io.StringIO(), stderr=io.StringIO())
+    job = ScoringJob.objects.get(project=project)
+    assert job.status == ScoringStatus.FAILED and "Ctrl-C" in job.error
+    stale_jobs_recover_all()
+    assert sent == []
+    assert ScoringJob.objects.get(pk=job.pk).status == ScoringStatus.FAILED
