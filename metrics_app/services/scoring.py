@@ -23,6 +23,7 @@ from core.leases import (
     held_filter,
     job_in_flight,
     job_send,
+    job_send_after,
     jobs_unsent,
     leased_run,
     scope_lock,
@@ -396,9 +397,13 @@ def _progress_recorder(lease: JobLease, *, total: int, also: Progress | None = N
 
 
 class ScoringRunBusy(ValueError):
-    """A run in this process (`score_project`) of metrics a live worker is scoring on the
-    project now (another job holds them): it would score the same answers again beside it.
-    The message names the job."""
+    """A run of metrics a live worker (or `score_project`) is scoring on the project now
+    (another job, `holder`, holds them): it would score the same answers again beside it. The
+    message names the job."""
+
+    def __init__(self, message: str, holder: ScoringJob):
+        super().__init__(message)
+        self.holder = holder
 
 
 def scoring_job_run(*, job_id: int, batch_size: int = DEFAULT_BATCH_SIZE,
@@ -409,14 +414,28 @@ def scoring_job_run(*, job_id: int, batch_size: int = DEFAULT_BATCH_SIZE,
     another worker (a redelivered message) is left alone (None); a run that lost its lease
     stops and returns the job as the other run left it.
 
-    `here`: a run in this process (`scoring_job_run_here`): refused (ScoringRunBusy) when
-    another job holding one of its metrics on the project is running in a live worker, and
-    failed, not left for the sweep to resend, when Ctrl-C stops it; `progress` is told too."""
+    One run of a metric on a project at a time, whichever door started it (the metrics page,
+    the API, `score_project`): a job with a metric another job is scoring in a live worker is
+    not started; it is sent again later and then scores only what is left. `here`: a run in
+    this process (`scoring_job_run_here`): refused then (ScoringRunBusy), and failed, not
+    left for the sweep to resend, when Ctrl-C stops it; `progress` is told too."""
+    try:
+        return _scoring_job_run(job_id, batch_size=batch_size, progress=progress, here=here)
+    except ScoringRunBusy as busy:
+        if here:
+            raise
+        waiting = ScoringJob.objects.get(pk=job_id)
+        job_send_after(waiting, "metrics.score_project", holder=busy.holder,
+                       queue=waiting.queue)
+        return None
+
+
+def _scoring_job_run(job_id: int, *, batch_size: int, progress: Progress | None,
+                     here: bool) -> ScoringJob | None:
     from metrics_app.services.meta_evaluation_report import metric_report_refresh
 
     with leased_run(ScoringJob, job_id, done=0,
-                    claim_lock=(lambda: _run_here_check(job_id)) if here else None
-                    ) as (lease, job):
+                    claim_lock=lambda: _run_scope_check(job_id)) as (lease, job):
         if job is None:
             return None
         job = ScoringJob.objects.select_related("project", "requested_by").get(pk=job.pk)
@@ -461,19 +480,22 @@ def scoring_run_holder(job: ScoringJob) -> ScoringJob | None:
                  and (other.options or {}).get("model") == model), None)
 
 
-def _run_here_check(job_id: int) -> None:
-    """In the claim's transaction of a run here, under the project's row lock (runs here take
-    turns with each other and with queuing): ScoringRunBusy when a live worker scores one of
-    its metrics on the project."""
+def _run_scope_check(job_id: int) -> None:
+    """The claim lock of scoring jobs, in the claim's transaction: the project's row (claims
+    of one project take turns with each other and with queuing, so each sees the other's
+    claim), then ScoringRunBusy when a live worker scores one of the job's metrics on the
+    project (a job not claimable anyway, finished or cancelled, is left to the claim)."""
     job = ScoringJob.objects.get(pk=job_id)
     scope_lock(Project(pk=job.project_id))
+    if job.status != ScoringStatus.QUEUED:
+        return
     holder = scoring_run_holder(job)
     if holder is not None:
         shared = ", ".join(sorted(set(job.metrics) & set(holder.metrics)))
         raise ScoringRunBusy(
             f"not run: scoring job {holder.pk} is running {shared} on this project in "
             f"{holder.lease or 'another worker'}; wait for it (its scores are reused), or "
-            "cancel it on the metrics page, then run again")
+            "cancel it on the metrics page, then run again", holder)
 
 
 def scoring_job_run_here(*, project: Project, metric_names: Sequence[str],

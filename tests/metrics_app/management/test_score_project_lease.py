@@ -140,3 +140,27 @@ def test_score_project_stopped_by_ctrl_c_is_failed_not_resent_to_a_worker(monkey
     stale_jobs_recover_all()
     assert sent == []
     assert ScoringJob.objects.get(pk=job.pk).status == ScoringStatus.FAILED
+
+
+def test_a_worker_waits_for_a_run_of_the_same_metric_and_then_scores_only_the_rest(monkeypatch):
+    """The same rule at the worker's door: a queued job one of whose metrics another job
+    scores in a live worker (or `score_project`) is not started beside it; it is sent again
+    later and then scores what is left. Before: both scored the same answers at once."""
+    from core import leases
+
+    project = _project()
+    held = _held_elsewhere(project, ["f1"])
+    [job] = scoring_jobs_create(project=project, metric_names=["f1", "rougeL"])
+    sent = []
+    monkeypatch.setattr(leases, "task_send", lambda name, args, **options: sent.append(
+        (name, args, options)) or type("Result", (), {"id": "later"})())
+    assert scoring.scoring_job_run(job_id=job.pk) is None
+    job.refresh_from_db()
+    assert job.status == ScoringStatus.QUEUED and job.attempts == 0
+    assert job.detail == {"waiting_for_job": held.pk}
+    assert [(name, args, options.get("countdown", 0) > 0) for name, args, options in sent] == [
+        ("metrics.score_project", [job.pk], True)]
+    assert not MetricScore.objects.filter(item__project=project).exists()
+    ScoringJob.objects.filter(pk=held.pk).update(status=ScoringStatus.DONE)
+    assert scoring.scoring_job_run(job_id=job.pk).status == ScoringStatus.DONE
+    assert MetricScore.objects.filter(item__project=project).count() == 12
