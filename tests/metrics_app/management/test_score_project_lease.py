@@ -16,6 +16,7 @@ from django.utils import timezone
 
 import metrics_app.services.scoring as scoring
 from annotation.models import TaskKind
+from core import leases
 from metrics_app.models import MetricScore, ScoringJob, ScoringStatus
 from metrics_app.services.job_leases import leased_job_cancel, stale_jobs_recover_all
 from metrics_app.services.scoring import scoring_jobs_create
@@ -30,6 +31,26 @@ def _project(n: int = 6):
     for i in range(n):
         make_item(project, content=item_content(TaskKind.LIKERT, i))
     return project
+
+
+def _before_each_batch(monkeypatch, before) -> None:
+    """Call `before(n)` before the n-th batch a metric scores (metrics are cached: the patch
+    is undone after the test)."""
+    real_build, calls = scoring.build_metric, []
+
+    def build(name, **kwargs):
+        metric = real_build(name, **kwargs)
+        real_score = metric.score_batch
+
+        def score_batch(inputs):
+            calls.append(1)
+            before(len(calls))
+            return real_score(inputs)
+
+        monkeypatch.setattr(metric, "score_batch", score_batch)
+        return metric
+
+    monkeypatch.setattr(scoring, "build_metric", build)
 
 
 def _held_elsewhere(project, metrics: list[str]) -> ScoringJob:
@@ -58,24 +79,13 @@ def test_score_project_runs_as_a_job_the_queuing_doors_see_with_its_progress(mon
     metric answers the command's job (nothing queued twice), whose progress it shows; after,
     the job is done with the command's numbers."""
     project = _project()
-    seen = {}
-    real_build = scoring.build_metric
+    seen, sent = {}, []
 
-    def looks_in_the_middle(name, **kwargs):
-        metric = real_build(name, **kwargs)
-        real_score = metric.score_batch
+    def look_in_the_middle(n):
+        if n == 1:
+            seen["jobs"] = scoring_jobs_create(project=project, metric_names=["f1"])
 
-        def score_batch(inputs):
-            if not seen:
-                seen["jobs"] = scoring_jobs_create(project=project, metric_names=["f1"])
-                seen["sent"] = sent[:]
-            return real_score(inputs)
-
-        monkeypatch.setattr(metric, "score_batch", score_batch)  # (metrics are cached)
-        return metric
-
-    sent = []
-    monkeypatch.setattr(scoring, "build_metric", looks_in_the_middle)
+    _before_each_batch(monkeypatch, look_in_the_middle)
     monkeypatch.setattr(scoring, "scoring_job_send", lambda job: sent.append(job.pk))
     out = io.StringIO()
     call_command("score_project", project.slug, "--metric", "f1", "--batch-size", "2",
@@ -90,22 +100,12 @@ def test_score_project_runs_as_a_job_the_queuing_doors_see_with_its_progress(mon
 
 def test_score_project_cancelled_at_another_door_stops_and_keeps_its_scores(monkeypatch):
     project = _project()
-    real_build = scoring.build_metric
 
-    def cancelled_after_the_first_batch(name, **kwargs):
-        metric = real_build(name, **kwargs)
-        real_score, calls = metric.score_batch, []
+    def cancel_after_the_first_batch(n):
+        if n == 2:
+            leased_job_cancel(job=ScoringJob.objects.get(project=project))
 
-        def score_batch(inputs):
-            calls.append(1)
-            if len(calls) == 2:
-                leased_job_cancel(job=ScoringJob.objects.get(project=project))
-            return real_score(inputs)
-
-        monkeypatch.setattr(metric, "score_batch", score_batch)  # (metrics are cached)
-        return metric
-
-    monkeypatch.setattr(scoring, "build_metric", cancelled_after_the_first_batch)
+    _before_each_batch(monkeypatch, cancel_after_the_first_batch)
     with pytest.raises(CommandError, match=r"cancelled"):
         call_command("score_project", project.slug, "--metric", "f1", "--batch-size", "2",
                      "--no-progress", stdout=io.StringIO())
@@ -118,20 +118,13 @@ def test_score_project_cancelled_at_another_door_stops_and_keeps_its_scores(monk
 def test_score_project_stopped_by_ctrl_c_is_failed_not_resent_to_a_worker(monkeypatch, settings):
     settings.QAJ_JOB_STALE_AFTER_SECONDS = 0
     project = _project()
-    real_build = scoring.build_metric
 
-    def stops(name, **kwargs):
-        metric = real_build(name, **kwargs)
+    def stop(n):
+        raise KeyboardInterrupt
 
-        def score_batch(inputs):
-            raise KeyboardInterrupt
-
-        monkeypatch.setattr(metric, "score_batch", score_batch)  # (metrics are cached)
-        return metric
-
-    monkeypatch.setattr(scoring, "build_metric", stops)
+    _before_each_batch(monkeypatch, stop)
     sent = []
-    monkeypatch.setattr(scoring, "scoring_job_send", lambda job: sent.append(job.pk))
+    monkeypatch.setattr(leases, "task_send", lambda name, args, **options: sent.append(args))
     with pytest.raises(CommandError, match=r"interrupted"):
         call_command("score_project", project.slug, "--metric", "f1", "--no-progress",
                      stdout=io.StringIO(), stderr=io.StringIO())
