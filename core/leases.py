@@ -381,6 +381,21 @@ def job_send(job: models.Model, task_name: str, **options) -> bool:
     return True
 
 
+def job_send_after(job: models.Model, task_name: str, *, holder: models.Model,
+                   **options) -> bool:
+    """Send a queued job again later because `holder`, another job of its scope, is running in
+    a live worker (one run of a scope at a time): by then the holder has stored its results,
+    so the job does only what is left. Noted on the job (`detail.waiting_for_job`). With the
+    broker down its task id is cleared, and beat sends it (`jobs_unsent`)."""
+    model = type(job)
+    model.objects.filter(pk=job.pk).update(detail={"waiting_for_job": holder.pk})
+    logger.info("%s %s waits for job %s (the same scope)", model.__name__, job.pk, holder.pk)
+    if job_send(job, task_name, countdown=max(10, int(stale_after_seconds() // 4)), **options):
+        return True
+    model.objects.filter(pk=job.pk, status=model.lease_states.queued).update(task_id="")
+    return False
+
+
 def jobs_unsent(model: type[models.Model], *, older_than_seconds: float):
     """Queued jobs of `model` that never reached the broker (no task id: it was down when they
     were queued, or a sweep queued them again), oldest first, for beat to send. Jobs younger

@@ -13,14 +13,17 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 
 from django.db import transaction
+from django.utils import timezone
 
 from annotation.access_selectors import queued_access_check
 from annotation.models import Item, Project, TaskKind
 from core.leases import (
     JobCancelled,
     JobLease,
+    held_filter,
     job_in_flight,
     job_send,
+    job_send_after,
     jobs_unsent,
     leased_run,
     scope_lock,
@@ -375,9 +378,11 @@ def scoring_jobs_enqueue_pending(*, older_than_seconds: int = 60) -> int:
                for job in jobs_unsent(model, older_than_seconds=older_than_seconds))
 
 
-def _progress_recorder(lease: JobLease, *, total: int) -> Progress:
+def _progress_recorder(lease: JobLease, *, total: int, also: Progress | None = None
+                       ) -> Progress:
     """Save the job's total, then return the callback that saves how many are done (what the
-    admin's and the API's progress show); each save also renews the lease."""
+    admin's and the API's progress show), then tells `also` (a command's progress bar); each
+    save also renews the lease."""
     lease.update(total=total, done=0)
     done = 0
 
@@ -385,19 +390,52 @@ def _progress_recorder(lease: JobLease, *, total: int) -> Progress:
         nonlocal done
         done = min(total, done + n)
         lease.update(done=done)
+        if also is not None:
+            also(n)
 
     return progress
 
 
-def scoring_job_run(*, job_id: int) -> ScoringJob | None:
+class ScoringRunBusy(ValueError):
+    """A run of metrics a live worker (or `score_project`) is scoring on the project now
+    (another job, `holder`, holds them): it would score the same answers again beside it. The
+    message names the job."""
+
+    def __init__(self, message: str, holder: ScoringJob):
+        super().__init__(message)
+        self.holder = holder
+
+
+def scoring_job_run(*, job_id: int, batch_size: int = DEFAULT_BATCH_SIZE,
+                    progress: Progress | None = None, here: bool = False) -> ScoringJob | None:
     """Run a queued job: score, record progress as it goes, then refresh the project's cached
     metric report, also when it is cancelled mid-run (the scores it stored stay). Failures are
     stored on the job (and re-raised for Celery's log). A job that is finished or alive in
     another worker (a redelivered message) is left alone (None); a run that lost its lease
-    stops and returns the job as the other run left it."""
+    stops and returns the job as the other run left it.
+
+    One run of a metric on a project at a time, whichever door started it (the metrics page,
+    the API, `score_project`): a job with a metric another job is scoring in a live worker is
+    not started; it is sent again later and then scores only what is left. `here`: a run in
+    this process (`scoring_job_run_here`): refused then (ScoringRunBusy), and failed, not
+    left for the sweep to resend, when Ctrl-C stops it; `progress` is told too."""
+    try:
+        return _scoring_job_run(job_id, batch_size=batch_size, progress=progress, here=here)
+    except ScoringRunBusy as busy:
+        if here:
+            raise
+        waiting = ScoringJob.objects.get(pk=job_id)
+        job_send_after(waiting, "metrics.score_project", holder=busy.holder,
+                       queue=waiting.queue)
+        return None
+
+
+def _scoring_job_run(job_id: int, *, batch_size: int, progress: Progress | None,
+                     here: bool) -> ScoringJob | None:
     from metrics_app.services.meta_evaluation_report import metric_report_refresh
 
-    with leased_run(ScoringJob, job_id, done=0) as (lease, job):
+    with leased_run(ScoringJob, job_id, done=0,
+                    claim_lock=lambda: _run_scope_check(job_id)) as (lease, job):
         if job is None:
             return None
         job = ScoringJob.objects.select_related("project", "requested_by").get(pk=job.pk)
@@ -405,21 +443,82 @@ def scoring_job_run(*, job_id: int) -> ScoringJob | None:
         queued_access_check(user=job.requested_by, project=job.project)
         scoring_model_check(metric_names=job.metrics, model=(job.options or {}).get("model"),
                             user=job.requested_by)
-        progress = _progress_recorder(
-            lease, total=len(project_metric_inputs(project=job.project)) * len(job.metrics))
+        recorder = _progress_recorder(
+            lease, total=len(project_metric_inputs(project=job.project)) * len(job.metrics),
+            also=progress)
         try:
             detail = project_score_metrics(
                 project=job.project, metric_names=job.metrics,
-                model=(job.options or {}).get("model"), progress=progress,
+                model=(job.options or {}).get("model"), batch_size=batch_size,
+                progress=recorder,
             )
         except JobCancelled:
             # Cancelled mid-run: the batches stored before the cancel stay, so the cached
             # report reads them as it would a finished run's (it was left stale).
             metric_report_refresh(project=job.project)
             raise
+        except KeyboardInterrupt:
+            if here:
+                # Ctrl-C stops `score_project`: left running, the lease sweep would send the
+                # job to a worker to finish the run its user stopped. (`beat`, not `finish`:
+                # a lost lease must not swallow the Ctrl-C.)
+                lease.beat(status=ScoringStatus.FAILED, finished_at=timezone.now(),
+                           error="interrupted in this process (Ctrl-C); not resumed")
+            raise
         metric_report_refresh(project=job.project)
         lease.finish(status=ScoringStatus.DONE, detail=detail, error="")
     return ScoringJob.objects.get(pk=job_id)
+
+
+def scoring_run_holder(job: ScoringJob) -> ScoringJob | None:
+    """Another job of `job`'s project scoring one of its metrics (with the same model) in a
+    live worker now (`core/leases.py:held_filter`), if any."""
+    wanted, model = set(job.metrics or []), (job.options or {}).get("model")
+    others = (ScoringJob.objects.filter(held_filter(ScoringJob), project_id=job.project_id)
+              .exclude(pk=job.pk).order_by("pk"))
+    return next((other for other in others if wanted & set(other.metrics or [])
+                 and (other.options or {}).get("model") == model), None)
+
+
+def _run_scope_check(job_id: int) -> None:
+    """The claim lock of scoring jobs, in the claim's transaction: the project's row (claims
+    of one project take turns with each other and with queuing, so each sees the other's
+    claim), then ScoringRunBusy when a live worker scores one of the job's metrics on the
+    project (a job not claimable anyway, finished or cancelled, is left to the claim)."""
+    job = ScoringJob.objects.get(pk=job_id)
+    scope_lock(Project(pk=job.project_id))
+    if job.status != ScoringStatus.QUEUED:
+        return
+    holder = scoring_run_holder(job)
+    if holder is not None:
+        shared = ", ".join(sorted(set(job.metrics) & set(holder.metrics)))
+        raise ScoringRunBusy(
+            f"not run: scoring job {holder.pk} is running {shared} on this project in "
+            f"{holder.lease or 'another worker'}; wait for it (its scores are reused), or "
+            "cancel it on the metrics page, then run again", holder)
+
+
+def scoring_job_run_here(*, project: Project, metric_names: Sequence[str],
+                         model: str | None = None, batch_size: int = DEFAULT_BATCH_SIZE,
+                         progress: Progress | None = None) -> ScoringJob:
+    """Score the project in this process (`score_project`) as a scoring job, so it holds the
+    lease the metrics page's and the API's jobs hold: its progress shows where jobs are shown,
+    a request to queue the same metrics meanwhile answers it, the doors that cancel jobs stop
+    it, and it is refused (ScoringRunBusy, the job failed with the reason) while a live worker
+    scores one of its metrics here. Returns the job as it ended (done, or cancelled)."""
+    # The queue a worker would take it from were it sent again (its process killed): the
+    # gpu queue when one of its metrics wants it.
+    queues = {metric_queue(name) for name in metric_names}
+    job = ScoringJob.objects.create(project=project, metrics=list(metric_names),
+                                    queue="gpu" if "gpu" in queues else "default",
+                                    options={"model": model} if model else {})
+    try:
+        scoring_job_run(job_id=job.pk, batch_size=batch_size, progress=progress, here=True)
+    except ScoringRunBusy as exc:
+        ScoringJob.objects.filter(pk=job.pk, status=ScoringStatus.QUEUED).update(
+            status=ScoringStatus.FAILED, error=str(exc), finished_at=timezone.now())
+        raise
+    return ScoringJob.objects.get(pk=job.pk)
 
 
 # --- jobs over posted items (no project) ------------------------------------------------------

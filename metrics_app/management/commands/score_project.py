@@ -5,8 +5,10 @@
 
 Scores are stored per item, metric and version, as the metrics page's jobs store them; items
 already scored at a metric's current version are skipped, so an interrupted run resumes where
-it stopped. A metric that cannot run here (METEOR without Java, LERC without a promoted model)
-fails the command unless --allow-missing. Then `metric_report SLUG` reads them.
+it stopped. The run is a scoring job held here (the lease of the metrics page's jobs: its
+progress shows there, it can be cancelled there; refused while a worker scores one of its
+metrics on the project). A metric that cannot run here (METEOR without Java, LERC without a
+promoted model) fails the command unless --allow-missing. Then `metric_report SLUG` reads them.
 """
 from __future__ import annotations
 
@@ -18,18 +20,21 @@ from annotation.models import Project
 from core.output_files import InterruptibleCommand
 from metrics_app.domain.meta_evaluation import NO_REFERENCE
 from metrics_app.management.scoring_options import scoring_options_check, unscorable_advice
+from metrics_app.models import ScoringStatus
 from metrics_app.registry import metric_names
 from metrics_app.services.scoring import (
     DEFAULT_BATCH_SIZE,
+    ScoringRunBusy,
     project_metric_inputs,
-    project_score_metrics,
+    scoring_job_run_here,
 )
 
 
 class Command(InterruptibleCommand):
     help = "Score a project's items with one or more metrics (resumable; no worker needed)."
     interrupted_note = ("the scores stored before the stop are kept (they are stored batch by "
-                        "batch); run the same command again to score the rest")
+                        "batch) and this run's scoring job is marked failed; run the same "
+                        "command again to score the rest")
 
     def add_arguments(self, parser):
         parser.add_argument("slug")
@@ -64,11 +69,19 @@ class Command(InterruptibleCommand):
         bar = tqdm(total=n_inputs * len(names), file=sys.stderr, unit="score",
                    disable=options["no_progress"], desc=f"scoring {project.slug}")
         try:
-            summary = project_score_metrics(
+            # A scoring job held here: the lease of the metrics page's and the API's jobs.
+            job = scoring_job_run_here(
                 project=project, metric_names=names, model=options["model"],
                 batch_size=options["batch_size"], progress=bar.update)
+        except ScoringRunBusy as exc:
+            raise CommandError(str(exc)) from None
         finally:
             bar.close()
+        if job.status == ScoringStatus.CANCELLED:
+            raise CommandError(f"scoring job {job.pk} was {job.error or 'cancelled'}; the scores "
+                               "stored before it are kept, run the same command again to "
+                               "score the rest")
+        summary = job.detail
         for name, detail in summary.items():
             # `scored` counts every answer the metric was run on; those it gave no value
             # (an answer without references) are the unscorable ones, not scored ones.

@@ -30,7 +30,6 @@ from django.utils import timezone
 from annotation.access_selectors import queued_access_check
 from annotation.domain.control_characters import without_control_characters
 from annotation.models import Project, TaskKind
-from core.background import task_send
 from core.leases import (
     JobCancelled,
     JobLease,
@@ -39,10 +38,10 @@ from core.leases import (
     held_filter,
     job_in_flight,
     job_send,
+    job_send_after,
     jobs_unsent,
     leased_run,
     scope_lock,
-    stale_after_seconds,
 )
 
 from ...domain.judge_prompts import (
@@ -481,25 +480,6 @@ def _scope_holder(job_id: int) -> JudgeJob | None:
             .exclude(pk=job.pk).first())
 
 
-def _follow_later(job_id: int, holder: JudgeJob) -> None:
-    """Send a job that waits for `holder` again later: by then the holder has stored its
-    verdicts, so the job asks only what is left (or nothing). With the broker down it is left
-    for `judge_jobs_enqueue_pending`."""
-    job = JudgeJob.objects.get(pk=job_id)
-    JudgeJob.objects.filter(pk=job_id).update(detail={"waiting_for_job": holder.pk})
-    logger.info("JudgeJob %s waits for job %s (the same judge on the same project)", job_id,
-                holder.pk)
-    try:
-        result = task_send("judges.run", args=[job_id], queue=job.queue,
-                           countdown=max(10, int(stale_after_seconds() // 4)))
-    except Exception:
-        logger.warning("JudgeJob %s not sent again (broker unavailable); beat will", job_id,
-                       exc_info=True)
-        JudgeJob.objects.filter(pk=job_id, status=ScoringStatus.QUEUED).update(task_id="")
-        return
-    JudgeJob.objects.filter(pk=job_id).update(task_id=result.id or "")
-
-
 def judge_job_run(*, job_id: int, retry: RetryPolicy | None = None,
                   progress: Callable[[int, dict], None] | None = None,
                   here: bool = False) -> JudgeJob | None:
@@ -541,7 +521,10 @@ def judge_job_run(*, job_id: int, retry: RetryPolicy | None = None,
             status=ScoringStatus.FAILED, error=message, finished_at=timezone.now())
         raise JudgeRunBusy(message)
     if holder is not None:
-        _follow_later(job_id, holder)
+        # Sent again later: by then the holder has stored its verdicts, so the job asks only
+        # what is left (or nothing).
+        waiting = JudgeJob.objects.get(pk=job_id)
+        job_send_after(waiting, "judges.run", holder=holder, queue=waiting.queue)
     return None
 
 

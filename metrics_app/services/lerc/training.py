@@ -401,7 +401,7 @@ def _train_and_evaluate(version: ModelVersion, reporter: _ProgressReporter
                                     what="training answers")
         if constant:
             raise DataRefused(f"not trained: {constant}")
-    key = f"{version.name}-v{version.number}"
+    key = version_folder_key(version)
     cfg = version_train_config(version, work_dir(key))
     started = time.monotonic()
     mc_examples = None
@@ -432,6 +432,16 @@ def _train_and_evaluate(version: ModelVersion, reporter: _ProgressReporter
     write_model_card(Path(result["model_dir"]), version, metrics, dataset.snapshot)
     uri = artifact_store(Path(result["model_dir"]), key)
     return dataset, metrics, uri, val_examples
+
+
+def version_folder_key(version: ModelVersion) -> str:
+    """The name of the folder (or S3 prefix) a version trains in and keeps its weights in:
+    its number and the moment it was created, which no other version shares, also one of
+    another database under the same artifact root (a database started afresh or restored,
+    two deployments sharing a bucket), so a version never resumes from another's checkpoint
+    nor writes over its weights; and the same for every run of the version (a resumed run
+    finds its checkpoint)."""
+    return f"{version.name}-v{version.number}-{version.created_at:%Y%m%dT%H%M%S%f}"
 
 
 def _evaluation(version: ModelVersion, scorer, dataset: LercDataset, val_examples: list,

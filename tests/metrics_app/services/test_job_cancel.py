@@ -55,8 +55,8 @@ def sent(monkeypatch):
         calls.append((name, list(args)))
         return type("Result", (), {"id": f"task-{len(calls)}"})()
 
-    monkeypatch.setattr(leases, "task_send", task_send)  # a job's own send (`job_send`)
-    monkeypatch.setattr(runs, "task_send", task_send)    # a judge job sent again later
+    # a job's own send (`job_send`), and one sent again later (`job_send_after`)
+    monkeypatch.setattr(leases, "task_send", task_send)
     return calls
 
 

@@ -11,7 +11,6 @@ from rest_framework.test import APIClient
 
 from annotation.models import TaskKind
 from metrics_app.models import JudgeJob, ScoringJob, ScoringStatus
-from metrics_app.services.judges import runs
 from metrics_app.services.judges.versions import judge_version_create
 from testing.factories import make_item, make_project, make_user
 
@@ -26,7 +25,6 @@ def no_broker(monkeypatch):
         return type("Result", (), {"id": "sent"})()
 
     monkeypatch.setattr(leases, "task_send", task_send)
-    monkeypatch.setattr(runs, "task_send", task_send)
 
 
 @pytest.fixture
