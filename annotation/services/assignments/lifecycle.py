@@ -489,7 +489,7 @@ def _hit_items_for(*, stage: Stage, worker: Worker, hit: Hit) -> tuple[list[Item
     items = list(hit.items.order_by("hititem__position"))
     if Judgment.objects.filter(stage=stage, worker=worker, item__in=items).exists():
         raise AssignmentClosed("You have already judged the items of this HIT.")
-    refuse_hit_seen_before(stage=stage, worker=worker, items=items)
+    refuse_hit_seen_before(stage=stage, worker=worker, items=items, hit=hit)
     if Assignment.objects.filter(hit=hit, worker=worker).exclude(
         status=AssignmentStatus.RETURNED
     ).exists():

@@ -148,20 +148,44 @@ def _annotate_deficit(qs: QuerySet[Item], stage: Stage,
     ).annotate(deficit=F("target") - F("n_judged") + F("n_given_back") - F("n_held"))
 
 
-def _not_seen_by(qs: QuerySet[Item], stage: Stage, worker: Worker) -> QuerySet[Item]:
-    judged = Judgment.objects.filter(stage=stage, worker=worker).values("item_id")
-    held = AssignmentItem.objects.filter(
+def _held_by(stage: Stage, worker: Worker) -> QuerySet[AssignmentItem]:
+    """The worker's rows in their in-progress assignments of the stage: items handed to them
+    and not over yet. With their judgments in the stage, what is never handed to them again
+    (one judgment per worker, item and stage): a second page holding one could never be
+    submitted."""
+    return AssignmentItem.objects.filter(
         assignment__stage=stage, assignment__worker=worker,
         assignment__status=AssignmentStatus.IN_PROGRESS,
-    ).values("item_id")
-    return qs.exclude(pk__in=judged).exclude(pk__in=held)
+    )
 
 
-def refuse_hit_seen_before(*, stage: Stage, worker: Worker, items: list[Item]) -> None:
-    """A HIT's items are fixed, so the design is kept at accept: a worker who answered one of
-    its items in an earlier stage, or (Latin square) read one of its texts at any level, is
-    asked to return it; nothing is created."""
-    earlier = _not_seen_earlier(Item.objects.filter(pk__in=[i.pk for i in items]), stage, worker)
+def _not_seen_by(qs: QuerySet[Item], stage: Stage, worker: Worker) -> QuerySet[Item]:
+    judged = Judgment.objects.filter(stage=stage, worker=worker).values("item_id")
+    return qs.exclude(pk__in=judged).exclude(pk__in=_held_by(stage, worker).values("item_id"))
+
+
+HELD_IN_ANOTHER_HIT_MESSAGE = (
+    "Part of this HIT is also in another HIT of this task that you have accepted and not "
+    "submitted yet, and you can answer an item only once. Please return this HIT, or submit "
+    "the other one first; other HITs may be open to you.")
+
+
+def refuse_hit_seen_before(*, stage: Stage, worker: Worker, items: list[Item],
+                           hit=None) -> None:
+    """A HIT's items are fixed, so the rules the picking pages keep are kept at accept: a
+    worker who holds one of its items in another live assignment of the stage (another HIT
+    accepted at the same time: a stage's HITs share its gold items; `_held_by`, the picking's
+    `_not_seen_by`), who answered one of its items in an earlier stage, or (Latin square) read
+    one of its texts at any level, is asked to return it; nothing is created. `hit`: the HIT
+    accepted, whose own assignments of the worker are another rule's
+    (`annotation/services/assignments/lifecycle.py:_hit_items_for`)."""
+    ids = [i.pk for i in items]
+    held = _held_by(stage, worker).filter(item_id__in=ids)
+    if hit is not None:
+        held = held.exclude(assignment__hit=hit)
+    if held.exists():
+        raise NoItemsAvailable(HELD_IN_ANOTHER_HIT_MESSAGE)
+    earlier = _not_seen_earlier(Item.objects.filter(pk__in=ids), stage, worker)
     if earlier.count() < len(items):
         raise NoItemsAvailable("You have already answered part of this HIT earlier in this "
                                "study. Please return it; other HITs may be open to you.")

@@ -1,0 +1,59 @@
+"""A worker is never handed an item they already hold, at any door that hands out items: the
+pages that pick items (`_not_seen_by`) and the MTurk accept of a HIT (fixed items), so that
+no page is left that could never be submitted (one judgment per worker, item and stage)."""
+from __future__ import annotations
+
+import pytest
+
+from annotation.models import Assignment, Judgment, Provider, StageStatus, TaskKind
+from annotation.services.stage_plans import stage_hit_plan
+from testing.factories import make_hit, make_item, make_project, make_stage
+from tests.support.starc import mturk_page
+from tests.support.tasks import api, page_config
+
+pytestmark = pytest.mark.django_db
+
+
+def _submit(client, config):
+    return api(client, "task-submit", config["token"], {
+        "answers": [{"item": item_id, "score": 3} for item_id in config["items"]]})
+
+
+def test_an_mturk_hit_sharing_a_gold_item_with_a_hit_the_worker_holds_is_refused(client):
+    """MTurk workers accept several HITs of a task at once. A stage mixing in gold repeats a
+    gold item across its HITs (the pool is smaller than the HITs), so a worker holding two of
+    them held the gold item twice: the first submit stored it, and the second HIT could then
+    never be submitted ("Some of these items were already judged by you in this stage") — its
+    work lost and unpaid. The accept now keeps the picking's rule: an item the worker holds
+    in a live assignment of the stage is not handed out again."""
+    project = make_project(TaskKind.LIKERT, items_per_hit=2, gold_rate=0.5,
+                           redundancy={"default": 1})
+    passage = {"passage": "One passage.", "references": ["r"]}
+    for n in range(4):
+        make_item(project, group_key="p", content={**passage, "question": f"q{n}?",
+                                                   "candidate": f"c{n}"})
+    gold = make_item(project, group_key="p", is_gold_check=True, gold={"score": 5},
+                     content={**passage, "question": "gold?", "candidate": "r"})
+    stage = make_stage(project, provider=Provider.MTURK, status=StageStatus.DRAFT)
+    plans = stage_hit_plan(stage=stage, store=False)
+    shared = [plan for plan in plans if gold in plan.items]
+    assert len(shared) >= 2  # the plan repeats the one gold item across HITs
+    stage.status = StageStatus.COLLECTING
+    stage.save(update_fields=["status"])
+    for n, plan in enumerate(shared[:2]):
+        make_hit(stage, items=plan.items, external_id=f"HIT{n}",
+                 max_assignments=plan.max_assignments)
+
+    first = page_config(mturk_page(client, stage, "HIT0", "W1", "A1"))
+    second = mturk_page(client, stage, "HIT1", "W1", "A2")
+    assert second.status_code == 200 and b"task-config" not in second.content
+    assert b"another HIT of this task" in second.content
+    assert not Assignment.objects.filter(external_id="A2").exists()
+    assert _submit(client, first).status_code == 200
+    # Once submitted, the HIT holding the gold item they judged is still refused, and
+    # another worker takes it and submits it.
+    again = mturk_page(client, stage, "HIT1", "W1", "A3")
+    assert b"task-config" not in again.content
+    other = page_config(mturk_page(client, stage, "HIT1", "W2", "A4"))
+    assert _submit(client, other).status_code == 200
+    assert Judgment.objects.filter(item=gold).count() == 2
