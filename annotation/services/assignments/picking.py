@@ -83,10 +83,20 @@ def practice_items_for_stage(*, stage: Stage, worker: Worker | None = None) -> Q
     practice stage before the trial): practice trains the worker once."""
     qs = stage_practice_items(stage)
     if worker is not None and mixes_in_extras(stage):
-        qs = qs.exclude(pk__in=Judgment.objects.filter(
-            worker=worker, stage__project_id=stage.project_id).exclude(stage=stage)
-            .values("item_id"))
+        qs = _not_in_hand_elsewhere(qs, stage, worker)
     return qs
+
+
+def _not_in_hand_elsewhere(qs: QuerySet[Item], stage: Stage, worker: Worker) -> QuerySet[Item]:
+    """`qs` without the items the worker answered in another stage of the project, or holds
+    there in a page still open (in progress: a trial page left open while the full stage
+    opens in another tab holds the gold items both stages mix in; answered there later, an
+    item handed out here too was answered twice)."""
+    answered = Judgment.objects.filter(worker=worker, stage__project_id=stage.project_id)\
+        .exclude(stage=stage).values("item_id")
+    held = _in_hand(worker, project_id=stage.project_id).exclude(assignment__stage=stage)\
+        .values("item_id")
+    return qs.exclude(pk__in=answered).exclude(pk__in=held)
 
 
 def _target(stage: Stage):
@@ -148,15 +158,20 @@ def _annotate_deficit(qs: QuerySet[Item], stage: Stage,
     ).annotate(deficit=F("target") - F("n_judged") + F("n_given_back") - F("n_held"))
 
 
-def _held_by(stage: Stage, worker: Worker) -> QuerySet[AssignmentItem]:
-    """The worker's rows in their in-progress assignments of the stage: items handed to them
-    and not over yet. With their judgments in the stage, what is never handed to them again
-    (one judgment per worker, item and stage): a second page holding one could never be
-    submitted."""
+def _in_hand(worker: Worker, *, project_id: int) -> QuerySet[AssignmentItem]:
+    """The worker's rows in their in-progress assignments of the project's stages: items
+    handed to them and not over yet."""
     return AssignmentItem.objects.filter(
-        assignment__stage=stage, assignment__worker=worker,
+        assignment__stage__project_id=project_id, assignment__worker=worker,
         assignment__status=AssignmentStatus.IN_PROGRESS,
     )
+
+
+def _held_by(stage: Stage, worker: Worker) -> QuerySet[AssignmentItem]:
+    """`_in_hand` in this stage. With their judgments in the stage, what is never handed to
+    them again (one judgment per worker, item and stage): a second page holding one could
+    never be submitted."""
+    return _in_hand(worker, project_id=stage.project_id).filter(assignment__stage=stage)
 
 
 def _not_seen_by(qs: QuerySet[Item], stage: Stage, worker: Worker) -> QuerySet[Item]:
@@ -188,7 +203,9 @@ def refuse_hit_seen_before(*, stage: Stage, worker: Worker, items: list[Item],
     earlier = _not_seen_earlier(Item.objects.filter(pk__in=ids), stage, worker)
     if earlier.count() < len(items):
         raise NoItemsAvailable("You have already answered part of this HIT earlier in this "
-                               "study. Please return it; other HITs may be open to you.")
+                               "study, or hold it in another task of this study you have not "
+                               "submitted yet. Please return it; other HITs may be open to "
+                               "you.")
     if latin_square_on(stage):
         refusal = hit_design_refusal(stage=stage, worker=worker, items=items)
         if refusal:
@@ -197,12 +214,12 @@ def refuse_hit_seen_before(*, stage: Stage, worker: Worker, items: list[Item],
 
 def _not_seen_earlier(qs: QuerySet[Item], stage: Stage, worker: Worker) -> QuerySet[Item]:
     """Without the items the worker answered in another stage of the project (the
-    qualification they were graded on against gold, the trial): never served to them again,
-    unless the stage says `"reuse_earlier_items": true`."""
+    qualification they were graded on against gold, the trial), or holds there in a page
+    still open (`_not_in_hand_elsewhere`): never served to them again, unless the stage says
+    `"reuse_earlier_items": true`."""
     if (stage.settings or {}).get("reuse_earlier_items"):
         return qs
-    return qs.exclude(pk__in=Judgment.objects.filter(
-        worker=worker, item__project_id=stage.project_id).exclude(stage=stage).values("item_id"))
+    return _not_in_hand_elsewhere(qs, stage, worker)
 
 
 def _lock(ids: list[int]) -> list[int]:

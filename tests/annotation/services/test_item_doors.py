@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from annotation.models import Assignment, Judgment, Provider, StageStatus, TaskKind
+from annotation.models import Assignment, Judgment, Provider, StageKind, StageStatus, TaskKind
+from annotation.services.assignments import assignment_start
 from annotation.services.stage_plans import stage_hit_plan
-from testing.factories import make_hit, make_item, make_project, make_stage
+from testing.factories import make_hit, make_item, make_project, make_stage, make_worker
 from tests.support.starc import mturk_page
-from tests.support.tasks import api, page_config
+from tests.support.tasks import api, make_task, page_config
 
 pytestmark = pytest.mark.django_db
 
@@ -57,3 +58,24 @@ def test_an_mturk_hit_sharing_a_gold_item_with_a_hit_the_worker_holds_is_refused
     other = page_config(mturk_page(client, stage, "HIT1", "W2", "A4"))
     assert _submit(client, other).status_code == 200
     assert Judgment.objects.filter(item=gold).count() == 2
+
+
+def test_an_item_held_in_a_page_of_another_stage_is_not_handed_out_again():
+    """A trial page still open (its gold item held, not yet answered) and the full stage
+    opened meanwhile (another tab, the annotator's home page): the full stage's page held the
+    same gold item, so the worker answered it in both stages, where an item answered in an
+    earlier stage is never served again. An item in hand counts as the answered one does."""
+    project, trial, items = make_task(TaskKind.AB, n_items=6, items_per_hit=2, gold_rate=0.5,
+                                      redundancy={"default": 1})
+    gold = make_item(project, is_gold_check=True, gold=items[0].gold)
+    trial.kind = StageKind.TRIAL
+    trial.save(update_fields=["kind"])
+    trial.items.set(items[:3])
+    full = make_stage(project, status=StageStatus.COLLECTING)
+    full.items.set(items[3:])
+    worker = make_worker()
+    open_trial = assignment_start(stage=trial, worker=worker)
+    assert gold in open_trial.items.all()
+    open_full = assignment_start(stage=full, worker=worker)
+    assert gold not in open_full.items.all()
+    assert open_full.items.filter(is_gold_check=False).exists()
