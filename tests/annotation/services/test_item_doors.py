@@ -5,11 +5,23 @@ from __future__ import annotations
 
 import pytest
 
-from annotation.models import Assignment, Judgment, Provider, StageKind, StageStatus, TaskKind
+from annotation.importers import onestopqa
+from annotation.models import (
+    Assignment,
+    AssignmentStatus,
+    ExperimentMode,
+    Item,
+    Judgment,
+    Provider,
+    StageKind,
+    StageStatus,
+    TaskKind,
+)
 from annotation.services.assignments import assignment_start
+from annotation.services.imports import import_records
 from annotation.services.stage_plans import stage_hit_plan
 from testing.factories import make_hit, make_item, make_project, make_stage, make_worker
-from tests.support.starc import mturk_page
+from tests.support.starc import ONESTOPQA, mturk_page, natural_unit
 from tests.support.tasks import api, make_task, page_config
 
 pytestmark = pytest.mark.django_db
@@ -79,3 +91,40 @@ def test_an_item_held_in_a_page_of_another_stage_is_not_handed_out_again():
     open_full = assignment_start(stage=full, worker=worker)
     assert gold not in open_full.items.all()
     assert open_full.items.filter(is_gold_check=False).exists()
+
+
+@pytest.mark.parametrize("synced", [True, False], ids=["after-the-sync", "before-the-sync"])
+def test_a_starc_hit_returned_and_accepted_again_opens_again(client, synced):
+    """A worker who returned a HIT on MTurk and accepted it again (a slip of the button, the
+    HIT taken back from the queue) gets the same items again, where they left (the rule
+    every provider keeps for a page taken again: `_superseded_on_mturk`, `earlier_guesses`).
+    Under the STARC Latin square the accept refused it ("a text you have already read in
+    another version"): the paragraphs shown in the returned copy counted as read, though the
+    HIT shows them at the very levels read, and every other HIT holds them at another level,
+    so the worker could take nothing more. Another list's HIT stays refused."""
+    project = make_project(TaskKind.MC, experiment_mode=ExperimentMode.QA, items_per_hit=9,
+                           redundancy={"default": 2})
+    import_records(project=project, records=onestopqa.parse(ONESTOPQA), progress=False)
+    units = sorted(set(Item.objects.filter(project=project, metadata__article__in=[1, 2])
+                       .values_list("design_unit", flat=True)), key=natural_unit)[:9]
+    stage = make_stage(project, provider=Provider.MTURK, status=StageStatus.DRAFT)
+    stage.items.set(Item.objects.filter(project=project, design_unit__in=units))
+    plans = stage_hit_plan(stage=stage, store=False)
+    stage.status = StageStatus.COLLECTING
+    stage.save(update_fields=["status"])
+    for n, plan in enumerate(plans[:2]):
+        make_hit(stage, items=plan.items, external_id=f"HIT{n}", max_assignments=2)
+    first = page_config(mturk_page(client, stage, "HIT0", "W1", "A1"))
+    if synced:  # the sync lists it returned
+        Assignment.objects.filter(external_id="A1").update(status=AssignmentStatus.RETURNED)
+    again = mturk_page(client, stage, "HIT0", "W1", "A2")
+    assert b"task-config" in again.content, again.content.decode()[-600:]
+    assert page_config(again)["items"] == first["items"]
+    assert _submit_mc(client, page_config(again)).status_code == 200
+    other = mturk_page(client, stage, "HIT1", "W1", "A3")
+    assert b"already read in another version" in other.content
+
+
+def _submit_mc(client, config):
+    return api(client, "task-submit", config["token"], {
+        "answers": [{"item": item_id, "shown_choice": "a"} for item_id in config["items"]]})
