@@ -19,7 +19,7 @@ as STARC's practice article.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 
 from django.db import connection
 from django.db.models import Exists, Min, OuterRef, Q, QuerySet
@@ -45,7 +45,8 @@ def _lock_worker(worker: Worker) -> None:
         Worker.objects.select_for_update().filter(pk=worker.pk).first()
 
 
-def units_seen(*, project_id: int, worker: Worker, hit_again=None) -> set[str]:
+def units_seen(*, project_id: int, worker: Worker, shown_again: Collection[int] = ()
+               ) -> set[str]:
     """The design units this worker has read (practice items included: a practice item is a
     reading of its paragraph too): judged, held by a live assignment, or shown to them in an assignment that ended without a judgment (returned,
     expired, abandoned: the text was on their screen, so another level of it is no longer a
@@ -53,15 +54,17 @@ def units_seen(*, project_id: int, worker: Worker, hit_again=None) -> set[str]:
     text (an item of the same dataset and design unit): the experiment modes of one STARC study
     are one project each (QA, guessing, validity, pilot), and a participant invited to two of
     them must not guess on a paragraph they read in the other, nor read it at another level.
-    `hit_again`: a HIT the worker takes again after returning it: what its returned copies
-    showed them is its own items at their own levels, no other version, so it is not counted
-    (what they judged in it still is)."""
+    `shown_again`: the items of a HIT the worker accepts (fixed items): their showings in
+    assignments that ended without a judgment of them (the HIT returned and accepted again;
+    a gold item another HIT showed) are these very items at their own levels, no other
+    version, so they are not counted (a judgment of them still is)."""
     mine = Judgment.objects.filter(worker=worker).values("item_id")
     held = AssignmentItem.objects.filter(
         Q(assignment__status=AssignmentStatus.IN_PROGRESS) | Q(first_shown_at__isnull=False),
         assignment__worker=worker)
-    if hit_again is not None:
-        held = held.exclude(assignment__hit=hit_again)
+    if shown_again:
+        held = held.exclude(Q(item_id__in=list(shown_again))
+                            & ~Q(assignment__status=AssignmentStatus.IN_PROGRESS))
     held = held.values("item_id")
     read = Item.objects.filter(Q(pk__in=mine) | Q(pk__in=held))
     here = {unit_key(item_id=pk, design_unit=unit) for pk, unit in
@@ -73,14 +76,15 @@ def units_seen(*, project_id: int, worker: Worker, hit_again=None) -> set[str]:
     return here | set(elsewhere)
 
 
-def units_read(*, stage: Stage, worker: Worker, hit_again=None) -> set[str]:
+def units_read(*, stage: Stage, worker: Worker, shown_again: Collection[int] = ()) -> set[str]:
     """The one rule of which texts a worker of `stage` has read, at every door that picks items
     (in-house links, Prolific, MTurk accepts, gold, the fallback that gives returned work to
     the next arrival): what they read (`units_seen`) and the texts of the stage's practice
     items, which every worker does first, whether already stored or picked with this page."""
     practice = {unit_key(item_id=pk, design_unit=unit) for pk, unit in
                 stage_practice_items(stage).values_list("pk", "design_unit")}
-    return units_seen(project_id=stage.project_id, worker=worker, hit_again=hit_again) | practice
+    return units_seen(project_id=stage.project_id, worker=worker,
+                      shown_again=shown_again) | practice
 
 
 def one_item_per_unread_unit(*, stage: Stage, worker: Worker,
@@ -167,12 +171,12 @@ def in_square_order(items: list[Item], position: Mapping[int, tuple]) -> list[It
     return spread_articles(sorted(items, key=lambda item: position[item.pk]))
 
 
-def hit_design_refusal(*, stage: Stage, worker: Worker, items: list[Item], hit=None) -> str:
+def hit_design_refusal(*, stage: Stage, worker: Worker, items: list[Item]) -> str:
     """Why a worker may not take a HIT under the square ("" when they may): the HIT repeats a
     design unit within itself (a HIT plan is cut from one list, so only a hand-made HIT does),
     or a practice item's text (a practice item in the HIT, or one of the stage's), or holds a
     unit the worker already read, at any level, in any stage of the project (`units_read`).
-    `hit`: the HIT accepted, which a worker who returned it may take again (`hit_again`)."""
+    A HIT returned and accepted again shows the worker no other version (`shown_again`)."""
     rows = Item.objects.filter(pk__in=[i.pk for i in items]).values_list(
         "pk", "design_unit", "is_practice")
     units = [unit_key(item_id=pk, design_unit=unit) for pk, unit, practice in rows
@@ -183,7 +187,7 @@ def hit_design_refusal(*, stage: Stage, worker: Worker, items: list[Item], hit=N
     if len(units) != len(set(units)) or set(units) & practice:
         return ("This HIT shows the same text twice, which this study does not allow. Please "
                 "return it; other HITs may be open to you.")
-    if set(units) & units_read(stage=stage, worker=worker, hit_again=hit):
+    if set(units) & units_read(stage=stage, worker=worker, shown_again=[i.pk for i in items]):
         return ("This HIT shows a text you have already read in another version. Please "
                 "return it; other HITs may be open to you.")
     return ""

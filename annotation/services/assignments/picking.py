@@ -207,7 +207,7 @@ def refuse_hit_seen_before(*, stage: Stage, worker: Worker, items: list[Item],
                                "submitted yet. Please return it; other HITs may be open to "
                                "you.")
     if latin_square_on(stage):
-        refusal = hit_design_refusal(stage=stage, worker=worker, items=items, hit=hit)
+        refusal = hit_design_refusal(stage=stage, worker=worker, items=items)
         if refusal:
             raise NoItemsAvailable(refusal)
 

@@ -128,3 +128,4 @@ def test_a_starc_hit_returned_and_accepted_again_opens_again(client, synced):
 def _submit_mc(client, config):
     return api(client, "task-submit", config["token"], {
         "answers": [{"item": item_id, "shown_choice": "a"} for item_id in config["items"]]})
+
