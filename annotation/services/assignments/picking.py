@@ -206,7 +206,7 @@ def refuse_hit_seen_before(*, stage: Stage, worker: Worker, items: list[Item],
                                "study, or hold it in another task of this study you have not "
                                "submitted yet. Please return it; other HITs may be open to "
                                "you.")
-    if latin_square_on(stage):
+    if design_applies(stage):  # the paragraph rule binds with or without a square over it
         refusal = hit_design_refusal(stage=stage, worker=worker, items=items)
         if refusal:
             raise NoItemsAvailable(refusal)
@@ -304,11 +304,16 @@ def _pick_data(*, stage: Stage, worker: Worker, available: QuerySet[Item],
     n_gold = 0 if passages else slots("")
     regular_qs = available.filter(is_practice=False, is_gold_check=False)
     square = latin_square_on(stage)
+    design = square or design_applies(stage)
     position: dict[int, tuple] | None = None
     if square:
         regular_qs, position = latin_square_filter(
             stage=stage, worker=worker, available=regular_qs,
             deficits=lambda ids: _deficits(stage, ids))
+    elif design:
+        # No two of the stage's items share a text, so no square: the texts the worker read
+        # (in another stage or project of the study) are still never served again.
+        regular_qs = one_item_per_unread_unit(stage=stage, worker=worker, available=regular_qs)
     regular = _pick_regular(stage=stage, available=regular_qs, room=room - n_gold,
                             order=position)
     if passages and regular:
@@ -335,7 +340,7 @@ def _pick_data(*, stage: Stage, worker: Worker, available: QuerySet[Item],
     if n_gold and regular:
         gold_qs = _not_seen_earlier(
             _not_seen_by(gold_items_for_stage(stage=stage), stage, worker), stage, worker)
-        if square:  # a gold item is a text read too: never one of a unit read or picked
+        if design:  # a gold item is a text read too: never one of a unit read or picked
             read = units_read(stage=stage, worker=worker)
             gold_qs = gold_qs.exclude(design_unit__in=read | {
                 item.design_unit for item in regular if item.design_unit})

@@ -129,3 +129,54 @@ def _submit_mc(client, config):
     return api(client, "task-submit", config["token"], {
         "answers": [{"item": item_id, "shown_choice": "a"} for item_id in config["items"]]})
 
+
+
+def _starc_project(mode):
+    project = make_project(TaskKind.MC, experiment_mode=mode, items_per_hit=3,
+                           redundancy={"default": 1})
+    import_records(project=project, records=onestopqa.parse(ONESTOPQA), progress=False)
+    return project
+
+
+def _one_item_per_paragraph(project, level, n=3):
+    """The first question of the first `n` paragraphs at `level`: a stage whose own items share
+    no paragraph (so no Latin square over them), as a qualification chosen by kind is."""
+    units = sorted(set(Item.objects.filter(project=project).values_list("design_unit",
+                                                                        flat=True)),
+                   key=natural_unit)[:n]
+    return [Item.objects.filter(project=project, design_unit=unit, text_level=level)
+            .order_by("pk").first() for unit in units]
+
+
+@pytest.mark.parametrize("kind", [StageKind.QUALIFICATION, StageKind.FULL])
+@pytest.mark.parametrize("provider", [Provider.MTURK, Provider.INHOUSE])
+def test_a_paragraph_read_in_another_mode_is_not_served_by_a_stage_without_a_square(
+        client, kind, provider):
+    """A participant of two modes of a study (one project each) read paragraphs at the
+    elementary level in the QA project; the guessing project's stage lists one item of each
+    paragraph, at the advanced level (a qualification chosen by kind always does). Its items
+    share no paragraph, so no Latin square is on, and the MTurk accept checked the design only
+    under the square: the HIT was taken and the paragraphs read again at another level. The
+    in-house page skips them (`one_item_per_unread_unit`), and so does the accept now: the
+    paragraph rule binds wherever the design applies (`design_applies`)."""
+    qa = _starc_project(ExperimentMode.QA)
+    guessing = _starc_project(ExperimentMode.GUESSING)
+    read_stage = make_stage(qa, provider=provider, status=StageStatus.COLLECTING)
+    read_items = _one_item_per_paragraph(qa, "Ele")
+    read_stage.items.set(read_items)
+    stage = make_stage(guessing, kind=kind, provider=provider, status=StageStatus.COLLECTING)
+    stage.items.set(_one_item_per_paragraph(guessing, "Adv", n=4))
+    if provider == Provider.MTURK:
+        make_hit(read_stage, items=read_items, external_id="READ", max_assignments=1)
+        make_hit(stage, items=list(stage.items.order_by("pk")), external_id="GUESS",
+                 max_assignments=1)
+        assert b"task-config" in mturk_page(client, read_stage, "READ", "W1", "A1").content
+        refused = mturk_page(client, stage, "GUESS", "W1", "A2")
+        assert b"already read in another version" in refused.content
+        assert not Assignment.objects.filter(external_id="A2").exists()
+        return
+    worker = make_worker()
+    assignment_start(stage=read_stage, worker=worker)
+    got = assignment_start(stage=stage, worker=worker).items.all()
+    assert {item.design_unit for item in got} == \
+        {item.design_unit for item in stage.items.all()} - {i.design_unit for i in read_items}
