@@ -136,12 +136,18 @@ def latin_square_filter(*, stage: Stage, worker: Worker, available: QuerySet[Ite
         # stage row only: Stage's default ordering joins the project, whose row FOR UPDATE
         # would also lock and serialise every other stage of the project.
         Stage.objects.select_for_update().filter(pk=stage.pk).order_by().first()
-    seen = units_read(stage=stage, worker=worker)
+    again = _shown_unjudged(worker=worker, items=list(square.unit_of))
+    seen = units_read(stage=stage, worker=worker,
+                      shown_again=[pk for ids in again.values() for pk in ids])
     number = participant_number(stage=stage, worker=worker)
     open_ids = set(available.values_list("pk", flat=True))
     wanted = {unit: [c.item_id for c in square.preference(unit, number)
-                     if c.item_id in open_ids]
+                     if c.item_id in open_ids and (unit not in again or c.item_id in again[unit])]
               for unit in square.units if unit not in seen}
+    # A unit shown to the worker only through one item, in a page that ended without its
+    # judgment (timed out, returned): that item again, where they left it, never another
+    # version; shown through two, none.
+    wanted = {unit: ids for unit, ids in wanted.items() if len(again.get(unit, ())) <= 1}
     wanted = {unit: ids for unit, ids in wanted.items() if ids}
     first_choice = {unit: ids[0] for unit, ids in wanted.items()}
     short = deficits(list(first_choice.values()))
@@ -154,6 +160,20 @@ def latin_square_filter(*, stage: Stage, worker: Worker, available: QuerySet[Ite
             if fallback is not None:
                 allowed.append(fallback)
     return available.filter(pk__in=allowed), {pk: square.position(pk) for pk in allowed}
+
+
+def _shown_unjudged(*, worker: Worker, items: list[int]) -> dict[str, set[int]]:
+    """{unit: the items of it among `items` shown to the worker in assignments that ended
+    without their judgment (not in progress)}: the showings `shown_again` may set aside."""
+    judged = Judgment.objects.filter(worker=worker, item_id__in=items).values("item_id")
+    rows = (AssignmentItem.objects.filter(assignment__worker=worker, item_id__in=items,
+                                          first_shown_at__isnull=False)
+            .exclude(assignment__status=AssignmentStatus.IN_PROGRESS)
+            .exclude(item_id__in=judged).values_list("item_id", "item__design_unit"))
+    shown: dict[str, set[int]] = {}
+    for pk, unit in rows:
+        shown.setdefault(unit_key(item_id=pk, design_unit=unit), set()).add(pk)
+    return shown
 
 
 def spread_articles(items: list[Item]) -> list[Item]:

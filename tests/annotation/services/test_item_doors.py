@@ -17,6 +17,7 @@ from annotation.models import (
     StageStatus,
     TaskKind,
 )
+from annotation.services.access import inhouse_link_create
 from annotation.services.assignments import assignment_start
 from annotation.services.imports import import_records
 from annotation.services.stage_plans import stage_hit_plan
@@ -180,3 +181,26 @@ def test_a_paragraph_read_in_another_mode_is_not_served_by_a_stage_without_a_squ
     got = assignment_start(stage=stage, worker=worker).items.all()
     assert {item.design_unit for item in got} == \
         {item.design_unit for item in stage.items.all()} - {i.design_unit for i in read_items}
+
+
+def test_an_inhouse_starc_page_that_timed_out_gives_its_own_items_again(client):
+    """An annotator whose STARC page held every paragraph of the stage (a batch of nine) left
+    it past the timeout (released unjudged: the sweep, a closed tab) and opened the link
+    again: the paragraphs shown counted as read, so the square served none and the link said
+    "Nothing more to do" for good (the qualification's page reopens for this very reason).
+    The page's own items are no other version: they come again, each at the level shown."""
+    project = make_project(TaskKind.MC, experiment_mode=ExperimentMode.QA, items_per_hit=9,
+                           redundancy={"default": 1})
+    import_records(project=project, records=onestopqa.parse(ONESTOPQA), progress=False)
+    units = sorted(set(Item.objects.filter(project=project, metadata__article__in=[1, 2])
+                       .values_list("design_unit", flat=True)), key=natural_unit)[:9]
+    stage = make_stage(project, status=StageStatus.COLLECTING)
+    stage.items.set(Item.objects.filter(project=project, design_unit__in=units))
+    worker = make_worker()
+    _link, path = inhouse_link_create(worker=worker, project=project, stage=stage)
+    first = page_config(client.get(path))["items"]
+    assert len(first) == 9
+    Assignment.objects.filter(worker=worker).update(status=AssignmentStatus.RETURNED)
+    again = client.get(path)
+    assert b"task-config" in again.content, again.content.decode()[-500:]
+    assert sorted(page_config(again)["items"]) == sorted(first)
