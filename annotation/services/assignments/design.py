@@ -19,7 +19,7 @@ as STARC's practice article.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 
 from django.db import connection
 from django.db.models import Exists, Min, OuterRef, Q, QuerySet
@@ -45,18 +45,27 @@ def _lock_worker(worker: Worker) -> None:
         Worker.objects.select_for_update().filter(pk=worker.pk).first()
 
 
-def units_seen(*, project_id: int, worker: Worker) -> set[str]:
+def units_seen(*, project_id: int, worker: Worker, shown_again: Collection[int] = ()
+               ) -> set[str]:
     """The design units this worker has read (practice items included: a practice item is a
     reading of its paragraph too): judged, held by a live assignment, or shown to them in an assignment that ended without a judgment (returned,
     expired, abandoned: the text was on their screen, so another level of it is no longer a
     first reading) — in any stage of the project, and in any other project that holds the same
     text (an item of the same dataset and design unit): the experiment modes of one STARC study
     are one project each (QA, guessing, validity, pilot), and a participant invited to two of
-    them must not guess on a paragraph they read in the other, nor read it at another level."""
+    them must not guess on a paragraph they read in the other, nor read it at another level.
+    `shown_again`: the items of a HIT the worker accepts (fixed items): their showings in
+    assignments that ended without a judgment of them (the HIT returned and accepted again;
+    a gold item another HIT showed) are these very items at their own levels, no other
+    version, so they are not counted (a judgment of them still is)."""
     mine = Judgment.objects.filter(worker=worker).values("item_id")
     held = AssignmentItem.objects.filter(
         Q(assignment__status=AssignmentStatus.IN_PROGRESS) | Q(first_shown_at__isnull=False),
-        assignment__worker=worker).values("item_id")
+        assignment__worker=worker)
+    if shown_again:
+        held = held.exclude(Q(item_id__in=list(shown_again))
+                            & ~Q(assignment__status=AssignmentStatus.IN_PROGRESS))
+    held = held.values("item_id")
     read = Item.objects.filter(Q(pk__in=mine) | Q(pk__in=held))
     here = {unit_key(item_id=pk, design_unit=unit) for pk, unit in
             read.filter(project_id=project_id).values_list("pk", "design_unit")}
@@ -67,14 +76,15 @@ def units_seen(*, project_id: int, worker: Worker) -> set[str]:
     return here | set(elsewhere)
 
 
-def units_read(*, stage: Stage, worker: Worker) -> set[str]:
+def units_read(*, stage: Stage, worker: Worker, shown_again: Collection[int] = ()) -> set[str]:
     """The one rule of which texts a worker of `stage` has read, at every door that picks items
     (in-house links, Prolific, MTurk accepts, gold, the fallback that gives returned work to
     the next arrival): what they read (`units_seen`) and the texts of the stage's practice
     items, which every worker does first, whether already stored or picked with this page."""
     practice = {unit_key(item_id=pk, design_unit=unit) for pk, unit in
                 stage_practice_items(stage).values_list("pk", "design_unit")}
-    return units_seen(project_id=stage.project_id, worker=worker) | practice
+    return units_seen(project_id=stage.project_id, worker=worker,
+                      shown_again=shown_again) | practice
 
 
 def one_item_per_unread_unit(*, stage: Stage, worker: Worker,
@@ -126,12 +136,18 @@ def latin_square_filter(*, stage: Stage, worker: Worker, available: QuerySet[Ite
         # stage row only: Stage's default ordering joins the project, whose row FOR UPDATE
         # would also lock and serialise every other stage of the project.
         Stage.objects.select_for_update().filter(pk=stage.pk).order_by().first()
-    seen = units_read(stage=stage, worker=worker)
+    again = _shown_unjudged(worker=worker, items=list(square.unit_of))
+    seen = units_read(stage=stage, worker=worker,
+                      shown_again=[pk for ids in again.values() for pk in ids])
     number = participant_number(stage=stage, worker=worker)
     open_ids = set(available.values_list("pk", flat=True))
     wanted = {unit: [c.item_id for c in square.preference(unit, number)
-                     if c.item_id in open_ids]
+                     if c.item_id in open_ids and (unit not in again or c.item_id in again[unit])]
               for unit in square.units if unit not in seen}
+    # A unit shown to the worker only through one item, in a page that ended without its
+    # judgment (timed out, returned): that item again, where they left it, never another
+    # version; shown through two, none.
+    wanted = {unit: ids for unit, ids in wanted.items() if len(again.get(unit, ())) <= 1}
     wanted = {unit: ids for unit, ids in wanted.items() if ids}
     first_choice = {unit: ids[0] for unit, ids in wanted.items()}
     short = deficits(list(first_choice.values()))
@@ -144,6 +160,20 @@ def latin_square_filter(*, stage: Stage, worker: Worker, available: QuerySet[Ite
             if fallback is not None:
                 allowed.append(fallback)
     return available.filter(pk__in=allowed), {pk: square.position(pk) for pk in allowed}
+
+
+def _shown_unjudged(*, worker: Worker, items: list[int]) -> dict[str, set[int]]:
+    """{unit: the items of it among `items` shown to the worker in assignments that ended
+    without their judgment (not in progress)}: the showings `shown_again` may set aside."""
+    judged = Judgment.objects.filter(worker=worker, item_id__in=items).values("item_id")
+    rows = (AssignmentItem.objects.filter(assignment__worker=worker, item_id__in=items,
+                                          first_shown_at__isnull=False)
+            .exclude(assignment__status=AssignmentStatus.IN_PROGRESS)
+            .exclude(item_id__in=judged).values_list("item_id", "item__design_unit"))
+    shown: dict[str, set[int]] = {}
+    for pk, unit in rows:
+        shown.setdefault(unit_key(item_id=pk, design_unit=unit), set()).add(pk)
+    return shown
 
 
 def spread_articles(items: list[Item]) -> list[Item]:
@@ -165,7 +195,8 @@ def hit_design_refusal(*, stage: Stage, worker: Worker, items: list[Item]) -> st
     """Why a worker may not take a HIT under the square ("" when they may): the HIT repeats a
     design unit within itself (a HIT plan is cut from one list, so only a hand-made HIT does),
     or a practice item's text (a practice item in the HIT, or one of the stage's), or holds a
-    unit the worker already read, at any level, in any stage of the project (`units_read`)."""
+    unit the worker already read, at any level, in any stage of the project (`units_read`).
+    A HIT returned and accepted again shows the worker no other version (`shown_again`)."""
     rows = Item.objects.filter(pk__in=[i.pk for i in items]).values_list(
         "pk", "design_unit", "is_practice")
     units = [unit_key(item_id=pk, design_unit=unit) for pk, unit, practice in rows
@@ -176,7 +207,7 @@ def hit_design_refusal(*, stage: Stage, worker: Worker, items: list[Item]) -> st
     if len(units) != len(set(units)) or set(units) & practice:
         return ("This HIT shows the same text twice, which this study does not allow. Please "
                 "return it; other HITs may be open to you.")
-    if set(units) & units_read(stage=stage, worker=worker):
+    if set(units) & units_read(stage=stage, worker=worker, shown_again=[i.pk for i in items]):
         return ("This HIT shows a text you have already read in another version. Please "
                 "return it; other HITs may be open to you.")
     return ""

@@ -248,9 +248,11 @@ def assignment_start(*, stage: Stage, worker: Worker, hit: Hit | None = None,
         # One allocation per HIT at a time, so a double-loaded page creates one assignment.
         Hit.objects.select_for_update().filter(pk=hit.pk).first()
     stage_write_lock(stage)
-    if prolific:
-        # One participant's sessions start one at a time (PostgreSQL; SQLite holds its lock).
-        Worker.objects.select_for_update().filter(pk=worker.pk).first()
+    # One start per worker at a time (PostgreSQL; SQLite holds its lock), before the worker's
+    # unfinished page is looked for: a Prolific participant's sessions, and two tabs opening
+    # one link at once, which each found no page and made one (the same practice and gold
+    # items in both: the second page could never be submitted).
+    Worker.objects.select_for_update().filter(pk=worker.pk).first()
     _check_worker(stage=stage, worker=worker)
     if prolific and Assignment.objects.filter(
         stage=stage, worker=worker, **{f"draft__{SERVER_DRAFT_KEY}__has_key": RETURN_KEY}
@@ -489,7 +491,7 @@ def _hit_items_for(*, stage: Stage, worker: Worker, hit: Hit) -> tuple[list[Item
     items = list(hit.items.order_by("hititem__position"))
     if Judgment.objects.filter(stage=stage, worker=worker, item__in=items).exists():
         raise AssignmentClosed("You have already judged the items of this HIT.")
-    refuse_hit_seen_before(stage=stage, worker=worker, items=items)
+    refuse_hit_seen_before(stage=stage, worker=worker, items=items, hit=hit)
     if Assignment.objects.filter(hit=hit, worker=worker).exclude(
         status=AssignmentStatus.RETURNED
     ).exists():

@@ -83,10 +83,20 @@ def practice_items_for_stage(*, stage: Stage, worker: Worker | None = None) -> Q
     practice stage before the trial): practice trains the worker once."""
     qs = stage_practice_items(stage)
     if worker is not None and mixes_in_extras(stage):
-        qs = qs.exclude(pk__in=Judgment.objects.filter(
-            worker=worker, stage__project_id=stage.project_id).exclude(stage=stage)
-            .values("item_id"))
+        qs = _not_in_hand_elsewhere(qs, stage, worker)
     return qs
+
+
+def _not_in_hand_elsewhere(qs: QuerySet[Item], stage: Stage, worker: Worker) -> QuerySet[Item]:
+    """`qs` without the items the worker answered in another stage of the project, or holds
+    there in a page still open (in progress: a trial page left open while the full stage
+    opens in another tab holds the gold items both stages mix in; answered there later, an
+    item handed out here too was answered twice)."""
+    answered = Judgment.objects.filter(worker=worker, stage__project_id=stage.project_id)\
+        .exclude(stage=stage).values("item_id")
+    held = _in_hand(worker, project_id=stage.project_id).exclude(assignment__stage=stage)\
+        .values("item_id")
+    return qs.exclude(pk__in=answered).exclude(pk__in=held)
 
 
 def _target(stage: Stage):
@@ -148,24 +158,55 @@ def _annotate_deficit(qs: QuerySet[Item], stage: Stage,
     ).annotate(deficit=F("target") - F("n_judged") + F("n_given_back") - F("n_held"))
 
 
+def _in_hand(worker: Worker, *, project_id: int) -> QuerySet[AssignmentItem]:
+    """The worker's rows in their in-progress assignments of the project's stages: items
+    handed to them and not over yet."""
+    return AssignmentItem.objects.filter(
+        assignment__stage__project_id=project_id, assignment__worker=worker,
+        assignment__status=AssignmentStatus.IN_PROGRESS,
+    )
+
+
+def _held_by(stage: Stage, worker: Worker) -> QuerySet[AssignmentItem]:
+    """`_in_hand` in this stage. With their judgments in the stage, what is never handed to
+    them again (one judgment per worker, item and stage): a second page holding one could
+    never be submitted."""
+    return _in_hand(worker, project_id=stage.project_id).filter(assignment__stage=stage)
+
+
 def _not_seen_by(qs: QuerySet[Item], stage: Stage, worker: Worker) -> QuerySet[Item]:
     judged = Judgment.objects.filter(stage=stage, worker=worker).values("item_id")
-    held = AssignmentItem.objects.filter(
-        assignment__stage=stage, assignment__worker=worker,
-        assignment__status=AssignmentStatus.IN_PROGRESS,
-    ).values("item_id")
-    return qs.exclude(pk__in=judged).exclude(pk__in=held)
+    return qs.exclude(pk__in=judged).exclude(pk__in=_held_by(stage, worker).values("item_id"))
 
 
-def refuse_hit_seen_before(*, stage: Stage, worker: Worker, items: list[Item]) -> None:
-    """A HIT's items are fixed, so the design is kept at accept: a worker who answered one of
-    its items in an earlier stage, or (Latin square) read one of its texts at any level, is
-    asked to return it; nothing is created."""
-    earlier = _not_seen_earlier(Item.objects.filter(pk__in=[i.pk for i in items]), stage, worker)
+HELD_IN_ANOTHER_HIT_MESSAGE = (
+    "Part of this HIT is also in another HIT of this task that you have accepted and not "
+    "submitted yet, and you can answer an item only once. Please return this HIT, or submit "
+    "the other one first; other HITs may be open to you.")
+
+
+def refuse_hit_seen_before(*, stage: Stage, worker: Worker, items: list[Item],
+                           hit=None) -> None:
+    """A HIT's items are fixed, so the rules the picking pages keep are kept at accept: a
+    worker who holds one of its items in another live assignment of the stage (another HIT
+    accepted at the same time: a stage's HITs share its gold items; `_held_by`, the picking's
+    `_not_seen_by`), who answered one of its items in an earlier stage, or (Latin square) read
+    one of its texts at any level, is asked to return it; nothing is created. `hit`: the HIT
+    accepted, whose own assignments of the worker are another rule's
+    (`annotation/services/assignments/lifecycle.py:_hit_items_for`)."""
+    ids = [i.pk for i in items]
+    held = _held_by(stage, worker).filter(item_id__in=ids)
+    if hit is not None:
+        held = held.exclude(assignment__hit=hit)
+    if held.exists():
+        raise NoItemsAvailable(HELD_IN_ANOTHER_HIT_MESSAGE)
+    earlier = _not_seen_earlier(Item.objects.filter(pk__in=ids), stage, worker)
     if earlier.count() < len(items):
         raise NoItemsAvailable("You have already answered part of this HIT earlier in this "
-                               "study. Please return it; other HITs may be open to you.")
-    if latin_square_on(stage):
+                               "study, or hold it in another task of this study you have not "
+                               "submitted yet. Please return it; other HITs may be open to "
+                               "you.")
+    if design_applies(stage):  # the paragraph rule binds with or without a square over it
         refusal = hit_design_refusal(stage=stage, worker=worker, items=items)
         if refusal:
             raise NoItemsAvailable(refusal)
@@ -173,12 +214,12 @@ def refuse_hit_seen_before(*, stage: Stage, worker: Worker, items: list[Item]) -
 
 def _not_seen_earlier(qs: QuerySet[Item], stage: Stage, worker: Worker) -> QuerySet[Item]:
     """Without the items the worker answered in another stage of the project (the
-    qualification they were graded on against gold, the trial): never served to them again,
-    unless the stage says `"reuse_earlier_items": true`."""
+    qualification they were graded on against gold, the trial), or holds there in a page
+    still open (`_not_in_hand_elsewhere`): never served to them again, unless the stage says
+    `"reuse_earlier_items": true`."""
     if (stage.settings or {}).get("reuse_earlier_items"):
         return qs
-    return qs.exclude(pk__in=Judgment.objects.filter(
-        worker=worker, item__project_id=stage.project_id).exclude(stage=stage).values("item_id"))
+    return _not_in_hand_elsewhere(qs, stage, worker)
 
 
 def _lock(ids: list[int]) -> list[int]:
@@ -263,11 +304,16 @@ def _pick_data(*, stage: Stage, worker: Worker, available: QuerySet[Item],
     n_gold = 0 if passages else slots("")
     regular_qs = available.filter(is_practice=False, is_gold_check=False)
     square = latin_square_on(stage)
+    design = square or design_applies(stage)
     position: dict[int, tuple] | None = None
     if square:
         regular_qs, position = latin_square_filter(
             stage=stage, worker=worker, available=regular_qs,
             deficits=lambda ids: _deficits(stage, ids))
+    elif design:
+        # No two of the stage's items share a text, so no square: the texts the worker read
+        # (in another stage or project of the study) are still never served again.
+        regular_qs = one_item_per_unread_unit(stage=stage, worker=worker, available=regular_qs)
     regular = _pick_regular(stage=stage, available=regular_qs, room=room - n_gold,
                             order=position)
     if passages and regular:
@@ -294,7 +340,7 @@ def _pick_data(*, stage: Stage, worker: Worker, available: QuerySet[Item],
     if n_gold and regular:
         gold_qs = _not_seen_earlier(
             _not_seen_by(gold_items_for_stage(stage=stage), stage, worker), stage, worker)
-        if square:  # a gold item is a text read too: never one of a unit read or picked
+        if design:  # a gold item is a text read too: never one of a unit read or picked
             read = units_read(stage=stage, worker=worker)
             gold_qs = gold_qs.exclude(design_unit__in=read | {
                 item.design_unit for item in regular if item.design_unit})

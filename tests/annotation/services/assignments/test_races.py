@@ -151,3 +151,39 @@ def test_one_worker_opening_two_stages_at_once_never_gets_a_paragraph_twice(monk
     paragraphs = Counter(item.metadata["paragraph"] for item in got)
     assert paragraphs and max(paragraphs.values()) == 1, paragraphs
     assert sum(paragraphs.values()) == 4  # between them, each paragraph once
+
+
+def test_one_worker_opening_a_stage_in_two_tabs_at_once_gets_one_page(monkeypatch):
+    """Two tabs (a restored session, a double click on the link) opening the same in-house
+    stage at the same moment: both read that the annotator holds no page, and each made one,
+    with the same practice item (items nobody else's allocation locks). The first submit
+    stored it; the other page, which the link then opened again and again, could never be
+    submitted ("already judged by you in this stage"). The worker's row lock, taken before
+    the unfinished page is looked for, makes the second request find the first one's page."""
+    from testing.factories import make_item
+
+    project, stage, items = make_task(TaskKind.AB, n_items=12, items_per_hit=2,
+                                      redundancy={"default": 1})
+    make_item(project, is_practice=True, gold=items[0].gold)
+    worker = make_worker()
+    from annotation.services.assignments import picking
+
+    pick = picking.items_pick_next
+
+    def slow_pick(**kwargs):  # both requests overlap after looking for an unfinished page
+        time.sleep(0.5)
+        return pick(**kwargs)
+
+    monkeypatch.setattr("annotation.services.assignments.lifecycle.items_pick_next", slow_pick)
+
+    def start(_i):
+        try:
+            return assignment_start(stage=stage, worker=worker).pk
+        except NoItemsAvailable:  # "Nothing more to do" with ten items left: wrong too
+            return None
+
+    pages = _race(start, 2)
+    assert pages[0] == pages[1], pages
+    held = Counter(AssignmentItem.objects.filter(assignment__worker=worker)
+                   .values_list("item_id", flat=True))
+    assert max(held.values()) == 1, held
