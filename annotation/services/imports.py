@@ -23,7 +23,7 @@ from django.db import connection, models, transaction
 from django.utils import timezone
 from tqdm import tqdm
 
-from annotation.domain.item_content import normalize_answer_systems
+from annotation.domain.item_content import item_columns_trimmed, normalize_answer_systems
 from annotation.domain.json_values import json_equal, json_key
 from annotation.domain.send_filter import item_send_filter
 from annotation.importers.base import ItemRecord, JudgmentRecord
@@ -39,6 +39,7 @@ from annotation.models import (
     TaskKind,
     Worker,
 )
+from annotation.selectors import rows_stored_untrimmed
 from core.text_match import SEND_FILTER_PREFIX
 
 CHUNK_SIZE = 2000
@@ -203,6 +204,19 @@ def _insert_sqlite(model: type[models.Model], names: list[str], rows: list[dict]
         cursor.cursor.executemany(sql, values)
 
 
+def _stored_untrimmed(queryset, column: str, names, what: str) -> dict:
+    """The one row stored with spaces around each of `names` that no row holds exactly
+    (`rows_stored_untrimmed`); ImportConflictError naming the rows when several trim alike
+    (the file's name would be any of them: they are merged by hand, not guessed)."""
+    found = rows_stored_untrimmed(queryset, column, names)
+    for name, values in found.several.items():
+        raise ImportConflictError(
+            f"{what} {name!r}: stored {len(values)} times with spaces around it "
+            f"({', '.join(repr(value) for value in values)}); merge them into one before "
+            "importing (docs/RELIABILITY.md, trimmed names)")
+    return found.one
+
+
 def _item_ids(project: Project, external_ids: list[str]) -> dict[str, int]:
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
@@ -243,6 +257,12 @@ def import_stage_get_or_create(*, project: Project, name: str,
         models.Q(kind=StageKind.IMPORTED)
         | models.Q(kind__in=NON_DATA_STAGE_KINDS, provider=Provider.IMPORT),
         project=project, name=name).first()
+    if stage is None:
+        # A stage stored before names were trimmed ("batch1 ") is the file's "batch1".
+        stage = _stored_untrimmed(Stage.objects.filter(
+            models.Q(kind=StageKind.IMPORTED)
+            | models.Q(kind__in=NON_DATA_STAGE_KINDS, provider=Provider.IMPORT),
+            project=project), "name", [name], "stage").get(name)
     if stage is not None:
         if stage.kind != kind:
             raise ImportConflictError(
@@ -280,6 +300,11 @@ def import_workers_get_or_create(*, external_ids: Iterable[str]) -> tuple[dict[s
         for worker in Worker.objects.filter(provider=Provider.IMPORT, external_id__in=chunk):
             workers[worker.external_id] = worker
     missing = [external_id for external_id in wanted if external_id not in workers]
+    if missing:
+        # A worker stored before names were trimmed (" w1 ") is the file's "w1".
+        workers.update(_stored_untrimmed(Worker.objects.filter(provider=Provider.IMPORT),
+                                         "external_id", missing, "worker"))
+        missing = [external_id for external_id in missing if external_id not in workers]
     if missing:
         # ignore_conflicts: an import into another project may create the same worker at the
         # same moment; the row is then read back below.
@@ -419,7 +444,9 @@ def _refuse_renamed_copy(project: Project, records: list[ItemRecord]) -> None:
     of the id from the file's name (EVOUNA's dataset `evouna_nq`, the long-form experts'
     domain) give a copy of a file imported before under another name ("evouna_nq (1).json", a
     second download) new ids for the same items: it doubled the project without a word."""
-    stored_ids = set(Item.objects.filter(project=project).values_list("external_id", flat=True))
+    # An id stored with spaces around it (before every door trimmed them) is the file's id.
+    stored_ids = {external_id.strip() for external_id in
+                  Item.objects.filter(project=project).values_list("external_id", flat=True)}
     new = [record for record in records if record.external_id not in stored_ids]
     if not new:
         return
@@ -462,6 +489,12 @@ def _import_chunk(
             project=project, external_id__in=[r.external_id for r in chunk]
         ).values("id", "external_id", *identity):
             existing[values["external_id"]] = values
+        # An item stored before names were trimmed (" q1 ") is the file's "q1".
+        absent = [r.external_id for r in chunk if r.external_id not in existing]
+        for external_id, item in _stored_untrimmed(Item.objects.filter(project=project),
+                                                   "external_id", absent, "item").items():
+            existing[external_id] = {"id": item.pk, "external_id": item.external_id,
+                                     **{name: getattr(item, name) for name in identity}}
     now = timezone.now()
     new_items = []
     for record in chunk:
@@ -472,7 +505,9 @@ def _import_chunk(
             continue
         # A content stored before the one spelling of a system name (`normalize_answer_systems`,
         # which the record went through) is the same content.
-        stored = {**item, "content": normalize_answer_systems(record.kind, item["content"])}
+        # So is a label stored with spaces around it before every door trimmed them.
+        stored = {**item_columns_trimmed(item),
+                  "content": normalize_answer_systems(record.kind, item["content"])}
         differing = [
             name for name in identity
             if not json_equal(stored[name], getattr(record, name))

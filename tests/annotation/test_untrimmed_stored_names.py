@@ -1,0 +1,87 @@
+"""Names stored with spaces around them before every door trimmed them (an item's external id
+or dataset, an imported judgment's worker or stage): re-importing the file that stored them
+finds them (nothing new, nothing refused), and a name several stored rows trim to is refused,
+naming them. The migration that trims them: test_trim_stored_names_migration.py."""
+from __future__ import annotations
+
+import copy
+
+import pytest
+from django.core.management import CommandError
+
+from annotation.models import Item, Judgment, Provider, Stage, Worker
+from testing.factories import make_item, make_project, make_user
+from tests.support.imports import LIKERT_ROW, run_import, write_jsonl
+
+pytestmark = [pytest.mark.django_db, pytest.mark.reliability]
+
+
+def _row(**fields):
+    row = copy.deepcopy(LIKERT_ROW)
+    del row["judgments"]
+    row.update(fields)
+    return row
+
+
+def _stored(project, row, **fields):
+    """The item as the importer stored it before names were trimmed."""
+    return make_item(project, content=row["content"], gold=row.get("gold"),
+                     source=row.get("source", ""), split=row.get("split", ""),
+                     dataset=row.get("dataset", ""), external_id=row["external_id"], **fields)
+
+
+@pytest.fixture
+def project():
+    return make_project(slug="study", owner=make_user("alice"))
+
+
+def test_an_item_stored_with_a_spaced_dataset_is_the_files_item(project, tmp_path):
+    row = _row(external_id="q1", dataset="narrativeqa ")
+    _stored(project, row)
+    out = run_import("jsonl", str(write_jsonl(tmp_path / "i.jsonl", [row])),
+                     "--project", project.slug, "--no-report")
+    assert "1 already present" in out
+    assert Item.objects.filter(project=project).count() == 1
+
+
+def test_an_item_stored_with_a_spaced_id_is_the_files_item(project, tmp_path):
+    row = _row(external_id=" q1 ")
+    _stored(project, row)
+    out = run_import("jsonl", str(write_jsonl(tmp_path / "i.jsonl", [row])),
+                     "--project", project.slug, "--no-report")
+    assert "1 already present" in out
+    assert list(Item.objects.filter(project=project).values_list("external_id", flat=True)) \
+        == [" q1 "]
+
+
+def test_a_judgment_by_a_spaced_worker_is_not_stored_twice(project, tmp_path):
+    row = copy.deepcopy(LIKERT_ROW)
+    row["judgments"] = [{"worker": " w1 ", "score": 4}]
+    path = write_jsonl(tmp_path / "i.jsonl", [row])
+    run_import("jsonl", str(path), "--project", project.slug, "--no-report")
+    Worker.objects.filter(provider=Provider.IMPORT, external_id="w1").update(external_id=" w1 ")
+    run_import("jsonl", str(path), "--project", project.slug, "--no-report")
+    assert list(Worker.objects.values_list("external_id", flat=True)) == [" w1 "]
+    assert Judgment.objects.count() == 1
+
+
+def test_a_judgment_in_a_spaced_stage_is_not_stored_twice(project, tmp_path):
+    row = copy.deepcopy(LIKERT_ROW)
+    row["judgments"] = [{"worker": "w1", "score": 4, "stage": "batch1 "}]
+    path = write_jsonl(tmp_path / "i.jsonl", [row])
+    run_import("jsonl", str(path), "--project", project.slug, "--no-report")
+    Stage.objects.filter(project=project, name="batch1").update(name="batch1 ")
+    run_import("jsonl", str(path), "--project", project.slug, "--no-report")
+    assert list(Stage.objects.filter(project=project).values_list("name", flat=True)) \
+        == ["batch1 "]
+    assert Judgment.objects.count() == 1
+
+
+def test_an_id_several_stored_items_trim_to_is_refused_naming_them(project, tmp_path):
+    row = _row(external_id="q1")
+    _stored(project, _row(external_id=" q1"))
+    _stored(project, _row(external_id="q1 "))
+    with pytest.raises(CommandError, match=r"item 'q1'.*' q1', 'q1 '"):
+        run_import("jsonl", str(write_jsonl(tmp_path / "i.jsonl", [row])),
+                   "--project", project.slug, "--no-report")
+    assert Item.objects.filter(project=project).count() == 2
