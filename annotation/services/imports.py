@@ -332,7 +332,7 @@ def _fit_likert_scale(*, project: Project, records: list[ItemRecord]) -> None:
         decided = (record.adjudication or {}).get("score")
         if decided is not None and not 1 <= decided <= top:
             raise ImportConflictError(
-                f"record {record.external_id}: field 'adjudication.score': {decided:g} is "
+                f"record {record.label}: field 'adjudication.score': {decided:g} is "
                 f"outside project {project.slug!r}'s scale 1-{top}")
         for position, judgment in enumerate(record.judgments):
             binary = judgment.extra.get("binary") if isinstance(judgment.extra, dict) else None
@@ -340,7 +340,7 @@ def _fit_likert_scale(*, project: Project, records: list[ItemRecord]) -> None:
                 judgment.score = float(top) if binary else 1.0
             elif judgment.score is not None and not 1 <= judgment.score <= top:
                 raise ImportConflictError(
-                    f"record {record.external_id}: field 'judgments[{position}].score': worker "
+                    f"record {record.label}: field 'judgments[{position}].score': worker "
                     f"{judgment.worker!r} gave "
                     f"{judgment.score:g}, outside project {project.slug!r}'s scale 1-{top}"
                 )
@@ -373,16 +373,18 @@ def import_records(
     for record in records:
         if record.kind != project.kind:
             raise ImportConflictError(
-                f"record {record.external_id}: kind {record.kind!r} does not fit project "
+                f"record {record.label}: kind {record.kind!r} does not fit project "
                 f"{project.slug!r} of kind {project.kind!r}"
             )
     _fit_likert_scale(project=project, records=records)
     summary.items_filtered = _send_filter_records(records)
-    seen: set[str] = set()
+    seen: dict[str, ItemRecord] = {}
     for record in records:
-        if record.external_id in seen:
-            raise ImportConflictError(f"record {record.external_id}: external id appears twice")
-        seen.add(record.external_id)
+        if (first := seen.setdefault(record.external_id, record)) is not record:
+            spellings = ("" if first.label == record.label else
+                         f" (as {first.label} and {record.label}: ids are stored trimmed)")
+            raise ImportConflictError(
+                f"record {record.label}: external id appears twice{spellings}")
 
     show = len(records) >= PROGRESS_MIN_RECORDS if progress is None else progress
     bar = tqdm(total=len(records), desc=description, unit="item", file=sys.stderr,
@@ -394,7 +396,7 @@ def import_records(
             kind = imported_stage_kind(judgment.stage_kind)
             if stage_kinds.setdefault(judgment.stage, kind) != kind:
                 raise ImportConflictError(
-                    f"record {record.external_id}: stage {judgment.stage!r} goes into kind "
+                    f"record {record.label}: stage {judgment.stage!r} goes into kind "
                     f"{kind!r} here and kind {stage_kinds[judgment.stage]!r} in an earlier "
                     "record (stage_kind); one stage has one kind")
     stages: dict[str, Stage] = {}
@@ -514,7 +516,7 @@ def _import_chunk(
         ]
         if differing and not keep_existing_items:
             raise ImportConflictError(
-                f"record {record.external_id}: an item with this external id already exists in "
+                f"record {record.label}: an item with this external id already exists in "
                 f"project {project.slug!r} with different {', '.join(differing)}; "
                 "give it another external id, import into another project, or keep the "
                 "existing items and attach the file's judgments to them (import_data "
@@ -560,7 +562,7 @@ def _insert_adjudications(decided: list[ItemRecord], existing: dict[str, dict],
             summary.adjudications_unchanged += 1
         else:
             raise ImportConflictError(
-                f"record {record.external_id}: field 'adjudication': the item's latest "
+                f"record {record.label}: field 'adjudication': the item's latest "
                 f"adjudication in this project is {stored.label!r}, the file's "
                 f"{Adjudication(**wanted).label!r}; an import does not overrule a "
                 "researcher's decision (record a new one on the adjudication page, or import "
@@ -611,7 +613,7 @@ def _insert_judgments(judged: list[tuple[ItemRecord, JudgmentRecord]], existing:
         if previous is not None:
             if not json_equal(previous, _judgment_value(judgment)):
                 raise ImportConflictError(
-                    f"record {record.external_id}: worker {judgment.worker!r} already has a "
+                    f"record {record.label}: worker {judgment.worker!r} already has a "
                     f"different judgment of this item in stage {judgment.stage!r} "
                     "(judgments are append-only)"
                 )

@@ -5,11 +5,14 @@ naming them. The migration that trims them: test_trim_stored_names_migration.py.
 from __future__ import annotations
 
 import copy
+import re
 
 import pytest
 from django.core.management import CommandError
 
+from annotation.importers.base import ItemRecord, validate_record
 from annotation.models import Item, Judgment, Provider, Stage, Worker
+from annotation.services.imports import ImportConflictError, import_records
 from testing.factories import make_item, make_project, make_user
 from tests.support.imports import LIKERT_ROW, run_import, write_jsonl
 
@@ -85,3 +88,20 @@ def test_an_id_several_stored_items_trim_to_is_refused_naming_them(project, tmp_
         run_import("jsonl", str(write_jsonl(tmp_path / "i.jsonl", [row])),
                    "--project", project.slug, "--no-report")
     assert Item.objects.filter(project=project).count() == 2
+
+
+def test_a_record_is_named_as_the_file_wrote_its_id(project, tmp_path):
+    """Ids are stored trimmed, so ' q1 ' and 'q1' are one item; the message quotes what the
+    file says, not the trimmed id it does not contain."""
+    records = [validate_record(ItemRecord(external_id=external_id, kind=project.kind,
+                                          content=LIKERT_ROW["content"]), path="f", index=n)
+               for n, external_id in enumerate(["q1", " q1 "])]
+    with pytest.raises(ImportConflictError, match=re.escape(
+            "record ' q1 ': external id appears twice (as q1 and ' q1 ': ids are stored "
+            "trimmed)")):
+        import_records(project=project, records=records)
+    _stored(project, _row(external_id="q2"))
+    path = write_jsonl(tmp_path / "j.jsonl", [_row(external_id=" q2", dataset="other")])
+    with pytest.raises(CommandError, match=re.escape(
+            "record ' q2': an item with this external id already exists")):
+        run_import("jsonl", str(path), "--project", project.slug, "--no-report")
