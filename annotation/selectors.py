@@ -1005,3 +1005,41 @@ def stage_list(*, project: Project) -> QuerySet[Stage]:
         .annotate(explicit_item_count=Count("items"))
         .order_by("order", "id")
     )
+
+
+
+# A value with whitespace at either end (SQLite's REGEXP is Python's `re`; PostgreSQL's `~`).
+_UNTRIMMED = r"^\s|\s$"
+
+
+@dataclass
+class StoredUntrimmed:
+    """`rows_stored_untrimmed`'s answer: `one` the row to use for a trimmed name (exactly one
+    row trims to it), `several` the stored values of the rows that trim alike to a name (a door
+    refuses it, naming them: an operator merges them by hand)."""
+
+    one: dict = field(default_factory=dict)
+    several: dict = field(default_factory=dict)
+
+
+def rows_stored_untrimmed(queryset: QuerySet, column: str, names: Iterable[str]) -> StoredUntrimmed:
+    """The rows of `queryset` whose `column` is stored with spaces around one of `names` (the
+    trimmed names a door now stores and looks up, none of them held exactly): rows stored before
+    every door trimmed names and labels (item external ids, import workers, stage names) that
+    migration `annotation.0023_trim_stored_names` left as they were because their trimmed value
+    was taken. A door uses the one row that trims to a name (re-importing a file never
+    duplicates what it stored before) and refuses a name that several rows trim to."""
+    wanted = set(names)
+    found: dict[str, list] = defaultdict(list)
+    if wanted:
+        for row in queryset.filter(**{f"{column}__regex": _UNTRIMMED}).order_by("pk"):
+            trimmed = getattr(row, column).strip()
+            if trimmed in wanted:
+                found[trimmed].append(row)
+    answer = StoredUntrimmed()
+    for name, rows in found.items():
+        if len(rows) == 1:
+            answer.one[name] = rows[0]
+        else:
+            answer.several[name] = [getattr(row, column) for row in rows]
+    return answer

@@ -120,6 +120,15 @@ class ItemRecord:
     # A researcher's latest decision on the item (an export's `adjudication`: {"score",
     # "choice", "note"}), or None: the item's label in every report, so a copy keeps it.
     adjudication: dict | None = None
+    # The external id as the file wrote it (`validate_record` trims `external_id`), for messages.
+    given_external_id: str = field(default="", compare=False, repr=False)
+
+    @property
+    def label(self) -> str:
+        """The record in a message: its external id, quoted as the file wrote it when that
+        had spaces around it (" q1 " is not mistaken for the file's "q1")."""
+        given = self.given_external_id or self.external_id
+        return self.external_id if given == self.external_id else repr(given)
 
     # Fields that must match when the external id already exists in the project: they define
     # what was judged. Flags (excluded, practice, ...) may be changed by researchers afterwards.
@@ -274,6 +283,7 @@ def validate_record(record: ItemRecord, *, path: str | Path, index: Any) -> Item
     try:
         if not isinstance(record.external_id, str) or not record.external_id.strip():
             raise ItemContentError("external_id", "must be a non-empty string")
+        record.given_external_id = record.given_external_id or record.external_id
         # Names and labels without the spaces around them, as the API and the admin store them.
         for name, value in item_columns_trimmed(
                 {name: getattr(record, name) for name in ITEM_TRIMMED_FIELDS}).items():

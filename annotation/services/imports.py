@@ -23,7 +23,7 @@ from django.db import connection, models, transaction
 from django.utils import timezone
 from tqdm import tqdm
 
-from annotation.domain.item_content import normalize_answer_systems
+from annotation.domain.item_content import item_columns_trimmed, normalize_answer_systems
 from annotation.domain.json_values import json_equal, json_key
 from annotation.domain.send_filter import item_send_filter
 from annotation.importers.base import ItemRecord, JudgmentRecord
@@ -39,6 +39,7 @@ from annotation.models import (
     TaskKind,
     Worker,
 )
+from annotation.selectors import rows_stored_untrimmed
 from core.text_match import SEND_FILTER_PREFIX
 
 CHUNK_SIZE = 2000
@@ -203,6 +204,19 @@ def _insert_sqlite(model: type[models.Model], names: list[str], rows: list[dict]
         cursor.cursor.executemany(sql, values)
 
 
+def _stored_untrimmed(queryset, column: str, names, what: str) -> dict:
+    """The one row stored with spaces around each of `names` that no row holds exactly
+    (`rows_stored_untrimmed`); ImportConflictError naming the rows when several trim alike
+    (the file's name would be any of them: they are merged by hand, not guessed)."""
+    found = rows_stored_untrimmed(queryset, column, names)
+    for name, values in found.several.items():
+        raise ImportConflictError(
+            f"{what} {name!r}: stored {len(values)} times with spaces around it "
+            f"({', '.join(repr(value) for value in values)}); merge them into one before "
+            "importing (docs/RELIABILITY.md, trimmed names)")
+    return found.one
+
+
 def _item_ids(project: Project, external_ids: list[str]) -> dict[str, int]:
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
@@ -243,6 +257,12 @@ def import_stage_get_or_create(*, project: Project, name: str,
         models.Q(kind=StageKind.IMPORTED)
         | models.Q(kind__in=NON_DATA_STAGE_KINDS, provider=Provider.IMPORT),
         project=project, name=name).first()
+    if stage is None:
+        # A stage stored before names were trimmed ("batch1 ") is the file's "batch1".
+        stage = _stored_untrimmed(Stage.objects.filter(
+            models.Q(kind=StageKind.IMPORTED)
+            | models.Q(kind__in=NON_DATA_STAGE_KINDS, provider=Provider.IMPORT),
+            project=project), "name", [name], "stage").get(name)
     if stage is not None:
         if stage.kind != kind:
             raise ImportConflictError(
@@ -281,6 +301,11 @@ def import_workers_get_or_create(*, external_ids: Iterable[str]) -> tuple[dict[s
             workers[worker.external_id] = worker
     missing = [external_id for external_id in wanted if external_id not in workers]
     if missing:
+        # A worker stored before names were trimmed (" w1 ") is the file's "w1".
+        workers.update(_stored_untrimmed(Worker.objects.filter(provider=Provider.IMPORT),
+                                         "external_id", missing, "worker"))
+        missing = [external_id for external_id in missing if external_id not in workers]
+    if missing:
         # ignore_conflicts: an import into another project may create the same worker at the
         # same moment; the row is then read back below.
         Worker.objects.bulk_create(
@@ -307,7 +332,7 @@ def _fit_likert_scale(*, project: Project, records: list[ItemRecord]) -> None:
         decided = (record.adjudication or {}).get("score")
         if decided is not None and not 1 <= decided <= top:
             raise ImportConflictError(
-                f"record {record.external_id}: field 'adjudication.score': {decided:g} is "
+                f"record {record.label}: field 'adjudication.score': {decided:g} is "
                 f"outside project {project.slug!r}'s scale 1-{top}")
         for position, judgment in enumerate(record.judgments):
             binary = judgment.extra.get("binary") if isinstance(judgment.extra, dict) else None
@@ -315,7 +340,7 @@ def _fit_likert_scale(*, project: Project, records: list[ItemRecord]) -> None:
                 judgment.score = float(top) if binary else 1.0
             elif judgment.score is not None and not 1 <= judgment.score <= top:
                 raise ImportConflictError(
-                    f"record {record.external_id}: field 'judgments[{position}].score': worker "
+                    f"record {record.label}: field 'judgments[{position}].score': worker "
                     f"{judgment.worker!r} gave "
                     f"{judgment.score:g}, outside project {project.slug!r}'s scale 1-{top}"
                 )
@@ -348,16 +373,18 @@ def import_records(
     for record in records:
         if record.kind != project.kind:
             raise ImportConflictError(
-                f"record {record.external_id}: kind {record.kind!r} does not fit project "
+                f"record {record.label}: kind {record.kind!r} does not fit project "
                 f"{project.slug!r} of kind {project.kind!r}"
             )
     _fit_likert_scale(project=project, records=records)
     summary.items_filtered = _send_filter_records(records)
-    seen: set[str] = set()
+    seen: dict[str, ItemRecord] = {}
     for record in records:
-        if record.external_id in seen:
-            raise ImportConflictError(f"record {record.external_id}: external id appears twice")
-        seen.add(record.external_id)
+        if (first := seen.setdefault(record.external_id, record)) is not record:
+            spellings = ("" if first.label == record.label else
+                         f" (as {first.label} and {record.label}: ids are stored trimmed)")
+            raise ImportConflictError(
+                f"record {record.label}: external id appears twice{spellings}")
 
     show = len(records) >= PROGRESS_MIN_RECORDS if progress is None else progress
     bar = tqdm(total=len(records), desc=description, unit="item", file=sys.stderr,
@@ -369,7 +396,7 @@ def import_records(
             kind = imported_stage_kind(judgment.stage_kind)
             if stage_kinds.setdefault(judgment.stage, kind) != kind:
                 raise ImportConflictError(
-                    f"record {record.external_id}: stage {judgment.stage!r} goes into kind "
+                    f"record {record.label}: stage {judgment.stage!r} goes into kind "
                     f"{kind!r} here and kind {stage_kinds[judgment.stage]!r} in an earlier "
                     "record (stage_kind); one stage has one kind")
     stages: dict[str, Stage] = {}
@@ -419,7 +446,9 @@ def _refuse_renamed_copy(project: Project, records: list[ItemRecord]) -> None:
     of the id from the file's name (EVOUNA's dataset `evouna_nq`, the long-form experts'
     domain) give a copy of a file imported before under another name ("evouna_nq (1).json", a
     second download) new ids for the same items: it doubled the project without a word."""
-    stored_ids = set(Item.objects.filter(project=project).values_list("external_id", flat=True))
+    # An id stored with spaces around it (before every door trimmed them) is the file's id.
+    stored_ids = {external_id.strip() for external_id in
+                  Item.objects.filter(project=project).values_list("external_id", flat=True)}
     new = [record for record in records if record.external_id not in stored_ids]
     if not new:
         return
@@ -462,6 +491,12 @@ def _import_chunk(
             project=project, external_id__in=[r.external_id for r in chunk]
         ).values("id", "external_id", *identity):
             existing[values["external_id"]] = values
+        # An item stored before names were trimmed (" q1 ") is the file's "q1".
+        absent = [r.external_id for r in chunk if r.external_id not in existing]
+        for external_id, item in _stored_untrimmed(Item.objects.filter(project=project),
+                                                   "external_id", absent, "item").items():
+            existing[external_id] = {"id": item.pk, "external_id": item.external_id,
+                                     **{name: getattr(item, name) for name in identity}}
     now = timezone.now()
     new_items = []
     for record in chunk:
@@ -472,14 +507,16 @@ def _import_chunk(
             continue
         # A content stored before the one spelling of a system name (`normalize_answer_systems`,
         # which the record went through) is the same content.
-        stored = {**item, "content": normalize_answer_systems(record.kind, item["content"])}
+        # So is a label stored with spaces around it before every door trimmed them.
+        stored = {**item_columns_trimmed(item),
+                  "content": normalize_answer_systems(record.kind, item["content"])}
         differing = [
             name for name in identity
             if not json_equal(stored[name], getattr(record, name))
         ]
         if differing and not keep_existing_items:
             raise ImportConflictError(
-                f"record {record.external_id}: an item with this external id already exists in "
+                f"record {record.label}: an item with this external id already exists in "
                 f"project {project.slug!r} with different {', '.join(differing)}; "
                 "give it another external id, import into another project, or keep the "
                 "existing items and attach the file's judgments to them (import_data "
@@ -525,7 +562,7 @@ def _insert_adjudications(decided: list[ItemRecord], existing: dict[str, dict],
             summary.adjudications_unchanged += 1
         else:
             raise ImportConflictError(
-                f"record {record.external_id}: field 'adjudication': the item's latest "
+                f"record {record.label}: field 'adjudication': the item's latest "
                 f"adjudication in this project is {stored.label!r}, the file's "
                 f"{Adjudication(**wanted).label!r}; an import does not overrule a "
                 "researcher's decision (record a new one on the adjudication page, or import "
@@ -576,7 +613,7 @@ def _insert_judgments(judged: list[tuple[ItemRecord, JudgmentRecord]], existing:
         if previous is not None:
             if not json_equal(previous, _judgment_value(judgment)):
                 raise ImportConflictError(
-                    f"record {record.external_id}: worker {judgment.worker!r} already has a "
+                    f"record {record.label}: worker {judgment.worker!r} already has a "
                     f"different judgment of this item in stage {judgment.stage!r} "
                     "(judgments are append-only)"
                 )

@@ -6,15 +6,13 @@ import pytest
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
+from tests.support.migrations import migration_and_parent
+
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def _this_and_previous():
-    graph = MigrationExecutor(connection).loader.graph
-    node = next(key for key in graph.nodes
-                if key[0] == "annotation" and key[1].endswith("item_design_unit"))
-    parent = next(p.key for p in graph.node_map[node].parents if p.key[0] == "annotation")
-    return node, parent
+    return migration_and_parent("annotation", "item_design_unit")
 
 
 def test_existing_items_get_their_design_unit():

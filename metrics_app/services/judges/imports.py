@@ -38,6 +38,7 @@ from annotation.importers.base import (
     table_rows,
 )
 from annotation.models import Project, TaskKind
+from annotation.selectors import rows_stored_untrimmed
 from core.json_limits import json_loads_limited, refuse_duplicate_keys
 from core.leases import scope_lock
 from core.uploads import upload_size_error
@@ -264,6 +265,13 @@ def verdicts_import(*, project: Project, path: Path | None = None,
     if judge and version and (error := judge_label_error(judge, version)):
         errors.append(error)
     items = dict(project.items.values_list("external_id", "id"))
+    # An item stored with spaces around its id before every door trimmed them (" q0 ") is the
+    # file's "q0" (or " q0 ", as the project's own export wrote it).
+    wanted = {str(row.get("item_id")).strip() for _, row in rows
+              if row.get("item_id") not in (None, "")}
+    untrimmed = rows_stored_untrimmed(project.items.all(), "external_id",
+                                      wanted.difference(items))
+    items.update((name, item.pk) for name, item in untrimmed.one.items())
     kind = project.kind
     seen: dict[tuple[str, str], int] = {}
     parsed = []
@@ -275,12 +283,17 @@ def verdicts_import(*, project: Project, path: Path | None = None,
         if external in (None, ""):
             errors.append(f"line {line}: no item_id")
             continue
-        external = str(external).strip()  # an item's external id is stored trimmed
+        given, external = external, str(external).strip()  # stored trimmed; said as given
         order = str(row.get("order") or "").upper()
         if order not in ("", "AB", "BA") or (order and kind != TaskKind.AB):
             errors.append(f"line {line}: order {row.get('order')!r} (AB or BA, A/B items only)")
+        if external in untrimmed.several:
+            errors.append(f"line {line}: item_id {given!r} is any of the items "
+                          f"{', '.join(map(repr, untrimmed.several[external]))} of "
+                          f"{project.slug} (stored with spaces around it): merge them first")
+            continue
         if external not in items:
-            errors.append(f"line {line}: item_id {external!r} is not an item of "
+            errors.append(f"line {line}: item_id {given!r} is not an item of "
                           f"{project.slug}")
             continue
         # A verdict without an order counts as shown AB (the leaderboard reads it so), so a
@@ -291,7 +304,7 @@ def verdicts_import(*, project: Project, path: Path | None = None,
             first = seen[external, shown]
             same = (f" in order {shown} (a missing order counts as AB)"
                     if kind == TaskKind.AB else "")
-            errors.append(f"line {line}: item_id {external!r}{same} again (first on line "
+            errors.append(f"line {line}: item_id {given!r}{same} again (first on line "
                           f"{first})")
             continue
         seen[external, shown] = line

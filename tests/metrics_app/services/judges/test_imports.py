@@ -455,3 +455,35 @@ def test_a_judge_named_with_spaces_is_the_same_judge_at_every_door(project, tmp_
     assert response.json()["unchanged"] == 1
     assert list(Judge.objects.values_list("name", flat=True)) == ["gpt-x"]
     assert JudgeVerdict.objects.get().item.external_id == "q0"
+
+
+@pytest.mark.reliability
+@pytest.mark.parametrize("item_id", [" q0 ", "q0"])
+def test_verdicts_for_an_item_stored_with_a_spaced_id(tmp_path, item_id):
+    """An item stored with spaces around its id before every door trimmed them: its verdicts
+    (the project's own export writes ' q0 ', a hand-made file 'q0') are stored on it."""
+    project = make_project(TaskKind.LIKERT, slug="spaced")
+    item = make_item(project, external_id=" q0 ")
+    result = verdicts_import(project=project, path=_jsonl(tmp_path, [
+        {"item_id": item_id, "verdict": "correct"}]), judge="gpt-x", version="1")
+    assert result["imported"] == 1
+    assert list(JudgeVerdict.objects.values_list("item_id", flat=True)) == [item.pk]
+
+
+@pytest.mark.reliability
+def test_an_unknown_item_id_is_named_as_the_file_wrote_it(project, tmp_path):
+    with pytest.raises(VerdictImportError) as caught:
+        verdicts_import(project=project, path=_jsonl(tmp_path, [
+            {"item_id": " nope ", "verdict": "correct"}]), judge="gpt-x", version="1")
+    assert "item_id ' nope ' is not an item" in str(caught.value)
+
+
+@pytest.mark.reliability
+def test_an_item_id_several_stored_items_trim_to_is_refused_naming_them(tmp_path):
+    project = make_project(TaskKind.LIKERT, slug="twice")
+    make_item(project, external_id=" q0")
+    make_item(project, external_id="q0 ")
+    with pytest.raises(VerdictImportError, match=r"item_id 'q0' is any of the items ' q0', 'q0 '"):
+        verdicts_import(project=project, path=_jsonl(tmp_path, [
+            {"item_id": "q0", "verdict": "correct"}]), judge="gpt-x", version="1")
+    assert not JudgeVerdict.objects.exists()
