@@ -897,12 +897,16 @@ def stage_close(*, stage: Stage, user=None, reason: str = "", actor: str = "") -
     """Stop the stage on the provider (expire HITs / stop the study) and close it. Expired
     first, so a provider that fails leaves the stage open to close again; then whatever a
     publish running beside it created meanwhile is expired too. Closed once, whichever door
-    asks twice: a stage closed already raises `StageAlreadyClosed` (nothing sent or logged),
-    and a close that another one overtook while the provider was expiring the HITs is logged
-    by that one only."""
+    asks twice: a stage closed already raises `StageAlreadyClosed` (nothing logged), and a
+    close that another one overtook while the provider was expiring the HITs is logged by that
+    one only. A close asked again is the researcher's retry when the first one's second expire
+    failed (MTurk throttled it) and left HITs open on the provider: nothing else expires a
+    closed stage's HITs, so it expires them (as recorded) before answering, and says how many
+    (`StageAlreadyClosed.expired`); with none open it sends nothing."""
     stage.refresh_from_db(fields=["status"])
     if stage.status == StageStatus.CLOSED:
-        raise StageAlreadyClosed(f"{stage} is already closed")
+        expired = _hits_opened_meanwhile_expire(stage)
+        raise StageAlreadyClosed(f"{stage} is already closed", expired=expired)
     if stage.status != StageStatus.DRAFT:
         hit_updates_record(get_provider(stage.provider).expire_stage(stage=stage))
     with transaction.atomic():
@@ -916,16 +920,18 @@ def stage_close(*, stage: Stage, user=None, reason: str = "", actor: str = "") -
     return stage
 
 
-def _hits_opened_meanwhile_expire(stage: Stage) -> None:
+def _hits_opened_meanwhile_expire(stage: Stage) -> int:
     """Expire the HITs of a closed stage that are open: created by a publish, or reopened by
     an extend, that ran beside its close (the admin's Close while a background publish creates
     the HITs, or in another tab while "Extend by one day" runs). The publish stops creating
     once it sees the stage closed (`stage_hits_publish`); the publish and the extend call this
     after their last provider call, the close after its transition, so whichever ends last
-    finds every HIT the other opened, and a closed stage keeps none open on the provider."""
+    finds every HIT the other opened, and a closed stage keeps none open on the provider.
+    How many HITs it expired."""
     fresh = Stage.objects.get(pk=stage.pk)
     if fresh.status == StageStatus.CLOSED and fresh.hits.filter(status=HitStatus.OPEN).exists():
-        hit_updates_record(get_provider(fresh.provider).expire_stage(stage=fresh))
+        return hit_updates_record(get_provider(fresh.provider).expire_stage(stage=fresh))
+    return 0
 
 
 def stage_extend(*, stage: Stage, seconds: int, user=None, actor: str = "") -> Stage:
