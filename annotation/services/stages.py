@@ -16,6 +16,7 @@ import dataclasses
 import logging
 from decimal import Decimal
 
+from django.conf import settings as django_settings
 from django.db import transaction
 from django.utils import timezone
 
@@ -636,11 +637,20 @@ def requirement_guard(*, stage: Stage) -> None:
         raise GuardFailed(f"{required} must be published first")
 
 
+def stage_settings_problems(settings, *, provider: str | None) -> list[str]:
+    """Everything wrong with a stage's settings on `provider` (`stage_settings_errors`), with
+    the provider sync's period read from the settings (`QAJ_PROVIDER_SYNC_SECONDS`): the one
+    call of every door that sets a stage's settings (the stage form, the API) and of
+    publishing (`settings_guard`)."""
+    return stage_settings_errors(settings, provider=provider,
+                                 sync_seconds=django_settings.QAJ_PROVIDER_SYNC_SECONDS)
+
+
 def settings_guard(*, stage: Stage) -> None:
     """The stage's settings pass the schema the admin form uses: settings written through the
     API or the shell skip the form, and a wrong value (an approval rate of 150, a string
     reward) would otherwise reach the provider or fail mid-collection."""
-    errors = stage_settings_errors(stage.settings, provider=stage.provider)
+    errors = stage_settings_problems(stage.settings, provider=stage.provider)
     if errors:
         raise GuardFailed(f"{stage}: settings: {'; '.join(errors)}")
 
