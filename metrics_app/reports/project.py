@@ -78,7 +78,10 @@ REPORT_KIND = "project"
 # 35: with the position effect fitted, a strength it lets grow is open (`model.position_open`).
 # 36: the judge alone (`metric` of the estimates) reads only the judge's own verdicts, not the
 # unsure value its unscored items get for the prediction-powered estimate.
-REPORT_VERSION = 36
+# 37: a routed draw gives no judge numbers for a system whose population the judge scored none
+# of (as the unrouted estimate); the judge alone's bias says when the judge scored none (or 1)
+# of the human-labelled items.
+REPORT_VERSION = 37
 
 
 def _params(group_by: str | None) -> dict:
