@@ -16,8 +16,16 @@ from django.urls import reverse
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from annotation.models import (Hit, HitStatus, Provider, ProviderCall, Stage, StageKind,
-                               StageStatus, TaskKind)
+from annotation.models import (
+    Hit,
+    HitStatus,
+    Provider,
+    ProviderCall,
+    Stage,
+    StageKind,
+    StageStatus,
+    TaskKind,
+)
 from annotation.services.stages import stage_close, stage_publish, stage_reopen_if_slots_free
 from testing.factories import make_item, make_project, make_stage, make_user
 from tests.support.admin_forms import admin_form_as_posted
