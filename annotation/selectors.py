@@ -110,8 +110,8 @@ def workers_blocked_on_provider(worker_ids: Iterable[int]) -> set[int]:
     theirs that a provider carried out (a succeeded `BlockWorker` / `UnblockWorker` call:
     "Block on the provider too", the `block_after_rejections` rule) is a block. A Prolific
     block without a block-list group is local only, and in-house has no provider. Every door
-    that lifts a block here only (the dashboard's Unblock, the admin's "Unblock selected
-    workers") says who stays blocked there. One query whatever the number of workers."""
+    that lifts a block here only says who stays blocked there (`provider_block_stands_warning`).
+    One query whatever the number of workers."""
     last = (ProviderCall.objects.filter(
         worker_id=OuterRef("pk"), operation__in=("BlockWorker", "UnblockWorker"),
         status=ProviderCallStatus.SUCCEEDED)
@@ -122,6 +122,20 @@ def workers_blocked_on_provider(worker_ids: Iterable[int]) -> set[int]:
         .annotate(last_operation=Subquery(last.values("operation")[:1]))
         .filter(last_operation="BlockWorker")
         .values_list("pk", flat=True))
+
+
+def provider_block_stands_warning(worker_ids: Iterable[int]) -> str:
+    """What every door that lifted a block here only (the dashboard's Unblock, the admin's
+    "Unblock selected workers", a superuser setting a worker's status back to active on its
+    form) says of the workers their provider still blocks (`workers_blocked_on_provider`),
+    named (20 at most); "" when it blocks none of them."""
+    on_provider = workers_blocked_on_provider(worker_ids)
+    if not on_provider:
+        return ""
+    names = sorted(Worker.objects.filter(pk__in=on_provider)
+                   .values_list("external_id", flat=True))
+    more = f" and {len(names) - 20} more" if len(names) > 20 else ""
+    return f"Unblocked here only: {', '.join(names[:20])}{more}: {PROVIDER_BLOCK_STANDS}."
 
 
 # --- Which judgments count ---------------------------------------------------------------------

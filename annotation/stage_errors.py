@@ -11,7 +11,19 @@ class IllegalTransition(StageError):
 
 class StageAlreadyClosed(IllegalTransition):
     """Close asked of a stage that is closed already (a second tab, a double click): nothing
-    was sent or logged; the stage is as the researcher asked."""
+    was logged; the stage is as the researcher asked. `expired`: HITs the first close left
+    open on the provider (its second expire refused) that this one expired; 0: nothing sent."""
+
+    def __init__(self, message: str, *, expired: int = 0) -> None:
+        super().__init__(message)
+        self.expired = expired
+
+    @property
+    def outcome(self) -> str:
+        """What the close asked again did, in the researcher's words."""
+        if self.expired:
+            return f"already closed; expired {self.expired} HIT(s) left open"
+        return "already closed"
 
 
 class GuardFailed(StageError):

@@ -308,8 +308,8 @@ def close_stages(modeladmin, request, queryset):
         try:
             stage_close(stage=stage, user=request.user, reason=_reason(request))
             done.append(f"{stage}: closed")
-        except StageAlreadyClosed:  # a second tab or click: closed as asked, nothing sent
-            done.append(f"{stage}: already closed")
+        except StageAlreadyClosed as closed:  # a second tab or click, or a retry of the
+            done.append(f"{stage}: {closed.outcome}")  # expire the first one left undone
         except Exception as exc:
             failed.append(f"{stage}: {exc}")
     _report(modeladmin, request, done, failed)

@@ -36,11 +36,10 @@ from annotation.models import (
     WorkerStatus,
 )
 from annotation.selectors import (
-    PROVIDER_BLOCK_STANDS,
     judgments_that_count,
+    provider_block_stands_warning,
     qualification_results_counting_annotate,
     worker_history,
-    workers_blocked_on_provider,
 )
 from annotation.services.access import LINK_STAGE_OF_ANOTHER_PROJECT, link_worker_problem
 from annotation.services.stage_plans import hit_item_refusal, stage_items_fixed_refusal
@@ -509,7 +508,8 @@ class WorkerAdmin(WorkerHistoryMixin, ProjectScopedAdmin):
     def save_model(self, request, obj, form, change):
         """A superuser's change of `status` on the form is a global block or unblock through
         `worker_block` / `worker_unblock`, as the actions are (what counts is refreshed there),
-        not a bare write of the column."""
+        not a bare write of the column; an unblock says, as every door lifting a block here
+        only does, when the provider still blocks the worker (`provider_block_stands_warning`)."""
         from annotation.services.workers import worker_added_by_hand_researcher
 
         if not change:  # a researcher's "Ann" is theirs, as an invite's is
@@ -526,6 +526,9 @@ class WorkerAdmin(WorkerHistoryMixin, ProjectScopedAdmin):
                          by=None)
         else:
             worker_unblock(worker=obj, by=None)
+            # The block lifted here only: say so while the provider still blocks the worker.
+            if stands := provider_block_stands_warning([obj.pk]):
+                self.message_user(request, stands, messages.WARNING)
         obj.refresh_from_db()
 
     @admin.action(description="Block selected workers")
@@ -563,13 +566,8 @@ class WorkerAdmin(WorkerHistoryMixin, ProjectScopedAdmin):
             more = f" and {len(still) - 20} more" if len(still) > 20 else ""
             self.message_user(request, f"Still blocked by another block: {listed}{more}.",
                               messages.WARNING)
-        on_provider = workers_blocked_on_provider(lifted)
-        if on_provider:
-            names = sorted(Worker.objects.filter(pk__in=on_provider)
-                           .values_list("external_id", flat=True))
-            more = f" and {len(names) - 20} more" if len(names) > 20 else ""
-            self.message_user(request, f"Unblocked here only: {', '.join(names[:20])}{more}: "
-                                       f"{PROVIDER_BLOCK_STANDS}.", messages.WARNING)
+        if stands := provider_block_stands_warning(lifted):
+            self.message_user(request, stands, messages.WARNING)
 
 
 @admin.register(WorkerQualification)

@@ -28,7 +28,6 @@ from annotation.domain.stage_settings import (
     setting_check,
     settings_for,
     settings_without,
-    stage_settings_errors,
     stage_settings_merge,
     value_at,
 )
@@ -187,7 +186,9 @@ class StageSettingsFormMixin:
         if screened is not None:
             merged = stage_settings_merge(merged, {FILTERS_KEY: screened or None})
         provider = cleaned.get("provider") or getattr(self.instance, "provider", None)
-        for message in stage_settings_errors(merged, provider=provider):
+        from annotation.services.stages import stage_settings_problems
+
+        for message in stage_settings_problems(merged, provider=provider):
             self.add_error(None if typed else "settings", message)
         cleaned["settings"] = merged
 

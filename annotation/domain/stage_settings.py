@@ -235,7 +235,8 @@ SETTINGS: tuple[SettingSpec, ...] = (
                 providers=(Provider.MTURK,)),
     SettingSpec("auto_approval_delay_seconds", "int", "Auto-approval delay (seconds)",
                 "MTurk approves and pays undecided work after this; decide flagged work "
-                "before.", "MTurk", "259200 (3 days)", minimum=0, maximum=2592000,
+                "before. Must be longer than the review's wait plus the provider sync's "
+                "period (QAJ_PROVIDER_SYNC_SECONDS), when the review runs.", "MTurk", "259200 (3 days)", minimum=0, maximum=2592000,
                 providers=(Provider.MTURK,)),
     SettingSpec("keywords", "str", "Keywords",
                 "Comma-separated search keywords of the HIT type.", "MTurk",
@@ -384,35 +385,47 @@ def _whole_seconds(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def review_window_problem(settings: Any, *, provider: str | None) -> str:
+def review_window_problem(settings: Any, *, provider: str | None, sync_seconds: float) -> str:
     """Why an MTurk stage's review could never decide its work ("" when it can): MTurk
     approves and pays whatever is undecided `auto_approval_delay_seconds` after it was
     submitted, and the review decides nothing before `review.approve_after_seconds` (it holds
-    and rejects no sooner either), so a wait as long as the delay leaves every submission to
-    MTurk's approval, which the sync mirrors: failing work paid and counted, no rejection
-    possible any more. Pure; the rule of every door that sets a stage's settings (the stage
-    form, the API) and of publishing (`stage_settings_errors` with the stage's provider)."""
+    and rejects no sooner either; 0 or unset: no wait), and then only at the next run of the
+    provider sync, which reviews every `sync_seconds` (`QAJ_PROVIDER_SYNC_SECONDS`, passed in
+    by the door that reads the settings: `annotation/services/stages.py:stage_settings_problems`).
+    So the delay must be longer than the wait plus the sync's period, or MTurk may approve a
+    submission before the review ever sees it, which the sync mirrors: failing work paid and
+    counted, no rejection possible any more (a delay of 0 pays every submission at once).
+    Pure; the rule of every door that sets a stage's settings (the stage form, the API) and of
+    publishing (`stage_settings_errors` with the stage's provider)."""
     if provider != Provider.MTURK or not isinstance(settings, dict):
         return ""
     review = settings.get("review")
     wait = review.get("approve_after_seconds") if isinstance(review, dict) else None
+    wait = 0 if wait is None else wait
     delay = settings.get("auto_approval_delay_seconds", MTURK_AUTO_APPROVAL_DELAY_SECONDS)
     if not (_whole_seconds(wait) and _whole_seconds(delay)):
         return ""  # a wrong type is named by the field's own check
-    if wait <= 0 or wait < delay:
+    wait = max(wait, 0)
+    if delay > wait + sync_seconds:
         return ""
-    return (f"review.approve_after_seconds ({wait:g} s) must be below "
-            f"auto_approval_delay_seconds ({delay:g} s): MTurk approves and pays undecided work "
-            f"{delay:g} s after it is submitted, before the review would decide it, so failing "
-            "work would be paid and counted and could no longer be rejected. Shorten the wait, "
-            "or lengthen the auto-approval delay (before publishing)")
+    return (f"auto_approval_delay_seconds ({delay:g} s) must be longer than "
+            f"review.approve_after_seconds ({wait:g} s) plus the provider sync's period "
+            f"({sync_seconds:g} s, QAJ_PROVIDER_SYNC_SECONDS), which is when the review runs: "
+            f"MTurk approves and pays undecided work {delay:g} s after it is submitted, before "
+            "the review would decide it, so failing work would be paid and counted and could "
+            "no longer be rejected. Shorten the wait, or lengthen the auto-approval delay "
+            "(before publishing)")
 
 
-def stage_settings_errors(settings: Any, *, provider: str | None = None) -> list[str]:
+def stage_settings_errors(settings: Any, *, provider: str | None = None,
+                          sync_seconds: float | None = None) -> list[str]:
     """Everything wrong with a stage's settings (empty when they are fine). Known keys are
     checked whatever the kind or provider (a key that does not apply is simply unused);
-    unknown keys are kept as they are. With the stage's `provider`, the rules across keys
-    that depend on it too (`review_window_problem`)."""
+    unknown keys are kept as they are. With the stage's `provider` (and the provider sync's
+    period, `sync_seconds`, which its rules need), the rules across keys that depend on it
+    too (`review_window_problem`)."""
+    if provider is not None and sync_seconds is None:
+        raise TypeError("stage_settings_errors: a provider's rules need sync_seconds")
     if settings is None:
         return []
     if not isinstance(settings, dict):
@@ -436,7 +449,8 @@ def stage_settings_errors(settings: Any, *, provider: str | None = None) -> list
             adaptive_redundancy(settings)  # min ≤ max, unknown members
         except ValueError as exc:
             errors.append(str(exc))
-    if not errors and (problem := review_window_problem(settings, provider=provider)):
+    if not errors and provider is not None and (problem := review_window_problem(
+            settings, provider=provider, sync_seconds=sync_seconds)):
         errors.append(problem)
     return errors
 

@@ -16,6 +16,7 @@ import dataclasses
 import logging
 from decimal import Decimal
 
+from django.conf import settings as django_settings
 from django.db import transaction
 from django.utils import timezone
 
@@ -636,11 +637,20 @@ def requirement_guard(*, stage: Stage) -> None:
         raise GuardFailed(f"{required} must be published first")
 
 
+def stage_settings_problems(settings, *, provider: str | None) -> list[str]:
+    """Everything wrong with a stage's settings on `provider` (`stage_settings_errors`), with
+    the provider sync's period read from the settings (`QAJ_PROVIDER_SYNC_SECONDS`): the one
+    call of every door that sets a stage's settings (the stage form, the API) and of
+    publishing (`settings_guard`)."""
+    return stage_settings_errors(settings, provider=provider,
+                                 sync_seconds=django_settings.QAJ_PROVIDER_SYNC_SECONDS)
+
+
 def settings_guard(*, stage: Stage) -> None:
     """The stage's settings pass the schema the admin form uses: settings written through the
     API or the shell skip the form, and a wrong value (an approval rate of 150, a string
     reward) would otherwise reach the provider or fail mid-collection."""
-    errors = stage_settings_errors(stage.settings, provider=stage.provider)
+    errors = stage_settings_problems(stage.settings, provider=stage.provider)
     if errors:
         raise GuardFailed(f"{stage}: settings: {'; '.join(errors)}")
 
@@ -897,12 +907,16 @@ def stage_close(*, stage: Stage, user=None, reason: str = "", actor: str = "") -
     """Stop the stage on the provider (expire HITs / stop the study) and close it. Expired
     first, so a provider that fails leaves the stage open to close again; then whatever a
     publish running beside it created meanwhile is expired too. Closed once, whichever door
-    asks twice: a stage closed already raises `StageAlreadyClosed` (nothing sent or logged),
-    and a close that another one overtook while the provider was expiring the HITs is logged
-    by that one only."""
+    asks twice: a stage closed already raises `StageAlreadyClosed` (nothing logged), and a
+    close that another one overtook while the provider was expiring the HITs is logged by that
+    one only. A close asked again is the researcher's retry when the first one's second expire
+    failed (MTurk throttled it) and left HITs open on the provider: nothing else expires a
+    closed stage's HITs, so it expires them (as recorded) before answering, and says how many
+    (`StageAlreadyClosed.expired`); with none open it sends nothing."""
     stage.refresh_from_db(fields=["status"])
     if stage.status == StageStatus.CLOSED:
-        raise StageAlreadyClosed(f"{stage} is already closed")
+        expired = _hits_opened_meanwhile_expire(stage)
+        raise StageAlreadyClosed(f"{stage} is already closed", expired=expired)
     if stage.status != StageStatus.DRAFT:
         hit_updates_record(get_provider(stage.provider).expire_stage(stage=stage))
     with transaction.atomic():
@@ -916,16 +930,18 @@ def stage_close(*, stage: Stage, user=None, reason: str = "", actor: str = "") -
     return stage
 
 
-def _hits_opened_meanwhile_expire(stage: Stage) -> None:
+def _hits_opened_meanwhile_expire(stage: Stage) -> int:
     """Expire the HITs of a closed stage that are open: created by a publish, or reopened by
     an extend, that ran beside its close (the admin's Close while a background publish creates
     the HITs, or in another tab while "Extend by one day" runs). The publish stops creating
     once it sees the stage closed (`stage_hits_publish`); the publish and the extend call this
     after their last provider call, the close after its transition, so whichever ends last
-    finds every HIT the other opened, and a closed stage keeps none open on the provider."""
+    finds every HIT the other opened, and a closed stage keeps none open on the provider.
+    How many HITs it expired."""
     fresh = Stage.objects.get(pk=stage.pk)
     if fresh.status == StageStatus.CLOSED and fresh.hits.filter(status=HitStatus.OPEN).exists():
-        hit_updates_record(get_provider(fresh.provider).expire_stage(stage=fresh))
+        return hit_updates_record(get_provider(fresh.provider).expire_stage(stage=fresh))
+    return 0
 
 
 def stage_extend(*, stage: Stage, seconds: int, user=None, actor: str = "") -> Stage:

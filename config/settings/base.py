@@ -321,9 +321,11 @@ CELERY_BEAT_SCHEDULE_FILENAME = QAJ_BEAT_SCHEDULE_FILE
 # Periodic jobs; each area adds its entries here (name -> {"task": ..., "schedule": seconds}).
 CELERY_BEAT_SCHEDULE: dict[str, dict] = {}
 # Crowd providers: reconcile, review and pay every live stage (annotation/services/review.py).
+# The period bounds MTurk's auto-approval delay too (`review_window_problem`).
+QAJ_PROVIDER_SYNC_SECONDS = float(os.environ.get("QAJ_PROVIDER_SYNC_SECONDS", "300"))
 CELERY_BEAT_SCHEDULE["providers-sync"] = {
     "task": "worker.tasks.providers.providers_sync_all",
-    "schedule": float(os.environ.get("QAJ_PROVIDER_SYNC_SECONDS", "300")),
+    "schedule": QAJ_PROVIDER_SYNC_SECONDS,
 }
 # Annotator pages: idle in-house/Prolific assignments give their items back (every 5 minutes).
 CELERY_BEAT_SCHEDULE["release-abandoned-assignments"] = {

@@ -352,17 +352,33 @@ def active_estimate(y_labeled: Sequence[float], labeled: Sequence[int], f_all: S
                    effective_n_undefined=_worth_undefined(se, n, total))
 
 
+def judge_bias_undefined(n_both: int, n_labelled: int) -> str | None:
+    """Why the judge's bias cannot be measured (None: it can) from `n_both` items the judge and
+    the humans both judged, of `n_labelled` items with a human label: fewer than 2 because the
+    judge scored other items than the humans is said so, not "no judgments that count yet"."""
+    if n_both >= 2:
+        return None
+    if n_labelled > n_both:
+        if n_labelled == 1:
+            return "the judge did not score the 1 human-labelled item; its bias needs 2"
+        scored = "none" if n_both == 0 else str(n_both)
+        return (f"the judge scored {scored} of the {n_labelled} human-labelled items; its "
+                "bias needs 2")
+    return too_few_labels(n_both, "the judge's bias needs 2")
+
+
 def metric_only(f_all: Sequence[float], f_labeled: Sequence[float], y: Sequence[float], *,
-                n_resamples: int = 2000, seed: int = 0) -> dict:
+                n_labelled: int = 0, n_resamples: int = 2000, seed: int = 0) -> dict:
     """The metric's own estimate (mean of its verdicts over every item), and its bias against
-    the humans on the items both judged (metric − human, with a bootstrap 95% interval)."""
+    the humans on the items both judged (metric − human, with a bootstrap 95% interval).
+    `n_labelled`: the items with a human label, scored by the judge or not (why the bias is
+    undefined: `judge_bias_undefined`)."""
     f_all = np.asarray(f_all, dtype=float)
     f = np.asarray(f_labeled, dtype=float)
     y = np.asarray(y, dtype=float)
     out = {"method": "metric", "estimate": _round(float(f_all.mean())) if len(f_all) else None,
            "n_items": len(f_all), "n_human": len(y), "bias": None, "bias_low": None,
-           "bias_high": None, "bias_undefined": None if len(y) >= 2 else too_few_labels(
-               len(y), "the judge's bias needs 2")}
+           "bias_high": None, "bias_undefined": judge_bias_undefined(len(y), n_labelled)}
     if len(y) >= 2:
         diff = np.sort(f - y)  # sorted: the interval does not follow the items' order
         rng = np.random.default_rng(seed)

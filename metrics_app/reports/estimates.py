@@ -109,7 +109,7 @@ def _quantity(*, human: dict[int, float], predicted: dict[int, float], items: li
                                 unscored=unscored)
     judged = [i for i in items if i in human]
     y_all = np.array([to_label(human[i]) for i in judged], dtype=float)
-    scored = [i for i in items if i in predicted]
+    scored = _judge_scored(predicted, items)
     alone = _judge_alone(human=human, predicted=predicted, items=items, to_label=to_label,
                          verdict=verdict)
     if scored and len(scored) < len(items):
@@ -147,7 +147,8 @@ def _judge_alone(*, human, predicted, items, to_label, verdict) -> dict:
     return estimates.metric_only(
         verdict(np.array([predicted[i] for i in scored], dtype=float)),
         verdict(np.array([predicted[i] for i in both], dtype=float)),
-        np.array([to_label(human[i]) for i in both], dtype=float))
+        np.array([to_label(human[i]) for i in both], dtype=float),
+        n_labelled=sum(i in human for i in items))
 
 
 def _routed_quantity(*, human, predicted, items, to_label, verdict, routed, unscored) -> dict:
@@ -166,12 +167,20 @@ def _routed_quantity(*, human, predicted, items, to_label, verdict, routed, unsc
     out = {"human": estimates.active_estimate(y, labeled, f_all, pi, lam=0.0).as_dict(),
            "routed": True, "population": len(population)}
     out["human"]["method"] = "human_weighted"
-    if predicted:
+    scored = _judge_scored(predicted, population)
+    if scored:
         out["metric"] = _judge_alone(human=human, predicted=predicted, items=population,
                                      to_label=to_label, verdict=verdict)
         out["ppi"] = estimates.active_estimate(y, labeled, f_all, pi).as_dict()
-    out["judge_undefined"] = None if predicted else unscored
+    out["judge_undefined"] = None if scored else unscored
     return out
+
+
+def _judge_scored(predicted: dict[int, float], items: list[int]) -> list[int]:
+    """The items of an estimate's population the judge scored: with none, the estimate has no
+    judge alone and no prediction-powered number, and says why (`judge_undefined`), drawn by
+    routing or not. A judge's predictions on other systems' items are not this system's."""
+    return [i for i in items if i in predicted]
 
 
 def _routing_probabilities(project: Project,

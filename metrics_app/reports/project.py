@@ -81,7 +81,10 @@ REPORT_KIND = "project"
 # 37: the long-form A/B preference shares read the leaderboard's votes (`preference_mask`):
 # no gold check's, none between two identical answers; a domain or dataset board without a
 # vote between two systems is {error} (`no_board_reason`), not null.
-REPORT_VERSION = 37
+# 38: a routed draw gives no judge numbers for a system whose population the judge scored none
+# of (as the unrouted estimate); the judge alone's bias says when the judge scored none (or 1)
+# of the human-labelled items.
+REPORT_VERSION = 38
 
 
 def _params(group_by: str | None) -> dict:

@@ -142,11 +142,7 @@ def worker_block_view(request: HttpRequest, slug: str, worker_id: int) -> HttpRe
 @require_POST
 def worker_unblock_view(request: HttpRequest, slug: str, worker_id: int) -> HttpResponse:
     """Lift the block this researcher set (a superuser: the global one), from the dashboard."""
-    from annotation.selectors import (
-        PROVIDER_BLOCK_STANDS,
-        worker_is_blocked_for,
-        workers_blocked_on_provider,
-    )
+    from annotation.selectors import provider_block_stands_warning, worker_is_blocked_for
     from annotation.services.workers import worker_unblock
 
     project = access_project(request.user, slug)
@@ -154,8 +150,8 @@ def worker_unblock_view(request: HttpRequest, slug: str, worker_id: int) -> Http
         raise Http404("researchers only")
     worker = access_project_worker(project, worker_id)
     worker_unblock(worker=worker, by=request.user)
-    if workers_blocked_on_provider([worker.pk]):
-        messages.warning(request, f"{worker}: unblocked here, but {PROVIDER_BLOCK_STANDS}.")
+    if stands := provider_block_stands_warning([worker.pk]):
+        messages.warning(request, stands)
     if worker_is_blocked_for(worker=worker, project=project):
         worker.refresh_from_db()
         who = ("a superuser blocked them for every project" if worker.status == "blocked"

@@ -23,7 +23,7 @@ from annotation.domain.stage_settings import (
 )
 from annotation.models import Provider, ProviderCall, Stage, StageKind, StageStatus, TaskKind
 from annotation.selectors import stage_progress
-from annotation.services.stages import stage_publish
+from annotation.services.stages import settings_guard, stage_publish, stage_settings_problems
 from annotation.stage_errors import GuardFailed
 from testing.factories import (
     make_hit,
@@ -573,21 +573,62 @@ def mturk_trial(owner):
     return stage
 
 
+SYNC = 300  # the provider sync's period the rule is given (QAJ_PROVIDER_SYNC_SECONDS)
+
+
 @pytest.mark.parametrize("settings,provider,refused", [
     ({"review": {"approve_after_seconds": THREE_DAYS}}, Provider.MTURK, True),
-    ({"review": {"approve_after_seconds": THREE_DAYS - 1}}, Provider.MTURK, False),
+    ({"review": {"approve_after_seconds": THREE_DAYS - SYNC}}, Provider.MTURK, True),
+    ({"review": {"approve_after_seconds": THREE_DAYS - SYNC - 1}}, Provider.MTURK, False),
     ({"review": {"approve_after_seconds": 10**6},
       "auto_approval_delay_seconds": 2592000}, Provider.MTURK, False),
     ({"review": {"approve_after_seconds": 60}, "auto_approval_delay_seconds": 60},
      Provider.MTURK, True),
+    # MTurk pays before the review's first run (it runs with the sync): no wait is no help.
     ({"review": {"approve_after_seconds": 0}, "auto_approval_delay_seconds": 0},
-     Provider.MTURK, False),  # no wait: the review decides at its first run
+     Provider.MTURK, True),
+    ({"review": {"auto_reject": True}, "auto_approval_delay_seconds": 0}, Provider.MTURK, True),
+    ({"auto_approval_delay_seconds": SYNC}, Provider.MTURK, True),
+    ({"auto_approval_delay_seconds": SYNC + 1}, Provider.MTURK, False),
+    ({"review": {"approve_after_seconds": 30}, "auto_approval_delay_seconds": 60},
+     Provider.MTURK, True),
+    ({"review": {"approve_after_seconds": 30}, "auto_approval_delay_seconds": SYNC + 31},
+     Provider.MTURK, False),
+    ({"auto_approval_delay_seconds": 0}, Provider.PROLIFIC, False),
     ({"review": {"approve_after_seconds": 10**6}}, Provider.PROLIFIC, False),
     ({"review": {"approve_after_seconds": 10**6}}, Provider.INHOUSE, False),
     ({"review": {"approve_after_seconds": "soon"}}, Provider.MTURK, False),  # the field's own
 ])
 def test_the_review_window_rule(settings, provider, refused):
-    assert bool(review_window_problem(settings, provider=provider)) is refused
+    assert bool(review_window_problem(settings, provider=provider,
+                                      sync_seconds=SYNC)) is refused
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("period,refused", [(300.0, True), (30.0, False)])
+def test_every_door_reads_the_sync_period_from_the_settings(settings, owner, api, period,
+                                                            refused):
+    """A 60 s auto-approval delay with a 10 s review wait: MTurk pays before a sync run every
+    300 s reviews anything, so the API, the stage form's rule and publishing refuse it; with
+    the sync every 30 s the review runs in time (`stage_settings_problems`)."""
+    settings.QAJ_PROVIDER_SYNC_SECONDS = period
+    window = {"review": {"approve_after_seconds": 10}, "auto_approval_delay_seconds": 60}
+    assert bool(stage_settings_problems(window, provider=Provider.MTURK)) is refused
+    project = make_project(TaskKind.LIKERT, owner=owner, items_per_hit=2,
+                           reward_per_hit=Decimal("0.40"))
+    created = api.post(f"/api/projects/{project.slug}/stages/",
+                       {"name": "full", "kind": "full", "provider": "mturk",
+                        "settings": window}, format="json")
+    assert (created.status_code == 400) is refused, created.json()
+    for _ in range(2):
+        make_item(project, group_key="p0")
+    draft = make_stage(project, kind=StageKind.TRIAL, name="trial", provider=Provider.MTURK,
+                       status=StageStatus.DRAFT, settings={"n_items": 2, "locales": [], **window})
+    if refused:
+        with pytest.raises(GuardFailed, match="QAJ_PROVIDER_SYNC_SECONDS"):
+            settings_guard(stage=draft)
+    else:
+        settings_guard(stage=draft)
 
 
 def test_the_api_refuses_a_wait_mturk_approval_overtakes_on_create_and_on_a_live_stage(

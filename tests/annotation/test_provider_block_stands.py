@@ -1,5 +1,6 @@
 """A block lifted here only says when the provider still blocks the worker, at every door that
-lifts one (the dashboard's Unblock, the admin's "Unblock selected workers"):
+lifts one (the dashboard's Unblock, the admin's "Unblock selected workers", the worker's change
+form): `annotation/selectors.py:provider_block_stands_warning`, reading
 `annotation/selectors.py:workers_blocked_on_provider`, the last block or unblock a provider
 carried out (a succeeded BlockWorker / UnblockWorker call).
 
@@ -20,10 +21,12 @@ from annotation.models import (
     StageKind,
     TaskKind,
     Worker,
+    WorkerStatus,
 )
 from annotation.selectors import blocked_worker_ids_for, workers_blocked_on_provider
-from annotation.services.workers import workers_block
+from annotation.services.workers import worker_block, workers_block
 from testing import factories
+from tests.support.admin_forms import admin_form_as_posted
 
 pytestmark = [pytest.mark.django_db, pytest.mark.reliability]
 
@@ -79,3 +82,24 @@ def test_the_admins_unblock_names_who_the_provider_still_blocks(client, study):
     stands = [line for line in shown if "provider still blocks them" in line]
     assert len(stands) == 1 and "AW0" in stands[0], shown
     assert "AW1" not in stands[0] and "AW2" not in stands[0]
+
+
+def test_the_worker_forms_unblock_says_the_provider_still_blocks(client, study):
+    """A superuser setting a worker's status back to active on the worker's change form lifts
+    the global block here only: it said nothing while MTurk still blocked the worker. The form
+    warns as the other doors do (`provider_block_stands_warning`), and only for a worker the
+    provider still blocks."""
+    _project, _owner, workers = study
+    su = factories.make_user("block-su", superuser=True)
+    client.force_login(su)
+    for worker, warned in ((workers[0], True), (workers[1], False)):
+        worker_block(worker=worker, reason="bad", by=None)
+        url = reverse("admin:annotation_worker_change", args=[worker.pk])
+        data = admin_form_as_posted(client.get(url), status=WorkerStatus.ACTIVE)
+        response = client.post(url, data, follow=True)
+        worker.refresh_from_db()
+        assert worker.status == WorkerStatus.ACTIVE
+        shown = [str(m) for m in get_messages(response.wsgi_request)]
+        stands = [line for line in shown if "provider still blocks them" in line]
+        assert bool(stands) is warned, shown
+        assert all(worker.external_id in line for line in stands)

@@ -16,7 +16,16 @@ from django.urls import reverse
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from annotation.models import Hit, Provider, ProviderCall, Stage, StageKind, StageStatus, TaskKind
+from annotation.models import (
+    Hit,
+    HitStatus,
+    Provider,
+    ProviderCall,
+    Stage,
+    StageKind,
+    StageStatus,
+    TaskKind,
+)
 from annotation.services.stages import stage_close, stage_publish, stage_reopen_if_slots_free
 from testing.factories import make_item, make_project, make_stage, make_user
 from tests.support.admin_forms import admin_form_as_posted
@@ -369,6 +378,48 @@ def test_closing_twice_closes_once_and_says_so(admin, live, mturk_server, owner,
     assert full.status == StageStatus.CLOSED
     assert full.transitions.filter(to_status=StageStatus.CLOSED).count() == 1
     assert Hit.objects.filter(stage=full, status="open").count() == 0
+
+
+def test_closing_again_expires_a_hit_the_first_close_left_open(admin, live, mturk_server,
+                                                               monkeypatch):
+    """The close's second expire (of a HIT a background publish created meanwhile) refused by
+    MTurk ("Rate exceeded"): the stage is closed with one HIT still open on MTurk, and Close
+    clicked again answered "already closed" and sent nothing, so the HIT stayed open for
+    good (nothing else expires a closed stage's HITs). Close asked again expires it and says
+    so; the stage's close is logged once, and a third click sends nothing (`stage_close`)."""
+    _project, _qualification, trial = live
+    provider = mturk_server.provider
+    expire_stage, calls = provider.expire_stage, []
+
+    def throttled_second_expire(*, stage):
+        calls.append(stage.pk)
+        if len(calls) == 2:  # the close's `_hits_opened_meanwhile_expire`
+            raise RuntimeError("Rate exceeded")
+        yield from expire_stage(stage=stage)
+        if len(calls) == 1:  # a background publish opened one more HIT meanwhile
+            reopened = trial.hits.first()
+            mturk_server.state.hits[reopened.external_id]["Expiration"] = (
+                timezone.now().timestamp() + 3600)
+            Hit.objects.filter(pk=reopened.pk).update(status=HitStatus.OPEN)
+
+    monkeypatch.setattr(provider, "expire_stage", throttled_second_expire)
+    shown = _admin_action(admin, "close_stages", trial)
+    trial.refresh_from_db()
+    assert trial.status == StageStatus.CLOSED, shown
+    left_open = trial.hits.get(status=HitStatus.OPEN)
+
+    assert _admin_action(admin, "close_stages", trial) == [
+        f"{trial}: already closed; expired 1 HIT(s) left open"]
+    assert not trial.hits.filter(status=HitStatus.OPEN).exists()
+    on_mturk = mturk_server.state.hits[left_open.external_id]
+    assert float(on_mturk["Expiration"]) <= timezone.now().timestamp()
+    assert trial.transitions.filter(to_status=StageStatus.CLOSED).count() == 1
+
+    sent = ProviderCall.objects.count()
+    assert _admin_action(admin, "close_stages", trial) == [f"{trial}: already closed"]
+    assert ProviderCall.objects.count() == sent
+    assert len(calls) == 3
+    assert trial.transitions.filter(to_status=StageStatus.CLOSED).count() == 1
 
 
 def test_extending_twice_at_once_reopens_a_reviewing_stage_once(admin, live, mturk_server,

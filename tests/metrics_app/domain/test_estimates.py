@@ -191,3 +191,18 @@ def test_a_prediction_powered_estimate_of_weight_zero_keeps_the_humans_interval(
     human = human_only(np.ones(10), n_items=50)
     assert (ppi.low, ppi.high) == (human.low, human.high) and ppi.low < 1.0
     assert ppi.undefined is None and ppi.lam == 0.0 and ppi.effective_n == 10.0
+
+
+def test_why_the_judges_bias_is_undefined_names_labels_the_judge_did_not_score():
+    """Fewer than 2 items judged by both: said as the humans' count when the judge scored
+    every labelled item, and as the judge's when it scored other items than the humans."""
+    assert estimates.judge_bias_undefined(2, 10) is None
+    assert estimates.judge_bias_undefined(0, 0) == estimates.NO_JUDGMENTS
+    assert estimates.judge_bias_undefined(1, 1) == (
+        "1 item with a human label; the judge's bias needs 2")
+    assert estimates.judge_bias_undefined(0, 10) == (
+        "the judge scored none of the 10 human-labelled items; its bias needs 2")
+    assert estimates.judge_bias_undefined(1, 4) == (
+        "the judge scored 1 of the 4 human-labelled items; its bias needs 2")
+    assert estimates.judge_bias_undefined(0, 1) == (
+        "the judge did not score the 1 human-labelled item; its bias needs 2")

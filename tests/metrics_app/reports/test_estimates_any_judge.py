@@ -172,3 +172,57 @@ def test_the_judge_alone_reads_only_the_verdicts_it_gave(routed, tmp_path):
     assert alone["bias"] == 0.0  # it says wrong where the humans say wrong
     # The prediction-powered estimate still covers all 40 answers.
     assert accuracy["ppi"]["n_items"] == 40
+
+
+def _report_with_judge(project, tmp_path, rows, *, routed: bool) -> dict:
+    """Every system's estimates with a judge whose verdicts are `rows` (`_system_with_judge`)."""
+    _system_with_judge(project, tmp_path, rows, routed=routed)
+    return estimates_report(load_judgments(project=project), project=project, judge="partial")
+
+
+@pytest.mark.parametrize("routed", [False, True])
+def test_a_system_the_judge_scored_none_of_has_no_judge_numbers_routed_or_not(routed,
+                                                                              tmp_path):
+    """A judge that scored system "t" only: system "s" has no estimate from the judge alone
+    and no prediction-powered one, and says why, whether a routed draw is weighed or not.
+    The routed path asked whether the judge scored anything in the project: "s" showed a
+    judge alone over no item and a prediction-powered estimate from the unsure value alone."""
+    project, judge = _one_system("routed-none", 0)
+    rows = []
+    for system in ("s", "t"):
+        for k in range(20):
+            item = make_item(project, source=system, external_id=f"{system}{k}")
+            if k % 2 == 0:
+                judge(item, score=1)
+            if system == "t":
+                rows.append({"item_id": item.external_id, "verdict": "incorrect",
+                             "probability": 0.1})
+    systems = _report_with_judge(project, tmp_path, rows, routed=routed)["systems"]
+    assert systems["s"]["accuracy"].get("routed", False) is routed
+    assert systems["s"]["n_scored"] == 0 and systems["t"]["n_scored"] == 20
+    for quantity in ("accuracy", "mean_score"):
+        unscored = systems["s"][quantity]
+        assert "metric" not in unscored and "ppi" not in unscored, unscored
+        assert unscored["judge_undefined"] == "partial@1 scored none of this system's items"
+        assert unscored["human"]["estimate"] is not None
+        scored = systems["t"][quantity]
+        assert scored["judge_undefined"] is None and scored["metric"]["n_items"] == 20
+
+
+@pytest.mark.parametrize("routed", [False, True])
+def test_the_judge_alone_bias_says_the_judge_scored_none_of_the_labelled_items(routed,
+                                                                               tmp_path):
+    """The judge scored the first 10 answers, the humans labelled the other 10: the judge's
+    bias read "no judgments that count yet" though 10 answers carry human labels."""
+    project, judge = _one_system("disjoint", 20)
+    rows = []
+    for n, item in enumerate(project.items.order_by("id")):
+        if n >= 10:
+            judge(item, score=1 + n % 5)
+        else:
+            rows.append({"item_id": item.external_id, "verdict": "incorrect",
+                         "probability": 0.1})
+    alone = _system_with_judge(project, tmp_path, rows, routed=routed)["accuracy"]["metric"]
+    assert (alone["n_items"], alone["n_human"], alone["bias"]) == (10, 0, None)
+    assert alone["bias_undefined"] == ("the judge scored none of the 10 human-labelled items; "
+                                       "its bias needs 2")
