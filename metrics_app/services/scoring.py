@@ -406,6 +406,10 @@ class ScoringRunBusy(ValueError):
         self.holder = holder
 
 
+class ScoringRunTakenOver(ScoringRunBusy):
+    """`score_project`'s job went on in another run (this process lost its lease)."""
+
+
 def scoring_job_run(*, job_id: int, batch_size: int = DEFAULT_BATCH_SIZE,
                     progress: Progress | None = None, here: bool = False) -> ScoringJob | None:
     """Run a queued job: score, record progress as it goes, then refresh the project's cached
@@ -432,52 +436,66 @@ def scoring_job_run(*, job_id: int, batch_size: int = DEFAULT_BATCH_SIZE,
 
 def _scoring_job_run(job_id: int, *, batch_size: int, progress: Progress | None,
                      here: bool) -> ScoringJob | None:
-    from metrics_app.services.meta_evaluation_report import metric_report_refresh
-
     with leased_run(ScoringJob, job_id, done=0,
                     claim_lock=lambda: _run_scope_check(job_id)) as (lease, job):
         if job is None:
             return None
-        job = ScoringJob.objects.select_related("project", "requested_by").get(pk=job.pk)
-        # Checked again for the requester: their access may have changed since it was queued.
-        queued_access_check(user=job.requested_by, project=job.project)
-        scoring_model_check(metric_names=job.metrics, model=(job.options or {}).get("model"),
-                            user=job.requested_by)
-        recorder = _progress_recorder(
-            lease, total=len(project_metric_inputs(project=job.project)) * len(job.metrics),
-            also=progress)
         try:
-            detail = project_score_metrics(
-                project=job.project, metric_names=job.metrics,
-                model=(job.options or {}).get("model"), batch_size=batch_size,
-                progress=recorder,
-            )
-        except JobCancelled:
-            # Cancelled mid-run: the batches stored before the cancel stay, so the cached
-            # report reads them as it would a finished run's (it was left stale).
-            metric_report_refresh(project=job.project)
-            raise
+            _scoring_job_body(lease, job, batch_size=batch_size, progress=progress)
         except KeyboardInterrupt:
             if here:
-                # Ctrl-C stops `score_project`: left running, the lease sweep would send the
-                # job to a worker to finish the run its user stopped. (`beat`, not `finish`:
-                # a lost lease must not swallow the Ctrl-C.)
+                # Ctrl-C stops `score_project`, at any step (the checks, the scoring, the
+                # report's refresh): left running, the lease sweep would send the job to a
+                # worker to finish the run its user stopped. (`beat`, not `finish`: a lost
+                # lease must not swallow the Ctrl-C.)
                 lease.beat(status=ScoringStatus.FAILED, finished_at=timezone.now(),
                            error="interrupted in this process (Ctrl-C); not resumed")
             raise
-        metric_report_refresh(project=job.project)
-        lease.finish(status=ScoringStatus.DONE, detail=detail, error="")
     return ScoringJob.objects.get(pk=job_id)
 
 
+def _scoring_job_body(lease: JobLease, job: ScoringJob, *, batch_size: int,
+                      progress: Progress | None) -> None:
+    from metrics_app.services.meta_evaluation_report import metric_report_refresh
+
+    job = ScoringJob.objects.select_related("project", "requested_by").get(pk=job.pk)
+    # Checked again for the requester: their access may have changed since it was queued.
+    queued_access_check(user=job.requested_by, project=job.project)
+    scoring_model_check(metric_names=job.metrics, model=(job.options or {}).get("model"),
+                        user=job.requested_by)
+    recorder = _progress_recorder(
+        lease, total=len(project_metric_inputs(project=job.project)) * len(job.metrics),
+        also=progress)
+    try:
+        detail = project_score_metrics(
+            project=job.project, metric_names=job.metrics,
+            model=(job.options or {}).get("model"), batch_size=batch_size,
+            progress=recorder,
+        )
+    except JobCancelled:
+        # Cancelled mid-run: the batches stored before the cancel stay, so the cached
+        # report reads them as it would a finished run's (it was left stale).
+        metric_report_refresh(project=job.project)
+        raise
+    metric_report_refresh(project=job.project)
+    lease.finish(status=ScoringStatus.DONE, detail=detail, error="")
+
+
 def scoring_run_holder(job: ScoringJob) -> ScoringJob | None:
-    """Another job of `job`'s project scoring one of its metrics (with the same model) in a
-    live worker now (`core/leases.py:held_filter`), if any."""
+    """Another job of `job`'s project scoring one of its metrics in a live worker now
+    (`core/leases.py:held_filter`), if any: the same scores, so the same model where the metric
+    takes one (a job's `model` option means nothing to F1: `f1,lerc --model X` queues an F1 job
+    carrying it, which scores the same F1 as a plain one)."""
     wanted, model = set(job.metrics or []), (job.options or {}).get("model")
     others = (ScoringJob.objects.filter(held_filter(ScoringJob), project_id=job.project_id)
               .exclude(pk=job.pk).order_by("pk"))
-    return next((other for other in others if wanted & set(other.metrics or [])
-                 and (other.options or {}).get("model") == model), None)
+
+    def same_scores(other: ScoringJob) -> bool:
+        other_model = (other.options or {}).get("model")
+        return any(other_model == model or not metric_accepts_option(name, "model")
+                   for name in wanted & set(other.metrics or []))
+
+    return next((other for other in others if same_scores(other)), None)
 
 
 def _run_scope_check(job_id: int) -> None:
@@ -518,7 +536,15 @@ def scoring_job_run_here(*, project: Project, metric_names: Sequence[str],
         ScoringJob.objects.filter(pk=job.pk, status=ScoringStatus.QUEUED).update(
             status=ScoringStatus.FAILED, error=str(exc), finished_at=timezone.now())
         raise
-    return ScoringJob.objects.get(pk=job.pk)
+    job = ScoringJob.objects.get(pk=job.pk)
+    if job.status not in (ScoringStatus.DONE, ScoringStatus.CANCELLED):
+        # This process lost the lease (its heartbeat went stale, e.g. a suspended laptop) and
+        # another run took the job over: the scoring is not this run's to report as done.
+        raise ScoringRunTakenOver(
+            f"scoring job {job.pk} was taken over by {job.lease or 'another run'} "
+            f"({job.status}) after this process stopped renewing its lease; its progress "
+            "shows on the metrics page", job)
+    return job
 
 
 # --- jobs over posted items (no project) ------------------------------------------------------

@@ -12,7 +12,9 @@ promoted model) fails the command unless --allow-missing. Then `metric_report SL
 """
 from __future__ import annotations
 
+import signal
 import sys
+import threading
 
 from django.core.management.base import CommandError
 
@@ -68,6 +70,10 @@ class Command(InterruptibleCommand):
             raise CommandError(f"project {project.slug!r} has no items to score")
         bar = tqdm(total=n_inputs * len(names), file=sys.stderr, unit="score",
                    disable=options["no_progress"], desc=f"scoring {project.slug}")
+        # A stop by SIGTERM (a closed terminal, `timeout`, a supervisor) is a Ctrl-C here: the
+        # job is marked failed instead of left running for the sweep to send to a worker.
+        main = threading.current_thread() is threading.main_thread()
+        before = signal.signal(signal.SIGTERM, signal.default_int_handler) if main else None
         try:
             # A scoring job held here: the lease of the metrics page's and the API's jobs.
             job = scoring_job_run_here(
@@ -77,6 +83,8 @@ class Command(InterruptibleCommand):
             raise CommandError(str(exc)) from None
         finally:
             bar.close()
+            if main:
+                signal.signal(signal.SIGTERM, before)
         if job.status == ScoringStatus.CANCELLED:
             raise CommandError(f"scoring job {job.pk} was {job.error or 'cancelled'}; the scores "
                                "stored before it are kept, run the same command again to "

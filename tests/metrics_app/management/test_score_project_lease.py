@@ -157,3 +157,66 @@ def test_a_worker_waits_for_a_run_of_the_same_metric_and_then_scores_only_the_re
     ScoringJob.objects.filter(pk=held.pk).update(status=ScoringStatus.DONE)
     assert scoring.scoring_job_run(job_id=job.pk).status == ScoringStatus.DONE
     assert MetricScore.objects.filter(item__project=project).count() == 12
+
+
+@pytest.mark.parametrize("step", ["reading-inputs", "report-refresh"])
+def test_score_project_stopped_by_ctrl_c_at_any_step_is_failed(monkeypatch, settings, step):
+    """From the review: Ctrl-C while the inputs were read (before the scoring) or while the
+    metric report was refreshed (after it, a long step) left the job running, and the stale
+    sweep sent the run its user stopped to a worker."""
+    import metrics_app.services.meta_evaluation_report as reports
+
+    settings.QAJ_JOB_STALE_AFTER_SECONDS = 0
+    project = _project()
+    if step == "report-refresh":
+        def refresh(**kwargs):
+            raise KeyboardInterrupt
+
+        monkeypatch.setattr(reports, "metric_report_refresh", refresh)
+    else:
+        real, calls = scoring.project_metric_inputs, []
+
+        def inputs(**kwargs):
+            calls.append(1)
+            if len(calls) == 2:  # the command's own count is the first read
+                raise KeyboardInterrupt
+            return real(**kwargs)
+
+        monkeypatch.setattr(scoring, "project_metric_inputs", inputs)
+    sent = []
+    monkeypatch.setattr(leases, "task_send", lambda name, args, **options: sent.append(args)
+                        or type("Sent", (), {"id": "x"})())
+    with pytest.raises(CommandError, match="interrupted"):
+        call_command("score_project", project.slug, "--metric", "f1", "--no-progress",
+                     stdout=io.StringIO(), stderr=io.StringIO())
+    stale_jobs_recover_all()
+    job = ScoringJob.objects.get(project=project)
+    assert (job.status, sent) == (ScoringStatus.FAILED, []), job.error
+    assert "Ctrl-C" in job.error
+
+
+def test_a_job_with_a_model_option_holds_the_metrics_that_take_no_model():
+    """From the review: `f1,lerc --model X` queues an F1 job carrying the model option, which
+    scores the same F1 as a plain F1 job; the model was compared for F1 too, so both scored F1
+    on the same answers at once."""
+    project = _project()
+    held = ScoringJob.objects.create(
+        project=project, metrics=["f1"], options={"model": "lerc-v1"},
+        status=ScoringStatus.RUNNING, lease="gpu-box:1:ab", heartbeat_at=timezone.now(),
+        started_at=timezone.now(), attempts=1)
+    waiting = ScoringJob.objects.create(project=project, metrics=["f1"], queue="default")
+    assert scoring.scoring_run_holder(waiting) == held
+
+
+def test_score_project_whose_job_another_run_took_over_says_so(monkeypatch):
+    """From the review: the command's lease went stale (a suspended laptop) and another run
+    took the job over; the command printed its metrics and exited 0 as if it had scored. It
+    now fails naming who holds the job."""
+    project = _project()
+    _before_each_batch(monkeypatch, lambda n: ScoringJob.objects.filter(project=project).update(
+        lease="other-box:1:zz", status=ScoringStatus.RUNNING))
+    out = io.StringIO()
+    with pytest.raises(CommandError, match="taken over by other-box:1:zz"):
+        call_command("score_project", project.slug, "--metric", "f1", "--batch-size", "2",
+                     "--no-progress", stdout=out, stderr=io.StringIO())
+    assert "f1" not in out.getvalue()
