@@ -21,7 +21,7 @@ from django.db.models.functions import Coalesce
 from core.vocabulary import RECRUITING_PROVIDERS
 
 from .access_selectors import projects_visible_to
-from .domain.item_content import item_filter_value
+from .domain.item_content import UNTRIMMED_PATTERN, item_filter_value
 from .models import (
     COLLECTION_STAGE_KINDS,
     DATA_STAGE_KINDS,
@@ -1023,7 +1023,7 @@ def stage_list(*, project: Project) -> QuerySet[Stage]:
 
 
 # A value with whitespace at either end (SQLite's REGEXP is Python's `re`; PostgreSQL's `~`).
-_UNTRIMMED = r"^\s|\s$"
+_UNTRIMMED = UNTRIMMED_PATTERN
 
 
 @dataclass

@@ -140,6 +140,13 @@ ITEM_TEXT_FIELDS = ("external_id", "dataset", "source", "split", "domain", "text
 # import kept them, so one item sent through two doors was two items (" q1 " and "q1") and
 # one dataset two rows of every per-dataset table. The split has its own rule
 # (`normalize_split`, which trims too).
+# What `str.strip()` removes, as a regular-expression class of literal characters both
+# databases read alike: PostgreSQL's `\s` depends on its locale (C.UTF-8 leaves out the no-break
+# space, NEL and the information separators), so a name stored with one of them around it was
+# neither trimmed by migration 0023 nor found by the imports (`rows_stored_untrimmed`).
+_STRIPPED = "".join(chr(code) for code in range(0x3001) if chr(code).isspace())
+UNTRIMMED_PATTERN = f"^[{_STRIPPED}]|[{_STRIPPED}]$"
+
 ITEM_TRIMMED_FIELDS = ("external_id", "dataset", "source", "domain", "text_level",
                        "group_key", "design_unit", "exclusion_reason")
 

@@ -12,7 +12,7 @@ from collections import defaultdict
 
 from django.db import migrations
 
-from annotation.domain.item_content import ITEM_TRIMMED_FIELDS
+from annotation.domain.item_content import ITEM_TRIMMED_FIELDS, UNTRIMMED_PATTERN
 
 
 def _left(model: str, scope: str, field: str, value: str, taken: str) -> None:
@@ -21,7 +21,7 @@ def _left(model: str, scope: str, field: str, value: str, taken: str) -> None:
 
 
 def _untrimmed(queryset, field):
-    return queryset.filter(**{f"{field}__regex": r"^\s|\s$"})
+    return queryset.filter(**{f"{field}__regex": UNTRIMMED_PATTERN})
 
 
 def _trim_unique(queryset, field, scope_fields, describe, model):

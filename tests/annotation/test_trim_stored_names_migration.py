@@ -25,16 +25,17 @@ def test_stored_names_are_trimmed_unless_the_trimmed_name_is_taken(capsys):
     other = Project.objects.create(slug="other", title="Other", kind="likert")
     content = {"passage": "p", "question": "q", "references": ["r"], "candidate": "c"}
     for target, external_id, dataset in [
-            (project, " q1 ", "narrativeqa "), (project, "q2 ", " mcscript"),
+            # Spaces PostgreSQL's `\s` leaves out (no-break space, NEL) are trimmed too.
+            (project, "\u00a0q1\x85", "narrativeqa\u00a0"), (project, "q2 ", " mcscript"),
             (project, "q2", "narrativeqa"), (project, " q3", ""), (project, "q3\t", ""),
             (other, " q2", " cosmosqa\n")]:
         Item.objects.create(project=target, external_id=external_id, dataset=dataset,
                             source=" gpt2 ", domain="", text_level="", group_key=" g ",
                             design_unit="", exclusion_reason="dup ", content=content)
-    for external_id in (" w1 ", "w2 ", "w2"):
+    for external_id in ("\u3000w1 ", "w2 ", "w2"):
         Worker.objects.create(provider="import", external_id=external_id)
     Worker.objects.create(provider="mturk", external_id=" A1")
-    for target, name in [(project, "batch1 "), (project, "trial "), (project, "trial"),
+    for target, name in [(project, "batch1\x1f"), (project, "trial "), (project, "trial"),
                          (other, " trial")]:
         Stage.objects.create(project=target, kind="imported", name=name)
 

@@ -12,6 +12,7 @@ from django.core.management import CommandError
 
 from annotation.importers.base import ItemRecord, validate_record
 from annotation.models import Item, Judgment, Provider, Stage, Worker
+from annotation.selectors import rows_stored_untrimmed
 from annotation.services.imports import ImportConflictError, import_records
 from testing.factories import make_item, make_project, make_user
 from tests.support.imports import LIKERT_ROW, run_import, write_jsonl
@@ -105,3 +106,22 @@ def test_a_record_is_named_as_the_file_wrote_its_id(project, tmp_path):
     with pytest.raises(CommandError, match=re.escape(
             "record ' q2': an item with this external id already exists")):
         run_import("jsonl", str(path), "--project", project.slug, "--no-report")
+
+
+@pytest.mark.parametrize("odd", ["\u00a0", "\x85", "\x1f", "\u3000"])
+def test_a_name_stored_with_any_space_python_strips_is_found(tmp_path, odd):
+    """From the review: PostgreSQL's `\\s` (C.UTF-8) leaves out the no-break space, NEL and the
+    information separators, which `str.strip()` trims: an item stored as "q1\\xa0" was not
+    found, and re-importing its file stored a second item (SQLite's `\\s` is Python's)."""
+    project = make_project(slug="study", owner=make_user("alice"))
+    row = copy.deepcopy(LIKERT_ROW)
+    del row["judgments"]
+    row["external_id"] = "q1"
+    make_item(project, content=row["content"], gold=row.get("gold"),
+              source=row.get("source", ""), split=row.get("split", ""),
+              dataset=row.get("dataset", ""), external_id="q1" + odd)
+    found = rows_stored_untrimmed(Item.objects.filter(project=project), "external_id", ["q1"])
+    assert "q1" in found.one
+    run_import("jsonl", str(write_jsonl(tmp_path / "i.jsonl", [row])),
+               "--project", project.slug, "--no-report")
+    assert Item.objects.filter(project=project).count() == 1
