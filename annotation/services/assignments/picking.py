@@ -17,6 +17,7 @@ from __future__ import annotations
 import random
 from collections import Counter
 from collections.abc import Mapping
+from datetime import timedelta
 
 from django.core.exceptions import EmptyResultSet
 from django.db import connection, transaction
@@ -27,12 +28,14 @@ from django.db.models import (
     F,
     IntegerField,
     OuterRef,
+    Q,
     QuerySet,
     Subquery,
     Value,
     When,
 )
 from django.db.models.functions import Coalesce
+from django.utils import timezone
 
 from annotation.domain.gold_mix import gold_with_regular
 from annotation.models import (
@@ -160,11 +163,30 @@ def _annotate_deficit(qs: QuerySet[Item], stage: Stage,
 
 def _in_hand(worker: Worker, *, project_id: int) -> QuerySet[AssignmentItem]:
     """The worker's rows in their in-progress assignments of the project's stages: items
-    handed to them and not over yet."""
-    return AssignmentItem.objects.filter(
+    handed to them and not over yet. An MTurk HIT's assignment whose duration has run out is
+    over although the sync has not yet said so (abandoned, or returned on MTurk): MTurk takes
+    no submission of it any more, so its items are no longer in the worker's hand (a new HIT
+    sharing its gold item was refused with "submit the other one first", which the worker
+    could no longer do)."""
+    rows = AssignmentItem.objects.filter(
         assignment__stage__project_id=project_id, assignment__worker=worker,
         assignment__status=AssignmentStatus.IN_PROGRESS,
     )
+    return rows.exclude(_mturk_duration_over(project_id))
+
+
+def _mturk_duration_over(project_id: int) -> Q:
+    """Rows of MTurk assignments of the project whose assignment duration has run out
+    (`annotation/services/assignments/state.py:assignment_finish_deadline`, per stage)."""
+    from annotation.providers.mturk_protocol import assignment_duration_seconds
+
+    now = timezone.now()
+    over = Q(pk__in=[])
+    for stage in (Stage.objects.filter(project_id=project_id, provider=Provider.MTURK)
+                  .select_related("project")):
+        over |= Q(assignment__stage=stage, assignment__started_at__lt=now - timedelta(
+            seconds=assignment_duration_seconds(stage)))
+    return over
 
 
 def _held_by(stage: Stage, worker: Worker) -> QuerySet[AssignmentItem]:
@@ -181,8 +203,8 @@ def _not_seen_by(qs: QuerySet[Item], stage: Stage, worker: Worker) -> QuerySet[I
 
 HELD_IN_ANOTHER_HIT_MESSAGE = (
     "Part of this HIT is also in another HIT of this task that you have accepted and not "
-    "submitted yet, and you can answer an item only once. Please return this HIT, or submit "
-    "the other one first; other HITs may be open to you.")
+    "submitted yet, and you can answer an item only once. Please return this HIT; other HITs "
+    "may be open to you.")
 
 
 def refuse_hit_seen_before(*, stage: Stage, worker: Worker, items: list[Item],
