@@ -47,16 +47,20 @@ AUTOSAVE_SERIES_KEPT = 8
 
 
 def _autosave_newest(stored: Any) -> dict[str, int]:
-    """The newest number stored of each recent page load, {series: n}; read from the record
-    of one series too (`{"series", "n"}`, as drafts were written before)."""
+    """The newest number stored of each recent page load, {series: n} in the order they last
+    saved (oldest first); read from the record of one series too (`{"series", "n"}`, as
+    drafts were written before). Stored as a list of pairs: PostgreSQL's jsonb sorts an
+    object's keys, so a dict's order would say which page load to forget by its name."""
     if not isinstance(stored, dict):
         return {}
     if isinstance(stored.get("series"), str) and isinstance(stored.get("n"), int):
         return {stored["series"]: stored["n"]}
     newest = stored.get("newest")
-    if not isinstance(newest, dict):
+    if not isinstance(newest, list):
         return {}
-    return {k: v for k, v in newest.items() if isinstance(k, str) and isinstance(v, int)}
+    return {pair[0]: pair[1] for pair in newest
+            if isinstance(pair, list) and len(pair) == 2 and isinstance(pair[0], str)
+            and isinstance(pair[1], int) and not isinstance(pair[1], bool)}
 
 
 def autosave_is_stale(stored: Any, incoming: dict | None) -> bool:
@@ -70,12 +74,12 @@ def autosave_is_stale(stored: Any, incoming: dict | None) -> bool:
 
 
 def autosave_record(stored: Any, incoming: dict) -> dict:
-    """The record of newest numbers with `incoming` stored (the most recent
-    `AUTOSAVE_SERIES_KEPT` page loads)."""
+    """The record of newest numbers with `incoming` stored (the `AUTOSAVE_SERIES_KEPT` page
+    loads that saved last)."""
     newest = _autosave_newest(stored)
     newest.pop(incoming["series"], None)
     newest[incoming["series"]] = incoming["n"]
-    return {"newest": dict(list(newest.items())[-AUTOSAVE_SERIES_KEPT:])}
+    return {"newest": [[series, n] for series, n in newest.items()][-AUTOSAVE_SERIES_KEPT:]}
 
 
 @transaction.atomic

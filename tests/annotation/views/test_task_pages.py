@@ -623,3 +623,27 @@ def test_an_older_autosave_arriving_late_never_overwrites_a_newer_one_of_the_sam
     assert autosave(answered(3), "page-2", 5).status_code == 200
     assert autosave(answered(2), "page-1", 2).status_code == 200
     assert page_config(client.get(response.wsgi_request.path))["draft"] == answered(3)
+
+
+def test_the_page_loads_an_autosave_forgets_are_those_that_saved_longest_ago():
+    """From the review: the newest numbers of the last 8 page loads were kept as a JSON object,
+    whose keys PostgreSQL's jsonb sorts: the page load forgotten was the one whose name sorts
+    first, not the one that saved longest ago, so a page still open lost its number and its
+    late autosave overwrote a newer draft."""
+    from annotation.models import Assignment
+    from annotation.services.assignments.drafts import assignment_save_draft
+    from testing.factories import make_assignment, make_item, make_project, make_stage
+
+    project = make_project(TaskKind.LIKERT)
+    assignment = make_assignment(make_stage(project), items=[make_item(project)])
+
+    def save(text, series, n):
+        assignment_save_draft(assignment=Assignment.objects.get(pk=assignment.pk),
+                              draft={"x": text}, sequence={"series": series, "n": n})
+
+    for k in range(1, 8):
+        save(f"z{k}", f"z{k}", 1)
+    save("open-5", "a0", 5)  # the open page load, whose name sorts first
+    save("z8", "z8", 1)  # a ninth page load: z1, which saved longest ago, is forgotten
+    save("open-late-4", "a0", 4)  # the open page's late autosave is old
+    assert Assignment.objects.get(pk=assignment.pk).draft["x"] == "z8"
