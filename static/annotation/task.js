@@ -736,7 +736,15 @@
         return;
       }
       if (data.return_study) { askToReturn(data.return_study); return; }
-      if (data.retry) Object.keys(data.errors || {}).forEach((k) => retrySeen.add(k));
+      if (data.retry) {
+        // Prolific comprehension check answered wrong once: cleared, as the confirm clears it,
+        // so the second attempt is a choice made again, not the same Submit pressed twice.
+        Object.keys(data.errors || {}).filter((k) => byId[k]).forEach((k) => {
+          retrySeen.add(k);
+          byId[k].querySelectorAll('input[type="radio"]').forEach((i) => { i.checked = false; });
+        });
+        scheduleSave();
+      }
       submitButton.disabled = false;
       submitButton.textContent = "Submit";
       const errs = data.errors || {};

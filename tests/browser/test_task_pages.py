@@ -467,7 +467,9 @@ def test_prolific_comprehension_check_retry_then_return_message(live_server, pag
     assert page.locator(f"{box} .feedback").is_hidden()
     assert page.locator(f"{box} .option.correct").count() == 0
     assert GOLD_SENTINEL not in page.content()
-    page.keyboard.press(wrong[1])
+    # The same wrong answer chosen again after being told is the second attempt (the page says
+    # it told them: `retry_seen`), not the first one resent.
+    page.keyboard.press(wrong[0])
     page.keyboard.press("Enter")
     page.locator("#return-notice").wait_for(state="visible")
     assert "return the study on Prolific" in page.inner_text("#return-notice")
