@@ -37,13 +37,9 @@ def _submit(client, config):
         "answers": [{"item": item_id, "score": 3} for item_id in config["items"]]})
 
 
-def test_an_mturk_hit_sharing_a_gold_item_with_a_hit_the_worker_holds_is_refused(client):
-    """MTurk workers accept several HITs of a task at once. A stage mixing in gold repeats a
-    gold item across its HITs (the pool is smaller than the HITs), so a worker holding two of
-    them held the gold item twice: the first submit stored it, and the second HIT could then
-    never be submitted ("Some of these items were already judged by you in this stage") — its
-    work lost and unpaid. The accept now keeps the picking's rule: an item the worker holds
-    in a live assignment of the stage is not handed out again."""
+def _two_hits_sharing_gold():
+    """A collecting MTurk stage with two HITs, HIT0 and HIT1, that share its one gold item;
+    returns (stage, gold)."""
     project = make_project(TaskKind.LIKERT, items_per_hit=2, gold_rate=0.5,
                            redundancy={"default": 1})
     passage = {"passage": "One passage.", "references": ["r"]}
@@ -61,6 +57,17 @@ def test_an_mturk_hit_sharing_a_gold_item_with_a_hit_the_worker_holds_is_refused
     for n, plan in enumerate(shared[:2]):
         make_hit(stage, items=plan.items, external_id=f"HIT{n}",
                  max_assignments=plan.max_assignments)
+    return stage, gold
+
+
+def test_an_mturk_hit_sharing_a_gold_item_with_a_hit_the_worker_holds_is_refused(client):
+    """MTurk workers accept several HITs of a task at once. A stage mixing in gold repeats a
+    gold item across its HITs (the pool is smaller than the HITs), so a worker holding two of
+    them held the gold item twice: the first submit stored it, and the second HIT could then
+    never be submitted ("Some of these items were already judged by you in this stage") — its
+    work lost and unpaid. The accept now keeps the picking's rule: an item the worker holds
+    in a live assignment of the stage is not handed out again."""
+    stage, gold = _two_hits_sharing_gold()
 
     first = page_config(mturk_page(client, stage, "HIT0", "W1", "A1"))
     second = mturk_page(client, stage, "HIT1", "W1", "A2")
@@ -84,21 +91,7 @@ def test_a_hit_mturk_took_back_does_not_hold_its_gold_item(client):
     (abandoned, or returned on MTurk before the sync learnt it) is no longer theirs, as MTurk
     takes no submission of it: a new HIT sharing its gold item opens. Was: refused with
     "submit the other one first", which the worker could no longer do."""
-    project = make_project(TaskKind.LIKERT, items_per_hit=2, gold_rate=0.5,
-                           redundancy={"default": 1})
-    passage = {"passage": "One passage.", "references": ["r"]}
-    for n in range(4):
-        make_item(project, group_key="p", content={**passage, "question": f"q{n}?",
-                                                   "candidate": f"c{n}"})
-    gold = make_item(project, group_key="p", is_gold_check=True, gold={"score": 5},
-                     content={**passage, "question": "gold?", "candidate": "r"})
-    stage = make_stage(project, provider=Provider.MTURK, status=StageStatus.DRAFT)
-    shared = [plan for plan in stage_hit_plan(stage=stage, store=False) if gold in plan.items]
-    stage.status = StageStatus.COLLECTING
-    stage.save(update_fields=["status"])
-    for n, plan in enumerate(shared[:2]):
-        make_hit(stage, items=plan.items, external_id=f"HIT{n}",
-                 max_assignments=plan.max_assignments)
+    stage, _gold = _two_hits_sharing_gold()
     page_config(mturk_page(client, stage, "HIT0", "W1", "A1"))
     first = Assignment.objects.get(external_id="A1")
     took = assignment_finish_deadline(first) - first.started_at
