@@ -741,7 +741,10 @@
         // so the second attempt is a choice made again, not the same Submit pressed twice.
         Object.keys(data.errors || {}).filter((k) => byId[k]).forEach((k) => {
           retrySeen.add(k);
-          byId[k].querySelectorAll('input[type="radio"]').forEach((i) => { i.checked = false; });
+          // The graded answer only (a score, an A/B pick, a choice), not the item's other
+          // questions (difficulty, validity).
+          byId[k].querySelectorAll(`input[name="score-${k}"], input[name="choice-${k}"], input[name="opt-${k}"]`)
+            .forEach((i) => { i.checked = false; });
         });
         scheduleSave();
       }

@@ -56,6 +56,8 @@ def _autosave_newest(stored: Any) -> dict[str, int]:
     if isinstance(stored.get("series"), str) and isinstance(stored.get("n"), int):
         return {stored["series"]: stored["n"]}
     newest = stored.get("newest")
+    if isinstance(newest, dict):  # as written for a while before the list
+        newest = [[series, n] for series, n in newest.items()]
     if not isinstance(newest, list):
         return {}
     return {pair[0]: pair[1] for pair in newest

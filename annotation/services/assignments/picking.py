@@ -17,7 +17,6 @@ from __future__ import annotations
 import random
 from collections import Counter
 from collections.abc import Mapping
-from datetime import timedelta
 
 from django.core.exceptions import EmptyResultSet
 from django.db import connection, transaction
@@ -28,14 +27,12 @@ from django.db.models import (
     F,
     IntegerField,
     OuterRef,
-    Q,
     QuerySet,
     Subquery,
     Value,
     When,
 )
 from django.db.models.functions import Coalesce
-from django.utils import timezone
 
 from annotation.domain.gold_mix import gold_with_regular
 from annotation.models import (
@@ -163,30 +160,13 @@ def _annotate_deficit(qs: QuerySet[Item], stage: Stage,
 
 def _in_hand(worker: Worker, *, project_id: int) -> QuerySet[AssignmentItem]:
     """The worker's rows in their in-progress assignments of the project's stages: items
-    handed to them and not over yet. An MTurk HIT's assignment whose duration has run out is
-    over although the sync has not yet said so (abandoned, or returned on MTurk): MTurk takes
-    no submission of it any more, so its items are no longer in the worker's hand (a new HIT
-    sharing its gold item was refused with "submit the other one first", which the worker
-    could no longer do)."""
-    rows = AssignmentItem.objects.filter(
+    handed to them and not over yet. An MTurk assignment past its duration still counts until
+    the sync records it abandoned or returned: its page still submits here, so a second HIT
+    sharing its gold item could never be submitted after it."""
+    return AssignmentItem.objects.filter(
         assignment__stage__project_id=project_id, assignment__worker=worker,
         assignment__status=AssignmentStatus.IN_PROGRESS,
     )
-    return rows.exclude(_mturk_duration_over(project_id))
-
-
-def _mturk_duration_over(project_id: int) -> Q:
-    """Rows of MTurk assignments of the project whose assignment duration has run out
-    (`annotation/services/assignments/state.py:assignment_finish_deadline`, per stage)."""
-    from annotation.providers.mturk_protocol import assignment_duration_seconds
-
-    now = timezone.now()
-    over = Q(pk__in=[])
-    for stage in (Stage.objects.filter(project_id=project_id, provider=Provider.MTURK)
-                  .select_related("project")):
-        over |= Q(assignment__stage=stage, assignment__started_at__lt=now - timedelta(
-            seconds=assignment_duration_seconds(stage)))
-    return over
 
 
 def _held_by(stage: Stage, worker: Worker) -> QuerySet[AssignmentItem]:

@@ -83,8 +83,8 @@ class Command(InterruptibleCommand):
             raise CommandError(str(exc)) from None
         finally:
             bar.close()
-            if main:
-                signal.signal(signal.SIGTERM, before)
+            if main:  # None: a handler set outside Python, which stays the default's
+                signal.signal(signal.SIGTERM, before if before is not None else signal.SIG_DFL)
         if job.status == ScoringStatus.CANCELLED:
             raise CommandError(f"scoring job {job.pk} was {job.error or 'cancelled'}; the scores "
                                "stored before it are kept, run the same command again to "

@@ -3,10 +3,7 @@ pages that pick items (`_not_seen_by`) and the MTurk accept of a HIT (fixed item
 no page is left that could never be submitted (one judgment per worker, item and stage)."""
 from __future__ import annotations
 
-from datetime import timedelta
-
 import pytest
-from django.utils import timezone
 
 from annotation.importers import onestopqa
 from annotation.models import (
@@ -22,7 +19,6 @@ from annotation.models import (
 )
 from annotation.services.access import inhouse_link_create
 from annotation.services.assignments import assignment_start
-from annotation.services.assignments.state import assignment_finish_deadline
 from annotation.services.imports import import_records
 from annotation.services.stage_plans import stage_hit_plan
 from testing.factories import make_hit, make_item, make_project, make_stage, make_worker
@@ -84,21 +80,6 @@ def test_an_mturk_hit_sharing_a_gold_item_with_a_hit_the_worker_holds_is_refused
     assert Judgment.objects.filter(item=gold).count() == 2
     # The refusal asks for the return only: submitting the other HIT first never opens it.
     assert b"submit the other one first" not in second.content
-
-
-def test_a_hit_mturk_took_back_does_not_hold_its_gold_item(client):
-    """From the review: the worker's other HIT whose assignment duration has run out
-    (abandoned, or returned on MTurk before the sync learnt it) is no longer theirs, as MTurk
-    takes no submission of it: a new HIT sharing its gold item opens. Was: refused with
-    "submit the other one first", which the worker could no longer do."""
-    stage, _gold = _two_hits_sharing_gold()
-    page_config(mturk_page(client, stage, "HIT0", "W1", "A1"))
-    first = Assignment.objects.get(external_id="A1")
-    took = assignment_finish_deadline(first) - first.started_at
-    late = timezone.now() - took - timedelta(hours=1)
-    Assignment.objects.filter(pk=first.pk).update(started_at=late, last_seen_at=late)
-    second = mturk_page(client, stage, "HIT1", "W1", "A2")
-    assert b"task-config" in second.content
 
 
 def test_an_item_held_in_a_page_of_another_stage_is_not_handed_out_again():

@@ -647,3 +647,16 @@ def test_the_page_loads_an_autosave_forgets_are_those_that_saved_longest_ago():
     save("z8", "z8", 1)  # a ninth page load: z1, which saved longest ago, is forgotten
     save("open-late-4", "a0", 4)  # the open page's late autosave is old
     assert Assignment.objects.get(pk=assignment.pk).draft["x"] == "z8"
+
+
+def test_an_autosave_record_written_as_an_object_is_still_read():
+    """From the review: records written as {"newest": {series: n}} for a while before the
+    list were read as empty, so a late autosave of such a page load was stored over a newer
+    one."""
+    from annotation.services.assignments.drafts import autosave_is_stale, autosave_record
+
+    stored = {"newest": {"page-1": 5, "page-2": 1}}
+    assert autosave_is_stale(stored, {"series": "page-1", "n": 3})
+    assert not autosave_is_stale(stored, {"series": "page-1", "n": 6})
+    assert autosave_record(stored, {"series": "page-3", "n": 1}) == {
+        "newest": [["page-1", 5], ["page-2", 1], ["page-3", 1]]}
