@@ -65,8 +65,14 @@ def test_blocking_from_the_review_page_asks_first_under_the_production_csp(live_
         dialog.dismiss()
 
     page.once("dialog", dismiss)
+    # The question comes from the page's own script: on a loaded machine it may not have run
+    # yet when the button appears, so wait for the page to load, then for the question.
+    page.wait_for_load_state("load")
     block.click()
-    page.wait_for_timeout(500)
+    for _ in range(50):
+        if asked:
+            break
+        page.wait_for_timeout(100)
     assert asked and "Block this worker in all the projects" in asked[0], violations
     assert not WorkerBlock.objects.filter(worker=worker).exists()  # dismissed: nothing blocked
 
