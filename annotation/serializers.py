@@ -493,7 +493,7 @@ class StageWriteSerializer(RefuseUnknownFieldsMixin, serializers.ModelSerializer
 
     def validate_settings(self, value):
         from .domain.stage_settings import StageSettingError, managed_keys_kept
-        from .services.stages import stage_settings_problems
+        from .services.stages import stage_published_settings, stage_settings_problems
 
         if not isinstance(value, dict):
             raise serializers.ValidationError('must be a JSON object like {"n_items": 200}')
@@ -505,7 +505,8 @@ class StageWriteSerializer(RefuseUnknownFieldsMixin, serializers.ModelSerializer
         # The stage's provider: the instance's, or the one a new stage is created on.
         provider = getattr(self.instance, "provider", None) or self.initial_data.get(
             "provider", Stage._meta.get_field("provider").default)
-        errors = stage_settings_problems(reject_null_characters(value), provider=provider)
+        errors = stage_settings_problems(reject_null_characters(value), provider=provider,
+                                         published_with=stage_published_settings(self.instance))
         if errors:
             raise serializers.ValidationError(errors)
         return value

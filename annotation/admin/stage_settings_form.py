@@ -186,9 +186,11 @@ class StageSettingsFormMixin:
         if screened is not None:
             merged = stage_settings_merge(merged, {FILTERS_KEY: screened or None})
         provider = cleaned.get("provider") or getattr(self.instance, "provider", None)
-        from annotation.services.stages import stage_settings_problems
+        from annotation.services.stages import stage_published_settings, stage_settings_problems
 
-        for message in stage_settings_problems(merged, provider=provider):
+        published = stage_published_settings(self.instance)
+        for message in stage_settings_problems(merged, provider=provider,
+                                               published_with=published):
             self.add_error(None if typed else "settings", message)
         cleaned["settings"] = merged
 

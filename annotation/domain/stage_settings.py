@@ -184,8 +184,9 @@ SETTINGS: tuple[SettingSpec, ...] = (
     # --- auto-review ---
     SettingSpec("review.approve_after_seconds", "int", "Approve after (seconds)",
                 "Wait this long after submission before auto-approving work that passes "
-                "(the review decides nothing sooner). On MTurk it must be below the "
-                "auto-approval delay, or MTurk pays the work before the review sees it.",
+                "(the review decides nothing sooner). On MTurk, this wait plus the provider "
+                "sync's period (QAJ_PROVIDER_SYNC_SECONDS) must be below the auto-approval "
+                "delay, or MTurk pays the work before the review sees it.",
                 "Auto-review", "0", minimum=0),
     SettingSpec("review.min_gold_accuracy", "float", "Minimum gold accuracy",
                 "Accuracy on gold/attention items work needs to pass (when it has any).",
@@ -385,6 +386,16 @@ def _whole_seconds(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
+def review_window(settings: Any) -> tuple:
+    """What `review_window_problem` reads of a stage's settings: (the review's wait, the
+    auto-approval delay), as stored."""
+    if not isinstance(settings, dict):
+        return (None, None)
+    review = settings.get("review")
+    return (review.get("approve_after_seconds") if isinstance(review, dict) else None,
+            settings.get("auto_approval_delay_seconds"))
+
+
 def review_window_problem(settings: Any, *, provider: str | None, sync_seconds: float) -> str:
     """Why an MTurk stage's review could never decide its work ("" when it can): MTurk
     approves and pays whatever is undecided `auto_approval_delay_seconds` after it was
@@ -408,13 +419,14 @@ def review_window_problem(settings: Any, *, provider: str | None, sync_seconds: 
     wait = max(wait, 0)
     if delay > wait + sync_seconds:
         return ""
-    return (f"auto_approval_delay_seconds ({delay:g} s) must be longer than "
-            f"review.approve_after_seconds ({wait:g} s) plus the provider sync's period "
-            f"({sync_seconds:g} s, QAJ_PROVIDER_SYNC_SECONDS), which is when the review runs: "
-            f"MTurk approves and pays undecided work {delay:g} s after it is submitted, before "
-            "the review would decide it, so failing work would be paid and counted and could "
-            "no longer be rejected. Shorten the wait, or lengthen the auto-approval delay "
-            "(before publishing)")
+    shorten = "Shorten the wait, or lengthen" if wait > 0 else "Lengthen"
+    return (f"auto_approval_delay_seconds ({delay:.0f} s) must be longer than "
+            f"review.approve_after_seconds ({wait:.0f} s) plus the provider sync's period "
+            f"({sync_seconds:.0f} s, QAJ_PROVIDER_SYNC_SECONDS), which is when the review runs: "
+            f"MTurk approves and pays undecided work {delay:.0f} s after it is submitted, "
+            "before the review would decide it, so failing work would be paid and counted and "
+            f"could no longer be rejected. {shorten} the auto-approval delay (before "
+            "publishing)")
 
 
 def stage_settings_errors(settings: Any, *, provider: str | None = None,

@@ -33,6 +33,8 @@ from annotation.cost_selectors import (
 from annotation.domain.control_characters import display_text_error
 from annotation.domain.stage_settings import (
     ROUTING_MODES,
+    review_window,
+    review_window_problem,
     settings_fixed_once_published,
     stage_settings_errors,
 )
@@ -637,13 +639,31 @@ def requirement_guard(*, stage: Stage) -> None:
         raise GuardFailed(f"{required} must be published first")
 
 
-def stage_settings_problems(settings, *, provider: str | None) -> list[str]:
+def stage_settings_problems(settings, *, provider: str | None,
+                            published_with: dict | None = None) -> list[str]:
     """Everything wrong with a stage's settings on `provider` (`stage_settings_errors`), with
     the provider sync's period read from the settings (`QAJ_PROVIDER_SYNC_SECONDS`): the one
     call of every door that sets a stage's settings (the stage form, the API) and of
-    publishing (`settings_guard`)."""
-    return stage_settings_errors(settings, provider=provider,
-                                 sync_seconds=django_settings.QAJ_PROVIDER_SYNC_SECONDS)
+    publishing (`settings_guard`). `published_with`: the stored settings of a stage published
+    already, whose review window (`review_window_problem`) is asked again only when an edit
+    changes the review's wait or the approval delay: the delay is fixed once published, so a
+    stage published under an older rule (or a shorter sync period) could be saved no more,
+    not even to change its name or its review's other rules."""
+    errors = stage_settings_errors(settings, provider=provider,
+                                   sync_seconds=django_settings.QAJ_PROVIDER_SYNC_SECONDS)
+    if published_with is not None and review_window(settings) == review_window(published_with):
+        window = review_window_problem(settings, provider=provider,
+                                       sync_seconds=django_settings.QAJ_PROVIDER_SYNC_SECONDS)
+        errors = [error for error in errors if error != window]
+    return errors
+
+
+def stage_published_settings(stage: Stage | None) -> dict | None:
+    """The stored settings of `stage` when it is published already (anything but a draft),
+    for `stage_settings_problems`' `published_with`; None for a new stage or a draft."""
+    if stage is None or stage.pk is None or stage.status == StageStatus.DRAFT:
+        return None
+    return Stage.objects.filter(pk=stage.pk).values_list("settings", flat=True).first() or {}
 
 
 def settings_guard(*, stage: Stage) -> None:

@@ -323,6 +323,9 @@ CELERY_BEAT_SCHEDULE: dict[str, dict] = {}
 # Crowd providers: reconcile, review and pay every live stage (annotation/services/review.py).
 # The period bounds MTurk's auto-approval delay too (`review_window_problem`).
 QAJ_PROVIDER_SYNC_SECONDS = float(os.environ.get("QAJ_PROVIDER_SYNC_SECONDS", "300"))
+if not 0 < QAJ_PROVIDER_SYNC_SECONDS < float("inf"):
+    raise ValueError("QAJ_PROVIDER_SYNC_SECONDS must be a number of seconds above 0, not "
+                     f"{os.environ.get('QAJ_PROVIDER_SYNC_SECONDS')!r}")
 CELERY_BEAT_SCHEDULE["providers-sync"] = {
     "task": "worker.tasks.providers.providers_sync_all",
     "schedule": QAJ_PROVIDER_SYNC_SECONDS,

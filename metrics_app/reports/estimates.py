@@ -172,7 +172,12 @@ def _routed_quantity(*, human, predicted, items, to_label, verdict, routed, unsc
         out["metric"] = _judge_alone(human=human, predicted=predicted, items=population,
                                      to_label=to_label, verdict=verdict)
         out["ppi"] = estimates.active_estimate(y, labeled, f_all, pi).as_dict()
-    out["judge_undefined"] = None if scored else unscored
+    outside = len(_judge_scored(predicted, items))
+    out["judge_undefined"] = (
+        None if scored else unscored if not outside else
+        f"the judge scored none of the {len(population)} items of this system's routed draw "
+        f"and human labels (it scored {outside} outside them, which the routed estimate does "
+        "not read)")
     return out
 
 

@@ -84,7 +84,8 @@ REPORT_KIND = "project"
 # 38: a routed draw gives no judge numbers for a system whose population the judge scored none
 # of (as the unrouted estimate); the judge alone's bias says when the judge scored none (or 1)
 # of the human-labelled items.
-REPORT_VERSION = 38
+# 39: a routed system whose judge scored only items outside its draw says so.
+REPORT_VERSION = 39
 
 
 def _params(group_by: str | None) -> dict:

@@ -691,3 +691,33 @@ def test_publishing_refuses_a_review_wait_mturk_approval_overtakes(owner):
     assert stage.status == StageStatus.DRAFT and not stage.hits.exists()
     assert "approve_after_seconds" in stage.publish_problem
     assert not ProviderCall.objects.filter(stage=stage).exists()
+
+
+def test_a_live_stage_published_under_an_older_window_rule_can_still_be_edited(
+        admin_client_, api, owner):
+    """From the review: a collecting MTurk stage published with a 240 s auto-approval delay
+    (valid before the sync period joined the rule, or under a shorter sync period) could be
+    saved no more: renaming it on the form, or changing its review's other rules through the
+    API, was refused with the window's error, and the delay that would fix it is fixed once
+    published. The window is asked again only when an edit changes the wait or the delay."""
+    project = make_project(TaskKind.LIKERT, owner=owner, items_per_hit=2,
+                           reward_per_hit=Decimal("0.40"))
+    items = [make_item(project, group_key="p0") for _ in range(2)]
+    live = make_stage(project, kind=StageKind.TRIAL, name="trial", provider=Provider.MTURK,
+                      status=StageStatus.COLLECTING, judgments_per_item=3,
+                      settings={"n_items": 2, "mturk_hit_type_id": "HT1",
+                                "auto_approval_delay_seconds": 240})
+    live.items.set(items)
+    make_hit(live, items=items, max_assignments=3, reward=Decimal("0.40"))
+    url = reverse("admin:annotation_stage_change", args=[live.pk])
+    renamed = admin_client_.post(url, admin_form_as_posted(admin_client_.get(url),
+                                                           name="renamed"))
+    assert renamed.status_code == 302, renamed.context["adminform"].form.errors
+    base = {"n_items": 2, "auto_approval_delay_seconds": 240}
+    edited = api.patch(_url(live), {"settings": {**base, "review": {"min_gold_accuracy": 0.8}}},
+                       format="json")
+    assert edited.status_code == 200, edited.json()
+    # A wait the delay cannot cover is refused all the same.
+    waited = api.patch(_url(live), {"settings": {**base, "review": {
+        "approve_after_seconds": 60}}}, format="json")
+    assert waited.status_code == 400 and "Shorten the wait" in str(waited.json())

@@ -226,3 +226,31 @@ def test_the_judge_alone_bias_says_the_judge_scored_none_of_the_labelled_items(r
     assert (alone["n_items"], alone["n_human"], alone["bias"]) == (10, 0, None)
     assert alone["bias_undefined"] == ("the judge scored none of the 10 human-labelled items; "
                                        "its bias needs 2")
+
+
+def test_a_routed_system_whose_judge_scored_only_items_outside_its_draw_says_so(tmp_path):
+    """From the review: after a routing draw, a judge that scored only items added later read
+    "scored none of this system's items" beside n_scored 10."""
+    from annotation.models import StageStatus
+    from metrics_app.services.routing import stage_route_by_uncertainty
+
+    project, judge = _one_system("late", 20)
+    drawn = list(project.items.order_by("id"))
+    for item in drawn[:6]:
+        judge(item, score=5)
+
+    def verdicts(name, rows):
+        path = tmp_path / f"{name}.jsonl"
+        path.write_text("\n".join(json.dumps(row) for row in rows), encoding="utf-8")
+        verdicts_import(project=project, path=path, judge=name, version="1")
+
+    verdicts("router", [{"item_id": i.external_id, "probability": 0.7} for i in drawn])
+    stage = make_stage(project, kind=StageKind.FULL, name="routed", status=StageStatus.DRAFT,
+                       settings={"routing": "uncertainty", "routing_budget": 10})
+    stage_route_by_uncertainty(stage=stage, judge="router")
+    added = [make_item(project, source="s", external_id=f"new{k}") for k in range(10)]
+    verdicts("late", [{"item_id": i.external_id, "probability": 0.2} for i in added])
+    system = estimates_report(load_judgments(project=project), project=project,
+                              judge="late")["systems"]["s"]
+    assert system["n_scored"] == 10 and "metric" not in system["accuracy"]
+    assert "it scored 10 outside them" in system["accuracy"]["judge_undefined"]
