@@ -27,6 +27,7 @@ from annotation.services.access import (
 )
 from testing.factories import (
     make_assignment,
+    make_item,
     make_judgment,
     make_qualification,
     make_stage,
@@ -94,7 +95,11 @@ def test_the_home_page_lists_open_stages_progress_and_history(client, study):
 
 
 def test_each_stage_starts_from_the_home_page_without_a_new_link(client, study):
-    project, stages, _ = study
+    project, stages, items = study
+    # Each stage its own items: an item held in the trial's open page is not handed out in
+    # the full stage too (`_not_in_hand_elsewhere`), as one answered there would not be.
+    stages["trial"].items.set(items)
+    stages["full"].items.set([make_item(project, content=dict(item.content)) for item in items])
     link, path, token = home_and_token(project)
     for name in ("trial", "full"):
         response = client.get(stage_url(token, stages[name]))

@@ -24,8 +24,10 @@ CONFIG_RE = re.compile(r'<script id="task-config" type="application/json">(.*?)<
 # SQLite adds its write-lock statements (a no-op UPDATE before reading counts): new page 15,
 # reload 7, due reload 8.
 _SQLITE = connection.vendor == "sqlite"
-NEW_PAGE_MAX = 15 if _SQLITE else 13
-RELOAD_MAX = 8 if _SQLITE else 7  # includes the live block check (#13) and a due touch
+# 2026-12-01: +1 on a new page and a reload: the worker's row is locked before an unfinished
+# page is looked for (two tabs opening one link at once got two pages, `assignment_start`).
+NEW_PAGE_MAX = 16 if _SQLITE else 14
+RELOAD_MAX = 9 if _SQLITE else 8  # includes the live block check (#13) and a due touch
 SUBMIT_MAX = 15  # +2: the live re-check of blocks and in-house links (#13)
 
 

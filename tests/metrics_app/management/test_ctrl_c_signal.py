@@ -57,8 +57,9 @@ def test_sigint_to_score_project_keeps_the_stored_batches(tmp_path):
     _out, err = scoring.communicate(timeout=60)
     assert scoring.returncode == 1
     assert err.strip() == ("CommandError: interrupted (Ctrl-C): the scores stored before the "
-                           "stop are kept (they are stored batch by batch); run the same "
-                           "command again to score the rest")
+                           "stop are kept (they are stored batch by batch) and this run's "
+                           "scoring job is marked failed; run the same command again to score "
+                           "the rest")
     kept = _stored_scores(database)
     assert 0 < kept < 2 * N_ITEMS
     rerun = manage("score_project", "study", "--metric", "bleu1,rougeL", "--no-progress")
