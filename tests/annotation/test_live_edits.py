@@ -558,19 +558,23 @@ def test_a_draft_stage_that_a_published_stage_requires_is_not_deleted(admin_clie
 THREE_DAYS = MTURK_AUTO_APPROVAL_DELAY_SECONDS
 
 
-@pytest.fixture
-def mturk_trial(owner):
-    """A collecting MTurk trial (its HIT type created with the default 3-day auto-approval)."""
+def _live_mturk_trial(owner, **settings):
+    """A collecting MTurk trial of 2 items in one HIT of 3 assignments, with `settings`."""
     project = make_project(TaskKind.LIKERT, owner=owner, items_per_hit=2,
                            reward_per_hit=Decimal("0.40"))
     items = [make_item(project, group_key="p0") for _ in range(2)]
     stage = make_stage(project, kind=StageKind.TRIAL, name="trial", provider=Provider.MTURK,
                        status=StageStatus.COLLECTING, judgments_per_item=3,
-                       settings={"n_items": 2, "mturk_hit_type_id": "HT1",
-                                 "review": {"approve_after_seconds": 3600}})
+                       settings={"n_items": 2, "mturk_hit_type_id": "HT1", **settings})
     stage.items.set(items)
     make_hit(stage, items=items, max_assignments=3, reward=Decimal("0.40"))
     return stage
+
+
+@pytest.fixture
+def mturk_trial(owner):
+    """A collecting MTurk trial (its HIT type created with the default 3-day auto-approval)."""
+    return _live_mturk_trial(owner, review={"approve_after_seconds": 3600})
 
 
 SYNC = 300  # the provider sync's period the rule is given (QAJ_PROVIDER_SYNC_SECONDS)
@@ -700,15 +704,7 @@ def test_a_live_stage_published_under_an_older_window_rule_can_still_be_edited(
     saved no more: renaming it on the form, or changing its review's other rules through the
     API, was refused with the window's error, and the delay that would fix it is fixed once
     published. The window is asked again only when an edit changes the wait or the delay."""
-    project = make_project(TaskKind.LIKERT, owner=owner, items_per_hit=2,
-                           reward_per_hit=Decimal("0.40"))
-    items = [make_item(project, group_key="p0") for _ in range(2)]
-    live = make_stage(project, kind=StageKind.TRIAL, name="trial", provider=Provider.MTURK,
-                      status=StageStatus.COLLECTING, judgments_per_item=3,
-                      settings={"n_items": 2, "mturk_hit_type_id": "HT1",
-                                "auto_approval_delay_seconds": 240})
-    live.items.set(items)
-    make_hit(live, items=items, max_assignments=3, reward=Decimal("0.40"))
+    live = _live_mturk_trial(owner, auto_approval_delay_seconds=240)
     url = reverse("admin:annotation_stage_change", args=[live.pk])
     renamed = admin_client_.post(url, admin_form_as_posted(admin_client_.get(url),
                                                            name="renamed"))
