@@ -240,18 +240,29 @@ def inhouse_link_reissue(*, link: InhouseLink) -> tuple[InhouseLink, str]:
                                expires_at=link.expires_at)
 
 
+def _open_inhouse_stages(project: Project):
+    return (Stage.objects.filter(project=project, provider=Provider.INHOUSE,
+                                 status__in=OPEN_STAGE_STATUSES)
+            .order_by("-order", "-pk"))
+
+
+def inhouse_link_goes_home(*, link: InhouseLink) -> bool:
+    """A project-wide link opened at its task address (the address `inhouse_link_create`
+    returns, or one typed by hand) while the project has more than one open in-house stage:
+    the annotator chooses on their home page. Opening the latest stage instead sent a worker
+    with a qualification still to take into the full stage, which refused them."""
+    return link.stage_id is None and _open_inhouse_stages(link.project)[:2].count() > 1
+
+
 def inhouse_link_stage(*, link: InhouseLink) -> Stage:
-    """The stage a link opens: its own, or the project's latest open in-house stage. A link is an
-    in-house entry point: a stage published on MTurk or Prolific is never opened through it."""
+    """The stage a link opens: its own, or the project's one open in-house stage (with several,
+    `inhouse_link_goes_home`). A link is an in-house entry point: a stage published on MTurk or
+    Prolific is never opened through it."""
     if link.stage is not None:
         if link.stage.provider != Provider.INHOUSE:
             raise AccessDenied("This link does not open a task.")
         return link.stage
-    stage = (
-        Stage.objects.filter(project=link.project, provider=Provider.INHOUSE,
-                             status__in=OPEN_STAGE_STATUSES)
-        .order_by("-order", "-pk").first()
-    )
+    stage = _open_inhouse_stages(link.project).first()
     if stage is None:
         raise AccessDenied("There is no open task for this link at the moment.")
     return stage

@@ -314,6 +314,8 @@ def task_link(request: HttpRequest, token: str) -> HttpResponse:
     assignment or starts the next one."""
     try:
         link = access.inhouse_link_resolve(token=token)
+        if access.inhouse_link_goes_home(link=link):
+            return redirect(access.inhouse_home_path(link=link))
         stage = access.inhouse_link_stage(link=link)
     except AssignmentRefused as exc:
         return task_refused(request, exc)

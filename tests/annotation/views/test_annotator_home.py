@@ -288,3 +288,22 @@ def test_a_blocked_annotator_reads_it_on_their_home_page(client, study):
     assert 'id="home-blocked"' in html
     assert "Your account can no longer take tasks in this study." in html
     assert stage_url(token, stages["full"]) not in html and "Continue" not in html
+
+
+def test_a_project_wide_link_at_its_task_address_lets_the_annotator_choose(client, study):
+    """The task address of a project-wide link (what `inhouse_link_create` returns) with two
+    open in-house stages goes to the home page, where the annotator picks one: it opened the
+    latest (the full stage) and started work there, whatever the annotator meant to do. With
+    one open stage it opens that stage, as before."""
+    project, stages, _ = study
+    link, task_path = inhouse_link_create(worker=make_worker(display_name="Dana"),
+                                          project=project)
+    response = client.get(task_path)
+    assert response.status_code == 302
+    assert response["Location"] == inhouse_home_path(link=link)
+    assert not Assignment.objects.filter(worker=link.worker).exists()
+    stages["full"].status = StageStatus.CLOSED
+    stages["full"].save(update_fields=["status"])
+    response = client.get(task_path)
+    assert response.status_code == 200
+    assert Assignment.objects.get(worker=link.worker).stage == stages["trial"]
