@@ -13,7 +13,7 @@ Never: an item whose two answers are one text (`answers_identical`: the pick was
 practice items, excluded items and practice or qualification work never count
 (`judgments_that_count`). Each row's metadata carries the votes, the agreement, the
 aggregation model and where the label came from, the systems of both answers, and whether the
-item is a gold check (`gold_check`: only with `include_gold_checks`). `preference_write`
+item is a gold check (`gold_check`, true only with `include_gold_checks`). `preference_write`
 returns what it left out, by reason (`LEFT_OUT_REASONS`), for the door to say.
 """
 from __future__ import annotations
