@@ -28,7 +28,7 @@ from .access_selectors import (
     access_stage,
     project_stage_by_ref,
 )
-from .models import NON_DATA_STAGE_KINDS, Project, Stage
+from .models import Project, Stage
 from .selectors import (
     attach_progress,
     item_list,
@@ -56,6 +56,7 @@ from .serializers import (
     StageReleasePreviewSerializer,
     StageUpdateInputSerializer,
 )
+from .services.exports import non_data_stage_error
 from .services.items import ItemInputError, StoredItems, item_create, items_bulk_create
 from .services.projects import ProjectShareError, project_create, project_update
 from .services.stages import StageEditRefused, stage_create, stage_update
@@ -354,11 +355,11 @@ class JudgmentListApi(JsonApiMixin, APIView):
         project = access_project(request.user, project_slug)
         filters = _query_filters(request, JudgmentFilterSerializer, project)
         stage = filters.get("stage")
-        if stage is not None and stage.kind in NON_DATA_STAGE_KINDS \
-                and not filters.get("include_qualification"):
+        # The one rule of every judgment export (`export_data --stage`, the preference pairs).
+        if why := non_data_stage_error(
+                stage, include_qualification=bool(filters.get("include_qualification"))):
             raise serializers.ValidationError({"stage": [
-                f"stage {stage.name!r} is a {stage.kind} stage: its judgments test workers; "
-                "add include_qualification=true to read them"]})
+                f"{why}; add include_qualification=true to read them"]})
         return paginated_response(request=request, view=self,
                                   queryset=judgment_list(project=project, filters=filters),
                                   serializer_class=JudgmentOutputSerializer)

@@ -293,7 +293,8 @@ def judgments_that_count(queryset: QuerySet[Judgment] | None = None, *,
     Gold/attention-check items are data like any other item: their judgments count (gold
     accuracy is read from them too); they are only outside a stage's redundancy plan
     (`stage_progress`) and are not study items (`items_measured_on`): no metric, judge,
-    estimate or leaderboard is measured on them.
+    estimate or leaderboard is measured on them, and no preference pair is made of them unless
+    asked (`preference_rows`).
 
     `awaiting_provider=True` gives instead the judgments that meet every condition but the
     provider's (PENDING: they count once it lists or verifies their work; `Progress.awaiting`).
@@ -337,7 +338,9 @@ def items_measured_on(project: Project) -> QuerySet[Item]:
     """THE study items: the items a metric or judge is measured on against the humans, and the
     population the system estimates and the judge plan estimate over. Read by the metric
     report (page, `metric_report`, its API), the judges report (page, `judge_report`, its
-    API), the judge plan and the estimates, so each says the same n (`measured_on_summary`).
+    API), the judge plan and the estimates, so each says the same n (`measured_on_summary`),
+    and by the leaderboard (`board_mask`) and the preference pairs for training
+    (`preference_rows`: a gold check is a pair only when asked for).
 
     An item is study data unless it is
     - a practice item or excluded from the study (as `judgments_that_count`);

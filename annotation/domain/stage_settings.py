@@ -114,9 +114,11 @@ SETTINGS: tuple[SettingSpec, ...] = (
                 "what each batch gets.", "Items and HITs",
                 "the project's gold rate", minimum=0.0, maximum=MAX_GOLD_RATE),
     SettingSpec("reuse_earlier_items", "bool", "Reuse earlier items",
-                "Release items that were already in the project's qualification (other data "
-                "stages' items are never released again). In a STARC study a "
-                "participant still never reads a paragraph or article twice.",
+                "Release the items (and gold items) the project's qualification released again, "
+                "and serve a worker items they answered in another stage of the project (the "
+                "qualification they were graded on). Other trial, pilot and full stages' items "
+                "are still never chosen again, and no worker gets an item twice in one stage. In a "
+                "STARC study a participant still never reads a paragraph or article twice.",
                 "Items and HITs", "no"),
     SettingSpec("latin_square", "bool", "STARC Latin square",
                 "Serve each participant at most one item per paragraph (OneStopQA) or article "

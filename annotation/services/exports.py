@@ -103,7 +103,8 @@ def non_data_stage_error(stage: Stage | None, *, include_qualification: bool = F
     """Why an export of `stage` is refused, or None: a practice or qualification stage's
     judgments test workers, not items, and are exported only when asked for
     (`include_qualification`; a preference export never asks). The one rule of the judgment
-    exports and the preference pairs: the latter wrote an empty file for such a stage."""
+    exports (`export_write`, `export_data`, the judgments API) and the preference pairs: the
+    latter wrote an empty file for such a stage."""
     if stage is None or stage.kind not in NON_DATA_STAGE_KINDS or include_qualification:
         return None
     return (f"stage {stage.name!r} is a {stage.kind} stage: its judgments test workers, "
@@ -430,9 +431,8 @@ def export_write(*, project: Project, out: IO[str], fmt: str = "jsonl", aggregat
         raise ValueError(f"unknown export format {fmt!r}; use {' or '.join(EXPORT_FORMATS)}")
     if aggregation and not aggregate:
         raise ValueError("an aggregation model applies to aggregated (per-item) exports only")
-    if stage is not None and stage.kind in NON_DATA_STAGE_KINDS and not include_qualification:
-        raise ValueError(f"stage {stage.name!r} is a {stage.kind} stage: its judgments test "
-                         "workers and are exported only when asked (--include-qualification)")
+    if why := non_data_stage_error(stage, include_qualification=include_qualification):
+        raise ValueError(f"{why}; they are exported only when asked (--include-qualification)")
     if aggregate:
         resolve_aggregation(project.kind, aggregation)  # a bad model fails before any output
         rows = aggregate_rows(project=project, stage=stage, progress=progress,

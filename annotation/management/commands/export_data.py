@@ -4,7 +4,8 @@
                                  [--aggregation MODEL] [--stage NAME|ID] [--no-progress]
                                  [--include-qualification] [--include-rejected]
     python manage.py export_data SLUG --preferences [--min-agreement X] [--include-ties]
-                                 [--include-contested] [--aggregation MODEL] [--output FILE]
+                                 [--include-contested] [--include-gold-checks]
+                                 [--aggregation MODEL] [--output FILE]
     python manage.py export_data SLUG --spot-checks --format jsonl|csv [--stage NAME|ID]
                                  [--output FILE]
 
@@ -13,7 +14,9 @@ Writes to standard output unless --output is given. Only the judgments that coun
 answers with --include-qualification, unaccepted work with --include-rejected (audits).
 --spot-checks writes every spot check recorded on the project (the spot-check page's), as the
 workers table counts them. An option that would change nothing in the export asked for is
-refused, naming it (the pairs' options without --preferences). Columns: docs/DATA_FORMATS.md.
+refused, naming it (the pairs' options without --preferences). --preferences leaves gold
+checks out as the leaderboard does (`preference_rows`) and says on standard error how many
+items it left out and why. Columns: docs/DATA_FORMATS.md.
 """
 from __future__ import annotations
 
@@ -29,7 +32,11 @@ from annotation.services.exports import (
     non_data_stage_error,
     spot_checks_write,
 )
-from annotation.services.preference_exports import PreferenceExportError, preference_write
+from annotation.services.preference_exports import (
+    PreferenceExportError,
+    preference_left_out_note,
+    preference_write,
+)
 from annotation.spot_check_selectors import spot_check_list
 from core.output_files import InterruptibleCommand, OutputPathError, output_file
 
@@ -37,15 +44,20 @@ from core.output_files import InterruptibleCommand, OutputPathError, output_file
 NOT_WITH_SPOT_CHECKS = ("aggregate", "aggregation", "preferences", "include_qualification",
                         "include_rejected")
 # What chooses the pairs of a --preferences export only: elsewhere it would change nothing.
-PREFERENCES_ONLY = ("min_agreement", "include_ties", "include_contested")
+PREFERENCES_ONLY = ("min_agreement", "include_ties", "include_contested", "include_gold_checks")
 # What a --preferences export cannot take: its pairs are built from the judgments that count.
 NOT_WITH_PREFERENCES = ("include_qualification", "include_rejected")
+
+
+def _option(name: str) -> str:
+    """An option as typed (`include_ties` → `--include-ties`)."""
+    return f"--{name.replace('_', '-')}"
 
 
 def _given(options: dict, names: tuple[str, ...]) -> list[str]:
     """The options of `names` given on the command line, spelled as typed (`--include-ties`)."""
     # `is`, not `in`: 0.0 == False, and `--min-agreement 0` was given all the same.
-    return [f"--{name.replace('_', '-')}" for name in names
+    return [_option(name) for name in names
             if options[name] is not None and options[name] is not False]
 
 
@@ -95,6 +107,10 @@ class Command(InterruptibleCommand):
                             help="with --preferences: also items whose label is a tie")
         parser.add_argument("--include-contested", action="store_true",
                             help="with --preferences: also items without a clear majority")
+        parser.add_argument("--include-gold-checks", action="store_true",
+                            help="with --preferences: also gold-check items (attention checks "
+                                 "with a known answer, left out as the leaderboard leaves "
+                                 "them out; metadata.gold_check says which)")
         parser.add_argument("--spot-checks", action="store_true",
                             help="one row per spot check recorded on the project (the "
                                  "spot-check page's): judgment, item, worker, verdict, note, "
@@ -197,13 +213,21 @@ class Command(InterruptibleCommand):
                       min_agreement=options["min_agreement"] or 0.0,
                       include_ties=options["include_ties"],
                       include_contested=options["include_contested"],
+                      include_gold_checks=options["include_gold_checks"],
                       aggregation=options["aggregation"] or None)
         try:
             if options["output"]:
                 with _output_open(options["output"]) as handle:
-                    count = preference_write(out=handle, **kwargs)
-                self.stderr.write(f"{count} preference pairs written to {options['output']}")
+                    count, left_out = preference_write(out=handle, **kwargs)
+                where = f"written to {options['output']}"
             else:
-                preference_write(out=self.stdout, **kwargs)
+                try:
+                    count, left_out = preference_write(out=self.stdout, **kwargs)
+                except BrokenPipeError:  # `export_data ... | head`: the reader has seen enough
+                    return
+                where = f"of {instance.slug} exported"
         except PreferenceExportError as error:
             raise CommandError(str(error)) from None
+        # What the pairs leave out, beside them (standard error: the rows stay the data).
+        self.stderr.write(f"{count} preference pair{'s' if count != 1 else ''} {where}; "
+                          + preference_left_out_note(left_out, spell=_option))

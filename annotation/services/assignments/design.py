@@ -8,7 +8,8 @@ and a HIT accept is refused by `hit_design_refusal` when the HIT repeats a unit 
 read. A unit once read (judged, held by a live assignment, or shown in one that ended, in any
 stage of the project, or in another project holding the same text: `units_seen`) is never
 served to that worker again, whatever `reuse_earlier_items` says: that setting lets a stage
-release items of earlier stages again, to participants who have not read them. A qualification
+release the qualification's items again and serve a worker an item they answered in another
+stage, but in a STARC square never one of a unit they read. A qualification
 serves one item per unit not yet read (`one_item_per_unread_unit`; every taker the same items).
 Practice items are outside the square (every worker does all of them, first), but each is a
 reading of its text: `units_read` counts the units of the practice items a worker did or the

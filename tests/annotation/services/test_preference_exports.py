@@ -98,6 +98,9 @@ def test_export_command_writes_pairs(study):
     (["--preferences", "--include-rejected"],
      "--preferences builds its pairs from the judgments that count .*drop --include-rejected"),
     (["--preferences", "--include-qualification"], "drop --include-qualification"),
+    (["--include-gold-checks"],
+     "--include-gold-checks chooses the pairs of a --preferences export; add --preferences"),
+    (["--aggregate", "--include-gold-checks"], "--include-gold-checks chooses the pairs"),
 ])
 def test_an_export_option_that_would_change_nothing_is_refused_not_ignored(study, tmp_path,
                                                                           args, refused):
@@ -144,3 +147,67 @@ def test_a_qualification_stages_preferences_are_refused_by_name_not_an_empty_fil
         with pytest.raises(CommandError, match="'qual' is a qualification stage"):
             call_command("export_data", study.slug, *args, "--stage", "qual",
                          stdout=io.StringIO(), stderr=io.StringIO())
+
+
+def _gold_check_and_practice(project):
+    """A gold check all three workers got right and a practice item they all answered, each
+    with clear votes in the full stage (as `study`'s items)."""
+    from annotation.models import Stage, Worker
+
+    stage = Stage.objects.get(project=project, kind=StageKind.FULL)
+    for name, flags in (("gold", {"is_gold_check": True, "gold": {"choice": "B"}}),
+                        ("practice", {"is_practice": True})):
+        made = make_item(project, external_id=name, domain="Law", **flags, content={
+            "question": f"question {name}", "evidence": [], "setting": "HM",
+            "answer_a": {"text": f"{name} answer A", "kind": "model", "system": "model-x"},
+            "answer_b": {"text": f"{name} answer B", "kind": "human", "upvotes": 3}})
+        for worker in Worker.objects.filter(judgments__item__project=project).distinct():
+            make_judgment(item=made, stage=stage, worker=worker, choice="B")
+
+
+@pytest.mark.reliability
+def test_gold_checks_are_left_out_of_the_pairs_as_the_leaderboard_leaves_them_out(study):
+    """A DPO dataset built from `export_data --preferences` trained on the attention checks:
+    the pairs kept gold-check items (chosen for their known answer, no comparison of systems)
+    that the leaderboard and the long-form A/B table leave out (`board_mask`). Left out by the
+    board's rule (`items_measured_on`), back only when asked, and said so in the metadata."""
+    from annotation.selectors import items_measured_on
+
+    _gold_check_and_practice(study)
+    left_out = {}
+    rows = {row["metadata"]["item"]: row
+            for row in preference_rows(project=study, left_out=left_out)}
+    assert set(rows) == {"clear", "two-one", "decided"}
+    assert set(rows) <= set(items_measured_on(study).values_list("external_id", flat=True))
+    assert left_out == {"gold_check": 1, "tie": 1, "contested": 1}
+    assert not any(row["metadata"]["gold_check"] for row in rows.values())
+    asked = _rows(study, include_gold_checks=True)
+    assert set(asked) == {"clear", "two-one", "decided", "gold"}, "practice items never count"
+    assert asked["gold"]["metadata"]["gold_check"] is True
+    assert asked["gold"]["chosen"] == "gold answer B"
+
+
+@pytest.mark.reliability
+def test_the_preferences_command_says_what_it_left_out_and_takes_the_gold_checks_on_request(
+        study, tmp_path):
+    """`export_data --preferences` said "3 preference pairs written" and nothing of the tie,
+    the contested item and the gold check it had left out; it names each with the option that
+    brings it back, and `--include-gold-checks` does."""
+    _gold_check_and_practice(study)
+    target, err = tmp_path / "pairs.jsonl", io.StringIO()
+    call_command("export_data", "prefs", "--preferences", "--output", str(target),
+                 stdout=io.StringIO(), stderr=err)
+    assert len(target.read_text().splitlines()) == 3
+    note = err.getvalue()
+    assert note.startswith(f"3 preference pairs written to {target}; left out: ")
+    assert "1 gold-check item (attention checks with a known answer, not a comparison of " \
+           "systems; --include-gold-checks brings it back)" in note
+    assert "1 tie (the label is a tie; --include-ties brings it back)" in note
+    assert "1 contested item (" in note and "--include-contested brings it back" in note
+    out, err = io.StringIO(), io.StringIO()
+    call_command("export_data", "prefs", "--preferences", "--include-gold-checks",
+                 "--include-ties", "--include-contested", stdout=out, stderr=err)
+    rows = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert {r["metadata"]["item"] for r in rows} == {"clear", "two-one", "decided", "gold",
+                                                     "tie", "split"}
+    assert err.getvalue().strip() == "6 preference pairs of prefs exported; nothing left out"
