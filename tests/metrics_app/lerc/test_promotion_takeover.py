@@ -24,6 +24,7 @@ from metrics_app.services.lerc import (
     model_version_rollback,
     promoted_model_version,
 )
+from metrics_app.services.lerc.model_card import model_card
 from testing.factories import make_item, make_project, make_user
 
 pytestmark = [pytest.mark.django_db, pytest.mark.reliability]
@@ -92,6 +93,10 @@ def test_a_version_of_two_projects_takes_a_project_over_only_if_at_least_as_good
         "validation examples of a")
     assert promoted_model_version(project=project_a).pk == a1.pk
     assert promoted_model_version(project=project_b).pk == b1.pk
+    # The model card lists each comparison.
+    assert (f"- takeovers: at_least_as_good False · candidate 0.600 · examples 3 · project a · "
+            f"project_id {project_a.pk} · serving v{a1.number} · serving_value 0.800; "
+            "at_least_as_good True") in model_card(worse)
 
     # At least as good on each project it takes over: promoted, and serves both.
     better = model_version_decide(model_version=_version(
