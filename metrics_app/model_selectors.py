@@ -32,8 +32,7 @@ def promoted_model_version(*, name: str = REGRESSION_MODEL_NAME, project: Projec
     promotion scope); else for `project` the most recently promoted one trained on it, or,
     when none was (a new project scored out of domain, as LERC is meant to be used), the most
     recently promoted one of the name."""
-    promoted = (ModelVersion.objects.filter(name=name, status=ModelStatus.PROMOTED)
-                .order_by("-promoted_at", "-id"))
+    promoted = _promoted(name)
     if projects is not None:
         wanted = frozenset(getattr(p, "id", p) for p in projects)
         return next((v for v in promoted if version_project_set(v) == wanted), None)
@@ -42,6 +41,29 @@ def promoted_model_version(*, name: str = REGRESSION_MODEL_NAME, project: Projec
         if own is not None:
             return own
     return promoted.first()
+
+
+def _promoted(name: str):
+    return (ModelVersion.objects.filter(name=name, status=ModelStatus.PROMOTED)
+            .order_by("-promoted_at", "-id"))
+
+
+def projects_served_by_others(version: ModelVersion, *, besides=()) -> list[tuple[Project,
+                                                                                  ModelVersion]]:
+    """The projects `version` would take over if it were promoted now, with the version serving
+    each now: every project of its set that a promoted version trained on it serves
+    (`promoted_model_version(project=...)`, the most recently promoted one), when that is
+    another version than `version` and than those of `besides` (the incumbent of its own set,
+    compared on all its validation examples). Ordered by project slug. The promotion rule
+    compares `version` with each on that project's validation examples before it serves it
+    (`metrics_app/services/lerc/promotion.py`)."""
+    skip = {version.pk, *(getattr(v, "pk", None) for v in besides)}
+    taken = []
+    for project in version.projects.order_by("slug", "id"):
+        serving = _promoted(version.name).filter(projects=project).first()
+        if serving is not None and serving.pk not in skip:
+            taken.append((project, serving))
+    return taken
 
 
 def learned_metric_seen_items(project: Project, metric: str, version: str | None

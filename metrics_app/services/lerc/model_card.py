@@ -120,6 +120,9 @@ def model_card_refresh(version: ModelVersion) -> bool:
 
 
 def _fmt(value) -> str:
+    if isinstance(value, list | tuple) and any(isinstance(v, dict) for v in value):
+        # Records (a decision's comparisons per project, `takeovers`): one after another.
+        return "; ".join(_pairs(v) if isinstance(v, dict) else _fmt(v) for v in value)
     if isinstance(value, list | tuple):
         return ", ".join(_fmt(v) for v in value) or "–"
     if isinstance(value, float) and value and abs(value) < 0.001:

@@ -1,6 +1,23 @@
-"""Which version serves, and the promotion rule: promoted only if it beats every measurable
-baseline on the same validation examples (the floor) and is at least the promoted version of the
-same project set re-measured on the same judgments; promote, roll back by hand."""
+"""Which version serves, and the promotion rule; promote, roll back by hand.
+
+The rule, in one sentence: a version is promoted only if it beats every measurable baseline on
+its validation examples (the floor), is at least as good as the promoted version of its own
+project set on the same examples, and is at least as good as every other version it would take
+a project from, on that project's part of them.
+
+Why the last part: a promoted version serves every project of its set (the selectors,
+`metrics_app/model_selectors.py:promoted_model_version`: a project is served by the most
+recently promoted version trained on it), so a version trained on {A, B} replaces project A's
+own version. It is compared with that version on A's validation examples (the examples of its
+validation split whose item is A's: no dataset is rebuilt, and the split hashes each passage
+group alone, so they are A's own validation split up to the validation cap), and the decision
+record lists each comparison (`takeovers`). A project whose part is empty, or on which the
+candidate's number is undefined, is not shown at least as good: the version is rejected, and a
+researcher may still promote it by hand with force, the numbers shown. Every door that changes
+what serves applies the same check: the decision, the promotion by hand
+(`hand_promotion_objection`: a version whose decision did not compare it with each version
+serving its projects now needs force), and the rollback (refused when the earlier version
+would take a project from a version other than the one rolled back from)."""
 from __future__ import annotations
 
 import re
@@ -11,13 +28,15 @@ from django.db import transaction
 from django.utils import timezone
 
 from annotation.domain.numbers import MAX_ROW_ID
-from annotation.models import Project
+from annotation.models import Item, Project
 from metrics_app.access_selectors import model_versions_visible_to
 from metrics_app.lerc.config import KIND_PAIRWISE, KIND_REGRESSION
 from metrics_app.lerc.data import capped_examples
 from metrics_app.lerc.validation import validation_metric_name
 from metrics_app.model_selectors import (
+    GROUP_READ_BATCH,
     REGRESSION_MODEL_NAME,
+    projects_served_by_others,
     promoted_model_version,
     version_project_set,
 )
@@ -45,9 +64,11 @@ def model_version_decide(*, model_version: ModelVersion, val_examples: list | No
 
     The incumbent is re-scored outside any lock (it takes a while); the verdict is then
     written under the lock of the name's versions (`common.versions_locked`), and only if the
-    incumbent is still the one measured. When another promotion of the same project set landed
-    meanwhile (a second retrain finishing, a promotion by hand), the version is measured again
-    against the new incumbent, never promoted over a version it was not compared with."""
+    incumbent, and the version serving each project it would take over, are still those
+    measured. When another promotion landed meanwhile (a second retrain finishing, a promotion
+    by hand, of its set or of another set sharing a project), the version is measured again
+    against the versions serving then, never promoted over a version it was not compared
+    with."""
     version = ModelVersion.objects.get(pk=model_version.pk)
     if not decision_pending(version):
         return version  # decided already (a redelivered or resent task): once only
@@ -68,16 +89,16 @@ def model_version_decide(*, model_version: ModelVersion, val_examples: list | No
             except ModelFilesUnusable as exc:
                 raise LercError(f"v{version.number} cannot be measured again: {exc}") from exc
     for _attempt in range(5):
-        incumbent = promoted_model_version(name=version.name, projects=version_project_set(version))
-        promote, why, decision = _promotion_verdict(version, incumbent, val_examples, candidate)
+        incumbent, taken = _serving_now(version)
+        promote, why, decision = _promotion_verdict(version, incumbent, val_examples, candidate,
+                                                    taken=taken)
         with transaction.atomic():
             versions_locked(version.name)
             version = ModelVersion.objects.get(pk=version.pk)
             if not decision_pending(version):
                 return version  # decided meanwhile (a redelivered or resent task)
-            now = promoted_model_version(name=version.name, projects=version_project_set(version))
-            if getattr(now, "pk", None) != getattr(incumbent, "pk", None):
-                continue  # another promotion of this set landed: compare with it
+            if _serving_key(*_serving_now(version)) != _serving_key(incumbent, taken):
+                continue  # another promotion landed: compare with what serves now
             version.metrics = {**version.metrics, "promotion_decision": decision}
             version.save(update_fields=["metrics"])
             if promote:
@@ -90,17 +111,86 @@ def model_version_decide(*, model_version: ModelVersion, val_examples: list | No
                     "while it was compared; decide it again (lerc_evaluate)")
 
 
+def _serving_now(version: ModelVersion) -> tuple[ModelVersion | None, list]:
+    """The promoted version of `version`'s own project set, and the (project, version serving
+    it) pairs of the other projects it would take over (`projects_served_by_others`)."""
+    incumbent = promoted_model_version(name=version.name, projects=version_project_set(version))
+    return incumbent, projects_served_by_others(version, besides=[incumbent])
+
+
+def _serving_key(incumbent, taken) -> tuple:
+    return getattr(incumbent, "pk", None), tuple((p.pk, v.pk) for p, v in taken)
+
+
+def _validation_by_project(val_examples: list, project_ids) -> dict[int, list]:
+    """The validation examples of each project in `project_ids`, by their item (an example's
+    id is its item's id), read in batches the database takes as parameters."""
+    item_ids = sorted({int(e.id) for e in val_examples
+                       if str(getattr(e, "id", "")).isdigit() and 1 <= int(e.id) <= MAX_ROW_ID})
+    project_of: dict[int, int] = {}
+    for start in range(0, len(item_ids), GROUP_READ_BATCH):
+        project_of.update(Item.objects.filter(
+            id__in=item_ids[start:start + GROUP_READ_BATCH], project_id__in=list(project_ids)
+        ).values_list("id", "project_id"))
+    parts: dict[int, list] = {pid: [] for pid in project_ids}
+    for example in val_examples:
+        item_id = str(getattr(example, "id", ""))
+        pid = project_of.get(int(item_id)) if item_id.isdigit() else None
+        if pid is not None:
+            parts[pid].append(example)
+    return parts
+
+
+def _takeover_comparisons(version: ModelVersion, taken: list, val_examples: list,
+                          metric: str) -> list[dict[str, Any]]:
+    """The candidate against the version serving each project it would take over, both scored
+    on that project's part of the validation examples; one record per project."""
+    parts = _validation_by_project(val_examples, [project.pk for project, _v in taken])
+    rows = []
+    for project, serving in taken:
+        examples = parts[project.pk]
+        row: dict[str, Any] = {"project": project.slug, "project_id": project.pk,
+                               "serving": f"v{serving.number}", "examples": len(examples),
+                               "candidate": None, "serving_value": None}
+        if examples:
+            try:
+                row["candidate"] = split_metrics(model_version_scorer(version), version.kind,
+                                                 examples).get(metric)
+            except ModelFilesUnusable as exc:
+                raise LercError(f"v{version.number} cannot be measured on project "
+                                f"{project.slug}: {exc}") from exc
+            try:
+                row["serving_value"] = split_metrics(model_version_scorer(serving),
+                                                     version.kind, examples).get(metric)
+            except ModelFilesUnusable as exc:
+                row["serving_error"] = str(exc)  # the served model is gone: not comparable
+        row["at_least_as_good"] = row["candidate"] is not None and (
+            row["serving_value"] is None or row["candidate"] >= row["serving_value"])
+        rows.append(row)
+    return rows
+
+
+def _takeover_words(row: dict, metric: str) -> str:
+    if not row["examples"]:
+        return (f"project {row['project']} (served by {row['serving']}) has none of its "
+                "validation examples: it cannot be compared there")
+    return (f"on project {row['project']}, {metric} {_number(row['candidate'])} vs "
+            f"{row['serving']}'s {_number(row['serving_value'])} (serving it now) on the same "
+            f"{row['examples']} validation examples of {row['project']}")
+
+
 def _validation_metric(version: ModelVersion) -> str:
     return validation_metric_name(KIND_PAIRWISE if version.kind == ModelKind.PAIRWISE
                                   else KIND_REGRESSION)
 
 
 def _promotion_verdict(version: ModelVersion, incumbent: ModelVersion | None,
-                       val_examples: list, candidate: float | None | object = STORED
-                       ) -> tuple[bool, str, dict[str, Any]]:
+                       val_examples: list, candidate: float | None | object = STORED,
+                       taken: list = ()) -> tuple[bool, str, dict[str, Any]]:
     """(promote, why, decision record) for `version` (its `candidate` value on `val_examples`;
     STORED: the validation number of its training) against `incumbent` (re-scored on
-    `val_examples`) and the baseline floor."""
+    `val_examples`), against each version serving a project it would take over (`taken`,
+    both scored on that project's part of `val_examples`), and the baseline floor."""
     metric = _validation_metric(version)
     stored = (version.metrics.get("validation") or {}).get(metric)
     remeasured = candidate is not STORED
@@ -132,6 +222,16 @@ def _promotion_verdict(version: ModelVersion, incumbent: ModelVersion | None,
                                              or candidate >= incumbent_value)
         why = (f"{metric} {candidate} vs v{incumbent.number}'s {incumbent_value} on the same "
                f"{len(val_examples)} validation examples")
+    if taken:
+        decision["takeovers"] = _takeover_comparisons(version, list(taken), val_examples, metric)
+        worse = [row for row in decision["takeovers"] if not row["at_least_as_good"]]
+        if promote and worse:
+            promote = False
+            why = ("not shown at least as good as every version it would take a project "
+                   "from: " + "; ".join(_takeover_words(row, metric) for row in worse))
+        elif promote:
+            why += "; " + "; ".join(_takeover_words(row, metric)
+                                    for row in decision["takeovers"])
     floor = _baseline_floor(version, metric)
     if floor is not None:
         decision["floor"] = floor
@@ -174,7 +274,8 @@ def _baseline_floor(version: ModelVersion, metric: str) -> dict | None:
 
 class PromotionNeedsForce(LercError):
     """A promotion by hand of a version the promotion rule has not shown at least as good as
-    the one serving its project set; the message gives the numbers. Promote with `force=True`
+    the one serving its project set, or as one serving a project of its set; the message gives
+    the numbers. Promote with `force=True`
     to serve it anyway (the numbers are then logged with the promotion)."""
 
 
@@ -190,6 +291,8 @@ def _decision_words(decision: dict) -> str:
     if decision.get("incumbent"):
         words += (f" vs {decision['incumbent']}'s {_number(decision.get('incumbent_value'))} on "
                   f"the same {decision.get('validation_examples')} validation examples")
+    for row in decision.get("takeovers") or ():
+        words += "; " + _takeover_words(row, metric)
     floor = decision.get("floor") or {}
     if floor.get("best"):
         words += (f"; best baseline {floor['best']} {_number(floor.get('best_value'))} "
@@ -199,15 +302,16 @@ def _decision_words(decision: dict) -> str:
 
 def hand_promotion_objection(version: ModelVersion) -> str | None:
     """Why a promotion by hand of `version` would serve a version the promotion rule has not
-    shown at least as good as the one serving its project set now, with the numbers; None when
-    its own decision was made against the version serving now (or, with none serving, against
+    shown at least as good as the one serving its project set now, or as the one serving a
+    project of its set now (which it would take over), with the numbers; None when its own
+    decision was made against exactly the versions serving now (or, with none serving, against
     none) and said promote (as after a rollback from it).
 
     Only stored numbers are read (no model is scored in a researcher's request): the decision
     measured both versions on the same validation examples; a version never compared with the
     one serving now is not shown at least as good, whatever its own number on other examples."""
     metric = _validation_metric(version)
-    current = promoted_model_version(name=version.name, projects=version_project_set(version))
+    current, taken = _serving_now(version)
     serving = f"v{current.number}" if current is not None else None
     decision = (version.metrics or {}).get("promotion_decision")
     own = _number((version.metrics.get("validation") or {}).get(metric))
@@ -218,11 +322,22 @@ def hand_promotion_objection(version: ModelVersion) -> str | None:
             theirs = _number((current.metrics.get("validation") or {}).get(metric))
             objection += (f"; {serving} serves now (validation {metric} {theirs} on its own "
                           "examples, not comparable)")
-        return objection
+        return objection + "".join(f"; v{other.number} serves project {project.slug} now"
+                                   for project, other in taken)
     if decision.get("incumbent") != serving:
         return (f"v{version.number}'s promotion decision compared it with "
                 f"{decision.get('incumbent') or 'no promoted version'} ({_decision_words(decision)})"
                 f", but {serving or 'no version'} serves now and was never compared with it")
+    compared = {row.get("project_id"): row.get("serving")
+                for row in decision.get("takeovers") or ()}
+    uncompared = [(project, other) for project, other in taken
+                  if compared.get(project.pk) != f"v{other.number}"]
+    if uncompared:
+        return (f"v{version.number} would serve " + ", ".join(
+            f"project {project.slug} in place of v{other.number}" for project, other in uncompared)
+            + f", but its promotion decision ({_decision_words(decision)}) never compared it "
+            "with " + ("that version" if len(uncompared) == 1 else "those versions")
+            + " on that project's validation examples")
     if decision.get("promoted"):
         return None
     return f"the promotion rule rejected v{version.number}: {_decision_words(decision)}"
@@ -255,9 +370,10 @@ def model_version_promote(*, model_version: ModelVersion, user=None, reason: str
 @transaction.atomic
 def _promote(*, model_version: ModelVersion, user=None, reason: str = "") -> ModelVersion:
     """Make this the served version of its name for its project set; the version promoted for
-    the same set goes back to evaluated (other project sets keep theirs). The rule's own
-    verdict and a rollback come here directly; a promotion by hand through
-    `model_version_promote`."""
+    the same set goes back to evaluated (other project sets keep their promoted version, but
+    this one, the most recently promoted, serves every project of its set: the callers checked
+    it against each version it takes a project from). The rule's own verdict and a rollback
+    come here directly; a promotion by hand through `model_version_promote`."""
     versions_locked(model_version.name)
     version = ModelVersion.objects.select_for_update().get(pk=model_version.pk)
     if version.status == ModelStatus.PROMOTED:
@@ -291,7 +407,12 @@ def model_version_rollback(*, name: str = REGRESSION_MODEL_NAME, user=None,
     promotions and promotion decisions take (`common.versions_locked`): a decision landing at
     the same moment (a retrain promoted) happens wholly before or after the rollback, so the
     rollback never replaces a version it did not read as the current one, and one version of
-    the set serves."""
+    the set serves.
+
+    The earlier version serves every project of the set again. Where a version of another set
+    serves one of them now (promoted after the current one, it took that project over), the
+    rollback is refused: the earlier version was never compared with it there, and a promotion
+    by hand (`model_version_promote`) shows the numbers and needs force."""
     if model_version is not None:
         name = model_version.name
     versions_locked(name)
@@ -316,6 +437,14 @@ def model_version_rollback(*, name: str = REGRESSION_MODEL_NAME, user=None,
     if earlier is None:
         raise LercError(f"{name} v{current.number} is the only version ever promoted for "
                         f"projects {_scope_label(scope)}")
+    taken = projects_served_by_others(earlier, besides=[current])
+    if taken:
+        raise LercError(
+            f"rolling back to {name} v{earlier.number} would make it serve "
+            + ", ".join(f"project {project.slug} in place of v{other.number}"
+                        for project, other in taken)
+            + f", never compared with it there (the rollback undoes v{current.number} only); "
+            f"promote v{earlier.number} by hand instead, where its numbers are shown")
     version_event(current, "rolled back", f"back to v{earlier.number}", user)
     # A rollback is the researcher's undo of a promotion and needs no force: the version it
     # serves again served before, and the event says from which.

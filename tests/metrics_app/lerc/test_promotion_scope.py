@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from annotation.models import TaskKind
+from annotation.models import Project, TaskKind
 from metrics_app.models import ModelStatus, ModelVersion
 from metrics_app.registry import get_metric
 from metrics_app.services.lerc import (
@@ -78,6 +78,14 @@ def test_two_projects_each_keep_their_promoted_version(lerc_settings, researcher
     # A version trained on both projects is a third scope; it serves both once most recent.
     both = evaluated([project_a, project_b], 0.1)
     assert both.status == ModelStatus.PROMOTED
+    # It takes a from a1 and b from b1: compared with each on that project's validation
+    # examples (the same weights here, so at least as good on each).
+    takeovers = both.metrics["promotion_decision"]["takeovers"]
+    assert [(row["project_id"], row["serving"]) for row in takeovers] == sorted(
+        [(project_a.pk, f"v{a1.number}"), (project_b.pk, f"v{b1.number}")],
+        key=lambda pair: Project.objects.get(pk=pair[0]).slug)
+    assert all(row["examples"] > 0 and row["candidate"] == row["serving_value"]
+               for row in takeovers)
     a1.refresh_from_db()
     b1.refresh_from_db()
     assert a1.status == b1.status == ModelStatus.PROMOTED
