@@ -66,6 +66,25 @@ def projects_served_by_others(version: ModelVersion, *, besides=()) -> list[tupl
     return taken
 
 
+def projects_won_since(version: ModelVersion, *, rolled_back: ModelVersion
+                       ) -> list[tuple[Project, ModelVersion]]:
+    """The projects of `version`'s set that a rollback from `rolled_back` to `version` would take
+    from a version promoted after `version` was (still promoted, of another set): one that won
+    the project over since, whether it serves it now or would again once `rolled_back` stops
+    (it was promoted between the two). `version` was never shown at least as good there;
+    a version promoted before it, which it displaced when it was promoted first, is not
+    counted. Ordered by project slug."""
+    since = version.promoted_at
+    won = []
+    for project in version.projects.order_by("slug", "id"):
+        other = (_promoted(version.name).exclude(pk__in=[version.pk, rolled_back.pk])
+                 .filter(projects=project).first())
+        if other is not None and (since is None or other.promoted_at is None
+                                  or other.promoted_at > since):
+            won.append((project, other))
+    return won
+
+
 def learned_metric_seen_items(project: Project, metric: str, version: str | None
                               ) -> frozenset[int]:
     """The items of `project` on which the scores of a learned metric (`lerc`, `lerc_prob`,

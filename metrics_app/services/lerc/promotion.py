@@ -17,7 +17,7 @@ researcher may still promote it by hand with force, the numbers shown. Every doo
 what serves applies the same check: the decision, the promotion by hand
 (`hand_promotion_objection`: a version whose decision did not compare it with each version
 serving its projects now needs force), and the rollback (refused when the earlier version
-would take a project from a version other than the one rolled back from)."""
+would take a project from a version of another set promoted after it, `projects_won_since`)."""
 from __future__ import annotations
 
 import re
@@ -37,6 +37,7 @@ from metrics_app.model_selectors import (
     GROUP_READ_BATCH,
     REGRESSION_MODEL_NAME,
     projects_served_by_others,
+    projects_won_since,
     promoted_model_version,
     version_project_set,
 )
@@ -410,9 +411,11 @@ def model_version_rollback(*, name: str = REGRESSION_MODEL_NAME, user=None,
     the set serves.
 
     The earlier version serves every project of the set again. Where a version of another set
-    serves one of them now (promoted after the current one, it took that project over), the
-    rollback is refused: the earlier version was never compared with it there, and a promotion
-    by hand (`model_version_promote`) shows the numbers and needs force."""
+    promoted after the earlier one won one of them over (`projects_won_since`: it serves the
+    project now, promoted after the current one, or served it between the two and would serve
+    it again), the rollback is refused: the earlier version was never shown at least as good
+    there, and a promotion by hand (`model_version_promote`) shows the numbers and needs
+    force."""
     if model_version is not None:
         name = model_version.name
     versions_locked(name)
@@ -437,7 +440,7 @@ def model_version_rollback(*, name: str = REGRESSION_MODEL_NAME, user=None,
     if earlier is None:
         raise LercError(f"{name} v{current.number} is the only version ever promoted for "
                         f"projects {_scope_label(scope)}")
-    taken = projects_served_by_others(earlier, besides=[current])
+    taken = projects_won_since(earlier, rolled_back=current)
     if taken:
         raise LercError(
             f"rolling back to {name} v{earlier.number} would make it serve "

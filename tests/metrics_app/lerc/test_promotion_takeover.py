@@ -212,3 +212,28 @@ def test_a_project_taken_over_while_the_decision_measures_is_compared_with_its_n
     assert [row["serving"] for row in both.metrics["promotion_decision"]["takeovers"]] == [
         f"v{a1.number}"]
     assert promoted_model_version(project=project_a).pk == a1.pk
+
+
+def test_a_rollback_never_hands_back_a_project_won_over_between_the_two_versions(two_projects):
+    """e1 served {a, b}; a1 then won a over (compared with e1 there); c then served {a, b}
+    (compared with a1 on a). Rolling c back to e1 would make e1 serve a again in place of a1,
+    which beat it there: refused. An {a} version promoted before e1, which e1 displaced when
+    it was first promoted, does not stop the plain undo."""
+    project_a, project_b, _examples = two_projects
+    researcher = make_user(superuser=True)
+    old_a = _version([project_a], 0.6, status=ModelStatus.PROMOTED, promoted_hours_ago=4)
+    e1 = _version([project_a, project_b], 0.7, status=ModelStatus.EVALUATED,
+                  promoted_hours_ago=3)
+    a1 = _version([project_a], 0.9, status=ModelStatus.PROMOTED, promoted_hours_ago=2)
+    c = _version([project_a, project_b], 0.8, status=ModelStatus.PROMOTED,
+                 promoted_hours_ago=1)
+    assert promoted_model_version(project=project_a).pk == c.pk
+    with pytest.raises(LercError, match=(
+            f"rolling back to lerc v{e1.number} would make it serve project a in place of "
+            f"v{a1.number}, never compared with it there")):
+        model_version_rollback(model_version=c, user=researcher)
+    assert promoted_model_version(project=project_a).pk == c.pk
+    ModelVersion.objects.filter(pk=a1.pk).update(status=ModelStatus.EVALUATED)
+    assert model_version_rollback(model_version=c, user=researcher).pk == e1.pk
+    assert promoted_model_version(project=project_a).pk == e1.pk
+    assert ModelVersion.objects.get(pk=old_a.pk).status == ModelStatus.PROMOTED
