@@ -333,3 +333,40 @@ def test_a_reversed_qualification_gets_its_pass_back_on_mturk(mturk_server, like
     assert state.scores[(qual_type, "WOK2")] < mark
     assignment_rejection_reverse(assignment=second, reason="appeal upheld")
     assert state.scores[(qual_type, "WOK2")] >= mark
+
+
+def test_every_door_that_counts_reads_the_reversed_work():
+    """The export, the project report (its judgments and workers table), the worker's history,
+    the cached reports' fingerprint and the block-after-rejections count all read the status:
+    the reversed work counts again at each, and no longer counts as a rejection."""
+    from annotation.selectors import counting_fingerprint, worker_history
+    from annotation.services.exports import judgment_rows
+    from annotation.services.review.auto_review import _block_repeated_rejections
+    from annotation.services.review.decisions import ReviewReport
+    from metrics_app.reports.project import project_report
+
+    owner = make_user("alice")
+    assignment = _rejected(owner=owner, n_items=3)
+    project, worker = assignment.stage.project, assignment.worker
+
+    def exported() -> int:
+        return sum(1 for row in judgment_rows(project=project, stage=assignment.stage)
+                   if row["judgment"] is not None)
+
+    def reported() -> tuple[int, list[int]]:
+        report = project_report(project=project)
+        return report["n_judgments"], [w["worker_id"] for w in report["workers"]]
+
+    before = counting_fingerprint(project=project)
+    assert exported() == 0 and reported() == (0, [])
+    assert worker_history(worker=worker, user=owner).judgments_counted == 0
+    assignment_rejection_reverse(assignment=assignment, reason="appeal upheld", by=owner)
+    assert counting_fingerprint(project=project) != before  # cached reports go stale
+    assert exported() == 3 and reported() == (3, [worker.pk])
+    history = worker_history(worker=worker, user=owner)
+    assert history.judgments_counted == 3
+    assert history.assignments_by_status == {AssignmentStatus.APPROVED: 1}
+    report = ReviewReport()
+    _block_repeated_rejections(assignment.stage, 1, report)  # one rejection blocks...
+    assert report.blocked == 0  # ...but none is left
+    assert not worker.blocks.exists()
