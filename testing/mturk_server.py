@@ -51,6 +51,9 @@ COMPARATORS = {
 }
 
 
+OVERRIDE_REJECTION_SECONDS = 30 * 24 * 3600  # ApproveAssignment's OverrideRejection window
+
+
 class MTurkError(Exception):
     def __init__(self, message: str, code: str = "RequestError", status: int = 400):
         super().__init__(message)
@@ -81,6 +84,7 @@ class MTurkState:
         self.worker_locale: dict[str, str] = defaultdict(lambda: "US")
         self.worker_approval_rate: dict[str, int] = defaultdict(lambda: 100)
         self.calls: list[str] = []
+        self.overridden: list[str] = []  # ApproveAssignment calls with OverrideRejection
         self.page_limit = 100  # lower it to force paging (MTurk pages at most 100)
         self.site_url = ""  # where the worker pages are served: the HIT's turkSubmitTo
 
@@ -212,7 +216,15 @@ class MTurkState:
 
     def _decide(self, p: dict, status: str) -> dict:
         assignment = self._assignment(p)
-        if assignment["AssignmentStatus"] != "Submitted":
+        if status == "Approved" and p.get("OverrideRejection") \
+                and assignment["AssignmentStatus"] == "Rejected":
+            # As MTurk: a rejected assignment is approved when the rejection is overridden,
+            # only within 30 days of its submission.
+            if time.time() - assignment.get("SubmitTime", 0) > OVERRIDE_REJECTION_SECONDS:
+                raise MTurkError("This assignment was submitted more than 30 days ago; its "
+                                 "rejection can no longer be overridden.")
+            self.overridden.append(p["AssignmentId"])
+        elif assignment["AssignmentStatus"] != "Submitted":
             raise MTurkError(
                 f"This operation can be called with a status of: Submitted "
                 f"(assignment is {assignment['AssignmentStatus']})"

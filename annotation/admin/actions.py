@@ -1,5 +1,5 @@
 """Admin actions for crowd providers: cost, publish, sync, close (stages); approve, reject,
-bonus (assignments); block, unblock, notify through the provider (workers); and the loud banner
+reverse a rejection, bonus (assignments); block, unblock, notify through the provider (workers); and the loud banner
 when MTurk production is on. Each action calls one service; wired in `annotation/admin.py`.
 """
 from __future__ import annotations
@@ -480,6 +480,34 @@ def reject_assignments(modeladmin, request, queryset):
             failed)
 
 
+@admin.action(description="Reverse rejection (approve; the reason is sent to the worker)")
+def reverse_rejections(modeladmin, request, queryset):
+    from annotation.services.review import assignment_rejection_reverse
+
+    reason = _reason(request)
+    if not reason:
+        modeladmin.message_user(request, "Type why the rejection is reversed (the worker reads "
+                                "it), then reverse it.", messages.ERROR)
+        return
+    done, already, failed, warned = 0, 0, [], []
+    for assignment in queryset.select_related("stage", "stage__project", "worker"):
+        try:
+            reversal = assignment_rejection_reverse(assignment=assignment, reason=reason,
+                                                    by=request.user)
+        except Exception as exc:  # our refusal, the provider's, or an unanswered call
+            text = str(exc)
+            failed.append(text if text.startswith(str(assignment)) else f"{assignment}: {text}")
+            continue
+        already += bool(reversal.already)
+        done += not reversal.already
+        warned += [f"{assignment}: {warning}." for warning in reversal.warnings]
+    _report(modeladmin, request,
+            _outcome("Reversed the rejection of (approved)", done, already,
+                     "reversed already (nothing sent again)"), failed)
+    for line in warned:
+        modeladmin.message_user(request, line, messages.WARNING)
+
+
 @admin.action(description="Pay a bonus (amount and reason above; paid once)")
 def bonus_assignments(modeladmin, request, queryset):
     from annotation.services.review import ReviewError, assignments_bonus_pay, bonus_amount
@@ -525,8 +553,8 @@ def verify_sessions(modeladmin, request, queryset):
                                   f"answer stay pending; the sync asks again."], [])
 
 
-ASSIGNMENT_ACTIONS = (approve_assignments, reject_assignments, bonus_assignments,
-                      verify_sessions)
+ASSIGNMENT_ACTIONS = (approve_assignments, reject_assignments, reverse_rejections,
+                      bonus_assignments, verify_sessions)
 
 
 # --- workers -------------------------------------------------------------------------------------

@@ -283,8 +283,9 @@ class AssignmentAdmin(ProviderBannerMixin, ProjectScopedAdmin):
         return super().change_view(request, object_id, form_url, extra_context)
 
     def decide_view(self, request, object_id):
-        """Approve, reject, pay a bonus or block the worker from the assignment's own page,
-        through the same actions as the list (the same services, the same messages)."""
+        """Approve, reject, reverse a rejection, pay a bonus or block the worker from the
+        assignment's own page, through the same actions as the list (the same services, the
+        same messages)."""
         from django.core.exceptions import PermissionDenied
         from django.http import Http404
         from django.shortcuts import redirect
@@ -294,6 +295,7 @@ class AssignmentAdmin(ProviderBannerMixin, ProjectScopedAdmin):
             block_on_provider,
             bonus_assignments,
             reject_assignments,
+            reverse_rejections,
         )
 
         pk = row_id_of(object_id)
@@ -308,8 +310,9 @@ class AssignmentAdmin(ProviderBannerMixin, ProjectScopedAdmin):
         decision = request.POST.get("decision", "")
         if decision == "block":
             block_on_provider(self, request, Worker.objects.filter(pk=assignment.worker_id))
-        elif decision in ("approve", "reject", "bonus"):
+        elif decision in ("approve", "reject", "reverse", "bonus"):
             {"approve": approve_assignments, "reject": reject_assignments,
+             "reverse": reverse_rejections,
              "bonus": bonus_assignments}[decision](self, request, queryset)
         else:
             self.message_user(request, f"Unknown decision {decision!r}.", messages.ERROR)

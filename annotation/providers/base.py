@@ -244,6 +244,18 @@ class CrowdProvider(abc.ABC):
     def reject(self, *, assignment, reason: str) -> dict:
         ...
 
+    def rejection_reversal_refusal(self, *, assignment, now: dt.datetime) -> str:
+        """Why this provider cannot approve `assignment`, which it rejected ("" when it can),
+        saying what the researcher can do instead (`assignment_rejection_reverse`). By
+        default it cannot."""
+        return (f"{self.name} offers no way to approve work it rejected; nothing was sent "
+                f"or changed")
+
+    def approve_rejected(self, *, assignment, feedback: str) -> dict:
+        """Approve (and pay) work this provider rejected, once; only where
+        `rejection_reversal_refusal` is ""."""
+        raise NotImplementedError(f"{self.name} cannot approve work it rejected")
+
     @abc.abstractmethod
     def bonus(self, *, assignment, amount: Decimal, reason: str, token: str) -> dict:
         """Pay `amount` once; `token` identifies this payment across retries."""

@@ -38,5 +38,11 @@ class InhouseProvider(CrowdProvider):
     def reject(self, *, assignment, reason: str) -> dict:
         return {"local": True}
 
+    def rejection_reversal_refusal(self, *, assignment, now) -> str:
+        return ""  # a local record: experts are paid outside the platform
+
+    def approve_rejected(self, *, assignment, feedback: str) -> dict:
+        return {"local": True, "override_rejection": True}
+
     def bonus(self, *, assignment, amount: Decimal, reason: str, token: str) -> dict:
         return {"local": True, "note": "paid outside the platform"}

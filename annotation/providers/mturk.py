@@ -92,6 +92,8 @@ def _digest(*parts: str) -> str:
 # A submit on its way when the assignment duration ends (as the sweep of abandoned assignments,
 # `annotation/services/assignments/timeouts.py:HIT_ASSIGNMENT_GRACE`).
 SUBMIT_GRACE = dt.timedelta(minutes=10)
+# How long after its submission MTurk still approves a rejected assignment (OverrideRejection).
+OVERRIDE_REJECTION_WINDOW = dt.timedelta(days=30)
 
 
 class MTurkProvider(RemoteProvider):
@@ -529,7 +531,10 @@ class MTurkProvider(RemoteProvider):
         ]
 
     def approve(self, *, assignment, feedback: str = "") -> dict:
-        params: dict[str, Any] = {"AssignmentId": assignment.external_id}
+        return self._approve(assignment, feedback, {})
+
+    def _approve(self, assignment, feedback: str, extra: dict[str, Any]) -> dict:
+        params: dict[str, Any] = {"AssignmentId": assignment.external_id, **extra}
         if feedback:
             params["RequesterFeedback"] = feedback[:1024]
         try:
@@ -542,6 +547,27 @@ class MTurkProvider(RemoteProvider):
                 return {"already": True}
             raise ProviderCallRefused(error_message(exc)) from exc
         return {"approved": assignment.external_id}
+
+    def rejection_reversal_refusal(self, *, assignment, now: dt.datetime) -> str:
+        """MTurk approves a rejected assignment (ApproveAssignment with OverrideRejection) only
+        within 30 days of its submission, and only while its HIT exists: past the window it
+        refuses, so nothing is sent. Without a stored submission time MTurk itself decides."""
+        submitted = assignment.submitted_at
+        if submitted is None or now <= submitted + OVERRIDE_REJECTION_WINDOW:
+            return ""
+        return (f"MTurk approves a rejected assignment only within "
+                f"{OVERRIDE_REJECTION_WINDOW.days} days of its submission, and this one was "
+                f"submitted on {submitted:%Y-%m-%d} ({(now - submitted).days} days ago): "
+                f"nothing was sent or changed. To make it right with the worker, pay them a "
+                f"bonus on one of their approved assignments, or message them; this work stays "
+                f"out of the study")
+
+    def approve_rejected(self, *, assignment, feedback: str) -> dict:
+        """ApproveAssignment with OverrideRejection=True: MTurk pays the reward and its fee now
+        and the worker's record shows the work approved. A retry after a lost answer finds
+        it approved (approving twice is an error there, not a second payment)."""
+        return {**self._approve(assignment, feedback, {"OverrideRejection": True}),
+                "override_rejection": True}
 
     def reject(self, *, assignment, reason: str) -> dict:
         try:

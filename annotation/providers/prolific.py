@@ -603,6 +603,17 @@ class ProlificProvider(RemoteProvider):
     def approve(self, *, assignment, feedback: str = "") -> dict:
         return self._transition(assignment, {"action": "APPROVE"}, "APPROVED")
 
+    def rejection_reversal_refusal(self, *, assignment, now) -> str:
+        """Prolific's API cannot undo a rejection: its transition endpoint says a status, once
+        changed, cannot be restored. Only its researcher app reverses one (the submission goes
+        back to awaiting review)."""
+        return ("Prolific's API cannot reverse a rejection (a submission's status, once "
+                "changed there, cannot be restored through it), so nothing was sent or changed. "
+                "Reverse it in Prolific's researcher app (the study's rejected submissions: "
+                "reverse the rejection, then approve the submission there); the next sync "
+                "records that approval here and the participant's judgments count again. Or "
+                "pay the participant a bonus on Prolific")
+
     def reject(self, *, assignment, reason: str) -> dict:
         message = reason if len(reason) >= MIN_REJECTION_MESSAGE else reason + REJECTION_SUFFIX
         body = {"action": "REJECT", "message": message,

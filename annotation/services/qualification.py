@@ -23,6 +23,8 @@ from annotation.models import (
     Assignment,
     Item,
     Judgment,
+    ProviderCall,
+    ProviderCallStatus,
     StageKind,
     WorkerQualification,
 )
@@ -183,6 +185,60 @@ def _qualification_call(qualification: WorkerQualification, operation: str, key_
         key=f"{stage.provider}:{key_name}:{qualification.pk}",
         call_fn=lambda _token: call(), stage=stage, worker=qualification.worker,
         request=request)
+
+
+def qualification_provider_holds_fail(qualification: WorkerQualification) -> bool:
+    """Whether the provider holds a pass of ours as a fail because its work was rejected: the
+    pass was withdrawn (`qualification_withdraw_rejected`), or granted as a fail (rejected
+    before the grant), and not granted again since (`qualification_regrant`)."""
+    stage = qualification.stage
+    calls = ProviderCall.objects.filter(status=ProviderCallStatus.SUCCEEDED)
+    key = f"{stage.provider}:qualification-%s:{qualification.pk}"
+    if calls.filter(key=key % "regrant").exists():
+        return False
+    return calls.filter(key=key % "withdraw").exists() or calls.filter(
+        key=key % "grant", request__passed=False).exists()
+
+
+def qualification_regrant(*, qualification: WorkerQualification) -> bool:
+    """Grant a pass again on the provider once the rejection of the work it was graded from is
+    reversed (`assignment_rejection_reverse`, or an approval the sync mirrors): the result
+    qualifies again (`qualification_counts`) while the provider holds it as a fail. Once only
+    (a recorded call); True when the result needed it."""
+    from annotation.providers import get_provider
+
+    if not (qualification.granted_externally and qualification.passed) \
+            or not qualification_counts(qualification) \
+            or not qualification_provider_holds_fail(qualification):
+        return False
+    stage = qualification.stage
+    provider = get_provider(stage.provider)
+    value = granted_value(score=qualification.score, passed=True,
+                          threshold=stage.project.qualification_threshold)
+    _qualification_call(qualification, "GrantQualification", "qualification-regrant",
+                        lambda: provider.grant_qualification(
+                            stage=stage, worker=qualification.worker, value=value, passed=True),
+                        request={"value": value, "passed": True, "after": "rejection reversed"})
+    return True
+
+
+def qualification_regrant_after_reversal(*, assignment: Assignment) -> list[str]:
+    """Called where a rejected qualification assignment becomes approved: grant its pass again
+    (`qualification_regrant`). Returns what failed, in words (a provider fault: the periodic
+    review retries, `stage_auto_review`)."""
+    if assignment.stage.kind != StageKind.QUALIFICATION:
+        return []
+    failed = []
+    for qualification in WorkerQualification.objects.filter(
+            worker=assignment.worker, stage=assignment.stage).select_related(
+            "worker", "stage", "stage__project"):
+        try:
+            qualification_regrant(qualification=qualification)
+        except Exception as exc:  # noqa: BLE001 - retried by the periodic review
+            failed.append(f"the pass could not be granted again on "
+                          f"{assignment.stage.get_provider_display()} ({exc}); the periodic "
+                          f"review tries again")
+    return failed
 
 
 def qualification_withdraw_after_rejection(*, assignment: Assignment) -> None:

@@ -68,3 +68,31 @@ def w1_submitted_awaiting_review(state, likert_study, researcher, client):
                                       answer_for=scores_cycle([1, 2, 3, 4, 5]))
     state.worker_submit(w1)
     return stage, hit, w1, assignment
+
+
+def mturk_qualification_hand_reviewed(state, likert_study, researcher, client):
+    """A published MTurk qualification (on the local MTurk server's `state`) reviewed by hand:
+    the work waits for the researcher's decision, before MTurk's auto-approval. Returns
+    (stage, `submits(worker_id)`: the worker accepts, answers every gold item right on our
+    page and submits on MTurk; returns their assignment)."""
+    from annotation.services.stages import stage_publish
+    from testing.workers_sim import gold_score, mturk_worker_submits
+
+    project, _gold, _items = likert_study
+    stage = make_stage(project, kind=StageKind.QUALIFICATION, status=StageStatus.DRAFT,
+                       provider="mturk", settings={
+                           "max_workers": 6, "locales": [],
+                           "review": {"approve_after_seconds": 10**6},
+                           "auto_approval_delay_seconds": 2592000})
+    stage_publish(stage=stage, user=researcher)
+    hit = stage.hits.get()
+
+    def submits(worker_id: str):
+        assignment_id = state.worker_accept(hit.external_id, worker_id)
+        assignment = mturk_worker_submits(client, stage=stage, hit_id=hit.external_id,
+                                          worker_id=worker_id, assignment_id=assignment_id,
+                                          answer_for=gold_score)
+        state.worker_submit(assignment_id)
+        return assignment
+
+    return stage, submits

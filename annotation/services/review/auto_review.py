@@ -29,6 +29,8 @@ from annotation.selectors import blocked_worker_ids_for
 from annotation.services.qualification import (
     qualification_grade,
     qualification_grant,
+    qualification_provider_holds_fail,
+    qualification_regrant,
     qualification_source_confirmed,
     qualification_withdraw_rejected,
 )
@@ -123,6 +125,18 @@ def _qualifications_grade_and_grant(stage: Stage, submitted, report: ReviewRepor
             qualification_withdraw_rejected(qualification=qualification)
         except Exception as exc:  # retried on the next run
             report.errors.append(f"withdraw {qualification.worker}: {exc}")
+    # A pass taken back, whose work's rejection was reversed since, is granted again (retried
+    # here when the call at the reversal failed; once only, a recorded call).
+    for qualification in WorkerQualification.objects.filter(
+            stage=stage, granted_externally=True, passed=True,
+            assignment__status=AssignmentStatus.APPROVED).select_related(
+            "worker", "stage", "stage__project"):
+        if not qualification_provider_holds_fail(qualification):
+            continue
+        try:
+            qualification_regrant(qualification=qualification)
+        except Exception as exc:  # retried on the next run
+            report.errors.append(f"grant again {qualification.worker}: {exc}")
 
 
 def _decide(due, report: ReviewReport) -> None:

@@ -13,6 +13,7 @@ from django.db import transaction
 from django.db.models import Sum
 from django.utils import timezone
 
+from annotation.access_selectors import projects_visible_to
 from annotation.cost_selectors import BONUS_OPERATION, bonuses_over_budget
 from annotation.domain.answers import (
     FLAG_FAILED_PRACTICE,
@@ -49,11 +50,17 @@ from annotation.providers.calls import (
     provider_call_get_or_create,
     provider_call_run,
 )
-from annotation.selectors import practice_failed_worker_ids, qualification_results_that_count
+from annotation.selectors import (
+    REOFFER_OPERATION,
+    blocked_worker_ids_for,
+    practice_failed_worker_ids,
+    qualification_results_that_count,
+)
 from annotation.services.budget import budget_lock
 from annotation.services.qualification import (
     answer_is_correct,
     assignment_provider_confirmed,
+    qualification_regrant_after_reversal,
     qualification_withdraw_after_rejection,
 )
 from annotation.services.redundancy import adaptive_targets_refresh
@@ -384,6 +391,136 @@ def _held_paid_reject(assignment: Assignment, reason: str) -> Assignment:
     return assignment
 
 
+def reversal_call_key(assignment: Assignment) -> str:
+    """The key of the call that approves an assignment whose rejection is reversed (MTurk's
+    ApproveAssignment with OverrideRejection): once per assignment, since approved work is
+    never rejected again."""
+    return decision_call_key(assignment, "reverse-rejection")
+
+
+@dataclasses.dataclass
+class RejectionReversal:
+    """What `assignment_rejection_reverse` did: `already` says why nothing was done (reversed
+    before: when and by whom); `warnings` what the researcher should know (a block that
+    stands, a slot re-offered, a qualification not granted again)."""
+    assignment: Assignment
+    already: str = ""
+    warnings: list[str] = dataclasses.field(default_factory=list)
+
+
+def assignment_rejection_reverse(*, assignment: Assignment, reason: str,
+                                 by=None) -> RejectionReversal:
+    """Reverse a rejection made by mistake or overturned on appeal: approve the rejected work
+    on the provider (MTurk: ApproveAssignment with OverrideRejection, within 30 days of its
+    submission; in-house: a local record; Prolific's API cannot, so it is refused naming what
+    to do instead), once (`reversal_call_key`), then record the approval under the row lock
+    over the rejection it reverses, with who, when and why in the review note (the call keeps
+    them too). The work counts again by the counting rule (`judgments_that_count` reads the
+    status), its items' targets are recomputed and a qualification pass taken back is granted
+    again (`assignment_decision_record`). Work the provider had approved and paid itself
+    before our rejection is approved here only (nothing sent). Refused (ReviewError, nothing
+    sent or changed): no reason, a project `by` cannot see (`projects_visible_to`), work that
+    is not rejected, the provider's refusal. Reversing twice does nothing the second time
+    (`RejectionReversal.already`). A block of the worker (the study's block-after-rejections
+    rule or any other) is never lifted here: it is named in the warnings."""
+    reason = reason.strip()
+    if not reason:
+        raise ReviewError("reversing a rejection needs a reason (e.g. \"appeal upheld: the "
+                          "gold answer was wrong\"); it is kept in the assignment's review "
+                          "note and sent to the worker with the approval")
+    if by is not None and not projects_visible_to(by).filter(
+            pk=assignment.stage.project_id).exists():
+        raise ReviewError(f"{assignment} belongs to a project you cannot see; only its owner, "
+                          f"the researchers it is shared with and superusers can reverse its "
+                          f"rejection")
+    assignment_status_refresh(assignment)
+    done = ProviderCall.objects.filter(key=reversal_call_key(assignment),
+                                       status=ProviderCallStatus.SUCCEEDED).first()
+    if assignment.status == AssignmentStatus.APPROVED and done is not None:
+        who = (done.request or {}).get("by") or "someone"
+        return RejectionReversal(assignment, already=(
+            f"its rejection was reversed already ({done.created_at:%Y-%m-%d %H:%M} UTC, by "
+            f"{who}): nothing was sent or changed again"))
+    if assignment.status != AssignmentStatus.REJECTED:
+        raise ReviewError(f"{assignment} is {assignment.get_status_display().lower()}, not "
+                          f"rejected: there is no rejection to reverse")
+    stage = assignment.stage
+    provider = get_provider(stage.provider)
+    now = timezone.now()
+    # Held work the provider approved and paid itself, then rejected here only: approved here
+    # only, nothing is sent (the provider holds it approved already).
+    paid_already = assignment_provider_approved(assignment)
+    refusal = "" if paid_already else provider.rejection_reversal_refusal(
+        assignment=assignment, now=now)
+    if refusal:
+        raise ReviewError(f"{assignment}: {refusal}")
+    _require_confirmed(assignment, "reverse the rejection of")
+    who = by.get_username() if by is not None else "the system"
+    request = {"override_rejection": True, "reason": reason, "by": who}
+    fields = {"provider": stage.provider, "operation": "ApproveAssignment",
+              "key": reversal_call_key(assignment), "stage": stage, "assignment": assignment,
+              "worker": assignment.worker}
+    if paid_already:
+        call = provider_call_get_or_create(**fields, request={
+            **request, "not_sent": "approved and paid by the provider before the rejection"})
+        ProviderCall.objects.filter(pk=call.pk).exclude(
+            status=ProviderCallStatus.SUCCEEDED).update(
+            status=ProviderCallStatus.SUCCEEDED, completed_at=now, error="",
+            response={"local": True})
+    else:
+        provider_call_run(**fields, request=request, call_fn=lambda _token: (
+            provider.approve_rejected(assignment=assignment, feedback=reason)))
+    note = f"Rejection reversed ({now:%Y-%m-%d %H:%M} UTC, by {who}): {reason}"
+    if paid_already:
+        note += (f" ({stage.get_provider_display()} had approved and paid it before the "
+                 f"rejection; nothing was sent.)")
+    problems: list[str] = []
+    with transaction.atomic():
+        # Recorded only over the rejection it reverses: a decision recorded meanwhile (the
+        # sync mirroring the approval the call just made) stands.
+        fresh = Assignment.objects.select_for_update().get(pk=assignment.pk)
+        if fresh.status == AssignmentStatus.REJECTED:
+            assignment.review_note = fresh.review_note
+            problems = assignment_decision_record(assignment, status=AssignmentStatus.APPROVED,
+                                                  note=note)
+        else:
+            assignment.status, assignment.review_note = fresh.status, fresh.review_note
+            if fresh.status != AssignmentStatus.APPROVED:
+                raise ReviewError(f"{assignment} was {fresh.get_status_display().lower()} "
+                                  f"meanwhile; the reversal was not recorded")
+    return RejectionReversal(assignment, warnings=problems + _reversal_warnings(assignment))
+
+
+def _reversal_warnings(assignment: Assignment) -> list[str]:
+    """What a reversed rejection leaves as it was, for the researcher to decide: a block of
+    the worker for this project (never lifted silently: their work still does not count while
+    it stands), and the slot the sync re-offered after the rejection."""
+    project, worker = assignment.stage.project, assignment.worker
+    warnings = []
+    if worker.pk in blocked_worker_ids_for(project):
+        rule_block = ProviderCall.objects.filter(
+            operation="BlockWorker", worker=worker, request__rule_project=project.pk,
+        ).order_by("-created_at").first()
+        left = Assignment.objects.filter(stage__project=project, worker=worker,
+                                         status=AssignmentStatus.REJECTED).count()
+        if rule_block is not None:
+            why = (rule_block.request or {}).get("reason", "")
+            warnings.append(
+                f"{worker} is still blocked in this project by its block-after-rejections "
+                f"rule (since {rule_block.created_at:%Y-%m-%d}: {why}); the block stays and, "
+                f"while it does, their judgments do not count. {left} rejection(s) of theirs "
+                f"remain in this project; if this one was why, lift the block (Workers: "
+                f"\"Unblock selected workers\")")
+        else:
+            warnings.append(f"{worker} is blocked for this project; the block stays and, while "
+                            f"it does, their judgments do not count")
+    if ProviderCall.objects.filter(assignment=assignment, operation=REOFFER_OPERATION,
+                                   status=ProviderCallStatus.SUCCEEDED).exists():
+        warnings.append("its slot was re-offered after the rejection (one more assignment on "
+                        "its HIT), so its items may get one judgment more than planned")
+    return warnings
+
+
 # What a decision re-reads of its assignment before acting (`assignment_status_refresh`).
 DECISION_FIELDS = ("status", "review_note", "reviewed_at", "provider_confirmed_at",
                    "verification")
@@ -461,12 +598,14 @@ def _assignment_decide(assignment: Assignment, *, status: str, verb: str, operat
 
 
 def assignment_decision_record(assignment: Assignment, *, status: str, note: str = "",
-                               submitted_at=None) -> None:
+                               submitted_at=None) -> list[str]:
     """Store a decision on the assignment (approved or rejected), ours or one the provider
     holds (the sync mirrors it): its status, when it was first reviewed, the note, and the
     submission time the provider gives when none is stored. Rejected work stops counting, so
     its items re-open (adaptive targets recomputed) and a qualification graded from it is
-    withdrawn."""
+    withdrawn; rejected work approved (its rejection reversed) counts again, both undone.
+    Returns what could not be undone on the provider, in words (retried by the review)."""
+    was_rejected = assignment.status == AssignmentStatus.REJECTED
     assignment.status = status
     assignment.reviewed_at = assignment.reviewed_at or timezone.now()
     fields = ["status", "reviewed_at"]
@@ -480,6 +619,13 @@ def assignment_decision_record(assignment: Assignment, *, status: str, note: str
     if status == AssignmentStatus.REJECTED:
         adaptive_targets_refresh(judgments=Judgment.objects.filter(assignment=assignment))
         qualification_withdraw_after_rejection(assignment=assignment)
+    elif was_rejected and status == AssignmentStatus.APPROVED:
+        # A rejection reversed (here, or on the provider and mirrored by the sync): the work
+        # counts again, so its items' targets are recomputed and a pass taken back is granted
+        # again.
+        adaptive_targets_refresh(judgments=Judgment.objects.filter(assignment=assignment))
+        return qualification_regrant_after_reversal(assignment=assignment)
+    return []
 
 
 # The most an assignment's bonuses can add up to (`Assignment.bonus_paid`: 8 digits, 2 decimals).

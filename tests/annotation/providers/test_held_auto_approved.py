@@ -231,3 +231,29 @@ def _prolific_held(server, likert_study, researcher, client):
     _sync, review = stage_sync_and_review(stage=stage)
     assert review.held == 1
     return stage, study_id, session
+
+
+def test_held_work_mturk_paid_then_rejected_here_is_reversed_here_only(mturk_server,
+                                                                       likert_study,
+                                                                       researcher, client):
+    """The rejection of work MTurk had approved and paid itself was ours only: reversing it
+    approves it here, sends nothing (MTurk holds it approved) and pays nothing again."""
+    from annotation.services.review import assignment_rejection_reverse
+
+    state = mturk_server.state
+    stage, assignment, _sync = _held_then_auto_approved(mturk_server, likert_study, researcher,
+                                                        client)
+    assignment_reject(assignment=assignment, reason="same answer everywhere", allow_flagged=True)
+    calls_before = list(state.calls)
+    reversal = assignment_rejection_reverse(assignment=assignment, reason="appeal upheld")
+    assert reversal.already == ""
+    assignment.refresh_from_db()
+    assert assignment.status == AssignmentStatus.APPROVED
+    assert "had approved and paid it before the rejection; nothing was sent" in \
+        assignment.review_note
+    assert "ApproveAssignment" not in state.calls[len(calls_before):]
+    assert state.overridden == []
+    assert _counted(assignment) == 5
+    assert stage_paid(stage=stage).rewards == REWARD_AND_FEE  # paid once
+    again = assignment_rejection_reverse(assignment=assignment, reason="appeal upheld")
+    assert "reversed already" in again.already

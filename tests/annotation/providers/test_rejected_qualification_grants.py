@@ -10,16 +10,12 @@ from annotation.domain.qualification_scores import percent_threshold
 from annotation.models import (
     AssignmentStatus,
     ProviderCall,
-    StageKind,
-    StageStatus,
     WorkerQualification,
 )
 from annotation.services.review import assignment_reject, stage_auto_review
 from annotation.services.review.auto_review import stage_sync_and_review
 from annotation.services.review.sync import provider_sync
-from annotation.services.stages import stage_publish
-from testing.factories import make_stage
-from testing.workers_sim import gold_score, mturk_worker_submits
+from tests.support.providers import mturk_qualification_hand_reviewed
 
 pytestmark = [pytest.mark.django_db, pytest.mark.reliability]
 
@@ -28,25 +24,9 @@ pytestmark = [pytest.mark.django_db, pytest.mark.reliability]
 def test_a_rejected_qualification_keeps_no_passing_value_on_mturk(mturk_server, likert_study,
                                                                    researcher, client):
     state = mturk_server.state
-    project, _gold, _items = likert_study
-    stage = make_stage(project, kind=StageKind.QUALIFICATION, status=StageStatus.DRAFT,
-                       provider="mturk", settings={
-                           "max_workers": 6, "locales": [],
-                           # Reviewed by hand: the work waits for the researcher's decision
-                           # (before MTurk's auto-approval, which must come later still).
-                           "review": {"approve_after_seconds": 10**6},
-                           "auto_approval_delay_seconds": 2592000})
-    stage_publish(stage=stage, user=researcher)
-    hit = stage.hits.get()
+    project = likert_study[0]
+    stage, submits = mturk_qualification_hand_reviewed(state, likert_study, researcher, client)
     mark = percent_threshold(project.qualification_threshold)
-
-    def submits(worker_id: str):
-        assignment_id = state.worker_accept(hit.external_id, worker_id)
-        assignment = mturk_worker_submits(client, stage=stage, hit_id=hit.external_id,
-                                          worker_id=worker_id, assignment_id=assignment_id,
-                                          answer_for=gold_score)
-        state.worker_submit(assignment_id)
-        return assignment
 
     # Granted a pass, then the work is rejected as spam: the pass is taken back, once.
     first = submits("WSPAM1")
