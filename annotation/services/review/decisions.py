@@ -387,7 +387,7 @@ def _held_paid_reject(assignment: Assignment, reason: str) -> Assignment:
         assignment, status=AssignmentStatus.REJECTED,
         note=f"Rejected here: {reason} ({assignment.stage.get_provider_display()} had "
              f"already approved and paid it; a rejection there is no longer possible, "
-             f"so nothing was sent: its data stays out of the study).")
+             f"so nothing was sent: its data stays out of the study).").run()
     return assignment
 
 
@@ -396,6 +396,10 @@ def reversal_call_key(assignment: Assignment) -> str:
     ApproveAssignment with OverrideRejection): once per assignment, since approved work is
     never rejected again."""
     return decision_call_key(assignment, "reverse-rejection")
+
+
+# How the note of a reversed rejection starts (`reversal_note`).
+REVERSED_NOTE = "Rejection reversed"
 
 
 @dataclasses.dataclass
@@ -470,25 +474,37 @@ def assignment_rejection_reverse(*, assignment: Assignment, reason: str,
     else:
         provider_call_run(**fields, request=request, call_fn=lambda _token: (
             provider.approve_rejected(assignment=assignment, feedback=reason)))
-    note = f"Rejection reversed ({now:%Y-%m-%d %H:%M} UTC, by {who}): {reason}"
+    note = reversal_note(request, now)
     if paid_already:
         note += (f" ({stage.get_provider_display()} had approved and paid it before the "
                  f"rejection; nothing was sent.)")
-    problems: list[str] = []
+    follow_up = DecisionFollowUp(assignment)
     with transaction.atomic():
         # Recorded only over the rejection it reverses: a decision recorded meanwhile (the
-        # sync mirroring the approval the call just made) stands.
+        # sync mirroring the approval the call just made) stands, with who reversed it and why
+        # added to its note.
         fresh = Assignment.objects.select_for_update().get(pk=assignment.pk)
         if fresh.status == AssignmentStatus.REJECTED:
             assignment.review_note = fresh.review_note
-            problems = assignment_decision_record(assignment, status=AssignmentStatus.APPROVED,
-                                                  note=note)
+            follow_up = assignment_decision_record(assignment, status=AssignmentStatus.APPROVED,
+                                                   note=note)
         else:
             assignment.status, assignment.review_note = fresh.status, fresh.review_note
             if fresh.status != AssignmentStatus.APPROVED:
                 raise ReviewError(f"{assignment} was {fresh.get_status_display().lower()} "
                                   f"meanwhile; the reversal was not recorded")
-    return RejectionReversal(assignment, warnings=problems + _reversal_warnings(assignment))
+            if REVERSED_NOTE not in fresh.review_note:
+                assignment.review_note = f"{fresh.review_note} {note}".strip()
+                assignment.save(update_fields=["review_note"])
+    return RejectionReversal(assignment, warnings=follow_up.run()
+                             + _reversal_warnings(assignment))
+
+
+def reversal_note(request: dict, when) -> str:
+    """The review note of a reversed rejection: who reversed it, when and why (`request`: the
+    reversal call's, `assignment_rejection_reverse`)."""
+    return (f"{REVERSED_NOTE} ({when:%Y-%m-%d %H:%M} UTC, by {request.get('by') or 'someone'}): "
+            f"{request.get('reason') or 'no reason recorded'}")
 
 
 def _reversal_warnings(assignment: Assignment) -> list[str]:
@@ -593,18 +609,43 @@ def _assignment_decide(assignment: Assignment, *, status: str, verb: str, operat
             raise ReviewError(f"{assignment} was {fresh.get_status_display().lower()} "
                               f"meanwhile; the {verb} was not recorded")
         assignment.review_note = fresh.review_note
-        assignment_decision_record(assignment, status=status, note=note)
+        follow_up = assignment_decision_record(assignment, status=status, note=note)
+    follow_up.run()
     return assignment
 
 
+@dataclasses.dataclass(frozen=True)
+class DecisionFollowUp:
+    """What a recorded decision asks of the provider besides: a qualification pass graded from
+    rejected work withdrawn, or granted again once the rejection is reversed. The caller runs
+    it (`run`) once the assignment's row lock is released, never under it: a provider call
+    retries for up to a minute. A crash in between, or a provider fault, is left to the
+    periodic review, which retries both (`stage_auto_review`)."""
+    assignment: Assignment
+    withdraw: bool = False
+    regrant: bool = False
+
+    def run(self) -> list[str]:
+        """Make the calls; returns what failed, in words."""
+        if self.withdraw:
+            qualification_withdraw_after_rejection(assignment=self.assignment)
+        if self.regrant:
+            return qualification_regrant_after_reversal(assignment=self.assignment)
+        return []
+
+
 def assignment_decision_record(assignment: Assignment, *, status: str, note: str = "",
-                               submitted_at=None) -> list[str]:
+                               submitted_at=None) -> DecisionFollowUp:
     """Store a decision on the assignment (approved or rejected), ours or one the provider
     holds (the sync mirrors it): its status, when it was first reviewed, the note, and the
     submission time the provider gives when none is stored. Rejected work stops counting, so
     its items re-open (adaptive targets recomputed) and a qualification graded from it is
     withdrawn; rejected work approved (its rejection reversed) counts again, both undone.
-    Returns what could not be undone on the provider, in words (retried by the review)."""
+    A decision recorded on a closed stage the sync had reconciled (a late rejection, a
+    rejection reversed after an appeal) puts it back in the periodic sync's hands, which then
+    pays what the approved work earns (the review's bonus per correct answer), settles a
+    provider call left in doubt and retries the qualification calls. Returns the provider
+    calls to make once the row lock is released (`DecisionFollowUp.run`)."""
     was_rejected = assignment.status == AssignmentStatus.REJECTED
     assignment.status = status
     assignment.reviewed_at = assignment.reviewed_at or timezone.now()
@@ -616,16 +657,18 @@ def assignment_decision_record(assignment: Assignment, *, status: str, note: str
         assignment.review_note = (assignment.review_note + " " + note).strip()
         fields.append("review_note")
     assignment.save(update_fields=fields)
+    Stage.objects.filter(pk=assignment.stage_id, reconciled_at__isnull=False).update(
+        reconciled_at=None)
     if status == AssignmentStatus.REJECTED:
         adaptive_targets_refresh(judgments=Judgment.objects.filter(assignment=assignment))
-        qualification_withdraw_after_rejection(assignment=assignment)
-    elif was_rejected and status == AssignmentStatus.APPROVED:
+        return DecisionFollowUp(assignment, withdraw=True)
+    if was_rejected and status == AssignmentStatus.APPROVED:
         # A rejection reversed (here, or on the provider and mirrored by the sync): the work
         # counts again, so its items' targets are recomputed and a pass taken back is granted
         # again.
         adaptive_targets_refresh(judgments=Judgment.objects.filter(assignment=assignment))
-        return qualification_regrant_after_reversal(assignment=assignment)
-    return []
+        return DecisionFollowUp(assignment, regrant=True)
+    return DecisionFollowUp(assignment)
 
 
 # The most an assignment's bonuses can add up to (`Assignment.bonus_paid`: 8 digits, 2 decimals).

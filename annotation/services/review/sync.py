@@ -41,11 +41,14 @@ from annotation.services.assignments import stage_sessions_returned, stage_sessi
 
 from .decisions import (
     ASSIGNMENT_OPERATIONS,
+    DecisionFollowUp,
     ReviewReport,
     assignment_decision_record,
     assignment_flag,
     assignment_provider_approval_record,
     assignment_provider_approved,
+    reversal_call_key,
+    reversal_note,
 )
 
 FLAG_NO_LOCAL = "Submitted on {provider} but no local assignment exists: check and decide by hand."
@@ -128,8 +131,21 @@ def provider_sync(*, stage: Stage) -> SyncReport:
     return report
 
 
-@transaction.atomic
 def _sync_one(*, stage: Stage, submission: Submission, hit: Hit | None) -> str:
+    """Match one provider submission (`_sync_one_locked`, under its assignment's row lock),
+    then make the provider calls a decision it mirrored asks for (a qualification pass
+    withdrawn or granted again), the lock released."""
+    follow_ups: list[DecisionFollowUp] = []
+    outcome = _sync_one_locked(stage=stage, submission=submission, hit=hit,
+                               follow_ups=follow_ups)
+    for follow_up in follow_ups:
+        follow_up.run()
+    return outcome
+
+
+@transaction.atomic
+def _sync_one_locked(*, stage: Stage, submission: Submission, hit: Hit | None,
+                     follow_ups: list[DecisionFollowUp]) -> str:
     worker, _ = Worker.objects.get_or_create(
         provider=stage.provider, external_id=submission.worker_external_id
     )
@@ -180,7 +196,7 @@ def _sync_one(*, stage: Stage, submission: Submission, hit: Hit | None) -> str:
             return "matched"  # held work the provider paid, then rejected here: stays out
         if assignment.status != decided[submission.status]:
             return _mirror_decision(assignment, submission, decided[submission.status],
-                                    provider_name=provider_name)
+                                    provider_name=provider_name, follow_ups=follow_ups)
         return "matched"
     # Submitted on the provider, not yet decided there.
     if assignment.status in (AssignmentStatus.APPROVED, AssignmentStatus.REJECTED,
@@ -195,7 +211,7 @@ def _sync_one(*, stage: Stage, submission: Submission, hit: Hit | None) -> str:
 
 
 def _mirror_decision(assignment: Assignment, submission: Submission, status: str, *,
-                     provider_name: str) -> str:
+                     provider_name: str, follow_ups: list[DecisionFollowUp]) -> str:
     """Take over a decision the provider holds: our own call whose answer was lost (the
     worker running it died), or a decision made on the provider (MTurk's auto-approval, a
     decision made there by hand) — except an approval of work our review held (flagged)
@@ -225,16 +241,21 @@ def _mirror_decision(assignment: Assignment, submission: Submission, status: str
                                       f"before our rejection went through (it did not).").strip()
             assignment.save(update_fields=["review_note"])
         return "held_paid"
+    # A reversed rejection whose approval's answer was lost (or that the sync reads while it
+    # is recorded) keeps who reversed it and why, not a note that reads as the rejection's.
+    reversal = ours.filter(key=reversal_call_key(assignment)).values_list(
+        "request", flat=True).first()
     if ours.update(status=ProviderCallStatus.SUCCEEDED, completed_at=now,
                    response={"confirmed_by_sync": submission.status}):
-        note = "Our decision, confirmed by the sync."
+        note = ("Our decision, confirmed by the sync." if reversal is None else
+                f"{reversal_note(reversal or {}, now)}; confirmed by the sync.")
     elif overtaken:
         note = (f"{submission.status.capitalize()} on {provider_name} before our "
                 f"{'rejection' if approved else 'approval'} went through (it did not).")
     else:
         note = f"Decided on {provider_name}."
-    assignment_decision_record(assignment, status=status, note=note,
-                               submitted_at=submission.submitted_at)
+    follow_ups.append(assignment_decision_record(assignment, status=status, note=note,
+                                                 submitted_at=submission.submitted_at))
     return "mirrored"
 
 
