@@ -270,6 +270,14 @@ def sync_stages(modeladmin, request, queryset):
             f"held {review.held}, bonuses {review.bonuses}, qualifications graded now "
             f"{review.graded} (the rest were graded at submit), granted on the provider "
             f"{review.granted}, blocked {review.blocked}")
+        if sync.held_paid or sync.kept_rejected:
+            line += (f"; {sync.held_paid + sync.kept_rejected} paid by the provider itself (its "
+                     f"auto-approval or a decision on its site) but kept out of the data here: "
+                     f"{sync.held_paid} held for your decision, {sync.kept_rejected} rejected "
+                     f"here before the provider approved them (see each assignment's note)")
+        if sync.overruled:
+            line += (f"; {sync.overruled} rejected here but approved on the provider's site "
+                     f"since: approved here too and counted again — check them")
         if review.unconfirmed or review.never_listed:
             line += (f"; {review.unconfirmed} submitted here but not listed by the provider yet "
                      f"(not approved or paid), {review.never_listed} flagged as never listed")

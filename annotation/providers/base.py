@@ -305,6 +305,12 @@ class CrowdProvider(abc.ABC):
         provider can list them (None: it cannot)."""
         return None
 
+    def hit_state(self, *, hit) -> HitUpdate | None:
+        """The HIT's status and expiry as the provider holds them now (a researcher may expire
+        or extend a HIT on the provider's own site), where the provider keeps one per HIT
+        (None: it does not). Raises when the provider cannot be asked now."""
+        return None
+
 
 class RemoteProvider(CrowdProvider):
     """A provider reached over the network (MTurk, Prolific): its API client is created on

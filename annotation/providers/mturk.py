@@ -446,6 +446,18 @@ class MTurkProvider(RemoteProvider):
             self._update_expiration(hit, until, "extend")
             yield HitUpdate(hit_id=hit.pk, status=HitStatus.OPEN, expires_at=until)
 
+    def hit_state(self, *, hit) -> HitUpdate | None:
+        """GetHIT: the HIT's expiry on MTurk, which the requester site can change (Expire early,
+        Extend); expired once that time has passed."""
+        if not hit.external_id:
+            return None
+        found = self.call("get_hit", HITId=hit.external_id)["HIT"]
+        expires = parse_response_time(found.get("Expiration"))
+        if expires is None:
+            return None
+        status = HitStatus.EXPIRED if expires <= timezone.now() else HitStatus.OPEN
+        return HitUpdate(hit_id=hit.pk, status=status, expires_at=expires)
+
     # --- submissions -----------------------------------------------------------------------------
     def list_submissions(self, *, stage) -> Iterator[Submission]:
         for hit in stage.hits.exclude(external_id="").order_by("id"):

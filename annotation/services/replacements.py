@@ -18,7 +18,9 @@ Not replaced here, each for a reason:
   what gives the slot back (an assignment MTurk never listed took no slot at all);
 - returned or abandoned work: MTurk reopens that slot itself;
 - a stage that is not live (closed, or a draft), a practice or qualification stage (its takers
-  are no redundancy), a HIT that expired (extend the stage, the next sync re-offers), a HIT that
+  are no redundancy), a HIT that expired (extend the stage, the next sync re-offers) — here, or
+  on MTurk's requester site, which MTurk is asked (GetHIT, `CrowdProvider.hit_state`) before an
+  assignment is bought, the HIT's expiry recorded as MTurk holds it — a HIT that
   MTurk cannot take from under 10 assignments to 10 or more, and an extra assignment that would
   pass the project's budget cap (`annotation.cost_selectors.extra_assignment_over_budget`).
 
@@ -42,6 +44,7 @@ Places a researcher adds by hand on Prolific count toward these.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 from django.db import transaction
@@ -77,6 +80,7 @@ from annotation.selectors import (
     reoffers_not_grown,
 )
 from annotation.services.budget import budget_lock
+from annotation.services.hits import hit_update_record
 
 # MTurk refuses to take a HIT made with fewer than 10 assignments to 10 or more.
 MTURK_ASSIGNMENT_TIER = 10
@@ -126,11 +130,11 @@ def stage_replacements_offer(*, stage: Stage) -> ReplacementReport:
     now = timezone.now()
     for assignment in assignments_to_replace(stage=stage):
         hit = Hit.objects.get(pk=assignment.hit_id)  # fresh: an earlier pass may have grown it
-        why = _cannot_reoffer(hit, now)
+        key = f"mturk:reoffer:{assignment.pk}"
+        why = _cannot_reoffer(hit, now) or _expired_on_provider(provider, hit, key=key)
         if why:
             report.waiting.append(f"{assignment}: {why}")
             continue
-        key = f"mturk:reoffer:{assignment.pk}"
         # Throttled or lost: the next sync repeats the same token.
         if not _reoffer_call(report, assignment, what="a replacement", provider=Provider.MTURK,
                       operation=REOFFER_OPERATION, key=key,
@@ -257,6 +261,31 @@ def _cannot_reoffer(hit: Hit, now) -> str:
         return (f"MTurk cannot take a HIT made with fewer than {MTURK_ASSIGNMENT_TIER} "
                 f"assignments to {MTURK_ASSIGNMENT_TIER}")
     return ""
+
+
+def _expired_on_provider(provider, hit: Hit, *, key: str) -> str:
+    """Why no assignment can be added to a HIT open here that the provider holds expired (the
+    researcher expired it on MTurk's requester site): an assignment added to it is counted in
+    the budget and never taken. The HIT's expiry as the provider holds it is recorded (an
+    extension there too), so the pages and the reconciliation read it. "" when it is open, and
+    for the retry of a call already made (`key`: it keeps its token and its budget)."""
+    if ProviderCall.objects.filter(key=key).exclude(status=ProviderCallStatus.FAILED).exists():
+        return ""
+    try:
+        state = provider.hit_state(hit=hit)
+    except Exception as exc:  # throttled or unreachable: the next sync asks again
+        return (f"MTurk could not say whether its HIT is still open ({exc}); the next sync "
+                f"asks again")
+    if state is None:
+        return ""
+    expired = state.status == HitStatus.EXPIRED
+    if expired or state.expires_at != hit.expires_at:
+        hit_update_record(update=dataclasses.replace(
+            state, status=HitStatus.EXPIRED if expired else hit.status))
+    if not expired:
+        return ""
+    return (f"its HIT {hit.external_id} was expired on MTurk (on its requester site) at "
+            f"{state.expires_at:%Y-%m-%d %H:%M} UTC; extend the stage to re-offer the slot")
 
 
 def _reoffers_record(stage: Stage) -> int:

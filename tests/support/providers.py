@@ -96,3 +96,23 @@ def mturk_qualification_hand_reviewed(state, likert_study, researcher, client):
         return assignment
 
     return stage, submits
+
+
+def prolific_p1_submitted(server, project, items, researcher, client, *, scores):
+    """P1's submission (answering `scores` in turn) to a published Prolific trial of `items`,
+    completed on the Prolific fake `server`, not synced yet: (the stage, its study id, P1's
+    session)."""
+    from annotation.services.stages import stage_publish
+    from testing.workers_sim import prolific_participant_submits, scores_cycle
+
+    stage = make_stage(project, kind=StageKind.TRIAL, status=StageStatus.DRAFT,
+                       provider="prolific", judgments_per_item=2, settings={"gold_rate": 0})
+    stage.items.set(items)
+    stage_publish(stage=stage, user=researcher)
+    stage.refresh_from_db()
+    study_id = stage.settings["prolific_study_id"]
+    session = server.state.participant_start(study_id, "P1")
+    prolific_participant_submits(client, stage=stage, pid="P1", study_id=study_id,
+                                 session_id=session, answer_for=scores_cycle(scores))
+    server.state.participant_complete(session, stage.settings["prolific_completion_code"])
+    return stage, study_id, session

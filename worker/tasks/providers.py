@@ -62,7 +62,8 @@ def stage_sync(stage_id: int) -> dict:
             "rejected": review.rejected, "bonuses": review.bonuses, "errors": len(review.errors),
             "never_listed": review.never_listed, "reconciled": sync.reconciled,
             "reoffered": sync.reoffered, "given_back": sync.given_back,
-            "recruiting_problem": sync.recruiting_problem}
+            "recruiting_problem": sync.recruiting_problem, "held_paid": sync.held_paid,
+            "kept_rejected": sync.kept_rejected, "overruled": sync.overruled}
 
 
 @shared_task(name="worker.tasks.providers.providers_sync_all")

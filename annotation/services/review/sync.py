@@ -4,7 +4,9 @@
 with the local assignment (by MTurk AssignmentId / Prolific submission id). Nothing submitted is
 ever lost or silently approved: a submission without a local assignment or without local
 judgments becomes a FLAGGED assignment for the researcher; decisions made on the provider
-(MTurk's auto-approval) are mirrored locally. A local assignment found in the provider's list
+(MTurk's auto-approval) are mirrored locally, except that a provider's approval of work nobody
+here decided counts only if the stage's review rules pass it (otherwise it is held, its payment
+recorded: `_mirror_decision`). A local assignment found in the provider's list
 (same id, same worker) is marked confirmed (`provider_confirmed_at`): on MTurk and Prolific only
 confirmed work is approved, paid, or graded into a qualification the provider is told about —
 the task page accepts any assignment id, the provider's list does not. A local submission the
@@ -47,6 +49,7 @@ from .decisions import (
     assignment_flag,
     assignment_provider_approval_record,
     assignment_provider_approved,
+    assignment_review_rules,
     reversal_call_key,
     reversal_note,
 )
@@ -66,6 +69,30 @@ HELD_BUT_PAID = (
 )
 
 
+PAID_BEFORE_REVIEW = (
+    "{provider} approved and paid this work itself (its auto-approval once the delay for "
+    "deciding ran out, or a decision on {provider}'s site) before our review saw it, and the "
+    "stage's review rules would not approve it ({reasons}): it is held, out of the data and "
+    "without a bonus, until you decide. Approve it to count it (nothing is sent again); reject "
+    "it to keep its data out ({provider} already paid: a rejection there is no longer "
+    "possible)."
+)
+
+
+KEPT_REJECTED = (
+    "Rejected here: {reason} ({provider} approved and paid it, its auto-approval or a decision "
+    "on {provider}'s site, before our rejection went through; a rejection there is no longer "
+    "possible: its data stays out of the study)."
+)
+
+
+OVERRULED = (
+    "Rejected here, then approved on {provider}'s site (the rejection reversed there): "
+    "{provider} paid the reward, and its data counts again. Check it: the rejection here "
+    "was overruled."
+)
+
+
 FLAG_NEVER_LISTED = (
     "Submitted here, but {provider} never listed this assignment for this worker (a made-up or "
     "lost assignment id): nothing was approved, paid or granted for it."
@@ -78,8 +105,14 @@ class SyncReport:
     matched: int = 0
     flagged: int = 0
     mirrored: int = 0
-    # Held (flagged) work the provider approved and paid itself: recorded as paid, still held.
+    # Work the provider approved and paid itself that a decision here keeps out of the data:
+    # held (flagged) work, or unreviewed work the review rules would not pass: still held;
+    # work whose rejection here the provider's approval overtook: still rejected.
     held_paid: int = 0
+    kept_rejected: int = 0
+    # Work rejected here that the provider lists approved (the rejection reversed on its
+    # site): approved here too, counted again, and said so.
+    overruled: int = 0
     ignored: int = 0
     active: int = 0  # still being worked on at the provider (Prolific ACTIVE)
     verified: int = 0  # sessions found at the provider for their participant (Prolific)
@@ -214,33 +247,58 @@ def _mirror_decision(assignment: Assignment, submission: Submission, status: str
                      provider_name: str, follow_ups: list[DecisionFollowUp]) -> str:
     """Take over a decision the provider holds: our own call whose answer was lost (the
     worker running it died), or a decision made on the provider (MTurk's auto-approval, a
-    decision made there by hand) — except an approval of work our review held (flagged)
-    that nobody here approved: the reward is recorded as paid and the work stays held for
-    the researcher (`_held_paid_record`). Returns the sync's outcome for it."""
+    decision made there by hand). A provider's approval pays the reward but does not by itself
+    put work into the data, where a decision here keeps it out:
+
+    - held (flagged) work nobody here approved stays held (`_held_paid_record`);
+    - work nobody here decided yet counts only if the stage's review rules pass it, otherwise
+      it is held alike (`PAID_BEFORE_REVIEW`);
+    - work whose rejection here was still on its way (our RejectAssignment in doubt) stays
+      rejected here, its payment recorded (`KEPT_REJECTED`), as a rejection of held work the
+      provider had paid (`decisions._held_paid_reject`);
+    - work rejected here that the provider now lists approved (the rejection reversed on the
+      provider's site) counts again, and the note says the rejection was overruled there.
+
+    Returns the sync's outcome for it."""
     approved = submission.status == SubmissionStatus.APPROVED
     operation, opposite = (("ApproveAssignment", "RejectAssignment") if approved
                            else ("RejectAssignment", "ApproveAssignment"))
     now = timezone.now()
     ours = ProviderCall.objects.filter(assignment=assignment, operation=operation,
                                        status=ProviderCallStatus.PENDING)
-    held = (approved and assignment.status == AssignmentStatus.FLAGGED and not ours.exists())
+    decided_here = ours.exists()
+    in_doubt = ProviderCall.objects.filter(assignment=assignment, operation=opposite,
+                                           status=ProviderCallStatus.PENDING)
+    rejection = in_doubt.order_by("pk").first() if approved and not decided_here else None
     # The opposite call of ours still in doubt (throttled or unanswered until the provider
     # decided: MTurk's auto-approval overtook a rejection) has an outcome now: the provider
     # holds the other decision, so ours did not stand. Left pending, it kept a closed stage
     # from ever being reconciled ("no known outcome"), and the researcher never learnt that
     # the rejection they asked for did not happen.
-    overtaken = ProviderCall.objects.filter(
-        assignment=assignment, operation=opposite, status=ProviderCallStatus.PENDING,
-    ).update(status=ProviderCallStatus.FAILED, completed_at=now,
-             error=f"overtaken: {provider_name} holds this assignment {submission.status}")
-    if held:
-        if not _held_paid_record(assignment, submission, provider_name=provider_name):
-            return "matched"  # recorded by an earlier sync
-        if overtaken:
-            assignment.review_note = (f"{assignment.review_note} Approved on {provider_name} "
-                                      f"before our rejection went through (it did not).").strip()
-            assignment.save(update_fields=["review_note"])
-        return "held_paid"
+    overtaken = in_doubt.update(
+        status=ProviderCallStatus.FAILED, completed_at=now,
+        error=f"overtaken: {provider_name} holds this assignment {submission.status}")
+    if rejection is not None:
+        assignment_provider_approval_record(
+            assignment, found=f"{provider_name} lists it {submission.status} (before our "
+                              f"rejection went through)")
+        follow_ups.append(assignment_decision_record(
+            assignment, status=AssignmentStatus.REJECTED, submitted_at=submission.submitted_at,
+            note=KEPT_REJECTED.format(provider=provider_name, reason=(
+                rejection.request or {}).get("reason") or "no reason recorded")))
+        return "kept_rejected"
+    if approved and not decided_here and assignment.status == AssignmentStatus.FLAGGED:
+        return "held_paid" if _held_paid_record(assignment, submission,
+                                                provider_name=provider_name) else "matched"
+    if approved and not decided_here and assignment.status == AssignmentStatus.SUBMITTED:
+        decision = assignment_review_rules(assignment=assignment)
+        if decision.action != "approve":
+            assignment_flag(assignment, "")
+            _held_paid_record(assignment, submission, provider_name=provider_name,
+                              note=PAID_BEFORE_REVIEW.format(
+                                  provider=provider_name, reasons="; ".join(decision.reasons)))
+            return "held_paid"
+    outcome = "mirrored"
     # A reversed rejection whose approval's answer was lost (or that the sync reads while it
     # is recorded) keeps who reversed it and why, not a note that reads as the rejection's.
     reversal = ours.filter(key=reversal_call_key(assignment)).values_list(
@@ -252,27 +310,32 @@ def _mirror_decision(assignment: Assignment, submission: Submission, status: str
     elif overtaken:
         note = (f"{submission.status.capitalize()} on {provider_name} before our "
                 f"{'rejection' if approved else 'approval'} went through (it did not).")
+    elif approved and assignment.status == AssignmentStatus.REJECTED:
+        note, outcome = OVERRULED.format(provider=provider_name), "overruled"
     else:
         note = f"Decided on {provider_name}."
+    # Counted again where it was rejected (`assignment_decision_record`: targets refreshed, a
+    # pass taken back granted again once the row lock is released).
     follow_ups.append(assignment_decision_record(assignment, status=status, note=note,
                                                  submitted_at=submission.submitted_at))
-    return "mirrored"
+    return outcome
 
 
 def _held_paid_record(assignment: Assignment, submission: Submission, *,
-                      provider_name: str) -> bool:
+                      provider_name: str, note: str = "") -> bool:
     """Held (flagged) work the provider lists approved was paid by the provider (MTurk's
     auto-approval): record the payment (money spent, a later approval sends nothing) and say
     so in the note, once; the assignment stays flagged, like held work at every other door
     (`assignment_finished`, `finished_filter`, `judgments_that_count`): out of the data and
-    without the automatic bonus until the researcher decides. True when recorded now."""
+    without the automatic bonus until the researcher decides; `note` says why (by default
+    `HELD_BUT_PAID`). True when recorded now."""
     if submission.status != SubmissionStatus.APPROVED:
         return False
     if not assignment_provider_approval_record(
             assignment, found=f"{provider_name} lists it {submission.status}"):
         return False
-    assignment.review_note = (assignment.review_note + " "
-                              + HELD_BUT_PAID.format(provider=provider_name)).strip()
+    assignment.review_note = (assignment.review_note + " " + (
+        note or HELD_BUT_PAID.format(provider=provider_name))).strip()
     assignment.save(update_fields=["review_note"])
     return True
 

@@ -28,7 +28,7 @@ from annotation.services.review import (
 from annotation.services.stages import stage_publish
 from testing.factories import make_stage
 from testing.workers_sim import mturk_worker_submits, scores_cycle
-from tests.support.providers import w1_submitted_awaiting_review
+from tests.support.providers import prolific_p1_submitted, w1_submitted_awaiting_review
 
 pytestmark = [pytest.mark.mturk, pytest.mark.django_db]
 
@@ -215,19 +215,9 @@ def test_held_prolific_work_approved_there_before_any_sync_is_rejected_here_alik
 def _prolific_held(server, likert_study, researcher, client):
     """P1's submission to a Prolific trial, held by the review (the same answer on every
     item): (the stage, its study id, P1's session)."""
-    from testing.workers_sim import prolific_participant_submits
-
     project, _gold, items = likert_study
-    stage = make_stage(project, kind=StageKind.TRIAL, status=StageStatus.DRAFT,
-                       provider="prolific", judgments_per_item=2, settings={"gold_rate": 0})
-    stage.items.set(items[:5])
-    stage_publish(stage=stage, user=researcher)
-    stage.refresh_from_db()
-    study_id = stage.settings["prolific_study_id"]
-    session = server.state.participant_start(study_id, "P1")
-    prolific_participant_submits(client, stage=stage, pid="P1", study_id=study_id,
-                                 session_id=session, answer_for=scores_cycle([3]))
-    server.state.participant_complete(session, stage.settings["prolific_completion_code"])
+    stage, study_id, session = prolific_p1_submitted(server, project, items[:5], researcher,
+                                                     client, scores=[3])
     _sync, review = stage_sync_and_review(stage=stage)
     assert review.held == 1
     return stage, study_id, session

@@ -93,6 +93,41 @@ def test_a_rejected_assignment_is_replaced_on_mturk_once(mturk_server, likert_st
     assert hit.status == HitStatus.DONE  # 4 of 4 decided, three count
 
 
+def test_a_hit_expired_on_mturks_site_gets_no_replacement_until_the_stage_is_extended(
+        mturk_server, likert_study, researcher, client):
+    """The researcher expired the HIT early on MTurk's requester site, then the review rejects
+    a too-fast worker. Before, the sync bought a replacement on the expired HIT (counted in the
+    budget, never taken by anyone) and said nothing; now it asks MTurk first, records the HIT
+    expired, says why in the sync's "not re-offered yet", and re-offers once the stage is
+    extended."""
+    import time
+
+    from annotation.services.stages import stage_extend
+
+    server, state = mturk_server, mturk_server.state
+    project, _gold, _items = likert_study
+    trial = _trial(project, researcher, review={"auto_reject": True,
+                                                "min_seconds_per_item": 2.0})
+    hit = trial.hits.order_by("pk").first()
+    _work(server, client, trial, hit, "W1")
+    _work(server, client, trial, hit, "WFAST", seconds=0.5)
+    state.hits[hit.external_id]["Expiration"] = time.time() - 60  # "Expire" on the site
+
+    sync, review = stage_sync_and_review(stage=trial)
+    assert review.rejected == 1
+    assert sync.reoffered == 0 and _reoffer_calls(trial) == 0
+    assert state.hits[hit.external_id]["MaxAssignments"] == 3
+    assert any("was expired on MTurk" in why and "extend the stage" in why
+               for why in sync.reoffer_waiting)
+    hit.refresh_from_db()
+    assert hit.status == HitStatus.EXPIRED
+
+    stage_extend(stage=trial, seconds=86400, user=researcher)
+    sync, _review = stage_sync_and_review(stage=trial)
+    assert sync.reoffered == 1 and not sync.reoffer_waiting
+    assert state.hits[hit.external_id]["MaxAssignments"] == 4
+
+
 @pytest.mark.reliability
 def test_a_blocked_workers_approved_work_is_replaced(mturk_server, likert_study, researcher,
                                                      client):

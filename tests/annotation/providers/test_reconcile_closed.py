@@ -156,7 +156,8 @@ def test_a_rejection_that_mturk_auto_approval_overtook_does_not_keep_the_stage_o
         mturk_server, likert_study, researcher, client):
     """Our RejectAssignment throttled past its retries (never processed), then MTurk approved
     the work itself (auto-approval): the rejection's outcome is known — it did not happen —
-    so it no longer holds the closed stage open, and the assignment says so."""
+    so it no longer holds the closed stage open, and the assignment says so. The rejection
+    still keeps the work out of the data here (MTurk paid it: the reward is spent)."""
     from annotation.models import ProviderCall, ProviderCallStatus
     from annotation.services.review import assignment_reject
 
@@ -175,11 +176,11 @@ def test_a_rejection_that_mturk_auto_approval_overtook_does_not_keep_the_stage_o
     hit.save(update_fields=["expires_at"])
 
     sync, _review = stage_sync_and_review(stage=stage)
-    assert sync.mirrored == 1
+    assert (sync.kept_rejected, sync.mirrored) == (1, 0)
     assert sync.reconciled, sync.open_reason
     assignment.refresh_from_db()
-    assert assignment.status == AssignmentStatus.APPROVED
-    assert "before our rejection went through (it did not)" in assignment.review_note
+    assert assignment.status == AssignmentStatus.REJECTED
+    assert "before our rejection went through" in assignment.review_note
     call = ProviderCall.objects.get(assignment=assignment, operation="RejectAssignment")
     assert call.status == ProviderCallStatus.FAILED and "overtaken" in call.error
 
