@@ -26,7 +26,12 @@ from annotation.models import (
 )
 from annotation.providers import get_provider
 from annotation.readiness_selectors import stage_readiness
-from annotation.selectors import Progress, stage_awaits_qualified_workers, stages_with_progress
+from annotation.selectors import (
+    Progress,
+    stage_awaits_qualified_workers,
+    stage_open_gate_problem,
+    stages_with_progress,
+)
 from annotation.stage_plan_selectors import stage_release_preview
 
 # Pipeline order: who may work in a stage depends on the stages before it.
@@ -121,12 +126,15 @@ class Cockpit:
 
 
 def _stage_problem(stage: Stage, cache: dict[str, list[str]]) -> str:
-    """The last publish's refusal or failure, else (a draft) what its provider lacks, found
-    without calling the provider (publishing asks it)."""
+    """The last publish's refusal or failure, else (a draft) a qualification it forgets to
+    require (`stage_open_gate_problem`) or what its provider lacks, found without calling the
+    provider (publishing asks it)."""
     if stage.publish_problem:
         return stage.publish_problem
     if stage.status != StageStatus.DRAFT or stage.provider == Provider.IMPORT:
         return ""
+    if gate := stage_open_gate_problem(stage):  # publishing refuses it (`requirement_guard`)
+        return gate
     key = f"{stage.provider}:{stage.reward}"  # the provider-wide checks, once per page
     if key not in cache:
         readiness = stage_readiness(stage=stage)

@@ -22,6 +22,7 @@ from core.vocabulary import RECRUITING_PROVIDERS
 
 from .access_selectors import projects_visible_to
 from .domain.item_content import UNTRIMMED_PATTERN, item_filter_value
+from .domain.stage_settings import OPEN_TO_EVERY_WORKER
 from .models import (
     COLLECTION_STAGE_KINDS,
     DATA_STAGE_KINDS,
@@ -263,6 +264,52 @@ def stage_awaits_qualified_workers(stage: Stage) -> str:
         return ""
     return (f"only workers who pass {required.name} can take it, and nobody has passed it yet: "
             f"work arrives once {required.name} has takers who pass")
+
+
+# The stages a project's qualification is meant to gate: a stage of these kinds that requires
+# no qualification is published only when it says so (`stage_open_gate_problem`).
+QUALIFICATION_GATED_KINDS = (StageKind.TRIAL, StageKind.FULL)
+
+
+def stage_open_gate_problem(stage: Stage) -> str:
+    """Why publishing `stage` would let in workers the researcher meant to qualify ("" when
+    nothing): a trial or full stage of a project with a qualification stage (any status: a
+    draft one is a qualification planned; an imported one grades nobody here) that requires
+    none would take every worker, qualified or not, and pay them for a whole collection;
+    published on purpose only with the setting `open_to_every_worker`. A stage that both
+    requires a qualification and says it is open to every worker says two things: refused
+    until one is cleared. The rule of publishing (`requirement_guard`, every door) and of what
+    a draft shows before it (the cockpit, the stage page)."""
+    settings = stage.settings if isinstance(stage.settings, dict) else {}
+    open_on_purpose = settings.get(OPEN_TO_EVERY_WORKER) is True
+    if stage.requires_stage_id is not None:
+        if not open_on_purpose:
+            return ""
+        return (f"{stage} requires {stage.requires_stage.name} and its setting "
+                f"{OPEN_TO_EVERY_WORKER} (“Open to every worker”) says every worker may work "
+                "here: choose one — clear “Open to every worker” to keep the qualification, "
+                "or clear “Requires stage” to open the stage on purpose")
+    if stage.kind not in QUALIFICATION_GATED_KINDS or open_on_purpose:
+        return ""
+    qualifications = list(Stage.objects.filter(project_id=stage.project_id,
+                                               kind=StageKind.QUALIFICATION)
+                          .exclude(provider=Provider.IMPORT).exclude(pk=stage.pk)
+                          .order_by("order", "pk"))
+    if not qualifications:
+        return ""
+    named = ", ".join(f"{q.name} ({q.get_provider_display()}, {q.get_status_display().lower()})"
+                      for q in qualifications)
+    same = [q for q in qualifications if q.provider == stage.provider]
+    opt_out = (f"say on purpose that the stage is open to every worker: its setting "
+               f"{OPEN_TO_EVERY_WORKER} (“Open to every worker”) set to yes")
+    way = (f"Set “Requires stage” to {same[0].name}, so only the workers who pass it work "
+           f"here, or {opt_out}" if same else
+           f"None of them is on {stage.get_provider_display()} (a qualification grants nothing "
+           "on another provider), so none can be required here: add the stage on the "
+           f"qualification's provider, or {opt_out}")
+    return (f"{stage} requires no qualification, but its project qualifies workers in "
+            f"{named}: published like this, every worker could work here, qualified or not, "
+            f"and be paid for it. {way}")
 
 
 def judgments_that_count(queryset: QuerySet[Judgment] | None = None, *,

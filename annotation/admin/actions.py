@@ -202,7 +202,7 @@ def check_readiness(modeladmin, request, queryset):
 def publish_stages_background(modeladmin, request, queryset):
     from annotation.providers import get_provider
     from annotation.services.stages import stage_publish_enqueue
-    from annotation.stage_errors import PublishNeedsConfirmation
+    from annotation.stage_errors import GuardFailed, PublishNeedsConfirmation
     from core.background import BrokerUnreachable
 
     page, refused = _publish_confirm_page(modeladmin, request, queryset,
@@ -216,6 +216,9 @@ def publish_stages_background(modeladmin, request, queryset):
                                   confirmed_total=_confirmed_total(request, stage))
         except PublishNeedsConfirmation as exc:
             failed.append(f"{stage}: not queued — {exc}; run the action again to confirm")
+            continue
+        except GuardFailed as exc:
+            failed.append(f"{stage}: not queued — {exc}")
             continue
         except BrokerUnreachable as exc:
             failed.append(

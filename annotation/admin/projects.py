@@ -38,6 +38,7 @@ from annotation.selectors import (
     attach_progress,
     items_in_stage,
     project_progress,
+    stage_open_gate_problem,
     stage_progress,
     stages_with_progress,
 )
@@ -791,6 +792,9 @@ class StageAdmin(ProgressColumnsMixin, StageProviderMixin, ProjectScopedAdmin):
         lines = []
         if obj.publish_problem:
             lines.append(f"Last publish: {obj.publish_problem}")
+        if obj.status == StageStatus.DRAFT and (gate := stage_open_gate_problem(obj)) \
+                and gate not in obj.publish_problem:
+            lines.append(f"Publishing will be refused: {gate}")
         if obj.status == StageStatus.DRAFT or obj.publish_problem:
             try:
                 readiness = stage_readiness(stage=obj)

@@ -30,6 +30,9 @@ PAIRING_MODES = ("uniform", "adaptive")
 AGREEMENT_LEVELS = ("nominal", "ordinal", "interval")
 PROLIFIC_DEVICES = ("desktop", "tablet", "mobile")
 MAX_GOLD_RATE = 0.9  # at least one regular item in every HIT
+# A trial or full stage of a project with a qualification stage that requires none is open to
+# every worker only when this says so (`annotation.selectors.stage_open_gate_problem`).
+OPEN_TO_EVERY_WORKER = "open_to_every_worker"
 NO_LOCALES = "none"  # what the admin field takes for "no locale requirement" (stored as [])
 
 # Written by the providers at publish (ids of what they created there); shown, never typed.
@@ -119,6 +122,12 @@ SETTINGS: tuple[SettingSpec, ...] = (
                 "qualification they were graded on). Other trial, pilot and full stages' items "
                 "are still never chosen again, and no worker gets an item twice in one stage. In a "
                 "STARC study a participant still never reads a paragraph or article twice.",
+                "Items and HITs", "no"),
+    SettingSpec(OPEN_TO_EVERY_WORKER, "bool", "Open to every worker",
+                "Trial and full stages of a project with a qualification stage: yes publishes "
+                "this stage without “Requires stage” on purpose, so every worker may "
+                "work here, qualified or not. Without it such a stage is refused at publish "
+                "until “Requires stage” names the qualification (or this says yes).",
                 "Items and HITs", "no"),
     SettingSpec("latin_square", "bool", "STARC Latin square",
                 "Serve each participant at most one item per paragraph (OneStopQA) or article "
@@ -561,6 +570,9 @@ _FIXED_WHY = {
                 "not reach it",
 }
 _FIXED_KEY_WHY = {
+    OPEN_TO_EVERY_WORKER: "who may work here was set at publish (the qualification the HITs "
+                          "require on the provider, or none, checked when the stage was "
+                          "published)",
     "latin_square": "the STARC design (each participant reads a text once, conditions in a "
                     "Latin square) was checked and its lists built at publish; changed now, "
                     "participants could read one paragraph at several levels",

@@ -59,7 +59,11 @@ from annotation.models import (
 )
 from annotation.providers import PublishReport, get_provider
 from annotation.readiness_selectors import stage_readiness
-from annotation.selectors import judgments_releasing_slots, prolific_study_places
+from annotation.selectors import (
+    judgments_releasing_slots,
+    prolific_study_places,
+    stage_open_gate_problem,
+)
 from annotation.services.budget import budget_lock
 from annotation.stage_errors import (
     BudgetExceeded,
@@ -629,7 +633,9 @@ def requirement_guard(*, stage: Stage) -> None:
     """The stage a stage requires is a published qualification: only grading a qualification
     passes workers (`WorkerQualification`), so the pages would refuse every worker of a stage
     requiring a trial or full stage, while MTurk and Prolific, which require only
-    qualifications, would let them accept its HITs."""
+    qualifications, would let them accept its HITs. And a trial or full stage of a project
+    with a qualification stage requires it or is open to every worker on purpose
+    (`stage_open_gate_problem`)."""
     required = stage.requires_stage
     if why := stage_requirement_error(project=stage.project, required=required,
                                       stage_pk=stage.pk, provider=stage.provider):
@@ -637,6 +643,10 @@ def requirement_guard(*, stage: Stage) -> None:
         raise GuardFailed(f"{stage} requires {why}")
     if required is not None and required.status == StageStatus.DRAFT:
         raise GuardFailed(f"{required} must be published first")
+    # A trial or full stage of a project with a qualification requires it, or says on purpose
+    # that it is open to every worker: forgotten, the collection pays unqualified workers.
+    if problem := stage_open_gate_problem(stage):
+        raise GuardFailed(problem)
 
 
 def stage_settings_problems(settings, *, provider: str | None,
@@ -907,7 +917,12 @@ def stage_publish_enqueue(*, stage: Stage, by=None, reason: str | None = None,
     """Queue `stage_publish` on a Celery worker (the admin's "publish in the background");
     raises background.BrokerUnreachable within seconds when the broker is down. A stage that
     spends real money is queued only with its cost confirmed (`confirmation_guard`, asked here
-    before queueing and again by the task)."""
+    before queueing and again by the task). A draft that forgets its project's qualification
+    (`stage_open_gate_problem`) is refused here, before it is queued, as the task would (kept
+    in `Stage.publish_problem`)."""
+    if stage.status == StageStatus.DRAFT and (problem := stage_open_gate_problem(stage)):
+        _publish_problem_record(stage, f"publish refused: {problem}")
+        raise GuardFailed(problem)
     if publish_needs_confirmation(stage=stage):
         confirmation_guard(stage=stage, estimate=stage_cost_estimate(stage=stage),
                            confirmed_total=confirmed_total)

@@ -21,6 +21,14 @@ def make_stages(project, provider: str):
     return qualification, trial, full
 
 
+def open_to_every_worker(stage) -> None:
+    """`stage` (unsaved) requires no qualification, on purpose: the test means a stage every
+    worker may take, though its project has a qualification stage (`make_stages`), so it says
+    so (`open_to_every_worker`), as a researcher must before publishing it."""
+    stage.requires_stage = None
+    stage.settings = {**(stage.settings or {}), "open_to_every_worker": True}
+
+
 def prolific_draft_stage():
     """A draft full stage on Prolific: 4 Likert items, 2 per HIT, one judgment each, $0.40."""
     project = make_project(TaskKind.LIKERT, items_per_hit=2, redundancy={"default": 1},

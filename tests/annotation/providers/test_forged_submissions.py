@@ -205,12 +205,12 @@ def _full_hit(mturk_server, likert_study, researcher, client, *, third: str):
     """A published MTurk trial whose first HIT (3 assignments) has two workers' work submitted
     on MTurk and here, and a third worker who accepted it and opened our page: the trial, the
     HIT, its number of regular items and the third worker's assignmentId."""
-    from tests.support.providers import make_stages
+    from tests.support.providers import make_stages, open_to_every_worker
 
     state = mturk_server.state
     project, _gold, _items = likert_study
     _q, trial, _f = make_stages(project, "mturk")
-    trial.requires_stage = None
+    open_to_every_worker(trial)
     trial.save()
     stage_publish(stage=trial, user=researcher)
     hit = trial.hits.order_by("pk").first()

@@ -28,7 +28,7 @@ from testing.workers_sim import (
     scores_cycle,
     wrong_score,
 )
-from tests.support.providers import make_stages
+from tests.support.providers import make_stages, open_to_every_worker
 
 pytestmark = [pytest.mark.mturk, pytest.mark.django_db]
 
@@ -200,7 +200,7 @@ def test_mturk_auto_approval_is_mirrored_and_missing_judgments_flagged(mturk_ser
     state = mturk_server.state
     project, _gold, _items = likert_study
     _q, trial, _f = make_stages(project, "mturk")
-    trial.requires_stage = None
+    open_to_every_worker(trial)
     trial.save()
     stage_publish(stage=trial, user=researcher)
     hit = trial.hits.first()

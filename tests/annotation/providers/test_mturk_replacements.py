@@ -23,14 +23,14 @@ from annotation.services.stages import stage_publish
 from annotation.services.workers import worker_block
 from testing.mturk_server import MTurkError
 from testing.workers_sim import mturk_worker_submits, scores_cycle
-from tests.support.providers import make_stages
+from tests.support.providers import make_stages, open_to_every_worker
 
 pytestmark = [pytest.mark.mturk, pytest.mark.django_db]
 
 
 def _trial(project, researcher, *, review=None):
     _q, trial, _f = make_stages(project, "mturk")
-    trial.requires_stage = None
+    open_to_every_worker(trial)
     trial.settings.update({"review": review or {}})
     trial.save()
     stage_publish(stage=trial, user=researcher)

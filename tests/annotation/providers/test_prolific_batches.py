@@ -34,7 +34,7 @@ from annotation.stage_plan_selectors import stage_hits_planned, stage_release_pr
 from testing.factories import make_item, make_project, make_worker
 from testing.prolific_server import ApiError
 from testing.workers_sim import page_config, spend_time
-from tests.support.providers import make_stages
+from tests.support.providers import make_stages, open_to_every_worker
 
 pytestmark = [pytest.mark.prolific, pytest.mark.django_db]
 
@@ -54,7 +54,7 @@ def _trial(kind, passages: list[int], provider: str = "prolific"):
     items = [make_item(project, group_key=f"p{g}" if kind == TaskKind.LIKERT else "")
              for g, size in enumerate(passages) for _ in range(size)]
     _q, trial, _f = make_stages(project, provider)
-    trial.requires_stage = None
+    open_to_every_worker(trial)
     trial.judgments_per_item = 2
     trial.settings.update({"gold_rate": 0})
     trial.save()
@@ -151,7 +151,7 @@ def test_a_study_mixing_gold_has_a_place_per_batch_its_pages_hand_out(
     gold = [make_item(project, group_key=f"p{g}" if likert else "", is_gold_check=True,
                       gold=GOLD[kind]) for g in gold_in for _ in range(3)]
     _q, trial, _f = make_stages(project, "prolific")
-    trial.requires_stage = None
+    open_to_every_worker(trial)
     trial.judgments_per_item = 2
     trial.settings.update({"gold_rate": rate})
     trial.save()

@@ -25,7 +25,7 @@ from annotation.stage_plan_selectors import stage_hits_planned
 from testing.factories import make_assignment, make_hit, make_judgment, make_worker
 from testing.prolific_server import ApiError
 from testing.workers_sim import prolific_participant_submits, scores_cycle
-from tests.support.providers import make_stages
+from tests.support.providers import make_stages, open_to_every_worker
 from tests.support.tasks import make_task
 
 pytestmark = [pytest.mark.prolific, pytest.mark.django_db]
@@ -37,7 +37,7 @@ def _trial(project, items, researcher, *, review=None, publish=True, **options):
     """A trial of one passage's 5 items × 2 judgments: one HIT, so a study of 2 places
     (`options`: more settings; `publish=False` leaves it a draft)."""
     _q, trial, _f = make_stages(project, "prolific")
-    trial.requires_stage = None
+    open_to_every_worker(trial)
     trial.judgments_per_item = 2
     trial.settings.update({"gold_rate": 0, "review": review or {}, **options})
     trial.save()

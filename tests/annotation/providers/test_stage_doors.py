@@ -51,11 +51,17 @@ def admin(client, owner):
     return client
 
 
+def _open_to_all() -> dict:
+    """The settings of a stage of the fixture's project, which has a qualification stage: open
+    to every worker on purpose (`open_to_every_worker`), as the doors tried here do not gate."""
+    return {"locales": [], "open_to_every_worker": True}
+
+
 @pytest.fixture
 def live(owner, mturk_server):
     """A Likert project ($0.40 a HIT of 2 items, 2 judgments an item, gold rate 0, budget cap
-    $100) with a draft MTurk qualification and an MTurk trial of 4 items published on the
-    local MTurk server: collecting, its HITs there."""
+    $100) with a draft MTurk qualification and an MTurk trial of 4 items, open to every worker,
+    published on the local MTurk server: collecting, its HITs there."""
     project = make_project(TaskKind.LIKERT, owner=owner, items_per_hit=2,
                            redundancy={"default": 2}, reward_per_hit=Decimal("0.40"),
                            budget_cap=Decimal("100"), gold_rate=0.0)
@@ -64,7 +70,7 @@ def live(owner, mturk_server):
     qualification = make_stage(project, kind=StageKind.QUALIFICATION, name="qual",
                                status=StageStatus.DRAFT, provider=Provider.MTURK)
     trial = make_stage(project, kind=StageKind.TRIAL, name="trial", status=StageStatus.DRAFT,
-                       provider=Provider.MTURK, settings={"locales": []})
+                       provider=Provider.MTURK, settings=_open_to_all())
     trial.items.set(items)
     stage_publish(stage=trial, user=owner)
     trial.refresh_from_db()
@@ -269,7 +275,7 @@ def test_publishing_from_two_doors_creates_the_hits_once(admin, live, mturk_serv
     retry): the second finds every HIT created (a resume) and creates nothing on MTurk."""
     project, _qualification, _trial = live
     full = make_stage(project, kind=StageKind.FULL, name="full", status=StageStatus.DRAFT,
-                      provider=Provider.MTURK, settings={"locales": []})
+                      provider=Provider.MTURK, settings=_open_to_all())
     full.items.set(make_item(project, group_key=f"f{n}") for n in range(2))
     shown = _admin_action(admin, "publish_stages", full)
     built = Hit.objects.filter(stage=full).count()
@@ -294,7 +300,7 @@ def test_a_stage_closed_while_its_hits_are_being_created_keeps_none_open(admin, 
     what it created; the close expires what was created while it closed."""
     project, _qualification, _trial = live
     full = make_stage(project, kind=StageKind.FULL, name="full", status=StageStatus.DRAFT,
-                      provider=Provider.MTURK, settings={"locales": []})
+                      provider=Provider.MTURK, settings=_open_to_all())
     full.items.set(make_item(project, group_key=f"f{n}") for n in range(6))
     provider, closed = mturk_server.provider, []
     publish_stage = provider.publish_stage
@@ -360,7 +366,7 @@ def test_closing_twice_closes_once_and_says_so(admin, live, mturk_server, owner,
 
     # The second close arrives while the first is expiring the HITs on the provider.
     full = make_stage(trial.project, kind=StageKind.FULL, name="full", status=StageStatus.DRAFT,
-                      provider=Provider.MTURK, settings={"locales": []})
+                      provider=Provider.MTURK, settings=_open_to_all())
     full.items.set(make_item(trial.project, group_key=f"f{n}") for n in range(4))
     stage_publish(stage=full, user=owner)
     provider, inner = mturk_server.provider, []
