@@ -612,6 +612,11 @@ FORMAT_REWRITES = {
     "lower case": lambda e: dataclasses.replace(e, candidate=e.candidate.lower()),
     "white space": lambda e: dataclasses.replace(e, candidate=f"\n{e.candidate} \n"),
     "'Answer:' prefix": lambda e: dataclasses.replace(e, candidate=f"Answer: {e.candidate}"),
+    "'A:' prefix": lambda e: dataclasses.replace(e, candidate=f"A: {e.candidate}"),
+    "'Final answer:' prefix": lambda e: dataclasses.replace(
+        e, candidate=f"Final answer: {e.candidate}"),
+    "markdown bold": lambda e: dataclasses.replace(e, candidate=f"**{e.candidate}**"),
+    "in quotes": lambda e: dataclasses.replace(e, candidate=f'"{e.candidate}"'),
     "references reversed": lambda e: dataclasses.replace(
         e, references=tuple(reversed(e.references))),
     "question mark": lambda e: dataclasses.replace(

@@ -14,6 +14,7 @@ candidate's end is cut when nothing else fits (a judge must score every answer i
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -219,6 +220,39 @@ def encode_preference_pairs(cfg: TrainConfig, tokenizer, pairs: Sequence[PairExa
             continue
         targets.append(float(pair.label))
     return inputs, targets, skipped
+
+
+# How an answer is written, not what it says: a label in front of it ("Answer: ...", "A:",
+# "Final answer:", as generated answers and some datasets' exports carry) and markdown emphasis
+# around its words. Judged as written, a label adds words no reference holds and made the judge
+# stricter on 8 of 1,606 validation answers (docs/LERC.md, the format probe). Only a label
+# followed by a colon counts: "A" or "Answer" alone may be the answer's own first word.
+_ANSWER_LABEL = re.compile(r"^\s*(?:(?:the\s+)?final\s+answer|answer|ans\.?|a)\s*[:\uff1a]\s*",
+                           re.IGNORECASE)
+_EMPHASIS = re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1", re.DOTALL)
+
+
+def answer_as_judged(candidate: str) -> str:
+    """The candidate as the judge reads it: without a leading answer label and markdown
+    emphasis markers. Anything else stays as written; a label with nothing after it stays."""
+    text = _EMPHASIS.sub(r"\2", candidate or "")
+    unlabelled = _ANSWER_LABEL.sub("", text, count=1)
+    return unlabelled if unlabelled.strip() else text
+
+
+def examples_as_judged(examples: Iterable[LercExample]) -> list[LercExample]:
+    """`answer_as_judged` applied to each example's candidate: what training, calibration and
+    scoring read, so that a version never learns or serves the label's words. Other kinds of
+    example (A/B pairs) pass unchanged."""
+    judged = []
+    for example in examples:
+        if not isinstance(example, LercExample):
+            judged.append(example)
+            continue
+        candidate = answer_as_judged(example.candidate)
+        judged.append(example if candidate == example.candidate
+                      else replace(example, candidate=candidate))
+    return judged
 
 
 def capped_examples(cfg: TrainConfig, examples, cap: int | None = -1) -> list:

@@ -29,6 +29,7 @@ from .data import (
     encode_joined,
     encode_pair,
     encode_quadruple,
+    examples_as_judged,
 )
 from .device import autocast_context, inference_dtype, pick_device
 from .model import ClsHeadModel, load_model
@@ -212,6 +213,7 @@ class LercScorer:
         an answer scored with the same options among the last `DETAILS_KEPT` is not scored
         again (the model folder of a scorer never changes)."""
         options = (max_references, exact_match_score, calibrated)
+        examples = examples_as_judged(examples)  # a label or emphasis is not the answer
         keys = [(e.question, tuple(e.references), e.candidate, e.passage, options)
                 for e in examples]
         missing = list(dict.fromkeys(k for k in keys if k not in self._details))

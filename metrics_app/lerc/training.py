@@ -36,7 +36,7 @@ from .config import (
     TrainConfig,
     TrainingCancelled,
 )
-from .data import InputTooLong, capped_examples, encode_quadruple
+from .data import InputTooLong, capped_examples, encode_quadruple, examples_as_judged
 from .device import inference_dtype, pick_device, seed_everything, training_autocast
 from .features import FEATURE_SETS, reads_semantic
 from .inference import evaluate, predict_scores
@@ -363,6 +363,8 @@ def calibrate_model(cfg: TrainConfig, model_dir: str | Path, val_examples,
     `cfg.calibration_distill_weights` that cross-validation on the human judgments chooses."""
     # On the device the encoder trained on (a GPU worker's GPU, under the same bf16 autocast as
     # its scorer there), at the precision the served scorer will use on that device.
+    val_examples = examples_as_judged(val_examples)
+    distill_examples = examples_as_judged(distill_examples)
     device = pick_device(cfg.device)
     model, tokenizer, _meta = load_model(model_dir, device=device)
     model.to(inference_dtype(device, cfg.scoring_precision))
@@ -429,8 +431,8 @@ def train(cfg: TrainConfig, train_examples, val_examples, progress: ProgressCall
     if not cfg.output_dir:
         raise ValueError("TrainConfig.output_dir is required")
     model_class = model_for_kind(cfg.kind)  # an unknown kind fails here, before any work
-    train_examples = capped_examples(cfg, train_examples)
-    val_examples = capped_examples(cfg, val_examples, cfg.max_val_examples)
+    train_examples = examples_as_judged(capped_examples(cfg, train_examples))
+    val_examples = examples_as_judged(capped_examples(cfg, val_examples, cfg.max_val_examples))
     output = Path(cfg.output_dir)
     output.mkdir(parents=True, exist_ok=True)
     rates = PAPER_LEARNING_RATES if cfg.tune_learning_rate else (cfg.learning_rate,)
