@@ -617,6 +617,15 @@ FORMAT_REWRITES = {
         e, candidate=f"Final answer: {e.candidate}"),
     "markdown bold": lambda e: dataclasses.replace(e, candidate=f"**{e.candidate}**"),
     "in quotes": lambda e: dataclasses.replace(e, candidate=f'"{e.candidate}"'),
+    "in curly quotes": lambda e: dataclasses.replace(
+        e, candidate=f"\u201c{e.candidate}\u201d"),
+    "curly apostrophes": lambda e: dataclasses.replace(
+        e, candidate=e.candidate.replace("'", "\u2019")),
+    "en dashes": lambda e: dataclasses.replace(e, candidate=e.candidate.replace("-", "\u2013")),
+    "non-breaking spaces": lambda e: dataclasses.replace(
+        e, candidate=e.candidate.replace(" ", "\u00a0")),
+    "references typeset": lambda e: dataclasses.replace(e, references=tuple(
+        r.replace("'", "\u2019").replace("-", "\u2013") for r in e.references)),
     "references reversed": lambda e: dataclasses.replace(
         e, references=tuple(reversed(e.references))),
     "question mark": lambda e: dataclasses.replace(
@@ -1222,12 +1231,22 @@ def main() -> None:
 
     import torch
 
+    from metrics_app.lerc.data import examples_as_judged
+
     torch.set_num_threads(args.threads)
     args.out.mkdir(parents=True, exist_ok=True)
     examples = load_examples(args.data)
     args.backbone = pretrained_backbone(args)
     runs = run_definitions(examples, args.runs.split(","),
                            [int(n) for n in args.curve_sizes.split(",")])
+    # The splits and the baselines read the answers as written (a question's split is fixed by
+    # its text as the dataset wrote it; `baseline_scores(examples)` below); every path of the
+    # judge reads them as a served version does (`examples_as_judged`: plain typography, no
+    # answer label), so its training, calibration, screens and test rows are the served ones.
+    as_judged = dict(zip(map(id, examples), examples_as_judged(examples), strict=True))
+    for run in runs:
+        for split in ("train", "val", "test"):
+            run[split] = [as_judged[id(e)] for e in run[split]]
     if args.only:
         runs = [run for run in runs if run["name"] in args.only.split(",")]
     if args.screen or args.distill_screen or args.encoder_screen or args.format_probe:

@@ -94,19 +94,25 @@ def test_the_summary_says_how_the_served_judge_used_the_encoder(bench_lerc):
 
 
 def test_format_rewrites_change_the_writing_and_never_the_content(bench_lerc):
+    """Each rewrite changes how the example is written, never what it says: as the judge reads
+    texts (plain typography, `text_as_judged`) and SQuAD-normalized, only a label differs."""
     from core.text_match import squad_normalize
-    from metrics_app.lerc.data import LercExample
+    from metrics_app.lerc.data import LercExample, text_as_judged
 
-    example = LercExample(question="who wrote hamlet", references=("Shakespeare", "W. Shakespeare"),
-                          candidate="William Shakespeare wrote it.", score=5.0)
+    def read(text):
+        return squad_normalize(text_as_judged(text))
+
+    example = LercExample(question="who wrote hamlet",
+                          references=("Shakespeare", "W. Shakespeare's play"),
+                          candidate="William Shakespeare's play, written 1599-1601.", score=5.0)
     for name, rewrite in bench_lerc.FORMAT_REWRITES.items():
         changed = rewrite(example)
         assert changed != example, f"{name} changed nothing"
-        assert set(changed.references) == set(example.references)
+        assert {read(r) for r in changed.references} == {read(r) for r in example.references}
         assert changed.score == example.score
-        assert squad_normalize(changed.question.rstrip("?")) == squad_normalize(example.question)
+        assert read(changed.question.rstrip("?")) == read(example.question)
         if not name.endswith("prefix"):
-            assert squad_normalize(changed.candidate) == squad_normalize(example.candidate)
+            assert read(changed.candidate) == read(example.candidate), name
 
     screens = {"main": {"n_val": 10, "accuracy": 0.9, "rows": {
         name: {"flips": 1 if name == "lower case" else 0, "accuracy": 0.9}

@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import pytest
 
-from metrics_app.lerc.data import LercExample, answer_as_judged, examples_as_judged
+from metrics_app.lerc.data import LercExample, answer_as_judged, examples_as_judged, text_as_judged
 from metrics_app.lerc.inference import EXACT_MATCH_SCORE, LercScorer
 
 
@@ -84,3 +84,81 @@ def test_training_reads_answers_without_their_labels(trained_model_dir, tmp_path
     with pytest.raises(RuntimeError, match="stop after"):
         training.train(TrainConfig(output_dir=str(tmp_path / "out")), [example], [example])
     assert seen == ["r r", "r r"]
+
+
+# Typography: one word is one word however it was typeset (`data.text_as_judged`).
+
+@pytest.mark.parametrize(("written", "judged"), [
+    ("Guns N\u2019 Roses", "Guns N' Roses"),
+    ("the 2001\u20132002 season", "the 2001-2002 season"),
+    ("\u201cThriller\u201d", '"Thriller"'),
+    ("\u2018Thriller\u2019", "'Thriller'"),
+    ("10\u00a0km", "10 km"),
+    ("5\u203211\u2033", "5'11\""),
+    ("\u22125 \u00b0C", "-5 \u00b0C"),            # a minus sign; the degree sign is a word's part
+    ("soft\u00adhyphen", "softhyphen"),
+    ("zero\u200bwidth\u200e", "zerowidth"),
+    ("\uff21\uff22\uff23 \uff11\uff12", "ABC 12"),  # full-width letters and digits
+    ("and so on\u2026", "and so on..."),
+    ("Jos\u00e9 M\u00fcller", "Jos\u00e9 M\u00fcller"),  # letters with accents are letters
+    ("Jose\u0301", "Jos\u00e9"),                    # ... however they are composed
+    ("plain ASCII - 'as is'", "plain ASCII - 'as is'"),
+])
+def test_typography_is_read_plain(written, judged):
+    assert text_as_judged(written) == judged
+
+
+def test_an_answer_is_read_plain_before_its_label_is_taken_off():
+    # A full-width colon and curly quotes around the label's answer.
+    assert answer_as_judged("Answer\uff1a \u201cGuns N\u2019 Roses\u201d") == '"Guns N\' Roses"'
+
+
+def test_every_text_of_an_example_is_read_plain():
+    written = LercExample(question="Who sang \u201cNovember Rain\u201d?",
+                          references=("Guns N\u2019 Roses", "GNR"), candidate="Guns N\u2019 Roses",
+                          passage="In\u00a01991\u2026", score=5.0, id="x")
+    judged = examples_as_judged([written])[0]
+    assert judged == replace(written, question='Who sang "November Rain"?',
+                             references=("Guns N' Roses", "GNR"), candidate="Guns N' Roses",
+                             passage="In 1991...")
+
+
+def test_a_served_version_reads_typography_plain(trained_model_dir, monkeypatch):
+    import metrics_app.lerc.inference as inference
+
+    scorer = LercScorer(trained_model_dir, device="cpu")
+    read = []
+    original = inference.predict_scores
+
+    def recording(model, tokenizer, examples, **options):
+        read.extend((e.candidate, e.references) for e in examples)
+        return original(model, tokenizer, examples, **options)
+
+    monkeypatch.setattr(inference, "predict_scores", recording)
+    plain = LercExample(question="Who sang it?", references=("Guns N' Roses",),
+                        candidate="it was Guns N' Roses, in 1991")
+    typeset = replace(plain, candidate="it was Guns N\u2019 Roses, in\u00a01991",
+                      references=("Guns N\u2019 Roses",))
+    assert scorer.score([plain]) == scorer.score([typeset])
+    assert read == [("it was Guns N' Roses, in 1991", ("Guns N' Roses",))]  # scored once
+    # The reference typeset one way and the answer the other is an exact match, served by rule.
+    assert scorer.score([replace(plain, candidate="Guns N\u2019 Roses")]) == [EXACT_MATCH_SCORE]
+    assert scorer.score([replace(typeset, candidate="guns n' roses")]) == [EXACT_MATCH_SCORE]
+
+
+def test_training_reads_typography_plain(tmp_path, monkeypatch):
+    import metrics_app.lerc.training as training
+    from metrics_app.lerc.config import TrainConfig
+
+    seen = []
+
+    def recording(cfg, lr, run_dir, train_examples, val_examples, *rest):
+        seen.extend((e.candidate, e.references) for e in [*train_examples, *val_examples])
+        raise RuntimeError("stop after reading the examples")
+
+    monkeypatch.setattr(training, "_train_one", recording)
+    example = LercExample(question="q", references=("2001\u20132002",),
+                          candidate="in 2001\u20132002", score=5.0)
+    with pytest.raises(RuntimeError, match="stop after"):
+        training.train(TrainConfig(output_dir=str(tmp_path / "out")), [example], [example])
+    assert seen == [("in 2001-2002", ("2001-2002",))] * 2
