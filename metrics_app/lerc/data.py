@@ -19,6 +19,7 @@ import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
+from annotation.domain.control_characters import without_invisible
 from core.text_match import squad_normalize
 
 from .config import TrainConfig
@@ -238,26 +239,25 @@ _EMPHASIS = re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1", re.DOTALL)
 # "Guns N’ Roses" for "Guns N' Roses", "2001–2002" for "2001-2002": 3,639 of EVOUNA's 23,499
 # judged answers hold one in the answer (2,525), its references (970) or its question (485).
 # SQuAD normalization drops only ASCII punctuation, so the lexical inputs counted such a word as
-# missing, and the encoder read other tokens. NFKC folds
-# compatibility forms (non-breaking and full-width characters, "…"); the table folds the quote,
-# prime and dash forms NFKC keeps (first: NFKC would split an acute accent into a space and a
-# combining mark) and drops the invisible characters (soft hyphen, zero-width space, direction
-# marks).
+# missing, and the encoder read other tokens. The table folds the quote, prime and dash forms
+# that NFKC keeps (before NFKC, which would split an acute accent into a space and a combining
+# mark); NFKC then folds the compatibility forms (non-breaking and full-width characters, "…").
 _PLAIN_TYPOGRAPHY = str.maketrans({
     **dict.fromkeys("\u2018\u2019\u201a\u201b\u2032\u00b4", "'"),
     **dict.fromkeys("\u201c\u201d\u201e\u201f\u2033\u00ab\u00bb", '"'),
     **dict.fromkeys("\u2010\u2011\u2012\u2013\u2014\u2015\u2212", "-"),
-    **dict.fromkeys("\u00ad\u200b\u200c\u200d\u200e\u200f\u2060\ufeff"),
 })
 
 
 def text_as_judged(text: str) -> str:
-    """`text` in plain typography (`_PLAIN_TYPOGRAPHY`): the form of every text the judge reads
-    (question, references, answer, passage), so one word is one word however it was typeset."""
+    """`text` in plain typography (`_PLAIN_TYPOGRAPHY`, then NFKC), without the characters that
+    draw nothing (the platform's one rule, `without_invisible`: soft hyphens, zero-width
+    spaces, direction marks): the form of every text the judge reads (question, references,
+    answer, passage), so one word is one word however it was typeset."""
     text = text or ""
     if text.isascii():
         return text
-    return unicodedata.normalize("NFKC", text.translate(_PLAIN_TYPOGRAPHY))
+    return unicodedata.normalize("NFKC", without_invisible(text.translate(_PLAIN_TYPOGRAPHY)))
 
 
 def answer_as_judged(candidate: str) -> str:
