@@ -6,6 +6,7 @@ import io
 import json
 
 import pytest
+from playwright.sync_api import expect
 
 from annotation.models import TaskKind
 from annotation.services.exports import export_write
@@ -35,14 +36,15 @@ def test_researcher_adjudicates_a_disputed_item_and_the_export_carries_it(live_s
     page.fill("#id_password", PASSWORD)
     page.click("input[type=submit]")
     page.click("text=items to adjudicate")
-    assert page.locator("section.adjudication").count() == 1     # only the split item
+    # The click returns once navigation starts; counting must wait for the queue to render.
+    expect(page.locator("section.adjudication")).to_have_count(1)     # only the split item
     section = page.locator(f"#item-{disputed.pk}")
     assert "q-split" in section.inner_text() and "disagreement 1.00" in section.inner_text()
     section.get_by_label("B", exact=True).check()
     section.locator("textarea[name=note]").fill("B cites the source; A does not")
     section.get_by_role("button", name="Record label").click()
     page.wait_for_selector("text=q-split is now labelled B")
-    assert page.locator("section.adjudication").count() == 0
+    expect(page.locator("section.adjudication")).to_have_count(0)
     assert not page.js_errors
 
     out = io.StringIO()
