@@ -40,6 +40,7 @@ import argparse
 import dataclasses
 import hashlib
 import json
+import re
 import sys
 import time
 from pathlib import Path
@@ -603,6 +604,25 @@ def encoder_screen_markdown(screens: dict) -> str:
     return "\n".join(lines)
 
 
+# A whole number from 0 to 20 standing alone (not "1.5", "3,000", "7th" or "B12").
+_SMALL_DIGIT = re.compile(r"(?<![\w.,])(\d|1\d|20)(?![\w]|[.,]\d)")
+
+
+def _numbers_in_words(text: str) -> str:
+    from metrics_app.lerc.data import SMALL_NUMBER_WORDS
+
+    return _SMALL_DIGIT.sub(lambda found: SMALL_NUMBER_WORDS[int(found.group(1))], text)
+
+
+def _numbers_in_digits(text: str) -> str:
+    """Every small number word but "one" (a pronoun as often) in digits."""
+    from metrics_app.lerc.data import SMALL_NUMBER_WORDS
+
+    words = re.compile(r"\b(" + "|".join(w for w in SMALL_NUMBER_WORDS if w != "one") + r")\b",
+                       re.IGNORECASE)
+    return words.sub(lambda found: str(SMALL_NUMBER_WORDS.index(found.group(1).lower())), text)
+
+
 # `--format-probe`: rewrites that change how an answer, its question or its references are
 # written and never what they say. A judge that reads meaning decides each answer alike; one
 # that keys on surface form flips, and would on a new dataset's conventions.
@@ -626,6 +646,12 @@ FORMAT_REWRITES = {
         e, candidate=e.candidate.replace(" ", "\u00a0")),
     "references typeset": lambda e: dataclasses.replace(e, references=tuple(
         r.replace("'", "\u2019").replace("-", "\u2013") for r in e.references)),
+    "numbers in words": lambda e: dataclasses.replace(
+        e, candidate=_numbers_in_words(e.candidate)),
+    "numbers in digits": lambda e: dataclasses.replace(
+        e, candidate=_numbers_in_digits(e.candidate)),
+    "references' numbers in digits": lambda e: dataclasses.replace(
+        e, references=tuple(map(_numbers_in_digits, e.references))),
     "references reversed": lambda e: dataclasses.replace(
         e, references=tuple(reversed(e.references))),
     "question mark": lambda e: dataclasses.replace(

@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .config import AUGMENT_RULES
+from .data import SMALL_NUMBER_WORDS
 
 RULES = AUGMENT_RULES
 
@@ -52,9 +53,6 @@ _FILLERS = (
     "It is mentioned in most encyclopedic entries on the subject.",
 )
 _FRAMED_UP_TO = 5  # words; a longer answer reads as a sentence of its own
-_SMALL_NUMBERS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine",
-                  "ten", "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen",
-                  "seventeen", "eighteen", "nineteen", "twenty")
 _MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August",
            "September", "October", "November", "December")
 _MONTH = "(" + "|".join(_MONTHS) + ")"
@@ -63,7 +61,7 @@ _DAY_MONTH_YEAR = re.compile(r"(\d{1,2}) " + _MONTH + r",? (\d{4})")
 _GROUPED = re.compile(r"\b\d{1,3}(?:,\d{3})+\b")
 _PLAIN_THOUSANDS = re.compile(r"\b(?<![.,])\d{4,}(?![.,]\d)\b")
 _SMALL_DIGIT = re.compile(r"(?<![\d.,])\b(\d|1\d|20)\b(?![.,]?\d)")
-_SMALL_WORD = re.compile(r"\b(" + "|".join(_SMALL_NUMBERS) + r")\b", re.IGNORECASE)
+_SMALL_WORD = re.compile(r"\b(" + "|".join(SMALL_NUMBER_WORDS) + r")\b", re.IGNORECASE)
 # A four-digit number that reads as a year is left alone ("1500" may be a year; "1,500" never).
 _YEAR_LIKE = re.compile(r"^1[0-9]{3}$|^20[0-9]{2}$")
 
@@ -164,13 +162,13 @@ def _grouped(found: re.Match) -> str | None:
 
 
 def _digit_to_word(found: re.Match) -> str:
-    return _SMALL_NUMBERS[int(found.group(1))]
+    return SMALL_NUMBER_WORDS[int(found.group(1))]
 
 
 def _word_to_digit(found: re.Match) -> str | None:
     word = found.group(1).lower()
     # "one" is a pronoun as often as a number ("the one who ..."): left alone.
-    return None if word == "one" else str(_SMALL_NUMBERS.index(word))
+    return None if word == "one" else str(SMALL_NUMBER_WORDS.index(word))
 
 
 _NUMBER_REWRITES = (

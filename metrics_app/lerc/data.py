@@ -249,15 +249,36 @@ _PLAIN_TYPOGRAPHY = str.maketrans({
 })
 
 
+# Small whole numbers are written both ways: "season 6" against a reference's "six", "seven"
+# against "7". 94 of EVOUNA's judged answers hold a number as words where a reference holds it
+# as digits or the other way round (83 of them judged correct). The judge reads the words as
+# digits. "one" stays as written: it is a pronoun as often as a number ("the one who ..."). So
+# does a word in a hyphenated number ("twenty-one" is 21, not 20-1; "thirty-two" is not 30-2).
+SMALL_NUMBER_WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight",
+                      "nine", "ten", "eleven", "twelve", "thirteen", "fourteen", "fifteen",
+                      "sixteen", "seventeen", "eighteen", "nineteen", "twenty")
+_TENS = ("thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety", "hundred",
+         "thousand")
+_NUMBER_WORD_READ_AS_DIGITS = re.compile(
+    r"(?<![\w-])(" + "|".join(w for w in SMALL_NUMBER_WORDS if w != "one") + r")"
+    r"(?!\w|-(?:" + "|".join(SMALL_NUMBER_WORDS + _TENS) + r")\b)", re.IGNORECASE)
+
+
+def _as_digits(found: re.Match) -> str:
+    return str(SMALL_NUMBER_WORDS.index(found.group(1).lower()))
+
+
 def text_as_judged(text: str) -> str:
     """`text` in plain typography (`_PLAIN_TYPOGRAPHY`, then NFKC), without the characters that
     draw nothing (the platform's one rule, `without_invisible`: soft hyphens, zero-width
-    spaces, direction marks): the form of every text the judge reads (question, references,
-    answer, passage), so one word is one word however it was typeset."""
+    spaces, direction marks), small numbers in digits (`_NUMBER_WORD_READ_AS_DIGITS`): the form
+    of every text the judge reads (question, references, answer, passage), so one word is one
+    word however it was typeset, and one number one number however it was spelled."""
     text = text or ""
-    if text.isascii():
-        return text
-    return unicodedata.normalize("NFKC", without_invisible(text.translate(_PLAIN_TYPOGRAPHY)))
+    if not text.isascii():
+        text = unicodedata.normalize("NFKC",
+                                     without_invisible(text.translate(_PLAIN_TYPOGRAPHY)))
+    return _NUMBER_WORD_READ_AS_DIGITS.sub(_as_digits, text)
 
 
 def answer_as_judged(candidate: str) -> str:

@@ -95,7 +95,8 @@ def test_the_summary_says_how_the_served_judge_used_the_encoder(bench_lerc):
 
 def test_format_rewrites_change_the_writing_and_never_the_content(bench_lerc):
     """Each rewrite changes how the example is written, never what it says: as the judge reads
-    texts (plain typography, `text_as_judged`) and SQuAD-normalized, only a label differs."""
+    texts (plain typography, small numbers in digits, `text_as_judged`) and SQuAD-normalized,
+    only a label differs."""
     from core.text_match import squad_normalize
     from metrics_app.lerc.data import LercExample, text_as_judged
 
@@ -103,8 +104,9 @@ def test_format_rewrites_change_the_writing_and_never_the_content(bench_lerc):
         return squad_normalize(text_as_judged(text))
 
     example = LercExample(question="who wrote hamlet",
-                          references=("Shakespeare", "W. Shakespeare's play"),
-                          candidate="William Shakespeare's play, written 1599-1601.", score=5.0)
+                          references=("Shakespeare", "W. Shakespeare's play in five acts"),
+                          candidate="William Shakespeare's play in 5 acts and twenty scenes, "
+                                    "written 1599-1601.", score=5.0)
     for name, rewrite in bench_lerc.FORMAT_REWRITES.items():
         changed = rewrite(example)
         assert changed != example, f"{name} changed nothing"

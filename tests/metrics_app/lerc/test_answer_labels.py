@@ -1,7 +1,8 @@
 """How an answer is written is not what it says: the judge reads an answer without a leading
 label ("Answer:", "A:", "Final answer:") and without markdown emphasis, in training, calibration
 and scoring alike (`data.answer_as_judged`), so a dataset or a generating system that writes its
-answers that way is judged as one that does not (docs/LERC.md, the format probe)."""
+answers that way is judged as one that does not (docs/LERC.md, the format probe). So are its
+typography and how it spells a small number (`data.text_as_judged`)."""
 from __future__ import annotations
 
 from dataclasses import replace
@@ -20,14 +21,14 @@ from metrics_app.lerc.inference import EXACT_MATCH_SCORE, LercScorer
     ("The final answer: 42", "42"),
     ("ANSWER\uff1a Rome", "Rome"),
     ("**Paris** is the capital", "Paris is the capital"),
-    ("Answer: **four symphonies**", "four symphonies"),
+    ("Answer: **the Eroica symphony**", "the Eroica symphony"),
 ])
 def test_a_label_and_emphasis_are_not_read(written, judged):
     assert answer_as_judged(written) == judged
 
 
 @pytest.mark.parametrize("written", [
-    "A Tale of Two Cities",      # "A" is the answer's first word, not a label
+    "A Farewell to Arms",        # "A" is the answer's first word, not a label
     "Answers: none given",        # not one of the labels
     "Area: 5 km",
     "Answer:",                    # a label with nothing after it is all there is to judge
@@ -162,3 +163,39 @@ def test_training_reads_typography_plain(tmp_path, monkeypatch):
     with pytest.raises(RuntimeError, match="stop after"):
         training.train(TrainConfig(output_dir=str(tmp_path / "out")), [example], [example])
     assert seen == [("in 2001-2002", ("2001-2002",))] * 2
+
+
+# Small numbers: one number is one number however it was spelled (`data.text_as_judged`).
+
+@pytest.mark.parametrize(("written", "judged"), [
+    ("Season Six", "Season 6"),
+    ("seven years old", "7 years old"),
+    ("TWELVE", "12"),
+    ("a seven-year-old", "a 7-year-old"),
+    ("Ocean\u2019s Eleven", "Ocean's 11"),                # typography first, then the number
+    ("the one who knocks", "the one who knocks"),         # "one" is a pronoun as often
+    ("twenty-one pilots", "twenty-one pilots"),           # 21, not 20-1
+    ("thirty-two", "thirty-two"),
+    ("tenth often seventh", "tenth often seventh"),      # other words holding a number's letters
+    ("6 and 1.5 and 3,000", "6 and 1.5 and 3,000"),        # digits stay as written
+])
+def test_small_numbers_are_read_as_digits(written, judged):
+    assert text_as_judged(written) == judged
+
+
+def test_every_text_of_an_example_reads_small_numbers_as_digits():
+    written = LercExample(question="How many seasons of Downton Abbey?", references=("six",),
+                          candidate="It ran for six seasons", passage="Six seasons aired.",
+                          score=5.0)
+    assert examples_as_judged([written])[0] == replace(
+        written, references=("6",), candidate="It ran for 6 seasons", passage="6 seasons aired.")
+
+
+def test_a_served_version_reads_a_number_spelled_either_way_alike(trained_model_dir):
+    scorer = LercScorer(trained_model_dir, device="cpu")
+    digits = LercExample(question="How many seasons?", references=("six",),
+                         candidate="it ran for 6 seasons on ITV")
+    assert scorer.score([digits]) == scorer.score([replace(digits, candidate="it ran for six "
+                                                                             "seasons on ITV")])
+    # The answer in digits and the reference in words is an exact match, served by rule.
+    assert scorer.score([replace(digits, candidate="6")]) == [EXACT_MATCH_SCORE]
