@@ -20,7 +20,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
 from annotation.domain.control_characters import without_invisible
-from core.text_match import squad_normalize
+from core.text_match import is_exact_match, squad_normalize
 
 from .config import TrainConfig
 
@@ -250,9 +250,9 @@ _PLAIN_TYPOGRAPHY = str.maketrans({
 
 
 # Small whole numbers are written both ways: "season 6" against a reference's "six", "seven"
-# against "7". 94 of EVOUNA's judged answers hold a number as words where a reference holds it
-# as digits or the other way round (83 of them judged correct). The judge reads the words as
-# digits. "one" stays as written: it is a pronoun as often as a number ("the one who ..."). So
+# against "7". By a rough count, 94 of EVOUNA's judged answers hold a number in words where a
+# reference holds it in digits or the other way round (83 of them judged correct). The judge
+# reads the words as digits. "one" stays as written: it is a pronoun as often as a number ("the one who ..."). So
 # does a word in a hyphenated number ("twenty-one" is 21, not 20-1; "thirty-two" is not 30-2).
 SMALL_NUMBER_WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight",
                       "nine", "ten", "eleven", "twelve", "thirteen", "fourteen", "fifteen",
@@ -288,6 +288,12 @@ def answer_as_judged(candidate: str) -> str:
     text = _EMPHASIS.sub(r"\2", text_as_judged(candidate))
     unlabelled = _ANSWER_LABEL.sub("", text, count=1)
     return unlabelled if unlabelled.strip() else text
+
+
+def is_exact_match_as_judged(candidate: str, references: Sequence[str]) -> bool:
+    """Whether the served judge scores the answer by rule, without its encoder: an exact match
+    of a reference as the judge reads both ("6" for "six", "Answer: Paris" for "Paris")."""
+    return is_exact_match(answer_as_judged(candidate), [text_as_judged(r) for r in references])
 
 
 def example_as_judged(example: LercExample) -> LercExample:

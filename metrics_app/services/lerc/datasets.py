@@ -24,10 +24,16 @@ from annotation.judgment_selectors import (
 )
 from annotation.models import NON_DATA_STAGE_KINDS, Item, Judgment, Project, TaskKind
 from core.statistics import has_variation
-from core.text_match import is_exact_match, passage_group
+from core.text_match import passage_group
 from core.vocabulary import AB_CHOICES
 from metrics_app.judge_selectors import judge_view, predictor_values
-from metrics_app.lerc.data import LercExample, PairExample, mc_item_row, mc_pretraining_examples
+from metrics_app.lerc.data import (
+    LercExample,
+    PairExample,
+    is_exact_match_as_judged,
+    mc_item_row,
+    mc_pretraining_examples,
+)
 from metrics_app.models import ModelKind, ModelVersion
 
 from .common import LercError
@@ -221,7 +227,7 @@ def _distilled_examples(project: Project, judge_ref: str, watermark: int, *,
                                                   is_practice=False).order_by("id")
              if item.id in view.calls and item.id not in judged]
     if drop_exact_match:
-        items = [item for item in items if not is_exact_match(
+        items = [item for item in items if not is_exact_match_as_judged(
             (item.content or {}).get("candidate", ""), (item.content or {}).get("references", []))]
     if not items:
         return []
@@ -259,7 +265,7 @@ def _usable_items(item_ids: set[int], *, kind: str, drop_exact_match: bool,
             dropped["excluded"] += 1
             continue
         content = item.content or {}
-        if drop_exact_match and kind == ModelKind.REGRESSION and is_exact_match(
+        if drop_exact_match and kind == ModelKind.REGRESSION and is_exact_match_as_judged(
             content.get("candidate", ""), content.get("references", [])
         ):
             dropped["exact_match"] += 1

@@ -60,6 +60,22 @@ def test_dataset_gold_mean_drops_exact_matches_and_pins_judgments():
     assert j1.id < j2.id
 
 
+
+def test_dataset_drops_the_answers_the_served_judge_scores_by_rule():
+    """Training leaves out what serving never sends to the encoder: an exact match as the judge
+    reads texts, not only as they were written (a number spelled the other way, a label)."""
+    project = make_project(kind=TaskKind.LIKERT)
+    stage = make_stage(project)
+    for candidate, score in (("6", 5), ("Answer: six", 5), ("seven", 1)):
+        item = make_item(project, split="train", content={
+            "passage": "p", "question": "How many seasons?", "references": ["six"],
+            "candidate": candidate})
+        make_judgment(item=item, stage=stage, score=score)
+
+    dataset = lerc_dataset_build(projects=[project], split_mode="item")
+    assert [e.candidate for e in dataset.train] == ["seven"]
+    assert dataset.snapshot["dropped_items"]["exact_match"] == 2
+
 def test_group_split_never_puts_a_passage_in_two_splits():
     project = make_project(kind=TaskKind.LIKERT)
     stage = make_stage(project)
