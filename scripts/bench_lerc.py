@@ -40,7 +40,6 @@ import argparse
 import dataclasses
 import hashlib
 import json
-import re
 import sys
 import time
 from pathlib import Path
@@ -604,23 +603,16 @@ def encoder_screen_markdown(screens: dict) -> str:
     return "\n".join(lines)
 
 
-# A whole number from 0 to 20 standing alone (not "1.5", "3,000", "7th" or "B12").
-_SMALL_DIGIT = re.compile(r"(?<![\w.,])(\d|1\d|20)(?![\w]|[.,]\d)")
-
-
 def _numbers_in_words(text: str) -> str:
-    from metrics_app.lerc.data import SMALL_NUMBER_WORDS
+    from metrics_app.lerc.augmentation import numbers_in_words
 
-    return _SMALL_DIGIT.sub(lambda found: SMALL_NUMBER_WORDS[int(found.group(1))], text)
+    return numbers_in_words(text)
 
 
 def _numbers_in_digits(text: str) -> str:
-    """Every small number word but "one" (a pronoun as often) in digits."""
-    from metrics_app.lerc.data import SMALL_NUMBER_WORDS
+    from metrics_app.lerc.augmentation import numbers_in_digits
 
-    words = re.compile(r"\b(" + "|".join(w for w in SMALL_NUMBER_WORDS if w != "one") + r")\b",
-                       re.IGNORECASE)
-    return words.sub(lambda found: str(SMALL_NUMBER_WORDS.index(found.group(1).lower())), text)
+    return numbers_in_digits(text)
 
 
 # `--format-probe`: rewrites that change how an answer, its question or its references are

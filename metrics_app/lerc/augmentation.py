@@ -171,6 +171,16 @@ def _word_to_digit(found: re.Match) -> str | None:
     return None if word == "one" else str(SMALL_NUMBER_WORDS.index(word))
 
 
+def numbers_in_words(text: str) -> str:
+    """Every whole number from 0 to 20 standing alone written as a word ("6" -> "six")."""
+    return _SMALL_DIGIT.sub(_digit_to_word, text)
+
+
+def numbers_in_digits(text: str) -> str:
+    """Every small number word but "one" written in digits ("six" -> "6")."""
+    return _SMALL_WORD.sub(lambda found: _word_to_digit(found) or found.group(0), text)
+
+
 _NUMBER_REWRITES = (
     (_MONTH_DAY_YEAR, _month_day_year),
     (_DAY_MONTH_YEAR, _day_month_year),
