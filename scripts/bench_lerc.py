@@ -615,6 +615,18 @@ def _numbers_in_digits(text: str) -> str:
     return numbers_in_digits(text)
 
 
+def _dates_reordered(text: str) -> str:
+    from metrics_app.lerc.augmentation import dates_reordered
+
+    return dates_reordered(text)
+
+
+def _thousands_regrouped(text: str) -> str:
+    from metrics_app.lerc.augmentation import thousands_regrouped
+
+    return thousands_regrouped(text)
+
+
 # `--format-probe`: rewrites that change how an answer, its question or its references are
 # written and never what they say. A judge that reads meaning decides each answer alike; one
 # that keys on surface form flips, and would on a new dataset's conventions.
@@ -644,6 +656,10 @@ FORMAT_REWRITES = {
         e, candidate=_numbers_in_digits(e.candidate)),
     "references' numbers in digits": lambda e: dataclasses.replace(
         e, references=tuple(map(_numbers_in_digits, e.references))),
+    "dates reordered": lambda e: dataclasses.replace(
+        e, candidate=_dates_reordered(e.candidate)),
+    "thousands regrouped": lambda e: dataclasses.replace(
+        e, candidate=_thousands_regrouped(e.candidate)),
     "references reversed": lambda e: dataclasses.replace(
         e, references=tuple(reversed(e.references))),
     "question mark": lambda e: dataclasses.replace(

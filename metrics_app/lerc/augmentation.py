@@ -181,6 +181,33 @@ def numbers_in_digits(text: str) -> str:
     return _SMALL_WORD.sub(lambda found: _word_to_digit(found) or found.group(0), text)
 
 
+# One pass over a text, so a date or a number is rewritten once and never back again.
+_ANY_DATE = re.compile(f"(?:{_MONTH_DAY_YEAR.pattern})|(?:{_DAY_MONTH_YEAR.pattern})")
+_ANY_THOUSANDS = re.compile(f"({_GROUPED.pattern})|(?:{_PLAIN_THOUSANDS.pattern})")
+
+
+def dates_reordered(text: str) -> str:
+    """Every full date written in the other order ("July 4, 1776" <-> "4 July 1776")."""
+    def one(found: re.Match) -> str:
+        month, day, year, day_first, month_second, year_second = found.groups()
+        if month:
+            return f"{int(day)} {month} {year}"
+        return f"{month_second} {int(day_first)}, {year_second}"
+
+    return _ANY_DATE.sub(one, text)
+
+
+def thousands_regrouped(text: str) -> str:
+    """Every number of four digits or more with its thousands grouped the other way ("1,500"
+    <-> "1500"); a number that reads as a year stays as written."""
+    def one(found: re.Match) -> str:
+        if found.group(1):
+            return _ungrouped(found)
+        return _grouped(found) or found.group(0)
+
+    return _ANY_THOUSANDS.sub(one, text)
+
+
 _NUMBER_REWRITES = (
     (_MONTH_DAY_YEAR, _month_day_year),
     (_DAY_MONTH_YEAR, _day_month_year),

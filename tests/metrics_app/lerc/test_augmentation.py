@@ -55,6 +55,17 @@ def test_what_reads_as_a_year_or_a_pronoun_is_left_alone():
     assert rewrites(["the one who sang it"], [("x",)], rules=["number"]) == []
 
 
+def test_every_date_and_every_large_number_of_a_text_is_rewritten_once():
+    from metrics_app.lerc.augmentation import dates_reordered, thousands_regrouped
+
+    text = "Born July 4, 1776, died 4 July 1826; 1,500 came, then 23000, in 1999 (3.5000)."
+    assert dates_reordered(text) == ("Born 4 July 1776, died July 4, 1826; 1,500 came, then "
+                                     "23000, in 1999 (3.5000).")
+    assert thousands_regrouped(text) == ("Born July 4, 1776, died 4 July 1826; 1500 came, "
+                                         "then 23,000, in 1999 (3.5000).")
+    assert dates_reordered(dates_reordered(text)) == text
+
+
 def test_rewrites_are_seeded_skip_empty_answers_and_refuse_unknown_rules():
     args = (["Paris", "", "7 hills"], [("Paris",), ("x",), ("7",)], ["q?", "q?", "q?"])
     assert rewrites(*args, seed=3) == rewrites(*args, seed=3)
