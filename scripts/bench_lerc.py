@@ -669,6 +669,16 @@ FORMAT_REWRITES = {
 }
 
 
+def probe_rewrites(names: str) -> dict:
+    """The rewrites of FORMAT_REWRITES named (comma-separated), all when none is; an unknown
+    name is refused, naming the ones there are."""
+    wanted = [name.strip() for name in names.split(",") if name.strip()]
+    if unknown := [name for name in wanted if name not in FORMAT_REWRITES]:
+        raise SystemExit(f"--rewrites: no rewrite named {', '.join(map(repr, unknown))}; "
+                         f"there are {', '.join(map(repr, FORMAT_REWRITES))}")
+    return {name: FORMAT_REWRITES[name] for name in wanted or FORMAT_REWRITES}
+
+
 def format_probe_run(run: dict, args) -> dict:
     """`--format-probe`: validation only, on a trained run's served judge: each of the run's
     calibration answers (validation, exact match failing) as written and under each
@@ -693,7 +703,7 @@ def format_probe_run(run: dict, args) -> dict:
 
     base = decisions(val)
     rows = {}
-    for name, rewrite in FORMAT_REWRITES.items():
+    for name, rewrite in probe_rewrites(args.rewrites).items():
         decided = decisions([rewrite(e) for e in val])
         rows[name] = {"flips": sum(a != b for a, b in zip(decided, base, strict=True)),
                       "accuracy": accuracy(decided)}
@@ -701,7 +711,7 @@ def format_probe_run(run: dict, args) -> dict:
 
 
 def format_probe_markdown(screens: dict) -> str:
-    names = list(FORMAT_REWRITES)
+    names = list(next(iter(screens.values()))["rows"]) if screens else []
     lines = ["| run | answers | accuracy as written | " + " | ".join(
         f"{n}: flips (accuracy)" for n in names) + " |",
         "| --- | --- | --- | " + " | ".join("---" for _ in names) + " |"]
@@ -1217,6 +1227,9 @@ def main() -> None:
                              "decisions flip when an answer, its question or its references are "
                              "written differently (FORMAT_REWRITES); results in "
                              "<out>/format-probe.json")
+    parser.add_argument("--rewrites", default="",
+                        help="with --format-probe: only these rewrites of FORMAT_REWRITES "
+                             "(comma-separated names; default all)")
     parser.add_argument("--only", default="",
                         help="of the --runs, only these run names (comma-separated)")
     parser.add_argument("--distill-screen", action="store_true",
@@ -1257,6 +1270,9 @@ def main() -> None:
     args = parser.parse_args()
     args.feature_sets = [name for name in args.calibrator_features.split(",") if name]
     args.teacher_accuracy = [float(a) for a in args.teacher_accuracy.split(",") if a]
+    if args.rewrites and not args.format_probe:
+        parser.error("--rewrites chooses the rewrites of --format-probe; add --format-probe")
+    probe_rewrites(args.rewrites)  # an unknown name is refused before anything is loaded
     results_file = args.out / ("lexical-results.json" if args.lexical_only else "results.json")
     if args.markdown:
         previous = json.loads(args.previous.read_text()) if args.previous else None
