@@ -682,7 +682,8 @@ def probe_rewrites(names: str) -> dict:
 def format_probe_run(run: dict, args) -> dict:
     """`--format-probe`: validation only, on a trained run's served judge: each of the run's
     calibration answers (validation, exact match failing) as written and under each
-    `FORMAT_REWRITES` rule; how many decisions (P >= 0.5) flip and the accuracy either way."""
+    `FORMAT_REWRITES` rule; how many answers the rule changes, how many decisions (P >= 0.5)
+    flip and the accuracy either way."""
     from core.text_match import is_exact_match
     from metrics_app.lerc.calibration import CORRECT_AT
     from metrics_app.lerc.inference import LercScorer
@@ -704,21 +705,28 @@ def format_probe_run(run: dict, args) -> dict:
     base = decisions(val)
     rows = {}
     for name, rewrite in probe_rewrites(args.rewrites).items():
-        decided = decisions([rewrite(e) for e in val])
+        rewritten = [rewrite(e) for e in val]
+        # Only an answer the rewrite changed can flip: the others keep their decision as
+        # written, and only the changed ones are scored (a date rewrite touches a few dozen).
+        changed = [i for i, (e, r) in enumerate(zip(val, rewritten, strict=True)) if e != r]
+        decided = list(base)
+        for i, decision in zip(changed, decisions([rewritten[i] for i in changed]), strict=True):
+            decided[i] = decision
         rows[name] = {"flips": sum(a != b for a, b in zip(decided, base, strict=True)),
-                      "accuracy": accuracy(decided)}
+                      "changed": len(changed), "accuracy": accuracy(decided)}
     return {"n_val": len(val), "accuracy": accuracy(base), "rows": rows}
 
 
 def format_probe_markdown(screens: dict) -> str:
     names = list(next(iter(screens.values()))["rows"]) if screens else []
     lines = ["| run | answers | accuracy as written | " + " | ".join(
-        f"{n}: flips (accuracy)" for n in names) + " |",
+        f"{n}: flips of changed (accuracy)" for n in names) + " |",
         "| --- | --- | --- | " + " | ".join("---" for _ in names) + " |"]
     for run_name, screen in screens.items():
         rows = screen["rows"]
         lines.append(f"| {run_name} | {screen['n_val']} | {screen['accuracy']:.4f} | " + " | ".join(
-            f"{rows[n]['flips']} ({rows[n]['accuracy']:.4f})" for n in names) + " |")
+            f"{rows[n]['flips']} of {rows[n]['changed']} ({rows[n]['accuracy']:.4f})"
+            for n in names) + " |")
     return "\n".join(lines)
 
 

@@ -122,10 +122,10 @@ def test_format_rewrites_change_the_writing_and_never_the_content(bench_lerc):
             assert read(changed.candidate) == read(example.candidate), name
 
     screens = {"main": {"n_val": 10, "accuracy": 0.9, "rows": {
-        name: {"flips": 1 if name == "lower case" else 0, "accuracy": 0.9}
+        name: {"flips": 1 if name == "lower case" else 0, "changed": 10, "accuracy": 0.9}
         for name in bench_lerc.FORMAT_REWRITES}}}
     table = bench_lerc.format_probe_markdown(screens)
-    assert "| main | 10 | 0.9000 |" in table and "1 (0.9000)" in table
+    assert "| main | 10 | 0.9000 |" in table and "1 of 10 (0.9000)" in table
 
 
 def test_the_probe_runs_the_rewrites_named_and_refuses_an_unknown_one(bench_lerc):
@@ -135,7 +135,7 @@ def test_the_probe_runs_the_rewrites_named_and_refuses_an_unknown_one(bench_lerc
     with pytest.raises(SystemExit, match="no rewrite named 'nope'"):
         bench_lerc.probe_rewrites("lower case,nope")
     screens = {"loso-fid": {"n_val": 4, "accuracy": 0.75, "rows": {
-        "dates reordered": {"flips": 2, "accuracy": 0.5}}}}
+        "dates reordered": {"flips": 2, "changed": 3, "accuracy": 0.5}}}}
     table = bench_lerc.format_probe_markdown(screens)
     assert "dates reordered: flips" in table and "lower case" not in table
-    assert "| loso-fid | 4 | 0.7500 | 2 (0.5000) |" in table
+    assert "| loso-fid | 4 | 0.7500 | 2 of 3 (0.5000) |" in table
