@@ -370,16 +370,23 @@ def cached_raw_scores(folder: Path, split: str, examples, scorer) -> list[float 
     return [cached[e.id] for e in examples]
 
 
+def semantic_key(example) -> str:
+    """The cache key of an example's semantic features: its id and the texts they are computed
+    from, so a reading rule that changes an answer or a reference computes them again."""
+    texts = json.dumps([example.candidate, list(example.references)])
+    return f"{example.id}:{hashlib.sha1(texts.encode()).hexdigest()[:16]}"
+
+
 def semantic_values(examples, args) -> list[list[float]]:
-    """`SemanticEncoder.features` of each example, cached by id in <out>/semantic.json (the
-    answers of every run are drawn from the same 23,499)."""
+    """`SemanticEncoder.features` of each example, cached by `semantic_key` in
+    <out>/semantic.json (the answers of every run are drawn from the same 23,499)."""
     from metrics_app.lerc.semantic import SemanticEncoder
 
     path = args.out / "semantic.json"
     if not hasattr(args, "semantic_cache"):
         args.semantic_cache = json.loads(path.read_text()) if path.is_file() else {}
     cache = args.semantic_cache
-    missing = [e for e in examples if e.id not in cache]
+    missing = [e for e in examples if semantic_key(e) not in cache]
     if missing:
         if getattr(args, "semantic_encoder", None) is None:
             args.semantic_encoder = SemanticEncoder()
@@ -388,13 +395,13 @@ def semantic_values(examples, args) -> list[list[float]]:
             part = missing[start:start + 2000]
             rows = args.semantic_encoder.features([e.candidate for e in part],
                                                   [e.references for e in part])
-            cache.update({e.id: [round(v, 6) for v in row]
+            cache.update({semantic_key(e): [round(v, 6) for v in row]
                           for e, row in zip(part, rows, strict=True)})
             print(f"semantic: {start + len(part)}/{len(missing)}", file=sys.stderr, flush=True)
         path.write_text(json.dumps(cache))
         print(f"semantic features of {len(missing)} answers in "
               f"{time.monotonic() - started:.0f} s", file=sys.stderr, flush=True)
-    return [cache[e.id] for e in examples]
+    return [cache[semantic_key(e)] for e in examples]
 
 
 def refitted_judge(val, val_raw, test, test_raw, feature_names, args,

@@ -139,3 +139,19 @@ def test_the_probe_runs_the_rewrites_named_and_refuses_an_unknown_one(bench_lerc
     table = bench_lerc.format_probe_markdown(screens)
     assert "dates reordered: flips" in table and "lower case" not in table
     assert "| loso-fid | 4 | 0.7500 | 2 of 3 (0.5000) |" in table
+
+
+def test_semantic_values_are_cached_by_the_texts_they_were_computed_from(bench_lerc):
+    """A reading rule that changes an answer or a reference (a rerun in the same folder) must
+    not be served the semantic features of the text before it."""
+    import dataclasses
+
+    from metrics_app.lerc.data import LercExample
+
+    example = LercExample(id="q1:fid", question="how many", references=("1,500",),
+                          candidate="about 1,500", score=5.0)
+    key = bench_lerc.semantic_key(example)
+    assert key.startswith("q1:fid:")
+    assert bench_lerc.semantic_key(dataclasses.replace(example, score=1.0)) == key
+    assert bench_lerc.semantic_key(dataclasses.replace(example, candidate="about 1500")) != key
+    assert bench_lerc.semantic_key(dataclasses.replace(example, references=("1500",))) != key
