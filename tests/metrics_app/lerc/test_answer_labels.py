@@ -177,9 +177,21 @@ def test_training_reads_typography_plain(tmp_path, monkeypatch):
     ("twenty-one pilots", "twenty-one pilots"),           # 21, not 20-1
     ("thirty-two", "thirty-two"),
     ("tenth often seventh", "tenth often seventh"),      # other words holding a number's letters
-    ("6 and 1.5 and 3,000", "6 and 1.5 and 3,000"),        # digits stay as written
+    ("6 and 1.5 and 3.5", "6 and 1.5 and 3.5"),            # digits stay as written
 ])
 def test_small_numbers_are_read_as_digits(written, judged):
+    assert text_as_judged(written) == judged
+
+
+@pytest.mark.parametrize(("written", "judged"), [
+    ("about 1,500 people", "about 1500 people"),
+    ("2,000,000 or 45,000.", "2000000 or 45000."),
+    ("in 1,999, twelve", "in 1999, 12"),
+    ("3.1,000", "3.1,000"),                               # a decimal's tail, not thousands
+    ("1,23,456", "1,23,456"),                             # not groups of three
+    ("1,2,3", "1,2,3"),                                   # a list
+])
+def test_thousands_are_read_without_their_commas(written, judged):
     assert text_as_judged(written) == judged
 
 
@@ -199,3 +211,8 @@ def test_a_served_version_reads_a_number_spelled_either_way_alike(trained_model_
                                                                              "seasons on ITV")])
     # The answer in digits and the reference in words is an exact match, served by rule.
     assert scorer.score([replace(digits, candidate="6")]) == [EXACT_MATCH_SCORE]
+    grouped = LercExample(question="How many stores?", references=("3000",),
+                          candidate="about 1,500 stores in Canada")
+    assert scorer.score([grouped]) == scorer.score([replace(grouped, candidate="about 1500 "
+                                                                               "stores in "
+                                                                               "Canada")])
