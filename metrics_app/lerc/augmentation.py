@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .config import AUGMENT_RULES
-from .data import SMALL_NUMBER_WORDS
+from .data import GROUPED_THOUSANDS, SMALL_NUMBER_WORDS
 
 RULES = AUGMENT_RULES
 
@@ -58,7 +58,9 @@ _MONTHS = ("January", "February", "March", "April", "May", "June", "July", "Augu
 _MONTH = "(" + "|".join(_MONTHS) + ")"
 _MONTH_DAY_YEAR = re.compile(_MONTH + r" (\d{1,2}),? (\d{4})")
 _DAY_MONTH_YEAR = re.compile(r"(\d{1,2}) " + _MONTH + r",? (\d{4})")
-_GROUPED = re.compile(r"\b\d{1,3}(?:,\d{3})+\b")
+# The judge's own reading of a grouped number (`data.GROUPED_THOUSANDS`), so a rewrite ungroups
+# exactly what the judge would read ungrouped.
+_GROUPED = GROUPED_THOUSANDS
 _PLAIN_THOUSANDS = re.compile(r"\b(?<![.,])\d{4,}(?![.,]\d)\b")
 _SMALL_DIGIT = re.compile(r"(?<![\d.,])\b(\d|1\d|20)\b(?![.,]?\d)")
 _SMALL_WORD = re.compile(r"\b(" + "|".join(SMALL_NUMBER_WORDS) + r")\b", re.IGNORECASE)

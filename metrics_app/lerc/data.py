@@ -270,7 +270,7 @@ def _as_digits(found: re.Match) -> str:
 
 # A number with its thousands grouped by commas ("1,500", "2,000,000"), not a decimal's tail or
 # a list of numbers without spaces ("1,23,456" is left as written).
-_GROUPED_THOUSANDS = re.compile(r"(?<![\d.,])\d{1,3}(?:,\d{3})+(?![\d]|,\d)")
+GROUPED_THOUSANDS = re.compile(r"(?<![\d.,])\d{1,3}(?:,\d{3})+(?![\d]|,\d)")
 
 
 def _ungrouped(found: re.Match) -> str:
@@ -280,7 +280,7 @@ def _ungrouped(found: re.Match) -> str:
 def text_as_judged(text: str) -> str:
     """`text` in plain typography (`_PLAIN_TYPOGRAPHY`, then NFKC), without the characters that
     draw nothing (the platform's one rule, `without_invisible`: soft hyphens, zero-width
-    spaces, direction marks), thousands without their commas (`_GROUPED_THOUSANDS`: "1,500" is
+    spaces, direction marks), thousands without their commas (`GROUPED_THOUSANDS`: "1,500" is
     1500), small numbers in digits (`_NUMBER_WORD_READ_AS_DIGITS`): the form of every text the
     judge reads (question, references, answer, passage), so one word is one word however it was
     typeset, and one number one number however it was spelled."""
@@ -288,7 +288,7 @@ def text_as_judged(text: str) -> str:
     if not text.isascii():
         text = unicodedata.normalize("NFKC",
                                      without_invisible(text.translate(_PLAIN_TYPOGRAPHY)))
-    text = _GROUPED_THOUSANDS.sub(_ungrouped, text)
+    text = GROUPED_THOUSANDS.sub(_ungrouped, text)
     return _NUMBER_WORD_READ_AS_DIGITS.sub(_as_digits, text)
 
 
